@@ -1,0 +1,12 @@
+"""pipediag: find out why TensorFlow training is slow, input pipeline or model.
+
+`import pipediag` never imports TensorFlow; only the parts that hook into it do, lazily.
+"""
+
+from __future__ import annotations
+
+from pipediag.report import SCHEMA_VERSION, Report, load_report, save_report
+
+__version__ = "0.1.0"
+
+__all__ = ["SCHEMA_VERSION", "Report", "__version__", "load_report", "save_report"]

@@ -1,0 +1,128 @@
+"""Report <-> JSON: the public contract, versioned, written atomically, read tolerantly."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar, Union
+
+from pipediag.errors import ReportError
+from pipediag.report import model
+from pipediag.report.model import SCHEMA_VERSION, Report
+
+T = TypeVar("T")
+
+
+def to_dict(report: Report) -> dict[str, Any]:
+    """The report as plain JSON-ready data."""
+    return dataclasses.asdict(report)
+
+
+def from_dict(data: dict[str, Any]) -> Report:
+    """Rebuild a report; unknown fields are ignored and missing optional ones defaulted."""
+    if not isinstance(data, dict) or "script" not in data:
+        raise ReportError("not a pipediag report: no 'script' field")
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise ReportError("not a pipediag report: no integer 'schema_version'")
+    if version > SCHEMA_VERSION:
+        raise ReportError(
+            f"report schema version {version} is newer than this pipediag reads "
+            f"({SCHEMA_VERSION}); upgrade pipediag"
+        )
+    try:
+        return _build(Report, data)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ReportError(f"malformed pipediag report: {exc}") from exc
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(to_dict(report), indent=1, allow_nan=False, default=_reject)
+
+
+def save_report(report: Report, path: str | os.PathLike[str]) -> Path:
+    """Write the JSON report atomically: a crash never leaves a half-written file."""
+    target = Path(path)
+    write_atomically(target, dumps(report).encode())
+    return target
+
+
+def load_report(path: str | os.PathLike[str]) -> Report:
+    """Read a report written by `save_report` (or by `pipediag run`)."""
+    source = Path(path)
+    if source.is_dir():
+        source = source / "report.json"
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReportError(f"no report at {source}: run `pipediag run` first") from None
+    except OSError as exc:
+        raise ReportError(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{source} is not valid JSON (line {exc.lineno}): corrupt report") from None
+    return from_dict(data)
+
+
+def write_atomically(target: Path, payload: bytes) -> None:
+    """Write to a temporary file beside `target`, then rename it into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _reject(value: object) -> Any:
+    raise TypeError(f"cannot store {type(value).__name__} in a report")
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls, vars(model))
+    return _HINTS[cls]
+
+
+def _build(cls: type[T], data: Any) -> T:
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
+    hints = _hints(cls)
+    kwargs = {
+        f.name: _convert(hints[f.name], data[f.name])
+        for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        if f.name in data
+    }
+    return cls(**kwargs)
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        if value is None:
+            return None
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _convert(options[0], value)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return [_convert(item, v) for v in value]
+    if origin is dict:
+        _, item = typing.get_args(hint)
+        return {str(k): _convert(item, v) for k, v in value.items()}
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value)  # type: ignore[arg-type]
+    if hint is float and isinstance(value, int):
+        return float(value)
+    return value

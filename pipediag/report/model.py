@@ -1,0 +1,239 @@
+"""The report: plain, frozen data that every renderer reads and the JSON file stores.
+
+Times are seconds from the start of the diagnosis (`t_s`, `start_s`) on the session's
+monotonic clock, so the step timeline, host samples and GPU samples share one axis.
+Units are in the field names. Fields added later must have defaults, so that older
+reports still load (see `report/io.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA_VERSION = 1
+
+# Verdict labels.
+INPUT_BOUND = "input-bound"
+COMPUTE_BOUND = "compute-bound"
+BALANCED = "balanced"
+UNKNOWN = "unknown"
+# Step label for steps kept out of the verdict (tracing, compilation, buffers filling).
+WARMUP = "warmup"
+
+
+@dataclass(frozen=True)
+class LatencyStats:
+    """Distribution of a duration over many events (batches or steps)."""
+
+    count: int
+    mean_s: float
+    median_s: float
+    p90_s: float
+    min_s: float
+    max_s: float
+
+
+@dataclass(frozen=True)
+class StageStats:
+    """One stage of the input pipeline (filled by the pipeline-structure work)."""
+
+    index: int
+    kind: str
+    name: str = ""
+    settings: dict[str, str] = field(default_factory=dict)
+    function: str | None = None
+    source: str | None = None
+    batches_per_s: float | None = None
+    bottleneck: bool = False
+
+
+@dataclass(frozen=True)
+class PipelineBenchmark:
+    """Phase 1: the training dataset read alone, on its own iterator."""
+
+    measured: bool
+    reason: str | None = None
+    dataset: str = ""
+    batches: int = 0
+    duration_s: float = 0.0
+    first_batch_s: float | None = None
+    batches_per_s: float | None = None
+    latency: LatencyStats | None = None
+    exhausted: bool = False
+    stages: list[StageStats] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One train step: when it started, how long it took, how long it waited for input."""
+
+    index: int
+    start_s: float
+    duration_s: float
+    input_wait_s: float | None
+    label: str
+    epoch: int = 0
+
+    @property
+    def compute_s(self) -> float | None:
+        """The rest of the step: model work plus framework overhead."""
+        if self.input_wait_s is None:
+            return None
+        return max(0.0, self.duration_s - self.input_wait_s)
+
+
+@dataclass(frozen=True)
+class TrainSection:
+    """Phase 2: the full train step, as the user's script ran it."""
+
+    style: str = "none"  # "keras-fit", "custom-loop" or "none"
+    input_wait_source: str = "unavailable"  # "profiler-trace", "iterator-timing", "unavailable"
+    warmup_steps: int = 0
+    measured_steps: int = 0
+    steps_per_s: float | None = None
+    step_time: LatencyStats | None = None
+    input_wait: LatencyStats | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer: what limits the training rate, how badly, and why in one sentence."""
+
+    label: str = UNKNOWN
+    input_wait_fraction: float | None = None
+    severity: str = "unknown"
+    summary: str = ""
+    input_bound_steps: int = 0
+    compute_bound_steps: int = 0
+    compute_alone_steps_per_s: float | None = None
+    pipeline_headroom: float | None = None
+
+
+@dataclass(frozen=True)
+class HostSample:
+    """One psutil reading of the host."""
+
+    t_s: float
+    process_cpu_pct: float
+    system_cpu_pct: float
+    iowait_pct: float | None
+    per_core_pct: list[float]
+    process_rss_bytes: int
+    system_mem_used_pct: float
+
+
+@dataclass(frozen=True)
+class HostSection:
+    """Host CPU and memory over the run, from a psutil sampler thread."""
+
+    available: bool
+    reason: str | None = None
+    cpu_count: int = 0
+    interval_s: float = 0.0
+    samples: list[HostSample] = field(default_factory=list)
+    process_cpu_pct_mean: float | None = None
+    system_cpu_pct_mean: float | None = None
+    iowait_pct_mean: float | None = None
+    process_rss_bytes_max: int | None = None
+    sampler_cpu_s: float | None = None
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """A GPU that NVML found."""
+
+    index: int
+    name: str
+    uuid: str = ""
+    memory_total_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """One NVML reading of one device."""
+
+    t_s: float
+    device_index: int
+    gpu_util_pct: float | None
+    mem_util_pct: float | None = None
+    mem_used_bytes: int | None = None
+    power_w: float | None = None
+    sm_clock_mhz: float | None = None
+    pcie_rx_bytes_per_s: float | None = None
+    pcie_tx_bytes_per_s: float | None = None
+
+
+@dataclass(frozen=True)
+class GpuSection:
+    """GPU activity over the run, from an NVML sampler thread, or why there is none."""
+
+    available: bool
+    reason: str | None = None
+    driver_version: str | None = None
+    devices: list[GpuDevice] = field(default_factory=list)
+    interval_s: float = 0.0
+    samples: list[GpuSample] = field(default_factory=list)
+    gpu_util_pct_mean: float | None = None
+    notes: list[str] = field(default_factory=list)
+    sampler_cpu_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """One fix, with the evidence for it and the code to write."""
+
+    id: str
+    title: str
+    stage: str | None = None
+    evidence: str = ""
+    code: str = ""
+    estimated_speedup: float | None = None
+    verified_speedup: float | None = None
+    correctness_warning: bool = False
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where the diagnosis ran."""
+
+    python_version: str = ""
+    platform: str = ""
+    pipediag_version: str = ""
+    tensorflow_version: str | None = None
+    keras_version: str | None = None
+    cpu_count: int = 0
+    gpus: list[str] = field(default_factory=list)
+    gpu_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    """How the user's script ended."""
+
+    status: str = "ok"  # "ok", "step-budget", "system-exit", "exception", "interrupted"
+    code: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything one diagnosis found; the JSON report is this, serialised."""
+
+    script: str
+    args: list[str] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+    created_utc: str = ""
+    environment: Environment = field(default_factory=Environment)
+    verdict: Verdict = field(default_factory=Verdict)
+    pipeline: PipelineBenchmark = field(default_factory=lambda: PipelineBenchmark(measured=False))
+    train: TrainSection = field(default_factory=TrainSection)
+    host: HostSection = field(default_factory=lambda: HostSection(available=False))
+    gpu: GpuSection = field(default_factory=lambda: GpuSection(available=False))
+    suggestions: list[Suggestion] = field(default_factory=list)
+    complete: bool = False
+    stop_reason: str = ""
+    exit: ExitInfo = field(default_factory=ExitInfo)
+    wall_time_s: float = 0.0
+    phase_times_s: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
