@@ -5,8 +5,18 @@
 
 from __future__ import annotations
 
+from pipediag.api import diagnose
+from pipediag.config import RunConfig
 from pipediag.report import SCHEMA_VERSION, Report, load_report, save_report
 
 __version__ = "0.1.0"
 
-__all__ = ["SCHEMA_VERSION", "Report", "__version__", "load_report", "save_report"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Report",
+    "RunConfig",
+    "__version__",
+    "diagnose",
+    "load_report",
+    "save_report",
+]

@@ -66,7 +66,9 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReportError(f"{source} is not valid JSON (line {exc.lineno}): corrupt report") from None
+        raise ReportError(
+            f"{source} is not valid JSON (line {exc.lineno}): corrupt report"
+        ) from None
     return from_dict(data)
 
 

@@ -35,7 +35,16 @@ class LatencyStats:
 
 @dataclass(frozen=True)
 class StageStats:
-    """One stage of the input pipeline (filled by the pipeline-structure work)."""
+    """One stage of the input pipeline, listed from source (index 0) to output.
+
+    `inputs` holds the indices of the stages this one reads, so multi-input stages (zip,
+    concatenate, choose) keep the pipeline's shape in a flat list. `function` and `source`
+    name the user's Python callable and where it is defined ("file.py:LINE"). Rates come from
+    benchmarking the pipeline cut after this stage: `elements_per_s` counts what the stage
+    itself yields (elements before a batch stage), `batches_per_s` is that rate expressed in
+    the pipeline's output batches, and `own_s_per_batch` is the time this stage adds per
+    output batch over its inputs.
+    """
 
     index: int
     kind: str
@@ -45,6 +54,11 @@ class StageStats:
     source: str | None = None
     batches_per_s: float | None = None
     bottleneck: bool = False
+    inputs: list[int] = field(default_factory=list)
+    uses_py_function: bool = False
+    stateful: bool = False
+    elements_per_s: float | None = None
+    own_s_per_batch: float | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +151,7 @@ class HostSection:
     iowait_pct_mean: float | None = None
     process_rss_bytes_max: int | None = None
     sampler_cpu_s: float | None = None
+    notes: list[str] = field(default_factory=list)  # sampler failures, one line per kind
 
 
 @dataclass(frozen=True)
@@ -147,6 +162,9 @@ class GpuDevice:
     name: str
     uuid: str = ""
     memory_total_bytes: int | None = None
+    mig_enabled: bool = False  # MIG on: readings are the parent GPU's, not one MIG slice's
+    util_source: str = ""  # "driver-samples" (nvmlDeviceGetSamples) or "utilization-rates"
+    gpm_supported: bool = False  # GPU Performance Monitoring (Hopper+): SM activity/occupancy
 
 
 @dataclass(frozen=True)
@@ -162,6 +180,11 @@ class GpuSample:
     sm_clock_mhz: float | None = None
     pcie_rx_bytes_per_s: float | None = None
     pcie_tx_bytes_per_s: float | None = None
+    # Session time of the newest driver utilization sample behind gpu_util_pct (driver
+    # timestamps converted to the session clock); None when read with GetUtilizationRates.
+    gpu_util_t_s: float | None = None
+    sm_active_pct: float | None = None  # GPM SM activity since the previous GPM reading
+    sm_occupancy_pct: float | None = None  # GPM SM occupancy since the previous GPM reading
 
 
 @dataclass(frozen=True)
@@ -177,6 +200,7 @@ class GpuSection:
     gpu_util_pct_mean: float | None = None
     notes: list[str] = field(default_factory=list)
     sampler_cpu_s: float | None = None
+    calls_per_s: float | None = None  # NVML calls the sampler made per second of sampling
 
 
 @dataclass(frozen=True)

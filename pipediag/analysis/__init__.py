@@ -1,0 +1,1 @@
+"""Pure analysis over recorded data: statistics, step labels, the verdict."""

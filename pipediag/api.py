@@ -1,0 +1,85 @@
+"""The Python API: the same diagnosis as `pipediag run`, returning the Report."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipediag.config import DEFAULT_OUT_DIR, RunConfig
+from pipediag.report.model import Report
+from pipediag.runner import RunOutcome, check_script, run_script
+from pipediag.session import DiagnosticSession
+
+
+def diagnose(
+    script: str | os.PathLike[str],
+    args: Sequence[str] = (),
+    *,
+    config: RunConfig | None = None,
+    out: str | os.PathLike[str] | None = DEFAULT_OUT_DIR,
+    log: Any = sys.stderr,
+) -> Report:
+    """Run a training script under pipediag and return its report.
+
+    Args:
+        script: path of the unmodified training script.
+        args: the script's own command-line arguments.
+        config: what to measure (steps, warm-up, pipeline benchmark budget).
+        out: directory for report.json, summary.txt, report.png and trace.json;
+            None writes nothing.
+        log: where progress lines go; None for silence.
+
+    The script runs in this process as `__main__`. The report is built (and written)
+    however the script ends; its `exit` field says how.
+    """
+    report, _ = run_and_report(str(script), list(args), config or RunConfig(), out=out, log=log)
+    return report
+
+
+def run_and_report(
+    script: str,
+    args: list[str],
+    config: RunConfig,
+    *,
+    out: str | os.PathLike[str] | None,
+    log: Any,
+) -> tuple[Report, list[Path]]:
+    """The whole `pipediag run`: check, run, stop, write. Returns the report and its files."""
+    path = check_script(script)
+    if out is not None:
+        _check_writable(Path(out))
+    session = DiagnosticSession(script, args, config, log=log)
+    outcome = RunOutcome(exit=_interrupted_exit(), stop_reason="interrupted")
+    session.start()
+    try:
+        outcome = run_script(path, args)
+    finally:
+        report = session.stop(outcome.exit, outcome.stop_reason)
+        written: list[Path] = []
+        if out is not None:
+            from pipediag.renderers import write_outputs
+
+            written, failures = write_outputs(report, Path(out))
+            for failure in failures:
+                session.log(failure)
+    return report, written
+
+
+def _interrupted_exit() -> Any:
+    from pipediag.report.model import ExitInfo
+    from pipediag.runner import EXIT_INTERRUPTED
+
+    return ExitInfo("interrupted", EXIT_INTERRUPTED, "stopped before the script ended")
+
+
+def _check_writable(out: Path) -> None:
+    from pipediag.errors import UsageError
+
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write reports to {out}: choose a writable --out directory")

@@ -1,0 +1,1 @@
+"""TensorFlow-side measurement: the pipeline benchmarked alone (TF imported lazily)."""

@@ -1,0 +1,123 @@
+"""Phase 1: read the training dataset alone, on its own iterator, and time each batch.
+
+The user's iterator is never touched: a separate iterator is made and dropped. With an
+in-memory `cache()`, an iterator stopped before the end discards its partial cache (see
+DESIGN.md), so a bounded benchmark does not warm, or corrupt, the user's cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pipediag.analysis.stats import latency_stats
+from pipediag.clock import MONOTONIC, Clock
+from pipediag.report.model import PipelineBenchmark
+
+# A few seconds give hundreds of batches on typical pipelines, enough for a stable rate,
+# while keeping the time to a verdict well under a minute.
+DEFAULT_MAX_SECONDS = 3.0
+DEFAULT_MAX_BATCHES = 200
+# The first batch pays for starting worker threads and filling buffers: timed apart.
+WARMUP_BATCHES = 1
+
+
+@dataclass(frozen=True)
+class BatchTiming:
+    """Raw timing of one bounded read: the first batch apart, then one latency per batch."""
+
+    first_batch_s: float | None
+    latencies_s: list[float]
+    duration_s: float
+    exhausted: bool
+
+    @property
+    def batches_per_s(self) -> float | None:
+        if not self.latencies_s or self.duration_s <= 0:
+            return None
+        return len(self.latencies_s) / self.duration_s
+
+
+def time_iterator(
+    iterator: Iterator[Any],
+    *,
+    max_batches: int = DEFAULT_MAX_BATCHES,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+    clock: Clock = MONOTONIC,
+) -> BatchTiming:
+    """Pull up to `max_batches` batches (after warm-up) or for `max_seconds`, timing each."""
+    start = clock.now()
+    first_batch_s: float | None = None
+    for _ in range(WARMUP_BATCHES):
+        try:
+            next(iterator)
+        except StopIteration:
+            return BatchTiming(None, [], 0.0, exhausted=True)
+        first_batch_s = clock.now() - start
+    latencies: list[float] = []
+    measured_from = clock.now()
+    deadline = start + max_seconds
+    exhausted = False
+    before = measured_from
+    while len(latencies) < max_batches and before < deadline:
+        try:
+            next(iterator)
+        except StopIteration:
+            exhausted = True
+            break
+        after = clock.now()
+        latencies.append(after - before)
+        before = after
+    return BatchTiming(first_batch_s, latencies, before - measured_from, exhausted)
+
+
+def benchmark_dataset(
+    dataset: Any,
+    *,
+    max_batches: int = DEFAULT_MAX_BATCHES,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+    clock: Clock = MONOTONIC,
+) -> PipelineBenchmark:
+    """Benchmark a `tf.data.Dataset` alone, on a fresh iterator of its own."""
+    description = describe_chain(dataset)
+    iterator = iter(dataset)
+    try:
+        timing = time_iterator(
+            iterator, max_batches=max_batches, max_seconds=max_seconds, clock=clock
+        )
+    finally:
+        del iterator
+    if not timing.latencies_s:
+        reason = (
+            "the dataset is empty"
+            if timing.first_batch_s is None
+            else "the dataset has only one batch: nothing to time after warm-up"
+        )
+        return PipelineBenchmark(
+            measured=False,
+            reason=reason,
+            dataset=description,
+            first_batch_s=timing.first_batch_s,
+            exhausted=True,
+        )
+    return PipelineBenchmark(
+        measured=True,
+        dataset=description,
+        batches=len(timing.latencies_s),
+        duration_s=timing.duration_s,
+        first_batch_s=timing.first_batch_s,
+        batches_per_s=timing.batches_per_s,
+        latency=latency_stats(timing.latencies_s),
+        exhausted=timing.exhausted,
+    )
+
+
+def describe_chain(dataset: Any, limit: int = 32) -> str:
+    """The dataset's class chain, outermost first, e.g. `Prefetch <- Batch <- Map <- Range`."""
+    names: list[str] = []
+    node = dataset
+    while node is not None and len(names) < limit:
+        names.append(type(node).__name__.lstrip("_").removesuffix("Dataset") or type(node).__name__)
+        node = getattr(node, "_input_dataset", None)
+    return " <- ".join(names)

@@ -1,0 +1,177 @@
+"""`pipediag run train.py [args]` and `pipediag report DIR`: a thin layer over the API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pipediag.config import (
+    DEFAULT_MEASURED_STEPS,
+    DEFAULT_OUT_DIR,
+    DEFAULT_WARMUP_STEPS,
+    RunConfig,
+)
+from pipediag.errors import PipediagError
+
+USAGE_EXIT = 2
+
+
+def _steps(text: str) -> int | None:
+    if text == "all":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number or 'all', got {text!r}"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (or 'all'), got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pipediag",
+        description="Find out why TensorFlow training is slow: the input pipeline or the model.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = commands.add_parser(
+        "run",
+        help="run a training script under pipediag and diagnose it",
+        description=(
+            "Run an unmodified training script as `python SCRIPT ARGS...` would, benchmark its "
+            "input pipeline alone, time its train steps, and give a verdict. pipediag's options "
+            "come before SCRIPT; everything after SCRIPT goes to the script."
+        ),
+    )
+    run.add_argument(
+        "--steps",
+        type=_steps,
+        default=DEFAULT_MEASURED_STEPS,
+        metavar="N|all",
+        help=f"train steps to measure after the warm-up, then end the script "
+        f"(default {DEFAULT_MEASURED_STEPS}); 'all' lets the script run to its end",
+    )
+    run.add_argument(
+        "--warmup",
+        type=_non_negative_int,
+        default=DEFAULT_WARMUP_STEPS,
+        metavar="N",
+        help=f"first steps kept out of the verdict (default {DEFAULT_WARMUP_STEPS})",
+    )
+    run.add_argument(
+        "--bench-seconds",
+        type=_positive_float,
+        default=RunConfig.bench_seconds,
+        metavar="S",
+        help=f"time budget of the pipeline-alone benchmark (default {RunConfig.bench_seconds:g})",
+    )
+    run.add_argument(
+        "--bench-batches",
+        type=_steps,
+        default=RunConfig.bench_batches,
+        metavar="N",
+        help=f"batch budget of the pipeline-alone benchmark (default {RunConfig.bench_batches})",
+    )
+    run.add_argument("--no-bench", action="store_true", help="skip the pipeline-alone benchmark")
+    run.add_argument("--no-gpu", action="store_true", help="do not sample the GPU with NVML")
+    run.add_argument(
+        "--out",
+        default=DEFAULT_OUT_DIR,
+        metavar="DIR",
+        help=f"directory for the report files (default {DEFAULT_OUT_DIR})",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
+    run.add_argument("script", help="the training script")
+    run.add_argument("script_args", nargs=argparse.REMAINDER, help="the script's arguments")
+
+    report = commands.add_parser(
+        "report",
+        help="re-render the summary, PNG and trace from a saved report",
+        description="Re-render a saved report (no TensorFlow needed).",
+    )
+    report.add_argument("path", help="report.json, or the directory holding it")
+    report.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where to write report.png, trace.json and summary.txt (default: beside the report)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    options = parser.parse_args(argv)
+    try:
+        if options.command == "run":
+            return _run(options)
+        return _report(options)
+    except PipediagError as exc:
+        print(f"pipediag: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _run(options: argparse.Namespace) -> int:
+    from pipediag.api import run_and_report
+    from pipediag.renderers.text import render_text
+
+    config = RunConfig(
+        measured_steps=options.steps,
+        warmup_steps=options.warmup,
+        bench=not options.no_bench,
+        bench_seconds=options.bench_seconds,
+        bench_batches=options.bench_batches or RunConfig.bench_batches,
+        sample_gpu=not options.no_gpu,
+    )
+    log = None if options.quiet else sys.stderr
+    report, written = run_and_report(
+        options.script, list(options.script_args), config, out=options.out, log=log
+    )
+    sys.stdout.flush()
+    print("\n" + render_text(report), end="")
+    if written:
+        print(f"Report: {', '.join(str(p) for p in written)}")
+        print(f"Re-render later: pipediag report {Path(options.out) / 'report.json'}")
+    return report.exit.code
+
+
+def _report(options: argparse.Namespace) -> int:
+    from pipediag.renderers import REPORT_JSON, write_outputs
+    from pipediag.renderers.text import render_text
+    from pipediag.report.io import load_report
+
+    source = Path(options.path)
+    report = load_report(source)
+    out = Path(options.out) if options.out else (source if source.is_dir() else source.parent)
+    print(render_text(report), end="")
+    written, failures = write_outputs(report, out)
+    written = [p for p in written if p.name != REPORT_JSON or options.out]
+    for failure in failures:
+        print(f"pipediag: {failure}", file=sys.stderr)
+    if written:
+        print(f"Wrote: {', '.join(str(p) for p in written)}")
+    return 1 if failures else 0

@@ -1,0 +1,46 @@
+"""What a diagnosis measures, and for how long: every knob in one frozen dataclass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.bench.pipeline import DEFAULT_MAX_BATCHES, DEFAULT_MAX_SECONDS
+
+# About 100 steps give a stable median and p90 in seconds on typical models, which keeps
+# the time to a verdict under a minute (the mission) while averaging out jitter.
+DEFAULT_MEASURED_STEPS = 100
+# Step 1 traces and compiles the train function; the next few fill prefetch buffers and
+# let autotune settle. Five steps cover both on the examples and test pipelines.
+DEFAULT_WARMUP_STEPS = 5
+# psutil at 20 Hz is the issue's floor; NVML's utilization window is 1/6 s to 1 s, so
+# sampling it faster than 10 Hz only repeats values.
+DEFAULT_HOST_INTERVAL_S = 0.05
+DEFAULT_GPU_INTERVAL_S = 0.1
+# Profiler traces under `fit` are stopped and read every this many steps, bounding the
+# profiler's memory on long runs.
+DEFAULT_TRACE_CHUNK_STEPS = 500
+DEFAULT_OUT_DIR = "pipediag-out"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Settings for one diagnosis.
+
+    Args:
+        measured_steps: steps to measure after the warm-up before ending the script;
+            None lets the script run to its end.
+        warmup_steps: first steps kept out of the verdict.
+        bench: whether to benchmark the pipeline alone (phase 1).
+        bench_seconds / bench_batches: the phase-1 budget, whichever ends first.
+    """
+
+    measured_steps: int | None = DEFAULT_MEASURED_STEPS
+    warmup_steps: int = DEFAULT_WARMUP_STEPS
+    bench: bool = True
+    bench_seconds: float = DEFAULT_MAX_SECONDS
+    bench_batches: int = DEFAULT_MAX_BATCHES
+    host_interval_s: float = DEFAULT_HOST_INTERVAL_S
+    gpu_interval_s: float = DEFAULT_GPU_INTERVAL_S
+    trace_chunk_steps: int = DEFAULT_TRACE_CHUNK_STEPS
+    sample_host: bool = True
+    sample_gpu: bool = True

@@ -1,0 +1,50 @@
+"""Hooks into TensorFlow and Keras, installed when the user's script imports them.
+
+`install(session)` returns the installed hooks; `uninstall()` on it restores every patched
+attribute exactly, on every exit path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pipediag.hooks.imports import PostImportHook
+from pipediag.hooks.keras_fit import FitPatch, FitTracker
+from pipediag.hooks.tfdata import CustomLoopTracker, IteratorPatch
+
+if TYPE_CHECKING:
+    from pipediag.session import DiagnosticSession
+
+
+@dataclass
+class InstalledHooks:
+    """The patches in force for one session, and the trackers they feed."""
+
+    fit: FitTracker
+    loop: CustomLoopTracker
+    _fit_patch: FitPatch
+    _iterator_patch: IteratorPatch
+    _imports: PostImportHook
+
+    def uninstall(self) -> None:
+        self._imports.uninstall()
+        self._fit_patch.uninstall()
+        self._iterator_patch.uninstall()
+        self.fit.finish()
+
+
+def install(session: DiagnosticSession) -> InstalledHooks:
+    """Patch tf.data and Keras now if imported, else as soon as the script imports them."""
+    fit = FitTracker(session)
+    loop = CustomLoopTracker(session)
+    fit_patch = FitPatch(fit)
+    iterator_patch = IteratorPatch(loop)
+    imports = PostImportHook({"tensorflow": iterator_patch.install, "keras": fit_patch.install})
+    hooks = InstalledHooks(fit, loop, fit_patch, iterator_patch, imports)
+    try:
+        imports.install()
+    except BaseException:
+        hooks.uninstall()
+        raise
+    return hooks

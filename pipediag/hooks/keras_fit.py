@@ -1,0 +1,131 @@
+"""Keras `fit`: a callback marks each train step; profiler traces give its input wait.
+
+`Model.fit` is wrapped only to hand pipediag's callback to the user's call (the official
+extension point) and to benchmark the dataset given as `x` before training starts. The
+user's own callbacks, arguments and return value pass through untouched.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from pipediag.hooks.profiler_trace import InputWaitTracer
+from pipediag.timeline import StepBudgetReached
+
+if TYPE_CHECKING:
+    from pipediag.session import DiagnosticSession
+
+
+class FitTracker:
+    """Step marks from callback events, and the profiler started for measured steps only."""
+
+    def __init__(self, session: DiagnosticSession) -> None:
+        self._session = session
+        self.tracer = InputWaitTracer(clock=session.clock)
+        self._step_start: float | None = None
+        self._chunk_steps = 0
+        self._epoch = 0
+
+    def on_epoch_begin(self, epoch: int) -> None:
+        self._epoch = epoch
+
+    def on_batch_begin(self) -> None:
+        session = self._session
+        index = len(session.timeline)
+        if session.timeline.is_measured(index) and not self.tracer.active:
+            if self.tracer.start():
+                self._chunk_steps = 0
+            elif self.tracer.failure is not None:
+                session.note_once(
+                    f"the TF profiler could not be started ({self.tracer.failure}): "
+                    "input wait under fit was not measured"
+                )
+        self._step_start = session.clock.now()
+
+    def on_batch_end(self) -> None:
+        session = self._session
+        if self._step_start is None:
+            return
+        session.timeline.add(self._step_start, session.clock.now(), None, self._epoch)
+        self._step_start = None
+        if self.tracer.active:
+            self._chunk_steps += 1
+            if self._chunk_steps >= session.config.trace_chunk_steps:
+                self.tracer.stop()
+        if session.timeline.budget_reached:
+            self.tracer.stop()
+            raise StepBudgetReached
+
+    def finish(self) -> None:
+        """Stop any trace still running; safe to call more than once."""
+        self.tracer.stop()
+        self._step_start = None
+
+
+def make_callback(tracker: FitTracker) -> Any:
+    """A `keras.callbacks.Callback` that forwards train-batch events to the tracker."""
+    import keras
+
+    class PipediagCallback(keras.callbacks.Callback):  # type: ignore[misc]
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            tracker.on_epoch_begin(epoch)
+
+        def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+            tracker.on_batch_begin()
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            tracker.on_batch_end()
+
+    return PipediagCallback()
+
+
+class FitPatch:
+    """Wraps `keras.Model.fit`; `uninstall` restores the class exactly as it was."""
+
+    def __init__(self, tracker: FitTracker) -> None:
+        self._tracker = tracker
+        self._model_class: Any = None
+        self._had_own_fit = False
+        self._original: Any = None
+
+    def install(self, _module: object = None) -> None:
+        if self._model_class is not None:
+            return
+        import keras
+
+        model_class = keras.Model
+        self._had_own_fit = "fit" in model_class.__dict__
+        original = model_class.fit
+        signature = inspect.signature(original)
+        tracker = self._tracker
+        session = tracker._session
+
+        def fit(model: Any, *args: Any, **kwargs: Any) -> Any:
+            if session.in_fit or session.paused:
+                return original(model, *args, **kwargs)
+            bound = signature.bind(model, *args, **kwargs)
+            callbacks = bound.arguments.get("callbacks")
+            bound.arguments["callbacks"] = [*(callbacks or []), make_callback(tracker)]
+            session.mark_style("keras-fit")
+            session.benchmark_fit_input(bound.arguments.get("x"))
+            session.in_fit = True
+            try:
+                return original(*bound.args, **bound.kwargs)
+            finally:
+                session.in_fit = False
+                tracker.finish()
+
+        fit.__wrapped__ = original  # type: ignore[attr-defined]
+        fit.__doc__ = original.__doc__
+        model_class.fit = fit
+        self._model_class, self._original = model_class, original
+
+    def uninstall(self) -> None:
+        if self._model_class is None:
+            return
+        if self._had_own_fit:
+            self._model_class.fit = self._original
+        else:
+            del self._model_class.fit
+        self._model_class = self._original = None

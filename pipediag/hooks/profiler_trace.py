@@ -1,0 +1,157 @@
+"""Input waits that Python cannot see, read from TensorFlow profiler traces.
+
+Keras 3 `fit` pulls each batch inside its compiled train function, so no Python call
+brackets the wait. The TF profiler records it: on the `/host:CPU` plane, lines named
+`tf_data_iterator_get_next/<id>` hold one `IteratorGetNextOp::DoCompute` event per step,
+whose duration is the time the step waited for its batch (DESIGN.md, verified on TF 2.21).
+Tracing costs time and memory, so only measured steps are traced, in bounded chunks.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipediag.clock import MONOTONIC, Clock
+
+GET_NEXT_LINE_PREFIX = "tf_data_iterator_get_next"
+GET_NEXT_EVENT_PREFIX = "IteratorGetNext"
+HOST_PLANE = "/host:CPU"
+TASK_ENV_PLANE = "Task Environment"
+PROFILE_START_STAT = "profile_start_time"
+
+
+@dataclass(frozen=True)
+class WaitEvent:
+    """One input wait, on the session clock."""
+
+    start: float
+    duration_s: float
+
+
+@dataclass
+class InputWaitTracer:
+    """Starts and stops the TF profiler around chunks of steps; keeps the GetNext events."""
+
+    clock: Clock = MONOTONIC
+    events: list[WaitEvent] = field(default_factory=list)
+    windows: list[tuple[float, float]] = field(default_factory=list)
+    failure: str | None = None
+    overhead_s: float = 0.0
+    _logdir: Path | None = None
+    _window_start: float | None = None
+    _clock_offset_s: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        return self._logdir is not None
+
+    def start(self) -> bool:
+        """Start tracing; False (and `failure` set) when the profiler cannot be used."""
+        if self.active or self.failure is not None:
+            return self.active
+        began = self.clock.now()
+        from tensorflow import profiler
+
+        logdir = Path(tempfile.mkdtemp(prefix="pipediag-trace-"))
+        try:
+            profiler.experimental.start(str(logdir))
+        except Exception as exc:  # the profiler is a shared, single-session resource
+            shutil.rmtree(logdir, ignore_errors=True)
+            self.failure = _one_line(exc)
+            return False
+        self._logdir = logdir
+        self._clock_offset_s = _wall_minus_clock(self.clock)
+        self._window_start = self.clock.now()
+        self.overhead_s += self._window_start - began
+        return True
+
+    def stop(self) -> None:
+        """Stop tracing and collect the window's input-wait events."""
+        if self._logdir is None:
+            return
+        began = self.clock.now()
+        logdir, self._logdir = self._logdir, None
+        from tensorflow import profiler
+
+        try:
+            profiler.experimental.stop()
+            if self._window_start is not None:
+                self.windows.append((self._window_start, began))
+            self.events.extend(
+                WaitEvent(wall_ns / 1e9 - self._clock_offset_s, dur_ns / 1e9)
+                for wall_ns, dur_ns in read_get_next_events(logdir)
+            )
+        except Exception as exc:
+            self.failure = _one_line(exc)
+        finally:
+            shutil.rmtree(logdir, ignore_errors=True)
+            self.overhead_s += self.clock.now() - began
+
+    def waits_for(self, start: float, end: float) -> float | None:
+        """Total input wait that began within [start, end]; None if it was not traced."""
+        if not any(lo <= start and end <= hi for lo, hi in self.windows):
+            return None
+        return sum(min(e.duration_s, end - e.start) for e in self.events if start <= e.start <= end)
+
+
+def read_get_next_events(logdir: Path) -> list[tuple[int, int]]:
+    """(wall-clock start ns, duration ns) of every GetNext event in the traces under logdir."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    found: list[tuple[int, int]] = []
+    for path in sorted(logdir.glob("plugins/profile/*/*.xplane.pb")):
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(path.read_bytes())
+        found.extend(_get_next_events(space))
+    return found
+
+
+def _get_next_events(space: Any) -> list[tuple[int, int]]:
+    base_ns = _profile_start_ns(space)
+    events: list[tuple[int, int]] = []
+    for plane in space.planes:
+        if plane.name != HOST_PLANE:
+            continue
+        names = {key: meta.name for key, meta in plane.event_metadata.items()}
+        for line in plane.lines:
+            if not line.name.startswith(GET_NEXT_LINE_PREFIX):
+                continue
+            for event in line.events:
+                if names.get(event.metadata_id, "").startswith(GET_NEXT_EVENT_PREFIX):
+                    start_ns = base_ns + line.timestamp_ns + event.offset_ps // 1000
+                    events.append((start_ns, event.duration_ps // 1000))
+    return events
+
+
+def _profile_start_ns(space: Any) -> int:
+    """TF 2.21 stores line times relative to the profile start, kept as a plane stat."""
+    for plane in space.planes:
+        if plane.name != TASK_ENV_PLANE:
+            continue
+        for stat in plane.stats:
+            if plane.stat_metadata[stat.metadata_id].name == PROFILE_START_STAT:
+                return int(stat.uint64_value)
+    return 0
+
+
+def _wall_minus_clock(clock: Clock) -> float:
+    """Offset from the session clock to wall time, read as a tight pair of samples."""
+    best: tuple[float, float] | None = None
+    for _ in range(5):
+        before = clock.now()
+        wall = time.time_ns() / 1e9
+        after = clock.now()
+        if best is None or after - before < best[0]:
+            best = (after - before, wall - (before + after) / 2)
+    assert best is not None
+    return best[1]
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -1,0 +1,129 @@
+"""Custom training loops: time every batch the loop pulls from the training dataset.
+
+`for batch in dataset:`, `next(it)` and `it.get_next()` all end in
+`OwnedIterator._next_internal`, which in eager mode fetches one batch synchronously. The
+time spent in it is the step's input wait, measured directly. A step runs from one pull
+to the next pull on the training dataset, so it includes the train step that the loop
+runs on the batch.
+
+Which dataset is the training one: the first dataset the loop pulls from. A peek (a
+single batch, as in `for x in ds.take(1): print(x.shape)`) does not settle it: when
+another dataset is pulled from after at most one batch, that one becomes the training
+dataset instead.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pipediag.timeline import StepBudgetReached
+
+if TYPE_CHECKING:
+    from pipediag.session import DiagnosticSession
+
+# A dataset pulled from at most this many times before another one is pulled is a peek.
+PEEK_PULLS = 1
+
+
+class CustomLoopTracker:
+    """Turns pulls on the training dataset's iterators into timed steps."""
+
+    def __init__(self, session: DiagnosticSession) -> None:
+        self._session = session
+        self._train_dataset: weakref.ref[Any] | None = None
+        self._train_pulls = 0
+        self._last_iterator: weakref.ref[Any] | None = None
+        self._open_step: tuple[float, float] | None = None  # (start, input wait)
+        self._epoch = -1
+
+    def on_next(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
+        dataset = getattr(iterator, "_dataset", None)
+        if dataset is None or not self._is_training(dataset):
+            return fetch(iterator)
+        session = self._session
+        clock = session.clock
+        now = clock.now()
+        if self._last_iterator is None or self._last_iterator() is not iterator:
+            # A new pass over the data: a step left open by a loop that broke out early
+            # would span the gap between passes, so it is dropped.
+            self._last_iterator = weakref.ref(iterator)
+            self._open_step = None
+            self._epoch += 1
+            session.mark_style("custom-loop")
+        elif self._open_step is not None:
+            start, wait = self._open_step
+            self._open_step = None
+            session.timeline.add(start, now, wait, self._epoch)
+            if session.timeline.budget_reached:
+                raise StepBudgetReached
+        self._train_pulls += 1
+        try:
+            batch = fetch(iterator)
+        except Exception as exc:
+            if _is_end_of_sequence(exc):
+                self._open_step = None
+            raise
+        self._open_step = (now, clock.now() - now)
+        return batch
+
+    def _is_training(self, dataset: Any) -> bool:
+        current = self._train_dataset() if self._train_dataset is not None else None
+        if current is dataset:
+            return True
+        if current is not None and self._train_pulls > PEEK_PULLS:
+            return False
+        if current is not None:
+            self._session.note(
+                "a dataset pulled from only once (a peek) was not the training dataset; "
+                "the next dataset the loop pulled from is"
+            )
+            self._session.timeline.clear()
+        self._train_dataset = weakref.ref(dataset)
+        self._train_pulls = 0
+        self._last_iterator = None
+        self._epoch = -1
+        self._session.benchmark_pipeline(dataset)
+        return True
+
+
+def _is_end_of_sequence(exc: Exception) -> bool:
+    from tensorflow.python.framework import errors
+
+    return isinstance(exc, errors.OutOfRangeError)
+
+
+class IteratorPatch:
+    """Wraps `OwnedIterator._next_internal`; `uninstall` restores the original exactly."""
+
+    def __init__(self, tracker: CustomLoopTracker) -> None:
+        self._tracker = tracker
+        self._owner: Any = None
+        self._original: Any = None
+
+    def install(self, _module: object = None) -> None:
+        if self._owner is not None:
+            return
+        from tensorflow.python.data.ops import iterator_ops
+        from tensorflow.python.eager import context
+
+        owner = iterator_ops.OwnedIterator
+        original = owner.__dict__["_next_internal"]
+        tracker = self._tracker
+        session = tracker._session
+
+        def _next_internal(iterator: Any) -> Any:
+            if session.paused or session.in_fit or not context.executing_eagerly():
+                return original(iterator)
+            return tracker.on_next(iterator, original)
+
+        _next_internal.__wrapped__ = original  # type: ignore[attr-defined]
+        owner._next_internal = _next_internal
+        self._owner, self._original = owner, original
+
+    def uninstall(self) -> None:
+        if self._owner is None:
+            return
+        self._owner._next_internal = self._original
+        self._owner = self._original = None

@@ -1,0 +1,56 @@
+"""Renderers: read a report and write it out (text, JSON, PNG, Chrome trace).
+
+`write_outputs` writes every file of a report directory. The JSON report comes first and
+a renderer that fails never costs the others: the failure is returned, not raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pipediag.renderers.text import render_text
+from pipediag.report.io import save_report, write_atomically
+from pipediag.report.model import Report
+
+REPORT_JSON = "report.json"
+REPORT_TEXT = "summary.txt"
+REPORT_PNG = "report.png"
+TRACE_JSON = "trace.json"
+
+
+def _write_text(report: Report, path: Path) -> Path:
+    write_atomically(path, render_text(report).encode())
+    return path
+
+
+def _write_png(report: Report, path: Path) -> Path:
+    from pipediag.renderers.png import render_png
+
+    return render_png(report, path)
+
+
+def _write_trace(report: Report, path: Path) -> Path:
+    from pipediag.renderers.chrome_trace import render_trace
+
+    return render_trace(report, path)
+
+
+WRITERS: dict[str, Callable[[Report, Path], Path]] = {
+    REPORT_JSON: save_report,
+    REPORT_TEXT: _write_text,
+    REPORT_PNG: _write_png,
+    TRACE_JSON: _write_trace,
+}
+
+
+def write_outputs(report: Report, out_dir: Path) -> tuple[list[Path], list[str]]:
+    """Write every output file; returns (written paths, one-line failures)."""
+    written: list[Path] = []
+    failures: list[str] = []
+    for name, writer in WRITERS.items():
+        try:
+            written.append(writer(report, out_dir / name))
+        except Exception as exc:  # noqa: PERF203 - one renderer's failure is reported, not fatal
+            failures.append(f"could not write {out_dir / name}: {type(exc).__name__}: {exc}")
+    return written, failures

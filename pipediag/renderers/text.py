@@ -1,0 +1,129 @@
+"""The terminal summary: the verdict first, then the figures behind it."""
+
+from __future__ import annotations
+
+import shlex
+
+from pipediag.report.model import UNKNOWN, LatencyStats, Report
+
+LABEL_WIDTH = 16
+
+
+def render_text(report: Report) -> str:
+    lines = [_headline(report), ""]
+    add = lines.append
+    add(_row("Pipeline alone", _pipeline(report)))
+    add(_row("Train step", _train(report)))
+    if report.verdict.compute_alone_steps_per_s is not None:
+        add(
+            _row(
+                "Compute alone",
+                f"~{report.verdict.compute_alone_steps_per_s:.1f} steps/s "
+                "(median step time minus input wait)",
+            )
+        )
+    add(_row("Host CPU", _host(report)))
+    add(_row("GPU", _gpu(report)))
+    add(_row("Run", _run(report)))
+    if report.suggestions:
+        add("")
+        add("Fixes, best first:")
+        for n, s in enumerate(report.suggestions, 1):
+            gain = ""
+            if s.estimated_speedup is not None:
+                gain += f"  est. {s.estimated_speedup:.2f}x"
+            if s.verified_speedup is not None:
+                gain += f"  verified {s.verified_speedup:.2f}x"
+            add(f" {n}. {s.title}{gain}")
+            if s.code:
+                lines.extend(f"      {line}" for line in s.code.splitlines())
+    for note in report.notes:
+        add(f"note: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def _headline(report: Report) -> str:
+    verdict = report.verdict
+    if verdict.label == UNKNOWN:
+        return f"NO VERDICT: {verdict.summary}"
+    return f"{verdict.label.upper()} ({verdict.severity}): {verdict.summary}"
+
+
+def _row(label: str, text: str) -> str:
+    return f"  {label:<{LABEL_WIDTH}}{text}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"
+
+
+def _dist(stats: LatencyStats | None) -> str:
+    if stats is None:
+        return ""
+    return f"median {_ms(stats.median_s)}, p90 {_ms(stats.p90_s)}"
+
+
+def _pipeline(report: Report) -> str:
+    p = report.pipeline
+    if not p.measured or p.batches_per_s is None:
+        return f"not measured: {p.reason}"
+    text = f"{p.batches_per_s:.1f} batches/s over {p.batches} batches, {_dist(p.latency)}"
+    if p.exhausted:
+        text += " (dataset ended)"
+    return text + (f"  [{p.dataset}]" if p.dataset else "")
+
+
+def _train(report: Report) -> str:
+    t = report.train
+    if t.steps_per_s is None:
+        return f"no measured steps ({len(t.steps)} seen)"
+    text = f"{t.steps_per_s:.1f} steps/s, step {_dist(t.step_time)}"
+    if t.input_wait is not None:
+        text += f"; input wait {_dist(t.input_wait)}"
+    source = {
+        "profiler-trace": "input wait from TF profiler trace",
+        "iterator-timing": "input wait timed at the iterator",
+    }.get(t.input_wait_source, "input wait not measured")
+    return (
+        f"{text}\n{'':<{LABEL_WIDTH + 2}}{t.measured_steps} measured + {t.warmup_steps} warm-up "
+        f"steps, {t.style}, {source}"
+    )
+
+
+def _host(report: Report) -> str:
+    h = report.host
+    if not h.available:
+        return f"not sampled: {h.reason}"
+    parts = []
+    if h.process_cpu_pct_mean is not None:
+        parts.append(f"this process {h.process_cpu_pct_mean:.0f}% of {100 * h.cpu_count}%")
+    if h.system_cpu_pct_mean is not None:
+        parts.append(f"system {h.system_cpu_pct_mean:.0f}%")
+    if h.iowait_pct_mean is not None:
+        parts.append(f"iowait {h.iowait_pct_mean:.1f}%")
+    if h.process_rss_bytes_max is not None:
+        parts.append(f"peak RSS {h.process_rss_bytes_max / 2**20:.0f} MiB")
+    return ", ".join(parts) or "sampled"
+
+
+def _gpu(report: Report) -> str:
+    g = report.gpu
+    if not g.available:
+        return f"none found: {g.reason}. Verdict from host timing alone."
+    names = ", ".join(d.name for d in g.devices)
+    if g.gpu_util_pct_mean is None:
+        return f"{names}: utilization not available"
+    return f"{names}: mean utilization {g.gpu_util_pct_mean:.0f}%"
+
+
+def _run(report: Report) -> str:
+    reasons = {
+        "step-budget": "complete: step budget reached, script stopped",
+        "script-finished": "complete: the script finished",
+        "system-exit": f"incomplete: the script exited with code {report.exit.code}",
+        "script-error": f"incomplete: the script failed ({report.exit.error})",
+        "interrupted": "incomplete: interrupted",
+    }
+    text = reasons.get(report.stop_reason, report.stop_reason or "unknown")
+    command = shlex.join([report.script, *report.args])
+    return f"{text}; {report.wall_time_s:.1f} s  [{command}]"

@@ -1,0 +1,111 @@
+"""Run the user's script exactly as `python script.py args...` would, and say how it ended."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from pipediag.errors import UsageError
+from pipediag.report.model import ExitInfo
+from pipediag.timeline import StepBudgetReached
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    exit: ExitInfo
+    stop_reason: (
+        str  # "step-budget", "script-finished", "system-exit", "script-error", "interrupted"
+    )
+
+
+def check_script(path: str) -> Path:
+    """Fail early, in one line, on a script that cannot run; return its resolved path."""
+    script = Path(path)
+    if not script.exists():
+        raise UsageError(f"script not found: {path}")
+    if script.is_dir():
+        raise UsageError(f"{path} is a directory: give the training script, e.g. {path}/train.py")
+    try:
+        source = script.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    if b"\0" in source:
+        raise UsageError(f"{path} is not a Python script (binary file)")
+    try:
+        compile(source, str(script), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        raise UsageError(f"{path}:{exc.lineno}: syntax error in the script: {exc.msg}") from None
+    except ValueError as exc:
+        raise UsageError(f"{path} is not a Python script: {exc}") from None
+    return script.resolve()
+
+
+def run_script(script: Path, args: list[str]) -> RunOutcome:
+    """Run `script` as `__main__` with `sys.argv` and `sys.path[0]` as Python sets them.
+
+    Every way the script can end is caught and turned into a `RunOutcome`; the script's
+    own traceback is printed as Python would print it.
+    """
+    saved_argv = sys.argv[:]
+    saved_path0 = sys.path[0] if sys.path else None
+    sys.argv = [str(script_arg(script)), *args]
+    if not (sys.flags.isolated or getattr(sys.flags, "safe_path", False)):
+        if sys.path:
+            sys.path[0] = str(script.parent)
+        else:
+            sys.path.insert(0, str(script.parent))
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except StepBudgetReached:
+        return RunOutcome(ExitInfo("step-budget", 0), "step-budget")
+    except SystemExit as exc:
+        return _system_exit(exc)
+    except KeyboardInterrupt:
+        return RunOutcome(
+            ExitInfo("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt"), "interrupted"
+        )
+    except BaseException as exc:
+        _print_user_traceback(exc, script)
+        return RunOutcome(ExitInfo("exception", 1, f"{type(exc).__name__}: {exc}"), "script-error")
+    finally:
+        sys.argv = saved_argv
+        if saved_path0 is not None and sys.path:
+            sys.path[0] = saved_path0
+    return RunOutcome(ExitInfo("ok", 0), "script-finished")
+
+
+def script_arg(script: Path) -> str:
+    """sys.argv[0] relative to the working directory when possible, as `python x.py` gives."""
+    try:
+        return os.path.relpath(script)
+    except ValueError:
+        return str(script)
+
+
+def _system_exit(exc: SystemExit) -> RunOutcome:
+    code = exc.code
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    reason = "script-finished" if status == 0 else "system-exit"
+    return RunOutcome(ExitInfo("system-exit", status, None if status == 0 else str(code)), reason)
+
+
+def _print_user_traceback(exc: BaseException, script: Path) -> None:
+    """The traceback from the script's first frame on, without pipediag's and runpy's."""
+    tb: TracebackType | None = exc.__traceback__
+    target = str(script)
+    while tb is not None and tb.tb_frame.f_code.co_filename != target:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb or exc.__traceback__, file=sys.stderr)

@@ -1,0 +1,246 @@
+"""One diagnosis: owns the samplers, the hooks and the step timeline; `stop()` gives the Report."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+from pipediag.analysis.classifier import build_train_section, judge
+from pipediag.clock import MONOTONIC, Clock
+from pipediag.config import RunConfig
+from pipediag.report.model import (
+    Environment,
+    ExitInfo,
+    GpuSection,
+    HostSection,
+    PipelineBenchmark,
+    Report,
+    TrainSection,
+)
+from pipediag.timeline import RawStep, StepTimeline
+
+NO_DATASET = "no tf.data training dataset was seen"
+
+
+class DiagnosticSession:
+    """Records one run of a training script and freezes it into a `Report`.
+
+    Args:
+        script: the script path as given, for the report.
+        args: the script's arguments.
+        config: what to measure and for how long.
+        clock: the clock every recorder reads (a fake one in tests).
+        log: where pipediag's progress lines go (stderr by default); None for silence.
+    """
+
+    def __init__(
+        self,
+        script: str,
+        args: list[str],
+        config: RunConfig | None = None,
+        *,
+        clock: Clock = MONOTONIC,
+        log: Any = sys.stderr,
+    ) -> None:
+        self.script = script
+        self.args = list(args)
+        self.config = config or RunConfig()
+        self.clock = clock
+        self.timeline = StepTimeline(
+            warmup_steps=self.config.warmup_steps, measured_steps=self.config.measured_steps
+        )
+        self.paused = False
+        self.in_fit = False
+        self.style = "none"
+        self.pipeline = PipelineBenchmark(measured=False, reason=NO_DATASET)
+        self._log = log
+        self._notes: list[str] = []
+        self._benchmarked: set[int] = set()
+        self._phases: dict[str, float] = {}
+        self._hooks: Any = None
+        self._samplers: list[Any] = []
+        self._started_wall = ""
+        self.origin = 0.0
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        from pipediag import hooks
+
+        self.origin = self.clock.now()
+        self._started_wall = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self._samplers = self._make_samplers()
+        for sampler in self._samplers:
+            sampler.start()
+        self._hooks = hooks.install(self)
+
+    def stop(self, exit_info: ExitInfo, stop_reason: str) -> Report:
+        """Undo every hook, stop every thread, and build the report. Never raises."""
+        analysis_began = self.clock.now()
+        if self._hooks is not None:
+            self._hooks.uninstall()
+        host, gpu = self._stop_samplers()
+        train = self._train_section()
+        verdict = judge(train, self.pipeline)
+        self._phases["analysis"] = self.clock.now() - analysis_began
+        return Report(
+            script=self.script,
+            args=self.args,
+            created_utc=self._started_wall,
+            environment=self._environment(gpu),
+            verdict=verdict,
+            pipeline=self.pipeline,
+            train=train,
+            host=host,
+            gpu=gpu,
+            suggestions=[],
+            complete=stop_reason in ("step-budget", "script-finished"),
+            stop_reason=stop_reason,
+            exit=exit_info,
+            wall_time_s=self.clock.now() - self.origin,
+            phase_times_s=dict(self._phases),
+            notes=list(self._notes),
+        )
+
+    # -- called by the hooks ---------------------------------------------------------
+    def note(self, message: str) -> None:
+        self._notes.append(message)
+        self.log(message)
+
+    def note_once(self, message: str) -> None:
+        if message not in self._notes:
+            self.note(message)
+
+    def log(self, message: str) -> None:
+        if self._log is not None:
+            print(f"pipediag: {message}", file=self._log, flush=True)
+
+    def mark_style(self, style: str) -> None:
+        if self.style == "none":
+            self.style = style
+        elif self.style != style:
+            self.note_once(f"the script trains both with {self.style} and {style}")
+
+    @contextlib.contextmanager
+    def suspended(self) -> Iterator[None]:
+        """pipediag's own reads of the data are not the user's steps."""
+        was = self.paused
+        self.paused = True
+        try:
+            yield
+        finally:
+            self.paused = was
+
+    def benchmark_pipeline(self, dataset: Any) -> None:
+        """Phase 1: the training dataset alone, once per dataset, before training pulls."""
+        if id(dataset) in self._benchmarked:
+            return
+        self._benchmarked.add(id(dataset))
+        if not self.config.bench:
+            self.pipeline = PipelineBenchmark(measured=False, reason="skipped (--no-bench)")
+            return
+        from pipediag.bench.pipeline import benchmark_dataset, describe_chain
+
+        self.log(
+            f"benchmarking the input pipeline alone (up to {self.config.bench_seconds:g} s)..."
+        )
+        began = self.clock.now()
+        try:
+            with self.suspended():
+                self.pipeline = benchmark_dataset(
+                    dataset,
+                    max_batches=self.config.bench_batches,
+                    max_seconds=self.config.bench_seconds,
+                    clock=self.clock,
+                )
+        except Exception as exc:
+            self.pipeline = PipelineBenchmark(
+                measured=False,
+                reason=f"the pipeline failed when read alone: {type(exc).__name__}: {exc}",
+                dataset=describe_chain(dataset),
+            )
+        self._phases["pipeline_benchmark"] = (
+            self._phases.get("pipeline_benchmark", 0.0) + self.clock.now() - began
+        )
+        self.log("measuring train steps...")
+
+    def benchmark_fit_input(self, x: Any) -> None:
+        import tensorflow as tf
+
+        if isinstance(x, tf.data.Dataset):
+            self.benchmark_pipeline(x)
+        elif not self.pipeline.measured and self.pipeline.reason == NO_DATASET:
+            kind = type(x).__name__
+            self.pipeline = PipelineBenchmark(
+                measured=False,
+                reason=f"fit was given a {kind}, not a tf.data.Dataset: nothing to benchmark alone",
+            )
+
+    # -- building the report ---------------------------------------------------------
+    def _train_section(self) -> TrainSection:
+        raw = self.timeline.steps
+        source = "unavailable"
+        if self.style == "custom-loop":
+            source = "iterator-timing"
+        elif self.style == "keras-fit" and self._hooks is not None:
+            tracer = self._hooks.fit.tracer
+            raw = [RawStep(s.start, s.end, tracer.waits_for(s.start, s.end), s.epoch) for s in raw]
+            source = "profiler-trace"
+            if tracer.overhead_s:
+                self._phases["profiler_overhead"] = tracer.overhead_s
+        if raw:
+            self._phases["train"] = raw[-1].end - raw[0].start
+        return build_train_section(
+            raw,
+            origin=self.origin,
+            warmup_steps=self.config.warmup_steps,
+            style=self.style,
+            input_wait_source=source,
+        )
+
+    def _make_samplers(self) -> list[Any]:
+        samplers: list[Any] = []
+        if self.config.sample_host:
+            from pipediag.samplers.host import HostSampler
+
+            samplers.append(HostSampler(interval_s=self.config.host_interval_s, clock=self.clock))
+        if self.config.sample_gpu:
+            from pipediag.samplers.gpu import GpuSampler
+
+            samplers.append(GpuSampler(interval_s=self.config.gpu_interval_s, clock=self.clock))
+        return samplers
+
+    def _stop_samplers(self) -> tuple[HostSection, GpuSection]:
+        host = HostSection(available=False, reason="host sampling was turned off")
+        gpu = GpuSection(available=False, reason="GPU sampling was turned off")
+        for sampler in self._samplers:
+            sampler.stop()
+            section = sampler.section(self.origin)
+            if isinstance(section, HostSection):
+                host = section
+            else:
+                gpu = section
+        return host, gpu
+
+    def _environment(self, gpu: GpuSection) -> Environment:
+        from pipediag import __version__
+
+        return Environment(
+            python_version=platform.python_version(),
+            platform=platform.platform(),
+            pipediag_version=__version__,
+            tensorflow_version=_module_version("tensorflow"),
+            keras_version=_module_version("keras"),
+            cpu_count=os.cpu_count() or 0,
+            gpus=[d.name for d in gpu.devices],
+            gpu_reason=None if gpu.available else gpu.reason,
+        )
+
+
+def _module_version(name: str) -> str | None:
+    module = sys.modules.get(name)
+    return getattr(module, "__version__", None) if module is not None else None
