@@ -1,0 +1,291 @@
+"""Thread plumbing shared by the background samplers: one small, boring class.
+
+A sampler reads something (psutil, NVML) every `interval_s` on a named daemon thread and keeps
+the readings in a bounded buffer. The loop is `while not self._stop.wait(interval)`, so `stop()`
+is prompt however long the interval. Nothing raised inside the thread reaches the user's
+program: failures are counted per kind and reported as one note each in the section, because a
+diagnosis tool that crashes the training run it is diagnosing is worse than no tool.
+
+Memory is bounded without losing the start of the run: when the buffer is full, adjacent pairs
+are merged and the interval doubles (`DecimatingBuffer`), so a 100,000-step run still yields a
+whole-run picture at a coarser resolution. The thread also slows to the effective interval,
+so the sampler's own cost falls as the run gets longer.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pipediag.clock import Clock
+
+ItemT = TypeVar("ItemT")
+SamplerT = TypeVar("SamplerT", bound="ThreadedSampler[Any]")
+
+MIN_BUFFER_SAMPLES = 2
+"""A buffer must hold at least one pair to be able to halve its resolution."""
+
+STOP_JOIN_TIMEOUT_S = 2.0
+"""How long `stop()` waits for the thread. A reading stuck in a driver call (NVML can block on a
+sick GPU) must not hang the user's program at exit; the thread is a daemon, so it dies with it."""
+
+MAX_ERROR_TEXT_CHARS = 200
+"""Error messages go into one-line notes in the report; keep them to one readable line."""
+
+
+def describe_error(exc: BaseException) -> str:
+    """`TypeName: message` on one line, short enough for a report note."""
+    name = type(exc).__name__
+    message = " ".join(str(exc).split())
+    text = f"{name}: {message}" if message else name
+    if len(text) > MAX_ERROR_TEXT_CHARS:
+        text = text[: MAX_ERROR_TEXT_CHARS - 3] + "..."
+    return text
+
+
+def mean_or_none(a: float | None, b: float | None) -> float | None:
+    """Mean of two optional readings; a missing one does not drag the other toward zero."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return (a + b) / 2
+
+
+def mean_int_or_none(a: int | None, b: int | None) -> int | None:
+    """`mean_or_none` for integer quantities (bytes), rounded back to an int."""
+    value = mean_or_none(a, b)
+    return None if value is None else round(value)
+
+
+class DecimatingBuffer(Generic[ItemT]):
+    """A list of readings at a uniform interval that halves its resolution instead of growing.
+
+    When `max_items` is reached, adjacent pairs are merged with `merge(earlier, later)` and the
+    interval doubles. Dropping the oldest readings would lose the start of the run and dropping
+    the newest would lose its end; a diagnosis needs the whole run, coarser if need be.
+
+    Args:
+        max_items: the most readings kept; rounded down to an even number, at least 2.
+        interval_s: the interval between readings before any halving.
+        merge: combines two consecutive readings into one that covers both.
+    """
+
+    def __init__(
+        self, max_items: int, interval_s: float, merge: Callable[[ItemT, ItemT], ItemT]
+    ) -> None:
+        if max_items < MIN_BUFFER_SAMPLES:
+            raise ValueError(f"max_samples must be at least {MIN_BUFFER_SAMPLES}, got {max_items}")
+        self.max_items = max_items - max_items % 2
+        self.interval_s = interval_s
+        self.halvings = 0
+        self._merge = merge
+        self._items: list[ItemT] = []
+
+    def append(self, item: ItemT) -> None:
+        self._items.append(item)
+        if len(self._items) >= self.max_items:
+            items = self._items
+            self._items = [
+                self._merge(a, b) for a, b in zip(items[0::2], items[1::2], strict=False)
+            ]
+            if len(items) % 2:
+                self._items.append(items[-1])
+            self.interval_s *= 2
+            self.halvings += 1
+
+    def items(self) -> list[ItemT]:
+        return list(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass
+class _Failure:
+    """One kind of failure: its first description, and how often it happened."""
+
+    text: str
+    count: int = 0
+
+
+class ThreadedSampler(ABC, Generic[ItemT]):
+    """A background sampler: `_setup()` once, `_read()` every interval, `_teardown()` once.
+
+    Subclasses implement the three hooks and `section()`. `start()` and `stop()` are idempotent,
+    and a sampler runs once: `start()` after `stop()` does nothing. Tests can call
+    `start(background=False)` and drive `sample_once()` themselves with a fake clock.
+
+    Args:
+        interval_s: seconds between readings (the effective interval doubles each time the
+            buffer halves its resolution).
+        max_samples: the most readings kept in memory.
+        clock: the session clock; reading times are taken from it.
+    """
+
+    thread_name: ClassVar[str] = "pipediag-sampler"
+
+    def __init__(self, *, interval_s: float, max_samples: int, clock: Clock) -> None:
+        if not interval_s > 0:
+            raise ValueError(f"interval_s must be positive, got {interval_s}")
+        self._clock = clock
+        self._base_interval_s = interval_s
+        self._buffer: DecimatingBuffer[ItemT] = DecimatingBuffer(
+            max_samples, interval_s, self._merge
+        )
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = False
+        self._stopped = False
+        self._unavailable_reason: str | None = None
+        self._failures: dict[str, _Failure] = {}
+        self._sampler_cpu_s = 0.0
+        self._readings = 0
+        self._first_reading_t: float | None = None
+        self._last_reading_t: float | None = None
+        self._start_t: float | None = None
+
+    # -- hooks for subclasses -------------------------------------------------------------
+
+    @abstractmethod
+    def _setup(self) -> str | None:
+        """Probe and prepare (import, init, prime). Return why sampling is impossible, or None."""
+
+    @abstractmethod
+    def _read(self) -> ItemT:
+        """Take one reading. May raise: the failure is counted and noted, never propagated."""
+
+    @abstractmethod
+    def _merge(self, earlier: ItemT, later: ItemT) -> ItemT:
+        """Combine two consecutive readings into one that covers both intervals."""
+
+    def _observe(self, item: ItemT) -> None:  # noqa: B027 (optional hook, empty by design)
+        """Update whole-run aggregates with a raw reading, before any halving (lock held)."""
+
+    def _teardown(self) -> None:  # noqa: B027 (optional hook, empty by design)
+        """Release what `_setup()` acquired; called once by `stop()`, only if setup succeeded."""
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self, *, background: bool = True) -> None:
+        """Probe the source and start the sampling thread; a second call does nothing.
+
+        Args:
+            background: False prepares the sampler without a thread, for callers (tests) that
+                drive `sample_once()` themselves.
+        """
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        self._start_t = self._clock.now()
+        try:
+            reason = self._setup()
+        except Exception as exc:  # a probe must never break the user's program
+            reason = f"sampler setup failed: {describe_error(exc)}"
+        if reason is not None:
+            self._unavailable_reason = reason
+            return
+        if background:
+            self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread and release the source; idempotent, never raises."""
+        with self._lock:
+            if self._stopped or not self._started:
+                self._stopped = True
+                return
+            self._stopped = True
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout=STOP_JOIN_TIMEOUT_S)
+            if thread.is_alive():
+                self._record_failure(
+                    "stop", f"sampler thread did not stop within {STOP_JOIN_TIMEOUT_S:g} s"
+                )
+                return  # a reading is stuck in the source: tearing it down now could crash it
+        if self._unavailable_reason is None:
+            try:
+                self._teardown()
+            except Exception as exc:
+                self._record_failure("teardown", f"cleanup failed: {describe_error(exc)}")
+
+    def sample_once(self) -> None:
+        """Take one reading now and keep it; failures become notes. Never raises."""
+        cpu_before = time.thread_time()
+        try:
+            item = self._read()
+        except Exception as exc:
+            kind = f"read:{type(exc).__name__}"
+            self._record_failure(kind, f"reading failed: {describe_error(exc)}")
+        else:
+            now = self._clock.now()
+            with self._lock:
+                self._buffer.append(item)
+                self._observe(item)
+                self._readings += 1
+                if self._first_reading_t is None:
+                    self._first_reading_t = now
+                self._last_reading_t = now
+        finally:
+            self._sampler_cpu_s += time.thread_time() - cpu_before
+
+    def _loop(self) -> None:
+        try:
+            while not self._stop.wait(self._buffer.interval_s):
+                self.sample_once()
+        except BaseException as exc:  # sample_once never raises; keep the thread's death visible
+            self._record_failure("thread", f"sampler thread died: {describe_error(exc)}")
+
+    @property
+    def interval_s(self) -> float:
+        """The effective interval: the thread waits this long between readings."""
+        return self._buffer.interval_s
+
+    @property
+    def running(self) -> bool:
+        """Whether the sampling thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def __enter__(self: SamplerT) -> SamplerT:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- failures -------------------------------------------------------------------------
+
+    def _record_failure(self, kind: str, text: str) -> bool:
+        """Count a failure of `kind`; the first one's text becomes a note. True if it is new."""
+        with self._lock:
+            failure = self._failures.get(kind)
+            if failure is None:
+                self._failures[kind] = _Failure(text, 1)
+                return True
+            failure.count += 1
+            return False
+
+    def _failure_notes(self) -> list[str]:
+        """One note per kind of failure, with how often it happened when more than once."""
+        with self._lock:
+            failures = list(self._failures.values())
+        return [f.text if f.count == 1 else f"{f.text} ({f.count} times)" for f in failures]
+
+    def _snapshot(self) -> tuple[list[ItemT], float]:
+        """The kept readings and their effective interval, consistent with each other."""
+        with self._lock:
+            return self._buffer.items(), self._buffer.interval_s
