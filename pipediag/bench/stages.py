@@ -1,0 +1,330 @@
+"""Per-stage rates: benchmark each prefix of the pipeline alone, and find the costly stage.
+
+Method (after Plumber, MLSys 2022, see DESIGN.md): the Python dataset object of every stage is
+itself a runnable pipeline, the prefix that ends at that stage. Each prefix is read on a fresh
+iterator for a short budget with `time_iterator`. A stage's *own cost* is the time per output
+batch of its prefix minus that of its input(s): what adding this stage costs the pipeline.
+That difference already accounts for parallelism, because it is measured on throughput: a
+parallel map whose work hides behind a slower input adds nothing, a sequential map adds its
+whole per-element cost, and a batch after a slow map inherits the map's time without adding
+to it. The bottleneck is the stage with the largest own cost, the one a tf.data expert would
+name.
+
+Caveats, each one why a prefix can behave unlike the whole:
+
+- **Static optimisations apply per prefix.** tf.data rewrites each iterator's graph: the cut
+  `map -> batch` may be fused into `MapAndBatch` (`map_and_batch_fusion`), while the prefix
+  that ends at the map is not; `map_parallelization` parallelises a stateless map in both;
+  `inject_prefetch` appends a prefetch to a prefix ending in a synchronous stage, so its
+  consumer overhead overlaps with its work. Costs are therefore marginal estimates, not
+  exact splits of the whole pipeline's time.
+- **The user's options are re-applied to every prefix** (`with_options(dataset.options())`),
+  because `with_options` usually sits at the end of the chain, and a prefix without it would
+  run with another autotune or thread pool setting.
+- **Python's per-element overhead** (one eager `next()`, tens of microseconds) makes a prefix
+  that yields elements look costlier than one that yields batches; it is measured once on a
+  trivial dataset and subtracted per element.
+- **Element counts per batch are inferred statically**: batch stages divide by their batch
+  size, filter is assumed to keep every element (it under-states upstream cost when it drops
+  many), and stages upstream of interleave/flat_map/window have no known ratio, so they get
+  an element rate but no batch rate, and the interleave owns its whole time.
+- **Caches**: an in-memory cache stopped early discards its partial content (DESIGN.md), so
+  the rate measured is the first-epoch (filling) rate. A prefix through a file cache that is
+  not complete on disk is not read, since reading it to the end would write the user's file.
+- The first element is timed apart by `time_iterator` (buffers filling): a very large
+  shuffle buffer still makes that first read long, and it cannot be interrupted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from statistics import median
+from typing import Any
+
+from pipediag.bench.pipeline import time_iterator
+from pipediag.bench.structure import Stage, walk_pipeline
+from pipediag.clock import MONOTONIC, Clock
+from pipediag.report.model import StageStats
+
+# Half a second per prefix gives hundreds of elements for any stage fast enough to matter,
+# and keeps a 6-stage pipeline under ~5 s (2-core CI machine).
+DEFAULT_SECONDS_PER_STAGE = 0.5
+# Enough reads for a stable rate; cheap prefixes (microseconds per element) stop here early.
+MAX_ELEMENTS_PER_STAGE = 2000
+# Time spent measuring the cost of one eager `next()` on a trivial dataset.
+OVERHEAD_CALIBRATION_S = 0.1
+OVERHEAD_CALIBRATION_ELEMENTS = 500
+# Beyond this many stages, later ones are left unmeasured (the time would grow unbounded).
+MAX_MEASURED_STAGES = 24
+
+# Stages that emit one element per input element (or, for filter/take/unique, at most one:
+# assumed one, see the module docstring).
+ONE_TO_ONE_KINDS = frozenset(
+    {
+        "map",
+        "parallel-map",
+        "filter",
+        "parallel-filter",
+        "shuffle",
+        "cache",
+        "prefetch",
+        "repeat",
+        "take",
+        "skip",
+        "zip",
+        "concatenate",
+        "choose",
+        "options",
+        "shard",
+        "scan",
+        "assert-cardinality",
+        "take-while",
+        "unique",
+        "ignore-errors",
+        "shuffle-and-repeat",
+        "snapshot",
+    }
+)
+BATCHING_KINDS = frozenset({"batch", "padded-batch", "map-and-batch", "sparse-batch"})
+# Zip pulls one element from each input in turn, on one thread: the input costs add up.
+SUMMED_INPUT_KINDS = frozenset({"zip"})
+# Stages that only carry options: measuring them would re-measure their input.
+PASS_THROUGH_KINDS = frozenset({"options"})
+
+
+def measure_stages(
+    dataset: Any,
+    *,
+    max_seconds_per_stage: float = DEFAULT_SECONDS_PER_STAGE,
+    max_elements_per_stage: int = MAX_ELEMENTS_PER_STAGE,
+    clock: Clock = MONOTONIC,
+) -> list[StageStats]:
+    """Describe the pipeline and measure every stage's rate and own cost.
+
+    Args:
+        dataset: the `tf.data.Dataset` to measure; it is never iterated itself, only fresh
+            iterators over its prefixes (and, for the last stage, over the whole of it).
+        max_seconds_per_stage: read budget for each prefix, after its first element.
+        max_elements_per_stage: stop a prefix earlier once this many elements were read.
+        clock: the clock `time_iterator` reads.
+
+    Returns:
+        The stages of `describe_pipeline`, with `elements_per_s`, `batches_per_s` (in the
+        pipeline's output batches), `own_s_per_batch` and one `bottleneck=True` where any
+        stage adds measurable cost. Unmeasured stages say why in `settings["not_measured"]`.
+    """
+    stages = walk_pipeline(dataset)
+    if not stages:
+        return []
+    options = _options(dataset)
+    overhead_s = _iteration_overhead_s(clock)
+    factors = elements_per_output_batch(stages)
+    per_batch_s: list[float | None] = [None] * len(stages)
+    updated: list[StageStats] = []
+    for stage in stages:
+        stats = stage.stats
+        index = stats.index
+        factor = factors[index]
+        reason = _why_not_measured(stage, stages)
+        if reason is None and index >= MAX_MEASURED_STAGES:
+            reason = f"only the first {MAX_MEASURED_STAGES} stages are measured"
+        elements_per_s: float | None = None
+        if stats.kind in PASS_THROUGH_KINDS and len(stats.inputs) == 1:
+            source = updated[stats.inputs[0]]
+            elements_per_s = source.elements_per_s
+        elif reason is None:
+            elements_per_s, reason = _measure_prefix(
+                stage.dataset,
+                options,
+                max_seconds=max_seconds_per_stage,
+                max_elements=max_elements_per_stage,
+                overhead_s=overhead_s,
+                clock=clock,
+            )
+        batches_per_s: float | None = None
+        if elements_per_s is not None and factor is not None and factor > 0:
+            batches_per_s = elements_per_s / factor
+            per_batch_s[index] = 1.0 / batches_per_s if batches_per_s > 0 else None
+        settings = dict(stats.settings)
+        if reason is not None:
+            settings["not_measured"] = reason
+        updated.append(
+            dataclasses.replace(
+                stats,
+                settings=settings,
+                elements_per_s=elements_per_s,
+                batches_per_s=batches_per_s,
+            )
+        )
+    own = own_costs(updated, per_batch_s)
+    bottleneck = pick_bottleneck(own)
+    return [
+        dataclasses.replace(s, own_s_per_batch=own[s.index], bottleneck=s.index == bottleneck)
+        for s in updated
+    ]
+
+
+def elements_per_output_batch(stages: Sequence[Stage]) -> list[float | None]:
+    """How many of each stage's elements make one output batch; None where unknown.
+
+    Walks from the output back to the sources: a batch stage multiplies by its batch size,
+    one-to-one stages keep the ratio, an unbatch divides by its input's static batch size, and
+    anything else (interleave, flat_map, window) leaves its inputs' ratio unknown.
+    """
+    factors: list[float | None] = [None] * len(stages)
+    if not stages:
+        return factors
+    factors[-1] = 1.0
+    for stage in reversed(stages):
+        own = factors[stage.stats.index]
+        if own is None:
+            continue
+        ratio = _input_elements_per_element(stage, stages)
+        for input_index in stage.stats.inputs:
+            if factors[input_index] is None:
+                factors[input_index] = None if ratio is None else own * ratio
+    return factors
+
+
+def own_costs(
+    stages: Sequence[StageStats], per_batch_s: Sequence[float | None]
+) -> list[float | None]:
+    """Time per output batch each stage adds over its inputs (never negative).
+
+    Zip reads its inputs one after another on one thread, so their costs add up; other
+    multi-input stages (concatenate, choose) read one input per element, so the mean is
+    used. An input with no known per-batch time counts as free: the stage then owns the whole
+    time, right for interleave, whose reading of files is its own work.
+    """
+    result: list[float | None] = []
+    for stats in stages:
+        total = per_batch_s[stats.index]
+        if total is None:
+            result.append(None)
+            continue
+        inputs_s = [v for v in (per_batch_s[i] for i in stats.inputs) if v is not None]
+        if not inputs_s:
+            input_s = 0.0
+        elif stats.kind in SUMMED_INPUT_KINDS:
+            input_s = sum(inputs_s)
+        else:
+            input_s = sum(inputs_s) / len(inputs_s)
+        result.append(max(0.0, total - input_s))
+    return result
+
+
+def pick_bottleneck(own_s_per_batch: Sequence[float | None]) -> int | None:
+    """The index of the stage with the largest own cost; None when nothing costs anything."""
+    best: int | None = None
+    best_s = 0.0
+    for index, cost in enumerate(own_s_per_batch):
+        if cost is not None and cost > best_s:
+            best, best_s = index, cost
+    return best
+
+
+# --- measuring -----------------------------------------------------------------------------
+
+
+def _measure_prefix(
+    prefix: Any,
+    options: Any,
+    *,
+    max_seconds: float,
+    max_elements: int,
+    overhead_s: float,
+    clock: Clock,
+) -> tuple[float | None, str | None]:
+    """Elements per second of one prefix, on a fresh iterator; or why there is no rate."""
+    try:
+        runnable = prefix.with_options(options) if options is not None else prefix
+        iterator = iter(runnable)
+    except Exception as exc:  # e.g. a prefix that cannot stand alone
+        return None, f"cannot iterate: {type(exc).__name__}"
+    try:
+        timing = time_iterator(
+            iterator, max_batches=max_elements, max_seconds=max_seconds, clock=clock
+        )
+    except Exception as exc:  # the user's function failed: report, do not raise
+        return None, f"failed: {type(exc).__name__}: {exc}"[:200]
+    finally:
+        del iterator
+    if not timing.latencies_s or timing.duration_s <= 0:
+        return None, "too few elements to time"
+    per_element_s = timing.duration_s / len(timing.latencies_s)
+    # Remove the consumer's own cost per `next()`, but never all of it: a stage cheaper than
+    # the overhead is reported as very fast, not infinitely fast.
+    corrected_s = max(per_element_s - overhead_s, per_element_s * 0.05)
+    return 1.0 / corrected_s, None
+
+
+def _iteration_overhead_s(clock: Clock) -> float:
+    """The median cost of one eager `next()` on a trivial dataset, to subtract per element."""
+    try:
+        import tensorflow as tf
+
+        iterator = iter(tf.data.Dataset.range(10**9))
+        timing = time_iterator(
+            iterator,
+            max_batches=OVERHEAD_CALIBRATION_ELEMENTS,
+            max_seconds=OVERHEAD_CALIBRATION_S,
+            clock=clock,
+        )
+        del iterator
+    except Exception:  # calibration is a refinement; without it rates are slightly low
+        return 0.0
+    return median(timing.latencies_s) if timing.latencies_s else 0.0
+
+
+def _options(dataset: Any) -> Any:
+    try:
+        return dataset.options()
+    except Exception:
+        return None
+
+
+def _why_not_measured(stage: Stage, stages: Sequence[Stage]) -> str | None:
+    """A reason to skip a prefix, or None: file caches that reading would write."""
+    pending = [stage.stats.index]
+    seen: set[int] = set()
+    while pending:
+        index = pending.pop()
+        if index in seen:
+            continue
+        seen.add(index)
+        stats = stages[index].stats
+        filename = stats.settings.get("filename")
+        if (
+            stats.kind == "cache"
+            and filename not in (None, "memory")
+            and not os.path.exists(f"{filename}.index")
+        ):
+            return "reads through a file cache that is not complete on disk"
+        pending.extend(stats.inputs)
+    return None
+
+
+def _input_elements_per_element(stage: Stage, stages: Sequence[Stage]) -> float | None:
+    kind = stage.stats.kind
+    if kind in ONE_TO_ONE_KINDS:
+        return 1.0
+    if kind in BATCHING_KINDS:
+        return float(stage.batch_size) if stage.batch_size else None
+    if kind == "unbatch" and len(stage.stats.inputs) == 1:
+        size = _leading_dimension(stages[stage.stats.inputs[0]].dataset)
+        return 1.0 / size if size else None
+    return None
+
+
+def _leading_dimension(dataset: Any) -> int | None:
+    """The static batch size of a dataset's elements (first component), if known."""
+    try:
+        import tensorflow as tf
+
+        specs = tf.nest.flatten(dataset.element_spec)
+        dim = specs[0].shape[0] if specs and specs[0].shape.rank else None
+    except Exception:
+        return None
+    return int(dim) if dim else None

@@ -1,0 +1,711 @@
+"""Read a `tf.data.Dataset`'s stages, from source to output, without running it.
+
+Two sources are combined, because neither is complete alone:
+
+- the **Python dataset objects** (`ds._inputs()`, the generalisation of `ds._input_dataset`
+  that also covers zip, concatenate and choose) keep the user's Python callables
+  (`StructuredFunctionWrapper._func`), so a stage can name `parse_example` at `train.py:42`;
+  they are also the prefixes that `pipediag.bench.stages` benchmarks;
+- the **dataset GraphDef** (`ds._as_serialized_graph(...)`) holds what TF will run: the op
+  (`ParallelMapDatasetV2`), its settings as `Const` inputs and attributes, and the traced
+  functions in `graph_def.library`, whose ops tell whether a function calls back into Python
+  (`EagerPyFunc`, `PyFunc`) or is stateful (random ops), which decides whether tf.data's
+  `map_parallelization` can parallelise a map written without `num_parallel_calls`.
+
+The two are walked in step, from the output back to the sources; where they disagree
+(an unknown wrapper class), the stage keeps its Python facts and loses the graph ones, rather
+than reporting settings of another stage.
+
+Internals read here were checked against TensorFlow 2.21; each lookup is guarded, so a future
+TF that moves them degrades the description, never the user's run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipediag.report.model import StageStats
+
+# tf.data spells AUTOTUNE as -1 in every parallelism and buffer argument.
+AUTOTUNE_VALUE = -1
+# `repeat()` and `take(-1)` store -1 for "forever" / "everything".
+UNBOUNDED_COUNT = -1
+# Stop walking pipelines with more stages than this: a generated pipeline (e.g. a long chain
+# of concatenates) would otherwise take long to describe and benchmark, and no reader wants
+# more rows.
+MAX_STAGES = 64
+# How deep to look into a function's closures for from_generator's hidden state.
+MAX_CLOSURE_DEPTH = 3
+
+# Ops that call back into the Python interpreter (tf.py_function, tf.numpy_function, and
+# from_generator, which is built on them): they hold the GIL, so parallelism barely helps.
+PY_FUNCTION_OPS = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
+# Ops that are stateful by registration but do not block map_parallelization (TF's
+# map_parallelization optimiser lets `Assert` through); NoOp/Identity are never stateful.
+HARMLESS_STATEFUL_OPS = frozenset({"Assert"})
+# Stateful random ops that do not contain "Random" in their name.
+EXTRA_RANDOM_OPS = frozenset({"Multinomial", "TruncatedNormal", "ParameterizedTruncatedNormal"})
+
+SOURCE = "source"
+
+# Dataset op -> stage kind. Version suffixes (V2, V3...) are dropped before the lookup.
+_OP_KINDS: dict[str, str] = {
+    "MapDataset": "map",
+    "ParallelMapDataset": "parallel-map",
+    "FilterDataset": "filter",
+    "ParallelFilterDataset": "parallel-filter",
+    "InterleaveDataset": "interleave",
+    "ParallelInterleaveDataset": "parallel-interleave",
+    "LegacyParallelInterleaveDataset": "parallel-interleave",
+    "FlatMapDataset": "flat-map",
+    "BatchDataset": "batch",
+    "ParallelBatchDataset": "batch",
+    "PaddedBatchDataset": "padded-batch",
+    "MapAndBatchDataset": "map-and-batch",
+    "ShuffleDataset": "shuffle",
+    "ShuffleAndRepeatDataset": "shuffle-and-repeat",
+    "CacheDataset": "cache",
+    "PrefetchDataset": "prefetch",
+    "RepeatDataset": "repeat",
+    "TakeDataset": "take",
+    "SkipDataset": "skip",
+    "ZipDataset": "zip",
+    "ConcatenateDataset": "concatenate",
+    "UnbatchDataset": "unbatch",
+    "OptionsDataset": "options",
+    "MaxIntraOpParallelismDataset": "options",
+    "PrivateThreadPoolDataset": "options",
+    "ShardDataset": "shard",
+    "DirectedInterleaveDataset": "choose",
+    "ScanDataset": "scan",
+    "WindowDataset": "window",
+    "GroupByWindowDataset": "group-by-window",
+    "DenseToSparseBatchDataset": "sparse-batch",
+    "AssertCardinalityDataset": "assert-cardinality",
+    "TakeWhileDataset": "take-while",
+    "UniqueDataset": "unique",
+    "IgnoreErrorsDataset": "ignore-errors",
+    "RebatchDataset": "rebatch",
+    "SnapshotDataset": "snapshot",
+}
+
+# Settings read from an op's non-dataset inputs: (setting, position). Negative positions count
+# from the end, because ops with a function put the function's captured tensors
+# (`other_arguments`) between the dataset input and their own scalars.
+_OP_INPUT_SETTINGS: dict[str, tuple[tuple[str, int], ...]] = {
+    "RangeDataset": (("start", 0), ("stop", 1), ("step", 2)),
+    "ParallelMapDataset": (("num_parallel_calls", -1),),
+    "ParallelMapDatasetV2": (("num_parallel_calls", -1),),
+    "ParallelFilterDataset": (("num_parallel_calls", -1),),
+    "InterleaveDataset": (("cycle_length", -2), ("block_length", -1)),
+    "ParallelInterleaveDatasetV2": (
+        ("cycle_length", -3),
+        ("block_length", -2),
+        ("num_parallel_calls", -1),
+    ),
+    "ParallelInterleaveDatasetV3": (
+        ("cycle_length", -3),
+        ("block_length", -2),
+        ("num_parallel_calls", -1),
+    ),
+    "LegacyParallelInterleaveDatasetV2": (
+        ("cycle_length", -4),
+        ("block_length", -3),
+        ("buffer_output_elements", -2),
+        ("prefetch_input_elements", -1),
+    ),
+    "ParallelInterleaveDatasetV4": (
+        ("cycle_length", -5),
+        ("block_length", -4),
+        ("buffer_output_elements", -3),
+        ("prefetch_input_elements", -2),
+        ("num_parallel_calls", -1),
+    ),
+    "BatchDataset": (("batch_size", 0),),
+    "BatchDatasetV2": (("batch_size", 0), ("drop_remainder", 1)),
+    "ParallelBatchDataset": (("batch_size", 0), ("num_parallel_calls", 1), ("drop_remainder", 2)),
+    "PaddedBatchDataset": (("batch_size", 0),),
+    "PaddedBatchDatasetV2": (("batch_size", 0), ("drop_remainder", -1)),
+    "MapAndBatchDataset": (
+        ("batch_size", -3),
+        ("num_parallel_calls", -2),
+        ("drop_remainder", -1),
+    ),
+    "ShuffleDataset": (("buffer_size", 0),),
+    "ShuffleDatasetV2": (("buffer_size", 0),),
+    "ShuffleDatasetV3": (("buffer_size", 0),),
+    "ShuffleAndRepeatDataset": (("buffer_size", 0),),
+    "ShuffleAndRepeatDatasetV2": (("buffer_size", 0),),
+    "CacheDataset": (("filename", 0),),
+    "CacheDatasetV2": (("filename", 0),),
+    "PrefetchDataset": (("buffer_size", 0),),
+    "RepeatDataset": (("count", 0),),
+    "TakeDataset": (("count", 0),),
+    "SkipDataset": (("count", 0),),
+    "ShardDataset": (("num_shards", 0), ("index", 1)),
+}
+# Settings where -1 means AUTOTUNE, and where it means "unbounded".
+_AUTOTUNED_SETTINGS = frozenset(
+    {
+        "num_parallel_calls",
+        "cycle_length",
+        "block_length",
+        "buffer_size",
+        "buffer_output_elements",
+        "prefetch_input_elements",
+    }
+)
+_COUNT_SETTINGS = frozenset({"count"})
+# Attributes copied as settings (the op's attribute name is the setting name).
+_ATTR_SETTINGS = ("deterministic", "reshuffle_each_iteration")
+# Attributes that hold the stage's user function, in order of preference.
+_FUNCTION_ATTRS = ("f", "predicate", "scan_func", "key_func", "reduce_func")
+
+
+@dataclass
+class Stage:
+    """A stage as found: its report row plus the live dataset object (a benchmarkable prefix)."""
+
+    stats: StageStats
+    dataset: Any
+    batch_size: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def describe_pipeline(dataset: Any) -> list[StageStats]:
+    """The stages of `dataset`, source first, with settings and the user's functions.
+
+    Args:
+        dataset: a `tf.data.Dataset` (V1 adapters are looked through).
+
+    Returns:
+        One `StageStats` per stage that runs as its own dataset op; stages read by a
+        multi-input stage come before it, and `inputs` links them. Rates are left empty:
+        `pipediag.bench.stages.measure_stages` fills them.
+    """
+    return [stage.stats for stage in walk_pipeline(dataset)]
+
+
+def walk_pipeline(dataset: Any) -> list[Stage]:
+    """Like `describe_pipeline`, but keeps each stage's dataset object for benchmarking."""
+    graph, graph_error = _dataset_graph(dataset)
+    functions: dict[str, Any] = {}
+    root_node = None
+    nodes: dict[str, Any] = {}
+    if graph is not None:
+        functions = {f.signature.name: f for f in graph.library.function}
+        nodes = {node.name: node for node in graph.node}
+        root_node = _graph_root(graph, nodes)
+    builder = _Builder(nodes, functions)
+    builder.visit(_unwrap(dataset), root_node)
+    stages = builder.stages
+    _mark_auto_parallel(stages, dataset)
+    if graph_error is not None and stages:
+        stages[-1].notes.append(f"dataset graph unavailable: {graph_error}")
+        _set(stages[-1], "graph", f"unavailable: {graph_error}")
+    return stages
+
+
+def effective_options(dataset: Any) -> dict[str, str]:
+    """The `tf.data.Options` in force that change what runs, with TF 2.21's defaults filled in.
+
+    An option left as None means "TF's default", which is not False: `autotune`,
+    `inject_prefetch`, `map_parallelization`, `map_and_batch_fusion` and `parallel_batch`
+    default to on (the option docstrings in TF 2.21 `data/ops/options.py`), and
+    `deterministic` defaults to True. Setting `apply_default_optimizations=False` turns
+    every default-on optimisation off unless set explicitly. These decide how a stage runs
+    (DESIGN.md: a map without `num_parallel_calls` is parallelised for you, a prefetch is
+    appended), so advice must read them, not the source code.
+    """
+    options = dataset.options()
+    optimization = options.experimental_optimization
+    defaults_on = optimization.apply_default_optimizations is not False
+
+    def optimisation(value: bool | None) -> str:
+        return _flag(defaults_on if value is None else value)
+
+    threadpool = options.threading.private_threadpool_size
+    intra_op = options.threading.max_intra_op_parallelism
+    return {
+        "autotune": _flag(options.autotune.enabled is not False),
+        "apply_default_optimizations": _flag(defaults_on),
+        "inject_prefetch": optimisation(optimization.inject_prefetch),
+        "map_parallelization": optimisation(optimization.map_parallelization),
+        "map_and_batch_fusion": optimisation(optimization.map_and_batch_fusion),
+        "parallel_batch": optimisation(optimization.parallel_batch),
+        # Unset or 0: the pool is sized from the cores at run time (DESIGN.md: parallel calls
+        # are capped at the core count by it).
+        "private_threadpool_size": (
+            f"default ({_cpu_count()} cores)" if not threadpool else str(threadpool)
+        ),
+        "max_intra_op_parallelism": "default" if intra_op is None else str(intra_op),
+        "deterministic": _flag(options.deterministic is not False),
+        "cpu_count": str(_cpu_count()),
+    }
+
+
+def _mark_auto_parallel(stages: list[Stage], dataset: Any) -> None:
+    """Say whether tf.data will run each sequential map in parallel anyway.
+
+    TF's `map_parallelization` rewrite turns a `MapDataset` whose function has no stateful op
+    into a parallel map (DESIGN.md: 21.0 vs 63.6 ms/batch). Per TF's
+    `grappler/optimizers/data/map_parallelization.cc` it is skipped when autotune is off and
+    for stateful functions (py_function, random ops); the autotune condition is read from the
+    C++ source, not measured here.
+    """
+    try:
+        options = effective_options(dataset)
+    except Exception:  # options unreadable: say nothing rather than guess
+        return
+    for stage in stages:
+        if stage.stats.kind != "map":
+            continue
+        if options["map_parallelization"] != "true":
+            verdict = "no: option off"
+        elif options["autotune"] != "true":
+            verdict = "no: autotune off"
+        elif stage.stats.stateful:
+            verdict = "no: stateful function"
+        else:
+            verdict = "yes"
+        _set(stage, "auto_parallel", verdict)
+
+
+# --- walking -------------------------------------------------------------------------------
+
+
+class _Builder:
+    """Post-order walk of the Python datasets and the graph together; sources come first."""
+
+    def __init__(self, nodes: dict[str, Any], functions: dict[str, Any]) -> None:
+        self.nodes = nodes
+        self.functions = functions
+        self.stages: list[Stage] = []
+        self._seen: dict[int, int] = {}
+
+    def visit(self, ds: Any, node: Any | None) -> int | None:
+        ds = _skip_passthrough(ds)
+        key = id(ds)
+        if key in self._seen:
+            return self._seen[key]
+        if len(self.stages) >= MAX_STAGES:
+            return None
+        generator = _generator_function(ds)
+        if generator is not None:
+            return self._add(ds, node, [], generator=generator)
+        inputs = [_skip_passthrough(_unwrap(i)) for i in _python_inputs(ds)]
+        graph_inputs = self._graph_inputs(node)
+        if node is not None and (
+            graph_inputs is None
+            or len(graph_inputs) != len(inputs)
+            or (not inputs) != (not graph_inputs)
+        ):
+            # The walks disagree here: trust neither graph node below this point.
+            node, graph_inputs = None, None
+        input_indices: list[int] = []
+        for position, child in enumerate(inputs):
+            child_node = graph_inputs[position] if graph_inputs else None
+            index = self.visit(child, child_node)
+            if index is not None:
+                input_indices.append(index)
+        return self._add(ds, node, input_indices)
+
+    def _graph_inputs(self, node: Any | None) -> list[Any] | None:
+        if node is None:
+            return None
+        found = []
+        for name in node.input:
+            if name.startswith("^"):
+                continue
+            child = self.nodes.get(name.split(":")[0])
+            if child is None:
+                return None
+            if "Dataset" in child.op:
+                found.append(child)
+        return found
+
+    def _add(
+        self,
+        ds: Any,
+        node: Any | None,
+        inputs: list[int],
+        *,
+        generator: Callable[..., Any] | None = None,
+    ) -> int:
+        index = len(self.stages)
+        settings: dict[str, str] = {}
+        notes: list[str] = []
+        if generator is not None:
+            kind, name = SOURCE, "from_generator"
+            func: Any = generator
+        else:
+            kind, name = _kind_and_name(ds, node, has_inputs=bool(inputs))
+            func = _user_function(ds)
+            if node is not None:
+                settings.update(_node_settings(node, self.nodes))
+        function_name, source = _describe_callable(func) if func is not None else (None, None)
+        if func is not None and _defined_in_tensorflow(func):
+            # A function TF adds itself (unbatch's `normalize`, TFRecordDataset's reader):
+            # the user cannot edit it, so advice should not point at it.
+            settings["tf_internal"] = "true"
+        ops, stateful_ops = self._function_ops(ds, node)
+        uses_py = bool(ops & PY_FUNCTION_OPS) or generator is not None
+        stateful = bool(stateful_ops)
+        if uses_py:
+            settings["py_function"] = "true"
+        if stateful:
+            settings["stateful"] = "true"
+            settings["stateful_ops"] = ",".join(sorted(stateful_ops))
+        if any(_is_random_op(op) for op in ops):
+            settings["random"] = "true"
+        stats = StageStats(
+            index=index,
+            kind=kind,
+            name=name,
+            settings=settings,
+            function=function_name,
+            source=source,
+            inputs=inputs,
+            uses_py_function=uses_py,
+            stateful=stateful,
+        )
+        batch_size = _int_or_none(settings.get("batch_size"))
+        self.stages.append(Stage(stats, ds, batch_size=batch_size, notes=notes))
+        self._seen[id(ds)] = index
+        return index
+
+    def _function_ops(self, ds: Any, node: Any | None) -> tuple[set[str], set[str]]:
+        """All ops in the stage's functions, following nested calls; and the stateful ones."""
+        roots: list[str] = []
+        if node is not None:
+            roots = [
+                node.attr[a].func.name
+                for a in node.attr
+                if node.attr[a].func.name and a in (*_FUNCTION_ATTRS, "next_func", "init_func")
+            ]
+        if not roots:
+            roots = _python_function_names(ds)
+        return _collect_ops(roots, self.functions)
+
+
+def _collect_ops(roots: Iterable[str], functions: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """Ops reachable from the named library functions (through func attributes and calls)."""
+    ops: set[str] = set()
+    stateful: set[str] = set()
+    pending = list(roots)
+    visited: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in visited or name not in functions:
+            continue
+        visited.add(name)
+        for node_def in functions[name].node_def:
+            ops.add(node_def.op)
+            if node_def.op in functions:
+                pending.append(node_def.op)
+            elif _op_is_stateful(node_def.op) and node_def.op not in HARMLESS_STATEFUL_OPS:
+                stateful.add(node_def.op)
+            for attr in node_def.attr.values():
+                if attr.func.name:
+                    pending.append(attr.func.name)
+                pending.extend(f.name for f in attr.list.func)
+    # A function that builds a dataset (interleave, flat_map) contains dataset ops, which TF
+    # registers as stateful; they are not the kind of state that matters here (randomness,
+    # Python), so they are not reported.
+    stateful = {op for op in stateful if "Dataset" not in op}
+    return ops, stateful
+
+
+def _op_is_stateful(op: str) -> bool:
+    try:
+        from tensorflow.python.framework import op_def_registry
+    except ImportError:  # pragma: no cover - moved in a future TF
+        return False
+    op_def = op_def_registry.get(op)
+    return bool(op_def is not None and op_def.is_stateful)
+
+
+def _is_random_op(op: str) -> bool:
+    if op.startswith("Stateless"):
+        return False
+    return "Random" in op or op in EXTRA_RANDOM_OPS or op.startswith("StatefulUniform")
+
+
+# --- the graph -----------------------------------------------------------------------------
+
+
+def _dataset_graph(dataset: Any) -> tuple[Any | None, str | None]:
+    """The dataset's GraphDef, or why it could not be had (never raises)."""
+    try:
+        import tensorflow as tf
+
+        serialized = dataset._as_serialized_graph(
+            external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN
+        )
+        graph = tf.compat.v1.GraphDef()
+        graph.ParseFromString(serialized.numpy())
+    except Exception as exc:  # any failure only costs the graph facts
+        return None, f"{type(exc).__name__}: {exc}"[:200]
+    return graph, None
+
+
+def _graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
+    """The dataset op feeding the graph's `_Retval` node."""
+    for node in graph.node:
+        if node.op == "_Retval" and node.input:
+            return nodes.get(node.input[0].split(":")[0])
+    return None
+
+
+def _node_settings(node: Any, nodes: dict[str, Any]) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    scalar_inputs = [
+        nodes.get(name.split(":")[0])
+        for name in node.input
+        if not name.startswith("^") and "Dataset" not in _op_of(nodes, name)
+    ]
+    for setting, position in _OP_INPUT_SETTINGS.get(node.op, ()):
+        if not -len(scalar_inputs) <= position < len(scalar_inputs):
+            continue
+        value = _const_value(scalar_inputs[position])
+        if value is not None:
+            settings[setting] = _format_setting(setting, value)
+    for attr in _ATTR_SETTINGS:
+        if attr in node.attr:
+            value = node.attr[attr]
+            kind = value.WhichOneof("value")
+            if kind == "s":
+                settings[attr] = value.s.decode(errors="replace")
+            elif kind == "b":
+                settings[attr] = _flag(value.b)
+    if node.op.startswith("CacheDataset") and settings.get("filename") == "":
+        settings["filename"] = "memory"
+    return settings
+
+
+def _op_of(nodes: dict[str, Any], name: str) -> str:
+    node = nodes.get(name.split(":")[0])
+    return "" if node is None else node.op
+
+
+def _const_value(node: Any | None) -> int | bool | str | None:
+    """A scalar `Const`'s value; None for anything else (a tensor computed at run time)."""
+    if node is None or node.op != "Const" or "value" not in node.attr:
+        return None
+    tensor = node.attr["value"].tensor
+    if tensor.tensor_shape.dim:
+        return None
+    for values, convert in (
+        (tensor.int64_val, int),
+        (tensor.int_val, int),
+        (tensor.bool_val, bool),
+    ):
+        if len(values):
+            return convert(values[0])
+    if len(tensor.string_val):
+        return tensor.string_val[0].decode(errors="replace")
+    return None
+
+
+def _format_setting(setting: str, value: int | bool | str) -> str:
+    if isinstance(value, bool):
+        return _flag(value)
+    if isinstance(value, int):
+        if value == AUTOTUNE_VALUE and setting in _AUTOTUNED_SETTINGS:
+            return "AUTOTUNE"
+        if value == UNBOUNDED_COUNT and setting in _COUNT_SETTINGS:
+            return "unbounded"
+    return str(value)
+
+
+# --- the Python objects --------------------------------------------------------------------
+
+
+def _python_inputs(ds: Any) -> list[Any]:
+    try:
+        inputs = ds._inputs()
+    except Exception:  # NotImplementedError on exotic datasets: treat as a source
+        inner = getattr(ds, "_input_dataset", None)
+        return [] if inner is None else [inner]
+    return [i for i in inputs if _is_dataset(i)]
+
+
+def _is_dataset(obj: Any) -> bool:
+    return hasattr(obj, "_variant_tensor") and hasattr(obj, "element_spec")
+
+
+def _variant(ds: Any) -> Any:
+    try:
+        return ds._variant_tensor
+    except Exception:
+        return None
+
+
+def _unwrap(ds: Any) -> Any:
+    """Look through wrappers that reuse their inner dataset's op (V1 adapter, TFRecordDataset)."""
+    for _ in range(MAX_STAGES):
+        for attr in ("_dataset", "_impl"):
+            inner = getattr(ds, attr, None)
+            if inner is not None and _is_dataset(inner) and _variant(inner) is _variant(ds):
+                ds = inner
+                break
+        else:
+            return ds
+    return ds
+
+
+def _skip_passthrough(ds: Any) -> Any:
+    """Skip Python-only datasets that add no op (e.g. `_RestructuredDataset`)."""
+    for _ in range(MAX_STAGES):
+        ds = _unwrap(ds)
+        inputs = _python_inputs(ds)
+        variant = _variant(ds)
+        if len(inputs) == 1 and variant is not None and _variant(inputs[0]) is variant:
+            ds = inputs[0]
+        else:
+            return ds
+    return ds
+
+
+def _kind_and_name(ds: Any, node: Any | None, *, has_inputs: bool) -> tuple[str, str]:
+    if node is not None:
+        name = node.op
+        if not has_inputs:
+            return SOURCE, name
+        base = re.sub(r"V\d+$", "", name)
+        return _OP_KINDS.get(base, _kebab(base.removesuffix("Dataset"))), name
+    name = type(ds).__name__.lstrip("_")
+    if not has_inputs:
+        return SOURCE, name
+    base = re.sub(r"V\d+$", "", name)
+    return _OP_KINDS.get(base, _kebab(base.removesuffix("Dataset"))), name
+
+
+def _kebab(camel: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", camel).lower() or "unknown"
+
+
+def _wrappers(ds: Any) -> list[Any]:
+    try:
+        return list(ds._functions())
+    except Exception:
+        return []
+
+
+def _user_function(ds: Any) -> Any | None:
+    """The Python callable the user gave the stage (`StructuredFunctionWrapper._func`)."""
+    for wrapper in _wrappers(ds):
+        func = getattr(wrapper, "_func", None)
+        if func is not None:
+            return func
+    return None
+
+
+def _python_function_names(ds: Any) -> list[str]:
+    names = []
+    for wrapper in _wrappers(ds):
+        try:
+            name = wrapper.function.name
+        except Exception:
+            continue
+        names.append(name.decode() if isinstance(name, bytes) else str(name))
+    return names
+
+
+def _generator_function(ds: Any) -> Callable[..., Any] | None:
+    """The user's generator when `ds` is the flat_map that `from_generator` builds.
+
+    `Dataset.from_generator` is `from_tensors(0).flat_map(flat_map_fn)` where `flat_map_fn`
+    closes over a `_GeneratorState` holding the user's callable (TF 2.21
+    `data/ops/from_generator_op.py`); shown as one source stage, as the user wrote it.
+    """
+    func = _user_function(ds)
+    if func is None or "from_generator" not in getattr(func, "__qualname__", ""):
+        return None
+    state = _find_in_closure(func, lambda obj: hasattr(obj, "_generator"), MAX_CLOSURE_DEPTH)
+    generator = getattr(state, "_generator", None)
+    return generator if callable(generator) else None
+
+
+def _find_in_closure(func: Any, wanted: Callable[[Any], bool], depth: int) -> Any | None:
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if wanted(value):
+            return value
+        if depth > 0 and inspect.isfunction(value):
+            found = _find_in_closure(value, wanted, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _describe_callable(func: Any) -> tuple[str | None, str | None]:
+    """The callable's name and "file.py:LINE", looking through tf.function and partials."""
+    target = func
+    for _ in range(MAX_CLOSURE_DEPTH + 2):
+        inner = getattr(target, "python_function", None) or getattr(target, "func", None)
+        if inner is None or inner is target or not callable(inner):
+            break
+        target = inner
+    with contextlib.suppress(ValueError):  # ValueError: a __wrapped__ cycle
+        target = inspect.unwrap(target)
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+    code = getattr(target, "__code__", None)
+    if code is None and not inspect.isroutine(target) and callable(target):
+        # A callable object: its class names it, its __call__ locates it.
+        name = type(target).__qualname__
+        code = getattr(type(target).__call__, "__code__", None)
+    if name is not None and ".<locals>." in name:
+        name = name.rsplit(".<locals>.", 1)[-1]
+    source = None
+    if code is not None:
+        try:
+            filename = inspect.getsourcefile(target) or code.co_filename
+        except TypeError:
+            filename = code.co_filename
+        source = f"{os.path.basename(filename)}:{code.co_firstlineno}"
+    return name, source
+
+
+def _defined_in_tensorflow(func: Any) -> bool:
+    code = getattr(inspect.unwrap(func), "__code__", None) if inspect.isfunction(func) else None
+    if code is None:
+        return False
+    parts = os.path.normpath(code.co_filename).split(os.sep)
+    return "site-packages" in parts and "tensorflow" in parts
+
+
+# --- small helpers -------------------------------------------------------------------------
+
+
+def _set(stage: Stage, key: str, value: str) -> None:
+    stage.stats.settings[key] = value
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _int_or_none(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

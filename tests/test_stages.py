@@ -1,0 +1,193 @@
+"""measure_stages: per-prefix rates and the bottleneck, on real small pipelines.
+
+The pure helpers (`own_costs`, `pick_bottleneck`, `elements_per_output_batch`) are tested on
+hand-built data; the end-to-end tests use sleeps of several milliseconds against near-zero
+costs, so the verdicts hold on a loaded 2-core machine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipediag.bench.stages import elements_per_output_batch, own_costs, pick_bottleneck
+from pipediag.bench.structure import Stage
+from pipediag.report.model import StageStats
+
+# A short budget per prefix keeps each pipeline under ~3 s.
+STAGE_BUDGET_S = 0.3
+SLEEP_S = 0.005
+BATCH = 4
+
+
+def _stage(index: int, kind: str, inputs: list[int], batch_size: int | None = None) -> Stage:
+    stats = StageStats(index=index, kind=kind, inputs=inputs)
+    return Stage(stats=stats, dataset=None, batch_size=batch_size)
+
+
+# --- pure helpers, no TensorFlow ------------------------------------------------------------
+
+
+def test_elements_per_output_batch_multiplies_batch_sizes_upstream() -> None:
+    stages = [
+        _stage(0, "source", []),
+        _stage(1, "map", [0]),
+        _stage(2, "batch", [1], batch_size=4),
+        _stage(3, "prefetch", [2]),
+    ]
+
+    assert elements_per_output_batch(stages) == [4.0, 4.0, 1.0, 1.0]
+
+
+def test_elements_per_output_batch_unknown_above_interleave() -> None:
+    stages = [
+        _stage(0, "source", []),
+        _stage(1, "parallel-interleave", [0]),
+        _stage(2, "batch", [1], batch_size=8),
+    ]
+
+    assert elements_per_output_batch(stages) == [None, 8.0, 1.0]
+
+
+def test_own_cost_is_time_added_over_the_input() -> None:
+    # GIVEN a sequential map that adds 20 ms per batch over a near-free source, and a batch
+    # and prefetch that only inherit it
+    stages = [
+        StageStats(0, "source"),
+        StageStats(1, "map", inputs=[0]),
+        StageStats(2, "batch", inputs=[1]),
+        StageStats(3, "prefetch", inputs=[2]),
+    ]
+    per_batch = [0.0004, 0.0204, 0.0210, 0.0205]
+
+    # WHEN own costs are computed
+    own = own_costs(stages, per_batch)
+
+    # THEN the map owns the time, the prefetch never goes negative
+    assert own == pytest.approx([0.0004, 0.02, 0.0006, 0.0])
+    assert pick_bottleneck(own) == 1
+
+
+def test_zip_sums_its_inputs_and_unknown_inputs_count_as_free() -> None:
+    stages = [
+        StageStats(0, "source"),
+        StageStats(1, "source"),
+        StageStats(2, "zip", inputs=[0, 1]),
+        StageStats(3, "interleave", inputs=[2]),
+    ]
+
+    own = own_costs(stages, [0.01, 0.02, 0.035, 0.05])
+    own_unknown_input = own_costs(stages, [0.01, 0.02, None, 0.05])
+
+    assert own[2] == pytest.approx(0.005)
+    assert own_unknown_input[3] == pytest.approx(0.05)
+    assert own_unknown_input[2] is None
+
+
+def test_no_bottleneck_when_nothing_costs_anything() -> None:
+    assert pick_bottleneck([None, 0.0, None]) is None
+    assert pick_bottleneck([]) is None
+
+
+# --- real pipelines --------------------------------------------------------------------------
+
+tensorflow = pytest.mark.tensorflow
+
+
+def _tf() -> Any:
+    return pytest.importorskip("tensorflow")
+
+
+def _sleepy(value: Any) -> Any:
+    time.sleep(SLEEP_S)
+    return value
+
+
+def _measure(ds: Any) -> list[StageStats]:
+    from pipediag.bench.stages import measure_stages
+
+    return measure_stages(ds, max_seconds_per_stage=STAGE_BUDGET_S)
+
+
+def _bottlenecks(stages: list[StageStats]) -> list[int]:
+    return [s.index for s in stages if s.bottleneck]
+
+
+@tensorflow
+def test_sequential_sleeping_map_is_the_bottleneck() -> None:
+    tf = _tf()
+
+    def slow_py_map(x: Any) -> Any:
+        return tf.py_function(_sleepy, [x], tf.int64)
+
+    # GIVEN a map that sleeps 5 ms per element, sequentially: ~20 ms per batch of 4
+    ds = tf.data.Dataset.range(100_000).map(slow_py_map).batch(BATCH).prefetch(1)
+
+    # WHEN each prefix is measured
+    stages = _measure(ds)
+
+    # THEN the map, not the batch that inherits its slowness nor the source, is named
+    assert [s.kind for s in stages] == ["source", "map", "batch", "prefetch"]
+    assert _bottlenecks(stages) == [1]
+    source, mapped, batch, _ = stages
+    assert mapped.own_s_per_batch is not None
+    assert mapped.own_s_per_batch > BATCH * SLEEP_S * 0.8
+    assert batch.own_s_per_batch is not None
+    assert batch.own_s_per_batch < mapped.own_s_per_batch / 4
+    # Prefixes before the batch yield elements: both rates are reported.
+    assert mapped.elements_per_s is not None
+    assert mapped.batches_per_s == pytest.approx(mapped.elements_per_s / BATCH)
+    assert source.batches_per_s is not None
+    assert source.batches_per_s > 10 * mapped.batches_per_s
+    assert mapped.batches_per_s < 1 / (BATCH * SLEEP_S)
+
+
+@tensorflow
+def test_slow_source_is_named_not_the_cheap_parallel_map() -> None:
+    tf = _tf()
+
+    def slow_reader() -> Iterator[int]:
+        i = 0
+        while True:
+            time.sleep(SLEEP_S)
+            yield i
+            i += 1
+
+    # GIVEN a well-tuned pipeline whose source sleeps 5 ms per element
+    ds = (
+        tf.data.Dataset.from_generator(slow_reader, output_signature=tf.TensorSpec([], tf.int64))
+        .map(lambda x: x * 2, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(BATCH)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+    # WHEN each prefix is measured
+    stages = _measure(ds)
+
+    # THEN the source is the bottleneck and the map adds nearly nothing
+    assert [s.kind for s in stages] == ["source", "parallel-map", "batch", "prefetch"]
+    assert _bottlenecks(stages) == [0]
+    source, mapped = stages[0], stages[1]
+    assert source.own_s_per_batch is not None
+    assert mapped.own_s_per_batch is not None
+    assert mapped.own_s_per_batch < source.own_s_per_batch / 4
+
+
+@tensorflow
+def test_file_cache_not_yet_written_is_not_read(tmp_path: Path) -> None:
+    tf = _tf()
+    cache_file = tmp_path / "user-cache"
+    ds = tf.data.Dataset.range(50).cache(str(cache_file)).batch(BATCH)
+
+    stages = _measure(ds)
+
+    assert stages[0].elements_per_s is not None
+    assert stages[1].kind == "cache"
+    assert "file cache" in stages[1].settings["not_measured"]
+    assert stages[2].batches_per_s is None
+    # The user's cache file was not created by the benchmark.
+    assert not list(tmp_path.iterdir())
