@@ -55,7 +55,7 @@ def run_and_report(
     outcome = RunOutcome(exit=_interrupted_exit(), stop_reason="interrupted")
     session.start()
     try:
-        outcome = run_script(path, args)
+        outcome = run_script(path, args, as_typed=script)
     finally:
         report = session.stop(outcome.exit, outcome.stop_reason)
         written: list[Path] = []

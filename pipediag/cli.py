@@ -55,12 +55,15 @@ def _positive_float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pipediag",
+        allow_abbrev=False,
         description="Find out why TensorFlow training is slow: the input pipeline or the model.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     run = commands.add_parser(
         "run",
+        allow_abbrev=False,
+        usage="pipediag run [options] SCRIPT [ARGS...]",
         help="run a training script under pipediag and diagnose it",
         description=(
             "Run an unmodified training script as `python SCRIPT ARGS...` would, benchmark its "
@@ -106,8 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"directory for the report files (default {DEFAULT_OUT_DIR})",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
-    run.add_argument("script", help="the training script")
-    run.add_argument("script_args", nargs=argparse.REMAINDER, help="the script's arguments")
+    run.add_argument("script", help="the training script; ARGS after it go to the script")
 
     report = commands.add_parser(
         "report",
@@ -123,9 +125,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def split_script_args(
+    argv: list[str], parser: argparse.ArgumentParser
+) -> tuple[list[str], list[str]]:
+    """Split `run [options] SCRIPT ARGS...` at SCRIPT: nothing after it is pipediag's.
+
+    argparse alone would still match the script's own flags against pipediag's options
+    (`--b` for `--bench-seconds`, or a script's own `--steps`).
+    """
+    if not argv or argv[0] != "run":
+        return argv, []
+    run = parser._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    takes_value = {
+        flag for action in run._actions if action.nargs is None for flag in action.option_strings
+    }
+    i = 1
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            return argv[: i + 2], argv[i + 2 :]
+        if not token.startswith("-") or token == "-":
+            return argv[: i + 1], argv[i + 1 :]
+        i += 2 if token in takes_value else 1
+    return argv, []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    options = parser.parse_args(argv)
+    ours, script_args = split_script_args(list(sys.argv[1:] if argv is None else argv), parser)
+    options = parser.parse_args(ours)
+    if options.command == "run":
+        options.script_args = script_args
     try:
         if options.command == "run":
             return _run(options)

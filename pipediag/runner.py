@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import runpy
 import sys
 import traceback
@@ -47,22 +46,24 @@ def check_script(path: str) -> Path:
     return script.resolve()
 
 
-def run_script(script: Path, args: list[str]) -> RunOutcome:
+def run_script(script: Path, args: list[str], *, as_typed: str | None = None) -> RunOutcome:
     """Run `script` as `__main__` with `sys.argv` and `sys.path[0]` as Python sets them.
 
     Every way the script can end is caught and turned into a `RunOutcome`; the script's
-    own traceback is printed as Python would print it.
+    own traceback is printed as Python would print it. `as_typed` is the path as the
+    user wrote it, which Python puts in `sys.argv[0]`.
     """
     saved_argv = sys.argv[:]
     saved_path0 = sys.path[0] if sys.path else None
-    sys.argv = [str(script_arg(script)), *args]
+    argv0 = as_typed or str(script)
+    sys.argv = [argv0, *args]
     if not (sys.flags.isolated or getattr(sys.flags, "safe_path", False)):
         if sys.path:
             sys.path[0] = str(script.parent)
         else:
             sys.path.insert(0, str(script.parent))
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        runpy.run_path(argv0, run_name="__main__")
     except StepBudgetReached:
         return RunOutcome(ExitInfo("step-budget", 0), "step-budget")
     except SystemExit as exc:
@@ -72,21 +73,13 @@ def run_script(script: Path, args: list[str]) -> RunOutcome:
             ExitInfo("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt"), "interrupted"
         )
     except BaseException as exc:
-        _print_user_traceback(exc, script)
+        _print_user_traceback(exc, argv0)
         return RunOutcome(ExitInfo("exception", 1, f"{type(exc).__name__}: {exc}"), "script-error")
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
     return RunOutcome(ExitInfo("ok", 0), "script-finished")
-
-
-def script_arg(script: Path) -> str:
-    """sys.argv[0] relative to the working directory when possible, as `python x.py` gives."""
-    try:
-        return os.path.relpath(script)
-    except ValueError:
-        return str(script)
 
 
 def _system_exit(exc: SystemExit) -> RunOutcome:
@@ -102,10 +95,9 @@ def _system_exit(exc: SystemExit) -> RunOutcome:
     return RunOutcome(ExitInfo("system-exit", status, None if status == 0 else str(code)), reason)
 
 
-def _print_user_traceback(exc: BaseException, script: Path) -> None:
+def _print_user_traceback(exc: BaseException, target: str) -> None:
     """The traceback from the script's first frame on, without pipediag's and runpy's."""
     tb: TracebackType | None = exc.__traceback__
-    target = str(script)
     while tb is not None and tb.tb_frame.f_code.co_filename != target:
         tb = tb.tb_next
     traceback.print_exception(type(exc), exc, tb or exc.__traceback__, file=sys.stderr)

@@ -1,0 +1,38 @@
+"""Shared fixtures: every test must leave no sampler thread and no patch behind."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+# TensorFlow's C++ start-up logging is noise in test output; the user's own output is not
+# touched by pipediag, only this test process's.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _pipediag_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("pipediag")]
+
+
+def _leftover_patches() -> list[str]:
+    found = [type(f).__name__ for f in sys.meta_path if type(f).__name__ == "PostImportHook"]
+    iterator_ops = sys.modules.get("tensorflow.python.data.ops.iterator_ops")
+    if iterator_ops is not None:
+        method = iterator_ops.OwnedIterator.__dict__["_next_internal"]
+        if hasattr(method, "__wrapped__"):
+            found.append("OwnedIterator._next_internal")
+    keras = sys.modules.get("keras")
+    if keras is not None and "fit" in vars(keras.Model):
+        found.append("keras.Model.fit")
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    yield
+    assert _pipediag_threads() == [], "a pipediag sampler thread outlived its test"
+    assert _leftover_patches() == [], "a pipediag patch outlived its test"

@@ -1,0 +1,91 @@
+"""Step labels and the run's verdict, on hand-built timelines (no TensorFlow, no clock)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipediag.analysis.classifier import build_train_section, judge, label_step
+from pipediag.report.model import (
+    BALANCED,
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    UNKNOWN,
+    WARMUP,
+    PipelineBenchmark,
+)
+from pipediag.timeline import RawStep
+
+
+def _steps(n: int, wait: float, compute: float, *, start: float = 100.0) -> list[RawStep]:
+    steps, t = [], start
+    for _ in range(n):
+        steps.append(RawStep(t, t + wait + compute, wait))
+        t += wait + compute
+    return steps
+
+
+def _train(raw: list[RawStep], warmup: int = 2):  # type: ignore[no-untyped-def]
+    return build_train_section(
+        raw, origin=100.0, warmup_steps=warmup, style="custom-loop", input_wait_source="x"
+    )
+
+
+PIPELINE = PipelineBenchmark(measured=True, batches_per_s=40.0)
+
+
+def test_steps_are_put_on_the_report_axis_and_warmup_is_kept_out() -> None:
+    train = _train(_steps(10, 0.02, 0.01))
+    assert [s.label for s in train.steps[:2]] == [WARMUP, WARMUP]
+    assert train.steps[0].start_s == pytest.approx(0.0)
+    assert train.steps[3].start_s == pytest.approx(0.09)
+    assert train.measured_steps == 8 and train.warmup_steps == 2
+    assert train.steps_per_s == pytest.approx(1 / 0.03)
+    assert train.input_wait is not None and train.input_wait.median_s == pytest.approx(0.02)
+
+
+@pytest.mark.parametrize(
+    ("wait", "compute", "label", "severity"),
+    [
+        (0.020, 0.010, INPUT_BOUND, "highly input-bound"),
+        (0.001, 0.099, COMPUTE_BOUND, "not input-bound"),
+        (0.010, 0.090, BALANCED, "moderately input-bound"),
+    ],
+)
+def test_verdict_follows_the_xprof_thresholds(
+    wait: float, compute: float, label: str, severity: str
+) -> None:
+    verdict = judge(_train(_steps(20, wait, compute)), PIPELINE)
+    assert verdict.label == label
+    assert verdict.severity == severity
+    assert verdict.input_wait_fraction == pytest.approx(wait / (wait + compute))
+    assert verdict.compute_alone_steps_per_s == pytest.approx(1 / compute)
+    assert verdict.pipeline_headroom == pytest.approx(40.0 * compute)
+    assert f"{wait / (wait + compute):.0%}" in verdict.summary
+
+
+def test_the_warmup_does_not_sway_the_verdict() -> None:
+    # GIVEN a first step that waited 10 s (buffers filling) and then compute-bound steps
+    raw = [RawStep(100.0, 110.0, 10.0), *_steps(20, 0.0001, 0.05, start=110.0)]
+    verdict = judge(_train(raw, warmup=1), PIPELINE)
+    assert verdict.label == COMPUTE_BOUND
+
+
+def test_each_step_gets_its_own_label() -> None:
+    raw = _steps(3, 0.001, 0.05) + _steps(3, 0.05, 0.001, start=200.0)
+    train = _train(raw, warmup=0)
+    assert [s.label for s in train.steps] == [COMPUTE_BOUND] * 3 + [INPUT_BOUND] * 3
+    verdict = judge(train, PIPELINE)
+    assert (verdict.input_bound_steps, verdict.compute_bound_steps) == (3, 3)
+
+
+def test_unmeasured_waits_give_no_verdict_and_say_why() -> None:
+    raw = [RawStep(100.0 + i, 100.5 + i, None) for i in range(5)]
+    assert label_step(raw[0], warmup=False) == UNKNOWN
+    verdict = judge(_train(raw, warmup=1), PIPELINE)
+    assert verdict.label == UNKNOWN
+    assert "could not be measured" in verdict.summary
+
+
+def test_no_steps_and_only_warmup_are_explained() -> None:
+    assert "No training steps" in judge(_train([]), PIPELINE).summary
+    assert "all in the warm-up" in judge(_train(_steps(2, 0.01, 0.01), warmup=5), PIPELINE).summary

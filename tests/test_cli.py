@@ -1,0 +1,133 @@
+"""The real CLI, in a subprocess, on the bundled examples and on bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
+
+
+def _pipediag(
+    *args: str, cwd: Path = ROOT, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pipediag", *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.tensorflow
+@pytest.mark.parametrize(
+    ("example", "verdict", "style"),
+    [
+        ("input_bound_fit.py", "input-bound", "keras-fit"),
+        ("compute_bound_loop.py", "compute-bound", "custom-loop"),
+    ],
+)
+def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: str) -> None:
+    out = tmp_path / "out"
+    # GIVEN a bundled example WHEN diagnosed through the real CLI
+    result = _pipediag(
+        "run",
+        "--steps",
+        "40",
+        "--bench-seconds",
+        "1",
+        "--out",
+        str(out),
+        str(ROOT / "examples" / example),
+        "--epochs",
+        "2",
+    )
+    # THEN it exits as the script would, and the terminal leads with the verdict
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"\n{verdict.upper()} (" in result.stdout
+    assert "benchmarking the input pipeline alone" in result.stderr
+    assert f"Re-render later: pipediag report {out / 'report.json'}" in result.stdout
+
+    data = json.loads((out / "report.json").read_text())
+    assert data["schema_version"] == 1
+    assert data["script"].endswith(example) and data["args"] == ["--epochs", "2"]
+    assert data["environment"]["tensorflow_version"]
+    assert data["environment"]["cpu_count"] >= 1
+    assert data["verdict"]["label"] == verdict
+    assert 0.0 <= data["verdict"]["input_wait_fraction"] <= 1.0
+    assert data["verdict"]["severity"] and data["verdict"]["summary"]
+    assert data["pipeline"]["batches_per_s"] > 0 and data["pipeline"]["latency"]["p90_s"] > 0
+    train = data["train"]
+    assert train["style"] == style and train["warmup_steps"] == 5 and train["steps_per_s"] > 0
+    assert len(train["steps"]) == 45
+    step = train["steps"][-1]
+    assert set(step) >= {"index", "start_s", "duration_s", "input_wait_s", "label"}
+    assert data["host"]["available"] and data["host"]["samples"]
+    assert data["gpu"]["available"] is False and data["gpu"]["reason"]
+    assert data["suggestions"] == []
+    assert data["complete"] is True and data["stop_reason"] == "step-budget"
+    for name in ("summary.txt", "report.png", "trace.json"):
+        assert (out / name).stat().st_size > 0
+
+    # AND the saved report re-renders without running anything
+    again = _pipediag("report", str(out / "report.json"), "--out", str(tmp_path / "again"))
+    assert again.returncode == 0, again.stderr
+    assert f"{verdict.upper()} (" in again.stdout
+    assert (tmp_path / "again" / "report.png").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "missing.py"], "script not found: missing.py"),
+        (["run", "--steps", "0", "x.py"], "must be at least 1"),
+        (["run", "--steps", "-3", "x.py"], "must be at least 1"),
+        (["run", "--frobnicate", "x.py"], "unrecognized arguments"),
+        (["report", "nothing.json"], "no report at nothing.json"),
+    ],
+)
+def test_bad_input_gets_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    result = _pipediag(*args, cwd=tmp_path, timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unwritable_out_is_refused_before_running(tmp_path: Path) -> None:
+    script = tmp_path / "t.py"
+    script.write_text("print('ran')\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = _pipediag("run", "--out", str(blocker / "sub"), str(script), cwd=tmp_path, timeout=60)
+    assert result.returncode == 2
+    assert "choose a writable --out directory" in result.stderr
+    assert "ran" not in result.stdout
+
+
+def test_script_exit_code_and_output_pass_through(tmp_path: Path) -> None:
+    script = tmp_path / "t.py"
+    script.write_text("import sys\nprint('hello from the script', sys.argv[1:])\nsys.exit(4)\n")
+    result = _pipediag("run", "--out", str(tmp_path / "o"), str(script), "a", "--b", cwd=tmp_path)
+    assert result.returncode == 4
+    assert "hello from the script ['a', '--b']" in result.stdout
+    assert "NO VERDICT: No training steps were seen" in result.stdout
+    data = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert data["complete"] is False and data["exit"] == {
+        "status": "system-exit",
+        "code": 4,
+        "error": "4",
+    }
+
+
+def test_import_pipediag_does_not_import_tensorflow() -> None:
+    code = "import sys, pipediag, pipediag.cli; print('tensorflow' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True)
+    assert result.stdout.strip() == "False"

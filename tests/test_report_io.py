@@ -1,0 +1,81 @@
+"""The JSON report is the contract: it round-trips, and bad files fail with one clear line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipediag.errors import ReportError
+from pipediag.renderers.text import render_text
+from pipediag.report.io import from_dict, load_report, save_report, to_dict
+from pipediag.report.model import SCHEMA_VERSION, Report
+from pipediag.testing import synthetic_report
+
+
+@pytest.mark.parametrize("with_gpu", [False, True])
+def test_round_trip(tmp_path: Path, with_gpu: bool) -> None:
+    report = synthetic_report(steps=20, with_gpu=with_gpu)
+    path = save_report(report, tmp_path / "out" / "report.json")
+    assert load_report(path) == report
+    assert load_report(path.parent) == report
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
+
+
+def test_missing_optional_fields_get_defaults_and_unknown_ones_are_ignored() -> None:
+    data = {"script": "t.py", "schema_version": SCHEMA_VERSION, "added_later": 1}
+    data["train"] = {
+        "steps": [
+            {"index": 0, "start_s": 0, "duration_s": 1, "input_wait_s": None, "label": "warmup"}
+        ]
+    }
+    report = from_dict(data)
+    assert report.train.steps[0].duration_s == 1.0
+    assert report.verdict.label == "unknown"
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    data = to_dict(Report(script="t.py"))
+    data["schema_version"] = SCHEMA_VERSION + 1
+    (tmp_path / "report.json").write_text(json.dumps(data))
+    with pytest.raises(ReportError, match="newer than this pipediag reads"):
+        load_report(tmp_path / "report.json")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "not a pipediag report"),
+        ('{"script": "t.py"}', "schema_version"),
+    ],
+)
+def test_corrupt_reports_are_refused(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "report.json").write_text(text)
+    with pytest.raises(ReportError, match=message):
+        load_report(tmp_path)
+
+
+def test_missing_report_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="pipediag run"):
+        load_report(tmp_path / "nothing.json")
+
+
+def test_save_leaves_no_temporary_files(tmp_path: Path) -> None:
+    save_report(synthetic_report(steps=3), tmp_path / "report.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_text_summary_leads_with_the_verdict() -> None:
+    text = render_text(synthetic_report(steps=10, wait_s=0.03, compute_s=0.01))
+    first = text.splitlines()[0]
+    assert first.startswith("INPUT-BOUND (highly input-bound): 75% of step time")
+    assert "No GPU" not in text and "none found: NVML found no GPU" in text
+    assert "Pipeline alone  33.3 batches/s" in text
+
+
+def test_text_summary_of_an_empty_report() -> None:
+    text = render_text(Report(script="t.py"))
+    assert text.startswith("NO VERDICT")
+    assert "not measured" in text
