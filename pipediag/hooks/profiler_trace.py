@@ -9,9 +9,14 @@ Tracing costs time and memory, so only measured steps are traced, in bounded chu
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,12 @@ GET_NEXT_EVENT_PREFIX = "IteratorGetNext"
 HOST_PLANE = "/host:CPU"
 TASK_ENV_PLANE = "Task Environment"
 PROFILE_START_STAT = "profile_start_time"
+# TF's C++ log lines about pipediag's own profiler sessions, e.g.
+# "I0000 00:00:1795995943.413364   16149 profiler_session.cc:132] Profiler session started."
+PROFILER_LOG_LINE = re.compile(
+    rb"^[IWE]\d{4} [\d:.]+\s+\d+ (profiler_session|save_profile|profiler_lock|"
+    rb"profiler_factory|xplane_to_\w+|tf_threadpool_listener|device_tracer\w*|cupti\w*)\.cc"
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +70,8 @@ class InputWaitTracer:
 
         logdir = Path(tempfile.mkdtemp(prefix="pipediag-trace-"))
         try:
-            profiler.experimental.start(str(logdir))
+            with quiet_profiler_logs():
+                profiler.experimental.start(str(logdir))
         except Exception as exc:  # the profiler is a shared, single-session resource
             shutil.rmtree(logdir, ignore_errors=True)
             self.failure = _one_line(exc)
@@ -79,7 +91,8 @@ class InputWaitTracer:
         from tensorflow import profiler
 
         try:
-            profiler.experimental.stop()
+            with quiet_profiler_logs():
+                profiler.experimental.stop()
             if self._window_start is not None:
                 self.windows.append((self._window_start, began))
             self.events.extend(
@@ -97,6 +110,33 @@ class InputWaitTracer:
         if not any(lo <= start and end <= hi for lo, hi in self.windows):
             return None
         return sum(min(e.duration_s, end - e.start) for e in self.events if start <= e.start <= end)
+
+
+@contextlib.contextmanager
+def quiet_profiler_logs() -> Iterator[None]:
+    """Keep TF's C++ log lines about pipediag's profiler sessions out of the terminal.
+
+    Native code writes to file descriptor 2 directly, so it is captured for the duration
+    of the call; every line that is not one of those log lines (the user's own output from
+    another thread, say) is written back to stderr unchanged.
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            kept = [line for line in capture if not PROFILER_LOG_LINE.match(line)]
+            if kept:
+                os.write(2, b"".join(kept))
 
 
 def read_get_next_events(logdir: Path) -> list[tuple[int, int]]:
