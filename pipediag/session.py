@@ -18,6 +18,7 @@ from pipediag.report.model import (
     ExitInfo,
     GpuSection,
     HostSection,
+    PhaseSpan,
     PipelineBenchmark,
     Report,
     TrainSection,
@@ -36,6 +37,8 @@ class DiagnosticSession:
         config: what to measure and for how long.
         clock: the clock every recorder reads (a fake one in tests).
         log: where pipediag's progress lines go (stderr by default); None for silence.
+        install_hooks: False leaves TensorFlow and Keras unpatched, for the framework-neutral
+            API (`pipediag.monitor`), whose caller marks steps and input waits itself.
     """
 
     def __init__(
@@ -46,6 +49,7 @@ class DiagnosticSession:
         *,
         clock: Clock = MONOTONIC,
         log: Any = sys.stderr,
+        install_hooks: bool = True,
     ) -> None:
         self.script = script
         self.args = list(args)
@@ -62,7 +66,9 @@ class DiagnosticSession:
         self._notes: list[str] = []
         self._benchmarked: set[int] = set()
         self._phases: dict[str, float] = {}
+        self._spans: list[PhaseSpan] = []
         self._hooks: Any = None
+        self._install_hooks = install_hooks
         self._samplers: list[Any] = []
         self._started_wall = ""
         self.origin = 0.0
@@ -76,7 +82,8 @@ class DiagnosticSession:
         self._samplers = self._make_samplers()
         for sampler in self._samplers:
             sampler.start()
-        self._hooks = hooks.install(self)
+        if self._install_hooks:
+            self._hooks = hooks.install(self)
 
     def stop(self, exit_info: ExitInfo, stop_reason: str) -> Report:
         """Undo every hook, stop every thread, and build the report. Never raises."""
@@ -86,7 +93,7 @@ class DiagnosticSession:
         host, gpu = self._stop_samplers()
         train = self._train_section()
         verdict = judge(train, self.pipeline)
-        self._phases["analysis"] = self.clock.now() - analysis_began
+        self._add_phase("analysis", analysis_began, self.clock.now())
         return Report(
             script=self.script,
             args=self.args,
@@ -103,6 +110,7 @@ class DiagnosticSession:
             exit=exit_info,
             wall_time_s=self.clock.now() - self.origin,
             phase_times_s=dict(self._phases),
+            phases=sorted(self._spans, key=lambda span: span.start_s),
             notes=list(self._notes),
         )
 
@@ -163,9 +171,7 @@ class DiagnosticSession:
                 reason=f"the pipeline failed when read alone: {type(exc).__name__}: {exc}",
                 dataset=describe_chain(dataset),
             )
-        self._phases["pipeline_benchmark"] = (
-            self._phases.get("pipeline_benchmark", 0.0) + self.clock.now() - began
-        )
+        self._add_phase("pipeline_benchmark", began, self.clock.now())
         self.log("measuring train steps...")
 
     def benchmark_fit_input(self, x: Any) -> None:
@@ -193,7 +199,7 @@ class DiagnosticSession:
             if tracer.overhead_s:
                 self._phases["profiler_overhead"] = tracer.overhead_s
         if raw:
-            self._phases["train"] = raw[-1].end - raw[0].start
+            self._add_phase("train", raw[0].start, raw[-1].end)
         return build_train_section(
             raw,
             origin=self.origin,
@@ -201,6 +207,10 @@ class DiagnosticSession:
             style=self.style,
             input_wait_source=source,
         )
+
+    def _add_phase(self, name: str, start: float, end: float) -> None:
+        self._phases[name] = self._phases.get(name, 0.0) + end - start
+        self._spans.append(PhaseSpan(name, start - self.origin, end - start))
 
     def _make_samplers(self) -> list[Any]:
         samplers: list[Any] = []

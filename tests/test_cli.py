@@ -74,6 +74,10 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     assert data["gpu"]["available"] is False and data["gpu"]["reason"]
     assert data["suggestions"] == []
     assert data["complete"] is True and data["stop_reason"] == "step-budget"
+    phases = {p["name"]: p for p in data["phases"]}
+    assert {"pipeline_benchmark", "train", "analysis"} <= set(phases)
+    bench, trained = phases["pipeline_benchmark"], phases["train"]
+    assert bench["start_s"] + bench["duration_s"] <= trained["start_s"]
     for name in ("summary.txt", "report.png", "trace.json"):
         assert (out / name).stat().st_size > 0
 

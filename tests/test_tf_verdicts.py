@@ -80,15 +80,20 @@ for x, y in {data}:
 raise SystemExit("unreachable: pipediag ends the script after its step budget")
 """
 
+NEXT = LOOP.replace(
+    "for x, y in {data}:\n    step(x, y)",
+    "it = iter({data})\nfor _ in range(10_000):\n    x, y = next(it)\n    step(x, y)",
+)
+
 
 def _diagnose(tmp_path: Path, style: str, data: str, model: str) -> pipediag.Report:
-    body = (FIT if style == "fit" else LOOP).format(data=data, model=model)
+    body = {"fit": FIT, "loop": LOOP, "next": NEXT}[style].format(data=data, model=model)
     script = tmp_path / f"train_{style}.py"
     script.write_text(textwrap.dedent(COMMON) + body)
     return pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
 
 
-@pytest.mark.parametrize("style", ["fit", "loop"])
+@pytest.mark.parametrize("style", ["fit", "loop", "next"])
 def test_input_bound_pipeline(tmp_path: Path, style: str) -> None:
     report = _diagnose(tmp_path, style, "slow_pipeline()", "small_model(8)")
 

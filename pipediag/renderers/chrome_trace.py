@@ -2,8 +2,8 @@
 
 One process, "pipediag: <script>", holds:
 
-- thread "phases": the diagnosis phases as complete (`X`) events, laid end to end from 0 in the
-  order pipeline_benchmark, train, then any others (the report keeps phase durations only);
+- thread "phases": the diagnosis phases (pipeline benchmark, train, analysis) as complete
+  (`X`) events at their recorded times (reports without `phases` have them end to end);
 - thread "train steps": one `X` event per step at its `start_s`, with its input wait nested
   inside as a child `X` event at the start of the step (the step waits first, then computes);
 - counter (`C`) tracks for host CPU (this process, normalised to the core count, and the whole
@@ -122,13 +122,19 @@ def _metadata_events(report: Report) -> list[Event]:
 
 
 def _phase_events(report: Report) -> list[Event]:
-    """Phases end to end from 0: the report stores their durations, not their start times."""
-    phases = report.phase_times_s
-    ordered = [p for p in PHASE_ORDER if p in phases]
-    ordered += [p for p in phases if p not in PHASE_ORDER]
-    events, start_s = [], 0.0
-    for name in ordered:
-        duration_s = max(0.0, phases[name])
+    """Phases at their recorded times; older reports kept durations only: laid end to end."""
+    if report.phases:
+        spans = [(p.name, p.start_s, max(0.0, p.duration_s)) for p in report.phases]
+    else:
+        durations = report.phase_times_s
+        ordered = [p for p in PHASE_ORDER if p in durations]
+        ordered += [p for p in durations if p not in PHASE_ORDER]
+        spans, start_s = [], 0.0
+        for name in ordered:
+            spans.append((name, start_s, max(0.0, durations[name])))
+            start_s += max(0.0, durations[name])
+    events = []
+    for name, start_s, duration_s in spans:
         args: dict[str, Any] = {"duration_s": duration_s}
         if name == PIPELINE_PHASE:
             args.update(_pipeline_args(report))
@@ -144,7 +150,6 @@ def _phase_events(report: Report) -> list[Event]:
                 "args": args,
             }
         )
-        start_s += duration_s
     return events
 
 
@@ -275,7 +280,11 @@ def _trace_metadata(report: Report) -> dict[str, Any]:
         "args": list(report.args),
         "created_utc": report.created_utc,
         "clock": "seconds since the diagnosis started, in microseconds",
-        "phases": "laid end to end from 0 (the report stores phase durations only)",
+        "phases": (
+            "at their recorded times"
+            if report.phases
+            else "laid end to end from 0 (this report stores phase durations only)"
+        ),
         "verdict": verdict.label,
         "severity": verdict.severity,
         "input_wait_fraction": _finite_or_none(verdict.input_wait_fraction),

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 # Page geometry: a fixed pixel size, so the report looks the same everywhere.
 FIGURE_SIZE_IN = (14.0, 10.0)
+PHASE_SHADE_COLOR = "#dfe8d8"  # the pipeline-alone benchmark, behind the time panels
 DPI = 100
 FIGURE_SIZE_PX = (int(FIGURE_SIZE_IN[0] * DPI), int(FIGURE_SIZE_IN[1] * DPI))
 
@@ -154,6 +155,8 @@ def build_figure(report: Report) -> Figure:
     _draw_gpu(gpu, report)
     _draw_cpu(cpu, report)
     _set_time_range(timeline, report)
+    for axes in (timeline, gpu, cpu):
+        _shade_phases(axes, report, label=axes is timeline)
     for axes in (timeline, gpu):
         axes.tick_params(labelbottom=False)
     cpu.set_xlabel("time since the diagnosis started (s)")
@@ -471,6 +474,26 @@ def _timeline_legend(axes: Axes) -> None:
         borderaxespad=0.1,
         borderpad=0.1,
     )
+
+
+def _shade_phases(axes: Axes, report: Report, *, label: bool) -> None:
+    """Mark the pipeline-alone benchmark, so the time before training is explained."""
+    for phase in report.phases:
+        if phase.name != "pipeline_benchmark" or phase.duration_s <= 0:
+            continue
+        end = phase.start_s + phase.duration_s
+        axes.axvspan(phase.start_s, end, color=PHASE_SHADE_COLOR, alpha=0.5, lw=0, zorder=0)
+        if label:
+            axes.text(
+                (phase.start_s + end) / 2,
+                50,
+                "pipeline\nalone",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#555555",
+                gid="phase-label",
+            )
 
 
 def _set_time_range(axes: Axes, report: Report) -> None:

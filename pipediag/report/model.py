@@ -122,6 +122,9 @@ class Verdict:
     compute_bound_steps: int = 0
     compute_alone_steps_per_s: float | None = None
     pipeline_headroom: float | None = None
+    # What the GPU's own counters say (analysis/gpu.py), when a GPU was sampled.
+    gpu_finding: str = ""
+    gpu_idle_cause: str | None = None  # "input-wait", "host-overhead", "transfer" or None
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,82 @@ class GpuSection:
 
 
 @dataclass(frozen=True)
+class GpuWindow:
+    """One aggregation window: what the GPU and the host did over the same stretch of time.
+
+    NVML averages over about 1/6 s to 1 s, so a window holds many short steps; the fractions
+    are shares of the window, never per-step figures.
+    """
+
+    start_s: float
+    end_s: float
+    gpu_busy_fraction: float
+    input_wait_fraction: float  # share of the measured steps' time in the window spent waiting
+    step_coverage: float  # share of the window covered by measured steps
+    pcie_busy_fraction: float | None = None  # max(RX, TX) over the reference link bandwidth
+
+
+@dataclass(frozen=True)
+class IdleAttribution:
+    """GPU idle time split by cause, HTA-style, over the windows the measured steps cover.
+
+    `input_wait_s`: idle while the host waited for the input pipeline; `transfer_s`: idle
+    while PCIe was busy (copies, not kernels); `host_overhead_s`: the rest (Python, kernel
+    launches, synchronisation). The three add up to `idle_s`.
+    """
+
+    window_s: float
+    idle_s: float
+    input_wait_s: float
+    host_overhead_s: float
+    transfer_s: float
+    dominant: str | None = None  # the largest cause, None when the GPU was hardly idle
+
+
+@dataclass(frozen=True)
+class GpuAnalysis:
+    """The GPU's view of the run: busy share, idle causes, and their link to input waits."""
+
+    available: bool
+    reason: str | None = None
+    device_index: int | None = None
+    busy_source: str = ""  # "sm-active" (GPM) or "utilization"
+    time_source: str = ""  # "driver-timestamps", "sampler-ticks" or "mixed"
+    window_s_median: float | None = None
+    windows: list[GpuWindow] = field(default_factory=list)
+    gpu_busy_fraction: float | None = None
+    input_wait_fraction: float | None = None
+    idle_input_wait_correlation: float | None = None  # Pearson r over the windows
+    correlation_windows: int = 0
+    attribution: IdleAttribution | None = None
+    coverage_fraction: float | None = None  # share of measured step time inside a window
+    finding: str = ""
+    advice: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class HostContention:
+    """How much of the host's CPU other processes took while the steps were measured.
+
+    From the host sampler: system busy share minus this process's share (psutil's process
+    percent is per core, the system one is of the whole machine).
+    """
+
+    available: bool
+    reason: str | None = None
+    cpu_count: int = 0
+    samples: int = 0
+    other_cpu_pct_mean: float | None = None  # share of the whole machine, 100 = every core
+    other_cpu_pct_max: float | None = None
+    other_cores_mean: float | None = None
+    process_cpu_pct_mean: float | None = None  # per core, as psutil reports it
+    system_cpu_pct_mean: float | None = None
+    contended: bool = False
+    finding: str = ""
+
+
+@dataclass(frozen=True)
 class Suggestion:
     """One fix, with the evidence for it and the code to write."""
 
@@ -241,6 +320,15 @@ class ExitInfo:
 
 
 @dataclass(frozen=True)
+class PhaseSpan:
+    """One phase of the diagnosis on the report's time axis (e.g. the pipeline benchmark)."""
+
+    name: str
+    start_s: float
+    duration_s: float
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything one diagnosis found; the JSON report is this, serialised."""
 
@@ -260,4 +348,7 @@ class Report:
     exit: ExitInfo = field(default_factory=ExitInfo)
     wall_time_s: float = 0.0
     phase_times_s: dict[str, float] = field(default_factory=dict)
+    phases: list[PhaseSpan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    gpu_analysis: GpuAnalysis | None = None
+    host_contention: HostContention | None = None
