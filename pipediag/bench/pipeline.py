@@ -1,8 +1,8 @@
 """Phase 1: read the training dataset alone, on its own iterator, and time each batch.
 
-The user's iterator is never touched: a separate iterator is made and dropped. With an
-in-memory `cache()`, an iterator stopped before the end discards its partial cache (see
-DESIGN.md), so a bounded benchmark does not warm, or corrupt, the user's cache.
+The user's iterator is never touched, and neither is the state that the user's future
+iterators draw on (shuffle seeds, memory caches, variables the pipeline updates): the
+benchmark reads a private copy of the dataset (`bench/isolate.py`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pipediag.report.model import PipelineBenchmark
 # while keeping the time to a verdict well under a minute.
 DEFAULT_MAX_SECONDS = 3.0
 DEFAULT_MAX_BATCHES = 200
+# Python-chain stage names whose per-iterator state the user's iterators share.
+SHARED_STATE_STAGES = ("Shuffle", "Cache", "Random", "DirectedInterleave")
 # The first batch pays for starting worker threads and filling buffers: timed apart.
 WARMUP_BATCHES = 1
 
@@ -81,13 +83,28 @@ def benchmark_dataset(
 ) -> PipelineBenchmark:
     """Benchmark a `tf.data.Dataset` alone, on a fresh iterator of its own."""
     description = describe_chain(dataset)
-    iterator = iter(dataset)
+    from pipediag.bench.isolate import IsolationError, isolated_copy, preserved_variables
+
+    notes: list[str] = []
     try:
-        timing = time_iterator(
-            iterator, max_batches=max_batches, max_seconds=max_seconds, clock=clock
-        )
-    finally:
-        del iterator
+        target, notes = isolated_copy(dataset)
+    except IsolationError as exc:
+        if any(word in description for word in SHARED_STATE_STAGES):
+            return PipelineBenchmark(
+                measured=False,
+                reason=f"not read alone: {exc}, and reading it directly would change "
+                "your shuffle order or cache",
+                dataset=description,
+            )
+        target = dataset
+    with preserved_variables(dataset):
+        iterator = iter(target)
+        try:
+            timing = time_iterator(
+                iterator, max_batches=max_batches, max_seconds=max_seconds, clock=clock
+            )
+        finally:
+            del iterator
     if not timing.latencies_s:
         reason = (
             "the dataset is empty"
@@ -100,6 +117,7 @@ def benchmark_dataset(
             dataset=description,
             first_batch_s=timing.first_batch_s,
             exhausted=True,
+            notes=notes,
         )
     return PipelineBenchmark(
         measured=True,
@@ -110,6 +128,7 @@ def benchmark_dataset(
         batches_per_s=timing.batches_per_s,
         latency=latency_stats(timing.latencies_s),
         exhausted=timing.exhausted,
+        notes=notes,
     )
 
 

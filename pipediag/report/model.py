@@ -62,6 +62,28 @@ class StageStats:
 
 
 @dataclass(frozen=True)
+class FixTrial:
+    """One what-if pipeline: a fix applied to a copy of the dataset graph, timed beside it.
+
+    `speedup` is the measured pipeline-alone speedup (variant over original, medians of
+    interleaved runs in the same process), not the end-to-end one: the advisor predicts that.
+    `verified` is False when the fix could not be rewritten or run, and `reason` says why;
+    `details` carries the facts a rule needs to explain the fix (e.g. a cache's size).
+    """
+
+    fix: str
+    stage_index: int | None = None
+    stage: str = ""
+    verified: bool = False
+    reason: str | None = None
+    baseline_batches_per_s: float | None = None
+    variant_batches_per_s: float | None = None
+    speedup: float | None = None
+    rounds: int = 0
+    details: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PipelineBenchmark:
     """Phase 1: the training dataset read alone, on its own iterator."""
 
@@ -75,6 +97,11 @@ class PipelineBenchmark:
     latency: LatencyStats | None = None
     exhausted: bool = False
     stages: list[StageStats] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # `tf.data.Options` in force that change what runs (`bench.structure.effective_options`).
+    options: dict[str, str] = field(default_factory=dict)
+    # What-if pipelines measured beside the original (`bench.whatif.verify_fixes`).
+    trials: list[FixTrial] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -294,6 +321,12 @@ class Suggestion:
     estimated_speedup: float | None = None
     verified_speedup: float | None = None
     correctness_warning: bool = False
+    # "fix" (changes the speed), "warning" (changes what is trained on) or "note".
+    kind: str = "fix"
+    stage_index: int | None = None
+    # Predicted end-to-end training speedup (DS-Analyzer rule, discounted for shared cores);
+    # `estimated_speedup` and `verified_speedup` are pipeline-alone speedups.
+    predicted_speedup: float | None = None
 
 
 @dataclass(frozen=True)

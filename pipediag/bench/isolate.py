@@ -1,0 +1,160 @@
+"""A copy of the user's dataset that pipediag can read without changing the user's run.
+
+A second iterator over the user's own dataset is not enough: a `shuffle` that reshuffles
+each epoch draws its seeds from a seed-generator resource that every new iterator
+advances, so a benchmark iterator made first would hand the user's epoch 1 the order of
+epoch 2 (measured on TF 2.21: a seeded `shuffle(10, seed=1)` gives a different first epoch
+after one extra iterator). An in-memory `cache()` is a shared resource too: a benchmark
+that read to the end would fill it, and the user's first epoch would replay pipediag's
+random augmentations.
+
+So the benchmark reads a copy rebuilt from the dataset's graph in which those resources
+are replaced by private ones: `DummySeedGenerator` for shuffles and random datasets
+(throughput does not depend on the order), `DummyMemoryCache` for memory caches, and file
+caches that are not yet complete on disk are bypassed, so pipediag never writes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# Ops whose resource input draws seeds per iterator; the input that is a resource Const
+# is replaced by a private, fixed seed generator.
+SEEDED_OPS = frozenset({"ShuffleDatasetV3", "ShuffleAndRepeatDatasetV2", "RandomDatasetV2"})
+CACHE_OP = "CacheDatasetV2"
+DT_RESOURCE = 20  # tensorflow.core.framework.types_pb2.DT_RESOURCE
+SUFFIX = "/pipediag_private"
+
+
+class IsolationError(Exception):
+    """The dataset cannot be copied; the message says why in one line."""
+
+
+def isolated_copy(dataset: Any) -> tuple[Any, list[str]]:
+    """A dataset equivalent to `dataset` that shares none of its per-iterator state.
+
+    Returns the copy and notes on what was changed in it (e.g. a bypassed file cache).
+    """
+    import tensorflow as tf
+
+    try:
+        serialized = dataset._as_serialized_graph(
+            external_state_policy=tf.data.experimental.ExternalStatePolicy.IGNORE
+        )
+    except Exception as exc:
+        raise IsolationError(f"its graph cannot be serialised ({type(exc).__name__})") from exc
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.ParseFromString(serialized.numpy())
+    notes = isolate_graph_def(graph_def)
+    try:
+        variant = tf.raw_ops.DatasetFromGraph(graph_def=graph_def.SerializeToString())
+        copy = tf.data.experimental.from_variant(variant, dataset.element_spec)
+    except Exception as exc:
+        raise IsolationError(f"its graph cannot be rebuilt ({type(exc).__name__})") from exc
+    return copy, notes
+
+
+def isolate_graph_def(graph_def: Any) -> list[str]:
+    """Give every per-iterator resource in `graph_def` a private replacement, in place."""
+    nodes = {node.name: node for node in graph_def.node}
+    notes: list[str] = []
+    for node in list(graph_def.node):
+        if node.op in SEEDED_OPS:
+            _replace_resource_inputs(graph_def, nodes, node, "DummySeedGenerator")
+            if "reshuffle_each_iteration" in node.attr:
+                node.attr["reshuffle_each_iteration"].b = False
+        elif node.op == CACHE_OP:
+            filename = _string_const(nodes.get(_source(node.input[1])))
+            if not filename:
+                _replace_resource_inputs(graph_def, nodes, node, "DummyMemoryCache")
+            elif not Path(f"{filename}.index").exists():
+                _bypass(graph_def, node)
+                notes.append(
+                    f"the file cache {filename!r} is not complete yet: pipediag read the "
+                    "pipeline without it, so it never writes your cache files"
+                )
+    return notes
+
+
+def _replace_resource_inputs(graph_def: Any, nodes: dict[str, Any], node: Any, op: str) -> None:
+    for position, name in enumerate(node.input):
+        source = nodes.get(_source(name))
+        if source is None or source.op != "Const":
+            continue
+        if source.attr["dtype"].type != DT_RESOURCE:
+            continue
+        private = graph_def.node.add()
+        private.name = f"{node.name}{SUFFIX}_{position}"
+        private.op = op
+        node.input[position] = private.name
+
+
+def _bypass(graph_def: Any, node: Any) -> None:
+    """Rewire every consumer of `node` to read its input dataset instead."""
+    upstream = node.input[0]
+    for other in graph_def.node:
+        for position, name in enumerate(other.input):
+            if _source(name) == node.name:
+                other.input[position] = upstream
+
+
+def _source(input_name: str) -> str:
+    return input_name.lstrip("^").split(":")[0]
+
+
+def _string_const(node: Any) -> str:
+    if node is None or node.op != "Const":
+        return ""
+    values = node.attr["value"].tensor.string_val
+    return values[0].decode() if values else ""
+
+
+@contextlib.contextmanager
+def preserved_variables(dataset: Any) -> Iterator[None]:
+    """Restore every variable the pipeline's functions capture, after pipediag reads it.
+
+    A map that draws from a `tf.random.Generator` or bumps a counter updates a variable
+    shared by every iterator, copies included; putting the values back leaves the user's
+    first epoch exactly as it would have been.
+    """
+    import tensorflow as tf
+
+    saved = [(handle, tf.identity(value)) for handle, value in _captured_variables(dataset)]
+    try:
+        yield
+    finally:
+        for handle, value in saved:
+            tf.raw_ops.AssignVariableOp(resource=handle, value=value)
+
+
+def _captured_variables(dataset: Any) -> list[tuple[Any, Any]]:
+    import tensorflow as tf
+    from tensorflow.python.ops import resource_variable_ops
+
+    found: list[tuple[Any, Any]] = []
+    seen: set[int] = set()
+    stack = [dataset]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        functions = getattr(node, "_functions", None)
+        for wrapper in functions() if callable(functions) else []:
+            for captured in getattr(wrapper.function, "captured_inputs", []):
+                if captured.dtype != tf.resource:
+                    continue
+                try:
+                    data = resource_variable_ops.get_eager_safe_handle_data(captured)
+                    dtype = data.shape_and_type[0].dtype
+                    found.append(
+                        (captured, tf.raw_ops.ReadVariableOp(resource=captured, dtype=dtype))
+                    )
+                except Exception:  # noqa: S112 - not a variable (a table, an iterator): skip
+                    continue
+        inputs = getattr(node, "_inputs", None)
+        stack.extend(inputs() if callable(inputs) else [])
+    return found

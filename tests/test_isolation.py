@@ -1,0 +1,93 @@
+"""The pipeline-alone benchmark must not change what the user's training sees."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import pipediag
+
+pytestmark = pytest.mark.tensorflow
+
+# Records the data of two epochs. A seeded shuffle that reshuffles each epoch draws its
+# seeds from state every new iterator advances; a `tf.random.Generator` in a map is a
+# variable every iterator advances; a memory cache keeps whatever first filled it.
+SCRIPT = """
+import json, sys
+import tensorflow as tf
+tf.random.set_seed(0)
+kind, out = sys.argv[1], sys.argv[2]
+if kind == "shuffle":
+    ds = tf.data.Dataset.range(64).shuffle(64, seed=1).batch(8)
+else:
+    gen = tf.random.Generator.from_seed(1)
+    ds = tf.data.Dataset.range(64).map(
+        lambda x: x + tf.cast(gen.uniform([], 0, 1000), tf.int64))
+    ds = (ds.cache() if kind == "cache" else ds).batch(8)
+seen = [[b.numpy().tolist() for b in ds] for _ in range(2)]
+json.dump(seen, open(out, "w"))
+"""
+
+
+def _plain(script: Path, args: list[str]) -> list[list[int]]:
+    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True)
+    return json.loads(Path(args[1]).read_text())
+
+
+@pytest.mark.parametrize("kind", ["shuffle", "generator", "cache"])
+def test_training_data_is_unchanged_by_the_benchmark(tmp_path: Path, kind: str) -> None:
+    # GIVEN a script whose data depends on per-iterator state
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    expected = _plain(script, [kind, str(tmp_path / "plain.json")])
+    # WHEN it runs under pipediag, which benchmarks the dataset alone first
+    config = pipediag.RunConfig(measured_steps=None, warmup_steps=0, bench_seconds=1.0)
+    report = pipediag.diagnose(
+        script, [kind, str(tmp_path / "diag.json")], config=config, out=None, log=None
+    )
+    # THEN the benchmark did run, and the script saw exactly the data it sees alone
+    assert report.pipeline.measured, report.pipeline.reason
+    assert json.loads((tmp_path / "diag.json").read_text()) == expected
+
+
+def test_a_file_cache_is_never_written_by_the_benchmark(tmp_path: Path) -> None:
+    import tensorflow as tf
+
+    from pipediag.bench.pipeline import benchmark_dataset
+
+    cache = tmp_path / "cache" / "data"
+    cache.parent.mkdir()
+    ds = tf.data.Dataset.range(64).map(lambda x: x * 2).cache(str(cache)).batch(8)
+    result = benchmark_dataset(ds, max_seconds=1.0)
+    assert result.measured and result.exhausted
+    assert list(cache.parent.iterdir()) == []
+    assert any("not complete yet" in note for note in result.notes)
+
+
+def test_variables_the_pipeline_updates_are_put_back() -> None:
+    # GIVEN a pipeline whose map advances a generator and a counter (shared state)
+    import tensorflow as tf
+
+    from pipediag.bench.isolate import preserved_variables
+
+    gen = tf.random.Generator.from_seed(1)
+    counter = tf.Variable(0, dtype=tf.int64)
+
+    def augment(x: tf.Tensor) -> tf.Tensor:
+        counter.assign_add(1)
+        return x + tf.cast(gen.uniform([], 0, 1000), tf.int64)
+
+    ds = tf.data.Dataset.range(16).map(augment).batch(4)
+    state = gen.state.numpy().tolist()
+    # WHEN pipediag reads it directly (the fallback when no private copy can be made)
+    with preserved_variables(ds):
+        assert len(list(ds)) == 4
+        assert gen.state.numpy().tolist() != state
+    # THEN the user's variables are as they were
+    assert gen.state.numpy().tolist() == state
+    assert int(counter.numpy()) == 0
