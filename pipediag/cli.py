@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from pipediag.config import (
     DEFAULT_MEASURED_STEPS,
@@ -16,6 +17,13 @@ from pipediag.config import (
 from pipediag.errors import PipediagError
 
 USAGE_EXIT = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors in one line that says where to look, instead of argparse's usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _steps(text: str) -> int | None:
@@ -53,12 +61,14 @@ def _positive_float(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="pipediag",
         allow_abbrev=False,
         description="Find out why TensorFlow training is slow: the input pipeline or the model.",
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser
+    )
 
     run = commands.add_parser(
         "run",

@@ -14,6 +14,11 @@ from pipediag.report.model import ExitInfo
 from pipediag.timeline import StepBudgetReached
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+class TerminationRequested(KeyboardInterrupt):
+    """SIGTERM, turned into an interrupt so the script unwinds and a report is written."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ def run_script(script: Path, args: list[str], *, as_typed: str | None = None) ->
         return RunOutcome(ExitInfo("step-budget", 0), "step-budget")
     except SystemExit as exc:
         return _system_exit(exc)
+    except TerminationRequested:
+        return RunOutcome(ExitInfo("interrupted", EXIT_TERMINATED, "SIGTERM"), "interrupted")
     except KeyboardInterrupt:
         return RunOutcome(
             ExitInfo("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt"), "interrupted"

@@ -171,6 +171,14 @@ class DiagnosticSession:
                 reason=f"the pipeline failed when read alone: {type(exc).__name__}: {exc}",
                 dataset=describe_chain(dataset),
             )
+        except BaseException:
+            self.pipeline = PipelineBenchmark(
+                measured=False,
+                reason="interrupted before the pipeline benchmark finished",
+                dataset=describe_chain(dataset),
+            )
+            self._add_phase("pipeline_benchmark", began, self.clock.now())
+            raise
         self._add_phase("pipeline_benchmark", began, self.clock.now())
         self.log("measuring train steps...")
 

@@ -106,10 +106,25 @@ class InputWaitTracer:
             self.overhead_s += self.clock.now() - began
 
     def waits_for(self, start: float, end: float) -> float | None:
-        """Total input wait that began within [start, end]; None if it was not traced."""
+        """Time within [start, end] spent in input waits; None if it was not traced.
+
+        Waits are merged where they overlap: under a `tf.distribute` strategy each replica
+        pulls its shard at the same time, and the step waits once, not once per replica.
+        """
         if not any(lo <= start and end <= hi for lo, hi in self.windows):
             return None
-        return sum(min(e.duration_s, end - e.start) for e in self.events if start <= e.start <= end)
+        spans = sorted(
+            (max(e.start, start), min(e.start + e.duration_s, end))
+            for e in self.events
+            if start <= e.start <= end
+        )
+        total, reach = 0.0, start
+        for lo, hi in spans:
+            lo = max(lo, reach)
+            if hi > lo:
+                total += hi - lo
+                reach = hi
+        return total
 
 
 @contextlib.contextmanager
