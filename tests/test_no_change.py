@@ -1,0 +1,94 @@
+"""pipediag never changes what the user's training computes (fixed seeds, deterministic ops)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tensorflow
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
+
+# Shuffling each epoch, random augmentation, dropout: everything that draws randomness.
+SCRIPT = """
+import json, sys
+import tensorflow as tf
+import keras
+
+keras.utils.set_random_seed(7)
+tf.config.experimental.enable_op_determinism()
+style, out = sys.argv[1], sys.argv[2]
+gen = tf.random.Generator.from_seed(3)
+x = tf.random.stateless_normal((512, 16), seed=[1, 2])
+y = tf.reduce_sum(x, axis=1, keepdims=True)
+ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(512, seed=5)
+ds = ds.map(lambda a, b: (a + gen.normal(a.shape) * 0.1 + tf.random.uniform(a.shape, seed=9), b))
+ds = ds.batch(32).prefetch(2)
+model = keras.Sequential([keras.layers.Input((16,)), keras.layers.Dense(32, activation="relu"),
+                          keras.layers.Dropout(0.3), keras.layers.Dense(1)])
+losses = []
+if style == "fit":
+    class Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            losses.append(float(logs["loss"]))
+    model.compile(keras.optimizers.SGD(0.01), "mse")
+    model.fit(ds, epochs=3, verbose=0, callbacks=[Record()])
+else:
+    opt = keras.optimizers.SGD(0.01)
+    @tf.function
+    def step(a, b):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(a, training=True) - b) ** 2)
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                model.trainable_variables))
+        return loss
+    for epoch in range(3):
+        for a, b in ds:
+            losses.append(float(step(a, b)))
+json.dump(losses, open(out, "w"))
+"""
+
+
+@pytest.mark.parametrize("style", ["fit", "loop"])
+def test_losses_are_identical_with_and_without_pipediag(tmp_path: Path, style: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    plain, diagnosed = tmp_path / "plain.json", tmp_path / "diagnosed.json"
+    subprocess.run(
+        [sys.executable, str(script), style, str(plain)], env=ENV, check=True, capture_output=True
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipediag",
+            "run",
+            "--steps",
+            "all",
+            "--warmup",
+            "2",
+            "--bench-seconds",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+            str(script),
+            style,
+            str(diagnosed),
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    expected = json.loads(plain.read_text())
+    assert len(expected) == 48
+    assert json.loads(diagnosed.read_text()) == expected
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["pipeline"]["measured"] and report["train"]["measured_steps"] > 0
