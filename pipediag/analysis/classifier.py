@@ -49,6 +49,10 @@ class Thresholds:
 
 DEFAULT_THRESHOLDS = Thresholds()
 
+# Without measured waits, training at 80% or more of the pipeline-alone rate suggests the
+# pipeline limits it (DS-Analyzer's differential reading); said as a suggestion only.
+PIPELINE_LIMITED_SHARE = 0.8
+
 SEVERITY_HIGH = "highly input-bound"
 SEVERITY_MODERATE = "moderately input-bound"
 SEVERITY_NONE = "not input-bound"
@@ -111,7 +115,7 @@ def judge(
     """The overall verdict, with the figures behind it and one sentence that says why."""
     timed = [s for s in train.steps if s.label in (INPUT_BOUND, COMPUTE_BOUND)]
     if not timed:
-        return Verdict(summary=why_unknown or _why_no_verdict(train))
+        return Verdict(summary=why_unknown or _why_no_verdict(train, pipeline))
     total = sum(s.duration_s for s in timed)
     wait = sum(s.input_wait_s or 0.0 for s in timed)
     fraction = wait / total if total > 0 else 0.0
@@ -173,7 +177,7 @@ def _summary(
     return text + "."
 
 
-def _why_no_verdict(train: TrainSection) -> str:
+def _why_no_verdict(train: TrainSection, pipeline: PipelineBenchmark) -> str:
     if not train.steps:
         return (
             "No training steps were seen: the script did not iterate a tf.data dataset "
@@ -184,4 +188,13 @@ def _why_no_verdict(train: TrainSection) -> str:
             f"Only {len(train.steps)} step(s) ran, all in the warm-up: run more steps "
             "or lower --warmup."
         )
-    return "The input wait of the measured steps could not be measured."
+    text = "The input wait of the measured steps could not be measured"
+    if train.steps_per_s is not None and pipeline.batches_per_s is not None:
+        share = train.steps_per_s / pipeline.batches_per_s
+        text += (
+            f". Training ran at {train.steps_per_s:.1f} steps/s, {share:.0%} of the "
+            f"{pipeline.batches_per_s:.1f} batches/s the pipeline delivers alone"
+        )
+        if share >= PIPELINE_LIMITED_SHARE:
+            text += ", which suggests the input pipeline limits it"
+    return text + "."

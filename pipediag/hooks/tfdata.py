@@ -9,7 +9,8 @@ runs on the batch.
 Which dataset is the training one: the first dataset the loop pulls from. A peek (a
 single batch, as in `for x in ds.take(1): print(x.shape)`) does not settle it: when
 another dataset is pulled from after at most one batch, that one becomes the training
-dataset instead.
+dataset instead. A training dataset rebuilt each epoch (`for x in ds.take(n)`) is
+recognised by its stages and element types once the previous object is gone.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from pipediag.timeline import StepBudgetReached
 if TYPE_CHECKING:
     from pipediag.session import DiagnosticSession
 
-# A dataset pulled from at most this many times before another one is pulled is a peek.
-PEEK_PULLS = 1
+# A dataset that delivered at most this many batches before another one was read is a
+# peek (`for x in ds.take(1): print(x.shape)`), not the training data.
+PEEK_BATCHES = 1
 
 
 class CustomLoopTracker:
@@ -33,7 +35,9 @@ class CustomLoopTracker:
     def __init__(self, session: DiagnosticSession) -> None:
         self._session = session
         self._train_dataset: weakref.ref[Any] | None = None
-        self._train_pulls = 0
+        self._train_signature: tuple[str, str] | None = None
+        self._train_batches = 0
+        self._rejected: weakref.ref[Any] | None = None
         self._last_iterator: weakref.ref[Any] | None = None
         self._open_step: tuple[float, float] | None = None  # (start, input wait)
         self._epoch = -1
@@ -58,7 +62,6 @@ class CustomLoopTracker:
             session.timeline.add(start, now, wait, self._epoch)
             if session.timeline.budget_reached:
                 raise StepBudgetReached
-        self._train_pulls += 1
         try:
             batch = fetch(iterator)
         except Exception as exc:
@@ -66,26 +69,43 @@ class CustomLoopTracker:
                 self._open_step = None
             raise
         self._open_step = (now, clock.now() - now)
+        self._train_batches += 1
         return batch
 
     def _is_training(self, dataset: Any) -> bool:
         current = self._train_dataset() if self._train_dataset is not None else None
         if current is dataset:
             return True
-        if current is not None and self._train_pulls > PEEK_PULLS:
+        if self._rejected is not None and self._rejected() is dataset:
             return False
-        if current is not None:
+        if self._train_dataset is not None:
+            if current is None and _signature(dataset) == self._train_signature:
+                # The training dataset rebuilt for a new pass (`ds.take(n)` in an epoch
+                # loop): the same stream, not a new one to benchmark.
+                self._train_dataset = weakref.ref(dataset)
+                return True
+            if self._train_batches > PEEK_BATCHES:
+                self._rejected = weakref.ref(dataset)
+                return False
             self._session.note(
-                "a dataset pulled from only once (a peek) was not the training dataset; "
-                "the next dataset the loop pulled from is"
+                f"a dataset that gave only {self._train_batches} batch(es) before another "
+                "was read (a peek) was not taken as the training dataset"
             )
             self._session.timeline.clear()
         self._train_dataset = weakref.ref(dataset)
-        self._train_pulls = 0
+        self._train_signature = _signature(dataset)
+        self._train_batches = 0
         self._last_iterator = None
         self._epoch = -1
         self._session.benchmark_pipeline(dataset)
         return True
+
+
+def _signature(dataset: Any) -> tuple[str, str]:
+    """What identifies a dataset rebuilt from the same code: its stages and element types."""
+    from pipediag.bench.pipeline import describe_chain
+
+    return describe_chain(dataset), repr(dataset.element_spec)
 
 
 def _is_end_of_sequence(exc: Exception) -> bool:

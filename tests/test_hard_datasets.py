@@ -1,0 +1,211 @@
+"""Awkward datasets and scripts: pipediag copes, says what it did, and never crashes the run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import pipediag
+from pipediag.report.model import INPUT_BOUND, UNKNOWN
+
+pytestmark = pytest.mark.tensorflow
+
+CONFIG = pipediag.RunConfig(measured_steps=10, warmup_steps=2, bench_seconds=0.5, sample_gpu=False)
+
+HEADER = """
+import time
+import numpy as np
+import tensorflow as tf
+import keras
+
+def slow(x):
+    time.sleep(0.01)
+    return x
+
+def model_for(width):
+    m = keras.Sequential([keras.layers.Input((width,)), keras.layers.Dense(1)])
+    m.compile("sgd", "mse")
+    return m
+"""
+
+
+def _diagnose(tmp_path: Path, body: str) -> pipediag.Report:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(HEADER) + textwrap.dedent(body))
+    return pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
+
+
+def test_empty_dataset(tmp_path: Path) -> None:
+    report = _diagnose(tmp_path, "for b in tf.data.Dataset.range(0).batch(4):\n    pass\n")
+    assert report.pipeline.measured is False and report.pipeline.reason == "the dataset is empty"
+    assert report.verdict.label == UNKNOWN and report.complete
+
+
+def test_single_element(tmp_path: Path) -> None:
+    report = _diagnose(tmp_path, "for b in tf.data.Dataset.range(3).batch(4):\n    pass\n")
+    assert "only one batch" in (report.pipeline.reason or "")
+    assert report.verdict.label == UNKNOWN
+
+
+def test_dict_and_ragged_elements(tmp_path: Path) -> None:
+    report = _diagnose(
+        tmp_path,
+        """
+        ds = tf.data.Dataset.range(1000).map(lambda i: {"x": tf.fill([4], i), "n": tf.range(i % 5)})
+        ds = ds.map(lambda d: {**d, "slow": tf.py_function(slow, [d["x"][0]], tf.int64)})
+        ds = ds.ragged_batch(2)
+        for batch in ds:
+            _ = batch["n"].flat_values
+        """,
+    )
+    assert report.pipeline.measured
+    assert report.verdict.label == INPUT_BOUND
+    assert report.train.measured_steps == 10
+
+
+def test_from_generator(tmp_path: Path) -> None:
+    report = _diagnose(
+        tmp_path,
+        """
+        def rows():
+            for i in range(100000):
+                time.sleep(0.01)
+                yield np.full(8, i, np.float32), np.zeros(1, np.float32)
+        spec = (tf.TensorSpec((8,), tf.float32), tf.TensorSpec((1,), tf.float32))
+        ds = tf.data.Dataset.from_generator(rows, output_signature=spec).batch(2)
+        model_for(8).fit(ds, epochs=1, verbose=0)
+        """,
+    )
+    assert report.pipeline.measured
+    assert report.verdict.label == INPUT_BOUND
+
+
+def test_a_peek_at_another_dataset_is_not_training(tmp_path: Path) -> None:
+    report = _diagnose(
+        tmp_path,
+        """
+        val = tf.data.Dataset.range(100).batch(50)
+        peek = val.take(1)  # kept alive: identity alone cannot tell it from training
+        for b in peek:
+            print("first validation batch", b.shape)
+        train = tf.data.Dataset.range(10**6).map(
+            lambda i: tf.py_function(slow, [i], tf.int64)).batch(2)
+        for b in train:
+            pass
+        """,
+    )
+    assert "Map" in report.pipeline.dataset
+    assert report.train.measured_steps == 10
+    assert any("peek" in note for note in report.notes)
+
+
+def test_dataset_rebuilt_every_epoch_is_one_training_stream(tmp_path: Path) -> None:
+    report = _diagnose(
+        tmp_path,
+        """
+        train = tf.data.Dataset.range(10**6).map(
+            lambda i: tf.py_function(slow, [i], tf.int64)).batch(2)
+        val = tf.data.Dataset.range(8).batch(4)
+        for epoch in range(10):
+            for b in train.take(4):
+                pass
+            for b in val:
+                pass
+        """,
+    )
+    assert report.train.measured_steps == 10
+    assert {s.epoch for s in report.train.steps} == {0, 1, 2}
+    assert report.verdict.label == INPUT_BOUND
+    assert report.phase_times_s["pipeline_benchmark"] < 2.0  # benchmarked once, not per epoch
+
+
+def test_fit_with_validation_data(tmp_path: Path) -> None:
+    report = _diagnose(
+        tmp_path,
+        """
+        def data(n, slow_it):
+            ds = tf.data.Dataset.range(n)
+            if slow_it:
+                ds = ds.map(lambda i: tf.py_function(slow, [i], tf.int64))
+            return ds.map(lambda i: (tf.fill([8], tf.cast(i, tf.float32)), tf.zeros([1]))).batch(2)
+        model_for(8).fit(data(10**6, True), validation_data=data(40, False), epochs=3,
+                         steps_per_epoch=5, verbose=0)
+        """,
+    )
+    assert report.train.style == "keras-fit"
+    assert report.train.measured_steps == 10
+    assert report.verdict.label == INPUT_BOUND
+    assert report.pipeline.dataset.startswith("Batch <- Map <- Map")
+
+
+def test_script_running_its_own_profiler(tmp_path: Path) -> None:
+    report = _diagnose(
+        tmp_path,
+        f"""
+        tf.profiler.experimental.start({str(tmp_path / "userprof")!r})
+        ds = tf.data.Dataset.range(10**6).map(lambda i: (tf.fill([8], tf.cast(i, tf.float32)),
+                                                         tf.zeros([1]))).batch(2)
+        try:
+            model_for(8).fit(ds, epochs=1, steps_per_epoch=30, verbose=0)
+        finally:
+            tf.profiler.experimental.stop()
+        """,
+    )
+    assert report.verdict.label == UNKNOWN
+    assert any("TF profiler could not be started" in note for note in report.notes)
+    assert "could not be measured" in report.verdict.summary
+    assert report.train.measured_steps == 10 and report.complete
+
+
+def test_distribute_strategy_on_cpu_devices(tmp_path: Path) -> None:
+    # Logical devices must be set before TF starts its runtime: a fresh process.
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(HEADER)
+        + textwrap.dedent(
+            """
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            logical = [tf.config.LogicalDeviceConfiguration()] * 2
+            tf.config.set_logical_device_configuration(cpu, logical)
+            strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+            ds = tf.data.Dataset.range(10**6).map(lambda i: tf.py_function(slow, [i], tf.int64))
+            ds = ds.map(lambda i: (tf.fill([8], tf.cast(i, tf.float32)), tf.zeros([1]))).batch(4)
+            with strategy.scope():
+                model = model_for(8)
+            model.fit(ds, epochs=1, steps_per_epoch=40, verbose=0)
+            """
+        )
+    )
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipediag",
+            "run",
+            "--steps",
+            "10",
+            "--warmup",
+            "2",
+            "--bench-seconds",
+            "0.5",
+            "--out",
+            str(tmp_path / "out"),
+            str(script),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = pipediag.load_report(tmp_path / "out")
+    # Each replica pulls its shard at the same time: the step waited once, not twice.
+    assert report.verdict.label == INPUT_BOUND
+    fraction = report.verdict.input_wait_fraction
+    assert fraction is not None and 0.5 < fraction <= 1.0
