@@ -1,11 +1,15 @@
 """The step timeline as it is recorded: raw step marks, the warm-up, and the step budget.
 
-Framework-neutral: the TensorFlow hooks feed it, and so can any training loop.
+Framework-neutral: the TensorFlow hooks feed it, and so can any training loop. Memory is
+bounded: past `max_records`, the older half of the measured steps is merged in pairs, so
+a run of 100,000 steps keeps a whole-run picture (coarser the older it is), and totals stay
+exact.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -18,18 +22,41 @@ class StepBudgetReached(BaseException):  # noqa: N818 - a signal, not an error
     """
 
 
+# About 20,000 step records keep the report under a few MB and its PNG quick, while a
+# typical diagnosis (hundreds of steps) is never merged.
+DEFAULT_MAX_RECORDS = 20_000
+
+
 @dataclass
 class RawStep:
-    """One step as measured, in clock seconds; `input_wait_s` None until known."""
+    """One step (or `count` consecutive steps, once merged), in clock seconds.
+
+    `input_wait_s` is None until known; `busy_s` is the summed duration of merged steps,
+    which excludes any gap between them.
+    """
 
     start: float
     end: float
     input_wait_s: float | None
     epoch: int = 0
+    count: int = 1
+    busy_s: float | None = None
 
     @property
     def duration_s(self) -> float:
-        return self.end - self.start
+        return self.busy_s if self.busy_s is not None else self.end - self.start
+
+
+def merge_pair(first: RawStep, second: RawStep) -> RawStep:
+    waits = (first.input_wait_s, second.input_wait_s)
+    return RawStep(
+        start=first.start,
+        end=second.end,
+        input_wait_s=None if None in waits else sum(w for w in waits if w is not None),
+        epoch=first.epoch,
+        count=first.count + second.count,
+        busy_s=first.duration_s + second.duration_s,
+    )
 
 
 class StepTimeline:
@@ -40,21 +67,43 @@ class StepTimeline:
             the verdict.
         measured_steps: how many steps after the warm-up to measure before the budget is
             reached; None measures until the script ends.
+        max_records: step records kept before the oldest measured ones are merged.
     """
 
-    def __init__(self, *, warmup_steps: int, measured_steps: int | None) -> None:
+    def __init__(
+        self,
+        *,
+        warmup_steps: int,
+        measured_steps: int | None,
+        max_records: int = DEFAULT_MAX_RECORDS,
+    ) -> None:
         self.warmup_steps = warmup_steps
         self.measured_steps = measured_steps
+        self.max_records = max(max_records, warmup_steps + 2)
+        self.merges = 0
         self._steps: list[RawStep] = []
+        self._count = 0
         self._lock = threading.Lock()
 
     def add(self, start: float, end: float, input_wait_s: float | None, epoch: int = 0) -> None:
         with self._lock:
             self._steps.append(RawStep(start, end, input_wait_s, epoch))
+            self._count += 1
+            if len(self._steps) > self.max_records:
+                self._merge_oldest()
+
+    def fill_waits(self, wait_for: Callable[[float, float], float | None]) -> None:
+        """Give steps whose wait is still unknown the wait `wait_for(start, end)` finds."""
+        with self._lock:
+            for step in self._steps:
+                if step.input_wait_s is None and step.count == 1:
+                    step.input_wait_s = wait_for(step.start, step.end)
 
     def clear(self) -> None:
         with self._lock:
             self._steps.clear()
+            self._count = 0
+            self.merges = 0
 
     @property
     def steps(self) -> list[RawStep]:
@@ -62,14 +111,28 @@ class StepTimeline:
             return list(self._steps)
 
     def __len__(self) -> int:
-        return len(self._steps)
+        """Steps recorded, merged ones counted one by one: the next step's index."""
+        return self._count
 
     @property
     def budget_reached(self) -> bool:
         if self.measured_steps is None:
             return False
-        return len(self._steps) >= self.warmup_steps + self.measured_steps
+        return self._count >= self.warmup_steps + self.measured_steps
 
     def is_measured(self, index: int) -> bool:
         """Whether the step with this index counts (past the warm-up, within the budget)."""
         return index >= self.warmup_steps
+
+    def _merge_oldest(self) -> None:
+        """Merge the older half of the measured records in pairs; recent steps keep detail.
+
+        The newest half is left alone, so steps whose input wait is filled in later (from
+        a profiler trace still running) are never merged before they have it.
+        """
+        head = self._steps[: self.warmup_steps]
+        body = self._steps[self.warmup_steps :]
+        half = len(body) // 2 // 2 * 2
+        merged = [merge_pair(body[i], body[i + 1]) for i in range(0, half, 2)]
+        self._steps = head + merged + body[half:]
+        self.merges += 1

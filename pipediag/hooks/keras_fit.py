@@ -52,15 +52,23 @@ class FitTracker:
         if self.tracer.active:
             self._chunk_steps += 1
             if self._chunk_steps >= session.config.trace_chunk_steps:
-                self.tracer.stop()
+                self._close_chunk()
         if session.timeline.budget_reached:
-            self.tracer.stop()
+            self._close_chunk()
             raise StepBudgetReached
 
     def finish(self) -> None:
         """Stop any trace still running; safe to call more than once."""
-        self.tracer.stop()
+        self._close_chunk()
         self._step_start = None
+
+    def _close_chunk(self) -> None:
+        """Stop tracing and give the chunk's steps their waits; the events are then dropped."""
+        if not self.tracer.active:
+            return
+        self.tracer.stop()
+        self._session.timeline.fill_waits(self.tracer.waits_for)
+        self.tracer.events.clear()
 
 
 def make_callback(tracker: FitTracker) -> Any:
