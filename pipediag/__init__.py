@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pipediag.api import diagnose
 from pipediag.config import RunConfig
+from pipediag.monitor import Monitor, monitor
 from pipediag.report import SCHEMA_VERSION, Report, load_report, save_report
 
 __version__ = "0.1.0"
@@ -14,9 +15,11 @@ __version__ = "0.1.0"
 __all__ = [
     "SCHEMA_VERSION",
     "Report",
+    "Monitor",
     "RunConfig",
     "__version__",
     "diagnose",
     "load_report",
+    "monitor",
     "save_report",
 ]

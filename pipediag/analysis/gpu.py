@@ -1,0 +1,708 @@
+"""What the GPU's own counters say: busy share, why it sat idle, and how that tracks input waits.
+
+Host timing says how long each step waited for its batch; it cannot say whether the GPU was
+idle meanwhile (asynchronous dispatch lets a GPU work through queued kernels while the host
+waits). NVML can, but only coarsely: the driver averages utilization over windows of about
+1/6 s to 1 s (DESIGN.md, "NVML facts"), and GPM SM activity needs readings at least ~100 ms
+apart. A 20 ms step is far below that, so this module never labels single steps from the GPU.
+It aggregates instead: for each NVML window it takes the GPU busy share and the share of the
+measured steps' time in that window that the host spent waiting for input, then
+
+- attributes the GPU's idle time to causes, as HolisticTraceAnalysis does with its idle-time
+  categories (DESIGN.md, "Idle-time categories (HTA)")::
+
+      window  |<----------------------------- L ------------------------------>|
+      GPU     |###### busy ######|............ idle = (1 - busy) * L .........|
+      host    |<- input wait w*L ->|
+      idle    |  input-wait = min(idle, w*L)  | transfer | host overhead       |
+                                               ^ min(rest, PCIe busy * L)
+
+  Input wait is counted first: while the host is blocked on the pipeline, nothing else it
+  could do would feed the GPU. Transfer (PCIe busy while the SMs idle) comes next and is an
+  upper bound, since copies that overlap kernels are counted as if they filled idle time. What
+  remains is host-side overhead: Python, kernel launches, synchronisation.
+- correlates GPU idle with input wait across windows (Pearson r): a high r says the idle
+  periods are the input waits, whatever the host-timing verdict.
+
+Every function here is pure, over the report model only: no NVML, no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from pipediag.report.model import (
+    BALANCED,
+    INPUT_BOUND,
+    WARMUP,
+    GpuAnalysis,
+    GpuSample,
+    GpuSection,
+    GpuWindow,
+    HostContention,
+    HostSection,
+    IdleAttribution,
+    Report,
+    StepRecord,
+    TrainSection,
+    Verdict,
+)
+
+BUSY_SM_ACTIVE = "sm-active"
+BUSY_UTILIZATION = "utilization"
+BUSY_AUTO = "auto"
+
+TIME_DRIVER = "driver-timestamps"
+TIME_GPM = "gpm-sample-times"
+TIME_TICKS = "sampler-ticks"
+TIME_MIXED = "mixed"
+
+CAUSE_INPUT = "input-wait"
+CAUSE_HOST = "host-overhead"
+CAUSE_TRANSFER = "transfer"
+CAUSES = (CAUSE_INPUT, CAUSE_TRANSFER, CAUSE_HOST)
+"""In the order idle time is attributed to them (see the module docstring)."""
+
+ADVICE = {
+    CAUSE_INPUT: (
+        "Speed up the input pipeline: it leaves the GPU idle while the host waits for the next "
+        "batch (parallel map, prefetch, cache; see the pipeline stages)."
+    ),
+    CAUSE_HOST: (
+        "Cut host-side overhead per step: a larger batch, Keras `steps_per_execution`, XLA "
+        "(`jit_compile=True`); in PyTorch, CUDA graphs or `torch.compile`, and avoid a "
+        "synchronising `.item()` every step."
+    ),
+    CAUSE_TRANSFER: (
+        "Overlap host-to-device copies with compute: prefetch to the device "
+        "(`tf.data.experimental.prefetch_to_device`; pinned memory and `non_blocking=True` in "
+        "PyTorch) and use larger batches."
+    ),
+}
+"""What to do about each idle cause (HTA's categories; DESIGN.md and issue 4)."""
+
+_CAUSE_PHRASE = {
+    CAUSE_INPUT: "waiting for input",
+    CAUSE_HOST: "host-side overhead (Python, kernel launches, synchronisation)",
+    CAUSE_TRANSFER: "host-device transfer (PCIe busy while the SMs idled)",
+}
+
+
+@dataclass(frozen=True)
+class GpuThresholds:
+    """Named limits of the GPU analysis, with where each comes from.
+
+    Attributes:
+        min_step_coverage: a window counts only if measured steps cover this share of it;
+            windows mostly in the warm-up, the pipeline benchmark or the script's set-up say
+            nothing about the train loop. 0.8 keeps a window that a step boundary or an epoch
+            end clips, and drops one that is mostly outside the loop (a judgement call).
+        min_windows: fewer windows than this inside the measured steps and the GPU figures are
+            one or two driver averages: too few to report (NVML averages over 1/6 s to 1 s).
+        min_correlation_windows: Pearson r over fewer points is noise (r of 3 random points
+            exceeds 0.9 about 30% of the time).
+        min_idle_fraction: below this idle share the GPU is busy and no idle cause is named;
+            5% mirrors XProf's "moderately input-bound" floor
+            (kModeratelyInfeedBoundThresholdInPercent = 5).
+        untimed_window_s: readings without driver timestamps (`nvmlDeviceGetUtilizationRates`)
+            average over an unknown window of 1/6 s to 1 s before the read; merging them into
+            windows of at least 1 s (the longest driver window) bounds the misplacement to
+            about half of each window.
+        max_window_s: a gap between readings longer than this (2x the longest driver window)
+            is a gap in sampling (NVML errors, decimation edges), not one long window.
+        pcie_reference_bytes_per_s: the link bandwidth that PCIe throughput is compared with.
+            PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction (PCI-SIG).
+            On PCIe 5.0 (H100/H200) this overstates the link's busy share up to 2x, so the
+            transfer share stays an upper bound. NVML counts throughput over 20 ms per call.
+        contention_share: other processes taking this share of the whole machine's CPU or
+            more is named as contention when input-bound. A judgement call: on 2 cores it is
+            a fifth of a core, and DESIGN.md measured that sharing cores cuts a 1.6x pipeline
+            speed-up to 1.18x end to end.
+    """
+
+    min_step_coverage: float = 0.8
+    min_windows: int = 3
+    min_correlation_windows: int = 5
+    min_idle_fraction: float = 0.05
+    untimed_window_s: float = 1.0
+    max_window_s: float = 2.0
+    pcie_reference_bytes_per_s: float = 31.5e9
+    contention_share: float = 0.10
+
+
+DEFAULT_GPU_THRESHOLDS = GpuThresholds()
+
+_CONSTANT_EPSILON = 1e-9
+"""Below this standard deviation a series is constant and Pearson r is undefined."""
+
+_TIME_SLACK_S = 1e-6
+"""Tick times are sums of float intervals: 10 ticks of 0.1 s can span 0.9999999 s."""
+
+LOW_COVERAGE_NOTE = 0.5
+"""When the windows hold less than half of the measured step time, the GPU figures describe a
+minority of the run (readings failed or stopped): say so next to them."""
+
+SECONDARY_CAUSE_SHARE = 0.25
+"""A cause that holds a quarter of the idle time or more gets its advice too, after the
+dominant one's: with three causes, a quarter is well above an even split's noise."""
+
+STRONG_CORRELATION = 0.5
+WEAK_CORRELATION = 0.2
+"""Wording for Pearson r: conventional 'large' (>= 0.5) and 'small' (< 0.2, Cohen 1988) effects."""
+
+
+# -- GPU readings -> intervals ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Interval:
+    """A stretch of time over which NVML reports one average busy share."""
+
+    start: float
+    end: float
+    busy: float  # 0..1
+    timed: bool  # placed by the driver's or GPM's own times, not by the sampler's tick
+    pcie: float | None = None  # link busy share 0..1
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+
+def _clip01(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def _busy_points(samples: Sequence[GpuSample], source: str) -> list[tuple[float, float, bool]]:
+    """(end time, busy 0..1, timed) per distinct reading of the chosen metric, in time order.
+
+    Driver utilization samples are averaged by the sampler over (previous driver timestamp,
+    `gpu_util_t_s`]; a tick with no fresh driver sample repeats the last one with the same
+    timestamp, so repeats are dropped. GPM readings cover (previous GPM read, `t_s`].
+    """
+    points: list[tuple[float, float, bool]] = []
+    seen_driver_t: set[float] = set()
+    for s in samples:
+        if source == BUSY_SM_ACTIVE:
+            if s.sm_active_pct is None:
+                continue
+            points.append((s.t_s, _clip01(s.sm_active_pct / 100), True))
+        else:
+            if s.gpu_util_pct is None:
+                continue
+            if s.gpu_util_t_s is not None:
+                if s.gpu_util_t_s in seen_driver_t:
+                    continue
+                seen_driver_t.add(s.gpu_util_t_s)
+                points.append((s.gpu_util_t_s, _clip01(s.gpu_util_pct / 100), True))
+            else:
+                points.append((s.t_s, _clip01(s.gpu_util_pct / 100), False))
+    points.sort(key=lambda p: p[0])
+    ordered: list[tuple[float, float, bool]] = []
+    for p in points:
+        if not ordered or p[0] > ordered[-1][0]:
+            ordered.append(p)
+    return ordered
+
+
+def _intervals(
+    points: list[tuple[float, float, bool]], fallback_s: float, th: GpuThresholds
+) -> list[_Interval]:
+    """Each reading covers the time since the previous one.
+
+    The first reading, and one after a sampling gap, get the typical (median) window length.
+    """
+    gaps = [b[0] - a[0] for a, b in zip(points, points[1:], strict=False)]
+    usable = [g for g in gaps if 0 < g <= th.max_window_s]
+    typical = statistics.median(usable) if usable else fallback_s
+    typical = min(max(typical, 0.0), th.max_window_s)
+    intervals: list[_Interval] = []
+    previous_end: float | None = None
+    for end, busy, timed in points:
+        if previous_end is not None and end - previous_end <= th.max_window_s:
+            start = previous_end
+        else:
+            start = end - typical
+        if end > start:
+            intervals.append(_Interval(start, end, busy, timed))
+        previous_end = end
+    return intervals
+
+
+def _merge_untimed(intervals: list[_Interval], target_s: float) -> list[_Interval]:
+    """Join consecutive untimed intervals until each spans `target_s` (duration-weighted busy)."""
+    merged: list[_Interval] = []
+    run: list[_Interval] = []
+
+    def flush() -> None:
+        if run:
+            length = sum(i.length for i in run)
+            busy = sum(i.busy * i.length for i in run) / length if length > 0 else run[-1].busy
+            merged.append(_Interval(run[0].start, run[-1].end, busy, False))
+            run.clear()
+
+    for interval in intervals:
+        if interval.timed:
+            flush()
+            merged.append(interval)
+            continue
+        if run and abs(interval.start - run[-1].end) > _TIME_SLACK_S:  # never across a gap
+            flush()
+        run.append(interval)
+        if run[-1].end - run[0].start >= target_s - _TIME_SLACK_S:
+            flush()
+    flush()
+    return merged
+
+
+def _with_pcie(
+    intervals: list[_Interval], samples: Sequence[GpuSample], th: GpuThresholds
+) -> list[_Interval]:
+    """Attach the mean PCIe busy share of the ticks inside each interval (None when none)."""
+    ticks = sorted(
+        (s.t_s, max(s.pcie_rx_bytes_per_s or 0.0, s.pcie_tx_bytes_per_s or 0.0))
+        for s in samples
+        if s.pcie_rx_bytes_per_s is not None or s.pcie_tx_bytes_per_s is not None
+    )
+    times = [t for t, _ in ticks]
+    result: list[_Interval] = []
+    for interval in intervals:
+        lo = bisect.bisect_right(times, interval.start)
+        hi = bisect.bisect_right(times, interval.end)
+        inside = [rate for _, rate in ticks[lo:hi]]
+        pcie = (
+            _clip01(sum(inside) / len(inside) / th.pcie_reference_bytes_per_s) if inside else None
+        )
+        result.append(replace(interval, pcie=pcie))
+    return result
+
+
+# -- steps -> per-window host figures ---------------------------------------------------------
+
+
+class _StepIndex:
+    """Measured steps, sorted, for overlap queries: step time and input-wait time in [a, b)."""
+
+    def __init__(self, steps: Sequence[StepRecord]) -> None:
+        ordered = sorted(steps, key=lambda s: s.start_s)
+        self._starts = [s.start_s for s in ordered]
+        self._steps = ordered
+        self._max_duration = max((s.duration_s for s in ordered), default=0.0)
+
+    def overlap(self, a: float, b: float) -> tuple[float, float]:
+        """(seconds of measured steps, seconds of their input waits) inside [a, b).
+
+        The wait is placed at the start of its step: the recorders time the pull of the next
+        batch, which opens the step (iterator timing) or the train function (the profiler's
+        `IteratorGetNext`).
+        """
+        covered = 0.0
+        waited = 0.0
+        i = bisect.bisect_left(self._starts, a - self._max_duration)
+        while i < len(self._steps) and self._starts[i] < b:
+            step = self._steps[i]
+            i += 1
+            start, end = step.start_s, step.start_s + step.duration_s
+            inside = max(0.0, min(end, b) - max(start, a))
+            covered += inside
+            wait = min(step.input_wait_s or 0.0, step.duration_s)
+            if getattr(step, "count", 1) > 1:
+                # A record that merges several steps (long runs, timeline.py) holds their
+                # total wait: spread it evenly rather than pile it up at the record's start.
+                waited += inside * (wait / step.duration_s if step.duration_s > 0 else 0.0)
+            else:
+                waited += max(0.0, min(start + wait, b) - max(start, a))
+        return covered, waited
+
+
+def measured_steps(train: TrainSection) -> list[StepRecord]:
+    """Steps past the warm-up whose input wait was measured: the ones a window is compared with."""
+    return [s for s in train.steps if s.label != WARMUP and s.input_wait_s is not None]
+
+
+# -- the analysis -----------------------------------------------------------------------------
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Pearson correlation; None when a series is constant (r undefined) or too short."""
+    n = len(x)
+    if n < 2 or n != len(y):
+        return None
+    mx, my = sum(x) / n, sum(y) / n
+    sxx = sum((v - mx) ** 2 for v in x)
+    syy = sum((v - my) ** 2 for v in y)
+    if math.sqrt(sxx / n) < _CONSTANT_EPSILON or math.sqrt(syy / n) < _CONSTANT_EPSILON:
+        return None
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def _unavailable(reason: str) -> GpuAnalysis:
+    return GpuAnalysis(available=False, reason=reason)
+
+
+def _choose_source(samples: Sequence[GpuSample], busy_metric: str, th: GpuThresholds) -> str:
+    if busy_metric != BUSY_AUTO:
+        return busy_metric
+    gpm = sum(s.sm_active_pct is not None for s in samples)
+    return BUSY_SM_ACTIVE if gpm >= th.min_windows else BUSY_UTILIZATION
+
+
+def _device_busy_mean(samples: Sequence[GpuSample]) -> float:
+    values = [s.gpu_util_pct for s in samples if s.gpu_util_pct is not None]
+    values += [s.sm_active_pct for s in samples if s.sm_active_pct is not None]
+    return sum(values) / len(values) if values else -1.0
+
+
+def analyze_gpu(
+    gpu: GpuSection,
+    train: TrainSection,
+    *,
+    busy_metric: str = BUSY_AUTO,
+    thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS,
+) -> GpuAnalysis:
+    """The GPU's side of the run: per-window busy and input-wait shares, idle causes, correlation.
+
+    Args:
+        gpu: the report's GPU section (times on the session clock, as the steps).
+        train: the report's train section; only measured steps with an input wait count.
+        busy_metric: "auto" uses GPM SM activity when the device reported it (Hopper+) and
+            utilization otherwise; "sm-active" or "utilization" force one. SM activity is the
+            better "busy": utilization counts the GPU busy while any kernel runs, however
+            small.
+        thresholds: the named limits (see `GpuThresholds`).
+
+    Returns:
+        A `GpuAnalysis`; `available=False` with a reason when there is no GPU, no reading,
+        no measured step, or too few windows inside the measured steps.
+    """
+    th = thresholds
+    if not gpu.available:
+        return _unavailable(f"no GPU was sampled: {gpu.reason or 'unknown reason'}")
+    steps = measured_steps(train)
+    if not steps:
+        return _unavailable(
+            "no measured step with a timed input wait to compare the GPU's activity with"
+        )
+    by_device: dict[int, list[GpuSample]] = {}
+    for sample in gpu.samples:
+        by_device.setdefault(sample.device_index, []).append(sample)
+    with_readings = {
+        index: samples
+        for index, samples in by_device.items()
+        if any(s.gpu_util_pct is not None or s.sm_active_pct is not None for s in samples)
+    }
+    if not with_readings:
+        about_util = [n for n in gpu.notes if "utilization" in n.lower()] or gpu.notes
+        detail = f" ({about_util[0]})" if about_util else ""
+        return _unavailable(f"no GPU utilization reading succeeded{detail}")
+    notes: list[str] = []
+    device = max(with_readings, key=lambda i: (_device_busy_mean(with_readings[i]), -i))
+    if len(by_device) > 1:
+        notes.append(
+            f"GPU {device} analysed, the busiest of the {len(by_device)} GPUs sampled; "
+            "data-parallel GPUs idle together when input-bound"
+        )
+    samples = sorted(with_readings[device], key=lambda s: s.t_s)
+    source = _choose_source(samples, busy_metric, th)
+    points = _busy_points(samples, source)
+    if not points:
+        return _unavailable(f"GPU {device} reported no {source} reading")
+    fallback = gpu.interval_s if gpu.interval_s > 0 else th.untimed_window_s
+    intervals = _intervals(points, fallback, th)
+    intervals = _merge_untimed(intervals, th.untimed_window_s)
+    intervals = _with_pcie(intervals, samples, th)
+    timed = {i.timed for i in intervals}
+    if timed == {True}:
+        time_source = TIME_GPM if source == BUSY_SM_ACTIVE else TIME_DRIVER
+    elif timed == {False}:
+        time_source = TIME_TICKS
+        notes.append(
+            "no driver timestamps: utilization readings were placed at the sampler's ticks and "
+            f"merged into windows of at least {th.untimed_window_s:g} s"
+        )
+    else:
+        time_source = TIME_MIXED
+    index = _StepIndex(steps)
+    windows: list[GpuWindow] = []
+    outside = 0
+    for interval in intervals:
+        covered, waited = index.overlap(interval.start, interval.end)
+        coverage = covered / interval.length
+        if coverage < th.min_step_coverage:
+            outside += 1
+            continue
+        windows.append(
+            GpuWindow(
+                start_s=interval.start,
+                end_s=interval.end,
+                gpu_busy_fraction=interval.busy,
+                input_wait_fraction=_clip01(waited / covered) if covered > 0 else 0.0,
+                step_coverage=_clip01(coverage),
+                pcie_busy_fraction=interval.pcie,
+            )
+        )
+    if len(windows) < th.min_windows:
+        span = steps[-1].start_s + steps[-1].duration_s - steps[0].start_s
+        return GpuAnalysis(
+            available=False,
+            reason=(
+                f"only {len(windows)} NVML window(s) fell inside the measured steps "
+                f"({span:.2f} s of steps; need {th.min_windows}): NVML averages over 1/6 s to "
+                "1 s, so run more steps for a GPU view"
+            ),
+            device_index=device,
+            busy_source=source,
+            time_source=time_source,
+            notes=notes,
+        )
+    step_time = sum(s.duration_s for s in steps)
+    in_windows = sum(w.step_coverage * (w.end_s - w.start_s) for w in windows)
+    coverage_fraction = _clip01(in_windows / step_time) if step_time > 0 else None
+    if coverage_fraction is not None and coverage_fraction < LOW_COVERAGE_NOTE:
+        notes.append(
+            f"GPU windows cover only {coverage_fraction:.0%} of the measured step time "
+            "(readings missing or failing during the run)"
+        )
+    attribution = attribute_idle(windows, thresholds=th)
+    total = sum(w.end_s - w.start_s for w in windows)
+    busy = sum(w.gpu_busy_fraction * (w.end_s - w.start_s) for w in windows) / total
+    covered_total = sum(w.step_coverage * (w.end_s - w.start_s) for w in windows)
+    wait = (
+        sum(w.input_wait_fraction * w.step_coverage * (w.end_s - w.start_s) for w in windows)
+        / covered_total
+    )
+    r: float | None = None
+    if len(windows) >= th.min_correlation_windows:
+        r = pearson(
+            [1.0 - w.gpu_busy_fraction for w in windows],
+            [w.input_wait_fraction for w in windows],
+        )
+        if r is None:
+            notes.append(
+                "GPU idle or input wait did not vary across windows: their correlation is "
+                "undefined (a steady run); the idle attribution still holds"
+            )
+    else:
+        notes.append(
+            f"{len(windows)} windows are too few for a correlation "
+            f"(need {th.min_correlation_windows})"
+        )
+    lengths = [w.end_s - w.start_s for w in windows]
+    analysis = GpuAnalysis(
+        available=True,
+        device_index=device,
+        busy_source=source,
+        time_source=time_source,
+        window_s_median=statistics.median(lengths),
+        windows=windows,
+        gpu_busy_fraction=busy,
+        input_wait_fraction=wait,
+        idle_input_wait_correlation=r,
+        correlation_windows=len(windows) if r is not None else 0,
+        attribution=attribution,
+        coverage_fraction=coverage_fraction,
+        notes=notes,  # the sampler's own notes stay in the GPU section
+    )
+    evidence = gpu_evidence(analysis)
+    return replace(
+        analysis,
+        finding=evidence.finding if evidence else "",
+        advice=list(evidence.advice) if evidence else [],
+    )
+
+
+def attribute_idle(
+    windows: Sequence[GpuWindow], *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS
+) -> IdleAttribution:
+    """Split the GPU's idle time in `windows` into input wait, transfer and host overhead.
+
+    Per window of length L: idle = (1 - busy) L; input wait takes min(idle, wait share x L);
+    transfer takes min(rest, PCIe busy share x L); host overhead is what remains. See the
+    module docstring for why in this order.
+    """
+    window_s = idle_s = input_s = transfer_s = host_s = 0.0
+    for w in windows:
+        length = w.end_s - w.start_s
+        idle = (1.0 - w.gpu_busy_fraction) * length
+        waiting = min(idle, w.input_wait_fraction * length)
+        rest = idle - waiting
+        transfer = min(rest, (w.pcie_busy_fraction or 0.0) * length)
+        window_s += length
+        idle_s += idle
+        input_s += waiting
+        transfer_s += transfer
+        host_s += rest - transfer
+    shares = {CAUSE_INPUT: input_s, CAUSE_TRANSFER: transfer_s, CAUSE_HOST: host_s}
+    dominant: str | None = None
+    if window_s > 0 and idle_s / window_s >= thresholds.min_idle_fraction:
+        dominant = max(CAUSES, key=lambda cause: shares[cause])
+    return IdleAttribution(
+        window_s=window_s,
+        idle_s=idle_s,
+        input_wait_s=input_s,
+        host_overhead_s=host_s,
+        transfer_s=transfer_s,
+        dominant=dominant,
+    )
+
+
+# -- what the verdict layer uses --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuEvidence:
+    """What the GPU says, in the form the verdict and advice layers use."""
+
+    finding: str
+    dominant_idle_cause: str | None
+    gpu_busy_fraction: float
+    idle_fraction: float
+    advice: list[str]
+
+
+def gpu_evidence(analysis: GpuAnalysis | None) -> GpuEvidence | None:
+    """One sentence on the GPU's side of the run and its dominant idle cause; None without one."""
+    if analysis is None or not analysis.available or analysis.attribution is None:
+        return None
+    a = analysis.attribution
+    busy = analysis.gpu_busy_fraction or 0.0
+    idle = a.idle_s / a.window_s if a.window_s > 0 else 0.0
+    metric = "SM activity, GPM" if analysis.busy_source == BUSY_SM_ACTIVE else "NVML utilization"
+    text = f"The GPU was busy {busy:.0%} of the measured time ({metric})"
+    advice: list[str] = []
+    if a.dominant is None:
+        text += ": it was hardly ever idle, so the device itself sets the rate"
+    else:
+        seconds = {
+            CAUSE_INPUT: a.input_wait_s,
+            CAUSE_TRANSFER: a.transfer_s,
+            CAUSE_HOST: a.host_overhead_s,
+        }
+        share = seconds[a.dominant] / a.idle_s if a.idle_s > 0 else 0.0
+        text += f"; {share:.0%} of its idle time was {_CAUSE_PHRASE[a.dominant]}"
+        advice.append(ADVICE[a.dominant])
+        advice.extend(
+            ADVICE[cause]
+            for cause in CAUSES
+            if cause != a.dominant
+            and a.idle_s > 0
+            and seconds[cause] / a.idle_s >= SECONDARY_CAUSE_SHARE
+        )
+    r = analysis.idle_input_wait_correlation
+    if r is not None:
+        if r >= STRONG_CORRELATION:
+            strength = "tracked"
+        elif r < WEAK_CORRELATION:
+            strength = "did not track"
+        else:
+            strength = "loosely tracked"
+        text += (
+            f"; GPU idle {strength} input wait across {analysis.correlation_windows} "
+            f"windows (r = {r:.2f})"
+        )
+    return GpuEvidence(
+        finding=text + ".",
+        dominant_idle_cause=a.dominant,
+        gpu_busy_fraction=busy,
+        idle_fraction=idle,
+        advice=advice,
+    )
+
+
+def with_gpu_evidence(verdict: Verdict, analysis: GpuAnalysis | None) -> Verdict:
+    """The verdict with the GPU's finding and idle cause filled in (unchanged without a GPU)."""
+    evidence = gpu_evidence(analysis)
+    if evidence is None:
+        return verdict
+    return replace(
+        verdict, gpu_finding=evidence.finding, gpu_idle_cause=evidence.dominant_idle_cause
+    )
+
+
+# -- host contention --------------------------------------------------------------------------
+
+
+def host_contention(
+    host: HostSection,
+    train: TrainSection,
+    verdict: Verdict | None = None,
+    *,
+    thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS,
+) -> HostContention:
+    """How much of the machine's CPU other processes took while the measured steps ran.
+
+    Per host sample: other = system busy % - this process's % / cores (psutil's process
+    percent counts 100 per core; the system one 100 for the whole machine). The finding is
+    written only when the verdict is input-bound or balanced: that is when a starved
+    pipeline could be starved by someone else.
+    """
+    if not host.available:
+        return HostContention(available=False, reason=host.reason or "host was not sampled")
+    cores = host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
+    if cores <= 0 or not host.samples:
+        return HostContention(available=False, reason="no host CPU samples")
+    steps = measured_steps(train) or [s for s in train.steps if s.label != WARMUP]
+    samples = list(host.samples)
+    scope = "the whole run"
+    if steps:
+        begin = min(s.start_s for s in steps)
+        end = max(s.start_s + s.duration_s for s in steps)
+        # A sample's reading covers the interval before its time.
+        inside = [s for s in samples if begin < s.t_s <= end + host.interval_s]
+        if inside:
+            samples, scope = inside, "the measured steps"
+    others = [max(0.0, s.system_cpu_pct - s.process_cpu_pct / cores) for s in samples]
+    other_mean = sum(others) / len(others)
+    contended = other_mean / 100 >= thresholds.contention_share
+    result = HostContention(
+        available=True,
+        cpu_count=cores,
+        samples=len(samples),
+        other_cpu_pct_mean=other_mean,
+        other_cpu_pct_max=max(others),
+        other_cores_mean=other_mean / 100 * cores,
+        process_cpu_pct_mean=sum(s.process_cpu_pct for s in samples) / len(samples),
+        system_cpu_pct_mean=sum(s.system_cpu_pct for s in samples) / len(samples),
+        contended=contended,
+    )
+    if verdict is None or verdict.label not in (INPUT_BOUND, BALANCED):
+        return result
+    used = f"{other_mean:.0f}% of the host's CPU ({other_mean / 100 * cores:.1f} of {cores} cores)"
+    if contended:
+        finding = (
+            f"Other processes took {used} during {scope}: the input pipeline competes with "
+            "them for cores; free the machine or give the pipeline fewer, dedicated threads."
+        )
+    else:
+        finding = (
+            f"Other processes took only {used} during {scope}: the pipeline is slow on its "
+            "own, not starved by them."
+        )
+    return replace(result, finding=finding)
+
+
+# -- one call for the session and the monitor -------------------------------------------------
+
+
+def enrich_report(report: Report, *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS) -> Report:
+    """The report with its GPU analysis, host contention and the GPU's word in the verdict.
+
+    Idempotent: parts already present are kept, so the session and the monitor may both call it.
+    """
+    analysis = report.gpu_analysis
+    if analysis is None:
+        analysis = analyze_gpu(report.gpu, report.train, thresholds=thresholds)
+    contention = report.host_contention
+    if contention is None:
+        contention = host_contention(
+            report.host, report.train, report.verdict, thresholds=thresholds
+        )
+    verdict = report.verdict
+    if not verdict.gpu_finding:
+        verdict = with_gpu_evidence(verdict, analysis)
+    return replace(report, gpu_analysis=analysis, host_contention=contention, verdict=verdict)
