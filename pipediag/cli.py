@@ -113,6 +113,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-bench", action="store_true", help="skip the pipeline-alone benchmark")
     run.add_argument("--no-gpu", action="store_true", help="do not sample the GPU with NVML")
     run.add_argument(
+        "--no-stages", action="store_true", help="do not time each pipeline stage alone"
+    )
+    run.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="do not build and measure the suggested pipeline fixes (they stay estimates)",
+    )
+    run.add_argument(
+        "--verify-seconds",
+        type=_positive_float,
+        default=RunConfig.verify_seconds,
+        metavar="S",
+        help=f"time budget for measuring fixes (default {RunConfig.verify_seconds:g})",
+    )
+    run.add_argument(
         "--out",
         default=DEFAULT_OUT_DIR,
         metavar="DIR",
@@ -186,6 +201,9 @@ def _run(options: argparse.Namespace) -> int:
         bench_seconds=options.bench_seconds,
         bench_batches=options.bench_batches or RunConfig.bench_batches,
         sample_gpu=not options.no_gpu,
+        stages=not options.no_stages,
+        verify=not options.no_verify,
+        verify_seconds=options.verify_seconds,
     )
     log = None if options.quiet else sys.stderr
     report, written = run_and_report(

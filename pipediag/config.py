@@ -20,6 +20,9 @@ DEFAULT_GPU_INTERVAL_S = 0.1
 # profiler's memory on long runs.
 DEFAULT_TRACE_CHUNK_STEPS = 500
 DEFAULT_OUT_DIR = "pipediag-out"
+# Each candidate fix is timed beside the original in interleaved rounds; 8 s in all keeps
+# phase 1 short while giving each side a few hundred batches on typical pipelines.
+DEFAULT_VERIFY_SECONDS = 8.0
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,9 @@ class RunConfig:
         warmup_steps: first steps kept out of the verdict.
         bench: whether to benchmark the pipeline alone (phase 1).
         bench_seconds / bench_batches: the phase-1 budget, whichever ends first.
+        stages: measure each pipeline stage alone to find the slow one.
+        verify: build the suggested pipeline fixes and measure them beside the original.
+        verify_seconds: time budget for measuring the fixes.
     """
 
     measured_steps: int | None = DEFAULT_MEASURED_STEPS
@@ -39,6 +45,9 @@ class RunConfig:
     bench: bool = True
     bench_seconds: float = DEFAULT_MAX_SECONDS
     bench_batches: int = DEFAULT_MAX_BATCHES
+    stages: bool = True
+    verify: bool = True
+    verify_seconds: float = DEFAULT_VERIFY_SECONDS
     host_interval_s: float = DEFAULT_HOST_INTERVAL_S
     gpu_interval_s: float = DEFAULT_GPU_INTERVAL_S
     trace_chunk_steps: int = DEFAULT_TRACE_CHUNK_STEPS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import platform
 import sys
@@ -10,7 +11,9 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
+from pipediag.analysis.advisor import advise
 from pipediag.analysis.classifier import build_train_section, judge
+from pipediag.analysis.gpu import analyze_gpu, host_contention, with_gpu_evidence
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
 from pipediag.report.model import (
@@ -23,7 +26,7 @@ from pipediag.report.model import (
     Report,
     TrainSection,
 )
-from pipediag.timeline import RawStep, StepTimeline
+from pipediag.timeline import StepTimeline
 
 NO_DATASET = "no tf.data training dataset was seen"
 
@@ -93,8 +96,15 @@ class DiagnosticSession:
         host, gpu = self._stop_samplers()
         train = self._train_section()
         verdict = judge(train, self.pipeline)
+        gpu_analysis, contention = None, None
+        try:
+            gpu_analysis = analyze_gpu(gpu, train)
+            contention = host_contention(host, train, verdict)
+            verdict = with_gpu_evidence(verdict, gpu_analysis)
+        except Exception as exc:  # the report must survive a bug in one analysis
+            self.note(f"the GPU analysis failed ({type(exc).__name__}: {exc}); it is left out")
         self._add_phase("analysis", analysis_began, self.clock.now())
-        return Report(
+        report = Report(
             script=self.script,
             args=self.args,
             created_utc=self._started_wall,
@@ -104,6 +114,8 @@ class DiagnosticSession:
             train=train,
             host=host,
             gpu=gpu,
+            gpu_analysis=gpu_analysis,
+            host_contention=contention,
             suggestions=[],
             complete=stop_reason in ("step-budget", "script-finished"),
             stop_reason=stop_reason,
@@ -113,6 +125,12 @@ class DiagnosticSession:
             phases=sorted(self._spans, key=lambda span: span.start_s),
             notes=list(self._notes),
         )
+        try:
+            suggestions = advise(report)
+        except Exception as exc:  # the report must survive a bug in one rule
+            message = f"the advisor failed ({type(exc).__name__}: {exc}); no suggestions"
+            return dataclasses.replace(report, notes=[*report.notes, message])
+        return dataclasses.replace(report, suggestions=suggestions)
 
     # -- called by the hooks ---------------------------------------------------------
     def note(self, message: str) -> None:
@@ -165,6 +183,8 @@ class DiagnosticSession:
                     max_seconds=self.config.bench_seconds,
                     clock=self.clock,
                 )
+                if self.pipeline.measured:
+                    self.pipeline = self._examine_stages(dataset, self.pipeline)
         except Exception as exc:
             self.pipeline = PipelineBenchmark(
                 measured=False,
@@ -182,6 +202,26 @@ class DiagnosticSession:
         self._add_phase("pipeline_benchmark", began, self.clock.now())
         self.log("measuring train steps...")
 
+    def _examine_stages(self, dataset: Any, pipeline: PipelineBenchmark) -> PipelineBenchmark:
+        """Per-stage rates and measured fixes; a failure here keeps the benchmark itself."""
+        from pipediag.bench.stages import measure_stages
+        from pipediag.bench.structure import effective_options
+        from pipediag.bench.whatif import verify_fixes
+
+        try:
+            options = effective_options(dataset)
+            stages = measure_stages(dataset, clock=self.clock) if self.config.stages else []
+            trials = []
+            if self.config.verify and stages:
+                self.log(f"measuring candidate fixes (up to {self.config.verify_seconds:g} s)...")
+                trials = verify_fixes(
+                    dataset, stages, clock=self.clock, budget_s=self.config.verify_seconds
+                )
+        except Exception as exc:
+            self.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
+            return pipeline
+        return dataclasses.replace(pipeline, stages=stages, options=options, trials=trials)
+
     def benchmark_fit_input(self, x: Any) -> None:
         import tensorflow as tf
 
@@ -196,16 +236,21 @@ class DiagnosticSession:
 
     # -- building the report ---------------------------------------------------------
     def _train_section(self) -> TrainSection:
-        raw = self.timeline.steps
         source = "unavailable"
         if self.style == "custom-loop":
             source = "iterator-timing"
         elif self.style == "keras-fit" and self._hooks is not None:
             tracer = self._hooks.fit.tracer
-            raw = [RawStep(s.start, s.end, tracer.waits_for(s.start, s.end), s.epoch) for s in raw]
+            self.timeline.fill_waits(tracer.waits_for)
             source = "profiler-trace"
             if tracer.overhead_s:
                 self._phases["profiler_overhead"] = tracer.overhead_s
+        raw = self.timeline.steps
+        if self.timeline.merges:
+            self.note(
+                f"{len(self.timeline)} steps were kept as {len(raw)} records: older steps "
+                "were merged in pairs to bound memory (totals are exact)"
+            )
         if raw:
             self._add_phase("train", raw[0].start, raw[-1].end)
         return build_train_section(

@@ -72,7 +72,29 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     assert set(step) >= {"index", "start_s", "duration_s", "input_wait_s", "label"}
     assert data["host"]["available"] and data["host"]["samples"]
     assert data["gpu"]["available"] is False and data["gpu"]["reason"]
-    assert data["suggestions"] == []
+    suggestions = data["suggestions"]
+    assert suggestions, "every diagnosis says something about the pipeline"
+    for s in suggestions:
+        assert {
+            "id",
+            "title",
+            "stage",
+            "evidence",
+            "code",
+            "estimated_speedup",
+            "verified_speedup",
+            "correctness_warning",
+        } <= set(s)
+    if verdict == "input-bound":
+        # the slow stage is the numpy_function map, and a fix names it
+        assert any(s["stage"] == "map(to_example)" for s in suggestions)
+        bottleneck = [st for st in data["pipeline"]["stages"] if st["bottleneck"]]
+        assert [st["function"] for st in bottleneck] == ["to_example"]
+        assert "Slowest stage   map(to_example) at input_bound_fit.py:" in result.stdout
+    else:
+        # compute-bound: no input fix is invented, the pipeline is said to be fine
+        assert suggestions[0]["id"].startswith("PD000")
+        assert all(s["kind"] != "fix" for s in suggestions)
     assert data["complete"] is True and data["stop_reason"] == "step-budget"
     phases = {p["name"]: p for p in data["phases"]}
     assert {"pipeline_benchmark", "train", "analysis"} <= set(phases)

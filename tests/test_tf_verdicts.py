@@ -23,7 +23,12 @@ BATCH_DELAY_S = ELEMENT_SLEEP_S * BATCH
 MEASURED = 25
 WARMUP_STEPS = 8
 CONFIG = pipediag.RunConfig(
-    measured_steps=MEASURED, warmup_steps=WARMUP_STEPS, bench_seconds=1.0, sample_gpu=False
+    measured_steps=MEASURED,
+    warmup_steps=WARMUP_STEPS,
+    bench_seconds=1.0,
+    sample_gpu=False,
+    stages=False,
+    verify=False,
 )
 
 COMMON = f"""
@@ -40,7 +45,7 @@ def slow_pipeline():
     ds = tf.data.Dataset.range(100_000)
     ds = ds.map(lambda i: tf.py_function(slow_element, [i], tf.int64))
     ds = ds.map(lambda i: (tf.fill([8], tf.cast(i, tf.float32)), tf.zeros([1])))
-    return ds.batch({BATCH}).prefetch(1)
+    return ds.batch({BATCH})
 
 def cached_pipeline():
     x = np.random.default_rng(0).normal(size=(4096, 512)).astype("float32")

@@ -77,28 +77,38 @@ def build_train_section(
     input_wait_source: str,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> TrainSection:
-    """Steps on the report's time axis (seconds since `origin`), labelled, with rates."""
-    steps = [
-        StepRecord(
-            index=i,
-            start_s=raw.start - origin,
-            duration_s=raw.duration_s,
-            input_wait_s=raw.input_wait_s,
-            label=label_step(raw, warmup=i < warmup_steps, thresholds=thresholds),
-            epoch=raw.epoch,
+    """Steps on the report's time axis (seconds since `origin`), labelled, with rates.
+
+    A record may stand for several merged steps (`count`); its index is that of its first
+    step, and per-step statistics use its mean step.
+    """
+    steps: list[StepRecord] = []
+    index = 0
+    for raw in raw_steps:
+        steps.append(
+            StepRecord(
+                index=index,
+                start_s=raw.start - origin,
+                duration_s=raw.duration_s,
+                input_wait_s=raw.input_wait_s,
+                label=label_step(raw, warmup=index < warmup_steps, thresholds=thresholds),
+                epoch=raw.epoch,
+                count=raw.count,
+            )
         )
-        for i, raw in enumerate(raw_steps)
-    ]
+        index += raw.count
     measured = [s for s in steps if s.label != WARMUP]
-    durations = [s.duration_s for s in measured]
-    waits = [s.input_wait_s for s in measured if s.input_wait_s is not None]
-    total = sum(durations)
+    count = sum(s.count for s in measured)
+    durations = [s.duration_s / s.count for s in measured]
+    waits = [s.input_wait_s / s.count for s in measured if s.input_wait_s is not None]
+    total = sum(s.duration_s for s in measured)
     return TrainSection(
         style=style,
         input_wait_source=input_wait_source if waits else "unavailable",
-        warmup_steps=min(warmup_steps, len(steps)),
-        measured_steps=len(measured),
-        steps_per_s=len(measured) / total if total > 0 else None,
+        warmup_steps=min(warmup_steps, index),
+        measured_steps=count,
+        merged_records=sum(s.count > 1 for s in steps),
+        steps_per_s=count / total if total > 0 else None,
         step_time=latency_stats(durations),
         input_wait=latency_stats(waits),
         steps=steps,
@@ -119,7 +129,7 @@ def judge(
     total = sum(s.duration_s for s in timed)
     wait = sum(s.input_wait_s or 0.0 for s in timed)
     fraction = wait / total if total > 0 else 0.0
-    computes = [s.compute_s for s in timed if s.compute_s is not None]
+    computes = [s.compute_s / s.count for s in timed if s.compute_s is not None]
     median_compute = float(np.median(computes)) if computes else 0.0
     compute_alone = 1.0 / median_compute if median_compute > 0 else None
     headroom = (
@@ -138,8 +148,8 @@ def judge(
         input_wait_fraction=fraction,
         severity=severity,
         summary=_summary(label, fraction, train, pipeline, compute_alone, headroom),
-        input_bound_steps=sum(s.label == INPUT_BOUND for s in timed),
-        compute_bound_steps=sum(s.label == COMPUTE_BOUND for s in timed),
+        input_bound_steps=sum(s.count for s in timed if s.label == INPUT_BOUND),
+        compute_bound_steps=sum(s.count for s in timed if s.label == COMPUTE_BOUND),
         compute_alone_steps_per_s=compute_alone,
         pipeline_headroom=headroom,
     )

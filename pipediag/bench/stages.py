@@ -238,10 +238,23 @@ def _measure_prefix(
     clock: Clock,
 ) -> tuple[float | None, str | None]:
     """Elements per second of one prefix, on a fresh iterator; or why there is no rate."""
+    from pipediag.bench.isolate import IsolationError, isolated_copy
+    from pipediag.bench.pipeline import SHARED_STATE_STAGES, describe_chain
+
     try:
         runnable = prefix.with_options(options) if options is not None else prefix
-        iterator = iter(runnable)
     except Exception as exc:  # e.g. a prefix that cannot stand alone
+        return None, f"cannot iterate: {type(exc).__name__}"
+    try:
+        # A private copy: iterating the prefix itself would advance the user's shuffle
+        # seeds and fill the user's caches (bench/isolate.py).
+        runnable, _ = isolated_copy(runnable)
+    except IsolationError as exc:
+        if any(word in describe_chain(prefix) for word in SHARED_STATE_STAGES):
+            return None, f"not read alone: {exc}"
+    try:
+        iterator = iter(runnable)
+    except Exception as exc:
         return None, f"cannot iterate: {type(exc).__name__}"
     try:
         timing = time_iterator(

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import shlex
+import textwrap
 
-from pipediag.report.model import UNKNOWN, LatencyStats, Report
+from pipediag.report.model import UNKNOWN, LatencyStats, Report, Suggestion
 
 LABEL_WIDTH = 16
+EVIDENCE_WIDTH = 100
 
 
 def render_text(report: Report) -> str:
     lines = [_headline(report), ""]
     add = lines.append
     add(_row("Pipeline alone", _pipeline(report)))
+    slowest = _slowest_stage(report)
+    if slowest:
+        add(_row("Slowest stage", slowest))
     add(_row("Train step", _train(report)))
     if report.verdict.compute_alone_steps_per_s is not None:
         add(
@@ -25,21 +30,67 @@ def render_text(report: Report) -> str:
     add(_row("Host CPU", _host(report)))
     add(_row("GPU", _gpu(report)))
     add(_row("Run", _run(report)))
-    if report.suggestions:
-        add("")
-        add("Fixes, best first:")
-        for n, s in enumerate(report.suggestions, 1):
-            gain = ""
-            if s.estimated_speedup is not None:
-                gain += f"  est. {s.estimated_speedup:.2f}x"
-            if s.verified_speedup is not None:
-                gain += f"  verified {s.verified_speedup:.2f}x"
-            add(f" {n}. {s.title}{gain}")
-            if s.code:
-                lines.extend(f"      {line}" for line in s.code.splitlines())
+    lines.extend(_suggestions(report))
     for note in report.notes:
         add(f"note: {note}")
     return "\n".join(lines) + "\n"
+
+
+def _slowest_stage(report: Report) -> str:
+    stage = next((s for s in report.pipeline.stages if s.bottleneck), None)
+    if stage is None:
+        return ""
+    name = f"{stage.kind}({stage.function})" if stage.function else stage.kind
+    text = name + (f" at {stage.source}" if stage.source else "")
+    facts = []
+    if stage.batches_per_s is not None:
+        facts.append(f"{stage.batches_per_s:.1f} batches/s up to here")
+    if stage.own_s_per_batch is not None:
+        facts.append(f"adds {_ms(stage.own_s_per_batch)} per batch")
+    auto = stage.settings.get("auto_parallel", "")
+    if auto.startswith("no"):
+        facts.append("runs sequentially")
+    if stage.settings.get("py_function") == "true":
+        facts.append("calls Python")
+    return f"{text}: {', '.join(facts)}" if facts else text
+
+
+def _suggestions(report: Report) -> list[str]:
+    groups = {
+        "warning": "Warnings (these change what the model trains on):",
+        "fix": "Fixes, best first (est./verified: pipeline-alone speedup, estimated from stage "
+        "timings or measured on a rewritten copy of your pipeline in this run; "
+        "end to end: predicted training speedup):",
+        "note": "Notes from the checks:",
+    }
+    lines: list[str] = []
+    for kind, heading in groups.items():
+        chosen = [s for s in report.suggestions if (s.kind or "fix") == kind]
+        if not chosen:
+            continue
+        lines += ["", heading]
+        for n, s in enumerate(chosen, 1):
+            lines.append(f" {n}. [{s.id}] {s.title}{_gains(s)}")
+            if s.evidence:
+                lines += textwrap.wrap(
+                    s.evidence,
+                    width=EVIDENCE_WIDTH,
+                    initial_indent="      ",
+                    subsequent_indent="      ",
+                )
+            lines += [f"      {line}" for line in s.code.splitlines()]
+    return lines
+
+
+def _gains(s: Suggestion) -> str:
+    parts = []
+    if s.estimated_speedup is not None:
+        parts.append(f"est. {s.estimated_speedup:.2f}x")
+    if s.verified_speedup is not None:
+        parts.append(f"verified {s.verified_speedup:.2f}x")
+    if s.predicted_speedup is not None:
+        parts.append(f"end to end ~{s.predicted_speedup:.2f}x")
+    return f"  ({', '.join(parts)})" if parts else ""
 
 
 def _headline(report: Report) -> str:
@@ -103,7 +154,11 @@ def _host(report: Report) -> str:
         parts.append(f"iowait {h.iowait_pct_mean:.1f}%")
     if h.process_rss_bytes_max is not None:
         parts.append(f"peak RSS {h.process_rss_bytes_max / 2**20:.0f} MiB")
-    return ", ".join(parts) or "sampled"
+    text = ", ".join(parts) or "sampled"
+    contention = report.host_contention
+    if contention is not None and contention.contended and contention.finding:
+        text += f"\n{'':<{LABEL_WIDTH + 2}}{contention.finding}"
+    return text
 
 
 def _gpu(report: Report) -> str:
@@ -112,8 +167,15 @@ def _gpu(report: Report) -> str:
         return f"none found: {g.reason}. Verdict from host timing alone."
     names = ", ".join(d.name for d in g.devices)
     if g.gpu_util_pct_mean is None:
-        return f"{names}: utilization not available"
-    return f"{names}: mean utilization {g.gpu_util_pct_mean:.0f}%"
+        text = f"{names}: utilization not available"
+    else:
+        text = f"{names}: mean utilization {g.gpu_util_pct_mean:.0f}%"
+    analysis = report.gpu_analysis
+    if analysis is not None and analysis.available and analysis.finding:
+        text += f"\n{'':<{LABEL_WIDTH + 2}}{analysis.finding}"
+    elif analysis is not None and not analysis.available and analysis.reason:
+        text += f"\n{'':<{LABEL_WIDTH + 2}}no idle-gap analysis: {analysis.reason}"
+    return text
 
 
 def _run(report: Report) -> str:

@@ -114,6 +114,9 @@ class StepRecord:
     input_wait_s: float | None
     label: str
     epoch: int = 0
+    # Consecutive steps this record stands for: long runs merge old steps to bound memory;
+    # then duration_s and input_wait_s are totals over them.
+    count: int = 1
 
     @property
     def compute_s(self) -> float | None:
@@ -131,6 +134,7 @@ class TrainSection:
     input_wait_source: str = "unavailable"  # "profiler-trace", "iterator-timing", "unavailable"
     warmup_steps: int = 0
     measured_steps: int = 0
+    merged_records: int = 0
     steps_per_s: float | None = None
     step_time: LatencyStats | None = None
     input_wait: LatencyStats | None = None

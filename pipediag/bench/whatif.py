@@ -1,0 +1,785 @@
+"""What-if pipelines: apply a fix to a copy of the dataset graph and time it beside the original.
+
+Advice read off a checklist is often wrong on tf.data (DESIGN.md: an added prefetch measured
+0.99x because `inject_prefetch` had added one; a map written sequentially was parallelised by
+`map_parallelization`). So each fix is *measured* on the user's own pipeline:
+
+1. the dataset's GraphDef is taken (`ds._as_serialized_graph`), as TF would run it;
+2. a copy is edited: `MapDataset` -> `ParallelMapDatasetV2` (AUTOTUNE), a sequential
+   interleave/flat_map -> `ParallelInterleaveDatasetV4` with `cycle_length` = cores, a
+   `PrefetchDataset(AUTOTUNE)` at the end, a `CacheDataset` after the costly deterministic
+   prefix, or autotune turned back on;
+3. both the unedited copy and the variant are rebuilt with `DatasetFromGraph` and read
+   *alone*, alternately (A B B A ...), each on a fresh iterator for a short slice; the medians
+   of the rates give the speedup, so drift on a noisy machine hits both sides alike.
+
+What is never touched, and why (DESIGN.md, "Rules of the house"):
+
+- The user's dataset is not iterated here and the user's iterator is never used. The baseline
+  is the rebuilt copy, not the user's object.
+- **Per-iterator state is private** (`bench.isolate.isolate_graph_def`, shared with phase 1):
+  a rebuilt graph otherwise shares the user's in-memory cache resource (checked on TF 2.21:
+  reading the copy to the end filled the user's `cache()`) and shuffle seed generators; both
+  get private replacements, and captured variables are restored after the trials.
+- **File caches are never written**: one not complete on disk is bypassed in the copies, as
+  in phase 1 (the note is kept in each trial's `details["isolation"]`).
+
+A fix that cannot be rewritten (unknown op, a function whose state cannot be serialised, a
+vectorisation whose safety cannot be proved) comes back with `verified=False` and a reason;
+the advisor then shows it as estimated. TensorFlow is imported inside the functions only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from pipediag.analysis.advisor import (
+    VECTORIZE_MAX_ELEMENT_S,
+    cache_point,
+    downstream_batch_size,
+    prefix_cost_s,
+    runs_sequential_interleave,
+    runs_sequential_map,
+    stage_label,
+    vectorizable,
+)
+from pipediag.bench.pipeline import time_iterator
+from pipediag.bench.stages import elements_per_output_batch
+from pipediag.bench.structure import Stage, effective_options, walk_pipeline
+from pipediag.clock import MONOTONIC, Clock
+from pipediag.report.model import FixTrial, StageStats
+
+# Fix ids: the advisor's rules look their trials up by these.
+FIX_PARALLEL_MAP = "parallel-map"
+FIX_PARALLEL_INTERLEAVE = "parallel-interleave"
+FIX_PREFETCH = "prefetch-end"
+FIX_CACHE = "cache"
+FIX_VECTORIZE = "vectorize"
+FIX_AUTOTUNE = "autotune-on"
+
+# Total time for all trials: about the phase-1 pipeline benchmark (bench/pipeline.py, 3 s)
+# per fix, for the two or three fixes a pipeline typically has.
+DEFAULT_BUDGET_S = 8.0
+# Interleaved A/B rounds per fix: three medians of each side tolerate one disturbed run.
+ROUNDS = 3
+# Below this a slice is mostly its first batch (thread start, buffers filling): no rate.
+MIN_SLICE_S = 0.15
+# Per-run batch cap: fast pipelines reach a stable rate long before it.
+MAX_BATCHES_PER_RUN = 2000
+# A run stopped this far over the budget leaves the remaining fixes unmeasured.
+BUDGET_OVERRUN = 1.5
+# Fixes are tried on stages adding at least this share of the time per batch; below it a
+# fix moves the rate by less than run-to-run noise on a shared 2-core machine (~5%).
+TRIAL_MIN_SHARE = 0.05
+# A cache must fit in half the memory available now (psutil): the rest of the training
+# process (model, framework, shuffle buffers) also needs room.
+CACHE_MAX_MEMORY_SHARE = 0.5
+# Elements read to estimate the size of elements whose shapes are not static.
+CACHE_SIZE_SAMPLE = 8
+# Filling a cache takes one epoch of the prefix; verify only when it takes at most this long,
+# the length of the phase-1 benchmark (bench/pipeline.py DEFAULT_MAX_SECONDS).
+CACHE_FILL_MAX_S = 3.0
+# Extra output batches pulled after the estimated end of the filling epoch: shuffle buffers
+# and prefetches downstream read ahead, so the epoch boundary is not exact.
+CACHE_FILL_MARGIN_BATCHES = 4
+
+# tf.data's AUTOTUNE value for parallelism and buffer sizes.
+AUTOTUNE = -1
+# DataType enum values (tensorflow/core/framework/types.proto).
+_DT_STRING = 7
+_DT_INT64 = 9
+
+_PARALLEL_MAP_OPS = frozenset({"ParallelMapDatasetV2"})
+_PARALLEL_INTERLEAVE_OPS = frozenset({"ParallelInterleaveDatasetV3", "ParallelInterleaveDatasetV4"})
+# Attributes of a MapDataset that ParallelMapDatasetV2 does not have.
+_SEQUENTIAL_ONLY_ATTRS = ("force_synchronous",)
+_PASS_THROUGH_OPS = frozenset({"OptionsDataset"})
+
+
+class RewriteError(Exception):
+    """A fix that cannot be applied to this graph; the message is shown to the user."""
+
+
+@dataclass
+class _Candidate:
+    """A fix to try: how to build its variant from the baseline graph, or why it cannot be."""
+
+    fix: str
+    stage_index: int | None
+    stage: str
+    cost_s: float = 0.0
+    edit: Callable[[_Graph], None] | None = None
+    with_options: Callable[[Any], Any] | None = None
+    reason: str | None = None
+    details: dict[str, str] = field(default_factory=dict)
+    fill_batches: int = 0  # for a cache: output batches to read before the cache is full
+
+
+def verify_fixes(
+    dataset: Any,
+    stages: Sequence[StageStats] | None = None,
+    *,
+    clock: Clock = MONOTONIC,
+    budget_s: float = DEFAULT_BUDGET_S,
+    fixes: Sequence[str] | None = None,
+    run: bool = True,
+) -> list[FixTrial]:
+    """Try each applicable fix on a copy of `dataset` and measure its pipeline speedup.
+
+    Args:
+        dataset: the training `tf.data.Dataset`; it is serialised, never iterated.
+        stages: its stages as `measure_stages` returned them (own costs order the trials and
+            skip stages too cheap to matter); None describes the pipeline here, unmeasured.
+        clock: the clock the runs are timed with.
+        budget_s: time for all trials together, shared equally.
+        fixes: only these fix ids (all by default).
+        run: False lists the candidate fixes, with the facts the advisor needs (a cache's
+            size), without running anything (`--no-verify`).
+
+    Returns:
+        One `FixTrial` per candidate fix, in stage order; unverified ones say why.
+    """
+    walked = walk_pipeline(dataset)
+    if stages is None or [s.kind for s in stages] != [s.stats.kind for s in walked]:
+        stages = [s.stats for s in walked]
+    try:
+        options = effective_options(dataset)
+    except Exception:  # options unreadable: assume TF's defaults
+        options = {}
+    cores = _int(options.get("cpu_count")) or os.cpu_count() or 1
+    graph, nodes_by_stage, error = _graph_and_nodes(dataset, walked)
+    candidates = _candidates(walked, list(stages), nodes_by_stage, options, cores)
+    if fixes is not None:
+        candidates = [c for c in candidates if c.fix in fixes]
+    if not run:
+        return [_unverified(c, c.reason or "not run (--no-verify)") for c in candidates]
+    baseline = None
+    notes: list[str] = []
+    if error is None and graph is not None:
+        try:
+            baseline_graph = _Graph.copy_of(graph)
+            notes = baseline_graph.isolate()
+            baseline = baseline_graph.rebuild(dataset.element_spec)
+        except Exception as exc:
+            error = f"the dataset graph cannot be rebuilt: {_describe(exc)}"
+    if error is not None or baseline is None or graph is None:
+        return [_unverified(c, c.reason or error or "no dataset graph") for c in candidates]
+    for candidate in candidates:
+        if notes:
+            candidate.details["isolation"] = "; ".join(notes)
+    from pipediag.bench.isolate import preserved_variables
+
+    # Variables the pipeline's functions update (a tf.random.Generator, a counter) are
+    # shared by every copy: put them back so the user's first epoch is unchanged.
+    with preserved_variables(dataset):
+        return _run_trials(candidates, graph, baseline, dataset, budget_s, clock)
+
+
+def _run_trials(
+    candidates: list[_Candidate],
+    graph: Any,
+    baseline: Any,
+    dataset: Any,
+    budget_s: float,
+    clock: Clock,
+) -> list[FixTrial]:
+    """Costliest stage first, so an exhausted budget leaves the cheap fixes unmeasured."""
+    runnable = [c for c in candidates if c.reason is None]
+    per_trial_s = budget_s / max(1, len(runnable))
+    deadline = clock.now() + budget_s * BUDGET_OVERRUN
+    results: dict[int, FixTrial] = {}
+    for position in sorted(range(len(candidates)), key=lambda i: -candidates[i].cost_s):
+        candidate = candidates[position]
+        if candidate.reason is not None:
+            results[position] = _unverified(candidate, candidate.reason)
+        elif clock.now() > deadline:
+            results[position] = _unverified(candidate, "not measured: verification budget spent")
+        else:
+            results[position] = _trial(candidate, graph, baseline, dataset, per_trial_s, clock)
+    return [results[i] for i in range(len(candidates))]
+
+
+# --- choosing fixes --------------------------------------------------------------------------
+
+
+def _candidates(
+    walked: list[Stage],
+    stages: list[StageStats],
+    nodes: dict[int, str],
+    options: dict[str, str],
+    cores: int,
+) -> list[_Candidate]:
+    """The fixes that apply to this pipeline, in stage order (the prefetch and autotune last)."""
+    total_s = _time_per_batch(stages)
+    found: list[_Candidate] = []
+    for stats in stages:
+        if stats.settings.get("tf_internal") == "true" or not _costly(stats, total_s):
+            continue
+        node = nodes.get(stats.index)
+        if runs_sequential_map(stats, cores):
+            found.append(_map_candidate(stats, node))
+        if runs_sequential_interleave(stats, cores):
+            found.append(_interleave_candidate(stats, node, cores))
+        if vectorizable(stats, stages) and _cheap_per_element(stats, stages):
+            found.append(
+                _Candidate(
+                    FIX_VECTORIZE,
+                    stats.index,
+                    stage_label(stats),
+                    cost_s=_cost(stats),
+                    reason=(
+                        "not rewritten: a vectorised function sees a whole batch, which only "
+                        "you can check it handles; estimated only"
+                    ),
+                )
+            )
+    cache = _cache_candidate(walked, stages, nodes, total_s)
+    if cache is not None:
+        found.append(cache)
+    prefetch = _prefetch_candidate(stages)
+    if prefetch is not None:
+        found.append(prefetch)
+    if options.get("autotune") == "false":
+        found.append(
+            _Candidate(FIX_AUTOTUNE, None, "options", cost_s=0.0, with_options=_autotune_on)
+        )
+    return found
+
+
+def _map_candidate(stats: StageStats, node: str | None) -> _Candidate:
+    candidate = _Candidate(FIX_PARALLEL_MAP, stats.index, stage_label(stats), cost_s=_cost(stats))
+    if node is None:
+        candidate.reason = "the stage was not found in the dataset graph"
+    else:
+        candidate.edit = lambda graph: graph.parallelize_map(node)
+    return candidate
+
+
+def _interleave_candidate(stats: StageStats, node: str | None, cores: int) -> _Candidate:
+    candidate = _Candidate(
+        FIX_PARALLEL_INTERLEAVE,
+        stats.index,
+        stage_label(stats),
+        cost_s=_cost(stats),
+        details={"cycle_length": str(cores)},
+    )
+    if node is None:
+        candidate.reason = "the stage was not found in the dataset graph"
+    else:
+        candidate.edit = lambda graph: graph.parallelize_interleave(node, cores)
+    return candidate
+
+
+def _prefetch_candidate(stages: list[StageStats]) -> _Candidate | None:
+    """Add a prefetch at the end, or raise a fixed-size one to AUTOTUNE; measured either way."""
+    last = _last_real_stage(stages)
+    if last is None:
+        return None
+    if last.kind == "prefetch" and last.settings.get("buffer_size") in ("AUTOTUNE", None):
+        return None
+    return _Candidate(
+        FIX_PREFETCH,
+        last.index,
+        stage_label(last),
+        cost_s=0.0,
+        edit=lambda graph: graph.prefetch_at_end(),
+        details={"existing_buffer": last.settings.get("buffer_size", "")}
+        if last.kind == "prefetch"
+        else {},
+    )
+
+
+def _cache_candidate(
+    walked: list[Stage], stages: list[StageStats], nodes: dict[int, str], total_s: float | None
+) -> _Candidate | None:
+    """Cache after the costliest deterministic prefix, when the pipeline has no cache yet."""
+    if any(s.kind == "cache" for s in stages):
+        return None
+    point = cache_point(stages)
+    if point is None:
+        return None
+    stats = stages[point]
+    prefix_s = prefix_cost_s(stages, point)
+    if total_s is not None and prefix_s < TRIAL_MIN_SHARE * total_s:
+        return None
+    candidate = _Candidate(FIX_CACHE, point, stage_label(stats), cost_s=prefix_s)
+    candidate.details["prefix_s_per_batch"] = f"{prefix_s:.6g}"
+    prefix = walked[point].dataset
+    elements = _cardinality(prefix)
+    if elements is None or elements < 0:
+        candidate.reason = "the dataset is infinite or of unknown size at this point: no cache"
+        candidate.details["elements"] = "infinite" if elements == -1 else "unknown"
+        return candidate
+    size = _dataset_bytes(prefix, elements)
+    available = _available_memory_bytes()
+    candidate.details["elements"] = str(elements)
+    if size is not None:
+        candidate.details["cache_bytes"] = str(size)
+    if available is not None:
+        candidate.details["available_bytes"] = str(available)
+    fits = size is not None and available is not None and size <= CACHE_MAX_MEMORY_SHARE * available
+    candidate.details["fits"] = "true" if fits else "false"
+    if not fits:
+        candidate.reason = (
+            "the cache size is unknown"
+            if size is None or available is None
+            else "the cache would not fit comfortably in memory"
+        )
+        return candidate
+    rate = stats.elements_per_s
+    fill_s = elements / rate if rate else None
+    if fill_s is not None:
+        candidate.details["fill_s"] = f"{fill_s:.3g}"
+    factor = elements_per_output_batch(walked)[point]
+    node = nodes.get(point)
+    if node is None:
+        candidate.reason = "the stage was not found in the dataset graph"
+    elif fill_s is None or factor is None:
+        candidate.reason = "cannot tell how long filling the cache takes: estimated only"
+    elif fill_s > CACHE_FILL_MAX_S:
+        candidate.reason = (
+            f"filling the cache takes about {fill_s:.0f} s (one epoch): estimated only"
+        )
+    else:
+        candidate.fill_batches = math.ceil(elements / factor) + CACHE_FILL_MARGIN_BATCHES
+        candidate.edit = lambda graph: graph.cache_after(node, repeat=True)
+    return candidate
+
+
+def _last_real_stage(stages: Sequence[StageStats]) -> StageStats | None:
+    for stats in reversed(stages):
+        if stats.kind != "options":
+            return stats
+    return None
+
+
+def _time_per_batch(stages: Sequence[StageStats]) -> float | None:
+    last = stages[-1] if stages else None
+    if last is None or not last.batches_per_s:
+        return None
+    return 1.0 / last.batches_per_s
+
+
+def _costly(stats: StageStats, total_s: float | None) -> bool:
+    if stats.own_s_per_batch is None or total_s is None:
+        return True  # unmeasured: try it rather than guess it away
+    return stats.own_s_per_batch >= TRIAL_MIN_SHARE * total_s
+
+
+def _cheap_per_element(stats: StageStats, stages: list[StageStats]) -> bool:
+    batch = downstream_batch_size(stages, stats.index)
+    own = stats.own_s_per_batch
+    return own is not None and bool(batch) and own / batch <= VECTORIZE_MAX_ELEMENT_S
+
+
+def _cost(stats: StageStats) -> float:
+    return stats.own_s_per_batch or 0.0
+
+
+def _autotune_on(dataset: Any) -> Any:
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.autotune.enabled = True
+    return dataset.with_options(options)
+
+
+# --- running trials --------------------------------------------------------------------------
+
+
+def _trial(
+    candidate: _Candidate,
+    graph: Any,
+    baseline: Any,
+    dataset: Any,
+    budget_s: float,
+    clock: Clock,
+) -> FixTrial:
+    """Build the variant, then time baseline and variant alternately; never raises."""
+    try:
+        variant = _build_variant(candidate, graph, baseline, dataset)
+    except RewriteError as exc:
+        return _unverified(candidate, f"cannot rewrite: {exc}")
+    except Exception as exc:
+        return _unverified(candidate, f"cannot rewrite: {_describe(exc)}")
+    fill_s = float(candidate.details.get("fill_s", "0") or 0)
+    slice_s = max(MIN_SLICE_S, (budget_s - fill_s) / (2 * ROUNDS))
+    try:
+        variant_runs = _variant_iterators(variant, candidate.fill_batches)
+        base_rates, variant_rates = _interleaved_rates(
+            lambda: iter(baseline), variant_runs, slice_s=slice_s, clock=clock
+        )
+    except Exception as exc:  # the user's function failed in the copy: report, do not raise
+        return _unverified(candidate, f"the rewritten pipeline failed: {_describe(exc)}")
+    if not base_rates or not variant_rates:
+        return _unverified(candidate, "too few batches to time")
+    base, fixed = median(base_rates), median(variant_rates)
+    return FixTrial(
+        fix=candidate.fix,
+        stage_index=candidate.stage_index,
+        stage=candidate.stage,
+        verified=True,
+        baseline_batches_per_s=base,
+        variant_batches_per_s=fixed,
+        speedup=fixed / base if base > 0 else None,
+        rounds=min(len(base_rates), len(variant_rates)),
+        details=dict(candidate.details),
+    )
+
+
+def _build_variant(candidate: _Candidate, graph: Any, baseline: Any, dataset: Any) -> Any:
+    if candidate.with_options is not None:
+        return candidate.with_options(baseline)
+    if candidate.edit is None:
+        raise RewriteError("no rewrite for this fix")
+    edited = _Graph.copy_of(graph)
+    edited.isolate()
+    candidate.edit(edited)
+    return edited.rebuild(dataset.element_spec)
+
+
+def _variant_iterators(variant: Any, fill_batches: int) -> Callable[[], Iterator[Any]]:
+    """Fresh iterators per run; for a cache, one iterator kept past its filling epoch."""
+    if fill_batches <= 0:
+        return lambda: iter(variant)
+    iterator = iter(variant)
+    for _ in range(fill_batches):
+        next(iterator)
+    return lambda: iterator
+
+
+def _interleaved_rates(
+    baseline: Callable[[], Iterator[Any]],
+    variant: Callable[[], Iterator[Any]],
+    *,
+    slice_s: float,
+    clock: Clock,
+) -> tuple[list[float], list[float]]:
+    """A B, B A, A B ...: alternate which side goes first so drift hits both alike."""
+    base_rates: list[float] = []
+    variant_rates: list[float] = []
+    for round_index in range(ROUNDS):
+        sides = [(baseline, base_rates), (variant, variant_rates)]
+        if round_index % 2:
+            sides.reverse()
+        for make_iterator, rates in sides:
+            iterator = make_iterator()
+            timing = time_iterator(
+                iterator, max_batches=MAX_BATCHES_PER_RUN, max_seconds=slice_s, clock=clock
+            )
+            del iterator
+            if timing.batches_per_s is not None:
+                rates.append(timing.batches_per_s)
+    return base_rates, variant_rates
+
+
+def _unverified(candidate: _Candidate, reason: str) -> FixTrial:
+    return FixTrial(
+        fix=candidate.fix,
+        stage_index=candidate.stage_index,
+        stage=candidate.stage,
+        verified=False,
+        reason=reason,
+        details=dict(candidate.details),
+    )
+
+
+# --- the graph -------------------------------------------------------------------------------
+
+
+def _graph_and_nodes(
+    dataset: Any, walked: Sequence[Stage]
+) -> tuple[Any | None, dict[int, str], str | None]:
+    """The dataset's GraphDef, each stage's node name in it, or why there is no graph."""
+    try:
+        import tensorflow as tf
+
+        serialized = dataset._as_serialized_graph(
+            external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN
+        )
+        graph = tf.compat.v1.GraphDef()
+        graph.ParseFromString(serialized.numpy())
+    except Exception as exc:
+        return None, {}, f"the dataset graph is unavailable: {_describe(exc)}"
+    return graph, _stage_nodes(dataset, walked, graph), None
+
+
+def _stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, str]:
+    """Match stages to graph nodes: the walk `structure.walk_pipeline` does, kept by name.
+
+    A stage is matched only when its recorded op (`StageStats.name`) is the node's op, so a
+    disagreement between the Python chain and the graph leaves the stage unmatched (and its
+    fix estimated) rather than rewriting another stage.
+    """
+    from pipediag.bench import structure
+
+    nodes = {node.name: node for node in graph.node}
+    by_object = {id(stage.dataset): stage.stats for stage in walked}
+    found: dict[int, str] = {}
+
+    def visit(ds: Any, node: Any | None, depth: int) -> None:
+        ds = structure._skip_passthrough(ds)
+        stats = by_object.get(id(ds))
+        if stats is None or node is None or stats.index in found or depth > len(walked):
+            return
+        if stats.name != node.op:
+            return
+        found[stats.index] = node.name
+        if structure._generator_function(ds) is not None:
+            return
+        inputs = [
+            structure._skip_passthrough(structure._unwrap(i)) for i in structure._python_inputs(ds)
+        ]
+        children = [
+            nodes[name.split(":")[0]]
+            for name in node.input
+            if not name.startswith("^")
+            and name.split(":")[0] in nodes
+            and "Dataset" in nodes[name.split(":")[0]].op
+        ]
+        if len(children) == len(inputs):
+            for child, child_node in zip(inputs, children, strict=True):
+                visit(child, child_node, depth + 1)
+
+    visit(structure._unwrap(dataset), structure._graph_root(graph, nodes), 0)
+    return found
+
+
+class _Graph:
+    """A GraphDef being edited: adds nodes with unique names and rewires their consumers."""
+
+    def __init__(self, graph_def: Any) -> None:
+        self.graph_def = graph_def
+        self._added = 0
+
+    @classmethod
+    def copy_of(cls, graph_def: Any) -> _Graph:
+        import tensorflow as tf
+
+        copy = tf.compat.v1.GraphDef()
+        copy.CopyFrom(graph_def)
+        return cls(copy)
+
+    def rebuild(self, element_spec: Any) -> Any:
+        """The edited graph as a dataset, with the original's element spec."""
+        import tensorflow as tf
+
+        variant = tf.raw_ops.DatasetFromGraph(graph_def=self.graph_def.SerializeToString())
+        return tf.data.experimental.from_variant(variant, element_spec)
+
+    # -- lookups -----------------------------------------------------------------------
+    def node(self, name: str) -> Any:
+        for node in self.graph_def.node:
+            if node.name == name:
+                return node
+        raise RewriteError(f"no node {name!r}")
+
+    def data_inputs(self, node: Any) -> list[str]:
+        return [name for name in node.input if not name.startswith("^")]
+
+    def root(self) -> Any:
+        """The dataset op below the trailing options: where an end stage goes."""
+        for node in self.graph_def.node:
+            if node.op == "_Retval" and node.input:
+                current = self.node(node.input[0].split(":")[0])
+                while current.op in _PASS_THROUGH_OPS and current.input:
+                    current = self.node(current.input[0].split(":")[0])
+                return current
+        raise RewriteError("the graph has no output node")
+
+    # -- building blocks ---------------------------------------------------------------
+    def const(self, value: int | str) -> str:
+        node = self.graph_def.node.add()
+        node.name = self._fresh("Const")
+        node.op = "Const"
+        dtype = _DT_STRING if isinstance(value, str) else _DT_INT64
+        node.attr["dtype"].type = dtype
+        tensor = node.attr["value"].tensor
+        tensor.dtype = dtype
+        if isinstance(value, str):
+            tensor.string_val.append(value.encode())
+        else:
+            tensor.int64_val.append(value)
+        return str(node.name)
+
+    def insert_after(self, target: Any, op: str, extra_inputs: list[str]) -> Any:
+        """A new unary dataset op reading `target`; every consumer of `target` reads it."""
+        node = self.graph_def.node.add()
+        node.name = self._fresh(op)
+        node.op = op
+        node.input.extend([target.name, *extra_inputs])
+        for attr in ("output_types", "output_shapes"):
+            node.attr[attr].CopyFrom(target.attr[attr])
+        for other in self.graph_def.node:
+            if other.name == node.name:
+                continue
+            for position, name in enumerate(other.input):
+                if name in (target.name, f"{target.name}:0"):
+                    other.input[position] = node.name
+        return node
+
+    def set_input(self, node: Any, position: int, value: int) -> None:
+        """Point a scalar input (negative positions count from the last data input) at a
+        new Const, leaving a Const that other nodes may share untouched."""
+        data = self.data_inputs(node)
+        index = position if position >= 0 else len(data) + position
+        if not 0 <= index < len(data):
+            raise RewriteError(f"{node.op} has no input {position}")
+        node.input[index] = self.const(value)
+
+    # -- the fixes ---------------------------------------------------------------------
+    def parallelize_map(self, name: str) -> None:
+        node = self.node(name)
+        if node.op in _PARALLEL_MAP_OPS:
+            self.set_input(node, -1, AUTOTUNE)
+            return
+        if node.op != "MapDataset":
+            raise RewriteError(f"{node.op} is not a map this rewrite knows")
+        # ParallelMapDatasetV2(input, other_arguments..., num_parallel_calls): the new scalar
+        # goes after the data inputs, before any control input.
+        node.op = "ParallelMapDatasetV2"
+        node.input.insert(len(self.data_inputs(node)), self.const(AUTOTUNE))
+        for attr in _SEQUENTIAL_ONLY_ATTRS:
+            if attr in node.attr:
+                del node.attr[attr]
+        node.attr["deterministic"].s = b"default"
+        node.attr["use_unbounded_threadpool"].b = False
+
+    def parallelize_interleave(self, name: str, cycle_length: int) -> None:
+        node = self.node(name)
+        if node.op == "ParallelInterleaveDatasetV4":
+            self.set_input(node, -5, cycle_length)
+            self.set_input(node, -1, AUTOTUNE)
+            return
+        if node.op == "ParallelInterleaveDatasetV3":
+            self.set_input(node, -3, cycle_length)
+            self.set_input(node, -1, AUTOTUNE)
+            return
+        data = self.data_inputs(node)
+        controls = [n for n in node.input if n.startswith("^")]
+        if node.op == "InterleaveDataset":
+            head, block = data[:-2], data[-1]  # (input, other_arguments...), block_length
+        elif node.op == "FlatMapDataset":
+            head, block = data, self.const(1)
+        else:
+            raise RewriteError(f"{node.op} is not an interleave this rewrite knows")
+        # ParallelInterleaveDatasetV4(input, other_arguments..., cycle_length, block_length,
+        # buffer_output_elements, prefetch_input_elements, num_parallel_calls).
+        tail = [
+            self.const(cycle_length),
+            block,
+            self.const(AUTOTUNE),
+            self.const(AUTOTUNE),
+            self.const(AUTOTUNE),
+        ]
+        del node.input[:]
+        node.input.extend([*head, *tail, *controls])
+        node.op = "ParallelInterleaveDatasetV4"
+        node.attr["deterministic"].s = b"default"
+
+    def prefetch_at_end(self) -> None:
+        root = self.root()
+        if root.op == "PrefetchDataset":
+            self.set_input(root, 1, AUTOTUNE)
+            return
+        prefetch = self.insert_after(root, "PrefetchDataset", [self.const(AUTOTUNE)])
+        prefetch.attr["slack_period"].i = 0
+        prefetch.attr["legacy_autotune"].b = True
+        prefetch.attr["buffer_size_min"].i = 0
+
+    def cache_after(self, name: str, *, repeat: bool) -> None:
+        """An in-memory cache after `name`; with `repeat`, read again from memory forever, so
+        one iterator measures the epochs after the first."""
+        target = self.node(name)
+        cache = self.insert_after(target, "CacheDataset", [self.const("")])
+        if repeat:
+            self.insert_after(cache, "RepeatDataset", [self.const(-1)])
+
+    def isolate(self) -> list[str]:
+        """Private seed generators and memory caches, file caches bypassed
+        (`bench.isolate`): the copy shares no per-iterator state with the user's dataset."""
+        from pipediag.bench.isolate import isolate_graph_def
+
+        return isolate_graph_def(self.graph_def)
+
+    def _fresh(self, op: str) -> str:
+        self._added += 1
+        return f"pipediag_whatif/{op}_{self._added}"
+
+
+# --- sizes -----------------------------------------------------------------------------------
+
+
+def _cardinality(dataset: Any) -> int | None:
+    """Elements in one epoch; -1 infinite, -2 unknown (tf.data's constants), None on error."""
+    try:
+        return int(dataset.cardinality().numpy())
+    except Exception:
+        return None
+
+
+def _dataset_bytes(dataset: Any, elements: int) -> int | None:
+    """Memory of one epoch: from static shapes when known, else from a few sampled elements."""
+    static = _static_element_bytes(dataset.element_spec)
+    if static is not None:
+        return static * elements
+    sampled = _sampled_element_bytes(dataset)
+    return None if sampled is None else int(sampled * elements)
+
+
+def _static_element_bytes(spec: Any) -> int | None:
+    import tensorflow as tf
+
+    total = 0
+    for component in tf.nest.flatten(spec):
+        shape = getattr(component, "shape", None)
+        dtype = getattr(component, "dtype", None)
+        if shape is None or dtype is None or not shape.is_fully_defined() or dtype == tf.string:
+            return None
+        total += shape.num_elements() * dtype.size
+    return total
+
+
+def _sampled_element_bytes(dataset: Any) -> float | None:
+    """Mean size of the first elements, read on a fresh iterator (the prefix has no cache)."""
+    import tensorflow as tf
+
+    sizes: list[int] = []
+    try:
+        for element in dataset.take(CACHE_SIZE_SAMPLE):
+            size = 0
+            for tensor in tf.nest.flatten(element):
+                value = tensor.numpy()
+                if value.dtype == object:
+                    size += sum(len(v) for v in value.ravel())
+                else:
+                    size += value.nbytes
+            sizes.append(size)
+    except Exception:
+        return None
+    return sum(sizes) / len(sizes) if sizes else None
+
+
+def _available_memory_bytes() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:
+        return None
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return None if text is None else int(text)
+    except ValueError:
+        return None
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:200]

@@ -1,0 +1,385 @@
+"""The advisor's rules: one by one on hand-built reports (no TensorFlow), then end to end on
+real small pipelines, one per smell (the right rule fires, on the right stage, first).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pipelines  # tests/ is on sys.path under pytest (rootdir-relative prepend)
+import pytest
+
+from pipediag.analysis.advisor import (
+    CPU_SATURATED_PCT,
+    FEW_CORES_GAIN_SHARE,
+    advise,
+    cache_point,
+)
+from pipediag.report.io import from_dict, to_dict
+from pipediag.report.model import (
+    BALANCED,
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    FixTrial,
+    HostSample,
+    HostSection,
+    PipelineBenchmark,
+    Report,
+    StageStats,
+    StepRecord,
+    TrainSection,
+    Verdict,
+)
+
+DEFAULT_OPTIONS = {
+    "autotune": "true",
+    "inject_prefetch": "true",
+    "map_parallelization": "true",
+    "cpu_count": "2",
+}
+
+
+def _chain(*stages: StageStats) -> list[StageStats]:
+    """Link stages into a line: each reads the one before."""
+    return [
+        dataclasses.replace(s, index=i, inputs=[i - 1] if i else []) for i, s in enumerate(stages)
+    ]
+
+
+def _seq_map_pipeline(own_s: float = 0.020, **map_settings: str) -> list[StageStats]:
+    settings = {"auto_parallel": "no: stateful function", **map_settings}
+    return _chain(
+        StageStats(0, "source", own_s_per_batch=0.0005),
+        StageStats(0, "map", function="decode", source="train.py:12", settings=settings,
+                   stateful=True, own_s_per_batch=own_s),
+        StageStats(0, "batch", settings={"batch_size": "32"}, own_s_per_batch=0.0005),
+        StageStats(0, "prefetch", settings={"buffer_size": "AUTOTUNE"}, own_s_per_batch=0.0),
+    )  # fmt: skip
+
+
+def _report(
+    stages: list[StageStats],
+    *,
+    label: str = INPUT_BOUND,
+    pipeline_rate: float = 40.0,
+    compute_rate: float = 160.0,
+    train_rate: float = 38.0,
+    options: dict[str, str] | None = None,
+    trials: list[FixTrial] | None = None,
+    busy_pct: float | None = None,
+) -> Report:
+    host = HostSection(available=False)
+    steps: list[StepRecord] = []
+    if busy_pct is not None:
+        steps = [StepRecord(i, 1.0 + i * 0.1, 0.1, 0.05, INPUT_BOUND) for i in range(10)]
+        host = HostSection(
+            available=True,
+            cpu_count=2,
+            samples=[
+                HostSample(1.0 + k * 0.05, 190.0, busy_pct, 0.0, [busy_pct, busy_pct], 1, 30.0)
+                for k in range(20)
+            ],
+        )
+    return Report(
+        script="train.py",
+        verdict=Verdict(
+            label=label,
+            input_wait_fraction=0.7 if label == INPUT_BOUND else 0.02,
+            compute_alone_steps_per_s=compute_rate,
+            pipeline_headroom=pipeline_rate / compute_rate,
+        ),
+        pipeline=PipelineBenchmark(
+            measured=True,
+            batches_per_s=pipeline_rate,
+            stages=stages,
+            options=dict(DEFAULT_OPTIONS if options is None else options),
+            trials=trials or [],
+        ),
+        train=TrainSection(steps_per_s=train_rate, measured_steps=len(steps), steps=steps),
+        host=host,
+    )
+
+
+def _ids(report: Report) -> list[str]:
+    return [s.id for s in advise(report)]
+
+
+def _trial(fix: str, stage: int | None, speedup: float, **details: str) -> FixTrial:
+    return FixTrial(
+        fix=fix,
+        stage_index=stage,
+        verified=True,
+        baseline_batches_per_s=40.0,
+        variant_batches_per_s=40.0 * speedup,
+        speedup=speedup,
+        rounds=3,
+        details=details,
+    )
+
+
+# --- hand-built reports ------------------------------------------------------------------------
+
+
+def test_sequential_map_fix_carries_evidence_code_and_three_speedups() -> None:
+    # GIVEN a sequential map owning 20 of the pipeline's 25 ms per batch, verified at 2.0x
+    report = _report(_seq_map_pipeline(), trials=[_trial("parallel-map", 1, 2.0)])
+
+    # WHEN advised
+    (top, *_) = advise(report)
+
+    # THEN the map is named, with the user's function in the code, and the DS-Analyzer
+    # prediction min(160, 40 * 2.0) / 38 is discounted for 2 shared cores
+    assert top.id == "PD001-sequential-map"
+    assert top.stage == "map(decode)" and top.stage_index == 1
+    assert top.code == "ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)"
+    assert "train.py:12" in top.evidence and "stateful function" in top.evidence
+    assert top.estimated_speedup == pytest.approx(25 / (25 - 20 + 10))
+    assert top.verified_speedup == 2.0
+    assert top.predicted_speedup == pytest.approx(1 + (80 / 38 - 1) * FEW_CORES_GAIN_SHARE)
+    assert top.predicted_speedup < top.verified_speedup
+
+
+def test_a_map_that_tf_data_parallelises_itself_gets_no_fix() -> None:
+    stages = _seq_map_pipeline(auto_parallel="yes")
+
+    assert "PD001-sequential-map" not in _ids(_report(stages))
+
+
+def test_a_cheap_sequential_map_is_not_worth_a_fix() -> None:
+    stages = _seq_map_pipeline(own_s=0.001)  # 4% of the 25 ms per batch
+
+    assert "PD001-sequential-map" not in _ids(_report(stages))
+
+
+def test_compute_bound_gets_one_note_and_no_input_fix() -> None:
+    report = _report(
+        _seq_map_pipeline(), label=COMPUTE_BOUND, pipeline_rate=300.0, compute_rate=100.0
+    )
+
+    (note,) = advise(report)
+
+    assert note.id == "PD000-pipeline-fine" and note.kind == "note"
+    assert "3.0x" in note.title
+    assert "300.0 batches/s" in note.evidence and "100.0 steps/s" in note.evidence
+
+
+def test_balanced_runs_still_get_input_fixes() -> None:
+    assert "PD001-sequential-map" in _ids(_report(_seq_map_pipeline(), label=BALANCED))
+
+
+def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() -> None:
+    report = _report(
+        _seq_map_pipeline(),
+        trials=[_trial("parallel-map", 1, 2.0)],
+        busy_pct=CPU_SATURATED_PCT + 5,
+    )
+
+    found = {s.id: s for s in advise(report)}
+
+    saturated = found["PD010-cpu-saturated"]
+    assert "95% busy" in saturated.evidence
+    assert "tf.data service" in saturated.code and "TFRecord" in saturated.code
+    assert found["PD001-sequential-map"].predicted_speedup == 1.0
+    assert _ids(report)[0] == "PD010-cpu-saturated"
+
+
+def test_busy_but_not_saturated_cpu_is_not_reported() -> None:
+    report = _report(_seq_map_pipeline(), busy_pct=CPU_SATURATED_PCT - 20)
+
+    assert "PD010-cpu-saturated" not in _ids(report)
+
+
+def test_a_fix_measured_without_gain_becomes_a_note_at_the_end() -> None:
+    report = _report(_seq_map_pipeline(), trials=[_trial("parallel-map", 1, 0.99)])
+
+    (last,) = [s for s in advise(report) if s.id == "PD001-sequential-map"]
+
+    assert last.kind == "note" and "not worth it" in last.title
+    assert advise(report)[-1] == last
+
+
+def test_missing_prefetch_only_when_the_options_leave_none() -> None:
+    stages = _chain(
+        StageStats(0, "source", own_s_per_batch=0.001),
+        StageStats(0, "batch", settings={"batch_size": "8"}, own_s_per_batch=0.02),
+    )
+    injected = _report(stages)
+    not_injected = _report(stages, options={**DEFAULT_OPTIONS, "inject_prefetch": "false"})
+
+    assert "PD003-no-prefetch" not in _ids(injected)
+    (fix,) = [s for s in advise(not_injected) if s.id == "PD003-no-prefetch"]
+    assert "inject_prefetch=false" in fix.evidence
+    assert fix.code.startswith("ds = ds.prefetch(tf.data.AUTOTUNE)")
+
+
+def test_cache_after_a_random_map_is_a_correctness_warning_ranked_first() -> None:
+    # GIVEN a costly sequential map (a verified 2x fix) and a cache after a random map
+    stages = _chain(
+        *_seq_map_pipeline()[:2],
+        StageStats(0, "parallel-map", function="augment", settings={"random": "true"}),
+        StageStats(0, "cache", settings={"filename": "memory"}),
+        StageStats(0, "batch", settings={"batch_size": "8"}),
+    )
+    report = _report(stages, trials=[_trial("parallel-map", 1, 2.0)])
+
+    # WHEN advised
+    first, second, *_ = advise(report)
+
+    # THEN the warning comes before the speed fix
+    assert first.id == "PD006-cache-after-random"
+    assert first.correctness_warning and first.kind == "warning"
+    assert first.stage == "cache" and "parallel-map(augment)" in first.title
+    assert second.id == "PD001-sequential-map"
+
+
+def test_cache_after_a_random_map_is_reported_even_when_compute_bound() -> None:
+    stages = _chain(
+        StageStats(0, "source"),
+        StageStats(0, "map", function="augment", settings={"random": "true"}),
+        StageStats(0, "cache", settings={"filename": "memory"}),
+    )
+
+    ids = _ids(_report(stages, label=COMPUTE_BOUND))
+
+    assert ids == ["PD006-cache-after-random", "PD000-pipeline-fine"]
+
+
+@pytest.mark.parametrize(
+    ("buffer", "batch", "expected"),
+    [
+        (500, 32, "under 1000 elements"),
+        (2000, 256, "under 10 batches of 256"),
+        (100, 32, "under 1000 elements and under 10 batches of 32"),
+        (5000, 32, None),
+    ],
+)
+def test_shuffle_buffer_thresholds_say_which(buffer: int, batch: int, expected: str | None) -> None:
+    stages = _chain(
+        StageStats(0, "source"),
+        StageStats(0, "shuffle", settings={"buffer_size": str(buffer)}),
+        StageStats(0, "batch", settings={"batch_size": str(batch)}),
+    )
+
+    found = [s for s in advise(_report(stages)) if s.id == "PD008-small-shuffle-buffer"]
+
+    if expected is None:
+        assert found == []
+    else:
+        assert found[0].title.endswith(f"({expected})")
+
+
+def test_cache_needs_a_fitting_size_and_a_costly_deterministic_prefix() -> None:
+    stages = _chain(
+        StageStats(0, "source", own_s_per_batch=0.001),
+        StageStats(0, "parallel-map", function="decode", own_s_per_batch=0.02),
+        StageStats(0, "batch", settings={"batch_size": "8"}, own_s_per_batch=0.0),
+        StageStats(0, "shuffle", settings={"buffer_size": "5000"}),
+    )
+    assert cache_point(stages) == 1
+    fits = _trial("cache", 1, 8.0, fits="true", elements="1000", cache_bytes="4000000",
+                  available_bytes="8000000000")  # fmt: skip
+    too_big = dataclasses.replace(fits, details={**fits.details, "fits": "false"})
+
+    (cache,) = [s for s in advise(_report(stages, trials=[fits])) if s.id == "PD005-cache-prefix"]
+    assert "4.0 MB" in cache.title and "from epoch 2" in cache.title
+    assert cache.stage == "parallel-map(decode)"
+    assert "PD005-cache-prefix" not in _ids(_report(stages, trials=[too_big]))
+    assert "PD005-cache-prefix" not in _ids(_report(stages))  # no size known: no advice
+
+
+def test_autotune_off_is_named_with_its_measured_gain() -> None:
+    report = _report(
+        _seq_map_pipeline(auto_parallel="yes"),
+        options={**DEFAULT_OPTIONS, "autotune": "false"},
+        trials=[_trial("autotune-on", None, 1.5)],
+    )
+
+    (fix,) = [s for s in advise(report) if s.id == "PD009-autotune-off"]
+
+    assert fix.verified_speedup == 1.5
+    assert "options.autotune.enabled = True" in fix.code
+
+
+def test_output_is_sorted_by_predicted_gain_and_deterministic() -> None:
+    stages = _chain(
+        StageStats(0, "source", own_s_per_batch=0.0),
+        StageStats(0, "map", function="small", settings={"auto_parallel": "no: option off"},
+                   own_s_per_batch=0.005),
+        StageStats(0, "map", function="big", settings={"auto_parallel": "no: option off"},
+                   own_s_per_batch=0.015),
+        StageStats(0, "batch", settings={"batch_size": "8"}),
+        StageStats(0, "prefetch", settings={"buffer_size": "AUTOTUNE"}),
+    )  # fmt: skip
+    report = _report(stages)
+
+    first = advise(report)
+
+    assert [s.stage for s in first] == ["map(big)", "map(small)"]
+    assert advise(report) == first
+    predicted = [s.predicted_speedup or 0 for s in first]
+    assert predicted == sorted(predicted, reverse=True)
+
+
+def test_suggestions_and_trials_survive_the_json_round_trip() -> None:
+    report = _report(_seq_map_pipeline(), trials=[_trial("parallel-map", 1, 2.0)])
+    report = dataclasses.replace(report, suggestions=advise(report))
+
+    assert from_dict(to_dict(report)) == report
+
+
+# --- real pipelines ------------------------------------------------------------------------------
+
+SMELLS: list[tuple[str, str, str | None, dict[str, Any]]] = [
+    ("sequential_map", "PD001-sequential-map", "map(slow_py_map)", {}),
+    ("sequential_interleave", "PD002-sequential-interleave", "interleave(read_shard)", {}),
+    ("no_prefetch", "PD003-no-prefetch", "batch", {"overlapped": False}),
+    ("per_element_map", "PD004-vectorize-map", "parallel-map(scale)", {}),
+    ("uncached_prefix", "PD005-cache-prefix", "parallel-map(decode)", {}),
+    ("cache_after_random", "PD006-cache-after-random", "cache", {}),
+    ("parallel_py_function", "PD007-py-function", "parallel-map(slow_py_map)", {}),
+    ("tiny_shuffle", "PD008-small-shuffle-buffer", "shuffle", {}),
+    ("autotune_off", "PD009-autotune-off", None, {}),
+]
+
+
+@pytest.mark.tensorflow
+@pytest.mark.parametrize(("builder", "rule", "stage", "kwargs"), SMELLS, ids=[s[0] for s in SMELLS])
+def test_each_smell_gets_its_rule_first_on_the_right_stage(
+    builder: str, rule: str, stage: str | None, kwargs: dict[str, Any]
+) -> None:
+    pytest.importorskip("tensorflow")
+    # GIVEN a real pipeline with the smell, in an input-bound run
+    report = pipelines.diagnose(getattr(pipelines, builder)(), **kwargs)
+
+    # WHEN advised
+    suggestions = advise(report)
+
+    # THEN its rule comes first and names the stage a tf.data expert would
+    assert suggestions, "no suggestion at all"
+    top = suggestions[0]
+    assert (top.id, top.stage) == (rule, stage), [(s.id, s.stage) for s in suggestions]
+
+
+@pytest.mark.tensorflow
+def test_sequential_map_top_fix_is_verified_above_1_3x() -> None:
+    pytest.importorskip("tensorflow")
+    report = pipelines.diagnose(pipelines.sequential_map())
+
+    top = advise(report)[0]
+
+    assert top.id == "PD001-sequential-map"
+    assert top.verified_speedup is not None and top.verified_speedup > 1.3
+    assert top.predicted_speedup is not None and 1.0 < top.predicted_speedup < top.verified_speedup
+
+
+@pytest.mark.tensorflow
+def test_well_tuned_pipeline_gets_no_input_fix() -> None:
+    pytest.importorskip("tensorflow")
+    ds = pipelines.well_tuned()
+
+    input_bound = advise(pipelines.diagnose(ds))
+    compute_bound = advise(pipelines.diagnose(ds, label=COMPUTE_BOUND))
+
+    assert [s.id for s in input_bound if s.kind != "note"] == []
+    assert [s.id for s in compute_bound] == ["PD000-pipeline-fine"]

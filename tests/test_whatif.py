@@ -1,0 +1,197 @@
+"""What-if pipelines: graph rewrites keep what the pipeline yields, trials never touch the
+user's caches, and a real sequential map gets a measured speedup.
+
+Rewrite tests compare elements on small finite datasets (no timing). The one timing test
+sleeps 5 ms per element against a 2-core ceiling of ~2x, asserting only > 1.3x.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pipelines  # tests/ is on sys.path under pytest (rootdir-relative prepend)
+import pytest
+
+pytestmark = pytest.mark.tensorflow
+
+
+def _tf() -> Any:
+    return pytest.importorskip("tensorflow")
+
+
+def _rewritten(dataset: Any, edit: Any) -> Any:
+    """The dataset rebuilt from its graph after `edit(graph, nodes_by_op)`."""
+    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.whatif import _Graph, _graph_and_nodes
+
+    graph_def, _, error = _graph_and_nodes(dataset, walk_pipeline(dataset))
+    assert error is None
+    graph = _Graph.copy_of(graph_def)
+    by_op = {node.op: node.name for node in graph.graph_def.node}
+    edit(graph, by_op)
+    return graph.rebuild(dataset.element_spec), graph
+
+
+def _values(dataset: Any) -> list[Any]:
+    return [v.tolist() for v in dataset.as_numpy_iterator()]
+
+
+def test_sequential_map_becomes_parallel_and_yields_the_same() -> None:
+    tf = _tf()
+    ds = tf.data.Dataset.range(20).map(pipelines.slow_py_map).batch(3)
+
+    variant, graph = _rewritten(ds, lambda g, ops: g.parallelize_map(ops["MapDataset"]))
+
+    ops = {node.op for node in graph.graph_def.node}
+    assert "ParallelMapDatasetV2" in ops and "MapDataset" not in ops
+    assert _values(variant) == _values(ds)
+
+
+def test_interleave_becomes_parallel_with_cycle_length_and_keeps_the_elements() -> None:
+    tf = _tf()
+    ds = tf.data.Dataset.range(4).interleave(
+        lambda i: tf.data.Dataset.range(5).map(lambda x: x + 10 * i)
+    )
+
+    variant, graph = _rewritten(
+        ds, lambda g, ops: g.parallelize_interleave(ops["InterleaveDataset"], 2)
+    )
+
+    assert "ParallelInterleaveDatasetV4" in {node.op for node in graph.graph_def.node}
+    assert sorted(_values(variant)) == sorted(_values(ds))
+
+
+def test_prefetch_goes_below_the_options_and_the_options_survive() -> None:
+    tf = _tf()
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    ds = tf.data.Dataset.range(10).batch(2).with_options(options)
+
+    variant, graph = _rewritten(ds, lambda g, ops: g.prefetch_at_end())
+
+    prefetch = next(n for n in graph.graph_def.node if n.op == "PrefetchDataset")
+    assert prefetch.input[0].startswith("BatchDataset")
+    assert variant.options().autotune.enabled is False
+    assert _values(variant) == _values(ds)
+
+
+def test_a_rewrite_of_the_wrong_op_is_refused_with_a_reason() -> None:
+    from pipediag.bench.whatif import RewriteError
+
+    tf = _tf()
+    ds = tf.data.Dataset.range(10).batch(2)
+
+    with pytest.raises(RewriteError, match="not a map"):
+        _rewritten(ds, lambda g, ops: g.parallelize_map(ops["BatchDatasetV2"]))
+
+
+def test_copies_do_not_fill_the_users_memory_cache() -> None:
+    tf = _tf()
+    calls: list[int] = []
+
+    def count(x: Any) -> Any:
+        calls.append(1)
+        return x
+
+    ds = tf.data.Dataset.range(5).map(lambda x: tf.py_function(count, [x], tf.int64)).cache()
+
+    # WHEN the detached copy is read to the end (filling its cache), then the user's dataset
+    variant, _ = _rewritten(ds, lambda g, ops: g.isolate())
+    assert _values(variant) == [0, 1, 2, 3, 4]
+    before = len(calls)
+    assert _values(ds) == [0, 1, 2, 3, 4]
+
+    # THEN the user's read ran the function again: its cache was empty, not filled by the copy
+    assert len(calls) == before + 5
+
+
+def test_file_cache_not_on_disk_is_bypassed_and_never_written(tmp_path: Path) -> None:
+    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+
+    tf = _tf()
+    ds = (
+        tf.data.Dataset.range(50)
+        .map(pipelines.slow_py_map)
+        .cache(str(tmp_path / "user-cache"))
+        .batch(4)
+    )
+
+    trials = verify_fixes(ds, budget_s=1.0, fixes=[FIX_PARALLEL_MAP])
+
+    (trial,) = trials
+    assert trial.verified, trial.reason
+    assert "file cache" in trial.details["isolation"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_users_shuffle_order_is_unchanged_by_the_trials() -> None:
+    from pipediag.bench.whatif import verify_fixes
+
+    tf = _tf()
+
+    def build() -> Any:
+        return tf.data.Dataset.range(200).shuffle(50, seed=1).map(pipelines.slow_py_map).batch(4)
+
+    expected = _values(build())
+    ds = build()
+
+    verify_fixes(ds, budget_s=1.0)
+
+    assert _values(ds) == expected
+
+
+def test_no_verify_lists_candidates_without_running() -> None:
+    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+
+    trials = verify_fixes(pipelines.sequential_map(), run=False)
+
+    assert [t.fix for t in trials] == [FIX_PARALLEL_MAP]
+    assert not trials[0].verified and "--no-verify" in (trials[0].reason or "")
+
+
+def test_a_failing_rewrite_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipediag.bench import whatif
+
+    def broken(self: Any, name: str) -> None:
+        raise whatif.RewriteError("unknown op FancyMapDataset")
+
+    monkeypatch.setattr(whatif._Graph, "parallelize_map", broken)
+
+    (trial,) = whatif.verify_fixes(pipelines.sequential_map(), budget_s=1.0)
+
+    assert not trial.verified
+    assert trial.reason == "cannot rewrite: unknown op FancyMapDataset"
+
+
+def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
+    from pipediag.bench.stages import measure_stages
+    from pipediag.bench.whatif import FIX_CACHE, verify_fixes
+
+    ds = pipelines.uncached_prefix()
+    stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
+
+    (trial,) = verify_fixes(ds, stages, budget_s=1.5, fixes=[FIX_CACHE])
+
+    assert trial.stage_index == 1 and trial.stage == "parallel-map(decode)"
+    assert trial.details["elements"] == "400"
+    assert trial.details["cache_bytes"] == str(400 * 4)  # one float32 per element
+    assert trial.details["fits"] == "true"
+    assert trial.verified, trial.reason
+    assert trial.speedup is not None and trial.speedup > 1.5
+
+
+def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
+    from pipediag.bench.stages import measure_stages
+    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+
+    ds = pipelines.sequential_map()
+    stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
+
+    trials = verify_fixes(ds, stages, budget_s=2.0)
+
+    (trial,) = [t for t in trials if t.fix == FIX_PARALLEL_MAP]
+    assert trial.verified, trial.reason
+    assert trial.stage == "map(slow_py_map)"
+    assert trial.rounds == 3
+    assert trial.speedup is not None and trial.speedup > 1.3
