@@ -15,7 +15,9 @@ from pipediag.report.model import INPUT_BOUND, UNKNOWN
 
 pytestmark = pytest.mark.tensorflow
 
-CONFIG = pipediag.RunConfig(measured_steps=10, warmup_steps=2, bench_seconds=0.5, sample_gpu=False)
+CONFIG = pipediag.RunConfig(
+    measured_steps=10, warmup_steps=2, bench_seconds=0.5, sample_gpu=False, verify=False
+)
 
 HEADER = """
 import time
@@ -121,7 +123,8 @@ def test_dataset_rebuilt_every_epoch_is_one_training_stream(tmp_path: Path) -> N
     assert report.train.measured_steps == 10
     assert {s.epoch for s in report.train.steps} == {0, 1, 2}
     assert report.verdict.label == INPUT_BOUND
-    assert report.phase_times_s["pipeline_benchmark"] < 2.0  # benchmarked once, not per epoch
+    benchmarks = [p for p in report.phases if p.name == "pipeline_benchmark"]
+    assert len(benchmarks) == 1  # benchmarked once, not once per epoch
 
 
 def test_fit_with_validation_data(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ recognised by its stages and element types once the previous object is gone.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ class CustomLoopTracker:
         self._session = session
         self._train_dataset: weakref.ref[Any] | None = None
         self._train_signature: tuple[str, str] | None = None
+        self._train_ancestors: list[weakref.ref[Any]] = []
         self._train_batches = 0
         self._rejected: weakref.ref[Any] | None = None
         self._last_iterator: weakref.ref[Any] | None = None
@@ -64,8 +66,10 @@ class CustomLoopTracker:
                 raise StepBudgetReached
         try:
             batch = fetch(iterator)
-        except Exception as exc:
-            if _is_end_of_sequence(exc):
+        except Exception:
+            # No `as exc`: a frame holding its own exception is a reference cycle that
+            # would keep the user's dataset alive until the next garbage collection.
+            if _is_end_of_sequence(sys.exc_info()[1]):
                 self._open_step = None
             raise
         self._open_step = (now, clock.now() - now)
@@ -79,10 +83,13 @@ class CustomLoopTracker:
         if self._rejected is not None and self._rejected() is dataset:
             return False
         if self._train_dataset is not None:
-            if current is None and _signature(dataset) == self._train_signature:
+            if self._same_stream(dataset, current):
                 # The training dataset rebuilt for a new pass (`ds.take(n)` in an epoch
-                # loop): the same stream, not a new one to benchmark.
+                # loop): the same stream, benchmarked again only if the last one ran out
+                # before it could be timed (a peek with `train.take(1)`).
                 self._train_dataset = weakref.ref(dataset)
+                if not self._session.pipeline.measured:
+                    self._session.benchmark_pipeline(dataset)
                 return True
             if self._train_batches > PEEK_BATCHES:
                 self._rejected = weakref.ref(dataset)
@@ -94,11 +101,42 @@ class CustomLoopTracker:
             self._session.timeline.clear()
         self._train_dataset = weakref.ref(dataset)
         self._train_signature = _signature(dataset)
+        self._train_ancestors = [weakref.ref(d) for d in _ancestors(dataset)[1:]]
         self._train_batches = 0
         self._last_iterator = None
         self._epoch = -1
         self._session.benchmark_pipeline(dataset)
         return True
+
+
+    def _same_stream(self, dataset: Any, current: Any) -> bool:
+        """A new dataset object that is the training data again, built on the same parents.
+
+        `train.take(n)` each epoch shares the object `train` with last epoch's dataset; a
+        dataset built anew from the same code (same stages and element types) counts once
+        the previous one is gone, so a live validation dataset of the same shape does not.
+        """
+        parents = {id(p) for ref in self._train_ancestors if (p := ref()) is not None}
+        if parents and any(id(node) in parents for node in _ancestors(dataset)):
+            return True
+        return current is None and _signature(dataset) == self._train_signature
+
+
+def _ancestors(dataset: Any, limit: int = 64) -> list[Any]:
+    """The dataset and every dataset it reads from, breadth first."""
+    found, queue, seen = [], [dataset], set()
+    while queue and len(found) < limit:
+        node = queue.pop(0)
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        found.append(node)
+        inputs = getattr(node, "_inputs", None)
+        try:
+            queue.extend(inputs() if callable(inputs) else [])
+        except Exception:  # noqa: S112 - a dataset kind without readable inputs
+            continue
+    return found
 
 
 def _signature(dataset: Any) -> tuple[str, str]:
@@ -108,7 +146,7 @@ def _signature(dataset: Any) -> tuple[str, str]:
     return describe_chain(dataset), repr(dataset.element_spec)
 
 
-def _is_end_of_sequence(exc: Exception) -> bool:
+def _is_end_of_sequence(exc: BaseException | None) -> bool:
     from tensorflow.python.framework import errors
 
     return isinstance(exc, errors.OutOfRangeError)
