@@ -1,0 +1,429 @@
+"""Helpers the benchmark scripts share: ground truth, statistics, tables, cases, subprocesses.
+
+The pure functions (truth from P and C, confusion tables, quantiles and IQR, speedup
+errors, tables) are tested in `tests/test_benchmarks.py`; the measuring functions import
+TensorFlow lazily, so importing this module stays cheap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+CASES_DIR = BENCH_DIR / "cases"
+RESULTS_DIR = BENCH_DIR / "results"
+EXAMPLES_DIR = REPO_ROOT / "examples"
+
+INPUT_BOUND = "input-bound"
+COMPUTE_BOUND = "compute-bound"
+BALANCED = "balanced"
+UNKNOWN = "unknown"
+VERDICTS = (INPUT_BOUND, BALANCED, COMPUTE_BOUND, UNKNOWN)
+
+# --- ground truth bands (DS-Analyzer's differential rule, P = pipeline alone, C = train step
+# on cached input) --------------------------------------------------------------------------
+# When the pipeline overlaps the step (prefetch), the run goes at min(P, C) and each step
+# waits 1/P - 1/C, a share 1 - P/C of the step. pipediag's "input-bound" starts at a 20%
+# wait share (XProf's highly-input-bound threshold), i.e. at P/C = 0.8.
+INPUT_BOUND_MAX_RATIO = 0.8
+# The mirror band on the other side: a pipeline at least 25% faster than the step keeps a
+# prefetch buffer full through normal jitter, so steps hardly wait.
+COMPUTE_BOUND_MIN_RATIO = 1.25
+# A case whose P/C lies within 10% of a band edge is flagged "near a boundary": run-to-run
+# noise on 2 shared cores is about that large, so either label is defensible there.
+BOUNDARY_MARGIN = 0.10
+
+# Child processes: no TF C++ info lines in the output we parse and show.
+CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+
+
+# --- truth ----------------------------------------------------------------------------------
+def truth_ratio(pipeline_batches_per_s: float, compute_steps_per_s: float) -> float:
+    """P / C: above 1 the pipeline outruns the train step."""
+    if compute_steps_per_s <= 0:
+        raise ValueError("the train step rate must be positive")
+    return pipeline_batches_per_s / compute_steps_per_s
+
+
+def classify_truth(pipeline_batches_per_s: float | None, compute_steps_per_s: float | None) -> str:
+    """The measured ground truth from P (pipeline alone) and C (step on cached input)."""
+    if not pipeline_batches_per_s or not compute_steps_per_s:
+        return UNKNOWN
+    return classify_ratio(truth_ratio(pipeline_batches_per_s, compute_steps_per_s))
+
+
+def classify_ratio(ratio: float | None) -> str:
+    """Truth from a P/C ratio (see the bands above)."""
+    if ratio is None:
+        return UNKNOWN
+    if ratio < INPUT_BOUND_MAX_RATIO:
+        return INPUT_BOUND
+    if ratio > COMPUTE_BOUND_MIN_RATIO:
+        return COMPUTE_BOUND
+    return BALANCED
+
+
+def window_truth_ratio(
+    segments: Sequence[tuple[int, float]], compute_steps_per_s: float
+) -> float | None:
+    """P/C for a window whose pipeline rate changes between epochs (e.g. a cache fills).
+
+    The overlap rule is applied per epoch segment (n batches in s seconds, rate n/s): a
+    step waits max(0, s/n - 1/C) and lasts max(s/n, 1/C). When some segment makes steps
+    wait, the result is 1 - (predicted wait share of the window), which for one steady
+    segment is exactly P/C; when none does, it is the slowest segment's P/C (>= 1). So a
+    steady pipeline gets the plain DS-Analyzer ratio, and a changing one is judged by
+    where the window's time goes, as the diagnosis is.
+    """
+    if compute_steps_per_s <= 0:
+        raise ValueError("the train step rate must be positive")
+    step_s = 1.0 / compute_steps_per_s
+    usable = [(n, s) for n, s in segments if n > 0 and s > 0]
+    if not usable:
+        return None
+    wait = sum(n * max(0.0, s / n - step_s) for n, s in usable)
+    total = sum(n * max(s / n, step_s) for n, s in usable)
+    if wait > 0:
+        return 1.0 - wait / total
+    return min(n / s for n, s in usable) / compute_steps_per_s
+
+
+def near_boundary(ratio: float, margin: float = BOUNDARY_MARGIN) -> bool:
+    """Whether P/C lies within `margin` (relative) of a band edge."""
+    return any(
+        abs(ratio - edge) <= margin * edge
+        for edge in (INPUT_BOUND_MAX_RATIO, COMPUTE_BOUND_MIN_RATIO)
+    )
+
+
+# --- statistics -----------------------------------------------------------------------------
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (numpy's default), without numpy."""
+    if not values:
+        raise ValueError("quantile of no values")
+    if not 0.0 <= q <= 1.0:
+        raise ValueError("q must be in [0, 1]")
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return quantile(values, 0.5)
+
+
+def iqr(values: Sequence[float]) -> tuple[float, float]:
+    """The interquartile range as (25th, 75th percentile)."""
+    return quantile(values, 0.25), quantile(values, 0.75)
+
+
+def spread_summary(values: Sequence[float]) -> dict[str, float | int | None]:
+    """Median, quartiles and count: the figures every benchmark reports."""
+    if not values:
+        return {"n": 0, "median": None, "q1": None, "q3": None}
+    q1, q3 = iqr(values)
+    return {"n": len(values), "median": median(values), "q1": q1, "q3": q3}
+
+
+def relative_error(predicted: float, measured: float) -> float:
+    """Signed error of a prediction, relative to the measurement (+0.10 = 10% too high)."""
+    if measured == 0:
+        raise ValueError("relative error against a zero measurement")
+    return predicted / measured - 1.0
+
+
+# --- confusion table ------------------------------------------------------------------------
+def confusion(pairs: Iterable[tuple[str, str]]) -> dict[str, dict[str, int]]:
+    """Counts of (truth, predicted) pairs, truth -> predicted -> count, every label present."""
+    matrix = {truth: dict.fromkeys(VERDICTS, 0) for truth in VERDICTS}
+    for truth, predicted in pairs:
+        matrix.setdefault(truth, dict.fromkeys(VERDICTS, 0))
+        matrix[truth][predicted] = matrix[truth].get(predicted, 0) + 1
+    return matrix
+
+
+def accuracy_of(matrix: Mapping[str, Mapping[str, int]]) -> tuple[int, int]:
+    """(right, total) from a confusion matrix; cases whose truth is unknown do not count."""
+    right = sum(row.get(truth, 0) for truth, row in matrix.items() if truth != UNKNOWN)
+    total = sum(sum(row.values()) for truth, row in matrix.items() if truth != UNKNOWN)
+    return right, total
+
+
+def format_confusion(matrix: Mapping[str, Mapping[str, int]]) -> str:
+    """Rows: truth; columns: pipediag's verdict. Rows and columns with no case are dropped."""
+    used_rows = [t for t in VERDICTS if sum(matrix.get(t, {}).values())]
+    used_cols = [p for p in VERDICTS if any(matrix.get(t, {}).get(p, 0) for t in VERDICTS)]
+    headers = ["truth \\ pipediag", *used_cols]
+    rows = [[t, *(str(matrix[t].get(p, 0)) for p in used_cols)] for t in used_rows]
+    return format_table(headers, rows)
+
+
+# --- output ---------------------------------------------------------------------------------
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A plain-text table with columns padded to their widest cell."""
+    cells = [[str(h) for h in headers], *([_cell(v) for v in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+def fmt(value: float | None, spec: str = ".1f", suffix: str = "") -> str:
+    return "-" if value is None else f"{value:{spec}}{suffix}"
+
+
+def base_parser(name: str, description: str | None) -> argparse.ArgumentParser:
+    """Every benchmark's shared options: --quick for a smoke run, --json for results.
+
+    Also silences TF's C++ info lines for this process (only benchmark scripts call this).
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    first_line = (description or name).strip().splitlines()[0]
+    parser = argparse.ArgumentParser(prog=f"benchmarks/{name}.py", description=first_line)
+    parser.add_argument("--quick", action="store_true", help="tiny smoke run (figures are noisy)")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=RESULTS_DIR / f"{name}.json",
+        help="where to write the results (default: %(default)s)",
+    )
+    return parser
+
+
+def write_results(path: Path, name: str, payload: Mapping[str, Any], *, quick: bool) -> None:
+    """Results with what a later comparison needs to know: when, where, how."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {
+        "benchmark": name,
+        "created_unix_s": time.time(),
+        "quick": quick,
+        "machine": machine_info(),
+        **payload,
+    }
+    path.write_text(json.dumps(document, indent=2, default=_json_default) + "\n")
+    print(f"\nresults written to {path}")
+
+
+def _json_default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def machine_info() -> dict[str, Any]:
+    import platform
+
+    info: dict[str, Any] = {
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    try:
+        info["loadavg_1m"] = os.getloadavg()[0]
+    except OSError:
+        info["loadavg_1m"] = None
+    return info
+
+
+# --- cases ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CaseInfo:
+    """A case's declared metadata (what it was built for; the truth is measured)."""
+
+    name: str
+    path: Path
+    style: str
+    intended: str
+    bottleneck: str
+    expected_suggestion: str | None
+    fixes: dict[str, str]
+    doc: str
+
+
+REQUIRED_ATTRS = (
+    "BOTTLENECK",
+    "INTENDED",
+    "STYLE",
+    "EXPECTED_SUGGESTION",
+    "FIXES",
+    "make_dataset",
+    "make_model",
+)
+
+
+def case_names() -> list[str]:
+    """Every case script in benchmarks/cases (helpers start with an underscore)."""
+    return sorted(p.stem for p in CASES_DIR.glob("*.py") if not p.name.startswith("_"))
+
+
+def load_case(name: str) -> ModuleType:
+    """Import a case as a module; its folder goes on sys.path for its `_case` helper."""
+    if str(CASES_DIR) not in sys.path:
+        sys.path.insert(0, str(CASES_DIR))
+    return importlib.import_module(name)
+
+
+def case_info(module: ModuleType) -> CaseInfo:
+    missing = [attr for attr in REQUIRED_ATTRS if not hasattr(module, attr)]
+    if missing:
+        raise AttributeError(f"case {module.__name__} lacks {', '.join(missing)}")
+    return CaseInfo(
+        name=module.__name__,
+        path=Path(module.__file__ or ""),
+        style=module.STYLE,
+        intended=module.INTENDED,
+        bottleneck=module.BOTTLENECK,
+        expected_suggestion=module.EXPECTED_SUGGESTION,
+        fixes=dict(module.FIXES),
+        doc=module.__doc__ or "",
+    )
+
+
+def rule_prefix(suggestion_id: str) -> str:
+    """ "PD001-sequential-map" -> "PD001": cases name rules by their stable prefix."""
+    return suggestion_id.split("-", 1)[0].upper()
+
+
+def suggestion_matches(suggestion_id: str | None, expected: str | None) -> bool | None:
+    """Whether the top suggestion is the expected one; None when there is nothing to judge."""
+    if expected is None or suggestion_id is None:
+        return None
+    return rule_prefix(suggestion_id) == rule_prefix(expected)
+
+
+def fix_for(info: CaseInfo, suggestion_id: str | None) -> str | None:
+    """The case's way of applying a suggestion (a `--fix` name), if it declares one."""
+    if suggestion_id is None:
+        return None
+    return info.fixes.get(rule_prefix(suggestion_id))
+
+
+# --- running things -------------------------------------------------------------------------
+def child_env() -> dict[str, str]:
+    env = {**os.environ, **CHILD_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def run_child(
+    cmd: Sequence[str], *, timeout_s: float, quiet: bool = True
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run a command from the repository root; returns the result and its wall time."""
+    began = time.perf_counter()
+    result = subprocess.run(
+        list(cmd),
+        cwd=REPO_ROOT,
+        env=child_env(),
+        capture_output=quiet,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    return result, time.perf_counter() - began
+
+
+def tail(text: str | None, lines: int = 15) -> str:
+    return "\n".join((text or "").strip().splitlines()[-lines:])
+
+
+def make_run_config(**settings: Any) -> Any:
+    """A pipediag RunConfig from the settings it knows; others (from newer versions) dropped.
+
+    Lets the benchmarks ask for e.g. `verify=False` without breaking on a pipediag that has
+    no such knob yet.
+    """
+    from pipediag.config import RunConfig
+
+    known = {f.name for f in dataclasses.fields(RunConfig)}
+    return RunConfig(**{k: v for k, v in settings.items() if k in known})
+
+
+# --- measuring without pipediag (TensorFlow imported here, lazily) -------------------------
+def measure_pipeline(dataset: Any, *, epochs: int, skip: int, count: int) -> dict[str, Any]:
+    """P: the training data read alone, epoch after epoch as training would read it.
+
+    Batches `skip` .. `skip + count` are timed (the window a diagnosis judges, after its
+    warm-up); each epoch gets a fresh iterator of the same dataset, as `fit` and `for`
+    loops do, so caches filled in epoch 1 serve epoch 2. `segments` splits the window by
+    epoch, (batches, seconds) each, for `window_truth_ratio`.
+    """
+    ends: list[tuple[float, int]] = []
+    per_epoch: list[int] = []
+    began = time.perf_counter()
+    for epoch in range(epochs):
+        batches = 0
+        for _batch in dataset:
+            ends.append((time.perf_counter(), epoch))
+            batches += 1
+            if len(ends) > skip + count:
+                break
+        per_epoch.append(batches)
+        if len(ends) > skip + count:
+            break
+    window = ends[skip : skip + count + 1]
+    segments: dict[int, list[float]] = {}
+    for (before, _), (after, epoch) in zip(window, window[1:], strict=False):
+        segment = segments.setdefault(epoch, [0, 0.0])
+        segment[0] += 1
+        segment[1] += after - before
+    span = window[-1][0] - window[0][0] if len(window) > 1 else 0.0
+    return {
+        "batches_per_s": (len(window) - 1) / span if span > 0 else None,
+        "batches": max(len(window) - 1, 0),
+        "segments": [(int(n), s) for n, s in segments.values()],
+        "epoch_batches": per_epoch,
+        "first_batch_s": ends[0][0] - began if ends else None,
+    }
+
+
+def measure_compute(
+    module: ModuleType, *, cache_batches: int, skip: int, count: int
+) -> dict[str, Any]:
+    """C: the case's own train step (its style, its model) on a few cached batches.
+
+    `cache_batches` batches of the real data are cached and repeated with a prefetch, so
+    input costs nothing; the first pass (which fills the cache) is inside the skipped steps.
+    """
+    import keras
+
+    helpers = load_case("_case")
+    keras.utils.set_random_seed(0)
+    cached = module.make_dataset(frozenset()).take(cache_batches).cache().repeat()
+    cached = cached.prefetch(2)
+    timer = helpers.StepTimer()
+    skip = max(skip, cache_batches + 2)
+    helpers.train(
+        module.make_model(),
+        cached,
+        style=module.STYLE,
+        epochs=1,
+        steps_per_epoch=skip + count + 1,
+        timer=timer,
+    )
+    return {"steps_per_s": timer.rate(skip), "steps": len(timer.ends_s) - 1 - skip}

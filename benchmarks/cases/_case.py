@@ -1,0 +1,193 @@
+"""What every benchmark case shares: its command line, its training loop and its own timer.
+
+A case is an ordinary training script (`python case.py --epochs N`) whose module also
+exposes the pieces the benchmarks need to measure it without pipediag:
+
+- metadata constants: `BOTTLENECK` (the intended bottleneck, in words), `INTENDED`
+  (the verdict the case was built for; the benchmarks establish the truth by measurement),
+  `STYLE` (`FIT` or `LOOP`), `EXPECTED_SUGGESTION` (the id prefix of the advisor rule that
+  should come first, e.g. "PD001", or None) and `FIXES` (suggestion id prefix -> the name
+  of the fix, applied by `--fix NAME`; `--tuned` applies the case's hand-tuned variant);
+- `make_dataset(fixes)`: one epoch of the training data, as the script trains on it;
+- `make_model()`: a fresh, compiled Keras model.
+
+The training loop lives here so that both training styles are timed the same way, and so
+that `--rate-file` (the script timing its own steps) reads identically with and without
+pipediag: the overhead benchmark compares exactly these numbers.
+
+This module is imported from the case's folder (Python puts a script's folder first on
+`sys.path`), so it must not import anything from the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+FIT = "keras-fit"
+LOOP = "custom-loop"
+TUNED = "tuned"
+# Steps the script's own timer leaves out of `--rate-file`: tracing and compiling the train
+# function, filling prefetch buffers, autotune settling (pipediag's default warm-up is 5).
+DEFAULT_RATE_WARMUP_STEPS = 10
+
+
+class StepTimer:
+    """End time of every train step, on the same clock in both training styles."""
+
+    def __init__(self) -> None:
+        self.ends_s: list[float] = []
+
+    def tick(self) -> None:
+        self.ends_s.append(time.perf_counter())
+
+    def rate(self, warmup: int) -> float | None:
+        """Steps per second after `warmup` steps: from the end of step `warmup` to the last."""
+        return rate_after(self.ends_s, warmup)
+
+    def keras_callback(self) -> Any:
+        import keras
+
+        timer = self
+
+        class _Tick(keras.callbacks.Callback):  # type: ignore[misc]
+            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+                timer.tick()
+
+        return _Tick()
+
+
+def rate_after(ends_s: list[float], warmup: int) -> float | None:
+    """Events per second between the end of event `warmup` and the last event."""
+    if len(ends_s) < warmup + 2:
+        return None
+    span = ends_s[-1] - ends_s[warmup]
+    return (len(ends_s) - 1 - warmup) / span if span > 0 else None
+
+
+def make_loop_step(model: Any) -> Callable[[Any, Any], Any]:
+    """A compiled custom train step with the model's own optimizer and loss."""
+    import keras
+    import tensorflow as tf
+
+    loss_fn = keras.losses.get(model.loss)
+    optimizer = model.optimizer
+
+    @tf.function
+    def train_step(x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        return loss
+
+    return train_step
+
+
+def train(
+    model: Any,
+    dataset: Any,
+    *,
+    style: str,
+    epochs: int,
+    steps_per_epoch: int | None = None,
+    max_steps: int | None = None,
+    timer: StepTimer | None = None,
+) -> None:
+    """Train as the case's style does: `model.fit` or a `for batch in dataset` loop.
+
+    `max_steps` ends training early (both styles), so a rate measurement does not pay for
+    whole epochs; `steps_per_epoch` is needed for an infinite (repeated) dataset.
+    """
+    timer = timer or StepTimer()
+    if style == FIT:
+        import keras
+
+        callbacks = [timer.keras_callback()]
+        if max_steps is not None:
+            callbacks.append(_stop_after(timer, max_steps, keras))
+        model.fit(
+            dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0, callbacks=callbacks
+        )
+        return
+    train_step = make_loop_step(model)
+    for _ in range(epochs):
+        for step, (x, y) in enumerate(dataset):
+            if steps_per_epoch is not None and step >= steps_per_epoch:
+                break
+            train_step(x, y)
+            timer.tick()
+            if max_steps is not None and len(timer.ends_s) >= max_steps:
+                return
+
+
+def _stop_after(timer: StepTimer, max_steps: int, keras: Any) -> Any:
+    class _Stop(keras.callbacks.Callback):  # type: ignore[misc]
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            if len(timer.ends_s) >= max_steps:
+                self.model.stop_training = True
+
+    return _Stop()
+
+
+def parse_fixes(args: argparse.Namespace) -> frozenset[str]:
+    fixes = set(args.fix or [])
+    if args.tuned:
+        fixes.add(TUNED)
+    return frozenset(fixes)
+
+
+def wants(fixes: Collection[str], name: str) -> bool:
+    """Whether the fix `name` is applied: asked for by name, or by `--tuned`."""
+    return name in fixes or TUNED in fixes
+
+
+def main(
+    make_dataset: Callable[[frozenset[str]], Any],
+    make_model: Callable[[], Any],
+    *,
+    style: str,
+    description: str,
+    default_epochs: int = 2,
+) -> None:
+    """The case's command line: train, and optionally write its own measured steps/s."""
+    parser = argparse.ArgumentParser(description=description.strip().splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=default_epochs)
+    parser.add_argument("--tuned", action="store_true", help="the hand-tuned variant")
+    parser.add_argument("--fix", action="append", help="apply one named fix (repeatable)")
+    parser.add_argument("--max-steps", type=int, default=None, help="stop after N steps")
+    parser.add_argument("--rate-file", type=Path, help="write this run's own steps/s as JSON")
+    parser.add_argument("--rate-warmup", type=int, default=DEFAULT_RATE_WARMUP_STEPS)
+    args = parser.parse_args()
+
+    import keras
+
+    keras.utils.set_random_seed(0)
+    timer = StepTimer()
+    began = time.perf_counter()
+    train(
+        make_model(),
+        make_dataset(parse_fixes(args)),
+        style=style,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        timer=timer,
+    )
+    rate = timer.rate(args.rate_warmup)
+    print(f"{len(timer.ends_s)} steps in {time.perf_counter() - began:.1f} s; ", end="")
+    print(f"{rate:.1f} steps/s after warm-up" if rate else "too few steps for a rate")
+    if args.rate_file is not None:
+        args.rate_file.write_text(
+            json.dumps(
+                {
+                    "steps": len(timer.ends_s),
+                    "warmup_steps": args.rate_warmup,
+                    "steps_per_s": rate,
+                    "step_ends_s": [t - began for t in timer.ends_s],
+                }
+            )
+        )
