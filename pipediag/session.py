@@ -287,6 +287,10 @@ class DiagnosticSession:
                 host = section
             else:
                 gpu = section
+        # A sampler's trouble is never swallowed: it is in its section and said on stderr.
+        for where, notes in (("host sampler", host.notes), ("GPU sampler", gpu.notes)):
+            for message in notes:
+                self.log(f"{where}: {message}")
         return host, gpu
 
     def _environment(self, gpu: GpuSection) -> Environment:

@@ -157,3 +157,36 @@ def test_import_pipediag_does_not_import_tensorflow() -> None:
     code = "import sys, pipediag, pipediag.cli; print('tensorflow' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], env=ENV, capture_output=True, text=True)
     assert result.stdout.strip() == "False"
+
+
+def test_script_exception_keeps_the_report_and_the_traceback(tmp_path: Path) -> None:
+    script = tmp_path / "t.py"
+    script.write_text("def train():\n    raise RuntimeError('out of data')\n\ntrain()\n")
+    result = _pipediag("run", "--out", str(tmp_path / "o"), str(script), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "line 4, in <module>" in result.stderr and "RuntimeError: out of data" in result.stderr
+    assert "incomplete: the script failed (RuntimeError: out of data)" in result.stdout
+    data = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert data["complete"] is False and data["stop_reason"] == "script-error"
+    assert data["exit"] == {"status": "exception", "code": 1, "error": "RuntimeError: out of data"}
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p, "is a directory"),
+        (lambda p: _write(p / "bad.py", "x = (\n"), "bad.py:1: syntax error in the script"),
+        (lambda p: _write(p / "data.bin", "\0\1"), "is not a Python script"),
+    ],
+)
+def test_unrunnable_scripts_exit_2_with_one_line(tmp_path: Path, make, message: str) -> None:  # type: ignore[no-untyped-def]
+    target = make(tmp_path)
+    result = _pipediag("run", "--out", str(tmp_path / "o"), str(target), cwd=tmp_path, timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

@@ -108,7 +108,6 @@ class CustomLoopTracker:
         self._session.benchmark_pipeline(dataset)
         return True
 
-
     def _same_stream(self, dataset: Any, current: Any) -> bool:
         """A new dataset object that is the training data again, built on the same parents.
 
