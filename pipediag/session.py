@@ -222,17 +222,20 @@ class DiagnosticSession:
             return pipeline
         return dataclasses.replace(pipeline, stages=stages, options=options, trials=trials)
 
-    def benchmark_fit_input(self, x: Any) -> None:
+    def benchmark_fit_input(self, x: Any) -> bool:
+        """Benchmark the dataset `fit` was given; False when `x` is not a tf.data.Dataset."""
         import tensorflow as tf
 
         if isinstance(x, tf.data.Dataset):
             self.benchmark_pipeline(x)
-        elif not self.pipeline.measured and self.pipeline.reason == NO_DATASET:
+            return True
+        if not self.pipeline.measured and self.pipeline.reason == NO_DATASET:
             kind = type(x).__name__
             self.pipeline = PipelineBenchmark(
                 measured=False,
                 reason=f"fit was given a {kind}, not a tf.data.Dataset: nothing to benchmark alone",
             )
+        return False
 
     # -- building the report ---------------------------------------------------------
     def _train_section(self) -> TrainSection:
@@ -240,11 +243,15 @@ class DiagnosticSession:
         if self.style == "custom-loop":
             source = "iterator-timing"
         elif self.style == "keras-fit" and self._hooks is not None:
-            tracer = self._hooks.fit.tracer
-            self.timeline.fill_waits(tracer.waits_for)
-            source = "profiler-trace"
-            if tracer.overhead_s:
-                self._phases["profiler_overhead"] = tracer.overhead_s
+            fit = self._hooks.fit
+            if fit.stamps is not None:
+                source = "batch-stamps"
+            else:
+                tracer = fit.tracer
+                self.timeline.fill_waits(tracer.waits_for)
+                source = "profiler-trace"
+                if tracer.overhead_s:
+                    self._phases["profiler_overhead"] = tracer.overhead_s
         raw = self.timeline.steps
         if self.timeline.merges:
             self.note(

@@ -147,14 +147,15 @@ def test_fit_with_validation_data(tmp_path: Path) -> None:
 
 
 def test_script_running_its_own_profiler(tmp_path: Path) -> None:
+    # fit on arrays: Keras makes the dataset, so pipediag would need the TF profiler, which the
+    # script already holds; the run goes on and the report says what could not be measured.
     report = _diagnose(
         tmp_path,
         f"""
         tf.profiler.experimental.start({str(tmp_path / "userprof")!r})
-        ds = tf.data.Dataset.range(10**6).map(lambda i: (tf.fill([8], tf.cast(i, tf.float32)),
-                                                         tf.zeros([1]))).batch(2)
+        x = np.zeros((4000, 8), "float32")
         try:
-            model_for(8).fit(ds, epochs=1, steps_per_epoch=30, verbose=0)
+            model_for(8).fit(x, x[:, :1], batch_size=8, epochs=1, verbose=0)
         finally:
             tf.profiler.experimental.stop()
         """,
@@ -163,6 +164,39 @@ def test_script_running_its_own_profiler(tmp_path: Path) -> None:
     assert any("TF profiler could not be started" in note for note in report.notes)
     assert "could not be measured" in report.verdict.summary
     assert report.train.measured_steps == 10 and report.complete
+
+
+def test_fit_on_a_dataset_needs_no_profiler(tmp_path: Path) -> None:
+    report = _diagnose(
+        tmp_path,
+        f"""
+        tf.profiler.experimental.start({str(tmp_path / "userprof")!r})
+        ds = tf.data.Dataset.range(10**6).map(lambda i: tf.py_function(slow, [i], tf.int64))
+        ds = ds.map(lambda i: (tf.fill([8], tf.cast(i, tf.float32)), tf.zeros([1]))).batch(2)
+        try:
+            model_for(8).fit(ds, epochs=1, steps_per_epoch=30, verbose=0)
+        finally:
+            tf.profiler.experimental.stop()
+        """,
+    )
+    assert report.train.input_wait_source == "batch-stamps"
+    assert report.verdict.label == INPUT_BOUND
+    assert not any("profiler" in note for note in report.notes)
+
+
+def test_fit_on_arrays_uses_the_profiler(tmp_path: Path) -> None:
+    report = _diagnose(
+        tmp_path,
+        """
+        x = np.zeros((4000, 8), "float32")
+        model_for(8).fit(x, x[:, :1], batch_size=8, epochs=1, verbose=0)
+        """,
+    )
+    assert report.train.input_wait_source == "profiler-trace"
+    assert "NDArray" in (report.pipeline.reason or "") or "ndarray" in (
+        report.pipeline.reason or ""
+    )
+    assert report.verdict.input_wait_fraction is not None
 
 
 def test_distribute_strategy_on_cpu_devices(tmp_path: Path) -> None:

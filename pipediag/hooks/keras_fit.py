@@ -1,8 +1,11 @@
-"""Keras `fit`: a callback marks each train step; profiler traces give its input wait.
+"""Keras `fit`: a callback marks each train step; batch stamps give its input wait.
 
-`Model.fit` is wrapped only to hand pipediag's callback to the user's call (the official
-extension point) and to benchmark the dataset given as `x` before training starts. The
-user's own callbacks, arguments and return value pass through untouched.
+`Model.fit` is wrapped to hand pipediag's callback to the user's call (the official
+extension point), to benchmark the dataset given as `x` before training starts, and to
+stamp its batches (`hooks/batch_stamps.py`), which pass through with their values
+unchanged. The user's own callbacks, arguments and return value pass through untouched.
+When `x` is not a `tf.data.Dataset` (arrays, a generator), Keras builds the dataset
+itself; then the TF profiler traces the measured steps instead (`hooks/profiler_trace.py`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from pipediag.hooks.batch_stamps import BatchStamps, stamped, wait_of
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.timeline import StepBudgetReached
 
@@ -23,17 +27,27 @@ class FitTracker:
     def __init__(self, session: DiagnosticSession) -> None:
         self._session = session
         self.tracer = InputWaitTracer(clock=session.clock)
+        self.stamps: BatchStamps | None = None
         self._step_start: float | None = None
+        self._first_batch = 0
         self._chunk_steps = 0
         self._epoch = 0
 
     def on_epoch_begin(self, epoch: int) -> None:
         self._epoch = epoch
 
-    def on_batch_begin(self) -> None:
+    def stamp(self, dataset: Any) -> Any:
+        """The dataset `fit` will read, stamped; waits then come from the stamps."""
+        self.stamps = BatchStamps(self._session.clock)
+        return stamped(dataset, self.stamps)
+
+    def on_batch_begin(self, batch: int = 0) -> None:
         session = self._session
+        self._first_batch = batch
         index = len(session.timeline)
-        if session.timeline.is_measured(index) and not self.tracer.active:
+        if self.stamps is not None:
+            pass  # no profiler: each batch carries its own stamp
+        elif session.timeline.is_measured(index) and not self.tracer.active:
             if self.tracer.start():
                 self._chunk_steps = 0
             elif self.tracer.failure is not None:
@@ -43,11 +57,17 @@ class FitTracker:
                 )
         self._step_start = session.clock.now()
 
-    def on_batch_end(self) -> None:
+    def on_batch_end(self, batch: int = 0) -> None:
         session = self._session
         if self._step_start is None:
             return
-        session.timeline.add(self._step_start, session.clock.now(), None, self._epoch)
+        end = session.clock.now()
+        wait = None
+        if self.stamps is not None:
+            # With steps_per_execution, one callback step covers several batches.
+            used = self.stamps.take(max(1, batch - self._first_batch + 1))
+            wait = wait_of(used, self._step_start) if used is not None else None
+        session.timeline.add(self._step_start, end, wait, self._epoch)
         self._step_start = None
         if self.tracer.active:
             self._chunk_steps += 1
@@ -80,10 +100,10 @@ def make_callback(tracker: FitTracker) -> Any:
             tracker.on_epoch_begin(epoch)
 
         def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
-            tracker.on_batch_begin()
+            tracker.on_batch_begin(batch)
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            tracker.on_batch_end()
+            tracker.on_batch_end(batch)
 
     return PipediagCallback()
 
@@ -116,7 +136,9 @@ class FitPatch:
             callbacks = bound.arguments.get("callbacks")
             bound.arguments["callbacks"] = [*(callbacks or []), make_callback(tracker)]
             session.mark_style("keras-fit")
-            session.benchmark_fit_input(bound.arguments.get("x"))
+            x = bound.arguments.get("x")
+            if session.benchmark_fit_input(x):
+                bound.arguments["x"] = tracker.stamp(x)
             session.in_fit = True
             try:
                 return original(*bound.args, **bound.kwargs)

@@ -28,6 +28,9 @@ GET_NEXT_EVENT_PREFIX = "IteratorGetNext"
 HOST_PLANE = "/host:CPU"
 TASK_ENV_PLANE = "Task Environment"
 PROFILE_START_STAT = "profile_start_time"
+# 1 = "critical" host events only: the tf.data GetNext events are among them (checked on
+# TF 2.21: the same 401 GetNext events for 400 steps at levels 1, 2 and 3).
+HOST_TRACER_LEVEL = 1
 # TF's C++ log lines about pipediag's own profiler sessions, e.g.
 # "I0000 00:00:1795995943.413364   16149 profiler_session.cc:132] Profiler session started."
 PROFILER_LOG_LINE = re.compile(
@@ -71,7 +74,7 @@ class InputWaitTracer:
         logdir = Path(tempfile.mkdtemp(prefix="pipediag-trace-"))
         try:
             with quiet_profiler_logs():
-                profiler.experimental.start(str(logdir))
+                profiler.experimental.start(str(logdir), options=_trace_options())
         except Exception as exc:  # the profiler is a shared, single-session resource
             shutil.rmtree(logdir, ignore_errors=True)
             self.failure = _one_line(exc)
@@ -192,6 +195,21 @@ def _profile_start_ns(space: Any) -> int:
             if plane.stat_metadata[stat.metadata_id].name == PROFILE_START_STAT:
                 return int(stat.uint64_value)
     return 0
+
+
+def _trace_options() -> Any:
+    """Trace only what the input waits need.
+
+    Host level 1 keeps the `IteratorGetNextOp` events but not one event per executed op
+    (level 2, the default): a map with a hundred small ops per element made the default
+    trace cut a Keras fit from 105 to 19 steps/s, level 1 keeps the overhead to a few
+    percent. No device or Python tracing: neither is read.
+    """
+    from tensorflow import profiler
+
+    return profiler.experimental.ProfilerOptions(
+        host_tracer_level=HOST_TRACER_LEVEL, python_tracer_level=0, device_tracer_level=0
+    )
 
 
 def _wall_minus_clock(clock: Clock) -> float:

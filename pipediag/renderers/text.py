@@ -133,6 +133,7 @@ def _train(report: Report) -> str:
         text += f"; input wait {_dist(t.input_wait)}"
     source = {
         "profiler-trace": "input wait from TF profiler trace",
+        "batch-stamps": "input wait from batch time stamps",
         "iterator-timing": "input wait timed at the iterator",
     }.get(t.input_wait_source, "input wait not measured")
     return (

@@ -131,7 +131,9 @@ class TrainSection:
     """Phase 2: the full train step, as the user's script ran it."""
 
     style: str = "none"  # "keras-fit", "custom-loop" or "none"
-    input_wait_source: str = "unavailable"  # "profiler-trace", "iterator-timing", "unavailable"
+    # "batch-stamps" (fit on a tf.data.Dataset), "profiler-trace" (fit on arrays or a
+    # generator), "iterator-timing" (custom loops) or "unavailable".
+    input_wait_source: str = "unavailable"
     warmup_steps: int = 0
     measured_steps: int = 0
     merged_records: int = 0
