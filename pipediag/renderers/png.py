@@ -272,12 +272,17 @@ def _key_figures(report: Report) -> list[tuple[str, str]]:
 
 
 def best_predicted_gain(report: Report) -> float | None:
-    """The largest speedup any suggestion promises (verified preferred over estimated)."""
+    """The largest speedup a fix promises: end to end where predicted, else measured, else
+    estimated. Notes (fixes measured without gain) and warnings promise nothing."""
     gains = [
-        s.verified_speedup if s.verified_speedup is not None else s.estimated_speedup
+        next(
+            (g for g in (s.predicted_speedup, s.verified_speedup, s.estimated_speedup) if g),
+            None,
+        )
         for s in report.suggestions
+        if s.kind == "fix"
     ]
-    known = [g for g in gains if g is not None]
+    known = [g for g in gains if g is not None and g > 1.0]
     return max(known) if known else None
 
 
@@ -627,9 +632,11 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
 
 
 def _stage_label(stage: StageStats) -> str:
-    """ "map: parse" for a named stage; the name alone when it already says the kind."""
-    name = stage.name
-    if not name or name == stage.kind:
+    """ "map(parse)" for a stage with a user function; else its kind and op name."""
+    if stage.function:
+        return _clip(f"{stage.kind}({stage.function})", STAGE_LABEL_MAX_CHARS)
+    name = stage.name.removesuffix("Dataset").removesuffix("V2").removesuffix("V3")
+    if not name or name.lower() == stage.kind.replace("-", "").lower():
         text = stage.kind
     elif name.lower().startswith(stage.kind.lower()):
         text = name

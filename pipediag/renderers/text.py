@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import textwrap
 
-from pipediag.report.model import UNKNOWN, LatencyStats, Report, Suggestion
+from pipediag.report.model import COMPUTE_BOUND, UNKNOWN, LatencyStats, Report, Suggestion
 
 LABEL_WIDTH = 16
 EVIDENCE_WIDTH = 100
@@ -38,8 +38,8 @@ def render_text(report: Report) -> str:
 
 def _slowest_stage(report: Report) -> str:
     stage = next((s for s in report.pipeline.stages if s.bottleneck), None)
-    if stage is None:
-        return ""
+    if stage is None or report.verdict.label == COMPUTE_BOUND:
+        return ""  # when the model sets the rate, the pipeline's slowest stage is no news
     name = f"{stage.kind}({stage.function})" if stage.function else stage.kind
     text = name + (f" at {stage.source}" if stage.source else "")
     facts = []
