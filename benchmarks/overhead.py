@@ -120,11 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = base_parser(NAME, __doc__)
     parser.add_argument("--pairs", type=int, help=f"A/B pairs per script (default {PAIRS})")
     parser.add_argument("--steps", type=int, help=f"steps per run (default {STEPS})")
+    parser.add_argument(
+        "--only", choices=["loop", "fit"], help="measure only the custom loop or only Keras fit"
+    )
     args = parser.parse_args(argv)
     pairs = args.pairs or (QUICK_PAIRS if args.quick else PAIRS)
     steps = args.steps or (QUICK_STEPS if args.quick else STEPS)
 
-    results = [measure(ph, sc, a, pairs=pairs, steps=steps) for ph, sc, a in SCRIPTS]
+    chosen = [s for s in SCRIPTS if args.only is None or (args.only == "fit") == ("fit" in s[0])]
+    results = [measure(ph, sc, a, pairs=pairs, steps=steps) for ph, sc, a in chosen]
     rows = []
     for r in results:
         ratio = r["ratio"]

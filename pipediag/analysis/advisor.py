@@ -425,8 +425,16 @@ def _stage_cost_text(ctx: Context, stats: StageStats) -> str:
     text = f"{stage_label(stats)}{where}"
     if own is not None:
         text += f" adds {own * 1000:.1f} ms per batch"
-        if share is not None and ctx.time_per_batch_s is not None:
-            text += f" of the pipeline's {ctx.time_per_batch_s * 1000:.1f} ms ({min(share, 1):.0%})"
+        if share is not None and ctx.time_per_batch_s is not None and share <= 1:
+            text += f" of the pipeline's {ctx.time_per_batch_s * 1000:.1f} ms ({share:.0%})"
+        elif ctx.time_per_batch_s is not None:
+            # Timed up to this stage, tf.data cannot overlap it with what follows (no
+            # injected prefetch, no map-and-batch fusion), so it can exceed the whole.
+            text += (
+                f" when timed up to this stage, more than the whole pipeline's "
+                f"{ctx.time_per_batch_s * 1000:.1f} ms, where tf.data overlaps it with the "
+                "stages after it: it is nearly all of the pipeline's cost"
+            )
     if ctx.pipeline_rate:
         text += f"; the pipeline alone delivers {ctx.pipeline_rate:.1f} batches/s"
     return text + "."
