@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -26,38 +26,34 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(USAGE_EXIT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _number(kind: type[float], lowest: float, what: str) -> Callable[[str], float]:
+    """An argparse type: a number of `kind` no smaller than `lowest`."""
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not value >= lowest:
+            raise argparse.ArgumentTypeError(f"must be at least {lowest:g}, got {text}")
+        return value
+
+    return parse
+
+
+_positive_int = _number(int, 1, "a whole number")
+_non_negative_int = _number(int, 0, "a whole number")
+_positive_float = _number(float, 1e-3, "a number of seconds")
+
+
 def _steps(text: str) -> int | None:
+    """A step count, or 'all' (None): run to the end."""
     if text == "all":
         return None
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number or 'all', got {text!r}"
-        ) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (or 'all'), got {value}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
+        return int(_positive_int(text))
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or 'all')") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--bench-batches",
-        type=_steps,
+        type=_positive_int,
         default=RunConfig.bench_batches,
         metavar="N",
         help=f"batch budget of the pipeline-alone benchmark (default {RunConfig.bench_batches})",
@@ -199,7 +195,7 @@ def _run(options: argparse.Namespace) -> int:
         warmup_steps=options.warmup,
         bench=not options.no_bench,
         bench_seconds=options.bench_seconds,
-        bench_batches=options.bench_batches or RunConfig.bench_batches,
+        bench_batches=options.bench_batches,
         sample_gpu=not options.no_gpu,
         stages=not options.no_stages,
         verify=not options.no_verify,

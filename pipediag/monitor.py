@@ -38,7 +38,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from pipediag.analysis.gpu import enrich_report
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
 from pipediag.report.model import ExitInfo, PipelineBenchmark, Report
@@ -311,8 +310,7 @@ class Monitor:
         self._recording = False
         if self.session.timeline.budget_reached:
             stop_reason = "step-budget"
-        report = self.session.stop(exit_info, stop_reason)
-        self._report = enrich_report(report)
+        self._report = self.session.stop(exit_info, stop_reason)
 
 
 def _exit_of(exc: BaseException | None) -> tuple[ExitInfo, str]:

@@ -7,13 +7,13 @@ import dataclasses
 import os
 import platform
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.classifier import build_train_section, judge
-from pipediag.analysis.gpu import analyze_gpu, host_contention, with_gpu_evidence
+from pipediag.analysis.gpu import enrich_report
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
 from pipediag.report.model import (
@@ -95,42 +95,40 @@ class DiagnosticSession:
             self._hooks.uninstall()
         host, gpu = self._stop_samplers()
         train = self._train_section()
-        verdict = judge(train, self.pipeline)
-        gpu_analysis, contention = None, None
-        try:
-            gpu_analysis = analyze_gpu(gpu, train)
-            contention = host_contention(host, train, verdict)
-            verdict = with_gpu_evidence(verdict, gpu_analysis)
-        except Exception as exc:  # the report must survive a bug in one analysis
-            self.note(f"the GPU analysis failed ({type(exc).__name__}: {exc}); it is left out")
-        self._add_phase("analysis", analysis_began, self.clock.now())
         report = Report(
             script=self.script,
             args=self.args,
             created_utc=self._started_wall,
             environment=self._environment(gpu),
-            verdict=verdict,
+            verdict=judge(train, self.pipeline),
             pipeline=self.pipeline,
             train=train,
             host=host,
             gpu=gpu,
-            gpu_analysis=gpu_analysis,
-            host_contention=contention,
-            suggestions=[],
             complete=stop_reason in ("step-budget", "script-finished"),
             stop_reason=stop_reason,
             exit=exit_info,
+        )
+        report = self._guarded("the GPU analysis", enrich_report, report)
+        report = self._guarded(
+            "the advisor", lambda r: dataclasses.replace(r, suggestions=advise(r)), report
+        )
+        self._add_phase("analysis", analysis_began, self.clock.now())
+        return dataclasses.replace(
+            report,
             wall_time_s=self.clock.now() - self.origin,
             phase_times_s=dict(self._phases),
             phases=sorted(self._spans, key=lambda span: span.start_s),
             notes=list(self._notes),
         )
+
+    def _guarded(self, what: str, step: Callable[[Report], Report], report: Report) -> Report:
+        """One analysis step; a bug in it is noted and costs only its own part of the report."""
         try:
-            suggestions = advise(report)
-        except Exception as exc:  # the report must survive a bug in one rule
-            message = f"the advisor failed ({type(exc).__name__}: {exc}); no suggestions"
-            return dataclasses.replace(report, notes=[*report.notes, message])
-        return dataclasses.replace(report, suggestions=suggestions)
+            return step(report)
+        except Exception as exc:
+            self.note(f"{what} failed ({type(exc).__name__}: {exc}); it is left out")
+            return report
 
     # -- called by the hooks ---------------------------------------------------------
     def note(self, message: str) -> None:
