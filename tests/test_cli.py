@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
-
-
-def _pipediag(
-    *args: str, cwd: Path = ROOT, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pipediag", *args],
-        cwd=cwd,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from cli_runner import ENV, ROOT, run_pipediag
 
 
 @pytest.mark.tensorflow
@@ -38,7 +22,7 @@ def _pipediag(
 def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: str) -> None:
     out = tmp_path / "out"
     # GIVEN a bundled example WHEN diagnosed through the real CLI
-    result = _pipediag(
+    result = run_pipediag(
         "run",
         "--steps",
         "40",
@@ -104,7 +88,7 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
         assert (out / name).stat().st_size > 0
 
     # AND the saved report re-renders without running anything
-    again = _pipediag("report", str(out / "report.json"), "--out", str(tmp_path / "again"))
+    again = run_pipediag("report", str(out / "report.json"), "--out", str(tmp_path / "again"))
     assert again.returncode == 0, again.stderr
     assert f"{verdict.upper()} (" in again.stdout
     assert (tmp_path / "again" / "report.png").is_file()
@@ -121,7 +105,7 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     ],
 )
 def test_bad_input_gets_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
-    result = _pipediag(*args, cwd=tmp_path, timeout=60)
+    result = run_pipediag(*args, cwd=tmp_path, timeout=60)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -132,7 +116,9 @@ def test_unwritable_out_is_refused_before_running(tmp_path: Path) -> None:
     script.write_text("print('ran')\n")
     blocker = tmp_path / "file"
     blocker.write_text("")
-    result = _pipediag("run", "--out", str(blocker / "sub"), str(script), cwd=tmp_path, timeout=60)
+    result = run_pipediag(
+        "run", "--out", str(blocker / "sub"), str(script), cwd=tmp_path, timeout=60
+    )
     assert result.returncode == 2
     assert "choose a writable --out directory" in result.stderr
     assert "ran" not in result.stdout
@@ -141,7 +127,9 @@ def test_unwritable_out_is_refused_before_running(tmp_path: Path) -> None:
 def test_script_exit_code_and_output_pass_through(tmp_path: Path) -> None:
     script = tmp_path / "t.py"
     script.write_text("import sys\nprint('hello from the script', sys.argv[1:])\nsys.exit(4)\n")
-    result = _pipediag("run", "--out", str(tmp_path / "o"), str(script), "a", "--b", cwd=tmp_path)
+    result = run_pipediag(
+        "run", "--out", str(tmp_path / "o"), str(script), "a", "--b", cwd=tmp_path
+    )
     assert result.returncode == 4
     assert "hello from the script ['a', '--b']" in result.stdout
     assert "NO VERDICT: No training steps were seen" in result.stdout
@@ -162,7 +150,7 @@ def test_import_pipediag_does_not_import_tensorflow() -> None:
 def test_script_exception_keeps_the_report_and_the_traceback(tmp_path: Path) -> None:
     script = tmp_path / "t.py"
     script.write_text("def train():\n    raise RuntimeError('out of data')\n\ntrain()\n")
-    result = _pipediag("run", "--out", str(tmp_path / "o"), str(script), cwd=tmp_path)
+    result = run_pipediag("run", "--out", str(tmp_path / "o"), str(script), cwd=tmp_path)
     assert result.returncode == 1
     assert "line 4, in <module>" in result.stderr and "RuntimeError: out of data" in result.stderr
     assert "incomplete: the script failed (RuntimeError: out of data)" in result.stdout
@@ -181,7 +169,9 @@ def test_script_exception_keeps_the_report_and_the_traceback(tmp_path: Path) -> 
 )
 def test_unrunnable_scripts_exit_2_with_one_line(tmp_path: Path, make, message: str) -> None:  # type: ignore[no-untyped-def]
     target = make(tmp_path)
-    result = _pipediag("run", "--out", str(tmp_path / "o"), str(target), cwd=tmp_path, timeout=60)
+    result = run_pipediag(
+        "run", "--out", str(tmp_path / "o"), str(target), cwd=tmp_path, timeout=60
+    )
     assert result.returncode == 2
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from cli_runner import run_pipediag
 
 import pipediag
 from pipediag.report.model import INPUT_BOUND, UNKNOWN
@@ -218,27 +216,17 @@ def test_distribute_strategy_on_cpu_devices(tmp_path: Path) -> None:
             """
         )
     )
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipediag",
-            "run",
-            "--steps",
-            "10",
-            "--warmup",
-            "2",
-            "--bench-seconds",
-            "0.5",
-            "--out",
-            str(tmp_path / "out"),
-            str(script),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    run = run_pipediag(
+        "run",
+        "--steps",
+        "10",
+        "--warmup",
+        "2",
+        "--bench-seconds",
+        "0.5",
+        "--out",
+        str(tmp_path / "out"),
+        str(script),
     )
     assert run.returncode == 0, run.stderr[-2000:]
     report = pipediag.load_report(tmp_path / "out")

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from cli_runner import run_pipediag
 
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.renderers import write_outputs
 from pipediag.report.model import PipelineBenchmark, Report
 from pipediag.timeline import StepTimeline
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_timeline_merges_old_steps_and_keeps_totals_exact() -> None:
@@ -68,26 +64,16 @@ def test_steps_all_on_100000_short_steps(tmp_path: Path) -> None:
         "    pass\n"
         "print('done')\n"
     )
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipediag",
-            "run",
-            "--steps",
-            "all",
-            "--bench-seconds",
-            "0.5",
-            "--out",
-            str(tmp_path / "out"),
-            str(script),
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
+    run = run_pipediag(
+        "run",
+        "--steps",
+        "all",
+        "--bench-seconds",
+        "0.5",
+        "--out",
+        str(tmp_path / "out"),
+        str(script),
         timeout=600,
-        cwd=ROOT,
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "done" in run.stdout

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from cli_runner import ENV, run_pipediag
 
 pytestmark = pytest.mark.tensorflow
 
-ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
 
 # Shuffling each epoch, random augmentation, dropout: everything that draws randomness.
 SCRIPT = """
@@ -64,27 +62,19 @@ def test_losses_are_identical_with_and_without_pipediag(tmp_path: Path, style: s
     subprocess.run(
         [sys.executable, str(script), style, str(plain)], env=ENV, check=True, capture_output=True
     )
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pipediag",
-            "run",
-            "--steps",
-            "all",
-            "--warmup",
-            "2",
-            "--bench-seconds",
-            "1",
-            "--out",
-            str(tmp_path / "out"),
-            str(script),
-            style,
-            str(diagnosed),
-        ],
-        env=ENV,
-        capture_output=True,
-        text=True,
+    run = run_pipediag(
+        "run",
+        "--steps",
+        "all",
+        "--warmup",
+        "2",
+        "--bench-seconds",
+        "1",
+        "--out",
+        str(tmp_path / "out"),
+        str(script),
+        style,
+        str(diagnosed),
     )
     assert run.returncode == 0, run.stderr[-2000:]
     expected = json.loads(plain.read_text())

@@ -1,0 +1,30 @@
+"""Run the real `pipediag` CLI in a fresh Python process, as a user's shell would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# The checkout, not whatever pipediag is installed; TF's C++ start-up lines kept out.
+ENV = {
+    **os.environ,
+    "TF_CPP_MIN_LOG_LEVEL": "2",
+    "PYTHONPATH": str(ROOT),
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+def run_pipediag(
+    *args: str, cwd: Path = ROOT, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pipediag", *args],
+        cwd=cwd,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
