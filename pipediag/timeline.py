@@ -27,7 +27,7 @@ class StepBudgetReached(BaseException):  # noqa: N818 - a signal, not an error
 DEFAULT_MAX_RECORDS = 20_000
 
 
-@dataclass
+@dataclass(slots=True)  # one per step, made on the user's critical path: keep it cheap
 class RawStep:
     """One step (or `count` consecutive steps, once merged), in clock seconds.
 

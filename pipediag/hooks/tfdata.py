@@ -45,8 +45,13 @@ class CustomLoopTracker:
         self._epoch = -1
 
     def on_next(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
+        # Runs on every pull of the user's loop: the common case (the training dataset,
+        # already known) is tested first, without a method call.
         dataset = getattr(iterator, "_dataset", None)
-        if dataset is None or not self._is_training(dataset):
+        known = self._train_dataset
+        if dataset is None or (
+            (known is None or known() is not dataset) and not self._is_training(dataset)
+        ):
             return fetch(iterator)
         session = self._session
         clock = session.clock

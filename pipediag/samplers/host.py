@@ -10,6 +10,7 @@ our thread would corrupt the readings of a user's script that calls it too.
 from __future__ import annotations
 
 import importlib
+import time
 from typing import TYPE_CHECKING, Any
 
 from pipediag.clock import MONOTONIC, Clock
@@ -38,37 +39,34 @@ _IDLE_FIELDS = ("idle", "iowait")
 """Time a core did no work: waiting for I/O is idle as far as the CPU is concerned."""
 
 
-def _total_and_idle(times: Any) -> tuple[float, float, float]:
-    """(total, idle, iowait) seconds from one psutil `scputimes` tuple."""
-    fields = times._fields
-    total = sum(times) - sum(getattr(times, f) for f in _GUEST_FIELDS if f in fields)
-    idle = sum(getattr(times, f) for f in _IDLE_FIELDS if f in fields)
-    iowait = times.iowait if "iowait" in fields else 0.0
-    return total, idle, iowait
-
-
 def cpu_percentages(before: list[Any], after: list[Any]) -> tuple[list[float], float, float | None]:
     """Per-core busy %, system busy % and iowait % between two `cpu_times(percpu=True)` reads.
 
-    iowait is None on platforms that do not report it (macOS, Windows).
+    iowait is None on platforms that do not report it (macOS, Windows). Runs on every tick
+    for every core (96 on a large host), so the field positions are looked up once.
     """
+    if not after:
+        return [], 0.0, None
+    fields = after[0]._fields
+    guest = [fields.index(f) for f in _GUEST_FIELDS if f in fields]
+    idle = [fields.index(f) for f in _IDLE_FIELDS if f in fields]
+    io = fields.index("iowait") if "iowait" in fields else None
     per_core: list[float] = []
     busy_sum = 0.0
     total_sum = 0.0
     iowait_sum = 0.0
     for old, new in zip(before, after, strict=False):  # unequal if a core went offline
-        total_0, idle_0, iowait_0 = _total_and_idle(old)
-        total_1, idle_1, iowait_1 = _total_and_idle(new)
-        total = total_1 - total_0
-        busy = max(0.0, total - (idle_1 - idle_0))
+        total = sum(new) - sum(old) - sum(new[i] - old[i] for i in guest)
+        busy = max(0.0, total - sum(new[i] - old[i] for i in idle))
         per_core.append(min(100.0, 100.0 * busy / total) if total > 0 else 0.0)
         busy_sum += busy
         total_sum += total
-        iowait_sum += max(0.0, iowait_1 - iowait_0)
+        if io is not None:
+            iowait_sum += max(0.0, new[io] - old[io])
     system = min(100.0, 100.0 * busy_sum / total_sum) if total_sum > 0 else 0.0
-    has_iowait = bool(after) and "iowait" in after[0]._fields
-    iowait = (100.0 * iowait_sum / total_sum if total_sum > 0 else 0.0) if has_iowait else None
-    return per_core, system, iowait
+    if io is None:
+        return per_core, system, None
+    return per_core, system, 100.0 * iowait_sum / total_sum if total_sum > 0 else 0.0
 
 
 def merge_host_samples(earlier: HostSample, later: HostSample) -> HostSample:
@@ -115,6 +113,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         self._psutil: ModuleType | None = None
         self._process: Any = None
         self._last_cpu_times: list[Any] = []
+        self._last_process_cpu: tuple[float, float] | None = None  # (clock s, CPU s)
         self._cpu_count = 0
         self._process_cpu_sum = 0.0
         self._system_cpu_sum = 0.0
@@ -129,8 +128,7 @@ class HostSampler(ThreadedSampler[HostSample]):
             return "psutil is not installed: pip install psutil"
         try:
             self._process = psutil.Process()
-            # Prime: the first cpu_percent() call has nothing to compare with and returns 0.0.
-            self._process.cpu_percent(None)
+            self._last_process_cpu = (self._clock.now(), time.process_time())
             self._last_cpu_times = list(psutil.cpu_times(percpu=True))
             self._cpu_count = psutil.cpu_count() or len(self._last_cpu_times)
         except Exception as exc:
@@ -143,7 +141,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         if psutil is None:
             raise RuntimeError("HostSampler.start() was not called or failed")
         t = self._clock.now()
-        process_pct = float(self._process.cpu_percent(None))
+        process_pct = self._process_cpu_pct(t, time.process_time())
         rss = int(self._process.memory_info().rss)
         times = list(psutil.cpu_times(percpu=True))
         per_core, system, iowait = cpu_percentages(self._last_cpu_times, times)
@@ -158,6 +156,17 @@ class HostSampler(ThreadedSampler[HostSample]):
             process_rss_bytes=rss,
             system_mem_used_pct=mem_pct,
         )
+
+    def _process_cpu_pct(self, t: float, cpu_s: float) -> float:
+        """This process's CPU since the last reading, in % of one core (psutil's convention).
+
+        From `time.process_time()` (the process's CPU clock: no /proc file to read and parse)
+        rather than `Process.cpu_percent()`, which also counts the CPUs again on every call.
+        """
+        last, self._last_process_cpu = self._last_process_cpu, (t, cpu_s)
+        if last is None or t <= last[0]:
+            return 0.0
+        return max(0.0, (cpu_s - last[1]) / (t - last[0]) * 100.0)
 
     def _merge(self, earlier: HostSample, later: HostSample) -> HostSample:
         return merge_host_samples(earlier, later)
