@@ -133,6 +133,53 @@ def iqr(values: Sequence[float]) -> tuple[float, float]:
     return quantile(values, 0.25), quantile(values, 0.75)
 
 
+def median_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """Distribution-free confidence interval for the median (order statistics, binomial).
+
+    The interval [x_(k), x_(n-k+1)] covers the true median with probability
+    1 - 2 P(Bin(n, 1/2) < k); k is the largest rank that keeps this at `confidence` or more.
+    None when there are too few values for any such interval (n < 6 at 95%).
+    """
+    ordered = sorted(values)
+    n = len(ordered)
+    alpha_half = (1 - confidence) / 2
+    below = 0  # P(Bin(n, 1/2) <= k - 1), as an exact integer numerator over 2**n
+    k = 0
+    while True:
+        below += math.comb(n, k)
+        if below / 2**n > alpha_half:
+            break
+        k += 1
+    if k == 0 or k > n - k + 1:
+        return None
+    return ordered[k - 1], ordered[n - k]
+
+
+def same_arm_ratios(runs: Sequence[tuple[bool, float]]) -> list[float]:
+    """Ratios of back-to-back measurements of the same arm, from (arm, value) in time order.
+
+    ABBA order (A B, B A, A B, ...) puts two runs of one arm side by side at every pair
+    boundary. Nothing differs between them but time, so the spread of these ratios is the
+    machine's noise floor for the A/B ratios.
+    """
+    return [
+        earlier / later
+        for (arm_a, earlier), (arm_b, later) in zip(runs, runs[1:], strict=False)
+        if arm_a == arm_b
+    ]
+
+
+def abba_order(pair: int) -> tuple[bool, bool]:
+    """The arms of pair `pair` in ABBA order: (False, True), then (True, False), ..."""
+    return (False, True) if pair % 2 == 0 else (True, False)
+
+
+def ratio_summary(ratios: Sequence[float]) -> dict[str, Any]:
+    """`spread_summary` plus the 95% confidence interval of the median, as [low, high]."""
+    ci = median_ci(ratios)
+    return {**spread_summary(ratios), "ci95": None if ci is None else list(ci)}
+
+
 def spread_summary(values: Sequence[float]) -> dict[str, float | int | None]:
     """Median, quartiles and count: the figures every benchmark reports."""
     if not values:

@@ -109,6 +109,31 @@ def test_quantile_rejects_bad_input() -> None:
         common.quantile([1.0], 1.5)
 
 
+def test_median_ci_uses_the_binomial_order_statistics() -> None:
+    # GIVEN 1..n; THEN the ranks of the 95% interval are those of the standard table
+    assert common.median_ci([float(v) for v in range(1, 11)]) == (2.0, 9.0)  # n=10: 2nd, 9th
+    assert common.median_ci([float(v) for v in range(1, 7)]) == (1.0, 6.0)  # n=6: the extremes
+    assert common.median_ci([5.0, 1.0, 3.0, 2.0, 4.0]) is None  # n=5: no 95% interval exists
+    # AND the interval narrows as the sample grows (n=150: ranks 63 and 88)
+    assert common.median_ci([float(v) for v in range(1, 151)]) == (63.0, 88.0)
+
+
+def test_same_arm_ratios_pair_neighbours_of_one_arm() -> None:
+    # GIVEN runs in ABBA order: A B | B A | A B
+    arms = [arm for pair in range(3) for arm in common.abba_order(pair)]
+    assert arms == [False, True, True, False, False, True]
+    runs = list(zip(arms, [10.0, 20.0, 25.0, 8.0, 16.0, 30.0], strict=True))
+    # THEN only the side-by-side runs of one arm are compared: B/B then A/A
+    assert common.same_arm_ratios(runs) == [20.0 / 25.0, 8.0 / 16.0]
+
+
+def test_ratio_summary_adds_the_interval() -> None:
+    summary = common.ratio_summary([0.9, 1.0, 1.1, 0.95, 1.05, 1.0])
+    assert summary["median"] == pytest.approx(1.0)
+    assert summary["ci95"] == [0.9, 1.1]
+    assert common.ratio_summary([1.0])["ci95"] is None
+
+
 def test_relative_error() -> None:
     assert common.relative_error(1.2, 1.0) == pytest.approx(0.2)
     assert common.relative_error(1.5, 2.0) == pytest.approx(-0.25)
