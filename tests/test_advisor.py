@@ -288,6 +288,36 @@ def test_cache_needs_a_fitting_size_and_a_costly_deterministic_prefix() -> None:
     assert "PD005-cache-prefix" not in _ids(_report(stages))  # no size known: no advice
 
 
+def _vectorizable_pipeline() -> list[StageStats]:
+    return _chain(
+        StageStats(0, "source", own_s_per_batch=0.0005),
+        StageStats(0, "map", function="scale", source="train.py:9", own_s_per_batch=0.020),
+        StageStats(0, "batch", settings={"batch_size": "256"}, own_s_per_batch=0.0005),
+    )
+
+
+def test_vectorising_is_dropped_when_the_check_found_it_unsafe() -> None:
+    unsafe = FixTrial(
+        fix="vectorize",
+        stage_index=1,
+        verified=False,
+        reason="unsafe: the function fails on a batch",
+        details={"unsafe": "true"},
+    )
+    assert "PD004-vectorize-map" in _ids(_report(_vectorizable_pipeline()))
+    assert "PD004-vectorize-map" not in _ids(_report(_vectorizable_pipeline(), trials=[unsafe]))
+
+
+def test_a_checked_vectorisation_says_so_and_uses_its_measured_gain() -> None:
+    checked = _trial("vectorize", 1, 12.0, sample_elements="512")
+    report = _report(_vectorizable_pipeline(), trials=[checked])
+
+    (vectorize,) = [s for s in advise(report) if s.id == "PD004-vectorize-map"]
+
+    assert vectorize.verified_speedup == 12.0
+    assert "On 512 of your elements" in vectorize.evidence
+
+
 def test_autotune_off_is_named_with_its_measured_gain() -> None:
     report = _report(
         _seq_map_pipeline(auto_parallel="yes"),

@@ -3,8 +3,10 @@
 Intended bottleneck: input. The pipeline sets `autotune.enabled = False` and
 `experimental_optimization.inject_prefetch = False`, as some tuned-by-hand pipelines do;
 with either one on, TF would add the prefetch itself (DESIGN.md: "Prefetch is already
-injected"). The map is explicitly parallel (2 calls), so the one thing missing is the
-overlap: each step waits for the whole batch to be produced, then trains on it.
+injected"). The map is explicitly parallel (2 calls) and random (per-element noise, as an
+augmentation would be), so nothing upstream can be cached and its random draws rule out
+moving it after the batch: the one thing missing is the overlap. Each step waits for the
+whole batch to be produced, then trains on it.
 
 Hand-tuned (`--tuned`): `.prefetch(2)` at the end (a fixed buffer, since autotune is off).
 `--fix prefetch` applies the same prefetch (what PD003 says); `--fix autotune-on` turns
@@ -34,11 +36,14 @@ PREFETCH_BUFFER = 2
 
 
 MIX_PASSES = 8
+NOISE = 0.05
 MIX = tf.constant(np.random.default_rng(1).normal(size=(FEATURES, FEATURES)) / 16, tf.float32)
 
 
 def featurize(x: tf.Tensor, y: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """Per-element feature engineering: a few fixed random projections of the raw vector."""
+    """Per-element augmentation and feature engineering: input noise, then a few fixed
+    random projections of the raw vector."""
+    x = x + tf.random.normal(tf.shape(x), stddev=NOISE)
     for _ in range(MIX_PASSES):
         x = tf.tanh(tf.linalg.matvec(MIX, x))
     return x, y

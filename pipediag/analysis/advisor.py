@@ -587,10 +587,20 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
         own = stats.own_s_per_batch
         if own is None or not batch or own / batch > VECTORIZE_MAX_ELEMENT_S:
             continue
+        trial = ctx.trial("vectorize", stats.index)
+        if trial is not None and trial.details.get("unsafe") == "true":
+            continue  # run on a batch, the function failed or gave other results
+        if trial is not None and trial.verified:
+            safety = (
+                f"On {trial.details.get('sample_elements', 'a sample of')} of your elements "
+                "the function gave the same results on whole batches as element by element."
+            )
+        else:
+            safety = "Only safe if the function works on a batch (elementwise ops)."
         evidence = (
             f"{_stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element, "
             f"mostly per-element call overhead; applied after batch({batch}) it runs once per "
-            "batch. Only safe if the function works on a batch (elementwise ops)."
+            f"batch. {safety}"
         )
         found.append(
             _fix(
@@ -604,7 +614,7 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
                     f"num_parallel_calls=tf.data.AUTOTUNE)  # {_fn(stats)} must accept a batch"
                 ),
                 estimated=_parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
-                trial=ctx.trial("vectorize", stats.index),
+                trial=trial,
                 adds_threads=False,
             )
         )

@@ -8,7 +8,7 @@ Advice read off a checklist is often wrong on tf.data (DESIGN.md: an added prefe
 2. a copy is edited: `MapDataset` -> `ParallelMapDatasetV2` (AUTOTUNE), a sequential
    interleave/flat_map -> `ParallelInterleaveDatasetV4` with `cycle_length` = cores, a
    `PrefetchDataset(AUTOTUNE)` at the end, a `CacheDataset` after the costly deterministic
-   prefix, or autotune turned back on;
+   prefix, autotune turned back on, or a map moved after its batch (vectorised);
 3. both the unedited copy and the variant are rebuilt with `DatasetFromGraph` and read
    *alone*, alternately (A B B A ...), each on a fresh iterator for a short slice; the medians
    of the rates give the speedup, so drift on a noisy machine hits both sides alike.
@@ -24,9 +24,15 @@ What is never touched, and why (DESIGN.md, "Rules of the house"):
 - **File caches are never written**: one not complete on disk is bypassed in the copies, as
   in phase 1 (the note is kept in each trial's `details["isolation"]`).
 
-A fix that cannot be rewritten (unknown op, a function whose state cannot be serialised, a
-vectorisation whose safety cannot be proved) comes back with `verified=False` and a reason;
-the advisor then shows it as estimated. TensorFlow is imported inside the functions only.
+A vectorised map sees a whole batch, which is only right for a function that works element
+by element. Before it is timed, the user's function is run both ways on a sample of the
+user's own elements (read from an isolated copy): map then batch, and batch then map. Any
+difference, or an error on the batch, and the fix is refused with the reason, and marked
+`unsafe` so the advisor drops it; equal results on the sample are evidence, not proof.
+
+A fix that cannot be rewritten (unknown op, a function whose state cannot be serialised)
+comes back with `verified=False` and a reason; the advisor then shows it as estimated.
+TensorFlow is imported inside the functions only.
 """
 
 from __future__ import annotations
@@ -88,6 +94,19 @@ CACHE_FILL_MAX_S = 3.0
 # and prefetches downstream read ahead, so the epoch boundary is not exact.
 CACHE_FILL_MARGIN_BATCHES = 4
 
+# Elements of the user's data a vectorised function is checked on (two batches at most),
+# and the most memory the sample may take.
+VECTORIZE_SAMPLE_MAX_ELEMENTS = 512
+VECTORIZE_SAMPLE_MAX_BYTES = 64 * 2**20
+# A vectorised float result may differ from the per-element one by rounding (another
+# reduction order), not more.
+VECTORIZE_RTOL = 1e-5
+VECTORIZE_ATOL = 1e-6
+# Batching ops a map can move behind: plain batches (padding or sparse batching would
+# change what the function sees).
+_BATCH_OPS = frozenset({"BatchDatasetV2", "ParallelBatchDataset"})
+_MAP_OPS = frozenset({"MapDataset", "ParallelMapDatasetV2"})
+
 # tf.data's AUTOTUNE value for parallelism and buffer sizes.
 AUTOTUNE = -1
 # DataType enum values (tensorflow/core/framework/types.proto).
@@ -118,6 +137,8 @@ class _Candidate:
     reason: str | None = None
     details: dict[str, str] = field(default_factory=dict)
     fill_batches: int = 0  # for a cache: output batches to read before the cache is full
+    # Run before timing, on the unedited graph: why the fix must not be applied, or None.
+    check: Callable[[Any], str | None] | None = None
 
 
 def verify_fixes(
@@ -226,18 +247,7 @@ def _candidates(
         if runs_sequential_interleave(stats, cores):
             found.append(_interleave_candidate(stats, node, cores))
         if vectorizable(stats, stages) and _cheap_per_element(stats, stages):
-            found.append(
-                _Candidate(
-                    FIX_VECTORIZE,
-                    stats.index,
-                    stage_label(stats),
-                    cost_s=_cost(stats),
-                    reason=(
-                        "not rewritten: a vectorised function sees a whole batch, which only "
-                        "you can check it handles; estimated only"
-                    ),
-                )
-            )
+            found.append(_vectorize_candidate(stats, walked, stages, nodes))
     cache = _cache_candidate(walked, stages, nodes, total_s)
     if cache is not None:
         found.append(cache)
@@ -273,6 +283,47 @@ def _interleave_candidate(stats: StageStats, node: str | None, cores: int) -> _C
     else:
         candidate.edit = lambda graph: graph.parallelize_interleave(node, cores)
     return candidate
+
+
+def _vectorize_candidate(
+    stats: StageStats, walked: list[Stage], stages: list[StageStats], nodes: dict[int, str]
+) -> _Candidate:
+    """Move the map after the batch it feeds, once its function is checked on a sample."""
+    candidate = _Candidate(FIX_VECTORIZE, stats.index, stage_label(stats), cost_s=_cost(stats))
+    consumer = next((s for s in stages if stats.index in s.inputs), None)
+    map_node = nodes.get(stats.index)
+    batch_node = nodes.get(consumer.index) if consumer is not None else None
+    batch = downstream_batch_size(stages, stats.index)
+    if map_node is None or batch_node is None or consumer is None or not batch:
+        candidate.reason = "the map or its batch was not found in the dataset graph"
+        return candidate
+    map_input = _python_input(walked[stats.index].dataset)
+    if map_input is None:
+        candidate.reason = "the map's input dataset is unknown"
+        return candidate
+    input_spec = map_input.element_spec
+    batch_spec = walked[consumer.index].dataset.element_spec
+    sample_size = min(2 * batch, VECTORIZE_SAMPLE_MAX_ELEMENTS)
+    candidate.details["sample_elements"] = str(sample_size)
+
+    def check(graph_def: Any) -> str | None:
+        reason, unsafe = _vectorize_check(
+            graph_def, map_node, batch_node, input_spec, batch_spec, sample_size
+        )
+        if unsafe:
+            candidate.details["unsafe"] = "true"
+        return reason
+
+    candidate.check = check
+    candidate.edit = lambda graph: graph.vectorize(map_node, batch_node)
+    return candidate
+
+
+def _python_input(dataset: Any) -> Any | None:
+    from pipediag.bench import structure
+
+    inputs = structure._python_inputs(structure._unwrap(dataset))
+    return inputs[0] if len(inputs) == 1 else None
 
 
 def _prefetch_candidate(stages: list[StageStats]) -> _Candidate | None:
@@ -401,6 +452,13 @@ def _trial(
     clock: Clock,
 ) -> FixTrial:
     """Build the variant, then time baseline and variant alternately; never raises."""
+    if candidate.check is not None:
+        try:
+            refusal = candidate.check(graph)
+        except Exception as exc:
+            refusal = f"could not be checked: {_describe(exc)}"
+        if refusal is not None:
+            return _unverified(candidate, refusal)
     try:
         variant = _build_variant(candidate, graph, baseline, dataset)
     except RewriteError as exc:
@@ -430,6 +488,101 @@ def _trial(
         rounds=min(len(base_rates), len(variant_rates)),
         details=dict(candidate.details),
     )
+
+
+def _vectorize_check(
+    graph_def: Any,
+    map_node: str,
+    batch_node: str,
+    input_spec: Any,
+    batch_spec: Any,
+    sample_size: int,
+) -> tuple[str | None, bool]:
+    """Run the map's function per element and on whole batches over a sample of the user's
+    elements; (why not, whether it is unsafe rather than unchecked), (None, False) if equal."""
+    import tensorflow as tf
+
+    if not all(isinstance(c, tf.TensorSpec) for c in tf.nest.flatten(input_spec)):
+        return "not checked: the map's input has ragged or sparse parts; estimated only", False
+    sample_graph = _Graph.copy_of(graph_def)
+    map_def = sample_graph.node(map_node)
+    sample_graph.set_output(sample_graph.data_inputs(map_def)[0].split(":")[0])
+    sample_graph.isolate()
+    sample = _read_sample(sample_graph.rebuild(input_spec), input_spec, sample_size)
+    if sample is None:
+        return "not checked: no sample of the map's input could be read; estimated only", False
+    count = len(sample[0]) if sample else 0
+    results = []
+    for vectorized in (False, True):
+        check_graph = _Graph.copy_of(graph_def)
+        source = check_graph.tensor_slices(sample, input_spec)
+        map_def = check_graph.node(map_node)
+        map_def.input[0] = source
+        if vectorized:
+            check_graph.vectorize(map_node, batch_node)
+        check_graph.set_output(map_node if vectorized else batch_node)
+        try:
+            results.append(_numpy_batches(check_graph.rebuild(batch_spec)))
+        except Exception as exc:
+            if not vectorized:
+                raise
+            return (
+                f"unsafe: the function fails on a batch ({_tf_error_text(exc)}); keep the map "
+                "before the batch",
+                True,
+            )
+    difference = _first_difference(results[0], results[1])
+    if difference is not None:
+        return (
+            f"unsafe: on {count} of your elements the function gives other results on a batch "
+            f"({difference}): it is not elementwise; keep the map before the batch",
+            True,
+        )
+    return None, False
+
+
+def _read_sample(dataset: Any, spec: Any, size: int) -> list[Any] | None:
+    """Up to `size` elements, one stacked NumPy array per component (memory-capped)."""
+    import numpy as np
+    import tensorflow as tf
+
+    columns: list[list[Any]] = [[] for _ in tf.nest.flatten(spec)]
+    used = 0
+    for element in dataset.take(size):
+        values = [t.numpy() for t in tf.nest.flatten(element)]
+        used += sum(getattr(v, "nbytes", 0) for v in values)
+        if used > VECTORIZE_SAMPLE_MAX_BYTES:
+            break
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+    if not columns or not columns[0]:
+        return None
+    return [np.stack(column) for column in columns]
+
+
+def _numpy_batches(dataset: Any) -> list[list[Any]]:
+    import tensorflow as tf
+
+    return [[t.numpy() for t in tf.nest.flatten(batch)] for batch in dataset]
+
+
+def _first_difference(expected: list[list[Any]], actual: list[list[Any]]) -> str | None:
+    """Where two lists of batches differ, in words; None when equal (floats to rounding)."""
+    import numpy as np
+
+    if len(expected) != len(actual):
+        return f"{len(actual)} batches instead of {len(expected)}"
+    for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
+        for part, (a, b) in enumerate(zip(want, got, strict=True)):
+            where = f"batch {index}, output {part}"
+            if a.shape != b.shape:
+                return f"{where}: shape {b.shape} instead of {a.shape}"
+            if np.issubdtype(a.dtype, np.inexact):
+                if not np.allclose(a, b, rtol=VECTORIZE_RTOL, atol=VECTORIZE_ATOL, equal_nan=True):
+                    return f"{where}: values differ by up to {float(np.max(np.abs(a - b))):.3g}"
+            elif not np.array_equal(a, b):
+                return f"{where}: values differ"
+    return None
 
 
 def _build_variant(candidate: _Candidate, graph: Any, baseline: Any, dataset: Any) -> Any:
@@ -592,7 +745,48 @@ class _Graph:
                 return current
         raise RewriteError("the graph has no output node")
 
+    def consumers(self, name: str) -> list[Any]:
+        """Nodes that read `name`'s output as data (its `_Retval` included)."""
+        return [
+            node
+            for node in self.graph_def.node
+            if any(i in (name, f"{name}:0") for i in self.data_inputs(node))
+        ]
+
+    def set_output(self, name: str) -> None:
+        """Make `name` the dataset the graph returns (its `_Retval` input)."""
+        for node in self.graph_def.node:
+            if node.op == "_Retval" and node.input:
+                node.input[0] = name
+                return
+        raise RewriteError("the graph has no output node")
+
     # -- building blocks ---------------------------------------------------------------
+    def tensor_slices(self, columns: list[Any], spec: Any) -> str:
+        """A `TensorSliceDataset` of the given stacked arrays; its node name."""
+        import tensorflow as tf
+
+        components = []
+        for column in columns:
+            const = self.graph_def.node.add()
+            const.name = self._fresh("Const")
+            const.op = "Const"
+            proto = tf.make_tensor_proto(column)
+            const.attr["dtype"].type = proto.dtype
+            const.attr["value"].tensor.CopyFrom(proto)
+            components.append(str(const.name))
+        node = self.graph_def.node.add()
+        node.name = self._fresh("TensorSliceDataset")
+        node.op = "TensorSliceDataset"
+        node.input.extend(components)
+        for component in tf.nest.flatten(spec):
+            node.attr["Toutput_types"].list.type.append(component.dtype.as_datatype_enum)
+            node.attr["output_shapes"].list.shape.add().CopyFrom(component.shape.as_proto())
+        node.attr["is_files"].b = False
+        node.attr["metadata"].s = b""
+        node.attr["replicate_on_split"].b = False
+        return str(node.name)
+
     def const(self, value: int | str) -> str:
         node = self.graph_def.node.add()
         node.name = self._fresh("Const")
@@ -682,6 +876,37 @@ class _Graph:
         node.op = "ParallelInterleaveDatasetV4"
         node.attr["deterministic"].s = b"default"
 
+    def vectorize(self, map_name: str, batch_name: str) -> None:
+        """`X -> map(f) -> batch(n) -> ...` becomes `X -> batch(n) -> map(f, AUTOTUNE) -> ...`."""
+        mapped, batch = self.node(map_name), self.node(batch_name)
+        if mapped.op not in _MAP_OPS:
+            raise RewriteError(f"{mapped.op} is not a map this rewrite knows")
+        if batch.op not in _BATCH_OPS:
+            raise RewriteError(f"{batch.op} is not a plain batch: the map cannot move after it")
+        if [n.name for n in self.consumers(map_name)] != [batch_name]:
+            raise RewriteError("the map's output is read by more than its batch")
+        if self.data_inputs(batch)[0].split(":")[0] != map_name:
+            raise RewriteError("the batch does not read the map")
+        source = self.node(self.data_inputs(mapped)[0].split(":")[0])
+        lead = _leading_dim(batch)
+        readers = [n for n in self.consumers(batch_name) if n.name != map_name]
+        batch.input[0] = source.name
+        mapped.input[0] = batch.name
+        for reader in readers:
+            for position, name in enumerate(reader.input):
+                if name in (batch_name, f"{batch_name}:0"):
+                    reader.input[position] = map_name
+        # TensorSliceDataset names its types attribute differently.
+        key = "output_types" if "output_types" in source.attr else "Toutput_types"
+        types = source.attr[key]
+        batch.attr["output_types"].CopyFrom(types)
+        _set_batched_shapes(batch, source.attr["output_shapes"], lead)
+        _set_batched_shapes(mapped, mapped.attr["output_shapes"], lead)
+        if mapped.op == "MapDataset":
+            self.parallelize_map(map_name)
+        else:
+            self.set_input(mapped, -1, AUTOTUNE)
+
     def prefetch_at_end(self) -> None:
         root = self.root()
         if root.op == "PrefetchDataset":
@@ -710,6 +935,29 @@ class _Graph:
     def _fresh(self, op: str) -> str:
         self._added += 1
         return f"pipediag_whatif/{op}_{self._added}"
+
+
+def _leading_dim(batch: Any) -> int:
+    """The batch dimension a batch node declares (-1 when the last batch may be short)."""
+    shapes = batch.attr["output_shapes"].list.shape
+    if shapes and not shapes[0].unknown_rank and shapes[0].dim:
+        return int(shapes[0].dim[0].size)
+    return -1
+
+
+def _set_batched_shapes(node: Any, element_shapes: Any, lead: int) -> None:
+    """`node`'s output shapes: each of `element_shapes` with a leading batch dimension."""
+    import tensorflow as tf
+
+    batched = []
+    for shape in element_shapes.list.shape:
+        proto = tf.TensorShape(None).as_proto() if shape.unknown_rank else None
+        if proto is None:
+            proto = tf.TensorShape([lead if lead >= 0 else None, *tf.TensorShape(shape)]).as_proto()
+        batched.append(proto)
+    del node.attr["output_shapes"].list.shape[:]
+    for proto in batched:
+        node.attr["output_shapes"].list.shape.add().CopyFrom(proto)
 
 
 # --- sizes -----------------------------------------------------------------------------------
@@ -779,6 +1027,17 @@ def _int(text: str | None) -> int | None:
         return None if text is None else int(text)
     except ValueError:
         return None
+
+
+def _tf_error_text(exc: BaseException) -> str:
+    """The part of a tf.data error that says what went wrong, without the iterator plumbing:
+    `Incompatible shapes: [4] vs. [16]` rather than the function node and iterator path."""
+    import re
+
+    message = str(getattr(exc, "message", exc)).strip().splitlines()[0]
+    message = re.sub(r"\{\{[^}]*\}\}\s*", "", message)
+    inner = re.search(r"Iterator::[\w:]+: (.*)", message)
+    return (inner.group(1) if inner else message)[:160]
 
 
 def _describe(exc: BaseException) -> str:
