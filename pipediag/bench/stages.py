@@ -33,6 +33,12 @@ Caveats, each one why a prefix can behave unlike the whole:
   not complete on disk is not read, since reading it to the end would write the user's file.
 - The first element is timed apart by `time_iterator` (buffers filling): a very large
   shuffle buffer still makes that first read long, and it cannot be interrupted.
+- **Noise.** An own cost is a difference of two rates, so a disturbance while one prefix is
+  read moves it a lot (a map measured at 1.4 to 6.3 ms per batch in five runs on a shared
+  2-core VM). Each prefix is therefore read in `ROUNDS` short slices, the rounds going
+  through the stages forwards, then backwards (A B C, C B A, A B C), and its rate is the
+  median. A prefix whose first element is slow (a large shuffle buffer filling) is read in
+  one slice only, since every slice pays for that first element again.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ MAX_ELEMENTS_PER_STAGE = 2000
 # Time spent measuring the cost of one eager `next()` on a trivial dataset.
 OVERHEAD_CALIBRATION_S = 0.1
 OVERHEAD_CALIBRATION_ELEMENTS = 500
+# Slices per prefix (see "Noise" above); the per-stage budget is shared between them.
+ROUNDS = 3
 # Beyond this many stages, later ones are left unmeasured (the time would grow unbounded).
 MAX_MEASURED_STAGES = 24
 
@@ -121,35 +129,46 @@ def measure_stages(
     options = _options(dataset)
     overhead_s = _iteration_overhead_s(clock)
     factors = elements_per_output_batch(stages)
+    reasons: dict[int, str | None] = {}
+    for stage in stages:
+        index = stage.stats.index
+        reason = _why_not_measured(stage, stages)
+        if reason is None and index >= MAX_MEASURED_STAGES:
+            reason = f"only the first {MAX_MEASURED_STAGES} stages are measured"
+        reasons[index] = reason
+    measured = [
+        s
+        for s in stages
+        if reasons[s.stats.index] is None
+        and not (s.stats.kind in PASS_THROUGH_KINDS and len(s.stats.inputs) == 1)
+    ]
+    rates = _measure_in_rounds(
+        measured,
+        options,
+        reasons,
+        max_seconds=max_seconds_per_stage,
+        max_elements=max_elements_per_stage,
+        overhead_s=overhead_s,
+        clock=clock,
+    )
     per_batch_s: list[float | None] = [None] * len(stages)
     updated: list[StageStats] = []
     for stage in stages:
         stats = stage.stats
         index = stats.index
         factor = factors[index]
-        reason = _why_not_measured(stage, stages)
-        if reason is None and index >= MAX_MEASURED_STAGES:
-            reason = f"only the first {MAX_MEASURED_STAGES} stages are measured"
         elements_per_s: float | None = None
         if stats.kind in PASS_THROUGH_KINDS and len(stats.inputs) == 1:
-            source = updated[stats.inputs[0]]
-            elements_per_s = source.elements_per_s
-        elif reason is None:
-            elements_per_s, reason = _measure_prefix(
-                stage.dataset,
-                options,
-                max_seconds=max_seconds_per_stage,
-                max_elements=max_elements_per_stage,
-                overhead_s=overhead_s,
-                clock=clock,
-            )
+            elements_per_s = updated[stats.inputs[0]].elements_per_s
+        elif rates.get(index):
+            elements_per_s = median(rates[index])
         batches_per_s: float | None = None
         if elements_per_s is not None and factor is not None and factor > 0:
             batches_per_s = elements_per_s / factor
             per_batch_s[index] = 1.0 / batches_per_s if batches_per_s > 0 else None
         settings = dict(stats.settings)
-        if reason is not None:
-            settings["not_measured"] = reason
+        if reasons[index] is not None and elements_per_s is None:
+            settings["not_measured"] = str(reasons[index])
         updated.append(
             dataclasses.replace(
                 stats,
@@ -228,6 +247,56 @@ def pick_bottleneck(own_s_per_batch: Sequence[float | None]) -> int | None:
 # --- measuring -----------------------------------------------------------------------------
 
 
+def _measure_in_rounds(
+    stages: Sequence[Stage],
+    options: Any,
+    reasons: dict[int, str | None],
+    *,
+    max_seconds: float,
+    max_elements: int,
+    overhead_s: float,
+    clock: Clock,
+) -> dict[int, list[float]]:
+    """Each prefix's rate in `ROUNDS` slices, forwards then backwards; failures in `reasons`."""
+    slice_s = max_seconds / ROUNDS
+    slice_elements = max(1, max_elements // ROUNDS)
+    rates: dict[int, list[float]] = {s.stats.index: [] for s in stages}
+    done: set[int] = set()
+    for round_index in range(ROUNDS):
+        order = list(stages) if round_index % 2 == 0 else list(reversed(stages))
+        for stage in order:
+            index = stage.stats.index
+            if index in done:
+                continue
+            rate, reason, first_s = _measure_prefix(
+                stage.dataset,
+                options,
+                max_seconds=slice_s,
+                max_elements=slice_elements,
+                overhead_s=overhead_s,
+                clock=clock,
+            )
+            slow_start = first_s is not None and first_s > slice_s / 2
+            if rate is None and slow_start and round_index == 0:
+                # The first element ate the slice: read once more, with the whole budget.
+                rate, reason, _ = _measure_prefix(
+                    stage.dataset,
+                    options,
+                    max_seconds=max_seconds + first_s,
+                    max_elements=max_elements,
+                    overhead_s=overhead_s,
+                    clock=clock,
+                )
+            if rate is None:
+                reasons[index] = reason
+                done.add(index)
+                continue
+            rates[index].append(rate)
+            if slow_start:
+                done.add(index)
+    return rates
+
+
 def _measure_prefix(
     prefix: Any,
     options: Any,
@@ -236,41 +305,42 @@ def _measure_prefix(
     max_elements: int,
     overhead_s: float,
     clock: Clock,
-) -> tuple[float | None, str | None]:
-    """Elements per second of one prefix, on a fresh iterator; or why there is no rate."""
+) -> tuple[float | None, str | None, float | None]:
+    """Elements per second of one prefix, on a fresh iterator, or why there is no rate; and
+    how long its first element took."""
     from pipediag.bench.isolate import IsolationError, isolated_copy
     from pipediag.bench.pipeline import SHARED_STATE_STAGES, describe_chain
 
     try:
         runnable = prefix.with_options(options) if options is not None else prefix
     except Exception as exc:  # e.g. a prefix that cannot stand alone
-        return None, f"cannot iterate: {type(exc).__name__}"
+        return None, f"cannot iterate: {type(exc).__name__}", None
     try:
         # A private copy: iterating the prefix itself would advance the user's shuffle
         # seeds and fill the user's caches (bench/isolate.py).
         runnable, _ = isolated_copy(runnable)
     except IsolationError as exc:
         if any(word in describe_chain(prefix) for word in SHARED_STATE_STAGES):
-            return None, f"not read alone: {exc}"
+            return None, f"not read alone: {exc}", None
     try:
         iterator = iter(runnable)
     except Exception as exc:
-        return None, f"cannot iterate: {type(exc).__name__}"
+        return None, f"cannot iterate: {type(exc).__name__}", None
     try:
         timing = time_iterator(
             iterator, max_batches=max_elements, max_seconds=max_seconds, clock=clock
         )
     except Exception as exc:  # the user's function failed: report, do not raise
-        return None, f"failed: {type(exc).__name__}: {exc}"[:200]
+        return None, f"failed: {type(exc).__name__}: {exc}"[:200], None
     finally:
         del iterator
     if not timing.latencies_s or timing.duration_s <= 0:
-        return None, "too few elements to time"
+        return None, "too few elements to time", timing.first_batch_s
     per_element_s = timing.duration_s / len(timing.latencies_s)
     # Remove the consumer's own cost per `next()`, but never all of it: a stage cheaper than
     # the overhead is reported as very fast, not infinitely fast.
     corrected_s = max(per_element_s - overhead_s, per_element_s * 0.05)
-    return 1.0 / corrected_s, None
+    return 1.0 / corrected_s, None, timing.first_batch_s
 
 
 def _iteration_overhead_s(clock: Clock) -> float:
