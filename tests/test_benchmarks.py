@@ -134,6 +134,15 @@ def test_ratio_summary_adds_the_interval() -> None:
     assert common.ratio_summary([1.0])["ci95"] is None
 
 
+def test_a_child_past_its_time_limit_is_killed_and_counted_as_failed() -> None:
+    proc, wall_s = common.run_child(
+        [sys.executable, "-c", "import time; time.sleep(30)"], timeout_s=0.5
+    )
+    assert proc.returncode == common.TIMED_OUT
+    assert "timed out after 0.5 s" in proc.stderr
+    assert wall_s < 10
+
+
 def test_relative_error() -> None:
     assert common.relative_error(1.2, 1.0) == pytest.approx(0.2)
     assert common.relative_error(1.5, 2.0) == pytest.approx(-0.25)
