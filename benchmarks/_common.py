@@ -275,6 +275,9 @@ def write_results(path: Path, name: str, payload: Mapping[str, Any], *, quick: b
     }
     path.write_text(json.dumps(document, indent=2, default=_json_default) + "\n")
     print(f"\nresults written to {path}")
+    # TensorFlow has crashed at interpreter exit after a benchmark; what was printed must
+    # not be lost in an unflushed buffer with it.
+    sys.stdout.flush()
 
 
 def _json_default(value: Any) -> Any:

@@ -86,6 +86,7 @@ def summarize(blocks: list[tuple[bool, dict[str, float]]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=PAIRS)
+    parser.add_argument("--case", default=CASE, help="a case in benchmarks/cases (tuned variant)")
     parser.add_argument("--steps-per-block", type=int, default=STEPS_PER_BLOCK)
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
     args = parser.parse_args(argv)
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     from pipediag.report.model import ExitInfo
     from pipediag.session import DiagnosticSession
 
-    case = load_case(CASE)
+    case = load_case(args.case)
     from _case import make_loop_step  # on sys.path once a case is loaded
 
     keras.utils.set_random_seed(0)
@@ -106,11 +107,11 @@ def main(argv: list[str] | None = None) -> int:
 
     # One iterator for the whole run, as a loop over `dataset.repeat()`: an epoch boundary
     # (a new iterator filling its buffers) inside a block is noise that only blurs the pairs.
-    batches = iter(dataset.repeat())
+    live = {"batches": iter(dataset.repeat())}
 
     def run_steps(steps: int) -> int:
         for _ in range(steps):
-            x, y = next(batches)
+            x, y = next(live["batches"])
             train_step(x, y)
         return steps
 
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                 run_steps(SETTLE_STEPS)
                 blocks.append((False, block_costs(lambda: run_steps(args.steps_per_block))))
                 continue
-            session = DiagnosticSession(CASE, [], config, log=None)
+            session = DiagnosticSession(args.case, [], config, log=None)
             session.start()
             try:
                 run_steps(SETTLE_STEPS)
@@ -133,8 +134,11 @@ def main(argv: list[str] | None = None) -> int:
                 session.stop(ExitInfo(), "script-finished")
             if len(session.timeline) == 0:
                 raise RuntimeError("the session recorded no steps: the hook is not in force")
+    # An iterator left alive until interpreter exit (background threads, a filled cache)
+    # once hung TensorFlow's shutdown here, spinning two cores: release it first.
+    live.clear()
     results = summarize(blocks)
-    results.update(case=f"benchmarks/cases/{CASE}.py", steps_per_block=args.steps_per_block)
+    results.update(case=f"benchmarks/cases/{args.case}.py", steps_per_block=args.steps_per_block)
     args.json.write_text(json.dumps(results, indent=1))
     return 0
 
