@@ -101,6 +101,18 @@ def test_every_panel_has_data_drawn() -> None:
     assert len(_axes(figure, "split").patches) == 2
 
 
+def test_compute_bound_run_names_the_slowest_stage_without_calling_it_the_bottleneck() -> None:
+    # GIVEN a compute-bound run whose pipeline still has a slowest stage
+    figure = build_figure(_with_stages(synthetic_report(wait_s=0.0005, compute_s=0.02)))
+    pipeline = _axes(figure, "pipeline")
+    # THEN no stage is painted as the input problem, and the slowest is named as such
+    painted = [p for p in pipeline.patches if p.get_facecolor()[:3] == _rgb(INPUT_COLOUR)]
+    assert painted == []
+    texts = _texts(figure)
+    assert any("slowest stage" in t for t in texts)
+    assert not any(t.endswith("bottleneck") for t in texts)
+
+
 def test_timeline_panels_share_the_time_axis() -> None:
     figure = build_figure(synthetic_report(with_gpu=True))
     timeline = _axes(figure, "timeline")

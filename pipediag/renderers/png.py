@@ -605,7 +605,11 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
         slowest = sorted(stages, key=lambda s: s.batches_per_s or 0.0)[:MAX_STAGES]
         stages = sorted(slowest, key=lambda s: s.index)
     rates = [s.batches_per_s or 0.0 for s in stages]
-    colours = [INPUT_COLOUR if s.bottleneck else STAGE_COLOUR for s in stages]
+    # When the model sets the pace, the pipeline's slowest stage is not the run's
+    # bottleneck (and on a cached pipeline its rate is the first, filling pass): it is
+    # named, not painted as the input problem.
+    input_problem = report.verdict.label != COMPUTE_BOUND
+    colours = [INPUT_COLOUR if s.bottleneck and input_problem else STAGE_COLOUR for s in stages]
     positions = list(range(len(stages)))
     axes.barh(positions, rates, color=colours, height=0.65, gid="stage-bars")
     axes.set_yticks(positions, [_stage_label(s) for s in stages], fontsize=9)
@@ -627,7 +631,8 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
             borderaxespad=0.0,
         )
     _scale_rate_axis(axes, [*rates, train_rate or 0.0])
-    marks = [" bottleneck" if s.bottleneck else "" for s in stages]
+    mark = " bottleneck" if input_problem else " slowest stage"
+    marks = [mark if s.bottleneck else "" for s in stages]
     _label_bars(axes, positions, [s.batches_per_s for s in stages], marks)
 
 
