@@ -87,6 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=PAIRS)
     parser.add_argument("--case", default=CASE, help="a case in benchmarks/cases (tuned variant)")
+    parser.add_argument(
+        "--monitor",
+        choices=["all", "hooks", "samplers"],
+        default="all",
+        help="what the 'on' blocks run: everything, only the iterator hook, only the samplers",
+    )
     parser.add_argument("--steps-per-block", type=int, default=STEPS_PER_BLOCK)
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
     args = parser.parse_args(argv)
@@ -117,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
 
     run_steps(WARMUP_STEPS)  # tracing, autotune settling
     # As `pipediag run --steps all` in its monitoring phase: no pipeline benchmark here.
-    config = RunConfig(bench=False, measured_steps=None)
+    samplers = args.monitor in ("all", "samplers")
+    config = RunConfig(bench=False, measured_steps=None, sample_host=samplers, sample_gpu=samplers)
+    hooks = args.monitor in ("all", "hooks")
     blocks: list[tuple[bool, dict[str, float]]] = []
     for pair in range(args.pairs):
         for monitored in abba_order(pair):
@@ -125,20 +133,24 @@ def main(argv: list[str] | None = None) -> int:
                 run_steps(SETTLE_STEPS)
                 blocks.append((False, block_costs(lambda: run_steps(args.steps_per_block))))
                 continue
-            session = DiagnosticSession(args.case, [], config, log=None)
+            session = DiagnosticSession(args.case, [], config, log=None, install_hooks=hooks)
             session.start()
             try:
                 run_steps(SETTLE_STEPS)
                 blocks.append((True, block_costs(lambda: run_steps(args.steps_per_block))))
             finally:
                 session.stop(ExitInfo(), "script-finished")
-            if len(session.timeline) == 0:
+            if hooks and len(session.timeline) == 0:
                 raise RuntimeError("the session recorded no steps: the hook is not in force")
     # An iterator left alive until interpreter exit (background threads, a filled cache)
     # once hung TensorFlow's shutdown here, spinning two cores: release it first.
     live.clear()
     results = summarize(blocks)
-    results.update(case=f"benchmarks/cases/{args.case}.py", steps_per_block=args.steps_per_block)
+    results.update(
+        case=f"benchmarks/cases/{args.case}.py",
+        steps_per_block=args.steps_per_block,
+        monitor=args.monitor,
+    )
     args.json.write_text(json.dumps(results, indent=1))
     return 0
 
