@@ -137,8 +137,9 @@ class _Candidate:
     reason: str | None = None
     details: dict[str, str] = field(default_factory=dict)
     fill_batches: int = 0  # for a cache: output batches to read before the cache is full
-    # Run before timing, on the unedited graph: why the fix must not be applied, or None.
-    check: Callable[[Any], str | None] | None = None
+    # Run before timing, on the unedited graph: (why the fix is not timed, whether that is
+    # because it is unsafe), or (None, False).
+    check: Callable[[Any], tuple[str | None, bool]] | None = None
 
 
 def verify_fixes(
@@ -306,15 +307,9 @@ def _vectorize_candidate(
     sample_size = min(2 * batch, VECTORIZE_SAMPLE_MAX_ELEMENTS)
     candidate.details["sample_elements"] = str(sample_size)
 
-    def check(graph_def: Any) -> str | None:
-        reason, unsafe = _vectorize_check(
-            graph_def, map_node, batch_node, input_spec, batch_spec, sample_size
-        )
-        if unsafe:
-            candidate.details["unsafe"] = "true"
-        return reason
-
-    candidate.check = check
+    candidate.check = lambda graph_def: _vectorize_check(
+        graph_def, map_node, batch_node, input_spec, batch_spec, sample_size
+    )
     candidate.edit = lambda graph: graph.vectorize(map_node, batch_node)
     return candidate
 
@@ -454,9 +449,11 @@ def _trial(
     """Build the variant, then time baseline and variant alternately; never raises."""
     if candidate.check is not None:
         try:
-            refusal = candidate.check(graph)
+            refusal, unsafe = candidate.check(graph)
         except Exception as exc:
-            refusal = f"could not be checked: {_describe(exc)}"
+            refusal, unsafe = f"could not be checked: {_describe(exc)}", False
+        if unsafe:
+            candidate.details["unsafe"] = "true"
         if refusal is not None:
             return _unverified(candidate, refusal)
     try:
@@ -511,7 +508,7 @@ def _vectorize_check(
     sample = _read_sample(sample_graph.rebuild(input_spec), input_spec, sample_size)
     if sample is None:
         return "not checked: no sample of the map's input could be read; estimated only", False
-    count = len(sample[0]) if sample else 0
+    count = len(sample[0])
     results = []
     for vectorized in (False, True):
         check_graph = _Graph.copy_of(graph_def)
@@ -735,15 +732,19 @@ class _Graph:
     def data_inputs(self, node: Any) -> list[str]:
         return [name for name in node.input if not name.startswith("^")]
 
-    def root(self) -> Any:
-        """The dataset op below the trailing options: where an end stage goes."""
+    def retval(self) -> Any:
+        """The `_Retval` node: its input is the dataset the graph returns."""
         for node in self.graph_def.node:
             if node.op == "_Retval" and node.input:
-                current = self.node(node.input[0].split(":")[0])
-                while current.op in _PASS_THROUGH_OPS and current.input:
-                    current = self.node(current.input[0].split(":")[0])
-                return current
+                return node
         raise RewriteError("the graph has no output node")
+
+    def root(self) -> Any:
+        """The dataset op below the trailing options: where an end stage goes."""
+        current = self.node(self.retval().input[0].split(":")[0])
+        while current.op in _PASS_THROUGH_OPS and current.input:
+            current = self.node(current.input[0].split(":")[0])
+        return current
 
     def consumers(self, name: str) -> list[Any]:
         """Nodes that read `name`'s output as data (its `_Retval` included)."""
@@ -755,11 +756,16 @@ class _Graph:
 
     def set_output(self, name: str) -> None:
         """Make `name` the dataset the graph returns (its `_Retval` input)."""
-        for node in self.graph_def.node:
-            if node.op == "_Retval" and node.input:
-                node.input[0] = name
-                return
-        raise RewriteError("the graph has no output node")
+        self.retval().input[0] = name
+
+    def redirect(self, old: str, new: str, *, keep: frozenset[str] = frozenset()) -> None:
+        """Every node that reads `old` (except `new` and those in `keep`) reads `new`."""
+        for other in self.graph_def.node:
+            if other.name == new or other.name in keep:
+                continue
+            for position, name in enumerate(other.input):
+                if name in (old, f"{old}:0"):
+                    other.input[position] = new
 
     # -- building blocks ---------------------------------------------------------------
     def tensor_slices(self, columns: list[Any], spec: Any) -> str:
@@ -809,12 +815,7 @@ class _Graph:
         node.input.extend([target.name, *extra_inputs])
         for attr in ("output_types", "output_shapes"):
             node.attr[attr].CopyFrom(target.attr[attr])
-        for other in self.graph_def.node:
-            if other.name == node.name:
-                continue
-            for position, name in enumerate(other.input):
-                if name in (target.name, f"{target.name}:0"):
-                    other.input[position] = node.name
+        self.redirect(target.name, node.name)
         return node
 
     def set_input(self, node: Any, position: int, value: int) -> None:
@@ -889,13 +890,9 @@ class _Graph:
             raise RewriteError("the batch does not read the map")
         source = self.node(self.data_inputs(mapped)[0].split(":")[0])
         lead = _leading_dim(batch)
-        readers = [n for n in self.consumers(batch_name) if n.name != map_name]
+        self.redirect(batch_name, map_name)  # the batch's readers now read the map
         batch.input[0] = source.name
         mapped.input[0] = batch.name
-        for reader in readers:
-            for position, name in enumerate(reader.input):
-                if name in (batch_name, f"{batch_name}:0"):
-                    reader.input[position] = map_name
         # TensorSliceDataset names its types attribute differently.
         key = "output_types" if "output_types" in source.attr else "Toutput_types"
         types = source.attr[key]
@@ -949,12 +946,11 @@ def _set_batched_shapes(node: Any, element_shapes: Any, lead: int) -> None:
     """`node`'s output shapes: each of `element_shapes` with a leading batch dimension."""
     import tensorflow as tf
 
-    batched = []
-    for shape in element_shapes.list.shape:
-        proto = tf.TensorShape(None).as_proto() if shape.unknown_rank else None
-        if proto is None:
-            proto = tf.TensorShape([lead if lead >= 0 else None, *tf.TensorShape(shape)]).as_proto()
-        batched.append(proto)
+    dim = lead if lead >= 0 else None
+    batched = [
+        tf.TensorShape(None if shape.unknown_rank else [dim, *tf.TensorShape(shape)]).as_proto()
+        for shape in element_shapes.list.shape
+    ]
     del node.attr["output_shapes"].list.shape[:]
     for proto in batched:
         node.attr["output_shapes"].list.shape.add().CopyFrom(proto)

@@ -82,9 +82,8 @@ class CustomLoopTracker:
         return batch
 
     def _is_training(self, dataset: Any) -> bool:
+        """Whether a dataset other than the known training one is (now) the training one."""
         current = self._train_dataset() if self._train_dataset is not None else None
-        if current is dataset:
-            return True
         if self._rejected is not None and self._rejected() is dataset:
             return False
         if self._train_dataset is not None:

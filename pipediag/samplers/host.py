@@ -113,7 +113,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         self._psutil: ModuleType | None = None
         self._process: Any = None
         self._last_cpu_times: list[Any] = []
-        self._last_process_cpu: tuple[float, float] | None = None  # (clock s, CPU s)
+        self._last_process_cpu: tuple[float, float] | None = None  # (real s, CPU s)
         self._cpu_count = 0
         self._process_cpu_sum = 0.0
         self._system_cpu_sum = 0.0
@@ -128,7 +128,7 @@ class HostSampler(ThreadedSampler[HostSample]):
             return "psutil is not installed: pip install psutil"
         try:
             self._process = psutil.Process()
-            self._last_process_cpu = (self._clock.now(), time.process_time())
+            self._last_process_cpu = (time.perf_counter(), time.process_time())
             self._last_cpu_times = list(psutil.cpu_times(percpu=True))
             self._cpu_count = psutil.cpu_count() or len(self._last_cpu_times)
         except Exception as exc:
@@ -141,7 +141,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         if psutil is None:
             raise RuntimeError("HostSampler.start() was not called or failed")
         t = self._clock.now()
-        process_pct = self._process_cpu_pct(t, time.process_time())
+        process_pct = self._process_cpu_pct(time.perf_counter(), time.process_time())
         rss = int(self._process.memory_info().rss)
         times = list(psutil.cpu_times(percpu=True))
         per_core, system, iowait = cpu_percentages(self._last_cpu_times, times)
@@ -162,6 +162,8 @@ class HostSampler(ThreadedSampler[HostSample]):
 
         From `time.process_time()` (the process's CPU clock: no /proc file to read and parse)
         rather than `Process.cpu_percent()`, which also counts the CPUs again on every call.
+        `t` is real time (`perf_counter`), not the session clock: a CPU rate needs both from
+        the machine, even when tests inject a fake clock for the sample times.
         """
         last, self._last_process_cpu = self._last_process_cpu, (t, cpu_s)
         if last is None or t <= last[0]:
