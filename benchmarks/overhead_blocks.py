@@ -129,18 +129,17 @@ def main(argv: list[str] | None = None) -> int:
     blocks: list[tuple[bool, dict[str, float]]] = []
     for pair in range(args.pairs):
         for monitored in abba_order(pair):
-            if not monitored:
-                run_steps(SETTLE_STEPS)
-                blocks.append((False, block_costs(lambda: run_steps(args.steps_per_block))))
-                continue
-            session = DiagnosticSession(args.case, [], config, log=None, install_hooks=hooks)
-            session.start()
+            session = None
+            if monitored:
+                session = DiagnosticSession(args.case, [], config, log=None, install_hooks=hooks)
+                session.start()
             try:
                 run_steps(SETTLE_STEPS)
-                blocks.append((True, block_costs(lambda: run_steps(args.steps_per_block))))
+                blocks.append((monitored, block_costs(lambda: run_steps(args.steps_per_block))))
             finally:
-                session.stop(ExitInfo(), "script-finished")
-            if hooks and len(session.timeline) == 0:
+                if session is not None:
+                    session.stop(ExitInfo(), "script-finished")
+            if session is not None and hooks and len(session.timeline) == 0:
                 raise RuntimeError("the session recorded no steps: the hook is not in force")
     # An iterator left alive until interpreter exit (background threads, a filled cache)
     # once hung TensorFlow's shutdown here, spinning two cores: release it first.
