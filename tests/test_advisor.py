@@ -197,6 +197,8 @@ def test_a_fix_measured_without_gain_becomes_a_note_at_the_end() -> None:
 
     assert last.kind == "note" and "not worth it" in last.title
     assert advise(report)[-1] == last
+    # AND it forecasts no end-to-end gain that its title contradicts
+    assert last.predicted_speedup == 1.0 and "End to end" not in last.evidence
 
 
 def test_missing_prefetch_only_when_the_options_leave_none() -> None:

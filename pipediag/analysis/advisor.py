@@ -399,11 +399,14 @@ def _fix(
     verified = _verified(trial)
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
-    evidence = evidence + _trial_text(trial) + prediction_text(ctx, basis, predicted)
     kind = FIX
     if measured_gate and _measured_no_gain(trial):
+        # Measured not to help: no end-to-end forecast, which could read as a gain.
         kind, predicted = NOTE, 1.0
         title += f" (measured {verified:.2f}x here: not worth it)"
+        evidence += _trial_text(trial)
+    else:
+        evidence += _trial_text(trial) + prediction_text(ctx, basis, predicted)
     return Suggestion(
         id=rule_id,
         title=title,
