@@ -17,8 +17,9 @@ class Clock(Protocol):
 class MonotonicClock:
     """The real clock: `time.perf_counter`, the highest-resolution monotonic timer."""
 
-    def now(self) -> float:
-        return time.perf_counter()
+    # The builtin itself, not a method calling it: hooks read the clock twice per step of
+    # the user's loop, where a Python frame, run cache-cold between train steps, costs ~2 us.
+    now = staticmethod(time.perf_counter)
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)

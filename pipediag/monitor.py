@@ -296,8 +296,7 @@ class Monitor:
             return
         session = self.session
         session.mark_style(STYLE)
-        session.timeline.add(start, end, input_wait_s, epoch)
-        if session.timeline.budget_reached:
+        if session.timeline.add(start, end, input_wait_s, epoch):
             measured = self.config.measured_steps
             session.note(
                 f"step budget reached ({self.config.warmup_steps} warm-up + {measured} measured "

@@ -47,16 +47,22 @@ class RawStep:
         return self.busy_s if self.busy_s is not None else self.end - self.start
 
 
-def merge_pair(first: RawStep, second: RawStep) -> RawStep:
-    waits = (first.input_wait_s, second.input_wait_s)
-    return RawStep(
-        start=first.start,
-        end=second.end,
-        input_wait_s=None if None in waits else sum(w for w in waits if w is not None),
-        epoch=first.epoch,
-        count=first.count + second.count,
-        busy_s=first.duration_s + second.duration_s,
-    )
+# A step as stored: (start, end, input wait, epoch, count, busy_s), the fields of RawStep.
+# A tuple is what `add` makes on the user's critical path; building a RawStep there (a Python
+# __init__ frame) cost more than the rest of the iterator hook when run cache-cold between
+# train steps. Readers get RawStep objects.
+_Record = tuple[float, float, float | None, int, int, float | None]
+
+
+def merge_pair(first: _Record, second: _Record) -> _Record:
+    first_wait, second_wait = first[2], second[2]
+    wait = None if first_wait is None or second_wait is None else first_wait + second_wait
+    busy = _busy(first) + _busy(second)
+    return (first[0], second[1], wait, first[3], first[4] + second[4], busy)
+
+
+def _busy(record: _Record) -> float:
+    return record[5] if record[5] is not None else record[1] - record[0]
 
 
 class StepTimeline:
@@ -81,23 +87,40 @@ class StepTimeline:
         self.measured_steps = measured_steps
         self.max_records = max(max_records, warmup_steps + 2)
         self.merges = 0
-        self._steps: list[RawStep] = []
+        self._steps: list[_Record] = []
         self._count = 0
         self._lock = threading.Lock()
 
-    def add(self, start: float, end: float, input_wait_s: float | None, epoch: int = 0) -> None:
+    def add(self, start: float, end: float, input_wait_s: float | None, epoch: int = 0) -> bool:
+        """Record a step; returns `budget_reached` after it (one call on the hot path)."""
         with self._lock:
-            self._steps.append(RawStep(start, end, input_wait_s, epoch))
+            self._steps.append((start, end, input_wait_s, epoch, 1, None))
             self._count += 1
             if len(self._steps) > self.max_records:
                 self._merge_oldest()
+            return self.measured_steps is not None and (
+                self._count >= self.warmup_steps + self.measured_steps
+            )
 
-    def fill_waits(self, wait_for: Callable[[float, float], float | None]) -> None:
-        """Give steps whose wait is still unknown the wait `wait_for(start, end)` finds."""
+    def fill_waits(
+        self, wait_for: Callable[[float, float], float | None], since: float | None = None
+    ) -> None:
+        """Give steps whose wait is still unknown the wait `wait_for(start, end)` finds.
+
+        Args:
+            wait_for: the wait of the step from `start` to `end`, or None if unknown.
+            since: only steps that start at or after this time (the newest ones, found
+                from the end without reading the rest); None for every step.
+        """
         with self._lock:
-            for step in self._steps:
-                if step.input_wait_s is None and step.count == 1:
-                    step.input_wait_s = wait_for(step.start, step.end)
+            steps = self._steps
+            for i in range(len(steps) - 1, -1, -1):
+                record = steps[i]
+                if since is not None and record[0] < since:
+                    break
+                if record[2] is None and record[4] == 1:
+                    start, end = record[0], record[1]
+                    steps[i] = (start, end, wait_for(start, end), *record[3:])
 
     def clear(self) -> None:
         with self._lock:
@@ -108,7 +131,8 @@ class StepTimeline:
     @property
     def steps(self) -> list[RawStep]:
         with self._lock:
-            return list(self._steps)
+            records = list(self._steps)
+        return [RawStep(*record) for record in records]
 
     def __len__(self) -> int:
         """Steps recorded, merged ones counted one by one: the next step's index."""

@@ -35,6 +35,8 @@ class CustomLoopTracker:
 
     def __init__(self, session: DiagnosticSession) -> None:
         self._session = session
+        self._timeline = session.timeline
+        self._now = session.clock.now
         self._train_dataset: weakref.ref[Any] | None = None
         self._train_signature: tuple[str, str] | None = None
         self._train_ancestors: list[weakref.ref[Any]] = []
@@ -45,29 +47,28 @@ class CustomLoopTracker:
         self._epoch = -1
 
     def on_next(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
-        # Runs on every pull of the user's loop: the common case (the training dataset,
-        # already known) is tested first, without a method call.
+        # Runs on every pull of the user's loop, often thousands a second: the common case
+        # (the training dataset, already known) is tested first, without a method call, and
+        # the step is closed with one call into the timeline.
         dataset = getattr(iterator, "_dataset", None)
         known = self._train_dataset
         if dataset is None or (
             (known is None or known() is not dataset) and not self._is_training(dataset)
         ):
             return fetch(iterator)
-        session = self._session
-        clock = session.clock
-        now = clock.now()
-        if self._last_iterator is None or self._last_iterator() is not iterator:
+        now = self._now()
+        last = self._last_iterator
+        if last is None or last() is not iterator:
             # A new pass over the data: a step left open by a loop that broke out early
             # would span the gap between passes, so it is dropped.
             self._last_iterator = weakref.ref(iterator)
             self._open_step = None
             self._epoch += 1
-            session.mark_style("custom-loop")
+            self._session.mark_style("custom-loop")
         elif self._open_step is not None:
             start, wait = self._open_step
             self._open_step = None
-            session.timeline.add(start, now, wait, self._epoch)
-            if session.timeline.budget_reached:
+            if self._timeline.add(start, now, wait, self._epoch):
                 raise StepBudgetReached
         try:
             batch = fetch(iterator)
@@ -77,7 +78,7 @@ class CustomLoopTracker:
             if _is_end_of_sequence(sys.exc_info()[1]):
                 self._open_step = None
             raise
-        self._open_step = (now, clock.now() - now)
+        self._open_step = (now, self._now() - now)
         self._train_batches += 1
         return batch
 
@@ -171,13 +172,14 @@ class IteratorPatch:
 
         owner = iterator_ops.OwnedIterator
         original = owner.__dict__["_next_internal"]
-        tracker = self._tracker
-        session = tracker._session
+        session = self._tracker._session
+        on_next = self._tracker.on_next
+        executing_eagerly = context.executing_eagerly
 
         def _next_internal(iterator: Any) -> Any:
-            if session.paused or session.in_fit or not context.executing_eagerly():
+            if session.paused or session.in_fit or not executing_eagerly():
                 return original(iterator)
-            return tracker.on_next(iterator, original)
+            return on_next(iterator, original)
 
         _next_internal.__wrapped__ = original  # type: ignore[attr-defined]
         owner._next_internal = _next_internal
