@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from pipediag.hooks.batch_stamps import BatchStamps, stamped, wait_of
+from pipediag.hooks.batch_stamps import BatchStamps, wait_of
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.timeline import StepBudgetReached
 
@@ -21,8 +21,18 @@ if TYPE_CHECKING:
     from pipediag.session import DiagnosticSession
 
 
+# Steps whose waits are settled together: reading the in-graph stamps is an eager op
+# (tens of microseconds), too dear for every step of a fast loop, cheap once per 64.
+SETTLE_EVERY_STEPS = 64
+
+
 class FitTracker:
-    """Step marks from callback events, and the profiler started for measured steps only."""
+    """Step marks from callback events, and the profiler started for measured steps only.
+
+    With batch stamps, a step is recorded at its end with its wait unknown; its wait is
+    settled later, with the waits of the steps around it (every `SETTLE_EVERY_STEPS` steps,
+    at the step budget and when `fit` returns).
+    """
 
     def __init__(self, session: DiagnosticSession) -> None:
         self._session = session
@@ -32,14 +42,28 @@ class FitTracker:
         self._first_batch = 0
         self._chunk_steps = 0
         self._epoch = 0
+        self._unsettled: list[tuple[float, int]] = []  # (step start, batches it used)
 
     def on_epoch_begin(self, epoch: int) -> None:
         self._epoch = epoch
 
     def stamp(self, dataset: Any) -> Any:
-        """The dataset `fit` will read, stamped; waits then come from the stamps."""
-        self.stamps = BatchStamps(self._session.clock)
-        return stamped(dataset, self.stamps)
+        """The dataset `fit` will read, stamped; waits then come from the stamps.
+
+        A dataset that cannot take the two extra stages is given to `fit` as it is, with a
+        note: its steps are still timed, without their input waits.
+        """
+        stamps = BatchStamps(self._session.clock)
+        try:
+            stamped = stamps.attach(dataset)
+        except Exception as exc:
+            self._session.note_once(
+                f"the training dataset could not be time-stamped ({type(exc).__name__}: "
+                f"{exc}): input wait under fit was not measured"
+            )
+            return dataset
+        self.stamps = stamps
+        return stamped
 
     def on_batch_begin(self, batch: int = 0) -> None:
         session = self._session
@@ -59,28 +83,51 @@ class FitTracker:
 
     def on_batch_end(self, batch: int = 0) -> None:
         session = self._session
-        if self._step_start is None:
+        start = self._step_start
+        if start is None:
             return
-        end = session.clock.now()
-        wait = None
+        self._step_start = None
+        budget_reached = session.timeline.add(start, session.clock.now(), None, self._epoch)
         if self.stamps is not None:
             # With steps_per_execution, one callback step covers several batches.
-            used = self.stamps.take(max(1, batch - self._first_batch + 1))
-            wait = wait_of(used, self._step_start) if used is not None else None
-        session.timeline.add(self._step_start, end, wait, self._epoch)
-        self._step_start = None
+            self._unsettled.append((start, max(1, batch - self._first_batch + 1)))
+            if budget_reached or len(self._unsettled) >= SETTLE_EVERY_STEPS:
+                self._settle_waits()
         if self.tracer.active:
             self._chunk_steps += 1
             if self._chunk_steps >= session.config.trace_chunk_steps:
                 self._close_chunk()
-        if session.timeline.budget_reached:
+        if budget_reached:
             self._close_chunk()
             raise StepBudgetReached
 
     def finish(self) -> None:
-        """Stop any trace still running; safe to call more than once."""
+        """Settle waits, stop any trace still running; safe to call more than once."""
+        self._settle_waits()
         self._close_chunk()
         self._step_start = None
+
+    def _settle_waits(self) -> None:
+        """Give the steps recorded since the last call their waits, from the batch stamps."""
+        unsettled, self._unsettled = self._unsettled, []
+        stamps = self.stamps
+        if not unsettled or stamps is None:
+            return
+        try:
+            stamps.collect()
+        except Exception as exc:  # the stamps are lost, never the user's run
+            self._session.note_once(
+                f"batch stamps could not be read ({type(exc).__name__}: {exc}): some steps "
+                "under fit have no input wait"
+            )
+            return
+        waits: dict[float, float | None] = {}
+        for start, batches in unsettled:
+            used = stamps.take(batches)
+            waits[start] = wait_of(used, start) if used is not None else None
+        self._session.timeline.fill_waits(
+            lambda start, _end: waits.get(start), since=unsettled[0][0]
+        )
 
     def _close_chunk(self) -> None:
         """Stop tracing and give the chunk's steps their waits; the events are then dropped."""

@@ -1,0 +1,145 @@
+"""Batch stamps under fit: taken in the graph, read back on the session clock, settled in groups.
+
+The stamp tests iterate real tf.data pipelines and compare each stamp with the moments the
+batch was asked for and received, with a margin of milliseconds for a clock conversion
+that is good to microseconds. The settling tests drive the fit tracker with a fake clock.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pipediag.clock import MONOTONIC
+from pipediag.config import RunConfig
+from pipediag.hooks.batch_stamps import IN_GRAPH, PYTHON, BatchStamps
+from pipediag.hooks.keras_fit import SETTLE_EVERY_STEPS, FitTracker
+from pipediag.session import DiagnosticSession
+from pipediag.testing import FakeClock
+
+MARGIN_S = 0.005
+
+
+def _iterate(dataset: object, stamps: BatchStamps) -> list[tuple[float, float, list[int]]]:
+    """(asked, received, values) for each batch of the stamped dataset."""
+    seen = []
+    it = iter(stamps.attach(dataset))
+    while True:
+        asked = time.perf_counter()
+        try:
+            batch = next(it)
+        except StopIteration:
+            return seen
+        seen.append((asked, time.perf_counter(), batch.numpy().tolist()))
+
+
+@pytest.mark.tensorflow
+def test_in_graph_stamps_fall_between_asking_for_a_batch_and_getting_it() -> None:
+    import tensorflow as tf
+
+    def slow(i: int) -> int:
+        time.sleep(0.02)
+        return i
+
+    dataset = (
+        tf.data.Dataset.range(12)
+        .map(lambda i: tf.numpy_function(slow, [i], tf.int64, stateful=True))
+        .batch(3)
+    )
+    stamps = BatchStamps(MONOTONIC)
+    seen = _iterate(dataset, stamps)
+
+    assert stamps.method == IN_GRAPH
+    assert [values for _, _, values in seen] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    stamps.collect()
+    for asked, received, _ in seen:
+        (stamp,) = stamps.take(1) or [float("nan")]
+        # Each batch took 60 ms to make: its stamp is at the end of that wait, not the start.
+        assert asked + 0.05 < stamp < received + MARGIN_S
+    assert stamps.take(1) is None
+
+
+@pytest.mark.tensorflow
+def test_op_determinism_forbids_tf_timestamp_so_stamps_come_from_python() -> None:
+    import tensorflow as tf
+    from tensorflow.python.framework import config
+
+    tf.config.experimental.enable_op_determinism()
+    try:
+        stamps = BatchStamps(MONOTONIC)
+        seen = _iterate(tf.data.Dataset.range(6).batch(2), stamps)
+    finally:
+        config.disable_op_determinism()
+
+    assert stamps.method == PYTHON
+    assert [values for _, _, values in seen] == [[0, 1], [2, 3], [4, 5]]
+    stamps.collect()  # nothing to read: Python stamps are pending already
+    for asked, received, _ in seen:
+        (stamp,) = stamps.take(1) or [float("nan")]
+        assert asked - MARGIN_S < stamp < received + MARGIN_S
+
+
+def test_batches_of_a_dropped_iterator_are_not_taken_for_the_next_ones() -> None:
+    clock = FakeClock()
+    stamps = BatchStamps(clock)
+    for index in range(4):  # the first iterator made 4 batches; training used 2
+        stamps.push(index)
+        clock.advance(1.0)
+    assert stamps.take(2) == [1000.0, 1001.0]
+    restart = clock.now()
+    stamps.push(0)  # a new iterator
+    stamps.push(1)
+    assert stamps.take(2) == [restart, restart]
+
+
+def _fit_tracker(
+    clock: FakeClock, measured_steps: int | None
+) -> tuple[DiagnosticSession, FitTracker]:
+    config = RunConfig(
+        measured_steps=measured_steps, warmup_steps=0, sample_host=False, sample_gpu=False
+    )
+    session = DiagnosticSession("x", [], config, clock=clock, log=None, install_hooks=False)
+    tracker = FitTracker(session)
+    tracker.stamps = BatchStamps(clock)
+    return session, tracker
+
+
+def _step(clock: FakeClock, tracker: FitTracker, index: int, wait_s: float) -> None:
+    """One fit step whose batch leaves the pipeline `wait_s` after the step starts."""
+    tracker.on_batch_begin(index)
+    clock.advance(wait_s)
+    assert tracker.stamps is not None
+    tracker.stamps.push(index)
+    clock.advance(0.010)
+    tracker.on_batch_end(index)
+
+
+def test_fit_steps_get_their_waits_in_groups_and_the_rest_when_fit_returns() -> None:
+    clock = FakeClock()
+    session, tracker = _fit_tracker(clock, measured_steps=None)
+    steps = SETTLE_EVERY_STEPS + 10
+    for index in range(steps):
+        _step(clock, tracker, index, wait_s=0.001 * (index % 7))
+
+    waits = [s.input_wait_s for s in session.timeline.steps]
+    assert waits[:SETTLE_EVERY_STEPS] == pytest.approx(
+        [0.001 * (i % 7) for i in range(SETTLE_EVERY_STEPS)]
+    )
+    assert waits[SETTLE_EVERY_STEPS:] == [None] * 10  # not yet: read at the next group
+
+    tracker.finish()
+    waits = [s.input_wait_s for s in session.timeline.steps]
+    assert waits == pytest.approx([0.001 * (i % 7) for i in range(steps)])
+
+
+def test_the_step_budget_settles_waits_before_ending_the_script() -> None:
+    from pipediag.timeline import StepBudgetReached
+
+    clock = FakeClock()
+    session, tracker = _fit_tracker(clock, measured_steps=5)
+    for index in range(4):
+        _step(clock, tracker, index, wait_s=0.02)
+    with pytest.raises(StepBudgetReached):
+        _step(clock, tracker, 4, wait_s=0.02)
+    assert [s.input_wait_s for s in session.timeline.steps] == pytest.approx([0.02] * 5)
