@@ -2,10 +2,18 @@
 
 Across processes, two runs of the same script on this 2-core VM differ by up to 10% (the
 same-arm ratios in `overhead.py` show it), which hides a cost of 2%. Here one process trains
-one case with its own custom loop over `dataset.repeat()` and alternates short blocks of
-steps: in an "on" block a pipediag session records as in `pipediag run`'s monitoring phase
-(the tf.data iterator hook timing every pull into the step timeline, the host and GPU
-samplers on their threads); in an "off" block nothing of pipediag is installed. Blocks run
+one case over `dataset.repeat()` and alternates short blocks of steps: in an "on" block a
+pipediag session records as in `pipediag run`'s monitoring phase (the host and GPU samplers
+on their threads, and the hook of the training style), in an "off" block nothing of pipediag
+is installed. Two training styles:
+
+- `--style loop` (default): the case's own custom loop pulls from one iterator; pipediag's
+  tf.data iterator hook times every pull into the step timeline.
+- `--style fit`: each block is one `model.fit(..., steps_per_epoch=...)` call; pipediag's
+  fit hook time-stamps every batch as it leaves the pipeline (a `numpy_function` per batch)
+  and a callback closes every step. A callback times the block from the end of its settle
+  steps to its last step, so `fit`'s own start-up (a new iterator each call) is left out
+  of both arms alike. Blocks run
 in ABBA order, many of them, so drift hits both arms alike and the median ratio of the
 pairs gets a confidence interval narrow enough to test the 2% goal.
 
@@ -16,6 +24,7 @@ process total adds the sampler threads. Back-to-back blocks of the same arm give
 floor.
 
     python benchmarks/overhead_blocks.py --json out.json    # run by overhead.py
+    python benchmarks/overhead_blocks.py --style fit --json out.json
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ if __package__ in (None, ""):
 from benchmarks._common import abba_order, load_case, median, ratio_summary, same_arm_ratios
 
 CASE = "py_function_decode_loop"
+FIT_CASE = "seq_random_map_fit"
 CASE_FIXES = frozenset({"tuned"})  # the fast variant: short steps make a per-step cost show
 PAIRS = 500
 STEPS_PER_BLOCK = 128
@@ -42,17 +52,94 @@ WARMUP_STEPS = 200
 SETTLE_STEPS = 8
 
 
-def block_costs(run_block: Any) -> dict[str, float]:
-    """Run one block; per-step wall, main-thread CPU and process CPU, in seconds."""
-    wall0, thread0, process0 = time.perf_counter(), time.thread_time(), time.process_time()
-    steps = run_block()
+Marks = tuple[float, float, float]  # perf_counter, thread_time, process_time
+
+
+def marks() -> Marks:
+    return time.perf_counter(), time.thread_time(), time.process_time()
+
+
+def costs_between(first: Marks, last: Marks, steps: int) -> dict[str, float]:
+    """Per-step wall, main-thread CPU and process CPU, in seconds, between two marks."""
     if steps <= 0:
         raise RuntimeError("a block ran no steps")
-    return {
-        "wall_s": (time.perf_counter() - wall0) / steps,
-        "main_cpu_s": (time.thread_time() - thread0) / steps,
-        "process_cpu_s": (time.process_time() - process0) / steps,
-    }
+    wall, thread, process = (b - a for a, b in zip(first, last, strict=True))
+    return {"wall_s": wall / steps, "main_cpu_s": thread / steps, "process_cpu_s": process / steps}
+
+
+class LoopTrainer:
+    """The case's custom train step over one iterator of `dataset.repeat()`.
+
+    One iterator for the whole run: an epoch boundary (a new iterator filling its buffers)
+    inside a block is noise that only blurs the pairs.
+    """
+
+    def __init__(self, case: Any, model: Any) -> None:
+        from _case import make_loop_step  # on sys.path once a case is loaded
+
+        self._step = make_loop_step(model)
+        self._batches: Any = iter(case.make_dataset(CASE_FIXES).repeat())
+
+    def _run(self, steps: int) -> None:
+        for _ in range(steps):
+            x, y = next(self._batches)
+            self._step(x, y)
+
+    def warm_up(self) -> None:
+        self._run(WARMUP_STEPS)  # tracing, autotune settling
+
+    def block(self, settle: int, steps: int) -> dict[str, float]:
+        self._run(settle)
+        first = marks()
+        self._run(steps)
+        return costs_between(first, marks(), steps)
+
+    def close(self) -> None:
+        # An iterator left alive until interpreter exit (background threads, a filled
+        # cache) once hung TensorFlow's shutdown here, spinning two cores: release it.
+        self._batches = None
+
+
+class FitTrainer:
+    """`model.fit` over `dataset.repeat()`, one call per block, timed by a callback."""
+
+    def __init__(self, case: Any, model: Any) -> None:
+        import keras
+
+        self._model = model
+        self._dataset: Any = case.make_dataset(CASE_FIXES).repeat()
+        window: dict[int, Marks | None] = {}
+        self._window = window
+
+        class _Window(keras.callbacks.Callback):  # type: ignore[misc]
+            """Marks at the end of chosen batches, on the thread that runs the steps."""
+
+            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+                if batch in window:
+                    window[batch] = marks()
+
+        self._callback = _Window()
+
+    def _fit(self, steps: int) -> None:
+        self._model.fit(
+            self._dataset, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=[self._callback]
+        )
+
+    def warm_up(self) -> None:
+        self._fit(WARMUP_STEPS)  # tracing the train function, autotune settling
+
+    def block(self, settle: int, steps: int) -> dict[str, float]:
+        first_batch, last_batch = settle - 1, settle + steps - 1
+        self._window.clear()
+        self._window.update({first_batch: None, last_batch: None})
+        self._fit(settle + steps)
+        first, last = self._window[first_batch], self._window[last_batch]
+        if first is None or last is None:
+            raise RuntimeError("fit ended before the block's last step")
+        return costs_between(first, last, steps)
+
+    def close(self) -> None:
+        self._dataset = None
 
 
 def summarize(blocks: list[tuple[bool, dict[str, float]]]) -> dict[str, Any]:
@@ -86,12 +173,16 @@ def summarize(blocks: list[tuple[bool, dict[str, float]]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=PAIRS)
-    parser.add_argument("--case", default=CASE, help="a case in benchmarks/cases (tuned variant)")
+    parser.add_argument("--style", choices=["loop", "fit"], default="loop")
+    parser.add_argument(
+        "--case",
+        help=f"a case in benchmarks/cases, tuned variant (default {CASE}; {FIT_CASE} for fit)",
+    )
     parser.add_argument(
         "--monitor",
         choices=["all", "hooks", "samplers"],
         default="all",
-        help="what the 'on' blocks run: everything, only the iterator hook, only the samplers",
+        help="what the 'on' blocks run: everything, only the pipediag hooks, only the samplers",
     )
     parser.add_argument("--steps-per-block", type=int, default=STEPS_PER_BLOCK)
     parser.add_argument("--json", type=Path, required=True, help="write the results here")
@@ -103,25 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     from pipediag.report.model import ExitInfo
     from pipediag.session import DiagnosticSession
 
-    case = load_case(args.case)
-    from _case import make_loop_step  # on sys.path once a case is loaded
-
+    case_name = args.case or (FIT_CASE if args.style == "fit" else CASE)
+    case = load_case(case_name)
     keras.utils.set_random_seed(0)
     model = case.make_model()
-    dataset = case.make_dataset(CASE_FIXES)
-    train_step = make_loop_step(model)
-
-    # One iterator for the whole run, as a loop over `dataset.repeat()`: an epoch boundary
-    # (a new iterator filling its buffers) inside a block is noise that only blurs the pairs.
-    live = {"batches": iter(dataset.repeat())}
-
-    def run_steps(steps: int) -> int:
-        for _ in range(steps):
-            x, y = next(live["batches"])
-            train_step(x, y)
-        return steps
-
-    run_steps(WARMUP_STEPS)  # tracing, autotune settling
+    trainer = FitTrainer(case, model) if args.style == "fit" else LoopTrainer(case, model)
+    trainer.warm_up()
     # As `pipediag run --steps all` in its monitoring phase: no pipeline benchmark here.
     samplers = args.monitor in ("all", "samplers")
     config = RunConfig(bench=False, measured_steps=None, sample_host=samplers, sample_gpu=samplers)
@@ -131,22 +209,20 @@ def main(argv: list[str] | None = None) -> int:
         for monitored in abba_order(pair):
             session = None
             if monitored:
-                session = DiagnosticSession(args.case, [], config, log=None, install_hooks=hooks)
+                session = DiagnosticSession(case_name, [], config, log=None, install_hooks=hooks)
                 session.start()
             try:
-                run_steps(SETTLE_STEPS)
-                blocks.append((monitored, block_costs(lambda: run_steps(args.steps_per_block))))
+                blocks.append((monitored, trainer.block(SETTLE_STEPS, args.steps_per_block)))
             finally:
                 if session is not None:
                     session.stop(ExitInfo(), "script-finished")
             if session is not None and hooks and len(session.timeline) == 0:
                 raise RuntimeError("the session recorded no steps: the hook is not in force")
-    # An iterator left alive until interpreter exit (background threads, a filled cache)
-    # once hung TensorFlow's shutdown here, spinning two cores: release it first.
-    live.clear()
+    trainer.close()
     results = summarize(blocks)
     results.update(
-        case=f"benchmarks/cases/{args.case}.py",
+        case=f"benchmarks/cases/{case_name}.py",
+        style=args.style,
         steps_per_block=args.steps_per_block,
         monitor=args.monitor,
     )
