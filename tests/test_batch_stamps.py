@@ -14,7 +14,7 @@ import pytest
 from pipediag.clock import MONOTONIC
 from pipediag.config import RunConfig
 from pipediag.hooks.batch_stamps import IN_GRAPH, PYTHON, BatchStamps
-from pipediag.hooks.keras_fit import SETTLE_EVERY_STEPS, FitTracker
+from pipediag.hooks.keras_fit import SETTLE_EVERY_S, FitTracker
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
 
@@ -54,10 +54,10 @@ def test_in_graph_stamps_fall_between_asking_for_a_batch_and_getting_it() -> Non
     assert [values for _, _, values in seen] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
     stamps.collect()
     for asked, received, _ in seen:
-        (stamp,) = stamps.take(1) or [float("nan")]
+        (stamp,) = stamps.take([1])[0] or [float("nan")]
         # Each batch took 60 ms to make: its stamp is at the end of that wait, not the start.
         assert asked + 0.05 < stamp < received + MARGIN_S
-    assert stamps.take(1) is None
+    assert stamps.take([1]) == [None]
 
 
 @pytest.mark.tensorflow
@@ -76,7 +76,7 @@ def test_op_determinism_forbids_tf_timestamp_so_stamps_come_from_python() -> Non
     assert [values for _, _, values in seen] == [[0, 1], [2, 3], [4, 5]]
     stamps.collect()  # nothing to read: Python stamps are pending already
     for asked, received, _ in seen:
-        (stamp,) = stamps.take(1) or [float("nan")]
+        (stamp,) = stamps.take([1])[0] or [float("nan")]
         assert asked - MARGIN_S < stamp < received + MARGIN_S
 
 
@@ -86,11 +86,27 @@ def test_batches_of_a_dropped_iterator_are_not_taken_for_the_next_ones() -> None
     for index in range(4):  # the first iterator made 4 batches; training used 2
         stamps.push(index)
         clock.advance(1.0)
-    assert stamps.take(2) == [1000.0, 1001.0]
+    assert stamps.take([1, 1]) == [[1000.0], [1001.0]]
     restart = clock.now()
     stamps.push(0)  # a new iterator
     stamps.push(1)
-    assert stamps.take(2) == [restart, restart]
+    assert stamps.take([2]) == [[restart, restart]]
+
+
+def test_fit_epochs_on_new_iterators_match_each_step_with_its_own_batch() -> None:
+    clock = FakeClock()
+    session, tracker = _fit_tracker(clock, measured_steps=None)
+    expected = []
+    for epoch in range(3):  # each epoch a new iterator, two batches prefetched and dropped
+        tracker.on_epoch_begin(epoch)
+        for index in range(5):
+            _step(clock, tracker, index, wait_s=0.001 * (epoch + 1))
+            expected.append(0.001 * (epoch + 1))
+        assert tracker.stamps is not None
+        tracker.stamps.push(5)
+        tracker.stamps.push(6)
+    tracker.finish()
+    assert [s.input_wait_s for s in session.timeline.steps] == pytest.approx(expected)
 
 
 def _fit_tracker(
@@ -115,22 +131,36 @@ def _step(clock: FakeClock, tracker: FitTracker, index: int, wait_s: float) -> N
     tracker.on_batch_end(index)
 
 
-def test_fit_steps_get_their_waits_in_groups_and_the_rest_when_fit_returns() -> None:
+def test_fit_steps_get_their_waits_every_few_seconds_and_the_rest_when_fit_returns() -> None:
     clock = FakeClock()
     session, tracker = _fit_tracker(clock, measured_steps=None)
-    steps = SETTLE_EVERY_STEPS + 10
-    for index in range(steps):
-        _step(clock, tracker, index, wait_s=0.001 * (index % 7))
+    expected = [0.001 * (i % 7) for i in range(100)]  # steps of 10-16 ms: 1.3 s
+    for index, wait in enumerate(expected):
+        _step(clock, tracker, index, wait_s=wait)
+    assert all(s.input_wait_s is None for s in session.timeline.steps)
 
-    waits = [s.input_wait_s for s in session.timeline.steps]
-    assert waits[:SETTLE_EVERY_STEPS] == pytest.approx(
-        [0.001 * (i % 7) for i in range(SETTLE_EVERY_STEPS)]
-    )
-    assert waits[SETTLE_EVERY_STEPS:] == [None] * 10  # not yet: read at the next group
+    clock.advance(SETTLE_EVERY_S)
+    _step(clock, tracker, 100, wait_s=0.003)
+    expected.append(0.003)
+    assert [s.input_wait_s for s in session.timeline.steps] == pytest.approx(expected)
 
+    _step(clock, tracker, 101, wait_s=0.004)
+    assert session.timeline.steps[-1].input_wait_s is None  # not yet: read with the next group
     tracker.finish()
-    waits = [s.input_wait_s for s in session.timeline.steps]
-    assert waits == pytest.approx([0.001 * (i % 7) for i in range(steps)])
+    assert session.timeline.steps[-1].input_wait_s == pytest.approx(0.004)
+
+
+def test_fast_fit_steps_are_settled_before_the_timeline_could_merge_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipediag.hooks import keras_fit
+
+    monkeypatch.setattr(keras_fit, "SETTLE_MAX_STEPS", 8)
+    clock = FakeClock()
+    session, tracker = _fit_tracker(clock, measured_steps=None)
+    for index in range(8):
+        _step(clock, tracker, index, wait_s=0.0001)
+    assert [s.input_wait_s for s in session.timeline.steps] == pytest.approx([0.0001] * 8)
 
 
 def test_the_step_budget_settles_waits_before_ending_the_script() -> None:

@@ -111,17 +111,25 @@ class BatchStamps:
         with self._lock:
             self._pending.extend(zip(indices.numpy().tolist(), stamps, strict=True))
 
-    def take(self, count: int = 1) -> list[float] | None:
-        """The stamps of the next `count` batches used by training, oldest first.
+    def take(self, counts: list[int]) -> list[list[float] | None]:
+        """The stamps of the batches of consecutive steps, for steps using `counts` batches.
 
-        None when they are not there (a batch that bypassed the map cannot be timed).
+        Call it with the steps of one pass over the data (one iterator) at a time, or of a
+        pass and the start of the next: batches a replaced iterator made but training never
+        used are dropped once, before the first step. A step whose batches are not there
+        (a batch that bypassed the map) gets None.
         """
         with self._lock:
             self._drop_stale()
-            if len(self._pending) < count:
-                self._pending.clear()
-                return None
-            return [self._pending.popleft()[1] for _ in range(count)]
+            pending = self._pending
+            taken: list[list[float] | None] = []
+            for count in counts:
+                if len(pending) < count:
+                    pending.clear()
+                    taken.append(None)
+                else:
+                    taken.append([pending.popleft()[1] for _ in range(count)])
+            return taken
 
     def _drop_stale(self) -> None:
         """Drop batches of an iterator that a newer one (index back at 0) replaced."""

@@ -21,17 +21,21 @@ if TYPE_CHECKING:
     from pipediag.session import DiagnosticSession
 
 
-# Steps whose waits are settled together: reading the in-graph stamps is an eager op
-# (tens of microseconds), too dear for every step of a fast loop, cheap once per 64.
-SETTLE_EVERY_STEPS = 64
+# Waits are settled together, every few seconds: reading the in-graph stamps back took
+# 1.4 ms here (eager queue ops, cache-cold between train steps), 22 us a step when it was
+# done every 64 steps of 9 ms. The cap on steps keeps unsettled steps among the newest
+# records, which the timeline never merges, however fast the steps.
+SETTLE_EVERY_S = 2.0
+SETTLE_MAX_STEPS = 4096
 
 
 class FitTracker:
     """Step marks from callback events, and the profiler started for measured steps only.
 
     With batch stamps, a step is recorded at its end with its wait unknown; its wait is
-    settled later, with the waits of the steps around it (every `SETTLE_EVERY_STEPS` steps,
-    at the step budget and when `fit` returns).
+    settled later, with the waits of the steps around it (every `SETTLE_EVERY_S` seconds or
+    `SETTLE_MAX_STEPS` steps, at each epoch's start, at the step budget and when `fit`
+    returns).
     """
 
     def __init__(self, session: DiagnosticSession) -> None:
@@ -43,8 +47,12 @@ class FitTracker:
         self._chunk_steps = 0
         self._epoch = 0
         self._unsettled: list[tuple[float, int]] = []  # (step start, batches it used)
+        self._settled_at = session.clock.now()
 
     def on_epoch_begin(self, epoch: int) -> None:
+        # Keras may start a new iterator for the epoch (not yet made: it is made at the
+        # first step); the stamps of the last one are matched with its steps before then.
+        self._settle_waits()
         self._epoch = epoch
 
     def stamp(self, dataset: Any) -> Any:
@@ -91,7 +99,11 @@ class FitTracker:
         if self.stamps is not None:
             # With steps_per_execution, one callback step covers several batches.
             self._unsettled.append((start, max(1, batch - self._first_batch + 1)))
-            if budget_reached or len(self._unsettled) >= SETTLE_EVERY_STEPS:
+            if (
+                budget_reached
+                or start - self._settled_at >= SETTLE_EVERY_S
+                or len(self._unsettled) >= SETTLE_MAX_STEPS
+            ):
                 self._settle_waits()
         if self.tracer.active:
             self._chunk_steps += 1
@@ -110,6 +122,7 @@ class FitTracker:
     def _settle_waits(self) -> None:
         """Give the steps recorded since the last call their waits, from the batch stamps."""
         unsettled, self._unsettled = self._unsettled, []
+        self._settled_at = self._session.clock.now()
         stamps = self.stamps
         if not unsettled or stamps is None:
             return
@@ -121,10 +134,11 @@ class FitTracker:
                 "under fit have no input wait"
             )
             return
-        waits: dict[float, float | None] = {}
-        for start, batches in unsettled:
-            used = stamps.take(batches)
-            waits[start] = wait_of(used, start) if used is not None else None
+        taken = stamps.take([batches for _, batches in unsettled])
+        waits = {
+            start: None if used is None else wait_of(used, start)
+            for (start, _), used in zip(unsettled, taken, strict=True)
+        }
         self._session.timeline.fill_waits(
             lambda start, _end: waits.get(start), since=unsettled[0][0]
         )
