@@ -2,8 +2,8 @@
 
 `benchmarks/injected_delay.py` makes every batch cost a known delay with no prefetch, so
 each step's true input wait is that delay. pipediag diagnoses it under Keras fit (wait from
-the TF profiler's `IteratorGetNext` events) and a custom loop (wait timed at the
-iterator); for every measured step the error is (measured wait - delay). The table gives,
+the batch stamps taken in the graph) and a custom loop (wait timed at the iterator); for
+every measured step the error is (measured wait - delay). The table gives,
 per style and delay, the median absolute error, its 90th percentile and the median signed
 error (bias: tf.data's own per-batch cost, a few tens of microseconds, counts as wait).
 
