@@ -100,6 +100,17 @@ class LoopTrainer:
         self._batches = None
 
 
+def _repeated(dataset: Any) -> Any:
+    """`dataset` repeated, its final prefetch (if it has one) kept last, as in the usual
+    `ds.repeat().prefetch()`; pipediag stamps batches before a final prefetch."""
+    from tensorflow.python.data.ops import prefetch_op
+
+    if isinstance(dataset, prefetch_op._PrefetchDataset):
+        buffer_size = int(dataset._buffer_size.numpy())
+        return dataset._input_dataset.repeat().prefetch(buffer_size)
+    return dataset.repeat()
+
+
 class FitTrainer:
     """`model.fit` over `dataset.repeat()`, one call per block, timed by a callback."""
 
@@ -107,7 +118,7 @@ class FitTrainer:
         import keras
 
         self._model = model
-        self._dataset: Any = case.make_dataset(CASE_FIXES).repeat()
+        self._dataset: Any = _repeated(case.make_dataset(CASE_FIXES))
         window: dict[int, Marks | None] = {}
         self._window = window
 

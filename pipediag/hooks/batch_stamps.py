@@ -11,7 +11,10 @@ the batch was ready before the step began:
 
 That holds whether tf.data runs the map in the train step's own `GetNext` or in a prefetch
 thread injected after it (`inject_prefetch`): a batch stamped before the step started sat
-in a buffer, one stamped after it was waited for.
+in a buffer, one stamped after it was waited for. When the pipeline ends in a `prefetch`
+(as most do), the two stages go just before it: the stamp then marks the batch entering
+the final buffer, the moment it became available to training, which is all the wait
+needs; and it is taken on the prefetch thread, not inside the train step.
 
 The stamp is taken in the graph: `tf.timestamp()` (wall-clock microseconds) and the batch
 index go into a `FIFOQueue` that pipediag empties now and then, off the steps' critical
@@ -139,6 +142,17 @@ class BatchStamps:
 
 
 def _with_stamp(dataset: Any, stamp_op: Callable[[Any], Any]) -> Any:
+    """`dataset` with the two stamping stages, before its final prefetch if it ends in one."""
+    from tensorflow.python.data.ops import prefetch_op
+
+    if isinstance(dataset, prefetch_op._PrefetchDataset):
+        buffer_size = int(dataset._buffer_size.numpy())
+        stamped = _append_stamp(dataset._input_dataset, stamp_op)
+        return stamped.prefetch(buffer_size, name=dataset._name)
+    return _append_stamp(dataset, stamp_op)
+
+
+def _append_stamp(dataset: Any, stamp_op: Callable[[Any], Any]) -> Any:
     import tensorflow as tf
 
     def stamp(index: Any, element: Any) -> Any:
