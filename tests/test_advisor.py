@@ -388,7 +388,9 @@ def test_each_smell_gets_its_rule_first_on_the_right_stage(
     suggestions = advise(report)
 
     # THEN its rule comes first and names the stage a tf.data expert would
-    assert suggestions, "no suggestion at all"
+    stages = [(st.kind, st.own_s_per_batch) for st in report.pipeline.stages]
+    trials = [(t.fix, t.verified, t.speedup, t.details) for t in report.pipeline.trials]
+    assert suggestions, f"no suggestion at all; stages {stages}; trials {trials}"
     top = suggestions[0]
     assert (top.id, top.stage) == (rule, stage), [(s.id, s.stage) for s in suggestions]
 
