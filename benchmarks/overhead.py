@@ -18,7 +18,7 @@
    end up side by side (B A | A B) give the same-arm ratios: the noise floor of a single
    pair on this machine, about +-10% on 2 shared cores, which is why (1) exists.
 
-    python benchmarks/overhead.py              # both (about 10 minutes on 2 cores)
+    python benchmarks/overhead.py              # both (about 15 minutes on 2 cores)
     python benchmarks/overhead.py --only blocks
     python benchmarks/overhead.py --quick      # smoke only: figures are noise
 """
