@@ -89,8 +89,18 @@ def no_prefetch() -> Any:
 
 
 def scale(x: Any) -> Any:
-    """A cheap elementwise function: per-element overhead dominates its cost."""
-    return x * 2 + 1
+    """A cheap elementwise function: per-element overhead dominates its cost.
+
+    A short chain of elementwise ops (each gives the same result on a whole batch), so the
+    stage's own cost per element stands clear of the timing noise of reading one element at
+    a time: with `x * 2 + 1` alone it was sometimes measured near zero when other tests'
+    threads were still winding down, and the rule did not fire.
+    """
+    tf = _tf()
+    y = tf.cast(x, tf.float32)
+    for _ in range(4):
+        y = tf.math.tanh(y * 0.5) * 2.0 + 1.0
+    return y
 
 
 def per_element_map() -> Any:
