@@ -103,12 +103,10 @@ class LoopTrainer:
 def _repeated(dataset: Any) -> Any:
     """`dataset` repeated, its final prefetch (if it has one) kept last, as in the usual
     `ds.repeat().prefetch()`; pipediag stamps batches before a final prefetch."""
-    from tensorflow.python.data.ops import prefetch_op
+    from pipediag.hooks.batch_stamps import split_final_prefetch
 
-    if isinstance(dataset, prefetch_op._PrefetchDataset):
-        buffer_size = int(dataset._buffer_size.numpy())
-        return dataset._input_dataset.repeat().prefetch(buffer_size)
-    return dataset.repeat()
+    inner, restore_prefetch = split_final_prefetch(dataset)
+    return restore_prefetch(inner.repeat())
 
 
 class FitTrainer:

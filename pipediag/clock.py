@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -26,3 +27,14 @@ class MonotonicClock:
 
 
 MONOTONIC = MonotonicClock()
+
+
+def wall_minus_clock(clock: Clock, wall_clock: Callable[[], float] = time.time) -> float:
+    """Wall-clock seconds minus `clock` seconds, to put wall-time stamps on the clock.
+
+    The wall clock is read between two reads of `clock`, so the error is half their gap.
+    """
+    before = clock.now()
+    wall = wall_clock()
+    after = clock.now()
+    return wall - (before + after) / 2

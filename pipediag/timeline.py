@@ -85,6 +85,8 @@ class StepTimeline:
     ) -> None:
         self.warmup_steps = warmup_steps
         self.measured_steps = measured_steps
+        # The step count that reaches the budget; None measures until the script ends.
+        self._budget_end = None if measured_steps is None else warmup_steps + measured_steps
         self.max_records = max(max_records, warmup_steps + 2)
         self.merges = 0
         self._steps: list[_Record] = []
@@ -98,9 +100,7 @@ class StepTimeline:
             self._count += 1
             if len(self._steps) > self.max_records:
                 self._merge_oldest()
-            return self.measured_steps is not None and (
-                self._count >= self.warmup_steps + self.measured_steps
-            )
+            return self._budget_end is not None and self._count >= self._budget_end
 
     def fill_waits(
         self, wait_for: Callable[[float, float], float | None], since: float | None = None
@@ -140,9 +140,7 @@ class StepTimeline:
 
     @property
     def budget_reached(self) -> bool:
-        if self.measured_steps is None:
-            return False
-        return self._count >= self.warmup_steps + self.measured_steps
+        return self._budget_end is not None and self._count >= self._budget_end
 
     def is_measured(self, index: int) -> bool:
         """Whether the step with this index counts (past the warm-up, within the budget)."""

@@ -37,7 +37,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from pipediag.clock import Clock
+from pipediag.clock import Clock, wall_minus_clock
 
 IN_GRAPH = "in-graph"
 PYTHON = "python"
@@ -58,21 +58,27 @@ class BatchStamps:
         self._pending: deque[tuple[int, float]] = deque()
         self._lock = threading.Lock()
         self._queue: Any = None
-        self.method = ""
+        self._attached = False
 
     def attach(self, dataset: Any) -> Any:
         """`dataset` with a stamp taken as each batch leaves it; values are unchanged."""
         import tensorflow as tf
         from tensorflow.python.framework import config  # the public API only has `enable_`
 
+        self._attached = True
         if config.is_op_determinism_enabled():
-            self.method = PYTHON
             return _with_stamp(dataset, self._python_stamp)
         # Unbounded (-1): a full queue would block the user's pipeline. It holds at most the
         # batches made since `collect()` last ran: a few steps' worth, and prefetched ones.
         self._queue = tf.queue.FIFOQueue(-1, [tf.int64, tf.float64], shapes=[[], []])
-        self.method = IN_GRAPH
         return _with_stamp(dataset, self._graph_stamp)
+
+    @property
+    def method(self) -> str:
+        """How stamps are taken: `IN_GRAPH`, `PYTHON`, or "" before `attach`."""
+        if not self._attached:
+            return ""
+        return IN_GRAPH if self._queue is not None else PYTHON
 
     def _graph_stamp(self, index: Any) -> Any:
         import tensorflow as tf
@@ -106,11 +112,8 @@ class BatchStamps:
         if size == 0:
             return
         indices, walls = queue.dequeue_many(size)
-        before = self._clock.now()
-        wall = self._wall_clock()
-        after = self._clock.now()
-        wall_minus_clock = wall - (before + after) / 2
-        stamps = [w - wall_minus_clock for w in walls.numpy().tolist()]
+        offset = wall_minus_clock(self._clock, self._wall_clock)
+        stamps = [w - offset for w in walls.numpy().tolist()]
         with self._lock:
             self._pending.extend(zip(indices.numpy().tolist(), stamps, strict=True))
 
@@ -141,15 +144,22 @@ class BatchStamps:
             self._pending.popleft()
 
 
-def _with_stamp(dataset: Any, stamp_op: Callable[[Any], Any]) -> Any:
-    """`dataset` with the two stamping stages, before its final prefetch if it ends in one."""
+def split_final_prefetch(dataset: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """(what the final prefetch reads, a function that puts that prefetch back on top of a
+    dataset); for a dataset that does not end in a prefetch, (dataset, identity)."""
     from tensorflow.python.data.ops import prefetch_op
 
-    if isinstance(dataset, prefetch_op._PrefetchDataset):
-        buffer_size = int(dataset._buffer_size.numpy())
-        stamped = _append_stamp(dataset._input_dataset, stamp_op)
-        return stamped.prefetch(buffer_size, name=dataset._name)
-    return _append_stamp(dataset, stamp_op)
+    if not isinstance(dataset, prefetch_op._PrefetchDataset):
+        return dataset, lambda ds: ds
+    buffer_size = int(dataset._buffer_size.numpy())
+    name = dataset._name
+    return dataset._input_dataset, lambda ds: ds.prefetch(buffer_size, name=name)
+
+
+def _with_stamp(dataset: Any, stamp_op: Callable[[Any], Any]) -> Any:
+    """`dataset` with the two stamping stages, before its final prefetch if it ends in one."""
+    inner, restore_prefetch = split_final_prefetch(dataset)
+    return restore_prefetch(_append_stamp(inner, stamp_op))
 
 
 def _append_stamp(dataset: Any, stamp_op: Callable[[Any], Any]) -> Any:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pipediag.clock import MONOTONIC, Clock
+from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.report.model import GpuDevice, GpuSample, GpuSection
 from pipediag.samplers.base import (
     ThreadedSampler,
@@ -315,7 +315,7 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
                 "CUDA_VISIBLE_DEVICES indices were read in NVML (PCI bus) order; CUDA's default "
                 "order can differ on mixed GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to be sure"
             )
-        self._measure_clock_offset()
+        self._wall_minus_clock_s = wall_minus_clock(self._clock, self._wall_clock)
         for index in selected:
             if handles[index] is not None:
                 device = self._open_device(index, handles[index], uuids[index], mig[index])
@@ -367,13 +367,6 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
             return _text(self._call("nvmlDeviceGetUUID", child))
         except Exception:  # NotFound: an empty MIG slot
             return ""
-
-    def _measure_clock_offset(self) -> None:
-        """wall - clock, read between two clock reads so the error is half their gap."""
-        before = self._clock.now()
-        wall = self._wall_clock()
-        after = self._clock.now()
-        self._wall_minus_clock_s = wall - (before + after) / 2
 
     def _open_device(self, index: int, handle: Any, uuid: str, mig: bool) -> _Device:
         nv = self._nvml
