@@ -98,7 +98,7 @@ def scale(x: Any) -> Any:
     """
     tf = _tf()
     y = tf.cast(x, tf.float32)
-    for _ in range(4):
+    for _ in range(12):
         y = tf.math.tanh(y * 0.5) * 2.0 + 1.0
     return y
 
