@@ -23,6 +23,7 @@ from pipediag.renderers.png import (
     bin_steps,
     build_figure,
     render_png,
+    suggestion_lines,
 )
 from pipediag.report.model import (
     GpuSection,
@@ -263,3 +264,17 @@ def test_long_header_lines_are_shortened_to_stay_on_the_page() -> None:
     for text in figure.texts:
         extent = text.get_window_extent(renderer)
         assert extent.x0 >= 0 and extent.x1 <= figure.bbox.width, text.get_text()
+
+
+def test_what_to_change_lists_fixes_not_notes() -> None:
+    # GIVEN a fix, and a note from a check that measured another fix not worth making
+    report = dataclasses.replace(
+        synthetic_report(),
+        suggestions=[
+            Suggestion("PD001-sequential-map", "map(f): parallelise (measured 0.74x)", kind="note"),
+            Suggestion("PD007-py-function", "map(f): port it to TF ops"),
+        ],
+    )
+    # THEN only the fix is a thing to change, numbered first
+    lines = [text for text, _ in suggestion_lines(report)]
+    assert len(lines) == 1 and lines[0].startswith("1. ") and "PD007" in lines[0]

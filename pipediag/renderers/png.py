@@ -794,9 +794,14 @@ def _draw_suggestions(figure: Figure, report: Report) -> None:
 
 
 def suggestion_lines(report: Report) -> list[tuple[str, bool]]:
-    """One line per top suggestion, and whether it carries a correctness warning."""
+    """One line per top fix or warning, and whether it carries a correctness warning.
+
+    Notes (a check that found a fix not worth making) are not things to change: the text
+    summary lists them apart, and the image leaves them out.
+    """
     lines = []
-    for rank, s in enumerate(report.suggestions[:MAX_SUGGESTIONS], start=1):
+    actionable = [s for s in report.suggestions if s.kind != "note"]
+    for rank, s in enumerate(actionable[:MAX_SUGGESTIONS], start=1):
         gains = []
         if s.estimated_speedup is not None:
             gains.append(f"estimated \N{MULTIPLICATION SIGN}{s.estimated_speedup:.2f}")
