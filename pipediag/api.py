@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
+from pipediag.interrupts import EXIT_INTERRUPTED, second_interrupt_aborts
 from pipediag.report.model import Report
-from pipediag.runner import (
-    EXIT_INTERRUPTED,
-    RunOutcome,
-    TerminationRequested,
-    check_script,
-    run_script,
-)
+from pipediag.runner import RunOutcome, check_script, run_script
 from pipediag.session import DiagnosticSession
 
 
@@ -63,10 +56,9 @@ def run_and_report(
     outcome = RunOutcome(exit=_interrupted_exit(), stop_reason="interrupted")
     try:
         session.start()
-        with _sigterm_interrupts():
-            outcome = run_script(path, args, as_typed=script)
+        outcome = run_script(path, args, as_typed=script)
     finally:
-        with _abort_on_interrupt(outcome.stop_reason == "interrupted"):
+        with second_interrupt_aborts(outcome.stop_reason == "interrupted"):
             report = session.stop(outcome.exit, outcome.stop_reason)
             written: list[Path] = []
             if out is not None:
@@ -76,40 +68,6 @@ def run_and_report(
                 for failure in failures:
                     session.log(failure)
     return report, written
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM unwinds the script like a first Ctrl-C, so the partial report is written."""
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise TerminationRequested
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
-def _abort_on_interrupt(armed: bool) -> Iterator[None]:
-    """After one interrupt, a second Ctrl-C while the report is written ends the process."""
-    previous = None
-    if armed:
-        with contextlib.suppress(ValueError):
-            previous = signal.signal(
-                signal.SIGINT, lambda signum, frame: os._exit(EXIT_INTERRUPTED)
-            )
-    try:
-        yield
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
 
 
 def _interrupted_exit() -> Any:

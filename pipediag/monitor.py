@@ -46,7 +46,7 @@ from pipediag.session import DiagnosticSession
 T = TypeVar("T")
 
 EXIT_INTERRUPTED = 130
-"""128 + SIGINT, what a shell reports for Ctrl-C (as `pipediag.runner.EXIT_INTERRUPTED`)."""
+"""128 + SIGINT, what a shell reports for Ctrl-C (as `pipediag.interrupts.EXIT_INTERRUPTED`)."""
 
 STYLE = "custom-loop"
 """The session's style for steps timed around the caller's own `next()`: iterator timing."""

@@ -10,15 +10,14 @@ from pathlib import Path
 from types import TracebackType
 
 from pipediag.errors import UsageError
+from pipediag.interrupts import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    TerminationRequested,
+    interrupts_unwind_the_script,
+)
 from pipediag.report.model import ExitInfo
 from pipediag.timeline import StepBudgetReached
-
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
-EXIT_TERMINATED = 143  # 128 + SIGTERM
-
-
-class TerminationRequested(KeyboardInterrupt):
-    """SIGTERM, turned into an interrupt so the script unwinds and a report is written."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,8 @@ def run_script(script: Path, args: list[str], *, as_typed: str | None = None) ->
         else:
             sys.path.insert(0, str(script.parent))
     try:
-        runpy.run_path(argv0, run_name="__main__")
+        with interrupts_unwind_the_script():
+            runpy.run_path(argv0, run_name="__main__")
     except StepBudgetReached:
         return RunOutcome(ExitInfo("step-budget", 0), "step-budget")
     except SystemExit as exc:

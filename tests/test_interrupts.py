@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_runner import ENV
+from cli_runner import ENV, run_pipediag
 
 SCRIPT = """
 import time
@@ -92,3 +92,52 @@ def test_interrupt_writes_a_partial_report(
         assert data["pipeline"]["measured"] and len(data["train"]["steps"]) > 10
     else:
         assert data["pipeline"]["reason"] == "interrupted before the pipeline benchmark finished"
+
+
+FINALIZER_SCRIPT = """
+import signal
+
+class Finalizer:
+    def __del__(self):
+        signal.raise_signal(signal.{name})
+        sum(range(1000))  # the interrupt is raised here, inside the finalizer
+
+import time
+Finalizer()
+deadline = time.monotonic() + 20  # a training loop that goes on
+while time.monotonic() < deadline:
+    time.sleep(0.001)
+print("ran to the end", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143)])
+def test_an_interrupt_a_finalizer_swallows_still_stops_the_run(
+    tmp_path: Path, name: str, code: int
+) -> None:
+    """Python drops a KeyboardInterrupt raised in `__del__`; pipediag raises it again."""
+    script = tmp_path / "train.py"
+    script.write_text(FINALIZER_SCRIPT.replace("{name}", name))
+    result = run_pipediag("run", "--out", str(tmp_path / "out"), str(script), cwd=tmp_path)
+    assert result.returncode == code, result.stderr
+    assert "ran to the end" not in result.stdout
+    assert "Exception ignored" not in result.stderr
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["stop_reason"] == "interrupted" and data["exit"]["code"] == code
+
+
+def test_a_script_that_catches_its_interrupt_keeps_it(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import signal\n"
+        "try:\n"
+        "    signal.raise_signal(signal.SIGINT)\n"
+        "    sum(range(1000))\n"
+        "except KeyboardInterrupt:\n"
+        "    print('caught it, saving', flush=True)\n"
+    )
+    result = run_pipediag("run", "--out", str(tmp_path / "out"), str(script), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "caught it, saving" in result.stdout
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["stop_reason"] == "script-finished"
