@@ -21,9 +21,14 @@ Caveats, each one why a prefix can behave unlike the whole:
 - **The user's options are re-applied to every prefix** (`with_options(dataset.options())`),
   because `with_options` usually sits at the end of the chain, and a prefix without it would
   run with another autotune or thread pool setting.
-- **Python's per-element overhead** (one eager `next()`, tens of microseconds) makes a prefix
-  that yields elements look costlier than one that yields batches; it is measured once on a
-  trivial dataset and subtracted per element.
+- **Python's per-element overhead** (one eager `next()`, tens of microseconds) would make a
+  prefix that yields elements look costlier than one that yields batches, and its noise is
+  as large as a cheap map's own work. So a prefix that yields elements of a batch is read
+  in groups, `prefix.batch(n)` with n its elements per output batch (the batching the
+  user's own batch stage does next, so that stage's own cost comes out near zero), one
+  `next()` per group. Where elements cannot be batched (shapes that vary, nested
+  datasets), the prefix is read element by element. What remains of the per-`next()`
+  overhead is measured once on a trivial dataset and subtracted.
 - **Element counts per batch are inferred statically**: batch stages divide by their batch
   size, filter is assumed to keep every element (it under-states upstream cost when it drops
   many), and stages upstream of interleave/flat_map/window have no known ratio, so they get
@@ -49,7 +54,7 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
-from pipediag.bench.pipeline import time_iterator
+from pipediag.bench.pipeline import BatchTiming, time_iterator
 from pipediag.bench.structure import Stage, walk_pipeline
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import StageStats
@@ -64,6 +69,8 @@ OVERHEAD_CALIBRATION_S = 0.1
 OVERHEAD_CALIBRATION_ELEMENTS = 500
 # Slices per prefix (see "Noise" above); the per-stage budget is shared between them.
 ROUNDS = 3
+# Largest group an element-level prefix is read in (see the per-element overhead above).
+MAX_GROUP = 256
 # Beyond this many stages, later ones are left unmeasured (the time would grow unbounded).
 MAX_MEASURED_STAGES = 24
 
@@ -142,10 +149,12 @@ def measure_stages(
         if reasons[s.stats.index] is None
         and not (s.stats.kind in PASS_THROUGH_KINDS and len(s.stats.inputs) == 1)
     ]
+    groups = {s.stats.index: group_size(factors[s.stats.index]) for s in measured}
     rates = _measure_in_rounds(
         measured,
         options,
         reasons,
+        groups,
         max_seconds=max_seconds_per_stage,
         max_elements=max_elements_per_stage,
         overhead_s=overhead_s,
@@ -247,10 +256,18 @@ def pick_bottleneck(own_s_per_batch: Sequence[float | None]) -> int | None:
 # --- measuring -----------------------------------------------------------------------------
 
 
+def group_size(elements_per_output_batch: float | None) -> int:
+    """How many elements of a prefix to read per `next()`: one output batch's worth."""
+    if elements_per_output_batch is None or elements_per_output_batch < 2:
+        return 1
+    return int(min(MAX_GROUP, round(elements_per_output_batch)))
+
+
 def _measure_in_rounds(
     stages: Sequence[Stage],
     options: Any,
     reasons: dict[int, str | None],
+    groups: dict[int, int],
     *,
     max_seconds: float,
     max_elements: int,
@@ -271,6 +288,7 @@ def _measure_in_rounds(
             rate, reason, first_s = _measure_prefix(
                 stage.dataset,
                 options,
+                group=groups.get(index, 1),
                 max_seconds=slice_s,
                 max_elements=slice_elements,
                 overhead_s=overhead_s,
@@ -282,6 +300,7 @@ def _measure_in_rounds(
                 rate, reason, _ = _measure_prefix(
                     stage.dataset,
                     options,
+                    group=groups.get(index, 1),
                     max_seconds=max_seconds + first_s,
                     max_elements=max_elements,
                     overhead_s=overhead_s,
@@ -292,22 +311,30 @@ def _measure_in_rounds(
                 done.add(index)
                 continue
             rates[index].append(rate)
+            if reason == UNGROUPED:
+                groups[index] = 1  # found out once; later slices read element by element
             if slow_start:
                 done.add(index)
     return rates
+
+
+# `_measure_prefix`'s reason when a rate came from element-by-element reads after grouped
+# reads failed (elements that cannot be batched).
+UNGROUPED = "elements cannot be batched: read one by one"
 
 
 def _measure_prefix(
     prefix: Any,
     options: Any,
     *,
+    group: int = 1,
     max_seconds: float,
     max_elements: int,
     overhead_s: float,
     clock: Clock,
 ) -> tuple[float | None, str | None, float | None]:
-    """Elements per second of one prefix, on a fresh iterator, or why there is no rate; and
-    how long its first element took."""
+    """Elements per second of one prefix, on a fresh iterator, read `group` elements per
+    `next()`; or why there is no rate. Also how long its first read took."""
     from pipediag.bench.isolate import IsolationError, isolated_copy
     from pipediag.bench.pipeline import SHARED_STATE_STAGES, describe_chain
 
@@ -322,25 +349,51 @@ def _measure_prefix(
     except IsolationError as exc:
         if any(word in describe_chain(prefix) for word in SHARED_STATE_STAGES):
             return None, f"not read alone: {exc}", None
-    try:
-        iterator = iter(runnable)
-    except Exception as exc:
-        return None, f"cannot iterate: {type(exc).__name__}", None
-    try:
-        timing = time_iterator(
-            iterator, max_batches=max_elements, max_seconds=max_seconds, clock=clock
-        )
-    except Exception as exc:  # the user's function failed: report, do not raise
-        return None, f"failed: {type(exc).__name__}: {exc}"[:200], None
-    finally:
-        del iterator
+    if group > 1:
+        try:
+            grouped = runnable.batch(group)
+            timing = _time_fresh_iterator(grouped, max_elements, max_seconds, clock)
+        except Exception:  # shapes that vary, nested datasets: read one by one instead
+            rate, reason, first_s = _measure_prefix(
+                prefix,
+                options,
+                max_seconds=max_seconds,
+                max_elements=max_elements,
+                overhead_s=overhead_s,
+                clock=clock,
+            )
+            return rate, reason if rate is None else UNGROUPED, first_s
+    else:
+        try:
+            timing = _time_fresh_iterator(runnable, max_elements, max_seconds, clock)
+        except _CannotIterate as exc:
+            return None, f"cannot iterate: {type(exc.__cause__).__name__}", None
+        except Exception as exc:  # the user's function failed: report, do not raise
+            return None, f"failed: {type(exc).__name__}: {exc}"[:200], None
     if not timing.latencies_s or timing.duration_s <= 0:
         return None, "too few elements to time", timing.first_batch_s
-    per_element_s = timing.duration_s / len(timing.latencies_s)
+    per_read_s = timing.duration_s / len(timing.latencies_s)
     # Remove the consumer's own cost per `next()`, but never all of it: a stage cheaper than
     # the overhead is reported as very fast, not infinitely fast.
-    corrected_s = max(per_element_s - overhead_s, per_element_s * 0.05)
-    return 1.0 / corrected_s, None, timing.first_batch_s
+    corrected_s = max(per_read_s - overhead_s, per_read_s * 0.05)
+    return group / corrected_s, None, timing.first_batch_s
+
+
+class _CannotIterate(Exception):
+    """`iter()` itself failed on a prefix (raised from the original error)."""
+
+
+def _time_fresh_iterator(
+    dataset: Any, max_reads: int, max_seconds: float, clock: Clock
+) -> BatchTiming:
+    try:
+        iterator = iter(dataset)
+    except Exception as exc:
+        raise _CannotIterate from exc
+    try:
+        return time_iterator(iterator, max_batches=max_reads, max_seconds=max_seconds, clock=clock)
+    finally:
+        del iterator
 
 
 def _iteration_overhead_s(clock: Clock) -> float:
