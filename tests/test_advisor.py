@@ -68,8 +68,6 @@ def _report(
     options: dict[str, str] | None = None,
     trials: list[FixTrial] | None = None,
     busy_pct: float | None = None,
-    process_pct: float = 190.0,
-    pipeline_cpu_s: float | None = None,
 ) -> Report:
     host = HostSection(available=False)
     steps: list[StepRecord] = []
@@ -79,9 +77,7 @@ def _report(
             available=True,
             cpu_count=2,
             samples=[
-                HostSample(
-                    1.0 + k * 0.05, process_pct, busy_pct, 0.0, [busy_pct, busy_pct], 1, 30.0
-                )
+                HostSample(1.0 + k * 0.05, 190.0, busy_pct, 0.0, [busy_pct, busy_pct], 1, 30.0)
                 for k in range(20)
             ],
         )
@@ -96,7 +92,6 @@ def _report(
         pipeline=PipelineBenchmark(
             measured=True,
             batches_per_s=pipeline_rate,
-            cpu_s_per_batch=pipeline_cpu_s,
             stages=stages,
             options=dict(DEFAULT_OPTIONS if options is None else options),
             trials=trials or [],
@@ -110,13 +105,7 @@ def _ids(report: Report) -> list[str]:
     return [s.id for s in advise(report)]
 
 
-def _trial(
-    fix: str,
-    stage: int | None,
-    speedup: float,
-    cpu_s: tuple[float, float] | None = None,
-    **details: str,
-) -> FixTrial:
+def _trial(fix: str, stage: int | None, speedup: float, **details: str) -> FixTrial:
     return FixTrial(
         fix=fix,
         stage_index=stage,
@@ -126,8 +115,6 @@ def _trial(
         speedup=speedup,
         rounds=3,
         details=details,
-        baseline_cpu_s_per_batch=cpu_s[0] if cpu_s else None,
-        variant_cpu_s_per_batch=cpu_s[1] if cpu_s else None,
     )
 
 
@@ -179,79 +166,6 @@ def test_compute_bound_gets_one_note_and_no_input_fix() -> None:
 
 def test_balanced_runs_still_get_input_fixes() -> None:
     assert "PD001-sequential-map" in _ids(_report(_seq_map_pipeline(), label=BALANCED))
-
-
-def test_the_cores_cap_the_prediction_and_a_cpu_bound_parallel_fix_is_discounted() -> None:
-    # GIVEN a CPU-bound sequential map (24 ms of CPU per batch at 40 batches/s: ~1 core) and
-    # a train phase whose process kept 1.9 cores busy at 38 steps/s (50 ms of CPU per step,
-    # 26 of them the train step's own), verified at 2.0x with the same CPU per batch
-    report = _report(
-        _seq_map_pipeline(),
-        trials=[_trial("parallel-map", 1, 2.0, cpu_s=(0.024, 0.024))],
-        busy_pct=60.0,
-        process_pct=190.0,
-        pipeline_cpu_s=0.024,
-    )
-
-    # WHEN advised
-    (top, *_) = advise(report)
-
-    # THEN 2 cores allow 2 / (0.026 + 0.024) = 40 steps/s, below both min(160, 80), and what
-    # gain is left is discounted: the parallel map's work competes with the train step
-    step_cpu_s = 1.9 / 38 - 0.024
-    ideal = 2 / (step_cpu_s + 0.024) / 38
-    assert top.id == "PD001-sequential-map"
-    assert top.predicted_speedup == pytest.approx(1 + (ideal - 1) * FEW_CORES_GAIN_SHARE)
-    assert "2 cores at the measured CPU cost 40.0 steps/s" in top.evidence
-    assert "competes with the train step" in top.evidence
-
-
-def test_a_fix_that_cuts_the_cpu_work_is_not_discounted() -> None:
-    # GIVEN a cheap per-element map whose vectorised variant measured 6x faster, at a tenth
-    # of the CPU per batch
-    stages = _vectorizable_pipeline()
-    report = _report(
-        stages,
-        trials=[_trial("vectorize", 1, 6.0, cpu_s=(0.030, 0.003))],
-        busy_pct=60.0,
-        process_pct=130.0,
-        pipeline_cpu_s=0.030,
-    )
-
-    # WHEN advised
-    found = {s.id: s for s in advise(report)}
-
-    # THEN the prediction is the undiscounted min(compute, fixed pipeline, cores) / train
-    vectorise = found["PD004-vectorize-map"]
-    step_cpu_s = 1.3 / 38 - 0.030
-    cores_rate = 2 / (step_cpu_s + 0.003)
-    assert vectorise.predicted_speedup == pytest.approx(min(160, 240, cores_rate) / 38)
-    assert "competes" not in vectorise.evidence
-
-
-def test_a_waiting_pipeline_gains_in_full_from_parallel_reads() -> None:
-    # GIVEN a sequential interleave over slow storage: 2 ms of CPU per 25 ms batch (0.08
-    # cores), verified at 2.0x
-    stages = _chain(
-        StageStats(0, "source", own_s_per_batch=0.0),
-        StageStats(0, "interleave", function="read", settings={"cycle_length": "1"},
-                   own_s_per_batch=0.022),
-        StageStats(0, "batch", settings={"batch_size": "32"}, own_s_per_batch=0.001),
-    )  # fmt: skip
-    report = _report(
-        stages,
-        trials=[_trial("parallel-interleave", 1, 2.0, cpu_s=(0.002, 0.002))],
-        busy_pct=30.0,
-        process_pct=40.0,
-        pipeline_cpu_s=0.002,
-    )
-
-    # WHEN advised
-    (top, *_) = advise(report)
-
-    # THEN reading in parallel adds waiting, not CPU work: min(160, 80) / 38, undiscounted
-    assert top.id == "PD002-sequential-interleave"
-    assert top.predicted_speedup == pytest.approx(80 / 38)
 
 
 def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() -> None:

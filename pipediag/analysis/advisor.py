@@ -13,13 +13,8 @@ Speedups, three kinds, kept apart because they differ a lot on few cores:
   pipeline, beside the original, in this run;
 - `predicted_speedup`: the end-to-end training speedup, DS-Analyzer's rule
   `new rate = min(compute-alone rate, fixed pipeline rate)` over the measured train rate,
-  also capped by the cores: `cores / (train step's CPU per step + fixed pipeline's CPU per
-  batch)`, from process CPU time measured while the pipeline was read alone, in the what-if
-  runs and during the train steps. A fix that only lets a CPU-bound pipeline use more cores
-  at once is then discounted on few cores, where the pipeline and the train step fight for
-  them (DESIGN.md: a pipeline-alone 1.6x gave 1.18x end to end on 2 cores). Not discounted:
-  a fix measured to cut the pipeline's CPU work (vectorise, cache), and one on a pipeline
-  that mostly waits (storage latency), which more parallel reads do not make busier.
+  then discounted because the pipeline and the train step share the cores (DESIGN.md: a
+  pipeline-alone 1.6x gave 1.18x end to end on 2 cores). It is capped by compute.
 
 When the verdict is compute-bound no input fix is invented: one note says the pipeline is
 fine and what its headroom is. Correctness warnings (a cache after a random transform) and a
@@ -36,7 +31,6 @@ from dataclasses import dataclass
 from pipediag.report.model import (
     COMPUTE_BOUND,
     FixTrial,
-    HostSample,
     Report,
     StageStats,
     Suggestion,
@@ -61,14 +55,6 @@ FEW_CORES = 4
 FEW_CORES_GAIN_SHARE = 0.3
 # With more cores contention is lower; not measured: assumed half-way to the ideal gain.
 MANY_CORES_GAIN_SHARE = 0.6
-# A pipeline that keeps less than half a core busy when read alone mostly waits (storage
-# latency, sleeps): reading more inputs at once adds waiting, not CPU work. Measured on the
-# benchmark suite: a slow-storage TFRecord pipeline 0.33 cores, a CPU-bound map 1.2.
-WAITING_PIPELINE_MAX_CORES = 0.5
-# A fix whose variant needs at most this share of the original's CPU per batch cuts the
-# work itself (vectorised map 19.4 -> 0.8 ms; a parallel map measured 0.87, which is
-# accounting noise, not less work), so it frees cores instead of competing for them.
-CPU_CUT_MAX_RATIO = 0.5
 # All cores busy at least this much on average during the measured steps: the CPU is
 # saturated and more tf.data parallelism cannot add cores (psutil per-core %, the usual
 # ">90% busy" saturation line of capacity planning).
@@ -135,25 +121,6 @@ class Context:
     cores: int
     cpu_busy_pct: float | None
     saturated: bool
-    # Process CPU seconds: per batch of the pipeline read alone, and per measured train step
-    # (which includes the pipeline's own work for that step's batch).
-    pipeline_cpu_s_per_batch: float | None = None
-    train_cpu_s_per_step: float | None = None
-
-    @property
-    def pipeline_cores(self) -> float | None:
-        """Cores the pipeline kept busy when read alone."""
-        if self.pipeline_cpu_s_per_batch is None or not self.pipeline_rate:
-            return None
-        return self.pipeline_cpu_s_per_batch * self.pipeline_rate
-
-    def cpu_bound_rate(self, pipeline_cpu_s_per_batch: float) -> float | None:
-        """Steps/s the cores allow when each batch costs the pipeline this much CPU."""
-        if self.train_cpu_s_per_step is None or self.pipeline_cpu_s_per_batch is None:
-            return None
-        step_cpu_s = max(0.0, self.train_cpu_s_per_step - self.pipeline_cpu_s_per_batch)
-        total = step_cpu_s + pipeline_cpu_s_per_batch
-        return self.cores / total if total > 0 else None
 
     @property
     def time_per_batch_s(self) -> float | None:
@@ -208,54 +175,33 @@ def build_context(report: Report) -> Context:
     options = dict(pipeline.options)
     cores = _int(options.get("cpu_count")) or report.host.cpu_count or report.environment.cpu_count
     busy = cpu_busy_pct(report)
-    process_cores = process_cores_busy(report)
-    train_rate = report.train.steps_per_s
     return Context(
         report=report,
         stages=list(pipeline.stages),
         options=options,
         trials={(t.fix, t.stage_index): t for t in pipeline.trials},
         pipeline_rate=pipeline.batches_per_s,
-        train_rate=train_rate,
+        train_rate=report.train.steps_per_s,
         compute_rate=report.verdict.compute_alone_steps_per_s,
         cores=max(1, cores or 1),
         cpu_busy_pct=busy,
         saturated=busy is not None and busy >= CPU_SATURATED_PCT,
-        pipeline_cpu_s_per_batch=pipeline.cpu_s_per_batch,
-        train_cpu_s_per_step=(
-            process_cores / train_rate if process_cores is not None and train_rate else None
-        ),
     )
 
 
 def cpu_busy_pct(report: Report) -> float | None:
     """Mean per-core busy % over the measured train steps (all samples if none are timed)."""
-    samples = [s for s in _train_samples(report) if s.per_core_pct]
+    samples = [s for s in report.host.samples if s.per_core_pct]
     if not samples:
         return None
-    means = [sum(s.per_core_pct) / len(s.per_core_pct) for s in samples]
-    return sum(means) / len(means)
-
-
-def process_cores_busy(report: Report) -> float | None:
-    """Cores this process kept busy over the measured train steps (psutil: 100% per core)."""
     timed = [s for s in report.train.steps if s.label != "warmup"]
-    samples = _train_samples(report)
-    if not timed or not samples:
-        return None
-    return sum(s.process_cpu_pct for s in samples) / len(samples) / 100
-
-
-def _train_samples(report: Report) -> list[HostSample]:
-    """Host samples taken during the measured train steps (all of them if none are timed)."""
-    samples = list(report.host.samples)
-    timed = [s for s in report.train.steps if s.label != "warmup"]
-    if timed and samples:
+    if timed:
         begin = timed[0].start_s
         end = timed[-1].start_s + timed[-1].duration_s
         inside = [s for s in samples if begin <= s.t_s <= end]
         samples = inside or samples
-    return samples
+    means = [sum(s.per_core_pct) / len(s.per_core_pct) for s in samples]
+    return sum(means) / len(means)
 
 
 # --- shared stage predicates (bench/whatif.py uses the same ones to pick its trials) ---------
@@ -369,87 +315,38 @@ def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | Non
 
 
 def predict_end_to_end(
-    ctx: Context,
-    pipeline_speedup: float | None,
-    *,
-    adds_threads: bool,
-    trial: FixTrial | None = None,
+    ctx: Context, pipeline_speedup: float | None, *, adds_threads: bool
 ) -> float | None:
-    """DS-Analyzer: new rate = min(compute alone, fixed pipeline, what the cores allow), over
-    the measured rate; discounted when the fix makes a CPU-bound pipeline compete harder for
-    few cores; 1.0 when the CPU is saturated and the fix only adds threads."""
+    """DS-Analyzer: new rate = min(compute alone, fixed pipeline), over the measured rate,
+    discounted for shared cores; 1.0 when the CPU is saturated and the fix only adds threads."""
     if pipeline_speedup is None or not ctx.pipeline_rate or not ctx.train_rate:
         return None
     if not ctx.compute_rate:
         return None
     if adds_threads and ctx.saturated:
         return 1.0
-    rate = min(ctx.compute_rate, ctx.pipeline_rate * pipeline_speedup)
-    cpu_rate = _cpu_bound_rate(ctx, trial)
-    if cpu_rate is not None:
-        rate = min(rate, cpu_rate)
-    ideal = rate / ctx.train_rate
+    ideal = min(ctx.compute_rate, ctx.pipeline_rate * pipeline_speedup) / ctx.train_rate
     if ideal <= 1.0:
         return 1.0
-    if not competes_for_cores(ctx, trial):
-        return ideal
     share = FEW_CORES_GAIN_SHARE if ctx.cores <= FEW_CORES else MANY_CORES_GAIN_SHARE
     return 1.0 + (ideal - 1.0) * share
 
 
-def competes_for_cores(ctx: Context, trial: FixTrial | None) -> bool:
-    """Whether the fix speeds the pipeline up by running its CPU work on more cores at once,
-    which the train step then misses; True when it cannot be told."""
-    ratio = _cpu_ratio(trial)
-    if ratio is not None and ratio <= CPU_CUT_MAX_RATIO:
-        return False
-    cores = ctx.pipeline_cores
-    return cores is None or cores >= WAITING_PIPELINE_MAX_CORES
-
-
-def _cpu_ratio(trial: FixTrial | None) -> float | None:
-    """The variant's CPU per batch over the original's, measured in the same what-if runs."""
-    if trial is None or not trial.verified:
-        return None
-    base, variant = trial.baseline_cpu_s_per_batch, trial.variant_cpu_s_per_batch
-    if base is None or variant is None or base <= 0:
-        return None
-    return variant / base
-
-
-def _cpu_bound_rate(ctx: Context, trial: FixTrial | None) -> float | None:
-    """The cores' limit with the fixed pipeline's CPU per batch (unchanged when unmeasured)."""
-    if ctx.pipeline_cpu_s_per_batch is None:
-        return None
-    ratio = _cpu_ratio(trial)
-    return ctx.cpu_bound_rate(ctx.pipeline_cpu_s_per_batch * (ratio if ratio is not None else 1))
-
-
-def prediction_text(
-    ctx: Context,
-    pipeline_speedup: float | None,
-    predicted: float | None,
-    trial: FixTrial | None = None,
-) -> str:
+def prediction_text(ctx: Context, pipeline_speedup: float | None, predicted: float | None) -> str:
     if predicted is None or pipeline_speedup is None or not ctx.pipeline_rate:
         return ""
     assert ctx.compute_rate is not None and ctx.train_rate is not None
     fixed = ctx.pipeline_rate * pipeline_speedup
-    limits = (
-        f"train step alone {ctx.compute_rate:.1f} steps/s, fixed pipeline {fixed:.1f} batches/s"
+    text = (
+        f" End to end: min(train step alone {ctx.compute_rate:.1f} steps/s, fixed pipeline "
+        f"{fixed:.1f} batches/s) vs {ctx.train_rate:.1f} steps/s measured"
     )
-    cpu_rate = _cpu_bound_rate(ctx, trial)
-    if cpu_rate is not None:
-        limits += f", {ctx.cores} cores at the measured CPU cost {cpu_rate:.1f} steps/s"
-    text = f" End to end: min({limits}) vs {ctx.train_rate:.1f} steps/s measured"
     if ctx.saturated and predicted == 1.0:
         return text + "; but the CPU is saturated, so more threads cannot run: ~1.0x."
-    if predicted > 1.0 and competes_for_cores(ctx, trial):
-        return text + (
-            f"; expect ~{predicted:.2f}x, discounted because the faster pipeline's CPU work "
-            f"competes with the train step for {ctx.cores} cores."
-        )
-    return text + f"; expect ~{predicted:.2f}x, never more than compute allows."
+    return text + (
+        f"; expect ~{predicted:.2f}x, discounted because the pipeline and the train step share "
+        f"{ctx.cores} cores, and never more than compute allows."
+    )
 
 
 def _parallel_estimate(ctx: Context, own_s: float | None, parallelism: float) -> float | None:
@@ -501,7 +398,7 @@ def _fix(
     """A fix suggestion with its three speedups; a verified no-gain fix becomes a note."""
     verified = _verified(trial)
     basis = verified if verified is not None else estimated
-    predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads, trial=trial)
+    predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
     kind = FIX
     if measured_gate and _measured_no_gain(trial):
         # Measured not to help: no end-to-end forecast, which could read as a gain.
@@ -509,7 +406,7 @@ def _fix(
         title += f" (measured {verified:.2f}x here: not worth it)"
         evidence += _trial_text(trial)
     else:
-        evidence += _trial_text(trial) + prediction_text(ctx, basis, predicted, trial)
+        evidence += _trial_text(trial) + prediction_text(ctx, basis, predicted)
     return Suggestion(
         id=rule_id,
         title=title,
