@@ -122,6 +122,7 @@ def test_file_cache_not_on_disk_is_bypassed_and_never_written(tmp_path: Path) ->
 
     (trial,) = trials
     assert trial.verified, trial.reason
+    assert trial.baseline_cpu_s_per_batch and trial.variant_cpu_s_per_batch  # both sides timed
     assert "file cache" in trial.details["isolation"]
     assert list(tmp_path.iterdir()) == []
 

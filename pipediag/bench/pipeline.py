@@ -7,7 +7,8 @@ benchmark reads a private copy of the dataset (`bench/isolate.py`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +34,21 @@ class BatchTiming:
     latencies_s: list[float]
     duration_s: float
     exhausted: bool
+    # CPU time of the whole process (every thread: tf.data's pool, the consumer) over the
+    # timed batches; what a batch costs the cores it will share with the train step.
+    cpu_s: float | None = None
 
     @property
     def batches_per_s(self) -> float | None:
         if not self.latencies_s or self.duration_s <= 0:
             return None
         return len(self.latencies_s) / self.duration_s
+
+    @property
+    def cpu_s_per_batch(self) -> float | None:
+        if not self.latencies_s or self.cpu_s is None:
+            return None
+        return self.cpu_s / len(self.latencies_s)
 
 
 def time_iterator(
@@ -47,6 +57,7 @@ def time_iterator(
     max_batches: int = DEFAULT_MAX_BATCHES,
     max_seconds: float = DEFAULT_MAX_SECONDS,
     clock: Clock = MONOTONIC,
+    cpu_clock: Callable[[], float] = time.process_time,
 ) -> BatchTiming:
     """Pull up to `max_batches` batches (after warm-up) or for `max_seconds`, timing each."""
     start = clock.now()
@@ -58,6 +69,7 @@ def time_iterator(
             return BatchTiming(None, [], 0.0, exhausted=True)
         first_batch_s = clock.now() - start
     latencies: list[float] = []
+    cpu_from = cpu_clock()
     measured_from = clock.now()
     deadline = start + max_seconds
     exhausted = False
@@ -71,7 +83,8 @@ def time_iterator(
         after = clock.now()
         latencies.append(after - before)
         before = after
-    return BatchTiming(first_batch_s, latencies, before - measured_from, exhausted)
+    cpu_s = cpu_clock() - cpu_from
+    return BatchTiming(first_batch_s, latencies, before - measured_from, exhausted, cpu_s)
 
 
 def benchmark_dataset(
@@ -126,6 +139,7 @@ def benchmark_dataset(
         duration_s=timing.duration_s,
         first_batch_s=timing.first_batch_s,
         batches_per_s=timing.batches_per_s,
+        cpu_s_per_batch=timing.cpu_s_per_batch,
         latency=latency_stats(timing.latencies_s),
         exhausted=timing.exhausted,
         notes=notes,

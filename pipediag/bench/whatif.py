@@ -465,12 +465,14 @@ def _trial(
     fill_s = float(candidate.details.get("fill_s", "0") or 0)
     slice_s = max(MIN_SLICE_S, (budget_s - fill_s) / (2 * ROUNDS))
     try:
-        variant_runs = _variant_iterators(variant, candidate.fill_batches)
-        base_rates, variant_rates = _interleaved_rates(
-            lambda: iter(baseline), variant_runs, slice_s=slice_s, clock=clock
+        make_variant = _variant_iterators(variant, candidate.fill_batches)
+        base_runs, variant_runs = _interleaved_runs(
+            lambda: iter(baseline), make_variant, slice_s=slice_s, clock=clock
         )
     except Exception as exc:  # the user's function failed in the copy: report, do not raise
         return _unverified(candidate, f"the rewritten pipeline failed: {_describe(exc)}")
+    base_rates = [r for r, _ in base_runs]
+    variant_rates = [r for r, _ in variant_runs]
     if not base_rates or not variant_rates:
         return _unverified(candidate, "too few batches to time")
     base, fixed = median(base_rates), median(variant_rates)
@@ -484,7 +486,14 @@ def _trial(
         speedup=fixed / base if base > 0 else None,
         rounds=min(len(base_rates), len(variant_rates)),
         details=dict(candidate.details),
+        baseline_cpu_s_per_batch=_median_cpu(base_runs),
+        variant_cpu_s_per_batch=_median_cpu(variant_runs),
     )
+
+
+def _median_cpu(runs: Sequence[tuple[float, float | None]]) -> float | None:
+    cpu = [c for _, c in runs if c is not None]
+    return median(cpu) if cpu else None
 
 
 def _vectorize_check(
@@ -603,29 +612,30 @@ def _variant_iterators(variant: Any, fill_batches: int) -> Callable[[], Iterator
     return lambda: iterator
 
 
-def _interleaved_rates(
+def _interleaved_runs(
     baseline: Callable[[], Iterator[Any]],
     variant: Callable[[], Iterator[Any]],
     *,
     slice_s: float,
     clock: Clock,
-) -> tuple[list[float], list[float]]:
-    """A B, B A, A B ...: alternate which side goes first so drift hits both alike."""
-    base_rates: list[float] = []
-    variant_rates: list[float] = []
+) -> tuple[list[tuple[float, float | None]], list[tuple[float, float | None]]]:
+    """(batches/s, CPU s per batch) of each run, A B, B A, A B ...: alternating which side
+    goes first so drift hits both alike."""
+    base_runs: list[tuple[float, float | None]] = []
+    variant_runs: list[tuple[float, float | None]] = []
     for round_index in range(ROUNDS):
-        sides = [(baseline, base_rates), (variant, variant_rates)]
+        sides = [(baseline, base_runs), (variant, variant_runs)]
         if round_index % 2:
             sides.reverse()
-        for make_iterator, rates in sides:
+        for make_iterator, runs in sides:
             iterator = make_iterator()
             timing = time_iterator(
                 iterator, max_batches=MAX_BATCHES_PER_RUN, max_seconds=slice_s, clock=clock
             )
             del iterator
             if timing.batches_per_s is not None:
-                rates.append(timing.batches_per_s)
-    return base_rates, variant_rates
+                runs.append((timing.batches_per_s, timing.cpu_s_per_batch))
+    return base_runs, variant_runs
 
 
 def _unverified(candidate: _Candidate, reason: str) -> FixTrial:

@@ -81,6 +81,10 @@ class FixTrial:
     speedup: float | None = None
     rounds: int = 0
     details: dict[str, str] = field(default_factory=dict)
+    # Process CPU seconds per batch (medians of the same runs): a fix can make batches come
+    # faster yet cost the cores more (parallel calls) or less (vectorised, cached).
+    baseline_cpu_s_per_batch: float | None = None
+    variant_cpu_s_per_batch: float | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ class PipelineBenchmark:
     duration_s: float = 0.0
     first_batch_s: float | None = None
     batches_per_s: float | None = None
+    # Process CPU seconds per batch while read alone, every thread counted.
+    cpu_s_per_batch: float | None = None
     latency: LatencyStats | None = None
     exhausted: bool = False
     stages: list[StageStats] = field(default_factory=list)
