@@ -61,9 +61,9 @@ MANY_CORES_GAIN_SHARE = 0.6
 CPU_SATURATED_PCT = 90.0
 # A map is "cheap" per element below this cost: its time is mostly tf.data's per-element
 # function-call overhead, which batching first pays once per batch (TF guide "Better
-# performance with the tf.data API", section "Vectorizing mapping"). Measured per element
-# through a prefix (bench/stages.py), a trivial parallel map shows ~50 us on 2 cores (the
-# consumer's hand-off per element), so "cheap" must sit above that.
+# performance with the tf.data API", section "Vectorizing mapping"). Measured through a
+# prefix read in batch-sized groups (bench/stages.py), a 12-op elementwise parallel map costs
+# ~33 us per element on 2 cores, nearly all of it that overhead.
 VECTORIZE_MAX_ELEMENT_S = 200e-6
 # Share of a cheap map's cost that vectorising is assumed to remove; conservative, since the
 # guide's example gains far more and the arithmetic itself remains.
