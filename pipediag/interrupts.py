@@ -35,16 +35,11 @@ class _Redeliverer:
     def __init__(self) -> None:
         self.pending: int | None = None
         self.previous_hook = sys.unraisablehook
-
         self.messenger: threading.Thread | None = None
 
-    def on_sigint(self, signum: int, frame: FrameType | None) -> None:
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.pending = signum
-        raise KeyboardInterrupt
-
-    def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        self.pending = signum
-        raise TerminationRequested
+        raise TerminationRequested if signum == signal.SIGTERM else KeyboardInterrupt
 
     def on_unraisable(self, unraisable: Any) -> None:
         dropped = isinstance(unraisable.exc_value, KeyboardInterrupt)
@@ -89,13 +84,13 @@ def interrupts_unwind_the_script() -> Iterator[None]:
     redeliverer = _Redeliverer()
     try:
         previous_int = signal.getsignal(signal.SIGINT)
-        previous_term = signal.signal(signal.SIGTERM, redeliverer.on_sigterm)
+        previous_term = signal.signal(signal.SIGTERM, redeliverer.on_signal)
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     # A script started with SIGINT ignored (e.g. `nohup ... &`) keeps it ignored.
     if previous_int is signal.default_int_handler:
-        signal.signal(signal.SIGINT, redeliverer.on_sigint)
+        signal.signal(signal.SIGINT, redeliverer.on_signal)
     sys.unraisablehook = redeliverer.on_unraisable
     try:
         try:

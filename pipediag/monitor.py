@@ -38,6 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+from pipediag import interrupts
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
 from pipediag.report.model import ExitInfo, PipelineBenchmark, Report
@@ -45,8 +46,8 @@ from pipediag.session import DiagnosticSession
 
 T = TypeVar("T")
 
-EXIT_INTERRUPTED = 130
-"""128 + SIGINT, what a shell reports for Ctrl-C (as `pipediag.interrupts.EXIT_INTERRUPTED`)."""
+EXIT_INTERRUPTED = interrupts.EXIT_INTERRUPTED
+"""128 + SIGINT, what a shell reports for Ctrl-C."""
 
 STYLE = "custom-loop"
 """The session's style for steps timed around the caller's own `next()`: iterator timing."""

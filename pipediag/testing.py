@@ -106,6 +106,7 @@ def synthetic_report(
             duration_s=40 * wait_s,
             first_batch_s=0.05,
             batches_per_s=1 / wait_s if wait_s else None,
+            cpu_s_per_batch=0.4 * wait_s,
             latency=LatencyStats(40, wait_s, wait_s, wait_s * 1.1, wait_s * 0.9, wait_s * 1.3),
         ),
         train=TrainSection(

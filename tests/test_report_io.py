@@ -73,6 +73,7 @@ def test_text_summary_leads_with_the_verdict() -> None:
     assert first.startswith("INPUT-BOUND (highly input-bound): 75% of step time")
     assert "No GPU" not in text and "none found: NVML found no GPU" in text
     assert "Pipeline alone  33.3 batches/s" in text
+    assert ", 0.4 cores busy" in text  # 0.4 x 30 ms of CPU per batch, 33.3 batches/s
 
 
 def test_text_summary_of_an_empty_report() -> None:

@@ -191,3 +191,42 @@ def test_file_cache_not_yet_written_is_not_read(tmp_path: Path) -> None:
     assert stages[2].batches_per_s is None
     # The user's cache file was not created by the benchmark.
     assert not list(tmp_path.iterdir())
+
+
+@tensorflow
+def test_elements_that_cannot_be_batched_are_read_one_by_one() -> None:
+    tf = _tf()
+
+    def slow_ragged(i: Any) -> Any:
+        length = tf.py_function(lambda v: _sleepy(v) % 7 + 1, [i], tf.int64)
+        return tf.range(length)
+
+    # GIVEN a sleeping map whose elements vary in length, padded into batches: read in
+    # groups (`prefix.batch(n)`), its prefix would fail on the first group
+    ds = tf.data.Dataset.range(100_000).map(slow_ragged).padded_batch(BATCH).prefetch(1)
+
+    # WHEN each prefix is measured
+    stages = _measure(ds)
+
+    # THEN the map is still measured, element by element, and named the bottleneck
+    assert [s.kind for s in stages] == ["source", "map", "padded-batch", "prefetch"]
+    assert stages[1].elements_per_s is not None
+    assert "not_measured" not in stages[1].settings
+    assert _bottlenecks(stages) == [1]
+
+
+@tensorflow
+def test_a_cheap_map_before_its_batch_owns_its_cost() -> None:
+    import pipelines
+
+    # GIVEN a cheap elementwise map on single elements, then batch(256): read one element per
+    # `next()`, Python's overhead per read once swamped the map's own cost
+    # WHEN each prefix is measured (element-level prefixes in groups of one batch)
+    stages = _measure(pipelines.per_element_map())
+
+    # THEN the map, not the batch after it, carries the cost
+    by_kind = {s.kind: s for s in stages}
+    assert _bottlenecks(stages) == [by_kind["parallel-map"].index]
+    map_s = by_kind["parallel-map"].own_s_per_batch
+    batch_s = by_kind["batch"].own_s_per_batch
+    assert map_s is not None and batch_s is not None and map_s > 5 * batch_s

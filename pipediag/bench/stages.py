@@ -285,10 +285,10 @@ def _measure_in_rounds(
             index = stage.stats.index
             if index in done:
                 continue
-            rate, reason, first_s = _measure_prefix(
+            rate, reason, first_s, groups[index] = _measure_prefix(
                 stage.dataset,
                 options,
-                group=groups.get(index, 1),
+                group=groups[index],
                 max_seconds=slice_s,
                 max_elements=slice_elements,
                 overhead_s=overhead_s,
@@ -297,10 +297,10 @@ def _measure_in_rounds(
             slow_start = first_s is not None and first_s > slice_s / 2
             if rate is None and slow_start and round_index == 0:
                 # The first element ate the slice: read once more, with the whole budget.
-                rate, reason, _ = _measure_prefix(
+                rate, reason, _, groups[index] = _measure_prefix(
                     stage.dataset,
                     options,
-                    group=groups.get(index, 1),
+                    group=groups[index],
                     max_seconds=max_seconds + first_s,
                     max_elements=max_elements,
                     overhead_s=overhead_s,
@@ -311,72 +311,58 @@ def _measure_in_rounds(
                 done.add(index)
                 continue
             rates[index].append(rate)
-            if reason == UNGROUPED:
-                groups[index] = 1  # found out once; later slices read element by element
             if slow_start:
                 done.add(index)
     return rates
-
-
-# `_measure_prefix`'s reason when a rate came from element-by-element reads after grouped
-# reads failed (elements that cannot be batched).
-UNGROUPED = "elements cannot be batched: read one by one"
 
 
 def _measure_prefix(
     prefix: Any,
     options: Any,
     *,
-    group: int = 1,
+    group: int,
     max_seconds: float,
     max_elements: int,
     overhead_s: float,
     clock: Clock,
-) -> tuple[float | None, str | None, float | None]:
+) -> tuple[float | None, str | None, float | None, int]:
     """Elements per second of one prefix, on a fresh iterator, read `group` elements per
-    `next()`; or why there is no rate. Also how long its first read took."""
+    `next()`, or why there is no rate; how long its first read took; and the group size it
+    was read in (1 when its elements cannot be batched, so later slices need not try)."""
     from pipediag.bench.isolate import IsolationError, isolated_copy
     from pipediag.bench.pipeline import SHARED_STATE_STAGES, describe_chain
 
     try:
         runnable = prefix.with_options(options) if options is not None else prefix
     except Exception as exc:  # e.g. a prefix that cannot stand alone
-        return None, f"cannot iterate: {type(exc).__name__}", None
+        return None, f"cannot iterate: {type(exc).__name__}", None, group
     try:
         # A private copy: iterating the prefix itself would advance the user's shuffle
         # seeds and fill the user's caches (bench/isolate.py).
         runnable, _ = isolated_copy(runnable)
     except IsolationError as exc:
         if any(word in describe_chain(prefix) for word in SHARED_STATE_STAGES):
-            return None, f"not read alone: {exc}", None
+            return None, f"not read alone: {exc}", None, group
+    timing = None
     if group > 1:
         try:
-            grouped = runnable.batch(group)
-            timing = _time_fresh_iterator(grouped, max_elements, max_seconds, clock)
+            timing = _time_fresh_iterator(runnable.batch(group), max_elements, max_seconds, clock)
         except Exception:  # shapes that vary, nested datasets: read one by one instead
-            rate, reason, first_s = _measure_prefix(
-                prefix,
-                options,
-                max_seconds=max_seconds,
-                max_elements=max_elements,
-                overhead_s=overhead_s,
-                clock=clock,
-            )
-            return rate, reason if rate is None else UNGROUPED, first_s
-    else:
+            group = 1
+    if timing is None:
         try:
             timing = _time_fresh_iterator(runnable, max_elements, max_seconds, clock)
         except _CannotIterate as exc:
-            return None, f"cannot iterate: {type(exc.__cause__).__name__}", None
+            return None, f"cannot iterate: {type(exc.__cause__).__name__}", None, group
         except Exception as exc:  # the user's function failed: report, do not raise
-            return None, f"failed: {type(exc).__name__}: {exc}"[:200], None
+            return None, f"failed: {type(exc).__name__}: {exc}"[:200], None, group
     if not timing.latencies_s or timing.duration_s <= 0:
-        return None, "too few elements to time", timing.first_batch_s
+        return None, "too few elements to time", timing.first_batch_s, group
     per_read_s = timing.duration_s / len(timing.latencies_s)
     # Remove the consumer's own cost per `next()`, but never all of it: a stage cheaper than
     # the overhead is reported as very fast, not infinitely fast.
     corrected_s = max(per_read_s - overhead_s, per_read_s * 0.05)
-    return group / corrected_s, None, timing.first_batch_s
+    return group / corrected_s, None, timing.first_batch_s, group
 
 
 class _CannotIterate(Exception):

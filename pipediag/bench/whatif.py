@@ -54,7 +54,7 @@ from pipediag.analysis.advisor import (
     stage_label,
     vectorizable,
 )
-from pipediag.bench.pipeline import time_iterator
+from pipediag.bench.pipeline import BatchTiming, time_iterator
 from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage, effective_options, walk_pipeline
 from pipediag.clock import MONOTONIC, Clock
@@ -471,8 +471,8 @@ def _trial(
         )
     except Exception as exc:  # the user's function failed in the copy: report, do not raise
         return _unverified(candidate, f"the rewritten pipeline failed: {_describe(exc)}")
-    base_rates = [r for r, _ in base_runs]
-    variant_rates = [r for r, _ in variant_runs]
+    base_rates = [r for r in (t.batches_per_s for t in base_runs) if r is not None]
+    variant_rates = [r for r in (t.batches_per_s for t in variant_runs) if r is not None]
     if not base_rates or not variant_rates:
         return _unverified(candidate, "too few batches to time")
     base, fixed = median(base_rates), median(variant_rates)
@@ -491,8 +491,8 @@ def _trial(
     )
 
 
-def _median_cpu(runs: Sequence[tuple[float, float | None]]) -> float | None:
-    cpu = [c for _, c in runs if c is not None]
+def _median_cpu(runs: Sequence[BatchTiming]) -> float | None:
+    cpu = [c for c in (t.cpu_s_per_batch for t in runs) if c is not None]
     return median(cpu) if cpu else None
 
 
@@ -618,11 +618,11 @@ def _interleaved_runs(
     *,
     slice_s: float,
     clock: Clock,
-) -> tuple[list[tuple[float, float | None]], list[tuple[float, float | None]]]:
-    """(batches/s, CPU s per batch) of each run, A B, B A, A B ...: alternating which side
-    goes first so drift hits both alike."""
-    base_runs: list[tuple[float, float | None]] = []
-    variant_runs: list[tuple[float, float | None]] = []
+) -> tuple[list[BatchTiming], list[BatchTiming]]:
+    """The timing of each run, A B, B A, A B ...: alternate which side goes first so drift
+    hits both alike."""
+    base_runs: list[BatchTiming] = []
+    variant_runs: list[BatchTiming] = []
     for round_index in range(ROUNDS):
         sides = [(baseline, base_runs), (variant, variant_runs)]
         if round_index % 2:
@@ -633,8 +633,7 @@ def _interleaved_runs(
                 iterator, max_batches=MAX_BATCHES_PER_RUN, max_seconds=slice_s, clock=clock
             )
             del iterator
-            if timing.batches_per_s is not None:
-                runs.append((timing.batches_per_s, timing.cpu_s_per_batch))
+            runs.append(timing)
     return base_runs, variant_runs
 
 

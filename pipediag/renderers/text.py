@@ -119,6 +119,9 @@ def _pipeline(report: Report) -> str:
     if not p.measured or p.batches_per_s is None:
         return f"not measured: {p.reason}"
     text = f"{p.batches_per_s:.1f} batches/s over {p.batches} batches, {_dist(p.latency)}"
+    if p.cpu_s_per_batch is not None:
+        # Near 0: the pipeline mostly waits (storage, sleeps); 1 or more: it computes.
+        text += f", {p.cpu_s_per_batch * p.batches_per_s:.1f} cores busy"
     if p.exhausted:
         text += " (dataset ended)"
     return text + (f"  [{p.dataset}]" if p.dataset else "")
