@@ -168,6 +168,17 @@ def test_balanced_runs_still_get_input_fixes() -> None:
     assert "PD001-sequential-map" in _ids(_report(_seq_map_pipeline(), label=BALANCED))
 
 
+def test_a_stage_cost_a_hair_over_the_whole_reads_as_all_of_it() -> None:
+    # GIVEN a map measured at 25.5 ms on a 25 ms pipeline (noise), and one at 40 ms (timed up
+    # to the stage, without the overlap the whole pipeline gets)
+    near = advise(_report(_seq_map_pipeline(own_s=0.0255)))[0].evidence
+    over = advise(_report(_seq_map_pipeline(own_s=0.040)))[0].evidence
+
+    # THEN the first is all of the pipeline's time, the second is explained as more than it
+    assert "adds 25.5 ms per batch of the pipeline's 25.0 ms (100%)" in near
+    assert "more than the whole pipeline's 25.0 ms" in over
+
+
 def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() -> None:
     report = _report(
         _seq_map_pipeline(),
