@@ -20,6 +20,15 @@ UNKNOWN = "unknown"
 # Step label for steps kept out of the verdict (tracing, compilation, buffers filling).
 WARMUP = "warmup"
 
+# Where the compute-alone rate comes from (`Verdict.compute_alone_source`).
+MEASURED = "measured"  # the user's train step run on one cached batch, the pipeline idle
+ESTIMATED = "estimated"  # step time minus input wait: blind to CPU contention
+
+# The parts of input cost (`CostSplit`), named as the headline names them.
+COST_WAIT = "wait"  # the step waited for a batch that was not ready
+COST_CONTENTION = "contention"  # the pipeline's threads took cores the train step needed
+COST_FETCH = "fetch"  # the per-pull overhead of next() on a batch that was ready
+
 
 @dataclass(frozen=True)
 class LatencyStats:
@@ -108,6 +117,9 @@ class PipelineBenchmark:
     options: dict[str, str] = field(default_factory=dict)
     # What-if pipelines measured beside the original (`bench.whatif.verify_fixes`).
     trials: list[FixTrial] = field(default_factory=list)
+    # Why stage timing and fix trials did not run (input costs too little to matter); None
+    # when they ran, or were turned off (`--no-stages`).
+    deep_skipped_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +162,67 @@ class TrainSection:
 
 
 @dataclass(frozen=True)
+class ComputeAlone:
+    """The train step alone: the user's own step on one cached batch, the pipeline idle.
+
+    `method` says how it was run: "keras-train-function" (the model's compiled train function
+    on a repeated cached batch, every variable it touches restored afterwards) or
+    "cached-batch-loop" (the user's custom loop served the same cached batch for its last
+    steps, before the step budget ended the script). `start_s` places it on the report's time
+    axis. When `measured` is False, `reason` says why the rate is estimated instead.
+    """
+
+    measured: bool
+    reason: str | None = None
+    method: str = ""
+    start_s: float | None = None
+    duration_s: float = 0.0
+    warmup_steps: int = 0
+    steps: int = 0
+    steps_per_s: float | None = None
+    step_time: LatencyStats | None = None
+    restored_variables: int = 0
+    # Process CPU seconds per step, all threads: the step's own appetite for cores.
+    cpu_s_per_step: float | None = None
+
+
+@dataclass(frozen=True)
+class CostSplit:
+    """What input costs, as shares of training time, in parts that add up to the whole.
+
+    `wait + contention + fetch == Verdict.input_cost_fraction`. Evidence for contention:
+    `pipeline_cores_busy` is how many more cores the process kept busy while training than
+    while the train step ran alone (the pipeline's threads), `free_cores` how many of the
+    host's cores were idle while training (host samples); None where not sampled.
+    """
+
+    wait: float = 0.0
+    contention: float = 0.0
+    fetch: float = 0.0
+    dominant: str | None = None  # COST_WAIT, COST_CONTENTION, COST_FETCH; None if cost < 5%
+    pipeline_cores_busy: float | None = None
+    free_cores: float | None = None
+    pull_s: float | None = None  # the per-pull overhead behind `fetch`, seconds per step
+
+
+@dataclass(frozen=True)
+class PhaseVerdict:
+    """The verdict over one stretch of training whose input cost differs from the rest.
+
+    E.g. epoch 1 filling a `cache()` and the epochs after reading from it.
+    """
+
+    name: str  # "epoch 1", "epochs 2-3"
+    first_epoch: int
+    last_epoch: int
+    steps: int
+    steps_per_s: float | None
+    input_wait_fraction: float | None
+    input_cost_fraction: float | None
+    label: str = UNKNOWN
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The answer: what limits the training rate, how badly, and why in one sentence."""
 
@@ -164,6 +237,17 @@ class Verdict:
     # What the GPU's own counters say (analysis/gpu.py), when a GPU was sampled.
     gpu_finding: str = ""
     gpu_idle_cause: str | None = None  # "input-wait", "host-overhead", "transfer" or None
+    # The three rates of DS-Analyzer: pipeline alone P (`PipelineBenchmark.batches_per_s`),
+    # compute alone T (`compute_alone_steps_per_s`) and training A (`training_steps_per_s`).
+    # Input cost = 1 - A/T: the share of training time input costs, so T/A is the speedup if
+    # input were free. It decides the label (XProf's bands); the wait share stays beside it.
+    input_cost_fraction: float | None = None
+    training_steps_per_s: float | None = None
+    compute_alone_source: str = ""  # MEASURED or ESTIMATED; "" when there is no rate
+    compute_alone_reason: str | None = None  # why estimated
+    cost_split: CostSplit | None = None
+    headline: str = ""  # one line: the label and the part of input cost that dominates
+    phases: list[PhaseVerdict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -397,3 +481,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     gpu_analysis: GpuAnalysis | None = None
     host_contention: HostContention | None = None
+    compute_alone: ComputeAlone | None = None
+    # Seconds from the start of the diagnosis to the first verdict line (printed as soon as
+    # the measured steps and the compute-alone phase are done); None if none was printed.
+    first_verdict_s: float | None = None
