@@ -8,7 +8,7 @@ benchmark reads a private copy of the dataset (`bench/isolate.py`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,8 +92,13 @@ def benchmark_dataset(
     max_batches: int = DEFAULT_MAX_BATCHES,
     max_seconds: float = DEFAULT_MAX_SECONDS,
     clock: Clock = MONOTONIC,
+    keep_first_batch: Callable[[Any], None] | None = None,
 ) -> PipelineBenchmark:
-    """Benchmark a `tf.data.Dataset` alone, on a fresh iterator of its own."""
+    """Benchmark a `tf.data.Dataset` alone, on a fresh iterator of its own.
+
+    `keep_first_batch` receives the first batch read (the warm-up batch, untimed): the
+    compute-alone phase trains on it (`hooks/compute_alone.py`), so it costs no extra read.
+    """
     description = describe_chain(dataset)
     from pipediag.bench.isolate import IsolationError, isolated_copy, preserved_variables
 
@@ -111,6 +116,8 @@ def benchmark_dataset(
         target = dataset
     with preserved_variables(dataset):
         iterator = iter(target)
+        if keep_first_batch is not None:
+            iterator = _handing_over_first(iterator, keep_first_batch)
         try:
             timing = time_iterator(
                 iterator, max_batches=max_batches, max_seconds=max_seconds, clock=clock
@@ -143,6 +150,18 @@ def benchmark_dataset(
         exhausted=timing.exhausted,
         notes=notes,
     )
+
+
+def _handing_over_first(iterator: Iterator[Any], keep: Callable[[Any], None]) -> Iterator[Any]:
+    first = next(iterator, _END)
+    if first is _END:
+        return
+    keep(first)
+    yield first
+    yield from iterator
+
+
+_END = object()
 
 
 def describe_chain(dataset: Any, limit: int = 32) -> str:
