@@ -124,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"time budget for measuring fixes (default {RunConfig.verify_seconds:g})",
     )
     run.add_argument(
+        "--deep",
+        action="store_true",
+        help="time each stage and measure fixes even when input costs under 5%% of training "
+        "(by default they run only when input matters)",
+    )
+    run.add_argument(
         "--out",
         default=DEFAULT_OUT_DIR,
         metavar="DIR",
@@ -200,6 +206,7 @@ def _run(options: argparse.Namespace) -> int:
         stages=not options.no_stages,
         verify=not options.no_verify,
         verify_seconds=options.verify_seconds,
+        deep=options.deep,
     )
     log = None if options.quiet else sys.stderr
     report, written = run_and_report(

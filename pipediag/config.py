@@ -38,6 +38,8 @@ class RunConfig:
         stages: measure each pipeline stage alone to find the slow one.
         verify: build the suggested pipeline fixes and measure them beside the original.
         verify_seconds: time budget for measuring the fixes.
+        deep: time the stages and measure fixes even when input costs too little to matter
+            (under 5% of training); by default they run only when it does.
     """
 
     measured_steps: int | None = DEFAULT_MEASURED_STEPS
@@ -53,3 +55,4 @@ class RunConfig:
     trace_chunk_steps: int = DEFAULT_TRACE_CHUNK_STEPS
     sample_host: bool = True
     sample_gpu: bool = True
+    deep: bool = False

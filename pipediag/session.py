@@ -17,6 +17,7 @@ from pipediag.analysis.gpu import enrich_report
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
 from pipediag.report.model import (
+    ComputeAlone,
     Environment,
     ExitInfo,
     GpuSection,
@@ -29,6 +30,10 @@ from pipediag.report.model import (
 from pipediag.timeline import StepTimeline
 
 NO_DATASET = "no tf.data training dataset was seen"
+
+# Stage timing and fix trials run when input costs at least this share of training: below
+# it no input fix can gain more than ~5%, XProf's line for "not input-bound" (issue 16).
+DEEP_MIN_COST = 0.05
 
 
 class DiagnosticSession:
@@ -75,6 +80,15 @@ class DiagnosticSession:
         self._samplers: list[Any] = []
         self._started_wall = ""
         self.origin = 0.0
+        self.compute_alone: ComputeAlone | None = None
+        self.first_verdict_s: float | None = None
+        self._concluded = False
+        # What the compute-alone phase and the deep analysis need after the measured steps:
+        # the training dataset, a batch of it, and the model `fit` trains (strong references,
+        # released when the session stops).
+        self._dataset: Any = None
+        self._cached_batch: Any = None
+        self._model: Any = None
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -90,9 +104,12 @@ class DiagnosticSession:
 
     def stop(self, exit_info: ExitInfo, stop_reason: str) -> Report:
         """Undo every hook, stop every thread, and build the report. Never raises."""
-        analysis_began = self.clock.now()
         if self._hooks is not None:
             self._hooks.uninstall()
+        if not self._concluded and stop_reason != "interrupted":
+            self._conclude_after_the_script()
+        self._dataset = self._cached_batch = self._model = None
+        analysis_began = self.clock.now()
         host, gpu = self._stop_samplers()
         train = self._train_section()
         report = Report(
@@ -100,7 +117,7 @@ class DiagnosticSession:
             args=self.args,
             created_utc=self._started_wall,
             environment=self._environment(gpu),
-            verdict=judge(train, self.pipeline),
+            verdict=judge(train, self.pipeline, compute_alone=self.compute_alone, host=host),
             pipeline=self.pipeline,
             train=train,
             host=host,
@@ -108,6 +125,8 @@ class DiagnosticSession:
             complete=stop_reason in ("step-budget", "script-finished"),
             stop_reason=stop_reason,
             exit=exit_info,
+            compute_alone=self.compute_alone,
+            first_verdict_s=self.first_verdict_s,
         )
         report = self._guarded("the GPU analysis", enrich_report, report)
         report = self._guarded(
@@ -160,10 +179,15 @@ class DiagnosticSession:
             self.paused = was
 
     def benchmark_pipeline(self, dataset: Any) -> None:
-        """Phase 1: the training dataset alone, once per dataset, before training pulls."""
+        """Phase 1: the training dataset alone, once per dataset, before training pulls.
+
+        Only the rate: stage timing and fix trials wait for the verdict (`conclude`), which
+        says whether input matters at all.
+        """
         if id(dataset) in self._benchmarked:
             return
         self._benchmarked.add(id(dataset))
+        self._dataset = dataset
         if not self.config.bench:
             self.pipeline = PipelineBenchmark(measured=False, reason="skipped (--no-bench)")
             return
@@ -180,9 +204,8 @@ class DiagnosticSession:
                     max_batches=self.config.bench_batches,
                     max_seconds=self.config.bench_seconds,
                     clock=self.clock,
+                    keep_first_batch=self._keep_batch,
                 )
-                if self.pipeline.measured:
-                    self.pipeline = self._examine_stages(dataset, self.pipeline)
         except Exception as exc:
             self.pipeline = PipelineBenchmark(
                 measured=False,
@@ -200,12 +223,136 @@ class DiagnosticSession:
         self._add_phase("pipeline_benchmark", began, self.clock.now())
         self.log("measuring train steps...")
 
+    def _keep_batch(self, batch: Any) -> None:
+        self._cached_batch = batch
+
+    def training_model(self, model: Any) -> None:
+        """The model `fit` trains: its train step is run alone after the measured steps."""
+        self._model = model
+
+    # -- after the measured steps ----------------------------------------------------
+    def conclude(self, compute_alone: ComputeAlone | None = None) -> None:
+        """The measured steps are done: compute alone, the verdict line, then stages and fixes.
+
+        Called by the hooks at the step budget (a custom loop passes the compute-alone run
+        it served from its cached batch; under fit it is run here), or when the script ended
+        first. Runs once.
+        """
+        if self._concluded:
+            return
+        self._concluded = True
+        with self.suspended():
+            if compute_alone is None:
+                compute_alone = self._measure_compute_alone()
+            self.compute_alone = compute_alone
+            verdict = self._say_verdict()
+            self._deep_analysis(verdict)
+
+    def _conclude_after_the_script(self) -> None:
+        """The script ended before the step budget: conclude with what can still be run."""
+        reason = None
+        if not self._install_hooks:
+            reason = (
+                "steps marked through pipediag.monitor() cannot be run on their own: "
+                "compute alone is estimated"
+            )
+        elif self.style == "custom-loop":
+            reason = (
+                "--steps all: a custom loop has no safe point to run extra steps on a cached "
+                "batch (they would change what it trains on)"
+                if self.config.measured_steps is None
+                else "the script ended before the step budget, where a custom loop is "
+                "served a cached batch"
+            )
+        try:
+            self.conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
+        except Exception as exc:
+            self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
+
+    def _measure_compute_alone(self) -> ComputeAlone:
+        """The train step alone under fit: the model's train function on the cached batch."""
+        if self.style != "keras-fit":
+            return ComputeAlone(measured=False, reason="no train step to run alone")
+        if self._model is None or self._cached_batch is None:
+            reason = (
+                self.pipeline.reason
+                if not self.pipeline.measured and self.pipeline.reason
+                else "no batch of the training dataset was kept"
+            )
+            return ComputeAlone(measured=False, reason=f"no cached batch: {reason}")
+        measured = [s for s in self.timeline.steps[self.config.warmup_steps :]]
+        if not measured:
+            return ComputeAlone(measured=False, reason="no measured step to compare with")
+        from pipediag.hooks.compute_alone import MAX_SECONDS, measure_fit_step
+
+        durations = sorted(s.duration_s / s.count for s in measured)
+        hint = durations[len(durations) // 2]
+        self.log(f"measuring the train step alone on a cached batch (up to {MAX_SECONDS:g} s)...")
+        began = self.clock.now()
+        try:
+            result = measure_fit_step(
+                self._model,
+                self._cached_batch,
+                clock=self.clock,
+                origin=self.origin,
+                step_s_hint=hint,
+            )
+        except Exception as exc:
+            result = ComputeAlone(
+                measured=False,
+                reason=f"the train step failed on a cached batch: {type(exc).__name__}: {exc}",
+            )
+        self._add_phase("compute_alone", began, self.clock.now())
+        return result
+
+    def add_compute_alone_phase(self, result: ComputeAlone) -> None:
+        """A custom loop's compute-alone run, on the report's phase list."""
+        if result.start_s is not None:
+            began = self.origin + result.start_s
+            self._add_phase("compute_alone", began, began + result.duration_s)
+
+    def _say_verdict(self) -> Any:
+        """The verdict so far (no host samples yet), printed at once."""
+        raw = self.timeline.steps
+        train = build_train_section(
+            raw,
+            origin=self.origin,
+            warmup_steps=self.config.warmup_steps,
+            style=self.style,
+            input_wait_source=self._wait_source(),
+        )
+        verdict = judge(train, self.pipeline, compute_alone=self.compute_alone)
+        self.first_verdict_s = self.clock.now() - self.origin
+        self.log(f"verdict: {verdict.headline or verdict.summary}")
+        return verdict
+
+    def _deep_analysis(self, verdict: Any) -> None:
+        """Stage timing and fix trials, only where they can change the advice."""
+        if self._dataset is None or not self.pipeline.measured or not self.config.stages:
+            return
+        cost = verdict.input_cost_fraction
+        if not self.config.deep and cost is not None and cost < DEEP_MIN_COST:
+            self.pipeline = dataclasses.replace(
+                self.pipeline,
+                deep_skipped_reason=(
+                    f"input costs {cost:.0%} of training (under {DEEP_MIN_COST:.0%}): no "
+                    "pipeline fix can gain more; --deep measures stages and fixes anyway"
+                ),
+            )
+            return
+        began = self.clock.now()
+        try:
+            self.pipeline = self._examine_stages(self._dataset, self.pipeline)
+        finally:
+            self._add_phase("deep_analysis", began, self.clock.now())
+
     def _examine_stages(self, dataset: Any, pipeline: PipelineBenchmark) -> PipelineBenchmark:
         """Per-stage rates and measured fixes; a failure here keeps the benchmark itself."""
         from pipediag.bench.stages import measure_stages
         from pipediag.bench.structure import effective_options
         from pipediag.bench.whatif import verify_fixes
 
+        self.log("timing each pipeline stage...")
         try:
             options = effective_options(dataset)
             stages = measure_stages(dataset, clock=self.clock) if self.config.stages else []
@@ -236,20 +383,23 @@ class DiagnosticSession:
         return False
 
     # -- building the report ---------------------------------------------------------
-    def _train_section(self) -> TrainSection:
-        source = "unavailable"
+    def _wait_source(self) -> str:
+        """Where the steps' waits come from; under fit without stamps, fills them first."""
         if self.style == "custom-loop":
-            source = "iterator-timing"
-        elif self.style == "keras-fit" and self._hooks is not None:
+            return "iterator-timing"
+        if self.style == "keras-fit" and self._hooks is not None:
             fit = self._hooks.fit
             if fit.stamps is not None:
-                source = "batch-stamps"
-            else:
-                tracer = fit.tracer
-                self.timeline.fill_waits(tracer.waits_for)
-                source = "profiler-trace"
-                if tracer.overhead_s:
-                    self._phases["profiler_overhead"] = tracer.overhead_s
+                return "batch-stamps"
+            tracer = fit.tracer
+            self.timeline.fill_waits(tracer.waits_for)
+            if tracer.overhead_s:
+                self._phases["profiler_overhead"] = tracer.overhead_s
+            return "profiler-trace"
+        return "unavailable"
+
+    def _train_section(self) -> TrainSection:
+        source = self._wait_source()
         raw = self.timeline.steps
         if self.timeline.merges:
             self.note(

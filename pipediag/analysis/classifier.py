@@ -6,9 +6,11 @@ A step, as recorded::
     |<-- input_wait_s -->|<---------- compute ---------->|
     pull the next batch    run the train step on it
 
-The verdict is one aggregate, as in XProf's Input Pipeline Analyzer: the share of
-measured step time spent waiting for input, sum(wait) / sum(duration). A step is
-labelled input-bound when its own wait share reaches the same threshold.
+The verdict is one aggregate: input cost, 1 - A/T, the share of training time the input
+pipeline costs (`analysis/input_cost.py`), in the bands of XProf's Input Pipeline Analyzer.
+XProf's own figure, the share of measured step time spent waiting for input,
+sum(wait) / sum(duration), is kept beside it. A step is labelled input-bound when its own
+wait share reaches the high band: one step's contention cannot be seen on its own.
 """
 
 from __future__ import annotations
@@ -16,15 +18,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
+from pipediag.analysis.input_cost import (
+    Rates,
+    headline,
+    label_of,
+    phases_of,
+    rates_of,
+    split_cost,
+    steps_cpu,
+)
 from pipediag.analysis.stats import latency_stats
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
+    ESTIMATED,
     INPUT_BOUND,
+    MEASURED,
     UNKNOWN,
     WARMUP,
+    ComputeAlone,
+    CostSplit,
+    HostSection,
     PipelineBenchmark,
     StepRecord,
     TrainSection,
@@ -119,72 +133,94 @@ def judge(
     train: TrainSection,
     pipeline: PipelineBenchmark,
     *,
+    compute_alone: ComputeAlone | None = None,
+    host: HostSection | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     why_unknown: str | None = None,
 ) -> Verdict:
-    """The overall verdict, with the figures behind it and one sentence that says why."""
+    """The overall verdict, with the figures behind it and one sentence that says why.
+
+    The label follows input cost (`analysis/input_cost.py`): 1 - A/T, from the training
+    rate A and the compute-alone rate T (measured on a cached batch where the compute-alone
+    phase ran, else estimated as step time minus wait), in XProf's bands.
+    """
     timed = [s for s in train.steps if s.label in (INPUT_BOUND, COMPUTE_BOUND)]
     if not timed:
         return Verdict(summary=why_unknown or _why_no_verdict(train, pipeline))
     total = sum(s.duration_s for s in timed)
     wait = sum(s.input_wait_s or 0.0 for s in timed)
     fraction = wait / total if total > 0 else 0.0
-    computes = [s.compute_s / s.count for s in timed if s.compute_s is not None]
-    median_compute = float(np.median(computes)) if computes else 0.0
-    compute_alone = 1.0 / median_compute if median_compute > 0 else None
+    training = sum(s.count for s in timed) / total if total > 0 else None
+    rates = rates_of(timed, training, pipeline, compute_alone)
+    cpu = steps_cpu(host, timed, compute_alone)
+    cost, split = split_cost(rates, fraction, wait_source=train.input_wait_source, steps_cpu=cpu)
+    high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
+    label = label_of(cost, high=high, moderate=moderate)
+    severity = {
+        INPUT_BOUND: SEVERITY_HIGH,
+        BALANCED: SEVERITY_MODERATE,
+        COMPUTE_BOUND: SEVERITY_NONE,
+    }[label]
+    phases = phases_of(train.steps, rates.compute, high=high, moderate=moderate)
+    compute_rate = rates.compute
     headroom = (
-        pipeline.batches_per_s / compute_alone
-        if pipeline.batches_per_s is not None and compute_alone
+        pipeline.batches_per_s / compute_rate
+        if pipeline.batches_per_s is not None and compute_rate
         else None
     )
-    if fraction >= thresholds.highly_input_bound:
-        label, severity = INPUT_BOUND, SEVERITY_HIGH
-    elif fraction >= thresholds.moderately_input_bound:
-        label, severity = BALANCED, SEVERITY_MODERATE
-    else:
-        label, severity = COMPUTE_BOUND, SEVERITY_NONE
     return Verdict(
         label=label,
         input_wait_fraction=fraction,
         severity=severity,
-        summary=_summary(label, fraction, train, pipeline, compute_alone, headroom),
+        summary=_summary(label, fraction, cost, split, train, pipeline, rates, headroom),
         input_bound_steps=sum(s.count for s in timed if s.label == INPUT_BOUND),
         compute_bound_steps=sum(s.count for s in timed if s.label == COMPUTE_BOUND),
-        compute_alone_steps_per_s=compute_alone,
+        compute_alone_steps_per_s=compute_rate,
         pipeline_headroom=headroom,
+        input_cost_fraction=cost,
+        training_steps_per_s=training,
+        compute_alone_source=rates.source,
+        compute_alone_reason=rates.reason if rates.source == ESTIMATED else None,
+        cost_split=split,
+        headline=headline(label, cost, split, rates, fraction, phases),
+        phases=phases,
     )
 
 
 def _summary(
     label: str,
     fraction: float,
+    cost: float,
+    split: CostSplit,
     train: TrainSection,
     pipeline: PipelineBenchmark,
-    compute_alone: float | None,
+    rates: Rates,
     headroom: float | None,
 ) -> str:
-    share = f"{fraction:.0%} of step time was spent waiting for the input pipeline"
-    rates = []
-    if pipeline.batches_per_s is not None:
-        rates.append(f"the pipeline alone delivers {pipeline.batches_per_s:.1f} batches/s")
-    if compute_alone is not None:
-        rates.append(f"the train step alone could run at {compute_alone:.1f} steps/s")
-    rate_text = " and ".join(rates)
-    if label == INPUT_BOUND:
-        return f"{share}: {rate_text}." if rates else f"{share}."
-    if label == BALANCED:
-        return (
-            f"{share}: the pipeline nearly keeps up with the model"
-            + (f" ({rate_text})" if rates else "")
-            + ", so both input and compute limit the rate."
+    share = f"input costs {cost:.0%} of training time"
+    figures = []
+    if rates.compute is not None and rates.training is not None:
+        how = "measured on a cached batch" if rates.source == MEASURED else "estimated"
+        figures.append(
+            f"training ran {rates.training:.1f} steps/s against {rates.compute:.1f} for the "
+            f"train step alone ({how})"
         )
-    text = f"Only {share}: the model's train step sets the rate"
-    if train.steps_per_s is not None:
-        text += f" ({train.steps_per_s:.1f} steps/s)"
-    if headroom is not None and pipeline.batches_per_s is not None:
-        text += f"; the pipeline alone delivers {pipeline.batches_per_s:.1f} batches/s"
-        text += f", {headroom:.1f}x what the train step needs"
-    return text + "."
+    if pipeline.batches_per_s is not None:
+        figures.append(f"the pipeline alone delivers {pipeline.batches_per_s:.1f} batches/s")
+    figure_text = "; ".join(figures)
+    parts = (
+        f"waiting {split.wait:.0%}, contention {split.contention:.0%}, "
+        f"per-pull overhead {split.fetch:.0%}"
+    )
+    if label == COMPUTE_BOUND:
+        text = f"Only {share} ({fraction:.0%} spent waiting): the model's train step sets the rate"
+        if headroom is not None and pipeline.batches_per_s is not None:
+            text += f"; the pipeline alone delivers {headroom:.1f}x what the train step needs"
+        return text + "."
+    text = f"{share.capitalize()} ({parts})"
+    if label == BALANCED:
+        text += ": both input and compute limit the rate"
+    return text + (f": {figure_text}." if figure_text else ".")
 
 
 def _why_no_verdict(train: TrainSection, pipeline: PipelineBenchmark) -> str:

@@ -113,6 +113,7 @@ class FitTracker:
                 self._close_chunk()
         if budget_reached:
             self._close_chunk()
+            session.conclude()
             raise StepBudgetReached
 
     def finish(self) -> None:
@@ -197,6 +198,7 @@ class FitPatch:
             callbacks = bound.arguments.get("callbacks")
             bound.arguments["callbacks"] = [*(callbacks or []), make_callback(tracker)]
             session.mark_style("keras-fit")
+            session.training_model(model)
             x = bound.arguments.get("x")
             if session.benchmark_fit_input(x):
                 bound.arguments["x"] = tracker.stamp(x)

@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pipediag.hooks.compute_alone import CachedBatchSteps
 from pipediag.timeline import StepBudgetReached
 
 if TYPE_CHECKING:
@@ -45,11 +46,15 @@ class CustomLoopTracker:
         self._last_iterator: weakref.ref[Any] | None = None
         self._open_step: tuple[float, float] | None = None  # (start, input wait)
         self._epoch = -1
+        self._last_batch: Any = None
+        self._cached_steps: CachedBatchSteps | None = None
 
     def on_next(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
         # Runs on every pull of the user's loop, often thousands a second: the common case
         # (the training dataset, already known) is tested first, without a method call, and
         # the step is closed with one call into the timeline.
+        if self._cached_steps is not None:
+            return self._serve_cached(iterator, fetch)
         dataset = getattr(iterator, "_dataset", None)
         known = self._train_dataset
         if dataset is None or (
@@ -69,7 +74,7 @@ class CustomLoopTracker:
             start, wait = self._open_step
             self._open_step = None
             if self._timeline.add(start, now, wait, self._epoch):
-                raise StepBudgetReached
+                return self._at_budget(iterator, fetch)
         try:
             batch = fetch(iterator)
         except Exception:
@@ -80,7 +85,43 @@ class CustomLoopTracker:
             raise
         self._open_step = (now, self._now() - now)
         self._train_batches += 1
+        self._last_batch = batch
         return batch
+
+    def _at_budget(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
+        """The measured steps are done: serve the loop its last batch to time the step alone.
+
+        The steps served from the cache run just before the budget ends the script, so
+        nothing the loop would save afterwards ever sees them.
+        """
+        steps = self._timeline.steps[self._timeline.warmup_steps :]
+        if self._last_batch is None or not steps:
+            self._session.conclude()
+            raise StepBudgetReached
+        durations = sorted(s.duration_s / s.count for s in steps)
+        self._cached_steps = CachedBatchSteps(
+            self._last_batch, clock=self._session.clock, step_s_hint=durations[len(durations) // 2]
+        )
+        self._session.log("measuring the train step alone on a cached batch...")
+        return self._serve_cached(iterator, fetch)
+
+    def _serve_cached(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
+        cached = self._cached_steps
+        assert cached is not None
+        if getattr(iterator, "_dataset", None) is not self._current_dataset():
+            return fetch(iterator)  # another dataset (e.g. validation) pulled meanwhile
+        batch = cached.next_step()
+        if batch is not None:
+            return batch
+        result = cached.result(self._session.origin)
+        self._session.add_compute_alone_phase(result)
+        self._cached_steps = None
+        self._last_batch = None
+        self._session.conclude(result)
+        raise StepBudgetReached
+
+    def _current_dataset(self) -> Any:
+        return self._train_dataset() if self._train_dataset is not None else None
 
     def _is_training(self, dataset: Any) -> bool:
         """Whether a dataset other than the known training one is (now) the training one."""
