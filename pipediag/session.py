@@ -83,6 +83,8 @@ class DiagnosticSession:
         self.compute_alone: ComputeAlone | None = None
         self.first_verdict_s: float | None = None
         self._concluded = False
+        self._verdict_said = False
+        self._verdict: Any = None
         # What the compute-alone phase and the deep analysis need after the measured steps:
         # the training dataset, a batch of it, and the model `fit` trains (strong references,
         # released when the session stops).
@@ -231,22 +233,24 @@ class DiagnosticSession:
         self._model = model
 
     # -- after the measured steps ----------------------------------------------------
-    def conclude(self, compute_alone: ComputeAlone | None = None) -> None:
+    def conclude(self, compute_alone: ComputeAlone | None = None, *, deep: bool = True) -> None:
         """The measured steps are done: compute alone, the verdict line, then stages and fixes.
 
         Called by the hooks at the step budget (a custom loop passes the compute-alone run
-        it served from its cached batch; under fit it is run here), or when the script ended
-        first. Runs once.
+        it served from its cached batch; under fit it is run here), at a safe point between
+        fit's steps with `--steps all` (`deep=False`: stages and fixes wait for the end), or
+        when the script ended first. Each part runs once.
         """
-        if self._concluded:
-            return
-        self._concluded = True
         with self.suspended():
-            if compute_alone is None:
-                compute_alone = self._measure_compute_alone()
-            self.compute_alone = compute_alone
-            verdict = self._say_verdict()
-            self._deep_analysis(verdict)
+            if not self._verdict_said:
+                self._verdict_said = True
+                if compute_alone is None:
+                    compute_alone = self._measure_compute_alone()
+                self.compute_alone = compute_alone
+                self._verdict = self._say_verdict()
+            if deep and not self._concluded:
+                self._concluded = True
+                self._deep_analysis(self._verdict)
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""
@@ -265,7 +269,10 @@ class DiagnosticSession:
                 "served a cached batch"
             )
         try:
-            self.conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
+            if self._verdict_said:
+                self.conclude()
+            else:
+                self.conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
         except Exception as exc:
             self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
 

@@ -36,8 +36,13 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     )
     # THEN it exits as the script would, and the terminal leads with the verdict
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"\n{verdict.upper()} (" in result.stdout
+    assert f"\n{verdict.upper()}: input costs " in result.stdout
     assert "benchmarking the input pipeline alone" in result.stderr
+    # The verdict is said as soon as the steps are measured, before any stage is timed.
+    said = result.stderr.index(f"pipediag: verdict: {verdict.upper()}")
+    assert said < result.stderr.find("timing each pipeline stage") or (
+        "timing each pipeline stage" not in result.stderr
+    )
     assert f"Re-render later: pipediag report {out / 'report.json'}" in result.stdout
 
     data = json.loads((out / "report.json").read_text())
@@ -90,7 +95,7 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     # AND the saved report re-renders without running anything
     again = run_pipediag("report", str(out / "report.json"), "--out", str(tmp_path / "again"))
     assert again.returncode == 0, again.stderr
-    assert f"{verdict.upper()} (" in again.stdout
+    assert f"{verdict.upper()}: input costs " in again.stdout
     assert (tmp_path / "again" / "report.png").is_file()
 
 

@@ -82,3 +82,14 @@ def test_losses_are_identical_with_and_without_pipediag(tmp_path: Path, style: s
     assert json.loads(diagnosed.read_text()) == expected
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["pipeline"]["measured"] and report["train"]["measured_steps"] > 0
+    alone = report["compute_alone"]
+    if style == "fit":
+        # The train step ran alone mid-run (at the end of epoch 1), between real steps, and
+        # training went on exactly as without it.
+        assert alone["measured"] and alone["restored_variables"] > 0
+        last_step = report["train"]["steps"][-1]["start_s"]
+        assert alone["start_s"] + alone["duration_s"] < last_step
+        assert report["verdict"]["compute_alone_source"] == "measured"
+    else:
+        assert not alone["measured"] and "--steps all" in alone["reason"]
+        assert report["verdict"]["compute_alone_source"] == "estimated"

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pipediag.analysis.cost_rules import check_contention, check_fetch, why_no_input_fix
 from pipediag.report.model import (
     COMPUTE_BOUND,
     FixTrial,
@@ -166,6 +167,7 @@ def advise(report: Report) -> list[Suggestion]:
         if rule.when == "compute-bound" and not compute_bound:
             continue
         found.extend((position, s) for s in rule.check(context, rule.id))
+    found.extend((len(RULES), s) for s in why_no_input_fix(context, [s for _, s in found]))
     found.sort(key=lambda item: _sort_key(item[0], item[1]))
     return [s for _, s in found]
 
@@ -913,6 +915,8 @@ def check_pipeline_fine(ctx: Context, rule_id: str) -> list[Suggestion]:
 RULES: tuple[Rule, ...] = (
     Rule("PD000-pipeline-fine", "compute-bound", check_pipeline_fine),
     Rule("PD010-cpu-saturated", "input", check_cpu_saturated),
+    Rule("PD012-input-contention", "input", check_contention),
+    Rule("PD013-per-pull-overhead", "input", check_fetch),
     Rule("PD001-sequential-map", "input", check_sequential_map),
     Rule("PD002-sequential-interleave", "input", check_sequential_interleave),
     Rule("PD005-cache-prefix", "input", check_cache),

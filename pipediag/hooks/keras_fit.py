@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from pipediag.session import DiagnosticSession
 
 
+# With `--steps all`, the train step is run alone at the first safe point between steps:
+# the end of an epoch with at least this many measured steps, or this many measured steps,
+# whichever comes first (the default step budget), so the verdict comes early.
+PROBE_MIN_STEPS = 5
+PROBE_MAX_STEPS = 100
+
 # Waits are settled together, every few seconds: reading the in-graph stamps back took
 # 1.4 ms here (eager queue ops, cache-cold between train steps), 22 us a step when it was
 # done every 64 steps of 9 ms. The cap on steps keeps unsettled steps among the newest
@@ -48,6 +54,26 @@ class FitTracker:
         self._epoch = 0
         self._unsettled: list[tuple[float, int]] = []  # (step start, batches it used)
         self._settled_at = session.clock.now()
+        self._probed = False
+
+    def on_epoch_end(self, epoch: int) -> None:
+        if self._wants_probe(PROBE_MIN_STEPS):
+            self._probe()
+
+    def _wants_probe(self, measured: int) -> bool:
+        timeline = self._session.timeline
+        return (
+            timeline.measured_steps is None
+            and not self._probed
+            and len(timeline) - timeline.warmup_steps >= measured
+        )
+
+    def _probe(self) -> None:
+        """Compute alone and the verdict mid-run (`--steps all`); training goes on unchanged."""
+        self._probed = True
+        self._settle_waits()
+        self._close_chunk()
+        self._session.conclude(deep=False)
 
     def on_epoch_begin(self, epoch: int) -> None:
         # Keras may start a new iterator for the epoch (not yet made: it is made at the
@@ -115,6 +141,8 @@ class FitTracker:
             self._close_chunk()
             session.conclude()
             raise StepBudgetReached
+        if self._wants_probe(PROBE_MAX_STEPS):
+            self._probe()
 
     def finish(self) -> None:
         """Settle waits, stop any trace still running; safe to call more than once."""
@@ -162,6 +190,9 @@ def make_callback(tracker: FitTracker) -> Any:
     class PipediagCallback(keras.callbacks.Callback):  # type: ignore[misc]
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             tracker.on_epoch_begin(epoch)
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            tracker.on_epoch_end(epoch)
 
     callback = PipediagCallback()
     # Bound to the tracker's methods directly: one frame less per event, two per step.

@@ -1,0 +1,188 @@
+"""Advice that follows the part of input cost that dominates (`analysis/input_cost.py`).
+
+- contention: the pipeline's threads take the cores the train step needs. Cut the
+  pipeline's CPU per batch, cap its threads, or move the work off the training host.
+- fetch: each pull of a small batch costs more than the pipeline's work. Fewer, larger pulls.
+- And when input costs something but no rule found a change to make, say so and why, so an
+  input-bound verdict never stands alone.
+
+The rules read the report only. Their gain is T/A for the part removed: what training would
+gain if that part of the cost went away, an upper bound (the work itself remains).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipediag.report.model import (
+    COMPUTE_BOUND,
+    COST_CONTENTION,
+    COST_FETCH,
+    CostSplit,
+    Suggestion,
+)
+
+if TYPE_CHECKING:
+    from pipediag.analysis.advisor import Context
+
+FIX = "fix"
+NOTE = "note"
+
+
+def _split(ctx: Context) -> CostSplit | None:
+    return ctx.report.verdict.cost_split
+
+
+def _gain(share: float) -> float:
+    return 1.0 / max(1e-9, 1.0 - share)
+
+
+def _rates_text(ctx: Context) -> str:
+    verdict = ctx.report.verdict
+    train, compute = verdict.training_steps_per_s, verdict.compute_alone_steps_per_s
+    if train is None or compute is None:
+        return ""
+    return (
+        f"training ran {train:.1f} steps/s, the train step alone on a cached batch "
+        f"{compute:.1f} steps/s"
+    )
+
+
+def step_cores(ctx: Context) -> float | None:
+    """Cores the train step keeps busy on its own (compute-alone process CPU per step)."""
+    alone = ctx.report.compute_alone
+    if alone is None or not alone.measured or alone.cpu_s_per_step is None:
+        return None
+    if alone.step_time is None or alone.step_time.median_s <= 0:
+        return None
+    return alone.cpu_s_per_step / alone.step_time.median_s
+
+
+def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
+    split = _split(ctx)
+    if split is None or split.dominant != COST_CONTENTION:
+        return []
+    wait = ctx.report.verdict.input_wait_fraction or 0.0
+    evidence = [
+        f"{_rates_text(ctx)}: input costs {split.contention:.0%} of training time through "
+        f"contention, yet the step waited only {wait:.0%} of the time"
+    ]
+    if split.pipeline_cores_busy is not None:
+        evidence.append(
+            f"the pipeline kept {split.pipeline_cores_busy:.1f} more cores busy while training"
+            + (
+                f", leaving {split.free_cores:.1f} of {ctx.cores} free"
+                if split.free_cores is not None
+                else ""
+            )
+        )
+    cost = ctx.report.pipeline.cpu_s_per_batch
+    rate = ctx.pipeline_rate
+    if cost is not None and rate:
+        evidence.append(f"read alone it keeps {cost * rate:.1f} cores busy")
+    needs = step_cores(ctx)
+    threads = max(1, round(ctx.cores - needs)) if needs is not None else max(1, ctx.cores // 2)
+    if needs is not None:
+        evidence.append(f"the train step alone uses {needs:.1f} of {ctx.cores} cores")
+    text = "; ".join(e for e in evidence if e)
+    text += (
+        ". The pipeline must cost fewer cores per batch: vectorise its maps (map after batch), "
+        "cache after the deterministic decode, use cheaper ops, cap its threads so the step "
+        "keeps the cores it needs, or move the preprocessing to other machines "
+        "(tf.data service)."
+    )
+    return [
+        Suggestion(
+            id=rule_id,
+            title="the input pipeline takes the cores the train step needs: make it cheaper",
+            evidence=text,
+            code=(
+                "options = tf.data.Options()\n"
+                f"options.threading.private_threadpool_size = {threads}  # step keeps the rest\n"
+                "ds = ds.with_options(options)\n"
+                "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()"
+            ),
+            estimated_speedup=None,
+            predicted_speedup=_gain(split.contention),
+            kind=FIX,
+        )
+    ]
+
+
+def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
+    split = _split(ctx)
+    if split is None or split.dominant != COST_FETCH:
+        return []
+    pull = f"{split.pull_s * 1e3:.2f} ms" if split.pull_s is not None else "a fixed cost"
+    faster = (
+        f"{ctx.pipeline_rate / ctx.train_rate:.0f}x"
+        if ctx.pipeline_rate and ctx.train_rate
+        else "far"
+    )
+    evidence = (
+        f"{_rates_text(ctx)}; the pipeline alone is {faster} faster than training, so no "
+        f"step waited on its work, yet pulling each batch costs about {pull}: "
+        f"{split.fetch:.0%} of training time. Pull fewer, larger batches: raise the batch "
+        "size, or run several steps per Python call."
+    )
+    fit = ctx.report.train.style == "keras-fit"
+    code = (
+        "model.compile(..., steps_per_execution=32)  # 32 steps per call of the train function"
+        if fit
+        else (
+            "@tf.function\n"
+            "def train_many(iterator, steps):\n"
+            "    for _ in tf.range(steps):\n"
+            "        train_step(*next(iterator))  # the pull runs inside the graph\n"
+            "iterator = iter(ds)\n"
+            "train_many(iterator, tf.constant(100))"
+        )
+    )
+    return [
+        Suggestion(
+            id=rule_id,
+            title="each step pulls one small batch: fewer, larger pulls",
+            evidence=evidence,
+            code=code,
+            predicted_speedup=_gain(split.fetch),
+            kind=FIX,
+        )
+    ]
+
+
+def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
+    """A note for an input-bound or balanced verdict that no rule gave a fix for."""
+    verdict = ctx.report.verdict
+    if verdict.label == COMPUTE_BOUND or verdict.input_cost_fraction is None:
+        return []
+    if any(s.kind == FIX for s in found):
+        return []
+    pipeline = ctx.report.pipeline
+    if pipeline.deep_skipped_reason:
+        why = pipeline.deep_skipped_reason
+    elif not pipeline.measured:
+        why = f"the pipeline could not be read alone ({pipeline.reason})"
+    elif not pipeline.stages:
+        why = "the pipeline's stages were not timed (--no-stages)"
+    else:
+        worst = max(
+            (s for s in pipeline.stages if s.own_s_per_batch is not None),
+            key=lambda s: s.own_s_per_batch or 0.0,
+            default=None,
+        )
+        why = "no stage adds enough of the time per batch for a stage fix to gain over noise"
+        if worst is not None and worst.own_s_per_batch is not None:
+            why += (
+                f" (the costliest, {worst.kind}, adds {worst.own_s_per_batch * 1e3:.1f} ms per "
+                "batch)"
+            )
+    return [
+        Suggestion(
+            id="PD014-no-input-fix",
+            title=(
+                f"input costs {verdict.input_cost_fraction:.0%}, but no input-side change applies"
+            ),
+            evidence=why + ".",
+            kind=NOTE,
+        )
+    ]
