@@ -16,6 +16,7 @@ from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.gpu import enrich_report
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
+from pipediag.progress import Progress
 from pipediag.report.model import (
     ComputeAlone,
     Environment,
@@ -70,7 +71,7 @@ class DiagnosticSession:
         self.in_fit = False
         self.style = "none"
         self.pipeline = PipelineBenchmark(measured=False, reason=NO_DATASET)
-        self._log = log
+        self._progress = Progress(log)
         self._notes: list[str] = []
         self._benchmarked: set[int] = set()
         self._phases: dict[str, float] = {}
@@ -112,6 +113,7 @@ class DiagnosticSession:
             self._conclude_after_the_script()
         self._dataset = self._cached_batch = self._model = None
         analysis_began = self.clock.now()
+        self._progress.close()
         host, gpu = self._stop_samplers()
         train = self._train_section()
         report = Report(
@@ -161,8 +163,12 @@ class DiagnosticSession:
             self.note(message)
 
     def log(self, message: str) -> None:
-        if self._log is not None:
-            print(f"pipediag: {message}", file=self._log, flush=True)
+        self._progress.message(message)
+
+    def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None:
+        """A phase of the diagnosis starts: one updating line on a terminal (`redraw=False`
+        where the user's code runs and prints meanwhile)."""
+        self._progress.phase(what, budget_s, redraw=redraw)
 
     def mark_style(self, style: str) -> None:
         if self.style == "none":
@@ -195,9 +201,7 @@ class DiagnosticSession:
             return
         from pipediag.bench.pipeline import benchmark_dataset, describe_chain
 
-        self.log(
-            f"benchmarking the input pipeline alone (up to {self.config.bench_seconds:g} s)..."
-        )
+        self.phase("benchmarking the input pipeline alone", self.config.bench_seconds)
         began = self.clock.now()
         try:
             with self.suspended():
@@ -223,7 +227,7 @@ class DiagnosticSession:
             self._add_phase("pipeline_benchmark", began, self.clock.now())
             raise
         self._add_phase("pipeline_benchmark", began, self.clock.now())
-        self.log("measuring train steps...")
+        self.phase("measuring train steps", redraw=False)
 
     def _keep_batch(self, batch: Any) -> None:
         self._cached_batch = batch
@@ -294,7 +298,7 @@ class DiagnosticSession:
 
         durations = sorted(s.duration_s / s.count for s in measured)
         hint = durations[len(durations) // 2]
-        self.log(f"measuring the train step alone on a cached batch (up to {MAX_SECONDS:g} s)...")
+        self.phase("measuring the train step alone on a cached batch", MAX_SECONDS)
         began = self.clock.now()
         try:
             result = measure_fit_step(
@@ -359,13 +363,13 @@ class DiagnosticSession:
         from pipediag.bench.structure import effective_options
         from pipediag.bench.whatif import verify_fixes
 
-        self.log("timing each pipeline stage...")
+        self.phase("timing each pipeline stage")
         try:
             options = effective_options(dataset)
             stages = measure_stages(dataset, clock=self.clock) if self.config.stages else []
             trials = []
             if self.config.verify and stages:
-                self.log(f"measuring candidate fixes (up to {self.config.verify_seconds:g} s)...")
+                self.phase("measuring candidate fixes", self.config.verify_seconds)
                 trials = verify_fixes(
                     dataset, stages, clock=self.clock, budget_s=self.config.verify_seconds
                 )

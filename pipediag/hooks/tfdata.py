@@ -102,7 +102,11 @@ class CustomLoopTracker:
         self._cached_steps = CachedBatchSteps(
             self._last_batch, clock=self._session.clock, step_s_hint=durations[len(durations) // 2]
         )
-        self._session.log("measuring the train step alone on a cached batch...")
+        from pipediag.hooks.compute_alone import MAX_SECONDS
+
+        self._session.phase(
+            "measuring the train step alone on a cached batch", MAX_SECONDS, redraw=False
+        )
         return self._serve_cached(iterator, fetch)
 
     def _serve_cached(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:

@@ -1,0 +1,118 @@
+"""pipediag's progress lines: one updating line on a terminal, plain lines elsewhere.
+
+On a terminal each phase ("benchmarking the input pipeline alone") is one line that a small
+daemon thread redraws with the phase's remaining budget, so a user sees what runs and for
+how long; a message (a verdict, a note) ends the phase line first. Where the output is not a
+terminal (CI logs, files), every phase and message is one plain line, with its budget, and
+nothing is redrawn.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, TextIO
+
+PREFIX = "pipediag: "
+# Redraws per second on a terminal: smooth enough for a countdown in tenths of seconds,
+# cheap enough to be invisible beside the work it reports on.
+REDRAW_INTERVAL_S = 0.25
+THREAD_NAME = "pipediag-progress"
+
+
+class Progress:
+    """Where pipediag says what it is doing.
+
+    Args:
+        stream: where the lines go; None for silence (`--quiet`).
+        live: redraw a phase line in place; by default, when `stream` is a terminal.
+    """
+
+    def __init__(self, stream: TextIO | Any | None, *, live: bool | None = None) -> None:
+        self._stream = stream
+        isatty = getattr(stream, "isatty", None)
+        self._live = bool(live if live is not None else (callable(isatty) and isatty()))
+        self._lock = threading.Lock()
+        self._phase: str | None = None
+        self._deadline: float | None = None
+        self._drawn = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def live(self) -> bool:
+        return self._live and self._stream is not None
+
+    def message(self, text: str) -> None:
+        """A line that stays: a verdict, a note, a warning."""
+        if self._stream is None:
+            return
+        with self._lock:
+            self._end_phase_line()
+            self._write(f"{PREFIX}{text}\n")
+            self._phase = self._deadline = None
+
+    def phase(self, text: str, budget_s: float | None = None, *, redraw: bool = True) -> None:
+        """A phase starts: say what it does and, when bounded, for how long at most.
+
+        `redraw=False` for phases in which the user's own code runs and prints (the train
+        steps): a line redrawn in place would write over the script's output.
+        """
+        if self._stream is None:
+            return
+        with self._lock:
+            self._end_phase_line()
+            if not self.live or not redraw:
+                budget = f" (up to {budget_s:g} s)" if budget_s else ""
+                self._write(f"{PREFIX}{text}{budget}...\n")
+                return
+            self._phase = text
+            self._deadline = time.monotonic() + budget_s if budget_s else None
+            self._draw()
+        self._ensure_thread()
+
+    def close(self) -> None:
+        """End the phase line and stop redrawing; safe to call more than once."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=1.0)
+        with self._lock:
+            self._end_phase_line()
+            self._phase = self._deadline = None
+
+    # -- internals (the lock is held) -----------------------------------------------------
+    def _draw(self) -> None:
+        if self._phase is None:
+            return
+        text = f"{PREFIX}{self._phase}..."
+        if self._deadline is not None:
+            left = max(0.0, self._deadline - time.monotonic())
+            text += f" {left:.1f} s left"
+        self._write("\r\x1b[2K" + text)
+        self._drawn = True
+
+    def _end_phase_line(self) -> None:
+        if self._drawn:
+            self._write("\n")
+            self._drawn = False
+
+    def _write(self, text: str) -> None:
+        try:
+            self._stream.write(text)  # type: ignore[union-attr]
+            self._stream.flush()  # type: ignore[union-attr]
+        except (OSError, ValueError):  # a closed or broken stream never stops a diagnosis
+            self._stream = None
+
+    def _ensure_thread(self) -> None:
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._redraw_loop, name=THREAD_NAME, daemon=True)
+        self._thread.start()
+
+    def _redraw_loop(self) -> None:
+        while not self._stop.wait(REDRAW_INTERVAL_S):
+            with self._lock:
+                if self._drawn:
+                    self._draw()
