@@ -32,6 +32,14 @@ from pipediag.timeline import StepTimeline
 
 NO_DATASET = "no tf.data training dataset was seen"
 
+# A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
+# the second epoch, this many steps at a time, until the second epoch has as many (so each
+# phase has its own verdict), within the caps below.
+PHASE_EXTENSION_STEPS = 20
+# Caps on that extension: at most this many times the step budget, and this long.
+PHASE_EXTENSION_MAX_FACTOR = 4
+PHASE_EXTENSION_MAX_S = 30.0
+
 # Stage timing and fix trials run when input costs at least this share of training: below
 # it no input fix can gain more than ~5%, XProf's line for "not input-bound" (issue 16).
 DEEP_MIN_COST = 0.05
@@ -85,6 +93,7 @@ class DiagnosticSession:
         self.first_verdict_s: float | None = None
         self._concluded = False
         self._verdict_said = False
+        self._extended = False
         self._verdict: Any = None
         # What the compute-alone phase and the deep analysis need after the measured steps:
         # the training dataset, a batch of it, and the model `fit` trains (strong references,
@@ -228,6 +237,37 @@ class DiagnosticSession:
             raise
         self._add_phase("pipeline_benchmark", began, self.clock.now())
         self.phase("measuring train steps", redraw=False)
+
+    def keep_measuring(self) -> bool:
+        """At the step budget: whether to measure on, into the epoch after a filling cache.
+
+        Returns True when the budget was extended (the hooks then go on), False to stop.
+        """
+        if "Cache" not in self.pipeline.dataset or self.config.measured_steps is None:
+            return False
+        steps = self.timeline.steps[self.config.warmup_steps :]
+        if not steps:
+            return False
+        first_epoch = steps[0].epoch
+        later = sum(s.count for s in steps if s.epoch > first_epoch)
+        if later >= PHASE_EXTENSION_STEPS:
+            return False
+        budget = self.config.warmup_steps + self.config.measured_steps
+        too_long = self.clock.now() - steps[0].start >= PHASE_EXTENSION_MAX_S
+        if len(self.timeline) >= budget * PHASE_EXTENSION_MAX_FACTOR or too_long:
+            if later == 0:
+                self.note_once(
+                    "the pipeline caches, but its first epoch outlasted the measuring bound: "
+                    "the verdict describes epoch 1 only (--steps N measures more)"
+                )
+            return False
+        if not self._extended:
+            self._extended = True
+            self.log(
+                "the pipeline caches: measuring on into the next epoch, where it reads the cache"
+            )
+        self.timeline.extend_budget(PHASE_EXTENSION_STEPS)
+        return True
 
     def _keep_batch(self, batch: Any) -> None:
         self._cached_batch = batch

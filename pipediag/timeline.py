@@ -138,6 +138,12 @@ class StepTimeline:
         """Steps recorded, merged ones counted one by one: the next step's index."""
         return self._count
 
+    def extend_budget(self, steps: int) -> None:
+        """Measure `steps` more before the budget is reached (a cache filling in epoch 1)."""
+        with self._lock:
+            if self._budget_end is not None:
+                self._budget_end = max(self._budget_end, self._count) + steps
+
     @property
     def budget_reached(self) -> bool:
         return self._budget_end is not None and self._count >= self._budget_end

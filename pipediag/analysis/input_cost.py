@@ -52,7 +52,7 @@ FETCH_PIPELINE_MARGIN = 5.0
 # epoch 1); smaller differences are run-to-run noise on a shared 2-core host.
 PHASE_COST_GAP = 0.15
 # An epoch needs this many measured steps for its own rate.
-PHASE_MIN_STEPS = 5
+PHASE_MIN_STEPS = 10
 # Iterator timing includes the pull in the wait; batch stamps under fit do not.
 WAIT_INCLUDES_PULL = frozenset({"iterator-timing"})
 
@@ -283,5 +283,8 @@ def headline(
         last = phases[-1]
         text += f"; {heavy.name} dominates the measured steps"
         if last is not heavy and last.input_cost_fraction is not None:
-            text += f", and {last.name} costs {last.input_cost_fraction:.0%}"
+            text += (
+                f"; after it ({last.name}) {LABEL_WORDS.get(last.label, last.label).lower()}, "
+                f"input costs {last.input_cost_fraction:.0%}"
+            )
     return text

@@ -124,6 +124,8 @@ class FitTracker:
             return
         self._step_start = None
         budget_reached = session.timeline.add(start, session.clock.now(), None, self._epoch)
+        if budget_reached and session.keep_measuring():
+            budget_reached = False
         if self.stamps is not None:
             # With steps_per_execution, one callback step covers several batches.
             self._unsettled.append((start, max(1, batch - self._first_batch + 1)))

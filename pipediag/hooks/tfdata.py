@@ -73,7 +73,9 @@ class CustomLoopTracker:
         elif self._open_step is not None:
             start, wait = self._open_step
             self._open_step = None
-            if self._timeline.add(start, now, wait, self._epoch):
+            if self._timeline.add(start, now, wait, self._epoch) and (
+                not self._session.keep_measuring()
+            ):
                 return self._at_budget(iterator, fetch)
         try:
             batch = fetch(iterator)
