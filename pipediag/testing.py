@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from pipediag.report.model import (
+    BALANCED,
     COMPUTE_BOUND,
+    COST_CONTENTION,
+    COST_FETCH,
+    COST_WAIT,
+    ESTIMATED,
     INPUT_BOUND,
+    MEASURED,
     WARMUP,
+    ComputeAlone,
+    CostSplit,
     GpuDevice,
     GpuSample,
     GpuSection,
     HostSample,
     HostSection,
     LatencyStats,
+    PhaseSpan,
     PipelineBenchmark,
     Report,
     StepRecord,
@@ -134,4 +144,143 @@ def synthetic_report(
         stop_reason="step-budget",
         wall_time_s=end + 1.0,
         phase_times_s={"pipeline_benchmark": 3.0, "train": end, "analysis": 0.01},
+    )
+
+
+def synthetic_cost_report(
+    steps: int = 60,
+    *,
+    wait: float = 0.04,
+    contention: float = 0.40,
+    fetch: float = 0.0,
+    measured: bool = True,
+    estimate_reason: str = "the train step could not be run alone on a cached batch",
+    pipeline_batches_per_s: float = 60.0,
+    pipeline_cores_busy: float | None = 1.1,
+    free_cores: float | None = 0.1,
+    pull_s: float | None = None,
+    epochs: int = 1,
+    step_s: float = 0.04,
+    benchmark_s: float = 3.0,
+) -> Report:
+    """A report in the shape issue 12 gives it: input cost split into wait, contention and
+    fetch (shares of training time), the three rates P, T and A, and a headline.
+
+    The run is laid out as a real one is: the pipeline benchmark from 0.5 s for
+    `benchmark_s`, then warm-up and measured steps (`step_s` each, `wait` of it waiting for
+    input, spread evenly over `epochs`, counted from 0 as the hooks count them), then the
+    compute-alone run when `measured`. A = 1 / `step_s`; T = A / (1 - input cost).
+    """
+    cost = wait + contention + fetch
+    training = 1.0 / step_s
+    compute = training / (1.0 - cost)
+    label = INPUT_BOUND if cost >= 0.20 else (BALANCED if cost >= 0.05 else COMPUTE_BOUND)
+    parts = {COST_WAIT: wait, COST_CONTENTION: contention, COST_FETCH: fetch}
+    dominant = max(parts, key=lambda part: parts[part]) if cost >= 0.05 else None
+    mostly = {
+        COST_WAIT: "waiting for batches",
+        COST_CONTENTION: "CPU contention",
+        COST_FETCH: "fetch overhead",
+    }
+    headline = f"{label.upper()}: input costs {cost:.0%} of training time"
+    if dominant is not None:
+        headline += f", mostly {mostly[dominant]}"
+    base = synthetic_report(steps, wait_s=wait * step_s, compute_s=(1 - wait) * step_s)
+    shift = benchmark_s + 0.2
+    per_epoch = max(1, math.ceil(steps / epochs))
+    warmup = base.train.warmup_steps
+    records = [
+        replace(
+            s,
+            start_s=s.start_s + shift,
+            epoch=min(epochs - 1, max(0, s.index - warmup) // per_epoch),
+        )
+        for s in base.train.steps
+    ]
+    steps_end = records[-1].start_s + records[-1].duration_s
+    alone = None
+    if measured:
+        alone_steps = 100
+        alone = ComputeAlone(
+            measured=True,
+            method="keras-train-function",
+            start_s=steps_end + 0.05,
+            duration_s=alone_steps / compute,
+            warmup_steps=5,
+            steps=alone_steps,
+            steps_per_s=compute,
+            step_time=LatencyStats(alone_steps, *(1.0 / compute for _ in range(5))),
+            cpu_s_per_step=1.0 / compute,  # one core busy while the step runs alone
+        )
+    end = alone.start_s + alone.duration_s if alone is not None and alone.start_s else steps_end
+    interval = base.host.interval_s
+    cpu_count = base.host.cpu_count
+    alone_start = alone.start_s if alone is not None and alone.start_s else end
+
+    def process_pct(t: float) -> float:
+        if 0.5 <= t < 0.5 + benchmark_s:
+            return 100.0 * (pipeline_cores_busy or 1.0)  # the pipeline read alone
+        if alone_start <= t:
+            return 100.0  # the train step alone
+        if shift <= t:
+            return 100.0 * (1.0 + (pipeline_cores_busy or 0.0))  # both, sharing the cores
+        return 20.0
+
+    host_samples = [
+        HostSample(
+            t_s=k * interval,
+            process_cpu_pct=process_pct(k * interval),
+            system_cpu_pct=min(100.0, process_pct(k * interval) / cpu_count + 5.0),
+            iowait_pct=1.0,
+            per_core_pct=[70.0] * cpu_count,
+            process_rss_bytes=500_000_000,
+            system_mem_used_pct=30.0,
+        )
+        for k in range(int(end / interval) + 2)
+    ]
+    verdict = replace(
+        base.verdict,
+        label=label,
+        input_wait_fraction=wait,
+        severity=(
+            "highly input-bound"
+            if cost >= 0.20
+            else ("moderately input-bound" if cost >= 0.05 else "not input-bound")
+        ),
+        summary=(
+            f"Training runs at {training:.1f} steps/s; the train step alone runs at "
+            f"{compute:.1f} steps/s."
+        ),
+        compute_alone_steps_per_s=compute,
+        input_cost_fraction=cost,
+        training_steps_per_s=training,
+        compute_alone_source=MEASURED if measured else ESTIMATED,
+        compute_alone_reason=None if measured else estimate_reason,
+        cost_split=CostSplit(
+            wait=wait,
+            contention=contention,
+            fetch=fetch,
+            dominant=dominant,
+            pipeline_cores_busy=pipeline_cores_busy,
+            free_cores=free_cores,
+            pull_s=pull_s,
+        ),
+        headline=headline,
+    )
+    pipeline = replace(
+        base.pipeline,
+        batches_per_s=pipeline_batches_per_s,
+        duration_s=benchmark_s,
+        cpu_s_per_batch=(pipeline_cores_busy or 0.0) / pipeline_batches_per_s,
+        latency=LatencyStats(40, *(k / pipeline_batches_per_s for k in (1.0, 1.0, 1.1, 0.9, 1.3))),
+    )
+    return replace(
+        base,
+        verdict=verdict,
+        pipeline=pipeline,
+        train=replace(base.train, steps=records),
+        host=replace(base.host, samples=host_samples),
+        compute_alone=alone,
+        phases=[PhaseSpan("pipeline_benchmark", 0.5, benchmark_s)],
+        wall_time_s=end + 0.5,
     )

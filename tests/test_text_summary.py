@@ -1,0 +1,261 @@
+"""The text summary (issue 12): input cost and its parts, the three rates, phase verdicts.
+
+Every case is a hand-built report; the lines are asserted as the user reads them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pipediag.renderers import words
+from pipediag.renderers.text import render_text
+from pipediag.report.io import from_dict, to_dict
+from pipediag.report.model import (
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    UNKNOWN,
+    PhaseVerdict,
+    Report,
+    StageStats,
+)
+from pipediag.testing import synthetic_cost_report, synthetic_report
+
+# Where a row's text starts: two spaces, a 16-wide label.
+INDENT = " " * 18
+
+
+def _lines(report: Report) -> list[str]:
+    return render_text(report).splitlines()
+
+
+def _row(lines: list[str], label: str) -> list[str]:
+    """The lines of one row: the labelled line and its continuation lines."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"  {label:<16}"))
+    rows = [lines[start]]
+    for line in lines[start + 1 :]:
+        if not line.startswith(INDENT):
+            break
+        rows.append(line)
+    return rows
+
+
+def _labels(lines: list[str]) -> list[str]:
+    """The row labels, in order (the rows start after the headline's blank line)."""
+    rows = lines[lines.index("") + 1 :]
+    return [line[2:18].strip() for line in rows if line.startswith("  ") and line[2] != " "]
+
+
+def test_contention_case_leads_with_the_headline_and_splits_the_cost() -> None:
+    # GIVEN training at 25 steps/s, the step alone at 44.6 (measured), and input costing 44%,
+    # mostly the pipeline's threads taking the cores
+    report = synthetic_cost_report(wait=0.04, contention=0.40, fetch=0.0)
+    # WHEN summarised
+    lines = _lines(report)
+    # THEN the analysis's headline comes first, and the cost row splits it, with its evidence
+    assert lines[0] == "INPUT-BOUND: input costs 44% of training time, mostly CPU contention"
+    assert lines[1] == "  Training runs at 25.0 steps/s; the train step alone runs at 44.6 steps/s."
+    assert _row(lines, "Input cost") == [
+        "  Input cost      44% of training time (T/A = 1.8x if input were free): "
+        "wait 4%, contention 40%, fetch 0%",
+        f"{INDENT}the pipeline kept 1.1 more cores busy while training; 0.1 cores free",
+    ]
+    only_free = dataclasses.replace(report.verdict.cost_split, pipeline_cores_busy=None)
+    assert words.contention_evidence(only_free) == "0.1 cores free while training"
+    # the wait share XProf would report stays beside it
+    assert _row(lines, "Input wait") == ["  Input wait      4% of step time (XProf's figure)"]
+    assert _row(lines, "Rates") == [
+        "  Rates           P  pipeline alone  60.0 batches/s",
+        f"{INDENT}T  compute alone   44.6 steps/s  (measured on a cached batch, 100 steps)",
+        f"{INDENT}A  training        25.0 steps/s",
+    ]
+    # the old estimate row is gone
+    assert not any(line.lstrip().startswith("Compute alone") for line in lines)
+
+
+def test_the_cost_comes_first_then_the_rates_then_the_details() -> None:
+    report = dataclasses.replace(
+        synthetic_cost_report(),
+        pipeline=dataclasses.replace(
+            synthetic_cost_report().pipeline, deep_skipped_reason="input costs 2%"
+        ),
+    )
+    assert _labels(_lines(report)) == [
+        "Input cost",
+        "Input wait",
+        "Rates",
+        "Pipeline alone",
+        "Train step",
+        "Stages/fixes",
+        "Host CPU",
+        "GPU",
+        "Run",
+    ]
+
+
+def test_fetch_case_shows_the_pull_overhead_and_no_contention_evidence() -> None:
+    # GIVEN a cost that is mostly next()'s own overhead on ready batches, no core figures
+    report = synthetic_cost_report(
+        wait=0.01,
+        contention=0.0,
+        fetch=0.12,
+        pipeline_cores_busy=None,
+        free_cores=None,
+        pull_s=0.0052,
+    )
+    lines = _lines(report)
+    assert lines[0] == "BALANCED: input costs 13% of training time, mostly fetch overhead"
+    assert _row(lines, "Input cost") == [
+        "  Input cost      13% of training time (T/A = 1.1x if input were free): "
+        "wait 1%, contention 0%, fetch 12%",
+        f"{INDENT}next() took 5.2 ms per step on a ready batch",
+    ]
+
+
+def test_estimated_compute_alone_says_so_and_why() -> None:
+    # GIVEN a run where the step could not be run alone: T is an estimate
+    report = synthetic_cost_report(measured=False, estimate_reason="custom loop ended first")
+    assert report.compute_alone is None
+    rates = _row(_lines(report), "Rates")
+    assert (
+        rates[1]
+        == f"{INDENT}T  compute alone   ~44.6 steps/s  (estimated: custom loop ended first)"
+    )
+
+
+def test_cost_without_a_split_still_gives_the_share_and_the_speedup() -> None:
+    base = synthetic_cost_report()
+    report = dataclasses.replace(base, verdict=dataclasses.replace(base.verdict, cost_split=None))
+    assert _row(_lines(report), "Input cost") == [
+        "  Input cost      44% of training time (T/A = 1.8x if input were free)"
+    ]
+
+
+def test_phases_get_one_line_each() -> None:
+    # GIVEN epoch 1 filling a cache (input-bound) and epochs 2-5 reading it
+    base = synthetic_cost_report(epochs=5)
+    phases = [
+        PhaseVerdict("epoch 1", 1, 1, 12, 8.4, 0.58, 0.66, INPUT_BOUND),
+        PhaseVerdict("epochs 2-5", 2, 5, 48, 31.0, 0.01, 0.03, COMPUTE_BOUND),
+    ]
+    report = dataclasses.replace(base, verdict=dataclasses.replace(base.verdict, phases=phases))
+    assert _row(_lines(report), "Phases") == [
+        "  Phases          epoch 1: input-bound, input costs 66% (12 steps, 8.4 steps/s)",
+        f"{INDENT}epochs 2-5: compute-bound, input costs 3% (48 steps, 31.0 steps/s)",
+    ]
+
+
+def test_phase_without_cost_falls_back_on_its_wait_and_unknown_reads_no_verdict() -> None:
+    phase = PhaseVerdict("epoch 3", 3, 3, 10, None, 0.4, None, UNKNOWN)
+    assert words.phase_text(phase) == "epoch 3: no verdict, input wait 40%"
+    assert words.phase_text(dataclasses.replace(phase, input_wait_fraction=None)) == (
+        "epoch 3: no verdict"
+    )
+
+
+def test_skipped_deep_analysis_is_one_line() -> None:
+    base = synthetic_cost_report(wait=0.01, contention=0.01, fetch=0.0)
+    reason = "input costs 2% of training (< 5%); run with --deep to measure them"
+    report = dataclasses.replace(
+        base, pipeline=dataclasses.replace(base.pipeline, deep_skipped_reason=reason)
+    )
+    assert _row(_lines(report), "Stages/fixes") == [f"  Stages/fixes    not measured: {reason}"]
+    assert "Stages/fixes" not in render_text(base)
+
+
+def test_old_report_without_the_new_fields_still_renders() -> None:
+    # GIVEN a report written before issue 12: its JSON has none of the new fields
+    data = to_dict(synthetic_report(steps=10, wait_s=0.03, compute_s=0.01))
+    for key in (
+        "input_cost_fraction",
+        "training_steps_per_s",
+        "compute_alone_source",
+        "compute_alone_reason",
+        "cost_split",
+        "headline",
+        "phases",
+    ):
+        del data["verdict"][key]
+    del data["compute_alone"]
+    del data["pipeline"]["deep_skipped_reason"]
+    lines = _lines(from_dict(data))
+    # THEN the old headline, the wait share in place of the cost, and the estimate said as one
+    assert (
+        lines[0]
+        == "INPUT-BOUND (highly input-bound): 75% of step time was spent waiting for input."
+    )
+    assert _labels(lines)[:3] == ["Input wait", "Rates", "Pipeline alone"]
+    assert _row(lines, "Input wait") == ["  Input wait      75% of step time (XProf's figure)"]
+    assert _row(lines, "Rates") == [
+        "  Rates           P  pipeline alone    33.3 batches/s",
+        f"{INDENT}T  compute alone   ~100.0 steps/s  "
+        "(estimated: median step time minus input wait)",
+        f"{INDENT}A  training          25.0 steps/s",
+    ]
+    assert "Input cost" not in _labels(lines)
+    assert "Phases" not in _labels(lines)
+
+
+def test_empty_report() -> None:
+    lines = _lines(Report(script="t.py"))
+    assert lines[0] == words.NO_VERDICT
+    assert _labels(lines) == ["Pipeline alone", "Train step", "Host CPU", "GPU", "Run"]
+    assert _row(lines, "Pipeline alone") == ["  Pipeline alone  not measured"]
+    assert not any("None" in line for line in lines)
+
+
+def test_unknown_verdict_with_a_summary() -> None:
+    report = Report(script="t.py")
+    report = dataclasses.replace(
+        report, verdict=dataclasses.replace(report.verdict, summary="No training steps were seen.")
+    )
+    assert _lines(report)[0] == "NO VERDICT: No training steps were seen."
+
+
+def test_rates_partly_measured() -> None:
+    # GIVEN only the pipeline read alone (the script failed before training)
+    report = Report(script="t.py")
+    report = dataclasses.replace(
+        report,
+        pipeline=dataclasses.replace(
+            synthetic_report().pipeline, batches_per_s=12.5, deep_skipped_reason=None
+        ),
+    )
+    assert _row(_lines(report), "Rates") == [
+        "  Rates           P  pipeline alone  12.5 batches/s",
+        f"{INDENT}T  compute alone   not measured",
+        f"{INDENT}A  training        not measured",
+    ]
+
+
+def test_slowest_stage_is_named_as_the_png_names_it() -> None:
+    base = synthetic_cost_report()
+    stage = StageStats(0, "source", "TFRecordDatasetV2", batches_per_s=9.0, bottleneck=True)
+    report = dataclasses.replace(base, pipeline=dataclasses.replace(base.pipeline, stages=[stage]))
+    assert _row(_lines(report), "Slowest stage") == [
+        "  Slowest stage   source: TFRecord: 9.0 batches/s up to here"
+    ]
+
+
+def test_stage_names() -> None:
+    assert words.stage_name(StageStats(0, "map", "ParallelMapDatasetV2", function="parse")) == (
+        "map(parse)"
+    )
+    assert words.stage_name(StageStats(1, "batch", "BatchDatasetV2")) == "batch"
+    assert words.stage_name(StageStats(2, "parallel-map", "ParallelMapDatasetV2")) == (
+        "parallel-map"
+    )
+    assert words.stage_name(StageStats(3, "source", "TensorSliceDataset")) == (
+        "source: TensorSlice"
+    )
+    assert words.stage_name(StageStats(4, "prefetch", "")) == "prefetch"
+
+
+def test_headline_parts_cut_the_claim_from_its_explanation() -> None:
+    claim = "INPUT-BOUND: input costs 44% of training time, mostly waiting"
+    why = "the train step waits for batches (compute alone estimated: contention not measured)"
+    assert words.headline_parts(f"{claim}: {why}") == (claim, why)
+    # a colon inside parentheses is not the cut; "; " is the next choice
+    short = "INPUT-BOUND: input costs 44% of training time (compute alone estimated: not measured)"
+    assert words.headline_parts(short) == (short, "")
+    assert words.headline_parts(f"{claim}; epoch 1 dominates") == (claim, "epoch 1 dominates")
+    assert words.headline_parts("NO VERDICT") == ("NO VERDICT", "")
