@@ -1,16 +1,22 @@
-"""One-page PNG report: the verdict first, then the evidence on one shared time axis.
+"""One-page PNG report: the verdict first, then the evidence over time.
 
 Layout (14 x 10 in at 100 dpi, 1400 x 1000 px, fixed so the page reads at 100% zoom):
 
     +---------------------------------------------------------------+
     | VERDICT (big, coloured) / severity + summary / key figures     |
     +--------------------------------------+------------------------+
-    | step timeline (wait vs compute share) | pipeline stages, or    |
-    | GPU utilization      (shared x axis)  | pipeline/train/compute |
-    | host CPU             (shared x axis)  | rates; step time split |
+    | train steps (wait vs compute share,  | pipeline stages with   |
+    |   phase verdicts)  ) steps' own time | T and A marked, or the |
+    | GPU utilization    ) axis            | P/T/A rates            |
+    | host CPU: the whole run, its phases  | input cost: one step's |
+    |   shaded (own time axis)             | time split by cause    |
     +--------------------------------------+------------------------+
     | top suggestions                                               |
     +---------------------------------------------------------------+
+
+The steps get their own time axis (issue 12): the pipeline-alone benchmark runs before
+training and used to take most of a shared axis, leaving the steps a thin strip at its edge.
+The host CPU panel keeps the whole run, where the phases' CPU use can be compared.
 
 matplotlib is imported lazily (importing this module must stay cheap and work without it), and
 only through `Figure` + `FigureCanvasAgg`: pyplot's global state and backend switching are
@@ -20,22 +26,29 @@ never touched, so rendering is safe inside any host process.
 from __future__ import annotations
 
 import io
+import math
 import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipediag.renderers import words
 from pipediag.report.io import write_atomically
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
+    COST_CONTENTION,
+    COST_FETCH,
+    COST_WAIT,
     INPUT_BOUND,
     UNKNOWN,
     WARMUP,
+    PhaseVerdict,
     Report,
     StageStats,
     StepRecord,
+    Suggestion,
 )
 
 if TYPE_CHECKING:
@@ -46,25 +59,32 @@ if TYPE_CHECKING:
 # Page geometry: a fixed pixel size, so the report looks the same everywhere.
 FIGURE_SIZE_IN = (14.0, 10.0)
 PHASE_SHADE_COLOR = "#dfe8d8"  # the pipeline-alone benchmark, behind the time panels
+COMPUTE_ALONE_SHADE_COLOR = "#d0ebff"  # the train step run alone on a cached batch
 DPI = 100
 FIGURE_SIZE_PX = (int(FIGURE_SIZE_IN[0] * DPI), int(FIGURE_SIZE_IN[1] * DPI))
 
 # Panel rectangles in figure fractions: (left, bottom, width, height).
 LEFT_X, LEFT_W = 0.065, 0.55
 RIGHT_X, RIGHT_W = 0.76, 0.215
-TIMELINE_RECT = (LEFT_X, 0.53, LEFT_W, 0.195)
-GPU_RECT = (LEFT_X, 0.37, LEFT_W, 0.11)
-CPU_RECT = (LEFT_X, 0.215, LEFT_W, 0.11)
-PIPELINE_RECT = (RIGHT_X, 0.43, RIGHT_W, 0.295)
-SPLIT_RECT = (RIGHT_X, 0.235, RIGHT_W, 0.065)
+TIMELINE_RECT = (LEFT_X, 0.545, LEFT_W, 0.18)
+GPU_RECT = (LEFT_X, 0.40, LEFT_W, 0.10)  # shares the steps' time axis, labels it below
+CPU_RECT = (LEFT_X, 0.215, LEFT_W, 0.10)  # the whole run
+PIPELINE_RECT = (RIGHT_X, 0.485, RIGHT_W, 0.24)
+COST_RECT = (RIGHT_X, 0.33, RIGHT_W, 0.04)
 RUN_LINE_Y = 0.802
 SUMMARY_Y = 0.918
 SUMMARY_LINE_STEP = 0.022
 RIGHT_EDGE = 0.98  # no text runs past this (figure fraction)
 TEXT_GAP = 0.015  # between two texts on one line (figure fraction)
+KEY_FIGURE_GAP = 0.006  # between a key figure and the next
+KEY_FIGURES_X = 0.02
+KEY_FIGURES_W = 0.96
+KEY_LABEL_Y = 0.862
+KEY_VALUE_Y = 0.842
 SUGGESTIONS_TOP_Y = 0.145
 SUGGESTION_FIRST_Y = 0.118
 SUGGESTION_LINE_STEP = 0.023
+TIME_AXIS_LABEL = "time since the diagnosis started (s)"
 
 # Colours: orange means "input", blue means "compute", everywhere on the page.
 INPUT_COLOUR = "#d9480f"
@@ -80,6 +100,13 @@ WARNING_COLOUR = "#c92a2a"
 STAGE_COLOUR = "#adb5bd"
 SYSTEM_CPU_COLOUR = "#868e96"
 PROCESS_CPU_COLOUR = "#2b8a3e"
+# The parts of input cost: shades of the input colour, darkest for the plain wait.
+COST_COLOURS = {
+    COST_WAIT: INPUT_COLOUR,
+    COST_CONTENTION: "#ff922b",
+    COST_FETCH: "#ffc078",
+}
+TRAINING_RATE_COLOUR = "#495057"  # A, the training rate, as a line over other rates
 GPU_COLOURS = ("#1864ab", "#5f3dc4", "#0b7285", "#a61e4d", "#5c940d", "#862e9c")
 VERDICT_COLOURS = {
     INPUT_BOUND: INPUT_COLOUR,
@@ -91,6 +118,7 @@ LABEL_COLOURS = {**VERDICT_COLOURS, WARMUP: WARMUP_COLOUR}
 
 # Font sizes (points).
 HEADLINE_FONT = 24
+HEADLINE_MIN_FONT = 17  # a long headline shrinks to this before it is clipped
 SUBHEAD_FONT = 13
 FIGURE_VALUE_FONT = 17
 FIGURE_LABEL_FONT = 10
@@ -108,6 +136,7 @@ SUMMARY_MAX_LINES = 2
 SUGGESTION_MAX_CHARS = 150
 INCOMPLETE_REASON_MAX_CHARS = 40
 STAGE_LABEL_MAX_CHARS = 21
+RATE_NOTE_WRAP_CHARS = 46
 RATE_DECIMALS_BELOW = 100.0  # rates below this keep one decimal
 LOG_SCALE_RATIO = 20.0  # rates spanning more than this use a log axis
 
@@ -116,6 +145,14 @@ SHARE_MAX_PCT = 100.0
 LABEL_STRIP_BOTTOM_PCT = 104.0
 LABEL_STRIP_HEIGHT_PCT = 10.0
 TIMELINE_YMAX_PCT = 116.0
+PHASE_STRIP_Y_PCT = 124.0  # phase verdicts, above the label strip, when there are phases
+TIMELINE_YMAX_PHASES_PCT = 132.0
+PHASE_LABEL_Y_PCT = {False: 50.0, True: 80.0}  # steps panel, whole-run CPU panel
+TIME_MARGIN = 0.01  # of the shown span, either side of the steps' own axis
+# The caption goes under the legend's rows, in the cost bar's data units (bar: -0.5 to 0.5).
+COST_CAPTION_TOP_Y = -1.0
+COST_LEGEND_ROW_H = 0.6
+COST_LABEL_MIN_PX = 34.0  # a cost segment narrower than this carries no percentage
 UTIL_YMAX_PCT = 105.0
 TIMELINE_TITLE_PAD_PT = 20.0  # room for the legend row between title and axes
 
@@ -150,18 +187,22 @@ def build_figure(report: Report) -> Figure:
     _draw_header(figure, report)
     timeline = figure.add_axes(TIMELINE_RECT, label="timeline")
     gpu = figure.add_axes(GPU_RECT, sharex=timeline, label="gpu")
-    cpu = figure.add_axes(CPU_RECT, sharex=timeline, label="cpu")
+    cpu = figure.add_axes(CPU_RECT, label="cpu")
     _draw_timeline(timeline, report)
     _draw_gpu(gpu, report)
     _draw_cpu(cpu, report)
-    _set_time_range(timeline, report)
+    timeline.set_xlim(*steps_time_range(report))
+    cpu.set_xlim(*run_time_range(report))
     for axes in (timeline, gpu, cpu):
-        _shade_phases(axes, report, label=axes is timeline)
-    for axes in (timeline, gpu):
-        axes.tick_params(labelbottom=False)
-    cpu.set_xlabel("time since the diagnosis started (s)")
+        # Phases are named on the steps panel, and on the CPU panel where it has data.
+        label = axes is timeline or (axes is cpu and bool(report.host.samples))
+        _shade_phases(axes, report, label=label, whole_run=axes is cpu)
+    _draw_phase_verdicts(timeline, report)
+    timeline.tick_params(labelbottom=False)
+    gpu.set_xlabel(TIME_AXIS_LABEL, fontsize=9)
+    cpu.set_xlabel(f"{TIME_AXIS_LABEL}: the whole run", fontsize=9)
     _draw_pipeline(figure.add_axes(PIPELINE_RECT, label="pipeline"), report)
-    _draw_step_split(figure.add_axes(SPLIT_RECT, label="split"), report)
+    _draw_cost(figure.add_axes(COST_RECT, label="cost"), report)
     _draw_suggestions(figure, report)
     return figure
 
@@ -172,23 +213,27 @@ def build_figure(report: Report) -> Figure:
 def _draw_header(figure: Figure, report: Report) -> None:
     verdict = report.verdict
     colour = VERDICT_COLOURS.get(verdict.label, UNKNOWN_COLOUR)
-    figure.text(
+    head, subhead = header_lines(report)
+    headline = figure.text(
         0.02,
         0.965,
-        _headline(report),
+        head,
         fontsize=HEADLINE_FONT,
         fontweight="bold",
         color=colour,
         va="top",
         gid="headline",
     )
-    lines = [f"Severity: {verdict.severity}"]
-    if verdict.summary:
-        lines[0] += f"  \N{MIDDLE DOT}  {verdict.summary}"
-    wrapped = textwrap.wrap(" ".join(lines), SUMMARY_WRAP_CHARS)
+    _fit_font(figure, headline, RIGHT_EDGE, HEADLINE_MIN_FONT)
+    wrapped = textwrap.wrap(subhead, SUMMARY_WRAP_CHARS)
     for i, line in enumerate(_truncate_lines(wrapped, SUMMARY_MAX_LINES)):
         summary = figure.text(
-            0.02, SUMMARY_Y - i * SUMMARY_LINE_STEP, line, fontsize=SUBHEAD_FONT, va="top"
+            0.02,
+            SUMMARY_Y - i * SUMMARY_LINE_STEP,
+            line,
+            fontsize=SUBHEAD_FONT,
+            va="top",
+            gid="subhead",
         )
         _fit_width(figure, summary, RIGHT_EDGE)
     _draw_key_figures(figure, report)
@@ -219,71 +264,136 @@ def _incomplete_line(report: Report) -> str:
     return f"\N{WARNING SIGN} INCOMPLETE RUN: {reason}{status}"
 
 
-def _headline(report: Report) -> str:
-    """The verdict in plain words, e.g. "INPUT-BOUND: 71% of step time spent waiting for input"."""
-    label = report.verdict.label
-    fraction = report.verdict.input_wait_fraction
+def headline_text(report: Report) -> str:
+    """The analysis's own headline (the text summary leads with the same line); for reports
+    written before it existed, the verdict in plain words, e.g. "INPUT-BOUND: 71% of step
+    time spent waiting for input"."""
+    verdict = report.verdict
+    if verdict.headline:
+        return verdict.headline
+    title = words.verdict_title(verdict.label)
+    fraction = verdict.input_wait_fraction
     if fraction is None:
-        return HEADLINES_WITHOUT_SHARE.get(label, HEADLINES_WITHOUT_SHARE[UNKNOWN])
-    share = f"{fraction:.0%} of step time spent waiting for input"
-    if label == COMPUTE_BOUND:
+        return f"{title}: {HEADLINES_WITHOUT_SHARE.get(verdict.label, NOT_ENOUGH_MEASURED)}"
+    share = f"{words.percent(fraction)} of step time spent waiting for input"
+    if verdict.label == COMPUTE_BOUND:
         share = f"only {share}"
-    prefix = HEADLINE_PREFIXES.get(label, "NO CLEAR VERDICT")
-    return f"{prefix}: {share}"
+    return f"{title}: {share}"
 
 
-HEADLINE_PREFIXES = {
-    INPUT_BOUND: "INPUT-BOUND",
-    COMPUTE_BOUND: "COMPUTE-BOUND",
-    BALANCED: "BALANCED",
-}
+def header_lines(report: Report) -> tuple[str, str]:
+    """(headline, subhead): the analysis's headline is cut after its claim, which is drawn
+    big, and its explanation leads the line under it, then the summary; reports without a
+    headline give the verdict in plain words, then the severity and the summary."""
+    verdict = report.verdict
+    sep = "  \N{MIDDLE DOT}  "
+    if verdict.headline:
+        head, explanation = words.headline_parts(verdict.headline)
+        parts = [explanation[:1].upper() + explanation[1:], verdict.summary]
+        return head, sep.join(p for p in parts if p)
+    subhead = f"Severity: {verdict.severity}"
+    if verdict.summary:
+        subhead += f"{sep}{verdict.summary}"
+    return headline_text(report), subhead
+
+
+NOT_ENOUGH_MEASURED = "not enough was measured to tell"
 HEADLINES_WITHOUT_SHARE = {
-    INPUT_BOUND: "INPUT-BOUND: training waits for its input pipeline",
-    COMPUTE_BOUND: "COMPUTE-BOUND: the model, not the input, sets the pace",
-    BALANCED: "BALANCED: input pipeline and model both limit training",
-    UNKNOWN: "NO VERDICT: not enough was measured to tell",
+    INPUT_BOUND: "training waits for its input pipeline",
+    COMPUTE_BOUND: "the model, not the input, sets the pace",
+    BALANCED: "input pipeline and model both limit training",
 }
 
 
 def _draw_key_figures(figure: Figure, report: Report) -> None:
-    cards = _key_figures(report)
-    width = 0.96 / max(1, len(cards))
+    cards = key_figures(report)
+    width = KEY_FIGURES_W / max(1, len(cards))
     for i, (label, value) in enumerate(cards):
-        x = 0.02 + i * width
-        figure.text(x, 0.868, label, fontsize=FIGURE_LABEL_FONT, color=MUTED_TEXT_COLOUR, va="top")
-        figure.text(
-            x, 0.848, value, fontsize=FIGURE_VALUE_FONT, fontweight="bold", color="black", va="top"
+        x = KEY_FIGURES_X + i * width
+        right = RIGHT_EDGE if i == len(cards) - 1 else x + width - KEY_FIGURE_GAP
+        label_text = figure.text(
+            x, KEY_LABEL_Y, label, fontsize=FIGURE_LABEL_FONT, color=MUTED_TEXT_COLOUR, va="top"
         )
+        _fit_width(figure, label_text, right)
+        value_text = figure.text(
+            x,
+            KEY_VALUE_Y,
+            value,
+            fontsize=FIGURE_VALUE_FONT,
+            fontweight="bold",
+            color="black",
+            va="top",
+            gid="key-figure",
+        )
+        _fit_font(figure, value_text, right, FIGURE_LABEL_FONT + 1)
 
 
-def _key_figures(report: Report) -> list[tuple[str, str]]:
+def key_figures(report: Report) -> list[tuple[str, str]]:
+    """The header's figures, (label, value): input cost, the three rates P, T and A, the
+    best fix and the steps measured. Old reports show the input-wait share first instead."""
     verdict, train = report.verdict, report.train
-    fraction = verdict.input_wait_fraction
-    gain = best_predicted_gain(report)
+    if verdict.input_cost_fraction is not None:
+        first = ("Input cost (of training time)", words.percent(verdict.input_cost_fraction))
+    else:
+        fraction = verdict.input_wait_fraction
+        first = ("Input-wait share", words.percent(fraction) if fraction is not None else DASH)
+    compute = verdict.compute_alone_steps_per_s
+    estimated = compute is not None and words.compute_alone_estimated(verdict)
+    fix_label, fix_value = best_fix_figure(report)
     warmup = f" (+{train.warmup_steps} warm-up)" if train.warmup_steps else ""
     return [
-        ("Input-wait share", f"{fraction:.0%}" if fraction is not None else "\N{EM DASH}"),
-        ("Pipeline alone (batches/s)", _rate(report.pipeline.batches_per_s)),
-        ("Training (steps/s)", _rate(train.steps_per_s)),
-        ("Compute alone (steps/s)", _rate(verdict.compute_alone_steps_per_s)),
-        ("Best fix (predicted)", f"\N{MULTIPLICATION SIGN}{gain:.2f}" if gain else "\N{EM DASH}"),
+        first,
+        ("Pipeline alone P (batches/s)", _rate(report.pipeline.batches_per_s)),
+        (
+            f"Compute alone T ({words.ESTIMATED_WORD if estimated else 'steps/s'})",
+            ("~" if estimated else "") + _rate(compute),
+        ),
+        ("Training A (steps/s)", _rate(words.training_rate(verdict, train.steps_per_s))),
+        (fix_label, fix_value),
         (f"Steps measured{warmup}", f"{train.measured_steps:,}"),
     ]
 
 
-def best_predicted_gain(report: Report) -> float | None:
-    """The largest speedup a fix promises: end to end where predicted, else measured, else
-    estimated. Notes (fixes measured without gain) and warnings promise nothing."""
-    gains = [
-        next(
+DASH = "\N{EM DASH}"
+
+
+def best_fix(report: Report) -> tuple[Suggestion, float] | None:
+    """The fix that promises most, and its gain: end to end where predicted, else measured,
+    else estimated. Notes (fixes measured without gain) and warnings promise nothing."""
+    best: tuple[Suggestion, float] | None = None
+    for s in report.suggestions:
+        if s.kind != "fix":
+            continue
+        gain = next(
             (g for g in (s.predicted_speedup, s.verified_speedup, s.estimated_speedup) if g),
             None,
         )
-        for s in report.suggestions
-        if s.kind == "fix"
-    ]
-    known = [g for g in gains if g is not None and g > 1.0]
-    return max(known) if known else None
+        if gain is not None and gain > 1.0 and (best is None or gain > best[1]):
+            best = (s, gain)
+    return best
+
+
+def best_predicted_gain(report: Report) -> float | None:
+    """The largest speedup a fix promises (see `best_fix`)."""
+    found = best_fix(report)
+    return found[1] if found is not None else None
+
+
+def best_fix_figure(report: Report) -> tuple[str, str]:
+    """The best fix's key figure, (label, value): "×1.40" when its pipeline gain was measured
+    in this run; "~×1.40" under "Best fix (estimated)" when it rests on stage timings alone."""
+    found = best_fix(report)
+    if found is None:
+        fixes = [s for s in report.suggestions if s.kind == "fix"]
+        if not fixes:
+            return ("Best fix (predicted)", DASH)
+        if any(s.predicted_speedup or s.verified_speedup or s.estimated_speedup for s in fixes):
+            return ("Best fix (predicted)", "no gain")
+        return ("Best fix (no estimate)", DASH)
+    fix, gain = found
+    if fix.verified_speedup is None:
+        return (f"Best fix ({words.ESTIMATED_WORD})", f"~\N{MULTIPLICATION SIGN}{gain:.2f}")
+    return ("Best fix (predicted)", f"\N{MULTIPLICATION SIGN}{gain:.2f}")
 
 
 def _run_line(report: Report) -> str:
@@ -481,31 +591,131 @@ def _timeline_legend(axes: Axes) -> None:
     )
 
 
-def _shade_phases(axes: Axes, report: Report, *, label: bool) -> None:
-    """Mark the pipeline-alone benchmark, so the time before training is explained."""
-    for phase in report.phases:
-        if phase.name != "pipeline_benchmark" or phase.duration_s <= 0:
+def _shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = False) -> None:
+    """Mark the pipeline-alone benchmark and the compute-alone run, so the time outside
+    training is explained; `label` names them where they are shown. On the whole run's axis
+    the training steps are named too, so the CPU of the three phases reads side by side."""
+    spans: list[tuple[float, float, str | None, str, str]] = [
+        (p.start_s, p.start_s + p.duration_s, PHASE_SHADE_COLOR, "pipeline\nalone", "phase")
+        for p in report.phases
+        if p.name == "pipeline_benchmark"
+    ]
+    alone = report.compute_alone
+    if alone is not None and alone.start_s is not None:
+        end = alone.start_s + alone.duration_s
+        spans.append(
+            (alone.start_s, end, COMPUTE_ALONE_SHADE_COLOR, "compute\nalone", "compute-alone")
+        )
+    steps = report.train.steps
+    if whole_run and steps:
+        start = min(s.start_s for s in steps)
+        end = max(s.start_s + s.duration_s for s in steps)
+        spans.append((start, end, None, "training", "training"))
+    low, high = axes.get_xlim()
+    for start, end, colour, text, gid in spans:
+        if end <= start:
             continue
-        end = phase.start_s + phase.duration_s
-        axes.axvspan(phase.start_s, end, color=PHASE_SHADE_COLOR, alpha=0.5, lw=0, zorder=0)
-        if label:
+        if colour is not None:
+            axes.axvspan(start, end, color=colour, alpha=0.6, lw=0, zorder=0, gid=f"{gid}-span")
+        middle = (start + end) / 2
+        if label and low <= middle <= high:
             axes.text(
-                (phase.start_s + end) / 2,
-                50,
-                "pipeline\nalone",
+                middle,
+                PHASE_LABEL_Y_PCT[whole_run],
+                text,
                 ha="center",
                 va="center",
                 fontsize=8,
                 color="#555555",
-                gid="phase-label",
+                clip_on=True,
+                gid=f"{gid}-label",
+                bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
+                if whole_run
+                else None,
             )
 
 
-def _set_time_range(axes: Axes, report: Report) -> None:
+def steps_time_range(report: Report) -> tuple[float, float]:
+    """The steps panel's own x range: the recorded steps and the compute-alone run, with a
+    small margin; the whole run when neither was recorded."""
+    starts = [s.start_s for s in report.train.steps]
+    ends = [s.start_s + s.duration_s for s in report.train.steps]
+    alone = report.compute_alone
+    if alone is not None and alone.start_s is not None:
+        starts.append(alone.start_s)
+        ends.append(alone.start_s + alone.duration_s)
+    if not starts or max(ends) <= min(starts):
+        return run_time_range(report)
+    low, high = min(starts), max(ends)
+    margin = (high - low) * TIME_MARGIN
+    return max(0.0, low - margin), high + margin
+
+
+def run_time_range(report: Report) -> tuple[float, float]:
+    """The whole run on one axis, from the diagnosis's start."""
     ends = [s.start_s + s.duration_s for s in report.train.steps]
     ends += [s.t_s for s in report.gpu.samples]
     ends += [s.t_s for s in report.host.samples]
-    axes.set_xlim(0.0, max(ends) if ends and max(ends) > 0 else 1.0)
+    ends += [p.start_s + p.duration_s for p in report.phases]
+    alone = report.compute_alone
+    if alone is not None and alone.start_s is not None:
+        ends.append(alone.start_s + alone.duration_s)
+    return 0.0, max(ends) if ends and max(ends) > 0 else 1.0
+
+
+def _draw_phase_verdicts(axes: Axes, report: Report) -> None:
+    """Above the steps: each phase of training (e.g. epoch 1 filling a cache, the epochs
+    after reading it) with its own verdict, between dashed lines at the phase boundaries."""
+    spans = phase_spans(report)
+    if not spans:
+        return
+    axes.set_ylim(0, TIMELINE_YMAX_PHASES_PCT)
+    axes.set_yticks(
+        [0, 50, 100, LABEL_STRIP_BOTTOM_PCT + LABEL_STRIP_HEIGHT_PCT / 2, PHASE_STRIP_Y_PCT],
+        ["0%", "50%", "100%", "label", "phase"],
+    )
+    figure = axes.get_figure()
+    renderer = figure.canvas.get_renderer()  # type: ignore[union-attr]
+    for i, (phase, start, end) in enumerate(spans):
+        if i > 0:
+            axes.axvline(
+                start, color=MUTED_TEXT_COLOUR, linestyle="--", linewidth=1.0, gid="phase-boundary"
+            )
+        left = axes.transData.transform((start, 0))[0]
+        right = axes.transData.transform((end, 0))[0]
+        candidates = [words.phase_text(phase), words.phase_text(phase, first=False)]
+        if phase.input_cost_fraction is not None:
+            candidates.append(words.percent(phase.input_cost_fraction))
+        text = axes.text(
+            (start + end) / 2,
+            PHASE_STRIP_Y_PCT,
+            candidates[0],
+            ha="center",
+            va="center",
+            fontsize=9,
+            fontweight="bold",
+            color=VERDICT_COLOURS.get(phase.label, UNKNOWN_COLOUR),
+            clip_on=True,
+            gid="phase-verdict",
+        )
+        for candidate in candidates:  # the longest wording that fits the phase's width
+            text.set_text(candidate)
+            if text.get_window_extent(renderer).width <= right - left - 4:
+                break
+
+
+def phase_spans(report: Report) -> list[tuple[PhaseVerdict, float, float]]:
+    """Each phase verdict with the time its steps span. Phases and steps count epochs alike,
+    from 0 (the analysis names epoch 0 "epoch 1"); a phase with no steps here is left out."""
+    steps = report.train.steps
+    spans = []
+    for phase in report.verdict.phases:
+        chosen = [s for s in steps if phase.first_epoch <= s.epoch <= phase.last_epoch]
+        if chosen:
+            start = min(s.start_s for s in chosen)
+            end = max(s.start_s + s.duration_s for s in chosen)
+            spans.append((phase, start, end))
+    return spans
 
 
 # ---------------------------------------------------------------------------- GPU and CPU
@@ -612,17 +822,28 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     colours = [INPUT_COLOUR if s.bottleneck and input_problem else STAGE_COLOUR for s in stages]
     positions = list(range(len(stages)))
     axes.barh(positions, rates, color=colours, height=0.65, gid="stage-bars")
-    axes.set_yticks(positions, [_stage_label(s) for s in stages], fontsize=9)
+    axes.set_yticks(
+        positions, [_clip(words.stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages], fontsize=9
+    )
     axes.invert_yaxis()  # source at the top, as the pipeline reads
-    train_rate = report.train.steps_per_s
-    if train_rate:
-        axes.axvline(
-            train_rate,
-            color=COMPUTE_COLOUR,
-            linestyle="--",
-            linewidth=1.2,
-            label=f"training: {_rate(train_rate)} steps/s",
-        )
+    # The two rates the stages are read against: training (A) and the step alone (T).
+    verdict = report.verdict
+    training = words.training_rate(verdict, report.train.steps_per_s)
+    compute = verdict.compute_alone_steps_per_s
+    estimated = "~" if compute is not None and words.compute_alone_estimated(verdict) else ""
+    lines = [
+        (training, TRAINING_RATE_COLOUR, "--", f"A training: {_rate(training)} steps/s"),
+        (
+            compute,
+            COMPUTE_COLOUR,
+            ":",
+            f"T compute alone: {estimated}{_rate(compute)} steps/s",
+        ),
+    ]
+    for rate, colour, style, label in lines:
+        if rate:
+            axes.axvline(rate, color=colour, linestyle=style, linewidth=1.4, label=label)
+    if training or compute:
         axes.legend(
             loc="upper left",
             bbox_to_anchor=(0.0, -0.08),
@@ -630,35 +851,31 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
             frameon=False,
             borderaxespad=0.0,
         )
-    _scale_rate_axis(axes, [*rates, train_rate or 0.0])
+    _scale_rate_axis(axes, [*rates, training or 0.0, compute or 0.0])
     mark = " bottleneck" if input_problem else " slowest stage"
     marks = [mark if s.bottleneck else "" for s in stages]
     _label_bars(axes, positions, [s.batches_per_s for s in stages], marks)
-
-
-def _stage_label(stage: StageStats) -> str:
-    """ "map(parse)" for a stage with a user function; else its kind and op name."""
-    if stage.function:
-        return _clip(f"{stage.kind}({stage.function})", STAGE_LABEL_MAX_CHARS)
-    name = stage.name.removesuffix("Dataset").removesuffix("V2").removesuffix("V3")
-    if not name or name.lower() == stage.kind.replace("-", "").lower():
-        text = stage.kind
-    elif name.lower().startswith(stage.kind.lower()):
-        text = name
-    else:
-        text = f"{stage.kind}: {name}"
-    return _clip(text, STAGE_LABEL_MAX_CHARS)
 
 
 def _draw_rate_comparison(axes: Axes, report: Report) -> None:
     """No per-stage timing: compare the three rates (DS-Analyzer's differential view)."""
     axes.set_title("Pipeline vs model rates", loc="left", fontsize=PANEL_TITLE_FONT)
     pipeline = report.pipeline.batches_per_s
-    compute = report.verdict.compute_alone_steps_per_s
+    verdict = report.verdict
+    compute = verdict.compute_alone_steps_per_s
+    estimated = compute is not None and words.compute_alone_estimated(verdict)
     rows = [
-        ("pipeline alone\n(batches/s)", pipeline, INPUT_COLOUR),
-        ("training\n(steps/s)", report.train.steps_per_s, UNKNOWN_COLOUR),
-        ("compute alone\n(steps/s)", compute, COMPUTE_COLOUR),
+        ("P pipeline alone\n(batches/s)", pipeline, INPUT_COLOUR),
+        (
+            "A training\n(steps/s)",
+            words.training_rate(verdict, report.train.steps_per_s),
+            TRAINING_RATE_COLOUR,
+        ),
+        (
+            f"T compute alone\n(steps/s{', estimated' if estimated else ''})",
+            compute,
+            COMPUTE_COLOUR,
+        ),
     ]
     rates = [rate for _, rate, _ in rows]
     if all(rate is None for rate in rates):
@@ -680,19 +897,27 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
     axes.set_yticks(positions, [label for label, _, _ in rows], fontsize=9)
     axes.invert_yaxis()
     marks = ["", "", ""]
-    if limit is not None:
+    if verdict.input_cost_fraction is None and limit is not None:
+        # Old reports: the slower of the two rates measured alone was taken as the limit.
         marks[0 if limit == pipeline else 2] = " \N{LEFTWARDS ARROW} limit"
     _scale_rate_axis(axes, [r for r in rates if r is not None])
     _label_bars(axes, positions, rates, marks)
+    if verdict.input_cost_fraction is None:
+        reading = "the slower of pipeline alone and compute alone limits training."
+    else:
+        reading = "training (A) would run at T if input cost nothing."
+    skipped = report.pipeline.deep_skipped_reason
+    why = f"Stages/fixes {words.deep_skipped_text(skipped)}" if skipped else "No per-stage timing"
     axes.text(
         0.0,
         -0.1,
-        "No per-stage timing: the slower of pipeline\nalone and compute alone limits training.",
+        "\n".join(textwrap.wrap(f"{why}; {reading}", RATE_NOTE_WRAP_CHARS)),
         transform=axes.transAxes,
         ha="left",
         va="top",
         fontsize=9,
         color=MUTED_TEXT_COLOUR,
+        gid="rate-note",
     )
 
 
@@ -731,29 +956,122 @@ def _label_bars(
         )
 
 
-def _draw_step_split(axes: Axes, report: Report) -> None:
-    """Where the mean measured step's time goes: input wait vs compute."""
-    axes.set_title("Mean step time", loc="left", fontsize=PANEL_TITLE_FONT)
-    axes.set_yticks([])
-    for side in ("top", "right", "left"):
-        axes.spines[side].set_visible(False)
+class CostSegment:
+    """One part of a training step's time in the input-cost bar."""
+
+    def __init__(self, part: str, share: float, colour: str) -> None:
+        self.part = part
+        self.share = share
+        self.colour = colour
+
+    @property
+    def text(self) -> str:
+        return f"{self.part} {words.percent(self.share)}"
+
+
+def cost_segments(report: Report) -> tuple[list[CostSegment], str, str]:
+    """The input-cost bar: (segments left to right, title, caption).
+
+    Compute first (1 - input cost), then wait, contention and fetch, as shares of training
+    time. Without a split, the input cost is one segment; reports that predate input cost
+    split the mean measured step into its input wait and the rest.
+    """
+    verdict = report.verdict
+    cost = verdict.input_cost_fraction
+    if cost is not None:
+        segments = [CostSegment(words.COMPUTE_PART_NAME, max(0.0, 1.0 - cost), COMPUTE_COLOUR)]
+        split = verdict.cost_split
+        if split is None:
+            segments.append(CostSegment(words.UNSPLIT_PART_NAME, cost, INPUT_COLOUR))
+        else:
+            segments += [
+                CostSegment(words.COST_PART_NAMES[part], share, COST_COLOURS[part])
+                for part, share in words.cost_parts(split)
+            ]
+        training = words.training_rate(verdict, report.train.steps_per_s)
+        free = words.speedup_if_input_free(verdict, training)
+        caption = f"T/A = {words.speedup(free)} if input were free" if free else ""
+        return segments, f"Input cost: {words.percent(cost)} of training time", caption
     measured = [s for s in report.train.steps if s.label != WARMUP and s.input_wait_s is not None]
-    if not measured:
-        axes.set_xticks([])
-        axes.spines["bottom"].set_visible(False)
-        _note(axes, "No input-wait timings")
+    total_s = sum(s.duration_s for s in measured)
+    if total_s <= 0:
+        return [], "Input cost", ""
+    wait_s = min(total_s, sum(s.input_wait_s or 0.0 for s in measured))
+    count = len(measured)
+    caption = (
+        f"wait {1e3 * wait_s / count:.1f} + compute {1e3 * (total_s - wait_s) / count:.1f}"
+        f" = {1e3 * total_s / count:.1f} ms"
+    )
+    segments = [
+        CostSegment(words.COMPUTE_PART_NAME, 1.0 - wait_s / total_s, COMPUTE_COLOUR),
+        CostSegment(words.COST_PART_NAMES[COST_WAIT], wait_s / total_s, INPUT_COLOUR),
+    ]
+    return segments, "Mean step time", caption
+
+
+def _draw_cost(axes: Axes, report: Report) -> None:
+    """One training step's time as a stacked bar: compute, then each part of input cost."""
+    segments, title, caption = cost_segments(report)
+    axes.set_title(title, loc="left", fontsize=PANEL_TITLE_FONT)
+    axes.set_yticks([])
+    axes.set_xticks([])
+    for side in ("top", "right", "left", "bottom"):
+        axes.spines[side].set_visible(False)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(-0.5, 0.5)
+    if not segments:
+        _note(axes, "No input-cost or input-wait timings")
         return
-    wait_ms = 1000 * sum(s.input_wait_s or 0.0 for s in measured) / len(measured)
-    total_ms = 1000 * sum(s.duration_s for s in measured) / len(measured)
-    compute_ms = max(0.0, total_ms - wait_ms)
-    axes.barh([0], [wait_ms], color=INPUT_COLOUR, height=0.8, gid="split-wait")
-    axes.barh(
-        [0], [compute_ms], left=[wait_ms], color=COMPUTE_COLOUR, height=0.8, gid="split-compute"
+    from matplotlib.patches import Patch
+
+    figure = axes.get_figure()
+    renderer = figure.canvas.get_renderer()  # type: ignore[union-attr]
+    px_per_share = axes.get_window_extent(renderer).width
+    left = 0.0
+    for segment in segments:
+        axes.barh(
+            [0],
+            [segment.share],
+            left=[left],
+            color=segment.colour,
+            height=1.0,
+            gid=f"cost-{segment.part}",
+        )
+        if segment.share * px_per_share >= COST_LABEL_MIN_PX:
+            axes.text(
+                left + segment.share / 2,
+                0,
+                words.percent(segment.share),
+                ha="center",
+                va="center",
+                fontsize=9,
+                fontweight="bold",
+                color="white" if segment.colour in (COMPUTE_COLOUR, INPUT_COLOUR) else "black",
+                gid="cost-share",
+            )
+        left += segment.share
+    axes.legend(
+        handles=[Patch(color=s.colour, label=s.text) for s in segments],
+        loc="upper left",
+        bbox_to_anchor=(0.0, -0.1),
+        ncol=2,
+        fontsize=9,
+        frameon=False,
+        borderaxespad=0.0,
+        handlelength=1.2,
+        columnspacing=1.0,
     )
-    axes.set_xlim(0, max(total_ms, 1e-6))
-    axes.set_xlabel(
-        f"ms  (wait {wait_ms:.1f} + compute {compute_ms:.1f} = {total_ms:.1f} ms)", fontsize=9
-    )
+    if caption:
+        axes.text(
+            0.0,
+            COST_CAPTION_TOP_Y - COST_LEGEND_ROW_H * math.ceil(len(segments) / 2),
+            caption,
+            ha="left",
+            va="top",
+            fontsize=9,
+            color=MUTED_TEXT_COLOUR,
+            gid="cost-caption",
+        )
 
 
 # ---------------------------------------------------------------------------- suggestions
@@ -807,6 +1125,9 @@ def suggestion_lines(report: Report) -> list[tuple[str, bool]]:
             gains.append(f"estimated \N{MULTIPLICATION SIGN}{s.estimated_speedup:.2f}")
         if s.verified_speedup is not None:
             gains.append(f"verified \N{MULTIPLICATION SIGN}{s.verified_speedup:.2f}")
+        if s.predicted_speedup is not None:
+            # The text summary's "end to end": the training speedup, not the pipeline's.
+            gains.append(f"end to end ~\N{MULTIPLICATION SIGN}{s.predicted_speedup:.2f}")
         gain = f"[{', '.join(gains)}]  " if gains else ""
         stage = f" (stage: {s.stage})" if s.stage else ""
         # The warning goes before the title so that clipping a long line never hides it.
@@ -859,6 +1180,18 @@ def _fit_width(figure: Figure, artist: Text, right: float) -> None:
         else:
             high = middle
     artist.set_text(full[:low].rstrip() + "\N{HORIZONTAL ELLIPSIS}")
+
+
+def _fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> None:
+    """Shrink a one-line text's font, down to `min_size`, until it ends left of `right`; then
+    shorten it (`_fit_width`). A long headline stays whole where a smaller font allows."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    limit_px = right * figure.bbox.width
+    size = float(artist.get_fontsize())
+    while artist.get_window_extent(renderer).x1 > limit_px and size > min_size:
+        size = max(min_size, size - 1.0)
+        artist.set_fontsize(size)
+    _fit_width(figure, artist, right)
 
 
 def _left_edge(figure: Figure, artist: Text) -> float:
