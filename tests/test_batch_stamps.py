@@ -157,17 +157,18 @@ def _step(clock: FakeClock, tracker: FitTracker, index: int, wait_s: float) -> N
 def test_fit_steps_get_their_waits_every_few_seconds_and_the_rest_when_fit_returns() -> None:
     clock = FakeClock()
     session, tracker = _fit_tracker(clock, measured_steps=None)
-    expected = [0.001 * (i % 7) for i in range(100)]  # steps of 10-16 ms: 1.3 s
+    # (fewer than the 100 steps at which `--steps all` runs the step alone, which settles too)
+    expected = [0.001 * (i % 7) for i in range(90)]  # steps of 10-16 ms: 1.2 s
     for index, wait in enumerate(expected):
         _step(clock, tracker, index, wait_s=wait)
     assert all(s.input_wait_s is None for s in session.timeline.steps)
 
     clock.advance(SETTLE_EVERY_S)
-    _step(clock, tracker, 100, wait_s=0.003)
+    _step(clock, tracker, 90, wait_s=0.003)
     expected.append(0.003)
     assert [s.input_wait_s for s in session.timeline.steps] == pytest.approx(expected)
 
-    _step(clock, tracker, 101, wait_s=0.004)
+    _step(clock, tracker, 91, wait_s=0.004)
     assert session.timeline.steps[-1].input_wait_s is None  # not yet: read with the next group
     tracker.finish()
     assert session.timeline.steps[-1].input_wait_s == pytest.approx(0.004)
@@ -196,3 +197,20 @@ def test_the_step_budget_settles_waits_before_ending_the_script() -> None:
     with pytest.raises(StepBudgetReached):
         _step(clock, tracker, 4, wait_s=0.02)
     assert [s.input_wait_s for s in session.timeline.steps] == pytest.approx([0.02] * 5)
+
+
+def test_with_steps_all_the_verdict_comes_after_100_measured_steps_with_their_waits() -> None:
+    # GIVEN fit under --steps all (no budget), steps far shorter than the settling interval
+    clock = FakeClock()
+    session, tracker = _fit_tracker(clock, measured_steps=None)
+    for index in range(99):
+        _step(clock, tracker, index, wait_s=0.002)
+    assert session.compute_alone is None and session.first_verdict_s is None
+    # WHEN the 100th measured step ends
+    _step(clock, tracker, 99, wait_s=0.002)
+    # THEN the waits are settled and the verdict said, mid-run, and training goes on
+    assert all(s.input_wait_s == pytest.approx(0.002) for s in session.timeline.steps)
+    assert session.first_verdict_s is not None
+    assert session.compute_alone is not None and not session.compute_alone.measured
+    _step(clock, tracker, 100, wait_s=0.002)
+    assert len(session.timeline) == 101

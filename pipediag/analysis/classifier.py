@@ -20,11 +20,13 @@ from dataclasses import dataclass
 
 from pipediag.analysis.input_cost import (
     Rates,
+    contention_bound,
     headline,
     label_of,
     phases_of,
     rates_of,
     split_cost,
+    step_cores_of,
     steps_cpu,
 )
 from pipediag.analysis.stats import latency_stats
@@ -135,6 +137,7 @@ def judge(
     *,
     compute_alone: ComputeAlone | None = None,
     host: HostSection | None = None,
+    cores: int | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     why_unknown: str | None = None,
 ) -> Verdict:
@@ -153,7 +156,20 @@ def judge(
     training = sum(s.count for s in timed) / total if total > 0 else None
     rates = rates_of(timed, training, pipeline, compute_alone)
     cpu = steps_cpu(host, timed, compute_alone)
-    cost, split = split_cost(rates, fraction, wait_source=train.input_wait_source, steps_cpu=cpu)
+    cores = (host.cpu_count if host is not None else 0) or cores
+    pipeline_cores = (
+        pipeline.cpu_s_per_batch * training
+        if pipeline.cpu_s_per_batch is not None and training
+        else None
+    )
+    cap = contention_bound(cores, step_cores_of(compute_alone), pipeline_cores)
+    cost, split = split_cost(
+        rates,
+        fraction,
+        wait_source=train.input_wait_source,
+        steps_cpu=cpu,
+        contention_cap=cap,
+    )
     high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
     label = label_of(cost, high=high, moderate=moderate)
     severity = {
@@ -213,7 +229,10 @@ def _summary(
         f"per-pull overhead {split.fetch:.0%}"
     )
     if label == COMPUTE_BOUND:
-        text = f"Only {share} ({fraction:.0%} spent waiting): the model's train step sets the rate"
+        text = (
+            f"Input costs only {cost:.0%} of training time ({fraction:.0%} spent waiting): "
+            "the model's train step sets the rate"
+        )
         if headroom is not None and pipeline.batches_per_s is not None:
             text += f"; the pipeline alone delivers {headroom:.1f}x what the train step needs"
         return text + "."

@@ -203,6 +203,10 @@ class CostSplit:
     pipeline_cores_busy: float | None = None
     free_cores: float | None = None
     pull_s: float | None = None  # the per-pull overhead behind `fetch`, seconds per step
+    # The part of 1 - A/T that the pipeline's CPU cannot explain (the step alone ran faster
+    # than waiting, fetching and the pipeline's cores account for: a shared host's noise);
+    # left out of the cost.
+    unexplained: float = 0.0
 
 
 @dataclass(frozen=True)
