@@ -372,7 +372,9 @@ class DiagnosticSession:
             style=self.style,
             input_wait_source=self._wait_source(),
         )
-        verdict = judge(train, self.pipeline, compute_alone=self.compute_alone)
+        verdict = judge(
+            train, self.pipeline, compute_alone=self.compute_alone, cores=os.cpu_count()
+        )
         self.first_verdict_s = self.clock.now() - self.origin
         self.log(f"verdict: {verdict.headline or verdict.summary}")
         return verdict

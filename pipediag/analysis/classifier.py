@@ -177,7 +177,7 @@ def judge(
         BALANCED: SEVERITY_MODERATE,
         COMPUTE_BOUND: SEVERITY_NONE,
     }[label]
-    phases = phases_of(train.steps, rates.compute, high=high, moderate=moderate)
+    phases = phases_of(timed, rates.compute, high=high, moderate=moderate, contention_cap=cap)
     compute_rate = rates.compute
     headroom = (
         pipeline.batches_per_s / compute_rate

@@ -141,8 +141,9 @@ def split_cost(
 # shared caches and memory bandwidth. Measured on the contention case (issue 12: a parallel
 # decode map beside a small CNN on 2 cores): 43-46% measured where the model gives ~33%.
 CONTENTION_SLACK = 2.0
-# Contention under this share is always believed: below XProf's moderate band.
-CONTENTION_FLOOR = 0.05
+# Contention under this share is believed whatever the CPU figures say (they are rough: the
+# pipeline's CPU is measured alone, at full speed): well under XProf's 5% band.
+CONTENTION_FLOOR = 0.02
 
 
 def contention_bound(
@@ -224,8 +225,12 @@ def phases_of(
     *,
     high: float,
     moderate: float,
+    contention_cap: float | None = None,
 ) -> list[PhaseVerdict]:
-    """One verdict per run of epochs whose input cost is alike; empty when there is one."""
+    """One verdict per run of epochs whose input cost is alike; empty when there is one.
+
+    An epoch's cost is its own 1 - A/T, with contention capped as for the whole run.
+    """
     by_epoch: dict[int, list[StepRecord]] = {}
     for step in steps:
         by_epoch.setdefault(step.epoch, []).append(step)
@@ -236,7 +241,9 @@ def phases_of(
     ]
     if len(epochs) < 2 or not compute_rate:
         return []
-    figures = [(epoch, *_epoch_figures(group, compute_rate)) for epoch, group in epochs]
+    figures = [
+        (epoch, *_epoch_figures(group, compute_rate, contention_cap)) for epoch, group in epochs
+    ]
     runs: list[list[tuple[int, int, float, float, float | None]]] = [[figures[0]]]
     for item in figures[1:]:
         if abs(item[3] - runs[-1][-1][3]) > PHASE_COST_GAP:
@@ -245,25 +252,26 @@ def phases_of(
             runs[-1].append(item)
     if len(runs) < 2:
         return []
-    return [_phase(run, compute_rate, high=high, moderate=moderate) for run in runs]
+    return [_phase(run, high=high, moderate=moderate) for run in runs]
 
 
 def _epoch_figures(
-    group: Sequence[StepRecord], compute_rate: float
+    group: Sequence[StepRecord], compute_rate: float, contention_cap: float | None
 ) -> tuple[int, float, float, float | None]:
     """(steps, seconds, cost, wait share) of one epoch's measured steps."""
     count = sum(s.count for s in group)
     seconds = sum(s.duration_s for s in group)
     rate = count / seconds if seconds > 0 else 0.0
-    cost = max(0.0, 1.0 - rate / compute_rate)
     waits = [s for s in group if s.input_wait_s is not None]
     wait = sum(s.input_wait_s or 0.0 for s in waits) / seconds if waits and seconds > 0 else None
-    return count, seconds, cost, wait
+    cost = max(0.0, 1.0 - rate / compute_rate)
+    if contention_cap is not None:
+        cost = min(cost, (wait or 0.0) + contention_cap)
+    return count, seconds, max(cost, wait or 0.0), wait
 
 
 def _phase(
     run: Sequence[tuple[int, int, float, float, float | None]],
-    compute_rate: float,
     *,
     high: float,
     moderate: float,
@@ -272,7 +280,7 @@ def _phase(
     count = sum(item[1] for item in run)
     seconds = sum(item[2] for item in run)
     rate = count / seconds if seconds > 0 else None
-    cost = max(0.0, 1.0 - rate / compute_rate) if rate else None
+    cost = sum(item[3] * item[2] for item in run) / seconds if seconds > 0 else None
     known = [item for item in run if item[4] is not None]
     wait = (
         sum((item[4] or 0.0) * item[2] for item in known) / sum(item[2] for item in known)
