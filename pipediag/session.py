@@ -243,7 +243,7 @@ class DiagnosticSession:
 
         Returns True when the budget was extended (the hooks then go on), False to stop.
         """
-        if "Cache" not in self.pipeline.dataset or self.config.measured_steps is None:
+        if self.config.measured_steps is None or not _cache_ends_each_epoch(self.pipeline.dataset):
             return False
         steps = self.timeline.steps[self.config.warmup_steps :]
         if not steps:
@@ -514,6 +514,15 @@ class DiagnosticSession:
             gpus=[d.name for d in gpu.devices],
             gpu_reason=None if gpu.available else gpu.reason,
         )
+
+
+def _cache_ends_each_epoch(chain: str) -> bool:
+    """A `cache()` whose stream ends each epoch (no `repeat()` after it), so a later epoch
+    reads the filled cache on a new iterator. `chain` is outermost first."""
+    stages = chain.split(" <- ")
+    if "Cache" not in stages:
+        return False
+    return "Repeat" not in stages[: stages.index("Cache")]
 
 
 def _module_version(name: str) -> str | None:

@@ -1,0 +1,129 @@
+"""The train step alone, on a cached batch: under fit and in custom loops, on real TensorFlow."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import pipediag
+from pipediag.report.model import ESTIMATED, MEASURED
+
+pytestmark = pytest.mark.tensorflow
+
+CONFIG = pipediag.RunConfig(
+    measured_steps=20, warmup_steps=3, bench_seconds=0.5, sample_gpu=False, verify=False
+)
+
+COMMON = """
+import json, sys
+import numpy as np
+import tensorflow as tf
+import keras
+
+keras.utils.set_random_seed(1)
+x = np.random.default_rng(0).normal(size=(2048, 32)).astype("float32")
+y = x.sum(axis=1, keepdims=True)
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).prefetch(2)
+model = keras.Sequential([keras.layers.Input((32,)), keras.layers.Dense(64, activation="relu"),
+                          keras.layers.Dropout(0.2), keras.layers.Dense(1)])
+"""
+
+FIT = """
+model.compile("adam", "mse", metrics=["mae"])
+model.fit(ds.repeat(), epochs=100, steps_per_epoch=50, verbose=0)
+"""
+
+LOOP = """
+opt = keras.optimizers.Adam()
+seen = []
+
+@tf.function
+def step(a, b):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(a, training=True) - b) ** 2)
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                            model.trainable_variables))
+    return loss
+
+try:
+    for epoch in range(100):
+        for a, b in ds:
+            seen.append(float(a[0, 0]))
+            step(a, b)
+finally:
+    json.dump(seen, open(sys.argv[1], "w"))
+"""
+
+STATEFUL_RANDOM_FIT = """
+class Noisy(keras.Model):
+    def train_step(self, data):
+        a, b = data
+        a = a + tf.random.uniform(tf.shape(a)) * 0.01  # a stateful random kernel
+        return super().train_step((a, b))
+
+model = Noisy(model.inputs, model.outputs)
+model.compile("adam", "mse")
+model.fit(ds.repeat(), epochs=100, steps_per_epoch=50, verbose=0)
+"""
+
+
+def _script(tmp_path: Path, body: str) -> Path:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(COMMON) + textwrap.dedent(body))
+    return script
+
+
+def test_fit_runs_the_train_function_alone_after_the_measured_steps(tmp_path: Path) -> None:
+    report = pipediag.diagnose(_script(tmp_path, FIT), config=CONFIG, out=None, log=None)
+    alone = report.compute_alone
+    assert alone is not None and alone.measured, alone
+    assert alone.method == "keras-train-function"
+    # weights, dropout's seed state, Adam's slots and iterations, the metrics: all put back
+    assert alone.restored_variables >= 10
+    assert alone.steps >= 50 and alone.steps_per_s and alone.cpu_s_per_step
+    verdict = report.verdict
+    assert verdict.compute_alone_source == MEASURED
+    assert verdict.compute_alone_steps_per_s == pytest.approx(alone.steps_per_s)
+    assert verdict.input_cost_fraction is not None and verdict.cost_split is not None
+    # phases in order: pipeline alone, measured steps, compute alone; the verdict right after
+    names = [p.name for p in report.phases]
+    assert names.index("pipeline_benchmark") < names.index("train") < names.index("compute_alone")
+    assert report.first_verdict_s is not None
+    assert report.first_verdict_s >= alone.start_s + alone.duration_s
+
+
+def test_a_custom_loop_is_served_its_last_batch_before_the_budget_ends_it(
+    tmp_path: Path,
+) -> None:
+    seen = tmp_path / "seen.json"
+    report = pipediag.diagnose(
+        _script(tmp_path, LOOP), [str(seen)], config=CONFIG, out=None, log=None
+    )
+    assert report.stop_reason == "step-budget"
+    alone = report.compute_alone
+    assert alone is not None and alone.measured and alone.method == "cached-batch-loop"
+    assert report.verdict.compute_alone_source == MEASURED
+    # the loop trained on its 23 real batches, then on the last of them, again and again, for
+    # the compute-alone steps (warm-up included), and the budget ended it
+    batches = json.loads(seen.read_text())
+    real = CONFIG.warmup_steps + (CONFIG.measured_steps or 0)
+    served = batches[real:]
+    assert len(served) == alone.steps + alone.warmup_steps
+    assert set(served) == {batches[real - 1]}
+    assert len(set(batches[:real])) == real
+
+
+def test_a_stateful_random_op_in_the_train_step_keeps_compute_alone_estimated(
+    tmp_path: Path,
+) -> None:
+    report = pipediag.diagnose(
+        _script(tmp_path, STATEFUL_RANDOM_FIT), config=CONFIG, out=None, log=None
+    )
+    alone = report.compute_alone
+    assert alone is not None and not alone.measured
+    assert "RandomUniform" in (alone.reason or "")
+    assert report.verdict.compute_alone_source == ESTIMATED
+    assert "RandomUniform" in (report.verdict.compute_alone_reason or "")
