@@ -19,7 +19,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipediag.bench.teardown import TearDown
 
 # Ops whose resource input draws seeds per iterator; the input that is a resource Const
 # is replaced by a private, fixed seed generator.
@@ -113,12 +116,14 @@ def _string_const(node: Any) -> str:
 
 
 @contextlib.contextmanager
-def preserved_variables(dataset: Any) -> Iterator[None]:
+def preserved_variables(dataset: Any, teardown: TearDown | None = None) -> Iterator[None]:
     """Restore every variable the pipeline's functions capture, after pipediag reads it.
 
     A map that draws from a `tf.random.Generator` or bumps a counter updates a variable
     shared by every iterator, copies included; putting the values back leaves the user's
-    first epoch exactly as it would have been.
+    first epoch exactly as it would have been. An iterator still being torn down
+    (`teardown`) may finish an element after the read, so the values go back only once
+    those tear-downs are done (a wait only for pipelines that have such variables).
     """
     import tensorflow as tf
 
@@ -126,6 +131,8 @@ def preserved_variables(dataset: Any) -> Iterator[None]:
     try:
         yield
     finally:
+        if saved and teardown is not None:
+            teardown.drain()
         for handle, value in saved:
             tf.raw_ops.AssignVariableOp(resource=handle, value=value)
 

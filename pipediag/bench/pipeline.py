@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipediag.analysis.stats import latency_stats
+from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import PipelineBenchmark
 
@@ -93,11 +94,14 @@ def benchmark_dataset(
     max_seconds: float = DEFAULT_MAX_SECONDS,
     clock: Clock = MONOTONIC,
     keep_first_batch: Callable[[Any], None] | None = None,
+    teardown: TearDown | None = None,
 ) -> PipelineBenchmark:
     """Benchmark a `tf.data.Dataset` alone, on a fresh iterator of its own.
 
     `keep_first_batch` receives the first batch read (the warm-up batch, untimed): the
     compute-alone phase trains on it (`hooks/compute_alone.py`), so it costs no extra read.
+    `teardown` releases the spent iterator off the main thread (`bench/teardown.py`); with
+    None a private one is drained before returning, so no thread outlives the call.
     """
     description = describe_chain(dataset)
     from pipediag.bench.isolate import IsolationError, isolated_copy, preserved_variables
@@ -114,16 +118,16 @@ def benchmark_dataset(
                 dataset=description,
             )
         target = dataset
-    with preserved_variables(dataset):
-        iterator = iter(target)
-        if keep_first_batch is not None:
-            iterator = _handing_over_first(iterator, keep_first_batch)
+    with owned(teardown) as releaser, preserved_variables(dataset, releaser):
+        raw = iter(target)
+        iterator = raw if keep_first_batch is None else _handing_over_first(raw, keep_first_batch)
         try:
             timing = time_iterator(
                 iterator, max_batches=max_batches, max_seconds=max_seconds, clock=clock
             )
         finally:
-            del iterator
+            releaser.discard(raw)
+            del iterator, raw
     if not timing.latencies_s:
         reason = (
             "the dataset is empty"
