@@ -230,3 +230,74 @@ def test_a_cheap_map_before_its_batch_owns_its_cost() -> None:
     map_s = by_kind["parallel-map"].own_s_per_batch
     batch_s = by_kind["batch"].own_s_per_batch
     assert map_s is not None and batch_s is not None and map_s > 5 * batch_s
+
+
+# --- a deadline shared with the fix trials ---------------------------------------------------
+
+
+def _fake_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every prefix read takes exactly the time it is given on the fake clock, at a fixed
+    rate; returns the list the reads are recorded in."""
+    from pipediag.bench import stages as module
+
+    read: list[int] = []
+
+    def read_prefix(
+        prefix: Any, reader: Any, *, group: int, max_seconds: float, max_elements: int
+    ) -> tuple[float | None, str | None, float | None, int]:
+        reader.clock.sleep(max_seconds)
+        read.append(id(prefix))
+        return 1000.0, None, 0.0, group
+
+    def calibrate(reader: Any) -> float:
+        reader.clock.sleep(module.OVERHEAD_CALIBRATION_S)
+        return 0.0
+
+    monkeypatch.setattr(module, "_measure_prefix", read_prefix)
+    monkeypatch.setattr(module, "_iteration_overhead_s", calibrate)
+    return read
+
+
+@tensorflow
+def test_a_deadline_keeps_the_stages_read_and_lists_the_rest_without_rates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipediag.bench.stages import OUT_OF_TIME, OVERHEAD_CALIBRATION_S, ROUNDS, measure_stages
+    from pipediag.testing import FakeClock
+
+    tf = _tf()
+    _fake_reads(monkeypatch)
+    clock = FakeClock()
+    ds = tf.data.Dataset.range(100).map(lambda x: x * 2).batch(BATCH).prefetch(1)
+    # GIVEN time for the calibration and two and a half slices
+    slice_s = STAGE_BUDGET_S / ROUNDS
+    deadline = clock.now() + OVERHEAD_CALIBRATION_S + 2.5 * slice_s
+
+    # WHEN the stages are measured against it
+    stages = measure_stages(
+        ds, max_seconds_per_stage=STAGE_BUDGET_S, clock=clock, deadline=deadline
+    )
+
+    # THEN the first two prefixes have rates, the others are listed without, saying why
+    assert [s.kind for s in stages] == ["source", "map", "batch", "prefetch"]
+    assert [s.elements_per_s for s in stages[:2]] == [1000.0, 1000.0]
+    assert [s.batches_per_s for s in stages[2:]] == [None, None]
+    assert [s.settings["not_measured"] for s in stages[2:]] == [OUT_OF_TIME] * 2
+    assert "not_measured" not in stages[0].settings
+    assert clock.now() <= deadline
+
+
+@tensorflow
+def test_a_spent_deadline_reads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipediag.bench.stages import OUT_OF_TIME, measure_stages
+    from pipediag.testing import FakeClock
+
+    tf = _tf()
+    read = _fake_reads(monkeypatch)
+    clock = FakeClock()
+    ds = tf.data.Dataset.range(100).batch(BATCH)
+
+    stages = measure_stages(ds, clock=clock, deadline=clock.now())
+
+    assert read == []
+    assert [s.settings["not_measured"] for s in stages] == [OUT_OF_TIME] * len(stages)

@@ -44,6 +44,12 @@ Caveats, each one why a prefix can behave unlike the whole:
   through the stages forwards, then backwards (A B C, C B A, A B C), and its rate is the
   median. A prefix whose first element is slow (a large shuffle buffer filling) is read in
   one slice only, since every slice pays for that first element again.
+- **A deadline** (`deadline=`, a time on the injected clock, shared with the fix trials
+  that follow) stops the reads when the next slice would end past it: a stage read at least
+  once keeps its rate (the median of fewer slices), the others are listed without rates,
+  `settings["not_measured"]` saying the time ran out.
+- **Spent iterators are released off the main thread** (`bench/teardown.py`): a tear-down
+  can block for a second and uses almost no CPU, so it overlaps the next read.
 """
 
 from __future__ import annotations
@@ -51,11 +57,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
 from pipediag.bench.pipeline import BatchTiming, time_iterator
 from pipediag.bench.structure import Stage, walk_pipeline
+from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import StageStats
 
@@ -73,6 +81,8 @@ ROUNDS = 3
 MAX_GROUP = 256
 # Beyond this many stages, later ones are left unmeasured (the time would grow unbounded).
 MAX_MEASURED_STAGES = 24
+# Why a stage has no rate when the deadline came first (`settings["not_measured"]`).
+OUT_OF_TIME = "the time budget ran out before this stage was read"
 
 # Stages that emit one element per input element (or, for filter/take/unique, at most one:
 # assumed one, see the module docstring).
@@ -115,6 +125,8 @@ def measure_stages(
     max_seconds_per_stage: float = DEFAULT_SECONDS_PER_STAGE,
     max_elements_per_stage: int = MAX_ELEMENTS_PER_STAGE,
     clock: Clock = MONOTONIC,
+    deadline: float | None = None,
+    teardown: TearDown | None = None,
 ) -> list[StageStats]:
     """Describe the pipeline and measure every stage's rate and own cost.
 
@@ -124,6 +136,10 @@ def measure_stages(
         max_seconds_per_stage: read budget for each prefix, after its first element.
         max_elements_per_stage: stop a prefix earlier once this many elements were read.
         clock: the clock `time_iterator` reads.
+        deadline: a time on `clock` after which no prefix read ends (None: no limit); the
+            stages not read by then are listed without rates (see the module docstring).
+        teardown: where spent iterators are released (`bench/teardown.py`); None uses a
+            private one drained before returning, so no thread outlives the call.
 
     Returns:
         The stages of `describe_pipeline`, with `elements_per_s`, `batches_per_s` (in the
@@ -133,8 +149,31 @@ def measure_stages(
     stages = walk_pipeline(dataset)
     if not stages:
         return []
-    options = _options(dataset)
-    overhead_s = _iteration_overhead_s(clock)
+    with owned(teardown) as releaser:
+        reader = _Reader(_options(dataset), 0.0, clock, releaser, deadline)
+        if reader.has_time(OVERHEAD_CALIBRATION_S + max_seconds_per_stage / ROUNDS):
+            reader = dataclasses.replace(reader, overhead_s=_iteration_overhead_s(reader))
+        return _measure(stages, reader, max_seconds_per_stage, max_elements_per_stage)
+
+
+@dataclass(frozen=True)
+class _Reader:
+    """How every prefix is read: the user's options, the per-`next()` cost to subtract, the
+    clock, where spent iterators go, and the time no read may end after."""
+
+    options: Any
+    overhead_s: float
+    clock: Clock
+    teardown: TearDown
+    deadline: float | None = None
+
+    def has_time(self, seconds: float) -> bool:
+        return self.deadline is None or self.clock.now() + seconds <= self.deadline
+
+
+def _measure(
+    stages: list[Stage], reader: _Reader, max_seconds: float, max_elements: int
+) -> list[StageStats]:
     factors = elements_per_output_batch(stages)
     reasons: dict[int, str | None] = {}
     for stage in stages:
@@ -151,14 +190,7 @@ def measure_stages(
     ]
     groups = {s.stats.index: group_size(factors[s.stats.index]) for s in measured}
     rates = _measure_in_rounds(
-        measured,
-        options,
-        reasons,
-        groups,
-        max_seconds=max_seconds_per_stage,
-        max_elements=max_elements_per_stage,
-        overhead_s=overhead_s,
-        clock=clock,
+        measured, reader, reasons, groups, max_seconds=max_seconds, max_elements=max_elements
     )
     per_batch_s: list[float | None] = [None] * len(stages)
     updated: list[StageStats] = []
@@ -265,16 +297,15 @@ def group_size(elements_per_output_batch: float | None) -> int:
 
 def _measure_in_rounds(
     stages: Sequence[Stage],
-    options: Any,
+    reader: _Reader,
     reasons: dict[int, str | None],
     groups: dict[int, int],
     *,
     max_seconds: float,
     max_elements: int,
-    overhead_s: float,
-    clock: Clock,
 ) -> dict[int, list[float]]:
-    """Each prefix's rate in `ROUNDS` slices, forwards then backwards; failures in `reasons`."""
+    """Each prefix's rate in `ROUNDS` slices, forwards then backwards, until the deadline;
+    failures and prefixes the deadline left unread in `reasons`."""
     slice_s = max_seconds / ROUNDS
     slice_elements = max(1, max_elements // ROUNDS)
     rates: dict[int, list[float]] = {s.stats.index: [] for s in stages}
@@ -285,26 +316,29 @@ def _measure_in_rounds(
             index = stage.stats.index
             if index in done:
                 continue
+            if not reader.has_time(slice_s):
+                _out_of_time(rates, reasons)
+                return rates
             rate, reason, first_s, groups[index] = _measure_prefix(
                 stage.dataset,
-                options,
+                reader,
                 group=groups[index],
                 max_seconds=slice_s,
                 max_elements=slice_elements,
-                overhead_s=overhead_s,
-                clock=clock,
             )
             slow_start = first_s is not None and first_s > slice_s / 2
             if rate is None and slow_start and round_index == 0:
                 # The first element ate the slice: read once more, with the whole budget.
-                rate, reason, _, groups[index] = _measure_prefix(
-                    stage.dataset,
-                    options,
-                    group=groups[index],
-                    max_seconds=max_seconds + first_s,
-                    max_elements=max_elements,
-                    overhead_s=overhead_s,
-                    clock=clock,
+                rate, reason, _, groups[index] = (
+                    _measure_prefix(
+                        stage.dataset,
+                        reader,
+                        group=groups[index],
+                        max_seconds=max_seconds + first_s,
+                        max_elements=max_elements,
+                    )
+                    if reader.has_time(max_seconds + first_s)
+                    else (None, OUT_OF_TIME, None, groups[index])
                 )
             if rate is None:
                 reasons[index] = reason
@@ -316,15 +350,20 @@ def _measure_in_rounds(
     return rates
 
 
+def _out_of_time(rates: dict[int, list[float]], reasons: dict[int, str | None]) -> None:
+    """Prefixes not read once yet get the deadline as their reason; the others keep theirs."""
+    for index, found in rates.items():
+        if not found and reasons.get(index) is None:
+            reasons[index] = OUT_OF_TIME
+
+
 def _measure_prefix(
     prefix: Any,
-    options: Any,
+    reader: _Reader,
     *,
     group: int,
     max_seconds: float,
     max_elements: int,
-    overhead_s: float,
-    clock: Clock,
 ) -> tuple[float | None, str | None, float | None, int]:
     """Elements per second of one prefix, on a fresh iterator, read `group` elements per
     `next()`, or why there is no rate; how long its first read took; and the group size it
@@ -332,6 +371,7 @@ def _measure_prefix(
     from pipediag.bench.isolate import IsolationError, isolated_copy
     from pipediag.bench.pipeline import SHARED_STATE_STAGES, describe_chain
 
+    options = reader.options
     try:
         runnable = prefix.with_options(options) if options is not None else prefix
     except Exception as exc:  # e.g. a prefix that cannot stand alone
@@ -346,12 +386,12 @@ def _measure_prefix(
     timing = None
     if group > 1:
         try:
-            timing = _time_fresh_iterator(runnable.batch(group), max_elements, max_seconds, clock)
+            timing = _time_fresh_iterator(runnable.batch(group), max_elements, max_seconds, reader)
         except Exception:  # shapes that vary, nested datasets: read one by one instead
             group = 1
     if timing is None:
         try:
-            timing = _time_fresh_iterator(runnable, max_elements, max_seconds, clock)
+            timing = _time_fresh_iterator(runnable, max_elements, max_seconds, reader)
         except _CannotIterate as exc:
             return None, f"cannot iterate: {type(exc.__cause__).__name__}", None, group
         except Exception as exc:  # the user's function failed: report, do not raise
@@ -361,7 +401,7 @@ def _measure_prefix(
     per_read_s = timing.duration_s / len(timing.latencies_s)
     # Remove the consumer's own cost per `next()`, but never all of it: a stage cheaper than
     # the overhead is reported as very fast, not infinitely fast.
-    corrected_s = max(per_read_s - overhead_s, per_read_s * 0.05)
+    corrected_s = max(per_read_s - reader.overhead_s, per_read_s * 0.05)
     return group / corrected_s, None, timing.first_batch_s, group
 
 
@@ -370,31 +410,32 @@ class _CannotIterate(Exception):
 
 
 def _time_fresh_iterator(
-    dataset: Any, max_reads: int, max_seconds: float, clock: Clock
+    dataset: Any, max_reads: int, max_seconds: float, reader: _Reader
 ) -> BatchTiming:
     try:
         iterator = iter(dataset)
     except Exception as exc:
         raise _CannotIterate from exc
     try:
-        return time_iterator(iterator, max_batches=max_reads, max_seconds=max_seconds, clock=clock)
+        return time_iterator(
+            iterator, max_batches=max_reads, max_seconds=max_seconds, clock=reader.clock
+        )
     finally:
+        reader.teardown.discard(iterator)
         del iterator
 
 
-def _iteration_overhead_s(clock: Clock) -> float:
+def _iteration_overhead_s(reader: _Reader) -> float:
     """The median cost of one eager `next()` on a trivial dataset, to subtract per element."""
     try:
         import tensorflow as tf
 
-        iterator = iter(tf.data.Dataset.range(10**9))
-        timing = time_iterator(
-            iterator,
-            max_batches=OVERHEAD_CALIBRATION_ELEMENTS,
-            max_seconds=OVERHEAD_CALIBRATION_S,
-            clock=clock,
+        timing = _time_fresh_iterator(
+            tf.data.Dataset.range(10**9),
+            OVERHEAD_CALIBRATION_ELEMENTS,
+            OVERHEAD_CALIBRATION_S,
+            reader,
         )
-        del iterator
     except Exception:  # calibration is a refinement; without it rates are slightly low
         return 0.0
     return median(timing.latencies_s) if timing.latencies_s else 0.0
