@@ -8,6 +8,7 @@ ceiling of ~2x (> 1.3x), and a cheap elementwise map vectorised (measured ~29x, 
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -184,18 +185,22 @@ def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
 
 
 def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
+    from pipediag.bench.interleaved import MIN_ROUNDS, STOP_GAIN
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
 
     ds = pipelines.sequential_map()
     stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
 
-    trials = verify_fixes(ds, stages, budget_s=2.0)
+    # A budget it should not need: the trial stops once its gain is clear.
+    trials = verify_fixes(ds, stages, budget_s=4.0)
 
     (trial,) = [t for t in trials if t.fix == FIX_PARALLEL_MAP]
     assert trial.verified, trial.reason
     assert trial.stage == "map(slow_py_map)"
-    assert trial.rounds == 3
+    assert trial.details["stopped"] == STOP_GAIN
+    assert trial.rounds >= MIN_ROUNDS
+    assert float(trial.details["speedup_low"]) > 1.0
     assert trial.speedup is not None and trial.speedup > 1.3
 
 
@@ -285,3 +290,96 @@ def test_cheap_elementwise_map_is_verified_much_faster_vectorised() -> None:
     assert trial.verified, trial.reason
     assert trial.speedup is not None and trial.speedup > 2.0
     assert trial.details["sample_elements"] == "512"
+
+
+# --- time: a deadline shared with stage timing, trials that stop when clear -----------------
+
+
+def _fake_sides(monkeypatch: pytest.MonkeyPatch, clock: Any, variant_rates: list[float]) -> None:
+    """Each run takes exactly the time it is given on the fake clock: the baseline at 100
+    batches/s, the variant at each of `variant_rates` in turn."""
+    from pipediag.bench import whatif
+    from pipediag.bench.pipeline import BatchTiming
+
+    made: list[Any] = []
+    original_init = whatif._Side.__init__
+    rates = itertools.cycle(variant_rates)
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        made.append(self)
+
+    def run(self: Any, max_seconds: float) -> BatchTiming:
+        clock.sleep(max_seconds)
+        rate = 100.0 if made.index(self) % 2 == 0 else next(rates)
+        batches = 20
+        return BatchTiming(0.0, [1 / rate] * batches, batches / rate, exhausted=False)
+
+    monkeypatch.setattr(whatif._Side, "__init__", init)
+    monkeypatch.setattr(whatif._Side, "run", run)
+
+
+def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipediag.bench.interleaved import MIN_ROUNDS, STOP_BUDGET
+    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+    from pipediag.testing import FakeClock
+
+    clock = FakeClock()
+    # GIVEN a fix measured 0.8x and 1.25x in turn: its interval never clears 1
+    _fake_sides(monkeypatch, clock, [80.0, 125.0])
+    deadline = clock.now() + 5.0
+
+    # WHEN it is tried with the default budget (8 s) and a deadline 5 s away
+    (trial,) = verify_fixes(
+        pipelines.sequential_map(), clock=clock, deadline=deadline, fixes=[FIX_PARALLEL_MAP]
+    )
+
+    # THEN it ran more than the minimum rounds, stopped for time, and ended by the deadline
+    assert trial.verified, trial.reason
+    assert trial.details["stopped"] == STOP_BUDGET
+    assert trial.rounds > MIN_ROUNDS
+    assert clock.now() <= deadline
+
+
+def test_a_clear_trial_stops_early_and_records_its_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipediag.bench.interleaved import MIN_ROUNDS, STOP_GAIN
+    from pipediag.bench.whatif import FIX_PARALLEL_MAP, MAX_SLICE_S, verify_fixes
+    from pipediag.testing import FakeClock
+
+    clock = FakeClock()
+    start = clock.now()
+    _fake_sides(monkeypatch, clock, [200.0])
+
+    (trial,) = verify_fixes(
+        pipelines.sequential_map(), clock=clock, budget_s=8.0, fixes=[FIX_PARALLEL_MAP]
+    )
+
+    assert trial.details["stopped"] == STOP_GAIN
+    assert trial.rounds == MIN_ROUNDS
+    assert (trial.details["speedup_low"], trial.details["speedup_high"]) == ("2", "2")
+    assert trial.speedup == pytest.approx(2.0)
+    # five rounds of two full slices, then it stopped: half the budget was left unused
+    assert clock.now() - start == pytest.approx(MIN_ROUNDS * 2 * MAX_SLICE_S)
+    assert MIN_ROUNDS * 2 * MAX_SLICE_S <= 8.0 / 2
+
+
+def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:
+    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+    from pipediag.testing import FakeClock
+
+    clock = FakeClock()
+
+    (trial,) = verify_fixes(
+        pipelines.sequential_map(),
+        clock=clock,
+        budget_s=None,
+        deadline=clock.now(),
+        fixes=[FIX_PARALLEL_MAP],
+    )
+
+    assert not trial.verified
+    assert trial.reason == "not measured: verification budget spent"

@@ -11,7 +11,17 @@ Advice read off a checklist is often wrong on tf.data (DESIGN.md: an added prefe
    prefix, autotune turned back on, or a map moved after its batch (vectorised);
 3. both the unedited copy and the variant are rebuilt with `DatasetFromGraph` and read
    *alone*, alternately (A B B A ...), each on a fresh iterator for a short slice; the medians
-   of the rates give the speedup, so drift on a noisy machine hits both sides alike.
+   of the rates give the speedup, so drift on a noisy machine hits both sides alike. A trial
+   stops once the interval of its per-round ratios is clear (`bench/interleaved.py`: a clear
+   gain, clear no gain, or unable to beat the best trial so far), or its time is spent;
+   `rounds` and `details["stopped"]` say which, `details["speedup_low"/"speedup_high"]` give
+   the interval.
+
+Time: the trials share `budget_s`, or run until a `deadline` on the injected clock (shared
+with stage timing before them: whatever time the stages left). Costliest stage first; each
+trial plans its slices for `MIN_ROUNDS` rounds in an equal share of the time left, so a
+trial that stops early leaves its time to the next. Spent iterators are released off the
+main thread (`bench/teardown.py`).
 
 What is never touched, and why (DESIGN.md, "Rules of the house"):
 
@@ -54,9 +64,11 @@ from pipediag.analysis.advisor import (
     stage_label,
     vectorizable,
 )
+from pipediag.bench.interleaved import MIN_ROUNDS, Rounds, median_rate, run_rounds
 from pipediag.bench.pipeline import BatchTiming, time_iterator
 from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage, effective_options, walk_pipeline
+from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import FixTrial, StageStats
 
@@ -71,10 +83,14 @@ FIX_AUTOTUNE = "autotune-on"
 # Total time for all trials: about the phase-1 pipeline benchmark (bench/pipeline.py, 3 s)
 # per fix, for the two or three fixes a pipeline typically has.
 DEFAULT_BUDGET_S = 8.0
-# Interleaved A/B rounds per fix: three medians of each side tolerate one disturbed run.
-ROUNDS = 3
 # Below this a slice is mostly its first batch (thread start, buffers filling): no rate.
 MIN_SLICE_S = 0.15
+# Above this, slices only delay a clear result: 0.4 s is ~30 batches of the input-bound
+# example, and 5 rounds of two slices stop a clear trial in about 4.5 s.
+MAX_SLICE_S = 0.4
+# Share of a trial's time planned as timed reads; building iterators, first batches and
+# the budget checks take the rest.
+SLICE_SHARE = 0.8
 # Per-run batch cap: fast pipelines reach a stable rate long before it.
 MAX_BATCHES_PER_RUN = 2000
 # A run stopped this far over the budget leaves the remaining fixes unmeasured.
@@ -137,9 +153,9 @@ class _Candidate:
     reason: str | None = None
     details: dict[str, str] = field(default_factory=dict)
     fill_batches: int = 0  # for a cache: output batches to read before the cache is full
-    # Run before timing, on the unedited graph: (why the fix is not timed, whether that is
-    # because it is unsafe), or (None, False).
-    check: Callable[[Any], tuple[str | None, bool]] | None = None
+    # Run before timing, on the unedited graph (spent iterators go to the `TearDown`):
+    # (why the fix is not timed, whether that is because it is unsafe), or (None, False).
+    check: Callable[[Any, TearDown], tuple[str | None, bool]] | None = None
 
 
 def verify_fixes(
@@ -147,9 +163,11 @@ def verify_fixes(
     stages: Sequence[StageStats] | None = None,
     *,
     clock: Clock = MONOTONIC,
-    budget_s: float = DEFAULT_BUDGET_S,
+    budget_s: float | None = DEFAULT_BUDGET_S,
     fixes: Sequence[str] | None = None,
     run: bool = True,
+    deadline: float | None = None,
+    teardown: TearDown | None = None,
 ) -> list[FixTrial]:
     """Try each applicable fix on a copy of `dataset` and measure its pipeline speedup.
 
@@ -158,10 +176,15 @@ def verify_fixes(
         stages: its stages as `measure_stages` returned them (own costs order the trials and
             skip stages too cheap to matter); None describes the pipeline here, unmeasured.
         clock: the clock the runs are timed with.
-        budget_s: time for all trials together, shared equally.
+        budget_s: time for all trials together (a run may overrun it by half); None: no
+            limit but `deadline` (both None: `DEFAULT_BUDGET_S`).
         fixes: only these fix ids (all by default).
         run: False lists the candidate fixes, with the facts the advisor needs (a cache's
             size), without running anything (`--no-verify`).
+        deadline: a time on `clock` no trial runs past (e.g. the end of a budget shared with
+            `measure_stages`): the trials get whatever time is left, capped by `budget_s`.
+        teardown: where spent iterators are released (`bench/teardown.py`); None uses a
+            private one drained before returning, so no thread outlives the call.
 
     Returns:
         One `FixTrial` per candidate fix, in stage order; unverified ones say why.
@@ -196,34 +219,169 @@ def verify_fixes(
             candidate.details["isolation"] = "; ".join(notes)
     from pipediag.bench.isolate import preserved_variables
 
+    end_s, hard_end_s = _time_window(clock, budget_s, deadline)
     # Variables the pipeline's functions update (a tf.random.Generator, a counter) are
     # shared by every copy: put them back so the user's first epoch is unchanged.
-    with preserved_variables(dataset):
-        return _run_trials(candidates, graph, baseline, dataset, budget_s, clock)
+    with owned(teardown) as releaser, preserved_variables(dataset, releaser):
+        trials = _Trials(graph, baseline, dataset, clock, releaser, end_s, hard_end_s)
+        return trials.run_all(candidates)
 
 
-def _run_trials(
-    candidates: list[_Candidate],
-    graph: Any,
-    baseline: Any,
-    dataset: Any,
-    budget_s: float,
-    clock: Clock,
-) -> list[FixTrial]:
-    """Costliest stage first, so an exhausted budget leaves the cheap fixes unmeasured."""
-    runnable = [c for c in candidates if c.reason is None]
-    per_trial_s = budget_s / max(1, len(runnable))
-    deadline = clock.now() + budget_s * BUDGET_OVERRUN
-    results: dict[int, FixTrial] = {}
-    for position in sorted(range(len(candidates)), key=lambda i: -candidates[i].cost_s):
-        candidate = candidates[position]
-        if candidate.reason is not None:
-            results[position] = _unverified(candidate, candidate.reason)
-        elif clock.now() > deadline:
-            results[position] = _unverified(candidate, "not measured: verification budget spent")
-        else:
-            results[position] = _trial(candidate, graph, baseline, dataset, per_trial_s, clock)
-    return [results[i] for i in range(len(candidates))]
+def _time_window(
+    clock: Clock, budget_s: float | None, deadline: float | None
+) -> tuple[float, float]:
+    """When the trials plan to end, and the latest any of their rounds may end."""
+    now = clock.now()
+    if budget_s is None and deadline is None:
+        budget_s = DEFAULT_BUDGET_S
+    planned = [] if deadline is None else [deadline]
+    hard = [] if deadline is None else [deadline]
+    if budget_s is not None:
+        planned.append(now + budget_s)
+        hard.append(now + budget_s * BUDGET_OVERRUN)
+    return min(planned), min(hard)
+
+
+@dataclass
+class _Trials:
+    """The trials of one dataset: what they share, and the best interval seen so far."""
+
+    graph: Any
+    baseline: Any
+    dataset: Any
+    clock: Clock
+    teardown: TearDown
+    end_s: float
+    hard_end_s: float
+    best_low: float | None = None
+
+    def run_all(self, candidates: list[_Candidate]) -> list[FixTrial]:
+        """Costliest stage first, so an exhausted budget leaves the cheap fixes unmeasured;
+        each gets an equal share of the time left."""
+        left = sum(c.reason is None for c in candidates)
+        results: dict[int, FixTrial] = {}
+        for position in sorted(range(len(candidates)), key=lambda i: -candidates[i].cost_s):
+            candidate = candidates[position]
+            if candidate.reason is not None:
+                results[position] = _unverified(candidate, candidate.reason)
+                continue
+            now = self.clock.now()
+            if now + 2 * MIN_SLICE_S > self.hard_end_s:
+                results[position] = _unverified(
+                    candidate, "not measured: verification budget spent"
+                )
+            else:
+                results[position] = self.trial(candidate, max(0.0, self.end_s - now) / left)
+            left -= 1
+        return [results[i] for i in range(len(candidates))]
+
+    def trial(self, candidate: _Candidate, share_s: float) -> FixTrial:
+        """Check and build the variant, then time it beside the baseline; never raises."""
+        refusal = self._refusal(candidate)
+        if refusal is not None:
+            return _unverified(candidate, refusal)
+        try:
+            variant = _build_variant(candidate, self.graph, self.baseline, self.dataset)
+        except RewriteError as exc:
+            return _unverified(candidate, f"cannot rewrite: {exc}")
+        except Exception as exc:
+            return _unverified(candidate, f"cannot rewrite: {_describe(exc)}")
+        try:
+            rounds = self._rounds(candidate, variant, share_s)
+        except Exception as exc:  # the user's function failed in the copy: report, do not raise
+            return _unverified(candidate, f"the rewritten pipeline failed: {_describe(exc)}")
+        return self._measured(candidate, rounds)
+
+    def _refusal(self, candidate: _Candidate) -> str | None:
+        if candidate.check is None:
+            return None
+        try:
+            refusal, unsafe = candidate.check(self.graph, self.teardown)
+        except Exception as exc:
+            refusal, unsafe = f"could not be checked: {_describe(exc)}", False
+        if unsafe:
+            candidate.details["unsafe"] = "true"
+        return refusal
+
+    def _rounds(self, candidate: _Candidate, variant: Any, share_s: float) -> Rounds:
+        """A/B rounds with slices planned for `MIN_ROUNDS` rounds in `share_s` (less the time
+        a cache takes to fill), stopped as `bench/interleaved.py` says."""
+        until_s = self.clock.now() + share_s
+        fill_s = float(candidate.details.get("fill_s", "0") or 0)
+        planned_s = SLICE_SHARE * (share_s - fill_s) / (2 * MIN_ROUNDS)
+        baseline = _Side(self.baseline, self.teardown, self.clock)
+        fixed = _Side(variant, self.teardown, self.clock, candidate.fill_batches)
+        try:
+            return run_rounds(
+                baseline.run,
+                fixed.run,
+                slice_s=max(MIN_SLICE_S, min(MAX_SLICE_S, planned_s)),
+                until_s=until_s,
+                hard_until_s=self.hard_end_s,
+                clock=self.clock,
+                best_low=self.best_low,
+            )
+        finally:
+            fixed.close()
+
+    def _measured(self, candidate: _Candidate, rounds: Rounds) -> FixTrial:
+        base, fixed = median_rate(rounds.baseline), median_rate(rounds.variant)
+        if base is None or fixed is None:
+            return _unverified(candidate, "too few batches to time")
+        details = dict(candidate.details, stopped=rounds.stopped)
+        if rounds.interval is not None:
+            low, high = rounds.interval
+            details.update(speedup_low=f"{low:.3g}", speedup_high=f"{high:.3g}")
+            self.best_low = low if self.best_low is None else max(self.best_low, low)
+        return FixTrial(
+            fix=candidate.fix,
+            stage_index=candidate.stage_index,
+            stage=candidate.stage,
+            verified=True,
+            baseline_batches_per_s=base,
+            variant_batches_per_s=fixed,
+            speedup=fixed / base if base > 0 else None,
+            rounds=len(rounds.ratios),
+            details=details,
+            baseline_cpu_s_per_batch=_median_cpu(rounds.baseline),
+            variant_cpu_s_per_batch=_median_cpu(rounds.variant),
+        )
+
+
+class _Side:
+    """One side of a trial: a fresh iterator per run, or, for a cache, one iterator kept past
+    its filling epoch, so every run measures the epochs after the first."""
+
+    def __init__(
+        self, dataset: Any, teardown: TearDown, clock: Clock, fill_batches: int = 0
+    ) -> None:
+        self._dataset = dataset
+        self._teardown = teardown
+        self._clock = clock
+        self._kept: Iterator[Any] | None = None
+        if fill_batches > 0:
+            self._kept = iter(dataset)
+            for _ in range(fill_batches):
+                next(self._kept)
+
+    def run(self, max_seconds: float) -> BatchTiming:
+        iterator = self._kept if self._kept is not None else iter(self._dataset)
+        try:
+            return time_iterator(
+                iterator,
+                max_batches=MAX_BATCHES_PER_RUN,
+                max_seconds=max_seconds,
+                clock=self._clock,
+            )
+        finally:
+            if iterator is not self._kept:
+                self._teardown.discard(iterator)
+            del iterator
+
+    def close(self) -> None:
+        if self._kept is not None:
+            self._teardown.discard(self._kept)
+            self._kept = None
 
 
 # --- choosing fixes --------------------------------------------------------------------------
@@ -307,8 +465,8 @@ def _vectorize_candidate(
     sample_size = min(2 * batch, VECTORIZE_SAMPLE_MAX_ELEMENTS)
     candidate.details["sample_elements"] = str(sample_size)
 
-    candidate.check = lambda graph_def: _vectorize_check(
-        graph_def, map_node, batch_node, input_spec, batch_spec, sample_size
+    candidate.check = lambda graph_def, teardown: _vectorize_check(
+        graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown
     )
     candidate.edit = lambda graph: graph.vectorize(map_node, batch_node)
     return candidate
@@ -438,59 +596,6 @@ def _autotune_on(dataset: Any) -> Any:
 # --- running trials --------------------------------------------------------------------------
 
 
-def _trial(
-    candidate: _Candidate,
-    graph: Any,
-    baseline: Any,
-    dataset: Any,
-    budget_s: float,
-    clock: Clock,
-) -> FixTrial:
-    """Build the variant, then time baseline and variant alternately; never raises."""
-    if candidate.check is not None:
-        try:
-            refusal, unsafe = candidate.check(graph)
-        except Exception as exc:
-            refusal, unsafe = f"could not be checked: {_describe(exc)}", False
-        if unsafe:
-            candidate.details["unsafe"] = "true"
-        if refusal is not None:
-            return _unverified(candidate, refusal)
-    try:
-        variant = _build_variant(candidate, graph, baseline, dataset)
-    except RewriteError as exc:
-        return _unverified(candidate, f"cannot rewrite: {exc}")
-    except Exception as exc:
-        return _unverified(candidate, f"cannot rewrite: {_describe(exc)}")
-    fill_s = float(candidate.details.get("fill_s", "0") or 0)
-    slice_s = max(MIN_SLICE_S, (budget_s - fill_s) / (2 * ROUNDS))
-    try:
-        make_variant = _variant_iterators(variant, candidate.fill_batches)
-        base_runs, variant_runs = _interleaved_runs(
-            lambda: iter(baseline), make_variant, slice_s=slice_s, clock=clock
-        )
-    except Exception as exc:  # the user's function failed in the copy: report, do not raise
-        return _unverified(candidate, f"the rewritten pipeline failed: {_describe(exc)}")
-    base_rates = [r for r in (t.batches_per_s for t in base_runs) if r is not None]
-    variant_rates = [r for r in (t.batches_per_s for t in variant_runs) if r is not None]
-    if not base_rates or not variant_rates:
-        return _unverified(candidate, "too few batches to time")
-    base, fixed = median(base_rates), median(variant_rates)
-    return FixTrial(
-        fix=candidate.fix,
-        stage_index=candidate.stage_index,
-        stage=candidate.stage,
-        verified=True,
-        baseline_batches_per_s=base,
-        variant_batches_per_s=fixed,
-        speedup=fixed / base if base > 0 else None,
-        rounds=min(len(base_rates), len(variant_rates)),
-        details=dict(candidate.details),
-        baseline_cpu_s_per_batch=_median_cpu(base_runs),
-        variant_cpu_s_per_batch=_median_cpu(variant_runs),
-    )
-
-
 def _median_cpu(runs: Sequence[BatchTiming]) -> float | None:
     cpu = [c for c in (t.cpu_s_per_batch for t in runs) if c is not None]
     return median(cpu) if cpu else None
@@ -503,9 +608,11 @@ def _vectorize_check(
     input_spec: Any,
     batch_spec: Any,
     sample_size: int,
+    teardown: TearDown | None = None,
 ) -> tuple[str | None, bool]:
     """Run the map's function per element and on whole batches over a sample of the user's
-    elements; (why not, whether it is unsafe rather than unchecked), (None, False) if equal."""
+    elements; (why not, whether it is unsafe rather than unchecked), (None, False) if equal.
+    Spent iterators go to `teardown` (None: released in place)."""
     import tensorflow as tf
 
     if not all(isinstance(c, tf.TensorSpec) for c in tf.nest.flatten(input_spec)):
@@ -514,7 +621,7 @@ def _vectorize_check(
     map_def = sample_graph.node(map_node)
     sample_graph.set_output(sample_graph.data_inputs(map_def)[0].split(":")[0])
     sample_graph.isolate()
-    sample = _read_sample(sample_graph.rebuild(input_spec), input_spec, sample_size)
+    sample = _read_sample(sample_graph.rebuild(input_spec), input_spec, sample_size, teardown)
     if sample is None:
         return "not checked: no sample of the map's input could be read; estimated only", False
     count = len(sample[0])
@@ -528,7 +635,7 @@ def _vectorize_check(
             check_graph.vectorize(map_node, batch_node)
         check_graph.set_output(map_node if vectorized else batch_node)
         try:
-            results.append(_numpy_batches(check_graph.rebuild(batch_spec)))
+            results.append(_numpy_batches(check_graph.rebuild(batch_spec), teardown))
         except Exception as exc:
             if not vectorized:
                 raise
@@ -547,14 +654,16 @@ def _vectorize_check(
     return None, False
 
 
-def _read_sample(dataset: Any, spec: Any, size: int) -> list[Any] | None:
+def _read_sample(
+    dataset: Any, spec: Any, size: int, teardown: TearDown | None = None
+) -> list[Any] | None:
     """Up to `size` elements, one stacked NumPy array per component (memory-capped)."""
     import numpy as np
     import tensorflow as tf
 
     columns: list[list[Any]] = [[] for _ in tf.nest.flatten(spec)]
     used = 0
-    for element in dataset.take(size):
+    for element in _elements(dataset.take(size), teardown):
         values = [t.numpy() for t in tf.nest.flatten(element)]
         used += sum(getattr(v, "nbytes", 0) for v in values)
         if used > VECTORIZE_SAMPLE_MAX_BYTES:
@@ -566,10 +675,21 @@ def _read_sample(dataset: Any, spec: Any, size: int) -> list[Any] | None:
     return [np.stack(column) for column in columns]
 
 
-def _numpy_batches(dataset: Any) -> list[list[Any]]:
+def _numpy_batches(dataset: Any, teardown: TearDown | None = None) -> list[list[Any]]:
     import tensorflow as tf
 
-    return [[t.numpy() for t in tf.nest.flatten(batch)] for batch in dataset]
+    return [[t.numpy() for t in tf.nest.flatten(batch)] for batch in _elements(dataset, teardown)]
+
+
+def _elements(dataset: Any, teardown: TearDown | None) -> Iterator[Any]:
+    """The dataset's elements, read on an iterator that `teardown` releases (None: here)."""
+    iterator = iter(dataset)
+    try:
+        yield from iterator
+    finally:
+        if teardown is not None:
+            teardown.discard(iterator)
+        del iterator
 
 
 def _first_difference(expected: list[list[Any]], actual: list[list[Any]]) -> str | None:
@@ -600,41 +720,6 @@ def _build_variant(candidate: _Candidate, graph: Any, baseline: Any, dataset: An
     edited.isolate()
     candidate.edit(edited)
     return edited.rebuild(dataset.element_spec)
-
-
-def _variant_iterators(variant: Any, fill_batches: int) -> Callable[[], Iterator[Any]]:
-    """Fresh iterators per run; for a cache, one iterator kept past its filling epoch."""
-    if fill_batches <= 0:
-        return lambda: iter(variant)
-    iterator = iter(variant)
-    for _ in range(fill_batches):
-        next(iterator)
-    return lambda: iterator
-
-
-def _interleaved_runs(
-    baseline: Callable[[], Iterator[Any]],
-    variant: Callable[[], Iterator[Any]],
-    *,
-    slice_s: float,
-    clock: Clock,
-) -> tuple[list[BatchTiming], list[BatchTiming]]:
-    """The timing of each run, A B, B A, A B ...: alternate which side goes first so drift
-    hits both alike."""
-    base_runs: list[BatchTiming] = []
-    variant_runs: list[BatchTiming] = []
-    for round_index in range(ROUNDS):
-        sides = [(baseline, base_runs), (variant, variant_runs)]
-        if round_index % 2:
-            sides.reverse()
-        for make_iterator, runs in sides:
-            iterator = make_iterator()
-            timing = time_iterator(
-                iterator, max_batches=MAX_BATCHES_PER_RUN, max_seconds=slice_s, clock=clock
-            )
-            del iterator
-            runs.append(timing)
-    return base_runs, variant_runs
 
 
 def _unverified(candidate: _Candidate, reason: str) -> FixTrial:

@@ -1,0 +1,155 @@
+"""Interleaved A/B runs of two pipelines, stopped as soon as the speedup is clear.
+
+A fix trial (`bench/whatif.py`) reads the original pipeline (A) and the fixed one (B) for a
+short slice each, in rounds that alternate which side goes first (A B, B A, ...), so drift
+on a busy machine hits both sides alike. Each round gives one ratio, B's rate over A's,
+taken back to back, so a slow minute of the machine cancels out within the round.
+
+**Stopping.** After each round, from `MIN_ROUNDS` on, an interval for the median of the
+per-round ratios is computed, and the trial stops when it says enough:
+
+- its lower end is above 1: the fix is a `clear gain`;
+- its upper end is below `VERIFIED_MIN_GAIN` (1.05, the gain under which the advisor does
+  not recommend a fix, `analysis/advisor.py`): `clear no gain`, whether the fix is slower
+  (below 1) or its gain, if any, is within the noise floor;
+- its upper end is below the lower end of the best trial so far: `outranked`, it cannot be
+  the fix to make first (the top two are separated);
+- otherwise the trial goes on until its share of the time is spent: `budget`.
+
+**The interval** is the sign-test (order-statistic) interval for a median: with n ratios
+sorted, [x_(k), x_(n+1-k)] covers the median with probability 1 - 2 P(Bin(n, 1/2) <= k-1),
+and k is the largest that keeps this at least `CONFIDENCE` (90%). It assumes only that the
+rounds are independent draws with a common median: no normality (a disturbed round is an
+outlier, which moves a mean and a t-interval, not a median), and unlike a bootstrap it is
+exact at the 5 to 15 rounds a trial runs. Five rounds are the fewest with any interval at
+90% (k = 1, the min and max: 1 - 2/32 = 94%). Looking after every round makes the error
+over a whole trial larger than 10%; a wrong stop still reports the measured medians, and
+the advisor's 1.05 floor sits beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from math import comb
+from statistics import median
+
+from pipediag.analysis.advisor import VERIFIED_MIN_GAIN
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.clock import Clock
+
+# Why a trial stopped (`FixTrial.details["stopped"]`).
+STOP_GAIN = "clear gain"
+STOP_NO_GAIN = "clear no gain"
+STOP_OUTRANKED = "outranked"
+STOP_BUDGET = "budget"
+
+# The fewest rounds with an interval at `CONFIDENCE` (see the module docstring).
+MIN_ROUNDS = 5
+# Two-sided confidence of the speedup interval: 90% stops a clear 2-core trial in 5 rounds.
+CONFIDENCE = 0.90
+
+# One side's read: given the time it may take, the timing of a fresh (or kept) iterator.
+Run = Callable[[float], BatchTiming]
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """What a trial's runs measured, and why they stopped."""
+
+    baseline: list[BatchTiming]
+    variant: list[BatchTiming]
+    ratios: list[float]
+    interval: tuple[float, float] | None
+    stopped: str
+
+
+def median_interval(
+    values: Sequence[float], confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """The sign-test interval for the median of `values`; None when too few for `confidence`."""
+    n = len(values)
+    k = 0
+    while k + 1 <= n // 2 and _coverage(n, k + 1) >= confidence:
+        k += 1
+    if k == 0:
+        return None
+    ordered = sorted(values)
+    return ordered[k - 1], ordered[n - k]
+
+
+def _coverage(n: int, k: int) -> float:
+    """P(x_(k) <= median <= x_(n+1-k)) for n independent draws."""
+    return 1.0 - 2.0 * sum(comb(n, i) for i in range(k)) / 2**n
+
+
+def stop_reason(interval: tuple[float, float] | None, best_low: float | None) -> str | None:
+    """Why a trial with this interval should stop now, or None to go on."""
+    if interval is None:
+        return None
+    low, high = interval
+    if low > 1.0:
+        return STOP_GAIN
+    if high < VERIFIED_MIN_GAIN:
+        return STOP_NO_GAIN
+    if best_low is not None and high < best_low:
+        return STOP_OUTRANKED
+    return None
+
+
+def run_rounds(
+    baseline: Run,
+    variant: Run,
+    *,
+    slice_s: float,
+    until_s: float,
+    hard_until_s: float,
+    clock: Clock,
+    best_low: float | None = None,
+) -> Rounds:
+    """A/B rounds until the speedup is clear or the time is spent.
+
+    Args:
+        baseline / variant: each reads its side for at most the seconds it is given.
+        slice_s: timed seconds per side and round; a side whose first batch (untimed, e.g.
+            a shuffle buffer filling) took long gets that much more in later rounds.
+        until_s: on `clock`, no round starts that would end later once `MIN_ROUNDS` ran.
+        hard_until_s: no round at all starts that would end later.
+        clock: the clock the runs are timed with.
+        best_low: the lower end of the best trial's interval so far (for `outranked`).
+    """
+    runs: tuple[list[BatchTiming], list[BatchTiming]] = ([], [])
+    sides = (baseline, variant)
+    first_s = [0.0, 0.0]
+    ratios: list[float] = []
+    interval: tuple[float, float] | None = None
+    round_s = 2 * slice_s  # until one round is measured
+    while True:
+        now = clock.now()
+        soft_limit = until_s if len(runs[0]) >= MIN_ROUNDS else hard_until_s
+        if now + round_s > min(soft_limit, hard_until_s):
+            return Rounds(runs[0], runs[1], ratios, interval, STOP_BUDGET)
+        for side in (0, 1) if len(runs[0]) % 2 == 0 else (1, 0):
+            timing = sides[side](slice_s + first_s[side])
+            first_s[side] = timing.first_batch_s or 0.0
+            runs[side].append(timing)
+        round_s = clock.now() - now
+        ratio = _ratio(runs[0][-1], runs[1][-1])
+        if ratio is not None:
+            ratios.append(ratio)
+        interval = median_interval(ratios) if len(ratios) >= MIN_ROUNDS else None
+        reason = stop_reason(interval, best_low)
+        if reason is not None:
+            return Rounds(runs[0], runs[1], ratios, interval, reason)
+
+
+def _ratio(base: BatchTiming, fixed: BatchTiming) -> float | None:
+    if not base.batches_per_s or fixed.batches_per_s is None:
+        return None
+    return fixed.batches_per_s / base.batches_per_s
+
+
+def median_rate(runs: Sequence[BatchTiming]) -> float | None:
+    """The median batches per second over the runs that have a rate."""
+    rates = [r for r in (t.batches_per_s for t in runs) if r is not None]
+    return median(rates) if rates else None
