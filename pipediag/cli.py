@@ -124,6 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"time budget for measuring fixes (default {RunConfig.verify_seconds:g})",
     )
     run.add_argument(
+        "--deep-seconds",
+        type=_positive_float,
+        default=RunConfig.deep_seconds,
+        metavar="S",
+        help="time budget that stage timing and fix trials share "
+        f"(default {RunConfig.deep_seconds:g})",
+    )
+    run.add_argument(
         "--deep",
         action="store_true",
         help="time each stage and measure fixes even when input costs under 5%% of training "
@@ -207,6 +215,7 @@ def _run(options: argparse.Namespace) -> int:
         verify=not options.no_verify,
         verify_seconds=options.verify_seconds,
         deep=options.deep,
+        deep_seconds=options.deep_seconds,
     )
     log = None if options.quiet else sys.stderr
     report, written = run_and_report(

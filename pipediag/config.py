@@ -23,6 +23,10 @@ DEFAULT_OUT_DIR = "pipediag-out"
 # Each candidate fix is timed beside the original in interleaved rounds; 8 s in all keeps
 # phase 1 short while giving each side a few hundred batches on typical pipelines.
 DEFAULT_VERIFY_SECONDS = 8.0
+# Stage timing and fix trials share this budget, and run only when input matters (issue 16:
+# a diagnosis should take at most ~1.3x the script's own run time). On the input-bound
+# example the trials settle in about 4.5 s (bench/interleaved.py stops them when clear).
+DEFAULT_DEEP_SECONDS = 6.0
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,8 @@ class RunConfig:
         bench_seconds / bench_batches: the phase-1 budget, whichever ends first.
         stages: measure each pipeline stage alone to find the slow one.
         verify: build the suggested pipeline fixes and measure them beside the original.
-        verify_seconds: time budget for measuring the fixes.
+        verify_seconds: the most the fix trials may take, within `deep_seconds`.
+        deep_seconds: the budget that stage timing and fix trials share.
         deep: time the stages and measure fixes even when input costs too little to matter
             (under 5% of training); by default they run only when it does.
     """
@@ -56,3 +61,4 @@ class RunConfig:
     sample_host: bool = True
     sample_gpu: bool = True
     deep: bool = False
+    deep_seconds: float = DEFAULT_DEEP_SECONDS

@@ -63,7 +63,7 @@ class Progress:
         with self._lock:
             self._end_phase_line()
             if not self.live or not redraw:
-                budget = f" (up to {budget_s:g} s)" if budget_s else ""
+                budget = f" (up to {budget_s:.2g} s)" if budget_s else ""
                 self._write(f"{PREFIX}{text}{budget}...\n")
                 return
             self._phase = text

@@ -40,6 +40,11 @@ PHASE_EXTENSION_STEPS = 20
 PHASE_EXTENSION_MAX_FACTOR = 4
 PHASE_EXTENSION_MAX_S = 30.0
 
+# Stage timing may take up to this share of the deep-analysis budget; the fix trials get
+# the rest. Stages are quick on most pipelines (a few prefixes, a fraction of a second
+# each), and the trials are what turn an estimate into a measured fix.
+STAGES_SHARE = 0.5
+
 # Stage timing and fix trials run when input costs at least this share of training: below
 # it no input fix can gain more than ~5%, XProf's line for "not input-bound" (issue 16).
 DEEP_MIN_COST = 0.05
@@ -121,6 +126,7 @@ class DiagnosticSession:
         if not self._concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
         self._dataset = self._cached_batch = self._model = None
+        self._drain_teardowns()
         analysis_began = self.clock.now()
         self._progress.close()
         host, gpu = self._stop_samplers()
@@ -153,6 +159,15 @@ class DiagnosticSession:
             phases=sorted(self._spans, key=lambda span: span.start_s),
             notes=list(self._notes),
         )
+
+    def _drain_teardowns(self) -> None:
+        """Wait for the spent iterators being released off the main thread (bench/)."""
+        if "pipediag.bench.teardown" not in sys.modules:
+            return
+        from pipediag.bench import teardown
+
+        if not teardown.drain():
+            self.note("some of pipediag's own iterators were still being released at the end")
 
     def _guarded(self, what: str, step: Callable[[Report], Report], report: Report) -> Report:
         """One analysis step; a bug in it is noted and costs only its own part of the report."""
@@ -220,6 +235,7 @@ class DiagnosticSession:
                     max_seconds=self.config.bench_seconds,
                     clock=self.clock,
                     keep_first_batch=self._keep_batch,
+                    teardown=self._teardown(),
                 )
         except Exception as exc:
             self.pipeline = PipelineBenchmark(
@@ -268,6 +284,12 @@ class DiagnosticSession:
             )
         self.timeline.extend_budget(PHASE_EXTENSION_STEPS)
         return True
+
+    @staticmethod
+    def _teardown() -> Any:
+        from pipediag.bench import teardown
+
+        return teardown.SHARED
 
     def _keep_batch(self, batch: Any) -> None:
         self._cached_batch = batch
@@ -400,20 +422,37 @@ class DiagnosticSession:
             self._add_phase("deep_analysis", began, self.clock.now())
 
     def _examine_stages(self, dataset: Any, pipeline: PipelineBenchmark) -> PipelineBenchmark:
-        """Per-stage rates and measured fixes; a failure here keeps the benchmark itself."""
+        """Per-stage rates and measured fixes, within one shared budget (`deep_seconds`):
+        stage timing may take up to `STAGES_SHARE` of it, the fix trials whatever is left.
+        A failure here keeps the benchmark itself."""
+        from pipediag.bench import teardown
         from pipediag.bench.stages import measure_stages
         from pipediag.bench.structure import effective_options
         from pipediag.bench.whatif import verify_fixes
 
-        self.phase("timing each pipeline stage")
+        budget = self.config.deep_seconds
+        began = self.clock.now()
+        deadline = began + budget
+        self.phase("timing each pipeline stage", budget * STAGES_SHARE)
         try:
             options = effective_options(dataset)
-            stages = measure_stages(dataset, clock=self.clock) if self.config.stages else []
+            stages = measure_stages(
+                dataset,
+                clock=self.clock,
+                deadline=began + budget * STAGES_SHARE,
+                teardown=teardown.SHARED,
+            )
             trials = []
-            if self.config.verify and stages:
-                self.phase("measuring candidate fixes", self.config.verify_seconds)
+            left = deadline - self.clock.now()
+            if self.config.verify and stages and left > 0:
+                self.phase("measuring candidate fixes", left)
                 trials = verify_fixes(
-                    dataset, stages, clock=self.clock, budget_s=self.config.verify_seconds
+                    dataset,
+                    stages,
+                    clock=self.clock,
+                    budget_s=min(self.config.verify_seconds, left),
+                    deadline=deadline,
+                    teardown=teardown.SHARED,
                 )
         except Exception as exc:
             self.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
