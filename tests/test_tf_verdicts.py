@@ -7,6 +7,7 @@ does far more work per step. Margins are wide (20 ms sleeps vs a sub-millisecond
 
 from __future__ import annotations
 
+import statistics
 import textwrap
 from pathlib import Path
 
@@ -108,9 +109,13 @@ def test_input_bound_pipeline(tmp_path: Path, style: str) -> None:
     assert report.train.style == ("keras-fit" if style == "fit" else "custom-loop")
     measured = [s for s in report.train.steps if s.label != WARMUP]
     assert len(measured) == MEASURED
-    for step in measured:
-        assert step.input_wait_s is not None
-        assert step.input_wait_s == pytest.approx(BATCH_DELAY_S, rel=0.25), step
+    waits = [step.input_wait_s for step in measured]
+    assert all(wait is not None for wait in waits)
+    # Each step waits about one batch's known delay; a step right after an epoch boundary or
+    # a stall of this shared host may find its batch ready, so most steps, not every one.
+    assert statistics.median(waits) == pytest.approx(BATCH_DELAY_S, rel=0.25), measured
+    close = [w for w in waits if w == pytest.approx(BATCH_DELAY_S, rel=0.25)]
+    assert len(close) >= 0.8 * len(waits), measured
     # the pipeline alone runs at about one batch per known delay
     assert report.pipeline.measured and report.pipeline.batches_per_s is not None
     assert report.pipeline.batches_per_s == pytest.approx(1 / BATCH_DELAY_S, rel=0.3)
