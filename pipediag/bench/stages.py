@@ -45,7 +45,8 @@ Caveats, each one why a prefix can behave unlike the whole:
   median. A prefix whose first element is slow (a large shuffle buffer filling) is read in
   one slice only, since every slice pays for that first element again.
 - **A deadline** (`deadline=`, a time on the injected clock, shared with the fix trials
-  that follow) stops the reads when the next slice would end past it: a stage read at least
+  that follow) stops the reads when the next one would end past it (judged by the time the
+  last read took, building the copy and its first element included): a stage read at least
   once keeps its rate (the median of fewer slices), the others are listed without rates,
   `settings["not_measured"]` saying the time ran out.
 - **Spent iterators are released off the main thread** (`bench/teardown.py`): a tear-down
@@ -310,15 +311,17 @@ def _measure_in_rounds(
     slice_elements = max(1, max_elements // ROUNDS)
     rates: dict[int, list[float]] = {s.stats.index: [] for s in stages}
     done: set[int] = set()
+    read_s = slice_s  # what a read takes, set-up included: the last one's, once measured
     for round_index in range(ROUNDS):
         order = list(stages) if round_index % 2 == 0 else list(reversed(stages))
         for stage in order:
             index = stage.stats.index
             if index in done:
                 continue
-            if not reader.has_time(slice_s):
+            if not reader.has_time(read_s):
                 _out_of_time(rates, reasons)
                 return rates
+            began = reader.clock.now()
             rate, reason, first_s, groups[index] = _measure_prefix(
                 stage.dataset,
                 reader,
@@ -326,6 +329,7 @@ def _measure_in_rounds(
                 max_seconds=slice_s,
                 max_elements=slice_elements,
             )
+            read_s = max(slice_s, reader.clock.now() - began)
             slow_start = first_s is not None and first_s > slice_s / 2
             if rate is None and slow_start and round_index == 0:
                 # The first element ate the slice: read once more, with the whole budget.
