@@ -129,10 +129,11 @@ def measure_fit_step(
     variables = _step_variables(model)
     saved = [(v, v.numpy()) for v in variables]
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    feed = _feeder(model, batch, per_call)
     began = clock.now()
     try:
         timing = _time_steps(
-            lambda: train_function(_repeat(batch, per_call)),
+            lambda: train_function(feed()),
             clock=clock,
             step_s_hint=step_s_hint * per_call,
             sync=_sync_logs,
@@ -147,9 +148,26 @@ def measure_fit_step(
     return result
 
 
-def _repeat(batch: Any, times: int) -> Any:
-    for _ in range(times):
-        yield batch
+def _feeder(model: Any, batch: Any, per_call: int) -> Callable[[], Any]:
+    """What one call of the train function reads: the cached batch, `per_call` times.
+
+    On one replica, the batch itself (Keras then calls its compiled step on it directly).
+    Under a strategy with several replicas the global batch must be split among them as fit
+    splits it, so it goes through the strategy's own distributed dataset.
+    """
+    strategy = getattr(model, "distribute_strategy", None)
+    if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
+        import tensorflow as tf
+
+        cached = tf.data.Dataset.from_tensors(batch).repeat()
+        iterator = iter(strategy.experimental_distribute_dataset(cached))
+        return lambda: iterator
+
+    def repeat() -> Any:
+        for _ in range(per_call):
+            yield batch
+
+    return repeat
 
 
 def _per_batch(result: ComputeAlone, per_call: int) -> ComputeAlone:
