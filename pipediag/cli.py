@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -198,6 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PipediagError as exc:
         print(f"pipediag: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:
+        # `pipediag report ... | head`: the reader left; no traceback, and none at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _run(options: argparse.Namespace) -> int:

@@ -159,3 +159,13 @@ def test_steady_epochs_are_one_phase() -> None:
         train, PipelineBenchmark(measured=True, batches_per_s=200.0), compute_alone=_alone(0.010)
     )
     assert verdict.phases == []
+
+
+def test_a_pipeline_alone_slower_than_training_is_called_disturbed() -> None:
+    # GIVEN training at 68 steps/s fed by a pipeline read alone at 34 batches/s
+    train = _train([(0.0147, 0.011, 0)] * 40, source="batch-stamps")
+    verdict = judge(
+        train, PipelineBenchmark(measured=True, batches_per_s=34.0), compute_alone=_alone(0.005)
+    )
+    # THEN the summary says the pipeline-alone reading cannot be right
+    assert "training ran faster than the pipeline alone (68.0 against 34.0)" in verdict.summary

@@ -69,6 +69,10 @@ DEFAULT_THRESHOLDS = Thresholds()
 # pipeline limits it (DS-Analyzer's differential reading); said as a suggestion only.
 PIPELINE_LIMITED_SHARE = 0.8
 
+# Training cannot outrun the pipeline that feeds it: a pipeline-alone rate this far below the
+# training rate was measured while something else took the cores (or the files were cold).
+PIPELINE_BELOW_TRAINING = 1.2
+
 SEVERITY_HIGH = "highly input-bound"
 SEVERITY_MODERATE = "moderately input-bound"
 SEVERITY_NONE = "not input-bound"
@@ -223,6 +227,16 @@ def _summary(
         )
     if pipeline.batches_per_s is not None:
         figures.append(f"the pipeline alone delivers {pipeline.batches_per_s:.1f} batches/s")
+    if (
+        pipeline.batches_per_s is not None
+        and rates.training is not None
+        and rates.training > PIPELINE_BELOW_TRAINING * pipeline.batches_per_s
+    ):
+        figures.append(
+            f"training ran faster than the pipeline alone ({rates.training:.1f} against "
+            f"{pipeline.batches_per_s:.1f}), so that reading was disturbed (another process, "
+            "a cold file cache): read its stage figures with care"
+        )
     figure_text = "; ".join(figures)
     parts = (
         f"waiting {split.wait:.0%}, contention {split.contention:.0%}, "
