@@ -46,7 +46,8 @@ from pipediag.report.model import (
 
 # The pipeline alone at least this many times faster than training cannot have kept the
 # step waiting through a prefetch buffer: what the step spent in next() is the pull itself
-# (DESIGN.md: 5,100 batches/s alone against 700 steps/s, 24% of each step spent in next()).
+# (docs/design.md, "Input cost": 5,100 batches/s alone against 700 steps/s, 25% of each
+# step spent in next()).
 FETCH_PIPELINE_MARGIN = 5.0
 # Two epochs whose input costs differ by more than this are two phases (a cache filling in
 # epoch 1); smaller differences are run-to-run noise on a shared 2-core host.
