@@ -5,15 +5,32 @@ The truth of each case is measured, not read off its name (DS-Analyzer's differe
 - P: the case's dataset read alone, over the same window of batches a diagnosis judges
   (after its warm-up, epochs in a row, as training reads them);
 - C: the case's own train step (its style and model) on a few cached, repeated batches;
-- truth: input-bound when P/C < 0.8, compute-bound when P/C > 1.25, balanced between
-  (bands and their reasons: `benchmarks/_common.py`). Cases within 10% of a band edge are
-  flagged, since either label is defensible there. When the pipeline's rate changes between
-  epochs inside the window (a cache filling in epoch 1), the rule is applied per epoch and
-  combined by time (`window_truth_ratio`); for a steady pipeline that is exactly P/C.
+- P/C truth (`truth` in the results): input-bound when P/C < 0.8, compute-bound when
+  P/C > 1.25, balanced between (bands and their reasons: `benchmarks/_common.py`). Cases
+  within 10% of a band edge are flagged, since either label is defensible there. When the
+  pipeline's rate changes between epochs inside the window (a cache filling in epoch 1),
+  the rule is applied per epoch and combined by time (`window_truth_ratio`); for a steady
+  pipeline that is exactly P/C. It predicts waiting only: it is blind to a pipeline that
+  keeps up but takes the step's cores, or costs a fixed overhead per pull.
+
+Input cost (issue 12), measured the same way without pipediag (`benchmarks/_input_cost.py`):
+
+- A: the case's own training as its script runs it, over the same window;
+- T: its train step on ONE held batch with the pipeline idle;
+- true cost = 1 - A/T (`truth_cost`), from three side-by-side T/A pairs (ABBA); the cost
+  truth (`truth_by_cost`) is input-bound at 20% or more, balanced from 5%, compute-bound
+  below (XProf's bands, as pipediag's verdict applies them to input cost).
+
+pipediag's `input_cost_fraction` and its wait share (`input_wait_fraction`, XProf's figure)
+are both scored against the true cost: the median absolute error of each is printed (a
+negative true cost, which is noise, counts as 0), with the verdicts against the cost truth
+and, where pipediag found phases (e.g. a cache filling in epoch 1), each phase's cost
+beside the true cost of the same epochs.
 
 Then `pipediag.diagnose` runs the unmodified case script. Each case runs in its own Python
 process (TF state, threads and caches do not leak between cases). The script prints one row
-per case, a confusion table (truth x pipediag), and whether the case's expected top
+per case, a confusion table (truth x pipediag) for each truth, the median errors of the
+input cost and the wait share against the true cost, and whether the case's expected top
 suggestion (e.g. PD001) came first, when pipediag made suggestions.
 
     python benchmarks/accuracy.py                 # the whole suite (a few minutes, 2 cores)
@@ -24,6 +41,7 @@ suggestion (e.g. PD001) came first, when pipediag made suggestions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -56,6 +74,12 @@ from benchmarks._common import (
     window_truth_ratio,
     write_results,
 )
+from benchmarks._input_cost import (
+    classify_cost,
+    measure_input_cost,
+    median_abs_error,
+    phase_cost,
+)
 
 NAME = "accuracy"
 # The diagnosis window: pipediag's default warm-up, and enough measured steps for a stable
@@ -71,6 +95,10 @@ MAX_EPOCHS = 50
 BENCH_SECONDS = 3.0
 QUICK_BENCH_SECONDS = 1.0
 CASE_TIMEOUT_S = 420
+# Side-by-side T/A pairs for the true input cost (T A, A T, T A). On 2 shared cores one
+# pair's cost moves by +-15 points (the new cases' docstrings); three pairs in ABBA order
+# let drift cancel.
+TRUTH_REPEATS = 3
 
 
 def run_worker(case: str, *, warmup: int, steps: int, bench_seconds: float) -> dict[str, Any]:
@@ -85,6 +113,9 @@ def run_worker(case: str, *, warmup: int, steps: int, bench_seconds: float) -> d
     compute = measure_compute(module, cache_batches=CACHE_BATCHES, skip=warmup, count=steps)
     p, c = pipeline["batches_per_s"], compute["steps_per_s"]
     ratio = window_truth_ratio(pipeline["segments"], c) if c else None
+    cost = measure_input_cost(
+        module, skip=warmup, count=steps, repeats=TRUTH_REPEATS, max_epochs=MAX_EPOCHS
+    )
     epochs = _epochs_for(pipeline["epoch_batches"], warmup + steps)
     with tempfile.TemporaryDirectory(prefix="pipediag-acc-") as out:
         report = pipediag.diagnose(
@@ -100,6 +131,8 @@ def run_worker(case: str, *, warmup: int, steps: int, bench_seconds: float) -> d
             log=None,
         )
     top = report.suggestions[0] if report.suggestions else None
+    verdict = report.verdict
+    split = getattr(verdict, "cost_split", None)
     return {
         "case": info.name,
         "style": info.style,
@@ -111,10 +144,22 @@ def run_worker(case: str, *, warmup: int, steps: int, bench_seconds: float) -> d
         "truth": classify_ratio(ratio),
         "truth_segments": pipeline["segments"],
         "truth_epoch_batches": pipeline["epoch_batches"],
-        "verdict": report.verdict.label,
-        "input_wait_fraction": report.verdict.input_wait_fraction,
+        "truth_training_steps_per_s": cost["training_steps_per_s"],
+        "truth_compute_alone_steps_per_s": cost["compute_alone_steps_per_s"],
+        "truth_cost": cost["cost"],
+        "truth_cost_pairs": cost["pair_costs"],
+        "truth_by_cost": cost["label"],
+        "truth_cost_epochs": cost["epochs"],
+        "truth_boundary_s": [r["boundary_s"] for r in cost["training_runs"]],
+        "verdict": verdict.label,
+        "input_wait_fraction": verdict.input_wait_fraction,
+        "input_cost_fraction": getattr(verdict, "input_cost_fraction", None),
+        "cost_split": dataclasses.asdict(split) if split is not None else None,
+        "phases": [dataclasses.asdict(p) for p in getattr(verdict, "phases", None) or []],
         "pipediag_pipeline_batches_per_s": report.pipeline.batches_per_s,
-        "pipediag_compute_alone_steps_per_s": report.verdict.compute_alone_steps_per_s,
+        "pipediag_compute_alone_steps_per_s": verdict.compute_alone_steps_per_s,
+        "pipediag_compute_alone_source": getattr(verdict, "compute_alone_source", None) or None,
+        "pipediag_training_steps_per_s": getattr(verdict, "training_steps_per_s", None),
         "pipediag_train_steps_per_s": report.train.steps_per_s,
         "complete": report.complete,
         "stop_reason": report.stop_reason,
@@ -160,6 +205,7 @@ def run_case(case: str, *, warmup: int, steps: int, bench_seconds: float) -> dic
                 "case": case,
                 "error": f"exit {proc.returncode}: {tail(proc.stderr)}",
                 "truth": UNKNOWN,
+                "truth_by_cost": UNKNOWN,
                 "verdict": UNKNOWN,
                 "case_wall_s": wall,
             }
@@ -169,7 +215,7 @@ def run_case(case: str, *, warmup: int, steps: int, bench_seconds: float) -> dic
 
 
 def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Print the per-case rows, the confusion table and the suggestion check."""
+    """Print the per-case rows, the confusion tables, the cost errors and the suggestion check."""
     rows = []
     for r in results:
         ratio = r.get("truth_ratio")
@@ -185,6 +231,8 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
                 r["truth"],
                 r["verdict"],
                 fmt(r.get("input_wait_fraction"), ".0%"),
+                fmt(r.get("input_cost_fraction"), ".0%"),
+                fmt(r.get("truth_cost"), ".0%"),
                 "yes" if r["truth"] == r["verdict"] else "NO",
                 r.get("top_suggestion") or "-",
                 r.get("expected_suggestion") or "-",
@@ -197,9 +245,11 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         "P b/s",
         "C st/s",
         "P/C",
-        "truth",
+        "P/C truth",
         "pipediag",
         "wait",
+        "cost",
+        "true cost",
         "right",
         "top suggestion",
         "expected",
@@ -207,15 +257,18 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
     ]
     print(format_table(headers, rows))
     print("(* P/C within 10% of a band edge: either neighbouring label is defensible)")
+    print("(wait, cost: pipediag's wait share and input cost; true cost: 1 - A/T, below)")
     for r in results:
         if "error" in r:
             print(f"\n{r['case']} failed: {r['error']}")
 
     matrix = confusion((r["truth"], r["verdict"]) for r in results)
     right, total = accuracy_of(matrix)
-    print("\nConfusion (rows: measured truth, columns: pipediag's verdict)")
+    print("\nConfusion (rows: P/C truth, columns: pipediag's verdict)")
     print(format_confusion(matrix))
-    print(f"verdicts right: {right}/{total}")
+    print(f"verdicts right against the P/C truth: {right}/{total}")
+
+    cost_summary = summarise_cost(results)
 
     with_suggestions = [r for r in results if r.get("suggestions")]
     judged = [
@@ -234,10 +287,135 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
         "confusion": matrix,
         "verdicts_right": right,
         "verdicts_total": total,
+        **cost_summary,
         "suggestion_first": first,
         "suggestion_judged": len(judged),
         "cases_with_suggestions": len(with_suggestions),
     }
+
+
+def summarise_cost(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Input cost: the truth's figures, pipediag's, the errors and the cost-truth verdicts."""
+    rows = []
+    for r in results:
+        if "error" in r:
+            continue
+        split = r.get("cost_split") or {}
+        pairs = r.get("truth_cost_pairs") or []
+        truth_label = r.get("truth_by_cost", UNKNOWN)
+        rows.append(
+            [
+                r["case"],
+                fmt(r.get("truth_training_steps_per_s")),
+                fmt(r.get("truth_compute_alone_steps_per_s")),
+                fmt(r.get("truth_cost"), ".0%"),
+                " ".join(f"{c:.0%}" for c in pairs) or "-",
+                truth_label,
+                fmt(r.get("pipediag_training_steps_per_s")),
+                fmt(r.get("pipediag_compute_alone_steps_per_s")),
+                r.get("pipediag_compute_alone_source") or "-",
+                fmt(r.get("input_cost_fraction"), ".0%"),
+                fmt(r.get("input_wait_fraction"), ".0%"),
+                split.get("dominant") or "-",
+                r["verdict"],
+                "yes" if truth_label == r["verdict"] else "NO",
+            ]
+        )
+    headers = [
+        "case",
+        "A st/s",
+        "T st/s",
+        "true cost",
+        "pairs",
+        "cost truth",
+        "pd A",
+        "pd T",
+        "pd T from",
+        "pd cost",
+        "pd wait",
+        "dominant",
+        "pipediag",
+        "right",
+    ]
+    print("\nInput cost (truth: A = training as the script ran, T = step on one held batch)")
+    print(format_table(headers, rows))
+
+    truths = {r["case"]: _cost_floor(r.get("truth_cost")) for r in results}
+    cost_error = median_abs_error(
+        [(r.get("input_cost_fraction"), truths[r["case"]]) for r in results]
+    )
+    wait_error = median_abs_error(
+        [(r.get("input_wait_fraction"), truths[r["case"]]) for r in results]
+    )
+    scored_cost = sum(
+        r.get("input_cost_fraction") is not None and truths[r["case"]] is not None for r in results
+    )
+    scored_wait = sum(
+        r.get("input_wait_fraction") is not None and truths[r["case"]] is not None for r in results
+    )
+    print(
+        f"median |input cost - true cost|: {fmt(cost_error, '.1%')} over {scored_cost} cases; "
+        f"median |wait share - true cost|: {fmt(wait_error, '.1%')} over {scored_wait} cases"
+    )
+
+    matrix = confusion((r.get("truth_by_cost", UNKNOWN), r["verdict"]) for r in results)
+    right, total = accuracy_of(matrix)
+    print("\nConfusion (rows: cost truth, columns: pipediag's verdict)")
+    print(format_confusion(matrix))
+    print(f"verdicts right against the cost truth: {right}/{total}")
+
+    phase_rows = phase_comparison(results)
+    if phase_rows:
+        print("\nPhases (pipediag's, against the true cost of the same epochs)")
+        print(
+            format_table(
+                ["case", "phase", "steps", "pd cost", "true cost", "pd label", "cost truth"],
+                phase_rows,
+            )
+        )
+    return {
+        "cost_median_abs_error": cost_error,
+        "wait_median_abs_error_against_cost": wait_error,
+        "cost_scored_cases": scored_cost,
+        "wait_scored_cases": scored_wait,
+        "cost_confusion": matrix,
+        "cost_verdicts_right": right,
+        "cost_verdicts_total": total,
+        "phases": phase_rows,
+    }
+
+
+def _cost_floor(cost: float | None) -> float | None:
+    """A true cost below zero is noise (A a little faster than T): scored as zero."""
+    return None if cost is None else max(0.0, cost)
+
+
+def phase_comparison(results: list[dict[str, Any]]) -> list[list[Any]]:
+    """One row per pipediag phase: its cost beside the true cost of the same epochs.
+
+    pipediag numbers epochs from 0 (`PhaseVerdict.first_epoch`), the truth from 1.
+    """
+    rows = []
+    for r in results:
+        for phase in r.get("phases") or []:
+            truth = phase_cost(
+                r.get("truth_cost_epochs") or [],
+                phase["first_epoch"] + 1,
+                phase["last_epoch"] + 1,
+                r.get("truth_compute_alone_steps_per_s"),
+            )
+            rows.append(
+                [
+                    r["case"],
+                    phase["name"],
+                    phase["steps"],
+                    fmt(phase.get("input_cost_fraction"), ".0%"),
+                    fmt(truth, ".0%"),
+                    phase.get("label", UNKNOWN),
+                    classify_cost(truth),
+                ]
+            )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,13 +37,25 @@ DEFAULT_RATE_WARMUP_STEPS = 10
 
 
 class StepTimer:
-    """End time of every train step, on the same clock in both training styles."""
+    """End time of every train step, on the same clock in both training styles.
+
+    `epoch_marks` holds (steps done, time) where each epoch's first step began: once the
+    loop has made the epoch's iterator, or at Keras's `on_train_batch_begin` of the epoch's
+    first batch. The time from the previous step's end to the mark is the epoch boundary
+    (end of data, the old iterator's tear-down, making the new one, epoch callbacks), which
+    a per-step rate can leave out; the first step itself (its first batch from a fresh
+    iterator) is not.
+    """
 
     def __init__(self) -> None:
         self.ends_s: list[float] = []
+        self.epoch_marks: list[tuple[int, float]] = []
 
     def tick(self) -> None:
         self.ends_s.append(time.perf_counter())
+
+    def mark_epoch(self) -> None:
+        self.epoch_marks.append((len(self.ends_s), time.perf_counter()))
 
     def rate(self, warmup: int) -> float | None:
         """Steps per second after `warmup` steps: from the end of step `warmup` to the last."""
@@ -55,6 +67,10 @@ class StepTimer:
         timer = self
 
         class _Tick(keras.callbacks.Callback):  # type: ignore[misc]
+            def on_train_batch_begin(self, batch: int, logs: Any = None) -> None:
+                if batch == 0:
+                    timer.mark_epoch()
+
             def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
                 timer.tick()
 
@@ -116,7 +132,9 @@ def train(
         return
     train_step = make_loop_step(model)
     for _ in range(epochs):
-        for step, (x, y) in enumerate(dataset):
+        iterator = iter(dataset)  # the previous epoch's is torn down here, as it is replaced
+        timer.mark_epoch()
+        for step, (x, y) in enumerate(iterator):
             if steps_per_epoch is not None and step >= steps_per_epoch:
                 break
             train_step(x, y)
