@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--examples", type=int, default=8192)
-    parser.add_argument("--width", type=int, default=1024)
+    parser.add_argument("--width", type=int, default=2048)
     args = parser.parse_args()
 
     keras.utils.set_random_seed(0)

@@ -344,7 +344,7 @@ def test_cost_bar_stacks_compute_and_the_three_parts_of_input_cost() -> None:
     ]
     assert cost.get_title(loc="left") == "Input cost: 44% of training time"
     assert [t.get_text() for t in _by_gid(cost.texts, "cost-caption")] == [
-        "T/A = 1.8x if input were free"
+        "1.8x faster if input were free"
     ]
 
 

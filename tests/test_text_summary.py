@@ -55,7 +55,7 @@ def test_contention_case_leads_with_the_headline_and_splits_the_cost() -> None:
     assert lines[0] == "INPUT-BOUND: input costs 44% of training time, mostly CPU contention"
     assert lines[1] == "  Training runs at 25.0 steps/s; the train step alone runs at 44.6 steps/s."
     assert _row(lines, "Input cost") == [
-        "  Input cost      44% of training time (T/A = 1.8x if input were free): "
+        "  Input cost      44% of training time (1.8x faster if input were free): "
         "wait 4%, contention 40%, fetch 0%",
         f"{INDENT}the pipeline kept 1.1 more cores busy while training; 0.1 cores free",
     ]
@@ -105,7 +105,7 @@ def test_fetch_case_shows_the_pull_overhead_and_no_contention_evidence() -> None
     lines = _lines(report)
     assert lines[0] == "BALANCED: input costs 13% of training time, mostly fetch overhead"
     assert _row(lines, "Input cost") == [
-        "  Input cost      13% of training time (T/A = 1.1x if input were free): "
+        "  Input cost      13% of training time (1.1x faster if input were free): "
         "wait 1%, contention 0%, fetch 12%",
         f"{INDENT}next() took 5.2 ms per step on a ready batch",
     ]
@@ -126,7 +126,7 @@ def test_cost_without_a_split_still_gives_the_share_and_the_speedup() -> None:
     base = synthetic_cost_report()
     report = dataclasses.replace(base, verdict=dataclasses.replace(base.verdict, cost_split=None))
     assert _row(_lines(report), "Input cost") == [
-        "  Input cost      44% of training time (T/A = 1.8x if input were free)"
+        "  Input cost      44% of training time (1.8x faster if input were free)"
     ]
 
 

@@ -990,7 +990,7 @@ def cost_segments(report: Report) -> tuple[list[CostSegment], str, str]:
             ]
         training = words.training_rate(verdict, report.train.steps_per_s)
         free = words.speedup_if_input_free(verdict, training)
-        caption = f"T/A = {words.speedup(free)} if input were free" if free else ""
+        caption = f"{words.speedup(free)} faster if input were free" if free else ""
         return segments, f"Input cost: {words.percent(cost)} of training time", caption
     measured = [s for s in report.train.steps if s.label != WARMUP and s.input_wait_s is not None]
     total_s = sum(s.duration_s for s in measured)

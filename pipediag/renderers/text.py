@@ -55,7 +55,7 @@ def _input_cost(report: Report) -> str:
     training = words.training_rate(verdict, report.train.steps_per_s)
     free = words.speedup_if_input_free(verdict, training)
     if free is not None:
-        text += f" (T/A = {words.speedup(free)} if input were free)"
+        text += f" ({words.speedup(free)} faster if input were free)"
     split = verdict.cost_split
     if split is None:
         return text

@@ -106,13 +106,18 @@ def training_rate(verdict: Verdict, fallback: float | None) -> float | None:
 
 
 def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | None:
-    """T/A: how much faster training would run if input cost nothing."""
-    compute = verdict.compute_alone_steps_per_s
-    if compute and training:
-        return compute / training
+    """How much faster training would run if input cost nothing: 1 / (1 - input cost).
+
+    That is T/A where the whole gap is input cost; where part of the gap could not be
+    explained by input (`CostSplit.unexplained`, a busy host's noise), it is left out. Old
+    reports without a cost fall back on T/A.
+    """
     cost = verdict.input_cost_fraction
     if cost is not None and cost < 1.0:
         return 1.0 / (1.0 - cost)
+    compute = verdict.compute_alone_steps_per_s
+    if compute and training:
+        return compute / training
     return None
 
 
