@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from pipediag.config import (
+    DEFAULT_MEASURED_SECONDS,
     DEFAULT_MEASURED_STEPS,
     DEFAULT_OUT_DIR,
     DEFAULT_WARMUP_STEPS,
@@ -47,6 +48,10 @@ _non_negative_int = _number(int, 0, "a whole number")
 _positive_float = _number(float, 1e-3, "a number of seconds")
 
 
+# `--steps` not given: the default count, bounded by time; a count given is measured exactly.
+_DEFAULT_STEPS = -1
+
+
 def _steps(text: str) -> int | None:
     """A step count, or 'all' (None): run to the end."""
     if text == "all":
@@ -81,10 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--steps",
         type=_steps,
-        default=DEFAULT_MEASURED_STEPS,
+        default=_DEFAULT_STEPS,
         metavar="N|all",
-        help=f"train steps to measure after the warm-up, then end the script "
-        f"(default {DEFAULT_MEASURED_STEPS}); 'all' lets the script run to its end",
+        help=f"train steps to measure after the warm-up, then end the script (default "
+        f"{DEFAULT_MEASURED_STEPS}, or fewer, at least 20, once they span "
+        f"{DEFAULT_MEASURED_SECONDS:g} s); 'all' lets the script run to its end",
     )
     run.add_argument(
         "--warmup",
@@ -209,8 +215,10 @@ def _run(options: argparse.Namespace) -> int:
     from pipediag.api import run_and_report
     from pipediag.renderers.text import render_text
 
+    steps_given = options.steps != _DEFAULT_STEPS
     config = RunConfig(
-        measured_steps=options.steps,
+        measured_steps=options.steps if steps_given else DEFAULT_MEASURED_STEPS,
+        measured_seconds=None if steps_given else DEFAULT_MEASURED_SECONDS,
         warmup_steps=options.warmup,
         bench=not options.no_bench,
         bench_seconds=options.bench_seconds,

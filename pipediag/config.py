@@ -12,6 +12,10 @@ DEFAULT_MEASURED_STEPS = 100
 # Step 1 traces and compiles the train function; the next few fill prefetch buffers and
 # let autotune settle. Five steps cover both on the examples and test pipelines.
 DEFAULT_WARMUP_STEPS = 5
+# ...or fewer when the steps are slow: the measured steps stop once they span this long (at
+# least 20 of them), so the verdict comes within ~10 s of the first step (issue 16) even for
+# 65-ms steps (100 of them took 7 s on the compute-bound example).
+DEFAULT_MEASURED_SECONDS = 5.0
 # psutil at 20 Hz is the issue's floor; NVML's utilization window is 1/6 s to 1 s, so
 # sampling it faster than 10 Hz only repeats values.
 DEFAULT_HOST_INTERVAL_S = 0.05
@@ -37,6 +41,8 @@ class RunConfig:
         measured_steps: steps to measure after the warm-up before ending the script;
             None lets the script run to its end.
         warmup_steps: first steps kept out of the verdict.
+        measured_seconds: the measured steps also stop once they span this long (with at
+            least 20 of them); None to measure exactly `measured_steps`.
         bench: whether to benchmark the pipeline alone (phase 1).
         bench_seconds / bench_batches: the phase-1 budget, whichever ends first.
         stages: measure each pipeline stage alone to find the slow one.
@@ -49,6 +55,7 @@ class RunConfig:
 
     measured_steps: int | None = DEFAULT_MEASURED_STEPS
     warmup_steps: int = DEFAULT_WARMUP_STEPS
+    measured_seconds: float | None = DEFAULT_MEASURED_SECONDS
     bench: bool = True
     bench_seconds: float = DEFAULT_MAX_SECONDS
     bench_batches: int = DEFAULT_MAX_BATCHES

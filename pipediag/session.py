@@ -78,7 +78,9 @@ class DiagnosticSession:
         self.config = config or RunConfig()
         self.clock = clock
         self.timeline = StepTimeline(
-            warmup_steps=self.config.warmup_steps, measured_steps=self.config.measured_steps
+            warmup_steps=self.config.warmup_steps,
+            measured_steps=self.config.measured_steps,
+            measured_seconds=self.config.measured_seconds,
         )
         self.paused = False
         self.in_fit = False

@@ -22,6 +22,10 @@ class StepBudgetReached(BaseException):  # noqa: N818 - a signal, not an error
     """
 
 
+# The fewest measured steps a time-bounded window stops at: a median and p90 need a few
+# dozen steps to mean anything.
+MIN_MEASURED_STEPS = 20
+
 # About 20,000 step records keep the report under a few MB and its PNG quick, while a
 # typical diagnosis (hundreds of steps) is never merged.
 DEFAULT_MAX_RECORDS = 20_000
@@ -73,6 +77,9 @@ class StepTimeline:
             the verdict.
         measured_steps: how many steps after the warm-up to measure before the budget is
             reached; None measures until the script ends.
+        measured_seconds: the budget is also reached once the measured steps span this
+            long, with at least `MIN_MEASURED_STEPS` of them (slow steps: the verdict still
+            comes within seconds); None for no time bound.
         max_records: step records kept before the oldest measured ones are merged.
     """
 
@@ -81,12 +88,16 @@ class StepTimeline:
         *,
         warmup_steps: int,
         measured_steps: int | None,
+        measured_seconds: float | None = None,
         max_records: int = DEFAULT_MAX_RECORDS,
     ) -> None:
         self.warmup_steps = warmup_steps
         self.measured_steps = measured_steps
         # The step count that reaches the budget; None measures until the script ends.
         self._budget_end = None if measured_steps is None else warmup_steps + measured_steps
+        self._time_bound = None if measured_steps is None else measured_seconds
+        self._min_end = warmup_steps + min(MIN_MEASURED_STEPS, measured_steps or 0)
+        self._measured_from: float | None = None
         self.max_records = max(max_records, warmup_steps + 2)
         self.merges = 0
         self._steps: list[_Record] = []
@@ -100,7 +111,18 @@ class StepTimeline:
             self._count += 1
             if len(self._steps) > self.max_records:
                 self._merge_oldest()
-            return self._budget_end is not None and self._count >= self._budget_end
+            if self._budget_end is None:
+                return False
+            if self._count >= self._budget_end:
+                return True
+            if self._time_bound is None or self._count <= self.warmup_steps:
+                return False
+            if self._measured_from is None:
+                self._measured_from = start
+            if self._count >= self._min_end and end - self._measured_from >= self._time_bound:
+                self._budget_end = self._count  # reached: later calls agree
+                return True
+            return False
 
     def fill_waits(
         self, wait_for: Callable[[float, float], float | None], since: float | None = None
@@ -143,6 +165,7 @@ class StepTimeline:
         with self._lock:
             if self._budget_end is not None:
                 self._budget_end = max(self._budget_end, self._count) + steps
+                self._time_bound = None  # the extension is counted in steps
 
     @property
     def budget_reached(self) -> bool:
