@@ -14,8 +14,9 @@ DEFAULT_MEASURED_STEPS = 100
 DEFAULT_WARMUP_STEPS = 5
 # ...or fewer when the steps are slow: the measured steps stop once they span this long (at
 # least 20 of them), so the verdict comes within ~10 s of the first step (issue 16) even for
-# 65-ms steps (100 of them took 7 s on the compute-bound example).
-DEFAULT_MEASURED_SECONDS = 5.0
+# 65-ms steps (100 of them took 7 s on the compute-bound example), and a 10-15 s script is
+# not measured for longer than it trains.
+DEFAULT_MEASURED_SECONDS = 3.0
 # psutil at 20 Hz is the issue's floor; NVML's utilization window is 1/6 s to 1 s, so
 # sampling it faster than 10 Hz only repeats values.
 DEFAULT_HOST_INTERVAL_S = 0.05

@@ -268,6 +268,8 @@ class DiagnosticSession:
             return False
         first_epoch = steps[0].epoch
         later = sum(s.count for s in steps if s.epoch > first_epoch)
+        if later == 0 and _hardly_waits(steps):
+            return False  # epoch 1 already keeps up: a filled cache cannot change the verdict
         if later >= PHASE_EXTENSION_STEPS:
             return False
         budget = self.config.warmup_steps + self.config.measured_steps
@@ -555,6 +557,15 @@ class DiagnosticSession:
             gpus=[d.name for d in gpu.devices],
             gpu_reason=None if gpu.available else gpu.reason,
         )
+
+
+def _hardly_waits(steps: list[Any]) -> bool:
+    """Whether steps whose waits are all known waited under 5% of their time."""
+    if any(s.input_wait_s is None for s in steps):
+        return False  # under fit, waits are settled later: unknown
+    total = sum(s.duration_s for s in steps)
+    waited = sum(s.input_wait_s for s in steps)
+    return total > 0 and waited / total < DEEP_MIN_COST
 
 
 def _cache_ends_each_epoch(chain: str) -> bool:
