@@ -56,11 +56,8 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     assert data["pipeline"]["batches_per_s"] > 0 and data["pipeline"]["latency"]["p90_s"] > 0
     train = data["train"]
     assert train["style"] == style and train["warmup_steps"] == 5 and train["steps_per_s"] > 0
-    if "Cache" in data["pipeline"]["dataset"]:
-        # a cached pipeline is measured on into the epoch that reads the cache
-        assert len(train["steps"]) > 45 and len({s["epoch"] for s in train["steps"]}) >= 2
-    else:
-        assert len(train["steps"]) == 45
+    # (the compute-bound example caches, but its first epoch hardly waits: not measured on)
+    assert len(train["steps"]) == 45
     step = train["steps"][-1]
     assert set(step) >= {"index", "start_s", "duration_s", "input_wait_s", "label"}
     assert data["host"]["available"] and data["host"]["samples"]
