@@ -12,18 +12,30 @@ gain if that part of the cost went away, an upper bound (the work itself remains
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
     COST_FETCH,
     CostSplit,
+    Report,
     Suggestion,
 )
 
-if TYPE_CHECKING:
-    from pipediag.analysis.advisor import Context
+
+class Context(Protocol):
+    """What these rules read of the advisor's context (`analysis/advisor.py`'s `Context`)."""
+
+    @property
+    def report(self) -> Report: ...
+    @property
+    def cores(self) -> int: ...
+    @property
+    def pipeline_rate(self) -> float | None: ...
+    @property
+    def train_rate(self) -> float | None: ...
+
 
 FIX = "fix"
 NOTE = "note"
