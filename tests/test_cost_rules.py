@@ -1,0 +1,60 @@
+"""Advice that follows the part of input cost that dominates, rule by rule, on built reports."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pipediag.analysis.advisor import advise
+from pipediag.testing import synthetic_cost_report
+
+
+def _ids(report) -> list[str]:  # type: ignore[no-untyped-def]
+    return [s.id for s in advise(report)]
+
+
+def test_contention_gets_a_cheaper_pipeline_with_its_cores_left_to_the_step() -> None:
+    # GIVEN input costing 44%, 40 points of it contention, the step waiting 4%
+    report = synthetic_cost_report(wait=0.04, contention=0.40)
+    suggestions = advise(report)
+    contention = next(s for s in suggestions if s.id == "PD012-input-contention")
+    # THEN the fix says what contention is, with its evidence and the code to write
+    assert "yet the step waited only 4% of the time" in contention.evidence
+    assert "1.1 more cores busy while training" in contention.evidence
+    assert "private_threadpool_size" in contention.code
+    assert contention.predicted_speedup is not None
+    assert abs(contention.predicted_speedup - 1 / (1 - 0.40)) < 1e-6
+    assert "PD013-per-pull-overhead" not in _ids(report)
+
+
+def test_per_pull_overhead_gets_fewer_larger_pulls() -> None:
+    report = synthetic_cost_report(
+        wait=0.0, contention=0.02, fetch=0.24, pipeline_batches_per_s=5100.0, pull_s=0.0002
+    )
+    fetch = next(s for s in advise(report) if s.id == "PD013-per-pull-overhead")
+    assert "0.20 ms" in fetch.evidence and "24% of training time" in fetch.evidence
+    # the report's style decides the code: a custom loop gets the loop inside tf.function
+    expected = "steps_per_execution" if report.train.style == "keras-fit" else "tf.range"
+    assert expected in fetch.code
+    assert "PD012-input-contention" not in _ids(report)
+
+
+def test_an_input_cost_with_no_fix_says_why() -> None:
+    # GIVEN input costing 30%, but stage timing skipped and nothing else to suggest
+    report = synthetic_cost_report(wait=0.30, contention=0.0)
+    pipeline = dataclasses.replace(
+        report.pipeline, stages=[], deep_skipped_reason="stage timing was turned off"
+    )
+    report = dataclasses.replace(report, pipeline=pipeline)
+    suggestions = advise(report)
+    assert not [s for s in suggestions if s.kind == "fix"]
+    note = next(s for s in suggestions if s.id == "PD014-no-input-fix")
+    assert note.title.startswith("input costs 30%")
+    assert "stage timing was turned off" in note.evidence
+
+
+def test_a_compute_bound_run_gets_no_cost_advice() -> None:
+    report = synthetic_cost_report(wait=0.01, contention=0.01)
+    ids = _ids(report)
+    assert not {"PD012-input-contention", "PD013-per-pull-overhead", "PD014-no-input-fix"} & set(
+        ids
+    )
