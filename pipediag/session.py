@@ -27,6 +27,7 @@ from pipediag.report.model import (
     PipelineBenchmark,
     Report,
     TrainSection,
+    Verdict,
 )
 from pipediag.timeline import StepTimeline
 
@@ -101,7 +102,7 @@ class DiagnosticSession:
         self._concluded = False
         self._verdict_said = False
         self._extended = False
-        self._verdict: Any = None
+        self._verdict: Verdict | None = None
         # What the compute-alone phase and the deep analysis need after the measured steps:
         # the training dataset, a batch of it, and the model `fit` trains (strong references,
         # released when the session stops).
@@ -225,6 +226,7 @@ class DiagnosticSession:
         if not self.config.bench:
             self.pipeline = PipelineBenchmark(measured=False, reason="skipped (--no-bench)")
             return
+        from pipediag.bench import teardown
         from pipediag.bench.pipeline import benchmark_dataset, describe_chain
 
         self.phase("benchmarking the input pipeline alone", self.config.bench_seconds)
@@ -237,7 +239,7 @@ class DiagnosticSession:
                     max_seconds=self.config.bench_seconds,
                     clock=self.clock,
                     keep_first_batch=self._keep_batch,
-                    teardown=self._teardown(),
+                    teardown=teardown.SHARED,
                 )
         except Exception as exc:
             self.pipeline = PipelineBenchmark(
@@ -289,12 +291,6 @@ class DiagnosticSession:
         self.timeline.extend_budget(PHASE_EXTENSION_STEPS)
         return True
 
-    @staticmethod
-    def _teardown() -> Any:
-        from pipediag.bench import teardown
-
-        return teardown.SHARED
-
     def _keep_batch(self, batch: Any) -> None:
         self._cached_batch = batch
 
@@ -339,10 +335,8 @@ class DiagnosticSession:
                 "served a cached batch"
             )
         try:
-            if self._verdict_said:
-                self.conclude()
-            else:
-                self.conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
+            # (a verdict already said keeps its compute-alone run: conclude ignores this one)
+            self.conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
         except Exception as exc:
             self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
 
@@ -357,13 +351,11 @@ class DiagnosticSession:
                 else "no batch of the training dataset was kept"
             )
             return ComputeAlone(measured=False, reason=f"no cached batch: {reason}")
-        measured = [s for s in self.timeline.steps[self.config.warmup_steps :]]
-        if not measured:
+        hint = self.timeline.median_measured_step_s()
+        if hint is None:
             return ComputeAlone(measured=False, reason="no measured step to compare with")
         from pipediag.hooks.compute_alone import MAX_SECONDS, measure_fit_step
 
-        durations = sorted(s.duration_s / s.count for s in measured)
-        hint = durations[len(durations) // 2]
         self.phase("measuring the train step alone on a cached batch", MAX_SECONDS)
         began = self.clock.now()
         try:
@@ -388,7 +380,7 @@ class DiagnosticSession:
             began = self.origin + result.start_s
             self._add_phase("compute_alone", began, began + result.duration_s)
 
-    def _say_verdict(self) -> Any:
+    def _say_verdict(self) -> Verdict:
         """The verdict so far (no host samples yet), printed at once."""
         raw = self.timeline.steps
         train = build_train_section(
@@ -405,11 +397,11 @@ class DiagnosticSession:
         self.log(f"verdict: {verdict.headline or verdict.summary}")
         return verdict
 
-    def _deep_analysis(self, verdict: Any) -> None:
+    def _deep_analysis(self, verdict: Verdict | None) -> None:
         """Stage timing and fix trials, only where they can change the advice."""
         if self._dataset is None or not self.pipeline.measured or not self.config.stages:
             return
-        cost = verdict.input_cost_fraction
+        cost = verdict.input_cost_fraction if verdict is not None else None
         if not self.config.deep and cost is not None and cost < DEEP_MIN_COST:
             self.pipeline = dataclasses.replace(
                 self.pipeline,

@@ -156,6 +156,12 @@ class StepTimeline:
             records = list(self._steps)
         return [RawStep(*record) for record in records]
 
+    def median_measured_step_s(self) -> float | None:
+        """The median measured step (a merged record counts as its mean step); None before
+        any step past the warm-up."""
+        durations = sorted(s.duration_s / s.count for s in self.steps[self.warmup_steps :])
+        return durations[len(durations) // 2] if durations else None
+
     def __len__(self) -> int:
         """Steps recorded, merged ones counted one by one: the next step's index."""
         return self._count

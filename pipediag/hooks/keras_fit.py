@@ -54,23 +54,20 @@ class FitTracker:
         self._epoch = 0
         self._unsettled: list[tuple[float, int]] = []  # (step start, batches it used)
         self._settled_at = session.clock.now()
-        self._probed = False
+        # Only `--steps all` runs the step alone mid-run; checked once a step while pending.
+        self._probe_pending = session.config.measured_steps is None
 
     def on_epoch_end(self, epoch: int) -> None:
-        if self._wants_probe(PROBE_MIN_STEPS):
+        if self._probe_pending and self._measured_at_least(PROBE_MIN_STEPS):
             self._probe()
 
-    def _wants_probe(self, measured: int) -> bool:
+    def _measured_at_least(self, steps: int) -> bool:
         timeline = self._session.timeline
-        return (
-            timeline.measured_steps is None
-            and not self._probed
-            and len(timeline) - timeline.warmup_steps >= measured
-        )
+        return len(timeline) - timeline.warmup_steps >= steps
 
     def _probe(self) -> None:
         """Compute alone and the verdict mid-run (`--steps all`); training goes on unchanged."""
-        self._probed = True
+        self._probe_pending = False
         self._settle_waits()
         self._close_chunk()
         self._session.conclude(deep=False)
@@ -143,7 +140,7 @@ class FitTracker:
             self._close_chunk()
             session.conclude()
             raise StepBudgetReached
-        if self._wants_probe(PROBE_MAX_STEPS):
+        if self._probe_pending and self._measured_at_least(PROBE_MAX_STEPS):
             self._probe()
 
     def finish(self) -> None:

@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pipediag.hooks.compute_alone import CachedBatchSteps
+from pipediag.hooks.compute_alone import MAX_SECONDS, CachedBatchSteps
 from pipediag.timeline import StepBudgetReached
 
 if TYPE_CHECKING:
@@ -96,16 +96,13 @@ class CustomLoopTracker:
         The steps served from the cache run just before the budget ends the script, so
         nothing the loop would save afterwards ever sees them.
         """
-        steps = self._timeline.steps[self._timeline.warmup_steps :]
-        if self._last_batch is None or not steps:
+        step_s = self._timeline.median_measured_step_s()
+        if self._last_batch is None or step_s is None:
             self._session.conclude()
             raise StepBudgetReached
-        durations = sorted(s.duration_s / s.count for s in steps)
         self._cached_steps = CachedBatchSteps(
-            self._last_batch, clock=self._session.clock, step_s_hint=durations[len(durations) // 2]
+            self._last_batch, clock=self._session.clock, step_s_hint=step_s
         )
-        from pipediag.hooks.compute_alone import MAX_SECONDS
-
         self._session.phase(
             "measuring the train step alone on a cached batch", MAX_SECONDS, redraw=False
         )
