@@ -9,7 +9,7 @@ import platform
 import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.classifier import build_train_section, judge
@@ -21,6 +21,7 @@ from pipediag.report.model import (
     ComputeAlone,
     Environment,
     ExitInfo,
+    FixTrial,
     GpuSection,
     HostSection,
     PhaseSpan,
@@ -30,6 +31,9 @@ from pipediag.report.model import (
     Verdict,
 )
 from pipediag.timeline import StepTimeline
+
+if TYPE_CHECKING:
+    from pipediag.bench.whatif import FixPipelines
 
 NO_DATASET = "no tf.data training dataset was seen"
 
@@ -109,6 +113,11 @@ class DiagnosticSession:
         self._dataset: Any = None
         self._cached_batch: Any = None
         self._model: Any = None
+        # A custom loop at its step budget can still be served batches: the fixes measured
+        # to help are then tried on its training (`serve_fix_trials`).
+        self._loop_serving = False
+        self._fixes_for_loop: list[Any] = []
+        self._loop_trials: Any = None  # the LoopTrials being served, until their results
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -128,7 +137,10 @@ class DiagnosticSession:
             self._hooks.uninstall()
         if not self._concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
+        if self._loop_trials is not None:  # the loop ended while its fixes were tried
+            self.fix_trials_served(self._loop_trials)
         self._dataset = self._cached_batch = self._model = None
+        self._fixes_for_loop = []
         self._drain_teardowns()
         analysis_began = self.clock.now()
         self._progress.close()
@@ -299,14 +311,22 @@ class DiagnosticSession:
         self._model = model
 
     # -- after the measured steps ----------------------------------------------------
-    def conclude(self, compute_alone: ComputeAlone | None = None, *, deep: bool = True) -> None:
+    def conclude(
+        self,
+        compute_alone: ComputeAlone | None = None,
+        *,
+        deep: bool = True,
+        loop_serving: bool = False,
+    ) -> None:
         """The measured steps are done: compute alone, the verdict line, then stages and fixes.
 
         Called by the hooks at the step budget (a custom loop passes the compute-alone run
         it served from its cached batch; under fit it is run here), at a safe point between
         fit's steps with `--steps all` (`deep=False`: stages and fixes wait for the end), or
-        when the script ended first. Each part runs once.
+        when the script ended first. Each part runs once. `loop_serving`: a custom loop at
+        its budget, which can still be served batches for the fixes' trials on training.
         """
+        self._loop_serving = loop_serving
         with self.suspended():
             if not self._verdict_said:
                 self._verdict_said = True
@@ -439,6 +459,7 @@ class DiagnosticSession:
                 teardown=teardown.SHARED,
             )
             trials = []
+            kept: list[FixPipelines] = []
             left = deadline - self.clock.now()
             if self.config.verify and stages and left > 0:
                 self.phase("measuring candidate fixes", left)
@@ -449,11 +470,76 @@ class DiagnosticSession:
                     budget_s=min(self.config.verify_seconds, left),
                     deadline=deadline,
                     teardown=teardown.SHARED,
+                    keep=kept if self._can_try_on_training() else None,
                 )
         except Exception as exc:
             self.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
             return pipeline
+        if kept:
+            trials = self._try_fixes_on_training(dataset, trials, kept)
         return dataclasses.replace(pipeline, stages=stages, options=options, trials=trials)
+
+    # -- fixes tried on training -------------------------------------------------------
+    def _can_try_on_training(self) -> bool:
+        """Whether the user's train step can run on the fixed pipelines: fit's train function
+        (the model is known), or a custom loop still being served at its budget."""
+        if self.style == "keras-fit":
+            return self._model is not None and self.timeline.median_measured_step_s() is not None
+        return self._loop_serving and self.timeline.median_measured_step_s() is not None
+
+    def _try_fixes_on_training(
+        self, dataset: Any, trials: list[FixTrial], kept: list[FixPipelines]
+    ) -> list[FixTrial]:
+        """fit: each fix's trial on the train function, now. A custom loop: the fixes wait
+        for the loop's next pulls (`serve_fix_trials`)."""
+        from pipediag.hooks.training_trial import BUDGET_S, order_for_training
+
+        fixes = order_for_training(kept)
+        if self.style != "keras-fit":
+            self._fixes_for_loop = fixes
+            return trials
+        from pipediag.bench import teardown
+        from pipediag.bench.isolate import preserved_variables
+        from pipediag.hooks.training_trial import try_on_fit
+
+        step_s = self.timeline.median_measured_step_s()
+        assert step_s is not None
+        self.phase("trying the fixes on training", BUDGET_S)
+        began = self.clock.now()
+        try:
+            with preserved_variables(dataset, teardown.SHARED):
+                results = try_on_fit(
+                    self._model, fixes, clock=self.clock, step_s=step_s, teardown=teardown.SHARED
+                )
+        except Exception as exc:
+            self.note(f"trying the fixes on training failed ({type(exc).__name__}: {exc})")
+            return trials
+        finally:
+            self._add_phase("training_trial", began, self.clock.now())
+        return _with_training_results(trials, results)
+
+    def serve_fix_trials(self) -> Any:
+        """The custom loop's fix trials (`hooks.training_trial.LoopTrials`), or None."""
+        fixes, self._fixes_for_loop = self._fixes_for_loop, []
+        step_s = self.timeline.median_measured_step_s()
+        if not fixes or step_s is None:
+            return None
+        from pipediag.bench import teardown
+        from pipediag.hooks.training_trial import BUDGET_S, LoopTrials
+
+        self.phase("trying the fixes on training", BUDGET_S, redraw=False)
+        self._loop_trials = LoopTrials(
+            fixes, clock=self.clock, step_s=step_s, teardown=teardown.SHARED
+        )
+        return self._loop_trials
+
+    def fix_trials_served(self, served: Any) -> None:
+        """The loop's fix trials are over: their results join the pipeline's trials."""
+        self._loop_trials = None
+        results = served.results()
+        self._add_phase("training_trial", served.began, self.clock.now())
+        trials = _with_training_results(list(self.pipeline.trials), results)
+        self.pipeline = dataclasses.replace(self.pipeline, trials=trials)
 
     def benchmark_fit_input(self, x: Any) -> bool:
         """Benchmark the dataset `fit` was given; False when `x` is not a tf.data.Dataset."""
@@ -549,6 +635,19 @@ class DiagnosticSession:
             gpus=[d.name for d in gpu.devices],
             gpu_reason=None if gpu.available else gpu.reason,
         )
+
+
+def _with_training_results(
+    trials: list[FixTrial],
+    results: dict[tuple[str, int | None], tuple[Any, str | None]],
+) -> list[FixTrial]:
+    from pipediag.hooks.training_trial import with_training
+
+    updated = []
+    for trial in trials:
+        found = results.get((trial.fix, trial.stage_index))
+        updated.append(trial if found is None else with_training(trial, *found))
+    return updated
 
 
 def _hardly_waits(steps: list[Any]) -> bool:

@@ -397,18 +397,32 @@ def _fix(
     adds_threads: bool,
     measured_gate: bool = True,
 ) -> Suggestion:
-    """A fix suggestion with its three speedups; a verified no-gain fix becomes a note."""
+    """A fix suggestion with its speedups; a fix measured not to help becomes a note.
+
+    Measured on training beats measured on the pipeline, which beats estimated: a fix tried
+    on training is judged by that gain alone (an added prefetch shows nothing on the
+    pipeline alone, and a parallel map may gain there yet take the train step's cores).
+    """
     verified = _verified(trial)
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
+    on_training = trial.training_speedup if trial is not None else None
     kind = FIX
-    if measured_gate and _measured_no_gain(trial):
+    if on_training is not None:
+        assert trial is not None
+        evidence += _trial_text(trial) + _training_text(trial)
+        if on_training < VERIFIED_MIN_GAIN:
+            kind = NOTE
+            title += f" (measured {on_training:.2f}x on your training: not worth it)"
+    elif measured_gate and _measured_no_gain(trial):
         # Measured not to help: no end-to-end forecast, which could read as a gain.
         kind, predicted = NOTE, 1.0
         title += f" (measured {verified:.2f}x here: not worth it)"
         evidence += _trial_text(trial)
     else:
         evidence += _trial_text(trial) + prediction_text(ctx, basis, predicted)
+        if trial is not None and trial.training_reason:
+            evidence += f" Not tried on training: {trial.training_reason}."
     return Suggestion(
         id=rule_id,
         title=title,
@@ -419,7 +433,22 @@ def _fix(
         estimated_speedup=estimated,
         verified_speedup=verified,
         predicted_speedup=predicted,
+        training_speedup=on_training,
         kind=kind,
+    )
+
+
+def _training_text(trial: FixTrial) -> str:
+    assert trial.training_speedup is not None
+    low, high = (
+        trial.details.get("training_speedup_low"),
+        trial.details.get("training_speedup_high"),
+    )
+    interval = f", 90% interval {low}x-{high}x" if low and high else ""
+    return (
+        f" Tried on your training: {trial.training_baseline_steps_per_s:.1f} -> "
+        f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
+        f"medians of {trial.training_rounds} interleaved runs{interval})."
     )
 
 
@@ -935,7 +964,7 @@ RULES: tuple[Rule, ...] = (
 
 def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, float, int, int]:
     group = 0 if suggestion.correctness_warning else (2 if suggestion.kind == NOTE else 1)
-    gain = suggestion.predicted_speedup
+    gain = suggestion.training_speedup or suggestion.predicted_speedup
     if gain is None:
         gain = suggestion.verified_speedup or suggestion.estimated_speedup or 1.0
     stage = -1 if suggestion.stage_index is None else suggestion.stage_index

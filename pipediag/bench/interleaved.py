@@ -97,6 +97,82 @@ def stop_reason(interval: tuple[float, float] | None, best_low: float | None) ->
     return None
 
 
+class RoundPlan:
+    """The schedule of one trial's rounds, apart from who runs the slices.
+
+    `run_rounds` runs both sides itself; a custom loop's training trial
+    (`hooks/training_trial.py`) is driven by the loop's own pulls instead, so it asks the
+    plan which side comes next and hands back each slice's timing.
+    """
+
+    def __init__(
+        self,
+        *,
+        slice_s: float,
+        until_s: float,
+        hard_until_s: float,
+        clock: Clock,
+        best_low: float | None = None,
+    ) -> None:
+        self._slice_s = slice_s
+        self._until_s = until_s
+        self._hard_until_s = hard_until_s
+        self._clock = clock
+        self._best_low = best_low
+        self._runs: tuple[list[BatchTiming], list[BatchTiming]] = ([], [])
+        self._first_s = [0.0, 0.0]
+        self._ratios: list[float] = []
+        self._interval: tuple[float, float] | None = None
+        self._round_s = 2 * slice_s  # until one round is measured
+        self._round_began: float | None = None
+        self._pending: list[int] = []
+        self.stopped: str | None = None
+
+    def next_slice(self) -> tuple[int, float] | None:
+        """The side to run next (0 baseline, 1 variant) and its seconds; None once stopped."""
+        if self.stopped is not None:
+            return None
+        if not self._pending:
+            now = self._clock.now()
+            done = len(self._runs[0])
+            soft_limit = self._until_s if done >= MIN_ROUNDS else self._hard_until_s
+            if now + self._round_s > min(soft_limit, self._hard_until_s):
+                self.stopped = STOP_BUDGET
+                return None
+            self._round_began = now
+            self._pending = [0, 1] if done % 2 == 0 else [1, 0]
+        side = self._pending[0]
+        return side, self._slice_s + self._first_s[side]
+
+    def record(self, side: int, timing: BatchTiming) -> None:
+        """The timing of the slice `next_slice` asked for."""
+        if not self._pending or self._pending[0] != side:
+            raise ValueError(f"side {side} was not the one due")
+        self._pending.pop(0)
+        self._first_s[side] = timing.first_batch_s or 0.0
+        self._runs[side].append(timing)
+        if self._pending:
+            return
+        assert self._round_began is not None
+        self._round_s = self._clock.now() - self._round_began
+        ratio = _ratio(self._runs[0][-1], self._runs[1][-1])
+        if ratio is not None:
+            self._ratios.append(ratio)
+        enough = len(self._ratios) >= MIN_ROUNDS
+        self._interval = median_interval(self._ratios) if enough else None
+        self.stopped = stop_reason(self._interval, self._best_low)
+
+    def rounds(self) -> Rounds:
+        """What the rounds measured; a plan cut short (the loop ended) stopped on `budget`."""
+        return Rounds(
+            self._runs[0][: len(self._runs[1])] if self._pending else self._runs[0],
+            self._runs[1][: len(self._runs[0])] if self._pending else self._runs[1],
+            list(self._ratios),
+            self._interval,
+            self.stopped or STOP_BUDGET,
+        )
+
+
 def run_rounds(
     baseline: Run,
     variant: Run,
@@ -118,29 +194,18 @@ def run_rounds(
         clock: the clock the runs are timed with.
         best_low: the lower end of the best trial's interval so far (for `outranked`).
     """
-    runs: tuple[list[BatchTiming], list[BatchTiming]] = ([], [])
+    plan = RoundPlan(
+        slice_s=slice_s,
+        until_s=until_s,
+        hard_until_s=hard_until_s,
+        clock=clock,
+        best_low=best_low,
+    )
     sides = (baseline, variant)
-    first_s = [0.0, 0.0]
-    ratios: list[float] = []
-    interval: tuple[float, float] | None = None
-    round_s = 2 * slice_s  # until one round is measured
-    while True:
-        now = clock.now()
-        soft_limit = until_s if len(runs[0]) >= MIN_ROUNDS else hard_until_s
-        if now + round_s > min(soft_limit, hard_until_s):
-            return Rounds(runs[0], runs[1], ratios, interval, STOP_BUDGET)
-        for side in (0, 1) if len(runs[0]) % 2 == 0 else (1, 0):
-            timing = sides[side](slice_s + first_s[side])
-            first_s[side] = timing.first_batch_s or 0.0
-            runs[side].append(timing)
-        round_s = clock.now() - now
-        ratio = _ratio(runs[0][-1], runs[1][-1])
-        if ratio is not None:
-            ratios.append(ratio)
-        interval = median_interval(ratios) if len(ratios) >= MIN_ROUNDS else None
-        reason = stop_reason(interval, best_low)
-        if reason is not None:
-            return Rounds(runs[0], runs[1], ratios, interval, reason)
+    while (due := plan.next_slice()) is not None:
+        side, seconds = due
+        plan.record(side, sides[side](seconds))
+    return plan.rounds()
 
 
 def _ratio(base: BatchTiming, fixed: BatchTiming) -> float | None:

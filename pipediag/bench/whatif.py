@@ -56,6 +56,7 @@ from typing import Any
 
 from pipediag.analysis.advisor import (
     VECTORIZE_MAX_ELEMENT_S,
+    VERIFIED_MIN_GAIN,
     cache_point,
     downstream_batch_size,
     prefix_cost_s,
@@ -136,6 +137,19 @@ _SEQUENTIAL_ONLY_ATTRS = ("force_synchronous",)
 _PASS_THROUGH_OPS = frozenset({"OptionsDataset"})
 
 
+@dataclass(frozen=True)
+class FixPipelines:
+    """A fix measured to speed the pipeline up: its two copies, kept so that the fix can be
+    tried on training itself (`hooks/training_trial.py`)."""
+
+    fix: str
+    stage_index: int | None
+    baseline: Any
+    variant: Any
+    fill_batches: int = 0  # for a cache: batches to read before it is full
+    pipeline_speedup: float = 1.0
+
+
 class RewriteError(Exception):
     """A fix that cannot be applied to this graph; the message is shown to the user."""
 
@@ -156,6 +170,9 @@ class _Candidate:
     # Run before timing, on the unedited graph (spent iterators go to the `TearDown`):
     # (why the fix is not timed, whether that is because it is unsafe), or (None, False).
     check: Callable[[Any, TearDown], tuple[str | None, bool]] | None = None
+    # A prefetch where none runs: its gain, overlap with the train step, only shows on
+    # training, so it is tried there whatever the pipeline alone measured.
+    overlap_only: bool = False
 
 
 def verify_fixes(
@@ -168,6 +185,7 @@ def verify_fixes(
     run: bool = True,
     deadline: float | None = None,
     teardown: TearDown | None = None,
+    keep: list[FixPipelines] | None = None,
 ) -> list[FixTrial]:
     """Try each applicable fix on a copy of `dataset` and measure its pipeline speedup.
 
@@ -185,6 +203,9 @@ def verify_fixes(
             `measure_stages`): the trials get whatever time is left, capped by `budget_s`.
         teardown: where spent iterators are released (`bench/teardown.py`); None uses a
             private one drained before returning, so no thread outlives the call.
+        keep: where the two copies of each fix measured at `VERIFIED_MIN_GAIN` or more are
+            put, for a trial on training; the caller restores the pipeline's variables
+            around any later read of them (`bench.isolate.preserved_variables`).
 
     Returns:
         One `FixTrial` per candidate fix, in stage order; unverified ones say why.
@@ -223,7 +244,7 @@ def verify_fixes(
     # Variables the pipeline's functions update (a tf.random.Generator, a counter) are
     # shared by every copy: put them back so the user's first epoch is unchanged.
     with owned(teardown) as releaser, preserved_variables(dataset, releaser):
-        trials = _Trials(graph, baseline, dataset, clock, releaser, end_s, hard_end_s)
+        trials = _Trials(graph, baseline, dataset, clock, releaser, end_s, hard_end_s, keep)
         return trials.run_all(candidates)
 
 
@@ -253,6 +274,7 @@ class _Trials:
     teardown: TearDown
     end_s: float
     hard_end_s: float
+    keep: list[FixPipelines] | None = None
     best_low: float | None = None
 
     def run_all(self, candidates: list[_Candidate]) -> list[FixTrial]:
@@ -290,7 +312,20 @@ class _Trials:
             rounds = self._rounds(candidate, variant, share_s)
         except Exception as exc:  # the user's function failed in the copy: report, do not raise
             return _unverified(candidate, f"the rewritten pipeline failed: {_describe(exc)}")
-        return self._measured(candidate, rounds)
+        trial = self._measured(candidate, rounds)
+        gain = trial.speedup or 0.0
+        if self.keep is not None and (gain >= VERIFIED_MIN_GAIN or candidate.overlap_only):
+            self.keep.append(
+                FixPipelines(
+                    fix=candidate.fix,
+                    stage_index=candidate.stage_index,
+                    baseline=self.baseline,
+                    variant=variant,
+                    fill_batches=candidate.fill_batches,
+                    pipeline_speedup=trial.speedup or 1.0,
+                )
+            )
+        return trial
 
     def _refusal(self, candidate: _Candidate) -> str | None:
         if candidate.check is None:
@@ -412,6 +447,9 @@ def _candidates(
         found.append(cache)
     prefetch = _prefetch_candidate(stages)
     if prefetch is not None:
+        prefetch.overlap_only = "existing_buffer" not in prefetch.details and (
+            options.get("inject_prefetch") == "false" or options.get("autotune") == "false"
+        )
         found.append(prefetch)
     if options.get("autotune") == "false":
         found.append(

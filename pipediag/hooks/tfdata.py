@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pipediag.hooks.compute_alone import MAX_SECONDS, CachedBatchSteps
+from pipediag.hooks.training_trial import LoopTrials
 from pipediag.timeline import StepBudgetReached
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class CustomLoopTracker:
         self._epoch = -1
         self._last_batch: Any = None
         self._cached_steps: CachedBatchSteps | None = None
+        self._fix_trials: LoopTrials | None = None
 
     def on_next(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
         # Runs on every pull of the user's loop, often thousands a second: the common case
@@ -55,6 +57,8 @@ class CustomLoopTracker:
         # the step is closed with one call into the timeline.
         if self._cached_steps is not None:
             return self._serve_cached(iterator, fetch)
+        if self._fix_trials is not None:
+            return self._serve_fix_trials(iterator, fetch)
         dataset = getattr(iterator, "_dataset", None)
         known = self._train_dataset
         if dataset is None or (
@@ -120,7 +124,24 @@ class CustomLoopTracker:
         self._session.add_compute_alone_phase(result)
         self._cached_steps = None
         self._last_batch = None
-        self._session.conclude(result)
+        self._session.conclude(result, loop_serving=True)
+        self._fix_trials = self._session.serve_fix_trials()
+        if self._fix_trials is None:
+            raise StepBudgetReached
+        return self._serve_fix_trials(iterator, fetch)
+
+    def _serve_fix_trials(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
+        """After compute alone: the loop is fed by each fix's two pipeline copies in turn
+        (`hooks/training_trial.py`), then the budget ends the script."""
+        trials = self._fix_trials
+        assert trials is not None
+        if getattr(iterator, "_dataset", None) is not self._current_dataset():
+            return fetch(iterator)  # the copies' own iterators, or another dataset
+        batch = trials.next_batch()
+        if batch is not None:
+            return batch
+        self._fix_trials = None
+        self._session.fix_trials_served(trials)
         raise StepBudgetReached
 
     def _current_dataset(self) -> Any:

@@ -365,7 +365,16 @@ def best_fix(report: Report) -> tuple[Suggestion, float] | None:
         if s.kind != "fix":
             continue
         gain = next(
-            (g for g in (s.predicted_speedup, s.verified_speedup, s.estimated_speedup) if g),
+            (
+                g
+                for g in (
+                    s.training_speedup,
+                    s.predicted_speedup,
+                    s.verified_speedup,
+                    s.estimated_speedup,
+                )
+                if g
+            ),
             None,
         )
         if gain is not None and gain > 1.0 and (best is None or gain > best[1]):
@@ -391,6 +400,8 @@ def best_fix_figure(report: Report) -> tuple[str, str]:
             return ("Best fix (predicted)", "no gain")
         return ("Best fix (no estimate)", DASH)
     fix, gain = found
+    if fix.training_speedup is not None:
+        return ("Best fix (on your training)", f"\N{MULTIPLICATION SIGN}{gain:.2f}")
     if fix.verified_speedup is None:
         return (f"Best fix ({words.ESTIMATED_WORD})", f"~\N{MULTIPLICATION SIGN}{gain:.2f}")
     return ("Best fix (predicted)", f"\N{MULTIPLICATION SIGN}{gain:.2f}")
@@ -1125,7 +1136,9 @@ def suggestion_lines(report: Report) -> list[tuple[str, bool]]:
             gains.append(f"estimated \N{MULTIPLICATION SIGN}{s.estimated_speedup:.2f}")
         if s.verified_speedup is not None:
             gains.append(f"verified \N{MULTIPLICATION SIGN}{s.verified_speedup:.2f}")
-        if s.predicted_speedup is not None:
+        if s.training_speedup is not None:
+            gains.append(f"on your training \N{MULTIPLICATION SIGN}{s.training_speedup:.2f}")
+        elif s.predicted_speedup is not None:
             # The text summary's "end to end": the training speedup, not the pipeline's.
             gains.append(f"end to end ~\N{MULTIPLICATION SIGN}{s.predicted_speedup:.2f}")
         gain = f"[{', '.join(gains)}]  " if gains else ""

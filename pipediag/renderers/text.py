@@ -176,7 +176,9 @@ def _gains(s: Suggestion) -> str:
         parts.append(f"est. {s.estimated_speedup:.2f}x")
     if s.verified_speedup is not None:
         parts.append(f"verified {s.verified_speedup:.2f}x")
-    if s.predicted_speedup is not None:
+    if s.training_speedup is not None:
+        parts.append(f"on your training {s.training_speedup:.2f}x")
+    elif s.predicted_speedup is not None:
         parts.append(f"end to end ~{s.predicted_speedup:.2f}x")
     return f"  ({', '.join(parts)})" if parts else ""
 

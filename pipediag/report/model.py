@@ -75,7 +75,9 @@ class FixTrial:
     """One what-if pipeline: a fix applied to a copy of the dataset graph, timed beside it.
 
     `speedup` is the measured pipeline-alone speedup (variant over original, medians of
-    interleaved runs in the same process), not the end-to-end one: the advisor predicts that.
+    interleaved runs in the same process), not the end-to-end one: that is
+    `training_speedup` where the fix was tried on training, and the advisor predicts it
+    otherwise.
     `verified` is False when the fix could not be rewritten or run, and `reason` says why;
     `details` carries the facts a rule needs to explain the fix (e.g. a cache's size).
     """
@@ -94,6 +96,14 @@ class FixTrial:
     # faster yet cost the cores more (parallel calls) or less (vectorised, cached).
     baseline_cpu_s_per_batch: float | None = None
     variant_cpu_s_per_batch: float | None = None
+    # The fix tried on training itself (`hooks/training_trial.py`): the user's train step fed
+    # by the unedited copy and by the fixed one in turn, steps/s each (medians over
+    # `training_rounds` interleaved rounds); `training_reason` says why it was not tried.
+    training_baseline_steps_per_s: float | None = None
+    training_variant_steps_per_s: float | None = None
+    training_speedup: float | None = None
+    training_rounds: int = 0
+    training_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -427,6 +437,9 @@ class Suggestion:
     # Predicted end-to-end training speedup (DS-Analyzer rule, discounted for shared cores);
     # `estimated_speedup` and `verified_speedup` are pipeline-alone speedups.
     predicted_speedup: float | None = None
+    # The training speedup measured with the fix in place (`FixTrial.training_speedup`);
+    # when present it is the gain the suggestion is ranked by.
+    training_speedup: float | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,425 @@
+"""A fix tried on training itself: the user's train step fed by the original pipeline and by
+the fixed one, in turn.
+
+A fix trial (`bench/whatif.py`) measures the pipeline alone, P. What a user wants is the
+effect on training, A, and the two differ: a fix that adds threads may take cores the train
+step needs (on 2 cores a pipeline-alone 1.6x gave 1.18x end to end), and an added prefetch
+cannot show its overlap on P at all (docs/design.md, "Fixes tried on training"). So the fixes
+measured to help the pipeline, and a missing final prefetch, are tried on training:
+
+- Keras `fit`: the model's compiled `train_function` is called on an iterator over the
+  unedited copy of the dataset, then over the fixed copy, in alternating slices. Every
+  variable a step writes is copied before and assigned back after (as in the compute-alone
+  phase, `hooks/compute_alone.py`), so training goes on exactly as it would have.
+- Custom loops: at the step budget, after the compute-alone steps, the loop is served
+  batches from the two copies in turn (`LoopTrials`), its own train step runs on them, and
+  each step is timed from one pull to the next. Then the budget ends the script, so nothing
+  it would save sees those steps.
+
+Both sides run in rounds that alternate which goes first, and stop when the interval of the
+per-round ratios is clear (`bench/interleaved.py`). Each slice starts a fresh iterator (a
+cache keeps one past its filling epoch, as in the pipeline trials), and its first step,
+which pays for starting it, is not timed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.bench.teardown import TearDown
+from pipediag.bench.whatif import FixPipelines
+from pipediag.clock import Clock
+from pipediag.hooks.compute_alone import _stateful_random_op, _step_variables, _sync_logs
+from pipediag.report.model import FixTrial
+
+# Time for all the fixes tried on training together, beyond the deep-analysis budget (it
+# runs only when a fix measured a gain): five rounds of two slices of ~0.25 s.
+BUDGET_S = 3.0
+# A trial's rounds may overrun its share by this factor before none is started.
+OVERRUN = 1.3
+# At most this many fixes are tried on training, the largest pipeline gains first.
+MAX_FIXES = 2
+# Steps per timed slice: enough for the scheduler's noise to average out within a slice,
+# bounded in time so that five rounds fit a share of the budget.
+SLICE_STEPS = 8
+MIN_SLICE_S = 0.1
+MAX_SLICE_S = 0.5
+# A slice never times more steps than this (sub-millisecond steps).
+MAX_STEPS_PER_SLICE = 2000
+
+
+def order_for_training(kept: Sequence[FixPipelines]) -> list[FixPipelines]:
+    """The fixes worth trying on training, best pipeline gain first, `MAX_FIXES` at most."""
+    return sorted(kept, key=lambda k: -k.pipeline_speedup)[:MAX_FIXES]
+
+
+def slice_seconds(step_s: float, share_s: float) -> float:
+    """A slice long enough for `SLICE_STEPS` steps, short enough for five rounds in `share_s`."""
+    by_steps = SLICE_STEPS * step_s
+    by_share = share_s / 12
+    return max(MIN_SLICE_S, min(MAX_SLICE_S, by_steps, max(by_share, MIN_SLICE_S)))
+
+
+def with_training(trial: FixTrial, rounds: Rounds | None, reason: str | None) -> FixTrial:
+    """`trial` with what its fix measured on training (or why it was not tried)."""
+    if rounds is None:
+        return replace(trial, training_reason=reason)
+    base, fixed = median_rate(rounds.baseline), median_rate(rounds.variant)
+    if base is None or fixed is None:
+        return replace(trial, training_reason=reason or "too few steps to time")
+    details = dict(trial.details, training_stopped=rounds.stopped)
+    if rounds.interval is not None:
+        low, high = rounds.interval
+        details.update(training_speedup_low=f"{low:.3g}", training_speedup_high=f"{high:.3g}")
+    return replace(
+        trial,
+        training_baseline_steps_per_s=base,
+        training_variant_steps_per_s=fixed,
+        training_speedup=fixed / base if base > 0 else None,
+        training_rounds=len(rounds.ratios),
+        details=details,
+    )
+
+
+# --- Keras fit -------------------------------------------------------------------------------
+
+
+def try_on_fit(
+    model: Any,
+    fixes: Sequence[FixPipelines],
+    *,
+    clock: Clock,
+    step_s: float,
+    budget_s: float = BUDGET_S,
+    teardown: TearDown,
+) -> dict[tuple[str, int | None], tuple[Rounds | None, str | None]]:
+    """Each fix's rounds on the model's train function, or why it was not tried.
+
+    Every variable the steps write is put back afterwards; the caller keeps the pipeline's
+    own variables (`bench.isolate.preserved_variables`).
+    """
+    train_function = getattr(model, "train_function", None)
+    results: dict[tuple[str, int | None], tuple[Rounds | None, str | None]] = {}
+    blocker = None if train_function is None else _stateful_random_op(train_function)
+    if train_function is None or blocker is not None:
+        why = (
+            "the model has no compiled train function"
+            if train_function is None
+            else f"the train step uses TensorFlow's stateful random op {blocker}"
+        )
+        return {(f.fix, f.stage_index): (None, why) for f in fixes}
+    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    distribute = _distributor(model)
+    saved = [(v, v.numpy()) for v in _step_variables(model)]
+    end_s = clock.now() + budget_s
+    try:
+        for position, fix in enumerate(fixes):
+            share_s = max(0.0, end_s - clock.now()) / (len(fixes) - position)
+            if share_s < 4 * MIN_SLICE_S:
+                results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
+                continue
+            sides = [
+                _FitSide(train_function, distribute(d), fill, per_call, clock, teardown)
+                for d, fill in ((fix.baseline, 0), (fix.variant, fix.fill_batches))
+            ]
+            try:
+                rounds = _run(sides, clock, share_s, step_s * per_call)
+                results[(fix.fix, fix.stage_index)] = (rounds, None)
+            except Exception as exc:
+                results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
+            finally:
+                for side in sides:
+                    side.close()
+    finally:
+        for variable, value in saved:
+            variable.assign(value)
+    return results
+
+
+def _distributor(model: Any) -> Callable[[Any], Any]:
+    """How fit hands a dataset to its train function: through the strategy (a plain
+    dataset under the default one)."""
+    strategy = getattr(model, "distribute_strategy", None)
+    if strategy is None or getattr(strategy, "num_replicas_in_sync", 1) <= 1:
+        return lambda dataset: dataset
+    return strategy.experimental_distribute_dataset
+
+
+def _run(sides: list[_FitSide], clock: Clock, share_s: float, step_s: float) -> Rounds:
+    now = clock.now()
+    plan = RoundPlan(
+        slice_s=slice_seconds(step_s, share_s),
+        until_s=now + share_s,
+        hard_until_s=now + share_s * OVERRUN,
+        clock=clock,
+    )
+    while (due := plan.next_slice()) is not None:
+        side, seconds = due
+        plan.record(side, sides[side].run(seconds))
+    return plan.rounds()
+
+
+class _FitSide:
+    """One side of a fit trial: the train function on a fresh iterator per slice."""
+
+    def __init__(
+        self,
+        train_function: Callable[[Any], Any],
+        dataset: Any,
+        fill_batches: int,
+        per_call: int,
+        clock: Clock,
+        teardown: TearDown,
+    ) -> None:
+        self._train = train_function
+        self._dataset = dataset
+        self._per_call = per_call
+        self._clock = clock
+        self._teardown = teardown
+        self._kept: Iterator[Any] | None = None
+        if fill_batches > 0:
+            self._kept = iter(dataset)
+            for _ in range(fill_batches):
+                next(self._kept)
+
+    def run(self, max_seconds: float) -> BatchTiming:
+        iterator = self._kept if self._kept is not None else iter(self._dataset)
+        try:
+            return self._time(iterator, max_seconds)
+        finally:
+            if iterator is not self._kept:
+                self._teardown.discard(iterator)
+            del iterator
+
+    def _time(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
+        start = self._clock.now()
+        if not self._step(iterator):
+            return BatchTiming(None, [], 0.0, exhausted=True)
+        first_s = self._clock.now() - start
+        cpu_from = time.process_time()
+        ends = [self._clock.now()]
+        deadline = start + max_seconds
+        exhausted = False
+        while len(ends) <= MAX_STEPS_PER_SLICE and ends[-1] < deadline:
+            if not self._step(iterator):
+                exhausted = True
+                break
+            ends.append(self._clock.now())
+        cpu_s = time.process_time() - cpu_from
+        # One call trains `per_call` batches: a latency per batch, as fit counts steps.
+        latencies = [
+            (b - a) / self._per_call for a, b in zip(ends, ends[1:], strict=False)
+        ] * self._per_call
+        return BatchTiming(first_s, latencies, ends[-1] - ends[0], exhausted, cpu_s)
+
+    def _step(self, iterator: Iterator[Any]) -> bool:
+        """One call of the train function; False when the iterator is spent."""
+        import tensorflow as tf
+
+        try:
+            _sync_logs(self._train(iterator))
+        except (StopIteration, tf.errors.OutOfRangeError):
+            return False
+        return True
+
+    def close(self) -> None:
+        if self._kept is not None:
+            self._teardown.discard(self._kept)
+            self._kept = None
+
+
+def _failure(exc: BaseException) -> str:
+    """One line: Keras wraps a layer's error in a generic first line, so the lines that say
+    what went wrong are joined."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (
+        f"the train step failed on the fixed pipeline: {type(exc).__name__}: "
+        + " ".join(lines)[:240]
+    )
+
+
+# --- custom loops ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Slice:
+    side: int
+    seconds: float
+    iterator: Iterator[Any]
+    began: float
+    pulls: list[float]  # when each pull of the slice began: step k runs from pull k to k + 1
+    cpu_from: float | None = None
+    exhausted: bool = False
+
+
+class LoopTrials:
+    """Serves a custom loop from the copies of each fix in turn, timing its steps.
+
+    The loop's iterator hook calls `next_batch()` on each pull; it returns a batch from the
+    side that is due, and None once every fix has been tried (the hook then ends the script
+    at the step budget). `results()` gives each fix's rounds.
+    """
+
+    def __init__(
+        self,
+        fixes: Sequence[FixPipelines],
+        *,
+        clock: Clock,
+        step_s: float,
+        teardown: TearDown,
+        budget_s: float = BUDGET_S,
+    ) -> None:
+        self._fixes = list(fixes)
+        self._clock = clock
+        self._step_s = step_s
+        self._teardown = teardown
+        self._end_s = clock.now() + budget_s
+        self._position = -1
+        self._plan: RoundPlan | None = None
+        self._kept: Iterator[Any] | None = None
+        self._slice: _Slice | None = None
+        self._results: dict[tuple[str, int | None], tuple[Rounds | None, str | None]] = {}
+        self.began = clock.now()
+
+    def next_batch(self) -> Any | None:
+        now = self._clock.now()
+        while True:
+            current = self._slice
+            if current is not None:
+                current.pulls.append(now)
+                if not self._slice_over(current, now):
+                    try:
+                        return self._pull(current)
+                    except _SideSpent:
+                        continue  # the slice ended with its data; the next one is due
+                    except Exception as exc:
+                        self._fail(exc)
+                        continue
+                self._finish_slice(current)
+            try:
+                due = self._due()
+            except Exception as exc:  # a cache failed to fill
+                self._fail(exc)
+                continue
+            if due is None:
+                return None
+            side, seconds = due
+            fix = self._fixes[self._position]
+            try:
+                iterator = self._iterator(fix, side)
+            except Exception as exc:
+                self._fail(exc)
+                continue
+            self._slice = _Slice(side, seconds, iterator, now, [])
+            now = self._clock.now()
+
+    def results(self) -> dict[tuple[str, int | None], tuple[Rounds | None, str | None]]:
+        """What each fix measured; a loop that stopped pulling leaves the rest unmeasured."""
+        if self._slice is not None:
+            self._finish_slice(self._slice, timed=False)
+        if self._plan is not None and 0 <= self._position < len(self._fixes):
+            self._close_fix()
+        for fix in self._fixes:
+            self._results.setdefault((fix.fix, fix.stage_index), (None, "the loop stopped first"))
+        return self._results
+
+    # -- the schedule --
+    def _due(self) -> tuple[int, float] | None:
+        """The side due next, moving on to the next fix when one's rounds are over."""
+        while True:
+            if self._plan is not None:
+                due = self._plan.next_slice()
+                if due is not None:
+                    return due
+                self._close_fix()
+            self._position += 1
+            if self._position >= len(self._fixes):
+                return None
+            left = len(self._fixes) - self._position
+            share_s = max(0.0, self._end_s - self._clock.now()) / left
+            fix = self._fixes[self._position]
+            if share_s < 4 * MIN_SLICE_S:
+                self._results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
+                continue
+            now = self._clock.now()
+            self._plan = RoundPlan(
+                slice_s=slice_seconds(self._step_s, share_s),
+                until_s=now + share_s,
+                hard_until_s=now + share_s * OVERRUN,
+                clock=self._clock,
+            )
+            if fix.fill_batches > 0:
+                self._kept = iter(fix.variant)
+                for _ in range(fix.fill_batches):
+                    next(self._kept)
+
+    def _close_fix(self) -> None:
+        fix = self._fixes[self._position]
+        assert self._plan is not None
+        self._results.setdefault((fix.fix, fix.stage_index), (self._plan.rounds(), None))
+        self._plan = None
+        if self._kept is not None:
+            self._teardown.discard(self._kept)
+            self._kept = None
+
+    def _fail(self, exc: BaseException) -> None:
+        """The fixed pipeline failed in the loop: this fix is not measured, the next goes on."""
+        fix = self._fixes[self._position]
+        self._results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
+        if self._slice is not None:
+            self._release(self._slice)
+            self._slice = None
+        self._plan = None
+        if self._kept is not None:
+            self._teardown.discard(self._kept)
+            self._kept = None
+
+    # -- one slice --
+    def _iterator(self, fix: FixPipelines, side: int) -> Iterator[Any]:
+        if side == 1 and self._kept is not None:
+            return self._kept
+        return iter(fix.baseline if side == 0 else fix.variant)
+
+    def _pull(self, current: _Slice) -> Any:
+        if len(current.pulls) == 2 and current.cpu_from is None:
+            current.cpu_from = time.process_time()
+        try:
+            return next(current.iterator)
+        except StopIteration:
+            current.exhausted = True
+            self._finish_slice(current)
+            raise _SideSpent from None
+
+    def _slice_over(self, current: _Slice, now: float) -> bool:
+        # pulls[0] starts the untimed first step; timing runs from pulls[1].
+        timed = len(current.pulls) - 2
+        return timed >= MAX_STEPS_PER_SLICE or now >= current.began + current.seconds
+
+    def _finish_slice(self, current: _Slice, *, timed: bool = True) -> None:
+        self._slice = None
+        self._release(current)
+        if not timed or self._plan is None:
+            return
+        pulls = current.pulls
+        if len(pulls) < 2:
+            timing = BatchTiming(None, [], 0.0, exhausted=True)
+        else:
+            latencies = [b - a for a, b in zip(pulls[1:], pulls[2:], strict=False)]
+            cpu_s = None if current.cpu_from is None else time.process_time() - current.cpu_from
+            timing = BatchTiming(
+                pulls[1] - pulls[0], latencies, pulls[-1] - pulls[1], current.exhausted, cpu_s
+            )
+        self._plan.record(current.side, timing)
+
+    def _release(self, current: _Slice) -> None:
+        if current.iterator is not self._kept:
+            self._teardown.discard(current.iterator)
+
+
+class _SideSpent(Exception):
+    """A side's iterator ran out within its slice: the slice ends there."""
