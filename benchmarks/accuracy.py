@@ -166,6 +166,7 @@ def run_worker(case: str, *, warmup: int, steps: int, bench_seconds: float) -> d
         "suggestions": [s.id for s in report.suggestions],
         "top_suggestion": top.id if top else None,
         "expected_suggestion": info.expected_suggestion,
+        "top_training_speedup": top.training_speedup if top else None,
         "top_predicted_speedup": top.predicted_speedup if top else None,
         "top_verified_speedup": top.verified_speedup if top else None,
         "top_estimated_speedup": top.estimated_speedup if top else None,

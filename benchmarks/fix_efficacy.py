@@ -12,8 +12,11 @@ truth, taken from its results file or measured here the same way):
 
 Figures: the fixed rate as a fraction of the tuned one, the measured end-to-end speedup
 (fixed / baseline), and the error of pipediag's prediction. pipediag's `predicted_speedup`
-is its end-to-end prediction and is the one compared; when it is missing, the verified
-(then estimated) pipeline-alone speedup is used, and the table says which.
+is its end-to-end prediction; where the fix was tried on training in the run
+(`training_speedup`: the train step fed by the fixed copy of the pipeline, interleaved with
+the original), that in-run measurement is the one compared, an independent check of it
+against whole runs. When both are missing, the verified (then estimated) pipeline-alone
+speedup is used, and the table says which.
 
     python benchmarks/fix_efficacy.py                                   # diagnoses each case
     python benchmarks/fix_efficacy.py --accuracy benchmarks/results/accuracy.json
@@ -87,6 +90,7 @@ def case_rate(case: str, extra: list[str], steps: int) -> float | None:
 def predicted(result: dict[str, Any]) -> tuple[float | None, str]:
     """pipediag's predicted speedup for its top suggestion, and which figure it is."""
     for key, label in (
+        ("top_training_speedup", "measured on training, in the run"),
         ("top_predicted_speedup", "end-to-end"),
         ("top_verified_speedup", "verified, pipeline alone"),
         ("top_estimated_speedup", "estimated, pipeline alone"),
