@@ -18,6 +18,7 @@ from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
 from pipediag.progress import Progress
 from pipediag.report.model import (
+    COST_CONTENTION,
     ComputeAlone,
     Environment,
     ExitInfo,
@@ -471,6 +472,7 @@ class DiagnosticSession:
                     deadline=deadline,
                     teardown=teardown.SHARED,
                     keep=kept if self._can_try_on_training() else None,
+                    thread_cap=self._thread_cap() if self._can_try_on_training() else None,
                 )
         except Exception as exc:
             self.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
@@ -486,6 +488,21 @@ class DiagnosticSession:
         if self.style == "keras-fit":
             return self._model is not None and self.timeline.median_measured_step_s() is not None
         return self._loop_serving and self.timeline.median_measured_step_s() is not None
+
+    def _thread_cap(self) -> int | None:
+        """Where contention dominates input cost: the pipeline threads that would leave the
+        train step the cores it uses alone (tried on training only)."""
+        from pipediag.analysis.cost_rules import capped_threads
+
+        verdict, alone = self._verdict, self.compute_alone
+        split = verdict.cost_split if verdict is not None else None
+        if split is None or split.dominant != COST_CONTENTION:
+            return None
+        cores = os.cpu_count() or 1
+        step_cores = None
+        if alone is not None and alone.cpu_s_per_step and alone.step_time:
+            step_cores = alone.cpu_s_per_step / max(1e-9, alone.step_time.median_s)
+        return capped_threads(cores, step_cores)
 
     def _try_fixes_on_training(
         self, dataset: Any, trials: list[FixTrial], kept: list[FixPipelines]

@@ -58,3 +58,42 @@ def test_a_compute_bound_run_gets_no_cost_advice() -> None:
     assert not {"PD012-input-contention", "PD013-per-pull-overhead", "PD014-no-input-fix"} & set(
         ids
     )
+
+
+def _with_thread_cap(training_speedup: float) -> object:
+    from pipediag.report.model import FixTrial
+
+    report = synthetic_cost_report(wait=0.04, contention=0.40)
+    cap = FixTrial(
+        fix="thread-cap",
+        stage="options",
+        verified=True,
+        speedup=0.8,
+        details={"threads": "1", "training_speedup_low": "1.1", "training_speedup_high": "1.4"},
+        training_baseline_steps_per_s=20.0,
+        training_variant_steps_per_s=20.0 * training_speedup,
+        training_speedup=training_speedup,
+        training_rounds=5,
+    )
+    pipeline = dataclasses.replace(report.pipeline, trials=[cap])
+    return dataclasses.replace(report, pipeline=pipeline)
+
+
+def test_a_thread_cap_measured_faster_on_training_backs_the_contention_fix() -> None:
+    suggestions = advise(_with_thread_cap(1.25))
+    contention = next(s for s in suggestions if s.id == "PD012-input-contention")
+    assert contention.training_speedup == 1.25
+    assert "Capped at 1 thread: Tried on your training: 20.0 -> 25.0 steps/s" in (
+        contention.evidence
+    )
+    assert "90% interval 1.1x-1.4x" in contention.evidence
+    assert "private_threadpool_size = " in contention.code
+
+
+def test_a_thread_cap_that_does_not_help_training_is_not_suggested() -> None:
+    contention = next(s for s in advise(_with_thread_cap(0.97)) if s.id == "PD012-input-contention")
+    # the cap is dropped from the code; cutting the pipeline's CPU per batch remains
+    assert "private_threadpool_size" not in contention.code
+    assert "Not the way here" in contention.evidence
+    assert contention.training_speedup is None
+    assert "ds.batch(n).map(f_on_batches)" in contention.code

@@ -163,6 +163,15 @@ def test_the_largest_pipeline_gains_are_tried_first_two_at_most() -> None:
     assert [k.fix for k in order_for_training(kept)] == ["b", "c"]
 
 
+def test_a_fix_only_training_can_show_comes_second_whatever_its_pipeline_gain() -> None:
+    import dataclasses
+
+    kept = [_fix(name, None, None, gain) for name, gain in (("a", 1.1), ("b", 2.0), ("c", 1.5))]
+    cap = dataclasses.replace(_fix("thread-cap", None, None, 0.7), tried_on_training=True)
+    assert [k.fix for k in order_for_training([*kept, cap])] == ["b", "thread-cap"]
+    assert [k.fix for k in order_for_training([cap])] == ["thread-cap"]
+
+
 # --- the advisor reads the measured gain -----------------------------------------------------
 
 
@@ -367,3 +376,25 @@ else:
     for a, b in ds:
         step(a, b)
 """
+
+
+@pytest.mark.tensorflow
+def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone_says() -> None:
+    import tensorflow as tf
+
+    from pipediag.bench.whatif import FIX_THREAD_CAP, verify_fixes
+
+    ds = (
+        tf.data.Dataset.range(10_000)
+        .map(lambda x: tf.reduce_sum(tf.sin(tf.cast(tf.fill([256], x), tf.float32))))
+        .batch(16)
+    )
+    kept: list[FixPipelines] = []
+    trials = verify_fixes(ds, budget_s=2.0, fixes=[FIX_THREAD_CAP], thread_cap=1, keep=kept)
+    (trial,) = trials
+    assert trial.fix == FIX_THREAD_CAP and trial.verified, trial.reason
+    assert trial.details["threads"] == "1"
+    (capped,) = kept
+    assert capped.tried_on_training
+    assert capped.variant.options().threading.private_threadpool_size == 1
+    assert order_for_training(kept) == [capped]

@@ -28,7 +28,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pipediag.analysis.cost_rules import check_contention, check_fetch, why_no_input_fix
+from pipediag.analysis.cost_rules import (
+    check_contention,
+    check_fetch,
+    training_text,
+    why_no_input_fix,
+)
 from pipediag.report.model import (
     COMPUTE_BOUND,
     FixTrial,
@@ -410,7 +415,7 @@ def _fix(
     kind = FIX
     if on_training is not None:
         assert trial is not None
-        evidence += _trial_text(trial) + _training_text(trial)
+        evidence += _trial_text(trial) + training_text(trial)
         if on_training < VERIFIED_MIN_GAIN:
             kind = NOTE
             title += f" (measured {on_training:.2f}x on your training: not worth it)"
@@ -435,20 +440,6 @@ def _fix(
         predicted_speedup=predicted,
         training_speedup=on_training,
         kind=kind,
-    )
-
-
-def _training_text(trial: FixTrial) -> str:
-    assert trial.training_speedup is not None
-    low, high = (
-        trial.details.get("training_speedup_low"),
-        trial.details.get("training_speedup_high"),
-    )
-    interval = f", 90% interval {low}x-{high}x" if low and high else ""
-    return (
-        f" Tried on your training: {trial.training_baseline_steps_per_s:.1f} -> "
-        f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
-        f"medians of {trial.training_rounds} interleaved runs{interval})."
     )
 
 

@@ -19,6 +19,7 @@ from pipediag.report.model import (
     COST_CONTENTION,
     COST_FETCH,
     CostSplit,
+    FixTrial,
     Report,
     Suggestion,
 )
@@ -35,6 +36,7 @@ class Context(Protocol):
     def pipeline_rate(self) -> float | None: ...
     @property
     def train_rate(self) -> float | None: ...
+    def trial(self, fix: str, stage_index: int | None) -> FixTrial | None: ...
 
 
 FIX = "fix"
@@ -70,6 +72,34 @@ def step_cores(ctx: Context) -> float | None:
     return alone.cpu_s_per_step / alone.step_time.median_s
 
 
+def capped_threads(cores: int, step_cores: float | None) -> int:
+    """Threads for the pipeline that leave the train step the cores it uses alone."""
+    if step_cores is None:
+        return max(1, cores // 2)
+    return max(1, round(cores - step_cores))
+
+
+# The fix id of the thread-cap trial (`bench/whatif.py` FIX_THREAD_CAP), tried on training.
+THREAD_CAP = "thread-cap"
+# A gain on training under this is not worth the change (`analysis/advisor.py`).
+WORTH_IT = 1.05
+
+
+def training_text(trial: FixTrial) -> str:
+    """What a fix measured on training (`hooks/training_trial.py`), in one sentence."""
+    assert trial.training_speedup is not None
+    low, high = (
+        trial.details.get("training_speedup_low"),
+        trial.details.get("training_speedup_high"),
+    )
+    interval = f", 90% interval {low}x-{high}x" if low and high else ""
+    return (
+        f" Tried on your training: {trial.training_baseline_steps_per_s:.1f} -> "
+        f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
+        f"medians of {trial.training_rounds} interleaved runs{interval})."
+    )
+
+
 def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     split = _split(ctx)
     if split is None or split.dominant != COST_CONTENTION:
@@ -93,7 +123,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     if cost is not None and rate:
         evidence.append(f"read alone it keeps {cost * rate:.1f} cores busy")
     needs = step_cores(ctx)
-    threads = max(1, round(ctx.cores - needs)) if needs is not None else max(1, ctx.cores // 2)
+    threads = capped_threads(ctx.cores, needs)
     if needs is not None:
         evidence.append(f"the train step alone uses {needs:.1f} of {ctx.cores} cores")
     text = "; ".join(e for e in evidence if e)
@@ -103,19 +133,29 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         "keeps the cores it needs, or move the preprocessing to other machines "
         "(tf.data service)."
     )
+    cap = ctx.trial(THREAD_CAP, None)
+    measured = cap.training_speedup if cap is not None else None
+    cap_code = (
+        "options = tf.data.Options()\n"
+        f"options.threading.private_threadpool_size = {threads}  # step keeps the rest\n"
+        "ds = ds.with_options(options)\n"
+    )
+    if cap is not None and measured is not None:
+        capped = int(cap.details.get("threads", threads))
+        text += f" Capped at {capped} thread{'s' if capped != 1 else ''}:" + training_text(cap)
+        if measured < WORTH_IT:
+            text += " Not the way here: the pipeline's CPU per batch must go down."
+            cap_code = ""
     return [
         Suggestion(
             id=rule_id,
             title="the input pipeline takes the cores the train step needs: make it cheaper",
             evidence=text,
-            code=(
-                "options = tf.data.Options()\n"
-                f"options.threading.private_threadpool_size = {threads}  # step keeps the rest\n"
-                "ds = ds.with_options(options)\n"
-                "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()"
-            ),
+            code=cap_code
+            + "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()",
             estimated_speedup=None,
             predicted_speedup=_gain(split.contention),
+            training_speedup=measured if measured is not None and measured >= WORTH_IT else None,
             kind=FIX,
         )
     ]

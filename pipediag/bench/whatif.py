@@ -80,6 +80,7 @@ FIX_PREFETCH = "prefetch-end"
 FIX_CACHE = "cache"
 FIX_VECTORIZE = "vectorize"
 FIX_AUTOTUNE = "autotune-on"
+FIX_THREAD_CAP = "thread-cap"
 
 # Total time for all trials: about the phase-1 pipeline benchmark (bench/pipeline.py, 3 s)
 # per fix, for the two or three fixes a pipeline typically has.
@@ -148,6 +149,7 @@ class FixPipelines:
     variant: Any
     fill_batches: int = 0  # for a cache: batches to read before it is full
     pipeline_speedup: float = 1.0
+    tried_on_training: bool = False  # whatever the pipeline alone measured
 
 
 class RewriteError(Exception):
@@ -170,9 +172,10 @@ class _Candidate:
     # Run before timing, on the unedited graph (spent iterators go to the `TearDown`):
     # (why the fix is not timed, whether that is because it is unsafe), or (None, False).
     check: Callable[[Any, TearDown], tuple[str | None, bool]] | None = None
-    # A prefetch where none runs: its gain, overlap with the train step, only shows on
-    # training, so it is tried there whatever the pipeline alone measured.
-    overlap_only: bool = False
+    # Tried on training whatever the pipeline alone measured: a prefetch where none runs
+    # (its gain, overlap with the train step, only shows there), or a cap on the
+    # pipeline's threads (slower alone, it leaves the train step its cores).
+    tried_on_training: bool = False
 
 
 def verify_fixes(
@@ -186,6 +189,7 @@ def verify_fixes(
     deadline: float | None = None,
     teardown: TearDown | None = None,
     keep: list[FixPipelines] | None = None,
+    thread_cap: int | None = None,
 ) -> list[FixTrial]:
     """Try each applicable fix on a copy of `dataset` and measure its pipeline speedup.
 
@@ -206,6 +210,8 @@ def verify_fixes(
         keep: where the two copies of each fix measured at `VERIFIED_MIN_GAIN` or more are
             put, for a trial on training; the caller restores the pipeline's variables
             around any later read of them (`bench.isolate.preserved_variables`).
+        thread_cap: where the pipeline's threads take the train step's cores (contention),
+            a trial of the pipeline capped at this many threads, kept for training.
 
     Returns:
         One `FixTrial` per candidate fix, in stage order; unverified ones say why.
@@ -220,6 +226,8 @@ def verify_fixes(
     cores = _int(options.get("cpu_count")) or os.cpu_count() or 1
     graph, nodes_by_stage, error = _graph_and_nodes(dataset, walked)
     candidates = _candidates(walked, list(stages), nodes_by_stage, options, cores)
+    if thread_cap is not None:
+        candidates.append(_thread_cap_candidate(thread_cap))
     if fixes is not None:
         candidates = [c for c in candidates if c.fix in fixes]
     if not run:
@@ -314,7 +322,7 @@ class _Trials:
             return _unverified(candidate, f"the rewritten pipeline failed: {_describe(exc)}")
         trial = self._measured(candidate, rounds)
         gain = trial.speedup or 0.0
-        if self.keep is not None and (gain >= VERIFIED_MIN_GAIN or candidate.overlap_only):
+        if self.keep is not None and (gain >= VERIFIED_MIN_GAIN or candidate.tried_on_training):
             self.keep.append(
                 FixPipelines(
                     fix=candidate.fix,
@@ -323,6 +331,7 @@ class _Trials:
                     variant=variant,
                     fill_batches=candidate.fill_batches,
                     pipeline_speedup=trial.speedup or 1.0,
+                    tried_on_training=candidate.tried_on_training,
                 )
             )
         return trial
@@ -447,7 +456,7 @@ def _candidates(
         found.append(cache)
     prefetch = _prefetch_candidate(stages)
     if prefetch is not None:
-        prefetch.overlap_only = "existing_buffer" not in prefetch.details and (
+        prefetch.tried_on_training = "existing_buffer" not in prefetch.details and (
             options.get("inject_prefetch") == "false" or options.get("autotune") == "false"
         )
         found.append(prefetch)
@@ -621,6 +630,25 @@ def _cheap_per_element(stats: StageStats, stages: list[StageStats]) -> bool:
 
 def _cost(stats: StageStats) -> float:
     return stats.own_s_per_batch or 0.0
+
+
+def _thread_cap_candidate(threads: int) -> _Candidate:
+    def capped(dataset: Any) -> Any:
+        import tensorflow as tf
+
+        options = tf.data.Options()
+        options.threading.private_threadpool_size = threads
+        return dataset.with_options(options)
+
+    return _Candidate(
+        FIX_THREAD_CAP,
+        None,
+        "options",
+        cost_s=0.0,
+        with_options=capped,
+        details={"threads": str(threads)},
+        tried_on_training=True,
+    )
 
 
 def _autotune_on(dataset: Any) -> Any:

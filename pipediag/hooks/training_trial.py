@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pipediag.analysis.advisor import VERIFIED_MIN_GAIN
 from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
@@ -54,8 +55,17 @@ MAX_STEPS_PER_SLICE = 2000
 
 
 def order_for_training(kept: Sequence[FixPipelines]) -> list[FixPipelines]:
-    """The fixes worth trying on training, best pipeline gain first, `MAX_FIXES` at most."""
-    return sorted(kept, key=lambda k: -k.pipeline_speedup)[:MAX_FIXES]
+    """The fixes to try on training, `MAX_FIXES` at most: the largest pipeline gain first,
+    then one whose gain only training can show (a thread cap, a missing prefetch), if any,
+    else the next largest gain."""
+    gains = sorted(
+        (k for k in kept if k.pipeline_speedup >= VERIFIED_MIN_GAIN),
+        key=lambda k: -k.pipeline_speedup,
+    )
+    only_on_training = [k for k in kept if k.tried_on_training and k not in gains[:1]]
+    chosen = gains[:1] + only_on_training[:1]
+    chosen += [k for k in gains[1:] if k not in chosen]
+    return chosen[:MAX_FIXES]
 
 
 def slice_seconds(step_s: float, share_s: float) -> float:
