@@ -302,7 +302,7 @@ def _fake_sides(monkeypatch: pytest.MonkeyPatch, clock: Any, variant_rates: list
     from pipediag.bench.pipeline import BatchTiming
 
     made: list[Any] = []
-    original_init = whatif._Side.__init__
+    original_init = whatif.TrialSide.__init__
     rates = itertools.cycle(variant_rates)
 
     def init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -315,8 +315,8 @@ def _fake_sides(monkeypatch: pytest.MonkeyPatch, clock: Any, variant_rates: list
         batches = 20
         return BatchTiming(0.0, [1 / rate] * batches, batches / rate, exhausted=False)
 
-    monkeypatch.setattr(whatif._Side, "__init__", init)
-    monkeypatch.setattr(whatif._Side, "run", run)
+    monkeypatch.setattr(whatif.TrialSide, "__init__", init)
+    monkeypatch.setattr(whatif.TrialSide, "run", run)
 
 
 def test_an_unclear_trial_runs_until_the_deadline_not_past_it(

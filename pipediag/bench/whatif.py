@@ -353,8 +353,8 @@ class _Trials:
         until_s = self.clock.now() + share_s
         fill_s = float(candidate.details.get("fill_s", "0") or 0)
         planned_s = SLICE_SHARE * (share_s - fill_s) / (2 * MIN_ROUNDS)
-        baseline = _Side(self.baseline, self.teardown, self.clock)
-        fixed = _Side(variant, self.teardown, self.clock, candidate.fill_batches)
+        baseline = TrialSide(self.baseline, self.teardown, self.clock)
+        fixed = TrialSide(variant, self.teardown, self.clock, candidate.fill_batches)
         try:
             return run_rounds(
                 baseline.run,
@@ -392,16 +392,26 @@ class _Trials:
         )
 
 
-class _Side:
+class TrialSide:
     """One side of a trial: a fresh iterator per run, or, for a cache, one iterator kept past
-    its filling epoch, so every run measures the epochs after the first."""
+    its filling epoch, so every run measures the epochs after the first.
+
+    `read` times one run on an iterator: the pipeline alone by default; the training trials
+    (`hooks/training_trial.py`) read with the user's train step instead.
+    """
 
     def __init__(
-        self, dataset: Any, teardown: TearDown, clock: Clock, fill_batches: int = 0
+        self,
+        dataset: Any,
+        teardown: TearDown,
+        clock: Clock,
+        fill_batches: int = 0,
+        read: Callable[[Iterator[Any], float], BatchTiming] | None = None,
     ) -> None:
         self._dataset = dataset
         self._teardown = teardown
         self._clock = clock
+        self._read = read or self._alone
         self._kept: Iterator[Any] | None = None
         if fill_batches > 0:
             self._kept = iter(dataset)
@@ -409,23 +419,31 @@ class _Side:
                 next(self._kept)
 
     def run(self, max_seconds: float) -> BatchTiming:
-        iterator = self._kept if self._kept is not None else iter(self._dataset)
+        iterator = self.open()
         try:
-            return time_iterator(
-                iterator,
-                max_batches=MAX_BATCHES_PER_RUN,
-                max_seconds=max_seconds,
-                clock=self._clock,
-            )
+            return self._read(iterator, max_seconds)
         finally:
-            if iterator is not self._kept:
-                self._teardown.discard(iterator)
+            self.release(iterator)
             del iterator
+
+    def open(self) -> Iterator[Any]:
+        """The iterator for the next run: the kept one, or a fresh one."""
+        return self._kept if self._kept is not None else iter(self._dataset)
+
+    def release(self, iterator: Iterator[Any]) -> None:
+        """A run is over: a fresh iterator is torn down off the main thread."""
+        if iterator is not self._kept:
+            self._teardown.discard(iterator)
 
     def close(self) -> None:
         if self._kept is not None:
             self._teardown.discard(self._kept)
             self._kept = None
+
+    def _alone(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
+        return time_iterator(
+            iterator, max_batches=MAX_BATCHES_PER_RUN, max_seconds=max_seconds, clock=self._clock
+        )
 
 
 # --- choosing fixes --------------------------------------------------------------------------

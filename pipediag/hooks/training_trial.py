@@ -33,7 +33,7 @@ from pipediag.analysis.advisor import VERIFIED_MIN_GAIN
 from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
-from pipediag.bench.whatif import FixPipelines
+from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
 from pipediag.hooks.compute_alone import _stateful_random_op, _step_variables, _sync_logs
 from pipediag.report.model import FixTrial
@@ -125,6 +125,7 @@ def try_on_fit(
         return {(f.fix, f.stage_index): (None, why) for f in fixes}
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     distribute = _distributor(model)
+    steps = _FitSteps(train_function, per_call, clock)
     saved = [(v, v.numpy()) for v in _step_variables(model)]
     end_s = clock.now() + budget_s
     try:
@@ -134,7 +135,7 @@ def try_on_fit(
                 results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
                 continue
             sides = [
-                _FitSide(train_function, distribute(d), fill, per_call, clock, teardown)
+                TrialSide(distribute(d), teardown, clock, fill, read=steps.read)
                 for d, fill in ((fix.baseline, 0), (fix.variant, fix.fill_batches))
             ]
             try:
@@ -160,7 +161,7 @@ def _distributor(model: Any) -> Callable[[Any], Any]:
     return strategy.experimental_distribute_dataset
 
 
-def _run(sides: list[_FitSide], clock: Clock, share_s: float, step_s: float) -> Rounds:
+def _run(sides: list[TrialSide], clock: Clock, share_s: float, step_s: float) -> Rounds:
     now = clock.now()
     plan = RoundPlan(
         slice_s=slice_seconds(step_s, share_s),
@@ -174,39 +175,15 @@ def _run(sides: list[_FitSide], clock: Clock, share_s: float, step_s: float) -> 
     return plan.rounds()
 
 
-class _FitSide:
-    """One side of a fit trial: the train function on a fresh iterator per slice."""
+class _FitSteps:
+    """Reads a run with the model's train function: one timed call after an untimed one."""
 
-    def __init__(
-        self,
-        train_function: Callable[[Any], Any],
-        dataset: Any,
-        fill_batches: int,
-        per_call: int,
-        clock: Clock,
-        teardown: TearDown,
-    ) -> None:
+    def __init__(self, train_function: Callable[[Any], Any], per_call: int, clock: Clock) -> None:
         self._train = train_function
-        self._dataset = dataset
         self._per_call = per_call
         self._clock = clock
-        self._teardown = teardown
-        self._kept: Iterator[Any] | None = None
-        if fill_batches > 0:
-            self._kept = iter(dataset)
-            for _ in range(fill_batches):
-                next(self._kept)
 
-    def run(self, max_seconds: float) -> BatchTiming:
-        iterator = self._kept if self._kept is not None else iter(self._dataset)
-        try:
-            return self._time(iterator, max_seconds)
-        finally:
-            if iterator is not self._kept:
-                self._teardown.discard(iterator)
-            del iterator
-
-    def _time(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
+    def read(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
         start = self._clock.now()
         if not self._step(iterator):
             return BatchTiming(None, [], 0.0, exhausted=True)
@@ -236,11 +213,6 @@ class _FitSide:
         except (StopIteration, tf.errors.OutOfRangeError):
             return False
         return True
-
-    def close(self) -> None:
-        if self._kept is not None:
-            self._teardown.discard(self._kept)
-            self._kept = None
 
 
 def _failure(exc: BaseException) -> str:
@@ -291,7 +263,7 @@ class LoopTrials:
         self._end_s = clock.now() + budget_s
         self._position = -1
         self._plan: RoundPlan | None = None
-        self._kept: Iterator[Any] | None = None
+        self._sides: list[TrialSide] = []
         self._slice: _Slice | None = None
         self._results: dict[tuple[str, int | None], tuple[Rounds | None, str | None]] = {}
         self.began = clock.now()
@@ -319,9 +291,8 @@ class LoopTrials:
             if due is None:
                 return None
             side, seconds = due
-            fix = self._fixes[self._position]
             try:
-                iterator = self._iterator(fix, side)
+                iterator = self._sides[side].open()
             except Exception as exc:
                 self._fail(exc)
                 continue
@@ -363,38 +334,34 @@ class LoopTrials:
                 hard_until_s=now + share_s * OVERRUN,
                 clock=self._clock,
             )
-            if fix.fill_batches > 0:
-                self._kept = iter(fix.variant)
-                for _ in range(fix.fill_batches):
-                    next(self._kept)
+            self._sides = [
+                TrialSide(fix.baseline, self._teardown, self._clock),
+                TrialSide(fix.variant, self._teardown, self._clock, fix.fill_batches),
+            ]
 
     def _close_fix(self) -> None:
         fix = self._fixes[self._position]
         assert self._plan is not None
         self._results.setdefault((fix.fix, fix.stage_index), (self._plan.rounds(), None))
         self._plan = None
-        if self._kept is not None:
-            self._teardown.discard(self._kept)
-            self._kept = None
+        self._close_sides()
 
     def _fail(self, exc: BaseException) -> None:
         """The fixed pipeline failed in the loop: this fix is not measured, the next goes on."""
         fix = self._fixes[self._position]
         self._results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
         if self._slice is not None:
-            self._release(self._slice)
+            self._sides[self._slice.side].release(self._slice.iterator)
             self._slice = None
         self._plan = None
-        if self._kept is not None:
-            self._teardown.discard(self._kept)
-            self._kept = None
+        self._close_sides()
+
+    def _close_sides(self) -> None:
+        for side in self._sides:
+            side.close()
+        self._sides = []
 
     # -- one slice --
-    def _iterator(self, fix: FixPipelines, side: int) -> Iterator[Any]:
-        if side == 1 and self._kept is not None:
-            return self._kept
-        return iter(fix.baseline if side == 0 else fix.variant)
-
     def _pull(self, current: _Slice) -> Any:
         if len(current.pulls) == 2 and current.cpu_from is None:
             current.cpu_from = time.process_time()
@@ -412,7 +379,7 @@ class LoopTrials:
 
     def _finish_slice(self, current: _Slice, *, timed: bool = True) -> None:
         self._slice = None
-        self._release(current)
+        self._sides[current.side].release(current.iterator)
         if not timed or self._plan is None:
             return
         pulls = current.pulls
@@ -425,10 +392,6 @@ class LoopTrials:
                 pulls[1] - pulls[0], latencies, pulls[-1] - pulls[1], current.exhausted, cpu_s
             )
         self._plan.record(current.side, timing)
-
-    def _release(self, current: _Slice) -> None:
-        if current.iterator is not self._kept:
-            self._teardown.discard(current.iterator)
 
 
 class _SideSpent(Exception):
