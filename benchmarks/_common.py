@@ -1,4 +1,5 @@
-"""Helpers the benchmark scripts share: ground truth, statistics, tables, cases, subprocesses.
+"""Helpers the benchmark scripts share: ground truth, statistics, tables, cases, subprocesses,
+and the one writer of result files (`write_results`, with its `run_stamp`).
 
 The pure functions (truth from P and C, confusion tables, quantiles and IQR, speedup
 errors, tables) are tested in `tests/test_benchmarks.py`; the measuring functions import
@@ -8,16 +9,21 @@ TensorFlow lazily, so importing this module stays cheap.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import gzip
 import importlib
+import importlib.metadata
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -51,6 +57,8 @@ BOUNDARY_MARGIN = 0.10
 TIMED_OUT = 124
 # Child processes: no TF C++ info lines in the output we parse and show.
 CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
+# git answers in milliseconds; a hung one (a lock, a network filesystem) must not hang a run.
+GIT_TIMEOUT_S = 10
 
 
 # --- truth ----------------------------------------------------------------------------------
@@ -183,11 +191,21 @@ def ratio_summary(ratios: Sequence[float]) -> dict[str, Any]:
 
 
 def spread_summary(values: Sequence[float]) -> dict[str, float | int | None]:
-    """Median, quartiles and count: the figures every benchmark reports."""
+    """Count, median, quartiles and extremes: how every result file keeps a distribution.
+
+    The extremes are what a few runs' "median [min, max]" cites (the case docstrings).
+    """
     if not values:
-        return {"n": 0, "median": None, "q1": None, "q3": None}
+        return {"n": 0, "median": None, "q1": None, "q3": None, "min": None, "max": None}
     q1, q3 = iqr(values)
-    return {"n": len(values), "median": median(values), "q1": q1, "q3": q3}
+    return {
+        "n": len(values),
+        "median": median(values),
+        "q1": q1,
+        "q3": q3,
+        "min": min(values),
+        "max": max(values),
+    }
 
 
 def relative_error(predicted: float, measured: float) -> float:
@@ -263,21 +281,95 @@ def base_parser(name: str, description: str | None) -> argparse.ArgumentParser:
     return parser
 
 
-def write_results(path: Path, name: str, payload: Mapping[str, Any], *, quick: bool) -> None:
-    """Results with what a later comparison needs to know: when, where, how."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    document = {
+def add_raw_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--raw PATH`: also keep the raw figures (`what`) for later analysis, gzipped.
+
+    The results file keeps summaries only (docs/design.md, "Benchmark results"); raw arrays
+    go only where the user asks, and never into benchmarks/results, which is committed.
+    """
+    parser.add_argument(
+        "--raw",
+        type=raw_path,
+        metavar="PATH",
+        help=f"also write {what} here, as gzipped JSON (not under benchmarks/results)",
+    )
+
+
+def raw_path(value: str) -> Path:
+    """An argparse type: a path for raw figures, refused inside benchmarks/results."""
+    try:
+        return check_raw_path(Path(value))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def check_raw_path(path: Path) -> Path:
+    """`path`, unless it lies in benchmarks/results (committed: summaries only)."""
+    if path.resolve().is_relative_to(RESULTS_DIR.resolve()):
+        raise ValueError(f"{path}: raw figures are not kept in benchmarks/results; write elsewhere")
+    return path
+
+
+def write_results(
+    path: Path,
+    name: str,
+    *,
+    settings: Mapping[str, Any],
+    summary: Mapping[str, Any],
+    cases: Sequence[Mapping[str, Any]],
+    quick: bool,
+    raw: Any = None,
+    raw_to: Path | None = None,
+    stamp: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The one writer of benchmark results, in the one shape every result file has.
+
+    `{"benchmark", "stamp", "quick", "settings", "summary", "cases"}`: `summary` holds the
+    figures the README cites, `cases` one summary per case or run; distributions are kept
+    as summary statistics (`spread_summary`), never as raw arrays. `raw`, when given with
+    `raw_to`, goes to that file alone (gzipped JSON, with the same stamp). `stamp` defaults
+    to this run's (`run_stamp`); only a conversion of older results passes its own.
+    Returns the document written.
+    """
+    if raw_to is not None:
+        check_raw_path(raw_to)
+    document: dict[str, Any] = {
         "benchmark": name,
-        "created_unix_s": time.time(),
+        "stamp": dict(stamp) if stamp is not None else run_stamp(),
         "quick": quick,
-        "machine": machine_info(),
-        **payload,
+        "settings": dict(settings),
+        "summary": dict(summary),
+        "cases": list(cases),
     }
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2, default=_json_default) + "\n")
     print(f"\nresults written to {path}")
+    if raw_to is not None and raw is not None:
+        raw_to.parent.mkdir(parents=True, exist_ok=True)
+        raw_document = {"benchmark": name, "stamp": document["stamp"], "raw": raw}
+        with gzip.open(raw_to, "wt", encoding="utf-8") as out:
+            json.dump(raw_document, out, default=_json_default)
+        print(f"raw figures written to {raw_to}")
     # TensorFlow has crashed at interpreter exit after a benchmark; what was printed must
     # not be lost in an unflushed buffer with it.
     sys.stdout.flush()
+    return document
+
+
+def split_raw(
+    rows: Sequence[Mapping[str, Any]], raw_keys: Sequence[str], id_keys: Sequence[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows without their raw arrays, and the arrays apart (each with the row's `id_keys`).
+
+    A benchmark builds its rows with everything it measured, then writes the first part to
+    its results and the second only to `--raw`.
+    """
+    kept = [{k: v for k, v in row.items() if k not in raw_keys} for row in rows]
+    raw = [
+        {**{k: row.get(k) for k in id_keys}, **{k: row[k] for k in raw_keys if k in row}}
+        for row in rows
+    ]
+    return kept, raw
 
 
 def _json_default(value: Any) -> Any:
@@ -288,19 +380,115 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def machine_info() -> dict[str, Any]:
-    import platform
+# --- the stamp: which code, which TensorFlow, which machine ----------------------------------
+def run_stamp() -> dict[str, Any]:
+    """What a reader of a result needs to compare it with another: code, versions, machine."""
+    commit, dirty = git_state()
+    return {
+        "commit": commit,
+        "dirty": dirty,
+        "tensorflow": package_version("tensorflow", "tensorflow-cpu", "tf-nightly"),
+        "keras": package_version("keras"),
+        "python": platform.python_version(),
+        "machine": machine_info(),
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
 
+
+def git_state() -> tuple[str | None, bool | None]:
+    """(HEAD's commit, whether tracked files differ from it), or (None, None) outside git.
+
+    Result files themselves do not make the tree dirty: a benchmark rewrites them, and a run
+    that follows another is still a run of the same code.
+    """
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=True,
+        )
+        status = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"]
+            + ["--", ".", f":(exclude){RESULTS_DIR.relative_to(REPO_ROOT).as_posix()}"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return head.stdout.strip() or None, bool(status.stdout.strip())
+
+
+def package_version(*distributions: str) -> str | None:
+    """The installed version of the first of `distributions` found, without importing it.
+
+    Importing TensorFlow takes seconds; a parent process that only runs children need not.
+    A module already imported reports its own `__version__`, the one that actually ran.
+    """
+    module = sys.modules.get(distributions[0])
+    version = getattr(module, "__version__", None)
+    if isinstance(version, str):
+        return version
+    for distribution in distributions:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            return importlib.metadata.version(distribution)
+    return None
+
+
+def machine_info(nvml: Any = None) -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
+        "cpu_model": cpu_model(),
         "platform": platform.platform(),
+        **gpu_info(nvml),
     }
     try:
         info["loadavg_1m"] = os.getloadavg()[0]
     except OSError:
         info["loadavg_1m"] = None
     return info
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
+    """The CPU's model name from /proc/cpuinfo, or None where it cannot be read (not Linux)."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "model name" and value.strip():
+            return value.strip()
+    return None
+
+
+def gpu_info(nvml: Any = None) -> dict[str, Any]:
+    """The first NVIDIA GPU's name and the count, from NVML; None and 0 without one.
+
+    `nvml` is the pynvml module (a fake in tests); by default it is imported here, and any
+    failure (no library, no driver, no device) means no GPU. Nothing is changed on the
+    device: only its name is read.
+    """
+    try:
+        if nvml is None:
+            nvml = importlib.import_module("pynvml")
+        nvml.nvmlInit()
+    except Exception:  # pynvml raises its own error classes; ImportError without it
+        return {"gpu": None, "gpu_count": 0}
+    try:
+        count = nvml.nvmlDeviceGetCount()
+        name = nvml.nvmlDeviceGetName(nvml.nvmlDeviceGetHandleByIndex(0)) if count else None
+    except Exception:  # a device that will not answer: no GPU for the stamp
+        count, name = 0, None
+    finally:
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
+    if isinstance(name, bytes):  # older pynvml returns bytes
+        name = name.decode(errors="replace")
+    return {"gpu": name, "gpu_count": count}
 
 
 # --- cases ----------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ Input cost is the share of training time that input costs: 1 - A/T, where
   model, its unmodified dataset, epoch after epoch), steps/s over the window of steps a
   diagnosis judges (steps skip+1 .. skip+count), timed by the case's `StepTimer` (the clock
   behind `--rate-file`). Epoch boundaries are left out, as pipediag leaves them out of
-  per-step rates (DESIGN.md: an iterator's tear-down can block for a second): the time from
+  per-step rates (an iterator's tear-down can block for a second: docs/design.md, "Iterator
+  tear-down"): the time from
   an epoch's last step end to the next epoch's first step start (end of data, the old
   iterator's tear-down, making the new one, epoch callbacks) is reported on its own
   (`boundary_s`). The first step of each epoch, which waits for its fresh iterator's first

@@ -454,10 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         "cache_batches": CACHE_BATCHES,
     }
     write_results(
-        args.json,
-        NAME,
-        {"settings": settings, "summary": summary, "cases": results},
-        quick=args.quick,
+        args.json, NAME, settings=settings, summary=summary, cases=results, quick=args.quick
     )
     return 0
 

@@ -17,7 +17,8 @@ Every step synchronises at its end (as a `loss.item()` would), and CUDA events a
 step's kernels time the GPU's busy time. pipediag's busy fraction (GPM SM activity on
 Hopper, else NVML utilization, over NVML windows) is compared with the events' busy fraction
 over the same measured steps and over the same windows. A table is printed; with $OUT set,
-`device_check.json` and each scenario's pipediag report are written under it.
+`device_check.json` (through the benchmarks' shared writer, `benchmarks/_common.py`) and each
+scenario's pipediag report are written under it.
 
 Exit status: 0 when every scenario agrees within tolerance, 1 when one does not, 2 when the
 check cannot run here (no PyTorch or no CUDA device).
@@ -26,7 +27,6 @@ check cannot run here (no PyTorch or no CUDA device).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -35,10 +35,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import _common
 from pipediag.analysis.gpu import BUSY_UTILIZATION, analyze_gpu
 from pipediag.config import RunConfig
 from pipediag.report.model import WARMUP, GpuAnalysis, GpuWindow, Report
 
+NAME = "device_check"
 EXIT_OK = 0
 EXIT_DISAGREE = 1
 EXIT_CANNOT_RUN = 2
@@ -267,20 +272,25 @@ def format_table(results: Sequence[ScenarioResult]) -> str:
 
 
 def write_results(out: Path, payload: dict[str, Any]) -> Path:
-    out.mkdir(parents=True, exist_ok=True)
     path = out / "device_check.json"
-    path.write_text(json.dumps(payload, indent=1, default=str))
+    _common.write_results(path, NAME, quick=False, **payload)
     return path
 
 
 def results_payload(
     args: argparse.Namespace, device: str, results: list[ScenarioResult]
 ) -> dict[str, Any]:
+    """The shared writer's settings, summary and cases (one per scenario)."""
+    settings = {k: v for k, v in vars(args).items() if k != "out"}
     return {
-        "device": device,
-        "args": {k: v for k, v in vars(args).items() if k != "out"},
-        "busy_tolerance": BUSY_TOLERANCE,
-        "scenarios": [asdict(r) | {"agrees": r.agrees} for r in results],
+        "settings": settings | {"torch": _common.package_version("torch")},
+        "summary": {
+            "device": device,
+            "busy_tolerance": BUSY_TOLERANCE,
+            "scenarios": len(results),
+            "agree": sum(r.agrees for r in results),
+        },
+        "cases": [asdict(r) | {"agrees": r.agrees} for r in results],
     }
 
 
@@ -405,8 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for note in r.notes:
             print(f"  note ({r.scenario}): {note}")
     if args.out:
-        path = write_results(Path(args.out), results_payload(args, device, results))
-        print(f"wrote {path}")
+        write_results(Path(args.out), results_payload(args, device, results))
     return EXIT_OK if all(r.agrees for r in results) else EXIT_DISAGREE
 
 

@@ -38,6 +38,7 @@ from benchmarks import accuracy
 from benchmarks._common import (
     CASES_DIR,
     INPUT_BOUND,
+    add_raw_option,
     base_parser,
     case_info,
     case_names,
@@ -48,6 +49,8 @@ from benchmarks._common import (
     median,
     relative_error,
     run_child,
+    split_raw,
+    spread_summary,
     tail,
     write_results,
 )
@@ -60,6 +63,8 @@ QUICK_STEPS = 40
 EPOCHS = 100  # --max-steps ends each run
 RUN_TIMEOUT_S = 120  # a run takes under 30 s; a hung one fails sooner
 BASELINE, FIXED, TUNED = "baseline", "fixed", "tuned"
+# Every run's rate: kept only with --raw; the results keep their spread.
+RAW_KEYS = ("rates_steps_per_s",)
 
 
 def case_rate(case: str, extra: list[str], steps: int) -> float | None:
@@ -122,6 +127,7 @@ def evaluate(diagnosis: dict[str, Any], *, rounds: int, steps: int) -> dict[str,
         "top_suggestion": top,
         "fix_applied": fix,
         "rates_steps_per_s": rates,
+        "rate_spread_steps_per_s": {name: spread_summary(values) for name, values in rates.items()},
         "median_steps_per_s": med,
         "tuned_speedup": tuned / base if tuned and base else None,
         "fixed_speedup": measured,
@@ -163,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = base_parser(NAME, __doc__)
     parser.add_argument("--accuracy", type=Path, help="reuse an accuracy.py results file")
     parser.add_argument("--cases", help="comma-separated case names (default: input-bound ones)")
+    add_raw_option(parser, "every run's steps/s")
     args = parser.parse_args(argv)
     rounds = QUICK_ROUNDS if args.quick else ROUNDS
     steps = QUICK_STEPS if args.quick else STEPS
@@ -230,11 +237,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{fmt(summary['median_fraction_of_tuned'], '.0%')}; median |prediction error| "
         f"{fmt(summary['median_abs_prediction_error'], '.0%')}"
     )
+    cases, raw = split_raw(results, RAW_KEYS, ["case"])
     write_results(
         args.json,
         NAME,
-        {"settings": {"rounds": rounds, "steps": steps}, "summary": summary, "results": results},
+        settings={"rounds": rounds, "steps": steps},
+        summary=summary,
+        cases=cases,
         quick=args.quick,
+        raw=raw,
+        raw_to=args.raw,
     )
     return 0
 

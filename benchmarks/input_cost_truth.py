@@ -228,10 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
     }
     write_results(
-        args.json,
-        NAME,
-        {"settings": settings, "spreads": spreads, "results": results},
-        quick=args.quick,
+        args.json, NAME, settings=settings, summary=spreads, cases=results, quick=args.quick
     )
     return 0
 

@@ -26,11 +26,14 @@ if __package__ in (None, ""):
 
 from benchmarks._common import (
     BENCH_DIR,
+    add_raw_option,
     base_parser,
     format_table,
     make_run_config,
     median,
     quantile,
+    split_raw,
+    spread_summary,
     write_results,
 )
 
@@ -46,6 +49,8 @@ WARMUP_STEPS = 5
 EPOCHS = 5  # 100 batches an epoch: always more than warm-up + measured steps
 # The pipeline-alone benchmark is not what is measured here; keep it short.
 BENCH_SECONDS = 0.5
+# Every measured step's wait: kept only with --raw; the results keep its spread and errors.
+RAW_KEYS = ("waits_ms",)
 
 
 def error_stats(waits_s: list[float], delay_s: float) -> dict[str, float | int | None]:
@@ -90,6 +95,7 @@ def diagnose_one(style: str, delay_ms: float, steps: int) -> dict[str, Any]:
         "source": report.train.input_wait_source,
         "complete": report.complete,
         "waits_ms": [w * 1000 for w in waits],
+        "wait_ms": spread_summary([w * 1000 for w in waits]),
     }
     if waits:
         result.update(error_stats(waits, delay_ms / 1000))
@@ -98,6 +104,7 @@ def diagnose_one(style: str, delay_ms: float, steps: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = base_parser(NAME, __doc__)
+    add_raw_option(parser, "every measured step's wait")
     args = parser.parse_args(argv)
     delays = QUICK_DELAYS_MS if args.quick else DELAYS_MS
     steps = QUICK_MEASURED_STEPS if args.quick else MEASURED_STEPS
@@ -147,15 +154,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"{style}: all delays, median |error| {overall[style]['median_abs_error_ms']:.2f}"
                 f" ms, p90 {overall[style]['p90_abs_error_ms']:.2f} ms"
             )
+    cases, raw = split_raw(results, RAW_KEYS, ["style", "delay_ms"])
     write_results(
         args.json,
         NAME,
-        {
-            "settings": {"delays_ms": delays, "measured_steps": steps},
-            "overall": overall,
-            "results": results,
-        },
+        settings={"delays_ms": delays, "measured_steps": steps},
+        summary=overall,
+        cases=cases,
         quick=args.quick,
+        raw=raw,
+        raw_to=args.raw,
     )
     return 0
 

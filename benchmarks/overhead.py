@@ -38,12 +38,14 @@ from benchmarks._common import (
     BENCH_DIR,
     CASES_DIR,
     abba_order,
+    add_raw_option,
     base_parser,
     fmt,
     format_table,
     ratio_summary,
     run_child,
     same_arm_ratios,
+    split_raw,
     spread_summary,
     tail,
     write_results,
@@ -68,10 +70,14 @@ QUICK_BLOCK_PAIRS = 6
 MAX_MONITORING_OVERHEAD = 0.02
 RUN_TIMEOUT_S = 300
 BLOCKS_TIMEOUT_S = 900
+# Every whole run's steps/s and every pair's ratio: kept only with --raw; the results keep
+# their spreads. (Per-block times stay in the child: `overhead_blocks.py --raw`.)
+RAW_KEYS = ("without_steps_per_s", "with_steps_per_s", "ratios")
 
 
 def run_blocks(style: str, pairs: int) -> dict[str, Any]:
-    """The in-process measurement (`overhead_blocks.py`) in a fresh process."""
+    """The in-process measurement (`overhead_blocks.py`) in a fresh process: its settings,
+    its summary and its per-arm spreads (`arms`), from the results file it writes."""
     with tempfile.TemporaryDirectory(prefix="pipediag-overhead-") as tmp:
         out = Path(tmp) / "blocks.json"
         cmd = [sys.executable, str(BENCH_DIR / "overhead_blocks.py"), "--style", style]
@@ -79,7 +85,8 @@ def run_blocks(style: str, pairs: int) -> dict[str, Any]:
         proc, _ = run_child([*cmd, "--json", str(out)], timeout_s=BLOCKS_TIMEOUT_S)
         if proc.returncode != 0 or not out.is_file():
             raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{tail(proc.stderr)}")
-        return json.loads(out.read_text())
+        document = json.loads(out.read_text())
+    return {**document["settings"], **document["summary"], "arms": document["cases"]}
 
 
 def goal_verdict(ratio: dict[str, Any]) -> tuple[str, float | None]:
@@ -161,6 +168,15 @@ def measure(phase: str, script: str, args: list[str], *, pairs: int, steps: int)
     }
 
 
+def overhead_cases(
+    blocks: list[dict[str, Any]], whole_runs: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One case per measurement: the in-process blocks of each style, then the whole runs."""
+    return [{"kind": "blocks", **b} for b in blocks] + [
+        {"kind": "whole-runs", **r} for r in whole_runs
+    ]
+
+
 def print_blocks(blocks: list[dict[str, Any]]) -> None:
     rows = [
         [
@@ -231,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=["blocks", "loop", "fit"],
         help="only the in-process blocks, or only the whole runs of the custom loop or of fit",
     )
+    add_raw_option(parser, "every whole run's steps/s and every pair's ratio")
     args = parser.parse_args(argv)
     pairs = args.pairs or (QUICK_PAIRS if args.quick else PAIRS)
     steps = args.steps or (QUICK_STEPS if args.quick else STEPS)
@@ -262,17 +279,16 @@ def main(argv: list[str] | None = None) -> int:
         print()
     if results:
         print_runs(results)
+    whole_runs, raw = split_raw(results, RAW_KEYS, ["phase"])
     write_results(
         args.json,
         NAME,
-        {
-            "settings": {"pairs": pairs, "steps": steps, "block_pairs": args.block_pairs},
-            "goal_max_monitoring_overhead": MAX_MONITORING_OVERHEAD,
-            "goals": goals,
-            "blocks": blocks,
-            "results": results,
-        },
+        settings={"pairs": pairs, "steps": steps, "block_pairs": args.block_pairs},
+        summary={"goal_max_monitoring_overhead": MAX_MONITORING_OVERHEAD, "goals": goals},
+        cases=overhead_cases(blocks, whole_runs),
         quick=args.quick,
+        raw=raw,
+        raw_to=args.raw,
     )
     return 0
 

@@ -23,14 +23,13 @@ extra CPU per step says where a cost comes from: the main thread runs the hook, 
 process total adds the sampler threads. Back-to-back blocks of the same arm give the noise
 floor.
 
-    python benchmarks/overhead_blocks.py --json out.json    # run by overhead.py
-    python benchmarks/overhead_blocks.py --style fit --json out.json
+    python benchmarks/overhead_blocks.py                    # results/overhead_blocks.json
+    python benchmarks/overhead_blocks.py --style fit --json out.json  # as overhead.py runs it
+    python benchmarks/overhead_blocks.py --raw blocks.json.gz         # also every block's times
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -39,12 +38,25 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import abba_order, load_case, median, ratio_summary, same_arm_ratios
+from benchmarks._common import (
+    abba_order,
+    add_raw_option,
+    base_parser,
+    load_case,
+    median,
+    ratio_summary,
+    same_arm_ratios,
+    spread_summary,
+    write_results,
+)
+
+NAME = "overhead_blocks"
 
 CASE = "py_function_decode_loop"
 FIT_CASE = "seq_random_map_fit"
 CASE_FIXES = frozenset({"tuned"})  # the fast variant: short steps make a per-step cost show
 PAIRS = 500
+QUICK_PAIRS = 6
 STEPS_PER_BLOCK = 128
 WARMUP_STEPS = 200
 # Steps after a session starts and before its block is timed: a session starts once in a
@@ -173,15 +185,29 @@ def summarize(blocks: list[tuple[bool, dict[str, float]]]) -> dict[str, Any]:
         "noise_floor_ratio": ratio_summary(
             same_arm_ratios([(monitored, costs["wall_s"]) for monitored, costs in blocks])
         ),
-        "ratios": ratios,
-        "off": off,
-        "on": on,
     }
 
 
+def arm_summaries(blocks: list[tuple[bool, dict[str, float]]]) -> list[dict[str, Any]]:
+    """Per arm ("off", "on"): the spread of its blocks' per-step wall and CPU times."""
+    arms = []
+    for monitored in (False, True):
+        costs = [c for m, c in blocks if m == monitored]
+        arms.append(
+            {
+                "arm": "on" if monitored else "off",
+                "blocks": len(costs),
+                "wall_ms": spread_summary([c["wall_s"] * 1e3 for c in costs]),
+                "main_cpu_us": spread_summary([c["main_cpu_s"] * 1e6 for c in costs]),
+                "process_cpu_us": spread_summary([c["process_cpu_s"] * 1e6 for c in costs]),
+            }
+        )
+    return arms
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=PAIRS)
+    parser = base_parser(NAME, __doc__)
+    parser.add_argument("--pairs", type=int, help=f"ABBA pairs of blocks (default {PAIRS})")
     parser.add_argument("--style", choices=["loop", "fit"], default="loop")
     parser.add_argument(
         "--case",
@@ -194,8 +220,9 @@ def main(argv: list[str] | None = None) -> int:
         help="what the 'on' blocks run: everything, only the pipediag hooks, only the samplers",
     )
     parser.add_argument("--steps-per-block", type=int, default=STEPS_PER_BLOCK)
-    parser.add_argument("--json", type=Path, required=True, help="write the results here")
+    add_raw_option(parser, "every block's wall and CPU times")
     args = parser.parse_args(argv)
+    pairs = args.pairs or (QUICK_PAIRS if args.quick else PAIRS)
 
     import keras
 
@@ -214,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     config = RunConfig(bench=False, measured_steps=None, sample_host=samplers, sample_gpu=samplers)
     hooks = args.monitor in ("all", "hooks")
     blocks: list[tuple[bool, dict[str, float]]] = []
-    for pair in range(args.pairs):
+    for pair in range(pairs):
         for monitored in abba_order(pair):
             session = None
             if monitored:
@@ -228,14 +255,23 @@ def main(argv: list[str] | None = None) -> int:
             if session is not None and hooks and len(session.timeline) == 0:
                 raise RuntimeError("the session recorded no steps: the hook is not in force")
     trainer.close()
-    results = summarize(blocks)
-    results.update(
-        case=f"benchmarks/cases/{case_name}.py",
-        style=args.style,
-        steps_per_block=args.steps_per_block,
-        monitor=args.monitor,
+    settings = {
+        "case": f"benchmarks/cases/{case_name}.py",
+        "style": args.style,
+        "steps_per_block": args.steps_per_block,
+        "monitor": args.monitor,
+        "pairs": pairs,
+    }
+    write_results(
+        args.json,
+        NAME,
+        settings=settings,
+        summary=summarize(blocks),
+        cases=arm_summaries(blocks),
+        quick=args.quick,
+        raw={"blocks": [{"monitored": monitored, **costs} for monitored, costs in blocks]},
+        raw_to=args.raw,
     )
-    args.json.write_text(json.dumps(results, indent=1))
     return 0
 
 

@@ -274,6 +274,22 @@ def run_case(case: Case, runs: int) -> dict[str, Any]:
     }
 
 
+def goals_summary(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The goals over all cases: how many met each, and the worst case of each."""
+    ratios = [r["median"]["ratio"] for r in results if r["median"]["ratio"] is not None]
+    to_verdict = [
+        r["median"]["to_verdict_s"] for r in results if r["median"]["to_verdict_s"] is not None
+    ]
+    return {
+        "cases": len(results),
+        "goals_met": sum(not goal_misses(r) for r in results),
+        "ratio_goal_met": sum(ratio <= GOAL_RATIO for ratio in ratios),
+        "to_verdict_goal_met": sum(s <= GOAL_TO_VERDICT_S for s in to_verdict),
+        "worst_ratio": max(ratios) if ratios else None,
+        "worst_to_verdict_s": max(to_verdict) if to_verdict else None,
+    }
+
+
 # --- output -----------------------------------------------------------------------------------
 def goal_misses(result: Mapping[str, Any]) -> list[str]:
     m = result["median"]
@@ -379,7 +395,14 @@ def main(argv: list[str] | None = None) -> int:
         "goal_to_verdict_s": GOAL_TO_VERDICT_S,
         "idle_cpu_pct": IDLE_CPU_PCT,
     }
-    write_results(args.json, NAME, {"settings": settings, "results": results}, quick=args.quick)
+    write_results(
+        args.json,
+        NAME,
+        settings=settings,
+        summary=goals_summary(results),
+        cases=results,
+        quick=args.quick,
+    )
     return 0
 
 

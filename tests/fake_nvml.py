@@ -100,7 +100,8 @@ FAKE_GPM_METRIC_SLOTS = 8
 """pynvml's request struct has NVML_GPM_METRIC_MAX slots; a few are enough for a fake."""
 
 DRIVER_SAMPLE_PERIOD_S = 1 / 6
-"""The driver's utilization window at its finest (DESIGN.md: about 1/6 s to 1 s)."""
+"""The driver's utilization window at its finest: about 1/6 s to 1 s (docs/design.md, "NVML
+facts")."""
 
 DRIVER_RING_SAMPLES = 100
 """The driver keeps a bounded history of samples; older ones are overwritten."""

@@ -434,7 +434,8 @@ def test_a_measured_prefetch_gain_does_not_fire_when_tf_data_injects_one() -> No
     # GIVEN a pipeline ending without prefetch, with inject_prefetch on, and a noisy "gain"
     stages = _seq_map_pipeline()[:3]
     report = _report(stages, trials=[_trial("prefetch-end", 2, 1.2)])
-    # THEN no prefetch advice: tf.data already appends one (DESIGN.md: measured 0.99x)
+    # THEN no prefetch advice: tf.data already appends one (measured 0.99x: docs/design.md,
+    # "tf.data behaviours")
     assert "PD003-no-prefetch" not in _ids(report)
 
 

@@ -324,7 +324,7 @@ def test_iqr() -> None:
     values = [float(v) for v in range(1, 10)]  # 1..9
     assert common.iqr(values) == (pytest.approx(3.0), pytest.approx(7.0))
     summary = common.spread_summary(values)
-    assert summary == {"n": 9, "median": 5.0, "q1": 3.0, "q3": 7.0}
+    assert summary == {"n": 9, "median": 5.0, "q1": 3.0, "q3": 7.0, "min": 1.0, "max": 9.0}
     assert common.spread_summary([])["median"] is None
 
 

@@ -308,5 +308,6 @@ def test_device_check_compares_pipediag_with_event_timing(tmp_path: Path) -> Non
     args = dc.parse_args(["--out", str(tmp_path)])
     path = dc.write_results(tmp_path, dc.results_payload(args, "NVIDIA H200", [result]))
     payload = json.loads(path.read_text())
-    assert payload["scenarios"][0]["agrees"] is True
-    assert payload["device"] == "NVIDIA H200"
+    assert payload["benchmark"] == "device_check" and "commit" in payload["stamp"]
+    assert payload["cases"][0]["agrees"] is True
+    assert payload["summary"]["device"] == "NVIDIA H200"

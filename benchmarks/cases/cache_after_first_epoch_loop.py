@@ -31,7 +31,8 @@ BATCH = 32
 CLASSES = 10
 BLUR_PASSES = 20
 # Small enough that epoch 1 decodes as it goes; a buffer as large as the dataset would
-# decode everything before the first batch (DESIGN.md), hiding the slow epoch in one step.
+# decode everything before the first batch (docs/design.md, "tf.data behaviours"), hiding the
+# slow epoch in one step.
 SHUFFLE_BUFFER = 128
 
 

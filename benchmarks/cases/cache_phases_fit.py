@@ -44,7 +44,8 @@ BATCH = 32
 CLASSES = 10
 BLUR_PASSES = 240
 # Small enough that epoch 1 decodes as batches are drawn; a buffer as large as the dataset
-# would decode everything before the first batch (DESIGN.md), hiding epoch 1 in one step.
+# would decode everything before the first batch (docs/design.md, "tf.data behaviours"), hiding
+# epoch 1 in one step.
 SHUFFLE_BUFFER = 64
 
 

@@ -5,9 +5,10 @@ augmentation layers on each 64x64 image: flip, rotation, zoom, as keras-io's "Op
 puts them in the pipeline; `num_parallel_calls=AUTOTUNE`) runs beside a small CNN whose
 train step uses both cores. Read alone, the pipeline is faster than the train step alone,
 so the prefetch buffer stays full and the step hardly ever waits; but the map's threads
-take cores the step needs, so every step runs slower than it does alone (DESIGN.md,
-"Waiting is not the whole cost"). On a CPU host only cutting or offloading the work helps:
-moving the augmentation into the model makes it part of the step instead.
+take cores the step needs, so every step runs slower than it does alone (docs/design.md,
+"Costs that are not waiting": "Waiting is not the whole cost"). On a CPU host only cutting
+or offloading the work helps: moving the augmentation into the model makes it part of the
+step instead.
 
 Measured (2026-12-01, 2 cores shared with other work; two sessions of
 `python benchmarks/input_cost_truth.py --cases contention_fit,fetch_loop,cache_phases_fit

@@ -5,8 +5,8 @@ memory (`from_tensor_slices().shuffle().batch()`, the prefetch injected by tf.da
 model a tiny dense net whose compiled step takes well under a millisecond. The pipeline
 alone is several times faster than the step and the step hardly waits, yet every `next()`
 from Python costs a fixed overhead (an eager op call, unpacking the batch into tensors)
-that is a large share of so short a step (DESIGN.md: about 25% with a ~0.6 ms step). No
-stage is slow: the cure is fewer, larger pulls.
+that is a large share of so short a step (about 25% with a ~0.6 ms step: docs/design.md,
+"Costs that are not waiting"). No stage is slow: the cure is fewer, larger pulls.
 
 Measured (2026-12-01, 2 cores shared with other work; three sessions of
 `python benchmarks/input_cost_truth.py --cases contention_fit,fetch_loop,cache_phases_fit

@@ -2,11 +2,11 @@
 
 Intended bottleneck: input. The pipeline sets `autotune.enabled = False` and
 `experimental_optimization.inject_prefetch = False`, as some tuned-by-hand pipelines do;
-with either one on, TF would add the prefetch itself (DESIGN.md: "Prefetch is already
-injected"). The map is explicitly parallel (2 calls) and random (per-element noise, as an
-augmentation would be), so nothing upstream can be cached and its random draws rule out
-moving it after the batch: the one thing missing is the overlap. Each step waits for the
-whole batch to be produced, then trains on it.
+with either one on, TF would add the prefetch itself ("Prefetch is already injected":
+docs/design.md, "tf.data behaviours"). The map is explicitly parallel (2 calls) and random
+(per-element noise, as an augmentation would be), so nothing upstream can be cached and its
+random draws rule out moving it after the batch: the one thing missing is the overlap. Each
+step waits for the whole batch to be produced, then trains on it.
 
 Hand-tuned (`--tuned`): `.prefetch(2)` at the end (a fixed buffer, since autotune is off).
 `--fix prefetch` applies the same prefetch (what PD003 says); `--fix autotune-on` turns

@@ -2,7 +2,8 @@
 
 Intended bottleneck: input. Code that wraps PIL, OpenCV or a custom decoder calls it through
 `tf.numpy_function`; tf.data treats that as stateful and runs it sequentially, and even a
-parallel map gains little because the work holds the GIL (DESIGN.md). The model is small.
+parallel map gains little because the work holds the GIL (docs/design.md, "tf.data behaviours").
+The model is small.
 
 Hand-tuned (`--tuned`): the same decode written in TF ops, applied to whole batches
 (vectorised), with a final prefetch. `--fix parallel-map` only parallelises the py_function

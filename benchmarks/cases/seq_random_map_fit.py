@@ -1,10 +1,10 @@
 """Sequential map (Keras fit): an augmentation map with a stateful random op runs on one core.
 
 Intended bottleneck: input. The map draws `tf.random.uniform` (a stateful op), so tf.data's
-`map_parallelization` leaves it sequential even though it has no `num_parallel_calls`
-(DESIGN.md: a map with a random op stays sequential). Each element gets a random flip, a
-brightness jitter and a chain of blur passes (many small ops, each single-threaded), while
-the small model needs a couple of milliseconds per batch.
+`map_parallelization` leaves it sequential even though it has no `num_parallel_calls` (a map
+with a random op stays sequential: docs/design.md, "tf.data behaviours"). Each element gets
+a random flip, a brightness jitter and a chain of blur passes (many small ops, each
+single-threaded), while the small model needs a couple of milliseconds per batch.
 
 Hand-tuned (`--tuned`): `num_parallel_calls=AUTOTUNE` on the map and a final prefetch.
 `--fix parallel-map` applies only the parallel map (what PD001 says).

@@ -7,9 +7,9 @@ latency of remote storage (GCS, NFS) is simulated with tf.data's own `SleepDatas
 delay per record, in the reader, not in Python. Sequential reading pays every delay in turn.
 
 Hand-tuned (`--tuned`): read 4 shards in parallel (`cycle_length=4`,
-`num_parallel_calls=AUTOTUNE`; DESIGN.md: the default cycle length did not run in parallel
-on 2 cores), parse whole batches with `parse_example`, prefetch. `--fix parallel-interleave`
-applies only the parallel read (what PD002 says).
+`num_parallel_calls=AUTOTUNE`; the default cycle length did not run in parallel on 2 cores:
+docs/design.md, "tf.data behaviours"), parse whole batches with `parse_example`, prefetch.
+`--fix parallel-interleave` applies only the parallel read (what PD002 says).
 
     python benchmarks/cases/tfrecord_slow_read_fit.py --epochs 2 [--tuned]
 """

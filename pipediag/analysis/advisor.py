@@ -13,8 +13,9 @@ Speedups, three kinds, kept apart because they differ a lot on few cores:
   pipeline, beside the original, in this run;
 - `predicted_speedup`: the end-to-end training speedup, DS-Analyzer's rule
   `new rate = min(compute-alone rate, fixed pipeline rate)` over the measured train rate,
-  then discounted because the pipeline and the train step share the cores (DESIGN.md: a
-  pipeline-alone 1.6x gave 1.18x end to end on 2 cores). It is capped by compute.
+  then discounted because the pipeline and the train step share the cores (a pipeline-alone
+  1.6x gave 1.18x end to end on 2 cores: docs/design.md, "Costs that are not waiting"). It
+  is capped by compute.
 
 When the verdict is compute-bound no input fix is invented: one note says the pipeline is
 fine and what its headroom is. Correctness warnings (a cache after a random transform) and a
@@ -51,12 +52,13 @@ STAGE_MIN_SHARE = 0.10
 # A verified fix that measured less than this pipeline-alone gain is not recommended: 5% is
 # the noise floor of the interleaved A/B medians (bench/whatif.py) on 2 cores.
 VERIFIED_MIN_GAIN = 1.05
-# Python-bound stages gain little from parallel calls (the GIL): DESIGN.md measured a sleeping
-# py_function map at 53 -> 81 batches/s (1.5x) on 2 cores; CPU-bound Python gains less.
+# Python-bound stages gain little from parallel calls (the GIL): a sleeping py_function map
+# went from 53 to 81 batches/s (1.5x) on 2 cores; CPU-bound Python gains less
+# (docs/design.md, "tf.data behaviours").
 PY_FUNCTION_PARALLEL_GAIN = 1.5
 # On this many cores or fewer the pipeline and the train step fight for the CPU: only this
-# share of the ideal DS-Analyzer gain is predicted (DESIGN.md: pipeline-alone 1.6x gave 1.18x
-# end to end on 2 cores, 0.18 / 0.6 = 0.3).
+# share of the ideal DS-Analyzer gain is predicted (pipeline-alone 1.6x gave 1.18x end to end
+# on 2 cores, 0.18 / 0.6 = 0.3: docs/design.md, "Costs that are not waiting").
 FEW_CORES = 4
 FEW_CORES_GAIN_SHARE = 0.3
 # With more cores contention is lower; not measured: assumed half-way to the ideal gain.
@@ -215,8 +217,9 @@ def cpu_busy_pct(report: Report) -> float | None:
 
 
 def runs_sequential_map(stats: StageStats, cores: int) -> bool:
-    """A map that really runs one element at a time (DESIGN.md: judge what runs, not what was
-    written): `map_parallelization` parallelises stateless maps, so `auto_parallel` decides."""
+    """A map that really runs one element at a time (judge what runs, not what was written:
+    docs/design.md, "tf.data behaviours"): `map_parallelization` parallelises stateless maps, so
+    `auto_parallel` decides."""
     if stats.kind == "map":
         return not stats.settings.get("auto_parallel", "no").startswith("yes")
     if stats.kind == "parallel-map":
@@ -228,8 +231,9 @@ def runs_sequential_map(stats: StageStats, cores: int) -> bool:
 def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
     """Sequential interleave/flat_map, or a parallel one that does not run in parallel.
 
-    DESIGN.md: `interleave(num_parallel_calls=AUTOTUNE)` with the default (AUTOTUNE)
-    `cycle_length` did not run in parallel on 2 cores (40.3 ms/batch vs 22.4 with 4).
+    `interleave(num_parallel_calls=AUTOTUNE)` with the default (AUTOTUNE) `cycle_length` did
+    not run in parallel on 2 cores (40.3 ms/batch vs 22.4 with 4; docs/design.md,
+    "tf.data behaviours").
     """
     if stats.kind in ("interleave", "flat-map"):
         return True
@@ -552,8 +556,9 @@ def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 
 def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
-    """Only when the options really leave no prefetch (DESIGN.md: inject_prefetch appends one,
-    and an added prefetch then measured 0.99x), or when a measured run shows a gain."""
+    """Only when the options really leave no prefetch (inject_prefetch appends one, and an
+    added prefetch then measured 0.99x: docs/design.md, "tf.data behaviours"), or when a measured
+    run shows a gain."""
     last = next((s for s in reversed(ctx.stages) if s.kind != "options"), None)
     if last is None:
         return []

@@ -3,13 +3,13 @@
 Host timing says how long each step waited for its batch; it cannot say whether the GPU was
 idle meanwhile (asynchronous dispatch lets a GPU work through queued kernels while the host
 waits). NVML can, but only coarsely: the driver averages utilization over windows of about
-1/6 s to 1 s (DESIGN.md, "NVML facts"), and GPM SM activity needs readings at least ~100 ms
-apart. A 20 ms step is far below that, so this module never labels single steps from the GPU.
+1/6 s to 1 s (docs/design.md, "NVML facts"), and GPM SM activity needs readings at least ~100
+ms apart. A 20 ms step is far below that, so this module never labels single steps from the GPU.
 It aggregates instead: for each NVML window it takes the GPU busy share and the share of the
 measured steps' time in that window that the host spent waiting for input, then
 
 - attributes the GPU's idle time to causes, as HolisticTraceAnalysis does with its idle-time
-  categories (DESIGN.md, "Idle-time categories (HTA)")::
+  categories (docs/design.md, "Methods it builds on")::
 
       window  |<----------------------------- L ------------------------------>|
       GPU     |###### busy ######|............ idle = (1 - busy) * L .........|
@@ -83,7 +83,8 @@ ADVICE = {
         "PyTorch) and use larger batches."
     ),
 }
-"""What to do about each idle cause (HTA's categories; DESIGN.md and issue 4)."""
+"""What to do about each idle cause (HTA's categories, docs/design.md, "Methods it builds on";
+issue 4)."""
 
 _CAUSE_PHRASE = {
     CAUSE_INPUT: "waiting for input",
@@ -120,8 +121,8 @@ class GpuThresholds:
             transfer share stays an upper bound. NVML counts throughput over 20 ms per call.
         contention_share: other processes taking this share of the whole machine's CPU or
             more is named as contention when input-bound. A judgement call: on 2 cores it is
-            a fifth of a core, and DESIGN.md measured that sharing cores cuts a 1.6x pipeline
-            speed-up to 1.18x end to end.
+            a fifth of a core, and sharing cores cut a 1.6x pipeline speed-up to 1.18x end
+            to end (docs/design.md, "Costs that are not waiting").
     """
 
     min_step_coverage: float = 0.8

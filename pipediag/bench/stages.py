@@ -1,14 +1,14 @@
 """Per-stage rates: benchmark each prefix of the pipeline alone, and find the costly stage.
 
-Method (after Plumber, MLSys 2022, see DESIGN.md): the Python dataset object of every stage is
-itself a runnable pipeline, the prefix that ends at that stage. Each prefix is read on a fresh
-iterator for a short budget with `time_iterator`. A stage's *own cost* is the time per output
-batch of its prefix minus that of its input(s): what adding this stage costs the pipeline.
-That difference already accounts for parallelism, because it is measured on throughput: a
-parallel map whose work hides behind a slower input adds nothing, a sequential map adds its
-whole per-element cost, and a batch after a slow map inherits the map's time without adding
-to it. The bottleneck is the stage with the largest own cost, the one a tf.data expert would
-name.
+Method (after Plumber, MLSys 2022: docs/design.md, "Methods it builds on"): the Python dataset
+object of every stage is itself a runnable pipeline, the prefix that ends at that stage. Each
+prefix is read on a fresh iterator for a short budget with `time_iterator`. A stage's *own
+cost* is the time per output batch of its prefix minus that of its input(s): what adding this
+stage costs the pipeline. That difference already accounts for parallelism, because it is
+measured on throughput: a parallel map whose work hides behind a slower input adds nothing, a
+sequential map adds its whole per-element cost, and a batch after a slow map inherits the map's
+time without adding to it. The bottleneck is the stage with the largest own cost, the one a
+tf.data expert would name.
 
 Caveats, each one why a prefix can behave unlike the whole:
 
@@ -33,9 +33,10 @@ Caveats, each one why a prefix can behave unlike the whole:
   size, filter is assumed to keep every element (it under-states upstream cost when it drops
   many), and stages upstream of interleave/flat_map/window have no known ratio, so they get
   an element rate but no batch rate, and the interleave owns its whole time.
-- **Caches**: an in-memory cache stopped early discards its partial content (DESIGN.md), so
-  the rate measured is the first-epoch (filling) rate. A prefix through a file cache that is
-  not complete on disk is not read, since reading it to the end would write the user's file.
+- **Caches**: an in-memory cache stopped early discards its partial content (docs/design.md,
+  "tf.data behaviours"), so the rate measured is the first-epoch (filling) rate. A prefix
+  through a file cache that is not complete on disk is not read, since reading it to the end
+  would write the user's file.
 - The first element is timed apart by `time_iterator` (buffers filling): a very large
   shuffle buffer still makes that first read long, and it cannot be interrupted.
 - **Noise.** An own cost is a difference of two rates, so a disturbance while one prefix is

@@ -220,8 +220,8 @@ def effective_options(dataset: Any) -> dict[str, str]:
     default to on (the option docstrings in TF 2.21 `data/ops/options.py`), and
     `deterministic` defaults to True. Setting `apply_default_optimizations=False` turns
     every default-on optimisation off unless set explicitly. These decide how a stage runs
-    (DESIGN.md: a map without `num_parallel_calls` is parallelised for you, a prefetch is
-    appended), so advice must read them, not the source code.
+    (a map without `num_parallel_calls` is parallelised for you, a prefetch is appended:
+    docs/design.md, "tf.data behaviours"), so advice must read them, not the source code.
     """
     options = dataset.options()
     optimization = options.experimental_optimization
@@ -239,8 +239,8 @@ def effective_options(dataset: Any) -> dict[str, str]:
         "map_parallelization": optimisation(optimization.map_parallelization),
         "map_and_batch_fusion": optimisation(optimization.map_and_batch_fusion),
         "parallel_batch": optimisation(optimization.parallel_batch),
-        # Unset or 0: the pool is sized from the cores at run time (DESIGN.md: parallel calls
-        # are capped at the core count by it).
+        # Unset or 0: the pool is sized from the cores at run time (parallel calls are capped
+        # at the core count by it: docs/design.md, "tf.data behaviours").
         "private_threadpool_size": (
             f"default ({_cpu_count()} cores)" if not threadpool else str(threadpool)
         ),
@@ -254,7 +254,7 @@ def _mark_auto_parallel(stages: list[Stage], dataset: Any) -> None:
     """Say whether tf.data will run each sequential map in parallel anyway.
 
     TF's `map_parallelization` rewrite turns a `MapDataset` whose function has no stateful op
-    into a parallel map (DESIGN.md: 21.0 vs 63.6 ms/batch). Per TF's
+    into a parallel map (21.0 vs 63.6 ms/batch: docs/design.md, "tf.data behaviours"). Per TF's
     `grappler/optimizers/data/map_parallelization.cc` it is skipped when autotune is off and
     for stateful functions (py_function, random ops); the autotune condition is read from the
     C++ source, not measured here.

@@ -1,8 +1,9 @@
 """What-if pipelines: apply a fix to a copy of the dataset graph and time it beside the original.
 
-Advice read off a checklist is often wrong on tf.data (DESIGN.md: an added prefetch measured
-0.99x because `inject_prefetch` had added one; a map written sequentially was parallelised by
-`map_parallelization`). So each fix is *measured* on the user's own pipeline:
+Advice read off a checklist is often wrong on tf.data (docs/design.md, "tf.data behaviours"):
+an added prefetch measured 0.99x because `inject_prefetch` had added one; a map written
+sequentially was parallelised by `map_parallelization`. So each fix is *measured* on the
+user's own pipeline:
 
 1. the dataset's GraphDef is taken (`ds._as_serialized_graph`), as TF would run it;
 2. a copy is edited: `MapDataset` -> `ParallelMapDatasetV2` (AUTOTUNE), a sequential
@@ -23,7 +24,7 @@ trial plans its slices for `MIN_ROUNDS` rounds in an equal share of the time lef
 trial that stops early leaves its time to the next. Spent iterators are released off the
 main thread (`bench/teardown.py`).
 
-What is never touched, and why (DESIGN.md, "Rules of the house"):
+What is never touched, and why (docs/design.md, "Rules of the house"):
 
 - The user's dataset is not iterated here and the user's iterator is never used. The baseline
   is the rebuilt copy, not the user's object.

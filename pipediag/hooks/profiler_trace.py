@@ -3,7 +3,7 @@
 Keras 3 `fit` pulls each batch inside its compiled train function, so no Python call
 brackets the wait. The TF profiler records it: on the `/host:CPU` plane, lines named
 `tf_data_iterator_get_next/<id>` hold one `IteratorGetNextOp::DoCompute` event per step,
-whose duration is the time the step waited for its batch (DESIGN.md, verified on TF 2.21).
+whose duration is the time the step waited for its batch (docs/design.md, "Keras fit internals").
 Tracing costs time and memory, so only measured steps are traced, in bounded chunks.
 """
 
