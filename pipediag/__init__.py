@@ -9,8 +9,7 @@ from pipediag.api import diagnose
 from pipediag.config import RunConfig
 from pipediag.monitor import Monitor, monitor
 from pipediag.report import SCHEMA_VERSION, Report, load_report, save_report
-
-__version__ = "0.1.0"
+from pipediag.version import __version__
 
 __all__ = [
     "SCHEMA_VERSION",

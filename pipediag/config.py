@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipediag.bench.pipeline import DEFAULT_MAX_BATCHES, DEFAULT_MAX_SECONDS
-
 # About 100 steps give a stable median and p90 in seconds on typical models, which keeps
 # the time to a verdict under a minute (the mission) while averaging out jitter.
 DEFAULT_MEASURED_STEPS = 100
@@ -25,6 +23,10 @@ DEFAULT_GPU_INTERVAL_S = 0.1
 # profiler's memory on long runs.
 DEFAULT_TRACE_CHUNK_STEPS = 500
 DEFAULT_OUT_DIR = "pipediag-out"
+# The pipeline alone: a few seconds give hundreds of batches on typical pipelines, enough
+# for a stable rate, while keeping the time to a verdict well under a minute.
+DEFAULT_BENCH_SECONDS = 3.0
+DEFAULT_BENCH_BATCHES = 200
 # Each candidate fix is timed beside the original in interleaved rounds; 8 s in all keeps
 # phase 1 short while giving each side a few hundred batches on typical pipelines.
 DEFAULT_VERIFY_SECONDS = 8.0
@@ -58,8 +60,8 @@ class RunConfig:
     warmup_steps: int = DEFAULT_WARMUP_STEPS
     measured_seconds: float | None = DEFAULT_MEASURED_SECONDS
     bench: bool = True
-    bench_seconds: float = DEFAULT_MAX_SECONDS
-    bench_batches: int = DEFAULT_MAX_BATCHES
+    bench_seconds: float = DEFAULT_BENCH_SECONDS
+    bench_batches: int = DEFAULT_BENCH_BATCHES
     stages: bool = True
     verify: bool = True
     verify_seconds: float = DEFAULT_VERIFY_SECONDS

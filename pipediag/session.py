@@ -640,7 +640,7 @@ class DiagnosticSession:
         return host, gpu
 
     def _environment(self, gpu: GpuSection) -> Environment:
-        from pipediag import __version__
+        from pipediag.version import __version__
 
         return Environment(
             python_version=platform.python_version(),

@@ -15,12 +15,12 @@ from typing import Any
 from pipediag.analysis.stats import latency_stats
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
+from pipediag.config import DEFAULT_BENCH_BATCHES, DEFAULT_BENCH_SECONDS
 from pipediag.report.model import PipelineBenchmark
 
-# A few seconds give hundreds of batches on typical pipelines, enough for a stable rate,
-# while keeping the time to a verdict well under a minute.
-DEFAULT_MAX_SECONDS = 3.0
-DEFAULT_MAX_BATCHES = 200
+# The defaults are the run's (`pipediag/config.py`, which owns every default).
+DEFAULT_MAX_SECONDS = DEFAULT_BENCH_SECONDS
+DEFAULT_MAX_BATCHES = DEFAULT_BENCH_BATCHES
 # Python-chain stage names whose per-iterator state the user's iterators share.
 SHARED_STATE_STAGES = ("Shuffle", "Cache", "Random", "DirectedInterleave")
 # The first batch pays for starting worker threads and filling buffers: timed apart.

@@ -7,14 +7,11 @@ attribute exactly, on every exit path.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from pipediag.hooks.host import HookHost
 from pipediag.hooks.imports import PostImportHook
 from pipediag.hooks.keras_fit import FitPatch, FitTracker
 from pipediag.hooks.tfdata import CustomLoopTracker, IteratorPatch
-
-if TYPE_CHECKING:
-    from pipediag.session import DiagnosticSession
 
 
 @dataclass
@@ -34,12 +31,12 @@ class InstalledHooks:
         self.fit.finish()
 
 
-def install(session: DiagnosticSession) -> InstalledHooks:
+def install(session: HookHost) -> InstalledHooks:
     """Patch tf.data and Keras now if imported, else as soon as the script imports them."""
     fit = FitTracker(session)
     loop = CustomLoopTracker(session)
-    fit_patch = FitPatch(fit)
-    iterator_patch = IteratorPatch(loop)
+    fit_patch = FitPatch(fit, session)
+    iterator_patch = IteratorPatch(loop, session)
     imports = PostImportHook({"tensorflow": iterator_patch.install, "keras": fit_patch.install})
     hooks = InstalledHooks(fit, loop, fit_patch, iterator_patch, imports)
     try:

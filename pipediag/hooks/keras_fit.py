@@ -11,15 +11,12 @@ itself; then the TF profiler traces the measured steps instead (`hooks/profiler_
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipediag.hooks.batch_stamps import BatchStamps, wait_of
+from pipediag.hooks.host import HookHost
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.timeline import StepBudgetReached
-
-if TYPE_CHECKING:
-    from pipediag.session import DiagnosticSession
-
 
 # With `--steps all`, the train step is run alone at the first safe point between steps:
 # the end of an epoch with at least this many measured steps, or this many measured steps,
@@ -44,7 +41,7 @@ class FitTracker:
     returns).
     """
 
-    def __init__(self, session: DiagnosticSession) -> None:
+    def __init__(self, session: HookHost) -> None:
         self._session = session
         self.tracer = InputWaitTracer(clock=session.clock)
         self.stamps: BatchStamps | None = None
@@ -203,8 +200,9 @@ def make_callback(tracker: FitTracker) -> Any:
 class FitPatch:
     """Wraps `keras.Model.fit`; `uninstall` restores the class exactly as it was."""
 
-    def __init__(self, tracker: FitTracker) -> None:
+    def __init__(self, tracker: FitTracker, session: HookHost) -> None:
         self._tracker = tracker
+        self._session = session
         self._model_class: Any = None
         self._had_own_fit = False
         self._original: Any = None
@@ -218,8 +216,7 @@ class FitPatch:
         self._had_own_fit = "fit" in model_class.__dict__
         original = model_class.fit
         signature = inspect.signature(original)
-        tracker = self._tracker
-        session = tracker._session
+        tracker, session = self._tracker, self._session
 
         def fit(model: Any, *args: Any, **kwargs: Any) -> Any:
             if session.in_fit or session.paused:

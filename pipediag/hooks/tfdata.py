@@ -18,14 +18,12 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipediag.hooks.compute_alone import MAX_SECONDS, CachedBatchSteps
+from pipediag.hooks.host import HookHost
 from pipediag.hooks.training_trial import LoopTrials
 from pipediag.timeline import StepBudgetReached
-
-if TYPE_CHECKING:
-    from pipediag.session import DiagnosticSession
 
 # A dataset that delivered at most this many batches before another one was read is a
 # peek (`for x in ds.take(1): print(x.shape)`), not the training data.
@@ -35,7 +33,7 @@ PEEK_BATCHES = 1
 class CustomLoopTracker:
     """Turns pulls on the training dataset's iterators into timed steps."""
 
-    def __init__(self, session: DiagnosticSession) -> None:
+    def __init__(self, session: HookHost) -> None:
         self._session = session
         self._timeline = session.timeline
         self._now = session.clock.now
@@ -224,8 +222,9 @@ def _is_end_of_sequence(exc: BaseException | None) -> bool:
 class IteratorPatch:
     """Wraps `OwnedIterator._next_internal`; `uninstall` restores the original exactly."""
 
-    def __init__(self, tracker: CustomLoopTracker) -> None:
+    def __init__(self, tracker: CustomLoopTracker, session: HookHost) -> None:
         self._tracker = tracker
+        self._session = session
         self._owner: Any = None
         self._original: Any = None
 
@@ -237,7 +236,7 @@ class IteratorPatch:
 
         owner = iterator_ops.OwnedIterator
         original = owner.__dict__["_next_internal"]
-        session = self._tracker._session
+        session = self._session
         on_next = self._tracker.on_next
         executing_eagerly = context.executing_eagerly
 
