@@ -268,10 +268,14 @@ def _check_history_writable(path: Path) -> None:
     """Before the run, not after it: a history line lost at the end costs the whole run."""
     from pipediag.errors import UsageError
 
-    probe = path if path.exists() else path.parent
-    while not probe.exists():
-        probe = probe.parent
-    if path.is_dir() or not os.access(probe, os.W_OK):
+    if path.exists():
+        writable = path.is_file() and os.access(path, os.W_OK)
+    else:
+        folder = path.parent
+        while not folder.exists():
+            folder = folder.parent
+        writable = folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+    if not writable:
         raise UsageError(f"cannot append to {path}: choose a writable --history file")
 
 
