@@ -54,9 +54,10 @@ class NoiseRules:
             0.05 ms stage that doubles is not news).
         summary_drift: the error of a rate known only by its summary (P, T) is widened by
             this factor: a summary has lost the order of its events, so the drift within
-            the run that the steps' block bootstrap sees is missing from it. On the recorded
-            runs of the examples, the block bootstrap of the steps gave 1.6-2.1x the error
-            that independent steps would.
+            the run that the steps' block bootstrap sees is missing from it. Over nine
+            recorded runs, the block bootstrap of the steps gave a median 1.5x (0.85-2.05x)
+            the error independent steps would; 2 because P and T also moved more between
+            runs than A did (docs/design.md, "Comparing runs").
         z: the normal quantile of the intervals (95%).
         resamples: bootstrap resamples; seed: fixed, so the same reports always give the
             same interval.
