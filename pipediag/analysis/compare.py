@@ -306,7 +306,7 @@ def _labels(base: Report, new: Report) -> list[LabelChange]:
         worse=VERDICT_RANK.get(after.label, -1) > VERDICT_RANK.get(before.label, 99),
     )
     dominant = [
-        split.dominant or "" if split is not None else ""
+        (split.dominant or "") if split is not None else ""
         for split in (before.cost_split, after.cost_split)
     ]
     labels = [verdict]

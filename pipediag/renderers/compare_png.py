@@ -210,7 +210,7 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
     axes.set_xticks(positions, ["base", "new"])
     axes.set_ylim(0, 1.0)
     axes.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
-    axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12), ncol=4, fontsize=9, frameon=False)
+    axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12), ncol=2, fontsize=9, frameon=False)
     axes.spines[["top", "right"]].set_visible(False)
 
 
