@@ -1,4 +1,5 @@
-"""`pipediag run train.py [args]` and `pipediag report DIR`: a thin layer over the API."""
+"""`pipediag run train.py [args]`, `pipediag report DIR`, and the commands over saved reports
+(`compare`, `check`, `history`, in `cli_reports.py`): a thin layer over the API."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
+from pipediag.cli_reports import COMMANDS as REPORT_COMMANDS
+from pipediag.cli_reports import add_report_commands
 from pipediag.config import (
     DEFAULT_MEASURED_SECONDS,
     DEFAULT_MEASURED_STEPS,
@@ -17,6 +20,9 @@ from pipediag.config import (
     RunConfig,
 )
 from pipediag.errors import PipediagError
+
+if TYPE_CHECKING:
+    from pipediag.report.model import Report
 
 USAGE_EXIT = 2
 
@@ -151,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"directory for the report files (default {DEFAULT_OUT_DIR})",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
+    run.add_argument(
+        "--history",
+        metavar="FILE",
+        help="append this run's key figures to FILE, one JSON line (see pipediag history)",
+    )
     run.add_argument("script", help="the training script; ARGS after it go to the script")
 
     report = commands.add_parser(
@@ -164,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where to write report.png, trace.json and summary.txt (default: beside the report)",
     )
+    add_report_commands(commands)
     return parser
 
 
@@ -201,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if options.command == "run":
             return _run(options)
+        if options.command in REPORT_COMMANDS:
+            return REPORT_COMMANDS[options.command](options)
         return _report(options)
     except PipediagError as exc:
         print(f"pipediag: error: {exc}", file=sys.stderr)
@@ -230,15 +244,58 @@ def _run(options: argparse.Namespace) -> int:
         deep=options.deep,
         deep_seconds=options.deep_seconds,
     )
+    script_folder = Path(options.script).resolve().parent
+    if options.history:
+        _check_history_writable(Path(options.history))
     log = None if options.quiet else sys.stderr
     report, written = run_and_report(
         options.script, list(options.script_args), config, out=options.out, log=log
     )
     sys.stdout.flush()
     print("\n" + render_text(report), end="")
+    report_json = Path(options.out) / "report.json"
     if written:
         print(f"Report: {', '.join(str(p) for p in written)}")
-        print(f"Re-render later: pipediag report {Path(options.out) / 'report.json'}")
+        print(f"Re-render later: pipediag report {report_json}")
+    if options.history:
+        return _append_history(
+            report, options.history, script_folder, report_json if written else None
+        )
+    return report.exit.code
+
+
+def _check_history_writable(path: Path) -> None:
+    """Before the run, not after it: a history line lost at the end costs the whole run."""
+    from pipediag.errors import UsageError
+
+    if path.exists():
+        writable = path.is_file() and os.access(path, os.W_OK)
+    else:
+        folder = path.parent
+        while not folder.exists():
+            folder = folder.parent
+        writable = folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+    if not writable:
+        raise UsageError(f"cannot append to {path}: choose a writable --history file")
+
+
+def _append_history(
+    report: Report, history: str, script_folder: Path, report_json: Path | None
+) -> int:
+    """Append the run's line; a failure is said, and fails a run that otherwise passed."""
+    from pipediag.history import record_run
+
+    try:
+        record_run(
+            report,
+            history,
+            script_folder=script_folder,
+            report_path=None if report_json is None else str(report_json),
+        )
+    except OSError as exc:
+        print(f"pipediag: error: could not append to {history}: {exc}", file=sys.stderr)
+        return report.exit.code or 1
+    print(f"History: appended to {history} (see: pipediag history {history})")
     return report.exit.code
 
 

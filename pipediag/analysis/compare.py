@@ -1,0 +1,415 @@
+"""Two reports side by side: what changed, by how much, and whether it is more than noise.
+
+Pure: two `Report`s in, a `Comparison` out; renderers (`renderers/compare_text.py`,
+`renderers/compare_png.py`) word and draw it. Each figure's change gets an interval from
+both runs' own spread (`analysis/noise.py`) and a judgement:
+
+- rates and times: `faster` or `slower` beyond noise, else `noise`;
+- shares (input cost, wait, the cost's parts): `changed` beyond noise, else `noise`;
+- labels (the verdict, the cost's dominant part): `changed` or `same`, always reported,
+  even when the cost behind them moved within noise (a cost near a band's edge);
+- a figure one report lacks: `missing`.
+
+Stages are matched by what they do, not by position: a fix inserts stages (a prefetch, a
+cache) and renames others (`map` becomes `parallel-map`), so a stage is keyed by its kind
+without the `parallel-` prefix, its user function, and its rank among stages with that key.
+Fixes are matched by suggestion id and stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from pipediag.analysis import noise
+from pipediag.analysis.noise import DEFAULT_RULES, Estimate, NoiseRules
+from pipediag.report.model import (
+    BALANCED,
+    COMPUTE_BOUND,
+    COST_CONTENTION,
+    COST_FETCH,
+    COST_WAIT,
+    INPUT_BOUND,
+    MEASURED,
+    Report,
+    StageStats,
+    Suggestion,
+)
+
+FASTER = "faster"
+SLOWER = "slower"
+NOISE = "noise"
+CHANGED = "changed"
+SAME = "same"
+MISSING = "missing"
+
+APPEARED = "appeared"
+GONE = "gone"
+KEPT = "kept"
+
+# How much input limits training, by verdict: a higher rank is a worse verdict.
+VERDICT_RANK = {COMPUTE_BOUND: 0, BALANCED: 1, INPUT_BOUND: 2}
+
+# Figure names: keys the renderers word (`renderers/compare_text.py`).
+TRAINING = "training"
+COMPUTE_ALONE = "compute-alone"
+PIPELINE_ALONE = "pipeline-alone"
+INPUT_COST = "input-cost"
+INPUT_WAIT = "input-wait"
+COST_PART_FIGURES = {part: f"cost-{part}" for part in (COST_WAIT, COST_CONTENTION, COST_FETCH)}
+STAGE = "stage"
+VERDICT = "verdict"
+DOMINANT = "dominant-part"
+
+
+@dataclass(frozen=True)
+class FigureChange:
+    """One number in both runs. `change` is new/base when `ratio`, else new - base (points
+    of a share); `low`-`high` is its 95% interval, None where a run holds no spread."""
+
+    name: str
+    unit: str
+    base: float | None
+    new: float | None
+    change: float | None
+    ratio: bool
+    low: float | None
+    high: float | None
+    judgement: str
+    how: str = ""  # where the interval comes from (noise.BOOTSTRAP_HOW, ...)
+
+
+@dataclass(frozen=True)
+class LabelChange:
+    """A label in both runs (the verdict); `worse` when input limits the new run more."""
+
+    name: str
+    base: str
+    new: str
+    judgement: str  # SAME or CHANGED
+    worse: bool = False
+
+
+@dataclass(frozen=True)
+class StageChange:
+    """One pipeline stage's own time per batch, the stage as each run saw it (None where
+    the run has no such stage)."""
+
+    base: StageStats | None
+    new: StageStats | None
+    figure: FigureChange
+
+
+@dataclass(frozen=True)
+class FixChange:
+    """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT."""
+
+    id: str
+    title: str
+    stage: str | None
+    kind: str
+    status: str
+    base_predicted: float | None = None
+    new_predicted: float | None = None
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    script: str
+    args: list[str] = field(default_factory=list)
+    created_utc: str = ""
+    measured_steps: int = 0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What changed from `base` to `new`; `judgement` is the training rate's."""
+
+    base: RunIdentity
+    new: RunIdentity
+    judgement: str
+    rules: NoiseRules
+    labels: list[LabelChange] = field(default_factory=list)
+    rates: list[FigureChange] = field(default_factory=list)
+    shares: list[FigureChange] = field(default_factory=list)
+    stages: list[StageChange] = field(default_factory=list)
+    fixes: list[FixChange] = field(default_factory=list)
+
+    @property
+    def training(self) -> FigureChange | None:
+        return next((f for f in self.rates if f.name == TRAINING), None)
+
+    @property
+    def input_cost(self) -> FigureChange | None:
+        return next((f for f in self.shares if f.name == INPUT_COST), None)
+
+
+@dataclass(frozen=True)
+class RunFigures:
+    """One run's figures with their errors: what a comparison and a history line need."""
+
+    training: Estimate | None
+    compute: Estimate | None
+    pipeline: Estimate | None
+    input_cost: Estimate | None
+    input_wait: Estimate | None
+    measured_steps: int
+
+
+def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures:
+    """A, T, P, input cost and wait share of one report, each with its error."""
+    verdict = report.verdict
+    spread = noise.step_spread(report.train.steps, rules)
+    training_rate = (
+        verdict.training_steps_per_s
+        if verdict.training_steps_per_s is not None
+        else report.train.steps_per_s
+    )
+    training = _with_spread(training_rate, spread.rate)
+    alone = report.compute_alone
+    if verdict.compute_alone_source == MEASURED and alone is not None:
+        compute = noise.summary_rate(verdict.compute_alone_steps_per_s, alone.step_time, rules)
+    else:  # estimated from the steps themselves: no spread of its own
+        compute = noise.bare(verdict.compute_alone_steps_per_s, log_scale=True)
+    pipeline = noise.summary_rate(report.pipeline.batches_per_s, report.pipeline.latency, rules)
+    unexplained = verdict.cost_split.unexplained if verdict.cost_split is not None else 0.0
+    cost = noise.input_cost_estimate(verdict.input_cost_fraction, training, compute, unexplained)
+    wait = _with_spread(verdict.input_wait_fraction, spread.wait_share, log_scale=False)
+    return RunFigures(training, compute, pipeline, cost, wait, spread.steps)
+
+
+def compare_reports(base: Report, new: Report, rules: NoiseRules = DEFAULT_RULES) -> Comparison:
+    """Everything that changed from `base` to `new`, each change judged against noise."""
+    before, after = run_figures(base, rules), run_figures(new, rules)
+    rates = [
+        _figure(TRAINING, "steps/s", before.training, after.training, rules, higher_better=True),
+        _figure(COMPUTE_ALONE, "steps/s", before.compute, after.compute, rules, True),
+        _figure(PIPELINE_ALONE, "batches/s", before.pipeline, after.pipeline, rules, True),
+    ]
+    shares = [
+        _figure(INPUT_COST, "share", before.input_cost, after.input_cost, rules, None),
+        _figure(INPUT_WAIT, "share", before.input_wait, after.input_wait, rules, None),
+        *_cost_parts(base, new, before, after, rules),
+    ]
+    training = rates[0]
+    return Comparison(
+        base=_identity(base, before),
+        new=_identity(new, after),
+        judgement=training.judgement,
+        rules=rules,
+        labels=_labels(base, new),
+        rates=rates,
+        shares=shares,
+        stages=_stages(base, new, rules),
+        fixes=_fixes(base.suggestions, new.suggestions),
+    )
+
+
+def judge(
+    base: Estimate | None,
+    new: Estimate | None,
+    rules: NoiseRules,
+    higher_better: bool | None,
+) -> tuple[noise.Interval | None, str]:
+    """The change between two estimates and its judgement."""
+    if base is None or new is None:
+        return None, MISSING
+    change = noise.interval(base, new, rules)
+    if noise.is_noise(change):
+        return change, NOISE
+    if higher_better is None:
+        return change, CHANGED
+    up = change.change > (1.0 if change.ratio else 0.0)
+    return change, FASTER if up == higher_better else SLOWER
+
+
+def _figure(
+    name: str,
+    unit: str,
+    base: Estimate | None,
+    new: Estimate | None,
+    rules: NoiseRules,
+    higher_better: bool | None,
+) -> FigureChange:
+    change, judgement = judge(base, new, rules, higher_better)
+    known = [e for e in (base, new) if e is not None]
+    if any(e.se is None for e in known):
+        how = noise.NO_SPREAD_HOW
+    else:
+        how = "; ".join(dict.fromkeys(e.how for e in known))
+    return FigureChange(
+        name=name,
+        unit=unit,
+        base=None if base is None else base.value,
+        new=None if new is None else new.value,
+        change=None if change is None else change.change,
+        ratio=unit != "share",
+        low=None if change is None else change.low,
+        high=None if change is None else change.high,
+        judgement=judgement,
+        how=how,
+    )
+
+
+def _with_spread(
+    value: float | None, spread: Estimate | None, *, log_scale: bool = True
+) -> Estimate | None:
+    """The report's own figure, with the error its steps' bootstrap gave."""
+    if value is None or (log_scale and value <= 0):
+        return None
+    if spread is None:
+        return noise.bare(value, log_scale=log_scale)
+    return Estimate(value, spread.se, log_scale=log_scale, how=spread.how)
+
+
+def _cost_parts(
+    base: Report, new: Report, before: RunFigures, after: RunFigures, rules: NoiseRules
+) -> list[FigureChange]:
+    """The cost's parts. Each takes the larger error of the whole cost and the wait share:
+    a part is not measured more finely than the figures it is cut from."""
+    splits = (base.verdict.cost_split, new.verdict.cost_split)
+    if splits == (None, None):
+        return []
+    errors = [_part_error(figures) for figures in (before, after)]
+    figures = []
+    for part, name in COST_PART_FIGURES.items():
+        estimates = [
+            None
+            if split is None
+            else Estimate(
+                getattr(split, part),
+                error[0],
+                log_scale=False,
+                how=error[1],
+            )
+            for split, error in zip(splits, errors, strict=True)
+        ]
+        figures.append(_figure(name, "share", estimates[0], estimates[1], rules, None))
+    return figures
+
+
+def _part_error(figures: RunFigures) -> tuple[float | None, str]:
+    known = [e for e in (figures.input_cost, figures.input_wait) if e is not None]
+    if not known or any(e.se is None for e in known):
+        return None, noise.NO_SPREAD_HOW
+    widest = max(known, key=lambda e: e.se or 0.0)
+    return widest.se, widest.how
+
+
+def _labels(base: Report, new: Report) -> list[LabelChange]:
+    before, after = base.verdict, new.verdict
+    verdict = LabelChange(
+        VERDICT,
+        before.label,
+        after.label,
+        SAME if before.label == after.label else CHANGED,
+        worse=VERDICT_RANK.get(after.label, -1) > VERDICT_RANK.get(before.label, 99),
+    )
+    dominant = [
+        (split.dominant or "") if split is not None else ""
+        for split in (before.cost_split, after.cost_split)
+    ]
+    labels = [verdict]
+    if any(dominant):
+        labels.append(
+            LabelChange(
+                DOMINANT,
+                dominant[0],
+                dominant[1],
+                SAME if dominant[0] == dominant[1] else CHANGED,
+            )
+        )
+    return labels
+
+
+def stage_key(stage: StageStats) -> tuple[str, str]:
+    """What a stage does, whatever a fix made of it: `parallel-map(f)` is `map(f)`."""
+    return stage.kind.removeprefix("parallel-"), stage.function or ""
+
+
+def _keyed(stages: Sequence[StageStats]) -> dict[tuple[str, str, int], StageStats]:
+    seen: dict[tuple[str, str], int] = {}
+    keyed = {}
+    for stage in stages:
+        key = stage_key(stage)
+        rank = seen.get(key, 0)
+        seen[key] = rank + 1
+        keyed[(*key, rank)] = stage
+    return keyed
+
+
+def _stages(base: Report, new: Report, rules: NoiseRules) -> list[StageChange]:
+    """Each stage's own time per batch; a stage one run lacks is `changed` (added or
+    removed by the fix)."""
+    before, after = _keyed(base.pipeline.stages), _keyed(new.pipeline.stages)
+    rates = [r for r in (base.pipeline.batches_per_s, new.pipeline.batches_per_s) if r]
+    batch_s = 1.0 / max(rates) if rates else None
+    order = list(after) + [key for key in before if key not in after]
+    changes = []
+    for key in order:
+        old, now = before.get(key), after.get(key)
+        changes.append(StageChange(old, now, _stage_figure(old, now, batch_s, rules)))
+    return changes
+
+
+def _stage_figure(
+    old: StageStats | None, now: StageStats | None, batch_s: float | None, rules: NoiseRules
+) -> FigureChange:
+    base = None if old is None else old.own_s_per_batch
+    new = None if now is None else now.own_s_per_batch
+    if old is None or now is None:
+        judgement = CHANGED
+    elif base is None or new is None:
+        judgement = MISSING
+    else:
+        judgement = _stage_judgement(base, new, batch_s, rules)
+    change = new / base if base and new is not None else None
+    return FigureChange(
+        name=STAGE,
+        unit="s/batch",
+        base=base,
+        new=new,
+        change=change,
+        ratio=True,
+        low=None,
+        high=None,
+        judgement=judgement,
+        how=noise.NO_SPREAD_HOW,
+    )
+
+
+def _stage_judgement(base: float, new: float, batch_s: float | None, rules: NoiseRules) -> str:
+    """Stage timings carry no spread: a change counts over both floors (`NoiseRules`)."""
+    step = abs(new - base)
+    if step <= rules.stage_floor * max(base, new):
+        return NOISE
+    if batch_s is not None and step <= rules.stage_floor_of_batch * batch_s:
+        return NOISE
+    return FASTER if new < base else SLOWER
+
+
+def _fixes(base: Iterable[Suggestion], new: Iterable[Suggestion]) -> list[FixChange]:
+    before = {(s.id, s.stage): s for s in base}
+    after = {(s.id, s.stage): s for s in new}
+    changes = []
+    for key, s in after.items():
+        old = before.get(key)
+        changes.append(
+            FixChange(
+                s.id,
+                s.title,
+                s.stage,
+                s.kind,
+                KEPT if old is not None else APPEARED,
+                None if old is None else old.predicted_speedup,
+                s.predicted_speedup,
+            )
+        )
+    for key, s in before.items():
+        if key not in after:
+            changes.append(FixChange(s.id, s.title, s.stage, s.kind, GONE, s.predicted_speedup))
+    return changes
+
+
+def _identity(report: Report, figures: RunFigures) -> RunIdentity:
+    return RunIdentity(report.script, list(report.args), report.created_utc, figures.measured_steps)

@@ -1,0 +1,178 @@
+"""`pipediag check`: thresholds over a saved report, so a CI job can fail on a regression.
+
+Pure: a report (and a baseline) in, one `CheckResult` per threshold out, each with the
+one line the command prints. A threshold whose figure the report lacks fails, with a line
+that says so: a gate that passes because nothing was measured would hide the regression it
+was set up to catch.
+
+The slowdown against a baseline fails only when it is both over the allowance and beyond
+the runs' noise (`analysis/noise.py`): on a shared host two runs of one script differ by
+several percent, and a gate that fails on noise gets switched off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.analysis import noise
+from pipediag.analysis.compare import run_figures
+from pipediag.analysis.noise import DEFAULT_RULES, NoiseRules
+from pipediag.report.model import Report
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The limits to check; None leaves a figure unchecked. Shares are fractions (0.2)."""
+
+    max_input_cost: float | None = None
+    max_input_wait: float | None = None
+    min_steps_per_s: float | None = None
+    max_slowdown: float | None = None  # against a baseline report
+
+    def any(self) -> bool:
+        return any(
+            value is not None
+            for value in (
+                self.max_input_cost,
+                self.max_input_wait,
+                self.min_steps_per_s,
+                self.max_slowdown,
+            )
+        )
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One threshold: whether it held, and the line that says so."""
+
+    name: str  # the option that set it: "max-input-cost"
+    passed: bool
+    line: str
+
+
+def check_report(
+    report: Report,
+    thresholds: Thresholds,
+    baseline: Report | None = None,
+    rules: NoiseRules = DEFAULT_RULES,
+) -> list[CheckResult]:
+    """Every threshold given, in the order of the options."""
+    results = []
+    verdict = report.verdict
+    if thresholds.max_input_cost is not None:
+        results.append(
+            _at_most(
+                "max-input-cost",
+                "input cost",
+                verdict.input_cost_fraction,
+                thresholds.max_input_cost,
+                "no input cost (no compute-alone rate, or no measured steps)",
+            )
+        )
+    if thresholds.max_input_wait is not None:
+        results.append(
+            _at_most(
+                "max-input-wait",
+                "input wait",
+                verdict.input_wait_fraction,
+                thresholds.max_input_wait,
+                "no input wait (the steps' waits were not measured)",
+            )
+        )
+    if thresholds.min_steps_per_s is not None:
+        results.append(_min_rate(report, thresholds.min_steps_per_s))
+    if thresholds.max_slowdown is not None:
+        if baseline is None:
+            raise ValueError("max_slowdown needs a baseline report")
+        results.append(_slowdown(baseline, report, thresholds.max_slowdown, rules))
+    return results
+
+
+def _at_most(name: str, what: str, value: float | None, limit: float, lacking: str) -> CheckResult:
+    if value is None:
+        return CheckResult(
+            name, False, f"FAIL {what}: the report has {lacking}; --{name} cannot be checked"
+        )
+    passed = value <= limit
+    sign = "<=" if passed else ">"
+    status = "ok  " if passed else "FAIL"
+    shown, allowed = _pcts(value, limit)
+    return CheckResult(name, passed, f"{status} {what} {shown} {sign} {allowed} allowed (--{name})")
+
+
+def _min_rate(report: Report, limit: float) -> CheckResult:
+    name = "min-steps-per-s"
+    rate = report.verdict.training_steps_per_s
+    if rate is None:
+        rate = report.train.steps_per_s
+    if rate is None:
+        return CheckResult(
+            name,
+            False,
+            f"FAIL training rate: the report has no measured steps; --{name} cannot be checked",
+        )
+    passed = rate >= limit
+    sign = ">=" if passed else "<"
+    status = "ok  " if passed else "FAIL"
+    return CheckResult(
+        name, passed, f"{status} training {rate:.1f} steps/s {sign} {limit:g} required (--{name})"
+    )
+
+
+def _slowdown(baseline: Report, report: Report, limit: float, rules: NoiseRules) -> CheckResult:
+    name = "max-slowdown"
+    base, new = run_figures(baseline, rules).training, run_figures(report, rules).training
+    if base is None or new is None:
+        which = "baseline" if base is None else "report"
+        return CheckResult(
+            name,
+            False,
+            f"FAIL training rate: the {which} has no measured steps; --{name} cannot be checked",
+        )
+    change = noise.interval(base, new, rules)
+    slowdown = 1.0 - change.change
+    rates = (
+        f"{base.value:.1f} -> {new.value:.1f} steps/s, 95% interval "
+        f"{change.low:.2f}-{change.high:.2f}x"
+    )
+    if slowdown <= 0:
+        how = f"{change.change:.2f}x faster" if change.change > 1 else "as fast"
+        return CheckResult(name, True, f"ok   training {how} than the baseline ({rates})")
+    if slowdown <= limit:
+        return CheckResult(
+            name,
+            True,
+            f"ok   training {_pct(slowdown)} slower than the baseline ({rates}), within the "
+            f"{_pct(limit)} allowed",
+        )
+    if noise.is_noise(change):
+        return CheckResult(
+            name,
+            True,
+            f"ok   training {_pct(slowdown)} slower than the baseline ({rates}): over the "
+            f"{_pct(limit)} allowed but within the runs' noise",
+        )
+    return CheckResult(
+        name,
+        False,
+        f"FAIL training {_pct(slowdown)} slower than the baseline ({rates}): over the "
+        f"{_pct(limit)} allowed (--{name}), beyond the runs' noise",
+    )
+
+
+def _pct(fraction: float, digits: int | None = None) -> str:
+    """A share as a percentage: whole points, tenths under 10% (5% stays "5%")."""
+    if digits is None:
+        digits = 1 if abs(fraction) < 0.1 else 0
+    text = f"{fraction * 100:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
+def _pcts(value: float, limit: float) -> tuple[str, str]:
+    """Two shares with enough digits to tell them apart: never "20% > 20%"."""
+    digits = 1 if min(abs(value), abs(limit)) < 0.1 else 0
+    while _pct(value, digits) == _pct(limit, digits) and value != limit and digits < 4:
+        digits += 1
+    return _pct(value, digits), _pct(limit, digits)

@@ -1,0 +1,233 @@
+"""How much a figure of one run would move if the same run were made again: its noise.
+
+Two runs of one script never give the same rates (docs/design.md, "Comparing runs"), so a
+comparison calls a change real only when it lies outside both runs' own spread. Each figure
+becomes an `Estimate`: its value and a standard error, on a log scale for rates (a ratio of
+two rates is then a difference) and on a linear one for shares.
+
+- The training rate A and the wait share come from the report's own steps. They are
+  resampled with a moving-block bootstrap: steps next to each other share the host's mood
+  (a busy neighbour slows a stretch of steps, not one), so resampling single steps would
+  call a drift within the run a certainty. Blocks of about sqrt(n) records keep it.
+  A is `steps / sum(step time)`, so the bootstrap works on sums over records, and a merged
+  record (`StepRecord.count` > 1) counts as the `count` steps it stands for.
+- The pipeline alone P and the train step alone T are kept only as summaries
+  (`LatencyStats`: count, mean, median, p90): their spread is estimated from the distance
+  between the median and the p90, as a normal distribution's (1.28 standard deviations).
+- Input cost `1 - A/T` takes the error of both rates (the delta method).
+
+Each run's own spread is not all of it: two processes of one script differ by more than
+either's steps can show (the host's load at another time, thread placement, autotune's
+choices). So every interval also holds a run-to-run term (`NoiseRules.run_to_run`), measured
+on this project's shared 2-core host (docs/design.md, "Comparing runs"). A change is noise
+when its 95% interval holds "no change".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipediag.report.model import WARMUP, LatencyStats, StepRecord
+
+# Two-sided 95% normal quantile.
+Z_95 = 1.959964
+# The p90 lies this many standard deviations above the median of a normal distribution.
+P90_SIGMAS = 1.281552
+
+
+@dataclass(frozen=True)
+class NoiseRules:
+    """When a change counts as one. Named defaults, so tests and options can move them.
+
+    Args:
+        run_to_run: the standard deviation of log(rate) between two runs of one script
+            beyond what each run's own steps show; each run adds it to its error. 0 trusts
+            the runs' own spread alone (a quiet, dedicated machine).
+        run_to_run_points: the same for shares (input cost, wait), in points (0.03 = 3).
+        stage_floor: a pipeline stage's time per batch carries no spread in the report: a
+            change counts only over this share of the stage's own time...
+        stage_floor_of_batch: ...and over this share of the pipeline's time per batch (a
+            0.05 ms stage that doubles is not news).
+        summary_drift: the error of a rate known only by its summary (P, T) is widened by
+            this factor: a summary has lost the order of its events, so the drift within
+            the run that the steps' block bootstrap sees is missing from it. Over nine
+            recorded runs, the block bootstrap of the steps gave a median 1.5x (0.85-2.05x)
+            the error independent steps would; 2 because P and T also moved more between
+            runs than A did (docs/design.md, "Comparing runs").
+        z: the normal quantile of the intervals (95%).
+        resamples: bootstrap resamples; seed: fixed, so the same reports always give the
+            same interval.
+    """
+
+    run_to_run: float = 0.04
+    run_to_run_points: float = 0.03
+    stage_floor: float = 0.15
+    stage_floor_of_batch: float = 0.05
+    summary_drift: float = 2.0
+    z: float = Z_95
+    resamples: int = 2000
+    seed: int = 0
+
+
+DEFAULT_RULES = NoiseRules()
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A figure and its standard error; `se` is of log(value) when `log_scale`.
+
+    `se` is None when the report holds no spread for the figure (then only the run-to-run
+    term judges a change).
+    """
+
+    value: float
+    se: float | None
+    log_scale: bool
+    how: str  # where the error comes from, for the reader: "steps, block bootstrap"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A change between two estimates and its interval, in the change's own units."""
+
+    change: float  # new/base for rates and times, new - base for shares
+    low: float
+    high: float
+    ratio: bool
+
+
+@dataclass(frozen=True)
+class StepSpread:
+    """The training rate and the wait share of one run's measured steps, with their errors."""
+
+    steps: int
+    rate: Estimate | None
+    wait_share: Estimate | None
+
+
+BOOTSTRAP_HOW = "steps, block bootstrap"
+SUMMARY_HOW = "median and p90"
+NO_SPREAD_HOW = "no spread recorded"
+
+
+def measured_steps(steps: Sequence[StepRecord]) -> list[StepRecord]:
+    """The steps behind the report's figures: every step past the warm-up."""
+    return [s for s in steps if s.label != WARMUP and s.count > 0 and s.duration_s > 0]
+
+
+def step_spread(steps: Sequence[StepRecord], rules: NoiseRules = DEFAULT_RULES) -> StepSpread:
+    """Bootstrap the rate (steps per second) and the wait share of the measured steps."""
+    records = measured_steps(steps)
+    count = sum(s.count for s in records)
+    if len(records) < 2:
+        return StepSpread(count, None, None)
+    durations = np.array([s.duration_s for s in records])
+    counts = np.array([s.count for s in records], dtype=float)
+    rng = np.random.default_rng(rules.seed)
+    picks = _block_picks(len(records), rules.resamples, rng)
+    time_sums = _resampled_sums(durations, picks)
+    rates = _resampled_sums(counts, picks) / time_sums
+    rate = Estimate(
+        float(counts.sum() / durations.sum()),
+        float(np.std(np.log(rates))),
+        log_scale=True,
+        how=BOOTSTRAP_HOW,
+    )
+    wait_share = None
+    if all(s.input_wait_s is not None for s in records):
+        waits = np.array([s.input_wait_s or 0.0 for s in records])
+        shares = _resampled_sums(waits, picks) / time_sums
+        wait_share = Estimate(
+            float(waits.sum() / durations.sum()),
+            float(np.std(shares)),
+            log_scale=False,
+            how=BOOTSTRAP_HOW,
+        )
+    return StepSpread(count, rate, wait_share)
+
+
+def _block_length(records: int) -> int:
+    return max(1, round(math.sqrt(records)))
+
+
+def _block_picks(records: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Start indices of the circular blocks of each resample: (resamples, blocks)."""
+    blocks = math.ceil(records / _block_length(records))
+    return rng.integers(0, records, size=(resamples, blocks))
+
+
+def _resampled_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Sum of `values` over each resample's circular blocks, from prefix sums (no copy of
+    the steps per resample: a long run's thousands of records stay cheap)."""
+    records = values.size
+    block = _block_length(records)
+    wrapped = np.concatenate((values, values[:block]))
+    prefix = np.concatenate(([0.0], np.cumsum(wrapped)))
+    firsts = np.arange(records)
+    block_sums = prefix[firsts + block] - prefix[firsts]
+    return block_sums[starts].sum(axis=1)
+
+
+def summary_rate(
+    rate: float | None, stats: LatencyStats | None, rules: NoiseRules = DEFAULT_RULES
+) -> Estimate | None:
+    """A rate measured over `stats.count` events, its error from their median and p90."""
+    if rate is None or rate <= 0:
+        return None
+    if stats is None or stats.count < 2 or stats.mean_s <= 0:
+        return Estimate(rate, None, log_scale=True, how=NO_SPREAD_HOW)
+    sigma = max(0.0, stats.p90_s - stats.median_s) / P90_SIGMAS
+    se = rules.summary_drift * sigma / stats.mean_s / math.sqrt(stats.count)
+    return Estimate(rate, se, log_scale=True, how=SUMMARY_HOW)
+
+
+def bare(value: float | None, *, log_scale: bool) -> Estimate | None:
+    """A figure without a spread: only the run-to-run term judges its changes."""
+    if value is None or (log_scale and value <= 0):
+        return None
+    return Estimate(value, None, log_scale=log_scale, how=NO_SPREAD_HOW)
+
+
+def input_cost_estimate(
+    cost: float | None,
+    training: Estimate | None,
+    compute: Estimate | None,
+    unexplained: float = 0.0,
+) -> Estimate | None:
+    """Input cost 1 - A/T, with the error of A and T carried through (delta method).
+
+    The part of the gap the analysis could not explain (`CostSplit.unexplained`, left out
+    of the cost) may or may not be input's: it is added as an error of half its size. On
+    the recorded runs of one script, the cost moved by that part (89% -> 80%) while A and T
+    hardly did.
+    """
+    if cost is None:
+        return None
+    if training is None or compute is None or training.se is None or compute.se is None:
+        return Estimate(cost, None, log_scale=False, how=NO_SPREAD_HOW)
+    a_over_t = training.value / compute.value
+    se = math.hypot(a_over_t * math.hypot(training.se, compute.se), unexplained / 2)
+    how = training.how if training.how == compute.how else f"{training.how}; {compute.how}"
+    return Estimate(cost, se, log_scale=False, how=how)
+
+
+def interval(base: Estimate, new: Estimate, rules: NoiseRules = DEFAULT_RULES) -> Interval:
+    """The change from `base` to `new` and its 95% interval: both runs' own errors and the
+    run-to-run term of each."""
+    between = rules.run_to_run if base.log_scale else rules.run_to_run_points
+    half = rules.z * math.sqrt((base.se or 0.0) ** 2 + (new.se or 0.0) ** 2 + 2 * between**2)
+    if base.log_scale:
+        change = new.value / base.value
+        return Interval(change, change * math.exp(-half), change * math.exp(half), ratio=True)
+    change = new.value - base.value
+    return Interval(change, change - half, change + half, ratio=False)
+
+
+def is_noise(change: Interval) -> bool:
+    """The interval holds "no change"."""
+    none = 1.0 if change.ratio else 0.0
+    return change.low <= none <= change.high

@@ -1,0 +1,96 @@
+"""The trend of a history file: each run against the runs of its script before it.
+
+Pure: history entries in, one `TrendRow` per run out. A run is a regression when
+- its training rate is below the best earlier run's of the same script, beyond the noise
+  of both (`analysis/noise.py`: each run's own error, kept in its line, and the
+  run-to-run term), or
+- its verdict is worse than the previous run's (input limits it more:
+  compute-bound < balanced < input-bound).
+Runs are grouped by script: a file may hold several scripts' runs, and one script's rate
+says nothing about another's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.analysis import noise
+from pipediag.analysis.compare import VERDICT_RANK
+from pipediag.analysis.noise import DEFAULT_RULES, Estimate, Interval, NoiseRules
+from pipediag.report.history import HistoryEntry
+
+
+@dataclass(frozen=True)
+class TrendRow:
+    """One run; `number` is its place in the file (1 for the first line)."""
+
+    number: int
+    entry: HistoryEntry
+    best_earlier: int | None = None  # number of the fastest earlier run of this script
+    change: Interval | None = None  # training rate against that run
+    slower: bool = False  # beyond noise
+    previous_verdict: str | None = None  # the previous run of this script
+    verdict_worse: bool = False
+
+    @property
+    def regression(self) -> bool:
+        return self.slower or self.verdict_worse
+
+
+@dataclass(frozen=True)
+class Trend:
+    rows: list[TrendRow]
+    rules: NoiseRules
+
+    @property
+    def scripts(self) -> list[str]:
+        return list(dict.fromkeys(row.entry.script for row in self.rows))
+
+    @property
+    def regressions(self) -> list[TrendRow]:
+        return [row for row in self.rows if row.regression]
+
+
+def trend(entries: list[HistoryEntry], rules: NoiseRules = DEFAULT_RULES) -> Trend:
+    """Each run judged against the earlier runs of its script."""
+    rows = []
+    earlier: dict[str, list[tuple[int, HistoryEntry]]] = {}
+    for number, entry in enumerate(entries, 1):
+        before = earlier.setdefault(entry.script, [])
+        rows.append(_row(number, entry, before, rules))
+        before.append((number, entry))
+    return Trend(rows, rules)
+
+
+def _row(
+    number: int,
+    entry: HistoryEntry,
+    before: list[tuple[int, HistoryEntry]],
+    rules: NoiseRules,
+) -> TrendRow:
+    if not before:
+        return TrendRow(number, entry)
+    previous = before[-1][1].verdict
+    worse = (
+        entry.verdict in VERDICT_RANK
+        and previous in VERDICT_RANK
+        and VERDICT_RANK[entry.verdict] > VERDICT_RANK[previous]
+    )
+    rated = [(n, e) for n, e in before if e.rates.training]
+    rate = _rate(entry)
+    if not rated or rate is None:
+        return TrendRow(number, entry, previous_verdict=previous, verdict_worse=worse)
+    best_number, best = max(rated, key=lambda item: item[1].rates.training or 0.0)
+    best_rate = _rate(best)
+    assert best_rate is not None
+    change = noise.interval(best_rate, rate, rules)
+    slower = change.change < 1.0 and not noise.is_noise(change)
+    return TrendRow(number, entry, best_number, change, slower, previous, worse)
+
+
+def _rate(entry: HistoryEntry) -> Estimate | None:
+    rate = entry.rates.training
+    if rate is None or rate <= 0:
+        return None
+    how = noise.BOOTSTRAP_HOW if entry.training_log_se is not None else noise.NO_SPREAD_HOW
+    return Estimate(rate, entry.training_log_se, log_scale=True, how=how)

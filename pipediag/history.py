@@ -1,0 +1,85 @@
+"""`pipediag run --history FILE`: a run's key figures, appended as one line.
+
+The figures come from the report (`analysis/compare.py` `run_figures`, the same the
+comparison uses), the commit from `git rev-parse HEAD` in the script's folder when that is
+a git checkout; outside one, or without git, the commit is left out.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pipediag.analysis.compare import run_figures
+from pipediag.report.history import HistoryEntry, HistoryRates, HistoryShares, append_entry
+from pipediag.report.model import Report
+
+# `git rev-parse` answers in milliseconds; a hung network file system must not hold the run.
+GIT_TIMEOUT_S = 5.0
+
+
+def history_entry(
+    report: Report, *, commit: str | None = None, report_path: str | None = None
+) -> HistoryEntry:
+    """The line `pipediag history` reads, from a report."""
+    figures = run_figures(report)
+    verdict = report.verdict
+    split = verdict.cost_split
+    return HistoryEntry(
+        time_utc=report.created_utc or _now_utc(),
+        script=report.script,
+        args=list(report.args),
+        commit=commit,
+        verdict=verdict.label,
+        shares=HistoryShares(
+            input_cost=verdict.input_cost_fraction,
+            input_wait=verdict.input_wait_fraction,
+            wait=None if split is None else split.wait,
+            contention=None if split is None else split.contention,
+            fetch=None if split is None else split.fetch,
+        ),
+        rates=HistoryRates(
+            pipeline=report.pipeline.batches_per_s,
+            compute_alone=verdict.compute_alone_steps_per_s,
+            training=None if figures.training is None else figures.training.value,
+        ),
+        training_log_se=None if figures.training is None else figures.training.se,
+        steps=figures.measured_steps,
+        report=report_path,
+    )
+
+
+def record_run(
+    report: Report,
+    history: str | os.PathLike[str],
+    *,
+    script_folder: Path,
+    report_path: str | None = None,
+) -> Path:
+    """Append the report's line to `history`, with the git commit of `script_folder` (found
+    before the run: the script may change the working directory) if it is a checkout."""
+    commit = git_commit(script_folder)
+    return append_entry(history, history_entry(report, commit=commit, report_path=report_path))
+
+
+def git_commit(folder: Path) -> str | None:
+    """HEAD of the git checkout holding `folder`; None outside one or without git."""
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = result.stdout.strip()
+    return commit if result.returncode == 0 and commit else None
+
+
+def _now_utc() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,278 @@
+"""`pipediag compare --png`: two runs side by side on one page.
+
+    +--------------------------------------------------------------------+
+    | judgement headline (FASTER / SLOWER / NO CHANGE BEYOND NOISE)      |
+    | base and new runs                                                  |
+    +----------------------+----------------------+----------------------+
+    | rates P, T, A:       | input cost: compute, | step time: both      |
+    | base and new bars,   | wait, contention,    | runs' measured steps |
+    | change + judgement   | fetch, stacked       | (histogram, medians) |
+    +----------------------+----------------------+----------------------+
+
+Colours follow the one-run page (`renderers/png.py`): blue is compute, shades of orange
+are the parts of input cost; the base run is grey, the new one dark. matplotlib is imported
+lazily, through `Figure` and `FigureCanvasAgg` only, as in `renderers/png.py`.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from pipediag.analysis.compare import (
+    COMPUTE_ALONE,
+    PIPELINE_ALONE,
+    TRAINING,
+    Comparison,
+    FigureChange,
+)
+from pipediag.analysis.noise import measured_steps
+from pipediag.renderers import words
+from pipediag.renderers.compare_text import headline_lines, run_line, training_claim
+from pipediag.renderers.png import (
+    COMPUTE_COLOUR,
+    COST_COLOURS,
+    DPI,
+    MUTED_TEXT_COLOUR,
+    NOTE_TEXT_COLOUR,
+)
+from pipediag.report.io import write_atomically
+from pipediag.report.model import Report
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+FIGURE_SIZE_IN = (14.0, 7.0)
+BASE_COLOUR = "#adb5bd"
+NEW_COLOUR = "#343a40"
+JUDGEMENT_COLOURS = {
+    "faster": "#2b8a3e",
+    "slower": "#c92a2a",
+    "noise": MUTED_TEXT_COLOUR,
+    "changed": MUTED_TEXT_COLOUR,
+    "missing": NOTE_TEXT_COLOUR,
+}
+PANEL_RECTS = {
+    "rates": (0.06, 0.16, 0.26, 0.52),
+    "cost": (0.40, 0.16, 0.22, 0.52),
+    "steps": (0.70, 0.16, 0.27, 0.52),
+}
+HEADLINE_FONT = 18
+PANEL_TITLE_FONT = 12
+HISTOGRAM_BINS = 40
+LOG_SCALE_RATIO = 5.0  # rates spanning more than this share a log axis
+# A step-time axis beyond this quantile of both runs would squash the bulk into one bin.
+STEP_AXIS_QUANTILE = 0.99
+
+
+def render_comparison_png(
+    comparison: Comparison,
+    base: Report,
+    new: Report,
+    path: Path,
+    names: tuple[str, str] = ("base", "new"),
+) -> Path:
+    """Draw the comparison on one page and write it atomically to `path`.
+
+    Args:
+        comparison: `compare_reports(base, new)`.
+        base, new: the two reports, for their step-time distributions.
+        path: where to write the PNG.
+        names: where each report came from, for the legend.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = build_comparison_figure(comparison, base, new, names)
+    buffer = io.BytesIO()
+    FigureCanvasAgg(figure).print_png(buffer)
+    target = Path(path)
+    write_atomically(target, buffer.getvalue())
+    return target
+
+
+def build_comparison_figure(
+    comparison: Comparison, base: Report, new: Report, names: tuple[str, str] = ("base", "new")
+) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, facecolor="white")
+    FigureCanvasAgg(figure)
+    claim, detail = training_claim(comparison.training)
+    _, *more = headline_lines(comparison)
+    figure.text(
+        0.02,
+        0.95,
+        claim,
+        fontsize=HEADLINE_FONT,
+        fontweight="bold",
+        color=JUDGEMENT_COLOURS.get(comparison.judgement, NEW_COLOUR),
+        va="top",
+        gid="headline",
+    )
+    below = [detail, *(line.strip() for line in more)]
+    below += [
+        run_line("base", comparison.base, names[0]).strip(),
+        run_line("new", comparison.new, names[1]).strip(),
+    ]
+    figure.text(
+        0.02, 0.89, "\n".join(below), fontsize=10, color=MUTED_TEXT_COLOUR, va="top", gid="runs"
+    )
+    _draw_rates(figure.add_axes(PANEL_RECTS["rates"]), comparison)
+    _draw_cost(figure.add_axes(PANEL_RECTS["cost"]), base, new)
+    _draw_steps(figure.add_axes(PANEL_RECTS["steps"]), base, new)
+    return figure
+
+
+def _draw_rates(axes: Axes, comparison: Comparison) -> None:
+    """P, T and A, base beside new; the change and its judgement over each pair."""
+    axes.set_title("Rates (P, T, A)", loc="left", fontsize=PANEL_TITLE_FONT)
+    figures = {f.name: f for f in comparison.rates}
+    order = [
+        ("P pipeline alone\nbatches/s", figures.get(PIPELINE_ALONE)),
+        ("T compute alone\nsteps/s", figures.get(COMPUTE_ALONE)),
+        ("A training\nsteps/s", figures.get(TRAINING)),
+    ]
+    positions = np.arange(len(order), dtype=float)
+    width = 0.38
+    base = [_or_zero(f.base if f else None) for _, f in order]
+    new = [_or_zero(f.new if f else None) for _, f in order]
+    axes.bar(positions - width / 2, base, width, color=BASE_COLOUR, label="base", gid="base-rates")
+    axes.bar(positions + width / 2, new, width, color=NEW_COLOUR, label="new", gid="new-rates")
+    known = [v for v in (*base, *new) if v > 0]
+    top = max([*known, 1.0])
+    if known and top / min(known) > LOG_SCALE_RATIO:
+        # T can be ten times A: on a linear axis the smaller pairs would be slivers.
+        axes.set_yscale("log")
+        axes.set_ylim(min(known) / 2, top * 6)
+        label_y = top * 3
+    else:
+        axes.set_ylim(0, top * 1.3)
+        label_y = top * 1.17
+    axes.set_xticks(positions, [label for label, _ in order], fontsize=9)
+    for x, (_, figure) in zip(positions, order, strict=True):
+        if figure is None:
+            continue
+        for offset, value in ((-width / 2, figure.base), (width / 2, figure.new)):
+            if value is not None:
+                axes.text(x + offset, value, f"{value:.0f}", ha="center", va="bottom", fontsize=8)
+        axes.text(
+            x,
+            label_y,
+            _change_words(figure),
+            ha="center",
+            va="center",
+            fontsize=9,
+            fontweight="bold",
+            color=JUDGEMENT_COLOURS.get(figure.judgement, NEW_COLOUR),
+            gid=f"change-{figure.name}",
+        )
+    axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12), ncol=2, fontsize=9, frameon=False)
+    axes.spines[["top", "right"]].set_visible(False)
+
+
+def _change_words(figure: FigureChange) -> str:
+    if figure.change is None:
+        return figure.judgement
+    return f"{figure.change:.2f}x {figure.judgement}"
+
+
+def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
+    """Training time as compute plus each part of input cost, one bar per run."""
+    axes.set_title("Share of training time", loc="left", fontsize=PANEL_TITLE_FONT)
+    parts = [words.COMPUTE_PART_NAME, *(words.COST_PART_NAMES[p] for p in words.COST_PARTS)]
+    colours = [COMPUTE_COLOUR, *(COST_COLOURS[p] for p in words.COST_PARTS)]
+    rows = [_cost_shares(report) for report in (base, new)]
+    positions = [0, 1]
+    bottoms = [0.0, 0.0]
+    for index, (part, colour) in enumerate(zip(parts, colours, strict=True)):
+        heights = [0.0 if shares is None else shares[index] for shares in rows]
+        axes.bar(positions, heights, 0.55, bottom=bottoms, color=colour, label=part, gid=part)
+        for x, height, bottom in zip(positions, heights, bottoms, strict=True):
+            if height >= 0.06:
+                axes.text(
+                    x,
+                    bottom + height / 2,
+                    words.percent(height),
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white" if colour == COMPUTE_COLOUR else "black",
+                )
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+    for x, shares in zip(positions, rows, strict=True):
+        if shares is None:
+            axes.text(x, 0.5, "no input cost\nmeasured", ha="center", fontsize=9)
+    axes.set_xticks(positions, ["base", "new"])
+    axes.set_ylim(0, 1.0)
+    axes.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
+    axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12), ncol=2, fontsize=9, frameon=False)
+    axes.spines[["top", "right"]].set_visible(False)
+
+
+def _cost_shares(report: Report) -> list[float] | None:
+    """Compute, wait, contention, fetch as shares of training time; None without a cost."""
+    verdict = report.verdict
+    cost = verdict.input_cost_fraction
+    if cost is None:
+        return None
+    split = verdict.cost_split
+    parts = [0.0, 0.0, 0.0] if split is None else [share for _, share in words.cost_parts(split)]
+    if split is None:
+        parts[0] = cost  # unsplit: drawn as waiting, the part every report has
+    return [max(0.0, 1.0 - cost), *parts]
+
+
+def step_times_s(report: Report) -> np.ndarray:
+    """Every measured step's time; a merged record counts as `count` steps of its mean."""
+    records = measured_steps(report.train.steps)
+    if not records:
+        return np.zeros(0)
+    means = np.array([s.duration_s / s.count for s in records])
+    return np.repeat(means, [s.count for s in records])
+
+
+def _draw_steps(axes: Axes, base: Report, new: Report) -> None:
+    """Both runs' step times on one axis, their medians marked."""
+    axes.set_title("Step time (measured steps)", loc="left", fontsize=PANEL_TITLE_FONT)
+    runs = [
+        ("base", step_times_s(base) * 1e3, BASE_COLOUR),
+        ("new", step_times_s(new) * 1e3, NEW_COLOUR),
+    ]
+    present = [values for _, values, _ in runs if values.size]
+    if not present:
+        axes.text(0.5, 0.5, "no measured steps", ha="center", transform=axes.transAxes)
+        return
+    joined = np.concatenate(present)
+    high = float(np.quantile(joined, STEP_AXIS_QUANTILE))
+    low = float(joined.min())
+    bins = np.linspace(low, max(high, low * 1.01 + 1e-9), HISTOGRAM_BINS)
+    for name, values, colour in runs:
+        if not values.size:
+            continue
+        median = float(np.median(values))
+        weights = np.full(values.size, 1.0 / values.size)
+        axes.hist(
+            np.clip(values, None, bins[-1]),
+            bins=bins,
+            weights=weights,
+            histtype="stepfilled" if name == "base" else "step",
+            color=colour,
+            alpha=0.7 if name == "base" else 1.0,
+            linewidth=1.8,
+            label=f"{name}: median {median:.1f} ms, n={values.size}",
+            gid=f"steps-{name}",
+        )
+        axes.axvline(median, color=colour, linestyle="--", linewidth=1.2)
+    axes.set_xlabel("step time (ms)")
+    axes.set_ylabel("share of steps")
+    axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), fontsize=9, frameon=False)
+    axes.spines[["top", "right"]].set_visible(False)
+
+
+def _or_zero(value: float | None) -> float:
+    return 0.0 if value is None else value

@@ -1,0 +1,287 @@
+"""`pipediag compare` in the terminal: the judgement first, then every figure that moved.
+
+The headline says whether training got faster, slower, or moved within noise, by how much
+and with what interval; a verdict that changed is always said, even when the cost behind it
+moved within noise (a cost near a band's edge). Then one table row per figure, the stages
+matched across runs, and the fixes that appeared or went away.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from pipediag.analysis import noise
+from pipediag.analysis.compare import (
+    APPEARED,
+    CHANGED,
+    COMPUTE_ALONE,
+    COST_PART_FIGURES,
+    DOMINANT,
+    FASTER,
+    GONE,
+    INPUT_COST,
+    INPUT_WAIT,
+    MISSING,
+    NOISE,
+    PIPELINE_ALONE,
+    SLOWER,
+    TRAINING,
+    VERDICT,
+    Comparison,
+    FigureChange,
+    FixChange,
+    LabelChange,
+    RunIdentity,
+    StageChange,
+)
+from pipediag.renderers import words
+
+FIGURE_NAMES = {
+    TRAINING: "A  training, steps/s",
+    COMPUTE_ALONE: "T  compute alone, steps/s",
+    PIPELINE_ALONE: "P  pipeline alone, batches/s",
+    INPUT_COST: "input cost",
+    INPUT_WAIT: "input wait",
+    **{key: f"  {words.COST_PART_NAMES[part]}" for part, key in COST_PART_FIGURES.items()},
+}
+HEADLINES = {FASTER: "FASTER", SLOWER: "SLOWER", NOISE: "NO CHANGE BEYOND NOISE"}
+NO_COMPARISON = "NO COMPARISON"
+COLUMNS = ("", "base", "new", "change", "95% interval", "")
+FIX_STATUS_WORDS = {APPEARED: "new", GONE: "gone", "kept": "kept"}
+
+
+def render_comparison(
+    comparison: Comparison, base_name: str = "base", new_name: str = "new"
+) -> str:
+    """The comparison as text; `base_name`/`new_name` say where each report came from."""
+    lines = [*headline_lines(comparison), ""]
+    lines += _runs(comparison, base_name, new_name)
+    lines.append("")
+    lines += _table(comparison)
+    stages = _stages(comparison.stages, comparison)
+    if stages:
+        lines += ["", *stages]
+    fixes = _fixes(comparison.fixes)
+    if fixes:
+        lines += ["", *fixes]
+    lines += ["", _noise_note(comparison)]
+    return "\n".join(lines) + "\n"
+
+
+def headline_lines(comparison: Comparison) -> list[str]:
+    """The judgement of the training rate, and the verdict's change when it changed."""
+    training = comparison.training
+    lines = [_training_headline(training)]
+    verdict = next((label for label in comparison.labels if label.name == VERDICT), None)
+    if verdict is not None and verdict.judgement == CHANGED:
+        lines.append("  " + _verdict_change(verdict, comparison.input_cost))
+    return lines
+
+
+def _training_headline(training: FigureChange | None) -> str:
+    claim, detail = training_claim(training)
+    return f"{claim}, {detail}" if detail else claim
+
+
+def training_claim(training: FigureChange | None) -> tuple[str, str]:
+    """The headline in two parts: the claim ("FASTER: training 1.78x faster") and the
+    figures behind it ("98.8 -> 175.5 steps/s (95% interval 1.59-1.99x)")."""
+    if training is None or training.judgement == MISSING or training.change is None:
+        side = "the base report" if training is None or training.base is None else "the new one"
+        return f"{NO_COMPARISON}: no training rate in {side} (no measured steps)", ""
+    rates = f"{training.base:.1f} -> {training.new:.1f} steps/s"
+    span = _interval(training)
+    within = f"95% interval {span}" if span else "no spread recorded"
+    if training.judgement == NOISE:
+        claim = f"{HEADLINES[NOISE]}: training {_ratio(training.change)}"
+        return claim, f"{rates}, within the runs' noise ({within})"
+    claim = f"{HEADLINES[training.judgement]}: training {_by_how_much(training)}"
+    return claim, f"{rates} ({within})"
+
+
+def _by_how_much(figure: FigureChange) -> str:
+    """ "1.78x faster" for gains, "15% slower" for losses (a ratio under 1 reads badly)."""
+    change = figure.change or 0.0
+    if change >= 1.0:
+        return f"{_ratio(change)} faster"
+    return f"{1.0 - change:.0%} slower"
+
+
+def _verdict_change(verdict: LabelChange, cost: FigureChange | None) -> str:
+    text = f"Verdict changed: {_label(verdict.base)} -> {_label(verdict.new)}"
+    if cost is not None and cost.base is not None and cost.new is not None:
+        text += f" (input cost {words.percent(cost.base)} -> {words.percent(cost.new)}"
+        if cost.judgement == NOISE:
+            text += ", a move within noise: the cost sits near a band's edge"
+        text += ")"
+    return text
+
+
+def _runs(comparison: Comparison, base_name: str, new_name: str) -> list[str]:
+    return [
+        run_line("base", comparison.base, base_name),
+        run_line("new", comparison.new, new_name),
+    ]
+
+
+def run_line(role: str, run: RunIdentity, name: str) -> str:
+    """ "  base  train.py --epochs 2  (2026-01-01 10:00:00 UTC, 100 steps)  base.json"."""
+    command = shlex.join([run.script, *run.args])
+    facts = [f"{run.measured_steps} steps"]
+    if run.created_utc:
+        facts.insert(0, run.created_utc.replace("T", " ").removesuffix("Z") + " UTC")
+    where = f"  {name}" if name and name != role else ""
+    return f"  {role:<6}{command}  ({', '.join(facts)}){where}"
+
+
+def _table(comparison: Comparison) -> list[str]:
+    rows = [_label_row(label) for label in comparison.labels]
+    rows += [_figure_row(FIGURE_NAMES.get(f.name, f.name), f) for f in comparison.rates]
+    rows += [_figure_row(FIGURE_NAMES.get(f.name, f.name), f) for f in comparison.shares]
+    return _columns([COLUMNS, *rows])
+
+
+def _label_row(label: LabelChange) -> tuple[str, ...]:
+    name = "verdict" if label.name == VERDICT else "input cost, mostly"
+    if label.name == DOMINANT:
+        base, new = label.base or "-", label.new or "-"
+    else:
+        base, new = _label(label.base), _label(label.new)
+    judgement = label.judgement
+    if label.worse:
+        judgement += " (worse)"
+    return (name, base, new, "", "", judgement)
+
+
+def _figure_row(name: str, figure: FigureChange) -> tuple[str, ...]:
+    return (
+        name,
+        _value(figure, figure.base),
+        _value(figure, figure.new),
+        _change(figure),
+        _interval(figure),
+        figure.judgement,
+    )
+
+
+def _stages(stages: list[StageChange], comparison: Comparison) -> list[str]:
+    if not stages:
+        return []
+    rules = comparison.rules
+    header = (
+        "Stages, own time per batch (no spread recorded: a change counts over "
+        f"{rules.stage_floor:.0%} of the stage and {rules.stage_floor_of_batch:.0%} of a batch)"
+    )
+    rows = [
+        (
+            _stage_name(stage),
+            _ms(stage.figure.base),
+            _ms(stage.figure.new),
+            _stage_change(stage),
+            "",
+            stage.figure.judgement,
+        )
+        for stage in stages
+    ]
+    return [header, *_columns(rows)]
+
+
+def _stage_name(stage: StageChange) -> str:
+    if stage.base is None and stage.new is not None:
+        return f"{words.stage_name(stage.new)} (new)"
+    if stage.new is None and stage.base is not None:
+        return f"{words.stage_name(stage.base)} (gone)"
+    assert stage.base is not None and stage.new is not None
+    old, now = words.stage_name(stage.base), words.stage_name(stage.new)
+    return now if old == now else f"{old} -> {now}"
+
+
+def _stage_change(stage: StageChange) -> str:
+    figure = stage.figure
+    if figure.change is not None:
+        return _ratio(figure.change)
+    if figure.base is not None and figure.new is not None:
+        return f"{(figure.new - figure.base) * 1e3:+.2f} ms"
+    return ""
+
+
+def _fixes(fixes: list[FixChange]) -> list[str]:
+    moved = [f for f in fixes if f.status != "kept"]
+    kept = [f for f in fixes if f.status == "kept"]
+    if not fixes:
+        return []
+    lines = ["Suggestions (by id and stage)"]
+    for fix in [*moved, *kept]:
+        status = FIX_STATUS_WORDS.get(fix.status, fix.status)
+        gain = _fix_gain(fix)
+        lines.append(f"  {status:<5} [{fix.id}] {fix.title}{gain}")
+    return lines
+
+
+def _fix_gain(fix: FixChange) -> str:
+    before, after = fix.base_predicted, fix.new_predicted
+    if before is not None and after is not None:
+        return f"  (end to end ~{before:.2f}x -> ~{after:.2f}x)"
+    known = after if after is not None else before
+    return f"  (end to end ~{known:.2f}x)" if known is not None else ""
+
+
+def _noise_note(comparison: Comparison) -> str:
+    rules = comparison.rules
+    return (
+        "Noise: 95% intervals from each run's own spread (A and the wait: its steps, "
+        "resampled in blocks; P and T: their median and p90) and a run-to-run drift of "
+        f"{rules.run_to_run:.0%} per run ({rules.run_to_run_points * 100:.0f} points for "
+        "shares); a change inside its interval is noise."
+    )
+
+
+def _columns(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])]
+        cells += [cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:-1], strict=True)]
+        cells.append(row[-1])
+        lines.append(("  " + "  ".join(cells)).rstrip())
+    return lines
+
+
+def _label(label: str) -> str:
+    return label if label in words.VERDICT_TITLES else "no verdict"
+
+
+def _value(figure: FigureChange, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if figure.unit == "share":
+        return words.percent(value)
+    return f"{value:.1f}"
+
+
+def _change(figure: FigureChange) -> str:
+    if figure.change is None:
+        return ""
+    if figure.ratio:
+        return _ratio(figure.change)
+    return _points(figure.change)
+
+
+def _interval(figure: FigureChange) -> str:
+    if figure.low is None or figure.high is None:
+        return noise.NO_SPREAD_HOW if figure.change is not None else ""
+    if figure.ratio:
+        return f"{figure.low:.2f}-{figure.high:.2f}x"
+    return f"{figure.low * 100:+.0f}..{figure.high * 100:+.0f} pts"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.2f}x"
+
+
+def _points(value: float) -> str:
+    return f"{value * 100:+.0f} pts"
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.2f} ms"
