@@ -179,6 +179,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The `run` sub-command's parser, found among the parser's actions."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            choices: dict[str, argparse.ArgumentParser] = action.choices
+            return choices["run"]
+    raise LookupError("no run sub-command")
+
+
 def split_script_args(
     argv: list[str], parser: argparse.ArgumentParser
 ) -> tuple[list[str], list[str]]:
@@ -189,7 +198,7 @@ def split_script_args(
     """
     if not argv or argv[0] != "run":
         return argv, []
-    run = parser._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    run = _run_parser(parser)
     takes_value = {
         flag for action in run._actions if action.nargs is None for flag in action.option_strings
     }

@@ -36,12 +36,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from pipediag import interrupts
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
-from pipediag.report.model import ExitInfo, PipelineBenchmark, Report
+from pipediag.report.model import ExitInfo, PipelineBenchmark, Report, StopReason
 from pipediag.session import DiagnosticSession
 
 T = TypeVar("T")
@@ -49,7 +49,7 @@ T = TypeVar("T")
 EXIT_INTERRUPTED = interrupts.EXIT_INTERRUPTED
 """128 + SIGINT, what a shell reports for Ctrl-C."""
 
-STYLE = "custom-loop"
+STYLE: Final = "custom-loop"
 """The session's style for steps timed around the caller's own `next()`: iterator timing."""
 
 NO_PIPELINE_BENCHMARK = (
@@ -115,7 +115,7 @@ class Monitor:
         return self
 
     def stop(
-        self, exit_info: ExitInfo | None = None, stop_reason: str = "script-finished"
+        self, exit_info: ExitInfo | None = None, stop_reason: StopReason = "script-finished"
     ) -> Report:
         """Stop recording, build the report and write its files; later calls return it again.
 
@@ -305,7 +305,7 @@ class Monitor:
             )
             self._finish(ExitInfo("ok", 0), "step-budget")
 
-    def _finish(self, exit_info: ExitInfo, stop_reason: str) -> None:
+    def _finish(self, exit_info: ExitInfo, stop_reason: StopReason) -> None:
         """Stop the samplers and freeze the report (at the budget, or when the code ends)."""
         self._recording = False
         if self.session.timeline.budget_reached:
@@ -313,7 +313,7 @@ class Monitor:
         self._report = self.session.stop(exit_info, stop_reason)
 
 
-def _exit_of(exc: BaseException | None) -> tuple[ExitInfo, str]:
+def _exit_of(exc: BaseException | None) -> tuple[ExitInfo, StopReason]:
     """How the `with` block ended, as `pipediag run` records a script's end."""
     if exc is None:
         return ExitInfo("ok", 0), "script-finished"
@@ -322,7 +322,7 @@ def _exit_of(exc: BaseException | None) -> tuple[ExitInfo, str]:
     if isinstance(exc, SystemExit):
         code = exc.code
         status = code if isinstance(code, int) else (0 if code is None else 1)
-        reason = "script-finished" if status == 0 else "system-exit"
+        reason: StopReason = "script-finished" if status == 0 else "system-exit"
         return ExitInfo("system-exit", status, None if status == 0 else str(code)), reason
     return ExitInfo("exception", 1, f"{type(exc).__name__}: {exc}"), "script-error"
 

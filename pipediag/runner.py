@@ -16,16 +16,14 @@ from pipediag.interrupts import (
     TerminationRequested,
     interrupts_unwind_the_script,
 )
-from pipediag.report.model import ExitInfo
+from pipediag.report.model import ExitInfo, StopReason
 from pipediag.timeline import StepBudgetReached
 
 
 @dataclass(frozen=True)
 class RunOutcome:
     exit: ExitInfo
-    stop_reason: (
-        str  # "step-budget", "script-finished", "system-exit", "script-error", "interrupted"
-    )
+    stop_reason: StopReason
 
 
 def check_script(path: str) -> Path:
@@ -98,7 +96,7 @@ def _system_exit(exc: SystemExit) -> RunOutcome:
     else:
         print(code, file=sys.stderr)
         status = 1
-    reason = "script-finished" if status == 0 else "system-exit"
+    reason: StopReason = "script-finished" if status == 0 else "system-exit"
     return RunOutcome(ExitInfo("system-exit", status, None if status == 0 else str(code)), reason)
 
 

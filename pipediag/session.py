@@ -28,7 +28,9 @@ from pipediag.report.model import (
     PhaseSpan,
     PipelineBenchmark,
     Report,
+    StopReason,
     TrainSection,
+    TrainStyle,
     Verdict,
 )
 from pipediag.timeline import StepTimeline
@@ -90,7 +92,7 @@ class DiagnosticSession:
         )
         self.paused = False
         self.in_fit = False
-        self.style = "none"
+        self.style: TrainStyle = "none"
         self.pipeline = PipelineBenchmark(measured=False, reason=NO_DATASET)
         self._progress = Progress(log)
         self._notes: list[str] = []
@@ -132,7 +134,7 @@ class DiagnosticSession:
         if self._install_hooks:
             self._hooks = hooks.install(self)
 
-    def stop(self, exit_info: ExitInfo, stop_reason: str) -> Report:
+    def stop(self, exit_info: ExitInfo, stop_reason: StopReason) -> Report:
         """Undo every hook, stop every thread, and build the report. Never raises."""
         if self._hooks is not None:
             self._hooks.uninstall()
@@ -210,7 +212,7 @@ class DiagnosticSession:
         where the user's code runs and prints meanwhile)."""
         self._progress.phase(what, budget_s, redraw=redraw)
 
-    def mark_style(self, style: str) -> None:
+    def mark_style(self, style: TrainStyle) -> None:
         if self.style == "none":
             self.style = style
         elif self.style != style:
@@ -672,8 +674,8 @@ def _hardly_waits(steps: list[Any]) -> bool:
     if any(s.input_wait_s is None for s in steps):
         return False  # under fit, waits are settled later: unknown
     total = sum(s.duration_s for s in steps)
-    waited = sum(s.input_wait_s for s in steps)
-    return total > 0 and waited / total < DEEP_MIN_COST
+    waited = sum(s.input_wait_s or 0.0 for s in steps)
+    return bool(total > 0 and waited / total < DEEP_MIN_COST)
 
 
 def _cache_ends_each_epoch(chain: str) -> bool:

@@ -16,6 +16,7 @@ from pipediag.report.model import (
     MEASURED,
     WARMUP,
     ComputeAlone,
+    CostPart,
     CostSplit,
     GpuDevice,
     GpuSample,
@@ -26,9 +27,11 @@ from pipediag.report.model import (
     PhaseSpan,
     PipelineBenchmark,
     Report,
+    StepLabel,
     StepRecord,
     TrainSection,
     Verdict,
+    VerdictLabel,
 )
 
 
@@ -63,7 +66,9 @@ def synthetic_report(
     for i in range(warmup_steps + steps):
         warm = i < warmup_steps
         duration = (0.4 if warm else 0.0) + wait_s + compute_s
-        label = WARMUP if warm else (INPUT_BOUND if wait_s / duration > 0.2 else COMPUTE_BOUND)
+        label: StepLabel = (
+            WARMUP if warm else (INPUT_BOUND if wait_s / duration > 0.2 else COMPUTE_BOUND)
+        )
         records.append(StepRecord(i, t, duration, wait_s, label))
         t += duration
     end = t
@@ -174,9 +179,16 @@ def synthetic_cost_report(
     cost = wait + contention + fetch
     training = 1.0 / step_s
     compute = training / (1.0 - cost)
-    label = INPUT_BOUND if cost >= 0.20 else (BALANCED if cost >= 0.05 else COMPUTE_BOUND)
-    parts = {COST_WAIT: wait, COST_CONTENTION: contention, COST_FETCH: fetch}
-    dominant = max(parts, key=lambda part: parts[part]) if cost >= 0.05 else None
+    label: VerdictLabel = (
+        INPUT_BOUND if cost >= 0.20 else (BALANCED if cost >= 0.05 else COMPUTE_BOUND)
+    )
+    parts: dict[CostPart, float] = {
+        COST_WAIT: wait,
+        COST_CONTENTION: contention,
+        COST_FETCH: fetch,
+    }
+    largest = max(parts, key=parts.__getitem__)
+    dominant = largest if cost >= 0.05 else None
     mostly = {
         COST_WAIT: "waiting for batches",
         COST_CONTENTION: "CPU contention",

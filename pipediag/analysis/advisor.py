@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from pipediag.analysis.cost_rules import (
     check_contention,
@@ -41,6 +42,8 @@ from pipediag.report.model import (
     Report,
     StageStats,
     Suggestion,
+    SuggestionKind,
+    timed_steps,
 )
 
 # --- thresholds ------------------------------------------------------------------------------
@@ -87,9 +90,9 @@ SHUFFLE_MIN_BATCHES = 10
 SHUFFLE_MIN_ELEMENTS = 1000
 
 # Suggestion kinds.
-FIX = "fix"
-WARNING = "warning"
-NOTE = "note"
+FIX: Final = "fix"
+WARNING: Final = "warning"
+NOTE: Final = "note"
 
 # Stage kinds the rules look for (as `bench/structure.py` names them).
 BATCHING_KINDS = frozenset({"batch", "padded-batch", "map-and-batch", "sparse-batch"})
@@ -203,7 +206,7 @@ def cpu_busy_pct(report: Report) -> float | None:
     samples = [s for s in report.host.samples if s.per_core_pct]
     if not samples:
         return None
-    timed = [s for s in report.train.steps if s.label != "warmup"]
+    timed = timed_steps(report.train.steps)
     if timed:
         begin = timed[0].start_s
         end = timed[-1].start_s + timed[-1].duration_s
@@ -416,7 +419,7 @@ def _fix(
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
     on_training = trial.training_speedup if trial is not None else None
-    kind = FIX
+    kind: SuggestionKind = FIX
     if on_training is not None:
         assert trial is not None
         evidence += _trial_text(trial) + training_text(trial)

@@ -42,9 +42,12 @@ from pipediag.report.model import (
     CostSplit,
     HostSection,
     PipelineBenchmark,
+    StepLabel,
     StepRecord,
     TrainSection,
+    TrainStyle,
     Verdict,
+    timed_steps,
 )
 from pipediag.timeline import RawStep
 
@@ -79,7 +82,9 @@ SEVERITY_NONE = "not input-bound"
 SEVERITY_UNKNOWN = "unknown"
 
 
-def label_step(raw: RawStep, *, warmup: bool, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+def label_step(
+    raw: RawStep, *, warmup: bool, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> StepLabel:
     if warmup:
         return WARMUP
     if raw.input_wait_s is None or raw.duration_s <= 0:
@@ -93,7 +98,7 @@ def build_train_section(
     *,
     origin: float,
     warmup_steps: int,
-    style: str,
+    style: TrainStyle,
     input_wait_source: str,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> TrainSection:
@@ -117,7 +122,7 @@ def build_train_section(
             )
         )
         index += raw.count
-    measured = [s for s in steps if s.label != WARMUP]
+    measured = timed_steps(steps)
     count = sum(s.count for s in measured)
     durations = [s.duration_s / s.count for s in measured]
     waits = [s.input_wait_s / s.count for s in measured if s.input_wait_s is not None]

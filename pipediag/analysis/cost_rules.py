@@ -12,7 +12,7 @@ gain if that part of the cost went away, an upper bound (the work itself remains
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Protocol
 
 from pipediag.report.model import (
     COMPUTE_BOUND,
@@ -39,8 +39,8 @@ class Context(Protocol):
     def trial(self, fix: str, stage_index: int | None) -> FixTrial | None: ...
 
 
-FIX = "fix"
-NOTE = "note"
+FIX: Final = "fix"
+NOTE: Final = "note"
 
 
 def _split(ctx: Context) -> CostSplit | None:

@@ -34,12 +34,13 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Final
 
 from pipediag.report.model import (
     BALANCED,
     INPUT_BOUND,
-    WARMUP,
     GpuAnalysis,
+    GpuIdleCause,
     GpuSample,
     GpuSection,
     GpuWindow,
@@ -50,6 +51,7 @@ from pipediag.report.model import (
     StepRecord,
     TrainSection,
     Verdict,
+    timed_steps,
 )
 
 BUSY_SM_ACTIVE = "sm-active"
@@ -61,10 +63,10 @@ TIME_GPM = "gpm-sample-times"
 TIME_TICKS = "sampler-ticks"
 TIME_MIXED = "mixed"
 
-CAUSE_INPUT = "input-wait"
-CAUSE_HOST = "host-overhead"
-CAUSE_TRANSFER = "transfer"
-CAUSES = (CAUSE_INPUT, CAUSE_TRANSFER, CAUSE_HOST)
+CAUSE_INPUT: Final = "input-wait"
+CAUSE_HOST: Final = "host-overhead"
+CAUSE_TRANSFER: Final = "transfer"
+CAUSES: tuple[GpuIdleCause, ...] = (CAUSE_INPUT, CAUSE_TRANSFER, CAUSE_HOST)
 """In the order idle time is attributed to them (see the module docstring)."""
 
 ADVICE = {
@@ -322,7 +324,7 @@ class _StepIndex:
 
 def measured_steps(train: TrainSection) -> list[StepRecord]:
     """Steps past the warm-up whose input wait was measured: the ones a window is compared with."""
-    return [s for s in train.steps if s.label != WARMUP and s.input_wait_s is not None]
+    return [s for s in timed_steps(train.steps) if s.input_wait_s is not None]
 
 
 # -- the analysis -----------------------------------------------------------------------------
@@ -538,10 +540,15 @@ def attribute_idle(
         input_s += waiting
         transfer_s += transfer
         host_s += rest - transfer
-    shares = {CAUSE_INPUT: input_s, CAUSE_TRANSFER: transfer_s, CAUSE_HOST: host_s}
-    dominant: str | None = None
+    shares: dict[GpuIdleCause, float] = {
+        CAUSE_INPUT: input_s,
+        CAUSE_TRANSFER: transfer_s,
+        CAUSE_HOST: host_s,
+    }
+    dominant: GpuIdleCause | None = None
     if window_s > 0 and idle_s / window_s >= thresholds.min_idle_fraction:
-        dominant = max(CAUSES, key=lambda cause: shares[cause])
+        worst = max(CAUSES, key=shares.__getitem__)
+        dominant = worst
     return IdleAttribution(
         window_s=window_s,
         idle_s=idle_s,
@@ -560,7 +567,7 @@ class GpuEvidence:
     """What the GPU says, in the form the verdict and advice layers use."""
 
     finding: str
-    dominant_idle_cause: str | None
+    dominant_idle_cause: GpuIdleCause | None
     gpu_busy_fraction: float
     idle_fraction: float
     advice: list[str]
@@ -647,7 +654,7 @@ def host_contention(
     cores = host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
     if cores <= 0 or not host.samples:
         return HostContention(available=False, reason="no host CPU samples")
-    steps = measured_steps(train) or [s for s in train.steps if s.label != WARMUP]
+    steps = measured_steps(train) or timed_steps(train.steps)
     samples = list(host.samples)
     scope = "the whole run"
     if steps:

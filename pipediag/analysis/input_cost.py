@@ -37,11 +37,14 @@ from pipediag.report.model import (
     MEASURED,
     UNKNOWN,
     ComputeAlone,
+    ComputeAloneSource,
+    CostPart,
     CostSplit,
     HostSection,
     PhaseVerdict,
     PipelineBenchmark,
     StepRecord,
+    VerdictLabel,
 )
 
 # The pipeline alone at least this many times faster than training cannot have kept the
@@ -65,7 +68,7 @@ class Rates:
     pipeline: float | None  # P, batches/s
     compute: float | None  # T, steps/s
     training: float | None  # A, steps/s
-    source: str  # MEASURED or ESTIMATED, "" without T
+    source: ComputeAloneSource  # "" without T
     reason: str | None = None  # why T is estimated
 
 
@@ -124,8 +127,13 @@ def split_cost(
     if contention_cap is not None and contention > contention_cap:
         contention, unexplained = contention_cap, contention - contention_cap
     cost = wait + fetch + contention
-    parts = {COST_WAIT: wait, COST_CONTENTION: contention, COST_FETCH: fetch}
-    dominant = max(parts, key=lambda k: parts[k]) if cost >= 0.05 else None
+    parts: dict[CostPart, float] = {
+        COST_WAIT: wait,
+        COST_CONTENTION: contention,
+        COST_FETCH: fetch,
+    }
+    largest = max(parts, key=parts.__getitem__)
+    dominant = largest if cost >= 0.05 else None
     return cost, CostSplit(
         wait=wait,
         contention=contention,
@@ -212,7 +220,7 @@ def steps_cpu(
     return StepsCpu(training, step_cores_of(compute_alone), free)
 
 
-def label_of(cost: float, *, high: float, moderate: float) -> str:
+def label_of(cost: float, *, high: float, moderate: float) -> VerdictLabel:
     if cost >= high:
         return INPUT_BOUND
     if cost >= moderate:

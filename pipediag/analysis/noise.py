@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipediag.report.model import WARMUP, LatencyStats, StepRecord
+from pipediag.report.model import LatencyStats, StepRecord, timed_steps
 
 # Two-sided 95% normal quantile.
 Z_95 = 1.959964
@@ -116,7 +116,7 @@ NO_SPREAD_HOW = "no spread recorded"
 
 def measured_steps(steps: Sequence[StepRecord]) -> list[StepRecord]:
     """The steps behind the report's figures: every step past the warm-up."""
-    return [s for s in steps if s.label != WARMUP and s.count > 0 and s.duration_s > 0]
+    return [s for s in timed_steps(steps) if s.count > 0 and s.duration_s > 0]
 
 
 def step_spread(steps: Sequence[StepRecord], rules: NoiseRules = DEFAULT_RULES) -> StepSpread:
@@ -169,7 +169,8 @@ def _resampled_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     prefix = np.concatenate(([0.0], np.cumsum(wrapped)))
     firsts = np.arange(records)
     block_sums = prefix[firsts + block] - prefix[firsts]
-    return block_sums[starts].sum(axis=1)
+    sums: np.ndarray = block_sums[starts].sum(axis=1)
+    return sums
 
 
 def summary_rate(

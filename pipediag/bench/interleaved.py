@@ -80,7 +80,7 @@ def median_interval(
 
 def _coverage(n: int, k: int) -> float:
     """P(x_(k) <= median <= x_(n+1-k)) for n independent draws."""
-    return 1.0 - 2.0 * sum(comb(n, i) for i in range(k)) / 2**n
+    return 1.0 - 2.0 * sum(comb(n, i) for i in range(k)) / float(2**n)
 
 
 def stop_reason(interval: tuple[float, float] | None, best_low: float | None) -> str | None:

@@ -339,10 +339,10 @@ def _measure_in_rounds(
                         stage.dataset,
                         reader,
                         group=groups[index],
-                        max_seconds=max_seconds + first_s,
+                        max_seconds=max_seconds + (first_s or 0.0),
                         max_elements=max_elements,
                     )
-                    if reader.has_time(max_seconds + first_s)
+                    if reader.has_time(max_seconds + (first_s or 0.0))
                     else (None, OUT_OF_TIME, None, groups[index])
                 )
             if rate is None:

@@ -509,7 +509,7 @@ def _const_value(node: Any | None) -> int | bool | str | None:
         if len(values):
             return convert(values[0])
     if len(tensor.string_val):
-        return tensor.string_val[0].decode(errors="replace")
+        return str(tensor.string_val[0].decode(errors="replace"))
     return None
 
 

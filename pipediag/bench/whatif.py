@@ -638,13 +638,18 @@ def _time_per_batch(stages: Sequence[StageStats]) -> float | None:
 def _costly(stats: StageStats, total_s: float | None) -> bool:
     if stats.own_s_per_batch is None or total_s is None:
         return True  # unmeasured: try it rather than guess it away
-    return stats.own_s_per_batch >= TRIAL_MIN_SHARE * total_s
+    return bool(stats.own_s_per_batch >= TRIAL_MIN_SHARE * total_s)
 
 
 def _cheap_per_element(stats: StageStats, stages: list[StageStats]) -> bool:
     batch = downstream_batch_size(stages, stats.index)
     own = stats.own_s_per_batch
-    return own is not None and bool(batch) and own / batch <= VECTORIZE_MAX_ELEMENT_S
+    return (
+        own is not None
+        and batch is not None
+        and batch > 0
+        and (own / batch <= VECTORIZE_MAX_ELEMENT_S)
+    )
 
 
 def _cost(stats: StageStats) -> float:

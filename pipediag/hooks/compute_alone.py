@@ -248,14 +248,14 @@ def _stateful_random_op(train_function: Any) -> str | None:
             ops.update(node.op for node in function.node_def)
         hit = sorted(ops & STATEFUL_RANDOM_OPS)
         if hit:
-            return hit[0]
+            return str(hit[0])
     return None
 
 
 def _traced_graphs(train_function: Any) -> list[Any]:
     """The GraphDefs of the tf.functions the train function closes over (Keras builds it as
     a closure over its compiled one-step function)."""
-    graphs = []
+    graphs: list[Any] = []
     for cell in getattr(train_function, "__closure__", None) or ():
         try:
             target = cell.cell_contents

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
-from pipediag.report.model import ComputeAlone, PipelineBenchmark
+from pipediag.report.model import ComputeAlone, PipelineBenchmark, TrainStyle
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class HookHost(Protocol):
     in_fit: bool
 
     # -- what training is --
-    def mark_style(self, style: str) -> None: ...
+    def mark_style(self, style: TrainStyle) -> None: ...
     def training_model(self, model: Any) -> None: ...
     def benchmark_pipeline(self, dataset: Any) -> None: ...
     def benchmark_fit_input(self, x: Any) -> bool: ...

@@ -191,7 +191,8 @@ class CustomLoopTracker:
 
 def _ancestors(dataset: Any, limit: int = 64) -> list[Any]:
     """The dataset and every dataset it reads from, breadth first."""
-    found, queue, seen = [], [dataset], set()
+    found: list[Any] = []
+    queue, seen = [dataset], set()
     while queue and len(found) < limit:
         node = queue.pop(0)
         if id(node) in seen:

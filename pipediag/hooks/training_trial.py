@@ -158,7 +158,8 @@ def _distributor(model: Any) -> Callable[[Any], Any]:
     strategy = getattr(model, "distribute_strategy", None)
     if strategy is None or getattr(strategy, "num_replicas_in_sync", 1) <= 1:
         return lambda dataset: dataset
-    return strategy.experimental_distribute_dataset
+    distribute: Callable[[Any], Any] = strategy.experimental_distribute_dataset
+    return distribute
 
 
 def _run(sides: list[TrialSide], clock: Clock, share_s: float, step_s: float) -> Rounds:

@@ -84,11 +84,10 @@ def render_comparison_png(
         path: where to write the PNG.
         names: where each report came from, for the legend.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     figure = build_comparison_figure(comparison, base, new, names)
     buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)
+    figure.savefig(buffer, format="png")
     target = Path(path)
     write_atomically(target, buffer.getvalue())
     return target
@@ -258,7 +257,7 @@ def _draw_steps(axes: Axes, base: Report, new: Report) -> None:
         weights = np.full(values.size, 1.0 / values.size)
         axes.hist(
             np.clip(values, None, bins[-1]),
-            bins=bins,
+            bins=bins.tolist(),
             weights=weights,
             histtype="stepfilled" if name == "base" else "step",
             color=colour,

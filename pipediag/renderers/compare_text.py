@@ -9,6 +9,7 @@ matched across runs, and the fixes that appeared or went away.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
 from pipediag.analysis import noise
 from pipediag.analysis.compare import (
@@ -236,7 +237,7 @@ def _noise_note(comparison: Comparison) -> str:
     )
 
 
-def _columns(rows: list[tuple[str, ...]]) -> list[str]:
+def _columns(rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:

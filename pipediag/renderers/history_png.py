@@ -35,11 +35,10 @@ MAX_SUBTITLE_REGRESSIONS = 3
 
 def render_history_png(trend: Trend, path: Path, source: str = "") -> Path:
     """Draw the trend and write it atomically to `path`."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     figure = build_history_figure(trend, source)
     buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)
+    figure.savefig(buffer, format="png")
     target = Path(path)
     write_atomically(target, buffer.getvalue())
     return target

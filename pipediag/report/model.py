@@ -8,26 +8,51 @@ reports still load (see `report/io.py`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Final, Literal
 
 SCHEMA_VERSION = 1
 
-# Verdict labels.
-INPUT_BOUND = "input-bound"
-COMPUTE_BOUND = "compute-bound"
-BALANCED = "balanced"
-UNKNOWN = "unknown"
-# Step label for steps kept out of the verdict (tracing, compilation, buffers filling).
-WARMUP = "warmup"
+# --- the vocabulary: each word typed once, the JSON keeps the plain strings -------------------
 
-# Where the compute-alone rate comes from (`Verdict.compute_alone_source`).
-MEASURED = "measured"  # the user's train step run on one cached batch, the pipeline idle
-ESTIMATED = "estimated"  # step time minus input wait: blind to CPU contention
+# Verdict labels, for the run, a phase, or one step.
+VerdictLabel = Literal["input-bound", "compute-bound", "balanced", "unknown"]
+INPUT_BOUND: Final = "input-bound"
+COMPUTE_BOUND: Final = "compute-bound"
+BALANCED: Final = "balanced"
+UNKNOWN: Final = "unknown"
+# Step label for steps kept out of the verdict (tracing, compilation, buffers filling).
+StepLabel = Literal["input-bound", "compute-bound", "balanced", "unknown", "warmup"]
+WARMUP: Final = "warmup"
+
+# Where the compute-alone rate comes from (`Verdict.compute_alone_source`); "" when no rate.
+ComputeAloneSource = Literal["measured", "estimated", ""]
+MEASURED: Final = "measured"  # the user's train step run on one cached batch, the pipeline idle
+ESTIMATED: Final = "estimated"  # step time minus input wait: blind to CPU contention
 
 # The parts of input cost (`CostSplit`), named as the headline names them.
-COST_WAIT = "wait"  # the step waited for a batch that was not ready
-COST_CONTENTION = "contention"  # the pipeline's threads took cores the train step needed
-COST_FETCH = "fetch"  # the per-pull overhead of next() on a batch that was ready
+CostPart = Literal["wait", "contention", "fetch"]
+COST_WAIT: Final = "wait"  # the step waited for a batch that was not ready
+COST_CONTENTION: Final = "contention"  # the pipeline's threads took cores the train step needed
+COST_FETCH: Final = "fetch"  # the per-pull overhead of next() on a batch that was ready
+
+# How the script trains (`TrainSection.style`).
+TrainStyle = Literal["keras-fit", "custom-loop", "none"]
+# What a suggestion is: a change to the speed, a change to what is trained on, or a note.
+SuggestionKind = Literal["fix", "warning", "note"]
+# Why the run stopped (`Report.stop_reason`) and how the script ended (`ExitInfo.status`).
+StopReason = Literal[
+    "step-budget", "script-finished", "system-exit", "script-error", "interrupted", ""
+]
+ExitStatus = Literal["ok", "step-budget", "system-exit", "exception", "interrupted"]
+# What the GPU idled on (`Verdict.gpu_idle_cause`, `IdleAttribution.dominant`).
+GpuIdleCause = Literal["input-wait", "host-overhead", "transfer"]
+
+
+def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
+    """The steps a verdict reads: every one but the warm-up."""
+    return [s for s in steps if s.label != WARMUP]
 
 
 @dataclass(frozen=True)
@@ -140,7 +165,7 @@ class StepRecord:
     start_s: float
     duration_s: float
     input_wait_s: float | None
-    label: str
+    label: StepLabel
     epoch: int = 0
     # Consecutive steps this record stands for: long runs merge old steps to bound memory;
     # then duration_s and input_wait_s are totals over them.
@@ -158,7 +183,7 @@ class StepRecord:
 class TrainSection:
     """Phase 2: the full train step, as the user's script ran it."""
 
-    style: str = "none"  # "keras-fit", "custom-loop" or "none"
+    style: TrainStyle = "none"
     # "batch-stamps" (fit on a tf.data.Dataset), "profiler-trace" (fit on arrays or a
     # generator), "iterator-timing" (custom loops) or "unavailable".
     input_wait_source: str = "unavailable"
@@ -209,7 +234,7 @@ class CostSplit:
     wait: float = 0.0
     contention: float = 0.0
     fetch: float = 0.0
-    dominant: str | None = None  # COST_WAIT, COST_CONTENTION, COST_FETCH; None if cost < 5%
+    dominant: CostPart | None = None  # None when input costs under 5%
     pipeline_cores_busy: float | None = None
     free_cores: float | None = None
     pull_s: float | None = None  # the per-pull overhead behind `fetch`, seconds per step
@@ -233,14 +258,14 @@ class PhaseVerdict:
     steps_per_s: float | None
     input_wait_fraction: float | None
     input_cost_fraction: float | None
-    label: str = UNKNOWN
+    label: VerdictLabel = UNKNOWN
 
 
 @dataclass(frozen=True)
 class Verdict:
     """The answer: what limits the training rate, how badly, and why in one sentence."""
 
-    label: str = UNKNOWN
+    label: VerdictLabel = UNKNOWN
     input_wait_fraction: float | None = None
     severity: str = "unknown"
     summary: str = ""
@@ -250,14 +275,14 @@ class Verdict:
     pipeline_headroom: float | None = None
     # What the GPU's own counters say (analysis/gpu.py), when a GPU was sampled.
     gpu_finding: str = ""
-    gpu_idle_cause: str | None = None  # "input-wait", "host-overhead", "transfer" or None
+    gpu_idle_cause: GpuIdleCause | None = None
     # The three rates of DS-Analyzer: pipeline alone P (`PipelineBenchmark.batches_per_s`),
     # compute alone T (`compute_alone_steps_per_s`) and training A (`training_steps_per_s`).
     # Input cost = 1 - A/T: the share of training time input costs, so T/A is the speedup if
     # input were free. It decides the label (XProf's bands); the wait share stays beside it.
     input_cost_fraction: float | None = None
     training_steps_per_s: float | None = None
-    compute_alone_source: str = ""  # MEASURED or ESTIMATED; "" when there is no rate
+    compute_alone_source: ComputeAloneSource = ""
     compute_alone_reason: str | None = None  # why estimated
     cost_split: CostSplit | None = None
     headline: str = ""  # one line: the label and the part of input cost that dominates
@@ -373,7 +398,7 @@ class IdleAttribution:
     input_wait_s: float
     host_overhead_s: float
     transfer_s: float
-    dominant: str | None = None  # the largest cause, None when the GPU was hardly idle
+    dominant: GpuIdleCause | None = None  # the largest cause; None when hardly idle
 
 
 @dataclass(frozen=True)
@@ -432,7 +457,7 @@ class Suggestion:
     verified_speedup: float | None = None
     correctness_warning: bool = False
     # "fix" (changes the speed), "warning" (changes what is trained on) or "note".
-    kind: str = "fix"
+    kind: SuggestionKind = "fix"
     stage_index: int | None = None
     # Predicted end-to-end training speedup (DS-Analyzer rule, discounted for shared cores);
     # `estimated_speedup` and `verified_speedup` are pipeline-alone speedups.
@@ -460,7 +485,7 @@ class Environment:
 class ExitInfo:
     """How the user's script ended."""
 
-    status: str = "ok"  # "ok", "step-budget", "system-exit", "exception", "interrupted"
+    status: ExitStatus = "ok"
     code: int = 0
     error: str | None = None
 
@@ -490,7 +515,7 @@ class Report:
     gpu: GpuSection = field(default_factory=lambda: GpuSection(available=False))
     suggestions: list[Suggestion] = field(default_factory=list)
     complete: bool = False
-    stop_reason: str = ""
+    stop_reason: StopReason = ""
     exit: ExitInfo = field(default_factory=ExitInfo)
     wall_time_s: float = 0.0
     phase_times_s: dict[str, float] = field(default_factory=dict)
