@@ -334,7 +334,7 @@ def _keyed(stages: Sequence[StageStats]) -> dict[tuple[str, str, int], StageStat
         key = stage_key(stage)
         rank = seen.get(key, 0)
         seen[key] = rank + 1
-        keyed[(*key, rank)] = stage
+        keyed[(key[0], key[1], rank)] = stage
     return keyed
 
 
