@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from pipediag.cluster import task_out_dir
 from pipediag.config import (
     DEFAULT_MEASURED_SECONDS,
     DEFAULT_MEASURED_STEPS,
@@ -148,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         default=DEFAULT_OUT_DIR,
         metavar="DIR",
-        help=f"directory for the report files (default {DEFAULT_OUT_DIR})",
+        help=f"directory for the report files (default {DEFAULT_OUT_DIR}); under TF_CONFIG "
+        "(a multi-worker job), its TYPE-INDEX subdirectory, e.g. worker-0",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
     run.add_argument("script", help="the training script; ARGS after it go to the script")
@@ -238,7 +240,10 @@ def _run(options: argparse.Namespace) -> int:
     print("\n" + render_text(report), end="")
     if written:
         print(f"Report: {', '.join(str(p) for p in written)}")
-        print(f"Re-render later: pipediag report {Path(options.out) / 'report.json'}")
+        report_dir = task_out_dir(options.out, report.task)
+        print(f"Re-render later: pipediag report {report_dir / 'report.json'}")
+        if report.task is not None:
+            print(f"Once every worker is done: pipediag merge {options.out}")
     return report.exit.code
 
 
