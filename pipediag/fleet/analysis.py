@@ -75,8 +75,13 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
     step_s = 1.0 / training if training else None
     wait = verdict.input_wait_fraction
     host = report.host
+    # During the measured steps when known (host contention), else over the whole run.
     contention = report.host_contention
-    measured = contention is not None and contention.available
+    if contention is not None and contention.available:
+        process, system = contention.process_cpu_pct_mean, contention.system_cpu_pct_mean
+        other = contention.other_cpu_pct_mean
+    else:
+        process, system, other = host.process_cpu_pct_mean, host.system_cpu_pct_mean, None
     split = verdict.cost_split
     return WorkerRow(
         task=worker.label,
@@ -95,12 +100,9 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
         compute_alone_steps_per_s=verdict.compute_alone_steps_per_s,
         compute_alone_source=verdict.compute_alone_source,
         training_steps_per_s=training,
-        # During the measured steps when known (host contention), else over the whole run.
-        process_cpu_pct=(
-            contention.process_cpu_pct_mean if measured else host.process_cpu_pct_mean
-        ),
-        system_cpu_pct=contention.system_cpu_pct_mean if measured else host.system_cpu_pct_mean,
-        other_cpu_pct=contention.other_cpu_pct_mean if measured else None,
+        process_cpu_pct=process,
+        system_cpu_pct=system,
+        other_cpu_pct=other,
         cpu_count=host.cpu_count or report.environment.cpu_count,
         gpu_util_pct=report.gpu.gpu_util_pct_mean if report.gpu.available else None,
         cost_wait=split.wait if split else None,

@@ -55,7 +55,7 @@ def render_fleet_png(fleet: FleetReport, path: Path) -> Path:
 
     figure = build_fleet_figure(fleet)
     buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)
+    FigureCanvasAgg(figure).print_png(buffer)  # type: ignore[no-untyped-call]
     target = Path(path)
     write_atomically(target, buffer.getvalue())
     return target
