@@ -42,9 +42,10 @@ def worker(
     workers: int = 2,
     other_cpu_pct: float | None = None,
     gpu_util_pct: float | None = None,
+    steps: int = 60,
 ) -> Report:
     """Worker `index` of a job: its steps take `step_s`, `wait` of them waiting for input."""
-    report = synthetic_cost_report(wait=wait, contention=0.0, step_s=step_s)
+    report = synthetic_cost_report(steps, wait=wait, contention=0.0, step_s=step_s)
     report = replace(
         report,
         task=TaskInfo("worker", index, workers),
@@ -135,9 +136,31 @@ def test_in_lockstep_the_straggler_is_the_worker_waiting_for_its_own_input() -> 
     assert "its steps waited 45% (others 4%)" in straggler.explanation
     assert "input dominates" in straggler.explanation
     assert "input costs it" not in straggler.explanation  # 1 - A/T is the cluster's here
-    assert "Straggler: worker-1 (input): all workers trained at 25.0 steps/s" in (
+    assert "Straggler: worker-1 (input): the workers trained in lockstep (25.0 steps/s" in (
         render_fleet_text(fleet)
     )
+
+
+def test_rates_within_one_step_of_the_window_are_lockstep() -> None:
+    # GIVEN synchronous workers timed over 20 steps each: their windows' edges differ, so
+    # their rates differ by 2.5% (as in the two-worker test); worker 1 waits for input
+    first = worker(0, wait=0.10, step_s=0.0410, steps=20)
+    second = worker(1, wait=0.60, step_s=0.0400, steps=20)
+    fleet = build_fleet(loaded(first, second))
+    # THEN they count as lockstep, and the straggler is the one waiting for its input
+    assert fleet.lockstep is True
+    assert fleet.straggler is not None and fleet.straggler.task == "worker-1"
+    assert fleet.straggler.cause == CAUSE_INPUT
+    # the same rates over 100 steps each are told apart: the slower one is named
+    slow = build_fleet(
+        loaded(replace_steps(first, 100), replace_steps(second, 100)),
+    )
+    assert slow.lockstep is False
+    assert slow.straggler is not None and slow.straggler.task == "worker-0"
+
+
+def replace_steps(report: Report, measured: int) -> Report:
+    return replace(report, train=replace(report.train, measured_steps=measured))
 
 
 def test_the_slowest_worker_is_the_straggler_when_rates_differ() -> None:

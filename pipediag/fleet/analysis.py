@@ -28,9 +28,10 @@ from pipediag.fleet.model import (
 )
 from pipediag.report.model import Report
 
-# Workers whose training rates differ by less than this (relative) ran in lockstep: a
-# synchronous job's rates agree to well under 1%; 2% leaves room for the edges of the
-# measured window, which each worker times on its own clock.
+# Workers whose training rates differ by less than this (relative) ran in lockstep: each
+# worker times its own window of N measured steps, whose edges can sit up to a step apart
+# across workers, so synchronous rates differ by up to about 1/N (2.5% with 20 steps in the
+# two-worker test); never less than 2% (docs/design.md, "Multi-worker jobs").
 RATE_TOLERANCE = 0.02
 # Under lockstep, a worker's input wait share must exceed the others' median by this much
 # (share of step time) to name it: XProf's own line between "not" and "moderately"
@@ -135,16 +136,25 @@ def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, str | N
         if rest is not None and getattr(pick, value) - rest >= gap:
             return _straggler(pick, others, lockstep=True), None
     return None, (
-        f"none stands out: the workers trained at the same rate (within {RATE_TOLERANCE:.0%}), "
+        f"none stands out: the workers trained at the same rate (within "
+        f"{rate_tolerance(timed):.0%}), "
         f"waited alike for input (within {WAIT_GAP:.0%} of step time), and their hosts and "
         "GPUs were alike busy"
     )
 
 
 def in_lockstep(rows: Sequence[WorkerRow]) -> bool:
-    """Whether at least two workers trained, all at one rate (within `RATE_TOLERANCE`)."""
-    rates = [_rate(r) for r in rows if r.training_steps_per_s]
-    return len(rates) >= 2 and max(rates) <= min(rates) * (1 + RATE_TOLERANCE)
+    """Whether at least two workers trained, all at one rate (within `rate_tolerance`)."""
+    timed = [r for r in rows if r.training_steps_per_s]
+    rates = [_rate(r) for r in timed]
+    return len(rates) >= 2 and max(rates) <= min(rates) * (1 + rate_tolerance(timed))
+
+
+def rate_tolerance(rows: Sequence[WorkerRow]) -> float:
+    """How far apart the rates of workers in lockstep can be: one step in the fewest
+    measured steps, at least `RATE_TOLERANCE`."""
+    counts = [r.measured_steps for r in rows if r.measured_steps > 0]
+    return max(RATE_TOLERANCE, 1.0 / min(counts)) if counts else RATE_TOLERANCE
 
 
 def _straggler(row: WorkerRow, others: list[WorkerRow], *, lockstep: bool) -> Straggler:
@@ -190,8 +200,8 @@ def _explain(
     rate = f"{_rate(row):.1f} steps/s"
     if lockstep:
         first = (
-            f"all workers trained at {rate} (synchronous training: each waits for the "
-            "slowest in every step's all-reduce)"
+            f"the workers trained in lockstep ({rate} here; synchronous training: each "
+            "waits for the slowest in every step's all-reduce)"
         )
     else:
         first = f"{rate} against {_median(_rate(r) for r in others):.1f} on the others (median)"
