@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pipediag.cluster import task_from_env, task_out_dir
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
 from pipediag.interrupts import EXIT_INTERRUPTED, second_interrupt_aborts
 from pipediag.report.model import Report
@@ -30,7 +31,8 @@ def diagnose(
         args: the script's own command-line arguments.
         config: what to measure (steps, warm-up, pipeline benchmark budget).
         out: directory for report.json, summary.txt, report.png and trace.json;
-            None writes nothing.
+            None writes nothing. Under `TF_CONFIG` (a multi-worker job) they go to its
+            `<type>-<index>` subdirectory, e.g. `out/worker-0`.
         log: where progress lines go; None for silence.
 
     The script runs in this process as `__main__`. The report is built (and written)
@@ -48,11 +50,17 @@ def run_and_report(
     out: str | os.PathLike[str] | None,
     log: Any,
 ) -> tuple[Report, list[Path]]:
-    """The whole `pipediag run`: check, run, stop, write. Returns the report and its files."""
+    """The whole `pipediag run`: check, run, stop, write. Returns the report and its files.
+
+    A task of a multi-worker job (`TF_CONFIG`) writes into its own directory under `out`,
+    so the workers of one job never overwrite each other's files.
+    """
     path = check_script(script)
+    task = task_from_env()
     if out is not None:
-        _check_writable(Path(out))
-    session = DiagnosticSession(script, args, config, log=log)
+        out = task_out_dir(out, task)
+        _check_writable(out)
+    session = DiagnosticSession(script, args, config, log=log, task=task)
     outcome = RunOutcome(exit=_interrupted_exit(), stop_reason="interrupted")
     try:
         session.start()

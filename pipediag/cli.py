@@ -8,10 +8,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pipediag.cli_reports import COMMANDS as REPORT_COMMANDS
 from pipediag.cli_reports import add_report_commands
+from pipediag.cluster import task_out_dir
 from pipediag.config import (
     DEFAULT_MEASURED_SECONDS,
     DEFAULT_MEASURED_STEPS,
@@ -154,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         default=DEFAULT_OUT_DIR,
         metavar="DIR",
-        help=f"directory for the report files (default {DEFAULT_OUT_DIR})",
+        help=f"directory for the report files (default {DEFAULT_OUT_DIR}); under TF_CONFIG "
+        "(a multi-worker job), its TYPE-INDEX subdirectory, e.g. worker-0",
     )
     run.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
     run.add_argument(
@@ -176,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to write report.png, trace.json and summary.txt (default: beside the report)",
     )
     add_report_commands(commands)
+    _add_merge_command(commands)
     return parser
 
 
@@ -224,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(options)
         if options.command in REPORT_COMMANDS:
             return REPORT_COMMANDS[options.command](options)
+        if options.command == "merge":
+            return _merge(options)
         return _report(options)
     except PipediagError as exc:
         print(f"pipediag: error: {exc}", file=sys.stderr)
@@ -262,10 +267,12 @@ def _run(options: argparse.Namespace) -> int:
     )
     sys.stdout.flush()
     print("\n" + render_text(report), end="")
-    report_json = Path(options.out) / "report.json"
+    report_json = task_out_dir(options.out, report.task) / "report.json"
     if written:
         print(f"Report: {', '.join(str(p) for p in written)}")
         print(f"Re-render later: pipediag report {report_json}")
+        if report.task is not None:
+            print(f"Once every worker is done: pipediag merge {options.out}")
     if options.history:
         return _append_history(
             report, options.history, script_folder, report_json if written else None
@@ -319,6 +326,55 @@ def _report(options: argparse.Namespace) -> int:
     print(render_text(report), end="")
     written, failures = write_outputs(report, out)
     written = [p for p in written if p.name != REPORT_JSON or options.out]
+    for failure in failures:
+        print(f"pipediag: {failure}", file=sys.stderr)
+    if written:
+        print(f"Wrote: {', '.join(str(p) for p in written)}")
+    return 1 if failures else 0
+
+
+# -- pipediag merge: the workers of a multi-worker job in one fleet report -------------------
+
+
+def _add_merge_command(commands: Any) -> None:
+    merge = commands.add_parser(
+        "merge",
+        allow_abbrev=False,
+        help="merge the reports of a multi-worker job's workers into one fleet report",
+        description=(
+            "Merge the workers' reports of one job (each `pipediag run` under TF_CONFIG writes "
+            "OUT/TYPE-INDEX/report.json) into fleet.json, fleet.txt, fleet_trace.json and "
+            "fleet.png: a row per worker, the straggler and its cause, one trace on a common "
+            "clock. No TensorFlow needed."
+        ),
+    )
+    merge.add_argument(
+        "paths",
+        nargs="+",
+        metavar="DIR",
+        help="the --out directory the workers shared, worker report directories, or "
+        "report.json files",
+    )
+    merge.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where to write the fleet files (default: DIR, when one directory is given)",
+    )
+
+
+def _merge(options: argparse.Namespace) -> int:
+    from pipediag.errors import UsageError
+    from pipediag.fleet.merge import merge_reports
+    from pipediag.fleet.text import render_fleet_text
+
+    out = options.out
+    if out is None:
+        if len(options.paths) > 1:
+            raise UsageError("several DIRs given: say where the fleet report goes with --out DIR")
+        given = Path(options.paths[0])
+        out = given if given.is_dir() else given.parent
+    fleet, written, failures = merge_reports(options.paths, out)
+    print(render_fleet_text(fleet), end="")
     for failure in failures:
         print(f"pipediag: {failure}", file=sys.stderr)
     if written:

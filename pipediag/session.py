@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.gpu import enrich_report
-from pipediag.clock import MONOTONIC, Clock
+from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.config import RunConfig
 from pipediag.progress import Progress
 from pipediag.report.model import (
@@ -29,6 +29,7 @@ from pipediag.report.model import (
     PipelineBenchmark,
     Report,
     StopReason,
+    TaskInfo,
     TrainSection,
     TrainStyle,
     Verdict,
@@ -57,6 +58,19 @@ STAGES_SHARE = 0.5
 # it no input fix can gain more than ~5%, XProf's line for "not input-bound" (issue 16).
 DEEP_MIN_COST = 0.05
 
+# A multi-worker job's train steps are collectives: every worker must run the same number,
+# so there the diagnosis counts its extra steps instead of timing them (docs/design.md,
+# "Multi-worker jobs").
+LOCKSTEP_NOTE = (
+    "multi-worker job ({task}, {size} tasks): every worker must run the same train steps, so "
+    "the step budget counts steps only, compute alone runs a fixed number of steps, and no "
+    "fix is tried on training"
+)
+LOCKSTEP_FIT_REASON = (
+    "a multi-worker fit: its train step is a collective every worker must join at once, "
+    "so it is not run alone"
+)
+
 
 class DiagnosticSession:
     """Records one run of a training script and freezes it into a `Report`.
@@ -69,6 +83,8 @@ class DiagnosticSession:
         log: where pipediag's progress lines go (stderr by default); None for silence.
         install_hooks: False leaves TensorFlow and Keras unpatched, for the framework-neutral
             API (`pipediag.monitor`), whose caller marks steps and input waits itself.
+        task: this process's task in a multi-worker job (`pipediag.cluster.task_from_env`);
+            with more than one task in the cluster, every extra train step is counted.
     """
 
     def __init__(
@@ -80,15 +96,20 @@ class DiagnosticSession:
         clock: Clock = MONOTONIC,
         log: Any = sys.stderr,
         install_hooks: bool = True,
+        task: TaskInfo | None = None,
     ) -> None:
         self.script = script
         self.args = list(args)
         self.config = config or RunConfig()
         self.clock = clock
+        self.task = task
+        # Workers in lockstep reach a step count together; a time bound could end one of
+        # them a step before the others, whose next collective would then fail.
+        self.lockstep = task is not None and task.cluster_size > 1
         self.timeline = StepTimeline(
             warmup_steps=self.config.warmup_steps,
             measured_steps=self.config.measured_steps,
-            measured_seconds=self.config.measured_seconds,
+            measured_seconds=None if self.lockstep else self.config.measured_seconds,
         )
         self.paused = False
         self.in_fit = False
@@ -104,6 +125,7 @@ class DiagnosticSession:
         self._samplers: list[Any] = []
         self._started_wall = ""
         self.origin = 0.0
+        self._origin_unix_s: float | None = None
         self.compute_alone: ComputeAlone | None = None
         self.first_verdict_s: float | None = None
         self._concluded = False
@@ -127,7 +149,11 @@ class DiagnosticSession:
         from pipediag import hooks
 
         self.origin = self.clock.now()
+        self._origin_unix_s = self.origin + wall_minus_clock(self.clock)
         self._started_wall = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if self.lockstep:
+            assert self.task is not None
+            self.note(LOCKSTEP_NOTE.format(task=self.task.name, size=self.task.cluster_size))
         self._samplers = self._make_samplers()
         for sampler in self._samplers:
             sampler.start()
@@ -164,6 +190,8 @@ class DiagnosticSession:
             exit=exit_info,
             compute_alone=self.compute_alone,
             first_verdict_s=self.first_verdict_s,
+            task=self.task,
+            origin_unix_s=self._origin_unix_s,
         )
         report = self._guarded("the GPU analysis", enrich_report, report)
         report = self._guarded(
@@ -278,6 +306,8 @@ class DiagnosticSession:
 
         Returns True when the budget was extended (the hooks then go on), False to stop.
         """
+        if self.lockstep:
+            return False  # how far to go on depends on time: workers could disagree
         if self.config.measured_steps is None or not _cache_ends_each_epoch(self.pipeline.dataset):
             return False
         steps = self.timeline.steps[self.config.warmup_steps :]
@@ -367,6 +397,8 @@ class DiagnosticSession:
         """The train step alone under fit: the model's train function on the cached batch."""
         if self.style != "keras-fit":
             return ComputeAlone(measured=False, reason="no train step to run alone")
+        if self.lockstep:
+            return ComputeAlone(measured=False, reason=LOCKSTEP_FIT_REASON)
         if self._model is None or self._cached_batch is None:
             reason = (
                 self.pipeline.reason
@@ -396,6 +428,16 @@ class DiagnosticSession:
             )
         self._add_phase("compute_alone", began, self.clock.now())
         return result
+
+    def lockstep_steps(self) -> int | None:
+        """How many steps a custom loop's compute alone runs in a multi-worker job; None
+        elsewhere (bounded by time). At most the measured steps: it costs no more than they did.
+        """
+        if not self.lockstep:
+            return None
+        from pipediag.hooks.compute_alone import MIN_STEPS
+
+        return min(MIN_STEPS, self.config.measured_steps or MIN_STEPS)
 
     def add_compute_alone_phase(self, result: ComputeAlone) -> None:
         """A custom loop's compute-alone run, on the report's phase list."""
@@ -486,7 +528,10 @@ class DiagnosticSession:
     # -- fixes tried on training -------------------------------------------------------
     def _can_try_on_training(self) -> bool:
         """Whether the user's train step can run on the fixed pipelines: fit's train function
-        (the model is known), or a custom loop still being served at its budget."""
+        (the model is known), or a custom loop still being served at its budget. Never in a
+        multi-worker job: how long the trials run is decided by time."""
+        if self.lockstep:
+            return False
         if self.style == "keras-fit":
             return self._model is not None and self.timeline.median_measured_step_s() is not None
         return self._loop_serving and self.timeline.median_measured_step_s() is not None

@@ -91,3 +91,24 @@ def test_variables_the_pipeline_updates_are_put_back() -> None:
     # THEN the user's variables are as they were
     assert gen.state.numpy().tolist() == state
     assert int(counter.numpy()) == 0
+
+
+def test_a_tf_distribute_per_device_feed_is_not_read_alone() -> None:
+    # GIVEN the per-device dataset tf.distribute feeds a worker's device from (what a custom
+    # loop over `strategy.experimental_distribute_dataset(ds)` pulls): it reads the batches
+    # of a multi-device iterator, which the training reads too
+    import tensorflow as tf
+    from tensorflow.python.data.ops import multi_device_iterator_ops
+
+    from pipediag.bench.pipeline import benchmark_dataset
+
+    feed = multi_device_iterator_ops.OwnedMultiDeviceIterator(
+        tf.data.Dataset.range(100).batch(2), ["/cpu:0"]
+    )
+    per_device = feed._device_iterators[0]._dataset
+    # WHEN pipediag benchmarks it
+    result = benchmark_dataset(per_device, max_batches=5, max_seconds=1.0)
+    # THEN it declines, saying why, and the training still gets the first batch
+    assert not result.measured
+    assert result.reason is not None and "tf.distribute's per-device feed" in result.reason
+    assert feed.get_next()[0].numpy().tolist() == [0, 1]

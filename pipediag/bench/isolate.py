@@ -12,6 +12,9 @@ So the benchmark reads a copy rebuilt from the dataset's graph in which those re
 are replaced by private ones: `DummySeedGenerator` for shuffles and random datasets
 (throughput does not depend on the order), `DummyMemoryCache` for memory caches, and file
 caches that are not yet complete on disk are bypassed, so pipediag never writes them.
+
+One kind of dataset has no private copy: the per-device feed of a `tf.distribute` dataset
+(`shared_stream_stage`), which reads the batches of an iterator the training reads too.
 """
 
 from __future__ import annotations
@@ -30,6 +33,13 @@ SEEDED_OPS = frozenset({"ShuffleDatasetV3", "ShuffleAndRepeatDatasetV2", "Random
 CACHE_OP = "CacheDatasetV2"
 DT_RESOURCE = 20  # tensorflow.core.framework.types_pb2.DT_RESOURCE
 SUFFIX = "/pipediag_private"
+
+
+# `tf.distribute` feeds each device of a worker from one multi-device iterator: these datasets
+# read that iterator's stream (their graph captures its resource), so a copy of one takes its
+# batches from the user's training; measured on TF 2.21 under MultiWorkerMirroredStrategy
+# (docs/design.md, "Multi-worker jobs").
+SHARED_STREAM_DATASETS = frozenset({"_PerDeviceGenerator", "_ReincarnatedPerDeviceGenerator"})
 
 
 class IsolationError(Exception):
@@ -58,6 +68,25 @@ def isolated_copy(dataset: Any) -> tuple[Any, list[str]]:
     except Exception as exc:
         raise IsolationError(f"its graph cannot be rebuilt ({type(exc).__name__})") from exc
     return copy, notes
+
+
+def shared_stream_stage(dataset: Any, limit: int = 64) -> str | None:
+    """The stage of `dataset` that reads another iterator's batches, if any (by class name)."""
+    queue: list[Any] = [dataset]
+    seen: set[int] = set()
+    while queue and len(seen) < limit:
+        node = queue.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node).__name__ in SHARED_STREAM_DATASETS:
+            return type(node).__name__.lstrip("_").removesuffix("Dataset")
+        inputs = getattr(node, "_inputs", None)
+        try:
+            queue.extend(inputs() if callable(inputs) else [])
+        except Exception:  # noqa: S112 - a dataset kind without readable inputs
+            continue
+    return None
 
 
 def isolate_graph_def(graph_def: Any) -> list[str]:

@@ -104,8 +104,21 @@ def benchmark_dataset(
     None a private one is drained before returning, so no thread outlives the call.
     """
     description = describe_chain(dataset)
-    from pipediag.bench.isolate import IsolationError, isolated_copy, preserved_variables
+    from pipediag.bench.isolate import (
+        IsolationError,
+        isolated_copy,
+        preserved_variables,
+        shared_stream_stage,
+    )
 
+    shared = shared_stream_stage(dataset)
+    if shared is not None:
+        return PipelineBenchmark(
+            measured=False,
+            reason=f"not read alone: its {shared} stage is tf.distribute's per-device feed, "
+            "which reads the batches your training reads",
+            dataset=description,
+        )
     notes: list[str] = []
     try:
         target, notes = isolated_copy(dataset)

@@ -291,13 +291,18 @@ class CachedBatchSteps:
 
     The loop's iterator hook calls `next_step()` on each pull instead of fetching from the
     pipeline; it returns the cached batch while more steps are wanted, and None when the
-    phase is over (the hook then ends the script at the step budget).
+    phase is over (the hook then ends the script at the step budget). `fixed_steps` runs
+    exactly that many timed steps, with no time bound: in a multi-worker job each step is a
+    collective, and every worker must run as many (docs/design.md, "Multi-worker jobs").
     """
 
-    def __init__(self, batch: Any, *, clock: Clock, step_s_hint: float) -> None:
+    def __init__(
+        self, batch: Any, *, clock: Clock, step_s_hint: float, fixed_steps: int | None = None
+    ) -> None:
         self.batch = batch
         self._clock = clock
-        self._wanted = steps_wanted(step_s_hint)
+        self._wanted = steps_wanted(step_s_hint) if fixed_steps is None else fixed_steps
+        self._timed = fixed_steps is None
         self._served = 0
         self.began = clock.now()
         self._ends: list[float] = []
@@ -313,7 +318,7 @@ class CachedBatchSteps:
                 self._deadline = now + MAX_SECONDS
             self._ends.append(now)
             assert self._deadline is not None
-            if len(self._ends) > self._wanted or now >= self._deadline:
+            if len(self._ends) > self._wanted or (self._timed and now >= self._deadline):
                 return None
         return self.batch
 

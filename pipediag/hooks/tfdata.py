@@ -103,7 +103,10 @@ class CustomLoopTracker:
             self._session.conclude()
             raise StepBudgetReached
         self._cached_steps = CachedBatchSteps(
-            self._last_batch, clock=self._session.clock, step_s_hint=step_s
+            self._last_batch,
+            clock=self._session.clock,
+            step_s_hint=step_s,
+            fixed_steps=self._session.lockstep_steps(),
         )
         self._session.phase(
             "measuring the train step alone on a cached batch", MAX_SECONDS, redraw=False

@@ -491,6 +491,24 @@ class ExitInfo:
 
 
 @dataclass(frozen=True)
+class TaskInfo:
+    """This process's task in a multi-worker job, from `TF_CONFIG` (`pipediag/cluster.py`).
+
+    `cluster_size` counts every task of the cluster (all types); above 1 the workers train in
+    lockstep, and the diagnosis counts its extra steps instead of timing them.
+    """
+
+    type: str
+    index: int
+    cluster_size: int = 1
+
+    @property
+    def name(self) -> str:
+        """`worker-0`: the directory its report is written to, and its row in a fleet report."""
+        return f"{self.type}-{self.index}"
+
+
+@dataclass(frozen=True)
 class PhaseSpan:
     """One phase of the diagnosis on the report's time axis (e.g. the pipeline benchmark)."""
 
@@ -527,3 +545,8 @@ class Report:
     # Seconds from the start of the diagnosis to the first verdict line (printed as soon as
     # the measured steps and the compute-alone phase are done); None if none was printed.
     first_verdict_s: float | None = None
+    # The task of a multi-worker job (`TF_CONFIG`); None for a single process.
+    task: TaskInfo | None = None
+    # Unix time (seconds) of the report's time zero: puts the reports of a job's workers on
+    # one clock (`pipediag merge`); `created_utc` has whole seconds only. None in older reports.
+    origin_unix_s: float | None = None

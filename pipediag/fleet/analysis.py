@@ -1,0 +1,318 @@
+"""Pure functions from the workers' reports to the fleet report: rows, clock, straggler.
+
+Under synchronous data parallelism (`MultiWorkerMirroredStrategy`) every step ends with an
+all-reduce, so all workers train at the slowest one's rate: their steps/s agree, and so
+does the input cost 1 - A/T (A and T are both the cluster's). What differs is where each
+worker spends its step: the straggler waits for its own pipeline (its input wait), the
+others wait for it inside the all-reduce (in the rest of their step). So the straggler is
+the slowest worker by steps/s when the rates differ, and otherwise the one whose own input
+wait stands out, then the one whose host or GPU was busiest (docs/design.md,
+"Multi-worker jobs").
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from pipediag.fleet.collect import WorkerReport
+from pipediag.fleet.model import (
+    CAUSE_COMPUTE,
+    CAUSE_GPU,
+    CAUSE_HOST_CPU,
+    CAUSE_INPUT,
+    FleetReport,
+    Straggler,
+    WorkerRow,
+)
+from pipediag.report.model import Report
+
+# Workers whose training rates differ by less than this (relative) ran in lockstep: each
+# worker times its own window of N measured steps, whose edges can sit up to a step apart
+# across workers, so synchronous rates differ by up to about 1/N (2.5% with 20 steps in the
+# two-worker test); never less than 2% (docs/design.md, "Multi-worker jobs").
+RATE_TOLERANCE = 0.02
+# Under lockstep, a worker's input wait share must exceed the others' median by this much
+# (share of step time) to name it: XProf's own line between "not" and "moderately"
+# input-bound is 5% (docs/design.md, "Methods it builds on").
+WAIT_GAP = 0.05
+# ...or, failing that, its host's other processes or its GPU must be this much busier
+# (percentage points): below it, host samples at 20 Hz and NVML's averaging windows blur.
+HOST_GAP_PCT = 10.0
+GPU_GAP_PCT = 10.0
+
+CLOCK_ANCHORS = "wall-clock anchors (origin_unix_s), one per worker"
+CLOCK_CREATED = "created_utc for {tasks} (older reports: whole seconds)"
+CLOCK_NONE = "not aligned: no worker's report has a wall-clock anchor; each starts at 0"
+
+
+def build_fleet(workers: Sequence[WorkerReport], *, created_utc: str = "") -> FleetReport:
+    """The fleet report of `workers` (ordered as given)."""
+    anchors = [(w.label, *_anchor(w.report)) for w in workers]
+    known = [a for _, a, _ in anchors if a is not None]
+    zero = min(known) if known else None
+    rows = [
+        worker_row(w, clock_offset_s=0.0 if zero is None or a is None else a - zero)
+        for w, (_, a, _) in zip(workers, anchors, strict=True)
+    ]
+    straggler, no_straggler = find_straggler(rows)
+    return FleetReport(
+        workers=rows,
+        straggler=straggler,
+        no_straggler_reason=no_straggler,
+        lockstep=in_lockstep(rows),
+        created_utc=created_utc,
+        clock=_clock_description(anchors),
+        notes=_notes(workers),
+    )
+
+
+def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRow:
+    """One worker's figures, from its report alone."""
+    report = worker.report
+    verdict = report.verdict
+    training = verdict.training_steps_per_s or report.train.steps_per_s
+    step_s = 1.0 / training if training else None
+    wait = verdict.input_wait_fraction
+    host = report.host
+    # During the measured steps when known (host contention), else over the whole run.
+    contention = report.host_contention
+    if contention is not None and contention.available:
+        process, system = contention.process_cpu_pct_mean, contention.system_cpu_pct_mean
+        other = contention.other_cpu_pct_mean
+    else:
+        process, system, other = host.process_cpu_pct_mean, host.system_cpu_pct_mean, None
+    split = verdict.cost_split
+    return WorkerRow(
+        task=worker.label,
+        report_path=str(worker.path),
+        task_type=report.task.type if report.task else None,
+        task_index=report.task.index if report.task else None,
+        script=report.script,
+        verdict=verdict.label,
+        headline=verdict.headline or verdict.summary,
+        measured_steps=report.train.measured_steps,
+        input_cost_fraction=verdict.input_cost_fraction,
+        input_wait_fraction=wait,
+        wait_s_per_step=wait * step_s if wait is not None and step_s is not None else None,
+        step_s=step_s,
+        pipeline_batches_per_s=report.pipeline.batches_per_s if report.pipeline.measured else None,
+        compute_alone_steps_per_s=verdict.compute_alone_steps_per_s,
+        compute_alone_source=verdict.compute_alone_source,
+        training_steps_per_s=training,
+        process_cpu_pct=process,
+        system_cpu_pct=system,
+        other_cpu_pct=other,
+        cpu_count=host.cpu_count or report.environment.cpu_count,
+        gpu_util_pct=report.gpu.gpu_util_pct_mean if report.gpu.available else None,
+        cost_wait=split.wait if split else None,
+        cost_contention=split.contention if split else None,
+        cost_fetch=split.fetch if split else None,
+        origin_unix_s=report.origin_unix_s,
+        clock_offset_s=clock_offset_s,
+    )
+
+
+def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, str | None]:
+    """The worker that held the others back, or None and one line saying why none is named."""
+    if len(rows) < 2:
+        return None, "one worker only: nothing to compare it with"
+    timed = [r for r in rows if r.training_steps_per_s]
+    if len(timed) < 2:
+        return None, "fewer than two workers measured training steps"
+    slowest = min(timed, key=_rate)
+    if not in_lockstep(timed):
+        return _straggler(slowest, [r for r in timed if r is not slowest], lockstep=False), None
+    for pick, gap, value in (
+        (_by(timed, "input_wait_fraction"), WAIT_GAP, "input_wait_fraction"),
+        (_by(timed, "other_cpu_pct"), HOST_GAP_PCT, "other_cpu_pct"),
+        (_by(timed, "gpu_util_pct"), GPU_GAP_PCT, "gpu_util_pct"),
+    ):
+        if pick is None:
+            continue
+        others = [r for r in timed if r is not pick]
+        rest = _median(getattr(r, value) for r in others)
+        if rest is not None and getattr(pick, value) - rest >= gap:
+            return _straggler(pick, others, lockstep=True), None
+    return None, (
+        f"none stands out: the workers trained at the same rate (within "
+        f"{rate_tolerance(timed):.0%}), "
+        f"waited alike for input (within {WAIT_GAP:.0%} of step time), and their hosts and "
+        "GPUs were alike busy"
+    )
+
+
+def in_lockstep(rows: Sequence[WorkerRow]) -> bool:
+    """Whether at least two workers trained, all at one rate (within `rate_tolerance`)."""
+    timed = [r for r in rows if r.training_steps_per_s]
+    rates = [_rate(r) for r in timed]
+    return len(rates) >= 2 and max(rates) <= min(rates) * (1 + rate_tolerance(timed))
+
+
+def rate_tolerance(rows: Sequence[WorkerRow]) -> float:
+    """How far apart the rates of workers in lockstep can be: one step in the fewest
+    measured steps, at least `RATE_TOLERANCE`."""
+    counts = [r.measured_steps for r in rows if r.measured_steps > 0]
+    return max(RATE_TOLERANCE, 1.0 / min(counts)) if counts else RATE_TOLERANCE
+
+
+def _straggler(row: WorkerRow, others: list[WorkerRow], *, lockstep: bool) -> Straggler:
+    """Which part of `row`'s step exceeds the others': its input wait or the rest."""
+    others_rate = _median(_rate(r) for r in others)
+    extra_wait = _excess(row.wait_s_per_step, [r.wait_s_per_step for r in others])
+    extra_compute = _excess(_rest_s(row), [_rest_s(r) for r in others])
+    if extra_wait is not None and extra_wait > max(0.0, extra_compute or 0.0):
+        cause = CAUSE_INPUT
+    elif _stands_out(row, others, "gpu_util_pct", GPU_GAP_PCT):
+        cause = CAUSE_GPU
+    elif _stands_out(row, others, "other_cpu_pct", HOST_GAP_PCT):
+        cause = CAUSE_HOST_CPU
+    else:
+        cause = CAUSE_COMPUTE
+    return Straggler(
+        task=row.task,
+        cause=cause,
+        explanation=_explain(row, others, cause, lockstep, extra_wait, extra_compute),
+        steps_per_s=row.training_steps_per_s,
+        others_steps_per_s=others_rate,
+        extra_wait_s=extra_wait,
+        extra_compute_s=extra_compute,
+    )
+
+
+DOMINANT = {
+    CAUSE_INPUT: "input dominates: its own pipeline kept it waiting",
+    CAUSE_GPU: "its GPU dominates: it was busier than the others' for the same steps",
+    CAUSE_HOST_CPU: "its host dominates: other processes took its cores",
+    CAUSE_COMPUTE: "its train step dominates, not its input",
+}
+
+
+def _explain(
+    row: WorkerRow,
+    others: list[WorkerRow],
+    cause: str,
+    lockstep: bool,
+    extra_wait: float | None,
+    extra_compute: float | None,
+) -> str:
+    rate = f"{_rate(row):.1f} steps/s"
+    if lockstep:
+        first = (
+            f"the workers trained in lockstep ({rate} here; synchronous training: each "
+            "waits for the slowest in every step's all-reduce)"
+        )
+    else:
+        first = f"{rate} against {_median(_rate(r) for r in others):.1f} on the others (median)"
+    parts = [first]
+    wait = _vs(row.input_wait_fraction, [r.input_wait_fraction for r in others], "{:.0%}")
+    if wait:
+        parts.append(f"its steps waited {wait} of their time for input")
+    cost = _vs(row.input_cost_fraction, [r.input_cost_fraction for r in others], "{:.0%}")
+    if cost and not lockstep:  # in lockstep, 1 - A/T is the cluster's, not the worker's
+        parts.append(f"input costs it {cost} of training")
+    if extra_wait is not None and extra_compute is not None:
+        parts.append(
+            f"per step, its input wait is {extra_wait * 1e3:+.1f} ms and the rest of its step "
+            f"{extra_compute * 1e3:+.1f} ms against the others'"
+        )
+    sentence = "; ".join(parts) + f": {DOMINANT[cause]}."
+    return " ".join([sentence, _host_words(row, others), _gpu_words(row, others)])
+
+
+def _host_words(row: WorkerRow, others: list[WorkerRow]) -> str:
+    if row.system_cpu_pct is None:
+        return "Host CPU: not sampled."
+    cores = f" of {row.cpu_count * 100}%" if row.cpu_count else ""
+    process = f"this process {row.process_cpu_pct:.0f}%{cores}, " if row.process_cpu_pct else ""
+    whole = _vs(row.system_cpu_pct, [r.system_cpu_pct for r in others], "{:.0f}%")
+    text = f"Host CPU: {process}the whole host {whole} busy"
+    other = _vs(row.other_cpu_pct, [r.other_cpu_pct for r in others], "{:.0f}%")
+    if other:
+        text += f", other processes {other}"
+    return text + "."
+
+
+def _gpu_words(row: WorkerRow, others: list[WorkerRow]) -> str:
+    busy = _vs(row.gpu_util_pct, [r.gpu_util_pct for r in others], "{:.0f}%")
+    return f"GPU: {busy} busy." if busy else "GPU: none sampled."
+
+
+def _vs(value: float | None, others: list[float | None], form: str) -> str:
+    """`45% (others 12%)`: a figure against the others' median; "" when unknown."""
+    if value is None:
+        return ""
+    rest = _median(others)
+    text = form.format(value)
+    return text if rest is None else f"{text} (others {form.format(rest)})"
+
+
+def _by(rows: list[WorkerRow], field: str) -> WorkerRow | None:
+    known = [r for r in rows if getattr(r, field) is not None]
+    return max(known, key=lambda r: getattr(r, field)) if len(known) >= 2 else None
+
+
+def _stands_out(row: WorkerRow, others: list[WorkerRow], field: str, gap: float) -> bool:
+    value = getattr(row, field)
+    rest = _median(getattr(r, field) for r in others)
+    return value is not None and rest is not None and value - rest >= gap
+
+
+def _rest_s(row: WorkerRow) -> float | None:
+    """The step's time not spent waiting for input: compute, and the all-reduce's waits."""
+    if row.step_s is None or row.wait_s_per_step is None:
+        return None
+    return row.step_s - row.wait_s_per_step
+
+
+def _excess(value: float | None, others: list[float | None]) -> float | None:
+    rest = _median(others)
+    return None if value is None or rest is None else value - rest
+
+
+def _median(values: object) -> float | None:
+    known = [float(v) for v in values if v is not None]  # type: ignore[attr-defined]
+    return statistics.median(known) if known else None
+
+
+def _rate(row: WorkerRow) -> float:
+    return row.training_steps_per_s or 0.0
+
+
+def _anchor(report: Report) -> tuple[float | None, bool]:
+    """The Unix time of the report's time zero, and whether it is the precise anchor."""
+    if report.origin_unix_s is not None:
+        return report.origin_unix_s, True
+    try:
+        created = datetime.strptime(report.created_utc, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        return None, False
+    return created.replace(tzinfo=timezone.utc).timestamp(), False
+
+
+def _clock_description(anchors: list[tuple[str, float | None, bool]]) -> str:
+    if all(a is None for _, a, _ in anchors):
+        return CLOCK_NONE
+    coarse = [task for task, a, precise in anchors if a is not None and not precise]
+    missing = [task for task, a, _ in anchors if a is None]
+    parts = [CLOCK_ANCHORS] if len(coarse) + len(missing) < len(anchors) else []
+    if coarse:
+        parts.append(CLOCK_CREATED.format(tasks=", ".join(coarse)))
+    if missing:
+        parts.append(f"{', '.join(missing)} at 0 (no time stamp)")
+    return "; ".join(parts)
+
+
+def _notes(workers: Sequence[WorkerReport]) -> list[str]:
+    notes = []
+    scripts = sorted({w.report.script for w in workers})
+    if len(scripts) > 1:
+        notes.append(f"the workers ran different scripts: {', '.join(scripts)}")
+    sizes = sorted({w.report.task.cluster_size for w in workers if w.report.task is not None})
+    if sizes and sizes[-1] > len(workers):
+        notes.append(f"the cluster has {sizes[-1]} tasks; {len(workers)} reports were merged")
+    incomplete = [w.label for w in workers if not w.report.complete]
+    if incomplete:
+        notes.append(f"incomplete runs (the script ended early or failed): {', '.join(incomplete)}")
+    return notes

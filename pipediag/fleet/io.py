@@ -1,0 +1,69 @@
+"""The fleet report <-> JSON: versioned like the per-worker report, read tolerantly."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pipediag.errors import ReportError
+from pipediag.fleet.model import FLEET_SCHEMA_VERSION, FleetReport, Straggler, WorkerRow
+from pipediag.report.io import write_atomically
+
+T = TypeVar("T")
+
+
+def fleet_to_dict(fleet: FleetReport) -> dict[str, Any]:
+    return dataclasses.asdict(fleet)
+
+
+def fleet_from_dict(data: Any) -> FleetReport:
+    """Rebuild a fleet report; unknown fields are ignored, missing optional ones defaulted."""
+    if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
+        raise ReportError("not a pipediag fleet report: no integer 'schema_version'")
+    version = data["schema_version"]
+    if version > FLEET_SCHEMA_VERSION:
+        raise ReportError(
+            f"fleet report schema version {version} is newer than this pipediag reads "
+            f"({FLEET_SCHEMA_VERSION}); upgrade pipediag"
+        )
+    try:
+        fields = _known(FleetReport, data)
+        fields["workers"] = [_build(WorkerRow, row) for row in data.get("workers", [])]
+        straggler = data.get("straggler")
+        fields["straggler"] = None if straggler is None else _build(Straggler, straggler)
+        return FleetReport(**fields)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ReportError(f"malformed pipediag fleet report: {exc}") from exc
+
+
+def save_fleet(fleet: FleetReport, path: str | os.PathLike[str]) -> Path:
+    """Write `fleet.json` atomically."""
+    target = Path(path)
+    text = json.dumps(fleet_to_dict(fleet), indent=1, allow_nan=False)
+    write_atomically(target, text.encode())
+    return target
+
+
+def load_fleet(path: str | os.PathLike[str]) -> FleetReport:
+    source = Path(path)
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportError(f"no fleet report at {source}: run `pipediag merge` first") from None
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{source} is not valid JSON (line {exc.lineno})") from None
+    return fleet_from_dict(data)
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {key: value for key, value in data.items() if key in names}
+
+
+def _build(cls: type[T], data: Any) -> T:
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
+    return cls(**_known(cls, data))

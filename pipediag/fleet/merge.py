@@ -1,0 +1,83 @@
+"""`pipediag merge DIR...`: load the workers' reports, build the fleet report, write its files.
+
+As with `renderers.write_outputs`, `fleet.json` comes first and a file that cannot be
+written never costs the others: its failure is returned, not raised.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pipediag.fleet.analysis import build_fleet
+from pipediag.fleet.collect import WorkerReport, load_worker_reports
+from pipediag.fleet.io import save_fleet
+from pipediag.fleet.model import FleetReport
+from pipediag.fleet.text import render_fleet_text
+from pipediag.report.io import write_atomically
+
+FLEET_JSON = "fleet.json"
+FLEET_TEXT = "fleet.txt"
+FLEET_TRACE = "fleet_trace.json"
+FLEET_PNG = "fleet.png"
+
+Writer = Callable[[Sequence[WorkerReport], FleetReport, Path], Path]
+
+
+def merge_reports(
+    paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
+) -> tuple[FleetReport, list[Path], list[str]]:
+    """Merge the reports found under `paths` into `out_dir`.
+
+    Returns the fleet report, the files written and one line per file that failed.
+    Raises `ReportError` (one line) when no usable reports are found.
+    """
+    workers = load_worker_reports(paths)
+    created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    fleet = build_fleet(workers, created_utc=created)
+    written, failures = write_fleet(workers, fleet, Path(out_dir))
+    return fleet, written, failures
+
+
+def write_fleet(
+    workers: Sequence[WorkerReport], fleet: FleetReport, out_dir: Path
+) -> tuple[list[Path], list[str]]:
+    written: list[Path] = []
+    failures: list[str] = []
+    for name, writer in WRITERS.items():
+        try:
+            written.append(writer(workers, fleet, out_dir / name))
+        except Exception as exc:  # noqa: PERF203 - one file's failure is reported, not fatal
+            failures.append(f"could not write {out_dir / name}: {type(exc).__name__}: {exc}")
+    return written, failures
+
+
+def _json(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
+    return save_fleet(fleet, path)
+
+
+def _text(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
+    write_atomically(path, render_fleet_text(fleet).encode())
+    return path
+
+
+def _trace(workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
+    from pipediag.fleet.trace import render_fleet_trace
+
+    return render_fleet_trace(workers, fleet, path)
+
+
+def _png(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
+    from pipediag.fleet.png import render_fleet_png
+
+    return render_fleet_png(fleet, path)
+
+
+WRITERS: dict[str, Writer] = {
+    FLEET_JSON: _json,
+    FLEET_TEXT: _text,
+    FLEET_TRACE: _trace,
+    FLEET_PNG: _png,
+}

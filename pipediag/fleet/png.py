@@ -1,0 +1,164 @@
+"""`fleet.png`: where each worker's step time goes, and how fast each trained.
+
+Layout (14 in wide; taller with more workers, one bar row each):
+
+    +------------------------------------------------------------------+
+    | FLEET: N workers, straggler named with its cause                 |
+    +-------------------------------------+----------------------------+
+    | step time per worker, stacked:      | training rate A per worker |
+    | input wait | contention | fetch |   | (bars), compute alone T    |
+    | the rest (train step, all-reduce)   | (ticks); straggler marked  |
+    +-------------------------------------+----------------------------+
+
+matplotlib is imported lazily and only through `Figure` + `FigureCanvasAgg`, as in
+`renderers/png.py`, whose colours it shares.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipediag.fleet.model import FleetReport, WorkerRow
+from pipediag.renderers.png import (
+    COMPUTE_COLOUR,
+    COST_COLOURS,
+    DPI,
+    MUTED_TEXT_COLOUR,
+    TRAINING_RATE_COLOUR,
+    WARNING_COLOUR,
+)
+from pipediag.report.io import write_atomically
+from pipediag.report.model import COST_CONTENTION, COST_FETCH, COST_WAIT
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+WIDTH_IN = 14.0
+BASE_HEIGHT_IN = 3.2  # title and axes' labels
+ROW_HEIGHT_IN = 0.55  # one bar row per worker
+MAX_HEIGHT_IN = 20.0  # many workers: thinner rows, the page stays readable
+TITLE_WRAP_CHARS = 150
+REST_COLOUR = "#a5d8ff"  # the train step and, under lockstep, the all-reduce's waits
+STRAGGLER_EDGE_COLOUR = WARNING_COLOUR
+BAR_HEIGHT = 0.6
+REST_LABELS = {True: "train step and all-reduce", False: "train step"}
+PERCENT = 100.0
+
+
+def render_fleet_png(fleet: FleetReport, path: Path) -> Path:
+    """Draw the fleet page and write it atomically to `path`."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = build_fleet_figure(fleet)
+    buffer = io.BytesIO()
+    FigureCanvasAgg(figure).print_png(buffer)  # type: ignore[no-untyped-call]
+    target = Path(path)
+    write_atomically(target, buffer.getvalue())
+    return target
+
+
+def build_fleet_figure(fleet: FleetReport) -> Figure:
+    """The fleet page as a matplotlib `Figure` (kept separate so tests can inspect it)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = fleet.workers
+    height = min(MAX_HEIGHT_IN, BASE_HEIGHT_IN + ROW_HEIGHT_IN * max(1, len(rows)))
+    figure = Figure(figsize=(WIDTH_IN, height), dpi=DPI, facecolor="white")
+    FigureCanvasAgg(figure)
+    figure.suptitle("\n".join(textwrap.wrap(_title(fleet), TITLE_WRAP_CHARS)), fontsize=13)
+    shares, rates = figure.subplots(1, 2, gridspec_kw={"width_ratios": (3, 2)})
+    straggler = fleet.straggler.task if fleet.straggler is not None else None
+    _draw_shares(shares, rows, straggler, fleet.lockstep)
+    _draw_rates(rates, rows, straggler)
+    figure.subplots_adjust(left=0.08, right=0.98, bottom=0.22, top=0.80, wspace=0.2)
+    return figure
+
+
+def _title(fleet: FleetReport) -> str:
+    count = len(fleet.workers)
+    head = f"FLEET: {count} worker{'s' if count != 1 else ''}"
+    if fleet.straggler is not None:
+        return f"{head}; straggler {fleet.straggler.task} ({fleet.straggler.cause})"
+    return f"{head}; no straggler: {fleet.no_straggler_reason or 'none named'}"
+
+
+def _parts(row: WorkerRow, lockstep: bool) -> list[tuple[str, float, str]]:
+    """The row's step time in shares: its input wait, the cost split's other parts, the rest.
+
+    In lockstep a worker's 1 - A/T is the cluster's, so its split into contention and fetch
+    says nothing of that worker: only its own input wait is drawn, beside the rest of its
+    step (where it also waits for the others in the all-reduce).
+    """
+    wait = row.input_wait_fraction if row.input_wait_fraction is not None else row.cost_wait
+    parts = [("input wait", wait or 0.0, COST_COLOURS[COST_WAIT])]
+    if not lockstep:
+        parts += [
+            ("contention", row.cost_contention or 0.0, COST_COLOURS[COST_CONTENTION]),
+            ("fetch", row.cost_fetch or 0.0, COST_COLOURS[COST_FETCH]),
+        ]
+    rest = max(0.0, 1.0 - sum(share for _, share, _ in parts))
+    return [*parts, (REST_LABELS[lockstep], rest, REST_COLOUR)]
+
+
+def _draw_shares(axes: Axes, rows: list[WorkerRow], straggler: str | None, lockstep: bool) -> None:
+    positions = list(range(len(rows)))
+    drawn: set[str] = set()
+    for y, row in zip(positions, rows, strict=True):
+        left = 0.0
+        for name, share, colour in _parts(row, lockstep):
+            if share <= 0:
+                continue
+            axes.barh(
+                y,
+                share * PERCENT,
+                left=left * PERCENT,
+                height=BAR_HEIGHT,
+                color=colour,
+                label=None if name in drawn else name,
+                edgecolor=STRAGGLER_EDGE_COLOUR if row.task == straggler else "none",
+                linewidth=2 if row.task == straggler else 0,
+            )
+            drawn.add(name)
+            left += share
+    _label_rows(axes, rows, straggler)
+    axes.set_xlim(0, PERCENT)
+    axes.set_xlabel("share of step time (%)")
+    axes.set_title("Where each worker's step time goes", fontsize=12)
+    if drawn:
+        axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=4, frameon=False)
+
+
+def _draw_rates(axes: Axes, rows: list[WorkerRow], straggler: str | None) -> None:
+    positions = list(range(len(rows)))
+    for y, row in zip(positions, rows, strict=True):
+        rate = row.training_steps_per_s or 0.0
+        colour = STRAGGLER_EDGE_COLOUR if row.task == straggler else TRAINING_RATE_COLOUR
+        axes.barh(y, rate, height=BAR_HEIGHT, color=colour)
+        if row.training_steps_per_s is not None:
+            axes.text(rate, y, f" {rate:.1f}", va="center", fontsize=10, color=MUTED_TEXT_COLOUR)
+        if row.compute_alone_steps_per_s is not None:
+            axes.plot(
+                [row.compute_alone_steps_per_s] * 2,
+                [y - BAR_HEIGHT / 2, y + BAR_HEIGHT / 2],
+                color=COMPUTE_COLOUR,
+                linewidth=3,
+                label="T compute alone" if y == 0 else None,
+            )
+    _label_rows(axes, rows, straggler)
+    axes.set_xlim(left=0)
+    axes.margins(x=0.15)
+    axes.set_xlabel("steps/s")
+    axes.set_title("Training rate A (bars) and compute alone T (ticks)", fontsize=12)
+
+
+def _label_rows(axes: Axes, rows: list[WorkerRow], straggler: str | None) -> None:
+    axes.set_yticks(list(range(len(rows))))
+    axes.set_yticklabels(
+        [f"{row.task}\nstraggler" if row.task == straggler else row.task for row in rows]
+    )
+    axes.invert_yaxis()  # the first worker on top, as in fleet.txt

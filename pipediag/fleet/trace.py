@@ -1,0 +1,106 @@
+"""`fleet_trace.json`: every worker's trace in one file, one process per worker, one clock.
+
+Each worker's events are its own `trace.json`'s (`renderers/chrome_trace.py`): phases,
+steps with their input waits, host and GPU counters. Here each worker becomes one process
+(its GPU counters join it), and its timestamps move by its clock offset: the seconds from
+the earliest worker's time zero to its own, from the reports' wall-clock anchors
+(`Report.origin_unix_s`; docs/design.md, "Multi-worker jobs"). So a step that ended
+together on every worker (an all-reduce) lines up across the processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pipediag.fleet.collect import WorkerReport
+from pipediag.fleet.model import FLEET_SCHEMA_VERSION, FleetReport, WorkerRow
+from pipediag.renderers.chrome_trace import (
+    COUNTERS_TID,
+    DISPLAY_TIME_UNIT,
+    GPU_PID,
+    TS_DECIMALS,
+    US_PER_S,
+    trace_events,
+)
+from pipediag.report.io import write_atomically
+
+Event = dict[str, Any]
+
+# A worker's GPU counters move into its process, on a thread of their own.
+GPU_TID = COUNTERS_TID + 1
+PROCESS_METADATA = frozenset({"process_name", "process_sort_index"})
+
+
+def render_fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
+    """Write the merged trace atomically; `workers` in the order of `fleet.workers`."""
+    payload = json.dumps(fleet_trace(workers, fleet), separators=(",", ":"), allow_nan=False)
+    target = Path(path)
+    write_atomically(target, payload.encode())
+    return target
+
+
+def fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport) -> dict[str, Any]:
+    """The merged trace document: `traceEvents`, `displayTimeUnit` and `metadata`."""
+    straggler = fleet.straggler.task if fleet.straggler is not None else None
+    events: list[Event] = []
+    for position, (worker, row) in enumerate(zip(workers, fleet.workers, strict=True)):
+        pid = position + 1
+        events += _process_metadata(pid, position, row, straggler == row.task)
+        offset_us = row.clock_offset_s * US_PER_S
+        events += [_moved(e, pid, offset_us) for e in _worker_events(worker)]
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": DISPLAY_TIME_UNIT,
+        "metadata": {
+            "tool": "pipediag",
+            "kind": "fleet",
+            "fleet_schema_version": FLEET_SCHEMA_VERSION,
+            "clock": f"seconds since the earliest worker's diagnosis started, in microseconds; "
+            f"aligned on {fleet.clock}",
+            "clock_offsets_us": {
+                row.task: round(row.clock_offset_s * US_PER_S, TS_DECIMALS) for row in fleet.workers
+            },
+            "processes": {row.task: i + 1 for i, row in enumerate(fleet.workers)},
+            "straggler": straggler,
+        },
+    }
+
+
+def _worker_events(worker: WorkerReport) -> list[Event]:
+    """The worker's own trace events, less the process names the fleet gives anew."""
+    return [
+        event
+        for event in trace_events(worker.report)["traceEvents"]
+        if not (event["ph"] == "M" and event["name"] in PROCESS_METADATA)
+    ]
+
+
+def _moved(event: Event, pid: int, offset_us: float) -> Event:
+    moved = dict(event)
+    if event["pid"] == GPU_PID:
+        moved["tid"] = GPU_TID
+    moved["pid"] = pid
+    if event["ph"] != "M":
+        moved["ts"] = round(event["ts"] + offset_us, TS_DECIMALS)
+    return moved
+
+
+def _process_metadata(pid: int, position: int, row: WorkerRow, straggler: bool) -> list[Event]:
+    rate = (
+        f", {row.training_steps_per_s:.1f} steps/s" if row.training_steps_per_s is not None else ""
+    )
+    name = f"{row.task}: {row.verdict}{rate}"
+    events = [
+        _meta("process_name", pid, {"name": name}),
+        _meta("process_sort_index", pid, {"sort_index": position}),
+    ]
+    if straggler:
+        events.append(_meta("process_labels", pid, {"labels": "straggler"}))
+    return events
+
+
+def _meta(name: str, pid: int, args: dict[str, Any]) -> Event:
+    return {"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": 0, "args": args}
