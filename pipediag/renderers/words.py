@@ -7,8 +7,6 @@ renderers print is made here, once. Pure string work over the report model: no m
 
 from __future__ import annotations
 
-import re
-
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
@@ -20,9 +18,9 @@ from pipediag.report.model import (
     MEASURED,
     CostSplit,
     PhaseVerdict,
-    StageStats,
     Verdict,
 )
+from pipediag.report.names import stage_name as stage_name  # the one naming, re-exported
 
 NO_VERDICT = "NO VERDICT"
 VERDICT_TITLES = {
@@ -75,19 +73,6 @@ def headline_parts(headline: str) -> tuple[str, str]:
             if depth == 0 and headline.startswith(separator, i):
                 return headline[:i], headline[i + len(separator) :]
     return headline, ""
-
-
-def stage_name(stage: StageStats) -> str:
-    """How a stage is named to the user: `map(parse)` when it runs a user function, else its
-    kind, with the dataset op when that says more (`source: TFRecord`)."""
-    if stage.function:
-        return f"{stage.kind}({stage.function})"
-    name = re.sub(r"V\d+$", "", stage.name).removesuffix("Dataset")  # BatchDatasetV2 -> Batch
-    if not name or name.lower() == stage.kind.replace("-", "").lower():
-        return stage.kind
-    if name.lower().startswith(stage.kind.replace("-", "").lower()):
-        return name
-    return f"{stage.kind}: {name}"
 
 
 def percent(fraction: float) -> str:
