@@ -1,15 +1,28 @@
 """How the parts of a report are named to the user, by every layer that names them.
 
-The advisor writes stage names into suggestion titles and the renderers label stage bars and
-rows with them: one function, below both, so a stage reads the same in a fix's title, the
-text summary and the PNG (issue 13, item 3). Pure string work over the report model.
+The analysis writes verdict labels into its headline and the advisor writes stage names into
+suggestion titles, and the renderers print both: each is spelled here once, below all of
+them, so a verdict or a stage reads the same in the headline, a fix's title, the text summary
+and the PNG (issue 13, item 3). Pure string work over the report model.
 """
 
 from __future__ import annotations
 
 import re
 
-from pipediag.report.model import StageStats
+from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, StageStats
+
+NO_VERDICT = "NO VERDICT"
+VERDICT_TITLES = {
+    INPUT_BOUND: "INPUT-BOUND",
+    COMPUTE_BOUND: "COMPUTE-BOUND",
+    BALANCED: "BALANCED",
+}
+
+
+def verdict_title(label: str) -> str:
+    """ "INPUT-BOUND", "COMPUTE-BOUND", "BALANCED", or NO_VERDICT for anything else."""
+    return VERDICT_TITLES.get(label, NO_VERDICT)
 
 
 def stage_name(stage: StageStats) -> str:
