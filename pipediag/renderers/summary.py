@@ -41,7 +41,7 @@ from pipediag.report.names import verdict_title as verdict_title
 
 # ---------------------------------------------------------------------------- the verdict
 
-# Reports written before the analysis wrote its own headline: the claim in plain words.
+# A verdict with neither the analysis's headline nor a summary: its claim in plain words.
 NOT_ENOUGH_MEASURED = "not enough was measured to tell"
 HEADLINES_WITHOUT_SHARE = {
     INPUT_BOUND: "training waits for its input pipeline",
@@ -365,7 +365,8 @@ def phase_text(phase: PhaseVerdict, *, first: bool = True) -> str:
             share = f"input costs {share}"
     elif phase.input_wait_fraction is not None:
         share = f"input wait {percent(phase.input_wait_fraction)}"
-    label = phase.label if phase.label in VERDICT_TITLES else "no verdict"
+    # As the analysis's headline names a phase's verdict: "balanced", "no verdict".
+    label = verdict_title(phase.label).lower()
     return f"{phase.name}: {label}" + (f", {share}" if share else "")
 
 
