@@ -71,11 +71,9 @@ def render_png(report: Report, path: Path) -> Path:
     Returns:
         The path written.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     figure = build_figure(report)
     buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)
+    figure.savefig(buffer, format="png")  # through the Agg canvas build_figure attached
     target = Path(path)
     write_atomically(target, buffer.getvalue())
     return target

@@ -8,7 +8,6 @@ The host CPU panel keeps the whole run, where the phases' CPU use can be compare
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -182,7 +181,7 @@ class StepBin:
         self.width_s = width_s
         self.wait_s = 0.0
         self.total_s = 0.0
-        self.labels: Counter[str] = Counter()
+        self.labels: dict[str, float] = {}  # step time by step label
 
     @property
     def wait_share(self) -> float:
@@ -191,7 +190,9 @@ class StepBin:
     @property
     def label(self) -> str:
         """The label that covers most step time in the bin."""
-        return self.labels.most_common(1)[0][0] if self.labels else UNKNOWN
+        if not self.labels:
+            return UNKNOWN
+        return max(self.labels, key=lambda label: self.labels[label])
 
 
 def bin_steps(steps: Sequence[StepRecord], count: int) -> list[StepBin]:
@@ -206,7 +207,7 @@ def bin_steps(steps: Sequence[StepRecord], count: int) -> list[StepBin]:
         target = bins[min(count - 1, int((step.start_s - first) / width))]
         target.total_s += step.duration_s
         target.wait_s += step.input_wait_s or 0.0
-        target.labels[step.label] += step.duration_s
+        target.labels[step.label] = target.labels.get(step.label, 0.0) + step.duration_s
     return [b for b in bins if b.total_s > 0]
 
 
