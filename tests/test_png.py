@@ -15,27 +15,19 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pipediag.renderers import words
-from pipediag.renderers.png import (
+from pipediag.renderers import summary
+from pipediag.renderers.png import build_figure, render_png
+from pipediag.renderers.png.header import header_lines
+from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     COST_COLOURS,
     FIGURE_SIZE_PX,
     INPUT_COLOUR,
-    MAX_STEP_BARS,
-    MAX_SUGGESTIONS,
     WARNING_COLOUR,
-    best_fix_figure,
-    best_predicted_gain,
-    bin_steps,
-    build_figure,
-    cost_segments,
-    header_lines,
-    headline_text,
-    key_figures,
-    phase_spans,
-    render_png,
-    suggestion_lines,
 )
+from pipediag.renderers.png.suggestions import MAX_SUGGESTIONS, suggestion_lines
+from pipediag.renderers.png.timeline import MAX_STEP_BARS, bin_steps, phase_spans
+from pipediag.renderers.summary import best_fix, best_fix_figure, cost_bar, key_figures
 from pipediag.renderers.text import render_text
 from pipediag.report.model import (
     COMPUTE_BOUND,
@@ -96,11 +88,13 @@ def test_render_png_writes_a_png_of_the_fixed_size(tmp_path: Path) -> None:
 
 
 def test_headline_states_the_verdict_in_plain_words() -> None:
+    # GIVEN reports without the analysis's headline: the label leads the verdict's summary
     figure = build_figure(synthetic_report(wait_s=0.03, compute_s=0.01))
-    assert "INPUT-BOUND: 75% of step time spent waiting for input" in _texts(figure)
-
-    figure = build_figure(synthetic_report(wait_s=0.0005, compute_s=0.02))
-    assert any(t.startswith("COMPUTE-BOUND: only 2%") for t in _texts(figure))
+    assert "INPUT-BOUND: 75% of step time was spent waiting for input." in _texts(figure)
+    # and without a summary either, the wait share is put in plain words
+    report = synthetic_report(wait_s=0.0005, compute_s=0.02)
+    report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=""))
+    assert any(t.startswith("COMPUTE-BOUND: only 2%") for t in _texts(build_figure(report)))
 
 
 def test_every_panel_has_data_drawn() -> None:
@@ -223,11 +217,13 @@ def test_suggestions_are_listed_with_gains_and_warnings() -> None:
     figure = build_figure(report)
     lines = [t for t in figure.texts if t.get_gid() == "suggestion"]
     assert len(lines) == MAX_SUGGESTIONS
-    assert "verified \N{MULTIPLICATION SIGN}2.50" in lines[0].get_text()
+    # the same line the text summary prints, numbered as the page lists it
+    assert lines[0].get_text() == "1. [PD000] fix 0  (estimated 1.00x, verified 2.50x)"
     assert "may change results" in lines[2].get_text()
     assert lines[2].get_color() == WARNING_COLOUR
-    assert best_predicted_gain(report) == 2.5
-    assert "\N{MULTIPLICATION SIGN}2.50" in _texts(figure)
+    found = best_fix(report)
+    assert found is not None and found[1] == 2.5
+    assert "2.50x" in _texts(figure)
 
 
 def test_incomplete_run_is_flagged() -> None:
@@ -360,14 +356,14 @@ def test_cost_bar_without_a_split_shows_input_cost_whole() -> None:
 
 def test_old_report_cost_bar_splits_the_mean_step() -> None:
     # GIVEN a report from before input cost: the mean step is split into wait and the rest
-    segments, title, caption = cost_segments(synthetic_report(wait_s=0.03, compute_s=0.01))
-    assert [(s.part, s.share) for s in segments] == [
+    bar = cost_bar(synthetic_report(wait_s=0.03, compute_s=0.01))
+    assert [(s.part, s.share) for s in bar.parts] == [
         ("compute", pytest.approx(0.25)),
         ("wait", pytest.approx(0.75)),
     ]
-    assert title == "Mean step time"
-    assert caption == "wait 30.0 + compute 10.0 = 40.0 ms"
-    assert cost_segments(Report(script="t.py"))[0] == []
+    assert bar.title == "Mean step time"
+    assert bar.caption == "wait 30.0 + compute 10.0 = 40.0 ms"
+    assert cost_bar(Report(script="t.py")).parts == []
 
 
 def test_steps_get_their_own_time_axis_and_cpu_keeps_the_whole_run() -> None:
@@ -453,12 +449,12 @@ def test_best_fix_shows_an_unverified_estimate_as_one() -> None:
     estimated = Suggestion("PD002", "vectorise", estimated_speedup=1.9, predicted_speedup=1.42)
     report = dataclasses.replace(synthetic_cost_report(), suggestions=[estimated])
     # THEN the key figure gives its predicted gain, marked as an estimate
-    assert best_fix_figure(report) == ("Best fix (estimated)", "~\N{MULTIPLICATION SIGN}1.42")
-    assert "~\N{MULTIPLICATION SIGN}1.42" in _texts(build_figure(report))
+    assert best_fix_figure(report) == ("Best fix (estimated)", "~1.42x")
+    assert "~1.42x" in _texts(build_figure(report))
     # a measured fix is a prediction from a measurement, no tilde
     verified = dataclasses.replace(estimated, verified_speedup=1.6, predicted_speedup=1.3)
     report = dataclasses.replace(report, suggestions=[verified])
-    assert best_fix_figure(report) == ("Best fix (predicted)", "\N{MULTIPLICATION SIGN}1.30")
+    assert best_fix_figure(report) == ("Best fix (predicted)", "1.30x")
     # a fix with no figure at all says so, and no fix at all is a dash
     report = dataclasses.replace(report, suggestions=[Suggestion("PD007", "port it to TF ops")])
     assert best_fix_figure(report) == ("Best fix (no estimate)", "\N{EM DASH}")
@@ -469,9 +465,9 @@ def test_best_fix_shows_an_unverified_estimate_as_one() -> None:
 def test_key_figures_show_input_cost_and_the_three_rates() -> None:
     assert key_figures(synthetic_cost_report(measured=False))[:4] == [
         ("Input cost (of training time)", "44%"),
-        ("Pipeline alone P (batches/s)", "60.0"),
-        ("Compute alone T (estimated)", "~44.6"),
-        ("Training A (steps/s)", "25.0"),
+        ("P pipeline alone (batches/s)", "60.0"),
+        ("T compute alone (estimated)", "~44.6"),
+        ("A training (steps/s)", "25.0"),
     ]
     # an old report: the wait share first, as before
     assert key_figures(synthetic_report(wait_s=0.03, compute_s=0.01))[0] == (
@@ -515,12 +511,16 @@ def test_long_headline_shrinks_to_stay_whole_on_the_page() -> None:
 
 def test_no_verdict_is_said_the_same_way_in_the_image_and_the_text() -> None:
     # GIVEN an unknown verdict that still has a wait share (the image said "NO CLEAR VERDICT")
+    base = synthetic_report()
     report = dataclasses.replace(
-        synthetic_report(),
-        verdict=dataclasses.replace(synthetic_report().verdict, label=UNKNOWN, summary="x"),
+        base, verdict=dataclasses.replace(base.verdict, label=UNKNOWN, summary="x")
     )
-    assert headline_text(report).startswith(f"{words.NO_VERDICT}: 67% of step time")
-    assert render_text(report).startswith(f"{words.NO_VERDICT}: x")
+    assert header_lines(report)[0] == f"{summary.NO_VERDICT}: x"
+    assert render_text(report).startswith(f"{summary.NO_VERDICT}: x\n")
+    # without a summary, both give the wait share in plain words
+    report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=""))
+    assert header_lines(report)[0].startswith(f"{summary.NO_VERDICT}: 67% of step time")
+    assert render_text(report).startswith(f"{summary.NO_VERDICT}: 67% of step time")
     assert not any("CLEAR" in t for t in _texts(build_figure(report)))
 
 
@@ -565,6 +565,5 @@ def test_suggestion_lines_give_the_end_to_end_gain_as_the_text_does() -> None:
     fix = Suggestion("PD002", "vectorise", estimated_speedup=1.9, predicted_speedup=1.42)
     report = dataclasses.replace(synthetic_report(), suggestions=[fix])
     ((line, _),) = suggestion_lines(report)
-    assert (
-        "[estimated \N{MULTIPLICATION SIGN}1.90, end to end ~\N{MULTIPLICATION SIGN}1.42]" in line
-    )
+    assert line == "1. [PD002] vectorise  (estimated 1.90x, end to end ~1.42x)"
+    assert f" 1. {line[3:]}" in render_text(report).splitlines()

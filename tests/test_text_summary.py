@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from pipediag.renderers import words
+from pipediag.renderers import summary
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
@@ -60,7 +60,7 @@ def test_contention_case_leads_with_the_headline_and_splits_the_cost() -> None:
         f"{INDENT}the pipeline kept 1.1 more cores busy while training; 0.1 cores free",
     ]
     only_free = dataclasses.replace(report.verdict.cost_split, pipeline_cores_busy=None)
-    assert words.contention_evidence(only_free) == "0.1 cores free while training"
+    assert summary.contention_evidence(only_free) == "0.1 cores free while training"
     # the wait share XProf would report stays beside it
     assert _row(lines, "Input wait") == ["  Input wait      4% of step time (XProf's figure)"]
     assert _row(lines, "Rates") == [
@@ -146,8 +146,8 @@ def test_phases_get_one_line_each() -> None:
 
 def test_phase_without_cost_falls_back_on_its_wait_and_unknown_reads_no_verdict() -> None:
     phase = PhaseVerdict("epoch 3", 3, 3, 10, None, 0.4, None, UNKNOWN)
-    assert words.phase_text(phase) == "epoch 3: no verdict, input wait 40%"
-    assert words.phase_text(dataclasses.replace(phase, input_wait_fraction=None)) == (
+    assert summary.phase_text(phase) == "epoch 3: no verdict, input wait 40%"
+    assert summary.phase_text(dataclasses.replace(phase, input_wait_fraction=None)) == (
         "epoch 3: no verdict"
     )
 
@@ -178,18 +178,18 @@ def test_old_report_without_the_new_fields_still_renders() -> None:
     del data["compute_alone"]
     del data["pipeline"]["deep_skipped_reason"]
     lines = _lines(from_dict(data))
-    # THEN the old headline, the wait share in place of the cost, and the estimate said as one
-    assert (
-        lines[0]
-        == "INPUT-BOUND (highly input-bound): 75% of step time was spent waiting for input."
-    )
+    # THEN the label with the old summary, the severity under it, the wait share in place of
+    # the cost, and the estimate said as one
+    assert lines[:2] == [
+        "INPUT-BOUND: 75% of step time was spent waiting for input.",
+        "  Severity: highly input-bound",
+    ]
     assert _labels(lines)[:3] == ["Input wait", "Rates", "Pipeline alone"]
     assert _row(lines, "Input wait") == ["  Input wait      75% of step time (XProf's figure)"]
     assert _row(lines, "Rates") == [
-        "  Rates           P  pipeline alone    33.3 batches/s",
-        f"{INDENT}T  compute alone   ~100.0 steps/s  "
-        "(estimated: median step time minus input wait)",
-        f"{INDENT}A  training          25.0 steps/s",
+        "  Rates           P  pipeline alone  33.3 batches/s",
+        f"{INDENT}T  compute alone   ~100 steps/s  (estimated: median step time minus input wait)",
+        f"{INDENT}A  training        25.0 steps/s",
     ]
     assert "Input cost" not in _labels(lines)
     assert "Phases" not in _labels(lines)
@@ -197,7 +197,7 @@ def test_old_report_without_the_new_fields_still_renders() -> None:
 
 def test_empty_report() -> None:
     lines = _lines(Report(script="t.py"))
-    assert lines[0] == words.NO_VERDICT
+    assert lines[0] == f"{summary.NO_VERDICT}: {summary.NOT_ENOUGH_MEASURED}"
     assert _labels(lines) == ["Pipeline alone", "Train step", "Host CPU", "GPU", "Run"]
     assert _row(lines, "Pipeline alone") == ["  Pipeline alone  not measured"]
     assert not any("None" in line for line in lines)
@@ -208,7 +208,7 @@ def test_unknown_verdict_with_a_summary() -> None:
     report = dataclasses.replace(
         report, verdict=dataclasses.replace(report.verdict, summary="No training steps were seen.")
     )
-    assert _lines(report)[0] == "NO VERDICT: No training steps were seen."
+    assert _lines(report)[:2] == ["NO VERDICT: No training steps were seen.", ""]
 
 
 def test_rates_partly_measured() -> None:
@@ -237,25 +237,25 @@ def test_slowest_stage_is_named_as_the_png_names_it() -> None:
 
 
 def test_stage_names() -> None:
-    assert words.stage_name(StageStats(0, "map", "ParallelMapDatasetV2", function="parse")) == (
+    assert summary.stage_name(StageStats(0, "map", "ParallelMapDatasetV2", function="parse")) == (
         "map(parse)"
     )
-    assert words.stage_name(StageStats(1, "batch", "BatchDatasetV2")) == "batch"
-    assert words.stage_name(StageStats(2, "parallel-map", "ParallelMapDatasetV2")) == (
+    assert summary.stage_name(StageStats(1, "batch", "BatchDatasetV2")) == "batch"
+    assert summary.stage_name(StageStats(2, "parallel-map", "ParallelMapDatasetV2")) == (
         "parallel-map"
     )
-    assert words.stage_name(StageStats(3, "source", "TensorSliceDataset")) == (
+    assert summary.stage_name(StageStats(3, "source", "TensorSliceDataset")) == (
         "source: TensorSlice"
     )
-    assert words.stage_name(StageStats(4, "prefetch", "")) == "prefetch"
+    assert summary.stage_name(StageStats(4, "prefetch", "")) == "prefetch"
 
 
 def test_headline_parts_cut_the_claim_from_its_explanation() -> None:
     claim = "INPUT-BOUND: input costs 44% of training time, mostly waiting"
     why = "the train step waits for batches (compute alone estimated: contention not measured)"
-    assert words.headline_parts(f"{claim}: {why}") == (claim, why)
+    assert summary.headline_parts(f"{claim}: {why}") == (claim, why)
     # a colon inside parentheses is not the cut; "; " is the next choice
     short = "INPUT-BOUND: input costs 44% of training time (compute alone estimated: not measured)"
-    assert words.headline_parts(short) == (short, "")
-    assert words.headline_parts(f"{claim}; epoch 1 dominates") == (claim, "epoch 1 dominates")
-    assert words.headline_parts("NO VERDICT") == ("NO VERDICT", "")
+    assert summary.headline_parts(short) == (short, "")
+    assert summary.headline_parts(f"{claim}; epoch 1 dominates") == (claim, "epoch 1 dominates")
+    assert summary.headline_parts("NO VERDICT") == ("NO VERDICT", "")

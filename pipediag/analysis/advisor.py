@@ -45,6 +45,7 @@ from pipediag.report.model import (
     SuggestionKind,
     timed_steps,
 )
+from pipediag.report.names import stage_name
 
 # --- thresholds ------------------------------------------------------------------------------
 
@@ -307,11 +308,6 @@ def prefix_cost_s(stages: Sequence[StageStats], index: int) -> float:
     return total
 
 
-def stage_label(stats: StageStats) -> str:
-    """How a stage is named to the user: `map(decode)`, or its kind."""
-    return f"{stats.kind}({stats.function})" if stats.function else stats.kind
-
-
 def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | None:
     """The batch size of the first batching stage after `index`, following consumers."""
     current = index
@@ -438,7 +434,7 @@ def _fix(
     return Suggestion(
         id=rule_id,
         title=title,
-        stage=stage_label(stats) if stats is not None else None,
+        stage=stage_name(stats) if stats is not None else None,
         stage_index=stats.index if stats is not None else None,
         evidence=evidence.strip(),
         code=code,
@@ -454,7 +450,7 @@ def _stage_cost_text(ctx: Context, stats: StageStats) -> str:
     own = stats.own_s_per_batch
     share = ctx.share(own)
     where = f" at {stats.source}" if stats.source else ""
-    text = f"{stage_label(stats)}{where}"
+    text = f"{stage_name(stats)}{where}"
     if own is not None:
         text += f" adds {own * 1000:.1f} ms per batch"
         # Up to 5% over the whole is a difference of noisy rates, not a real excess: "all of
@@ -509,7 +505,7 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
             _fix(
                 ctx,
                 rule_id,
-                title=f"{stage_label(stats)}: add num_parallel_calls=tf.data.AUTOTUNE",
+                title=f"{stage_name(stats)}: add num_parallel_calls=tf.data.AUTOTUNE",
                 stats=stats,
                 evidence=evidence,
                 code=f"ds = ds.map({_fn(stats)}, num_parallel_calls=tf.data.AUTOTUNE)",
@@ -543,7 +539,7 @@ def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
             _fix(
                 ctx,
                 rule_id,
-                title=f"{stage_label(stats)}: read {ctx.cores} inputs in parallel",
+                title=f"{stage_name(stats)}: read {ctx.cores} inputs in parallel",
                 stats=stats,
                 evidence=evidence,
                 code=(
@@ -591,7 +587,7 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
         return []
     options = ", ".join(f"{k}={ctx.options.get(k, '?')}" for k in ("inject_prefetch", "autotune"))
     evidence = (
-        f"The pipeline ends with {stage_label(last)}, and the options in force ({options}) "
+        f"The pipeline ends with {stage_name(last)}, and the options in force ({options}) "
         "leave no prefetch, so the train step waits while each batch is made instead of "
         "overlapping with it. A pipeline-alone run cannot show that overlap: the gain is end "
         "to end."
@@ -641,7 +637,7 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
             _fix(
                 ctx,
                 rule_id,
-                title=f"{stage_label(stats)}: vectorise, map after batch",
+                title=f"{stage_name(stats)}: vectorise, map after batch",
                 stats=stats,
                 evidence=evidence,
                 code=(
@@ -676,7 +672,7 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     size = _bytes_text(_int(trial.details.get("cache_bytes")))
     free = _bytes_text(_int(trial.details.get("available_bytes")))
     evidence = (
-        f"Everything up to {stage_label(stats)} is deterministic and costs "
+        f"Everything up to {stage_name(stats)} is deterministic and costs "
         f"{prefix_s * 1000:.1f} ms of the pipeline's {total * 1000:.1f} ms per batch "
         f"({share:.0%}). One epoch there is {trial.details.get('elements')} elements, "
         f"~{size}, with {free} of memory available. From the second epoch "
@@ -688,11 +684,10 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
         _fix(
             ctx,
             rule_id,
-            title=f"cache() after {stage_label(stats)} (deterministic, {size}, fits)"
-            " - from epoch 2",
+            title=f"cache() after {stage_name(stats)} (deterministic, {size}, fits) - from epoch 2",
             stats=stats,
             evidence=evidence,
-            code=f"ds = ds.cache()  # right after {stage_label(stats)}, before shuffle/augment",
+            code=f"ds = ds.cache()  # right after {stage_name(stats)}, before shuffle/augment",
             estimated=estimated,
             trial=trial,
             adds_threads=False,
@@ -712,19 +707,19 @@ def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
         ]
         if not random:
             continue
-        names = ", ".join(stage_label(s) for s in random)
+        names = ", ".join(stage_name(s) for s in random)
         found.append(
             Suggestion(
                 id=rule_id,
                 title=f"cache() after a random transform ({names}): every epoch repeats epoch 1",
-                stage=stage_label(stats),
+                stage=stage_name(stats),
                 stage_index=stats.index,
                 evidence=(
                     f"{names} runs before the cache, so its random output is frozen the first "
                     "epoch and replayed afterwards: the same augmentation/order every epoch."
                 ),
                 code=(
-                    f"ds = ds.cache()  # move it before {stage_label(random[0])}; "
+                    f"ds = ds.cache()  # move it before {stage_name(random[0])}; "
                     "random steps go after the cache"
                 ),
                 correctness_warning=True,
@@ -746,7 +741,7 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
             _fix(
                 ctx,
                 rule_id,
-                title=f"{stage_label(stats)} runs Python ({source}): port it to TF ops",
+                title=f"{stage_name(stats)} runs Python ({source}): port it to TF ops",
                 stats=stats,
                 evidence=(
                     f"{_stage_cost_text(ctx, stats)} Python code holds the GIL, so parallel "
@@ -787,7 +782,7 @@ def check_shuffle_buffer(ctx: Context, rule_id: str) -> list[Suggestion]:
             Suggestion(
                 id=rule_id,
                 title=f"shuffle buffer of {buffer} is tiny ({' and '.join(reasons)})",
-                stage=stage_label(stats),
+                stage=stage_name(stats),
                 stage_index=stats.index,
                 evidence=(
                     f"shuffle(buffer_size={buffer}) only mixes elements that are {buffer} apart "

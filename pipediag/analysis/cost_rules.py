@@ -23,6 +23,7 @@ from pipediag.report.model import (
     Report,
     Suggestion,
 )
+from pipediag.report.names import stage_name
 
 
 class Context(Protocol):
@@ -225,8 +226,8 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
         why = "no stage adds enough of the time per batch for a stage fix to gain over noise"
         if worst is not None and worst.own_s_per_batch is not None:
             why += (
-                f" (the costliest, {worst.kind}, adds {worst.own_s_per_batch * 1e3:.1f} ms per "
-                "batch)"
+                f" (the costliest, {stage_name(worst)}, adds "
+                f"{worst.own_s_per_batch * 1e3:.1f} ms per batch)"
             )
     return [
         Suggestion(

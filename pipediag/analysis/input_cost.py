@@ -46,6 +46,7 @@ from pipediag.report.model import (
     StepRecord,
     VerdictLabel,
 )
+from pipediag.report.names import verdict_title
 
 # The pipeline alone at least this many times faster than training cannot have kept the
 # step waiting through a prefetch buffer: what the step spent in next() is the pull itself
@@ -301,13 +302,6 @@ def _phase(
     return PhaseVerdict(name, first, last, count, rate, wait, cost, label)
 
 
-LABEL_WORDS = {
-    INPUT_BOUND: "INPUT-BOUND",
-    BALANCED: "BALANCED",
-    COMPUTE_BOUND: "COMPUTE-BOUND",
-}
-
-
 def headline(
     label: str,
     cost: float,
@@ -317,7 +311,7 @@ def headline(
     phases: Sequence[PhaseVerdict] = (),
 ) -> str:
     """One line a user can act on: the label, the cost, and the part that dominates."""
-    text = f"{LABEL_WORDS.get(label, label.upper())}: input costs {cost:.0%} of training time"
+    text = f"{verdict_title(label)}: input costs {cost:.0%} of training time"
     if label == COMPUTE_BOUND:
         text += ": the model's train step sets the rate"
     elif split.dominant == COST_CONTENTION:
@@ -341,7 +335,7 @@ def headline(
         text += f"; {heavy.name} dominates the measured steps"
         if last is not heavy and last.input_cost_fraction is not None:
             text += (
-                f"; after it ({last.name}) {LABEL_WORDS.get(last.label, last.label).lower()}, "
+                f"; after it ({last.name}) {verdict_title(last.label).lower()}, "
                 f"input costs {last.input_cost_fraction:.0%}"
             )
     return text

@@ -63,7 +63,6 @@ from pipediag.analysis.advisor import (
     prefix_cost_s,
     runs_sequential_interleave,
     runs_sequential_map,
-    stage_label,
     vectorizable,
 )
 from pipediag.bench.interleaved import MIN_ROUNDS, Rounds, median_rate, run_rounds
@@ -73,6 +72,7 @@ from pipediag.bench.structure import Stage, effective_options, walk_pipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import FixTrial, StageStats
+from pipediag.report.names import stage_name
 
 # Fix ids: the advisor's rules look their trials up by these.
 FIX_PARALLEL_MAP = "parallel-map"
@@ -487,7 +487,7 @@ def _candidates(
 
 
 def _map_candidate(stats: StageStats, node: str | None) -> _Candidate:
-    candidate = _Candidate(FIX_PARALLEL_MAP, stats.index, stage_label(stats), cost_s=_cost(stats))
+    candidate = _Candidate(FIX_PARALLEL_MAP, stats.index, stage_name(stats), cost_s=_cost(stats))
     if node is None:
         candidate.reason = "the stage was not found in the dataset graph"
     else:
@@ -499,7 +499,7 @@ def _interleave_candidate(stats: StageStats, node: str | None, cores: int) -> _C
     candidate = _Candidate(
         FIX_PARALLEL_INTERLEAVE,
         stats.index,
-        stage_label(stats),
+        stage_name(stats),
         cost_s=_cost(stats),
         details={"cycle_length": str(cores)},
     )
@@ -514,7 +514,7 @@ def _vectorize_candidate(
     stats: StageStats, walked: list[Stage], stages: list[StageStats], nodes: dict[int, str]
 ) -> _Candidate:
     """Move the map after the batch it feeds, once its function is checked on a sample."""
-    candidate = _Candidate(FIX_VECTORIZE, stats.index, stage_label(stats), cost_s=_cost(stats))
+    candidate = _Candidate(FIX_VECTORIZE, stats.index, stage_name(stats), cost_s=_cost(stats))
     consumer = next((s for s in stages if stats.index in s.inputs), None)
     map_node = nodes.get(stats.index)
     batch_node = nodes.get(consumer.index) if consumer is not None else None
@@ -555,7 +555,7 @@ def _prefetch_candidate(stages: list[StageStats]) -> _Candidate | None:
     return _Candidate(
         FIX_PREFETCH,
         last.index,
-        stage_label(last),
+        stage_name(last),
         cost_s=0.0,
         edit=lambda graph: graph.prefetch_at_end(),
         details={"existing_buffer": last.settings.get("buffer_size", "")}
@@ -577,7 +577,7 @@ def _cache_candidate(
     prefix_s = prefix_cost_s(stages, point)
     if total_s is not None and prefix_s < TRIAL_MIN_SHARE * total_s:
         return None
-    candidate = _Candidate(FIX_CACHE, point, stage_label(stats), cost_s=prefix_s)
+    candidate = _Candidate(FIX_CACHE, point, stage_name(stats), cost_s=prefix_s)
     candidate.details["prefix_s_per_batch"] = f"{prefix_s:.6g}"
     prefix = walked[point].dataset
     elements = _cardinality(prefix)

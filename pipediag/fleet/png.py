@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipediag.fleet.model import FleetReport, WorkerRow
-from pipediag.renderers.png import (
+from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     COST_COLOURS,
     DPI,

@@ -9,9 +9,9 @@
     | change + judgement   | fetch, stacked       | (histogram, medians) |
     +----------------------+----------------------+----------------------+
 
-Colours follow the one-run page (`renderers/png.py`): blue is compute, shades of orange
+Colours follow the one-run page (`renderers/png/`): blue is compute, shades of orange
 are the parts of input cost; the base run is grey, the new one dark. matplotlib is imported
-lazily, through `Figure` and `FigureCanvasAgg` only, as in `renderers/png.py`.
+lazily, through `Figure` and `FigureCanvasAgg` only, as in `renderers/png/`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from pipediag.analysis.compare import (
     FigureChange,
 )
 from pipediag.analysis.noise import measured_steps
-from pipediag.renderers import words
+from pipediag.renderers import summary
 from pipediag.renderers.compare_text import headline_lines, run_line, training_claim
-from pipediag.renderers.png import (
+from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     COST_COLOURS,
     DPI,
@@ -183,8 +183,8 @@ def _change_words(figure: FigureChange) -> str:
 def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
     """Training time as compute plus each part of input cost, one bar per run."""
     axes.set_title("Share of training time", loc="left", fontsize=PANEL_TITLE_FONT)
-    parts = [words.COMPUTE_PART_NAME, *(words.COST_PART_NAMES[p] for p in words.COST_PARTS)]
-    colours = [COMPUTE_COLOUR, *(COST_COLOURS[p] for p in words.COST_PARTS)]
+    parts = [summary.COMPUTE_PART_NAME, *(summary.COST_PART_NAMES[p] for p in summary.COST_PARTS)]
+    colours = [COMPUTE_COLOUR, *(COST_COLOURS[p] for p in summary.COST_PARTS)]
     rows = [_cost_shares(report) for report in (base, new)]
     positions = [0, 1]
     bottoms = [0.0, 0.0]
@@ -196,7 +196,7 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
                 axes.text(
                     x,
                     bottom + height / 2,
-                    words.percent(height),
+                    summary.percent(height),
                     ha="center",
                     va="center",
                     fontsize=9,
@@ -220,7 +220,7 @@ def _cost_shares(report: Report) -> list[float] | None:
     if cost is None:
         return None
     split = verdict.cost_split
-    parts = [0.0, 0.0, 0.0] if split is None else [share for _, share in words.cost_parts(split)]
+    parts = [0.0, 0.0, 0.0] if split is None else [share for _, share in summary.cost_parts(split)]
     if split is None:
         parts[0] = cost  # unsplit: drawn as waiting, the part every report has
     return [max(0.0, 1.0 - cost), *parts]

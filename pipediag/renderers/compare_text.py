@@ -35,7 +35,7 @@ from pipediag.analysis.compare import (
     RunIdentity,
     StageChange,
 )
-from pipediag.renderers import words
+from pipediag.renderers import summary
 
 FIGURE_NAMES = {
     TRAINING: "A  training, steps/s",
@@ -43,7 +43,7 @@ FIGURE_NAMES = {
     PIPELINE_ALONE: "P  pipeline alone, batches/s",
     INPUT_COST: "input cost",
     INPUT_WAIT: "input wait",
-    **{key: f"  {words.COST_PART_NAMES[part]}" for part, key in COST_PART_FIGURES.items()},
+    **{key: f"  {summary.COST_PART_NAMES[part]}" for part, key in COST_PART_FIGURES.items()},
 }
 HEADLINES = {FASTER: "FASTER", SLOWER: "SLOWER", NOISE: "NO CHANGE BEYOND NOISE"}
 NO_COMPARISON = "NO COMPARISON"
@@ -111,7 +111,7 @@ def _by_how_much(figure: FigureChange) -> str:
 def _verdict_change(verdict: LabelChange, cost: FigureChange | None) -> str:
     text = f"Verdict changed: {_label(verdict.base)} -> {_label(verdict.new)}"
     if cost is not None and cost.base is not None and cost.new is not None:
-        text += f" (input cost {words.percent(cost.base)} -> {words.percent(cost.new)}"
+        text += f" (input cost {summary.percent(cost.base)} -> {summary.percent(cost.new)}"
         if cost.judgement == NOISE:
             text += ", a move within noise: the cost sits near a band's edge"
         text += ")"
@@ -189,11 +189,11 @@ def _stages(stages: list[StageChange], comparison: Comparison) -> list[str]:
 
 def _stage_name(stage: StageChange) -> str:
     if stage.base is None and stage.new is not None:
-        return f"{words.stage_name(stage.new)} (new)"
+        return f"{summary.stage_name(stage.new)} (new)"
     if stage.new is None and stage.base is not None:
-        return f"{words.stage_name(stage.base)} (gone)"
+        return f"{summary.stage_name(stage.base)} (gone)"
     assert stage.base is not None and stage.new is not None
-    old, now = words.stage_name(stage.base), words.stage_name(stage.new)
+    old, now = summary.stage_name(stage.base), summary.stage_name(stage.new)
     return now if old == now else f"{old} -> {now}"
 
 
@@ -249,14 +249,14 @@ def _columns(rows: Sequence[tuple[str, ...]]) -> list[str]:
 
 
 def _label(label: str) -> str:
-    return label if label in words.VERDICT_TITLES else "no verdict"
+    return label if label in summary.VERDICT_TITLES else "no verdict"
 
 
 def _value(figure: FigureChange, value: float | None) -> str:
     if value is None:
         return "-"
     if figure.unit == "share":
-        return words.percent(value)
+        return summary.percent(value)
     return f"{value:.1f}"
 
 

@@ -3,7 +3,7 @@
 Two panels on one run axis (the runs' place in the file): the training rate of each run
 with its 95% noise bar (its own error and the run-to-run term, `analysis/noise.py`), one
 line per script; and the input cost, each point coloured by the run's verdict, as on the
-one-run page (`renderers/png.py`). A regression gets a red ring and a label saying why.
+one-run page (`renderers/png/`). A regression gets a red ring and a label saying why.
 matplotlib is imported lazily, through `Figure` and `FigureCanvasAgg` only.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pipediag.analysis.trend import Trend, TrendRow
 from pipediag.renderers.history_text import regression_lines
-from pipediag.renderers.png import DPI, MUTED_TEXT_COLOUR, UNKNOWN_COLOUR, VERDICT_COLOURS
+from pipediag.renderers.png.style import DPI, MUTED_TEXT_COLOUR, UNKNOWN_COLOUR, VERDICT_COLOURS
 from pipediag.report.io import write_atomically
 
 if TYPE_CHECKING:

@@ -2,22 +2,23 @@
 
 Issue 12: the verdict is input cost (1 - A/T, the share of training time input costs), so
 the lines under the headline show that cost and its parts, then the three rates it comes
-from: P (pipeline alone), T (compute alone) and A (training). Wording shared with the PNG
-comes from `renderers/words.py`. Reports written before these fields existed still render:
-each new line is left out, or falls back to what the old report has.
+from: P (pipeline alone), T (compute alone) and A (training). Every word and figure that the
+PNG shows too comes from the summary layer (`renderers/summary.py`); this module lays them
+out as labelled rows. Reports written before these fields existed still render: each new
+line is left out, or falls back to what the old report has.
 """
 
 from __future__ import annotations
 
-import shlex
 import textwrap
 
-from pipediag.renderers import words
-from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report, Suggestion
+from pipediag.renderers import summary
+from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report
 
 LABEL_WIDTH = 16
 EVIDENCE_WIDTH = 100
 INDENT = " " * (LABEL_WIDTH + 2)  # where a row's text starts
+RATE_NAME_WIDTH = 16
 
 
 def render_text(report: Report) -> str:
@@ -45,22 +46,31 @@ def render_text(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _headline(report: Report) -> list[str]:
+    """The headline whole, then what follows it (the analysis's summary), wrapped."""
+    head = summary.headline(report)
+    lines = [head.text]
+    for detail in head.details:
+        lines += textwrap.wrap(
+            detail, width=EVIDENCE_WIDTH, initial_indent="  ", subsequent_indent="  "
+        )
+    return lines
+
+
 def _input_cost(report: Report) -> str:
     """Input cost and its parts, with the evidence for each part; "" in old reports."""
-    verdict = report.verdict
-    cost = verdict.input_cost_fraction
+    cost = report.verdict.input_cost_fraction
     if cost is None:
         return ""
-    text = f"{words.percent(cost)} of training time"
-    training = words.training_rate(verdict, report.train.steps_per_s)
-    free = words.speedup_if_input_free(verdict, training)
-    if free is not None:
-        text += f" ({words.speedup(free)} faster if input were free)"
-    split = verdict.cost_split
+    text = summary.input_cost_text(cost)
+    free = summary.free_input_text(report)
+    if free:
+        text += f" ({free})"
+    split = report.verdict.cost_split
     if split is None:
         return text
-    evidence = [e for e in (words.contention_evidence(split), words.fetch_evidence(split)) if e]
-    return f"\n{INDENT}".join([f"{text}: {words.cost_split_text(split)}", *evidence])
+    evidence = [e for e in (summary.contention_evidence(split), summary.fetch_evidence(split)) if e]
+    return f"\n{INDENT}".join([f"{text}: {summary.cost_split_text(split)}", *evidence])
 
 
 def _input_wait(report: Report) -> str:
@@ -69,44 +79,24 @@ def _input_wait(report: Report) -> str:
     wait = report.verdict.input_wait_fraction
     if wait is None:
         return ""
-    return f"{words.percent(wait)} of step time ({words.WAIT_SHARE_SOURCE})"
+    return f"{summary.percent(wait)} of step time ({summary.WAIT_SHARE_SOURCE})"
 
 
 def _rates(report: Report) -> str:
     """P, T and A in one column, so the two rates measured alone read against training's."""
-    verdict = report.verdict
-    pipeline = report.pipeline.batches_per_s
-    compute = verdict.compute_alone_steps_per_s
-    training = words.training_rate(verdict, report.train.steps_per_s)
-    if pipeline is None and compute is None and training is None:
+    rates = summary.rates(report)
+    if all(rate.value is None for rate in rates):
         return ""
-    estimated = compute is not None and words.compute_alone_estimated(verdict)
-    rows = [
-        ("P", "pipeline alone", pipeline, "batches/s", ""),
-        ("T", "compute alone", compute, "steps/s", _compute_alone_origin(report)),
-        ("A", "training", training, "steps/s", ""),
-    ]
-    numbers = [
-        None if rate is None else ("~" if letter == "T" and estimated else "") + f"{rate:.1f}"
-        for letter, _, rate, _, _ in rows
-    ]
-    width = max(len(n) for n in numbers if n is not None)
+    width = max(len(rate.number) for rate in rates if rate.value is not None)
     lines = []
-    for (letter, name, _, unit, origin), number in zip(rows, numbers, strict=True):
-        if number is None:
-            lines.append(f"{letter}  {name:<16}{words.NOT_MEASURED}")
+    for rate in rates:
+        start = f"{rate.letter}  {rate.name:<{RATE_NAME_WIDTH}}"
+        if rate.value is None:
+            lines.append(start + summary.NOT_MEASURED)
             continue
-        line = f"{letter}  {name:<16}{number:>{width}} {unit}"
-        lines.append(line + (f"  ({origin})" if origin else ""))
+        line = f"{start}{rate.number:>{width}} {rate.unit}"
+        lines.append(line + (f"  ({rate.origin})" if rate.origin else ""))
     return f"\n{INDENT}".join(lines)
-
-
-def _compute_alone_origin(report: Report) -> str:
-    origin = words.compute_alone_origin(report.verdict)
-    alone = report.compute_alone
-    if origin == words.MEASURED_WORDS and alone is not None and alone.steps:
-        origin += f", {alone.steps} steps"
-    return origin
 
 
 def _phases(report: Report) -> str:
@@ -115,26 +105,26 @@ def _phases(report: Report) -> str:
     for phase in report.verdict.phases:
         facts = [f"{phase.steps} steps"]
         if phase.steps_per_s is not None:
-            facts.append(f"{phase.steps_per_s:.1f} steps/s")
-        lines.append(f"{words.phase_text(phase)} ({', '.join(facts)})")
+            facts.append(f"{summary.rate_text(phase.steps_per_s)} steps/s")
+        lines.append(f"{summary.phase_text(phase)} ({', '.join(facts)})")
     return f"\n{INDENT}".join(lines)
 
 
 def _deep_skipped(report: Report) -> str:
     reason = report.pipeline.deep_skipped_reason
-    return words.deep_skipped_text(reason) if reason else ""
+    return summary.deep_skipped_text(reason) if reason else ""
 
 
 def _slowest_stage(report: Report) -> str:
     stage = next((s for s in report.pipeline.stages if s.bottleneck), None)
     if stage is None or report.verdict.label == COMPUTE_BOUND:
         return ""  # when the model sets the rate, the pipeline's slowest stage is no news
-    text = words.stage_name(stage) + (f" at {stage.source}" if stage.source else "")
+    text = summary.stage_name(stage) + (f" at {stage.source}" if stage.source else "")
     facts = []
     if stage.batches_per_s is not None:
-        facts.append(f"{stage.batches_per_s:.1f} batches/s up to here")
+        facts.append(f"{summary.rate_text(stage.batches_per_s)} batches/s up to here")
     if stage.own_s_per_batch is not None:
-        facts.append(f"adds {_ms(stage.own_s_per_batch)} per batch")
+        facts.append(f"adds {summary.ms(stage.own_s_per_batch)} per batch")
     auto = stage.settings.get("auto_parallel", "")
     if auto.startswith("no"):
         facts.append("runs sequentially")
@@ -144,21 +134,15 @@ def _slowest_stage(report: Report) -> str:
 
 
 def _suggestions(report: Report) -> list[str]:
-    groups = {
-        "warning": "Warnings (these change what the model trains on):",
-        "fix": "Fixes, best first (est./verified: pipeline-alone speedup, estimated from stage "
-        "timings or measured on a rewritten copy of your pipeline in this run; "
-        "end to end: predicted training speedup):",
-        "note": "Notes from the checks:",
-    }
+    """Warnings, fixes and notes, each group numbered from 1, with evidence and code."""
     lines: list[str] = []
-    for kind, heading in groups.items():
-        chosen = [s for s in report.suggestions if (s.kind or "fix") == kind]
+    for kind, heading in summary.SUGGESTION_HEADINGS.items():
+        chosen = summary.suggestions_of(report, kind)
         if not chosen:
             continue
         lines += ["", heading]
         for n, s in enumerate(chosen, 1):
-            lines.append(f" {n}. [{s.id}] {s.title}{_gains(s)}")
+            lines.append(f" {n}. {summary.suggestion_line(s)}")
             if s.evidence:
                 lines += textwrap.wrap(
                     s.evidence,
@@ -170,33 +154,6 @@ def _suggestions(report: Report) -> list[str]:
     return lines
 
 
-def _gains(s: Suggestion) -> str:
-    parts = []
-    if s.estimated_speedup is not None:
-        parts.append(f"est. {s.estimated_speedup:.2f}x")
-    if s.verified_speedup is not None:
-        parts.append(f"verified {s.verified_speedup:.2f}x")
-    if s.training_speedup is not None:
-        parts.append(f"on your training {s.training_speedup:.2f}x")
-    elif s.predicted_speedup is not None:
-        parts.append(f"end to end ~{s.predicted_speedup:.2f}x")
-    return f"  ({', '.join(parts)})" if parts else ""
-
-
-def _headline(report: Report) -> list[str]:
-    """The analysis's own headline and the summary under it; old reports: label and summary."""
-    verdict = report.verdict
-    if verdict.headline:
-        summary = textwrap.wrap(
-            verdict.summary, width=EVIDENCE_WIDTH, initial_indent="  ", subsequent_indent="  "
-        )
-        return [verdict.headline, *(summary if verdict.summary != verdict.headline else [])]
-    title = words.verdict_title(verdict.label)
-    if title != words.NO_VERDICT:
-        title += f" ({verdict.severity})"
-    return [f"{title}: {verdict.summary}" if verdict.summary else title]
-
-
 def _why(what: str, reason: str | None) -> str:
     return f"{what}: {reason}" if reason else what
 
@@ -205,21 +162,18 @@ def _row(label: str, text: str) -> str:
     return f"  {label:<{LABEL_WIDTH}}{text}"
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f} ms"
-
-
 def _dist(stats: LatencyStats | None) -> str:
     if stats is None:
         return ""
-    return f"median {_ms(stats.median_s)}, p90 {_ms(stats.p90_s)}"
+    return f"median {summary.ms(stats.median_s)}, p90 {summary.ms(stats.p90_s)}"
 
 
 def _pipeline(report: Report) -> str:
     p = report.pipeline
     if not p.measured or p.batches_per_s is None:
-        return _why(words.NOT_MEASURED, p.reason)
-    text = f"{p.batches_per_s:.1f} batches/s over {p.batches} batches, {_dist(p.latency)}"
+        return _why(summary.NOT_MEASURED, p.reason)
+    rate = summary.rate_text(p.batches_per_s)
+    text = f"{rate} batches/s over {p.batches} batches, {_dist(p.latency)}"
     if p.cpu_s_per_batch is not None:
         # Near 0: the pipeline mostly waits (storage, sleeps); 1 or more: it computes.
         text += f", {p.cpu_s_per_batch * p.batches_per_s:.1f} cores busy"
@@ -232,17 +186,12 @@ def _train(report: Report) -> str:
     t = report.train
     if t.steps_per_s is None:
         return f"no measured steps ({len(t.steps)} seen)"
-    text = f"{t.steps_per_s:.1f} steps/s, step {_dist(t.step_time)}"
+    text = f"{summary.rate_text(t.steps_per_s)} steps/s, step {_dist(t.step_time)}"
     if t.input_wait is not None:
         text += f"; input wait {_dist(t.input_wait)}"
-    source = {
-        "profiler-trace": "input wait from TF profiler trace",
-        "batch-stamps": "input wait from batch time stamps",
-        "iterator-timing": "input wait timed at the iterator",
-    }.get(t.input_wait_source, "input wait not measured")
     return (
         f"{text}\n{INDENT}{t.measured_steps} measured + {t.warmup_steps} warm-up "
-        f"steps, {t.style}, {source}"
+        f"steps, {t.style}, {summary.input_wait_source_text(t)}"
     )
 
 
@@ -269,7 +218,7 @@ def _host(report: Report) -> str:
 def _gpu(report: Report) -> str:
     g = report.gpu
     if not g.available:
-        return f"{_why('none found', g.reason)}. Verdict from host timing alone."
+        return f"{summary.no_gpu_text(g.reason)}. {summary.HOST_TIMING_ONLY}"
     names = ", ".join(d.name for d in g.devices)
     if g.gpu_util_pct_mean is None:
         text = f"{names}: utilization not available"
@@ -284,13 +233,7 @@ def _gpu(report: Report) -> str:
 
 
 def _run(report: Report) -> str:
-    reasons = {
-        "step-budget": "complete: step budget reached, script stopped",
-        "script-finished": "complete: the script finished",
-        "system-exit": f"incomplete: the script exited with code {report.exit.code}",
-        "script-error": f"incomplete: the script failed ({report.exit.error})",
-        "interrupted": "incomplete: interrupted",
-    }
-    text = reasons.get(report.stop_reason, report.stop_reason or "unknown")
-    command = shlex.join([report.script, *report.args])
-    return f"{text}; {report.wall_time_s:.1f} s  [{command}]"
+    return (
+        f"{summary.run_status(report)}; {report.wall_time_s:.1f} s  "
+        f"[{summary.command_line(report)}]"
+    )

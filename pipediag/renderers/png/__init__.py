@@ -1,0 +1,109 @@
+"""One-page PNG report: the verdict first, then the evidence over time.
+
+Layout (14 x 10 in at 100 dpi, 1400 x 1000 px, fixed so the page reads at 100% zoom), with
+the module that draws each part:
+
+    +---------------------------------------------------------------+
+    | VERDICT (big, coloured) / explanation + summary / key figures  |  header.py
+    +--------------------------------------+------------------------+
+    | train steps (wait vs compute share,  | pipeline stages with   |  timeline.py
+    |   phase verdicts)  ) steps' own time | T and A marked, or the |  rates.py
+    | GPU utilization    ) axis            | P/T/A rates            |  utilization.py
+    | host CPU: the whole run, its phases  | input cost: one step's |  cost.py
+    |   shaded (own time axis)             | time split by cause    |
+    +--------------------------------------+------------------------+
+    | top suggestions                                               |  suggestions.py
+    +---------------------------------------------------------------+
+
+The words and figures on the page come from the summary layer (`renderers/summary.py`), the
+same the text summary prints; these modules only place, colour and fit them. Page-wide sizes
+and colours are in style.py, text fitting in text_fit.py.
+
+matplotlib is imported lazily (importing this package must stay cheap and work without it),
+and only through `Figure` + `FigureCanvasAgg`: pyplot's global state and backend switching are
+never touched, so rendering is safe inside any host process.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipediag.renderers.png.cost import draw_cost
+from pipediag.renderers.png.header import draw_header
+from pipediag.renderers.png.rates import draw_pipeline
+from pipediag.renderers.png.style import (
+    COST_RECT,
+    CPU_RECT,
+    DPI,
+    FIGURE_SIZE_IN,
+    GPU_RECT,
+    PIPELINE_RECT,
+    TIME_AXIS_LABEL,
+    TIMELINE_RECT,
+)
+from pipediag.renderers.png.suggestions import draw_suggestions
+from pipediag.renderers.png.timeline import (
+    draw_phase_verdicts,
+    draw_timeline,
+    run_time_range,
+    shade_phases,
+    steps_time_range,
+)
+from pipediag.renderers.png.utilization import draw_cpu, draw_gpu
+from pipediag.report.io import write_atomically
+from pipediag.report.model import Report
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["build_figure", "render_png"]
+
+
+def render_png(report: Report, path: Path) -> Path:
+    """Draw the report as one PNG page and write it atomically to `path`.
+
+    Args:
+        report: the report to draw; it is only read.
+        path: where to write the PNG (parent folders are created).
+
+    Returns:
+        The path written.
+    """
+    figure = build_figure(report)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")  # through the Agg canvas build_figure attached
+    target = Path(path)
+    write_atomically(target, buffer.getvalue())
+    return target
+
+
+def build_figure(report: Report) -> Figure:
+    """Build the report page as a matplotlib `Figure` (kept separate so tests can inspect it)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, facecolor="white")
+    FigureCanvasAgg(figure)  # attaches itself: text is measured to keep lines on the page
+    draw_header(figure, report)
+    timeline = figure.add_axes(TIMELINE_RECT, label="timeline")
+    gpu = figure.add_axes(GPU_RECT, sharex=timeline, label="gpu")
+    cpu = figure.add_axes(CPU_RECT, label="cpu")
+    draw_timeline(timeline, report)
+    draw_gpu(gpu, report)
+    draw_cpu(cpu, report)
+    timeline.set_xlim(*steps_time_range(report))
+    cpu.set_xlim(*run_time_range(report))
+    for axes in (timeline, gpu, cpu):
+        # Phases are named on the steps panel, and on the CPU panel where it has data.
+        label = axes is timeline or (axes is cpu and bool(report.host.samples))
+        shade_phases(axes, report, label=label, whole_run=axes is cpu)
+    draw_phase_verdicts(timeline, report)
+    timeline.tick_params(labelbottom=False)
+    gpu.set_xlabel(TIME_AXIS_LABEL, fontsize=9)
+    cpu.set_xlabel(f"{TIME_AXIS_LABEL}: the whole run", fontsize=9)
+    draw_pipeline(figure.add_axes(PIPELINE_RECT, label="pipeline"), report)
+    draw_cost(figure.add_axes(COST_RECT, label="cost"), report)
+    draw_suggestions(figure, report)
+    return figure

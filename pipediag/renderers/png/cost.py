@@ -1,0 +1,95 @@
+"""The input-cost panel: one training step's time as a stacked bar, compute first, then each
+part of input cost (wait, contention, fetch), with the share of each and what freeing input
+would gain. The parts, their shares and the words come from `summary.cost_bar`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from pipediag.renderers import summary
+from pipediag.renderers.png.style import (
+    COMPUTE_COLOUR,
+    COST_COLOURS,
+    INPUT_COLOUR,
+    MUTED_TEXT_COLOUR,
+    PANEL_TITLE_FONT,
+)
+from pipediag.renderers.png.text_fit import note
+from pipediag.report.model import Report
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+PART_COLOURS = {
+    summary.COMPUTE_PART_NAME: COMPUTE_COLOUR,
+    summary.UNSPLIT_PART_NAME: INPUT_COLOUR,
+    **COST_COLOURS,
+}
+DARK_PART_COLOURS = (COMPUTE_COLOUR, INPUT_COLOUR)  # white text on these
+# The caption goes under the legend's rows, in the cost bar's data units (bar: -0.5 to 0.5).
+COST_CAPTION_TOP_Y = -1.0
+COST_LEGEND_ROW_H = 0.6
+COST_LEGEND_COLUMNS = 2
+COST_LABEL_MIN_PX = 34.0  # a part narrower than this carries no percentage
+
+
+def draw_cost(axes: Axes, report: Report) -> None:
+    """One training step's time as a stacked bar: compute, then each part of input cost."""
+    bar = summary.cost_bar(report)
+    axes.set_title(bar.title, loc="left", fontsize=PANEL_TITLE_FONT)
+    axes.set_yticks([])
+    axes.set_xticks([])
+    for side in ("top", "right", "left", "bottom"):
+        axes.spines[side].set_visible(False)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(-0.5, 0.5)
+    if not bar.parts:
+        note(axes, "No input-cost or input-wait timings")
+        return
+    from matplotlib.patches import Patch
+
+    figure = axes.get_figure()
+    renderer = figure.canvas.get_renderer()  # type: ignore[union-attr]
+    px_per_share = axes.get_window_extent(renderer).width
+    left = 0.0
+    for part in bar.parts:
+        colour = PART_COLOURS[part.part]
+        axes.barh([0], [part.share], left=[left], color=colour, height=1.0, gid=f"cost-{part.part}")
+        if part.share * px_per_share >= COST_LABEL_MIN_PX:
+            axes.text(
+                left + part.share / 2,
+                0,
+                summary.percent(part.share),
+                ha="center",
+                va="center",
+                fontsize=9,
+                fontweight="bold",
+                color="white" if colour in DARK_PART_COLOURS else "black",
+                gid="cost-share",
+            )
+        left += part.share
+    axes.legend(
+        handles=[Patch(color=PART_COLOURS[p.part], label=p.text) for p in bar.parts],
+        loc="upper left",
+        bbox_to_anchor=(0.0, -0.1),
+        ncol=COST_LEGEND_COLUMNS,
+        fontsize=9,
+        frameon=False,
+        borderaxespad=0.0,
+        handlelength=1.2,
+        columnspacing=1.0,
+    )
+    if bar.caption:
+        rows = math.ceil(len(bar.parts) / COST_LEGEND_COLUMNS)
+        axes.text(
+            0.0,
+            COST_CAPTION_TOP_Y - COST_LEGEND_ROW_H * rows,
+            bar.caption,
+            ha="left",
+            va="top",
+            fontsize=9,
+            color=MUTED_TEXT_COLOUR,
+            gid="cost-caption",
+        )

@@ -1,0 +1,148 @@
+"""The top of the page: the verdict's claim, big, in its colour; the explanation and summary
+under it; the key figures; the run line (and a banner when the run did not finish).
+
+Every word and number here comes from the summary layer (`renderers/summary.py`), so the
+page and the text summary say the same things; this module places and fits them.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING
+
+from pipediag.renderers import summary
+from pipediag.renderers.png.style import (
+    BODY_FONT,
+    FIGURE_LABEL_FONT,
+    FIGURE_VALUE_FONT,
+    HEADLINE_FONT,
+    HEADLINE_MIN_FONT,
+    LEFT_MARGIN,
+    MUTED_TEXT_COLOUR,
+    RIGHT_EDGE,
+    SUBHEAD_FONT,
+    UNKNOWN_COLOUR,
+    VERDICT_COLOURS,
+    WARNING_COLOUR,
+)
+from pipediag.renderers.png.text_fit import clip, fit_font, fit_width, left_edge, truncate_lines
+from pipediag.report.model import Report
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+HEADLINE_Y = 0.965
+SUMMARY_Y = 0.918
+SUMMARY_LINE_STEP = 0.022
+SUMMARY_WRAP_CHARS = 125
+SUMMARY_MAX_LINES = 2
+KEY_FIGURES_W = 0.96
+KEY_FIGURE_GAP = 0.006  # between a key figure and the next
+KEY_LABEL_Y = 0.862
+KEY_VALUE_Y = 0.842
+RUN_LINE_Y = 0.802
+TEXT_GAP = 0.015  # between two texts on one line (figure fraction)
+INCOMPLETE_REASON_MAX_CHARS = 40
+SEPARATOR = "  \N{MIDDLE DOT}  "
+RUN_LINE_SEPARATOR = "   \N{MIDDLE DOT}   "
+
+
+def draw_header(figure: Figure, report: Report) -> None:
+    colour = VERDICT_COLOURS.get(report.verdict.label, UNKNOWN_COLOUR)
+    head, subhead = header_lines(report)
+    headline = figure.text(
+        LEFT_MARGIN,
+        HEADLINE_Y,
+        head,
+        fontsize=HEADLINE_FONT,
+        fontweight="bold",
+        color=colour,
+        va="top",
+        gid="headline",
+    )
+    fit_font(figure, headline, RIGHT_EDGE, HEADLINE_MIN_FONT)
+    wrapped = textwrap.wrap(subhead, SUMMARY_WRAP_CHARS)
+    for i, line in enumerate(truncate_lines(wrapped, SUMMARY_MAX_LINES)):
+        text = figure.text(
+            LEFT_MARGIN,
+            SUMMARY_Y - i * SUMMARY_LINE_STEP,
+            line,
+            fontsize=SUBHEAD_FONT,
+            va="top",
+            gid="subhead",
+        )
+        fit_width(figure, text, RIGHT_EDGE)
+    _draw_key_figures(figure, report)
+    run_right = RIGHT_EDGE
+    if not report.complete:
+        banner = figure.text(
+            RIGHT_EDGE,
+            RUN_LINE_Y,
+            incomplete_line(report),
+            fontsize=BODY_FONT + 1.5,
+            fontweight="bold",
+            color=WARNING_COLOUR,
+            ha="right",
+            va="top",
+            gid="incomplete",
+        )
+        run_right = left_edge(figure, banner) - TEXT_GAP
+    run = figure.text(
+        LEFT_MARGIN,
+        RUN_LINE_Y,
+        run_line(report),
+        fontsize=BODY_FONT,
+        color=MUTED_TEXT_COLOUR,
+        va="top",
+        gid="run-line",
+    )
+    fit_width(figure, run, run_right)
+
+
+def header_lines(report: Report) -> tuple[str, str]:
+    """(headline, subhead): the headline's claim, drawn big; under it the rest of the
+    headline (its explanation), then what the text summary prints under the headline."""
+    head = summary.headline(report)
+    parts = [summary.sentence(head.explanation), *head.details]
+    return head.claim, SEPARATOR.join(p for p in parts if p)
+
+
+def incomplete_line(report: Report) -> str:
+    """The banner of a run that did not finish: why it stopped, and how the script exited."""
+    reason = clip(summary.stop_reason_text(report), INCOMPLETE_REASON_MAX_CHARS)
+    exit_info = report.exit
+    status = "" if exit_info.status == "ok" else f", exit: {exit_info.status} ({exit_info.code})"
+    return f"\N{WARNING SIGN} INCOMPLETE RUN: {reason}{status}"
+
+
+def run_line(report: Report) -> str:
+    """ "$ pipediag run train.py --epochs 2 · keras-fit, input wait from ... · <time>"."""
+    parts = [f"$ pipediag run {summary.command_line(report)}"]
+    if report.train.style != "none":
+        parts.append(f"{report.train.style}, {summary.input_wait_source_text(report.train)}")
+    if report.created_utc:
+        parts.append(report.created_utc)
+    return RUN_LINE_SEPARATOR.join(parts)
+
+
+def _draw_key_figures(figure: Figure, report: Report) -> None:
+    cards = summary.key_figures(report)
+    width = KEY_FIGURES_W / max(1, len(cards))
+    for i, (label, value) in enumerate(cards):
+        x = LEFT_MARGIN + i * width
+        right = RIGHT_EDGE if i == len(cards) - 1 else x + width - KEY_FIGURE_GAP
+        label_text = figure.text(
+            x, KEY_LABEL_Y, label, fontsize=FIGURE_LABEL_FONT, color=MUTED_TEXT_COLOUR, va="top"
+        )
+        fit_width(figure, label_text, right)
+        value_text = figure.text(
+            x,
+            KEY_VALUE_Y,
+            value,
+            fontsize=FIGURE_VALUE_FONT,
+            fontweight="bold",
+            color="black",
+            va="top",
+            gid="key-figure",
+        )
+        fit_font(figure, value_text, right, FIGURE_LABEL_FONT + 1)

@@ -1,0 +1,183 @@
+"""The pipeline panel: each stage's rate with the training (A) and compute-alone (T) rates
+marked over them; without stage timings, the three rates P, T and A side by side (the
+differential view of DS-Analyzer). Rates and stage names come from the summary layer.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pipediag.renderers import summary
+from pipediag.renderers.png.style import (
+    COMPUTE_COLOUR,
+    INPUT_COLOUR,
+    MUTED_TEXT_COLOUR,
+    NOTE_TEXT_COLOUR,
+    PANEL_TITLE_FONT,
+    STAGE_COLOUR,
+    TRAINING_RATE_COLOUR,
+)
+from pipediag.renderers.png.text_fit import clip, note
+from pipediag.report.model import COMPUTE_BOUND, Report, StageStats
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+MAX_STAGES = 12  # the slowest stages are kept when a pipeline has more
+STAGE_LABEL_MAX_CHARS = 21
+RATE_NOTE_WRAP_CHARS = 46
+LOG_SCALE_RATIO = 20.0  # rates spanning more than this use a log axis
+RATE_COLOURS = {"P": INPUT_COLOUR, "T": COMPUTE_COLOUR, "A": TRAINING_RATE_COLOUR}
+RATE_LINE_STYLES = {"A": "--", "T": ":"}  # the rates drawn as lines over the stages
+# The bars without stage timings, top to bottom: training between the two rates alone.
+RATE_BAR_ORDER = ("P", "A", "T")
+
+
+def draw_pipeline(axes: Axes, report: Report) -> None:
+    stages = [s for s in report.pipeline.stages if s.batches_per_s is not None]
+    if stages:
+        _draw_stages(axes, report, stages)
+    else:
+        _draw_rate_comparison(axes, report)
+
+
+def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
+    axes.set_title("Pipeline stages (batches/s)", loc="left", fontsize=PANEL_TITLE_FONT)
+    if len(stages) > MAX_STAGES:
+        slowest = sorted(stages, key=lambda s: s.batches_per_s or 0.0)[:MAX_STAGES]
+        stages = sorted(slowest, key=lambda s: s.index)
+    rates = [s.batches_per_s or 0.0 for s in stages]
+    # When the model sets the pace, the pipeline's slowest stage is not the run's
+    # bottleneck (and on a cached pipeline its rate is the first, filling pass): it is
+    # named, not painted as the input problem.
+    input_problem = report.verdict.label != COMPUTE_BOUND
+    colours = [INPUT_COLOUR if s.bottleneck and input_problem else STAGE_COLOUR for s in stages]
+    positions = list(range(len(stages)))
+    axes.barh(positions, rates, color=colours, height=0.65, gid="stage-bars")
+    axes.set_yticks(
+        positions,
+        [clip(summary.stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages],
+        fontsize=9,
+    )
+    axes.invert_yaxis()  # source at the top, as the pipeline reads
+    # The two rates the stages are read against: training (A) and the step alone (T).
+    by_letter = {rate.letter: rate for rate in summary.rates(report)}
+    marked = [by_letter[letter] for letter in ("A", "T")]
+    for rate in marked:
+        if rate.value:
+            axes.axvline(
+                rate.value,
+                color=RATE_COLOURS[rate.letter],
+                linestyle=RATE_LINE_STYLES[rate.letter],
+                linewidth=1.4,
+                label=f"{rate.title}: {rate.number} {rate.unit}",
+            )
+    if any(rate.value for rate in marked):
+        axes.legend(
+            loc="upper left",
+            bbox_to_anchor=(0.0, -0.08),
+            fontsize=9,
+            frameon=False,
+            borderaxespad=0.0,
+        )
+    _scale_rate_axis(axes, [*rates, *(rate.value or 0.0 for rate in marked)])
+    mark = " bottleneck" if input_problem else " slowest stage"
+    marks = [mark if s.bottleneck else "" for s in stages]
+    _label_bars(axes, positions, [s.batches_per_s for s in stages], marks)
+
+
+def _draw_rate_comparison(axes: Axes, report: Report) -> None:
+    """No per-stage timing: compare the three rates (DS-Analyzer's differential view)."""
+    axes.set_title("Pipeline vs model rates", loc="left", fontsize=PANEL_TITLE_FONT)
+    by_letter = {rate.letter: rate for rate in summary.rates(report)}
+    rows = [by_letter[letter] for letter in RATE_BAR_ORDER]
+    values = [rate.value for rate in rows]
+    if all(value is None for value in values):
+        note(axes, "No rates measured")
+        axes.set_xticks([])
+        axes.set_yticks([])
+        return
+    positions = list(range(len(rows)))
+    axes.barh(
+        positions,
+        [value or 0.0 for value in values],
+        height=0.6,
+        color=[RATE_COLOURS[rate.letter] for rate in rows],
+        gid="rate-bars",
+    )
+    labels = [
+        f"{rate.title}\n({rate.unit}{', ' + summary.ESTIMATED_WORD if rate.estimated else ''})"
+        for rate in rows
+    ]
+    axes.set_yticks(positions, labels, fontsize=9)
+    axes.invert_yaxis()
+    verdict = report.verdict
+    marks = ["" for _ in rows]
+    # Old reports: training runs at best at the slower of the two rates measured alone, and
+    # that one was called the limit. Input cost now says what limits.
+    alone = [rate for rate in rows if rate.letter in ("P", "T") and rate.value is not None]
+    if verdict.input_cost_fraction is None and alone:
+        limit = min(alone, key=lambda rate: rate.value or 0.0)
+        marks[rows.index(limit)] = " \N{LEFTWARDS ARROW} limit"
+    _scale_rate_axis(axes, [value for value in values if value is not None])
+    _label_bars(axes, positions, values, marks)
+    if verdict.input_cost_fraction is None:
+        reading = "the slower of pipeline alone and compute alone limits training."
+    else:
+        reading = "training (A) would run at T if input cost nothing."
+    skipped = report.pipeline.deep_skipped_reason
+    why = f"Stages/fixes {summary.deep_skipped_text(skipped)}" if skipped else "No per-stage timing"
+    axes.text(
+        0.0,
+        -0.1,
+        "\n".join(textwrap.wrap(f"{why}; {reading}", RATE_NOTE_WRAP_CHARS)),
+        transform=axes.transAxes,
+        ha="left",
+        va="top",
+        fontsize=9,
+        color=MUTED_TEXT_COLOUR,
+        gid="rate-note",
+    )
+
+
+def _scale_rate_axis(axes: Axes, rates: list[float]) -> None:
+    """Linear axis with room for labels; log when rates span orders of magnitude."""
+    positive = [r for r in rates if r > 0]
+    if not positive:
+        axes.set_xlim(0, 1)
+        return
+    low, high = min(positive), max(positive)
+    if high / low > LOG_SCALE_RATIO:
+        axes.set_xscale("log")
+        axes.set_xlim(low / 2, high * 12)
+    else:
+        axes.set_xlim(0, high * 1.6)
+
+
+def _label_bars(
+    axes: Axes, positions: list[int], rates: Sequence[float | None], marks: list[str]
+) -> None:
+    left = axes.get_xlim()[0] if axes.get_xscale() == "log" else 0.0
+    for y, rate, mark in zip(positions, rates, marks, strict=True):
+        if rate is None:
+            axes.text(
+                left,
+                y,
+                f" {summary.NOT_MEASURED}",
+                va="center",
+                ha="left",
+                fontsize=9,
+                color=NOTE_TEXT_COLOUR,
+            )
+            continue
+        axes.text(
+            rate,
+            y,
+            f" {summary.rate_text(rate)}{mark}",
+            va="center",
+            ha="left",
+            fontsize=9,
+            fontweight="bold" if mark else "normal",
+        )

@@ -1,0 +1,85 @@
+"""Keeping text on the page: texts are measured, then shortened or shrunk to fit.
+
+Character counts cannot tell how wide a text is drawn, so the fitting functions measure the
+artist with the figure's renderer (the canvas is attached when the figure is built).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipediag.renderers.png.style import NOTE_FONT, NOTE_TEXT_COLOUR
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
+
+
+def note(axes: Axes, text: str, gid: str = "note") -> None:
+    """A grey note in the middle of a panel that has nothing to draw, saying why."""
+    axes.text(
+        0.5,
+        0.5,
+        text,
+        transform=axes.transAxes,
+        ha="center",
+        va="center",
+        fontsize=NOTE_FONT,
+        color=NOTE_TEXT_COLOUR,
+        wrap=True,
+        gid=gid,
+    )
+
+
+def fit_width(figure: Figure, artist: Text, right: float) -> None:
+    """Shorten a one-line text, with an ellipsis, until it ends left of `right` (figure
+    fraction)."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    limit_px = right * figure.bbox.width
+    full = artist.get_text()
+    if artist.get_window_extent(renderer).x1 <= limit_px:
+        return
+    low, high = 0, len(full)  # longest prefix that fits lies in [low, high)
+    while low < high - 1:
+        middle = (low + high) // 2
+        artist.set_text(full[:middle] + ELLIPSIS)
+        if artist.get_window_extent(renderer).x1 <= limit_px:
+            low = middle
+        else:
+            high = middle
+    artist.set_text(full[:low].rstrip() + ELLIPSIS)
+
+
+def fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> None:
+    """Shrink a one-line text's font, down to `min_size`, until it ends left of `right`; then
+    shorten it (`fit_width`). A long headline stays whole where a smaller font allows."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    limit_px = right * figure.bbox.width
+    size = float(artist.get_fontsize())
+    while artist.get_window_extent(renderer).x1 > limit_px and size > min_size:
+        size = max(min_size, size - 1.0)
+        artist.set_fontsize(size)
+    fit_width(figure, artist, right)
+
+
+def left_edge(figure: Figure, artist: Text) -> float:
+    """Where a drawn text starts, in figure fractions."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    return float(artist.get_window_extent(renderer).x0 / figure.bbox.width)
+
+
+def clip(text: str, limit: int) -> str:
+    """At most `limit` characters, the last an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
+
+
+def truncate_lines(lines: list[str], limit: int) -> list[str]:
+    """At most `limit` lines, the last ending in an ellipsis when lines were dropped."""
+    if len(lines) <= limit:
+        return lines
+    kept = lines[:limit]
+    kept[-1] = kept[-1][:-1] + ELLIPSIS
+    return kept

@@ -1,0 +1,358 @@
+"""The steps panel and the time axes: each train step's wait and compute share over time, the
+phases of the diagnosis shaded behind the time panels, and phase verdicts over their epochs.
+
+The steps get their own time axis (issue 12): the pipeline-alone benchmark runs before
+training and used to take most of a shared axis, leaving the steps a thin strip at its edge.
+The host CPU panel keeps the whole run, where the phases' CPU use can be compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pipediag.renderers import summary
+from pipediag.renderers.png.style import (
+    COMPUTE_ALONE_SHADE_COLOR,
+    COMPUTE_COLOUR,
+    INPUT_COLOUR,
+    LABEL_COLOURS,
+    MUTED_TEXT_COLOUR,
+    NO_SPLIT_COLOUR,
+    PANEL_TITLE_FONT,
+    PHASE_SHADE_COLOR,
+    UNKNOWN_COLOUR,
+    VERDICT_COLOURS,
+    WARMUP_COLOUR,
+    WARMUP_EDGE_COLOUR,
+)
+from pipediag.renderers.png.text_fit import note
+from pipediag.report.model import UNKNOWN, WARMUP, PhaseVerdict, Report, StepRecord
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+# Limits that keep the panel legible for any run length.
+MAX_STEP_BARS = 300  # above this many steps, aggregate into time bins
+TIME_BINS = 150  # bins used when aggregating
+# The y axis: share of step time (%), with a label strip above 100%.
+SHARE_MAX_PCT = 100.0
+LABEL_STRIP_BOTTOM_PCT = 104.0
+LABEL_STRIP_HEIGHT_PCT = 10.0
+TIMELINE_YMAX_PCT = 116.0
+PHASE_STRIP_Y_PCT = 124.0  # phase verdicts, above the label strip, when there are phases
+TIMELINE_YMAX_PHASES_PCT = 132.0
+PHASE_LABEL_Y_PCT = {False: 50.0, True: 80.0}  # steps panel, whole-run CPU panel
+TIME_MARGIN = 0.01  # of the shown span, either side of the steps' own axis
+TIMELINE_TITLE_PAD_PT = 20.0  # room for the legend row between title and axes
+
+
+def draw_timeline(axes: Axes, report: Report) -> None:
+    steps = report.train.steps
+    axes.set_title(
+        "Train steps: share of each step spent waiting for input",
+        loc="left",
+        fontsize=PANEL_TITLE_FONT,
+        pad=TIMELINE_TITLE_PAD_PT,
+    )
+    axes.set_ylim(0, TIMELINE_YMAX_PCT)
+    axes.set_yticks(
+        [0, 50, 100, LABEL_STRIP_BOTTOM_PCT + LABEL_STRIP_HEIGHT_PCT / 2],
+        ["0%", "50%", "100%", "label"],
+    )
+    axes.set_ylabel("% of step")
+    axes.grid(axis="y", alpha=0.3)
+    if not steps:
+        note(axes, "No train steps recorded")
+        return
+    if len(steps) > MAX_STEP_BARS:
+        _draw_binned_steps(axes, steps)
+    else:
+        _draw_each_step(axes, steps)
+    _timeline_legend(axes)
+
+
+def _draw_each_step(axes: Axes, steps: Sequence[StepRecord]) -> None:
+    starts = [s.start_s for s in steps]
+    widths = [s.duration_s for s in steps]
+    wait_pct, compute_pct, wait_colours, compute_colours = [], [], [], []
+    for step in steps:
+        warm = step.label == WARMUP
+        if step.input_wait_s is None or step.duration_s <= 0:
+            wait_pct.append(0.0)
+            compute_pct.append(SHARE_MAX_PCT)
+            compute_colours.append(WARMUP_COLOUR if warm else NO_SPLIT_COLOUR)
+        else:
+            wait = min(1.0, step.input_wait_s / step.duration_s) * SHARE_MAX_PCT
+            wait_pct.append(wait)
+            compute_pct.append(SHARE_MAX_PCT - wait)
+            compute_colours.append(WARMUP_COLOUR if warm else COMPUTE_COLOUR)
+        wait_colours.append(WARMUP_EDGE_COLOUR if warm else INPUT_COLOUR)
+    edge = "white" if len(steps) <= MAX_STEP_BARS // 3 else "none"
+    axes.bar(
+        starts,
+        wait_pct,
+        width=widths,
+        align="edge",
+        color=wait_colours,
+        edgecolor=edge,
+        linewidth=0.4,
+        gid="step-wait",
+    )
+    axes.bar(
+        starts,
+        compute_pct,
+        width=widths,
+        bottom=wait_pct,
+        align="edge",
+        color=compute_colours,
+        edgecolor=edge,
+        linewidth=0.4,
+        gid="step-compute",
+    )
+    strip = [LABEL_COLOURS.get(s.label, UNKNOWN_COLOUR) for s in steps]
+    axes.bar(
+        starts,
+        [LABEL_STRIP_HEIGHT_PCT] * len(steps),
+        width=widths,
+        bottom=LABEL_STRIP_BOTTOM_PCT,
+        align="edge",
+        color=strip,
+        edgecolor="none",
+        gid="step-label",
+    )
+
+
+def _draw_binned_steps(axes: Axes, steps: Sequence[StepRecord]) -> None:
+    """Aggregate steps into time bins: stacked wait/compute share, majority label per bin."""
+    bins = bin_steps(steps, TIME_BINS)
+    starts = [b.start_s for b in bins]
+    width = bins[0].width_s if bins else 0.0
+    wait_pct = [b.wait_share * SHARE_MAX_PCT for b in bins]
+    compute_pct = [SHARE_MAX_PCT - w for w in wait_pct]
+    warm = [b.label == WARMUP for b in bins]
+    axes.bar(
+        starts,
+        wait_pct,
+        width=width,
+        align="edge",
+        edgecolor="none",
+        color=[WARMUP_EDGE_COLOUR if w else INPUT_COLOUR for w in warm],
+        gid="bin-wait",
+    )
+    axes.bar(
+        starts,
+        compute_pct,
+        width=width,
+        bottom=wait_pct,
+        align="edge",
+        edgecolor="none",
+        color=[WARMUP_COLOUR if w else COMPUTE_COLOUR for w in warm],
+        gid="bin-compute",
+    )
+    axes.bar(
+        starts,
+        [LABEL_STRIP_HEIGHT_PCT] * len(bins),
+        width=width,
+        bottom=LABEL_STRIP_BOTTOM_PCT,
+        align="edge",
+        edgecolor="none",
+        color=[LABEL_COLOURS.get(b.label, UNKNOWN_COLOUR) for b in bins],
+        gid="bin-label",
+    )
+    axes.text(
+        0.995,
+        0.03,
+        f"{len(steps):,} steps shown in {len(bins)} time bins",
+        transform=axes.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=9,
+        color=MUTED_TEXT_COLOUR,
+        bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"},
+    )
+
+
+class StepBin:
+    """Steps that started within one time bin, summed."""
+
+    def __init__(self, start_s: float, width_s: float) -> None:
+        self.start_s = start_s
+        self.width_s = width_s
+        self.wait_s = 0.0
+        self.total_s = 0.0
+        self.labels: dict[str, float] = {}  # step time by step label
+
+    @property
+    def wait_share(self) -> float:
+        return min(1.0, self.wait_s / self.total_s) if self.total_s > 0 else 0.0
+
+    @property
+    def label(self) -> str:
+        """The label that covers most step time in the bin."""
+        if not self.labels:
+            return UNKNOWN
+        return max(self.labels, key=lambda label: self.labels[label])
+
+
+def bin_steps(steps: Sequence[StepRecord], count: int) -> list[StepBin]:
+    """Sum steps into `count` equal time bins by start time; empty bins are dropped."""
+    if not steps:
+        return []
+    first = min(s.start_s for s in steps)
+    last = max(s.start_s + s.duration_s for s in steps)
+    width = max(last - first, 1e-9) / count
+    bins = [StepBin(first + i * width, width) for i in range(count)]
+    for step in steps:
+        target = bins[min(count - 1, int((step.start_s - first) / width))]
+        target.total_s += step.duration_s
+        target.wait_s += step.input_wait_s or 0.0
+        target.labels[step.label] = target.labels.get(step.label, 0.0) + step.duration_s
+    return [b for b in bins if b.total_s > 0]
+
+
+def _timeline_legend(axes: Axes) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [
+        Patch(color=INPUT_COLOUR, label="input wait / input-bound step"),
+        Patch(color=COMPUTE_COLOUR, label="compute / compute-bound step"),
+        Patch(facecolor=WARMUP_COLOUR, edgecolor=WARMUP_EDGE_COLOUR, label="warm-up step"),
+    ]
+    axes.legend(
+        handles=handles,
+        loc="lower left",
+        bbox_to_anchor=(0.0, 1.0),
+        ncol=3,
+        fontsize=9,
+        frameon=False,
+        borderaxespad=0.1,
+        borderpad=0.1,
+    )
+
+
+def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = False) -> None:
+    """Mark the pipeline-alone benchmark and the compute-alone run, so the time outside
+    training is explained; `label` names them where they are shown. On the whole run's axis
+    the training steps are named too, so the CPU of the three phases reads side by side."""
+    spans: list[tuple[float, float, str | None, str, str]] = [
+        (p.start_s, p.start_s + p.duration_s, PHASE_SHADE_COLOR, "pipeline\nalone", "phase")
+        for p in report.phases
+        if p.name == "pipeline_benchmark"
+    ]
+    alone = report.compute_alone
+    if alone is not None and alone.start_s is not None:
+        end = alone.start_s + alone.duration_s
+        spans.append(
+            (alone.start_s, end, COMPUTE_ALONE_SHADE_COLOR, "compute\nalone", "compute-alone")
+        )
+    steps = report.train.steps
+    if whole_run and steps:
+        start = min(s.start_s for s in steps)
+        end = max(s.start_s + s.duration_s for s in steps)
+        spans.append((start, end, None, "training", "training"))
+    low, high = axes.get_xlim()
+    for start, end, colour, text, gid in spans:
+        if end <= start:
+            continue
+        if colour is not None:
+            axes.axvspan(start, end, color=colour, alpha=0.6, lw=0, zorder=0, gid=f"{gid}-span")
+        middle = (start + end) / 2
+        if label and low <= middle <= high:
+            axes.text(
+                middle,
+                PHASE_LABEL_Y_PCT[whole_run],
+                text,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#555555",
+                clip_on=True,
+                gid=f"{gid}-label",
+                bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
+                if whole_run
+                else None,
+            )
+
+
+def steps_time_range(report: Report) -> tuple[float, float]:
+    """The steps panel's own x range: the recorded steps and the compute-alone run, with a
+    small margin; the whole run when neither was recorded."""
+    starts = [s.start_s for s in report.train.steps]
+    ends = [s.start_s + s.duration_s for s in report.train.steps]
+    alone = report.compute_alone
+    if alone is not None and alone.start_s is not None:
+        starts.append(alone.start_s)
+        ends.append(alone.start_s + alone.duration_s)
+    if not starts or max(ends) <= min(starts):
+        return run_time_range(report)
+    low, high = min(starts), max(ends)
+    margin = (high - low) * TIME_MARGIN
+    return max(0.0, low - margin), high + margin
+
+
+def run_time_range(report: Report) -> tuple[float, float]:
+    """The whole run on one axis, from the diagnosis's start."""
+    ends = [s.start_s + s.duration_s for s in report.train.steps]
+    ends += [s.t_s for s in report.gpu.samples]
+    ends += [s.t_s for s in report.host.samples]
+    ends += [p.start_s + p.duration_s for p in report.phases]
+    alone = report.compute_alone
+    if alone is not None and alone.start_s is not None:
+        ends.append(alone.start_s + alone.duration_s)
+    return 0.0, max(ends) if ends and max(ends) > 0 else 1.0
+
+
+def draw_phase_verdicts(axes: Axes, report: Report) -> None:
+    """Above the steps: each phase of training (e.g. epoch 1 filling a cache, the epochs
+    after reading it) with its own verdict, between dashed lines at the phase boundaries."""
+    spans = phase_spans(report)
+    if not spans:
+        return
+    axes.set_ylim(0, TIMELINE_YMAX_PHASES_PCT)
+    axes.set_yticks(
+        [0, 50, 100, LABEL_STRIP_BOTTOM_PCT + LABEL_STRIP_HEIGHT_PCT / 2, PHASE_STRIP_Y_PCT],
+        ["0%", "50%", "100%", "label", "phase"],
+    )
+    figure = axes.get_figure()
+    renderer = figure.canvas.get_renderer()  # type: ignore[union-attr]
+    for i, (phase, start, end) in enumerate(spans):
+        if i > 0:
+            axes.axvline(
+                start, color=MUTED_TEXT_COLOUR, linestyle="--", linewidth=1.0, gid="phase-boundary"
+            )
+        left = axes.transData.transform((start, 0))[0]
+        right = axes.transData.transform((end, 0))[0]
+        candidates = [summary.phase_text(phase), summary.phase_text(phase, first=False)]
+        if phase.input_cost_fraction is not None:
+            candidates.append(summary.percent(phase.input_cost_fraction))
+        text = axes.text(
+            (start + end) / 2,
+            PHASE_STRIP_Y_PCT,
+            candidates[0],
+            ha="center",
+            va="center",
+            fontsize=9,
+            fontweight="bold",
+            color=VERDICT_COLOURS.get(phase.label, UNKNOWN_COLOUR),
+            clip_on=True,
+            gid="phase-verdict",
+        )
+        for candidate in candidates:  # the longest wording that fits the phase's width
+            text.set_text(candidate)
+            if text.get_window_extent(renderer).width <= right - left - 4:
+                break
+
+
+def phase_spans(report: Report) -> list[tuple[PhaseVerdict, float, float]]:
+    """Each phase verdict with the time its steps span. Phases and steps count epochs alike,
+    from 0 (the analysis names epoch 0 "epoch 1"); a phase with no steps here is left out."""
+    steps = report.train.steps
+    spans = []
+    for phase in report.verdict.phases:
+        chosen = [s for s in steps if phase.first_epoch <= s.epoch <= phase.last_epoch]
+        if chosen:
+            start = min(s.start_s for s in chosen)
+            end = max(s.start_s + s.duration_s for s in chosen)
+            spans.append((phase, start, end))
+    return spans

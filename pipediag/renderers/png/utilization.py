@@ -1,0 +1,101 @@
+"""The utilization panels: GPU utilization on the steps' time axis, host CPU over the whole run.
+
+A panel with nothing to draw says why (no GPU found, the host not sampled), in the words the
+text summary uses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipediag.renderers import summary
+from pipediag.renderers.png.style import (
+    GPU_COLOURS,
+    PANEL_TITLE_FONT,
+    PROCESS_CPU_COLOUR,
+    SYSTEM_CPU_COLOUR,
+)
+from pipediag.renderers.png.text_fit import note
+from pipediag.report.model import Report
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+UTIL_YMAX_PCT = 105.0
+
+
+def draw_gpu(axes: Axes, report: Report) -> None:
+    gpu = report.gpu
+    axes.set_title("GPU utilization", loc="left", fontsize=PANEL_TITLE_FONT)
+    axes.set_ylim(0, UTIL_YMAX_PCT)
+    axes.set_ylabel("util %")
+    axes.grid(axis="y", alpha=0.3)
+    if not gpu.available:
+        note(axes, summary.sentence(summary.no_gpu_text(gpu.reason)), gid="no-gpu")
+        return
+    names = {d.index: d.name for d in gpu.devices}
+    indices = sorted({s.device_index for s in gpu.samples})
+    if not indices:
+        note(axes, "GPU found, but no utilization samples were recorded")
+        return
+    for k, index in enumerate(indices):
+        # The driver's own sample time, when known, places the reading where it was measured.
+        points = [
+            (s.gpu_util_t_s if s.gpu_util_t_s is not None else s.t_s, s.gpu_util_pct)
+            for s in gpu.samples
+            if s.device_index == index and s.gpu_util_pct is not None
+        ]
+        if not points:
+            continue
+        xs, ys = zip(*points, strict=True)
+        mean = sum(ys) / len(ys)
+        label = f"GPU {index} {names.get(index, '')} (mean {mean:.0f}%)".replace("  ", " ")
+        axes.plot(xs, ys, color=GPU_COLOURS[k % len(GPU_COLOURS)], linewidth=1.3, label=label)
+    axes.legend(
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize=9,
+        frameon=False,
+        ncol=min(3, len(indices)),
+        borderaxespad=0.2,
+    )
+
+
+def draw_cpu(axes: Axes, report: Report) -> None:
+    host = report.host
+    axes.set_title("Host CPU", loc="left", fontsize=PANEL_TITLE_FONT)
+    axes.set_ylim(0, UTIL_YMAX_PCT)
+    axes.set_ylabel("CPU %")
+    axes.grid(axis="y", alpha=0.3)
+    if not host.available:
+        note(axes, f"Host CPU not sampled: {host.reason or summary.NO_REASON}")
+        return
+    if not host.samples:
+        note(axes, "Host sampler ran, but recorded no samples")
+        return
+    xs = [s.t_s for s in host.samples]
+    cores = host.cpu_count if host.cpu_count > 0 else 1
+    core_note = f"/ {host.cpu_count} cores" if host.cpu_count > 0 else "(core count unknown)"
+    axes.plot(
+        xs,
+        [s.process_cpu_pct / cores for s in host.samples],
+        color=PROCESS_CPU_COLOUR,
+        linewidth=1.3,
+        label=f"this process {core_note}",
+    )
+    axes.plot(
+        xs,
+        [s.system_cpu_pct for s in host.samples],
+        color=SYSTEM_CPU_COLOUR,
+        linewidth=1.0,
+        linestyle="--",
+        label="whole system",
+    )
+    axes.legend(
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        ncol=2,
+        fontsize=9,
+        frameon=False,
+        borderaxespad=0.2,
+    )

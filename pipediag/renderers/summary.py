@@ -1,0 +1,558 @@
+"""The summary layer: a report turned into the words and numbers every renderer shows.
+
+Issue 12 (item 5) and issue 13 (item 3): the text summary said "NO VERDICT" where the image
+said "NO CLEAR VERDICT", a stage was named by three functions, the command line was joined two
+ways, and a fix's gain read "est. 1.40x" in one and "estimated x1.40" in the other. Here each
+of those is made once: the headline, the verdict labels, the rates P/T/A, input cost and its
+parts, the phases, the gains and suggestion lines, the run's status and command line. The text
+summary, the PNG and any later renderer lay these out; they do not word them again.
+
+Pure work over the report model: no matplotlib, no TensorFlow, nothing measured.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from pipediag.report.model import (
+    BALANCED,
+    COMPUTE_BOUND,
+    COST_CONTENTION,
+    COST_FETCH,
+    COST_WAIT,
+    ESTIMATED,
+    INPUT_BOUND,
+    MEASURED,
+    WARMUP,
+    CostSplit,
+    PhaseVerdict,
+    Report,
+    Suggestion,
+    TrainSection,
+    Verdict,
+)
+
+# The one spelling of verdicts and stages, shared with the analysis; re-exported for renderers.
+from pipediag.report.names import NO_VERDICT as NO_VERDICT
+from pipediag.report.names import VERDICT_TITLES as VERDICT_TITLES
+from pipediag.report.names import stage_name as stage_name
+from pipediag.report.names import verdict_title as verdict_title
+
+# ---------------------------------------------------------------------------- the verdict
+
+# A verdict with neither the analysis's headline nor a summary: its claim in plain words.
+NOT_ENOUGH_MEASURED = "not enough was measured to tell"
+HEADLINES_WITHOUT_SHARE = {
+    INPUT_BOUND: "training waits for its input pipeline",
+    COMPUTE_BOUND: "the model, not the input, sets the pace",
+    BALANCED: "input pipeline and model both limit training",
+}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What a report leads with.
+
+    `text` is the whole headline (the text summary's first line); `claim` and `explanation`
+    are that line cut where its claim ends (the PNG draws the claim big and the explanation
+    under it); `details` follow it: the analysis's summary, or in reports without a headline
+    (whose first line holds the summary) the severity.
+    """
+
+    text: str
+    claim: str
+    explanation: str
+    details: list[str]
+
+
+def headline(report: Report) -> Headline:
+    """The analysis's own headline; for reports without one (no input cost measured, or
+    written before the analysis wrote headlines), the label with the verdict's summary, or
+    with its wait share in plain words when there is no summary."""
+    verdict = report.verdict
+    if verdict.headline:
+        claim, explanation = headline_parts(verdict.headline)
+        details = (
+            [verdict.summary] if verdict.summary and verdict.summary != verdict.headline else []
+        )
+        return Headline(verdict.headline, claim, explanation, details)
+    if verdict.summary:
+        text = f"{verdict_title(verdict.label)}: {verdict.summary}"
+    else:
+        text = plain_headline(verdict)
+    claim, explanation = headline_parts(text)
+    details = [f"Severity: {verdict.severity}"] if verdict.label in VERDICT_TITLES else []
+    return Headline(text, claim, explanation, details)
+
+
+def plain_headline(verdict: Verdict) -> str:
+    """The verdict in plain words from its wait share, for reports with neither a headline
+    nor a summary: "INPUT-BOUND: 71% of step time spent waiting for input"."""
+    title = verdict_title(verdict.label)
+    fraction = verdict.input_wait_fraction
+    if fraction is None:
+        return f"{title}: {HEADLINES_WITHOUT_SHARE.get(verdict.label, NOT_ENOUGH_MEASURED)}"
+    share = f"{percent(fraction)} of step time spent waiting for input"
+    if verdict.label == COMPUTE_BOUND:
+        share = f"only {share}"
+    return f"{title}: {share}"
+
+
+def headline_parts(text: str) -> tuple[str, str]:
+    """The analysis's headline cut where its claim ends and its explanation begins.
+
+    The analysis writes "INPUT-BOUND: input costs 44% of training time, mostly CPU
+    contention: the pipeline's threads take cores the train step needs (...)", often over
+    150 characters: the PNG draws the claim big and the explanation under it. The cut is the
+    first ": " after the label's, outside parentheses (else "; "); no cut, no explanation.
+    """
+    label_end = text.find(": ")
+    start = label_end + 2 if label_end >= 0 else 0
+    for separator in (": ", "; "):
+        depth = 0
+        for i in range(start, len(text) - len(separator) + 1):
+            char = text[i]
+            depth += (char == "(") - (char == ")")
+            if depth == 0 and text.startswith(separator, i):
+                return text[:i], text[i + len(separator) :]
+    return text, ""
+
+
+def sentence(text: str) -> str:
+    """The text with its first letter capitalised, to stand on its own."""
+    return text[:1].upper() + text[1:]
+
+
+# ---------------------------------------------------------------------------- numbers
+
+DASH = "\N{EM DASH}"  # a figure that was not measured, where a number would stand
+NOT_MEASURED = "not measured"
+RATE_DECIMALS_BELOW = 100.0  # rates below this keep one decimal: 76.6, 714, 2,646
+
+
+def percent(fraction: float) -> str:
+    """A share as a whole percentage: 0.437 -> "44%"."""
+    return f"{fraction:.0%}"
+
+
+def speedup(value: float) -> str:
+    """A ratio of rates, to one decimal: 1.78 -> "1.8x"."""
+    return f"{value:.1f}x"
+
+
+def gain(value: float) -> str:
+    """A fix's speedup, to two decimals (fixes differ by a few percent): 1.4 -> "1.40x"."""
+    return f"{value:.2f}x"
+
+
+def rate_text(value: float | None) -> str:
+    """A rate (batches/s or steps/s) without its unit: "76.6", "714", "2,646"; a dash if
+    not measured. Past 100 a decimal is noise, and the page has no room for it."""
+    if value is None:
+        return DASH
+    return f"{value:,.0f}" if value >= RATE_DECIMALS_BELOW else f"{value:,.1f}"
+
+
+def ms(seconds: float) -> str:
+    """A duration in milliseconds: 0.0131 -> "13.1 ms"."""
+    return f"{seconds * 1e3:.1f} ms"
+
+
+# ---------------------------------------------------------------------------- rates
+
+# Where the compute-alone rate T comes from.
+MEASURED_WORDS = "measured on a cached batch"
+# What reports written before ComputeAlone existed did (`Verdict.compute_alone_source` "").
+OLD_ESTIMATE_REASON = "median step time minus input wait"
+ESTIMATED_WORD = "estimated"
+ESTIMATE_MARK = "~"  # before a number that is an estimate
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One of DS-Analyzer's three rates: P (pipeline alone), T (compute alone), A (training)."""
+
+    letter: str
+    name: str
+    unit: str
+    value: float | None
+    estimated: bool = False
+    origin: str = ""  # where the figure comes from, when that needs saying
+
+    @property
+    def number(self) -> str:
+        """ "76.6", "~44.6" for an estimate, or a dash."""
+        mark = ESTIMATE_MARK if self.estimated and self.value is not None else ""
+        return mark + rate_text(self.value)
+
+    @property
+    def title(self) -> str:
+        """ "P pipeline alone"."""
+        return f"{self.letter} {self.name}"
+
+
+def rates(report: Report) -> list[Rate]:
+    """P, T and A, in that order (the order the text summary lists them)."""
+    verdict = report.verdict
+    compute = verdict.compute_alone_steps_per_s
+    return [
+        Rate("P", "pipeline alone", "batches/s", report.pipeline.batches_per_s),
+        Rate(
+            "T",
+            "compute alone",
+            "steps/s",
+            compute,
+            estimated=compute is not None and compute_alone_estimated(verdict),
+            origin="" if compute is None else compute_alone_origin(report),
+        ),
+        Rate("A", "training", "steps/s", training_rate(verdict, report.train.steps_per_s)),
+    ]
+
+
+def training_rate(verdict: Verdict, fallback: float | None) -> float | None:
+    """A, the training rate the verdict used; `fallback` (the train section's) in old reports."""
+    return verdict.training_steps_per_s if verdict.training_steps_per_s is not None else fallback
+
+
+def compute_alone_estimated(verdict: Verdict) -> bool:
+    """True when T is a guess (step time minus input wait), not the step run alone."""
+    return verdict.compute_alone_source != MEASURED
+
+
+def compute_alone_origin(report: Report) -> str:
+    """Where T comes from: "measured on a cached batch, 50 steps" or "estimated: <why>"."""
+    verdict = report.verdict
+    if verdict.compute_alone_source == MEASURED:
+        alone = report.compute_alone
+        steps = f", {alone.steps} steps" if alone is not None and alone.steps else ""
+        return MEASURED_WORDS + steps
+    reason = OLD_ESTIMATE_REASON
+    if verdict.compute_alone_source == ESTIMATED and verdict.compute_alone_reason:
+        reason = verdict.compute_alone_reason
+    return f"{ESTIMATED_WORD}: {reason}"
+
+
+# ---------------------------------------------------------------------------- input cost
+
+# The parts of input cost, in the order they are listed and drawn (after compute).
+COST_PARTS = (COST_WAIT, COST_CONTENTION, COST_FETCH)
+COST_PART_NAMES = {COST_WAIT: "wait", COST_CONTENTION: "contention", COST_FETCH: "fetch"}
+COMPUTE_PART_NAME = "compute"
+UNSPLIT_PART_NAME = "input"  # input cost measured, its split not
+WAIT_SHARE_SOURCE = "XProf's figure"
+
+
+def input_cost_text(cost: float) -> str:
+    """ "44% of training time"."""
+    return f"{percent(cost)} of training time"
+
+
+def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | None:
+    """How much faster training would run if input cost nothing: 1 / (1 - input cost).
+
+    That is T/A where the whole gap is input cost; where part of the gap could not be
+    explained by input (`CostSplit.unexplained`, a busy host's noise), it is left out. Old
+    reports without a cost fall back on T/A.
+    """
+    cost = verdict.input_cost_fraction
+    if cost is not None and cost < 1.0:
+        return 1.0 / (1.0 - cost)
+    compute = verdict.compute_alone_steps_per_s
+    if compute and training:
+        return compute / training
+    return None
+
+
+def free_input_text(report: Report) -> str:
+    """ "1.8x faster if input were free", or "" when it cannot be told."""
+    verdict = report.verdict
+    free = speedup_if_input_free(verdict, training_rate(verdict, report.train.steps_per_s))
+    return f"{speedup(free)} faster if input were free" if free else ""
+
+
+def cost_parts(split: CostSplit) -> list[tuple[str, float]]:
+    """The parts of input cost as (part, share of training time), in drawing order."""
+    shares = {COST_WAIT: split.wait, COST_CONTENTION: split.contention, COST_FETCH: split.fetch}
+    return [(part, shares[part]) for part in COST_PARTS]
+
+
+def cost_split_text(split: CostSplit) -> str:
+    """ "wait 4%, contention 40%, fetch 0%"."""
+    return ", ".join(
+        f"{COST_PART_NAMES[part]} {percent(share)}" for part, share in cost_parts(split)
+    )
+
+
+def contention_evidence(split: CostSplit) -> str:
+    """ "the pipeline kept 1.1 more cores busy while training; 0.1 cores free", or ""."""
+    busy, free = split.pipeline_cores_busy, split.free_cores
+    if busy is None:
+        return "" if free is None else f"{free:.1f} cores free while training"
+    text = f"the pipeline kept {busy:.1f} more cores busy while training"
+    return text if free is None else f"{text}; {free:.1f} cores free"
+
+
+def fetch_evidence(split: CostSplit) -> str:
+    """ "next() took 0.4 ms per step on a ready batch", or ""."""
+    if split.pull_s is None:
+        return ""
+    return f"next() took {ms(split.pull_s)} per step on a ready batch"
+
+
+@dataclass(frozen=True)
+class CostPart:
+    """One part of a training step's time: compute, or a part of input cost."""
+
+    part: str  # "compute", a COST_* part, or "input" when the cost was not split
+    share: float  # of training time
+
+    @property
+    def text(self) -> str:
+        """ "wait 4%"."""
+        return f"{self.part} {percent(self.share)}"
+
+
+@dataclass(frozen=True)
+class CostBar:
+    """A training step's time split by cause: its parts left to right, a title, a caption."""
+
+    parts: list[CostPart]
+    title: str
+    caption: str
+
+
+def cost_bar(report: Report) -> CostBar:
+    """Compute first (1 - input cost), then wait, contention and fetch, as shares of training
+    time. Without a split, the input cost is one part; reports that predate input cost split
+    the mean measured step into its input wait and the rest."""
+    verdict = report.verdict
+    cost = verdict.input_cost_fraction
+    if cost is not None:
+        parts = [CostPart(COMPUTE_PART_NAME, max(0.0, 1.0 - cost))]
+        split = verdict.cost_split
+        if split is None:
+            parts.append(CostPart(UNSPLIT_PART_NAME, cost))
+        else:
+            parts += [CostPart(COST_PART_NAMES[part], share) for part, share in cost_parts(split)]
+        return CostBar(parts, f"Input cost: {input_cost_text(cost)}", free_input_text(report))
+    measured = [s for s in report.train.steps if s.label != WARMUP and s.input_wait_s is not None]
+    total_s = sum(s.duration_s for s in measured)
+    if total_s <= 0:
+        return CostBar([], "Input cost", "")
+    wait_s = min(total_s, sum(s.input_wait_s or 0.0 for s in measured))
+    count = len(measured)
+    caption = (
+        f"wait {1e3 * wait_s / count:.1f} + compute {1e3 * (total_s - wait_s) / count:.1f}"
+        f" = {1e3 * total_s / count:.1f} ms"
+    )
+    parts = [
+        CostPart(COMPUTE_PART_NAME, 1.0 - wait_s / total_s),
+        CostPart(COST_PART_NAMES[COST_WAIT], wait_s / total_s),
+    ]
+    return CostBar(parts, "Mean step time", caption)
+
+
+# ---------------------------------------------------------------------------- phases
+
+
+def phase_text(phase: PhaseVerdict, *, first: bool = True) -> str:
+    """ "epoch 1: input-bound, input costs 66%"; later phases of a list say just "3%"."""
+    share = ""
+    if phase.input_cost_fraction is not None:
+        share = percent(phase.input_cost_fraction)
+        if first:
+            share = f"input costs {share}"
+    elif phase.input_wait_fraction is not None:
+        share = f"input wait {percent(phase.input_wait_fraction)}"
+    # As the analysis's headline names a phase's verdict: "balanced", "no verdict".
+    label = verdict_title(phase.label).lower()
+    return f"{phase.name}: {label}" + (f", {share}" if share else "")
+
+
+def deep_skipped_text(reason: str) -> str:
+    """Why stage timing and fix trials did not run, as one line."""
+    return f"{NOT_MEASURED}: {reason}"
+
+
+# ---------------------------------------------------------------------------- suggestions
+
+FIX, WARNING, NOTE = "fix", "warning", "note"
+# Said before the title of a fix that changes what the model trains on, so that a line cut
+# short never hides it.
+MAY_CHANGE_RESULTS = "may change results: "
+SUGGESTION_HEADINGS = {
+    WARNING: "Warnings (these change what the model trains on):",
+    FIX: "Fixes, best first (estimated/verified: pipeline-alone speedup, estimated from stage "
+    "timings or measured on a rewritten copy of your pipeline in this run; on your training: "
+    "training speedup measured with the fix in this run; end to end: predicted training "
+    "speedup):",
+    NOTE: "Notes from the checks:",
+}
+
+
+def gains_text(s: Suggestion) -> str:
+    """ "estimated 1.90x, verified 1.62x, end to end ~1.42x", or "" without figures.
+
+    Estimated and verified are the pipeline alone's speedups; end to end is the predicted
+    training speedup (`Suggestion.predicted_speedup`), an estimate, hence the tilde. A fix
+    tried on training shows that measured gain instead ("on your training 1.30x").
+    """
+    parts = []
+    if s.estimated_speedup is not None:
+        parts.append(f"{ESTIMATED_WORD} {gain(s.estimated_speedup)}")
+    if s.verified_speedup is not None:
+        parts.append(f"verified {gain(s.verified_speedup)}")
+    if s.training_speedup is not None:
+        parts.append(f"on your training {gain(s.training_speedup)}")
+    elif s.predicted_speedup is not None:
+        parts.append(f"end to end {ESTIMATE_MARK}{gain(s.predicted_speedup)}")
+    return ", ".join(parts)
+
+
+def suggestion_line(s: Suggestion, max_chars: int | None = None) -> str:
+    """One suggestion in one line, unnumbered (numbering is the renderer's layout):
+    "[PD002] may change results: vectorise (stage: map(f))  (estimated 1.90x)".
+
+    The stage is added only where the title does not already name it. With `max_chars`, the
+    title is shortened (never the warning or the gains) so that the line fits.
+    """
+    head = f"[{s.id}] " + (MAY_CHANGE_RESULTS if s.correctness_warning else "")
+    stage = f" (stage: {s.stage})" if s.stage and s.stage not in s.title else ""
+    gains = gains_text(s)
+    tail = stage + (f"  ({gains})" if gains else "")
+    title = s.title
+    if max_chars is not None and len(head) + len(title) + len(tail) > max_chars:
+        room = max(1, max_chars - len(head) - len(tail))
+        title = title[: room - 1].rstrip() + "\N{HORIZONTAL ELLIPSIS}"
+    return head + title + tail
+
+
+def suggestions_of(report: Report, kind: str) -> list[Suggestion]:
+    """The report's suggestions of one kind, best first (the advisor's order)."""
+    return [s for s in report.suggestions if (s.kind or FIX) == kind]
+
+
+def actionable(report: Report) -> list[Suggestion]:
+    """Fixes and warnings, best first: the things to change. Notes (a check that found a fix
+    not worth making) are not."""
+    return [s for s in report.suggestions if (s.kind or FIX) != NOTE]
+
+
+def best_fix(report: Report) -> tuple[Suggestion, float] | None:
+    """The fix that promises most, and its gain: measured on training where tried, else end
+    to end where predicted, else measured on the pipeline, else estimated. Notes (fixes
+    measured without gain) and warnings promise nothing."""
+    best: tuple[Suggestion, float] | None = None
+    for s in report.suggestions:
+        if s.kind != FIX:
+            continue
+        promised = next(
+            (
+                g
+                for g in (
+                    s.training_speedup,
+                    s.predicted_speedup,
+                    s.verified_speedup,
+                    s.estimated_speedup,
+                )
+                if g
+            ),
+            None,
+        )
+        if promised is not None and promised > 1.0 and (best is None or promised > best[1]):
+            best = (s, promised)
+    return best
+
+
+def best_fix_figure(report: Report) -> tuple[str, str]:
+    """The best fix as a key figure, (label, value): "1.40x" when its pipeline gain was
+    measured in this run; "~1.40x" under "Best fix (estimated)" when it rests on stage
+    timings alone."""
+    found = best_fix(report)
+    if found is None:
+        fixes = suggestions_of(report, FIX)
+        if not fixes:
+            return ("Best fix (predicted)", DASH)
+        if any(s.predicted_speedup or s.verified_speedup or s.estimated_speedup for s in fixes):
+            return ("Best fix (predicted)", "no gain")
+        return ("Best fix (no estimate)", DASH)
+    fix, promised = found
+    if fix.training_speedup is not None:
+        return ("Best fix (on your training)", gain(promised))
+    if fix.verified_speedup is None:
+        return (f"Best fix ({ESTIMATED_WORD})", ESTIMATE_MARK + gain(promised))
+    return ("Best fix (predicted)", gain(promised))
+
+
+# ---------------------------------------------------------------------------- key figures
+
+
+def key_figures(report: Report) -> list[tuple[str, str]]:
+    """The figures a report is read by, (label, value): input cost, the three rates P, T and
+    A, the best fix and the steps measured. Old reports show the input-wait share first."""
+    verdict, train = report.verdict, report.train
+    if verdict.input_cost_fraction is not None:
+        first = ("Input cost (of training time)", percent(verdict.input_cost_fraction))
+    else:
+        fraction = verdict.input_wait_fraction
+        first = ("Input-wait share", percent(fraction) if fraction is not None else DASH)
+    figures = [first]
+    for rate in rates(report):
+        unit = ESTIMATED_WORD if rate.estimated else rate.unit
+        figures.append((f"{rate.title} ({unit})", rate.number))
+    warmup = f" (+{train.warmup_steps} warm-up)" if train.warmup_steps else ""
+    return [
+        *figures,
+        best_fix_figure(report),
+        (f"Steps measured{warmup}", f"{train.measured_steps:,}"),
+    ]
+
+
+# ---------------------------------------------------------------------------- the run
+
+NO_SCRIPT = "(no script)"
+STOP_REASONS = {
+    "step-budget": "step budget reached, script stopped",
+    "script-finished": "the script finished",
+    "system-exit": "the script exited with code {code}",
+    "script-error": "the script failed ({error})",
+    "interrupted": "interrupted",
+}
+NO_REASON = "no reason recorded"
+INPUT_WAIT_SOURCES = {
+    "profiler-trace": "input wait from TF profiler trace",
+    "batch-stamps": "input wait from batch time stamps",
+    "iterator-timing": "input wait timed at the iterator",
+}
+INPUT_WAIT_UNMEASURED = "input wait not measured"
+NO_GPU = "no GPU found"
+HOST_TIMING_ONLY = "Verdict from host timing alone."
+
+
+def command_line(report: Report) -> str:
+    """The script and its arguments as a shell would take them back (quoted where needed)."""
+    return shlex.join([report.script, *report.args]) if report.script else NO_SCRIPT
+
+
+def stop_reason_text(report: Report) -> str:
+    """Why the run ended, in words: "step budget reached, script stopped"."""
+    words = STOP_REASONS.get(report.stop_reason)
+    if words is None:
+        return report.stop_reason or NO_REASON
+    return words.format(code=report.exit.code, error=report.exit.error)
+
+
+def run_status(report: Report) -> str:
+    """ "complete: step budget reached, script stopped", "incomplete: interrupted"."""
+    return f"{'complete' if report.complete else 'incomplete'}: {stop_reason_text(report)}"
+
+
+def input_wait_source_text(train: TrainSection) -> str:
+    """How the steps' input wait was measured: "input wait from batch time stamps"."""
+    return INPUT_WAIT_SOURCES.get(train.input_wait_source, INPUT_WAIT_UNMEASURED)
+
+
+def no_gpu_text(reason: str | None) -> str:
+    """ "no GPU found: NVML library not found (...)"."""
+    return f"{NO_GPU}: {reason or NO_REASON}"

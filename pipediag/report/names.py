@@ -1,0 +1,39 @@
+"""How the parts of a report are named to the user, by every layer that names them.
+
+The analysis writes verdict labels into its headline and the advisor writes stage names into
+suggestion titles, and the renderers print both: each is spelled here once, below all of
+them, so a verdict or a stage reads the same in the headline, a fix's title, the text summary
+and the PNG (issue 13, item 3). Pure string work over the report model.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, StageStats
+
+NO_VERDICT = "NO VERDICT"
+VERDICT_TITLES = {
+    INPUT_BOUND: "INPUT-BOUND",
+    COMPUTE_BOUND: "COMPUTE-BOUND",
+    BALANCED: "BALANCED",
+}
+
+
+def verdict_title(label: str) -> str:
+    """ "INPUT-BOUND", "COMPUTE-BOUND", "BALANCED", or NO_VERDICT for anything else."""
+    return VERDICT_TITLES.get(label, NO_VERDICT)
+
+
+def stage_name(stage: StageStats) -> str:
+    """How a stage is named to the user: `map(parse)` when it runs a user function, else its
+    kind, with the dataset op when that says more (`source: TFRecord`)."""
+    if stage.function:
+        return f"{stage.kind}({stage.function})"
+    name = re.sub(r"V\d+$", "", stage.name).removesuffix("Dataset")  # BatchDatasetV2 -> Batch
+    kind = stage.kind.replace("-", "").lower()
+    if not name or name.lower() == kind:
+        return stage.kind
+    if name.lower().startswith(kind):
+        return name
+    return f"{stage.kind}: {name}"

@@ -1,0 +1,32 @@
+"""The recorded reports of tests/fixtures/reports/: real `pipediag run`s, GPU ones with the
+fake NVML (see that folder's README for what each is and how to record them again)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipediag.report.io import load_report
+from pipediag.report.model import Report
+
+REPORTS = Path(__file__).resolve().parent / "fixtures" / "reports"
+INPUT_BOUND_FIT = "input_bound_fit"
+COMPUTE_BOUND_LOOP = "compute_bound_loop"
+CACHE_PHASES_FIT = "cache_phases_fit"
+GPU_INPUT_BOUND_FIT = "gpu_input_bound_fit"
+GPU_COMPUTE_BOUND_LOOP = "gpu_compute_bound_loop"
+ALL = (
+    INPUT_BOUND_FIT,
+    COMPUTE_BOUND_LOOP,
+    CACHE_PHASES_FIT,
+    GPU_INPUT_BOUND_FIT,
+    GPU_COMPUTE_BOUND_LOOP,
+)
+GPU = (GPU_INPUT_BOUND_FIT, GPU_COMPUTE_BOUND_LOOP)
+
+
+def path(name: str) -> Path:
+    return REPORTS / f"{name}.json"
+
+
+def load(name: str) -> Report:
+    return load_report(path(name))
