@@ -14,6 +14,7 @@ from typing import Any
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.gpu import enrich_report
+from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
 from pipediag.progress import Progress
@@ -26,6 +27,7 @@ from pipediag.report.model import (
     PhaseSpan,
     PipelineBenchmark,
     Report,
+    ScaleOut,
     TrainSection,
     Verdict,
 )
@@ -99,6 +101,7 @@ class DiagnosticSession:
         self.origin = 0.0
         self.compute_alone: ComputeAlone | None = None
         self.first_verdict_s: float | None = None
+        self.scale_out: ScaleOut | None = None
         self._concluded = False
         self._verdict_said = False
         self._extended = False
@@ -149,8 +152,10 @@ class DiagnosticSession:
             exit=exit_info,
             compute_alone=self.compute_alone,
             first_verdict_s=self.first_verdict_s,
+            scale_out=self.scale_out,
         )
         report = self._guarded("the GPU analysis", enrich_report, report)
+        report = self._guarded("the scale-out prediction", enrich_scale_out, report)
         report = self._guarded(
             "the advisor", lambda r: dataclasses.replace(r, suggestions=advise(r)), report
         )
@@ -317,6 +322,7 @@ class DiagnosticSession:
             if deep and not self._concluded:
                 self._concluded = True
                 self._deep_analysis(self._verdict)
+                self._check_scale_out()
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""
@@ -416,6 +422,30 @@ class DiagnosticSession:
             self.pipeline = self._examine_stages(self._dataset, self.pipeline)
         finally:
             self._add_phase("deep_analysis", began, self.clock.now())
+
+    def _check_scale_out(self) -> None:
+        """Issue 14: can the pipeline move to tf.data service, and, when asked, measured
+        through one (`bench/scale_out.py`). A failure costs only this section."""
+        from pipediag.bench.scale_out import check_scale_out, wanted
+
+        if self._dataset is None or not wanted(self.config, self.pipeline):
+            return
+        began = self.clock.now()
+        try:
+            self.scale_out = check_scale_out(
+                self._dataset,
+                self.pipeline,
+                self.config,
+                clock=self.clock,
+                note=self.note,
+                phase=self.phase,
+                model=self._model,
+                style=self.style,
+            )
+        except Exception as exc:
+            self.note(f"the tf.data service check failed ({type(exc).__name__}: {exc})")
+        finally:
+            self._add_phase("scale_out", began, self.clock.now())
 
     def _examine_stages(self, dataset: Any, pipeline: PipelineBenchmark) -> PipelineBenchmark:
         """Per-stage rates and measured fixes, within one shared budget (`deep_seconds`):

@@ -13,6 +13,7 @@ import shlex
 import textwrap
 
 from pipediag.renderers import words
+from pipediag.renderers.scale_out import scale_out_lines
 from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report, Suggestion
 
 LABEL_WIDTH = 16
@@ -35,6 +36,7 @@ def render_text(report: Report) -> str:
         ("Stages/fixes", _deep_skipped(report)),
         ("Host CPU", _host(report)),
         ("GPU", _gpu(report)),
+        ("Scale out", f"\n{INDENT}".join(scale_out_lines(report, EVIDENCE_WIDTH - len(INDENT)))),
         ("Run", _run(report)),
     ):
         if text:

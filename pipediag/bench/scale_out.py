@@ -1,0 +1,748 @@
+"""Issue 14, the measured part: can the training pipeline run on tf.data service, and how fast.
+
+After the verdict (`session.conclude`), within the deep analysis's turn:
+
+1. **Compatibility, statically**: the walked stages give the Python blockers with their
+   stage and line (`analysis/scale_out.py`); the dataset graph's string constants give the
+   local files the pipeline reads (file lists, `list_files` results, paths inside
+   interleave functions), attributed to the stage that reads them.
+2. **Where `distribute` goes**: the last stage that can move with everything upstream.
+3. **Measured through a real service**, only when asked, and only on a private copy of that
+   part (`bench/isolate.py`), never the user's dataset or iterator:
+   - `--scale-out N`: a dispatcher and N workers pipediag starts on this host
+     (`bench/service.py`). The workers share this host's cores, so this shows that the
+     pipeline runs there and what transfer costs, not a cluster's speed;
+   - `--data-service grpc://HOST:PORT`: an existing dispatcher and its workers, probed first
+     with a short timeout (an address that does not answer is one note, and the rest of the
+     diagnosis goes on), then the pipeline through them and, with `--data-service-train`
+     under Keras `fit`, the user's train step fed by them (every variable restored after).
+
+The prediction and the code to paste are made later from the finished report
+(`analysis/scale_out.enrich_report`), with the final verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import glob
+import itertools
+import os
+import queue
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipediag.analysis.scale_out import (
+    MIN_MOVED_SHARE,
+    distribute_point,
+    local_path_blocker,
+    moved_share,
+    python_blockers,
+    refused_blocker,
+)
+from pipediag.bench.service import (
+    READ_GRACE_S,
+    READ_MAX_SECONDS,
+    TRANSFER_MAX_SECONDS,
+    LocalService,
+    ServiceError,
+    ServiceRead,
+    bounded,
+    distributed,
+    parse_address,
+    probe_dispatcher,
+    read_through,
+    read_varint,
+    transfer_ceiling,
+)
+from pipediag.bench.teardown import TearDown
+from pipediag.clock import MONOTONIC, Clock
+from pipediag.config import RunConfig
+from pipediag.report.model import (
+    BLOCKER_PYTHON,
+    PipelineBenchmark,
+    ScaleOut,
+    ServiceBlocker,
+    ServiceMeasurement,
+    StageStats,
+)
+
+LOCAL = "local"
+CLUSTER = "cluster"
+# String constants examined for local paths: a file list of millions of names would
+# otherwise cost a `stat` each; the first ones say enough.
+MAX_PATH_STRINGS = 10_000
+# Local files quoted in a blocker (all are counted).
+PATH_SAMPLE = 5
+# A path longer than this is not a path (PATH_MAX on Linux).
+MAX_PATH_LENGTH = 4096
+# Filesystems other machines can mount too (psutil's fstype): their files are a reminder
+# to mount them on the workers, not a blocker that needs the data moved.
+NETWORK_FILESYSTEMS = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs"}
+)
+NETWORK_FUSE_PREFIXES = ("fuse.gcsfuse", "fuse.s3fs", "fuse.sshfs", "fuse.rclone", "fuse.juicefs")
+# Training through the service (`--data-service-train`): timed steps after a short warm-up,
+# about the compute-alone phase's length (hooks/compute_alone.py).
+TRAIN_WARMUP_STEPS = 3
+TRAIN_MAX_SECONDS = 2.0
+# Batches the service reader may hold ahead of the train step (a prefetch buffer).
+TRAIN_READ_AHEAD = 8
+# The longest the train step waits for one batch from the service before giving up.
+TRAIN_BATCH_TIMEOUT_S = 20.0
+_STRING_DTYPE = 7  # tensorflow.core.framework.types_pb2.DT_STRING
+
+
+def wanted(config: RunConfig, pipeline: PipelineBenchmark) -> bool:
+    """Whether to check at all: asked for, or the deep analysis ran (stages are known), for
+    which the static check costs one graph walk."""
+    return _requested(config) or bool(pipeline.stages)
+
+
+def _requested(config: RunConfig) -> bool:
+    return config.scale_out_workers > 0 or config.data_service is not None
+
+
+def check_scale_out(
+    dataset: Any,
+    pipeline: PipelineBenchmark,
+    config: RunConfig,
+    *,
+    clock: Clock = MONOTONIC,
+    note: Callable[[str], None] | None = None,
+    phase: Callable[[str, float | None], None] | None = None,
+    model: Any = None,
+    style: str = "none",
+) -> ScaleOut:
+    """Compatibility, the distribute point and, when asked, measurements through a service.
+
+    Args:
+        dataset: the training `tf.data.Dataset` (only serialised and copied here).
+        pipeline: the phase-1 benchmark, with stage timing when the deep analysis ran.
+        config: `scale_out_workers`, `data_service`, `data_service_train`.
+        clock: the session's clock.
+        note: where a one-line note goes (an unreachable dispatcher), besides the section.
+        phase: the session's progress line.
+        model: the model `fit` trains, for `--data-service-train`.
+        style: the training style ("keras-fit", "custom-loop").
+    """
+    from pipediag.bench.structure import walk_pipeline
+
+    began = clock.now()
+    walked = walk_pipeline(dataset)
+    walked_stats = [s.stats for s in walked]
+    same = [s.kind for s in pipeline.stages] == [s.kind for s in walked_stats]
+    stages = list(pipeline.stages) if pipeline.stages and same else walked_stats
+    blockers = python_blockers(stages)
+    for files in find_local_files(dataset, walked):
+        stage = stages[files.stage_index] if files.stage_index is not None else None
+        blockers.append(
+            local_path_blocker(stage, files.paths, files.total, shared_fs=files.shared_fs)
+        )
+    cut = distribute_point(stages, blockers)
+    notes: list[str] = []
+    too_little = _too_little_moves(stages, cut, blockers)
+    if too_little is not None:
+        notes.append(too_little)
+        cut = None
+    whole = cut == len(stages) - 1
+    measurements: list[ServiceMeasurement] = []
+    if _requested(config):
+        if cut is None:
+            notes.append(
+                "nothing was sent through the service: no part worth moving can run on a worker"
+            )
+        else:
+            plan = _Plan.of(dataset, walked, stages, pipeline, cut, whole)
+            measurements = _measure(plan, config, clock, note, phase, model, style)
+            refused = [
+                refused_blocker(m.reason.removeprefix(REFUSED), plan.part)
+                for m in measurements
+                if m.reason and m.reason.startswith(REFUSED)
+            ]
+            if refused:
+                # The same failure on each service tried: one blocker, and nothing moves as is.
+                blockers.append(refused[0])
+                cut = None
+    if cut is not None and cut < len(stages) - 1 and not _batched_at(stages, cut):
+        notes.append(
+            "the distribute point is before the batch: elements would cross to this host one "
+            "by one; batch before distribute if the stages after it allow"
+        )
+    return ScaleOut(
+        checked=True,
+        compatible=not blockers,
+        blockers=blockers,
+        distribute_after_index=cut,
+        distribute_after=_label(stages, cut),
+        moves_whole_pipeline=cut is not None and cut == len(stages) - 1,
+        measurements=measurements,
+        wall_time_s=clock.now() - began,
+        requested=_requested(config),
+        notes=notes,
+        stages=[] if pipeline.stages and same else stages,
+    )
+
+
+def _too_little_moves(
+    stages: Sequence[StageStats], cut: int | None, blockers: Sequence[ServiceBlocker]
+) -> str | None:
+    """Why the part that can move is not worth moving (too little of the pipeline's own
+    cost, by stage timing), or None. Moving it would only add transfer."""
+    if cut is None or cut == len(stages) - 1:
+        return None
+    share = moved_share(stages, cut)
+    if share is None or share >= MIN_MOVED_SHARE:
+        return None
+    pinned = ", ".join(b.stage for b in blockers if b.kind == BLOCKER_PYTHON)
+    return (
+        f"only the stages up to {_label(stages, cut)} could move, {share:.0%} of the pipeline's "
+        f"work: not worth the transfer; port {pinned} to TF ops, then the whole pipeline can move"
+    )
+
+
+def _batched_at(stages: Sequence[StageStats], cut: int) -> bool:
+    """Whether a batching stage is at or upstream of the cut (so batches cross, not elements)."""
+    pending, seen = [cut], set()
+    while pending:
+        index = pending.pop()
+        if index in seen:
+            continue
+        seen.add(index)
+        if "batch" in stages[index].kind:
+            return True
+        pending.extend(stages[index].inputs)
+    return False
+
+
+def _label(stages: Sequence[StageStats], cut: int | None) -> str:
+    if cut is None:
+        return ""
+    from pipediag.analysis.advisor import stage_label
+
+    stage = stages[cut]
+    return stage_label(stage) + (f" ({stage.source})" if stage.source else "")
+
+
+# --- the measurements ------------------------------------------------------------------------
+
+# A measurement whose reason starts so failed on the user's pipeline (a blocker), not on the
+# service itself.
+REFUSED = "refused: "
+
+
+@dataclass
+class _Plan:
+    """What is sent through the service: a private copy of the part that can move."""
+
+    copy: Any
+    part: str
+    elements_per_batch: float  # the part's elements per output batch of the pipeline
+    local_batches_per_s: float | None
+    notes: list[str]
+    error: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        dataset: Any,
+        walked: Sequence[Any],
+        stages: Sequence[StageStats],
+        pipeline: PipelineBenchmark,
+        cut: int,
+        whole: bool,
+    ) -> _Plan:
+        from pipediag.bench.isolate import IsolationError, isolated_copy
+        from pipediag.bench.stages import elements_per_output_batch
+
+        target = dataset if whole else walked[cut].dataset
+        part = "whole pipeline" if whole else f"pipeline up to {_label(stages, cut)}"
+        factor = 1.0 if whole else (elements_per_output_batch(walked)[cut] or 1.0)
+        local_rate = pipeline.batches_per_s if whole else stages[cut].batches_per_s
+        try:
+            copy, notes = isolated_copy(target)
+        except IsolationError as exc:
+            return cls(None, part, factor, local_rate, [], f"not copied: {exc}")
+        # Endless, so a short dataset does not end a read (or the training fed by it) early:
+        # the reads are bounded by time and batches, as phase 1 is.
+        return cls(copy.repeat(), part, factor, local_rate, notes)
+
+
+def _measure(
+    plan: _Plan,
+    config: RunConfig,
+    clock: Clock,
+    note: Callable[[str], None] | None,
+    phase: Callable[[str, float | None], None] | None,
+    model: Any,
+    style: str,
+) -> list[ServiceMeasurement]:
+    found = []
+    if config.scale_out_workers > 0:
+        if phase is not None:
+            phase(
+                f"reading the pipeline through {config.scale_out_workers} local tf.data "
+                "service workers",
+                None,
+            )
+        found.append(_measure_local(plan, config.scale_out_workers, clock))
+    if config.data_service is not None:
+        if phase is not None:
+            phase(
+                f"reading the pipeline through the tf.data service at {config.data_service}", None
+            )
+        measured = _measure_cluster(plan, config, clock, model, style)
+        if not measured.measured and measured.reason and note is not None:
+            note(f"--data-service: {measured.reason}")
+        found.append(measured)
+    return found
+
+
+def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasurement:
+    base = ServiceMeasurement(
+        where=LOCAL,
+        workers=workers,
+        processing_mode="parallel_epochs",
+        part=plan.part,
+        local_batches_per_s=plan.local_batches_per_s,
+        notes=list(plan.notes),
+    )
+    if plan.error is not None:
+        return _replace(base, reason=plan.error)
+    began = clock.now()
+    try:
+        with LocalService(workers, clock=clock) as service:
+            base = _replace(base, address=service.address, startup_s=service.startup_s)
+            measured = _read_and_transfer(plan, service.target, clock, service.worker_cpu_s)
+    except ServiceError as exc:
+        return _replace(base, reason=str(exc), wall_time_s=clock.now() - began)
+    return _replace(
+        _fill(base, plan, *measured),
+        wall_time_s=clock.now() - began,
+        notes=[
+            *base.notes,
+            f"one host: the {workers} workers shared its {os.cpu_count()} cores; this shows the "
+            "pipeline runs on workers and what transfer costs, not a cluster's speed",
+        ],
+    )
+
+
+def _measure_cluster(
+    plan: _Plan, config: RunConfig, clock: Clock, model: Any, style: str
+) -> ServiceMeasurement:
+    assert config.data_service is not None
+    address = parse_address(config.data_service)
+    base = ServiceMeasurement(
+        where=CLUSTER,
+        address=address,
+        processing_mode="parallel_epochs",
+        part=plan.part,
+        local_batches_per_s=plan.local_batches_per_s,
+        notes=list(plan.notes),
+    )
+    if plan.error is not None:
+        return _replace(base, reason=plan.error)
+    began = clock.now()
+    try:
+        info = probe_dispatcher(address)
+    except ServiceError as exc:
+        return _replace(base, reason=str(exc), wall_time_s=clock.now() - began)
+    base = _replace(base, workers=len(info.workers))
+    if not info.workers:
+        return _replace(
+            base,
+            reason=f"the dispatcher at {address} has no workers registered",
+            wall_time_s=clock.now() - began,
+        )
+    try:
+        measured = _fill(base, plan, *_read_and_transfer(plan, f"grpc://{address}", clock, None))
+    except ServiceError as exc:
+        return _replace(base, reason=str(exc), wall_time_s=clock.now() - began)
+    if measured.batches_per_s:
+        measured = _replace(
+            measured, per_worker_batches_per_s=measured.batches_per_s / len(info.workers)
+        )
+    if config.data_service_train and measured.measured:
+        rate, reason = _train_through(model, style, plan, f"grpc://{address}", clock)
+        measured = _replace(measured, train_steps_per_s=rate, train_reason=reason)
+    return _replace(measured, wall_time_s=clock.now() - began)
+
+
+def _read_and_transfer(
+    plan: _Plan, target: str, clock: Clock, worker_cpu: Callable[[], float | None] | None
+) -> tuple[ServiceRead | None, Any, str | None]:
+    """The part read through the service, then its first batch sent again and again.
+
+    Returns (the read, the transfer timing, the pipeline's own error); ServiceError for a
+    service that stalls. Spent iterators are released before the caller stops any server.
+    """
+    releaser = TearDown()
+    try:
+        try:
+            read = bounded(
+                lambda: read_through(
+                    plan.copy, target, clock=clock, teardown=releaser, worker_cpu=worker_cpu
+                ),
+                READ_MAX_SECONDS + READ_GRACE_S,
+            )
+        except ServiceError:
+            raise
+        except Exception as exc:  # the user's pipeline failed on a worker: a blocker
+            return None, None, _tf_error_text(exc)
+        transfer = None
+        if read.sample is not None:
+            sample = read.sample
+            with contextlib.suppress(Exception):  # the ceiling is a bonus: keep the read
+                transfer = bounded(
+                    lambda: transfer_ceiling(sample, target, clock=clock, teardown=releaser),
+                    TRANSFER_MAX_SECONDS + READ_GRACE_S,
+                )
+        return read, transfer, None
+    finally:
+        releaser.drain()
+
+
+def _fill(
+    base: ServiceMeasurement,
+    plan: _Plan,
+    read: ServiceRead | None,
+    transfer: Any,
+    error: str | None,
+) -> ServiceMeasurement:
+    if error is not None or read is None:
+        return _replace(base, reason=f"{REFUSED}{error or 'no batch came back'}")
+    timing = read.timing
+    factor = plan.elements_per_batch or 1.0
+    rate = timing.batches_per_s
+    if rate is None:
+        return _replace(base, reason="the service returned too few elements to time")
+    made = len(timing.latencies_s) + 1  # the warm-up element too
+    ceiling = None if transfer is None else transfer.batches_per_s
+    return _replace(
+        base,
+        measured=True,
+        first_batch_s=timing.first_batch_s,
+        batches=len(timing.latencies_s),
+        duration_s=timing.duration_s,
+        batches_per_s=rate / factor,
+        bytes_per_batch=None if read.bytes_per_batch is None else read.bytes_per_batch * factor,
+        transfer_batches_per_s=None if ceiling is None else ceiling / factor,
+        transfer_s_per_batch=None if not ceiling else factor / ceiling,
+        consumer_cpu_s_per_batch=(
+            None if timing.cpu_s_per_batch is None else timing.cpu_s_per_batch * factor
+        ),
+        worker_cpu_s_per_batch=(
+            None if read.worker_cpu_s is None else read.worker_cpu_s / made * factor
+        ),
+    )
+
+
+def _replace(measurement: ServiceMeasurement, **changes: Any) -> ServiceMeasurement:
+    return dataclasses.replace(measurement, **changes)
+
+
+def _tf_error_text(exc: BaseException) -> str:
+    """The line of a tf.data error that says what failed, without the plumbing around it."""
+    message = str(getattr(exc, "message", exc)).strip()
+    inner = re.search(r"Failed to get element: (.*)", message)
+    text = inner.group(1) if inner else message.splitlines()[0] if message else type(exc).__name__
+    text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)
+    return f"{type(exc).__name__}: {text}"[:200]
+
+
+# --- training through the service ------------------------------------------------------------
+
+
+def _train_through(
+    model: Any, style: str, plan: _Plan, target: str, clock: Clock
+) -> tuple[float | None, str | None]:
+    """The user's train step fed by the service: Keras `fit` only, variables restored."""
+    if style != "keras-fit" or model is None:
+        return None, "training through the service is measured under Keras fit only"
+    if plan.part != "whole pipeline":
+        return None, "only part of the pipeline can move: training through it is not measured"
+    from pipediag.hooks.compute_alone import _stateful_random_op, _step_variables, _sync_logs
+
+    train_function = getattr(model, "train_function", None)
+    strategy = getattr(model, "distribute_strategy", None)
+    if train_function is None:
+        return None, "the model has no compiled train function yet"
+    if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
+        return None, "a multi-replica strategy: training through the service is not measured"
+    blocker = _stateful_random_op(train_function)
+    if blocker is not None:
+        return None, f"the train step uses {blocker}, whose hidden state extra steps would change"
+    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    saved = [(v, v.numpy()) for v in _step_variables(model)]
+    reader = _ServiceReader(plan.copy, target)
+    try:
+        for _ in range(TRAIN_WARMUP_STEPS):
+            _sync_logs(train_function(reader.take(per_call)))
+        start = clock.now()
+        steps = 0
+        while clock.now() - start < TRAIN_MAX_SECONDS:
+            _sync_logs(train_function(reader.take(per_call)))
+            steps += per_call
+        elapsed = clock.now() - start
+    except ServiceError as exc:
+        return None, str(exc)
+    except Exception as exc:
+        return None, f"the train step failed on the service's batches: {_tf_error_text(exc)}"
+    finally:
+        for variable, value in saved:
+            variable.assign(value)
+        reader.close()
+    return (steps / elapsed if elapsed > 0 else None), None
+
+
+class _ServiceReader:
+    """Pulls batches from the service on a helper thread, a few ahead of the train step.
+
+    The train step runs on the caller's thread and takes batches with a timeout: a service
+    that stalls ends the measurement there (variables restored), and the stuck pull never
+    touches the model.
+    """
+
+    _END = object()
+
+    def __init__(self, dataset: Any, target: str) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=TRAIN_READ_AHEAD)
+        self._stop = threading.Event()
+        self._iterator = iter(distributed(dataset, target))
+        self._thread = threading.Thread(
+            target=self._pull, name="pipediag-service-train-read", daemon=True
+        )
+        self._thread.start()
+
+    def _pull(self) -> None:
+        try:
+            for batch in self._iterator:
+                if not self._offer(batch):
+                    return
+        except Exception as exc:
+            self._offer(exc)
+            return
+        self._offer(self._END)
+
+    def _offer(self, item: Any) -> bool:
+        """Queue `item` unless told to stop first; False when stopped."""
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:  # noqa: PERF203 - the wait is the point: check stop, retry
+                continue
+        return False
+
+    def take(self, count: int) -> Iterator[Any]:
+        for _ in range(count):
+            try:
+                item = self._queue.get(timeout=TRAIN_BATCH_TIMEOUT_S)
+            except queue.Empty:
+                raise ServiceError(
+                    f"the service delivered no batch within {TRAIN_BATCH_TIMEOUT_S:.0f} s"
+                ) from None
+            if item is self._END:
+                raise ServiceError("the service's dataset ended during the training read")
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(TRAIN_BATCH_TIMEOUT_S)
+        if not self._thread.is_alive():
+            releaser = TearDown()
+            releaser.discard(self._iterator)
+            releaser.drain()
+
+
+# --- local files -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalFiles:
+    """Local files found among one stage's string constants."""
+
+    stage_index: int | None
+    paths: list[str]
+    total: int
+    shared_fs: str | None = None
+
+
+def find_local_files(dataset: Any, walked: Sequence[Any]) -> list[LocalFiles]:
+    """Files on this host the pipeline names: in file lists, `list_files` results (made
+    when the dataset was built), and paths inside its functions. Never raises."""
+    try:
+        from pipediag.bench.whatif import _graph_and_nodes
+
+        graph, stage_nodes, _ = _graph_and_nodes(dataset, walked)
+    except Exception:
+        return []
+    if graph is None:
+        return []
+    node_stage = {name: index for index, name in stage_nodes.items()}
+    consumers: dict[str, list[str]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name.lstrip("^").split(":")[0], []).append(node.name)
+    found: dict[int | None, list[str]] = {}
+    budget = [MAX_PATH_STRINGS]
+    for node in graph.node:
+        values = _string_constant(node, budget)
+        if values:
+            stage = _consumer_stage(node.name, consumers, node_stage)
+            found.setdefault(stage, []).extend(values)
+    function_stage = _function_stages(graph, stage_nodes)
+    for function in graph.library.function:
+        for node_def in function.node_def:
+            values = _string_constant(node_def, budget)
+            if values:
+                found.setdefault(function_stage.get(function.signature.name), []).extend(values)
+    result = []
+    for stage, values in found.items():
+        files = _local_files(values)
+        if files:
+            shared = _network_filesystem(files[0])
+            result.append(LocalFiles(stage, files[:PATH_SAMPLE], len(files), shared))
+    return sorted(result, key=lambda f: -1 if f.stage_index is None else f.stage_index)
+
+
+def _string_constant(node: Any, budget: list[int]) -> list[str]:
+    if node.op != "Const" or node.attr["dtype"].type != _STRING_DTYPE or budget[0] <= 0:
+        return []
+    values = string_values(node.attr["value"].tensor, budget[0])
+    budget[0] -= len(values)
+    return values
+
+
+def string_values(tensor: Any, limit: int) -> list[str]:
+    """The strings of a DT_STRING TensorProto (from `string_val` or `tensor_content`)."""
+    if len(tensor.string_val):
+        raw = list(itertools.islice(tensor.string_val, limit))
+    elif tensor.tensor_content:
+        # Serialised eager tensors pack strings as all their lengths (varints), then the
+        # bytes one after another.
+        count = 1
+        for dim in tensor.tensor_shape.dim:
+            count *= dim.size
+        data = tensor.tensor_content
+        lengths, position = [], 0
+        for _ in range(min(count, limit)):
+            length, position = read_varint(data, position)
+            lengths.append(length)
+        position = _skip_varints(data, position, count - len(lengths))
+        raw = []
+        for length in lengths:
+            raw.append(data[position : position + length])
+            position += length
+    else:
+        return []
+    return [value.decode(errors="replace") for value in raw]
+
+
+def _skip_varints(data: bytes, position: int, count: int) -> int:
+    for _ in range(count):
+        _, position = read_varint(data, position)
+    return position
+
+
+def _consumer_stage(
+    name: str, consumers: dict[str, list[str]], node_stage: dict[str, int]
+) -> int | None:
+    """The first stage reached following `name`'s consumers (Const -> TensorSliceDataset)."""
+    pending, seen = [name], set()
+    while pending:
+        current = pending.pop(0)
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in node_stage:
+            return node_stage[current]
+        pending.extend(consumers.get(current, []))
+    return None
+
+
+def _function_stages(graph: Any, stage_nodes: dict[int, str]) -> dict[str, int]:
+    """Library function -> the stage whose node uses it, directly or through calls."""
+    functions = {f.signature.name: f for f in graph.library.function}
+    nodes = {node.name: node for node in graph.node}
+    owner: dict[str, int] = {}
+    for index, name in sorted(stage_nodes.items()):
+        node = nodes.get(name)
+        if node is None:
+            continue
+        pending = _called(node)
+        while pending:
+            function = pending.pop()
+            if function in owner or function not in functions:
+                continue
+            owner[function] = index
+            for inner in functions[function].node_def:
+                pending.extend(_called(inner))
+                if inner.op in functions:
+                    pending.append(inner.op)
+    return owner
+
+
+def _called(node: Any) -> list[str]:
+    names = []
+    for attr in node.attr.values():
+        if attr.func.name:
+            names.append(attr.func.name)
+        names.extend(f.name for f in attr.list.func)
+    return names
+
+
+def _local_files(values: Sequence[str]) -> list[str]:
+    """The values that name files or folders on this host (globs expanded), deduplicated."""
+    files: list[str] = []
+    seen: set[str] = set()
+    for value in dict.fromkeys(values):
+        for path in _local_matches(value):
+            if path not in seen:
+                seen.add(path)
+                files.append(path)
+    return files
+
+
+def _local_matches(value: str) -> list[str]:
+    if not value or len(value) > MAX_PATH_LENGTH or "\n" in value or "\0" in value:
+        return []
+    scheme = re.match(r"([A-Za-z][\w+.-]*)://", value)
+    if scheme is not None and scheme.group(1).lower() != "file":
+        return []  # gs://, s3://, hdfs://: every worker reads those the same way
+    path = value[len(scheme.group(0)) :] if scheme is not None else value
+    # Feature keys and op names are strings too: a path has a folder or an extension.
+    if os.sep not in path and not os.path.splitext(path)[1]:
+        return []
+    if any(char in path for char in "*?["):
+        return sorted(glob.glob(path))
+    return [path] if os.path.exists(path) else []
+
+
+def _network_filesystem(path: str) -> str | None:
+    """The network filesystem `path` lives on (NFS, Lustre, a cloud FUSE mount), or None."""
+    try:
+        import psutil
+
+        real = os.path.realpath(path)
+        best = None
+        for partition in psutil.disk_partitions(all=True):
+            mount = partition.mountpoint
+            prefix = mount if mount.endswith(os.sep) else mount + os.sep
+            if (real == mount or real.startswith(prefix)) and (
+                best is None or len(mount) > len(best.mountpoint)
+            ):
+                best = partition
+    except Exception:
+        return None
+    if best is None:
+        return None
+    fstype = best.fstype.lower()
+    if fstype in NETWORK_FILESYSTEMS or fstype.startswith(NETWORK_FUSE_PREFIXES):
+        return fstype
+    return None
