@@ -249,11 +249,17 @@ class LocalService:
         self.startup_s = self._clock.now() - began
 
     def stop(self) -> None:
-        """Close every server's input, then terminate or kill what is still running."""
+        """Close every server's input, then terminate or kill what is still running.
+
+        A server still starting reads its input only once TensorFlow is imported (seconds):
+        it is terminated at once instead.
+        """
         for server in self._servers:
             with contextlib.suppress(OSError):
                 if server.process.stdin is not None:
                     server.process.stdin.close()
+                if not server.ready:
+                    server.process.terminate()
         deadline = time.monotonic() + STOP_TIMEOUT_S
         for server in self._servers:
             _end(server.process, max(0.1, deadline - time.monotonic()))
