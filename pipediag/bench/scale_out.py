@@ -421,6 +421,12 @@ def _fill(
         return _replace(base, reason="the service returned too few elements to time")
     made = len(timing.latencies_s) + 1  # the warm-up element too
     ceiling = None if transfer is None else transfer.batches_per_s
+    # Receiving is timed where batches arrive back to back (the transfer read): in a slower
+    # read the client's threads also poll between batches, and that CPU is not a cost of
+    # the batch.
+    receiving = transfer.cpu_s_per_batch if transfer is not None else None
+    if receiving is None:
+        receiving = timing.cpu_s_per_batch
     return _replace(
         base,
         measured=True,
@@ -431,9 +437,7 @@ def _fill(
         bytes_per_batch=None if read.bytes_per_batch is None else read.bytes_per_batch * factor,
         transfer_batches_per_s=None if ceiling is None else ceiling / factor,
         transfer_s_per_batch=None if not ceiling else factor / ceiling,
-        consumer_cpu_s_per_batch=(
-            None if timing.cpu_s_per_batch is None else timing.cpu_s_per_batch * factor
-        ),
+        consumer_cpu_s_per_batch=None if receiving is None else receiving * factor,
         worker_cpu_s_per_batch=(
             None if read.worker_cpu_s is None else read.worker_cpu_s / made * factor
         ),

@@ -474,7 +474,8 @@ class ServiceMeasurement:
     batches. `transfer_batches_per_s` is a batch already made, sent through the same service
     again and again: the most it can deliver to this consumer, so `transfer_s_per_batch`
     (its inverse) is what moving one batch costs. CPU figures are per batch: this process's
-    (receiving) and the workers' (making and sending; local workers only).
+    (receiving, timed in the transfer read, where batches arrive back to back) and the
+    workers' (making and sending; local workers only).
     """
 
     where: str
