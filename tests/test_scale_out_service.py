@@ -227,6 +227,32 @@ def test_scale_out_starts_its_own_workers_and_stops_them(tf: Any) -> None:
     assert set(_servers()) == before
 
 
+def test_what_the_service_refuses_when_tried_becomes_a_blocker(
+    tf: Any, cluster: LocalService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a pipeline no static check objects to, that fails on the workers
+    import pipediag.bench.scale_out as scale_out
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise tf.errors.InvalidArgumentError(
+            None,
+            None,
+            "Failed to get element from worker w:1: Failed to get element: "
+            "NotFoundError: /only/here.bin; No such file or directory\nmore plumbing",
+        )
+
+    monkeypatch.setattr(scale_out, "read_through", refuse)
+    ds = tf.data.Dataset.range(100).batch(4)
+    section = check_scale_out(ds, _pipeline(), RunConfig(data_service=cluster.target))
+    # THEN its error is a blocker, in one line, and nothing is said to move as is
+    (blocker,) = section.blockers
+    assert blocker.kind == "refused"
+    assert "NotFoundError: /only/here.bin" in blocker.detail and "\n" not in blocker.detail
+    assert section.compatible is False and section.distribute_after_index is None
+    (m,) = section.measurements
+    assert not m.measured
+
+
 def test_an_unanswered_dispatcher_is_one_note_and_the_rest_stays(tf: Any) -> None:
     ds = tf.data.Dataset.range(1000).map(features).batch(8)
     notes: list[str] = []

@@ -37,6 +37,8 @@ from pipediag.report.model import (
     LIMITED_BY_COMPUTE,
     LIMITED_BY_LOCAL,
     LIMITED_BY_TRANSFER,
+    SERVICE_CLUSTER,
+    SERVICE_LOCAL,
     Report,
     ScaleOut,
     ScaleOutPrediction,
@@ -245,11 +247,12 @@ def stays_local(stages: Sequence[StageStats], cut: int) -> list[StageStats]:
 
 
 def checked_stages(report: Report) -> list[StageStats]:
-    """The stages the check's indices point into: the report's, else the check's own walk."""
+    """The stages the check's indices point into: its own walk when it kept one (the report
+    had no stage timing, or timing of another shape), else the report's."""
     section = report.scale_out
-    if report.pipeline.stages or section is None:
-        return list(report.pipeline.stages)
-    return list(section.stages)
+    if section is not None and section.stages:
+        return list(section.stages)
+    return list(report.pipeline.stages)
 
 
 # --- when it matters -------------------------------------------------------------------------
@@ -322,8 +325,8 @@ def predict(report: Report) -> ScaleOutPrediction:
             training_steps_per_s=training,
             reason="nothing worth moving can run on a worker (see the blockers)",
         )
-    cluster = _measured(section, "cluster")
-    local = _measured(section, "local")
+    cluster = _measured(section, SERVICE_CLUSTER)
+    local = _measured(section, SERVICE_LOCAL)
     per_worker, per_worker_source = _per_worker(report, cluster, cut)
     transfer, transfer_source = _transfer(cluster, local)
     local_cost = None if section.moves_whole_pipeline else local_s_per_batch(stages, cut)
@@ -444,7 +447,7 @@ def enrich_report(report: Report) -> Report:
     if section is None or not section.checked:
         return report
     prediction = predict(report)
-    cluster = next((m for m in section.measurements if m.where == "cluster"), None)
+    cluster = next((m for m in section.measurements if m.where == SERVICE_CLUSTER), None)
     address = cluster.address if cluster is not None and cluster.address else None
     code = paste_code(report, prediction, address)
     shown = shows_scale_out(report)

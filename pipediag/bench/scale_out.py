@@ -63,6 +63,8 @@ from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
 from pipediag.report.model import (
     BLOCKER_PYTHON,
+    SERVICE_CLUSTER,
+    SERVICE_LOCAL,
     PipelineBenchmark,
     ScaleOut,
     ServiceBlocker,
@@ -70,8 +72,6 @@ from pipediag.report.model import (
     StageStats,
 )
 
-LOCAL = "local"
-CLUSTER = "cluster"
 # String constants examined for local paths: a file list of millions of names would
 # otherwise cost a `stat` each; the first ones say enough.
 MAX_PATH_STRINGS = 10_000
@@ -303,7 +303,7 @@ def _measure(
 
 def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasurement:
     base = ServiceMeasurement(
-        where=LOCAL,
+        where=SERVICE_LOCAL,
         workers=workers,
         processing_mode="parallel_epochs",
         part=plan.part,
@@ -317,8 +317,8 @@ def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasuremen
         with LocalService(workers, clock=clock) as service:
             base = _replace(base, address=service.address, startup_s=service.startup_s)
             measured = _read_and_transfer(plan, service.target, clock, service.worker_cpu_s)
-    except ServiceError as exc:
-        return _replace(base, reason=str(exc), wall_time_s=clock.now() - began)
+    except (ServiceError, OSError) as exc:  # OSError: a server process could not be started
+        return _replace(base, reason=_one_line(exc), wall_time_s=clock.now() - began)
     return _replace(
         _fill(base, plan, *measured),
         wall_time_s=clock.now() - began,
@@ -334,9 +334,12 @@ def _measure_cluster(
     plan: _Plan, config: RunConfig, clock: Clock, model: Any, style: str
 ) -> ServiceMeasurement:
     assert config.data_service is not None
-    address = parse_address(config.data_service)
+    try:
+        address = parse_address(config.data_service)
+    except ValueError as exc:  # the CLI checks it; an API caller may not have
+        return ServiceMeasurement(where=SERVICE_CLUSTER, reason=str(exc), part=plan.part)
     base = ServiceMeasurement(
-        where=CLUSTER,
+        where=SERVICE_CLUSTER,
         address=address,
         processing_mode="parallel_epochs",
         part=plan.part,
@@ -442,6 +445,11 @@ def _fill(
             None if read.worker_cpu_s is None else read.worker_cpu_s / made * factor
         ),
     )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def _replace(measurement: ServiceMeasurement, **changes: Any) -> ServiceMeasurement:

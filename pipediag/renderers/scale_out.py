@@ -21,6 +21,7 @@ from pipediag.report.model import (
     LIMITED_BY_COMPUTE,
     LIMITED_BY_LOCAL,
     LIMITED_BY_TRANSFER,
+    SERVICE_LOCAL,
     Report,
     ScaleOut,
     ScaleOutPrediction,
@@ -85,7 +86,7 @@ def _status(section: ScaleOut) -> str:
 
 def _measurement(m: ServiceMeasurement) -> list[str]:
     workers = f"{m.workers} worker{'s' if m.workers != 1 else ''}"
-    if m.where == "local":
+    if m.where == SERVICE_LOCAL:
         where = f"this host, {m.workers} local {workers.split(' ', 1)[1]}"
     else:
         where = f"grpc://{m.address}" + (f", {workers}" if m.workers else "")

@@ -434,6 +434,9 @@ BLOCKER_PYTHON = "python-function"  # py_function, numpy_function, from_generato
 BLOCKER_LOCAL_PATH = "local-path"  # files only this host can read
 BLOCKER_REFUSED = "refused"  # the service failed on it when tried
 
+# Where a `ServiceMeasurement` was made.
+SERVICE_LOCAL = "local"  # a dispatcher and workers pipediag started on this host
+SERVICE_CLUSTER = "cluster"  # an existing dispatcher and its workers (--data-service)
 # Where a `ScaleOutPrediction`'s per-worker rate and transfer ceiling come from.
 FROM_CLUSTER = "cluster"  # measured through an existing service (--data-service)
 FROM_LOCAL_SERVICE = "local-service"  # measured through local workers (--scale-out)
