@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 from cli_runner import ENV
 
+from pipediag.bench.local_files import find_local_files
 from pipediag.bench.pipeline import benchmark_dataset
-from pipediag.bench.scale_out import check_scale_out, find_local_files
+from pipediag.bench.scale_out import check_scale_out
 from pipediag.bench.service import (
     LocalService,
     ServiceError,

@@ -4,8 +4,8 @@ After the verdict (`session.conclude`), within the deep analysis's turn:
 
 1. **Compatibility, statically**: the walked stages give the Python blockers with their
    stage and line (`analysis/scale_out.py`); the dataset graph's string constants give the
-   local files the pipeline reads (file lists, `list_files` results, paths inside
-   interleave functions), attributed to the stage that reads them.
+   local files the pipeline reads, attributed to the stage that reads them
+   (`bench/local_files.py`).
 2. **Where `distribute` goes**: the last stage that can move with everything upstream.
 3. **Measured through a real service**, only when asked, and only on a private copy of that
    part (`bench/isolate.py`), never the user's dataset or iterator:
@@ -15,7 +15,7 @@ After the verdict (`session.conclude`), within the deep analysis's turn:
    - `--data-service grpc://HOST:PORT`: an existing dispatcher and its workers, probed first
      with a short timeout (an address that does not answer is one note, and the rest of the
      diagnosis goes on), then the pipeline through them and, with `--data-service-train`
-     under Keras `fit`, the user's train step fed by them (every variable restored after).
+     under Keras `fit`, the user's train step fed by them (`bench/service_train.py`).
 
 The prediction and the code to paste are made later from the finished report
 (`analysis/scale_out.enrich_report`), with the final verdict.
@@ -25,13 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import glob
-import itertools
 import os
-import queue
-import re
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +38,7 @@ from pipediag.analysis.scale_out import (
     python_blockers,
     refused_blocker,
 )
+from pipediag.bench.local_files import find_local_files
 from pipediag.bench.service import (
     READ_GRACE_S,
     READ_MAX_SECONDS,
@@ -51,11 +47,10 @@ from pipediag.bench.service import (
     ServiceError,
     ServiceRead,
     bounded,
-    distributed,
     parse_address,
     probe_dispatcher,
     read_through,
-    read_varint,
+    tf_error_text,
     transfer_ceiling,
 )
 from pipediag.bench.teardown import TearDown
@@ -71,29 +66,6 @@ from pipediag.report.model import (
     ServiceMeasurement,
     StageStats,
 )
-
-# String constants examined for local paths: a file list of millions of names would
-# otherwise cost a `stat` each; the first ones say enough.
-MAX_PATH_STRINGS = 10_000
-# Local files quoted in a blocker (all are counted).
-PATH_SAMPLE = 5
-# A path longer than this is not a path (PATH_MAX on Linux).
-MAX_PATH_LENGTH = 4096
-# Filesystems other machines can mount too (psutil's fstype): their files are a reminder
-# to mount them on the workers, not a blocker that needs the data moved.
-NETWORK_FILESYSTEMS = frozenset(
-    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs"}
-)
-NETWORK_FUSE_PREFIXES = ("fuse.gcsfuse", "fuse.s3fs", "fuse.sshfs", "fuse.rclone", "fuse.juicefs")
-# Training through the service (`--data-service-train`): timed steps after a short warm-up,
-# about the compute-alone phase's length (hooks/compute_alone.py).
-TRAIN_WARMUP_STEPS = 3
-TRAIN_MAX_SECONDS = 2.0
-# Batches the service reader may hold ahead of the train step (a prefetch buffer).
-TRAIN_READ_AHEAD = 8
-# The longest the train step waits for one batch from the service before giving up.
-TRAIN_BATCH_TIMEOUT_S = 20.0
-_STRING_DTYPE = 7  # tensorflow.core.framework.types_pb2.DT_STRING
 
 
 def wanted(config: RunConfig, pipeline: PipelineBenchmark) -> bool:
@@ -229,6 +201,7 @@ def _label(stages: Sequence[StageStats], cut: int | None) -> str:
 
 # --- the measurements ------------------------------------------------------------------------
 
+WHOLE = "whole pipeline"
 # A measurement whose reason starts so failed on the user's pipeline (a blocker), not on the
 # service itself.
 REFUSED = "refused: "
@@ -259,7 +232,7 @@ class _Plan:
         from pipediag.bench.stages import elements_per_output_batch
 
         target = dataset if whole else walked[cut].dataset
-        part = "whole pipeline" if whole else f"pipeline up to {_label(stages, cut)}"
+        part = WHOLE if whole else f"pipeline up to {_label(stages, cut)}"
         factor = 1.0 if whole else (elements_per_output_batch(walked)[cut] or 1.0)
         local_rate = pipeline.batches_per_s if whole else stages[cut].batches_per_s
         try:
@@ -369,7 +342,12 @@ def _measure_cluster(
             measured, per_worker_batches_per_s=measured.batches_per_s / len(info.workers)
         )
     if config.data_service_train and measured.measured:
-        rate, reason = _train_through(model, style, plan, f"grpc://{address}", clock)
+        if plan.part != WHOLE:
+            rate, reason = None, "only part of the pipeline can move: training is not measured"
+        else:
+            from pipediag.bench.service_train import train_through
+
+            rate, reason = train_through(model, style, plan.copy, f"grpc://{address}", clock=clock)
         measured = _replace(measured, train_steps_per_s=rate, train_reason=reason)
     return _replace(measured, wall_time_s=clock.now() - began)
 
@@ -394,7 +372,7 @@ def _read_and_transfer(
         except ServiceError:
             raise
         except Exception as exc:  # the user's pipeline failed on a worker: a blocker
-            return None, None, _tf_error_text(exc)
+            return None, None, tf_error_text(exc)
         transfer = None
         if read.sample is not None:
             sample = read.sample
@@ -454,307 +432,3 @@ def _one_line(exc: BaseException) -> str:
 
 def _replace(measurement: ServiceMeasurement, **changes: Any) -> ServiceMeasurement:
     return dataclasses.replace(measurement, **changes)
-
-
-def _tf_error_text(exc: BaseException) -> str:
-    """The line of a tf.data error that says what failed, without the plumbing around it."""
-    message = str(getattr(exc, "message", exc)).strip()
-    inner = re.search(r"Failed to get element: (.*)", message)
-    text = inner.group(1) if inner else message.splitlines()[0] if message else type(exc).__name__
-    text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)
-    return f"{type(exc).__name__}: {text}"[:200]
-
-
-# --- training through the service ------------------------------------------------------------
-
-
-def _train_through(
-    model: Any, style: str, plan: _Plan, target: str, clock: Clock
-) -> tuple[float | None, str | None]:
-    """The user's train step fed by the service: Keras `fit` only, variables restored."""
-    if style != "keras-fit" or model is None:
-        return None, "training through the service is measured under Keras fit only"
-    if plan.part != "whole pipeline":
-        return None, "only part of the pipeline can move: training through it is not measured"
-    from pipediag.hooks.compute_alone import _stateful_random_op, _step_variables, _sync_logs
-
-    train_function = getattr(model, "train_function", None)
-    strategy = getattr(model, "distribute_strategy", None)
-    if train_function is None:
-        return None, "the model has no compiled train function yet"
-    if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
-        return None, "a multi-replica strategy: training through the service is not measured"
-    blocker = _stateful_random_op(train_function)
-    if blocker is not None:
-        return None, f"the train step uses {blocker}, whose hidden state extra steps would change"
-    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-    saved = [(v, v.numpy()) for v in _step_variables(model)]
-    reader = _ServiceReader(plan.copy, target)
-    try:
-        for _ in range(TRAIN_WARMUP_STEPS):
-            _sync_logs(train_function(reader.take(per_call)))
-        start = clock.now()
-        steps = 0
-        while clock.now() - start < TRAIN_MAX_SECONDS:
-            _sync_logs(train_function(reader.take(per_call)))
-            steps += per_call
-        elapsed = clock.now() - start
-    except ServiceError as exc:
-        return None, str(exc)
-    except Exception as exc:
-        return None, f"the train step failed on the service's batches: {_tf_error_text(exc)}"
-    finally:
-        for variable, value in saved:
-            variable.assign(value)
-        reader.close()
-    return (steps / elapsed if elapsed > 0 else None), None
-
-
-class _ServiceReader:
-    """Pulls batches from the service on a helper thread, a few ahead of the train step.
-
-    The train step runs on the caller's thread and takes batches with a timeout: a service
-    that stalls ends the measurement there (variables restored), and the stuck pull never
-    touches the model.
-    """
-
-    _END = object()
-
-    def __init__(self, dataset: Any, target: str) -> None:
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=TRAIN_READ_AHEAD)
-        self._stop = threading.Event()
-        self._iterator = iter(distributed(dataset, target))
-        self._thread = threading.Thread(
-            target=self._pull, name="pipediag-service-train-read", daemon=True
-        )
-        self._thread.start()
-
-    def _pull(self) -> None:
-        try:
-            for batch in self._iterator:
-                if not self._offer(batch):
-                    return
-        except Exception as exc:
-            self._offer(exc)
-            return
-        self._offer(self._END)
-
-    def _offer(self, item: Any) -> bool:
-        """Queue `item` unless told to stop first; False when stopped."""
-        while not self._stop.is_set():
-            try:
-                self._queue.put(item, timeout=0.1)
-                return True
-            except queue.Full:  # noqa: PERF203 - the wait is the point: check stop, retry
-                continue
-        return False
-
-    def take(self, count: int) -> Iterator[Any]:
-        for _ in range(count):
-            try:
-                item = self._queue.get(timeout=TRAIN_BATCH_TIMEOUT_S)
-            except queue.Empty:
-                raise ServiceError(
-                    f"the service delivered no batch within {TRAIN_BATCH_TIMEOUT_S:.0f} s"
-                ) from None
-            if item is self._END:
-                raise ServiceError("the service's dataset ended during the training read")
-            if isinstance(item, Exception):
-                raise item
-            yield item
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(TRAIN_BATCH_TIMEOUT_S)
-        if not self._thread.is_alive():
-            releaser = TearDown()
-            releaser.discard(self._iterator)
-            releaser.drain()
-
-
-# --- local files -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LocalFiles:
-    """Local files found among one stage's string constants."""
-
-    stage_index: int | None
-    paths: list[str]
-    total: int
-    shared_fs: str | None = None
-
-
-def find_local_files(dataset: Any, walked: Sequence[Any]) -> list[LocalFiles]:
-    """Files on this host the pipeline names: in file lists, `list_files` results (made
-    when the dataset was built), and paths inside its functions. Never raises."""
-    try:
-        from pipediag.bench.whatif import _graph_and_nodes
-
-        graph, stage_nodes, _ = _graph_and_nodes(dataset, walked)
-    except Exception:
-        return []
-    if graph is None:
-        return []
-    node_stage = {name: index for index, name in stage_nodes.items()}
-    consumers: dict[str, list[str]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name.lstrip("^").split(":")[0], []).append(node.name)
-    found: dict[int | None, list[str]] = {}
-    budget = [MAX_PATH_STRINGS]
-    for node in graph.node:
-        values = _string_constant(node, budget)
-        if values:
-            stage = _consumer_stage(node.name, consumers, node_stage)
-            found.setdefault(stage, []).extend(values)
-    function_stage = _function_stages(graph, stage_nodes)
-    for function in graph.library.function:
-        for node_def in function.node_def:
-            values = _string_constant(node_def, budget)
-            if values:
-                found.setdefault(function_stage.get(function.signature.name), []).extend(values)
-    result = []
-    for stage, values in found.items():
-        files = _local_files(values)
-        if files:
-            shared = _network_filesystem(files[0])
-            result.append(LocalFiles(stage, files[:PATH_SAMPLE], len(files), shared))
-    return sorted(result, key=lambda f: -1 if f.stage_index is None else f.stage_index)
-
-
-def _string_constant(node: Any, budget: list[int]) -> list[str]:
-    if node.op != "Const" or node.attr["dtype"].type != _STRING_DTYPE or budget[0] <= 0:
-        return []
-    values = string_values(node.attr["value"].tensor, budget[0])
-    budget[0] -= len(values)
-    return values
-
-
-def string_values(tensor: Any, limit: int) -> list[str]:
-    """The strings of a DT_STRING TensorProto (from `string_val` or `tensor_content`)."""
-    if len(tensor.string_val):
-        raw = list(itertools.islice(tensor.string_val, limit))
-    elif tensor.tensor_content:
-        # Serialised eager tensors pack strings as all their lengths (varints), then the
-        # bytes one after another.
-        count = 1
-        for dim in tensor.tensor_shape.dim:
-            count *= dim.size
-        data = tensor.tensor_content
-        lengths, position = [], 0
-        for _ in range(min(count, limit)):
-            length, position = read_varint(data, position)
-            lengths.append(length)
-        position = _skip_varints(data, position, count - len(lengths))
-        raw = []
-        for length in lengths:
-            raw.append(data[position : position + length])
-            position += length
-    else:
-        return []
-    return [value.decode(errors="replace") for value in raw]
-
-
-def _skip_varints(data: bytes, position: int, count: int) -> int:
-    for _ in range(count):
-        _, position = read_varint(data, position)
-    return position
-
-
-def _consumer_stage(
-    name: str, consumers: dict[str, list[str]], node_stage: dict[str, int]
-) -> int | None:
-    """The first stage reached following `name`'s consumers (Const -> TensorSliceDataset)."""
-    pending, seen = [name], set()
-    while pending:
-        current = pending.pop(0)
-        if current in seen:
-            continue
-        seen.add(current)
-        if current in node_stage:
-            return node_stage[current]
-        pending.extend(consumers.get(current, []))
-    return None
-
-
-def _function_stages(graph: Any, stage_nodes: dict[int, str]) -> dict[str, int]:
-    """Library function -> the stage whose node uses it, directly or through calls."""
-    functions = {f.signature.name: f for f in graph.library.function}
-    nodes = {node.name: node for node in graph.node}
-    owner: dict[str, int] = {}
-    for index, name in sorted(stage_nodes.items()):
-        node = nodes.get(name)
-        if node is None:
-            continue
-        pending = _called(node)
-        while pending:
-            function = pending.pop()
-            if function in owner or function not in functions:
-                continue
-            owner[function] = index
-            for inner in functions[function].node_def:
-                pending.extend(_called(inner))
-                if inner.op in functions:
-                    pending.append(inner.op)
-    return owner
-
-
-def _called(node: Any) -> list[str]:
-    names = []
-    for attr in node.attr.values():
-        if attr.func.name:
-            names.append(attr.func.name)
-        names.extend(f.name for f in attr.list.func)
-    return names
-
-
-def _local_files(values: Sequence[str]) -> list[str]:
-    """The values that name files or folders on this host (globs expanded), deduplicated."""
-    files: list[str] = []
-    seen: set[str] = set()
-    for value in dict.fromkeys(values):
-        for path in _local_matches(value):
-            if path not in seen:
-                seen.add(path)
-                files.append(path)
-    return files
-
-
-def _local_matches(value: str) -> list[str]:
-    if not value or len(value) > MAX_PATH_LENGTH or "\n" in value or "\0" in value:
-        return []
-    scheme = re.match(r"([A-Za-z][\w+.-]*)://", value)
-    if scheme is not None and scheme.group(1).lower() != "file":
-        return []  # gs://, s3://, hdfs://: every worker reads those the same way
-    path = value[len(scheme.group(0)) :] if scheme is not None else value
-    # Feature keys and op names are strings too: a path has a folder or an extension.
-    if os.sep not in path and not os.path.splitext(path)[1]:
-        return []
-    if any(char in path for char in "*?["):
-        return sorted(glob.glob(path))
-    return [path] if os.path.exists(path) else []
-
-
-def _network_filesystem(path: str) -> str | None:
-    """The network filesystem `path` lives on (NFS, Lustre, a cloud FUSE mount), or None."""
-    try:
-        import psutil
-
-        real = os.path.realpath(path)
-        best = None
-        for partition in psutil.disk_partitions(all=True):
-            mount = partition.mountpoint
-            prefix = mount if mount.endswith(os.sep) else mount + os.sep
-            if (real == mount or real.startswith(prefix)) and (
-                best is None or len(mount) > len(best.mountpoint)
-            ):
-                best = partition
-    except Exception:
-        return None
-    if best is None:
-        return None
-    fstype = best.fstype.lower()
-    if fstype in NETWORK_FILESYSTEMS or fstype.startswith(NETWORK_FUSE_PREFIXES):
-        return fstype
-    return None

@@ -510,3 +510,12 @@ def bounded(work: Callable[[], T], timeout_s: float) -> T:
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]
+
+
+def tf_error_text(exc: BaseException) -> str:
+    """The line of a tf.data error that says what failed, without the plumbing around it."""
+    message = str(getattr(exc, "message", exc)).strip()
+    inner = re.search(r"Failed to get element: (.*)", message)
+    text = inner.group(1) if inner else message.splitlines()[0] if message else type(exc).__name__
+    text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)
+    return f"{type(exc).__name__}: {text}"[:200]
