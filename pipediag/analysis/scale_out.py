@@ -343,7 +343,8 @@ def predict(report: Report) -> ScaleOutPrediction:
         return dataclasses.replace(base, reason="no compute-alone rate to feed")
     if not per_worker:
         return dataclasses.replace(base, reason="no per-worker rate measured")
-    receiving = (cluster or local).consumer_cpu_s_per_batch if (cluster or local) else None
+    measured = cluster or local
+    receiving = measured.consumer_cpu_s_per_batch if measured is not None else None
     cores = report.environment.cpu_count or report.host.cpu_count or 1
     fed_target = 1.0 / (1.0 / target + (receiving or 0.0) / cores)
     limits = {LIMITED_BY_COMPUTE: fed_target}

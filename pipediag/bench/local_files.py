@@ -218,7 +218,7 @@ def _network_filesystem(path: str) -> str | None:
         return None
     if best is None:
         return None
-    fstype = best.fstype.lower()
+    fstype = str(best.fstype).lower()
     if fstype in NETWORK_FILESYSTEMS or fstype.startswith(NETWORK_FUSE_PREFIXES):
         return fstype
     return None

@@ -342,9 +342,9 @@ def _measure_cluster(
             measured, per_worker_batches_per_s=measured.batches_per_s / len(info.workers)
         )
     if config.data_service_train and measured.measured:
-        if plan.part != WHOLE:
-            rate, reason = None, "only part of the pipeline can move: training is not measured"
-        else:
+        rate: float | None = None
+        reason: str | None = "only part of the pipeline can move: training is not measured"
+        if plan.part == WHOLE:
             from pipediag.bench.service_train import train_through
 
             rate, reason = train_through(model, style, plan.copy, f"grpc://{address}", clock=clock)
