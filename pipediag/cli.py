@@ -69,6 +69,16 @@ def _steps(text: str) -> int | None:
         raise argparse.ArgumentTypeError(f"{exc} (or 'all')") from None
 
 
+def _service_address(text: str) -> str:
+    """A tf.data dispatcher address, `grpc://HOST:PORT` (the scheme may be left out)."""
+    from pipediag.bench.service import parse_address
+
+    try:
+        return f"grpc://{parse_address(text)}"
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="pipediag",
@@ -152,6 +162,27 @@ def build_parser() -> argparse.ArgumentParser:
         "(by default they run only when input matters)",
     )
     run.add_argument(
+        "--scale-out",
+        type=_positive_int,
+        default=0,
+        metavar="N",
+        help="read a copy of the pipeline through a tf.data service dispatcher and N workers "
+        "that pipediag starts on this host (off by default; your training is not affected)",
+    )
+    run.add_argument(
+        "--data-service",
+        type=_service_address,
+        metavar="grpc://HOST:PORT",
+        help="read a copy of the pipeline through an existing tf.data service dispatcher and "
+        "its workers",
+    )
+    run.add_argument(
+        "--data-service-train",
+        action="store_true",
+        help="with --data-service: also time your train step fed by the service (Keras fit; "
+        "every variable is restored after)",
+    )
+    run.add_argument(
         "--out",
         default=DEFAULT_OUT_DIR,
         metavar="DIR",
@@ -222,6 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(ours)
     if options.command == "run":
         options.script_args = script_args
+        if options.data_service_train and options.data_service is None:
+            _run_parser(parser).error("--data-service-train needs --data-service grpc://HOST:PORT")
     try:
         if options.command == "run":
             return _run(options)
@@ -257,6 +290,9 @@ def _run(options: argparse.Namespace) -> int:
         verify_seconds=options.verify_seconds,
         deep=options.deep,
         deep_seconds=options.deep_seconds,
+        scale_out_workers=options.scale_out,
+        data_service=options.data_service,
+        data_service_train=options.data_service_train,
     )
     script_folder = Path(options.script).resolve().parent
     if options.history:

@@ -54,6 +54,11 @@ class RunConfig:
         deep_seconds: the budget that stage timing and fix trials share.
         deep: time the stages and measure fixes even when input costs too little to matter
             (under 5% of training); by default they run only when it does.
+        scale_out_workers: start a tf.data service dispatcher and this many workers on this
+            host and read a copy of the pipeline through them (0: off).
+        data_service: `grpc://HOST:PORT` of an existing tf.data dispatcher to read a copy of
+            the pipeline through (None: off).
+        data_service_train: also time the train step fed by `data_service` (Keras fit).
     """
 
     measured_steps: int | None = DEFAULT_MEASURED_STEPS
@@ -72,3 +77,6 @@ class RunConfig:
     sample_gpu: bool = True
     deep: bool = False
     deep_seconds: float = DEFAULT_DEEP_SECONDS
+    scale_out_workers: int = 0
+    data_service: str | None = None
+    data_service_train: bool = False

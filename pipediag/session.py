@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import platform
 import sys
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.gpu import enrich_report
+from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.config import RunConfig
 from pipediag.progress import Progress
@@ -28,6 +30,7 @@ from pipediag.report.model import (
     PhaseSpan,
     PipelineBenchmark,
     Report,
+    ScaleOut,
     StopReason,
     TaskInfo,
     TrainSection,
@@ -128,6 +131,7 @@ class DiagnosticSession:
         self._origin_unix_s: float | None = None
         self.compute_alone: ComputeAlone | None = None
         self.first_verdict_s: float | None = None
+        self.scale_out: ScaleOut | None = None
         self._concluded = False
         self._verdict_said = False
         self._extended = False
@@ -192,8 +196,10 @@ class DiagnosticSession:
             first_verdict_s=self.first_verdict_s,
             task=self.task,
             origin_unix_s=self._origin_unix_s,
+            scale_out=self.scale_out,
         )
         report = self._guarded("the GPU analysis", enrich_report, report)
+        report = self._guarded("the scale-out prediction", enrich_scale_out, report)
         report = self._guarded(
             "the advisor", lambda r: dataclasses.replace(r, suggestions=advise(r)), report
         )
@@ -370,6 +376,7 @@ class DiagnosticSession:
             if deep and not self._concluded:
                 self._concluded = True
                 self._deep_analysis(self._verdict)
+                self._check_scale_out()
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""
@@ -481,6 +488,30 @@ class DiagnosticSession:
             self.pipeline = self._examine_stages(self._dataset, self.pipeline)
         finally:
             self._add_phase("deep_analysis", began, self.clock.now())
+
+    def _check_scale_out(self) -> None:
+        """Issue 14: can the pipeline move to tf.data service, and, when asked, measured
+        through one (`bench/scale_out.py`). A failure costs only this section."""
+        from pipediag.bench.scale_out import check_scale_out, wanted
+        from pipediag.hooks.service_train import train_through
+
+        if self._dataset is None or not wanted(self.config, self.pipeline):
+            return
+        began = self.clock.now()
+        try:
+            self.scale_out = check_scale_out(
+                self._dataset,
+                self.pipeline,
+                self.config,
+                clock=self.clock,
+                note=self.note,
+                phase=self.phase,
+                train=functools.partial(train_through, self._model, self.style, clock=self.clock),
+            )
+        except Exception as exc:
+            self.note(f"the tf.data service check failed ({type(exc).__name__}: {exc})")
+        finally:
+            self._add_phase("scale_out", began, self.clock.now())
 
     def _examine_stages(self, dataset: Any, pipeline: PipelineBenchmark) -> PipelineBenchmark:
         """Per-stage rates and measured fixes, within one shared budget (`deep_seconds`):

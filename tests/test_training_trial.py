@@ -268,7 +268,7 @@ def test_fit_train_function_on_two_pipelines_measures_the_gain_and_restores_ever
     import tensorflow as tf
 
     from pipediag.clock import MONOTONIC
-    from pipediag.hooks.compute_alone import _step_variables
+    from pipediag.hooks.compute_alone import step_variables
     from pipediag.hooks.training_trial import try_on_fit
 
     keras.utils.set_random_seed(1)
@@ -291,7 +291,7 @@ def test_fit_train_function_on_two_pipelines_measures_the_gain_and_restores_ever
     )
     model.compile("adam", "mse", metrics=["mae"])
     model.fit(fast, steps_per_epoch=10, epochs=1, verbose=0)
-    before = [v.numpy().copy() for v in _step_variables(model)]
+    before = [v.numpy().copy() for v in step_variables(model)]
 
     teardown = TearDown()
     results = try_on_fit(
@@ -306,7 +306,7 @@ def test_fit_train_function_on_two_pipelines_measures_the_gain_and_restores_ever
     assert reason is None and rounds is not None
     trial = with_training(FixTrial(fix="parallel-map", stage_index=1, verified=True), rounds, None)
     assert trial.training_speedup is not None and trial.training_speedup > 3.0, trial
-    after = [v.numpy() for v in _step_variables(model)]
+    after = [v.numpy() for v in step_variables(model)]
     assert len(before) >= 8  # weights, dropout's seed, Adam's slots and iterations, metrics
     for old, new in zip(before, after, strict=True):
         np.testing.assert_array_equal(old, new)

@@ -225,7 +225,7 @@ def verify_fixes(
     except Exception:  # options unreadable: assume TF's defaults
         options = {}
     cores = _int(options.get("cpu_count")) or os.cpu_count() or 1
-    graph, nodes_by_stage, error = _graph_and_nodes(dataset, walked)
+    graph, nodes_by_stage, error = graph_and_nodes(dataset, walked)
     candidates = _candidates(walked, list(stages), nodes_by_stage, options, cores)
     if thread_cap is not None:
         candidates.append(_thread_cap_candidate(thread_cap))
@@ -826,7 +826,7 @@ def _unverified(candidate: _Candidate, reason: str) -> FixTrial:
 # --- the graph -------------------------------------------------------------------------------
 
 
-def _graph_and_nodes(
+def graph_and_nodes(
     dataset: Any, walked: Sequence[Stage]
 ) -> tuple[Any | None, dict[int, str], str | None]:
     """The dataset's GraphDef, each stage's node name in it, or why there is no graph."""

@@ -119,14 +119,14 @@ def measure_fit_step(
     train_function = getattr(model, "train_function", None)
     if train_function is None:
         return ComputeAlone(measured=False, reason="the model has no compiled train function yet")
-    blocker = _stateful_random_op(train_function)
+    blocker = stateful_random_op(train_function)
     if blocker is not None:
         return ComputeAlone(
             measured=False,
             reason=f"the train step uses TensorFlow's stateful random op {blocker}, whose "
             "hidden state extra steps would change",
         )
-    variables = _step_variables(model)
+    variables = step_variables(model)
     saved = [(v, v.numpy()) for v in variables]
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     feed = _feeder(model, batch, per_call)
@@ -136,7 +136,7 @@ def measure_fit_step(
             lambda: train_function(feed()),
             clock=clock,
             step_s_hint=step_s_hint * per_call,
-            sync=_sync_logs,
+            sync=sync_logs,
         )
     finally:
         for variable, value in saved:
@@ -195,7 +195,7 @@ def _per_batch(result: ComputeAlone, per_call: int) -> ComputeAlone:
     )
 
 
-def _sync_logs(logs: Any) -> None:
+def sync_logs(logs: Any) -> None:
     """Wait for the step's work: on an accelerator the call returns before the kernels end."""
     if isinstance(logs, dict):
         for value in logs.values():
@@ -224,7 +224,7 @@ def _time_steps(
     return _Timing(start, ends, time.process_time() - cpu_from)
 
 
-def _step_variables(model: Any) -> list[Any]:
+def step_variables(model: Any) -> list[Any]:
     """Every variable a train step writes: weights (seed-generator states among the
     non-trainable ones), the optimizer's, the metrics'. Each once."""
     groups = [
@@ -240,7 +240,7 @@ def _step_variables(model: Any) -> list[Any]:
     return list(found.values())
 
 
-def _stateful_random_op(train_function: Any) -> str | None:
+def stateful_random_op(train_function: Any) -> str | None:
     """The first stateful random op in the traced train step, if any can be found."""
     for graph_def in _traced_graphs(train_function):
         ops = {node.op for node in graph_def.node}

@@ -35,7 +35,7 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
-from pipediag.hooks.compute_alone import _stateful_random_op, _step_variables, _sync_logs
+from pipediag.hooks.compute_alone import stateful_random_op, step_variables, sync_logs
 from pipediag.report.model import FixTrial
 
 # Time for all the fixes tried on training together, beyond the deep-analysis budget (it
@@ -115,7 +115,7 @@ def try_on_fit(
     """
     train_function = getattr(model, "train_function", None)
     results: dict[tuple[str, int | None], tuple[Rounds | None, str | None]] = {}
-    blocker = None if train_function is None else _stateful_random_op(train_function)
+    blocker = None if train_function is None else stateful_random_op(train_function)
     if train_function is None or blocker is not None:
         why = (
             "the model has no compiled train function"
@@ -126,7 +126,7 @@ def try_on_fit(
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     distribute = _distributor(model)
     steps = _FitSteps(train_function, per_call, clock)
-    saved = [(v, v.numpy()) for v in _step_variables(model)]
+    saved = [(v, v.numpy()) for v in step_variables(model)]
     end_s = clock.now() + budget_s
     try:
         for position, fix in enumerate(fixes):
@@ -210,7 +210,7 @@ class _FitSteps:
         import tensorflow as tf
 
         try:
-            _sync_logs(self._train(iterator))
+            sync_logs(self._train(iterator))
         except (StopIteration, tf.errors.OutOfRangeError):
             return False
         return True

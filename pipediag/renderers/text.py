@@ -13,6 +13,7 @@ from __future__ import annotations
 import textwrap
 
 from pipediag.renderers import summary
+from pipediag.renderers.scale_out import scale_out_lines
 from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report
 
 LABEL_WIDTH = 16
@@ -36,6 +37,7 @@ def render_text(report: Report) -> str:
         ("Stages/fixes", _deep_skipped(report)),
         ("Host CPU", _host(report)),
         ("GPU", _gpu(report)),
+        ("Scale out", f"\n{INDENT}".join(scale_out_lines(report, EVIDENCE_WIDTH - len(INDENT)))),
         ("Run", _run(report)),
     ):
         if text:

@@ -1,0 +1,451 @@
+"""Issue 14, the pure part: what keeps a pipeline from tf.data service, and what moving it buys.
+
+Pure functions over the report model (docs/design.md, "tf.data service"):
+
+- `python_blockers`: stages that call back into this process's Python (`py_function`,
+  `numpy_function`, `from_generator`); a worker process cannot run them (checked on TF 2.21:
+  "Could not find callback with key=pyfunc_0 in the registry" at the first element).
+- `distribute_point`: the last stage on the output's chain that can move with everything
+  upstream of it: the `distribute` call goes after it, and the stages after it stay here.
+- `predict`: workers needed = ceil(rate to feed / per-worker rate), and the training rate to
+  expect, min(compute alone, transfer ceiling, the stages left on this host), over the
+  rate trained now (DS-Analyzer's min(C, P') with the pipeline's rate made as large as the
+  workers make it).
+- `paste_code`: the dispatcher, the workers and the `distribute` line, ready to paste.
+- `host_cpu_is_limit` / `shows_scale_out`: when the summary shows the section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from collections.abc import Sequence
+
+from pipediag.analysis.advisor import CPU_SATURATED_PCT, cpu_busy_pct
+from pipediag.report.model import (
+    BLOCKER_LOCAL_PATH,
+    BLOCKER_PYTHON,
+    BLOCKER_REFUSED,
+    COST_CONTENTION,
+    FROM_ASSUMED_NETWORK,
+    FROM_CLUSTER,
+    FROM_LOCAL_SERVICE,
+    FROM_PIPELINE_ALONE,
+    FROM_STAGE_TIMING,
+    INPUT_BOUND,
+    LIMITED_BY_COMPUTE,
+    LIMITED_BY_LOCAL,
+    LIMITED_BY_TRANSFER,
+    SERVICE_CLUSTER,
+    SERVICE_LOCAL,
+    Report,
+    ScaleOut,
+    ScaleOutPrediction,
+    ServiceBlocker,
+    ServiceMeasurement,
+    StageStats,
+)
+from pipediag.report.names import stage_name
+
+# The pipeline alone kept at least this share of the host's cores busy: making batches takes
+# the whole host (the issue's "every core busy in the pipeline-alone run"), so no setting on
+# this host can make them faster.
+PIPELINE_CORES_SHARE = 0.8
+# When no cluster was measured, the network a transfer would cross is assumed to carry this
+# many bytes per second (10 Gbit/s, a common data-centre link); the local transfer ceiling
+# crosses no network at all.
+ASSUMED_NETWORK_BYTES_PER_S = 10e9 / 8
+# Below this share of the pipeline's own cost, what can move is not worth moving alone.
+MIN_MOVED_SHARE = 0.5
+# Local files named in a blocker's text (all are counted, a few more kept in `paths`).
+PATHS_SHOWN = 3
+
+# Placeholders in the code to paste when no dispatcher address was given.
+DISPATCHER_PLACEHOLDER = "DISPATCHER_HOST:5050"
+
+# Ops that call back into Python (bench/structure.py records them among a stage's stateful
+# ops), named as the user wrote them.
+_PY_OPS = {"EagerPyFunc": "tf.py_function", "PyFunc": "tf.numpy_function"}
+_GENERATOR = "from_generator"
+
+
+# --- blockers --------------------------------------------------------------------------------
+
+
+def python_blockers(stages: Sequence[StageStats]) -> list[ServiceBlocker]:
+    """One blocker per stage whose functions call this process's Python."""
+    found = []
+    for stage in stages:
+        if not stage.uses_py_function:
+            continue
+        where = f" at {stage.source}" if stage.source else ""
+        if stage.name == _GENERATOR:
+            detail = (
+                f"{stage_name(stage)}{where} runs a Python generator in this process: workers "
+                "cannot call it. Write the data to TFRecord files, or build it with TF ops "
+                "(from_tensor_slices, list_files + TFRecordDataset)"
+            )
+        else:
+            detail = (
+                f"{stage_name(stage)}{where} calls {_python_ops(stage)}: a worker cannot run "
+                "this process's Python functions. Port it to TF ops (tf.image, tf.io, tf.strings),"
+                " or keep it and the stages after it on this host"
+            )
+        found.append(
+            ServiceBlocker(
+                kind=BLOCKER_PYTHON,
+                detail=detail,
+                stage_index=stage.index,
+                stage=stage_name(stage),
+                source=stage.source,
+            )
+        )
+    return found
+
+
+def _python_ops(stage: StageStats) -> str:
+    ops = stage.settings.get("stateful_ops", "").split(",")
+    named = sorted({_PY_OPS[op] for op in ops if op in _PY_OPS})
+    return " and ".join(named) if named else "Python (tf.py_function or tf.numpy_function)"
+
+
+def local_path_blocker(
+    stage: StageStats | None, paths: Sequence[str], total: int, *, shared_fs: str | None = None
+) -> ServiceBlocker:
+    """Files only this host can read (unless `shared_fs`, the filesystem they are on, is one
+    that other machines mount too: then it is a reminder, not a fix)."""
+    reader = "the pipeline"
+    if stage is not None:
+        reader = stage_name(stage) + (f" at {stage.source}" if stage.source else "")
+    if shared_fs:
+        fix = f"they are on a {shared_fs} filesystem: mount it at the same path on every worker"
+    else:
+        fix = (
+            "workers on other machines cannot see them: put them on a shared filesystem "
+            "(NFS, mounted at the same path) or an object store (gs://, s3://) and read them "
+            "from there; workers on this host (--scale-out) can read them"
+        )
+    return ServiceBlocker(
+        kind=BLOCKER_LOCAL_PATH,
+        detail=f"{reader} reads {_files_text(paths, total)}: {fix}",
+        stage_index=None if stage is None else stage.index,
+        stage="" if stage is None else stage_name(stage),
+        source=None if stage is None else stage.source,
+        paths=list(paths),
+        paths_total=total,
+    )
+
+
+def _files_text(paths: Sequence[str], total: int) -> str:
+    """ "16 local files in /data/ (shard-000.tfrecord, shard-001.tfrecord, ...)"."""
+    count = f"{total} local file{'s' if total != 1 else ''}"
+    shown = list(paths[:PATHS_SHOWN])
+    more = ", ..." if total > len(shown) else ""
+    folder = os.path.commonpath(shown) if shown else ""
+    if folder and all(os.path.dirname(p) == folder for p in shown):
+        names = ", ".join(os.path.basename(p) for p in shown)
+        return f"{count} in {folder}{os.sep} ({names}{more})"
+    return f"{count} ({', '.join(shown)}{more})"
+
+
+def refused_blocker(error: str, part: str) -> ServiceBlocker:
+    """The service failed on the pipeline when tried, for a reason no static check found."""
+    return ServiceBlocker(
+        kind=BLOCKER_REFUSED,
+        detail=f"the service failed on the {part} when tried: {error}",
+    )
+
+
+# --- where the distribute call goes ----------------------------------------------------------
+
+
+def distribute_point(
+    stages: Sequence[StageStats], blockers: Sequence[ServiceBlocker]
+) -> int | None:
+    """The last stage, on the chain from the output, that can move with all its inputs.
+
+    Python blockers pin their stage and everything after it to this host; local paths do
+    not (shared storage fixes them without moving any stage). None when nothing can move:
+    the source itself is blocked, or a multi-input stage has a blocked input.
+    """
+    if not stages:
+        return None
+    pinned = {b.stage_index for b in blockers if b.kind == BLOCKER_PYTHON}
+    movable: dict[int, bool] = {}
+
+    def can_move(index: int) -> bool:
+        if index not in movable:
+            movable[index] = index not in pinned and all(can_move(i) for i in stages[index].inputs)
+        return movable[index]
+
+    current = len(stages) - 1  # the walk lists the output stage last
+    for _ in range(len(stages)):
+        if can_move(current):
+            return current
+        inputs = stages[current].inputs
+        if len(inputs) != 1:
+            return None
+        current = inputs[0]
+    return None
+
+
+def prefix_s_per_batch(stages: Sequence[StageStats], index: int) -> float | None:
+    """Own cost per output batch of stage `index` and everything upstream; None if unknown."""
+    seen: set[int] = set()
+    pending = [index]
+    total = 0.0
+    known = False
+    while pending:
+        i = pending.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        own = stages[i].own_s_per_batch
+        if own is not None:
+            total += own
+            known = True
+        pending.extend(stages[i].inputs)
+    return total if known else None
+
+
+def local_s_per_batch(stages: Sequence[StageStats], cut: int) -> float | None:
+    """Time per output batch of the stages that stay on this host after the cut."""
+    whole = prefix_s_per_batch(stages, len(stages) - 1)
+    moved = prefix_s_per_batch(stages, cut)
+    if whole is None or moved is None:
+        return None
+    return max(0.0, whole - moved)
+
+
+def moved_share(stages: Sequence[StageStats], cut: int) -> float | None:
+    """Share of the pipeline's own cost that moves with a cut after stage `cut`."""
+    whole = prefix_s_per_batch(stages, len(stages) - 1)
+    moved = prefix_s_per_batch(stages, cut)
+    if not whole or moved is None:
+        return None
+    return min(1.0, moved / whole)
+
+
+def stays_local(stages: Sequence[StageStats], cut: int) -> list[StageStats]:
+    """The stages after the cut, on the chain to the output, in pipeline order."""
+    chain = []
+    current = len(stages) - 1
+    while current != cut:
+        chain.append(stages[current])
+        if len(stages[current].inputs) != 1:
+            break
+        current = stages[current].inputs[0]
+    return list(reversed(chain))
+
+
+def checked_stages(report: Report) -> list[StageStats]:
+    """The stages the check's indices point into: its own walk when it kept one (the report
+    had no stage timing, or timing of another shape), else the report's."""
+    section = report.scale_out
+    if section is not None and section.stages:
+        return list(section.stages)
+    return list(report.pipeline.stages)
+
+
+# --- when it matters -------------------------------------------------------------------------
+
+
+def host_cpu_is_limit(report: Report) -> bool:
+    """Whether this host's CPU, not a setting, limits how fast batches are made.
+
+    Any of: the pipeline alone kept nearly every core busy; the cores were saturated while
+    training (the advisor's PD010 line); or contention dominates the input cost (the
+    pipeline's threads took the cores the step needed).
+    """
+    cores = report.environment.cpu_count or report.host.cpu_count
+    pipeline = report.pipeline
+    pipeline_cores = (
+        pipeline.cpu_s_per_batch * pipeline.batches_per_s
+        if pipeline.cpu_s_per_batch and pipeline.batches_per_s
+        else None
+    )
+    if cores and pipeline_cores is not None and pipeline_cores >= PIPELINE_CORES_SHARE * cores:
+        return True
+    busy = cpu_busy_pct(report)
+    if busy is not None and busy >= CPU_SATURATED_PCT:
+        return True
+    split = report.verdict.cost_split
+    return split is not None and split.dominant == COST_CONTENTION
+
+
+def shows_scale_out(report: Report) -> bool:
+    """The summary shows the section when it was asked for (`--scale-out`, `--data-service`),
+    or when training is input-bound and the host CPU is the limit (the issue's condition)."""
+    section = report.scale_out
+    if section is None or not section.checked:
+        return False
+    if section.requested:
+        return True
+    return report.verdict.label == INPUT_BOUND and host_cpu_is_limit(report)
+
+
+# --- the prediction --------------------------------------------------------------------------
+
+
+def _measured(section: ScaleOut, where: str) -> ServiceMeasurement | None:
+    return next((m for m in section.measurements if m.where == where and m.measured), None)
+
+
+def predict(report: Report) -> ScaleOutPrediction:
+    """Workers needed to feed the train step alone, and the training rate to expect.
+
+    The rate to feed is compute alone T (steps/s, one batch per step). A worker makes W
+    batches/s: measured per worker on a cluster; else the pipeline alone on this host (a
+    worker machine like this one gives it all its cores), or the movable part's own rate
+    from stage timing. Every batch must also cross to this host: at most X batches/s (the
+    transfer ceiling measured through the service; without a cluster, also what an
+    assumed 10 Gbit/s link carries). Receiving costs this host CPU that the train step then
+    lacks: with c CPU-seconds per batch and n cores, T becomes 1 / (1/T + c/n). The stages
+    after the cut still run here, at most 1/L batches/s.
+    """
+    section = report.scale_out
+    if section is None:
+        return ScaleOutPrediction(reason="not checked")
+    stages = checked_stages(report)
+    verdict = report.verdict
+    target = verdict.compute_alone_steps_per_s
+    training = verdict.training_steps_per_s or report.train.steps_per_s
+    cut = section.distribute_after_index
+    if cut is None:
+        return ScaleOutPrediction(
+            target_steps_per_s=target,
+            training_steps_per_s=training,
+            reason="nothing worth moving can run on a worker (see the blockers)",
+        )
+    cluster = _measured(section, SERVICE_CLUSTER)
+    local = _measured(section, SERVICE_LOCAL)
+    per_worker, per_worker_source = _per_worker(report, cluster, cut)
+    transfer, transfer_source = _transfer(cluster, local)
+    local_cost = None if section.moves_whole_pipeline else local_s_per_batch(stages, cut)
+    base = ScaleOutPrediction(
+        target_steps_per_s=target,
+        training_steps_per_s=training,
+        per_worker_batches_per_s=per_worker,
+        per_worker_source=per_worker_source,
+        transfer_batches_per_s=transfer,
+        transfer_source=transfer_source,
+        local_s_per_batch=local_cost,
+    )
+    if not target:
+        return dataclasses.replace(base, reason="no compute-alone rate to feed")
+    if not per_worker:
+        return dataclasses.replace(base, reason="no per-worker rate measured")
+    measured = cluster or local
+    receiving = measured.consumer_cpu_s_per_batch if measured is not None else None
+    cores = report.environment.cpu_count or report.host.cpu_count or 1
+    fed_target = 1.0 / (1.0 / target + (receiving or 0.0) / cores)
+    limits = {LIMITED_BY_COMPUTE: fed_target}
+    if transfer:
+        limits[LIMITED_BY_TRANSFER] = transfer
+    if local_cost:
+        limits[LIMITED_BY_LOCAL] = 1.0 / local_cost
+    limited_by = min(limits, key=lambda k: limits[k])
+    rate = limits[limited_by]
+    return dataclasses.replace(
+        base,
+        workers_needed=max(1, math.ceil(rate / per_worker)),
+        predicted_steps_per_s=rate,
+        predicted_speedup=rate / training if training else None,
+        limited_by=limited_by,
+    )
+
+
+def _per_worker(
+    report: Report, cluster: ServiceMeasurement | None, cut: int
+) -> tuple[float | None, str]:
+    if cluster is not None and cluster.per_worker_batches_per_s:
+        return cluster.per_worker_batches_per_s, FROM_CLUSTER
+    section = report.scale_out
+    if section is not None and section.moves_whole_pipeline and report.pipeline.batches_per_s:
+        return report.pipeline.batches_per_s, FROM_PIPELINE_ALONE
+    stages = checked_stages(report)
+    if 0 <= cut < len(stages) and stages[cut].batches_per_s:
+        return stages[cut].batches_per_s, FROM_STAGE_TIMING
+    return None, ""
+
+
+def _transfer(
+    cluster: ServiceMeasurement | None, local: ServiceMeasurement | None
+) -> tuple[float | None, str]:
+    if cluster is not None and cluster.transfer_batches_per_s:
+        return cluster.transfer_batches_per_s, FROM_CLUSTER
+    if local is None:
+        return None, ""
+    candidates: list[tuple[float, str]] = []
+    if local.transfer_batches_per_s:
+        candidates.append((local.transfer_batches_per_s, FROM_LOCAL_SERVICE))
+    if local.bytes_per_batch:
+        network = ASSUMED_NETWORK_BYTES_PER_S / local.bytes_per_batch
+        candidates.append((network, FROM_ASSUMED_NETWORK))
+    if not candidates:
+        return None, ""
+    rate, source = min(candidates)
+    return rate, source
+
+
+# --- the code to paste -----------------------------------------------------------------------
+
+
+def paste_code(report: Report, prediction: ScaleOutPrediction, address: str | None) -> str:
+    """A dispatcher, the workers and the `distribute` line, for this pipeline."""
+    section = report.scale_out
+    if section is None or section.distribute_after_index is None:
+        return ""
+    stages = checked_stages(report)
+    host = address or DISPATCHER_PLACEHOLDER
+    port = host.rsplit(":", 1)[-1]
+    workers = prediction.workers_needed
+    count = "the workers" if not workers else f"{workers} worker{'s' if workers > 1 else ''}"
+    cut = section.distribute_after_index
+    after = ""
+    if 0 <= cut < len(stages):
+        stage = stages[cut]
+        after = f" after {stage_name(stage)}" + (f" ({stage.source})" if stage.source else "")
+    lines = [
+        "# 1. one dispatcher (any machine), e.g. dispatcher.py:",
+        "import tensorflow as tf",
+        "tf.data.experimental.service.DispatchServer(",
+        f"    tf.data.experimental.service.DispatcherConfig(port={port})).join()",
+        f"# 2. {count}, one per machine, e.g. worker.py:",
+        "tf.data.experimental.service.WorkerServer(",
+        "    tf.data.experimental.service.WorkerConfig(",
+        f'        dispatcher_address="{host}")).join()',
+        f"# 3. in the training script,{after}:",
+        "ds = ds.apply(tf.data.experimental.service.distribute(",
+        f'    processing_mode="parallel_epochs", service="grpc://{host}"))',
+    ]
+    if not section.moves_whole_pipeline and 0 <= cut < len(stages):
+        rest = ", ".join(stage_name(s) for s in stays_local(stages, cut))
+        if rest:
+            lines.append(f"# ...then the stages that stay here: {rest}")
+    lines += [
+        "ds = ds.prefetch(tf.data.AUTOTUNE)",
+        "# parallel_epochs: every worker makes the whole dataset with its own shuffle, so one",
+        "# pass through the service holds each element once per worker. For exactly one pass",
+        '# per epoch use processing_mode="distributed_epoch" (a splittable source:',
+        "# from_tensor_slices, range, list_files + TFRecordDataset), and give fit",
+        "# steps_per_epoch: the dataset's size is unknown through the service.",
+    ]
+    return "\n".join(lines)
+
+
+def enrich_report(report: Report) -> Report:
+    """The report with its scale-out prediction and code filled in (analysis, after judge)."""
+    section = report.scale_out
+    if section is None or not section.checked:
+        return report
+    prediction = predict(report)
+    cluster = next((m for m in section.measurements if m.where == SERVICE_CLUSTER), None)
+    address = cluster.address if cluster is not None and cluster.address else None
+    code = paste_code(report, prediction, address)
+    shown = shows_scale_out(report)
+    return dataclasses.replace(
+        report,
+        scale_out=dataclasses.replace(section, prediction=prediction, code=code, shown=shown),
+    )

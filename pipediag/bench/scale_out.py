@@ -1,0 +1,437 @@
+"""Issue 14, the measured part: can the training pipeline run on tf.data service, and how fast.
+
+After the verdict (`session.conclude`), within the deep analysis's turn:
+
+1. **Compatibility, statically**: the walked stages give the Python blockers with their
+   stage and line (`analysis/scale_out.py`); the dataset graph's string constants give the
+   local files the pipeline reads, attributed to the stage that reads them
+   (`bench/local_files.py`).
+2. **Where `distribute` goes**: the last stage that can move with everything upstream.
+3. **Measured through a real service**, only when asked, and only on a private copy of that
+   part (`bench/isolate.py`), never the user's dataset or iterator:
+   - `--scale-out N`: a dispatcher and N workers pipediag starts on this host
+     (`bench/service.py`). The workers share this host's cores, so this shows that the
+     pipeline runs there and what transfer costs, not a cluster's speed;
+   - `--data-service grpc://HOST:PORT`: an existing dispatcher and its workers, probed first
+     with a short timeout (an address that does not answer is one note, and the rest of the
+     diagnosis goes on), then the pipeline through them and, with `--data-service-train`
+     under Keras `fit`, the user's train step fed by them (`hooks/service_train.py`).
+
+The prediction and the code to paste are made later from the finished report
+(`analysis/scale_out.enrich_report`), with the final verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipediag.analysis.scale_out import (
+    MIN_MOVED_SHARE,
+    distribute_point,
+    local_path_blocker,
+    moved_share,
+    python_blockers,
+    refused_blocker,
+)
+from pipediag.bench.local_files import find_local_files
+from pipediag.bench.service import (
+    READ_GRACE_S,
+    READ_MAX_SECONDS,
+    TRANSFER_MAX_SECONDS,
+    LocalService,
+    ServiceError,
+    ServiceRead,
+    bounded,
+    parse_address,
+    probe_dispatcher,
+    read_through,
+    tf_error_text,
+    transfer_ceiling,
+)
+from pipediag.bench.teardown import TearDown
+from pipediag.clock import MONOTONIC, Clock
+from pipediag.config import RunConfig
+from pipediag.report.model import (
+    BLOCKER_PYTHON,
+    SERVICE_CLUSTER,
+    SERVICE_LOCAL,
+    PipelineBenchmark,
+    ScaleOut,
+    ServiceBlocker,
+    ServiceMeasurement,
+    StageStats,
+)
+
+# The user's train step fed by a dataset read through a service target: (steps/s, None), or
+# (None, why not). Given by the session from `hooks/service_train.py`.
+TrainThrough = Callable[[Any, str], tuple[float | None, str | None]]
+
+
+def wanted(config: RunConfig, pipeline: PipelineBenchmark) -> bool:
+    """Whether to check at all: asked for, or the deep analysis ran (stages are known), for
+    which the static check costs one graph walk."""
+    return _requested(config) or bool(pipeline.stages)
+
+
+def _requested(config: RunConfig) -> bool:
+    return config.scale_out_workers > 0 or config.data_service is not None
+
+
+def check_scale_out(
+    dataset: Any,
+    pipeline: PipelineBenchmark,
+    config: RunConfig,
+    *,
+    clock: Clock = MONOTONIC,
+    note: Callable[[str], None] | None = None,
+    phase: Callable[[str, float | None], None] | None = None,
+    train: TrainThrough | None = None,
+) -> ScaleOut:
+    """Compatibility, the distribute point and, when asked, measurements through a service.
+
+    Args:
+        dataset: the training `tf.data.Dataset` (only serialised and copied here).
+        pipeline: the phase-1 benchmark, with stage timing when the deep analysis ran.
+        config: `scale_out_workers`, `data_service`, `data_service_train`.
+        clock: the session's clock.
+        note: where a one-line note goes (an unreachable dispatcher), besides the section.
+        phase: the session's progress line.
+        train: for `--data-service-train`, the user's train step fed by a dataset read
+            through a service target (`hooks/service_train.py`): (steps/s, None) or (None, why
+            not). The hooks give it; the bench never runs the user's model itself.
+    """
+    from pipediag.bench.structure import walk_pipeline
+
+    began = clock.now()
+    walked = walk_pipeline(dataset)
+    walked_stats = [s.stats for s in walked]
+    same = [s.kind for s in pipeline.stages] == [s.kind for s in walked_stats]
+    stages = list(pipeline.stages) if pipeline.stages and same else walked_stats
+    blockers = python_blockers(stages)
+    for files in find_local_files(dataset, walked):
+        stage = stages[files.stage_index] if files.stage_index is not None else None
+        blockers.append(
+            local_path_blocker(stage, files.paths, files.total, shared_fs=files.shared_fs)
+        )
+    cut = distribute_point(stages, blockers)
+    notes: list[str] = []
+    too_little = _too_little_moves(stages, cut, blockers)
+    if too_little is not None:
+        notes.append(too_little)
+        cut = None
+    whole = cut == len(stages) - 1
+    measurements: list[ServiceMeasurement] = []
+    if _requested(config):
+        if cut is None:
+            notes.append(
+                "nothing was sent through the service: no part worth moving can run on a worker"
+            )
+        else:
+            plan = _Plan.of(dataset, walked, stages, pipeline, cut, whole)
+            measurements = _measure(plan, config, clock, note, phase, train)
+            refused = [
+                refused_blocker(m.reason.removeprefix(REFUSED), plan.part)
+                for m in measurements
+                if m.reason and m.reason.startswith(REFUSED)
+            ]
+            if refused:
+                # The same failure on each service tried: one blocker, and nothing moves as is.
+                blockers.append(refused[0])
+                cut = None
+    if cut is not None and cut < len(stages) - 1 and not _batched_at(stages, cut):
+        notes.append(
+            "the distribute point is before the batch: elements would cross to this host one "
+            "by one; batch before distribute if the stages after it allow"
+        )
+    return ScaleOut(
+        checked=True,
+        compatible=not blockers,
+        blockers=blockers,
+        distribute_after_index=cut,
+        distribute_after=_label(stages, cut),
+        moves_whole_pipeline=cut is not None and cut == len(stages) - 1,
+        measurements=measurements,
+        wall_time_s=clock.now() - began,
+        requested=_requested(config),
+        notes=notes,
+        stages=[] if pipeline.stages and same else stages,
+    )
+
+
+def _too_little_moves(
+    stages: Sequence[StageStats], cut: int | None, blockers: Sequence[ServiceBlocker]
+) -> str | None:
+    """Why the part that can move is not worth moving (too little of the pipeline's own
+    cost, by stage timing), or None. Moving it would only add transfer."""
+    if cut is None or cut == len(stages) - 1:
+        return None
+    share = moved_share(stages, cut)
+    if share is None or share >= MIN_MOVED_SHARE:
+        return None
+    pinned = ", ".join(b.stage for b in blockers if b.kind == BLOCKER_PYTHON)
+    return (
+        f"only the stages up to {_label(stages, cut)} could move, {share:.0%} of the pipeline's "
+        f"work: not worth the transfer; port {pinned} to TF ops, then the whole pipeline can move"
+    )
+
+
+def _batched_at(stages: Sequence[StageStats], cut: int) -> bool:
+    """Whether a batching stage is at or upstream of the cut (so batches cross, not elements)."""
+    pending, seen = [cut], set()
+    while pending:
+        index = pending.pop()
+        if index in seen:
+            continue
+        seen.add(index)
+        if "batch" in stages[index].kind:
+            return True
+        pending.extend(stages[index].inputs)
+    return False
+
+
+def _label(stages: Sequence[StageStats], cut: int | None) -> str:
+    if cut is None:
+        return ""
+    from pipediag.report.names import stage_name
+
+    stage = stages[cut]
+    return stage_name(stage) + (f" ({stage.source})" if stage.source else "")
+
+
+# --- the measurements ------------------------------------------------------------------------
+
+WHOLE = "whole pipeline"
+# A measurement whose reason starts so failed on the user's pipeline (a blocker), not on the
+# service itself.
+REFUSED = "refused: "
+
+
+@dataclass
+class _Plan:
+    """What is sent through the service: a private copy of the part that can move."""
+
+    copy: Any
+    part: str
+    elements_per_batch: float  # the part's elements per output batch of the pipeline
+    local_batches_per_s: float | None
+    notes: list[str]
+    error: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        dataset: Any,
+        walked: Sequence[Any],
+        stages: Sequence[StageStats],
+        pipeline: PipelineBenchmark,
+        cut: int,
+        whole: bool,
+    ) -> _Plan:
+        from pipediag.bench.isolate import IsolationError, isolated_copy
+        from pipediag.bench.stages import elements_per_output_batch
+
+        target = dataset if whole else walked[cut].dataset
+        part = WHOLE if whole else f"pipeline up to {_label(stages, cut)}"
+        factor = 1.0 if whole else (elements_per_output_batch(walked)[cut] or 1.0)
+        local_rate = pipeline.batches_per_s if whole else stages[cut].batches_per_s
+        try:
+            copy, notes = isolated_copy(target)
+        except IsolationError as exc:
+            return cls(None, part, factor, local_rate, [], f"not copied: {exc}")
+        # Endless, so a short dataset does not end a read (or the training fed by it) early:
+        # the reads are bounded by time and batches, as phase 1 is.
+        return cls(copy.repeat(), part, factor, local_rate, notes)
+
+
+def _measure(
+    plan: _Plan,
+    config: RunConfig,
+    clock: Clock,
+    note: Callable[[str], None] | None,
+    phase: Callable[[str, float | None], None] | None,
+    train: TrainThrough | None,
+) -> list[ServiceMeasurement]:
+    found = []
+    if config.scale_out_workers > 0:
+        if phase is not None:
+            phase(
+                f"reading the pipeline through {config.scale_out_workers} local tf.data "
+                "service workers",
+                None,
+            )
+        found.append(_measure_local(plan, config.scale_out_workers, clock))
+    if config.data_service is not None:
+        if phase is not None:
+            phase(
+                f"reading the pipeline through the tf.data service at {config.data_service}", None
+            )
+        measured = _measure_cluster(plan, config, clock, train)
+        if not measured.measured and measured.reason and note is not None:
+            note(f"--data-service: {measured.reason}")
+        found.append(measured)
+    return found
+
+
+def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasurement:
+    base = ServiceMeasurement(
+        where=SERVICE_LOCAL,
+        workers=workers,
+        processing_mode="parallel_epochs",
+        part=plan.part,
+        local_batches_per_s=plan.local_batches_per_s,
+        notes=list(plan.notes),
+    )
+    if plan.error is not None:
+        return _replace(base, reason=plan.error)
+    began = clock.now()
+    try:
+        with LocalService(workers, clock=clock) as service:
+            base = _replace(base, address=service.address, startup_s=service.startup_s)
+            measured = _read_and_transfer(plan, service.target, clock, service.worker_cpu_s)
+    except (ServiceError, OSError) as exc:  # OSError: a server process could not be started
+        return _replace(base, reason=_one_line(exc), wall_time_s=clock.now() - began)
+    return _replace(
+        _fill(base, plan, *measured),
+        wall_time_s=clock.now() - began,
+        notes=[
+            *base.notes,
+            f"one host: the {workers} workers shared its {os.cpu_count()} cores; this shows the "
+            "pipeline runs on workers and what transfer costs, not a cluster's speed",
+        ],
+    )
+
+
+def _measure_cluster(
+    plan: _Plan, config: RunConfig, clock: Clock, train: TrainThrough | None
+) -> ServiceMeasurement:
+    assert config.data_service is not None
+    try:
+        address = parse_address(config.data_service)
+    except ValueError as exc:  # the CLI checks it; an API caller may not have
+        return ServiceMeasurement(where=SERVICE_CLUSTER, reason=str(exc), part=plan.part)
+    base = ServiceMeasurement(
+        where=SERVICE_CLUSTER,
+        address=address,
+        processing_mode="parallel_epochs",
+        part=plan.part,
+        local_batches_per_s=plan.local_batches_per_s,
+        notes=list(plan.notes),
+    )
+    if plan.error is not None:
+        return _replace(base, reason=plan.error)
+    began = clock.now()
+    try:
+        info = probe_dispatcher(address)
+    except ServiceError as exc:
+        return _replace(base, reason=str(exc), wall_time_s=clock.now() - began)
+    base = _replace(base, workers=len(info.workers))
+    if not info.workers:
+        return _replace(
+            base,
+            reason=f"the dispatcher at {address} has no workers registered",
+            wall_time_s=clock.now() - began,
+        )
+    try:
+        measured = _fill(base, plan, *_read_and_transfer(plan, f"grpc://{address}", clock, None))
+    except ServiceError as exc:
+        return _replace(base, reason=str(exc), wall_time_s=clock.now() - began)
+    if measured.batches_per_s:
+        measured = _replace(
+            measured, per_worker_batches_per_s=measured.batches_per_s / len(info.workers)
+        )
+    if config.data_service_train and measured.measured:
+        rate: float | None = None
+        reason: str | None = "only part of the pipeline can move: training is not measured"
+        if train is None:
+            reason = "no train step to feed from the service"
+        elif plan.part == WHOLE:
+            rate, reason = train(plan.copy, f"grpc://{address}")
+        measured = _replace(measured, train_steps_per_s=rate, train_reason=reason)
+    return _replace(measured, wall_time_s=clock.now() - began)
+
+
+def _read_and_transfer(
+    plan: _Plan, target: str, clock: Clock, worker_cpu: Callable[[], float | None] | None
+) -> tuple[ServiceRead | None, Any, str | None]:
+    """The part read through the service, then its first batch sent again and again.
+
+    Returns (the read, the transfer timing, the pipeline's own error); ServiceError for a
+    service that stalls. Spent iterators are released before the caller stops any server.
+    """
+    releaser = TearDown()
+    try:
+        try:
+            read = bounded(
+                lambda: read_through(
+                    plan.copy, target, clock=clock, teardown=releaser, worker_cpu=worker_cpu
+                ),
+                READ_MAX_SECONDS + READ_GRACE_S,
+            )
+        except ServiceError:
+            raise
+        except Exception as exc:  # the user's pipeline failed on a worker: a blocker
+            return None, None, tf_error_text(exc)
+        transfer = None
+        if read.sample is not None:
+            sample = read.sample
+            with contextlib.suppress(Exception):  # the ceiling is a bonus: keep the read
+                transfer = bounded(
+                    lambda: transfer_ceiling(sample, target, clock=clock, teardown=releaser),
+                    TRANSFER_MAX_SECONDS + READ_GRACE_S,
+                )
+        return read, transfer, None
+    finally:
+        releaser.drain()
+
+
+def _fill(
+    base: ServiceMeasurement,
+    plan: _Plan,
+    read: ServiceRead | None,
+    transfer: Any,
+    error: str | None,
+) -> ServiceMeasurement:
+    if error is not None or read is None:
+        return _replace(base, reason=f"{REFUSED}{error or 'no batch came back'}")
+    timing = read.timing
+    factor = plan.elements_per_batch or 1.0
+    rate = timing.batches_per_s
+    if rate is None:
+        return _replace(base, reason="the service returned too few elements to time")
+    made = len(timing.latencies_s) + 1  # the warm-up element too
+    ceiling = None if transfer is None else transfer.batches_per_s
+    # Receiving is timed where batches arrive back to back (the transfer read): in a slower
+    # read the client's threads also poll between batches, and that CPU is not a cost of
+    # the batch.
+    receiving = transfer.cpu_s_per_batch if transfer is not None else None
+    if receiving is None:
+        receiving = timing.cpu_s_per_batch
+    return _replace(
+        base,
+        measured=True,
+        first_batch_s=timing.first_batch_s,
+        batches=len(timing.latencies_s),
+        duration_s=timing.duration_s,
+        batches_per_s=rate / factor,
+        bytes_per_batch=None if read.bytes_per_batch is None else read.bytes_per_batch * factor,
+        transfer_batches_per_s=None if ceiling is None else ceiling / factor,
+        transfer_s_per_batch=None if not ceiling else factor / ceiling,
+        consumer_cpu_s_per_batch=None if receiving is None else receiving * factor,
+        worker_cpu_s_per_batch=(
+            None if read.worker_cpu_s is None else read.worker_cpu_s / made * factor
+        ),
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _replace(measurement: ServiceMeasurement, **changes: Any) -> ServiceMeasurement:
+    return dataclasses.replace(measurement, **changes)

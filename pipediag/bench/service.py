@@ -1,0 +1,521 @@
+"""tf.data service for the what-if copy: local servers, a dispatcher probe, timed reads.
+
+Issue 14: when one host cannot make batches as fast as its train step takes them, the answer
+is tf.data service (a dispatcher and worker machines running the same pipeline). pipediag
+measures that move on the user's own pipeline:
+
+- `LocalService` starts a dispatcher and N workers on this host, each in a process of its
+  own (`bench/service_server.py`), on free localhost ports, and always stops them: their
+  standard input is a pipe from this process, so they exit when it closes, also when this
+  process dies. Workers run in their own processes because only there does a `py_function`
+  fail as it would on a worker machine (docs/design.md, "tf.data service").
+- `probe_dispatcher` asks a dispatcher for its workers (gRPC `GetWorkers`) with a short
+  timeout. TensorFlow's own client retries an unreachable dispatcher for minutes on the
+  calling thread (checked on TF 2.21: `distribute()` blocked in "Failed to register
+  dataset ... Will retry"), so nothing is registered before the probe has answered.
+- `read_through` times a dataset read through a service; `transfer_ceiling` sends one batch
+  already made through it again and again: what moving a batch costs this consumer, apart
+  from making it. Reads run on a helper thread with a deadline, so a service that stalls
+  after the probe costs a note, not the diagnosis.
+
+Only pipediag's private copy of the dataset is ever distributed (`bench/isolate.py`), with
+processing mode "parallel_epochs" (each worker makes the whole dataset; nothing to split).
+TensorFlow is imported inside the functions only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import selectors
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from pipediag.bench.pipeline import BatchTiming, time_iterator
+from pipediag.bench.service_server import DISPATCHER, READY, WORKER
+from pipediag.bench.teardown import TearDown, owned
+from pipediag.clock import MONOTONIC, Clock
+
+T = TypeVar("T")
+
+# Processing mode of every measurement: each worker makes the whole dataset, so any dataset
+# can be read (distributed_epoch needs a splittable source) and rates add up per worker.
+PROCESSING_MODE = "parallel_epochs"
+# Starting a server is mostly importing TensorFlow: about 3 s alone here, 4.7 s for a
+# dispatcher and two workers started together on 2 cores. A loaded host may take much more;
+# past this, the check gives up rather than hold the diagnosis.
+START_TIMEOUT_S = 60.0
+# Closing a server's standard input ends it at once; a server still there after this is
+# terminated, then killed.
+STOP_TIMEOUT_S = 5.0
+# A dispatcher that answers at all answers a GetWorkers call in milliseconds.
+PROBE_TIMEOUT_S = 2.0
+# How often to ask the local dispatcher whether all its workers have registered.
+REGISTER_POLL_S = 0.05
+# Budget of one timed read through the service (the phase-1 benchmark's size, shorter: the
+# service adds its own start-up), and of the transfer ceiling's read.
+READ_MAX_SECONDS = 2.0
+READ_MAX_BATCHES = 200
+TRANSFER_MAX_SECONDS = 1.0
+TRANSFER_MAX_BATCHES = 400
+# A read that has not returned this long after its budget is abandoned (a stalled service).
+READ_GRACE_S = 20.0
+# Batches whose size is averaged for the bytes per batch.
+SIZE_SAMPLE_BATCHES = 8
+# Lines of a failed server's own error output quoted in the one-line error.
+ERROR_TAIL_CHARS = 300
+
+_DISPATCHER_METHOD = "/tensorflow.data.DispatcherService/GetWorkers"
+_THREAD_NAME = "pipediag-service-read"
+
+
+class ServiceError(Exception):
+    """The service could not be started, reached or read; the message is one line."""
+
+
+# --- addresses and the dispatcher probe ------------------------------------------------------
+
+
+def parse_address(text: str) -> str:
+    """`grpc://HOST:PORT` or `HOST:PORT` -> `HOST:PORT`; ValueError for anything else."""
+    match = re.fullmatch(r"(?:grpc://)?(\[[0-9a-fA-F:.]+\]|[\w.-]+):(\d{1,5})", text.strip())
+    if match is None or not 0 < int(match.group(2)) < 65536:
+        raise ValueError(f"expected grpc://HOST:PORT, got {text!r}")
+    return f"{match.group(1)}:{match.group(2)}"
+
+
+@dataclass(frozen=True)
+class DispatcherInfo:
+    """What a dispatcher said about itself: its address and its registered workers."""
+
+    address: str
+    workers: list[str]
+
+
+def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> DispatcherInfo:
+    """Ask the tf.data dispatcher at `address` (HOST:PORT) for its workers.
+
+    Raises:
+        ServiceError: nothing answered within `timeout_s`, or what answered is not a
+            tf.data dispatcher.
+    """
+    try:
+        import grpc
+    except ImportError:  # pragma: no cover - TensorFlow depends on grpcio
+        raise ServiceError("grpcio is not installed: cannot reach a dispatcher") from None
+    channel = grpc.insecure_channel(address)
+    try:
+        call = channel.unary_unary(
+            _DISPATCHER_METHOD, request_serializer=_same, response_deserializer=_same
+        )
+        reply = call(b"", timeout=timeout_s)
+    except grpc.RpcError as exc:
+        code = exc.code() if callable(getattr(exc, "code", None)) else None
+        if code == grpc.StatusCode.UNIMPLEMENTED:
+            raise ServiceError(f"{address} answers gRPC but is not a tf.data dispatcher") from None
+        name = getattr(code, "name", "no answer")
+        raise ServiceError(
+            f"no tf.data dispatcher answered at {address} within {timeout_s:g} s ({name})"
+        ) from None
+    finally:
+        channel.close()
+    # GetWorkersResponse { repeated WorkerInfo workers = 1; }, WorkerInfo { string address = 1; }
+    workers = [
+        b"".join(length_delimited(info, 1)).decode(errors="replace")
+        for info in length_delimited(reply, 1)
+    ]
+    return DispatcherInfo(address, workers)
+
+
+def length_delimited(data: bytes, number: int) -> list[bytes]:
+    """The values of protobuf field `number` (wire type 2) in a serialized message.
+
+    TensorFlow ships no Python classes for the dispatcher's messages; these two are simple
+    enough to read from the wire format directly.
+    """
+    found: list[bytes] = []
+    position = 0
+    while position < len(data):
+        key, position = read_varint(data, position)
+        wire = key & 7
+        if wire == 0:
+            _, position = read_varint(data, position)
+        elif wire == 1:
+            position += 8
+        elif wire == 5:
+            position += 4
+        elif wire == 2:
+            size, position = read_varint(data, position)
+            if key >> 3 == number:
+                found.append(data[position : position + size])
+            position += size
+        else:
+            raise ValueError(f"unsupported protobuf wire type {wire}")
+    return found
+
+
+def read_varint(data: bytes, position: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if position >= len(data):
+            raise ValueError("truncated protobuf varint")
+        byte = data[position]
+        position += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, position
+        shift += 7
+
+
+def _same(payload: bytes) -> bytes:
+    return payload
+
+
+# --- local servers ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Server:
+    role: str
+    process: subprocess.Popen[bytes]
+    errors: IO[bytes]
+    output: bytes = b""
+    ready: bool = False
+
+
+class LocalService:
+    """A tf.data dispatcher and `workers` workers on this host, each in its own process.
+
+    Use as a context manager: the servers are stopped on exit, errors included.
+
+    Args:
+        workers: how many worker processes.
+        clock: times the start-up (`startup_s`).
+        start_timeout_s: the longest the servers may take to start and register.
+    """
+
+    def __init__(
+        self, workers: int, *, clock: Clock = MONOTONIC, start_timeout_s: float = START_TIMEOUT_S
+    ) -> None:
+        if workers < 1:
+            raise ValueError("a local service needs at least one worker")
+        self.workers = workers
+        self.address = ""
+        self.startup_s: float | None = None
+        self._clock = clock
+        self._start_timeout_s = start_timeout_s
+        self._servers: list[_Server] = []
+
+    def __enter__(self) -> LocalService:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def target(self) -> str:
+        """The address `distribute(service=...)` takes."""
+        return f"grpc://{self.address}"
+
+    def pids(self, role: str = WORKER) -> list[int]:
+        return [s.process.pid for s in self._servers if s.role == role]
+
+    def start(self) -> None:
+        """Start every server at once (their TensorFlow imports overlap) and wait until the
+        dispatcher lists every worker. Raises ServiceError, with every server stopped."""
+        began = self._clock.now()
+        deadline = time.monotonic() + self._start_timeout_s
+        port = _free_port()
+        self.address = f"localhost:{port}"
+        try:
+            self._spawn(DISPATCHER, str(port))
+            for _ in range(self.workers):
+                self._spawn(WORKER, self.address)
+            self._wait_ready(deadline)
+            self._wait_registered(deadline)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_s = self._clock.now() - began
+
+    def stop(self) -> None:
+        """Close every server's input, then terminate or kill what is still running.
+
+        A server still starting reads its input only once TensorFlow is imported (seconds):
+        it is terminated at once instead.
+        """
+        for server in self._servers:
+            with contextlib.suppress(OSError):
+                if server.process.stdin is not None:
+                    server.process.stdin.close()
+                if not server.ready:
+                    server.process.terminate()
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for server in self._servers:
+            _end(server.process, max(0.1, deadline - time.monotonic()))
+            for stream in (server.process.stdout, server.errors):
+                with contextlib.suppress(OSError):
+                    if stream is not None:
+                        stream.close()
+        self._servers = []
+
+    def _spawn(self, role: str, argument: str) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        paths = [package_root, *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(paths),
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            # The servers only run tf.data (CPU ops): they must not take the GPU's memory
+            # from the training process.
+            "CUDA_VISIBLE_DEVICES": "",
+        }
+        # Closed in stop(): the file outlives this call, as the process does.
+        errors = tempfile.TemporaryFile()  # noqa: SIM115
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pipediag.bench.service_server", role, argument],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env=env,
+            cwd=package_root,
+            # Its own session: a Ctrl-C at the terminal goes to the user's script, and pipediag
+            # stops the servers itself.
+            start_new_session=True,
+        )
+        self._servers.append(_Server(role, process, errors))
+
+    def _wait_ready(self, deadline: float) -> None:
+        with selectors.DefaultSelector() as selector:
+            for server in self._servers:
+                assert server.process.stdout is not None
+                selector.register(server.process.stdout, selectors.EVENT_READ, server)
+            while not all(s.ready for s in self._servers):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ServiceError(
+                        f"the local tf.data servers did not start within "
+                        f"{self._start_timeout_s:g} s"
+                    )
+                for key, _ in selector.select(timeout=min(left, 0.5)):
+                    server = key.data
+                    chunk = os.read(key.fd, 4096)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                        raise ServiceError(self._failure(server))
+                    server.output += chunk
+                    if f"{READY} {server.role}".encode() in server.output:
+                        server.ready = True
+                        selector.unregister(key.fileobj)
+
+    def _wait_registered(self, deadline: float) -> None:
+        while True:
+            info = probe_dispatcher(self.address)
+            if len(info.workers) >= self.workers:
+                return
+            if time.monotonic() >= deadline:
+                raise ServiceError(
+                    f"only {len(info.workers)} of {self.workers} local workers registered "
+                    f"within {self._start_timeout_s:g} s"
+                )
+            time.sleep(REGISTER_POLL_S)
+
+    def _failure(self, server: _Server) -> str:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.process.wait(timeout=1.0)
+        server.errors.seek(0)
+        lines = server.errors.read().decode(errors="replace").strip().splitlines()
+        last = lines[-1][-ERROR_TAIL_CHARS:] if lines else "no error output"
+        return f"the local tf.data {server.role} failed to start: {last}"
+
+    def worker_cpu_s(self) -> float | None:
+        """CPU seconds the worker processes have used so far (None if psutil cannot say)."""
+        try:
+            import psutil
+
+            total = 0.0
+            for pid in self.pids(WORKER):
+                times = psutil.Process(pid).cpu_times()
+                total += times.user + times.system
+            return total
+        except Exception:
+            return None
+
+
+def _free_port() -> int:
+    """A localhost port free now: the dispatcher binds it a moment later."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("localhost", 0))
+        return int(probe.getsockname()[1])
+
+
+def _end(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Wait for `process` to exit, then terminate it, then kill it."""
+    for signal_it in (None, process.terminate, process.kill):
+        if signal_it is not None:
+            with contextlib.suppress(OSError):
+                signal_it()
+        try:
+            process.wait(timeout=timeout_s if signal_it is None else STOP_TIMEOUT_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+# --- reads through a service -----------------------------------------------------------------
+
+
+@dataclass
+class ServiceRead:
+    """One timed read through a service, and what its batches held."""
+
+    timing: BatchTiming
+    bytes_per_batch: float | None = None
+    sample: Any = None  # the first batch, for the transfer ceiling
+    worker_cpu_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def distributed(dataset: Any, target: str) -> Any:
+    """`dataset` read through the service at `target` (grpc://HOST:PORT), parallel epochs."""
+    import tensorflow as tf
+
+    return dataset.apply(
+        tf.data.experimental.service.distribute(processing_mode=PROCESSING_MODE, service=target)
+    )
+
+
+def read_through(
+    dataset: Any,
+    target: str,
+    *,
+    max_batches: int = READ_MAX_BATCHES,
+    max_seconds: float = READ_MAX_SECONDS,
+    clock: Clock = MONOTONIC,
+    teardown: TearDown | None = None,
+    worker_cpu: Callable[[], float | None] | None = None,
+) -> ServiceRead:
+    """Time a read of `dataset` through the service at `target`, on a fresh iterator.
+
+    `worker_cpu` (local servers) gives the workers' CPU seconds so far: read before and
+    after, it is what making and sending the batches cost them.
+    """
+    kept: list[Any] = []
+    with owned(teardown) as releaser:
+        raw = iter(distributed(dataset, target))
+        cpu_before = worker_cpu() if worker_cpu else None
+        try:
+            timing = time_iterator(
+                _keeping(raw, kept, SIZE_SAMPLE_BATCHES),
+                max_batches=max_batches,
+                max_seconds=max_seconds,
+                clock=clock,
+            )
+        finally:
+            cpu_after = worker_cpu() if worker_cpu else None
+            releaser.discard(raw)
+            del raw
+    sizes = [size for size in (batch_bytes(b) for b in kept) if size is not None]
+    worker_cpu_s = (
+        cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+    )
+    return ServiceRead(
+        timing=timing,
+        bytes_per_batch=sum(sizes) / len(sizes) if sizes else None,
+        sample=kept[0] if kept else None,
+        worker_cpu_s=worker_cpu_s,
+    )
+
+
+def transfer_ceiling(
+    batch: Any,
+    target: str,
+    *,
+    max_seconds: float = TRANSFER_MAX_SECONDS,
+    clock: Clock = MONOTONIC,
+    teardown: TearDown | None = None,
+) -> BatchTiming:
+    """One batch already made, read through the service again and again: the workers only
+    send it, so the rate is the most this consumer can receive batches of this size."""
+    import tensorflow as tf
+
+    repeated = tf.data.Dataset.from_tensors(batch).repeat()
+    return read_through(
+        repeated,
+        target,
+        max_batches=TRANSFER_MAX_BATCHES,
+        max_seconds=max_seconds,
+        clock=clock,
+        teardown=teardown,
+    ).timing
+
+
+def _keeping(iterator: Iterator[Any], kept: list[Any], count: int) -> Iterator[Any]:
+    for batch in iterator:
+        if len(kept) < count:
+            kept.append(batch)
+        yield batch
+
+
+def batch_bytes(batch: Any) -> int | None:
+    """Bytes of tensor data in one batch (strings: their lengths); None if unreadable.
+
+    What the workers serialise per batch before compression, the service's default.
+    """
+    try:
+        import tensorflow as tf
+
+        total = 0
+        for tensor in tf.nest.flatten(batch, expand_composites=True):
+            value = tensor.numpy()
+            if value.dtype == object:
+                total += sum(len(v) for v in value.ravel())
+            else:
+                total += value.nbytes
+        return total
+    except Exception:
+        return None
+
+
+def bounded(work: Callable[[], T], timeout_s: float) -> T:
+    """Run `work` on a helper thread; ServiceError if it has not returned in `timeout_s`.
+
+    TensorFlow's service client has no timeout of its own: a dispatcher or worker that
+    stops answering mid-read would otherwise hold the diagnosis forever. A read abandoned
+    this way is left running on its daemon thread.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=_THREAD_NAME, daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise ServiceError(f"the service delivered nothing more within {timeout_s:.0f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]  # type: ignore[no-any-return]
+
+
+def tf_error_text(exc: BaseException) -> str:
+    """The line of a tf.data error that says what failed, without the plumbing around it."""
+    message = str(getattr(exc, "message", exc)).strip()
+    inner = re.search(r"Failed to get element: (.*)", message)
+    text = inner.group(1) if inner else message.splitlines()[0] if message else type(exc).__name__
+    text = re.sub(r"\{\{[^}]*\}\}\s*", "", text)
+    return f"{type(exc).__name__}: {text}"[:200]

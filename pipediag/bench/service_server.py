@@ -1,0 +1,56 @@
+"""One tf.data service server in its own process: `python -m pipediag.bench.service_server`.
+
+    python -m pipediag.bench.service_server dispatcher PORT
+    python -m pipediag.bench.service_server worker DISPATCHER_HOST:PORT
+
+Started by `pipediag.bench.service.LocalService`, never by the user's script. It prints one
+line, `READY <role>`, once the server listens, then serves until its standard input closes:
+the parent closes it to stop the server, and when the parent dies, however it dies, the
+operating system closes it, so a server never outlives the diagnosis that started it.
+
+Workers must run in a process of their own to test what a real worker can run: a
+`py_function` ran through an in-process worker (its Python callable lives in the same
+process) and failed in an out-of-process one (docs/design.md, "tf.data service").
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+READY = "READY"
+DISPATCHER = "dispatcher"
+WORKER = "worker"
+
+
+USAGE = f"usage: {DISPATCHER} PORT | {WORKER} DISPATCHER_ADDRESS"
+
+
+def serve(role: str, argument: str) -> object:
+    """Start the server named by `role`; returns it (it serves while referenced)."""
+    import tensorflow as tf
+
+    service = tf.data.experimental.service
+    if role == DISPATCHER:
+        return service.DispatchServer(service.DispatcherConfig(port=int(argument)))
+    # Port 0: the worker picks a free port and registers its address with the dispatcher.
+    return service.WorkerServer(service.WorkerConfig(dispatcher_address=argument, port=0))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in (DISPATCHER, WORKER):
+        print(USAGE, file=sys.stderr)
+        return 2
+    role, argument = argv
+    server = serve(role, argument)
+    print(f"{READY} {role}", flush=True)
+    sys.stdin.read()  # until the parent closes the pipe, or dies
+    del server
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    # Skip TensorFlow's interpreter tear-down (seconds, and nothing left to save).
+    os._exit(code)

@@ -1,0 +1,137 @@
+"""The user's train step fed by a tf.data service (`--data-service-train`, issue 14).
+
+On a cluster, what training would gain is best measured, not predicted: pipediag calls the
+model's own compiled train function (Keras `fit`) on batches read through the service, for
+about as long as the compute-alone phase runs, and puts every variable the steps wrote back
+as it was (`hooks/compute_alone.py` copies and restores the same ones). Batches are pulled
+on a helper thread a few ahead (as a prefetch would) and taken with a timeout: a service
+that stalls ends the measurement with the variables restored, and the stuck pull never
+touches the model.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from pipediag.bench.service import ServiceError, distributed, tf_error_text
+from pipediag.bench.teardown import TearDown
+from pipediag.clock import MONOTONIC, Clock
+
+# Training through the service (`--data-service-train`): timed steps after a short warm-up,
+# about the compute-alone phase's length (hooks/compute_alone.py).
+TRAIN_WARMUP_STEPS = 3
+TRAIN_MAX_SECONDS = 2.0
+# Batches the service reader may hold ahead of the train step (a prefetch buffer).
+TRAIN_READ_AHEAD = 8
+# The longest the train step waits for one batch from the service before giving up.
+TRAIN_BATCH_TIMEOUT_S = 20.0
+
+
+def train_through(
+    model: Any, style: str, dataset: Any, target: str, *, clock: Clock = MONOTONIC
+) -> tuple[float | None, str | None]:
+    """The user's train step fed by `dataset` read through the service at `target`.
+
+    Returns (steps/s, None), or (None, why not). Keras `fit` only: the model's compiled
+    train function is called on the service's batches, after every variable a step writes
+    is copied, and they are assigned back after, as the compute-alone phase does.
+    """
+    if style != "keras-fit" or model is None:
+        return None, "training through the service is measured under Keras fit only"
+    from pipediag.hooks.compute_alone import stateful_random_op, step_variables, sync_logs
+
+    train_function = getattr(model, "train_function", None)
+    strategy = getattr(model, "distribute_strategy", None)
+    if train_function is None:
+        return None, "the model has no compiled train function yet"
+    if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
+        return None, "a multi-replica strategy: training through the service is not measured"
+    blocker = stateful_random_op(train_function)
+    if blocker is not None:
+        return None, f"the train step uses {blocker}, whose hidden state extra steps would change"
+    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    saved = [(v, v.numpy()) for v in step_variables(model)]
+    reader = _ServiceReader(dataset, target)
+    try:
+        for _ in range(TRAIN_WARMUP_STEPS):
+            sync_logs(train_function(reader.take(per_call)))
+        start = clock.now()
+        steps = 0
+        while clock.now() - start < TRAIN_MAX_SECONDS:
+            sync_logs(train_function(reader.take(per_call)))
+            steps += per_call
+        elapsed = clock.now() - start
+    except ServiceError as exc:
+        return None, str(exc)
+    except Exception as exc:
+        return None, f"the train step failed on the service's batches: {tf_error_text(exc)}"
+    finally:
+        for variable, value in saved:
+            variable.assign(value)
+        reader.close()
+    return (steps / elapsed if elapsed > 0 else None), None
+
+
+class _ServiceReader:
+    """Pulls batches from the service on a helper thread, a few ahead of the train step.
+
+    The train step runs on the caller's thread and takes batches with a timeout: a service
+    that stalls ends the measurement there (variables restored), and the stuck pull never
+    touches the model.
+    """
+
+    _END = object()
+
+    def __init__(self, dataset: Any, target: str) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=TRAIN_READ_AHEAD)
+        self._stop = threading.Event()
+        self._iterator = iter(distributed(dataset, target))
+        self._thread = threading.Thread(
+            target=self._pull, name="pipediag-service-train-read", daemon=True
+        )
+        self._thread.start()
+
+    def _pull(self) -> None:
+        try:
+            for batch in self._iterator:
+                if not self._offer(batch):
+                    return
+        except Exception as exc:
+            self._offer(exc)
+            return
+        self._offer(self._END)
+
+    def _offer(self, item: Any) -> bool:
+        """Queue `item` unless told to stop first; False when stopped."""
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:  # noqa: PERF203 - the wait is the point: check stop, retry
+                continue
+        return False
+
+    def take(self, count: int) -> Iterator[Any]:
+        for _ in range(count):
+            try:
+                item = self._queue.get(timeout=TRAIN_BATCH_TIMEOUT_S)
+            except queue.Empty:
+                raise ServiceError(
+                    f"the service delivered no batch within {TRAIN_BATCH_TIMEOUT_S:.0f} s"
+                ) from None
+            if item is self._END:
+                raise ServiceError("the service's dataset ended during the training read")
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(TRAIN_BATCH_TIMEOUT_S)
+        if not self._thread.is_alive():
+            releaser = TearDown()
+            releaser.discard(self._iterator)
+            releaser.drain()

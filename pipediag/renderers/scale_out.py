@@ -1,0 +1,149 @@
+"""The scale-out section in words (issue 14), for the text summary and the PNG alike.
+
+`scale_out_lines(report)` gives the lines under the summary's "Scale out" row: whether the
+pipeline can run on tf.data service and what blocks it (stage and line), what was measured
+where, the prediction, and the code to paste. Empty unless the report should show it
+(`analysis/scale_out.shows_scale_out`: asked for, or input-bound with the host CPU the
+limit, decided by `analysis/scale_out.py` and stored as `ScaleOut.shown`). Pure string
+work over the report model.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from pipediag.report.model import (
+    FROM_ASSUMED_NETWORK,
+    FROM_CLUSTER,
+    FROM_LOCAL_SERVICE,
+    FROM_PIPELINE_ALONE,
+    FROM_STAGE_TIMING,
+    LIMITED_BY_COMPUTE,
+    LIMITED_BY_LOCAL,
+    LIMITED_BY_TRANSFER,
+    SERVICE_LOCAL,
+    Report,
+    ScaleOut,
+    ScaleOutPrediction,
+    ServiceMeasurement,
+)
+
+# Where a rate in the prediction comes from, as the summary says it.
+SOURCE_WORDS = {
+    FROM_CLUSTER: "measured per worker on the cluster",
+    FROM_PIPELINE_ALONE: "the pipeline alone on this host",
+    FROM_STAGE_TIMING: "the movable part alone on this host, from stage timing",
+    FROM_LOCAL_SERVICE: "measured through the local service",
+    FROM_ASSUMED_NETWORK: "what an assumed 10 Gbit/s link carries",
+}
+LIMIT_WORDS = {
+    LIMITED_BY_COMPUTE: "the train step itself",
+    LIMITED_BY_TRANSFER: "moving batches to this host",
+    LIMITED_BY_LOCAL: "the stages that stay on this host",
+}
+CODE_INDENT = "  "
+
+
+def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
+    """The section as lines; [] when the report does not show it. `width` wraps prose."""
+    section = report.scale_out
+    if section is None or not section.shown:
+        return []
+    lines = [_status(section)]
+    lines += [f"blocker: {b.detail}" for b in section.blockers]
+    for measurement in section.measurements:
+        lines += _measurement(measurement)
+    if section.prediction is not None:
+        lines.append(_prediction(section.prediction))
+    lines += [f"note: {n}" for n in section.notes]
+    if width is not None:
+        lines = [part for line in lines for part in _wrap(line, width)]
+    if section.code:
+        lines.append("code:")
+        lines += [f"{CODE_INDENT}{line}" for line in section.code.splitlines()]
+    return lines
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    return textwrap.wrap(line, width=width, subsequent_indent="  ") or [line]
+
+
+def _status(section: ScaleOut) -> str:
+    count = len(section.blockers)
+    blockers = f"{count} blocker{'s' if count != 1 else ''}"
+    if section.distribute_after_index is None:
+        return (
+            f"tf.data service: cannot move as is ({blockers}); "
+            "nothing worth moving can run on a worker"
+        )
+    where = f"distribute after {section.distribute_after}"
+    if section.compatible:
+        return f"tf.data service: the whole pipeline can move; {where}"
+    if section.moves_whole_pipeline:
+        return f"tf.data service: the whole pipeline can move once fixed ({blockers}); {where}"
+    return f"tf.data service: part can move ({blockers}); {where}, the rest stays here"
+
+
+def _measurement(m: ServiceMeasurement) -> list[str]:
+    workers = f"{m.workers} worker{'s' if m.workers != 1 else ''}"
+    if m.where == SERVICE_LOCAL:
+        where = f"this host, {m.workers} local {workers.split(' ', 1)[1]}"
+    else:
+        where = f"grpc://{m.address}" + (f", {workers}" if m.workers else "")
+    if m.startup_s is not None:
+        where += f" (started in {m.startup_s:.1f} s)"
+    if not m.measured:
+        return [f"through {where}: not measured: {m.reason}"]
+    facts = [f"{m.batches_per_s:.1f} batches/s through the service"]
+    if m.local_batches_per_s:
+        facts[0] += f" vs {m.local_batches_per_s:.1f} in this process"
+    if m.per_worker_batches_per_s:
+        facts.append(f"{m.per_worker_batches_per_s:.1f} per worker")
+    if m.bytes_per_batch is not None:
+        facts.append(f"{_bytes(m.bytes_per_batch)} per batch")
+    if m.transfer_s_per_batch and m.transfer_batches_per_s:
+        facts.append(
+            f"transfer {m.transfer_s_per_batch * 1e3:.2f} ms per batch "
+            f"(at most {m.transfer_batches_per_s:.0f} batches/s)"
+        )
+    cpu = []
+    if m.consumer_cpu_s_per_batch is not None:
+        cpu.append(f"this process {m.consumer_cpu_s_per_batch * 1e3:.1f} ms")
+    if m.worker_cpu_s_per_batch is not None:
+        cpu.append(f"the workers {m.worker_cpu_s_per_batch * 1e3:.1f} ms")
+    if cpu:
+        facts.append(f"CPU per batch: {', '.join(cpu)}")
+    if m.train_steps_per_s is not None:
+        facts.append(f"training fed by it {m.train_steps_per_s:.1f} steps/s")
+    elif m.train_reason:
+        facts.append(f"training not measured: {m.train_reason}")
+    part = "" if m.part == "whole pipeline" else f" ({m.part})"
+    lines = [f"measured on {where}{part}: {'; '.join(facts)}"]
+    return lines + [f"note: {n}" for n in m.notes]
+
+
+def _prediction(p: ScaleOutPrediction) -> str:
+    if p.workers_needed is None or p.predicted_steps_per_s is None:
+        return f"prediction: none ({p.reason})" if p.reason else "prediction: none"
+    assert p.per_worker_batches_per_s is not None
+    workers = f"{p.workers_needed} worker{'s' if p.workers_needed != 1 else ''}"
+    source = SOURCE_WORDS.get(p.per_worker_source, p.per_worker_source)
+    text = (
+        f"prediction: {workers} at {p.per_worker_batches_per_s:.1f} batches/s each ({source}) "
+        f"feed {p.predicted_steps_per_s:.1f} steps/s"
+    )
+    if p.predicted_speedup is not None and p.training_steps_per_s:
+        text += f", training {p.predicted_speedup:.1f}x its {p.training_steps_per_s:.1f} steps/s"
+    text += f"; limited by {LIMIT_WORDS.get(p.limited_by, p.limited_by)}"
+    if p.limited_by == LIMITED_BY_TRANSFER and p.transfer_source:
+        text += f" ({SOURCE_WORDS.get(p.transfer_source, p.transfer_source)})"
+    if p.target_steps_per_s:
+        text += f"; the train step alone runs {p.target_steps_per_s:.1f} steps/s"
+    return text
+
+
+def _bytes(count: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count:.0f} B"
