@@ -15,3 +15,18 @@ class UsageError(PipediagError):
 
 class ReportError(PipediagError):
     """A report file that cannot be read: missing, corrupt, or from a newer pipediag."""
+
+
+def tf_error_text(exc: BaseException) -> str:
+    """The part of a tf.data error that says what went wrong, without the iterator plumbing:
+    `Incompatible shapes: [4] vs. [16]` rather than the function node and iterator path."""
+    import re
+
+    message = str(getattr(exc, "message", exc)).strip().splitlines()[0]
+    message = re.sub(r"\{\{[^}]*\}\}\s*", "", message)
+    inner = re.search(r"Iterator::[\w:]+: (.*)", message)
+    return (inner.group(1) if inner else message)[:160]
+
+
+def describe_error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:200]

@@ -382,7 +382,8 @@ else:
 def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone_says() -> None:
     import tensorflow as tf
 
-    from pipediag.bench.whatif import FIX_THREAD_CAP, verify_fixes
+    from pipediag.bench.fix_candidates import FIX_THREAD_CAP
+    from pipediag.bench.whatif import verify_fixes
 
     ds = (
         tf.data.Dataset.range(10_000)

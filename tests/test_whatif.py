@@ -24,12 +24,12 @@ def _tf() -> Any:
 
 def _rewritten(dataset: Any, edit: Any) -> Any:
     """The dataset rebuilt from its graph after `edit(graph, nodes_by_op)`."""
+    from pipediag.bench.graph_edit import PipelineGraph, graph_and_nodes
     from pipediag.bench.structure import walk_pipeline
-    from pipediag.bench.whatif import _Graph, _graph_and_nodes
 
-    graph_def, _, error = _graph_and_nodes(dataset, walk_pipeline(dataset))
+    graph_def, _, error = graph_and_nodes(dataset, walk_pipeline(dataset))
     assert error is None
-    graph = _Graph.copy_of(graph_def)
+    graph = PipelineGraph.copy_of(graph_def)
     by_op = {node.op: node.name for node in graph.graph_def.node}
     edit(graph, by_op)
     return graph.rebuild(dataset.element_spec), graph
@@ -79,7 +79,7 @@ def test_prefetch_goes_below_the_options_and_the_options_survive() -> None:
 
 
 def test_a_rewrite_of_the_wrong_op_is_refused_with_a_reason() -> None:
-    from pipediag.bench.whatif import RewriteError
+    from pipediag.bench.graph_edit import RewriteError
 
     tf = _tf()
     ds = tf.data.Dataset.range(10).batch(2)
@@ -109,7 +109,8 @@ def test_copies_do_not_fill_the_users_memory_cache() -> None:
 
 
 def test_file_cache_not_on_disk_is_bypassed_and_never_written(tmp_path: Path) -> None:
-    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
+    from pipediag.bench.whatif import verify_fixes
 
     tf = _tf()
     ds = (
@@ -145,7 +146,8 @@ def test_the_users_shuffle_order_is_unchanged_by_the_trials() -> None:
 
 
 def test_no_verify_lists_candidates_without_running() -> None:
-    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
+    from pipediag.bench.whatif import verify_fixes
 
     trials = verify_fixes(pipelines.sequential_map(), run=False)
 
@@ -154,12 +156,12 @@ def test_no_verify_lists_candidates_without_running() -> None:
 
 
 def test_a_failing_rewrite_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipediag.bench import whatif
+    from pipediag.bench import graph_edit, whatif
 
     def broken(self: Any, name: str) -> None:
-        raise whatif.RewriteError("unknown op FancyMapDataset")
+        raise graph_edit.RewriteError("unknown op FancyMapDataset")
 
-    monkeypatch.setattr(whatif._Graph, "parallelize_map", broken)
+    monkeypatch.setattr(graph_edit.PipelineGraph, "parallelize_map", broken)
 
     (trial,) = whatif.verify_fixes(pipelines.sequential_map(), budget_s=1.0)
 
@@ -168,8 +170,9 @@ def test_a_failing_rewrite_is_reported_not_raised(monkeypatch: pytest.MonkeyPatc
 
 
 def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
+    from pipediag.bench.fix_candidates import FIX_CACHE
     from pipediag.bench.stages import measure_stages
-    from pipediag.bench.whatif import FIX_CACHE, verify_fixes
+    from pipediag.bench.whatif import verify_fixes
 
     ds = pipelines.uncached_prefix()
     stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
@@ -185,9 +188,10 @@ def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
 
 
 def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
+    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.interleaved import MIN_ROUNDS, STOP_GAIN
     from pipediag.bench.stages import measure_stages
-    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+    from pipediag.bench.whatif import verify_fixes
 
     ds = pipelines.sequential_map()
     stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
@@ -228,17 +232,18 @@ def test_vectorised_map_runs_after_the_batch_and_yields_the_same() -> None:
     assert _values(variant) == _values(ds)  # including the short last batch
 
 
-def _vectorize_check(dataset: Any) -> tuple[str | None, bool]:
+def vectorize_check(dataset: Any) -> tuple[str | None, bool]:
+    from pipediag.bench.graph_edit import graph_and_nodes
     from pipediag.bench.structure import walk_pipeline
-    from pipediag.bench.whatif import _graph_and_nodes, _vectorize_check
+    from pipediag.bench.vectorize_check import vectorize_check
 
     walked = walk_pipeline(dataset)
-    graph_def, nodes, error = _graph_and_nodes(dataset, walked)
+    graph_def, nodes, error = graph_and_nodes(dataset, walked)
     assert error is None
     kinds = [stage.stats.kind for stage in walked]
     mapped, batch = kinds.index("map"), kinds.index("batch")
     map_input = walked[mapped].dataset._input_dataset
-    return _vectorize_check(
+    return vectorize_check(
         graph_def,
         nodes[mapped],
         nodes[batch],
@@ -253,7 +258,7 @@ def test_a_function_that_is_not_elementwise_is_refused_as_unsafe() -> None:
     # GIVEN a map that normalises each vector by its own sum: on a batch, the sum is the batch's
     ds = tf.data.Dataset.from_tensor_slices(_vectors()).map(lambda x: x / tf.reduce_sum(x))
 
-    reason, unsafe = _vectorize_check(ds.batch(5))
+    reason, unsafe = vectorize_check(ds.batch(5))
 
     assert unsafe
     assert reason is not None and "other results on a batch" in reason and "10 of your" in reason
@@ -264,7 +269,7 @@ def test_a_function_that_fails_on_a_batch_is_refused_with_the_error() -> None:
     # GIVEN a map that reshapes each 4-vector to 2x2: a batch of 5 has 20 values
     ds = tf.data.Dataset.from_tensor_slices(_vectors()).map(lambda x: tf.reshape(x, [2, 2]))
 
-    reason, unsafe = _vectorize_check(ds.batch(5))
+    reason, unsafe = vectorize_check(ds.batch(5))
 
     assert unsafe
     assert reason is not None and reason.startswith("unsafe: the function fails on a batch")
@@ -275,12 +280,13 @@ def test_an_elementwise_function_passes_the_check() -> None:
     tf = _tf()
     ds = tf.data.Dataset.from_tensor_slices(_vectors()).map(lambda x: tf.tanh(x / 40.0) * 3.0)
 
-    assert _vectorize_check(ds.batch(5)) == (None, False)
+    assert vectorize_check(ds.batch(5)) == (None, False)
 
 
 def test_cheap_elementwise_map_is_verified_much_faster_vectorised() -> None:
+    from pipediag.bench.fix_candidates import FIX_VECTORIZE
     from pipediag.bench.stages import measure_stages
-    from pipediag.bench.whatif import FIX_VECTORIZE, verify_fixes
+    from pipediag.bench.whatif import verify_fixes
 
     ds = pipelines.per_element_map()
     stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
@@ -322,8 +328,9 @@ def _fake_sides(monkeypatch: pytest.MonkeyPatch, clock: Any, variant_rates: list
 def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.interleaved import MIN_ROUNDS, STOP_BUDGET
-    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+    from pipediag.bench.whatif import verify_fixes
     from pipediag.testing import FakeClock
 
     clock = FakeClock()
@@ -346,8 +353,9 @@ def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
 def test_a_clear_trial_stops_early_and_records_its_interval(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.interleaved import MIN_ROUNDS, STOP_GAIN
-    from pipediag.bench.whatif import FIX_PARALLEL_MAP, MAX_SLICE_S, verify_fixes
+    from pipediag.bench.whatif import MAX_SLICE_S, verify_fixes
     from pipediag.testing import FakeClock
 
     clock = FakeClock()
@@ -368,7 +376,8 @@ def test_a_clear_trial_stops_early_and_records_its_interval(
 
 
 def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:
-    from pipediag.bench.whatif import FIX_PARALLEL_MAP, verify_fixes
+    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
+    from pipediag.bench.whatif import verify_fixes
     from pipediag.testing import FakeClock
 
     clock = FakeClock()

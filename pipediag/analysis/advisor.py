@@ -46,16 +46,23 @@ from pipediag.report.model import (
     timed_steps,
 )
 from pipediag.report.names import stage_name
+from pipediag.report.stage_facts import (
+    MAP_KINDS,
+    SHUFFLE_KINDS,
+    STAGE_MIN_SHARE,
+    VECTORIZE_MAX_ELEMENT_S,
+    VERIFIED_MIN_GAIN,
+    cache_point,
+    downstream_batch_size,
+    int_setting,
+    prefix_cost_s,
+    runs_sequential_interleave,
+    runs_sequential_map,
+    vectorizable,
+)
 
 # --- thresholds ------------------------------------------------------------------------------
 
-# A stage must add at least this share of the pipeline's time per batch to be worth a fix:
-# below it a fix changes the pipeline rate by under ~10%, within run-to-run noise on a shared
-# 2-core machine (pipediag's own repeated benchmarks vary by 5-10%).
-STAGE_MIN_SHARE = 0.10
-# A verified fix that measured less than this pipeline-alone gain is not recommended: 5% is
-# the noise floor of the interleaved A/B medians (bench/whatif.py) on 2 cores.
-VERIFIED_MIN_GAIN = 1.05
 # Python-bound stages gain little from parallel calls (the GIL): a sleeping py_function map
 # went from 53 to 81 batches/s (1.5x) on 2 cores; CPU-bound Python gains less
 # (docs/design.md, "tf.data behaviours").
@@ -71,12 +78,6 @@ MANY_CORES_GAIN_SHARE = 0.6
 # saturated and more tf.data parallelism cannot add cores (psutil per-core %, the usual
 # ">90% busy" saturation line of capacity planning).
 CPU_SATURATED_PCT = 90.0
-# A map is "cheap" per element below this cost: its time is mostly tf.data's per-element
-# function-call overhead, which batching first pays once per batch (TF guide "Better
-# performance with the tf.data API", section "Vectorizing mapping"). Measured through a
-# prefix read in batch-sized groups (bench/stages.py), a 12-op elementwise parallel map costs
-# ~33 us per element on 2 cores, nearly all of it that overhead.
-VECTORIZE_MAX_ELEMENT_S = 200e-6
 # Share of a cheap map's cost that vectorising is assumed to remove; conservative, since the
 # guide's example gains far more and the arithmetic itself remains.
 VECTORIZE_SAVED_SHARE = 0.5
@@ -94,26 +95,6 @@ SHUFFLE_MIN_ELEMENTS = 1000
 FIX: Final = "fix"
 WARNING: Final = "warning"
 NOTE: Final = "note"
-
-# Stage kinds the rules look for (as `bench/structure.py` names them).
-BATCHING_KINDS = frozenset({"batch", "padded-batch", "map-and-batch", "sparse-batch"})
-MAP_KINDS = frozenset({"map", "parallel-map"})
-SHUFFLE_KINDS = frozenset({"shuffle", "shuffle-and-repeat"})
-# Stages that do work worth caching after (bench/structure.py kinds).
-CACHE_POINT_KINDS = frozenset(
-    {
-        *MAP_KINDS,
-        "interleave",
-        "parallel-interleave",
-        "flat-map",
-        "filter",
-        "parallel-filter",
-        "map-and-batch",
-        "scan",
-    }
-)
-# Stages that make a prefix non-deterministic, or unfit to cache (repeat: infinite).
-NOT_CACHEABLE_KINDS = frozenset({*SHUFFLE_KINDS, "repeat", "cache", "snapshot"})
 
 
 # --- the context every rule reads ------------------------------------------------------------
@@ -186,7 +167,11 @@ def advise(report: Report) -> list[Suggestion]:
 def build_context(report: Report) -> Context:
     pipeline = report.pipeline
     options = dict(pipeline.options)
-    cores = _int(options.get("cpu_count")) or report.host.cpu_count or report.environment.cpu_count
+    cores = (
+        int_setting(options.get("cpu_count"))
+        or report.host.cpu_count
+        or report.environment.cpu_count
+    )
     busy = cpu_busy_pct(report)
     return Context(
         report=report,
@@ -215,110 +200,6 @@ def cpu_busy_pct(report: Report) -> float | None:
         samples = inside or samples
     means = [sum(s.per_core_pct) / len(s.per_core_pct) for s in samples]
     return sum(means) / len(means)
-
-
-# --- shared stage predicates (bench/whatif.py uses the same ones to pick its trials) ---------
-
-
-def runs_sequential_map(stats: StageStats, cores: int) -> bool:
-    """A map that really runs one element at a time (judge what runs, not what was written:
-    docs/design.md, "tf.data behaviours"): `map_parallelization` parallelises stateless maps, so
-    `auto_parallel` decides."""
-    if stats.kind == "map":
-        return not stats.settings.get("auto_parallel", "no").startswith("yes")
-    if stats.kind == "parallel-map":
-        calls = _int(stats.settings.get("num_parallel_calls"))
-        return calls is not None and 0 < calls < cores
-    return False
-
-
-def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
-    """Sequential interleave/flat_map, or a parallel one that does not run in parallel.
-
-    `interleave(num_parallel_calls=AUTOTUNE)` with the default (AUTOTUNE) `cycle_length` did
-    not run in parallel on 2 cores (40.3 ms/batch vs 22.4 with 4; docs/design.md,
-    "tf.data behaviours").
-    """
-    if stats.kind in ("interleave", "flat-map"):
-        return True
-    if stats.kind != "parallel-interleave":
-        return False
-    cycle = stats.settings.get("cycle_length")
-    cycle_n = _int(cycle)
-    calls = _int(stats.settings.get("num_parallel_calls"))
-    return (
-        cycle == "AUTOTUNE"
-        or (cycle_n is not None and cycle_n < cores)
-        or (calls is not None and 0 < calls < cores)
-    )
-
-
-def vectorizable(stats: StageStats, stages: Sequence[StageStats]) -> bool:
-    """A stateless, TF-only map whose output goes straight into a batch."""
-    if stats.kind not in MAP_KINDS or stats.uses_py_function or stats.stateful:
-        return False
-    if stats.settings.get("tf_internal") == "true":
-        return False
-    consumers = [s for s in stages if stats.index in s.inputs]
-    return len(consumers) == 1 and consumers[0].kind in BATCHING_KINDS
-
-
-def deterministic(stats: StageStats) -> bool:
-    """Gives the same output every epoch: no shuffle/repeat/cache, no random or stateful op
-    (Python calls are assumed to read data, and are allowed)."""
-    if stats.kind in NOT_CACHEABLE_KINDS or stats.settings.get("random") == "true":
-        return False
-    return not (stats.stateful and not stats.uses_py_function)
-
-
-def cache_point(stages: Sequence[StageStats]) -> int | None:
-    """The stage after which a cache keeps the most work: the end of the deterministic prefix.
-
-    Of the stages that do work (maps, interleaves, filters: not batch/prefetch/take, where a
-    cache stores the same data and only moves) and whose whole upstream is deterministic,
-    the one with the largest upstream cost; a later stage wins only when it adds at least
-    `STAGE_MIN_SHARE` more, so the cache goes right after the costly work.
-    """
-    clean: dict[int, bool] = {}
-    for stats in stages:
-        clean[stats.index] = deterministic(stats) and all(clean.get(i, False) for i in stats.inputs)
-    best: int | None = None
-    best_s = 0.0
-    for stats in stages:
-        if not clean[stats.index] or stats.kind not in CACHE_POINT_KINDS or not stats.inputs:
-            continue
-        cost = prefix_cost_s(stages, stats.index)
-        if best is None or cost > best_s * (1 + STAGE_MIN_SHARE):
-            best, best_s = stats.index, cost
-    return best
-
-
-def prefix_cost_s(stages: Sequence[StageStats], index: int) -> float:
-    """Own cost per batch of a stage and everything upstream of it (unknown counts as 0)."""
-    seen: set[int] = set()
-    pending = [index]
-    total = 0.0
-    while pending:
-        i = pending.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        total += stages[i].own_s_per_batch or 0.0
-        pending.extend(stages[i].inputs)
-    return total
-
-
-def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | None:
-    """The batch size of the first batching stage after `index`, following consumers."""
-    current = index
-    for _ in range(len(stages)):
-        consumers = [s for s in stages if current in s.inputs]
-        if not consumers:
-            return None
-        current = consumers[0].index
-        if consumers[0].kind in BATCHING_KINDS:
-            return _int(consumers[0].settings.get("batch_size"))
-    return None
 
 
 # --- predictions -----------------------------------------------------------------------------
@@ -669,8 +550,8 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     if share is None or total is None or share < CACHE_MIN_SHARE:
         return []
     estimated = total / max(total - prefix_s, total * CACHE_READ_FLOOR)
-    size = _bytes_text(_int(trial.details.get("cache_bytes")))
-    free = _bytes_text(_int(trial.details.get("available_bytes")))
+    size = _bytes_text(int_setting(trial.details.get("cache_bytes")))
+    free = _bytes_text(int_setting(trial.details.get("available_bytes")))
     evidence = (
         f"Everything up to {stage_name(stats)} is deterministic and costs "
         f"{prefix_s * 1000:.1f} ms of the pipeline's {total * 1000:.1f} ms per batch "
@@ -766,7 +647,7 @@ def check_shuffle_buffer(ctx: Context, rule_id: str) -> list[Suggestion]:
     for stats in ctx.stages:
         if stats.kind not in SHUFFLE_KINDS:
             continue
-        buffer = _int(stats.settings.get("buffer_size"))
+        buffer = int_setting(stats.settings.get("buffer_size"))
         if buffer is None or buffer <= 0:
             continue
         batch = downstream_batch_size(ctx.stages, stats.index)
@@ -983,10 +864,3 @@ def _bytes_text(count: int | None) -> str:
         if count >= scale:
             return f"{count / scale:.1f} {unit}"
     return f"{count} B"
-
-
-def _int(text: str | None) -> int | None:
-    try:
-        return None if text is None else int(text)
-    except ValueError:
-        return None

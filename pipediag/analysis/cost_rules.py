@@ -24,6 +24,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.names import stage_name
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
 
 class Context(Protocol):
@@ -82,8 +83,6 @@ def capped_threads(cores: int, step_cores: float | None) -> int:
 
 # The fix id of the thread-cap trial (`bench/whatif.py` FIX_THREAD_CAP), tried on training.
 THREAD_CAP = "thread-cap"
-# A gain on training under this is not worth the change (`analysis/advisor.py`).
-WORTH_IT = 1.05
 
 
 def training_text(trial: FixTrial) -> str:
@@ -144,7 +143,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     if cap is not None and measured is not None:
         capped = int(cap.details.get("threads", threads))
         text += f" Capped at {capped} thread{'s' if capped != 1 else ''}:" + training_text(cap)
-        if measured < WORTH_IT:
+        if measured < VERIFIED_MIN_GAIN:
             text += " Not the way here: the pipeline's CPU per batch must go down."
             cap_code = ""
     return [
@@ -156,7 +155,9 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
             + "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()",
             estimated_speedup=None,
             predicted_speedup=_gain(split.contention),
-            training_speedup=measured if measured is not None and measured >= WORTH_IT else None,
+            training_speedup=measured
+            if measured is not None and measured >= VERIFIED_MIN_GAIN
+            else None,
             kind=FIX,
         )
     ]

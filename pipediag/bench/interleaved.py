@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from math import comb
 from statistics import median
 
-from pipediag.analysis.advisor import VERIFIED_MIN_GAIN
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
 # Why a trial stopped (`FixTrial.details["stopped"]`).
 STOP_GAIN = "clear gain"

@@ -53,7 +53,7 @@ def find_local_files(dataset: Any, walked: Sequence[Any]) -> list[LocalFiles]:
     """Files on this host the pipeline names: in file lists, `list_files` results (made
     when the dataset was built), and paths inside its functions. Never raises."""
     try:
-        from pipediag.bench.whatif import graph_and_nodes
+        from pipediag.bench.graph_edit import graph_and_nodes
 
         graph, stage_nodes, _ = graph_and_nodes(dataset, walked)
     except Exception:

@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pipediag.analysis.advisor import VERIFIED_MIN_GAIN
 from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
@@ -37,6 +36,7 @@ from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
 from pipediag.hooks.compute_alone import stateful_random_op, step_variables, sync_logs
 from pipediag.report.model import FixTrial
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
 # Time for all the fixes tried on training together, beyond the deep-analysis budget (it
 # runs only when a fix measured a gain): five rounds of two slices of ~0.25 s.

@@ -1,0 +1,351 @@
+"""The GraphDef editor behind the what-if trials: a copy of a dataset's graph, edited op by op.
+
+`ds._as_serialized_graph()` gives the graph TensorFlow would run. A copy is edited (a map
+made parallel, an interleave parallel with a cycle length, a prefetch added at the end, a
+cache after a stage, a map moved after its batch) and rebuilt with `DatasetFromGraph`
+(docs/design.md, "Reading and rewriting a pipeline"). An op this module does not know how to
+rewrite raises `RewriteError`, whose message is shown to the user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pipediag.bench.structure import Stage
+from pipediag.errors import describe_error
+
+# Batching ops a map can move behind: plain batches (padding or sparse batching would
+# change what the function sees).
+_BATCH_OPS = frozenset({"BatchDatasetV2", "ParallelBatchDataset"})
+_MAP_OPS = frozenset({"MapDataset", "ParallelMapDatasetV2"})
+
+# tf.data's AUTOTUNE value for parallelism and buffer sizes.
+AUTOTUNE = -1
+# DataType enum values (tensorflow/core/framework/types.proto).
+_DT_STRING = 7
+_DT_INT64 = 9
+
+_PARALLEL_MAP_OPS = frozenset({"ParallelMapDatasetV2"})
+_PARALLEL_INTERLEAVE_OPS = frozenset({"ParallelInterleaveDatasetV3", "ParallelInterleaveDatasetV4"})
+# Attributes of a MapDataset that ParallelMapDatasetV2 does not have.
+_SEQUENTIAL_ONLY_ATTRS = ("force_synchronous",)
+_PASS_THROUGH_OPS = frozenset({"OptionsDataset"})
+
+
+class RewriteError(Exception):
+    """A fix that cannot be applied to this graph; the message is shown to the user."""
+
+
+def graph_and_nodes(
+    dataset: Any, walked: Sequence[Stage]
+) -> tuple[Any | None, dict[int, str], str | None]:
+    """The dataset's GraphDef, each stage's node name in it, or why there is no graph."""
+    try:
+        import tensorflow as tf
+
+        serialized = dataset._as_serialized_graph(
+            external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN
+        )
+        graph = tf.compat.v1.GraphDef()
+        graph.ParseFromString(serialized.numpy())
+    except Exception as exc:
+        return None, {}, f"the dataset graph is unavailable: {describe_error(exc)}"
+    return graph, stage_nodes(dataset, walked, graph), None
+
+
+def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, str]:
+    """Match stages to graph nodes: the walk `structure.walk_pipeline` does, kept by name.
+
+    A stage is matched only when its recorded op (`StageStats.name`) is the node's op, so a
+    disagreement between the Python chain and the graph leaves the stage unmatched (and its
+    fix estimated) rather than rewriting another stage.
+    """
+    from pipediag.bench import structure
+
+    nodes = {node.name: node for node in graph.node}
+    by_object = {id(stage.dataset): stage.stats for stage in walked}
+    found: dict[int, str] = {}
+
+    def visit(ds: Any, node: Any | None, depth: int) -> None:
+        ds = structure._skip_passthrough(ds)
+        stats = by_object.get(id(ds))
+        if stats is None or node is None or stats.index in found or depth > len(walked):
+            return
+        if stats.name != node.op:
+            return
+        found[stats.index] = node.name
+        if structure._generator_function(ds) is not None:
+            return
+        inputs = [
+            structure._skip_passthrough(structure._unwrap(i)) for i in structure._python_inputs(ds)
+        ]
+        children = [
+            nodes[name.split(":")[0]]
+            for name in node.input
+            if not name.startswith("^")
+            and name.split(":")[0] in nodes
+            and "Dataset" in nodes[name.split(":")[0]].op
+        ]
+        if len(children) == len(inputs):
+            for child, child_node in zip(inputs, children, strict=True):
+                visit(child, child_node, depth + 1)
+
+    visit(structure._unwrap(dataset), structure._graph_root(graph, nodes), 0)
+    return found
+
+
+class PipelineGraph:
+    """A GraphDef being edited: adds nodes with unique names and rewires their consumers."""
+
+    def __init__(self, graph_def: Any) -> None:
+        self.graph_def = graph_def
+        self._added = 0
+
+    @classmethod
+    def copy_of(cls, graph_def: Any) -> PipelineGraph:
+        import tensorflow as tf
+
+        copy = tf.compat.v1.GraphDef()
+        copy.CopyFrom(graph_def)
+        return cls(copy)
+
+    def rebuild(self, element_spec: Any) -> Any:
+        """The edited graph as a dataset, with the original's element spec."""
+        import tensorflow as tf
+
+        variant = tf.raw_ops.DatasetFromGraph(graph_def=self.graph_def.SerializeToString())
+        return tf.data.experimental.from_variant(variant, element_spec)
+
+    # -- lookups -----------------------------------------------------------------------
+    def node(self, name: str) -> Any:
+        for node in self.graph_def.node:
+            if node.name == name:
+                return node
+        raise RewriteError(f"no node {name!r}")
+
+    def data_inputs(self, node: Any) -> list[str]:
+        return [name for name in node.input if not name.startswith("^")]
+
+    def retval(self) -> Any:
+        """The `_Retval` node: its input is the dataset the graph returns."""
+        for node in self.graph_def.node:
+            if node.op == "_Retval" and node.input:
+                return node
+        raise RewriteError("the graph has no output node")
+
+    def root(self) -> Any:
+        """The dataset op below the trailing options: where an end stage goes."""
+        current = self.node(self.retval().input[0].split(":")[0])
+        while current.op in _PASS_THROUGH_OPS and current.input:
+            current = self.node(current.input[0].split(":")[0])
+        return current
+
+    def consumers(self, name: str) -> list[Any]:
+        """Nodes that read `name`'s output as data (its `_Retval` included)."""
+        return [
+            node
+            for node in self.graph_def.node
+            if any(i in (name, f"{name}:0") for i in self.data_inputs(node))
+        ]
+
+    def set_output(self, name: str) -> None:
+        """Make `name` the dataset the graph returns (its `_Retval` input)."""
+        self.retval().input[0] = name
+
+    def redirect(self, old: str, new: str, *, keep: frozenset[str] = frozenset()) -> None:
+        """Every node that reads `old` (except `new` and those in `keep`) reads `new`."""
+        for other in self.graph_def.node:
+            if other.name == new or other.name in keep:
+                continue
+            for position, name in enumerate(other.input):
+                if name in (old, f"{old}:0"):
+                    other.input[position] = new
+
+    # -- building blocks ---------------------------------------------------------------
+    def tensor_slices(self, columns: list[Any], spec: Any) -> str:
+        """A `TensorSliceDataset` of the given stacked arrays; its node name."""
+        import tensorflow as tf
+
+        components = []
+        for column in columns:
+            const = self.graph_def.node.add()
+            const.name = self._fresh("Const")
+            const.op = "Const"
+            proto = tf.make_tensor_proto(column)
+            const.attr["dtype"].type = proto.dtype
+            const.attr["value"].tensor.CopyFrom(proto)
+            components.append(str(const.name))
+        node = self.graph_def.node.add()
+        node.name = self._fresh("TensorSliceDataset")
+        node.op = "TensorSliceDataset"
+        node.input.extend(components)
+        for component in tf.nest.flatten(spec):
+            node.attr["Toutput_types"].list.type.append(component.dtype.as_datatype_enum)
+            node.attr["output_shapes"].list.shape.add().CopyFrom(component.shape.as_proto())
+        node.attr["is_files"].b = False
+        node.attr["metadata"].s = b""
+        node.attr["replicate_on_split"].b = False
+        return str(node.name)
+
+    def const(self, value: int | str) -> str:
+        node = self.graph_def.node.add()
+        node.name = self._fresh("Const")
+        node.op = "Const"
+        dtype = _DT_STRING if isinstance(value, str) else _DT_INT64
+        node.attr["dtype"].type = dtype
+        tensor = node.attr["value"].tensor
+        tensor.dtype = dtype
+        if isinstance(value, str):
+            tensor.string_val.append(value.encode())
+        else:
+            tensor.int64_val.append(value)
+        return str(node.name)
+
+    def insert_after(self, target: Any, op: str, extra_inputs: list[str]) -> Any:
+        """A new unary dataset op reading `target`; every consumer of `target` reads it."""
+        node = self.graph_def.node.add()
+        node.name = self._fresh(op)
+        node.op = op
+        node.input.extend([target.name, *extra_inputs])
+        for attr in ("output_types", "output_shapes"):
+            node.attr[attr].CopyFrom(target.attr[attr])
+        self.redirect(target.name, node.name)
+        return node
+
+    def set_input(self, node: Any, position: int, value: int) -> None:
+        """Point a scalar input (negative positions count from the last data input) at a
+        new Const, leaving a Const that other nodes may share untouched."""
+        data = self.data_inputs(node)
+        index = position if position >= 0 else len(data) + position
+        if not 0 <= index < len(data):
+            raise RewriteError(f"{node.op} has no input {position}")
+        node.input[index] = self.const(value)
+
+    # -- the fixes ---------------------------------------------------------------------
+    def parallelize_map(self, name: str) -> None:
+        node = self.node(name)
+        if node.op in _PARALLEL_MAP_OPS:
+            self.set_input(node, -1, AUTOTUNE)
+            return
+        if node.op != "MapDataset":
+            raise RewriteError(f"{node.op} is not a map this rewrite knows")
+        # ParallelMapDatasetV2(input, other_arguments..., num_parallel_calls): the new scalar
+        # goes after the data inputs, before any control input.
+        node.op = "ParallelMapDatasetV2"
+        node.input.insert(len(self.data_inputs(node)), self.const(AUTOTUNE))
+        for attr in _SEQUENTIAL_ONLY_ATTRS:
+            if attr in node.attr:
+                del node.attr[attr]
+        node.attr["deterministic"].s = b"default"
+        node.attr["use_unbounded_threadpool"].b = False
+
+    def parallelize_interleave(self, name: str, cycle_length: int) -> None:
+        node = self.node(name)
+        if node.op == "ParallelInterleaveDatasetV4":
+            self.set_input(node, -5, cycle_length)
+            self.set_input(node, -1, AUTOTUNE)
+            return
+        if node.op == "ParallelInterleaveDatasetV3":
+            self.set_input(node, -3, cycle_length)
+            self.set_input(node, -1, AUTOTUNE)
+            return
+        data = self.data_inputs(node)
+        controls = [n for n in node.input if n.startswith("^")]
+        if node.op == "InterleaveDataset":
+            head, block = data[:-2], data[-1]  # (input, other_arguments...), block_length
+        elif node.op == "FlatMapDataset":
+            head, block = data, self.const(1)
+        else:
+            raise RewriteError(f"{node.op} is not an interleave this rewrite knows")
+        # ParallelInterleaveDatasetV4(input, other_arguments..., cycle_length, block_length,
+        # buffer_output_elements, prefetch_input_elements, num_parallel_calls).
+        tail = [
+            self.const(cycle_length),
+            block,
+            self.const(AUTOTUNE),
+            self.const(AUTOTUNE),
+            self.const(AUTOTUNE),
+        ]
+        del node.input[:]
+        node.input.extend([*head, *tail, *controls])
+        node.op = "ParallelInterleaveDatasetV4"
+        node.attr["deterministic"].s = b"default"
+
+    def vectorize(self, map_name: str, batch_name: str) -> None:
+        """`X -> map(f) -> batch(n) -> ...` becomes `X -> batch(n) -> map(f, AUTOTUNE) -> ...`."""
+        mapped, batch = self.node(map_name), self.node(batch_name)
+        if mapped.op not in _MAP_OPS:
+            raise RewriteError(f"{mapped.op} is not a map this rewrite knows")
+        if batch.op not in _BATCH_OPS:
+            raise RewriteError(f"{batch.op} is not a plain batch: the map cannot move after it")
+        if [n.name for n in self.consumers(map_name)] != [batch_name]:
+            raise RewriteError("the map's output is read by more than its batch")
+        if self.data_inputs(batch)[0].split(":")[0] != map_name:
+            raise RewriteError("the batch does not read the map")
+        source = self.node(self.data_inputs(mapped)[0].split(":")[0])
+        lead = _leading_dim(batch)
+        self.redirect(batch_name, map_name)  # the batch's readers now read the map
+        batch.input[0] = source.name
+        mapped.input[0] = batch.name
+        # TensorSliceDataset names its types attribute differently.
+        key = "output_types" if "output_types" in source.attr else "Toutput_types"
+        types = source.attr[key]
+        batch.attr["output_types"].CopyFrom(types)
+        _set_batched_shapes(batch, source.attr["output_shapes"], lead)
+        _set_batched_shapes(mapped, mapped.attr["output_shapes"], lead)
+        if mapped.op == "MapDataset":
+            self.parallelize_map(map_name)
+        else:
+            self.set_input(mapped, -1, AUTOTUNE)
+
+    def prefetch_at_end(self) -> None:
+        root = self.root()
+        if root.op == "PrefetchDataset":
+            self.set_input(root, 1, AUTOTUNE)
+            return
+        prefetch = self.insert_after(root, "PrefetchDataset", [self.const(AUTOTUNE)])
+        prefetch.attr["slack_period"].i = 0
+        prefetch.attr["legacy_autotune"].b = True
+        prefetch.attr["buffer_size_min"].i = 0
+
+    def cache_after(self, name: str, *, repeat: bool) -> None:
+        """An in-memory cache after `name`; with `repeat`, read again from memory forever, so
+        one iterator measures the epochs after the first."""
+        target = self.node(name)
+        cache = self.insert_after(target, "CacheDataset", [self.const("")])
+        if repeat:
+            self.insert_after(cache, "RepeatDataset", [self.const(-1)])
+
+    def isolate(self) -> list[str]:
+        """Private seed generators and memory caches, file caches bypassed
+        (`bench.isolate`): the copy shares no per-iterator state with the user's dataset."""
+        from pipediag.bench.isolate import isolate_graph_def
+
+        return isolate_graph_def(self.graph_def)
+
+    def _fresh(self, op: str) -> str:
+        self._added += 1
+        return f"pipediag_whatif/{op}_{self._added}"
+
+
+def _leading_dim(batch: Any) -> int:
+    """The batch dimension a batch node declares (-1 when the last batch may be short)."""
+    shapes = batch.attr["output_shapes"].list.shape
+    if shapes and not shapes[0].unknown_rank and shapes[0].dim:
+        return int(shapes[0].dim[0].size)
+    return -1
+
+
+def _set_batched_shapes(node: Any, element_shapes: Any, lead: int) -> None:
+    """`node`'s output shapes: each of `element_shapes` with a leading batch dimension."""
+    import tensorflow as tf
+
+    dim = lead if lead >= 0 else None
+    batched = [
+        tf.TensorShape(None if shape.unknown_rank else [dim, *tf.TensorShape(shape)]).as_proto()
+        for shape in element_shapes.list.shape
+    ]
+    del node.attr["output_shapes"].list.shape[:]
+    for proto in batched:
+        node.attr["output_shapes"].list.shape.add().CopyFrom(proto)

@@ -1,0 +1,135 @@
+"""Is a map safe to move after its batch? The user's function run both ways on their data.
+
+A vectorised map sees a whole batch, which is only right for a function that works element
+by element. The function is run on a sample of the user's own elements (read from an
+isolated copy): map then batch, and batch then map. Any difference, or an error on the
+batch, refuses the fix with the reason; equal results on the sample are evidence, not proof.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pipediag.bench.graph_edit import PipelineGraph
+from pipediag.bench.teardown import TearDown
+from pipediag.errors import tf_error_text
+
+# Elements of the user's data a vectorised function is checked on (two batches at most),
+# and the most memory the sample may take.
+VECTORIZE_SAMPLE_MAX_ELEMENTS = 512
+VECTORIZE_SAMPLE_MAX_BYTES = 64 * 2**20
+# A vectorised float result may differ from the per-element one by rounding (another
+# reduction order), not more.
+VECTORIZE_RTOL = 1e-5
+VECTORIZE_ATOL = 1e-6
+
+
+def vectorize_check(
+    graph_def: Any,
+    map_node: str,
+    batch_node: str,
+    input_spec: Any,
+    batch_spec: Any,
+    sample_size: int,
+    teardown: TearDown | None = None,
+) -> tuple[str | None, bool]:
+    """Run the map's function per element and on whole batches over a sample of the user's
+    elements; (why not, whether it is unsafe rather than unchecked), (None, False) if equal.
+    Spent iterators go to `teardown` (None: released in place)."""
+    import tensorflow as tf
+
+    if not all(isinstance(c, tf.TensorSpec) for c in tf.nest.flatten(input_spec)):
+        return "not checked: the map's input has ragged or sparse parts; estimated only", False
+    sample_graph = PipelineGraph.copy_of(graph_def)
+    map_def = sample_graph.node(map_node)
+    sample_graph.set_output(sample_graph.data_inputs(map_def)[0].split(":")[0])
+    sample_graph.isolate()
+    sample = _read_sample(sample_graph.rebuild(input_spec), input_spec, sample_size, teardown)
+    if sample is None:
+        return "not checked: no sample of the map's input could be read; estimated only", False
+    count = len(sample[0])
+    results = []
+    for vectorized in (False, True):
+        check_graph = PipelineGraph.copy_of(graph_def)
+        source = check_graph.tensor_slices(sample, input_spec)
+        map_def = check_graph.node(map_node)
+        map_def.input[0] = source
+        if vectorized:
+            check_graph.vectorize(map_node, batch_node)
+        check_graph.set_output(map_node if vectorized else batch_node)
+        try:
+            results.append(_numpy_batches(check_graph.rebuild(batch_spec), teardown))
+        except Exception as exc:
+            if not vectorized:
+                raise
+            return (
+                f"unsafe: the function fails on a batch ({tf_error_text(exc)}); keep the map "
+                "before the batch",
+                True,
+            )
+    difference = _first_difference(results[0], results[1])
+    if difference is not None:
+        return (
+            f"unsafe: on {count} of your elements the function gives other results on a batch "
+            f"({difference}): it is not elementwise; keep the map before the batch",
+            True,
+        )
+    return None, False
+
+
+def _read_sample(
+    dataset: Any, spec: Any, size: int, teardown: TearDown | None = None
+) -> list[Any] | None:
+    """Up to `size` elements, one stacked NumPy array per component (memory-capped)."""
+    import numpy as np
+    import tensorflow as tf
+
+    columns: list[list[Any]] = [[] for _ in tf.nest.flatten(spec)]
+    used = 0
+    for element in _elements(dataset.take(size), teardown):
+        values = [t.numpy() for t in tf.nest.flatten(element)]
+        used += sum(getattr(v, "nbytes", 0) for v in values)
+        if used > VECTORIZE_SAMPLE_MAX_BYTES:
+            break
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+    if not columns or not columns[0]:
+        return None
+    return [np.stack(column) for column in columns]
+
+
+def _numpy_batches(dataset: Any, teardown: TearDown | None = None) -> list[list[Any]]:
+    import tensorflow as tf
+
+    return [[t.numpy() for t in tf.nest.flatten(batch)] for batch in _elements(dataset, teardown)]
+
+
+def _elements(dataset: Any, teardown: TearDown | None) -> Iterator[Any]:
+    """The dataset's elements, read on an iterator that `teardown` releases (None: here)."""
+    iterator = iter(dataset)
+    try:
+        yield from iterator
+    finally:
+        if teardown is not None:
+            teardown.discard(iterator)
+        del iterator
+
+
+def _first_difference(expected: list[list[Any]], actual: list[list[Any]]) -> str | None:
+    """Where two lists of batches differ, in words; None when equal (floats to rounding)."""
+    import numpy as np
+
+    if len(expected) != len(actual):
+        return f"{len(actual)} batches instead of {len(expected)}"
+    for index, (want, got) in enumerate(zip(expected, actual, strict=True)):
+        for part, (a, b) in enumerate(zip(want, got, strict=True)):
+            where = f"batch {index}, output {part}"
+            if a.shape != b.shape:
+                return f"{where}: shape {b.shape} instead of {a.shape}"
+            if np.issubdtype(a.dtype, np.inexact):
+                if not np.allclose(a, b, rtol=VECTORIZE_RTOL, atol=VECTORIZE_ATOL, equal_nan=True):
+                    return f"{where}: values differ by up to {float(np.max(np.abs(a - b))):.3g}"
+            elif not np.array_equal(a, b):
+                return f"{where}: values differ"
+    return None

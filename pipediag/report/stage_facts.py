@@ -1,0 +1,161 @@
+"""Facts about a pipeline's stages that both the what-if trials (`bench/`) and the advisor
+(`analysis/`) rely on: which stages run sequentially, which map can move after its batch,
+where a cache keeps the most work, and the gain under which a fix is not worth making.
+
+They read only the report's `StageStats`, so they live here, below both: the trials pick
+the fixes to measure with the same predicates the advisor uses to suggest them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipediag.report.model import StageStats
+
+# A stage must add at least this share of the pipeline's time per batch to be worth a fix:
+# below it a fix changes the pipeline rate by under ~10%, within run-to-run noise on a shared
+# 2-core machine (pipediag's own repeated benchmarks vary by 5-10%).
+STAGE_MIN_SHARE = 0.10
+
+# A verified fix that measured less than this pipeline-alone gain is not recommended: 5% is
+# the noise floor of the interleaved A/B medians (bench/whatif.py) on 2 cores.
+VERIFIED_MIN_GAIN = 1.05
+
+# A map is "cheap" per element below this cost: its time is mostly tf.data's per-element
+# function-call overhead, which batching first pays once per batch (TF guide "Better
+# performance with the tf.data API", section "Vectorizing mapping"). Measured through a
+# prefix read in batch-sized groups (bench/stages.py), a 12-op elementwise parallel map costs
+# ~33 us per element on 2 cores, nearly all of it that overhead.
+VECTORIZE_MAX_ELEMENT_S = 200e-6
+
+# Stage kinds the rules look for (as `bench/structure.py` names them).
+BATCHING_KINDS = frozenset({"batch", "padded-batch", "map-and-batch", "sparse-batch"})
+MAP_KINDS = frozenset({"map", "parallel-map"})
+SHUFFLE_KINDS = frozenset({"shuffle", "shuffle-and-repeat"})
+# Stages that do work worth caching after (bench/structure.py kinds).
+CACHE_POINT_KINDS = frozenset(
+    {
+        *MAP_KINDS,
+        "interleave",
+        "parallel-interleave",
+        "flat-map",
+        "filter",
+        "parallel-filter",
+        "map-and-batch",
+        "scan",
+    }
+)
+# Stages that make a prefix non-deterministic, or unfit to cache (repeat: infinite).
+NOT_CACHEABLE_KINDS = frozenset({*SHUFFLE_KINDS, "repeat", "cache", "snapshot"})
+
+
+# --- predicates ------------------------------------------------------------------------------
+
+
+def runs_sequential_map(stats: StageStats, cores: int) -> bool:
+    """A map that really runs one element at a time (judge what runs, not what was written:
+    docs/design.md, "tf.data behaviours"): `map_parallelization` parallelises stateless maps, so
+    `auto_parallel` decides."""
+    if stats.kind == "map":
+        return not stats.settings.get("auto_parallel", "no").startswith("yes")
+    if stats.kind == "parallel-map":
+        calls = int_setting(stats.settings.get("num_parallel_calls"))
+        return calls is not None and 0 < calls < cores
+    return False
+
+
+def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
+    """Sequential interleave/flat_map, or a parallel one that does not run in parallel.
+
+    `interleave(num_parallel_calls=AUTOTUNE)` with the default (AUTOTUNE) `cycle_length` did
+    not run in parallel on 2 cores (40.3 ms/batch vs 22.4 with 4; docs/design.md,
+    "tf.data behaviours").
+    """
+    if stats.kind in ("interleave", "flat-map"):
+        return True
+    if stats.kind != "parallel-interleave":
+        return False
+    cycle = stats.settings.get("cycle_length")
+    cycle_n = int_setting(cycle)
+    calls = int_setting(stats.settings.get("num_parallel_calls"))
+    return (
+        cycle == "AUTOTUNE"
+        or (cycle_n is not None and cycle_n < cores)
+        or (calls is not None and 0 < calls < cores)
+    )
+
+
+def vectorizable(stats: StageStats, stages: Sequence[StageStats]) -> bool:
+    """A stateless, TF-only map whose output goes straight into a batch."""
+    if stats.kind not in MAP_KINDS or stats.uses_py_function or stats.stateful:
+        return False
+    if stats.settings.get("tf_internal") == "true":
+        return False
+    consumers = [s for s in stages if stats.index in s.inputs]
+    return len(consumers) == 1 and consumers[0].kind in BATCHING_KINDS
+
+
+def deterministic(stats: StageStats) -> bool:
+    """Gives the same output every epoch: no shuffle/repeat/cache, no random or stateful op
+    (Python calls are assumed to read data, and are allowed)."""
+    if stats.kind in NOT_CACHEABLE_KINDS or stats.settings.get("random") == "true":
+        return False
+    return not (stats.stateful and not stats.uses_py_function)
+
+
+def cache_point(stages: Sequence[StageStats]) -> int | None:
+    """The stage after which a cache keeps the most work: the end of the deterministic prefix.
+
+    Of the stages that do work (maps, interleaves, filters: not batch/prefetch/take, where a
+    cache stores the same data and only moves) and whose whole upstream is deterministic,
+    the one with the largest upstream cost; a later stage wins only when it adds at least
+    `STAGE_MIN_SHARE` more, so the cache goes right after the costly work.
+    """
+    clean: dict[int, bool] = {}
+    for stats in stages:
+        clean[stats.index] = deterministic(stats) and all(clean.get(i, False) for i in stats.inputs)
+    best: int | None = None
+    best_s = 0.0
+    for stats in stages:
+        if not clean[stats.index] or stats.kind not in CACHE_POINT_KINDS or not stats.inputs:
+            continue
+        cost = prefix_cost_s(stages, stats.index)
+        if best is None or cost > best_s * (1 + STAGE_MIN_SHARE):
+            best, best_s = stats.index, cost
+    return best
+
+
+def prefix_cost_s(stages: Sequence[StageStats], index: int) -> float:
+    """Own cost per batch of a stage and everything upstream of it (unknown counts as 0)."""
+    seen: set[int] = set()
+    pending = [index]
+    total = 0.0
+    while pending:
+        i = pending.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        total += stages[i].own_s_per_batch or 0.0
+        pending.extend(stages[i].inputs)
+    return total
+
+
+def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | None:
+    """The batch size of the first batching stage after `index`, following consumers."""
+    current = index
+    for _ in range(len(stages)):
+        consumers = [s for s in stages if current in s.inputs]
+        if not consumers:
+            return None
+        current = consumers[0].index
+        if consumers[0].kind in BATCHING_KINDS:
+            return int_setting(consumers[0].settings.get("batch_size"))
+    return None
+
+
+def int_setting(text: str | None) -> int | None:
+    """A stage setting as a whole number; None when absent or not a number (AUTOTUNE)."""
+    try:
+        return None if text is None else int(text)
+    except ValueError:
+        return None
