@@ -104,8 +104,28 @@ def main() -> int:
     print(_measured_table(rows))
     print()
     print(_prediction_table(rows))
-    write_results(options.json, NAME, {"workers": options.workers, "rows": rows}, quick=False)
+    write_results(
+        options.json,
+        NAME,
+        settings={"workers": options.workers},
+        summary=_summary(rows),
+        cases=[{"script": name, **row} for name, row in rows.items()],
+        quick=False,
+    )
     return 0
+
+
+def _summary(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The figures the README cites: the wall time the check added, and the service's rate
+    against the pipeline's own, per script."""
+    return {
+        "check_wall_s": {name: row.get("check_wall_s") for name, row in rows.items()},
+        "service_over_local": {
+            name: row["service_batches_per_s"] / row["local_batches_per_s"]
+            for name, row in rows.items()
+            if row.get("service_batches_per_s") and row.get("local_batches_per_s")
+        },
+    }
 
 
 def _measured_table(rows: Mapping[str, Mapping[str, Any]]) -> str:

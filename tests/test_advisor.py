@@ -10,12 +10,8 @@ from typing import Any
 import pipelines  # tests/ is on sys.path under pytest (rootdir-relative prepend)
 import pytest
 
-from pipediag.analysis.advisor import (
-    CPU_SATURATED_PCT,
-    FEW_CORES_GAIN_SHARE,
-    advise,
-    cache_point,
-)
+from pipediag.analysis.advice_context import CPU_SATURATED_PCT, FEW_CORES_GAIN_SHARE
+from pipediag.analysis.advisor import advise
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
     BALANCED,
@@ -31,6 +27,7 @@ from pipediag.report.model import (
     TrainSection,
     Verdict,
 )
+from pipediag.report.stage_facts import cache_point
 
 DEFAULT_OPTIONS = {
     "autotune": "true",

@@ -12,37 +12,16 @@ gain if that part of the cost went away, an upper bound (the work itself remains
 
 from __future__ import annotations
 
-from typing import Final, Protocol
-
+from pipediag.analysis.advice_context import FIX, NOTE, Context, training_text
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
     COST_FETCH,
     CostSplit,
-    FixTrial,
-    Report,
     Suggestion,
 )
 from pipediag.report.names import stage_name
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-
-
-class Context(Protocol):
-    """What these rules read of the advisor's context (`analysis/advisor.py`'s `Context`)."""
-
-    @property
-    def report(self) -> Report: ...
-    @property
-    def cores(self) -> int: ...
-    @property
-    def pipeline_rate(self) -> float | None: ...
-    @property
-    def train_rate(self) -> float | None: ...
-    def trial(self, fix: str, stage_index: int | None) -> FixTrial | None: ...
-
-
-FIX: Final = "fix"
-NOTE: Final = "note"
 
 
 def _split(ctx: Context) -> CostSplit | None:
@@ -83,21 +62,6 @@ def capped_threads(cores: int, step_cores: float | None) -> int:
 
 # The fix id of the thread-cap trial (`bench/whatif.py` FIX_THREAD_CAP), tried on training.
 THREAD_CAP = "thread-cap"
-
-
-def training_text(trial: FixTrial) -> str:
-    """What a fix measured on training (`hooks/training_trial.py`), in one sentence."""
-    assert trial.training_speedup is not None
-    low, high = (
-        trial.details.get("training_speedup_low"),
-        trial.details.get("training_speedup_high"),
-    )
-    interval = f", 90% interval {low}x-{high}x" if low and high else ""
-    return (
-        f" Tried on your training: {trial.training_baseline_steps_per_s:.1f} -> "
-        f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
-        f"medians of {trial.training_rounds} interleaved runs{interval})."
-    )
 
 
 def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:

@@ -22,7 +22,7 @@ import math
 import os
 from collections.abc import Sequence
 
-from pipediag.analysis.advisor import CPU_SATURATED_PCT, cpu_busy_pct
+from pipediag.analysis.advice_context import CPU_SATURATED_PCT, cpu_busy_pct
 from pipediag.report.model import (
     BLOCKER_LOCAL_PATH,
     BLOCKER_PYTHON,

@@ -1,0 +1,338 @@
+"""What every advisor rule reads and writes with: the context derived once from the report,
+the thresholds, the end-to-end prediction, and how a fix suggestion is put together.
+
+The rules themselves live in `stage_rules.py` (the pipeline's stages), `host_rules.py` (the
+host and the GPU) and `cost_rules.py` (the parts of input cost); `advisor.py` runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from pipediag.report.model import (
+    FixTrial,
+    Report,
+    StageStats,
+    Suggestion,
+    SuggestionKind,
+    timed_steps,
+)
+from pipediag.report.names import stage_name
+from pipediag.report.stage_facts import (
+    STAGE_MIN_SHARE,
+    VERIFIED_MIN_GAIN,
+    int_setting,
+)
+
+# --- thresholds ------------------------------------------------------------------------------
+
+# Python-bound stages gain little from parallel calls (the GIL): a sleeping py_function map
+# went from 53 to 81 batches/s (1.5x) on 2 cores; CPU-bound Python gains less
+# (docs/design.md, "tf.data behaviours").
+PY_FUNCTION_PARALLEL_GAIN = 1.5
+# On this many cores or fewer the pipeline and the train step fight for the CPU: only this
+# share of the ideal DS-Analyzer gain is predicted (pipeline-alone 1.6x gave 1.18x end to end
+# on 2 cores, 0.18 / 0.6 = 0.3: docs/design.md, "Costs that are not waiting").
+FEW_CORES = 4
+FEW_CORES_GAIN_SHARE = 0.3
+# With more cores contention is lower; not measured: assumed half-way to the ideal gain.
+MANY_CORES_GAIN_SHARE = 0.6
+# All cores busy at least this much on average during the measured steps: the CPU is
+# saturated and more tf.data parallelism cannot add cores (psutil per-core %, the usual
+# ">90% busy" saturation line of capacity planning).
+CPU_SATURATED_PCT = 90.0
+# Share of a cheap map's cost that vectorising is assumed to remove; conservative, since the
+# guide's example gains far more and the arithmetic itself remains.
+VECTORIZE_SAVED_SHARE = 0.5
+# A cache is worth its memory when the deterministic prefix costs at least this share of the
+# time per batch: below it the gain from epoch 2 is under 1.25x (1 / (1 - 0.2)).
+CACHE_MIN_SHARE = 0.20
+# A cached stream still costs something to read; never predict it as free.
+CACHE_READ_FLOOR = 0.05
+# Shuffle buffers: tf.data's guide and common practice ask for a buffer much larger than a
+# batch; pipediag flags fewer than 10 batches' worth, or fewer than 1000 elements.
+SHUFFLE_MIN_BATCHES = 10
+SHUFFLE_MIN_ELEMENTS = 1000
+
+# Suggestion kinds.
+FIX: Final = "fix"
+WARNING: Final = "warning"
+NOTE: Final = "note"
+
+
+# --- the context every rule reads ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Context:
+    """Figures derived once from the report, shared by every rule."""
+
+    report: Report
+    stages: list[StageStats]
+    options: dict[str, str]
+    trials: dict[tuple[str, int | None], FixTrial]
+    pipeline_rate: float | None  # pipeline alone, batches/s
+    train_rate: float | None  # measured full train, steps/s
+    compute_rate: float | None  # train step alone, steps/s
+    cores: int
+    cpu_busy_pct: float | None
+    saturated: bool
+
+    @property
+    def time_per_batch_s(self) -> float | None:
+        return 1.0 / self.pipeline_rate if self.pipeline_rate else None
+
+    def share(self, seconds: float | None) -> float | None:
+        """Share of the pipeline's time per batch that `seconds` per batch is."""
+        total = self.time_per_batch_s
+        if seconds is None or not total:
+            return None
+        return seconds / total
+
+    def trial(self, fix: str, stage_index: int | None) -> FixTrial | None:
+        return self.trials.get((fix, stage_index))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One check. `when`: "input" runs only when input may limit training (not compute-bound),
+    "compute-bound" only then, "always" whatever the verdict (correctness)."""
+
+    id: str
+    when: str
+    check: Callable[[Context, str], list[Suggestion]]
+
+
+def build_context(report: Report) -> Context:
+    pipeline = report.pipeline
+    options = dict(pipeline.options)
+    cores = (
+        int_setting(options.get("cpu_count"))
+        or report.host.cpu_count
+        or report.environment.cpu_count
+    )
+    busy = cpu_busy_pct(report)
+    return Context(
+        report=report,
+        stages=list(pipeline.stages),
+        options=options,
+        trials={(t.fix, t.stage_index): t for t in pipeline.trials},
+        pipeline_rate=pipeline.batches_per_s,
+        train_rate=report.train.steps_per_s,
+        compute_rate=report.verdict.compute_alone_steps_per_s,
+        cores=max(1, cores or 1),
+        cpu_busy_pct=busy,
+        saturated=busy is not None and busy >= CPU_SATURATED_PCT,
+    )
+
+
+def cpu_busy_pct(report: Report) -> float | None:
+    """Mean per-core busy % over the measured train steps (all samples if none are timed)."""
+    samples = [s for s in report.host.samples if s.per_core_pct]
+    if not samples:
+        return None
+    timed = timed_steps(report.train.steps)
+    if timed:
+        begin = timed[0].start_s
+        end = timed[-1].start_s + timed[-1].duration_s
+        inside = [s for s in samples if begin <= s.t_s <= end]
+        samples = inside or samples
+    means = [sum(s.per_core_pct) / len(s.per_core_pct) for s in samples]
+    return sum(means) / len(means)
+
+
+# --- predictions -----------------------------------------------------------------------------
+
+
+def predict_end_to_end(
+    ctx: Context, pipeline_speedup: float | None, *, adds_threads: bool
+) -> float | None:
+    """DS-Analyzer: new rate = min(compute alone, fixed pipeline), over the measured rate,
+    discounted for shared cores; 1.0 when the CPU is saturated and the fix only adds threads."""
+    if pipeline_speedup is None or not ctx.pipeline_rate or not ctx.train_rate:
+        return None
+    if not ctx.compute_rate:
+        return None
+    if adds_threads and ctx.saturated:
+        return 1.0
+    ideal = min(ctx.compute_rate, ctx.pipeline_rate * pipeline_speedup) / ctx.train_rate
+    if ideal <= 1.0:
+        return 1.0
+    share = FEW_CORES_GAIN_SHARE if ctx.cores <= FEW_CORES else MANY_CORES_GAIN_SHARE
+    return 1.0 + (ideal - 1.0) * share
+
+
+def prediction_text(ctx: Context, pipeline_speedup: float | None, predicted: float | None) -> str:
+    if predicted is None or pipeline_speedup is None or not ctx.pipeline_rate:
+        return ""
+    assert ctx.compute_rate is not None and ctx.train_rate is not None
+    fixed = ctx.pipeline_rate * pipeline_speedup
+    text = (
+        f" End to end: min(train step alone {ctx.compute_rate:.1f} steps/s, fixed pipeline "
+        f"{fixed:.1f} batches/s) vs {ctx.train_rate:.1f} steps/s measured"
+    )
+    if ctx.saturated and predicted == 1.0:
+        return text + "; but the CPU is saturated, so more threads cannot run: ~1.0x."
+    return text + (
+        f"; expect ~{predicted:.2f}x, discounted because the pipeline and the train step share "
+        f"{ctx.cores} cores, and never more than compute allows."
+    )
+
+
+def parallel_estimate(ctx: Context, own_s: float | None, parallelism: float) -> float | None:
+    """Pipeline speedup when a stage's own time per batch is divided by `parallelism`."""
+    total = ctx.time_per_batch_s
+    if own_s is None or not total or parallelism <= 1:
+        return None
+    # Prefix rates of element-yielding stages keep some per-element Python overhead
+    # (bench/stages.py), so an own cost can exceed the whole pipeline's time: clamp it.
+    own_s = min(own_s, total)
+    fixed = total - own_s + own_s / parallelism
+    return total / fixed if fixed > 0 else None
+
+
+def trial_text(trial: FixTrial | None) -> str:
+    if trial is None:
+        return " Not verified: no what-if run."
+    if trial.verified and trial.speedup is not None:
+        return (
+            f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"
+            f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x, medians of"
+            f" {trial.rounds} interleaved runs)."
+        )
+    return f" Not verified: {trial.reason}."
+
+
+def verified_gain(trial: FixTrial | None) -> float | None:
+    return trial.speedup if trial is not None and trial.verified else None
+
+
+def measured_no_gain(trial: FixTrial | None) -> bool:
+    speedup = verified_gain(trial)
+    return speedup is not None and speedup < VERIFIED_MIN_GAIN
+
+
+def fix_suggestion(
+    ctx: Context,
+    rule_id: str,
+    *,
+    title: str,
+    stats: StageStats | None,
+    evidence: str,
+    code: str,
+    estimated: float | None,
+    trial: FixTrial | None,
+    adds_threads: bool,
+    measured_gate: bool = True,
+) -> Suggestion:
+    """A fix suggestion with its speedups; a fix measured not to help becomes a note.
+
+    Measured on training beats measured on the pipeline, which beats estimated: a fix tried
+    on training is judged by that gain alone (an added prefetch shows nothing on the
+    pipeline alone, and a parallel map may gain there yet take the train step's cores).
+    """
+    verified = verified_gain(trial)
+    basis = verified if verified is not None else estimated
+    predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
+    on_training = trial.training_speedup if trial is not None else None
+    kind: SuggestionKind = FIX
+    if on_training is not None:
+        assert trial is not None
+        evidence += trial_text(trial) + training_text(trial)
+        if on_training < VERIFIED_MIN_GAIN:
+            kind = NOTE
+            title += f" (measured {on_training:.2f}x on your training: not worth it)"
+    elif measured_gate and measured_no_gain(trial):
+        # Measured not to help: no end-to-end forecast, which could read as a gain.
+        kind, predicted = NOTE, 1.0
+        title += f" (measured {verified:.2f}x here: not worth it)"
+        evidence += trial_text(trial)
+    else:
+        evidence += trial_text(trial) + prediction_text(ctx, basis, predicted)
+        if trial is not None and trial.training_reason:
+            evidence += f" Not tried on training: {trial.training_reason}."
+    return Suggestion(
+        id=rule_id,
+        title=title,
+        stage=stage_name(stats) if stats is not None else None,
+        stage_index=stats.index if stats is not None else None,
+        evidence=evidence.strip(),
+        code=code,
+        estimated_speedup=estimated,
+        verified_speedup=verified,
+        predicted_speedup=predicted,
+        training_speedup=on_training,
+        kind=kind,
+    )
+
+
+def stage_cost_text(ctx: Context, stats: StageStats) -> str:
+    own = stats.own_s_per_batch
+    share = ctx.share(own)
+    where = f" at {stats.source}" if stats.source else ""
+    text = f"{stage_name(stats)}{where}"
+    if own is not None:
+        text += f" adds {own * 1000:.1f} ms per batch"
+        # Up to 5% over the whole is a difference of noisy rates, not a real excess: "all of
+        # it" ("11.2 ms, more than the pipeline's 11.2 ms" read as a contradiction).
+        if share is not None and ctx.time_per_batch_s is not None and share <= 1.05:
+            text += f" of the pipeline's {ctx.time_per_batch_s * 1000:.1f} ms ({min(share, 1):.0%})"
+        elif ctx.time_per_batch_s is not None:
+            # Timed up to this stage, tf.data cannot overlap it with what follows (no
+            # injected prefetch, no map-and-batch fusion), so it can exceed the whole.
+            text += (
+                f" when timed up to this stage, more than the whole pipeline's "
+                f"{ctx.time_per_batch_s * 1000:.1f} ms, where tf.data overlaps it with the "
+                "stages after it: it is nearly all of the pipeline's cost"
+            )
+    if ctx.pipeline_rate:
+        text += f"; the pipeline alone delivers {ctx.pipeline_rate:.1f} batches/s"
+    return text + "."
+
+
+def worth_fixing(ctx: Context, stats: StageStats) -> bool:
+    share = ctx.share(stats.own_s_per_batch)
+    return share is None or share >= STAGE_MIN_SHARE
+
+
+def fn_name(stats: StageStats) -> str:
+    """The user's function name for the code line; a lambda gets a placeholder."""
+    name = stats.function
+    return name if name and all(p.isidentifier() for p in name.split(".")) else "fn"
+
+
+def training_text(trial: FixTrial) -> str:
+    """What a fix measured on training (`hooks/training_trial.py`), in one sentence."""
+    assert trial.training_speedup is not None
+    low, high = (
+        trial.details.get("training_speedup_low"),
+        trial.details.get("training_speedup_high"),
+    )
+    interval = f", 90% interval {low}x-{high}x" if low and high else ""
+    return (
+        f" Tried on your training: {trial.training_baseline_steps_per_s:.1f} -> "
+        f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
+        f"medians of {trial.training_rounds} interleaved runs{interval})."
+    )
+
+
+def upstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
+    seen: set[int] = set()
+    pending = [index]
+    while pending:
+        i = pending.pop()
+        if i not in seen:
+            seen.add(i)
+            pending.extend(stages[i].inputs)
+    return seen
+
+
+def bytes_text(count: int | None) -> str:
+    if count is None:
+        return "unknown size"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} B"

@@ -1,0 +1,377 @@
+"""Advisor rules over the pipeline's stages (PD001-PD009): a sequential map or interleave, a
+missing prefetch, a map to vectorise, a prefix to cache, a cache after randomness, Python in
+a map, a small shuffle buffer, autotune turned off. Each reads the context
+(`advice_context.py`) and returns suggestions with their evidence and code.
+"""
+
+from __future__ import annotations
+
+from pipediag.analysis.advice_context import (
+    CACHE_MIN_SHARE,
+    CACHE_READ_FLOOR,
+    PY_FUNCTION_PARALLEL_GAIN,
+    SHUFFLE_MIN_BATCHES,
+    SHUFFLE_MIN_ELEMENTS,
+    VECTORIZE_SAVED_SHARE,
+    WARNING,
+    Context,
+    bytes_text,
+    fix_suggestion,
+    fn_name,
+    parallel_estimate,
+    stage_cost_text,
+    upstream_of,
+    verified_gain,
+    worth_fixing,
+)
+from pipediag.report.model import (
+    Suggestion,
+)
+from pipediag.report.names import stage_name
+from pipediag.report.stage_facts import (
+    MAP_KINDS,
+    SHUFFLE_KINDS,
+    VECTORIZE_MAX_ELEMENT_S,
+    VERIFIED_MIN_GAIN,
+    cache_point,
+    downstream_batch_size,
+    int_setting,
+    prefix_cost_s,
+    runs_sequential_interleave,
+    runs_sequential_map,
+    vectorizable,
+)
+
+
+def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
+    found = []
+    for stats in ctx.stages:
+        if stats.settings.get("tf_internal") == "true":
+            continue
+        if not runs_sequential_map(stats, ctx.cores) or not worth_fixing(ctx, stats):
+            continue
+        why = stats.settings.get(
+            "auto_parallel", f"num_parallel_calls={stats.settings.get('num_parallel_calls')}"
+        ).removeprefix("no: ")
+        gain = min(ctx.cores, PY_FUNCTION_PARALLEL_GAIN) if stats.uses_py_function else ctx.cores
+        evidence = (
+            f"{stage_cost_text(ctx, stats)} It runs one element at a time (tf.data's "
+            f"map_parallelization does not parallelise it: {why})."
+        )
+        if stats.uses_py_function:
+            evidence += " It calls Python, so the GIL limits what parallel calls gain."
+        found.append(
+            fix_suggestion(
+                ctx,
+                rule_id,
+                title=f"{stage_name(stats)}: add num_parallel_calls=tf.data.AUTOTUNE",
+                stats=stats,
+                evidence=evidence,
+                code=f"ds = ds.map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)",
+                estimated=parallel_estimate(ctx, stats.own_s_per_batch, gain),
+                trial=ctx.trial("parallel-map", stats.index),
+                adds_threads=True,
+            )
+        )
+    return found
+
+
+def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
+    found = []
+    for stats in ctx.stages:
+        if stats.settings.get("tf_internal") == "true":
+            continue
+        if not runs_sequential_interleave(stats, ctx.cores) or not worth_fixing(ctx, stats):
+            continue
+        settings = ", ".join(
+            f"{k}={stats.settings[k]}"
+            for k in ("cycle_length", "num_parallel_calls")
+            if k in stats.settings
+        )
+        evidence = (
+            f"{stage_cost_text(ctx, stats)} It reads its inputs one at a time"
+            f"{f' ({settings})' if settings else ''}; on {ctx.cores} cores an AUTOTUNE "
+            "cycle_length did not run in parallel either (measured on TF 2.21). A parallel "
+            "interleave reads in another (still deterministic) order."
+        )
+        found.append(
+            fix_suggestion(
+                ctx,
+                rule_id,
+                title=f"{stage_name(stats)}: read {ctx.cores} inputs in parallel",
+                stats=stats,
+                evidence=evidence,
+                code=(
+                    f"ds = ds.interleave({fn_name(stats)}, cycle_length={ctx.cores}, "
+                    "num_parallel_calls=tf.data.AUTOTUNE)"
+                ),
+                estimated=parallel_estimate(ctx, stats.own_s_per_batch, ctx.cores),
+                trial=ctx.trial("parallel-interleave", stats.index),
+                adds_threads=True,
+            )
+        )
+    return found
+
+
+def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
+    """Only when the options really leave no prefetch (inject_prefetch appends one, and an
+    added prefetch then measured 0.99x: docs/design.md, "tf.data behaviours"), or when a measured
+    run shows a gain."""
+    last = next((s for s in reversed(ctx.stages) if s.kind != "options"), None)
+    if last is None:
+        return []
+    trial = ctx.trial("prefetch-end", last.index)
+    injected = (
+        ctx.options.get("inject_prefetch") != "false" and ctx.options.get("autotune") != "false"
+    )
+    if last.kind == "prefetch":
+        verified = verified_gain(trial)
+        if verified is None or verified < VERIFIED_MIN_GAIN:
+            return []
+        return [
+            fix_suggestion(
+                ctx,
+                rule_id,
+                title="raise the final prefetch to tf.data.AUTOTUNE",
+                stats=last,
+                evidence=f"The final prefetch has buffer_size={last.settings.get('buffer_size')}.",
+                code="ds = ds.prefetch(tf.data.AUTOTUNE)",
+                estimated=None,
+                trial=trial,
+                adds_threads=False,
+            )
+        ]
+    if injected:
+        # tf.data appends the prefetch itself; a pipeline-alone "gain" here is noise.
+        return []
+    options = ", ".join(f"{k}={ctx.options.get(k, '?')}" for k in ("inject_prefetch", "autotune"))
+    evidence = (
+        f"The pipeline ends with {stage_name(last)}, and the options in force ({options}) "
+        "leave no prefetch, so the train step waits while each batch is made instead of "
+        "overlapping with it. A pipeline-alone run cannot show that overlap: the gain is end "
+        "to end."
+    )
+    # Overlap: the pipeline-alone rate stays, the step stops paying for it serially.
+    return [
+        fix_suggestion(
+            ctx,
+            rule_id,
+            title="add .prefetch(tf.data.AUTOTUNE) as the last step",
+            stats=last,
+            evidence=evidence,
+            code="ds = ds.prefetch(tf.data.AUTOTUNE)  # the last transformation",
+            estimated=1.0,
+            trial=trial,
+            adds_threads=False,
+            measured_gate=False,
+        )
+    ]
+
+
+def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
+    found = []
+    for stats in ctx.stages:
+        if not vectorizable(stats, ctx.stages) or not worth_fixing(ctx, stats):
+            continue
+        batch = downstream_batch_size(ctx.stages, stats.index)
+        own = stats.own_s_per_batch
+        if own is None or not batch or own / batch > VECTORIZE_MAX_ELEMENT_S:
+            continue
+        trial = ctx.trial("vectorize", stats.index)
+        if trial is not None and trial.details.get("unsafe") == "true":
+            continue  # run on a batch, the function failed or gave other results
+        if trial is not None and trial.verified:
+            safety = (
+                f"On {trial.details.get('sample_elements', 'a sample of')} of your elements "
+                "the function gave the same results on whole batches as element by element."
+            )
+        else:
+            safety = "Only safe if the function works on a batch (elementwise ops)."
+        evidence = (
+            f"{stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element, "
+            f"mostly per-element call overhead; applied after batch({batch}) it runs once per "
+            f"batch. {safety}"
+        )
+        found.append(
+            fix_suggestion(
+                ctx,
+                rule_id,
+                title=f"{stage_name(stats)}: vectorise, map after batch",
+                stats=stats,
+                evidence=evidence,
+                code=(
+                    f"ds = ds.batch({batch}).map({fn_name(stats)}, "
+                    f"num_parallel_calls=tf.data.AUTOTUNE)  # {fn_name(stats)} must accept a batch"
+                ),
+                estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
+                trial=trial,
+                adds_threads=False,
+            )
+        )
+    return found
+
+
+def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
+    """Needs the what-if facts (size, memory): the trial carries them even when not run."""
+    if any(s.kind == "cache" for s in ctx.stages):
+        return []
+    point = cache_point(ctx.stages)
+    if point is None:
+        return []
+    trial = ctx.trial("cache", point)
+    if trial is None or trial.details.get("fits") != "true":
+        return []
+    stats = ctx.stages[point]
+    prefix_s = prefix_cost_s(ctx.stages, point)
+    share = ctx.share(prefix_s)
+    total = ctx.time_per_batch_s
+    if share is None or total is None or share < CACHE_MIN_SHARE:
+        return []
+    estimated = total / max(total - prefix_s, total * CACHE_READ_FLOOR)
+    size = bytes_text(int_setting(trial.details.get("cache_bytes")))
+    free = bytes_text(int_setting(trial.details.get("available_bytes")))
+    evidence = (
+        f"Everything up to {stage_name(stats)} is deterministic and costs "
+        f"{prefix_s * 1000:.1f} ms of the pipeline's {total * 1000:.1f} ms per batch "
+        f"({share:.0%}). One epoch there is {trial.details.get('elements')} elements, "
+        f"~{size}, with {free} of memory available. From the second epoch "
+        "a cache serves it from memory."
+    )
+    if any(ctx.stages[i].uses_py_function for i in upstream_of(ctx.stages, point)):
+        evidence += " Assumes the Python functions upstream return the same data each epoch."
+    return [
+        fix_suggestion(
+            ctx,
+            rule_id,
+            title=f"cache() after {stage_name(stats)} (deterministic, {size}, fits) - from epoch 2",
+            stats=stats,
+            evidence=evidence,
+            code=f"ds = ds.cache()  # right after {stage_name(stats)}, before shuffle/augment",
+            estimated=estimated,
+            trial=trial,
+            adds_threads=False,
+        )
+    ]
+
+
+def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
+    found = []
+    for stats in ctx.stages:
+        if stats.kind != "cache":
+            continue
+        random = [
+            ctx.stages[i]
+            for i in sorted(upstream_of(ctx.stages, stats.index) - {stats.index})
+            if ctx.stages[i].kind in SHUFFLE_KINDS or ctx.stages[i].settings.get("random") == "true"
+        ]
+        if not random:
+            continue
+        names = ", ".join(stage_name(s) for s in random)
+        found.append(
+            Suggestion(
+                id=rule_id,
+                title=f"cache() after a random transform ({names}): every epoch repeats epoch 1",
+                stage=stage_name(stats),
+                stage_index=stats.index,
+                evidence=(
+                    f"{names} runs before the cache, so its random output is frozen the first "
+                    "epoch and replayed afterwards: the same augmentation/order every epoch."
+                ),
+                code=(
+                    f"ds = ds.cache()  # move it before {stage_name(random[0])}; "
+                    "random steps go after the cache"
+                ),
+                correctness_warning=True,
+                kind=WARNING,
+            )
+        )
+    return found
+
+
+def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
+    found = []
+    for stats in ctx.stages:
+        if not stats.uses_py_function or stats.kind not in (*MAP_KINDS, "source"):
+            continue
+        if not worth_fixing(ctx, stats):
+            continue
+        source = "from_generator" if stats.kind == "source" else "tf.py_function/numpy_function"
+        found.append(
+            fix_suggestion(
+                ctx,
+                rule_id,
+                title=f"{stage_name(stats)} runs Python ({source}): port it to TF ops",
+                stats=stats,
+                evidence=(
+                    f"{stage_cost_text(ctx, stats)} Python code holds the GIL, so parallel "
+                    f"calls help little (at most ~{PY_FUNCTION_PARALLEL_GAIN:g}x measured on "
+                    "2 cores, for sleeping I/O); TF ops run in parallel outside it and let "
+                    "tf.data parallelise the stage for you."
+                ),
+                code=(
+                    f"# rewrite {fn_name(stats)} with TensorFlow ops (tf.io.decode_*, tf.image.*, "
+                    "tf.strings.*) instead of tf.py_function / tf.numpy_function"
+                ),
+                estimated=None,
+                trial=None,
+                adds_threads=False,
+            )
+        )
+    return found
+
+
+def check_shuffle_buffer(ctx: Context, rule_id: str) -> list[Suggestion]:
+    found = []
+    for stats in ctx.stages:
+        if stats.kind not in SHUFFLE_KINDS:
+            continue
+        buffer = int_setting(stats.settings.get("buffer_size"))
+        if buffer is None or buffer <= 0:
+            continue
+        batch = downstream_batch_size(ctx.stages, stats.index)
+        reasons = []
+        if buffer < SHUFFLE_MIN_ELEMENTS:
+            reasons.append(f"under {SHUFFLE_MIN_ELEMENTS} elements")
+        if batch and buffer < SHUFFLE_MIN_BATCHES * batch:
+            reasons.append(f"under {SHUFFLE_MIN_BATCHES} batches of {batch}")
+        if not reasons:
+            continue
+        wanted = max(SHUFFLE_MIN_ELEMENTS, SHUFFLE_MIN_BATCHES * (batch or 0))
+        found.append(
+            Suggestion(
+                id=rule_id,
+                title=f"shuffle buffer of {buffer} is tiny ({' and '.join(reasons)})",
+                stage=stage_name(stats),
+                stage_index=stats.index,
+                evidence=(
+                    f"shuffle(buffer_size={buffer}) only mixes elements that are {buffer} apart "
+                    "in the source order, so batches stay correlated with file order. It does "
+                    f"not matter if the dataset has fewer than {buffer} elements."
+                ),
+                code=f"ds = ds.shuffle({wanted})  # or the dataset size, if it fits in memory",
+                kind=WARNING,
+            )
+        )
+    return found
+
+
+def check_autotune_off(ctx: Context, rule_id: str) -> list[Suggestion]:
+    if ctx.options.get("autotune") != "false":
+        return []
+    return [
+        fix_suggestion(
+            ctx,
+            rule_id,
+            title="autotune is turned off: turn it back on",
+            stats=None,
+            evidence=(
+                "options.autotune.enabled=False: AUTOTUNE parallelism and buffer sizes get no "
+                "tuning, and tf.data's default optimisations that need it (injected prefetch, "
+                "map parallelisation) do not run."
+            ),
+            code="options.autotune.enabled = True  # or drop the line that turns it off",
+            estimated=None,
+            trial=ctx.trial("autotune-on", None),
+            adds_threads=True,
+        )
+    ]
