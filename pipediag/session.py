@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.classifier import build_train_section, judge
-from pipediag.analysis.gpu import enrich_report
+from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.config import RunConfig

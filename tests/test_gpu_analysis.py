@@ -15,25 +15,22 @@ import pytest
 from fake_nvml import FakeGpu, FakeNvml, wall_clock_for
 
 from pipediag.analysis.classifier import build_train_section
+from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.gpu import (
-    ADVICE,
     BUSY_SM_ACTIVE,
     BUSY_UTILIZATION,
-    CAUSE_HOST,
-    CAUSE_INPUT,
-    CAUSE_TRANSFER,
     DEFAULT_GPU_THRESHOLDS,
     TIME_DRIVER,
     TIME_GPM,
     TIME_TICKS,
     analyze_gpu,
     attribute_idle,
-    enrich_report,
     gpu_evidence,
-    host_contention,
     pearson,
     with_gpu_evidence,
 )
+from pipediag.analysis.gpu_causes import ADVICE, CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
+from pipediag.analysis.host_contention import host_contention
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
     COMPUTE_BOUND,

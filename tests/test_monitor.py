@@ -20,7 +20,8 @@ from types import ModuleType
 import pytest
 from fake_nvml import FakeGpu, FakeNvml, constant
 
-from pipediag.analysis.gpu import CAUSE_INPUT, enrich_report
+from pipediag.analysis.enrich import enrich_report
+from pipediag.analysis.gpu_causes import CAUSE_INPUT
 from pipediag.config import RunConfig
 from pipediag.monitor import NO_PIPELINE_BENCHMARK, Monitor, monitor
 from pipediag.renderers import REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON

@@ -34,20 +34,22 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Final
 
+from pipediag.analysis.gpu_causes import (
+    ADVICE,
+    CAUSE_HOST,
+    CAUSE_INPUT,
+    CAUSE_PHRASE,
+    CAUSE_TRANSFER,
+    CAUSES,
+)
 from pipediag.report.model import (
-    BALANCED,
-    INPUT_BOUND,
     GpuAnalysis,
     GpuIdleCause,
     GpuSample,
     GpuSection,
     GpuWindow,
-    HostContention,
-    HostSection,
     IdleAttribution,
-    Report,
     StepRecord,
     TrainSection,
     Verdict,
@@ -62,37 +64,6 @@ TIME_DRIVER = "driver-timestamps"
 TIME_GPM = "gpm-sample-times"
 TIME_TICKS = "sampler-ticks"
 TIME_MIXED = "mixed"
-
-CAUSE_INPUT: Final = "input-wait"
-CAUSE_HOST: Final = "host-overhead"
-CAUSE_TRANSFER: Final = "transfer"
-CAUSES: tuple[GpuIdleCause, ...] = (CAUSE_INPUT, CAUSE_TRANSFER, CAUSE_HOST)
-"""In the order idle time is attributed to them (see the module docstring)."""
-
-ADVICE = {
-    CAUSE_INPUT: (
-        "Speed up the input pipeline: it leaves the GPU idle while the host waits for the next "
-        "batch (parallel map, prefetch, cache; see the pipeline stages)."
-    ),
-    CAUSE_HOST: (
-        "Cut host-side overhead per step: a larger batch, Keras `steps_per_execution`, XLA "
-        "(`jit_compile=True`); in PyTorch, CUDA graphs or `torch.compile`, and avoid a "
-        "synchronising `.item()` every step."
-    ),
-    CAUSE_TRANSFER: (
-        "Overlap host-to-device copies with compute: prefetch to the device "
-        "(`tf.data.experimental.prefetch_to_device`; pinned memory and `non_blocking=True` in "
-        "PyTorch) and use larger batches."
-    ),
-}
-"""What to do about each idle cause (HTA's categories, docs/design.md, "Methods it builds on";
-issue 4)."""
-
-_CAUSE_PHRASE = {
-    CAUSE_INPUT: "waiting for input",
-    CAUSE_HOST: "host-side overhead (Python, kernel launches, synchronisation)",
-    CAUSE_TRANSFER: "host-device transfer (PCIe busy while the SMs idled)",
-}
 
 
 @dataclass(frozen=True)
@@ -592,7 +563,7 @@ def gpu_evidence(analysis: GpuAnalysis | None) -> GpuEvidence | None:
             CAUSE_HOST: a.host_overhead_s,
         }
         share = seconds[a.dominant] / a.idle_s if a.idle_s > 0 else 0.0
-        text += f"; {share:.0%} of its idle time was {_CAUSE_PHRASE[a.dominant]}"
+        text += f"; {share:.0%} of its idle time was {CAUSE_PHRASE[a.dominant]}"
         advice.append(ADVICE[a.dominant])
         advice.extend(
             ADVICE[cause]
@@ -630,87 +601,3 @@ def with_gpu_evidence(verdict: Verdict, analysis: GpuAnalysis | None) -> Verdict
     return replace(
         verdict, gpu_finding=evidence.finding, gpu_idle_cause=evidence.dominant_idle_cause
     )
-
-
-# -- host contention --------------------------------------------------------------------------
-
-
-def host_contention(
-    host: HostSection,
-    train: TrainSection,
-    verdict: Verdict | None = None,
-    *,
-    thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS,
-) -> HostContention:
-    """How much of the machine's CPU other processes took while the measured steps ran.
-
-    Per host sample: other = system busy % - this process's % / cores (psutil's process
-    percent counts 100 per core; the system one 100 for the whole machine). The finding is
-    written only when the verdict is input-bound or balanced: that is when a starved
-    pipeline could be starved by someone else.
-    """
-    if not host.available:
-        return HostContention(available=False, reason=host.reason or "host was not sampled")
-    cores = host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
-    if cores <= 0 or not host.samples:
-        return HostContention(available=False, reason="no host CPU samples")
-    steps = measured_steps(train) or timed_steps(train.steps)
-    samples = list(host.samples)
-    scope = "the whole run"
-    if steps:
-        begin = min(s.start_s for s in steps)
-        end = max(s.start_s + s.duration_s for s in steps)
-        # A sample's reading covers the interval before its time.
-        inside = [s for s in samples if begin < s.t_s <= end + host.interval_s]
-        if inside:
-            samples, scope = inside, "the measured steps"
-    others = [max(0.0, s.system_cpu_pct - s.process_cpu_pct / cores) for s in samples]
-    other_mean = sum(others) / len(others)
-    contended = other_mean / 100 >= thresholds.contention_share
-    result = HostContention(
-        available=True,
-        cpu_count=cores,
-        samples=len(samples),
-        other_cpu_pct_mean=other_mean,
-        other_cpu_pct_max=max(others),
-        other_cores_mean=other_mean / 100 * cores,
-        process_cpu_pct_mean=sum(s.process_cpu_pct for s in samples) / len(samples),
-        system_cpu_pct_mean=sum(s.system_cpu_pct for s in samples) / len(samples),
-        contended=contended,
-    )
-    if verdict is None or verdict.label not in (INPUT_BOUND, BALANCED):
-        return result
-    used = f"{other_mean:.0f}% of the host's CPU ({other_mean / 100 * cores:.1f} of {cores} cores)"
-    if contended:
-        finding = (
-            f"Other processes took {used} during {scope}: the input pipeline competes with "
-            "them for cores; free the machine or give the pipeline fewer, dedicated threads."
-        )
-    else:
-        finding = (
-            f"Other processes took only {used} during {scope}: the pipeline is slow on its "
-            "own, not starved by them."
-        )
-    return replace(result, finding=finding)
-
-
-# -- one call for the session and the monitor -------------------------------------------------
-
-
-def enrich_report(report: Report, *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS) -> Report:
-    """The report with its GPU analysis, host contention and the GPU's word in the verdict.
-
-    Idempotent: parts already present are kept, so the session and the monitor may both call it.
-    """
-    analysis = report.gpu_analysis
-    if analysis is None:
-        analysis = analyze_gpu(report.gpu, report.train, thresholds=thresholds)
-    contention = report.host_contention
-    if contention is None:
-        contention = host_contention(
-            report.host, report.train, report.verdict, thresholds=thresholds
-        )
-    verdict = report.verdict
-    if not verdict.gpu_finding:
-        verdict = with_gpu_evidence(verdict, analysis)
-    return replace(report, gpu_analysis=analysis, host_contention=contention, verdict=verdict)

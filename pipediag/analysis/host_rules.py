@@ -10,6 +10,7 @@ from pipediag.analysis.advice_context import (
     NOTE,
     Context,
 )
+from pipediag.analysis.gpu_causes import CAUSE_FIXES
 from pipediag.report.model import (
     Suggestion,
 )
@@ -63,12 +64,12 @@ def check_gpu_idle_cause(ctx: Context, rule_id: str) -> list[Suggestion]:
         return []
     attribution = analysis.attribution
     cause = attribution.dominant
-    if cause not in GPU_CAUSE_FIXES or attribution.idle_s <= 0:
+    if cause not in CAUSE_FIXES or attribution.idle_s <= 0:
         return []
     seconds = attribution.host_overhead_s if cause == "host-overhead" else attribution.transfer_s
     share = seconds / attribution.idle_s
     busy = analysis.gpu_busy_fraction
-    title, code = GPU_CAUSE_FIXES[cause]
+    title, code = CAUSE_FIXES[cause]
     evidence = (
         f"The GPU was busy {busy:.0%} of the measured time; {share:.0%} of its idle time "
         f"({seconds:.2f} s) was {cause.replace('-', ' ')}, not waiting for input."
@@ -93,20 +94,6 @@ def check_gpu_idle_cause(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 
 # HTA's non-input idle categories, and the changes that shrink them.
-GPU_CAUSE_FIXES = {
-    "host-overhead": (
-        "the GPU idles on host-side overhead: fewer, larger steps",
-        "model.compile(..., steps_per_execution=32, jit_compile=True)  # Keras\n"
-        "# or raise the batch size so each step launches more work per Python call",
-    ),
-    "transfer": (
-        "the GPU idles on host-to-device copies: overlap them with compute",
-        "ds = ds.apply(tf.data.experimental.prefetch_to_device('/gpu:0'))\n"
-        "# or copy fewer bytes: cast to uint8/bfloat16 on the host, decode on the device",
-    ),
-}
-
-
 def check_pipeline_fine(ctx: Context, rule_id: str) -> list[Suggestion]:
     verdict = ctx.report.verdict
     parts = []

@@ -1,0 +1,34 @@
+"""The hardware's part of a report, in one call for the session and the monitor: the GPU
+analysis, the host's contention, and the GPU's word in the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pipediag.analysis.gpu import (
+    DEFAULT_GPU_THRESHOLDS,
+    GpuThresholds,
+    analyze_gpu,
+    with_gpu_evidence,
+)
+from pipediag.analysis.host_contention import host_contention
+from pipediag.report.model import Report
+
+
+def enrich_report(report: Report, *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS) -> Report:
+    """The report with its GPU analysis, host contention and the GPU's word in the verdict.
+
+    Idempotent: parts already present are kept, so the session and the monitor may both call it.
+    """
+    analysis = report.gpu_analysis
+    if analysis is None:
+        analysis = analyze_gpu(report.gpu, report.train, thresholds=thresholds)
+    contention = report.host_contention
+    if contention is None:
+        contention = host_contention(
+            report.host, report.train, report.verdict, thresholds=thresholds
+        )
+    verdict = report.verdict
+    if not verdict.gpu_finding:
+        verdict = with_gpu_evidence(verdict, analysis)
+    return replace(report, gpu_analysis=analysis, host_contention=contention, verdict=verdict)

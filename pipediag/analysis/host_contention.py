@@ -1,0 +1,79 @@
+"""How much of the machine's CPU other processes took while the measured steps ran.
+
+A pipeline can be slow because something else on the host takes its cores. Read from the
+host samples alone (psutil), with no NVML and no TensorFlow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pipediag.analysis.gpu import DEFAULT_GPU_THRESHOLDS, GpuThresholds, measured_steps
+from pipediag.report.model import (
+    BALANCED,
+    INPUT_BOUND,
+    HostContention,
+    HostSection,
+    TrainSection,
+    Verdict,
+    timed_steps,
+)
+
+
+def host_contention(
+    host: HostSection,
+    train: TrainSection,
+    verdict: Verdict | None = None,
+    *,
+    thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS,
+) -> HostContention:
+    """How much of the machine's CPU other processes took while the measured steps ran.
+
+    Per host sample: other = system busy % - this process's % / cores (psutil's process
+    percent counts 100 per core; the system one 100 for the whole machine). The finding is
+    written only when the verdict is input-bound or balanced: that is when a starved
+    pipeline could be starved by someone else.
+    """
+    if not host.available:
+        return HostContention(available=False, reason=host.reason or "host was not sampled")
+    cores = host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
+    if cores <= 0 or not host.samples:
+        return HostContention(available=False, reason="no host CPU samples")
+    steps = measured_steps(train) or timed_steps(train.steps)
+    samples = list(host.samples)
+    scope = "the whole run"
+    if steps:
+        begin = min(s.start_s for s in steps)
+        end = max(s.start_s + s.duration_s for s in steps)
+        # A sample's reading covers the interval before its time.
+        inside = [s for s in samples if begin < s.t_s <= end + host.interval_s]
+        if inside:
+            samples, scope = inside, "the measured steps"
+    others = [max(0.0, s.system_cpu_pct - s.process_cpu_pct / cores) for s in samples]
+    other_mean = sum(others) / len(others)
+    contended = other_mean / 100 >= thresholds.contention_share
+    result = HostContention(
+        available=True,
+        cpu_count=cores,
+        samples=len(samples),
+        other_cpu_pct_mean=other_mean,
+        other_cpu_pct_max=max(others),
+        other_cores_mean=other_mean / 100 * cores,
+        process_cpu_pct_mean=sum(s.process_cpu_pct for s in samples) / len(samples),
+        system_cpu_pct_mean=sum(s.system_cpu_pct for s in samples) / len(samples),
+        contended=contended,
+    )
+    if verdict is None or verdict.label not in (INPUT_BOUND, BALANCED):
+        return result
+    used = f"{other_mean:.0f}% of the host's CPU ({other_mean / 100 * cores:.1f} of {cores} cores)"
+    if contended:
+        finding = (
+            f"Other processes took {used} during {scope}: the input pipeline competes with "
+            "them for cores; free the machine or give the pipeline fewer, dedicated threads."
+        )
+    else:
+        finding = (
+            f"Other processes took only {used} during {scope}: the pipeline is slow on its "
+            "own, not starved by them."
+        )
+    return replace(result, finding=finding)
