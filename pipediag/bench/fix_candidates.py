@@ -166,9 +166,9 @@ def _vectorize_candidate(
 
 
 def _python_input(dataset: Any) -> Any | None:
-    from pipediag.bench import structure
+    from pipediag.bench import python_chain
 
-    inputs = structure._python_inputs(structure._unwrap(dataset))
+    inputs = python_chain.python_inputs(python_chain.unwrap(dataset))
     return inputs[0] if len(inputs) == 1 else None
 
 

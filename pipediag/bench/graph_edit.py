@@ -61,24 +61,25 @@ def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, 
     disagreement between the Python chain and the graph leaves the stage unmatched (and its
     fix estimated) rather than rewriting another stage.
     """
-    from pipediag.bench import structure
+    from pipediag.bench import python_chain, structure
 
     nodes = {node.name: node for node in graph.node}
     by_object = {id(stage.dataset): stage.stats for stage in walked}
     found: dict[int, str] = {}
 
     def visit(ds: Any, node: Any | None, depth: int) -> None:
-        ds = structure._skip_passthrough(ds)
+        ds = python_chain.skip_passthrough(ds)
         stats = by_object.get(id(ds))
         if stats is None or node is None or stats.index in found or depth > len(walked):
             return
         if stats.name != node.op:
             return
         found[stats.index] = node.name
-        if structure._generator_function(ds) is not None:
+        if python_chain.generator_function(ds) is not None:
             return
         inputs = [
-            structure._skip_passthrough(structure._unwrap(i)) for i in structure._python_inputs(ds)
+            python_chain.skip_passthrough(python_chain.unwrap(i))
+            for i in python_chain.python_inputs(ds)
         ]
         children = [
             nodes[name.split(":")[0]]
@@ -91,7 +92,7 @@ def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, 
             for child, child_node in zip(inputs, children, strict=True):
                 visit(child, child_node, depth + 1)
 
-    visit(structure._unwrap(dataset), structure._graph_root(graph, nodes), 0)
+    visit(python_chain.unwrap(dataset), structure.graph_root(graph, nodes), 0)
     return found
 
 

@@ -22,26 +22,29 @@ TF that moves them degrades the description, never the user's run.
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipediag.bench.python_chain import (
+    MAX_STAGES,
+    defined_in_tensorflow,
+    describe_callable,
+    generator_function,
+    python_function_names,
+    python_inputs,
+    skip_passthrough,
+    unwrap,
+    user_function,
+)
 from pipediag.report.model import StageStats
 
 # tf.data spells AUTOTUNE as -1 in every parallelism and buffer argument.
 AUTOTUNE_VALUE = -1
 # `repeat()` and `take(-1)` store -1 for "forever" / "everything".
 UNBOUNDED_COUNT = -1
-# Stop walking pipelines with more stages than this: a generated pipeline (e.g. a long chain
-# of concatenates) would otherwise take long to describe and benchmark, and no reader wants
-# more rows.
-MAX_STAGES = 64
-# How deep to look into a function's closures for from_generator's hidden state.
-MAX_CLOSURE_DEPTH = 3
 
 # Ops that call back into the Python interpreter (tf.py_function, tf.numpy_function, and
 # from_generator, which is built on them): they hold the GIL, so parallelism barely helps.
@@ -201,9 +204,9 @@ def walk_pipeline(dataset: Any) -> list[Stage]:
     if graph is not None:
         functions = {f.signature.name: f for f in graph.library.function}
         nodes = {node.name: node for node in graph.node}
-        root_node = _graph_root(graph, nodes)
+        root_node = graph_root(graph, nodes)
     builder = _Builder(nodes, functions)
-    builder.visit(_unwrap(dataset), root_node)
+    builder.visit(unwrap(dataset), root_node)
     stages = builder.stages
     _mark_auto_parallel(stages, dataset)
     if graph_error is not None and stages:
@@ -290,16 +293,16 @@ class _Builder:
         self._seen: dict[int, int] = {}
 
     def visit(self, ds: Any, node: Any | None) -> int | None:
-        ds = _skip_passthrough(ds)
+        ds = skip_passthrough(ds)
         key = id(ds)
         if key in self._seen:
             return self._seen[key]
         if len(self.stages) >= MAX_STAGES:
             return None
-        generator = _generator_function(ds)
+        generator = generator_function(ds)
         if generator is not None:
             return self._add(ds, node, [], generator=generator)
-        inputs = [_skip_passthrough(_unwrap(i)) for i in _python_inputs(ds)]
+        inputs = [skip_passthrough(unwrap(i)) for i in python_inputs(ds)]
         graph_inputs = self._graph_inputs(node)
         if node is not None and (
             graph_inputs is None
@@ -345,12 +348,12 @@ class _Builder:
             kind, name = SOURCE, "from_generator"
             func: Any = generator
         else:
-            kind, name = _kind_and_name(ds, node, has_inputs=bool(inputs))
-            func = _user_function(ds)
+            kind, name = kind_and_name(ds, node, has_inputs=bool(inputs))
+            func = user_function(ds)
             if node is not None:
                 settings.update(_node_settings(node, self.nodes))
-        function_name, source = _describe_callable(func) if func is not None else (None, None)
-        if func is not None and _defined_in_tensorflow(func):
+        function_name, source = describe_callable(func) if func is not None else (None, None)
+        if func is not None and defined_in_tensorflow(func):
             # A function TF adds itself (unbatch's `normalize`, TFRecordDataset's reader):
             # the user cannot edit it, so advice should not point at it.
             settings["tf_internal"] = "true"
@@ -390,7 +393,7 @@ class _Builder:
                 if node.attr[a].func.name and a in (*_FUNCTION_ATTRS, "next_func", "init_func")
             ]
         if not roots:
-            roots = _python_function_names(ds)
+            roots = python_function_names(ds)
         return _collect_ops(roots, self.functions)
 
 
@@ -455,7 +458,7 @@ def _dataset_graph(dataset: Any) -> tuple[Any | None, str | None]:
     return graph, None
 
 
-def _graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
+def graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
     """The dataset op feeding the graph's `_Retval` node."""
     for node in graph.node:
         if node.op == "_Retval" and node.input:
@@ -524,166 +527,6 @@ def _format_setting(setting: str, value: int | bool | str) -> str:
     return str(value)
 
 
-# --- the Python objects --------------------------------------------------------------------
-
-
-def _python_inputs(ds: Any) -> list[Any]:
-    try:
-        inputs = ds._inputs()
-    except Exception:  # NotImplementedError on exotic datasets: treat as a source
-        inner = getattr(ds, "_input_dataset", None)
-        return [] if inner is None else [inner]
-    return [i for i in inputs if _is_dataset(i)]
-
-
-def _is_dataset(obj: Any) -> bool:
-    return hasattr(obj, "_variant_tensor") and hasattr(obj, "element_spec")
-
-
-def _variant(ds: Any) -> Any:
-    try:
-        return ds._variant_tensor
-    except Exception:
-        return None
-
-
-def _unwrap(ds: Any) -> Any:
-    """Look through wrappers that reuse their inner dataset's op (V1 adapter, TFRecordDataset)."""
-    for _ in range(MAX_STAGES):
-        for attr in ("_dataset", "_impl"):
-            inner = getattr(ds, attr, None)
-            if inner is not None and _is_dataset(inner) and _variant(inner) is _variant(ds):
-                ds = inner
-                break
-        else:
-            return ds
-    return ds
-
-
-def _skip_passthrough(ds: Any) -> Any:
-    """Skip Python-only datasets that add no op (e.g. `_RestructuredDataset`)."""
-    for _ in range(MAX_STAGES):
-        ds = _unwrap(ds)
-        inputs = _python_inputs(ds)
-        variant = _variant(ds)
-        if len(inputs) == 1 and variant is not None and _variant(inputs[0]) is variant:
-            ds = inputs[0]
-        else:
-            return ds
-    return ds
-
-
-def _kind_and_name(ds: Any, node: Any | None, *, has_inputs: bool) -> tuple[str, str]:
-    if node is not None:
-        name = node.op
-        if not has_inputs:
-            return SOURCE, name
-        base = re.sub(r"V\d+$", "", name)
-        return _OP_KINDS.get(base, _kebab(base.removesuffix("Dataset"))), name
-    name = type(ds).__name__.lstrip("_")
-    if not has_inputs:
-        return SOURCE, name
-    base = re.sub(r"V\d+$", "", name)
-    return _OP_KINDS.get(base, _kebab(base.removesuffix("Dataset"))), name
-
-
-def _kebab(camel: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", camel).lower() or "unknown"
-
-
-def _wrappers(ds: Any) -> list[Any]:
-    try:
-        return list(ds._functions())
-    except Exception:
-        return []
-
-
-def _user_function(ds: Any) -> Any | None:
-    """The Python callable the user gave the stage (`StructuredFunctionWrapper._func`)."""
-    for wrapper in _wrappers(ds):
-        func = getattr(wrapper, "_func", None)
-        if func is not None:
-            return func
-    return None
-
-
-def _python_function_names(ds: Any) -> list[str]:
-    names = []
-    for wrapper in _wrappers(ds):
-        try:
-            name = wrapper.function.name
-        except Exception:
-            continue
-        names.append(name.decode() if isinstance(name, bytes) else str(name))
-    return names
-
-
-def _generator_function(ds: Any) -> Callable[..., Any] | None:
-    """The user's generator when `ds` is the flat_map that `from_generator` builds.
-
-    `Dataset.from_generator` is `from_tensors(0).flat_map(flat_map_fn)` where `flat_map_fn`
-    closes over a `_GeneratorState` holding the user's callable (TF 2.21
-    `data/ops/from_generator_op.py`); shown as one source stage, as the user wrote it.
-    """
-    func = _user_function(ds)
-    if func is None or "from_generator" not in getattr(func, "__qualname__", ""):
-        return None
-    state = _find_in_closure(func, lambda obj: hasattr(obj, "_generator"), MAX_CLOSURE_DEPTH)
-    generator = getattr(state, "_generator", None)
-    return generator if callable(generator) else None
-
-
-def _find_in_closure(func: Any, wanted: Callable[[Any], bool], depth: int) -> Any | None:
-    for cell in getattr(func, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        if wanted(value):
-            return value
-        if depth > 0 and inspect.isfunction(value):
-            found = _find_in_closure(value, wanted, depth - 1)
-            if found is not None:
-                return found
-    return None
-
-
-def _describe_callable(func: Any) -> tuple[str | None, str | None]:
-    """The callable's name and "file.py:LINE", looking through tf.function and partials."""
-    target = func
-    for _ in range(MAX_CLOSURE_DEPTH + 2):
-        inner = getattr(target, "python_function", None) or getattr(target, "func", None)
-        if inner is None or inner is target or not callable(inner):
-            break
-        target = inner
-    with contextlib.suppress(ValueError):  # ValueError: a __wrapped__ cycle
-        target = inspect.unwrap(target)
-    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
-    code = getattr(target, "__code__", None)
-    if code is None and not inspect.isroutine(target) and callable(target):
-        # A callable object: its class names it, its __call__ locates it.
-        name = type(target).__qualname__
-        code = getattr(type(target).__call__, "__code__", None)
-    if name is not None and ".<locals>." in name:
-        name = name.rsplit(".<locals>.", 1)[-1]
-    source = None
-    if code is not None:
-        try:
-            filename = inspect.getsourcefile(target) or code.co_filename
-        except TypeError:
-            filename = code.co_filename
-        source = f"{os.path.basename(filename)}:{code.co_firstlineno}"
-    return name, source
-
-
-def _defined_in_tensorflow(func: Any) -> bool:
-    code = getattr(inspect.unwrap(func), "__code__", None) if inspect.isfunction(func) else None
-    if code is None:
-        return False
-    parts = os.path.normpath(code.co_filename).split(os.sep)
-    return "site-packages" in parts and "tensorflow" in parts
-
-
 # --- small helpers -------------------------------------------------------------------------
 
 
@@ -709,3 +552,21 @@ def _cpu_count() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def kind_and_name(ds: Any, node: Any | None, *, has_inputs: bool) -> tuple[str, str]:
+    if node is not None:
+        name = node.op
+        if not has_inputs:
+            return SOURCE, name
+        base = re.sub(r"V\d+$", "", name)
+        return _OP_KINDS.get(base, kebab(base.removesuffix("Dataset"))), name
+    name = type(ds).__name__.lstrip("_")
+    if not has_inputs:
+        return SOURCE, name
+    base = re.sub(r"V\d+$", "", name)
+    return _OP_KINDS.get(base, kebab(base.removesuffix("Dataset"))), name
+
+
+def kebab(camel: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", camel).lower() or "unknown"

@@ -1,0 +1,164 @@
+"""The Python side of a tf.data pipeline: the dataset objects the user's code built, what
+each wraps, and the user's own functions in them with their file:line.
+
+The graph says what runs; only the Python objects say which line of the user's code made a
+stage, and whether a map calls back into this process (`py_function`, a generator).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+from collections.abc import Callable
+from typing import Any
+
+# Stop walking pipelines with more stages than this: a generated pipeline (e.g. a long chain
+# of concatenates) would otherwise take long to describe and benchmark, and no reader wants
+# more rows.
+MAX_STAGES = 64
+# How deep to look into a function's closures for from_generator's hidden state.
+MAX_CLOSURE_DEPTH = 3
+
+
+def python_inputs(ds: Any) -> list[Any]:
+    try:
+        inputs = ds._inputs()
+    except Exception:  # NotImplementedError on exotic datasets: treat as a source
+        inner = getattr(ds, "_input_dataset", None)
+        return [] if inner is None else [inner]
+    return [i for i in inputs if is_dataset(i)]
+
+
+def is_dataset(obj: Any) -> bool:
+    return hasattr(obj, "_variant_tensor") and hasattr(obj, "element_spec")
+
+
+def variant_tensor(ds: Any) -> Any:
+    try:
+        return ds._variant_tensor
+    except Exception:
+        return None
+
+
+def unwrap(ds: Any) -> Any:
+    """Look through wrappers that reuse their inner dataset's op (V1 adapter, TFRecordDataset)."""
+    for _ in range(MAX_STAGES):
+        for attr in ("_dataset", "_impl"):
+            inner = getattr(ds, attr, None)
+            if (
+                inner is not None
+                and is_dataset(inner)
+                and variant_tensor(inner) is variant_tensor(ds)
+            ):
+                ds = inner
+                break
+        else:
+            return ds
+    return ds
+
+
+def skip_passthrough(ds: Any) -> Any:
+    """Skip Python-only datasets that add no op (e.g. `_RestructuredDataset`)."""
+    for _ in range(MAX_STAGES):
+        ds = unwrap(ds)
+        inputs = python_inputs(ds)
+        variant = variant_tensor(ds)
+        if len(inputs) == 1 and variant is not None and variant_tensor(inputs[0]) is variant:
+            ds = inputs[0]
+        else:
+            return ds
+    return ds
+
+
+def wrappers(ds: Any) -> list[Any]:
+    try:
+        return list(ds._functions())
+    except Exception:
+        return []
+
+
+def user_function(ds: Any) -> Any | None:
+    """The Python callable the user gave the stage (`StructuredFunctionWrapper._func`)."""
+    for wrapper in wrappers(ds):
+        func = getattr(wrapper, "_func", None)
+        if func is not None:
+            return func
+    return None
+
+
+def python_function_names(ds: Any) -> list[str]:
+    names = []
+    for wrapper in wrappers(ds):
+        try:
+            name = wrapper.function.name
+        except Exception:
+            continue
+        names.append(name.decode() if isinstance(name, bytes) else str(name))
+    return names
+
+
+def generator_function(ds: Any) -> Callable[..., Any] | None:
+    """The user's generator when `ds` is the flat_map that `from_generator` builds.
+
+    `Dataset.from_generator` is `from_tensors(0).flat_map(flat_map_fn)` where `flat_map_fn`
+    closes over a `_GeneratorState` holding the user's callable (TF 2.21
+    `data/ops/from_generator_op.py`); shown as one source stage, as the user wrote it.
+    """
+    func = user_function(ds)
+    if func is None or "from_generator" not in getattr(func, "__qualname__", ""):
+        return None
+    state = find_in_closure(func, lambda obj: hasattr(obj, "_generator"), MAX_CLOSURE_DEPTH)
+    generator = getattr(state, "_generator", None)
+    return generator if callable(generator) else None
+
+
+def find_in_closure(func: Any, wanted: Callable[[Any], bool], depth: int) -> Any | None:
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if wanted(value):
+            return value
+        if depth > 0 and inspect.isfunction(value):
+            found = find_in_closure(value, wanted, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def describe_callable(func: Any) -> tuple[str | None, str | None]:
+    """The callable's name and "file.py:LINE", looking through tf.function and partials."""
+    target = func
+    for _ in range(MAX_CLOSURE_DEPTH + 2):
+        inner = getattr(target, "python_function", None) or getattr(target, "func", None)
+        if inner is None or inner is target or not callable(inner):
+            break
+        target = inner
+    with contextlib.suppress(ValueError):  # ValueError: a __wrapped__ cycle
+        target = inspect.unwrap(target)
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+    code = getattr(target, "__code__", None)
+    if code is None and not inspect.isroutine(target) and callable(target):
+        # A callable object: its class names it, its __call__ locates it.
+        name = type(target).__qualname__
+        code = getattr(type(target).__call__, "__code__", None)
+    if name is not None and ".<locals>." in name:
+        name = name.rsplit(".<locals>.", 1)[-1]
+    source = None
+    if code is not None:
+        try:
+            filename = inspect.getsourcefile(target) or code.co_filename
+        except TypeError:
+            filename = code.co_filename
+        source = f"{os.path.basename(filename)}:{code.co_firstlineno}"
+    return name, source
+
+
+def defined_in_tensorflow(func: Any) -> bool:
+    code = getattr(inspect.unwrap(func), "__code__", None) if inspect.isfunction(func) else None
+    if code is None:
+        return False
+    parts = os.path.normpath(code.co_filename).split(os.sep)
+    return "site-packages" in parts and "tensorflow" in parts
