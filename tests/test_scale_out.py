@@ -393,3 +393,29 @@ def test_workers_read_from_the_wire_format() -> None:
     assert [length_delimited(i, 1) for i in infos] == [[b"localhost:1234"], [b"w2:99"]]
     with pytest.raises(ValueError):
         length_delimited(b"\x0a\x85", 1)
+
+
+def test_the_png_shows_the_status_and_prediction_at_the_foot_of_its_fixes() -> None:
+    from pipediag.renderers.png import build_figure
+    from pipediag.renderers.scale_out import scale_out_headlines
+
+    section = ScaleOut(
+        checked=True,
+        compatible=True,
+        distribute_after_index=3,
+        distribute_after="prefetch",
+        moves_whole_pipeline=True,
+        requested=True,
+        measurements=[_measured("local", startup_s=4.5, local_batches_per_s=60.0)],
+    )
+    report = enrich_report(_report(section, _chain(), wait=0.04, contention=0.40))
+    headlines = scale_out_headlines(report)
+    assert headlines[0] == "tf.data service: the whole pipeline can move; distribute after prefetch"
+    assert len(headlines) <= 2
+    drawn = [t.get_text() for t in build_figure(report).texts if t.get_gid() == "scale-out"]
+    assert drawn and drawn[0].startswith(headlines[0][:40])
+    # a compute-bound run nobody asked about does not show the section: nothing of it is drawn
+    quiet = dataclasses.replace(section, requested=False)
+    hidden = enrich_report(_report(quiet, _chain(), wait=0.01, contention=0.0))
+    assert hidden.scale_out is not None and not hidden.scale_out.shown
+    assert not [t for t in build_figure(hidden).texts if t.get_gid() == "scale-out"]

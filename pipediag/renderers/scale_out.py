@@ -64,6 +64,20 @@ def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
     return lines
 
 
+def scale_out_headlines(report: Report) -> list[str]:
+    """The section in at most two lines, for the PNG's foot: whether and where the pipeline
+    can move, then the prediction (or the first blocker); [] when the report does not show it."""
+    section = report.scale_out
+    if section is None or not section.shown:
+        return []
+    lines = [_status(section)]
+    if section.prediction is not None and section.prediction.workers_needed is not None:
+        lines.append(_prediction(section.prediction))
+    elif section.blockers:
+        lines.append(f"blocker: {section.blockers[0].detail}")
+    return lines
+
+
 def _wrap(line: str, width: int) -> list[str]:
     return textwrap.wrap(line, width=width, subsequent_indent="  ") or [line]
 

@@ -2,7 +2,9 @@
 
 The lines are the text summary's (`summary.suggestion_line`), numbered in one list; notes (a
 check that found a fix not worth making) are not things to change, so the page leaves them
-out. A fix that changes what the model trains on is drawn in the warning colour.
+out. A fix that changes what the model trains on is drawn in the warning colour. Where the
+report shows the tf.data service check (`renderers/scale_out.py`), its status and prediction
+take the last two places, in a muted colour.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pipediag.renderers.png.style import (
     WARNING_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, fit_width
+from pipediag.renderers.scale_out import scale_out_headlines
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
@@ -42,8 +45,21 @@ def draw_suggestions(figure: Figure, report: Report) -> None:
         fontweight="bold",
         va="top",
     )
-    lines = suggestion_lines(report)
-    if not lines:
+    scale_out = scale_out_headlines(report)
+    # The scale-out lines take the last places of the list (the page's height is fixed).
+    lines = suggestion_lines(report)[: MAX_SUGGESTIONS - len(scale_out)]
+    for i, text in enumerate(scale_out):
+        line = figure.text(
+            LEFT_MARGIN,
+            SUGGESTION_FIRST_Y - (len(lines) + i) * SUGGESTION_LINE_STEP,
+            clip(text, SUGGESTION_MAX_CHARS),
+            fontsize=BODY_FONT + 0.5,
+            color=MUTED_TEXT_COLOUR,
+            va="top",
+            gid="scale-out",
+        )
+        fit_width(figure, line, RIGHT_EDGE)
+    if not lines and not scale_out:
         figure.text(
             LEFT_MARGIN,
             SUGGESTION_FIRST_Y,
