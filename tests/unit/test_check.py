@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 import pytest
-from test_compare import AFTER, BEFORE, RUN1, RUN2, scaled
+from report_fixtures import AFTER, BEFORE, RUN1, RUN2
+from test_compare import scaled
 
 from pipediag.analysis.gate import Thresholds, check_report
 from pipediag.cli import main

@@ -1,16 +1,14 @@
 """Multi-worker jobs, worker side: the task from TF_CONFIG, its report directory, and
-the diagnosis counting its extra steps so every worker runs as many (collectives)."""
+the diagnosis counting its extra steps so every worker runs as many (collectives). The real
+CLI under TF_CONFIG: tests/integration/test_cluster_cli.py."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from cli_runner import ENV
+from multiworker_jobs import tf_config
 
 from pipediag.cluster import task_from_env, task_out_dir
 from pipediag.config import RunConfig
@@ -19,26 +17,6 @@ from pipediag.hooks.compute_alone import WARMUP_STEPS, CachedBatchSteps
 from pipediag.report.model import ExitInfo, TaskInfo
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
-
-
-def run_pipediag(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`cli_runner.run_pipediag`, in an environment of the test's own (its TF_CONFIG)."""
-    return subprocess.run(
-        [sys.executable, "-m", "pipediag", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def tf_config(index: int, workers: int = 2, task_type: str = "worker") -> str:
-    addresses = [f"localhost:{20000 + i}" for i in range(workers)]
-    return json.dumps(
-        {"cluster": {"worker": addresses}, "task": {"type": task_type, "index": index}}
-    )
-
 
 # -- TF_CONFIG ------------------------------------------------------------------------------
 
@@ -88,46 +66,6 @@ def test_a_tf_config_tensorflow_could_not_use_is_one_line(text: str, problem: st
 def test_a_task_writes_into_its_own_directory() -> None:
     assert task_out_dir("out", None) == Path("out")
     assert task_out_dir("out", TaskInfo("worker", 3, 4)) == Path("out") / "worker-3"
-
-
-def test_two_workers_sharing_one_out_never_clobber_each_other(tmp_path: Path) -> None:
-    # GIVEN a script without TensorFlow, run as worker 0 then worker 1 with the same --out
-    script = tmp_path / "t.py"
-    script.write_text("print('ran')\n")
-    out = tmp_path / "out"
-    before = time.time()
-    for index in (0, 1):
-        env = {**ENV, "TF_CONFIG": tf_config(index)}
-        result = run_pipediag("run", "--out", str(out), str(script), cwd=tmp_path, env=env)
-        assert result.returncode == 0, result.stderr
-        assert f"pipediag report {out / f'worker-{index}' / 'report.json'}" in result.stdout
-        assert f"pipediag merge {out}" in result.stdout
-    # THEN each has its own directory and report, which names its task and its time zero
-    assert sorted(p.name for p in out.iterdir()) == ["worker-0", "worker-1"]
-    for index in (0, 1):
-        data = json.loads((out / f"worker-{index}" / "report.json").read_text())
-        assert data["task"] == {"type": "worker", "index": index, "cluster_size": 2}
-        assert before <= data["origin_unix_s"] <= time.time()
-
-
-def test_a_bad_tf_config_is_refused_before_running(tmp_path: Path) -> None:
-    script = tmp_path / "t.py"
-    script.write_text("print('ran')\n")
-    env = {**ENV, "TF_CONFIG": "{oops"}
-    result = run_pipediag("run", "--out", str(tmp_path / "o"), str(script), cwd=tmp_path, env=env)
-    assert result.returncode == 2
-    assert result.stderr.startswith("pipediag: error: TF_CONFIG is not valid JSON")
-    assert "ran" not in result.stdout
-
-
-def test_without_tf_config_nothing_changes(tmp_path: Path) -> None:
-    script = tmp_path / "t.py"
-    script.write_text("print('ran')\n")
-    env = {k: v for k, v in ENV.items() if k != "TF_CONFIG"}
-    result = run_pipediag("run", "--out", str(tmp_path / "o"), str(script), cwd=tmp_path, env=env)
-    assert result.returncode == 0
-    data = json.loads((tmp_path / "o" / "report.json").read_text())
-    assert data["task"] is None and "pipediag merge" not in result.stdout
 
 
 # -- lockstep: every worker runs the same number of train steps -----------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_runner import ENV
-from test_compare import AFTER, BEFORE, RUN1, RUN2
+from report_fixtures import AFTER, BEFORE, RUN1, RUN2
 
 # `import tensorflow` (or any tensorflow.* module) raises ImportError once its entry in
 # sys.modules is None; the command then runs through the real entry point.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DESIGN_NOTE = REPO_ROOT / "docs" / "design.md"
 CITING_TREES = ("pipediag", "tests", "benchmarks", "examples")
 # Spelled in two parts so that this file does not cite the note it forbids.

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -236,22 +234,6 @@ def test_gpu_available_without_samples_is_noted() -> None:
     report = dataclasses.replace(synthetic_report(), gpu=GpuSection(available=True))
     figure = build_figure(report)
     assert "no utilization samples" in _axes(figure, "gpu").texts[0].get_text()
-
-
-def test_importing_renderers_does_not_import_matplotlib_and_rendering_avoids_pyplot(
-    tmp_path: Path,
-) -> None:
-    code = (
-        "import sys\n"
-        "import pipediag.renderers.png as png, pipediag.renderers.chrome_trace\n"
-        "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n"
-        "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
-        "from pipediag.report.model import Report\n"
-        "from pathlib import Path\n"
-        f"png.render_png(Report(script='t.py'), Path({str(tmp_path / 'a.png')!r}))\n"
-        "assert 'matplotlib.pyplot' not in sys.modules, 'pyplot imported'\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def _rgb(colour: str) -> tuple[float, float, float]:

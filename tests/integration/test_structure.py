@@ -10,12 +10,22 @@ from typing import Any
 
 import pytest
 
+from pipediag.bench.structure import describe_pipeline, effective_options
 from pipediag.report.model import StageStats
 
-tf = pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.tensorflow
 
-from pipediag.bench.structure import describe_pipeline, effective_options  # noqa: E402
+# TensorFlow, imported when the first test here runs rather than when pytest collects this
+# file: the unit layer's guard (tests/unit/conftest.py) can only see an import of TensorFlow
+# while none has happened yet.
+tf: Any = None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _import_tensorflow() -> None:
+    global tf
+    tf = pytest.importorskip("tensorflow")
+
 
 SLEEP_S = 0.005
 THIS_FILE = Path(__file__).name

@@ -7,26 +7,24 @@ standing in for pynvml. conftest.py checks that no sampler thread outlives a tes
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from benchmark_files import load_device_check
 from fake_nvml import FakeGpu, FakeNvml, constant
 
-from pipediag.analysis.gpu import CAUSE_INPUT, enrich_report
+from pipediag.analysis.gpu import CAUSE_INPUT
 from pipediag.config import RunConfig
 from pipediag.monitor import NO_PIPELINE_BENCHMARK, Monitor, monitor
 from pipediag.renderers import REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.report import load_report
 from pipediag.report.model import COMPUTE_BOUND, INPUT_BOUND, WARMUP
-from pipediag.testing import FakeClock, synthetic_report
+from pipediag.testing import FakeClock
 
 NO_SAMPLERS = RunConfig(warmup_steps=2, measured_steps=None, sample_host=False, sample_gpu=False)
 
@@ -48,28 +46,6 @@ def loader(clock: FakeClock | None, n: int, delay_s: float) -> Iterator[int]:
 def fake_monitor(config: RunConfig = NO_SAMPLERS) -> tuple[Monitor, FakeClock]:
     clock = FakeClock()
     return monitor(out=None, config=config, clock=clock, log=None), clock
-
-
-# -- import isolation -------------------------------------------------------------------------
-
-
-def test_import_and_a_whole_run_leave_tensorflow_out() -> None:
-    code = (
-        "import sys, pipediag, pipediag.monitor\n"
-        "from pipediag.monitor import monitor\n"
-        "assert 'tensorflow' not in sys.modules, 'import'\n"
-        "with monitor(out=None, log=None) as mon:\n"
-        "    for _ in mon.iterate(range(3)):\n"
-        "        pass\n"
-        "heavy = [m for m in ('tensorflow', 'keras', 'torch', 'jax') if m in sys.modules]\n"
-        "assert not heavy, heavy\n"
-        "print(mon.report.train.measured_steps)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "0"  # 3 steps, all in the default 5-step warm-up
 
 
 # -- verdicts on a fake clock -----------------------------------------------------------------
@@ -259,23 +235,10 @@ def test_real_loop_with_samplers_writes_outputs_and_sees_the_idle_gpu(
 # -- the device check's CPU-side parts (the GPU run needs CUDA: none on CI) -------------------
 
 
-def _device_check() -> ModuleType:
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "device_check.py"
-    spec = importlib.util.spec_from_file_location("device_check", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["device_check"] = module  # dataclasses resolve their module by name
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules["device_check"]
-    return module
-
-
 def test_device_check_parses_arguments_and_refuses_without_cuda(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    dc = _device_check()
+    dc = load_device_check()
     args = dc.parse_args(["--steps", "20", "--scenarios", "slow-loader,fast-loader"])
     assert args.steps == 20 and args.scenarios == ["slow-loader", "fast-loader"]
     with pytest.raises(SystemExit):
@@ -283,31 +246,3 @@ def test_device_check_parses_arguments_and_refuses_without_cuda(
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
     assert dc.main(["--steps", "5"]) == dc.EXIT_CANNOT_RUN
     assert "cannot run here: PyTorch is not installed" in capsys.readouterr().err
-
-
-def test_device_check_compares_pipediag_with_event_timing(tmp_path: Path) -> None:
-    # GIVEN a report of 30 ms steps (20 ms waiting, 10 ms computing) on a GPU 33% busy, and
-    # CUDA-event timings that say the same
-    dc = _device_check()
-    report = enrich_report(synthetic_report(300, with_gpu=True))
-    timings = [
-        dc.StepTiming(kernel_s=0.01, copy_s=0.0, synced_at_s=s.start_s + s.duration_s)
-        for s in report.train.steps
-    ]
-    # WHEN compared
-    result = dc.compare("slow-loader", report, timings)
-    # THEN both views agree, per run and per window, and the idle cause is the expected one
-    assert result.pipediag_busy == pytest.approx(1 / 3)
-    assert result.event_busy == pytest.approx(1 / 3)
-    assert result.event_busy_in_windows == pytest.approx(1 / 3, abs=0.02)
-    assert result.window_mean_abs_error == pytest.approx(0.0, abs=0.02)
-    assert result.dominant_idle_cause == "input-wait" and result.agrees
-    # AND a table and JSON come out
-    table = dc.format_table([result, dc.compare("fast-loader", report, timings)])
-    assert "slow-loader" in table and "yes" in table and "NO" in table
-    args = dc.parse_args(["--out", str(tmp_path)])
-    path = dc.write_results(tmp_path, dc.results_payload(args, "NVIDIA H200", [result]))
-    payload = json.loads(path.read_text())
-    assert payload["benchmark"] == "device_check" and "commit" in payload["stamp"]
-    assert payload["cases"][0]["agrees"] is True
-    assert payload["summary"]["device"] == "NVIDIA H200"

@@ -1,8 +1,8 @@
-"""Benchmark results: one writer, one shape, a stamp, summaries instead of raw arrays.
+"""Benchmark results as written: one writer, one shape, a stamp with the git commit (read by a
+child `git`), summaries instead of raw arrays.
 
-Every benchmark script's argument parsing and writer path runs here with its measuring
-functions replaced by made-up figures, so nothing trains and TensorFlow is not imported.
-The committed result files are checked for the same shape.
+Every benchmark script's writer path runs here with its measuring functions replaced by
+made-up figures, so nothing trains and TensorFlow is not imported.
 """
 
 from __future__ import annotations
@@ -13,19 +13,18 @@ import json
 import platform
 import re
 import sys
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from benchmark_files import check_shape
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from fake_nvml import FakeGpu, FakeNvml  # noqa: E402
 
 from benchmarks import _common as common  # noqa: E402
 from benchmarks import (  # noqa: E402
@@ -38,40 +37,10 @@ from benchmarks import (  # noqa: E402
     time_to_verdict,
 )
 
-TOP_LEVEL = {"benchmark", "stamp", "quick", "settings", "summary", "cases"}
-STAMP = {"commit", "dirty", "tensorflow", "keras", "python", "machine", "time"}
-MACHINE = {"cpu_count", "cpu_model", "platform", "gpu"}
-# A list of more numbers than this is a raw array, not a summary. The longest list a result
-# keeps on purpose is a setting such as the 6 delays of input_wait_accuracy.
-MAX_SUMMARY_LIST = 10
-
-
-def _long_number_lists(value: Any, where: str = "") -> Iterator[str]:
-    """Paths of the lists of more than MAX_SUMMARY_LIST numbers anywhere in `value`."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _long_number_lists(item, f"{where}.{key}")
-    elif isinstance(value, list):
-        numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
-        if len(numbers) > MAX_SUMMARY_LIST:
-            yield where
-        for index, item in enumerate(value):
-            yield from _long_number_lists(item, f"{where}[{index}]")
-
-
-def _check_shape(document: dict[str, Any], name: str) -> None:
-    assert set(document) == TOP_LEVEL
-    assert document["benchmark"] == name
-    assert set(document["stamp"]) >= STAMP
-    assert set(document["stamp"]["machine"]) >= MACHINE
-    assert isinstance(document["summary"], dict)
-    assert isinstance(document["cases"], list)
-    assert list(_long_number_lists(document)) == []
-
 
 def _written(path: Path, name: str) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(path.read_text())
-    _check_shape(document, name)
+    check_shape(document, name)
     return document
 
 
@@ -145,72 +114,6 @@ def test_raw_figures_go_only_where_asked(tmp_path: Path) -> None:
     raw_document = _raw(tmp_path / "raw.json.gz")
     assert raw_document["raw"] == raw
     assert raw_document["stamp"] == _written(tmp_path / "r.json", "demo")["stamp"]
-
-
-def test_raw_figures_are_refused_in_the_results_folder(tmp_path: Path) -> None:
-    parser = common.base_parser("demo", None)
-    common.add_raw_option(parser, "everything")
-    assert parser.parse_args(["--raw", str(tmp_path / "x.json.gz")]).raw == tmp_path / "x.json.gz"
-    with pytest.raises(SystemExit):
-        parser.parse_args(["--raw", str(common.RESULTS_DIR / "x.json.gz")])
-    with pytest.raises(ValueError, match="not kept in benchmarks/results"):
-        common.write_results(
-            tmp_path / "r.json",
-            "demo",
-            settings={},
-            summary={},
-            cases=[],
-            quick=False,
-            raw=[1],
-            raw_to=common.RESULTS_DIR / "raw.json.gz",
-        )
-
-
-def test_gpu_name_from_nvml() -> None:
-    assert common.gpu_info(FakeNvml([FakeGpu(name="NVIDIA H200")] * 2)) == {
-        "gpu": "NVIDIA H200",
-        "gpu_count": 2,
-    }
-    assert common.gpu_info(FakeNvml([])) == {"gpu": None, "gpu_count": 0}
-    assert common.gpu_info(FakeNvml(library_missing=True)) == {"gpu": None, "gpu_count": 0}
-
-
-def test_cpu_model_from_cpuinfo(tmp_path: Path) -> None:
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Xeon X\n")
-    assert common.cpu_model(cpuinfo) == "Xeon X"
-    assert common.cpu_model(tmp_path / "missing") is None
-
-
-def test_spread_summary_keeps_the_extremes() -> None:
-    assert common.spread_summary([3.0, 1.0, 2.0]) == {
-        "n": 3,
-        "median": 2.0,
-        "q1": 1.5,
-        "q3": 2.5,
-        "min": 1.0,
-        "max": 3.0,
-    }
-
-
-# --- every script's parser and writer path, measurements made up -----------------------------
-@pytest.mark.parametrize(
-    "module",
-    [
-        accuracy,
-        fix_efficacy,
-        input_cost_truth,
-        input_wait_accuracy,
-        overhead,
-        overhead_blocks,
-        time_to_verdict,
-    ],
-)
-def test_every_script_parses_its_arguments(module: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        module.main(["--help"])
-    assert exit_info.value.code == 0
-    assert "--json" in capsys.readouterr().out
 
 
 def test_accuracy_writes_its_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -416,13 +319,3 @@ def test_time_to_verdict_writes_goals_and_cases(
     assert summary["ratio_goal_met"] == 1  # 1.2x for the input-bound example, 1.4x elsewhere
     assert summary["to_verdict_goal_met"] == 4
     assert summary["worst_ratio"] == pytest.approx(1.4)
-
-
-# --- what is committed ----------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "path", sorted(common.RESULTS_DIR.glob("*.json")), ids=lambda path: path.name
-)
-def test_committed_results_have_the_one_shape(path: Path) -> None:
-    document = json.loads(path.read_text())
-    _check_shape(document, document["benchmark"])
-    assert document["stamp"]["commit"] and document["stamp"]["tensorflow"]

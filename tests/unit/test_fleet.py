@@ -1,15 +1,14 @@
-"""`pipediag merge`: the fleet report of a job's workers, from synthetic reports."""
+"""`pipediag merge`: the fleet report of a job's workers, from synthetic reports (the command
+in a child process: tests/integration/test_fleet_cli.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from cli_runner import ENV, run_pipediag
+from multiworker_jobs import worker, write_job
 
 from pipediag.fleet.analysis import build_fleet, find_straggler, worker_row
 from pipediag.fleet.collect import WorkerReport, load_worker_reports
@@ -26,44 +25,9 @@ from pipediag.fleet.png import build_fleet_figure
 from pipediag.fleet.text import render_fleet_text
 from pipediag.fleet.trace import fleet_trace
 from pipediag.renderers.chrome_trace import trace_events
-from pipediag.report.io import save_report, to_dict
-from pipediag.report.model import HostContention, Report, TaskInfo
-from pipediag.testing import synthetic_cost_report, synthetic_report
-
-T0 = 1_800_000_000.0  # a Unix time, for the workers' anchors
-
-
-def worker(
-    index: int,
-    *,
-    wait: float = 0.02,
-    step_s: float = 0.04,
-    offset_s: float = 0.0,
-    workers: int = 2,
-    other_cpu_pct: float | None = None,
-    gpu_util_pct: float | None = None,
-    steps: int = 60,
-) -> Report:
-    """Worker `index` of a job: its steps take `step_s`, `wait` of them waiting for input."""
-    report = synthetic_cost_report(steps, wait=wait, contention=0.0, step_s=step_s)
-    report = replace(
-        report,
-        task=TaskInfo("worker", index, workers),
-        origin_unix_s=T0 + offset_s,
-    )
-    if other_cpu_pct is not None:
-        contention = HostContention(
-            available=True,
-            cpu_count=2,
-            other_cpu_pct_mean=other_cpu_pct,
-            process_cpu_pct_mean=100.0,
-            system_cpu_pct_mean=min(100.0, 50.0 + other_cpu_pct),
-        )
-        report = replace(report, host_contention=contention)
-    if gpu_util_pct is not None:
-        gpu = replace(synthetic_report(with_gpu=True).gpu, gpu_util_pct_mean=gpu_util_pct)
-        report = replace(report, gpu=gpu)
-    return report
+from pipediag.report.io import save_report
+from pipediag.report.model import Report
+from pipediag.testing import synthetic_cost_report
 
 
 def loaded(*reports: Report) -> list[WorkerReport]:
@@ -71,13 +35,6 @@ def loaded(*reports: Report) -> list[WorkerReport]:
         WorkerReport(r.task.name if r.task else f"run{i}", Path(f"w{i}/report.json"), r)
         for i, r in enumerate(reports)
     ]
-
-
-def write_job(root: Path, *reports: Report) -> Path:
-    for report in reports:
-        assert report.task is not None
-        save_report(report, root / report.task.name / "report.json")
-    return root
 
 
 # -- the table ------------------------------------------------------------------------------
@@ -278,21 +235,6 @@ def test_the_png_draws_the_fleet_and_an_empty_one() -> None:
     build_fleet_figure(FleetReport())  # no workers: still a page
 
 
-# -- pipediag merge, end to end -------------------------------------------------------------
-
-
-def test_merge_writes_the_fleet_files_into_the_job_directory(tmp_path: Path) -> None:
-    job = write_job(tmp_path / "out", worker(0), worker(1, wait=0.5, offset_s=0.1))
-    result = run_pipediag("merge", str(job), timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("FLEET: 2 workers")
-    assert "Straggler: worker-1 (input)" in result.stdout
-    for name in ("fleet.json", "fleet.txt", "fleet_trace.json", "fleet.png"):
-        assert (job / name).is_file()
-    assert (job / "fleet.txt").read_text() in result.stdout
-    assert load_fleet(job / "fleet.json").straggler is not None
-
-
 def test_merge_takes_report_dirs_and_files_and_labels_runs_outside_a_job(tmp_path: Path) -> None:
     for name in ("alpha", "beta"):
         save_report(synthetic_cost_report(), tmp_path / name / "report.json")
@@ -302,74 +244,3 @@ def test_merge_takes_report_dirs_and_files_and_labels_runs_outside_a_job(tmp_pat
     )
     assert failures == [] and len(written) == 4
     assert [r.task for r in fleet.workers] == ["alpha", "beta"]  # each once
-
-
-def test_merge_imports_no_tensorflow(tmp_path: Path) -> None:
-    job = write_job(tmp_path, worker(0), worker(1))
-    code = (
-        "import sys; from pipediag.cli import main; "
-        f"code = main(['merge', {str(job)!r}]); "
-        "print('TF' if 'tensorflow' in sys.modules else 'no TF', code)"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=120
-    )
-    assert result.stdout.strip().splitlines()[-1] == "no TF 0", result.stderr
-
-
-def _newer(root: Path) -> list[str]:
-    write_job(root, worker(0))
-    data = to_dict(worker(1))
-    data["schema_version"] = 99
-    (root / "worker-1").mkdir()
-    (root / "worker-1" / "report.json").write_text(json.dumps(data))
-    return [str(root)]
-
-
-def _mixed(root: Path) -> list[str]:
-    write_job(root, worker(0))
-    data = to_dict(worker(1))
-    data["schema_version"] = 0
-    (root / "worker-1").mkdir()
-    (root / "worker-1" / "report.json").write_text(json.dumps(data))
-    return [str(root)]
-
-
-def _corrupt(root: Path) -> list[str]:
-    write_job(root, worker(0))
-    (root / "worker-1").mkdir()
-    (root / "worker-1" / "report.json").write_text('{"script": ')
-    return [str(root)]
-
-
-def _empty(root: Path) -> list[str]:
-    (root / "nothing-here").mkdir()
-    return [str(root / "nothing-here")]
-
-
-def _two_for_one_task(root: Path) -> list[str]:
-    write_job(root / "a", worker(0))
-    write_job(root / "b", worker(0))
-    return [str(root / "a"), str(root / "b"), "--out", str(root)]
-
-
-@pytest.mark.parametrize(
-    ("make", "message"),
-    [
-        (_empty, "no pipediag reports in "),
-        (lambda root: [str(root / "missing")], "missing does not exist"),
-        (_newer, "report schema version 99 is newer than this pipediag reads (1); upgrade"),
-        (_mixed, "the reports have different schema versions"),
-        (_corrupt, "is not valid JSON (line 1): corrupt report"),
-        (_two_for_one_task, "two reports for worker-0"),
-        (lambda root: [str(root), str(root)], "several DIRs given: say where"),
-    ],
-)
-def test_merge_errors_are_one_line_with_exit_code_2(tmp_path: Path, make, message: str) -> None:  # type: ignore[no-untyped-def]
-    args = make(tmp_path)
-    result = run_pipediag("merge", *args, cwd=tmp_path, timeout=120)
-    assert result.returncode == 2
-    assert message in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
-    assert result.stderr.startswith("pipediag: error: ")
-    assert not (tmp_path / "fleet.json").exists()

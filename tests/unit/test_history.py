@@ -1,19 +1,19 @@
 """`pipediag run --history FILE` and `pipediag history FILE`: lines appended, read back, and
-the trend with its regressions marked."""
+the trend with its regressions marked (the git commit a line records, read by a child `git`:
+tests/integration/test_history_git.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
-from test_compare import AFTER, BEFORE, RUN1, RUN2
+from report_fixtures import AFTER, BEFORE, RUN1, RUN2
 
 from pipediag.analysis.trend import trend
 from pipediag.cli import main
 from pipediag.errors import ReportError
-from pipediag.history import git_commit, history_entry
+from pipediag.history import history_entry
 from pipediag.renderers.history_png import render_history_png
 from pipediag.report.history import (
     HISTORY_VERSION,
@@ -68,23 +68,6 @@ def test_a_missing_commit_is_left_out() -> None:
     line = entry_line(history_entry(load_report(RUN1)))
     assert '"commit"' not in line
     assert history_entry(load_report(RUN1)).commit is None
-
-
-def test_git_commit_is_read_in_a_checkout_and_none_outside(tmp_path: Path) -> None:
-    outside = tmp_path / "plain"
-    outside.mkdir()
-    assert git_commit(outside) is None or (tmp_path / ".git").exists()
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "train.py").write_text("print('hi')\n")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "train.py"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "first"], cwd=repo, check=True)
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert git_commit(repo) == head
 
 
 def test_unknown_fields_are_ignored_and_missing_ones_defaulted(tmp_path: Path) -> None:
@@ -199,34 +182,6 @@ def test_bad_history_files_exit_2_with_one_line(
     assert main(["history", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("pipediag: error: ") and message in err and err.count("\n") == 1
-
-
-def test_run_appends_a_line_with_the_commit(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # GIVEN a script (no training) in a git checkout
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    script = repo / "train.py"
-    script.write_text("print('trained')\n")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "train.py"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "first"], cwd=repo, check=True)
-    history = tmp_path / "history.jsonl"
-    # WHEN run twice with --history
-    for _ in range(2):
-        args = ["run", "--quiet", "--no-gpu", "--history", str(history)]
-        code = main([*args, "--out", str(tmp_path / "out"), str(script)])
-        assert code == 0
-    out = capsys.readouterr().out
-    # THEN each run appended one line, with the checkout's commit and the report's path
-    assert f"History: appended to {history}" in out
-    entries = read_history(history)
-    assert len(entries) == 2
-    assert entries[0].commit == git_commit(repo) and entries[0].commit
-    assert entries[0].report == str(tmp_path / "out" / "report.json")
-    assert entries[0].verdict == "unknown" and entries[0].rates.training is None
 
 
 def test_an_unwritable_history_is_refused_before_running(

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from report_fixtures import AFTER, BEFORE, COMPUTE_BOUND_RUN, RUN1, RUN2
 
 from pipediag.analysis import compare
 from pipediag.analysis.compare import compare_reports
@@ -24,13 +25,6 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.testing import synthetic_report
-
-FIXTURES = Path(__file__).parent / "fixtures" / "compare"
-RUN1 = FIXTURES / "input_bound_fit_run1.json"
-RUN2 = FIXTURES / "input_bound_fit_run2.json"
-BEFORE = FIXTURES / "seq_random_map_fit_before.json"
-AFTER = FIXTURES / "seq_random_map_fit_after_fix.json"
-COMPUTE_BOUND_RUN = FIXTURES / "compute_bound_loop_run1.json"
 
 
 def scaled(report: Report, factor: float) -> Report:
