@@ -7,6 +7,7 @@ of milliseconds for a clock conversion that is good to microseconds.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -14,6 +15,8 @@ from pipediag.clock import MONOTONIC
 from pipediag.hooks.batch_stamps import IN_GRAPH, PYTHON, BatchStamps
 
 MARGIN_S = 0.005
+WAIT_S = 60.0
+"""The longest a test waits for a pipeline thread: a large margin for a loaded CI box."""
 
 
 def _iterate(dataset: object, stamps: BatchStamps) -> list[tuple[float, float, list[int]]]:
@@ -67,8 +70,10 @@ def test_a_final_prefetch_stays_last_and_batches_are_stamped_as_they_enter_it() 
     assert int(stamped._buffer_size) == 3
 
     it = iter(stamped)
-    first = next(it)  # starts the prefetch thread, which fills its buffer during the sleep
-    time.sleep(0.2)
+    first = next(it)  # starts the prefetch thread, which fills its buffer
+    # all four batches stamped (the in-graph queue holds the stamps until collect): the three
+    # left are in the buffer, however long the thread took to be scheduled
+    _wait_until(lambda: int(stamps._queue.size()) == 4)
     asked = time.perf_counter()
     rest = [b.numpy().tolist() for b in it]
     assert [first.numpy().tolist(), *rest] == [[0, 1], [2, 3], [4, 5], [6, 7]]
@@ -96,3 +101,10 @@ def test_op_determinism_forbids_tf_timestamp_so_stamps_come_from_python() -> Non
     for asked, received, _ in seen:
         (stamp,) = stamps.take([1])[0] or [float("nan")]
         assert asked - MARGIN_S < stamp < received + MARGIN_S
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)

@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 from cli_runner import ENV, run_pipediag
 
-SCRIPT = """
+# Batches the script takes before it says so (the measured case signals only then): more
+# than the warm-up (5) and the 10 steps the report must hold, however slow the machine.
+BATCHES_BEFORE_SIGNAL = 25
+
+SCRIPT = f"""
 import time
 import tensorflow as tf
 
@@ -22,8 +26,9 @@ def slow(x):
 
 ds = tf.data.Dataset.range(10**9).map(lambda i: tf.py_function(slow, [i], tf.int64)).batch(2)
 print("script started", flush=True)
-for batch in ds:
-    pass
+for taken, batch in enumerate(ds, start=1):
+    if taken == {BATCHES_BEFORE_SIGNAL}:
+        print("{BATCHES_BEFORE_SIGNAL} batches taken", flush=True)
 """
 
 
@@ -51,11 +56,15 @@ def _start(tmp_path: Path, *options: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for(process: subprocess.Popen[str], text: str, timeout: float = 120) -> None:
-    assert process.stderr is not None
+def _wait_for(
+    process: subprocess.Popen[str], text: str, timeout: float = 120, *, stdout: bool = False
+) -> None:
+    """Read the process's stderr (or stdout) until a line holds `text`."""
+    stream = process.stdout if stdout else process.stderr
+    assert stream is not None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        line = process.stderr.readline()
+        line = stream.readline()
         if text in line:
             return
         if not line and process.poll() is not None:
@@ -78,7 +87,10 @@ def test_interrupt_writes_a_partial_report(
     process = _start(tmp_path, *options)
     try:
         _wait_for(process, moment)
-        time.sleep(1.5)  # let some steps (or benchmark batches) happen
+        if moment == "measuring train steps":
+            _wait_for(process, f"{BATCHES_BEFORE_SIGNAL} batches taken", stdout=True)
+        else:
+            time.sleep(1.5)  # some benchmark batches (nothing below depends on how many)
         process.send_signal(sig)
         out, _ = process.communicate(timeout=60)
     finally:
