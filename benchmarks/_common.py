@@ -2,7 +2,7 @@
 and the one writer of result files (`write_results`, with its `run_stamp`).
 
 The pure functions (truth from P and C, confusion tables, quantiles and IQR, speedup
-errors, tables) are tested in `tests/test_benchmarks.py`; the measuring functions import
+errors, tables) are tested in `tests/unit/test_benchmarks.py`; the measuring functions import
 TensorFlow lazily, so importing this module stays cheap.
 """
 

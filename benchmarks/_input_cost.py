@@ -36,7 +36,7 @@ What makes the cost is told apart by three more figures:
   (A/F - A/T) and the rest (1 - A/F: waiting and contention);
 - process CPU: cores kept busy by the whole process during A's window and T's window.
 
-The pure functions are tested in `tests/test_benchmarks.py`; TensorFlow is imported lazily.
+The pure functions are tested in `tests/unit/test_benchmarks.py`; TensorFlow is imported lazily.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Shared fixtures: every test must leave no sampler thread and no patch behind."""
+"""Shared by both layers: every test must leave no sampler thread and no patch behind, and
+the unit layer (tests/unit) runs before the integration layer (tests/integration)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+UNIT = Path(__file__).resolve().parent / "unit"
 
 # TensorFlow's C++ start-up logging is noise in test output; the user's own output is not
 # touched by pipediag, only this test process's.
@@ -36,3 +40,9 @@ def no_leaks() -> Iterator[None]:
     yield
     assert _pipediag_threads() == [], "a pipediag sampler thread outlived its test"
     assert _leftover_patches() == [], "a pipediag patch outlived its test"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Unit tests first, each layer in its own order: the unit layer's guard can tell that a
+    test imported TensorFlow only while no integration test has imported it yet."""
+    items.sort(key=lambda item: UNIT not in item.path.parents)

@@ -23,6 +23,15 @@ ALL = (
 )
 GPU = (GPU_INPUT_BOUND_FIT, GPU_COMPUTE_BOUND_LOOP)
 
+# The recorded runs `pipediag compare`, `check` and `history` are tested on (tests/fixtures/
+# compare/): one script run twice (noise), and a run before and after a fix.
+COMPARE = Path(__file__).resolve().parent / "fixtures" / "compare"
+RUN1 = COMPARE / "input_bound_fit_run1.json"
+RUN2 = COMPARE / "input_bound_fit_run2.json"
+BEFORE = COMPARE / "seq_random_map_fit_before.json"
+AFTER = COMPARE / "seq_random_map_fit_after_fix.json"
+COMPUTE_BOUND_RUN = COMPARE / "compute_bound_loop_run1.json"
+
 
 def path(name: str) -> Path:
     return REPORTS / f"{name}.json"

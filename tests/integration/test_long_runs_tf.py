@@ -1,0 +1,41 @@
+"""A long real run: `pipediag run --steps all` over 100,000 short steps keeps its records
+bounded and every step counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_runner import run_pipediag
+
+
+@pytest.mark.tensorflow
+def test_steps_all_on_100000_short_steps(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import tensorflow as tf\n"
+        "for batch in tf.data.Dataset.range(100_000):\n"
+        "    pass\n"
+        "print('done')\n"
+    )
+    run = run_pipediag(
+        "run",
+        "--steps",
+        "all",
+        "--bench-seconds",
+        "0.5",
+        "--out",
+        str(tmp_path / "out"),
+        str(script),
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "done" in run.stdout
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    steps = data["train"]["steps"]
+    assert len(steps) <= 20_000
+    assert sum(s["count"] for s in steps) == 100_000  # the end-of-data pull closes the last
+    assert data["complete"] and data["stop_reason"] == "script-finished"
+    assert data["host"]["process_rss_bytes_max"] > 0
+    assert any("merged in pairs" in note for note in data["notes"])

@@ -1,0 +1,262 @@
+"""describe_pipeline / effective_options on real, small tf.data pipelines (no TF mocks)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipediag.bench.structure import describe_pipeline, effective_options
+from pipediag.report.model import StageStats
+
+pytestmark = pytest.mark.tensorflow
+
+# TensorFlow, imported when the first test here runs rather than when pytest collects this
+# file: the unit layer's guard (tests/unit/conftest.py) can only see an import of TensorFlow
+# while none has happened yet.
+tf: Any = None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _import_tensorflow() -> None:
+    global tf
+    tf = pytest.importorskip("tensorflow")
+
+
+SLEEP_S = 0.005
+THIS_FILE = Path(__file__).name
+
+
+def _sleepy(value: Any) -> Any:
+    time.sleep(SLEEP_S)
+    return value
+
+
+def slow_py_map(x: Any) -> Any:
+    return tf.py_function(_sleepy, [x], tf.int64)
+
+
+def cheap_map(x: Any) -> Any:
+    return x * 2
+
+
+def noisy_map(x: Any) -> Any:
+    return x + tf.random.uniform([], maxval=3, dtype=tf.int64)
+
+
+def make_files(x: Any) -> Any:
+    return tf.data.Dataset.range(x)
+
+
+def kinds(stages: list[StageStats]) -> list[str]:
+    return [s.kind for s in stages]
+
+
+def test_sequential_py_function_pipeline_lists_four_stages_in_order() -> None:
+    # GIVEN the canonical slow pipeline: a sleeping py_function map without parallelism
+    ds = tf.data.Dataset.range(100).map(slow_py_map).batch(4).prefetch(1)
+
+    # WHEN it is described
+    stages = describe_pipeline(ds)
+
+    # THEN the stages come source first, with the user's function located in this file
+    assert kinds(stages) == ["source", "map", "batch", "prefetch"]
+    assert [s.index for s in stages] == [0, 1, 2, 3]
+    assert [s.inputs for s in stages] == [[], [0], [1], [2]]
+    source, mapped, batch, prefetch = stages
+    assert source.name == "RangeDataset"
+    assert source.settings["stop"] == "100"
+    assert mapped.name == "MapDataset"
+    assert mapped.function == "slow_py_map"
+    assert mapped.source == f"{THIS_FILE}:{slow_py_map.__code__.co_firstlineno}"
+    assert mapped.uses_py_function
+    assert mapped.settings["py_function"] == "true"
+    assert mapped.settings["stateful"] == "true"
+    # py_function is stateful, so tf.data will not parallelise this map by itself.
+    assert mapped.settings["auto_parallel"] == "no: stateful function"
+    assert "num_parallel_calls" not in mapped.settings
+    assert batch.settings == {"batch_size": "4", "drop_remainder": "false"}
+    assert prefetch.settings["buffer_size"] == "1"
+    assert not any(s.uses_py_function for s in (source, batch, prefetch))
+
+
+def test_parallel_map_autotune_and_explicit_parallelism() -> None:
+    ds = (
+        tf.data.Dataset.range(10)
+        .map(cheap_map, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+        .map(cheap_map, num_parallel_calls=3)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+
+    stages = describe_pipeline(ds)
+
+    assert kinds(stages) == ["source", "parallel-map", "parallel-map", "prefetch"]
+    assert stages[1].settings["num_parallel_calls"] == "AUTOTUNE"
+    assert stages[1].settings["deterministic"] == "false"
+    assert stages[2].settings["num_parallel_calls"] == "3"
+    assert stages[3].settings["buffer_size"] == "AUTOTUNE"
+    assert stages[1].function == "cheap_map"
+    assert not stages[1].uses_py_function
+    assert not stages[1].stateful
+
+
+def test_map_flags_random_ops_and_auto_parallel_for_stateless_maps() -> None:
+    ds = tf.data.Dataset.range(10).map(noisy_map).map(lambda x: x + 1)
+
+    _, noisy, stateless = describe_pipeline(ds)
+
+    assert noisy.stateful
+    assert noisy.settings["random"] == "true"
+    assert "RandomUniformInt" in noisy.settings["stateful_ops"]
+    assert noisy.settings["auto_parallel"] == "no: stateful function"
+    assert stateless.function == "<lambda>"
+    assert not stateless.stateful
+    assert stateless.settings["auto_parallel"] == "yes"
+
+
+def test_interleave_settings() -> None:
+    parallel = tf.data.Dataset.range(5).interleave(
+        make_files, cycle_length=3, block_length=2, num_parallel_calls=tf.data.AUTOTUNE
+    )
+    sequential = tf.data.Dataset.range(5).interleave(make_files, cycle_length=2)
+
+    p_stages = describe_pipeline(parallel)
+    s_stages = describe_pipeline(sequential)
+
+    assert kinds(p_stages) == ["source", "parallel-interleave"]
+    assert p_stages[1].settings["cycle_length"] == "3"
+    assert p_stages[1].settings["block_length"] == "2"
+    assert p_stages[1].settings["num_parallel_calls"] == "AUTOTUNE"
+    assert p_stages[1].function == "make_files"
+    # Building a dataset inside the function is not "state" worth reporting.
+    assert not p_stages[1].stateful
+    assert kinds(s_stages) == ["source", "interleave"]
+    assert s_stages[1].settings["cycle_length"] == "2"
+    assert s_stages[1].settings["block_length"] == "1"
+
+
+def test_cache_shuffle_repeat_take_settings(tmp_path: Path) -> None:
+    cache_file = tmp_path / "cache"
+    ds = (
+        tf.data.Dataset.range(20)
+        .cache()
+        .cache(str(cache_file))
+        .shuffle(16, reshuffle_each_iteration=False)
+        .repeat()
+        .take(7)
+    )
+
+    stages = describe_pipeline(ds)
+
+    assert kinds(stages) == ["source", "cache", "cache", "shuffle", "repeat", "take"]
+    assert stages[1].settings["filename"] == "memory"
+    assert stages[2].settings["filename"] == str(cache_file)
+    assert stages[3].settings["buffer_size"] == "16"
+    assert stages[3].settings["reshuffle_each_iteration"] == "false"
+    assert stages[4].settings["count"] == "unbounded"
+    assert stages[5].settings["count"] == "7"
+
+
+def test_zip_and_concatenate_keep_both_branches() -> None:
+    left = tf.data.Dataset.range(10).map(cheap_map)
+    right = tf.data.Dataset.range(10, 20)
+    ds = tf.data.Dataset.zip((left, right)).concatenate(tf.data.Dataset.zip((right, right)))
+
+    stages = describe_pipeline(ds)
+
+    by_kind = kinds(stages)
+    assert by_kind.count("zip") == 2
+    assert by_kind[-1] == "concatenate"
+    first_zip = stages[by_kind.index("zip")]
+    # Each input comes before the stage that reads it; `right` is listed once, shared.
+    assert [stages[i].kind for i in first_zip.inputs] == ["map", "source"]
+    assert all(i < s.index for s in stages for i in s.inputs)
+    assert by_kind.count("source") == 2
+    second_zip = stages[len(stages) - 2]
+    assert second_zip.kind == "zip"
+    assert second_zip.inputs[0] == second_zip.inputs[1]
+
+
+def test_from_generator_is_one_source_named_after_the_generator() -> None:
+    def count_up() -> Any:
+        yield from range(3)
+
+    ds = tf.data.Dataset.from_generator(
+        count_up, output_signature=tf.TensorSpec([], tf.int64)
+    ).batch(2)
+
+    stages = describe_pipeline(ds)
+
+    assert kinds(stages) == ["source", "batch"]
+    assert stages[0].name == "from_generator"
+    assert stages[0].function == "count_up"
+    assert stages[0].source == f"{THIS_FILE}:{count_up.__code__.co_firstlineno}"
+    assert stages[0].uses_py_function
+
+
+def test_filter_padded_batch_unbatch_and_options_stages() -> None:
+    options = tf.data.Options()
+    options.deterministic = False
+    ds = (
+        tf.data.Dataset.range(10)
+        .filter(lambda x: x > 2)
+        .padded_batch(3, drop_remainder=True)
+        .unbatch()
+        .with_options(options)
+    )
+
+    stages = describe_pipeline(ds)
+
+    found = kinds(stages)
+    assert found[:3] == ["source", "filter", "padded-batch"]
+    assert found[-2:] == ["unbatch", "options"]
+    assert stages[2].settings["batch_size"] == "3"
+    assert stages[2].settings["drop_remainder"] == "true"
+    # unbatch adds TF's own `normalize` map: flagged so advice skips it.
+    internal = [s for s in stages if s.settings.get("tf_internal") == "true"]
+    assert all(s.kind == "map" for s in internal)
+
+
+def test_effective_options_defaults_follow_tf_2_21() -> None:
+    options = effective_options(tf.data.Dataset.range(3))
+
+    assert options["autotune"] == "true"
+    assert options["inject_prefetch"] == "true"
+    assert options["map_parallelization"] == "true"
+    assert options["map_and_batch_fusion"] == "true"
+    assert options["deterministic"] == "true"
+    assert options["private_threadpool_size"].startswith("default")
+
+
+def test_effective_options_explicit_and_apply_default_optimizations_off() -> None:
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    options.deterministic = False
+    options.threading.private_threadpool_size = 8
+    options.experimental_optimization.apply_default_optimizations = False
+    options.experimental_optimization.inject_prefetch = True
+    ds = tf.data.Dataset.range(3).map(cheap_map).with_options(options)
+
+    found = effective_options(ds)
+    stages = describe_pipeline(ds)
+
+    assert found["autotune"] == "false"
+    assert found["deterministic"] == "false"
+    assert found["private_threadpool_size"] == "8"
+    # Defaults off unless asked for explicitly.
+    assert found["map_parallelization"] == "false"
+    assert found["inject_prefetch"] == "true"
+    assert stages[1].settings["auto_parallel"] == "no: option off"
+
+
+def test_modules_do_not_import_tensorflow() -> None:
+    code = (
+        "import sys, pipediag.bench.structure, pipediag.bench.stages; "
+        "sys.exit('tensorflow' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], check=False, timeout=60)
+    assert result.returncode == 0

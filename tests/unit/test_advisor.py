@@ -1,0 +1,416 @@
+"""The advisor's rules, one by one on hand-built reports (no TensorFlow). End to end on real
+small pipelines, one per smell: tests/integration/test_advisor_tf.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pipediag.analysis.advice_context import CPU_SATURATED_PCT, FEW_CORES_GAIN_SHARE
+from pipediag.analysis.advisor import advise
+from pipediag.report.io import from_dict, to_dict
+from pipediag.report.model import (
+    BALANCED,
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    FixTrial,
+    HostSample,
+    HostSection,
+    PipelineBenchmark,
+    Report,
+    StageStats,
+    StepRecord,
+    TrainSection,
+    Verdict,
+)
+from pipediag.report.stage_facts import cache_point
+
+DEFAULT_OPTIONS = {
+    "autotune": "true",
+    "inject_prefetch": "true",
+    "map_parallelization": "true",
+    "cpu_count": "2",
+}
+
+
+def _chain(*stages: StageStats) -> list[StageStats]:
+    """Link stages into a line: each reads the one before."""
+    return [
+        dataclasses.replace(s, index=i, inputs=[i - 1] if i else []) for i, s in enumerate(stages)
+    ]
+
+
+def _seq_map_pipeline(own_s: float = 0.020, **map_settings: str) -> list[StageStats]:
+    settings = {"auto_parallel": "no: stateful function", **map_settings}
+    return _chain(
+        StageStats(0, "source", own_s_per_batch=0.0005),
+        StageStats(0, "map", function="decode", source="train.py:12", settings=settings,
+                   stateful=True, own_s_per_batch=own_s),
+        StageStats(0, "batch", settings={"batch_size": "32"}, own_s_per_batch=0.0005),
+        StageStats(0, "prefetch", settings={"buffer_size": "AUTOTUNE"}, own_s_per_batch=0.0),
+    )  # fmt: skip
+
+
+def _report(
+    stages: list[StageStats],
+    *,
+    label: str = INPUT_BOUND,
+    pipeline_rate: float = 40.0,
+    compute_rate: float = 160.0,
+    train_rate: float = 38.0,
+    options: dict[str, str] | None = None,
+    trials: list[FixTrial] | None = None,
+    busy_pct: float | None = None,
+) -> Report:
+    host = HostSection(available=False)
+    steps: list[StepRecord] = []
+    if busy_pct is not None:
+        steps = [StepRecord(i, 1.0 + i * 0.1, 0.1, 0.05, INPUT_BOUND) for i in range(10)]
+        host = HostSection(
+            available=True,
+            cpu_count=2,
+            samples=[
+                HostSample(1.0 + k * 0.05, 190.0, busy_pct, 0.0, [busy_pct, busy_pct], 1, 30.0)
+                for k in range(20)
+            ],
+        )
+    return Report(
+        script="train.py",
+        verdict=Verdict(
+            label=label,
+            input_wait_fraction=0.7 if label == INPUT_BOUND else 0.02,
+            compute_alone_steps_per_s=compute_rate,
+            pipeline_headroom=pipeline_rate / compute_rate,
+        ),
+        pipeline=PipelineBenchmark(
+            measured=True,
+            batches_per_s=pipeline_rate,
+            stages=stages,
+            options=dict(DEFAULT_OPTIONS if options is None else options),
+            trials=trials or [],
+        ),
+        train=TrainSection(steps_per_s=train_rate, measured_steps=len(steps), steps=steps),
+        host=host,
+    )
+
+
+def _ids(report: Report) -> list[str]:
+    return [s.id for s in advise(report)]
+
+
+def _trial(fix: str, stage: int | None, speedup: float, **details: str) -> FixTrial:
+    return FixTrial(
+        fix=fix,
+        stage_index=stage,
+        verified=True,
+        baseline_batches_per_s=40.0,
+        variant_batches_per_s=40.0 * speedup,
+        speedup=speedup,
+        rounds=3,
+        details=details,
+    )
+
+
+# --- hand-built reports ------------------------------------------------------------------------
+
+
+def test_sequential_map_fix_carries_evidence_code_and_three_speedups() -> None:
+    # GIVEN a sequential map owning 20 of the pipeline's 25 ms per batch, verified at 2.0x
+    report = _report(_seq_map_pipeline(), trials=[_trial("parallel-map", 1, 2.0)])
+
+    # WHEN advised
+    (top, *_) = advise(report)
+
+    # THEN the map is named, with the user's function in the code, and the DS-Analyzer
+    # prediction min(160, 40 * 2.0) / 38 is discounted for 2 shared cores
+    assert top.id == "PD001-sequential-map"
+    assert top.stage == "map(decode)" and top.stage_index == 1
+    assert top.code == "ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)"
+    assert "train.py:12" in top.evidence and "stateful function" in top.evidence
+    assert top.estimated_speedup == pytest.approx(25 / (25 - 20 + 10))
+    assert top.verified_speedup == 2.0
+    assert top.predicted_speedup == pytest.approx(1 + (80 / 38 - 1) * FEW_CORES_GAIN_SHARE)
+    assert top.predicted_speedup < top.verified_speedup
+
+
+def test_a_map_that_tf_data_parallelises_itself_gets_no_fix() -> None:
+    stages = _seq_map_pipeline(auto_parallel="yes")
+
+    assert "PD001-sequential-map" not in _ids(_report(stages))
+
+
+def test_a_cheap_sequential_map_is_not_worth_a_fix() -> None:
+    stages = _seq_map_pipeline(own_s=0.001)  # 4% of the 25 ms per batch
+
+    assert "PD001-sequential-map" not in _ids(_report(stages))
+
+
+def test_compute_bound_gets_one_note_and_no_input_fix() -> None:
+    report = _report(
+        _seq_map_pipeline(), label=COMPUTE_BOUND, pipeline_rate=300.0, compute_rate=100.0
+    )
+
+    (note,) = advise(report)
+
+    assert note.id == "PD000-pipeline-fine" and note.kind == "note"
+    assert "3.0x" in note.title
+    assert "300.0 batches/s" in note.evidence and "100.0 steps/s" in note.evidence
+
+
+def test_balanced_runs_still_get_input_fixes() -> None:
+    assert "PD001-sequential-map" in _ids(_report(_seq_map_pipeline(), label=BALANCED))
+
+
+def test_a_stage_cost_a_hair_over_the_whole_reads_as_all_of_it() -> None:
+    # GIVEN a map measured at 25.5 ms on a 25 ms pipeline (noise), and one at 40 ms (timed up
+    # to the stage, without the overlap the whole pipeline gets)
+    near = advise(_report(_seq_map_pipeline(own_s=0.0255)))[0].evidence
+    over = advise(_report(_seq_map_pipeline(own_s=0.040)))[0].evidence
+
+    # THEN the first is all of the pipeline's time, the second is explained as more than it
+    assert "adds 25.5 ms per batch of the pipeline's 25.0 ms (100%)" in near
+    assert "more than the whole pipeline's 25.0 ms" in over
+
+
+def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() -> None:
+    report = _report(
+        _seq_map_pipeline(),
+        trials=[_trial("parallel-map", 1, 2.0)],
+        busy_pct=CPU_SATURATED_PCT + 5,
+    )
+
+    found = {s.id: s for s in advise(report)}
+
+    saturated = found["PD010-cpu-saturated"]
+    assert "95% busy" in saturated.evidence
+    assert "tf.data service" in saturated.code and "TFRecord" in saturated.code
+    assert found["PD001-sequential-map"].predicted_speedup == 1.0
+    assert _ids(report)[0] == "PD010-cpu-saturated"
+
+
+def test_busy_but_not_saturated_cpu_is_not_reported() -> None:
+    report = _report(_seq_map_pipeline(), busy_pct=CPU_SATURATED_PCT - 20)
+
+    assert "PD010-cpu-saturated" not in _ids(report)
+
+
+def test_a_fix_measured_without_gain_becomes_a_note_at_the_end() -> None:
+    report = _report(_seq_map_pipeline(), trials=[_trial("parallel-map", 1, 0.99)])
+
+    (last,) = [s for s in advise(report) if s.id == "PD001-sequential-map"]
+
+    assert last.kind == "note" and "not worth it" in last.title
+    assert advise(report)[-1] == last
+    # AND it forecasts no end-to-end gain that its title contradicts
+    assert last.predicted_speedup == 1.0 and "End to end" not in last.evidence
+
+
+def test_missing_prefetch_only_when_the_options_leave_none() -> None:
+    stages = _chain(
+        StageStats(0, "source", own_s_per_batch=0.001),
+        StageStats(0, "batch", settings={"batch_size": "8"}, own_s_per_batch=0.02),
+    )
+    injected = _report(stages)
+    not_injected = _report(stages, options={**DEFAULT_OPTIONS, "inject_prefetch": "false"})
+
+    assert "PD003-no-prefetch" not in _ids(injected)
+    (fix,) = [s for s in advise(not_injected) if s.id == "PD003-no-prefetch"]
+    assert "inject_prefetch=false" in fix.evidence
+    assert fix.code.startswith("ds = ds.prefetch(tf.data.AUTOTUNE)")
+
+
+def test_cache_after_a_random_map_is_a_correctness_warning_ranked_first() -> None:
+    # GIVEN a costly sequential map (a verified 2x fix) and a cache after a random map
+    stages = _chain(
+        *_seq_map_pipeline()[:2],
+        StageStats(0, "parallel-map", function="augment", settings={"random": "true"}),
+        StageStats(0, "cache", settings={"filename": "memory"}),
+        StageStats(0, "batch", settings={"batch_size": "8"}),
+    )
+    report = _report(stages, trials=[_trial("parallel-map", 1, 2.0)])
+
+    # WHEN advised
+    first, second, *_ = advise(report)
+
+    # THEN the warning comes before the speed fix
+    assert first.id == "PD006-cache-after-random"
+    assert first.correctness_warning and first.kind == "warning"
+    assert first.stage == "cache" and "parallel-map(augment)" in first.title
+    assert second.id == "PD001-sequential-map"
+
+
+def test_cache_after_a_random_map_is_reported_even_when_compute_bound() -> None:
+    stages = _chain(
+        StageStats(0, "source"),
+        StageStats(0, "map", function="augment", settings={"random": "true"}),
+        StageStats(0, "cache", settings={"filename": "memory"}),
+    )
+
+    ids = _ids(_report(stages, label=COMPUTE_BOUND))
+
+    assert ids == ["PD006-cache-after-random", "PD000-pipeline-fine"]
+
+
+@pytest.mark.parametrize(
+    ("buffer", "batch", "expected"),
+    [
+        (500, 32, "under 1000 elements"),
+        (2000, 256, "under 10 batches of 256"),
+        (100, 32, "under 1000 elements and under 10 batches of 32"),
+        (5000, 32, None),
+    ],
+)
+def test_shuffle_buffer_thresholds_say_which(buffer: int, batch: int, expected: str | None) -> None:
+    stages = _chain(
+        StageStats(0, "source"),
+        StageStats(0, "shuffle", settings={"buffer_size": str(buffer)}),
+        StageStats(0, "batch", settings={"batch_size": str(batch)}),
+    )
+
+    found = [s for s in advise(_report(stages)) if s.id == "PD008-small-shuffle-buffer"]
+
+    if expected is None:
+        assert found == []
+    else:
+        assert found[0].title.endswith(f"({expected})")
+
+
+def test_cache_needs_a_fitting_size_and_a_costly_deterministic_prefix() -> None:
+    stages = _chain(
+        StageStats(0, "source", own_s_per_batch=0.001),
+        StageStats(0, "parallel-map", function="decode", own_s_per_batch=0.02),
+        StageStats(0, "batch", settings={"batch_size": "8"}, own_s_per_batch=0.0),
+        StageStats(0, "shuffle", settings={"buffer_size": "5000"}),
+    )
+    assert cache_point(stages) == 1
+    fits = _trial("cache", 1, 8.0, fits="true", elements="1000", cache_bytes="4000000",
+                  available_bytes="8000000000")  # fmt: skip
+    too_big = dataclasses.replace(fits, details={**fits.details, "fits": "false"})
+
+    (cache,) = [s for s in advise(_report(stages, trials=[fits])) if s.id == "PD005-cache-prefix"]
+    assert "4.0 MB" in cache.title and "from epoch 2" in cache.title
+    assert cache.stage == "parallel-map(decode)"
+    assert "PD005-cache-prefix" not in _ids(_report(stages, trials=[too_big]))
+    assert "PD005-cache-prefix" not in _ids(_report(stages))  # no size known: no advice
+
+
+def _vectorizable_pipeline() -> list[StageStats]:
+    return _chain(
+        StageStats(0, "source", own_s_per_batch=0.0005),
+        StageStats(0, "map", function="scale", source="train.py:9", own_s_per_batch=0.020),
+        StageStats(0, "batch", settings={"batch_size": "256"}, own_s_per_batch=0.0005),
+    )
+
+
+def test_vectorising_is_dropped_when_the_check_found_it_unsafe() -> None:
+    unsafe = FixTrial(
+        fix="vectorize",
+        stage_index=1,
+        verified=False,
+        reason="unsafe: the function fails on a batch",
+        details={"unsafe": "true"},
+    )
+    assert "PD004-vectorize-map" in _ids(_report(_vectorizable_pipeline()))
+    assert "PD004-vectorize-map" not in _ids(_report(_vectorizable_pipeline(), trials=[unsafe]))
+
+
+def test_a_checked_vectorisation_says_so_and_uses_its_measured_gain() -> None:
+    checked = _trial("vectorize", 1, 12.0, sample_elements="512")
+    report = _report(_vectorizable_pipeline(), trials=[checked])
+
+    (vectorize,) = [s for s in advise(report) if s.id == "PD004-vectorize-map"]
+
+    assert vectorize.verified_speedup == 12.0
+    assert "On 512 of your elements" in vectorize.evidence
+
+
+def test_autotune_off_is_named_with_its_measured_gain() -> None:
+    report = _report(
+        _seq_map_pipeline(auto_parallel="yes"),
+        options={**DEFAULT_OPTIONS, "autotune": "false"},
+        trials=[_trial("autotune-on", None, 1.5)],
+    )
+
+    (fix,) = [s for s in advise(report) if s.id == "PD009-autotune-off"]
+
+    assert fix.verified_speedup == 1.5
+    assert "options.autotune.enabled = True" in fix.code
+
+
+def test_output_is_sorted_by_predicted_gain_and_deterministic() -> None:
+    stages = _chain(
+        StageStats(0, "source", own_s_per_batch=0.0),
+        StageStats(0, "map", function="small", settings={"auto_parallel": "no: option off"},
+                   own_s_per_batch=0.005),
+        StageStats(0, "map", function="big", settings={"auto_parallel": "no: option off"},
+                   own_s_per_batch=0.015),
+        StageStats(0, "batch", settings={"batch_size": "8"}),
+        StageStats(0, "prefetch", settings={"buffer_size": "AUTOTUNE"}),
+    )  # fmt: skip
+    report = _report(stages)
+
+    first = advise(report)
+
+    assert [s.stage for s in first] == ["map(big)", "map(small)"]
+    assert advise(report) == first
+    predicted = [s.predicted_speedup or 0 for s in first]
+    assert predicted == sorted(predicted, reverse=True)
+
+
+def test_suggestions_and_trials_survive_the_json_round_trip() -> None:
+    report = _report(_seq_map_pipeline(), trials=[_trial("parallel-map", 1, 2.0)])
+    report = dataclasses.replace(report, suggestions=advise(report))
+
+    assert from_dict(to_dict(report)) == report
+
+
+def test_a_measured_prefetch_gain_does_not_fire_when_tf_data_injects_one() -> None:
+    # GIVEN a pipeline ending without prefetch, with inject_prefetch on, and a noisy "gain"
+    stages = _seq_map_pipeline()[:3]
+    report = _report(stages, trials=[_trial("prefetch-end", 2, 1.2)])
+    # THEN no prefetch advice: tf.data already appends one (measured 0.99x: docs/design.md,
+    # "tf.data behaviours")
+    assert "PD003-no-prefetch" not in _ids(report)
+
+
+def _gpu_report(dominant: str, *, input_s: float, host_s: float, transfer_s: float) -> Report:
+    from pipediag.report.model import GpuAnalysis, IdleAttribution
+
+    idle = input_s + host_s + transfer_s
+    analysis = GpuAnalysis(
+        available=True,
+        gpu_busy_fraction=1.0 - idle / 10.0,
+        attribution=IdleAttribution(
+            window_s=10.0,
+            idle_s=idle,
+            input_wait_s=input_s,
+            host_overhead_s=host_s,
+            transfer_s=transfer_s,
+            dominant=dominant,
+        ),
+    )
+    base = _report(_seq_map_pipeline(), label=COMPUTE_BOUND)
+    return dataclasses.replace(base, gpu_analysis=analysis)
+
+
+def test_gpu_idle_on_host_overhead_gets_the_launch_overhead_fix() -> None:
+    # GIVEN a GPU idle 40% of the time, 3 of those 4 seconds on host-side overhead
+    report = _gpu_report("host-overhead", input_s=0.5, host_s=3.0, transfer_s=0.5)
+    (fix,) = [s for s in advise(report) if s.id == "PD011-gpu-idle-cause"]
+    assert "steps_per_execution" in fix.code
+    assert "75% of its idle time" in fix.evidence
+    # removing 3 s of idle out of 10 s: 10 / 7
+    assert fix.estimated_speedup == pytest.approx(10 / 7)
+
+
+def test_gpu_idle_on_transfer_gets_the_prefetch_to_device_fix() -> None:
+    report = _gpu_report("transfer", input_s=0.2, host_s=0.3, transfer_s=2.0)
+    (fix,) = [s for s in advise(report) if s.id == "PD011-gpu-idle-cause"]
+    assert "prefetch_to_device" in fix.code
+
+
+def test_gpu_idle_waiting_for_input_is_left_to_the_pipeline_rules() -> None:
+    report = _gpu_report("input-wait", input_s=3.0, host_s=0.5, transfer_s=0.5)
+    assert "PD011-gpu-idle-cause" not in _ids(report)

@@ -1,0 +1,246 @@
+"""`pipediag merge`: the fleet report of a job's workers, from synthetic reports (the command
+in a child process: tests/integration/test_fleet_cli.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from multiworker_jobs import worker, write_job
+
+from pipediag.fleet.analysis import build_fleet, find_straggler, worker_row
+from pipediag.fleet.collect import WorkerReport, load_worker_reports
+from pipediag.fleet.io import fleet_from_dict, fleet_to_dict, load_fleet
+from pipediag.fleet.merge import merge_reports
+from pipediag.fleet.model import (
+    CAUSE_COMPUTE,
+    CAUSE_GPU,
+    CAUSE_HOST_CPU,
+    CAUSE_INPUT,
+    FleetReport,
+)
+from pipediag.fleet.png import build_fleet_figure
+from pipediag.fleet.text import render_fleet_text
+from pipediag.fleet.trace import fleet_trace
+from pipediag.renderers.chrome_trace import trace_events
+from pipediag.report.io import save_report
+from pipediag.report.model import Report
+from pipediag.testing import synthetic_cost_report
+
+
+def loaded(*reports: Report) -> list[WorkerReport]:
+    return [
+        WorkerReport(r.task.name if r.task else f"run{i}", Path(f"w{i}/report.json"), r)
+        for i, r in enumerate(reports)
+    ]
+
+
+# -- the table ------------------------------------------------------------------------------
+
+
+def test_one_row_per_worker_with_its_figures() -> None:
+    # GIVEN two workers; worker 1 waits for input 30% of each 40-ms step
+    fleet = build_fleet(loaded(worker(0, wait=0.02), worker(1, wait=0.30)))
+    # THEN a row each, in task order, with the report's figures
+    assert [row.task for row in fleet.workers] == ["worker-0", "worker-1"]
+    row = fleet.workers[1]
+    assert row.verdict == "input-bound"
+    assert row.input_wait_fraction == pytest.approx(0.30)
+    assert row.input_cost_fraction == pytest.approx(0.30)
+    assert row.training_steps_per_s == pytest.approx(25.0)
+    assert row.wait_s_per_step == pytest.approx(0.012)
+    assert row.pipeline_batches_per_s == pytest.approx(60.0)
+    assert row.compute_alone_steps_per_s == pytest.approx(25.0 / 0.7)
+    assert row.process_cpu_pct == pytest.approx(120.0) and row.cpu_count == 2
+    text = render_fleet_text(fleet)
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("task"))
+    assert lines[header].split()[:4] == ["task", "verdict", "cost", "wait"]
+    assert lines[header + 1].split()[:4] == ["worker-0", "compute-bound", "2%", "2%"]
+    assert lines[header + 2].split()[:7] == [
+        "worker-1",
+        "input-bound",
+        "30%",
+        "30%",
+        "60.0",
+        "35.7",
+        "25.0",
+    ]
+    assert "120% of 200% / 70%" in lines[header + 2]
+
+
+def test_found_reports_are_sorted_by_task_index(tmp_path: Path) -> None:
+    write_job(tmp_path, worker(10, workers=11), worker(2, workers=11), worker(0, workers=11))
+    labels = [w.label for w in load_worker_reports([tmp_path])]
+    assert labels == ["worker-0", "worker-2", "worker-10"]
+
+
+# -- the straggler --------------------------------------------------------------------------
+
+
+def test_in_lockstep_the_straggler_is_the_worker_waiting_for_its_own_input() -> None:
+    # GIVEN synchronous workers: the same rate, worker 1 waits 45% of each step for input
+    fleet = build_fleet(loaded(worker(0, wait=0.03), worker(1, wait=0.45), worker(2, wait=0.05)))
+    # THEN it is named, with input as the cause, against the others' median wait
+    straggler = fleet.straggler
+    assert fleet.lockstep is True
+    assert straggler is not None and straggler.task == "worker-1"
+    assert straggler.cause == CAUSE_INPUT
+    assert straggler.extra_wait_s == pytest.approx((0.45 - 0.04) * 0.04)
+    assert straggler.extra_compute_s == pytest.approx(-(0.45 - 0.04) * 0.04)
+    assert "its steps waited 45% (others 4%)" in straggler.explanation
+    assert "input dominates" in straggler.explanation
+    assert "input costs it" not in straggler.explanation  # 1 - A/T is the cluster's here
+    assert "Straggler: worker-1 (input): the workers trained in lockstep (25.0 steps/s" in (
+        render_fleet_text(fleet)
+    )
+
+
+def test_rates_within_one_step_of_the_window_are_lockstep() -> None:
+    # GIVEN synchronous workers timed over 20 steps each: their windows' edges differ, so
+    # their rates differ by 2.5% (as in the two-worker test); worker 1 waits for input
+    first = worker(0, wait=0.10, step_s=0.0410, steps=20)
+    second = worker(1, wait=0.60, step_s=0.0400, steps=20)
+    fleet = build_fleet(loaded(first, second))
+    # THEN they count as lockstep, and the straggler is the one waiting for its input
+    assert fleet.lockstep is True
+    assert fleet.straggler is not None and fleet.straggler.task == "worker-1"
+    assert fleet.straggler.cause == CAUSE_INPUT
+    # the same rates over 100 steps each are told apart: the slower one is named
+    slow = build_fleet(
+        loaded(replace_steps(first, 100), replace_steps(second, 100)),
+    )
+    assert slow.lockstep is False
+    assert slow.straggler is not None and slow.straggler.task == "worker-0"
+
+
+def replace_steps(report: Report, measured: int) -> Report:
+    return replace(report, train=replace(report.train, measured_steps=measured))
+
+
+def test_the_slowest_worker_is_the_straggler_when_rates_differ() -> None:
+    # GIVEN independent workers; worker 0 is slowest because its step itself is slower
+    rows = [
+        worker_row(w)
+        for w in loaded(worker(0, step_s=0.08, wait=0.05), worker(1), worker(2, step_s=0.041))
+    ]
+    straggler, reason = find_straggler(rows)
+    assert reason is None and straggler is not None
+    assert straggler.task == "worker-0"
+    assert straggler.steps_per_s == pytest.approx(12.5)
+    assert straggler.others_steps_per_s == pytest.approx((25.0 + 1 / 0.041) / 2)
+    assert straggler.cause == CAUSE_COMPUTE
+    assert "its train step dominates" in straggler.explanation
+
+
+def test_a_slower_worker_waiting_for_input_is_slow_by_its_input() -> None:
+    rows = [worker_row(w) for w in loaded(worker(0), worker(1, step_s=0.08, wait=0.60))]
+    straggler, _ = find_straggler(rows)
+    assert straggler is not None and straggler.task == "worker-1"
+    assert straggler.cause == CAUSE_INPUT
+    assert "12.5 steps/s against 25.0 on the others" in straggler.explanation
+    assert "input costs it 60% (others 2%) of training" in straggler.explanation
+
+
+def test_a_busy_host_or_gpu_names_the_straggler_when_waits_are_alike() -> None:
+    # GIVEN synchronous workers that waited alike; worker 1's host was shared
+    host = build_fleet(loaded(worker(0, other_cpu_pct=5.0), worker(1, other_cpu_pct=40.0)))
+    assert host.straggler is not None and host.straggler.task == "worker-1"
+    assert host.straggler.cause == CAUSE_HOST_CPU
+    assert "other processes 40% (others 5%)" in host.straggler.explanation
+    # ...or worker 0's GPU was the busy one (the others waited for it in the all-reduce)
+    gpu = build_fleet(loaded(worker(0, gpu_util_pct=90.0), worker(1, gpu_util_pct=45.0)))
+    assert gpu.straggler is not None and gpu.straggler.task == "worker-0"
+    assert gpu.straggler.cause == CAUSE_GPU
+    assert "GPU: 90% (others 45%) busy." in gpu.straggler.explanation
+
+
+def test_no_straggler_among_alike_workers_or_for_one_worker() -> None:
+    alike = build_fleet(loaded(worker(0), worker(1)))
+    assert alike.straggler is None
+    assert alike.no_straggler_reason is not None
+    assert alike.no_straggler_reason.startswith("none stands out")
+    assert "Straggler: none stands out" in render_fleet_text(alike)
+    single = build_fleet(loaded(worker(0, workers=1)))
+    assert single.straggler is None
+    assert single.no_straggler_reason == "one worker only: nothing to compare it with"
+
+
+# -- the trace ------------------------------------------------------------------------------
+
+
+def test_the_trace_has_one_process_per_worker_on_a_common_clock() -> None:
+    # GIVEN worker 1 started its diagnosis 250 ms after worker 0, and has a GPU
+    workers = loaded(worker(0), worker(1, offset_s=0.25, gpu_util_pct=50.0))
+    fleet = build_fleet(workers)
+    doc = fleet_trace(workers, fleet)
+    events = doc["traceEvents"]
+    # THEN one process each, named by task
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert names == {
+        1: "worker-0: compute-bound, 25.0 steps/s",
+        2: "worker-1: compute-bound, 25.0 steps/s",
+    }
+    assert {e["pid"] for e in events} == {1, 2}  # the GPU counters joined their worker
+    assert doc["metadata"]["clock_offsets_us"] == {"worker-0": 0.0, "worker-1": 250000.0}
+    # and every event of worker 1 is its own trace's, moved by its offset
+    own = [e for e in trace_events(workers[1].report)["traceEvents"] if e["ph"] != "M"]
+    moved = [e for e in events if e["pid"] == 2 and e["ph"] != "M"]
+    assert len(moved) == len(own) > 0
+    assert [round(e["ts"] - 250000.0, 3) for e in moved] == [e["ts"] for e in own]
+    gpu = [e for e in moved if e["name"].startswith("GPU 0")]
+    assert gpu and {e["tid"] for e in gpu} == {4}
+    # worker 0's events are not moved
+    first = [e for e in events if e["pid"] == 1 and e["ph"] != "M"]
+    assert [e["ts"] for e in first] == [
+        e["ts"] for e in trace_events(workers[0].report)["traceEvents"] if e["ph"] != "M"
+    ]
+
+
+def test_older_reports_align_on_their_creation_second() -> None:
+    # GIVEN reports without a wall-clock anchor, created 2 s apart
+    first = replace(worker(0), origin_unix_s=None, created_utc="2026-01-01T00:00:00Z")
+    second = replace(worker(1), origin_unix_s=None, created_utc="2026-01-01T00:00:02Z")
+    fleet = build_fleet(loaded(first, second))
+    assert [r.clock_offset_s for r in fleet.workers] == [0.0, 2.0]
+    assert "created_utc for worker-0, worker-1" in fleet.clock
+    none = build_fleet(loaded(replace(first, created_utc=""), replace(second, created_utc="")))
+    assert none.clock.startswith("not aligned")
+    assert [r.clock_offset_s for r in none.workers] == [0.0, 0.0]
+
+
+# -- fleet.json, fleet.png ------------------------------------------------------------------
+
+
+def test_the_fleet_report_round_trips_and_is_versioned(tmp_path: Path) -> None:
+    fleet = build_fleet(loaded(worker(0), worker(1, wait=0.5)), created_utc="2026-01-02T00:00:00Z")
+    assert fleet_from_dict(json.loads(json.dumps(fleet_to_dict(fleet)))) == fleet
+    data = fleet_to_dict(fleet)
+    data["schema_version"] = 99
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(Exception, match="fleet report schema version 99 is newer"):
+        load_fleet(path)
+
+
+def test_the_png_draws_the_fleet_and_an_empty_one() -> None:
+    fleet = build_fleet(loaded(worker(0), worker(1, wait=0.5)))
+    figure = build_fleet_figure(fleet)
+    shares, rates = figure.axes[:2]
+    assert [t.get_text() for t in shares.get_yticklabels()] == ["worker-0", "worker-1\nstraggler"]
+    assert len(rates.patches) == 2  # one rate bar per worker
+    assert "straggler worker-1 (input)" in figure.get_suptitle()
+    build_fleet_figure(FleetReport())  # no workers: still a page
+
+
+def test_merge_takes_report_dirs_and_files_and_labels_runs_outside_a_job(tmp_path: Path) -> None:
+    for name in ("alpha", "beta"):
+        save_report(synthetic_cost_report(), tmp_path / name / "report.json")
+    fleet, written, failures = merge_reports(
+        [tmp_path / "alpha", tmp_path / "beta" / "report.json", tmp_path / "alpha"],
+        tmp_path / "fleet",
+    )
+    assert failures == [] and len(written) == 4
+    assert [r.task for r in fleet.workers] == ["alpha", "beta"]  # each once

@@ -1,0 +1,240 @@
+"""The renderers on recorded reports: the text summary row by row, the PNG's words checked
+against the text's (the strings matplotlib was given), and `pipediag report` in-process.
+
+The recorded reports are real runs (tests/fixtures/reports/), so every renderer is tested on
+what a run writes, GPU sections included, without TensorFlow or a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import report_fixtures as fx
+from matplotlib.figure import Figure
+
+from pipediag.cli import main
+from pipediag.renderers import REPORT_PNG, REPORT_TEXT, TRACE_JSON, summary
+from pipediag.renderers.png import build_figure
+from pipediag.renderers.png.header import header_lines
+from pipediag.renderers.png.suggestions import suggestion_lines
+from pipediag.renderers.text import render_text
+from pipediag.report.io import load_report
+from pipediag.report.model import Report
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_texts(figure: Figure) -> list[str]:
+    """Every string the page was given: figure texts, titles, tick labels, legends, notes."""
+    return [t.get_text() for t in figure.findobj(lambda a: hasattr(a, "get_text"))]
+
+
+def _text_row(text: str, label: str) -> list[str]:
+    """One labelled row of the text summary and its continuation lines, label cut off."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"  {label:<16}"))
+    rows = [lines[start][18:]]
+    for line in lines[start + 1 :]:
+        if not line.startswith(" " * 18):
+            break
+        rows.append(line[18:])
+    return rows
+
+
+@pytest.fixture(scope="module", params=fx.ALL)
+def recorded(request: pytest.FixtureRequest) -> tuple[Report, str, list[str]]:
+    """A recorded report, its text summary and its PNG's strings (built once per report)."""
+    report = fx.load(request.param)
+    return report, render_text(report), _png_texts(build_figure(report))
+
+
+# ---------------------------------------------------------------------------- the text
+
+
+def test_text_leads_with_the_headline_then_the_analysis_summary(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    report, text, _ = recorded
+    lines = text.splitlines()
+    assert lines[0] == report.verdict.headline
+    # the summary follows, wrapped and indented, up to the blank line before the rows
+    body = lines[1 : lines.index("")]
+    assert " ".join(line.strip() for line in body) == report.verdict.summary
+
+
+def test_text_rates_row_lists_p_t_a_with_their_numbers(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    report, text, _ = recorded
+    rows = _text_row(text, "Rates")
+    assert len(rows) == 3
+    for row, rate in zip(rows, summary.rates(report), strict=True):
+        assert row.startswith(f"{rate.letter}  {rate.name}")
+        assert f" {rate.number} {rate.unit}" in row
+
+
+def test_text_cost_row_splits_the_cost_as_the_png_bar_does(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    report, text, png = recorded
+    split = report.verdict.cost_split
+    assert split is not None
+    (first, *_) = _text_row(text, "Input cost")
+    assert first.endswith(summary.cost_split_text(split))
+    free = summary.free_input_text(report)
+    assert f"({free})" in first and free in png
+    for part in summary.cost_bar(report).parts[1:]:
+        assert part.text in first  # "wait 81%" in the row ...
+        assert part.text in png  # ... and in the bar's legend
+
+
+def test_text_gpu_row_of_a_gpu_run_and_of_a_run_without_one(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    report, text, png = recorded
+    gpu = _text_row(text, "GPU")
+    if report.gpu.available:
+        assert gpu[0] == f"NVIDIA H200: mean utilization {report.gpu.gpu_util_pct_mean:.0f}%"
+        assert report.gpu_analysis is not None and gpu[1] == report.gpu_analysis.finding
+        assert any(t.startswith("GPU 0 NVIDIA H200 (mean ") for t in png)
+    else:
+        no_gpu = summary.no_gpu_text(report.gpu.reason)
+        assert gpu == [f"{no_gpu}. {summary.HOST_TIMING_ONLY}"]
+        assert summary.sentence(no_gpu) in png
+
+
+def test_text_run_row_and_png_run_line_share_the_command(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    report, text, png = recorded
+    command = summary.command_line(report)
+    assert _text_row(text, "Run")[0].endswith(f"[{command}]")
+    assert _text_row(text, "Run")[0].startswith(summary.run_status(report))
+    (run_line,) = [t for t in png if t.startswith("$ pipediag run ")]
+    assert run_line.startswith(f"$ pipediag run {command}")
+    assert summary.input_wait_source_text(report.train) in run_line
+    assert summary.input_wait_source_text(report.train) in _text_row(text, "Train step")[1]
+
+
+def test_text_suggestions_are_the_summary_lines_grouped_by_kind(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    report, text, _ = recorded
+    lines = text.splitlines()
+    for kind, heading in summary.SUGGESTION_HEADINGS.items():
+        chosen = summary.suggestions_of(report, kind)
+        if not chosen:
+            assert heading not in lines
+            continue
+        start = lines.index(heading)
+        numbered = [line for line in lines[start + 1 :] if line[:4].strip().endswith(".")]
+        for n, s in enumerate(chosen, 1):
+            assert numbered[n - 1] == f" {n}. {summary.suggestion_line(s)}"
+
+
+def test_phases_row_of_the_cache_run() -> None:
+    report = fx.load(fx.CACHE_PHASES_FIT)
+    rows = _text_row(render_text(report), "Phases")
+    assert len(rows) == len(report.verdict.phases)
+    for row, phase in zip(rows, report.verdict.phases, strict=True):
+        assert row.startswith(f"{summary.phase_text(phase)} ({phase.steps} steps")
+    # the image marks the same phases over their steps, in a shorter wording where narrow
+    png = _png_texts(build_figure(report))
+    for phase in report.verdict.phases:
+        assert phase.input_cost_fraction is not None
+        wordings = {
+            summary.phase_text(phase),
+            summary.phase_text(phase, first=False),
+            summary.percent(phase.input_cost_fraction),
+        }
+        assert wordings & set(png), phase.name
+    # the compute-bound example has one phase only: no phase row
+    assert "Phases" not in render_text(fx.load(fx.COMPUTE_BOUND_LOOP))
+
+
+# ---------------------------------------------------------------------------- the PNG's words
+
+
+def test_png_says_the_headline_and_the_key_figures_in_the_texts_words(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    report, text, png = recorded
+    head = summary.headline(report)
+    claim, subhead = header_lines(report)
+    # the claim drawn big is the start of the text's first line
+    assert claim == head.claim and text.splitlines()[0].startswith(claim)
+    assert claim in png
+    # key figures: the labels and values, numbers as the text's rates row gives them
+    for label, value in summary.key_figures(report):
+        assert label in png and value in png
+    for rate in summary.rates(report):
+        assert rate.number in " ".join(_text_row(text, "Rates"))
+
+
+def test_png_suggestion_lines_are_the_texts(recorded: tuple[Report, str, list[str]]) -> None:
+    report, text, png = recorded
+    actionable = summary.actionable(report)
+    lines = suggestion_lines(report)
+    assert len(lines) == min(len(actionable), 5)
+    for (line, _), s in zip(lines, actionable, strict=False):
+        # the page numbers one list, the text one per group: the rest of the line is the same
+        assert line.split(". ", 1)[1] == summary.suggestion_line(s)
+        assert summary.suggestion_line(s) in text
+        assert line in png
+    if not actionable:
+        assert "No suggestions" in png
+
+
+def test_png_stage_labels_are_the_texts_stage_names(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    report, text, png = recorded
+    timed = [s for s in report.pipeline.stages if s.batches_per_s is not None]
+    for stage in timed:
+        assert summary.stage_name(stage)[:20] in " ".join(png)
+    bottleneck = next((s for s in timed if s.bottleneck), None)
+    if bottleneck is not None and report.verdict.label != "compute-bound":
+        assert _text_row(text, "Slowest stage")[0].startswith(summary.stage_name(bottleneck))
+
+
+def test_neither_renderer_says_a_verdict_another_way(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    _, text, png = recorded
+    words = [text, *png]
+    for other in ("NO CLEAR VERDICT", "est. ", "\N{MULTIPLICATION SIGN}"):
+        assert not any(other in w for w in words), other
+
+
+# ---------------------------------------------------------------------------- pipediag report
+
+
+@pytest.mark.parametrize("name", [fx.GPU_INPUT_BOUND_FIT, fx.CACHE_PHASES_FIT])
+def test_pipediag_report_re_renders_a_recorded_run(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a recorded report  WHEN re-rendered in-process into a fresh folder
+    code = main(["report", str(fx.path(name)), "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    # THEN it succeeds, prints the text summary, and writes every file from the same report
+    assert code == 0
+    report = fx.load(name)
+    text = render_text(report)
+    assert out.startswith(text)
+    assert out.splitlines()[-1].startswith("Wrote: ")
+    assert (tmp_path / REPORT_TEXT).read_text() == text
+    assert (tmp_path / REPORT_PNG).read_bytes()[:8] == PNG_SIGNATURE
+    trace = json.loads((tmp_path / TRACE_JSON).read_text())
+    assert trace["traceEvents"]
+    assert load_report(tmp_path / "report.json") == report
+
+
+def test_pipediag_report_on_a_missing_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["report", str(tmp_path / "nothing.json")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "pipediag run" in err

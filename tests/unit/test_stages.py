@@ -1,0 +1,81 @@
+"""measure_stages' pure helpers (`own_costs`, `pick_bottleneck`, `elements_per_output_batch`)
+on hand-built data. Per-prefix rates and the bottleneck on real small pipelines, and the
+deadlines on a fake clock: tests/integration/test_stages_tf.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pipediag.bench.stages import elements_per_output_batch, own_costs, pick_bottleneck
+from pipediag.bench.structure import Stage
+from pipediag.report.model import StageStats
+
+
+def _stage(index: int, kind: str, inputs: list[int], batch_size: int | None = None) -> Stage:
+    stats = StageStats(index=index, kind=kind, inputs=inputs)
+    return Stage(stats=stats, dataset=None, batch_size=batch_size)
+
+
+# --- pure helpers, no TensorFlow ------------------------------------------------------------
+
+
+def test_elements_per_output_batch_multiplies_batch_sizes_upstream() -> None:
+    stages = [
+        _stage(0, "source", []),
+        _stage(1, "map", [0]),
+        _stage(2, "batch", [1], batch_size=4),
+        _stage(3, "prefetch", [2]),
+    ]
+
+    assert elements_per_output_batch(stages) == [4.0, 4.0, 1.0, 1.0]
+
+
+def test_elements_per_output_batch_unknown_above_interleave() -> None:
+    stages = [
+        _stage(0, "source", []),
+        _stage(1, "parallel-interleave", [0]),
+        _stage(2, "batch", [1], batch_size=8),
+    ]
+
+    assert elements_per_output_batch(stages) == [None, 8.0, 1.0]
+
+
+def test_own_cost_is_time_added_over_the_input() -> None:
+    # GIVEN a sequential map that adds 20 ms per batch over a near-free source, and a batch
+    # and prefetch that only inherit it
+    stages = [
+        StageStats(0, "source"),
+        StageStats(1, "map", inputs=[0]),
+        StageStats(2, "batch", inputs=[1]),
+        StageStats(3, "prefetch", inputs=[2]),
+    ]
+    per_batch = [0.0004, 0.0204, 0.0210, 0.0205]
+
+    # WHEN own costs are computed
+    own = own_costs(stages, per_batch)
+
+    # THEN the map owns the time, the prefetch never goes negative
+    assert own == pytest.approx([0.0004, 0.02, 0.0006, 0.0])
+    assert pick_bottleneck(own) == 1
+
+
+def test_zip_sums_its_inputs_and_unknown_inputs_count_as_free() -> None:
+    stages = [
+        StageStats(0, "source"),
+        StageStats(1, "source"),
+        StageStats(2, "zip", inputs=[0, 1]),
+        StageStats(3, "interleave", inputs=[2]),
+    ]
+
+    own = own_costs(stages, [0.01, 0.02, 0.035, 0.05])
+    own_unknown_input = own_costs(stages, [0.01, 0.02, None, 0.05])
+
+    assert own[2] == pytest.approx(0.005)
+    assert own_unknown_input[3] == pytest.approx(0.05)
+    assert own_unknown_input[2] is None
+
+
+def test_no_bottleneck_when_nothing_costs_anything() -> None:
+    assert pick_bottleneck([None, 0.0, None]) is None
+    assert pick_bottleneck([]) is None

@@ -1,0 +1,255 @@
+"""Fixes tried on training itself: the round plan a loop drives, a custom loop served from
+two pipelines on a fake clock, and the advisor's use of the measured gain (on real
+TensorFlow: tests/integration/test_training_trial_tf.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pipediag.analysis.advisor import advise
+from pipediag.bench.interleaved import MIN_ROUNDS, STOP_BUDGET, STOP_GAIN, RoundPlan
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.bench.teardown import TearDown
+from pipediag.bench.whatif import FixPipelines
+from pipediag.hooks.training_trial import LoopTrials, order_for_training, with_training
+from pipediag.report.model import FixTrial, StageStats, Suggestion
+from pipediag.testing import FakeClock, synthetic_report
+
+STEP_S = 0.010  # the loop's own train step, in fake seconds
+
+
+class _Source:
+    """An iterable whose batches cost `cost_s` of fake time each to pull."""
+
+    def __init__(self, clock: FakeClock, cost_s: float, *, fail_after: int | None = None) -> None:
+        self.clock = clock
+        self.cost_s = cost_s
+        self.fail_after = fail_after
+        self.iterators = 0
+
+    def __iter__(self) -> Iterator[int]:
+        self.iterators += 1
+        return self._batches()
+
+    def _batches(self) -> Iterator[int]:
+        pulled = 0
+        while True:
+            if self.fail_after is not None and pulled >= self.fail_after:
+                raise ValueError("the user's function failed on the fixed pipeline")
+            self.clock.sleep(self.cost_s)
+            pulled += 1
+            yield pulled
+
+
+def _fix(name: str, baseline: Any, variant: Any, speedup: float = 1.5) -> FixPipelines:
+    return FixPipelines(
+        fix=name, stage_index=2, baseline=baseline, variant=variant, pipeline_speedup=speedup
+    )
+
+
+def _drive(trials: LoopTrials, clock: FakeClock, limit: int = 100_000) -> int:
+    """A custom loop: pull, then run its train step, until the trials say stop."""
+    steps = 0
+    while steps < limit and trials.next_batch() is not None:
+        clock.sleep(STEP_S)
+        steps += 1
+    return steps
+
+
+# --- the round plan --------------------------------------------------------------------------
+
+
+def test_a_plan_alternates_which_side_goes_first_and_refuses_the_wrong_side() -> None:
+    clock = FakeClock()
+    plan = RoundPlan(
+        slice_s=0.1, until_s=clock.now() + 100, hard_until_s=clock.now() + 100, clock=clock
+    )
+    order = []
+    for _ in range(4):
+        due = plan.next_slice()
+        assert due is not None
+        order.append(due[0])
+        clock.sleep(0.1)
+        plan.record(due[0], BatchTiming(0.0, [0.01] * 10, 0.1, False))
+    assert order == [0, 1, 1, 0]
+    due = plan.next_slice()
+    assert due is not None
+    with pytest.raises(ValueError, match="not the one due"):
+        plan.record(1 - due[0], BatchTiming(0.0, [0.01], 0.01, False))
+
+
+def test_a_plan_cut_short_keeps_only_whole_rounds() -> None:
+    clock = FakeClock()
+    plan = RoundPlan(
+        slice_s=0.1, until_s=clock.now() + 100, hard_until_s=clock.now() + 100, clock=clock
+    )
+    for _ in range(3):  # one round and a half
+        due = plan.next_slice()
+        assert due is not None
+        plan.record(due[0], BatchTiming(0.0, [0.01] * 10, 0.1, False))
+    rounds = plan.rounds()
+    assert len(rounds.baseline) == len(rounds.variant) == 1
+    assert rounds.stopped == STOP_BUDGET
+
+
+# --- a custom loop served from the two copies ------------------------------------------------
+
+
+def test_a_loop_fed_by_a_faster_pipeline_measures_the_training_gain() -> None:
+    clock = FakeClock()
+    # input 20 ms a batch, or 0.1 ms fixed: a step of 30 ms against 10.1 ms, ~2.97x
+    slow, fast = _Source(clock, 0.020), _Source(clock, 0.0001)
+    teardown = TearDown()
+    trials = LoopTrials(
+        [_fix("parallel-map", slow, fast)], clock=clock, step_s=0.03, teardown=teardown
+    )
+    steps = _drive(trials, clock)
+    ((rounds, reason),) = trials.results().values()
+    assert reason is None and rounds is not None
+    assert rounds.stopped == STOP_GAIN and len(rounds.ratios) == MIN_ROUNDS
+    trial = with_training(FixTrial(fix="parallel-map", stage_index=2, verified=True), rounds, None)
+    assert trial.training_speedup == pytest.approx(0.0300 / 0.0101, rel=0.01)
+    assert trial.training_baseline_steps_per_s == pytest.approx(1 / 0.030, rel=0.01)
+    assert trial.training_rounds == MIN_ROUNDS
+    assert float(trial.details["training_speedup_low"]) > 1.0
+    # each slice started a fresh iterator, and every step served was one the loop ran
+    assert slow.iterators == fast.iterators == MIN_ROUNDS
+    assert steps > 10 * MIN_ROUNDS
+    teardown.drain()
+
+
+def test_a_failing_fix_is_reported_and_the_next_fix_is_still_tried() -> None:
+    clock = FakeClock()
+    base = _Source(clock, 0.020)
+    broken = _Source(clock, 0.001, fail_after=3)
+    good = _Source(clock, 0.0001)
+    trials = LoopTrials(
+        [_fix("vectorize", base, broken, 2.0), _fix("parallel-map", base, good, 1.5)],
+        clock=clock,
+        step_s=0.03,
+        teardown=TearDown(),
+    )
+    _drive(trials, clock)
+    results = trials.results()
+    rounds, reason = results[("vectorize", 2)]
+    assert rounds is None and "failed on the fixed pipeline" in (reason or "")
+    assert "ValueError" in (reason or "")
+    rounds, reason = results[("parallel-map", 2)]
+    assert reason is None and rounds is not None and rounds.stopped == STOP_GAIN
+
+
+def test_a_loop_that_stops_pulling_leaves_its_fixes_with_a_reason() -> None:
+    clock = FakeClock()
+    trials = LoopTrials(
+        [_fix("parallel-map", _Source(clock, 0.02), _Source(clock, 0.0001))],
+        clock=clock,
+        step_s=0.03,
+        teardown=TearDown(),
+    )
+    _drive(trials, clock, limit=5)  # the loop's script ended after five steps
+    ((rounds, reason),) = trials.results().values()
+    # no whole round was timed: the fix has no training figures, and nothing raised
+    trial = with_training(FixTrial(fix="parallel-map", verified=True), rounds, reason)
+    assert trial.training_speedup is None
+    assert trial.training_reason
+
+
+def test_the_largest_pipeline_gains_are_tried_first_two_at_most() -> None:
+    kept = [_fix(name, None, None, gain) for name, gain in (("a", 1.1), ("b", 2.0), ("c", 1.5))]
+    assert [k.fix for k in order_for_training(kept)] == ["b", "c"]
+
+
+def test_a_fix_only_training_can_show_comes_second_whatever_its_pipeline_gain() -> None:
+    import dataclasses
+
+    kept = [_fix(name, None, None, gain) for name, gain in (("a", 1.1), ("b", 2.0), ("c", 1.5))]
+    cap = dataclasses.replace(_fix("thread-cap", None, None, 0.7), tried_on_training=True)
+    assert [k.fix for k in order_for_training([*kept, cap])] == ["b", "thread-cap"]
+    assert [k.fix for k in order_for_training([cap])] == ["thread-cap"]
+
+
+# --- the advisor reads the measured gain -----------------------------------------------------
+
+
+def _report_with(trial: FixTrial) -> Any:
+    import dataclasses
+
+    report = synthetic_report(steps=60, wait_s=0.02, compute_s=0.005)
+    map_stage = StageStats(
+        index=2,
+        kind="map",
+        name="map(decode)",
+        settings={"num_parallel_calls": "1", "deterministic": "default"},
+        function="decode",
+        batches_per_s=40.0,
+        own_s_per_batch=0.02,
+        bottleneck=True,
+        inputs=[1],
+        stateful=True,
+    )
+    stages = [
+        StageStats(index=0, kind="range", name="range", batches_per_s=5000.0),
+        StageStats(index=1, kind="repeat", name="repeat", batches_per_s=5000.0, inputs=[0]),
+        map_stage,
+        StageStats(
+            index=3,
+            kind="batch",
+            name="batch(32)",
+            settings={"batch_size": "32"},
+            batches_per_s=40.0,
+            own_s_per_batch=0.0001,
+            inputs=[2],
+        ),
+    ]
+    pipeline = dataclasses.replace(
+        report.pipeline, measured=True, batches_per_s=40.0, stages=stages, trials=[trial]
+    )
+    return dataclasses.replace(report, pipeline=pipeline)
+
+
+def _map_fix(suggestions: list[Suggestion]) -> Suggestion:
+    (found,) = [s for s in suggestions if s.stage_index == 2 and s.id.startswith("PD001")]
+    return found
+
+
+def _trial(training_speedup: float | None, reason: str | None = None) -> FixTrial:
+    base = 30.0
+    return FixTrial(
+        fix="parallel-map",
+        stage_index=2,
+        stage="map(decode)",
+        verified=True,
+        baseline_batches_per_s=40.0,
+        variant_batches_per_s=70.0,
+        speedup=1.75,
+        rounds=5,
+        training_baseline_steps_per_s=None if training_speedup is None else base,
+        training_variant_steps_per_s=None if training_speedup is None else base * training_speedup,
+        training_speedup=training_speedup,
+        training_rounds=0 if training_speedup is None else 6,
+        training_reason=reason,
+    )
+
+
+def test_a_fix_measured_faster_on_training_is_ranked_by_that_gain() -> None:
+    fix = _map_fix(advise(_report_with(_trial(1.3))))
+    assert fix.kind == "fix"
+    assert fix.training_speedup == pytest.approx(1.3)
+    assert "Tried on your training: 30.0 -> 39.0 steps/s (1.30x" in fix.evidence
+
+
+def test_a_fix_that_helps_the_pipeline_but_not_training_becomes_a_note() -> None:
+    fix = _map_fix(advise(_report_with(_trial(0.97))))
+    assert fix.kind == "note"
+    assert "measured 0.97x on your training: not worth it" in fix.title
+    assert fix.verified_speedup == pytest.approx(1.75)
+
+
+def test_a_fix_not_tried_on_training_says_why_and_keeps_its_prediction() -> None:
+    fix = _map_fix(advise(_report_with(_trial(None, "training trial budget spent"))))
+    assert fix.kind == "fix" and fix.training_speedup is None
+    assert fix.predicted_speedup is not None
+    assert "Not tried on training: training trial budget spent." in fix.evidence
