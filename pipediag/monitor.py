@@ -38,15 +38,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
-from pipediag import interrupts
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
+from pipediag.interrupts import EXIT_INTERRUPTED
 from pipediag.report.model import ExitInfo, PipelineBenchmark, Report, StopReason
 from pipediag.session import DiagnosticSession
 
 T = TypeVar("T")
 
-EXIT_INTERRUPTED = interrupts.EXIT_INTERRUPTED
 """128 + SIGINT, what a shell reports for Ctrl-C."""
 
 STYLE: Final = "custom-loop"

@@ -150,7 +150,7 @@ class DiagnosticSession:
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
-        from pipediag import hooks
+        from pipediag.hooks import install
 
         self.origin = self.clock.now()
         self._origin_unix_s = self.origin + wall_minus_clock(self.clock)
@@ -162,7 +162,7 @@ class DiagnosticSession:
         for sampler in self._samplers:
             sampler.start()
         if self._install_hooks:
-            self._hooks = hooks.install(self)
+            self._hooks = install(self)
 
     def stop(self, exit_info: ExitInfo, stop_reason: StopReason) -> Report:
         """Undo every hook, stop every thread, and build the report. Never raises."""

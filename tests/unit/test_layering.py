@@ -1,0 +1,85 @@
+"""Imports go one way (docs/design.md, "Architecture"): each package imports only the layers
+below it, read from the source with `ast`, function-level imports included."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "pipediag"
+
+# What each part may import of pipediag besides itself. Parts not listed may import any
+# part below them; the top (cli, api, the package root) is listed by what must not import it.
+ALLOWED = {
+    "report": {"errors"},
+    "analysis": {"report", "timeline", "errors"},
+    "samplers": {"clock", "report", "errors"},
+    "renderers": {"analysis", "report", "errors"},
+    "fleet": {"renderers", "report", "errors"},
+    "bench": {"analysis", "report", "clock", "config", "errors"},
+    "hooks": {"analysis", "bench", "report", "clock", "config", "timeline", "errors"},
+}
+# Only these may import the entry points.
+ENTRY_POINTS = {"cli": {"__main__"}, "api": {"cli", "pipediag"}}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "pipediag"
+
+
+def _imports() -> dict[str, set[str]]:
+    """Part -> the parts of pipediag it imports, from every module of the package."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        module = ".".join(relative.parts).removesuffix(".__init__")
+        source = _part(module)
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module == "pipediag":  # `from pipediag import x`: x is a part
+                    targets = [f"pipediag.{alias.name}" for alias in node.names]
+                else:
+                    targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            for target in targets:
+                if target.split(".")[0] != "pipediag":
+                    continue
+                part = _part(target)
+                if part != source:
+                    found[source].add(part)
+    return dict(found)
+
+
+@pytest.mark.parametrize("part", sorted(ALLOWED))
+def test_each_layer_imports_only_the_layers_below_it(part: str) -> None:
+    extra = _imports().get(part, set()) - ALLOWED[part]
+    assert not extra, f"{part} imports {sorted(extra)}: not a layer below it"
+
+
+def test_the_entry_points_are_imported_only_from_above() -> None:
+    imports = _imports()
+    for entry, allowed in ENTRY_POINTS.items():
+        importers = {part for part, targets in imports.items() if entry in targets}
+        assert importers <= allowed, f"{sorted(importers - allowed)} import {entry}"
+
+
+def test_nothing_below_the_top_imports_the_package_root() -> None:
+    importers = {part for part, targets in _imports().items() if "pipediag" in targets}
+    assert importers <= {"__main__"}, sorted(importers)
+
+
+def test_no_two_parts_import_each_other() -> None:
+    imports = _imports()
+    pairs = sorted(
+        (a, b)
+        for a, targets in imports.items()
+        for b in targets
+        if a < b and a in imports.get(b, set())
+    )
+    assert not pairs, pairs
