@@ -1,1 +1,7 @@
-"""TensorFlow-side measurement: the pipeline benchmarked alone (TF imported lazily)."""
+"""TensorFlow-side measurement of the input pipeline on private copies: the pipeline alone,
+its structure, each stage's rate, what-if fixes on rewritten graphs, reads through a tf.data
+service. The user's dataset is never iterated and the user's model never run here.
+
+May import: `report`, `analysis` (statistics, the scale-out compatibility), `config`,
+`clock`, `errors`. TensorFlow only inside functions.
+"""

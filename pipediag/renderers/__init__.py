@@ -2,6 +2,9 @@
 
 `write_outputs` writes every file of a report directory. The JSON report comes first and
 a renderer that fails never costs the others: the failure is returned, not raised.
+
+May import: `report` and `analysis` (the data types of a comparison or a history); never
+the measuring packages. matplotlib only inside the PNG renderers.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Importing this package imports neither TensorFlow nor pynvml: the GPU sampler imports pynvml
 inside `start()`, so the core runs, and is tested, on machines without either.
+
+May import: `report`, `clock`, `errors`.
 """
 
 from __future__ import annotations
