@@ -105,7 +105,7 @@ def python_blockers(stages: Sequence[StageStats]) -> list[ServiceBlocker]:
 
 
 def _python_ops(stage: StageStats) -> str:
-    ops = stage.settings.get("stateful_ops", "").split(",")
+    ops = stage.stateful_ops
     named = sorted({_PY_OPS[op] for op in ops if op in _PY_OPS})
     return " and ".join(named) if named else "Python (tf.py_function or tf.numpy_function)"
 

@@ -46,7 +46,7 @@ from pipediag.report.stage_facts import (
 def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
     for stats in ctx.stages:
-        if stats.settings.get("tf_internal") == "true":
+        if stats.tf_internal:
             continue
         if not runs_sequential_map(stats, ctx.cores) or not worth_fixing(ctx, stats):
             continue
@@ -79,7 +79,7 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
 def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
     for stats in ctx.stages:
-        if stats.settings.get("tf_internal") == "true":
+        if stats.tf_internal:
             continue
         if not runs_sequential_interleave(stats, ctx.cores) or not worth_fixing(ctx, stats):
             continue
@@ -178,7 +178,7 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
         if own is None or not batch or own / batch > VECTORIZE_MAX_ELEMENT_S:
             continue
         trial = ctx.trial("vectorize", stats.index)
-        if trial is not None and trial.details.get("unsafe") == "true":
+        if trial is not None and trial.unsafe:
             continue  # run on a batch, the function failed or gave other results
         if trial is not None and trial.verified:
             safety = (
@@ -219,7 +219,7 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     if point is None:
         return []
     trial = ctx.trial("cache", point)
-    if trial is None or trial.details.get("fits") != "true":
+    if trial is None or not trial.fits_in_memory:
         return []
     stats = ctx.stages[point]
     prefix_s = prefix_cost_s(ctx.stages, point)
@@ -262,7 +262,7 @@ def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
         random = [
             ctx.stages[i]
             for i in sorted(upstream_of(ctx.stages, stats.index) - {stats.index})
-            if ctx.stages[i].kind in SHUFFLE_KINDS or ctx.stages[i].settings.get("random") == "true"
+            if ctx.stages[i].kind in SHUFFLE_KINDS or ctx.stages[i].random
         ]
         if not random:
             continue

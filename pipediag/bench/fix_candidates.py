@@ -75,6 +75,8 @@ class Candidate:
     # (its gain, overlap with the train step, only shows there), or a cap on the
     # pipeline's threads (slower alone, it leaves the train step its cores).
     tried_on_training: bool = False
+    unsafe: bool = False  # the vectorise check refused the function
+    fits_in_memory: bool | None = None  # a cache's data, in the memory available
 
 
 def fix_candidates(
@@ -88,7 +90,7 @@ def fix_candidates(
     total_s = _time_per_batch(stages)
     found: list[Candidate] = []
     for stats in stages:
-        if stats.settings.get("tf_internal") == "true" or not _costly(stats, total_s):
+        if stats.tf_internal or not _costly(stats, total_s):
             continue
         node = nodes.get(stats.index)
         if runs_sequential_map(stats, cores):
@@ -220,7 +222,7 @@ def _cache_candidate(
     if available is not None:
         candidate.details["available_bytes"] = str(available)
     fits = size is not None and available is not None and size <= CACHE_MAX_MEMORY_SHARE * available
-    candidate.details["fits"] = "true" if fits else "false"
+    candidate.fits_in_memory = fits
     if not fits:
         candidate.reason = (
             "the cache size is unknown"

@@ -353,20 +353,14 @@ class _Builder:
             if node is not None:
                 settings.update(_node_settings(node, self.nodes))
         function_name, source = describe_callable(func) if func is not None else (None, None)
+        tf_internal = False
         if func is not None and defined_in_tensorflow(func):
             # A function TF adds itself (unbatch's `normalize`, TFRecordDataset's reader):
             # the user cannot edit it, so advice should not point at it.
-            settings["tf_internal"] = "true"
+            tf_internal = True
         ops, stateful_ops = self._function_ops(ds, node)
         uses_py = bool(ops & PY_FUNCTION_OPS) or generator is not None
         stateful = bool(stateful_ops)
-        if uses_py:
-            settings["py_function"] = "true"
-        if stateful:
-            settings["stateful"] = "true"
-            settings["stateful_ops"] = ",".join(sorted(stateful_ops))
-        if any(_is_random_op(op) for op in ops):
-            settings["random"] = "true"
         stats = StageStats(
             index=index,
             kind=kind,
@@ -377,6 +371,9 @@ class _Builder:
             inputs=inputs,
             uses_py_function=uses_py,
             stateful=stateful,
+            tf_internal=tf_internal,
+            random=any(_is_random_op(op) for op in ops),
+            stateful_ops=sorted(stateful_ops),
         )
         batch_size = _int_or_none(settings.get("batch_size"))
         self.stages.append(Stage(stats, ds, batch_size=batch_size, notes=notes))

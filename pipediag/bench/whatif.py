@@ -265,7 +265,7 @@ class _Trials:
         except Exception as exc:
             refusal, unsafe = f"could not be checked: {describe_error(exc)}", False
         if unsafe:
-            candidate.details["unsafe"] = "true"
+            candidate.unsafe = True
         return refusal
 
     def _rounds(self, candidate: Candidate, variant: Any, share_s: float) -> Rounds:
@@ -310,6 +310,7 @@ class _Trials:
             details=details,
             baseline_cpu_s_per_batch=_median_cpu(rounds.baseline),
             variant_cpu_s_per_batch=_median_cpu(rounds.variant),
+            fits_in_memory=candidate.fits_in_memory,
         )
 
 
@@ -394,4 +395,6 @@ def _unverified(candidate: Candidate, reason: str) -> FixTrial:
         verified=False,
         reason=reason,
         details=dict(candidate.details),
+        unsafe=candidate.unsafe,
+        fits_in_memory=candidate.fits_in_memory,
     )

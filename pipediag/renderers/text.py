@@ -130,7 +130,7 @@ def _slowest_stage(report: Report) -> str:
     auto = stage.settings.get("auto_parallel", "")
     if auto.startswith("no"):
         facts.append("runs sequentially")
-    if stage.settings.get("py_function") == "true":
+    if stage.uses_py_function:
         facts.append("calls Python")
     return f"{text}: {', '.join(facts)}" if facts else text
 

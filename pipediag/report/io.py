@@ -35,10 +35,52 @@ def from_dict(data: dict[str, Any]) -> Report:
             f"report schema version {version} is newer than this pipediag reads "
             f"({SCHEMA_VERSION}); upgrade pipediag"
         )
+    if version < 2:
+        data = _from_version_1(data)
     try:
         return _build(Report, data)
     except (TypeError, ValueError, KeyError) as exc:
         raise ReportError(f"malformed pipediag report: {exc}") from exc
+
+
+def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 report in version 2's shape: pipediag's own findings about stages and fix
+    trials were "true" strings in `settings` and `details`; they are typed fields now."""
+    data = dict(data, schema_version=2)
+    pipeline = data.get("pipeline")
+    if not isinstance(pipeline, dict):
+        return data
+    pipeline = dict(pipeline)
+    stages = []
+    for stage in pipeline.get("stages") or []:
+        if not isinstance(stage, dict):
+            stages.append(stage)
+            continue
+        stage = dict(stage)
+        settings = dict(stage.get("settings") or {})
+        stage["tf_internal"] = settings.pop("tf_internal", None) == "true"
+        stage["random"] = settings.pop("random", None) == "true"
+        ops = settings.pop("stateful_ops", "")
+        stage["stateful_ops"] = [op for op in ops.split(",") if op]
+        settings.pop("py_function", None)  # the same as `uses_py_function`
+        settings.pop("stateful", None)  # the same as `stateful`
+        stage["settings"] = settings
+        stages.append(stage)
+    trials = []
+    for trial in pipeline.get("trials") or []:
+        if not isinstance(trial, dict):
+            trials.append(trial)
+            continue
+        trial = dict(trial)
+        details = dict(trial.get("details") or {})
+        trial["unsafe"] = details.pop("unsafe", None) == "true"
+        fits = details.pop("fits", None)
+        trial["fits_in_memory"] = None if fits is None else fits == "true"
+        trial["details"] = details
+        trials.append(trial)
+    pipeline.update(stages=stages, trials=trials)
+    data["pipeline"] = pipeline
+    return data
 
 
 def dumps(report: Report) -> str:

@@ -12,7 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-SCHEMA_VERSION = 1
+# 2: pipediag's own findings about a stage or a fix trial are typed fields
+# (`StageStats.tf_internal`, `random`, `stateful_ops`; `FixTrial.unsafe`, `fits_in_memory`),
+# no longer "true" strings in `settings` and `details`; version 1 reports are read and
+# converted (`report/io.py`).
+SCHEMA_VERSION = 2
 
 # --- the vocabulary: each word typed once, the JSON keeps the plain strings -------------------
 
@@ -91,6 +95,11 @@ class StageStats:
     inputs: list[int] = field(default_factory=list)
     uses_py_function: bool = False
     stateful: bool = False
+    # A function TF adds itself (unbatch's `normalize`): the user cannot edit it.
+    tf_internal: bool = False
+    # Its functions draw random numbers: not deterministic, not cacheable.
+    random: bool = False
+    stateful_ops: list[str] = field(default_factory=list)
     elements_per_s: float | None = None
     own_s_per_batch: float | None = None
 
@@ -129,6 +138,10 @@ class FixTrial:
     training_speedup: float | None = None
     training_rounds: int = 0
     training_reason: str | None = None
+    # The vectorise check found the function not elementwise (or failing on a batch).
+    unsafe: bool = False
+    # A cache trial: whether the cached data fits in the memory available (None: other fixes).
+    fits_in_memory: bool | None = None
 
 
 @dataclass(frozen=True)

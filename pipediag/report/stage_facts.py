@@ -89,7 +89,7 @@ def vectorizable(stats: StageStats, stages: Sequence[StageStats]) -> bool:
     """A stateless, TF-only map whose output goes straight into a batch."""
     if stats.kind not in MAP_KINDS or stats.uses_py_function or stats.stateful:
         return False
-    if stats.settings.get("tf_internal") == "true":
+    if stats.tf_internal:
         return False
     consumers = [s for s in stages if stats.index in s.inputs]
     return len(consumers) == 1 and consumers[0].kind in BATCHING_KINDS
@@ -98,7 +98,7 @@ def vectorizable(stats: StageStats, stages: Sequence[StageStats]) -> bool:
 def deterministic(stats: StageStats) -> bool:
     """Gives the same output every epoch: no shuffle/repeat/cache, no random or stateful op
     (Python calls are assumed to read data, and are allowed)."""
-    if stats.kind in NOT_CACHEABLE_KINDS or stats.settings.get("random") == "true":
+    if stats.kind in NOT_CACHEABLE_KINDS or stats.random:
         return False
     return not (stats.stateful and not stats.uses_py_function)
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from cli_runner import ENV, ROOT, run_pipediag
 
+from pipediag.report.model import SCHEMA_VERSION
+
 
 @pytest.mark.tensorflow
 @pytest.mark.parametrize(
@@ -46,7 +48,7 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     assert f"Re-render later: pipediag report {out / 'report.json'}" in result.stdout
 
     data = json.loads((out / "report.json").read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == SCHEMA_VERSION
     assert data["script"].endswith(example) and data["args"] == ["--epochs", "2"]
     assert data["environment"]["tensorflow_version"]
     assert data["environment"]["cpu_count"] >= 1

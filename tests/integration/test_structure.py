@@ -111,7 +111,7 @@ def test_map_flags_random_ops_and_auto_parallel_for_stateless_maps() -> None:
 
     assert noisy.stateful
     assert noisy.settings["random"] == "true"
-    assert "RandomUniformInt" in noisy.settings["stateful_ops"]
+    assert "RandomUniformInt" in noisy.stateful_ops
     assert noisy.settings["auto_parallel"] == "no: stateful function"
     assert stateless.function == "<lambda>"
     assert not stateless.stateful
@@ -217,7 +217,7 @@ def test_filter_padded_batch_unbatch_and_options_stages() -> None:
     assert stages[2].settings["batch_size"] == "3"
     assert stages[2].settings["drop_remainder"] == "true"
     # unbatch adds TF's own `normalize` map: flagged so advice skips it.
-    internal = [s for s in stages if s.settings.get("tf_internal") == "true"]
+    internal = [s for s in stages if s.tf_internal]
     assert all(s.kind == "map" for s in internal)
 
 

@@ -182,7 +182,7 @@ def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
     assert trial.stage_index == 1 and trial.stage == "parallel-map(decode)"
     assert trial.details["elements"] == "400"
     assert trial.details["cache_bytes"] == str(400 * 4)  # one float32 per element
-    assert trial.details["fits"] == "true"
+    assert trial.fits_in_memory is True
     assert trial.verified, trial.reason
     assert trial.speedup is not None and trial.speedup > 1.5
 

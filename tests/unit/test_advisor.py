@@ -225,7 +225,7 @@ def test_cache_after_a_random_map_is_a_correctness_warning_ranked_first() -> Non
     # GIVEN a costly sequential map (a verified 2x fix) and a cache after a random map
     stages = _chain(
         *_seq_map_pipeline()[:2],
-        StageStats(0, "parallel-map", function="augment", settings={"random": "true"}),
+        StageStats(0, "parallel-map", function="augment", random=True),
         StageStats(0, "cache", settings={"filename": "memory"}),
         StageStats(0, "batch", settings={"batch_size": "8"}),
     )
@@ -244,7 +244,7 @@ def test_cache_after_a_random_map_is_a_correctness_warning_ranked_first() -> Non
 def test_cache_after_a_random_map_is_reported_even_when_compute_bound() -> None:
     stages = _chain(
         StageStats(0, "source"),
-        StageStats(0, "map", function="augment", settings={"random": "true"}),
+        StageStats(0, "map", function="augment", random=True),
         StageStats(0, "cache", settings={"filename": "memory"}),
     )
 
@@ -285,9 +285,13 @@ def test_cache_needs_a_fitting_size_and_a_costly_deterministic_prefix() -> None:
         StageStats(0, "shuffle", settings={"buffer_size": "5000"}),
     )
     assert cache_point(stages) == 1
-    fits = _trial("cache", 1, 8.0, fits="true", elements="1000", cache_bytes="4000000",
-                  available_bytes="8000000000")  # fmt: skip
-    too_big = dataclasses.replace(fits, details={**fits.details, "fits": "false"})
+    fits = dataclasses.replace(
+        _trial(
+            "cache", 1, 8.0, elements="1000", cache_bytes="4000000", available_bytes="8000000000"
+        ),
+        fits_in_memory=True,
+    )
+    too_big = dataclasses.replace(fits, fits_in_memory=False)
 
     (cache,) = [s for s in advise(_report(stages, trials=[fits])) if s.id == "PD005-cache-prefix"]
     assert "4.0 MB" in cache.title and "from epoch 2" in cache.title
@@ -310,7 +314,7 @@ def test_vectorising_is_dropped_when_the_check_found_it_unsafe() -> None:
         stage_index=1,
         verified=False,
         reason="unsafe: the function fails on a batch",
-        details={"unsafe": "true"},
+        unsafe=True,
     )
     assert "PD004-vectorize-map" in _ids(_report(_vectorizable_pipeline()))
     assert "PD004-vectorize-map" not in _ids(_report(_vectorizable_pipeline(), trials=[unsafe]))

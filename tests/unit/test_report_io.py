@@ -80,3 +80,39 @@ def test_text_summary_of_an_empty_report() -> None:
     text = render_text(Report(script="t.py"))
     assert text.startswith("NO VERDICT")
     assert "not measured" in text
+
+
+def test_a_version_1_report_reads_with_its_findings_as_typed_fields() -> None:
+    # GIVEN a version-1 report: pipediag's findings as "true" strings in settings and details
+    data = to_dict(synthetic_report())
+    data["schema_version"] = 1
+    data["pipeline"]["stages"] = [
+        {
+            "index": 0,
+            "kind": "map",
+            "settings": {
+                "tf_internal": "true",
+                "random": "true",
+                "py_function": "true",
+                "stateful": "true",
+                "stateful_ops": "PyFunc,RandomUniform",
+                "deterministic": "true",
+            },
+        }
+    ]
+    data["pipeline"]["trials"] = [
+        {"fix": "vectorize", "details": {"unsafe": "true", "sample_elements": "64"}},
+        {"fix": "cache", "details": {"fits": "false"}},
+    ]
+    # WHEN read
+    report = from_dict(data)
+    # THEN the findings are typed fields, the op's own settings stay, and it saves as current
+    (stage,) = report.pipeline.stages
+    assert stage.tf_internal and stage.random
+    assert stage.stateful_ops == ["PyFunc", "RandomUniform"]
+    assert stage.settings == {"deterministic": "true"}
+    vectorize, cache = report.pipeline.trials
+    assert vectorize.unsafe and vectorize.details == {"sample_elements": "64"}
+    assert cache.fits_in_memory is False and not cache.unsafe
+    assert report.schema_version == SCHEMA_VERSION
+    assert from_dict(to_dict(report)) == report

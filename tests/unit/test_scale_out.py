@@ -64,7 +64,7 @@ def _chain(py_at: int | None = None, costs: list[float] | None = None) -> list[S
                 source="train.py:12" if function else None,
                 inputs=[index - 1] if index else [],
                 uses_py_function=py,
-                settings={"stateful_ops": "PyFunc"} if py else {},
+                stateful_ops=["PyFunc"] if py else [],
                 own_s_per_batch=None if costs is None else costs[index],
                 batches_per_s=None if costs is None else 1.0 / max(1e-9, sum(costs[: index + 1])),
             )
