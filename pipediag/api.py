@@ -14,6 +14,9 @@ from pipediag.report.model import Report
 from pipediag.runner import RunOutcome, check_script, run_script
 from pipediag.session import DiagnosticSession
 
+# Under the report directory: watch mode's TensorBoard log directory by default.
+WATCH_LOGDIR = "tensorboard"
+
 
 def diagnose(
     script: str | os.PathLike[str],
@@ -53,6 +56,10 @@ def run_and_report(
     if out is not None:
         _check_writable(Path(out))
     session = DiagnosticSession(script, args, config, log=log)
+    if session.watcher is not None and out is not None:
+        # Watch mode's TensorBoard scalars, when neither --watch-logdir nor a Keras
+        # TensorBoard callback names a log directory: beside the report.
+        session.watcher.default_logdir = str(Path(out) / WATCH_LOGDIR)
     outcome = RunOutcome(exit=_interrupted_exit(), stop_reason="interrupted")
     try:
         session.start()
