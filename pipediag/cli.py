@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pipediag.cli_reports import COMMANDS as REPORT_COMMANDS
 from pipediag.cli_reports import add_report_commands
+from pipediag.cli_watch import add_watch_options, watch_config
 from pipediag.config import (
     DEFAULT_MEASURED_SECONDS,
     DEFAULT_MEASURED_STEPS,
     DEFAULT_OUT_DIR,
     DEFAULT_WARMUP_STEPS,
     RunConfig,
+    watching,
 )
 from pipediag.errors import PipediagError
 
@@ -162,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="append this run's key figures to FILE, one JSON line (see pipediag history)",
     )
+    add_watch_options(run)
     run.add_argument("script", help="the training script; ARGS after it go to the script")
 
     report = commands.add_parser(
@@ -230,6 +233,7 @@ def _run(options: argparse.Namespace) -> int:
     from pipediag.renderers.text import render_text
 
     steps_given = options.steps != _DEFAULT_STEPS
+    watch = watch_config(options, steps_given=steps_given)
     config = RunConfig(
         measured_steps=options.steps if steps_given else DEFAULT_MEASURED_STEPS,
         measured_seconds=None if steps_given else DEFAULT_MEASURED_SECONDS,
@@ -244,6 +248,8 @@ def _run(options: argparse.Namespace) -> int:
         deep=options.deep,
         deep_seconds=options.deep_seconds,
     )
+    if watch is not None:
+        config = watching(config, watch)
     script_folder = Path(options.script).resolve().parent
     if options.history:
         _check_history_writable(Path(options.history))
