@@ -13,6 +13,7 @@ import shlex
 import textwrap
 
 from pipediag.renderers import words
+from pipediag.renderers.watch_view import over_time_text
 from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report, Suggestion
 
 LABEL_WIDTH = 16
@@ -29,6 +30,7 @@ def render_text(report: Report) -> str:
         ("Input wait", _input_wait(report)),
         ("Rates", _rates(report)),
         ("Phases", _phases(report)),
+        ("Over time", over_time_text(report, INDENT)),
         ("Pipeline alone", _pipeline(report)),
         ("Slowest stage", _slowest_stage(report)),
         ("Train step", _train(report)),
