@@ -83,7 +83,7 @@ class FitTracker:
         """The user's callbacks for `fit`: a TensorBoard one names the log directory."""
         import keras
 
-        for callback in callbacks or []:
+        for callback in callbacks if isinstance(callbacks, (list, tuple)) else []:
             if isinstance(callback, keras.callbacks.TensorBoard):
                 self._session.training_log_dir(str(callback.log_dir))
                 return
