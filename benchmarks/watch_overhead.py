@@ -2,12 +2,13 @@
 
 Watch mode keeps the per-step wait and the samplers on for the whole run, so its cost is
 paid on every step; the goal is under 1% of throughput. Whole runs across processes differ
-by 7-10% on this shared 2-core VM, which hides 1% (docs/design.md, "Watching a long run"),
-so, as `overhead_blocks.py` does for a diagnosis's monitoring phase, one process trains a
-case over `dataset.repeat()` and alternates blocks of steps in ABBA order: in a "watch"
-block a pipediag session in watch mode records (the training style's hook, the host and
-GPU samplers at watch mode's 2 Hz, the watcher thread closing windows, writing TensorBoard
-scalars and judging the alert rule), in an "off" block nothing of pipediag is installed.
+by several percent on this shared 2-core VM, which hides 1% (docs/design.md, "Watching a
+long run"), so, as `overhead_blocks.py` does for a diagnosis's monitoring phase, one
+process trains a case over `dataset.repeat()` and alternates blocks of steps in ABBA order:
+in a "watch" block a pipediag session in watch mode records (the training style's hook, the
+host and GPU samplers at watch mode's 2 Hz, the watcher thread closing windows, writing
+TensorBoard scalars and judging the alert rule), in an "off" block nothing of pipediag is
+installed.
 
 Two figures per style, each a median over the pairs with a 95% confidence interval:
 - throughput, watch / off (the user's own clock: steps/s);
@@ -18,7 +19,7 @@ Windows are closed far more often than in a real run (a window per 256 steps: 0.
 the custom loop, 1.3 s of fit, against an epoch or thousands of steps), so the watcher's
 per-window work (four scalars, ~0.3 ms each) weighs more here than it would.
 
-    python benchmarks/watch_overhead.py                  # both styles, ~6 minutes on 2 cores
+    python benchmarks/watch_overhead.py                  # both styles, ~12 minutes on 2 cores
     python benchmarks/watch_overhead.py --style loop --pairs 200
     python benchmarks/watch_overhead.py --quick          # smoke only: figures are noise
 """
