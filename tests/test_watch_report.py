@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
+from cli_runner import ENV
 from matplotlib.axes import Axes
 
 from pipediag.renderers.png import build_figure, render_png
@@ -136,3 +139,18 @@ def test_the_png_of_a_watched_run_without_windows_says_so() -> None:
     report = dataclasses.replace(synthetic_report(steps=5), watch=WatchSection())
     panel = _axes(report, "watch")
     assert [t.get_text() for t in panel.texts if t.get_gid() == "note"] == ["No window closed"]
+
+
+def test_importing_pipediag_loads_no_keras_until_pipediag_keras_is_used() -> None:
+    code = (
+        "import sys, pipediag\n"
+        "assert 'keras' not in sys.modules and 'tensorflow' not in sys.modules\n"
+        "assert 'pipediag.keras' not in sys.modules\n"
+        "assert 'pipediag.watch.watcher' not in sys.modules\n"
+        "try:\n    pipediag.no_such_thing\nexcept AttributeError:\n    print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=ENV, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
