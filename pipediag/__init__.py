@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from pipediag.api import diagnose
 from pipediag.config import RunConfig
 from pipediag.monitor import Monitor, monitor
@@ -22,3 +25,11 @@ __all__ = [
     "monitor",
     "save_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # `pipediag.keras` (the `Watch` callback) imports Keras, so it is loaded on first use:
+    # `import pipediag` stays free of TensorFlow and Keras.
+    if name == "keras":
+        return importlib.import_module("pipediag.keras")
+    raise AttributeError(f"module 'pipediag' has no attribute {name!r}")

@@ -15,6 +15,9 @@ from pipediag.report.model import Report
 from pipediag.runner import RunOutcome, check_script, run_script
 from pipediag.session import DiagnosticSession
 
+# Under the report directory: watch mode's TensorBoard log directory by default.
+WATCH_LOGDIR = "tensorboard"
+
 
 def diagnose(
     script: str | os.PathLike[str],
@@ -61,6 +64,10 @@ def run_and_report(
         out = task_out_dir(out, task)
         _check_writable(out)
     session = DiagnosticSession(script, args, config, log=log, task=task)
+    if session.watcher is not None and out is not None:
+        # Watch mode's TensorBoard scalars, when neither --watch-logdir nor a Keras
+        # TensorBoard callback names a log directory: beside the report.
+        session.watcher.default_logdir = str(Path(out) / WATCH_LOGDIR)
     outcome = RunOutcome(exit=_interrupted_exit(), stop_reason="interrupted")
     try:
         session.start()

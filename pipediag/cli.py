@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pipediag.cli_reports import COMMANDS as REPORT_COMMANDS
 from pipediag.cli_reports import add_report_commands
+from pipediag.cli_watch import add_watch_options, watch_config
 from pipediag.cluster import task_out_dir
 from pipediag.config import (
     DEFAULT_MEASURED_SECONDS,
@@ -19,6 +20,7 @@ from pipediag.config import (
     DEFAULT_OUT_DIR,
     DEFAULT_WARMUP_STEPS,
     RunConfig,
+    watching,
 )
 from pipediag.errors import PipediagError
 
@@ -195,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="append this run's key figures to FILE, one JSON line (see pipediag history)",
     )
+    add_watch_options(run)
     run.add_argument("script", help="the training script; ARGS after it go to the script")
 
     report = commands.add_parser(
@@ -277,6 +280,7 @@ def _run(options: argparse.Namespace) -> int:
     from pipediag.renderers.text import render_text
 
     steps_given = options.steps != _DEFAULT_STEPS
+    watch = watch_config(options, steps_given=steps_given)
     config = RunConfig(
         measured_steps=options.steps if steps_given else DEFAULT_MEASURED_STEPS,
         measured_seconds=None if steps_given else DEFAULT_MEASURED_SECONDS,
@@ -294,6 +298,8 @@ def _run(options: argparse.Namespace) -> int:
         data_service=options.data_service,
         data_service_train=options.data_service_train,
     )
+    if watch is not None:
+        config = watching(config, watch)
     script_folder = Path(options.script).resolve().parent
     if options.history:
         _check_history_writable(Path(options.history))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 # About 100 steps give a stable median and p90 in seconds on typical models, which keeps
 # the time to a verdict under a minute (the mission) while averaging out jitter.
@@ -34,6 +36,43 @@ DEFAULT_VERIFY_SECONDS = 8.0
 # a diagnosis should take at most ~1.3x the script's own run time). On the input-bound
 # example the trials settle in about 4.5 s (bench/interleaved.py stops them when clear).
 DEFAULT_DEEP_SECONDS = 6.0
+# Watch mode (`--watch`, `pipediag.keras.Watch`): an alert needs this many windows in a row
+# over the threshold, so one slow window (an epoch boundary, a checkpoint) does not page
+# anyone. With no threshold given but an alert hook, XProf's "highly input-bound" band.
+DEFAULT_ALERT_WINDOWS = 3
+DEFAULT_ALERT_INPUT_SHARE = 0.20
+# Watch mode samples the host and GPU for the whole run, so slower: its windows span
+# seconds to minutes, and psutil at 20 Hz costs ~0.7% of a core (docs/design.md, "Watching a
+# long run"), most of watch mode's 1% budget. NVML's driver samples since the last read are
+# all fetched, so a slower poll loses none of them where the driver keeps them.
+WATCH_HOST_INTERVAL_S = 0.5
+WATCH_GPU_INTERVAL_S = 0.5
+
+
+@dataclass(frozen=True)
+class WatchConfig:
+    """Watch mode: per-window verdicts over a whole run, TensorBoard scalars, alerts.
+
+    Args:
+        every_steps: a window per this many steps; None for one per epoch.
+        alert_input_share: alert when a window's input wait share is at least this, for
+            `alert_windows` windows in a row; None for no alert.
+        alert_windows: K, the windows in a row an alert needs.
+        alert_command: a shell command run on each alert (figures in `PIPEDIAG_*`
+            environment variables and as JSON on its stdin); it is not waited for.
+        alert_hook: a Python callable given each alert (`report.model.WatchAlert`), on
+            pipediag's watch thread; what it raises is reported once, never re-raised.
+        logdir: TensorBoard's log directory; pipediag's scalars go to its `pipediag` run.
+            None: the `log_dir` of a `keras.callbacks.TensorBoard` given to `fit`, else
+            `tensorboard/` beside the report.
+    """
+
+    every_steps: int | None = None
+    alert_input_share: float | None = None
+    alert_windows: int = DEFAULT_ALERT_WINDOWS
+    alert_command: str | None = None
+    alert_hook: Callable[[Any], object] | None = None
+    logdir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,3 +119,22 @@ class RunConfig:
     scale_out_workers: int = 0
     data_service: str | None = None
     data_service_train: bool = False
+    # Watch mode (`WatchConfig`); None for a diagnosis. Set through `watching()`.
+    watch: WatchConfig | None = None
+
+
+def watching(config: RunConfig, watch: WatchConfig) -> RunConfig:
+    """`config` turned into watch mode: the whole run is measured (no step budget), with no
+    pipeline-alone phase, no compute-alone run and no fix trials, and slower samplers."""
+    return replace(
+        config,
+        measured_steps=None,
+        measured_seconds=None,
+        bench=False,
+        stages=False,
+        verify=False,
+        deep=False,
+        host_interval_s=WATCH_HOST_INTERVAL_S,
+        gpu_interval_s=WATCH_GPU_INTERVAL_S,
+        watch=watch,
+    )

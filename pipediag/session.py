@@ -41,8 +41,12 @@ from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
+    from pipediag.watch.watcher import Watcher
 
 NO_DATASET = "no tf.data training dataset was seen"
+# Watch mode measures the whole run and nothing beside it (docs/design.md, "Watching a long run").
+WATCH_NO_BENCH = "watch mode: no pipeline-alone phase"
+WATCH_NO_COMPUTE_ALONE = "watch mode runs no train step alone"
 
 # A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
 # the second epoch, this many steps at a time, until the second epoch has as many (so each
@@ -147,6 +151,23 @@ class DiagnosticSession:
         self._loop_serving = False
         self._fixes_for_loop: list[Any] = []
         self._loop_trials: Any = None  # the LoopTrials being served, until their results
+        # A FitTracker fed by the caller rather than by installed hooks (`pipediag.keras.Watch`).
+        self.fit_tracker: Any = None
+        # Watch mode: windows, TensorBoard scalars and alerts, read off the timeline.
+        self.watcher: Watcher | None = None
+        if self.config.watch is not None:
+            from pipediag.watch.watcher import Watcher
+
+            self.watcher = Watcher(
+                self.config.watch,
+                self.timeline,
+                clock=clock,
+                warmup_steps=self.config.warmup_steps,
+                script=script,
+                log=self.log,
+                note=self.note_once,
+            )
+            self.watcher.waits_deferred = self._fit_waits_deferred
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -161,6 +182,8 @@ class DiagnosticSession:
         self._samplers = self._make_samplers()
         for sampler in self._samplers:
             sampler.start()
+        if self.watcher is not None:
+            self.watcher.start(self.origin)
         if self._install_hooks:
             self._hooks = install(self)
 
@@ -168,6 +191,7 @@ class DiagnosticSession:
         """Undo every hook, stop every thread, and build the report. Never raises."""
         if self._hooks is not None:
             self._hooks.uninstall()
+        watch = self.watcher.finish() if self.watcher is not None else None
         if not self._concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
         if self._loop_trials is not None:  # the loop ended while its fixes were tried
@@ -210,6 +234,7 @@ class DiagnosticSession:
             phase_times_s=dict(self._phases),
             phases=sorted(self._spans, key=lambda span: span.start_s),
             notes=list(self._notes),
+            watch=watch,
         )
 
     def _drain_teardowns(self) -> None:
@@ -273,7 +298,8 @@ class DiagnosticSession:
         self._benchmarked.add(id(dataset))
         self._dataset = dataset
         if not self.config.bench:
-            self.pipeline = PipelineBenchmark(measured=False, reason="skipped (--no-bench)")
+            reason = "skipped (--no-bench)" if self.config.watch is None else WATCH_NO_BENCH
+            self.pipeline = PipelineBenchmark(measured=False, reason=reason)
             return
         from pipediag.bench import teardown
         from pipediag.bench.pipeline import benchmark_dataset, describe_chain
@@ -349,6 +375,21 @@ class DiagnosticSession:
         """The model `fit` trains: its train step is run alone after the measured steps."""
         self._model = model
 
+    def training_log_dir(self, log_dir: str) -> None:
+        """The log directory of the training's own TensorBoard callback: watch mode's scalars
+        go there too."""
+        if self.watcher is not None:
+            self.watcher.saw_logdir(log_dir)
+
+    def _fit_tracker(self) -> Any:
+        """What marks fit's steps: the hooks' tracker, or one the caller feeds (`fit_tracker`)."""
+        return self._hooks.fit if self._hooks is not None else self.fit_tracker
+
+    def _fit_waits_deferred(self) -> bool:
+        """Under fit with batch stamps, the steps' waits are filled in every few seconds."""
+        fit = self._fit_tracker()
+        return fit is not None and fit.stamps is not None
+
     # -- after the measured steps ----------------------------------------------------
     def conclude(
         self,
@@ -381,7 +422,9 @@ class DiagnosticSession:
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""
         reason = None
-        if not self._install_hooks:
+        if self.config.watch is not None:
+            reason = WATCH_NO_COMPUTE_ALONE
+        elif not self._install_hooks:
             reason = (
                 "steps marked through pipediag.monitor() cannot be run on their own: "
                 "compute alone is estimated"
@@ -656,8 +699,8 @@ class DiagnosticSession:
         """Where the steps' waits come from; under fit without stamps, fills them first."""
         if self.style == "custom-loop":
             return "iterator-timing"
-        if self.style == "keras-fit" and self._hooks is not None:
-            fit = self._hooks.fit
+        fit = self._fit_tracker()
+        if self.style == "keras-fit" and fit is not None:
             if fit.stamps is not None:
                 return "batch-stamps"
             tracer = fit.tracer

@@ -156,6 +156,22 @@ class StepTimeline:
             records = list(self._steps)
         return [RawStep(*record) for record in records]
 
+    def records_since(self, step: int) -> tuple[int, list[RawStep]]:
+        """The newest records, from the one holding step number `step` on, and the number of
+        the first step they hold (below `step` only when a merged record straddles it).
+
+        Found from the end, so a reader that keeps up (watch mode, every half second) reads
+        only what is new, never the whole timeline.
+        """
+        with self._lock:
+            records = self._steps
+            first, i = self._count, len(records)
+            while i > 0 and first > step:
+                i -= 1
+                first -= records[i][4]
+            new = records[i:]
+        return first, [RawStep(*record) for record in new]
+
     def median_measured_step_s(self) -> float | None:
         """The median measured step (a merged record counts as its mean step); None before
         any step past the warm-up."""

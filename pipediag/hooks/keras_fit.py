@@ -52,7 +52,11 @@ class FitTracker:
         self._unsettled: list[tuple[float, int]] = []  # (step start, batches it used)
         self._settled_at = session.clock.now()
         # Only `--steps all` runs the step alone mid-run; checked once a step while pending.
-        self._probe_pending = session.config.measured_steps is None
+        # Watch mode never does, nor traces with the profiler (it costs up to 87% of the
+        # throughput: docs/design.md, "Keras fit internals"); without stamps, no waits then.
+        watching = session.config.watch is not None
+        self._probe_pending = session.config.measured_steps is None and not watching
+        self._may_trace = not watching
 
     def on_epoch_end(self, epoch: int) -> None:
         if self._probe_pending and self._measured_at_least(PROBE_MIN_STEPS):
@@ -74,6 +78,15 @@ class FitTracker:
         # first step); the stamps of the last one are matched with its steps before then.
         self._settle_waits()
         self._epoch = epoch
+
+    def saw_callbacks(self, callbacks: Any) -> None:
+        """The user's callbacks for `fit`: a TensorBoard one names the log directory."""
+        import keras
+
+        for callback in callbacks if isinstance(callbacks, (list, tuple)) else []:
+            if isinstance(callback, keras.callbacks.TensorBoard):
+                self._session.training_log_dir(str(callback.log_dir))
+                return
 
     def stamp(self, dataset: Any) -> Any:
         """The dataset `fit` will read, stamped; waits then come from the stamps.
@@ -99,8 +112,11 @@ class FitTracker:
     def on_batch_begin(self, batch: int = 0, logs: Any = None) -> None:
         session = self._session
         self._first_batch = batch
-        if self.stamps is None and (
-            session.timeline.is_measured(len(session.timeline)) and not self.tracer.active
+        if (
+            self.stamps is None
+            and self._may_trace
+            and session.timeline.is_measured(len(session.timeline))
+            and not self.tracer.active
         ):
             if self.tracer.start():
                 self._chunk_steps = 0
@@ -223,6 +239,7 @@ class FitPatch:
                 return original(model, *args, **kwargs)
             bound = signature.bind(model, *args, **kwargs)
             callbacks = bound.arguments.get("callbacks")
+            tracker.saw_callbacks(callbacks)
             bound.arguments["callbacks"] = [*(callbacks or []), make_callback(tracker)]
             session.mark_style("keras-fit")
             session.training_model(model)

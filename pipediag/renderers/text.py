@@ -14,6 +14,7 @@ import textwrap
 
 from pipediag.renderers import summary
 from pipediag.renderers.scale_out import scale_out_lines
+from pipediag.renderers.watch_view import over_time_text
 from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report
 
 LABEL_WIDTH = 16
@@ -31,6 +32,7 @@ def render_text(report: Report) -> str:
         ("Input wait", _input_wait(report)),
         ("Rates", _rates(report)),
         ("Phases", _phases(report)),
+        ("Over time", over_time_text(report, INDENT)),
         ("Pipeline alone", _pipeline(report)),
         ("Slowest stage", _slowest_stage(report)),
         ("Train step", _train(report)),

@@ -103,7 +103,12 @@ def build_figure(report: Report) -> Figure:
     timeline.tick_params(labelbottom=False)
     gpu.set_xlabel(TIME_AXIS_LABEL, fontsize=9)
     cpu.set_xlabel(f"{TIME_AXIS_LABEL}: the whole run", fontsize=9)
-    draw_pipeline(figure.add_axes(PIPELINE_RECT, label="pipeline"), report)
+    if report.watch is not None:  # watch mode: no pipeline-alone phase; the run over time
+        from pipediag.renderers.watch_view import draw_watch_panel
+
+        draw_watch_panel(figure.add_axes(PIPELINE_RECT, label="watch"), report)
+    else:
+        draw_pipeline(figure.add_axes(PIPELINE_RECT, label="pipeline"), report)
     draw_cost(figure.add_axes(COST_RECT, label="cost"), report)
     draw_suggestions(figure, report)
     return figure

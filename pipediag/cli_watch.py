@@ -1,0 +1,135 @@
+"""`pipediag run --watch`: the options of watch mode, and their checks.
+
+Watch mode measures a whole run (the script runs to its end) with no pipeline-alone phase,
+no compute-alone run and no fix trials; per window (N steps or an epoch) it writes a
+verdict to the report and TensorBoard, and alerts when the input wait share stays at or
+over a threshold for K windows in a row (docs/design.md, "Watching a long run"). Bad input
+is one line and exit code 2, as everywhere in the CLI (`cli.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from pipediag.cli_reports import share
+from pipediag.config import DEFAULT_ALERT_INPUT_SHARE, DEFAULT_ALERT_WINDOWS, WatchConfig
+from pipediag.errors import UsageError
+
+EPOCH = "epoch"
+# The options that only mean something with --watch: (dest, flag).
+WATCH_ONLY = (
+    ("watch_every", "--watch-every"),
+    ("alert_input_share", "--alert-input-share"),
+    ("alert_windows", "--alert-windows"),
+    ("alert_command", "--alert-command"),
+    ("watch_logdir", "--watch-logdir"),
+)
+
+
+def every(text: str) -> int | None:
+    """An argparse type: a number of steps per window, or 'epoch' (None)."""
+    if text == EPOCH:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of steps or 'epoch', got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a window needs at least 1 step, got {text}")
+    return value
+
+
+def windows(text: str) -> int:
+    """An argparse type: K, the windows in a row an alert needs."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of windows, got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def add_watch_options(run: argparse.ArgumentParser) -> None:
+    group = run.add_argument_group(
+        "watch a long run",
+        "keep the per-step wait and the samplers on for the whole run (no pipeline-alone "
+        "phase, no fix trials; the script runs to its end) and judge it window by window",
+    )
+    group.add_argument(
+        "--watch",
+        action="store_true",
+        help="watch mode: a verdict per window in the report, TensorBoard scalars, alerts",
+    )
+    group.add_argument(
+        "--watch-every",
+        type=every,
+        default=None,
+        metavar="N|epoch",
+        help="a window per N train steps, or per epoch (default)",
+    )
+    group.add_argument(
+        "--alert-input-share",
+        type=share,
+        metavar="F",
+        help="alert when the share of step time spent waiting for input is at least F "
+        "(0.2 or 20%%) for K windows in a row (default "
+        f"{DEFAULT_ALERT_INPUT_SHARE * 100:.0f}%% with --alert-command)",
+    )
+    group.add_argument(
+        "--alert-windows",
+        type=windows,
+        metavar="K",
+        help=f"the windows in a row an alert needs (default {DEFAULT_ALERT_WINDOWS})",
+    )
+    group.add_argument(
+        "--alert-command",
+        metavar="CMD",
+        help="shell command run on each alert, not waited for: the figures in PIPEDIAG_* "
+        "environment variables and as JSON on its stdin",
+    )
+    group.add_argument(
+        "--watch-logdir",
+        metavar="DIR",
+        help="TensorBoard log directory for the scalars (run 'pipediag' in it); default: the "
+        "log_dir of a keras.callbacks.TensorBoard given to fit, else OUT/tensorboard",
+    )
+
+
+def watch_config(options: argparse.Namespace, *, steps_given: bool) -> WatchConfig | None:
+    """The watch settings `run` was given, or None without --watch; UsageError on a misuse."""
+    given = [flag for dest, flag in WATCH_ONLY if getattr(options, dest) is not None]
+    if not options.watch:
+        if given:
+            raise UsageError(f"{given[0]} is a watch-mode option: add --watch")
+        return None
+    if steps_given:
+        raise UsageError("--watch measures the whole run, to the script's end: drop --steps")
+    if options.deep:
+        raise UsageError("--watch runs no stage timing or fix trials: drop --deep")
+    if options.watch_logdir is not None:
+        _check_logdir(Path(options.watch_logdir))
+    return WatchConfig(
+        every_steps=options.watch_every,
+        alert_input_share=options.alert_input_share,
+        alert_windows=options.alert_windows or DEFAULT_ALERT_WINDOWS,
+        alert_command=options.alert_command,
+        logdir=options.watch_logdir,
+    )
+
+
+def _check_logdir(logdir: Path) -> None:
+    """Before the run: scalars that cannot be written are found out at its first window."""
+    probe = logdir
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(
+            f"cannot write TensorBoard logs to {logdir}: choose a writable --watch-logdir"
+        )

@@ -1,0 +1,248 @@
+"""Watch mode "over time": the windows of a watched run, as text and as a PNG panel.
+
+Reads `report.watch` only (no verdicts made here: each window's label is in the report).
+A handful of windows is shown one row each; more are drawn as a strip of wait shares, one
+character per group of windows, with the run's first and last rates and the alerts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pipediag.report.model import (
+    BALANCED,
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    UNKNOWN,
+    Report,
+    WatchSection,
+    WatchWindow,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+MAX_TABLE_ROWS = 10  # up to this many windows get a row each
+STRIP_WIDTH = 60  # characters in the strip of wait shares
+SHARE_BLOCKS = " ▁▂▃▄▅▆▇█"  # 0% .. 100% of step time spent waiting
+MAX_ALERT_LINES = 3
+MAX_PANEL_BARS = 200  # above this many windows, the panel groups them
+LABEL_ORDER = (INPUT_BOUND, BALANCED, COMPUTE_BOUND, UNKNOWN)
+LABEL_BASIS = (
+    "windows are labelled by input wait share (XProf's bands: 20%, 5%); input cost needs "
+    "the train step run alone, which watch mode does not do"
+)
+
+
+def over_time_text(report: Report, indent: str = "") -> str:
+    """The "Over time" rows of the text summary; "" for a report without watch mode."""
+    watch = report.watch
+    if watch is None:
+        return ""
+    windows = watch.windows
+    lines = [_heading(watch)]
+    if len(windows) <= MAX_TABLE_ROWS:
+        lines += [_row(w, watch.every_steps, _alerted(watch)) for w in windows]
+    else:
+        lines.append(f"wait share {_strip(windows)}  (one mark per {_per_mark(windows)})")
+        lines.append(_run_course(windows, watch.every_steps))
+    lines += _alert_lines(watch)
+    if windows:
+        lines.append(LABEL_BASIS)
+    if watch.tensorboard_logdir:
+        lines.append(f"TensorBoard scalars: {watch.tensorboard_logdir}")
+    return f"\n{indent}".join(lines)
+
+
+def _heading(watch: WatchSection) -> str:
+    windows = watch.windows
+    if not windows:
+        return "watch mode: no window closed (no step past the warm-up)"
+    size = "one per epoch" if watch.every_steps is None else f"{watch.every_steps} steps each"
+    counts = Counter(w.label for w in windows)
+    labels = ", ".join(f"{counts[label]} {label}" for label in LABEL_ORDER if counts[label])
+    merged = f" (older ones merged: {watch.merged_windows})" if watch.merged_windows else ""
+    return f"{len(windows)} windows, {size}{merged}: {labels}"
+
+
+def _where(window: WatchWindow, every_steps: int | None) -> str:
+    steps = f"steps {window.first_step}-{window.last_step}"
+    if every_steps is None and window.windows == 1:
+        return f"epoch {window.epoch + 1}, {steps}"
+    return steps
+
+
+def _share(window: WatchWindow) -> str:
+    share = window.input_wait_fraction
+    return "wait -" if share is None else f"wait {share:.0%}"
+
+
+def _rate(window: WatchWindow) -> str:
+    return "-" if window.steps_per_s is None else f"{window.steps_per_s:.1f}"
+
+
+def _alerted(watch: WatchSection) -> set[int]:
+    return {alert.window_index for alert in watch.alerts}
+
+
+def _row(window: WatchWindow, every_steps: int | None, alerted: set[int]) -> str:
+    mark = "  ALERT" if window.index in alerted else ""
+    return (
+        f"{_where(window, every_steps):<26}{_rate(window):>9} steps/s  {_share(window):<10}"
+        f"{window.label}{mark}"
+    )
+
+
+def group_windows(windows: Sequence[WatchWindow], groups: int) -> list[list[WatchWindow]]:
+    """Consecutive windows in at most `groups` groups of (nearly) equal size."""
+    if not windows:
+        return []
+    count = min(groups, len(windows))
+    bounds = [round(i * len(windows) / count) for i in range(count + 1)]
+    return [list(windows[a:b]) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+
+def group_share(group: Sequence[WatchWindow]) -> float | None:
+    """The wait share of a group of windows, weighted by their step time."""
+    known = [w for w in group if w.input_wait_s is not None]
+    time = sum(w.step_time_s for w in known)
+    return sum(w.input_wait_s or 0.0 for w in known) / time if time > 0 else None
+
+
+def _strip(windows: Sequence[WatchWindow]) -> str:
+    marks = []
+    for group in group_windows(windows, STRIP_WIDTH):
+        share = group_share(group)
+        if share is None:
+            marks.append("?")
+        else:
+            level = min(len(SHARE_BLOCKS) - 1, round(share * (len(SHARE_BLOCKS) - 1)))
+            marks.append(SHARE_BLOCKS[level])
+    return "|" + "".join(marks) + "|"
+
+
+def _per_mark(windows: Sequence[WatchWindow]) -> str:
+    per = len(windows) / min(STRIP_WIDTH, len(windows))
+    return "window" if per == 1 else f"~{per:.1f} windows"
+
+
+def _run_course(windows: Sequence[WatchWindow], every_steps: int | None) -> str:
+    """First and last window, and the extremes of the rate, in one line."""
+    first, last = windows[0], windows[-1]
+    rates = [w.steps_per_s for w in windows if w.steps_per_s is not None]
+    extremes = f" (min {min(rates):.1f}, max {max(rates):.1f})" if rates else ""
+    return (
+        f"steps/s {_rate(first)} -> {_rate(last)}{extremes}; {_share(first)} -> {_share(last)}; "
+        f"first {_where(first, every_steps)}, last {_where(last, every_steps)}"
+    )
+
+
+def _alert_lines(watch: WatchSection) -> list[str]:
+    if watch.alert_input_share is None:
+        return []
+    rule = (
+        f"input wait at or over {watch.alert_input_share:.0%} for {watch.alert_windows} "
+        "windows in a row"
+    )
+    if not watch.alerts:
+        return [f"no alert ({rule})"]
+    lines = [f"{len(watch.alerts)} alert(s) ({rule}):"]
+    lines += [f"  at {a.t_s:.1f} s: {a.message}" for a in watch.alerts[:MAX_ALERT_LINES]]
+    if len(watch.alerts) > MAX_ALERT_LINES:
+        lines.append(f"  ... and {len(watch.alerts) - MAX_ALERT_LINES} more in report.json")
+    return lines
+
+
+# ----------------------------------------------------------------------------- PNG panel
+
+
+def draw_watch_panel(axes: Axes, report: Report) -> None:
+    """Input wait share per window (bars, coloured by label) and steps/s (a line), over the
+    steps; the alert threshold dashed, alerts marked. For a watched run's report page."""
+    from pipediag.renderers.png.style import (
+        MUTED_TEXT_COLOUR,
+        PANEL_TITLE_FONT,
+        TRAINING_RATE_COLOUR,
+        VERDICT_COLOURS,
+        WARNING_COLOUR,
+    )
+
+    watch = report.watch
+    axes.set_title("Over time", loc="left", fontsize=PANEL_TITLE_FONT)
+    axes.set_ylim(0, 105)
+    axes.set_ylabel("input wait, % of step (bars)")
+    axes.set_xlabel("train step", fontsize=9)
+    axes.grid(axis="y", alpha=0.3)
+    if watch is None or not watch.windows:
+        axes.text(
+            0.5,
+            0.5,
+            "No window closed",
+            transform=axes.transAxes,
+            ha="center",
+            color=MUTED_TEXT_COLOUR,
+            gid="note",
+        )
+        return
+    groups = group_windows(watch.windows, MAX_PANEL_BARS)
+    lefts = [g[0].first_step for g in groups]
+    widths = [g[-1].last_step + 1 - g[0].first_step for g in groups]
+    shares = [group_share(g) for g in groups]
+    colours = [VERDICT_COLOURS.get(_group_label(g), VERDICT_COLOURS[UNKNOWN]) for g in groups]
+    axes.bar(
+        lefts,
+        [100 * (s or 0.0) for s in shares],
+        width=widths,
+        align="edge",
+        color=colours,
+        edgecolor="white",
+        linewidth=0.5,
+        gid="watch-wait-bars",
+    )
+    if watch.alert_input_share is not None:
+        axes.axhline(
+            100 * watch.alert_input_share,
+            color=WARNING_COLOUR,
+            linestyle="--",
+            linewidth=1,
+            gid="watch-threshold",
+        )
+    for alert in watch.alerts:
+        axes.plot([alert.last_step], [102], marker="v", color=WARNING_COLOUR, gid="watch-alert")
+    rate_axes = axes.twinx()
+    middles = [left + width / 2 for left, width in zip(lefts, widths, strict=True)]
+    rates = [_group_rate(g) for g in groups]
+    rate_axes.plot(
+        [m for m, r in zip(middles, rates, strict=True) if r is not None],
+        [r for r in rates if r is not None],
+        color=TRAINING_RATE_COLOUR,
+        marker="." if len(groups) <= 50 else None,
+        linewidth=1.2,
+        gid="watch-rate",
+    )
+    rate_axes.set_ylim(bottom=0)
+    rate_axes.tick_params(labelsize=8, colors=TRAINING_RATE_COLOUR)
+    # Above the right axis, not beside it: a label there would run off the page.
+    rate_axes.text(
+        1.0,
+        1.01,
+        "steps/s (line)",
+        transform=rate_axes.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=8,
+        color=TRAINING_RATE_COLOUR,
+    )
+
+
+def _group_label(group: Sequence[WatchWindow]) -> str:
+    """The worst label in a group (input-bound first): the panel must not hide one."""
+    labels = {w.label for w in group}
+    return next((label for label in LABEL_ORDER if label in labels), UNKNOWN)
+
+
+def _group_rate(group: Sequence[WatchWindow]) -> float | None:
+    time = sum(w.step_time_s for w in group)
+    return sum(w.steps for w in group) / time if time > 0 else None

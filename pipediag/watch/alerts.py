@@ -1,0 +1,207 @@
+"""Alerts: the input wait share at or over a threshold for K windows in a row.
+
+The rule (`AlertRule`) fires once per streak, when its K-th window closes, and is armed
+again by a window under the threshold; a window whose wait is unknown also ends a streak
+(an alert says what was measured). Where an alert goes (`AlertSinks`):
+
+- a Python callable, given the `WatchAlert`;
+- a shell command, started without waiting for it, with the figures in `PIPEDIAG_*`
+  environment variables and the alert as one JSON object on its stdin.
+
+Both run on the watcher's thread, never on the training thread. What they raise, a command
+that cannot start or exits with an error: each kind is reported once (a note in the report
+and a line on stderr), and never reaches training. Later alerts are still delivered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pipediag.report.model import WatchAlert, WatchWindow
+from pipediag.samplers.base import describe_error
+
+# At the end of the run, how long to wait for alert commands still running before leaving
+# them to finish on their own (they are never killed: a pager call may be slow).
+COMMAND_WAIT_S = 5.0
+
+
+class AlertRule:
+    """K windows in a row at or over `threshold` fire one alert; a window under it re-arms.
+
+    Args:
+        threshold: the input wait share (0-1) that counts as too much.
+        windows: K, how many windows in a row.
+    """
+
+    def __init__(self, threshold: float, windows: int) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"the alert threshold is a share from 0 to 1, got {threshold}")
+        if windows < 1:
+            raise ValueError(f"an alert needs at least one window, got {windows}")
+        self.threshold = threshold
+        self.windows = windows
+        self._streak: list[WatchWindow] = []
+
+    def observe(self, window: WatchWindow) -> WatchAlert | None:
+        """Take the next closed window; returns the alert it fires, if any."""
+        share = window.input_wait_fraction
+        if share is None or share < self.threshold:
+            self._streak = []
+            return None
+        self._streak.append(window)
+        if len(self._streak) != self.windows:
+            return None  # not yet K in a row, or this streak has fired already
+        return self._alert(self._streak)
+
+    def _alert(self, streak: Sequence[WatchWindow]) -> WatchAlert:
+        first, last = streak[0], streak[-1]
+        step_time = sum(w.step_time_s for w in streak)
+        waited_time = sum(w.step_time_s for w in streak if w.input_wait_s is not None)
+        wait = sum(w.input_wait_s or 0.0 for w in streak)
+        share = wait / waited_time if waited_time > 0 else last.input_wait_fraction or 0.0
+        steps = sum(w.steps for w in streak)
+        rate = steps / step_time if step_time > 0 else None
+        where = f"steps {first.first_step}-{last.last_step}"
+        message = (
+            f"input wait {share:.0%} of step time for {len(streak)} windows in a row "
+            f"({where}), at or over the {self.threshold:.0%} alert threshold"
+        )
+        return WatchAlert(
+            t_s=last.end_s,
+            window_index=last.index,
+            first_step=first.first_step,
+            last_step=last.last_step,
+            windows=len(streak),
+            threshold=self.threshold,
+            input_wait_fraction=share,
+            steps_per_s=rate,
+            message=message,
+            epoch=last.epoch,
+        )
+
+
+def alert_environment(alert: WatchAlert, script: str) -> dict[str, str]:
+    """The `PIPEDIAG_*` variables an alert command gets, beside the caller's environment."""
+    rate = "" if alert.steps_per_s is None else f"{alert.steps_per_s:.6g}"
+    return {
+        "PIPEDIAG_ALERT": alert.message,
+        "PIPEDIAG_INPUT_WAIT_SHARE": f"{alert.input_wait_fraction:.6g}",
+        "PIPEDIAG_THRESHOLD": f"{alert.threshold:.6g}",
+        "PIPEDIAG_WINDOWS": str(alert.windows),
+        "PIPEDIAG_FIRST_STEP": str(alert.first_step),
+        "PIPEDIAG_LAST_STEP": str(alert.last_step),
+        "PIPEDIAG_EPOCH": str(alert.epoch),
+        "PIPEDIAG_STEPS_PER_S": rate,
+        "PIPEDIAG_SCRIPT": script,
+    }
+
+
+def alert_json(alert: WatchAlert, script: str) -> str:
+    """The alert as the command reads it on stdin: one JSON object, one line."""
+    return json.dumps({**dataclasses.asdict(alert), "script": script}) + "\n"
+
+
+class AlertSinks:
+    """Delivers alerts to a callable and a command; reports each kind of failure once.
+
+    Args:
+        hook: a Python callable given each `WatchAlert`, or None.
+        command: a shell command run for each alert, or None.
+        script: the training script, for the command's environment and JSON.
+        report_failure: says a failure (one line) to the user; called once per kind.
+    """
+
+    def __init__(
+        self,
+        hook: Callable[[WatchAlert], object] | None,
+        command: str | None,
+        *,
+        script: str,
+        report_failure: Callable[[str], None],
+    ) -> None:
+        self.hook = hook
+        self.command = command
+        self.script = script
+        self._report_failure = report_failure
+        self._reported: set[str] = set()
+        self._running: list[subprocess.Popen[bytes]] = []
+
+    def deliver(self, alert: WatchAlert) -> None:
+        self._reap()
+        if self.hook is not None:
+            try:
+                self.hook(alert)
+            except Exception as exc:
+                self._once(
+                    "hook",
+                    f"the alert hook raised {describe_error(exc)} (said once; training "
+                    "goes on, and later alerts still call it)",
+                )
+        if self.command is not None:
+            self._start_command(alert)
+
+    def _start_command(self, alert: WatchAlert) -> None:
+        command = self.command
+        assert command is not None
+        try:
+            process = subprocess.Popen(  # noqa: S602 - the user's own shell command, by design
+                command,
+                shell=True,
+                stdin=subprocess.PIPE,
+                env={**os.environ, **alert_environment(alert, self.script)},
+            )
+        except OSError as exc:
+            self._once("start", f"the alert command could not start: {describe_error(exc)}")
+            return
+        try:
+            assert process.stdin is not None
+            process.stdin.write(alert_json(alert, self.script).encode())
+            process.stdin.close()
+        except OSError:  # it exited without reading its stdin: its choice
+            pass
+        self._running.append(process)
+
+    def _reap(self) -> None:
+        """Collect the commands that ended (no zombies), and say the first that failed."""
+        still = []
+        for process in self._running:
+            code = process.poll()
+            if code is None:
+                still.append(process)
+            elif code != 0:
+                self._once(
+                    "exit",
+                    f"the alert command exited with code {code}: {self.command} (said once)",
+                )
+        self._running = still
+
+    def close(self, wait_s: float = COMMAND_WAIT_S) -> None:
+        """At the end of the run: wait a little for running commands, then leave them be."""
+        deadline = time.monotonic() + wait_s
+        for process in self._running:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # left running: said below
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        self._reap()
+        if self._running:
+            self._once("running", f"the alert command was still running at the end: {self.command}")
+
+    def _once(self, kind: str, message: str) -> None:
+        if kind not in self._reported:
+            self._reported.add(kind)
+            self._report_failure(message)
+
+
+def describe_hook(hook: Any) -> str | None:
+    """A callable's name for the report (`module.qualname`), or None."""
+    if hook is None:
+        return None
+    name = getattr(hook, "__qualname__", None) or type(hook).__qualname__
+    module = getattr(hook, "__module__", None)
+    return f"{module}.{name}" if module else str(name)

@@ -1,0 +1,287 @@
+"""The watcher: reads the step timeline on its own thread and turns it into windows.
+
+The hooks feed the step timeline exactly as in a diagnosis; the watcher adds nothing to the
+training thread. Every `POLL_INTERVAL_S` it reads the records added since its last read
+(`StepTimeline.records_since`, found from the end), closes the windows they complete, and
+for each closed window writes TensorBoard scalars, says a line, and runs the alert rule.
+
+Under `fit` with batch stamps a step's wait is filled in later, every few seconds
+(`hooks/keras_fit.py`, SETTLE_EVERY_S). So the newest records without a wait are held back
+while waits are being deferred: a record is read once a later record has its wait (the
+settling pass went past it), or once it is `PENDING_MAX_S` old (its wait will not come).
+At `finish()` everything left is read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from pipediag.clock import Clock
+from pipediag.config import DEFAULT_ALERT_INPUT_SHARE, WatchConfig
+from pipediag.report.model import WatchAlert, WatchSection, WatchWindow
+from pipediag.samplers.base import describe_error
+from pipediag.timeline import RawStep, StepTimeline
+from pipediag.watch.alerts import AlertRule, AlertSinks, describe_hook
+from pipediag.watch.tensorboard import ScalarWriter, run_directory
+from pipediag.watch.windows import WindowAccumulator, WindowList
+
+THREAD_NAME = "pipediag-watch"
+# Windows close within half a second of their last step; a poll reads only the new records
+# (hundreds at most), so it costs well under a millisecond of the watcher's thread.
+POLL_INTERVAL_S = 0.5
+# A record still without its wait after this long will not get one (batch stamps failed for
+# it): it is read as unknown. Longer than fit's settling interval (2 s) by far, and than a
+# validation pass between two settlings on most runs.
+PENDING_MAX_S = 30.0
+# At the end, how long to wait for the watcher's thread (an alert hook may be slow).
+JOIN_TIMEOUT_S = 10.0
+
+
+class Watcher:
+    """Windows, TensorBoard scalars and alerts over a whole run.
+
+    Args:
+        config: watch mode's settings.
+        timeline: the step timeline the hooks feed.
+        clock: the session clock.
+        warmup_steps: the first steps, in no window.
+        script: the training script, for alerts.
+        log: says a line to the user (a window, an alert); thread-safe.
+        note: records a note in the report and says it; thread-safe.
+        default_logdir: TensorBoard's log directory when the config names none and no
+            `keras.callbacks.TensorBoard` is seen (`tensorboard/` beside the report); None
+            writes no scalars then.
+        step_offset: steps done before this run's first step (a `Watch` over several `fit`
+            calls), added to TensorBoard's x axis for windows of N steps.
+    """
+
+    def __init__(
+        self,
+        config: WatchConfig,
+        timeline: StepTimeline,
+        *,
+        clock: Clock,
+        warmup_steps: int,
+        script: str,
+        log: Callable[[str], None],
+        note: Callable[[str], None],
+        default_logdir: str | None = None,
+        step_offset: int = 0,
+    ) -> None:
+        self.config = config
+        self.timeline = timeline
+        self.clock = clock
+        self.warmup_steps = warmup_steps
+        self.step_offset = step_offset
+        self._log = log
+        self._note = note
+        self.default_logdir = default_logdir
+        self._seen_logdir: str | None = None
+        # Whether the newest steps' waits are still to come (fit with batch stamps); set by
+        # whoever owns the hook that fills them in.
+        self.waits_deferred: Callable[[], bool] = lambda: False
+        threshold = config.alert_input_share
+        if threshold is None and (config.alert_hook is not None or config.alert_command):
+            threshold = DEFAULT_ALERT_INPUT_SHARE
+        self.rule = None if threshold is None else AlertRule(threshold, config.alert_windows)
+        self.sinks = AlertSinks(
+            config.alert_hook, config.alert_command, script=script, report_failure=note
+        )
+        self._accumulator: WindowAccumulator | None = None
+        self._windows = WindowList()
+        self._alerts: list[WatchAlert] = []
+        self._read_to = 0  # the number of the next step to read
+        self._writer: ScalarWriter | None = None
+        self._writer_failed = False
+        self._lock = threading.Lock()  # one poll at a time: the thread's, or finish()'s
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._finished: WatchSection | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self, origin: float, *, background: bool = True) -> None:
+        """Start reading the timeline; windows are placed on the axis that starts at `origin`.
+
+        `background=False` starts no thread: the caller drives `poll()` (tests do).
+        """
+        if self._accumulator is not None:
+            return
+        self._accumulator = WindowAccumulator(
+            self.config.every_steps, origin=origin, warmup_steps=self.warmup_steps
+        )
+        if background:
+            self._thread = threading.Thread(target=self._loop, name=THREAD_NAME, daemon=True)
+            self._thread.start()
+
+    def saw_logdir(self, logdir: str) -> None:
+        """The training's own TensorBoard log directory (a `keras.callbacks.TensorBoard`)."""
+        if self._seen_logdir is None:
+            self._seen_logdir = logdir
+
+    @property
+    def logdir(self) -> str | None:
+        return self.config.logdir or self._seen_logdir or self.default_logdir
+
+    def finish(self) -> WatchSection:
+        """Read what is left, close the last window, stop the thread; the report's section.
+
+        Safe to call more than once; never raises.
+        """
+        if self._finished is not None:
+            return self._finished
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=JOIN_TIMEOUT_S)
+            if thread.is_alive():
+                self._note(
+                    "the watch thread was still busy at the end (a slow alert hook?): the "
+                    "last windows may be missing"
+                )
+        if thread is None or not thread.is_alive():
+            self._guarded(lambda: self.poll(final=True))
+        self._guarded(self.sinks.close)
+        self._guarded(self._close_writer)
+        self._finished = self.section()
+        return self._finished
+
+    def section(self) -> WatchSection:
+        windows = self._windows.items()
+        writer = self._writer
+        return WatchSection(
+            every_steps=self.config.every_steps,
+            windows=windows,
+            alerts=list(self._alerts),
+            alert_input_share=None if self.rule is None else self.rule.threshold,
+            alert_windows=0 if self.rule is None else self.rule.windows,
+            alert_command=self.config.alert_command,
+            alert_hook=describe_hook(self.config.alert_hook),
+            tensorboard_logdir=None if writer is None or self._writer_failed else writer.directory,
+            merged_windows=sum(1 for w in windows if w.windows > 1),
+        )
+
+    # -- one pass ----------------------------------------------------------------------
+
+    def poll(self, *, final: bool = False) -> list[WatchWindow]:
+        """Read the new records, close the windows they complete and deliver them.
+
+        Called by the watcher's thread every `POLL_INTERVAL_S`; tests call it directly.
+        `final`: the run is over, every record is read and the open window closed.
+        """
+        with self._lock:
+            accumulator = self._accumulator
+            if accumulator is None:
+                return []
+            first, records = self.timeline.records_since(self._read_to)
+            if first + sum(r.count for r in records) < self._read_to:
+                # The timeline was cleared (a peek was not the training data): start again.
+                accumulator.reset()
+                self._read_to = 0
+                first, records = self.timeline.records_since(0)
+            ready = records if final else self._settled(records)
+            closed = []
+            step = first
+            for record in ready:
+                # (a record merged across the last read, which only a reader lagging by
+                # thousands of records can meet, was read with its older half: skipped)
+                if step >= self._read_to:
+                    window = accumulator.add(step, record)
+                    if window is not None:
+                        closed.append(window)
+                step += record.count
+            self._read_to = max(self._read_to, step)
+            if final:
+                last = accumulator.close()
+                if last is not None:
+                    closed.append(last)
+            for window in closed:
+                self._deliver(window)
+            if closed and self._writer is not None:
+                self._guarded(self._writer.flush)
+            return closed
+
+    def _settled(self, records: list[RawStep]) -> list[RawStep]:
+        """The records whose wait is final: all but the newest unknown ones, while waits are
+        filled in later (see the module docstring)."""
+        if not records or records[-1].input_wait_s is not None or not self.waits_deferred():
+            return records
+        last_known = len(records) - 1
+        while last_known >= 0 and records[last_known].input_wait_s is None:
+            last_known -= 1
+        cutoff = self.clock.now() - PENDING_MAX_S
+        ready = last_known + 1
+        while ready < len(records) and records[ready].end <= cutoff:
+            ready += 1
+        return records[:ready]
+
+    def _deliver(self, window: WatchWindow) -> None:
+        """One closed window: kept, written to TensorBoard, said, and judged by the rule."""
+        self._windows.append(window)
+        self._guarded(lambda: self._write_scalars(window))
+        self._log(window_line(window, self.config.every_steps))
+        if self.rule is None:
+            return
+        alert = self.rule.observe(window)
+        if alert is None:
+            return
+        self._alerts.append(alert)
+        self._log(f"ALERT: {alert.message}")
+        self.sinks.deliver(alert)
+
+    def _write_scalars(self, window: WatchWindow) -> None:
+        if self._writer_failed:
+            return
+        if self._writer is None:
+            logdir = self.logdir
+            if logdir is None:
+                return
+            self._writer = ScalarWriter(logdir)
+            self._log(
+                f"TensorBoard scalars: {run_directory(logdir)} (see: tensorboard --logdir {logdir})"
+            )
+        if self.config.every_steps is None:
+            step = window.epoch
+        else:
+            step = self.step_offset + window.last_step + 1
+        try:
+            self._writer.write(window, step)
+        except Exception as exc:
+            self._writer_failed = True
+            self._note(
+                f"TensorBoard scalars could not be written to {self._writer.directory} "
+                f"({describe_error(exc)}): the windows are in the report only"
+            )
+
+    def _close_writer(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    # -- the thread ----------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        while not self._stop.wait(POLL_INTERVAL_S):
+            self._guarded(self.poll)
+
+    def _guarded(self, action: Callable[[], Any]) -> None:
+        """Run one part of the watcher; a bug in it is noted once, never raised."""
+        try:
+            action()
+        except Exception as exc:
+            self._note(f"watch mode failed ({describe_error(exc)}): some windows may be missing")
+
+
+def window_line(window: WatchWindow, every_steps: int | None) -> str:
+    """One line per closed window: `epoch 3 (steps 905-1204): 81.2 steps/s, input wait 4%
+    of step time: compute-bound`."""
+    where = (
+        f"epoch {window.epoch + 1} (steps {window.first_step}-{window.last_step})"
+        if every_steps is None
+        else f"steps {window.first_step}-{window.last_step}"
+    )
+    rate = "-" if window.steps_per_s is None else f"{window.steps_per_s:.1f}"
+    share = window.input_wait_fraction
+    wait = "input wait not measured" if share is None else f"input wait {share:.0%} of step time"
+    return f"{where}: {rate} steps/s, {wait}: {window.label}"

@@ -1,0 +1,209 @@
+"""Steps into windows, each with its own verdict: the whole run, seen over time.
+
+A window is N consecutive steps (`every_steps`) or one epoch. The warm-up steps (tracing,
+compilation, buffers filling) are in no window. Each window gets:
+
+    steps/s       = steps / sum(step times)     (as the report's training rate A)
+    wait share    = sum(waits) / sum(step times), over the steps whose wait is known
+    label         = XProf's bands on the wait share: >= 20% input-bound, >= 5% balanced,
+                    else compute-bound; unknown with no known wait
+
+The label is by wait share, not input cost: input cost (1 - A/T) needs the train step run
+alone on a cached batch, which watch mode does not do, and it misses contention (a
+pipeline whose threads take the step's cores while nothing waits) (docs/design.md,
+"Watching a long run").
+
+Memory is bounded: past `max_windows`, the older half is merged in pairs, as the step
+timeline does, so a run of a million windows keeps a whole-run picture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, Thresholds
+from pipediag.report.model import (
+    BALANCED,
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    UNKNOWN,
+    WatchWindow,
+)
+from pipediag.timeline import RawStep
+
+# 10,000 windows (a window per 100 steps over a million steps) keep the report's watch
+# section around 3 MB; a typical run (a window per epoch) is never merged.
+DEFAULT_MAX_WINDOWS = 10_000
+
+
+def label_by_wait_share(share: float | None, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+    """XProf's wording for a share of step time spent waiting for input."""
+    if share is None:
+        return UNKNOWN
+    if share >= thresholds.highly_input_bound:
+        return INPUT_BOUND
+    if share >= thresholds.moderately_input_bound:
+        return BALANCED
+    return COMPUTE_BOUND
+
+
+@dataclass
+class _Open:
+    """The window being filled, as running sums."""
+
+    epoch: int
+    first_step: int
+    start: float
+    end: float
+    last_step: int = 0
+    steps: int = 0
+    step_time_s: float = 0.0
+    wait_s: float = 0.0
+    waited_time_s: float = 0.0  # step time of the steps whose wait is known
+    waits_known: int = 0
+
+
+def _window(index: int, sums: _Open, origin: float, thresholds: Thresholds) -> WatchWindow:
+    known = sums.waits_known and sums.waited_time_s > 0
+    share = sums.wait_s / sums.waited_time_s if known else None
+    return WatchWindow(
+        index=index,
+        first_step=sums.first_step,
+        last_step=sums.last_step,
+        start_s=sums.start - origin,
+        end_s=sums.end - origin,
+        steps=sums.steps,
+        step_time_s=sums.step_time_s,
+        steps_per_s=sums.steps / sums.step_time_s if sums.step_time_s > 0 else None,
+        input_wait_s=sums.wait_s if sums.waits_known else None,
+        input_wait_fraction=share,
+        label=label_by_wait_share(share, thresholds),
+        epoch=sums.epoch,
+    )
+
+
+def merge_windows(
+    earlier: WatchWindow, later: WatchWindow, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> WatchWindow:
+    """One window standing for two consecutive ones; its share is weighted by step time."""
+    steps = earlier.steps + later.steps
+    step_time = earlier.step_time_s + later.step_time_s
+    known = [w for w in (earlier, later) if w.input_wait_s is not None]
+    wait = sum(w.input_wait_s or 0.0 for w in known) if known else None
+    waited_time = sum(w.step_time_s for w in known)
+    share = wait / waited_time if wait is not None and waited_time > 0 else None
+    return WatchWindow(
+        index=earlier.index,
+        first_step=earlier.first_step,
+        last_step=later.last_step,
+        start_s=earlier.start_s,
+        end_s=later.end_s,
+        steps=steps,
+        step_time_s=step_time,
+        steps_per_s=steps / step_time if step_time > 0 else None,
+        input_wait_s=wait,
+        input_wait_fraction=share,
+        label=label_by_wait_share(share, thresholds),
+        epoch=earlier.epoch,
+        windows=earlier.windows + later.windows,
+    )
+
+
+class WindowAccumulator:
+    """Turns step records, in order, into closed windows.
+
+    Args:
+        every_steps: a window per this many steps; None for one per epoch.
+        origin: the session clock's reading at the start, so windows are on the report's
+            time axis.
+        warmup_steps: the first steps, kept out of every window.
+        thresholds: the wait-share bands of the labels.
+    """
+
+    def __init__(
+        self,
+        every_steps: int | None,
+        *,
+        origin: float,
+        warmup_steps: int,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    ) -> None:
+        if every_steps is not None and every_steps < 1:
+            raise ValueError(f"a window needs at least one step, got {every_steps}")
+        self.every_steps = every_steps
+        self.origin = origin
+        self.warmup_steps = warmup_steps
+        self.thresholds = thresholds
+        self._open: _Open | None = None
+        self._closed = 0
+
+    def add(self, step: int, record: RawStep) -> WatchWindow | None:
+        """Take the record whose first step has number `step`; returns the window it closed.
+
+        A window closes when it holds `every_steps` steps, or (per epoch) when a record of a
+        later epoch comes. A merged record (several steps) stays in one window.
+        """
+        if step < self.warmup_steps:
+            return None
+        closed = None
+        sums = self._open
+        if sums is not None and self.every_steps is None and record.epoch != sums.epoch:
+            closed = self._close()
+            sums = None
+        if sums is None:
+            sums = self._open = _Open(record.epoch, step, record.start, record.end)
+        duration = record.duration_s
+        sums.steps += record.count
+        sums.step_time_s += duration
+        sums.end = record.end
+        sums.last_step = step + record.count - 1
+        if record.input_wait_s is not None:
+            sums.wait_s += record.input_wait_s
+            sums.waited_time_s += duration
+            sums.waits_known += 1
+        if self.every_steps is not None and sums.steps >= self.every_steps:
+            closed = self._close()
+        return closed
+
+    def close(self) -> WatchWindow | None:
+        """The window still open (the end of the run), or None if it holds no step."""
+        return self._close() if self._open is not None else None
+
+    def reset(self) -> None:
+        """Forget the open window: the timeline was cleared (a peek was not the training data)."""
+        self._open = None
+
+    def _close(self) -> WatchWindow:
+        sums = self._open
+        assert sums is not None
+        self._open = None
+        window = _window(self._closed, sums, self.origin, self.thresholds)
+        self._closed += 1
+        return window
+
+
+class WindowList:
+    """The closed windows of a run, bounded: past `max_windows` the older half is merged."""
+
+    def __init__(
+        self, max_windows: int = DEFAULT_MAX_WINDOWS, thresholds: Thresholds = DEFAULT_THRESHOLDS
+    ) -> None:
+        self.max_windows = max(2, max_windows)
+        self.thresholds = thresholds
+        self.merges = 0
+        self._windows: list[WatchWindow] = []
+
+    def append(self, window: WatchWindow) -> None:
+        self._windows.append(window)
+        if len(self._windows) > self.max_windows:
+            half = len(self._windows) // 2 // 2 * 2
+            old = self._windows[:half]
+            merged = [merge_windows(old[i], old[i + 1], self.thresholds) for i in range(0, half, 2)]
+            self._windows = merged + self._windows[half:]
+            self.merges += 1
+
+    def items(self) -> list[WatchWindow]:
+        return list(self._windows)
+
+    def __len__(self) -> int:
+        return len(self._windows)
