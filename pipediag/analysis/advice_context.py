@@ -236,11 +236,11 @@ def fix_suggestion(
     verified = verified_gain(trial)
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
-    on_training = trial.training_speedup if trial is not None else None
+    on_training = training_gain(ctx, trial) if trial is not None else None
     kind: SuggestionKind = FIX
     if on_training is not None:
         assert trial is not None
-        evidence += trial_text(trial) + training_text(trial)
+        evidence += trial_text(trial) + training_text(ctx, trial)
         if on_training < VERIFIED_MIN_GAIN:
             kind = NOTE
             title += f" (measured {on_training:.2f}x on your training: not worth it)"
@@ -303,19 +303,59 @@ def fn_name(stats: StageStats) -> str:
     return name if name and all(p.isidentifier() for p in name.split(".")) else "fn"
 
 
-def training_text(trial: FixTrial) -> str:
-    """What a fix measured on training (`hooks/training_trial.py`), in one sentence."""
+def training_gain(ctx: Context, trial: FixTrial) -> float | None:
+    """The training speedup a fix tried on training promises, in the run's own terms.
+
+    A custom loop's trial runs in the loop itself: its ratio is the gain. Under `fit` the
+    trial times the compiled train function alone, without what `fit` adds to every step
+    (callbacks, the progress bar, pipediag's own marks): that time, `1/A - 1/baseline`, is
+    added to both sides, since a fix leaves it as it is (docs/design.md, "Fixes tried on
+    training").
+    """
+    raw = trial.training_speedup
+    base, fixed = trial.training_baseline_steps_per_s, trial.training_variant_steps_per_s
+    if raw is None or ctx.report.train.style != "keras-fit" or not ctx.train_rate:
+        return raw
+    if not base or not fixed:
+        return raw
+    added_s = fit_step_overhead_s(ctx, trial)
+    if added_s is None:
+        return raw
+    return (1.0 / ctx.train_rate) / (1.0 / fixed + added_s)
+
+
+def fit_step_overhead_s(ctx: Context, trial: FixTrial) -> float | None:
+    """What `fit` adds to each step beyond its train function: the measured step time less
+    the trial's baseline step time; None when the trial's step was the slower one."""
+    base = trial.training_baseline_steps_per_s
+    if ctx.report.train.style != "keras-fit" or not ctx.train_rate or not base:
+        return None
+    added = 1.0 / ctx.train_rate - 1.0 / base
+    return added if added > 0 else None
+
+
+def training_text(ctx: Context, trial: FixTrial) -> str:
+    """What a fix measured on training (`hooks/training_trial.py`), in one or two sentences."""
     assert trial.training_speedup is not None
     low, high = (
         trial.details.get("training_speedup_low"),
         trial.details.get("training_speedup_high"),
     )
     interval = f", 90% interval {low}x-{high}x" if low and high else ""
-    return (
-        f" Tried on your training: {trial.training_baseline_steps_per_s:.1f} -> "
+    what = "train function" if ctx.report.train.style == "keras-fit" else "training"
+    text = (
+        f" Tried on your {what}: {trial.training_baseline_steps_per_s:.1f} -> "
         f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
         f"medians of {trial.training_rounds} interleaved runs{interval})."
     )
+    added_s = fit_step_overhead_s(ctx, trial)
+    gain = training_gain(ctx, trial)
+    if added_s is not None and gain is not None:
+        text += (
+            f" With the {added_s * 1e3:.1f} ms fit adds to each step around it, training "
+            f"gains about {gain:.2f}x."
+        )
+    return text
 
 
 def upstream_of(stages: Sequence[StageStats], index: int) -> set[int]:

@@ -12,7 +12,7 @@ gain if that part of the cost went away, an upper bound (the work itself remains
 
 from __future__ import annotations
 
-from pipediag.analysis.advice_context import FIX, NOTE, Context, training_text
+from pipediag.analysis.advice_context import FIX, NOTE, Context, training_gain, training_text
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
@@ -98,7 +98,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         "(tf.data service)."
     )
     cap = ctx.trial(THREAD_CAP, None)
-    measured = cap.training_speedup if cap is not None else None
+    measured = training_gain(ctx, cap) if cap is not None else None
     cap_code = (
         "options = tf.data.Options()\n"
         f"options.threading.private_threadpool_size = {threads}  # step keeps the rest\n"
@@ -106,7 +106,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     )
     if cap is not None and measured is not None:
         capped = int(cap.details.get("threads", threads))
-        text += f" Capped at {capped} thread{'s' if capped != 1 else ''}:" + training_text(cap)
+        text += f" Capped at {capped} thread{'s' if capped != 1 else ''}:" + training_text(ctx, cap)
         if measured < VERIFIED_MIN_GAIN:
             text += " Not the way here: the pipeline's CPU per batch must go down."
             cap_code = ""

@@ -83,7 +83,7 @@ def test_a_thread_cap_measured_faster_on_training_backs_the_contention_fix() -> 
     suggestions = advise(_with_thread_cap(1.25))
     contention = next(s for s in suggestions if s.id == "PD012-input-contention")
     assert contention.training_speedup == 1.25
-    assert "Capped at 1 thread: Tried on your training: 20.0 -> 25.0 steps/s" in (
+    assert "Capped at 1 thread: Tried on your train function: 20.0 -> 25.0 steps/s" in (
         contention.evidence
     )
     assert "90% interval 1.1x-1.4x" in contention.evidence

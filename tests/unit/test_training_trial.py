@@ -238,7 +238,7 @@ def test_a_fix_measured_faster_on_training_is_ranked_by_that_gain() -> None:
     fix = _map_fix(advise(_report_with(_trial(1.3))))
     assert fix.kind == "fix"
     assert fix.training_speedup == pytest.approx(1.3)
-    assert "Tried on your training: 30.0 -> 39.0 steps/s (1.30x" in fix.evidence
+    assert "Tried on your train function: 30.0 -> 39.0 steps/s (1.30x" in fix.evidence
 
 
 def test_a_fix_that_helps_the_pipeline_but_not_training_becomes_a_note() -> None:
@@ -253,3 +253,30 @@ def test_a_fix_not_tried_on_training_says_why_and_keeps_its_prediction() -> None
     assert fix.kind == "fix" and fix.training_speedup is None
     assert fix.predicted_speedup is not None
     assert "Not tried on training: training trial budget spent." in fix.evidence
+
+
+def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> None:
+    import dataclasses
+
+    # GIVEN fit training at 25 steps/s (40 ms a step) while its train function alone ran at
+    # 50 steps/s on the unedited copy (20 ms) and 100 on the fixed one (10 ms): fit adds 20 ms
+    report = _report_with(_trial(2.0))
+    trial = dataclasses.replace(
+        report.pipeline.trials[0],
+        training_baseline_steps_per_s=50.0,
+        training_variant_steps_per_s=100.0,
+    )
+    report = dataclasses.replace(
+        report,
+        pipeline=dataclasses.replace(report.pipeline, trials=[trial]),
+        train=dataclasses.replace(report.train, steps_per_s=25.0),
+    )
+    fix = _map_fix(advise(report))
+    # THEN training gains 40 / (10 + 20) = 1.33x, not the train function's 2x
+    assert fix.training_speedup == pytest.approx(40 / 30)
+    assert "With the 20.0 ms fit adds to each step around it, training gains about 1.33x" in (
+        fix.evidence
+    )
+    # and a custom loop's trial, run in the loop itself, is its own gain
+    loop = dataclasses.replace(report, train=dataclasses.replace(report.train, style="custom-loop"))
+    assert _map_fix(advise(loop)).training_speedup == pytest.approx(2.0)
