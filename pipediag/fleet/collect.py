@@ -7,6 +7,7 @@ directories (the `--out` every worker of the job was given: `out/worker-0/report
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ class WorkerReport:
     label: str
     path: Path
     report: Report
+    # The version the file was written in (an older report is converted when read).
+    written_schema: int | None = None
 
 
 def find_report_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -64,7 +67,7 @@ def load_worker_reports(paths: Sequence[str | os.PathLike[str]]) -> list[WorkerR
         except ReportError as exc:
             message = str(exc)
             raise ReportError(message if str(path) in message else f"{path}: {message}") from None
-        workers.append(WorkerReport(_label(path, report), path, report))
+        workers.append(WorkerReport(_label(path, report), path, report, _written_schema(path)))
     _check_same_schema(workers)
     _check_distinct_tasks(workers)
     return sorted(workers, key=_order)
@@ -77,10 +80,18 @@ def _label(path: Path, report: Report) -> str:
     return path.resolve().parent.name or str(path)
 
 
+def _written_schema(path: Path) -> int | None:
+    try:
+        version = json.loads(path.read_text(encoding="utf-8")).get("schema_version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, int) else None
+
+
 def _check_same_schema(workers: list[WorkerReport]) -> None:
-    versions = {w.report.schema_version for w in workers}
+    versions = {w.written_schema for w in workers}
     if len(versions) > 1:
-        listed = ", ".join(f"{w.path}: {w.report.schema_version}" for w in workers)
+        listed = ", ".join(f"{w.path}: {w.written_schema}" for w in workers)
         raise ReportError(
             f"the reports have different schema versions ({listed}): run every worker with "
             "the same pipediag"

@@ -14,6 +14,7 @@ from multiworker_jobs import worker, write_job
 
 from pipediag.fleet.io import load_fleet
 from pipediag.report.io import to_dict
+from pipediag.report.model import SCHEMA_VERSION
 
 # -- pipediag merge, end to end -------------------------------------------------------------
 
@@ -55,7 +56,7 @@ def _newer(root: Path) -> list[str]:
 def _mixed(root: Path) -> list[str]:
     write_job(root, worker(0))
     data = to_dict(worker(1))
-    data["schema_version"] = 0
+    data["schema_version"] = 1  # an older pipediag: read, but not merged with newer ones
     (root / "worker-1").mkdir()
     (root / "worker-1" / "report.json").write_text(json.dumps(data))
     return [str(root)]
@@ -84,7 +85,7 @@ def _two_for_one_task(root: Path) -> list[str]:
     [
         (_empty, "no pipediag reports in "),
         (lambda root: [str(root / "missing")], "missing does not exist"),
-        (_newer, "report schema version 99 is newer than this pipediag reads (1); upgrade"),
+        (_newer, f"report schema version 99 is newer than this pipediag reads ({SCHEMA_VERSION})"),
         (_mixed, "the reports have different schema versions"),
         (_corrupt, "is not valid JSON (line 1): corrupt report"),
         (_two_for_one_task, "two reports for worker-0"),

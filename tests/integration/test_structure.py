@@ -74,8 +74,8 @@ def test_sequential_py_function_pipeline_lists_four_stages_in_order() -> None:
     assert mapped.function == "slow_py_map"
     assert mapped.source == f"{THIS_FILE}:{slow_py_map.__code__.co_firstlineno}"
     assert mapped.uses_py_function
-    assert mapped.settings["py_function"] == "true"
-    assert mapped.settings["stateful"] == "true"
+    assert mapped.uses_py_function
+    assert mapped.stateful
     # py_function is stateful, so tf.data will not parallelise this map by itself.
     assert mapped.settings["auto_parallel"] == "no: stateful function"
     assert "num_parallel_calls" not in mapped.settings
@@ -110,7 +110,7 @@ def test_map_flags_random_ops_and_auto_parallel_for_stateless_maps() -> None:
     _, noisy, stateless = describe_pipeline(ds)
 
     assert noisy.stateful
-    assert noisy.settings["random"] == "true"
+    assert noisy.random
     assert "RandomUniformInt" in noisy.stateful_ops
     assert noisy.settings["auto_parallel"] == "no: stateful function"
     assert stateless.function == "<lambda>"
