@@ -46,3 +46,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Unit tests first, each layer in its own order: the unit layer's guard can tell that a
     test imported TensorFlow only while no integration test has imported it yet."""
     items.sort(key=lambda item: UNIT not in item.path.parents)
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored() -> Iterator[None]:
+    """Put SIGINT and SIGTERM back as they were after each test: an in-process run that left
+    SIGINT ignored would pass SIG_IGN on to every child process started later (ignored
+    signals survive exec), and the interrupt tests' scripts would then never see Ctrl-C."""
+    import signal
+
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in saved.items():
+        if signal.getsignal(sig) is not handler and handler is not None:
+            signal.signal(sig, handler)
