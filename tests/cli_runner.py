@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,13 @@ ENV = {
 }
 
 
+def default_signals() -> None:
+    """In the child, before exec: SIGINT as a terminal would deliver it. A parent started in
+    the background by a non-interactive shell ignores SIGINT, and ignored signals survive
+    exec, so a child would never see the Ctrl-C an interrupt test sends it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_pipediag(
     *args: str, cwd: Path = ROOT, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
@@ -27,4 +35,5 @@ def run_pipediag(
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=default_signals,
     )

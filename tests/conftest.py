@@ -50,9 +50,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _signal_handlers_restored() -> Iterator[None]:
-    """Put SIGINT and SIGTERM back as they were after each test: an in-process run that left
-    SIGINT ignored would pass SIG_IGN on to every child process started later (ignored
-    signals survive exec), and the interrupt tests' scripts would then never see Ctrl-C."""
+    """Put SIGINT and SIGTERM back as they were after each test: in-process runs install
+    their own handlers, and one left behind would change how later tests are interrupted."""
     import signal
 
     saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_runner import ENV, run_pipediag
+from cli_runner import ENV, default_signals, run_pipediag
 
 # Batches the script takes before it says so (the measured case signals only then): more
 # than the warm-up (5) and the 10 steps the report must hold, however slow the machine.
@@ -53,6 +53,7 @@ def _start(tmp_path: Path, *options: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,
     )
 
 
