@@ -9,47 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from watch_helpers import Said, make_watcher, train_steps
 
 from pipediag.config import WatchConfig
 from pipediag.report.model import WatchAlert
 from pipediag.testing import FakeClock
-from pipediag.timeline import StepTimeline
 from pipediag.watch.alerts import AlertSinks
-from pipediag.watch.watcher import Watcher
-
-STEP_S = 0.01
-
-
-class Said:
-    """Collects what the watcher says and notes."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.notes: list[str] = []
-
-
-def _watcher(
-    config: WatchConfig, clock: FakeClock, said: Said, warmup: int = 0
-) -> tuple[Watcher, StepTimeline]:
-    timeline = StepTimeline(warmup_steps=warmup, measured_steps=None)
-    watcher = Watcher(
-        config,
-        timeline,
-        clock=clock,
-        warmup_steps=warmup,
-        script="train.py",
-        log=said.lines.append,
-        note=said.notes.append,
-    )
-    watcher.start(clock.now(), background=False)
-    return watcher, timeline
-
-
-def _train(timeline: StepTimeline, clock: FakeClock, waits: list[float | None], epoch: int = 0):
-    for wait in waits:
-        start = clock.now()
-        clock.advance(STEP_S)
-        timeline.add(start, clock.now(), wait, epoch)
 
 
 def _alert(index: int = 3) -> WatchAlert:
@@ -131,9 +96,9 @@ def test_windows_become_tensorboard_scalars(tmp_path: Path) -> None:
     # GIVEN a watcher writing to a log directory
     clock, said = FakeClock(), Said()
     config = WatchConfig(every_steps=10, logdir=str(tmp_path))
-    watcher, timeline = _watcher(config, clock, said)
+    watcher, timeline = make_watcher(config, clock, said)
     # WHEN two windows close: no wait, then 40% wait
-    _train(timeline, clock, [0.0] * 10 + [0.004] * 10)
+    train_steps(timeline, clock, [0.0] * 10 + [0.004] * 10)
     section = watcher.finish()
     # THEN the `pipediag` run holds one point per window and tag, at the steps done
     assert section.tensorboard_logdir == str(tmp_path / "pipediag")

@@ -4,46 +4,13 @@ to a callable and to a real shell command, and TensorBoard scalars read back."""
 from __future__ import annotations
 
 import pytest
+from watch_helpers import Said, make_watcher, train_steps
 
 from pipediag.config import WatchConfig
 from pipediag.report.model import INPUT_BOUND, UNKNOWN, WatchAlert
 from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
 from pipediag.watch.watcher import PENDING_MAX_S, Watcher
-
-STEP_S = 0.01
-
-
-class Said:
-    """Collects what the watcher says and notes."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.notes: list[str] = []
-
-
-def _watcher(
-    config: WatchConfig, clock: FakeClock, said: Said, warmup: int = 0
-) -> tuple[Watcher, StepTimeline]:
-    timeline = StepTimeline(warmup_steps=warmup, measured_steps=None)
-    watcher = Watcher(
-        config,
-        timeline,
-        clock=clock,
-        warmup_steps=warmup,
-        script="train.py",
-        log=said.lines.append,
-        note=said.notes.append,
-    )
-    watcher.start(clock.now(), background=False)
-    return watcher, timeline
-
-
-def _train(timeline: StepTimeline, clock: FakeClock, waits: list[float | None], epoch: int = 0):
-    for wait in waits:
-        start = clock.now()
-        clock.advance(STEP_S)
-        timeline.add(start, clock.now(), wait, epoch)
 
 
 def test_windows_close_as_steps_come_and_an_alert_reaches_the_callable() -> None:
@@ -52,11 +19,11 @@ def test_windows_close_as_steps_come_and_an_alert_reaches_the_callable() -> None
     config = WatchConfig(
         every_steps=10, alert_input_share=0.5, alert_windows=2, alert_hook=alerts.append
     )
-    watcher, timeline = _watcher(config, clock, said, warmup=2)
+    watcher, timeline = make_watcher(config, clock, said, warmup=2)
     # WHEN 2 warm-up steps, 10 fast steps and 25 steps that wait 8 ms of 10 are recorded
-    _train(timeline, clock, [0.0] * 12)
+    train_steps(timeline, clock, [0.0] * 12)
     assert [w.label for w in watcher.poll()] == ["compute-bound"]
-    _train(timeline, clock, [0.008] * 25)
+    train_steps(timeline, clock, [0.008] * 25)
     closed = watcher.poll()
     # THEN two more windows closed (the last 5 steps wait for the end), and the second of
     # the two input-bound ones fired the alert, once
@@ -79,9 +46,9 @@ def test_windows_close_as_steps_come_and_an_alert_reaches_the_callable() -> None
 def test_waits_filled_in_later_hold_a_window_back_until_they_come() -> None:
     # GIVEN fit with batch stamps: steps are recorded without their wait
     clock, said = FakeClock(), Said()
-    watcher, timeline = _watcher(WatchConfig(every_steps=4), clock, said)
+    watcher, timeline = make_watcher(WatchConfig(every_steps=4), clock, said)
     watcher.waits_deferred = lambda: True
-    _train(timeline, clock, [None] * 4)
+    train_steps(timeline, clock, [None] * 4)
     # WHEN the watcher reads before the waits are settled
     assert watcher.poll() == []
     # THEN the window closes once they are, with them
@@ -89,7 +56,7 @@ def test_waits_filled_in_later_hold_a_window_back_until_they_come() -> None:
     (window,) = watcher.poll()
     assert window.input_wait_fraction == pytest.approx(0.5)
     # AND steps whose wait never comes are read as unknown once they are old enough
-    _train(timeline, clock, [None] * 4)
+    train_steps(timeline, clock, [None] * 4)
     assert watcher.poll() == []
     clock.advance(PENDING_MAX_S + 1)
     (late,) = watcher.poll()
@@ -99,12 +66,12 @@ def test_waits_filled_in_later_hold_a_window_back_until_they_come() -> None:
 
 def test_a_window_per_epoch_and_a_cleared_timeline() -> None:
     clock, said = FakeClock(), Said()
-    watcher, timeline = _watcher(WatchConfig(), clock, said)
-    _train(timeline, clock, [0.0] * 3, epoch=0)
+    watcher, timeline = make_watcher(WatchConfig(), clock, said)
+    train_steps(timeline, clock, [0.0] * 3, epoch=0)
     watcher.poll()
     timeline.clear()  # a one-batch peek turned out not to be the training data
-    _train(timeline, clock, [0.0] * 6, epoch=0)
-    _train(timeline, clock, [0.009] * 6, epoch=1)
+    train_steps(timeline, clock, [0.0] * 6, epoch=0)
+    train_steps(timeline, clock, [0.009] * 6, epoch=1)
     assert [(w.epoch, w.steps) for w in watcher.poll()] == [(0, 6)]
     section = watcher.finish()
     assert [(w.epoch, w.steps, w.label) for w in section.windows] == [
@@ -122,9 +89,9 @@ def test_a_callable_that_raises_is_reported_once_and_still_called() -> None:
         raise RuntimeError("pager is down")
 
     config = WatchConfig(every_steps=2, alert_input_share=0.5, alert_windows=1, alert_hook=broken)
-    watcher, timeline = _watcher(config, clock, said)
+    watcher, timeline = make_watcher(config, clock, said)
     for _ in range(3):  # three streaks: over, under, over, under, over
-        _train(timeline, clock, [0.009] * 2 + [0.0] * 2)
+        train_steps(timeline, clock, [0.009] * 2 + [0.0] * 2)
     section = watcher.finish()
     assert len(calls) == 3 and len(section.alerts) == 3
     assert len(said.notes) == 1
@@ -144,7 +111,7 @@ def test_a_thread_reads_the_timeline_until_finish() -> None:
         note=said.notes.append,
     )
     watcher.start(clock.now())
-    _train(timeline, clock, [0.0] * 12)
+    train_steps(timeline, clock, [0.0] * 12)
     section = watcher.finish()  # the thread is joined (the autouse fixture checks it)
     assert [w.steps for w in section.windows] == [5, 5, 2]
 
