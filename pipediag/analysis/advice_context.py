@@ -241,7 +241,17 @@ def fix_suggestion(
     if on_training is not None:
         assert trial is not None
         evidence += trial_text(trial) + training_text(ctx, trial)
-        if on_training < VERIFIED_MIN_GAIN:
+        high = trial.details.get("training_speedup_high")
+        if (
+            high is not None
+            and float(high) >= VERIFIED_MIN_GAIN
+            and on_training < VERIFIED_MIN_GAIN
+        ):
+            # The rounds could not tell (a busy host): neither a gain nor a loss is shown.
+            evidence += " On training the result was unclear: the prediction stands."
+            evidence += prediction_text(ctx, basis, predicted)
+            on_training = None
+        elif on_training < VERIFIED_MIN_GAIN:
             kind = NOTE
             title += f" (measured {on_training:.2f}x on your training: not worth it)"
     elif measured_gate and measured_no_gain(trial):

@@ -280,3 +280,17 @@ def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> 
     # and a custom loop's trial, run in the loop itself, is its own gain
     loop = dataclasses.replace(report, train=dataclasses.replace(report.train, style="custom-loop"))
     assert _map_fix(advise(loop)).training_speedup == pytest.approx(2.0)
+
+
+def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> None:
+    import dataclasses
+
+    # GIVEN rounds whose 90% interval spans 0.6x to 1.4x (a busy host): median 0.97x
+    unclear = dataclasses.replace(
+        _trial(0.97), details={"training_speedup_low": "0.6", "training_speedup_high": "1.4"}
+    )
+    fix = _map_fix(advise(_report_with(unclear)))
+    # THEN the fix stays a fix, ranked by its prediction, and says the trial could not tell
+    assert fix.kind == "fix" and fix.training_speedup is None
+    assert fix.predicted_speedup is not None
+    assert "On training the result was unclear: the prediction stands." in fix.evidence
