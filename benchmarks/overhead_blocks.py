@@ -100,6 +100,10 @@ class LoopTrainer:
     def warm_up(self) -> None:
         self._run(WARMUP_STEPS)  # tracing, autotune settling
 
+    def run_steps(self, steps: int) -> None:
+        """Train `steps` steps, untimed."""
+        self._run(steps)
+
     def block(self, settle: int, steps: int) -> dict[str, float]:
         self._run(settle)
         first = marks()
@@ -149,6 +153,10 @@ class FitTrainer:
     def warm_up(self) -> None:
         self._fit(WARMUP_STEPS)  # tracing the train function, autotune settling
 
+    def run_steps(self, steps: int) -> None:
+        """Train `steps` steps in one `fit` call, untimed."""
+        self._fit(steps)
+
     def block(self, settle: int, steps: int) -> dict[str, float]:
         first_batch, last_batch = settle - 1, settle + steps - 1
         self._window.clear()
@@ -158,6 +166,10 @@ class FitTrainer:
         if first is None or last is None:
             raise RuntimeError("fit ended before the block's last step")
         return costs_between(first, last, steps)
+
+    def sample_batch(self) -> Any:
+        """One batch of the training data, as `fit` reads it."""
+        return next(iter(self._dataset))
 
     def close(self) -> None:
         self._dataset = None
