@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PIPEDIAG_THREAD_PREFIX = "pipediag-"
-STAMP_PAIRS = 20
+STAMP_PAIRS = 150  # ~40 s: each pair's difference is a few us on ~110 us batches
 STAMP_BATCHES_PER_BLOCK = 1000
 CALIBRATION_CALLS = 20_000
 
@@ -55,6 +55,29 @@ def mean_ci95(values: Sequence[float]) -> dict[str, Any]:
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     half = 1.96 * sd / math.sqrt(n)
     return {"n": n, "mean": mean, "ci95": [mean - half, mean + half]}
+
+
+def widened(figure: dict[str, Any], other: dict[str, Any] | None) -> dict[str, Any]:
+    """`figure` (a `mean_ci95`) plus an independent figure's mean, with both intervals'
+    half-widths combined in quadrature."""
+    if other is None:
+        return figure
+    mean = figure["mean"] + other["mean"]
+    halves = [(f["ci95"][1] - f["ci95"][0]) / 2 for f in (figure, other) if f["ci95"]]
+    if len(halves) < 2:
+        return {"n": figure["n"], "mean": mean, "ci95": None}
+    half = math.sqrt(sum(h * h for h in halves))
+    return {"n": figure["n"], "mean": mean, "ci95": [mean - half, mean + half]}
+
+
+def share_of(figure: dict[str, Any], per_step: float) -> dict[str, Any]:
+    """A per-step figure (mean and interval) as a share of another per-step figure."""
+    ci = figure["ci95"]
+    return {
+        "n": figure["n"],
+        "mean": figure["mean"] / per_step,
+        "ci95": None if ci is None else [ci[0] / per_step, ci[1] / per_step],
+    }
 
 
 def thread_cpu_ns(prefix: str = PIPEDIAG_THREAD_PREFIX) -> dict[int, int] | None:

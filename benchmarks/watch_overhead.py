@@ -56,12 +56,14 @@ from benchmarks.overhead_blocks import (
 from benchmarks.watch_components import (
     HookClock,
     mean_ci95,
+    share_of,
     stamp_stage_cost,
     thread_cpu_ns,
     threads_spent_ns,
     timed_hooks,
     timed_next,
     timer_cost_s,
+    widened,
 )
 
 NAME = "watch_overhead"
@@ -183,8 +185,10 @@ def measure_style(style: str, case_name: str, pairs: int) -> dict[str, Any]:
     ]
     summary["process_cpu_ratio"] = ratio_summary(cpu_ratios)
     summary["windows_per_block"] = windows / max(1, len(on_costs))
-    stamp_us = 0.0 if stamps is None else stamps.delta_cpu_us["mean"]
-    totals_us = [(h + t) * 1e6 + stamp_us for h, t in zip(hook_s, threads_s, strict=True)]
+    totals_us = [(h + t) * 1e6 for h, t in zip(hook_s, threads_s, strict=True)]
+    # The stamps were measured apart: their mean is added, and their interval's half-width
+    # combined with the pairs' in quadrature.
+    total = widened(mean_ci95(totals_us), None if stamps is None else stamps.delta_cpu_us)
     summary["session_start_up"] = {
         "settle_steps": spread_summary(settle_steps),
         "pipediag_threads_cpu_ms": spread_summary(start_up_ms),
@@ -195,10 +199,9 @@ def measure_style(style: str, case_name: str, pairs: int) -> dict[str, Any]:
         "pipediag_threads_us": mean_ci95([t * 1e6 for t in threads_s]),
         "stamp_stages_us": None if stamps is None else stamps.delta_cpu_us,
         "stamp_plain_batch_us": None if stamps is None else stamps.plain_cpu_us,
-        # The stamp stages' interval is left out of the total's (it is far narrower).
-        "total_us": mean_ci95(totals_us),
-        "of_process_cpu": _share(totals_us, summary["off_process_cpu_us"]),
-        "of_step_time": _share(totals_us, summary["off_step_ms"] * 1e3),
+        "total_us": total,
+        "of_process_cpu": share_of(total, summary["off_process_cpu_us"]),
+        "of_step_time": share_of(total, summary["off_step_ms"] * 1e3),
     }
     return {
         "style": style,
@@ -206,11 +209,6 @@ def measure_style(style: str, case_name: str, pairs: int) -> dict[str, Any]:
         **summary,
         "arms": arm_summaries(blocks),
     }
-
-
-def _share(totals_us: list[float], per_step_us: float) -> dict[str, Any]:
-    """The summed pieces as a share of a per-step figure of the off blocks."""
-    return mean_ci95([t / per_step_us for t in totals_us])
 
 
 def goal(share: dict[str, Any]) -> str:
