@@ -150,6 +150,10 @@ def measure_style(style: str, case_name: str, pairs: int) -> dict[str, Any]:
                     session.start()
                     settle_steps.append(settle_session(trainer, session))
                     start_up_ms.append(threads_spent_ns(start_cpu, thread_cpu_ns() or {}) / 1e6)
+                else:
+                    # As many untimed steps as the last watch block's start-up took, so
+                    # both arms come to their block from the same stretch of training.
+                    trainer.run_steps(settle_steps[-1] if settle_steps else SETTLE_CHUNK_STEPS)
                 try:
                     clock.take()
                     before = thread_cpu_ns() or {}
