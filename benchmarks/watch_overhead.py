@@ -10,16 +10,24 @@ host and GPU samplers at watch mode's 2 Hz, the watcher thread closing windows, 
 TensorBoard scalars and judging the alert rule), in an "off" block nothing of pipediag is
 installed.
 
-Two figures per style, each a median over the pairs with a 95% confidence interval:
-- throughput, watch / off (the user's own clock: steps/s);
-- process CPU time per step, watch / off (every thread: the hook, the samplers, the
-  watcher), far less disturbed by other processes on the host than wall time.
+Each watch block starts a session of its own; its start-up (the samplers' first readings,
+the first window's TensorBoard file) is done in untimed steps before the block, and
+reported apart, since a run pays it once. The off arm trains as many untimed steps first.
 
-Windows are closed far more often than in a real run (a window per 256 steps: 0.4 s of
-the custom loop, 1.3 s of fit, against an epoch or thousands of steps), so the watcher's
-per-window work (four scalars, ~0.3 ms each) weighs more here than it would.
+The figures per style:
+- the pieces watch mode adds per step, measured during the same blocks
+  (`watch_components.py`): the hook on the training thread, pipediag's threads, and under
+  `fit` the batch stamps; their sum with a 95% interval, as a share of the off blocks'
+  process CPU per step and of their step time (an upper bound on the throughput cost);
+- as the cross-check, the whole-block ratios, watch / off, each a median over the pairs
+  with its 95% interval: throughput (the user's own clock, steps/s) and process CPU per
+  step. On 2 shared cores these intervals are about +-2% wide, too wide to show 1% alone.
 
-    python benchmarks/watch_overhead.py                  # both styles, ~12 minutes on 2 cores
+Windows are closed far more often than in a real run (a window per 256 steps: 0.7 s of
+the custom loop, 2 s of fit, against an epoch or thousands of steps), so the watcher's
+per-window work weighs more here than it would.
+
+    python benchmarks/watch_overhead.py                  # both styles, ~20 minutes on 2 cores
     python benchmarks/watch_overhead.py --style loop --pairs 200
     python benchmarks/watch_overhead.py --quick          # smoke only: figures are noise
 """

@@ -103,6 +103,7 @@ def test_windows_become_tensorboard_scalars(tmp_path: Path) -> None:
     # THEN the `pipediag` run holds one point per window and tag, at the steps done
     assert section.tensorboard_logdir == str(tmp_path / "pipediag")
     (event_file,) = (tmp_path / "pipediag").iterdir()
+    assert event_file.name.startswith("events.out.tfevents.")  # what TensorBoard lists
     points: dict[str, list[tuple[int, float]]] = {}
     for event in tf.compat.v1.train.summary_iterator(str(event_file)):
         for value in event.summary.value:

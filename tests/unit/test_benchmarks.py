@@ -6,6 +6,7 @@ TensorFlow) and the child-process helper: tests/integration/test_benchmarks_tf.p
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -399,3 +400,56 @@ def test_suggestion_matching_by_rule_prefix() -> None:
     assert common.suggestion_matches("PD003-no-prefetch", "PD001") is False
     assert common.suggestion_matches(None, "PD001") is None
     assert common.suggestion_matches("PD001-sequential-map", None) is None
+
+
+def test_watch_pieces_add_up_with_their_intervals_combined() -> None:
+    from benchmarks.watch_components import mean_ci95, share_of, threads_spent_ns, widened
+
+    pairs = mean_ci95([10.0, 12.0, 14.0, 12.0])
+    assert pairs["mean"] == pytest.approx(12.0)
+    low, high = pairs["ci95"]
+    assert high - 12.0 == pytest.approx(12.0 - low)
+    assert high - 12.0 == pytest.approx(1.96 * math.sqrt(8 / 3) / 2)
+    stamps = {"n": 150, "mean": 5.0, "ci95": [2.0, 8.0]}
+    total = widened(pairs, stamps)
+    assert total["mean"] == pytest.approx(17.0)
+    assert total["ci95"][1] - 17.0 == pytest.approx(math.hypot(high - 12.0, 3.0))
+    assert widened(pairs, None) is pairs
+    share = share_of(total, 1700.0)
+    assert share["mean"] == pytest.approx(0.01)
+    assert share["ci95"][0] == pytest.approx(total["ci95"][0] / 1700.0)
+    # A thread that started between two readings counts whole; one that ended is gone.
+    assert threads_spent_ns({1: 100, 2: 50}, {1: 400, 3: 70}) == 300 + 70
+
+
+def test_a_named_threads_cpu_time_is_read_from_the_kernel() -> None:
+    import threading
+    import time
+
+    from benchmarks.watch_components import thread_cpu_ns
+
+    if not Path("/proc/self/task").exists():
+        pytest.skip("no /proc here")
+    stop = threading.Event()
+
+    def spin() -> None:
+        end = time.process_time() + 0.05
+        while time.process_time() < end:
+            pass
+        stop.wait(30)
+
+    thread = threading.Thread(target=spin, name="pipediag-test-spin", daemon=True)
+    thread.start()
+    try:
+        time.sleep(0.01)
+        deadline = time.monotonic() + 30
+        reading = thread_cpu_ns() or {}
+        while reading.get(thread.native_id, 0) < 20_000_000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+            reading = thread_cpu_ns() or {}
+        # It spun for 50 ms of CPU: at least 20 ms of it is seen, and only pipediag's names.
+        assert reading.get(thread.native_id, 0) >= 20_000_000
+        assert threading.main_thread().native_id not in reading
+    finally:
+        stop.set()
+        thread.join()
