@@ -4,6 +4,7 @@ on a fake clock, fed steps of known waits."""
 from __future__ import annotations
 
 from pipediag.config import WatchConfig
+from pipediag.report.model import WatchAlert
 from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
 from pipediag.watch.watcher import Watcher
@@ -43,3 +44,19 @@ def train_steps(
         start = clock.now()
         clock.advance(STEP_S)
         timeline.add(start, clock.now(), wait, epoch)
+
+
+def alert(index: int = 3) -> WatchAlert:
+    """An alert as the rule makes one: 41% wait for 3 windows in a row, ending at `index`."""
+    return WatchAlert(
+        t_s=12.5,
+        window_index=index,
+        first_step=100,
+        last_step=399,
+        windows=3,
+        threshold=0.2,
+        input_wait_fraction=0.41,
+        steps_per_s=55.5,
+        message="input wait 41% of step time for 3 windows in a row",
+        epoch=2,
+    )

@@ -9,27 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from watch_helpers import Said, make_watcher, train_steps
+from watch_helpers import Said, alert, make_watcher, train_steps
 
 from pipediag.config import WatchConfig
-from pipediag.report.model import WatchAlert
 from pipediag.testing import FakeClock
 from pipediag.watch.alerts import AlertSinks
-
-
-def _alert(index: int = 3) -> WatchAlert:
-    return WatchAlert(
-        t_s=12.5,
-        window_index=index,
-        first_step=100,
-        last_step=399,
-        windows=3,
-        threshold=0.2,
-        input_wait_fraction=0.41,
-        steps_per_s=55.5,
-        message="input wait 41% of step time for 3 windows in a row",
-        epoch=2,
-    )
 
 
 def test_the_command_gets_the_figures_in_its_environment_and_as_json_on_stdin(
@@ -46,7 +30,7 @@ def test_the_command_gets_the_figures_in_its_environment_and_as_json_on_stdin(
     failures: list[str] = []
     sinks = AlertSinks(None, command, script="train.py", report_failure=failures.append)
     # WHEN an alert is delivered, and the run ends (commands are waited for a little then)
-    sinks.deliver(_alert())
+    sinks.deliver(alert())
     sinks.close()
     # THEN the command ran, in its own process, with the figures
     data = json.loads((tmp_path / "stdin.json").read_text())
@@ -68,8 +52,8 @@ def test_a_failing_command_is_reported_once_and_a_slow_one_is_not_waited_for(
 ) -> None:
     failures: list[str] = []
     sinks = AlertSinks(None, "exit 3", script="train.py", report_failure=failures.append)
-    sinks.deliver(_alert(1))
-    sinks.deliver(_alert(2))
+    sinks.deliver(alert(1))
+    sinks.deliver(alert(2))
     sinks.close()
     assert failures == ["the alert command exited with code 3: exit 3 (said once)"]
 
@@ -80,7 +64,7 @@ def test_a_failing_command_is_reported_once_and_a_slow_one_is_not_waited_for(
         script="t",
         report_failure=failures.append,
     )
-    slow.deliver(_alert())  # returns at once: the command runs on its own
+    slow.deliver(alert())  # returns at once: the command runs on its own
     assert not done.exists()
     slow.close(wait_s=0.0)
     assert failures[-1].startswith("the alert command was still running at the end")

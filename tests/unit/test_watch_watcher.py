@@ -114,18 +114,3 @@ def test_a_thread_reads_the_timeline_until_finish() -> None:
     train_steps(timeline, clock, [0.0] * 12)
     section = watcher.finish()  # the thread is joined (the autouse fixture checks it)
     assert [w.steps for w in section.windows] == [5, 5, 2]
-
-
-def _alert(index: int = 3) -> WatchAlert:
-    return WatchAlert(
-        t_s=12.5,
-        window_index=index,
-        first_step=100,
-        last_step=399,
-        windows=3,
-        threshold=0.2,
-        input_wait_fraction=0.41,
-        steps_per_s=55.5,
-        message="input wait 41% of step time for 3 windows in a row",
-        epoch=2,
-    )
