@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from pipediag.analysis.input_cost import dominant_part
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
@@ -16,7 +17,6 @@ from pipediag.report.model import (
     MEASURED,
     WARMUP,
     ComputeAlone,
-    CostPart,
     CostSplit,
     GpuDevice,
     GpuSample,
@@ -182,13 +182,7 @@ def synthetic_cost_report(
     label: VerdictLabel = (
         INPUT_BOUND if cost >= 0.20 else (BALANCED if cost >= 0.05 else COMPUTE_BOUND)
     )
-    parts: dict[CostPart, float] = {
-        COST_WAIT: wait,
-        COST_CONTENTION: contention,
-        COST_FETCH: fetch,
-    }
-    largest = max(parts, key=parts.__getitem__)
-    dominant = largest if cost >= 0.05 else None
+    dominant = dominant_part(wait, contention, fetch)
     mostly = {
         COST_WAIT: "waiting for batches",
         COST_CONTENTION: "CPU contention",

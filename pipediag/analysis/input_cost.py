@@ -95,6 +95,18 @@ def rates_of(
     )
 
 
+def dominant_part(wait: float, contention: float, fetch: float) -> CostPart | None:
+    """The largest part of an input cost, or None when the cost is too small to name one
+    (under 5% of training time, the compute-bound band)."""
+    parts: dict[CostPart, float] = {
+        COST_WAIT: wait,
+        COST_CONTENTION: contention,
+        COST_FETCH: fetch,
+    }
+    largest = max(parts, key=parts.__getitem__)
+    return largest if wait + contention + fetch >= 0.05 else None
+
+
 def split_cost(
     rates: Rates,
     wait_fraction: float,
@@ -128,18 +140,11 @@ def split_cost(
     if contention_cap is not None and contention > contention_cap:
         contention, unexplained = contention_cap, contention - contention_cap
     cost = wait + fetch + contention
-    parts: dict[CostPart, float] = {
-        COST_WAIT: wait,
-        COST_CONTENTION: contention,
-        COST_FETCH: fetch,
-    }
-    largest = max(parts, key=parts.__getitem__)
-    dominant = largest if cost >= 0.05 else None
     return cost, CostSplit(
         wait=wait,
         contention=contention,
         fetch=fetch,
-        dominant=dominant,
+        dominant=dominant_part(wait, contention, fetch),
         pipeline_cores_busy=steps_cpu.pipeline_cores if steps_cpu else None,
         free_cores=steps_cpu.free_cores if steps_cpu else None,
         pull_s=pull_s,

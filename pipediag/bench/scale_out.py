@@ -277,15 +277,21 @@ def _measure(
     return found
 
 
-def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasurement:
-    base = ServiceMeasurement(
-        where=SERVICE_LOCAL,
+def _planned(plan: _Plan, *, where: str, workers: int = 0, address: str = "") -> ServiceMeasurement:
+    """A measurement of the plan's part through a service, before anything is read."""
+    return ServiceMeasurement(
+        where=where,
+        address=address,
         workers=workers,
         processing_mode="parallel_epochs",
         part=plan.part,
         local_batches_per_s=plan.local_batches_per_s,
         notes=list(plan.notes),
     )
+
+
+def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasurement:
+    base = _planned(plan, where=SERVICE_LOCAL, workers=workers)
     if plan.error is not None:
         return _replace(base, reason=plan.error)
     began = clock.now()
@@ -314,14 +320,7 @@ def _measure_cluster(
         address = parse_address(config.data_service)
     except ValueError as exc:  # the CLI checks it; an API caller may not have
         return ServiceMeasurement(where=SERVICE_CLUSTER, reason=str(exc), part=plan.part)
-    base = ServiceMeasurement(
-        where=SERVICE_CLUSTER,
-        address=address,
-        processing_mode="parallel_epochs",
-        part=plan.part,
-        local_batches_per_s=plan.local_batches_per_s,
-        notes=list(plan.notes),
-    )
+    base = _planned(plan, where=SERVICE_CLUSTER, address=address)
     if plan.error is not None:
         return _replace(base, reason=plan.error)
     began = clock.now()
