@@ -34,6 +34,7 @@ from pipediag.report.model import (
     UNKNOWN,
     GpuSection,
     HostSection,
+    PhaseSpan,
     PhaseVerdict,
     Report,
     StageStats,
@@ -376,6 +377,32 @@ def test_steps_get_their_own_time_axis_and_cpu_keeps_the_whole_run() -> None:
         "pipeline\nalone",
         "training",
     ]
+
+
+def test_the_phases_after_the_verdict_are_named_on_the_whole_runs_cpu_panel() -> None:
+    # GIVEN a run whose stage timing and fix trials follow the compute-alone run
+    report = synthetic_cost_report()
+    alone = report.compute_alone
+    assert alone is not None and alone.start_s is not None
+    after = alone.start_s + alone.duration_s
+    report = dataclasses.replace(
+        report,
+        phases=[
+            *report.phases,
+            PhaseSpan("deep_analysis", after, 4.0),
+            PhaseSpan("training_trial", after + 4.0, 1.5),
+        ],
+    )
+    figure = build_figure(report)
+    timeline, cpu = _axes(figure, "timeline"), _axes(figure, "cpu")
+    # THEN the CPU panel, which spans them, names them after the three earlier phases
+    assert cpu.get_xlim()[1] >= after + 5.5
+    assert [t.get_text() for t in _by_gid(cpu.texts, "late-phase-label")] == [
+        "stages and\nfix trials",
+        "fixes on\ntraining",
+    ]
+    # and the steps panel, which ends with the compute-alone run, does not
+    assert _by_gid(timeline.texts, "late-phase-label") == []
 
 
 def test_phase_verdicts_are_drawn_over_their_epochs() -> None:

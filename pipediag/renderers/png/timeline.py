@@ -42,6 +42,11 @@ LABEL_STRIP_HEIGHT_PCT = 10.0
 TIMELINE_YMAX_PCT = 116.0
 PHASE_STRIP_Y_PCT = 124.0  # phase verdicts, above the label strip, when there are phases
 TIMELINE_YMAX_PHASES_PCT = 132.0
+# Phases after the verdict, named on the whole run's CPU panel (`PhaseSpan.name`).
+LATE_PHASE_LABELS = {
+    "deep_analysis": "stages and\nfix trials",
+    "training_trial": "fixes on\ntraining",
+}
 PHASE_LABEL_Y_PCT = {False: 50.0, True: 80.0}  # steps panel, whole-run CPU panel
 TIME_MARGIN = 0.01  # of the shown span, either side of the steps' own axis
 TIMELINE_TITLE_PAD_PT = 20.0  # room for the legend row between title and axes
@@ -234,7 +239,8 @@ def _timeline_legend(axes: Axes) -> None:
 def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = False) -> None:
     """Mark the pipeline-alone benchmark and the compute-alone run, so the time outside
     training is explained; `label` names them where they are shown. On the whole run's axis
-    the training steps are named too, so the CPU of the three phases reads side by side."""
+    the training steps and the phases after the verdict (stage timing and fix trials, fixes
+    tried on training) are named too, so the CPU of each phase reads side by side."""
     spans: list[tuple[float, float, str | None, str, str]] = [
         (p.start_s, p.start_s + p.duration_s, PHASE_SHADE_COLOR, "pipeline\nalone", "phase")
         for p in report.phases
@@ -251,6 +257,14 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
         start = min(s.start_s for s in steps)
         end = max(s.start_s + s.duration_s for s in steps)
         spans.append((start, end, None, "training", "training"))
+    if whole_run:
+        # What runs after the verdict (often a third of the run) is named too, so the
+        # CPU there is not read as training's.
+        spans.extend(
+            (p.start_s, p.start_s + p.duration_s, None, LATE_PHASE_LABELS[p.name], "late-phase")
+            for p in report.phases
+            if p.name in LATE_PHASE_LABELS
+        )
     low, high = axes.get_xlim()
     for start, end, colour, text, gid in spans:
         if end <= start:
