@@ -19,8 +19,10 @@ from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.config import RunConfig
 from pipediag.deep_analysis import DEEP_MIN_COST, DeepAnalysisPhases
 from pipediag.progress import Progress
+from pipediag.renderers.summary import data_pass_text
 from pipediag.report.model import (
     ComputeAlone,
+    DataPass,
     Environment,
     ExitInfo,
     GpuSection,
@@ -112,6 +114,7 @@ class DiagnosticSession(DeepAnalysisPhases):
         self.pipeline = PipelineBenchmark(measured=False, reason=NO_DATASET)
         self._progress = Progress(log)
         self._notes: list[str] = []
+        self._data_passes: list[DataPass] = []
         self._benchmarked: set[int] = set()
         self._phases: dict[str, float] = {}
         self._spans: list[PhaseSpan] = []
@@ -259,11 +262,47 @@ class DiagnosticSession(DeepAnalysisPhases):
         where the user's code runs and prints meanwhile)."""
         self._progress.phase(what, budget_s, redraw=redraw)
 
-    def mark_style(self, style: TrainStyle) -> None:
-        if self.style == "none":
+    def mark_style(self, style: TrainStyle) -> bool:
+        """How the script trains; False when another style is diagnosed instead.
+
+        A script that runs `fit` is diagnosed as `keras-fit` whatever loop trained before
+        it: the loop's steps are dropped (docs/design.md, "Finding the training").
+        """
+        if self.style == "none" or self.style == style:
             self.style = style
-        elif self.style != style:
-            self.note_once(f"the script trains both with {self.style} and {style}")
+            return True
+        if style == "keras-fit" and self.style == "custom-loop":
+            self.note(
+                f"the script trained in a custom loop ({len(self.timeline)} steps) before "
+                "calling fit: fit's training is diagnosed"
+            )
+            self.style = style
+            self.timeline.clear()
+            if self._hooks is not None:
+                self._hooks.loop.forget_training()
+            return True
+        self.note_once(f"the script trains both with {self.style} and {style}")
+        return False
+
+    def data_pass(self, record: DataPass) -> None:
+        """A pass over the data that was not training: kept for the report, passes alike
+        (a validation loop each epoch) merged into one record."""
+        for i, seen in enumerate(self._data_passes):
+            if (seen.reason, seen.by, seen.where, seen.dataset) == (
+                record.reason,
+                record.by,
+                record.where,
+                record.dataset,
+            ):
+                self._data_passes[i] = dataclasses.replace(
+                    seen,
+                    passes=seen.passes + record.passes,
+                    batches=seen.batches + record.batches,
+                    duration_s=seen.duration_s + record.duration_s,
+                )
+                return
+        self._data_passes.append(record)
+        self.log(f"skipped {data_pass_text(record)}")
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:
@@ -492,6 +531,7 @@ class DiagnosticSession(DeepAnalysisPhases):
             warmup_steps=self.config.warmup_steps,
             style=self.style,
             input_wait_source=self._wait_source(),
+            skipped_passes=self._data_passes,
         )
         verdict = judge(
             train, self.pipeline, compute_alone=self.compute_alone, cores=os.cpu_count()
@@ -547,6 +587,7 @@ class DiagnosticSession(DeepAnalysisPhases):
             warmup_steps=self.config.warmup_steps,
             style=self.style,
             input_wait_source=source,
+            skipped_passes=self._data_passes,
         )
 
     def _add_phase(self, name: str, start: float, end: float) -> None:

@@ -40,6 +40,7 @@ from pipediag.report.model import (
     WARMUP,
     ComputeAlone,
     CostSplit,
+    DataPass,
     HostSection,
     PipelineBenchmark,
     StepLabel,
@@ -101,6 +102,7 @@ def build_train_section(
     style: TrainStyle,
     input_wait_source: str,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    skipped_passes: Sequence[DataPass] = (),
 ) -> TrainSection:
     """Steps on the report's time axis (seconds since `origin`), labelled, with rates.
 
@@ -137,6 +139,7 @@ def build_train_section(
         step_time=latency_stats(durations),
         input_wait=latency_stats(waits),
         steps=steps,
+        skipped_passes=list(skipped_passes),
     )
 
 
@@ -262,6 +265,13 @@ def _summary(
 
 
 def _why_no_verdict(train: TrainSection, pipeline: PipelineBenchmark) -> str:
+    if not train.steps and train.skipped_passes:
+        passes = sum(p.passes for p in train.skipped_passes)
+        return (
+            f"No training was found: the script made {passes} pass(es) over its data, none "
+            "of them training (no train step between their pulls, or made by Keras), so "
+            "there is no verdict."
+        )
     if not train.steps:
         return (
             "No training steps were seen: the script did not iterate a tf.data dataset "

@@ -16,6 +16,7 @@ from pipediag.hooks.host import HookHost
 from pipediag.hooks.imports import PostImportHook
 from pipediag.hooks.keras_fit import FitPatch, FitTracker
 from pipediag.hooks.tfdata import CustomLoopTracker, IteratorPatch
+from pipediag.hooks.train_evidence import GradientTapePatch, GradientWatch
 
 
 @dataclass
@@ -26,23 +27,33 @@ class InstalledHooks:
     loop: CustomLoopTracker
     _fit_patch: FitPatch
     _iterator_patch: IteratorPatch
+    _tape_patch: GradientTapePatch
     _imports: PostImportHook
 
     def uninstall(self) -> None:
         self._imports.uninstall()
         self._fit_patch.uninstall()
         self._iterator_patch.uninstall()
+        self._tape_patch.uninstall()
         self.fit.finish()
+        self.loop.finish()
 
 
 def install(session: HookHost) -> InstalledHooks:
     """Patch tf.data and Keras now if imported, else as soon as the script imports them."""
+    watch = GradientWatch()
     fit = FitTracker(session)
-    loop = CustomLoopTracker(session)
+    loop = CustomLoopTracker(session, watch)
     fit_patch = FitPatch(fit, session)
     iterator_patch = IteratorPatch(loop, session)
-    imports = PostImportHook({"tensorflow": iterator_patch.install, "keras": fit_patch.install})
-    hooks = InstalledHooks(fit, loop, fit_patch, iterator_patch, imports)
+    tape_patch = GradientTapePatch(watch)
+
+    def on_tensorflow(module: object) -> None:
+        iterator_patch.install(module)
+        tape_patch.install()
+
+    imports = PostImportHook({"tensorflow": on_tensorflow, "keras": fit_patch.install})
+    hooks = InstalledHooks(fit, loop, fit_patch, iterator_patch, tape_patch, imports)
     try:
         imports.install()
     except BaseException:

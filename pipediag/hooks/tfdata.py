@@ -6,11 +6,18 @@ time spent in it is the step's input wait, measured directly. A step runs from o
 to the next pull on the training dataset, so it includes the train step that the loop
 runs on the batch.
 
-Which dataset is the training one: the first dataset the loop pulls from. A peek (a
-single batch, as in `for x in ds.take(1): print(x.shape)`) does not settle it: when
-another dataset is pulled from after at most one batch, that one becomes the training
-dataset instead. A training dataset rebuilt each epoch (`for x in ds.take(n)`) is
-recognised by its stages and element types once the previous object is gone.
+Which pulls are training (docs/design.md, "Finding the training"): each iterator's pass
+is judged once, at its first pull.
+- A pass Keras makes (`adapt`, `evaluate`, `predict`: Keras frames between the pull and
+  the script on the call stack) is never training.
+- Any other pass is undecided until a train step is seen between two of its pulls: the
+  variables the script's gradients are taken for changed (`hooks/train_evidence.py`). Its
+  dataset is then the training dataset, benchmarked alone, and its pulls are timed from
+  there on. A pass that ends undecided (a statistics pass, a peek at one batch) is
+  recorded as skipped, and the step budget never counts it.
+- Once training is found, a new pass over the same stream (the next epoch, or
+  `ds.take(n)` rebuilt each epoch) is training from its first pull; a pass over another
+  dataset (validation) is not.
 """
 
 from __future__ import annotations
@@ -22,56 +29,96 @@ from typing import Any
 
 from pipediag.hooks.compute_alone import MAX_SECONDS, CachedBatchSteps
 from pipediag.hooks.host import HookHost
+from pipediag.hooks.pass_origin import pass_origin
+from pipediag.hooks.train_evidence import GradientWatch, changed
 from pipediag.hooks.training_trial import LoopTrials
+from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass
 from pipediag.timeline import StepBudgetReached
 
-# A dataset that delivered at most this many batches before another one was read is a
-# peek (`for x in ds.take(1): print(x.shape)`), not the training data.
-PEEK_BATCHES = 1
+# A JAX loop takes no TensorFlow gradient to watch: there, a pass that goes on past this
+# many batches is taken for training (the rule before train steps were watched).
+JAX_PEEK_BATCHES = 1
+
+# What a pass is, once judged.
+UNDECIDED = "undecided"  # no train step seen between its pulls yet
+TRAINING = "training"
+KERAS = "keras"  # made by a Keras call: never training
+BESIDE = "beside"  # another dataset read once training was found (validation)
+UNTRACKED = "untracked"  # not a dataset's iterator, or read after fit was diagnosed
+
+
+class _Pass:
+    """One iterator's pass over a dataset, from its first pull."""
+
+    __slots__ = (
+        "iterator",
+        "dataset",
+        "kind",
+        "by",
+        "where",
+        "chain",
+        "batches",
+        "began",
+        "last",
+        "fresh",
+        "snapshot",
+    )
+
+    def __init__(self, iterator: Any, dataset: Any, kind: str, now: float) -> None:
+        self.iterator = weakref.ref(iterator)
+        self.dataset: weakref.ref[Any] | None = (
+            weakref.ref(dataset) if dataset is not None else None
+        )
+        self.kind = kind
+        self.by: str | None = None
+        self.where: str | None = None
+        self.chain = ""
+        self.batches = 0
+        self.began = self.last = now
+        self.fresh = True  # no training pull timed yet
+        self.snapshot: tuple[Any, ...] | None = None
 
 
 class CustomLoopTracker:
     """Turns pulls on the training dataset's iterators into timed steps."""
 
-    def __init__(self, session: HookHost) -> None:
+    def __init__(self, session: HookHost, watch: GradientWatch | None = None) -> None:
         self._session = session
         self._timeline = session.timeline
         self._now = session.clock.now
+        self._watch = watch or GradientWatch()
         self._train_dataset: weakref.ref[Any] | None = None
         self._train_signature: tuple[str, str] | None = None
         self._train_ancestors: list[weakref.ref[Any]] = []
-        self._train_batches = 0
-        self._rejected: weakref.ref[Any] | None = None
-        self._last_iterator: weakref.ref[Any] | None = None
+        self._pass: _Pass | None = None
+        self._passes: dict[int, _Pass] = {}
         self._open_step: tuple[float, float] | None = None  # (start, input wait)
         self._epoch = -1
         self._last_batch: Any = None
         self._cached_steps: CachedBatchSteps | None = None
         self._fix_trials: LoopTrials | None = None
+        self._fit_diagnosed = False
 
     def on_next(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
         # Runs on every pull of the user's loop, often thousands a second: the common case
-        # (the training dataset, already known) is tested first, without a method call, and
-        # the step is closed with one call into the timeline.
+        # (the pass already judged training) is tested first, and the step is closed with
+        # one call into the timeline.
         if self._cached_steps is not None:
             return self._serve_cached(iterator, fetch)
         if self._fix_trials is not None:
             return self._serve_fix_trials(iterator, fetch)
-        dataset = getattr(iterator, "_dataset", None)
-        known = self._train_dataset
-        if dataset is None or (
-            (known is None or known() is not dataset) and not self._is_training(dataset)
-        ):
-            return fetch(iterator)
+        current = self._pass
+        if current is None or current.iterator() is not iterator:
+            current = self._pass = self._pass_of(iterator)
+        if current.kind != TRAINING:
+            return self._pull_outside_training(current, iterator, fetch)
         now = self._now()
-        last = self._last_iterator
-        if last is None or last() is not iterator:
+        if current.fresh:
             # A new pass over the data: a step left open by a loop that broke out early
             # would span the gap between passes, so it is dropped.
-            self._last_iterator = weakref.ref(iterator)
+            current.fresh = False
             self._open_step = None
             self._epoch += 1
-            self._session.mark_style("custom-loop")
         elif self._open_step is not None:
             start, wait = self._open_step
             self._open_step = None
@@ -88,9 +135,131 @@ class CustomLoopTracker:
                 self._open_step = None
             raise
         self._open_step = (now, self._now() - now)
-        self._train_batches += 1
         self._last_batch = batch
         return batch
+
+    def forget_training(self) -> None:
+        """Fit is diagnosed instead: the loop's pulls are no longer timed."""
+        self._train_dataset = None
+        self._open_step = None
+        for judged in self._passes.values():
+            if judged.kind == TRAINING:
+                judged.kind = UNTRACKED
+        self._fit_diagnosed = True
+
+    def finish(self) -> None:
+        """Record every pass still open that was not training; safe to call more than once."""
+        for judged in list(self._passes.values()):
+            self._record(judged)
+        self._passes.clear()
+        self._pass = None
+
+    # -- judging passes --------------------------------------------------------------
+    def _pass_of(self, iterator: Any) -> _Pass:
+        """The pass this iterator makes: judged at its first pull, looked up after."""
+        known = self._passes.get(id(iterator))
+        if known is not None and known.iterator() is iterator:
+            return known
+        self._sweep()
+        dataset = getattr(iterator, "_dataset", None)
+        now = self._now()
+        if dataset is None or self._fit_diagnosed:
+            judged = _Pass(iterator, dataset, UNTRACKED, now)
+        else:
+            origin = pass_origin(sys._getframe(1))
+            judged = _Pass(iterator, dataset, UNDECIDED, now)
+            judged.by, judged.where = origin.by, origin.where
+            judged.chain = _chain(dataset)
+            if origin.by is not None:
+                judged.kind = KERAS
+            elif self._train_dataset is not None:
+                if self._same_stream(dataset):
+                    self._start_training(judged, dataset)
+                else:
+                    judged.kind = BESIDE
+        self._passes[id(iterator)] = judged
+        return judged
+
+    def _pull_outside_training(
+        self, judged: _Pass, iterator: Any, fetch: Callable[[Any], Any]
+    ) -> Any:
+        """A pull that is not a timed step: counted for the record, and, while the pass is
+        undecided, checked for a train step since the last pull."""
+        if judged.kind == UNDECIDED:
+            snapshot = self._watch.snapshot()
+            if changed(judged.snapshot, snapshot) or self._jax_training(judged):
+                dataset = judged.dataset() if judged.dataset is not None else None
+                if dataset is not None and self._start_training(judged, dataset):
+                    return self.on_next(iterator, fetch)
+            judged.snapshot = snapshot
+        if judged.kind == UNTRACKED:
+            return fetch(iterator)
+        try:
+            batch = fetch(iterator)
+        except Exception:
+            if _is_end_of_sequence(sys.exc_info()[1]):
+                self._passes.pop(id(iterator), None)
+                self._record(judged)
+                if self._pass is judged:
+                    self._pass = None
+            raise
+        judged.batches += 1
+        judged.last = self._now()
+        return batch
+
+    def _jax_training(self, judged: _Pass) -> bool:
+        """A JAX loop: no TensorFlow gradient to watch, so a pass past a peek is training."""
+        return (
+            self._watch.gradients_seen == 0
+            and "jax" in sys.modules
+            and judged.batches > JAX_PEEK_BATCHES
+        )
+
+    def _start_training(self, judged: _Pass, dataset: Any) -> bool:
+        """The pass is training: its dataset becomes the training dataset (benchmarked
+        alone once). False when fit is diagnosed instead."""
+        if not self._session.mark_style("custom-loop"):
+            judged.kind = UNTRACKED
+            return False
+        judged.kind = TRAINING
+        self._watch.watching = False
+        if self._train_dataset is not None and self._train_dataset() is dataset:
+            return True
+        known = self._train_dataset is not None
+        self._train_dataset = weakref.ref(dataset)
+        if known:
+            # The training dataset rebuilt for a new pass (`ds.take(n)` in an epoch loop):
+            # benchmarked again only if the last one could not be (it ran out first).
+            if not self._session.pipeline.measured:
+                self._session.benchmark_pipeline(dataset)
+            return True
+        self._train_signature = _signature(dataset)
+        self._train_ancestors = [weakref.ref(d) for d in _ancestors(dataset)[1:]]
+        self._session.benchmark_pipeline(dataset)
+        return True
+
+    def _record(self, judged: _Pass) -> None:
+        """A pass that was not training, for the report; each pass once."""
+        if judged.kind not in (UNDECIDED, KERAS, BESIDE):
+            return
+        judged.kind = UNTRACKED  # recorded
+        self._session.data_pass(
+            DataPass(
+                batches=judged.batches,
+                reason=KERAS_PASS if judged.by is not None else NO_TRAIN_STEP,
+                where=judged.where,
+                by=judged.by,
+                dataset=judged.chain,
+                duration_s=max(0.0, judged.last - judged.began),
+            )
+        )
+
+    def _sweep(self) -> None:
+        """Record and forget the passes whose iterators are gone."""
+        for key, judged in list(self._passes.items()):
+            if judged.iterator() is None:
+                del self._passes[key]
+                self._record(judged)
 
     def _at_budget(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
         """The measured steps are done: serve the loop its last batch to time the step alone.
@@ -148,44 +317,16 @@ class CustomLoopTracker:
     def _current_dataset(self) -> Any:
         return self._train_dataset() if self._train_dataset is not None else None
 
-    def _is_training(self, dataset: Any) -> bool:
-        """Whether a dataset other than the known training one is (now) the training one."""
-        current = self._train_dataset() if self._train_dataset is not None else None
-        if self._rejected is not None and self._rejected() is dataset:
-            return False
-        if self._train_dataset is not None:
-            if self._same_stream(dataset, current):
-                # The training dataset rebuilt for a new pass (`ds.take(n)` in an epoch
-                # loop): the same stream, benchmarked again only if the last one ran out
-                # before it could be timed (a peek with `train.take(1)`).
-                self._train_dataset = weakref.ref(dataset)
-                if not self._session.pipeline.measured:
-                    self._session.benchmark_pipeline(dataset)
-                return True
-            if self._train_batches > PEEK_BATCHES:
-                self._rejected = weakref.ref(dataset)
-                return False
-            self._session.note(
-                f"a dataset that gave only {self._train_batches} batch(es) before another "
-                "was read (a peek) was not taken as the training dataset"
-            )
-            self._session.timeline.clear()
-        self._train_dataset = weakref.ref(dataset)
-        self._train_signature = _signature(dataset)
-        self._train_ancestors = [weakref.ref(d) for d in _ancestors(dataset)[1:]]
-        self._train_batches = 0
-        self._last_iterator = None
-        self._epoch = -1
-        self._session.benchmark_pipeline(dataset)
-        return True
-
-    def _same_stream(self, dataset: Any, current: Any) -> bool:
+    def _same_stream(self, dataset: Any) -> bool:
         """A new dataset object that is the training data again, built on the same parents.
 
         `train.take(n)` each epoch shares the object `train` with last epoch's dataset; a
         dataset built anew from the same code (same stages and element types) counts once
         the previous one is gone, so a live validation dataset of the same shape does not.
         """
+        current = self._current_dataset()
+        if current is dataset:
+            return True
         parents = {id(p) for ref in self._train_ancestors if (p := ref()) is not None}
         if parents and any(id(node) in parents for node in _ancestors(dataset)):
             return True
@@ -210,6 +351,12 @@ def _ancestors(dataset: Any, limit: int = 64) -> list[Any]:
     return found
 
 
+def _chain(dataset: Any) -> str:
+    from pipediag.bench.pipeline import describe_chain
+
+    return describe_chain(dataset)
+
+
 def _signature(dataset: Any) -> tuple[str, str]:
     """What identifies a dataset rebuilt from the same code: its stages and element types."""
     from pipediag.bench.pipeline import describe_chain
@@ -218,9 +365,10 @@ def _signature(dataset: Any) -> tuple[str, str]:
 
 
 def _is_end_of_sequence(exc: BaseException | None) -> bool:
-    from tensorflow.python.framework import errors
-
-    return isinstance(exc, errors.OutOfRangeError)
+    # Read from the loaded module, never imported here: an iterator's end is TensorFlow's
+    # OutOfRangeError, and without TensorFlow there is no such end to see.
+    errors = sys.modules.get("tensorflow.python.framework.errors_impl")
+    return errors is not None and isinstance(exc, errors.OutOfRangeError)
 
 
 class IteratorPatch:

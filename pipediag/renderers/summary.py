@@ -26,6 +26,7 @@ from pipediag.report.model import (
     MEASURED,
     WARMUP,
     CostSplit,
+    DataPass,
     PhaseVerdict,
     Report,
     Suggestion,
@@ -546,6 +547,27 @@ def stop_reason_text(report: Report) -> str:
 def run_status(report: Report) -> str:
     """ "complete: step budget reached, script stopped", "incomplete: interrupted"."""
     return f"{'complete' if report.complete else 'incomplete'}: {stop_reason_text(report)}"
+
+
+def data_pass_text(record: DataPass) -> str:
+    """ "a 50-batch pass by TextVectorization.adapt at train.py:58 (not training)"."""
+    if record.passes > 1:
+        text = f"{record.passes} passes ({record.batches:,} batches)"
+    elif record.batches == 0:
+        text = "an empty pass"
+    else:
+        text = f"a {record.batches:,}-batch pass"
+    if record.by:
+        text += f" by {record.by}"
+    if record.where:
+        text += f" at {record.where}"
+    if record.by:
+        why = "not training"
+    elif record.batches == 0:
+        why = "the dataset was empty"
+    else:
+        why = "no train step between its pulls"
+    return f"{text} ({why})"
 
 
 def input_wait_source_text(train: TrainSection) -> str:

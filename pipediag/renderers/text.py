@@ -188,15 +188,18 @@ def _pipeline(report: Report) -> str:
 
 def _train(report: Report) -> str:
     t = report.train
+    skipped = [f"skipped {summary.data_pass_text(p)}" for p in t.skipped_passes]
     if t.steps_per_s is None:
-        return f"no measured steps ({len(t.steps)} seen)"
+        return f"\n{INDENT}".join([f"no measured steps ({len(t.steps)} seen)", *skipped])
     text = f"{summary.rate_text(t.steps_per_s)} steps/s, step {_dist(t.step_time)}"
     if t.input_wait is not None:
         text += f"; input wait {_dist(t.input_wait)}"
-    return (
-        f"{text}\n{INDENT}{t.measured_steps} measured + {t.warmup_steps} warm-up "
-        f"steps, {t.style}, {summary.input_wait_source_text(t)}"
-    )
+    lines = [
+        text,
+        f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {t.style}, "
+        f"{summary.input_wait_source_text(t)}",
+    ]
+    return f"\n{INDENT}".join([*lines, *skipped])
 
 
 def _host(report: Report) -> str:

@@ -43,6 +43,11 @@ COST_FETCH: Final = "fetch"  # the per-pull overhead of next() on a batch that w
 
 # How the script trains (`TrainSection.style`).
 TrainStyle = Literal["keras-fit", "custom-loop", "none"]
+# Why a pass over a dataset was not taken for training (`DataPass.reason`): Keras made it
+# (`adapt`, `evaluate`, `predict`), or no train step ran between its pulls.
+DataPassReason = Literal["keras", "no-train-step"]
+KERAS_PASS: Final = "keras"
+NO_TRAIN_STEP: Final = "no-train-step"
 # What a suggestion is: a change to the speed, a change to what is trained on, or a note.
 SuggestionKind = Literal["fix", "warning", "note"]
 # Why the run stopped (`Report.stop_reason`) and how the script ended (`ExitInfo.status`).
@@ -193,6 +198,24 @@ class StepRecord:
 
 
 @dataclass(frozen=True)
+class DataPass:
+    """A pass over a dataset that was not training, and so was neither timed nor counted.
+
+    `by` names the Keras call that made it ("TextVectorization.adapt"), None for the
+    script's own loop; `where` is the script's line that started it ("train.py:58").
+    """
+
+    batches: int
+    reason: DataPassReason
+    where: str | None = None
+    by: str | None = None
+    dataset: str = ""
+    duration_s: float = 0.0
+    # Passes alike (the same call, line and dataset: a validation loop each epoch), merged.
+    passes: int = 1
+
+
+@dataclass(frozen=True)
 class TrainSection:
     """Phase 2: the full train step, as the user's script ran it."""
 
@@ -207,6 +230,8 @@ class TrainSection:
     step_time: LatencyStats | None = None
     input_wait: LatencyStats | None = None
     steps: list[StepRecord] = field(default_factory=list)
+    # Passes over the data before or beside training that were not taken for train steps.
+    skipped_passes: list[DataPass] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,19 @@ def model_for(width):
     m = keras.Sequential([keras.layers.Input((width,)), keras.layers.Dense(1)])
     m.compile("sgd", "mse")
     return m
+
+# A custom loop trains only where a train step runs between its pulls (docs/design.md,
+# "Finding the training"): the loops below call this one, eagerly. Its variable is made at
+# the first step, so that the header leaves TensorFlow's runtime unstarted.
+state = {}
+
+def train_step(*_):
+    if not state:
+        state.update(weight=tf.Variable(0.0), sgd=keras.optimizers.SGD(0.01))
+    weight = state["weight"]
+    with tf.GradientTape() as tape:
+        loss = (weight - 1.0) ** 2
+    state["sgd"].apply_gradients([(tape.gradient(loss, weight), weight)])
 """
 
 
@@ -41,14 +54,22 @@ def _diagnose(tmp_path: Path, body: str) -> pipediag.Report:
 
 
 def test_empty_dataset(tmp_path: Path) -> None:
-    report = _diagnose(tmp_path, "for b in tf.data.Dataset.range(0).batch(4):\n    pass\n")
-    assert report.pipeline.measured is False and report.pipeline.reason == "the dataset is empty"
+    report = _diagnose(tmp_path, "for b in tf.data.Dataset.range(0).batch(4):\n    train_step(b)\n")
+    # no pull ever reached a train step: nothing was training, and the report says why
+    (skipped,) = report.train.skipped_passes
+    assert skipped.batches == 0
+    assert report.pipeline.measured is False
     assert report.verdict.label == UNKNOWN and report.complete
+    assert report.verdict.summary.startswith("No training was found")
+    text = (tmp_path / "out" / "summary.txt").read_text()
+    assert "skipped an empty pass at train.py:" in text and "(the dataset was empty)" in text
 
 
 def test_single_element(tmp_path: Path) -> None:
-    report = _diagnose(tmp_path, "for b in tf.data.Dataset.range(3).batch(4):\n    pass\n")
-    assert "only one batch" in (report.pipeline.reason or "")
+    report = _diagnose(tmp_path, "for b in tf.data.Dataset.range(3).batch(4):\n    train_step(b)\n")
+    # one step cannot be seen between two pulls: one batch is never a training run
+    (skipped,) = report.train.skipped_passes
+    assert skipped.batches == 1
     assert report.verdict.label == UNKNOWN
 
 
@@ -61,6 +82,7 @@ def test_dict_and_ragged_elements(tmp_path: Path) -> None:
         ds = ds.ragged_batch(2)
         for batch in ds:
             _ = batch["n"].flat_values
+            train_step(batch)
         """,
     )
     assert report.pipeline.measured
@@ -96,12 +118,13 @@ def test_a_peek_at_another_dataset_is_not_training(tmp_path: Path) -> None:
         train = tf.data.Dataset.range(10**6).map(
             lambda i: tf.py_function(slow, [i], tf.int64)).batch(2)
         for b in train:
-            pass
+            train_step(b)
         """,
     )
     assert "Map" in report.pipeline.dataset
     assert report.train.measured_steps == 10
-    assert any("peek" in note for note in report.notes)
+    (peek,) = report.train.skipped_passes
+    assert peek.batches == 1 and peek.dataset.startswith("Take <- Batch <- Range")
 
 
 def test_dataset_rebuilt_every_epoch_is_one_training_stream(tmp_path: Path) -> None:
@@ -113,13 +136,16 @@ def test_dataset_rebuilt_every_epoch_is_one_training_stream(tmp_path: Path) -> N
         val = tf.data.Dataset.range(8).batch(4)
         for epoch in range(10):
             for b in train.take(4):
-                pass
+                train_step(b)
             for b in val:
                 pass
         """,
     )
     assert report.train.measured_steps == 10
-    assert {s.epoch for s in report.train.steps} == {0, 1, 2}
+    # 4 batches an epoch: training is found at epoch 0's third pull, so 2 of its steps are
+    # timed, then 4 of each epoch after
+    assert {s.epoch for s in report.train.steps} == {0, 1, 2, 3}
+    assert all(p.dataset.endswith("Batch <- Range") for p in report.train.skipped_passes)
     assert report.verdict.label == INPUT_BOUND
     benchmarks = [p for p in report.phases if p.name == "pipeline_benchmark"]
     assert len(benchmarks) == 1  # benchmarked once, not once per epoch

@@ -1,0 +1,61 @@
+"""Who started a pass over a dataset: a Keras call (`adapt`, `evaluate`, `predict`), or the
+script's own loop, and at which line of the script.
+
+Read once per iterator, at its first pull, from the call stack: a walk of a few dozen frames,
+off the hot path (docs/design.md, "Finding the training").
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from types import FrameType
+
+# Modules whose frames stand between the script and a pull: TensorFlow's own, and pipediag's.
+_PLUMBING = ("tensorflow", "pipediag", "tf_keras", "absl")
+# Keras's decorators around its public methods: they name no call the user made.
+_KERAS_WRAPPERS = frozenset({"error_handler", "wrapper", "__call__", "_wrapper"})
+
+
+@dataclass(frozen=True)
+class PassOrigin:
+    """Where a pass began: `by` is the Keras call ("TextVectorization.adapt") that made it,
+    None when the script's own code pulls; `where` the script's line ("train.py:58")."""
+
+    by: str | None
+    where: str | None
+
+
+def _package(frame: FrameType) -> str:
+    name = frame.f_globals.get("__name__", "")
+    return name.split(".", 1)[0] if isinstance(name, str) else ""
+
+
+def _keras_call(frame: FrameType) -> str:
+    """ "TextVectorization.adapt" for a method, "split_dataset" for a function."""
+    owner = frame.f_locals.get("self")
+    name = frame.f_code.co_name
+    return f"{type(owner).__name__}.{name}" if owner is not None else name
+
+
+def _line(frame: FrameType) -> str:
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def pass_origin(frame: FrameType | None) -> PassOrigin:
+    """Walk outwards from the pull's frame to the first frame of the script's own code.
+
+    Keras frames met on the way mean Keras made the pass; the one nearest the script that is
+    a public call (not a decorator's wrapper) names it.
+    """
+    keras_call: str | None = None
+    while frame is not None:
+        package = _package(frame)
+        if package == "keras":
+            name = frame.f_code.co_name
+            if not name.startswith("_") and name not in _KERAS_WRAPPERS:
+                keras_call = _keras_call(frame)
+        elif package not in _PLUMBING:
+            return PassOrigin(by=keras_call, where=_line(frame))
+        frame = frame.f_back
+    return PassOrigin(by=keras_call, where=None)

@@ -1,0 +1,138 @@
+"""Whether a train step ran between two pulls: the variables a gradient writes changed.
+
+A custom loop is training only once a train step is seen between its pulls (docs/design.md,
+"Finding the training"). `tf.GradientTape.gradient` is wrapped to learn which variables
+the script takes gradients for; it runs on every eager step, and once while a
+`tf.function` step is traced, so both are seen. A few of the smallest of those variables
+are read at a pull and compared at the next: an optimizer that applies the gradient
+changes them. Reading them costs microseconds, and only while a pass is undecided.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+# How many of the watched variables are read at each undecided pull: the smallest, so the
+# read is cheap whatever the model's size; several, so one that a step leaves unchanged (a
+# frozen or gradient-free variable) does not hide the step.
+WATCHED_VARIABLES = 4
+# Sources beyond this many in one `gradient` call are not sized (a model of thousands of
+# variables is still watched through its first ones).
+MAX_SOURCES_SIZED = 4096
+
+
+class GradientWatch:
+    """The variables the script's gradients are taken for, and their values at a pull."""
+
+    def __init__(self) -> None:
+        self._variables: list[weakref.ref[Any]] = []
+        self._known: set[int] = set()
+        self.gradients_seen = 0
+        # Off once every loop is decided: the wrapper then only counts.
+        self.watching = True
+
+    def saw_gradient(self, sources: Any) -> None:
+        self.gradients_seen += 1
+        if not self.watching:
+            return
+        sized = []
+        for source in _flatten(sources)[:MAX_SOURCES_SIZED]:
+            if id(source) in self._known or not _is_variable(source):
+                continue
+            size = _size(source)
+            if size is not None:
+                sized.append((size, source))
+        if not sized:
+            return
+        alive = [(s, v) for ref in self._variables if (v := ref()) is not None and (s := _size(v))]
+        chosen = sorted([*alive, *sized], key=lambda pair: pair[0])[:WATCHED_VARIABLES]
+        self._variables = [weakref.ref(v) for _, v in chosen]
+        self._known = {id(v) for _, v in chosen}
+
+    def snapshot(self) -> tuple[Any, ...] | None:
+        """The watched variables' values now; None while no gradient has named any."""
+        values = []
+        for ref in self._variables:
+            variable = ref()
+            if variable is None:
+                continue
+            try:
+                values.append(variable.numpy().copy())
+            except Exception:  # noqa: S112 - a variable that cannot be read now is skipped
+                continue
+        return tuple(values) if values else None
+
+
+def changed(before: tuple[Any, ...] | None, after: tuple[Any, ...] | None) -> bool:
+    """Whether a train step ran between two snapshots: a watched variable moved."""
+    if before is None or after is None or len(before) != len(after):
+        return False
+    import numpy as np
+
+    return any(not np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def _flatten(sources: Any) -> list[Any]:
+    if isinstance(sources, (list, tuple)):
+        flat: list[Any] = []
+        for item in sources:
+            flat.extend(_flatten(item))
+        return flat
+    if isinstance(sources, dict):
+        return _flatten(list(sources.values()))
+    return [sources]
+
+
+def _is_variable(value: Any) -> bool:
+    # tf.Variable and Keras 3 variables both have `assign` and `numpy`; a tensor watched
+    # with `tape.watch` has no `assign`.
+    return hasattr(value, "assign") and hasattr(value, "numpy")
+
+
+def _size(variable: Any) -> int | None:
+    """The variable's element count; Keras 3 variables have a tuple for a shape."""
+    try:
+        shape = variable.shape
+        size = shape.num_elements() if hasattr(shape, "num_elements") else math.prod(shape)
+    except Exception:
+        return None
+    return int(size) if size is not None and size > 0 else None
+
+
+class GradientTapePatch:
+    """Wraps `tf.GradientTape.gradient`; `uninstall` restores the original exactly."""
+
+    def __init__(self, watch: GradientWatch) -> None:
+        self._watch = watch
+        self._owner: Any = None
+        self._original: Callable[..., Any] | None = None
+
+    def install(self) -> None:
+        if self._owner is not None:
+            return
+        from tensorflow.python.eager import backprop
+
+        owner = backprop.GradientTape
+        original = owner.__dict__["gradient"]
+        saw_gradient = self._watch.saw_gradient
+
+        def gradient(tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
+            # Watching must never break the user's step.
+            with contextlib.suppress(Exception):
+                saw_gradient(sources)
+            return original(tape, target, sources, *args, **kwargs)
+
+        gradient.__wrapped__ = original  # type: ignore[attr-defined]
+        gradient.__doc__ = original.__doc__
+        owner.gradient = gradient
+        self._owner, self._original = owner, original
+
+    def uninstall(self) -> None:
+        if self._owner is None:
+            return
+        self._owner.gradient = self._original
+        self._owner = self._original = None
