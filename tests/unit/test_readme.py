@@ -116,7 +116,7 @@ def test_the_issue_citation_pattern_finds_citations() -> None:
     # (spelled in two parts, so that this file holds no citation itself)
     citing = [w + n for w, n in [("(issue", " 14)"), ("Issue", " 12: the"), ("see issue", " #3")]]
     citing.append("issues" + " 12 and 13")
-    clean = ["keras-team/keras#20585", "tissue 4", "the issue is the wait", "issued 3 times"]
+    clean = ["keras-team/keras#20585", "tis" + "sue 4", "the issue is the wait", "issued 3 times"]
     # THEN the pattern tells them apart
     assert all(ISSUE_CITATION.search(line) for line in citing)
     assert not any(ISSUE_CITATION.search(line) for line in clean)
