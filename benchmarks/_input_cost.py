@@ -63,8 +63,8 @@ from benchmarks._common import (
 # --- truth bands on input cost --------------------------------------------------------------
 # XProf's input-pipeline analyzer words a wait share of 20% or more "HIGHLY input-bound" and
 # 5% to 20% "MODERATELY input-bound" (convert/op_stats_to_input_pipeline_analysis.cc);
-# pipediag's verdict applies the same bands to input cost (issue 12), so the truth does too:
-# input-bound at 20% or more, balanced from 5%, compute-bound below 5%.
+# pipediag's verdict applies the same bands to input cost (docs/design.md, "Input cost"), so
+# the truth does too: input-bound at 20% or more, balanced from 5%, compute-bound below 5%.
 COST_INPUT_BOUND_MIN = 0.20
 COST_BALANCED_MIN = 0.05
 # The TF profiler at host level 1 keeps the GetNext events and little else (pipediag's

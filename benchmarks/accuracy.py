@@ -13,7 +13,7 @@ The truth of each case is measured, not read off its name (DS-Analyzer's differe
   pipeline that is exactly P/C. It predicts waiting only: it is blind to a pipeline that
   keeps up but takes the step's cores, or costs a fixed overhead per pull.
 
-Input cost (issue 12), measured the same way without pipediag (`benchmarks/_input_cost.py`):
+Input cost, measured the same way without pipediag (`benchmarks/_input_cost.py`):
 
 - A: the case's own training as its script runs it, over the same window;
 - T: its train step on ONE held batch with the pipeline idle;

@@ -1,4 +1,4 @@
-"""Scale-out figures (issue 14): each script diagnosed with `--scale-out N` (default 2).
+"""Scale-out figures: each script diagnosed with `--scale-out N` (default 2).
 
 Per script, from the report: the verdict; whether the pipeline can move and what blocks
 it; the pipeline read in this process (P) against the same part read through the local

@@ -13,7 +13,7 @@ DEFAULT_MEASURED_STEPS = 100
 # let autotune settle. Five steps cover both on the examples and test pipelines.
 DEFAULT_WARMUP_STEPS = 5
 # ...or fewer when the steps are slow: the measured steps stop once they span this long (at
-# least 20 of them), so the verdict comes within ~10 s of the first step (issue 16) even for
+# least 20 of them), so the verdict comes within ~10 s of the first step even for
 # 65-ms steps (100 of them took 7 s on the compute-bound example), and a 10-15 s script is
 # not measured for longer than it trains.
 DEFAULT_MEASURED_SECONDS = 3.0
@@ -32,8 +32,8 @@ DEFAULT_BENCH_BATCHES = 200
 # Each candidate fix is timed beside the original in interleaved rounds; 8 s in all keeps
 # phase 1 short while giving each side a few hundred batches on typical pipelines.
 DEFAULT_VERIFY_SECONDS = 8.0
-# Stage timing and fix trials share this budget, and run only when input matters (issue 16:
-# a diagnosis should take at most ~1.3x the script's own run time). On the input-bound
+# Stage timing and fix trials share this budget, and run only when input matters (a
+# diagnosis should take at most ~1.3x the script's own run time). On the input-bound
 # example the trials settle in about 4.5 s (bench/interleaved.py stops them when clear).
 DEFAULT_DEEP_SECONDS = 6.0
 # Watch mode (`--watch`, `pipediag.keras.Watch`): an alert needs this many windows in a row

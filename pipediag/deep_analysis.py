@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
 
 # Stage timing and fix trials run when input costs at least this share of training: below
-# it no input fix can gain more than ~5%, XProf's line for "not input-bound" (issue 16).
+# it no input fix can gain more than ~5%, XProf's line for "not input-bound".
 DEEP_MIN_COST = 0.05
 # Stage timing may take up to this share of the deep-analysis budget; the fix trials get
 # the rest. Stages are quick on most pipelines (a few prefixes, a fraction of a second
@@ -87,7 +87,7 @@ class DeepAnalysisPhases:
             self._add_phase("deep_analysis", began, self.clock.now())
 
     def _check_scale_out(self) -> None:
-        """Issue 14: can the pipeline move to tf.data service, and, when asked, measured
+        """Can the pipeline move to tf.data service, and, when asked, measured
         through one (`bench/scale_out.py`). A failure costs only this section."""
         from pipediag.bench.scale_out import check_scale_out, wanted
         from pipediag.hooks.service_train import train_through

@@ -168,7 +168,7 @@ def synthetic_cost_report(
     step_s: float = 0.04,
     benchmark_s: float = 3.0,
 ) -> Report:
-    """A report in the shape issue 12 gives it: input cost split into wait, contention and
+    """A report in the shape a diagnosis gives it: input cost split into wait, contention and
     fetch (shares of training time), the three rates P, T and A, and a headline.
 
     The run is laid out as a real one is: the pipeline benchmark from 0.5 s for

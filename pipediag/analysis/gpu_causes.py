@@ -31,8 +31,7 @@ ADVICE = {
         "PyTorch) and use larger batches."
     ),
 }
-"""What to do about each idle cause (HTA's categories, docs/design.md, "Methods it builds on";
-issue 4)."""
+"""What to do about each idle cause (HTA's categories: docs/design.md, "Methods it builds on")."""
 
 CAUSE_PHRASE = {
     CAUSE_INPUT: "waiting for input",

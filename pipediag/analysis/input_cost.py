@@ -153,7 +153,7 @@ def split_cost(
 
 
 # How far real contention exceeds the simple share-of-the-cores model below: thread switching,
-# shared caches and memory bandwidth. Measured on the contention case (issue 12: a parallel
+# shared caches and memory bandwidth. Measured on the contention case (contention_fit: a parallel
 # decode map beside a small CNN on 2 cores): 43-46% measured where the model gives ~33%.
 CONTENTION_SLACK = 2.0
 # Contention under this share is believed whatever the CPU figures say (they are rough: the

@@ -1,4 +1,4 @@
-"""Issue 14, the pure part: what keeps a pipeline from tf.data service, and what moving it buys.
+"""Scale-out, the pure part: what keeps a pipeline from tf.data service, and what moving it buys.
 
 Pure functions over the report model (docs/design.md, "tf.data service"):
 

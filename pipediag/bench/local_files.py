@@ -1,6 +1,6 @@
 """Local files a tf.data pipeline names: what workers on other machines could not read.
 
-Issue 14: a pipeline reading `/data/train-*.tfrecord` runs on workers of this host and fails
+A pipeline reading `/data/train-*.tfrecord` runs on workers of this host and fails
 on a cluster's. The dataset graph holds the names as string constants: file lists
 (`from_tensor_slices(paths)`, `TFRecordDataset(paths)`), `list_files` results (matched when
 the dataset was built) and paths inside the functions of interleave or flat_map. Each is

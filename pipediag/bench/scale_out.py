@@ -1,4 +1,4 @@
-"""Issue 14, the measured part: can the training pipeline run on tf.data service, and how fast.
+"""Scale-out, the measured part: can the training pipeline run on tf.data service, and how fast.
 
 After the verdict (`session.conclude`), within the deep analysis's turn:
 

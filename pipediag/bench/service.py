@@ -1,6 +1,6 @@
 """tf.data service for the what-if copy: local servers, a dispatcher probe, timed reads.
 
-Issue 14: when one host cannot make batches as fast as its train step takes them, the answer
+When one host cannot make batches as fast as its train step takes them, the answer
 is tf.data service (a dispatcher and worker machines running the same pipeline). pipediag
 measures that move on the user's own pipeline:
 

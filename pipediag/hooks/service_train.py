@@ -1,4 +1,4 @@
-"""The user's train step fed by a tf.data service (`--data-service-train`, issue 14).
+"""The user's train step fed by a tf.data service (`--data-service-train`).
 
 On a cluster, what training would gain is best measured, not predicted: pipediag calls the
 model's own compiled train function (Keras `fit`) on batches read through the service, for

@@ -1,4 +1,4 @@
-"""The scale-out section in words (issue 14), for the text summary and the PNG alike.
+"""The scale-out section in words, for the text summary and the PNG alike.
 
 `scale_out_lines(report)` gives the lines under the summary's "Scale out" row: whether the
 pipeline can run on tf.data service and what blocks it (stage and line), what was measured

@@ -1,9 +1,8 @@
 """The summary layer: a report turned into the words and numbers every renderer shows.
 
-Issue 12 (item 5) and issue 13 (item 3): the text summary said "NO VERDICT" where the image
-said "NO CLEAR VERDICT", a stage was named by three functions, the command line was joined two
-ways, and a fix's gain read "est. 1.40x" in one and "estimated x1.40" in the other. Here each
-of those is made once: the headline, the verdict labels, the rates P/T/A, input cost and its
+Each word and figure that more than one renderer shows is made here once, so the text
+summary and the PNG cannot word the same fact two ways (a verdict, a stage's name, a fix's
+gain, the command line): the headline, the verdict labels, the rates P/T/A, input cost and its
 parts, the phases, the gains and suggestion lines, the run's status and command line. The text
 summary, the PNG and any later renderer lay these out; they do not word them again.
 

@@ -1,6 +1,6 @@
 """The terminal summary: the verdict first, then the figures behind it.
 
-Issue 12: the verdict is input cost (1 - A/T, the share of training time input costs), so
+The verdict is input cost (1 - A/T, the share of training time input costs), so
 the lines under the headline show that cost and its parts, then the three rates it comes
 from: P (pipeline alone), T (compute alone) and A (training). Every word and figure that the
 PNG shows too comes from the summary layer (`renderers/summary.py`); this module lays them

@@ -607,7 +607,7 @@ class ScaleOutPrediction:
 
 @dataclass(frozen=True)
 class ScaleOut:
-    """Issue 14: can the training pipeline move to tf.data service, and what would it take.
+    """Can the training pipeline move to tf.data service, and what would it take.
 
     `compatible` is True when nothing blocks it; `blockers` say what does, with the stage and
     line. `distribute_after_index`/`distribute_after` place the `distribute` call (the last
@@ -778,7 +778,7 @@ class Report:
     # Unix time (seconds) of the report's time zero: puts the reports of a job's workers on
     # one clock (`pipediag merge`); `created_utc` has whole seconds only. None in older reports.
     origin_unix_s: float | None = None
-    # Issue 14: tf.data service compatibility, measurements and prediction; None when not
+    # tf.data service compatibility, measurements and prediction; None when not
     # checked (reports written before it, or no dataset to check).
     scale_out: ScaleOut | None = None
     # Watch mode (`pipediag run --watch`, `pipediag.keras.Watch`); None for a diagnosis.

@@ -3,7 +3,7 @@
 The analysis writes verdict labels into its headline and the advisor writes stage names into
 suggestion titles, and the renderers print both: each is spelled here once, below all of
 them, so a verdict or a stage reads the same in the headline, a fix's title, the text summary
-and the PNG (issue 13, item 3). Pure string work over the report model.
+and the PNG. Pure string work over the report model.
 """
 
 from __future__ import annotations

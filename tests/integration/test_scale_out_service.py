@@ -1,4 +1,4 @@
-"""Issue 14 on a real tf.data service: a dispatcher and two workers on localhost (CI has no
+"""Scale-out on a real tf.data service: a dispatcher and two workers on localhost (CI has no
 cluster), standing in for a cluster where `--data-service` is tested.
 
 Start-up is mostly TensorFlow's import in each server process (seconds on 2 cores), so one

@@ -278,7 +278,7 @@ def test_what_to_change_lists_fixes_not_notes() -> None:
     assert len(lines) == 1 and lines[0].startswith("1. ") and "PD007" in lines[0]
 
 
-# ---------------------------------------------------------------------------- issue 12
+# ------------------------------------------------------- input cost, its parts and the phases
 
 
 def _by_gid(artists: Sequence[Artist], prefix: str) -> list[Artist]:

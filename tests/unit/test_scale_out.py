@@ -1,4 +1,4 @@
-"""Issue 14, the pure part: blockers, the distribute point, the prediction, the code, the words.
+"""Scale-out, the pure part: blockers, the distribute point, the prediction, the code, the words.
 
 Built reports and hand-made stages only: no TensorFlow, no service (those are in
 tests/test_scale_out_service.py).

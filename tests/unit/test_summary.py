@@ -1,4 +1,4 @@
-"""The summary layer (issue 13, item 3): the words and figures every renderer shows, made once.
+"""The summary layer: the words and figures every renderer shows, made once.
 
 Against the recorded reports (tests/fixtures/reports/) for what real runs give, and on
 hand-built reports for the cases a run rarely gives.

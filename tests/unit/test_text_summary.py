@@ -1,4 +1,4 @@
-"""The text summary (issue 12): input cost and its parts, the three rates, phase verdicts.
+"""The text summary: input cost and its parts, the three rates, phase verdicts.
 
 Every case is a hand-built report; the lines are asserted as the user reads them.
 """
@@ -163,7 +163,7 @@ def test_skipped_deep_analysis_is_one_line() -> None:
 
 
 def test_old_report_without_the_new_fields_still_renders() -> None:
-    # GIVEN a report written before issue 12: its JSON has none of the new fields
+    # GIVEN a report from before input cost was split: its JSON has none of the new fields
     data = to_dict(synthetic_report(steps=10, wait_s=0.03, compute_s=0.01))
     for key in (
         "input_cost_fraction",

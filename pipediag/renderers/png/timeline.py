@@ -1,8 +1,8 @@
 """The steps panel and the time axes: each train step's wait and compute share over time, the
 phases of the diagnosis shaded behind the time panels, and phase verdicts over their epochs.
 
-The steps get their own time axis (issue 12): the pipeline-alone benchmark runs before
-training and used to take most of a shared axis, leaving the steps a thin strip at its edge.
+The steps get their own time axis: the pipeline-alone benchmark runs before training and,
+on an axis shared with it, would take most of the width and leave the steps a thin strip.
 The host CPU panel keeps the whole run, where the phases' CPU use can be compared.
 """
 
