@@ -35,16 +35,17 @@ from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import (
     DEFAULT_ALERT_WINDOWS,
     DEFAULT_WARMUP_STEPS,
+    DEFAULT_WATCH_LOGDIR,
     RunConfig,
     WatchConfig,
     watching,
 )
+from pipediag.finish import exit_info_of, finish
 from pipediag.hooks.keras_fit import FitTracker
 from pipediag.report.model import ExitInfo, Report, StopReason, WatchAlert, WatchWindow
 from pipediag.session import DiagnosticSession
 
 EPOCH = "epoch"
-WATCH_LOGDIR = "tensorboard"  # under `out`, when no `logdir` is given
 
 
 class Watch(keras.callbacks.Callback):  # type: ignore[misc]
@@ -86,7 +87,7 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         super().__init__()
         self.out = None if out is None else Path(out)
         if logdir is None and self.out is not None:
-            logdir = self.out / WATCH_LOGDIR
+            logdir = self.out / DEFAULT_WATCH_LOGDIR
         watch = WatchConfig(
             every_steps=_every_steps(every),
             alert_input_share=_share(alert_input_share),
@@ -151,10 +152,7 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is None:
-            self.close()
-        else:
-            self.close(ExitInfo("exception", 1, f"{type(exc).__name__}: {exc}"))
+        self.close(exit_info_of(exc))
 
     # -- Keras's side ---------------------------------------------------------------------
 
@@ -202,13 +200,7 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         self._running = False
         self._tracker.finish()
         self._steps_done += len(self._session.timeline)
-        self._report = self._session.stop(exit_info, stop_reason)
-        if self.out is not None:
-            from pipediag.renderers import write_outputs
-
-            self.written, failures = write_outputs(self._report, self.out)
-            for failure in failures:
-                self._session.log(failure)
+        self._report, self.written = finish(self._session, exit_info, stop_reason, self.out)
 
 
 def _every_steps(every: int | str | None) -> int | None:
