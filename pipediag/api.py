@@ -9,14 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from pipediag.cluster import task_from_env, task_out_dir
-from pipediag.config import DEFAULT_OUT_DIR, RunConfig
+from pipediag.config import DEFAULT_OUT_DIR, DEFAULT_WATCH_LOGDIR, RunConfig
+from pipediag.finish import check_writable, finish
 from pipediag.interrupts import EXIT_INTERRUPTED, second_interrupt_aborts
-from pipediag.report.model import Report
+from pipediag.report.model import ExitInfo, Report
 from pipediag.runner import RunOutcome, check_script, run_script
 from pipediag.session import DiagnosticSession
 
-# Under the report directory: watch mode's TensorBoard log directory by default.
-WATCH_LOGDIR = "tensorboard"
+# How the run is recorded if it stops before the script ends (Ctrl-C while starting).
+_NOT_ENDED = RunOutcome(
+    ExitInfo("interrupted", EXIT_INTERRUPTED, "stopped before the script ended"), "interrupted"
+)
 
 
 def diagnose(
@@ -60,42 +63,21 @@ def run_and_report(
     """
     path = check_script(script)
     task = task_from_env()
-    if out is not None:
-        out = task_out_dir(out, task)
-        _check_writable(out)
+    folder = None if out is None else task_out_dir(out, task)
+    if folder is not None:
+        check_writable(
+            folder, f"cannot write reports to {folder}: choose a writable --out directory"
+        )
     session = DiagnosticSession(script, args, config, log=log, task=task)
-    if session.watcher is not None and out is not None:
+    if session.watcher is not None and folder is not None:
         # Watch mode's TensorBoard scalars, when neither --watch-logdir nor a Keras
         # TensorBoard callback names a log directory: beside the report.
-        session.watcher.default_logdir = str(Path(out) / WATCH_LOGDIR)
-    outcome = RunOutcome(exit=_interrupted_exit(), stop_reason="interrupted")
+        session.watcher.default_logdir = str(folder / DEFAULT_WATCH_LOGDIR)
+    outcome = _NOT_ENDED
     try:
         session.start()
         outcome = run_script(path, args, as_typed=script)
     finally:
         with second_interrupt_aborts(outcome.stop_reason == "interrupted"):
-            report = session.stop(outcome.exit, outcome.stop_reason)
-            written: list[Path] = []
-            if out is not None:
-                from pipediag.renderers import write_outputs
-
-                written, failures = write_outputs(report, Path(out))
-                for failure in failures:
-                    session.log(failure)
+            report, written = finish(session, outcome.exit, outcome.stop_reason, folder)
     return report, written
-
-
-def _interrupted_exit() -> Any:
-    from pipediag.report.model import ExitInfo
-
-    return ExitInfo("interrupted", EXIT_INTERRUPTED, "stopped before the script ended")
-
-
-def _check_writable(out: Path) -> None:
-    from pipediag.errors import UsageError
-
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot write reports to {out}: choose a writable --out directory")

@@ -17,10 +17,16 @@ DEFAULT_WARMUP_STEPS = 5
 # 65-ms steps (100 of them took 7 s on the compute-bound example), and a 10-15 s script is
 # not measured for longer than it trains.
 DEFAULT_MEASURED_SECONDS = 3.0
-# psutil at 20 Hz is the floor; NVML's utilization window is 1/6 s to 1 s, so
-# sampling it faster than 10 Hz only repeats values.
+# psutil at 20 Hz is the floor: fine enough to see per-step CPU patterns of steps of
+# 50 ms and longer, cheap enough (a few /proc reads per tick: measured 17 ms of CPU per 2 s,
+# under 1% of a core). NVML's utilization window is 1/6 s to 1 s, so sampling it faster than
+# 10 Hz only repeats values; at 10 Hz no driver sample is missed, and a handful of NVML calls
+# per device per tick costs little.
 DEFAULT_HOST_INTERVAL_S = 0.05
 DEFAULT_GPU_INTERVAL_S = 0.1
+# Readings each sampler keeps (per device for the GPU) before its resolution halves: 4096
+# readings of a few numbers plus per-core lists are a few MB at most, whatever the run length.
+DEFAULT_MAX_SAMPLES = 4096
 # Profiler traces under `fit` are stopped and read every this many steps, bounding the
 # profiler's memory on long runs.
 DEFAULT_TRACE_CHUNK_STEPS = 500
@@ -47,6 +53,8 @@ DEFAULT_ALERT_INPUT_SHARE = 0.20
 # all fetched, so a slower poll loses none of them where the driver keeps them.
 WATCH_HOST_INTERVAL_S = 0.5
 WATCH_GPU_INTERVAL_S = 0.5
+# Watch mode's TensorBoard scalars, when no log directory is named: under the report's.
+DEFAULT_WATCH_LOGDIR = "tensorboard"
 
 
 @dataclass(frozen=True)

@@ -31,20 +31,20 @@ from typing import Any
 
 import keras
 
+from pipediag.cli.argtypes import EPOCH, hook_or_command, share_value, steps_or_epoch, whole_number
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import (
     DEFAULT_ALERT_WINDOWS,
     DEFAULT_WARMUP_STEPS,
+    DEFAULT_WATCH_LOGDIR,
     RunConfig,
     WatchConfig,
     watching,
 )
+from pipediag.finish import exit_info_of, finish
 from pipediag.hooks.keras_fit import FitTracker
 from pipediag.report.model import ExitInfo, Report, StopReason, WatchAlert, WatchWindow
 from pipediag.session import DiagnosticSession
-
-EPOCH = "epoch"
-WATCH_LOGDIR = "tensorboard"  # under `out`, when no `logdir` is given
 
 
 class Watch(keras.callbacks.Callback):  # type: ignore[misc]
@@ -86,17 +86,19 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         super().__init__()
         self.out = None if out is None else Path(out)
         if logdir is None and self.out is not None:
-            logdir = self.out / WATCH_LOGDIR
+            logdir = self.out / DEFAULT_WATCH_LOGDIR
         watch = WatchConfig(
-            every_steps=_every_steps(every),
-            alert_input_share=_share(alert_input_share),
-            alert_windows=_positive("alert_windows", alert_windows),
+            every_steps=steps_or_epoch("every", every),
+            alert_input_share=share_value("alert_input_share", alert_input_share),
+            alert_windows=whole_number("alert_windows", alert_windows, 1),
             alert_command=alert if isinstance(alert, str) else None,
-            alert_hook=None if alert is None or isinstance(alert, str) else _callable(alert),
+            alert_hook=None
+            if alert is None or isinstance(alert, str)
+            else hook_or_command("alert", alert),
             logdir=None if logdir is None else os.fspath(logdir),
         )
         base = RunConfig(
-            warmup_steps=_non_negative("warmup_steps", warmup_steps), sample_gpu=sample_gpu
+            warmup_steps=whole_number("warmup_steps", warmup_steps, 0), sample_gpu=sample_gpu
         )
         self.config = watching(base, watch)
         self._log = log
@@ -151,10 +153,7 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is None:
-            self.close()
-        else:
-            self.close(ExitInfo("exception", 1, f"{type(exc).__name__}: {exc}"))
+        self.close(exit_info_of(exc))
 
     # -- Keras's side ---------------------------------------------------------------------
 
@@ -202,46 +201,4 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         self._running = False
         self._tracker.finish()
         self._steps_done += len(self._session.timeline)
-        self._report = self._session.stop(exit_info, stop_reason)
-        if self.out is not None:
-            from pipediag.renderers import write_outputs
-
-            self.written, failures = write_outputs(self._report, self.out)
-            for failure in failures:
-                self._session.log(failure)
-
-
-def _every_steps(every: int | str | None) -> int | None:
-    if every is None or every == EPOCH:
-        return None
-    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-        raise ValueError(f"every: a number of steps (1 or more) or 'epoch', got {every!r}")
-    return every
-
-
-def _share(value: float | None) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ValueError(f"alert_input_share: a share from 0 to 1 (0.2 for 20%), got {value!r}")
-    return float(value)
-
-
-def _positive(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: a whole number, 1 or more, got {value!r}")
-    return value
-
-
-def _non_negative(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name}: a whole number, 0 or more, got {value!r}")
-    return value
-
-
-def _callable(alert: Any) -> Any:
-    if not callable(alert):
-        raise ValueError(
-            f"alert: a callable (given each WatchAlert) or a shell command (str), got {alert!r}"
-        )
-    return alert
+        self._report, self.written = finish(self._session, exit_info, stop_reason, self.out)

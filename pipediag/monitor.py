@@ -40,13 +40,11 @@ from typing import Any, Final, TypeVar
 
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
-from pipediag.interrupts import EXIT_INTERRUPTED
+from pipediag.finish import exit_info_of, stop_reason_of, write_files
 from pipediag.report.model import ExitInfo, PipelineBenchmark, Report, StopReason
 from pipediag.session import DiagnosticSession
 
 T = TypeVar("T")
-
-"""128 + SIGINT, what a shell reports for Ctrl-C."""
 
 STYLE: Final = "custom-loop"
 """The session's style for steps timed around the caller's own `next()`: iterator timing."""
@@ -132,12 +130,8 @@ class Monitor:
             self._report = replace(self._report, exit=exit_info)
         report = self._report
         assert report is not None
-        if self.out is not None and not self.written:
-            from pipediag.renderers import write_outputs
-
-            self.written, failures = write_outputs(report, self.out)
-            for failure in failures:
-                self.session.log(failure)
+        if not self.written:
+            self.written = write_files(report, self.out, self.session.log)
         return report
 
     def __enter__(self) -> Monitor:
@@ -149,8 +143,8 @@ class Monitor:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        exit_info, reason = _exit_of(exc)
-        self.stop(exit_info, reason)  # the exception, if any, propagates unchanged
+        exit_info = exit_info_of(exc)
+        self.stop(exit_info, stop_reason_of(exit_info))  # an exception propagates unchanged
 
     @property
     def report(self) -> Report:
@@ -310,20 +304,6 @@ class Monitor:
         if self.session.timeline.budget_reached:
             stop_reason = "step-budget"
         self._report = self.session.stop(exit_info, stop_reason)
-
-
-def _exit_of(exc: BaseException | None) -> tuple[ExitInfo, StopReason]:
-    """How the `with` block ended, as `pipediag run` records a script's end."""
-    if exc is None:
-        return ExitInfo("ok", 0), "script-finished"
-    if isinstance(exc, KeyboardInterrupt):
-        return ExitInfo("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt"), "interrupted"
-    if isinstance(exc, SystemExit):
-        code = exc.code
-        status = code if isinstance(code, int) else (0 if code is None else 1)
-        reason: StopReason = "script-finished" if status == 0 else "system-exit"
-        return ExitInfo("system-exit", status, None if status == 0 else str(code)), reason
-    return ExitInfo("exception", 1, f"{type(exc).__name__}: {exc}"), "script-error"
 
 
 def monitor(

@@ -10,14 +10,9 @@ from pathlib import Path
 from types import TracebackType
 
 from pipediag.errors import UsageError
-from pipediag.interrupts import (
-    EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
-    TerminationRequested,
-    interrupts_unwind_the_script,
-)
+from pipediag.finish import exit_info_of, stop_reason_of
+from pipediag.interrupts import interrupts_unwind_the_script
 from pipediag.report.model import ExitInfo, StopReason
-from pipediag.timeline import StepBudgetReached
 
 
 @dataclass(frozen=True)
@@ -67,37 +62,18 @@ def run_script(script: Path, args: list[str], *, as_typed: str | None = None) ->
     try:
         with interrupts_unwind_the_script():
             runpy.run_path(argv0, run_name="__main__")
-    except StepBudgetReached:
-        return RunOutcome(ExitInfo("step-budget", 0), "step-budget")
-    except SystemExit as exc:
-        return _system_exit(exc)
-    except TerminationRequested:
-        return RunOutcome(ExitInfo("interrupted", EXIT_TERMINATED, "SIGTERM"), "interrupted")
-    except KeyboardInterrupt:
-        return RunOutcome(
-            ExitInfo("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt"), "interrupted"
-        )
     except BaseException as exc:
-        _print_user_traceback(exc, argv0)
-        return RunOutcome(ExitInfo("exception", 1, f"{type(exc).__name__}: {exc}"), "script-error")
+        exit_info = exit_info_of(exc)
+        if exit_info.status == "exception":
+            _print_user_traceback(exc, argv0)
+        elif isinstance(exc, SystemExit) and not (exc.code is None or isinstance(exc.code, int)):
+            print(exc.code, file=sys.stderr)  # as Python prints `sys.exit("message")`
+        return RunOutcome(exit_info, stop_reason_of(exit_info))
     finally:
         sys.argv = saved_argv
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
-    return RunOutcome(ExitInfo("ok", 0), "script-finished")
-
-
-def _system_exit(exc: SystemExit) -> RunOutcome:
-    code = exc.code
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code
-    else:
-        print(code, file=sys.stderr)
-        status = 1
-    reason: StopReason = "script-finished" if status == 0 else "system-exit"
-    return RunOutcome(ExitInfo("system-exit", status, None if status == 0 else str(code)), reason)
+    return RunOutcome(exit_info_of(None), "script-finished")
 
 
 def _print_user_traceback(exc: BaseException, target: str) -> None:

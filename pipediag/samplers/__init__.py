@@ -3,7 +3,7 @@
 Importing this package imports neither TensorFlow nor pynvml: the GPU sampler imports pynvml
 inside `start()`, so the core runs, and is tested, on machines without either.
 
-May import: `report`, `clock`, `errors`.
+May import: `report`, `clock`, `config` (the sampling defaults), `errors`.
 """
 
 from __future__ import annotations

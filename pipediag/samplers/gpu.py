@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
+from pipediag.config import DEFAULT_GPU_INTERVAL_S, DEFAULT_MAX_SAMPLES
 from pipediag.report.model import GpuDevice, GpuSample, GpuSection
 from pipediag.samplers.base import (
     ThreadedSampler,
@@ -32,12 +33,6 @@ from pipediag.samplers.base import (
 
 T = TypeVar("T")
 
-DEFAULT_GPU_INTERVAL_S = 0.1
-"""10 Hz: finer than the driver's utilization window (about 1/6 s at best), so no driver
-sample is missed, and a handful of NVML calls per device per tick costs little."""
-
-DEFAULT_MAX_SAMPLES = 4096
-"""Ticks kept per device before the resolution halves."""
 
 GPM_MIN_INTERVAL_S = 0.1
 """NVML documents GPM metrics between two samples at least about 100 ms apart."""

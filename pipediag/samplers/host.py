@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pipediag.clock import MONOTONIC, Clock
+from pipediag.config import DEFAULT_HOST_INTERVAL_S, DEFAULT_MAX_SAMPLES
 from pipediag.report.model import HostSample, HostSection
 from pipediag.samplers.base import (
     ThreadedSampler,
@@ -25,12 +26,6 @@ from pipediag.samplers.base import (
 if TYPE_CHECKING:
     from types import ModuleType
 
-DEFAULT_HOST_INTERVAL_S = 0.05
-"""20 Hz: fine enough to see per-step CPU patterns of steps of 50 ms and longer, cheap enough
-(a few /proc reads per tick): measured 17 ms of CPU per 2 s here, under 1% of a core."""
-
-DEFAULT_MAX_SAMPLES = 4096
-"""4096 readings of 7 numbers plus per-core lists: a few MB at most, whatever the run length."""
 
 _GUEST_FIELDS = ("guest", "guest_nice")
 """Linux counts guest time inside user/nice too; psutil's own busy-time formula drops them."""

@@ -11,7 +11,7 @@ from test_compare import scaled
 
 from pipediag.analysis.gate import Thresholds, check_report
 from pipediag.cli import main
-from pipediag.cli_reports import share
+from pipediag.cli.argtypes import share
 from pipediag.report.io import load_report, save_report
 from pipediag.report.model import Report
 

@@ -16,18 +16,26 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pipediag"
 ALLOWED = {
     "report": {"errors"},
     "analysis": {"report", "timeline", "errors"},
-    "samplers": {"clock", "report", "errors"},
+    "samplers": {"clock", "config", "report", "errors"},
     "renderers": {"analysis", "report", "errors"},
     "fleet": {"renderers", "report", "errors"},
     "bench": {"analysis", "report", "clock", "config", "errors"},
     "hooks": {"analysis", "bench", "report", "clock", "config", "timeline", "errors"},
+    # The argument checks the command line shares with `keras.Watch`: a part of its own,
+    # so that sharing them does not import the command line from below it.
+    "cli.argtypes": {"bench", "errors"},
+    "finish": {"interrupts", "report", "timeline", "errors", "renderers"},
 }
 # Only these may import the entry points.
 ENTRY_POINTS = {"cli": {"__main__"}, "api": {"cli", "pipediag"}}
+# Modules inside a part that count as parts of their own.
+OWN_PARTS = {"cli.argtypes"}
 
 
 def _part(module: str) -> str:
     parts = module.split(".")
+    if ".".join(parts[1:3]) in OWN_PARTS:
+        return ".".join(parts[1:3])
     return parts[1] if len(parts) > 1 else "pipediag"
 
 

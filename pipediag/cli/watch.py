@@ -4,20 +4,19 @@ Watch mode measures a whole run (the script runs to its end) with no pipeline-al
 no compute-alone run and no fix trials; per window (N steps or an epoch) it writes a
 verdict to the report and TensorBoard, and alerts when the input wait share stays at or
 over a threshold for K windows in a row (docs/design.md, "Watching a long run"). Bad input
-is one line and exit code 2, as everywhere in the CLI (`cli.py`).
+is one line and exit code 2, as everywhere in the CLI.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
-from pipediag.cli_reports import share
+from pipediag.cli.argtypes import every, share, windows
 from pipediag.config import DEFAULT_ALERT_INPUT_SHARE, DEFAULT_ALERT_WINDOWS, WatchConfig
 from pipediag.errors import UsageError
+from pipediag.finish import check_writable
 
-EPOCH = "epoch"
 # The options that only mean something with --watch: (dest, flag).
 WATCH_ONLY = (
     ("watch_every", "--watch-every"),
@@ -26,34 +25,6 @@ WATCH_ONLY = (
     ("alert_command", "--alert-command"),
     ("watch_logdir", "--watch-logdir"),
 )
-
-
-def every(text: str) -> int | None:
-    """An argparse type: a number of steps per window, or 'epoch' (None)."""
-    if text == EPOCH:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of steps or 'epoch', got {text!r}"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"a window needs at least 1 step, got {text}")
-    return value
-
-
-def windows(text: str) -> int:
-    """An argparse type: K, the windows in a row an alert needs."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number of windows, got {text!r}"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
-    return value
 
 
 def add_watch_options(run: argparse.ArgumentParser) -> None:
@@ -114,7 +85,11 @@ def watch_config(options: argparse.Namespace, *, steps_given: bool) -> WatchConf
     if options.deep:
         raise UsageError("--watch runs no stage timing or fix trials: drop --deep")
     if options.watch_logdir is not None:
-        _check_logdir(Path(options.watch_logdir))
+        # Before the run: scalars that cannot be written are found out at its first window.
+        logdir = Path(options.watch_logdir)
+        check_writable(
+            logdir, f"cannot write TensorBoard logs to {logdir}: choose a writable --watch-logdir"
+        )
     return WatchConfig(
         every_steps=options.watch_every,
         alert_input_share=options.alert_input_share,
@@ -122,14 +97,3 @@ def watch_config(options: argparse.Namespace, *, steps_given: bool) -> WatchConf
         alert_command=options.alert_command,
         logdir=options.watch_logdir,
     )
-
-
-def _check_logdir(logdir: Path) -> None:
-    """Before the run: scalars that cannot be written are found out at its first window."""
-    probe = logdir
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise UsageError(
-            f"cannot write TensorBoard logs to {logdir}: choose a writable --watch-logdir"
-        )

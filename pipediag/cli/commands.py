@@ -1,0 +1,69 @@
+"""`pipediag COMMAND ...`: every command in one table, and `main`, which runs one.
+
+Each command is a module with a `COMMAND` record (`common.Command`); adding one is adding
+its module and its row here. Errors the user can fix (`errors.PipediagError`) are caught
+here only, and become one line and their exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from pipediag.cli import check, compare, history, merge, report, run
+from pipediag.cli.common import Command, OneLineParser
+from pipediag.errors import PipediagError
+
+COMMANDS: tuple[Command, ...] = (
+    run.COMMAND,
+    report.COMMAND,
+    compare.COMMAND,
+    check.COMMAND,
+    history.COMMAND,
+    merge.COMMAND,
+)
+"""In the order `pipediag --help` lists them."""
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The `pipediag` parser, and each command's own parser by its name."""
+    parser = OneLineParser(
+        prog="pipediag",
+        allow_abbrev=False,
+        description="Find out why TensorFlow training is slow: the input pipeline or the model.",
+    )
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser
+    )
+    parsers: dict[str, argparse.ArgumentParser] = {}
+    for command in COMMANDS:
+        parsers[command.name] = subparsers.add_parser(
+            command.name,
+            help=command.help,
+            description=command.description,
+            usage=command.usage,
+            allow_abbrev=command.allow_abbrev,
+        )
+        command.add_arguments(parsers[command.name])
+    return parser, parsers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser, parsers = build_parser()
+    line = list(sys.argv[1:] if argv is None else argv)
+    # Only `run` passes the rest of its line on: everything after SCRIPT is the script's.
+    ours, script_args = run.split_script_args(line, parsers[run.COMMAND.name])
+    options = parser.parse_args(ours)
+    options.script_args = script_args
+    command = next(c for c in COMMANDS if c.name == options.command)
+    try:
+        return command.run(options, parsers[command.name])
+    except PipediagError as exc:
+        print(f"pipediag: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        # `pipediag report ... | head`: the reader left; no traceback, and none at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

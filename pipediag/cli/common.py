@@ -1,0 +1,42 @@
+"""What every command is made of: its record in the table, and the parser that says a
+usage error in one line."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NoReturn
+
+USAGE_EXIT = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors in one line that says where to look, instead of argparse's usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_EXIT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One `pipediag COMMAND`: its help, its options, and what it does.
+
+    Args:
+        name: the word after `pipediag`.
+        help: its line in `pipediag --help`.
+        description: the paragraph of `pipediag COMMAND --help`.
+        add_arguments: adds its options and positionals to its parser.
+        run: does the command with the parsed options and its own parser (for a usage
+            error found after parsing); returns the exit code.
+        usage: its usage line, where argparse's own would mislead.
+        allow_abbrev: whether a long option may be shortened.
+    """
+
+    name: str
+    help: str
+    description: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, argparse.ArgumentParser], int]
+    usage: str | None = None
+    allow_abbrev: bool = True

@@ -1,0 +1,45 @@
+"""`pipediag report PATH`: re-render a saved report (no TensorFlow needed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pipediag.cli.common import Command
+
+
+def add_arguments(report: argparse.ArgumentParser) -> None:
+    report.add_argument("path", help="report.json, or the directory holding it")
+    report.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where to write report.png, trace.json and summary.txt (default: beside the report)",
+    )
+
+
+def report_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from pipediag.renderers import REPORT_JSON, write_outputs
+    from pipediag.renderers.text import render_text
+    from pipediag.report.io import load_report
+
+    source = Path(options.path)
+    report = load_report(source)
+    out = Path(options.out) if options.out else (source if source.is_dir() else source.parent)
+    print(render_text(report), end="")
+    written, failures = write_outputs(report, out)
+    written = [p for p in written if p.name != REPORT_JSON or options.out]
+    for failure in failures:
+        print(f"pipediag: {failure}", file=sys.stderr)
+    if written:
+        print(f"Wrote: {', '.join(str(p) for p in written)}")
+    return 1 if failures else 0
+
+
+COMMAND = Command(
+    name="report",
+    help="re-render the summary, PNG and trace from a saved report",
+    description="Re-render a saved report (no TensorFlow needed).",
+    add_arguments=add_arguments,
+    run=report_command,
+)

@@ -1,0 +1,239 @@
+"""`pipediag run [options] SCRIPT [ARGS...]`: run a training script under pipediag."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipediag.cli import argtypes
+from pipediag.cli.common import Command
+from pipediag.cli.watch import add_watch_options, watch_config
+from pipediag.cluster import task_out_dir
+from pipediag.config import (
+    DEFAULT_MEASURED_SECONDS,
+    DEFAULT_MEASURED_STEPS,
+    DEFAULT_OUT_DIR,
+    DEFAULT_WARMUP_STEPS,
+    RunConfig,
+    watching,
+)
+from pipediag.finish import check_writable
+
+if TYPE_CHECKING:
+    from pipediag.report.model import Report
+
+
+def add_arguments(run: argparse.ArgumentParser) -> None:
+    run.add_argument(
+        "--steps",
+        type=argtypes.steps,
+        default=None,  # not given: the default count, bounded by time
+        metavar="N|all",
+        help=f"train steps to measure after the warm-up, then end the script (default "
+        f"{DEFAULT_MEASURED_STEPS}, or fewer, at least 20, once they span "
+        f"{DEFAULT_MEASURED_SECONDS:g} s); 'all' lets the script run to its end",
+    )
+    run.add_argument(
+        "--warmup",
+        type=argtypes.non_negative_int,
+        default=DEFAULT_WARMUP_STEPS,
+        metavar="N",
+        help=f"first steps kept out of the verdict (default {DEFAULT_WARMUP_STEPS})",
+    )
+    run.add_argument(
+        "--bench-seconds",
+        type=argtypes.seconds,
+        default=RunConfig.bench_seconds,
+        metavar="S",
+        help=f"time budget of the pipeline-alone benchmark (default {RunConfig.bench_seconds:g})",
+    )
+    run.add_argument(
+        "--bench-batches",
+        type=argtypes.positive_int,
+        default=RunConfig.bench_batches,
+        metavar="N",
+        help=f"batch budget of the pipeline-alone benchmark (default {RunConfig.bench_batches})",
+    )
+    run.add_argument("--no-bench", action="store_true", help="skip the pipeline-alone benchmark")
+    run.add_argument("--no-gpu", action="store_true", help="do not sample the GPU with NVML")
+    run.add_argument(
+        "--no-stages", action="store_true", help="do not time each pipeline stage alone"
+    )
+    run.add_argument(
+        "--no-verify",
+        action="store_true",
+        help="do not build and measure the suggested pipeline fixes (they stay estimates)",
+    )
+    run.add_argument(
+        "--verify-seconds",
+        type=argtypes.seconds,
+        default=RunConfig.verify_seconds,
+        metavar="S",
+        help=f"time budget for measuring fixes (default {RunConfig.verify_seconds:g})",
+    )
+    run.add_argument(
+        "--deep-seconds",
+        type=argtypes.seconds,
+        default=RunConfig.deep_seconds,
+        metavar="S",
+        help="time budget that stage timing and fix trials share "
+        f"(default {RunConfig.deep_seconds:g})",
+    )
+    run.add_argument(
+        "--deep",
+        action="store_true",
+        help="time each stage and measure fixes even when input costs under 5%% of training "
+        "(by default they run only when input matters)",
+    )
+    run.add_argument(
+        "--scale-out",
+        type=argtypes.positive_int,
+        default=0,
+        metavar="N",
+        help="read a copy of the pipeline through a tf.data service dispatcher and N workers "
+        "that pipediag starts on this host (off by default; your training is not affected)",
+    )
+    run.add_argument(
+        "--data-service",
+        type=argtypes.service_address,
+        metavar="grpc://HOST:PORT",
+        help="read a copy of the pipeline through an existing tf.data service dispatcher and "
+        "its workers",
+    )
+    run.add_argument(
+        "--data-service-train",
+        action="store_true",
+        help="with --data-service: also time your train step fed by the service (Keras fit; "
+        "every variable is restored after)",
+    )
+    run.add_argument(
+        "--out",
+        default=DEFAULT_OUT_DIR,
+        metavar="DIR",
+        help=f"directory for the report files (default {DEFAULT_OUT_DIR}); under TF_CONFIG "
+        "(a multi-worker job), its TYPE-INDEX subdirectory, e.g. worker-0",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
+    run.add_argument(
+        "--history",
+        metavar="FILE",
+        help="append this run's key figures to FILE, one JSON line (see pipediag history)",
+    )
+    add_watch_options(run)
+    run.add_argument("script", help="the training script; ARGS after it go to the script")
+
+
+def split_script_args(argv: list[str], run: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
+    """Split `run [options] SCRIPT ARGS...` at SCRIPT: nothing after it is pipediag's.
+
+    argparse alone would still match the script's own flags against pipediag's options
+    (`--b` for `--bench-seconds`, or a script's own `--steps`). `run` is the command's
+    parser; a command line of another command is returned whole.
+    """
+    if not argv or argv[0] != COMMAND.name:
+        return argv, []
+    takes_value = {
+        flag for action in run._actions if action.nargs is None for flag in action.option_strings
+    }
+    i = 1
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            return argv[: i + 2], argv[i + 2 :]
+        if not token.startswith("-") or token == "-":
+            return argv[: i + 1], argv[i + 1 :]
+        i += 2 if token in takes_value else 1
+    return argv, []
+
+
+def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from pipediag.api import run_and_report
+    from pipediag.renderers.text import render_text
+
+    if options.data_service_train and options.data_service is None:
+        parser.error("--data-service-train needs --data-service grpc://HOST:PORT")
+    steps_given = options.steps is not None
+    watch = watch_config(options, steps_given=steps_given)
+    measured_steps: int | None = DEFAULT_MEASURED_STEPS
+    if steps_given:  # a count given is measured exactly; 'all' runs to the script's end
+        measured_steps = None if options.steps == argtypes.ALL else options.steps
+    config = RunConfig(
+        measured_steps=measured_steps,
+        measured_seconds=None if steps_given else DEFAULT_MEASURED_SECONDS,
+        warmup_steps=options.warmup,
+        bench=not options.no_bench,
+        bench_seconds=options.bench_seconds,
+        bench_batches=options.bench_batches,
+        sample_gpu=not options.no_gpu,
+        stages=not options.no_stages,
+        verify=not options.no_verify,
+        verify_seconds=options.verify_seconds,
+        deep=options.deep,
+        deep_seconds=options.deep_seconds,
+        scale_out_workers=options.scale_out,
+        data_service=options.data_service,
+        data_service_train=options.data_service_train,
+    )
+    if watch is not None:
+        config = watching(config, watch)
+    script_folder = Path(options.script).resolve().parent
+    if options.history:
+        # Before the run, not after it: a history line lost at the end costs the whole run.
+        history = Path(options.history)
+        check_writable(
+            history, f"cannot append to {history}: choose a writable --history file", is_file=True
+        )
+    log = None if options.quiet else sys.stderr
+    report, written = run_and_report(
+        options.script, list(options.script_args), config, out=options.out, log=log
+    )
+    sys.stdout.flush()
+    print("\n" + render_text(report), end="")
+    report_json = task_out_dir(options.out, report.task) / "report.json"
+    if written:
+        print(f"Report: {', '.join(str(p) for p in written)}")
+        print(f"Re-render later: pipediag report {report_json}")
+        if report.task is not None:
+            print(f"Once every worker is done: pipediag merge {options.out}")
+    if options.history:
+        return _append_history(
+            report, options.history, script_folder, report_json if written else None
+        )
+    return report.exit.code
+
+
+def _append_history(
+    report: Report, history: str, script_folder: Path, report_json: Path | None
+) -> int:
+    """Append the run's line; a failure is said, and fails a run that otherwise passed."""
+    from pipediag.history import record_run
+
+    try:
+        record_run(
+            report,
+            history,
+            script_folder=script_folder,
+            report_path=None if report_json is None else str(report_json),
+        )
+    except OSError as exc:
+        print(f"pipediag: error: could not append to {history}: {exc}", file=sys.stderr)
+        return report.exit.code or 1
+    print(f"History: appended to {history} (see: pipediag history {history})")
+    return report.exit.code
+
+
+COMMAND = Command(
+    name="run",
+    help="run a training script under pipediag and diagnose it",
+    description=(
+        "Run an unmodified training script as `python SCRIPT ARGS...` would, benchmark its "
+        "input pipeline alone, time its train steps, and give a verdict. pipediag's options "
+        "come before SCRIPT; everything after SCRIPT goes to the script."
+    ),
+    add_arguments=add_arguments,
+    run=run_command,
+    usage="pipediag run [options] SCRIPT [ARGS...]",
+    allow_abbrev=False,
+)

@@ -1,0 +1,101 @@
+"""How a diagnosed run ends, the same under the three front doors (`pipediag run` and
+`diagnose()`, `Monitor`, `keras.Watch`): what its end is recorded as (`exit_info_of`,
+`stop_reason_of`), where its files may go (`check_writable`, before the run, since files
+that cannot be written are found out only at its end), and stopping the session and
+writing the files (`finish`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from pipediag.errors import UsageError
+from pipediag.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, TerminationRequested
+from pipediag.report.model import ExitInfo, Report, StopReason
+from pipediag.timeline import StepBudgetReached
+
+
+class Stoppable(Protocol):
+    """What `finish` needs of a `DiagnosticSession`."""
+
+    def stop(self, exit_info: ExitInfo, stop_reason: StopReason) -> Report: ...
+
+    def log(self, message: str) -> None: ...
+
+
+def exit_info_of(exc: BaseException | None) -> ExitInfo:
+    """How code that raised `exc` (None: returned normally) ended, as the report records it.
+
+    A `SystemExit` keeps its code as Python's own exit would (`None` is 0, a message 1);
+    Ctrl-C and SIGTERM are the codes a shell reports for them (128 + the signal).
+    """
+    if exc is None:
+        return ExitInfo("ok", 0)
+    if isinstance(exc, StepBudgetReached):
+        return ExitInfo("step-budget", 0)
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        status = code if isinstance(code, int) else (0 if code is None else 1)
+        return ExitInfo("system-exit", status, None if status == 0 else str(code))
+    if isinstance(exc, TerminationRequested):  # a KeyboardInterrupt: tested first
+        return ExitInfo("interrupted", EXIT_TERMINATED, "SIGTERM")
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitInfo("interrupted", EXIT_INTERRUPTED, "KeyboardInterrupt")
+    return ExitInfo("exception", 1, f"{type(exc).__name__}: {exc}")
+
+
+def stop_reason_of(exit_info: ExitInfo) -> StopReason:
+    """The report's `stop_reason` for a run that ended as `exit_info` says."""
+    if exit_info.status == "step-budget":
+        return "step-budget"
+    if exit_info.status == "interrupted":
+        return "interrupted"
+    if exit_info.status == "exception":
+        return "script-error"
+    if exit_info.status == "system-exit" and exit_info.code != 0:
+        return "system-exit"
+    return "script-finished"
+
+
+def check_writable(path: Path, message: str, *, is_file: bool = False) -> None:
+    """Raise `UsageError(message)` unless `path` can be written, before the run.
+
+    `path` is a directory (or, with `is_file`, a file to append to) that need not exist
+    yet: then the nearest folder above it that exists must let us create it.
+    """
+    if is_file and path.exists():
+        writable = path.is_file() and os.access(path, os.W_OK)
+    else:
+        probe = path.parent if is_file else path
+        while not probe.exists():
+            probe = probe.parent
+        writable = probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+    if not writable:
+        raise UsageError(message)
+
+
+def write_files(report: Report, out: Path | None, log: Callable[[str], None]) -> list[Path]:
+    """Write the report's files into `out` (None: none); each file that failed is logged."""
+    if out is None:
+        return []
+    from pipediag.renderers import write_outputs
+
+    written, failures = write_outputs(report, out)
+    for failure in failures:
+        log(failure)
+    return written
+
+
+def finish(
+    session: Stoppable, exit_info: ExitInfo, stop_reason: StopReason, out: Path | None
+) -> tuple[Report, list[Path]]:
+    """Stop the session, build its report and write its files into `out` (None: none).
+
+    Never raises for a file that could not be written: the session logs it, and the
+    report (returned with the files written) is whole all the same.
+    """
+    report = session.stop(exit_info, stop_reason)
+    return report, write_files(report, out, session.log)
