@@ -25,7 +25,7 @@ def add_run_noise(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_RULES.run_to_run,
         metavar="F",
         help="how much a rate moves between two runs of the same script beyond each run's own "
-        f"spread (default {DEFAULT_RULES.run_to_run:.0%}, measured on a shared 2-core host; "
+        f"spread (default {DEFAULT_RULES.run_to_run:.0%}%, measured on a shared 2-core host; "
         "0 on a quiet, dedicated machine)",
     )
 

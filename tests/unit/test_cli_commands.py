@@ -129,3 +129,13 @@ def test_good_keyword_arguments_pass_through() -> None:
     assert argtypes.share_value("alert_input_share", 1) == 1.0
     assert argtypes.whole_number("warmup_steps", 0, 0) == 0
     assert argtypes.hook_or_command("alert", "echo hi") == "echo hi"
+
+
+@pytest.mark.parametrize("name", EVERY_COMMAND)
+def test_every_command_prints_its_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse formats help with %-style: a bare "%" in a help text crashes `--help`
+    _, parsers = build_parser()
+    with pytest.raises(SystemExit) as done:
+        parsers[name].parse_args(["--help"])
+    assert done.value.code == 0
+    assert f"usage: pipediag {name}" in capsys.readouterr().out
