@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 from cli_runner import ENV, default_signals, run_pipediag
+from train_step import TRAIN_STEP
 
 # Batches the script takes before it says so (the measured case signals only then): more
 # than the warm-up (5) and the 10 steps the report must hold, however slow the machine.
 BATCHES_BEFORE_SIGNAL = 25
 
-SCRIPT = f"""
+SCRIPT = (
+    TRAIN_STEP
+    + f"""
 import time
 import tensorflow as tf
 
@@ -27,9 +30,11 @@ def slow(x):
 ds = tf.data.Dataset.range(10**9).map(lambda i: tf.py_function(slow, [i], tf.int64)).batch(2)
 print("script started", flush=True)
 for taken, batch in enumerate(ds, start=1):
+    train_step(batch)
     if taken == {BATCHES_BEFORE_SIGNAL}:
         print("{BATCHES_BEFORE_SIGNAL} batches taken", flush=True)
 """
+)
 
 
 def _start(tmp_path: Path, *options: str) -> subprocess.Popen[str]:

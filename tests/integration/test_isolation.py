@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from train_step import TRAIN_STEP
 
 import pipediag
 
@@ -17,7 +18,9 @@ pytestmark = pytest.mark.tensorflow
 # Records the data of two epochs. A seeded shuffle that reshuffles each epoch draws its
 # seeds from state every new iterator advances; a `tf.random.Generator` in a map is a
 # variable every iterator advances; a memory cache keeps whatever first filled it.
-SCRIPT = """
+SCRIPT = (
+    TRAIN_STEP
+    + """
 import json, sys
 import tensorflow as tf
 tf.random.set_seed(0)
@@ -29,9 +32,15 @@ else:
     ds = tf.data.Dataset.range(64).map(
         lambda x: x + tf.cast(gen.uniform([], 0, 1000), tf.int64))
     ds = (ds.cache() if kind == "cache" else ds).batch(8)
-seen = [[b.numpy().tolist() for b in ds] for _ in range(2)]
+seen = []
+for _ in range(2):
+    seen.append([])
+    for b in ds:
+        train_step(b)
+        seen[-1].append(b.numpy().tolist())
 json.dump(seen, open(out, "w"))
 """
+)
 
 
 def _plain(script: Path, args: list[str]) -> list[list[int]]:

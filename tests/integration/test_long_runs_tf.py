@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 from cli_runner import run_pipediag
+from train_step import TRAIN_STEP
 
 
 @pytest.mark.tensorflow
 def test_steps_all_on_100000_short_steps(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
     script.write_text(
-        "import tensorflow as tf\n"
+        TRAIN_STEP + "import tensorflow as tf\n"
         "for batch in tf.data.Dataset.range(100_000):\n"
-        "    pass\n"
+        "    train_step(batch)\n"
         "print('done')\n"
     )
     run = run_pipediag(
@@ -35,7 +36,9 @@ def test_steps_all_on_100000_short_steps(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     steps = data["train"]["steps"]
     assert len(steps) <= 20_000
-    assert sum(s["count"] for s in steps) == 100_000  # the end-of-data pull closes the last
+    # every pull but the first two (before a train step was seen between pulls) is a step's
+    # end, the end-of-data pull closing the last
+    assert sum(s["count"] for s in steps) == 100_000 - 2
     assert data["complete"] and data["stop_reason"] == "script-finished"
     assert data["host"]["process_rss_bytes_max"] > 0
     assert any("merged in pairs" in note for note in data["notes"])
