@@ -37,6 +37,7 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
+from pipediag.report.vocabulary import InputWaitSource
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -556,7 +557,7 @@ class DiagnosticSession(DeepAnalysisPhases):
         return False
 
     # -- building the report ---------------------------------------------------------
-    def _wait_source(self) -> str:
+    def _wait_source(self) -> InputWaitSource:
         """Where the steps' waits come from; under fit without stamps, fills them first."""
         if self.style == "custom-loop":
             return "iterator-timing"

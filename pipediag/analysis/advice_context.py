@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
 
 from pipediag.report.model import (
     FixTrial,
@@ -24,6 +23,12 @@ from pipediag.report.stage_facts import (
     STAGE_MIN_SHARE,
     VERIFIED_MIN_GAIN,
     int_setting,
+)
+from pipediag.report.vocabulary import (
+    FIX,
+    KERAS_FIT,
+    NOTE,
+    FixName,
 )
 
 # --- thresholds ------------------------------------------------------------------------------
@@ -57,9 +62,6 @@ SHUFFLE_MIN_BATCHES = 10
 SHUFFLE_MIN_ELEMENTS = 1000
 
 # Suggestion kinds.
-FIX: Final = "fix"
-WARNING: Final = "warning"
-NOTE: Final = "note"
 
 
 # --- the context every rule reads ------------------------------------------------------------
@@ -91,7 +93,7 @@ class Context:
             return None
         return seconds / total
 
-    def trial(self, fix: str, stage_index: int | None) -> FixTrial | None:
+    def trial(self, fix: FixName, stage_index: int | None) -> FixTrial | None:
         return self.trials.get((fix, stage_index))
 
 
@@ -241,12 +243,8 @@ def fix_suggestion(
     if on_training is not None:
         assert trial is not None
         evidence += trial_text(trial) + training_text(ctx, trial)
-        high = trial.details.get("training_speedup_high")
-        if (
-            high is not None
-            and float(high) >= VERIFIED_MIN_GAIN
-            and on_training < VERIFIED_MIN_GAIN
-        ):
+        high = trial.facts.training_speedup_high
+        if high is not None and high >= VERIFIED_MIN_GAIN and on_training < VERIFIED_MIN_GAIN:
             # The rounds could not tell (a busy host): neither a gain nor a loss is shown.
             evidence += " On training the result was unclear: the prediction stands."
             evidence += prediction_text(ctx, basis, predicted)
@@ -324,7 +322,7 @@ def training_gain(ctx: Context, trial: FixTrial) -> float | None:
     """
     raw = trial.training_speedup
     base, fixed = trial.training_baseline_steps_per_s, trial.training_variant_steps_per_s
-    if raw is None or ctx.report.train.style != "keras-fit" or not ctx.train_rate:
+    if raw is None or ctx.report.train.style != KERAS_FIT or not ctx.train_rate:
         return raw
     if not base or not fixed:
         return raw
@@ -338,7 +336,7 @@ def fit_step_overhead_s(ctx: Context, trial: FixTrial) -> float | None:
     """What `fit` adds to each step beyond its train function: the measured step time less
     the trial's baseline step time; None when the trial's step was the slower one."""
     base = trial.training_baseline_steps_per_s
-    if ctx.report.train.style != "keras-fit" or not ctx.train_rate or not base:
+    if ctx.report.train.style != KERAS_FIT or not ctx.train_rate or not base:
         return None
     added = 1.0 / ctx.train_rate - 1.0 / base
     return added if added > 0 else None
@@ -347,12 +345,11 @@ def fit_step_overhead_s(ctx: Context, trial: FixTrial) -> float | None:
 def training_text(ctx: Context, trial: FixTrial) -> str:
     """What a fix measured on training (`hooks/training_trial.py`), in one or two sentences."""
     assert trial.training_speedup is not None
-    low, high = (
-        trial.details.get("training_speedup_low"),
-        trial.details.get("training_speedup_high"),
+    low, high = trial.facts.training_speedup_low, trial.facts.training_speedup_high
+    interval = (
+        f", 90% interval {low:.3g}x-{high:.3g}x" if low is not None and high is not None else ""
     )
-    interval = f", 90% interval {low}x-{high}x" if low and high else ""
-    what = "train function" if ctx.report.train.style == "keras-fit" else "training"
+    what = "train function" if ctx.report.train.style == KERAS_FIT else "training"
     text = (
         f" Tried on your {what}: {trial.training_baseline_steps_per_s:.1f} -> "
         f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "

@@ -35,7 +35,6 @@ then by rule order and stage, so it is deterministic.
 from __future__ import annotations
 
 from pipediag.analysis.advice_context import (
-    NOTE,
     Rule,
     build_context,
 )
@@ -61,6 +60,7 @@ from pipediag.report.model import (
     Report,
     Suggestion,
 )
+from pipediag.report.vocabulary import NOTE
 
 
 def advise(report: Report) -> list[Suggestion]:

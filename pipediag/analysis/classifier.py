@@ -50,6 +50,14 @@ from pipediag.report.model import (
     Verdict,
     timed_steps,
 )
+from pipediag.report.vocabulary import (
+    SEVERITY_HIGH,
+    SEVERITY_MODERATE,
+    SEVERITY_NONE,
+    WAIT_UNAVAILABLE,
+    InputWaitSource,
+    Severity,
+)
 from pipediag.timeline import RawStep
 
 
@@ -77,11 +85,6 @@ PIPELINE_LIMITED_SHARE = 0.8
 # training rate was measured while something else took the cores (or the files were cold).
 PIPELINE_BELOW_TRAINING = 1.2
 
-SEVERITY_HIGH = "highly input-bound"
-SEVERITY_MODERATE = "moderately input-bound"
-SEVERITY_NONE = "not input-bound"
-SEVERITY_UNKNOWN = "unknown"
-
 
 def label_step(
     raw: RawStep, *, warmup: bool, thresholds: Thresholds = DEFAULT_THRESHOLDS
@@ -100,7 +103,7 @@ def build_train_section(
     origin: float,
     warmup_steps: int,
     style: TrainStyle,
-    input_wait_source: str,
+    input_wait_source: InputWaitSource,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     skipped_passes: Sequence[DataPass] = (),
 ) -> TrainSection:
@@ -131,7 +134,7 @@ def build_train_section(
     total = sum(s.duration_s for s in measured)
     return TrainSection(
         style=style,
-        input_wait_source=input_wait_source if waits else "unavailable",
+        input_wait_source=input_wait_source if waits else WAIT_UNAVAILABLE,
         warmup_steps=min(warmup_steps, index),
         measured_steps=count,
         merged_records=sum(s.count > 1 for s in steps),
@@ -184,11 +187,12 @@ def judge(
     )
     high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
     label = label_of(cost, high=high, moderate=moderate)
-    severity = {
+    severities: dict[str, Severity] = {
         INPUT_BOUND: SEVERITY_HIGH,
         BALANCED: SEVERITY_MODERATE,
         COMPUTE_BOUND: SEVERITY_NONE,
-    }[label]
+    }
+    severity = severities[label]
     phases = phases_of(timed, rates.compute, high=high, moderate=moderate, contention_cap=cap)
     compute_rate = rates.compute
     headroom = (

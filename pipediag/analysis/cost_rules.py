@@ -12,7 +12,7 @@ gain if that part of the cost went away, an upper bound (the work itself remains
 
 from __future__ import annotations
 
-from pipediag.analysis.advice_context import FIX, NOTE, Context, training_gain, training_text
+from pipediag.analysis.advice_context import Context, training_gain, training_text
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
@@ -22,6 +22,12 @@ from pipediag.report.model import (
 )
 from pipediag.report.names import stage_name
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+from pipediag.report.vocabulary import (
+    FIX,
+    FIX_THREAD_CAP,
+    KERAS_FIT,
+    NOTE,
+)
 
 
 def _split(ctx: Context) -> CostSplit | None:
@@ -60,10 +66,6 @@ def capped_threads(cores: int, step_cores: float | None) -> int:
     return max(1, round(cores - step_cores))
 
 
-# The fix id of the thread-cap trial (`bench/whatif.py` FIX_THREAD_CAP), tried on training.
-THREAD_CAP = "thread-cap"
-
-
 def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     split = _split(ctx)
     if split is None or split.dominant != COST_CONTENTION:
@@ -97,7 +99,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         "keeps the cores it needs, or move the preprocessing to other machines "
         "(tf.data service)."
     )
-    cap = ctx.trial(THREAD_CAP, None)
+    cap = ctx.trial(FIX_THREAD_CAP, None)  # tried on training
     measured = training_gain(ctx, cap) if cap is not None else None
     cap_code = (
         "options = tf.data.Options()\n"
@@ -105,7 +107,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         "ds = ds.with_options(options)\n"
     )
     if cap is not None and measured is not None:
-        capped = int(cap.details.get("threads", threads))
+        capped = threads if cap.facts.threads is None else cap.facts.threads
         text += f" Capped at {capped} thread{'s' if capped != 1 else ''}:" + training_text(ctx, cap)
         if measured < VERIFIED_MIN_GAIN:
             text += " Not the way here: the pipeline's CPU per batch must go down."
@@ -143,7 +145,7 @@ def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
         f"{split.fetch:.0%} of training time. Pull fewer, larger batches: raise the batch "
         "size, or run several steps per Python call."
     )
-    fit = ctx.report.train.style == "keras-fit"
+    fit = ctx.report.train.style == KERAS_FIT
     code = (
         "model.compile(..., steps_per_execution=32)  # 32 steps per call of the train function"
         if fit

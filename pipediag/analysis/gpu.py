@@ -55,15 +55,18 @@ from pipediag.report.model import (
     Verdict,
     timed_steps,
 )
+from pipediag.report.vocabulary import (
+    BUSY_SM_ACTIVE,
+    BUSY_UTILIZATION,
+    TIME_DRIVER,
+    TIME_GPM,
+    TIME_MIXED,
+    TIME_TICKS,
+    BusySource,
+    TimeSource,
+)
 
-BUSY_SM_ACTIVE = "sm-active"
-BUSY_UTILIZATION = "utilization"
-BUSY_AUTO = "auto"
-
-TIME_DRIVER = "driver-timestamps"
-TIME_GPM = "gpm-sample-times"
-TIME_TICKS = "sampler-ticks"
-TIME_MIXED = "mixed"
+BUSY_AUTO = "auto"  # a setting: SM activity where GPM has enough windows, else utilization
 
 
 @dataclass(frozen=True)
@@ -151,7 +154,9 @@ def _clip01(value: float) -> float:
     return min(1.0, max(0.0, value))
 
 
-def _busy_points(samples: Sequence[GpuSample], source: str) -> list[tuple[float, float, bool]]:
+def _busy_points(
+    samples: Sequence[GpuSample], source: BusySource
+) -> list[tuple[float, float, bool]]:
     """(end time, busy 0..1, timed) per distinct reading of the chosen metric, in time order.
 
     Driver utilization samples are averaged by the sampler over (previous driver timestamp,
@@ -319,9 +324,11 @@ def _unavailable(reason: str) -> GpuAnalysis:
     return GpuAnalysis(available=False, reason=reason)
 
 
-def _choose_source(samples: Sequence[GpuSample], busy_metric: str, th: GpuThresholds) -> str:
-    if busy_metric != BUSY_AUTO:
-        return busy_metric
+def _choose_source(samples: Sequence[GpuSample], busy_metric: str, th: GpuThresholds) -> BusySource:
+    if busy_metric == BUSY_SM_ACTIVE:
+        return BUSY_SM_ACTIVE
+    if busy_metric == BUSY_UTILIZATION:
+        return BUSY_UTILIZATION
     gpm = sum(s.sm_active_pct is not None for s in samples)
     return BUSY_SM_ACTIVE if gpm >= th.min_windows else BUSY_UTILIZATION
 
@@ -391,6 +398,7 @@ def analyze_gpu(
     intervals = _merge_untimed(intervals, th.untimed_window_s)
     intervals = _with_pcie(intervals, samples, th)
     timed = {i.timed for i in intervals}
+    time_source: TimeSource
     if timed == {True}:
         time_source = TIME_GPM if source == BUSY_SM_ACTIVE else TIME_DRIVER
     elif timed == {False}:

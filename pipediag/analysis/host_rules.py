@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from pipediag.analysis.advice_context import (
     CPU_SATURATED_PCT,
-    FIX,
-    NOTE,
     Context,
 )
 from pipediag.analysis.gpu_causes import CAUSE_FIXES
 from pipediag.report.model import (
     Suggestion,
 )
+from pipediag.report.vocabulary import FIX, NOTE
 
 
 def check_cpu_saturated(ctx: Context, rule_id: str) -> list[Suggestion]:

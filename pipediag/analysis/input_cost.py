@@ -47,6 +47,9 @@ from pipediag.report.model import (
     VerdictLabel,
 )
 from pipediag.report.names import verdict_title
+from pipediag.report.vocabulary import (
+    WAIT_ITERATOR_TIMING,
+)
 
 # The pipeline alone at least this many times faster than training cannot have kept the
 # step waiting through a prefetch buffer: what the step spent in next() is the pull itself
@@ -59,7 +62,7 @@ PHASE_COST_GAP = 0.15
 # An epoch needs this many measured steps for its own rate.
 PHASE_MIN_STEPS = 10
 # Iterator timing includes the pull in the wait; batch stamps under fit do not.
-WAIT_INCLUDES_PULL = frozenset({"iterator-timing"})
+WAIT_INCLUDES_PULL = frozenset({WAIT_ITERATOR_TIMING})
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.names import stage_name
+from pipediag.report.vocabulary import LimitedBy, RateSource
 
 # The pipeline alone kept at least this share of the host's cores busy: making batches takes
 # the whole host (the "every core busy in the pipeline-alone run"), so no setting on
@@ -340,7 +341,7 @@ def predict(report: Report) -> ScaleOutPrediction:
     receiving = measured.consumer_cpu_s_per_batch if measured is not None else None
     cores = report.environment.cpu_count or report.host.cpu_count or 1
     fed_target = 1.0 / (1.0 / target + (receiving or 0.0) / cores)
-    limits = {LIMITED_BY_COMPUTE: fed_target}
+    limits: dict[LimitedBy, float] = {LIMITED_BY_COMPUTE: fed_target}
     if transfer:
         limits[LIMITED_BY_TRANSFER] = transfer
     if local_cost:
@@ -358,7 +359,7 @@ def predict(report: Report) -> ScaleOutPrediction:
 
 def _per_worker(
     report: Report, cluster: ServiceMeasurement | None, cut: int
-) -> tuple[float | None, str]:
+) -> tuple[float | None, RateSource]:
     if cluster is not None and cluster.per_worker_batches_per_s:
         return cluster.per_worker_batches_per_s, FROM_CLUSTER
     section = report.scale_out
@@ -372,12 +373,12 @@ def _per_worker(
 
 def _transfer(
     cluster: ServiceMeasurement | None, local: ServiceMeasurement | None
-) -> tuple[float | None, str]:
+) -> tuple[float | None, RateSource]:
     if cluster is not None and cluster.transfer_batches_per_s:
         return cluster.transfer_batches_per_s, FROM_CLUSTER
     if local is None:
         return None, ""
-    candidates: list[tuple[float, str]] = []
+    candidates: list[tuple[float, RateSource]] = []
     if local.transfer_batches_per_s:
         candidates.append((local.transfer_batches_per_s, FROM_LOCAL_SERVICE))
     if local.bytes_per_batch:

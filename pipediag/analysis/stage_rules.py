@@ -13,7 +13,6 @@ from pipediag.analysis.advice_context import (
     SHUFFLE_MIN_BATCHES,
     SHUFFLE_MIN_ELEMENTS,
     VECTORIZE_SAVED_SHARE,
-    WARNING,
     Context,
     bytes_text,
     fix_suggestion,
@@ -41,6 +40,19 @@ from pipediag.report.stage_facts import (
     runs_sequential_map,
     vectorizable,
 )
+from pipediag.report.vocabulary import (
+    FIX_AUTOTUNE,
+    FIX_CACHE,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_PARALLEL_MAP,
+    FIX_PREFETCH,
+    FIX_VECTORIZE,
+    KIND_CACHE,
+    KIND_OPTIONS,
+    KIND_PREFETCH,
+    KIND_SOURCE,
+    WARNING,
+)
 
 
 def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
@@ -50,9 +62,10 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
             continue
         if not runs_sequential_map(stats, ctx.cores) or not worth_fixing(ctx, stats):
             continue
-        why = stats.settings.get(
-            "auto_parallel", f"num_parallel_calls={stats.settings.get('num_parallel_calls')}"
-        ).removeprefix("no: ")
+        why = (
+            stats.auto_parallel_blocker
+            or f"num_parallel_calls={stats.settings.get('num_parallel_calls')}"
+        )
         gain = min(ctx.cores, PY_FUNCTION_PARALLEL_GAIN) if stats.uses_py_function else ctx.cores
         evidence = (
             f"{stage_cost_text(ctx, stats)} It runs one element at a time (tf.data's "
@@ -69,7 +82,7 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
                 evidence=evidence,
                 code=f"ds = ds.map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)",
                 estimated=parallel_estimate(ctx, stats.own_s_per_batch, gain),
-                trial=ctx.trial("parallel-map", stats.index),
+                trial=ctx.trial(FIX_PARALLEL_MAP, stats.index),
                 adds_threads=True,
             )
         )
@@ -106,7 +119,7 @@ def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
                     "num_parallel_calls=tf.data.AUTOTUNE)"
                 ),
                 estimated=parallel_estimate(ctx, stats.own_s_per_batch, ctx.cores),
-                trial=ctx.trial("parallel-interleave", stats.index),
+                trial=ctx.trial(FIX_PARALLEL_INTERLEAVE, stats.index),
                 adds_threads=True,
             )
         )
@@ -117,14 +130,14 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
     """Only when the options really leave no prefetch (inject_prefetch appends one, and an
     added prefetch then measured 0.99x: docs/design.md, "tf.data behaviours"), or when a measured
     run shows a gain."""
-    last = next((s for s in reversed(ctx.stages) if s.kind != "options"), None)
+    last = next((s for s in reversed(ctx.stages) if s.kind != KIND_OPTIONS), None)
     if last is None:
         return []
-    trial = ctx.trial("prefetch-end", last.index)
+    trial = ctx.trial(FIX_PREFETCH, last.index)
     injected = (
         ctx.options.get("inject_prefetch") != "false" and ctx.options.get("autotune") != "false"
     )
-    if last.kind == "prefetch":
+    if last.kind == KIND_PREFETCH:
         verified = verified_gain(trial)
         if verified is None or verified < VERIFIED_MIN_GAIN:
             return []
@@ -177,12 +190,13 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
         own = stats.own_s_per_batch
         if own is None or not batch or own / batch > VECTORIZE_MAX_ELEMENT_S:
             continue
-        trial = ctx.trial("vectorize", stats.index)
+        trial = ctx.trial(FIX_VECTORIZE, stats.index)
         if trial is not None and trial.unsafe:
             continue  # run on a batch, the function failed or gave other results
         if trial is not None and trial.verified:
+            checked = trial.facts.sample_elements
             safety = (
-                f"On {trial.details.get('sample_elements', 'a sample of')} of your elements "
+                f"On {'a sample of' if checked is None else checked} of your elements "
                 "the function gave the same results on whole batches as element by element."
             )
         else:
@@ -213,12 +227,12 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     """Needs the what-if facts (size, memory): the trial carries them even when not run."""
-    if any(s.kind == "cache" for s in ctx.stages):
+    if any(s.kind == KIND_CACHE for s in ctx.stages):
         return []
     point = cache_point(ctx.stages)
     if point is None:
         return []
-    trial = ctx.trial("cache", point)
+    trial = ctx.trial(FIX_CACHE, point)
     if trial is None or not trial.fits_in_memory:
         return []
     stats = ctx.stages[point]
@@ -228,12 +242,12 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     if share is None or total is None or share < CACHE_MIN_SHARE:
         return []
     estimated = total / max(total - prefix_s, total * CACHE_READ_FLOOR)
-    size = bytes_text(int_setting(trial.details.get("cache_bytes")))
-    free = bytes_text(int_setting(trial.details.get("available_bytes")))
+    size = bytes_text(trial.facts.cache_bytes)
+    free = bytes_text(trial.facts.available_bytes)
     evidence = (
         f"Everything up to {stage_name(stats)} is deterministic and costs "
         f"{prefix_s * 1000:.1f} ms of the pipeline's {total * 1000:.1f} ms per batch "
-        f"({share:.0%}). One epoch there is {trial.details.get('elements')} elements, "
+        f"({share:.0%}). One epoch there is {trial.facts.elements} elements, "
         f"~{size}, with {free} of memory available. From the second epoch "
         "a cache serves it from memory."
     )
@@ -257,7 +271,7 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
 def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
     for stats in ctx.stages:
-        if stats.kind != "cache":
+        if stats.kind != KIND_CACHE:
             continue
         random = [
             ctx.stages[i]
@@ -291,11 +305,11 @@ def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
 def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
     for stats in ctx.stages:
-        if not stats.uses_py_function or stats.kind not in (*MAP_KINDS, "source"):
+        if not stats.uses_py_function or stats.kind not in (*MAP_KINDS, KIND_SOURCE):
             continue
         if not worth_fixing(ctx, stats):
             continue
-        source = "from_generator" if stats.kind == "source" else "tf.py_function/numpy_function"
+        source = "from_generator" if stats.kind == KIND_SOURCE else "tf.py_function/numpy_function"
         found.append(
             fix_suggestion(
                 ctx,
@@ -371,7 +385,7 @@ def check_autotune_off(ctx: Context, rule_id: str) -> list[Suggestion]:
             ),
             code="options.autotune.enabled = True  # or drop the line that turns it off",
             estimated=None,
-            trial=ctx.trial("autotune-on", None),
+            trial=ctx.trial(FIX_AUTOTUNE, None),
             adds_threads=True,
         )
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipediag.bench.graph_edit import PipelineGraph
@@ -18,7 +18,7 @@ from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.vectorize_check import VECTORIZE_SAMPLE_MAX_ELEMENTS, vectorize_check
-from pipediag.report.model import StageStats
+from pipediag.report.model import StageStats, TrialFacts
 from pipediag.report.names import stage_name
 from pipediag.report.stage_facts import (
     VECTORIZE_MAX_ELEMENT_S,
@@ -29,15 +29,21 @@ from pipediag.report.stage_facts import (
     runs_sequential_map,
     vectorizable,
 )
+from pipediag.report.vocabulary import (
+    FIX_AUTOTUNE,
+    FIX_CACHE,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_PARALLEL_MAP,
+    FIX_PREFETCH,
+    FIX_THREAD_CAP,
+    FIX_VECTORIZE,
+    KIND_CACHE,
+    KIND_OPTIONS,
+    KIND_PREFETCH,
+    FixName,
+)
 
-# Fix ids: the advisor's rules look their trials up by these.
-FIX_PARALLEL_MAP = "parallel-map"
-FIX_PARALLEL_INTERLEAVE = "parallel-interleave"
-FIX_PREFETCH = "prefetch-end"
-FIX_CACHE = "cache"
-FIX_VECTORIZE = "vectorize"
-FIX_AUTOTUNE = "autotune-on"
-FIX_THREAD_CAP = "thread-cap"
+# Fix ids (`report/vocabulary.py`): the advisor's rules look their trials up by these.
 
 # Fixes are tried on stages adding at least this share of the time per batch; below it a
 # fix moves the rate by less than run-to-run noise on a shared 2-core machine (~5%).
@@ -59,14 +65,14 @@ CACHE_FILL_MARGIN_BATCHES = 4
 class Candidate:
     """A fix to try: how to build its variant from the baseline graph, or why it cannot be."""
 
-    fix: str
+    fix: FixName
     stage_index: int | None
     stage: str
     cost_s: float = 0.0
     edit: Callable[[PipelineGraph], None] | None = None
     with_options: Callable[[Any], Any] | None = None
     reason: str | None = None
-    details: dict[str, str] = field(default_factory=dict)
+    facts: TrialFacts = field(default_factory=TrialFacts)
     fill_batches: int = 0  # for a cache: output batches to read before the cache is full
     # Run before timing, on the unedited graph (spent iterators go to the `TearDown`):
     # (why the fix is not timed, whether that is because it is unsafe), or (None, False).
@@ -104,7 +110,7 @@ def fix_candidates(
         found.append(cache)
     prefetch = _prefetch_candidate(stages)
     if prefetch is not None:
-        prefetch.tried_on_training = "existing_buffer" not in prefetch.details and (
+        prefetch.tried_on_training = prefetch.facts.existing_buffer is None and (
             options.get("inject_prefetch") == "false" or options.get("autotune") == "false"
         )
         found.append(prefetch)
@@ -130,7 +136,7 @@ def _interleave_candidate(stats: StageStats, node: str | None, cores: int) -> Ca
         stats.index,
         stage_name(stats),
         cost_s=_cost(stats),
-        details={"cycle_length": str(cores)},
+        facts=TrialFacts(cycle_length=cores),
     )
     if node is None:
         candidate.reason = "the stage was not found in the dataset graph"
@@ -158,7 +164,7 @@ def _vectorize_candidate(
     input_spec = map_input.element_spec
     batch_spec = walked[consumer.index].dataset.element_spec
     sample_size = min(2 * batch, VECTORIZE_SAMPLE_MAX_ELEMENTS)
-    candidate.details["sample_elements"] = str(sample_size)
+    candidate.facts = replace(candidate.facts, sample_elements=sample_size)
 
     candidate.check = lambda graph_def, teardown: vectorize_check(
         graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown
@@ -179,7 +185,7 @@ def _prefetch_candidate(stages: list[StageStats]) -> Candidate | None:
     last = _last_real_stage(stages)
     if last is None:
         return None
-    if last.kind == "prefetch" and last.settings.get("buffer_size") in ("AUTOTUNE", None):
+    if last.kind == KIND_PREFETCH and last.settings.get("buffer_size") in ("AUTOTUNE", None):
         return None
     return Candidate(
         FIX_PREFETCH,
@@ -187,9 +193,9 @@ def _prefetch_candidate(stages: list[StageStats]) -> Candidate | None:
         stage_name(last),
         cost_s=0.0,
         edit=lambda graph: graph.prefetch_at_end(),
-        details={"existing_buffer": last.settings.get("buffer_size", "")}
-        if last.kind == "prefetch"
-        else {},
+        facts=TrialFacts(existing_buffer=last.settings.get("buffer_size", ""))
+        if last.kind == KIND_PREFETCH
+        else TrialFacts(),
     )
 
 
@@ -197,7 +203,7 @@ def _cache_candidate(
     walked: list[Stage], stages: list[StageStats], nodes: dict[int, str], total_s: float | None
 ) -> Candidate | None:
     """Cache after the costliest deterministic prefix, when the pipeline has no cache yet."""
-    if any(s.kind == "cache" for s in stages):
+    if any(s.kind == KIND_CACHE for s in stages):
         return None
     point = cache_point(stages)
     if point is None:
@@ -207,20 +213,17 @@ def _cache_candidate(
     if total_s is not None and prefix_s < TRIAL_MIN_SHARE * total_s:
         return None
     candidate = Candidate(FIX_CACHE, point, stage_name(stats), cost_s=prefix_s)
-    candidate.details["prefix_s_per_batch"] = f"{prefix_s:.6g}"
+    candidate.facts = TrialFacts(prefix_s_per_batch=prefix_s)
     prefix = walked[point].dataset
     elements = _cardinality(prefix)
     if elements is None or elements < 0:
         candidate.reason = "the dataset is infinite or of unknown size at this point: no cache"
-        candidate.details["elements"] = "infinite" if elements == -1 else "unknown"
         return candidate
     size = _dataset_bytes(prefix, elements)
     available = _available_memory_bytes()
-    candidate.details["elements"] = str(elements)
-    if size is not None:
-        candidate.details["cache_bytes"] = str(size)
-    if available is not None:
-        candidate.details["available_bytes"] = str(available)
+    candidate.facts = replace(
+        candidate.facts, elements=elements, cache_bytes=size, available_bytes=available
+    )
     fits = size is not None and available is not None and size <= CACHE_MAX_MEMORY_SHARE * available
     candidate.fits_in_memory = fits
     if not fits:
@@ -233,7 +236,7 @@ def _cache_candidate(
     rate = stats.elements_per_s
     fill_s = elements / rate if rate else None
     if fill_s is not None:
-        candidate.details["fill_s"] = f"{fill_s:.3g}"
+        candidate.facts = replace(candidate.facts, fill_s=fill_s)
     factor = elements_per_output_batch(walked)[point]
     node = nodes.get(point)
     if node is None:
@@ -252,7 +255,7 @@ def _cache_candidate(
 
 def _last_real_stage(stages: Sequence[StageStats]) -> StageStats | None:
     for stats in reversed(stages):
-        if stats.kind != "options":
+        if stats.kind != KIND_OPTIONS:
             return stats
     return None
 
@@ -299,7 +302,7 @@ def thread_cap_candidate(threads: int) -> Candidate:
         "options",
         cost_s=0.0,
         with_options=capped,
-        details={"threads": str(threads)},
+        facts=TrialFacts(threads=threads),
         tried_on_training=True,
     )
 

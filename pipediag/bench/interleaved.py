@@ -37,12 +37,13 @@ from statistics import median
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-
-# Why a trial stopped (`FixTrial.details["stopped"]`).
-STOP_GAIN = "clear gain"
-STOP_NO_GAIN = "clear no gain"
-STOP_OUTRANKED = "outranked"
-STOP_BUDGET = "budget"
+from pipediag.report.vocabulary import (
+    STOP_BUDGET,
+    STOP_GAIN,
+    STOP_NO_GAIN,
+    STOP_OUTRANKED,
+    TrialStop,
+)
 
 # The fewest rounds with an interval at `CONFIDENCE` (see the module docstring).
 MIN_ROUNDS = 5
@@ -61,7 +62,7 @@ class Rounds:
     variant: list[BatchTiming]
     ratios: list[float]
     interval: tuple[float, float] | None
-    stopped: str
+    stopped: TrialStop
 
 
 def median_interval(
@@ -83,7 +84,7 @@ def _coverage(n: int, k: int) -> float:
     return 1.0 - 2.0 * sum(comb(n, i) for i in range(k)) / float(2**n)
 
 
-def stop_reason(interval: tuple[float, float] | None, best_low: float | None) -> str | None:
+def stop_reason(interval: tuple[float, float] | None, best_low: float | None) -> TrialStop | None:
     """Why a trial with this interval should stop now, or None to go on."""
     if interval is None:
         return None
@@ -126,7 +127,7 @@ class RoundPlan:
         self._round_s = 2 * slice_s  # until one round is measured
         self._round_began: float | None = None
         self._pending: list[int] = []
-        self.stopped: str | None = None
+        self.stopped: TrialStop | None = None
 
     def next_slice(self) -> tuple[int, float] | None:
         """The side to run next (0 baseline, 1 variant) and its seconds; None once stopped."""

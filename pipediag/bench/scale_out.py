@@ -66,6 +66,7 @@ from pipediag.report.model import (
     ServiceMeasurement,
     StageStats,
 )
+from pipediag.report.vocabulary import PARALLEL_EPOCHS, ServiceWhere
 
 # The user's train step fed by a dataset read through a service target: (steps/s, None), or
 # (None, why not). Given by the session from `hooks/service_train.py`.
@@ -277,13 +278,15 @@ def _measure(
     return found
 
 
-def _planned(plan: _Plan, *, where: str, workers: int = 0, address: str = "") -> ServiceMeasurement:
+def _planned(
+    plan: _Plan, *, where: ServiceWhere, workers: int = 0, address: str = ""
+) -> ServiceMeasurement:
     """A measurement of the plan's part through a service, before anything is read."""
     return ServiceMeasurement(
         where=where,
         address=address,
         workers=workers,
-        processing_mode="parallel_epochs",
+        processing_mode=PARALLEL_EPOCHS,
         part=plan.part,
         local_batches_per_s=plan.local_batches_per_s,
         notes=list(plan.notes),

@@ -49,7 +49,7 @@ Caveats, each one why a prefix can behave unlike the whole:
   that follow) stops the reads when the next one would end past it (judged by the time the
   last read took, building the copy and its first element included): a stage read at least
   once keeps its rate (the median of fewer slices), the others are listed without rates,
-  `settings["not_measured"]` saying the time ran out.
+  `not_measured` saying the time ran out.
 - **Spent iterators are released off the main thread** (`bench/teardown.py`): a tear-down
   can block for a second and uses almost no CPU, so it overlaps the next read.
 """
@@ -68,6 +68,9 @@ from pipediag.bench.structure import Stage, walk_pipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import StageStats
+from pipediag.report.vocabulary import (
+    KIND_CACHE,
+)
 
 # Half a second per prefix gives hundreds of elements for any stage fast enough to matter,
 # and keeps a 6-stage pipeline under ~5 s (2-core CI machine).
@@ -83,7 +86,7 @@ ROUNDS = 3
 MAX_GROUP = 256
 # Beyond this many stages, later ones are left unmeasured (the time would grow unbounded).
 MAX_MEASURED_STAGES = 24
-# Why a stage has no rate when the deadline came first (`settings["not_measured"]`).
+# Why a stage has no rate when the deadline came first (`not_measured`).
 OUT_OF_TIME = "the time budget ran out before this stage was read"
 
 # Stages that emit one element per input element (or, for filter/take/unique, at most one:
@@ -146,7 +149,7 @@ def measure_stages(
     Returns:
         The stages of `describe_pipeline`, with `elements_per_s`, `batches_per_s` (in the
         pipeline's output batches), `own_s_per_batch` and one `bottleneck=True` where any
-        stage adds measurable cost. Unmeasured stages say why in `settings["not_measured"]`.
+        stage adds measurable cost. Unmeasured stages say why in `not_measured`.
     """
     stages = walk_pipeline(dataset)
     if not stages:
@@ -209,13 +212,13 @@ def _measure(
         if elements_per_s is not None and factor is not None and factor > 0:
             batches_per_s = elements_per_s / factor
             per_batch_s[index] = 1.0 / batches_per_s if batches_per_s > 0 else None
-        settings = dict(stats.settings)
+        not_measured = stats.not_measured
         if reasons[index] is not None and elements_per_s is None:
-            settings["not_measured"] = str(reasons[index])
+            not_measured = reasons[index]
         updated.append(
             dataclasses.replace(
                 stats,
-                settings=settings,
+                not_measured=not_measured,
                 elements_per_s=elements_per_s,
                 batches_per_s=batches_per_s,
             )
@@ -465,7 +468,7 @@ def _why_not_measured(stage: Stage, stages: Sequence[Stage]) -> str | None:
         stats = stages[index].stats
         filename = stats.settings.get("filename")
         if (
-            stats.kind == "cache"
+            stats.kind == KIND_CACHE
             and filename not in (None, "memory")
             and not os.path.exists(f"{filename}.index")
         ):

@@ -22,6 +22,7 @@ TF that moves them degrades the description, never the user's run.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -40,6 +41,15 @@ from pipediag.bench.python_chain import (
     user_function,
 )
 from pipediag.report.model import StageStats
+from pipediag.report.vocabulary import (
+    BLOCKED_BY_AUTOTUNE,
+    BLOCKED_BY_OPTION,
+    BLOCKED_BY_STATE,
+    KIND_MAP,
+    KIND_SOURCE,
+    AutoParallelBlocker,
+    StageKind,
+)
 
 # tf.data spells AUTOTUNE as -1 in every parallelism and buffer argument.
 AUTOTUNE_VALUE = -1
@@ -55,10 +65,10 @@ HARMLESS_STATEFUL_OPS = frozenset({"Assert"})
 # Stateful random ops that do not contain "Random" in their name.
 EXTRA_RANDOM_OPS = frozenset({"Multinomial", "TruncatedNormal", "ParameterizedTruncatedNormal"})
 
-SOURCE = "source"
+SOURCE = KIND_SOURCE
 
 # Dataset op -> stage kind. Version suffixes (V2, V3...) are dropped before the lookup.
-_OP_KINDS: dict[str, str] = {
+_OP_KINDS: dict[str, StageKind] = {
     "MapDataset": "map",
     "ParallelMapDataset": "parallel-map",
     "FilterDataset": "filter",
@@ -211,7 +221,7 @@ def walk_pipeline(dataset: Any) -> list[Stage]:
     _mark_auto_parallel(stages, dataset)
     if graph_error is not None and stages:
         stages[-1].notes.append(f"dataset graph unavailable: {graph_error}")
-        _set(stages[-1], "graph", f"unavailable: {graph_error}")
+        stages[-1].stats = dataclasses.replace(stages[-1].stats, graph_error=graph_error)
     return stages
 
 
@@ -267,17 +277,18 @@ def _mark_auto_parallel(stages: list[Stage], dataset: Any) -> None:
     except Exception:  # options unreadable: say nothing rather than guess
         return
     for stage in stages:
-        if stage.stats.kind != "map":
+        if stage.stats.kind != KIND_MAP:
             continue
+        blocker: AutoParallelBlocker | None = None
         if options["map_parallelization"] != "true":
-            verdict = "no: option off"
+            blocker = BLOCKED_BY_OPTION
         elif options["autotune"] != "true":
-            verdict = "no: autotune off"
+            blocker = BLOCKED_BY_AUTOTUNE
         elif stage.stats.stateful:
-            verdict = "no: stateful function"
-        else:
-            verdict = "yes"
-        _set(stage, "auto_parallel", verdict)
+            blocker = BLOCKED_BY_STATE
+        stage.stats = dataclasses.replace(
+            stage.stats, auto_parallel=blocker is None, auto_parallel_blocker=blocker
+        )
 
 
 # --- walking -------------------------------------------------------------------------------
@@ -525,10 +536,6 @@ def _format_setting(setting: str, value: int | bool | str) -> str:
 
 
 # --- small helpers -------------------------------------------------------------------------
-
-
-def _set(stage: Stage, key: str, value: str) -> None:
-    stage.stats.settings[key] = value
 
 
 def _flag(value: bool) -> str:

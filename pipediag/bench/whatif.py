@@ -17,8 +17,8 @@ user's own pipeline:
    of the rates give the speedup, so drift on a noisy machine hits both sides alike. A trial
    stops once the interval of its per-round ratios is clear (`bench/interleaved.py`: a clear
    gain, clear no gain, or unable to beat the best trial so far), or its time is spent;
-   `rounds` and `details["stopped"]` say which, `details["speedup_low"/"speedup_high"]` give
-   the interval.
+   `rounds` and `facts.stopped` say which, `facts.speedup_low`/`speedup_high` give the
+   interval.
 
 Time: the trials share `budget_s`, or run until a `deadline` on the injected clock (shared
 with stage timing before them: whatever time the stages left). Costliest stage first; each
@@ -35,7 +35,7 @@ What is never touched, and why (docs/design.md, "Rules of the house"):
   reading the copy to the end filled the user's `cache()`) and shuffle seed generators; both
   get private replacements, and captured variables are restored after the trials.
 - **File caches are never written**: one not complete on disk is bypassed in the copies, as
-  in phase 1 (the note is kept in each trial's `details["isolation"]`).
+  in phase 1 (the note is kept in each trial's `facts.isolation`).
 
 A vectorised map sees a whole batch: before it is timed, the user's function is run both
 ways on a sample of their elements (`bench/vectorize_check.py`); a difference refuses the
@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
@@ -166,7 +166,7 @@ def verify_fixes(
         return [_unverified(c, c.reason or error or "no dataset graph") for c in candidates]
     for candidate in candidates:
         if notes:
-            candidate.details["isolation"] = "; ".join(notes)
+            candidate.facts = replace(candidate.facts, isolation="; ".join(notes))
     from pipediag.bench.isolate import preserved_variables
 
     end_s, hard_end_s = _time_window(clock, budget_s, deadline)
@@ -272,7 +272,7 @@ class _Trials:
         """A/B rounds with slices planned for `MIN_ROUNDS` rounds in `share_s` (less the time
         a cache takes to fill), stopped as `bench/interleaved.py` says."""
         until_s = self.clock.now() + share_s
-        fill_s = float(candidate.details.get("fill_s", "0") or 0)
+        fill_s = candidate.facts.fill_s or 0.0
         planned_s = SLICE_SHARE * (share_s - fill_s) / (2 * MIN_ROUNDS)
         baseline = TrialSide(self.baseline, self.teardown, self.clock)
         fixed = TrialSide(variant, self.teardown, self.clock, candidate.fill_batches)
@@ -293,10 +293,10 @@ class _Trials:
         base, fixed = median_rate(rounds.baseline), median_rate(rounds.variant)
         if base is None or fixed is None:
             return _unverified(candidate, "too few batches to time")
-        details = dict(candidate.details, stopped=rounds.stopped)
+        facts = replace(candidate.facts, stopped=rounds.stopped)
         if rounds.interval is not None:
             low, high = rounds.interval
-            details.update(speedup_low=f"{low:.3g}", speedup_high=f"{high:.3g}")
+            facts = replace(facts, speedup_low=low, speedup_high=high)
             self.best_low = low if self.best_low is None else max(self.best_low, low)
         return FixTrial(
             fix=candidate.fix,
@@ -307,7 +307,7 @@ class _Trials:
             variant_batches_per_s=fixed,
             speedup=fixed / base if base > 0 else None,
             rounds=len(rounds.ratios),
-            details=details,
+            facts=facts,
             baseline_cpu_s_per_batch=_median_cpu(rounds.baseline),
             variant_cpu_s_per_batch=_median_cpu(rounds.variant),
             fits_in_memory=candidate.fits_in_memory,
@@ -394,7 +394,7 @@ def _unverified(candidate: Candidate, reason: str) -> FixTrial:
         stage=candidate.stage,
         verified=False,
         reason=reason,
-        details=dict(candidate.details),
+        facts=candidate.facts,
         unsafe=candidate.unsafe,
         fits_in_memory=candidate.fits_in_memory,
     )

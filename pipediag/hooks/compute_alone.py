@@ -28,9 +28,7 @@ from typing import Any
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
-
-KERAS_TRAIN_FUNCTION = "keras-train-function"
-CACHED_BATCH_LOOP = "cached-batch-loop"
+from pipediag.report.vocabulary import CACHED_BATCH_LOOP, KERAS_TRAIN_FUNCTION, ComputeAloneMethod
 
 # The bound: about 2 s or 50 steps, whichever first.
 MAX_SECONDS = 2.0
@@ -80,7 +78,12 @@ class _Timing:
 
 
 def _result(
-    method: str, timing: _Timing, origin: float, clock_now: float, *, restored: int = 0
+    method: ComputeAloneMethod,
+    timing: _Timing,
+    origin: float,
+    clock_now: float,
+    *,
+    restored: int = 0,
 ) -> ComputeAlone:
     ends = timing.ends
     durations = [b - a for a, b in zip(ends, ends[1:], strict=False)]

@@ -82,17 +82,17 @@ def with_training(trial: FixTrial, rounds: Rounds | None, reason: str | None) ->
     base, fixed = median_rate(rounds.baseline), median_rate(rounds.variant)
     if base is None or fixed is None:
         return replace(trial, training_reason=reason or "too few steps to time")
-    details = dict(trial.details, training_stopped=rounds.stopped)
+    facts = replace(trial.facts, training_stopped=rounds.stopped)
     if rounds.interval is not None:
         low, high = rounds.interval
-        details.update(training_speedup_low=f"{low:.3g}", training_speedup_high=f"{high:.3g}")
+        facts = replace(facts, training_speedup_low=low, training_speedup_high=high)
     return replace(
         trial,
         training_baseline_steps_per_s=base,
         training_variant_steps_per_s=fixed,
         training_speedup=fixed / base if base > 0 else None,
         training_rounds=len(rounds.ratios),
-        details=details,
+        facts=facts,
     )
 
 

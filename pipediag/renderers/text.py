@@ -129,8 +129,7 @@ def _slowest_stage(report: Report) -> str:
         facts.append(f"{summary.rate_text(stage.batches_per_s)} batches/s up to here")
     if stage.own_s_per_batch is not None:
         facts.append(f"adds {summary.ms(stage.own_s_per_batch)} per batch")
-    auto = stage.settings.get("auto_parallel", "")
-    if auto.startswith("no"):
+    if stage.auto_parallel is False:
         facts.append("runs sequentially")
     if stage.uses_py_function:
         facts.append("calls Python")

@@ -17,6 +17,7 @@ from pipediag.report.model import (
     INPUT_BOUND,
     UNKNOWN,
     Report,
+    VerdictLabel,
     WatchSection,
     WatchWindow,
 )
@@ -29,7 +30,7 @@ STRIP_WIDTH = 60  # characters in the strip of wait shares
 SHARE_BLOCKS = " ▁▂▃▄▅▆▇█"  # 0% .. 100% of step time spent waiting
 MAX_ALERT_LINES = 3
 MAX_PANEL_BARS = 200  # above this many windows, the panel groups them
-LABEL_ORDER = (INPUT_BOUND, BALANCED, COMPUTE_BOUND, UNKNOWN)
+LABEL_ORDER: tuple[VerdictLabel, ...] = (INPUT_BOUND, BALANCED, COMPUTE_BOUND, UNKNOWN)
 LABEL_BASIS = (
     "windows are labelled by input wait share (XProf's bands: 20%, 5%); input cost needs "
     "the train step run alone, which watch mode does not do"

@@ -37,6 +37,8 @@ def from_dict(data: dict[str, Any]) -> Report:
         )
     if version < 2:
         data = _from_version_1(data)
+    if version < 3:
+        data = _from_version_2(data)
     try:
         return _build(Report, data)
     except (TypeError, ValueError, KeyError) as exc:
@@ -81,6 +83,91 @@ def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
     pipeline.update(stages=stages, trials=trials)
     data["pipeline"] = pipeline
     return data
+
+
+# Version 2 spelled pipediag's own stage findings as `settings` strings; version 3 types them.
+_AUTO_PARALLEL_BLOCKERS = ("option off", "autotune off", "stateful function")
+# Version 2's `FixTrial.details` keys that held numbers, by the type version 3 stores them as.
+_DETAIL_FLOATS = (
+    "speedup_low",
+    "speedup_high",
+    "training_speedup_low",
+    "training_speedup_high",
+    "prefix_s_per_batch",
+    "fill_s",
+)
+_DETAIL_INTS = ("sample_elements", "cycle_length", "threads", "cache_bytes", "available_bytes")
+_DETAIL_TEXTS = ("stopped", "training_stopped", "isolation", "existing_buffer")
+
+
+def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-2 report in version 3's shape.
+
+    What pipediag decided about a stage left `settings` for typed fields (`auto_parallel`
+    "yes" / "no: <why>", `not_measured`, `graph` "unavailable: <why>"); and a fix trial's
+    `details` strings became `facts`, numbers as numbers.
+    """
+    data = dict(data, schema_version=3)
+    pipeline = data.get("pipeline")
+    if isinstance(pipeline, dict):
+        pipeline = dict(pipeline)
+        pipeline["stages"] = _stages_v3(pipeline.get("stages"))
+        pipeline["trials"] = [
+            _trial_v3(t) if isinstance(t, dict) else t for t in pipeline.get("trials") or []
+        ]
+        data["pipeline"] = pipeline
+    scale_out = data.get("scale_out")
+    if isinstance(scale_out, dict):
+        data["scale_out"] = dict(scale_out, stages=_stages_v3(scale_out.get("stages")))
+    return data
+
+
+def _stages_v3(stages: Any) -> list[Any]:
+    converted = []
+    for stage in stages or []:
+        if isinstance(stage, dict):
+            stage = dict(stage)
+            settings = dict(stage.get("settings") or {})
+            auto = settings.pop("auto_parallel", None)
+            if auto is not None:
+                blocker = str(auto).removeprefix("no: ")
+                stage["auto_parallel"] = auto == "yes"
+                if blocker in _AUTO_PARALLEL_BLOCKERS:
+                    stage["auto_parallel_blocker"] = blocker
+            if "not_measured" in settings:
+                stage["not_measured"] = settings.pop("not_measured")
+            if "graph" in settings:
+                stage["graph_error"] = str(settings.pop("graph")).removeprefix("unavailable: ")
+            stage["settings"] = settings
+        converted.append(stage)
+    return converted
+
+
+def _trial_v3(trial: dict[str, Any]) -> dict[str, Any]:
+    trial = dict(trial)
+    details = trial.pop("details", None) or {}
+    facts: dict[str, Any] = {}
+    for key in _DETAIL_FLOATS:
+        if key in details:
+            facts[key] = _number(details[key], float)
+    for key in _DETAIL_INTS:
+        if key in details:
+            facts[key] = _number(details[key], int)
+    for key in _DETAIL_TEXTS:
+        if key in details:
+            facts[key] = str(details[key])
+    # "infinite" or "unknown" elements: None in version 3 (the trial's reason says which).
+    facts["elements"] = _number(details.get("elements"), int)
+    trial["facts"] = facts
+    return trial
+
+
+def _number(text: Any, kind: type[float] | type[int]) -> Any:
+    """A version-2 detail string as a number; None when absent or not a number."""
+    try:
+        return None if text is None else kind(text)
+    except (TypeError, ValueError):
+        return None
 
 
 def dumps(report: Report) -> str:

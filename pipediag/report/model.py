@@ -10,53 +10,105 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final, Literal
 
-# 2: pipediag's own findings about a stage or a fix trial are typed fields
-# (`StageStats.tf_internal`, `random`, `stateful_ops`; `FixTrial.unsafe`, `fits_in_memory`),
-# no longer "true" strings in `settings` and `details`; version 1 reports are read and
-# converted (`report/io.py`).
-SCHEMA_VERSION = 2
+from pipediag.report.vocabulary import (
+    BALANCED,
+    BLOCKER_LOCAL_PATH,
+    BLOCKER_PYTHON,
+    BLOCKER_REFUSED,
+    COMPUTE_BOUND,
+    COST_CONTENTION,
+    COST_FETCH,
+    COST_WAIT,
+    ESTIMATED,
+    FROM_ASSUMED_NETWORK,
+    FROM_CLUSTER,
+    FROM_LOCAL_SERVICE,
+    FROM_PIPELINE_ALONE,
+    FROM_STAGE_TIMING,
+    INPUT_BOUND,
+    KERAS_PASS,
+    LIMITED_BY_COMPUTE,
+    LIMITED_BY_LOCAL,
+    LIMITED_BY_TRANSFER,
+    MEASURED,
+    NO_TRAIN_STEP,
+    SERVICE_CLUSTER,
+    SERVICE_LOCAL,
+    UNKNOWN,
+    WARMUP,
+    AutoParallelBlocker,
+    BlockerKind,
+    BusySource,
+    ComputeAloneMethod,
+    ComputeAloneSource,
+    CostPart,
+    DataPassReason,
+    ExitStatus,
+    FixName,
+    GpuIdleCause,
+    InputWaitSource,
+    LabelBasis,
+    LimitedBy,
+    ProcessingMode,
+    RateSource,
+    ServiceWhere,
+    Severity,
+    StepLabel,
+    StopReason,
+    SuggestionKind,
+    TimeSource,
+    TrainStyle,
+    TrialStop,
+    UtilSource,
+    VerdictLabel,
+)
 
-# --- the vocabulary: each word typed once, the JSON keeps the plain strings -------------------
-
-# Verdict labels, for the run, a phase, or one step.
-VerdictLabel = Literal["input-bound", "compute-bound", "balanced", "unknown"]
-INPUT_BOUND: Final = "input-bound"
-COMPUTE_BOUND: Final = "compute-bound"
-BALANCED: Final = "balanced"
-UNKNOWN: Final = "unknown"
-# Step label for steps kept out of the verdict (tracing, compilation, buffers filling).
-StepLabel = Literal["input-bound", "compute-bound", "balanced", "unknown", "warmup"]
-WARMUP: Final = "warmup"
-
-# Where the compute-alone rate comes from (`Verdict.compute_alone_source`); "" when no rate.
-ComputeAloneSource = Literal["measured", "estimated", ""]
-MEASURED: Final = "measured"  # the user's train step run on one cached batch, the pipeline idle
-ESTIMATED: Final = "estimated"  # step time minus input wait: blind to CPU contention
-
-# The parts of input cost (`CostSplit`), named as the headline names them.
-CostPart = Literal["wait", "contention", "fetch"]
-COST_WAIT: Final = "wait"  # the step waited for a batch that was not ready
-COST_CONTENTION: Final = "contention"  # the pipeline's threads took cores the train step needed
-COST_FETCH: Final = "fetch"  # the per-pull overhead of next() on a batch that was ready
-
-# How the script trains (`TrainSection.style`).
-TrainStyle = Literal["keras-fit", "custom-loop", "none"]
-# Why a pass over a dataset was not taken for training (`DataPass.reason`): Keras made it
-# (`adapt`, `evaluate`, `predict`), or no train step ran between its pulls.
-DataPassReason = Literal["keras", "no-train-step"]
-KERAS_PASS: Final = "keras"
-NO_TRAIN_STEP: Final = "no-train-step"
-# What a suggestion is: a change to the speed, a change to what is trained on, or a note.
-SuggestionKind = Literal["fix", "warning", "note"]
-# Why the run stopped (`Report.stop_reason`) and how the script ended (`ExitInfo.status`).
-StopReason = Literal[
-    "step-budget", "script-finished", "system-exit", "script-error", "interrupted", ""
+# The vocabulary is typed in `report/vocabulary.py`; the words code imported from here before
+# that module existed are re-exported (mypy reads `__all__` as the re-exports).
+__all__ = [
+    "BALANCED",
+    "BLOCKER_LOCAL_PATH",
+    "BLOCKER_PYTHON",
+    "BLOCKER_REFUSED",
+    "COMPUTE_BOUND",
+    "COST_CONTENTION",
+    "COST_FETCH",
+    "COST_WAIT",
+    "ComputeAloneSource",
+    "CostPart",
+    "DataPassReason",
+    "ESTIMATED",
+    "ExitStatus",
+    "FROM_ASSUMED_NETWORK",
+    "FROM_CLUSTER",
+    "FROM_LOCAL_SERVICE",
+    "FROM_PIPELINE_ALONE",
+    "FROM_STAGE_TIMING",
+    "GpuIdleCause",
+    "INPUT_BOUND",
+    "KERAS_PASS",
+    "LIMITED_BY_COMPUTE",
+    "LIMITED_BY_LOCAL",
+    "LIMITED_BY_TRANSFER",
+    "MEASURED",
+    "NO_TRAIN_STEP",
+    "SERVICE_CLUSTER",
+    "SERVICE_LOCAL",
+    "StepLabel",
+    "StopReason",
+    "SuggestionKind",
+    "TrainStyle",
+    "UNKNOWN",
+    "VerdictLabel",
+    "WARMUP",
 ]
-ExitStatus = Literal["ok", "step-budget", "system-exit", "exception", "interrupted"]
-# What the GPU idled on (`Verdict.gpu_idle_cause`, `IdleAttribution.dominant`).
-GpuIdleCause = Literal["input-wait", "host-overhead", "transfer"]
+
+# 3: what pipediag itself found about a stage or a fix trial is typed: a stage's
+# `auto_parallel`, `not_measured` and `graph_error` left `settings` (which keeps the raw
+# tf.data attributes); `FixTrial.details` strings became `FixTrial.facts`, numbers written as
+# numbers. Version 1 and 2 reports are read and converted (`report/io.py`).
+SCHEMA_VERSION = 3
 
 
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
@@ -87,6 +139,11 @@ class StageStats:
     itself yields (elements before a batch stage), `batches_per_s` is that rate expressed in
     the pipeline's output batches, and `own_s_per_batch` is the time this stage adds per
     output batch over its inputs.
+
+    `kind` is a `StageKind`, or for a dataset op pipediag does not know, the op's own name
+    kebab-cased (tf.data has more ops than pipediag names): hence `str`. `settings` are the
+    raw tf.data attributes read from the dataset graph (`num_parallel_calls`, `batch_size`,
+    ...), as the user would write them; what pipediag decides about a stage has its own fields.
     """
 
     index: int
@@ -107,6 +164,49 @@ class StageStats:
     stateful_ops: list[str] = field(default_factory=list)
     elements_per_s: float | None = None
     own_s_per_batch: float | None = None
+    # A sequential map: whether tf.data's `map_parallelization` runs it in parallel anyway,
+    # and if not, why (`bench/structure.py`); None for other stages or options unreadable.
+    auto_parallel: bool | None = None
+    auto_parallel_blocker: AutoParallelBlocker | None = None
+    # Why stage timing gave this stage no rate (the time ran out, a file cache); None if timed.
+    not_measured: str | None = None
+    # Why the dataset graph could not be read (on the last stage only); None when it was.
+    graph_error: str | None = None
+
+
+@dataclass(frozen=True)
+class TrialFacts:
+    """What a what-if trial found beside its rates: the facts a rule needs to explain a fix.
+
+    `stopped` says why the interleaved rounds ended and `speedup_low`/`speedup_high` give the
+    90% interval of their ratios (`bench/interleaved.py`); the `training_` ones are the same
+    for the fix tried on training. The rest belong to one fix each; None where they do not
+    apply or were not found.
+    """
+
+    stopped: TrialStop = ""
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    training_stopped: TrialStop = ""
+    training_speedup_low: float | None = None
+    training_speedup_high: float | None = None
+    # What was made private in the copies so the user's state is untouched (a file cache).
+    isolation: str = ""
+    # vectorize: elements the function was checked on, both ways.
+    sample_elements: int | None = None
+    # parallel-interleave: the cycle length tried (the cores).
+    cycle_length: int | None = None
+    # thread-cap: the private thread pool's size tried.
+    threads: int | None = None
+    # prefetch-end: the buffer size of the final prefetch raised to AUTOTUNE, None if added.
+    existing_buffer: str | None = None
+    # cache: the work it would keep, the elements of one epoch (None: infinite or unknown),
+    # their size, the memory available and the time to fill it.
+    prefix_s_per_batch: float | None = None
+    elements: int | None = None
+    cache_bytes: int | None = None
+    available_bytes: int | None = None
+    fill_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -118,10 +218,10 @@ class FixTrial:
     `training_speedup` where the fix was tried on training, and the advisor predicts it
     otherwise.
     `verified` is False when the fix could not be rewritten or run, and `reason` says why;
-    `details` carries the facts a rule needs to explain the fix (e.g. a cache's size).
+    `facts` carries the facts a rule needs to explain the fix (e.g. a cache's size).
     """
 
-    fix: str
+    fix: FixName
     stage_index: int | None = None
     stage: str = ""
     verified: bool = False
@@ -130,7 +230,7 @@ class FixTrial:
     variant_batches_per_s: float | None = None
     speedup: float | None = None
     rounds: int = 0
-    details: dict[str, str] = field(default_factory=dict)
+    facts: TrialFacts = field(default_factory=TrialFacts)
     # Process CPU seconds per batch (medians of the same runs): a fix can make batches come
     # faster yet cost the cores more (parallel calls) or less (vectorised, cached).
     baseline_cpu_s_per_batch: float | None = None
@@ -220,9 +320,7 @@ class TrainSection:
     """Phase 2: the full train step, as the user's script ran it."""
 
     style: TrainStyle = "none"
-    # "batch-stamps" (fit on a tf.data.Dataset), "profiler-trace" (fit on arrays or a
-    # generator), "iterator-timing" (custom loops) or "unavailable".
-    input_wait_source: str = "unavailable"
+    input_wait_source: InputWaitSource = "unavailable"
     warmup_steps: int = 0
     measured_steps: int = 0
     merged_records: int = 0
@@ -247,7 +345,7 @@ class ComputeAlone:
 
     measured: bool
     reason: str | None = None
-    method: str = ""
+    method: ComputeAloneMethod = ""
     start_s: float | None = None
     duration_s: float = 0.0
     warmup_steps: int = 0
@@ -305,7 +403,7 @@ class Verdict:
 
     label: VerdictLabel = UNKNOWN
     input_wait_fraction: float | None = None
-    severity: str = "unknown"
+    severity: Severity = "unknown"
     summary: str = ""
     input_bound_steps: int = 0
     compute_bound_steps: int = 0
@@ -366,7 +464,7 @@ class GpuDevice:
     uuid: str = ""
     memory_total_bytes: int | None = None
     mig_enabled: bool = False  # MIG on: readings are the parent GPU's, not one MIG slice's
-    util_source: str = ""  # "driver-samples" (nvmlDeviceGetSamples) or "utilization-rates"
+    util_source: UtilSource = ""
     gpm_supported: bool = False  # GPU Performance Monitoring (Hopper+): SM activity/occupancy
 
 
@@ -446,8 +544,8 @@ class GpuAnalysis:
     available: bool
     reason: str | None = None
     device_index: int | None = None
-    busy_source: str = ""  # "sm-active" (GPM) or "utilization"
-    time_source: str = ""  # "driver-timestamps", "sampler-ticks" or "mixed"
+    busy_source: BusySource = ""
+    time_source: TimeSource = ""
     window_s_median: float | None = None
     windows: list[GpuWindow] = field(default_factory=list)
     gpu_busy_fraction: float | None = None
@@ -505,26 +603,6 @@ class Suggestion:
     training_speedup: float | None = None
 
 
-# Kinds of `ServiceBlocker`: what keeps a pipeline from running on tf.data service workers.
-BLOCKER_PYTHON = "python-function"  # py_function, numpy_function, from_generator
-BLOCKER_LOCAL_PATH = "local-path"  # files only this host can read
-BLOCKER_REFUSED = "refused"  # the service failed on it when tried
-
-# Where a `ServiceMeasurement` was made.
-SERVICE_LOCAL = "local"  # a dispatcher and workers pipediag started on this host
-SERVICE_CLUSTER = "cluster"  # an existing dispatcher and its workers (--data-service)
-# Where a `ScaleOutPrediction`'s per-worker rate and transfer ceiling come from.
-FROM_CLUSTER = "cluster"  # measured through an existing service (--data-service)
-FROM_LOCAL_SERVICE = "local-service"  # measured through local workers (--scale-out)
-FROM_PIPELINE_ALONE = "pipeline-alone"  # phase 1: the whole pipeline alone on this host
-FROM_STAGE_TIMING = "stage-timing"  # the movable part alone, from stage timing
-FROM_ASSUMED_NETWORK = "assumed-network"  # bytes per batch over an assumed link
-# What a `ScaleOutPrediction`'s rate is limited by.
-LIMITED_BY_COMPUTE = "compute"
-LIMITED_BY_TRANSFER = "transfer"
-LIMITED_BY_LOCAL = "local-stages"
-
-
 @dataclass(frozen=True)
 class ServiceBlocker:
     """One reason the training dataset cannot run on tf.data service workers as it is.
@@ -534,7 +612,7 @@ class ServiceBlocker:
     blocker (a sample, `paths_total` in all).
     """
 
-    kind: str
+    kind: BlockerKind
     detail: str
     stage_index: int | None = None
     stage: str = ""
@@ -557,10 +635,10 @@ class ServiceMeasurement:
     workers' (making and sending; local workers only).
     """
 
-    where: str
+    where: ServiceWhere
     address: str = ""
     workers: int = 0
-    processing_mode: str = ""
+    processing_mode: ProcessingMode = ""
     measured: bool = False
     reason: str | None = None
     part: str = "whole pipeline"  # or "up to <stage>": what was distributed
@@ -594,14 +672,14 @@ class ScaleOutPrediction:
     target_steps_per_s: float | None = None  # compute alone T: the rate to feed
     training_steps_per_s: float | None = None  # A, as trained now
     per_worker_batches_per_s: float | None = None
-    per_worker_source: str = ""  # "cluster", "local-service" or "pipeline-alone"
+    per_worker_source: RateSource = ""  # cluster, local service, pipeline alone, stage timing
     transfer_batches_per_s: float | None = None
-    transfer_source: str = ""  # "cluster", "local-service" or "assumed-network"
+    transfer_source: RateSource = ""  # cluster, local service or an assumed network
     local_s_per_batch: float | None = None  # stages that stay on the training host
     workers_needed: int | None = None
     predicted_steps_per_s: float | None = None
     predicted_speedup: float | None = None
-    limited_by: str = ""  # "compute", "transfer" or "local-stages"
+    limited_by: LimitedBy = ""
     reason: str | None = None  # why there is no prediction
 
 
@@ -705,7 +783,7 @@ class WatchWindow:
     steps_per_s: float | None
     input_wait_s: float | None
     input_wait_fraction: float | None
-    label: str = UNKNOWN
+    label: VerdictLabel = UNKNOWN
     epoch: int = 0
     windows: int = 1
 
@@ -741,7 +819,7 @@ class WatchSection:
     alert_command: str | None = None
     alert_hook: str | None = None  # the callable's name
     tensorboard_logdir: str | None = None  # the run directory the scalars were written to
-    label_basis: str = "input-wait-share"
+    label_basis: LabelBasis = "input-wait-share"
     merged_windows: int = 0
 
 

@@ -11,6 +11,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pipediag.report.model import StageStats
+from pipediag.report.vocabulary import (
+    KIND_BATCH,
+    KIND_CACHE,
+    KIND_FILTER,
+    KIND_FLAT_MAP,
+    KIND_INTERLEAVE,
+    KIND_MAP,
+    KIND_MAP_AND_BATCH,
+    KIND_PADDED_BATCH,
+    KIND_PARALLEL_FILTER,
+    KIND_PARALLEL_INTERLEAVE,
+    KIND_PARALLEL_MAP,
+    KIND_REPEAT,
+    KIND_SCAN,
+    KIND_SHUFFLE,
+    KIND_SHUFFLE_AND_REPEAT,
+    KIND_SNAPSHOT,
+    KIND_SPARSE_BATCH,
+    StageKind,
+)
 
 # A stage must add at least this share of the pipeline's time per batch to be worth a fix:
 # below it a fix changes the pipeline rate by under ~10%, within run-to-run noise on a shared
@@ -29,24 +49,28 @@ VERIFIED_MIN_GAIN = 1.05
 VECTORIZE_MAX_ELEMENT_S = 200e-6
 
 # Stage kinds the rules look for (as `bench/structure.py` names them).
-BATCHING_KINDS = frozenset({"batch", "padded-batch", "map-and-batch", "sparse-batch"})
-MAP_KINDS = frozenset({"map", "parallel-map"})
-SHUFFLE_KINDS = frozenset({"shuffle", "shuffle-and-repeat"})
+BATCHING_KINDS: frozenset[StageKind] = frozenset(
+    {KIND_BATCH, KIND_PADDED_BATCH, KIND_MAP_AND_BATCH, KIND_SPARSE_BATCH}
+)
+MAP_KINDS: frozenset[StageKind] = frozenset({KIND_MAP, KIND_PARALLEL_MAP})
+SHUFFLE_KINDS: frozenset[StageKind] = frozenset({KIND_SHUFFLE, KIND_SHUFFLE_AND_REPEAT})
 # Stages that do work worth caching after (bench/structure.py kinds).
-CACHE_POINT_KINDS = frozenset(
+CACHE_POINT_KINDS: frozenset[StageKind] = frozenset(
     {
         *MAP_KINDS,
-        "interleave",
-        "parallel-interleave",
-        "flat-map",
-        "filter",
-        "parallel-filter",
-        "map-and-batch",
-        "scan",
+        KIND_INTERLEAVE,
+        KIND_PARALLEL_INTERLEAVE,
+        KIND_FLAT_MAP,
+        KIND_FILTER,
+        KIND_PARALLEL_FILTER,
+        KIND_MAP_AND_BATCH,
+        KIND_SCAN,
     }
 )
 # Stages that make a prefix non-deterministic, or unfit to cache (repeat: infinite).
-NOT_CACHEABLE_KINDS = frozenset({*SHUFFLE_KINDS, "repeat", "cache", "snapshot"})
+NOT_CACHEABLE_KINDS: frozenset[StageKind] = frozenset(
+    {*SHUFFLE_KINDS, KIND_REPEAT, KIND_CACHE, KIND_SNAPSHOT}
+)
 
 
 # --- predicates ------------------------------------------------------------------------------
@@ -56,9 +80,9 @@ def runs_sequential_map(stats: StageStats, cores: int) -> bool:
     """A map that really runs one element at a time (judge what runs, not what was written:
     docs/design.md, "tf.data behaviours"): `map_parallelization` parallelises stateless maps, so
     `auto_parallel` decides."""
-    if stats.kind == "map":
-        return not stats.settings.get("auto_parallel", "no").startswith("yes")
-    if stats.kind == "parallel-map":
+    if stats.kind == KIND_MAP:
+        return stats.auto_parallel is not True
+    if stats.kind == KIND_PARALLEL_MAP:
         calls = int_setting(stats.settings.get("num_parallel_calls"))
         return calls is not None and 0 < calls < cores
     return False
@@ -71,9 +95,9 @@ def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
     not run in parallel on 2 cores (40.3 ms/batch vs 22.4 with 4; docs/design.md,
     "tf.data behaviours").
     """
-    if stats.kind in ("interleave", "flat-map"):
+    if stats.kind in (KIND_INTERLEAVE, KIND_FLAT_MAP):
         return True
-    if stats.kind != "parallel-interleave":
+    if stats.kind != KIND_PARALLEL_INTERLEAVE:
         return False
     cycle = stats.settings.get("cycle_length")
     cycle_n = int_setting(cycle)

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.config import DEFAULT_GPU_INTERVAL_S, DEFAULT_MAX_SAMPLES
 from pipediag.report.model import GpuDevice, GpuSample, GpuSection
+from pipediag.report.vocabulary import UTIL_SOURCE_RATES, UTIL_SOURCE_SAMPLES
 from pipediag.samplers.base import (
     ThreadedSampler,
     describe_error,
@@ -49,9 +50,6 @@ MW_PER_W = 1000.0
 BYTES_PER_NVML_KB = 1024
 """nvmlDeviceGetPcieThroughput returns KB/s; NVML's KB are 1024 bytes."""
 
-UTIL_SOURCE_SAMPLES = "driver-samples"
-UTIL_SOURCE_RATES = "utilization-rates"
-UTIL_SOURCE_NONE = "none"
 
 NO_GPU_REASON = "NVML found no GPU"
 

@@ -27,6 +27,7 @@ from pipediag.report.model import (
     COMPUTE_BOUND,
     INPUT_BOUND,
     UNKNOWN,
+    VerdictLabel,
     WatchWindow,
 )
 from pipediag.timeline import RawStep
@@ -36,7 +37,9 @@ from pipediag.timeline import RawStep
 DEFAULT_MAX_WINDOWS = 10_000
 
 
-def label_by_wait_share(share: float | None, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> str:
+def label_by_wait_share(
+    share: float | None, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> VerdictLabel:
     """XProf's wording for a share of step time spent waiting for input."""
     if share is None:
         return UNKNOWN

@@ -45,7 +45,7 @@ def test_each_smell_gets_its_rule_first_on_the_right_stage(
 
     # THEN its rule comes first and names the stage a tf.data expert would
     stages = [(st.kind, st.own_s_per_batch) for st in report.pipeline.stages]
-    trials = [(t.fix, t.verified, t.speedup, t.details) for t in report.pipeline.trials]
+    trials = [(t.fix, t.verified, t.speedup, t.facts) for t in report.pipeline.trials]
     assert suggestions, f"no suggestion at all; stages {stages}; trials {trials}"
     top = suggestions[0]
     assert (top.id, top.stage) == (rule, stage), [(s.id, s.stage) for s in suggestions]

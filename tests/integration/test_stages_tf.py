@@ -115,7 +115,7 @@ def test_file_cache_not_yet_written_is_not_read(tmp_path: Path) -> None:
 
     assert stages[0].elements_per_s is not None
     assert stages[1].kind == "cache"
-    assert "file cache" in stages[1].settings["not_measured"]
+    assert "file cache" in (stages[1].not_measured or "")
     assert stages[2].batches_per_s is None
     # The user's cache file was not created by the benchmark.
     assert not list(tmp_path.iterdir())
@@ -139,7 +139,7 @@ def test_elements_that_cannot_be_batched_are_read_one_by_one() -> None:
     # THEN the map is still measured, element by element, and named the bottleneck
     assert [s.kind for s in stages] == ["source", "map", "padded-batch", "prefetch"]
     assert stages[1].elements_per_s is not None
-    assert "not_measured" not in stages[1].settings
+    assert stages[1].not_measured is None
     assert _bottlenecks(stages) == [1]
 
 
@@ -210,8 +210,8 @@ def test_a_deadline_keeps_the_stages_read_and_lists_the_rest_without_rates(
     assert [s.kind for s in stages] == ["source", "map", "batch", "prefetch"]
     assert [s.elements_per_s for s in stages[:2]] == [1000.0, 1000.0]
     assert [s.batches_per_s for s in stages[2:]] == [None, None]
-    assert [s.settings["not_measured"] for s in stages[2:]] == [OUT_OF_TIME] * 2
-    assert "not_measured" not in stages[0].settings
+    assert [s.not_measured for s in stages[2:]] == [OUT_OF_TIME] * 2
+    assert stages[0].not_measured is None
     assert clock.now() <= deadline
 
 
@@ -228,4 +228,4 @@ def test_a_spent_deadline_reads_nothing(monkeypatch: pytest.MonkeyPatch) -> None
     stages = measure_stages(ds, clock=clock, deadline=clock.now())
 
     assert read == []
-    assert [s.settings["not_measured"] for s in stages] == [OUT_OF_TIME] * len(stages)
+    assert [s.not_measured for s in stages] == [OUT_OF_TIME] * len(stages)

@@ -77,7 +77,7 @@ def test_sequential_py_function_pipeline_lists_four_stages_in_order() -> None:
     assert mapped.uses_py_function
     assert mapped.stateful
     # py_function is stateful, so tf.data will not parallelise this map by itself.
-    assert mapped.settings["auto_parallel"] == "no: stateful function"
+    assert (mapped.auto_parallel, mapped.auto_parallel_blocker) == (False, "stateful function")
     assert "num_parallel_calls" not in mapped.settings
     assert batch.settings == {"batch_size": "4", "drop_remainder": "false"}
     assert prefetch.settings["buffer_size"] == "1"
@@ -112,10 +112,10 @@ def test_map_flags_random_ops_and_auto_parallel_for_stateless_maps() -> None:
     assert noisy.stateful
     assert noisy.random
     assert "RandomUniformInt" in noisy.stateful_ops
-    assert noisy.settings["auto_parallel"] == "no: stateful function"
+    assert (noisy.auto_parallel, noisy.auto_parallel_blocker) == (False, "stateful function")
     assert stateless.function == "<lambda>"
     assert not stateless.stateful
-    assert stateless.settings["auto_parallel"] == "yes"
+    assert stateless.auto_parallel is True
 
 
 def test_interleave_settings() -> None:
@@ -250,7 +250,7 @@ def test_effective_options_explicit_and_apply_default_optimizations_off() -> Non
     # Defaults off unless asked for explicitly.
     assert found["map_parallelization"] == "false"
     assert found["inject_prefetch"] == "true"
-    assert stages[1].settings["auto_parallel"] == "no: option off"
+    assert (stages[1].auto_parallel, stages[1].auto_parallel_blocker) == (False, "option off")
 
 
 def test_modules_do_not_import_tensorflow() -> None:

@@ -164,7 +164,7 @@ def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone
     trials = verify_fixes(ds, budget_s=2.0, fixes=[FIX_THREAD_CAP], thread_cap=1, keep=kept)
     (trial,) = trials
     assert trial.fix == FIX_THREAD_CAP and trial.verified, trial.reason
-    assert trial.details["threads"] == "1"
+    assert trial.facts.threads == 1
     (capped,) = kept
     assert capped.tried_on_training
     assert capped.variant.options().threading.private_threadpool_size == 1

@@ -125,7 +125,7 @@ def test_file_cache_not_on_disk_is_bypassed_and_never_written(tmp_path: Path) ->
     (trial,) = trials
     assert trial.verified, trial.reason
     assert trial.baseline_cpu_s_per_batch and trial.variant_cpu_s_per_batch  # both sides timed
-    assert "file cache" in trial.details["isolation"]
+    assert "file cache" in trial.facts.isolation
     assert list(tmp_path.iterdir()) == []
 
 
@@ -180,8 +180,8 @@ def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
     (trial,) = verify_fixes(ds, stages, budget_s=1.5, fixes=[FIX_CACHE])
 
     assert trial.stage_index == 1 and trial.stage == "parallel-map(decode)"
-    assert trial.details["elements"] == "400"
-    assert trial.details["cache_bytes"] == str(400 * 4)  # one float32 per element
+    assert trial.facts.elements == 400
+    assert trial.facts.cache_bytes == 400 * 4  # one float32 per element
     assert trial.fits_in_memory is True
     assert trial.verified, trial.reason
     assert trial.speedup is not None and trial.speedup > 1.5
@@ -202,9 +202,9 @@ def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
     (trial,) = [t for t in trials if t.fix == FIX_PARALLEL_MAP]
     assert trial.verified, trial.reason
     assert trial.stage == "map(slow_py_map)"
-    assert trial.details["stopped"] == STOP_GAIN
+    assert trial.facts.stopped == STOP_GAIN
     assert trial.rounds >= MIN_ROUNDS
-    assert float(trial.details["speedup_low"]) > 1.0
+    assert (trial.facts.speedup_low or 0.0) > 1.0
     assert trial.speedup is not None and trial.speedup > 1.3
 
 
@@ -295,7 +295,7 @@ def test_cheap_elementwise_map_is_verified_much_faster_vectorised() -> None:
 
     assert trial.verified, trial.reason
     assert trial.speedup is not None and trial.speedup > 2.0
-    assert trial.details["sample_elements"] == "512"
+    assert trial.facts.sample_elements == 512
 
 
 # --- time: a deadline shared with stage timing, trials that stop when clear -----------------
@@ -345,7 +345,7 @@ def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
 
     # THEN it ran more than the minimum rounds, stopped for time, and ended by the deadline
     assert trial.verified, trial.reason
-    assert trial.details["stopped"] == STOP_BUDGET
+    assert trial.facts.stopped == STOP_BUDGET
     assert trial.rounds > MIN_ROUNDS
     assert clock.now() <= deadline
 
@@ -366,9 +366,9 @@ def test_a_clear_trial_stops_early_and_records_its_interval(
         pipelines.sequential_map(), clock=clock, budget_s=8.0, fixes=[FIX_PARALLEL_MAP]
     )
 
-    assert trial.details["stopped"] == STOP_GAIN
+    assert trial.facts.stopped == STOP_GAIN
     assert trial.rounds == MIN_ROUNDS
-    assert (trial.details["speedup_low"], trial.details["speedup_high"]) == ("2", "2")
+    assert (trial.facts.speedup_low, trial.facts.speedup_high) == (2.0, 2.0)
     assert trial.speedup == pytest.approx(2.0)
     # five rounds of two full slices, then it stopped: half the budget was left unused
     assert clock.now() - start == pytest.approx(MIN_ROUNDS * 2 * MAX_SLICE_S)

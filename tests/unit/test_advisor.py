@@ -5,6 +5,7 @@ small pipelines, one per smell: tests/integration/test_advisor_tf.py.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -23,9 +24,16 @@ from pipediag.report.model import (
     StageStats,
     StepRecord,
     TrainSection,
+    TrialFacts,
     Verdict,
 )
 from pipediag.report.stage_facts import cache_point
+from pipediag.report.vocabulary import (
+    BLOCKED_BY_OPTION,
+    BLOCKED_BY_STATE,
+    AutoParallelBlocker,
+    FixName,
+)
 
 DEFAULT_OPTIONS = {
     "autotune": "true",
@@ -42,11 +50,14 @@ def _chain(*stages: StageStats) -> list[StageStats]:
     ]
 
 
-def _seq_map_pipeline(own_s: float = 0.020, **map_settings: str) -> list[StageStats]:
-    settings = {"auto_parallel": "no: stateful function", **map_settings}
+def _seq_map_pipeline(
+    own_s: float = 0.020, auto_parallel: bool = False, **map_settings: str
+) -> list[StageStats]:
+    blocker: AutoParallelBlocker | None = None if auto_parallel else BLOCKED_BY_STATE
     return _chain(
         StageStats(0, "source", own_s_per_batch=0.0005),
-        StageStats(0, "map", function="decode", source="train.py:12", settings=settings,
+        StageStats(0, "map", function="decode", source="train.py:12", settings=map_settings,
+                   auto_parallel=auto_parallel, auto_parallel_blocker=blocker,
                    stateful=True, own_s_per_batch=own_s),
         StageStats(0, "batch", settings={"batch_size": "32"}, own_s_per_batch=0.0005),
         StageStats(0, "prefetch", settings={"buffer_size": "AUTOTUNE"}, own_s_per_batch=0.0),
@@ -100,7 +111,7 @@ def _ids(report: Report) -> list[str]:
     return [s.id for s in advise(report)]
 
 
-def _trial(fix: str, stage: int | None, speedup: float, **details: str) -> FixTrial:
+def _trial(fix: FixName, stage: int | None, speedup: float, **facts: Any) -> FixTrial:
     return FixTrial(
         fix=fix,
         stage_index=stage,
@@ -109,7 +120,7 @@ def _trial(fix: str, stage: int | None, speedup: float, **details: str) -> FixTr
         variant_batches_per_s=40.0 * speedup,
         speedup=speedup,
         rounds=3,
-        details=details,
+        facts=TrialFacts(**facts),
     )
 
 
@@ -136,7 +147,7 @@ def test_sequential_map_fix_carries_evidence_code_and_three_speedups() -> None:
 
 
 def test_a_map_that_tf_data_parallelises_itself_gets_no_fix() -> None:
-    stages = _seq_map_pipeline(auto_parallel="yes")
+    stages = _seq_map_pipeline(auto_parallel=True)
 
     assert "PD001-sequential-map" not in _ids(_report(stages))
 
@@ -287,7 +298,7 @@ def test_cache_needs_a_fitting_size_and_a_costly_deterministic_prefix() -> None:
     assert cache_point(stages) == 1
     fits = dataclasses.replace(
         _trial(
-            "cache", 1, 8.0, elements="1000", cache_bytes="4000000", available_bytes="8000000000"
+            "cache", 1, 8.0, elements=1000, cache_bytes=4_000_000, available_bytes=8_000_000_000
         ),
         fits_in_memory=True,
     )
@@ -321,7 +332,7 @@ def test_vectorising_is_dropped_when_the_check_found_it_unsafe() -> None:
 
 
 def test_a_checked_vectorisation_says_so_and_uses_its_measured_gain() -> None:
-    checked = _trial("vectorize", 1, 12.0, sample_elements="512")
+    checked = _trial("vectorize", 1, 12.0, sample_elements=512)
     report = _report(_vectorizable_pipeline(), trials=[checked])
 
     (vectorize,) = [s for s in advise(report) if s.id == "PD004-vectorize-map"]
@@ -332,7 +343,7 @@ def test_a_checked_vectorisation_says_so_and_uses_its_measured_gain() -> None:
 
 def test_autotune_off_is_named_with_its_measured_gain() -> None:
     report = _report(
-        _seq_map_pipeline(auto_parallel="yes"),
+        _seq_map_pipeline(auto_parallel=True),
         options={**DEFAULT_OPTIONS, "autotune": "false"},
         trials=[_trial("autotune-on", None, 1.5)],
     )
@@ -346,9 +357,11 @@ def test_autotune_off_is_named_with_its_measured_gain() -> None:
 def test_output_is_sorted_by_predicted_gain_and_deterministic() -> None:
     stages = _chain(
         StageStats(0, "source", own_s_per_batch=0.0),
-        StageStats(0, "map", function="small", settings={"auto_parallel": "no: option off"},
+        StageStats(0, "map", function="small", auto_parallel=False,
+                   auto_parallel_blocker=BLOCKED_BY_OPTION,
                    own_s_per_batch=0.005),
-        StageStats(0, "map", function="big", settings={"auto_parallel": "no: option off"},
+        StageStats(0, "map", function="big", auto_parallel=False,
+                   auto_parallel_blocker=BLOCKED_BY_OPTION,
                    own_s_per_batch=0.015),
         StageStats(0, "batch", settings={"batch_size": "8"}),
         StageStats(0, "prefetch", settings={"buffer_size": "AUTOTUNE"}),

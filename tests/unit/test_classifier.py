@@ -26,7 +26,11 @@ def _steps(n: int, wait: float, compute: float, *, start: float = 100.0) -> list
 
 def _train(raw: list[RawStep], warmup: int = 2):  # type: ignore[no-untyped-def]
     return build_train_section(
-        raw, origin=100.0, warmup_steps=warmup, style="custom-loop", input_wait_source="x"
+        raw,
+        origin=100.0,
+        warmup_steps=warmup,
+        style="custom-loop",
+        input_wait_source="iterator-timing",
     )
 
 

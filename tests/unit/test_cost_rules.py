@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from pipediag.analysis.advisor import advise
+from pipediag.report.model import TrialFacts
 from pipediag.testing import synthetic_cost_report
 
 
@@ -69,7 +70,7 @@ def _with_thread_cap(training_speedup: float) -> object:
         stage="options",
         verified=True,
         speedup=0.8,
-        details={"threads": "1", "training_speedup_low": "1.1", "training_speedup_high": "1.4"},
+        facts=TrialFacts(threads=1, training_speedup_low=1.1, training_speedup_high=1.4),
         training_baseline_steps_per_s=20.0,
         training_variant_steps_per_s=20.0 * training_speedup,
         training_speedup=training_speedup,

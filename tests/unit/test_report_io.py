@@ -9,8 +9,8 @@ import pytest
 
 from pipediag.errors import ReportError
 from pipediag.renderers.text import render_text
-from pipediag.report.io import from_dict, load_report, save_report, to_dict
-from pipediag.report.model import SCHEMA_VERSION, Report
+from pipediag.report.io import dumps, from_dict, load_report, save_report, to_dict
+from pipediag.report.model import SCHEMA_VERSION, Report, TrialFacts
 from pipediag.testing import synthetic_report
 
 
@@ -112,7 +112,84 @@ def test_a_version_1_report_reads_with_its_findings_as_typed_fields() -> None:
     assert stage.stateful_ops == ["PyFunc", "RandomUniform"]
     assert stage.settings == {"deterministic": "true"}
     vectorize, cache = report.pipeline.trials
-    assert vectorize.unsafe and vectorize.details == {"sample_elements": "64"}
+    assert vectorize.unsafe and vectorize.facts == TrialFacts(sample_elements=64)
     assert cache.fits_in_memory is False and not cache.unsafe
     assert report.schema_version == SCHEMA_VERSION
     assert from_dict(to_dict(report)) == report
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+RECORDED = sorted([*FIXTURES.glob("reports/*.json"), *FIXTURES.glob("compare/*.json")])
+
+
+def test_every_fixture_is_recorded_in_an_older_schema() -> None:
+    # The converter is what reads them: were one saved as current, it would test nothing.
+    assert RECORDED
+    for path in RECORDED:
+        assert json.loads(path.read_text())["schema_version"] < SCHEMA_VERSION, path.name
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_recorded_fixture_converts_to_the_current_schema_and_round_trips(
+    path: Path,
+) -> None:
+    # GIVEN a report recorded by an older pipediag
+    data = json.loads(path.read_text())
+    # WHEN read
+    report = from_dict(data)
+    # THEN it is the current schema, its stages and trials keep no finding as a string,
+    # and saved and read back it is the same report
+    assert report.schema_version == SCHEMA_VERSION
+    stages = [*report.pipeline.stages, *(report.scale_out.stages if report.scale_out else [])]
+    for stage in stages:
+        assert not {"auto_parallel", "not_measured", "graph"} & stage.settings.keys()
+    old_trials = data.get("pipeline", {}).get("trials", [])
+    for old, trial in zip(old_trials, report.pipeline.trials, strict=True):
+        details = old.get("details", {})
+        assert trial.facts.stopped == details.get("stopped", "")
+        if "speedup_low" in details:
+            assert trial.facts.speedup_low == float(details["speedup_low"])
+    assert from_dict(json.loads(dumps(report))) == report
+    assert json.loads(dumps(report))["schema_version"] == SCHEMA_VERSION
+
+
+def test_a_version_2_report_reads_its_stage_and_trial_strings_as_typed_fields() -> None:
+    # GIVEN a version-2 report: pipediag's decisions and a trial's numbers as strings
+    data = to_dict(synthetic_report())
+    data["schema_version"] = 2
+    data["pipeline"]["stages"] = [
+        {
+            "index": 0,
+            "kind": "map",
+            "settings": {"auto_parallel": "no: autotune off", "not_measured": "out of time"},
+        },
+        {
+            "index": 1,
+            "kind": "map",
+            "settings": {"auto_parallel": "yes", "graph": "unavailable: E"},
+        },
+    ]
+    data["pipeline"]["trials"] = [
+        {
+            "fix": "cache",
+            "details": {
+                "stopped": "clear gain",
+                "speedup_low": "1.23",
+                "cache_bytes": "4000",
+                "elements": "infinite",
+                "fill_s": "0.5",
+            },
+        }
+    ]
+    # WHEN read
+    report = from_dict(data)
+    # THEN each is a typed field with its value, and the settings keep only tf.data's own
+    first, second = report.pipeline.stages
+    assert (first.auto_parallel, first.auto_parallel_blocker) == (False, "autotune off")
+    assert first.not_measured == "out of time" and first.settings == {}
+    assert (second.auto_parallel, second.auto_parallel_blocker) == (True, None)
+    assert second.graph_error == "E"
+    (trial,) = report.pipeline.trials
+    assert trial.facts == TrialFacts(
+        stopped="clear gain", speedup_low=1.23, cache_bytes=4000, elements=None, fill_s=0.5
+    )

@@ -15,7 +15,7 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.hooks.training_trial import LoopTrials, order_for_training, with_training
-from pipediag.report.model import FixTrial, StageStats, Suggestion
+from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
 from pipediag.testing import FakeClock, synthetic_report
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
@@ -114,7 +114,7 @@ def test_a_loop_fed_by_a_faster_pipeline_measures_the_training_gain() -> None:
     assert trial.training_speedup == pytest.approx(0.0300 / 0.0101, rel=0.01)
     assert trial.training_baseline_steps_per_s == pytest.approx(1 / 0.030, rel=0.01)
     assert trial.training_rounds == MIN_ROUNDS
-    assert float(trial.details["training_speedup_low"]) > 1.0
+    assert (trial.facts.training_speedup_low or 0.0) > 1.0
     # each slice started a fresh iterator, and every step served was one the loop ran
     assert slow.iterators == fast.iterators == MIN_ROUNDS
     assert steps > 10 * MIN_ROUNDS
@@ -287,7 +287,7 @@ def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> No
 
     # GIVEN rounds whose 90% interval spans 0.6x to 1.4x (a busy host): median 0.97x
     unclear = dataclasses.replace(
-        _trial(0.97), details={"training_speedup_low": "0.6", "training_speedup_high": "1.4"}
+        _trial(0.97), facts=TrialFacts(training_speedup_low=0.6, training_speedup_high=1.4)
     )
     fix = _map_fix(advise(_report_with(unclear)))
     # THEN the fix stays a fix, ranked by its prediction, and says the trial could not tell
