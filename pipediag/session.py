@@ -7,9 +7,9 @@ import dataclasses
 import os
 import platform
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.classifier import build_train_section, judge
@@ -17,7 +17,16 @@ from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.config import RunConfig
-from pipediag.deep_analysis import DEEP_MIN_COST, DeepAnalysisPhases
+from pipediag.hooks.host import HookGate
+from pipediag.phases import (
+    DEEP_MIN_COST,
+    OnTraining,
+    deep_analysis,
+    fit_compute_alone,
+    pipeline_alone,
+    scale_out_check,
+    with_training_results,
+)
 from pipediag.progress import Progress
 from pipediag.renderers.summary import data_pass_text
 from pipediag.report.model import (
@@ -37,9 +46,16 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
-from pipediag.timeline import StepTimeline
+from pipediag.timeline import RawStep, StepTimeline
 
 if TYPE_CHECKING:
+    from pipediag.bench.whatif import FixPipelines
+    from pipediag.hooks import InstalledHooks
+    from pipediag.hooks.keras_fit import FitTracker
+    from pipediag.samplers.gpu import GpuSampler
+    from pipediag.samplers.host import HostSampler
+    from pipediag.training.budget import BudgetServer
+    from pipediag.training.training_trial import TrialResults
     from pipediag.watch.watcher import Watcher
 
 NO_DATASET = "no tf.data training dataset was seen"
@@ -69,7 +85,7 @@ LOCKSTEP_FIT_REASON = (
 )
 
 
-class DiagnosticSession(DeepAnalysisPhases):
+class DiagnosticSession:
     """Records one run of a training script and freezes it into a `Report`.
 
     Args:
@@ -91,7 +107,7 @@ class DiagnosticSession(DeepAnalysisPhases):
         config: RunConfig | None = None,
         *,
         clock: Clock = MONOTONIC,
-        log: Any = sys.stderr,
+        log: TextIO | None = sys.stderr,
         install_hooks: bool = True,
         task: TaskInfo | None = None,
     ) -> None:
@@ -108,8 +124,8 @@ class DiagnosticSession(DeepAnalysisPhases):
             measured_steps=self.config.measured_steps,
             measured_seconds=None if self.lockstep else self.config.measured_seconds,
         )
-        self.paused = False
-        self.in_fit = False
+        # Shared with the hooks: they pass calls through while pipediag reads or fit runs.
+        self.gate = HookGate()
         self.style: TrainStyle = "none"
         self.pipeline = PipelineBenchmark(measured=False, reason=NO_DATASET)
         self._progress = Progress(log)
@@ -118,32 +134,26 @@ class DiagnosticSession(DeepAnalysisPhases):
         self._benchmarked: set[int] = set()
         self._phases: dict[str, float] = {}
         self._spans: list[PhaseSpan] = []
-        self._hooks: Any = None
+        self._hooks: InstalledHooks | None = None
         self._install_hooks = install_hooks
-        self._samplers: list[Any] = []
+        self._samplers: list[HostSampler | GpuSampler] = []
         self._started_wall = ""
         self.origin = 0.0
         self._origin_unix_s: float | None = None
         self.compute_alone: ComputeAlone | None = None
         self.first_verdict_s: float | None = None
         self.scale_out: ScaleOut | None = None
-        self._concluded = False
-        self._verdict_said = False
+        self._concluded = False  # the deep analysis ran (or had its chance)
         self._extended = False
-        self._verdict: Verdict | None = None
+        self._verdict: Verdict | None = None  # said once, after the measured steps
         # What the compute-alone phase and the deep analysis need after the measured steps:
         # the training dataset, a batch of it, and the model `fit` trains (strong references,
         # released when the session stops).
         self._dataset: Any = None
         self._cached_batch: Any = None
         self._model: Any = None
-        # A custom loop at its step budget can still be served batches: the fixes measured
-        # to help are then tried on its training (`serve_fix_trials`).
-        self._loop_serving = False
-        self._fixes_for_loop: list[Any] = []
-        self._loop_trials: Any = None  # the LoopTrials being served, until their results
         # A FitTracker fed by the caller rather than by installed hooks (`pipediag.keras.Watch`).
-        self.fit_tracker: Any = None
+        self.fit_tracker: FitTracker | None = None
         # Watch mode: windows, TensorBoard scalars and alerts, read off the timeline.
         self.watcher: Watcher | None = None
         if self.config.watch is not None:
@@ -170,7 +180,7 @@ class DiagnosticSession(DeepAnalysisPhases):
         if self.lockstep:
             assert self.task is not None
             self.note(LOCKSTEP_NOTE.format(task=self.task.name, size=self.task.cluster_size))
-        self._samplers = self._make_samplers()
+        self._samplers = _make_samplers(self.config, self.clock)
         for sampler in self._samplers:
             sampler.start()
         if self.watcher is not None:
@@ -185,20 +195,17 @@ class DiagnosticSession(DeepAnalysisPhases):
         watch = self.watcher.finish() if self.watcher is not None else None
         if not self._concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
-        if self._loop_trials is not None:  # the loop ended while its fixes were tried
-            self.fix_trials_served(self._loop_trials)
         self._dataset = self._cached_batch = self._model = None
-        self._fixes_for_loop = []
         self._drain_teardowns()
         analysis_began = self.clock.now()
         self._progress.close()
-        host, gpu = self._stop_samplers()
+        host, gpu = _stop_samplers(self._samplers, self.origin, self.log)
         train = self._train_section()
         report = Report(
             script=self.script,
             args=self.args,
             created_utc=self._started_wall,
-            environment=self._environment(gpu),
+            environment=_environment(gpu),
             verdict=judge(train, self.pipeline, compute_alone=self.compute_alone, host=host),
             pipeline=self.pipeline,
             train=train,
@@ -218,7 +225,7 @@ class DiagnosticSession(DeepAnalysisPhases):
         report = self._guarded(
             "the advisor", lambda r: dataclasses.replace(r, suggestions=advise(r)), report
         )
-        self._add_phase("analysis", analysis_began, self.clock.now())
+        self.add_phase("analysis", analysis_began, self.clock.now())
         return dataclasses.replace(
             report,
             wall_time_s=self.clock.now() - self.origin,
@@ -287,40 +294,25 @@ class DiagnosticSession(DeepAnalysisPhases):
     def data_pass(self, record: DataPass) -> None:
         """A pass over the data that was not training: kept for the report, passes alike
         (a validation loop each epoch) merged into one record."""
-        for i, seen in enumerate(self._data_passes):
-            if (seen.reason, seen.by, seen.where, seen.dataset) == (
-                record.reason,
-                record.by,
-                record.where,
-                record.dataset,
-            ):
-                self._data_passes[i] = dataclasses.replace(
-                    seen,
-                    passes=seen.passes + record.passes,
-                    batches=seen.batches + record.batches,
-                    duration_s=seen.duration_s + record.duration_s,
-                )
-                return
-        self._data_passes.append(record)
-        self.log(f"skipped {data_pass_text(record)}")
+        if not _merged_into(self._data_passes, record):
+            self._data_passes.append(record)
+            self.log(f"skipped {data_pass_text(record)}")
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:
         """pipediag's own reads of the data are not the user's steps."""
-        was = self.paused
-        self.paused = True
-        try:
+        with self.gate.pipediag_reading():
             yield
-        finally:
-            self.paused = was
 
-    def benchmark_pipeline(self, dataset: Any) -> None:
+    def benchmark_pipeline(self, dataset: Any, *, rebuilt: bool = False) -> None:
         """Phase 1: the training dataset alone, once per dataset, before training pulls.
 
         Only the rate: stage timing and fix trials wait for the verdict (`conclude`), which
-        says whether input matters at all.
+        says whether input matters at all. `rebuilt`: the training dataset made anew for a
+        new pass (`ds.take(n)` in an epoch loop), benchmarked only if the last one could not
+        be (it ran out first).
         """
-        if id(dataset) in self._benchmarked:
+        if id(dataset) in self._benchmarked or (rebuilt and self.pipeline.measured):
             return
         self._benchmarked.add(id(dataset))
         self._dataset = dataset
@@ -328,36 +320,24 @@ class DiagnosticSession(DeepAnalysisPhases):
             reason = "skipped (--no-bench)" if self.config.watch is None else WATCH_NO_BENCH
             self.pipeline = PipelineBenchmark(measured=False, reason=reason)
             return
-        from pipediag.bench import teardown
-        from pipediag.bench.pipeline import benchmark_dataset, describe_chain
-
-        self.phase("benchmarking the input pipeline alone", self.config.bench_seconds)
-        began = self.clock.now()
         try:
             with self.suspended():
-                self.pipeline = benchmark_dataset(
+                self.pipeline = pipeline_alone(
                     dataset,
-                    max_batches=self.config.bench_batches,
-                    max_seconds=self.config.bench_seconds,
+                    config=self.config,
                     clock=self.clock,
+                    say=self,
                     keep_first_batch=self._keep_batch,
-                    teardown=teardown.SHARED,
                 )
-        except Exception as exc:
-            self.pipeline = PipelineBenchmark(
-                measured=False,
-                reason=f"the pipeline failed when read alone: {type(exc).__name__}: {exc}",
-                dataset=describe_chain(dataset),
-            )
         except BaseException:
+            from pipediag.bench.pipeline import describe_chain
+
             self.pipeline = PipelineBenchmark(
                 measured=False,
                 reason="interrupted before the pipeline benchmark finished",
                 dataset=describe_chain(dataset),
             )
-            self._add_phase("pipeline_benchmark", began, self.clock.now())
             raise
-        self._add_phase("pipeline_benchmark", began, self.clock.now())
         self.phase("measuring train steps", redraw=False)
 
     def keep_measuring(self) -> bool:
@@ -408,7 +388,22 @@ class DiagnosticSession(DeepAnalysisPhases):
         if self.watcher is not None:
             self.watcher.saw_logdir(log_dir)
 
-    def _fit_tracker(self) -> Any:
+    def fit_called(self, model: Any, dataset: Any, *, given: str) -> None:
+        """fit starts: `model` trains on `dataset`, benchmarked alone first (None: fit was
+        given a `given`, not a tf.data.Dataset, and Keras builds the dataset itself)."""
+        self.mark_style("keras-fit")
+        self.training_model(model)
+        if dataset is not None:
+            self.benchmark_pipeline(dataset)
+        elif not self.pipeline.measured and self.pipeline.reason == NO_DATASET:
+            self.pipeline = PipelineBenchmark(
+                measured=False,
+                reason=(
+                    f"fit was given a {given}, not a tf.data.Dataset: nothing to benchmark alone"
+                ),
+            )
+
+    def _fit_tracker(self) -> FitTracker | None:
         """What marks fit's steps: the hooks' tracker, or one the caller feeds (`fit_tracker`)."""
         return self._hooks.fit if self._hooks is not None else self.fit_tracker
 
@@ -418,33 +413,99 @@ class DiagnosticSession(DeepAnalysisPhases):
         return fit is not None and fit.stamps is not None
 
     # -- after the measured steps ----------------------------------------------------
-    def conclude(
-        self,
-        compute_alone: ComputeAlone | None = None,
-        *,
-        deep: bool = True,
-        loop_serving: bool = False,
-    ) -> None:
+    def conclude(self, *, deep: bool = True) -> None:
         """The measured steps are done: compute alone, the verdict line, then stages and fixes.
 
-        Called by the hooks at the step budget (a custom loop passes the compute-alone run
-        it served from its cached batch; under fit it is run here), at a safe point between
-        fit's steps with `--steps all` (`deep=False`: stages and fixes wait for the end), or
-        when the script ended first. Each part runs once. `loop_serving`: a custom loop at
-        its budget, which can still be served batches for the fixes' trials on training.
+        Called by the hooks at the step budget (under fit, compute alone is run here), at a
+        safe point between fit's steps with `--steps all` (`deep=False`: stages and fixes
+        wait for the end), or when the script ended first. Each part runs once.
         """
-        self._loop_serving = loop_serving
+        self._conclude(None, deep=deep)
+
+    def _conclude(
+        self, compute_alone: ComputeAlone | None, *, deep: bool = True, loop_serving: bool = False
+    ) -> Sequence[FixPipelines]:
+        """`conclude`, given a custom loop's compute-alone run where it has one.
+
+        `loop_serving`: a custom loop at its budget, which can still be served batches; the
+        fixes to try on its training are returned, for its next pulls.
+        """
         with self.suspended():
-            if not self._verdict_said:
-                self._verdict_said = True
+            if self._verdict is None:
                 if compute_alone is None:
                     compute_alone = self._measure_compute_alone()
                 self.compute_alone = compute_alone
                 self._verdict = self._say_verdict()
-            if deep and not self._concluded:
-                self._concluded = True
-                self._deep_analysis(self._verdict)
-                self._check_scale_out()
+            if not deep or self._concluded:
+                return []
+            self._concluded = True
+            outcome = deep_analysis(
+                self._dataset,
+                self.pipeline,
+                self._verdict,
+                self.compute_alone,
+                config=self.config,
+                clock=self.clock,
+                say=self,
+                on_training=self._on_training(loop_serving),
+            )
+            self.pipeline = outcome.pipeline
+            self.scale_out = scale_out_check(
+                self._dataset,
+                self.pipeline,
+                model=self._model,
+                style=self.style,
+                config=self.config,
+                clock=self.clock,
+                say=self,
+            )
+            return outcome.loop_fixes
+
+    def _on_training(self, loop_serving: bool) -> OnTraining | None:
+        """Whether the user's train step can run on the fixed pipelines: fit's train function
+        (the model is known), or a custom loop still being served at its budget. Never in a
+        multi-worker job: how long the trials run is decided by time."""
+        step_s = self.timeline.median_measured_step_s()
+        if self.lockstep or step_s is None:
+            return None
+        if self.style == "keras-fit":
+            return OnTraining(step_s, fit_model=self._model) if self._model is not None else None
+        return OnTraining(step_s) if loop_serving else None
+
+    def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
+        """A custom loop at its step budget: what serves its next pulls (`training/budget.py`),
+        or None when there is nothing to serve it (then concluded here)."""
+        step_s = self.timeline.median_measured_step_s()
+        if last_batch is None or step_s is None:
+            self.conclude()
+            return None
+        from pipediag.bench import teardown
+        from pipediag.training.budget import BudgetServer
+
+        return BudgetServer(
+            last_batch,
+            clock=self.clock,
+            origin=self.origin,
+            step_s=step_s,
+            fixed_steps=self.lockstep_steps(),
+            phase=self.phase,
+            concluded=self._loop_concluded,
+            tried=self._loop_tried,
+            teardown=teardown.SHARED,
+        )
+
+    def _loop_concluded(self, result: ComputeAlone) -> Sequence[FixPipelines]:
+        """The loop's compute-alone run is over: on the phase list, then the conclusion."""
+        if result.start_s is not None:
+            began = self.origin + result.start_s
+            self.add_phase("compute_alone", began, began + result.duration_s)
+        return self._conclude(result, loop_serving=True)
+
+    def _loop_tried(self, results: TrialResults, began: float) -> None:
+        """The loop's fix trials are over: their results join the pipeline's trials."""
+        self.add_phase("training_trial", began, self.clock.now())
+        trials = with_training_results(list(self.pipeline.trials), results)
+        self.pipeline = dataclasses.replace(self.pipeline, trials=trials)
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""
@@ -465,8 +526,8 @@ class DiagnosticSession(DeepAnalysisPhases):
                 "served a cached batch"
             )
         try:
-            # (a verdict already said keeps its compute-alone run: conclude ignores this one)
-            self.conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
+            # (a verdict already said keeps its compute-alone run: this one is ignored)
+            self._conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
         except Exception as exc:
             self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
 
@@ -486,25 +547,14 @@ class DiagnosticSession(DeepAnalysisPhases):
         hint = self.timeline.median_measured_step_s()
         if hint is None:
             return ComputeAlone(measured=False, reason="no measured step to compare with")
-        from pipediag.hooks.compute_alone import MAX_SECONDS, measure_fit_step
-
-        self.phase("measuring the train step alone on a cached batch", MAX_SECONDS)
-        began = self.clock.now()
-        try:
-            result = measure_fit_step(
-                self._model,
-                self._cached_batch,
-                clock=self.clock,
-                origin=self.origin,
-                step_s_hint=hint,
-            )
-        except Exception as exc:
-            result = ComputeAlone(
-                measured=False,
-                reason=f"the train step failed on a cached batch: {type(exc).__name__}: {exc}",
-            )
-        self._add_phase("compute_alone", began, self.clock.now())
-        return result
+        return fit_compute_alone(
+            self._model,
+            self._cached_batch,
+            step_s=hint,
+            clock=self.clock,
+            origin=self.origin,
+            say=self,
+        )
 
     def lockstep_steps(self) -> int | None:
         """How many steps a custom loop's compute alone runs in a multi-worker job; None
@@ -512,15 +562,9 @@ class DiagnosticSession(DeepAnalysisPhases):
         """
         if not self.lockstep:
             return None
-        from pipediag.hooks.compute_alone import MIN_STEPS
+        from pipediag.training.compute_alone import MIN_STEPS
 
         return min(MIN_STEPS, self.config.measured_steps or MIN_STEPS)
-
-    def add_compute_alone_phase(self, result: ComputeAlone) -> None:
-        """A custom loop's compute-alone run, on the report's phase list."""
-        if result.start_s is not None:
-            began = self.origin + result.start_s
-            self._add_phase("compute_alone", began, began + result.duration_s)
 
     def _say_verdict(self) -> Verdict:
         """The verdict so far (no host samples yet), printed at once."""
@@ -539,21 +583,6 @@ class DiagnosticSession(DeepAnalysisPhases):
         self.first_verdict_s = self.clock.now() - self.origin
         self.log(f"verdict: {verdict.headline or verdict.summary}")
         return verdict
-
-    def benchmark_fit_input(self, x: Any) -> bool:
-        """Benchmark the dataset `fit` was given; False when `x` is not a tf.data.Dataset."""
-        import tensorflow as tf
-
-        if isinstance(x, tf.data.Dataset):
-            self.benchmark_pipeline(x)
-            return True
-        if not self.pipeline.measured and self.pipeline.reason == NO_DATASET:
-            kind = type(x).__name__
-            self.pipeline = PipelineBenchmark(
-                measured=False,
-                reason=f"fit was given a {kind}, not a tf.data.Dataset: nothing to benchmark alone",
-            )
-        return False
 
     # -- building the report ---------------------------------------------------------
     def _wait_source(self) -> str:
@@ -580,7 +609,7 @@ class DiagnosticSession(DeepAnalysisPhases):
                 "were merged in pairs to bound memory (totals are exact)"
             )
         if raw:
-            self._add_phase("train", raw[0].start, raw[-1].end)
+            self.add_phase("train", raw[0].start, raw[-1].end)
         return build_train_section(
             raw,
             origin=self.origin,
@@ -590,54 +619,79 @@ class DiagnosticSession(DeepAnalysisPhases):
             skipped_passes=self._data_passes,
         )
 
-    def _add_phase(self, name: str, start: float, end: float) -> None:
+    def add_phase(self, name: str, start: float, end: float) -> None:
+        """A phase of the diagnosis ran from `start` to `end`: on the report's phase list."""
         self._phases[name] = self._phases.get(name, 0.0) + end - start
         self._spans.append(PhaseSpan(name, start - self.origin, end - start))
 
-    def _make_samplers(self) -> list[Any]:
-        samplers: list[Any] = []
-        if self.config.sample_host:
-            from pipediag.samplers.host import HostSampler
 
-            samplers.append(HostSampler(interval_s=self.config.host_interval_s, clock=self.clock))
-        if self.config.sample_gpu:
-            from pipediag.samplers.gpu import GpuSampler
+def _make_samplers(config: RunConfig, clock: Clock) -> list[HostSampler | GpuSampler]:
+    samplers: list[HostSampler | GpuSampler] = []
+    if config.sample_host:
+        from pipediag.samplers.host import HostSampler
 
-            samplers.append(GpuSampler(interval_s=self.config.gpu_interval_s, clock=self.clock))
-        return samplers
+        samplers.append(HostSampler(interval_s=config.host_interval_s, clock=clock))
+    if config.sample_gpu:
+        from pipediag.samplers.gpu import GpuSampler
 
-    def _stop_samplers(self) -> tuple[HostSection, GpuSection]:
-        host = HostSection(available=False, reason="host sampling was turned off")
-        gpu = GpuSection(available=False, reason="GPU sampling was turned off")
-        for sampler in self._samplers:
-            sampler.stop()
-            section = sampler.section(self.origin)
-            if isinstance(section, HostSection):
-                host = section
-            else:
-                gpu = section
-        # A sampler's trouble is never swallowed: it is in its section and said on stderr.
-        for where, notes in (("host sampler", host.notes), ("GPU sampler", gpu.notes)):
-            for message in notes:
-                self.log(f"{where}: {message}")
-        return host, gpu
-
-    def _environment(self, gpu: GpuSection) -> Environment:
-        from pipediag.version import __version__
-
-        return Environment(
-            python_version=platform.python_version(),
-            platform=platform.platform(),
-            pipediag_version=__version__,
-            tensorflow_version=_module_version("tensorflow"),
-            keras_version=_module_version("keras"),
-            cpu_count=os.cpu_count() or 0,
-            gpus=[d.name for d in gpu.devices],
-            gpu_reason=None if gpu.available else gpu.reason,
-        )
+        samplers.append(GpuSampler(interval_s=config.gpu_interval_s, clock=clock))
+    return samplers
 
 
-def _hardly_waits(steps: list[Any]) -> bool:
+def _stop_samplers(
+    samplers: list[HostSampler | GpuSampler], origin: float, log: Callable[[str], None]
+) -> tuple[HostSection, GpuSection]:
+    host = HostSection(available=False, reason="host sampling was turned off")
+    gpu = GpuSection(available=False, reason="GPU sampling was turned off")
+    for sampler in samplers:
+        sampler.stop()
+        section = sampler.section(origin)
+        if isinstance(section, HostSection):
+            host = section
+        else:
+            gpu = section
+    # A sampler's trouble is never swallowed: it is in its section and said on stderr.
+    for where, notes in (("host sampler", host.notes), ("GPU sampler", gpu.notes)):
+        for message in notes:
+            log(f"{where}: {message}")
+    return host, gpu
+
+
+def _environment(gpu: GpuSection) -> Environment:
+    from pipediag.version import __version__
+
+    return Environment(
+        python_version=platform.python_version(),
+        platform=platform.platform(),
+        pipediag_version=__version__,
+        tensorflow_version=_module_version("tensorflow"),
+        keras_version=_module_version("keras"),
+        cpu_count=os.cpu_count() or 0,
+        gpus=[d.name for d in gpu.devices],
+        gpu_reason=None if gpu.available else gpu.reason,
+    )
+
+
+def _merged_into(passes: list[DataPass], record: DataPass) -> bool:
+    """Whether a pass alike (same reason, call, line and dataset) took `record` in."""
+    for i, seen in enumerate(passes):
+        if (seen.reason, seen.by, seen.where, seen.dataset) == (
+            record.reason,
+            record.by,
+            record.where,
+            record.dataset,
+        ):
+            passes[i] = dataclasses.replace(
+                seen,
+                passes=seen.passes + record.passes,
+                batches=seen.batches + record.batches,
+                duration_s=seen.duration_s + record.duration_s,
+            )
+            return True
+    return False
+
+
+def _hardly_waits(steps: list[RawStep]) -> bool:
     """Whether steps whose waits are all known waited under 5% of their time."""
     if any(s.input_wait_s is None for s in steps):
         return False  # under fit, waits are settled later: unknown
