@@ -14,7 +14,7 @@ import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
@@ -27,6 +27,7 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
+from pipediag.timeline import RawStep, StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
@@ -39,6 +40,17 @@ DEEP_MIN_COST = 0.05
 # the rest. Stages are quick on most pipelines (a few prefixes, a fraction of a second
 # each), and the trials are what turn an estimate into a measured fix.
 STAGES_SHARE = 0.5
+
+# A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
+# the second epoch, this many steps at a time, until the second epoch has as many (so each
+# phase has its own verdict), within the caps below.
+PHASE_EXTENSION_STEPS = 20
+# Caps on that extension: at most this many times the step budget, and this long.
+PHASE_EXTENSION_MAX_FACTOR = 4
+PHASE_EXTENSION_MAX_S = 30.0
+
+# At the step budget: measure on into the next epoch, stop, or stop with epoch 1 unfinished.
+MeasureOn = Literal["extend", "stop", "outlasted"]
 
 
 class Narration(Protocol):
@@ -68,6 +80,51 @@ class DeepAnalysis:
 
     pipeline: PipelineBenchmark
     loop_fixes: list[FixPipelines] = field(default_factory=list)
+
+
+def measure_on(
+    timeline: StepTimeline, pipeline: PipelineBenchmark, config: RunConfig, now: float
+) -> MeasureOn:
+    """Phase 2 at its step budget: whether the measured steps go on into the next epoch.
+
+    A pipeline with a cache that ends each epoch runs its first epoch uncached; measuring
+    goes on until the second epoch has `PHASE_EXTENSION_STEPS` steps of its own, within the
+    caps ("outlasted": the first epoch ran past them).
+    """
+    if config.measured_steps is None or not _cache_ends_each_epoch(pipeline.dataset):
+        return "stop"
+    steps = timeline.steps[config.warmup_steps :]
+    if not steps:
+        return "stop"
+    first_epoch = steps[0].epoch
+    later = sum(s.count for s in steps if s.epoch > first_epoch)
+    if later == 0 and _hardly_waits(steps):
+        return "stop"  # epoch 1 already keeps up: a filled cache cannot change the verdict
+    if later >= PHASE_EXTENSION_STEPS:
+        return "stop"
+    budget = config.warmup_steps + config.measured_steps
+    too_long = now - steps[0].start >= PHASE_EXTENSION_MAX_S
+    if len(timeline) >= budget * PHASE_EXTENSION_MAX_FACTOR or too_long:
+        return "outlasted" if later == 0 else "stop"
+    return "extend"
+
+
+def _hardly_waits(steps: list[RawStep]) -> bool:
+    """Whether steps whose waits are all known waited under 5% of their time."""
+    if any(s.input_wait_s is None for s in steps):
+        return False  # under fit, waits are settled later: unknown
+    total = sum(s.duration_s for s in steps)
+    waited = sum(s.input_wait_s or 0.0 for s in steps)
+    return bool(total > 0 and waited / total < DEEP_MIN_COST)
+
+
+def _cache_ends_each_epoch(chain: str) -> bool:
+    """A `cache()` whose stream ends each epoch (no `repeat()` after it), so a later epoch
+    reads the filled cache on a new iterator. `chain` is outermost first."""
+    stages = chain.split(" <- ")
+    if "Cache" not in stages:
+        return False
+    return "Repeat" not in stages[: stages.index("Cache")]
 
 
 def pipeline_alone(

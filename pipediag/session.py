@@ -19,10 +19,11 @@ from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.config import RunConfig
 from pipediag.hooks.host import HookGate
 from pipediag.phases import (
-    DEEP_MIN_COST,
+    PHASE_EXTENSION_STEPS,
     OnTraining,
     deep_analysis,
     fit_compute_alone,
+    measure_on,
     pipeline_alone,
     scale_out_check,
     with_training_results,
@@ -35,7 +36,6 @@ from pipediag.report.model import (
     Environment,
     ExitInfo,
     GpuSection,
-    HostSection,
     PhaseSpan,
     PipelineBenchmark,
     Report,
@@ -46,14 +46,13 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
-from pipediag.timeline import RawStep, StepTimeline
+from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
     from pipediag.hooks import InstalledHooks
     from pipediag.hooks.keras_fit import FitTracker
-    from pipediag.samplers.gpu import GpuSampler
-    from pipediag.samplers.host import HostSampler
+    from pipediag.samplers import GpuSampler, HostSampler
     from pipediag.training.budget import BudgetServer
     from pipediag.training.training_trial import TrialResults
     from pipediag.watch.watcher import Watcher
@@ -62,14 +61,6 @@ NO_DATASET = "no tf.data training dataset was seen"
 # Watch mode measures the whole run and nothing beside it (docs/design.md, "Watching a long run").
 WATCH_NO_BENCH = "watch mode: no pipeline-alone phase"
 WATCH_NO_COMPUTE_ALONE = "watch mode runs no train step alone"
-
-# A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
-# the second epoch, this many steps at a time, until the second epoch has as many (so each
-# phase has its own verdict), within the caps below.
-PHASE_EXTENSION_STEPS = 20
-# Caps on that extension: at most this many times the step budget, and this long.
-PHASE_EXTENSION_MAX_FACTOR = 4
-PHASE_EXTENSION_MAX_S = 30.0
 
 # A multi-worker job's train steps are collectives: every worker must run the same number,
 # so there the diagnosis counts its extra steps instead of timing them (docs/design.md,
@@ -180,7 +171,9 @@ class DiagnosticSession:
         if self.lockstep:
             assert self.task is not None
             self.note(LOCKSTEP_NOTE.format(task=self.task.name, size=self.task.cluster_size))
-        self._samplers = _make_samplers(self.config, self.clock)
+        from pipediag.samplers import make_samplers
+
+        self._samplers = make_samplers(self.config, self.clock)
         for sampler in self._samplers:
             sampler.start()
         if self.watcher is not None:
@@ -199,7 +192,9 @@ class DiagnosticSession:
         self._drain_teardowns()
         analysis_began = self.clock.now()
         self._progress.close()
-        host, gpu = _stop_samplers(self._samplers, self.origin, self.log)
+        from pipediag.samplers import stop_samplers
+
+        host, gpu = stop_samplers(self._samplers, self.origin, self.log)
         train = self._train_section()
         report = Report(
             script=self.script,
@@ -347,25 +342,13 @@ class DiagnosticSession:
         """
         if self.lockstep:
             return False  # how far to go on depends on time: workers could disagree
-        if self.config.measured_steps is None or not _cache_ends_each_epoch(self.pipeline.dataset):
-            return False
-        steps = self.timeline.steps[self.config.warmup_steps :]
-        if not steps:
-            return False
-        first_epoch = steps[0].epoch
-        later = sum(s.count for s in steps if s.epoch > first_epoch)
-        if later == 0 and _hardly_waits(steps):
-            return False  # epoch 1 already keeps up: a filled cache cannot change the verdict
-        if later >= PHASE_EXTENSION_STEPS:
-            return False
-        budget = self.config.warmup_steps + self.config.measured_steps
-        too_long = self.clock.now() - steps[0].start >= PHASE_EXTENSION_MAX_S
-        if len(self.timeline) >= budget * PHASE_EXTENSION_MAX_FACTOR or too_long:
-            if later == 0:
-                self.note_once(
-                    "the pipeline caches, but its first epoch outlasted the measuring bound: "
-                    "the verdict describes epoch 1 only (--steps N measures more)"
-                )
+        decision = measure_on(self.timeline, self.pipeline, self.config, self.clock.now())
+        if decision == "outlasted":
+            self.note_once(
+                "the pipeline caches, but its first epoch outlasted the measuring bound: "
+                "the verdict describes epoch 1 only (--steps N measures more)"
+            )
+        if decision != "extend":
             return False
         if not self._extended:
             self._extended = True
@@ -509,22 +492,7 @@ class DiagnosticSession:
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""
-        reason = None
-        if self.config.watch is not None:
-            reason = WATCH_NO_COMPUTE_ALONE
-        elif not self._install_hooks:
-            reason = (
-                "steps marked through pipediag.monitor() cannot be run on their own: "
-                "compute alone is estimated"
-            )
-        elif self.style == "custom-loop":
-            reason = (
-                "--steps all: a custom loop has no safe point to run extra steps on a cached "
-                "batch (they would change what it trains on)"
-                if self.config.measured_steps is None
-                else "the script ended before the step budget, where a custom loop is "
-                "served a cached batch"
-            )
+        reason = _no_compute_alone_reason(self.config, self.style, hooked=self._install_hooks)
         try:
             # (a verdict already said keeps its compute-alone run: this one is ignored)
             self._conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
@@ -625,38 +593,6 @@ class DiagnosticSession:
         self._spans.append(PhaseSpan(name, start - self.origin, end - start))
 
 
-def _make_samplers(config: RunConfig, clock: Clock) -> list[HostSampler | GpuSampler]:
-    samplers: list[HostSampler | GpuSampler] = []
-    if config.sample_host:
-        from pipediag.samplers.host import HostSampler
-
-        samplers.append(HostSampler(interval_s=config.host_interval_s, clock=clock))
-    if config.sample_gpu:
-        from pipediag.samplers.gpu import GpuSampler
-
-        samplers.append(GpuSampler(interval_s=config.gpu_interval_s, clock=clock))
-    return samplers
-
-
-def _stop_samplers(
-    samplers: list[HostSampler | GpuSampler], origin: float, log: Callable[[str], None]
-) -> tuple[HostSection, GpuSection]:
-    host = HostSection(available=False, reason="host sampling was turned off")
-    gpu = GpuSection(available=False, reason="GPU sampling was turned off")
-    for sampler in samplers:
-        sampler.stop()
-        section = sampler.section(origin)
-        if isinstance(section, HostSection):
-            host = section
-        else:
-            gpu = section
-    # A sampler's trouble is never swallowed: it is in its section and said on stderr.
-    for where, notes in (("host sampler", host.notes), ("GPU sampler", gpu.notes)):
-        for message in notes:
-            log(f"{where}: {message}")
-    return host, gpu
-
-
 def _environment(gpu: GpuSection) -> Environment:
     from pipediag.version import __version__
 
@@ -691,22 +627,24 @@ def _merged_into(passes: list[DataPass], record: DataPass) -> bool:
     return False
 
 
-def _hardly_waits(steps: list[RawStep]) -> bool:
-    """Whether steps whose waits are all known waited under 5% of their time."""
-    if any(s.input_wait_s is None for s in steps):
-        return False  # under fit, waits are settled later: unknown
-    total = sum(s.duration_s for s in steps)
-    waited = sum(s.input_wait_s or 0.0 for s in steps)
-    return bool(total > 0 and waited / total < DEEP_MIN_COST)
-
-
-def _cache_ends_each_epoch(chain: str) -> bool:
-    """A `cache()` whose stream ends each epoch (no `repeat()` after it), so a later epoch
-    reads the filled cache on a new iterator. `chain` is outermost first."""
-    stages = chain.split(" <- ")
-    if "Cache" not in stages:
-        return False
-    return "Repeat" not in stages[: stages.index("Cache")]
+def _no_compute_alone_reason(config: RunConfig, style: TrainStyle, *, hooked: bool) -> str | None:
+    """Why compute alone cannot run once the script has ended; None where it still can."""
+    if config.watch is not None:
+        return WATCH_NO_COMPUTE_ALONE
+    if not hooked:
+        return (
+            "steps marked through pipediag.monitor() cannot be run on their own: "
+            "compute alone is estimated"
+        )
+    if style == "custom-loop":
+        return (
+            "--steps all: a custom loop has no safe point to run extra steps on a cached "
+            "batch (they would change what it trains on)"
+            if config.measured_steps is None
+            else "the script ended before the step budget, where a custom loop is "
+            "served a cached batch"
+        )
+    return None
 
 
 def _module_version(name: str) -> str | None:

@@ -25,7 +25,7 @@ ALLOWED = {
     "training": {"analysis", "bench", "report", "clock", "config", "timeline", "errors"},
     "hooks": {"analysis", "bench", "training", "report", "clock", "config", "timeline", "errors"},
     # The session's phases, as functions: they run the pipeline copies and the user's model.
-    "phases": {"analysis", "bench", "training", "report", "clock", "config", "errors"},
+    "phases": {"analysis", "bench", "training", "report", "clock", "config", "timeline", "errors"},
     # The argument checks the command line shares with `keras.Watch`: a part of its own,
     # so that sharing them does not import the command line from below it.
     "cli.argtypes": {"bench", "errors"},
