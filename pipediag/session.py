@@ -16,16 +16,13 @@ from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
+from pipediag.conclusion import Conclusion, Seen
 from pipediag.config import RunConfig
 from pipediag.hooks.host import HookGate
 from pipediag.phases import (
     PHASE_EXTENSION_STEPS,
-    OnTraining,
-    deep_analysis,
-    fit_compute_alone,
     measure_on,
     pipeline_alone,
-    scale_out_check,
     with_training_results,
 )
 from pipediag.progress import Progress
@@ -39,12 +36,10 @@ from pipediag.report.model import (
     PhaseSpan,
     PipelineBenchmark,
     Report,
-    ScaleOut,
     StopReason,
     TaskInfo,
     TrainSection,
     TrainStyle,
-    Verdict,
 )
 from pipediag.timeline import StepTimeline
 
@@ -69,10 +64,6 @@ LOCKSTEP_NOTE = (
     "multi-worker job ({task}, {size} tasks): every worker must run the same train steps, so "
     "the step budget counts steps only, compute alone runs a fixed number of steps, and no "
     "fix is tried on training"
-)
-LOCKSTEP_FIT_REASON = (
-    "a multi-worker fit: its train step is a collective every worker must join at once, "
-    "so it is not run alone"
 )
 
 
@@ -131,12 +122,15 @@ class DiagnosticSession:
         self._started_wall = ""
         self.origin = 0.0
         self._origin_unix_s: float | None = None
-        self.compute_alone: ComputeAlone | None = None
-        self.first_verdict_s: float | None = None
-        self.scale_out: ScaleOut | None = None
-        self._concluded = False  # the deep analysis ran (or had its chance)
         self._extended = False
-        self._verdict: Verdict | None = None  # said once, after the measured steps
+        # Compute alone, the verdict, the deep analysis: what the measured steps lead to.
+        self.conclusion = Conclusion(
+            config=self.config,
+            clock=clock,
+            timeline=self.timeline,
+            say=self,
+            lockstep=self.lockstep,
+        )
         # What the compute-alone phase and the deep analysis need after the measured steps:
         # the training dataset, a batch of it, and the model `fit` trains (strong references,
         # released when the session stops).
@@ -186,7 +180,7 @@ class DiagnosticSession:
         if self._hooks is not None:
             self._hooks.uninstall()
         watch = self.watcher.finish() if self.watcher is not None else None
-        if not self._concluded and stop_reason != "interrupted":
+        if not self.conclusion.concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
         self._dataset = self._cached_batch = self._model = None
         self._drain_teardowns()
@@ -196,12 +190,13 @@ class DiagnosticSession:
 
         host, gpu = stop_samplers(self._samplers, self.origin, self.log)
         train = self._train_section()
+        conclusion = self.conclusion
         report = Report(
             script=self.script,
             args=self.args,
             created_utc=self._started_wall,
             environment=_environment(gpu),
-            verdict=judge(train, self.pipeline, compute_alone=self.compute_alone, host=host),
+            verdict=judge(train, self.pipeline, compute_alone=conclusion.compute_alone, host=host),
             pipeline=self.pipeline,
             train=train,
             host=host,
@@ -209,11 +204,11 @@ class DiagnosticSession:
             complete=stop_reason in ("step-budget", "script-finished"),
             stop_reason=stop_reason,
             exit=exit_info,
-            compute_alone=self.compute_alone,
-            first_verdict_s=self.first_verdict_s,
+            compute_alone=conclusion.compute_alone,
+            first_verdict_s=conclusion.first_verdict_s,
             task=self.task,
             origin_unix_s=self._origin_unix_s,
-            scale_out=self.scale_out,
+            scale_out=conclusion.scale_out,
         )
         report = self._guarded("the GPU analysis", enrich_report, report)
         report = self._guarded("the scale-out prediction", enrich_scale_out, report)
@@ -396,6 +391,14 @@ class DiagnosticSession:
         return fit is not None and fit.stamps is not None
 
     # -- after the measured steps ----------------------------------------------------
+    @property
+    def compute_alone(self) -> ComputeAlone | None:
+        return self.conclusion.compute_alone
+
+    @property
+    def first_verdict_s(self) -> float | None:
+        return self.conclusion.first_verdict_s
+
     def conclude(self, *, deep: bool = True) -> None:
         """The measured steps are done: compute alone, the verdict line, then stages and fixes.
 
@@ -413,47 +416,18 @@ class DiagnosticSession:
         `loop_serving`: a custom loop at its budget, which can still be served batches; the
         fixes to try on its training are returned, for its next pulls.
         """
+        seen = Seen(self.style, self._dataset, self._model, self._cached_batch)
         with self.suspended():
-            if self._verdict is None:
-                if compute_alone is None:
-                    compute_alone = self._measure_compute_alone()
-                self.compute_alone = compute_alone
-                self._verdict = self._say_verdict()
-            if not deep or self._concluded:
-                return []
-            self._concluded = True
-            outcome = deep_analysis(
-                self._dataset,
+            self.pipeline, fixes = self.conclusion.run(
+                seen,
                 self.pipeline,
-                self._verdict,
-                self.compute_alone,
-                config=self.config,
-                clock=self.clock,
-                say=self,
-                on_training=self._on_training(loop_serving),
+                origin=self.origin,
+                train_so_far=lambda: self._train(self._wait_source()),
+                compute_alone=compute_alone,
+                deep=deep,
+                loop_serving=loop_serving,
             )
-            self.pipeline = outcome.pipeline
-            self.scale_out = scale_out_check(
-                self._dataset,
-                self.pipeline,
-                model=self._model,
-                style=self.style,
-                config=self.config,
-                clock=self.clock,
-                say=self,
-            )
-            return outcome.loop_fixes
-
-    def _on_training(self, loop_serving: bool) -> OnTraining | None:
-        """Whether the user's train step can run on the fixed pipelines: fit's train function
-        (the model is known), or a custom loop still being served at its budget. Never in a
-        multi-worker job: how long the trials run is decided by time."""
-        step_s = self.timeline.median_measured_step_s()
-        if self.lockstep or step_s is None:
-            return None
-        if self.style == "keras-fit":
-            return OnTraining(step_s, fit_model=self._model) if self._model is not None else None
-        return OnTraining(step_s) if loop_serving else None
+        return fixes
 
     def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
         """A custom loop at its step budget: what serves its next pulls (`training/budget.py`),
@@ -499,31 +473,6 @@ class DiagnosticSession:
         except Exception as exc:
             self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
 
-    def _measure_compute_alone(self) -> ComputeAlone:
-        """The train step alone under fit: the model's train function on the cached batch."""
-        if self.style != "keras-fit":
-            return ComputeAlone(measured=False, reason="no train step to run alone")
-        if self.lockstep:
-            return ComputeAlone(measured=False, reason=LOCKSTEP_FIT_REASON)
-        if self._model is None or self._cached_batch is None:
-            reason = (
-                self.pipeline.reason
-                if not self.pipeline.measured and self.pipeline.reason
-                else "no batch of the training dataset was kept"
-            )
-            return ComputeAlone(measured=False, reason=f"no cached batch: {reason}")
-        hint = self.timeline.median_measured_step_s()
-        if hint is None:
-            return ComputeAlone(measured=False, reason="no measured step to compare with")
-        return fit_compute_alone(
-            self._model,
-            self._cached_batch,
-            step_s=hint,
-            clock=self.clock,
-            origin=self.origin,
-            say=self,
-        )
-
     def lockstep_steps(self) -> int | None:
         """How many steps a custom loop's compute alone runs in a multi-worker job; None
         elsewhere (bounded by time). At most the measured steps: it costs no more than they did.
@@ -533,24 +482,6 @@ class DiagnosticSession:
         from pipediag.training.compute_alone import MIN_STEPS
 
         return min(MIN_STEPS, self.config.measured_steps or MIN_STEPS)
-
-    def _say_verdict(self) -> Verdict:
-        """The verdict so far (no host samples yet), printed at once."""
-        raw = self.timeline.steps
-        train = build_train_section(
-            raw,
-            origin=self.origin,
-            warmup_steps=self.config.warmup_steps,
-            style=self.style,
-            input_wait_source=self._wait_source(),
-            skipped_passes=self._data_passes,
-        )
-        verdict = judge(
-            train, self.pipeline, compute_alone=self.compute_alone, cores=os.cpu_count()
-        )
-        self.first_verdict_s = self.clock.now() - self.origin
-        self.log(f"verdict: {verdict.headline or verdict.summary}")
-        return verdict
 
     # -- building the report ---------------------------------------------------------
     def _wait_source(self) -> str:
@@ -578,12 +509,15 @@ class DiagnosticSession:
             )
         if raw:
             self.add_phase("train", raw[0].start, raw[-1].end)
+        return self._train(source)
+
+    def _train(self, input_wait_source: str) -> TrainSection:
         return build_train_section(
-            raw,
+            self.timeline.steps,
             origin=self.origin,
             warmup_steps=self.config.warmup_steps,
             style=self.style,
-            input_wait_source=source,
+            input_wait_source=input_wait_source,
             skipped_passes=self._data_passes,
         )
 

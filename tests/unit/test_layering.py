@@ -34,7 +34,11 @@ ALLOWED = {
 # Only these may import the entry points.
 ENTRY_POINTS = {"cli": {"__main__"}, "api": {"cli", "pipediag"}}
 # The session is run by the front doors and runs the phases; nothing below imports either.
-RUN_FROM_ABOVE = {"session": {"api", "monitor", "keras"}, "phases": {"session"}}
+RUN_FROM_ABOVE = {
+    "session": {"api", "monitor", "keras"},
+    "conclusion": {"session"},
+    "phases": {"session", "conclusion"},
+}
 # Modules inside a part that count as parts of their own.
 OWN_PARTS = {"cli.argtypes"}
 

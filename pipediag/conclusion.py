@@ -1,0 +1,174 @@
+"""After the measured steps: compute alone, the verdict line, then the deep analysis and the
+tf.data service check, each once (docs/design.md, "The flow of one diagnosis").
+
+`Conclusion` keeps what they find; the session hands it what the hooks saw of training
+(`Seen`) and the pipeline benchmark, takes back the pipeline with its stages and trials,
+and freezes the rest into the report. The phases themselves are functions (`phases.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pipediag.analysis.classifier import judge
+from pipediag.clock import Clock
+from pipediag.config import RunConfig
+from pipediag.phases import (
+    Narration,
+    OnTraining,
+    deep_analysis,
+    fit_compute_alone,
+    scale_out_check,
+)
+from pipediag.report.model import (
+    ComputeAlone,
+    PipelineBenchmark,
+    ScaleOut,
+    TrainSection,
+    TrainStyle,
+    Verdict,
+)
+from pipediag.timeline import StepTimeline
+
+if TYPE_CHECKING:
+    from pipediag.bench.whatif import FixPipelines
+
+LOCKSTEP_FIT_REASON = (
+    "a multi-worker fit: its train step is a collective every worker must join at once, "
+    "so it is not run alone"
+)
+
+
+class Teller(Narration, Protocol):
+    """A phase's narration, and a line for the user only (the verdict)."""
+
+    def log(self, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the hooks saw of training: how it trains, its dataset, fit's model, and the
+    batch the pipeline benchmark kept (strong references, while the session runs)."""
+
+    style: TrainStyle
+    dataset: Any
+    model: Any
+    batch: Any
+
+
+class Conclusion:
+    """The measured steps' conclusion, each part once.
+
+    Args:
+        config: what to measure and for how long.
+        clock: the session's clock; `origin` is the session's start on it.
+        timeline: the measured steps (their median sizes compute alone and the trials).
+        say: the session's narration.
+        lockstep: a multi-worker job, where nothing is bounded by time.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: RunConfig,
+        clock: Clock,
+        timeline: StepTimeline,
+        say: Teller,
+        lockstep: bool,
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._timeline = timeline
+        self._say = say
+        self._lockstep = lockstep
+        self.compute_alone: ComputeAlone | None = None
+        self.verdict: Verdict | None = None  # said once, after the measured steps
+        self.first_verdict_s: float | None = None
+        self.scale_out: ScaleOut | None = None
+        self.concluded = False  # the deep analysis ran (or had its chance)
+
+    def run(
+        self,
+        seen: Seen,
+        pipeline: PipelineBenchmark,
+        *,
+        origin: float,
+        train_so_far: Callable[[], TrainSection],
+        compute_alone: ComputeAlone | None = None,
+        deep: bool = True,
+        loop_serving: bool = False,
+    ) -> tuple[PipelineBenchmark, Sequence[FixPipelines]]:
+        """The verdict (once; `compute_alone`: a custom loop's run, else measured here under
+        fit), then unless `deep` is False the deep analysis and the service check (once).
+
+        Returns the pipeline, with its stages and trials once examined, and the fixes a
+        custom loop still being served at its budget (`loop_serving`) is to try.
+        """
+        if self.verdict is None:
+            if compute_alone is None:
+                compute_alone = self._fit_compute_alone(seen, pipeline, origin)
+            self.compute_alone = compute_alone
+            train = train_so_far()
+            verdict = judge(train, pipeline, compute_alone=compute_alone, cores=os.cpu_count())
+            self.first_verdict_s = self._clock.now() - origin
+            self._say.log(f"verdict: {verdict.headline or verdict.summary}")
+            self.verdict = verdict
+        if not deep or self.concluded:
+            return pipeline, []
+        self.concluded = True
+        outcome = deep_analysis(
+            seen.dataset,
+            pipeline,
+            self.verdict,
+            self.compute_alone,
+            config=self._config,
+            clock=self._clock,
+            say=self._say,
+            on_training=self._on_training(seen, loop_serving),
+        )
+        self.scale_out = scale_out_check(
+            seen.dataset,
+            outcome.pipeline,
+            model=seen.model,
+            style=seen.style,
+            config=self._config,
+            clock=self._clock,
+            say=self._say,
+        )
+        return outcome.pipeline, outcome.loop_fixes
+
+    def _on_training(self, seen: Seen, loop_serving: bool) -> OnTraining | None:
+        """Whether the user's train step can run on the fixed pipelines: fit's train function
+        (the model is known), or a custom loop still being served at its budget. Never in a
+        multi-worker job: how long the trials run is decided by time."""
+        step_s = self._timeline.median_measured_step_s()
+        if self._lockstep or step_s is None:
+            return None
+        if seen.style == "keras-fit":
+            return OnTraining(step_s, fit_model=seen.model) if seen.model is not None else None
+        return OnTraining(step_s) if loop_serving else None
+
+    def _fit_compute_alone(
+        self, seen: Seen, pipeline: PipelineBenchmark, origin: float
+    ) -> ComputeAlone:
+        """The train step alone under fit: the model's train function on the cached batch."""
+        if seen.style != "keras-fit":
+            return ComputeAlone(measured=False, reason="no train step to run alone")
+        if self._lockstep:
+            return ComputeAlone(measured=False, reason=LOCKSTEP_FIT_REASON)
+        if seen.model is None or seen.batch is None:
+            reason = (
+                pipeline.reason
+                if not pipeline.measured and pipeline.reason
+                else "no batch of the training dataset was kept"
+            )
+            return ComputeAlone(measured=False, reason=f"no cached batch: {reason}")
+        hint = self._timeline.median_measured_step_s()
+        if hint is None:
+            return ComputeAlone(measured=False, reason="no measured step to compare with")
+        return fit_compute_alone(
+            seen.model, seen.batch, step_s=hint, clock=self._clock, origin=origin, say=self._say
+        )
