@@ -1,5 +1,6 @@
-"""After the measured steps: compute alone, the verdict line, then the deep analysis and the
-tf.data service check, each once (docs/design.md, "The flow of one diagnosis").
+"""The step budget and after: whether to measure on into a cached epoch, what serves a custom
+loop at its budget, then compute alone, the verdict line, the deep analysis and the tf.data
+service check, each once (docs/design.md, "The flow of one diagnosis").
 
 `Conclusion` keeps what they find; the session hands it what the hooks saw of training
 (`Seen`) and the pipeline benchmark, takes back the pipeline with its stages and trials,
@@ -17,10 +18,12 @@ from pipediag.analysis.classifier import judge
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.phases import (
+    PHASE_EXTENSION_STEPS,
     Narration,
     OnTraining,
     deep_analysis,
     fit_compute_alone,
+    measure_on,
     scale_out_check,
 )
 from pipediag.report.model import (
@@ -35,6 +38,7 @@ from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
+    from pipediag.training.budget import BudgetServer, Concluded, Tried
 
 LOCKSTEP_FIT_REASON = (
     "a multi-worker fit: its train step is a collective every worker must join at once, "
@@ -43,9 +47,10 @@ LOCKSTEP_FIT_REASON = (
 
 
 class Teller(Narration, Protocol):
-    """A phase's narration, and a line for the user only (the verdict)."""
+    """A phase's narration, a line for the user only (the verdict), a note said once."""
 
     def log(self, message: str) -> None: ...
+    def note_once(self, message: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,66 @@ class Conclusion:
         self.first_verdict_s: float | None = None
         self.scale_out: ScaleOut | None = None
         self.concluded = False  # the deep analysis ran (or had its chance)
+        self._extended = False  # the step budget was extended into a cached epoch
+
+    # -- at the step budget ------------------------------------------------------------
+    def keep_measuring(self, pipeline: PipelineBenchmark) -> bool:
+        """At the step budget: whether to measure on, into the epoch after a filling cache.
+
+        Returns True when the budget was extended (the hooks then go on), False to stop.
+        """
+        if self._lockstep:
+            return False  # how far to go on depends on time: workers could disagree
+        decision = measure_on(self._timeline, pipeline, self._config, self._clock.now())
+        if decision == "outlasted":
+            self._say.note_once(
+                "the pipeline caches, but its first epoch outlasted the measuring bound: "
+                "the verdict describes epoch 1 only (--steps N measures more)"
+            )
+        if decision != "extend":
+            return False
+        if not self._extended:
+            self._extended = True
+            self._say.log(
+                "the pipeline caches: measuring on into the next epoch, where it reads the cache"
+            )
+        self._timeline.extend_budget(PHASE_EXTENSION_STEPS)
+        return True
+
+    def lockstep_steps(self) -> int | None:
+        """How many steps a custom loop's compute alone runs in a multi-worker job; None
+        elsewhere (bounded by time). At most the measured steps: it costs no more than they did.
+        """
+        if not self._lockstep:
+            return None
+        from pipediag.training.compute_alone import MIN_STEPS
+
+        return min(MIN_STEPS, self._config.measured_steps or MIN_STEPS)
+
+    def serve_loop(
+        self, last_batch: Any, *, origin: float, concluded: Concluded, tried: Tried
+    ) -> BudgetServer | None:
+        """What serves a custom loop at its step budget (`training/budget.py`), or None
+        with no batch kept or no measured step to size it by."""
+        step_s = self._timeline.median_measured_step_s()
+        if last_batch is None or step_s is None:
+            return None
+        from pipediag.bench import teardown
+        from pipediag.training.budget import BudgetServer
+
+        return BudgetServer(
+            last_batch,
+            clock=self._clock,
+            origin=origin,
+            step_s=step_s,
+            fixed_steps=self.lockstep_steps(),
+            phase=self._say.phase,
+            concluded=concluded,
+            tried=tried,
+            teardown=teardown.SHARED,
+        )
+
+    # -- after the measured steps ------------------------------------------------------
 
     def run(
         self,

@@ -16,12 +16,10 @@ from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
-from pipediag.conclusion import Conclusion, Seen
+from pipediag.conclusion import Conclusion, Seen, Teller
 from pipediag.config import RunConfig
 from pipediag.hooks.host import HookGate
 from pipediag.phases import (
-    PHASE_EXTENSION_STEPS,
-    measure_on,
     pipeline_alone,
     with_training_results,
 )
@@ -122,7 +120,6 @@ class DiagnosticSession:
         self._started_wall = ""
         self.origin = 0.0
         self._origin_unix_s: float | None = None
-        self._extended = False
         # Compute alone, the verdict, the deep analysis: what the measured steps lead to.
         self.conclusion = Conclusion(
             config=self.config,
@@ -142,17 +139,7 @@ class DiagnosticSession:
         # Watch mode: windows, TensorBoard scalars and alerts, read off the timeline.
         self.watcher: Watcher | None = None
         if self.config.watch is not None:
-            from pipediag.watch.watcher import Watcher
-
-            self.watcher = Watcher(
-                self.config.watch,
-                self.timeline,
-                clock=clock,
-                warmup_steps=self.config.warmup_steps,
-                script=script,
-                log=self.log,
-                note=self.note_once,
-            )
+            self.watcher = _watcher(self.config, self.timeline, clock, script, self)
             self.watcher.waits_deferred = self._fit_waits_deferred
 
     # -- lifecycle -------------------------------------------------------------------
@@ -210,11 +197,7 @@ class DiagnosticSession:
             origin_unix_s=self._origin_unix_s,
             scale_out=conclusion.scale_out,
         )
-        report = self._guarded("the GPU analysis", enrich_report, report)
-        report = self._guarded("the scale-out prediction", enrich_scale_out, report)
-        report = self._guarded(
-            "the advisor", lambda r: dataclasses.replace(r, suggestions=advise(r)), report
-        )
+        report = _analysed(report, self.note)
         self.add_phase("analysis", analysis_began, self.clock.now())
         return dataclasses.replace(
             report,
@@ -233,14 +216,6 @@ class DiagnosticSession:
 
         if not teardown.drain():
             self.note("some of pipediag's own iterators were still being released at the end")
-
-    def _guarded(self, what: str, step: Callable[[Report], Report], report: Report) -> Report:
-        """One analysis step; a bug in it is noted and costs only its own part of the report."""
-        try:
-            return step(report)
-        except Exception as exc:
-            self.note(f"{what} failed ({type(exc).__name__}: {exc}); it is left out")
-            return report
 
     # -- called by the hooks ---------------------------------------------------------
     def note(self, message: str) -> None:
@@ -331,27 +306,8 @@ class DiagnosticSession:
         self.phase("measuring train steps", redraw=False)
 
     def keep_measuring(self) -> bool:
-        """At the step budget: whether to measure on, into the epoch after a filling cache.
-
-        Returns True when the budget was extended (the hooks then go on), False to stop.
-        """
-        if self.lockstep:
-            return False  # how far to go on depends on time: workers could disagree
-        decision = measure_on(self.timeline, self.pipeline, self.config, self.clock.now())
-        if decision == "outlasted":
-            self.note_once(
-                "the pipeline caches, but its first epoch outlasted the measuring bound: "
-                "the verdict describes epoch 1 only (--steps N measures more)"
-            )
-        if decision != "extend":
-            return False
-        if not self._extended:
-            self._extended = True
-            self.log(
-                "the pipeline caches: measuring on into the next epoch, where it reads the cache"
-            )
-        self.timeline.extend_budget(PHASE_EXTENSION_STEPS)
-        return True
+        """At the step budget: True when it was extended (a filling cache), False to stop."""
+        return self.conclusion.keep_measuring(self.pipeline)
 
     def _keep_batch(self, batch: Any) -> None:
         self._cached_batch = batch
@@ -432,24 +388,12 @@ class DiagnosticSession:
     def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
         """A custom loop at its step budget: what serves its next pulls (`training/budget.py`),
         or None when there is nothing to serve it (then concluded here)."""
-        step_s = self.timeline.median_measured_step_s()
-        if last_batch is None or step_s is None:
-            self.conclude()
-            return None
-        from pipediag.bench import teardown
-        from pipediag.training.budget import BudgetServer
-
-        return BudgetServer(
-            last_batch,
-            clock=self.clock,
-            origin=self.origin,
-            step_s=step_s,
-            fixed_steps=self.lockstep_steps(),
-            phase=self.phase,
-            concluded=self._loop_concluded,
-            tried=self._loop_tried,
-            teardown=teardown.SHARED,
+        server = self.conclusion.serve_loop(
+            last_batch, origin=self.origin, concluded=self._loop_concluded, tried=self._loop_tried
         )
+        if server is None:
+            self.conclude()
+        return server
 
     def _loop_concluded(self, result: ComputeAlone) -> Sequence[FixPipelines]:
         """The loop's compute-alone run is over: on the phase list, then the conclusion."""
@@ -474,14 +418,8 @@ class DiagnosticSession:
             self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
 
     def lockstep_steps(self) -> int | None:
-        """How many steps a custom loop's compute alone runs in a multi-worker job; None
-        elsewhere (bounded by time). At most the measured steps: it costs no more than they did.
-        """
-        if not self.lockstep:
-            return None
-        from pipediag.training.compute_alone import MIN_STEPS
-
-        return min(MIN_STEPS, self.config.measured_steps or MIN_STEPS)
+        """Compute alone's step count for a custom loop in a multi-worker job, else None."""
+        return self.conclusion.lockstep_steps()
 
     # -- building the report ---------------------------------------------------------
     def _wait_source(self) -> str:
@@ -525,6 +463,40 @@ class DiagnosticSession:
         """A phase of the diagnosis ran from `start` to `end`: on the report's phase list."""
         self._phases[name] = self._phases.get(name, 0.0) + end - start
         self._spans.append(PhaseSpan(name, start - self.origin, end - start))
+
+
+def _analysed(report: Report, note: Callable[[str], None]) -> Report:
+    """The report with the GPU analysis, the scale-out prediction and the advice; a bug in
+    one is noted and costs only its own part of the report."""
+
+    def guarded(what: str, step: Callable[[Report], Report], report: Report) -> Report:
+        try:
+            return step(report)
+        except Exception as exc:
+            note(f"{what} failed ({type(exc).__name__}: {exc}); it is left out")
+            return report
+
+    report = guarded("the GPU analysis", enrich_report, report)
+    report = guarded("the scale-out prediction", enrich_scale_out, report)
+    return guarded("the advisor", lambda r: dataclasses.replace(r, suggestions=advise(r)), report)
+
+
+def _watcher(
+    config: RunConfig, timeline: StepTimeline, clock: Clock, script: str, say: Teller
+) -> Watcher:
+    """Watch mode's windows, TensorBoard scalars and alerts, read off the timeline."""
+    from pipediag.watch.watcher import Watcher
+
+    assert config.watch is not None
+    return Watcher(
+        config.watch,
+        timeline,
+        clock=clock,
+        warmup_steps=config.warmup_steps,
+        script=script,
+        log=say.log,
+        note=say.note_once,
+    )
 
 
 def _environment(gpu: GpuSection) -> Environment:
