@@ -10,7 +10,7 @@ and freezes the rest into the report. The phases themselves are functions (`phas
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +19,7 @@ from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.phases import (
     PHASE_EXTENSION_STEPS,
+    DeepAnalysis,
     Narration,
     OnTraining,
     deep_analysis,
@@ -37,7 +38,6 @@ from pipediag.report.model import (
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
-    from pipediag.bench.whatif import FixPipelines
     from pipediag.training.budget import BudgetServer, Concluded, Tried
 
 LOCKSTEP_FIT_REASON = (
@@ -165,12 +165,11 @@ class Conclusion:
         compute_alone: ComputeAlone | None = None,
         deep: bool = True,
         loop_serving: bool = False,
-    ) -> tuple[PipelineBenchmark, Sequence[FixPipelines]]:
+    ) -> DeepAnalysis | None:
         """The verdict (once; `compute_alone`: a custom loop's run, else measured here under
-        fit), then unless `deep` is False the deep analysis and the service check (once).
-
-        Returns the pipeline, with its stages and trials once examined, and the fixes a
-        custom loop still being served at its budget (`loop_serving`) is to try.
+        fit), then unless `deep` is False the deep analysis (once), whose pipeline, with its
+        stages and trials, is returned with the fixes a custom loop still being served at
+        its budget (`loop_serving`) is to try. None when it does not run now.
         """
         if self.verdict is None:
             if compute_alone is None:
@@ -182,9 +181,9 @@ class Conclusion:
             self._say.log(f"verdict: {verdict.headline or verdict.summary}")
             self.verdict = verdict
         if not deep or self.concluded:
-            return pipeline, []
+            return None
         self.concluded = True
-        outcome = deep_analysis(
+        return deep_analysis(
             seen.dataset,
             pipeline,
             self.verdict,
@@ -194,16 +193,18 @@ class Conclusion:
             say=self._say,
             on_training=self._on_training(seen, loop_serving),
         )
+
+    def check_scale_out(self, seen: Seen, pipeline: PipelineBenchmark) -> None:
+        """After the deep analysis: the tf.data service check (`phases.scale_out_check`)."""
         self.scale_out = scale_out_check(
             seen.dataset,
-            outcome.pipeline,
+            pipeline,
             model=seen.model,
             style=seen.style,
             config=self._config,
             clock=self._clock,
             say=self._say,
         )
-        return outcome.pipeline, outcome.loop_fixes
 
     def _on_training(self, seen: Seen, loop_serving: bool) -> OnTraining | None:
         """Whether the user's train step can run on the fixed pipelines: fit's train function

@@ -367,14 +367,11 @@ class DiagnosticSession:
     def _conclude(
         self, compute_alone: ComputeAlone | None, *, deep: bool = True, loop_serving: bool = False
     ) -> Sequence[FixPipelines]:
-        """`conclude`, given a custom loop's compute-alone run where it has one.
-
-        `loop_serving`: a custom loop at its budget, which can still be served batches; the
-        fixes to try on its training are returned, for its next pulls.
-        """
+        """`conclude`, given a custom loop's compute-alone run where it has one; returns the
+        fixes to try on a loop still served at its budget (`loop_serving`)."""
         seen = Seen(self.style, self._dataset, self._model, self._cached_batch)
         with self.suspended():
-            self.pipeline, fixes = self.conclusion.run(
+            outcome = self.conclusion.run(
                 seen,
                 self.pipeline,
                 origin=self.origin,
@@ -383,11 +380,14 @@ class DiagnosticSession:
                 deep=deep,
                 loop_serving=loop_serving,
             )
-        return fixes
+            if outcome is None:
+                return []
+            self.pipeline = outcome.pipeline
+            self.conclusion.check_scale_out(seen, self.pipeline)
+        return outcome.loop_fixes
 
     def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
-        """A custom loop at its step budget: what serves its next pulls (`training/budget.py`),
-        or None when there is nothing to serve it (then concluded here)."""
+        """What serves a custom loop's pulls at its budget; None: nothing to (concluded here)."""
         server = self.conclusion.serve_loop(
             last_batch, origin=self.origin, concluded=self._loop_concluded, tried=self._loop_tried
         )
