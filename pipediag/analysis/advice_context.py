@@ -343,7 +343,7 @@ def fit_step_overhead_s(ctx: Context, trial: FixTrial) -> float | None:
 
 
 def training_text(ctx: Context, trial: FixTrial) -> str:
-    """What a fix measured on training (`hooks/training_trial.py`), in one or two sentences."""
+    """What a fix measured on training (`training/training_trial.py`), in one or two sentences."""
     assert trial.training_speedup is not None
     low, high = trial.facts.training_speedup_low, trial.facts.training_speedup_high
     interval = (

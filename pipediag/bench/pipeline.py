@@ -99,7 +99,7 @@ def benchmark_dataset(
     """Benchmark a `tf.data.Dataset` alone, on a fresh iterator of its own.
 
     `keep_first_batch` receives the first batch read (the warm-up batch, untimed): the
-    compute-alone phase trains on it (`hooks/compute_alone.py`), so it costs no extra read.
+    compute-alone phase trains on it (`training/compute_alone.py`), so it costs no extra read.
     `teardown` releases the spent iterator off the main thread (`bench/teardown.py`); with
     None a private one is drained before returning, so no thread outlives the call.
     """

@@ -15,7 +15,7 @@ After the verdict (`session.conclude`), within the deep analysis's turn:
    - `--data-service grpc://HOST:PORT`: an existing dispatcher and its workers, probed first
      with a short timeout (an address that does not answer is one note, and the rest of the
      diagnosis goes on), then the pipeline through them and, with `--data-service-train`
-     under Keras `fit`, the user's train step fed by them (`hooks/service_train.py`).
+     under Keras `fit`, the user's train step fed by them (`training/service_train.py`).
 
 The prediction and the code to paste are made later from the finished report
 (`analysis/scale_out.enrich_report`), with the final verdict.
@@ -69,7 +69,7 @@ from pipediag.report.model import (
 from pipediag.report.vocabulary import PARALLEL_EPOCHS, ServiceWhere
 
 # The user's train step fed by a dataset read through a service target: (steps/s, None), or
-# (None, why not). Given by the session from `hooks/service_train.py`.
+# (None, why not). Given by the session from `training/service_train.py`.
 TrainThrough = Callable[[Any, str], tuple[float | None, str | None]]
 
 
@@ -103,7 +103,7 @@ def check_scale_out(
         note: where a one-line note goes (an unreachable dispatcher), besides the section.
         phase: the session's progress line.
         train: for `--data-service-train`, the user's train step fed by a dataset read
-            through a service target (`hooks/service_train.py`): (steps/s, None) or (None, why
+            through a service target (`training/service_train.py`): (steps/s, None) or (None, why
             not). The hooks give it; the bench never runs the user's model itself.
     """
     from pipediag.bench.structure import walk_pipeline

@@ -88,7 +88,7 @@ BUDGET_OVERRUN = 1.5
 @dataclass(frozen=True)
 class FixPipelines:
     """A fix measured to speed the pipeline up: its two copies, kept so that the fix can be
-    tried on training itself (`hooks/training_trial.py`)."""
+    tried on training itself (`training/training_trial.py`)."""
 
     fix: str
     stage_index: int | None
@@ -319,7 +319,7 @@ class TrialSide:
     its filling epoch, so every run measures the epochs after the first.
 
     `read` times one run on an iterator: the pipeline alone by default; the training trials
-    (`hooks/training_trial.py`) read with the user's train step instead.
+    (`training/training_trial.py`) read with the user's train step instead.
     """
 
     def __init__(

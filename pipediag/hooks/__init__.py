@@ -3,9 +3,9 @@
 `install(session)` returns the installed hooks; `uninstall()` on it restores every patched
 attribute exactly, on every exit path.
 
-May import: `bench` (the pipeline copies a trial feeds the train step), `analysis`
-(statistics), `report`, `timeline`, `config`, `clock`. The session only through `HookHost`
-(`host.py`), never by import.
+May import: `training` (what a custom loop is served at its step budget), `bench` (the
+dataset's description), `analysis` (statistics), `report`, `timeline`, `config`, `clock`. The
+session only through `HookHost` (`host.py`), never by import.
 """
 
 from __future__ import annotations

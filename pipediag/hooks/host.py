@@ -2,58 +2,99 @@
 
 The hooks sit under the session: it installs them, and they report to it through this
 Protocol only (`session.DiagnosticSession` implements it). A hook can then be read, and
-tested with a stand-in, without the whole session and what it imports.
+tested with a stand-in, without the whole session and what it imports. They read three
+facts (the clock, the configuration, the step timeline they fill), consult one gate, and
+raise a few events.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
-from pipediag.report.model import ComputeAlone, DataPass, PipelineBenchmark, TrainStyle
+from pipediag.report.model import DataPass, TrainStyle
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
-    from pipediag.hooks.training_trial import LoopTrials
+    from pipediag.training.budget import BudgetServer
+
+
+class HookGate:
+    """Whether the hooks let calls pass straight through, untimed: while pipediag reads the
+    data itself (its reads are not the user's steps), and while `fit` runs (its callback
+    times the steps, not the iterator hook). Shared by the session and the hooks."""
+
+    __slots__ = ("_fit", "_pipediag")
+
+    def __init__(self) -> None:
+        self._pipediag = False
+        self._fit = False
+
+    def bypassed(self) -> bool:
+        return self._pipediag or self._fit
+
+    @contextlib.contextmanager
+    def pipediag_reading(self) -> Iterator[None]:
+        was = self._pipediag
+        self._pipediag = True
+        try:
+            yield
+        finally:
+            self._pipediag = was
+
+    @contextlib.contextmanager
+    def fit_running(self) -> Iterator[None]:
+        was = self._fit
+        self._fit = True
+        try:
+            yield
+        finally:
+            self._fit = was
 
 
 class HookHost(Protocol):
     """The diagnosis, as the fit and custom-loop hooks see it."""
 
-    clock: Clock
-    config: RunConfig
-    timeline: StepTimeline
-    origin: float
-    pipeline: PipelineBenchmark
-    # Set while pipediag runs its own reads (the hooks then pass calls straight through),
-    # and while `fit` runs (its own hooks time the steps, not the iterator's).
-    paused: bool
-    in_fit: bool
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def config(self) -> RunConfig: ...
+    @property
+    def timeline(self) -> StepTimeline: ...
+    @property
+    def gate(self) -> HookGate: ...
 
     # -- what training is --
-    def mark_style(self, style: TrainStyle) -> bool: ...
-    def data_pass(self, record: DataPass) -> None: ...
-    def training_model(self, model: Any) -> None: ...
-    def training_log_dir(self, log_dir: str) -> None: ...
-    def benchmark_pipeline(self, dataset: Any) -> None: ...
-    def benchmark_fit_input(self, x: Any) -> bool: ...
+    def mark_style(self, style: TrainStyle) -> bool:
+        """A custom loop trains; False when fit is diagnosed instead."""
+
+    def benchmark_pipeline(self, dataset: Any, *, rebuilt: bool = False) -> None:
+        """The loop's training dataset, before its steps are timed (`rebuilt`: made anew
+        for another pass, as `ds.take(n)` each epoch)."""
+
+    def fit_called(self, model: Any, dataset: Any, *, given: str) -> None:
+        """fit trains `model` on `dataset` (None: fit was given a `given`, not a tf.data
+        Dataset)."""
+
+    def training_log_dir(self, log_dir: str) -> None:
+        """The log directory of the training's own TensorBoard callback."""
+
+    def data_pass(self, record: DataPass) -> None:
+        """A pass over the data that was not training."""
 
     # -- the measured steps and after --
-    def keep_measuring(self) -> bool: ...
-    def conclude(
-        self,
-        compute_alone: ComputeAlone | None = None,
-        *,
-        deep: bool = True,
-        loop_serving: bool = False,
-    ) -> None: ...
-    def add_compute_alone_phase(self, result: ComputeAlone) -> None: ...
-    def lockstep_steps(self) -> int | None: ...
-    def serve_fix_trials(self) -> LoopTrials | None: ...
-    def fix_trials_served(self, served: LoopTrials) -> None: ...
+    def keep_measuring(self) -> bool:
+        """At the step budget: True when it was extended (measuring goes on)."""
+
+    def conclude(self, *, deep: bool = True) -> None:
+        """The measured steps are done (`deep=False`: a safe point mid-fit)."""
+
+    def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
+        """A custom loop at its budget: what serves its next pulls, or None (concluded)."""
 
     # -- what the user reads --
-    def note(self, message: str) -> None: ...
-    def note_once(self, message: str) -> None: ...
-    def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None: ...
+    def note_once(self, message: str) -> None:
+        """Something the user should know, once."""

@@ -195,6 +195,13 @@ class FitTracker:
         self.tracer.events.clear()
 
 
+def _is_dataset(x: Any) -> bool:
+    """Whether fit was given a `tf.data.Dataset`, which pipediag can read alone and stamp."""
+    import tensorflow as tf
+
+    return isinstance(x, tf.data.Dataset)
+
+
 def make_callback(tracker: FitTracker) -> Any:
     """A `keras.callbacks.Callback` that forwards train-batch events to the tracker."""
     import keras
@@ -232,25 +239,24 @@ class FitPatch:
         self._had_own_fit = "fit" in model_class.__dict__
         original = model_class.fit
         signature = inspect.signature(original)
-        tracker, session = self._tracker, self._session
+        tracker, session, gate = self._tracker, self._session, self._session.gate
 
         def fit(model: Any, *args: Any, **kwargs: Any) -> Any:
-            if session.in_fit or session.paused:
+            if gate.bypassed():
                 return original(model, *args, **kwargs)
             bound = signature.bind(model, *args, **kwargs)
             callbacks = bound.arguments.get("callbacks")
             tracker.saw_callbacks(callbacks)
             bound.arguments["callbacks"] = [*(callbacks or []), make_callback(tracker)]
-            session.mark_style("keras-fit")
-            session.training_model(model)
             x = bound.arguments.get("x")
-            if session.benchmark_fit_input(x):
-                bound.arguments["x"] = tracker.stamp(x)
-            session.in_fit = True
+            dataset = x if _is_dataset(x) else None
+            session.fit_called(model, dataset, given=type(x).__name__)
+            if dataset is not None:
+                bound.arguments["x"] = tracker.stamp(dataset)
             try:
-                return original(*bound.args, **bound.kwargs)
+                with gate.fit_running():
+                    return original(*bound.args, **bound.kwargs)
             finally:
-                session.in_fit = False
                 tracker.finish()
 
         fit.__wrapped__ = original  # type: ignore[attr-defined]

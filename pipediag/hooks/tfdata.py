@@ -27,13 +27,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from pipediag.hooks.compute_alone import MAX_SECONDS, CachedBatchSteps
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.pass_origin import pass_origin
 from pipediag.hooks.train_evidence import GradientWatch, changed
-from pipediag.hooks.training_trial import LoopTrials
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass
 from pipediag.timeline import StepBudgetReached
+from pipediag.training.budget import BudgetServer
 
 # A JAX loop takes no TensorFlow gradient to watch: there, a pass that goes on past this
 # many batches is taken for training (the rule before train steps were watched).
@@ -95,18 +94,16 @@ class CustomLoopTracker:
         self._open_step: tuple[float, float] | None = None  # (start, input wait)
         self._epoch = -1
         self._last_batch: Any = None
-        self._cached_steps: CachedBatchSteps | None = None
-        self._fix_trials: LoopTrials | None = None
+        # At the step budget: what answers the loop's pulls until the budget ends the script.
+        self._budget: BudgetServer | None = None
         self._fit_diagnosed = False
 
     def on_next(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
         # Runs on every pull of the user's loop, often thousands a second: the common case
         # (the pass already judged training) is tested first, and the step is closed with
         # one call into the timeline.
-        if self._cached_steps is not None:
-            return self._serve_cached(iterator, fetch)
-        if self._fix_trials is not None:
-            return self._serve_fix_trials(iterator, fetch)
+        if self._budget is not None:
+            return self._serve_budget(iterator, fetch)
         current = self._pass
         if current is None or current.iterator() is not iterator:
             current = self._pass = self._pass_of(iterator)
@@ -148,7 +145,11 @@ class CustomLoopTracker:
         self._fit_diagnosed = True
 
     def finish(self) -> None:
-        """Record every pass still open that was not training; safe to call more than once."""
+        """Record every pass still open that was not training, and end what the budget was
+        serving (the script ended during the fixes' trials); safe to call more than once."""
+        if self._budget is not None:
+            self._budget.finish()
+            self._budget = None
         for judged in list(self._passes.values()):
             self._record(judged)
         self._passes.clear()
@@ -228,10 +229,8 @@ class CustomLoopTracker:
         known = self._train_dataset is not None
         self._train_dataset = weakref.ref(dataset)
         if known:
-            # The training dataset rebuilt for a new pass (`ds.take(n)` in an epoch loop):
-            # benchmarked again only if the last one could not be (it ran out first).
-            if not self._session.pipeline.measured:
-                self._session.benchmark_pipeline(dataset)
+            # The training dataset rebuilt for a new pass (`ds.take(n)` in an epoch loop).
+            self._session.benchmark_pipeline(dataset, rebuilt=True)
             return True
         self._train_signature = _signature(dataset)
         self._train_ancestors = [weakref.ref(d) for d in _ancestors(dataset)[1:]]
@@ -262,57 +261,29 @@ class CustomLoopTracker:
                 self._record(judged)
 
     def _at_budget(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
-        """The measured steps are done: serve the loop its last batch to time the step alone.
+        """The measured steps are done: from now on the loop is served by the budget
+        (`training/budget.py`), its last batch first, to time the step alone.
 
-        The steps served from the cache run just before the budget ends the script, so
-        nothing the loop would save afterwards ever sees them.
+        The steps it serves run just before the budget ends the script, so nothing the loop
+        would save afterwards ever sees them.
         """
-        step_s = self._timeline.median_measured_step_s()
-        if self._last_batch is None or step_s is None:
-            self._session.conclude()
+        last, self._last_batch = self._last_batch, None
+        self._budget = self._session.loop_at_budget(last)
+        if self._budget is None:
             raise StepBudgetReached
-        self._cached_steps = CachedBatchSteps(
-            self._last_batch,
-            clock=self._session.clock,
-            step_s_hint=step_s,
-            fixed_steps=self._session.lockstep_steps(),
-        )
-        self._session.phase(
-            "measuring the train step alone on a cached batch", MAX_SECONDS, redraw=False
-        )
-        return self._serve_cached(iterator, fetch)
+        return self._serve_budget(iterator, fetch)
 
-    def _serve_cached(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
-        cached = self._cached_steps
-        assert cached is not None
+    def _serve_budget(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
+        budget = self._budget
+        assert budget is not None
         if getattr(iterator, "_dataset", None) is not self._current_dataset():
-            return fetch(iterator)  # another dataset (e.g. validation) pulled meanwhile
-        batch = cached.next_step()
-        if batch is not None:
-            return batch
-        result = cached.result(self._session.origin)
-        self._session.add_compute_alone_phase(result)
-        self._cached_steps = None
-        self._last_batch = None
-        self._session.conclude(result, loop_serving=True)
-        self._fix_trials = self._session.serve_fix_trials()
-        if self._fix_trials is None:
+            # Another dataset pulled meanwhile (validation), or the fix copies' own iterators.
+            return fetch(iterator)
+        batch = budget.next_batch()
+        if batch is None:
+            self._budget = None
             raise StepBudgetReached
-        return self._serve_fix_trials(iterator, fetch)
-
-    def _serve_fix_trials(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
-        """After compute alone: the loop is fed by each fix's two pipeline copies in turn
-        (`hooks/training_trial.py`), then the budget ends the script."""
-        trials = self._fix_trials
-        assert trials is not None
-        if getattr(iterator, "_dataset", None) is not self._current_dataset():
-            return fetch(iterator)  # the copies' own iterators, or another dataset
-        batch = trials.next_batch()
-        if batch is not None:
-            return batch
-        self._fix_trials = None
-        self._session.fix_trials_served(trials)
-        raise StepBudgetReached
+        return batch
 
     def _current_dataset(self) -> Any:
         return self._train_dataset() if self._train_dataset is not None else None
@@ -388,12 +359,12 @@ class IteratorPatch:
 
         owner = iterator_ops.OwnedIterator
         original = owner.__dict__["_next_internal"]
-        session = self._session
+        bypassed = self._session.gate.bypassed
         on_next = self._tracker.on_next
         executing_eagerly = context.executing_eagerly
 
         def _next_internal(iterator: Any) -> Any:
-            if session.paused or session.in_fit or not executing_eagerly():
+            if bypassed() or not executing_eagerly():
                 return original(iterator)
             return on_next(iterator, original)
 

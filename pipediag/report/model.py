@@ -235,7 +235,7 @@ class FixTrial:
     # faster yet cost the cores more (parallel calls) or less (vectorised, cached).
     baseline_cpu_s_per_batch: float | None = None
     variant_cpu_s_per_batch: float | None = None
-    # The fix tried on training itself (`hooks/training_trial.py`): the user's train step fed
+    # The fix tried on training itself (`training/training_trial.py`): the user's train step fed
     # by the unedited copy and by the fixed one in turn, steps/s each (medians over
     # `training_rounds` interleaved rounds); `training_reason` says why it was not tried.
     training_baseline_steps_per_s: float | None = None

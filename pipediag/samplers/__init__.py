@@ -8,8 +8,51 @@ May import: `report`, `clock`, `config` (the sampling defaults), `errors`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from pipediag.clock import Clock
+from pipediag.config import RunConfig
+from pipediag.report.model import GpuSection, HostSection
 from pipediag.samplers.base import DecimatingBuffer, ThreadedSampler
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.samplers.host import HostSampler
 
-__all__ = ["DecimatingBuffer", "GpuSampler", "HostSampler", "ThreadedSampler"]
+__all__ = [
+    "DecimatingBuffer",
+    "GpuSampler",
+    "HostSampler",
+    "ThreadedSampler",
+    "make_samplers",
+    "stop_samplers",
+]
+
+
+def make_samplers(config: RunConfig, clock: Clock) -> list[HostSampler | GpuSampler]:
+    """The samplers a run's configuration asks for, not yet started."""
+    samplers: list[HostSampler | GpuSampler] = []
+    if config.sample_host:
+        samplers.append(HostSampler(interval_s=config.host_interval_s, clock=clock))
+    if config.sample_gpu:
+        samplers.append(GpuSampler(interval_s=config.gpu_interval_s, clock=clock))
+    return samplers
+
+
+def stop_samplers(
+    samplers: list[HostSampler | GpuSampler], origin: float, log: Callable[[str], None]
+) -> tuple[HostSection, GpuSection]:
+    """Stop each sampler and give its section (times from `origin`); a sampler turned off
+    gives a section that says so. A sampler's trouble is never swallowed: it is in its
+    section, and said through `log`."""
+    host = HostSection(available=False, reason="host sampling was turned off")
+    gpu = GpuSection(available=False, reason="GPU sampling was turned off")
+    for sampler in samplers:
+        sampler.stop()
+        section = sampler.section(origin)
+        if isinstance(section, HostSection):
+            host = section
+        else:
+            gpu = section
+    for where, notes in (("host sampler", host.notes), ("GPU sampler", gpu.notes)):
+        for message in notes:
+            log(f"{where}: {message}")
+    return host, gpu

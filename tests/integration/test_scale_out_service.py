@@ -33,8 +33,8 @@ from pipediag.bench.service import (
 )
 from pipediag.bench.structure import walk_pipeline
 from pipediag.config import RunConfig
-from pipediag.hooks.service_train import train_through
 from pipediag.report.model import BLOCKER_LOCAL_PATH, BLOCKER_PYTHON, PipelineBenchmark
+from pipediag.training.service_train import train_through
 
 pytestmark = pytest.mark.tensorflow
 

@@ -10,8 +10,8 @@ import pytest
 
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
-from pipediag.hooks.training_trial import order_for_training, with_training
 from pipediag.report.model import FixTrial
+from pipediag.training.training_trial import order_for_training, with_training
 
 # --- fit, on real TensorFlow -----------------------------------------------------------------
 
@@ -25,8 +25,8 @@ def test_fit_train_function_on_two_pipelines_measures_the_gain_and_restores_ever
     import tensorflow as tf
 
     from pipediag.clock import MONOTONIC
-    from pipediag.hooks.compute_alone import step_variables
-    from pipediag.hooks.training_trial import try_on_fit
+    from pipediag.training.compute_alone import step_variables
+    from pipediag.training.training_trial import try_on_fit
 
     keras.utils.set_random_seed(1)
     x = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")

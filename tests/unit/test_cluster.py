@@ -13,10 +13,10 @@ from multiworker_jobs import tf_config
 from pipediag.cluster import task_from_env, task_out_dir
 from pipediag.config import RunConfig
 from pipediag.errors import UsageError
-from pipediag.hooks.compute_alone import WARMUP_STEPS, CachedBatchSteps
 from pipediag.report.model import ExitInfo, TaskInfo
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
+from pipediag.training.compute_alone import WARMUP_STEPS, CachedBatchSteps
 
 # -- TF_CONFIG ------------------------------------------------------------------------------
 

@@ -20,7 +20,12 @@ ALLOWED = {
     "renderers": {"analysis", "report", "errors"},
     "fleet": {"renderers", "report", "errors"},
     "bench": {"analysis", "report", "clock", "config", "errors"},
-    "hooks": {"analysis", "bench", "report", "clock", "config", "timeline", "errors"},
+    # The code that runs the user's model: compute alone, fixes tried on training, training
+    # through a service, and what a custom loop is served at its step budget.
+    "training": {"analysis", "bench", "report", "clock", "config", "timeline", "errors"},
+    "hooks": {"analysis", "bench", "training", "report", "clock", "config", "timeline", "errors"},
+    # The session's phases, as functions: they run the pipeline copies and the user's model.
+    "phases": {"analysis", "bench", "training", "report", "clock", "config", "timeline", "errors"},
     # The argument checks the command line shares with `keras.Watch`: a part of its own,
     # so that sharing them does not import the command line from below it.
     "cli.argtypes": {"bench", "errors"},
@@ -28,6 +33,12 @@ ALLOWED = {
 }
 # Only these may import the entry points.
 ENTRY_POINTS = {"cli": {"__main__"}, "api": {"cli", "pipediag"}}
+# The session is run by the front doors and runs the phases; nothing below imports either.
+RUN_FROM_ABOVE = {
+    "session": {"api", "monitor", "keras"},
+    "conclusion": {"session"},
+    "phases": {"session", "conclusion"},
+}
 # Modules inside a part that count as parts of their own.
 OWN_PARTS = {"cli.argtypes"}
 
@@ -75,6 +86,13 @@ def test_the_entry_points_are_imported_only_from_above() -> None:
     for entry, allowed in ENTRY_POINTS.items():
         importers = {part for part, targets in imports.items() if entry in targets}
         assert importers <= allowed, f"{sorted(importers - allowed)} import {entry}"
+
+
+def test_the_session_and_its_phases_are_imported_only_from_above() -> None:
+    imports = _imports()
+    for part, allowed in RUN_FROM_ABOVE.items():
+        importers = {source for source, targets in imports.items() if part in targets}
+        assert importers <= allowed, f"{sorted(importers - allowed)} import {part}"
 
 
 def test_nothing_below_the_top_imports_the_package_root() -> None:

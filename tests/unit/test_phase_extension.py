@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pipediag.config import RunConfig
+from pipediag.phases import PHASE_EXTENSION_STEPS
 from pipediag.report.model import PipelineBenchmark
-from pipediag.session import PHASE_EXTENSION_STEPS, DiagnosticSession
+from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
 
 CACHED = "Prefetch <- Batch <- Map <- Cache <- TensorSlice"

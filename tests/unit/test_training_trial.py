@@ -14,9 +14,9 @@ from pipediag.bench.interleaved import MIN_ROUNDS, STOP_BUDGET, STOP_GAIN, Round
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
-from pipediag.hooks.training_trial import LoopTrials, order_for_training, with_training
 from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
 from pipediag.testing import FakeClock, synthetic_report
+from pipediag.training.training_trial import LoopTrials, order_for_training, with_training
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 

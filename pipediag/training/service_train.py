@@ -3,7 +3,7 @@
 On a cluster, what training would gain is best measured, not predicted: pipediag calls the
 model's own compiled train function (Keras `fit`) on batches read through the service, for
 about as long as the compute-alone phase runs, and puts every variable the steps wrote back
-as it was (`hooks/compute_alone.py` copies and restores the same ones). Batches are pulled
+as it was (`training/compute_alone.py` copies and restores the same ones). Batches are pulled
 on a helper thread a few ahead (as a prefetch would) and taken with a timeout: a service
 that stalls ends the measurement with the variables restored, and the stuck pull never
 touches the model.
@@ -21,7 +21,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
 
 # Training through the service (`--data-service-train`): timed steps after a short warm-up,
-# about the compute-alone phase's length (hooks/compute_alone.py).
+# about the compute-alone phase's length (training/compute_alone.py).
 TRAIN_WARMUP_STEPS = 3
 TRAIN_MAX_SECONDS = 2.0
 # Batches the service reader may hold ahead of the train step (a prefetch buffer).
@@ -41,7 +41,7 @@ def train_through(
     """
     if style != "keras-fit" or model is None:
         return None, "training through the service is measured under Keras fit only"
-    from pipediag.hooks.compute_alone import stateful_random_op, step_variables, sync_logs
+    from pipediag.training.compute_alone import stateful_random_op, step_variables, sync_logs
 
     train_function = getattr(model, "train_function", None)
     strategy = getattr(model, "distribute_strategy", None)

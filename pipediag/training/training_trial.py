@@ -10,7 +10,7 @@ measured to help the pipeline, and a missing final prefetch, are tried on traini
 - Keras `fit`: the model's compiled `train_function` is called on an iterator over the
   unedited copy of the dataset, then over the fixed copy, in alternating slices. Every
   variable a step writes is copied before and assigned back after (as in the compute-alone
-  phase, `hooks/compute_alone.py`), so training goes on exactly as it would have.
+  phase, `training/compute_alone.py`), so training goes on exactly as it would have.
 - Custom loops: at the step budget, after the compute-alone steps, the loop is served
   batches from the two copies in turn (`LoopTrials`), its own train step runs on them, and
   each step is timed from one pull to the next. Then the budget ends the script, so nothing
@@ -34,9 +34,9 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
-from pipediag.hooks.compute_alone import stateful_random_op, step_variables, sync_logs
 from pipediag.report.model import FixTrial
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+from pipediag.training.compute_alone import stateful_random_op, step_variables, sync_logs
 
 # Time for all the fixes tried on training together, beyond the deep-analysis budget (it
 # runs only when a fix measured a gain): five rounds of two slices of ~0.25 s.
@@ -52,6 +52,9 @@ MIN_SLICE_S = 0.1
 MAX_SLICE_S = 0.5
 # A slice never times more steps than this (sub-millisecond steps).
 MAX_STEPS_PER_SLICE = 2000
+
+# What each fix measured on training, by (fix, stage index): its rounds, or why none.
+TrialResults = dict[tuple[str, int | None], tuple[Rounds | None, str | None]]
 
 
 def order_for_training(kept: Sequence[FixPipelines]) -> list[FixPipelines]:
@@ -107,14 +110,14 @@ def try_on_fit(
     step_s: float,
     budget_s: float = BUDGET_S,
     teardown: TearDown,
-) -> dict[tuple[str, int | None], tuple[Rounds | None, str | None]]:
+) -> TrialResults:
     """Each fix's rounds on the model's train function, or why it was not tried.
 
     Every variable the steps write is put back afterwards; the caller keeps the pipeline's
     own variables (`bench.isolate.preserved_variables`).
     """
     train_function = getattr(model, "train_function", None)
-    results: dict[tuple[str, int | None], tuple[Rounds | None, str | None]] = {}
+    results: TrialResults = {}
     blocker = None if train_function is None else stateful_random_op(train_function)
     if train_function is None or blocker is not None:
         why = (
@@ -266,7 +269,7 @@ class LoopTrials:
         self._plan: RoundPlan | None = None
         self._sides: list[TrialSide] = []
         self._slice: _Slice | None = None
-        self._results: dict[tuple[str, int | None], tuple[Rounds | None, str | None]] = {}
+        self._results: TrialResults = {}
         self.began = clock.now()
 
     def next_batch(self) -> Any | None:
@@ -300,7 +303,7 @@ class LoopTrials:
             self._slice = _Slice(side, seconds, iterator, now, [])
             now = self._clock.now()
 
-    def results(self) -> dict[tuple[str, int | None], tuple[Rounds | None, str | None]]:
+    def results(self) -> TrialResults:
         """What each fix measured; a loop that stopped pulling leaves the rest unmeasured."""
         if self._slice is not None:
             self._finish_slice(self._slice, timed=False)

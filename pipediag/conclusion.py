@@ -1,0 +1,240 @@
+"""The step budget and after: whether to measure on into a cached epoch, what serves a custom
+loop at its budget, then compute alone, the verdict line, the deep analysis and the tf.data
+service check, each once (docs/design.md, "The flow of one diagnosis").
+
+`Conclusion` keeps what they find; the session hands it what the hooks saw of training
+(`Seen`) and the pipeline benchmark, takes back the pipeline with its stages and trials,
+and freezes the rest into the report. The phases themselves are functions (`phases.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pipediag.analysis.classifier import judge
+from pipediag.clock import Clock
+from pipediag.config import RunConfig
+from pipediag.phases import (
+    PHASE_EXTENSION_STEPS,
+    DeepAnalysis,
+    Narration,
+    OnTraining,
+    deep_analysis,
+    fit_compute_alone,
+    measure_on,
+    scale_out_check,
+)
+from pipediag.report.model import (
+    ComputeAlone,
+    PipelineBenchmark,
+    ScaleOut,
+    TrainSection,
+    TrainStyle,
+    Verdict,
+)
+from pipediag.timeline import StepTimeline
+
+if TYPE_CHECKING:
+    from pipediag.training.budget import BudgetServer, Concluded, Tried
+
+LOCKSTEP_FIT_REASON = (
+    "a multi-worker fit: its train step is a collective every worker must join at once, "
+    "so it is not run alone"
+)
+
+
+class Teller(Narration, Protocol):
+    """A phase's narration, a line for the user only (the verdict), a note said once."""
+
+    def log(self, message: str) -> None: ...
+    def note_once(self, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the hooks saw of training: how it trains, its dataset, fit's model, and the
+    batch the pipeline benchmark kept (strong references, while the session runs)."""
+
+    style: TrainStyle
+    dataset: Any
+    model: Any
+    batch: Any
+
+
+class Conclusion:
+    """The measured steps' conclusion, each part once.
+
+    Args:
+        config: what to measure and for how long.
+        clock: the session's clock; `origin` is the session's start on it.
+        timeline: the measured steps (their median sizes compute alone and the trials).
+        say: the session's narration.
+        lockstep: a multi-worker job, where nothing is bounded by time.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: RunConfig,
+        clock: Clock,
+        timeline: StepTimeline,
+        say: Teller,
+        lockstep: bool,
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._timeline = timeline
+        self._say = say
+        self._lockstep = lockstep
+        self.compute_alone: ComputeAlone | None = None
+        self.verdict: Verdict | None = None  # said once, after the measured steps
+        self.first_verdict_s: float | None = None
+        self.scale_out: ScaleOut | None = None
+        self.concluded = False  # the deep analysis ran (or had its chance)
+        self._extended = False  # the step budget was extended into a cached epoch
+
+    # -- at the step budget ------------------------------------------------------------
+    def keep_measuring(self, pipeline: PipelineBenchmark) -> bool:
+        """At the step budget: whether to measure on, into the epoch after a filling cache.
+
+        Returns True when the budget was extended (the hooks then go on), False to stop.
+        """
+        if self._lockstep:
+            return False  # how far to go on depends on time: workers could disagree
+        decision = measure_on(self._timeline, pipeline, self._config, self._clock.now())
+        if decision == "outlasted":
+            self._say.note_once(
+                "the pipeline caches, but its first epoch outlasted the measuring bound: "
+                "the verdict describes epoch 1 only (--steps N measures more)"
+            )
+        if decision != "extend":
+            return False
+        if not self._extended:
+            self._extended = True
+            self._say.log(
+                "the pipeline caches: measuring on into the next epoch, where it reads the cache"
+            )
+        self._timeline.extend_budget(PHASE_EXTENSION_STEPS)
+        return True
+
+    def lockstep_steps(self) -> int | None:
+        """How many steps a custom loop's compute alone runs in a multi-worker job; None
+        elsewhere (bounded by time). At most the measured steps: it costs no more than they did.
+        """
+        if not self._lockstep:
+            return None
+        from pipediag.training.compute_alone import MIN_STEPS
+
+        return min(MIN_STEPS, self._config.measured_steps or MIN_STEPS)
+
+    def serve_loop(
+        self, last_batch: Any, *, origin: float, concluded: Concluded, tried: Tried
+    ) -> BudgetServer | None:
+        """What serves a custom loop at its step budget (`training/budget.py`), or None
+        with no batch kept or no measured step to size it by."""
+        step_s = self._timeline.median_measured_step_s()
+        if last_batch is None or step_s is None:
+            return None
+        from pipediag.bench import teardown
+        from pipediag.training.budget import BudgetServer
+
+        return BudgetServer(
+            last_batch,
+            clock=self._clock,
+            origin=origin,
+            step_s=step_s,
+            fixed_steps=self.lockstep_steps(),
+            phase=self._say.phase,
+            concluded=concluded,
+            tried=tried,
+            teardown=teardown.SHARED,
+        )
+
+    # -- after the measured steps ------------------------------------------------------
+
+    def run(
+        self,
+        seen: Seen,
+        pipeline: PipelineBenchmark,
+        *,
+        origin: float,
+        train_so_far: Callable[[], TrainSection],
+        compute_alone: ComputeAlone | None = None,
+        deep: bool = True,
+        loop_serving: bool = False,
+    ) -> DeepAnalysis | None:
+        """The verdict (once; `compute_alone`: a custom loop's run, else measured here under
+        fit), then unless `deep` is False the deep analysis (once), whose pipeline, with its
+        stages and trials, is returned with the fixes a custom loop still being served at
+        its budget (`loop_serving`) is to try. None when it does not run now.
+        """
+        if self.verdict is None:
+            if compute_alone is None:
+                compute_alone = self._fit_compute_alone(seen, pipeline, origin)
+            self.compute_alone = compute_alone
+            train = train_so_far()
+            verdict = judge(train, pipeline, compute_alone=compute_alone, cores=os.cpu_count())
+            self.first_verdict_s = self._clock.now() - origin
+            self._say.log(f"verdict: {verdict.headline or verdict.summary}")
+            self.verdict = verdict
+        if not deep or self.concluded:
+            return None
+        self.concluded = True
+        return deep_analysis(
+            seen.dataset,
+            pipeline,
+            self.verdict,
+            self.compute_alone,
+            config=self._config,
+            clock=self._clock,
+            say=self._say,
+            on_training=self._on_training(seen, loop_serving),
+        )
+
+    def check_scale_out(self, seen: Seen, pipeline: PipelineBenchmark) -> None:
+        """After the deep analysis: the tf.data service check (`phases.scale_out_check`)."""
+        self.scale_out = scale_out_check(
+            seen.dataset,
+            pipeline,
+            model=seen.model,
+            style=seen.style,
+            config=self._config,
+            clock=self._clock,
+            say=self._say,
+        )
+
+    def _on_training(self, seen: Seen, loop_serving: bool) -> OnTraining | None:
+        """Whether the user's train step can run on the fixed pipelines: fit's train function
+        (the model is known), or a custom loop still being served at its budget. Never in a
+        multi-worker job: how long the trials run is decided by time."""
+        step_s = self._timeline.median_measured_step_s()
+        if self._lockstep or step_s is None:
+            return None
+        if seen.style == "keras-fit":
+            return OnTraining(step_s, fit_model=seen.model) if seen.model is not None else None
+        return OnTraining(step_s) if loop_serving else None
+
+    def _fit_compute_alone(
+        self, seen: Seen, pipeline: PipelineBenchmark, origin: float
+    ) -> ComputeAlone:
+        """The train step alone under fit: the model's train function on the cached batch."""
+        if seen.style != "keras-fit":
+            return ComputeAlone(measured=False, reason="no train step to run alone")
+        if self._lockstep:
+            return ComputeAlone(measured=False, reason=LOCKSTEP_FIT_REASON)
+        if seen.model is None or seen.batch is None:
+            reason = (
+                pipeline.reason
+                if not pipeline.measured and pipeline.reason
+                else "no batch of the training dataset was kept"
+            )
+            return ComputeAlone(measured=False, reason=f"no cached batch: {reason}")
+        hint = self._timeline.median_measured_step_s()
+        if hint is None:
+            return ComputeAlone(measured=False, reason="no measured step to compare with")
+        return fit_compute_alone(
+            seen.model, seen.batch, step_s=hint, clock=self._clock, origin=origin, say=self._say
+        )

@@ -1,0 +1,377 @@
+"""The phases of one diagnosis around the measured steps, as functions: data in, data out.
+
+The pipeline alone (phase 1), compute alone under fit (3), the deep analysis with the fixes
+tried on training (5 and 6), and the tf.data service check, in the order of docs/design.md,
+"The flow of one diagnosis". The session decides when each runs and keeps what it returns;
+a phase reads only its arguments and reports through `Narration` (its notes, its progress
+line, its span on the report's phase list).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from pipediag.clock import Clock
+from pipediag.config import RunConfig
+from pipediag.report.model import (
+    COST_CONTENTION,
+    ComputeAlone,
+    FixTrial,
+    PipelineBenchmark,
+    ScaleOut,
+    TrainStyle,
+    Verdict,
+)
+from pipediag.timeline import RawStep, StepTimeline
+
+if TYPE_CHECKING:
+    from pipediag.bench.whatif import FixPipelines
+    from pipediag.training.training_trial import TrialResults
+
+# Stage timing and fix trials run when input costs at least this share of training: below
+# it no input fix can gain more than ~5%, XProf's line for "not input-bound".
+DEEP_MIN_COST = 0.05
+# Stage timing may take up to this share of the deep-analysis budget; the fix trials get
+# the rest. Stages are quick on most pipelines (a few prefixes, a fraction of a second
+# each), and the trials are what turn an estimate into a measured fix.
+STAGES_SHARE = 0.5
+
+# A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
+# the second epoch, this many steps at a time, until the second epoch has as many (so each
+# phase has its own verdict), within the caps below.
+PHASE_EXTENSION_STEPS = 20
+# Caps on that extension: at most this many times the step budget, and this long.
+PHASE_EXTENSION_MAX_FACTOR = 4
+PHASE_EXTENSION_MAX_S = 30.0
+
+# At the step budget: measure on into the next epoch, stop, or stop with epoch 1 unfinished.
+MeasureOn = Literal["extend", "stop", "outlasted"]
+
+
+class Narration(Protocol):
+    """What a phase tells: notes for the user and the report, the progress line, its span."""
+
+    def note(self, message: str) -> None: ...
+    def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None: ...
+    def add_phase(self, name: str, start: float, end: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class OnTraining:
+    """The user's train step, ready to be fed the fixed pipelines after their trials.
+
+    `fit_model`: fit's model, whose train function the fixes are tried on at once; None for
+    a custom loop at its step budget, whose next pulls are served the fixes
+    (`training/budget.py`). `step_s`: the measured steps' median.
+    """
+
+    step_s: float
+    fit_model: Any = None
+
+
+@dataclass(frozen=True)
+class DeepAnalysis:
+    """The pipeline with its stages and fix trials, and the fixes a custom loop is to try."""
+
+    pipeline: PipelineBenchmark
+    loop_fixes: list[FixPipelines] = field(default_factory=list)
+
+
+def measure_on(
+    timeline: StepTimeline, pipeline: PipelineBenchmark, config: RunConfig, now: float
+) -> MeasureOn:
+    """Phase 2 at its step budget: whether the measured steps go on into the next epoch.
+
+    A pipeline with a cache that ends each epoch runs its first epoch uncached; measuring
+    goes on until the second epoch has `PHASE_EXTENSION_STEPS` steps of its own, within the
+    caps ("outlasted": the first epoch ran past them).
+    """
+    if config.measured_steps is None or not _cache_ends_each_epoch(pipeline.dataset):
+        return "stop"
+    steps = timeline.steps[config.warmup_steps :]
+    if not steps:
+        return "stop"
+    first_epoch = steps[0].epoch
+    later = sum(s.count for s in steps if s.epoch > first_epoch)
+    if later == 0 and _hardly_waits(steps):
+        return "stop"  # epoch 1 already keeps up: a filled cache cannot change the verdict
+    if later >= PHASE_EXTENSION_STEPS:
+        return "stop"
+    budget = config.warmup_steps + config.measured_steps
+    too_long = now - steps[0].start >= PHASE_EXTENSION_MAX_S
+    if len(timeline) >= budget * PHASE_EXTENSION_MAX_FACTOR or too_long:
+        return "outlasted" if later == 0 else "stop"
+    return "extend"
+
+
+def _hardly_waits(steps: list[RawStep]) -> bool:
+    """Whether steps whose waits are all known waited under 5% of their time."""
+    if any(s.input_wait_s is None for s in steps):
+        return False  # under fit, waits are settled later: unknown
+    total = sum(s.duration_s for s in steps)
+    waited = sum(s.input_wait_s or 0.0 for s in steps)
+    return bool(total > 0 and waited / total < DEEP_MIN_COST)
+
+
+def _cache_ends_each_epoch(chain: str) -> bool:
+    """A `cache()` whose stream ends each epoch (no `repeat()` after it), so a later epoch
+    reads the filled cache on a new iterator. `chain` is outermost first."""
+    stages = chain.split(" <- ")
+    if "Cache" not in stages:
+        return False
+    return "Repeat" not in stages[: stages.index("Cache")]
+
+
+def pipeline_alone(
+    dataset: Any,
+    *,
+    config: RunConfig,
+    clock: Clock,
+    say: Narration,
+    keep_first_batch: Callable[[Any], None],
+) -> PipelineBenchmark:
+    """Phase 1: the training dataset read alone, on a private copy, for a bounded time.
+
+    A failure of the pipeline is the benchmark's result; an interruption is raised.
+    """
+    from pipediag.bench import teardown
+    from pipediag.bench.pipeline import benchmark_dataset, describe_chain
+
+    say.phase("benchmarking the input pipeline alone", config.bench_seconds)
+    began = clock.now()
+    try:
+        return benchmark_dataset(
+            dataset,
+            max_batches=config.bench_batches,
+            max_seconds=config.bench_seconds,
+            clock=clock,
+            keep_first_batch=keep_first_batch,
+            teardown=teardown.SHARED,
+        )
+    except Exception as exc:
+        return PipelineBenchmark(
+            measured=False,
+            reason=f"the pipeline failed when read alone: {type(exc).__name__}: {exc}",
+            dataset=describe_chain(dataset),
+        )
+    finally:
+        say.add_phase("pipeline_benchmark", began, clock.now())
+
+
+def fit_compute_alone(
+    model: Any, batch: Any, *, step_s: float, clock: Clock, origin: float, say: Narration
+) -> ComputeAlone:
+    """Phase 3 under fit: the model's train function on the cached batch."""
+    from pipediag.training.compute_alone import MAX_SECONDS, measure_fit_step
+
+    say.phase("measuring the train step alone on a cached batch", MAX_SECONDS)
+    began = clock.now()
+    try:
+        result = measure_fit_step(model, batch, clock=clock, origin=origin, step_s_hint=step_s)
+    except Exception as exc:
+        result = ComputeAlone(
+            measured=False,
+            reason=f"the train step failed on a cached batch: {type(exc).__name__}: {exc}",
+        )
+    say.add_phase("compute_alone", began, clock.now())
+    return result
+
+
+def deep_analysis(
+    dataset: Any,
+    pipeline: PipelineBenchmark,
+    verdict: Verdict | None,
+    compute_alone: ComputeAlone | None,
+    *,
+    config: RunConfig,
+    clock: Clock,
+    say: Narration,
+    on_training: OnTraining | None,
+) -> DeepAnalysis:
+    """Phases 5 and 6: stage timing and fix trials, only where they can change the advice,
+    then the best fixes tried on training (`on_training`; None where they cannot be)."""
+    if dataset is None or not pipeline.measured or not config.stages:
+        return DeepAnalysis(pipeline)
+    cost = verdict.input_cost_fraction if verdict is not None else None
+    if not config.deep and cost is not None and cost < DEEP_MIN_COST:
+        skipped = dataclasses.replace(
+            pipeline,
+            deep_skipped_reason=(
+                f"input costs {cost:.0%} of training (under {DEEP_MIN_COST:.0%}): no "
+                "pipeline fix can gain more; --deep measures stages and fixes anyway"
+            ),
+        )
+        return DeepAnalysis(skipped)
+    began = clock.now()
+    try:
+        return _examine_stages(
+            dataset,
+            pipeline,
+            config=config,
+            clock=clock,
+            say=say,
+            on_training=on_training,
+            thread_cap=thread_cap(verdict, compute_alone) if on_training else None,
+        )
+    finally:
+        say.add_phase("deep_analysis", began, clock.now())
+
+
+def _examine_stages(
+    dataset: Any,
+    pipeline: PipelineBenchmark,
+    *,
+    config: RunConfig,
+    clock: Clock,
+    say: Narration,
+    on_training: OnTraining | None,
+    thread_cap: int | None,
+) -> DeepAnalysis:
+    """Per-stage rates and measured fixes, within one shared budget (`deep_seconds`):
+    stage timing may take up to `STAGES_SHARE` of it, the fix trials whatever is left.
+    A failure here keeps the benchmark itself."""
+    from pipediag.bench import teardown
+    from pipediag.bench.stages import measure_stages
+    from pipediag.bench.structure import effective_options
+    from pipediag.bench.whatif import verify_fixes
+
+    budget = config.deep_seconds
+    began = clock.now()
+    deadline = began + budget
+    say.phase("timing each pipeline stage", budget * STAGES_SHARE)
+    try:
+        options = effective_options(dataset)
+        stages = measure_stages(
+            dataset,
+            clock=clock,
+            deadline=began + budget * STAGES_SHARE,
+            teardown=teardown.SHARED,
+        )
+        trials = []
+        kept: list[FixPipelines] = []
+        left = deadline - clock.now()
+        if config.verify and stages and left > 0:
+            say.phase("measuring candidate fixes", left)
+            trials = verify_fixes(
+                dataset,
+                stages,
+                clock=clock,
+                budget_s=min(config.verify_seconds, left),
+                deadline=deadline,
+                teardown=teardown.SHARED,
+                keep=kept if on_training is not None else None,
+                thread_cap=thread_cap,
+            )
+    except Exception as exc:
+        say.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
+        return DeepAnalysis(pipeline)
+    loop_fixes: list[FixPipelines] = []
+    if kept and on_training is not None:
+        from pipediag.training.training_trial import order_for_training
+
+        fixes = order_for_training(kept)
+        if on_training.fit_model is None:
+            loop_fixes = fixes  # tried at the loop's next pulls
+        else:
+            trials = _try_on_fit(dataset, trials, fixes, on_training, clock=clock, say=say)
+    examined = dataclasses.replace(pipeline, stages=stages, options=options, trials=trials)
+    return DeepAnalysis(examined, loop_fixes)
+
+
+def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | None:
+    """Where contention dominates input cost: the pipeline threads that would leave the
+    train step the cores it uses alone (tried on training only)."""
+    from pipediag.analysis.cost_rules import capped_threads
+
+    split = verdict.cost_split if verdict is not None else None
+    if split is None or split.dominant != COST_CONTENTION:
+        return None
+    cores = os.cpu_count() or 1
+    step_cores = None
+    if alone is not None and alone.cpu_s_per_step and alone.step_time:
+        step_cores = alone.cpu_s_per_step / max(1e-9, alone.step_time.median_s)
+    return capped_threads(cores, step_cores)
+
+
+def _try_on_fit(
+    dataset: Any,
+    trials: list[FixTrial],
+    fixes: list[FixPipelines],
+    on_training: OnTraining,
+    *,
+    clock: Clock,
+    say: Narration,
+) -> list[FixTrial]:
+    """fit: each fix's trial on the train function, now."""
+    from pipediag.bench import teardown
+    from pipediag.bench.isolate import preserved_variables
+    from pipediag.training.training_trial import BUDGET_S, try_on_fit
+
+    say.phase("trying the fixes on training", BUDGET_S)
+    began = clock.now()
+    try:
+        with preserved_variables(dataset, teardown.SHARED):
+            results = try_on_fit(
+                on_training.fit_model,
+                fixes,
+                clock=clock,
+                step_s=on_training.step_s,
+                teardown=teardown.SHARED,
+            )
+    except Exception as exc:
+        say.note(f"trying the fixes on training failed ({type(exc).__name__}: {exc})")
+        return trials
+    finally:
+        say.add_phase("training_trial", began, clock.now())
+    return with_training_results(trials, results)
+
+
+def with_training_results(trials: list[FixTrial], results: TrialResults) -> list[FixTrial]:
+    """The pipeline's fix trials, each with what it measured on training where it was tried."""
+    from pipediag.training.training_trial import with_training
+
+    updated = []
+    for trial in trials:
+        found = results.get((trial.fix, trial.stage_index))
+        updated.append(trial if found is None else with_training(trial, *found))
+    return updated
+
+
+def scale_out_check(
+    dataset: Any,
+    pipeline: PipelineBenchmark,
+    *,
+    model: Any,
+    style: TrainStyle,
+    config: RunConfig,
+    clock: Clock,
+    say: Narration,
+) -> ScaleOut | None:
+    """Can the pipeline move to tf.data service, and, when asked, measured through one
+    (`bench/scale_out.py`). None when not wanted; a failure costs only this section."""
+    from pipediag.bench.scale_out import check_scale_out, wanted
+    from pipediag.training.service_train import train_through
+
+    if dataset is None or not wanted(config, pipeline):
+        return None
+    began = clock.now()
+    try:
+        return check_scale_out(
+            dataset,
+            pipeline,
+            config,
+            clock=clock,
+            note=say.note,
+            phase=say.phase,
+            train=functools.partial(train_through, model, style, clock=clock),
+        )
+    except Exception as exc:
+        say.note(f"the tf.data service check failed ({type(exc).__name__}: {exc})")
+        return None
+    finally:
+        say.add_phase("scale_out", began, clock.now())
