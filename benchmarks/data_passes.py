@@ -85,12 +85,16 @@ def whole_run(command: list[str], cached: bool) -> dict[str, Any] | None:
 def pipediag_run(command: list[str], checkout: Path | None) -> dict[str, Any] | None:
     """The report of `pipediag run` on the script, from this checkout or another one."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "pipediag", "run", "--out", tmp, *command]
-        env = {**child_env(), "PYTHONPATH": str(checkout or REPO_ROOT)}
+        # The script by its full path, run from the checkout's folder: `python -m` puts the
+        # working directory first on the path, so that checkout's pipediag is the one run.
+        script, *args = command
+        root = checkout or REPO_ROOT
+        cmd = [sys.executable, "-m", "pipediag", "run", "--out", tmp, str(REPO_ROOT / script)]
+        env = {**child_env(), "PYTHONPATH": str(root)}
         began = time.perf_counter()
         try:
             result = subprocess.run(
-                cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+                [*cmd, *args], cwd=root, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
             )
         except subprocess.TimeoutExpired:
             return None
