@@ -1,0 +1,366 @@
+"""The NVML device layer under the GPU sampler: which GPUs, opened how, closed how.
+
+`NvmlDevices` finds the GPUs this process can use (as CUDA reads `CUDA_VISIBLE_DEVICES`, MIG
+instances included), opens each one (names, memory size, the driver's utilization samples,
+GPM buffers), and closes them; every NVML call and the naming of NVML errors go through it.
+`NvmlReader` (`samplers/nvml_readings.py`) reads the open devices each tick, and
+`GpuSampler` (`samplers/gpu.py`) owns the thread and the report section around both. This
+module never imports `pynvml`: the sampler imports it in its thread's set-up and hands the
+module over, so tests can hand over `tests/fake_nvml.FakeNvml` instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pipediag.clock import Clock, wall_minus_clock
+from pipediag.report.model import GpuDevice
+from pipediag.report.vocabulary import UTIL_SOURCE_RATES, UTIL_SOURCE_SAMPLES
+from pipediag.samplers.base import describe_error
+
+T = TypeVar("T")
+
+
+US_PER_S = 1_000_000
+"""Driver sample timestamps are microseconds of wall-clock time."""
+
+
+NO_GPU_REASON = "NVML found no GPU"
+
+_INIT_REASONS = {
+    "NVMLError_LibraryNotFound": (
+        "NVML library not found (no NVIDIA driver): no GPU on this machine"
+    ),
+    "NVMLError_DriverNotLoaded": (
+        "NVIDIA driver not loaded (NVMLError_DriverNotLoaded): no usable GPU"
+    ),
+    "NVMLError_NoPermission": (
+        "no permission to query the GPU through NVML (NVMLError_NoPermission)"
+    ),
+    "NVMLError_LibRmVersionMismatch": (
+        "NVML library and kernel driver versions differ (NVMLError_LibRmVersionMismatch): "
+        "reload the driver or reboot"
+    ),
+}
+"""One-line reasons for the NVML initialisation failures a user can act on."""
+
+
+def _text(value: Any) -> str:
+    """Old pynvml versions return bytes for names, UUIDs and versions; new ones str."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def select_visible_devices(
+    cuda_visible_devices: str | None, gpus: Sequence[tuple[str, Sequence[str]]]
+) -> tuple[list[int], list[str]]:
+    """NVML indices of the GPUs this process can use, as CUDA reads `CUDA_VISIBLE_DEVICES`.
+
+    CUDA takes a comma-separated list of indices or UUID prefixes (`GPU-...`, `MIG-...`) and
+    stops at the first entry that matches nothing, so `""` and `-1` hide every GPU. A MIG UUID
+    selects its parent GPU here, since NVML has no per-MIG utilization.
+
+    Args:
+        cuda_visible_devices: the variable's value, None when unset.
+        gpus: per NVML index, (GPU UUID, UUIDs of its MIG devices).
+
+    Returns:
+        The selected NVML indices in the order given, and notes on entries CUDA would ignore.
+    """
+    if cuda_visible_devices is None:
+        return list(range(len(gpus))), []
+    selected: list[int] = []
+    notes: list[str] = []
+    for raw in cuda_visible_devices.split(","):
+        token = raw.strip()
+        index = _match_device(token, gpus)
+        if index is None:
+            if token and not token.startswith("-"):
+                notes.append(
+                    f"CUDA_VISIBLE_DEVICES entry {token!r} matches no single GPU; CUDA ignores "
+                    "it and every entry after it"
+                )
+            break
+        if index not in selected:
+            selected.append(index)
+    return selected, notes
+
+
+def _match_device(token: str, gpus: Sequence[tuple[str, Sequence[str]]]) -> int | None:
+    if token.isdigit():
+        index = int(token)
+        return index if index < len(gpus) else None
+    prefix = token.lower()
+    if not prefix.startswith(("gpu-", "mig-")):
+        return None
+    matches = [
+        i
+        for i, (uuid, mig_uuids) in enumerate(gpus)
+        if uuid.lower().startswith(prefix) or any(m.lower().startswith(prefix) for m in mig_uuids)
+    ]
+    return matches[0] if len(matches) == 1 else None
+
+
+@dataclass
+class NvmlDevice:
+    """What the sampler keeps about one GPU between ticks."""
+
+    index: int
+    handle: Any
+    info: GpuDevice
+    use_samples: bool = False
+    last_sample_us: int = 0
+    last_util: tuple[float, float] | None = None  # (pct, clock time) of the newest driver sample
+    disabled: set[str] = field(default_factory=set)  # metrics the device does not support
+    gpm_samples: list[Any] = field(default_factory=list)  # [previous, next] GPM sample buffers
+    gpm_t: float = 0.0
+    util_readings: int = 0
+
+
+class NvmlDevices:
+    """The visible GPUs through NVML: found, opened, closed; and the NVML plumbing for them.
+
+    Every NVML call goes through `call()`, so the sampler can report NVML's call rate, and NVML
+    errors are named and classified here (`error_name`, `is_permanent`). A device property
+    that cannot be read during `discover()` is a note in `setup_notes`, not a lost device.
+
+    Args:
+        nvml: a module-like object with pynvml's API, or None until the sampler's set-up
+            imports `pynvml` and assigns `nvml`.
+        clock: the session clock.
+        wall_clock: wall-clock seconds, to place driver timestamps on the session clock.
+        record_failure: the sampler's `_record_failure(kind, text)`, so a failure while
+            closing becomes one of the sampler's one-note-per-kind failure notes.
+    """
+
+    def __init__(
+        self,
+        nvml: Any,
+        *,
+        clock: Clock,
+        wall_clock: Callable[[], float],
+        record_failure: Callable[[str, str], bool],
+    ) -> None:
+        self.nvml: Any = nvml
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._record_failure = record_failure
+        self._wall_minus_clock_s = 0.0
+        self.driver_version: str | None = None
+        self.devices: list[NvmlDevice] = []
+        self.setup_notes: list[str] = []
+        self.calls = 0
+
+    # -- NVML plumbing ----------------------------------------------------------------------
+
+    def call(self, name: str, *args: Any) -> Any:
+        """Every NVML call goes through here, so the call rate can be reported."""
+        self.calls += 1
+        return getattr(self.nvml, name)(*args)
+
+    def _error_class(self, name: str) -> type[BaseException] | tuple[()]:
+        cls = getattr(self.nvml, name, None)
+        return cls if isinstance(cls, type) and issubclass(cls, BaseException) else ()
+
+    def is_nvml_error(self, exc: BaseException, name: str = "NVMLError") -> bool:
+        cls = self._error_class(name)
+        return bool(cls) and isinstance(exc, cls)
+
+    def is_permanent(self, exc: BaseException) -> bool:
+        """Errors that will not go away on retry: the device or driver lacks the feature."""
+        return self.is_nvml_error(exc, "NVMLError_NotSupported") or self.is_nvml_error(
+            exc, "NVMLError_FunctionNotFound"
+        )
+
+    def error_name(self, exc: BaseException) -> str:
+        return type(exc).__name__ if self.is_nvml_error(exc) else describe_error(exc)
+
+    def to_clock(self, timestamp_us: int) -> float:
+        """A driver timestamp (µs of wall-clock time) on the session clock."""
+        return timestamp_us / US_PER_S - self._wall_minus_clock_s
+
+    def _wall_us(self) -> int:
+        return int(self._wall_clock() * US_PER_S)
+
+    # -- discovery and opening --------------------------------------------------------------
+
+    def init_reason(self, exc: BaseException) -> str:
+        for name, reason in _INIT_REASONS.items():
+            if self.is_nvml_error(exc, name):
+                return reason
+        return f"NVML failed to initialise: {self.error_name(exc)}"
+
+    def discover(self) -> str | None:
+        """Find the visible GPUs and probe what each supports; a reason if there are none."""
+        try:
+            self.driver_version = _text(self.call("nvmlSystemGetDriverVersion"))
+        except Exception as exc:
+            self.setup_notes.append(f"driver version unavailable: {self.error_name(exc)}")
+        count = int(self.call("nvmlDeviceGetCount"))
+        if count == 0:
+            return NO_GPU_REASON
+        handles: list[Any] = []
+        uuids: list[str] = []
+        for index in range(count):
+            try:
+                handle = self.call("nvmlDeviceGetHandleByIndex", index)
+            except Exception as exc:
+                handle = None
+                self.setup_notes.append(f"GPU {index} skipped: {self.error_name(exc)}")
+            handles.append(handle)
+            uuids.append(self._uuid(handle) if handle is not None else "")
+        mig = [h is not None and self._mig_enabled(h) for h in handles]
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        mig_uuids = [
+            self._mig_uuids(h) if visible and "mig-" in visible.lower() and m else []
+            for h, m in zip(handles, mig, strict=True)
+        ]
+        selected, notes = select_visible_devices(visible, list(zip(uuids, mig_uuids, strict=True)))
+        self.setup_notes.extend(notes)
+        if (
+            visible
+            and count > 1
+            and any(t.strip().isdigit() for t in visible.split(","))
+            and os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID"
+        ):
+            self.setup_notes.append(
+                "CUDA_VISIBLE_DEVICES indices were read in NVML (PCI bus) order; CUDA's default "
+                "order can differ on mixed GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to be sure"
+            )
+        self._wall_minus_clock_s = wall_minus_clock(self._clock, self._wall_clock)
+        for index in selected:
+            if handles[index] is not None:
+                device = self._open_device(index, handles[index], uuids[index], mig[index])
+                self.devices.append(device)
+        if not self.devices:
+            if visible is not None and not selected:
+                return f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from this process"
+            return "no visible GPU could be opened through NVML"
+        return None
+
+    def _uuid(self, handle: Any) -> str:
+        try:
+            return _text(self.call("nvmlDeviceGetUUID", handle))
+        except Exception:
+            return ""
+
+    def _optional(self, read: Callable[[], T], default: T, what: str) -> T:
+        """A static property of a device; a failure is a note, not a lost device."""
+        try:
+            return read()
+        except Exception as exc:
+            self.setup_notes.append(f"{what} unavailable: {self.error_name(exc)}")
+            return default
+
+    def _mig_enabled(self, handle: Any) -> bool:
+        try:
+            current = self.call("nvmlDeviceGetMigMode", handle)[0]
+        except Exception:  # NotSupported on GPUs without MIG
+            return False
+        return bool(current == getattr(self.nvml, "NVML_DEVICE_MIG_ENABLE", 1))
+
+    def _mig_uuids(self, handle: Any) -> list[str]:
+        uuids: list[str] = []
+        try:
+            slots = int(self.call("nvmlDeviceGetMaxMigDeviceCount", handle))
+        except Exception:
+            return uuids
+        for slot in range(slots):
+            uuid = self._mig_slot_uuid(handle, slot)
+            if uuid:
+                uuids.append(uuid)
+        return uuids
+
+    def _mig_slot_uuid(self, handle: Any, slot: int) -> str:
+        try:
+            child = self.call("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+            return _text(self.call("nvmlDeviceGetUUID", child))
+        except Exception:  # NotFound: an empty MIG slot
+            return ""
+
+    def _open_device(self, index: int, handle: Any, uuid: str, mig: bool) -> NvmlDevice:
+        nv = self.nvml
+        name = self._optional(
+            lambda: _text(self.call("nvmlDeviceGetName", handle)), "", f"GPU {index} name"
+        )
+        memory_total = self._optional(
+            lambda: int(self.call("nvmlDeviceGetMemoryInfo", handle).total),
+            None,
+            f"GPU {index} memory size",
+        )
+        device = NvmlDevice(index=index, handle=handle, info=GpuDevice(index, name))
+        if mig:
+            self.setup_notes.append(
+                f"GPU {index} has MIG enabled: NVML gives no per-MIG utilization, so readings "
+                "are the whole GPU's (every MIG instance together)"
+            )
+        # Probe the driver's sample buffer, and skip what it holds from before the session.
+        try:
+            _, raw = self.call("nvmlDeviceGetSamples", handle, nv.NVML_GPU_UTILIZATION_SAMPLES, 0)
+            device.use_samples = True
+            device.last_sample_us = max((int(s.timeStamp) for s in raw), default=self._wall_us())
+        except Exception as exc:
+            if self.is_nvml_error(exc, "NVMLError_NotFound"):  # supported, nothing buffered yet
+                device.use_samples = True
+                device.last_sample_us = self._wall_us()
+            else:
+                self.setup_notes.append(
+                    f"GPU {index}: driver utilization samples unavailable "
+                    f"({self.error_name(exc)}); using nvmlDeviceGetUtilizationRates"
+                )
+        gpm = self._open_gpm(device)
+        device.info = GpuDevice(
+            index=index,
+            name=name,
+            uuid=uuid,
+            memory_total_bytes=memory_total,
+            mig_enabled=mig,
+            util_source=UTIL_SOURCE_SAMPLES if device.use_samples else UTIL_SOURCE_RATES,
+            gpm_supported=gpm,
+        )
+        return device
+
+    def _open_gpm(self, device: NvmlDevice) -> bool:
+        """Start GPM on Hopper+ (read-only sampling); False when the GPU or driver lacks it."""
+        try:
+            support = self.call("nvmlGpmQueryDeviceSupport", device.handle)
+            if not support.isSupportedDevice:
+                raise LookupError("not a GPM device (needs Hopper or newer)")
+            device.gpm_samples = [self.call("nvmlGpmSampleAlloc") for _ in range(2)]
+            self.call("nvmlGpmSampleGet", device.handle, device.gpm_samples[0])
+            device.gpm_t = self._clock.now()
+            return True
+        except Exception as exc:
+            self._free_gpm(device)
+            why = str(exc) if isinstance(exc, LookupError) else self.error_name(exc)
+            self.setup_notes.append(
+                f"GPU {device.index}: SM activity/occupancy (GPM) unavailable: {why}"
+            )
+            return False
+
+    # -- teardown ---------------------------------------------------------------------------
+
+    def _free_gpm(self, device: NvmlDevice) -> None:
+        samples, device.gpm_samples = device.gpm_samples, []
+        for sample in samples:
+            self._free_gpm_sample(sample)
+
+    def _free_gpm_sample(self, sample: Any) -> None:
+        try:
+            self.call("nvmlGpmSampleFree", sample)
+        except Exception as exc:
+            self._record_failure("gpm-free", f"GPM sample free failed: {self.error_name(exc)}")
+
+    def shutdown(self) -> None:
+        try:
+            self.call("nvmlShutdown")
+        except Exception as exc:
+            self._record_failure("shutdown", f"nvmlShutdown failed: {self.error_name(exc)}")
+
+    def close(self) -> None:
+        """Free the GPM sample buffers and shut NVML down (the sampler's teardown)."""
+        for device in self.devices:
+            self._free_gpm(device)
+        self.shutdown()

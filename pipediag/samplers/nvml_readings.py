@@ -1,0 +1,238 @@
+"""The per-tick NVML readings of each open GPU, for the GPU sampler.
+
+`NvmlReader` reads every metric of every device that `NvmlDevices` opened, once per tick; a
+reading that fails is noted once per kind of failure and the other readings go on, and a metric
+the device does not support (`NVMLError_NotSupported`) is not asked for again.
+
+Utilization comes from the driver's own timestamped samples (`nvmlDeviceGetSamples`) where it
+can: the driver averages utilization over windows of about 1/6 s to 1 s, and its timestamps
+place each window on the session clock better than our tick time would. Where the driver has
+no samples, `nvmlDeviceGetUtilizationRates` gives the latest window. On Hopper and newer, GPM
+adds SM activity and occupancy, which tell "a kernel was running" (utilization) apart from
+"the SMs were busy" (activity).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pipediag.report.model import GpuSample
+from pipediag.samplers.nvml_devices import NvmlDevice, NvmlDevices
+
+T = TypeVar("T")
+
+
+GPM_MIN_INTERVAL_S = 0.1
+"""NVML documents GPM metrics between two samples at least about 100 ms apart."""
+
+GPM_INTERVAL_SLACK_S = 0.001
+"""Ticks 0.1 s apart measure 0.0999... s in floating point; a millisecond short is close enough."""
+
+MW_PER_W = 1000.0
+"""nvmlDeviceGetPowerUsage returns milliwatts."""
+
+BYTES_PER_NVML_KB = 1024
+"""nvmlDeviceGetPcieThroughput returns KB/s; NVML's KB are 1024 bytes."""
+
+_VALUE_FIELDS = {
+    "NVML_VALUE_TYPE_DOUBLE": "dVal",
+    "NVML_VALUE_TYPE_UNSIGNED_INT": "uiVal",
+    "NVML_VALUE_TYPE_UNSIGNED_LONG": "ulVal",
+    "NVML_VALUE_TYPE_UNSIGNED_LONG_LONG": "ullVal",
+    "NVML_VALUE_TYPE_SIGNED_LONG_LONG": "sllVal",
+    "NVML_VALUE_TYPE_SIGNED_INT": "siVal",
+    "NVML_VALUE_TYPE_UNSIGNED_SHORT": "usVal",
+}
+"""nvmlSample_t carries a C union; the value type NVML returns says which member to read."""
+
+
+class NvmlReader:
+    """One `GpuSample` per open device each tick, and the whole-run utilization totals.
+
+    Args:
+        gpus: the devices, opened by `NvmlDevices.discover()`; every call goes through it.
+        record_failure: the sampler's `_record_failure(kind, text)`, so a failed reading
+            becomes one of the sampler's one-note-per-kind failure notes.
+        lock: the sampler's lock; the utilization totals are updated under it, so the report
+            section reads them consistent with the sampler's reading count.
+    """
+
+    def __init__(
+        self,
+        gpus: NvmlDevices,
+        *,
+        record_failure: Callable[[str, str], bool],
+        lock: threading.Lock,
+    ) -> None:
+        self._gpus = gpus
+        self._record_failure = record_failure
+        self._lock = lock
+        self.util_sum = 0.0
+        self.util_count = 0
+
+    def read(self, now: float) -> list[GpuSample]:
+        """One `GpuSample` per device for the tick at `now` (session clock)."""
+        return [self._read_device(device, now) for device in self._gpus.devices]
+
+    def _read_device(self, d: NvmlDevice, now: float) -> GpuSample:
+        nv, h = self._gpus.nvml, d.handle
+        util, util_t, mem_util = self._utilization(d)
+        mem_used = self._metric(
+            d,
+            "memory",
+            "memory readings",
+            lambda: int(self._gpus.call("nvmlDeviceGetMemoryInfo", h).used),
+        )
+        power = self._metric(
+            d,
+            "power",
+            "power readings",
+            lambda: self._gpus.call("nvmlDeviceGetPowerUsage", h) / MW_PER_W,
+        )
+        sm_clock = self._metric(
+            d,
+            "clock",
+            "SM clock readings",
+            lambda: float(self._gpus.call("nvmlDeviceGetClockInfo", h, nv.NVML_CLOCK_SM)),
+        )
+        rx = self._metric(
+            d,
+            "pcie-rx",
+            "PCIe RX readings",
+            lambda: (
+                float(self._gpus.call("nvmlDeviceGetPcieThroughput", h, nv.NVML_PCIE_UTIL_RX_BYTES))
+                * BYTES_PER_NVML_KB
+            ),
+        )
+        tx = self._metric(
+            d,
+            "pcie-tx",
+            "PCIe TX readings",
+            lambda: (
+                float(self._gpus.call("nvmlDeviceGetPcieThroughput", h, nv.NVML_PCIE_UTIL_TX_BYTES))
+                * BYTES_PER_NVML_KB
+            ),
+        )
+        sm_active, sm_occupancy = self._gpm(d, now)
+        return GpuSample(
+            t_s=now,
+            device_index=d.index,
+            gpu_util_pct=util,
+            mem_util_pct=mem_util,
+            mem_used_bytes=mem_used,
+            power_w=power,
+            sm_clock_mhz=sm_clock,
+            pcie_rx_bytes_per_s=rx,
+            pcie_tx_bytes_per_s=tx,
+            gpu_util_t_s=util_t,
+            sm_active_pct=sm_active,
+            sm_occupancy_pct=sm_occupancy,
+        )
+
+    def _metric(self, d: NvmlDevice, key: str, label: str, read: Callable[[], T]) -> T | None:
+        """One reading; a failure is noted once per kind and gives None for this tick."""
+        if key in d.disabled:
+            return None
+        try:
+            return read()
+        except Exception as exc:
+            self._note_failure(d, key, label, exc)
+            return None
+
+    def _note_failure(self, d: NvmlDevice, key: str, label: str, exc: BaseException) -> None:
+        name = self._gpus.error_name(exc)
+        self._record_failure(
+            f"{key}:{d.index}:{type(exc).__name__}", f"{label} unavailable on GPU {d.index}: {name}"
+        )
+        if self._gpus.is_permanent(exc):
+            d.disabled.add(key)
+
+    def _utilization(self, d: NvmlDevice) -> tuple[float | None, float | None, float | None]:
+        """(GPU util %, its session-clock time or None, memory util %) for this tick."""
+        if d.use_samples:
+            try:
+                value_type, raw = self._gpus.call(
+                    "nvmlDeviceGetSamples",
+                    d.handle,
+                    self._gpus.nvml.NVML_GPU_UTILIZATION_SAMPLES,
+                    d.last_sample_us,
+                )
+            except Exception as exc:
+                if not self._gpus.is_nvml_error(exc, "NVMLError_NotFound"):  # NotFound: none new
+                    self._note_failure(d, "util-samples", "driver utilization samples", exc)
+                    if self._gpus.is_permanent(exc):
+                        d.use_samples = False
+                    return self._utilization_rates(d)
+                raw = []
+            fresh = [
+                (int(s.timeStamp), self._sample_value(value_type, s))
+                for s in raw
+                if int(s.timeStamp) > d.last_sample_us
+            ]
+            if fresh:
+                d.last_sample_us = max(ts for ts, _ in fresh)
+                values = [v for _, v in fresh]
+                d.last_util = (sum(values) / len(values), self._gpus.to_clock(d.last_sample_us))
+                with self._lock:
+                    self.util_sum += sum(values)
+                    self.util_count += len(values)
+            if d.last_util is None:
+                return None, None, None
+            d.util_readings += 1
+            return d.last_util[0], d.last_util[1], None
+        return self._utilization_rates(d)
+
+    def _utilization_rates(self, d: NvmlDevice) -> tuple[float | None, float | None, float | None]:
+        rates = self._metric(
+            d,
+            "util",
+            "GPU utilization",
+            lambda: self._gpus.call("nvmlDeviceGetUtilizationRates", d.handle),
+        )
+        if rates is None:
+            return None, None, None
+        gpu = float(rates.gpu)
+        with self._lock:
+            self.util_sum += gpu
+            self.util_count += 1
+        d.util_readings += 1
+        return gpu, None, float(rates.memory)
+
+    def _sample_value(self, value_type: int, sample: Any) -> float:
+        for constant, member in _VALUE_FIELDS.items():
+            if getattr(self._gpus.nvml, constant, None) == value_type:
+                return float(getattr(sample.sampleValue, member))
+        return float(sample.sampleValue.uiVal)  # utilization samples are unsigned ints
+
+    def _gpm(self, d: NvmlDevice, now: float) -> tuple[float | None, float | None]:
+        """SM activity and occupancy since the last GPM sample, once it is old enough."""
+        if (
+            not d.gpm_samples
+            or "gpm" in d.disabled
+            or now - d.gpm_t < GPM_MIN_INTERVAL_S - GPM_INTERVAL_SLACK_S
+        ):
+            return None, None
+        nv = self._gpus.nvml
+        try:
+            previous, following = d.gpm_samples
+            self._gpus.call("nvmlGpmSampleGet", d.handle, following)
+            request = nv.c_nvmlGpmMetricsGet_t()
+            request.version = nv.NVML_GPM_METRICS_GET_VERSION
+            request.numMetrics = 2
+            request.sample1 = previous
+            request.sample2 = following
+            request.metrics[0].metricId = nv.NVML_GPM_METRIC_SM_UTIL
+            request.metrics[1].metricId = nv.NVML_GPM_METRIC_SM_OCCUPANCY
+            self._gpus.call("nvmlGpmMetricsGet", request)
+        except Exception as exc:
+            self._note_failure(d, "gpm", "SM activity/occupancy (GPM) readings", exc)
+            return None, None
+        d.gpm_samples = [following, previous]
+        d.gpm_t = now
+        success = getattr(nv, "NVML_SUCCESS", 0)
+        values = [
+            float(m.value) if m.nvmlReturn == success else None for m in list(request.metrics)[:2]
+        ]
+        return values[0], values[1]
