@@ -11,6 +11,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pipediag.report.samples import (
+    GpuAnalysis,
+    GpuDevice,
+    GpuSample,
+    GpuSection,
+    GpuWindow,
+    HostContention,
+    HostSample,
+    HostSection,
+    IdleAttribution,
+)
+from pipediag.report.scale_out import (
+    ScaleOut,
+    ScaleOutPrediction,
+    ServiceBlocker,
+    ServiceMeasurement,
+)
 from pipediag.report.vocabulary import (
     BALANCED,
     BLOCKER_LOCAL_PATH,
@@ -38,8 +55,6 @@ from pipediag.report.vocabulary import (
     UNKNOWN,
     WARMUP,
     AutoParallelBlocker,
-    BlockerKind,
-    BusySource,
     ComputeAloneMethod,
     ComputeAloneSource,
     CostPart,
@@ -48,25 +63,39 @@ from pipediag.report.vocabulary import (
     FixName,
     GpuIdleCause,
     InputWaitSource,
-    LabelBasis,
-    LimitedBy,
-    ProcessingMode,
-    RateSource,
-    ServiceWhere,
     Severity,
     StepLabel,
     StopReason,
     SuggestionKind,
-    TimeSource,
     TrainStyle,
     TrialStop,
-    UtilSource,
     VerdictLabel,
+)
+from pipediag.report.watch import (
+    WatchAlert,
+    WatchSection,
+    WatchWindow,
 )
 
 # The vocabulary is typed in `report/vocabulary.py`; the words code imported from here before
 # that module existed are re-exported (mypy reads `__all__` as the re-exports).
 __all__ = [
+    "GpuAnalysis",
+    "GpuDevice",
+    "GpuSample",
+    "GpuSection",
+    "GpuWindow",
+    "HostContention",
+    "HostSample",
+    "HostSection",
+    "IdleAttribution",
+    "ScaleOut",
+    "ScaleOutPrediction",
+    "ServiceBlocker",
+    "ServiceMeasurement",
+    "WatchAlert",
+    "WatchSection",
+    "WatchWindow",
     "BALANCED",
     "BLOCKER_LOCAL_PATH",
     "BLOCKER_PYTHON",
@@ -426,161 +455,6 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class HostSample:
-    """One psutil reading of the host."""
-
-    t_s: float
-    process_cpu_pct: float
-    system_cpu_pct: float
-    iowait_pct: float | None
-    per_core_pct: list[float]
-    process_rss_bytes: int
-    system_mem_used_pct: float
-
-
-@dataclass(frozen=True)
-class HostSection:
-    """Host CPU and memory over the run, from a psutil sampler thread."""
-
-    available: bool
-    reason: str | None = None
-    cpu_count: int = 0
-    interval_s: float = 0.0
-    samples: list[HostSample] = field(default_factory=list)
-    process_cpu_pct_mean: float | None = None
-    system_cpu_pct_mean: float | None = None
-    iowait_pct_mean: float | None = None
-    process_rss_bytes_max: int | None = None
-    sampler_cpu_s: float | None = None
-    notes: list[str] = field(default_factory=list)  # sampler failures, one line per kind
-
-
-@dataclass(frozen=True)
-class GpuDevice:
-    """A GPU that NVML found."""
-
-    index: int
-    name: str
-    uuid: str = ""
-    memory_total_bytes: int | None = None
-    mig_enabled: bool = False  # MIG on: readings are the parent GPU's, not one MIG slice's
-    util_source: UtilSource = ""
-    gpm_supported: bool = False  # GPU Performance Monitoring (Hopper+): SM activity/occupancy
-
-
-@dataclass(frozen=True)
-class GpuSample:
-    """One NVML reading of one device."""
-
-    t_s: float
-    device_index: int
-    gpu_util_pct: float | None
-    mem_util_pct: float | None = None
-    mem_used_bytes: int | None = None
-    power_w: float | None = None
-    sm_clock_mhz: float | None = None
-    pcie_rx_bytes_per_s: float | None = None
-    pcie_tx_bytes_per_s: float | None = None
-    # Session time of the newest driver utilization sample behind gpu_util_pct (driver
-    # timestamps converted to the session clock); None when read with GetUtilizationRates.
-    gpu_util_t_s: float | None = None
-    sm_active_pct: float | None = None  # GPM SM activity since the previous GPM reading
-    sm_occupancy_pct: float | None = None  # GPM SM occupancy since the previous GPM reading
-
-
-@dataclass(frozen=True)
-class GpuSection:
-    """GPU activity over the run, from an NVML sampler thread, or why there is none."""
-
-    available: bool
-    reason: str | None = None
-    driver_version: str | None = None
-    devices: list[GpuDevice] = field(default_factory=list)
-    interval_s: float = 0.0
-    samples: list[GpuSample] = field(default_factory=list)
-    gpu_util_pct_mean: float | None = None
-    notes: list[str] = field(default_factory=list)
-    sampler_cpu_s: float | None = None
-    calls_per_s: float | None = None  # NVML calls the sampler made per second of sampling
-
-
-@dataclass(frozen=True)
-class GpuWindow:
-    """One aggregation window: what the GPU and the host did over the same stretch of time.
-
-    NVML averages over about 1/6 s to 1 s, so a window holds many short steps; the fractions
-    are shares of the window, never per-step figures.
-    """
-
-    start_s: float
-    end_s: float
-    gpu_busy_fraction: float
-    input_wait_fraction: float  # share of the measured steps' time in the window spent waiting
-    step_coverage: float  # share of the window covered by measured steps
-    pcie_busy_fraction: float | None = None  # max(RX, TX) over the reference link bandwidth
-
-
-@dataclass(frozen=True)
-class IdleAttribution:
-    """GPU idle time split by cause, HTA-style, over the windows the measured steps cover.
-
-    `input_wait_s`: idle while the host waited for the input pipeline; `transfer_s`: idle
-    while PCIe was busy (copies, not kernels); `host_overhead_s`: the rest (Python, kernel
-    launches, synchronisation). The three add up to `idle_s`.
-    """
-
-    window_s: float
-    idle_s: float
-    input_wait_s: float
-    host_overhead_s: float
-    transfer_s: float
-    dominant: GpuIdleCause | None = None  # the largest cause; None when hardly idle
-
-
-@dataclass(frozen=True)
-class GpuAnalysis:
-    """The GPU's view of the run: busy share, idle causes, and their link to input waits."""
-
-    available: bool
-    reason: str | None = None
-    device_index: int | None = None
-    busy_source: BusySource = ""
-    time_source: TimeSource = ""
-    window_s_median: float | None = None
-    windows: list[GpuWindow] = field(default_factory=list)
-    gpu_busy_fraction: float | None = None
-    input_wait_fraction: float | None = None
-    idle_input_wait_correlation: float | None = None  # Pearson r over the windows
-    correlation_windows: int = 0
-    attribution: IdleAttribution | None = None
-    coverage_fraction: float | None = None  # share of measured step time inside a window
-    finding: str = ""
-    advice: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class HostContention:
-    """How much of the host's CPU other processes took while the steps were measured.
-
-    From the host sampler: system busy share minus this process's share (psutil's process
-    percent is per core, the system one is of the whole machine).
-    """
-
-    available: bool
-    reason: str | None = None
-    cpu_count: int = 0
-    samples: int = 0
-    other_cpu_pct_mean: float | None = None  # share of the whole machine, 100 = every core
-    other_cpu_pct_max: float | None = None
-    other_cores_mean: float | None = None
-    process_cpu_pct_mean: float | None = None  # per core, as psutil reports it
-    system_cpu_pct_mean: float | None = None
-    contended: bool = False
-    finding: str = ""
-
-
-@dataclass(frozen=True)
 class Suggestion:
     """One fix, with the evidence for it and the code to write."""
 
@@ -601,115 +475,6 @@ class Suggestion:
     # The training speedup measured with the fix in place (`FixTrial.training_speedup`);
     # when present it is the gain the suggestion is ranked by.
     training_speedup: float | None = None
-
-
-@dataclass(frozen=True)
-class ServiceBlocker:
-    """One reason the training dataset cannot run on tf.data service workers as it is.
-
-    `stage_index`/`stage`/`source` locate it (the stage and the user's function, "file.py:LINE"),
-    `detail` says what fails and how to fix it; `paths` are the local files of a local-path
-    blocker (a sample, `paths_total` in all).
-    """
-
-    kind: BlockerKind
-    detail: str
-    stage_index: int | None = None
-    stage: str = ""
-    source: str | None = None
-    paths: list[str] = field(default_factory=list)
-    paths_total: int = 0
-
-
-@dataclass(frozen=True)
-class ServiceMeasurement:
-    """The pipeline (or its movable part) read through a real tf.data service.
-
-    `where` is "local" (a dispatcher and workers pipediag started on this host, sharing its
-    cores: it shows the pipeline runs there and what transfer costs, not a cluster's speed) or
-    "cluster" (an existing dispatcher, `--data-service`). Rates are in the pipeline's output
-    batches. `transfer_batches_per_s` is a batch already made, sent through the same service
-    again and again: the most it can deliver to this consumer, so `transfer_s_per_batch`
-    (its inverse) is what moving one batch costs. CPU figures are per batch: this process's
-    (receiving, timed in the transfer read, where batches arrive back to back) and the
-    workers' (making and sending; local workers only).
-    """
-
-    where: ServiceWhere
-    address: str = ""
-    workers: int = 0
-    processing_mode: ProcessingMode = ""
-    measured: bool = False
-    reason: str | None = None
-    part: str = "whole pipeline"  # or "up to <stage>": what was distributed
-    startup_s: float | None = None  # starting the local dispatcher and workers
-    first_batch_s: float | None = None
-    batches: int = 0
-    duration_s: float = 0.0
-    batches_per_s: float | None = None
-    per_worker_batches_per_s: float | None = None
-    local_batches_per_s: float | None = None  # the same part read in this process, for contrast
-    bytes_per_batch: float | None = None
-    transfer_batches_per_s: float | None = None
-    transfer_s_per_batch: float | None = None
-    consumer_cpu_s_per_batch: float | None = None
-    worker_cpu_s_per_batch: float | None = None
-    # Training through the service (cluster, when asked): the user's train step fed by it.
-    train_steps_per_s: float | None = None
-    train_reason: str | None = None
-    wall_time_s: float = 0.0
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ScaleOutPrediction:
-    """How many workers would feed the train step, and what training would then gain.
-
-    `workers_needed` = ceil(target / per-worker rate); the predicted rate is
-    min(compute alone, transfer ceiling, local stages' rate); `limited_by` names which.
-    """
-
-    target_steps_per_s: float | None = None  # compute alone T: the rate to feed
-    training_steps_per_s: float | None = None  # A, as trained now
-    per_worker_batches_per_s: float | None = None
-    per_worker_source: RateSource = ""  # cluster, local service, pipeline alone, stage timing
-    transfer_batches_per_s: float | None = None
-    transfer_source: RateSource = ""  # cluster, local service or an assumed network
-    local_s_per_batch: float | None = None  # stages that stay on the training host
-    workers_needed: int | None = None
-    predicted_steps_per_s: float | None = None
-    predicted_speedup: float | None = None
-    limited_by: LimitedBy = ""
-    reason: str | None = None  # why there is no prediction
-
-
-@dataclass(frozen=True)
-class ScaleOut:
-    """Can the training pipeline move to tf.data service, and what would it take.
-
-    `compatible` is True when nothing blocks it; `blockers` say what does, with the stage and
-    line. `distribute_after_index`/`distribute_after` place the `distribute` call (the last
-    stage that can move: everything up to it runs on workers, the rest stays here); None when
-    nothing worth moving can. `code` is ready to paste.
-    """
-
-    checked: bool = False
-    compatible: bool | None = None
-    blockers: list[ServiceBlocker] = field(default_factory=list)
-    distribute_after_index: int | None = None
-    distribute_after: str = ""
-    moves_whole_pipeline: bool = False
-    measurements: list[ServiceMeasurement] = field(default_factory=list)
-    prediction: ScaleOutPrediction | None = None
-    code: str = ""
-    wall_time_s: float = 0.0
-    requested: bool = False  # --scale-out or --data-service was given
-    # Whether summaries show it: asked for, or input-bound with the host CPU the limit.
-    shown: bool = False
-    notes: list[str] = field(default_factory=list)
-    # The stages as walked for this check, only when the report has no stage timing
-    # (`PipelineBenchmark.stages` empty): `distribute_after_index` points into these then.
-    stages: list[StageStats] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -760,67 +525,6 @@ class PhaseSpan:
     name: str
     start_s: float
     duration_s: float
-
-
-@dataclass(frozen=True)
-class WatchWindow:
-    """Watch mode: one window of training (N steps, or an epoch) and its verdict.
-
-    The label is by input wait share, in XProf's bands (20%, 5%): input cost needs the train
-    step run alone, which watch mode does not do (docs/design.md, "Watching a long run").
-    `step_time_s` sums the steps' own times; `input_wait_s` sums the waits that are known
-    (None when none is), and `input_wait_fraction` is their share of those steps' time.
-    `windows` counts the windows this one stands for: past a bound, older ones are merged.
-    """
-
-    index: int
-    first_step: int
-    last_step: int
-    start_s: float
-    end_s: float
-    steps: int
-    step_time_s: float
-    steps_per_s: float | None
-    input_wait_s: float | None
-    input_wait_fraction: float | None
-    label: VerdictLabel = UNKNOWN
-    epoch: int = 0
-    windows: int = 1
-
-
-@dataclass(frozen=True)
-class WatchAlert:
-    """An alert: the input wait share was at or over the threshold for K windows in a row.
-
-    Figures are over those K windows; `t_s` is when the last of them ended.
-    """
-
-    t_s: float
-    window_index: int
-    first_step: int
-    last_step: int
-    windows: int
-    threshold: float
-    input_wait_fraction: float
-    steps_per_s: float | None
-    message: str
-    epoch: int = 0
-
-
-@dataclass(frozen=True)
-class WatchSection:
-    """Watch mode over a whole run: the windows, the alerts fired, and where scalars went."""
-
-    every_steps: int | None = None  # None: a window per epoch
-    windows: list[WatchWindow] = field(default_factory=list)
-    alerts: list[WatchAlert] = field(default_factory=list)
-    alert_input_share: float | None = None
-    alert_windows: int = 0
-    alert_command: str | None = None
-    alert_hook: str | None = None  # the callable's name
-    tensorboard_logdir: str | None = None  # the run directory the scalars were written to
-    label_basis: LabelBasis = "input-wait-share"
-    merged_windows: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,129 @@
+"""The scale-out section of the report: whether the pipeline can move to a tf.data service, and what
+that would give."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # A type only: `report/model.py` imports this module; `report/io.py` reads the hints
+    # against model's names, where StageStats is.
+    from pipediag.report.model import StageStats
+
+from pipediag.report.vocabulary import (
+    BlockerKind,
+    LimitedBy,
+    ProcessingMode,
+    RateSource,
+    ServiceWhere,
+)
+
+
+@dataclass(frozen=True)
+class ServiceBlocker:
+    """One reason the training dataset cannot run on tf.data service workers as it is.
+
+    `stage_index`/`stage`/`source` locate it (the stage and the user's function, "file.py:LINE"),
+    `detail` says what fails and how to fix it; `paths` are the local files of a local-path
+    blocker (a sample, `paths_total` in all).
+    """
+
+    kind: BlockerKind
+    detail: str
+    stage_index: int | None = None
+    stage: str = ""
+    source: str | None = None
+    paths: list[str] = field(default_factory=list)
+    paths_total: int = 0
+
+
+@dataclass(frozen=True)
+class ServiceMeasurement:
+    """The pipeline (or its movable part) read through a real tf.data service.
+
+    `where` is "local" (a dispatcher and workers pipediag started on this host, sharing its
+    cores: it shows the pipeline runs there and what transfer costs, not a cluster's speed) or
+    "cluster" (an existing dispatcher, `--data-service`). Rates are in the pipeline's output
+    batches. `transfer_batches_per_s` is a batch already made, sent through the same service
+    again and again: the most it can deliver to this consumer, so `transfer_s_per_batch`
+    (its inverse) is what moving one batch costs. CPU figures are per batch: this process's
+    (receiving, timed in the transfer read, where batches arrive back to back) and the
+    workers' (making and sending; local workers only).
+    """
+
+    where: ServiceWhere
+    address: str = ""
+    workers: int = 0
+    processing_mode: ProcessingMode = ""
+    measured: bool = False
+    reason: str | None = None
+    part: str = "whole pipeline"  # or "up to <stage>": what was distributed
+    startup_s: float | None = None  # starting the local dispatcher and workers
+    first_batch_s: float | None = None
+    batches: int = 0
+    duration_s: float = 0.0
+    batches_per_s: float | None = None
+    per_worker_batches_per_s: float | None = None
+    local_batches_per_s: float | None = None  # the same part read in this process, for contrast
+    bytes_per_batch: float | None = None
+    transfer_batches_per_s: float | None = None
+    transfer_s_per_batch: float | None = None
+    consumer_cpu_s_per_batch: float | None = None
+    worker_cpu_s_per_batch: float | None = None
+    # Training through the service (cluster, when asked): the user's train step fed by it.
+    train_steps_per_s: float | None = None
+    train_reason: str | None = None
+    wall_time_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ScaleOutPrediction:
+    """How many workers would feed the train step, and what training would then gain.
+
+    `workers_needed` = ceil(target / per-worker rate); the predicted rate is
+    min(compute alone, transfer ceiling, local stages' rate); `limited_by` names which.
+    """
+
+    target_steps_per_s: float | None = None  # compute alone T: the rate to feed
+    training_steps_per_s: float | None = None  # A, as trained now
+    per_worker_batches_per_s: float | None = None
+    per_worker_source: RateSource = ""  # cluster, local service, pipeline alone, stage timing
+    transfer_batches_per_s: float | None = None
+    transfer_source: RateSource = ""  # cluster, local service or an assumed network
+    local_s_per_batch: float | None = None  # stages that stay on the training host
+    workers_needed: int | None = None
+    predicted_steps_per_s: float | None = None
+    predicted_speedup: float | None = None
+    limited_by: LimitedBy = ""
+    reason: str | None = None  # why there is no prediction
+
+
+@dataclass(frozen=True)
+class ScaleOut:
+    """Can the training pipeline move to tf.data service, and what would it take.
+
+    `compatible` is True when nothing blocks it; `blockers` say what does, with the stage and
+    line. `distribute_after_index`/`distribute_after` place the `distribute` call (the last
+    stage that can move: everything up to it runs on workers, the rest stays here); None when
+    nothing worth moving can. `code` is ready to paste.
+    """
+
+    checked: bool = False
+    compatible: bool | None = None
+    blockers: list[ServiceBlocker] = field(default_factory=list)
+    distribute_after_index: int | None = None
+    distribute_after: str = ""
+    moves_whole_pipeline: bool = False
+    measurements: list[ServiceMeasurement] = field(default_factory=list)
+    prediction: ScaleOutPrediction | None = None
+    code: str = ""
+    wall_time_s: float = 0.0
+    requested: bool = False  # --scale-out or --data-service was given
+    # Whether summaries show it: asked for, or input-bound with the host CPU the limit.
+    shown: bool = False
+    notes: list[str] = field(default_factory=list)
+    # The stages as walked for this check, only when the report has no stage timing
+    # (`PipelineBenchmark.stages` empty): `distribute_after_index` points into these then.
+    stages: list[StageStats] = field(default_factory=list)

@@ -1,0 +1,72 @@
+"""The watch section of the report: a long run window by window, and the alerts it raised."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipediag.report.vocabulary import (
+    UNKNOWN,
+    LabelBasis,
+    VerdictLabel,
+)
+
+
+@dataclass(frozen=True)
+class WatchWindow:
+    """Watch mode: one window of training (N steps, or an epoch) and its verdict.
+
+    The label is by input wait share, in XProf's bands (20%, 5%): input cost needs the train
+    step run alone, which watch mode does not do (docs/design.md, "Watching a long run").
+    `step_time_s` sums the steps' own times; `input_wait_s` sums the waits that are known
+    (None when none is), and `input_wait_fraction` is their share of those steps' time.
+    `windows` counts the windows this one stands for: past a bound, older ones are merged.
+    """
+
+    index: int
+    first_step: int
+    last_step: int
+    start_s: float
+    end_s: float
+    steps: int
+    step_time_s: float
+    steps_per_s: float | None
+    input_wait_s: float | None
+    input_wait_fraction: float | None
+    label: VerdictLabel = UNKNOWN
+    epoch: int = 0
+    windows: int = 1
+
+
+@dataclass(frozen=True)
+class WatchAlert:
+    """An alert: the input wait share was at or over the threshold for K windows in a row.
+
+    Figures are over those K windows; `t_s` is when the last of them ended.
+    """
+
+    t_s: float
+    window_index: int
+    first_step: int
+    last_step: int
+    windows: int
+    threshold: float
+    input_wait_fraction: float
+    steps_per_s: float | None
+    message: str
+    epoch: int = 0
+
+
+@dataclass(frozen=True)
+class WatchSection:
+    """Watch mode over a whole run: the windows, the alerts fired, and where scalars went."""
+
+    every_steps: int | None = None  # None: a window per epoch
+    windows: list[WatchWindow] = field(default_factory=list)
+    alerts: list[WatchAlert] = field(default_factory=list)
+    alert_input_share: float | None = None
+    alert_windows: int = 0
+    alert_command: str | None = None
+    alert_hook: str | None = None  # the callable's name
+    tensorboard_logdir: str | None = None  # the run directory the scalars were written to
+    label_basis: LabelBasis = "input-wait-share"
+    merged_windows: int = 0
