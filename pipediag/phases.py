@@ -91,7 +91,7 @@ def measure_on(
     goes on until the second epoch has `PHASE_EXTENSION_STEPS` steps of its own, within the
     caps ("outlasted": the first epoch ran past them).
     """
-    if config.measured_steps is None or not _cache_ends_each_epoch(pipeline.dataset):
+    if config.measured_steps is None or not pipeline.cache_ends_each_epoch:
         return "stop"
     steps = timeline.steps[config.warmup_steps :]
     if not steps:
@@ -116,15 +116,6 @@ def _hardly_waits(steps: list[RawStep]) -> bool:
     total = sum(s.duration_s for s in steps)
     waited = sum(s.input_wait_s or 0.0 for s in steps)
     return bool(total > 0 and waited / total < DEEP_MIN_COST)
-
-
-def _cache_ends_each_epoch(chain: str) -> bool:
-    """A `cache()` whose stream ends each epoch (no `repeat()` after it), so a later epoch
-    reads the filled cache on a new iterator. `chain` is outermost first."""
-    stages = chain.split(" <- ")
-    if "Cache" not in stages:
-        return False
-    return "Repeat" not in stages[: stages.index("Cache")]
 
 
 def pipeline_alone(

@@ -7,6 +7,7 @@ benchmark reads a private copy of the dataset (`bench/isolate.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -103,7 +104,30 @@ def benchmark_dataset(
     `teardown` releases the spent iterator off the main thread (`bench/teardown.py`); with
     None a private one is drained before returning, so no thread outlives the call.
     """
-    description = describe_chain(dataset)
+    stages = stage_names(dataset)
+    result = _benchmark(
+        dataset,
+        " <- ".join(stages),
+        stages,
+        max_batches,
+        max_seconds,
+        clock,
+        keep_first_batch,
+        teardown,
+    )
+    return dataclasses.replace(result, cache_ends_each_epoch=cache_ends_each_epoch(stages))
+
+
+def _benchmark(
+    dataset: Any,
+    description: str,
+    stages: list[str],
+    max_batches: int,
+    max_seconds: float,
+    clock: Clock,
+    keep_first_batch: Callable[[Any], None] | None,
+    teardown: TearDown | None,
+) -> PipelineBenchmark:
     from pipediag.bench.isolate import (
         IsolationError,
         isolated_copy,
@@ -123,7 +147,7 @@ def benchmark_dataset(
     try:
         target, notes = isolated_copy(dataset)
     except IsolationError as exc:
-        if any(word in description for word in SHARED_STATE_STAGES):
+        if has_shared_state(stages):
             return PipelineBenchmark(
                 measured=False,
                 reason=f"not read alone: {exc}, and reading it directly would change "
@@ -181,11 +205,29 @@ def _handing_over_first(iterator: Iterator[Any], keep: Callable[[Any], None]) ->
 _END = object()
 
 
-def describe_chain(dataset: Any, limit: int = 32) -> str:
-    """The dataset's class chain, outermost first, e.g. `Prefetch <- Batch <- Map <- Range`."""
+def stage_names(dataset: Any, limit: int = 32) -> list[str]:
+    """The dataset's stages by class, outermost first: `["Prefetch", "Batch", "Map", "Range"]`."""
     names: list[str] = []
     node = dataset
     while node is not None and len(names) < limit:
         names.append(type(node).__name__.lstrip("_").removesuffix("Dataset") or type(node).__name__)
         node = getattr(node, "_input_dataset", None)
-    return " <- ".join(names)
+    return names
+
+
+def describe_chain(dataset: Any, limit: int = 32) -> str:
+    """The dataset's class chain, outermost first, e.g. `Prefetch <- Batch <- Map <- Range`."""
+    return " <- ".join(stage_names(dataset, limit))
+
+
+def has_shared_state(stages: list[str]) -> bool:
+    """Whether a stage keeps state the user's iterators share (a shuffle's seeds, a cache)."""
+    return any(word in stage for stage in stages for word in SHARED_STATE_STAGES)
+
+
+def cache_ends_each_epoch(stages: list[str]) -> bool:
+    """A `cache()` whose stream ends each epoch (no `repeat()` after it), so a later epoch
+    reads the filled cache on a new iterator. `stages` is outermost first."""
+    if "Cache" not in stages:
+        return False
+    return "Repeat" not in stages[: stages.index("Cache")]

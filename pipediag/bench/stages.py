@@ -377,7 +377,7 @@ def _measure_prefix(
     `next()`, or why there is no rate; how long its first read took; and the group size it
     was read in (1 when its elements cannot be batched, so later slices need not try)."""
     from pipediag.bench.isolate import IsolationError, isolated_copy
-    from pipediag.bench.pipeline import SHARED_STATE_STAGES, describe_chain
+    from pipediag.bench.pipeline import has_shared_state, stage_names
 
     options = reader.options
     try:
@@ -389,7 +389,7 @@ def _measure_prefix(
         # seeds and fill the user's caches (bench/isolate.py).
         runnable, _ = isolated_copy(runnable)
     except IsolationError as exc:
-        if any(word in describe_chain(prefix) for word in SHARED_STATE_STAGES):
+        if has_shared_state(stage_names(prefix)):
             return None, f"not read alone: {exc}", None, group
     timing = None
     if group > 1:

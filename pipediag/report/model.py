@@ -302,6 +302,9 @@ class PipelineBenchmark:
     # Why stage timing and fix trials did not run (input costs too little to matter); None
     # when they ran, or were turned off (`--no-stages`).
     deep_skipped_reason: str | None = None
+    # A `cache()` whose stream ends each epoch (no `repeat()` after it): a later epoch reads
+    # the filled cache, so measuring goes on into it (`phases.measure_on`).
+    cache_ends_each_epoch: bool = False
 
 
 @dataclass(frozen=True)

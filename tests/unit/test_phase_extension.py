@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pipediag.bench.pipeline import cache_ends_each_epoch
 from pipediag.config import RunConfig
 from pipediag.phases import PHASE_EXTENSION_STEPS
 from pipediag.report.model import PipelineBenchmark
@@ -15,7 +16,12 @@ def _session(chain: str, wait_s: float, *, epochs: tuple[int, ...] = (0,)) -> Di
     clock = FakeClock()
     config = RunConfig(measured_steps=20, warmup_steps=2, sample_host=False, sample_gpu=False)
     session = DiagnosticSession("x", [], config, clock=clock, log=None, install_hooks=False)
-    session.pipeline = PipelineBenchmark(measured=True, dataset=chain, batches_per_s=50.0)
+    session.pipeline = PipelineBenchmark(
+        measured=True,
+        dataset=chain,
+        batches_per_s=50.0,
+        cache_ends_each_epoch=cache_ends_each_epoch(chain.split(" <- ")),
+    )
     t = start = clock.now()
     for epoch in epochs:
         for _ in range(22 // len(epochs)):
