@@ -458,6 +458,7 @@ class DiagnosticSession:
             style=self.style,
             input_wait_source=input_wait_source,
             skipped_passes=self._data_passes,
+            epoch_starts=list(self.timeline.epoch_starts),
         )
 
     def add_phase(self, name: str, start: float, end: float) -> None:

@@ -29,6 +29,8 @@ MIN_MEASURED_STEPS = 20
 # About 20,000 step records keep the report under a few MB and its PNG quick, while a
 # typical diagnosis (hundreds of steps) is never merged.
 DEFAULT_MAX_RECORDS = 20_000
+# Epoch starts kept: a run of more epochs keeps its first ones (a few bytes each).
+MAX_EPOCH_STARTS = 10_000
 
 
 @dataclass(slots=True)  # one per step, made on the user's critical path: keep it cheap
@@ -103,6 +105,8 @@ class StepTimeline:
         self._steps: list[_Record] = []
         self._count = 0
         self._lock = threading.Lock()
+        # (epoch, seconds before its first step, its steps) at each epoch start under fit.
+        self.epoch_starts: list[tuple[int, float, int | None]] = []
 
     def add(self, start: float, end: float, input_wait_s: float | None, epoch: int = 0) -> bool:
         """Record a step; returns `budget_reached` after it (one call on the hot path)."""
@@ -123,6 +127,11 @@ class StepTimeline:
                 self._budget_end = self._count  # reached: later calls agree
                 return True
             return False
+
+    def mark_epoch_start(self, epoch: int, duration_s: float, steps: int | None) -> None:
+        """An epoch's start-up, before its first step (kept apart from the steps' rates)."""
+        if len(self.epoch_starts) < MAX_EPOCH_STARTS:
+            self.epoch_starts.append((epoch, duration_s, steps))
 
     def fill_waits(
         self, wait_for: Callable[[float, float], float | None], since: float | None = None
@@ -149,6 +158,7 @@ class StepTimeline:
             self._steps.clear()
             self._count = 0
             self.merges = 0
+            self.epoch_starts.clear()
 
     @property
     def steps(self) -> list[RawStep]:

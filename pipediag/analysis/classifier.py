@@ -41,6 +41,7 @@ from pipediag.report.model import (
     ComputeAlone,
     CostSplit,
     DataPass,
+    EpochStart,
     HostSection,
     PipelineBenchmark,
     StepLabel,
@@ -106,6 +107,7 @@ def build_train_section(
     input_wait_source: InputWaitSource,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     skipped_passes: Sequence[DataPass] = (),
+    epoch_starts: Sequence[tuple[int, float, int | None]] = (),
 ) -> TrainSection:
     """Steps on the report's time axis (seconds since `origin`), labelled, with rates.
 
@@ -143,6 +145,7 @@ def build_train_section(
         input_wait=latency_stats(waits),
         steps=steps,
         skipped_passes=list(skipped_passes),
+        epoch_starts=[EpochStart(e, d, n) for e, d, n in epoch_starts],
     )
 
 

@@ -49,6 +49,8 @@ class FitTracker:
         self._first_batch = 0
         self._chunk_steps = 0
         self._epoch = 0
+        self._epoch_began: float | None = None
+        self._epoch_steps: int | None = None
         self._unsettled: list[tuple[float, int]] = []  # (step start, batches it used)
         self._settled_at = session.clock.now()
         # Only `--steps all` runs the step alone mid-run; checked once a step while pending.
@@ -73,11 +75,15 @@ class FitTracker:
         self._close_chunk()
         self._session.conclude(deep=False)
 
-    def on_epoch_begin(self, epoch: int) -> None:
+    def on_epoch_begin(self, epoch: int, steps: int | None = None) -> None:
         # Keras may start a new iterator for the epoch (not yet made: it is made at the
         # first step); the stamps of the last one are matched with its steps before then.
         self._settle_waits()
         self._epoch = epoch
+        # The epoch's start-up runs from here to its first step (docs/design.md, "Epoch
+        # starts"); timed after pipediag's own settling above.
+        self._epoch_steps = steps
+        self._epoch_began = self._session.clock.now()
 
     def saw_callbacks(self, callbacks: Any) -> None:
         """The user's callbacks for `fit`: a TensorBoard one names the log directory."""
@@ -112,6 +118,11 @@ class FitTracker:
     def on_batch_begin(self, batch: int = 0, logs: Any = None) -> None:
         session = self._session
         self._first_batch = batch
+        if self._epoch_began is not None:
+            began, self._epoch_began = self._epoch_began, None
+            session.timeline.mark_epoch_start(
+                self._epoch, session.clock.now() - began, self._epoch_steps
+            )
         if (
             self.stamps is None
             and self._may_trace
@@ -208,7 +219,8 @@ def make_callback(tracker: FitTracker) -> Any:
 
     class PipediagCallback(keras.callbacks.Callback):  # type: ignore[misc]
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            tracker.on_epoch_begin(epoch)
+            steps = (self.params or {}).get("steps")
+            tracker.on_epoch_begin(epoch, steps if isinstance(steps, int) else None)
 
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             tracker.on_epoch_end(epoch)

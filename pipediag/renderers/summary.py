@@ -12,6 +12,7 @@ Pure work over the report model: no matplotlib, no TensorFlow, nothing measured.
 from __future__ import annotations
 
 import shlex
+import statistics
 from dataclasses import dataclass
 
 from pipediag.report.model import (
@@ -546,6 +547,34 @@ def stop_reason_text(report: Report) -> str:
 def run_status(report: Report) -> str:
     """ "complete: step budget reached, script stopped", "incomplete: interrupted"."""
     return f"{'complete' if report.complete else 'incomplete'}: {stop_reason_text(report)}"
+
+
+# An epoch start under this long is not worth a line: a few calls between two steps.
+EPOCH_START_SHOWN_S = 0.005
+
+
+def epoch_start_text(train: TrainSection) -> str:
+    """ "epoch starts: 1.20 s before each epoch's first step (median of 2 epochs); 12% of an
+    epoch of 140 steps; not part of the input cost above", or "" when short or unseen."""
+    if not train.epoch_starts:
+        return ""
+    first = min(e.epoch for e in train.epoch_starts)
+    later = [e for e in train.epoch_starts if e.epoch > first]
+    if not later:
+        return ""
+    duration = float(statistics.median(e.duration_s for e in later))
+    if duration < EPOCH_START_SHOWN_S:
+        return ""
+    text = (
+        f"epoch starts: {duration:.2f} s before each epoch's first step (median of "
+        f"{len(later)} epoch{'s' if len(later) > 1 else ''})"
+    )
+    steps = later[-1].steps_per_epoch
+    step = train.step_time.median_s if train.step_time is not None else None
+    if steps and step:
+        share = duration / (duration + steps * step)
+        text += f"; {percent(share)} of an epoch of {steps:,} steps"
+    return text + "; not part of the input cost above"
 
 
 def data_pass_text(record: DataPass) -> str:

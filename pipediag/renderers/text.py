@@ -198,7 +198,8 @@ def _train(report: Report) -> str:
         f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {t.style}, "
         f"{summary.input_wait_source_text(t)}",
     ]
-    return f"\n{INDENT}".join([*lines, *skipped])
+    epoch_starts = summary.epoch_start_text(t)
+    return f"\n{INDENT}".join([*lines, *([epoch_starts] if epoch_starts else []), *skipped])
 
 
 def _host(report: Report) -> str:

@@ -348,6 +348,18 @@ class DataPass:
 
 
 @dataclass(frozen=True)
+class EpochStart:
+    """One epoch's start under fit: from `on_epoch_begin` to its first step's begin, where
+    Keras makes the epoch's iterator and drops the last one (docs/design.md, "Epoch starts")."""
+
+    epoch: int
+    duration_s: float
+    # The epoch's length as fit was told it (`steps_per_epoch` or the dataset's cardinality);
+    # None when unknown.
+    steps_per_epoch: int | None = None
+
+
+@dataclass(frozen=True)
 class TrainSection:
     """Phase 2: the full train step, as the user's script ran it."""
 
@@ -362,6 +374,8 @@ class TrainSection:
     steps: list[StepRecord] = field(default_factory=list)
     # Passes over the data before or beside training that were not taken for train steps.
     skipped_passes: list[DataPass] = field(default_factory=list)
+    # Under fit: each epoch's start-up before its first step, as the run crossed them.
+    epoch_starts: list[EpochStart] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

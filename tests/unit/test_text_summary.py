@@ -259,3 +259,23 @@ def test_headline_parts_cut_the_claim_from_its_explanation() -> None:
     assert summary.headline_parts(short) == (short, "")
     assert summary.headline_parts(f"{claim}; epoch 1 dominates") == (claim, "epoch 1 dominates")
     assert summary.headline_parts("NO VERDICT") == ("NO VERDICT", "")
+
+
+def test_epoch_starts_are_shown_beside_the_cost() -> None:
+    from dataclasses import replace
+
+    from pipediag.renderers.summary import epoch_start_text
+    from pipediag.report.model import EpochStart
+
+    report = synthetic_report(steps=50, wait_s=0.0, compute_s=0.01)
+    train = report.train
+    assert epoch_start_text(train) == ""  # none seen
+    starts = [EpochStart(0, 0.3, 100), EpochStart(1, 1.2, 100), EpochStart(2, 0.8, 100)]
+    train = replace(train, epoch_starts=starts)
+    text = epoch_start_text(train)
+    # the first epoch's start (Keras's own set-up) is left out: median of 1.2 and 0.8
+    assert text.startswith("epoch starts: 1.00 s before each epoch's first step (median of 2")
+    assert "of an epoch of 100 steps" in text and text.endswith("not part of the input cost above")
+    short = replace(train, epoch_starts=[EpochStart(0, 0.3), EpochStart(1, 0.001)])
+    assert epoch_start_text(short) == ""
+    assert "epoch starts: 1.00 s" in render_text(replace(report, train=train))
