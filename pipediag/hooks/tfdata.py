@@ -38,6 +38,9 @@ from pipediag.training.budget import BudgetServer
 # many batches is taken for training (the rule before train steps were watched).
 JAX_PEEK_BATCHES = 1
 
+# Set on each iterator the script makes: how long making it took (`IteratorPatch`).
+MADE_S = "_pipediag_made_s"
+
 # What a pass is, once judged.
 UNDECIDED = "undecided"  # no train step seen between its pulls yet
 TRAINING = "training"
@@ -116,6 +119,7 @@ class CustomLoopTracker:
             current.fresh = False
             self._open_step = None
             self._epoch += 1
+            self._mark_epoch_start(iterator)
         elif self._open_step is not None:
             start, wait = self._open_step
             self._open_step = None
@@ -134,6 +138,22 @@ class CustomLoopTracker:
         self._open_step = (now, self._now() - now)
         self._last_batch = batch
         return batch
+
+    def _mark_epoch_start(self, iterator: Any) -> None:
+        """The pass's start-up: how long `iter()` took to make its iterator (docs/design.md,
+        "Epoch starts"), with the pass's length where the dataset knows it."""
+        made_s = getattr(iterator, MADE_S, None)
+        if made_s is None:
+            return
+        steps = None
+        dataset = getattr(iterator, "_dataset", None)
+        try:
+            cardinality = int(dataset.cardinality()) if dataset is not None else -1
+        except Exception:
+            cardinality = -1
+        if cardinality > 0:
+            steps = cardinality
+        self._timeline.mark_epoch_start(self._epoch, float(made_s), steps)
 
     def forget_training(self) -> None:
         """Fit is diagnosed instead: the loop's pulls are no longer timed."""
@@ -343,13 +363,15 @@ def _is_end_of_sequence(exc: BaseException | None) -> bool:
 
 
 class IteratorPatch:
-    """Wraps `OwnedIterator._next_internal`; `uninstall` restores the original exactly."""
+    """Wraps `OwnedIterator._next_internal` and `_create_iterator`; `uninstall` restores the
+    originals exactly."""
 
     def __init__(self, tracker: CustomLoopTracker, session: HookHost) -> None:
         self._tracker = tracker
         self._session = session
         self._owner: Any = None
         self._original: Any = None
+        self._original_create: Any = None
 
     def install(self, _module: object = None) -> None:
         if self._owner is not None:
@@ -369,11 +391,28 @@ class IteratorPatch:
             return on_next(iterator, original)
 
         _next_internal.__wrapped__ = original  # type: ignore[attr-defined]
+        original_create = owner.__dict__["_create_iterator"]
+        now = self._session.clock.now
+
+        def _create_iterator(iterator: Any, dataset: Any) -> Any:
+            # Making the iterator is each epoch's start-up in a custom loop: `iter()` runs
+            # it, before any pull.
+            if bypassed() or not executing_eagerly():
+                return original_create(iterator, dataset)
+            began = now()
+            result = original_create(iterator, dataset)
+            setattr(iterator, MADE_S, now() - began)
+            return result
+
+        _create_iterator.__wrapped__ = original_create  # type: ignore[attr-defined]
         owner._next_internal = _next_internal
+        owner._create_iterator = _create_iterator
         self._owner, self._original = owner, original
+        self._original_create = original_create
 
     def uninstall(self) -> None:
         if self._owner is None:
             return
         self._owner._next_internal = self._original
-        self._owner = self._original = None
+        self._owner._create_iterator = self._original_create
+        self._owner = self._original = self._original_create = None
