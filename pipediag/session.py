@@ -19,7 +19,7 @@ from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.config import RunConfig
 from pipediag.deep_analysis import DEEP_MIN_COST, DeepAnalysisPhases
 from pipediag.progress import Progress
-from pipediag.renderers.summary import data_pass_text
+from pipediag.renderers.summary import data_pass_text, verdict_line
 from pipediag.report.model import (
     ComputeAlone,
     DataPass,
@@ -538,7 +538,7 @@ class DiagnosticSession(DeepAnalysisPhases):
             train, self.pipeline, compute_alone=self.compute_alone, cores=os.cpu_count()
         )
         self.first_verdict_s = self.clock.now() - self.origin
-        self.log(f"verdict: {verdict.headline or verdict.summary}")
+        self.log(f"verdict: {verdict_line(verdict, self.pipeline.batches_per_s)}")
         return verdict
 
     def benchmark_fit_input(self, x: Any) -> bool:
