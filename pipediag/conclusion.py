@@ -27,6 +27,7 @@ from pipediag.phases import (
     measure_on,
     scale_out_check,
 )
+from pipediag.renderers.summary import verdict_line
 from pipediag.report.model import (
     ComputeAlone,
     PipelineBenchmark,
@@ -178,7 +179,7 @@ class Conclusion:
             train = train_so_far()
             verdict = judge(train, pipeline, compute_alone=compute_alone, cores=os.cpu_count())
             self.first_verdict_s = self._clock.now() - origin
-            self._say.log(f"verdict: {verdict.headline or verdict.summary}")
+            self._say.log(f"verdict: {verdict_line(verdict, pipeline.batches_per_s)}")
             self.verdict = verdict
         if not deep or self.concluded:
             return None

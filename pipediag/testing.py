@@ -9,9 +9,6 @@ from pipediag.analysis.input_cost import dominant_part
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
-    COST_CONTENTION,
-    COST_FETCH,
-    COST_WAIT,
     ESTIMATED,
     INPUT_BOUND,
     MEASURED,
@@ -169,7 +166,7 @@ def synthetic_cost_report(
     benchmark_s: float = 3.0,
 ) -> Report:
     """A report in the shape a diagnosis gives it: input cost split into wait, contention and
-    fetch (shares of training time), the three rates P, T and A, and a headline.
+    fetch (shares of training time), and the three rates P, T and A.
 
     The run is laid out as a real one is: the pipeline benchmark from 0.5 s for
     `benchmark_s`, then warm-up and measured steps (`step_s` each, `wait` of it waiting for
@@ -183,14 +180,6 @@ def synthetic_cost_report(
         INPUT_BOUND if cost >= 0.20 else (BALANCED if cost >= 0.05 else COMPUTE_BOUND)
     )
     dominant = dominant_part(wait, contention, fetch)
-    mostly = {
-        COST_WAIT: "waiting for batches",
-        COST_CONTENTION: "CPU contention",
-        COST_FETCH: "fetch overhead",
-    }
-    headline = f"{label.upper()}: input costs {cost:.0%} of training time"
-    if dominant is not None:
-        headline += f", mostly {mostly[dominant]}"
     base = synthetic_report(steps, wait_s=wait * step_s, compute_s=(1 - wait) * step_s)
     shift = benchmark_s + 0.2
     per_epoch = max(1, math.ceil(steps / epochs))
@@ -271,7 +260,6 @@ def synthetic_cost_report(
             free_cores=free_cores,
             pull_s=pull_s,
         ),
-        headline=headline,
     )
     pipeline = replace(
         base.pipeline,

@@ -3,6 +3,7 @@ fake NVML (see that folder's README for what each is and how to record them agai
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pipediag.report.io import load_report
@@ -39,3 +40,13 @@ def path(name: str) -> Path:
 
 def load(name: str) -> Report:
     return load_report(path(name))
+
+
+# Every recorded report, those compare is tested on included.
+EVERY_PATH = (*(path(name) for name in ALL), RUN1, RUN2, BEFORE, AFTER, COMPUTE_BOUND_RUN)
+
+
+def stored_headline(report_path: Path) -> str:
+    """The headline a recorded report stored as text (schema version 2 and before); the
+    summary layer now words it from the verdict's figures, and must say the same."""
+    return str(json.loads(report_path.read_text())["verdict"]["headline"])

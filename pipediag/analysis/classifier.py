@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pipediag.analysis.input_cost import (
     Rates,
     contention_bound,
-    headline,
     label_of,
     phases_of,
     rates_of,
@@ -217,7 +216,6 @@ def judge(
         compute_alone_source=rates.source,
         compute_alone_reason=rates.reason if rates.source == ESTIMATED else None,
         cost_split=split,
-        headline=headline(label, cost, split, rates, fraction, phases),
         phases=phases,
     )
 

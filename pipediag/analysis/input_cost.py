@@ -46,7 +46,6 @@ from pipediag.report.model import (
     StepRecord,
     VerdictLabel,
 )
-from pipediag.report.names import verdict_title
 from pipediag.report.vocabulary import (
     WAIT_ITERATOR_TIMING,
 )
@@ -308,42 +307,3 @@ def _phase(
     name = f"epoch {first + 1}" if first == last else f"epochs {first + 1}-{last + 1}"
     label = UNKNOWN if cost is None else label_of(cost, high=high, moderate=moderate)
     return PhaseVerdict(name, first, last, count, rate, wait, cost, label)
-
-
-def headline(
-    label: str,
-    cost: float,
-    split: CostSplit,
-    rates: Rates,
-    wait_fraction: float,
-    phases: Sequence[PhaseVerdict] = (),
-) -> str:
-    """One line a user can act on: the label, the cost, and the part that dominates."""
-    text = f"{verdict_title(label)}: input costs {cost:.0%} of training time"
-    if label == COMPUTE_BOUND:
-        text += ": the model's train step sets the rate"
-    elif split.dominant == COST_CONTENTION:
-        text += (
-            f", mostly CPU contention: the pipeline's threads take cores the train step "
-            f"needs (it waited only {wait_fraction:.0%} of the time)"
-        )
-    elif split.dominant == COST_FETCH:
-        faster = rates.pipeline / rates.training if rates.pipeline and rates.training else None
-        text += ", mostly the per-pull overhead of next(): the pipeline is " + (
-            f"{faster:.0f}x faster than training" if faster else "far faster than training"
-        )
-        text += ", but each step pulls one small batch"
-    elif split.dominant == COST_WAIT:
-        text += ", mostly waiting: the train step waits for batches the pipeline has not made"
-    if rates.source == ESTIMATED:
-        text += " (compute alone estimated: contention not measured)"
-    if phases:
-        heavy = max(phases, key=lambda p: (p.input_cost_fraction or 0.0) * p.steps)
-        last = phases[-1]
-        text += f"; {heavy.name} dominates the measured steps"
-        if last is not heavy and last.input_cost_fraction is not None:
-            text += (
-                f"; after it ({last.name}) {verdict_title(last.label).lower()}, "
-                f"input costs {last.input_cost_fraction:.0%}"
-            )
-    return text

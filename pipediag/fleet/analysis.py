@@ -26,6 +26,7 @@ from pipediag.fleet.model import (
     Straggler,
     WorkerRow,
 )
+from pipediag.renderers.summary import verdict_line
 from pipediag.report.model import Report
 
 # Workers whose training rates differ by less than this (relative) ran in lockstep: each
@@ -91,7 +92,7 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
         task_index=report.task.index if report.task else None,
         script=report.script,
         verdict=verdict.label,
-        headline=verdict.headline or verdict.summary,
+        headline=verdict_line(verdict, report.pipeline.batches_per_s),
         measured_steps=report.train.measured_steps,
         input_cost_fraction=verdict.input_cost_fraction,
         input_wait_fraction=wait,

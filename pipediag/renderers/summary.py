@@ -16,13 +16,11 @@ import statistics
 from dataclasses import dataclass
 
 from pipediag.report.model import (
-    BALANCED,
     COMPUTE_BOUND,
     COST_CONTENTION,
     COST_FETCH,
     COST_WAIT,
     ESTIMATED,
-    INPUT_BOUND,
     MEASURED,
     WARMUP,
     CostSplit,
@@ -42,13 +40,12 @@ from pipediag.report.names import verdict_title as verdict_title
 
 # ---------------------------------------------------------------------------- the verdict
 
-# A verdict with neither the analysis's headline nor a summary: its claim in plain words.
+# A verdict with no input cost and no summary (nothing measured): its claim in plain words.
 NOT_ENOUGH_MEASURED = "not enough was measured to tell"
-HEADLINES_WITHOUT_SHARE = {
-    INPUT_BOUND: "training waits for its input pipeline",
-    COMPUTE_BOUND: "the model, not the input, sets the pace",
-    BALANCED: "input pipeline and model both limit training",
-}
+# The headline's explanation of a verdict by what dominates its input cost.
+TRAIN_STEP_SETS_THE_RATE = "the model's train step sets the rate"
+WAITING_EXPLAINED = "the train step waits for batches the pipeline has not made"
+ESTIMATED_NOTE = " (compute alone estimated: contention not measured)"
 
 
 @dataclass(frozen=True)
@@ -56,9 +53,10 @@ class Headline:
     """What a report leads with.
 
     `text` is the whole headline (the text summary's first line); `claim` and `explanation`
-    are that line cut where its claim ends (the PNG draws the claim big and the explanation
-    under it); `details` follow it: the analysis's summary, or in reports without a headline
-    (whose first line holds the summary) the severity.
+    are its two parts (the PNG draws the claim big and the explanation under it): the text
+    is the claim, then ": " or "; ", then the explanation. `details` follow it: the
+    analysis's summary, or for a verdict without input cost (whose first line holds the
+    summary) the severity.
     """
 
     text: str
@@ -68,56 +66,116 @@ class Headline:
 
 
 def headline(report: Report) -> Headline:
-    """The analysis's own headline; for reports without one (no input cost measured, or
-    written before the analysis wrote headlines), the label with the verdict's summary, or
-    with its wait share in plain words when there is no summary."""
+    """The verdict's label, its input cost and the part that dominates it, worded from the
+    verdict's figures; for a verdict without input cost (no verdict, or a report from
+    before input cost was measured), the label with the verdict's summary."""
     verdict = report.verdict
-    if verdict.headline:
-        claim, explanation = headline_parts(verdict.headline)
-        details = (
-            [verdict.summary] if verdict.summary and verdict.summary != verdict.headline else []
-        )
-        return Headline(verdict.headline, claim, explanation, details)
+    worded = cost_headline(verdict, report.pipeline.batches_per_s)
+    if worded is not None:
+        return worded
+    claim = verdict_title(verdict.label)
+    explanation = ""
+    separator = ": "
     if verdict.summary:
-        text = f"{verdict_title(verdict.label)}: {verdict.summary}"
+        claim, separator, explanation = _first_clause(f"{claim}: {verdict.summary}")
     else:
-        text = plain_headline(verdict)
-    claim, explanation = headline_parts(text)
+        claim += f": {NOT_ENOUGH_MEASURED}"
+    text = claim + (separator + explanation if explanation else "")
     details = [f"Severity: {verdict.severity}"] if verdict.label in VERDICT_TITLES else []
     return Headline(text, claim, explanation, details)
 
 
-def plain_headline(verdict: Verdict) -> str:
-    """The verdict in plain words from its wait share, for reports with neither a headline
-    nor a summary: "INPUT-BOUND: 71% of step time spent waiting for input"."""
-    title = verdict_title(verdict.label)
-    fraction = verdict.input_wait_fraction
-    if fraction is None:
-        return f"{title}: {HEADLINES_WITHOUT_SHARE.get(verdict.label, NOT_ENOUGH_MEASURED)}"
-    share = f"{percent(fraction)} of step time spent waiting for input"
-    if verdict.label == COMPUTE_BOUND:
-        share = f"only {share}"
-    return f"{title}: {share}"
+def verdict_line(verdict: Verdict, pipeline_batches_per_s: float | None) -> str:
+    """The verdict in one line, as a run's progress and a fleet's table say it: the
+    headline where input cost was measured, else the verdict's summary.
 
-
-def headline_parts(text: str) -> tuple[str, str]:
-    """The analysis's headline cut where its claim ends and its explanation begins.
-
-    The analysis writes "INPUT-BOUND: input costs 44% of training time, mostly CPU
-    contention: the pipeline's threads take cores the train step needs (...)", often over
-    150 characters: the PNG draws the claim big and the explanation under it. The cut is the
-    first ": " after the label's, outside parentheses (else "; "); no cut, no explanation.
+    Args:
+        verdict: the analysis's verdict.
+        pipeline_batches_per_s: the rate P of the pipeline read alone, if measured.
     """
-    label_end = text.find(": ")
-    start = label_end + 2 if label_end >= 0 else 0
+    worded = cost_headline(verdict, pipeline_batches_per_s)
+    return worded.text if worded is not None else verdict.summary
+
+
+def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Headline | None:
+    """ "INPUT-BOUND: input costs 44% of training time, mostly CPU contention" (the claim),
+    then why ("the pipeline's threads take cores the train step needs (...)") and the
+    phase that dominates; None for a verdict without input cost.
+
+    Built from the verdict's figures only: its label, input cost and the cost split's
+    dominant part, the wait share, the rates P and A, where T came from, and the phases.
+    """
+    cost, split = verdict.input_cost_fraction, verdict.cost_split
+    if cost is None or split is None or verdict.label not in VERDICT_TITLES:
+        return None
+    claim = f"{verdict_title(verdict.label)}: input costs {percent(cost)} of training time"
+    explanation = ""
+    if verdict.label == COMPUTE_BOUND:
+        explanation = TRAIN_STEP_SETS_THE_RATE
+    elif split.dominant == COST_CONTENTION:
+        claim += ", mostly CPU contention"
+        explanation = (
+            "the pipeline's threads take cores the train step needs (it waited only "
+            f"{percent(verdict.input_wait_fraction or 0.0)} of the time)"
+        )
+    elif split.dominant == COST_FETCH:
+        claim += ", mostly the per-pull overhead of next()"
+        training = verdict.training_steps_per_s
+        faster = pipeline_batches_per_s / training if pipeline_batches_per_s and training else None
+        explanation = "the pipeline is " + (
+            f"{faster:.0f}x faster than training" if faster else "far faster than training"
+        )
+        explanation += ", but each step pulls one small batch"
+    elif split.dominant == COST_WAIT:
+        claim += ", mostly waiting"
+        explanation = WAITING_EXPLAINED
+    separator = ": "
+    if verdict.compute_alone_source == ESTIMATED:
+        if explanation:
+            explanation += ESTIMATED_NOTE
+        else:
+            claim += ESTIMATED_NOTE
+    phases = _dominant_phase_text(verdict.phases)
+    if phases and explanation:
+        explanation += f"; {phases}"
+    elif phases:
+        separator, explanation = "; ", phases
+    text = claim + (separator + explanation if explanation else "")
+    details = [verdict.summary] if verdict.summary and verdict.summary != text else []
+    return Headline(text, claim, explanation, details)
+
+
+def _dominant_phase_text(phases: list[PhaseVerdict]) -> str:
+    """ "epoch 1 dominates the measured steps; after it (epochs 2-5) compute-bound, input
+    costs 3%": the phase that holds most of the input cost, and the last one if not it."""
+    if not phases:
+        return ""
+    heavy = max(phases, key=lambda p: (p.input_cost_fraction or 0.0) * p.steps)
+    last = phases[-1]
+    text = f"{heavy.name} dominates the measured steps"
+    if last is not heavy and last.input_cost_fraction is not None:
+        text += (
+            f"; after it ({last.name}) {verdict_title(last.label).lower()}, "
+            f"input costs {percent(last.input_cost_fraction)}"
+        )
+    return text
+
+
+def _first_clause(text: str) -> tuple[str, str, str]:
+    """(claim, separator, rest): a verdict's summary led by its label, cut after its first
+    clause, the first ": " after the label's outside parentheses (else "; ").
+
+    The analysis says why there is no verdict in a sentence ("No training steps were seen:
+    the script did not iterate a tf.data dataset ..."); the PNG draws its first clause big.
+    """
+    start = text.find(": ") + 2
     for separator in (": ", "; "):
         depth = 0
         for i in range(start, len(text) - len(separator) + 1):
-            char = text[i]
-            depth += (char == "(") - (char == ")")
+            depth += (text[i] == "(") - (text[i] == ")")
             if depth == 0 and text.startswith(separator, i):
-                return text[:i], text[i + len(separator) :]
-    return text, ""
+                return text[:i], separator, text[i + len(separator) :]
+    return text, "", ""
 
 
 def sentence(text: str) -> str:
@@ -366,7 +424,7 @@ def phase_text(phase: PhaseVerdict, *, first: bool = True) -> str:
             share = f"input costs {share}"
     elif phase.input_wait_fraction is not None:
         share = f"input wait {percent(phase.input_wait_fraction)}"
-    # As the analysis's headline names a phase's verdict: "balanced", "no verdict".
+    # As the headline names a phase's verdict: "balanced", "no verdict".
     label = verdict_title(phase.label).lower()
     return f"{phase.name}: {label}" + (f", {share}" if share else "")
 

@@ -108,6 +108,9 @@ def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
     `details` strings became `facts`, numbers as numbers.
     """
     data = dict(data, schema_version=3)
+    verdict = data.get("verdict")
+    if isinstance(verdict, dict):
+        data["verdict"] = _verdict_v3(verdict)
     pipeline = data.get("pipeline")
     if isinstance(pipeline, dict):
         pipeline = dict(pipeline)
@@ -120,6 +123,33 @@ def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
     if isinstance(scale_out, dict):
         data["scale_out"] = dict(scale_out, stages=_stages_v3(scale_out.get("stages")))
     return data
+
+
+# A version-2 verdict with neither input cost nor a summary (written before either), said
+# from its label alone when its wait share was not measured.
+_PLAIN_VERDICTS = {
+    model.INPUT_BOUND: "training waits for its input pipeline",
+    model.COMPUTE_BOUND: "the model, not the input, sets the pace",
+    model.BALANCED: "input pipeline and model both limit training",
+}
+
+
+def _verdict_v3(verdict: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 stored the headline as prose; version 3 words it from the verdict's figures
+    (renderers/summary.py), so the text goes. A verdict from before input cost and summaries
+    gets its wait share in plain words as its summary: "71% of step time spent waiting for
+    input", "only 8% ..." when compute-bound."""
+    verdict = dict(verdict)
+    verdict.pop("headline", None)
+    if verdict.get("input_cost_fraction") is not None or verdict.get("summary"):
+        return verdict
+    label, fraction = verdict.get("label"), verdict.get("input_wait_fraction")
+    if isinstance(fraction, (int, float)):
+        share = f"{fraction:.0%} of step time spent waiting for input"
+        verdict["summary"] = f"only {share}" if label == model.COMPUTE_BOUND else share
+    elif label in _PLAIN_VERDICTS:
+        verdict["summary"] = _PLAIN_VERDICTS[label]
+    return verdict
 
 
 def _stages_v3(stages: Any) -> list[Any]:

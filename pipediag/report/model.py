@@ -136,7 +136,8 @@ __all__ = [
 # 3: what pipediag itself found about a stage or a fix trial is typed: a stage's
 # `auto_parallel`, `not_measured` and `graph_error` left `settings` (which keeps the raw
 # tf.data attributes); `FixTrial.details` strings became `FixTrial.facts`, numbers written as
-# numbers. Version 1 and 2 reports are read and converted (`report/io.py`).
+# numbers; the verdict's headline is no longer stored as text (the summary layer words it
+# from the verdict's figures). Version 1 and 2 reports are read and converted (`report/io.py`).
 SCHEMA_VERSION = 3
 
 
@@ -467,7 +468,6 @@ class Verdict:
     compute_alone_source: ComputeAloneSource = ""
     compute_alone_reason: str | None = None  # why estimated
     cost_split: CostSplit | None = None
-    headline: str = ""  # one line: the label and the part of input cost that dominates
     phases: list[PhaseVerdict] = field(default_factory=list)
 
 

@@ -1,7 +1,7 @@
 """How the parts of a report are named to the user, by every layer that names them.
 
-The analysis writes verdict labels into its headline and the advisor writes stage names into
-suggestion titles, and the renderers print both: each is spelled here once, below all of
+The summary layer writes verdict labels into the headline and the advisor writes stage names
+into suggestion titles, and the renderers print both: each is spelled here once, below all of
 them, so a verdict or a stage reads the same in the headline, a fix's title, the text summary
 and the PNG. Pure string work over the report model.
 """

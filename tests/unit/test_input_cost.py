@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipediag.analysis.classifier import build_train_section, judge
+from pipediag.renderers.summary import verdict_line
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
@@ -77,8 +78,9 @@ def test_contention_is_the_gap_that_waiting_does_not_explain() -> None:
     # the process kept 1.9 cores busy while training, the step alone 1.0: 0.9 for the pipeline
     assert split.pipeline_cores_busy == pytest.approx(0.9)
     assert split.free_cores == pytest.approx(0.06)
-    assert verdict.headline.startswith("INPUT-BOUND: input costs 45% of training time")
-    assert "contention" in verdict.headline
+    # and the headline worded from these facts says so
+    line = verdict_line(verdict, 60.0)
+    assert line.startswith("INPUT-BOUND: input costs 45% of training time, mostly CPU contention")
 
 
 def test_a_pull_from_a_far_faster_pipeline_is_fetch_not_wait() -> None:
@@ -95,7 +97,7 @@ def test_a_pull_from_a_far_faster_pipeline_is_fetch_not_wait() -> None:
     assert split.dominant == COST_FETCH and split.wait == 0.0
     assert split.fetch == pytest.approx(0.34 / 1.4)
     assert verdict.label == INPUT_BOUND
-    assert "per-pull overhead" in verdict.headline
+    assert "mostly the per-pull overhead of next()" in verdict_line(verdict, 5100.0)
 
 
 def test_a_slow_pipeline_makes_the_step_wait() -> None:
@@ -135,7 +137,7 @@ def test_without_a_compute_alone_run_the_rate_is_estimated_and_says_why() -> Non
     # step minus wait cannot see contention: the cost is the wait
     assert verdict.input_cost_fraction == pytest.approx(0.1)
     assert verdict.label == BALANCED
-    assert "estimated" in verdict.headline
+    assert "(compute alone estimated: contention not measured)" in verdict_line(verdict, 100.0)
 
 
 def test_a_cache_filling_in_epoch_one_gives_two_phases() -> None:
@@ -144,13 +146,14 @@ def test_a_cache_filling_in_epoch_one_gives_two_phases() -> None:
     verdict = judge(
         train, PipelineBenchmark(measured=True, batches_per_s=40.0), compute_alone=_alone(0.010)
     )
-    # THEN one verdict per phase, and the headline says which dominates and what comes after
+    # THEN one verdict per phase; the headline says which dominates and what comes after
     assert [p.name for p in verdict.phases] == ["epoch 1", "epochs 2-3"]
     first, after = verdict.phases
     assert first.label == INPUT_BOUND and first.input_cost_fraction == pytest.approx(2 / 3)
     assert after.label == COMPUTE_BOUND and after.steps == 60
-    assert "epoch 1 dominates" in verdict.headline
-    assert "after it (epochs 2-3) compute-bound" in verdict.headline
+    line = verdict_line(verdict, 40.0)
+    assert "epoch 1 dominates" in line
+    assert "after it (epochs 2-3) compute-bound" in line
 
 
 def test_steady_epochs_are_one_phase() -> None:

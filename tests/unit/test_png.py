@@ -27,6 +27,7 @@ from pipediag.renderers.png.suggestions import MAX_SUGGESTIONS, suggestion_lines
 from pipediag.renderers.png.timeline import MAX_STEP_BARS, bin_steps, phase_spans
 from pipediag.renderers.summary import best_fix, best_fix_figure, cost_bar, key_figures
 from pipediag.renderers.text import render_text
+from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
@@ -87,13 +88,21 @@ def test_render_png_writes_a_png_of_the_fixed_size(tmp_path: Path) -> None:
 
 
 def test_headline_states_the_verdict_in_plain_words() -> None:
-    # GIVEN reports without the analysis's headline: the label leads the verdict's summary
+    # GIVEN reports without input cost: the label leads the verdict's summary
     figure = build_figure(synthetic_report(wait_s=0.03, compute_s=0.01))
     assert "INPUT-BOUND: 75% of step time was spent waiting for input." in _texts(figure)
-    # and without a summary either, the wait share is put in plain words
+    # and an older report without a summary either: its wait share is put in plain words
     report = synthetic_report(wait_s=0.0005, compute_s=0.02)
     report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=""))
+    report = _read_as_version_2(report)
     assert any(t.startswith("COMPUTE-BOUND: only 2%") for t in _texts(build_figure(report)))
+
+
+def _read_as_version_2(report: Report) -> Report:
+    """The report as pipediag reads it back from a version-2 file."""
+    data = to_dict(report)
+    data["schema_version"] = 2
+    return from_dict(data)
 
 
 def test_every_panel_has_data_drawn() -> None:
@@ -486,13 +495,12 @@ def test_key_figures_show_input_cost_and_the_three_rates() -> None:
 
 
 def test_headline_is_the_verdicts_claim_and_its_explanation_leads_the_subhead() -> None:
-    # GIVEN the analysis's headline: a claim, then why
-    base = synthetic_cost_report()
+    # GIVEN a verdict whose headline is a claim, then why
+    report = synthetic_cost_report(wait=0.04, contention=0.40, fetch=0.0)
     headline = (
         "INPUT-BOUND: input costs 44% of training time, mostly CPU contention: the pipeline's "
         "threads take cores the train step needs (it waited only 4% of the time)"
     )
-    report = dataclasses.replace(base, verdict=dataclasses.replace(base.verdict, headline=headline))
     figure = build_figure(report)
     (big,) = [t for t in figure.texts if t.get_gid() == "headline"]
     subhead = " ".join(t.get_text() for t in figure.texts if t.get_gid() == "subhead")
@@ -507,9 +515,9 @@ def test_headline_is_the_verdicts_claim_and_its_explanation_leads_the_subhead() 
 
 
 def test_long_headline_shrinks_to_stay_whole_on_the_page() -> None:
-    base = synthetic_cost_report()
-    long = "INPUT-BOUND: input costs 44% of training time, mostly CPU contention, on 2 cores"
-    report = dataclasses.replace(base, verdict=dataclasses.replace(base.verdict, headline=long))
+    # GIVEN a long claim: input cost mostly next()'s own overhead
+    report = synthetic_cost_report(wait=0.01, contention=0.0, fetch=0.12)
+    long = "BALANCED: input costs 13% of training time, mostly the per-pull overhead of next()"
     figure = build_figure(report)
     (headline,) = [t for t in figure.texts if t.get_gid() == "headline"]
     assert headline.get_text() == long
@@ -526,8 +534,9 @@ def test_no_verdict_is_said_the_same_way_in_the_image_and_the_text() -> None:
     )
     assert header_lines(report)[0] == f"{summary.NO_VERDICT}: x"
     assert render_text(report).startswith(f"{summary.NO_VERDICT}: x\n")
-    # without a summary, both give the wait share in plain words
+    # an older report without a summary: both give the wait share in plain words
     report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=""))
+    report = _read_as_version_2(report)
     assert header_lines(report)[0].startswith(f"{summary.NO_VERDICT}: 67% of step time")
     assert render_text(report).startswith(f"{summary.NO_VERDICT}: 67% of step time")
     assert not any("CLEAR" in t for t in _texts(build_figure(report)))

@@ -58,7 +58,8 @@ def test_text_leads_with_the_headline_then_the_analysis_summary(
 ) -> None:
     report, text, _ = recorded
     lines = text.splitlines()
-    assert lines[0] == report.verdict.headline
+    assert lines[0] == summary.headline(report).text
+    assert lines[0].startswith(f"{summary.verdict_title(report.verdict.label)}: input costs ")
     # the summary follows, wrapped and indented, up to the blank line before the rows
     body = lines[1 : lines.index("")]
     assert " ".join(line.strip() for line in body) == report.verdict.summary

@@ -10,8 +10,16 @@ import pytest
 from pipediag.errors import ReportError
 from pipediag.renderers.text import render_text
 from pipediag.report.io import dumps, from_dict, load_report, save_report, to_dict
-from pipediag.report.model import SCHEMA_VERSION, Report, TrialFacts
-from pipediag.testing import synthetic_report
+from pipediag.report.model import (
+    BALANCED,
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    SCHEMA_VERSION,
+    UNKNOWN,
+    Report,
+    TrialFacts,
+)
+from pipediag.testing import synthetic_cost_report, synthetic_report
 
 
 @pytest.mark.parametrize("with_gpu", [False, True])
@@ -193,3 +201,38 @@ def test_a_version_2_report_reads_its_stage_and_trial_strings_as_typed_fields() 
     assert trial.facts == TrialFacts(
         stopped="clear gain", speedup_low=1.23, cache_bytes=4000, elements=None, fill_s=0.5
     )
+
+
+def test_a_version_2_verdict_loses_its_headline_text_and_keeps_its_figures() -> None:
+    # GIVEN a version-2 verdict with input cost and the headline it stored as text
+    data = to_dict(synthetic_cost_report())
+    data["schema_version"] = 2
+    data["verdict"]["headline"] = "INPUT-BOUND: input costs 44% of training time, mostly waiting"
+    # WHEN read
+    report = from_dict(data)
+    # THEN the text is gone (the summary layer words it) and every figure is as it was
+    assert "headline" not in to_dict(report)["verdict"]
+    assert report.verdict == synthetic_cost_report().verdict
+
+
+@pytest.mark.parametrize(
+    ("label", "fraction", "summary"),
+    [
+        (INPUT_BOUND, 0.71, "71% of step time spent waiting for input"),
+        (COMPUTE_BOUND, 0.02, "only 2% of step time spent waiting for input"),
+        (BALANCED, None, "input pipeline and model both limit training"),
+        (UNKNOWN, None, ""),
+    ],
+)
+def test_a_version_2_verdict_without_input_cost_or_summary_gets_its_wait_share_in_words(
+    label: str, fraction: float | None, summary: str
+) -> None:
+    # GIVEN a verdict from before input cost and summaries: a label and a wait share only
+    data = to_dict(Report(script="t.py"))
+    data["schema_version"] = 2
+    data["verdict"] = {"label": label, "input_wait_fraction": fraction, "summary": ""}
+    # WHEN read  THEN its summary says the wait share in plain words (nothing when unknown)
+    assert from_dict(data).verdict.summary == summary
+    # and a current report's empty summary stays empty
+    data["schema_version"] = SCHEMA_VERSION
+    assert from_dict(data).verdict.summary == ""

@@ -51,8 +51,12 @@ def test_contention_case_leads_with_the_headline_and_splits_the_cost() -> None:
     report = synthetic_cost_report(wait=0.04, contention=0.40, fetch=0.0)
     # WHEN summarised
     lines = _lines(report)
-    # THEN the analysis's headline comes first, and the cost row splits it, with its evidence
-    assert lines[0] == "INPUT-BOUND: input costs 44% of training time, mostly CPU contention"
+    # THEN the headline comes first, worded from the cost and its dominant part, and the cost
+    # row splits it, with its evidence
+    assert lines[0] == (
+        "INPUT-BOUND: input costs 44% of training time, mostly CPU contention: the pipeline's "
+        "threads take cores the train step needs (it waited only 4% of the time)"
+    )
     assert lines[1] == "  Training runs at 25.0 steps/s; the train step alone runs at 44.6 steps/s."
     assert _row(lines, "Input cost") == [
         "  Input cost      44% of training time (1.8x faster if input were free): "
@@ -103,7 +107,10 @@ def test_fetch_case_shows_the_pull_overhead_and_no_contention_evidence() -> None
         pull_s=0.0052,
     )
     lines = _lines(report)
-    assert lines[0] == "BALANCED: input costs 13% of training time, mostly fetch overhead"
+    assert lines[0] == (
+        "BALANCED: input costs 13% of training time, mostly the per-pull overhead of next(): "
+        "the pipeline is 2x faster than training, but each step pulls one small batch"
+    )
     assert _row(lines, "Input cost") == [
         "  Input cost      13% of training time (1.1x faster if input were free): "
         "wait 1%, contention 0%, fetch 12%",
@@ -171,10 +178,10 @@ def test_old_report_without_the_new_fields_still_renders() -> None:
         "compute_alone_source",
         "compute_alone_reason",
         "cost_split",
-        "headline",
         "phases",
     ):
         del data["verdict"][key]
+    data["schema_version"] = 2
     del data["compute_alone"]
     del data["pipeline"]["deep_skipped_reason"]
     lines = _lines(from_dict(data))
@@ -250,15 +257,55 @@ def test_stage_names() -> None:
     assert summary.stage_name(StageStats(4, "prefetch", "")) == "prefetch"
 
 
-def test_headline_parts_cut_the_claim_from_its_explanation() -> None:
-    claim = "INPUT-BOUND: input costs 44% of training time, mostly waiting"
-    why = "the train step waits for batches (compute alone estimated: contention not measured)"
-    assert summary.headline_parts(f"{claim}: {why}") == (claim, why)
-    # a colon inside parentheses is not the cut; "; " is the next choice
-    short = "INPUT-BOUND: input costs 44% of training time (compute alone estimated: not measured)"
-    assert summary.headline_parts(short) == (short, "")
-    assert summary.headline_parts(f"{claim}; epoch 1 dominates") == (claim, "epoch 1 dominates")
-    assert summary.headline_parts("NO VERDICT") == ("NO VERDICT", "")
+def test_headline_is_worded_from_the_verdict_as_a_claim_then_its_explanation() -> None:
+    # GIVEN a cost mostly contention: the claim names it, the explanation says why after ": "
+    report = synthetic_cost_report(wait=0.04, contention=0.40, fetch=0.0)
+    head = summary.headline(report)
+    assert head.claim == "INPUT-BOUND: input costs 44% of training time, mostly CPU contention"
+    assert head.explanation.startswith("the pipeline's threads take cores")
+    assert head.text == f"{head.claim}: {head.explanation}"
+    # an estimated T with no dominant part: the note stays in the claim, nothing to explain
+    estimated = synthetic_cost_report(wait=0.0, contention=0.0, fetch=0.0, measured=False)
+    estimated = dataclasses.replace(
+        estimated,
+        verdict=dataclasses.replace(
+            estimated.verdict,
+            label=INPUT_BOUND,
+            cost_split=dataclasses.replace(estimated.verdict.cost_split, dominant=None),
+        ),
+    )
+    head = summary.headline(estimated)
+    assert (
+        head.text
+        == head.claim
+        == (
+            "INPUT-BOUND: input costs 0% of training time "
+            "(compute alone estimated: contention not measured)"
+        )
+    )
+    # phases with no explanation before them: they follow the claim after "; "
+    phases = [
+        PhaseVerdict("epoch 1", 0, 0, 12, 8.4, 0.6, 0.66, INPUT_BOUND),
+        PhaseVerdict("epochs 2-5", 1, 4, 48, 31.0, 0.02, 0.03, COMPUTE_BOUND),
+    ]
+    phased = dataclasses.replace(
+        estimated, verdict=dataclasses.replace(estimated.verdict, phases=phases)
+    )
+    head = summary.headline(phased)
+    assert head.explanation == (
+        "epoch 1 dominates the measured steps; after it (epochs 2-5) compute-bound, input costs 3%"
+    )
+    assert head.text == f"{head.claim}; {head.explanation}"
+
+
+def test_no_verdict_leads_with_the_first_clause_of_why() -> None:
+    report = Report(script="t.py")
+    why = "No training steps were seen: the script did not iterate a tf.data dataset (eagerly: ok)"
+    report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=why))
+    head = summary.headline(report)
+    assert head.text == f"NO VERDICT: {why}"
+    assert head.claim == "NO VERDICT: No training steps were seen"
+    assert head.explanation == "the script did not iterate a tf.data dataset (eagerly: ok)"
 
 
 def test_epoch_starts_are_shown_beside_the_cost() -> None:
