@@ -4,8 +4,10 @@ usage error in one line."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 USAGE_EXIT = 2
@@ -40,3 +42,12 @@ class Command:
     run: Callable[[argparse.Namespace, argparse.ArgumentParser], int]
     usage: str | None = None
     allow_abbrev: bool = True
+
+
+def said_written(written: Sequence[Path], failures: Sequence[str]) -> int:
+    """Say which files were written and which could not be: exit 1 when any failed."""
+    for failure in failures:
+        print(f"pipediag: {failure}", file=sys.stderr)
+    if written:
+        print(f"Wrote: {', '.join(str(p) for p in written)}")
+    return 1 if failures else 0

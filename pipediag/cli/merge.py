@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from pipediag.cli.common import Command
+from pipediag.cli.common import Command, said_written
 from pipediag.errors import UsageError
 
 
@@ -37,11 +36,7 @@ def merge_command(options: argparse.Namespace, parser: argparse.ArgumentParser) 
         out = given if given.is_dir() else given.parent
     fleet, written, failures = merge_reports(options.paths, out)
     print(render_fleet_text(fleet), end="")
-    for failure in failures:
-        print(f"pipediag: {failure}", file=sys.stderr)
-    if written:
-        print(f"Wrote: {', '.join(str(p) for p in written)}")
-    return 1 if failures else 0
+    return said_written(written, failures)
 
 
 COMMAND = Command(

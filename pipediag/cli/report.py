@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from pipediag.cli.common import Command
+from pipediag.cli.common import Command, said_written
 
 
 def add_arguments(report: argparse.ArgumentParser) -> None:
@@ -29,11 +28,7 @@ def report_command(options: argparse.Namespace, parser: argparse.ArgumentParser)
     print(render_text(report), end="")
     written, failures = write_outputs(report, out)
     written = [p for p in written if p.name != REPORT_JSON or options.out]
-    for failure in failures:
-        print(f"pipediag: {failure}", file=sys.stderr)
-    if written:
-        print(f"Wrote: {', '.join(str(p) for p in written)}")
-    return 1 if failures else 0
+    return said_written(written, failures)
 
 
 COMMAND = Command(

@@ -114,7 +114,7 @@ def test_a_pass_with_no_train_step_is_skipped_and_never_timed() -> None:
     (record,) = session.passes
     assert record.reason == NO_TRAIN_STEP and record.by is None
     assert record.batches == 40
-    assert record.where is not None and record.where.startswith("test_finding_training.py:")
+    assert record.where is not None and record.where.startswith("test_training_passes.py:")
 
 
 def test_training_starts_once_the_gradients_variables_change_between_pulls() -> None:
@@ -191,7 +191,7 @@ def test_pass_origin_outside_keras_is_the_scripts_line() -> None:
 
     origin = pass_origin(sys._getframe())
     assert origin.by is None
-    assert origin.where is not None and origin.where.startswith("test_finding_training.py:")
+    assert origin.where is not None and origin.where.startswith("test_training_passes.py:")
 
 
 def test_data_pass_words() -> None:
