@@ -43,7 +43,9 @@ def slow(x):
     return x
 
 def load(x, y):
-    return tf.numpy_function(slow, [x], tf.float32, stateful=False), y
+    # stateful: tf.data's map_parallelization would otherwise run the sleeps in parallel,
+    # and worker 1 would keep up (about 100 batches/s on 2 cores) on a busy host
+    return tf.numpy_function(slow, [x], tf.float32, stateful=True), y
 
 features = tf.random.stateless_uniform((2048, 8), seed=(1, 2))
 labels = tf.random.stateless_uniform((2048, 1), seed=(3, 4))
