@@ -11,10 +11,32 @@ Pure work over the report model: no matplotlib, no TensorFlow, nothing measured.
 
 from __future__ import annotations
 
-import shlex
-import statistics
 from dataclasses import dataclass
 
+# Words for numbers and for the run live in their own modules; re-exported for renderers.
+from pipediag.renderers.numbers import DASH as DASH
+from pipediag.renderers.numbers import NOT_MEASURED as NOT_MEASURED
+from pipediag.renderers.numbers import RATE_DECIMALS_BELOW as RATE_DECIMALS_BELOW
+from pipediag.renderers.numbers import gain as gain
+from pipediag.renderers.numbers import ms as ms
+from pipediag.renderers.numbers import percent as percent
+from pipediag.renderers.numbers import rate_text as rate_text
+from pipediag.renderers.numbers import speedup as speedup
+from pipediag.renderers.run_words import EPOCH_START_SHOWN_S as EPOCH_START_SHOWN_S
+from pipediag.renderers.run_words import HOST_TIMING_ONLY as HOST_TIMING_ONLY
+from pipediag.renderers.run_words import INPUT_WAIT_SOURCES as INPUT_WAIT_SOURCES
+from pipediag.renderers.run_words import INPUT_WAIT_UNMEASURED as INPUT_WAIT_UNMEASURED
+from pipediag.renderers.run_words import NO_GPU as NO_GPU
+from pipediag.renderers.run_words import NO_REASON as NO_REASON
+from pipediag.renderers.run_words import NO_SCRIPT as NO_SCRIPT
+from pipediag.renderers.run_words import STOP_REASONS as STOP_REASONS
+from pipediag.renderers.run_words import command_line as command_line
+from pipediag.renderers.run_words import data_pass_text as data_pass_text
+from pipediag.renderers.run_words import epoch_start_text as epoch_start_text
+from pipediag.renderers.run_words import input_wait_source_text as input_wait_source_text
+from pipediag.renderers.run_words import no_gpu_text as no_gpu_text
+from pipediag.renderers.run_words import run_status as run_status
+from pipediag.renderers.run_words import stop_reason_text as stop_reason_text
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
@@ -24,11 +46,9 @@ from pipediag.report.model import (
     MEASURED,
     WARMUP,
     CostSplit,
-    DataPass,
     PhaseVerdict,
     Report,
     Suggestion,
-    TrainSection,
     Verdict,
 )
 
@@ -181,41 +201,6 @@ def _first_clause(text: str) -> tuple[str, str, str]:
 def sentence(text: str) -> str:
     """The text with its first letter capitalised, to stand on its own."""
     return text[:1].upper() + text[1:]
-
-
-# ---------------------------------------------------------------------------- numbers
-
-DASH = "\N{EM DASH}"  # a figure that was not measured, where a number would stand
-NOT_MEASURED = "not measured"
-RATE_DECIMALS_BELOW = 100.0  # rates below this keep one decimal: 76.6, 714, 2,646
-
-
-def percent(fraction: float) -> str:
-    """A share as a whole percentage: 0.437 -> "44%"."""
-    return f"{fraction:.0%}"
-
-
-def speedup(value: float) -> str:
-    """A ratio of rates, to one decimal: 1.78 -> "1.8x"."""
-    return f"{value:.1f}x"
-
-
-def gain(value: float) -> str:
-    """A fix's speedup, to two decimals (fixes differ by a few percent): 1.4 -> "1.40x"."""
-    return f"{value:.2f}x"
-
-
-def rate_text(value: float | None) -> str:
-    """A rate (batches/s or steps/s) without its unit: "76.6", "714", "2,646"; a dash if
-    not measured. Past 100 a decimal is noise, and the page has no room for it."""
-    if value is None:
-        return DASH
-    return f"{value:,.0f}" if value >= RATE_DECIMALS_BELOW else f"{value:,.1f}"
-
-
-def ms(seconds: float) -> str:
-    """A duration in milliseconds: 0.0131 -> "13.1 ms"."""
-    return f"{seconds * 1e3:.1f} ms"
 
 
 # ---------------------------------------------------------------------------- rates
@@ -566,101 +551,3 @@ def key_figures(report: Report) -> list[tuple[str, str]]:
         best_fix_figure(report),
         (f"Steps measured{warmup}", f"{train.measured_steps:,}"),
     ]
-
-
-# ---------------------------------------------------------------------------- the run
-
-NO_SCRIPT = "(no script)"
-STOP_REASONS = {
-    "step-budget": "step budget reached, script stopped",
-    "script-finished": "the script finished",
-    "system-exit": "the script exited with code {code}",
-    "script-error": "the script failed ({error})",
-    "interrupted": "interrupted",
-}
-NO_REASON = "no reason recorded"
-INPUT_WAIT_SOURCES = {
-    "profiler-trace": "input wait from TF profiler trace",
-    "batch-stamps": "input wait from batch time stamps",
-    "iterator-timing": "input wait timed at the iterator",
-}
-INPUT_WAIT_UNMEASURED = "input wait not measured"
-NO_GPU = "no GPU found"
-HOST_TIMING_ONLY = "Verdict from host timing alone."
-
-
-def command_line(report: Report) -> str:
-    """The script and its arguments as a shell would take them back (quoted where needed)."""
-    return shlex.join([report.script, *report.args]) if report.script else NO_SCRIPT
-
-
-def stop_reason_text(report: Report) -> str:
-    """Why the run ended, in words: "step budget reached, script stopped"."""
-    words = STOP_REASONS.get(report.stop_reason)
-    if words is None:
-        return report.stop_reason or NO_REASON
-    return words.format(code=report.exit.code, error=report.exit.error)
-
-
-def run_status(report: Report) -> str:
-    """ "complete: step budget reached, script stopped", "incomplete: interrupted"."""
-    return f"{'complete' if report.complete else 'incomplete'}: {stop_reason_text(report)}"
-
-
-# An epoch start under this long is not worth a line: a few calls between two steps.
-EPOCH_START_SHOWN_S = 0.005
-
-
-def epoch_start_text(train: TrainSection) -> str:
-    """ "epoch starts: 1.20 s before each epoch's first step (median of 2 epochs); 12% of an
-    epoch of 140 steps; not part of the input cost above", or "" when short or unseen."""
-    if not train.epoch_starts:
-        return ""
-    first = min(e.epoch for e in train.epoch_starts)
-    later = [e for e in train.epoch_starts if e.epoch > first]
-    if not later:
-        return ""
-    duration = float(statistics.median(e.duration_s for e in later))
-    if duration < EPOCH_START_SHOWN_S:
-        return ""
-    text = (
-        f"epoch starts: {duration:.2f} s before each epoch's first step (median of "
-        f"{len(later)} epoch{'s' if len(later) > 1 else ''})"
-    )
-    steps = later[-1].steps_per_epoch
-    step = train.step_time.median_s if train.step_time is not None else None
-    if steps and step:
-        share = duration / (duration + steps * step)
-        text += f"; {percent(share)} of an epoch of {steps:,} steps"
-    return text + "; not part of the input cost above"
-
-
-def data_pass_text(record: DataPass) -> str:
-    """ "a 50-batch pass by TextVectorization.adapt at train.py:58 (not training)"."""
-    if record.passes > 1:
-        text = f"{record.passes} passes ({record.batches:,} batches)"
-    elif record.batches == 0:
-        text = "an empty pass"
-    else:
-        text = f"a {record.batches:,}-batch pass"
-    if record.by:
-        text += f" by {record.by}"
-    if record.where:
-        text += f" at {record.where}"
-    if record.by:
-        why = "not training"
-    elif record.batches == 0:
-        why = "the dataset was empty"
-    else:
-        why = "no train step between its pulls"
-    return f"{text} ({why})"
-
-
-def input_wait_source_text(train: TrainSection) -> str:
-    """How the steps' input wait was measured: "input wait from batch time stamps"."""
-    return INPUT_WAIT_SOURCES.get(train.input_wait_source, INPUT_WAIT_UNMEASURED)
-
-
-def no_gpu_text(reason: str | None) -> str:
-    """ "no GPU found: NVML library not found (...)"."""
-    return f"{NO_GPU}: {reason or NO_REASON}"

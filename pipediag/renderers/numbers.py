@@ -1,0 +1,35 @@
+"""Numbers in words, one spelling for every renderer: shares, ratios, rates, durations."""
+
+from __future__ import annotations
+
+DASH = "\N{EM DASH}"  # a figure that was not measured, where a number would stand
+NOT_MEASURED = "not measured"
+RATE_DECIMALS_BELOW = 100.0  # rates below this keep one decimal: 76.6, 714, 2,646
+
+
+def percent(fraction: float) -> str:
+    """A share as a whole percentage: 0.437 -> "44%"."""
+    return f"{fraction:.0%}"
+
+
+def speedup(value: float) -> str:
+    """A ratio of rates, to one decimal: 1.78 -> "1.8x"."""
+    return f"{value:.1f}x"
+
+
+def gain(value: float) -> str:
+    """A fix's speedup, to two decimals (fixes differ by a few percent): 1.4 -> "1.40x"."""
+    return f"{value:.2f}x"
+
+
+def rate_text(value: float | None) -> str:
+    """A rate (batches/s or steps/s) without its unit: "76.6", "714", "2,646"; a dash if
+    not measured. Past 100 a decimal is noise, and the page has no room for it."""
+    if value is None:
+        return DASH
+    return f"{value:,.0f}" if value >= RATE_DECIMALS_BELOW else f"{value:,.1f}"
+
+
+def ms(seconds: float) -> str:
+    """A duration in milliseconds: 0.0131 -> "13.1 ms"."""
+    return f"{seconds * 1e3:.1f} ms"

@@ -1,0 +1,105 @@
+"""The run in words: its command line and how it ended, how its steps' waits were
+measured, its epoch starts and the passes it skipped, the GPU it did not find."""
+
+from __future__ import annotations
+
+import shlex
+import statistics
+
+from pipediag.renderers.numbers import percent
+from pipediag.report.model import DataPass, Report, TrainSection
+
+NO_SCRIPT = "(no script)"
+STOP_REASONS = {
+    "step-budget": "step budget reached, script stopped",
+    "script-finished": "the script finished",
+    "system-exit": "the script exited with code {code}",
+    "script-error": "the script failed ({error})",
+    "interrupted": "interrupted",
+}
+NO_REASON = "no reason recorded"
+INPUT_WAIT_SOURCES = {
+    "profiler-trace": "input wait from TF profiler trace",
+    "batch-stamps": "input wait from batch time stamps",
+    "iterator-timing": "input wait timed at the iterator",
+}
+INPUT_WAIT_UNMEASURED = "input wait not measured"
+NO_GPU = "no GPU found"
+HOST_TIMING_ONLY = "Verdict from host timing alone."
+
+
+def command_line(report: Report) -> str:
+    """The script and its arguments as a shell would take them back (quoted where needed)."""
+    return shlex.join([report.script, *report.args]) if report.script else NO_SCRIPT
+
+
+def stop_reason_text(report: Report) -> str:
+    """Why the run ended, in words: "step budget reached, script stopped"."""
+    words = STOP_REASONS.get(report.stop_reason)
+    if words is None:
+        return report.stop_reason or NO_REASON
+    return words.format(code=report.exit.code, error=report.exit.error)
+
+
+def run_status(report: Report) -> str:
+    """ "complete: step budget reached, script stopped", "incomplete: interrupted"."""
+    return f"{'complete' if report.complete else 'incomplete'}: {stop_reason_text(report)}"
+
+
+# An epoch start under this long is not worth a line: a few calls between two steps.
+EPOCH_START_SHOWN_S = 0.005
+
+
+def epoch_start_text(train: TrainSection) -> str:
+    """ "epoch starts: 1.20 s before each epoch's first step (median of 2 epochs); 12% of an
+    epoch of 140 steps; not part of the input cost above", or "" when short or unseen."""
+    if not train.epoch_starts:
+        return ""
+    first = min(e.epoch for e in train.epoch_starts)
+    later = [e for e in train.epoch_starts if e.epoch > first]
+    if not later:
+        return ""
+    duration = float(statistics.median(e.duration_s for e in later))
+    if duration < EPOCH_START_SHOWN_S:
+        return ""
+    text = (
+        f"epoch starts: {duration:.2f} s before each epoch's first step (median of "
+        f"{len(later)} epoch{'s' if len(later) > 1 else ''})"
+    )
+    steps = later[-1].steps_per_epoch
+    step = train.step_time.median_s if train.step_time is not None else None
+    if steps and step:
+        share = duration / (duration + steps * step)
+        text += f"; {percent(share)} of an epoch of {steps:,} steps"
+    return text + "; not part of the input cost above"
+
+
+def data_pass_text(record: DataPass) -> str:
+    """ "a 50-batch pass by TextVectorization.adapt at train.py:58 (not training)"."""
+    if record.passes > 1:
+        text = f"{record.passes} passes ({record.batches:,} batches)"
+    elif record.batches == 0:
+        text = "an empty pass"
+    else:
+        text = f"a {record.batches:,}-batch pass"
+    if record.by:
+        text += f" by {record.by}"
+    if record.where:
+        text += f" at {record.where}"
+    if record.by:
+        why = "not training"
+    elif record.batches == 0:
+        why = "the dataset was empty"
+    else:
+        why = "no train step between its pulls"
+    return f"{text} ({why})"
+
+
+def input_wait_source_text(train: TrainSection) -> str:
+    """How the steps' input wait was measured: "input wait from batch time stamps"."""
+    return INPUT_WAIT_SOURCES.get(train.input_wait_source, INPUT_WAIT_UNMEASURED)
+
+
+def no_gpu_text(reason: str | None) -> str:
+    """ "no GPU found: NVML library not found (...)"."""
+    return f"{NO_GPU}: {reason or NO_REASON}"
