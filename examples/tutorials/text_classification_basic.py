@@ -38,6 +38,13 @@ def reviews(n: int, seed: int) -> tuple[list[str], np.ndarray]:
     return texts, labels.astype("float32")
 
 
+def custom_standardization(input_data: tf.Tensor) -> tf.Tensor:
+    """Lower case, line breaks and punctuation out, as the tutorial does."""
+    lowercase = tf.strings.lower(input_data)
+    stripped_html = tf.strings.regex_replace(lowercase, "<br />", " ")
+    return tf.strings.regex_replace(stripped_html, "[!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~]", "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=10)
@@ -46,11 +53,6 @@ def main() -> None:
 
     texts, labels = reviews(REVIEWS, seed=42)
     raw_train_ds = tf.data.Dataset.from_tensor_slices((texts, labels)).batch(BATCH)
-
-    def custom_standardization(input_data: tf.Tensor) -> tf.Tensor:
-        lowercase = tf.strings.lower(input_data)
-        stripped_html = tf.strings.regex_replace(lowercase, "<br />", " ")
-        return tf.strings.regex_replace(stripped_html, "[!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~]", "")
 
     vectorize_layer = keras.layers.TextVectorization(
         standardize=custom_standardization,

@@ -17,7 +17,7 @@ import argparse
 import keras
 import tensorflow as tf
 from keras import layers
-from text_classification_basic import reviews
+from text_classification_basic import custom_standardization, reviews
 
 MAX_FEATURES = 20_000
 EMBEDDING_DIM = 128
@@ -37,11 +37,6 @@ def main() -> None:
     split = REVIEWS * 4 // 5
     raw_train_ds = tf.data.Dataset.from_tensor_slices((texts[:split], labels[:split])).batch(BATCH)
     raw_val_ds = tf.data.Dataset.from_tensor_slices((texts[split:], labels[split:])).batch(BATCH)
-
-    def custom_standardization(input_data: tf.Tensor) -> tf.Tensor:
-        lowercase = tf.strings.lower(input_data)
-        stripped_html = tf.strings.regex_replace(lowercase, "<br />", " ")
-        return tf.strings.regex_replace(stripped_html, "[!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~]", "")
 
     vectorize_layer = layers.TextVectorization(
         standardize=custom_standardization,

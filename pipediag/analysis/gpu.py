@@ -233,9 +233,9 @@ def analyze_gpu(
     if not points:
         return _unavailable(f"GPU {device} reported no {source} reading")
     fallback = gpu.interval_s if gpu.interval_s > 0 else th.untimed_window_s
-    intervals = reading_intervals(points, fallback, th)
+    intervals = reading_intervals(points, fallback, th.max_window_s)
     intervals = merge_untimed(intervals, th.untimed_window_s)
-    intervals = with_pcie(intervals, samples, th)
+    intervals = with_pcie(intervals, samples, th.pcie_reference_bytes_per_s)
     timed = {i.timed for i in intervals}
     time_source: TimeSource
     if timed == {True}:

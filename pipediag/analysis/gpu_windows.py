@@ -10,16 +10,12 @@ import bisect
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from pipediag.report.model import GpuSample, StepRecord
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
     BusySource,
 )
-
-if TYPE_CHECKING:
-    from pipediag.analysis.gpu import GpuThresholds
 
 _TIME_SLACK_S = 1e-6
 """Tick times are sums of float intervals: 10 ticks of 0.1 s can span 0.9999999 s."""
@@ -82,20 +78,20 @@ def busy_points(
 
 
 def reading_intervals(
-    points: list[tuple[float, float, bool]], fallback_s: float, th: GpuThresholds
+    points: list[tuple[float, float, bool]], fallback_s: float, max_window_s: float
 ) -> list[Interval]:
     """Each reading covers the time since the previous one.
 
     The first reading, and one after a sampling gap, get the typical (median) window length.
     """
     gaps = [b[0] - a[0] for a, b in zip(points, points[1:], strict=False)]
-    usable = [g for g in gaps if 0 < g <= th.max_window_s]
+    usable = [g for g in gaps if 0 < g <= max_window_s]
     typical = statistics.median(usable) if usable else fallback_s
-    typical = min(max(typical, 0.0), th.max_window_s)
+    typical = min(max(typical, 0.0), max_window_s)
     intervals: list[Interval] = []
     previous_end: float | None = None
     for end, busy, timed in points:
-        if previous_end is not None and end - previous_end <= th.max_window_s:
+        if previous_end is not None and end - previous_end <= max_window_s:
             start = previous_end
         else:
             start = end - typical
@@ -132,7 +128,7 @@ def merge_untimed(intervals: list[Interval], target_s: float) -> list[Interval]:
 
 
 def with_pcie(
-    intervals: list[Interval], samples: Sequence[GpuSample], th: GpuThresholds
+    intervals: list[Interval], samples: Sequence[GpuSample], link_bytes_per_s: float
 ) -> list[Interval]:
     """Attach the mean PCIe busy share of the ticks inside each interval (None when none)."""
     ticks = sorted(
@@ -146,7 +142,7 @@ def with_pcie(
         lo = bisect.bisect_right(times, interval.start)
         hi = bisect.bisect_right(times, interval.end)
         inside = [rate for _, rate in ticks[lo:hi]]
-        pcie = clip01(sum(inside) / len(inside) / th.pcie_reference_bytes_per_s) if inside else None
+        pcie = clip01(sum(inside) / len(inside) / link_bytes_per_s) if inside else None
         result.append(replace(interval, pcie=pcie))
     return result
 

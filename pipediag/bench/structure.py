@@ -535,7 +535,7 @@ def _format_setting(setting: str, value: int | bool | str) -> str:
     return str(value)
 
 
-# --- small helpers -------------------------------------------------------------------------
+# --- settings as text, the host's cores, a node's kind -------------------------------------
 
 
 def _flag(value: bool) -> str:

@@ -39,8 +39,9 @@ COMMAND = Command(
     name="history",
     help="the trend of the runs recorded with `pipediag run --history FILE`",
     description=(
-        "Print one row per recorded run and mark regressions: a run slower than the best "
-        "earlier run of its script beyond noise, or a verdict worse than the run before."
+        "Print one row per recorded run and mark regressions: a run slower than the fastest "
+        "run of its script recorded before it, beyond noise, or a verdict worse than the "
+        "previous recorded run's."
     ),
     add_arguments=add_arguments,
     run=history_command,

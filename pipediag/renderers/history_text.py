@@ -42,8 +42,8 @@ def regression_lines(trend: Trend) -> list[str]:
     regressions = trend.regressions
     if not regressions:
         return [
-            "No regressions: no run slower than the best earlier run of its script beyond "
-            "noise, no verdict worse than the run before."
+            "No regressions: no run slower than the fastest run of its script recorded "
+            "before it, beyond noise, no verdict worse than the previous recorded run's."
         ]
     return [
         f"Regressions: {len(regressions)}",

@@ -264,9 +264,7 @@ _HINTS: dict[type, dict[str, Any]] = {}
 
 def _hints(cls: type) -> dict[str, Any]:
     if cls not in _HINTS:
-        # The class's own module first; model's names too, for a type another module
-        # names only under TYPE_CHECKING (ScaleOut's StageStats).
-        _HINTS[cls] = typing.get_type_hints(cls, localns=vars(model))
+        _HINTS[cls] = typing.get_type_hints(cls)
     return _HINTS[cls]
 
 

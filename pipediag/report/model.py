@@ -28,6 +28,7 @@ from pipediag.report.scale_out import (
     ServiceBlocker,
     ServiceMeasurement,
 )
+from pipediag.report.stages import LatencyStats, StageStats
 from pipediag.report.vocabulary import (
     BALANCED,
     BLOCKER_LOCAL_PATH,
@@ -54,7 +55,6 @@ from pipediag.report.vocabulary import (
     SERVICE_LOCAL,
     UNKNOWN,
     WARMUP,
-    AutoParallelBlocker,
     ComputeAloneMethod,
     ComputeAloneSource,
     CostPart,
@@ -80,6 +80,8 @@ from pipediag.report.watch import (
 # The vocabulary is typed in `report/vocabulary.py`; the words code imported from here before
 # that module existed are re-exported (mypy reads `__all__` as the re-exports).
 __all__ = [
+    "LatencyStats",
+    "StageStats",
     "GpuAnalysis",
     "GpuDevice",
     "GpuSample",
@@ -144,64 +146,6 @@ SCHEMA_VERSION = 3
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
     """The steps a verdict reads: every one but the warm-up."""
     return [s for s in steps if s.label != WARMUP]
-
-
-@dataclass(frozen=True)
-class LatencyStats:
-    """Distribution of a duration over many events (batches or steps)."""
-
-    count: int
-    mean_s: float
-    median_s: float
-    p90_s: float
-    min_s: float
-    max_s: float
-
-
-@dataclass(frozen=True)
-class StageStats:
-    """One stage of the input pipeline, listed from source (index 0) to output.
-
-    `inputs` holds the indices of the stages this one reads, so multi-input stages (zip,
-    concatenate, choose) keep the pipeline's shape in a flat list. `function` and `source`
-    name the user's Python callable and where it is defined ("file.py:LINE"). Rates come from
-    benchmarking the pipeline cut after this stage: `elements_per_s` counts what the stage
-    itself yields (elements before a batch stage), `batches_per_s` is that rate expressed in
-    the pipeline's output batches, and `own_s_per_batch` is the time this stage adds per
-    output batch over its inputs.
-
-    `kind` is a `StageKind`, or for a dataset op pipediag does not know, the op's own name
-    kebab-cased (tf.data has more ops than pipediag names): hence `str`. `settings` are the
-    raw tf.data attributes read from the dataset graph (`num_parallel_calls`, `batch_size`,
-    ...), as the user would write them; what pipediag decides about a stage has its own fields.
-    """
-
-    index: int
-    kind: str
-    name: str = ""
-    settings: dict[str, str] = field(default_factory=dict)
-    function: str | None = None
-    source: str | None = None
-    batches_per_s: float | None = None
-    bottleneck: bool = False
-    inputs: list[int] = field(default_factory=list)
-    uses_py_function: bool = False
-    stateful: bool = False
-    # A function TF adds itself (unbatch's `normalize`): the user cannot edit it.
-    tf_internal: bool = False
-    # Its functions draw random numbers: not deterministic, not cacheable.
-    random: bool = False
-    stateful_ops: list[str] = field(default_factory=list)
-    elements_per_s: float | None = None
-    own_s_per_batch: float | None = None
-    # A sequential map: whether tf.data's `map_parallelization` runs it in parallel anyway,
-    # and if not, why (`bench/structure.py`); None for other stages or options unreadable.
-    auto_parallel: bool | None = None
-    auto_parallel_blocker: AutoParallelBlocker | None = None
-    # Why stage timing gave this stage no rate (the time ran out, a file cache); None if timed.
-    not_measured: str | None = None
-    # Why the dataset graph could not be read (on the last stage only); None when it was.
-    graph_error: str | None = None
 
 
 @dataclass(frozen=True)

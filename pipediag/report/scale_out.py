@@ -4,13 +4,8 @@ that would give."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    # A type only: `report/model.py` imports this module; `report/io.py` reads the hints
-    # against model's names, where StageStats is.
-    from pipediag.report.model import StageStats
-
+from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import (
     BlockerKind,
     LimitedBy,
