@@ -172,8 +172,7 @@ def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures
     else:  # estimated from the steps themselves: no spread of its own
         compute = noise.bare(verdict.compute_alone_steps_per_s, log_scale=True)
     pipeline = noise.summary_rate(report.pipeline.batches_per_s, report.pipeline.latency, rules)
-    unexplained = verdict.cost_split.unexplained if verdict.cost_split is not None else 0.0
-    cost = noise.input_cost_estimate(verdict.input_cost_fraction, training, compute, unexplained)
+    cost = noise.input_cost_estimate(verdict.input_cost_fraction, training, compute)
     wait = _with_spread(verdict.input_wait_fraction, spread.wait_share, log_scale=False)
     return RunFigures(training, compute, pipeline, cost, wait, spread.steps)
 

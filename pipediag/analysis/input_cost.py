@@ -138,9 +138,8 @@ def split_cost(
     if rates.source == ESTIMATED:
         gap = min(gap, wait + fetch)  # step time minus wait: contention cannot be seen
     contention = max(0.0, gap - wait - fetch)
-    unexplained = 0.0
     if contention_cap is not None and contention > contention_cap:
-        contention, unexplained = contention_cap, contention - contention_cap
+        contention = contention_cap
     cost = wait + fetch + contention
     return cost, CostSplit(
         wait=wait,
@@ -150,7 +149,6 @@ def split_cost(
         pipeline_cores_busy=steps_cpu.pipeline_cores if steps_cpu else None,
         free_cores=steps_cpu.free_cores if steps_cpu else None,
         pull_s=pull_s,
-        unexplained=unexplained,
     )
 
 

@@ -39,6 +39,8 @@ def from_dict(data: dict[str, Any]) -> Report:
         data = _from_version_1(data)
     if version < 3:
         data = _from_version_2(data)
+    if version < 4:
+        data = _from_version_3(data)
     try:
         return _build(Report, data)
     except (TypeError, ValueError, KeyError) as exc:
@@ -82,6 +84,19 @@ def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
         trials.append(trial)
     pipeline.update(stages=stages, trials=trials)
     data["pipeline"] = pipeline
+    return data
+
+
+def _from_version_3(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-3 report in version 4's shape: its cost was capped by a model of cores, and
+    the part the cap left out (`CostSplit.unexplained`) has no field now; the cost stands as
+    measured then, without an interval."""
+    data = dict(data, schema_version=4)
+    verdict = data.get("verdict")
+    if isinstance(verdict, dict) and isinstance(verdict.get("cost_split"), dict):
+        split = dict(verdict["cost_split"])
+        split.pop("unexplained", None)
+        data["verdict"] = dict(verdict, cost_split=split)
     return data
 
 

@@ -57,6 +57,7 @@ from pipediag.report.vocabulary import (
     WARMUP,
     ComputeAloneMethod,
     ComputeAloneSource,
+    ContentionKind,
     CostPart,
     DataPassReason,
     ExitStatus,
@@ -66,6 +67,7 @@ from pipediag.report.vocabulary import (
     Severity,
     StepLabel,
     StopReason,
+    RateBlockKind,
     SuggestionKind,
     TrainStyle,
     TrialStop,
@@ -139,8 +141,13 @@ __all__ = [
 # `auto_parallel`, `not_measured` and `graph_error` left `settings` (which keeps the raw
 # tf.data attributes); `FixTrial.details` strings became `FixTrial.facts`, numbers written as
 # numbers; the verdict's headline is no longer stored as text (the summary layer words it
-# from the verdict's figures). Version 1 and 2 reports are read and converted (`report/io.py`).
-SCHEMA_VERSION = 3
+# from the verdict's figures).
+# 4: training and the train step alone are measured in alternation (`ComputeAlone.blocks`),
+# the input cost carries its 90% interval (`Verdict.input_cost_interval`), no core-count
+# model caps it (`CostSplit.unexplained` is gone), and each epoch's start-up is a fourth part
+# of it (`CostSplit.epoch_start`). Version 1 to 3 reports are read and converted
+# (`report/io.py`).
+SCHEMA_VERSION = 4
 
 
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
@@ -324,6 +331,29 @@ class TrainSection:
 
 
 @dataclass(frozen=True)
+class RateBlock:
+    """One block of the alternation of rates (docs/design.md, "Rates in alternation").
+
+    `kind` "training" is the script's own steps fed by its pipeline (A), "step-alone" the
+    same train step on a cached batch (T). `steps` and `seconds` are the block's steady
+    part: `dropped_steps` leading steps were the transition from the block before (a
+    prefetch buffer refilled while the step ran alone, or drained after it).
+    """
+
+    kind: RateBlockKind
+    start_s: float
+    steps: int
+    seconds: float
+    dropped_steps: int = 0
+    # Process CPU seconds per step over the whole block, all threads; None where not timed.
+    cpu_s_per_step: float | None = None
+
+    @property
+    def steps_per_s(self) -> float | None:
+        return self.steps / self.seconds if self.seconds > 0 and self.steps else None
+
+
+@dataclass(frozen=True)
 class ComputeAlone:
     """The train step alone: the user's own step on one cached batch, the pipeline idle.
 
@@ -346,16 +376,22 @@ class ComputeAlone:
     restored_variables: int = 0
     # Process CPU seconds per step, all threads: the step's own appetite for cores.
     cpu_s_per_step: float | None = None
+    # The blocks of training and of the step alone, in the order they ran; empty when the
+    # step alone ran in one piece (a multi-worker job's fixed steps, older reports).
+    # `steps_per_s` above is then the step-alone blocks' pooled rate.
+    blocks: list[RateBlock] = field(default_factory=list)
+    block_steps: int = 0  # steps per block, before the transition is dropped
 
 
 @dataclass(frozen=True)
 class CostSplit:
     """What input costs, as shares of training time, in parts that add up to the whole.
 
-    `wait + contention + fetch == Verdict.input_cost_fraction`. Evidence for contention:
-    `pipeline_cores_busy` is how many more cores the process kept busy while training than
-    while the train step ran alone (the pipeline's threads), `free_cores` how many of the
-    host's cores were idle while training (host samples); None where not sampled.
+    `wait + contention + fetch + epoch_start == Verdict.input_cost_fraction`. Evidence for
+    contention: `pipeline_cores_busy` is how many more cores the process kept busy in the
+    training blocks than in the step-alone blocks of the alternation (the pipeline's threads),
+    `free_cores` how many of the host's cores were idle while training (host samples); None
+    where not measured. `contention_kind` names what the pipeline contends for.
     """
 
     wait: float = 0.0
@@ -365,10 +401,12 @@ class CostSplit:
     pipeline_cores_busy: float | None = None
     free_cores: float | None = None
     pull_s: float | None = None  # the per-pull overhead behind `fetch`, seconds per step
-    # The part of 1 - A/T that the pipeline's CPU cannot explain (the step alone ran faster
-    # than waiting, fetching and the pipeline's cores account for: a shared host's noise);
-    # left out of the cost.
-    unexplained: float = 0.0
+    contention_kind: ContentionKind = ""
+    # Each epoch's start-up (iterator creation, buffer fills), spread over the epoch's steps.
+    epoch_start: float = 0.0
+    epoch_start_s: float | None = None  # the median start-up, seconds
+    epoch_steps: int | None = None  # the steps it is spread over
+    epoch_start_stage: str = ""  # the stage that likely makes it, e.g. "shuffle(10000)"
 
 
 @dataclass(frozen=True)
@@ -413,6 +451,9 @@ class Verdict:
     compute_alone_reason: str | None = None  # why estimated
     cost_split: CostSplit | None = None
     phases: list[PhaseVerdict] = field(default_factory=list)
+    # The input cost's 90% interval, [low, high], from the alternation's blocks; None where
+    # T was not measured in alternation. A cost whose interval reaches zero is reported as 0.
+    input_cost_interval: list[float] | None = None
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,22 @@ KERAS_TRAIN_FUNCTION: Final = "keras-train-function"
 CACHED_BATCH_LOOP: Final = "cached-batch-loop"
 
 # The parts of input cost (`CostSplit`), named as the headline names them.
-CostPart = Literal["wait", "contention", "fetch"]
+CostPart = Literal["wait", "contention", "fetch", "epoch-start"]
 COST_WAIT: Final = "wait"  # the step waited for a batch that was not ready
 COST_CONTENTION: Final = "contention"  # the pipeline's threads took cores the train step needed
 COST_FETCH: Final = "fetch"  # the per-pull overhead of next() on a batch that was ready
+COST_EPOCH_START: Final = "epoch-start"  # each epoch's start-up before its first batch
+
+# What the pipeline contends for (`CostSplit.contention_kind`); "" when there is no contention
+# or nothing says which.
+ContentionKind = Literal["cores", "gil", ""]
+CONTENDS_FOR_CORES: Final = "cores"  # the host's cores were all busy while training
+CONTENDS_FOR_GIL: Final = "gil"  # the pipeline runs Python while cores are free
+
+# The two kinds of block in the alternation of rates (`RateBlock.kind`).
+RateBlockKind = Literal["training", "step-alone"]
+TRAINING_BLOCK: Final = "training"  # the script's own steps, fed by its pipeline: A
+STEP_ALONE_BLOCK: Final = "step-alone"  # the same train step on a cached batch: T
 
 # What the GPU idled on (`Verdict.gpu_idle_cause`, `IdleAttribution.dominant`).
 GpuIdleCause = Literal["input-wait", "host-overhead", "transfer"]

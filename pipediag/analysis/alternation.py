@@ -1,0 +1,175 @@
+"""Rates in alternation: blocks of training (A) and of the train step alone (T), read as pairs.
+
+The two rates are taken in turn, A T A T A T A, each block of the same step count, so a
+drift of the host's speed falls on both (docs/design.md, "Rates in alternation"). Each T
+block is read against the mean of the A blocks either side of it, which cancels a drift
+that is linear over the three; the pairs' spread gives the input cost its interval.
+
+Each block's first steps are a transition, dropped before its rate is read:
+
+- a training block after a step-alone one starts from a prefetch buffer the pipeline
+  refilled meanwhile, so its first steps do not wait as the rest do;
+- a step-alone block after a training one runs while the pipeline refills that buffer, so
+  its first steps share the cores with it.
+
+Pure functions of recorded durations; the blocks are measured in `training/alternation.py`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pipediag.report.model import RateBlock
+from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK, RateBlockKind
+
+# A leading training step under this share of the block's steady median was served from a
+# buffer refilled while the step ran alone; a leading step-alone step over this multiple of
+# its block's steady median ran beside the refill.
+FAST_LEADING_TRAINING = 0.8
+SLOW_LEADING_STEP_ALONE = 1.25
+# At most this share of a block is ever dropped as its transition.
+MAX_DROPPED_SHARE = 0.5
+# Two-sided 90% quantiles of Student's t, by degrees of freedom (1 to 10); 1.645 beyond.
+_T90 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
+
+
+def t90(degrees: int) -> float:
+    """The two-sided 90% quantile of Student's t with `degrees` degrees of freedom."""
+    if degrees < 1:
+        raise ValueError("an interval needs at least two pairs")
+    return _T90[degrees - 1] if degrees <= len(_T90) else 1.645 + 2.4 / degrees
+
+
+def steady_part(durations: Sequence[float], kind: RateBlockKind) -> tuple[list[float], int]:
+    """A block's step durations without its leading transition, and how many were dropped.
+
+    The block's steady median is that of its second half. Leading steps are dropped while
+    they differ from it the way the transition makes them (faster training steps, slower
+    step-alone steps), never more than `MAX_DROPPED_SHARE` of the block.
+    """
+    if len(durations) < 2:
+        return list(durations), 0
+    steady = statistics.median(durations[len(durations) // 2 :])
+    limit = int(len(durations) * MAX_DROPPED_SHARE)
+    dropped = 0
+    for duration in durations[:limit]:
+        if not _in_transition(kind, duration / steady if steady > 0 else 1.0):
+            break
+        dropped += 1
+    return list(durations[dropped:]), dropped
+
+
+def _in_transition(kind: RateBlockKind, share_of_steady: float) -> bool:
+    if kind == TRAINING_BLOCK:
+        return share_of_steady < FAST_LEADING_TRAINING
+    return share_of_steady > SLOW_LEADING_STEP_ALONE
+
+
+def block_of(
+    kind: RateBlockKind,
+    start_s: float,
+    durations: Sequence[float],
+    *,
+    cpu_s: float | None = None,
+) -> RateBlock:
+    """One block as the report keeps it: its steady part's steps and seconds."""
+    kept, dropped = steady_part(durations, kind)
+    per_step = cpu_s / len(durations) if cpu_s is not None and durations else None
+    return RateBlock(kind, start_s, len(kept), sum(kept), dropped, per_step)
+
+
+@dataclass(frozen=True)
+class PairedCost:
+    """What the alternation measured: pooled rates and the input cost with its interval.
+
+    `cost` is 1 - A/T from the pairs' mean log ratio, `low` and `high` its 90% interval
+    (None with fewer than two pairs). Negative values mean training ran faster than the
+    step alone: callers clamp them to zero.
+    """
+
+    training: float  # A, steps/s, the training blocks pooled
+    compute: float  # T, steps/s, the step-alone blocks pooled
+    cost: float
+    low: float | None
+    high: float | None
+    pairs: int
+
+    @property
+    def half_width(self) -> float | None:
+        if self.low is None or self.high is None:
+            return None
+        return (self.high - self.low) / 2
+
+
+def paired_cost(blocks: list[RateBlock]) -> PairedCost | None:
+    """The input cost from blocks in alternation; None without a T block beside an A block."""
+    ratios: list[float] = []  # log(T / A) per step-alone block
+    for i, block in enumerate(blocks):
+        if block.kind != STEP_ALONE_BLOCK or block.steps_per_s is None:
+            continue
+        beside = [
+            neighbour.steps_per_s
+            for neighbour in (
+                blocks[i - 1] if i > 0 else None,
+                blocks[i + 1] if i + 1 < len(blocks) else None,
+            )
+            if neighbour is not None
+            and neighbour.kind == TRAINING_BLOCK
+            and neighbour.steps_per_s is not None
+        ]
+        if beside:
+            training_log = sum(math.log(rate) for rate in beside) / len(beside)
+            ratios.append(math.log(block.steps_per_s) - training_log)
+    if not ratios:
+        return None
+    mean = statistics.fmean(ratios)
+    low = high = None
+    if len(ratios) >= 2:
+        spread = t90(len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios))
+        low, high = _cost(mean - spread), _cost(mean + spread)
+    return PairedCost(
+        training=_pooled(blocks, TRAINING_BLOCK),
+        compute=_pooled(blocks, STEP_ALONE_BLOCK),
+        cost=_cost(mean),
+        low=low,
+        high=high,
+        pairs=len(ratios),
+    )
+
+
+def _cost(log_ratio: float) -> float:
+    """1 - A/T from log(T/A)."""
+    return 1.0 - math.exp(-log_ratio)
+
+
+def _pooled(blocks: Sequence[RateBlock], kind: RateBlockKind) -> float:
+    steps = sum(b.steps for b in blocks if b.kind == kind)
+    seconds = sum(b.seconds for b in blocks if b.kind == kind)
+    return steps / seconds if seconds > 0 else 0.0
+
+
+def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
+    """Cores the pipeline's threads kept busy while training: the process's CPU per step in
+    the training blocks over that in the step-alone blocks, at the training rate. None
+    where either kind has no CPU timing."""
+    training = [
+        b.cpu_s_per_step
+        for b in blocks
+        if b.kind == TRAINING_BLOCK and b.cpu_s_per_step is not None
+    ]
+    alone = [
+        b.cpu_s_per_step
+        for b in blocks
+        if b.kind == STEP_ALONE_BLOCK and b.cpu_s_per_step is not None
+    ]
+    rate = _pooled(blocks, TRAINING_BLOCK)
+    if not training or not alone or rate <= 0:
+        return None
+    return max(0.0, (statistics.fmean(training) - statistics.fmean(alone)) * rate)
+
+
+def _cpu_per_step(blocks: Sequence[RateBlock], kind: RateBlockKind) -> list[float]:
+    return [b.cpu_s_per_step for b in blocks if b.kind == kind and b.cpu_s_per_step is not None]

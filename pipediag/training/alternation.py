@@ -1,0 +1,204 @@
+"""Training and the train step alone, measured in alternation (docs/design.md, "Rates in
+alternation").
+
+After the measured steps, blocks of the same train step on a cached batch (T) and blocks of
+the script's own training (A) take turns: A0 T1 A1 T2 A2 T3 A3, where A0 is the measured
+steps' last block. Every block has the same step count, sized from the measured step.
+Rounds go on past the third while the input cost's interval is wider than
+`TARGET_HALF_WIDTH`, up to `MAX_ROUNDS` or `MAX_SECONDS`; a multi-worker job runs a fixed
+number, since every worker must run as many steps.
+
+`Alternation` is the schedule and the record, framework-neutral: its owner runs each block
+(under fit, the model's train function on the cached batch, variables restored after;
+in a custom loop, the loop itself, served the cached batch or its real pulls) and hands it
+the block's step ends.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pipediag.analysis.alternation import block_of, paired_cost
+from pipediag.analysis.stats import latency_stats
+from pipediag.clock import Clock
+from pipediag.report.model import ComputeAlone, RateBlock
+from pipediag.report.vocabulary import (
+    STEP_ALONE_BLOCK,
+    TRAINING_BLOCK,
+    ComputeAloneMethod,
+    RateBlockKind,
+)
+
+# A block lasts about this long at the measured step (0.5 s: three of each kind cost about
+# what one 2 s compute-alone run did, and sub-second drifts still fall on both kinds).
+BLOCK_S = 0.5
+# Fewest steps in a block: its transition may take up to half of them.
+MIN_BLOCK_STEPS = 4
+MAX_BLOCK_STEPS = 200
+MIN_ROUNDS = 3
+MAX_ROUNDS = 6
+# Rounds go on while the cost's 90% interval is wider than this either side.
+TARGET_HALF_WIDTH = 0.03
+# No new round starts once the alternation has run this long.
+MAX_SECONDS = 15.0
+# The first step-alone block's first calls are not timed: under fit the first call on a
+# cached batch may retrace the train step for its static shapes.
+WARMUP_STEPS = 3
+
+Next = Literal["step-alone", "training", "done"]
+
+
+@dataclass
+class _OpenBlock:
+    """The block being timed: its kind, its first step's start, the last step's end (None
+    while the step running is not timed), its steps' durations, process CPU at its start."""
+
+    kind: RateBlockKind
+    start: float
+    last_end: float | None
+    durations: list[float]
+    cpu_from: float
+
+
+def block_steps_for(step_s: float) -> int:
+    """Steps per block for a measured step of `step_s` seconds."""
+    if step_s <= 0:
+        return MAX_BLOCK_STEPS
+    return max(MIN_BLOCK_STEPS, min(MAX_BLOCK_STEPS, math.ceil(BLOCK_S / step_s)))
+
+
+class Alternation:
+    """The blocks' schedule and what each measured.
+
+    Args:
+        clock: the session's clock; `origin` is the session's start on it.
+        block_steps: steps per block.
+        lead: the measured steps' last `block_steps` durations and the first one's start on
+            the clock (A0); None to start with no training block before T1.
+        fixed_rounds: exactly this many rounds (a multi-worker job), else adaptive.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        origin: float,
+        block_steps: int,
+        lead: tuple[float, Sequence[float]] | None,
+        fixed_rounds: int | None = None,
+    ) -> None:
+        self._clock = clock
+        self._origin = origin
+        self.block_steps = block_steps
+        self._fixed_rounds = fixed_rounds
+        self.blocks: list[RateBlock] = []
+        self._alone_durations: list[float] = []
+        self._alone_cpu_s = 0.0
+        self._alone_steps = 0
+        self.began = clock.now()
+        if lead is not None and lead[1]:
+            self.blocks.append(block_of(TRAINING_BLOCK, lead[0] - origin, lead[1]))
+        self._next: Next = "step-alone"
+        self._open: _OpenBlock | None = None
+
+    @property
+    def next(self) -> Next:
+        """The kind of block to run next, or "done"."""
+        return self._next
+
+    @property
+    def rounds(self) -> int:
+        return sum(b.kind == STEP_ALONE_BLOCK for b in self.blocks)
+
+    def start_block(self, kind: RateBlockKind, at: float) -> None:
+        """A block of `kind` begins: its first step starts at `at` on the clock."""
+        self._open = _OpenBlock(kind, at, at, [], time.process_time())
+
+    def step_ended(self, at: float) -> bool:
+        """A step of the open block ended at `at` (the next began there); True when the
+        block has all its steps (it is then closed)."""
+        opened = self._open
+        assert opened is not None
+        if opened.last_end is None:  # the step across an interruption is not timed
+            opened.last_end = at
+            return False
+        return self.step_timed(at - opened.last_end, end=at)
+
+    def step_timed(self, duration_s: float, *, end: float | None = None) -> bool:
+        """A step of the open block took `duration_s` (fit's callback span of one step);
+        True when the block has all its steps (it is then closed)."""
+        opened = self._open
+        assert opened is not None
+        opened.durations.append(duration_s)
+        opened.last_end = end
+        if len(opened.durations) < self.block_steps:
+            return False
+        self.end_block()
+        return True
+
+    def skip_step(self) -> None:
+        """The step now running is not timed (it crosses an epoch's end in a custom loop)."""
+        if self._open is not None:
+            self._open.last_end = None
+
+    def end_block(self) -> None:
+        """Close the open block (its steps so far), and decide what runs next."""
+        opened, self._open = self._open, None
+        if opened is None:
+            return
+        durations = opened.durations
+        if not durations:
+            self._next = "done"
+            return
+        cpu = time.process_time() - opened.cpu_from
+        kind = opened.kind
+        block = block_of(kind, opened.start - self._origin, durations, cpu_s=cpu)
+        self.blocks.append(block)
+        if kind == STEP_ALONE_BLOCK:
+            self._alone_durations.extend(durations[block.dropped_steps :])
+            self._alone_cpu_s += cpu
+            self._alone_steps += len(durations)
+            self._next = "training"
+        else:
+            self._next = "step-alone" if self._wants_another_round() else "done"
+
+    def _wants_another_round(self) -> bool:
+        rounds = self.rounds
+        if self._fixed_rounds is not None:
+            return rounds < self._fixed_rounds
+        if rounds < MIN_ROUNDS:
+            return True
+        if rounds >= MAX_ROUNDS or self._clock.now() - self.began >= MAX_SECONDS:
+            return False
+        cost = paired_cost(self.blocks)
+        width = cost.half_width if cost is not None else None
+        return width is not None and width > TARGET_HALF_WIDTH
+
+    def result(
+        self, method: ComputeAloneMethod, *, restored: int = 0, warmup_steps: int = WARMUP_STEPS
+    ) -> ComputeAlone:
+        """T from the step-alone blocks, with every block for the verdict's pairs."""
+        alone = [b for b in self.blocks if b.kind == STEP_ALONE_BLOCK]
+        steps = sum(b.steps for b in alone)
+        seconds = sum(b.seconds for b in alone)
+        if not steps or seconds <= 0:
+            return ComputeAlone(measured=False, reason="no step finished in the step-alone blocks")
+        total_steps = self._alone_steps
+        return ComputeAlone(
+            measured=True,
+            method=method,
+            start_s=self.began - self._origin,
+            duration_s=self._clock.now() - self.began,
+            warmup_steps=warmup_steps,
+            steps=steps,
+            steps_per_s=steps / seconds,
+            step_time=latency_stats(self._alone_durations),
+            restored_variables=restored,
+            cpu_s_per_step=self._alone_cpu_s / total_steps if total_steps else None,
+            blocks=list(self.blocks),
+            block_steps=self.block_steps,
+        )
