@@ -39,8 +39,11 @@ from pipediag.report.model import (
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
+    from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer, Concluded, Tried
 
+# A multi-worker loop's blocks: a fixed size, whatever each worker's own timing says.
+LOCKSTEP_BLOCK_STEPS = 16
 LOCKSTEP_FIT_REASON = (
     "a multi-worker fit: its train step is a collective every worker must join at once, "
     "so it is not run alone"
@@ -96,6 +99,7 @@ class Conclusion:
         self.scale_out: ScaleOut | None = None
         self.concluded = False  # the deep analysis ran (or had its chance)
         self._extended = False  # the step budget was extended into a cached epoch
+        self._fit_alternation: FitAlternation | None = None
 
     # -- at the step budget ------------------------------------------------------------
     def keep_measuring(self, pipeline: PipelineBenchmark) -> bool:
@@ -122,14 +126,68 @@ class Conclusion:
         return True
 
     def lockstep_steps(self) -> int | None:
-        """How many steps a custom loop's compute alone runs in a multi-worker job; None
-        elsewhere (bounded by time). At most the measured steps: it costs no more than they did.
+        """The steps in each block of a custom loop's alternation in a multi-worker job; None
+        elsewhere (sized by time). At most the measured steps: no block costs more than they did.
         """
         if not self._lockstep:
             return None
-        from pipediag.training.compute_alone import MIN_STEPS
+        return min(LOCKSTEP_BLOCK_STEPS, self._config.measured_steps or LOCKSTEP_BLOCK_STEPS)
 
-        return min(MIN_STEPS, self._config.measured_steps or MIN_STEPS)
+    def alternate_fit(
+        self, seen: Seen, *, origin: float, lead: bool, steps_left: int | None
+    ) -> FitAlternation | None:
+        """Under fit, at the step budget or the `--steps all` probe: training and the step
+        alone in alternation (`training/alternation.py`), or None where the step cannot run
+        alone (the verdict then says why) or fit has too few `steps_left` for the training
+        blocks (the step then runs alone in one piece). `lead`: the measured steps' last
+        block is the first training block (not where the profiler traced them: it slows the
+        steps).
+        """
+        step_s = self._timeline.median_measured_step_s()
+        if (
+            seen.style != "keras-fit"
+            or self._lockstep
+            or self.verdict is not None
+            or seen.model is None
+            or seen.batch is None
+            or step_s is None
+        ):
+            return None
+        from pipediag.training.alternation import (
+            MAX_ROUNDS,
+            MIN_BLOCK_STEPS,
+            MIN_ROUNDS,
+            Alternation,
+            FitAlternation,
+            block_steps_for,
+        )
+        from pipediag.training.compute_alone import fit_step_alone
+
+        block_steps, max_rounds = block_steps_for(step_s), MAX_ROUNDS
+        if steps_left is not None:
+            # fit's remaining steps hold the training blocks (the first one too, where the
+            # measured steps cannot lead) and one block to spare, so that training goes on
+            # after the last round: a smaller block, and no round past that
+            block_steps = min(block_steps, steps_left // (MIN_ROUNDS + 2))
+            if block_steps < MIN_BLOCK_STEPS:
+                return None
+        runner = fit_step_alone(seen.model, seen.batch)
+        if isinstance(runner, str):
+            return None
+        first = newest_steps(self._timeline, block_steps) if lead else None
+        if steps_left is not None:
+            blocks = steps_left // block_steps - 1 - (first is None)
+            max_rounds = min(MAX_ROUNDS, blocks)
+        alternation = Alternation(
+            clock=self._clock,
+            origin=origin,
+            block_steps=block_steps,
+            lead=first,
+            max_rounds=max_rounds,
+        )
+        self._say.phase("measuring training and the train step alone in turn", redraw=False)
+        self._fit_alternation = FitAlternation(runner, alternation, clock=self._clock)
+        return self._fit_alternation
 
     def serve_loop(
         self, last_batch: Any, *, origin: float, concluded: Concluded, tried: Tried
@@ -140,14 +198,18 @@ class Conclusion:
         if last_batch is None or step_s is None:
             return None
         from pipediag.bench import teardown
+        from pipediag.training.alternation import block_steps_for
         from pipediag.training.budget import BudgetServer
 
+        block_steps = self.lockstep_steps() or block_steps_for(step_s)
         return BudgetServer(
             last_batch,
             clock=self._clock,
             origin=origin,
             step_s=step_s,
-            fixed_steps=self.lockstep_steps(),
+            block_steps=block_steps,
+            lead=newest_steps(self._timeline, block_steps),
+            lockstep=self._lockstep,
             phase=self._say.phase,
             concluded=concluded,
             tried=tried,
@@ -173,6 +235,12 @@ class Conclusion:
         its budget (`loop_serving`) is to try. None when it does not run now.
         """
         if self.verdict is None:
+            if compute_alone is None and self._fit_alternation is not None:
+                compute_alone = self._fit_alternation.result()
+                self._fit_alternation = None
+                if compute_alone.start_s is not None:
+                    began = origin + compute_alone.start_s
+                    self._say.add_phase("compute_alone", began, began + compute_alone.duration_s)
             if compute_alone is None:
                 compute_alone = self._fit_compute_alone(seen, pipeline, origin)
             self.compute_alone = compute_alone
@@ -239,3 +307,15 @@ class Conclusion:
         return fit_compute_alone(
             seen.model, seen.batch, step_s=hint, clock=self._clock, origin=origin, say=self._say
         )
+
+
+def newest_steps(timeline: StepTimeline, count: int) -> tuple[float, list[float]] | None:
+    """The newest `count` measured steps' start and durations (a merged record counts as its
+    mean step), for the alternation's first training block; None with fewer measured."""
+    first, records = timeline.records_since(max(timeline.warmup_steps, len(timeline) - count))
+    if first < timeline.warmup_steps or not records:
+        return None
+    durations = [r.duration_s / r.count for r in records for _ in range(r.count)][-count:]
+    if len(durations) < count:
+        return None
+    return records[0].start, durations

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from pipediag.hooks import InstalledHooks
     from pipediag.hooks.keras_fit import FitTracker
     from pipediag.samplers import GpuSampler, HostSampler
+    from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer
     from pipediag.training.training_trial import TrialResults
     from pipediag.watch.watcher import Watcher
@@ -386,6 +387,13 @@ class DiagnosticSession:
             self.pipeline = outcome.pipeline
             self.conclusion.check_scale_out(seen, self.pipeline)
         return outcome.loop_fixes
+
+    def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
+        """Under fit, at the step budget: training and the step alone in turn, or None."""
+        seen = Seen(self.style, self._dataset, self._model, self._cached_batch)
+        return self.conclusion.alternate_fit(
+            seen, origin=self.origin, lead=lead, steps_left=steps_left
+        )
 
     def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
         """What serves a custom loop's pulls at its budget; None: nothing to (concluded here)."""

@@ -19,6 +19,7 @@ from pipediag.report.model import DataPass, TrainStyle
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
+    from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer
 
 
@@ -91,6 +92,11 @@ class HookHost(Protocol):
 
     def conclude(self, *, deep: bool = True) -> None:
         """The measured steps are done (`deep=False`: a safe point mid-fit)."""
+
+    def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
+        """Under fit at the step budget: what runs training and the step alone in turn (the
+        callback then hands it fit's next steps), or None (conclude at once). `steps_left`:
+        fit's steps after this one, where known, which bound the blocks."""
 
     def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
         """A custom loop at its budget: what serves its next pulls, or None (concluded)."""

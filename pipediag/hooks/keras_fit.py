@@ -11,12 +11,15 @@ itself; then the TF profiler traces the measured steps instead (`hooks/profiler_
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipediag.hooks.batch_stamps import BatchStamps, wait_of
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.timeline import StepBudgetReached
+
+if TYPE_CHECKING:
+    from pipediag.training.alternation import FitAlternation
 
 # With `--steps all`, the train step is run alone at the first safe point between steps:
 # the end of an epoch with at least this many measured steps, or this many measured steps,
@@ -59,27 +62,99 @@ class FitTracker:
         watching = session.config.watch is not None
         self._probe_pending = session.config.measured_steps is None and not watching
         self._may_trace = not watching
+        # At the step budget (or the probe): fit's next steps alternate with the step alone.
+        self._alternation: FitAlternation | None = None
+        self._planned: tuple[int, int] | None = None  # fit's epochs and steps per epoch
+        self._alternation_ends_fit = True  # False at the probe: training goes on after it
 
     def on_epoch_end(self, epoch: int) -> None:
-        if self._probe_pending and self._measured_at_least(PROBE_MIN_STEPS):
-            self._probe()
+        if (
+            self._probe_pending
+            and self._alternation is None
+            and self._measured_at_least(PROBE_MIN_STEPS)
+        ):
+            steps = self._planned[1] if self._planned is not None else 0
+            self._probe(batch=steps - 1)
 
     def _measured_at_least(self, steps: int) -> bool:
         timeline = self._session.timeline
         return len(timeline) - timeline.warmup_steps >= steps
 
-    def _probe(self) -> None:
+    def _probe(self, batch: int) -> None:
         """Compute alone and the verdict mid-run (`--steps all`); training goes on unchanged."""
         self._probe_pending = False
         self._settle_waits()
         self._close_chunk()
-        self._session.conclude(deep=False)
+        if not self._alternate(ends_fit=False, batch=batch):
+            self._session.conclude(deep=False)
+
+    def on_train_begin(self, epochs: int | None, steps: int | None) -> None:
+        """fit's plan: how many epochs of how many steps (either unknown: None)."""
+        self._planned = (epochs, steps) if epochs and steps else None
+
+    def _steps_left(self, batch: int) -> int | None:
+        """fit's steps after this one (in callback steps), where its plan is known."""
+        if self._planned is None:
+            return None
+        epochs, steps = self._planned
+        per_step = max(1, batch - self._first_batch + 1)  # steps_per_execution
+        batches = (epochs - self._epoch - 1) * steps + (steps - batch - 1)
+        return max(0, batches // per_step)
+
+    def _alternate(self, *, ends_fit: bool, batch: int) -> bool:
+        """Start training and the step alone in turn (docs/design.md, "Rates in
+        alternation"); False where the step cannot run alone or fit has too few steps left.
+        The measured steps' last block leads unless the profiler traced them (it slows the
+        steps it traces)."""
+        alternation = self._session.alternate_fit(
+            lead=self.stamps is not None, steps_left=self._steps_left(batch)
+        )
+        if alternation is None:
+            return False
+        self._alternation = alternation
+        self._alternation_ends_fit = ends_fit
+        if alternation.wants_step_alone:
+            alternation.step_alone_block()
+        self._alternation_over()
+        return True
+
+    def _alternated_step(self, start: float, end: float, batches: int) -> None:
+        """One of fit's steps during the alternation: timed for its training block, its
+        batch stamps taken with the rest. Past the budget it is not a measured step; at the
+        `--steps all` probe it is (the whole run is measured)."""
+        alternation = self._alternation
+        assert alternation is not None
+        if not self._alternation_ends_fit:
+            self._session.timeline.add(start, end, None, self._epoch)
+        if self.stamps is not None:
+            self._unsettled.append((start, batches))
+        if not alternation.training_step(start, end):
+            return
+        if alternation.wants_step_alone:
+            alternation.step_alone_block()
+        self._alternation_over()
+
+    def _alternation_over(self) -> bool:
+        """When the alternation is done: the verdict, and at the budget the end of fit."""
+        alternation = self._alternation
+        if alternation is None or not alternation.done:
+            return False
+        self._alternation = None
+        self._settle_waits()
+        session = self._session
+        if not self._alternation_ends_fit:
+            session.conclude(deep=False)
+            return True
+        session.conclude()
+        raise StepBudgetReached
 
     def on_epoch_begin(self, epoch: int, steps: int | None = None) -> None:
         # Keras may start a new iterator for the epoch (not yet made: it is made at the
         # first step); the stamps of the last one are matched with its steps before then.
         self._settle_waits()
         self._epoch = epoch
+        if self._alternation is not None:
+            self._alternation.skip_step()  # the epoch's first step carries its start-up
         # The epoch's start-up runs from here to its first step (docs/design.md, "Epoch
         # starts"); timed after pipediag's own settling above.
         self._epoch_steps = steps
@@ -126,6 +201,7 @@ class FitTracker:
         if (
             self.stamps is None
             and self._may_trace
+            and self._alternation is None
             and session.timeline.is_measured(len(session.timeline))
             and not self.tracer.active
         ):
@@ -144,7 +220,11 @@ class FitTracker:
         if start is None:
             return
         self._step_start = None
-        budget_reached = session.timeline.add(start, session.clock.now(), None, self._epoch)
+        end = session.clock.now()
+        if self._alternation is not None:
+            self._alternated_step(start, end, max(1, batch - self._first_batch + 1))
+            return
+        budget_reached = session.timeline.add(start, end, None, self._epoch)
         if budget_reached and session.keep_measuring():
             budget_reached = False
         if self.stamps is not None:
@@ -162,10 +242,12 @@ class FitTracker:
                 self._close_chunk()
         if budget_reached:
             self._close_chunk()
+            if self._alternate(ends_fit=True, batch=batch):
+                return
             session.conclude()
             raise StepBudgetReached
         if self._probe_pending and self._measured_at_least(PROBE_MAX_STEPS):
-            self._probe()
+            self._probe(batch)
 
     def finish(self) -> None:
         """Settle waits, stop any trace still running; safe to call more than once."""
@@ -218,6 +300,14 @@ def make_callback(tracker: FitTracker) -> Any:
     import keras
 
     class PipediagCallback(keras.callbacks.Callback):  # type: ignore[misc]
+        def on_train_begin(self, logs: Any = None) -> None:
+            params = self.params or {}
+            epochs, steps = params.get("epochs"), params.get("steps")
+            tracker.on_train_begin(
+                epochs if isinstance(epochs, int) else None,
+                steps if isinstance(steps, int) else None,
+            )
+
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             steps = (self.params or {}).get("steps")
             tracker.on_epoch_begin(epoch, steps if isinstance(steps, int) else None)

@@ -32,7 +32,7 @@ from pipediag.hooks.pass_origin import pass_origin
 from pipediag.hooks.train_evidence import GradientWatch, changed
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass
 from pipediag.timeline import StepBudgetReached
-from pipediag.training.budget import BudgetServer
+from pipediag.training.budget import PULL, BudgetServer
 
 # A JAX loop takes no TensorFlow gradient to watch: there, a pass that goes on past this
 # many batches is taken for training (the rule before train steps were watched).
@@ -303,7 +303,14 @@ class CustomLoopTracker:
         if batch is None:
             self._budget = None
             raise StepBudgetReached
-        return batch
+        if batch is not PULL:
+            return batch
+        try:
+            return fetch(iterator)  # a training block: the loop's own pull
+        except Exception:
+            if _is_end_of_sequence(sys.exc_info()[1]):
+                budget.pull_ended_an_epoch()
+            raise
 
     def _current_dataset(self) -> Any:
         return self._train_dataset() if self._train_dataset is not None else None

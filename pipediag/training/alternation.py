@@ -27,18 +27,21 @@ from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone, RateBlock
 from pipediag.report.vocabulary import (
+    KERAS_TRAIN_FUNCTION,
     STEP_ALONE_BLOCK,
     TRAINING_BLOCK,
     ComputeAloneMethod,
     RateBlockKind,
 )
+from pipediag.training.compute_alone import FitStepAlone
 
-# A block lasts about this long at the measured step (0.5 s: three of each kind cost about
+# A block lasts about this long at the measured step (0.4 s: three of each kind cost about
 # what one 2 s compute-alone run did, and sub-second drifts still fall on both kinds).
-BLOCK_S = 0.5
-# Fewest steps in a block: its transition may take up to half of them.
+BLOCK_S = 0.4
+# Fewest steps in a block: its transition may take up to half of them. The most: a script
+# with short steps may end soon after the budget (3 epochs of 150 steps of 3 ms).
 MIN_BLOCK_STEPS = 4
-MAX_BLOCK_STEPS = 200
+MAX_BLOCK_STEPS = 64
 MIN_ROUNDS = 3
 MAX_ROUNDS = 6
 # Rounds go on while the cost's 90% interval is wider than this either side.
@@ -80,6 +83,8 @@ class Alternation:
         lead: the measured steps' last `block_steps` durations and the first one's start on
             the clock (A0); None to start with no training block before T1.
         fixed_rounds: exactly this many rounds (a multi-worker job), else adaptive.
+        max_rounds: adaptive rounds stop here (fewer than `MAX_ROUNDS` where training has
+            only so many steps left).
     """
 
     def __init__(
@@ -90,8 +95,10 @@ class Alternation:
         block_steps: int,
         lead: tuple[float, Sequence[float]] | None,
         fixed_rounds: int | None = None,
+        max_rounds: int = MAX_ROUNDS,
     ) -> None:
         self._clock = clock
+        self._max_rounds = max_rounds
         self._origin = origin
         self.block_steps = block_steps
         self._fixed_rounds = fixed_rounds
@@ -100,15 +107,21 @@ class Alternation:
         self._alone_cpu_s = 0.0
         self._alone_steps = 0
         self.began = clock.now()
+        self._next: Next = "training"
         if lead is not None and lead[1]:
             self.blocks.append(block_of(TRAINING_BLOCK, lead[0] - origin, lead[1]))
-        self._next: Next = "step-alone"
+            self._next = "step-alone"
         self._open: _OpenBlock | None = None
 
     @property
     def next(self) -> Next:
         """The kind of block to run next, or "done"."""
         return self._next
+
+    @property
+    def open_kind(self) -> RateBlockKind | None:
+        """The kind of the block being timed, None between blocks."""
+        return None if self._open is None else self._open.kind
 
     @property
     def rounds(self) -> int:
@@ -172,7 +185,7 @@ class Alternation:
             return rounds < self._fixed_rounds
         if rounds < MIN_ROUNDS:
             return True
-        if rounds >= MAX_ROUNDS or self._clock.now() - self.began >= MAX_SECONDS:
+        if rounds >= self._max_rounds or self._clock.now() - self.began >= MAX_SECONDS:
             return False
         cost = paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None
@@ -201,4 +214,74 @@ class Alternation:
             cpu_s_per_step=self._alone_cpu_s / total_steps if total_steps else None,
             blocks=list(self.blocks),
             block_steps=self.block_steps,
+        )
+
+
+class FitAlternation:
+    """The alternation under fit: step-alone blocks call the model's train function on the
+    cached batch (`FitStepAlone`, variables restored after each), training blocks are fit's
+    own next steps, timed by pipediag's callback.
+
+    The callback hands each step to `training_step`; when a training block is complete it
+    runs the next step-alone block (`step_alone_block`) or, once `done`, ends the phase.
+    """
+
+    def __init__(self, runner: FitStepAlone, alternation: Alternation, *, clock: Clock) -> None:
+        self._runner = runner
+        self.alternation = alternation
+        self._clock = clock
+        self._warmed = False
+        self._skip_next = False
+        self.failure: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.failure is not None or self.alternation.next == "done"
+
+    @property
+    def wants_step_alone(self) -> bool:
+        return self.failure is None and self.alternation.next == "step-alone"
+
+    def step_alone_block(self) -> None:
+        """Run the next step-alone block now, between two of fit's steps."""
+        alternation = self.alternation
+        warmup = 0 if self._warmed else WARMUP_STEPS
+        self._warmed = True
+        try:
+            # The block starts after the warm-up: its first step starts at the first end.
+            opened = False
+
+            def step_ended(at: float) -> bool:
+                nonlocal opened
+                if not opened:
+                    opened = True
+                    alternation.start_block(STEP_ALONE_BLOCK, at)
+                    return False
+                return alternation.step_ended(at)
+
+            self._runner.block(step_ended, clock=self._clock, warmup=warmup)
+        except Exception as exc:  # the phase is lost, never the user's training
+            self.failure = f"the train step failed on a cached batch: {type(exc).__name__}: {exc}"
+
+    def training_step(self, start: float, end: float) -> bool:
+        """One of fit's steps, from its start to its end; True when its block is complete."""
+        if self._skip_next:
+            self._skip_next = False
+            return False
+        alternation = self.alternation
+        if alternation.open_kind is None:
+            alternation.start_block(TRAINING_BLOCK, start)
+        return alternation.step_timed(end - start)
+
+    def skip_step(self) -> None:
+        """fit's next step is not timed (it starts an epoch: it carries the start-up)."""
+        self._skip_next = True
+
+    def result(self) -> ComputeAlone:
+        """T and every block so far (a block still open is closed with its steps)."""
+        if self.failure is not None:
+            return ComputeAlone(measured=False, reason=self.failure)
+        self.alternation.end_block()
+        return self.alternation.result(
+            KERAS_TRAIN_FUNCTION, restored=self._runner.restored_variables
         )

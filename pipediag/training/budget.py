@@ -2,9 +2,11 @@
 
 Once the measured steps are done, the loop's hook (`hooks/tfdata.py`) answers each pull on
 the training dataset from here. The loop's own train step then runs two phases: on its last
-batch, again and again (compute alone, `CachedBatchSteps`), then, where the deep analysis
-kept fixes worth trying, on each fix's two pipeline copies in turn (`LoopTrials`). Then the
-budget ends the script, so nothing the loop would save sees those steps.
+batch and on its real pulls in turn (the alternation of rates, `training/alternation.py`:
+a step-alone block serves the cached batch, a training block lets the pull through), then,
+where the deep analysis kept fixes worth trying, on each fix's two pipeline copies in turn
+(`LoopTrials`). Then the budget ends the script, so nothing the loop would save sees those
+steps.
 
 What is being served lives here and nowhere else. The session is told twice: when compute
 alone is over (`concluded`: it gives the verdict, runs the deep analysis, and returns the
@@ -19,16 +21,27 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
-from pipediag.training.compute_alone import MAX_SECONDS, CachedBatchSteps
+from pipediag.report.vocabulary import CACHED_BATCH_LOOP, STEP_ALONE_BLOCK, TRAINING_BLOCK
+from pipediag.training.alternation import WARMUP_STEPS, Alternation
 from pipediag.training.training_trial import BUDGET_S, LoopTrials, TrialResults
 
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
 
-# Compute alone is over: the fixes to try on the loop's training (none: the budget ends it).
+# The alternation is over: the fixes to try on the loop's training (none: the budget ends it).
 Concluded = Callable[[ComputeAlone], Sequence["FixPipelines"]]
 # The trials are over: what each fix measured, and when the trials began.
 Tried = Callable[[TrialResults, float], None]
+
+
+class _Pull:
+    """The answer that lets a pull through to the loop's own pipeline (a training block)."""
+
+
+PULL = _Pull()
+# A multi-worker job's alternation: exactly this many rounds (docs/design.md, "Multi-worker
+# jobs": every worker must run as many steps).
+LOCKSTEP_ROUNDS = 3
 
 
 class Phase(Protocol):
@@ -40,16 +53,21 @@ class Phase(Protocol):
 
 
 class BudgetServer:
-    """Serves a custom loop at its step budget: its last batch, then the fixes' copies.
+    """Serves a custom loop at its step budget: its last batch and its own pulls in turn,
+    then the fixes' copies.
 
     Args:
-        last_batch: the batch the loop pulled last, served for compute alone.
+        last_batch: the batch the loop pulled last, served for the step-alone blocks.
         clock: the session's clock.
-        origin: the session's start on that clock (compute alone's span is relative to it).
-        step_s: the measured steps' median, which sizes both phases.
-        fixed_steps: compute alone's exact step count in a multi-worker job, else None.
+        origin: the session's start on that clock (the blocks' spans are relative to it).
+        step_s: the measured steps' median, which sizes the blocks and the trials.
+        block_steps: the steps in each block of the alternation.
+        lead: the measured steps' last block (start, durations), the first training block.
+        lockstep: a multi-worker job: a fixed number of rounds, every step counted (rounds
+            are otherwise added while the interval is wide, and a step across an epoch's
+            end is not timed).
         phase: the session's progress line.
-        concluded: called once compute alone is over; returns the fixes to try.
+        concluded: called once the alternation is over; returns the fixes to try.
         tried: called once the trials are over, or the loop stopped pulling during them.
         teardown: where the trial copies' spent iterators are released.
     """
@@ -61,7 +79,9 @@ class BudgetServer:
         clock: Clock,
         origin: float,
         step_s: float,
-        fixed_steps: int | None,
+        block_steps: int,
+        lead: tuple[float, list[float]] | None,
+        lockstep: bool,
         phase: Phase,
         concluded: Concluded,
         tried: Tried,
@@ -74,21 +94,29 @@ class BudgetServer:
         self._concluded = concluded
         self._tried = tried
         self._teardown = teardown
-        self._cached: CachedBatchSteps | None = CachedBatchSteps(
-            last_batch, clock=clock, step_s_hint=step_s, fixed_steps=fixed_steps
+        self._batch: Any = last_batch
+        self._lockstep = lockstep
+        self._alternation: Alternation | None = Alternation(
+            clock=clock,
+            origin=origin,
+            block_steps=block_steps,
+            lead=lead,
+            fixed_rounds=LOCKSTEP_ROUNDS if lockstep else None,
         )
+        self._warmup_left = WARMUP_STEPS
         self._trials: LoopTrials | None = None
-        phase("measuring the train step alone on a cached batch", MAX_SECONDS, redraw=False)
+        phase("measuring training and the train step alone in turn", redraw=False)
 
     def next_batch(self) -> Any | None:
-        """The batch that answers the loop's pull; None once the budget should end the script."""
-        cached = self._cached
-        if cached is not None:
-            batch = cached.next_step()
-            if batch is not None:
-                return batch
-            self._cached = None  # the batch is released with it
-            fixes = self._concluded(cached.result(self._origin))
+        """What answers the loop's pull: a batch, `PULL` (pull from the loop's own pipeline),
+        or None once the budget should end the script."""
+        alternation = self._alternation
+        if alternation is not None:
+            answer = self._alternate(alternation)
+            if answer is not None:
+                return answer
+            self._alternation = self._batch = None  # the batch is released with it
+            fixes = self._concluded(alternation.result(CACHED_BATCH_LOOP))
             if not fixes:
                 return None
             self._phase("trying the fixes on training", BUDGET_S, redraw=False)
@@ -103,9 +131,39 @@ class BudgetServer:
             self.finish()
         return batch
 
+    def _alternate(self, alternation: Alternation) -> Any | None:
+        """The pull during the alternation: it ends the step that ran on the last answer and
+        starts the next; None once the alternation is done."""
+        now = self._clock.now()
+        if alternation.open_kind is not None and not alternation.step_ended(now):
+            return self._answer(alternation.open_kind)
+        following = alternation.next
+        if following == "done":
+            return None
+        kind = STEP_ALONE_BLOCK if following == "step-alone" else TRAINING_BLOCK
+        if kind == STEP_ALONE_BLOCK and self._warmup_left > 0:
+            self._warmup_left -= 1  # the first block's first steps are not timed
+            return self._batch
+        alternation.start_block(kind, now)
+        return self._answer(kind)
+
+    def _answer(self, kind: str) -> Any:
+        return self._batch if kind == STEP_ALONE_BLOCK else PULL
+
+    def pull_ended_an_epoch(self) -> None:
+        """A training block's pull ran out of data: the step across the epoch's end (the next
+        iterator's start-up) is not timed."""
+        if self._alternation is not None and not self._lockstep:
+            self._alternation.skip_step()
+
     def finish(self) -> None:
-        """The trials are over, or the script ended while they ran: their results go to the
-        session once. Safe to call more than once."""
+        """The script ended: the alternation's blocks so far and the trials' results go to
+        the session once. Safe to call more than once."""
+        alternation, self._alternation = self._alternation, None
+        if alternation is not None:
+            self._batch = None
+            alternation.end_block()
+            self._concluded(alternation.result(CACHED_BATCH_LOOP))
         trials, self._trials = self._trials, None
         if trials is not None:
             self._tried(trials.results(), trials.began)

@@ -3,18 +3,16 @@
 The rate T of DS-Analyzer's differential reading. Step time minus input wait is not T: when
 the pipeline's threads take the cores the train step needs, nothing waits and every step is
 slower, so the contention hides inside "compute" (docs/design.md, "Input cost"). T is
-measured instead, after the measured steps, in one of two ways:
+measured instead, in blocks that alternate with training (`training/alternation.py`); in a
+custom loop the loop itself runs them at its budget (`training/budget.py`). Here, for Keras
+`fit`: the model's compiled train function, called directly on the cached batch (the batch
+the pipeline-alone benchmark read first). Every variable the step touches (weights,
+optimizer slots and iterations, metrics, seed-generator states) is copied before and
+assigned back after, so training goes on exactly as it would have.
 
-- Keras `fit`: the model's compiled train function, called directly on the cached batch (the
-  batch the pipeline-alone benchmark read first). Every variable the step touches (weights,
-  optimizer slots and iterations, metrics, seed-generator states) is copied before and
-  assigned back after, so training goes on exactly as it would have.
-- Custom loops: at the step budget, just before it ends the script, the loop is served the
-  last batch it pulled, again and again, instead of pulling from the pipeline
-  (`CachedBatchSteps`); nothing runs after the budget, so nothing is saved from those steps.
-
-Both are bounded: about 2 s or 50 steps, whichever comes first, and more steps (up to a
-quarter second) for sub-millisecond steps, after a short warm-up.
+Where fit has returned before its budget, nothing is left to alternate with, and the step
+runs alone in one piece (`measure_fit_step`): about 2 s or 50 steps, whichever comes first,
+and more steps (up to a quarter second) for sub-millisecond steps, after a short warm-up.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from typing import Any
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
-from pipediag.report.vocabulary import CACHED_BATCH_LOOP, KERAS_TRAIN_FUNCTION, ComputeAloneMethod
+from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
 
 # The issue's bound: about 2 s or 50 steps, whichever first.
 MAX_SECONDS = 2.0
@@ -107,10 +105,59 @@ def _result(
 # --- Keras fit -------------------------------------------------------------------------------
 
 
+class FitStepAlone:
+    """The model's compiled train function on the cached batch, a block of calls at a time;
+    every variable a step writes is copied before each block and assigned back after it, so
+    training goes on exactly as it would have.
+
+    Made by `fit_step_alone`, which says instead why the step cannot run alone.
+    """
+
+    def __init__(self, model: Any, batch: Any) -> None:
+        self._train_function = model.train_function
+        self._variables = step_variables(model)
+        self.per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+        self._feed = _feeder(model, batch, self.per_call)
+
+    @property
+    def restored_variables(self) -> int:
+        return len(self._variables)
+
+    def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
+        """`warmup` untimed calls, then calls until `step_ended(clock.now())` says the block
+        is complete; the variables are put back however it ends."""
+        saved = [(v, v.numpy()) for v in self._variables]
+        try:
+            for _ in range(warmup):
+                sync_logs(self._train_function(self._feed()))
+            done = False
+            while not done:
+                sync_logs(self._train_function(self._feed()))
+                done = step_ended(clock.now())
+        finally:
+            for variable, value in saved:
+                variable.assign(value)
+
+
+def fit_step_alone(model: Any, batch: Any) -> FitStepAlone | str:
+    """What runs fit's train step alone on `batch`, or why it cannot run."""
+    train_function = getattr(model, "train_function", None)
+    if train_function is None:
+        return "the model has no compiled train function yet"
+    blocker = stateful_random_op(train_function)
+    if blocker is not None:
+        return (
+            f"the train step uses TensorFlow's stateful random op {blocker}, whose hidden "
+            "state extra steps would change"
+        )
+    return FitStepAlone(model, batch)
+
+
 def measure_fit_step(
     model: Any, batch: Any, *, clock: Clock, origin: float, step_s_hint: float
 ) -> ComputeAlone:
-    """Time `model.train_function` on `batch`, then put every variable back as it was.
+    """Time `model.train_function` on `batch` in one run (after fit has returned, where no
+    training is left to alternate with), then put every variable back as it was.
 
     Args:
         model: the Keras model `fit` trained.
@@ -119,33 +166,27 @@ def measure_fit_step(
         origin: the session's time zero, for `start_s`.
         step_s_hint: the measured train step's median, to size the run.
     """
-    train_function = getattr(model, "train_function", None)
-    if train_function is None:
-        return ComputeAlone(measured=False, reason="the model has no compiled train function yet")
-    blocker = stateful_random_op(train_function)
-    if blocker is not None:
-        return ComputeAlone(
-            measured=False,
-            reason=f"the train step uses TensorFlow's stateful random op {blocker}, whose "
-            "hidden state extra steps would change",
-        )
-    variables = step_variables(model)
-    saved = [(v, v.numpy()) for v in variables]
-    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-    feed = _feeder(model, batch, per_call)
+    runner = fit_step_alone(model, batch)
+    if isinstance(runner, str):
+        return ComputeAlone(measured=False, reason=runner)
+    per_call = runner.per_call
+    wanted = steps_wanted(step_s_hint * per_call)
     began = clock.now()
-    try:
-        timing = _time_steps(
-            lambda: train_function(feed()),
-            clock=clock,
-            step_s_hint=step_s_hint * per_call,
-            sync=sync_logs,
-        )
-    finally:
-        for variable, value in saved:
-            variable.assign(value)
-    timing.began = began
-    result = _result(KERAS_TRAIN_FUNCTION, timing, origin, clock.now(), restored=len(saved))
+    ends: list[float] = []  # the first is where the first timed step starts
+    cpu_from = 0.0
+
+    def step_ended(at: float) -> bool:
+        nonlocal cpu_from
+        if not ends:
+            cpu_from = time.process_time()
+        ends.append(at)
+        return len(ends) > wanted or at >= ends[0] + MAX_SECONDS
+
+    runner.block(step_ended, clock=clock, warmup=WARMUP_STEPS)
+    timing = _Timing(began, ends, time.process_time() - cpu_from)
+    result = _result(
+        KERAS_TRAIN_FUNCTION, timing, origin, clock.now(), restored=runner.restored_variables
+    )
     if per_call > 1 and result.step_time is not None:
         return _per_batch(result, per_call)
     return result
@@ -207,26 +248,6 @@ def sync_logs(logs: Any) -> None:
                 return
 
 
-def _time_steps(
-    step: Callable[[], Any],
-    *,
-    clock: Clock,
-    step_s_hint: float,
-    sync: Callable[[Any], None],
-) -> _Timing:
-    for _ in range(WARMUP_STEPS):
-        sync(step())
-    wanted = steps_wanted(step_s_hint)
-    cpu_from = time.process_time()
-    start = clock.now()
-    ends = [start]
-    deadline = start + MAX_SECONDS
-    while len(ends) <= wanted and ends[-1] < deadline:
-        sync(step())
-        ends.append(clock.now())
-    return _Timing(start, ends, time.process_time() - cpu_from)
-
-
 def step_variables(model: Any) -> list[Any]:
     """Every variable a train step writes: weights (seed-generator states among the
     non-trainable ones), the optimizer's, the metrics'. Each once."""
@@ -284,48 +305,3 @@ def _cells(function: Any) -> list[Any]:
             continue
         cells.append(cell)
     return cells
-
-
-# --- custom loops ----------------------------------------------------------------------------
-
-
-class CachedBatchSteps:
-    """Serves a custom loop its last batch, step after step, and times the steps.
-
-    The loop's iterator hook calls `next_step()` on each pull instead of fetching from the
-    pipeline; it returns the cached batch while more steps are wanted, and None when the
-    phase is over (the hook then ends the script at the step budget). `fixed_steps` runs
-    exactly that many timed steps, with no time bound: in a multi-worker job each step is a
-    collective, and every worker must run as many (docs/design.md, "Multi-worker jobs").
-    """
-
-    def __init__(
-        self, batch: Any, *, clock: Clock, step_s_hint: float, fixed_steps: int | None = None
-    ) -> None:
-        self.batch = batch
-        self._clock = clock
-        self._wanted = steps_wanted(step_s_hint) if fixed_steps is None else fixed_steps
-        self._timed = fixed_steps is None
-        self._served = 0
-        self.began = clock.now()
-        self._ends: list[float] = []
-        self._cpu_from: float | None = None
-        self._deadline: float | None = None
-
-    def next_step(self) -> Any | None:
-        now = self._clock.now()
-        self._served += 1
-        if self._served > WARMUP_STEPS:
-            if self._cpu_from is None:
-                self._cpu_from = time.process_time()
-                self._deadline = now + MAX_SECONDS
-            self._ends.append(now)
-            assert self._deadline is not None
-            if len(self._ends) > self._wanted or (self._timed and now >= self._deadline):
-                return None
-        return self.batch
-
-    def result(self, origin: float) -> ComputeAlone:
-        cpu = 0.0 if self._cpu_from is None else time.process_time() - self._cpu_from
-        timing = _Timing(self.began, self._ends, cpu)
-        return _result(CACHED_BATCH_LOOP, timing, origin, self._clock.now())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import textwrap
 from pathlib import Path
@@ -44,6 +45,8 @@ model.fit(ds.repeat(), epochs=100, steps_per_epoch=50, verbose=0)
 LOOP = """
 opt = keras.optimizers.Adam()
 seen = []
+# each batch numbered once for the whole run: one iterator over the repeated data
+numbered = tf.data.Dataset.zip((ds.repeat(), tf.data.Dataset.counter())).prefetch(2)
 
 @tf.function
 def step(a, b):
@@ -54,10 +57,9 @@ def step(a, b):
     return loss
 
 try:
-    for epoch in range(100):
-        for a, b in ds:
-            seen.append(float(a[0, 0]))
-            step(a, b)
+    for (a, b), i in numbered:
+        seen.append(int(i))
+        step(a, b)
 finally:
     json.dump(seen, open(sys.argv[1], "w"))
 """
@@ -89,6 +91,11 @@ def test_fit_runs_the_train_function_alone_after_the_measured_steps(tmp_path: Pa
     # weights, dropout's seed state, Adam's slots and iterations, the metrics: all put back
     assert alone.restored_variables >= 10
     assert alone.steps >= 50 and alone.steps_per_s and alone.cpu_s_per_step
+    # in alternation with fit's own steps: at least 3 blocks of each, of one step count
+    kinds = [block.kind for block in alone.blocks]
+    assert all(a != b for a, b in zip(kinds, kinds[1:], strict=False))
+    assert kinds.count("step-alone") >= 3 and kinds.count("training") >= 3
+    assert {b.steps + b.dropped_steps for b in alone.blocks} == {alone.block_steps}
     verdict = report.verdict
     assert verdict.compute_alone_source == MEASURED
     assert verdict.compute_alone_steps_per_s == pytest.approx(alone.steps_per_s)
@@ -100,7 +107,7 @@ def test_fit_runs_the_train_function_alone_after_the_measured_steps(tmp_path: Pa
     assert report.first_verdict_s >= alone.start_s + alone.duration_s
 
 
-def test_a_custom_loop_is_served_its_last_batch_before_the_budget_ends_it(
+def test_a_custom_loop_alternates_its_last_batch_and_its_own_pulls_at_the_budget(
     tmp_path: Path,
 ) -> None:
     seen = tmp_path / "seen.json"
@@ -111,15 +118,29 @@ def test_a_custom_loop_is_served_its_last_batch_before_the_budget_ends_it(
     alone = report.compute_alone
     assert alone is not None and alone.measured and alone.method == "cached-batch-loop"
     assert report.verdict.compute_alone_source == MEASURED
+    # the blocks alternate, training first (20 measured steps are fewer than a block), at
+    # least 3 of each kind, every one of the same step count
+    kinds = [block.kind for block in alone.blocks]
+    assert kinds[:2] == ["training", "step-alone"]
+    assert all(a != b for a, b in zip(kinds, kinds[1:], strict=False))
+    assert kinds.count("step-alone") >= 3 and kinds.count("training") >= 3
+    assert {b.steps + b.dropped_steps for b in alone.blocks} == {alone.block_steps}
     # the loop trained on its 25 real batches (2 before a train step was seen between its
-    # pulls, then 23 timed), then on the last of them, again and again, for the
-    # compute-alone steps (warm-up included), and the budget ended it
-    batches = json.loads(seen.read_text())
+    # pulls, then 23 timed); after them it was served, in turn, real batches it had not
+    # seen (training blocks) and runs of the last batch before the budget (the warm-up
+    # and the step-alone blocks), then the budget ended it
+    pulls = json.loads(seen.read_text())
     real = UNTIMED_PULLS + CONFIG.warmup_steps + (CONFIG.measured_steps or 0)
-    served = batches[real:]
-    assert len(served) == alone.steps + alone.warmup_steps
-    assert set(served) == {batches[real - 1]}
-    assert len(set(batches[:real])) == real
+    cached = pulls[real - 1]
+    after = pulls[real:]
+    alone_blocks = [b for b in alone.blocks if b.kind == "step-alone"]
+    assert after.count(cached) == alone.warmup_steps + sum(
+        b.steps + b.dropped_steps for b in alone_blocks
+    )
+    runs = [key for key, _ in itertools.groupby(pull == cached for pull in after)]
+    assert runs.count(True) == len(alone_blocks)
+    fresh = [pull for pull in after if pull != cached]
+    assert fresh == sorted(set(fresh)) and not set(fresh) & set(pulls[:real])
 
 
 def test_a_stateful_random_op_in_the_train_step_keeps_compute_alone_estimated(

@@ -5,18 +5,21 @@ CLI under TF_CONFIG: tests/integration/test_cluster_cli.py."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from multiworker_jobs import tf_config
 
+from pipediag.bench.teardown import TearDown
 from pipediag.cluster import task_from_env, task_out_dir
 from pipediag.config import RunConfig
 from pipediag.errors import UsageError
 from pipediag.report.model import ExitInfo, TaskInfo
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
-from pipediag.training.compute_alone import WARMUP_STEPS, CachedBatchSteps
+from pipediag.training.alternation import WARMUP_STEPS
+from pipediag.training.budget import BudgetServer
 
 # -- TF_CONFIG ------------------------------------------------------------------------------
 
@@ -99,7 +102,7 @@ def test_a_multi_worker_session_notes_why_and_limits_compute_alone() -> None:
         "t.py", [], config, clock=FakeClock(), log=None, install_hooks=False, task=task
     )
     session.start()
-    assert session.lockstep_steps() == 20  # no more than the measured steps
+    assert session.lockstep_steps() == 16  # blocks of a fixed size, at most the measured steps
     assert session.keep_measuring() is False
     report = session.stop(ExitInfo(), "script-finished")
     assert report.task == task
@@ -108,21 +111,43 @@ def test_a_multi_worker_session_notes_why_and_limits_compute_alone() -> None:
     assert alone.lockstep_steps() is None
 
 
-def test_a_fixed_compute_alone_run_ignores_the_clock() -> None:
-    # GIVEN 10-s steps, far past compute alone's 2-s time bound
-    def served(fixed: int | None) -> tuple[int, int]:
-        clock = FakeClock()
-        steps = CachedBatchSteps("batch", clock=clock, step_s_hint=10.0, fixed_steps=fixed)
-        count = 0
-        while steps.next_step() is not None:
-            count += 1
-            clock.advance(10.0)
-        return count, steps.result(origin=0.0).steps
+def _pulls_served(*, lockstep: bool, step_s: Callable[[int], float]) -> int:
+    """Pulls a loop makes at its budget until the alternation ends it, each step taking
+    `step_s(pull)` on a fake clock."""
+    clock = FakeClock()
+    server = BudgetServer(
+        "batch",
+        clock=clock,
+        origin=0.0,
+        step_s=0.01,
+        block_steps=5,
+        lead=(0.0, [0.01] * 5),
+        lockstep=lockstep,
+        phase=lambda *a, **k: None,
+        concluded=lambda result: [],
+        tried=lambda results, began: None,
+        teardown=TearDown(),
+    )
+    pulls = 0
+    while server.next_batch() is not None:
+        clock.advance(step_s(pulls))
+        pulls += 1
+    return pulls
 
-    # THEN the time bound ends a single process's run after one timed step...
-    assert served(None) == (WARMUP_STEPS + 1, 1)
-    # ...and a worker's runs exactly the steps every worker runs
-    assert served(7) == (WARMUP_STEPS + 7, 7)
+
+def test_a_lockstep_alternation_runs_its_fixed_rounds() -> None:
+    # GIVEN blocks whose rates scatter widely (every 7th step 5x slower), so the interval
+    # stays wide and a single process adds rounds past the third
+    def scattered(pull: int) -> float:
+        return 0.05 if pull % 7 == 0 else 0.01
+
+    alone = _pulls_served(lockstep=False, step_s=scattered)
+    worker = _pulls_served(lockstep=True, step_s=scattered)
+    # THEN a worker runs exactly the warm-up and 3 rounds of a step-alone and a training
+    # block of 5 steps each, as every other worker does, whatever its own timing says
+    assert worker == WARMUP_STEPS + 3 * 2 * 5
+    # ...while the single process measured more rounds
+    assert alone > worker
 
 
 def test_report_fields_are_optional_for_old_reports() -> None:

@@ -1,0 +1,228 @@
+"""Rates in alternation: the blocks' schedule, their transitions, and the pairs' cost."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pipediag.analysis.alternation import block_of, paired_cost, pipeline_cores, steady_part
+from pipediag.bench.teardown import TearDown
+from pipediag.report.model import ComputeAlone, RateBlock
+from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK
+from pipediag.testing import FakeClock
+from pipediag.training.alternation import (
+    MAX_BLOCK_STEPS,
+    MIN_BLOCK_STEPS,
+    WARMUP_STEPS,
+    Alternation,
+    block_steps_for,
+)
+from pipediag.training.budget import PULL, BudgetServer
+
+
+def _blocks(training: list[float], alone: list[float], steps: int = 10) -> list[RateBlock]:
+    """A0 T1 A1 ... with the given rates (steps/s)."""
+    blocks = [RateBlock(TRAINING_BLOCK, 0.0, steps, steps / training[0])]
+    for t_rate, a_rate in zip(alone, training[1:], strict=True):
+        blocks.append(RateBlock(STEP_ALONE_BLOCK, 0.0, steps, steps / t_rate))
+        blocks.append(RateBlock(TRAINING_BLOCK, 0.0, steps, steps / a_rate))
+    return blocks
+
+
+def test_a_training_block_drops_the_steps_a_refilled_buffer_served() -> None:
+    # GIVEN a training block after a step-alone one: 3 steps served from the refilled
+    # buffer (1 ms), then the steady 10-ms steps of an input-bound pipeline
+    kept, dropped = steady_part([0.001] * 3 + [0.010] * 9, TRAINING_BLOCK)
+    assert dropped == 3 and kept == [0.010] * 9
+    # a step-alone block drops its slow leading steps (the pipeline refilling beside it)
+    kept, dropped = steady_part([0.020, 0.015] + [0.005] * 10, STEP_ALONE_BLOCK)
+    assert dropped == 2 and len(kept) == 10
+    # a fast leading step-alone step is no transition, nor a slow leading training step
+    assert steady_part([0.001] + [0.005] * 9, STEP_ALONE_BLOCK)[1] == 0
+    assert steady_part([0.050] + [0.005] * 9, TRAINING_BLOCK)[1] == 0
+
+
+def test_at_most_half_a_block_is_a_transition() -> None:
+    # 8 fast leading steps in a block of 14: only 7 go
+    kept, dropped = steady_part([0.001] * 8 + [0.010] * 6, TRAINING_BLOCK)
+    assert dropped == 7 and kept == [0.001] + [0.010] * 6
+
+
+def test_a_block_keeps_its_steady_steps_and_the_cpu_of_all() -> None:
+    block = block_of(TRAINING_BLOCK, 2.0, [0.001, 0.010, 0.010, 0.010], cpu_s=0.08)
+    assert (block.steps, block.dropped_steps) == (3, 1)
+    assert block.seconds == pytest.approx(0.030)
+    assert block.cpu_s_per_step == pytest.approx(0.02)
+    assert block.steps_per_s == pytest.approx(100.0)
+
+
+def test_pairs_give_the_cost_and_a_drift_of_the_host_cancels() -> None:
+    # GIVEN a host slowing steadily through the alternation: every rate falls 10% a block,
+    # and training runs at 60% of the step alone throughout (a 40% input cost)
+    rates = [100.0 * 0.9**i for i in range(7)]
+    training = [0.6 * rates[i] for i in range(0, 7, 2)]
+    alone = [rates[i] for i in range(1, 7, 2)]
+    cost = paired_cost(_blocks(training, alone))
+    assert cost is not None and cost.pairs == 3
+    # THEN each T block read against the A blocks either side gives 40% exactly (a
+    # geometric drift is linear in the logs), where T against the A block before it alone
+    # would read 1 - 0.6 * 0.9 = 46%
+    assert cost.cost == pytest.approx(0.4)
+    assert cost.low == pytest.approx(0.4) and cost.high == pytest.approx(0.4)
+
+
+def test_the_interval_holds_the_pairs_spread() -> None:
+    blocks = _blocks([50.0, 52.0, 48.0, 51.0], [100.0, 90.0, 110.0])
+    cost = paired_cost(blocks)
+    assert cost is not None and cost.low is not None and cost.high is not None
+    assert cost.low < cost.cost < cost.high
+    assert 0.4 < cost.cost < 0.6
+    assert cost.half_width == pytest.approx((cost.high - cost.low) / 2)
+    # one pair alone has no interval
+    single = paired_cost(blocks[:3])
+    assert single is not None and single.low is None and single.half_width is None
+    assert paired_cost(blocks[:1]) is None
+
+
+def test_training_faster_than_the_step_alone_reads_as_a_negative_cost() -> None:
+    cost = paired_cost(_blocks([110.0, 110.0, 110.0, 110.0], [100.0, 100.0, 100.0]))
+    assert cost is not None and cost.cost == pytest.approx(1 - 110 / 100)
+
+
+def test_the_pipelines_cores_are_the_cpu_training_adds_over_the_step_alone() -> None:
+    blocks = [
+        RateBlock(TRAINING_BLOCK, 0.0, 10, 0.1, cpu_s_per_step=0.015),
+        RateBlock(STEP_ALONE_BLOCK, 0.0, 10, 0.05, cpu_s_per_step=0.005),
+    ]
+    # 10 ms more CPU per step at 100 steps/s: one core
+    assert pipeline_cores(blocks) == pytest.approx(1.0)
+    assert pipeline_cores(blocks[:1]) is None
+
+
+def test_blocks_are_sized_from_the_measured_step() -> None:
+    assert block_steps_for(0.01) == 40
+    assert block_steps_for(1.0) == MIN_BLOCK_STEPS
+    assert block_steps_for(0.0001) == MAX_BLOCK_STEPS
+
+
+def _run(alternation: Alternation, clock: FakeClock, rates: dict[str, float]) -> None:
+    """Run the schedule to its end, each kind's steps at its rate."""
+    while alternation.next != "done":
+        kind = STEP_ALONE_BLOCK if alternation.next == "step-alone" else TRAINING_BLOCK
+        alternation.start_block(kind, clock.now())
+        done = False
+        while not done:
+            clock.advance(1.0 / rates[kind])
+            done = alternation.step_ended(clock.now())
+
+
+def test_the_schedule_alternates_from_the_lead_and_stops_when_the_interval_is_narrow() -> None:
+    clock = FakeClock()
+    alternation = Alternation(clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5))
+    assert alternation.next == "step-alone"
+    _run(alternation, clock, {TRAINING_BLOCK: 50.0, STEP_ALONE_BLOCK: 100.0})
+    kinds = [b.kind for b in alternation.blocks]
+    # steady rates: the interval is nil after the minimum of 3 rounds
+    assert kinds == [TRAINING_BLOCK, STEP_ALONE_BLOCK] * 3 + [TRAINING_BLOCK]
+    result = alternation.result("cached-batch-loop")
+    assert isinstance(result, ComputeAlone) and result.measured
+    assert result.steps_per_s == pytest.approx(100.0)
+    assert result.steps == 15 and result.block_steps == 5 and len(result.blocks) == 7
+    cost = paired_cost(result.blocks)
+    assert cost is not None and cost.cost == pytest.approx(0.5)
+
+
+def test_without_a_lead_the_schedule_starts_with_training() -> None:
+    clock = FakeClock()
+    alternation = Alternation(clock=clock, origin=0.0, block_steps=5, lead=None)
+    assert alternation.next == "training"
+    _run(alternation, clock, {TRAINING_BLOCK: 50.0, STEP_ALONE_BLOCK: 100.0})
+    assert [b.kind for b in alternation.blocks][:2] == [TRAINING_BLOCK, STEP_ALONE_BLOCK]
+    assert alternation.rounds == 3
+
+
+def test_a_wide_interval_adds_rounds_up_to_the_bound() -> None:
+    clock = FakeClock()
+    alternation = Alternation(
+        clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5), max_rounds=5
+    )
+    rates = {TRAINING_BLOCK: 50.0, STEP_ALONE_BLOCK: 100.0}
+    while alternation.next != "done":
+        kind = STEP_ALONE_BLOCK if alternation.next == "step-alone" else TRAINING_BLOCK
+        alternation.start_block(kind, clock.now())
+        # every other step-alone block runs twice as fast: the pairs disagree
+        fast = kind == STEP_ALONE_BLOCK and alternation.rounds % 2 == 0
+        done = False
+        while not done:
+            clock.advance(1.0 / rates[kind] / (2.0 if fast else 1.0))
+            done = alternation.step_ended(clock.now())
+    assert alternation.rounds == 5
+
+
+def test_an_untimed_step_is_left_out_of_its_block() -> None:
+    clock = FakeClock()
+    alternation = Alternation(clock=clock, origin=0.0, block_steps=3, lead=None)
+    alternation.start_block(TRAINING_BLOCK, clock.now())
+    clock.advance(0.01)
+    assert not alternation.step_ended(clock.now())
+    alternation.skip_step()  # an epoch ended: the next iterator's start-up is not timed
+    clock.advance(5.0)
+    assert not alternation.step_ended(clock.now())
+    for _ in range(2):
+        clock.advance(0.01)
+        done = alternation.step_ended(clock.now())
+    assert done
+    assert alternation.blocks[0].seconds == pytest.approx(0.03)
+
+
+def _server(clock: FakeClock, concluded: list[ComputeAlone]) -> BudgetServer:
+    def conclude(result: ComputeAlone) -> list[object]:
+        concluded.append(result)
+        return []
+
+    return BudgetServer(
+        "cached",
+        clock=clock,
+        origin=0.0,
+        step_s=0.01,
+        block_steps=4,
+        lead=(0.0, [0.02] * 4),
+        lockstep=False,
+        phase=lambda *args, **kwargs: None,
+        concluded=conclude,
+        tried=lambda results, began: None,
+        teardown=TearDown(),
+    )
+
+
+def test_a_loop_at_its_budget_is_served_the_cached_batch_and_its_own_pulls_in_turn() -> None:
+    clock = FakeClock()
+    concluded: list[ComputeAlone] = []
+    server = _server(clock, concluded)
+    answers = []
+    while (answer := server.next_batch()) is not None:
+        answers.append("pull" if answer is PULL else answer)
+        clock.advance(0.02 if answer is PULL else 0.01)
+    # the warm-up, then 3 rounds of 4 cached batches and 4 of the loop's own pulls
+    round_ = ["cached"] * 4 + ["pull"] * 4
+    assert answers == ["cached"] * WARMUP_STEPS + round_ * 3
+    (result,) = concluded
+    assert result.measured and result.method == "cached-batch-loop"
+    assert result.steps_per_s == pytest.approx(100.0)
+    cost = paired_cost(result.blocks)
+    assert cost is not None and cost.cost == pytest.approx(0.5)
+
+
+def test_a_loop_that_ends_during_the_alternation_still_concludes_once() -> None:
+    clock = FakeClock()
+    concluded: list[ComputeAlone] = []
+    server = _server(clock, concluded)
+    for _ in range(WARMUP_STEPS + 6):
+        server.next_batch()
+        clock.advance(0.01)
+    server.finish()
+    server.finish()
+    (result,) = concluded
+    assert result.measured and result.steps == 4
+    assert math.isclose(result.steps_per_s or 0.0, 100.0)
