@@ -75,9 +75,12 @@ def advise(report: Report) -> list[Suggestion]:
     """
     context = build_context(report)
     compute_bound = report.verdict.label == COMPUTE_BOUND
+    # Passes over the data but no training: nothing input could cost (a host busy meanwhile
+    # is no finding).
+    untrained = bool(report.train.skipped_passes) and not report.train.steps
     found: list[tuple[int, Suggestion]] = []
     for position, rule in enumerate(RULES):
-        if rule.when == "input" and compute_bound:
+        if rule.when == "input" and (compute_bound or untrained):
             continue
         if rule.when == "compute-bound" and not compute_bound:
             continue

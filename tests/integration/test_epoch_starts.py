@@ -63,9 +63,12 @@ def test_every_epoch_start_the_run_crosses_is_recorded(tmp_path: Path, style: st
     report = pipediag.diagnose(script, config=config, out=tmp_path / "out", log=None)
 
     # 82 steps of 32-step epochs (in a loop, 2 pulls more before its first train step is
-    # seen): epochs 0, 1 and 2 began
+    # seen): epochs 0, 1 and 2 began; under fit, the training blocks of the alternation
+    # after the budget may cross more (they are the script's own steps)
     starts = report.train.epoch_starts
-    assert [s.epoch for s in starts] == [0, 1, 2]
+    epochs = [s.epoch for s in starts]
+    assert epochs[:3] == [0, 1, 2] and epochs == list(range(len(epochs)))
+    assert style == "fit" or len(epochs) == 3
     assert all(s.steps_per_epoch == 32 for s in starts)
     assert all(0 <= s.duration_s < 60 for s in starts)
     loaded = pipediag.load_report(tmp_path / "out")

@@ -22,6 +22,7 @@ from cli_runner import ENV, run_pipediag
 pytestmark = pytest.mark.tensorflow
 
 STEPS = 20
+LOCKSTEP_BLOCK_STEPS = 16  # min(16, STEPS): pipediag/conclusion.py
 WORKER_TIMEOUT_S = 180  # about 25 s each on 2 busy cores; a hang must not outlive the test
 
 SCRIPT = """
@@ -130,8 +131,14 @@ def test_two_workers_then_merge(tmp_path: Path) -> None:
         assert report["task"] == {"type": "worker", "index": index, "cluster_size": 2}
         assert report["stop_reason"] == "step-budget" and report["complete"]
         assert report["train"]["measured_steps"] == STEPS
-        # compute alone: a fixed count of the user's steps, the same on both workers
-        assert report["compute_alone"]["measured"] and report["compute_alone"]["steps"] == STEPS
+        # the alternation: 3 rounds of blocks of a fixed step count, the same on both
+        # workers (each step is a collective both must join)
+        alone = report["compute_alone"]
+        assert alone["measured"] and alone["block_steps"] == LOCKSTEP_BLOCK_STEPS
+        kinds = [block["kind"] for block in alone["blocks"]]
+        assert kinds.count("step-alone") == 3 and kinds.count("training") >= 3
+        run = [block["steps"] + block["dropped_steps"] for block in alone["blocks"]]
+        assert set(run) == {LOCKSTEP_BLOCK_STEPS}
         # tf.distribute's per-device feed is never read alone (it would take their batches)
         assert "per-device feed" in report["pipeline"]["reason"]
         assert any(n.startswith("multi-worker job") for n in report["notes"])
