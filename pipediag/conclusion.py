@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import judge
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
@@ -282,9 +283,12 @@ class Conclusion:
         step_s = self._timeline.median_measured_step_s()
         if self._lockstep or step_s is None:
             return None
+        ceiling = step_alone_ceiling(self.compute_alone.blocks) if self.compute_alone else None
         if seen.style == "keras-fit":
-            return OnTraining(step_s, fit_model=seen.model) if seen.model is not None else None
-        return OnTraining(step_s) if loop_serving else None
+            if seen.model is None:
+                return None
+            return OnTraining(step_s, fit_model=seen.model, ceiling=ceiling)
+        return OnTraining(step_s, ceiling=ceiling) if loop_serving else None
 
     def _fit_compute_alone(
         self, seen: Seen, pipeline: PipelineBenchmark, origin: float

@@ -72,6 +72,8 @@ class OnTraining:
 
     step_s: float
     fit_model: Any = None
+    # The fastest rate a fix can show on training: the step alone's (None: not measured).
+    ceiling: float | None = None
 
 
 @dataclass(frozen=True)
@@ -319,17 +321,37 @@ def _try_on_fit(
         return trials
     finally:
         say.add_phase("training_trial", began, clock.now())
-    return with_training_results(trials, results)
+    return with_training_results(trials, results, ceiling=on_training.ceiling)
 
 
-def with_training_results(trials: list[FixTrial], results: TrialResults) -> list[FixTrial]:
-    """The pipeline's fix trials, each with what it measured on training where it was tried."""
+def with_training_results(
+    trials: list[FixTrial], results: TrialResults, *, ceiling: float | None
+) -> list[FixTrial]:
+    """The pipeline's fix trials, each with what it measured on training where it was tried.
+
+    A fixed rate above `ceiling`, the train step alone's, cannot be: the trial is kept with
+    its rates, flagged, and its gain dropped, with the reason.
+    """
     from pipediag.training.training_trial import with_training
 
     updated = []
     for trial in trials:
         found = results.get((trial.fix, trial.stage_index))
-        updated.append(trial if found is None else with_training(trial, *found))
+        if found is not None:
+            trial = with_training(trial, *found)
+            fixed = trial.training_variant_steps_per_s
+            if ceiling is not None and fixed is not None and fixed > ceiling:
+                trial = dataclasses.replace(
+                    trial,
+                    training_speedup=None,
+                    training_reason=(
+                        f"the fixed pipeline fed training at {fixed:.1f} steps/s, faster than "
+                        f"the train step alone ran ({ceiling:.1f} with its noise): the trial "
+                        "was disturbed, so its gain is not used"
+                    ),
+                    facts=dataclasses.replace(trial.facts, above_step_alone=True),
+                )
+        updated.append(trial)
     return updated
 
 

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pipediag.analysis.advisor import advise
+from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
@@ -414,7 +415,9 @@ class DiagnosticSession:
     def _loop_tried(self, results: TrialResults, began: float) -> None:
         """The loop's fix trials are over: their results join the pipeline's trials."""
         self.add_phase("training_trial", began, self.clock.now())
-        trials = with_training_results(list(self.pipeline.trials), results)
+        alone = self.conclusion.compute_alone
+        ceiling = step_alone_ceiling(alone.blocks) if alone is not None else None
+        trials = with_training_results(list(self.pipeline.trials), results, ceiling=ceiling)
         self.pipeline = dataclasses.replace(self.pipeline, trials=trials)
 
     def _conclude_after_the_script(self) -> None:

@@ -151,6 +151,21 @@ def _pooled(blocks: Sequence[RateBlock], kind: RateBlockKind) -> float:
     return steps / seconds if seconds > 0 else 0.0
 
 
+# A rate on training over the fastest step-alone block by more than this share is faster than
+# the train step itself ran: that measurement was disturbed (docs/design.md, "Rates in
+# alternation").
+ABOVE_STEP_ALONE = 1.05
+
+
+def step_alone_ceiling(blocks: Sequence[RateBlock]) -> float | None:
+    """The fastest training rate a fix can honestly show: the fastest step-alone block, and
+    `ABOVE_STEP_ALONE` for its noise; None without step-alone blocks."""
+    rates = [
+        rate for b in blocks if b.kind == STEP_ALONE_BLOCK and (rate := b.steps_per_s) is not None
+    ]
+    return max(rates) * ABOVE_STEP_ALONE if rates else None
+
+
 def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
     """Cores the pipeline's threads kept busy while training: the process's CPU per step in
     the training blocks over that in the step-alone blocks, at the training rate. None

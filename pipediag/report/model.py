@@ -188,6 +188,9 @@ class TrialFacts:
     cache_bytes: int | None = None
     available_bytes: int | None = None
     fill_s: float | None = None
+    # The fix's rate on training was faster than the train step alone ran in the alternation
+    # (its fastest block): the trial was disturbed, and its gain is not used.
+    above_step_alone: bool = False
 
 
 @dataclass(frozen=True)

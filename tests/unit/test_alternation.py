@@ -6,9 +6,18 @@ import math
 
 import pytest
 
-from pipediag.analysis.alternation import block_of, paired_cost, pipeline_cores, steady_part
+from pipediag.analysis.alternation import (
+    block_of,
+    paired_cost,
+    pipeline_cores,
+    steady_part,
+    step_alone_ceiling,
+)
+from pipediag.bench.interleaved import Rounds
+from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
-from pipediag.report.model import ComputeAlone, RateBlock
+from pipediag.phases import with_training_results
+from pipediag.report.model import ComputeAlone, FixTrial, RateBlock
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK
 from pipediag.testing import FakeClock
 from pipediag.training.alternation import (
@@ -226,3 +235,30 @@ def test_a_loop_that_ends_during_the_alternation_still_concludes_once() -> None:
     (result,) = concluded
     assert result.measured and result.steps == 4
     assert math.isclose(result.steps_per_s or 0.0, 100.0)
+
+
+def _timing(rate: float) -> BatchTiming:
+    return BatchTiming(
+        first_batch_s=None, latencies_s=[1.0 / rate] * 10, duration_s=10 / rate, exhausted=False
+    )
+
+
+def test_a_fix_faster_on_training_than_the_step_alone_is_flagged_not_used() -> None:
+    # GIVEN step-alone blocks at 100 and 104 steps/s, and two fixes tried on training
+    blocks = _blocks([50.0, 50.0, 50.0], [100.0, 104.0])
+    ceiling = step_alone_ceiling(blocks)
+    assert ceiling == pytest.approx(104.0 * 1.05)
+    trials = [FixTrial(fix="parallel-map", stage_index=1), FixTrial(fix="prefetch", stage_index=2)]
+    rounds = {
+        # a fixed rate of 98: within what the step can do
+        ("parallel-map", 1): (Rounds([_timing(50.0)], [_timing(98.0)], [1.96], None, ""), None),
+        # 130 steps/s: faster than the train step alone ever ran
+        ("prefetch", 2): (Rounds([_timing(50.0)], [_timing(130.0)], [2.6], None, ""), None),
+    }
+    honest, disturbed = with_training_results(trials, rounds, ceiling=ceiling)
+    # THEN the first keeps its gain, the second is flagged and its gain dropped, with why
+    assert honest.training_speedup == pytest.approx(98.0 / 50.0)
+    assert not honest.facts.above_step_alone
+    assert disturbed.training_speedup is None and disturbed.facts.above_step_alone
+    assert disturbed.training_variant_steps_per_s == pytest.approx(130.0)
+    assert "faster than the train step alone" in (disturbed.training_reason or "")
