@@ -9,7 +9,6 @@ and freezes the rest into the report. The phases themselves are functions (`phas
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -246,7 +245,7 @@ class Conclusion:
                 compute_alone = self._fit_compute_alone(seen, pipeline, origin)
             self.compute_alone = compute_alone
             train = train_so_far()
-            verdict = judge(train, pipeline, compute_alone=compute_alone, cores=os.cpu_count())
+            verdict = judge(train, pipeline, compute_alone=compute_alone)
             self.first_verdict_s = self._clock.now() - origin
             self._say.log(f"verdict: {verdict_line(verdict, pipeline.batches_per_s)}")
             self.verdict = verdict

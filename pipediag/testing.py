@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from pipediag.analysis.input_cost import dominant_part
+from pipediag.analysis.input_cost import contention_kind, dominant_part
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
@@ -164,9 +164,11 @@ def synthetic_cost_report(
     epochs: int = 1,
     step_s: float = 0.04,
     benchmark_s: float = 3.0,
+    cost_interval: tuple[float, float] | None = None,
 ) -> Report:
     """A report in the shape a diagnosis gives it: input cost split into wait, contention and
-    fetch (shares of training time), and the three rates P, T and A.
+    fetch (shares of training time), and the three rates P, T and A; with `cost_interval`, the
+    cost's 90% interval as the alternation of rates gives it.
 
     The run is laid out as a real one is: the pipeline benchmark from 0.5 s for
     `benchmark_s`, then warm-up and measured steps (`step_s` each, `wait` of it waiting for
@@ -259,7 +261,9 @@ def synthetic_cost_report(
             pipeline_cores_busy=pipeline_cores_busy,
             free_cores=free_cores,
             pull_s=pull_s,
+            contention_kind=contention_kind(contention, free_cores, []),
         ),
+        input_cost_interval=list(cost_interval) if cost_interval is not None else None,
     )
     pipeline = replace(
         base.pipeline,

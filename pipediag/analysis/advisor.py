@@ -38,7 +38,12 @@ from pipediag.analysis.advice_context import (
     Rule,
     build_context,
 )
-from pipediag.analysis.cost_rules import check_contention, check_fetch, why_no_input_fix
+from pipediag.analysis.cost_rules import (
+    check_contention,
+    check_epoch_start,
+    check_fetch,
+    why_no_input_fix,
+)
 from pipediag.analysis.host_rules import (
     check_cpu_saturated,
     check_gpu_idle_cause,
@@ -95,6 +100,7 @@ RULES: tuple[Rule, ...] = (
     Rule("PD010-cpu-saturated", "input", check_cpu_saturated),
     Rule("PD012-input-contention", "input", check_contention),
     Rule("PD013-per-pull-overhead", "input", check_fetch),
+    Rule("PD015-epoch-start", "input", check_epoch_start),
     Rule("PD001-sequential-map", "input", check_sequential_map),
     Rule("PD002-sequential-interleave", "input", check_sequential_interleave),
     Rule("PD005-cache-prefix", "input", check_cache),

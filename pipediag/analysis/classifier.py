@@ -19,14 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipediag.analysis.input_cost import (
+    InputCost,
     Rates,
-    contention_bound,
+    contention_evidence,
+    input_cost,
     label_of,
     phases_of,
     rates_of,
-    split_cost,
-    step_cores_of,
-    steps_cpu,
+    unspread_epoch_start,
 )
 from pipediag.analysis.stats import latency_stats
 from pipediag.report.model import (
@@ -51,6 +51,8 @@ from pipediag.report.model import (
     timed_steps,
 )
 from pipediag.report.vocabulary import (
+    CONTENDS_FOR_CORES,
+    CONTENDS_FOR_GIL,
     SEVERITY_HIGH,
     SEVERITY_MODERATE,
     SEVERITY_NONE,
@@ -154,15 +156,15 @@ def judge(
     *,
     compute_alone: ComputeAlone | None = None,
     host: HostSection | None = None,
-    cores: int | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
     why_unknown: str | None = None,
 ) -> Verdict:
     """The overall verdict, with the figures behind it and one sentence that says why.
 
     The label follows input cost (`analysis/input_cost.py`): 1 - A/T, from the training
-    rate A and the compute-alone rate T (measured on a cached batch where the compute-alone
-    phase ran, else estimated as step time minus wait), in XProf's bands.
+    rate A and the compute-alone rate T (taken in alternation where the blocks ran, else T
+    measured on a cached batch in one piece, else estimated as step time minus wait), with
+    each epoch's start-up, in XProf's bands.
     """
     timed = [s for s in train.steps if s.label in (INPUT_BOUND, COMPUTE_BOUND)]
     if not timed:
@@ -170,32 +172,23 @@ def judge(
     total = sum(s.duration_s for s in timed)
     wait = sum(s.input_wait_s or 0.0 for s in timed)
     fraction = wait / total if total > 0 else 0.0
-    training = sum(s.count for s in timed) / total if total > 0 else None
-    rates = rates_of(timed, training, pipeline, compute_alone)
-    cpu = steps_cpu(host, timed, compute_alone)
-    cores = (host.cpu_count if host is not None else 0) or cores
-    pipeline_cores = (
-        pipeline.cpu_s_per_batch * training
-        if pipeline.cpu_s_per_batch is not None and training
-        else None
-    )
-    cap = contention_bound(cores, step_cores_of(compute_alone), pipeline_cores)
-    cost, split = split_cost(
+    steps_rate = sum(s.count for s in timed) / total if total > 0 else None
+    rates = rates_of(timed, steps_rate, pipeline, compute_alone)
+    found = input_cost(
         rates,
         fraction,
         wait_source=train.input_wait_source,
-        steps_cpu=cpu,
-        contention_cap=cap,
+        epoch_starts=train.epoch_starts,
+        stages=pipeline.stages,
+        cpu=contention_evidence(host, timed, compute_alone),
     )
     high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
-    label = label_of(cost, high=high, moderate=moderate)
+    label = label_of(found.cost, high=high, moderate=moderate)
     severities: dict[str, Severity] = {
         INPUT_BOUND: SEVERITY_HIGH,
         BALANCED: SEVERITY_MODERATE,
         COMPUTE_BOUND: SEVERITY_NONE,
     }
-    severity = severities[label]
-    phases = phases_of(timed, rates.compute, high=high, moderate=moderate, contention_cap=cap)
     compute_rate = rates.compute
     headroom = (
         pipeline.batches_per_s / compute_rate
@@ -205,35 +198,99 @@ def judge(
     return Verdict(
         label=label,
         input_wait_fraction=fraction,
-        severity=severity,
-        summary=_summary(label, fraction, cost, split, train, pipeline, rates, headroom),
+        severity=severities[label],
+        summary=_summary(label, fraction, found, pipeline, rates, headroom),
         input_bound_steps=sum(s.count for s in timed if s.label == INPUT_BOUND),
         compute_bound_steps=sum(s.count for s in timed if s.label == COMPUTE_BOUND),
         compute_alone_steps_per_s=compute_rate,
         pipeline_headroom=headroom,
-        input_cost_fraction=cost,
-        training_steps_per_s=training,
+        input_cost_fraction=found.cost,
+        training_steps_per_s=rates.training,
         compute_alone_source=rates.source,
         compute_alone_reason=rates.reason if rates.source == ESTIMATED else None,
-        cost_split=split,
-        phases=phases,
+        cost_split=found.split,
+        phases=phases_of(timed, compute_rate, high=high, moderate=moderate),
+        input_cost_interval=found.interval,
     )
 
 
 def _summary(
     label: str,
     fraction: float,
-    cost: float,
-    split: CostSplit,
-    train: TrainSection,
+    found: InputCost,
     pipeline: PipelineBenchmark,
     rates: Rates,
     headroom: float | None,
 ) -> str:
-    share = f"input costs {cost:.0%} of training time"
+    cost, split = found.cost, found.split
+    if found.interval is not None and found.interval[0] <= 0.0:
+        return _not_measurable(fraction, found.interval[1], rates)
+    interval = _interval_text(found.interval)
+    if label == COMPUTE_BOUND:
+        text = (
+            f"Input costs only {cost:.0%} of training time ({interval}{fraction:.0%} spent "
+            "waiting): the model's train step sets the rate"
+        )
+        if headroom is not None and pipeline.batches_per_s is not None:
+            text += f"; the pipeline alone delivers {headroom:.1f}x what the train step needs"
+        return text + "." + _unspread_text(split, rates)
+    text = f"Input costs {cost:.0%} of training time ({interval}{_parts_text(split)})"
+    if label == BALANCED:
+        text += ": both input and compute limit the rate"
+    figure_text = "; ".join(_figures(pipeline, rates))
+    return text + (f": {figure_text}." if figure_text else ".") + _unspread_text(split, rates)
+
+
+def _unspread_text(split: CostSplit, rates: Rates) -> str:
+    """ " Each epoch after the first started 2.10 s late; ..." where that start-up is long
+    but the epoch's length is unknown, so the cost above leaves it out."""
+    start = unspread_epoch_start(split, rates.training)
+    if start is None:
+        return ""
+    return (
+        f" Each epoch after the first started {start:.2f} s late; the epoch's length is "
+        "unknown, so that start-up is not in the cost above."
+    )
+
+
+def _interval_text(interval: list[float] | None) -> str:
+    """ "90% interval 40-48%; ", or "" without one."""
+    if interval is None:
+        return ""
+    return f"90% interval {interval[0] * 100:.0f}-{interval[1]:.0%}; "
+
+
+def _not_measurable(fraction: float, high: float, rates: Rates) -> str:
+    pairs = rates.paired.pairs if rates.paired is not None else 0
+    return (
+        f"Input cost is not measurable above noise (at most {high:.0%} of training time): "
+        f"training ran as fast as the train step alone within the 90% interval of {pairs} "
+        f"alternating pairs ({fraction:.0%} of step time spent waiting); the model's train "
+        "step sets the rate."
+    )
+
+
+def _parts_text(split: CostSplit) -> str:
+    """ "waiting 4%, contention 40% (for the host's cores), per-pull overhead 0%"."""
+    kinds = {CONTENDS_FOR_CORES: " (for the host's cores)", CONTENDS_FOR_GIL: " (for the GIL)"}
+    text = (
+        f"waiting {split.wait:.0%}, contention {split.contention:.0%}"
+        f"{kinds.get(split.contention_kind, '')}, per-pull overhead {split.fetch:.0%}"
+    )
+    if split.epoch_start > 0:
+        text += f", epoch starts {split.epoch_start:.0%}"
+    return text
+
+
+def _figures(pipeline: PipelineBenchmark, rates: Rates) -> list[str]:
+    """The rates behind the cost, and a pipeline-alone reading that cannot be right."""
     figures = []
     if rates.compute is not None and rates.training is not None:
-        how = "measured on a cached batch" if rates.source == MEASURED else "estimated"
+        how = "estimated"
+        if rates.paired is not None:
+            how = f"in alternation, {rates.paired.pairs} pairs"
+        elif rates.source == MEASURED:
+            how = "measured on a cached batch"
         figures.append(
             f"training ran {rates.training:.1f} steps/s against {rates.compute:.1f} for the "
             f"train step alone ({how})"
@@ -250,23 +307,7 @@ def _summary(
             f"{pipeline.batches_per_s:.1f}), so that reading was disturbed (another process, "
             "a cold file cache): read its stage figures with care"
         )
-    figure_text = "; ".join(figures)
-    parts = (
-        f"waiting {split.wait:.0%}, contention {split.contention:.0%}, "
-        f"per-pull overhead {split.fetch:.0%}"
-    )
-    if label == COMPUTE_BOUND:
-        text = (
-            f"Input costs only {cost:.0%} of training time ({fraction:.0%} spent waiting): "
-            "the model's train step sets the rate"
-        )
-        if headroom is not None and pipeline.batches_per_s is not None:
-            text += f"; the pipeline alone delivers {headroom:.1f}x what the train step needs"
-        return text + "."
-    text = f"{share.capitalize()} ({parts})"
-    if label == BALANCED:
-        text += ": both input and compute limit the rate"
-    return text + (f": {figure_text}." if figure_text else ".")
+    return figures
 
 
 def _why_no_verdict(train: TrainSection, pipeline: PipelineBenchmark) -> str:

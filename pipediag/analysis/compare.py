@@ -35,6 +35,7 @@ from pipediag.report.model import (
     StageStats,
     Suggestion,
 )
+from pipediag.report.vocabulary import COST_EPOCH_START
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -56,7 +57,16 @@ COMPUTE_ALONE = "compute-alone"
 PIPELINE_ALONE = "pipeline-alone"
 INPUT_COST = "input-cost"
 INPUT_WAIT = "input-wait"
-COST_PART_FIGURES = {part: f"cost-{part}" for part in (COST_WAIT, COST_CONTENTION, COST_FETCH)}
+COST_PART_FIGURES = {
+    part: f"cost-{part}" for part in (COST_WAIT, COST_CONTENTION, COST_FETCH, COST_EPOCH_START)
+}
+# The `CostSplit` field each part is kept in.
+COST_PART_FIELDS = {
+    COST_WAIT: "wait",
+    COST_CONTENTION: "contention",
+    COST_FETCH: "fetch",
+    COST_EPOCH_START: "epoch_start",
+}
 STAGE = "stage"
 VERDICT = "verdict"
 DOMINANT = "dominant-part"
@@ -172,7 +182,9 @@ def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures
     else:  # estimated from the steps themselves: no spread of its own
         compute = noise.bare(verdict.compute_alone_steps_per_s, log_scale=True)
     pipeline = noise.summary_rate(report.pipeline.batches_per_s, report.pipeline.latency, rules)
-    cost = noise.input_cost_estimate(verdict.input_cost_fraction, training, compute)
+    cost = noise.input_cost_estimate(
+        verdict.input_cost_fraction, training, compute, verdict.input_cost_interval
+    )
     wait = _with_spread(verdict.input_wait_fraction, spread.wait_share, log_scale=False)
     return RunFigures(training, compute, pipeline, cost, wait, spread.steps)
 
@@ -265,18 +277,21 @@ def _cost_parts(
     base: Report, new: Report, before: RunFigures, after: RunFigures, rules: NoiseRules
 ) -> list[FigureChange]:
     """The cost's parts. Each takes the larger error of the whole cost and the wait share:
-    a part is not measured more finely than the figures it is cut from."""
+    a part is not measured more finely than the figures it is cut from. The epoch start is
+    left out where neither run counted one (one epoch, an unknown length, older reports)."""
     splits = (base.verdict.cost_split, new.verdict.cost_split)
     if splits == (None, None):
         return []
     errors = [_part_error(figures) for figures in (before, after)]
     figures = []
     for part, name in COST_PART_FIGURES.items():
+        if part == COST_EPOCH_START and not any(s is not None and s.epoch_start for s in splits):
+            continue
         estimates = [
             None
             if split is None
             else Estimate(
-                getattr(split, part),
+                getattr(split, COST_PART_FIELDS[part]),
                 error[0],
                 log_scale=False,
                 how=error[1],

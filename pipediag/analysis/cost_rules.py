@@ -1,8 +1,12 @@
 """Advice that follows the part of input cost that dominates (`analysis/input_cost.py`).
 
 - contention: the pipeline's threads take the cores the train step needs. Cut the
-  pipeline's CPU per batch, cap its threads, or move the work off the training host.
+  pipeline's CPU per batch, cap its threads, or move the work off the training host. Where
+  cores were free and the pipeline runs Python, it contends for the interpreter lock
+  instead: the Python must go (TensorFlow ops, or data written once to files).
 - fetch: each pull of a small batch costs more than the pipeline's work. Fewer, larger pulls.
+- epoch start: each epoch makes a new iterator and drops the last. One repeating iterator
+  for the whole run.
 - And when input costs something but no rule found a change to make, say so and why, so an
   input-bound verdict never stands alone.
 
@@ -13,6 +17,7 @@ gain if that part of the cost went away, an upper bound (the work itself remains
 from __future__ import annotations
 
 from pipediag.analysis.advice_context import Context, training_gain, training_text
+from pipediag.analysis.input_cost import python_stages
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
@@ -23,9 +28,12 @@ from pipediag.report.model import (
 from pipediag.report.names import stage_name
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.vocabulary import (
+    CONTENDS_FOR_GIL,
+    COST_EPOCH_START,
     FIX,
     FIX_THREAD_CAP,
     KERAS_FIT,
+    KIND_SHUFFLE,
     NOTE,
 )
 
@@ -70,6 +78,8 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     split = _split(ctx)
     if split is None or split.dominant != COST_CONTENTION:
         return []
+    if split.contention_kind == CONTENDS_FOR_GIL:
+        return _gil_contention(ctx, rule_id, split)
     wait = ctx.report.verdict.input_wait_fraction or 0.0
     evidence = [
         f"{_rates_text(ctx)}: input costs {split.contention:.0%} of training time through "
@@ -124,6 +134,77 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
             training_speedup=measured
             if measured is not None and measured >= VERIFIED_MIN_GAIN
             else None,
+            kind=FIX,
+        )
+    ]
+
+
+def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Suggestion]:
+    """Contention with cores free, beside a pipeline that runs Python: the two take turns on
+    the interpreter lock, and a cap on tf.data's threads does not release it."""
+    wait = ctx.report.verdict.input_wait_fraction or 0.0
+    python = ", ".join(stage_name(s) for s in python_stages(ctx.stages)) or "its functions"
+    free = "cores"
+    if split.free_cores is not None:
+        free = f"{split.free_cores:.1f} of {ctx.cores} cores"
+    evidence = (
+        f"{_rates_text(ctx)}: input costs {split.contention:.0%} of training time through "
+        f"contention, yet the step waited only {wait:.0%} of the time and {free} were free "
+        f"while training. The pipeline runs Python ({python}), "
+        "which holds the interpreter lock the train step's own Python needs. Take the Python "
+        "out of the pipeline: port the function to TensorFlow ops, or run it once and write "
+        "its output to files the pipeline reads."
+    )
+    return [
+        Suggestion(
+            id=rule_id,
+            title="the input pipeline's Python holds the interpreter lock the train step needs",
+            evidence=evidence,
+            code=(
+                "ds = ds.map(tf_ops_fn, num_parallel_calls=tf.data.AUTOTUNE)  # no py_function\n"
+                "# or run the Python once: ds.save(path); later tf.data.Dataset.load(path)"
+            ),
+            predicted_speedup=_gain(split.contention),
+            kind=FIX,
+        )
+    ]
+
+
+def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
+    """Each epoch's start-up dominates: one iterator for the whole run, the dataset
+    repeating and the epoch's length given, does without it (Keras 3 keeps its iterator
+    across epochs when `steps_per_epoch` is set)."""
+    split = _split(ctx)
+    if split is None or split.dominant != COST_EPOCH_START or split.epoch_steps is None:
+        return []
+    start = split.epoch_start_s or 0.0
+    likely = f" ({split.epoch_start_stage} likely makes it)" if split.epoch_start_stage else ""
+    evidence = (
+        f"Each epoch starts {start:.2f} s late{likely}: {split.epoch_start:.0%} of an epoch "
+        f"of {split.epoch_steps:,} steps, where a new iterator is made and the last one "
+        "dropped. Make the dataset repeat and give the epoch's length, so that one iterator "
+        "serves every epoch."
+    )
+    if any(s.kind == KIND_SHUFFLE for s in ctx.stages):
+        evidence += " A shuffle before the repeat still refills its buffer each epoch."
+    steps = split.epoch_steps
+    code = (
+        f"model.fit(ds.repeat(), epochs=epochs, steps_per_epoch={steps})  # one iterator"
+        if ctx.report.train.style == KERAS_FIT
+        else (
+            "iterator = iter(ds.repeat())  # made once, for every epoch\n"
+            "for epoch in range(epochs):\n"
+            f"    for _ in range({steps}):\n"
+            "        train_step(*next(iterator))"
+        )
+    )
+    return [
+        Suggestion(
+            id=rule_id,
+            title="each epoch makes a new iterator: one repeating iterator for the whole run",
+            evidence=evidence,
+            code=code,
+            predicted_speedup=_gain(split.epoch_start),
             kind=FIX,
         )
     ]

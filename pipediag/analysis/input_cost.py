@@ -10,22 +10,30 @@ figure) is one part of that cost; the others are invisible to it::
 
 - wait: the step waited for a batch that was not ready (measured per step);
 - fetch: the per-pull overhead of a batch that was ready: where the pipeline alone is far
-  faster than training, a pull cannot be waiting on the pipeline's work;
-- contention: the rest of the gap: the pipeline's threads took cores the step needed, so
-  nothing waited and everything ran slower. Its evidence is in the host samples: the
-  pipeline's extra cores busy while training, and how few cores were left free.
+  faster than training, a pull cannot be waiting on the pipeline's work. It explains part
+  of the measured gap; it never enlarges it;
+- contention: the rest of the gap: nothing waited and everything ran slower beside the
+  pipeline. What it contends for is named where the evidence says: the host's cores (few
+  left free while training) or Python's interpreter lock (the pipeline runs Python while
+  cores are free);
+- epoch start: each epoch's start-up before its first step, which the steps' own rates
+  never see, spread over the epoch's steps.
 
-The parts add up to the cost. Where the measured wait (and fetch) exceeds `1 - A/T` (noise
-in a short compute-alone run), the measured parts stand and the cost is their sum.
+Where A and T were taken in alternation (`analysis/alternation.py`), the gap and its 90%
+interval come from the pairs, and a gap whose interval reaches zero is no cost at all: it
+is not measurable above the run's noise (docs/design.md, "Input cost"). A measured wait
+greater than the gap stands: it is a measurement of its own.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from pipediag.analysis.alternation import PairedCost, paired_cost, pipeline_cores
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
@@ -40,14 +48,27 @@ from pipediag.report.model import (
     ComputeAloneSource,
     CostPart,
     CostSplit,
+    EpochStart,
     HostSection,
     PhaseVerdict,
     PipelineBenchmark,
+    StageStats,
     StepRecord,
     VerdictLabel,
 )
+from pipediag.report.names import stage_name
+from pipediag.report.stage_facts import int_setting
 from pipediag.report.vocabulary import (
+    CONTENDS_FOR_CORES,
+    CONTENDS_FOR_GIL,
+    COST_EPOCH_START,
+    KIND_CACHE,
+    KIND_INTERLEAVE,
+    KIND_PARALLEL_INTERLEAVE,
+    KIND_SHUFFLE,
+    KIND_SHUFFLE_AND_REPEAT,
     WAIT_ITERATOR_TIMING,
+    ContentionKind,
 )
 
 # The pipeline alone at least this many times faster than training cannot have kept the
@@ -62,17 +83,47 @@ PHASE_COST_GAP = 0.15
 PHASE_MIN_STEPS = 10
 # Iterator timing includes the pull in the wait; batch stamps under fit do not.
 WAIT_INCLUDES_PULL = frozenset({WAIT_ITERATOR_TIMING})
+# Fewer idle cores than this while training: the host is saturated, and the pipeline's
+# threads and the train step take turns on its cores. Half a core: the host samples are a
+# few per second, and a busy host still shows a little idle time between them.
+SATURATED_FREE_CORES = 0.5
+# Sources that run Python for every element (built on py_function, so they hold the GIL);
+# `bench/structure.py` names a generator source so, and marks it `uses_py_function` too.
+PYTHON_SOURCES = frozenset({"from_generator"})
+# The first epoch's start is the run's own start-up (tracing, the first iterator, buffers
+# filling for the first time): only the starts of later epochs (counted from 0) are input
+# cost of every epoch (docs/design.md, "Epoch starts").
+FIRST_COUNTED_EPOCH = 1
+# An epoch start that cannot be spread (the epoch's length unknown) is worth a word when it
+# lasts this many steps at the training rate: it would cost at least 5% of an epoch of up to
+# 190 steps.
+UNSPREAD_START_STEPS = 10.0
+# Filenames a `cache()` stage holds when it caches in memory (`bench/structure.py` writes
+# "memory" for tf.data's empty filename).
+MEMORY_CACHE = frozenset({"", "memory"})
 
 
 @dataclass(frozen=True)
 class Rates:
-    """The three rates and where T came from."""
+    """The three rates, where T came from, and the pairs where A and T alternated."""
 
     pipeline: float | None  # P, batches/s
     compute: float | None  # T, steps/s
     training: float | None  # A, steps/s
     source: ComputeAloneSource  # "" without T
     reason: str | None = None  # why T is estimated
+    # A and T taken in turn (`analysis/alternation.py`): the cost and its interval come
+    # from the pairs, and `compute`/`training` are the blocks pooled.
+    paired: PairedCost | None = None
+
+    @property
+    def gap(self) -> float:
+        """1 - A/T as measured; 0 without both rates."""
+        if self.paired is not None:
+            return self.paired.cost
+        if self.compute and self.training:
+            return 1.0 - self.training / self.compute
+        return 0.0
 
 
 def rates_of(
@@ -81,9 +132,16 @@ def rates_of(
     pipeline: PipelineBenchmark,
     compute_alone: ComputeAlone | None,
 ) -> Rates:
-    """P, T and A; T measured where the compute-alone phase ran, else step time minus wait."""
-    if compute_alone is not None and compute_alone.measured and compute_alone.steps_per_s:
-        return Rates(pipeline.batches_per_s, compute_alone.steps_per_s, training_rate, MEASURED)
+    """P, T and A: from the alternation's blocks where they ran, else T measured in one
+    piece against the measured steps' A, else T estimated as step time minus wait."""
+    if compute_alone is not None and compute_alone.measured:
+        paired = paired_cost(compute_alone.blocks) if compute_alone.blocks else None
+        if paired is not None and paired.training > 0 and paired.compute > 0:
+            return Rates(
+                pipeline.batches_per_s, paired.compute, paired.training, MEASURED, paired=paired
+            )
+        if compute_alone.steps_per_s:
+            return Rates(pipeline.batches_per_s, compute_alone.steps_per_s, training_rate, MEASURED)
     computes = [s.compute_s / s.count for s in steps if s.compute_s is not None]
     median = float(np.median(computes)) if computes else 0.0
     estimate = 1.0 / median if median > 0 else None
@@ -97,86 +155,193 @@ def rates_of(
     )
 
 
-def dominant_part(wait: float, contention: float, fetch: float) -> CostPart | None:
+def not_measurable(paired: PairedCost) -> bool:
+    """Training ran as fast as the step alone within the pairs' interval (or, with one
+    pair, at all): A >= T within the noise, so the cost is zero."""
+    return paired.cost <= 0.0 or (paired.low is not None and paired.low <= 0.0)
+
+
+def dominant_part(
+    wait: float, contention: float, fetch: float, epoch_start: float = 0.0
+) -> CostPart | None:
     """The largest part of an input cost, or None when the cost is too small to name one
     (under 5% of training time, the compute-bound band)."""
     parts: dict[CostPart, float] = {
         COST_WAIT: wait,
         COST_CONTENTION: contention,
         COST_FETCH: fetch,
+        COST_EPOCH_START: epoch_start,
     }
     largest = max(parts, key=parts.__getitem__)
-    return largest if wait + contention + fetch >= 0.05 else None
+    return largest if sum(parts.values()) >= 0.05 else None
 
 
-def split_cost(
-    rates: Rates,
-    wait_fraction: float,
-    *,
-    wait_source: str,
-    steps_cpu: StepsCpu | None = None,
-    contention_cap: float | None = None,
-) -> tuple[float, CostSplit]:
-    """Input cost as a share of training time, and its parts (wait, contention, fetch).
+@dataclass(frozen=True)
+class InEpochCost:
+    """The parts of input cost within an epoch's steps, as shares of their time."""
 
-    `contention_cap` is the most contention the pipeline's CPU can explain
-    (`contention_bound`); the rest of the gap is left out of the cost as noise.
+    wait: float
+    fetch: float
+    contention: float
+    pull_s: float | None = None  # the per-pull overhead behind `fetch`, seconds per step
+
+    @property
+    def cost(self) -> float:
+        return self.wait + self.fetch + self.contention
+
+
+NO_COST = InEpochCost(0.0, 0.0, 0.0)
+
+
+def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpochCost:
+    """The steps' input cost split into wait, fetch and contention.
+
+    The gap 1 - A/T is the measurement; wait is measured per step and stands even where it
+    exceeds the gap. Fetch is read from the rates (P far above A), so it may explain the gap
+    but never enlarge it. Contention is the rest of the gap, uncapped.
     """
-    gap = 1.0 - rates.training / rates.compute if rates.compute and rates.training else 0.0
-    pull_s = None
-    fetch = 0.0
-    wait = wait_fraction
+    if rates.paired is not None and not_measurable(rates.paired):
+        return NO_COST
+    gap = rates.gap
+    wait, fetch, pull_s = wait_fraction, 0.0, None
     pipeline, training = rates.pipeline, rates.training
     if pipeline and training and pipeline >= FETCH_PIPELINE_MARGIN * training:
         pull_s = 1.0 / pipeline
         if wait_source in WAIT_INCLUDES_PULL:
             fetch, wait = wait, 0.0  # the measured wait is the pull itself
+            if rates.paired is not None:
+                # Measured in alternation, the gap is the measurement: the pull is read
+                # into it, never added to it.
+                fetch = min(fetch, max(0.0, gap))
         else:
-            # A pull inside the step, at the pipeline-alone cost of a batch: an estimate,
-            # so it never claims more than the gap leaves.
+            # A pull inside the step, at the pipeline-alone cost of a batch: an estimate.
             fetch = min(pull_s * training, max(0.0, gap - wait))
     if rates.source == ESTIMATED:
         gap = min(gap, wait + fetch)  # step time minus wait: contention cannot be seen
-    contention = max(0.0, gap - wait - fetch)
-    if contention_cap is not None and contention > contention_cap:
-        contention = contention_cap
-    cost = wait + fetch + contention
-    return cost, CostSplit(
-        wait=wait,
-        contention=contention,
-        fetch=fetch,
-        dominant=dominant_part(wait, contention, fetch),
-        pipeline_cores_busy=steps_cpu.pipeline_cores if steps_cpu else None,
-        free_cores=steps_cpu.free_cores if steps_cpu else None,
-        pull_s=pull_s,
-    )
+    return InEpochCost(wait, fetch, max(0.0, gap - wait - fetch), pull_s)
 
 
-# How far real contention exceeds the simple share-of-the-cores model below: thread switching,
-# shared caches and memory bandwidth. Measured on the contention case (contention_fit: a parallel
-# decode map beside a small CNN on 2 cores): 43-46% measured where the model gives ~33%.
-CONTENTION_SLACK = 2.0
-# Contention under this share is believed whatever the CPU figures say (they are rough: the
-# pipeline's CPU is measured alone, at full speed): well under XProf's 5% band.
-CONTENTION_FLOOR = 0.02
+# --------------------------------------------------------------------------- epoch starts
 
 
-def contention_bound(
-    cores: int | None, step_cores: float | None, pipeline_cores: float | None
-) -> float | None:
-    """The most contention the pipeline's CPU can explain, as a share of training time.
+@dataclass(frozen=True)
+class EpochStartPart:
+    """Each epoch's start-up, as a share of an epoch's time.
 
-    With the step alone keeping `step_cores` busy and the pipeline `pipeline_cores` while it
-    feeds training, an oversubscribed host gives the step about cores / demand of the CPU it
-    wants, so it slows by 1 - cores / demand. A gap between training and the step alone far
-    beyond that (a cheap pipeline on a heavily shared host) is noise, not input cost. None
-    when a figure is missing: then the whole gap stands.
+    `share` is start / (steps / A + start); 0 where the epoch's length is unknown, and then
+    `steps` is None: the start-up was seen but cannot be spread over the epoch.
     """
-    if not cores or step_cores is None or pipeline_cores is None:
+
+    share: float
+    start_s: float  # the median start-up of the epochs counted
+    steps: int | None  # the epoch's length it is spread over
+
+
+def counted_epoch_starts(starts: Sequence[EpochStart]) -> list[EpochStart]:
+    """The epoch starts that are input cost: those after the first epoch."""
+    return [e for e in starts if e.epoch >= FIRST_COUNTED_EPOCH]
+
+
+def epoch_start_part(
+    starts: Sequence[EpochStart], training_rate: float | None
+) -> EpochStartPart | None:
+    """The median start-up E of the epochs after the first over an epoch of N steps at the
+    training rate A: E / (N/A + E). None where no later epoch started."""
+    counted = counted_epoch_starts(starts)
+    if not counted:
         return None
-    demand = step_cores + pipeline_cores
-    oversubscribed = max(0.0, 1.0 - cores / demand) if demand > 0 else 0.0
-    return min(1.0, CONTENTION_SLACK * oversubscribed + CONTENTION_FLOOR)
+    start_s = float(statistics.median(e.duration_s for e in counted))
+    lengths = [e.steps_per_epoch for e in counted if e.steps_per_epoch]
+    if not lengths or not training_rate or training_rate <= 0:
+        return EpochStartPart(0.0, start_s, None)
+    steps = int(statistics.median_low(lengths))
+    return EpochStartPart(start_s / (steps / training_rate + start_s), start_s, steps)
+
+
+def unspread_epoch_start(split: CostSplit, training_rate: float | None) -> float | None:
+    """The median epoch start, in seconds, where it was long but could not be spread over
+    an epoch of unknown length; None otherwise."""
+    start = split.epoch_start_s
+    if start is None or split.epoch_steps is not None or not training_rate:
+        return None
+    return start if start * training_rate >= UNSPREAD_START_STEPS else None
+
+
+def with_epoch_start(in_epoch: float, epoch_start: float) -> float:
+    """The cost of a whole epoch: its start-up, plus the steps' cost over the rest of it."""
+    return epoch_start + in_epoch * (1.0 - epoch_start)
+
+
+def epoch_start_stage(stages: Sequence[StageStats]) -> str:
+    """The stage that likely makes each epoch's start-up: a shuffle with a buffer (the
+    largest), else an interleave, else a cache read from files; "" where none of them."""
+    shuffles = [
+        (buffer, stage)
+        for stage in stages
+        if stage.kind in (KIND_SHUFFLE, KIND_SHUFFLE_AND_REPEAT)
+        and (buffer := int_setting(stage.settings.get("buffer_size")))
+        and buffer > 1
+    ]
+    if shuffles:
+        return f"shuffle({max(shuffles, key=lambda item: item[0])[0]})"
+    for stage in stages:
+        if stage.kind in (KIND_INTERLEAVE, KIND_PARALLEL_INTERLEAVE):
+            return stage_name(stage)
+    for stage in stages:
+        filename = stage.settings.get("filename")
+        if stage.kind == KIND_CACHE and filename is not None and filename not in MEMORY_CACHE:
+            return f"cache({filename})"
+    return ""
+
+
+# --------------------------------------------------------------------------- contention
+
+
+def python_stages(stages: Sequence[StageStats]) -> list[StageStats]:
+    """The stages that call Python per element: py_function, numpy_function or a generator
+    source."""
+    return [s for s in stages if s.uses_py_function or s.name in PYTHON_SOURCES]
+
+
+def contention_kind(
+    contention: float, free_cores: float | None, stages: Sequence[StageStats]
+) -> ContentionKind:
+    """What the pipeline contends for: the host's cores where few were free while training,
+    the interpreter lock where cores were free and the pipeline runs Python; "" where there
+    is no contention or the evidence does not say."""
+    if contention <= 0.0 or free_cores is None:
+        return ""
+    if free_cores < SATURATED_FREE_CORES:
+        return CONTENDS_FOR_CORES
+    return CONTENDS_FOR_GIL if python_stages(stages) else ""
+
+
+# --------------------------------------------------------------------------- CPU evidence
+
+
+@dataclass(frozen=True)
+class ContentionEvidence:
+    """What the CPU figures say about contention: the pipeline's cores busy while training
+    and the host's idle cores; None where not measured."""
+
+    pipeline_cores: float | None
+    free_cores: float | None
+
+
+def contention_evidence(
+    host: HostSection | None,
+    steps: Sequence[StepRecord],
+    compute_alone: ComputeAlone | None,
+) -> ContentionEvidence:
+    """The pipeline's cores from the alternation's blocks where they were timed (training
+    blocks against step-alone blocks, the same process), else from the host samples against
+    the step alone's own; the free cores from the host samples of the measured steps."""
+    sampled = steps_cpu(host, steps, compute_alone)
+    blocks = compute_alone.blocks if compute_alone is not None else []
+    busy = pipeline_cores(blocks) if blocks else None
+    if busy is None and sampled is not None:
+        busy = sampled.pipeline_cores
+    return ContentionEvidence(busy, sampled.free_cores if sampled is not None else None)
 
 
 def step_cores_of(compute_alone: ComputeAlone | None) -> float | None:
@@ -226,6 +391,66 @@ def steps_cpu(
     return StepsCpu(training, step_cores_of(compute_alone), free)
 
 
+# --------------------------------------------------------------------------- the whole cost
+
+
+@dataclass(frozen=True)
+class InputCost:
+    """The verdict's input cost: its value, its parts and its 90% interval (None where A
+    and T were not taken in alternation)."""
+
+    cost: float
+    split: CostSplit
+    interval: list[float] | None
+
+
+def input_cost(
+    rates: Rates,
+    wait_fraction: float,
+    *,
+    wait_source: str,
+    epoch_starts: Sequence[EpochStart] = (),
+    stages: Sequence[StageStats] = (),
+    cpu: ContentionEvidence | None = None,
+) -> InputCost:
+    """Input cost as a share of training time: the steps' parts, scaled to the share of an
+    epoch they fill, plus each epoch's start-up; the interval goes through the same steps."""
+    steps = split_cost(rates, wait_fraction, wait_source=wait_source)
+    start = epoch_start_part(epoch_starts, rates.training)
+    share = start.share if start is not None else 0.0
+    rest = 1.0 - share
+    cost = with_epoch_start(steps.cost, share)
+    free = cpu.free_cores if cpu is not None else None
+    split = CostSplit(
+        wait=steps.wait * rest,
+        contention=steps.contention * rest,
+        fetch=steps.fetch * rest,
+        dominant=dominant_part(
+            steps.wait * rest, steps.contention * rest, steps.fetch * rest, share
+        ),
+        pipeline_cores_busy=cpu.pipeline_cores if cpu is not None else None,
+        free_cores=free,
+        pull_s=steps.pull_s,
+        contention_kind=contention_kind(steps.contention, free, stages),
+        epoch_start=share,
+        epoch_start_s=start.start_s if start is not None else None,
+        epoch_steps=start.steps if start is not None else None,
+        epoch_start_stage=epoch_start_stage(stages) if start is not None else "",
+    )
+    return InputCost(cost, split, cost_interval(rates.paired, share, cost))
+
+
+def cost_interval(paired: PairedCost | None, epoch_start: float, cost: float) -> list[float] | None:
+    """The pairs' 90% interval, clamped at zero, with the epoch starts added as the cost is;
+    widened to hold the cost where a measured wait above the gap made it larger."""
+    if paired is None or paired.low is None or paired.high is None:
+        return None
+    low, high = (
+        with_epoch_start(max(0.0, bound), epoch_start) for bound in (paired.low, paired.high)
+    )
+    return [min(low, cost), max(high, cost)]
+
+
 def label_of(cost: float, *, high: float, moderate: float) -> VerdictLabel:
     if cost >= high:
         return INPUT_BOUND
@@ -234,17 +459,25 @@ def label_of(cost: float, *, high: float, moderate: float) -> VerdictLabel:
     return COMPUTE_BOUND
 
 
+def interval_labels(
+    interval: Sequence[float], *, high: float, moderate: float
+) -> tuple[VerdictLabel, VerdictLabel]:
+    """The bands of an interval's two ends, low first: the same label twice where the whole
+    interval lies in one band, two where it straddles a boundary."""
+    low, top = interval[0], interval[-1]
+    return label_of(low, high=high, moderate=moderate), label_of(top, high=high, moderate=moderate)
+
+
 def phases_of(
     steps: Sequence[StepRecord],
     compute_rate: float | None,
     *,
     high: float,
     moderate: float,
-    contention_cap: float | None = None,
 ) -> list[PhaseVerdict]:
     """One verdict per run of epochs whose input cost is alike; empty when there is one.
 
-    An epoch's cost is its own 1 - A/T, with contention capped as for the whole run.
+    An epoch's cost is its own 1 - A/T against the run's T, at least its measured wait.
     """
     by_epoch: dict[int, list[StepRecord]] = {}
     for step in steps:
@@ -256,9 +489,7 @@ def phases_of(
     ]
     if len(epochs) < 2 or not compute_rate:
         return []
-    figures = [
-        (epoch, *_epoch_figures(group, compute_rate, contention_cap)) for epoch, group in epochs
-    ]
+    figures = [(epoch, *_epoch_figures(group, compute_rate)) for epoch, group in epochs]
     runs: list[list[tuple[int, int, float, float, float | None]]] = [[figures[0]]]
     for item in figures[1:]:
         if abs(item[3] - runs[-1][-1][3]) > PHASE_COST_GAP:
@@ -271,7 +502,7 @@ def phases_of(
 
 
 def _epoch_figures(
-    group: Sequence[StepRecord], compute_rate: float, contention_cap: float | None
+    group: Sequence[StepRecord], compute_rate: float
 ) -> tuple[int, float, float, float | None]:
     """(steps, seconds, cost, wait share) of one epoch's measured steps."""
     count = sum(s.count for s in group)
@@ -280,8 +511,6 @@ def _epoch_figures(
     waits = [s for s in group if s.input_wait_s is not None]
     wait = sum(s.input_wait_s or 0.0 for s in waits) / seconds if waits and seconds > 0 else None
     cost = max(0.0, 1.0 - rate / compute_rate)
-    if contention_cap is not None:
-        cost = min(cost, (wait or 0.0) + contention_cap)
     return count, seconds, max(cost, wait or 0.0), wait
 
 

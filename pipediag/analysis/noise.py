@@ -14,7 +14,9 @@ two rates is then a difference) and on a linear one for shares.
 - The pipeline alone P and the train step alone T are kept only as summaries
   (`LatencyStats`: count, mean, median, p90): their spread is estimated from the distance
   between the median and the p90, as a normal distribution's (1.28 standard deviations).
-- Input cost `1 - A/T` takes the error of both rates (the delta method).
+- Input cost `1 - A/T` takes its error from its own 90% interval where training and the
+  step alone were taken in alternation (the pairs' spread), else from the errors of both
+  rates (the delta method).
 
 Each run's own spread is not all of it: two processes of one script differ by more than
 either's steps can show (the host's load at another time, thread placement, autotune's
@@ -33,8 +35,9 @@ import numpy as np
 
 from pipediag.report.model import LatencyStats, StepRecord, timed_steps
 
-# Two-sided 95% normal quantile.
+# Two-sided 95% and 90% normal quantiles.
 Z_95 = 1.959964
+Z_90 = 1.644854
 # The p90 lies this many standard deviations above the median of a normal distribution.
 P90_SIGMAS = 1.281552
 
@@ -112,6 +115,7 @@ class StepSpread:
 BOOTSTRAP_HOW = "steps, block bootstrap"
 SUMMARY_HOW = "median and p90"
 NO_SPREAD_HOW = "no spread recorded"
+ALTERNATION_HOW = "alternation pairs, 90% interval"
 
 
 def measured_steps(steps: Sequence[StepRecord]) -> list[StepRecord]:
@@ -197,21 +201,25 @@ def input_cost_estimate(
     cost: float | None,
     training: Estimate | None,
     compute: Estimate | None,
-    unexplained: float = 0.0,
+    interval: Sequence[float] | None = None,
 ) -> Estimate | None:
-    """Input cost 1 - A/T, with the error of A and T carried through (delta method).
+    """Input cost 1 - A/T, with its error: from its own 90% interval where A and T were taken
+    in alternation, else that of A and T carried through (the delta method).
 
-    The part of the gap the analysis could not explain (`CostSplit.unexplained`, left out
-    of the cost) may or may not be input's: it is added as an error of half its size. On
-    the recorded runs of one script, the cost moved by that part (89% -> 80%) while A and T
-    hardly did.
+    The interval's pairs saw the host's drift as the cost saw it, so they say more than two
+    rates measured seconds apart. Its half-width is 1.645 standard errors; where zero clipped
+    one end (a cost not measurable above noise), the distance from the cost to the far end
+    is taken instead, so a clipped interval does not look narrower than it was.
     """
     if cost is None:
         return None
+    if interval is not None:
+        reach = max(interval[1] - cost, cost - interval[0])
+        return Estimate(cost, reach / Z_90, log_scale=False, how=ALTERNATION_HOW)
     if training is None or compute is None or training.se is None or compute.se is None:
         return Estimate(cost, None, log_scale=False, how=NO_SPREAD_HOW)
     a_over_t = training.value / compute.value
-    se = math.hypot(a_over_t * math.hypot(training.se, compute.se), unexplained / 2)
+    se = a_over_t * math.hypot(training.se, compute.se)
     how = training.how if training.how == compute.how else f"{training.how}; {compute.how}"
     return Estimate(cost, se, log_scale=False, how=how)
 

@@ -214,15 +214,18 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
 
 
 def _cost_shares(report: Report) -> list[float] | None:
-    """Compute, wait, contention, fetch as shares of training time; None without a cost."""
+    """Compute, wait, contention, fetch, epoch start as shares of training time; None without
+    a cost."""
     verdict = report.verdict
     cost = verdict.input_cost_fraction
     if cost is None:
         return None
     split = verdict.cost_split
-    parts = [0.0, 0.0, 0.0] if split is None else [share for _, share in summary.cost_parts(split)]
     if split is None:
+        parts = [0.0] * len(summary.COST_PARTS)
         parts[0] = cost  # unsplit: drawn as waiting, the part every report has
+    else:
+        parts = [share for _, share in summary.cost_parts(split)]
     return [max(0.0, 1.0 - cost), *parts]
 
 

@@ -12,6 +12,11 @@ def percent(fraction: float) -> str:
     return f"{fraction:.0%}"
 
 
+def percent_range(low: float, high: float) -> str:
+    """Two shares as one range of whole percentages: (0.17, 0.24) -> "17-24%"."""
+    return f"{low * 100:.0f}-{percent(high)}"
+
+
 def speedup(value: float) -> str:
     """A ratio of rates, to one decimal: 1.78 -> "1.8x"."""
     return f"{value:.1f}x"

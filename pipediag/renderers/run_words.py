@@ -6,8 +6,9 @@ from __future__ import annotations
 import shlex
 import statistics
 
+from pipediag.analysis.input_cost import counted_epoch_starts
 from pipediag.renderers.numbers import percent
-from pipediag.report.model import DataPass, Report, TrainSection
+from pipediag.report.model import CostSplit, DataPass, Report, TrainSection
 
 NO_SCRIPT = "(no script)"
 STOP_REASONS = {
@@ -48,15 +49,18 @@ def run_status(report: Report) -> str:
 
 # An epoch start under this long is not worth a line: a few calls between two steps.
 EPOCH_START_SHOWN_S = 0.005
+# Why a start-up seen before each epoch is left out of the input cost.
+NOT_SPREAD = "not part of the input cost above: the epoch's length is unknown"
 
 
-def epoch_start_text(train: TrainSection) -> str:
+def epoch_start_text(train: TrainSection, split: CostSplit | None = None) -> str:
     """ "epoch starts: 1.20 s before each epoch's first step (median of 2 epochs); 12% of an
-    epoch of 140 steps; not part of the input cost above", or "" when short or unseen."""
-    if not train.epoch_starts:
-        return ""
-    first = min(e.epoch for e in train.epoch_starts)
-    later = [e for e in train.epoch_starts if e.epoch > first]
+    epoch of 140 steps, counted in the input cost above", or "" when short or unseen.
+
+    Reports whose cost split has no epoch-start part (written before it counted, or with the
+    epoch's length unknown) say that the start is not part of the input cost.
+    """
+    later = counted_epoch_starts(train.epoch_starts)
     if not later:
         return ""
     duration = float(statistics.median(e.duration_s for e in later))
@@ -66,11 +70,18 @@ def epoch_start_text(train: TrainSection) -> str:
         f"epoch starts: {duration:.2f} s before each epoch's first step (median of "
         f"{len(later)} epoch{'s' if len(later) > 1 else ''})"
     )
+    if split is not None and split.epoch_steps is not None and split.epoch_start_s is not None:
+        return text + (
+            f"; {percent(split.epoch_start)} of an epoch of {split.epoch_steps:,} steps, "
+            "counted in the input cost above"
+        )
     steps = later[-1].steps_per_epoch
     step = train.step_time.median_s if train.step_time is not None else None
     if steps and step:
         share = duration / (duration + steps * step)
         text += f"; {percent(share)} of an epoch of {steps:,} steps"
+    if not any(e.steps_per_epoch for e in later):
+        return text + f"; {NOT_SPREAD}"
     return text + "; not part of the input cost above"
 
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipediag.analysis.classifier import DEFAULT_THRESHOLDS
+from pipediag.analysis.input_cost import SATURATED_FREE_CORES, interval_labels
+
 # Words for numbers and for the run live in their own modules; re-exported for renderers.
 from pipediag.renderers.numbers import DASH as DASH
 from pipediag.renderers.numbers import NOT_MEASURED as NOT_MEASURED
@@ -20,6 +23,7 @@ from pipediag.renderers.numbers import RATE_DECIMALS_BELOW as RATE_DECIMALS_BELO
 from pipediag.renderers.numbers import gain as gain
 from pipediag.renderers.numbers import ms as ms
 from pipediag.renderers.numbers import percent as percent
+from pipediag.renderers.numbers import percent_range as percent_range
 from pipediag.renderers.numbers import rate_text as rate_text
 from pipediag.renderers.numbers import speedup as speedup
 from pipediag.renderers.run_words import EPOCH_START_SHOWN_S as EPOCH_START_SHOWN_S
@@ -57,6 +61,7 @@ from pipediag.report.names import NO_VERDICT as NO_VERDICT
 from pipediag.report.names import VERDICT_TITLES as VERDICT_TITLES
 from pipediag.report.names import stage_name as stage_name
 from pipediag.report.names import verdict_title as verdict_title
+from pipediag.report.vocabulary import CONTENDS_FOR_CORES, CONTENDS_FOR_GIL, COST_EPOCH_START
 
 # ---------------------------------------------------------------------------- the verdict
 
@@ -66,6 +71,8 @@ NOT_ENOUGH_MEASURED = "not enough was measured to tell"
 TRAIN_STEP_SETS_THE_RATE = "the model's train step sets the rate"
 WAITING_EXPLAINED = "the train step waits for batches the pipeline has not made"
 ESTIMATED_NOTE = " (compute alone estimated: contention not measured)"
+# A cost whose interval reaches zero: training ran as fast as the step alone, within noise.
+NOT_MEASURABLE = "not measurable above noise"
 
 
 @dataclass(frozen=True)
@@ -118,37 +125,22 @@ def verdict_line(verdict: Verdict, pipeline_batches_per_s: float | None) -> str:
 
 
 def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Headline | None:
-    """ "INPUT-BOUND: input costs 44% of training time, mostly CPU contention" (the claim),
-    then why ("the pipeline's threads take cores the train step needs (...)") and the
-    phase that dominates; None for a verdict without input cost.
+    """ "INPUT-BOUND: input costs 44% of training time (40-48%), mostly CPU contention" (the
+    claim), then why ("the pipeline's threads take cores the train step needs (...)") and
+    the phase that dominates; None for a verdict without input cost.
 
-    Built from the verdict's figures only: its label, input cost and the cost split's
-    dominant part, the wait share, the rates P and A, where T came from, and the phases.
+    The title is read from the cost's interval where it has one: an interval across a band
+    boundary says both bands ("BALANCED TO INPUT-BOUND"), so that two runs of one script,
+    whose points fall either side of 20%, are not called two things. Built from the
+    verdict's figures only: its label, input cost and interval, the cost split's dominant
+    part and evidence, the wait share, the rates P and A, where T came from, and the phases.
     """
     cost, split = verdict.input_cost_fraction, verdict.cost_split
     if cost is None or split is None or verdict.label not in VERDICT_TITLES:
         return None
-    claim = f"{verdict_title(verdict.label)}: input costs {percent(cost)} of training time"
-    explanation = ""
-    if verdict.label == COMPUTE_BOUND:
-        explanation = TRAIN_STEP_SETS_THE_RATE
-    elif split.dominant == COST_CONTENTION:
-        claim += ", mostly CPU contention"
-        explanation = (
-            "the pipeline's threads take cores the train step needs (it waited only "
-            f"{percent(verdict.input_wait_fraction or 0.0)} of the time)"
-        )
-    elif split.dominant == COST_FETCH:
-        claim += ", mostly the per-pull overhead of next()"
-        training = verdict.training_steps_per_s
-        faster = pipeline_batches_per_s / training if pipeline_batches_per_s and training else None
-        explanation = "the pipeline is " + (
-            f"{faster:.0f}x faster than training" if faster else "far faster than training"
-        )
-        explanation += ", but each step pulls one small batch"
-    elif split.dominant == COST_WAIT:
-        claim += ", mostly waiting"
-        explanation = WAITING_EXPLAINED
+    claim = f"{cost_title(verdict)}: {cost_claim(verdict)}"
+    part, explanation = _dominant_words(verdict, split, pipeline_batches_per_s)
+    claim += part
     separator = ": "
     if verdict.compute_alone_source == ESTIMATED:
         if explanation:
@@ -163,6 +155,83 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
     text = claim + (separator + explanation if explanation else "")
     details = [verdict.summary] if verdict.summary and verdict.summary != text else []
     return Headline(text, claim, explanation, details)
+
+
+def cost_title(verdict: Verdict) -> str:
+    """ "INPUT-BOUND", or "BALANCED TO INPUT-BOUND" where the cost's interval straddles the
+    boundary of two bands (XProf's 5% and 20%)."""
+    interval = verdict.input_cost_interval
+    if interval is None:
+        return verdict_title(verdict.label)
+    low, high = interval_labels(
+        interval,
+        high=DEFAULT_THRESHOLDS.highly_input_bound,
+        moderate=DEFAULT_THRESHOLDS.moderately_input_bound,
+    )
+    if low == high:
+        return verdict_title(verdict.label)
+    return f"{verdict_title(low)} TO {verdict_title(high)}"
+
+
+def cost_not_measurable(verdict: Verdict) -> bool:
+    """Training ran as fast as the step alone within the interval: the cost is 0, and all
+    that can be said is how large it could be."""
+    interval = verdict.input_cost_interval
+    return interval is not None and interval[0] <= 0.0
+
+
+def cost_claim(verdict: Verdict) -> str:
+    """ "input costs 44% of training time (40-48%)", or "input cost not measurable above
+    noise (at most 3%)"."""
+    interval = verdict.input_cost_interval
+    if interval is not None and cost_not_measurable(verdict):
+        return f"input cost {NOT_MEASURABLE} (at most {percent(interval[1])})"
+    text = f"input costs {percent(verdict.input_cost_fraction or 0.0)} of training time"
+    return text + (f" ({percent_range(*interval)})" if interval is not None else "")
+
+
+def _cores_were_free(split: CostSplit) -> bool:
+    """Contention that is for neither the cores nor the GIL: the host had cores to spare and
+    the pipeline runs no Python (shared caches, memory bandwidth, thread switching), or the
+    report predates the kinds. Its free cores then say the threads did not take them."""
+    free = split.free_cores
+    return split.contention_kind == "" and free is not None and free >= SATURATED_FREE_CORES
+
+
+def _dominant_words(
+    verdict: Verdict, split: CostSplit, pipeline_batches_per_s: float | None
+) -> tuple[str, str]:
+    """(what the claim adds, the explanation): the part that dominates, and why."""
+    wait = percent(verdict.input_wait_fraction or 0.0)
+    if verdict.label == COMPUTE_BOUND:
+        return "", TRAIN_STEP_SETS_THE_RATE
+    if split.dominant == COST_CONTENTION and split.contention_kind == CONTENDS_FOR_GIL:
+        return ", mostly contention for Python's GIL", (
+            "the pipeline's Python code holds the interpreter lock the train step needs, "
+            f"though cores are free (it waited only {wait} of the time)"
+        )
+    if split.dominant == COST_CONTENTION and _cores_were_free(split):
+        return ", mostly contention", (
+            "the train step runs slower beside the pipeline's threads though "
+            f"{split.free_cores:.1f} cores were free (it waited only {wait} of the time)"
+        )
+    if split.dominant == COST_CONTENTION:
+        return ", mostly CPU contention", (
+            f"the pipeline's threads take cores the train step needs (it waited only {wait} "
+            "of the time)"
+        )
+    if split.dominant == COST_FETCH:
+        training = verdict.training_steps_per_s
+        faster = pipeline_batches_per_s / training if pipeline_batches_per_s and training else None
+        how = f"{faster:.0f}x faster than training" if faster else "far faster than training"
+        return ", mostly the per-pull overhead of next()", (
+            f"the pipeline is {how}, but each step pulls one small batch"
+        )
+    if split.dominant == COST_WAIT:
+        return ", mostly waiting", WAITING_EXPLAINED
+    if split.dominant == COST_EPOCH_START:
+        return ", mostly epoch starts", epoch_start_evidence(split)
+    return "", ""
 
 
 def _dominant_phase_text(phases: list[PhaseVerdict]) -> str:
@@ -280,24 +349,38 @@ def compute_alone_origin(report: Report) -> str:
 # ---------------------------------------------------------------------------- input cost
 
 # The parts of input cost, in the order they are listed and drawn (after compute).
-COST_PARTS = (COST_WAIT, COST_CONTENTION, COST_FETCH)
-COST_PART_NAMES = {COST_WAIT: "wait", COST_CONTENTION: "contention", COST_FETCH: "fetch"}
+COST_PARTS = (COST_WAIT, COST_CONTENTION, COST_FETCH, COST_EPOCH_START)
+COST_PART_NAMES = {
+    COST_WAIT: "wait",
+    COST_CONTENTION: "contention",
+    COST_FETCH: "fetch",
+    COST_EPOCH_START: "epoch start",
+}
 COMPUTE_PART_NAME = "compute"
 UNSPLIT_PART_NAME = "input"  # input cost measured, its split not
 WAIT_SHARE_SOURCE = "XProf's figure"
+# What the pipeline contends for, said after the cores figures.
+CONTENTION_KIND_WORDS = {
+    CONTENDS_FOR_CORES: "the host's cores were all busy",
+    CONTENDS_FOR_GIL: "cores were free, but the pipeline runs Python: it contends for the GIL",
+}
 
 
-def input_cost_text(cost: float) -> str:
-    """ "44% of training time"."""
-    return f"{percent(cost)} of training time"
+def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
+    """ "44% of training time", "44% of training time (90% interval 40-48%)", or for an
+    interval that reaches zero "not measurable above noise (at most 3% of training time)"."""
+    if interval is None:
+        return f"{percent(cost)} of training time"
+    if interval[0] <= 0.0:
+        return f"{NOT_MEASURABLE} (at most {percent(interval[1])} of training time)"
+    return f"{percent(cost)} of training time (90% interval {percent_range(*interval)})"
 
 
 def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | None:
     """How much faster training would run if input cost nothing: 1 / (1 - input cost).
 
-    That is T/A where the whole gap is input cost; where part of the gap could not be
-    explained by input (`CostSplit.unexplained`, a busy host's noise), it is left out. Old
-    reports without a cost fall back on T/A.
+    That is T/A where A and T were measured in one piece; in alternation, the pairs' cost
+    and the epoch starts decide it. Old reports without a cost fall back on T/A.
     """
     cost = verdict.input_cost_fraction
     if cost is not None and cost < 1.0:
@@ -309,32 +392,54 @@ def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | N
 
 
 def free_input_text(report: Report) -> str:
-    """ "1.8x faster if input were free", or "" when it cannot be told."""
+    """ "1.8x faster if input were free", or "" when it cannot be told (or the cost is not
+    measurable: then there is nothing to gain that the run could see)."""
     verdict = report.verdict
+    if cost_not_measurable(verdict):
+        return ""
     free = speedup_if_input_free(verdict, training_rate(verdict, report.train.steps_per_s))
     return f"{speedup(free)} faster if input were free" if free else ""
 
 
 def cost_parts(split: CostSplit) -> list[tuple[str, float]]:
     """The parts of input cost as (part, share of training time), in drawing order."""
-    shares = {COST_WAIT: split.wait, COST_CONTENTION: split.contention, COST_FETCH: split.fetch}
+    shares = {
+        COST_WAIT: split.wait,
+        COST_CONTENTION: split.contention,
+        COST_FETCH: split.fetch,
+        COST_EPOCH_START: split.epoch_start,
+    }
     return [(part, shares[part]) for part in COST_PARTS]
 
 
+def shown_cost_parts(split: CostSplit) -> list[tuple[str, float]]:
+    """The parts a report lists: all but an epoch start that costs nothing (most runs have
+    none that counts: one epoch, or epochs of unknown length)."""
+    return [
+        (part, share)
+        for part, share in cost_parts(split)
+        if part != COST_EPOCH_START or share > 0.0
+    ]
+
+
 def cost_split_text(split: CostSplit) -> str:
-    """ "wait 4%, contention 40%, fetch 0%"."""
+    """ "wait 4%, contention 40%, fetch 0%", and ", epoch start 12%" where it counts."""
     return ", ".join(
-        f"{COST_PART_NAMES[part]} {percent(share)}" for part, share in cost_parts(split)
+        f"{COST_PART_NAMES[part]} {percent(share)}" for part, share in shown_cost_parts(split)
     )
 
 
 def contention_evidence(split: CostSplit) -> str:
-    """ "the pipeline kept 1.1 more cores busy while training; 0.1 cores free", or ""."""
+    """ "the pipeline kept 1.1 more cores busy while training; 0.1 cores free: the host's
+    cores were all busy", or ""."""
     busy, free = split.pipeline_cores_busy, split.free_cores
     if busy is None:
-        return "" if free is None else f"{free:.1f} cores free while training"
-    text = f"the pipeline kept {busy:.1f} more cores busy while training"
-    return text if free is None else f"{text}; {free:.1f} cores free"
+        text = "" if free is None else f"{free:.1f} cores free while training"
+    else:
+        text = f"the pipeline kept {busy:.1f} more cores busy while training"
+        text = text if free is None else f"{text}; {free:.1f} cores free"
+    kind = CONTENTION_KIND_WORDS.get(split.contention_kind)
+    return f"{text}: {kind}" if text and kind else text
 
 
 def fetch_evidence(split: CostSplit) -> str:
@@ -342,6 +447,18 @@ def fetch_evidence(split: CostSplit) -> str:
     if split.pull_s is None:
         return ""
     return f"next() took {ms(split.pull_s)} per step on a ready batch"
+
+
+def epoch_start_evidence(split: CostSplit) -> str:
+    """ "a 1.80 s start-up before each epoch, likely shuffle(10000): 12% of an epoch of 140
+    steps", or "" where no epoch start counts."""
+    if split.epoch_start_s is None or split.epoch_steps is None:
+        return ""
+    likely = f", likely {split.epoch_start_stage}" if split.epoch_start_stage else ""
+    return (
+        f"a {split.epoch_start_s:.2f} s start-up before each epoch{likely}: "
+        f"{percent(split.epoch_start)} of an epoch of {split.epoch_steps:,} steps"
+    )
 
 
 @dataclass(frozen=True)
@@ -367,9 +484,10 @@ class CostBar:
 
 
 def cost_bar(report: Report) -> CostBar:
-    """Compute first (1 - input cost), then wait, contention and fetch, as shares of training
-    time. Without a split, the input cost is one part; reports that predate input cost split
-    the mean measured step into its input wait and the rest."""
+    """Compute first (1 - input cost), then wait, contention, fetch and epoch start (where
+    it counts), as shares of training time. Without a split, the input cost is one part;
+    reports that predate input cost split the mean measured step into its input wait and
+    the rest."""
     verdict = report.verdict
     cost = verdict.input_cost_fraction
     if cost is not None:
@@ -378,8 +496,11 @@ def cost_bar(report: Report) -> CostBar:
         if split is None:
             parts.append(CostPart(UNSPLIT_PART_NAME, cost))
         else:
-            parts += [CostPart(COST_PART_NAMES[part], share) for part, share in cost_parts(split)]
-        return CostBar(parts, f"Input cost: {input_cost_text(cost)}", free_input_text(report))
+            parts += [
+                CostPart(COST_PART_NAMES[part], share) for part, share in shown_cost_parts(split)
+            ]
+        title = f"Input cost: {input_cost_text(cost, verdict.input_cost_interval)}"
+        return CostBar(parts, title, free_input_text(report))
     measured = [s for s in report.train.steps if s.label != WARMUP and s.input_wait_s is not None]
     total_s = sum(s.duration_s for s in measured)
     if total_s <= 0:
@@ -532,12 +653,22 @@ def best_fix_figure(report: Report) -> tuple[str, str]:
 # ---------------------------------------------------------------------------- key figures
 
 
+def input_cost_figure(verdict: Verdict) -> str:
+    """ "44%", "44% (40-48%)" with its interval, "at most 3%" where not measurable."""
+    interval = verdict.input_cost_interval
+    if interval is None:
+        return percent(verdict.input_cost_fraction or 0.0)
+    if cost_not_measurable(verdict):
+        return f"at most {percent(interval[1])}"
+    return f"{percent(verdict.input_cost_fraction or 0.0)} ({percent_range(*interval)})"
+
+
 def key_figures(report: Report) -> list[tuple[str, str]]:
     """The figures a report is read by, (label, value): input cost, the three rates P, T and
     A, the best fix and the steps measured. Old reports show the input-wait share first."""
     verdict, train = report.verdict, report.train
     if verdict.input_cost_fraction is not None:
-        first = ("Input cost (of training time)", percent(verdict.input_cost_fraction))
+        first = ("Input cost (of training time)", input_cost_figure(verdict))
     else:
         fraction = verdict.input_wait_fraction
         first = ("Input-wait share", percent(fraction) if fraction is not None else DASH)

@@ -63,17 +63,26 @@ def _headline(report: Report) -> list[str]:
 
 def _input_cost(report: Report) -> str:
     """Input cost and its parts, with the evidence for each part; "" in old reports."""
-    cost = report.verdict.input_cost_fraction
+    verdict = report.verdict
+    cost = verdict.input_cost_fraction
     if cost is None:
         return ""
-    text = summary.input_cost_text(cost)
+    text = summary.input_cost_text(cost, verdict.input_cost_interval)
     free = summary.free_input_text(report)
     if free:
         text += f" ({free})"
-    split = report.verdict.cost_split
+    split = verdict.cost_split
     if split is None:
         return text
-    evidence = [e for e in (summary.contention_evidence(split), summary.fetch_evidence(split)) if e]
+    evidence = [
+        e
+        for e in (
+            summary.contention_evidence(split),
+            summary.fetch_evidence(split),
+            summary.epoch_start_evidence(split),
+        )
+        if e
+    ]
     return f"\n{INDENT}".join([f"{text}: {summary.cost_split_text(split)}", *evidence])
 
 
@@ -198,7 +207,7 @@ def _train(report: Report) -> str:
         f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {t.style}, "
         f"{summary.input_wait_source_text(t)}",
     ]
-    epoch_starts = summary.epoch_start_text(t)
+    epoch_starts = summary.epoch_start_text(t, report.verdict.cost_split)
     return f"\n{INDENT}".join([*lines, *([epoch_starts] if epoch_starts else []), *skipped])
 
 

@@ -11,7 +11,7 @@ from report_fixtures import AFTER, BEFORE, COMPUTE_BOUND_RUN, RUN1, RUN2
 
 from pipediag.analysis import compare
 from pipediag.analysis.compare import compare_reports
-from pipediag.analysis.noise import NoiseRules
+from pipediag.analysis.noise import ALTERNATION_HOW, NoiseRules
 from pipediag.cli import main
 from pipediag.renderers.compare_png import render_comparison_png
 from pipediag.renderers.compare_text import render_comparison
@@ -24,7 +24,7 @@ from pipediag.report.model import (
     StageStats,
     Suggestion,
 )
-from pipediag.testing import synthetic_report
+from pipediag.testing import synthetic_cost_report, synthetic_report
 
 
 def scaled(report: Report, factor: float) -> Report:
@@ -263,3 +263,33 @@ def test_a_compute_bound_run_against_an_input_bound_one() -> None:
     assert (verdict.base, verdict.new, verdict.worse) == ("compute-bound", "input-bound", True)
     # Different pipelines share no stage: each is listed as new or gone.
     assert all(s.figure.judgement == compare.CHANGED for s in comparison.stages)
+
+
+def test_costs_measured_in_alternation_are_judged_by_their_own_intervals() -> None:
+    # GIVEN two runs whose costs, 44% and 41%, carry the pairs' 90% intervals
+    quiet = NoiseRules(run_to_run_points=0.0)
+    base = synthetic_cost_report(wait=0.04, contention=0.40, cost_interval=(0.40, 0.48))
+    near = synthetic_cost_report(wait=0.04, contention=0.37, cost_interval=(0.37, 0.45))
+    # WHEN compared  THEN the cost's error is the intervals', and 3 points within them is noise
+    cost = compare_reports(base, near, quiet).input_cost
+    assert cost is not None and cost.how == ALTERNATION_HOW
+    assert cost.judgement == compare.NOISE
+    # the same 3 points between narrow intervals is a change
+    narrow = synthetic_cost_report(wait=0.04, contention=0.40, cost_interval=(0.435, 0.445))
+    moved = synthetic_cost_report(wait=0.04, contention=0.37, cost_interval=(0.405, 0.415))
+    cost = compare_reports(narrow, moved, quiet).input_cost
+    assert cost is not None and cost.judgement == compare.CHANGED
+
+
+def test_the_epoch_start_part_is_compared_only_where_a_run_counted_one() -> None:
+    base = synthetic_cost_report()
+    names = [f.name for f in compare_reports(base, base).shares]
+    assert "cost-epoch-start" not in names
+    split = base.verdict.cost_split
+    assert split is not None
+    started = replace(
+        base,
+        verdict=replace(base.verdict, cost_split=replace(split, epoch_start=0.1, epoch_steps=9)),
+    )
+    names = [f.name for f in compare_reports(base, started).shares]
+    assert names[-1] == "cost-epoch-start"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from pipediag.analysis.advisor import advise
-from pipediag.report.model import TrialFacts
+from pipediag.report.model import StageStats, TrialFacts
 from pipediag.testing import synthetic_cost_report
 
 
@@ -98,3 +100,57 @@ def test_a_thread_cap_that_does_not_help_training_is_not_suggested() -> None:
     assert "Not the way here" in contention.evidence
     assert contention.training_speedup is None
     assert "ds.batch(n).map(f_on_batches)" in contention.code
+
+
+def test_contention_beside_python_with_cores_free_gets_the_python_taken_out() -> None:
+    # GIVEN contention dominating while 1.2 cores were free, beside a generator source
+    base = synthetic_cost_report(wait=0.04, contention=0.40, free_cores=1.2)
+    assert base.verdict.cost_split is not None
+    split = dataclasses.replace(base.verdict.cost_split, contention_kind="gil")
+    stages = [
+        StageStats(0, "source", name="from_generator", function="rows", uses_py_function=True)
+    ]
+    report = dataclasses.replace(
+        base,
+        verdict=dataclasses.replace(base.verdict, cost_split=split),
+        pipeline=dataclasses.replace(base.pipeline, stages=stages),
+    )
+    contention = next(s for s in advise(report) if s.id == "PD012-input-contention")
+    # THEN the fix names the Python stage and the lock; a thread cap is not the cure
+    assert "interpreter lock" in contention.title
+    assert "source(rows)" in contention.evidence and "1.2 of 2 cores" in contention.evidence
+    assert "private_threadpool_size" not in contention.code
+    assert contention.predicted_speedup == pytest.approx(1 / (1 - 0.40))
+
+
+def test_an_epoch_start_that_dominates_gets_one_repeating_iterator() -> None:
+    # GIVEN 20% of training time in each epoch's 1.8 s start-up, likely a shuffle buffer
+    base = synthetic_cost_report(wait=0.03, contention=0.0)
+    assert base.verdict.cost_split is not None
+    split = dataclasses.replace(
+        base.verdict.cost_split,
+        epoch_start=0.20,
+        epoch_start_s=1.8,
+        epoch_steps=140,
+        epoch_start_stage="shuffle(10000)",
+        dominant="epoch-start",
+    )
+    report = dataclasses.replace(
+        base,
+        verdict=dataclasses.replace(
+            base.verdict, cost_split=split, input_cost_fraction=0.23, label="input-bound"
+        ),
+        train=dataclasses.replace(base.train, style="keras-fit"),
+    )
+    suggestions = advise(report)
+    start = next(s for s in suggestions if s.id == "PD015-epoch-start")
+    assert "1.80 s late (shuffle(10000) likely makes it)" in start.evidence
+    assert "steps_per_epoch=140" in start.code and "ds.repeat()" in start.code
+    assert start.predicted_speedup == pytest.approx(1 / (1 - 0.20))
+    assert "PD014-no-input-fix" not in _ids(report)
+    # an epoch of unknown length cannot be given: no such fix
+    unknown = dataclasses.replace(split, epoch_steps=None)
+    report = dataclasses.replace(
+        report, verdict=dataclasses.replace(report.verdict, cost_split=unknown)
+    )
+    assert "PD015-epoch-start" not in _ids(report)

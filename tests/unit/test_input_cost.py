@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pipediag.analysis.alternation import paired_cost
 from pipediag.analysis.classifier import build_train_section, judge
+from pipediag.analysis.input_cost import epoch_start_stage
 from pipediag.renderers.summary import verdict_line
 from pipediag.report.model import (
     BALANCED,
@@ -16,11 +18,21 @@ from pipediag.report.model import (
     INPUT_BOUND,
     MEASURED,
     ComputeAlone,
+    EpochStart,
     HostSample,
     HostSection,
     LatencyStats,
     PipelineBenchmark,
+    RateBlock,
+    StageStats,
     TrainSection,
+)
+from pipediag.report.vocabulary import (
+    CONTENDS_FOR_CORES,
+    CONTENDS_FOR_GIL,
+    COST_EPOCH_START,
+    STEP_ALONE_BLOCK,
+    TRAINING_BLOCK,
 )
 from pipediag.timeline import RawStep
 
@@ -172,3 +184,303 @@ def test_a_pipeline_alone_slower_than_training_is_called_disturbed() -> None:
     )
     # THEN the summary says the pipeline-alone reading cannot be right
     assert "training ran faster than the pipeline alone (68.0 against 34.0)" in verdict.summary
+
+
+# --- rates in alternation --------------------------------------------------------------------
+
+
+def _blocks(
+    training: list[float],
+    alone: list[float],
+    *,
+    steps: int = 20,
+    training_cpu_s: float | None = None,
+    alone_cpu_s: float | None = None,
+) -> ComputeAlone:
+    """A T A T ... A blocks at the given rates (steps/s), each of `steps` steady steps."""
+    blocks = []
+    t = 10.0
+    for i, rate in enumerate(training):
+        blocks.append(RateBlock(TRAINING_BLOCK, t, steps, steps / rate, 0, training_cpu_s))
+        t += steps / rate
+        if i < len(alone):
+            blocks.append(RateBlock(STEP_ALONE_BLOCK, t, steps, steps / alone[i], 0, alone_cpu_s))
+            t += steps / alone[i]
+    return ComputeAlone(
+        measured=True,
+        method="keras-train-function",
+        steps=steps * len(alone),
+        steps_per_s=alone[0],
+        blocks=blocks,
+        block_steps=steps,
+    )
+
+
+def _host(free_cores: float, cores: int = 2) -> HostSection:
+    """Host samples over the first 10 s: `free_cores` of `cores` idle throughout."""
+    busy_pct = 100.0 * (cores - free_cores) / cores
+    return HostSection(
+        available=True,
+        cpu_count=cores,
+        samples=[
+            HostSample(t / 10, 100.0, busy_pct, 0.0, [busy_pct] * cores, 0, 50.0)
+            for t in range(100)
+        ],
+    )
+
+
+GENERATOR = PipelineBenchmark(
+    measured=True,
+    batches_per_s=40.0,
+    stages=[StageStats(0, "source", name="from_generator", uses_py_function=True)],
+)
+
+
+def test_a_large_gap_with_little_pipeline_cpu_stands_in_full() -> None:
+    # GIVEN a from_generator pipeline: training at 16.1 steps/s against the step alone at 30.8,
+    # taken in alternation, the pipeline's threads keeping only 0.1 more cores busy, and 1.2
+    # of 2 cores free (the case a model of cores once capped at a few points)
+    train = _train([(1 / 16.1, 0.002, 0)] * 60, source="batch-stamps")
+    alone = _blocks(
+        [16.1, 16.0, 16.2, 16.1],
+        [30.8, 30.5, 31.0],
+        training_cpu_s=1 / 30.8 + 0.1 / 16.1,
+        alone_cpu_s=1 / 30.8,
+    )
+    # WHEN judged
+    verdict = judge(train, GENERATOR, compute_alone=alone, host=_host(free_cores=1.2))
+    # THEN the measured cost stands: 1 - 16.1/30.8 = 48%, the wait its own, the rest contention
+    assert verdict.input_cost_fraction == pytest.approx(1 - 16.1 / 30.8, abs=0.005)
+    assert verdict.training_steps_per_s == pytest.approx(16.1, abs=0.05)
+    assert verdict.compute_alone_steps_per_s == pytest.approx(30.77, abs=0.05)
+    split = verdict.cost_split
+    assert split is not None and split.dominant == COST_CONTENTION
+    assert split.wait == pytest.approx(0.002 * 16.1)
+    assert split.wait + split.contention + split.fetch == pytest.approx(verdict.input_cost_fraction)
+    # the pipeline's cores come from the blocks' own CPU, and cores were free: the GIL
+    assert split.pipeline_cores_busy == pytest.approx(0.1, abs=0.01)
+    assert split.contention_kind == CONTENDS_FOR_GIL
+    assert verdict.label == INPUT_BOUND
+    low, high = verdict.input_cost_interval or [0.0, 0.0]
+    assert low < verdict.input_cost_fraction < high and high - low < 0.03
+    assert verdict_line(verdict, 40.0).startswith(
+        "INPUT-BOUND: input costs 48% of training time (47-48%), mostly contention for "
+        "Python's GIL: the pipeline's Python code holds the interpreter lock"
+    )
+
+
+def test_a_saturated_host_is_contention_for_the_cores_even_beside_python() -> None:
+    train = _train([(1 / 16.1, 0.002, 0)] * 60, source="batch-stamps")
+    alone = _blocks([16.1, 16.0, 16.2, 16.1], [30.8, 30.5, 31.0])
+    verdict = judge(train, GENERATOR, compute_alone=alone, host=_host(free_cores=0.2))
+    split = verdict.cost_split
+    assert split is not None and split.contention_kind == CONTENDS_FOR_CORES
+    assert "mostly CPU contention" in verdict_line(verdict, 40.0)
+    # without host samples nothing says what it contends for
+    unknown = judge(train, GENERATOR, compute_alone=alone).cost_split
+    assert unknown is not None and unknown.contention_kind == ""
+    # and with cores free beside a pipeline that runs no Python, neither cores nor the GIL
+    plain = PipelineBenchmark(measured=True, batches_per_s=40.0, stages=[StageStats(0, "map")])
+    free = judge(train, plain, compute_alone=alone, host=_host(free_cores=1.2))
+    assert free.cost_split is not None and free.cost_split.contention_kind == ""
+    assert (
+        ", mostly contention: the train step runs slower beside the pipeline's threads though "
+        "1.2 cores were free"
+    ) in verdict_line(free, 40.0)
+
+
+def test_an_interval_across_a_band_boundary_is_worded_as_both_bands() -> None:
+    # GIVEN two runs of one script whose pairs put the cost either side of 20%, each with an
+    # interval across it
+    train = _train([(0.1, 0.001, 0)] * 40, source="batch-stamps")
+    pipeline = PipelineBenchmark(measured=True, batches_per_s=40.0)
+    lower = judge(
+        train,
+        pipeline,
+        compute_alone=_blocks([10.0] * 4, [10 / 0.82, 10 / 0.78, 10 / 0.81]),
+    )
+    higher = judge(
+        train,
+        pipeline,
+        compute_alone=_blocks([10.0] * 4, [10 / 0.80, 10 / 0.76, 10 / 0.79]),
+    )
+    # THEN the labels follow the points, but the headline reads the interval: it does not flip
+    assert (lower.label, higher.label) == (BALANCED, INPUT_BOUND)
+    assert verdict_line(lower, 40.0).startswith(
+        "BALANCED TO INPUT-BOUND: input costs 20% of training time (16-23%)"
+    )
+    assert verdict_line(higher, 40.0).startswith(
+        "BALANCED TO INPUT-BOUND: input costs 22% of training time (18-25%)"
+    )
+    assert "90% interval 16-23%" in lower.summary
+
+
+def test_an_interval_that_reaches_zero_is_not_measurable() -> None:
+    # GIVEN a step that waits 2% and pairs in which training ran about as fast as the step alone
+    train = _train([(0.1, 0.002, 0)] * 40, source="batch-stamps")
+    pipeline = PipelineBenchmark(measured=True, batches_per_s=40.0)
+    verdict = judge(
+        train, pipeline, compute_alone=_blocks([10.0] * 4, [10 / 0.98, 10 / 1.01, 10 / 0.99])
+    )
+    # THEN the cost is zero, its parts too, the label compute-bound, and the words say how
+    # large it could be rather than a cost
+    assert verdict.input_cost_fraction == 0.0 and verdict.label == COMPUTE_BOUND
+    split = verdict.cost_split
+    assert split is not None and (split.wait, split.contention, split.fetch) == (0.0, 0.0, 0.0)
+    assert split.dominant is None
+    interval = verdict.input_cost_interval
+    assert interval is not None and interval[0] == 0.0 and 0.0 < interval[1] < 0.05
+    assert verdict_line(verdict, 40.0) == (
+        f"COMPUTE-BOUND: input cost not measurable above noise (at most {interval[1]:.0%}): "
+        "the model's train step sets the rate"
+    )
+    assert verdict.summary.startswith("Input cost is not measurable above noise (at most")
+    # the wait share XProf would report stays beside it, as measured
+    assert verdict.input_wait_fraction == pytest.approx(0.02)
+
+
+def test_training_as_fast_as_the_step_alone_costs_nothing_with_one_pair() -> None:
+    train = _train([(0.1, 0.0, 0)] * 40, source="batch-stamps")
+    verdict = judge(
+        train,
+        PipelineBenchmark(measured=True, batches_per_s=40.0),
+        compute_alone=_blocks([10.0, 10.2], [9.9]),
+    )
+    assert verdict.input_cost_fraction == 0.0 and verdict.label == COMPUTE_BOUND
+    assert verdict.input_cost_interval is None  # one pair has no spread
+
+
+def test_a_pull_explains_the_gap_measured_in_alternation_but_never_enlarges_it() -> None:
+    # GIVEN a custom loop whose next() takes 30% of each step (iterator timing), a pipeline
+    # far faster than training, and a measured gap of only 10%
+    train = _train([(0.01, 0.003, 0)] * 60)
+    pipeline = PipelineBenchmark(measured=True, batches_per_s=5000.0)
+    alone = _blocks([100.0, 99.0, 101.0, 100.0], [100 / 0.9, 100 / 0.9, 100 / 0.9])
+    verdict = judge(train, pipeline, compute_alone=alone)
+    # THEN the pull is the gap: fetch 10%, not 30%, and nothing is left for contention
+    split = verdict.cost_split
+    assert split is not None and split.dominant == COST_FETCH
+    assert split.fetch == pytest.approx(0.10, abs=0.005) and split.wait == 0.0
+    assert verdict.input_cost_fraction == pytest.approx(0.10, abs=0.005)
+    # and under fit's batch stamps (the pull not in the wait), waiting 9%: the pull's estimate
+    # (1/P at A, 2%) fills only the point the wait leaves of the gap
+    stamped = _train([(0.01, 0.0009, 0)] * 60, source="batch-stamps")
+    verdict = judge(stamped, pipeline, compute_alone=alone)
+    split = verdict.cost_split
+    assert split is not None and split.pull_s == pytest.approx(1 / 5000)
+    assert split.wait == pytest.approx(0.09)
+    assert split.fetch == pytest.approx(0.01, abs=0.005) and split.contention == 0.0
+    assert verdict.input_cost_fraction == pytest.approx(0.10, abs=0.005)
+
+
+def test_a_measured_wait_above_the_gap_stands_and_the_interval_holds_it() -> None:
+    # GIVEN steps that wait 15% under fit, and pairs that put the gap at about 10%
+    train = _train([(0.01, 0.0015, 0)] * 60, source="batch-stamps")
+    alone = _blocks([100.0] * 4, [100 / 0.89, 100 / 0.91, 100 / 0.90])
+    verdict = judge(
+        train, PipelineBenchmark(measured=True, batches_per_s=150.0), compute_alone=alone
+    )
+    # THEN the wait stands as measured, and the interval is widened to hold the cost
+    assert verdict.input_cost_fraction == pytest.approx(0.15)
+    interval = verdict.input_cost_interval
+    assert interval is not None and interval[0] < 0.10 < interval[1]
+    assert interval[1] == pytest.approx(0.15)
+
+
+# --- epoch starts ----------------------------------------------------------------------------
+
+
+def _epochs(starts: list[EpochStart], *, wait_s: float = 0.005) -> TrainSection:
+    """Fit's steps of 50 ms (A = 20 steps/s), 140 per epoch, with the given epoch starts."""
+    raw, t = [], ORIGIN
+    for epoch in range(3):
+        for _ in range(140):
+            raw.append(RawStep(t, t + 0.05, wait_s, epoch))
+            t += 0.05
+    return build_train_section(
+        raw,
+        origin=ORIGIN,
+        warmup_steps=0,
+        style="keras-fit",
+        input_wait_source="batch-stamps",
+        epoch_starts=[(e.epoch, e.duration_s, e.steps_per_epoch) for e in starts],
+    )
+
+
+SHUFFLED = PipelineBenchmark(
+    measured=True,
+    batches_per_s=200.0,
+    stages=[
+        StageStats(0, "source", name="TensorSliceDataset"),
+        StageStats(1, "shuffle", settings={"buffer_size": "10000"}, inputs=[0]),
+        StageStats(2, "batch", settings={"batch_size": "32"}, inputs=[1]),
+    ],
+)
+
+
+def test_each_epochs_start_is_a_part_of_the_cost_spread_over_its_steps() -> None:
+    # GIVEN epochs of 140 steps at 20 steps/s (7 s), each after the first starting 1.8 s late,
+    # and steps that cost 10% (wait) against the step alone; the first epoch's start is longer
+    train = _epochs([EpochStart(0, 3.0, 140), EpochStart(1, 1.8, 140), EpochStart(2, 1.8, 140)])
+    verdict = judge(train, SHUFFLED, compute_alone=_alone(0.045))
+    # THEN the start is e = 1.8 / (7 + 1.8) of an epoch, and the steps' parts fill the rest
+    split = verdict.cost_split
+    assert split is not None
+    e = 1.8 / (140 / 20 + 1.8)
+    assert split.epoch_start == pytest.approx(e)
+    assert (split.epoch_start_s, split.epoch_steps) == (1.8, 140)
+    assert split.wait == pytest.approx(0.1 * (1 - e))
+    assert verdict.input_cost_fraction == pytest.approx(e + 0.1 * (1 - e))
+    assert split.wait + split.contention + split.fetch + split.epoch_start == pytest.approx(
+        verdict.input_cost_fraction
+    )
+    # the start-up dominates, and the shuffle buffer is named as its likely maker
+    assert split.dominant == COST_EPOCH_START and split.epoch_start_stage == "shuffle(10000)"
+    assert verdict_line(verdict, 200.0) == (
+        "INPUT-BOUND: input costs 28% of training time, mostly epoch starts: a 1.80 s start-up "
+        "before each epoch, likely shuffle(10000): 20% of an epoch of 140 steps"
+    )
+
+
+def test_the_epoch_start_goes_into_the_interval_as_into_the_cost() -> None:
+    train = _epochs([EpochStart(1, 1.8, 140)], wait_s=0.0)
+    alone = _blocks([20.0] * 4, [20 / 0.89, 20 / 0.91, 20 / 0.90])
+    verdict = judge(train, SHUFFLED, compute_alone=alone)
+    assert alone.blocks
+    paired = paired_cost(alone.blocks)
+    assert paired is not None and paired.low is not None and paired.high is not None
+    e = 1.8 / (140 / 20 + 1.8)
+    assert verdict.input_cost_fraction == pytest.approx(e + paired.cost * (1 - e))
+    assert verdict.input_cost_interval == pytest.approx(
+        [e + paired.low * (1 - e), e + paired.high * (1 - e)]
+    )
+
+
+def test_only_the_first_epochs_start_is_no_part_and_an_unknown_length_is_said() -> None:
+    # GIVEN only the first epoch's start: the run's own start-up, no part of the cost
+    first_only = judge(_epochs([EpochStart(0, 3.0, 140)]), SHUFFLED, compute_alone=_alone(0.045))
+    split = first_only.cost_split
+    assert split is not None and split.epoch_start == 0.0 and split.epoch_start_s is None
+    # GIVEN later epochs starting 2 s late, but of unknown length: seen, not spread
+    unknown = judge(
+        _epochs([EpochStart(1, 2.0), EpochStart(2, 2.0)]), SHUFFLED, compute_alone=_alone(0.045)
+    )
+    split = unknown.cost_split
+    assert split is not None and split.epoch_start == 0.0
+    assert (split.epoch_start_s, split.epoch_steps) == (2.0, None)
+    assert unknown.input_cost_fraction == pytest.approx(0.1)
+    assert (
+        "Each epoch after the first started 2.00 s late; the epoch's length is unknown, so "
+        "that start-up is not in the cost above." in unknown.summary
+    )
+
+
+def test_the_stage_that_likely_makes_the_epoch_start() -> None:
+    shuffle = StageStats(1, "shuffle", settings={"buffer_size": "512"})
+    interleave = StageStats(2, "parallel-interleave", function="load")
+    file_cache = StageStats(3, "cache", settings={"filename": "/tmp/c"})
+    memory_cache = StageStats(3, "cache", settings={"filename": "memory"})
+    assert epoch_start_stage([interleave, shuffle, file_cache]) == "shuffle(512)"
+    assert epoch_start_stage([file_cache, interleave]) == "parallel-interleave(load)"
+    assert epoch_start_stage([file_cache]) == "cache(/tmp/c)"
+    assert epoch_start_stage([memory_cache]) == ""

@@ -110,13 +110,24 @@ def test_share_intervals_are_in_points() -> None:
     assert change.high == pytest.approx(-0.2 + 1.959964 * math.sqrt(2) * 0.01)
 
 
-def test_the_unexplained_gap_widens_the_input_cost() -> None:
+def test_without_an_interval_the_input_cost_takes_the_error_of_both_rates() -> None:
     training = Estimate(50.0, 0.02, log_scale=True, how="a")
     compute = Estimate(100.0, 0.02, log_scale=True, how="a")
     plain = noise.input_cost_estimate(0.5, training, compute)
-    unsure = noise.input_cost_estimate(0.4, training, compute, unexplained=0.1)
     assert plain is not None and plain.se == pytest.approx(0.5 * math.hypot(0.02, 0.02))
-    assert unsure is not None and unsure.se is not None and plain.se is not None
-    assert unsure.se == pytest.approx(math.hypot(plain.se, 0.05))
     missing = noise.input_cost_estimate(0.5, training, None)
     assert missing is not None and missing.se is None
+
+
+def test_an_interval_from_alternation_gives_the_input_cost_its_error() -> None:
+    # GIVEN rates whose errors would give a narrow cost, and the pairs' 90% interval 40-48%
+    training = Estimate(50.0, 0.001, log_scale=True, how="a")
+    compute = Estimate(100.0, 0.001, log_scale=True, how="a")
+    # WHEN the cost's error is taken
+    paired = noise.input_cost_estimate(0.44, training, compute, [0.40, 0.48])
+    # THEN it is the interval's half-width over the 90% normal quantile, whatever A and T say
+    assert paired is not None and paired.se == pytest.approx(0.04 / 1.644854)
+    assert paired.how == noise.ALTERNATION_HOW
+    # a cost clipped at zero keeps the reach to the far end, not the clipped half-width
+    clipped = noise.input_cost_estimate(0.0, training, compute, [0.0, 0.03])
+    assert clipped is not None and clipped.se == pytest.approx(0.03 / 1.644854)

@@ -42,6 +42,7 @@ from pipediag.report.model import (
     StepRecord,
     Suggestion,
 )
+from pipediag.report.vocabulary import COST_EPOCH_START
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -334,6 +335,23 @@ def test_cost_bar_stacks_compute_and_the_three_parts_of_input_cost() -> None:
     assert [t.get_text() for t in _by_gid(cost.texts, "cost-caption")] == [
         "1.8x faster if input were free"
     ]
+
+
+def test_cost_bar_draws_an_epoch_start_part_and_titles_the_cost_with_its_interval() -> None:
+    # GIVEN 28% of training time: 8% waiting in the steps, 20% each epoch's start-up, with its
+    # 90% interval
+    base = synthetic_cost_report(wait=0.08, contention=0.0, cost_interval=(0.25, 0.31))
+    split = dataclasses.replace(
+        base.verdict.cost_split, epoch_start=0.20, epoch_start_s=1.8, epoch_steps=140
+    )
+    verdict = dataclasses.replace(base.verdict, cost_split=split, input_cost_fraction=0.28)
+    cost = _axes(build_figure(dataclasses.replace(base, verdict=verdict)), "cost")
+    # THEN the start-up is a segment of its own, in its own shade, after the steps' parts
+    bars = _by_gid(cost.patches, "cost-")
+    assert [b.get_gid() for b in bars][-1] == "cost-epoch start"
+    assert bars[-1].get_width() == pytest.approx(0.20)
+    assert bars[-1].get_facecolor()[:3] == _rgb(COST_COLOURS[COST_EPOCH_START])
+    assert cost.get_title(loc="left") == ("Input cost: 28% of training time (90% interval 25-31%)")
 
 
 def test_cost_bar_without_a_split_shows_input_cost_whole() -> None:

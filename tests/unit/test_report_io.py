@@ -236,3 +236,25 @@ def test_a_version_2_verdict_without_input_cost_or_summary_gets_its_wait_share_i
     # and a current report's empty summary stays empty
     data["schema_version"] = SCHEMA_VERSION
     assert from_dict(data).verdict.summary == ""
+
+
+def test_a_version_3_report_with_an_unexplained_part_reads_with_its_cost_as_measured() -> None:
+    # GIVEN a version-3 report whose cost a model of cores capped, with the rest of the gap
+    # recorded as `unexplained`
+    data = to_dict(synthetic_cost_report())
+    data["schema_version"] = 3
+    data["verdict"]["cost_split"]["unexplained"] = 0.25
+    del data["verdict"]["input_cost_interval"]
+    for key in ("contention_kind", "epoch_start", "epoch_start_s", "epoch_steps"):
+        del data["verdict"]["cost_split"][key]
+    # WHEN read
+    report = from_dict(data)
+    # THEN it is a version-4 report: the part has no field, the cost stands as it was, and
+    # nothing claims an interval or an epoch-start part it never measured
+    assert report.schema_version == SCHEMA_VERSION
+    split = report.verdict.cost_split
+    assert split is not None and not hasattr(split, "unexplained")
+    assert "unexplained" not in to_dict(report)["verdict"]["cost_split"]
+    assert report.verdict.input_cost_fraction == synthetic_cost_report().verdict.input_cost_fraction
+    assert report.verdict.input_cost_interval is None
+    assert (split.epoch_start, split.epoch_start_s, split.contention_kind) == (0.0, None, "")

@@ -14,6 +14,7 @@ from pipediag.report.model import (
     COMPUTE_BOUND,
     INPUT_BOUND,
     UNKNOWN,
+    EpochStart,
     PhaseVerdict,
     Report,
     StageStats,
@@ -61,10 +62,13 @@ def test_contention_case_leads_with_the_headline_and_splits_the_cost() -> None:
     assert _row(lines, "Input cost") == [
         "  Input cost      44% of training time (1.8x faster if input were free): "
         "wait 4%, contention 40%, fetch 0%",
-        f"{INDENT}the pipeline kept 1.1 more cores busy while training; 0.1 cores free",
+        f"{INDENT}the pipeline kept 1.1 more cores busy while training; 0.1 cores free: "
+        "the host's cores were all busy",
     ]
     only_free = dataclasses.replace(report.verdict.cost_split, pipeline_cores_busy=None)
-    assert summary.contention_evidence(only_free) == "0.1 cores free while training"
+    assert summary.contention_evidence(only_free) == (
+        "0.1 cores free while training: the host's cores were all busy"
+    )
     # the wait share XProf would report stays beside it
     assert _row(lines, "Input wait") == ["  Input wait      4% of step time (XProf's figure)"]
     assert _row(lines, "Rates") == [
@@ -326,3 +330,103 @@ def test_epoch_starts_are_shown_beside_the_cost() -> None:
     short = replace(train, epoch_starts=[EpochStart(0, 0.3), EpochStart(1, 0.001)])
     assert epoch_start_text(short) == ""
     assert "epoch starts: 1.00 s" in render_text(replace(report, train=train))
+
+
+def test_a_cost_with_its_interval_says_it_and_a_straddling_one_names_both_bands() -> None:
+    # GIVEN a cost of 21% whose 90% interval, 17-24%, reaches across XProf's 20% boundary
+    report = synthetic_cost_report(wait=0.01, contention=0.20, cost_interval=(0.17, 0.24))
+    lines = _lines(report)
+    # THEN the headline names both bands and the interval, the cost row gives the interval
+    assert lines[0].startswith(
+        "BALANCED TO INPUT-BOUND: input costs 21% of training time (17-24%), mostly CPU "
+        "contention: "
+    )
+    assert report.verdict.label == INPUT_BOUND  # the point's band, for check and compare
+    assert _row(lines, "Input cost")[0].startswith(
+        "  Input cost      21% of training time (90% interval 17-24%) (1.3x faster if input "
+        "were free): wait 1%, contention 20%, fetch 0%"
+    )
+    assert dict(summary.key_figures(report))["Input cost (of training time)"] == "21% (17-24%)"
+    # one band for the whole interval: one title
+    inside = synthetic_cost_report(wait=0.04, contention=0.40, cost_interval=(0.40, 0.48))
+    assert _lines(inside)[0].startswith("INPUT-BOUND: input costs 44% of training time (40-48%)")
+
+
+def test_a_cost_not_measurable_above_noise_says_how_large_it_could_be() -> None:
+    # GIVEN training as fast as the step alone within the pairs' interval: cost 0, at most 3%
+    base = synthetic_cost_report(wait=0.0, contention=0.0, cost_interval=(0.0, 0.03))
+    lines = _lines(base)
+    assert lines[0] == (
+        "COMPUTE-BOUND: input cost not measurable above noise (at most 3%): the model's train "
+        "step sets the rate"
+    )
+    # the cost row says so in place of a share, with no gain promised from freeing input
+    assert _row(lines, "Input cost")[0] == (
+        "  Input cost      not measurable above noise (at most 3% of training time): "
+        "wait 0%, contention 0%, fetch 0%"
+    )
+    assert dict(summary.key_figures(base))["Input cost (of training time)"] == "at most 3%"
+    # an interval reaching past 5% straddles a band boundary too
+    wider = synthetic_cost_report(wait=0.0, contention=0.0, cost_interval=(0.0, 0.09))
+    assert _lines(wider)[0].startswith(
+        "COMPUTE-BOUND TO BALANCED: input cost not measurable above noise (at most 9%)"
+    )
+    assert "unexplained" not in render_text(base)
+
+
+def test_an_epoch_start_part_is_listed_with_its_evidence_and_counted_in_the_train_row() -> None:
+    # GIVEN a cost of 28%: 8% waiting within the steps, 20% each epoch's 1.8 s start-up
+    base = synthetic_cost_report(wait=0.08, contention=0.0, epochs=3)
+    split = dataclasses.replace(
+        base.verdict.cost_split,
+        epoch_start=0.20,
+        epoch_start_s=1.8,
+        epoch_steps=140,
+        epoch_start_stage="shuffle(10000)",
+        dominant="epoch-start",
+    )
+    starts = [EpochStart(0, 3.0, 140), EpochStart(1, 1.8, 140), EpochStart(2, 1.8, 140)]
+    report = dataclasses.replace(
+        base,
+        verdict=dataclasses.replace(
+            base.verdict, cost_split=split, input_cost_fraction=0.28, label=INPUT_BOUND
+        ),
+        train=dataclasses.replace(base.train, epoch_starts=starts),
+    )
+    lines = _lines(report)
+    assert lines[0] == (
+        "INPUT-BOUND: input costs 28% of training time, mostly epoch starts: a 1.80 s start-up "
+        "before each epoch, likely shuffle(10000): 20% of an epoch of 140 steps"
+    )
+    assert _row(lines, "Input cost") == [
+        "  Input cost      28% of training time (1.4x faster if input were free): "
+        "wait 8%, contention 0%, fetch 0%, epoch start 20%",
+        f"{INDENT}the pipeline kept 1.1 more cores busy while training; 0.1 cores free",
+        f"{INDENT}a 1.80 s start-up before each epoch, likely shuffle(10000): 20% of an epoch "
+        "of 140 steps",
+    ]
+    assert any(
+        line.endswith(
+            "epoch starts: 1.80 s before each epoch's first step (median of 2 epochs); 20% of "
+            "an epoch of 140 steps, counted in the input cost above"
+        )
+        for line in _row(lines, "Train step")
+    )
+    # the bar draws it as a part of its own
+    assert [p.part for p in summary.cost_bar(report).parts] == [
+        "compute",
+        "wait",
+        "contention",
+        "fetch",
+        "epoch start",
+    ]
+
+
+def test_an_epoch_start_of_unknown_length_is_said_to_be_left_out() -> None:
+    report = synthetic_report(steps=50, wait_s=0.0, compute_s=0.01)
+    train = dataclasses.replace(
+        report.train, epoch_starts=[EpochStart(0, 0.3), EpochStart(1, 1.2), EpochStart(2, 1.2)]
+    )
+    assert summary.epoch_start_text(train).endswith(
+        "(median of 2 epochs); not part of the input cost above: the epoch's length is unknown"
+    )

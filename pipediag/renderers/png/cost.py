@@ -1,6 +1,7 @@
 """The input-cost panel: one training step's time as a stacked bar, compute first, then each
-part of input cost (wait, contention, fetch), with the share of each and what freeing input
-would gain. The parts, their shares and the words come from `summary.cost_bar`.
+part of input cost (wait, contention, fetch, and epoch start where it counts), with the share
+of each and what freeing input would gain. The parts, their shares and the words come from
+`summary.cost_bar`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 PART_COLOURS = {
     summary.COMPUTE_PART_NAME: COMPUTE_COLOUR,
     summary.UNSPLIT_PART_NAME: INPUT_COLOUR,
-    **COST_COLOURS,
+    **{summary.COST_PART_NAMES[part]: colour for part, colour in COST_COLOURS.items()},
 }
 DARK_PART_COLOURS = (COMPUTE_COLOUR, INPUT_COLOUR)  # white text on these
 # The caption goes under the legend's rows, in the cost bar's data units (bar: -0.5 to 0.5).

@@ -15,6 +15,7 @@ from pipediag.report.model import (
     UNKNOWN,
     WARMUP,
 )
+from pipediag.report.vocabulary import COST_EPOCH_START
 
 # Page geometry: a fixed pixel size, so the report looks the same everywhere.
 FIGURE_SIZE_IN = (14.0, 10.0)
@@ -54,6 +55,7 @@ COST_COLOURS = {
     COST_WAIT: INPUT_COLOUR,
     COST_CONTENTION: "#ff922b",
     COST_FETCH: "#ffc078",
+    COST_EPOCH_START: "#ffe8cc",
 }
 TRAINING_RATE_COLOUR = "#495057"  # A, the training rate, as a line over other rates
 GPU_COLOURS = ("#1864ab", "#5f3dc4", "#0b7285", "#a61e4d", "#5c940d", "#862e9c")
