@@ -190,7 +190,6 @@ class InEpochCost:
         return self.wait + self.fetch + self.contention
 
 
-NO_COST = InEpochCost(0.0, 0.0, 0.0)
 
 
 def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpochCost:
@@ -200,8 +199,6 @@ def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpo
     exceeds the gap. Fetch is read from the rates (P far above A), so it may explain the gap
     but never enlarge it. Contention is the rest of the gap, uncapped.
     """
-    if rates.paired is not None and not_measurable(rates.paired):
-        return NO_COST
     gap = rates.gap
     wait, fetch, pull_s = wait_fraction, 0.0, None
     pipeline, training = rates.pipeline, rates.training
@@ -216,6 +213,10 @@ def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpo
         else:
             # A pull inside the step, at the pipeline-alone cost of a batch: an estimate.
             fetch = min(pull_s * training, max(0.0, gap - wait))
+    if rates.paired is not None and not_measurable(rates.paired):
+        # The gap is within noise: nothing is read from it. A wait measured step by step is
+        # no reading of the gap, and stands (a pull's overhead, read from the rates, does not).
+        return InEpochCost(wait, 0.0, 0.0, None)
     if rates.source == ESTIMATED:
         gap = min(gap, wait + fetch)  # step time minus wait: contention cannot be seen
     return InEpochCost(wait, fetch, max(0.0, gap - wait - fetch), pull_s)
@@ -437,18 +438,27 @@ def input_cost(
         epoch_steps=start.steps if start is not None else None,
         epoch_start_stage=epoch_start_stage(stages) if start is not None else "",
     )
-    return InputCost(cost, split, cost_interval(rates.paired, share, cost))
+    floor = split.wait if split.wait >= MATERIAL_WAIT else 0.0
+    return InputCost(cost, split, cost_interval(rates.paired, share, cost, floor=floor))
 
 
-def cost_interval(paired: PairedCost | None, epoch_start: float, cost: float) -> list[float] | None:
+# A wait this large, measured step by step, is input cost whatever the pairs' noise: it holds
+# the interval's low end up (the XProf band where input starts to matter).
+MATERIAL_WAIT = 0.05
+
+
+def cost_interval(
+    paired: PairedCost | None, epoch_start: float, cost: float, *, floor: float = 0.0
+) -> list[float] | None:
     """The pairs' 90% interval, clamped at zero, with the epoch starts added as the cost is;
-    widened to hold the cost where a measured wait above the gap made it larger."""
+    widened to hold the cost where a measured wait above the gap made it larger, and raised
+    to `floor` (a material measured wait), which no noise of the pairs can undo."""
     if paired is None or paired.low is None or paired.high is None:
         return None
     low, high = (
         with_epoch_start(max(0.0, bound), epoch_start) for bound in (paired.low, paired.high)
     )
-    return [min(low, cost), max(high, cost)]
+    return [max(min(low, cost), floor), max(high, cost)]
 
 
 def label_of(cost: float, *, high: float, moderate: float) -> VerdictLabel:
