@@ -61,7 +61,12 @@ from pipediag.report.names import NO_VERDICT as NO_VERDICT
 from pipediag.report.names import VERDICT_TITLES as VERDICT_TITLES
 from pipediag.report.names import stage_name as stage_name
 from pipediag.report.names import verdict_title as verdict_title
-from pipediag.report.vocabulary import CONTENDS_FOR_CORES, CONTENDS_FOR_GIL, COST_EPOCH_START
+from pipediag.report.vocabulary import (
+    CONTENDS_FOR_CORES,
+    CONTENDS_FOR_GIL,
+    COST_EPOCH_START,
+    STEP_ALONE_BLOCK,
+)
 
 # ---------------------------------------------------------------------------- the verdict
 
@@ -338,6 +343,12 @@ def compute_alone_origin(report: Report) -> str:
     verdict = report.verdict
     if verdict.compute_alone_source == MEASURED:
         alone = report.compute_alone
+        if alone is not None and alone.blocks:
+            rounds = sum(b.kind == STEP_ALONE_BLOCK for b in alone.blocks)
+            return (
+                f"{MEASURED_WORDS}, in turn with training: {rounds} rounds of "
+                f"{alone.block_steps} steps"
+            )
         steps = f", {alone.steps} steps" if alone is not None and alone.steps else ""
         return MEASURED_WORDS + steps
     reason = OLD_ESTIMATE_REASON
