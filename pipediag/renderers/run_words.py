@@ -1,5 +1,6 @@
 """The run in words: its command line and how it ended, how its steps' waits were
-measured, its epoch starts and the passes it skipped, the GPU it did not find."""
+measured, its epoch starts and the passes it skipped, why its deep analysis did not run,
+the GPU it did not find."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import shlex
 import statistics
 
 from pipediag.analysis.input_cost import counted_epoch_starts
-from pipediag.renderers.numbers import percent
+from pipediag.renderers.numbers import NOT_MEASURED, percent
 from pipediag.report.model import CostSplit, DataPass, Report, TrainSection
 
 NO_SCRIPT = "(no script)"
@@ -104,6 +105,11 @@ def data_pass_text(record: DataPass) -> str:
     else:
         why = "no train step between its pulls"
     return f"{text} ({why})"
+
+
+def deep_skipped_text(reason: str) -> str:
+    """Why stage timing and fix trials did not run, as one line."""
+    return f"{NOT_MEASURED}: {reason}"
 
 
 def input_wait_source_text(train: TrainSection) -> str:

@@ -1,0 +1,89 @@
+"""The rates in words: DS-Analyzer's P (pipeline alone), T (compute alone) and A (training)
+as `Rate`s, and where T came from (measured on a cached batch, in turn with training, or
+estimated, and why). Also the one spelling of an estimate ("estimated", "~") that the
+suggestions' gains share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.renderers.numbers import rate_text
+from pipediag.report.model import ESTIMATED, MEASURED, Report, Verdict
+from pipediag.report.vocabulary import STEP_ALONE_BLOCK
+
+# Where the compute-alone rate T comes from.
+MEASURED_WORDS = "measured on a cached batch"
+# What reports written before ComputeAlone existed did (`Verdict.compute_alone_source` "").
+OLD_ESTIMATE_REASON = "median step time minus input wait"
+ESTIMATED_WORD = "estimated"
+ESTIMATE_MARK = "~"  # before a number that is an estimate
+
+
+@dataclass(frozen=True)
+class Rate:
+    """One of DS-Analyzer's three rates: P (pipeline alone), T (compute alone), A (training)."""
+
+    letter: str
+    name: str
+    unit: str
+    value: float | None
+    estimated: bool = False
+    origin: str = ""  # where the figure comes from, when that needs saying
+
+    @property
+    def number(self) -> str:
+        """ "76.6", "~44.6" for an estimate, or a dash."""
+        mark = ESTIMATE_MARK if self.estimated and self.value is not None else ""
+        return mark + rate_text(self.value)
+
+    @property
+    def title(self) -> str:
+        """ "P pipeline alone"."""
+        return f"{self.letter} {self.name}"
+
+
+def rates(report: Report) -> list[Rate]:
+    """P, T and A, in that order (the order the text summary lists them)."""
+    verdict = report.verdict
+    compute = verdict.compute_alone_steps_per_s
+    return [
+        Rate("P", "pipeline alone", "batches/s", report.pipeline.batches_per_s),
+        Rate(
+            "T",
+            "compute alone",
+            "steps/s",
+            compute,
+            estimated=compute is not None and compute_alone_estimated(verdict),
+            origin="" if compute is None else compute_alone_origin(report),
+        ),
+        Rate("A", "training", "steps/s", training_rate(verdict, report.train.steps_per_s)),
+    ]
+
+
+def training_rate(verdict: Verdict, fallback: float | None) -> float | None:
+    """A, the training rate the verdict used; `fallback` (the train section's) in old reports."""
+    return verdict.training_steps_per_s if verdict.training_steps_per_s is not None else fallback
+
+
+def compute_alone_estimated(verdict: Verdict) -> bool:
+    """True when T is a guess (step time minus input wait), not the step run alone."""
+    return verdict.compute_alone_source != MEASURED
+
+
+def compute_alone_origin(report: Report) -> str:
+    """Where T comes from: "measured on a cached batch, 50 steps" or "estimated: <why>"."""
+    verdict = report.verdict
+    if verdict.compute_alone_source == MEASURED:
+        alone = report.compute_alone
+        if alone is not None and alone.blocks:
+            rounds = sum(b.kind == STEP_ALONE_BLOCK for b in alone.blocks)
+            return (
+                f"{MEASURED_WORDS}, in turn with training: {rounds} rounds of "
+                f"{alone.block_steps} steps"
+            )
+        steps = f", {alone.steps} steps" if alone is not None and alone.steps else ""
+        return MEASURED_WORDS + steps
+    reason = OLD_ESTIMATE_REASON
+    if verdict.compute_alone_source == ESTIMATED and verdict.compute_alone_reason:
+        reason = verdict.compute_alone_reason
+    return f"{ESTIMATED_WORD}: {reason}"

@@ -1,0 +1,240 @@
+"""The verdict in words: the headline (its title, claim and explanation), the one-line
+verdict a run's progress and a fleet's table show, and a phase's verdict.
+
+The title is read from the input cost's band, or two bands where its interval straddles a
+boundary ("BALANCED TO INPUT-BOUND"); the claim says the cost and its interval; the
+explanation says which part of the cost dominates and why, and which phase.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.analysis.classifier import DEFAULT_THRESHOLDS
+from pipediag.analysis.input_cost import SATURATED_FREE_CORES, interval_labels
+from pipediag.renderers.cost_words import NOT_MEASURABLE, cost_not_measurable, epoch_start_evidence
+from pipediag.renderers.numbers import percent, percent_range
+from pipediag.report.model import (
+    COMPUTE_BOUND,
+    COST_CONTENTION,
+    COST_FETCH,
+    COST_WAIT,
+    ESTIMATED,
+    CostSplit,
+    PhaseVerdict,
+    Report,
+    Verdict,
+)
+from pipediag.report.names import VERDICT_TITLES, verdict_title
+from pipediag.report.vocabulary import CONTENDS_FOR_GIL, COST_EPOCH_START
+
+# A verdict with no input cost and no summary (nothing measured): its claim in plain words.
+NOT_ENOUGH_MEASURED = "not enough was measured to tell"
+# The headline's explanation of a verdict by what dominates its input cost.
+TRAIN_STEP_SETS_THE_RATE = "the model's train step sets the rate"
+WAITING_EXPLAINED = "the train step waits for batches the pipeline has not made"
+ESTIMATED_NOTE = " (compute alone estimated: contention not measured)"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What a report leads with.
+
+    `text` is the whole headline (the text summary's first line); `claim` and `explanation`
+    are its two parts (the PNG draws the claim big and the explanation under it): the text
+    is the claim, then ": " or "; ", then the explanation. `details` follow it: the
+    analysis's summary, or for a verdict without input cost (whose first line holds the
+    summary) the severity.
+    """
+
+    text: str
+    claim: str
+    explanation: str
+    details: list[str]
+
+
+def headline(report: Report) -> Headline:
+    """The verdict's label, its input cost and the part that dominates it, worded from the
+    verdict's figures; for a verdict without input cost (no verdict, or a report from
+    before input cost was measured), the label with the verdict's summary."""
+    verdict = report.verdict
+    worded = cost_headline(verdict, report.pipeline.batches_per_s)
+    if worded is not None:
+        return worded
+    claim = verdict_title(verdict.label)
+    explanation = ""
+    separator = ": "
+    if verdict.summary:
+        claim, separator, explanation = _first_clause(f"{claim}: {verdict.summary}")
+    else:
+        claim += f": {NOT_ENOUGH_MEASURED}"
+    text = claim + (separator + explanation if explanation else "")
+    details = [f"Severity: {verdict.severity}"] if verdict.label in VERDICT_TITLES else []
+    return Headline(text, claim, explanation, details)
+
+
+def verdict_line(verdict: Verdict, pipeline_batches_per_s: float | None) -> str:
+    """The verdict in one line, as a run's progress and a fleet's table say it: the
+    headline where input cost was measured, else the verdict's summary.
+
+    Args:
+        verdict: the analysis's verdict.
+        pipeline_batches_per_s: the rate P of the pipeline read alone, if measured.
+    """
+    worded = cost_headline(verdict, pipeline_batches_per_s)
+    return worded.text if worded is not None else verdict.summary
+
+
+def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Headline | None:
+    """ "INPUT-BOUND: input costs 44% of training time (40-48%), mostly CPU contention" (the
+    claim), then why ("the pipeline's threads take cores the train step needs (...)") and
+    the phase that dominates; None for a verdict without input cost.
+
+    The title is read from the cost's interval where it has one: an interval across a band
+    boundary says both bands ("BALANCED TO INPUT-BOUND"), so that two runs of one script,
+    whose points fall either side of 20%, are not called two things. Built from the
+    verdict's figures only: its label, input cost and interval, the cost split's dominant
+    part and evidence, the wait share, the rates P and A, where T came from, and the phases.
+    """
+    cost, split = verdict.input_cost_fraction, verdict.cost_split
+    if cost is None or split is None or verdict.label not in VERDICT_TITLES:
+        return None
+    claim = f"{cost_title(verdict)}: {cost_claim(verdict)}"
+    part, explanation = _dominant_words(verdict, split, pipeline_batches_per_s)
+    claim += part
+    separator = ": "
+    if verdict.compute_alone_source == ESTIMATED:
+        if explanation:
+            explanation += ESTIMATED_NOTE
+        else:
+            claim += ESTIMATED_NOTE
+    phases = _dominant_phase_text(verdict.phases)
+    if phases and explanation:
+        explanation += f"; {phases}"
+    elif phases:
+        separator, explanation = "; ", phases
+    text = claim + (separator + explanation if explanation else "")
+    details = [verdict.summary] if verdict.summary and verdict.summary != text else []
+    return Headline(text, claim, explanation, details)
+
+
+def cost_title(verdict: Verdict) -> str:
+    """ "INPUT-BOUND", or "BALANCED TO INPUT-BOUND" where the cost's interval straddles the
+    boundary of two bands (XProf's 5% and 20%)."""
+    interval = verdict.input_cost_interval
+    if interval is None:
+        return verdict_title(verdict.label)
+    low, high = interval_labels(
+        interval,
+        high=DEFAULT_THRESHOLDS.highly_input_bound,
+        moderate=DEFAULT_THRESHOLDS.moderately_input_bound,
+    )
+    if low == high:
+        return verdict_title(verdict.label)
+    return f"{verdict_title(low)} TO {verdict_title(high)}"
+
+
+def cost_claim(verdict: Verdict) -> str:
+    """ "input costs 44% of training time (40-48%)", or "input cost not measurable above
+    noise (at most 3%)"."""
+    interval = verdict.input_cost_interval
+    if interval is not None and cost_not_measurable(verdict):
+        return f"input cost {NOT_MEASURABLE} (at most {percent(interval[1])})"
+    text = f"input costs {percent(verdict.input_cost_fraction or 0.0)} of training time"
+    return text + (f" ({percent_range(*interval)})" if interval is not None else "")
+
+
+def _cores_were_free(split: CostSplit) -> bool:
+    """Contention that is for neither the cores nor the GIL: the host had cores to spare and
+    the pipeline runs no Python (shared caches, memory bandwidth, thread switching), or the
+    report predates the kinds. Its free cores then say the threads did not take them."""
+    free = split.free_cores
+    return split.contention_kind == "" and free is not None and free >= SATURATED_FREE_CORES
+
+
+def _dominant_words(
+    verdict: Verdict, split: CostSplit, pipeline_batches_per_s: float | None
+) -> tuple[str, str]:
+    """(what the claim adds, the explanation): the part that dominates, and why."""
+    wait = percent(verdict.input_wait_fraction or 0.0)
+    if verdict.label == COMPUTE_BOUND:
+        return "", TRAIN_STEP_SETS_THE_RATE
+    if split.dominant == COST_CONTENTION and split.contention_kind == CONTENDS_FOR_GIL:
+        return ", mostly contention for Python's GIL", (
+            "the pipeline's Python code holds the interpreter lock the train step needs, "
+            f"though cores are free (it waited only {wait} of the time)"
+        )
+    if split.dominant == COST_CONTENTION and _cores_were_free(split):
+        return ", mostly contention", (
+            "the train step runs slower beside the pipeline's threads though "
+            f"{split.free_cores:.1f} cores were free (it waited only {wait} of the time)"
+        )
+    if split.dominant == COST_CONTENTION:
+        return ", mostly CPU contention", (
+            f"the pipeline's threads take cores the train step needs (it waited only {wait} "
+            "of the time)"
+        )
+    if split.dominant == COST_FETCH:
+        training = verdict.training_steps_per_s
+        faster = pipeline_batches_per_s / training if pipeline_batches_per_s and training else None
+        how = f"{faster:.0f}x faster than training" if faster else "far faster than training"
+        return ", mostly the per-pull overhead of next()", (
+            f"the pipeline is {how}, but each step pulls one small batch"
+        )
+    if split.dominant == COST_WAIT:
+        return ", mostly waiting", WAITING_EXPLAINED
+    if split.dominant == COST_EPOCH_START:
+        return ", mostly epoch starts", epoch_start_evidence(split)
+    return "", ""
+
+
+def _dominant_phase_text(phases: list[PhaseVerdict]) -> str:
+    """ "epoch 1 dominates the measured steps; after it (epochs 2-5) compute-bound, input
+    costs 3%": the phase that holds most of the input cost, and the last one if not it."""
+    if not phases:
+        return ""
+    heavy = max(phases, key=lambda p: (p.input_cost_fraction or 0.0) * p.steps)
+    last = phases[-1]
+    text = f"{heavy.name} dominates the measured steps"
+    if last is not heavy and last.input_cost_fraction is not None:
+        text += (
+            f"; after it ({last.name}) {verdict_title(last.label).lower()}, "
+            f"input costs {percent(last.input_cost_fraction)}"
+        )
+    return text
+
+
+def _first_clause(text: str) -> tuple[str, str, str]:
+    """(claim, separator, rest): a verdict's summary led by its label, cut after its first
+    clause, the first ": " after the label's outside parentheses (else "; ").
+
+    The analysis says why there is no verdict in a sentence ("No training steps were seen:
+    the script did not iterate a tf.data dataset ..."); the PNG draws its first clause big.
+    """
+    start = text.find(": ") + 2
+    for separator in (": ", "; "):
+        depth = 0
+        for i in range(start, len(text) - len(separator) + 1):
+            depth += (text[i] == "(") - (text[i] == ")")
+            if depth == 0 and text.startswith(separator, i):
+                return text[:i], separator, text[i + len(separator) :]
+    return text, "", ""
+
+
+def sentence(text: str) -> str:
+    """The text with its first letter capitalised, to stand on its own."""
+    return text[:1].upper() + text[1:]
+
+
+def phase_text(phase: PhaseVerdict, *, first: bool = True) -> str:
+    """ "epoch 1: input-bound, input costs 66%"; later phases of a list say just "3%"."""
+    share = ""
+    if phase.input_cost_fraction is not None:
+        share = percent(phase.input_cost_fraction)
+        if first:
+            share = f"input costs {share}"
+    elif phase.input_wait_fraction is not None:
+        share = f"input wait {percent(phase.input_wait_fraction)}"
+    # As the headline names a phase's verdict: "balanced", "no verdict".
+    label = verdict_title(phase.label).lower()
+    return f"{phase.name}: {label}" + (f", {share}" if share else "")
