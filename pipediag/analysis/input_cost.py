@@ -190,8 +190,6 @@ class InEpochCost:
         return self.wait + self.fetch + self.contention
 
 
-
-
 def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpochCost:
     """The steps' input cost split into wait, fetch and contention.
 
