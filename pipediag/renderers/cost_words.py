@@ -58,6 +58,16 @@ def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
     return f"{percent(cost)} of training time (90% interval {percent_range(*interval)})"
 
 
+def bar_title(cost: float, interval: list[float] | None) -> str:
+    """The cost bar's title, short enough for a narrow panel: "Input cost: 44% (40-48%)",
+    or "Input cost: not measurable (at most 3%)"."""
+    if interval is None:
+        return f"Input cost: {percent(cost)} of training time"
+    if interval[0] <= 0.0:
+        return f"Input cost: not measurable (at most {percent(interval[1])})"
+    return f"Input cost: {percent(cost)} ({percent_range(*interval)})"
+
+
 def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | None:
     """How much faster training would run if input cost nothing: 1 / (1 - input cost).
 
@@ -181,8 +191,7 @@ def cost_bar(report: Report) -> CostBar:
             parts += [
                 CostPart(COST_PART_NAMES[part], share) for part, share in shown_cost_parts(split)
             ]
-        title = f"Input cost: {input_cost_text(cost, verdict.input_cost_interval)}"
-        return CostBar(parts, title, free_input_text(report))
+        return CostBar(parts, bar_title(cost, verdict.input_cost_interval), free_input_text(report))
     measured = [s for s in report.train.steps if s.label != WARMUP and s.input_wait_s is not None]
     total_s = sum(s.duration_s for s in measured)
     if total_s <= 0:

@@ -351,7 +351,7 @@ def test_cost_bar_draws_an_epoch_start_part_and_titles_the_cost_with_its_interva
     assert [b.get_gid() for b in bars][-1] == "cost-epoch start"
     assert bars[-1].get_width() == pytest.approx(0.20)
     assert bars[-1].get_facecolor()[:3] == _rgb(COST_COLOURS[COST_EPOCH_START])
-    assert cost.get_title(loc="left") == ("Input cost: 28% of training time (90% interval 25-31%)")
+    assert cost.get_title(loc="left") == "Input cost: 28% (25-31%)"
 
 
 def test_cost_bar_without_a_split_shows_input_cost_whole() -> None:

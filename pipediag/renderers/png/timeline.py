@@ -28,6 +28,7 @@ from pipediag.renderers.png.style import (
 )
 from pipediag.renderers.png.text_fit import note
 from pipediag.report.model import UNKNOWN, WARMUP, PhaseVerdict, Report, StepRecord
+from pipediag.report.vocabulary import STEP_ALONE_BLOCK
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -246,12 +247,7 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
         for p in report.phases
         if p.name == "pipeline_benchmark"
     ]
-    alone = report.compute_alone
-    if alone is not None and alone.start_s is not None:
-        end = alone.start_s + alone.duration_s
-        spans.append(
-            (alone.start_s, end, COMPUTE_ALONE_SHADE_COLOR, "compute\nalone", "compute-alone")
-        )
+    spans.extend(compute_alone_spans(report))
     steps = report.train.steps
     if whole_run and steps:
         start = min(s.start_s for s in steps)
@@ -272,7 +268,7 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
         if colour is not None:
             axes.axvspan(start, end, color=colour, alpha=0.6, lw=0, zorder=0, gid=f"{gid}-span")
         middle = (start + end) / 2
-        if label and low <= middle <= high:
+        if label and text and low <= middle <= high:
             axes.text(
                 middle,
                 PHASE_LABEL_Y_PCT[whole_run],
@@ -287,6 +283,26 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
                 if whole_run
                 else None,
             )
+
+
+def compute_alone_spans(report: Report) -> list[tuple[float, float, str | None, str, str]]:
+    """The train step alone: one shaded span, or, where it alternated with training, each
+    step-alone block shaded and the whole alternation named once."""
+    alone = report.compute_alone
+    if alone is None or alone.start_s is None:
+        return []
+    end = alone.start_s + alone.duration_s
+    if not alone.blocks:
+        return [(alone.start_s, end, COMPUTE_ALONE_SHADE_COLOR, "compute\nalone", "compute-alone")]
+    spans: list[tuple[float, float, str | None, str, str]] = []
+    blocks = alone.blocks
+    for i, block in enumerate(blocks):
+        if block.kind != STEP_ALONE_BLOCK:
+            continue
+        block_end = blocks[i + 1].start_s if i + 1 < len(blocks) else end
+        spans.append((block.start_s, block_end, COMPUTE_ALONE_SHADE_COLOR, "", "compute-alone"))
+    spans.append((alone.start_s, end, None, "training and\nstep alone\nin turn", "alternation"))
+    return spans
 
 
 def steps_time_range(report: Report) -> tuple[float, float]:
