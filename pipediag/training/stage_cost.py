@@ -25,6 +25,10 @@ from pipediag.training.training_trial import MIN_SLICE_S, TrialResults, try_on_f
 
 # A trial with less time than this cannot run its five rounds (`try_on_fit` refuses it).
 MIN_SHARE_S = 6 * MIN_SLICE_S
+# A trial is given at least this (five rounds of two shortest slices, with their untimed
+# first steps), when there is that much left: a short budget then still measures the output
+# stage, which says whether the pipeline's cost is worth searching at all.
+MIN_TRIAL_S = 12 * MIN_SLICE_S
 
 # Runs the trial of one held copy within the seconds given: its rounds, or why none.
 TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, str | None]]
@@ -50,7 +54,9 @@ def search(
     by_index = {stage.index: stage for stage in copies.chain}
     measured: dict[int, Freed | None] = {}
     while (index := next_stage(chain, measured)) is not None:
-        share_s = (until_s - clock.now()) / max(1, planned_trials(chain, measured))
+        left_s = until_s - clock.now()
+        planned_s = left_s / max(1, planned_trials(chain, measured))
+        share_s = min(left_s, max(planned_s, MIN_TRIAL_S))
         if share_s < MIN_SHARE_S:
             break
         rounds, _ = try_one(copies.pipelines(by_index[index]), share_s)

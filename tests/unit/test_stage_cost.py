@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
+
 from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
 from pipediag.bench.hold import (
     MAX_HELD_ELEMENTS,
@@ -141,9 +143,14 @@ def test_search_shares_the_time_left_and_stops_when_it_runs_out() -> None:
     assert abs(shares[0] - 2.0) < 1e-9
     assert measured[0] is not None and abs(measured[0].speedup - 1.0) < 1e-9
 
+    # WHEN the time left is short, the output stage still gets a whole trial's minimum
+    copies, shares = _FakeCopies(), []
+    search(copies, try_one, clock=clock, until_s=clock.now() + 1.8)  # type: ignore[arg-type]
+    assert copies.held == [3] and shares == [pytest.approx(1.2)]
+
     # WHEN there is time for less than one trial, nothing runs
     copies = _FakeCopies()
-    measured, jump = search(copies, try_one, clock=clock, until_s=clock.now() + 1.0)  # type: ignore[arg-type]
+    measured, jump = search(copies, try_one, clock=clock, until_s=clock.now() + 0.5)  # type: ignore[arg-type]
     assert copies.held == [] and measured == {} and jump is None
 
 
