@@ -24,6 +24,7 @@ from pipediag.report.model import (
     FixTrial,
     PipelineBenchmark,
     ScaleOut,
+    StageStats,
     TrainStyle,
     Verdict,
 )
@@ -40,6 +41,10 @@ DEEP_MIN_COST = 0.05
 # the rest. Stages are quick on most pipelines (a few prefixes, a fraction of a second
 # each), and the trials are what turn an estimate into a measured fix.
 STAGES_SHARE = 0.5
+# Under fit, with input cost material, this share of the budget is kept at its end for each
+# stage's cost measured on training (docs/design.md, "Stage costs on training"): enough for
+# the output stage's trial at the default 6 s; a longer budget lets the bisection run.
+HOLD_SHARE = 0.3
 
 # A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
 # the second epoch, this many steps at a time, until the second epoch has as many (so each
@@ -210,6 +215,7 @@ def deep_analysis(
             say=say,
             on_training=on_training,
             thread_cap=thread_cap(verdict, compute_alone) if on_training else None,
+            hold_stages=cost is not None and cost >= DEEP_MIN_COST,
         )
     finally:
         say.add_phase("deep_analysis", began, clock.now())
@@ -224,6 +230,7 @@ def _examine_stages(
     say: Narration,
     on_training: OnTraining | None,
     thread_cap: int | None,
+    hold_stages: bool = False,
 ) -> DeepAnalysis:
     """Per-stage rates and measured fixes, within one shared budget (`deep_seconds`):
     stage timing may take up to `STAGES_SHARE` of it, the fix trials whatever is left.
@@ -236,6 +243,9 @@ def _examine_stages(
     budget = config.deep_seconds
     began = clock.now()
     deadline = began + budget
+    fit_model = on_training.fit_model if on_training is not None else None
+    holding = hold_stages and fit_model is not None
+    fixes_until = deadline - budget * HOLD_SHARE if holding else deadline
     say.phase("timing each pipeline stage", budget * STAGES_SHARE)
     try:
         options = effective_options(dataset)
@@ -247,7 +257,7 @@ def _examine_stages(
         )
         trials = []
         kept: list[FixPipelines] = []
-        left = deadline - clock.now()
+        left = fixes_until - clock.now()
         if config.verify and stages and left > 0:
             say.phase("measuring candidate fixes", left)
             trials = verify_fixes(
@@ -255,7 +265,7 @@ def _examine_stages(
                 stages,
                 clock=clock,
                 budget_s=min(config.verify_seconds, left),
-                deadline=deadline,
+                deadline=fixes_until,
                 teardown=teardown.SHARED,
                 keep=kept if on_training is not None else None,
                 thread_cap=thread_cap,
@@ -263,6 +273,10 @@ def _examine_stages(
     except Exception as exc:
         say.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
         return DeepAnalysis(pipeline)
+    if holding and stages and on_training is not None:
+        stages = _stage_costs_on_fit(
+            dataset, stages, pipeline, on_training, clock=clock, say=say, until_s=deadline
+        )
     loop_fixes: list[FixPipelines] = []
     if kept and on_training is not None:
         from pipediag.training.training_trial import order_for_training
@@ -289,6 +303,41 @@ def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | Non
     if alone is not None and alone.cpu_s_per_step and alone.step_time:
         step_cores = alone.cpu_s_per_step / max(1e-9, alone.step_time.median_s)
     return capped_threads(cores, step_cores)
+
+
+def _stage_costs_on_fit(
+    dataset: Any,
+    stages: list[StageStats],
+    pipeline: PipelineBenchmark,
+    on_training: OnTraining,
+    *,
+    clock: Clock,
+    say: Narration,
+    until_s: float,
+) -> list[StageStats]:
+    """fit: each stage's cost to training, by holding its output in memory, until `until_s`.
+    A failure keeps the stages as timed alone."""
+    from pipediag.bench import teardown
+    from pipediag.bench.isolate import preserved_variables
+    from pipediag.training.stage_cost import on_fit
+
+    left = until_s - clock.now()
+    say.phase("holding each stage in memory on training", max(0.0, left))
+    try:
+        with preserved_variables(dataset, teardown.SHARED):
+            return on_fit(
+                on_training.fit_model,
+                dataset,
+                stages,
+                pipeline_batches_per_s=pipeline.batches_per_s,
+                step_s=on_training.step_s,
+                clock=clock,
+                until_s=until_s,
+                teardown=teardown.SHARED,
+            )
+    except Exception as exc:
+        say.note(f"holding the stages in memory on training failed ({type(exc).__name__}: {exc})")
+        return stages
 
 
 def _try_on_fit(

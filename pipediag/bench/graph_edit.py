@@ -209,8 +209,11 @@ class PipelineGraph:
         node.name = self._fresh(op)
         node.op = op
         node.input.extend([target.name, *extra_inputs])
-        for attr in ("output_types", "output_shapes"):
-            node.attr[attr].CopyFrom(target.attr[attr])
+        # A TensorSliceDataset names its types `Toutput_types`; reading a missing key of
+        # the attr map would add it to `target`.
+        types = "output_types" if "output_types" in target.attr else "Toutput_types"
+        node.attr["output_types"].CopyFrom(target.attr[types])
+        node.attr["output_shapes"].CopyFrom(target.attr["output_shapes"])
         self.redirect(target.name, node.name)
         return node
 
@@ -317,6 +320,14 @@ class PipelineGraph:
         cache = self.insert_after(target, "CacheDataset", [self.const("")])
         if repeat:
             self.insert_after(cache, "RepeatDataset", [self.const(-1)])
+
+    def hold_after(self, name: str, count: int) -> None:
+        """`name`'s first `count` elements held in memory and repeated forever: every stage
+        up to `name` is then free after the first pass, the stages after it run as written
+        (docs/design.md, "Stage costs on training")."""
+        target = self.node(name)
+        take = self.insert_after(target, "TakeDataset", [self.const(count)])
+        self.cache_after(str(take.name), repeat=True)
 
     def isolate(self) -> list[str]:
         """Private seed generators and memory caches, file caches bypassed

@@ -14,8 +14,9 @@ import textwrap
 
 from pipediag.renderers import summary
 from pipediag.renderers.scale_out import scale_out_lines
+from pipediag.renderers.stage_cost_words import held_stage, held_text
 from pipediag.renderers.watch_view import over_time_text
-from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report
+from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report, StageStats
 
 LABEL_WIDTH = 16
 EVIDENCE_WIDTH = 100
@@ -129,9 +130,17 @@ def _deep_skipped(report: Report) -> str:
 
 
 def _slowest_stage(report: Report) -> str:
-    stage = next((s for s in report.pipeline.stages if s.bottleneck), None)
-    if stage is None or report.verdict.label == COMPUTE_BOUND:
+    if report.verdict.label == COMPUTE_BOUND:
         return ""  # when the model sets the rate, the pipeline's slowest stage is no news
+    stage = next((s for s in report.pipeline.stages if s.bottleneck), None)
+    held = held_stage(report.pipeline.stages)
+    alone = _stage_alone(stage) if stage is not None else ""
+    on_training = held_text(held) if held is not None else ""
+    return "; ".join(t for t in (alone, on_training) if t)
+
+
+def _stage_alone(stage: StageStats) -> str:
+    """The stage that costs most read alone (prefix timing), with its facts."""
     text = summary.stage_name(stage) + (f" at {stage.source}" if stage.source else "")
     facts = []
     if stage.batches_per_s is not None:

@@ -63,3 +63,12 @@ class StageStats:
     not_measured: str | None = None
     # Why the dataset graph could not be read (on the last stage only); None when it was.
     graph_error: str | None = None
+    # The training rate with this stage's output held in memory (it and every stage before
+    # it free) over the unchanged pipeline's, on the user's train step, with its 90%
+    # interval (docs/design.md, "Stage costs on training"); None where not measured.
+    training_speedup_if_free: float | None = None
+    training_speedup_if_free_low: float | None = None
+    training_speedup_if_free_high: float | None = None
+    # The stage where that speedup jumps past half the whole pipeline's: its cost is the one
+    # training pays.
+    training_cost_jump: bool = False

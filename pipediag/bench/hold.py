@@ -1,0 +1,142 @@
+"""Copies of a pipeline with one stage's output held in memory, for measuring what each
+stage costs training (docs/design.md, "Stage costs on training").
+
+The held copy is the dataset's graph with `take(N) -> cache("") -> repeat(-1)` inserted
+after the stage: its first N elements are computed once, then served from memory forever,
+and the stages after it run as written. The unchanged copy beside it is the same graph
+rebuilt, so the two differ only in the held stage. Both are isolated (`bench/isolate.py`):
+they share no seed or cache with the user's dataset.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pipediag.bench.graph_edit import PipelineGraph, graph_and_nodes
+from pipediag.bench.stages import PASS_THROUGH_KINDS, elements_per_output_batch
+from pipediag.bench.structure import Stage, walk_pipeline
+from pipediag.bench.whatif import FixPipelines
+
+# The fix id the held copies are tried under (`training/training_trial.py` keys results by it).
+HOLD = "hold-in-memory"
+# Elements held at most: many more than one output batch's worth for a per-element stage,
+# so batches are not all alike, yet a first pass that fits a trial.
+MAX_HELD_ELEMENTS = 256
+# Memory the held elements may take; only one held copy lives at a time.
+MAX_HELD_BYTES = 256 * 2**20
+# Held elements when an element's size is not known statically (strings, ragged dims).
+UNSIZED_ELEMENTS = 32
+# The first pass (computing the held elements, at the pipeline's own rate) may take this long.
+MAX_FILL_S = 0.5
+# A filter after the held stage may reject every held element and never yield: stages
+# before a filter are not held.
+_FILTER_KINDS = frozenset({"filter"})
+
+
+@dataclass(frozen=True)
+class Holdable:
+    """A stage that can be held: its index, graph node, and the output batches one of its
+    elements makes (1 / elements per output batch)."""
+
+    index: int
+    node: str
+    elements_per_batch: float
+    element_bytes: int | None
+
+
+def holdable_chain(walked: Sequence[Stage], nodes: dict[int, str]) -> list[Holdable]:
+    """The stages to hold, source-most first: from the output back along single inputs,
+    while each stage's elements per output batch is known (an interleave's inputs have
+    none) and no filter lies after it. Holding any of them frees all those before it."""
+    if not walked:
+        return []
+    factors = elements_per_output_batch(walked)
+    chain: list[Holdable] = []
+    current: Stage | None = walked[-1]
+    while current is not None:
+        stats = current.stats
+        factor = factors[stats.index]
+        if factor is None or factor <= 0:
+            break
+        if stats.kind not in PASS_THROUGH_KINDS and stats.index in nodes:
+            spec = getattr(current.dataset, "element_spec", None)
+            chain.append(Holdable(stats.index, nodes[stats.index], factor, element_bytes(spec)))
+        if stats.kind in _FILTER_KINDS or len(stats.inputs) != 1:
+            break  # a multi-input stage is held whole; its inputs are not on one line
+        current = walked[stats.inputs[0]]
+    return list(reversed(chain))
+
+
+def element_bytes(spec: Any) -> int | None:
+    """One element's size from its spec; None when a shape or a size is not static."""
+    if spec is None:
+        return None
+    try:
+        import tensorflow as tf
+
+        total = 0
+        for component in tf.nest.flatten(spec):
+            shape = getattr(component, "shape", None)
+            dtype = getattr(component, "dtype", None)
+            if shape is None or dtype is None or not shape.is_fully_defined():
+                return None
+            if dtype == tf.string or dtype == tf.variant:
+                return None
+            total += max(1, shape.num_elements() or 0) * dtype.size
+    except Exception:
+        return None
+    return total
+
+
+def held_count(stage: Holdable, pipeline_batches_per_s: float | None) -> int:
+    """N: `MAX_HELD_ELEMENTS`, fewer where they would not fit `MAX_HELD_BYTES`, or their
+    first pass would take over `MAX_FILL_S` at the pipeline's rate; at least one."""
+    count = MAX_HELD_ELEMENTS
+    if stage.element_bytes is None:
+        count = UNSIZED_ELEMENTS
+    elif stage.element_bytes > 0:
+        count = min(count, MAX_HELD_BYTES // stage.element_bytes)
+    if pipeline_batches_per_s is not None and pipeline_batches_per_s > 0:
+        by_time = MAX_FILL_S * pipeline_batches_per_s * stage.elements_per_batch
+        count = min(count, int(by_time))
+    return max(1, count)
+
+
+def fill_batches(stage: Holdable, count: int) -> int:
+    """Output batches to read before the held elements are all in memory (one more: a batch
+    may end partway through the pass)."""
+    return math.ceil(count / stage.elements_per_batch) + 1
+
+
+class HeldCopies:
+    """The unchanged copy of a dataset and, per stage, a copy with that stage held."""
+
+    def __init__(self, dataset: Any, pipeline_batches_per_s: float | None) -> None:
+        walked = walk_pipeline(dataset)
+        graph, nodes, error = graph_and_nodes(dataset, walked)
+        if graph is None:
+            raise ValueError(error or "no dataset graph")
+        self._graph = graph
+        self._spec = dataset.element_spec
+        self._rate = pipeline_batches_per_s
+        self.chain = holdable_chain(walked, nodes)
+        baseline = PipelineGraph.copy_of(graph)
+        baseline.isolate()
+        self.baseline = baseline.rebuild(self._spec)
+
+    def pipelines(self, stage: Holdable) -> FixPipelines:
+        """Both copies for holding `stage`, as a fix trial on training takes them."""
+        count = held_count(stage, self._rate)
+        edited = PipelineGraph.copy_of(self._graph)
+        edited.isolate()
+        edited.hold_after(stage.node, count)
+        return FixPipelines(
+            fix=HOLD,
+            stage_index=stage.index,
+            baseline=self.baseline,
+            variant=edited.rebuild(self._spec),
+            fill_batches=fill_batches(stage, count),
+        )

@@ -1,0 +1,104 @@
+"""Each stage's cost to training on real TensorFlow: the held copy's elements, and a whole
+fit diagnosis whose sleeping map is named by the jump."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tensorflow
+
+
+def test_a_held_stage_yields_its_first_elements_repeated_then_the_later_stages_apply() -> None:
+    import tensorflow as tf
+
+    from pipediag.bench.graph_edit import PipelineGraph, graph_and_nodes
+    from pipediag.bench.structure import walk_pipeline
+
+    # GIVEN range -> map(x10) -> batch(4)
+    ds = tf.data.Dataset.range(100).map(lambda x: x * 10).batch(4)
+    walked = walk_pipeline(ds)
+    graph, nodes, error = graph_and_nodes(ds, walked)
+    assert graph is not None, error
+    (map_index,) = [s.stats.index for s in walked if s.stats.kind == "map"]
+
+    # WHEN the map's first 6 elements are held
+    edited = PipelineGraph.copy_of(graph)
+    edited.isolate()
+    edited.hold_after(nodes[map_index], 6)
+    held = edited.rebuild(ds.element_spec)
+
+    # THEN they repeat forever, batched by the stage after the map
+    got = [b.tolist() for b in held.take(4).as_numpy_iterator()]
+    assert got == [[0, 10, 20, 30], [40, 50, 0, 10], [20, 30, 40, 50], [0, 10, 20, 30]]
+    # and the source held repeats its first elements through the map
+    source = PipelineGraph.copy_of(graph)
+    source.hold_after(nodes[0], 3)
+    got = [b.tolist() for b in source.rebuild(ds.element_spec).take(2).as_numpy_iterator()]
+    assert got == [[0, 10, 20, 0], [10, 20, 0, 10]]
+
+
+def test_the_chain_stops_at_a_filter_and_skips_options() -> None:
+    import tensorflow as tf
+
+    from pipediag.bench.hold import HeldCopies
+
+    ds = tf.data.Dataset.from_tensor_slices(tf.range(64)).map(lambda x: x + 1)
+    ds = ds.filter(lambda x: x > 0).batch(8, drop_remainder=True).prefetch(1)
+    ds = ds.with_options(tf.data.Options())
+    copies = HeldCopies(ds, pipeline_batches_per_s=100.0)
+    kinds = [s.kind for s in _stats(ds)]
+    assert [kinds[h.index] for h in copies.chain] == ["filter", "batch", "prefetch"]
+    (batch,) = [h for h in copies.chain if kinds[h.index] == "batch"]
+    assert batch.elements_per_batch == 1.0 and batch.element_bytes == 8 * 4
+
+
+def _stats(ds: object) -> list:  # type: ignore[type-arg]
+    from pipediag.bench.structure import describe_pipeline
+
+    return describe_pipeline(ds)
+
+
+SCRIPT = """
+import sys, time
+import numpy as np
+import tensorflow as tf
+import keras
+
+def slow(x):
+    time.sleep(0.002)  # 2 ms an element, 20 ms a batch of 10
+    return x
+
+x = np.random.default_rng(0).normal(size=(4000, 8)).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices(x)
+ds = ds.map(lambda a: tf.ensure_shape(tf.numpy_function(slow, [a], tf.float32), (8,)))
+ds = ds.map(lambda a: (a, tf.reduce_sum(a, keepdims=True)))
+ds = ds.batch(10).prefetch(2)
+model = keras.Sequential([keras.layers.Input((8,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(ds, epochs=1, verbose=0)
+"""
+
+
+def test_holding_a_sleeping_map_on_fit_makes_the_jump(tmp_path: Path) -> None:
+    import pipediag
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    config = pipediag.RunConfig(
+        measured_steps=30, warmup_steps=3, bench_seconds=1.0, sample_gpu=False, deep_seconds=20.0
+    )
+    report = pipediag.diagnose(script, [], config=config, out=None, log=None)
+    stages = report.pipeline.stages
+    by_kind = {s.kind: s for s in stages}
+    held = {s.index: s.training_speedup_if_free for s in stages}
+    assert held[len(stages) - 1] is not None and held[len(stages) - 1] > 2.0, held
+    (jump,) = [s for s in stages if s.training_cost_jump]
+    # the sleeping map, or the map right after it that only shapes its output
+    assert jump.kind == "map", [(s.index, s.kind, s.training_speedup_if_free) for s in stages]
+    assert jump.training_speedup_if_free is not None and jump.training_speedup_if_free > 2.0
+    before = [s for s in stages if s.index < jump.index and s.training_speedup_if_free]
+    assert all(s.training_speedup_if_free < 1.5 for s in before), held
+    assert by_kind["source"].index == 0

@@ -1,0 +1,190 @@
+"""Each stage's cost to training: which stage is held next (the bisection on fake rates),
+how many elements are held, and how the results reach the report and the summary."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
+from pipediag.bench.hold import (
+    MAX_HELD_ELEMENTS,
+    UNSIZED_ELEMENTS,
+    Holdable,
+    fill_batches,
+    held_count,
+)
+from pipediag.bench.interleaved import Rounds
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.renderers.text import render_text
+from pipediag.report.io import from_dict, to_dict
+from pipediag.report.model import StageStats
+from pipediag.testing import FakeClock, synthetic_cost_report
+from pipediag.training.stage_cost import freed_from, search, with_freed
+
+
+def _searched(gains: dict[int, float], chain: list[int]) -> tuple[list[int], int | None]:
+    """The order the bisection holds stages in, and the jump it finds, with fake gains."""
+    measured: dict[int, Freed | None] = {}
+    order = []
+    while (index := next_stage(chain, measured)) is not None:
+        order.append(index)
+        measured[index] = Freed(gains[index], gains[index] * 0.9, gains[index] * 1.1)
+    return order, jump_stage(chain, measured)
+
+
+def test_the_output_stage_goes_first_and_a_bisection_finds_the_jump() -> None:
+    # GIVEN source, map (slow), batch, prefetch: holding the map or later frees 5x
+    gains = {0: 1.0, 1: 5.0, 2: 5.1, 3: 5.2}
+    # WHEN the stages are searched
+    order, jump = _searched(gains, [0, 1, 2, 3])
+    # THEN the output first, then two halvings name the map
+    assert order == [3, 1, 0]
+    assert jump == 1
+
+
+def test_a_jump_at_the_source_and_one_at_the_output() -> None:
+    assert _searched({0: 3.0, 1: 3.0, 2: 3.0, 3: 3.0}, [0, 1, 2, 3]) == ([3, 1, 0], 0)
+    assert _searched({0: 1.0, 1: 1.0, 2: 1.0, 3: 3.0}, [0, 1, 2, 3]) == ([3, 1, 2], 3)
+
+
+def test_a_long_chain_takes_a_logarithmic_number_of_trials() -> None:
+    chain = list(range(16))
+    gains = {i: (1.0 if i < 11 else 4.0) for i in chain}
+    order, jump = _searched(gains, chain)
+    assert jump == 11
+    assert len(order) <= 1 + 4
+    assert planned_trials(chain, {}) == 5
+
+
+def test_nothing_more_runs_when_holding_the_whole_pipeline_frees_nothing() -> None:
+    chain = [0, 1, 2]
+    measured: dict[int, Freed | None] = {2: Freed(1.02, 0.98, 1.04)}
+    assert next_stage(chain, measured) is None
+    assert jump_stage(chain, measured) is None
+    # a median over 1.05 whose interval still reaches 1 is not material either
+    assert next_stage(chain, {2: Freed(1.2, 0.99, 1.5)}) is None
+
+
+def test_a_trial_without_a_rate_stops_the_bisection() -> None:
+    chain = [0, 1, 2, 3]
+    measured: dict[int, Freed | None] = {3: Freed(4.0, 3.5, 4.5), 1: None}
+    assert next_stage(chain, measured) is None
+    assert jump_stage(chain, measured) is None
+    assert next_stage(chain, {3: None}) is None
+
+
+def test_an_empty_chain_measures_nothing() -> None:
+    assert next_stage([], {}) is None
+    assert planned_trials([], {}) == 0
+
+
+def test_held_elements_are_bounded_by_memory_and_by_the_first_pass() -> None:
+    per_element = Holdable(1, "MapDataset/_1", elements_per_batch=32.0, element_bytes=64)
+    assert held_count(per_element, None) == MAX_HELD_ELEMENTS
+    huge = dataclasses.replace(per_element, element_bytes=100 * 2**20)
+    assert held_count(huge, None) == 2  # 256 MiB / 100 MiB
+    unsized = dataclasses.replace(per_element, element_bytes=None)
+    assert held_count(unsized, None) == UNSIZED_ELEMENTS
+    # 2 batches/s of 32 elements: half a second is 32 elements
+    assert held_count(per_element, 2.0) == 32
+    # never nothing
+    assert held_count(dataclasses.replace(per_element, elements_per_batch=1.0), 0.1) == 1
+    # the first pass is read whole, one batch beyond
+    assert fill_batches(per_element, 32) == 2
+    assert fill_batches(dataclasses.replace(per_element, elements_per_batch=1.0), 5) == 6
+
+
+def _timing(rate: float) -> BatchTiming:
+    return BatchTiming(0.01, [1.0 / rate] * 10, 10.0 / rate, False)
+
+
+def _rounds(base: float, held: float, interval: tuple[float, float] | None) -> Rounds:
+    return Rounds([_timing(base)] * 5, [_timing(held)] * 5, [held / base] * 5, interval, "gain")
+
+
+def test_the_speedup_is_the_ratio_of_the_median_rates_with_the_rounds_interval() -> None:
+    freed = freed_from(_rounds(20.0, 50.0, (2.2, 2.7)))
+    assert freed is not None
+    assert abs(freed.speedup - 2.5) < 1e-9 and (freed.low, freed.high) == (2.2, 2.7)
+    assert freed_from(None) is None
+
+
+class _FakeCopies:
+    """`HeldCopies` without a dataset: a chain of four stages."""
+
+    def __init__(self) -> None:
+        self.chain = [Holdable(i, f"n{i}", 1.0, 8) for i in range(4)]
+        self.held: list[int] = []
+
+    def pipelines(self, stage: Holdable) -> Any:
+        self.held.append(stage.index)
+        return stage.index
+
+
+def test_search_shares_the_time_left_and_stops_when_it_runs_out() -> None:
+    # GIVEN each trial takes the whole share it is given
+    clock = FakeClock()
+    copies = _FakeCopies()
+    shares: list[float] = []
+    gains = {0: 1.0, 1: 3.0, 2: 3.0, 3: 3.0}
+
+    def try_one(index: Any, seconds: float) -> tuple[Rounds | None, str | None]:
+        shares.append(seconds)
+        clock.advance(seconds)
+        return _rounds(10.0, 10.0 * gains[index], (gains[index] * 0.9, gains[index] * 1.1)), None
+
+    # WHEN there is time for all three trials
+    measured, jump = search(copies, try_one, clock=clock, until_s=clock.now() + 6.0)  # type: ignore[arg-type]
+    # THEN the output, then the bisection; the first share plans for three trials
+    assert copies.held == [3, 1, 0] and jump == 1
+    assert abs(shares[0] - 2.0) < 1e-9
+    assert measured[0] is not None and abs(measured[0].speedup - 1.0) < 1e-9
+
+    # WHEN the time left is short, the output stage still gets a whole trial's minimum
+    copies, shares = _FakeCopies(), []
+    search(copies, try_one, clock=clock, until_s=clock.now() + 1.8)  # type: ignore[arg-type]
+    assert copies.held == [3] and shares == [pytest.approx(1.2)]
+
+    # WHEN there is time for less than one trial, nothing runs
+    copies = _FakeCopies()
+    measured, jump = search(copies, try_one, clock=clock, until_s=clock.now() + 0.5)  # type: ignore[arg-type]
+    assert copies.held == [] and measured == {} and jump is None
+
+
+def test_results_reach_the_stages_the_json_and_the_summary() -> None:
+    # GIVEN a report whose map stage measured the jump on training
+    stages = [
+        StageStats(0, "source", "RangeDataset"),
+        StageStats(1, "map", "MapDataset", function="parse", bottleneck=True, batches_per_s=9.0),
+        StageStats(2, "batch", "BatchDatasetV2"),
+    ]
+    measured: dict[int, Freed | None] = {0: Freed(1.0, 0.97, 1.03), 1: Freed(2.4, 2.1, 2.7)}
+    updated = with_freed(stages, measured, jump=1)
+    base = synthetic_cost_report()
+    report = dataclasses.replace(base, pipeline=dataclasses.replace(base.pipeline, stages=updated))
+    # WHEN it goes through JSON and is rendered
+    again = from_dict(to_dict(report))
+    text = render_text(again)
+    # THEN the fields survive and the slowest-stage line says what holding the map did
+    assert again.pipeline.stages[1].training_speedup_if_free == 2.4
+    assert again.pipeline.stages[1].training_cost_jump
+    assert again.pipeline.stages[2].training_speedup_if_free is None
+    assert "holding map(parse) in memory: training 2.4x (2.1-2.7x)" in " ".join(text.split())
+
+
+def test_an_old_report_without_the_fields_loads_with_none() -> None:
+    base = synthetic_cost_report()
+    stage = StageStats(0, "source", "RangeDataset", bottleneck=True, batches_per_s=9.0)
+    data = to_dict(
+        dataclasses.replace(base, pipeline=dataclasses.replace(base.pipeline, stages=[stage]))
+    )
+    for row in data["pipeline"]["stages"]:
+        for key in [k for k in row if "if_free" in k or k == "training_cost_jump"]:
+            del row[key]
+    loaded = from_dict(data)
+    assert loaded.pipeline.stages[0].training_speedup_if_free is None
+    assert not loaded.pipeline.stages[0].training_cost_jump
+    assert "in memory" not in render_text(loaded)
