@@ -40,7 +40,7 @@ from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.training.alternation import FitAlternation
-    from pipediag.training.budget import BudgetServer, Concluded, Tried
+    from pipediag.training.budget import BudgetServer, Concluded, Held, Tried
 
 # A multi-worker loop's blocks: a fixed size, whatever each worker's own timing says.
 LOCKSTEP_BLOCK_STEPS = 16
@@ -190,7 +190,13 @@ class Conclusion:
         return self._fit_alternation
 
     def serve_loop(
-        self, last_batch: Any, *, origin: float, concluded: Concluded, tried: Tried
+        self,
+        last_batch: Any,
+        *,
+        origin: float,
+        concluded: Concluded,
+        tried: Tried,
+        held: Held | None = None,
     ) -> BudgetServer | None:
         """What serves a custom loop at its step budget (`training/budget.py`), or None
         with no batch kept or no measured step to size it by."""
@@ -214,6 +220,7 @@ class Conclusion:
             concluded=concluded,
             tried=tried,
             teardown=teardown.SHARED,
+            held=held,
         )
 
     # -- after the measured steps ------------------------------------------------------

@@ -32,6 +32,7 @@ from pipediag.timeline import RawStep, StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
+    from pipediag.training.loop_holds import HoldPlan
     from pipediag.training.training_trial import TrialResults
 
 # Stage timing and fix trials run when input costs at least this share of training: below
@@ -41,9 +42,10 @@ DEEP_MIN_COST = 0.05
 # the rest. Stages are quick on most pipelines (a few prefixes, a fraction of a second
 # each), and the trials are what turn an estimate into a measured fix.
 STAGES_SHARE = 0.5
-# Under fit, with input cost material, this share of the budget is kept at its end for each
-# stage's cost measured on training (docs/design.md, "Stage costs on training"): enough for
-# the output stage's trial at the default 6 s; a longer budget lets the bisection run.
+# With input cost material, this share of the budget is kept at its end for each stage's
+# cost measured on training (docs/design.md, "Stage costs on training"): enough for the
+# output stage's trial at the default 6 s; a longer budget lets the bisection run. Under fit
+# it runs at the budget's end; a custom loop is served it after its fix trials.
 HOLD_SHARE = 0.3
 
 # A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
@@ -83,10 +85,12 @@ class OnTraining:
 
 @dataclass(frozen=True)
 class DeepAnalysis:
-    """The pipeline with its stages and fix trials, and the fixes a custom loop is to try."""
+    """The pipeline with its stages and fix trials, and what a custom loop is to try: the
+    fixes, then the stage holds."""
 
     pipeline: PipelineBenchmark
     loop_fixes: list[FixPipelines] = field(default_factory=list)
+    loop_holds: HoldPlan | None = None
 
 
 def measure_on(
@@ -243,8 +247,7 @@ def _examine_stages(
     budget = config.deep_seconds
     began = clock.now()
     deadline = began + budget
-    fit_model = on_training.fit_model if on_training is not None else None
-    holding = hold_stages and fit_model is not None
+    holding = hold_stages and on_training is not None
     fixes_until = deadline - budget * HOLD_SHARE if holding else deadline
     say.phase("timing each pipeline stage", budget * STAGES_SHARE)
     try:
@@ -273,10 +276,16 @@ def _examine_stages(
     except Exception as exc:
         say.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
         return DeepAnalysis(pipeline)
+    loop_holds = None
     if holding and stages and on_training is not None:
-        stages = _stage_costs_on_fit(
-            dataset, stages, pipeline, on_training, clock=clock, say=say, until_s=deadline
-        )
+        if on_training.fit_model is not None:
+            stages = _stage_costs_on_fit(
+                dataset, stages, pipeline, on_training, clock=clock, say=say, until_s=deadline
+            )
+        else:
+            loop_holds = _hold_plan(
+                dataset, pipeline, on_training, say=say, seconds=deadline - clock.now()
+            )
     loop_fixes: list[FixPipelines] = []
     if kept and on_training is not None:
         from pipediag.training.training_trial import order_for_training
@@ -287,7 +296,7 @@ def _examine_stages(
         else:
             trials = _try_on_fit(dataset, trials, fixes, on_training, clock=clock, say=say)
     examined = dataclasses.replace(pipeline, stages=stages, options=options, trials=trials)
-    return DeepAnalysis(examined, loop_fixes)
+    return DeepAnalysis(examined, loop_fixes, loop_holds)
 
 
 def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | None:
@@ -334,10 +343,34 @@ def _stage_costs_on_fit(
                 clock=clock,
                 until_s=until_s,
                 teardown=teardown.SHARED,
+                ceiling=on_training.ceiling,
             )
     except Exception as exc:
         say.note(f"holding the stages in memory on training failed ({type(exc).__name__}: {exc})")
         return stages
+
+
+def _hold_plan(
+    dataset: Any,
+    pipeline: PipelineBenchmark,
+    on_training: OnTraining,
+    *,
+    say: Narration,
+    seconds: float,
+) -> HoldPlan | None:
+    """A custom loop: the held copies its pulls are served after the fix trials, for the
+    time the budget kept (`HOLD_SHARE` or more). None when the graph cannot be held."""
+    from pipediag.bench.hold import HeldCopies
+    from pipediag.training.loop_holds import HoldPlan
+
+    try:
+        copies = HeldCopies(dataset, pipeline.batches_per_s)
+    except Exception as exc:  # the stages keep their rates alone
+        say.note(f"holding the stages in memory on training failed ({type(exc).__name__}: {exc})")
+        return None
+    if not copies.chain:
+        return None
+    return HoldPlan(copies, seconds=max(0.0, seconds), ceiling=on_training.ceiling)
 
 
 def _try_on_fit(

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import platform
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -44,12 +44,12 @@ from pipediag.report.vocabulary import InputWaitSource
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
-    from pipediag.bench.whatif import FixPipelines
     from pipediag.hooks import InstalledHooks
     from pipediag.hooks.keras_fit import FitTracker
     from pipediag.samplers import GpuSampler, HostSampler
     from pipediag.training.alternation import FitAlternation
-    from pipediag.training.budget import BudgetServer
+    from pipediag.training.budget import BudgetServer, LoopWork
+    from pipediag.training.stage_cost import Searched
     from pipediag.training.training_trial import TrialResults
     from pipediag.watch.watcher import Watcher
 
@@ -369,9 +369,11 @@ class DiagnosticSession:
 
     def _conclude(
         self, compute_alone: ComputeAlone | None, *, deep: bool = True, loop_serving: bool = False
-    ) -> Sequence[FixPipelines]:
-        """`conclude`, given a custom loop's compute-alone run where it has one; returns the
-        fixes to try on a loop still served at its budget (`loop_serving`)."""
+    ) -> LoopWork:
+        """`conclude`, given a custom loop's compute-alone run where it has one; returns what
+        to try on a loop still served at its budget (`loop_serving`): fixes, stage holds."""
+        from pipediag.training.budget import LoopWork
+
         seen = Seen(self.style, self._dataset, self._model, self._cached_batch)
         with self.suspended():
             outcome = self.conclusion.run(
@@ -384,10 +386,10 @@ class DiagnosticSession:
                 loop_serving=loop_serving,
             )
             if outcome is None:
-                return []
+                return LoopWork()
             self.pipeline = outcome.pipeline
             self.conclusion.check_scale_out(seen, self.pipeline)
-        return outcome.loop_fixes
+        return LoopWork(outcome.loop_fixes, outcome.loop_holds)
 
     def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
         """Under fit, at the step budget: training and the step alone in turn, or None."""
@@ -399,13 +401,17 @@ class DiagnosticSession:
     def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
         """What serves a custom loop's pulls at its budget; None: nothing to (concluded here)."""
         server = self.conclusion.serve_loop(
-            last_batch, origin=self.origin, concluded=self._loop_concluded, tried=self._loop_tried
+            last_batch,
+            origin=self.origin,
+            concluded=self._loop_concluded,
+            tried=self._loop_tried,
+            held=self._loop_held,
         )
         if server is None:
             self.conclude()
         return server
 
-    def _loop_concluded(self, result: ComputeAlone) -> Sequence[FixPipelines]:
+    def _loop_concluded(self, result: ComputeAlone) -> LoopWork:
         """The loop's compute-alone run is over: on the phase list, then the conclusion."""
         if result.start_s is not None:
             began = self.origin + result.start_s
@@ -419,6 +425,15 @@ class DiagnosticSession:
         ceiling = step_alone_ceiling(alone.blocks) if alone is not None else None
         trials = with_training_results(list(self.pipeline.trials), results, ceiling=ceiling)
         self.pipeline = dataclasses.replace(self.pipeline, trials=trials)
+
+    def _loop_held(self, searched: Searched, began: float) -> None:
+        """The loop's stage holds are over: each held stage's speedup joins the pipeline's
+        stages, as under fit (docs/design.md, "Stage costs on training")."""
+        from pipediag.training.stage_cost import with_freed
+
+        self.add_phase("stage_holds", began, self.clock.now())
+        stages = with_freed(self.pipeline.stages, searched)
+        self.pipeline = dataclasses.replace(self.pipeline, stages=stages)
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""

@@ -69,6 +69,9 @@ class StageStats:
     training_speedup_if_free: float | None = None
     training_speedup_if_free_low: float | None = None
     training_speedup_if_free_high: float | None = None
+    # Why the measured speedup is not used: the held pipeline fed training faster than the
+    # train step alone ran (the trial was disturbed); None where it is used or not measured.
+    training_speedup_if_free_unused: str | None = None
     # The stage where that speedup jumps past half the whole pipeline's: its cost is the one
     # training pays.
     training_cost_jump: bool = False

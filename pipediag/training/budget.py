@@ -5,33 +5,56 @@ the training dataset from here. The loop's own train step then runs two phases: 
 batch and on its real pulls in turn (the alternation of rates, `training/alternation.py`:
 a step-alone block serves the cached batch, a training block lets the pull through), then,
 where the deep analysis kept fixes worth trying, on each fix's two pipeline copies in turn
-(`LoopTrials`). Then the budget ends the script, so nothing the loop would save sees those
-steps.
+(`LoopTrials`), then, where input costs training enough, on copies with one stage held in
+memory, the next stage chosen from the last one's result (`LoopHolds`, docs/design.md,
+"Stage costs on training"). Then the budget ends the script, so nothing the loop would
+save sees those steps.
 
-What is being served lives here and nowhere else. The session is told twice: when compute
-alone is over (`concluded`: it gives the verdict, runs the deep analysis, and returns the
-fixes to try) and when the trials are over (`tried`: their results join the fix trials).
+What is being served lives here and nowhere else. The session is told three times: when
+compute alone is over (`concluded`: it gives the verdict, runs the deep analysis, and
+returns the work to serve), when the fix trials are over (`tried`: their results join the
+fix trials) and when the stage holds are (`held`: their speedups join the stages).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
-from pipediag.report.vocabulary import CACHED_BATCH_LOOP, STEP_ALONE_BLOCK, TRAINING_BLOCK
+from pipediag.report.vocabulary import (
+    CACHED_BATCH_LOOP,
+    STEP_ALONE_BLOCK,
+    TRAINING_BLOCK,
+    RateBlockKind,
+)
 from pipediag.training.alternation import WARMUP_STEPS, Alternation
+from pipediag.training.loop_holds import HoldPlan, LoopHolds
+from pipediag.training.stage_cost import Searched
 from pipediag.training.training_trial import BUDGET_S, LoopTrials, TrialResults
 
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
 
-# The alternation is over: the fixes to try on the loop's training (none: the budget ends it).
-Concluded = Callable[[ComputeAlone], Sequence["FixPipelines"]]
+
+@dataclass(frozen=True)
+class LoopWork:
+    """What the loop is served after the alternation: the fixes to try, then the stage-hold
+    search (none of either: the budget ends the script)."""
+
+    fixes: Sequence[FixPipelines] = ()
+    holds: HoldPlan | None = None
+
+
+# The alternation is over: what to serve the loop next.
+Concluded = Callable[[ComputeAlone], LoopWork]
 # The trials are over: what each fix measured, and when the trials began.
 Tried = Callable[[TrialResults, float], None]
+# The stage holds are over: what they measured, and when they began.
+Held = Callable[[Searched, float], None]
 
 
 class _Pull:
@@ -54,7 +77,7 @@ class Phase(Protocol):
 
 class BudgetServer:
     """Serves a custom loop at its step budget: its last batch and its own pulls in turn,
-    then the fixes' copies.
+    then the fixes' copies, then the held copies.
 
     Args:
         last_batch: the batch the loop pulled last, served for the step-alone blocks.
@@ -67,9 +90,10 @@ class BudgetServer:
             are otherwise added while the interval is wide, and a step across an epoch's
             end is not timed).
         phase: the session's progress line.
-        concluded: called once the alternation is over; returns the fixes to try.
+        concluded: called once the alternation is over; returns what to serve next.
         tried: called once the trials are over, or the loop stopped pulling during them.
         teardown: where the trial copies' spent iterators are released.
+        held: called once the stage holds are over, or the loop stopped during them.
     """
 
     def __init__(
@@ -86,6 +110,7 @@ class BudgetServer:
         concluded: Concluded,
         tried: Tried,
         teardown: TearDown,
+        held: Held | None = None,
     ) -> None:
         self._clock = clock
         self._origin = origin
@@ -93,6 +118,7 @@ class BudgetServer:
         self._phase = phase
         self._concluded = concluded
         self._tried = tried
+        self._held = held
         self._teardown = teardown
         self._batch: Any = last_batch
         self._lockstep = lockstep
@@ -105,6 +131,8 @@ class BudgetServer:
         )
         self._warmup_left = WARMUP_STEPS
         self._trials: LoopTrials | None = None
+        self._hold_plan: HoldPlan | None = None
+        self._holds: LoopHolds | None = None
         phase("measuring training and the train step alone in turn", redraw=False)
 
     def next_batch(self) -> Any | None:
@@ -116,20 +144,31 @@ class BudgetServer:
             if answer is not None:
                 return answer
             self._alternation = self._batch = None  # the batch is released with it
-            fixes = self._concluded(alternation.result(CACHED_BATCH_LOOP))
-            if not fixes:
-                return None
-            self._phase("trying the fixes on training", BUDGET_S, redraw=False)
-            self._trials = LoopTrials(
-                fixes, clock=self._clock, step_s=self._step_s, teardown=self._teardown
+            work = self._concluded(alternation.result(CACHED_BATCH_LOOP))
+            self._hold_plan = work.holds
+            if work.fixes:
+                self._phase("trying the fixes on training", BUDGET_S, redraw=False)
+                self._trials = LoopTrials(
+                    work.fixes, clock=self._clock, step_s=self._step_s, teardown=self._teardown
+                )
+        if self._trials is not None:
+            batch = self._trials.next_batch()
+            if batch is not None:
+                return batch
+            self._end_trials()
+        plan, self._hold_plan = self._hold_plan, None
+        if plan is not None:
+            # Run after the fix trials: the bisection decides each stage from the last result.
+            self._phase("holding each stage in memory on training", plan.seconds, redraw=False)
+            self._holds = LoopHolds(
+                plan, clock=self._clock, step_s=self._step_s, teardown=self._teardown
             )
-        trials = self._trials
-        if trials is None:
-            return None
-        batch = trials.next_batch()
-        if batch is None:
-            self.finish()
-        return batch
+        if self._holds is not None:
+            batch = self._holds.next_batch()
+            if batch is not None:
+                return batch
+            self._end_holds()
+        return None
 
     def _alternate(self, alternation: Alternation) -> Any | None:
         """The pull during the alternation: it ends the step that ran on the last answer and
@@ -140,7 +179,7 @@ class BudgetServer:
         following = alternation.next
         if following == "done":
             return None
-        kind = STEP_ALONE_BLOCK if following == "step-alone" else TRAINING_BLOCK
+        kind: RateBlockKind = STEP_ALONE_BLOCK if following == "step-alone" else TRAINING_BLOCK
         if kind == STEP_ALONE_BLOCK and self._warmup_left > 0:
             self._warmup_left -= 1  # the first block's first steps are not timed
             return self._batch
@@ -157,13 +196,23 @@ class BudgetServer:
             self._alternation.skip_step()
 
     def finish(self) -> None:
-        """The script ended: the alternation's blocks so far and the trials' results go to
-        the session once. Safe to call more than once."""
+        """The script ended: the alternation's blocks so far, the trials' and the holds'
+        results go to the session once. Safe to call more than once."""
         alternation, self._alternation = self._alternation, None
         if alternation is not None:
             self._batch = None
             alternation.end_block()
             self._concluded(alternation.result(CACHED_BATCH_LOOP))
+        self._end_trials()
+        self._hold_plan = None  # not started: nothing to report
+        self._end_holds()
+
+    def _end_trials(self) -> None:
         trials, self._trials = self._trials, None
         if trials is not None:
             self._tried(trials.results(), trials.began)
+
+    def _end_holds(self) -> None:
+        holds, self._holds = self._holds, None
+        if holds is not None and self._held is not None:
+            self._held(holds.searched(), holds.began)

@@ -2,16 +2,19 @@
 that stage's output held in memory, in turn with the unchanged pipeline.
 
 Under `fit` each held copy is one trial of `try_on_fit` (the compiled train function, every
-variable it writes put back, rounds stopped when the interval is clear). The stages are
-chosen by `analysis/stage_bisect.py`: the output stage first, then a bisection toward the
-jump, each trial taking an equal share of what is left of the time (docs/design.md, "Stage
-costs on training").
+variable it writes put back, rounds stopped when the interval is clear); a custom loop at
+its step budget is served them instead (`training/loop_holds.py`). The stages are chosen by
+`analysis/stage_bisect.py`: the output stage first, then a bisection toward the jump, each
+trial taking an equal share of what is left of the time (docs/design.md, "Stage costs on
+training"). A held rate above the train step alone's cannot be honest: its gain is not
+used, and the bisection reads that stage as unmeasured.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
@@ -45,23 +48,98 @@ def freed_from(rounds: Rounds | None) -> Freed | None:
     return Freed(held / base, low, high)
 
 
-def search(
-    copies: HeldCopies, try_one: TryOne, *, clock: Clock, until_s: float
-) -> tuple[dict[int, Freed | None], int | None]:
-    """Hold stages in the bisection's order until it ends or the time does: what each
-    measured, and the jump stage where found."""
-    chain = [stage.index for stage in copies.chain]
-    by_index = {stage.index: stage for stage in copies.chain}
-    measured: dict[int, Freed | None] = {}
-    while (index := next_stage(chain, measured)) is not None:
-        left_s = until_s - clock.now()
-        planned_s = left_s / max(1, planned_trials(chain, measured))
+def above_ceiling(rounds: Rounds | None, ceiling: float | None) -> str | None:
+    """Why a held trial's gain cannot be used: its held side fed training faster than the
+    train step alone ran (`analysis.alternation.step_alone_ceiling`), which no pipeline
+    can make it do, so the trial was disturbed. None when it is within the ceiling."""
+    held = median_rate(rounds.variant) if rounds is not None else None
+    if ceiling is None or held is None or held <= ceiling:
+        return None
+    return (
+        f"the held pipeline fed training at {held:.1f} steps/s, faster than the train step "
+        f"alone ran ({ceiling:.1f} with its noise): the trial was disturbed, so its gain is "
+        "not used"
+    )
+
+
+@dataclass
+class Searched:
+    """What the search measured: each held stage's speedup (None: no usable rate), why a
+    stage's gain is not used (above the step-alone ceiling), and the jump stage."""
+
+    measured: dict[int, Freed | None] = field(default_factory=dict)
+    unused: dict[int, str] = field(default_factory=dict)
+    jump: int | None = None
+
+
+class StageSearch:
+    """The bisection's trials one at a time, each decided from the last one's result: the
+    loop at its budget asks for the next between its pulls (`training/loop_holds.py`), fit
+    runs them at once (`search`).
+
+    Args:
+        copies: the held copies of the training dataset.
+        clock: the session's clock.
+        until_s: when the last trial is to end, on `clock`.
+        ceiling: the train step alone's rate with its noise; a held rate above it is
+            flagged and counts as unmeasured (None: not known).
+    """
+
+    def __init__(
+        self, copies: HeldCopies, *, clock: Clock, until_s: float, ceiling: float | None = None
+    ) -> None:
+        self._copies = copies
+        self._clock = clock
+        self._until_s = until_s
+        self._ceiling = ceiling
+        self._chain = [stage.index for stage in copies.chain]
+        self._by_index = {stage.index: stage for stage in copies.chain}
+        self._pending: int | None = None
+        self.searched = Searched()
+
+    def next_trial(self) -> tuple[FixPipelines, float] | None:
+        """The held copies to try next and the seconds they get; None when the search is
+        over or the time left cannot hold a trial."""
+        measured = self.searched.measured
+        index = next_stage(self._chain, measured)
+        if index is None:
+            return None
+        left_s = self._until_s - self._clock.now()
+        planned_s = left_s / max(1, planned_trials(self._chain, measured))
         share_s = min(left_s, max(planned_s, MIN_TRIAL_S))
         if share_s < MIN_SHARE_S:
-            break
-        rounds, _ = try_one(copies.pipelines(by_index[index]), share_s)
-        measured[index] = freed_from(rounds)
-    return measured, jump_stage(chain, measured)
+            return None
+        self._pending = index
+        return self._copies.pipelines(self._by_index[index]), share_s
+
+    def record(self, rounds: Rounds | None) -> None:
+        """The pending trial's rounds (None: it gave none)."""
+        index, self._pending = self._pending, None
+        if index is None:
+            return
+        searched = self.searched
+        unused = above_ceiling(rounds, self._ceiling)
+        if unused is not None:
+            searched.unused[index] = unused
+            rounds = None  # the bisection cannot read a disturbed trial
+        searched.measured[index] = freed_from(rounds)
+        searched.jump = jump_stage(self._chain, searched.measured)
+
+
+def search(
+    copies: HeldCopies,
+    try_one: TryOne,
+    *,
+    clock: Clock,
+    until_s: float,
+    ceiling: float | None = None,
+) -> Searched:
+    """Hold stages in the bisection's order until it ends or the time does."""
+    stages = StageSearch(copies, clock=clock, until_s=until_s, ceiling=ceiling)
+    while (due := stages.next_trial()) is not None:
+        rounds, _ = try_one(*due)
+        stages.record(rounds)
+    return stages.searched
 
 
 def on_fit(
@@ -74,6 +152,7 @@ def on_fit(
     clock: Clock,
     until_s: float,
     teardown: TearDown,
+    ceiling: float | None = None,
 ) -> list[StageStats]:
     """`stages` with what holding each measured on fit's train function, until `until_s`.
 
@@ -88,17 +167,18 @@ def on_fit(
         return results.get((HOLD, pipelines.stage_index), (None, "not tried"))
 
     copies = HeldCopies(dataset, pipeline_batches_per_s)
-    measured, jump = search(copies, try_one, clock=clock, until_s=until_s)
-    return with_freed(stages, measured, jump)
+    return with_freed(
+        stages, search(copies, try_one, clock=clock, until_s=until_s, ceiling=ceiling)
+    )
 
 
-def with_freed(
-    stages: Sequence[StageStats], measured: dict[int, Freed | None], jump: int | None
-) -> list[StageStats]:
-    """Each stage with its speedup if free and interval; the jump stage marked."""
+def with_freed(stages: Sequence[StageStats], searched: Searched) -> list[StageStats]:
+    """Each stage with its speedup if free and interval, or why its gain is not used; the
+    jump stage marked."""
     updated = []
     for stats in stages:
-        freed = measured.get(stats.index)
+        freed = searched.measured.get(stats.index)
+        unused = searched.unused.get(stats.index)
         if freed is not None:
             stats = dataclasses.replace(
                 stats,
@@ -106,7 +186,9 @@ def with_freed(
                 training_speedup_if_free_low=freed.low,
                 training_speedup_if_free_high=freed.high,
             )
-        if jump is not None and stats.index == jump:
+        if unused is not None:
+            stats = dataclasses.replace(stats, training_speedup_if_free_unused=unused)
+        if searched.jump is not None and stats.index == searched.jump:
             stats = dataclasses.replace(stats, training_cost_jump=True)
         updated.append(stats)
     return updated

@@ -331,6 +331,11 @@ class LoopTrials:
             if share_s < 4 * MIN_SLICE_S:
                 self._results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
                 continue
+            self._sides = [
+                TrialSide(fix.baseline, self._teardown, self._clock),
+                TrialSide(fix.variant, self._teardown, self._clock, fix.fill_batches),
+            ]
+            # The share starts once a held copy or a cache is filled, as under fit (`_run`).
             now = self._clock.now()
             self._plan = RoundPlan(
                 slice_s=slice_seconds(self._step_s, share_s),
@@ -338,10 +343,6 @@ class LoopTrials:
                 hard_until_s=now + share_s * OVERRUN,
                 clock=self._clock,
             )
-            self._sides = [
-                TrialSide(fix.baseline, self._teardown, self._clock),
-                TrialSide(fix.variant, self._teardown, self._clock, fix.fill_batches),
-            ]
 
     def _close_fix(self) -> None:
         fix = self._fixes[self._position]

@@ -102,3 +102,59 @@ def test_holding_a_sleeping_map_on_fit_makes_the_jump(tmp_path: Path) -> None:
     before = [s for s in stages if s.index < jump.index and s.training_speedup_if_free]
     assert all(s.training_speedup_if_free < 1.5 for s in before), held
     assert by_kind["source"].index == 0
+
+
+# The same pipeline trained by a custom loop: a tf.function step with a GradientTape, so that
+# pipediag finds the training (docs/design.md, "Finding the training").
+LOOP_SCRIPT = """
+import time
+import numpy as np
+import tensorflow as tf
+import keras
+
+def slow(x):
+    time.sleep(0.002)  # 2 ms an element, 20 ms a batch of 10
+    return x
+
+x = np.random.default_rng(0).normal(size=(4000, 8)).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices(x)
+ds = ds.map(lambda a: tf.ensure_shape(tf.numpy_function(slow, [a], tf.float32), (8,)))
+ds = ds.map(lambda a: (a, tf.reduce_sum(a, keepdims=True)))
+ds = ds.batch(10).prefetch(2)
+model = keras.Sequential([keras.layers.Input((8,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+opt = keras.optimizers.SGD()
+
+@tf.function
+def step(a, b):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(a) - b) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+for a, b in ds:
+    step(a, b)
+"""
+
+
+def test_holding_a_sleeping_map_in_a_custom_loop_makes_the_jump(tmp_path: Path) -> None:
+    import pipediag
+
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(LOOP_SCRIPT))
+    config = pipediag.RunConfig(
+        measured_steps=30, warmup_steps=3, bench_seconds=1.0, sample_gpu=False, deep_seconds=20.0
+    )
+    report = pipediag.diagnose(script, [], config=config, out=None, log=None)
+    assert report.train.style == "custom-loop"
+    stages = report.pipeline.stages
+    seen = [(s.index, s.kind, s.training_speedup_if_free) for s in stages]
+    output = stages[-1].training_speedup_if_free
+    assert output is not None and output > 2.0, seen
+    (jump,) = [s for s in stages if s.training_cost_jump]
+    # the sleeping map, or the map right after it that only shapes its output
+    assert jump.kind == "map", seen
+    assert jump.training_speedup_if_free is not None and jump.training_speedup_if_free > 2.0
+    before = [s for s in stages if s.index < jump.index and s.training_speedup_if_free]
+    assert all((s.training_speedup_if_free or 0.0) < 1.5 for s in before), seen
+    assert "stage_holds" in [p.name for p in report.phases]

@@ -27,7 +27,7 @@ from pipediag.training.alternation import (
     Alternation,
     block_steps_for,
 )
-from pipediag.training.budget import PULL, BudgetServer
+from pipediag.training.budget import PULL, BudgetServer, LoopWork
 
 
 def _blocks(training: list[float], alone: list[float], steps: int = 10) -> list[RateBlock]:
@@ -186,9 +186,9 @@ def test_an_untimed_step_is_left_out_of_its_block() -> None:
 
 
 def _server(clock: FakeClock, concluded: list[ComputeAlone]) -> BudgetServer:
-    def conclude(result: ComputeAlone) -> list[object]:
+    def conclude(result: ComputeAlone) -> LoopWork:
         concluded.append(result)
-        return []
+        return LoopWork()
 
     return BudgetServer(
         "cached",

@@ -19,7 +19,7 @@ from pipediag.report.model import ExitInfo, TaskInfo
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
 from pipediag.training.alternation import WARMUP_STEPS
-from pipediag.training.budget import BudgetServer
+from pipediag.training.budget import BudgetServer, LoopWork
 
 # -- TF_CONFIG ------------------------------------------------------------------------------
 
@@ -124,7 +124,7 @@ def _pulls_served(*, lockstep: bool, step_s: Callable[[int], float]) -> int:
         lead=(0.0, [0.01] * 5),
         lockstep=lockstep,
         phase=lambda *a, **k: None,
-        concluded=lambda result: [],
+        concluded=lambda result: LoopWork(),
         tried=lambda results, began: None,
         teardown=TearDown(),
     )

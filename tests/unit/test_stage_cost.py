@@ -22,7 +22,7 @@ from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import StageStats
 from pipediag.testing import FakeClock, synthetic_cost_report
-from pipediag.training.stage_cost import freed_from, search, with_freed
+from pipediag.training.stage_cost import Searched, freed_from, search, with_freed
 
 
 def _searched(gains: dict[int, float], chain: list[int]) -> tuple[list[int], int | None]:
@@ -137,11 +137,11 @@ def test_search_shares_the_time_left_and_stops_when_it_runs_out() -> None:
         return _rounds(10.0, 10.0 * gains[index], (gains[index] * 0.9, gains[index] * 1.1)), None
 
     # WHEN there is time for all three trials
-    measured, jump = search(copies, try_one, clock=clock, until_s=clock.now() + 6.0)  # type: ignore[arg-type]
+    found = search(copies, try_one, clock=clock, until_s=clock.now() + 6.0)  # type: ignore[arg-type]
     # THEN the output, then the bisection; the first share plans for three trials
-    assert copies.held == [3, 1, 0] and jump == 1
+    assert copies.held == [3, 1, 0] and found.jump == 1
     assert abs(shares[0] - 2.0) < 1e-9
-    assert measured[0] is not None and abs(measured[0].speedup - 1.0) < 1e-9
+    assert found.measured[0] is not None and abs(found.measured[0].speedup - 1.0) < 1e-9
 
     # WHEN the time left is short, the output stage still gets a whole trial's minimum
     copies, shares = _FakeCopies(), []
@@ -150,8 +150,8 @@ def test_search_shares_the_time_left_and_stops_when_it_runs_out() -> None:
 
     # WHEN there is time for less than one trial, nothing runs
     copies = _FakeCopies()
-    measured, jump = search(copies, try_one, clock=clock, until_s=clock.now() + 0.5)  # type: ignore[arg-type]
-    assert copies.held == [] and measured == {} and jump is None
+    found = search(copies, try_one, clock=clock, until_s=clock.now() + 0.5)  # type: ignore[arg-type]
+    assert copies.held == [] and found.measured == {} and found.jump is None
 
 
 def test_results_reach_the_stages_the_json_and_the_summary() -> None:
@@ -162,7 +162,7 @@ def test_results_reach_the_stages_the_json_and_the_summary() -> None:
         StageStats(2, "batch", "BatchDatasetV2"),
     ]
     measured: dict[int, Freed | None] = {0: Freed(1.0, 0.97, 1.03), 1: Freed(2.4, 2.1, 2.7)}
-    updated = with_freed(stages, measured, jump=1)
+    updated = with_freed(stages, Searched(measured, jump=1))
     base = synthetic_cost_report()
     report = dataclasses.replace(base, pipeline=dataclasses.replace(base.pipeline, stages=updated))
     # WHEN it goes through JSON and is rendered

@@ -47,6 +47,7 @@ TIMELINE_YMAX_PHASES_PCT = 132.0
 LATE_PHASE_LABELS = {
     "deep_analysis": "stages and\nfix trials",
     "training_trial": "fixes on\ntraining",
+    "stage_holds": "stages held\non training",
 }
 PHASE_LABEL_Y_PCT = {False: 50.0, True: 80.0}  # steps panel, whole-run CPU panel
 TIME_MARGIN = 0.01  # of the shown span, either side of the steps' own axis

@@ -1,0 +1,181 @@
+"""Each stage's cost to a custom loop's training: the stage-hold search served at the loop's
+budget after the alternation, on a fake clock, and the step-alone ceiling that keeps a
+disturbed held trial's gain out (docs/design.md, "Stage costs on training")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pipediag.bench.hold import HOLD, Holdable
+from pipediag.bench.interleaved import Rounds
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.bench.teardown import TearDown
+from pipediag.bench.whatif import FixPipelines
+from pipediag.report.model import StageStats
+from pipediag.testing import FakeClock
+from pipediag.training.budget import PULL, BudgetServer, LoopWork
+from pipediag.training.loop_holds import HoldPlan, LoopHolds
+from pipediag.training.stage_cost import Searched, StageSearch, search, with_freed
+
+STEP_S = 0.010  # the loop's own train step, in fake seconds
+SLOW_S = 0.020  # a batch of the unchanged pipeline
+FREE_S = 0.0001  # a batch served from memory
+
+
+class _Source:
+    """An iterable whose batches cost `cost_s` of fake time each to pull."""
+
+    def __init__(self, clock: FakeClock, cost_s: float) -> None:
+        self.clock = clock
+        self.cost_s = cost_s
+
+    def __iter__(self) -> Iterator[int]:
+        while True:
+            self.clock.sleep(self.cost_s)
+            yield 1
+
+
+class _Copies:
+    """`HeldCopies` without a dataset: source, map (20 ms a batch), batch, prefetch. Holding
+    the map or any stage after it frees the pipeline's whole cost."""
+
+    def __init__(self, clock: FakeClock, free_from: int = 1) -> None:
+        self.chain = [Holdable(i, f"n{i}", 1.0, 8) for i in range(4)]
+        self.clock = clock
+        self.free_from = free_from
+        self.held: list[int] = []
+
+    def pipelines(self, stage: Holdable) -> FixPipelines:
+        self.held.append(stage.index)
+        cost = FREE_S if stage.index >= self.free_from else SLOW_S
+        return FixPipelines(
+            fix=HOLD,
+            stage_index=stage.index,
+            baseline=_Source(self.clock, SLOW_S),
+            variant=_Source(self.clock, cost),
+        )
+
+
+def _plan(copies: _Copies, seconds: float, ceiling: float | None = None) -> HoldPlan:
+    return HoldPlan(copies, seconds=seconds, ceiling=ceiling)  # type: ignore[arg-type]
+
+
+def test_a_loop_served_the_held_copies_finds_the_jump_by_bisection() -> None:
+    # GIVEN a loop whose step is 10 ms, fed 20 ms batches unless the map is held
+    clock = FakeClock()
+    copies = _Copies(clock)
+    holds = LoopHolds(_plan(copies, 12.0), clock=clock, step_s=STEP_S, teardown=TearDown())
+    # WHEN the loop pulls until it is told to stop
+    began = clock.now()
+    while holds.next_batch() is not None:
+        clock.sleep(STEP_S)
+    found = holds.searched()
+    # THEN the output first, then the bisection, each decided from the last result
+    assert copies.held == [3, 1, 0]
+    assert found.jump == 1
+    whole = found.measured[3]
+    assert whole is not None and whole.speedup == pytest.approx(0.030 / 0.0101, rel=0.05)
+    source = found.measured[0]
+    assert source is not None and source.speedup == pytest.approx(1.0, abs=0.05)
+    # and nothing ran past the plan's time (a trial may overrun its share by 30%)
+    assert clock.now() - began <= 12.0 * 1.3
+
+
+def _server(clock: FakeClock, work: LoopWork, held: list[Searched]) -> BudgetServer:
+    return BudgetServer(
+        "cached",
+        clock=clock,
+        origin=0.0,
+        step_s=STEP_S,
+        block_steps=4,
+        lead=(0.0, [0.02] * 4),
+        lockstep=False,
+        phase=lambda *args, **kwargs: None,
+        concluded=lambda result: work,
+        tried=lambda results, began: None,
+        teardown=TearDown(),
+        held=lambda searched, began: held.append(searched),
+    )
+
+
+def _drive(server: BudgetServer, clock: FakeClock, limit: int = 100_000) -> int:
+    pulls = 0
+    while pulls < limit and (answer := server.next_batch()) is not None:
+        clock.advance(SLOW_S + STEP_S if answer is PULL else STEP_S)
+        pulls += 1
+    return pulls
+
+
+def test_the_budget_server_runs_the_holds_after_the_alternation_and_reports_them_once() -> None:
+    clock = FakeClock()
+    copies = _Copies(clock)
+    held: list[Searched] = []
+    server = _server(clock, LoopWork(holds=_plan(copies, 12.0)), held)
+    _drive(server, clock)
+    server.finish()  # the budget ended the script: told once only
+    (found,) = held
+    assert found.jump == 1 and copies.held == [3, 1, 0]
+
+
+def test_a_loop_that_stops_during_the_holds_reports_what_it_measured() -> None:
+    clock = FakeClock()
+    copies = _Copies(clock)
+    held: list[Searched] = []
+    server = _server(clock, LoopWork(holds=_plan(copies, 12.0)), held)
+    _drive(server, clock, limit=60)  # the script ended during the first trial
+    server.finish()
+    (found,) = held
+    assert copies.held == [3] and found.jump is None
+
+
+def test_no_holds_without_a_plan() -> None:
+    clock = FakeClock()
+    held: list[Searched] = []
+    server = _server(clock, LoopWork(), held)
+    _drive(server, clock)
+    server.finish()
+    assert held == []
+
+
+# --- the step-alone ceiling -----------------------------------------------------------------
+
+
+def _timing(rate: float) -> BatchTiming:
+    return BatchTiming(0.01, [1.0 / rate] * 10, 10.0 / rate, False)
+
+
+def test_a_held_rate_above_the_step_alone_ceiling_is_flagged_and_stops_the_bisection() -> None:
+    # GIVEN the step alone ran at 100 steps/s at most (the ceiling, with its noise, 105)
+    clock = FakeClock()
+    copies = _Copies(clock)
+
+    def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, str | None]:
+        clock.advance(seconds)
+        held = 130.0 if pipelines.stage_index == 3 else 90.0  # the output stage: disturbed
+        return Rounds([_timing(30.0)] * 5, [_timing(held)] * 5, [held / 30.0] * 5, None, ""), None
+
+    # WHEN the stages are searched
+    found = search(copies, try_one, clock=clock, until_s=clock.now() + 10.0, ceiling=105.0)  # type: ignore[arg-type]
+    # THEN the output stage's gain is not used, with why, and nothing else is held
+    assert copies.held == [3]
+    assert found.measured == {3: None} and found.jump is None
+    assert "faster than the train step alone" in found.unused[3]
+    stages = with_freed([StageStats(i, "map", "MapDataset") for i in range(4)], found)
+    assert stages[3].training_speedup_if_free is None
+    assert "130.0 steps/s" in (stages[3].training_speedup_if_free_unused or "")
+
+    # WHEN the held rates are within the ceiling, the same search goes on to the jump
+    copies = _Copies(clock)
+    found = search(copies, try_one, clock=clock, until_s=clock.now() + 10.0, ceiling=150.0)  # type: ignore[arg-type]
+    assert copies.held[0] == 3 and found.measured[3] is not None and not found.unused
+
+
+def test_a_search_records_a_trial_given_no_rounds_as_unmeasured() -> None:
+    clock = FakeClock()
+    stages = StageSearch(_Copies(clock), clock=clock, until_s=clock.now() + 10.0)  # type: ignore[arg-type]
+    due = stages.next_trial()
+    assert due is not None and due[0].stage_index == 3
+    stages.record(None)
+    assert stages.searched.measured == {3: None} and stages.next_trial() is None
