@@ -9,20 +9,45 @@ from pipediag.renderers.numbers import speedup
 from pipediag.report.names import stage_name
 from pipediag.report.stages import StageStats
 
+# Beside a stage's bar: what holding it measured, and the mark of the jump stage.
+IF_FREE = "if free"
+JUMP_MARK = "jump"
+UNUSED_WORDS = "if free: not used"
+
 
 def held_stage(stages: Sequence[StageStats]) -> StageStats | None:
     """The stage to name: the jump stage, else the output-most one measured (nothing
-    material was found: holding the most shows how little the pipeline costs)."""
+    material was found: holding the most shows how little the pipeline costs), else one
+    whose gain was not used (it says why)."""
     measured = [s for s in stages if s.training_speedup_if_free is not None]
     jump = next((s for s in measured if s.training_cost_jump), None)
-    return jump or (measured[-1] if measured else None)
+    unused = [s for s in stages if s.training_speedup_if_free_unused]
+    return jump or (measured[-1] if measured else None) or (unused[-1] if unused else None)
+
+
+def costliest_stage(stages: Sequence[StageStats]) -> StageStats | None:
+    """The stage whose cost training pays: the jump measured on training where there is
+    one, else the one that costs most read alone (prefix timing's bottleneck)."""
+    jump = next((s for s in stages if s.training_cost_jump), None)
+    return jump or next((s for s in stages if s.bottleneck), None)
+
+
+def if_free_text(stats: StageStats) -> str:
+    """ "2.4x if free", "2.4x if free (jump)"; "" when not measured."""
+    value = stats.training_speedup_if_free
+    if value is None:
+        return UNUSED_WORDS if stats.training_speedup_if_free_unused else ""
+    text = f"{speedup(value)} {IF_FREE}"
+    return f"{text} ({JUMP_MARK})" if stats.training_cost_jump else text
 
 
 def held_text(stats: StageStats) -> str:
-    """ "holding map(parse) in memory: training 2.4x (2.1-2.7x)"; "" when not measured."""
+    """ "holding map(parse) in memory: training 2.4x (2.1-2.7x)"; the reason where its gain
+    is not used; "" when not measured."""
     value = stats.training_speedup_if_free
     if value is None:
-        return ""
+        unused = stats.training_speedup_if_free_unused
+        return f"holding {stage_name(stats)} in memory: {unused}" if unused else ""
     text = f"holding {stage_name(stats)} in memory: training {speedup(value)}"
     low, high = stats.training_speedup_if_free_low, stats.training_speedup_if_free_high
     if low is not None and high is not None:

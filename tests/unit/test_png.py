@@ -603,3 +603,49 @@ def test_suggestion_lines_give_the_end_to_end_gain_as_the_text_does() -> None:
     ((line, _),) = suggestion_lines(report)
     assert line == "1. [PD002] vectorise  (estimated 1.90x, end to end ~1.42x)"
     assert f" 1. {line[3:]}" in render_text(report).splitlines()
+
+
+def test_each_stage_held_on_training_shows_its_gain_and_the_jump_takes_the_mark() -> None:
+    # GIVEN an input-bound run whose prefix timing blames the batch, while holding each
+    # stage on training found the jump at the map
+    stages = [
+        StageStats(0, "range", "RangeDataset", batches_per_s=5000.0),
+        StageStats(
+            1,
+            "map",
+            "parse",
+            batches_per_s=30.0,
+            training_speedup_if_free=2.4,
+            training_cost_jump=True,
+        ),
+        StageStats(2, "batch", "batch(32)", batches_per_s=25.0, bottleneck=True),
+        StageStats(
+            3,
+            "prefetch",
+            "prefetch",
+            batches_per_s=26.0,
+            training_speedup_if_free_unused="faster than the train step alone",
+        ),
+    ]
+    stages[0] = dataclasses.replace(stages[0], training_speedup_if_free=1.02)
+    base = synthetic_report(wait_s=0.03, compute_s=0.01)
+    report = dataclasses.replace(base, pipeline=dataclasses.replace(base.pipeline, stages=stages))
+    pipeline = _axes(build_figure(report), "pipeline")
+    # THEN each measured stage says its gain beside its bar, the jump marked and in bold,
+    # and a disturbed trial says its gain is not used
+    beside = _by_gid(pipeline.texts, "stage-if-free")
+    assert [t.get_text() for t in beside] == [
+        "1.0x if free",
+        "2.4x if free (jump)",
+        "if free: not used",
+    ]
+    assert [t.get_fontweight() for t in beside][1] == "bold"
+    # and the bottleneck mark and colour go to the jump, not to prefix timing's pick
+    bars = _by_gid(pipeline.patches, "stage-bars")
+    painted = [i for i, bar in enumerate(bars) if bar.get_facecolor()[:3] == _rgb(INPUT_COLOUR)]
+    assert painted == [1]
+    marked = [t.get_text() for t in pipeline.texts if t.get_text().endswith("bottleneck")]
+    assert marked == [" 30.0 bottleneck"]
+    # the summary's slowest-stage line names the jump too
+    line = next(x for x in render_text(report).splitlines() if x.strip().startswith("Slowest"))
+    assert "map: parse: 30.0 batches/s" in line and "batch(32)" not in line

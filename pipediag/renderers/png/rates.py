@@ -20,6 +20,7 @@ from pipediag.renderers.png.style import (
     TRAINING_RATE_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, note
+from pipediag.renderers.stage_cost_words import costliest_stage, if_free_text
 from pipediag.report.model import COMPUTE_BOUND, Report, StageStats
 
 if TYPE_CHECKING:
@@ -33,6 +34,11 @@ RATE_COLOURS = {"P": INPUT_COLOUR, "T": COMPUTE_COLOUR, "A": TRAINING_RATE_COLOU
 RATE_LINE_STYLES = {"A": "--", "T": ":"}  # the rates drawn as lines over the stages
 # The bars without stage timings, top to bottom: training between the two rates alone.
 RATE_BAR_ORDER = ("P", "A", "T")
+# Room for the gains if free beside the bars: a 9-pt character's mean width (bold labels a
+# little wider), a gap before the column, and the share of the panel the bars keep at least.
+CHAR_PT = 5.8
+COLUMN_GAP_PT = 8.0
+MIN_BAR_SHARE = 0.25
 
 
 def draw_pipeline(axes: Axes, report: Report) -> None:
@@ -53,7 +59,13 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     # bottleneck (and on a cached pipeline its rate is the first, filling pass): it is
     # named, not painted as the input problem.
     input_problem = report.verdict.label != COMPUTE_BOUND
-    colours = [INPUT_COLOUR if s.bottleneck and input_problem else STAGE_COLOUR for s in stages]
+    # The stage training pays for: the jump measured on training where there is one, else
+    # the costliest read alone (docs/design.md, "Stage costs on training").
+    costliest = costliest_stage(report.pipeline.stages)
+    marked_index = costliest.index if costliest is not None else None
+    colours = [
+        INPUT_COLOUR if s.index == marked_index and input_problem else STAGE_COLOUR for s in stages
+    ]
     positions = list(range(len(stages)))
     axes.barh(positions, rates, color=colours, height=0.65, gid="stage-bars")
     axes.set_yticks(
@@ -84,8 +96,60 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
         )
     _scale_rate_axis(axes, [*rates, *(rate.value or 0.0 for rate in marked)])
     mark = " bottleneck" if input_problem else " slowest stage"
-    marks = [mark if s.bottleneck else "" for s in stages]
+    marks = [mark if s.index == marked_index else "" for s in stages]
+    _room_for_if_free(axes, stages, marks)
     _label_bars(axes, positions, [s.batches_per_s for s in stages], marks)
+    _label_if_free(axes, positions, stages)
+
+
+def _room_for_if_free(axes: Axes, stages: list[StageStats], marks: list[str]) -> None:
+    """Widen the rate axis so that every bar's label ends left of the column where the
+    gains if free are written (char widths approximated at the labels' 9 pt)."""
+    column = max((len(if_free_text(s)) for s in stages), default=0)
+    if not column:
+        return
+    width_pt = axes.get_window_extent().width * 72 / axes.figure.dpi
+    low, high = axes.get_xlim()
+    log = axes.get_xscale() == "log"
+    for stats, mark in zip(stages, marks, strict=True):
+        rate = stats.batches_per_s
+        if rate is None or rate <= 0:
+            continue
+        label = len(f" {summary.rate_text(rate)}{mark}")
+        free = 1.0 - ((label + column) * CHAR_PT + COLUMN_GAP_PT) / width_pt
+        free = max(free, MIN_BAR_SHARE)
+        # the bar's end and its label within `free` of the panel's width
+        needed = low * (rate / low) ** (1.0 / free) if log else rate / free
+        high = max(high, needed)
+    shown = axes.get_xlim()[1]
+    axes.set_xlim(low, high)
+    # the ticks stay over the rates: none out in the column's room
+    axes.set_xticks([tick for tick in axes.get_xticks() if low <= tick <= shown])
+    axes.set_xlim(low, high)
+
+
+def _label_if_free(axes: Axes, positions: list[int], stages: list[StageStats]) -> None:
+    """Each stage's gain on training if it were free, at the panel's right edge beside its
+    bar; the jump stage in bold."""
+    from matplotlib.transforms import blended_transform_factory
+
+    edge = blended_transform_factory(axes.transAxes, axes.transData)
+    for y, stats in zip(positions, stages, strict=True):
+        text = if_free_text(stats)
+        if not text:
+            continue
+        axes.text(
+            0.99,
+            y,
+            text,
+            transform=edge,
+            va="center",
+            ha="right",
+            fontsize=9,
+            fontweight="bold" if stats.training_cost_jump else "normal",
+            color=TRAINING_RATE_COLOUR if stats.training_speedup_if_free else NOTE_TEXT_COLOUR,
+            gid="stage-if-free",
+        )
 
 
 def _draw_rate_comparison(axes: Axes, report: Report) -> None:
