@@ -497,3 +497,35 @@ def phase_cost(
         return None
     seconds = sum(e["steps"] / e["steps_per_s"] for e in part)
     return input_cost(sum(e["steps"] for e in part) / seconds, compute_alone)
+
+
+# --- agreement of reported costs, within their intervals -----------------------------------
+def cost_band(cost: float) -> int:
+    """The band a cost falls in: 0 compute-bound, 1 balanced, 2 input-bound (edges inclusive
+    below, as `classify_cost`)."""
+    if cost >= COST_INPUT_BOUND_MIN:
+        return 2
+    if cost >= COST_BALANCED_MIN:
+        return 1
+    return 0
+
+
+def bands_touched(low: float, high: float) -> set[int]:
+    """The bands an interval [low, high] reaches (a point gives its own band)."""
+    low, high = min(low, high), max(low, high)
+    return set(range(cost_band(low), cost_band(high) + 1))
+
+
+def agreeing_runs(intervals: Sequence[tuple[float, float]]) -> list[bool]:
+    """Per run, whether its label agrees with every other run's, within their intervals.
+
+    Run i agrees when each other run's interval overlaps a band that run i's interval
+    touches: two runs whose intervals reach a common band could have reported the same
+    label. A run without an interval is given its cost as a point ([cost, cost]), so it
+    agrees only with runs whose intervals reach its own band.
+    """
+    touched = [bands_touched(low, high) for low, high in intervals]
+    return [
+        all(touched[i] & other for j, other in enumerate(touched) if j != i)
+        for i in range(len(touched))
+    ]

@@ -300,6 +300,159 @@ def test_accuracy_compares_phases_with_the_same_epochs() -> None:
     assert rows[1][6] == common.COMPUTE_BOUND
 
 
+# --- accuracy.py's rounds in alternation and run-to-run spread ------------------------------
+def _truth_round(index: int, cost_value: float, **fields: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "round": index,
+        "case": "c",
+        "style": "keras-fit",
+        "ratio": 0.5,
+        "pipeline_batches_per_s": 10.0,
+        "compute_steps_per_s": 20.0,
+        "training_steps_per_s": 10.0,
+        "compute_alone_steps_per_s": 20.0,
+        "cost": cost_value,
+        "pair_costs": [cost_value - 0.05, cost_value + 0.05],
+        "epochs": [],
+    }
+    row.update(fields)
+    return row
+
+
+def _run(index: int, cost_value: float | None, **fields: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "round": index,
+        "case": "c",
+        "verdict": common.INPUT_BOUND,
+        "input_cost_fraction": cost_value,
+        "input_cost_interval": None,
+        "top_suggestion": f"PD00{index}",
+    }
+    row.update(fields)
+    return row
+
+
+def test_a_case_row_takes_the_truths_median_and_the_median_run() -> None:
+    # GIVEN three rounds, one of whose truths drifted high, and three diagnoses
+    truths = [_truth_round(1, 0.40), _truth_round(2, 0.70), _truth_round(3, 0.42)]
+    runs = [_run(1, 0.45), _run(2, 0.38), _run(3, 0.50)]
+    row = accuracy.combine_rounds("c", truths, runs)
+    # THEN the true cost is the rounds' median, and the headline is the median run's
+    assert row["truth_cost"] == pytest.approx(0.42)
+    assert row["truth_by_cost"] == common.INPUT_BOUND
+    assert row["truth_pair_cost_spread"]["n"] == 6
+    assert row["input_cost_fraction"] == 0.45 and row["top_suggestion"] == "PD001"
+    assert row["median_round"] == 1 and row["pipediag_costs"] == [0.45, 0.38, 0.50]
+    assert "error" not in row and "round_errors" not in row
+
+
+def test_a_case_row_with_an_even_count_takes_the_lower_middle_run() -> None:
+    row = accuracy.combine_rounds(
+        "c", [_truth_round(1, 0.1), _truth_round(2, 0.2)], [_run(1, 0.30), _run(2, 0.10)]
+    )
+    assert row["input_cost_fraction"] == 0.10
+    assert row["truth_cost"] == pytest.approx(0.15)
+
+
+def test_a_case_row_keeps_failed_rounds_apart() -> None:
+    # GIVEN a failed truth in round 2 and a failed diagnosis in round 1
+    truths = [_truth_round(1, 0.3), {"round": 2, "error": "exit 1: boom"}]
+    runs = [{"round": 1, "error": "exit 1: bang"}, _run(2, 0.25)]
+    row = accuracy.combine_rounds("c", truths, runs)
+    # THEN the row stands on what finished, and says what did not
+    assert row["truth_cost"] == pytest.approx(0.3) and row["input_cost_fraction"] == 0.25
+    assert row["round_errors"] == ["round 2 truth: exit 1: boom", "round 1 pipediag: exit 1: bang"]
+    assert [r["verdict"] for r in accuracy.judged_runs(row)] == [common.INPUT_BOUND]
+    # AND a case with no diagnosis at all is a failed case, whose verdict is unknown
+    failed = accuracy.combine_rounds("c", truths, [{"round": 1, "error": "exit 1: bang"}])
+    assert failed["verdict"] == common.UNKNOWN and "bang" in failed["error"]
+
+
+def test_every_diagnosis_counts_in_the_confusion_table(capsys: pytest.CaptureFixture[str]) -> None:
+    truths = [_truth_round(i, 0.4) for i in (1, 2, 3)]
+    runs = [_run(1, 0.45), _run(2, 0.15, verdict=common.BALANCED), _run(3, 0.41)]
+    summary = accuracy.summarise([accuracy.combine_rounds("c", truths, runs)])
+    assert (summary["cost_verdicts_right"], summary["cost_verdicts_total"]) == (2, 3)
+    assert summary["cost_median_abs_error"] == pytest.approx(0.01)  # the median run, 41%
+    assert summary["cost_median_abs_error_runs"] == pytest.approx(0.05)  # 5, 25, 1 points
+    assert summary["cost_error_goal_met"] is True
+    assert "goal <= 5%: PASS" in capsys.readouterr().out
+
+
+def test_the_alternations_wall_time_is_summarised_over_every_run() -> None:
+    runs = [
+        _run(1, 0.4, compute_alone_duration_s=2.0, alternation_blocks=7, diagnose_wall_s=20.0),
+        _run(2, 0.4, compute_alone_duration_s=4.0, alternation_blocks=9, diagnose_wall_s=20.0),
+    ]
+    row = accuracy.combine_rounds("c", [_truth_round(1, 0.4), _truth_round(2, 0.4)], runs)
+    summary = accuracy.summarise_alternation([row])
+    assert summary["alternation_duration_s"]["median"] == pytest.approx(3.0)
+    assert summary["alternation_blocks"]["median"] == pytest.approx(8.0)
+    assert summary["alternation_share_of_wall"]["median"] == pytest.approx(0.15)
+
+
+@pytest.mark.parametrize(
+    ("interval", "expected"),
+    [
+        ((0.01, 0.04), {0}),
+        ((0.03, 0.06), {0, 1}),
+        ((0.05, 0.05), {1}),  # the lower edge belongs to the band above
+        ((0.02, 0.30), {0, 1, 2}),
+        ((0.25, 0.20), {2}),  # either order
+    ],
+)
+def test_an_interval_touches_the_bands_it_reaches(
+    interval: tuple[float, float], expected: set[int]
+) -> None:
+    assert cost.bands_touched(*interval) == expected
+
+
+def test_runs_agree_when_their_intervals_reach_a_common_band() -> None:
+    # GIVEN one run across the 20% edge, one above it and one inside the balanced band
+    assert cost.agreeing_runs([(0.15, 0.25), (0.22, 0.28), (0.08, 0.12)]) == [True, False, False]
+    # AND points (no intervals): they agree only when in the same band
+    assert cost.agreeing_runs([(0.3, 0.3), (0.5, 0.5)]) == [True, True]
+    assert cost.agreeing_runs([(0.3, 0.3), (0.1, 0.1)]) == [False, False]
+
+
+def test_spread_is_set_against_the_mean_interval_width() -> None:
+    runs = [
+        {"run": 1, "verdict": common.INPUT_BOUND, "input_cost_fraction": 0.30,
+         "input_cost_interval": [0.25, 0.35]},
+        {"run": 2, "verdict": common.INPUT_BOUND, "input_cost_fraction": 0.36,
+         "input_cost_interval": [0.30, 0.42]},
+        {"run": 3, "error": "exit 1"},
+    ]  # fmt: skip
+    spread = accuracy.spread_of("c", runs)
+    assert spread["cost_spread"] == pytest.approx(0.06)
+    assert spread["mean_interval_width"] == pytest.approx(0.11)
+    assert spread["spread_within_interval"] is True
+    assert spread["labels_same"] is True and spread["labels_agree"] is True
+    assert (spread["runs_agreeing"], spread["runs_judged"]) == (2, 2)
+
+
+def test_spread_without_intervals_is_not_judged() -> None:
+    # GIVEN a pipediag from before the alternation: costs, no intervals
+    runs = [
+        {"run": 1, "verdict": common.INPUT_BOUND, "input_cost_fraction": 0.22},
+        {"run": 2, "verdict": common.BALANCED, "input_cost_fraction": 0.18},
+    ]
+    spread = accuracy.spread_of("c", runs)
+    assert spread["cost_spread"] == pytest.approx(0.04)
+    assert spread["mean_interval_width"] is None and spread["spread_within_interval"] is None
+    assert spread["labels_same"] is False and spread["labels_agree"] is False
+
+
+def test_the_diagnosis_gets_epochs_for_its_alternation() -> None:
+    assert accuracy.epoch_length_of([64, 1]) == 64
+    assert accuracy.epoch_length_of([66]) is None  # the window ended inside epoch 1
+    assert accuracy.epochs_for(None, 100) == 2
+    assert (
+        accuracy.epochs_for(64, 65 + accuracy.ALTERNATION_ALLOWANCE_STEPS)
+        == math.ceil((67 + accuracy.ALTERNATION_ALLOWANCE_STEPS) / 64) + 1
+    )
+
+
 # --- statistics -----------------------------------------------------------------------------
 def test_quantile_matches_linear_interpolation() -> None:
     values = [4.0, 1.0, 3.0, 2.0]  # unsorted on purpose
