@@ -370,13 +370,20 @@ def test_a_case_row_keeps_failed_rounds_apart() -> None:
 
 def test_every_diagnosis_counts_in_the_confusion_table(capsys: pytest.CaptureFixture[str]) -> None:
     truths = [_truth_round(i, 0.4) for i in (1, 2, 3)]
-    runs = [_run(1, 0.45), _run(2, 0.15, verdict=common.BALANCED), _run(3, 0.41)]
+    runs = [
+        _run(1, 0.45),
+        _run(2, 0.15, verdict=common.BALANCED),
+        _run(3, 0.41, input_cost_interval=[0.38, 0.44]),
+    ]
     summary = accuracy.summarise([accuracy.combine_rounds("c", truths, runs)])
     assert (summary["cost_verdicts_right"], summary["cost_verdicts_total"]) == (2, 3)
     assert summary["cost_median_abs_error"] == pytest.approx(0.01)  # the median run, 41%
     assert summary["cost_median_abs_error_runs"] == pytest.approx(0.05)  # 5, 25, 1 points
     assert summary["cost_error_goal_met"] is True
-    assert "goal <= 5%: PASS" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "goal <= 5%: PASS" in out
+    row = next(line for line in out.splitlines() if line.startswith("c ") and "[38%,44%]" in line)
+    assert "1.0%" in row.split()  # |41% - 40%|, beside the median run's interval
 
 
 def test_the_alternations_wall_time_is_summarised_over_every_run() -> None:
