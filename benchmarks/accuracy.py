@@ -136,7 +136,8 @@ TRUTH_PAIRS = 2
 SPREAD_CASES = ("seq_random_map_fit", "contention_fit", "heavy_model_cached_fit")
 SPREAD_RUNS = 5
 QUICK_SPREAD_RUNS = 2
-# Goal for the median |input cost - true cost| over the suite (issue 25).
+# Goal for the median |input cost - true cost| over the suite (docs/design.md, "Rates in
+# alternation").
 COST_ERROR_GOAL = 0.05
 # Training steps a diagnosis may run past its measured ones: the alternation's training
 # blocks (up to 6 rounds of up to 200 steps: pipediag/training/alternation.py) and a custom

@@ -39,7 +39,7 @@ from benchmarks._common import (
 
 NAME = "cost_spread"
 # An input-bound case, one where contention decides, and a compute-bound one: the kinds
-# whose labels flipped between runs (issue 25).
+# whose labels flipped between runs before the rates were taken in turn.
 DEFAULT_CASES = ("seq_random_map_fit", "contention_fit", "heavy_model_cached_fit")
 EPOCHS = 3
 TIMEOUT_S = 600
