@@ -255,8 +255,8 @@ def _unspread_text(split: CostSplit, rates: Rates) -> str:
 
 def _interval_text(interval: list[float] | None) -> str:
     """ "90% interval 40-48%; ", or "" without one."""
-    if interval is None:
-        return ""
+    if interval is None or round(interval[0] * 100) == round(interval[1] * 100):
+        return ""  # none, or both ends pinned to a measured wait above the pairs' interval
     return f"90% interval {interval[0] * 100:.0f}-{interval[1]:.0%}; "
 
 

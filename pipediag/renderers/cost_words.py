@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipediag.renderers.numbers import ms, percent, percent_range, speedup
+from pipediag.renderers.numbers import ms, percent, percent_range, shown_interval, speedup
 from pipediag.renderers.rate_words import training_rate
 from pipediag.report.model import (
     COST_CONTENTION,
@@ -55,7 +55,10 @@ def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
         return f"{percent(cost)} of training time"
     if interval[0] <= 0.0:
         return f"{NOT_MEASURABLE} (at most {percent(interval[1])} of training time)"
-    return f"{percent(cost)} of training time (90% interval {percent_range(*interval)})"
+    shown = shown_interval(interval)
+    if shown is None:
+        return f"{percent(cost)} of training time"
+    return f"{percent(cost)} of training time (90% interval {percent_range(*shown)})"
 
 
 def bar_title(cost: float, interval: list[float] | None) -> str:
@@ -65,7 +68,10 @@ def bar_title(cost: float, interval: list[float] | None) -> str:
         return f"Input cost: {percent(cost)} of training time"
     if interval[0] <= 0.0:
         return f"Input cost: not measurable (at most {percent(interval[1])})"
-    return f"Input cost: {percent(cost)} ({percent_range(*interval)})"
+    shown = shown_interval(interval)
+    if shown is None:
+        return f"Input cost: {percent(cost)} of training time"
+    return f"Input cost: {percent(cost)} ({percent_range(*shown)})"
 
 
 def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | None:
@@ -216,4 +222,6 @@ def input_cost_figure(verdict: Verdict) -> str:
         return percent(verdict.input_cost_fraction or 0.0)
     if cost_not_measurable(verdict):
         return f"at most {percent(interval[1])}"
-    return f"{percent(verdict.input_cost_fraction or 0.0)} ({percent_range(*interval)})"
+    shown = shown_interval(interval)
+    cost = percent(verdict.input_cost_fraction or 0.0)
+    return cost if shown is None else f"{cost} ({percent_range(*shown)})"

@@ -17,6 +17,14 @@ def percent_range(low: float, high: float) -> str:
     return f"{low * 100:.0f}-{percent(high)}"
 
 
+def shown_interval(interval: list[float] | None) -> list[float] | None:
+    """An interval worth printing: None without one, or where its ends round to the same
+    whole percentage (a measured wait above the pairs' interval pins both ends to it)."""
+    if interval is None or round(interval[0] * 100) == round(interval[1] * 100):
+        return None
+    return interval
+
+
 def speedup(value: float) -> str:
     """A ratio of rates, to one decimal: 1.78 -> "1.8x"."""
     return f"{value:.1f}x"

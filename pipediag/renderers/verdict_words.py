@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pipediag.analysis.classifier import DEFAULT_THRESHOLDS
 from pipediag.analysis.input_cost import SATURATED_FREE_CORES, interval_labels
 from pipediag.renderers.cost_words import NOT_MEASURABLE, cost_not_measurable, epoch_start_evidence
-from pipediag.renderers.numbers import percent, percent_range
+from pipediag.renderers.numbers import percent, percent_range, shown_interval
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
@@ -141,7 +141,8 @@ def cost_claim(verdict: Verdict) -> str:
     if interval is not None and cost_not_measurable(verdict):
         return f"input cost {NOT_MEASURABLE} (at most {percent(interval[1])})"
     text = f"input costs {percent(verdict.input_cost_fraction or 0.0)} of training time"
-    return text + (f" ({percent_range(*interval)})" if interval is not None else "")
+    shown = shown_interval(interval)
+    return text + (f" ({percent_range(*shown)})" if shown is not None else "")
 
 
 def _cores_were_free(split: CostSplit) -> bool:

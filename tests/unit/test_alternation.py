@@ -262,3 +262,12 @@ def test_a_fix_faster_on_training_than_the_step_alone_is_flagged_not_used() -> N
     assert disturbed.training_speedup is None and disturbed.facts.above_step_alone
     assert disturbed.training_variant_steps_per_s == pytest.approx(130.0)
     assert "faster than the train step alone" in (disturbed.training_reason or "")
+
+
+def test_an_interval_pinned_to_a_measured_wait_is_not_printed_as_a_range() -> None:
+    from pipediag.renderers.numbers import shown_interval
+
+    # a material wait above the pairs' interval pins both ends to it: "87-87%" says nothing
+    assert shown_interval([0.871, 0.874]) is None
+    assert shown_interval(None) is None
+    assert shown_interval([0.17, 0.24]) == [0.17, 0.24]
