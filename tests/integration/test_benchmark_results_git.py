@@ -132,7 +132,8 @@ def test_accuracy_writes_its_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(accuracy, "run_case", run_case)
     out = tmp_path / "accuracy.json"
-    assert accuracy.main(["--cases", "balanced_fit,fetch_loop", "--json", str(out)]) == 0
+    args = ["--cases", "balanced_fit,fetch_loop", "--spread-runs", "0", "--json", str(out)]
+    assert accuracy.main(args) == 0
     document = _written(out, "accuracy")
     assert [c["case"] for c in document["cases"]] == ["balanced_fit", "fetch_loop"]
     assert document["summary"]["cost_verdicts_right"] == 2
