@@ -173,7 +173,7 @@ class DiagnosticSession:
         if not self.conclusion.concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
         self._dataset = self._cached_batch = self._model = None
-        self._drain_teardowns()
+        _drain_teardowns(self.note)
         analysis_began = self.clock.now()
         self._progress.close()
         from pipediag.samplers import stop_samplers
@@ -210,15 +210,6 @@ class DiagnosticSession:
             notes=list(self._notes),
             watch=watch,
         )
-
-    def _drain_teardowns(self) -> None:
-        """Wait for the spent iterators being released off the main thread (bench/)."""
-        if "pipediag.bench.teardown" not in sys.modules:
-            return
-        from pipediag.bench import teardown
-
-        if not teardown.drain():
-            self.note("some of pipediag's own iterators were still being released at the end")
 
     # -- called by the hooks ---------------------------------------------------------
     def note(self, message: str) -> None:
@@ -444,25 +435,10 @@ class DiagnosticSession:
         except Exception as exc:
             self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
 
-    def lockstep_steps(self) -> int | None:
-        """Compute alone's step count for a custom loop in a multi-worker job, else None."""
-        return self.conclusion.lockstep_steps()
-
     # -- building the report ---------------------------------------------------------
     def _wait_source(self) -> InputWaitSource:
         """Where the steps' waits come from; under fit without stamps, fills them first."""
-        if self.style == "custom-loop":
-            return "iterator-timing"
-        fit = self._fit_tracker()
-        if self.style == "keras-fit" and fit is not None:
-            if fit.stamps is not None:
-                return "batch-stamps"
-            tracer = fit.tracer
-            self.timeline.fill_waits(tracer.waits_for)
-            if tracer.overhead_s:
-                self._phases["profiler_overhead"] = tracer.overhead_s
-            return "profiler-trace"
-        return "unavailable"
+        return _wait_source(self.style, self._fit_tracker(), self.timeline, self._phases)
 
     def _train_section(self) -> TrainSection:
         source = self._wait_source()
@@ -491,6 +467,37 @@ class DiagnosticSession:
         """A phase of the diagnosis ran from `start` to `end`: on the report's phase list."""
         self._phases[name] = self._phases.get(name, 0.0) + end - start
         self._spans.append(PhaseSpan(name, start - self.origin, end - start))
+
+
+def _drain_teardowns(note: Callable[[str], None]) -> None:
+    """Wait for the spent iterators being released off the main thread (bench/)."""
+    if "pipediag.bench.teardown" not in sys.modules:
+        return
+    from pipediag.bench import teardown
+
+    if not teardown.drain():
+        note("some of pipediag's own iterators were still being released at the end")
+
+
+def _wait_source(
+    style: TrainStyle,
+    fit: FitTracker | None,
+    timeline: StepTimeline,
+    phases: dict[str, float],
+) -> InputWaitSource:
+    """Where the steps' waits come from; under fit without stamps, fills them from the
+    profiler's trace first (and counts the profiler's own cost among the phases)."""
+    if style == "custom-loop":
+        return "iterator-timing"
+    if style == "keras-fit" and fit is not None:
+        if fit.stamps is not None:
+            return "batch-stamps"
+        tracer = fit.tracer
+        timeline.fill_waits(tracer.waits_for)
+        if tracer.overhead_s:
+            phases["profiler_overhead"] = tracer.overhead_s
+        return "profiler-trace"
+    return "unavailable"
 
 
 def _analysed(report: Report, note: Callable[[str], None]) -> Report:

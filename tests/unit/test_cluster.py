@@ -102,13 +102,14 @@ def test_a_multi_worker_session_notes_why_and_limits_compute_alone() -> None:
         "t.py", [], config, clock=FakeClock(), log=None, install_hooks=False, task=task
     )
     session.start()
-    assert session.lockstep_steps() == 16  # blocks of a fixed size, at most the measured steps
+    # blocks of a fixed size, at most the measured steps
+    assert session.conclusion.lockstep_steps() == 16
     assert session.keep_measuring() is False
     report = session.stop(ExitInfo(), "script-finished")
     assert report.task == task
     assert any(note.startswith("multi-worker job (worker-1, 2 tasks)") for note in report.notes)
     alone = DiagnosticSession("t.py", [], config, clock=FakeClock(), log=None)
-    assert alone.lockstep_steps() is None
+    assert alone.conclusion.lockstep_steps() is None
 
 
 def _pulls_served(*, lockstep: bool, step_s: Callable[[int], float]) -> int:
