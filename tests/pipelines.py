@@ -210,11 +210,18 @@ def diagnose(
     faster than the pipeline, a compute-bound one that much slower, so the rules see a
     realistic verdict without a model.
     """
+    import gc
+
+    from pipediag.bench import teardown
     from pipediag.bench.pipeline import benchmark_dataset
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.structure import effective_options
     from pipediag.bench.whatif import verify_fixes
 
+    # The pipelines of earlier diagnoses in this process (their threads, the iterators still
+    # being released) must not share the cores with this one's timing.
+    gc.collect()
+    teardown.drain()
     stages = measure_stages(dataset, max_seconds_per_stage=STAGE_BUDGET_S)
     bench = benchmark_dataset(dataset, max_seconds=BENCH_SECONDS)
     trials = verify_fixes(dataset, stages, budget_s=VERIFY_BUDGET_S, fixes=fixes, run=verify)
