@@ -64,14 +64,11 @@ def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
 def bar_title(cost: float, interval: list[float] | None) -> str:
     """The cost bar's title, short enough for a narrow panel: "Input cost: 44% (40-48%)",
     or "Input cost: not measurable (at most 3%)"."""
-    if interval is None:
-        return f"Input cost: {percent(cost)} of training time"
-    if interval[0] <= 0.0:
+    if interval is not None and interval[0] <= 0.0:
         return f"Input cost: not measurable (at most {percent(interval[1])})"
-    shown = shown_interval(interval)
-    if shown is None:
+    if shown_interval(interval) is None:
         return f"Input cost: {percent(cost)} of training time"
-    return f"Input cost: {percent(cost)} ({percent_range(*shown)})"
+    return f"Input cost: {cost_figure(cost, interval)}"
 
 
 def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | None:
@@ -217,11 +214,12 @@ def cost_bar(report: Report) -> CostBar:
 
 def input_cost_figure(verdict: Verdict) -> str:
     """ "44%", "44% (40-48%)" with its interval, "at most 3%" where not measurable."""
-    interval = verdict.input_cost_interval
-    if interval is None:
-        return percent(verdict.input_cost_fraction or 0.0)
-    if cost_not_measurable(verdict):
+    return cost_figure(verdict.input_cost_fraction or 0.0, verdict.input_cost_interval)
+
+
+def cost_figure(cost: float, interval: list[float] | None) -> str:
+    """A cost as a figure: "44%", "44% (40-48%)", or "at most 3%" where not measurable."""
+    if interval is not None and interval[0] <= 0.0:
         return f"at most {percent(interval[1])}"
     shown = shown_interval(interval)
-    cost = percent(verdict.input_cost_fraction or 0.0)
-    return cost if shown is None else f"{cost} ({percent_range(*shown)})"
+    return percent(cost) if shown is None else f"{percent(cost)} ({percent_range(*shown)})"
