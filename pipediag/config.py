@@ -38,10 +38,11 @@ DEFAULT_BENCH_BATCHES = 200
 # Each candidate fix is timed beside the original in interleaved rounds; 8 s in all keeps
 # phase 1 short while giving each side a few hundred batches on typical pipelines.
 DEFAULT_VERIFY_SECONDS = 8.0
-# Stage timing and fix trials share this budget, and run only when input matters (a
-# diagnosis should take at most ~1.3x the script's own run time). On the input-bound
-# example the trials settle in about 4.5 s (bench/interleaved.py stops them when clear).
-DEFAULT_DEEP_SECONDS = 6.0
+# Stage timing, the fixes timed alone, the stage holds and the rewrites tried on training
+# share this budget, and run only when input matters, after the verdict (docs/design.md,
+# "The pipeline pipediag would write"). Every rewrite that applies is tried on training,
+# about 1.2 s each when clear, so 15 s holds a typical pipeline's three or four.
+DEFAULT_DEEP_SECONDS = 15.0
 # Watch mode (`--watch`, `pipediag.keras.Watch`): an alert needs this many windows in a row
 # over the threshold, so one slow window (an epoch boundary, a checkpoint) does not page
 # anyone. With no threshold given but an alert hook, XProf's "highly input-bound" band.

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pipediag.clock import Clock
@@ -32,21 +32,25 @@ from pipediag.timeline import RawStep, StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
-    from pipediag.training.loop_holds import HoldPlan
+    from pipediag.training.loop_search import HoldPlan
+    from pipediag.training.prescription import PipelineSearch, SearchPlan
     from pipediag.training.training_trial import TrialResults
 
 # Stage timing and fix trials run when input costs at least this share of training: below
 # it no input fix can gain more than ~5%, XProf's line for "not input-bound".
 DEEP_MIN_COST = 0.05
-# Stage timing may take up to this share of the deep-analysis budget; the fix trials get
-# the rest. Stages are quick on most pipelines (a few prefixes, a fraction of a second
-# each), and the trials are what turn an estimate into a measured fix.
-STAGES_SHARE = 0.5
-# With input cost material, this share of the budget is kept at its end for each stage's
-# cost measured on training (docs/design.md, "Stage costs on training"): enough for the
-# output stage's trial at the default 6 s; a longer budget lets the bisection run. Under fit
-# it runs at the budget's end; a custom loop is served it after its fix trials.
-HOLD_SHARE = 0.3
+# The deep-analysis budget, in order (docs/design.md, "The pipeline pipediag would write").
+# Stage timing may take up to this share: stages are quick on most pipelines (a few
+# prefixes, a fraction of a second each).
+STAGES_SHARE = 0.2
+# The rewrites timed on the pipeline alone, a cheap first look that orders them, end by this
+# share where they can be tried on training (else they take the whole budget).
+ALONE_UNTIL = 0.45
+# With input cost material, this share then goes to each stage's cost measured on training
+# (docs/design.md, "Stage costs on training"): the output stage's trial at least, which
+# bounds every rewrite; a longer budget lets the bisection name the stage.
+HOLD_SHARE = 0.2
+# What is left, at least 35%, tries the rewrites on training, one on top of another.
 
 # A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
 # the second epoch, this many steps at a time, until the second epoch has as many (so each
@@ -86,11 +90,11 @@ class OnTraining:
 @dataclass(frozen=True)
 class DeepAnalysis:
     """The pipeline with its stages and fix trials, and what a custom loop is to try: the
-    fixes, then the stage holds."""
+    stage holds, then the rewrites."""
 
     pipeline: PipelineBenchmark
-    loop_fixes: list[FixPipelines] = field(default_factory=list)
     loop_holds: HoldPlan | None = None
+    loop_search: SearchPlan | None = None
 
 
 def measure_on(
@@ -236,19 +240,21 @@ def _examine_stages(
     thread_cap: int | None,
     hold_stages: bool = False,
 ) -> DeepAnalysis:
-    """Per-stage rates and measured fixes, within one shared budget (`deep_seconds`):
-    stage timing may take up to `STAGES_SHARE` of it, the fix trials whatever is left.
-    A failure here keeps the benchmark itself."""
+    """Per-stage rates, the rewrites timed on the pipeline alone, each stage's cost to
+    training, then the rewrites tried on training, within one budget (`deep_seconds`,
+    split by `STAGES_SHARE`, `ALONE_UNTIL` and `HOLD_SHARE`). A failure here keeps the
+    benchmark itself."""
     from pipediag.bench import teardown
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.structure import effective_options
     from pipediag.bench.whatif import verify_fixes
+    from pipediag.training.prescription import SearchPlan
 
     budget = config.deep_seconds
     began = clock.now()
     deadline = began + budget
+    alone_until = began + budget * ALONE_UNTIL if on_training is not None else deadline
     holding = hold_stages and on_training is not None
-    fixes_until = deadline - budget * HOLD_SHARE if holding else deadline
     say.phase("timing each pipeline stage", budget * STAGES_SHARE)
     try:
         options = effective_options(dataset)
@@ -260,7 +266,7 @@ def _examine_stages(
         )
         trials = []
         kept: list[FixPipelines] = []
-        left = fixes_until - clock.now()
+        left = alone_until - clock.now()
         if config.verify and stages and left > 0:
             say.phase("measuring candidate fixes", left)
             trials = verify_fixes(
@@ -268,7 +274,7 @@ def _examine_stages(
                 stages,
                 clock=clock,
                 budget_s=min(config.verify_seconds, left),
-                deadline=fixes_until,
+                deadline=alone_until,
                 teardown=teardown.SHARED,
                 keep=kept if on_training is not None else None,
                 thread_cap=thread_cap,
@@ -276,27 +282,31 @@ def _examine_stages(
     except Exception as exc:
         say.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
         return DeepAnalysis(pipeline)
-    loop_holds = None
-    if holding and stages and on_training is not None:
-        if on_training.fit_model is not None:
-            stages = _stage_costs_on_fit(
-                dataset, stages, pipeline, on_training, clock=clock, say=say, until_s=deadline
-            )
-        else:
-            loop_holds = _hold_plan(
-                dataset, pipeline, on_training, say=say, seconds=deadline - clock.now()
-            )
-    loop_fixes: list[FixPipelines] = []
-    if kept and on_training is not None:
-        from pipediag.training.training_trial import order_for_training
-
-        fixes = order_for_training(kept)
-        if on_training.fit_model is None:
-            loop_fixes = fixes  # tried at the loop's next pulls
-        else:
-            trials = _try_on_fit(dataset, trials, fixes, on_training, clock=clock, say=say)
     examined = dataclasses.replace(pipeline, stages=stages, options=options, trials=trials)
-    return DeepAnalysis(examined, loop_fixes, loop_holds)
+    if on_training is None or not stages:
+        return DeepAnalysis(examined)
+    holds_until = min(deadline, clock.now() + budget * HOLD_SHARE) if holding else clock.now()
+    if on_training.fit_model is None:
+        loop_holds = (
+            _hold_plan(dataset, pipeline, on_training, say=say, seconds=holds_until - clock.now())
+            if holding
+            else None
+        )
+        search = SearchPlan(dataset, kept, stages, until_s=deadline, ceiling=on_training.ceiling)
+        return DeepAnalysis(examined, loop_holds=loop_holds, loop_search=search)
+    if holding:
+        examined = dataclasses.replace(
+            examined,
+            stages=_stage_costs_on_fit(
+                dataset, stages, pipeline, on_training, clock=clock, say=say, until_s=holds_until
+            ),
+        )
+    if kept:
+        plan = SearchPlan(
+            dataset, kept, examined.stages, until_s=deadline, ceiling=on_training.ceiling
+        )
+        examined = _search_on_fit(examined, plan, on_training, clock=clock, say=say)
+    return DeepAnalysis(examined)
 
 
 def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | None:
@@ -361,7 +371,7 @@ def _hold_plan(
     """A custom loop: the held copies its pulls are served after the fix trials, for the
     time the budget kept (`HOLD_SHARE` or more). None when the graph cannot be held."""
     from pipediag.bench.hold import HeldCopies
-    from pipediag.training.loop_holds import HoldPlan
+    from pipediag.training.loop_search import HoldPlan
 
     try:
         copies = HeldCopies(dataset, pipeline.batches_per_s)
@@ -373,37 +383,64 @@ def _hold_plan(
     return HoldPlan(copies, seconds=max(0.0, seconds), ceiling=on_training.ceiling)
 
 
-def _try_on_fit(
-    dataset: Any,
-    trials: list[FixTrial],
-    fixes: list[FixPipelines],
+def _search_on_fit(
+    pipeline: PipelineBenchmark,
+    plan: SearchPlan,
     on_training: OnTraining,
     *,
     clock: Clock,
     say: Narration,
-) -> list[FixTrial]:
-    """fit: each fix's trial on the train function, now."""
+) -> PipelineBenchmark:
+    """fit: the rewrites tried on the train function, one on top of another, now. A failure
+    keeps the pipeline as it was."""
     from pipediag.bench import teardown
     from pipediag.bench.isolate import preserved_variables
-    from pipediag.training.training_trial import BUDGET_S, try_on_fit
+    from pipediag.training.prescription import search
+    from pipediag.training.training_trial import try_on_fit
 
-    say.phase("trying the fixes on training", BUDGET_S)
+    model = on_training.fit_model
+    trials = plan.start(clock)
+
+    def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Any, str | None]:
+        results = try_on_fit(
+            model,
+            [pipelines],
+            clock=clock,
+            step_s=on_training.step_s,
+            budget_s=seconds,
+            teardown=teardown.SHARED,
+        )
+        return results.get((pipelines.fix, pipelines.stage_index), (None, "not tried"))
+
+    say.phase("trying the rewrites on training", max(0.0, plan.until_s - clock.now()))
     began = clock.now()
     try:
-        with preserved_variables(dataset, teardown.SHARED):
-            results = try_on_fit(
-                on_training.fit_model,
-                fixes,
-                clock=clock,
-                step_s=on_training.step_s,
-                teardown=teardown.SHARED,
-            )
+        with preserved_variables(plan.dataset, teardown.SHARED):
+            search(trials, try_one)
     except Exception as exc:
         say.note(f"trying the fixes on training failed ({type(exc).__name__}: {exc})")
-        return trials
+        return pipeline
     finally:
         say.add_phase("training_trial", began, clock.now())
-    return with_training_results(trials, results, ceiling=on_training.ceiling)
+    return with_prescription(pipeline, trials, ceiling=on_training.ceiling)
+
+
+def with_prescription(
+    pipeline: PipelineBenchmark, trials: PipelineSearch, *, ceiling: float | None
+) -> PipelineBenchmark:
+    """The pipeline with what the rewrites measured on training: each trial's figures, on
+    top of the rewrites kept before it, and the prescription they make together."""
+    prescription = trials.prescription()
+    after = {(c.fix, c.stage_index): c.after for c in prescription.tried if c.after}
+    updated = []
+    for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):
+        below = after.get((trial.fix, trial.stage_index))
+        if below:
+            trial = dataclasses.replace(
+                trial, facts=dataclasses.replace(trial.facts, training_after=below)
+            )
+        updated.append(trial)
+    return dataclasses.replace(pipeline, trials=updated, prescription=prescription)
 
 
 def with_training_results(

@@ -22,7 +22,7 @@ from pipediag.config import RunConfig
 from pipediag.hooks.host import HookGate
 from pipediag.phases import (
     pipeline_alone,
-    with_training_results,
+    with_prescription,
 )
 from pipediag.progress import Progress
 from pipediag.renderers.summary import data_pass_text
@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from pipediag.samplers import GpuSampler, HostSampler
     from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer, LoopWork
+    from pipediag.training.prescription import PipelineSearch
     from pipediag.training.stage_cost import Searched
-    from pipediag.training.training_trial import TrialResults
     from pipediag.watch.watcher import Watcher
 
 NO_DATASET = "no tf.data training dataset was seen"
@@ -380,7 +380,7 @@ class DiagnosticSession:
                 return LoopWork()
             self.pipeline = outcome.pipeline
             self.conclusion.check_scale_out(seen, self.pipeline)
-        return LoopWork(outcome.loop_fixes, outcome.loop_holds)
+        return LoopWork(outcome.loop_holds, outcome.loop_search)
 
     def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
         """Under fit, at the step budget: training and the step alone in turn, or None."""
@@ -409,13 +409,13 @@ class DiagnosticSession:
             self.add_phase("compute_alone", began, began + result.duration_s)
         return self._conclude(result, loop_serving=True)
 
-    def _loop_tried(self, results: TrialResults, began: float) -> None:
-        """The loop's fix trials are over: their results join the pipeline's trials."""
+    def _loop_tried(self, search: PipelineSearch, began: float) -> None:
+        """The loop's rewrites' search is over: its trials' results and the prescription
+        join the pipeline."""
         self.add_phase("training_trial", began, self.clock.now())
         alone = self.conclusion.compute_alone
         ceiling = step_alone_ceiling(alone.blocks) if alone is not None else None
-        trials = with_training_results(list(self.pipeline.trials), results, ceiling=ceiling)
-        self.pipeline = dataclasses.replace(self.pipeline, trials=trials)
+        self.pipeline = with_prescription(self.pipeline, search, ceiling=ceiling)
 
     def _loop_held(self, searched: Searched, began: float) -> None:
         """The loop's stage holds are over: each held stage's speedup joins the pipeline's

@@ -97,6 +97,10 @@ class FixPipelines:
     fill_batches: int = 0  # for a cache: batches to read before it is full
     pipeline_speedup: float = 1.0
     tried_on_training: bool = False  # whatever the pipeline alone measured
+    stage: str = ""  # the stage's name, as the trial's
+    # For a baseline with rewrites already applied (`training/prescription.py`): batches to
+    # read before a cache in it is full.
+    baseline_fill_batches: int = 0
 
 
 def verify_fixes(
@@ -253,6 +257,7 @@ class _Trials:
                     fill_batches=candidate.fill_batches,
                     pipeline_speedup=trial.speedup or 1.0,
                     tried_on_training=candidate.tried_on_training,
+                    stage=candidate.stage,
                 )
             )
         return trial
@@ -398,3 +403,11 @@ def _unverified(candidate: Candidate, reason: str) -> FixTrial:
         unsafe=candidate.unsafe,
         fits_in_memory=candidate.fits_in_memory,
     )
+
+
+def compose(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
+    """The pipelines of one more rewrite on top of `kept`: the kept rewrites applied
+    (baseline), and those with `extra` too (variant)."""
+    if not kept:
+        return extra
+    raise RewriteError("rewrites cannot be combined yet")

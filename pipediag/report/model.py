@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pipediag.report.prescription import Prescription
 from pipediag.report.samples import (
     GpuAnalysis,
     GpuDevice,
@@ -191,6 +192,10 @@ class TrialFacts:
     # The fix's rate on training was faster than the train step alone ran in the alternation
     # (its fastest block): the trial was disturbed, and its gain is not used.
     above_step_alone: bool = False
+    # The rewrites already kept when this one was tried on training: its training figures
+    # are over the pipeline with those applied (docs/design.md, "The pipeline pipediag would
+    # write"); empty: over the user's pipeline.
+    training_after: list[FixName] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -260,6 +265,8 @@ class PipelineBenchmark:
     # A `cache()` whose stream ends each epoch (no `repeat()` after it): a later epoch reads
     # the filled cache, so measuring goes on into it (`phases.measure_on`).
     cache_ends_each_epoch: bool = False
+    # The rewrites tried on training, greedily, and the pipeline they make together.
+    prescription: Prescription | None = None
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,25 @@
 """A custom loop at its step budget: what pipediag serves it until the budget ends the script.
 
 Once the measured steps are done, the loop's hook (`hooks/tfdata.py`) answers each pull on
-the training dataset from here. The loop's own train step then runs two phases: on its last
-batch and on its real pulls in turn (the alternation of rates, `training/alternation.py`:
-a step-alone block serves the cached batch, a training block lets the pull through), then,
-where the deep analysis kept fixes worth trying, on each fix's two pipeline copies in turn
-(`LoopTrials`), then, where input costs training enough, on copies with one stage held in
-memory, the next stage chosen from the last one's result (`LoopHolds`, docs/design.md,
-"Stage costs on training"). Then the budget ends the script, so nothing the loop would
-save sees those steps.
+the training dataset from here. The loop's own train step then runs on its last batch and
+on its real pulls in turn (the alternation of rates, `training/alternation.py`: a step-alone
+block serves the cached batch, a training block lets the pull through); then, where input
+costs training enough, on copies with one stage held in memory, the next stage chosen from
+the last one's result (docs/design.md, "Stage costs on training"); then on the rewrites'
+copies, each on top of those kept (docs/design.md, "The pipeline pipediag would write").
+Both searches are served by `LoopSearch`. Then the budget ends the script, so nothing the
+loop would save sees those steps.
 
 What is being served lives here and nowhere else. The session is told three times: when
 compute alone is over (`concluded`: it gives the verdict, runs the deep analysis, and
-returns the work to serve), when the fix trials are over (`tried`: their results join the
-fix trials) and when the stage holds are (`held`: their speedups join the stages).
+returns the work to serve), when the stage holds are over (`held`: their speedups join the
+stages) and when the rewrites' search is (`tried`: its trials and prescription join the
+pipeline).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,27 +33,26 @@ from pipediag.report.vocabulary import (
     RateBlockKind,
 )
 from pipediag.training.alternation import WARMUP_STEPS, Alternation
-from pipediag.training.loop_holds import HoldPlan, LoopHolds
-from pipediag.training.stage_cost import Searched
-from pipediag.training.training_trial import BUDGET_S, LoopTrials, TrialResults
+from pipediag.training.loop_search import HoldPlan, LoopSearch
+from pipediag.training.stage_cost import Searched, StageSearch
 
 if TYPE_CHECKING:
-    from pipediag.bench.whatif import FixPipelines
+    from pipediag.training.prescription import PipelineSearch, SearchPlan
 
 
 @dataclass(frozen=True)
 class LoopWork:
-    """What the loop is served after the alternation: the fixes to try, then the stage-hold
-    search (none of either: the budget ends the script)."""
+    """What the loop is served after the alternation: the stage-hold search, then the
+    rewrites' (none of either: the budget ends the script)."""
 
-    fixes: Sequence[FixPipelines] = ()
     holds: HoldPlan | None = None
+    search: SearchPlan | None = None
 
 
 # The alternation is over: what to serve the loop next.
 Concluded = Callable[[ComputeAlone], LoopWork]
-# The trials are over: what each fix measured, and when the trials began.
-Tried = Callable[[TrialResults, float], None]
+# The rewrites' search is over (or the loop stopped during it), and when it began.
+Tried = Callable[["PipelineSearch", float], None]
 # The stage holds are over: what they measured, and when they began.
 Held = Callable[[Searched, float], None]
 
@@ -130,9 +130,10 @@ class BudgetServer:
             fixed_rounds=LOCKSTEP_ROUNDS if lockstep else None,
         )
         self._warmup_left = WARMUP_STEPS
-        self._trials: LoopTrials | None = None
-        self._hold_plan: HoldPlan | None = None
-        self._holds: LoopHolds | None = None
+        self._work = LoopWork()
+        self._holds: tuple[LoopSearch, StageSearch] | None = None
+        self._rewrites: tuple[LoopSearch, PipelineSearch] | None = None
+        self._searched: Searched | None = None
         phase("measuring training and the train step alone in turn", redraw=False)
 
     def next_batch(self) -> Any | None:
@@ -144,31 +145,35 @@ class BudgetServer:
             if answer is not None:
                 return answer
             self._alternation = self._batch = None  # the batch is released with it
-            work = self._concluded(alternation.result(CACHED_BATCH_LOOP))
-            self._hold_plan = work.holds
-            if work.fixes:
-                self._phase("trying the fixes on training", BUDGET_S, redraw=False)
-                self._trials = LoopTrials(
-                    work.fixes, clock=self._clock, step_s=self._step_s, teardown=self._teardown
-                )
-        if self._trials is not None:
-            batch = self._trials.next_batch()
-            if batch is not None:
-                return batch
-            self._end_trials()
-        plan, self._hold_plan = self._hold_plan, None
-        if plan is not None:
-            # Run after the fix trials: the bisection decides each stage from the last result.
-            self._phase("holding each stage in memory on training", plan.seconds, redraw=False)
-            self._holds = LoopHolds(
-                plan, clock=self._clock, step_s=self._step_s, teardown=self._teardown
-            )
+            self._work = self._concluded(alternation.result(CACHED_BATCH_LOOP))
+            if self._work.holds is not None:
+                plan = self._work.holds
+                self._phase("holding each stage in memory on training", plan.seconds, redraw=False)
+                stages = plan.start(self._clock)
+                self._holds = (self._serve(stages), stages)
         if self._holds is not None:
-            batch = self._holds.next_batch()
+            batch = self._holds[0].next_batch()
             if batch is not None:
                 return batch
             self._end_holds()
+        plan_search, self._work = self._work.search, LoopWork()
+        if plan_search is not None:
+            self._phase(
+                "trying the rewrites on training",
+                max(0.0, plan_search.until_s - self._clock.now()),
+                redraw=False,
+            )
+            rewrites = plan_search.start(self._clock, held=self._searched)
+            self._rewrites = (self._serve(rewrites), rewrites)
+        if self._rewrites is not None:
+            batch = self._rewrites[0].next_batch()
+            if batch is not None:
+                return batch
+            self._end_rewrites()
         return None
+
+    def _serve(self, search: StageSearch | PipelineSearch) -> LoopSearch:
+        return LoopSearch(search, clock=self._clock, step_s=self._step_s, teardown=self._teardown)
 
     def _alternate(self, alternation: Alternation) -> Any | None:
         """The pull during the alternation: it ends the step that ran on the last answer and
@@ -203,16 +208,22 @@ class BudgetServer:
             self._batch = None
             alternation.end_block()
             self._concluded(alternation.result(CACHED_BATCH_LOOP))
-        self._end_trials()
-        self._hold_plan = None  # not started: nothing to report
         self._end_holds()
-
-    def _end_trials(self) -> None:
-        trials, self._trials = self._trials, None
-        if trials is not None:
-            self._tried(trials.results(), trials.began)
+        self._work = LoopWork()  # not started: nothing to report
+        self._end_rewrites()
 
     def _end_holds(self) -> None:
         holds, self._holds = self._holds, None
-        if holds is not None and self._held is not None:
-            self._held(holds.searched(), holds.began)
+        if holds is not None:
+            served, stages = holds
+            served.close()
+            self._searched = stages.searched
+            if self._held is not None:
+                self._held(stages.searched, served.began)
+
+    def _end_rewrites(self) -> None:
+        rewrites, self._rewrites = self._rewrites, None
+        if rewrites is not None:
+            served, search = rewrites
+            served.close()
+            self._tried(search, served.began)

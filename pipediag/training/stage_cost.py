@@ -3,7 +3,7 @@ that stage's output held in memory, in turn with the unchanged pipeline.
 
 Under `fit` each held copy is one trial of `try_on_fit` (the compiled train function, every
 variable it writes put back, rounds stopped when the interval is clear); a custom loop at
-its step budget is served them instead (`training/loop_holds.py`). The stages are chosen by
+its step budget is served them instead (`training/loop_search.py`). The stages are chosen by
 `analysis/stage_bisect.py`: the output stage first, then a bisection toward the jump, each
 trial taking an equal share of what is left of the time (docs/design.md, "Stage costs on
 training"). A held rate above the train step alone's cannot be honest: its gain is not
@@ -74,7 +74,7 @@ class Searched:
 
 class StageSearch:
     """The bisection's trials one at a time, each decided from the last one's result: the
-    loop at its budget asks for the next between its pulls (`training/loop_holds.py`), fit
+    loop at its budget asks for the next between its pulls (`training/loop_search.py`), fit
     runs them at once (`search`).
 
     Args:
@@ -112,8 +112,8 @@ class StageSearch:
         self._pending = index
         return self._copies.pipelines(self._by_index[index]), share_s
 
-    def record(self, rounds: Rounds | None) -> None:
-        """The pending trial's rounds (None: it gave none)."""
+    def record(self, rounds: Rounds | None, reason: str | None = None) -> None:
+        """The pending trial's rounds (None: it gave none, and `reason` may say why)."""
         index, self._pending = self._pending, None
         if index is None:
             return

@@ -38,13 +38,10 @@ from pipediag.report.model import FixTrial
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.training.compute_alone import stateful_random_op, step_variables, sync_logs
 
-# Time for all the fixes tried on training together, beyond the deep-analysis budget (it
-# runs only when a fix measured a gain): five rounds of two slices of ~0.25 s.
+# A trial's time where the caller gives none: five rounds of two slices of ~0.25 s.
 BUDGET_S = 3.0
 # A trial's rounds may overrun its share by this factor before none is started.
 OVERRUN = 1.3
-# At most this many fixes are tried on training, the largest pipeline gains first.
-MAX_FIXES = 2
 # Steps per timed slice: enough for the scheduler's noise to average out within a slice,
 # bounded in time so that five rounds fit a share of the budget.
 SLICE_STEPS = 8
@@ -55,20 +52,6 @@ MAX_STEPS_PER_SLICE = 2000
 
 # What each fix measured on training, by (fix, stage index): its rounds, or why none.
 TrialResults = dict[tuple[str, int | None], tuple[Rounds | None, str | None]]
-
-
-def order_for_training(kept: Sequence[FixPipelines]) -> list[FixPipelines]:
-    """The fixes to try on training, `MAX_FIXES` at most: the largest pipeline gain first,
-    then one whose gain only training can show (a thread cap, a missing prefetch), if any,
-    else the next largest gain."""
-    gains = sorted(
-        (k for k in kept if k.pipeline_speedup >= VERIFIED_MIN_GAIN),
-        key=lambda k: -k.pipeline_speedup,
-    )
-    only_on_training = [k for k in kept if k.tried_on_training and k not in gains[:1]]
-    chosen = gains[:1] + only_on_training[:1]
-    chosen += [k for k in gains[1:] if k not in chosen]
-    return chosen[:MAX_FIXES]
 
 
 def slice_seconds(step_s: float, share_s: float) -> float:
@@ -139,7 +122,10 @@ def try_on_fit(
                 continue
             sides = [
                 TrialSide(distribute(d), teardown, clock, fill, read=steps.read)
-                for d, fill in ((fix.baseline, 0), (fix.variant, fix.fill_batches))
+                for d, fill in (
+                    (fix.baseline, fix.baseline_fill_batches),
+                    (fix.variant, fix.fill_batches),
+                )
             ]
             try:
                 rounds = _run(sides, clock, share_s, step_s * per_call)
@@ -332,7 +318,7 @@ class LoopTrials:
                 self._results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
                 continue
             self._sides = [
-                TrialSide(fix.baseline, self._teardown, self._clock),
+                TrialSide(fix.baseline, self._teardown, self._clock, fix.baseline_fill_batches),
                 TrialSide(fix.variant, self._teardown, self._clock, fix.fill_batches),
             ]
             # The share starts once a held copy or a cache is filled, as under fit (`_run`).

@@ -11,7 +11,8 @@ import pytest
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import FixTrial
-from pipediag.training.training_trial import order_for_training, with_training
+from pipediag.training.prescription import order_for_search
+from pipediag.training.training_trial import with_training
 
 # --- fit, on real TensorFlow -----------------------------------------------------------------
 
@@ -168,4 +169,4 @@ def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone
     (capped,) = kept
     assert capped.tried_on_training
     assert capped.variant.options().threading.private_threadpool_size == 1
-    assert order_for_training(kept) == [capped]
+    assert order_for_search(kept, [])[0] == [capped]

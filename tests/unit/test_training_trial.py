@@ -16,7 +16,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
 from pipediag.testing import FakeClock, synthetic_report
-from pipediag.training.training_trial import LoopTrials, order_for_training, with_training
+from pipediag.training.training_trial import LoopTrials, with_training
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 
@@ -155,20 +155,6 @@ def test_a_loop_that_stops_pulling_leaves_its_fixes_with_a_reason() -> None:
     trial = with_training(FixTrial(fix="parallel-map", verified=True), rounds, reason)
     assert trial.training_speedup is None
     assert trial.training_reason
-
-
-def test_the_largest_pipeline_gains_are_tried_first_two_at_most() -> None:
-    kept = [_fix(name, None, None, gain) for name, gain in (("a", 1.1), ("b", 2.0), ("c", 1.5))]
-    assert [k.fix for k in order_for_training(kept)] == ["b", "c"]
-
-
-def test_a_fix_only_training_can_show_comes_second_whatever_its_pipeline_gain() -> None:
-    import dataclasses
-
-    kept = [_fix(name, None, None, gain) for name, gain in (("a", 1.1), ("b", 2.0), ("c", 1.5))]
-    cap = dataclasses.replace(_fix("thread-cap", None, None, 0.7), tried_on_training=True)
-    assert [k.fix for k in order_for_training([*kept, cap])] == ["b", "thread-cap"]
-    assert [k.fix for k in order_for_training([cap])] == ["thread-cap"]
 
 
 # --- the advisor reads the measured gain -----------------------------------------------------

@@ -16,7 +16,7 @@ from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import StageStats
 from pipediag.testing import FakeClock
 from pipediag.training.budget import PULL, BudgetServer, LoopWork
-from pipediag.training.loop_holds import HoldPlan, LoopHolds
+from pipediag.training.loop_search import HoldPlan, LoopSearch
 from pipediag.training.stage_cost import Searched, StageSearch, search, with_freed
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
@@ -66,12 +66,14 @@ def test_a_loop_served_the_held_copies_finds_the_jump_by_bisection() -> None:
     # GIVEN a loop whose step is 10 ms, fed 20 ms batches unless the map is held
     clock = FakeClock()
     copies = _Copies(clock)
-    holds = LoopHolds(_plan(copies, 12.0), clock=clock, step_s=STEP_S, teardown=TearDown())
+    stages = _plan(copies, 12.0).start(clock)
+    holds = LoopSearch(stages, clock=clock, step_s=STEP_S, teardown=TearDown())
     # WHEN the loop pulls until it is told to stop
     began = clock.now()
     while holds.next_batch() is not None:
         clock.sleep(STEP_S)
-    found = holds.searched()
+    holds.close()
+    found = stages.searched
     # THEN the output first, then the bisection, each decided from the last result
     assert copies.held == [3, 1, 0]
     assert found.jump == 1

@@ -1,0 +1,324 @@
+"""The pipeline pipediag would write: every rewrite that applies, tried on the user's own
+training one at a time, each on top of the ones already kept (docs/design.md, "The pipeline
+pipediag would write").
+
+The rewrites come in the order of their pipeline-alone gain, a cheap first look; a rewrite
+at a stage whose cost to training was measured under the worth-it gain is not tried, since
+freeing that stage entirely gains less (`bounded_out`). Each trial feeds the train step the
+kept rewrites' pipeline (baseline) and that pipeline with one more rewrite (variant), in
+turn; the rewrite is kept only when the interval of its rounds is clear of 1 and its gain
+reaches the advisor's 1.05. Where two or more are kept, one last trial measures them together
+against the user's pipeline: that is the prescription's gain. Under fit the search calls the
+train function itself (`search_on_fit`); a custom loop is served it at its step budget
+(`training/loop_search.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipediag.analysis.stage_bisect import Freed
+from pipediag.bench.interleaved import Rounds, median_rate
+from pipediag.bench.whatif import FixPipelines, compose
+from pipediag.clock import Clock
+from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+from pipediag.report.stages import StageStats
+from pipediag.training.stage_cost import (
+    MIN_SHARE_S,
+    MIN_TRIAL_S,
+    Searched,
+    above_ceiling,
+    freed_from,
+    with_freed,
+)
+from pipediag.training.training_trial import TrialResults
+
+# Builds a trial's two pipelines: the kept rewrites applied (baseline) and those with one
+# more (variant).
+Compose = Callable[[Sequence[FixPipelines], FixPipelines], FixPipelines]
+# The fix id of the last trial: every kept rewrite against the user's pipeline.
+COMBINED = "combined"
+OUT_OF_TIME = "the time for trials on training ran out first"
+
+
+def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> str | None:
+    """Why a rewrite cannot gain on training, or None to try it.
+
+    Holding stage k in memory frees it and everything before it, so that speedup bounds any
+    rewrite of stage k; where k itself was not held, the nearest held stage after it bounds
+    it (along the chain the speedup only grows toward the output). A rewrite of the options
+    or the end of the pipeline is bounded by the output stage's.
+    """
+    measured = [s for s in stages if s.training_speedup_if_free is not None and s.kind != "options"]
+    index = (
+        fix.stage_index
+        if fix.stage_index is not None
+        else max((s.index for s in stages), default=0)
+    )
+    bound = next((s for s in measured if s.index >= index), None)
+    if bound is None or bound.training_speedup_if_free is None:
+        return None
+    if bound.training_speedup_if_free >= VERIFIED_MIN_GAIN:
+        return None
+    return (
+        f"holding {bound.name or bound.kind} in memory gained training only "
+        f"{bound.training_speedup_if_free:.2f}x: no rewrite up to it can gain more"
+    )
+
+
+def kept_by(freed: Freed | None) -> bool:
+    """A rewrite is kept when its interval says it helps: clear of 1, and a median gain of
+    at least the worth-it 1.05."""
+    return (
+        freed is not None
+        and freed.speedup >= VERIFIED_MIN_GAIN
+        and freed.low is not None
+        and freed.low > 1.0
+    )
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """The rewrites to try on training after the stage holds, until `until_s`: the training
+    dataset (the copies are built from it), the rewrites the pipeline trials kept, the
+    stages as measured, and the step-alone ceiling (None: not measured)."""
+
+    dataset: Any
+    fixes: Sequence[FixPipelines]
+    stages: Sequence[StageStats]
+    until_s: float
+    ceiling: float | None = None
+
+    def start(self, clock: Clock, held: Searched | None = None) -> PipelineSearch:
+        """The search, its rewrites bounded by the stages' costs to training (`held`: a
+        loop's stage holds, not in `stages` yet)."""
+        stages = self.stages
+        bounded = with_freed(stages, held) if held is not None else list(stages)
+        fixes, skipped = order_for_search(self.fixes, bounded)
+        return PipelineSearch(
+            fixes,
+            compose=functools.partial(compose, self.dataset),
+            clock=clock,
+            until_s=self.until_s,
+            ceiling=self.ceiling,
+            skipped=skipped,
+        )
+
+
+@dataclass
+class SearchOutcome:
+    """What the search measured: each rewrite's trial (keyed as the pipeline trials are),
+    the prescription, and whether anything ran."""
+
+    results: TrialResults = field(default_factory=dict)
+    tried: list[PrescribedChange] = field(default_factory=list)
+    combined: Rounds | None = None
+    combined_reason: str | None = None
+
+
+class PipelineSearch:
+    """The greedy search's trials one at a time, each decided from the last one's result.
+
+    Args:
+        fixes: the rewrites to try, in order (`order_for_search`).
+        compose: builds a trial's pipelines from the kept rewrites and one more.
+        clock: the session's clock.
+        until_s: when the last trial is to end, on `clock`.
+        ceiling: the train step alone's rate with its noise: a variant above it means the
+            trial was disturbed, and it is not kept (None: not known).
+        skipped: rewrites not tried, with the reason, reported as they are.
+    """
+
+    def __init__(
+        self,
+        fixes: Sequence[FixPipelines],
+        *,
+        compose: Compose,
+        clock: Clock,
+        until_s: float,
+        ceiling: float | None = None,
+        skipped: Sequence[PrescribedChange] = (),
+    ) -> None:
+        self._queue = list(fixes)
+        self._compose = compose
+        self._clock = clock
+        self._until_s = until_s
+        self._ceiling = ceiling
+        self._kept: list[FixPipelines] = []
+        self._pending: FixPipelines | None = None
+        self._combined_due = True
+        self.outcome = SearchOutcome(tried=list(skipped))
+
+    def next_trial(self) -> tuple[FixPipelines, float] | None:
+        """The pipelines to try next and the seconds they get; None when the search is over."""
+        while self._queue:
+            fix = self._queue[0]
+            share_s = self._share_s(planned=len(self._queue) + (1 if self._kept else 0))
+            if share_s is None:
+                self._skip_rest(OUT_OF_TIME)
+                break
+            self._queue.pop(0)
+            try:
+                pipelines = self._compose(self._kept, fix)
+            except Exception as exc:
+                on_top = " on top of the kept rewrites" if self._kept else ""
+                self._add(fix, reason=f"could not be built{on_top}: {type(exc).__name__}: {exc}")
+                continue
+            self._pending = pipelines
+            return pipelines, share_s
+        if len(self._kept) >= 2 and self._combined_due:
+            self._combined_due = False
+            share_s = self._share_s(planned=1)
+            if share_s is None:
+                self.outcome.combined_reason = OUT_OF_TIME
+                return None
+            last = self._compose(self._kept[:-1], self._kept[-1])
+            combined = dataclasses.replace(
+                last,
+                fix=COMBINED,
+                stage_index=None,
+                baseline=self._kept[0].baseline,
+                baseline_fill_batches=0,
+            )
+            self._pending = combined
+            return combined, share_s
+        return None
+
+    def record(self, rounds: Rounds | None, reason: str | None = None) -> None:
+        """The pending trial's rounds (None: it gave none, and `reason` says why)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        unused = above_ceiling(rounds, self._ceiling)
+        if pending.fix == COMBINED:
+            self.outcome.combined = None if unused else rounds
+            self.outcome.combined_reason = unused or reason
+            return
+        freed = None if unused else freed_from(rounds)
+        keep = kept_by(freed)
+        why = unused or reason
+        if why is None and not keep:
+            why = _not_kept(freed)
+        self.outcome.results[(pending.fix, pending.stage_index)] = (
+            rounds,
+            unused or reason,
+        )
+        self._add(pending, freed=freed, kept=keep, reason=why)
+        if keep:
+            self._kept.append(pending)
+
+    def prescription(self) -> Prescription:
+        """The prescription as it stands (a search cut short keeps what it measured)."""
+        if self._pending is not None:
+            self.record(None, "the training stopped before this trial ended")
+        self._skip_rest("not tried: " + OUT_OF_TIME)
+        kept = [c for c in self.outcome.tried if c.kept]
+        combined = self.outcome.combined
+        if len(kept) == 1:
+            only = kept[0]
+            rates = self.outcome.results.get((only.fix, only.stage_index), (None, None))[0]
+            return self._prescribed(rates, None)
+        if len(kept) >= 2:
+            reason = None if combined else self.outcome.combined_reason
+            return self._prescribed(combined, reason)
+        reason = (
+            "no rewrite was tried on training"
+            if not self.outcome.tried
+            else "no rewrite helped training clearly"
+        )
+        return Prescription(tried=list(self.outcome.tried), reason=reason)
+
+    # -- helpers --
+    def _share_s(self, *, planned: int) -> float | None:
+        left_s = self._until_s - self._clock.now()
+        share_s = min(left_s, max(left_s / max(1, planned), MIN_TRIAL_S))
+        return share_s if share_s >= MIN_SHARE_S else None
+
+    def _skip_rest(self, reason: str) -> None:
+        for fix in self._queue:
+            self._add(fix, reason=reason)
+        self._queue = []
+
+    def _add(
+        self,
+        fix: FixPipelines,
+        *,
+        freed: Freed | None = None,
+        kept: bool = False,
+        reason: str | None = None,
+    ) -> None:
+        self.outcome.tried.append(
+            PrescribedChange(
+                fix=fix.fix,  # type: ignore[arg-type]
+                stage_index=fix.stage_index,
+                stage=fix.stage,
+                training_speedup=freed.speedup if freed else None,
+                training_speedup_low=freed.low if freed else None,
+                training_speedup_high=freed.high if freed else None,
+                kept=kept,
+                reason=reason,
+                after=[k.fix for k in self._kept],  # type: ignore[misc]
+            )
+        )
+
+    def _prescribed(self, rounds: Rounds | None, reason: str | None) -> Prescription:
+        freed = freed_from(rounds)
+        return Prescription(
+            tried=list(self.outcome.tried),
+            training_speedup=freed.speedup if freed else None,
+            training_speedup_low=freed.low if freed else None,
+            training_speedup_high=freed.high if freed else None,
+            baseline_steps_per_s=median_rate(rounds.baseline) if rounds else None,
+            variant_steps_per_s=median_rate(rounds.variant) if rounds else None,
+            reason=reason if freed is None else None,
+        )
+
+
+def _not_kept(freed: Freed | None) -> str:
+    if freed is None:
+        return "too few steps to time"
+    if freed.low is None:
+        return f"{freed.speedup:.2f}x in too few rounds to tell"
+    if freed.speedup < VERIFIED_MIN_GAIN:
+        return f"{freed.speedup:.2f}x: under the worth-it {VERIFIED_MIN_GAIN:.2f}x"
+    return f"{freed.speedup:.2f}x, but its interval ({freed.low:.2f}-{freed.high:.2f}x) reaches 1"
+
+
+def order_for_search(
+    fixes: Sequence[FixPipelines], stages: Sequence[StageStats]
+) -> tuple[list[FixPipelines], list[PrescribedChange]]:
+    """The rewrites to try, the largest pipeline-alone gain first (ties: the options, then
+    source-most first), and those bounded out by their stage's measured cost, with why."""
+    tried: list[FixPipelines] = []
+    skipped: list[PrescribedChange] = []
+    for fix in fixes:
+        why = bounded_out(fix, stages)
+        if why is None:
+            tried.append(fix)
+        else:
+            skipped.append(
+                PrescribedChange(
+                    fix=fix.fix,  # type: ignore[arg-type]
+                    stage_index=fix.stage_index,
+                    stage=fix.stage,
+                    reason=why,
+                )
+            )
+    tried.sort(key=lambda f: (-f.pipeline_speedup, -1 if f.stage_index is None else f.stage_index))
+    return tried, skipped
+
+
+# Runs one trial within the seconds given: its rounds, or why none.
+TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, str | None]]
+
+
+def search(trials: PipelineSearch, try_one: TryOne) -> Prescription:
+    """Run the search's trials at once (fit), until it ends or the time does."""
+    while (due := trials.next_trial()) is not None:
+        trials.record(*try_one(*due))
+    return trials.prescription()

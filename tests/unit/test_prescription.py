@@ -1,0 +1,199 @@
+"""The pipeline pipediag would write: the rewrites tried greedily on training, each on top
+of those kept, on a fake clock with scripted trial results (docs/design.md, "The pipeline
+pipediag would write")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from pipediag.bench.interleaved import Rounds
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.bench.whatif import FixPipelines
+from pipediag.report.model import StageStats
+from pipediag.testing import FakeClock
+from pipediag.training.prescription import (
+    COMBINED,
+    PipelineSearch,
+    bounded_out,
+    order_for_search,
+    search,
+)
+
+BASE_RATE = 100.0  # the kept pipeline's training rate, steps/s
+
+
+def _fix(name: str, stage: int | None, gain: float = 1.0) -> FixPipelines:
+    return FixPipelines(
+        fix=name, stage_index=stage, baseline=name, variant=name, pipeline_speedup=gain
+    )
+
+
+def _timing(rate: float) -> BatchTiming:
+    return BatchTiming(0.001, [1.0 / rate] * 10, 10 / rate, False)
+
+
+def _rounds(ratio: float, spread: float = 0.02) -> Rounds:
+    ratios = [ratio * (1 - spread), ratio, ratio * (1 + spread), ratio, ratio]
+    return Rounds(
+        baseline=[_timing(BASE_RATE)] * 5,
+        variant=[_timing(BASE_RATE * ratio)] * 5,
+        ratios=ratios,
+        interval=(min(ratios), max(ratios)),
+        stopped="clear gain" if ratio > 1 else "clear no gain",
+    )
+
+
+class _Trainer:
+    """Answers each trial with the gain scripted for its newest rewrite, and records the
+    rewrites each trial's baseline carried."""
+
+    def __init__(self, clock: FakeClock, gains: dict[str, float], seconds: float = 1.0):
+        self.clock = clock
+        self.gains = gains
+        self.seconds = seconds
+        self.tried: list[tuple[str, tuple[str, ...]]] = []
+
+    def compose(self, kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
+        below = tuple(k.fix for k in kept)
+        return FixPipelines(
+            fix=extra.fix,
+            stage_index=extra.stage_index,
+            baseline=below,
+            variant=(*below, extra.fix),
+        )
+
+    def try_one(self, pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, str | None]:
+        self.clock.sleep(self.seconds)  # a trial may overrun its share
+        self.tried.append((pipelines.fix, tuple(pipelines.baseline)))
+        if pipelines.fix == COMBINED:
+            gain = 1.0
+            for name in pipelines.variant:
+                gain *= self.gains[name]
+            return _rounds(gain), None
+        return _rounds(self.gains[pipelines.fix]), None
+
+
+def _search(trainer: _Trainer, fixes: list[FixPipelines], seconds: float = 20.0) -> PipelineSearch:
+    return PipelineSearch(
+        fixes, compose=trainer.compose, clock=trainer.clock, until_s=trainer.clock.now() + seconds
+    )
+
+
+def test_each_rewrite_is_tried_on_top_of_the_kept_ones_and_the_kept_ones_together_last() -> None:
+    # GIVEN three rewrites: two help training (1.5x, 1.3x), one does not (1.01x)
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"parallel-map": 1.5, "prefetch-end": 1.01, "cache": 1.3})
+    fixes = [_fix("parallel-map", 1), _fix("prefetch-end", 3), _fix("cache", 2)]
+    # WHEN the search runs
+    prescription = search(_search(trainer, fixes), trainer.try_one)
+    # THEN each was tried over the ones kept before it, the useless one dropped
+    assert trainer.tried == [
+        ("parallel-map", ()),
+        ("prefetch-end", ("parallel-map",)),
+        ("cache", ("parallel-map",)),
+        (COMBINED, ()),  # the kept ones against the user's pipeline
+    ]
+    assert [c.fix for c in prescription.kept] == ["parallel-map", "cache"]
+    dropped = prescription.tried[1]
+    assert not dropped.kept and dropped.after == ["parallel-map"]
+    assert dropped.reason is not None and "under the worth-it" in dropped.reason
+    # and the prescription's gain is the combined trial's
+    assert prescription.training_speedup == pytest.approx(1.5 * 1.3)
+    assert prescription.baseline_steps_per_s == pytest.approx(BASE_RATE)
+    assert prescription.reason is None
+
+
+def test_a_single_kept_rewrite_is_the_prescription_without_a_combined_trial() -> None:
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"vectorize": 2.0, "prefetch-end": 0.98})
+    fixes = [_fix("vectorize", 1), _fix("prefetch-end", 3)]
+    prescription = search(_search(trainer, fixes), trainer.try_one)
+    assert [name for name, _ in trainer.tried] == ["vectorize", "prefetch-end"]
+    assert prescription.training_speedup == pytest.approx(2.0)
+
+
+def test_a_gain_whose_interval_reaches_one_is_not_kept() -> None:
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"parallel-map": 1.08})
+    trials = _search(trainer, [_fix("parallel-map", 1)])
+    due = trials.next_trial()
+    assert due is not None
+    wide = _rounds(1.08, spread=0.1)  # 0.97x-1.19x
+    trials.record(wide)
+    prescription = trials.prescription()
+    assert not prescription.kept
+    assert prescription.training_speedup is None
+    assert prescription.reason == "no rewrite helped training clearly"
+    assert "reaches 1" in (prescription.tried[0].reason or "")
+
+
+def test_a_rewrite_that_cannot_be_combined_is_reported_and_the_search_goes_on() -> None:
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"parallel-map": 1.5, "vectorize": 1.4, "cache": 1.2})
+
+    def compose(kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
+        if extra.fix == "vectorize" and kept:
+            raise ValueError("the map was moved")
+        return trainer.compose(kept, extra)
+
+    fixes = [_fix("parallel-map", 1), _fix("vectorize", 1), _fix("cache", 2)]
+    trials = PipelineSearch(fixes, compose=compose, clock=clock, until_s=clock.now() + 20)
+    prescription = search(trials, trainer.try_one)
+    by_fix = {c.fix: c for c in prescription.tried}
+    assert "could not be built on top of the kept rewrites" in (by_fix["vectorize"].reason or "")
+    assert by_fix["cache"].kept and by_fix["cache"].after == ["parallel-map"]
+
+
+def test_rewrites_left_when_the_time_runs_out_are_named() -> None:
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"a": 1.5, "b": 1.5, "c": 1.5}, seconds=1.5)
+    fixes = [_fix("a", 1), _fix("b", 2), _fix("c", 3)]
+    prescription = search(_search(trainer, fixes, seconds=2.0), trainer.try_one)
+    assert [name for name, _ in trainer.tried] == ["a"]  # 0.5 s left: under a trial's least
+    assert prescription.training_speedup == pytest.approx(1.5)
+    assert all("ran out" in (c.reason or "") for c in prescription.tried[1:])
+
+
+def test_a_fixed_rate_above_the_step_alone_is_not_kept() -> None:
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"cache": 3.0})
+    trials = PipelineSearch(
+        [_fix("cache", 2)],
+        compose=trainer.compose,
+        clock=clock,
+        until_s=clock.now() + 20,
+        ceiling=200.0,
+    )
+    prescription = search(trials, trainer.try_one)  # 300 steps/s fed, the step alone 200
+    assert not prescription.kept
+    assert "faster than the train step alone" in (prescription.tried[0].reason or "")
+
+
+def _stage(index: int, if_free: float | None, kind: str = "map") -> StageStats:
+    return StageStats(
+        index=index, kind=kind, name=f"{kind}{index}", training_speedup_if_free=if_free
+    )
+
+
+def test_a_rewrite_is_bounded_by_the_nearest_held_stage_at_or_after_it() -> None:
+    # GIVEN the source and a map freed gain nothing; the batch and prefetch do
+    stages = [_stage(0, 1.0, "source"), _stage(1, None), _stage(2, 1.01), _stage(3, 3.0)]
+    # THEN a rewrite of the unheld map is bounded by the batch after it: not tried
+    reason = bounded_out(_fix("parallel-map", 1), stages)
+    assert reason is not None and "1.01x" in reason
+    # and one of the end (or the options) by the output stage's 3x: tried
+    assert bounded_out(_fix("prefetch-end", 3), stages) is None
+    assert bounded_out(_fix("thread-cap", None), stages) is None
+    # unmeasured stages bound nothing
+    assert bounded_out(_fix("parallel-map", 1), [_stage(1, None)]) is None
+
+
+def test_the_search_order_is_the_pipeline_alone_gain_and_bounded_rewrites_are_skipped() -> None:
+    stages = [_stage(0, 1.0, "source"), _stage(1, 2.0), _stage(2, 2.5)]
+    fixes = [_fix("cache", 0, 3.0), _fix("parallel-map", 1, 1.2), _fix("vectorize", 1, 1.8)]
+    order, skipped = order_for_search(fixes, stages)
+    assert [f.fix for f in order] == ["vectorize", "parallel-map"]
+    assert [(s.fix, s.kept) for s in skipped] == [("cache", False)]
+    assert skipped[0].reason is not None
