@@ -45,12 +45,15 @@ DEEP_MIN_COST = 0.05
 STAGES_SHARE = 0.2
 # The rewrites timed on the pipeline alone, a cheap first look that orders them, end by this
 # share where they can be tried on training (else they take the whole budget).
-ALONE_UNTIL = 0.45
-# With input cost material, this share then goes to each stage's cost measured on training
-# (docs/design.md, "Stage costs on training"): the output stage's trial at least, which
-# bounds every rewrite; a longer budget lets the bisection name the stage.
+ALONE_UNTIL = 0.35
+# With input cost material, each stage's cost measured on training comes next (docs/design.md,
+# "Stage costs on training"): at least this share, with whatever the steps before left over,
+# for the output stage's trial at least, which bounds every rewrite; a longer budget lets
+# the bisection name the stage.
 HOLD_SHARE = 0.2
-# What is left, at least 35%, tries the rewrites on training, one on top of another.
+# The share kept at the end for the rewrites tried on training, one on top of another (the
+# holds take it all where no rewrite is left to try).
+SEARCH_SHARE = 0.35
 
 # A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
 # the second epoch, this many steps at a time, until the second epoch has as many (so each
@@ -285,7 +288,10 @@ def _examine_stages(
     examined = dataclasses.replace(pipeline, stages=stages, options=options, trials=trials)
     if on_training is None or not stages:
         return DeepAnalysis(examined)
-    holds_until = min(deadline, clock.now() + budget * HOLD_SHARE) if holding else clock.now()
+    holds_until = clock.now()
+    if holding:
+        reserve = budget * SEARCH_SHARE if kept else 0.0
+        holds_until = min(deadline, max(deadline - reserve, clock.now() + budget * HOLD_SHARE))
     if on_training.fit_model is None:
         loop_holds = (
             _hold_plan(dataset, pipeline, on_training, say=say, seconds=holds_until - clock.now())
