@@ -22,6 +22,7 @@ from pipediag.report.names import stage_name
 from pipediag.report.stage_facts import (
     STAGE_MIN_SHARE,
     VERIFIED_MIN_GAIN,
+    if_free_bound,
     int_setting,
 )
 from pipediag.report.vocabulary import (
@@ -273,6 +274,7 @@ def fix_suggestion(
         predicted_speedup=predicted,
         training_speedup=on_training,
         kind=kind,
+        fix=trial.fix if trial is not None else None,
     )
 
 
@@ -301,6 +303,13 @@ def stage_cost_text(ctx: Context, stats: StageStats) -> str:
 
 
 def worth_fixing(ctx: Context, stats: StageStats) -> bool:
+    """Whether a stage rule speaks for this stage: not where holding it (or the nearest
+    held stage after it) in memory gained training under the worth-it 1.05x, since no
+    change to it can gain more; else where it adds a material share of the time per batch.
+    A rewrite measured to help on training is reported anyway (`prescription_rules`)."""
+    bound = if_free_bound(ctx.stages, stats.index)
+    if bound is not None and (bound.training_speedup_if_free or 0.0) < VERIFIED_MIN_GAIN:
+        return False
     share = ctx.share(stats.own_s_per_batch)
     return share is None or share >= STAGE_MIN_SHARE
 
@@ -320,13 +329,23 @@ def training_gain(ctx: Context, trial: FixTrial) -> float | None:
     added to both sides, since a fix leaves it as it is (docs/design.md, "Fixes tried on
     training").
     """
-    raw = trial.training_speedup
-    base, fixed = trial.training_baseline_steps_per_s, trial.training_variant_steps_per_s
+    return gain_on_training(
+        ctx,
+        trial.training_speedup,
+        trial.training_baseline_steps_per_s,
+        trial.training_variant_steps_per_s,
+    )
+
+
+def gain_on_training(
+    ctx: Context, raw: float | None, base: float | None, fixed: float | None
+) -> float | None:
+    """`training_gain` from a trial's ratio and its two rates (steps/s)."""
     if raw is None or ctx.report.train.style != KERAS_FIT or not ctx.train_rate:
         return raw
     if not base or not fixed:
         return raw
-    added_s = fit_step_overhead_s(ctx, trial)
+    added_s = _fit_adds_s(ctx, base)
     if added_s is None:
         return raw
     return (1.0 / ctx.train_rate) / (1.0 / fixed + added_s)
@@ -335,7 +354,10 @@ def training_gain(ctx: Context, trial: FixTrial) -> float | None:
 def fit_step_overhead_s(ctx: Context, trial: FixTrial) -> float | None:
     """What `fit` adds to each step beyond its train function: the measured step time less
     the trial's baseline step time; None when the trial's step was the slower one."""
-    base = trial.training_baseline_steps_per_s
+    return _fit_adds_s(ctx, trial.training_baseline_steps_per_s)
+
+
+def _fit_adds_s(ctx: Context, base: float | None) -> float | None:
     if ctx.report.train.style != KERAS_FIT or not ctx.train_rate or not base:
         return None
     added = 1.0 / ctx.train_rate - 1.0 / base

@@ -49,6 +49,11 @@ from pipediag.analysis.host_rules import (
     check_gpu_idle_cause,
     check_pipeline_fine,
 )
+from pipediag.analysis.prescription_rules import (
+    PRESCRIPTION_RULE,
+    check_prescription,
+    measured_rewrites,
+)
 from pipediag.analysis.stage_rules import (
     check_autotune_off,
     check_cache,
@@ -90,6 +95,8 @@ def advise(report: Report) -> list[Suggestion]:
         if rule.when == "compute-bound" and not compute_bound:
             continue
         found.extend((position, s) for s in rule.check(context, rule.id))
+    if not (compute_bound or untrained):
+        found.extend((len(RULES), s) for s in measured_rewrites(context, [s for _, s in found]))
     found.extend((len(RULES), s) for s in why_no_input_fix(context, [s for _, s in found]))
     found.sort(key=lambda item: _sort_key(item[0], item[1]))
     return [s for _, s in found]
@@ -101,6 +108,7 @@ RULES: tuple[Rule, ...] = (
     Rule("PD012-input-contention", "input", check_contention),
     Rule("PD013-per-pull-overhead", "input", check_fetch),
     Rule("PD015-epoch-start", "input", check_epoch_start),
+    Rule(PRESCRIPTION_RULE, "input", check_prescription),
     Rule("PD001-sequential-map", "input", check_sequential_map),
     Rule("PD002-sequential-interleave", "input", check_sequential_interleave),
     Rule("PD005-cache-prefix", "input", check_cache),

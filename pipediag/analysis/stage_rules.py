@@ -6,6 +6,8 @@ a map, a small shuffle buffer, autotune turned off. Each reads the context
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pipediag.analysis.advice_context import (
     CACHE_MIN_SHARE,
     CACHE_READ_FLOOR,
@@ -23,6 +25,7 @@ from pipediag.analysis.advice_context import (
     verified_gain,
     worth_fixing,
 )
+from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.report.model import (
     Suggestion,
 )
@@ -310,26 +313,34 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
         if not worth_fixing(ctx, stats):
             continue
         source = "from_generator" if stats.kind == KIND_SOURCE else "tf.py_function/numpy_function"
+        bound = stage_bound(ctx, stats)
+        bounded = (
+            f" Holding {bound[1]} in memory made your training {bound[0]:.2f}x faster: the "
+            "most this change can gain."
+            if bound is not None
+            else ""
+        )
+        suggestion = fix_suggestion(
+            ctx,
+            rule_id,
+            title=f"{stage_name(stats)} runs Python ({source}): port it to TF ops",
+            stats=stats,
+            evidence=(
+                f"{stage_cost_text(ctx, stats)} Python code holds the GIL, so parallel "
+                f"calls help little (at most ~{PY_FUNCTION_PARALLEL_GAIN:g}x measured on "
+                "2 cores, for sleeping I/O); TF ops run in parallel outside it and let "
+                "tf.data parallelise the stage for you." + bounded
+            ),
+            code=(
+                f"# rewrite {fn_name(stats)} with TensorFlow ops (tf.io.decode_*, tf.image.*, "
+                "tf.strings.*) instead of tf.py_function / tf.numpy_function"
+            ),
+            estimated=None,
+            trial=None,
+            adds_threads=False,
+        )
         found.append(
-            fix_suggestion(
-                ctx,
-                rule_id,
-                title=f"{stage_name(stats)} runs Python ({source}): port it to TF ops",
-                stats=stats,
-                evidence=(
-                    f"{stage_cost_text(ctx, stats)} Python code holds the GIL, so parallel "
-                    f"calls help little (at most ~{PY_FUNCTION_PARALLEL_GAIN:g}x measured on "
-                    "2 cores, for sleeping I/O); TF ops run in parallel outside it and let "
-                    "tf.data parallelise the stage for you."
-                ),
-                code=(
-                    f"# rewrite {fn_name(stats)} with TensorFlow ops (tf.io.decode_*, tf.image.*, "
-                    "tf.strings.*) instead of tf.py_function / tf.numpy_function"
-                ),
-                estimated=None,
-                trial=None,
-                adds_threads=False,
-            )
+            replace(suggestion, bound_speedup=bound[0]) if bound is not None else suggestion
         )
     return found
 

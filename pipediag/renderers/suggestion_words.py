@@ -38,6 +38,8 @@ def gains_text(s: Suggestion) -> str:
         parts.append(f"on your training {gain(s.training_speedup)}")
     elif s.predicted_speedup is not None:
         parts.append(f"end to end {ESTIMATE_MARK}{gain(s.predicted_speedup)}")
+    if s.bound_speedup is not None and s.training_speedup is None:
+        parts.append(f"at most {gain(s.bound_speedup)} on your training")
     return ", ".join(parts)
 
 
@@ -103,6 +105,10 @@ def best_fix_figure(report: Report) -> tuple[str, str]:
     found = best_fix(report)
     if found is None:
         fixes = suggestions_of(report, FIX)
+        bounds = [s.bound_speedup for s in fixes if s.bound_speedup]
+        if bounds:
+            # A change no rewrite can make: the most it can gain, measured on training.
+            return ("Best fix (at most)", "\N{LESS-THAN OR EQUAL TO}" + gain(max(bounds)))
         if not fixes:
             return ("Best fix (predicted)", DASH)
         if any(s.predicted_speedup or s.verified_speedup or s.estimated_speedup for s in fixes):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import textwrap
 
 from pipediag.renderers import summary
+from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.renderers.scale_out import scale_out_lines
 from pipediag.renderers.stage_cost_words import costliest_stage, held_stage, held_text
 from pipediag.renderers.watch_view import over_time_text
@@ -38,6 +39,7 @@ def render_text(report: Report) -> str:
         ("Slowest stage", _slowest_stage(report)),
         ("Train step", _train(report)),
         ("Stages/fixes", _deep_skipped(report)),
+        ("Rewrites", f"\n{INDENT}".join(rewrites_lines(report))),
         ("Host CPU", _host(report)),
         ("GPU", _gpu(report)),
         ("Scale out", f"\n{INDENT}".join(scale_out_lines(report, EVIDENCE_WIDTH - len(INDENT)))),

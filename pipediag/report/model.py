@@ -487,6 +487,12 @@ class Suggestion:
     # The training speedup measured with the fix in place (`FixTrial.training_speedup`);
     # when present it is the gain the suggestion is ranked by.
     training_speedup: float | None = None
+    # For a change no rewrite can make (port Python to TF ops): the most it can gain, the
+    # training speedup measured with its stage held in memory (docs/design.md, "Stage costs
+    # on training"); None where not measured.
+    bound_speedup: float | None = None
+    # The rewrite whose trial the suggestion reports (None: a rule with no trial).
+    fix: FixName | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,15 @@ from __future__ import annotations
 import re
 
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, StageStats
+from pipediag.report.vocabulary import (
+    FIX_AUTOTUNE,
+    FIX_CACHE,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_PARALLEL_MAP,
+    FIX_PREFETCH,
+    FIX_THREAD_CAP,
+    FIX_VECTORIZE,
+)
 
 NO_VERDICT = "NO VERDICT"
 VERDICT_TITLES = {
@@ -37,3 +46,20 @@ def stage_name(stage: StageStats) -> str:
     if name.lower().startswith(kind):
         return name
     return f"{stage.kind}: {name}"
+
+
+FIX_WORDS: dict[str, str] = {
+    FIX_PARALLEL_MAP: "parallel calls",
+    FIX_PARALLEL_INTERLEAVE: "a parallel interleave",
+    FIX_PREFETCH: "a final prefetch(AUTOTUNE)",
+    FIX_CACHE: "a cache",
+    FIX_VECTORIZE: "the map after the batch (vectorised)",
+    FIX_AUTOTUNE: "autotune on",
+    FIX_THREAD_CAP: "the pipeline's threads capped",
+}
+
+
+def fix_words(fix: str, stage: str | None = None) -> str:
+    """A rewrite in words, with its stage where it has one: "parallel calls in map(parse)"."""
+    words = FIX_WORDS.get(fix, fix)
+    return f"{words} at {stage}" if stage and stage != "options" else words

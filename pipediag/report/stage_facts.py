@@ -19,6 +19,7 @@ from pipediag.report.vocabulary import (
     KIND_INTERLEAVE,
     KIND_MAP,
     KIND_MAP_AND_BATCH,
+    KIND_OPTIONS,
     KIND_PADDED_BATCH,
     KIND_PARALLEL_FILTER,
     KIND_PARALLEL_INTERLEAVE,
@@ -183,3 +184,19 @@ def int_setting(text: str | None) -> int | None:
         return None if text is None else int(text)
     except ValueError:
         return None
+
+
+def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats | None:
+    """The held stage whose training speedup bounds any change at stage `index` (None: the
+    options or the end): that stage itself where it was held, else the nearest held stage
+    after it, since holding a stage frees every stage before it and along a chain the
+    speedup only grows toward the output (docs/design.md, "Stage costs on training").
+    None where no stage at or after it was held."""
+    last = max((s.index for s in stages), default=0)
+    at = last if index is None else index
+    held = [
+        s
+        for s in stages
+        if s.training_speedup_if_free is not None and s.kind != KIND_OPTIONS and s.index >= at
+    ]
+    return min(held, key=lambda s: s.index, default=None)

@@ -26,7 +26,7 @@ from pipediag.bench.interleaved import Rounds, median_rate
 from pipediag.bench.whatif import FixPipelines, compose
 from pipediag.clock import Clock
 from pipediag.report.prescription import PrescribedChange, Prescription
-from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
 from pipediag.training.stage_cost import (
     MIN_SHARE_S,
@@ -47,20 +47,9 @@ OUT_OF_TIME = "the time for trials on training ran out first"
 
 
 def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> str | None:
-    """Why a rewrite cannot gain on training, or None to try it.
-
-    Holding stage k in memory frees it and everything before it, so that speedup bounds any
-    rewrite of stage k; where k itself was not held, the nearest held stage after it bounds
-    it (along the chain the speedup only grows toward the output). A rewrite of the options
-    or the end of the pipeline is bounded by the output stage's.
-    """
-    measured = [s for s in stages if s.training_speedup_if_free is not None and s.kind != "options"]
-    index = (
-        fix.stage_index
-        if fix.stage_index is not None
-        else max((s.index for s in stages), default=0)
-    )
-    bound = next((s for s in measured if s.index >= index), None)
+    """Why a rewrite cannot gain on training, or None to try it: the stage that bounds it
+    (`report.stage_facts.if_free_bound`) gained under the worth-it 1.05x when held."""
+    bound = if_free_bound(stages, fix.stage_index)
     if bound is None or bound.training_speedup_if_free is None:
         return None
     if bound.training_speedup_if_free >= VERIFIED_MIN_GAIN:

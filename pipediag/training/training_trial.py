@@ -35,7 +35,6 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
 from pipediag.report.model import FixTrial
-from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.training.compute_alone import stateful_random_op, step_variables, sync_logs
 
 # A trial's time where the caller gives none: five rounds of two slices of ~0.25 s.

@@ -1,0 +1,121 @@
+"""Advisor rules over the rewrites tried on training (docs/design.md, "The pipeline pipediag
+would write"): the pipeline pipediag would write (PD016), a rewrite measured on training
+that no stage rule speaks for (PD017), and the bound that a change no rewrite can make
+carries (its stage's cost to training).
+
+A stage rule (`stage_rules.py`) words its own fix with its evidence; these rules only add
+what the trials found beyond them, so no rewrite measured to help is left unsaid.
+"""
+
+from __future__ import annotations
+
+from pipediag.analysis.advice_context import (
+    Context,
+    gain_on_training,
+    training_gain,
+    training_text,
+)
+from pipediag.report.model import Suggestion
+from pipediag.report.names import fix_words, stage_name
+from pipediag.report.prescription import Prescription
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import FIX
+
+PRESCRIPTION_RULE = "PD016-rewritten-pipeline"
+MEASURED_RULE = "PD017-measured-rewrite"
+
+
+def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
+    """Two or more rewrites kept on training: the pipeline they make, as one fix, with the
+    gain measured for them together."""
+    prescription = ctx.report.pipeline.prescription
+    if prescription is None or len(prescription.kept) < 2:
+        return []
+    gain = prescription_gain(ctx, prescription)
+    if gain is None or gain < VERIFIED_MIN_GAIN:
+        return []
+    steps = "; ".join(
+        f"{fix_words(c.fix, c.stage)}: {c.training_speedup:.2f}x"
+        + (" on top of the ones before" if c.after else "")
+        for c in prescription.kept
+        if c.training_speedup is not None
+    )
+    interval = ""
+    low, high = prescription.training_speedup_low, prescription.training_speedup_high
+    if low is not None and high is not None:
+        interval = f", 90% interval {low:.2f}x-{high:.2f}x"
+    evidence = (
+        f"Each rewrite was tried on your training on top of the ones kept before it ({steps}). "
+        f"Together against your pipeline: {prescription.baseline_steps_per_s:.1f} -> "
+        f"{prescription.variant_steps_per_s:.1f} steps/s "
+        f"({prescription.training_speedup:.2f}x{interval})."
+    )
+    changes = [line.semantics for line in prescription.code if line.semantics]
+    if changes:
+        evidence += " What changes besides the speed: " + "; ".join(changes) + "."
+    code = "\n".join(line.text for line in prescription.code) or "\n".join(
+        f"# {fix_words(c.fix, c.stage)}" for c in prescription.kept
+    )
+    return [
+        Suggestion(
+            id=rule_id,
+            title=f"rewrite the pipeline ({len(prescription.kept)} changes, measured together)",
+            evidence=evidence,
+            code=code,
+            training_speedup=gain,
+            kind=FIX,
+        )
+    ]
+
+
+def prescription_gain(ctx: Context, prescription: Prescription) -> float | None:
+    """The prescription's gain in the run's own terms: under fit, with what fit adds around
+    each step on both sides, as for a single fix (`advice_context.training_gain`)."""
+    return gain_on_training(
+        ctx,
+        prescription.training_speedup,
+        prescription.baseline_steps_per_s,
+        prescription.variant_steps_per_s,
+    )
+
+
+def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
+    """Rewrites measured to help training that no rule spoke for (PD017), one each."""
+    said = {(s.fix, s.stage_index) for s in found if s.fix is not None}
+    extra = []
+    for trial in ctx.report.pipeline.trials:
+        if (trial.fix, trial.stage_index) in said or trial.training_speedup is None:
+            continue
+        gain = training_gain(ctx, trial)
+        if gain is None or gain < VERIFIED_MIN_GAIN:
+            continue
+        on_top = (
+            f" (on top of {', '.join(fix_words(f) for f in trial.facts.training_after)})"
+            if trial.facts.training_after
+            else ""
+        )
+        extra.append(
+            Suggestion(
+                id=MEASURED_RULE,
+                title=f"{fix_words(trial.fix, trial.stage)}{on_top}",
+                stage=trial.stage or None,
+                stage_index=trial.stage_index,
+                evidence=training_text(ctx, trial).strip(),
+                code=f"# {fix_words(trial.fix, trial.stage)}",
+                verified_speedup=trial.speedup if trial.verified else None,
+                training_speedup=gain,
+                kind=FIX,
+                fix=trial.fix,
+            )
+        )
+    return extra
+
+
+def stage_bound(ctx: Context, stats: StageStats) -> tuple[float, str] | None:
+    """The most a change at `stats` can gain training, and the stage that says so: the
+    speedup measured with it (or the nearest held stage after it) held in memory."""
+    bound = if_free_bound(ctx.stages, stats.index)
+    if bound is None or bound.training_speedup_if_free is None:
+        return None
+    return bound.training_speedup_if_free, stage_name(bound)

@@ -1,0 +1,157 @@
+"""The advisor and the words over the rewrites tried on training: the rewritten pipeline as
+one fix, a measured rewrite no rule speaks for, a stage whose cost to training bounds every
+change to it, and the best fix that always carries a number (docs/design.md, "The pipeline
+pipediag would write")."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pipediag.analysis.advisor import advise
+from pipediag.renderers.prescription_words import rewrites_lines
+from pipediag.renderers.suggestion_words import best_fix_figure
+from pipediag.renderers.text import render_text
+from pipediag.report.model import FixTrial, Report, StageStats, TrialFacts
+from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
+from pipediag.testing import synthetic_report
+
+
+def _stages(if_free: dict[int, float] | None = None, python: bool = False) -> list[StageStats]:
+    if_free = if_free or {}
+    kinds = [("source", "TensorSlice"), ("map", "map"), ("batch", "batch(32)")]
+    return [
+        StageStats(
+            index=i,
+            kind=kind,
+            name=name,
+            function="decode" if kind == "map" else None,
+            uses_py_function=python and kind == "map",
+            own_s_per_batch=0.02 if kind == "map" else 0.0001,
+            batches_per_s=40.0,
+            inputs=[i - 1] if i else [],
+            training_speedup_if_free=if_free.get(i),
+        )
+        for i, (kind, name) in enumerate(kinds)
+    ]
+
+
+def _report(
+    stages: list[StageStats],
+    trials: list[FixTrial] | None = None,
+    prescription: Prescription | None = None,
+) -> Report:
+    report = synthetic_report(steps=60, wait_s=0.02, compute_s=0.005)
+    pipeline = dataclasses.replace(
+        report.pipeline,
+        measured=True,
+        batches_per_s=40.0,
+        stages=stages,
+        trials=trials or [],
+        prescription=prescription,
+    )
+    # a custom loop: the trial's ratio is the gain, with nothing fit adds around it
+    train = dataclasses.replace(report.train, style="custom-loop")
+    return dataclasses.replace(report, pipeline=pipeline, train=train)
+
+
+def _two_kept() -> Prescription:
+    return Prescription(
+        tried=[
+            PrescribedChange("vectorize", 1, "map(decode)", 1.8, 1.6, 2.0, kept=True),
+            PrescribedChange(
+                "prefetch-end",
+                2,
+                "batch(32)",
+                1.01,
+                0.98,
+                1.04,
+                reason="under",
+                after=["vectorize"],
+            ),
+            PrescribedChange("cache", 0, "source", 1.4, 1.3, 1.5, kept=True, after=["vectorize"]),
+        ],
+        training_speedup=2.5,
+        training_speedup_low=2.3,
+        training_speedup_high=2.7,
+        baseline_steps_per_s=40.0,
+        variant_steps_per_s=100.0,
+        code=[
+            CodeLine("ds = tf.data.Dataset.from_tensor_slices(x)", "train.py:10"),
+            CodeLine(
+                "ds = ds.cache()", change="cache", semantics="the elements are kept in memory"
+            ),
+            CodeLine("ds = ds.batch(32)", "train.py:12"),
+            CodeLine("ds = ds.map(decode)", "train.py:11", change="vectorize"),
+        ],
+    )
+
+
+def test_two_kept_rewrites_make_one_fix_ranked_by_their_gain_together() -> None:
+    report = _report(_stages({2: 3.0}), prescription=_two_kept())
+    suggestions = advise(report)
+    top = suggestions[0]
+    assert top.id.startswith("PD016")
+    assert top.training_speedup == 2.5
+    assert "ds = ds.cache()" in top.code and top.code.count("\n") == 3
+    assert "kept in memory" in top.evidence  # what changes besides the speed is named
+    assert "40.0 -> 100.0 steps/s" in top.evidence
+    # and the text shows every rewrite tried, kept or not, and the total
+    lines = rewrites_lines(report)
+    assert lines[0].startswith("the map after the batch (vectorised) at map(decode): 1.80x")
+    assert "not kept (under)" in lines[1] and "on top of the kept ones" in lines[1]
+    assert lines[-1] == (
+        "pipeline pipediag would write: the 2 kept rewrites together, training "
+        "2.50x (2.30-2.70x) over yours"
+    )
+    assert "Rewrites" in render_text(report)
+
+
+def test_a_single_kept_rewrite_is_left_to_its_own_rule() -> None:
+    one = Prescription(
+        tried=[PrescribedChange("vectorize", 1, "map(decode)", 1.8, 1.6, 2.0, kept=True)],
+        training_speedup=1.8,
+    )
+    suggestions = advise(_report(_stages(), prescription=one))
+    assert not any(s.id.startswith("PD016") for s in suggestions)
+
+
+def test_a_rewrite_measured_on_training_that_no_rule_speaks_for_is_suggested() -> None:
+    # GIVEN a fused-map trial (no stage rule words it) that gained 1.3x on training
+    trial = FixTrial(
+        fix="map-fusion",  # type: ignore[arg-type]
+        stage_index=1,
+        stage="map(decode)",
+        verified=True,
+        speedup=1.2,
+        training_baseline_steps_per_s=40.0,
+        training_variant_steps_per_s=52.0,
+        training_speedup=1.3,
+        training_rounds=5,
+        facts=TrialFacts(training_after=["vectorize"]),  # type: ignore[list-item]
+    )
+    suggestions = advise(_report(_stages(), trials=[trial]))
+    (measured,) = [s for s in suggestions if s.id.startswith("PD017")]
+    assert measured.training_speedup == 1.3 and measured.fix == "map-fusion"
+    assert "on top of the map after the batch" in measured.title
+    assert "40.0 -> 52.0 steps/s" in measured.evidence
+
+
+def test_a_stage_whose_cost_to_training_is_small_gets_no_stage_fix() -> None:
+    # GIVEN the sequential map adds most of the time per batch alone, but holding the
+    # batch after it in memory gained training only 1.02x
+    suggestions = advise(_report(_stages({2: 1.02})))
+    assert not any(s.id.startswith("PD001") for s in suggestions)
+    # while without that measurement the rule speaks as before
+    assert any(s.id.startswith("PD001") for s in advise(_report(_stages())))
+
+
+def test_porting_python_carries_its_stage_bound_and_the_best_fix_shows_it() -> None:
+    report = _report(_stages({1: 4.5, 2: 4.6}, python=True))
+    report = dataclasses.replace(report, suggestions=advise(report))
+    (port,) = [s for s in report.suggestions if s.id.startswith("PD007")]
+    assert port.bound_speedup == 4.5
+    assert "the most this change can gain" in port.evidence
+    fixes_only = dataclasses.replace(
+        report, suggestions=[s for s in report.suggestions if s.id.startswith("PD007")]
+    )
+    assert best_fix_figure(fixes_only) == ("Best fix (at most)", "\N{LESS-THAN OR EQUAL TO}4.50x")
