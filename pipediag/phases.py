@@ -374,7 +374,7 @@ def _hold_plan(
     say: Narration,
     seconds: float,
 ) -> HoldPlan | None:
-    """A custom loop: the held copies its pulls are served after the fix trials, for the
+    """A custom loop: the held copies its pulls are served before the rewrites, for the
     time the budget kept (`HOLD_SHARE` or more). None when the graph cannot be held."""
     from pipediag.bench.hold import HeldCopies
     from pipediag.training.loop_search import HoldPlan
