@@ -275,6 +275,9 @@ def fix_suggestion(
         training_speedup=on_training,
         kind=kind,
         fix=trial.fix if trial is not None else None,
+        training_interval=(
+            training_interval(ctx, trial) if trial is not None and on_training else None
+        ),
     )
 
 
@@ -335,6 +338,26 @@ def training_gain(ctx: Context, trial: FixTrial) -> float | None:
         trial.training_baseline_steps_per_s,
         trial.training_variant_steps_per_s,
     )
+
+
+def training_interval(ctx: Context, trial: FixTrial) -> list[float] | None:
+    """The 90% interval of `training_gain`, each end read as the gain is."""
+    return interval_on_training(
+        ctx,
+        trial.facts.training_speedup_low,
+        trial.facts.training_speedup_high,
+        trial.training_baseline_steps_per_s,
+    )
+
+
+def interval_on_training(
+    ctx: Context, low: float | None, high: float | None, base: float | None
+) -> list[float] | None:
+    """A trial's interval of ratios in the run's own terms (`gain_on_training`)."""
+    if low is None or high is None:
+        return None
+    ends = [gain_on_training(ctx, end, base, base * end if base else None) for end in (low, high)]
+    return [e for e in ends if e is not None] if None not in ends else None
 
 
 def gain_on_training(

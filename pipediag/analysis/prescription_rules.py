@@ -12,7 +12,9 @@ from __future__ import annotations
 from pipediag.analysis.advice_context import (
     Context,
     gain_on_training,
+    interval_on_training,
     training_gain,
+    training_interval,
     training_text,
 )
 from pipediag.report.model import Suggestion
@@ -64,6 +66,9 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
             evidence=evidence,
             code=code,
             training_speedup=gain,
+            training_interval=interval_on_training(
+                ctx, low, high, prescription.baseline_steps_per_s
+            ),
             kind=FIX,
         )
     ]
@@ -105,6 +110,7 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
                 code=f"# {fix_words(trial.fix, trial.stage)}",
                 verified_speedup=trial.speedup if trial.verified else None,
                 training_speedup=gain,
+                training_interval=training_interval(ctx, trial),
                 kind=FIX,
                 fix=trial.fix,
             )

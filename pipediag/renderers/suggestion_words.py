@@ -35,7 +35,9 @@ def gains_text(s: Suggestion) -> str:
     if s.verified_speedup is not None:
         parts.append(f"verified {gain(s.verified_speedup)}")
     if s.training_speedup is not None:
-        parts.append(f"on your training {gain(s.training_speedup)}")
+        interval = s.training_interval
+        within = f" ({interval[0]:.2f}-{gain(interval[1])})" if interval else ""
+        parts.append(f"on your training {gain(s.training_speedup)}{within}")
     elif s.predicted_speedup is not None:
         parts.append(f"end to end {ESTIMATE_MARK}{gain(s.predicted_speedup)}")
     if s.bound_speedup is not None and s.training_speedup is None:

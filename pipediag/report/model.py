@@ -493,6 +493,8 @@ class Suggestion:
     bound_speedup: float | None = None
     # The rewrite whose trial the suggestion reports (None: a rule with no trial).
     fix: FixName | None = None
+    # The 90% interval of `training_speedup`, [low, high]; None where it has none.
+    training_interval: list[float] | None = None
 
 
 @dataclass(frozen=True)

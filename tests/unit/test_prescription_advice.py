@@ -9,7 +9,7 @@ import dataclasses
 
 from pipediag.analysis.advisor import advise
 from pipediag.renderers.prescription_words import rewrites_lines
-from pipediag.renderers.suggestion_words import best_fix_figure
+from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
 from pipediag.renderers.text import render_text
 from pipediag.report.model import FixTrial, Report, StageStats, TrialFacts
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
@@ -91,7 +91,8 @@ def test_two_kept_rewrites_make_one_fix_ranked_by_their_gain_together() -> None:
     suggestions = advise(report)
     top = suggestions[0]
     assert top.id.startswith("PD016")
-    assert top.training_speedup == 2.5
+    assert top.training_speedup == 2.5 and top.training_interval == [2.3, 2.7]
+    assert "on your training 2.50x (2.30-2.70x)" in suggestion_line(top)
     assert "ds = ds.cache()" in top.code and top.code.count("\n") == 3
     assert "kept in memory" in top.evidence  # what changes besides the speed is named
     assert "40.0 -> 100.0 steps/s" in top.evidence
