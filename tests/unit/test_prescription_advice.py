@@ -156,3 +156,23 @@ def test_porting_python_carries_its_stage_bound_and_the_best_fix_shows_it() -> N
         report, suggestions=[s for s in report.suggestions if s.id.startswith("PD007")]
     )
     assert best_fix_figure(fixes_only) == ("Best fix (at most)", "\N{LESS-THAN OR EQUAL TO}4.50x")
+
+
+def test_with_every_rewrite_tried_and_none_kept_the_note_says_so() -> None:
+    tried = Prescription(
+        tried=[
+            PrescribedChange("prefetch-end", 2, "batch(32)", 1.01, 0.98, 1.04, reason="under"),
+            PrescribedChange("thread-cap", None, "options", 0.97, 0.95, 0.99, reason="under"),
+        ],
+        reason="no rewrite helped training clearly",
+    )
+    # (the stage's own cost is too small for a stage rule: 0.1 ms a batch everywhere)
+    stages = [dataclasses.replace(s, own_s_per_batch=0.0001) for s in _stages()]
+    report = _report(stages, prescription=tried)
+    report = dataclasses.replace(
+        report, verdict=dataclasses.replace(report.verdict, input_cost_fraction=0.5)
+    )
+    suggestions = advise(report)
+    (note,) = [s for s in suggestions if s.id.startswith("PD014")]
+    assert "tried on your training" in note.evidence
+    assert "a final prefetch(AUTOTUNE) at batch(32) 1.01x" in note.evidence
