@@ -82,6 +82,8 @@ class SearchPlan:
     stages: Sequence[StageStats]
     until_s: float
     ceiling: float | None = None
+    # How a trial's pipelines are built (None: `bench.whatif.compose` over `dataset`).
+    compose: Compose | None = None
 
     def start(self, clock: Clock, held: Searched | None = None) -> PipelineSearch:
         """The search, its rewrites bounded by the stages' costs to training (`held`: a
@@ -91,7 +93,7 @@ class SearchPlan:
         fixes, skipped = order_for_search(self.fixes, bounded)
         return PipelineSearch(
             fixes,
-            compose=functools.partial(compose, self.dataset),
+            compose=self.compose or functools.partial(compose, self.dataset),
             clock=clock,
             until_s=self.until_s,
             ceiling=self.ceiling,

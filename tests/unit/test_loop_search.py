@@ -181,3 +181,54 @@ def test_a_search_records_a_trial_given_no_rounds_as_unmeasured() -> None:
     assert due is not None and due[0].stage_index == 3
     stages.record(None)
     assert stages.searched.measured == {3: None} and stages.next_trial() is None
+
+
+def test_a_loop_is_served_the_holds_then_the_rewrites_bounded_by_them() -> None:
+    from pipediag.training.prescription import PipelineSearch, SearchPlan
+
+    # GIVEN holding the map frees the pipeline (the jump), the source frees nothing; and
+    # two rewrites: one of the source (bounded out by its 1.0x), one of the map
+    clock = FakeClock()
+    copies = _Copies(clock)
+    rewrites = [
+        FixPipelines("cache", 0, _Source(clock, SLOW_S), _Source(clock, FREE_S), stage="source"),
+        FixPipelines(
+            "parallel-map", 1, _Source(clock, SLOW_S), _Source(clock, FREE_S), stage="map"
+        ),
+    ]
+    stages = [
+        StageStats(index=i, kind=k) for i, k in enumerate(("source", "map", "batch", "prefetch"))
+    ]
+
+    def compose(kept: object, extra: FixPipelines) -> FixPipelines:
+        return extra
+
+    plan = SearchPlan(None, rewrites, stages, until_s=clock.now() + 30, compose=compose)
+    held: list[Searched] = []
+    searched: list[PipelineSearch] = []
+    server = BudgetServer(
+        "cached",
+        clock=clock,
+        origin=0.0,
+        step_s=STEP_S,
+        block_steps=4,
+        lead=(0.0, [0.02] * 4),
+        lockstep=False,
+        phase=lambda *args, **kwargs: None,
+        concluded=lambda result: LoopWork(holds=_plan(copies, 12.0), search=plan),
+        tried=lambda search, began: searched.append(search),
+        teardown=TearDown(),
+        held=lambda found, began: held.append(found),
+    )
+    # WHEN the loop pulls until it is told to stop
+    _drive(server, clock)
+    server.finish()
+    # THEN the holds ran first, and the rewrites after, told once each
+    (found,) = held
+    assert found.jump == 1
+    (search,) = searched
+    prescription = search.prescription()
+    by_fix = {c.fix: c for c in prescription.tried}
+    assert "no rewrite up to it can gain more" in (by_fix["cache"].reason or "")
+    assert by_fix["parallel-map"].kept
+    assert prescription.training_speedup == pytest.approx(0.030 / 0.0101, rel=0.1)
