@@ -70,6 +70,13 @@ KERAS_FIT: Final = "keras-fit"
 CUSTOM_LOOP: Final = "custom-loop"
 NO_TRAINING: Final = "none"
 
+# The Keras backend that runs `fit` (`TrainSection.keras_backend`): pipediag drives the train
+# step of the first two, and names the third (docs/design.md, "JAX").
+KerasBackend = Literal["tensorflow", "jax", "torch"]
+TENSORFLOW_BACKEND: Final = "tensorflow"
+JAX_BACKEND: Final = "jax"
+TORCH_BACKEND: Final = "torch"
+
 # Where the steps' input waits come from (`TrainSection.input_wait_source`).
 InputWaitSource = Literal["batch-stamps", "profiler-trace", "iterator-timing", "unavailable"]
 WAIT_BATCH_STAMPS: Final = "batch-stamps"  # fit on a tf.data.Dataset

@@ -33,7 +33,7 @@ from pipediag.report.vocabulary import (
     ComputeAloneMethod,
     RateBlockKind,
 )
-from pipediag.training.compute_alone import FitStepAlone
+from pipediag.training.compute_alone import StepAlone
 
 # A block lasts about this long at the measured step (0.4 s: three of each kind cost about
 # what one 2 s compute-alone run did, and sub-second drifts still fall on both kinds).
@@ -221,14 +221,15 @@ class Alternation:
 
 class FitAlternation:
     """The alternation under fit: step-alone blocks call the model's train function on the
-    cached batch (`FitStepAlone`, variables restored after each), training blocks are fit's
+    cached batch (`FitStepAlone`, variables restored after each; on the JAX backend
+    `JaxStepAlone`, on a copy of fit's state), training blocks are fit's
     own next steps, timed by pipediag's callback.
 
     The callback hands each step to `training_step`; when a training block is complete it
     runs the next step-alone block (`step_alone_block`) or, once `done`, ends the phase.
     """
 
-    def __init__(self, runner: FitStepAlone, alternation: Alternation, *, clock: Clock) -> None:
+    def __init__(self, runner: StepAlone, alternation: Alternation, *, clock: Clock) -> None:
         self._runner = runner
         self.alternation = alternation
         self._clock = clock
