@@ -76,7 +76,7 @@ class JaxFitSteps:
         state = fit_state(model)
         if isinstance(state, str):
             raise RuntimeError(state)
-        self._jax = jax
+        self._jax: Any = jax  # typed loosely: jax is optional, and partly untyped
         self._train: Callable[[Any, Iterator[Any]], tuple[Any, Any]] = model.train_function
         # Copies: the step donates (consumes) the state it is given.
         self._state = jax.tree.map(jnp.copy, state)
