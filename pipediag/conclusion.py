@@ -206,6 +206,7 @@ class Conclusion:
         from pipediag.bench import teardown
         from pipediag.training.alternation import block_steps_for
         from pipediag.training.budget import BudgetServer
+        from pipediag.training.jax_sync import device_sync
 
         block_steps = self.lockstep_steps() or block_steps_for(step_s)
         return BudgetServer(
@@ -221,6 +222,7 @@ class Conclusion:
             tried=tried,
             teardown=teardown.SHARED,
             held=held,
+            sync=device_sync(),
         )
 
     # -- after the measured steps ------------------------------------------------------

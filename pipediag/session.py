@@ -40,7 +40,7 @@ from pipediag.report.model import (
     TrainSection,
     TrainStyle,
 )
-from pipediag.report.vocabulary import InputWaitSource
+from pipediag.report.vocabulary import LOOP_STYLES, InputWaitSource
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ class DiagnosticSession:
         if self.style == "none" or self.style == style:
             self.style = style
             return True
-        if style == "keras-fit" and self.style == "custom-loop":
+        if style == "keras-fit" and self.style in LOOP_STYLES:
             self.note(
                 f"the script trained in a custom loop ({len(self.timeline)} steps) before "
                 "calling fit: fit's training is diagnosed"
@@ -487,7 +487,7 @@ def _wait_source(
 ) -> InputWaitSource:
     """Where the steps' waits come from; under fit without stamps, fills them from the
     profiler's trace first (and counts the profiler's own cost among the phases)."""
-    if style == "custom-loop":
+    if style in LOOP_STYLES:
         return "iterator-timing"
     if style == "keras-fit" and fit is not None:
         if fit.stamps is not None:
@@ -577,7 +577,7 @@ def _no_compute_alone_reason(config: RunConfig, style: TrainStyle, *, hooked: bo
             "steps marked through pipediag.monitor() cannot be run on their own: "
             "compute alone is estimated"
         )
-    if style == "custom-loop":
+    if style in LOOP_STYLES:
         return (
             "--steps all: a custom loop has no safe point to run extra steps on a cached "
             "batch (they would change what it trains on)"

@@ -126,6 +126,16 @@ class Alternation:
         return None if self._open is None else self._open.kind
 
     @property
+    def closes_with_next_step(self) -> bool:
+        """Whether the next step that ends (`step_ended`) completes the open block."""
+        opened = self._open
+        return (
+            opened is not None
+            and opened.last_end is not None
+            and len(opened.durations) + 1 >= self.block_steps
+        )
+
+    @property
     def rounds(self) -> int:
         return sum(b.kind == STEP_ALONE_BLOCK for b in self.blocks)
 
