@@ -40,7 +40,7 @@ from pipediag.report.model import (
     TrainSection,
     TrainStyle,
 )
-from pipediag.report.vocabulary import LOOP_STYLES, InputWaitSource
+from pipediag.report.vocabulary import LOOP_STYLES, InputWaitSource, KerasBackend
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -137,6 +137,7 @@ class DiagnosticSession:
         self._dataset: Any = None
         self._cached_batch: Any = None
         self._model: Any = None
+        self._keras_backend: KerasBackend | None = None
         # A FitTracker fed by the caller rather than by installed hooks (`pipediag.keras.Watch`).
         self.fit_tracker: FitTracker | None = None
         # Watch mode: windows, TensorBoard scalars and alerts, read off the timeline.
@@ -309,6 +310,9 @@ class DiagnosticSession:
     def training_model(self, model: Any) -> None:
         """The model `fit` trains: its train step is run alone after the measured steps."""
         self._model = model
+        from pipediag.training.fit_backend import keras_backend
+
+        self._keras_backend = keras_backend(model)
 
     def training_log_dir(self, log_dir: str) -> None:
         """The log directory of the training's own TensorBoard callback: watch mode's scalars
@@ -450,7 +454,10 @@ class DiagnosticSession:
             )
         if raw:
             self.add_phase("train", raw[0].start, raw[-1].end)
-        return self._train(source)
+        section = self._train(source)
+        if self._keras_backend is None:
+            return section
+        return dataclasses.replace(section, keras_backend=self._keras_backend)
 
     def _train(self, input_wait_source: InputWaitSource) -> TrainSection:
         return build_train_section(
