@@ -85,6 +85,8 @@ class Alternation:
         lead: the measured steps' last `block_steps` durations and the first one's start on
             the clock (A0); None to start with no training block before T1.
         fixed_rounds: exactly this many rounds (a multi-worker job), else adaptive.
+        whole_blocks: every step of a block counts, none dropped as its transition (a JAX
+            loop: asynchronous steps, the block timed between device syncs).
         max_rounds: adaptive rounds stop here (fewer than `MAX_ROUNDS` where training has
             only so many steps left).
     """
@@ -98,8 +100,10 @@ class Alternation:
         lead: tuple[float, Sequence[float]] | None,
         fixed_rounds: int | None = None,
         max_rounds: int = MAX_ROUNDS,
+        whole_blocks: bool = False,
     ) -> None:
         self._clock = clock
+        self._whole_blocks = whole_blocks
         self._max_rounds = max_rounds
         self._origin = origin
         self.block_steps = block_steps
@@ -181,7 +185,9 @@ class Alternation:
             return
         cpu = time.process_time() - opened.cpu_from
         kind = opened.kind
-        block = block_of(kind, opened.start - self._origin, durations, cpu_s=cpu)
+        block = block_of(
+            kind, opened.start - self._origin, durations, cpu_s=cpu, whole=self._whole_blocks
+        )
         self.blocks.append(block)
         if kind == STEP_ALONE_BLOCK:
             self._alone_durations.extend(durations[block.dropped_steps :])

@@ -132,6 +132,7 @@ class BudgetServer:
             block_steps=block_steps,
             lead=lead,
             fixed_rounds=LOCKSTEP_ROUNDS if lockstep else None,
+            whole_blocks=sync is not None,
         )
         self._warmup_left = WARMUP_STEPS
         self._trials: LoopTrials | None = None

@@ -14,6 +14,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from pipediag.clock import Clock
+from pipediag.timeline import StepTimeline
+
 
 def device_sync() -> Callable[[], None] | None:
     """What waits for the JAX work in flight, or None where the script has not imported JAX."""
@@ -25,3 +28,15 @@ def device_sync() -> Callable[[], None] | None:
         jax.block_until_ready(jax.live_arrays())
 
     return sync
+
+
+def synced_step_s(timeline: StepTimeline, sync: Callable[[], None], clock: Clock) -> float | None:
+    """The measured steps' mean step, from the first one's start to the end of the work they
+    dispatched (`sync` waits for it): what sizes the blocks, where single durations are
+    dispatch times. None before any measured step."""
+    measured = timeline.steps[timeline.warmup_steps :]
+    if not measured:
+        return None
+    sync()
+    steps = sum(s.count for s in measured)
+    return max(0.0, clock.now() - measured[0].start) / steps
