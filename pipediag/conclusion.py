@@ -206,7 +206,13 @@ class Conclusion:
         from pipediag.bench import teardown
         from pipediag.training.alternation import block_steps_for
         from pipediag.training.budget import BudgetServer
+        from pipediag.training.jax_sync import device_sync, synced_step_s
 
+        sync = device_sync()
+        if sync is not None:
+            # Asynchronous steps: their durations are dispatch times, the measured steps'
+            # span up to a device sync is their work (docs/design.md, "JAX").
+            step_s = synced_step_s(self._timeline, sync, self._clock) or step_s
         block_steps = self.lockstep_steps() or block_steps_for(step_s)
         return BudgetServer(
             last_batch,
@@ -214,13 +220,14 @@ class Conclusion:
             origin=origin,
             step_s=step_s,
             block_steps=block_steps,
-            lead=newest_steps(self._timeline, block_steps),
+            lead=None if sync is not None else newest_steps(self._timeline, block_steps),
             lockstep=self._lockstep,
             phase=self._say.phase,
             concluded=concluded,
             tried=tried,
             teardown=teardown.SHARED,
             held=held,
+            sync=sync,
         )
 
     # -- after the measured steps ------------------------------------------------------

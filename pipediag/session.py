@@ -40,7 +40,7 @@ from pipediag.report.model import (
     TrainSection,
     TrainStyle,
 )
-from pipediag.report.vocabulary import InputWaitSource
+from pipediag.report.vocabulary import LOOP_STYLES, InputWaitSource, KerasBackend
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -137,6 +137,7 @@ class DiagnosticSession:
         self._dataset: Any = None
         self._cached_batch: Any = None
         self._model: Any = None
+        self._keras_backend: KerasBackend | None = None
         # A FitTracker fed by the caller rather than by installed hooks (`pipediag.keras.Watch`).
         self.fit_tracker: FitTracker | None = None
         # Watch mode: windows, TensorBoard scalars and alerts, read off the timeline.
@@ -237,7 +238,7 @@ class DiagnosticSession:
         if self.style == "none" or self.style == style:
             self.style = style
             return True
-        if style == "keras-fit" and self.style == "custom-loop":
+        if style == "keras-fit" and self.style in LOOP_STYLES:
             self.note(
                 f"the script trained in a custom loop ({len(self.timeline)} steps) before "
                 "calling fit: fit's training is diagnosed"
@@ -309,6 +310,9 @@ class DiagnosticSession:
     def training_model(self, model: Any) -> None:
         """The model `fit` trains: its train step is run alone after the measured steps."""
         self._model = model
+        from pipediag.training.fit_backend import keras_backend
+
+        self._keras_backend = keras_backend(model)
 
     def training_log_dir(self, log_dir: str) -> None:
         """The log directory of the training's own TensorBoard callback: watch mode's scalars
@@ -450,7 +454,10 @@ class DiagnosticSession:
             )
         if raw:
             self.add_phase("train", raw[0].start, raw[-1].end)
-        return self._train(source)
+        section = self._train(source)
+        if self._keras_backend is None:
+            return section
+        return dataclasses.replace(section, keras_backend=self._keras_backend)
 
     def _train(self, input_wait_source: InputWaitSource) -> TrainSection:
         return build_train_section(
@@ -487,7 +494,7 @@ def _wait_source(
 ) -> InputWaitSource:
     """Where the steps' waits come from; under fit without stamps, fills them from the
     profiler's trace first (and counts the profiler's own cost among the phases)."""
-    if style == "custom-loop":
+    if style in LOOP_STYLES:
         return "iterator-timing"
     if style == "keras-fit" and fit is not None:
         if fit.stamps is not None:
@@ -577,7 +584,7 @@ def _no_compute_alone_reason(config: RunConfig, style: TrainStyle, *, hooked: bo
             "steps marked through pipediag.monitor() cannot be run on their own: "
             "compute alone is estimated"
         )
-    if style == "custom-loop":
+    if style in LOOP_STYLES:
         return (
             "--steps all: a custom loop has no safe point to run extra steps on a cached "
             "batch (they would change what it trains on)"

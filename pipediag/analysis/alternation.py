@@ -74,9 +74,12 @@ def block_of(
     durations: Sequence[float],
     *,
     cpu_s: float | None = None,
+    whole: bool = False,
 ) -> RateBlock:
-    """One block as the report keeps it: its steady part's steps and seconds."""
-    kept, dropped = steady_part(durations, kind)
+    """One block as the report keeps it: its steady part's steps and seconds, or all of
+    them (`whole`: steps dispatched asynchronously, whose single durations mean nothing
+    and whose block ends on a device sync, docs/design.md, "JAX")."""
+    kept, dropped = (list(durations), 0) if whole else steady_part(durations, kind)
     per_step = cpu_s / len(durations) if cpu_s is not None and durations else None
     return RateBlock(kind, start_s, len(kept), sum(kept), dropped, per_step)
 

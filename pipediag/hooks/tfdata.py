@@ -31,6 +31,7 @@ from pipediag.hooks.host import HookHost
 from pipediag.hooks.pass_origin import pass_origin
 from pipediag.hooks.train_evidence import GradientWatch, changed
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass
+from pipediag.report.vocabulary import CUSTOM_LOOP, JAX_LOOP
 from pipediag.timeline import StepBudgetReached
 from pipediag.training.budget import PULL, BudgetServer
 
@@ -230,16 +231,17 @@ class CustomLoopTracker:
 
     def _jax_training(self, judged: _Pass) -> bool:
         """A JAX loop: no TensorFlow gradient to watch, so a pass past a peek is training."""
-        return (
-            self._watch.gradients_seen == 0
-            and "jax" in sys.modules
-            and judged.batches > JAX_PEEK_BATCHES
-        )
+        return self._jax_loop() and judged.batches > JAX_PEEK_BATCHES
+
+    def _jax_loop(self) -> bool:
+        """No TensorFlow gradient taken, and the script imported JAX: its step is JAX's
+        (docs/design.md, "JAX"). Read from `sys.modules`: pipediag never imports JAX."""
+        return self._watch.gradients_seen == 0 and "jax" in sys.modules
 
     def _start_training(self, judged: _Pass, dataset: Any) -> bool:
         """The pass is training: its dataset becomes the training dataset (benchmarked
         alone once). False when fit is diagnosed instead."""
-        if not self._session.mark_style("custom-loop"):
+        if not self._session.mark_style(JAX_LOOP if self._jax_loop() else CUSTOM_LOOP):
             judged.kind = UNTRACKED
             return False
         judged.kind = TRAINING

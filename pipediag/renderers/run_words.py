@@ -117,6 +117,18 @@ def input_wait_source_text(train: TrainSection) -> str:
     return INPUT_WAIT_SOURCES.get(train.input_wait_source, INPUT_WAIT_UNMEASURED)
 
 
+# The Keras backends as the style line names them (the TensorFlow backend goes unsaid).
+KERAS_BACKEND_NAMES = {"jax": "JAX", "torch": "PyTorch"}
+
+
+def style_text(train: TrainSection) -> str:
+    """How the script trains: "keras-fit", "keras-fit on the JAX backend", "jax-loop"."""
+    backend = KERAS_BACKEND_NAMES.get(train.keras_backend or "")
+    if train.style == "keras-fit" and backend is not None:
+        return f"{train.style} on the {backend} backend"
+    return train.style
+
+
 def no_gpu_text(reason: str | None) -> str:
     """ "no GPU found: NVML library not found (...)"."""
     return f"{NO_GPU}: {reason or NO_REASON}"

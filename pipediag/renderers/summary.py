@@ -79,6 +79,7 @@ from pipediag.renderers.run_words import input_wait_source_text as input_wait_so
 from pipediag.renderers.run_words import no_gpu_text as no_gpu_text
 from pipediag.renderers.run_words import run_status as run_status
 from pipediag.renderers.run_words import stop_reason_text as stop_reason_text
+from pipediag.renderers.run_words import style_text as style_text
 from pipediag.renderers.suggestion_words import FIX as FIX
 from pipediag.renderers.suggestion_words import MAY_CHANGE_RESULTS as MAY_CHANGE_RESULTS
 from pipediag.renderers.suggestion_words import NOTE as NOTE

@@ -217,7 +217,7 @@ def _train(report: Report) -> str:
         text += f"; input wait {_dist(t.input_wait)}"
     lines = [
         text,
-        f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {t.style}, "
+        f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {summary.style_text(t)}, "
         f"{summary.input_wait_source_text(t)}",
     ]
     epoch_starts = summary.epoch_start_text(t, report.verdict.cost_split)

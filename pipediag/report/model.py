@@ -65,6 +65,7 @@ from pipediag.report.vocabulary import (
     FixName,
     GpuIdleCause,
     InputWaitSource,
+    KerasBackend,
     RateBlockKind,
     Severity,
     StepLabel,
@@ -338,6 +339,8 @@ class TrainSection:
     skipped_passes: list[DataPass] = field(default_factory=list)
     # Under fit: each epoch's start-up before its first step, as the run crossed them.
     epoch_starts: list[EpochStart] = field(default_factory=list)
+    # Under fit: the Keras backend that ran it (None: not Keras 3, or no fit).
+    keras_backend: KerasBackend | None = None
 
 
 @dataclass(frozen=True)

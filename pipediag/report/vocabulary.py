@@ -65,10 +65,22 @@ GpuIdleCause = Literal["input-wait", "host-overhead", "transfer"]
 # --- training ----------------------------------------------------------------------------------
 
 # How the script trains (`TrainSection.style`).
-TrainStyle = Literal["keras-fit", "custom-loop", "none"]
+TrainStyle = Literal["keras-fit", "custom-loop", "jax-loop", "none"]
 KERAS_FIT: Final = "keras-fit"
 CUSTOM_LOOP: Final = "custom-loop"
+# A JAX or Flax loop over tf.data (`as_numpy_iterator()`, `iter(ds)` with `np.asarray`): a
+# custom loop whose step is JAX's, measured as one (docs/design.md, "JAX").
+JAX_LOOP: Final = "jax-loop"
 NO_TRAINING: Final = "none"
+# The styles where the script's own loop pulls its batches (the loop hook times them).
+LOOP_STYLES: Final = frozenset({CUSTOM_LOOP, JAX_LOOP})
+
+# The Keras backend that runs `fit` (`TrainSection.keras_backend`): pipediag drives the train
+# step of the first two, and names the third (docs/design.md, "JAX").
+KerasBackend = Literal["tensorflow", "jax", "torch"]
+TENSORFLOW_BACKEND: Final = "tensorflow"
+JAX_BACKEND: Final = "jax"
+TORCH_BACKEND: Final = "torch"
 
 # Where the steps' input waits come from (`TrainSection.input_wait_source`).
 InputWaitSource = Literal["batch-stamps", "profiler-trace", "iterator-timing", "unavailable"]

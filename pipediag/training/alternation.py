@@ -33,7 +33,7 @@ from pipediag.report.vocabulary import (
     ComputeAloneMethod,
     RateBlockKind,
 )
-from pipediag.training.compute_alone import FitStepAlone
+from pipediag.training.compute_alone import StepAlone
 
 # A block lasts about this long at the measured step (0.4 s: three of each kind cost about
 # what one 2 s compute-alone run did, and sub-second drifts still fall on both kinds).
@@ -85,6 +85,8 @@ class Alternation:
         lead: the measured steps' last `block_steps` durations and the first one's start on
             the clock (A0); None to start with no training block before T1.
         fixed_rounds: exactly this many rounds (a multi-worker job), else adaptive.
+        whole_blocks: every step of a block counts, none dropped as its transition (a JAX
+            loop: asynchronous steps, the block timed between device syncs).
         max_rounds: adaptive rounds stop here (fewer than `MAX_ROUNDS` where training has
             only so many steps left).
     """
@@ -98,8 +100,10 @@ class Alternation:
         lead: tuple[float, Sequence[float]] | None,
         fixed_rounds: int | None = None,
         max_rounds: int = MAX_ROUNDS,
+        whole_blocks: bool = False,
     ) -> None:
         self._clock = clock
+        self._whole_blocks = whole_blocks
         self._max_rounds = max_rounds
         self._origin = origin
         self.block_steps = block_steps
@@ -124,6 +128,16 @@ class Alternation:
     def open_kind(self) -> RateBlockKind | None:
         """The kind of the block being timed, None between blocks."""
         return None if self._open is None else self._open.kind
+
+    @property
+    def closes_with_next_step(self) -> bool:
+        """Whether the next step that ends (`step_ended`) completes the open block."""
+        opened = self._open
+        return (
+            opened is not None
+            and opened.last_end is not None
+            and len(opened.durations) + 1 >= self.block_steps
+        )
 
     @property
     def rounds(self) -> int:
@@ -171,7 +185,9 @@ class Alternation:
             return
         cpu = time.process_time() - opened.cpu_from
         kind = opened.kind
-        block = block_of(kind, opened.start - self._origin, durations, cpu_s=cpu)
+        block = block_of(
+            kind, opened.start - self._origin, durations, cpu_s=cpu, whole=self._whole_blocks
+        )
         self.blocks.append(block)
         if kind == STEP_ALONE_BLOCK:
             self._alone_durations.extend(durations[block.dropped_steps :])
@@ -221,14 +237,15 @@ class Alternation:
 
 class FitAlternation:
     """The alternation under fit: step-alone blocks call the model's train function on the
-    cached batch (`FitStepAlone`, variables restored after each), training blocks are fit's
+    cached batch (`FitStepAlone`, variables restored after each; on the JAX backend
+    `JaxStepAlone`, on a copy of fit's state), training blocks are fit's
     own next steps, timed by pipediag's callback.
 
     The callback hands each step to `training_step`; when a training block is complete it
     runs the next step-alone block (`step_alone_block`) or, once `done`, ends the phase.
     """
 
-    def __init__(self, runner: FitStepAlone, alternation: Alternation, *, clock: Clock) -> None:
+    def __init__(self, runner: StepAlone, alternation: Alternation, *, clock: Clock) -> None:
         self._runner = runner
         self.alternation = alternation
         self._clock = clock

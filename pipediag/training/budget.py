@@ -94,6 +94,8 @@ class BudgetServer:
         tried: called once the trials are over, or the loop stopped pulling during them.
         teardown: where the trial copies' spent iterators are released.
         held: called once the stage holds are over, or the loop stopped during them.
+        sync: waits for the device's work in flight (a JAX loop's, `training/jax_sync.py`),
+            called where a block starts or ends; None where steps end when they return.
     """
 
     def __init__(
@@ -111,8 +113,10 @@ class BudgetServer:
         tried: Tried,
         teardown: TearDown,
         held: Held | None = None,
+        sync: Callable[[], None] | None = None,
     ) -> None:
         self._clock = clock
+        self._sync = sync
         self._origin = origin
         self._step_s = step_s
         self._phase = phase
@@ -128,6 +132,7 @@ class BudgetServer:
             block_steps=block_steps,
             lead=lead,
             fixed_rounds=LOCKSTEP_ROUNDS if lockstep else None,
+            whole_blocks=sync is not None,
         )
         self._warmup_left = WARMUP_STEPS
         self._work = LoopWork()
@@ -178,7 +183,7 @@ class BudgetServer:
     def _alternate(self, alternation: Alternation) -> Any | None:
         """The pull during the alternation: it ends the step that ran on the last answer and
         starts the next; None once the alternation is done."""
-        now = self._clock.now()
+        now = self._synced_now(alternation)
         if alternation.open_kind is not None and not alternation.step_ended(now):
             return self._answer(alternation.open_kind)
         following = alternation.next
@@ -190,6 +195,15 @@ class BudgetServer:
             return self._batch
         alternation.start_block(kind, now)
         return self._answer(kind)
+
+    def _synced_now(self, alternation: Alternation) -> float:
+        """The pull's time, after the device's work in flight where this pull ends or starts
+        a block: asynchronous dispatch is not counted as speed (docs/design.md, "JAX")."""
+        if self._sync is not None and (
+            alternation.open_kind is None or alternation.closes_with_next_step
+        ):
+            self._sync()
+        return self._clock.now()
 
     def _answer(self, kind: str) -> Any:
         return self._batch if kind == STEP_ALONE_BLOCK else PULL

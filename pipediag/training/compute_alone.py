@@ -21,7 +21,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock
@@ -139,8 +139,30 @@ class FitStepAlone:
                 variable.assign(value)
 
 
-def fit_step_alone(model: Any, batch: Any) -> FitStepAlone | str:
-    """What runs fit's train step alone on `batch`, or why it cannot run."""
+class StepAlone(Protocol):
+    """What runs fit's train step alone, whatever the backend (`FitStepAlone`;
+    `training/jax_fit.py`'s `JaxStepAlone`)."""
+
+    per_call: int
+
+    @property
+    def restored_variables(self) -> int: ...
+
+    def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None: ...
+
+
+def fit_step_alone(model: Any, batch: Any) -> StepAlone | str:
+    """What runs fit's train step alone on `batch`, or why it cannot run: chosen by the
+    model's Keras backend (docs/design.md, "JAX")."""
+    from pipediag.training.fit_backend import on_jax, undriven
+
+    blocked = undriven(model, "the train step alone")
+    if blocked is not None:
+        return blocked
+    if on_jax(model):
+        from pipediag.training.jax_fit import jax_step_alone
+
+        return jax_step_alone(model, batch)
     train_function = getattr(model, "train_function", None)
     if train_function is None:
         return "the model has no compiled train function yet"

@@ -41,6 +41,14 @@ def train_through(
     """
     if style != "keras-fit" or model is None:
         return None, "training through the service is measured under Keras fit only"
+    from pipediag.training.fit_backend import BACKEND_NAMES, keras_backend
+
+    backend = keras_backend(model)
+    if backend not in (None, "tensorflow"):
+        return None, (
+            "training through the service is measured under fit on the TensorFlow backend "
+            f"only (this fit runs on {BACKEND_NAMES.get(backend or '', backend)})"
+        )
     from pipediag.training.compute_alone import stateful_random_op, step_variables, sync_logs
 
     train_function = getattr(model, "train_function", None)

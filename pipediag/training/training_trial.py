@@ -96,8 +96,20 @@ def try_on_fit(
     """Each fix's rounds on the model's train function, or why it was not tried.
 
     Every variable the steps write is put back afterwards; the caller keeps the pipeline's
-    own variables (`bench.isolate.preserved_variables`).
+    own variables (`bench.isolate.preserved_variables`). The JAX backend's step runs on a
+    copy of fit's state instead (docs/design.md, "JAX").
     """
+    from pipediag.training.fit_backend import on_jax, undriven
+
+    blocked = undriven(model, "a fix on training")
+    if blocked is not None:
+        return {(f.fix, f.stage_index): (None, blocked) for f in fixes}
+    if on_jax(model):
+        from pipediag.training.jax_fit import try_on_jax_fit
+
+        return try_on_jax_fit(
+            model, fixes, clock=clock, step_s=step_s, budget_s=budget_s, teardown=teardown
+        )
     train_function = getattr(model, "train_function", None)
     results: TrialResults = {}
     blocker = None if train_function is None else stateful_random_op(train_function)

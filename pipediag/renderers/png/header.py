@@ -119,7 +119,9 @@ def run_line(report: Report) -> str:
     """ "$ pipediag run train.py --epochs 2 · keras-fit, input wait from ... · <time>"."""
     parts = [f"$ pipediag run {summary.command_line(report)}"]
     if report.train.style != "none":
-        parts.append(f"{report.train.style}, {summary.input_wait_source_text(report.train)}")
+        parts.append(
+            f"{summary.style_text(report.train)}, {summary.input_wait_source_text(report.train)}"
+        )
     if report.created_utc:
         parts.append(report.created_utc)
     return RUN_LINE_SEPARATOR.join(parts)

@@ -1,0 +1,204 @@
+"""Keras 3 `fit` on the JAX backend: its jitted train step, run by pipediag on a copy of fit's
+state (docs/design.md, "JAX").
+
+The JAX trainer keeps no training state in the model while fit runs. `model.train_function`
+is `(state, iterator) -> (logs, state)`, state being the arrays of the trainable and
+non-trainable variables (seed-generator states among them), the optimizer's and the
+metrics'; fit keeps its current state in a local and in `model._jax_state` (set after each
+step, for callbacks), the variables themselves purged until the epoch ends. The step's state
+argument is donated: its buffers are consumed. So pipediag copies fit's current state and
+runs the step on the copy; fit's own arrays are never passed nor written, and training goes
+on exactly as it would have, with nothing to restore.
+
+A call returns before the device has run it (asynchronous dispatch): each call ends on
+`jax.block_until_ready` of its logs and state, so that a block's end is timed when the work
+is done. JAX is imported here only for a model whose backend is JAX: the script imported it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from pipediag.bench.teardown import TearDown
+from pipediag.bench.whatif import FixPipelines, TrialSide
+from pipediag.clock import Clock
+from pipediag.training.training_trial import (
+    MIN_SLICE_S,
+    TrialResults,
+    _failure,
+    _FitSteps,
+    _run,
+)
+
+# The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
+STATE_KEYS = (
+    "trainable_variables",
+    "non_trainable_variables",
+    "optimizer_variables",
+    "metrics_variables",
+)
+
+
+def fit_state(model: Any) -> tuple[list[Any], ...] | str:
+    """fit's current state, as its next step would get it, or why it cannot be read.
+
+    Mid-fit the variables are purged and the state is `model._jax_state`; before fit's
+    first step and after fit returns, it is in the variables."""
+    live = getattr(model, "_jax_state", None)
+    if isinstance(live, dict) and all(live.get(key) is not None for key in STATE_KEYS):
+        state = tuple(list(live[key]) for key in STATE_KEYS)
+    else:
+        optimizer = getattr(model, "optimizer", None)
+        groups = (
+            model.trainable_variables,
+            model.non_trainable_variables,
+            [] if optimizer is None else optimizer.variables,
+            model.metrics_variables,
+        )
+        state = tuple([v.value for v in group] for group in groups)
+    if any(value is None for group in state for value in group):
+        return "fit's training state could not be read (its variables were purged)"
+    return state
+
+
+class JaxFitSteps:
+    """fit's train function on a private copy of fit's current state; each call synced.
+
+    Args:
+        model: the Keras model `fit` trains, on the JAX backend.
+    """
+
+    def __init__(self, model: Any) -> None:
+        import jax
+        import jax.numpy as jnp
+
+        state = fit_state(model)
+        if isinstance(state, str):
+            raise RuntimeError(state)
+        self._jax: Any = jax  # typed loosely: jax is optional, and partly untyped
+        self._train: Callable[[Any, Iterator[Any]], tuple[Any, Any]] = model.train_function
+        # Copies: the step donates (consumes) the state it is given.
+        self._state = jax.tree.map(jnp.copy, state)
+        self.state_arrays = sum(len(group) for group in state)
+
+    def call(self, iterator: Iterator[Any]) -> None:
+        """One call of the train function on `iterator`'s next batches, as fit feeds it,
+        waited for; raises StopIteration when the iterator is spent."""
+        logs, self._state = self._train(self._state, _AsFitFeeds(iterator))
+        self._jax.block_until_ready((logs, self._state))
+
+
+class _AsFitFeeds:
+    """An iterator over a pipeline copy's elements as fit hands them to the JAX train step:
+    each TensorFlow tensor as a NumPy array (Keras's `TFDatasetAdapter.get_jax_iterator`)."""
+
+    def __init__(self, iterator: Iterator[Any]) -> None:
+        self._iterator = iterator
+
+    def __iter__(self) -> _AsFitFeeds:
+        return self
+
+    def __next__(self) -> Any:
+        return as_numpy(next(self._iterator))
+
+
+def as_numpy(element: Any) -> Any:
+    """A dataset element's tensors as NumPy arrays, its structure kept."""
+    import numpy as np
+    import tensorflow as tf
+
+    def convert(value: Any) -> Any:
+        return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+    return tf.nest.map_structure(convert, element)
+
+
+def trainable(model: Any) -> str | None:
+    """Why fit's JAX train step cannot run alone, or None."""
+    if getattr(model, "train_function", None) is None:
+        return "the model has no compiled train function yet"
+    state = fit_state(model)
+    return state if isinstance(state, str) else None
+
+
+class JaxStepAlone:
+    """fit's JAX train step on the cached batch, a block of calls at a time, each block on a
+    fresh copy of fit's state (as the TensorFlow runner puts the variables back after each
+    block). The batch is put on the device once: the step alone reads no input.
+
+    Made by `jax_step_alone`, which says instead why the step cannot run alone.
+    """
+
+    def __init__(self, model: Any, batch: Any) -> None:
+        import jax
+
+        self._model = model
+        self.per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+        self._batch = jax.device_put(as_numpy(batch))
+        state = fit_state(model)
+        self._arrays = 0 if isinstance(state, str) else sum(len(g) for g in state)
+
+    @property
+    def restored_variables(self) -> int:
+        """The state arrays the step ran on copies of: none of fit's was written."""
+        return self._arrays
+
+    def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
+        """`warmup` untimed calls, then calls until `step_ended(clock.now())` says the block
+        is complete, each waited for on the device."""
+        steps = JaxFitSteps(self._model)
+        for _ in range(warmup):
+            steps.call(self._feed())
+        done = False
+        while not done:
+            steps.call(self._feed())
+            done = step_ended(clock.now())
+
+    def _feed(self) -> Iterator[Any]:
+        for _ in range(self.per_call):
+            yield self._batch
+
+
+def jax_step_alone(model: Any, batch: Any) -> JaxStepAlone | str:
+    """What runs fit's JAX train step alone on `batch`, or why it cannot run."""
+    blocker = trainable(model)
+    return blocker if blocker is not None else JaxStepAlone(model, batch)
+
+
+def try_on_jax_fit(
+    model: Any,
+    fixes: Sequence[FixPipelines],
+    *,
+    clock: Clock,
+    step_s: float,
+    budget_s: float,
+    teardown: TearDown,
+) -> TrialResults:
+    """`training_trial.try_on_fit` for the JAX backend: each fix's rounds on fit's train step,
+    on one copy of fit's state for all of them, or why a fix was not tried."""
+    blocker = trainable(model)
+    if blocker is not None:
+        return {(f.fix, f.stage_index): (None, blocker) for f in fixes}
+    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    steps = _FitSteps(JaxFitSteps(model).call, per_call, clock)
+    results: TrialResults = {}
+    end_s = clock.now() + budget_s
+    for position, fix in enumerate(fixes):
+        share_s = max(0.0, end_s - clock.now()) / (len(fixes) - position)
+        if share_s < 4 * MIN_SLICE_S:
+            results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
+            continue
+        sides = [
+            TrialSide(d, teardown, clock, fill, read=steps.read)
+            for d, fill in ((fix.baseline, 0), (fix.variant, fix.fill_batches))
+        ]
+        try:
+            rounds = _run(sides, clock, share_s, step_s * per_call)
+            results[(fix.fix, fix.stage_index)] = (rounds, None)
+        except Exception as exc:
+            results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
+        finally:
+            for side in sides:
+                side.close()
+    return results
