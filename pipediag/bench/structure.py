@@ -252,6 +252,8 @@ def effective_options(dataset: Any) -> dict[str, str]:
         "map_parallelization": optimisation(optimization.map_parallelization),
         "map_and_batch_fusion": optimisation(optimization.map_and_batch_fusion),
         "parallel_batch": optimisation(optimization.parallel_batch),
+        # Not a default optimisation: off unless set.
+        "map_fusion": _flag(optimization.map_fusion is True),
         # Unset or 0: the pool is sized from the cores at run time (parallel calls are capped
         # at the core count by it: docs/design.md, "tf.data behaviours").
         "private_threadpool_size": (
