@@ -91,10 +91,12 @@ def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, 
         stats = by_object.get(id(ds))
         if stats is None or node is None or stats.index in found or depth > len(walked):
             return
-        if stats.name != node.op:
+        generated = python_chain.generator_function(ds) is not None
+        # `from_generator` is named for the user; its op is the flat_map it builds.
+        if node.op != ("FlatMapDataset" if generated else stats.name):
             return
         found[stats.index] = node.name
-        if python_chain.generator_function(ds) is not None:
+        if generated:
             return
         inputs = [
             python_chain.skip_passthrough(python_chain.unwrap(i))
