@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipediag.bench import call_sites
 from pipediag.bench.python_chain import (
     MAX_STAGES,
     defined_in_tensorflow,
@@ -387,6 +388,7 @@ class _Builder:
             tf_internal=tf_internal,
             random=any(_is_random_op(op) for op in ops),
             stateful_ops=sorted(stateful_ops),
+            created_at=call_sites.created_at(ds),
         )
         batch_size = _int_or_none(settings.get("batch_size"))
         self.stages.append(Stage(stats, ds, batch_size=batch_size, notes=notes))

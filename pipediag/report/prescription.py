@@ -68,3 +68,15 @@ class CodeLine:
     site: str | None = None
     change: FixName | None = None
     semantics: str | None = None
+
+
+@dataclass(frozen=True)
+class StageChange:
+    """One rewrite kept for the pipeline pipediag would write: the fix, the stage it applies
+    to (None: the whole pipeline's options), what it changes in the data, and for an
+    interleave or a thread cap the number it sets."""
+
+    fix: FixName
+    stage_index: int | None = None
+    semantics: str | None = None
+    value: int | None = None  # cycle_length for an interleave, threads for a cap
