@@ -357,3 +357,29 @@ def test_a_rewrite_that_cannot_go_on_top_is_refused_with_a_reason() -> None:
     # its batch alone
     with pytest.raises(RewriteError, match="more than its batch"):
         compose(ds, [vectorize], hoist)
+
+
+# --- where the script built each stage -----------------------------------------------------
+
+
+def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone() -> None:
+    import inspect
+
+    from pipediag.bench.structure import describe_pipeline
+    from pipediag.hooks.call_sites import CallSitePatch
+
+    tf = _tf()
+    original = tf.data.Dataset.__init__
+    patch = CallSitePatch()
+    patch.install()
+    try:
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        ds = tf.data.Dataset.range(8)
+        ds = ds.map(lambda x: x * 2)
+        ds = ds.batch(4)
+    finally:
+        patch.uninstall()
+
+    sites = [s.created_at for s in describe_pipeline(ds)]
+    assert sites == [f"test_rewrites_tf.py:{line + n}" for n in range(3)]
+    assert tf.data.Dataset.__init__ is original
