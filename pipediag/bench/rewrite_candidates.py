@@ -8,13 +8,14 @@ named (docs/design.md, "Every applicable rewrite").
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from pipediag.bench import cache_sizing
 from pipediag.bench.fix_candidates import Candidate, Once, size_cache
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.bench.structure import Stage
-from pipediag.report.model import StageStats, TrialFacts
+from pipediag.report.model import StageStats
 from pipediag.report.names import stage_name
 from pipediag.report.prescription import SEMANTICS_HOIST_CACHE, SEMANTICS_MATERIALISED
 from pipediag.report.stage_facts import MAP_KINDS, deterministic
@@ -124,7 +125,9 @@ def generator_candidate(
         columns, reason = read()
         if columns is not None:
             return None, False
-        candidate.facts = TrialFacts(available_bytes=cache_sizing.available_memory_bytes())
+        candidate.facts = replace(
+            candidate.facts, available_bytes=cache_sizing.available_memory_bytes()
+        )
         return reason, False
 
     def edit(graph: PipelineGraph) -> None:

@@ -168,6 +168,8 @@ def verify_fixes(
         candidates.append(thread_cap_candidate(thread_cap))
     if fixes is not None:
         candidates = [c for c in candidates if c.fix in fixes]
+    for candidate in candidates:
+        candidate.facts = replace(candidate.facts, semantics=candidate.semantics)
     if not run:
         return [_unverified(c, c.reason or "not run (--no-verify)") for c in candidates]
     baseline = None

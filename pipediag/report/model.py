@@ -191,6 +191,9 @@ class TrialFacts:
     # The fix's rate on training was faster than the train step alone ran in the alternation
     # (its fastest block): the trial was disturbed, and its gain is not used.
     above_step_alone: bool = False
+    # What the rewrite changes in what the pipeline yields, in words (`report/prescription.py`);
+    # None: nothing (a parallel map keeps the order).
+    semantics: str | None = None
 
 
 @dataclass(frozen=True)
