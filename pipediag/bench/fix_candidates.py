@@ -211,7 +211,7 @@ def _vectorize_candidate(
     lead = _leading_dim(batch_spec)
     traced = Once(lambda: trace_on_batches(walked[stats.index].dataset, batch, lead is not None))
     candidate.check = lambda graph_def, teardown: vectorize_check(
-        graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown, traced()
+        graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown, traced
     )
     candidate.edit = lambda graph: graph.vectorize(map_node, batch_node, traced())
     candidate.semantics = SEMANTICS_BATCHED

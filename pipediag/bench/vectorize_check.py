@@ -8,10 +8,10 @@ batch, refuses the fix with the reason; equal results on the sample are evidence
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from pipediag.bench.graph_edit import BatchedFunction, PipelineGraph
+from pipediag.bench.graph_edit import BatchedFunction, PipelineGraph, RewriteError
 from pipediag.bench.teardown import TearDown
 from pipediag.errors import tf_error_text
 
@@ -33,12 +33,13 @@ def vectorize_check(
     batch_spec: Any,
     sample_size: int,
     teardown: TearDown | None = None,
-    batched: BatchedFunction | None = None,
+    batched: Callable[[], BatchedFunction | None] | None = None,
 ) -> tuple[str | None, bool]:
     """Run the map's function per element and on whole batches over a sample of the user's
     elements; (why not, whether it is unsafe rather than unchecked), (None, False) if equal.
-    Spent iterators go to `teardown` (None: released in place); `batched` is the function
-    traced on batches (`trace_on_batches`) that the vectorised variant runs."""
+    Spent iterators go to `teardown` (None: released in place); `batched` gives the function
+    traced on batches (`trace_on_batches`) that the vectorised variant runs: a trace that
+    fails is the function failing on a batch."""
     import tensorflow as tf
 
     if not all(isinstance(c, tf.TensorSpec) for c in tf.nest.flatten(input_spec)):
@@ -57,11 +58,13 @@ def vectorize_check(
         source = check_graph.tensor_slices(sample, input_spec)
         map_def = check_graph.node(map_node)
         map_def.input[0] = source
-        if vectorized:
-            check_graph.vectorize(map_node, batch_node, batched)
-        check_graph.set_output(map_node if vectorized else batch_node)
         try:
+            if vectorized:
+                check_graph.vectorize(map_node, batch_node, None if batched is None else batched())
+            check_graph.set_output(map_node if vectorized else batch_node)
             results.append(_numpy_batches(check_graph.rebuild(batch_spec), teardown))
+        except RewriteError:
+            raise  # the graph, not the function: not checked
         except Exception as exc:
             if not vectorized:
                 raise

@@ -383,3 +383,22 @@ def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone
     sites = [s.created_at for s in describe_pipeline(ds)]
     assert sites == [f"test_rewrites_tf.py:{line + n}" for n in range(3)]
     assert tf.data.Dataset.__init__ is original
+
+
+def test_a_function_whose_trace_fails_on_a_batch_is_refused_as_unsafe() -> None:
+    from pipediag.bench.teardown import TearDown
+
+    tf = _tf()
+    # GIVEN a map that reshapes each 4-vector to 2x2: traced on a batch, static shapes clash
+    ds = tf.data.Dataset.range(40).map(lambda x: tf.reshape(tf.fill([4], x), [2, 2])).batch(5)
+    found, graph = _candidates(ds)
+    (vectorize,) = [c for c in found if c.fix == "vectorize"]
+
+    teardown = TearDown()
+    try:
+        reason, unsafe = vectorize.check(graph, teardown)
+    finally:
+        teardown.drain()
+
+    assert unsafe
+    assert reason is not None and reason.startswith("unsafe: the function fails on a batch")

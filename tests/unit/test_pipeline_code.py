@@ -137,3 +137,27 @@ def test_every_fix_id_has_words() -> None:
     from pipediag.report.vocabulary import FixName
 
     assert all(fix_words(fix) != fix for fix in get_args(FixName))
+
+
+def test_a_cache_follows_its_stage_and_an_interleave_gets_its_cycle_length() -> None:
+    stages = [
+        StageStats(0, "source", "TensorSliceDataset"),
+        StageStats(1, "interleave", "InterleaveDataset", function="read", inputs=[0]),
+        StageStats(2, "map", "MapDataset", function="decode", inputs=[1], created_at="t.py:4"),
+        StageStats(3, "batch", "BatchDatasetV2", {"batch_size": "16"}, inputs=[2]),
+    ]
+    changes = [
+        StageChange("parallel-interleave", 1, value=2),
+        StageChange("cache", 2, "a cache"),
+    ]
+
+    lines = rewritten_chain(stages, changes)
+
+    assert _texts(lines) == [
+        "ds = tf.data.Dataset.from_tensor_slices(...)",
+        "ds = ds.interleave(read, cycle_length=2, num_parallel_calls=tf.data.AUTOTUNE)",
+        "ds = ds.map(decode)",
+        "ds = ds.cache()",
+        "ds = ds.batch(16)",
+    ]
+    assert (lines[3].change, lines[3].site, lines[3].semantics) == ("cache", "t.py:4", "a cache")
