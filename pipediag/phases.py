@@ -436,7 +436,7 @@ def with_prescription(
 ) -> PipelineBenchmark:
     """The pipeline with what the rewrites measured on training: each trial's figures, on
     top of the rewrites kept before it, and the prescription they make together."""
-    prescription = trials.prescription()
+    prescription = trials.prescription(pipeline.stages)
     after = {(c.fix, c.stage_index): c.after for c in prescription.tried if c.after}
     updated = []
     for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):

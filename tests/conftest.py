@@ -29,6 +29,9 @@ def _leftover_patches() -> list[str]:
         method = iterator_ops.OwnedIterator.__dict__["_next_internal"]
         if hasattr(method, "__wrapped__"):
             found.append("OwnedIterator._next_internal")
+    dataset_ops = sys.modules.get("tensorflow.python.data.ops.dataset_ops")
+    if dataset_ops is not None and hasattr(dataset_ops.DatasetV2.__init__, "__wrapped__"):
+        found.append("DatasetV2.__init__")
     keras = sys.modules.get("keras")
     if keras is not None and "fit" in vars(keras.Model):
         found.append("keras.Model.fit")

@@ -25,7 +25,7 @@ from pipediag.report.model import (
     CostSplit,
     Suggestion,
 )
-from pipediag.report.names import fix_words, stage_name
+from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.vocabulary import (
     CONTENDS_FOR_GIL,
@@ -267,7 +267,7 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
         why = "the pipeline's stages were not timed (--no-stages)"
     elif pipeline.prescription is not None and pipeline.prescription.tried:
         tried = "; ".join(
-            f"{fix_words(c.fix, c.stage)} "
+            f"{fix_words_at(c.fix, c.stage)} "
             + (f"{c.training_speedup:.2f}x" if c.training_speedup is not None else "unmeasured")
             for c in pipeline.prescription.tried
         )

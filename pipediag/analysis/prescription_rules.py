@@ -18,8 +18,8 @@ from pipediag.analysis.advice_context import (
     training_text,
 )
 from pipediag.report.model import Suggestion
-from pipediag.report.names import fix_words, stage_name
-from pipediag.report.prescription import Prescription
+from pipediag.report.names import fix_words_at, stage_name
+from pipediag.report.prescription import Prescription, fix_words
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import FIX
@@ -38,7 +38,7 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
     if gain is None or gain < VERIFIED_MIN_GAIN:
         return []
     steps = "; ".join(
-        f"{fix_words(c.fix, c.stage)}: {c.training_speedup:.2f}x"
+        f"{fix_words_at(c.fix, c.stage)}: {c.training_speedup:.2f}x"
         + (" on top of the ones before" if c.after else "")
         for c in prescription.kept
         if c.training_speedup is not None
@@ -57,7 +57,7 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
     if changes:
         evidence += " What changes besides the speed: " + "; ".join(changes) + "."
     code = "\n".join(line.text for line in prescription.code) or "\n".join(
-        f"# {fix_words(c.fix, c.stage)}" for c in prescription.kept
+        f"# {fix_words_at(c.fix, c.stage)}" for c in prescription.kept
     )
     return [
         Suggestion(
@@ -103,11 +103,11 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
         extra.append(
             Suggestion(
                 id=MEASURED_RULE,
-                title=f"{fix_words(trial.fix, trial.stage)}{on_top}",
+                title=f"{fix_words_at(trial.fix, trial.stage)}{on_top}",
                 stage=trial.stage or None,
                 stage_index=trial.stage_index,
                 evidence=training_text(ctx, trial).strip(),
-                code=f"# {fix_words(trial.fix, trial.stage)}",
+                code=f"# {fix_words_at(trial.fix, trial.stage)}",
                 verified_speedup=trial.speedup if trial.verified else None,
                 training_speedup=gain,
                 training_interval=training_interval(ctx, trial),

@@ -11,20 +11,26 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from pipediag.bench import cache_sizing
 from pipediag.bench.graph_edit import PipelineGraph
 from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
-from pipediag.bench.vectorize_check import VECTORIZE_SAMPLE_MAX_ELEMENTS, vectorize_check
+from pipediag.bench.vectorize_check import (
+    VECTORIZE_SAMPLE_MAX_ELEMENTS,
+    trace_on_batches,
+    vectorize_check,
+)
 from pipediag.report.model import StageStats, TrialFacts
 from pipediag.report.names import stage_name
+from pipediag.report.prescription import SEMANTICS_BATCHED, SEMANTICS_CACHE
 from pipediag.report.stage_facts import (
-    VECTORIZE_MAX_ELEMENT_S,
     cache_point,
     downstream_batch_size,
     prefix_cost_s,
+    rewrite_site,
     runs_sequential_interleave,
     runs_sequential_map,
     vectorizable,
@@ -45,14 +51,6 @@ from pipediag.report.vocabulary import (
 
 # Fix ids (`report/vocabulary.py`): the advisor's rules look their trials up by these.
 
-# Fixes are tried on stages adding at least this share of the time per batch; below it a
-# fix moves the rate by less than run-to-run noise on a shared 2-core machine (~5%).
-TRIAL_MIN_SHARE = 0.05
-# A cache must fit in half the memory available now (psutil): the rest of the training
-# process (model, framework, shuffle buffers) also needs room.
-CACHE_MAX_MEMORY_SHARE = 0.5
-# Elements read to estimate the size of elements whose shapes are not static.
-CACHE_SIZE_SAMPLE = 8
 # Filling a cache takes one epoch of the prefix; verify only when it takes at most this long,
 # the length of the phase-1 benchmark (bench/pipeline.py DEFAULT_MAX_SECONDS).
 CACHE_FILL_MAX_S = 3.0
@@ -60,10 +58,16 @@ CACHE_FILL_MAX_S = 3.0
 # and prefetches downstream read ahead, so the epoch boundary is not exact.
 CACHE_FILL_MARGIN_BATCHES = 4
 
+T = TypeVar("T")
+
 
 @dataclass
 class Candidate:
-    """A fix to try: how to build its variant from the baseline graph, or why it cannot be."""
+    """A fix to try: how to build its variant from the baseline graph, or why it cannot be.
+
+    `edit` and `with_options` are re-applied, in order, when fixes are composed
+    (`bench/compose.py`): an edit finds its nodes by the names they had in the user's graph,
+    and every edit keeps those names, so edits compose in any order."""
 
     fix: FixName
     stage_index: int | None
@@ -83,6 +87,22 @@ class Candidate:
     tried_on_training: bool = False
     unsafe: bool = False  # the vectorise check refused the function
     fits_in_memory: bool | None = None  # a cache's data, in the memory available
+    # What the rewrite changes in what the pipeline yields, in words; None: nothing.
+    semantics: str | None = None
+
+
+class Once(Generic[T]):
+    """A value computed on first use and kept: a trace or a read shared by check and edit."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._done = False
+        self._value: T | None = None
+
+    def __call__(self) -> T:
+        if not self._done:
+            self._value, self._done = self._make(), True
+        return self._value  # type: ignore[return-value]
 
 
 def fix_candidates(
@@ -92,22 +112,44 @@ def fix_candidates(
     options: dict[str, str],
     cores: int,
 ) -> list[Candidate]:
-    """The fixes that apply to this pipeline, in stage order (the prefetch and autotune last)."""
-    total_s = _time_per_batch(stages)
+    """Every rewrite that applies to this pipeline, in stage order (prefetch, autotune last).
+
+    No timing threshold decides whether a rewrite exists: a stage is a site for rewrites
+    unless its cost to training was measured under `VERIFIED_MIN_GAIN`
+    (`stage_facts.rewrite_site`); the trials and the search on training decide the rest
+    (docs/design.md, "Every applicable rewrite")."""
+    from pipediag.bench.rewrite_candidates import (
+        fusion_candidate,
+        generator_candidate,
+        hoist_candidate,
+    )
+
     found: list[Candidate] = []
     for stats in stages:
-        if stats.tf_internal or not _costly(stats, total_s):
+        if stats.tf_internal or not rewrite_site(stats):
             continue
         node = nodes.get(stats.index)
+        generator = generator_candidate(stats, walked, node)
+        if generator is not None:
+            found.append(generator)
         if runs_sequential_map(stats, cores):
             found.append(_map_candidate(stats, node))
         if runs_sequential_interleave(stats, cores):
             found.append(_interleave_candidate(stats, node, cores))
-        if vectorizable(stats, stages) and _cheap_per_element(stats, stages):
+        if vectorizable(stats, stages):
             found.append(_vectorize_candidate(stats, walked, stages, nodes))
-    cache = _cache_candidate(walked, stages, nodes, total_s)
+        hoist = hoist_candidate(stats, walked, stages, nodes)
+        if hoist is not None:
+            found.append(hoist)
+        fusion = fusion_candidate(stats, stages, options)
+        if fusion is not None:
+            found.append(fusion)
+    cache = _cache_candidate(walked, stages, nodes)
     if cache is not None:
         found.append(cache)
+    last = _last_real_stage(stages)
+    if last is not None and not rewrite_site(last):
+        return found  # the whole pipeline held in memory gains nothing: no end-of-chain fix
     prefetch = _prefetch_candidate(stages)
     if prefetch is not None:
         prefetch.tried_on_training = prefetch.facts.existing_buffer is None and (
@@ -166,11 +208,25 @@ def _vectorize_candidate(
     sample_size = min(2 * batch, VECTORIZE_SAMPLE_MAX_ELEMENTS)
     candidate.facts = replace(candidate.facts, sample_elements=sample_size)
 
+    lead = _leading_dim(batch_spec)
+    traced = Once(lambda: trace_on_batches(walked[stats.index].dataset, batch, lead is not None))
     candidate.check = lambda graph_def, teardown: vectorize_check(
-        graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown
+        graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown, traced
     )
-    candidate.edit = lambda graph: graph.vectorize(map_node, batch_node)
+    candidate.edit = lambda graph: graph.vectorize(map_node, batch_node, traced())
+    candidate.semantics = SEMANTICS_BATCHED
     return candidate
+
+
+def _leading_dim(spec: Any) -> int | None:
+    """The static batch size of a batched spec (None when the last batch may be short)."""
+    import tensorflow as tf
+
+    components = tf.nest.flatten(spec)
+    shape = getattr(components[0], "shape", None) if components else None
+    if shape is None or shape.rank is None or shape.rank == 0:
+        return None
+    return None if shape[0] is None else int(shape[0])
 
 
 def _python_input(dataset: Any) -> Any | None:
@@ -200,31 +256,53 @@ def _prefetch_candidate(stages: list[StageStats]) -> Candidate | None:
 
 
 def _cache_candidate(
-    walked: list[Stage], stages: list[StageStats], nodes: dict[int, str], total_s: float | None
+    walked: list[Stage], stages: list[StageStats], nodes: dict[int, str]
 ) -> Candidate | None:
     """Cache after the costliest deterministic prefix, when the pipeline has no cache yet."""
     if any(s.kind == KIND_CACHE for s in stages):
         return None
     point = cache_point(stages)
-    if point is None:
+    if point is None or not rewrite_site(stages[point]):
         return None
     stats = stages[point]
     prefix_s = prefix_cost_s(stages, point)
-    if total_s is not None and prefix_s < TRIAL_MIN_SHARE * total_s:
-        return None
-    candidate = Candidate(FIX_CACHE, point, stage_name(stats), cost_s=prefix_s)
+    candidate = Candidate(
+        FIX_CACHE, point, stage_name(stats), cost_s=prefix_s, semantics=SEMANTICS_CACHE
+    )
     candidate.facts = TrialFacts(prefix_s_per_batch=prefix_s)
-    prefix = walked[point].dataset
-    elements = _cardinality(prefix)
+    node = nodes.get(point)
+    size_cache(candidate, walked, walked[point].dataset, point, stats.elements_per_s)
+    if candidate.reason is None and node is None:
+        candidate.reason = "the stage was not found in the dataset graph"
+    if candidate.reason is None and node is not None:
+        candidate.edit = lambda graph: graph.cache_after(node, repeat=True)
+    return candidate
+
+
+def size_cache(
+    candidate: Candidate,
+    walked: list[Stage],
+    prefix: Any,
+    point: int,
+    elements_per_s: float | None,
+    sample: Any | None = None,
+) -> None:
+    """Fill in what a cache of `prefix` (one epoch of stage `point`'s output) needs: its
+    size against the memory available, how long it takes to fill, and how many output
+    batches fill it; or set `candidate.reason` to why it cannot be timed. Sizes not static
+    are read from `sample` (default: `prefix`), a dataset with the same elements."""
+    elements = cache_sizing.cardinality(prefix)
     if elements is None or elements < 0:
         candidate.reason = "the dataset is infinite or of unknown size at this point: no cache"
-        return candidate
-    size = _dataset_bytes(prefix, elements)
-    available = _available_memory_bytes()
+        return
+    size = cache_sizing.dataset_bytes(
+        prefix if sample is None else sample, elements, prefix.element_spec
+    )
+    available = cache_sizing.available_memory_bytes()
     candidate.facts = replace(
         candidate.facts, elements=elements, cache_bytes=size, available_bytes=available
     )
-    fits = size is not None and available is not None and size <= CACHE_MAX_MEMORY_SHARE * available
+    fits = cache_sizing.fits_in_memory(size, available)
     candidate.fits_in_memory = fits
     if not fits:
         candidate.reason = (
@@ -232,16 +310,12 @@ def _cache_candidate(
             if size is None or available is None
             else "the cache would not fit comfortably in memory"
         )
-        return candidate
-    rate = stats.elements_per_s
-    fill_s = elements / rate if rate else None
+        return
+    fill_s = elements / elements_per_s if elements_per_s else None
     if fill_s is not None:
         candidate.facts = replace(candidate.facts, fill_s=fill_s)
     factor = elements_per_output_batch(walked)[point]
-    node = nodes.get(point)
-    if node is None:
-        candidate.reason = "the stage was not found in the dataset graph"
-    elif fill_s is None or factor is None:
+    if fill_s is None or factor is None:
         candidate.reason = "cannot tell how long filling the cache takes: estimated only"
     elif fill_s > CACHE_FILL_MAX_S:
         candidate.reason = (
@@ -249,8 +323,6 @@ def _cache_candidate(
         )
     else:
         candidate.fill_batches = math.ceil(elements / factor) + CACHE_FILL_MARGIN_BATCHES
-        candidate.edit = lambda graph: graph.cache_after(node, repeat=True)
-    return candidate
 
 
 def _last_real_stage(stages: Sequence[StageStats]) -> StageStats | None:
@@ -258,30 +330,6 @@ def _last_real_stage(stages: Sequence[StageStats]) -> StageStats | None:
         if stats.kind != KIND_OPTIONS:
             return stats
     return None
-
-
-def _time_per_batch(stages: Sequence[StageStats]) -> float | None:
-    last = stages[-1] if stages else None
-    if last is None or not last.batches_per_s:
-        return None
-    return 1.0 / last.batches_per_s
-
-
-def _costly(stats: StageStats, total_s: float | None) -> bool:
-    if stats.own_s_per_batch is None or total_s is None:
-        return True  # unmeasured: try it rather than guess it away
-    return bool(stats.own_s_per_batch >= TRIAL_MIN_SHARE * total_s)
-
-
-def _cheap_per_element(stats: StageStats, stages: list[StageStats]) -> bool:
-    batch = downstream_batch_size(stages, stats.index)
-    own = stats.own_s_per_batch
-    return (
-        own is not None
-        and batch is not None
-        and batch > 0
-        and (own / batch <= VECTORIZE_MAX_ELEMENT_S)
-    )
 
 
 def _cost(stats: StageStats) -> float:
@@ -313,62 +361,3 @@ def _autotune_on(dataset: Any) -> Any:
     options = tf.data.Options()
     options.autotune.enabled = True
     return dataset.with_options(options)
-
-
-def _cardinality(dataset: Any) -> int | None:
-    """Elements in one epoch; -1 infinite, -2 unknown (tf.data's constants), None on error."""
-    try:
-        return int(dataset.cardinality().numpy())
-    except Exception:
-        return None
-
-
-def _dataset_bytes(dataset: Any, elements: int) -> int | None:
-    """Memory of one epoch: from static shapes when known, else from a few sampled elements."""
-    static = _static_element_bytes(dataset.element_spec)
-    if static is not None:
-        return static * elements
-    sampled = _sampled_element_bytes(dataset)
-    return None if sampled is None else int(sampled * elements)
-
-
-def _static_element_bytes(spec: Any) -> int | None:
-    import tensorflow as tf
-
-    total = 0
-    for component in tf.nest.flatten(spec):
-        shape = getattr(component, "shape", None)
-        dtype = getattr(component, "dtype", None)
-        if shape is None or dtype is None or not shape.is_fully_defined() or dtype == tf.string:
-            return None
-        total += shape.num_elements() * dtype.size
-    return total
-
-
-def _sampled_element_bytes(dataset: Any) -> float | None:
-    """Mean size of the first elements, read on a fresh iterator (the prefix has no cache)."""
-    import tensorflow as tf
-
-    sizes: list[int] = []
-    try:
-        for element in dataset.take(CACHE_SIZE_SAMPLE):
-            size = 0
-            for tensor in tf.nest.flatten(element):
-                value = tensor.numpy()
-                if value.dtype == object:
-                    size += sum(len(v) for v in value.ravel())
-                else:
-                    size += value.nbytes
-            sizes.append(size)
-    except Exception:
-        return None
-    return sum(sizes) / len(sizes) if sizes else None
-
-
-def _available_memory_bytes() -> int | None:
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except Exception:
-        return None

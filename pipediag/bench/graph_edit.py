@@ -10,6 +10,7 @@ rewrite raises `RewriteError`, whose message is shown to the user.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pipediag.bench.structure import Stage
@@ -31,10 +32,28 @@ _PARALLEL_INTERLEAVE_OPS = frozenset({"ParallelInterleaveDatasetV3", "ParallelIn
 # Attributes of a MapDataset that ParallelMapDatasetV2 does not have.
 _SEQUENTIAL_ONLY_ATTRS = ("force_synchronous",)
 _PASS_THROUGH_OPS = frozenset({"OptionsDataset"})
+_SHUFFLE_OPS = frozenset({"ShuffleDataset", "ShuffleDatasetV2", "ShuffleDatasetV3"})
 
 
 class RewriteError(Exception):
     """A fix that cannot be applied to this graph; the message is shown to the user."""
+
+
+@dataclass(frozen=True)
+class BatchedFunction:
+    """A map's Python function traced again on whole batches, ready to go into a graph copy.
+
+    The graph's own function was traced on one element, and shape logic TF resolved at trace
+    time stays in it: `tf.image.resize_with_crop_or_pad` on a 3-D image adds a batch axis and
+    slices with 4-D begin/size, so run on a 4-D batch it sees a 5-D tensor and fails. Only a
+    new trace on the batched spec is what `ds.batch(n).map(f)` would run (docs/design.md,
+    "Reading and rewriting a pipeline").
+    """
+
+    name: str
+    library: tuple[Any, ...]  # FunctionDefs: the function and every function it calls
+    output_shapes: tuple[Any, ...]  # TensorShapeProto per output component, batched
+    argument_types: tuple[int, ...]  # DataType enums of its captured inputs
 
 
 def graph_and_nodes(
@@ -72,10 +91,12 @@ def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, 
         stats = by_object.get(id(ds))
         if stats is None or node is None or stats.index in found or depth > len(walked):
             return
-        if stats.name != node.op:
+        generated = python_chain.generator_function(ds) is not None
+        # `from_generator` is named for the user; its op is the flat_map it builds.
+        if node.op != ("FlatMapDataset" if generated else stats.name):
             return
         found[stats.index] = node.name
-        if python_chain.generator_function(ds) is not None:
+        if generated:
             return
         inputs = [
             python_chain.skip_passthrough(python_chain.unwrap(i))
@@ -276,8 +297,14 @@ class PipelineGraph:
         node.op = "ParallelInterleaveDatasetV4"
         node.attr["deterministic"].s = b"default"
 
-    def vectorize(self, map_name: str, batch_name: str) -> None:
-        """`X -> map(f) -> batch(n) -> ...` becomes `X -> batch(n) -> map(f, AUTOTUNE) -> ...`."""
+    def vectorize(
+        self, map_name: str, batch_name: str, batched: BatchedFunction | None = None
+    ) -> None:
+        """`X -> map(f) -> batch(n) -> ...` becomes `X -> batch(n) -> map(f, AUTOTUNE) -> ...`.
+
+        With `batched`, the map runs that trace of `f` on batches; without, the graph's own
+        per-element trace (right only for functions with no rank-dependent shape logic).
+        Both node names survive, so edits naming them compose with this one."""
         mapped, batch = self.node(map_name), self.node(batch_name)
         if mapped.op not in _MAP_OPS:
             raise RewriteError(f"{mapped.op} is not a map this rewrite knows")
@@ -297,11 +324,29 @@ class PipelineGraph:
         types = source.attr[key]
         batch.attr["output_types"].CopyFrom(types)
         _set_batched_shapes(batch, source.attr["output_shapes"], lead)
-        _set_batched_shapes(mapped, mapped.attr["output_shapes"], lead)
+        if batched is None:
+            _set_batched_shapes(mapped, mapped.attr["output_shapes"], lead)
+        else:
+            self.use_function(mapped, batched)
         if mapped.op == "MapDataset":
             self.parallelize_map(map_name)
         else:
             self.set_input(mapped, -1, AUTOTUNE)
+
+    def use_function(self, mapped: Any, function: BatchedFunction) -> None:
+        """`mapped` runs `function` (added to the library) on the same captured inputs."""
+        have = tuple(mapped.attr["Targuments"].list.type)
+        if have != function.argument_types:
+            raise RewriteError("the function captures other values when traced on a batch")
+        known = {f.signature.name for f in self.graph_def.library.function}
+        for function_def in function.library:
+            if function_def.signature.name not in known:
+                self.graph_def.library.function.add().CopyFrom(function_def)
+                known.add(function_def.signature.name)
+        mapped.attr["f"].func.name = function.name
+        del mapped.attr["output_shapes"].list.shape[:]
+        for shape in function.output_shapes:
+            mapped.attr["output_shapes"].list.shape.add().CopyFrom(shape)
 
     def prefetch_at_end(self) -> None:
         root = self.root()
@@ -320,6 +365,34 @@ class PipelineGraph:
         cache = self.insert_after(target, "CacheDataset", [self.const("")])
         if repeat:
             self.insert_after(cache, "RepeatDataset", [self.const(-1)])
+
+    def hoist_above_shuffle(self, map_name: str, shuffle_name: str, *, repeat: bool = True) -> None:
+        """`X -> shuffle -> map(f) -> ...` becomes `X -> map(f) -> cache -> shuffle -> ...`;
+        with `repeat`, the cache is read again forever (as `cache_after`), so one iterator
+        times the epochs after the first. The map and shuffle keep their names."""
+        mapped, shuffle = self.node(map_name), self.node(shuffle_name)
+        if mapped.op not in _MAP_OPS:
+            raise RewriteError(f"{mapped.op} is not a map this rewrite knows")
+        if shuffle.op not in _SHUFFLE_OPS:
+            raise RewriteError(f"{shuffle.op} is not a shuffle this rewrite knows")
+        if self.data_inputs(mapped)[0].split(":")[0] != shuffle_name:
+            raise RewriteError("the map does not read the shuffle")
+        if [n.name for n in self.consumers(shuffle_name)] != [map_name]:
+            raise RewriteError("the shuffle's output is read by more than the map")
+        source = self.data_inputs(shuffle)[0]
+        self.redirect(map_name, shuffle_name)  # the map's readers now read the shuffle
+        mapped.input[0] = source
+        shuffle.input[0] = map_name
+        shuffle.attr["output_types"].CopyFrom(mapped.attr["output_types"])
+        shuffle.attr["output_shapes"].CopyFrom(mapped.attr["output_shapes"])
+        self.cache_after(map_name, repeat=repeat)
+
+    def replace_source(self, name: str, columns: list[Any], spec: Any) -> None:
+        """The source `name` becomes a `TensorSliceDataset` of `columns` (one stacked array
+        per component of `spec`), under the same name, so edits naming it still find it."""
+        old = self.node(name)
+        self.graph_def.node.remove(old)
+        self.node(self.tensor_slices(columns, spec)).name = name
 
     def hold_after(self, name: str, count: int) -> None:
         """`name`'s first `count` elements held in memory and repeated forever: every stage

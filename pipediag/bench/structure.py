@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipediag.bench import call_sites
 from pipediag.bench.python_chain import (
     MAX_STAGES,
     defined_in_tensorflow,
@@ -252,6 +253,8 @@ def effective_options(dataset: Any) -> dict[str, str]:
         "map_parallelization": optimisation(optimization.map_parallelization),
         "map_and_batch_fusion": optimisation(optimization.map_and_batch_fusion),
         "parallel_batch": optimisation(optimization.parallel_batch),
+        # Not a default optimisation: off unless set.
+        "map_fusion": _flag(optimization.map_fusion is True),
         # Unset or 0: the pool is sized from the cores at run time (parallel calls are capped
         # at the core count by it: docs/design.md, "tf.data behaviours").
         "private_threadpool_size": (
@@ -385,6 +388,7 @@ class _Builder:
             tf_internal=tf_internal,
             random=any(_is_random_op(op) for op in ops),
             stateful_ops=sorted(stateful_ops),
+            created_at=call_sites.created_at(ds),
         )
         batch_size = _int_or_none(settings.get("batch_size"))
         self.stages.append(Stage(stats, ds, batch_size=batch_size, notes=notes))

@@ -8,10 +8,10 @@ batch, refuses the fix with the reason; equal results on the sample are evidence
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from pipediag.bench.graph_edit import PipelineGraph
+from pipediag.bench.graph_edit import BatchedFunction, PipelineGraph, RewriteError
 from pipediag.bench.teardown import TearDown
 from pipediag.errors import tf_error_text
 
@@ -33,10 +33,13 @@ def vectorize_check(
     batch_spec: Any,
     sample_size: int,
     teardown: TearDown | None = None,
+    batched: Callable[[], BatchedFunction | None] | None = None,
 ) -> tuple[str | None, bool]:
     """Run the map's function per element and on whole batches over a sample of the user's
     elements; (why not, whether it is unsafe rather than unchecked), (None, False) if equal.
-    Spent iterators go to `teardown` (None: released in place)."""
+    Spent iterators go to `teardown` (None: released in place); `batched` gives the function
+    traced on batches (`trace_on_batches`) that the vectorised variant runs: a trace that
+    fails is the function failing on a batch."""
     import tensorflow as tf
 
     if not all(isinstance(c, tf.TensorSpec) for c in tf.nest.flatten(input_spec)):
@@ -55,11 +58,13 @@ def vectorize_check(
         source = check_graph.tensor_slices(sample, input_spec)
         map_def = check_graph.node(map_node)
         map_def.input[0] = source
-        if vectorized:
-            check_graph.vectorize(map_node, batch_node)
-        check_graph.set_output(map_node if vectorized else batch_node)
         try:
+            if vectorized:
+                check_graph.vectorize(map_node, batch_node, None if batched is None else batched())
+            check_graph.set_output(map_node if vectorized else batch_node)
             results.append(_numpy_batches(check_graph.rebuild(batch_spec), teardown))
+        except RewriteError:
+            raise  # the graph, not the function: not checked
         except Exception as exc:
             if not vectorized:
                 raise
@@ -76,6 +81,36 @@ def vectorize_check(
             True,
         )
     return None, False
+
+
+def trace_on_batches(
+    map_dataset: Any, batch_size: int, drop_remainder: bool
+) -> BatchedFunction | None:
+    """The map's Python function traced on its input batched as the pipeline batches it;
+    None when the map's Python objects are unknown (the graph's own trace is used then)."""
+    from pipediag.bench import python_chain
+
+    func = python_chain.user_function(map_dataset)
+    inputs = python_chain.python_inputs(python_chain.unwrap(map_dataset))
+    if func is None or len(inputs) != 1:
+        return None
+    # Building a dataset runs nothing: only the function is traced.
+    batched_map = inputs[0].batch(batch_size, drop_remainder=drop_remainder).map(func)
+    concrete = batched_map._map_func.function
+    library = (concrete.function_def, *concrete.graph.as_graph_def().library.function)
+    import tensorflow as tf
+
+    outputs = tf.nest.flatten(batched_map.element_spec)
+    if not all(isinstance(c, tf.TensorSpec) for c in outputs):
+        return None  # ragged or sparse outputs: their graph shapes are not their specs'
+    shapes = tuple(component.shape.as_proto() for component in outputs)
+    types = tuple(t.dtype.as_datatype_enum for t in concrete.captured_inputs)
+    return BatchedFunction(
+        name=concrete.function_def.signature.name,
+        library=library,
+        output_shapes=shapes,
+        argument_types=types,
+    )
 
 
 def _read_sample(

@@ -63,10 +63,7 @@ from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.errors import describe_error
 from pipediag.report.model import FixTrial, StageStats
-from pipediag.report.stage_facts import (
-    VERIFIED_MIN_GAIN,
-    int_setting,
-)
+from pipediag.report.stage_facts import int_setting
 
 # Total time for all trials: about the phase-1 pipeline benchmark (bench/pipeline.py, 3 s)
 # per fix, for the two or three fixes a pipeline typically has.
@@ -87,20 +84,36 @@ BUDGET_OVERRUN = 1.5
 
 @dataclass(frozen=True)
 class FixPipelines:
-    """A fix measured to speed the pipeline up: its two copies, kept so that the fix can be
-    tried on training itself (`training/training_trial.py`)."""
+    """A fix's two copies of the pipeline, kept so that it can be tried on training itself
+    (`training/training_trial.py`), and what it takes to apply it again on top of others
+    (`compose`: `candidate`, `graph`, `element_spec`)."""
 
     fix: str
     stage_index: int | None
     baseline: Any
     variant: Any
-    fill_batches: int = 0  # for a cache: batches to read before it is full
-    pipeline_speedup: float = 1.0
+    fill_batches: int = 0  # for a cache: batches of `variant` to read before it is full
+    pipeline_speedup: float = 1.0  # measured on the pipeline alone: a first look
     tried_on_training: bool = False  # whatever the pipeline alone measured
     stage: str = ""  # the stage's name, as the trial's
-    # For a baseline with rewrites already applied (`training/prescription.py`): batches to
-    # read before a cache in it is full.
+    candidate: Candidate | None = None  # the rewrite: its edit or options
+    graph: Any = None  # the user's GraphDef, unedited, that `candidate` edits
+    element_spec: Any = None
+    # Batches of `baseline` to read before a cache in it is full (the fixes kept below it).
     baseline_fill_batches: int = 0
+    # What the fixes in `variant` change in what the pipeline yields, in words.
+    semantics: tuple[str, ...] = ()
+    # The fixes `variant` has applied, in the order applied: those kept, then this one.
+    applied: tuple[str, ...] = ()
+
+
+def compose(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
+    """`kept` applied (the baseline) and `kept` plus `extra` applied (the variant), for the
+    greedy search on training (docs/design.md, "Composing rewrites"); raises `RewriteError`
+    when `extra` cannot go on top of `kept` (e.g. a map vectorised, then hoisted)."""
+    from pipediag.bench.compose import compose_fixes
+
+    return compose_fixes(dataset, kept, extra)
 
 
 def verify_fixes(
@@ -132,9 +145,10 @@ def verify_fixes(
             `measure_stages`): the trials get whatever time is left, capped by `budget_s`.
         teardown: where spent iterators are released (`bench/teardown.py`); None uses a
             private one drained before returning, so no thread outlives the call.
-        keep: where the two copies of each fix measured at `VERIFIED_MIN_GAIN` or more are
-            put, for a trial on training; the caller restores the pipeline's variables
-            around any later read of them (`bench.isolate.preserved_variables`).
+        keep: where the two copies of every fix built, safe and timed are put (its
+            pipeline-alone speedup on it), for the search on training; the caller restores
+            the pipeline's variables around any later read of them
+            (`bench.isolate.preserved_variables`).
         thread_cap: where the pipeline's threads take the train step's cores (contention),
             a trial of the pipeline capped at this many threads, kept for training.
 
@@ -155,6 +169,8 @@ def verify_fixes(
         candidates.append(thread_cap_candidate(thread_cap))
     if fixes is not None:
         candidates = [c for c in candidates if c.fix in fixes]
+    for candidate in candidates:
+        candidate.facts = replace(candidate.facts, semantics=candidate.semantics)
     if not run:
         return [_unverified(c, c.reason or "not run (--no-verify)") for c in candidates]
     baseline = None
@@ -246,8 +262,7 @@ class _Trials:
         except Exception as exc:  # the user's function failed in the copy: report, do not raise
             return _unverified(candidate, f"the rewritten pipeline failed: {describe_error(exc)}")
         trial = self._measured(candidate, rounds)
-        gain = trial.speedup or 0.0
-        if self.keep is not None and (gain >= VERIFIED_MIN_GAIN or candidate.tried_on_training):
+        if self.keep is not None:  # every fix built and safe: the search on training decides
             self.keep.append(
                 FixPipelines(
                     fix=candidate.fix,
@@ -258,6 +273,11 @@ class _Trials:
                     pipeline_speedup=trial.speedup or 1.0,
                     tried_on_training=candidate.tried_on_training,
                     stage=candidate.stage,
+                    candidate=candidate,
+                    graph=self.graph,
+                    element_spec=self.dataset.element_spec,
+                    semantics=() if candidate.semantics is None else (candidate.semantics,),
+                    applied=(candidate.fix,),
                 )
             )
         return trial
@@ -403,11 +423,3 @@ def _unverified(candidate: Candidate, reason: str) -> FixTrial:
         unsafe=candidate.unsafe,
         fits_in_memory=candidate.fits_in_memory,
     )
-
-
-def compose(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
-    """The pipelines of one more rewrite on top of `kept`: the kept rewrites applied
-    (baseline), and those with `extra` too (variant)."""
-    if not kept:
-        return extra
-    raise RewriteError("rewrites cannot be combined yet")

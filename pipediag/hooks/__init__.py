@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipediag.hooks.call_sites import CallSitePatch
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.imports import PostImportHook
 from pipediag.hooks.keras_fit import FitPatch, FitTracker
@@ -29,9 +30,11 @@ class InstalledHooks:
     _iterator_patch: IteratorPatch
     _tape_patch: GradientTapePatch
     _imports: PostImportHook
+    _call_sites: CallSitePatch
 
     def uninstall(self) -> None:
         self._imports.uninstall()
+        self._call_sites.uninstall()
         self._fit_patch.uninstall()
         self._iterator_patch.uninstall()
         self._tape_patch.uninstall()
@@ -47,13 +50,17 @@ def install(session: HookHost) -> InstalledHooks:
     fit_patch = FitPatch(fit, session)
     iterator_patch = IteratorPatch(loop, session)
     tape_patch = GradientTapePatch(watch)
+    call_site_patch = CallSitePatch()
 
     def on_tensorflow(module: object) -> None:
         iterator_patch.install(module)
         tape_patch.install()
+        call_site_patch.install()
 
     imports = PostImportHook({"tensorflow": on_tensorflow, "keras": fit_patch.install})
-    hooks = InstalledHooks(fit, loop, fit_patch, iterator_patch, tape_patch, imports)
+    hooks = InstalledHooks(
+        fit, loop, fit_patch, iterator_patch, tape_patch, imports, call_site_patch
+    )
     try:
         imports.install()
     except BaseException:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pipediag.renderers.numbers import gain
 from pipediag.report.model import Report
-from pipediag.report.names import fix_words
+from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription
 
 
@@ -36,7 +36,7 @@ def together_text(prescription: Prescription) -> str:
 
 
 def _change_line(change: PrescribedChange) -> str:
-    what = fix_words(change.fix, change.stage)
+    what = fix_words_at(change.fix, change.stage)
     if change.training_speedup is None:
         return f"{what}: not measured ({change.reason or 'no rate'})"
     figure = _figure(

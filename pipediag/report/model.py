@@ -197,6 +197,9 @@ class TrialFacts:
     # are over the pipeline with those applied (docs/design.md, "The pipeline pipediag would
     # write"); empty: over the user's pipeline.
     training_after: list[FixName] = field(default_factory=list)
+    # What the rewrite changes in what the pipeline yields, in words (`report/prescription.py`);
+    # None: nothing (a parallel map keeps the order).
+    semantics: str | None = None
 
 
 @dataclass(frozen=True)

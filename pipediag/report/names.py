@@ -11,15 +11,7 @@ from __future__ import annotations
 import re
 
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, StageStats
-from pipediag.report.vocabulary import (
-    FIX_AUTOTUNE,
-    FIX_CACHE,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_PARALLEL_MAP,
-    FIX_PREFETCH,
-    FIX_THREAD_CAP,
-    FIX_VECTORIZE,
-)
+from pipediag.report.prescription import fix_words
 
 NO_VERDICT = "NO VERDICT"
 VERDICT_TITLES = {
@@ -48,18 +40,8 @@ def stage_name(stage: StageStats) -> str:
     return f"{stage.kind}: {name}"
 
 
-FIX_WORDS: dict[str, str] = {
-    FIX_PARALLEL_MAP: "parallel calls",
-    FIX_PARALLEL_INTERLEAVE: "a parallel interleave",
-    FIX_PREFETCH: "a final prefetch(AUTOTUNE)",
-    FIX_CACHE: "a cache",
-    FIX_VECTORIZE: "the map after the batch (vectorised)",
-    FIX_AUTOTUNE: "autotune on",
-    FIX_THREAD_CAP: "the pipeline's threads capped",
-}
-
-
-def fix_words(fix: str, stage: str | None = None) -> str:
-    """A rewrite in words, with its stage where it has one: "parallel calls in map(parse)"."""
-    words = FIX_WORDS.get(fix, fix)
+def fix_words_at(fix: str, stage: str | None = None) -> str:
+    """A rewrite in words, with its stage where it has one: "run the map in parallel at
+    map(parse)"."""
+    words = fix_words(fix)
     return f"{words} at {stage}" if stage and stage != "options" else words

@@ -1,26 +1,86 @@
-"""The pipeline pipediag would write: the rewrites kept on training, their combined gain and
-their code (docs/design.md, "The pipeline pipediag would write")."""
+"""The pipeline pipediag would write, as the report holds it: lines of tf.data code, each
+changed line with the fix that changed it, where the script made the stage, and what the
+change does to the data (docs/design.md, "The pipeline pipediag would write").
+
+With it, the rewrites tried on training greedily and what the kept ones came to together.
+Also the words for each rewrite and for each change in semantics, spelled once here, below
+the candidates that attach them (`bench/fix_candidates.py`) and the layers that print them.
+Pure declarations.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
-from pipediag.report.vocabulary import FixName
+from pipediag.report.vocabulary import (
+    FIX_AUTOTUNE,
+    FIX_CACHE,
+    FIX_HOIST_CACHE,
+    FIX_MAP_FUSION,
+    FIX_MATERIALISE,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_PARALLEL_MAP,
+    FIX_PREFETCH,
+    FIX_THREAD_CAP,
+    FIX_VECTORIZE,
+    FixName,
+)
+
+# Changes in what the pipeline yields, as each rewrite names its own.
+SEMANTICS_ORDER: Final = "element order: the map now runs before the shuffle"
+SEMANTICS_BATCHED: Final = "the function is applied to whole batches"
+SEMANTICS_CACHE: Final = (
+    "a cache: the elements are read once and kept in memory; randomness before it is frozen"
+)
+SEMANTICS_HOIST_CACHE: Final = f"{SEMANTICS_ORDER}; {SEMANTICS_CACHE}"
+SEMANTICS_MATERIALISED: Final = (
+    "the generator is read once and its elements kept in memory: every epoch yields the "
+    "first epoch's elements, and randomness in the generator is frozen"
+)
+
+# Each rewrite in a few words, for titles and the code's comments.
+FIX_WORDS: Final[dict[str, str]] = {
+    FIX_PARALLEL_MAP: "run the map in parallel",
+    FIX_PARALLEL_INTERLEAVE: "interleave in parallel, one cycle per core",
+    FIX_PREFETCH: "prefetch at the end (AUTOTUNE)",
+    FIX_CACHE: "cache after the deterministic work",
+    FIX_VECTORIZE: "vectorise: map after the batch",
+    FIX_AUTOTUNE: "turn autotune back on",
+    FIX_THREAD_CAP: "cap the pipeline's threads",
+    FIX_HOIST_CACHE: "map before the shuffle, then cache",
+    FIX_MAP_FUSION: "fuse consecutive maps",
+    FIX_MATERIALISE: "read the generator once: from_tensor_slices",
+}
+
+
+def fix_words(fix: str) -> str:
+    """The rewrite in words; the id itself for one this version does not know."""
+    return FIX_WORDS.get(fix, fix)
 
 
 @dataclass(frozen=True)
 class CodeLine:
-    """One line of the user's chain as pipediag would write it, source first.
-
-    `site` is where the script made this stage ("train.py:23"), `change` the fix that
-    rewrote it (None: as the user wrote it), `semantics` what the change means for the data
-    (None: nothing but the speed).
-    """
+    """One line of the rewritten pipeline: `change` is the fix that made or moved it (None:
+    the user's line as written), `site` the script line that created the stage
+    ("train.py:23"), `semantics` what the change does to the data (None: nothing)."""
 
     text: str
     site: str | None = None
     change: FixName | None = None
     semantics: str | None = None
+
+
+@dataclass(frozen=True)
+class StageChange:
+    """One rewrite kept for the pipeline pipediag would write: the fix, the stage it applies
+    to (None: the whole pipeline's options), what it changes in the data, and for an
+    interleave or a thread cap the number it sets."""
+
+    fix: FixName
+    stage_index: int | None = None
+    semantics: str | None = None
+    value: int | None = None  # cycle_length for an interleave, threads for a cap
 
 
 @dataclass(frozen=True)

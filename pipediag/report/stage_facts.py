@@ -110,6 +110,17 @@ def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
     )
 
 
+def rewrite_site(stats: StageStats) -> bool:
+    """Whether rewrites are tried on this stage: its measured cost to training (the training
+    rate with it and everything before it held in memory) reaches `VERIFIED_MIN_GAIN`, or it
+    was not measured, or its measure was not used (the search on training decides then:
+    docs/design.md, "Every applicable rewrite")."""
+    gain = stats.training_speedup_if_free
+    if gain is None or stats.training_speedup_if_free_unused is not None:
+        return True
+    return gain >= VERIFIED_MIN_GAIN
+
+
 def vectorizable(stats: StageStats, stages: Sequence[StageStats]) -> bool:
     """A stateless, TF-only map whose output goes straight into a batch."""
     if stats.kind not in MAP_KINDS or stats.uses_py_function or stats.stateful:

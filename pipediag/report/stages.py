@@ -75,3 +75,6 @@ class StageStats:
     # The stage where that speedup jumps past half the whole pipeline's: its cost is the one
     # training pays.
     training_cost_jump: bool = False
+    # Where the script created this stage ("train.py:23": its own line that called
+    # `Dataset.map`, `.batch`, `from_tensor_slices`...); None where not recorded.
+    created_at: str | None = None

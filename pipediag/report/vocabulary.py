@@ -178,6 +178,9 @@ FixName = Literal[
     "vectorize",
     "autotune-on",
     "thread-cap",
+    "hoist-cache",
+    "map-fusion",
+    "materialise-generator",
 ]
 FIX_PARALLEL_MAP: Final = "parallel-map"
 FIX_PARALLEL_INTERLEAVE: Final = "parallel-interleave"
@@ -186,6 +189,12 @@ FIX_CACHE: Final = "cache"
 FIX_VECTORIZE: Final = "vectorize"
 FIX_AUTOTUNE: Final = "autotune-on"
 FIX_THREAD_CAP: Final = "thread-cap"
+# A deterministic map moved above the shuffle before it, and cached (map, cache, shuffle).
+FIX_HOIST_CACHE: Final = "hoist-cache"
+# Consecutive maps fused into one function (tf.data's `map_fusion`).
+FIX_MAP_FUSION: Final = "map-fusion"
+# A `from_generator` source read once and held in memory (`from_tensor_slices`).
+FIX_MATERIALISE: Final = "materialise-generator"
 
 # Why interleaved A/B rounds stopped (`TrialFacts.stopped`, `training_stopped`); "" when
 # they did not run.

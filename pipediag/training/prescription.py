@@ -21,11 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipediag.analysis.pipeline_code import rewritten_chain
 from pipediag.analysis.stage_bisect import Freed
 from pipediag.bench.interleaved import Rounds, median_rate
 from pipediag.bench.whatif import FixPipelines, compose
 from pipediag.clock import Clock
-from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
 from pipediag.training.stage_cost import (
@@ -203,11 +204,35 @@ class PipelineSearch:
         if keep:
             self._kept.append(pending)
 
-    def prescription(self) -> Prescription:
-        """The prescription as it stands (a search cut short keeps what it measured)."""
+    def prescription(self, stages: Sequence[StageStats] = ()) -> Prescription:
+        """The prescription as it stands (a search cut short keeps what it measured), with
+        the code of the user's chain (`stages`) rewritten by the kept rewrites."""
         if self._pending is not None:
             self.record(None, "the training stopped before this trial ended")
         self._skip_rest("not tried: " + OUT_OF_TIME)
+        prescription = self._measured()
+        if not self._kept or not stages:
+            return prescription
+        return dataclasses.replace(prescription, code=rewritten_chain(stages, self.changes()))
+
+    def changes(self) -> list[StageChange]:
+        """The kept rewrites, as the code writer takes them."""
+        changes = []
+        for fix in self._kept:
+            candidate = fix.candidate
+            facts = candidate.facts if candidate is not None else None
+            value = facts.cycle_length or facts.threads if facts is not None else None
+            changes.append(
+                StageChange(
+                    fix=fix.fix,  # type: ignore[arg-type]
+                    stage_index=fix.stage_index,
+                    semantics=candidate.semantics if candidate is not None else None,
+                    value=value,
+                )
+            )
+        return changes
+
+    def _measured(self) -> Prescription:
         kept = [c for c in self.outcome.tried if c.kept]
         combined = self.outcome.combined
         if len(kept) == 1:
@@ -308,8 +333,7 @@ def order_for_search(
 TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, str | None]]
 
 
-def search(trials: PipelineSearch, try_one: TryOne) -> Prescription:
+def search(trials: PipelineSearch, try_one: TryOne) -> None:
     """Run the search's trials at once (fit), until it ends or the time does."""
     while (due := trials.next_trial()) is not None:
         trials.record(*try_one(*due))
-    return trials.prescription()

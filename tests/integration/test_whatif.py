@@ -392,3 +392,27 @@ def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:
 
     assert not trial.verified
     assert trial.reason == "not measured: verification budget spent"
+
+
+def test_every_fix_built_and_timed_is_kept_even_a_slower_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
+    from pipediag.bench.whatif import FixPipelines, verify_fixes
+    from pipediag.testing import FakeClock
+
+    clock = FakeClock()
+    # GIVEN a fix the pipeline alone measures at 0.9x (it may still help training)
+    _fake_sides(monkeypatch, clock, [90.0])
+    kept: list[FixPipelines] = []
+
+    (trial,) = verify_fixes(
+        pipelines.sequential_map(), clock=clock, fixes=[FIX_PARALLEL_MAP], keep=kept
+    )
+
+    # THEN it is kept for the search on training, with what it takes to apply it again
+    (fix,) = kept
+    assert trial.speedup == pytest.approx(0.9)
+    assert fix.pipeline_speedup == pytest.approx(0.9)
+    assert fix.candidate is not None and fix.candidate.edit is not None
+    assert fix.graph is not None and fix.applied == (FIX_PARALLEL_MAP,)

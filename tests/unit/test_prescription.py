@@ -87,7 +87,9 @@ def test_each_rewrite_is_tried_on_top_of_the_kept_ones_and_the_kept_ones_togethe
     trainer = _Trainer(clock, {"parallel-map": 1.5, "prefetch-end": 1.01, "cache": 1.3})
     fixes = [_fix("parallel-map", 1), _fix("prefetch-end", 3), _fix("cache", 2)]
     # WHEN the search runs
-    prescription = search(_search(trainer, fixes), trainer.try_one)
+    trials = _search(trainer, fixes)
+    search(trials, trainer.try_one)
+    prescription = trials.prescription()
     # THEN each was tried over the ones kept before it, the useless one dropped
     assert trainer.tried == [
         ("parallel-map", ()),
@@ -109,7 +111,9 @@ def test_a_single_kept_rewrite_is_the_prescription_without_a_combined_trial() ->
     clock = FakeClock()
     trainer = _Trainer(clock, {"vectorize": 2.0, "prefetch-end": 0.98})
     fixes = [_fix("vectorize", 1), _fix("prefetch-end", 3)]
-    prescription = search(_search(trainer, fixes), trainer.try_one)
+    trials = _search(trainer, fixes)
+    search(trials, trainer.try_one)
+    prescription = trials.prescription()
     assert [name for name, _ in trainer.tried] == ["vectorize", "prefetch-end"]
     assert prescription.training_speedup == pytest.approx(2.0)
 
@@ -140,7 +144,8 @@ def test_a_rewrite_that_cannot_be_combined_is_reported_and_the_search_goes_on() 
 
     fixes = [_fix("parallel-map", 1), _fix("vectorize", 1), _fix("cache", 2)]
     trials = PipelineSearch(fixes, compose=compose, clock=clock, until_s=clock.now() + 20)
-    prescription = search(trials, trainer.try_one)
+    search(trials, trainer.try_one)
+    prescription = trials.prescription()
     by_fix = {c.fix: c for c in prescription.tried}
     assert "could not be built on top of the kept rewrites" in (by_fix["vectorize"].reason or "")
     assert by_fix["cache"].kept and by_fix["cache"].after == ["parallel-map"]
@@ -150,7 +155,9 @@ def test_rewrites_left_when_the_time_runs_out_are_named() -> None:
     clock = FakeClock()
     trainer = _Trainer(clock, {"a": 1.5, "b": 1.5, "c": 1.5}, seconds=1.5)
     fixes = [_fix("a", 1), _fix("b", 2), _fix("c", 3)]
-    prescription = search(_search(trainer, fixes, seconds=2.0), trainer.try_one)
+    trials = _search(trainer, fixes, seconds=2.0)
+    search(trials, trainer.try_one)
+    prescription = trials.prescription()
     assert [name for name, _ in trainer.tried] == ["a"]  # 0.5 s left: under a trial's least
     assert prescription.training_speedup == pytest.approx(1.5)
     assert all("ran out" in (c.reason or "") for c in prescription.tried[1:])
@@ -166,7 +173,8 @@ def test_a_fixed_rate_above_the_step_alone_is_not_kept() -> None:
         until_s=clock.now() + 20,
         ceiling=200.0,
     )
-    prescription = search(trials, trainer.try_one)  # 300 steps/s fed, the step alone 200
+    search(trials, trainer.try_one)
+    prescription = trials.prescription()  # 300 steps/s fed, the step alone 200
     assert not prescription.kept
     assert "faster than the train step alone" in (prescription.tried[0].reason or "")
 

@@ -98,7 +98,7 @@ def test_two_kept_rewrites_make_one_fix_ranked_by_their_gain_together() -> None:
     assert "40.0 -> 100.0 steps/s" in top.evidence
     # and the text shows every rewrite tried, kept or not, and the total
     lines = rewrites_lines(report)
-    assert lines[0].startswith("the map after the batch (vectorised) at map(decode): 1.80x")
+    assert lines[0].startswith("vectorise: map after the batch at map(decode): 1.80x")
     assert "not kept (under)" in lines[1] and "on top of the kept ones" in lines[1]
     assert lines[-1] == (
         "pipeline pipediag would write: the 2 kept rewrites together, training "
@@ -119,7 +119,7 @@ def test_a_single_kept_rewrite_is_left_to_its_own_rule() -> None:
 def test_a_rewrite_measured_on_training_that_no_rule_speaks_for_is_suggested() -> None:
     # GIVEN a fused-map trial (no stage rule words it) that gained 1.3x on training
     trial = FixTrial(
-        fix="map-fusion",  # type: ignore[arg-type]
+        fix="map-fusion",
         stage_index=1,
         stage="map(decode)",
         verified=True,
@@ -128,12 +128,12 @@ def test_a_rewrite_measured_on_training_that_no_rule_speaks_for_is_suggested() -
         training_variant_steps_per_s=52.0,
         training_speedup=1.3,
         training_rounds=5,
-        facts=TrialFacts(training_after=["vectorize"]),  # type: ignore[list-item]
+        facts=TrialFacts(training_after=["vectorize"]),
     )
     suggestions = advise(_report(_stages(), trials=[trial]))
     (measured,) = [s for s in suggestions if s.id.startswith("PD017")]
     assert measured.training_speedup == 1.3 and measured.fix == "map-fusion"
-    assert "on top of the map after the batch" in measured.title
+    assert "(on top of vectorise: map after the batch)" in measured.title
     assert "40.0 -> 52.0 steps/s" in measured.evidence
 
 
@@ -175,4 +175,4 @@ def test_with_every_rewrite_tried_and_none_kept_the_note_says_so() -> None:
     suggestions = advise(report)
     (note,) = [s for s in suggestions if s.id.startswith("PD014")]
     assert "tried on your training" in note.evidence
-    assert "a final prefetch(AUTOTUNE) at batch(32) 1.01x" in note.evidence
+    assert "prefetch at the end (AUTOTUNE) at batch(32) 1.01x" in note.evidence

@@ -1,0 +1,204 @@
+"""The user's pipeline written out as tf.data code, source first, with the kept rewrites
+applied: each changed line marked with its fix, the script line that made the stage, and
+what the change does to the data (docs/design.md, "The pipeline pipediag would write").
+
+Pure over report data (`StageStats`, `StageChange`): a stage's Python call is rebuilt from
+its kind, its user function and its settings as the graph holds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipediag.report.model import StageStats
+from pipediag.report.prescription import CodeLine, StageChange
+from pipediag.report.vocabulary import (
+    FIX_AUTOTUNE,
+    FIX_CACHE,
+    FIX_HOIST_CACHE,
+    FIX_MAP_FUSION,
+    FIX_MATERIALISE,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_PARALLEL_MAP,
+    FIX_PREFETCH,
+    FIX_THREAD_CAP,
+    FIX_VECTORIZE,
+    KIND_BATCH,
+    KIND_CACHE,
+    KIND_FILTER,
+    KIND_FLAT_MAP,
+    KIND_INTERLEAVE,
+    KIND_MAP,
+    KIND_OPTIONS,
+    KIND_PARALLEL_FILTER,
+    KIND_PARALLEL_INTERLEAVE,
+    KIND_PARALLEL_MAP,
+    KIND_PREFETCH,
+    KIND_REPEAT,
+    KIND_SHUFFLE,
+    KIND_SOURCE,
+)
+
+AUTOTUNE_TEXT = "tf.data.AUTOTUNE"
+# Sources written as their tf.data constructor; others keep their op's name in a comment.
+_SOURCE_CALLS = {
+    "TensorSliceDataset": "tf.data.Dataset.from_tensor_slices(...)",
+    "TensorDataset": "tf.data.Dataset.from_tensors(...)",
+    "RangeDataset": "tf.data.Dataset.range({start}, {stop})",
+    "TFRecordDataset": "tf.data.TFRecordDataset(...)",
+    "TFRecordDatasetV2": "tf.data.TFRecordDataset(...)",
+    "TextLineDataset": "tf.data.TextLineDataset(...)",
+}
+_OPTION_LINES = {
+    FIX_MAP_FUSION: "options.experimental_optimization.map_fusion = True",
+    FIX_AUTOTUNE: "options.autotune.enabled = True",
+    FIX_THREAD_CAP: "options.threading.private_threadpool_size = {value}",
+}
+
+
+def rewritten_chain(stages: Sequence[StageStats], changes: Sequence[StageChange]) -> list[CodeLine]:
+    """The chain from the source to the output, one `ds = ...` line per stage, each change
+    applied where it goes (a vectorised map after its batch, a hoisted map and its cache
+    before the shuffle, options at the end)."""
+    chain = _main_chain(stages)
+    by_stage: dict[int, list[StageChange]] = {}
+    for change in changes:
+        if change.stage_index is not None:
+            by_stage.setdefault(change.stage_index, []).append(change)
+    lines: list[CodeLine] = []
+    deferred: list[CodeLine] = []  # a vectorised map waits for its batch
+    for position, stats in enumerate(chain):
+        own: dict[str, StageChange] = {c.fix: c for c in by_stage.get(stats.index, [])}
+        if FIX_HOIST_CACHE in own and position > 0 and chain[position - 1].kind == KIND_SHUFFLE:
+            change = own[FIX_HOIST_CACHE]
+            shuffle = lines.pop()  # the shuffle goes after the map and its cache
+            lines.append(_line(_call(stats, own), stats, change))
+            lines.append(CodeLine("ds = ds.cache()", stats.created_at, change.fix, None))
+            lines.append(shuffle)
+            continue
+        line = _stage_line(stats, own)
+        if FIX_VECTORIZE in own:
+            change = own[FIX_VECTORIZE]
+            deferred.append(_line(_call(stats, own, parallel=True), stats, change))
+            continue
+        lines.append(line)
+        if stats.kind == KIND_BATCH:
+            lines.extend(deferred)
+            deferred = []
+        if FIX_CACHE in own:
+            cache = own[FIX_CACHE]
+            lines.append(CodeLine("ds = ds.cache()", stats.created_at, cache.fix, cache.semantics))
+    lines.extend(deferred)
+    lines.extend(_end_lines(chain, changes))
+    return lines
+
+
+def _main_chain(stages: Sequence[StageStats]) -> list[StageStats]:
+    """The output stage and, through each stage's first input, back to a source."""
+    if not stages:
+        return []
+    chain = [stages[-1]]
+    while chain[-1].inputs and len(chain) <= len(stages):
+        chain.append(stages[chain[-1].inputs[0]])
+    return chain[::-1]
+
+
+def _stage_line(stats: StageStats, own: dict[str, StageChange]) -> CodeLine:
+    if FIX_MATERIALISE in own and stats.kind == KIND_SOURCE:
+        change = own[FIX_MATERIALISE]
+        generator = stats.function or "generator"
+        text = (
+            "ds = tf.data.Dataset.from_tensor_slices("
+            f"tuple(np.stack(part) for part in zip(*{generator}())))"
+        )
+        return _line(text, stats, change)
+    if FIX_PREFETCH in own and stats.kind == KIND_PREFETCH:
+        text = f"ds = ds.prefetch({AUTOTUNE_TEXT})"
+        return _line(text, stats, own[FIX_PREFETCH])
+    if FIX_PARALLEL_MAP in own:
+        return _line(_call(stats, own, parallel=True), stats, own[FIX_PARALLEL_MAP])
+    if FIX_PARALLEL_INTERLEAVE in own:
+        return _line(_call(stats, own, parallel=True), stats, own[FIX_PARALLEL_INTERLEAVE])
+    return CodeLine(_call(stats, own), stats.created_at, None, None)
+
+
+def _line(text: str, stats: StageStats, change: StageChange) -> CodeLine:
+    return CodeLine(text, stats.created_at, change.fix, change.semantics)
+
+
+def _call(stats: StageStats, own: dict[str, StageChange], *, parallel: bool = False) -> str:
+    """The stage as the user would write it (`parallel`: with AUTOTUNE parallel calls)."""
+    settings = stats.settings
+    function = stats.function or "fn"
+    calls = AUTOTUNE_TEXT if parallel else _parallel_calls(settings.get("num_parallel_calls"))
+    kind = stats.kind
+    if kind == KIND_SOURCE:
+        if stats.name == "from_generator":
+            return f"ds = tf.data.Dataset.from_generator({function}, output_signature=...)"
+        template = _SOURCE_CALLS.get(stats.name)
+        if template is None:
+            return f"ds = ...  # {stats.name}"
+        return "ds = " + template.format(
+            start=settings.get("start", "0"), stop=settings.get("stop", "...")
+        )
+    if kind in (KIND_MAP, KIND_PARALLEL_MAP):
+        return f"ds = ds.map({function}{_kw('num_parallel_calls', calls)})"
+    if kind in (KIND_FILTER, KIND_PARALLEL_FILTER):
+        return f"ds = ds.filter({function}{_kw('num_parallel_calls', calls)})"
+    if kind in (KIND_INTERLEAVE, KIND_PARALLEL_INTERLEAVE):
+        cycle = settings.get("cycle_length")
+        interleave = own.get(FIX_PARALLEL_INTERLEAVE)
+        if interleave is not None and interleave.value is not None:
+            cycle = str(interleave.value)
+        cycle_text = None if cycle in (None, "AUTOTUNE") else cycle
+        return (
+            f"ds = ds.interleave({function}{_kw('cycle_length', cycle_text)}"
+            f"{_kw('num_parallel_calls', calls)})"
+        )
+    if kind == KIND_FLAT_MAP:
+        return f"ds = ds.flat_map({function})"
+    if kind == KIND_BATCH:
+        drop = ", drop_remainder=True" if settings.get("drop_remainder") == "true" else ""
+        return f"ds = ds.batch({settings.get('batch_size', '...')}{drop})"
+    if kind == KIND_SHUFFLE:
+        return f"ds = ds.shuffle({settings.get('buffer_size', '...')})"
+    if kind == KIND_PREFETCH:
+        return f"ds = ds.prefetch({_parallel_calls(settings.get('buffer_size')) or '...'})"
+    if kind == KIND_CACHE:
+        filename = settings.get("filename", "memory")
+        return "ds = ds.cache()" if filename == "memory" else f"ds = ds.cache({filename!r})"
+    if kind == KIND_REPEAT:
+        count = settings.get("count")
+        return (
+            "ds = ds.repeat()" if count in (None, "-1", "unbounded") else f"ds = ds.repeat({count})"
+        )
+    if kind == KIND_OPTIONS:
+        return "ds = ds.with_options(options)  # your options"
+    return f"ds = ds.{kind.replace('-', '_')}(...)"
+
+
+def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> list[CodeLine]:
+    """The prefetch at the end, then the options the changes set."""
+    lines: list[CodeLine] = []
+    last = next((s for s in reversed(chain) if s.kind != KIND_OPTIONS), None)
+    for change in changes:
+        if change.fix != FIX_PREFETCH or (last is not None and last.kind == KIND_PREFETCH):
+            continue  # a final prefetch is raised in place
+        site = last.created_at if last is not None else None
+        lines.append(CodeLine(f"ds = ds.prefetch({AUTOTUNE_TEXT})", site, change.fix, None))
+    options = [c for c in changes if c.fix in _OPTION_LINES]
+    if options:
+        lines.append(CodeLine("options = tf.data.Options()"))
+        for change in options:
+            text = _OPTION_LINES[change.fix].format(value=change.value or "...")
+            lines.append(CodeLine(text, None, change.fix, change.semantics))
+        lines.append(CodeLine("ds = ds.with_options(options)"))
+    return lines
+
+
+def _parallel_calls(value: str | None) -> str | None:
+    return AUTOTUNE_TEXT if value == "AUTOTUNE" else value
+
+
+def _kw(name: str, value: str | None) -> str:
+    return "" if value is None else f", {name}={value}"

@@ -1,0 +1,80 @@
+"""How big one epoch of a dataset is, and whether it fits in memory: what a cache needs.
+
+Shared by every rewrite that holds data in memory (a cache at the deterministic frontier, a
+map hoisted above its shuffle and cached, a generator materialised), so they judge "fits"
+alike (docs/design.md, "Every applicable rewrite").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# A cache must fit in half the memory available now (psutil): the rest of the training
+# process (model, framework, shuffle buffers) also needs room.
+CACHE_MAX_MEMORY_SHARE = 0.5
+# Elements read to estimate the size of elements whose shapes are not static.
+CACHE_SIZE_SAMPLE = 8
+
+
+def cardinality(dataset: Any) -> int | None:
+    """Elements in one epoch; -1 infinite, -2 unknown (tf.data's constants), None on error."""
+    try:
+        return int(dataset.cardinality().numpy())
+    except Exception:
+        return None
+
+
+def dataset_bytes(dataset: Any, elements: int, spec: Any | None = None) -> int | None:
+    """Memory of one epoch: from static shapes (of `spec`, default the dataset's) when
+    known, else from a few elements sampled from `dataset`."""
+    static = static_element_bytes(dataset.element_spec if spec is None else spec)
+    if static is not None:
+        return static * elements
+    sampled = _sampled_element_bytes(dataset)
+    return None if sampled is None else int(sampled * elements)
+
+
+def static_element_bytes(spec: Any) -> int | None:
+    import tensorflow as tf
+
+    total = 0
+    for component in tf.nest.flatten(spec):
+        shape = getattr(component, "shape", None)
+        dtype = getattr(component, "dtype", None)
+        if shape is None or dtype is None or not shape.is_fully_defined() or dtype == tf.string:
+            return None
+        total += shape.num_elements() * dtype.size
+    return total
+
+
+def fits_in_memory(size: int | None, available: int | None) -> bool:
+    return size is not None and available is not None and size <= CACHE_MAX_MEMORY_SHARE * available
+
+
+def available_memory_bytes() -> int | None:
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:
+        return None
+
+
+def _sampled_element_bytes(dataset: Any) -> float | None:
+    """Mean size of the first elements, read on a fresh iterator (the prefix has no cache)."""
+    import tensorflow as tf
+
+    sizes: list[int] = []
+    try:
+        for element in dataset.take(CACHE_SIZE_SAMPLE):
+            size = 0
+            for tensor in tf.nest.flatten(element):
+                value = tensor.numpy()
+                if value.dtype == object:
+                    size += sum(len(v) for v in value.ravel())
+                else:
+                    size += value.nbytes
+            sizes.append(size)
+    except Exception:
+        return None
+    return sum(sizes) / len(sizes) if sizes else None

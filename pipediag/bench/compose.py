@@ -1,0 +1,104 @@
+"""Rewrites applied together: the pipeline with the fixes kept so far, and with one more.
+
+The greedy search on training (`training/`) keeps a fix only when, on top of those already
+kept, it helps; it needs both pipelines built from the user's graph. Every edit finds its
+nodes by the names they have in the user's graph and keeps them (a vectorised map, a cache
+inserted, a map hoisted), so edits are re-applied in a fixed order whatever order the search
+kept them in: the ones that move stages first, then those that change a stage in place, then
+the caches, then the prefetch at the end; options last, on the rebuilt dataset
+(docs/design.md, "Composing rewrites").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pipediag.bench.fix_candidates import Candidate
+from pipediag.bench.graph_edit import PipelineGraph, RewriteError
+from pipediag.bench.whatif import FixPipelines
+from pipediag.report.vocabulary import (
+    FIX_CACHE,
+    FIX_HOIST_CACHE,
+    FIX_MATERIALISE,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_PARALLEL_MAP,
+    FIX_PREFETCH,
+    FIX_VECTORIZE,
+)
+
+# The order edits are re-applied in (fixes not named go after these, then options).
+EDIT_ORDER: tuple[str, ...] = (
+    FIX_MATERIALISE,
+    FIX_HOIST_CACHE,
+    FIX_VECTORIZE,
+    FIX_PARALLEL_MAP,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_CACHE,
+    FIX_PREFETCH,
+)
+
+
+def compose_fixes(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
+    """`kept` applied as the baseline, `kept` and `extra` as the variant (see module doc)."""
+    graph, spec = _graph_of(dataset, [*kept, extra])
+    if any(k.fix == extra.fix and k.stage_index == extra.stage_index for k in kept):
+        raise RewriteError(f"{extra.fix} is already kept")
+    baseline = apply_fixes(graph, spec, kept)
+    variant = apply_fixes(graph, spec, [*kept, extra])
+    return FixPipelines(
+        fix=extra.fix,
+        stage_index=extra.stage_index,
+        baseline=baseline,
+        variant=variant,
+        fill_batches=max((f.fill_batches for f in [*kept, extra]), default=0),
+        pipeline_speedup=extra.pipeline_speedup,
+        tried_on_training=extra.tried_on_training,
+        candidate=extra.candidate,
+        graph=graph,
+        element_spec=spec,
+        baseline_fill_batches=max((f.fill_batches for f in kept), default=0),
+        semantics=tuple(s for f in [*kept, extra] for s in f.semantics),
+        applied=tuple(f.fix for f in [*kept, extra]),
+    )
+
+
+def apply_fixes(graph: Any, spec: Any, fixes: Sequence[FixPipelines]) -> Any:
+    """The user's graph, isolated, with every fix's edit and options applied, rebuilt."""
+    candidates = [_candidate(f) for f in fixes]
+    edited = PipelineGraph.copy_of(graph)
+    edited.isolate()
+    for candidate in sorted(
+        (c for c in candidates if c.edit is not None), key=lambda c: _edit_rank(c.fix)
+    ):
+        assert candidate.edit is not None
+        candidate.edit(edited)
+    dataset = edited.rebuild(spec)
+    for candidate in candidates:
+        if candidate.with_options is not None:
+            dataset = candidate.with_options(dataset)
+    return dataset
+
+
+def _candidate(fix: FixPipelines) -> Candidate:
+    if fix.candidate is None or (fix.candidate.edit is None and fix.candidate.with_options is None):
+        raise RewriteError(f"{fix.fix} cannot be applied again: no rewrite kept with it")
+    return fix.candidate
+
+
+def _edit_rank(fix: str) -> int:
+    return EDIT_ORDER.index(fix) if fix in EDIT_ORDER else len(EDIT_ORDER)
+
+
+def _graph_of(dataset: Any, fixes: Sequence[FixPipelines]) -> tuple[Any, Any]:
+    """The user's GraphDef the fixes were built on (serialised again only if none kept it)."""
+    for fix in fixes:
+        if fix.graph is not None:
+            return fix.graph, fix.element_spec or dataset.element_spec
+    from pipediag.bench.graph_edit import graph_and_nodes
+    from pipediag.bench.structure import walk_pipeline
+
+    graph, _, error = graph_and_nodes(dataset, walk_pipeline(dataset))
+    if graph is None:
+        raise RewriteError(error or "no dataset graph")
+    return graph, dataset.element_spec

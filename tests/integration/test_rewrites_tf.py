@@ -1,0 +1,404 @@
+"""Every rewrite on a real pipeline, alone and composed: what the rewritten dataset yields.
+
+No timing: each test builds the candidates of a small real pipeline (`fix_candidates` over
+its unmeasured stages, costs given where a cache needs a fill time) and compares elements.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.tensorflow
+
+
+def _tf() -> Any:
+    return pytest.importorskip("tensorflow")
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _candidates(dataset: Any, **stats_changes: Any) -> tuple[list[Any], Any]:
+    """The dataset's candidates (each stage given `stats_changes`), and its GraphDef."""
+    from pipediag.bench.fix_candidates import fix_candidates
+    from pipediag.bench.graph_edit import graph_and_nodes
+    from pipediag.bench.structure import effective_options, walk_pipeline
+
+    walked = walk_pipeline(dataset)
+    stages = [replace(s.stats, **stats_changes) for s in walked]
+    graph, nodes, error = graph_and_nodes(dataset, walked)
+    assert error is None
+    found = fix_candidates(walked, stages, nodes, effective_options(dataset), 2)
+    return found, graph
+
+
+def _kept(dataset: Any, fix: str, stage: int | None = None, **stats_changes: Any) -> Any:
+    """The `FixPipelines` verify_fixes would keep for `fix` (no timing), its check run."""
+    from pipediag.bench.teardown import TearDown
+    from pipediag.bench.whatif import FixPipelines
+
+    found, graph = _candidates(dataset, **stats_changes)
+    (candidate,) = [c for c in found if c.fix == fix and stage in (None, c.stage_index)]
+    assert candidate.reason is None, candidate.reason
+    if candidate.check is not None:
+        teardown = TearDown()
+        try:
+            assert candidate.check(graph, teardown) == (None, False)
+        finally:
+            teardown.drain()
+    return FixPipelines(
+        fix=fix,
+        stage_index=candidate.stage_index,
+        baseline=None,
+        variant=None,
+        fill_batches=candidate.fill_batches,
+        candidate=candidate,
+        graph=graph,
+        element_spec=dataset.element_spec,
+        semantics=() if candidate.semantics is None else (candidate.semantics,),
+    )
+
+
+def _rows(dataset: Any, count: int | None = None) -> list[Any]:
+    """Elements as nested lists, the first `count` (a cache variant repeats forever)."""
+    data = dataset if count is None else dataset.take(count)
+    return [_plain(e) for e in data.as_numpy_iterator()]
+
+
+def _plain(element: Any) -> Any:
+    if isinstance(element, tuple):
+        return tuple(_plain(e) for e in element)
+    return element.tolist()
+
+
+def _unbatched(rows: list[Any]) -> Counter[str]:
+    """The multiset of elements across batches (order ignored), as strings."""
+    out: Counter[str] = Counter()
+    for images, labels in rows:
+        for image, label in zip(images, labels, strict=True):
+            out[repr((image, label))] += 1
+    return out
+
+
+def _mnist_like(shuffle: bool, count: int = 96) -> Any:
+    import numpy as np
+
+    tf = _tf()
+
+    def preprocess(x: Any, y: Any) -> Any:
+        x = tf.image.convert_image_dtype(x, tf.float32)
+        x = tf.image.resize_with_crop_or_pad(x, 32, 32)
+        x = tf.image.per_image_standardization(x)
+        return x, y
+
+    images = np.random.default_rng(0).integers(0, 255, (count, 28, 28, 1), dtype=np.uint8)
+    ds = tf.data.Dataset.from_tensor_slices((images, np.arange(count)))
+    if shuffle:
+        ds = ds.shuffle(count, seed=1)
+    return ds.map(preprocess).batch(32)
+
+
+# --- the vectorise check, on the pipeline it used to refuse ----------------------------------
+
+
+def test_an_image_map_on_a_shuffled_source_is_judged_safe_to_vectorise() -> None:
+    # GIVEN the MNIST-like loop: the map's shape logic was traced on one 28x28x1 image
+    from pipediag.report.vocabulary import FIX_VECTORIZE
+
+    kept = _kept(_mnist_like(shuffle=True), FIX_VECTORIZE)  # WHEN checked (asserted safe)
+
+    assert kept.semantics == ("the function is applied to whole batches",)
+
+
+def test_the_vectorised_image_map_yields_the_same_batches() -> None:
+    import numpy as np
+
+    from pipediag.bench.compose import apply_fixes
+    from pipediag.report.vocabulary import FIX_VECTORIZE
+
+    ds = _mnist_like(shuffle=False, count=70)  # 70: a short last batch too
+    kept = _kept(ds, FIX_VECTORIZE)
+
+    variant = apply_fixes(kept.graph, ds.element_spec, [kept])
+
+    want, got = list(ds.as_numpy_iterator()), list(variant.as_numpy_iterator())
+    assert [w[0].shape for w in want] == [g[0].shape for g in got]
+    for (w_x, w_y), (g_x, g_y) in zip(want, got, strict=True):
+        np.testing.assert_allclose(g_x, w_x, rtol=1e-5, atol=1e-5)
+        assert g_y.tolist() == w_y.tolist()
+
+
+# --- hoist above the shuffle, then cache -----------------------------------------------------
+
+
+def test_a_map_after_a_shuffle_is_hoisted_above_it_and_cached() -> None:
+    from pipediag.bench.compose import apply_fixes
+    from pipediag.report.vocabulary import FIX_HOIST_CACHE
+
+    ds = _mnist_like(shuffle=True)
+    kept = _kept(ds, FIX_HOIST_CACHE, elements_per_s=10_000.0)
+
+    variant = apply_fixes(kept.graph, ds.element_spec, [kept])
+
+    ops = _edited_ops(kept)
+    assert ops.index("MapDataset") < ops.index("CacheDataset") < ops.index("ShuffleDatasetV3")
+    # the trial's copy reads the cache again forever (its shuffle mixes epochs): elements
+    # of the user's epoch only; without the repeat, one epoch is the user's elements
+    assert set(_unbatched(_rows(variant, 6))) <= set(_unbatched(_rows(ds)))
+    assert _unbatched(_rows(_hoisted_once(ds, kept))) == _unbatched(_rows(ds))
+    assert "the map now runs before the shuffle" in kept.semantics[0]
+    assert kept.fill_batches >= 3
+
+
+def _hoisted_once(ds: Any, kept: Any) -> Any:
+    from pipediag.bench.graph_edit import PipelineGraph
+
+    graph = PipelineGraph.copy_of(kept.graph)
+    by_op = {n.op: n.name for n in graph.graph_def.node}
+    graph.hoist_above_shuffle(by_op["MapDataset"], by_op["ShuffleDatasetV3"], repeat=False)
+    return graph.rebuild(ds.element_spec)
+
+
+def _edited_ops(kept: Any) -> list[str]:
+    """The ops from source to output of the edited graph."""
+    from pipediag.bench.graph_edit import PipelineGraph
+
+    graph = PipelineGraph.copy_of(kept.graph)
+    kept.candidate.edit(graph)
+    chain: list[str] = []
+    node = graph.root()
+    while True:
+        chain.append(node.op)
+        inputs = [
+            graph.node(i.split(":")[0])
+            for i in graph.data_inputs(node)
+            if "Dataset" in graph.node(i.split(":")[0]).op
+        ]
+        if not inputs:
+            return chain[::-1]
+        node = inputs[0]
+
+
+def test_no_hoist_when_a_random_stage_comes_before_the_shuffle() -> None:
+    tf = _tf()
+    ds = (
+        tf.data.Dataset.range(40)
+        .map(lambda x: x + tf.random.uniform([], 0, 3, dtype=tf.int64))
+        .shuffle(40)
+        .map(lambda x: x * 2)
+        .batch(4)
+    )
+
+    found, _ = _candidates(ds, elements_per_s=10_000.0)
+
+    assert "hoist-cache" not in [c.fix for c in found]
+
+
+# --- consecutive maps fused ----------------------------------------------------------------
+
+
+def test_consecutive_maps_are_fused_by_the_option_and_yield_the_same() -> None:
+    from pipediag.bench.compose import apply_fixes
+    from pipediag.report.vocabulary import FIX_MAP_FUSION
+
+    tf = _tf()
+    ds = tf.data.Dataset.range(12).map(lambda x: x + 1).map(lambda x: x * 3).batch(5)
+    kept = _kept(ds, FIX_MAP_FUSION)
+
+    variant = apply_fixes(kept.graph, ds.element_spec, [kept])
+
+    assert variant.options().experimental_optimization.map_fusion is True
+    assert _rows(variant) == _rows(ds)
+    assert kept.semantics == ()
+
+
+# --- a generator read once ---------------------------------------------------------------
+
+
+def _generated(count: int = 30) -> Any:
+    import numpy as np
+
+    tf = _tf()
+
+    def generate() -> Any:
+        for i in range(count):
+            yield np.full((3,), i, np.float32), i
+
+    spec = (tf.TensorSpec((3,), tf.float32), tf.TensorSpec((), tf.int64))
+    return tf.data.Dataset.from_generator(generate, output_signature=spec).batch(4)
+
+
+def test_a_generator_source_is_read_once_into_tensor_slices() -> None:
+    from pipediag.bench.compose import apply_fixes
+    from pipediag.report.vocabulary import FIX_MATERIALISE
+
+    ds = _generated()
+    kept = _kept(ds, FIX_MATERIALISE)
+
+    variant = apply_fixes(kept.graph, ds.element_spec, [kept])
+
+    assert _rows(variant) == _rows(ds)
+    assert "the generator is read once" in kept.semantics[0]
+
+
+def test_a_generator_too_slow_to_read_names_the_tfrecord_route(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pipediag.bench import rewrite_candidates
+    from pipediag.bench.teardown import TearDown
+
+    monkeypatch.setattr(rewrite_candidates, "GENERATOR_READ_MAX_S", 0.0)
+    found, graph = _candidates(_generated())
+    (candidate,) = [c for c in found if c.fix == "materialise-generator"]
+
+    reason, unsafe = candidate.check(graph, TearDown())
+
+    assert not unsafe
+    assert reason is not None and "TFRecordDataset" in reason
+
+
+# --- gates: the stage's cost to training, not pipeline-alone timing ------------------------
+
+
+def test_a_stage_measured_free_on_training_gets_no_rewrite() -> None:
+    ds = _mnist_like(shuffle=True)
+
+    found, _ = _candidates(ds, training_speedup_if_free=1.01, elements_per_s=10_000.0)
+
+    assert found == []
+
+
+def test_an_unmeasured_cheap_map_still_gets_its_rewrites() -> None:
+    # GIVEN stage timing that says the map adds almost nothing to the pipeline alone
+    found, _ = _candidates(_mnist_like(shuffle=True), own_s_per_batch=1e-6, batches_per_s=1e4)
+
+    assert {"vectorize", "hoist-cache", "prefetch-end"} <= {c.fix for c in found}
+
+
+# --- composed pairs ------------------------------------------------------------------------
+
+
+def _composed(dataset: Any, first: Any, second: Any) -> Any:
+    from pipediag.bench.whatif import compose
+
+    both = compose(dataset, [first], second)
+    assert both.applied == (first.fix, second.fix)
+    return both
+
+
+def test_parallel_map_and_prefetch_compose() -> None:
+    import pipelines
+
+    tf = _tf()
+    ds = tf.data.Dataset.range(20).map(pipelines.slow_py_map).batch(3)
+    parallel, prefetch = _kept(ds, "parallel-map"), _kept(ds, "prefetch-end")
+
+    both = _composed(ds, parallel, prefetch)
+
+    assert _rows(both.variant) == _rows(ds)
+    assert _rows(both.baseline) == _rows(ds)
+
+
+def test_vectorise_and_cache_compose_in_either_order() -> None:
+    tf = _tf()
+    ds = tf.data.Dataset.range(24).map(lambda x: tf.cast(x, tf.float32) * 2.0).batch(5)
+    vectorize = _kept(ds, "vectorize", elements_per_s=10_000.0)
+    cache = _kept(ds, "cache", elements_per_s=10_000.0)
+
+    for first, second in ((vectorize, cache), (cache, vectorize)):
+        both = _composed(ds, first, second)
+        assert _rows(both.variant, 5) == _rows(ds)
+        assert both.fill_batches == cache.fill_batches
+
+
+def test_hoist_cache_and_prefetch_compose() -> None:
+    ds = _mnist_like(shuffle=True)
+    hoist = _kept(ds, "hoist-cache", elements_per_s=10_000.0)
+    prefetch = _kept(ds, "prefetch-end", elements_per_s=10_000.0)
+
+    both = _composed(ds, hoist, prefetch)
+
+    assert set(_unbatched(_rows(both.variant, 6))) <= set(_unbatched(_rows(ds)))
+    assert both.baseline_fill_batches == hoist.fill_batches
+
+
+def test_parallel_map_and_vectorise_on_different_maps_compose() -> None:
+    import pipelines
+
+    tf = _tf()
+    ds = (
+        tf.data.Dataset.range(21)
+        .map(pipelines.slow_py_map)
+        .map(lambda x: tf.cast(x, tf.float32) + 0.5)
+        .batch(4)
+    )
+    parallel = _kept(ds, "parallel-map")
+    vectorize = _kept(ds, "vectorize")
+    assert parallel.stage_index != vectorize.stage_index
+
+    both = _composed(ds, vectorize, parallel)
+
+    assert _rows(both.variant) == _rows(ds)
+
+
+def test_a_rewrite_that_cannot_go_on_top_is_refused_with_a_reason() -> None:
+    from pipediag.bench.graph_edit import RewriteError
+    from pipediag.bench.whatif import compose
+
+    ds = _mnist_like(shuffle=True)
+    vectorize = _kept(ds, "vectorize")
+    hoist = _kept(ds, "hoist-cache", elements_per_s=10_000.0)
+
+    # both move the same map: hoisted first (the order edits go in), it no longer feeds
+    # its batch alone
+    with pytest.raises(RewriteError, match="more than its batch"):
+        compose(ds, [vectorize], hoist)
+
+
+# --- where the script built each stage -----------------------------------------------------
+
+
+def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone() -> None:
+    import inspect
+
+    from pipediag.bench.structure import describe_pipeline
+    from pipediag.hooks.call_sites import CallSitePatch
+
+    tf = _tf()
+    original = tf.data.Dataset.__init__
+    patch = CallSitePatch()
+    patch.install()
+    try:
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        ds = tf.data.Dataset.range(8)
+        ds = ds.map(lambda x: x * 2)
+        ds = ds.batch(4)
+    finally:
+        patch.uninstall()
+
+    sites = [s.created_at for s in describe_pipeline(ds)]
+    assert sites == [f"test_rewrites_tf.py:{line + n}" for n in range(3)]
+    assert tf.data.Dataset.__init__ is original
+
+
+def test_a_function_whose_trace_fails_on_a_batch_is_refused_as_unsafe() -> None:
+    from pipediag.bench.teardown import TearDown
+
+    tf = _tf()
+    # GIVEN a map that reshapes each 4-vector to 2x2: traced on a batch, static shapes clash
+    ds = tf.data.Dataset.range(40).map(lambda x: tf.reshape(tf.fill([4], x), [2, 2])).batch(5)
+    found, graph = _candidates(ds)
+    (vectorize,) = [c for c in found if c.fix == "vectorize"]
+
+    teardown = TearDown()
+    try:
+        reason, unsafe = vectorize.check(graph, teardown)
+    finally:
+        teardown.drain()
+
+    assert unsafe
+    assert reason is not None and reason.startswith("unsafe: the function fails on a batch")

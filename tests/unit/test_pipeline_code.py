@@ -1,0 +1,163 @@
+"""The pipeline pipediag would write, from hand-built stages and kept changes."""
+
+from __future__ import annotations
+
+from pipediag.analysis.pipeline_code import rewritten_chain
+from pipediag.report.model import StageStats
+from pipediag.report.prescription import (
+    SEMANTICS_BATCHED,
+    SEMANTICS_HOIST_CACHE,
+    CodeLine,
+    StageChange,
+    fix_words,
+)
+
+
+def _mnist_chain() -> list[StageStats]:
+    return [
+        StageStats(0, "source", "TensorSliceDataset", created_at="train.py:20"),
+        StageStats(
+            1,
+            "shuffle",
+            "ShuffleDatasetV3",
+            {"buffer_size": "1000"},
+            inputs=[0],
+            created_at="train.py:21",
+        ),
+        StageStats(
+            2, "map", "MapDataset", function="preprocess", inputs=[1], created_at="train.py:22"
+        ),
+        StageStats(
+            3,
+            "batch",
+            "BatchDatasetV2",
+            {"batch_size": "32"},
+            inputs=[2],
+            created_at="train.py:23",
+        ),
+    ]
+
+
+def _texts(lines: list[CodeLine]) -> list[str]:
+    return [line.text for line in lines]
+
+
+def test_no_change_writes_the_users_chain_source_first() -> None:
+    lines = rewritten_chain(_mnist_chain(), [])
+
+    assert _texts(lines) == [
+        "ds = tf.data.Dataset.from_tensor_slices(...)",
+        "ds = ds.shuffle(1000)",
+        "ds = ds.map(preprocess)",
+        "ds = ds.batch(32)",
+    ]
+    assert all(line.change is None for line in lines)
+    assert [line.site for line in lines] == [f"train.py:{n}" for n in (20, 21, 22, 23)]
+
+
+def test_a_vectorised_map_is_written_after_its_batch_and_marked() -> None:
+    change = StageChange("vectorize", 2, SEMANTICS_BATCHED)
+
+    lines = rewritten_chain(_mnist_chain(), [change])
+
+    assert _texts(lines)[2:] == [
+        "ds = ds.batch(32)",
+        "ds = ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)",
+    ]
+    moved = lines[3]
+    assert (moved.change, moved.site, moved.semantics) == (
+        "vectorize",
+        "train.py:22",
+        SEMANTICS_BATCHED,
+    )
+
+
+def test_a_hoisted_map_and_its_cache_go_before_the_shuffle() -> None:
+    change = StageChange("hoist-cache", 2, SEMANTICS_HOIST_CACHE)
+
+    lines = rewritten_chain(_mnist_chain(), [change])
+
+    assert _texts(lines) == [
+        "ds = tf.data.Dataset.from_tensor_slices(...)",
+        "ds = ds.map(preprocess)",
+        "ds = ds.cache()",
+        "ds = ds.shuffle(1000)",
+        "ds = ds.batch(32)",
+    ]
+    assert [line.change for line in lines] == [None, "hoist-cache", "hoist-cache", None, None]
+
+
+def test_parallel_map_prefetch_and_options_compose_in_one_chain() -> None:
+    changes = [
+        StageChange("parallel-map", 2),
+        StageChange("prefetch-end", 3),
+        StageChange("thread-cap", None, value=1),
+    ]
+
+    lines = rewritten_chain(_mnist_chain(), changes)
+
+    assert _texts(lines)[2:] == [
+        "ds = ds.map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)",
+        "ds = ds.batch(32)",
+        "ds = ds.prefetch(tf.data.AUTOTUNE)",
+        "options = tf.data.Options()",
+        "options.threading.private_threadpool_size = 1",
+        "ds = ds.with_options(options)",
+    ]
+    assert lines[4].site == "train.py:23"  # the prefetch follows the last stage
+
+
+def test_a_generator_source_is_written_as_tensor_slices_of_one_epoch() -> None:
+    stages = [
+        StageStats(0, "source", "from_generator", function="augmented", created_at="t.py:9"),
+        StageStats(1, "batch", "BatchDatasetV2", {"batch_size": "8"}, inputs=[0]),
+    ]
+
+    (source, _) = rewritten_chain(stages, [StageChange("materialise-generator", 0)])
+
+    assert source.text.startswith("ds = tf.data.Dataset.from_tensor_slices(")
+    assert "augmented()" in source.text and source.site == "t.py:9"
+
+
+def test_a_final_prefetch_is_raised_in_place_not_added_twice() -> None:
+    stages = [
+        *_mnist_chain(),
+        StageStats(4, "prefetch", "PrefetchDataset", {"buffer_size": "1"}, inputs=[3]),
+    ]
+
+    lines = rewritten_chain(stages, [StageChange("prefetch-end", 4)])
+
+    assert _texts(lines)[-1] == "ds = ds.prefetch(tf.data.AUTOTUNE)"
+    assert sum("prefetch" in t for t in _texts(lines)) == 1
+
+
+def test_every_fix_id_has_words() -> None:
+    from typing import get_args
+
+    from pipediag.report.vocabulary import FixName
+
+    assert all(fix_words(fix) != fix for fix in get_args(FixName))
+
+
+def test_a_cache_follows_its_stage_and_an_interleave_gets_its_cycle_length() -> None:
+    stages = [
+        StageStats(0, "source", "TensorSliceDataset"),
+        StageStats(1, "interleave", "InterleaveDataset", function="read", inputs=[0]),
+        StageStats(2, "map", "MapDataset", function="decode", inputs=[1], created_at="t.py:4"),
+        StageStats(3, "batch", "BatchDatasetV2", {"batch_size": "16"}, inputs=[2]),
+    ]
+    changes = [
+        StageChange("parallel-interleave", 1, value=2),
+        StageChange("cache", 2, "a cache"),
+    ]
+
+    lines = rewritten_chain(stages, changes)
+
+    assert _texts(lines) == [
+        "ds = tf.data.Dataset.from_tensor_slices(...)",
+        "ds = ds.interleave(read, cycle_length=2, num_parallel_calls=tf.data.AUTOTUNE)",
+        "ds = ds.map(decode)",
+        "ds = ds.cache()",
+        "ds = ds.batch(16)",
+    ]
+    assert (lines[3].change, lines[3].site, lines[3].semantics) == ("cache", "t.py:4", "a cache")
