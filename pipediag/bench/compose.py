@@ -54,6 +54,7 @@ def compose_fixes(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipeline
         fill_batches=max((f.fill_batches for f in [*kept, extra]), default=0),
         pipeline_speedup=extra.pipeline_speedup,
         tried_on_training=extra.tried_on_training,
+        stage=extra.stage,
         candidate=extra.candidate,
         graph=graph,
         element_spec=spec,

@@ -80,6 +80,7 @@ SLICE_SHARE = 0.8
 MAX_BATCHES_PER_RUN = 2000
 # A run stopped this far over the budget leaves the remaining fixes unmeasured.
 BUDGET_OVERRUN = 1.5
+UNTIMED = "not measured: verification budget spent"
 
 
 @dataclass(frozen=True)
@@ -238,9 +239,7 @@ class _Trials:
                 continue
             now = self.clock.now()
             if now + 2 * MIN_SLICE_S > self.hard_end_s:
-                results[position] = _unverified(
-                    candidate, "not measured: verification budget spent"
-                )
+                results[position] = self.untimed(candidate)
             else:
                 results[position] = self.trial(candidate, max(0.0, self.end_s - now) / left)
             left -= 1
@@ -248,39 +247,60 @@ class _Trials:
 
     def trial(self, candidate: Candidate, share_s: float) -> FixTrial:
         """Check and build the variant, then time it beside the baseline; never raises."""
+        built = self._built(candidate)
+        if isinstance(built, FixTrial):
+            return built
+        try:
+            rounds = self._rounds(candidate, built, share_s)
+        except Exception as exc:  # the user's function failed in the copy: report, do not raise
+            return _unverified(candidate, f"the rewritten pipeline failed: {describe_error(exc)}")
+        trial = self._measured(candidate, rounds)
+        self._keep(candidate, built, trial.speedup)
+        return trial
+
+    def untimed(self, candidate: Candidate) -> FixTrial:
+        """Past the budget: the variant checked and built, not timed, and still kept for the
+        search on training, which decides (the pipeline alone is only a first look)."""
+        if self.keep is None:
+            return _unverified(candidate, UNTIMED)
+        built = self._built(candidate)
+        if isinstance(built, FixTrial):
+            return built
+        self._keep(candidate, built, None)
+        return _unverified(candidate, UNTIMED + "; tried on training")
+
+    def _built(self, candidate: Candidate) -> Any:
+        """The variant, or the unverified trial that says why there is none."""
         refusal = self._refusal(candidate)
         if refusal is not None:
             return _unverified(candidate, refusal)
         try:
-            variant = _build_variant(candidate, self.graph, self.baseline, self.dataset)
+            return _build_variant(candidate, self.graph, self.baseline, self.dataset)
         except RewriteError as exc:
             return _unverified(candidate, f"cannot rewrite: {exc}")
         except Exception as exc:
             return _unverified(candidate, f"cannot rewrite: {describe_error(exc)}")
-        try:
-            rounds = self._rounds(candidate, variant, share_s)
-        except Exception as exc:  # the user's function failed in the copy: report, do not raise
-            return _unverified(candidate, f"the rewritten pipeline failed: {describe_error(exc)}")
-        trial = self._measured(candidate, rounds)
-        if self.keep is not None:  # every fix built and safe: the search on training decides
-            self.keep.append(
-                FixPipelines(
-                    fix=candidate.fix,
-                    stage_index=candidate.stage_index,
-                    baseline=self.baseline,
-                    variant=variant,
-                    fill_batches=candidate.fill_batches,
-                    pipeline_speedup=trial.speedup or 1.0,
-                    tried_on_training=candidate.tried_on_training,
-                    stage=candidate.stage,
-                    candidate=candidate,
-                    graph=self.graph,
-                    element_spec=self.dataset.element_spec,
-                    semantics=() if candidate.semantics is None else (candidate.semantics,),
-                    applied=(candidate.fix,),
-                )
+
+    def _keep(self, candidate: Candidate, variant: Any, speedup: float | None) -> None:
+        if self.keep is None:  # every fix built and safe: the search on training decides
+            return
+        self.keep.append(
+            FixPipelines(
+                fix=candidate.fix,
+                stage_index=candidate.stage_index,
+                baseline=self.baseline,
+                variant=variant,
+                fill_batches=candidate.fill_batches,
+                pipeline_speedup=speedup or 1.0,
+                tried_on_training=candidate.tried_on_training,
+                stage=candidate.stage,
+                candidate=candidate,
+                graph=self.graph,
+                element_spec=self.dataset.element_spec,
+                semantics=() if candidate.semantics is None else (candidate.semantics,),
+                applied=(candidate.fix,),
             )
-        return trial
+        )
 
     def _refusal(self, candidate: Candidate) -> str | None:
         if candidate.check is None:

@@ -142,7 +142,8 @@ class PipelineSearch:
         self._until_s = until_s
         self._ceiling = ceiling
         self._kept: list[FixPipelines] = []
-        self._pending: FixPipelines | None = None
+        self._pending: FixPipelines | None = None  # the trial's pipelines, composed
+        self._pending_fix: FixPipelines | None = None  # the rewrite they try
         self._combined_due = True
         self.outcome = SearchOutcome(tried=list(skipped))
 
@@ -161,7 +162,7 @@ class PipelineSearch:
                 on_top = " on top of the kept rewrites" if self._kept else ""
                 self._add(fix, reason=f"could not be built{on_top}: {type(exc).__name__}: {exc}")
                 continue
-            self._pending = pipelines
+            self._pending, self._pending_fix = pipelines, fix
             return pipelines, share_s
         if len(self._kept) >= 2 and self._combined_due:
             self._combined_due = False
@@ -184,6 +185,7 @@ class PipelineSearch:
     def record(self, rounds: Rounds | None, reason: str | None = None) -> None:
         """The pending trial's rounds (None: it gave none, and `reason` says why)."""
         pending, self._pending = self._pending, None
+        fix, self._pending_fix = self._pending_fix, None
         if pending is None:
             return
         unused = above_ceiling(rounds, self._ceiling)
@@ -200,9 +202,9 @@ class PipelineSearch:
             rounds,
             unused or reason,
         )
-        self._add(pending, freed=freed, kept=keep, reason=why)
+        self._add(fix or pending, freed=freed, kept=keep, reason=why)
         if keep:
-            self._kept.append(pending)
+            self._kept.append(fix or pending)
 
     def prescription(self, stages: Sequence[StageStats] = ()) -> Prescription:
         """The prescription as it stands (a search cut short keeps what it measured), with

@@ -26,7 +26,7 @@ BASE_RATE = 100.0  # the kept pipeline's training rate, steps/s
 
 def _fix(name: str, stage: int | None, gain: float = 1.0) -> FixPipelines:
     return FixPipelines(
-        fix=name, stage_index=stage, baseline=name, variant=name, pipeline_speedup=gain
+        fix=name, stage_index=stage, baseline=(), variant=(name,), pipeline_speedup=gain
     )
 
 
