@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pipediag.report.model_side import ModelTrial, TopOp
 from pipediag.report.samples import (
     GpuAnalysis,
     GpuDevice,
@@ -100,6 +101,8 @@ __all__ = [
     "WatchAlert",
     "WatchSection",
     "WatchWindow",
+    "ModelTrial",
+    "TopOp",
     "BALANCED",
     "BLOCKER_LOCAL_PATH",
     "BLOCKER_PYTHON",
@@ -384,6 +387,14 @@ class ComputeAlone:
     # `steps_per_s` above is then the step-alone blocks' pooled rate.
     blocks: list[RateBlock] = field(default_factory=list)
     block_steps: int = 0  # steps per block, before the transition is dropped
+    # Where the step's time goes, and model-side changes measured on the step alone
+    # (`report/model_side.py`); `model_side_reason` says why they were not run, and
+    # `model_side_s` is the time they added.
+    top_ops: list[TopOp] = field(default_factory=list)
+    trials: list[ModelTrial] = field(default_factory=list)
+    top_ops_reason: str | None = None
+    model_side_reason: str | None = None
+    model_side_s: float = 0.0
 
 
 @dataclass(frozen=True)
