@@ -58,7 +58,6 @@ SPE_MIN_STEPS = 8
 SPE_MAX_STEPS = 32
 SPE_MAX_CALL_S = 0.5
 VISIBLE_FIT_SHARE = 0.03
-REPORT_ORDER: tuple[ModelChange, ...] = (JIT_COMPILE, STEPS_PER_EXECUTION, MIXED_PRECISION)
 NO_GPU = "not measured: no GPU (the batch is already where the step runs)"
 
 # One call of a side's train function, synced; the batches it trains.
@@ -267,9 +266,10 @@ def _trials(
 ) -> list[ModelTrial]:
     from pipediag.training.model_variants import kept_train_settings
 
-    # The cheap changes first: XLA's compilation can take seconds on a CPU, and what it
-    # leaves of the budget goes to its rounds (their minimum, once it has compiled).
+    # XLA first, the change that most often pays; each trial's build (XLA's compilation can
+    # take seconds on a CPU) comes before its rounds, which get at least their fewest.
     tries: list[tuple[ModelChange, Callable[[float], ModelTrial]]] = [
+        (JIT_COMPILE, lambda share: _xla(model, batch, facts, clock=clock, share_s=share)),
         (
             STEPS_PER_EXECUTION,
             lambda share: _multi_step(model, batch, facts, clock=clock, share_s=share),
@@ -278,14 +278,14 @@ def _trials(
             MIXED_PRECISION,
             lambda share: _mixed_precision(model, batch, facts, clock=clock, share_s=share),
         ),
-        (JIT_COMPILE, lambda share: _xla(model, batch, facts, clock=clock, share_s=share)),
     ]
     trials: list[ModelTrial] = []
     for position, (change, attempt) in enumerate(tries):
-        share = max(0.0, until_s - clock.now()) / (len(tries) - position)
+        left = max(0.0, until_s - clock.now())
         with kept_train_settings(model):
-            trials.append(guarded(change, attempt, share, facts.step_s))
-    return sorted(trials, key=lambda t: REPORT_ORDER.index(t.change))
+            share = left / (len(tries) - position)
+            trials.append(guarded(change, attempt, share, facts.step_s, left_s=left))
+    return trials
 
 
 def fewest_rounds_s(call_s: float) -> float:
@@ -298,10 +298,14 @@ def guarded(
     attempt: Callable[[float], ModelTrial],
     share_s: float,
     step_s: float,
+    *,
+    left_s: float | None = None,
 ) -> ModelTrial:
-    """A trial, or why it was not run: too little time left, or its failure in one line."""
-    if share_s * OVERRUN < fewest_rounds_s(step_s):
-        return ModelTrial(change, reason=f"not measured: the budget left {share_s:.1f} s")
+    """A trial in its `share_s` of the budget, or why it was not run: the fewest rounds do
+    not fit the `left_s` seconds left of it (the share by default), or its failure."""
+    left_s = share_s if left_s is None else left_s
+    if left_s < fewest_rounds_s(step_s):
+        return ModelTrial(change, reason=f"not measured: the budget left {left_s:.1f} s")
     try:
         return attempt(share_s)
     except Exception as exc:
@@ -368,23 +372,26 @@ def _multi_step(
     if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
         reason = "not measured: a multi-replica strategy (its iterator is the strategy's)"
         return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(steps))
+    began = clock.now()
     built = multi_step_train_function(model, steps)
     cached = tf.data.Dataset.from_tensors(batch).repeat()
     base_iterator, variant_iterator = iter(cached), iter(cached)
     with traced_with_steps(model, steps):
         _caller(built, lambda: variant_iterator)()  # traced with N steps a call
     baseline = Side(_caller(model.train_function, lambda: base_iterator))
+    baseline.call()  # a retrace for the cached batch's iterator
+    built_s = clock.now() - began
     trial = measure(
         STEPS_PER_EXECUTION,
         baseline,
         Side(_caller(built, lambda: variant_iterator), steps),
         clock=clock,
-        share_s=share_s,
+        share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s * steps)),
         call_s=facts.step_s * steps,
         fit_per_s=facts.fit_steps_per_s,
         shared_by=steps,
     )
-    trial = replace(trial, code=code, setting=str(steps))
+    trial = replace(trial, code=code, setting=str(steps), seconds=trial.seconds + built_s)
     if trial.baseline_steps_per_s and facts.fit_steps_per_s:
         around = 1.0 / facts.fit_steps_per_s - 1.0 / trial.baseline_steps_per_s
         share = max(0.0, around) * facts.fit_steps_per_s
@@ -425,7 +432,7 @@ def _mixed_precision(
         Side(_caller(model.train_function, feed)),
         variant,
         clock=clock,
-        share_s=max(0.0, share_s - built_s),
+        share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s)),
         call_s=facts.step_s,
         fit_per_s=facts.fit_steps_per_s,
     )
