@@ -174,7 +174,9 @@ def test_too_little_budget_is_a_reason_not_a_trial() -> None:
 
     trial = guarded(JIT_COMPILE, never, 0.2, 0.05)
     assert trial.change == JIT_COMPILE
-    assert trial.reason is not None and trial.reason.startswith("not measured: the budget")
+    assert trial.reason is not None and trial.reason.startswith(
+        "not measured: its share of the budget"
+    )
 
 
 def test_a_failed_trial_is_one_line() -> None:
