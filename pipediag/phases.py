@@ -497,6 +497,8 @@ def model_side(
     they did not run. A failure costs only this part."""
     if alone is None or not alone.measured:
         return alone
+    if not config.verify:
+        return dataclasses.replace(alone, model_side_reason="not measured: --no-verify")
     cost = verdict.input_cost_fraction if verdict is not None else None
     if not config.deep and (cost is None or cost >= MODEL_SIDE_MAX_COST):
         share = "unknown" if cost is None else f"{cost:.0%}"

@@ -83,8 +83,7 @@ def test_fit_reports_the_trials_and_the_step_s_top_ops(tmp_path: Path) -> None:
         warmup_steps=3,
         bench_seconds=0.5,
         sample_gpu=False,
-        stages=False,
-        verify=False,
+        stages=False,  # no pipeline stages or fixes: the model side alone
         deep=True,
         deep_seconds=2.0,
     )

@@ -333,3 +333,46 @@ def test_the_bar_s_groups_cover_the_step() -> None:
 def test_the_model_side_round_trips() -> None:
     report = _report()
     assert io.from_dict(io.to_dict(report)) == report
+
+
+# --- when it runs ----------------------------------------------------------------------------
+
+
+class _Quiet:
+    def note(self, message: str) -> None: ...
+    def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None: ...
+    def add_phase(self, name: str, start: float, end: float) -> None: ...
+
+
+def _gate(cost: float, *, style: str = "keras-fit", **settings: object) -> str | None:
+    from pipediag.config import RunConfig
+    from pipediag.phases import model_side
+    from pipediag.report.model import Verdict
+
+    alone = ComputeAlone(measured=True)
+    found = model_side(
+        object(),
+        object(),
+        alone,
+        Verdict(input_cost_fraction=cost),
+        style=style,  # type: ignore[arg-type]
+        config=RunConfig(**settings),  # type: ignore[arg-type]
+        clock=FakeClock(),
+        say=_Quiet(),
+    )
+    assert found is not None
+    return found.model_side_reason
+
+
+def test_an_input_cost_of_20_percent_or_more_skips_the_model_side() -> None:
+    assert "under 20%" in (_gate(0.25) or "")
+
+
+def test_no_verify_skips_the_model_side() -> None:
+    assert _gate(0.01, verify=False) == "not measured: --no-verify"
+
+
+def test_a_custom_loop_is_told_the_trials_run_under_fit() -> None:
+    assert (
+        _gate(0.01, style="custom-loop") == "model-side trials run under Keras fit only (for now)"
+    )
