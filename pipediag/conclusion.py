@@ -25,6 +25,7 @@ from pipediag.phases import (
     deep_analysis,
     fit_compute_alone,
     measure_on,
+    model_side,
     scale_out_check,
 )
 from pipediag.renderers.summary import verdict_line
@@ -266,7 +267,7 @@ class Conclusion:
         if not deep or self.concluded:
             return None
         self.concluded = True
-        return deep_analysis(
+        examined = deep_analysis(
             seen.dataset,
             pipeline,
             self.verdict,
@@ -275,6 +276,27 @@ class Conclusion:
             clock=self._clock,
             say=self._say,
             on_training=self._on_training(seen, loop_serving),
+        )
+        self._model_side(seen)
+        return examined
+
+    def _model_side(self, seen: Seen) -> None:
+        """After the deep analysis: where the step's time goes and the model-side changes
+        (`phases.model_side`), kept with compute alone. Never in a multi-worker job."""
+        if self._lockstep:
+            return
+        from pipediag.hooks.profiler_trace import quiet_profiler_logs
+
+        self.compute_alone = model_side(
+            seen.model,
+            seen.batch,
+            self.compute_alone,
+            self.verdict,
+            style=seen.style,
+            config=self._config,
+            clock=self._clock,
+            say=self._say,
+            quiet_logs=quiet_profiler_logs,
         )
 
     def check_scale_out(self, seen: Seen, pipeline: PipelineBenchmark) -> None:

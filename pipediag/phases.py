@@ -9,6 +9,7 @@ line, its span on the report's phase list).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -513,3 +514,75 @@ def scale_out_check(
         return None
     finally:
         say.add_phase("scale_out", began, clock.now())
+
+
+# Model-side trials run when input costs under this share of training, XProf's line for
+# "highly input-bound": above it, the input pipeline's fixes come first (docs/design.md,
+# "When the model sets the rate").
+MODEL_SIDE_MAX_COST = 0.20
+MODEL_SIDE_FIT_ONLY = "model-side trials run under Keras fit only (for now)"
+
+
+def model_side(
+    model: Any,
+    batch: Any,
+    alone: ComputeAlone | None,
+    verdict: Verdict | None,
+    *,
+    style: TrainStyle,
+    config: RunConfig,
+    clock: Clock,
+    say: Narration,
+    quiet_logs: Callable[[], Any] | None = None,
+) -> ComputeAlone | None:
+    """After the verdict: where the step's time goes and the model-side changes, measured
+    on fit's train step alone within `deep_seconds`; `alone` with them, or with the reason
+    they did not run. A failure costs only this part."""
+    if alone is None or not alone.measured:
+        return alone
+    if not config.verify:
+        return dataclasses.replace(alone, model_side_reason="not measured: --no-verify")
+    cost = verdict.input_cost_fraction if verdict is not None else None
+    if not config.deep and (cost is None or cost >= MODEL_SIDE_MAX_COST):
+        share = "unknown" if cost is None else f"{cost:.0%}"
+        reason = (
+            f"input costs {share} of training (model-side trials run under "
+            f"{MODEL_SIDE_MAX_COST:.0%}, or with --deep)"
+        )
+        return dataclasses.replace(alone, model_side_reason=reason)
+    if style != "keras-fit" or model is None or batch is None:
+        return dataclasses.replace(alone, model_side_reason=MODEL_SIDE_FIT_ONLY)
+    from pipediag.training.model_side import FitFacts, on_fit
+    from pipediag.training.model_variants import cpu_flags, has_gpu, policy_for
+
+    step_s = alone.step_time.median_s if alone.step_time is not None else None
+    if step_s is None or step_s <= 0:
+        return dataclasses.replace(alone, model_side_reason="no step-alone time to size trials")
+    gpu = has_gpu()
+    policy, policy_reason = policy_for(gpu, cpu_flags())
+    facts = FitFacts(
+        step_s, verdict.training_steps_per_s if verdict else None, gpu, policy, policy_reason
+    )
+    say.phase("trying model-side changes on the train step alone", config.deep_seconds)
+    began = clock.now()
+    try:
+        found = on_fit(
+            model,
+            batch,
+            facts,
+            clock=clock,
+            budget_s=config.deep_seconds,
+            quiet_logs=quiet_logs or contextlib.nullcontext,
+        )
+    except Exception as exc:
+        say.note(f"the model-side trials failed ({type(exc).__name__}: {exc})")
+        return dataclasses.replace(alone, model_side_reason=f"failed: {type(exc).__name__}")
+    finally:
+        say.add_phase("model_side", began, clock.now())
+    return dataclasses.replace(
+        alone,
+        top_ops=found.top_ops,
+        top_ops_reason=found.top_ops_reason,
+        trials=found.trials,
+        model_side_s=clock.now() - began,
+    )

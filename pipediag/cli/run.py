@@ -64,7 +64,10 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--no-verify",
         action="store_true",
-        help="do not build and measure the suggested pipeline fixes (they stay estimates)",
+        help=(
+            "do not build and measure the suggested pipeline fixes (they stay estimates), "
+            "nor the model-side changes"
+        ),
     )
     run.add_argument(
         "--verify-seconds",

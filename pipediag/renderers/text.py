@@ -13,6 +13,7 @@ from __future__ import annotations
 import textwrap
 
 from pipediag.renderers import summary
+from pipediag.renderers.model_words import model_lines
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.renderers.scale_out import scale_out_lines
 from pipediag.renderers.stage_cost_words import costliest_stage, held_stage, held_text
@@ -48,6 +49,9 @@ def render_text(report: Report) -> str:
         if text:
             add(_row(label, text))
     lines.extend(_suggestions(report))
+    model = model_lines(report)
+    if model:
+        lines += ["", *model]
     for note in report.notes:
         add(f"note: {note}")
     return "\n".join(lines) + "\n"

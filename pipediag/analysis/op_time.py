@@ -1,0 +1,144 @@
+"""Where the train step's time goes: profiled op events grouped into the step's top ops.
+
+Pure arithmetic over plain events (`training/op_profile.py` reads them from the TF
+profiler's trace; docs/design.md, "When the model sets the rate"). On TF 2.21 each executed
+op is an event named `scope/path/name:OpType` on a `tf_Compute` line; an op's self time is
+its duration less the op events nested in it (a function-call op holds its body's ops).
+
+The step's time is split into the ops' self time (summed over the threads that run them)
+and two host-side gaps: Python (the wall time outside TensorFlow's calls: Keras' function
+wrapper, the cached batch's iterator, the sync) and launch overhead with the time between
+ops (inside TensorFlow's calls, while no op runs on any thread). Shares are of their sum,
+so the shares of one kind (op types, or scopes) and the gaps add up to at most 1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pipediag.report.model_side import HOST_GAP, OP_TYPE, SCOPE, TopOp, TopOpKind
+
+# How many groups of each kind the report keeps.
+TOP_OP_TYPES = 8
+TOP_SCOPES = 6
+PYTHON_GAP = "host: Python (outside TensorFlow's calls)"
+LAUNCH_GAP = "host: launch overhead and time between ops"
+OPTIMIZER_SCOPE = "optimizer"
+# `name/scope:OpType`: an executed op (not `Class::Method` tracing events).
+_OP_EVENT = re.compile(r"^(?P<name>[^:]+):(?P<type>[A-Za-z0-9_]+)$")
+_UNIQUIFIED = re.compile(r"_\d+$")
+_SCOPE_PREFIXES = ("gradient_tape/",)
+
+
+@dataclass(frozen=True)
+class OpEvent:
+    """One event of a profiled thread: its name, start and duration (ns), and thread."""
+
+    name: str
+    start_ns: int
+    duration_ns: int
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class ProfiledWindow:
+    """A profiled window of `steps` train steps: its wall time, the time its Python thread
+    spent inside TensorFlow's calls, and the op events of the threads that ran the ops."""
+
+    steps: int
+    wall_ns: int
+    in_tensorflow_ns: int
+    ops: list[OpEvent]
+
+
+def self_times(events: Iterable[OpEvent]) -> list[tuple[OpEvent, int]]:
+    """Each op event with its self time: its duration less the op events nested directly in
+    it, on the same thread."""
+    by_line: dict[int, list[OpEvent]] = defaultdict(list)
+    for event in events:
+        if _OP_EVENT.match(event.name):
+            by_line[event.line].append(event)
+    found: list[tuple[OpEvent, int]] = []
+    for line_events in by_line.values():
+        line_events.sort(key=lambda e: (e.start_ns, -e.duration_ns))
+        stack: list[list[int]] = []  # [index into found, end_ns]
+        for event in line_events:
+            end = event.start_ns + event.duration_ns
+            while stack and stack[-1][1] <= event.start_ns:
+                stack.pop()
+            if stack:
+                parent = found[stack[-1][0]]
+                found[stack[-1][0]] = (parent[0], parent[1] - event.duration_ns)
+            found.append((event, event.duration_ns))
+            stack.append([len(found) - 1, end])
+    return [(event, max(0, own)) for event, own in found]
+
+
+def busy_ns(events: Iterable[OpEvent]) -> int:
+    """The time at least one op ran, on any thread (the union of the op intervals)."""
+    spans = sorted(
+        (e.start_ns, e.start_ns + e.duration_ns) for e in events if _OP_EVENT.match(e.name)
+    )
+    total, current_start, current_end = 0, None, None
+    for start, end in spans:
+        if current_end is None or start > current_end:
+            if current_end is not None and current_start is not None:
+                total += current_end - current_start
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    if current_end is not None and current_start is not None:
+        total += current_end - current_start
+    return total
+
+
+def scope_of(op_name: str, layer_names: Sequence[str]) -> str:
+    """The layer (or top name scope) an op belongs to: `sequential/conv_a_1/Relu` is in
+    layer `conv_a`; an optimizer's update ops are `optimizer`'s."""
+    name = op_name
+    for prefix in _SCOPE_PREFIXES:
+        name = name.removeprefix(prefix)
+    parts = name.split("/")
+    known = set(layer_names)
+    for part in parts[:-1]:
+        for candidate in (part, _UNIQUIFIED.sub("", part)):
+            if candidate in known:
+                return candidate
+    head = _UNIQUIFIED.sub("", parts[0]) if len(parts) > 1 else "(top level)"
+    if head.lower() in {"adam", "sgd", "rmsprop", "adamw", "adagrad", "optimizer"}:
+        return OPTIMIZER_SCOPE
+    return head
+
+
+def top_ops(window: ProfiledWindow, layer_names: Sequence[str] = ()) -> list[TopOp]:
+    """The window's top op types and scopes by self time, and the host gaps, per step."""
+    if window.steps <= 0 or window.wall_ns <= 0:
+        return []
+    owned = self_times(window.ops)
+    by_type: dict[str, int] = defaultdict(int)
+    by_scope: dict[str, int] = defaultdict(int)
+    for event, own in owned:
+        found = _OP_EVENT.match(event.name)
+        assert found is not None
+        by_type[found.group("type")] += own
+        by_scope[scope_of(found.group("name"), layer_names)] += own
+    python_ns = max(0, window.wall_ns - window.in_tensorflow_ns)
+    launch_ns = max(0, window.in_tensorflow_ns - busy_ns(window.ops))
+    total = sum(by_type.values()) + python_ns + launch_ns
+    if total <= 0:
+        return []
+
+    def op(name: str, kind: TopOpKind, ns: int) -> TopOp:
+        return TopOp(name, kind, ns / total, ns / 1e9 / window.steps)
+
+    ranked_types = sorted(by_type.items(), key=lambda kv: -kv[1])[:TOP_OP_TYPES]
+    ranked_scopes = sorted(by_scope.items(), key=lambda kv: -kv[1])[:TOP_SCOPES]
+    return [
+        *(op(name, OP_TYPE, ns) for name, ns in ranked_types),
+        *(op(name, SCOPE, ns) for name, ns in ranked_scopes),
+        op(PYTHON_GAP, HOST_GAP, python_ns),
+        op(LAUNCH_GAP, HOST_GAP, launch_ns),
+    ]

@@ -1,0 +1,176 @@
+"""The model side in words: where the step's time goes, and "What to change in the model",
+ranked by the gain measured on the train step alone (docs/design.md, "When the model sets
+the rate"). The text renderer lays these lines out; the PNG's bar reads `time_groups`.
+
+A change under the 1.05 worth-it gain is a note, not advice; one not measured says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.report.model import BALANCED, COMPUTE_BOUND, ComputeAlone, Report
+from pipediag.report.model_side import (
+    DEVICE_COPY,
+    HOST_GAP,
+    JIT_COMPILE,
+    MIXED_PRECISION,
+    OP_TYPE,
+    SCOPE,
+    STEPS_PER_EXECUTION,
+    ModelTrial,
+    TopOp,
+)
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+
+TIME_HEADING = "Where the step's time goes"
+CHANGE_HEADING = "What to change in the model"
+# Op types listed by name in the text; the rest of the step is in the bar's "other".
+LISTED_OPS = 5
+LISTED_SCOPES = 4
+CHANGE_NAMES = {
+    JIT_COMPILE: "XLA (jit_compile=True)",
+    STEPS_PER_EXECUTION: "steps_per_execution",
+    MIXED_PRECISION: "mixed precision",
+    DEVICE_COPY: "host-to-device copy",
+}
+
+
+@dataclass(frozen=True)
+class RankedChanges:
+    """The measured changes worth making (best first), those under the floor, and those not
+    measured."""
+
+    worth: list[ModelTrial]
+    notes: list[ModelTrial]
+    not_measured: list[ModelTrial]
+
+
+def model_side_of(report: Report) -> ComputeAlone | None:
+    """The compute-alone section where it holds a model-side reading, else None."""
+    alone = report.compute_alone
+    if alone is None:
+        return None
+    if alone.trials or alone.top_ops or alone.model_side_reason:
+        return alone
+    return None
+
+
+def shown_for(report: Report) -> bool:
+    """The model side ends the compute-bound and balanced verdicts (and any run where it ran)."""
+    alone = model_side_of(report)
+    if alone is None:
+        return False
+    return report.verdict.label in (COMPUTE_BOUND, BALANCED) or bool(alone.trials)
+
+
+def ranked(trials: list[ModelTrial]) -> RankedChanges:
+    measured = sorted((t for t in trials if t.speedup is not None), key=lambda t: -(t.speedup or 0))
+    return RankedChanges(
+        worth=[t for t in measured if (t.speedup or 0) >= VERIFIED_MIN_GAIN],
+        notes=[t for t in measured if (t.speedup or 0) < VERIFIED_MIN_GAIN],
+        not_measured=[t for t in trials if t.speedup is None],
+    )
+
+
+def change_name(trial: ModelTrial) -> str:
+    name = CHANGE_NAMES.get(trial.change, trial.change or "change")
+    if trial.change == STEPS_PER_EXECUTION and trial.setting:
+        return f"steps_per_execution={trial.setting}"
+    if trial.change == MIXED_PRECISION and trial.setting:
+        return f"mixed precision ({trial.setting})"
+    return name
+
+
+def gain_text(trial: ModelTrial) -> str:
+    """ "1.32x (90% interval 1.21-1.40x)" and the rates behind it, per batch."""
+    if trial.speedup is None:
+        return ""
+    text = f"{trial.speedup:.2f}x"
+    if trial.interval is not None and len(trial.interval) == 2:
+        low, high = trial.interval
+        text += f" (90% interval {low:.2f}-{high:.2f}x)"
+    if trial.baseline_steps_per_s and trial.variant_steps_per_s:
+        text += (
+            f": the step alone ran {trial.variant_steps_per_s:.1f} steps/s against "
+            f"{trial.baseline_steps_per_s:.1f} unchanged, {trial.rounds} rounds"
+        )
+    return text
+
+
+def groups(alone: ComputeAlone, kind: str) -> list[TopOp]:
+    return [op for op in alone.top_ops if op.kind == kind]
+
+
+def time_groups(alone: ComputeAlone) -> list[tuple[str, float]]:
+    """(name, share) for the bar of the step's time: the top op types, the host gaps, and
+    the rest of the ops as "other ops"."""
+    ops = groups(alone, OP_TYPE)[:LISTED_OPS]
+    gaps = groups(alone, HOST_GAP)
+    shown = [(op.name, op.share) for op in ops]
+    rest = 1.0 - sum(op.share for op in ops) - sum(g.share for g in gaps)
+    if rest > 0.005:
+        shown.append(("other ops", rest))
+    shown += [(g.name, g.share) for g in gaps]
+    return shown
+
+
+def time_lines(alone: ComputeAlone) -> list[str]:
+    """The step's time in a few lines: op types, layers and scopes, host gaps."""
+    if not alone.top_ops:
+        return [f"{TIME_HEADING}: {alone.top_ops_reason}"] if alone.top_ops_reason else []
+    step = alone.step_time.median_s if alone.step_time is not None else None
+    heading = TIME_HEADING + (f" (a step alone: {step * 1e3:.1f} ms)" if step else "")
+    lines = [heading]
+    ops = groups(alone, OP_TYPE)[:LISTED_OPS]
+    lines.append("  ops     " + ", ".join(f"{op.name} {op.share:.0%}" for op in ops))
+    scopes = groups(alone, SCOPE)[:LISTED_SCOPES]
+    if scopes:
+        lines.append("  layers  " + ", ".join(f"{op.name} {op.share:.0%}" for op in scopes))
+    gaps = groups(alone, HOST_GAP)
+    if gaps:
+        lines.append(
+            "  host    " + ", ".join(f"{g.name.removeprefix('host: ')} {g.share:.0%}" for g in gaps)
+        )
+    return lines
+
+
+def change_lines(alone: ComputeAlone) -> list[str]:
+    """ "What to change in the model": the measured changes ranked, each with its code; the
+    ones under the floor as notes; what was not measured and why."""
+    if not alone.trials:
+        return (
+            [f"{CHANGE_HEADING}: not tried: {alone.model_side_reason}"]
+            if alone.model_side_reason
+            else []
+        )
+    found = ranked(alone.trials)
+    lines = [f"{CHANGE_HEADING} (measured on the train step alone)"]
+    if not found.worth:
+        lines.append(f"  no change measured a gain of {VERIFIED_MIN_GAIN:.2f}x or more")
+    for n, trial in enumerate(found.worth, 1):
+        lines.append(f" {n}. {change_name(trial)}: {gain_text(trial)}")
+        if trial.code:
+            lines.append(f"      {trial.code}")
+        if trial.numerics:
+            lines.append(f"      numerics: {trial.numerics}")
+        if trial.reason:
+            lines.append(f"      ({trial.reason})")
+    lines += [
+        f"  note: {change_name(t)}: {gain_text(t)}, under {VERIFIED_MIN_GAIN:.2f}x"
+        for t in found.notes
+    ]
+    lines += [f"  {change_name(t)}: {t.reason or 'not measured'}" for t in found.not_measured]
+    return lines
+
+
+def model_lines(report: Report) -> list[str]:
+    """Both parts, for the end of the text summary; empty where the model side is not shown."""
+    alone = model_side_of(report)
+    if alone is None or not shown_for(report):
+        return []
+    lines = time_lines(alone)
+    changes = change_lines(alone)
+    if lines and changes:
+        lines.append("")
+    return lines + changes

@@ -1,0 +1,68 @@
+"""The model side of a compute-bound run: where the step's time goes, and model-side changes
+measured on the train step alone (docs/design.md, "When the model sets the rate").
+
+Plain frozen data, like the rest of the report; `ComputeAlone` holds it (`top_ops`,
+`trials`). Every field has a default, so reports written before it still load.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+# The changes a model-side trial measures, as the report names them.
+ModelChange = Literal["jit_compile", "steps_per_execution", "mixed_precision", "device_copy", ""]
+JIT_COMPILE: Final = "jit_compile"
+STEPS_PER_EXECUTION: Final = "steps_per_execution"
+MIXED_PRECISION: Final = "mixed_precision"
+DEVICE_COPY: Final = "device_copy"
+
+# What a profiled operation's time is grouped by: its op type, the layer or name scope it
+# belongs to, or host time outside any op (Python, launches, gaps between ops).
+TopOpKind = Literal["op_type", "scope", "host_gap", "device", ""]
+OP_TYPE: Final = "op_type"
+SCOPE: Final = "scope"
+HOST_GAP: Final = "host_gap"
+DEVICE: Final = "device"
+
+
+@dataclass(frozen=True)
+class TopOp:
+    """One group of the profiled step's time: `share` of the step, `self_s` seconds per step
+    (an op's own time, its children's excluded)."""
+
+    name: str
+    kind: TopOpKind = ""
+    share: float = 0.0
+    self_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class ModelTrial:
+    """One model-side change, measured on the train step alone against the unchanged step.
+
+    `baseline_steps_per_s` and `variant_steps_per_s` are the rounds' median rates, per batch;
+    `speedup` is the gain a whole run would see (for `steps_per_execution`, with fit's own
+    per-step time added to both sides), `interval` its 90% interval ([low, high]) when the
+    rounds gave one. `reason` says why it was not measured (or what limits the reading);
+    `code` is what to write to make the change; `numerics` what the change means for them.
+    """
+
+    change: ModelChange
+    baseline_steps_per_s: float | None = None
+    variant_steps_per_s: float | None = None
+    speedup: float | None = None
+    interval: list[float] | None = None
+    rounds: int = 0
+    stopped: str = ""
+    reason: str | None = None
+    code: str = ""
+    numerics: str = ""
+    # Seconds the trial took, its build and compilation included.
+    seconds: float = 0.0
+    # The value tried: steps per execution, or the dtype policy's name.
+    setting: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return self.speedup is not None

@@ -1,0 +1,93 @@
+"""A what-if pipeline in the report: a fix applied to a copy of the dataset graph and timed
+beside it, alone and on training, with the facts a rule needs to explain it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipediag.report.vocabulary import FixName, TrialStop
+
+
+@dataclass(frozen=True)
+class TrialFacts:
+    """What a what-if trial found beside its rates: the facts a rule needs to explain a fix.
+
+    `stopped` says why the interleaved rounds ended and `speedup_low`/`speedup_high` give the
+    90% interval of their ratios (`bench/interleaved.py`); the `training_` ones are the same
+    for the fix tried on training. The rest belong to one fix each; None where they do not
+    apply or were not found.
+    """
+
+    stopped: TrialStop = ""
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    training_stopped: TrialStop = ""
+    training_speedup_low: float | None = None
+    training_speedup_high: float | None = None
+    # What was made private in the copies so the user's state is untouched (a file cache).
+    isolation: str = ""
+    # vectorize: elements the function was checked on, both ways.
+    sample_elements: int | None = None
+    # parallel-interleave: the cycle length tried (the cores).
+    cycle_length: int | None = None
+    # thread-cap: the private thread pool's size tried.
+    threads: int | None = None
+    # prefetch-end: the buffer size of the final prefetch raised to AUTOTUNE, None if added.
+    existing_buffer: str | None = None
+    # cache: the work it would keep, the elements of one epoch (None: infinite or unknown),
+    # their size, the memory available and the time to fill it.
+    prefix_s_per_batch: float | None = None
+    elements: int | None = None
+    cache_bytes: int | None = None
+    available_bytes: int | None = None
+    fill_s: float | None = None
+    # The fix's rate on training was faster than the train step alone ran in the alternation
+    # (its fastest block): the trial was disturbed, and its gain is not used.
+    above_step_alone: bool = False
+    # The rewrites already kept when this one was tried on training: its training figures
+    # are over the pipeline with those applied (docs/design.md, "The pipeline pipediag would
+    # write"); empty: over the user's pipeline.
+    training_after: list[FixName] = field(default_factory=list)
+    # What the rewrite changes in what the pipeline yields, in words (`report/prescription.py`);
+    # None: nothing (a parallel map keeps the order).
+    semantics: str | None = None
+
+
+@dataclass(frozen=True)
+class FixTrial:
+    """One what-if pipeline: a fix applied to a copy of the dataset graph, timed beside it.
+
+    `speedup` is the measured pipeline-alone speedup (variant over original, medians of
+    interleaved runs in the same process), not the end-to-end one: that is
+    `training_speedup` where the fix was tried on training, and the advisor predicts it
+    otherwise.
+    `verified` is False when the fix could not be rewritten or run, and `reason` says why;
+    `facts` carries the facts a rule needs to explain the fix (e.g. a cache's size).
+    """
+
+    fix: FixName
+    stage_index: int | None = None
+    stage: str = ""
+    verified: bool = False
+    reason: str | None = None
+    baseline_batches_per_s: float | None = None
+    variant_batches_per_s: float | None = None
+    speedup: float | None = None
+    rounds: int = 0
+    facts: TrialFacts = field(default_factory=TrialFacts)
+    # Process CPU seconds per batch (medians of the same runs): a fix can make batches come
+    # faster yet cost the cores more (parallel calls) or less (vectorised, cached).
+    baseline_cpu_s_per_batch: float | None = None
+    variant_cpu_s_per_batch: float | None = None
+    # The fix tried on training itself (`training/training_trial.py`): the user's train step fed
+    # by the unedited copy and by the fixed one in turn, steps/s each (medians over
+    # `training_rounds` interleaved rounds); `training_reason` says why it was not tried.
+    training_baseline_steps_per_s: float | None = None
+    training_variant_steps_per_s: float | None = None
+    training_speedup: float | None = None
+    training_rounds: int = 0
+    training_reason: str | None = None
+    # The vectorise check found the function not elementwise (or failing on a batch).
+    unsafe: bool = False
+    # A cache trial: whether the cached data fits in the memory available (None: other fixes).
+    fits_in_memory: bool | None = None

@@ -1,0 +1,447 @@
+"""Model-side changes measured on the train step alone, under Keras `fit`.
+
+Once the verdict says the model sets the rate, the question is what to change in it
+(docs/design.md, "When the model sets the rate"). Each change is timed on the cached batch
+against the unchanged step, in the interleaved rounds of the fix trials
+(`bench/interleaved.py`: alternating which side goes first, stopped on a clear 90%
+sign-test interval), within one budget:
+
+- `jit_compile`: the train function rebuilt with XLA; a failure to compile names the op;
+- `steps_per_execution`: N batches a call, fed from a `tf.data` iterator over the cached
+  batch on both sides (Keras runs N steps inside one compiled call only for a `tf.data`
+  iterator); its gain counts fit's own per-step time, which N steps a call pay once;
+- mixed precision: a clone built under the policy (`training/model_variants.py`), timed
+  against the original step; the user's model is never run under it;
+- the host-to-device copy: measured only where there is a GPU.
+
+Every variable the steps write is copied before and assigned back after, and the model's
+train function and settings are put back exactly (`kept_train_settings`). The whole-run
+gain adds fit's time around the train function to both sides, as for the fixes tried on
+training (docs/design.md, "Fixes tried on training").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pipediag.bench.interleaved import MIN_ROUNDS, Rounds, median_rate, run_rounds
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.clock import Clock
+from pipediag.report.model_side import (
+    DEVICE_COPY,
+    JIT_COMPILE,
+    MIXED_PRECISION,
+    STEPS_PER_EXECUTION,
+    ModelChange,
+    ModelTrial,
+    TopOp,
+)
+
+# A trial's slices: long enough for a few steps, short enough for the five rounds the
+# sign-test interval needs (two slices each) within the trial's share of the budget.
+MIN_SLICE_S = 0.05
+MAX_SLICE_S = 0.5
+SLICES_PER_TRIAL = 12
+# A trial's rounds may overrun its share by this factor before none is started.
+OVERRUN = 1.3
+# steps_per_execution: a call of about this long (8 to 32 steps), and tried only where
+# fit's own time around the train function is at least this share of its step: below, N
+# steps a call cannot gain more than the noise.
+SPE_CALL_S = 0.02
+SPE_MIN_STEPS = 8
+SPE_MAX_STEPS = 32
+SPE_MAX_CALL_S = 0.5
+VISIBLE_FIT_SHARE = 0.03
+NO_GPU = "not measured: no GPU (the batch is already where the step runs)"
+
+# One call of a side's train function, synced; the batches it trains.
+Call = Callable[[], None]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a trial: a call of its train function and the batches a call trains."""
+
+    call: Call
+    batches_per_call: int = 1
+
+
+def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
+    """A side's read for the rounds: calls until `seconds` have passed (one at least), a
+    latency per batch. Both sides are warm before the rounds, so no call is left untimed."""
+
+    def run(seconds: float) -> BatchTiming:
+        start = clock.now()
+        cpu_from = time.process_time()
+        ends = [start]
+        while True:
+            side.call()
+            ends.append(clock.now())
+            if ends[-1] >= start + seconds:
+                break
+        per = side.batches_per_call
+        latencies = [
+            (b - a) / per for a, b in zip(ends, ends[1:], strict=False) for _ in range(per)
+        ]
+        return BatchTiming(None, latencies, ends[-1] - start, False, time.process_time() - cpu_from)
+
+    return run
+
+
+def slice_seconds(call_s: float, share_s: float) -> float:
+    """A slice for `SLICES_PER_TRIAL` in the share, and never shorter than one call."""
+    return max(call_s, MIN_SLICE_S, min(MAX_SLICE_S, share_s / SLICES_PER_TRIAL))
+
+
+def spe_steps(step_s: float) -> int:
+    """Steps per execution to try: a call of about `SPE_CALL_S`, 8 to 32 steps."""
+    wanted = math.ceil(SPE_CALL_S / step_s) if step_s > 0 else SPE_MAX_STEPS
+    return max(SPE_MIN_STEPS, min(SPE_MAX_STEPS, wanted))
+
+
+def whole_run_speedup(
+    baseline_per_s: float, variant_per_s: float, fit_per_s: float | None, *, shared_by: int = 1
+) -> float:
+    """The gain on fit's step: fit's time around the train function (`1/fit - 1/baseline`,
+    none when fit was faster) stays on both sides, divided by `shared_by` on the variant's
+    (steps_per_execution pays it once a call)."""
+    if fit_per_s is None or fit_per_s <= 0:
+        return variant_per_s / baseline_per_s
+    around = max(0.0, 1.0 / fit_per_s - 1.0 / baseline_per_s)
+    return (1.0 / baseline_per_s + around) / (1.0 / variant_per_s + around / shared_by)
+
+
+def trial_result(
+    change: ModelChange,
+    rounds: Rounds,
+    *,
+    fit_per_s: float | None,
+    shared_by: int = 1,
+    seconds: float = 0.0,
+) -> ModelTrial:
+    """A trial's rates and gain from its rounds; the interval's ends go through the same
+    whole-run arithmetic (it rises with the variant's rate)."""
+    base, variant = median_rate(rounds.baseline), median_rate(rounds.variant)
+    if base is None or variant is None or base <= 0 or variant <= 0:
+        return ModelTrial(change, reason="too few steps to time", seconds=seconds)
+    interval = None
+    if rounds.interval is not None:
+        low, high = rounds.interval
+        interval = [
+            whole_run_speedup(base, base * ratio, fit_per_s, shared_by=shared_by)
+            for ratio in (low, high)
+        ]
+    return ModelTrial(
+        change,
+        baseline_steps_per_s=base,
+        variant_steps_per_s=variant,
+        speedup=whole_run_speedup(base, variant, fit_per_s, shared_by=shared_by),
+        interval=interval,
+        rounds=len(rounds.ratios),
+        stopped=rounds.stopped,
+        seconds=seconds,
+    )
+
+
+def measure(
+    change: ModelChange,
+    baseline: Side,
+    variant: Side,
+    *,
+    clock: Clock,
+    share_s: float,
+    call_s: float,
+    fit_per_s: float | None,
+    shared_by: int = 1,
+) -> ModelTrial:
+    """The rounds of one change within `share_s` seconds, both sides warmed first."""
+    began = clock.now()
+    baseline.call()
+    variant.call()
+    now = clock.now()
+    left = max(0.0, began + share_s - now)
+    rounds = run_rounds(
+        timed(baseline, clock),
+        timed(variant, clock),
+        slice_s=slice_seconds(call_s, left),
+        until_s=now + left,
+        hard_until_s=now + left * OVERRUN,
+        clock=clock,
+    )
+    return trial_result(
+        change, rounds, fit_per_s=fit_per_s, shared_by=shared_by, seconds=clock.now() - began
+    )
+
+
+# --- under Keras fit ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FitFacts:
+    """What the trials need to know of the run: the measured step, fit's rate (A), whether
+    there is a GPU, and the dtype policy to try with the reason where none fits."""
+
+    step_s: float
+    fit_steps_per_s: float | None
+    gpu: bool
+    policy: str
+    policy_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelSide:
+    """Where the step's time goes (or why not known), and the changes measured."""
+
+    top_ops: list[TopOp] = field(default_factory=list)
+    top_ops_reason: str | None = None
+    trials: list[ModelTrial] = field(default_factory=list)
+
+
+def on_fit(
+    model: Any,
+    batch: Any,
+    facts: FitFacts,
+    *,
+    clock: Clock,
+    budget_s: float,
+    quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+) -> ModelSide:
+    """The profiler window, then each change, measured on fit's train step within
+    `budget_s` seconds; every variable the steps write, and the model's train function and
+    settings, put back afterwards."""
+    from pipediag.training.compute_alone import step_variables
+
+    end_s = clock.now() + budget_s
+    saved = [(v, v.numpy()) for v in step_variables(model)]
+    try:
+        top, why = _where_time_goes(model, batch, facts, clock=clock, quiet_logs=quiet_logs)
+        trials = _trials(model, batch, facts, clock=clock, until_s=end_s)
+    finally:
+        for variable, value in saved:
+            variable.assign(value)
+    trials.append(ModelTrial(DEVICE_COPY, reason=_device_copy_reason(facts.gpu)))
+    return ModelSide(top, why, trials)
+
+
+def _device_copy_reason(gpu: bool) -> str:
+    if not gpu:
+        return NO_GPU
+    return "not measured: the copy's trial (batch on the host against on the device) is not built"
+
+
+def _where_time_goes(
+    model: Any,
+    batch: Any,
+    facts: FitFacts,
+    *,
+    clock: Clock,
+    quiet_logs: Callable[[], AbstractContextManager[None]],
+) -> tuple[list[TopOp], str | None]:
+    from pipediag.analysis.op_time import top_ops
+    from pipediag.training.op_profile import profile_window, profiled_steps
+
+    call = _caller(model.train_function, _python_feed(batch))
+    try:
+        call()  # warm: a retrace would fill the window
+        window = profile_window(
+            call, profiled_steps(facts.step_s), clock=clock, quiet_logs=quiet_logs
+        )
+    except Exception as exc:
+        return [], f"not measured: {type(exc).__name__}: {str(exc)[:160]}"
+    if isinstance(window, str):
+        return [], window
+    layer_names = [layer.name for layer in getattr(model, "layers", [])]
+    found = top_ops(window, layer_names)
+    return found, None if found else "not measured: the trace held no op events"
+
+
+def _trials(
+    model: Any, batch: Any, facts: FitFacts, *, clock: Clock, until_s: float
+) -> list[ModelTrial]:
+    from pipediag.training.model_variants import kept_train_settings
+
+    # XLA first, the change that most often pays; each trial's build (XLA's compilation can
+    # take seconds on a CPU) comes before its rounds, which get at least their fewest.
+    tries: list[tuple[ModelChange, Callable[[float], ModelTrial]]] = [
+        (JIT_COMPILE, lambda share: _xla(model, batch, facts, clock=clock, share_s=share)),
+        (
+            STEPS_PER_EXECUTION,
+            lambda share: _multi_step(model, batch, facts, clock=clock, share_s=share),
+        ),
+        (
+            MIXED_PRECISION,
+            lambda share: _mixed_precision(model, batch, facts, clock=clock, share_s=share),
+        ),
+    ]
+    # Each trial gets an equal share, whatever the one before overran by its build: a long
+    # XLA compilation must not leave the next trials unmeasured (the total can pass the
+    # budget by the builds; docs/design.md, "When the model sets the rate").
+    share = max(0.0, until_s - clock.now()) / len(tries)
+    trials: list[ModelTrial] = []
+    for change, attempt in tries:
+        with kept_train_settings(model):
+            trials.append(guarded(change, attempt, share, facts.step_s))
+    return trials
+
+
+def fewest_rounds_s(call_s: float) -> float:
+    """The time the fewest rounds with an interval take, at the shortest slices."""
+    return 2 * MIN_ROUNDS * max(call_s, MIN_SLICE_S)
+
+
+def guarded(
+    change: ModelChange,
+    attempt: Callable[[float], ModelTrial],
+    share_s: float,
+    step_s: float,
+) -> ModelTrial:
+    """A trial in its `share_s` of the budget, or why it was not run: the fewest rounds do
+    not fit in it, or its failure in one line."""
+    if share_s * OVERRUN < fewest_rounds_s(step_s):
+        return ModelTrial(
+            change, reason=f"not measured: its share of the budget is {share_s:.1f} s"
+        )
+    try:
+        return attempt(share_s)
+    except Exception as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        return ModelTrial(change, reason=f"failed: {type(exc).__name__}: {' '.join(lines)[:200]}")
+
+
+def _python_feed(batch: Any) -> Callable[[], Any]:
+    return lambda: iter((batch,))
+
+
+def _caller(function: Callable[[Any], Any], feed: Callable[[], Any]) -> Call:
+    from pipediag.training.compute_alone import sync_logs
+
+    return lambda: sync_logs(function(feed()))
+
+
+def _xla(model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: float) -> ModelTrial:
+    from pipediag.training.model_variants import xla_failure, xla_train_function
+
+    code = "model.compile(..., jit_compile=True)"
+    built = xla_train_function(model)
+    if isinstance(built, str):
+        return ModelTrial(JIT_COMPILE, reason=f"not measured: {built}", code=code)
+    feed = _python_feed(batch)
+    began = clock.now()
+    try:
+        _caller(built, feed)()  # compiles
+    except Exception as exc:
+        return ModelTrial(JIT_COMPILE, reason=xla_failure(exc), code=code)
+    compiled_s = clock.now() - began
+    trial = measure(
+        JIT_COMPILE,
+        Side(_caller(model.train_function, feed)),
+        Side(_caller(built, feed)),
+        clock=clock,
+        share_s=max(share_s - compiled_s, fewest_rounds_s(facts.step_s)),
+        call_s=facts.step_s,
+        fit_per_s=facts.fit_steps_per_s,
+    )
+    return replace(trial, code=code, seconds=trial.seconds + compiled_s, setting="True")
+
+
+def _multi_step(
+    model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: float
+) -> ModelTrial:
+    import tensorflow as tf
+
+    from pipediag.training.model_variants import multi_step_train_function, traced_with_steps
+
+    current = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    steps = spe_steps(facts.step_s)
+    code = f"model.compile(..., steps_per_execution={steps})"
+    if current > 1:
+        reason = f"not measured: the model already runs steps_per_execution={current}"
+        return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(current))
+    if steps * facts.step_s > SPE_MAX_CALL_S:
+        reason = (
+            f"not measured: a step of {facts.step_s * 1e3:.0f} ms leaves fit's own time "
+            "per step too small a share to matter"
+        )
+        return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(steps))
+    strategy = getattr(model, "distribute_strategy", None)
+    if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
+        reason = "not measured: a multi-replica strategy (its iterator is the strategy's)"
+        return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(steps))
+    began = clock.now()
+    built = multi_step_train_function(model, steps)
+    cached = tf.data.Dataset.from_tensors(batch).repeat()
+    base_iterator, variant_iterator = iter(cached), iter(cached)
+    with traced_with_steps(model, steps):
+        _caller(built, lambda: variant_iterator)()  # traced with N steps a call
+    baseline = Side(_caller(model.train_function, lambda: base_iterator))
+    baseline.call()  # a retrace for the cached batch's iterator
+    built_s = clock.now() - began
+    trial = measure(
+        STEPS_PER_EXECUTION,
+        baseline,
+        Side(_caller(built, lambda: variant_iterator), steps),
+        clock=clock,
+        share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s * steps)),
+        call_s=facts.step_s * steps,
+        fit_per_s=facts.fit_steps_per_s,
+        shared_by=steps,
+    )
+    trial = replace(trial, code=code, setting=str(steps), seconds=trial.seconds + built_s)
+    if trial.baseline_steps_per_s and facts.fit_steps_per_s:
+        around = 1.0 / facts.fit_steps_per_s - 1.0 / trial.baseline_steps_per_s
+        share = max(0.0, around) * facts.fit_steps_per_s
+        if share < VISIBLE_FIT_SHARE:
+            trial = replace(
+                trial,
+                reason=f"fit's own time is {share:.0%} of its step: the gain is the call's",
+            )
+    return trial
+
+
+def _mixed_precision(
+    model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: float
+) -> ModelTrial:
+    from pipediag.training.model_variants import (
+        clone_blocker,
+        mixed_precision_clone,
+        numerics_note,
+        output_layers,
+    )
+
+    policy = facts.policy
+    code = f'keras.mixed_precision.set_global_policy("{policy}")  # before the model is built'
+    if facts.policy_reason is not None:
+        return ModelTrial(MIXED_PRECISION, reason=facts.policy_reason, code=code, setting=policy)
+    blocker = clone_blocker(model)
+    if blocker is not None:
+        return ModelTrial(MIXED_PRECISION, reason=blocker, code=code, setting=policy)
+    began = clock.now()
+    clone = mixed_precision_clone(model, policy)
+    clone.make_train_function()
+    feed = _python_feed(batch)
+    variant = Side(_caller(clone.train_function, feed))
+    variant.call()  # traces
+    built_s = clock.now() - began
+    trial = measure(
+        MIXED_PRECISION,
+        Side(_caller(model.train_function, feed)),
+        variant,
+        clock=clock,
+        share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s)),
+        call_s=facts.step_s,
+        fit_per_s=facts.fit_steps_per_s,
+    )
+    kept = [layer.name for layer in model.layers if id(layer) in output_layers(model)]
+    return replace(
+        trial,
+        code=code,
+        numerics=numerics_note(policy, kept),
+        seconds=trial.seconds + built_s,
+        setting=policy,
+    )

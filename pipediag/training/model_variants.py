@@ -1,0 +1,200 @@
+"""The model-side changes pipediag tries, built on the user's Keras model and put back.
+
+Each builder returns the callable a trial times, or a one-line reason it cannot be built.
+What a builder changes on the model to build its variant (the train function, `jit_compile`,
+`steps_per_execution`, the global dtype policy, the random states a clone's initialisers
+draw from) is put back before it returns, so fit goes on with exactly what it had
+(docs/design.md, "When the model sets the rate"). Keras 3.15's TensorFlow trainer reads
+`jit_compile` and `steps_per_execution` when it builds (and traces) the train function, so
+a function built with them keeps them after the model's own settings are restored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# Keras keeps what its train function was built with in these attributes.
+TRAIN_SETTINGS = ("train_function", "_jit_compile", "steps_per_execution")
+# XLA names the op it cannot compile in its error, e.g. "Detected unsupported operations
+# when trying to compile graph ...: PyFunc (No registered 'PyFunc' OpKernel for XLA_CPU_JIT".
+_XLA_UNSUPPORTED = re.compile(r"unsupported operations[^:]*:\s*([A-Za-z0-9_]+)")
+_NO_KERNEL = re.compile(r"No registered '([A-Za-z0-9_]+)' OpKernel for XLA")
+
+
+@contextlib.contextmanager
+def kept_train_settings(model: Any) -> Iterator[None]:
+    """Whatever happens inside, the model's train function and the settings it was built
+    with are as they were afterwards."""
+    saved = {name: model.__dict__[name] for name in TRAIN_SETTINGS if name in model.__dict__}
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            # the attributes themselves, not the setters: Keras' jit_compile setter warns
+            object.__setattr__(model, name, value)
+
+
+@contextlib.contextmanager
+def kept_random_states() -> Iterator[None]:
+    """Python's and NumPy's global random states, which a clone's initialisers draw seeds
+    from (Keras' `make_default_seed`), as they were afterwards."""
+    import numpy as np
+
+    python_state = random.getstate()
+    numpy_state = np.random.get_state()
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+
+
+def xla_train_function(model: Any) -> Callable[[Any], Any] | str:
+    """The model's train function rebuilt with `jit_compile=True`, or why not."""
+    if getattr(model, "run_eagerly", False):
+        return "the model runs eagerly (run_eagerly=True): XLA needs a compiled step"
+    with kept_train_settings(model), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.jit_compile = True
+        if not model.jit_compile:
+            return "Keras says this model does not support jit_compile"
+        model.make_train_function(force=True)
+        built: Callable[[Any], Any] = model.train_function
+    return built
+
+
+def multi_step_train_function(model: Any, steps: int) -> Callable[[Any], Any]:
+    """The model's train function rebuilt to run `steps` batches a call
+    (`steps_per_execution`). It reads the setting when first traced: the caller traces it
+    (its first call) inside `traced_with_steps`."""
+    with kept_train_settings(model):
+        model.steps_per_execution = steps
+        model.make_train_function(force=True)
+        built: Callable[[Any], Any] = model.train_function
+    return built
+
+
+@contextlib.contextmanager
+def traced_with_steps(model: Any, steps: int) -> Iterator[None]:
+    """`steps_per_execution` set while a function from `multi_step_train_function` traces."""
+    with kept_train_settings(model):
+        model.steps_per_execution = steps
+        yield
+
+
+def xla_failure(exc: BaseException) -> str:
+    """One line for an XLA compilation that failed: the op it could not compile, if named."""
+    text = str(exc)
+    found = _XLA_UNSUPPORTED.search(text) or _NO_KERNEL.search(text)
+    if found:
+        return f"XLA cannot compile the op {found.group(1)}"
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"XLA failed to compile the train step: {type(exc).__name__}: {first[:200]}"
+
+
+# --- mixed precision ---------------------------------------------------------------------
+
+
+def policy_for(gpu: bool, cpu_flags: str) -> tuple[str, str | None]:
+    """The dtype policy to try and, where none fits, why: `mixed_float16` on a GPU,
+    `mixed_bfloat16` where the CPU has bfloat16 instructions (without them TensorFlow
+    emulates bfloat16 and it only slows the step)."""
+    if gpu:
+        return "mixed_float16", None
+    if any(flag in cpu_flags.split() for flag in ("avx512_bf16", "amx_bf16")):
+        return "mixed_bfloat16", None
+    return "mixed_bfloat16", "not measured: this CPU has no bfloat16 instructions (no GPU)"
+
+
+def has_gpu() -> bool:
+    """Whether TensorFlow sees a GPU."""
+    import tensorflow as tf
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def cpu_flags() -> str:
+    """The CPU's feature flags (Linux); empty where they cannot be read."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return line.partition(":")[2]
+    except OSError:
+        pass
+    return ""
+
+
+def clone_blocker(model: Any) -> str | None:
+    """Why the model cannot be cloned under another policy, or None."""
+    import keras
+
+    if model.__class__ in (keras.Sequential, keras.Model):
+        return None
+    if type(model).__name__ == "Functional":
+        return None
+    return (
+        f"not measured: a subclassed model ({type(model).__name__}) cannot be rebuilt under "
+        "another dtype policy by keras.models.clone_model"
+    )
+
+
+def mixed_precision_clone(model: Any, policy: str) -> Any:
+    """A clone of `model` built under `policy`, its output layers kept float32, with the
+    model's weights and a fresh optimizer of the same class and settings, compiled with the
+    same loss. The global policy and random states are put back afterwards."""
+    import keras
+
+    outputs = output_layers(model)
+
+    def rebuilt(layer: Any) -> Any:
+        config = layer.get_config()
+        if id(layer) not in outputs and "dtype" in config:
+            config["dtype"] = policy
+        return layer.__class__.from_config(config)
+
+    previous = keras.mixed_precision.global_policy()
+    try:
+        with kept_random_states():
+            keras.mixed_precision.set_global_policy(policy)
+            clone = keras.models.clone_model(model, clone_function=rebuilt)
+            clone.set_weights(model.get_weights())
+            optimizer = model.optimizer
+            inner = getattr(optimizer, "inner_optimizer", optimizer)
+            fresh = inner.__class__.from_config(inner.get_config())
+            clone.compile(optimizer=fresh, loss=model.loss)
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    return clone
+
+
+def output_layers(model: Any) -> set[int]:
+    """The ids of the layers that make the model's outputs (kept float32 under a mixed
+    policy, as the Keras mixed-precision guide advises for a softmax output)."""
+    found: set[int] = set()
+    for tensor in getattr(model, "outputs", None) or []:
+        history = getattr(tensor, "_keras_history", None)
+        if history is not None:
+            found.add(id(history[0]))
+    if not found and getattr(model, "layers", None):
+        found.add(id(model.layers[-1]))
+    return found
+
+
+def numerics_note(policy: str, float32_layers: list[str]) -> str:
+    """What the change means for the numerics, in one line."""
+    kept = ", ".join(float32_layers) or "none"
+    if policy == "mixed_float16":
+        return (
+            "float16 compute with float32 variables; the loss is scaled (Keras wraps the "
+            f"optimizer in a LossScaleOptimizer); layers kept float32: {kept}"
+        )
+    return (
+        "bfloat16 compute with float32 variables (no loss scaling needed); layers kept "
+        f"float32: {kept}"
+    )

@@ -1,0 +1,134 @@
+"""A short TF profiler window over a few train steps alone, read into plain op events.
+
+The trace is read as pipediag reads it for input waits (docs/design.md, "Keras fit
+internals"), at host tracer level 2, which records one event per executed op (level 1 does
+not): on TF 2.21 the `/host:CPU` plane's `tf_Compute` lines hold the ops, named
+`scope/name:OpType`, and its `python` line the calls into TensorFlow. The window is a few
+steps and under a second; the grouping is `analysis/op_time.py`'s. Only one profiler session
+may run in a process: where another is active (the user's, or pipediag's own input-wait
+trace, which runs only over the measured steps), the window is not taken, with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from pipediag.analysis.op_time import OpEvent, ProfiledWindow
+from pipediag.clock import Clock
+
+# Steps profiled, and the most seconds the window may take (a long step gets fewer).
+PROFILED_STEPS = 5
+MAX_WINDOW_S = 1.0
+PYTHON_LINE = "python"
+COMPUTE_LINE_PREFIXES = ("tf_Compute", "tf_inter_op", "tf_XLA")
+HOST_PLANE = "/host:CPU"
+# Level 2 records each executed op; Python tracing is not read, and costs more.
+OP_TRACER_LEVEL = 2
+
+
+def profiled_steps(step_s: float) -> int:
+    """Steps for the window: `PROFILED_STEPS`, fewer where they would pass `MAX_WINDOW_S`."""
+    if step_s <= 0:
+        return PROFILED_STEPS
+    return max(1, min(PROFILED_STEPS, int(MAX_WINDOW_S / step_s)))
+
+
+def profile_window(
+    call: Callable[[], None],
+    steps: int,
+    *,
+    clock: Clock,
+    quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+) -> ProfiledWindow | str:
+    """`steps` synced calls of the train step under the TF profiler, or why not.
+    `quiet_logs`: keeps TF's log lines about the profiler session out of the terminal."""
+    import tensorflow as tf
+
+    logdir = Path(tempfile.mkdtemp(prefix="pipediag-ops-"))
+    options = tf.profiler.experimental.ProfilerOptions(
+        host_tracer_level=OP_TRACER_LEVEL, python_tracer_level=0, device_tracer_level=1
+    )
+    try:
+        with quiet_logs():
+            try:
+                tf.profiler.experimental.start(str(logdir), options=options)
+            except Exception as exc:  # a single-session resource: another may be active
+                return f"not measured: the TF profiler could not start ({_first_line(exc)})"
+            began = clock.now()
+            try:
+                for _ in range(steps):
+                    call()
+            finally:
+                wall_s = clock.now() - began
+                tf.profiler.experimental.stop()
+        return read_window(logdir, steps, int(wall_s * 1e9))
+    finally:
+        shutil.rmtree(logdir, ignore_errors=True)
+
+
+def read_window(logdir: Path, steps: int, wall_ns: int) -> ProfiledWindow | str:
+    """The op events and the Python thread's time in TensorFlow, from the window's trace."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    ops: list[OpEvent] = []
+    in_tensorflow = 0
+    found = False
+    for path in sorted(logdir.glob("plugins/profile/*/*.xplane.pb")):
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(path.read_bytes())
+        for plane in space.planes:
+            if plane.name != HOST_PLANE:
+                continue
+            found = True
+            events, inside = _host_events(plane)
+            ops.extend(events)
+            in_tensorflow += inside
+    if not found:
+        return "not measured: the profiler wrote no host trace"
+    return ProfiledWindow(steps, wall_ns, min(in_tensorflow, wall_ns), ops)
+
+
+def _host_events(plane: Any) -> tuple[list[OpEvent], int]:
+    names = {key: meta.name for key, meta in plane.event_metadata.items()}
+    ops: list[OpEvent] = []
+    inside = 0
+    for index, line in enumerate(plane.lines):
+        if line.name == PYTHON_LINE:
+            inside += _top_level_ns(line)
+        elif line.name.startswith(COMPUTE_LINE_PREFIXES):
+            base = line.timestamp_ns
+            ops.extend(
+                OpEvent(
+                    names.get(event.metadata_id, ""),
+                    base + event.offset_ps // 1000,
+                    event.duration_ps // 1000,
+                    index,
+                )
+                for event in line.events
+            )
+    return ops, inside
+
+
+def _top_level_ns(line: Any) -> int:
+    """The time a thread's outermost events cover (nested events are inside them)."""
+    total, reach = 0, -1
+    for event in sorted(line.events, key=lambda e: e.offset_ps):
+        start, end = event.offset_ps, event.offset_ps + event.duration_ps
+        if start >= reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total // 1000
+
+
+def _first_line(exc: BaseException) -> str:
+    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {text[:160]}"

@@ -1,0 +1,378 @@
+"""Model-side trials: the schedule and arithmetic on fake clocks, the step's time grouped
+from synthetic op events, and the advice's words (docs/design.md, "When the model sets the
+rate")."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pipediag.analysis.op_time import (
+    LAUNCH_GAP,
+    PYTHON_GAP,
+    OpEvent,
+    ProfiledWindow,
+    busy_ns,
+    scope_of,
+    self_times,
+    top_ops,
+)
+from pipediag.bench.interleaved import Rounds
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.renderers.model_words import change_lines, model_lines, ranked, time_groups
+from pipediag.renderers.text import render_text
+from pipediag.report import io
+from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, ComputeAlone, Report
+from pipediag.report.model_side import (
+    DEVICE_COPY,
+    HOST_GAP,
+    JIT_COMPILE,
+    MIXED_PRECISION,
+    OP_TYPE,
+    SCOPE,
+    STEPS_PER_EXECUTION,
+    ModelTrial,
+    TopOp,
+)
+from pipediag.report.vocabulary import VerdictLabel
+from pipediag.testing import FakeClock, synthetic_cost_report
+from pipediag.training.model_side import (
+    SPE_MAX_STEPS,
+    SPE_MIN_STEPS,
+    Side,
+    guarded,
+    measure,
+    slice_seconds,
+    spe_steps,
+    trial_result,
+    whole_run_speedup,
+)
+from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
+
+
+def _sleeper(clock: FakeClock, seconds: float) -> Side:
+    return Side(lambda: clock.sleep(seconds))
+
+
+# --- arithmetic ------------------------------------------------------------------------------
+
+
+def test_without_fit_s_rate_the_gain_is_the_ratio_of_rates() -> None:
+    assert whole_run_speedup(50.0, 100.0, None) == pytest.approx(2.0)
+
+
+def test_fit_s_own_time_stays_on_both_sides() -> None:
+    # GIVEN a 20 ms train function that fit runs at 40 steps/s (5 ms around it each step)
+    # WHEN the variant makes the train function 10 ms
+    gain = whole_run_speedup(50.0, 100.0, 40.0)
+    # THEN fit's step goes from 25 ms to 15 ms, not 20 to 10
+    assert gain == pytest.approx(25 / 15)
+
+
+def test_steps_per_execution_pays_fit_s_time_once_a_call() -> None:
+    # 10 ms of train function, fit at 50 steps/s: 10 ms around it; 8 steps a call
+    gain = whole_run_speedup(100.0, 100.0, 50.0, shared_by=8)
+    assert gain == pytest.approx(20 / (10 + 10 / 8))
+
+
+def test_fit_faster_than_the_step_alone_adds_nothing() -> None:
+    assert whole_run_speedup(50.0, 100.0, 60.0) == pytest.approx(2.0)
+
+
+def test_a_trial_result_maps_its_interval_through_the_same_arithmetic() -> None:
+    # GIVEN rounds at 10 and 20 batches/s, interval of the ratios 1.8-2.2
+    timing = [BatchTiming(None, [0.1] * 10, 1.0, False)]
+    fast = [BatchTiming(None, [0.05] * 20, 1.0, False)]
+    rounds = Rounds(timing * 5, fast * 5, [2.0] * 5, (1.8, 2.2), "clear gain")
+    # WHEN read against fit at 8 steps/s (25 ms around the train function)
+    trial = trial_result(JIT_COMPILE, rounds, fit_per_s=8.0)
+    # THEN the gain and both ends carry fit's time
+    assert trial.speedup == pytest.approx(0.125 / (0.05 + 0.025))
+    assert trial.interval is not None
+    low, high = trial.interval
+    assert low == pytest.approx(0.125 / (0.1 / 1.8 + 0.025))
+    assert high == pytest.approx(0.125 / (0.1 / 2.2 + 0.025))
+    assert trial.rounds == 5 and trial.stopped == "clear gain"
+
+
+def test_rounds_without_rates_say_so() -> None:
+    empty = Rounds([], [], [], None, "budget")
+    assert trial_result(JIT_COMPILE, empty, fit_per_s=None).reason == "too few steps to time"
+
+
+def test_steps_per_execution_is_8_to_32() -> None:
+    assert spe_steps(0.0001) == SPE_MAX_STEPS
+    assert spe_steps(0.1) == SPE_MIN_STEPS
+    assert spe_steps(0.001) == 20
+
+
+def test_a_slice_is_never_shorter_than_one_call() -> None:
+    assert slice_seconds(0.3, 2.0) == pytest.approx(0.3)
+    assert slice_seconds(0.001, 2.4) == pytest.approx(0.2)
+
+
+# --- the schedule ----------------------------------------------------------------------------
+
+
+def test_a_faster_variant_stops_on_a_clear_gain() -> None:
+    # GIVEN a baseline of 20 ms a step and a variant of 10 ms, on a fake clock
+    clock = FakeClock()
+    trial = measure(
+        JIT_COMPILE,
+        _sleeper(clock, 0.02),
+        _sleeper(clock, 0.01),
+        clock=clock,
+        share_s=3.0,
+        call_s=0.02,
+        fit_per_s=None,
+    )
+    # THEN it measured 2x and stopped as soon as the interval allowed
+    assert trial.speedup == pytest.approx(2.0)
+    assert trial.stopped == "clear gain"
+    assert trial.rounds == 5
+    assert trial.interval == pytest.approx([2.0, 2.0])
+    assert trial.seconds < 3.0
+
+
+def test_an_equal_variant_stops_on_no_gain() -> None:
+    clock = FakeClock()
+    trial = measure(
+        MIXED_PRECISION,
+        _sleeper(clock, 0.02),
+        _sleeper(clock, 0.02),
+        clock=clock,
+        share_s=3.0,
+        call_s=0.02,
+        fit_per_s=None,
+    )
+    assert trial.speedup == pytest.approx(1.0)
+    assert trial.stopped == "clear no gain"
+
+
+def test_a_multi_step_side_counts_its_batches() -> None:
+    # GIVEN 8 batches a call at 40 ms a call (5 ms a batch) against 10 ms a batch
+    clock = FakeClock()
+    variant = Side(lambda: clock.sleep(0.04), batches_per_call=8)
+    trial = measure(
+        STEPS_PER_EXECUTION,
+        _sleeper(clock, 0.01),
+        variant,
+        clock=clock,
+        share_s=3.0,
+        call_s=0.04,
+        fit_per_s=None,
+        shared_by=8,
+    )
+    assert trial.variant_steps_per_s == pytest.approx(200.0)
+    assert trial.baseline_steps_per_s == pytest.approx(100.0)
+
+
+def test_too_little_budget_is_a_reason_not_a_trial() -> None:
+    def never(share: float) -> ModelTrial:
+        raise AssertionError("not to be run")
+
+    trial = guarded(JIT_COMPILE, never, 0.2, 0.05)
+    assert trial.change == JIT_COMPILE
+    assert trial.reason is not None and trial.reason.startswith(
+        "not measured: its share of the budget"
+    )
+
+
+def test_a_failed_trial_is_one_line() -> None:
+    def fails(share: float) -> ModelTrial:
+        raise ValueError("bad\nthing")
+
+    trial = guarded(MIXED_PRECISION, fails, 5.0, 0.01)
+    assert trial.reason == "failed: ValueError: bad thing"
+
+
+# --- variants' words --------------------------------------------------------------------------
+
+
+def test_xla_failure_names_the_op() -> None:
+    text = (
+        "Detected unsupported operations when trying to compile graph __inference_x on "
+        "XLA_CPU_JIT: PyFunc (No registered 'PyFunc' OpKernel for XLA_CPU_JIT devices)"
+    )
+    assert xla_failure(RuntimeError(text)) == "XLA cannot compile the op PyFunc"
+    assert xla_failure(RuntimeError("other\nmore")).endswith("RuntimeError: other")
+
+
+def test_the_policy_follows_the_hardware() -> None:
+    assert policy_for(True, "") == ("mixed_float16", None)
+    assert policy_for(False, "fpu avx512_bf16 sse") == ("mixed_bfloat16", None)
+    policy, reason = policy_for(False, "fpu avx2")
+    assert policy == "mixed_bfloat16" and reason is not None and "bfloat16" in reason
+
+
+def test_the_numerics_note_names_loss_scaling_and_float32_layers() -> None:
+    assert "loss is scaled" in numerics_note("mixed_float16", ["dense"])
+    assert "float32: dense" in numerics_note("mixed_bfloat16", ["dense"])
+
+
+# --- where the step's time goes --------------------------------------------------------------
+
+
+def _window() -> ProfiledWindow:
+    # one step of 10 ms: a function-call op holding two ops on thread 0, one op on thread 1;
+    # 6 ms inside TensorFlow, 4 ms of Python
+    ops = [
+        OpEvent("sequential/dense_1/MatMul:MatMul", 1_000_000, 2_000_000, 0),
+        OpEvent("ExecutorState::Process", 900_000, 3_000_000, 0),
+        OpEvent("gradient_tape/sequential/dense_1/MatMul:MatMul", 3_000_000, 1_000_000, 1),
+        OpEvent("adam/Add:AddV2", 3_500_000, 500_000, 0),
+        OpEvent("sequential/conv_a/Relu:Relu", 1_500_000, 500_000, 0),
+    ]
+    return ProfiledWindow(steps=1, wall_ns=10_000_000, in_tensorflow_ns=6_000_000, ops=ops)
+
+
+def test_self_time_excludes_nested_ops() -> None:
+    owned = {e.name: own for e, own in self_times(_window().ops)}
+    assert owned["sequential/dense_1/MatMul:MatMul"] == 1_500_000
+    assert owned["sequential/conv_a/Relu:Relu"] == 500_000
+    assert "ExecutorState::Process" not in owned
+
+
+def test_busy_time_is_the_union_over_threads() -> None:
+    assert busy_ns(_window().ops) == 3_000_000  # 1.0-3.0 ms, 3.0-4.0 ms
+
+
+def test_scopes_are_layers_or_the_optimizer() -> None:
+    layers = ["dense", "conv_a"]
+    assert scope_of("gradient_tape/sequential/dense_1/MatMul", layers) == "dense"
+    assert scope_of("sequential/conv_a/Relu", layers) == "conv_a"
+    assert scope_of("adam/Add", layers) == "optimizer"
+    assert scope_of("Identity", layers) == "(top level)"
+
+
+def test_top_ops_shares_of_each_kind_add_up_to_one_with_the_gaps() -> None:
+    found = top_ops(_window(), ["dense", "conv_a"])
+    by_kind = {kind: [t for t in found if t.kind == kind] for kind in (OP_TYPE, SCOPE, HOST_GAP)}
+    gaps = sum(t.share for t in by_kind[HOST_GAP])
+    assert sum(t.share for t in by_kind[OP_TYPE]) + gaps == pytest.approx(1.0)
+    assert sum(t.share for t in by_kind[SCOPE]) + gaps == pytest.approx(1.0)
+    first = by_kind[OP_TYPE][0]
+    assert first.name == "MatMul"
+    assert first.self_s == pytest.approx(0.0025)
+    gap_names = {t.name: t.self_s for t in by_kind[HOST_GAP]}
+    assert gap_names[PYTHON_GAP] == pytest.approx(0.004)
+    assert gap_names[LAUNCH_GAP] == pytest.approx(0.003)
+
+
+def test_an_empty_window_has_no_top_ops() -> None:
+    assert top_ops(ProfiledWindow(0, 0, 0, [])) == []
+
+
+# --- the report and its words ----------------------------------------------------------------
+
+TRIALS = [
+    ModelTrial(JIT_COMPILE, 40.0, 60.0, 1.45, [1.3, 1.6], 5, "clear gain", code="jit"),
+    ModelTrial(STEPS_PER_EXECUTION, 40.0, 41.0, 1.02, None, 5, "clear no gain", setting="8"),
+    ModelTrial(MIXED_PRECISION, reason="not measured: a subclassed model (Net)"),
+    ModelTrial(DEVICE_COPY, reason="not measured: no GPU"),
+]
+TOP = [
+    TopOp("Conv2D", OP_TYPE, 0.6, 0.012),
+    TopOp("conv_a", SCOPE, 0.6, 0.012),
+    TopOp(PYTHON_GAP, HOST_GAP, 0.1, 0.002),
+]
+
+
+def _report(label: VerdictLabel = COMPUTE_BOUND) -> Report:
+    report = synthetic_cost_report(wait=0.0, contention=0.01)
+    alone = report.compute_alone or ComputeAlone(measured=True)
+    alone = dataclasses.replace(alone, trials=TRIALS, top_ops=TOP)
+    verdict = dataclasses.replace(report.verdict, label=label)
+    return dataclasses.replace(report, compute_alone=alone, verdict=verdict)
+
+
+def test_changes_are_ranked_with_notes_under_the_floor() -> None:
+    found = ranked(TRIALS)
+    assert [t.change for t in found.worth] == [JIT_COMPILE]
+    assert [t.change for t in found.notes] == [STEPS_PER_EXECUTION]
+    assert [t.change for t in found.not_measured] == [MIXED_PRECISION, DEVICE_COPY]
+
+
+def test_the_text_ends_with_what_to_change_in_the_model() -> None:
+    text = render_text(_report())
+    assert "Where the step's time goes" in text
+    assert " 1. XLA (jit_compile=True): 1.45x (90% interval 1.30-1.60x)" in text
+    assert "      jit" in text
+    assert "note: steps_per_execution=8: 1.02x" in text
+    assert "mixed precision: not measured: a subclassed model (Net)" in text
+    assert "host-to-device copy: not measured: no GPU" in text
+
+
+@pytest.mark.parametrize("label", [COMPUTE_BOUND, BALANCED])
+def test_compute_bound_and_balanced_verdicts_show_the_model_side(label: VerdictLabel) -> None:
+    assert model_lines(_report(label))
+
+
+def test_an_input_bound_verdict_without_trials_does_not() -> None:
+    report = _report(INPUT_BOUND)
+    assert report.compute_alone is not None
+    alone = dataclasses.replace(report.compute_alone, trials=[])
+    assert model_lines(dataclasses.replace(report, compute_alone=alone)) == []
+
+
+def test_a_reason_alone_is_said() -> None:
+    alone = ComputeAlone(measured=True, model_side_reason="model-side trials run under fit")
+    assert change_lines(alone) == [
+        "What to change in the model: not tried: model-side trials run under fit"
+    ]
+
+
+def test_the_bar_s_groups_cover_the_step() -> None:
+    alone = ComputeAlone(measured=True, top_ops=TOP)
+    shares = dict(time_groups(alone))
+    assert shares["other ops"] == pytest.approx(0.3)
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_the_model_side_round_trips() -> None:
+    report = _report()
+    assert io.from_dict(io.to_dict(report)) == report
+
+
+# --- when it runs ----------------------------------------------------------------------------
+
+
+class _Quiet:
+    def note(self, message: str) -> None: ...
+    def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None: ...
+    def add_phase(self, name: str, start: float, end: float) -> None: ...
+
+
+def _gate(cost: float, *, style: str = "keras-fit", **settings: object) -> str | None:
+    from pipediag.config import RunConfig
+    from pipediag.phases import model_side
+    from pipediag.report.model import Verdict
+
+    alone = ComputeAlone(measured=True)
+    found = model_side(
+        object(),
+        object(),
+        alone,
+        Verdict(input_cost_fraction=cost),
+        style=style,  # type: ignore[arg-type]
+        config=RunConfig(**settings),  # type: ignore[arg-type]
+        clock=FakeClock(),
+        say=_Quiet(),
+    )
+    assert found is not None
+    return found.model_side_reason
+
+
+def test_an_input_cost_of_20_percent_or_more_skips_the_model_side() -> None:
+    assert "under 20%" in (_gate(0.25) or "")
+
+
+def test_no_verify_skips_the_model_side() -> None:
+    assert _gate(0.01, verify=False) == "not measured: --no-verify"
+
+
+def test_a_custom_loop_is_told_the_trials_run_under_fit() -> None:
+    assert (
+        _gate(0.01, style="custom-loop") == "model-side trials run under Keras fit only (for now)"
+    )
