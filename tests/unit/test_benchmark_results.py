@@ -28,6 +28,7 @@ from benchmarks import (  # noqa: E402
     input_wait_accuracy,
     overhead,
     overhead_blocks,
+    prescription,
     time_to_verdict,
 )
 
@@ -88,6 +89,7 @@ def test_spread_summary_keeps_the_extremes() -> None:
         input_wait_accuracy,
         overhead,
         overhead_blocks,
+        prescription,
         time_to_verdict,
     ],
 )
