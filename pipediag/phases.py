@@ -520,6 +520,10 @@ def scale_out_check(
 # "highly input-bound": above it, the input pipeline's fixes come first (docs/design.md,
 # "When the model sets the rate").
 MODEL_SIDE_MAX_COST = 0.20
+# The model-side trials take this share of the deep budget (6 s at the default 15 s): three
+# trials of five rounds on the step alone, which is quick to time (docs/design.md, "When the
+# model sets the rate").
+MODEL_SIDE_SHARE = 0.4
 MODEL_SIDE_FIT_ONLY = "model-side trials run under Keras fit only (for now)"
 
 
@@ -536,8 +540,8 @@ def model_side(
     quiet_logs: Callable[[], Any] | None = None,
 ) -> ComputeAlone | None:
     """After the verdict: where the step's time goes and the model-side changes, measured
-    on fit's train step alone within `deep_seconds`; `alone` with them, or with the reason
-    they did not run. A failure costs only this part."""
+    on fit's train step alone within `MODEL_SIDE_SHARE` of `deep_seconds`; `alone` with
+    them, or with the reason they did not run. A failure costs only this part."""
     if alone is None or not alone.measured:
         return alone
     if not config.verify:
@@ -563,7 +567,8 @@ def model_side(
     facts = FitFacts(
         step_s, verdict.training_steps_per_s if verdict else None, gpu, policy, policy_reason
     )
-    say.phase("trying model-side changes on the train step alone", config.deep_seconds)
+    budget_s = config.deep_seconds * MODEL_SIDE_SHARE
+    say.phase("trying model-side changes on the train step alone", budget_s)
     began = clock.now()
     try:
         found = on_fit(
@@ -571,7 +576,7 @@ def model_side(
             batch,
             facts,
             clock=clock,
-            budget_s=config.deep_seconds,
+            budget_s=budget_s,
             quiet_logs=quiet_logs or contextlib.nullcontext,
         )
     except Exception as exc:
