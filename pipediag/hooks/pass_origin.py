@@ -8,11 +8,14 @@ off the hot path (docs/design.md, "Finding the training").
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
-from types import FrameType
+from types import FrameType, ModuleType
 
 # Modules whose frames stand between the script and a pull: TensorFlow's own, and pipediag's.
 _PLUMBING = ("tensorflow", "pipediag", "tf_keras", "absl")
+# Packages whose modules or functions among the script's names say it computes with JAX.
+_JAX_FAMILY = frozenset({"jax", "jaxlib", "flax", "optax", "equinox", "haiku"})
 # Keras's decorators around its public methods: they name no call the user made.
 _KERAS_WRAPPERS = frozenset({"error_handler", "wrapper", "__call__", "_wrapper"})
 
@@ -59,3 +62,20 @@ def pass_origin(frame: FrameType | None) -> PassOrigin:
             return PassOrigin(by=keras_call, where=_line(frame))
         frame = frame.f_back
     return PassOrigin(by=keras_call, where=None)
+
+
+def script_uses_jax() -> bool:
+    """Whether the running script (`__main__`) holds a JAX module or function among its
+    names (`import jax`, `import jax.numpy as jnp`, `from flax import nnx`). Not `"jax" in
+    sys.modules`: Keras 3 imports JAX itself wherever it is installed (docs/design.md,
+    "JAX"). A scan of the script's names, never an import."""
+    if "jax" not in sys.modules:
+        return False
+    names = getattr(sys.modules.get("__main__"), "__dict__", {})
+    for value in list(names.values()):
+        owner = (
+            value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
+        )
+        if isinstance(owner, str) and owner.split(".", 1)[0] in _JAX_FAMILY:
+            return True
+    return False

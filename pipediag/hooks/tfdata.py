@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipediag.hooks.host import HookHost
-from pipediag.hooks.pass_origin import pass_origin
+from pipediag.hooks.pass_origin import pass_origin, script_uses_jax
 from pipediag.hooks.train_evidence import GradientWatch, changed
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass
 from pipediag.report.vocabulary import CUSTOM_LOOP, JAX_LOOP
@@ -235,8 +235,8 @@ class CustomLoopTracker:
 
     def _jax_loop(self) -> bool:
         """No TensorFlow gradient taken, and the script imported JAX: its step is JAX's
-        (docs/design.md, "JAX"). Read from `sys.modules`: pipediag never imports JAX."""
-        return self._watch.gradients_seen == 0 and "jax" in sys.modules
+        (docs/design.md, "JAX"). Read from the script's names: pipediag never imports JAX."""
+        return self._watch.gradients_seen == 0 and script_uses_jax()
 
     def _start_training(self, judged: _Pass, dataset: Any) -> bool:
         """The pass is training: its dataset becomes the training dataset (benchmarked

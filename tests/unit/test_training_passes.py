@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 
 from pipediag.config import RunConfig
 from pipediag.hooks.pass_origin import pass_origin
@@ -250,3 +251,21 @@ def test_an_epoch_start_is_timed_from_epoch_begin_to_its_first_step() -> None:
     tracker.on_batch_begin(1)  # later steps mark nothing
     starts = session.timeline.epoch_starts
     assert [(e, round(d, 6), n) for e, d, n in starts] == [(0, 0.002, 140), (1, 1.5, 140)]
+
+
+def test_jax_is_read_from_the_script_s_own_names_not_from_what_keras_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+    import types
+
+    from pipediag.hooks.pass_origin import script_uses_jax
+
+    fake_jax = types.ModuleType("jax")
+    fake_numpy = types.ModuleType("jax.numpy")
+    script = types.ModuleType("__main__")
+    monkeypatch.setitem(sys.modules, "jax", fake_jax)  # imported by Keras, say
+    monkeypatch.setitem(sys.modules, "__main__", script)
+    assert not script_uses_jax()
+    script.jnp = fake_numpy  # type: ignore[attr-defined]  # the script's `import jax.numpy as jnp`
+    assert script_uses_jax()
