@@ -15,7 +15,12 @@ from pipediag.report.model import ESTIMATED, MEASURED
 pytestmark = pytest.mark.tensorflow
 
 CONFIG = pipediag.RunConfig(
-    measured_steps=20, warmup_steps=3, bench_seconds=0.5, sample_gpu=False, verify=False
+    measured_steps=20,
+    warmup_steps=3,
+    bench_seconds=0.5,
+    sample_gpu=False,
+    verify=False,
+    deep_seconds=3.0,  # nothing here reads the deep phase: the stages and holds kept short
 )
 
 # A tf.function loop is taken for training at its third pull: its first step traces and

@@ -14,7 +14,12 @@ from pipediag.report.model import INPUT_BOUND, UNKNOWN
 pytestmark = pytest.mark.tensorflow
 
 CONFIG = pipediag.RunConfig(
-    measured_steps=10, warmup_steps=2, bench_seconds=0.5, sample_gpu=False, verify=False
+    measured_steps=10,
+    warmup_steps=2,
+    bench_seconds=0.5,
+    sample_gpu=False,
+    verify=False,
+    deep_seconds=3.0,  # nothing here reads the deep phase: the stages and holds kept short
 )
 
 HEADER = """
@@ -250,6 +255,8 @@ def test_distribute_strategy_on_cpu_devices(tmp_path: Path) -> None:
         "2",
         "--bench-seconds",
         "0.5",
+        "--deep-seconds",
+        "3",
         "--out",
         str(tmp_path / "out"),
         str(script),

@@ -55,7 +55,9 @@ def test_training_data_is_unchanged_by_the_benchmark(tmp_path: Path, kind: str) 
     script.write_text(textwrap.dedent(SCRIPT))
     expected = _plain(script, [kind, str(tmp_path / "plain.json")])
     # WHEN it runs under pipediag, which benchmarks the dataset alone first
-    config = pipediag.RunConfig(measured_steps=None, warmup_steps=0, bench_seconds=1.0)
+    config = pipediag.RunConfig(
+        measured_steps=None, warmup_steps=0, bench_seconds=1.0, deep_seconds=6.0
+    )
     report = pipediag.diagnose(
         script, [kind, str(tmp_path / "diag.json")], config=config, out=None, log=None
     )

@@ -361,7 +361,8 @@ def test_cli_scale_out_and_an_unanswered_data_service(tmp_path: Path) -> None:
     marker = f"pipediag-test-{os.getpid()}-{time.monotonic_ns()}"
     run = subprocess.run(
         [sys.executable, "-m", "pipediag", "run", "--scale-out", "2", "--data-service", dead]
-        + ["--out", str(out), str(script)],
+        # (nothing here reads the deep phase: it is kept short)
+        + ["--deep-seconds", "3", "--out", str(out), str(script)],
         env={**ENV, "PIPEDIAG_TEST_MARKER": marker},
         capture_output=True,
         text=True,
