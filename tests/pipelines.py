@@ -8,6 +8,7 @@ imports TensorFlow lazily, so importing this module costs nothing in the TF-free
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from pipediag.report.model import (
@@ -251,3 +252,16 @@ def diagnose(
         pipeline=pipeline,
         train=TrainSection(steps_per_s=train_rate, measured_steps=50),
     )
+
+
+def bands_reached(label: str, interval: Sequence[float] | None) -> set[str]:
+    """A verdict's label, and every band its cost's 90% interval reaches: what a verdict on a
+    noisy host is consistent with (the headline names them: COMPUTE-BOUND TO BALANCED)."""
+    from pipediag.analysis.input_cost import label_of
+
+    if not interval:
+        return {label}
+    ends = [label_of(bound, high=0.20, moderate=0.05) for bound in interval]
+    bands = ["compute-bound", "balanced", "input-bound"]
+    low, high = sorted(bands.index(end) for end in ends)
+    return {label, *bands[low : high + 1]}

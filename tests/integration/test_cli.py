@@ -7,10 +7,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cli_runner import ENV, ROOT, run_pipediag
+from pipelines import bands_reached
 
 from pipediag.report.model import SCHEMA_VERSION
 
@@ -20,19 +20,6 @@ def _headline_of(verdict: str) -> str:
     interval reaches across a boundary), then the cost, or for a cost whose interval reaches
     zero, that it is not measurable (docs/design.md, "Input cost")."""
     return rf"(^|\n){verdict.upper()}( TO [A-Z-]+)?: input cost(s | not measurable above noise)"
-
-
-def _bands_reached(verdict: dict[str, Any]) -> set[str]:
-    """The verdict's label, and every band its cost's 90% interval reaches."""
-    from pipediag.analysis.input_cost import label_of
-
-    interval = verdict.get("input_cost_interval")
-    if not interval:
-        return {verdict["label"]}
-    ends = [label_of(bound, high=0.20, moderate=0.05) for bound in interval]
-    bands = ["compute-bound", "balanced", "input-bound"]
-    low, high = sorted(bands.index(end) for end in ends)
-    return {verdict["label"], *bands[low : high + 1]}
 
 
 @pytest.mark.tensorflow
@@ -76,7 +63,9 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     assert data["environment"]["cpu_count"] >= 1
     # the label, or where the cost carries an interval, a band the interval reaches (the
     # headline names both ends: "COMPUTE-BOUND TO BALANCED")
-    assert verdict in _bands_reached(data["verdict"])
+    assert verdict in bands_reached(
+        data["verdict"]["label"], data["verdict"].get("input_cost_interval")
+    )
     assert 0.0 <= data["verdict"]["input_wait_fraction"] <= 1.0
     assert data["verdict"]["severity"] and data["verdict"]["summary"]
     assert data["pipeline"]["batches_per_s"] > 0 and data["pipeline"]["latency"]["p90_s"] > 0
