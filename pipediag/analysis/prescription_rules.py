@@ -86,15 +86,17 @@ def prescription_gain(ctx: Context, prescription: Prescription) -> float | None:
 
 
 def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
-    """Rewrites measured to help training that no rule spoke for (PD017), one each."""
+    """Rewrites measured to help training, clearly (the interval above 1), that no rule
+    spoke for (PD017), one each."""
     said = {(s.fix, s.stage_index) for s in found if s.fix is not None}
     extra = []
     for trial in ctx.report.pipeline.trials:
         if (trial.fix, trial.stage_index) in said or trial.training_speedup is None:
             continue
         gain = training_gain(ctx, trial)
-        if gain is None or gain < VERIFIED_MIN_GAIN:
-            continue
+        low = trial.facts.training_speedup_low
+        if gain is None or gain < VERIFIED_MIN_GAIN or low is None or low <= 1.0:
+            continue  # no gain, or one its interval does not make clear
         on_top = (
             f" (on top of {', '.join(fix_words(f) for f in trial.facts.training_after)})"
             if trial.facts.training_after

@@ -105,7 +105,7 @@ class SearchPlan:
 @dataclass
 class SearchOutcome:
     """What the search measured: each rewrite's trial (keyed as the pipeline trials are),
-    the prescription, and whether anything ran."""
+    every rewrite tried or skipped, and the kept ones' trial together."""
 
     results: TrialResults = field(default_factory=dict)
     tried: list[PrescribedChange] = field(default_factory=list)
@@ -170,7 +170,11 @@ class PipelineSearch:
             if share_s is None:
                 self.outcome.combined_reason = OUT_OF_TIME
                 return None
-            last = self._compose(self._kept[:-1], self._kept[-1])
+            try:
+                last = self._compose(self._kept[:-1], self._kept[-1])
+            except Exception as exc:  # built before, so not expected
+                self.outcome.combined_reason = f"could not be built: {type(exc).__name__}: {exc}"
+                return None
             combined = dataclasses.replace(
                 last,
                 fix=COMBINED,

@@ -128,13 +128,20 @@ def test_a_rewrite_measured_on_training_that_no_rule_speaks_for_is_suggested() -
         training_variant_steps_per_s=52.0,
         training_speedup=1.3,
         training_rounds=5,
-        facts=TrialFacts(training_after=["vectorize"]),
+        facts=TrialFacts(
+            training_after=["vectorize"], training_speedup_low=1.2, training_speedup_high=1.4
+        ),
     )
     suggestions = advise(_report(_stages(), trials=[trial]))
     (measured,) = [s for s in suggestions if s.id.startswith("PD017")]
     assert measured.training_speedup == 1.3 and measured.fix == "map-fusion"
     assert "(on top of vectorise: map after the batch)" in measured.title
     assert "40.0 -> 52.0 steps/s" in measured.evidence
+    # one whose interval reaches 1 is not suggested
+    unclear = dataclasses.replace(
+        trial, facts=dataclasses.replace(trial.facts, training_speedup_low=0.97)
+    )
+    assert not any(s.id.startswith("PD017") for s in advise(_report(_stages(), trials=[unclear])))
 
 
 def test_a_stage_whose_cost_to_training_is_small_gets_no_stage_fix() -> None:
