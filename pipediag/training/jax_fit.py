@@ -82,10 +82,12 @@ class JaxFitSteps:
         self._state = jax.tree.map(jnp.copy, state)
         self.state_arrays = sum(len(group) for group in state)
 
-    def call(self, iterator: Iterator[Any]) -> None:
-        """One call of the train function on `iterator`'s next batches, as fit feeds it,
-        waited for; raises StopIteration when the iterator is spent."""
-        logs, self._state = self._train(self._state, _AsFitFeeds(iterator))
+    def call(self, iterator: Iterator[Any], *, as_fit_feeds: bool = True) -> None:
+        """One call of the train function on `iterator`'s next batches, as fit feeds it
+        (`as_fit_feeds`; False: they are on the device already), waited for; raises
+        StopIteration when the iterator is spent."""
+        feeds = _AsFitFeeds(iterator) if as_fit_feeds else iterator
+        logs, self._state = self._train(self._state, feeds)
         self._jax.block_until_ready((logs, self._state))
 
 
@@ -148,11 +150,13 @@ class JaxStepAlone:
         """`warmup` untimed calls, then calls until `step_ended(clock.now())` says the block
         is complete, each waited for on the device."""
         steps = JaxFitSteps(self._model)
+        # The batch is on the device already: converting it back to NumPy every call, as
+        # fit's feed does for a pipeline's tensors, would time a copy the step never makes.
         for _ in range(warmup):
-            steps.call(self._feed())
+            steps.call(self._feed(), as_fit_feeds=False)
         done = False
         while not done:
-            steps.call(self._feed())
+            steps.call(self._feed(), as_fit_feeds=False)
             done = step_ended(clock.now())
 
     def _feed(self) -> Iterator[Any]:
