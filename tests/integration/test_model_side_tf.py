@@ -59,7 +59,7 @@ class Trials(keras.callbacks.Callback):
         if index == 10 and sys.argv[1] == "trials":
             function = model.train_function
             facts = FitFacts(0.002, 300.0, False, "mixed_bfloat16")
-            side = on_fit(model, batch, facts, clock=MONOTONIC, budget_s=5.0)
+            side = on_fit(model, batch, facts, clock=MONOTONIC, budget_s=3.0)
             found["trials"] = [(t.change, t.speedup, t.reason, t.seconds) for t in side.trials]
             found["top_ops"] = len(side.top_ops)
             found["same_function"] = model.train_function is function
