@@ -7,7 +7,7 @@ host and the GPU) and `cost_rules.py` (the parts of input cost); `advisor.py` ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipediag.report.model import (
@@ -408,17 +408,6 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
             f"gains about {gain:.2f}x."
         )
     return text
-
-
-def upstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
-    seen: set[int] = set()
-    pending = [index]
-    while pending:
-        i = pending.pop()
-        if i not in seen:
-            seen.add(i)
-            pending.extend(stages[i].inputs)
-    return seen
 
 
 def bytes_text(count: int | None) -> str:

@@ -21,7 +21,6 @@ from pipediag.analysis.advice_context import (
     fn_name,
     parallel_estimate,
     stage_cost_text,
-    upstream_of,
     verified_gain,
     worth_fixing,
 )
@@ -41,6 +40,7 @@ from pipediag.report.stage_facts import (
     prefix_cost_s,
     runs_sequential_interleave,
     runs_sequential_map,
+    upstream_of,
     vectorizable,
 )
 from pipediag.report.vocabulary import (

@@ -18,7 +18,7 @@ from pipediag.bench.structure import Stage
 from pipediag.report.model import StageStats
 from pipediag.report.names import stage_name
 from pipediag.report.prescription import SEMANTICS_HOIST_CACHE, SEMANTICS_MATERIALISED
-from pipediag.report.stage_facts import MAP_KINDS, deterministic
+from pipediag.report.stage_facts import MAP_KINDS, deterministic, upstream_of
 from pipediag.report.vocabulary import (
     FIX_HOIST_CACHE,
     FIX_MAP_FUSION,
@@ -51,7 +51,7 @@ def hoist_candidate(
         return None
     if sum(stats.index in s.inputs for s in stages) > 1 or _consumers(stages, shuffle) != 1:
         return None
-    upstream = _upstream(stages, shuffle.inputs[0])
+    upstream = upstream_of(stages, shuffle.inputs[0])
     if not all(deterministic(stages[i]) for i in upstream):
         return None  # a shuffle or a random stage further up: a cache would freeze it
     candidate = Candidate(
@@ -208,14 +208,3 @@ def _fused(dataset: Any) -> Any:
 
 def _consumers(stages: list[StageStats], stats: StageStats) -> int:
     return sum(stats.index in s.inputs for s in stages)
-
-
-def _upstream(stages: list[StageStats], index: int) -> set[int]:
-    seen: set[int] = set()
-    pending = [index]
-    while pending:
-        i = pending.pop()
-        if i not in seen:
-            seen.add(i)
-            pending.extend(stages[i].inputs)
-    return seen

@@ -211,3 +211,15 @@ def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats
         if s.training_speedup_if_free is not None and s.kind != KIND_OPTIONS and s.index >= at
     ]
     return min(held, key=lambda s: s.index, default=None)
+
+
+def upstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
+    """Stage `index` and every stage it reads, however far back."""
+    seen: set[int] = set()
+    pending = [index]
+    while pending:
+        i = pending.pop()
+        if i not in seen:
+            seen.add(i)
+            pending.extend(stages[i].inputs)
+    return seen

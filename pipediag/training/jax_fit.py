@@ -21,15 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pipediag.bench.teardown import TearDown
-from pipediag.bench.whatif import FixPipelines, TrialSide
+from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
-from pipediag.training.training_trial import (
-    MIN_SLICE_S,
-    TrialResults,
-    _failure,
-    _FitSteps,
-    _run,
-)
+from pipediag.training.training_trial import TrialResults, _FitSteps, trials_on
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
 STATE_KEYS = (
@@ -186,23 +180,11 @@ def try_on_jax_fit(
         return {(f.fix, f.stage_index): (None, blocker) for f in fixes}
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     steps = _FitSteps(JaxFitSteps(model).call, per_call, clock)
-    results: TrialResults = {}
-    end_s = clock.now() + budget_s
-    for position, fix in enumerate(fixes):
-        share_s = max(0.0, end_s - clock.now()) / (len(fixes) - position)
-        if share_s < 4 * MIN_SLICE_S:
-            results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
-            continue
-        sides = [
-            TrialSide(d, teardown, clock, fill, read=steps.read)
-            for d, fill in ((fix.baseline, 0), (fix.variant, fix.fill_batches))
-        ]
-        try:
-            rounds = _run(sides, clock, share_s, step_s * per_call)
-            results[(fix.fix, fix.stage_index)] = (rounds, None)
-        except Exception as exc:
-            results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
-        finally:
-            for side in sides:
-                side.close()
-    return results
+    return trials_on(
+        fixes,
+        steps.read,
+        clock=clock,
+        step_s=step_s * per_call,
+        budget_s=budget_s,
+        teardown=teardown,
+    )

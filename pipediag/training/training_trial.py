@@ -111,7 +111,6 @@ def try_on_fit(
             model, fixes, clock=clock, step_s=step_s, budget_s=budget_s, teardown=teardown
         )
     train_function = getattr(model, "train_function", None)
-    results: TrialResults = {}
     blocker = None if train_function is None else stateful_random_op(train_function)
     if train_function is None or blocker is not None:
         why = (
@@ -124,31 +123,54 @@ def try_on_fit(
     distribute = _distributor(model)
     steps = _FitSteps(train_function, per_call, clock)
     saved = [(v, v.numpy()) for v in step_variables(model)]
-    end_s = clock.now() + budget_s
     try:
-        for position, fix in enumerate(fixes):
-            share_s = max(0.0, end_s - clock.now()) / (len(fixes) - position)
-            if share_s < 4 * MIN_SLICE_S:
-                results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
-                continue
-            sides = [
-                TrialSide(distribute(d), teardown, clock, fill, read=steps.read)
-                for d, fill in (
-                    (fix.baseline, fix.baseline_fill_batches),
-                    (fix.variant, fix.fill_batches),
-                )
-            ]
-            try:
-                rounds = _run(sides, clock, share_s, step_s * per_call)
-                results[(fix.fix, fix.stage_index)] = (rounds, None)
-            except Exception as exc:
-                results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
-            finally:
-                for side in sides:
-                    side.close()
+        return trials_on(
+            fixes,
+            steps.read,
+            clock=clock,
+            step_s=step_s * per_call,
+            budget_s=budget_s,
+            teardown=teardown,
+            distribute=distribute,
+        )
     finally:
         for variable, value in saved:
             variable.assign(value)
+
+
+def trials_on(
+    fixes: Sequence[FixPipelines],
+    read: Callable[[Iterator[Any], float], BatchTiming],
+    *,
+    clock: Clock,
+    step_s: float,
+    budget_s: float,
+    teardown: TearDown,
+    distribute: Callable[[Any], Any] = lambda dataset: dataset,
+) -> TrialResults:
+    """Each fix's rounds, each side read with `read` (a train function's calls), in an equal
+    share of what is left of `budget_s`, or why it was not tried. `step_s`: one read call."""
+    results: TrialResults = {}
+    end_s = clock.now() + budget_s
+    for position, fix in enumerate(fixes):
+        share_s = max(0.0, end_s - clock.now()) / (len(fixes) - position)
+        if share_s < 4 * MIN_SLICE_S:
+            results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
+            continue
+        sides = [
+            TrialSide(distribute(d), teardown, clock, fill, read=read)
+            for d, fill in (
+                (fix.baseline, fix.baseline_fill_batches),
+                (fix.variant, fix.fill_batches),
+            )
+        ]
+        try:
+            results[(fix.fix, fix.stage_index)] = (_run(sides, clock, share_s, step_s), None)
+        except Exception as exc:
+            results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
+        finally:
+            for side in sides:
+                side.close()
     return results
 
 
