@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pipediag.bench.fix_candidates import Candidate
+from pipediag.bench.candidate import Candidate
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.vocabulary import (

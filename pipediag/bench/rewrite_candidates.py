@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from pipediag.bench import cache_sizing
-from pipediag.bench.fix_candidates import Candidate, Once, size_cache
+from pipediag.bench.candidate import Candidate, Once, size_cache
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.bench.structure import Stage
 from pipediag.report.model import StageStats
@@ -28,7 +28,7 @@ from pipediag.report.vocabulary import (
 )
 
 # Reading a generator's epoch to hold it stops past this long: the time a cache may take to
-# fill (`fix_candidates.CACHE_FILL_MAX_S`), so a trial is not spent waiting for Python.
+# fill (`candidate.CACHE_FILL_MAX_S`), so a trial is not spent waiting for Python.
 GENERATOR_READ_MAX_S = 3.0
 # And past this size: the elements become constants of a GraphDef, a protobuf capped at 2 GiB.
 GENERATOR_MAX_BYTES = 1 << 30

@@ -54,7 +54,8 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
-from pipediag.bench.fix_candidates import Candidate, fix_candidates, thread_cap_candidate
+from pipediag.bench.candidate import Candidate
+from pipediag.bench.fix_candidates import fix_candidates, thread_cap_candidate
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError, graph_and_nodes
 from pipediag.bench.interleaved import MIN_ROUNDS, Rounds, median_rate, run_rounds
 from pipediag.bench.pipeline import BatchTiming, time_iterator
@@ -87,7 +88,7 @@ UNTIMED = "not measured: verification budget spent"
 class FixPipelines:
     """A fix's two copies of the pipeline, kept so that it can be tried on training itself
     (`training/training_trial.py`), and what it takes to apply it again on top of others
-    (`compose`: `candidate`, `graph`, `element_spec`)."""
+    (`bench/compose.py`: `candidate`, `graph`, `element_spec`)."""
 
     fix: str
     stage_index: int | None
@@ -106,15 +107,6 @@ class FixPipelines:
     semantics: tuple[str, ...] = ()
     # The fixes `variant` has applied, in the order applied: those kept, then this one.
     applied: tuple[str, ...] = ()
-
-
-def compose(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
-    """`kept` applied (the baseline) and `kept` plus `extra` applied (the variant), for the
-    greedy search on training (docs/design.md, "Composing rewrites"); raises `RewriteError`
-    when `extra` cannot go on top of `kept` (e.g. a map vectorised, then hoisted)."""
-    from pipediag.bench.compose import compose_fixes
-
-    return compose_fixes(dataset, kept, extra)
 
 
 def verify_fixes(

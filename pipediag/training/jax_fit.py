@@ -17,13 +17,10 @@ is done. JAX is imported here only for a model whose backend is JAX: the script 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from pipediag.bench.teardown import TearDown
-from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
-from pipediag.training.training_trial import TrialResults, _FitSteps, trials_on
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
 STATE_KEYS = (
@@ -162,29 +159,3 @@ def jax_step_alone(model: Any, batch: Any) -> JaxStepAlone | str:
     """What runs fit's JAX train step alone on `batch`, or why it cannot run."""
     blocker = trainable(model)
     return blocker if blocker is not None else JaxStepAlone(model, batch)
-
-
-def try_on_jax_fit(
-    model: Any,
-    fixes: Sequence[FixPipelines],
-    *,
-    clock: Clock,
-    step_s: float,
-    budget_s: float,
-    teardown: TearDown,
-) -> TrialResults:
-    """`training_trial.try_on_fit` for the JAX backend: each fix's rounds on fit's train step,
-    on one copy of fit's state for all of them, or why a fix was not tried."""
-    blocker = trainable(model)
-    if blocker is not None:
-        return {(f.fix, f.stage_index): (None, blocker) for f in fixes}
-    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-    steps = _FitSteps(JaxFitSteps(model).call, per_call, clock)
-    return trials_on(
-        fixes,
-        steps.read,
-        clock=clock,
-        step_s=step_s * per_call,
-        budget_s=budget_s,
-        teardown=teardown,
-    )

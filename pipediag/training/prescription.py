@@ -23,8 +23,9 @@ from typing import Any
 
 from pipediag.analysis.pipeline_code import rewritten_chain
 from pipediag.analysis.stage_bisect import Freed
+from pipediag.bench.compose import compose_fixes
 from pipediag.bench.interleaved import Rounds, median_rate
-from pipediag.bench.whatif import FixPipelines, compose
+from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
@@ -83,7 +84,7 @@ class SearchPlan:
     stages: Sequence[StageStats]
     until_s: float
     ceiling: float | None = None
-    # How a trial's pipelines are built (None: `bench.whatif.compose` over `dataset`).
+    # How a trial's pipelines are built (None: `bench.compose.compose_fixes` over `dataset`).
     compose: Compose | None = None
 
     def start(self, clock: Clock, held: Searched | None = None) -> PipelineSearch:
@@ -94,7 +95,7 @@ class SearchPlan:
         fixes, skipped = order_for_search(self.fixes, bounded)
         return PipelineSearch(
             fixes,
-            compose=self.compose or functools.partial(compose, self.dataset),
+            compose=self.compose or functools.partial(compose_fixes, self.dataset),
             clock=clock,
             until_s=self.until_s,
             ceiling=self.ceiling,
@@ -255,7 +256,7 @@ class PipelineSearch:
         )
         return Prescription(tried=list(self.outcome.tried), reason=reason)
 
-    # -- helpers --
+    # -- the parts --
     def _share_s(self, *, planned: int) -> float | None:
         left_s = self._until_s - self._clock.now()
         share_s = min(left_s, max(left_s / max(1, planned), MIN_TRIAL_S))

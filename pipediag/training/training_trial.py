@@ -104,11 +104,22 @@ def try_on_fit(
     blocked = undriven(model, "a fix on training")
     if blocked is not None:
         return {(f.fix, f.stage_index): (None, blocked) for f in fixes}
+    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     if on_jax(model):
-        from pipediag.training.jax_fit import try_on_jax_fit
+        # fit's jitted step on one copy of fit's state for all the fixes (docs/design.md, "JAX")
+        from pipediag.training.jax_fit import JaxFitSteps, trainable
 
-        return try_on_jax_fit(
-            model, fixes, clock=clock, step_s=step_s, budget_s=budget_s, teardown=teardown
+        blocker = trainable(model)
+        if blocker is not None:
+            return {(f.fix, f.stage_index): (None, blocker) for f in fixes}
+        steps = _FitSteps(JaxFitSteps(model).call, per_call, clock)
+        return trials_on(
+            fixes,
+            steps.read,
+            clock=clock,
+            step_s=step_s * per_call,
+            budget_s=budget_s,
+            teardown=teardown,
         )
     train_function = getattr(model, "train_function", None)
     blocker = None if train_function is None else stateful_random_op(train_function)
@@ -119,7 +130,6 @@ def try_on_fit(
             else f"the train step uses TensorFlow's stateful random op {blocker}"
         )
         return {(f.fix, f.stage_index): (None, why) for f in fixes}
-    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     distribute = _distributor(model)
     steps = _FitSteps(train_function, per_call, clock)
     saved = [(v, v.numpy()) for v in step_variables(model)]

@@ -283,7 +283,7 @@ def test_an_unmeasured_cheap_map_still_gets_its_rewrites() -> None:
 
 
 def _composed(dataset: Any, first: Any, second: Any) -> Any:
-    from pipediag.bench.whatif import compose
+    from pipediag.bench.compose import compose_fixes as compose
 
     both = compose(dataset, [first], second)
     assert both.applied == (first.fix, second.fix)
@@ -347,7 +347,7 @@ def test_parallel_map_and_vectorise_on_different_maps_compose() -> None:
 
 def test_a_rewrite_that_cannot_go_on_top_is_refused_with_a_reason() -> None:
     from pipediag.bench.graph_edit import RewriteError
-    from pipediag.bench.whatif import compose
+    from pipediag.bench.compose import compose_fixes as compose
 
     ds = _mnist_like(shuffle=True)
     vectorize = _kept(ds, "vectorize")

@@ -1,0 +1,118 @@
+"""A candidate rewrite: what a fix to try is (its edit of the graph copy or its options, its
+check, its facts), and what a cache candidate needs (its size, fill time and batches).
+Shared by the fixes that rules know (`bench/fix_candidates.py`) and the newer rewrites
+(`bench/rewrite_candidates.py`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar
+
+from pipediag.bench import cache_sizing
+from pipediag.bench.graph_edit import PipelineGraph
+from pipediag.bench.stages import elements_per_output_batch
+from pipediag.bench.structure import Stage
+from pipediag.bench.teardown import TearDown
+from pipediag.report.model import TrialFacts
+from pipediag.report.vocabulary import FixName
+
+# Filling a cache takes one epoch of the prefix; verify only when it takes at most this long,
+# the length of the phase-1 benchmark (bench/pipeline.py DEFAULT_MAX_SECONDS).
+CACHE_FILL_MAX_S = 3.0
+# Extra output batches pulled after the estimated end of the filling epoch: shuffle buffers
+# and prefetches downstream read ahead, so the epoch boundary is not exact.
+CACHE_FILL_MARGIN_BATCHES = 4
+
+T = TypeVar("T")
+
+
+@dataclass
+class Candidate:
+    """A fix to try: how to build its variant from the baseline graph, or why it cannot be.
+
+    `edit` and `with_options` are re-applied, in order, when fixes are composed
+    (`bench/compose.py`): an edit finds its nodes by the names they had in the user's graph,
+    and every edit keeps those names, so edits compose in any order."""
+
+    fix: FixName
+    stage_index: int | None
+    stage: str
+    cost_s: float = 0.0
+    edit: Callable[[PipelineGraph], None] | None = None
+    with_options: Callable[[Any], Any] | None = None
+    reason: str | None = None
+    facts: TrialFacts = field(default_factory=TrialFacts)
+    fill_batches: int = 0  # for a cache: output batches to read before the cache is full
+    # Run before timing, on the unedited graph (spent iterators go to the `TearDown`):
+    # (why the fix is not timed, whether that is because it is unsafe), or (None, False).
+    check: Callable[[Any, TearDown], tuple[str | None, bool]] | None = None
+    # Tried on training whatever the pipeline alone measured: a prefetch where none runs
+    # (its gain, overlap with the train step, only shows there), or a cap on the
+    # pipeline's threads (slower alone, it leaves the train step its cores).
+    tried_on_training: bool = False
+    unsafe: bool = False  # the vectorise check refused the function
+    fits_in_memory: bool | None = None  # a cache's data, in the memory available
+    # What the rewrite changes in what the pipeline yields, in words; None: nothing.
+    semantics: str | None = None
+
+
+class Once(Generic[T]):
+    """A value computed on first use and kept: a trace or a read shared by check and edit."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._done = False
+        self._value: T | None = None
+
+    def __call__(self) -> T:
+        if not self._done:
+            self._value, self._done = self._make(), True
+        return self._value  # type: ignore[return-value]
+
+
+def size_cache(
+    candidate: Candidate,
+    walked: list[Stage],
+    prefix: Any,
+    point: int,
+    elements_per_s: float | None,
+    sample: Any | None = None,
+) -> None:
+    """Fill in what a cache of `prefix` (one epoch of stage `point`'s output) needs: its
+    size against the memory available, how long it takes to fill, and how many output
+    batches fill it; or set `candidate.reason` to why it cannot be timed. Sizes not static
+    are read from `sample` (default: `prefix`), a dataset with the same elements."""
+    elements = cache_sizing.cardinality(prefix)
+    if elements is None or elements < 0:
+        candidate.reason = "the dataset is infinite or of unknown size at this point: no cache"
+        return
+    size = cache_sizing.dataset_bytes(
+        prefix if sample is None else sample, elements, prefix.element_spec
+    )
+    available = cache_sizing.available_memory_bytes()
+    candidate.facts = replace(
+        candidate.facts, elements=elements, cache_bytes=size, available_bytes=available
+    )
+    fits = cache_sizing.fits_in_memory(size, available)
+    candidate.fits_in_memory = fits
+    if not fits:
+        candidate.reason = (
+            "the cache size is unknown"
+            if size is None or available is None
+            else "the cache would not fit comfortably in memory"
+        )
+        return
+    fill_s = elements / elements_per_s if elements_per_s else None
+    if fill_s is not None:
+        candidate.facts = replace(candidate.facts, fill_s=fill_s)
+    factor = elements_per_output_batch(walked)[point]
+    if fill_s is None or factor is None:
+        candidate.reason = "cannot tell how long filling the cache takes: estimated only"
+    elif fill_s > CACHE_FILL_MAX_S:
+        candidate.reason = (
+            f"filling the cache takes about {fill_s:.0f} s (one epoch): estimated only"
+        )
+    else:
+        candidate.fill_batches = math.ceil(elements / factor) + CACHE_FILL_MARGIN_BATCHES
