@@ -445,7 +445,6 @@ class DiagnosticSession:
         return _wait_source(self.style, self._fit_tracker(), self.timeline, self._phases)
 
     def _train_section(self) -> TrainSection:
-        source = self._wait_source()
         raw = self.timeline.steps
         if self.timeline.merges:
             self.note(
@@ -454,10 +453,11 @@ class DiagnosticSession:
             )
         if raw:
             self.add_phase("train", raw[0].start, raw[-1].end)
-        section = self._train(source)
-        if self._keras_backend is None:
-            return section
-        return dataclasses.replace(section, keras_backend=self._keras_backend)
+        overhead = fit.fit_overhead_s() if (fit := self._fit_tracker()) is not None else None
+        section = self._train(self._wait_source())
+        return dataclasses.replace(
+            section, keras_backend=self._keras_backend, fit_overhead_s=overhead
+        )
 
     def _train(self, input_wait_source: InputWaitSource) -> TrainSection:
         return build_train_section(

@@ -381,9 +381,15 @@ def fit_step_overhead_s(ctx: Context, trial: FixTrial) -> float | None:
 
 
 def _fit_adds_s(ctx: Context, base: float | None) -> float | None:
+    """The measured step time less the trial's baseline step time, at most what fit's steps
+    were measured to take beyond their train function (`train.fit_overhead_s`): the gap
+    also holds whatever slowed fit's steps and not the trial's (`hooks/fit_overhead.py`)."""
     if ctx.report.train.style != KERAS_FIT or not ctx.train_rate or not base:
         return None
     added = 1.0 / ctx.train_rate - 1.0 / base
+    measured = ctx.report.train.fit_overhead_s
+    if measured is not None:
+        added = min(added, measured)
     return added if added > 0 else None
 
 

@@ -14,6 +14,7 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from pipediag.hooks.batch_stamps import BatchStamps, wait_of
+from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.timeline import StepBudgetReached
@@ -65,6 +66,7 @@ class FitTracker:
         # At the step budget (or the probe): fit's next steps alternate with the step alone.
         self._alternation: FitAlternation | None = None
         self._planned: tuple[int, int] | None = None  # fit's epochs and steps per epoch
+        self.timer: TrainFunctionTimer | None = None  # fit's train function, timed
         self._alternation_ends_fit = True  # False at the probe: training goes on after it
 
     def on_epoch_end(self, epoch: int) -> None:
@@ -88,9 +90,21 @@ class FitTracker:
         if not self._alternate(ends_fit=False, batch=batch):
             self._session.conclude(deep=False)
 
-    def on_train_begin(self, epochs: int | None, steps: int | None) -> None:
-        """fit's plan: how many epochs of how many steps (either unknown: None)."""
+    def on_train_begin(self, epochs: int | None, steps: int | None, model: Any = None) -> None:
+        """fit's plan: how many epochs of how many steps (either unknown: None); its
+        train function is timed during the measured steps (`hooks/fit_overhead.py`)."""
         self._planned = (epochs, steps) if epochs and steps else None
+        if model is not None and self.timer is None:
+            self.timer = TrainFunctionTimer(model, self._session.clock)
+
+    def on_train_end(self) -> None:
+        """fit is over: its train function is put back."""
+        if self.timer is not None:
+            self.timer.remove()
+
+    def fit_overhead_s(self) -> float | None:
+        """What fit's measured steps took beyond their train function (median)."""
+        return self.timer.overhead_s() if self.timer is not None else None
 
     def _steps_left(self, batch: int) -> int | None:
         """fit's steps after this one (in callback steps), where its plan is known."""
@@ -106,6 +120,8 @@ class FitTracker:
         alternation"); False where the step cannot run alone or fit has too few steps left.
         The measured steps' last block leads unless the profiler traced them (it slows the
         steps it traces)."""
+        if self.timer is not None:
+            self.timer.remove()  # the measured steps are over: pipediag calls it next
         alternation = self._session.alternate_fit(
             lead=self.stamps is not None, steps_left=self._steps_left(batch)
         )
@@ -224,6 +240,8 @@ class FitTracker:
         if self._alternation is not None:
             self._alternated_step(start, end, max(1, batch - self._first_batch + 1))
             return
+        if self.timer is not None:
+            self.timer.step_ended(end - start)
         budget_reached = session.timeline.add(start, end, None, self._epoch)
         if budget_reached and session.keep_measuring():
             budget_reached = False
@@ -306,7 +324,11 @@ def make_callback(tracker: FitTracker) -> Any:
             tracker.on_train_begin(
                 epochs if isinstance(epochs, int) else None,
                 steps if isinstance(steps, int) else None,
+                getattr(self, "model", None),
             )
+
+        def on_train_end(self, logs: Any = None) -> None:
+            tracker.on_train_end()
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
             steps = (self.params or {}).get("steps")

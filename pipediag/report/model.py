@@ -264,6 +264,9 @@ class TrainSection:
     epoch_starts: list[EpochStart] = field(default_factory=list)
     # Under fit: the Keras backend that ran it (None: not Keras 3, or no fit).
     keras_backend: KerasBackend | None = None
+    # Under fit: what its measured steps took beyond their train function's call (median),
+    # the most the correction of a gain on training takes for fit's own work per step.
+    fit_overhead_s: float | None = None
 
 
 @dataclass(frozen=True)

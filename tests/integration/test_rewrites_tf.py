@@ -346,8 +346,8 @@ def test_parallel_map_and_vectorise_on_different_maps_compose() -> None:
 
 
 def test_a_rewrite_that_cannot_go_on_top_is_refused_with_a_reason() -> None:
-    from pipediag.bench.graph_edit import RewriteError
     from pipediag.bench.compose import compose_fixes as compose
+    from pipediag.bench.graph_edit import RewriteError
 
     ds = _mnist_like(shuffle=True)
     vectorize = _kept(ds, "vectorize")

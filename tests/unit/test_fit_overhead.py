@@ -1,0 +1,65 @@
+"""What fit adds around its train function, timed on fit's own steps, and the correction of
+a gain on training that it bounds (docs/design.md, "Fixes tried on training")."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pipediag.analysis.advice_context import build_context, training_gain
+from pipediag.hooks.fit_overhead import TrainFunctionTimer
+from pipediag.report.model import FixTrial
+from pipediag.testing import FakeClock, synthetic_report
+
+
+class _Model:
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+
+        def train_function(iterator: object) -> str:
+            clock.sleep(0.010)  # the step: 10 ms
+            return "logs"
+
+        self.train_function = train_function
+
+
+def test_each_step_s_time_beyond_its_train_function_is_measured_and_the_patch_undone() -> None:
+    # GIVEN fit's steps of 12 ms around a 10-ms train function
+    clock = FakeClock()
+    model = _Model(clock)
+    original = model.train_function
+    timer = TrainFunctionTimer(model, clock)
+    for _ in range(5):
+        start = clock.now()
+        assert model.train_function(None) == "logs"  # what fit computes is unchanged
+        clock.sleep(0.002)  # callbacks, the progress bar
+        timer.step_ended(clock.now() - start)
+    # THEN fit adds 2 ms a step, and the train function is the model's own again
+    assert timer.overhead_s() == pytest.approx(0.002)
+    timer.remove()
+    assert model.train_function is original
+
+
+def test_the_fit_correction_takes_at_most_what_fit_was_measured_to_add() -> None:
+    # GIVEN fit's steps at 36 steps/s, a trial's baseline at 50 and its fixed side at 550:
+    # the gap (7.8 ms a step) is not all fit's own work, which was measured at 0.5 ms
+    report = synthetic_report(steps=60, wait_s=0.02, compute_s=0.0078)
+    train = dataclasses.replace(report.train, style="keras-fit", steps_per_s=36.0)
+    trial = FixTrial(
+        fix="cache",
+        training_baseline_steps_per_s=50.0,
+        training_variant_steps_per_s=550.0,
+        training_speedup=11.0,
+    )
+    unbounded = build_context(dataclasses.replace(report, train=train))
+    bounded = build_context(
+        dataclasses.replace(report, train=dataclasses.replace(train, fit_overhead_s=0.0005))
+    )
+    rate = unbounded.train_rate
+    assert rate is not None
+    # THEN with the measure the gain keeps most of the trial's, without it the gap takes it
+    assert training_gain(bounded, trial) == pytest.approx((1 / rate) / (1 / 550 + 0.0005))
+    assert training_gain(unbounded, trial) == pytest.approx(
+        (1 / rate) / (1 / 550 + 1 / rate - 1 / 50)
+    )
