@@ -121,9 +121,14 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
 
 
 def stage_bound(ctx: Context, stats: StageStats) -> tuple[float, str] | None:
-    """The most a change at `stats` can gain training, and the stage that says so: the
-    speedup measured with it (or the nearest held stage after it) held in memory."""
+    """The most a change at `stats` can gain training, and what says so: the speedup
+    measured with it (or the nearest held stage after it) held in memory, as "holding X in
+    memory"; where no stage's hold was usable, the verdict's speedup if input were free
+    (T/A), as "input free". None where neither was measured."""
     bound = if_free_bound(ctx.stages, stats.index)
-    if bound is None or bound.training_speedup_if_free is None:
+    if bound is not None and bound.training_speedup_if_free is not None:
+        return bound.training_speedup_if_free, f"holding {stage_name(bound)} in memory"
+    cost = ctx.report.verdict.input_cost_fraction
+    if cost is None or not 0.0 < cost < 1.0:
         return None
-    return bound.training_speedup_if_free, stage_name(bound)
+    return 1.0 / (1.0 - cost), "input free"

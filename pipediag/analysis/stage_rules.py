@@ -315,8 +315,8 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
         source = "from_generator" if stats.kind == KIND_SOURCE else "tf.py_function/numpy_function"
         bound = stage_bound(ctx, stats)
         bounded = (
-            f" Holding {bound[1]} in memory made your training {bound[0]:.2f}x faster: the "
-            "most this change can gain."
+            f" With {bound[1]}, your training would run {bound[0]:.2f}x faster (measured): "
+            "the most this change can gain."
             if bound is not None
             else ""
         )

@@ -163,6 +163,14 @@ def test_porting_python_carries_its_stage_bound_and_the_best_fix_shows_it() -> N
         report, suggestions=[s for s in report.suggestions if s.id.startswith("PD007")]
     )
     assert best_fix_figure(fixes_only) == ("Best fix (at most)", "\N{LESS-THAN OR EQUAL TO}4.50x")
+    # with no stage's hold usable, the input cost bounds it: 75% costs at most 4x
+    unheld = _report(_stages(python=True))
+    unheld = dataclasses.replace(
+        unheld, verdict=dataclasses.replace(unheld.verdict, input_cost_fraction=0.75)
+    )
+    (port,) = [s for s in advise(unheld) if s.id.startswith("PD007")]
+    assert port.bound_speedup == 4.0
+    assert "With input free, your training would run 4.00x faster" in port.evidence
 
 
 def test_with_every_rewrite_tried_and_none_kept_the_note_says_so() -> None:
