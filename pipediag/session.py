@@ -15,6 +15,7 @@ from pipediag.analysis.advisor import advise
 from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.enrich import enrich_report
+from pipediag.analysis.run_terms import with_prescription_in_run_terms
 from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.conclusion import Conclusion, Seen, Teller
@@ -508,8 +509,8 @@ def _wait_source(
 
 
 def _analysed(report: Report, note: Callable[[str], None]) -> Report:
-    """The report with the GPU analysis, the scale-out prediction and the advice; a bug in
-    one is noted and costs only its own part of the report."""
+    """The report with the GPU analysis, the scale-out prediction, the prescription's figures
+    in the run's terms and the advice; a bug in one costs only its own part of the report."""
 
     def guarded(what: str, step: Callable[[Report], Report], report: Report) -> Report:
         try:
@@ -520,6 +521,7 @@ def _analysed(report: Report, note: Callable[[str], None]) -> Report:
 
     report = guarded("the GPU analysis", enrich_report, report)
     report = guarded("the scale-out prediction", enrich_scale_out, report)
+    report = guarded("the prescription's figures", with_prescription_in_run_terms, report)
     return guarded("the advisor", lambda r: dataclasses.replace(r, suggestions=advise(r)), report)
 
 
@@ -558,13 +560,9 @@ def _environment(gpu: GpuSection) -> Environment:
 
 def _merged_into(passes: list[DataPass], record: DataPass) -> bool:
     """Whether a pass alike (same reason, call, line and dataset) took `record` in."""
+    key = (record.reason, record.by, record.where, record.dataset)
     for i, seen in enumerate(passes):
-        if (seen.reason, seen.by, seen.where, seen.dataset) == (
-            record.reason,
-            record.by,
-            record.where,
-            record.dataset,
-        ):
+        if (seen.reason, seen.by, seen.where, seen.dataset) == key:
             passes[i] = dataclasses.replace(
                 seen,
                 passes=seen.passes + record.passes,

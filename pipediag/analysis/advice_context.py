@@ -10,6 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pipediag.analysis.run_terms import (
+    fit_adds_s,
+    interval_in_run_terms,
+    ratio_in_run_terms,
+    trial_in_run_terms,
+    trial_interval_in_run_terms,
+)
 from pipediag.report.model import (
     FixTrial,
     Report,
@@ -324,73 +331,33 @@ def fn_name(stats: StageStats) -> str:
 
 
 def training_gain(ctx: Context, trial: FixTrial) -> float | None:
-    """The training speedup a fix tried on training promises, in the run's own terms.
-
-    A custom loop's trial runs in the loop itself: its ratio is the gain. Under `fit` the
-    trial times the compiled train function alone, without what `fit` adds to every step
-    (callbacks, the progress bar, pipediag's own marks): that time, `1/A - 1/baseline`, is
-    added to both sides, since a fix leaves it as it is (docs/design.md, "Fixes tried on
-    training").
-    """
-    return gain_on_training(
-        ctx,
-        trial.training_speedup,
-        trial.training_baseline_steps_per_s,
-        trial.training_variant_steps_per_s,
-    )
+    """The training speedup a fix tried on training promises, in the run's own terms
+    (`run_terms.ratio_in_run_terms`; docs/design.md, "Fixes tried on training")."""
+    return trial_in_run_terms(ctx.report, trial)
 
 
 def training_interval(ctx: Context, trial: FixTrial) -> list[float] | None:
     """The 90% interval of `training_gain`, each end read as the gain is."""
-    return interval_on_training(
-        ctx,
-        trial.facts.training_speedup_low,
-        trial.facts.training_speedup_high,
-        trial.training_baseline_steps_per_s,
-    )
+    return trial_interval_in_run_terms(ctx.report, trial)
 
 
 def interval_on_training(
     ctx: Context, low: float | None, high: float | None, base: float | None
 ) -> list[float] | None:
-    """A trial's interval of ratios in the run's own terms (`gain_on_training`)."""
-    if low is None or high is None:
-        return None
-    ends = [gain_on_training(ctx, end, base, base * end if base else None) for end in (low, high)]
-    return [e for e in ends if e is not None] if None not in ends else None
+    """An interval of ratios over the user's pipeline in the run's own terms."""
+    return interval_in_run_terms(ctx.report, low, high, base)
 
 
 def gain_on_training(
     ctx: Context, raw: float | None, base: float | None, fixed: float | None
 ) -> float | None:
-    """`training_gain` from a trial's ratio and its two rates (steps/s)."""
-    if raw is None or ctx.report.train.style != KERAS_FIT or not ctx.train_rate:
-        return raw
-    if not base or not fixed:
-        return raw
-    added_s = _fit_adds_s(ctx, base)
-    if added_s is None:
-        return raw
-    return (1.0 / ctx.train_rate) / (1.0 / fixed + added_s)
+    """A ratio over the user's pipeline, from its two rates (steps/s), in the run's terms."""
+    return ratio_in_run_terms(ctx.report, raw, base, fixed)
 
 
 def fit_step_overhead_s(ctx: Context, trial: FixTrial) -> float | None:
-    """What `fit` adds to each step beyond its train function: the measured step time less
-    the trial's baseline step time; None when the trial's step was the slower one."""
-    return _fit_adds_s(ctx, trial.training_baseline_steps_per_s)
-
-
-def _fit_adds_s(ctx: Context, base: float | None) -> float | None:
-    """The measured step time less the trial's baseline step time, at most what fit's steps
-    were measured to take beyond their train function (`train.fit_overhead_s`): the gap
-    also holds whatever slowed fit's steps and not the trial's (`hooks/fit_overhead.py`)."""
-    if ctx.report.train.style != KERAS_FIT or not ctx.train_rate or not base:
-        return None
-    added = 1.0 / ctx.train_rate - 1.0 / base
-    measured = ctx.report.train.fit_overhead_s
-    if measured is not None:
-        added = min(added, measured)
-    return added if added > 0 else None
+    """What `fit` adds to each step beyond its train function, against this trial."""
+    return fit_adds_s(ctx.report, trial.training_baseline_steps_per_s)
 
 
 def training_text(ctx: Context, trial: FixTrial) -> str:

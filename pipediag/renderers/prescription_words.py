@@ -24,27 +24,31 @@ def rewrites_lines(report: Report) -> list[str]:
 def together_text(prescription: Prescription) -> str:
     """ "together 2.10x (1.90-2.31x) over your pipeline", or why there is no figure."""
     kept = prescription.kept
-    if prescription.training_speedup is None:
+    value, low, high = prescription.shown
+    if value is None:
         return f"pipeline pipediag would write: none ({prescription.reason or 'nothing kept'})"
     what = "the kept rewrite" if len(kept) == 1 else f"the {len(kept)} kept rewrites together"
-    figure = _figure(
-        prescription.training_speedup,
-        prescription.training_speedup_low,
-        prescription.training_speedup_high,
-    )
-    return f"pipeline pipediag would write: {what}, training {figure} over yours"
+    raw = _raw_note(prescription.training_speedup, value)
+    figure = _figure(value, low, high)
+    return f"pipeline pipediag would write: {what}, training {figure} over yours{raw}"
 
 
 def _change_line(change: PrescribedChange) -> str:
     what = fix_words_at(change.fix, change.stage)
-    if change.training_speedup is None:
+    value, low, high = change.shown
+    if value is None:
         return f"{what}: not measured ({change.reason or 'no rate'})"
-    figure = _figure(
-        change.training_speedup, change.training_speedup_low, change.training_speedup_high
-    )
     on_top = " on top of the kept ones" if change.after else ""
     verdict = "kept" if change.kept else f"not kept ({change.reason})"
-    return f"{what}: {figure}{on_top}, {verdict}"
+    raw = _raw_note(change.training_speedup, value)
+    return f"{what}: {_figure(value, low, high)}{on_top}, {verdict}{raw}"
+
+
+def _raw_note(raw: float | None, shown: float) -> str:
+    """The train function's own ratio, named, where the figure shown adds fit's time to it."""
+    if raw is None or gain(raw) == gain(shown):
+        return ""
+    return f"; {gain(raw)} on the train function alone"
 
 
 def _figure(value: float, low: float | None, high: float | None) -> str:

@@ -87,9 +87,12 @@ class StageChange:
 class PrescribedChange:
     """One rewrite tried on training on top of the ones kept before it.
 
-    `training_speedup` is its training rate over theirs (medians of interleaved rounds) with
-    the 90% interval; `kept` says whether the interval said it helps; `reason` why it was
-    not kept, or not tried.
+    `training_speedup` is its training rate over theirs (medians of interleaved rounds,
+    `variant_steps_per_s` over `baseline_steps_per_s`) with the 90% interval; `kept` says
+    whether the interval said it helps; `reason` why it was not kept, or not tried.
+    `on_training` is that ratio in the run's own terms (under `fit`, with what fit adds
+    around each step on both sides: `analysis/run_terms.py`), filled in by the analysis;
+    it is the figure the report shows.
     """
 
     fix: FixName
@@ -102,6 +105,19 @@ class PrescribedChange:
     reason: str | None = None
     # The changes it was tried on top of (the ones kept before it), in order.
     after: list[FixName] = field(default_factory=list)
+    baseline_steps_per_s: float | None = None
+    variant_steps_per_s: float | None = None
+    on_training: float | None = None
+    on_training_low: float | None = None
+    on_training_high: float | None = None
+
+    @property
+    def shown(self) -> tuple[float | None, float | None, float | None]:
+        """The gain the report shows, with its interval: in the run's terms where the
+        analysis filled them in, else the raw ratio."""
+        if self.on_training is not None:
+            return self.on_training, self.on_training_low, self.on_training_high
+        return self.training_speedup, self.training_speedup_low, self.training_speedup_high
 
 
 @dataclass(frozen=True)
@@ -110,7 +126,8 @@ class Prescription:
 
     `training_speedup` is the kept rewrites together over the user's pipeline, on training
     (measured in one trial where two or more were kept, else the one kept's); None with
-    nothing kept, and `reason` then says why.
+    nothing kept, and `reason` then says why. `on_training` (with its interval) is that
+    gain in the run's own terms, as for each change.
     """
 
     tried: list[PrescribedChange] = field(default_factory=list)
@@ -121,6 +138,16 @@ class Prescription:
     variant_steps_per_s: float | None = None
     code: list[CodeLine] = field(default_factory=list)
     reason: str | None = None
+    on_training: float | None = None
+    on_training_low: float | None = None
+    on_training_high: float | None = None
+
+    @property
+    def shown(self) -> tuple[float | None, float | None, float | None]:
+        """The gain the report shows, with its interval (as `PrescribedChange.shown`)."""
+        if self.on_training is not None:
+            return self.on_training, self.on_training_low, self.on_training_high
+        return self.training_speedup, self.training_speedup_low, self.training_speedup_high
 
     @property
     def kept(self) -> list[PrescribedChange]:

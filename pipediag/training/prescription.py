@@ -207,7 +207,7 @@ class PipelineSearch:
             rounds,
             unused or reason,
         )
-        self._add(fix or pending, freed=freed, kept=keep, reason=why)
+        self._add(fix or pending, freed=freed, rounds=rounds, kept=keep, reason=why)
         if keep:
             self._kept.append(fix or pending)
 
@@ -272,6 +272,7 @@ class PipelineSearch:
         fix: FixPipelines,
         *,
         freed: Freed | None = None,
+        rounds: Rounds | None = None,
         kept: bool = False,
         reason: str | None = None,
     ) -> None:
@@ -286,6 +287,8 @@ class PipelineSearch:
                 kept=kept,
                 reason=reason,
                 after=[k.fix for k in self._kept],  # type: ignore[misc]
+                baseline_steps_per_s=median_rate(rounds.baseline) if freed and rounds else None,
+                variant_steps_per_s=median_rate(rounds.variant) if freed and rounds else None,
             )
         )
 
@@ -303,13 +306,15 @@ class PipelineSearch:
 
 
 def _not_kept(freed: Freed | None) -> str:
+    """Why a measured rewrite was not kept, without its figure: the report shows the figure
+    in the run's terms beside it (`analysis/run_terms.py`)."""
     if freed is None:
         return "too few steps to time"
     if freed.low is None:
-        return f"{freed.speedup:.2f}x in too few rounds to tell"
+        return "too few rounds to tell"
     if freed.speedup < VERIFIED_MIN_GAIN:
-        return f"{freed.speedup:.2f}x: under the worth-it {VERIFIED_MIN_GAIN:.2f}x"
-    return f"{freed.speedup:.2f}x, but its interval ({freed.low:.2f}-{freed.high:.2f}x) reaches 1"
+        return f"under the worth-it {VERIFIED_MIN_GAIN:.2f}x"
+    return "its interval reaches 1"
 
 
 def order_for_search(

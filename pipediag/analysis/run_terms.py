@@ -1,0 +1,159 @@
+"""A ratio measured on a trial, in the run's own terms.
+
+A custom loop's trial runs in the loop itself: its ratio is the gain. Under `fit` a trial
+times the compiled train function alone, without what `fit` adds to every step (callbacks,
+the progress bar, pipediag's own marks): that time is added to both sides, since a rewrite
+leaves it as it is (docs/design.md, "Fixes tried on training"). What `fit` adds is the
+measured step time less the trial's baseline step, at most what fit's steps were measured
+to take beyond their train function (`train.fit_overhead_s`).
+
+A rewrite tried on top of the ones kept before it is a ratio over them, not over the
+user's pipeline: both its sides get the time `fit` adds as the first trials read it.
+
+Also the prescription's figures so read, filled in once so that every renderer shows the
+same number the advice does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pipediag.report.model import FixTrial, Report
+from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.vocabulary import KERAS_FIT
+
+
+def fit_adds_s(report: Report, base: float | None) -> float | None:
+    """What `fit` adds to each step beyond its train function, against a trial over the
+    user's pipeline whose baseline ran `base` steps/s; None outside `fit`, or when the
+    trial's step was the slower one."""
+    train_rate = report.train.steps_per_s
+    if report.train.style != KERAS_FIT or not train_rate or not base:
+        return None
+    added = 1.0 / train_rate - 1.0 / base
+    measured = report.train.fit_overhead_s
+    if measured is not None:
+        added = min(added, measured)
+    return added if added > 0 else None
+
+
+def ratio_in_run_terms(
+    report: Report,
+    raw: float | None,
+    base: float | None,
+    fixed: float | None,
+    *,
+    on_top: bool = False,
+) -> float | None:
+    """A trial's ratio (`raw`, from its rates `base` and `fixed`, steps/s) as the run would
+    see it. Over the user's pipeline it is the measured training's step time against the
+    fixed step with fit's time added; on top of kept rewrites, both sides get that time."""
+    if raw is None or not base or not fixed:
+        return raw
+    if report.train.style != KERAS_FIT or not report.train.steps_per_s:
+        return raw
+    added_s = _added_on_top_s(report) if on_top else fit_adds_s(report, base)
+    if added_s is None:
+        return raw
+    if on_top:
+        return (1.0 / base + added_s) / (1.0 / fixed + added_s)
+    return (1.0 / report.train.steps_per_s) / (1.0 / fixed + added_s)
+
+
+def interval_in_run_terms(
+    report: Report,
+    low: float | None,
+    high: float | None,
+    base: float | None,
+    *,
+    on_top: bool = False,
+) -> list[float] | None:
+    """A trial's 90% interval of ratios, each end read as `ratio_in_run_terms` reads the
+    ratio."""
+    if low is None or high is None:
+        return None
+    ends = [
+        ratio_in_run_terms(report, end, base, base * end if base else None, on_top=on_top)
+        for end in (low, high)
+    ]
+    return [e for e in ends if e is not None] if None not in ends else None
+
+
+def trial_in_run_terms(report: Report, trial: FixTrial) -> float | None:
+    """A fix trial's gain on training as the run would see it."""
+    return ratio_in_run_terms(
+        report,
+        trial.training_speedup,
+        trial.training_baseline_steps_per_s,
+        trial.training_variant_steps_per_s,
+        on_top=bool(trial.facts.training_after),
+    )
+
+
+def trial_interval_in_run_terms(report: Report, trial: FixTrial) -> list[float] | None:
+    return interval_in_run_terms(
+        report,
+        trial.facts.training_speedup_low,
+        trial.facts.training_speedup_high,
+        trial.training_baseline_steps_per_s,
+        on_top=bool(trial.facts.training_after),
+    )
+
+
+def with_prescription_in_run_terms(report: Report) -> Report:
+    """The report with each rewrite tried, and the kept ones together, in the run's terms
+    (`PrescribedChange.on_training`, `Prescription.on_training`)."""
+    prescription = report.pipeline.prescription
+    if prescription is None:
+        return report
+    tried = [_change_in_run_terms(report, change) for change in prescription.tried]
+    together, together_interval = _together_in_run_terms(report, prescription)
+    low, high = together_interval or (None, None)
+    updated = dataclasses.replace(
+        prescription,
+        tried=tried,
+        on_training=together,
+        on_training_low=low,
+        on_training_high=high,
+    )
+    return dataclasses.replace(
+        report, pipeline=dataclasses.replace(report.pipeline, prescription=updated)
+    )
+
+
+def _change_in_run_terms(report: Report, change: PrescribedChange) -> PrescribedChange:
+    on_top = bool(change.after)
+    base = change.baseline_steps_per_s
+    gain = ratio_in_run_terms(
+        report, change.training_speedup, base, change.variant_steps_per_s, on_top=on_top
+    )
+    interval = interval_in_run_terms(
+        report, change.training_speedup_low, change.training_speedup_high, base, on_top=on_top
+    )
+    low, high = interval or (None, None)
+    return dataclasses.replace(change, on_training=gain, on_training_low=low, on_training_high=high)
+
+
+def _together_in_run_terms(
+    report: Report, prescription: Prescription
+) -> tuple[float | None, list[float] | None]:
+    base = prescription.baseline_steps_per_s
+    gain = ratio_in_run_terms(
+        report, prescription.training_speedup, base, prescription.variant_steps_per_s
+    )
+    interval = interval_in_run_terms(
+        report, prescription.training_speedup_low, prescription.training_speedup_high, base
+    )
+    return gain, interval
+
+
+def _added_on_top_s(report: Report) -> float | None:
+    """What fit adds to each step, as the trials over the user's pipeline read it (their
+    baseline is the user's pipeline); fit's measured overhead where none ran."""
+    for trial in report.pipeline.trials:
+        if trial.training_speedup is not None and not trial.facts.training_after:
+            added = fit_adds_s(report, trial.training_baseline_steps_per_s)
+            if added is not None:
+                return added
+    measured = report.train.fit_overhead_s
+    return measured if measured and measured > 0 else None

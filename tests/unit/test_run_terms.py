@@ -1,0 +1,138 @@
+"""The rewrites tried on training, in the run's own terms: under fit the report's row and the
+advice show one figure (fit's time added to both sides), the train function's own ratio
+named beside it, and a rewrite tried on top of kept ones is a ratio over them
+(docs/design.md, "Fixes tried on training")."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from pipediag.analysis.advisor import advise
+from pipediag.analysis.run_terms import ratio_in_run_terms, with_prescription_in_run_terms
+from pipediag.renderers.prescription_words import rewrites_lines
+from pipediag.report.model import FixTrial, Report, TrialFacts
+from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.testing import synthetic_report
+
+# fit's steps at 20 steps/s (50 ms); the trials' train function at 25 steps/s (40 ms): fit
+# adds 10 ms a step, as measured around its train function
+FIT_RATE, BASE, ADDED = 20.0, 25.0, 0.010
+
+
+def _report(style: str = "keras-fit") -> Report:
+    report = synthetic_report(steps=60, wait_s=0.02, compute_s=0.03)
+    train = dataclasses.replace(
+        report.train, style=style, steps_per_s=FIT_RATE, fit_overhead_s=ADDED
+    )
+    tried = [
+        # parallel map: 25 -> 16.5 steps/s on the train function, 0.66x
+        PrescribedChange(
+            "parallel-map",
+            1,
+            "map(decode)",
+            0.66,
+            0.60,
+            0.72,
+            reason="under the worth-it 1.05x",
+            baseline_steps_per_s=BASE,
+            variant_steps_per_s=BASE * 0.66,
+        ),
+        PrescribedChange(
+            "cache",
+            0,
+            "source",
+            2.0,
+            1.8,
+            2.2,
+            kept=True,
+            baseline_steps_per_s=BASE,
+            variant_steps_per_s=BASE * 2.0,
+        ),
+        # on top of the cache: 50 -> 100 steps/s
+        PrescribedChange(
+            "prefetch-end",
+            2,
+            "batch(32)",
+            2.0,
+            1.9,
+            2.1,
+            kept=True,
+            after=["cache"],
+            baseline_steps_per_s=50.0,
+            variant_steps_per_s=100.0,
+        ),
+    ]
+    prescription = Prescription(
+        tried=tried,
+        training_speedup=4.0,
+        training_speedup_low=3.8,
+        training_speedup_high=4.2,
+        baseline_steps_per_s=BASE,
+        variant_steps_per_s=100.0,
+    )
+    trials = [
+        FixTrial(
+            fix="parallel-map",
+            stage_index=1,
+            stage="map(decode)",
+            training_baseline_steps_per_s=BASE,
+            training_variant_steps_per_s=BASE * 0.66,
+            training_speedup=0.66,
+            facts=TrialFacts(training_speedup_low=0.60, training_speedup_high=0.72),
+        )
+    ]
+    pipeline = dataclasses.replace(
+        report.pipeline, measured=True, trials=trials, prescription=prescription
+    )
+    return dataclasses.replace(report, train=train, pipeline=pipeline)
+
+
+def test_under_fit_each_row_shows_the_gain_with_fit_s_time_and_names_the_raw_ratio() -> None:
+    # GIVEN a fit run whose trials timed the train function alone
+    report = with_prescription_in_run_terms(_report())
+    prescription = report.pipeline.prescription
+    assert prescription is not None
+    parallel, cache, prefetch = prescription.tried
+    # THEN over the user's pipeline: fit's 50-ms step against the fixed step plus 10 ms
+    assert parallel.on_training == pytest.approx(0.050 / (1 / 16.5 + ADDED))
+    assert cache.on_training == pytest.approx(0.050 / (1 / 50.0 + ADDED))
+    # on top of the cache, both sides get fit's 10 ms: (20 + 10) / (10 + 10) ms
+    assert prefetch.on_training == pytest.approx(0.030 / 0.020)
+    low, high = prefetch.on_training_low, prefetch.on_training_high
+    assert low is not None and high is not None and low < 1.5 < high
+    # the kept ones together, over the user's pipeline
+    assert prescription.on_training == pytest.approx(0.050 / (1 / 100.0 + ADDED))
+    # AND the text shows that figure, the train function's own ratio named beside it
+    lines = rewrites_lines(report)
+    assert lines[0].startswith("run the map in parallel at map(decode): 0.71x")
+    assert "not kept (under the worth-it 1.05x); 0.66x on the train function alone" in lines[0]
+    assert "1.50x" in lines[2] and "on top of the kept ones" in lines[2]
+    assert "training 2.50x" in lines[-1] and "4.00x on the train function alone" in lines[-1]
+
+
+def test_the_advice_and_the_row_show_one_figure_for_one_trial() -> None:
+    report = with_prescription_in_run_terms(_report())
+    prescription = report.pipeline.prescription
+    assert prescription is not None
+    shown = prescription.tried[0].on_training
+    assert shown is not None
+    said = [s for s in advise(report) if s.fix == "parallel-map"]
+    for suggestion in said:
+        if suggestion.training_speedup is not None:
+            assert suggestion.training_speedup == pytest.approx(shown)
+
+
+def test_a_custom_loop_s_ratio_is_its_gain_as_measured() -> None:
+    report = with_prescription_in_run_terms(_report(style="custom-loop"))
+    prescription = report.pipeline.prescription
+    assert prescription is not None
+    assert [c.on_training for c in prescription.tried] == [0.66, 2.0, 2.0]
+    assert "on the train function alone" not in "\n".join(rewrites_lines(report))
+    assert ratio_in_run_terms(report, 0.66, BASE, BASE * 0.66) == 0.66
+
+
+def test_a_report_written_before_the_figures_were_filled_in_shows_the_raw_ratio() -> None:
+    lines = rewrites_lines(_report())
+    assert lines[0].startswith("run the map in parallel at map(decode): 0.66x")
