@@ -121,7 +121,11 @@ def claims(report: Mapping[str, Any], info: CaseInfo) -> dict[str, Any]:
     rewritten = next(
         (s for s in suggestions if str(s.get("id", "")).startswith(PRESCRIPTION_RULE)), None
     )
-    combined = (rewritten or {}).get("training_speedup") or prescription.get("training_speedup")
+    combined = (
+        (rewritten or {}).get("training_speedup")
+        or prescription.get("on_training")
+        or prescription.get("training_speedup")
+    )
     top_id = top.get("id")
     if top_id and str(top_id).startswith(PRESCRIPTION_RULE):
         top_variant = combined_variant
@@ -137,12 +141,25 @@ def claims(report: Mapping[str, Any], info: CaseInfo) -> dict[str, Any]:
         "top_variant": top_variant,
         "kept": kept,
         "combined_claim": combined,
-        "combined_low": prescription.get("training_speedup_low"),
-        "combined_high": prescription.get("training_speedup_high"),
+        "combined_low": prescription.get("on_training_low")
+        or prescription.get("training_speedup_low"),
+        "combined_high": prescription.get("on_training_high")
+        or prescription.get("training_speedup_high"),
         "combined_variant": combined_variant,
         "prescription_reason": prescription.get("reason"),
         "tried": [
-            {k: t.get(k) for k in ("fix", "stage", "training_speedup", "kept", "reason", "after")}
+            {
+                k: t.get(k)
+                for k in (
+                    "fix",
+                    "stage",
+                    "on_training",
+                    "training_speedup",
+                    "kept",
+                    "reason",
+                    "after",
+                )
+            }
             for t in prescription.get("tried") or []
         ],
         "if_free": [
