@@ -37,6 +37,7 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
+from pipediag.report.vocabulary import LOOP_STYLES
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -60,13 +61,15 @@ class Teller(Narration, Protocol):
 
 @dataclass(frozen=True)
 class Seen:
-    """What the hooks saw of training: how it trains, its dataset, fit's model, and the
-    batch the pipeline benchmark kept (strong references, while the session runs)."""
+    """What the hooks saw of training: how it trains, its dataset, fit's model, the batch
+    the pipeline benchmark kept (strong references, while the session runs), and what fit's
+    steps took beyond their train function (`hooks/fit_overhead.py`)."""
 
     style: TrainStyle
     dataset: Any
     model: Any
     batch: Any
+    fit_overhead_s: float | None = None
 
 
 class Conclusion:
@@ -297,6 +300,7 @@ class Conclusion:
             clock=self._clock,
             say=self._say,
             quiet_logs=quiet_profiler_logs,
+            fit_overhead_s=seen.fit_overhead_s,
         )
 
     def check_scale_out(self, seen: Seen, pipeline: PipelineBenchmark) -> None:
@@ -358,3 +362,26 @@ def newest_steps(timeline: StepTimeline, count: int) -> tuple[float, list[float]
     if len(durations) < count:
         return None
     return records[0].start, durations
+
+
+WATCH_NO_COMPUTE_ALONE = "watch mode runs no train step alone"
+
+
+def no_compute_alone_reason(config: RunConfig, style: TrainStyle, *, hooked: bool) -> str | None:
+    """Why compute alone cannot run once the script has ended; None where it still can."""
+    if config.watch is not None:
+        return WATCH_NO_COMPUTE_ALONE
+    if not hooked:
+        return (
+            "steps marked through pipediag.monitor() cannot be run on their own: "
+            "compute alone is estimated"
+        )
+    if style in LOOP_STYLES:
+        return (
+            "--steps all: a custom loop has no safe point to run extra steps on a cached "
+            "batch (they would change what it trains on)"
+            if config.measured_steps is None
+            else "the script ended before the step budget, where a custom loop is "
+            "served a cached batch"
+        )
+    return None

@@ -538,10 +538,13 @@ def model_side(
     clock: Clock,
     say: Narration,
     quiet_logs: Callable[[], Any] | None = None,
+    fit_overhead_s: float | None = None,
 ) -> ComputeAlone | None:
     """After the verdict: where the step's time goes and the model-side changes, measured
     on fit's train step alone within `MODEL_SIDE_SHARE` of `deep_seconds`; `alone` with
-    them, or with the reason they did not run. A failure costs only this part."""
+    them, or with the reason they did not run. A failure costs only this part.
+    `fit_overhead_s`: what fit's steps took beyond their train function, kept on both
+    sides of each gain."""
     if alone is None or not alone.measured:
         return alone
     if not config.verify:
@@ -565,7 +568,12 @@ def model_side(
     gpu = has_gpu()
     policy, policy_reason = policy_for(gpu, cpu_flags())
     facts = FitFacts(
-        step_s, verdict.training_steps_per_s if verdict else None, gpu, policy, policy_reason
+        step_s,
+        verdict.training_steps_per_s if verdict else None,
+        gpu,
+        policy,
+        policy_reason,
+        fit_overhead_s=fit_overhead_s,
     )
     budget_s = config.deep_seconds * MODEL_SIDE_SHARE
     say.phase("trying model-side changes on the train step alone", budget_s)

@@ -18,7 +18,7 @@ from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.run_terms import with_prescription_in_run_terms
 from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
-from pipediag.conclusion import Conclusion, Seen, Teller
+from pipediag.conclusion import Conclusion, Seen, Teller, no_compute_alone_reason
 from pipediag.config import RunConfig
 from pipediag.hooks.host import HookGate
 from pipediag.phases import (
@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 NO_DATASET = "no tf.data training dataset was seen"
 # Watch mode measures the whole run and nothing beside it (docs/design.md, "Watching a long run").
 WATCH_NO_BENCH = "watch mode: no pipeline-alone phase"
-WATCH_NO_COMPUTE_ALONE = "watch mode runs no train step alone"
 
 # A multi-worker job's train steps are collectives: every worker must run the same number,
 # so there the diagnosis counts its extra steps instead of timing them (docs/design.md,
@@ -370,7 +369,7 @@ class DiagnosticSession:
         to try on a loop still served at its budget (`loop_serving`): fixes, stage holds."""
         from pipediag.training.budget import LoopWork
 
-        seen = Seen(self.style, self._dataset, self._model, self._cached_batch)
+        seen = self._seen()
         with self.suspended():
             outcome = self.conclusion.run(
                 seen,
@@ -389,10 +388,17 @@ class DiagnosticSession:
 
     def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
         """Under fit, at the step budget: training and the step alone in turn, or None."""
-        seen = Seen(self.style, self._dataset, self._model, self._cached_batch)
         return self.conclusion.alternate_fit(
-            seen, origin=self.origin, lead=lead, steps_left=steps_left
+            self._seen(), origin=self.origin, lead=lead, steps_left=steps_left
         )
+
+    def _seen(self) -> Seen:
+        overhead = self._fit_overhead_s()
+        return Seen(self.style, self._dataset, self._model, self._cached_batch, overhead)
+
+    def _fit_overhead_s(self) -> float | None:
+        """What fit's measured steps took beyond their train function; None outside fit."""
+        return fit.fit_overhead_s() if (fit := self._fit_tracker()) is not None else None
 
     def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
         """What serves a custom loop's pulls at its budget; None: nothing to (concluded here)."""
@@ -433,7 +439,7 @@ class DiagnosticSession:
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""
-        reason = _no_compute_alone_reason(self.config, self.style, hooked=self._install_hooks)
+        reason = no_compute_alone_reason(self.config, self.style, hooked=self._install_hooks)
         try:
             # (a verdict already said keeps its compute-alone run: this one is ignored)
             self._conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
@@ -454,7 +460,7 @@ class DiagnosticSession:
             )
         if raw:
             self.add_phase("train", raw[0].start, raw[-1].end)
-        overhead = fit.fit_overhead_s() if (fit := self._fit_tracker()) is not None else None
+        overhead = self._fit_overhead_s()
         section = self._train(self._wait_source())
         return dataclasses.replace(
             section, keras_backend=self._keras_backend, fit_overhead_s=overhead
@@ -571,26 +577,6 @@ def _merged_into(passes: list[DataPass], record: DataPass) -> bool:
             )
             return True
     return False
-
-
-def _no_compute_alone_reason(config: RunConfig, style: TrainStyle, *, hooked: bool) -> str | None:
-    """Why compute alone cannot run once the script has ended; None where it still can."""
-    if config.watch is not None:
-        return WATCH_NO_COMPUTE_ALONE
-    if not hooked:
-        return (
-            "steps marked through pipediag.monitor() cannot be run on their own: "
-            "compute alone is estimated"
-        )
-    if style in LOOP_STYLES:
-        return (
-            "--steps all: a custom loop has no safe point to run extra steps on a cached "
-            "batch (they would change what it trains on)"
-            if config.measured_steps is None
-            else "the script ended before the step budget, where a custom loop is "
-            "served a cached batch"
-        )
-    return None
 
 
 def _module_version(name: str) -> str | None:

@@ -106,15 +106,35 @@ def spe_steps(step_s: float) -> int:
 
 
 def whole_run_speedup(
-    baseline_per_s: float, variant_per_s: float, fit_per_s: float | None, *, shared_by: int = 1
+    baseline_per_s: float,
+    variant_per_s: float,
+    fit_per_s: float | None,
+    *,
+    shared_by: int = 1,
+    around_s: float | None = None,
 ) -> float:
-    """The gain on fit's step: fit's time around the train function (`1/fit - 1/baseline`,
-    none when fit was faster) stays on both sides, divided by `shared_by` on the variant's
-    (steps_per_execution pays it once a call)."""
-    if fit_per_s is None or fit_per_s <= 0:
+    """The gain on fit's step: fit's time around the train function stays on both sides,
+    divided by `shared_by` on the variant's (steps_per_execution pays it once a call).
+
+    That time is `around_s` where fit's steps measured it beside their train function
+    (`hooks/fit_overhead.py`), else `1/fit - 1/baseline` (none when fit was faster): a gap
+    between rates read at different times, which the host's drift also moves.
+    """
+    around = fit_around_s(baseline_per_s, fit_per_s, around_s)
+    if around is None:
         return variant_per_s / baseline_per_s
-    around = max(0.0, 1.0 / fit_per_s - 1.0 / baseline_per_s)
     return (1.0 / baseline_per_s + around) / (1.0 / variant_per_s + around / shared_by)
+
+
+def fit_around_s(
+    baseline_per_s: float | None, fit_per_s: float | None, around_s: float | None
+) -> float | None:
+    """fit's time around its train function per step (`whole_run_speedup`); None unknown."""
+    if around_s is not None:
+        return max(0.0, around_s)
+    if fit_per_s is None or fit_per_s <= 0 or not baseline_per_s:
+        return None
+    return max(0.0, 1.0 / fit_per_s - 1.0 / baseline_per_s)
 
 
 def trial_result(
@@ -124,6 +144,7 @@ def trial_result(
     fit_per_s: float | None,
     shared_by: int = 1,
     seconds: float = 0.0,
+    around_s: float | None = None,
 ) -> ModelTrial:
     """A trial's rates and gain from its rounds; the interval's ends go through the same
     whole-run arithmetic (it rises with the variant's rate)."""
@@ -134,14 +155,14 @@ def trial_result(
     if rounds.interval is not None:
         low, high = rounds.interval
         interval = [
-            whole_run_speedup(base, base * ratio, fit_per_s, shared_by=shared_by)
+            whole_run_speedup(base, base * ratio, fit_per_s, shared_by=shared_by, around_s=around_s)
             for ratio in (low, high)
         ]
     return ModelTrial(
         change,
         baseline_steps_per_s=base,
         variant_steps_per_s=variant,
-        speedup=whole_run_speedup(base, variant, fit_per_s, shared_by=shared_by),
+        speedup=whole_run_speedup(base, variant, fit_per_s, shared_by=shared_by, around_s=around_s),
         interval=interval,
         rounds=len(rounds.ratios),
         stopped=rounds.stopped,
@@ -159,6 +180,7 @@ def measure(
     call_s: float,
     fit_per_s: float | None,
     shared_by: int = 1,
+    around_s: float | None = None,
 ) -> ModelTrial:
     """The rounds of one change within `share_s` seconds, both sides warmed first."""
     began = clock.now()
@@ -175,7 +197,12 @@ def measure(
         clock=clock,
     )
     return trial_result(
-        change, rounds, fit_per_s=fit_per_s, shared_by=shared_by, seconds=clock.now() - began
+        change,
+        rounds,
+        fit_per_s=fit_per_s,
+        shared_by=shared_by,
+        seconds=clock.now() - began,
+        around_s=around_s,
     )
 
 
@@ -185,13 +212,15 @@ def measure(
 @dataclass(frozen=True)
 class FitFacts:
     """What the trials need to know of the run: the measured step, fit's rate (A), whether
-    there is a GPU, and the dtype policy to try with the reason where none fits."""
+    there is a GPU, the dtype policy to try with the reason where none fits, and what fit's
+    steps took beyond their train function where it was measured."""
 
     step_s: float
     fit_steps_per_s: float | None
     gpu: bool
     policy: str
     policy_reason: str | None = None
+    fit_overhead_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -346,6 +375,7 @@ def _xla(model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: floa
         share_s=max(share_s - compiled_s, fewest_rounds_s(facts.step_s)),
         call_s=facts.step_s,
         fit_per_s=facts.fit_steps_per_s,
+        around_s=facts.fit_overhead_s,
     )
     return replace(trial, code=code, seconds=trial.seconds + compiled_s, setting="True")
 
@@ -390,12 +420,13 @@ def _multi_step(
         share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s * steps)),
         call_s=facts.step_s * steps,
         fit_per_s=facts.fit_steps_per_s,
+        around_s=facts.fit_overhead_s,
         shared_by=steps,
     )
     trial = replace(trial, code=code, setting=str(steps), seconds=trial.seconds + built_s)
-    if trial.baseline_steps_per_s and facts.fit_steps_per_s:
-        around = 1.0 / facts.fit_steps_per_s - 1.0 / trial.baseline_steps_per_s
-        share = max(0.0, around) * facts.fit_steps_per_s
+    around = fit_around_s(trial.baseline_steps_per_s, facts.fit_steps_per_s, facts.fit_overhead_s)
+    if around is not None and facts.fit_steps_per_s:
+        share = around * facts.fit_steps_per_s
         if share < VISIBLE_FIT_SHARE:
             trial = replace(
                 trial,
@@ -436,6 +467,7 @@ def _mixed_precision(
         share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s)),
         call_s=facts.step_s,
         fit_per_s=facts.fit_steps_per_s,
+        around_s=facts.fit_overhead_s,
     )
     kept = [layer.name for layer in model.layers if id(layer) in output_layers(model)]
     return replace(

@@ -76,6 +76,15 @@ def test_steps_per_execution_pays_fit_s_time_once_a_call() -> None:
     assert gain == pytest.approx(20 / (10 + 10 / 8))
 
 
+def test_fit_s_time_measured_beside_its_train_function_wins_over_the_rate_gap() -> None:
+    # GIVEN fit read at 25 steps/s against a 10-ms train function read later: a 30-ms gap,
+    # most of it the host's drift between the two reads; fit's steps measured 2 ms beyond
+    # their train function
+    gain = whole_run_speedup(100.0, 100.0, 25.0, shared_by=8, around_s=0.002)
+    # THEN 8 steps a call save 2 ms a step of 12, not 30 of 40
+    assert gain == pytest.approx(12 / (10 + 2 / 8))
+
+
 def test_fit_faster_than_the_step_alone_adds_nothing() -> None:
     assert whole_run_speedup(50.0, 100.0, 60.0) == pytest.approx(2.0)
 
