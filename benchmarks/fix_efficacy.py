@@ -69,6 +69,12 @@ RAW_KEYS = ("rates_steps_per_s",)
 
 def case_rate(case: str, extra: list[str], steps: int) -> float | None:
     """The case's own steps/s (after its warm-up), run plainly, without pipediag."""
+    return case_rates(case, extra, steps).get("steps_per_s")
+
+
+def case_rates(case: str, extra: list[str], steps: int) -> dict[str, float | None]:
+    """One plain run's rates: `steps_per_s` (after its warm-up) and `steady_steps_per_s`
+    (its epoch boundaries left out); {} where the run failed."""
     with tempfile.TemporaryDirectory(prefix="pipediag-fix-") as tmp:
         rate_file = Path(tmp) / "rate.json"
         cmd = [
@@ -87,9 +93,12 @@ def case_rate(case: str, extra: list[str], steps: int) -> float | None:
             print(
                 f"    {case} {' '.join(extra)} failed ({proc.returncode}): {tail(proc.stderr, 5)}"
             )
-            return None
-        rate = json.loads(rate_file.read_text())["steps_per_s"]
-        return float(rate) if rate is not None else None
+            return {}
+        found = json.loads(rate_file.read_text())
+        return {
+            key: float(found[key]) if found.get(key) is not None else None
+            for key in ("steps_per_s", "steady_steps_per_s")
+        }
 
 
 def predicted(result: dict[str, Any]) -> tuple[float | None, str]:

@@ -77,6 +77,23 @@ class StepTimer:
         return _Tick()
 
 
+def steady_rate_after(
+    ends_s: list[float], marks: list[tuple[int, float]], warmup: int
+) -> tuple[float | None, float]:
+    """`rate_after` with each epoch boundary's time left out (from the previous step's end
+    to the epoch's mark), and that time: pipediag's gains are claimed for steps, and an
+    epoch's start is its own finding."""
+    rate = rate_after(ends_s, warmup)
+    if rate is None:
+        return None, 0.0
+    boundary = 0.0
+    for done, at in marks:
+        if warmup < done < len(ends_s):
+            boundary += max(0.0, at - ends_s[done - 1])
+    span = ends_s[-1] - ends_s[warmup] - boundary
+    return ((len(ends_s) - 1 - warmup) / span if span > 0 else None), boundary
+
+
 def rate_after(ends_s: list[float], warmup: int) -> float | None:
     """Events per second between the end of event `warmup` and the last event."""
     if len(ends_s) < warmup + 2:
@@ -196,6 +213,7 @@ def main(
         timer=timer,
     )
     rate = timer.rate(args.rate_warmup)
+    steady, boundary_s = steady_rate_after(timer.ends_s, timer.epoch_marks, args.rate_warmup)
     print(f"{len(timer.ends_s)} steps in {time.perf_counter() - began:.1f} s; ", end="")
     print(f"{rate:.1f} steps/s after warm-up" if rate else "too few steps for a rate")
     if args.rate_file is not None:
@@ -205,6 +223,8 @@ def main(
                     "steps": len(timer.ends_s),
                     "warmup_steps": args.rate_warmup,
                     "steps_per_s": rate,
+                    "steady_steps_per_s": steady,
+                    "epoch_boundary_s": boundary_s,
                     "step_ends_s": [t - began for t in timer.ends_s],
                 }
             )

@@ -210,6 +210,17 @@ def test_step_timer_marks_epochs() -> None:
     assert timer.epoch_marks[1][1] >= timer.ends_s[-1]
 
 
+def test_the_steady_rate_leaves_each_epoch_boundary_out() -> None:
+    helpers = common.load_case("_case")
+    # 10-ms steps; the second epoch's mark comes 0.5 s after the 4th step's end
+    ends = [0.01, 0.02, 0.03, 0.04, 0.55, 0.56, 0.57]
+    marks = [(0, 0.0), (4, 0.54)]
+    steady, boundary = helpers.steady_rate_after(ends, marks, 0)
+    assert boundary == pytest.approx(0.50)
+    assert steady == pytest.approx(6 / 0.06)
+    assert helpers.rate_after(ends, 0) == pytest.approx(6 / 0.56)
+
+
 # --- accuracy.py's input-cost summary -------------------------------------------------------
 def _result(case: str, **fields: object) -> dict[str, object]:
     row: dict[str, object] = {
