@@ -283,7 +283,12 @@ def _examine_stages(
                 teardown=teardown.SHARED,
                 keep=kept if on_training is not None else None,
                 thread_cap=thread_cap,
-                prefetch_device=prefetch_device() if on_training is not None else None,
+                # fit only: a JAX loop reads batches into its own devices, not TensorFlow's
+                prefetch_device=(
+                    prefetch_device()
+                    if on_training is not None and on_training.fit_model is not None
+                    else None
+                ),
             )
     except Exception as exc:
         say.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
