@@ -63,7 +63,15 @@ def prefetch_device() -> str | None:
 
 
 def _placed(batch: Any, device: str) -> Any:
+    """Each tensor (or array) of the batch copied onto `device`; anything else, a None
+    sample weight for one, as it was."""
+    import numpy as np
     import tensorflow as tf
 
+    def place(value: Any) -> Any:
+        if tf.is_tensor(value) or isinstance(value, np.ndarray):
+            return tf.identity(value)
+        return value
+
     with tf.device(device):
-        return tf.nest.map_structure(tf.identity, batch)
+        return tf.nest.map_structure(place, batch)

@@ -21,6 +21,11 @@ from pipediag.report.model_side import DEVICE_COPY, ModelTrial
 from pipediag.training.model_side import NO_GPU, FitFacts, Side, measure
 
 DEVICE_COPY_CODE = 'dataset = dataset.apply(tf.data.experimental.prefetch_to_device("{device}"))'
+# What limits the reading: the fix overlaps the copy with the step, it does not remove it.
+AT_MOST = (
+    "at most: prefetch_to_device overlaps the copy with the step; it is tried on training "
+    "with the pipeline's rewrites"
+)
 
 # One synced train step on the batch given.
 Step = Callable[[Any], None]
@@ -48,11 +53,13 @@ def device_copy_trial(
         call_s=facts.step_s,
         fit_per_s=facts.fit_steps_per_s,
     )
+    share = copy_share(trial)
     return replace(
         trial,
         code=DEVICE_COPY_CODE.format(device=placement.name),
         setting=placement.name,
-        share=copy_share(trial),
+        share=share,
+        reason=trial.reason or (AT_MOST if share else None),
     )
 
 

@@ -15,6 +15,7 @@ from pipediag.report.model import COMPUTE_BOUND, ComputeAlone, Report
 from pipediag.report.model_side import DEVICE_COPY, ModelTrial
 from pipediag.testing import FakeClock, synthetic_cost_report
 from pipediag.training.device_copy import (
+    AT_MOST,
     DEVICE_COPY_CODE,
     copy_share,
     device_copy_trial,
@@ -93,6 +94,7 @@ def test_a_free_copy_has_no_share() -> None:
     assert trial.speedup == pytest.approx(1.0)
     assert trial.share == pytest.approx(0.0)
     assert trial.stopped == "clear no gain"
+    assert trial.reason is None
 
 
 def test_a_device_measured_slower_is_not_a_negative_copy() -> None:
@@ -149,6 +151,7 @@ def test_the_measured_copy_is_a_change_to_make_with_its_share_and_code() -> None
     assert lines[1].startswith(" 1. host-to-device copy: 2.00x (90% interval 2.00-2.00x)")
     assert "the copy is 50% of the step fed from the host" in lines[1]
     assert 'prefetch_to_device("/gpu:0")' in lines[2]
+    assert lines[3] == f"      ({AT_MOST})"
     assert 'prefetch_to_device("/gpu:0")' in render_text(_report(_measured()))
 
 
