@@ -249,6 +249,7 @@ def _examine_stages(
     split by `STAGES_SHARE`, `ALONE_UNTIL` and `HOLD_SHARE`). A failure here keeps the
     benchmark itself."""
     from pipediag.bench import teardown
+    from pipediag.bench.device import prefetch_device
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.structure import effective_options
     from pipediag.bench.whatif import verify_fixes
@@ -282,6 +283,12 @@ def _examine_stages(
                 teardown=teardown.SHARED,
                 keep=kept if on_training is not None else None,
                 thread_cap=thread_cap,
+                # fit only: a JAX loop reads batches into its own devices, not TensorFlow's
+                prefetch_device=(
+                    prefetch_device()
+                    if on_training is not None and on_training.fit_model is not None
+                    else None
+                ),
             )
     except Exception as exc:
         say.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")

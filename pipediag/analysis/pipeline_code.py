@@ -15,6 +15,7 @@ from pipediag.report.prescription import CodeLine, StageChange
 from pipediag.report.vocabulary import (
     FIX_AUTOTUNE,
     FIX_CACHE,
+    FIX_DEVICE_PREFETCH,
     FIX_HOIST_CACHE,
     FIX_MAP_FUSION,
     FIX_MATERIALISE,
@@ -40,6 +41,9 @@ from pipediag.report.vocabulary import (
 )
 
 AUTOTUNE_TEXT = "tf.data.AUTOTUNE"
+# The last line of a pipeline prefetched to the GPU (`bench/device.py` GPU_DEVICE): after
+# the options, as tf.data wants it last.
+DEVICE_PREFETCH_TEXT = 'ds = ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))'
 # Sources written as their tf.data constructor; others keep their op's name in a comment.
 _SOURCE_CALLS = {
     "TensorSliceDataset": "tf.data.Dataset.from_tensor_slices(...)",
@@ -178,7 +182,8 @@ def _call(stats: StageStats, own: dict[str, StageChange], *, parallel: bool = Fa
 
 
 def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> list[CodeLine]:
-    """The prefetch at the end, then the options the changes set."""
+    """The prefetch at the end, then the options the changes set, then the prefetch to the
+    device."""
     lines: list[CodeLine] = []
     last = next((s for s in reversed(chain) if s.kind != KIND_OPTIONS), None)
     for change in changes:
@@ -193,6 +198,11 @@ def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> l
             text = _OPTION_LINES[change.fix].format(value=change.value or "...")
             lines.append(CodeLine(text, None, change.fix, change.semantics))
         lines.append(CodeLine("ds = ds.with_options(options)"))
+    lines += [
+        CodeLine(DEVICE_PREFETCH_TEXT, None, change.fix, None)
+        for change in changes
+        if change.fix == FIX_DEVICE_PREFETCH
+    ]
     return lines
 
 

@@ -5,7 +5,8 @@ kept, it helps; it needs both pipelines built from the user's graph. Every edit 
 nodes by the names they have in the user's graph and keeps them (a vectorised map, a cache
 inserted, a map hoisted), so edits are re-applied in a fixed order whatever order the search
 kept them in: the ones that move stages first, then those that change a stage in place, then
-the caches, then the prefetch at the end; options last, on the rebuilt dataset
+the caches, then the prefetch at the end; options last, on the rebuilt dataset, and the
+prefetch to the device after them all: tf.data wants it as the last transformation
 (docs/design.md, "Composing rewrites").
 """
 
@@ -19,6 +20,7 @@ from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.vocabulary import (
     FIX_CACHE,
+    FIX_DEVICE_PREFETCH,
     FIX_HOIST_CACHE,
     FIX_MATERIALISE,
     FIX_PARALLEL_INTERLEAVE,
@@ -75,7 +77,7 @@ def apply_fixes(graph: Any, spec: Any, fixes: Sequence[FixPipelines]) -> Any:
         assert candidate.edit is not None
         candidate.edit(edited)
     dataset = edited.rebuild(spec)
-    for candidate in candidates:
+    for candidate in sorted(candidates, key=lambda c: c.fix == FIX_DEVICE_PREFETCH):
         if candidate.with_options is not None:
             dataset = candidate.with_options(dataset)
     return dataset

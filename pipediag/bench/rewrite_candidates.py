@@ -1,5 +1,6 @@
 """The rewrites no rule used to propose: a deterministic map hoisted above its shuffle and
-cached, consecutive maps fused, a `from_generator` source read once and held in memory.
+cached, consecutive maps fused, a `from_generator` source read once and held in memory, the
+batches prefetched to the GPU at the end where there is one.
 
 Each is a `Candidate` like those of `bench/fix_candidates.py`, with its change in semantics
 named (docs/design.md, "Every applicable rewrite").
@@ -20,6 +21,7 @@ from pipediag.report.names import stage_name
 from pipediag.report.prescription import SEMANTICS_HOIST_CACHE, SEMANTICS_MATERIALISED
 from pipediag.report.stage_facts import MAP_KINDS, deterministic, upstream_of
 from pipediag.report.vocabulary import (
+    FIX_DEVICE_PREFETCH,
     FIX_HOIST_CACHE,
     FIX_MAP_FUSION,
     FIX_MATERIALISE,
@@ -32,6 +34,8 @@ from pipediag.report.vocabulary import (
 GENERATOR_READ_MAX_S = 3.0
 # And past this size: the elements become constants of a GraphDef, a protobuf capped at 2 GiB.
 GENERATOR_MAX_BYTES = 1 << 30
+# The stage `copy_to_device` (and so `prefetch_to_device`) makes, as the walk names it.
+KIND_COPY_TO_DEVICE = "copy-to-device"
 _TFRECORD_ROUTE = (
     "write its elements once to TFRecord files (tf.io.TFRecordWriter) and read them with "
     "tf.data.TFRecordDataset"
@@ -138,6 +142,31 @@ def generator_candidate(
 
     candidate.check, candidate.edit = check, edit
     return candidate
+
+
+def device_prefetch_candidate(device: str, stages: list[StageStats]) -> Candidate | None:
+    """The pipeline ended with `prefetch_to_device(device)`, unless it already copies its
+    batches to a device: the next batches are copied to the device while the step runs.
+    Applied after every other rewrite and option, as tf.data requires it to be the last
+    transformation (`bench/compose.py`); tried on training whatever the pipeline alone
+    measured, since the copy it moves is the train step's (docs/design.md, "The
+    host-to-device copy")."""
+
+    def prefetched(dataset: Any) -> Any:
+        import tensorflow as tf
+
+        return dataset.apply(tf.data.experimental.prefetch_to_device(device))
+
+    if any(s.kind == KIND_COPY_TO_DEVICE for s in stages):
+        return None
+    return Candidate(
+        FIX_DEVICE_PREFETCH,
+        None,
+        f"the end of the pipeline, to {device}",
+        cost_s=0.0,
+        with_options=prefetched,
+        tried_on_training=True,
+    )
 
 
 def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, str | None]:

@@ -121,6 +121,7 @@ def verify_fixes(
     teardown: TearDown | None = None,
     keep: list[FixPipelines] | None = None,
     thread_cap: int | None = None,
+    prefetch_device: str | None = None,
 ) -> list[FixTrial]:
     """Try each applicable fix on a copy of `dataset` and measure its pipeline speedup.
 
@@ -144,6 +145,8 @@ def verify_fixes(
             (`bench.isolate.preserved_variables`).
         thread_cap: where the pipeline's threads take the train step's cores (contention),
             a trial of the pipeline capped at this many threads, kept for training.
+        prefetch_device: where there is a GPU, its name: a trial of the pipeline ended with
+            `prefetch_to_device` on it, kept for training.
 
     Returns:
         One `FixTrial` per candidate fix, in stage order; unverified ones say why.
@@ -160,6 +163,12 @@ def verify_fixes(
     candidates = fix_candidates(walked, list(stages), nodes_by_stage, options, cores)
     if thread_cap is not None:
         candidates.append(thread_cap_candidate(thread_cap))
+    if prefetch_device is not None:
+        from pipediag.bench.rewrite_candidates import device_prefetch_candidate
+
+        device_prefetch = device_prefetch_candidate(prefetch_device, list(stages))
+        if device_prefetch is not None:
+            candidates.append(device_prefetch)
     if fixes is not None:
         candidates = [c for c in candidates if c.fix in fixes]
     for candidate in candidates:

@@ -95,6 +95,8 @@ def gain_text(trial: ModelTrial) -> str:
             f": the step alone ran {trial.variant_steps_per_s:.1f} steps/s against "
             f"{trial.baseline_steps_per_s:.1f} unchanged, {trial.rounds} rounds"
         )
+    if trial.change == DEVICE_COPY and trial.share is not None:
+        text += f"; the copy is {trial.share:.0%} of the step fed from the host"
     return text
 
 

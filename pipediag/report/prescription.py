@@ -16,6 +16,7 @@ from typing import Final
 from pipediag.report.vocabulary import (
     FIX_AUTOTUNE,
     FIX_CACHE,
+    FIX_DEVICE_PREFETCH,
     FIX_HOIST_CACHE,
     FIX_MAP_FUSION,
     FIX_MATERIALISE,
@@ -51,6 +52,7 @@ FIX_WORDS: Final[dict[str, str]] = {
     FIX_HOIST_CACHE: "map before the shuffle, then cache",
     FIX_MAP_FUSION: "fuse consecutive maps",
     FIX_MATERIALISE: "read the generator once: from_tensor_slices",
+    FIX_DEVICE_PREFETCH: "prefetch to the GPU at the end (prefetch_to_device)",
 }
 
 

@@ -181,6 +181,7 @@ FixName = Literal[
     "hoist-cache",
     "map-fusion",
     "materialise-generator",
+    "prefetch-to-device",
 ]
 FIX_PARALLEL_MAP: Final = "parallel-map"
 FIX_PARALLEL_INTERLEAVE: Final = "parallel-interleave"
@@ -195,6 +196,9 @@ FIX_HOIST_CACHE: Final = "hoist-cache"
 FIX_MAP_FUSION: Final = "map-fusion"
 # A `from_generator` source read once and held in memory (`from_tensor_slices`).
 FIX_MATERIALISE: Final = "materialise-generator"
+# The pipeline ended with `prefetch_to_device` on the GPU, where there is one: the batch's
+# host-to-device copy overlaps the train step (docs/design.md, "The host-to-device copy").
+FIX_DEVICE_PREFETCH: Final = "prefetch-to-device"
 
 # Why interleaved A/B rounds stopped (`TrialFacts.stopped`, `training_stopped`); "" when
 # they did not run.

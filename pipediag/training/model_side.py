@@ -12,7 +12,8 @@ sign-test interval), within one budget:
   iterator); its gain counts fit's own per-step time, which N steps a call pay once;
 - mixed precision: a clone built under the policy (`training/model_variants.py`), timed
   against the original step; the user's model is never run under it;
-- the host-to-device copy: measured only where there is a GPU.
+- the host-to-device copy: the batch kept on the host against placed on the device once,
+  only where there is a GPU (`training/device_copy.py`).
 
 Every variable the steps write is copied before and assigned back after, and the model's
 train function and settings are put back exactly (`kept_train_settings`). The whole-run
@@ -30,6 +31,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pipediag.bench.device import DevicePlacement
 from pipediag.bench.interleaved import MIN_ROUNDS, Rounds, median_rate, run_rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
@@ -240,28 +242,29 @@ def on_fit(
     clock: Clock,
     budget_s: float,
     quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+    placement: DevicePlacement | None = None,
 ) -> ModelSide:
     """The profiler window, then each change, measured on fit's train step within
     `budget_s` seconds; every variable the steps write, and the model's train function and
-    settings, put back afterwards."""
+    settings, put back afterwards. `placement` puts the batch on the host or the device for
+    the copy's trial (default: the first GPU where `facts.gpu`)."""
+    from pipediag.bench.device import gpu_placement
     from pipediag.training.compute_alone import step_variables
+    from pipediag.training.device_copy import no_gpu_trial
 
+    if placement is None and facts.gpu:
+        placement = gpu_placement()
     end_s = clock.now() + budget_s
     saved = [(v, v.numpy()) for v in step_variables(model)]
     try:
         top, why = _where_time_goes(model, batch, facts, clock=clock, quiet_logs=quiet_logs)
-        trials = _trials(model, batch, facts, clock=clock, until_s=end_s)
+        trials = _trials(model, batch, facts, clock=clock, until_s=end_s, placement=placement)
     finally:
         for variable, value in saved:
             variable.assign(value)
-    trials.append(ModelTrial(DEVICE_COPY, reason=_device_copy_reason(facts.gpu)))
+    if placement is None:
+        trials.append(no_gpu_trial())
     return ModelSide(top, why, trials)
-
-
-def _device_copy_reason(gpu: bool) -> str:
-    if not gpu:
-        return NO_GPU
-    return "not measured: the copy's trial (batch on the host against on the device) is not built"
 
 
 def _where_time_goes(
@@ -291,8 +294,15 @@ def _where_time_goes(
 
 
 def _trials(
-    model: Any, batch: Any, facts: FitFacts, *, clock: Clock, until_s: float
+    model: Any,
+    batch: Any,
+    facts: FitFacts,
+    *,
+    clock: Clock,
+    until_s: float,
+    placement: DevicePlacement | None,
 ) -> list[ModelTrial]:
+    from pipediag.training.device_copy import device_copy_trial
     from pipediag.training.model_variants import kept_train_settings
 
     # XLA first, the change that most often pays; each trial's build (XLA's compilation can
@@ -308,6 +318,20 @@ def _trials(
             lambda share: _mixed_precision(model, batch, facts, clock=clock, share_s=share),
         ),
     ]
+    if placement is not None:
+        found = placement
+
+        def step(fed: Any) -> None:
+            _caller(model.train_function, _python_feed(fed))()
+
+        tries.append(
+            (
+                DEVICE_COPY,
+                lambda share: device_copy_trial(
+                    step, batch, found, facts, clock=clock, share_s=share
+                ),
+            )
+        )
     # Each trial gets an equal share, whatever the one before overran by its build: a long
     # XLA compilation must not leave the next trials unmeasured (the total can pass the
     # budget by the builds; docs/design.md, "When the model sets the rate").

@@ -30,6 +30,7 @@ from pipediag.clock import Clock
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import FIX_DEVICE_PREFETCH
 from pipediag.training.stage_cost import (
     MIN_SHARE_S,
     MIN_TRIAL_S,
@@ -51,6 +52,8 @@ OUT_OF_TIME = "the time for trials on training ran out first"
 def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> str | None:
     """Why a rewrite cannot gain on training, or None to try it: the stage that bounds it
     (`report.stage_facts.if_free_bound`) gained under the worth-it 1.05x when held."""
+    if fix.fix == FIX_DEVICE_PREFETCH:
+        return None  # a held stage is held on the host: the copy it moves is still paid
     bound = if_free_bound(stages, fix.stage_index)
     if bound is None or bound.training_speedup_if_free is None:
         return None

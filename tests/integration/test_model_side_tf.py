@@ -13,7 +13,15 @@ import pytest
 from cli_runner import ENV
 
 import pipediag
-from pipediag.report.model_side import HOST_GAP, JIT_COMPILE, MIXED_PRECISION, OP_TYPE, SCOPE
+from pipediag.report.model_side import (
+    DEVICE_COPY,
+    HOST_GAP,
+    JIT_COMPILE,
+    MIXED_PRECISION,
+    OP_TYPE,
+    SCOPE,
+)
+from pipediag.training.model_side import NO_GPU
 
 pytestmark = pytest.mark.tensorflow
 
@@ -46,6 +54,7 @@ model.fit(ds, epochs=50, steps_per_epoch=40, verbose=0)
 WITH_TRIALS = (
     MODEL
     + """
+from pipediag.bench.device import TensorFlowPlacement
 from pipediag.clock import MONOTONIC
 from pipediag.training.model_side import FitFacts, on_fit
 
@@ -59,7 +68,9 @@ class Trials(keras.callbacks.Callback):
         if index == 10 and sys.argv[1] == "trials":
             function = model.train_function
             facts = FitFacts(0.002, 300.0, False, "mixed_bfloat16")
-            side = on_fit(model, batch, facts, clock=MONOTONIC, budget_s=3.0)
+            # the CPU stands in for the GPU: the copy's trial runs on real placed tensors
+            side = on_fit(model, batch, facts, clock=MONOTONIC, budget_s=3.0,
+                          placement=TensorFlowPlacement("/cpu:0"))
             found["trials"] = [(t.change, t.speedup, t.reason, t.seconds) for t in side.trials]
             found["top_ops"] = len(side.top_ops)
             found["same_function"] = model.train_function is function
@@ -94,6 +105,7 @@ def test_fit_reports_the_trials_and_the_step_s_top_ops(tmp_path: Path) -> None:
     xla = changes[JIT_COMPILE]
     assert xla.speedup is not None or xla.reason, xla
     assert changes[MIXED_PRECISION].reason  # no GPU, and no bfloat16 on the test hosts' CPUs
+    assert changes[DEVICE_COPY].reason == NO_GPU
     assert alone.top_ops, alone.top_ops_reason
     gaps = sum(t.share for t in alone.top_ops if t.kind == HOST_GAP)
     for kind in (OP_TYPE, SCOPE):
@@ -119,11 +131,14 @@ def test_the_trials_leave_training_as_it_was(tmp_path: Path) -> None:
     assert found["top_ops"] > 0
     # the mixed-precision clone ran (the policy was given), and every change has a result
     assert all(speedup is not None or reason for _, speedup, reason, _ in found["trials"])
-    assert [t[0] for t in found["trials"]][:3] == [
+    assert [t[0] for t in found["trials"]] == [
         "jit_compile",
         "steps_per_execution",
         "mixed_precision",
+        "device_copy",
     ]
+    copy = found["trials"][3]
+    assert copy[1] is not None, copy  # measured: the batch placed on the host and the "device"
     assert tried["losses"] == plain["losses"]
     assert tried["weights"] == plain["weights"]
     assert tried["draws"] == plain["draws"]

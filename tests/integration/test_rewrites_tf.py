@@ -345,6 +345,53 @@ def test_parallel_map_and_vectorise_on_different_maps_compose() -> None:
     assert _rows(both.variant) == _rows(ds)
 
 
+def test_the_device_prefetch_stays_last_under_options_composed_on_top() -> None:
+    # tf.data wants `prefetch_to_device` as the last transformation; the CPU stands in for
+    # the GPU here, so this checks the order and the elements, not the copy
+    from pipediag.bench.rewrite_candidates import device_prefetch_candidate
+    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.whatif import FixPipelines
+    from pipediag.report.vocabulary import FIX_DEVICE_PREFETCH, FIX_MAP_FUSION
+
+    tf = _tf()
+    ds = tf.data.Dataset.range(12).map(lambda x: x + 1).map(lambda x: x * 3).batch(5)
+    fusion = _kept(ds, FIX_MAP_FUSION)
+    walked = walk_pipeline(ds)
+    candidate = device_prefetch_candidate("/cpu:0", [s.stats for s in walked])
+    assert candidate is not None
+    device = FixPipelines(
+        FIX_DEVICE_PREFETCH, None, None, None, candidate=candidate, tried_on_training=True
+    )
+
+    both = _composed(ds, device, fusion)  # the option kept after the device prefetch
+
+    # the options go on the pipeline before the copy (a copy-to-device does not pass its
+    # input's options up: they are read below it)
+    kinds = [s.stats.kind for s in walk_pipeline(both.variant)]
+    assert kinds[-3:] == ["options", "copy-to-device", "prefetch"]
+    below_copy = both.variant._input_dataset._input_dataset
+    assert below_copy.options().experimental_optimization.map_fusion is True
+    assert _rows(both.variant) == _rows(ds)
+    assert (
+        device_prefetch_candidate("/cpu:0", [s.stats for s in walk_pipeline(both.variant)]) is None
+    )
+
+
+def test_the_device_prefetch_is_a_candidate_only_with_a_device_and_no_copy_yet() -> None:
+    from pipediag.bench.whatif import verify_fixes
+
+    tf = _tf()
+    ds = tf.data.Dataset.range(12).map(lambda x: x + 1).batch(5)
+    copied = ds.apply(tf.data.experimental.prefetch_to_device("/cpu:0"))
+
+    def fixes(dataset: Any, device: str | None) -> list[str]:
+        return [t.fix for t in verify_fixes(dataset, run=False, prefetch_device=device)]
+
+    assert "prefetch-to-device" in fixes(ds, "/cpu:0")
+    assert "prefetch-to-device" not in fixes(ds, None)
+    assert "prefetch-to-device" not in fixes(copied, "/cpu:0")
+
+
 def test_a_rewrite_that_cannot_go_on_top_is_refused_with_a_reason() -> None:
     from pipediag.bench.compose import compose_fixes as compose
     from pipediag.bench.graph_edit import RewriteError

@@ -1,0 +1,77 @@
+"""Where a batch lives: the host, or the accelerator the train step runs on.
+
+The copy's trial (`training/model_side.py`) times the train step on a batch kept on the host,
+copied to the device by every call, against the same batch placed on the device once; the
+rewrite that ends a pipeline with `prefetch_to_device` names the same device. The placement is
+a seam: tests drive the trial with a fake device whose copy costs a known time (docs/design.md,
+"The host-to-device copy"). TensorFlow is imported inside the functions only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+# The device the fixes and the copy's trial name: the first GPU, as TensorFlow calls it.
+GPU_DEVICE = "/gpu:0"
+
+
+class DevicePlacement(Protocol):
+    """Puts a batch on the host or on the device; `name` is the device's, as code writes it."""
+
+    @property
+    def name(self) -> str: ...
+
+    def on_host(self, batch: Any) -> Any:
+        """The batch as host tensors: a step fed with them copies them to the device."""
+        ...
+
+    def on_device(self, batch: Any) -> Any:
+        """The batch copied to the device once: a step fed with it copies nothing."""
+        ...
+
+
+class TensorFlowPlacement:
+    """Placement with `tf.device`: an identity of each tensor made on the host or the device."""
+
+    def __init__(self, device: str = GPU_DEVICE) -> None:
+        self._device = device
+
+    @property
+    def name(self) -> str:
+        return self._device
+
+    def on_host(self, batch: Any) -> Any:
+        return _placed(batch, "/cpu:0")
+
+    def on_device(self, batch: Any) -> Any:
+        return _placed(batch, self._device)
+
+
+def gpu_placement() -> TensorFlowPlacement | None:
+    """The placement on the first GPU TensorFlow sees, or None where it sees none."""
+    import tensorflow as tf
+
+    if not tf.config.list_physical_devices("GPU"):
+        return None
+    return TensorFlowPlacement(GPU_DEVICE)
+
+
+def prefetch_device() -> str | None:
+    """The device a pipeline's batches may be prefetched to: the first GPU, or None."""
+    placement = gpu_placement()
+    return None if placement is None else placement.name
+
+
+def _placed(batch: Any, device: str) -> Any:
+    """Each tensor (or array) of the batch copied onto `device`; anything else, a None
+    sample weight for one, as it was."""
+    import numpy as np
+    import tensorflow as tf
+
+    def place(value: Any) -> Any:
+        if tf.is_tensor(value) or isinstance(value, np.ndarray):
+            return tf.identity(value)
+        return value
+
+    with tf.device(device):
+        return tf.nest.map_structure(place, batch)

@@ -1,0 +1,77 @@
+"""The host-to-device copy's share of fit's train step, where there is a GPU.
+
+The train step alone is timed on the cached batch kept on the host (every call copies it to
+the device) against the same batch placed on the device once, in the interleaved rounds of
+the other model-side trials (`training/model_side.py`). The difference is the copy's share of
+the step; the fix, ending the pipeline with `prefetch_to_device`, is tried on training like
+every rewrite (docs/design.md, "The host-to-device copy"). Without a GPU there is no copy,
+and the trial says so. The placement is injected (`bench/device.py`), so tests drive the
+trial with a fake device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from pipediag.bench.device import DevicePlacement
+from pipediag.clock import Clock
+from pipediag.report.model_side import DEVICE_COPY, ModelTrial
+from pipediag.training.model_side import NO_GPU, FitFacts, Side, measure
+
+DEVICE_COPY_CODE = 'dataset = dataset.apply(tf.data.experimental.prefetch_to_device("{device}"))'
+# What limits the reading: the fix overlaps the copy with the step, it does not remove it.
+AT_MOST = (
+    "at most: prefetch_to_device overlaps the copy with the step; it is tried on training "
+    "with the pipeline's rewrites"
+)
+
+# One synced train step on the batch given.
+Step = Callable[[Any], None]
+
+
+def device_copy_trial(
+    step: Step,
+    batch: Any,
+    placement: DevicePlacement,
+    facts: FitFacts,
+    *,
+    clock: Clock,
+    share_s: float,
+) -> ModelTrial:
+    """The step on the host batch (baseline) against the step on the device batch (variant),
+    within `share_s` seconds; the copy's share of the step from their rates."""
+    host = placement.on_host(batch)
+    on_device = placement.on_device(batch)
+    trial = measure(
+        DEVICE_COPY,
+        Side(lambda: step(host)),
+        Side(lambda: step(on_device)),
+        clock=clock,
+        share_s=share_s,
+        call_s=facts.step_s,
+        fit_per_s=facts.fit_steps_per_s,
+    )
+    share = copy_share(trial)
+    return replace(
+        trial,
+        code=DEVICE_COPY_CODE.format(device=placement.name),
+        setting=placement.name,
+        share=share,
+        reason=trial.reason or (AT_MOST if share else None),
+    )
+
+
+def copy_share(trial: ModelTrial) -> float | None:
+    """The share of the host-fed step the copy takes (none below zero: a device-fed step
+    measured slower is noise, not a negative copy)."""
+    base, variant = trial.baseline_steps_per_s, trial.variant_steps_per_s
+    if not base or not variant:
+        return None
+    return max(0.0, 1.0 - base / variant)
+
+
+def no_gpu_trial() -> ModelTrial:
+    """The trial where TensorFlow sees no GPU: the batch is already where the step runs."""
+    return ModelTrial(DEVICE_COPY, reason=NO_GPU)
