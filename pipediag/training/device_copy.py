@@ -52,6 +52,7 @@ def device_copy_trial(
         share_s=share_s,
         call_s=facts.step_s,
         fit_per_s=facts.fit_steps_per_s,
+        around_s=facts.fit_overhead_s,
     )
     share = copy_share(trial)
     return replace(
