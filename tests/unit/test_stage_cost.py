@@ -50,6 +50,15 @@ def test_a_jump_at_the_source_and_one_at_the_output() -> None:
     assert _searched({0: 1.0, 1: 1.0, 2: 1.0, 3: 3.0}, [0, 1, 2, 3]) == ([3, 1, 2], 3)
 
 
+def test_the_jump_is_where_half_the_freed_step_time_is_freed_not_half_the_speedup() -> None:
+    # GIVEN a sleeping map held at 7.8x (87% of the step freed), the map after it at 12x and
+    # the whole pipeline at 20x (95%): 7.8x is under half of 20x, yet holds the cost's bulk
+    gains = {0: 1.0, 1: 7.8, 2: 12.0, 3: 20.0}
+    assert _searched(gains, [0, 1, 2, 3])[1] == 1
+    # AND a stage freeing under half the freed time is not the jump: 1.2x (17%) of 3x (67%)
+    assert _searched({0: 1.0, 1: 1.2, 2: 3.0, 3: 3.0}, [0, 1, 2, 3])[1] == 2
+
+
 def test_a_long_chain_takes_a_logarithmic_number_of_trials() -> None:
     chain = list(range(16))
     gains = {i: (1.0 if i < 11 else 4.0) for i in chain}
