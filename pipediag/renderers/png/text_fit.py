@@ -53,6 +53,25 @@ def fit_width(figure: Figure, artist: Text, right: float) -> None:
     artist.set_text(full[:low].rstrip() + ELLIPSIS)
 
 
+def fit_left(figure: Figure, artist: Text, left: float) -> None:
+    """Shorten a right-aligned one-line text, with an ellipsis, until it starts right of
+    `left` (figure fraction)."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    limit_px = left * figure.bbox.width
+    full = artist.get_text()
+    if artist.get_window_extent(renderer).x0 >= limit_px:
+        return
+    low, high = 0, len(full)  # longest prefix that fits lies in [low, high)
+    while low < high - 1:
+        middle = (low + high) // 2
+        artist.set_text(full[:middle] + ELLIPSIS)
+        if artist.get_window_extent(renderer).x0 >= limit_px:
+            low = middle
+        else:
+            high = middle
+    artist.set_text(full[:low].rstrip() + ELLIPSIS)
+
+
 def fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> None:
     """Shrink a one-line text's font, down to `min_size`, until it ends left of `right`; then
     shorten it (`fit_width`). A long headline stays whole where a smaller font allows."""
