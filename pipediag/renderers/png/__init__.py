@@ -42,7 +42,7 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipediag.renderers.png.cost import draw_cost
+from pipediag.renderers.png.cost import COST_TITLE_ROOM, draw_cost
 from pipediag.renderers.png.header import draw_header
 from pipediag.renderers.png.rates import draw_pipeline
 from pipediag.renderers.png.step_time import draw_step_time, step_time_rect, step_time_shown
@@ -57,6 +57,7 @@ from pipediag.renderers.png.style import (
     TIMELINE_RECT,
 )
 from pipediag.renderers.png.suggestions import draw_suggestions
+from pipediag.renderers.png.text_fit import under
 from pipediag.renderers.png.timeline import (
     draw_phase_verdicts,
     draw_timeline,
@@ -127,6 +128,7 @@ def build_figure(report: Report) -> Figure:
     if step_time_shown(report):  # the model sets the rate: see the layout above
         draw_step_time(figure.add_axes(step_time_rect(figure, side), label="step-time"), report)
     else:
-        draw_cost(figure.add_axes(COST_RECT, label="cost"), report)
+        cost_rect = under(figure, side, COST_RECT, COST_TITLE_ROOM)
+        draw_cost(figure.add_axes(cost_rect, label="cost"), report)
     draw_suggestions(figure, report)
     return figure

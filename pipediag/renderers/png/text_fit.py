@@ -102,3 +102,17 @@ def truncate_lines(lines: list[str], limit: int) -> list[str]:
     kept = lines[:limit]
     kept[-1] = kept[-1][:-1] + ELLIPSIS
     return kept
+
+
+def under(
+    figure: Figure, above: Axes, rect: tuple[float, float, float, float], room: float
+) -> tuple[float, float, float, float]:
+    """`rect` (figure fractions), moved down where what `above` drew (its legend, a note
+    under it) reaches into the `room` kept over the rect for its title."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    drawn = above.get_tightbbox(renderer)
+    left, bottom, width, height = rect
+    if drawn is None:
+        return rect
+    over = bottom + height + room - drawn.y0 / figure.bbox.height
+    return rect if over <= 0 else (left, bottom - over, width, height)
