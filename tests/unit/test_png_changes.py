@@ -318,3 +318,28 @@ def test_a_report_without_these_parts_draws_as_before() -> None:
     two = dataclasses.replace(report, suggestions=[*report.suggestions, *report.suggestions])
     tops = [t.get_position()[1] for t in _by_gid(build_figure(two), "suggestion")]
     assert tops[0] - tops[1] == pytest.approx(SUGGESTION_LINE_STEP)
+
+
+def test_the_cost_panel_moves_under_a_long_note_and_its_title_stays_on_the_page() -> None:
+    # GIVEN a compute-bound custom loop (no model side) whose rates panel explains at length
+    # why stages were not timed, and whose cost has the long "not measurable" title
+    report = synthetic_cost_report(wait=0.0, contention=0.0, cost_interval=(0.0, 0.12))
+    reason = (
+        "input costs 0% of training (under 5%): no pipeline fix can gain more; "
+        "--deep measures stages and fixes anyway"
+    )
+    report = dataclasses.replace(
+        report,
+        verdict=dataclasses.replace(report.verdict, label=COMPUTE_BOUND),
+        pipeline=dataclasses.replace(report.pipeline, deep_skipped_reason=reason),
+    )
+    figure = build_figure(report)
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    (note,) = _by_gid(figure, "rate-note")
+    (cost,) = _axes(figure, "cost")
+    (title_text,) = [t for t in cost.findobj(Text) if isinstance(t, Text) and t.get_text()
+                     and t.get_text() == cost.get_title(loc="left")]  # fmt: skip
+    title = title_text.get_window_extent(renderer)
+    # THEN the cost's title starts under the note, and ends on the page
+    assert title.y1 < note.get_window_extent(renderer).y0
+    assert title.x1 <= figure.bbox.width
