@@ -11,7 +11,7 @@ prediction take the last two places, in a muted colour.
 The page's height is fixed: with lists to add, the foot starts a little higher and its lines
 close up (down to a floor that keeps them readable); what still does not fit is cut from the
 end, with a last line saying the text summary has the rest. Without them it draws as it
-always has.
+always has (docs/design.md, "The PNG page").
 """
 
 from __future__ import annotations
