@@ -1,6 +1,7 @@
 """The model side in words: where the step's time goes, and "What to change in the model",
 ranked by the gain measured on the train step alone (docs/design.md, "When the model sets
-the rate"). The text renderer lays these lines out; the PNG's bar reads `time_groups`.
+the rate"). The text renderer lays these lines out; the PNG's "Where the step's time
+goes" panel draws `time_bars` under `time_heading`, and lists `change_lines` as the text does.
 
 A change under the 1.05 worth-it gain is a note, not advice; one not measured says why.
 """
@@ -28,6 +29,12 @@ CHANGE_HEADING = "What to change in the model"
 # Op types listed by name in the text; the rest of the step is in the bar's "other".
 LISTED_OPS = 5
 LISTED_SCOPES = 4
+# The report's groupings of the step's time, as the PNG's legend names them.
+TIME_KIND_WORDS = {
+    OP_TYPE: "op type",
+    SCOPE: "layer or scope",
+    HOST_GAP: "host, outside any op",
+}
 CHANGE_NAMES = {
     JIT_COMPILE: "XLA (jit_compile=True)",
     STEPS_PER_EXECUTION: "steps_per_execution",
@@ -117,22 +124,62 @@ def time_groups(alone: ComputeAlone) -> list[tuple[str, float]]:
     return shown
 
 
+@dataclass(frozen=True)
+class TimeBar:
+    """One bar of the step's time: a group's `name` (the host gaps without their "host: "),
+    its `share` of the step, and `kind`, the report's grouping (op type, layer or scope, or
+    host time outside any op)."""
+
+    name: str
+    share: float
+    kind: str
+
+    @property
+    def share_text(self) -> str:
+        return share_text(self.share)
+
+
+def share_text(share: float) -> str:
+    """A group's share of the step as the text and the PNG both write it: "27%"."""
+    return f"{share:.0%}"
+
+
+def time_bars(alone: ComputeAlone) -> list[TimeBar]:
+    """The bars of the step's time, as the text lists them: the top op types, then the top
+    layers and scopes, then the host gaps. Each kind's shares and the gaps add up to the
+    whole step, so the bars are shares of the step."""
+    chosen = [
+        *groups(alone, OP_TYPE)[:LISTED_OPS],
+        *groups(alone, SCOPE)[:LISTED_SCOPES],
+        *groups(alone, HOST_GAP),
+    ]
+    return [TimeBar(_short_name(op), op.share, op.kind) for op in chosen]
+
+
+def _short_name(op: TopOp) -> str:
+    return op.name.removeprefix("host: ") if op.kind == HOST_GAP else op.name
+
+
+def time_heading(alone: ComputeAlone) -> str:
+    """ "Where the step's time goes (a step alone: 12.3 ms)"."""
+    step = alone.step_time.median_s if alone.step_time is not None else None
+    return TIME_HEADING + (f" (a step alone: {step * 1e3:.1f} ms)" if step else "")
+
+
 def time_lines(alone: ComputeAlone) -> list[str]:
     """The step's time in a few lines: op types, layers and scopes, host gaps."""
     if not alone.top_ops:
         return [f"{TIME_HEADING}: {alone.top_ops_reason}"] if alone.top_ops_reason else []
-    step = alone.step_time.median_s if alone.step_time is not None else None
-    heading = TIME_HEADING + (f" (a step alone: {step * 1e3:.1f} ms)" if step else "")
-    lines = [heading]
+    lines = [time_heading(alone)]
     ops = groups(alone, OP_TYPE)[:LISTED_OPS]
-    lines.append("  ops     " + ", ".join(f"{op.name} {op.share:.0%}" for op in ops))
+    lines.append("  ops     " + ", ".join(f"{op.name} {share_text(op.share)}" for op in ops))
     scopes = groups(alone, SCOPE)[:LISTED_SCOPES]
     if scopes:
-        lines.append("  layers  " + ", ".join(f"{op.name} {op.share:.0%}" for op in scopes))
+        lines.append("  layers  " + ", ".join(f"{op.name} {share_text(op.share)}" for op in scopes))
     gaps = groups(alone, HOST_GAP)
     if gaps:
         lines.append(
-            "  host    " + ", ".join(f"{g.name.removeprefix('host: ')} {g.share:.0%}" for g in gaps)
+            "  host    " + ", ".join(f"{_short_name(g)} {share_text(g.share)}" for g in gaps)
         )
     return lines
 

@@ -9,6 +9,9 @@ from pipediag.report.model import Report
 from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription
 
+# The list's heading where it stands alone (the text's row is labelled "Rewrites").
+REWRITES_HEADING = "Rewrites tried on training, each on top of the ones kept before it"
+
 
 def rewrites_lines(report: Report) -> list[str]:
     """One line per rewrite tried (or not), then the pipeline they make; [] when the search

@@ -10,10 +10,22 @@ the module that draws each part:
     |   phase verdicts)  ) steps' own time | T and A marked, or the |  rates.py
     | GPU utilization    ) axis            | P/T/A rates            |  utilization.py
     | host CPU: the whole run, its phases  | input cost: one step's |  cost.py
-    |   shaded (own time axis)             | time split by cause    |
+    |   shaded (own time axis)             | time split by cause,   |
+    |                                      | or where the step's    |  step_time.py
+    |                                      | time goes (see below)  |
     +--------------------------------------+------------------------+
-    | top suggestions                                               |  suggestions.py
+    | top suggestions; then "What to change in the model" and the   |  suggestions.py
+    |   rewrites tried on training, where the report has them       |  change_lists.py
     +---------------------------------------------------------------+
+
+When the model sets the rate (a compute-bound or balanced verdict, the model side measured,
+its profile holding top ops), the input-cost panel's place holds "Where the step's time
+goes" instead: input then costs under 20% of training, its figure stays in the key figures
+and the headline, and its split stays in the text and the JSON, while the op-by-op profile
+is the evidence for the model-side changes the foot lists. The pipeline panel stays: it
+shows the pipeline has room to spare. The foot's lists run full width because their lines
+are the text summary's (a rewrite's row, a change's gain with its interval and rates) and
+would not read wrapped in a side column; with them, the foot closes its lines up.
 
 The words and figures on the page come from the summary layer (`renderers/summary.py`), the
 same the text summary prints; these modules only place, colour and fit them. Page-wide sizes
@@ -30,9 +42,10 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipediag.renderers.png.cost import draw_cost
+from pipediag.renderers.png.cost import COST_TITLE_ROOM, draw_cost
 from pipediag.renderers.png.header import draw_header
 from pipediag.renderers.png.rates import draw_pipeline
+from pipediag.renderers.png.step_time import draw_step_time, step_time_rect, step_time_shown
 from pipediag.renderers.png.style import (
     COST_RECT,
     CPU_RECT,
@@ -44,6 +57,7 @@ from pipediag.renderers.png.style import (
     TIMELINE_RECT,
 )
 from pipediag.renderers.png.suggestions import draw_suggestions
+from pipediag.renderers.png.text_fit import under
 from pipediag.renderers.png.timeline import (
     draw_phase_verdicts,
     draw_timeline,
@@ -106,9 +120,15 @@ def build_figure(report: Report) -> Figure:
     if report.watch is not None:  # watch mode: no pipeline-alone phase; the run over time
         from pipediag.renderers.watch_view import draw_watch_panel
 
-        draw_watch_panel(figure.add_axes(PIPELINE_RECT, label="watch"), report)
+        side = figure.add_axes(PIPELINE_RECT, label="watch")
+        draw_watch_panel(side, report)
     else:
-        draw_pipeline(figure.add_axes(PIPELINE_RECT, label="pipeline"), report)
-    draw_cost(figure.add_axes(COST_RECT, label="cost"), report)
+        side = figure.add_axes(PIPELINE_RECT, label="pipeline")
+        draw_pipeline(side, report)
+    if step_time_shown(report):  # the model sets the rate: see the layout above
+        draw_step_time(figure.add_axes(step_time_rect(figure, side), label="step-time"), report)
+    else:
+        cost_rect = under(figure, side, COST_RECT, COST_TITLE_ROOM)
+        draw_cost(figure.add_axes(cost_rect, label="cost"), report)
     draw_suggestions(figure, report)
     return figure

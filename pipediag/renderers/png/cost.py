@@ -16,8 +16,9 @@ from pipediag.renderers.png.style import (
     INPUT_COLOUR,
     MUTED_TEXT_COLOUR,
     PANEL_TITLE_FONT,
+    RIGHT_EDGE,
 )
-from pipediag.renderers.png.text_fit import note
+from pipediag.renderers.png.text_fit import fit_font, note
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
@@ -33,13 +34,16 @@ DARK_PART_COLOURS = (COMPUTE_COLOUR, INPUT_COLOUR)  # white text on these
 COST_CAPTION_TOP_Y = -1.0
 COST_LEGEND_ROW_H = 0.6
 COST_LEGEND_COLUMNS = 2
+TITLE_MIN_FONT = 10  # a long title (the cost not measurable) shrinks to this, then is cut
+COST_TITLE_ROOM = 0.035  # over the bar, for its title: the pipeline panel's note stays above
 COST_LABEL_MIN_PX = 34.0  # a part narrower than this carries no percentage
 
 
 def draw_cost(axes: Axes, report: Report) -> None:
     """One training step's time as a stacked bar: compute, then each part of input cost."""
     bar = summary.cost_bar(report)
-    axes.set_title(bar.title, loc="left", fontsize=PANEL_TITLE_FONT)
+    title = axes.set_title(bar.title, loc="left", fontsize=PANEL_TITLE_FONT)
+    fit_font(axes.get_figure(), title, RIGHT_EDGE, TITLE_MIN_FONT)  # type: ignore[arg-type]
     axes.set_yticks([])
     axes.set_xticks([])
     for side in ("top", "right", "left", "bottom"):

@@ -57,6 +57,10 @@ COST_COLOURS = {
     COST_FETCH: "#ffc078",
     COST_EPOCH_START: "#ffe8cc",
 }
+# The step's time by group: op types in the compute colour, layers lighter, and the host
+# time outside any op apart, in violet.
+SCOPE_COLOUR = "#74c0fc"
+HOST_GAP_COLOUR = "#9c36b5"
 TRAINING_RATE_COLOUR = "#495057"  # A, the training rate, as a line over other rates
 GPU_COLOURS = ("#1864ab", "#5f3dc4", "#0b7285", "#a61e4d", "#5c940d", "#862e9c")
 VERDICT_COLOURS = {

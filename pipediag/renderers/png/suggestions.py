@@ -1,17 +1,26 @@
-"""The foot of the page, "What to change": the top fixes and warnings, one line each.
+"""The foot of the page, "What to change": the top fixes and warnings, one line each, then
+the lists the report adds (`change_lists.py`): "What to change in the model" where the model
+sets the rate, the rewrites tried on training where the search ran.
 
-The lines are the text summary's (`summary.suggestion_line`), numbered in one list; notes (a
-check that found a fix not worth making) are not things to change, so the page leaves them
-out. A fix that changes what the model trains on is drawn in the warning colour. Where the
-report shows the tf.data service check (`renderers/scale_out.py`), its status and prediction
-take the last two places, in a muted colour.
+The fixes' lines are the text summary's (`summary.suggestion_line`), numbered in one list;
+notes (a check that found a fix not worth making) are not things to change, so the page
+leaves them out. A fix that changes what the model trains on is drawn in the warning colour.
+Where the report shows the tf.data service check (`renderers/scale_out.py`), its status and
+prediction take the last two places, in a muted colour.
+
+The page's height is fixed: with lists to add, the foot starts a little higher and its lines
+close up (down to a floor that keeps them readable); what still does not fit is cut from the
+end, with a last line saying the text summary has the rest. Without them it draws as it
+always has (docs/design.md, "The PNG page").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipediag.renderers import summary
+from pipediag.renderers.png.change_lists import ListLine, change_lists
 from pipediag.renderers.png.style import (
     BODY_FONT,
     LEFT_MARGIN,
@@ -20,7 +29,7 @@ from pipediag.renderers.png.style import (
     RIGHT_EDGE,
     WARNING_COLOUR,
 )
-from pipediag.renderers.png.text_fit import clip, fit_width
+from pipediag.renderers.png.text_fit import ELLIPSIS, clip, fit_width
 from pipediag.renderers.scale_out import scale_out_headlines
 from pipediag.report.model import Report
 
@@ -34,53 +43,133 @@ MAX_SUGGESTIONS = 5
 SUGGESTION_MAX_CHARS = 150
 # Before the line of a fix that changes what the model trains on.
 WARNING_SIGN = "\N{WARNING SIGN} "
+# With lists added: the foot starts just under the host CPU panel's axis label, the last
+# line's top stays above the page's edge, and lines close up to the floor step at most.
+LISTS_TOP_Y = 0.162
+LISTS_FIRST_Y = 0.137
+LAST_LINE_Y = 0.018
+MIN_LINE_STEP = 0.0165
+LISTS_FONT = BODY_FONT - 0.5
+FIXES_KEPT_MIN = 2  # fixes kept when the lists need the room
+LIST_INDENT = 0.012  # a rewrite's row under its list's heading (figure fraction)
+HEADING_SPACE = 0.4  # of a line, before a list's heading
+LIST_HEADING = "list-heading"
+MORE_IN_TEXT = ELLIPSIS + " {count} more lines in the text summary"
+
+
+@dataclass(frozen=True)
+class FootLine:
+    """One line of the foot, as drawn."""
+
+    text: str
+    gid: str
+    colour: str = "black"
+    bold: bool = False
+    indent: float = 0.0
+    keep: bool = True  # False: a list's line that may be left to the text summary
 
 
 def draw_suggestions(figure: Figure, report: Report) -> None:
+    lists = change_lists(report)
+    top_y, first_y = (
+        (LISTS_TOP_Y, LISTS_FIRST_Y) if lists else (SUGGESTIONS_TOP_Y, SUGGESTION_FIRST_Y)
+    )
     figure.text(
         LEFT_MARGIN,
-        SUGGESTIONS_TOP_Y,
+        top_y,
         "What to change",
         fontsize=PANEL_TITLE_FONT + 1,
         fontweight="bold",
         va="top",
     )
-    scale_out = scale_out_headlines(report)
-    # The scale-out lines take the last places of the list (the page's height is fixed).
-    lines = suggestion_lines(report)[: MAX_SUGGESTIONS - len(scale_out)]
-    for i, text in enumerate(scale_out):
-        line = figure.text(
-            LEFT_MARGIN,
-            SUGGESTION_FIRST_Y - (len(lines) + i) * SUGGESTION_LINE_STEP,
-            clip(text, SUGGESTION_MAX_CHARS),
-            fontsize=BODY_FONT + 0.5,
-            color=MUTED_TEXT_COLOUR,
+    lines = foot_lines(report, lists)
+    font = LISTS_FONT if lists else BODY_FONT + 0.5
+    for foot, y in zip(lines, line_tops(lines, first_y, with_lists=bool(lists)), strict=True):
+        text = figure.text(
+            LEFT_MARGIN + foot.indent,
+            y,
+            foot.text,
+            fontsize=font,
+            fontweight="bold" if foot.bold else "normal",
+            color=foot.colour,
             va="top",
-            gid="scale-out",
+            gid=foot.gid,
         )
-        fit_width(figure, line, RIGHT_EDGE)
-    if not lines and not scale_out:
-        figure.text(
-            LEFT_MARGIN,
-            SUGGESTION_FIRST_Y,
-            "No suggestions",
-            fontsize=BODY_FONT + 0.5,
-            color=MUTED_TEXT_COLOUR,
-            va="top",
-            gid="no-suggestions",
-        )
-        return
-    for i, (text, warning) in enumerate(lines):
-        line = figure.text(
-            LEFT_MARGIN,
-            SUGGESTION_FIRST_Y - i * SUGGESTION_LINE_STEP,
-            text,
-            fontsize=BODY_FONT + 0.5,
-            color=WARNING_COLOUR if warning else "black",
-            va="top",
-            gid="suggestion",
-        )
-        fit_width(figure, line, RIGHT_EDGE)
+        fit_width(figure, text, RIGHT_EDGE)
+
+
+def line_tops(lines: list[FootLine], first_y: float, *, with_lists: bool) -> list[float]:
+    """Where each line's top goes: a fixed step without lists; with them, the step that
+    fits the lines into the foot, and a little space before each list's heading where
+    there is room for it."""
+    if not with_lists:
+        return [first_y - i * SUGGESTION_LINE_STEP for i in range(len(lines))]
+    room = first_y - LAST_LINE_Y
+    spaced = sum(1 for i, line in enumerate(lines) if i and line.gid == LIST_HEADING)
+    step = room / max(1.0, len(lines) - 1 + HEADING_SPACE * spaced)
+    if step < MIN_LINE_STEP:  # no room for the space: lines close up instead
+        spaced, step = 0, room / max(1.0, len(lines) - 1)
+    step = max(MIN_LINE_STEP, min(SUGGESTION_LINE_STEP, step))
+    tops, y = [], first_y
+    for i, line in enumerate(lines):
+        if i and spaced and line.gid == LIST_HEADING:
+            y -= HEADING_SPACE * step
+        tops.append(y)
+        y -= step
+    return tops
+
+
+def lines_that_fit() -> int:
+    return int((LISTS_FIRST_Y - LAST_LINE_Y) / MIN_LINE_STEP + 1e-9) + 1
+
+
+def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> list[FootLine]:
+    """The foot's lines top to bottom: the fixes and the service check, then each list."""
+    lists = change_lists(report) if lists is None else lists
+    scale_out = [
+        FootLine(clip(text, SUGGESTION_MAX_CHARS), "scale-out", MUTED_TEXT_COLOUR)
+        for text in scale_out_headlines(report)
+    ]
+    listed = [_foot_line(line) for found in lists for line in found]
+    room = MAX_SUGGESTIONS - len(scale_out)
+    if lists:
+        room = min(room, max(FIXES_KEPT_MIN, lines_that_fit() - len(scale_out) - len(listed)))
+    fixes = [
+        FootLine(text, "suggestion", WARNING_COLOUR if warning else "black")
+        for text, warning in suggestion_lines(report)[: max(0, room)]
+    ]
+    lines = [*fixes, *scale_out]
+    if not lines and not lists:
+        return [FootLine("No suggestions", "no-suggestions", MUTED_TEXT_COLOUR)]
+    lines += listed
+    if not lists or len(lines) <= lines_that_fit():
+        return lines
+    return _cut_to_fit(lines, lines_that_fit())
+
+
+def _cut_to_fit(lines: list[FootLine], room: int) -> list[FootLine]:
+    """The lines with the last droppable ones left out, one line saying how many, where the
+    first of them was: a list keeps its heading and its conclusion."""
+    dropped: list[int] = []
+    for i in reversed(range(len(lines))):
+        if len(lines) - len(dropped) + 1 <= room:
+            break
+        if not lines[i].keep:
+            dropped.append(i)
+    if not dropped:
+        return lines[:room]
+    at = min(dropped)
+    words = MORE_IN_TEXT.format(count=len(dropped))
+    more = FootLine(words, "more-in-text", MUTED_TEXT_COLOUR, indent=lines[at].indent)
+    kept = [line for i, line in enumerate(lines) if i not in dropped]
+    return (kept[:at] + [more] + kept[at:])[:room]
+
+
+def _foot_line(line: ListLine) -> FootLine:
+    colour = MUTED_TEXT_COLOUR if line.aside else "black"
+    gid = LIST_HEADING if line.heading else "list-line"
+    indent = LIST_INDENT if line.indented else 0.0
+    return FootLine(line.text, gid, colour, line.heading, indent, line.heading or line.conclusion)
 
 
 def suggestion_lines(report: Report) -> list[tuple[str, bool]]:

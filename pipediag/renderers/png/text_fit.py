@@ -53,6 +53,25 @@ def fit_width(figure: Figure, artist: Text, right: float) -> None:
     artist.set_text(full[:low].rstrip() + ELLIPSIS)
 
 
+def fit_left(figure: Figure, artist: Text, left: float) -> None:
+    """Shorten a right-aligned one-line text, with an ellipsis, until it starts right of
+    `left` (figure fraction)."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    limit_px = left * figure.bbox.width
+    full = artist.get_text()
+    if artist.get_window_extent(renderer).x0 >= limit_px:
+        return
+    low, high = 0, len(full)  # longest prefix that fits lies in [low, high)
+    while low < high - 1:
+        middle = (low + high) // 2
+        artist.set_text(full[:middle] + ELLIPSIS)
+        if artist.get_window_extent(renderer).x0 >= limit_px:
+            low = middle
+        else:
+            high = middle
+    artist.set_text(full[:low].rstrip() + ELLIPSIS)
+
+
 def fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> None:
     """Shrink a one-line text's font, down to `min_size`, until it ends left of `right`; then
     shorten it (`fit_width`). A long headline stays whole where a smaller font allows."""
@@ -83,3 +102,17 @@ def truncate_lines(lines: list[str], limit: int) -> list[str]:
     kept = lines[:limit]
     kept[-1] = kept[-1][:-1] + ELLIPSIS
     return kept
+
+
+def under(
+    figure: Figure, above: Axes, rect: tuple[float, float, float, float], room: float
+) -> tuple[float, float, float, float]:
+    """`rect` (figure fractions), moved down where what `above` drew (its legend, a note
+    under it) reaches into the `room` kept over the rect for its title."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    drawn = above.get_tightbbox(renderer)
+    left, bottom, width, height = rect
+    if drawn is None:
+        return rect
+    over = bottom + height + room - drawn.y0 / figure.bbox.height
+    return rect if over <= 0 else (left, bottom - over, width, height)

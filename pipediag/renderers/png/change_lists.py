@@ -1,0 +1,75 @@
+"""The lists the foot of the page adds under the fixes: "What to change in the model" where
+the model side is shown, and the rewrites tried on training where the search ran.
+
+Each line is the text summary's own (`model_words.change_lines`,
+`prescription_words.rewrites_lines`), so the page and the text give the same figures; this
+module only says which lines head a list and which read as set aside (a note, a rewrite not
+kept), for the colour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipediag.renderers.model_words import change_lines, model_side_of, shown_for, time_lines
+from pipediag.renderers.png.step_time import step_time_shown
+from pipediag.renderers.prescription_words import REWRITES_HEADING, rewrites_lines
+from pipediag.report.model import Report
+
+
+@dataclass(frozen=True)
+class ListLine:
+    """One line of a list: `heading` lines are drawn bold, `aside` ones muted; a list's
+    heading and its `conclusion` (what the kept rewrites came to) stay where room is short."""
+
+    text: str
+    heading: bool = False
+    aside: bool = False
+    indented: bool = False
+    conclusion: bool = False
+
+
+def change_lists(report: Report) -> list[list[ListLine]]:
+    """The lists to draw under the fixes, each a heading and its lines; [] for a report with
+    neither part, which then draws as it always has."""
+    lists = [model_changes(report), rewrites(report)]
+    return [found for found in lists if found]
+
+
+def model_changes(report: Report) -> list[ListLine]:
+    """The text's "What to change in the model", line for line. Where the page has no "Where
+    the step's time goes" panel (input sets the rate, or the step was not profiled), the
+    text's lines for it come first: the profile, or why there is none."""
+    alone = model_side_of(report)
+    if alone is None or not shown_for(report):
+        return []
+    lines = [] if step_time_shown(report) else time_lines(alone)
+    lines += change_lines(alone)
+    if len(lines) == 1:  # nothing tried, and why: a line of its own, not a heading
+        return [ListLine(lines[0], aside=True)]
+    return [
+        ListLine(
+            line,
+            heading=not line[:1].isspace(),
+            aside=line.lstrip().startswith("note:") or "not measured" in line,
+        )
+        for line in lines
+    ]
+
+
+def rewrites(report: Report) -> list[ListLine]:
+    """Every rewrite tried on training, then what the kept ones came to: the text's rows."""
+    prescription = report.pipeline.prescription
+    rows = rewrites_lines(report)
+    if prescription is None or not rows:
+        return []
+    *changes, together = rows
+    kept = [change.kept for change in prescription.tried]
+    return [
+        ListLine(REWRITES_HEADING, heading=True),
+        *(
+            ListLine(row, aside=not keep, indented=True)
+            for row, keep in zip(changes, kept, strict=True)
+        ),
+        ListLine(together, aside=prescription.shown[0] is None, indented=True, conclusion=True),
+    ]

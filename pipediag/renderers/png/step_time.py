@@ -1,0 +1,175 @@
+"""The "Where the step's time goes" panel: the train step alone's profiled time as a bar per
+group, the top op types, then the top layers and scopes, then the host time outside any op
+(Python, launches and the gaps between ops) in a colour of its own
+(docs/design.md, "When the model sets the rate").
+
+The bars, their names, shares and the heading are the text's (`model_words.time_bars`,
+`time_heading`); this module places, colours and fits them. It takes the input-cost panel's
+place on the page when the model sets the rate (the layout in `png/__init__.py` says why),
+and grows up to just under what the panel above drew (its legend or note), so the bars
+get the room that panel leaves (docs/design.md, "The PNG page").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pipediag.renderers.model_words import (
+    TIME_KIND_WORDS,
+    TimeBar,
+    model_side_of,
+    shown_for,
+    time_bars,
+    time_heading,
+)
+from pipediag.renderers.png.style import (
+    COMPUTE_COLOUR,
+    HOST_GAP_COLOUR,
+    MUTED_TEXT_COLOUR,
+    PANEL_TITLE_FONT,
+    RIGHT_EDGE,
+    SCOPE_COLOUR,
+)
+from pipediag.renderers.png.text_fit import fit_font, fit_left
+from pipediag.report.model import BALANCED, COMPUTE_BOUND, Report
+from pipediag.report.model_side import HOST_GAP, OP_TYPE, SCOPE
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+MODEL_SETS_THE_RATE = (COMPUTE_BOUND, BALANCED)
+KIND_COLOURS = {OP_TYPE: COMPUTE_COLOUR, SCOPE: SCOPE_COLOUR, HOST_GAP: HOST_GAP_COLOUR}
+# Geometry in figure fractions. The names column starts right of the host CPU panel's last
+# tick label; the bars start where the longest TF op names (about 35 characters,
+# "DepthwiseConv2dNativeBackpropFilter") end at the bars' font.
+NAMES_LEFT = 0.633
+BARS_LEFT = 0.80
+BARS_WIDTH = RIGHT_EDGE - 0.005 - BARS_LEFT
+BARS_BOTTOM = 0.19
+TOP_MAX = 0.43  # the top when the panel above leaves more room
+TITLE_ROOM = 0.04  # the title's line, between the panel above and the bars
+LEGEND_GAP = 0.006  # from the bars' bottom down to the legend
+BAR_FONT = 8
+TITLE_MIN_FONT = 10
+SHARE_ROOM = 1.3  # the axis runs past the widest bar, for its share
+NAME_PAD = 0.004  # between a name and its bar
+GROUP_GAP = 0.5  # rows between two groupings
+
+
+def step_time_shown(report: Report) -> bool:
+    """Where the model sets the rate and its profile has top ops; where input does, the
+    input-cost panel keeps its place (the changes measured are still listed in the foot)."""
+    alone = model_side_of(report)
+    return (
+        alone is not None
+        and report.verdict.label in MODEL_SETS_THE_RATE
+        and shown_for(report)
+        and bool(alone.top_ops)
+    )
+
+
+def step_time_rect(figure: Figure, above: Axes) -> tuple[float, float, float, float]:
+    """The bars' rectangle: from just under everything `above` drew down to the foot."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    drawn = above.get_tightbbox(renderer)
+    top = TOP_MAX if drawn is None else min(TOP_MAX, drawn.y0 / figure.bbox.height - TITLE_ROOM)
+    return (BARS_LEFT, BARS_BOTTOM, BARS_WIDTH, max(top - BARS_BOTTOM, 0.08))
+
+
+def draw_step_time(axes: Axes, report: Report) -> None:
+    alone = model_side_of(report)
+    bars = time_bars(alone) if alone is not None else []
+    if alone is None or not bars:
+        return
+    figure: Figure = axes.get_figure()  # type: ignore[assignment]
+    top = axes.get_position().y1
+    title = figure.text(
+        NAMES_LEFT,
+        top + 0.008,
+        time_heading(alone),
+        fontsize=PANEL_TITLE_FONT,
+        va="bottom",
+        gid="step-time-title",
+    )
+    fit_font(figure, title, RIGHT_EDGE, TITLE_MIN_FONT)
+    positions = bar_positions(bars)
+    axes.barh(
+        positions,
+        [bar.share for bar in bars],
+        height=0.7,
+        color=[KIND_COLOURS.get(bar.kind, COMPUTE_COLOUR) for bar in bars],
+        gid="step-time-bars",
+    )
+    axes.set_ylim(positions[-1] + 0.5, -0.5)  # the largest op type at the top, as the text lists
+    axes.set_xlim(0, max(bar.share for bar in bars) * SHARE_ROOM)
+    axes.set_xticks([])
+    axes.set_yticks([])
+    for side in ("top", "right", "bottom"):
+        axes.spines[side].set_visible(False)
+    _name_bars(figure, axes, bars, positions)
+    _legend(figure, axes, bars)
+
+
+def bar_positions(bars: list[TimeBar]) -> list[float]:
+    """Each bar's row, top down, a little apart where the grouping changes."""
+    positions: list[float] = []
+    y = 0.0
+    for i, bar in enumerate(bars):
+        if i and bar.kind != bars[i - 1].kind:
+            y += GROUP_GAP
+        positions.append(y)
+        y += 1.0
+    return positions
+
+
+def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[float]) -> None:
+    """Each bar's name left of it (shortened to start right of the names' column) and its
+    share right of it."""
+    from matplotlib.transforms import blended_transform_factory
+
+    names_at = blended_transform_factory(figure.transFigure, axes.transData)
+    for y, bar in zip(positions, bars, strict=True):
+        name = axes.text(
+            BARS_LEFT - NAME_PAD,
+            y,
+            bar.name,
+            transform=names_at,
+            va="center",
+            ha="right",
+            fontsize=BAR_FONT,
+            color=HOST_GAP_COLOUR if bar.kind == HOST_GAP else "black",
+            gid="step-time-name",
+        )
+        fit_left(figure, name, NAMES_LEFT)
+        axes.text(
+            bar.share,
+            y,
+            f" {bar.share_text}",
+            va="center",
+            ha="left",
+            fontsize=BAR_FONT,
+            color=MUTED_TEXT_COLOUR,
+            gid="step-time-share",
+        )
+
+
+def _legend(figure: Figure, axes: Axes, bars: list[TimeBar]) -> None:
+    """What each colour groups by, under the bars, from the names' column."""
+    from matplotlib.patches import Patch
+
+    kinds = [kind for kind in TIME_KIND_WORDS if any(bar.kind == kind for bar in bars)]
+    axes.legend(
+        handles=[Patch(color=KIND_COLOURS[kind], label=TIME_KIND_WORDS[kind]) for kind in kinds],
+        loc="upper left",
+        bbox_to_anchor=(NAMES_LEFT, axes.get_position().y0 - LEGEND_GAP),
+        bbox_transform=figure.transFigure,
+        ncol=len(kinds),
+        fontsize=BAR_FONT,
+        frameon=False,
+        borderaxespad=0.0,
+        borderpad=0.0,
+        handlelength=1.0,
+        handletextpad=0.4,
+        columnspacing=1.0,
+    )
