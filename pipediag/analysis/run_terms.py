@@ -3,12 +3,13 @@
 A custom loop's trial runs in the loop itself: its ratio is the gain. Under `fit` a trial
 times the compiled train function alone, without what `fit` adds to every step (callbacks,
 the progress bar, pipediag's own marks): that time is added to both sides, since a rewrite
-leaves it as it is (docs/design.md, "Fixes tried on training"). What `fit` adds is the
-measured step time less the trial's baseline step, at most what fit's steps were measured
-to take beyond their train function (`train.fit_overhead_s`).
+leaves it as it is (docs/design.md, "Fixes tried on training"). It is what fit's steps were
+measured to take beyond their train function (`train.fit_overhead_s`), or in a report
+without that figure, the measured steps' time less the trial's baseline step.
 
-A rewrite tried on top of the ones kept before it is a ratio over them, not over the
-user's pipeline: both its sides get the time `fit` adds as the first trials read it.
+Both sides of the gain are the trial's own, measured in alternation: the measured steps'
+rate (A) is read at another time, and the host's drift between the two reads must not
+count as a gain (a 0.99x trial had read 1.65x through it).
 
 Also the prescription's figures so read, filled in once so that every renderer shows the
 same number the advice does.
@@ -24,16 +25,18 @@ from pipediag.report.vocabulary import KERAS_FIT
 
 
 def fit_adds_s(report: Report, base: float | None) -> float | None:
-    """What `fit` adds to each step beyond its train function, against a trial over the
-    user's pipeline whose baseline ran `base` steps/s; None outside `fit`, or when the
-    trial's step was the slower one."""
-    train_rate = report.train.steps_per_s
-    if report.train.style != KERAS_FIT or not train_rate or not base:
+    """What `fit` adds to each step beyond its train function: as fit's steps measured it,
+    else the measured steps' time less that of a trial baseline at `base` steps/s (over the
+    user's pipeline); None outside `fit`, or where it is nothing."""
+    if report.train.style != KERAS_FIT:
         return None
-    added = 1.0 / train_rate - 1.0 / base
     measured = report.train.fit_overhead_s
     if measured is not None:
-        added = min(added, measured)
+        return measured if measured > 0 else None
+    train_rate = report.train.steps_per_s
+    if not train_rate or not base:
+        return None
+    added = 1.0 / train_rate - 1.0 / base
     return added if added > 0 else None
 
 
@@ -46,18 +49,15 @@ def ratio_in_run_terms(
     on_top: bool = False,
 ) -> float | None:
     """A trial's ratio (`raw`, from its rates `base` and `fixed`, steps/s) as the run would
-    see it. Over the user's pipeline it is the measured training's step time against the
-    fixed step with fit's time added; on top of kept rewrites, both sides get that time."""
+    see it: fit's time around the train function added to both sides' step time. A trial
+    on top of kept rewrites has no baseline over the user's pipeline, so where fit's time
+    was not measured it is read off the first trials'."""
     if raw is None or not base or not fixed:
-        return raw
-    if report.train.style != KERAS_FIT or not report.train.steps_per_s:
         return raw
     added_s = _added_on_top_s(report) if on_top else fit_adds_s(report, base)
     if added_s is None:
         return raw
-    if on_top:
-        return (1.0 / base + added_s) / (1.0 / fixed + added_s)
-    return (1.0 / report.train.steps_per_s) / (1.0 / fixed + added_s)
+    return (1.0 / base + added_s) / (1.0 / fixed + added_s)
 
 
 def interval_in_run_terms(
@@ -148,12 +148,15 @@ def _together_in_run_terms(
 
 
 def _added_on_top_s(report: Report) -> float | None:
-    """What fit adds to each step, as the trials over the user's pipeline read it (their
-    baseline is the user's pipeline); fit's measured overhead where none ran."""
+    """What fit adds to each step where the trial's baseline is not the user's pipeline: as
+    measured, else as the trials over the user's pipeline read it."""
+    if report.train.style != KERAS_FIT:
+        return None
+    if report.train.fit_overhead_s is not None:
+        return fit_adds_s(report, None)
     for trial in report.pipeline.trials:
         if trial.training_speedup is not None and not trial.facts.training_after:
             added = fit_adds_s(report, trial.training_baseline_steps_per_s)
             if added is not None:
                 return added
-    measured = report.train.fit_overhead_s
-    return measured if measured and measured > 0 else None
+    return None

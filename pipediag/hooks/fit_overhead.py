@@ -7,7 +7,7 @@ trial's baseline step time, that share also takes in whatever slowed the measure
 and not the trial (a Python source contending for the GIL with fit's own Python): on a
 `from_generator` source it read 7 ms where fit adds well under one. So during the measured
 steps the train function's calls are timed, and what each of fit's steps took beyond its
-call is the overhead the gain's correction may take at most.
+call is the time the gain's correction adds.
 
 The train function is wrapped only while the measured steps run (fit looks it up on the
 model at every step), and put back before anything else calls it.

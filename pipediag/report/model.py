@@ -265,7 +265,7 @@ class TrainSection:
     # Under fit: the Keras backend that ran it (None: not Keras 3, or no fit).
     keras_backend: KerasBackend | None = None
     # Under fit: what its measured steps took beyond their train function's call (median),
-    # the most the correction of a gain on training takes for fit's own work per step.
+    # added to both sides of a gain measured on the train function alone.
     fit_overhead_s: float | None = None
 
 

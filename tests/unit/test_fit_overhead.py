@@ -41,7 +41,7 @@ def test_each_step_s_time_beyond_its_train_function_is_measured_and_the_patch_un
     assert model.train_function is original
 
 
-def test_the_fit_correction_takes_at_most_what_fit_was_measured_to_add() -> None:
+def test_the_fit_correction_adds_what_fit_was_measured_to_add_to_both_sides() -> None:
     # GIVEN fit's steps at 36 steps/s, a trial's baseline at 50 and its fixed side at 550:
     # the gap (7.8 ms a step) is not all fit's own work, which was measured at 0.5 ms
     report = synthetic_report(steps=60, wait_s=0.02, compute_s=0.0078)
@@ -52,14 +52,36 @@ def test_the_fit_correction_takes_at_most_what_fit_was_measured_to_add() -> None
         training_variant_steps_per_s=550.0,
         training_speedup=11.0,
     )
-    unbounded = build_context(dataclasses.replace(report, train=train))
-    bounded = build_context(
+    unmeasured = build_context(dataclasses.replace(report, train=train))
+    measured = build_context(
         dataclasses.replace(report, train=dataclasses.replace(train, fit_overhead_s=0.0005))
     )
-    rate = unbounded.train_rate
+    rate = unmeasured.train_rate
     assert rate is not None
-    # THEN with the measure the gain keeps most of the trial's, without it the gap takes it
-    assert training_gain(bounded, trial) == pytest.approx((1 / rate) / (1 / 550 + 0.0005))
-    assert training_gain(unbounded, trial) == pytest.approx(
-        (1 / rate) / (1 / 550 + 1 / rate - 1 / 50)
+    # THEN with the measure both sides of the trial get fit's 0.5 ms: the gain keeps most of
+    # the trial's, and the gap between A and the trial's baseline (read at other times) is
+    # no part of it
+    assert training_gain(measured, trial) == pytest.approx(
+        (1 / 50 + 0.0005) / (1 / 550 + 0.0005)
     )
+    # without it, a report from before the measure reads the gap as fit's time
+    gap = 1 / rate - 1 / 50
+    assert training_gain(unmeasured, trial) == pytest.approx((1 / 50 + gap) / (1 / 550 + gap))
+
+
+def test_a_trial_that_did_not_gain_does_not_gain_through_a_drift_between_reads() -> None:
+    # GIVEN fit's steps read at 150 steps/s, and later a trial whose both sides ran 250
+    # (the host freer then): fit measured 0.1 ms around its train function
+    report = synthetic_report(steps=60, wait_s=0.0, compute_s=0.0066)
+    train = dataclasses.replace(
+        report.train, style="keras-fit", steps_per_s=150.0, fit_overhead_s=0.0001
+    )
+    trial = FixTrial(
+        fix="parallel-map",
+        training_baseline_steps_per_s=250.0,
+        training_variant_steps_per_s=246.5,
+        training_speedup=0.986,
+    )
+    gain = training_gain(build_context(dataclasses.replace(report, train=train)), trial)
+    # THEN it is still under 1 (it read 1.65x when the numerator was fit's own rate)
+    assert gain is not None and gain < 1.0
