@@ -524,7 +524,19 @@ MODEL_SIDE_MAX_COST = 0.20
 # trials of five rounds on the step alone, which is quick to time (docs/design.md, "When the
 # model sets the rate").
 MODEL_SIDE_SHARE = 0.4
-MODEL_SIDE_FIT_ONLY = "model-side trials run under Keras fit only (for now)"
+MODEL_SIDE_FIT_ONLY = "model-side trials run under Keras fit, and on a custom TF loop at its step budget"
+
+
+def model_side_gate(verdict: Verdict | None, config: RunConfig) -> str | None:
+    """Why the model-side trials do not run (None: they do)."""
+    if not config.verify:
+        return "not measured: --no-verify"
+    cost = verdict.input_cost_fraction if verdict is not None else None
+    if config.deep or (cost is not None and cost < MODEL_SIDE_MAX_COST):
+        return None
+    share = "unknown" if cost is None else f"{cost:.0%}"
+    limit = f"{MODEL_SIDE_MAX_COST:.0%}"
+    return f"input costs {share} of training (model-side trials run under {limit}, or with --deep)"
 
 
 def model_side(
@@ -544,16 +556,9 @@ def model_side(
     them, or with the reason they did not run. A failure costs only this part."""
     if alone is None or not alone.measured:
         return alone
-    if not config.verify:
-        return dataclasses.replace(alone, model_side_reason="not measured: --no-verify")
-    cost = verdict.input_cost_fraction if verdict is not None else None
-    if not config.deep and (cost is None or cost >= MODEL_SIDE_MAX_COST):
-        share = "unknown" if cost is None else f"{cost:.0%}"
-        reason = (
-            f"input costs {share} of training (model-side trials run under "
-            f"{MODEL_SIDE_MAX_COST:.0%}, or with --deep)"
-        )
-        return dataclasses.replace(alone, model_side_reason=reason)
+    gate = model_side_gate(verdict, config)
+    if gate is not None:
+        return dataclasses.replace(alone, model_side_reason=gate)
     if style != "keras-fit" or model is None or batch is None:
         return dataclasses.replace(alone, model_side_reason=MODEL_SIDE_FIT_ONLY)
     from pipediag.training.model_side import FitFacts, on_fit

@@ -384,7 +384,7 @@ class DiagnosticSession:
                 return LoopWork()
             self.pipeline = outcome.pipeline
             self.conclusion.check_scale_out(seen, self.pipeline)
-        return LoopWork(outcome.loop_holds, outcome.loop_search)
+        return LoopWork(outcome.loop_holds, outcome.loop_search, self.conclusion.loop_model_s)
 
     def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
         """Under fit, at the step budget: training and the step alone in turn, or None."""
