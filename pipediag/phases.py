@@ -524,7 +524,9 @@ MODEL_SIDE_MAX_COST = 0.20
 # trials of five rounds on the step alone, which is quick to time (docs/design.md, "When the
 # model sets the rate").
 MODEL_SIDE_SHARE = 0.4
-MODEL_SIDE_FIT_ONLY = "model-side trials run under Keras fit, and on a custom TF loop at its step budget"
+MODEL_SIDE_FIT_ONLY = (
+    "model-side trials run under Keras fit, and on a custom TF loop at its step budget"
+)
 
 
 def model_side_gate(verdict: Verdict | None, config: RunConfig) -> str | None:

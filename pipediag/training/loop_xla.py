@@ -98,7 +98,15 @@ class LoopXlaTrial:
     ends the trial (redirect removed, variables put back) and says what it measured."""
 
     def __init__(
-        self, step: LoopStep, batch: Any, *, clock: Clock, step_s: float, budget_s: float
+        self,
+        step: LoopStep,
+        batch: Any,
+        *,
+        clock: Clock,
+        step_s: float,
+        budget_s: float,
+        make_twin: Callable[[Any], Any] = xla_twin,
+        variables_of: Callable[[Any], list[Any]] = captured_variables,
     ) -> None:
         self._step = step
         self._batch = batch
@@ -113,13 +121,13 @@ class LoopXlaTrial:
         self._compiled_s = 0.0
         self._compile_began = 0.0
         self._warm = 0  # untimed steps served before the rounds: the twin's, then the original's
-        twin = xla_twin(step.function)
+        twin = make_twin(step.function)
         self._saved: list[tuple[Any, Any]] = []
         if isinstance(twin, str):
             self._failure = f"not measured: {twin}"
             return
         self._twin = twin
-        self._saved = [(v, v.numpy()) for v in captured_variables(step.function)]
+        self._saved = [(v, v.numpy()) for v in variables_of(step.function)]
 
     def next_batch(self) -> Any | None:
         if self._failure is not None or self._result is not None:
