@@ -12,7 +12,7 @@ One MLP custom loop (three Dense(512) layers, batches of 64 from memory):
 
 The figure is |claim/truth - 1| (docs/design.md, "When the model sets the rate").
 
-    python benchmarks/loop_xla.py            # about a minute on 2 cores
+    python benchmarks/loop_xla.py            # about two minutes on 2 busy cores
     python benchmarks/loop_xla.py --quick    # fewer rounds
 """
 
@@ -36,7 +36,7 @@ from benchmarks._common import base_parser, child_env, fmt, write_results
 NAME = "loop_xla"
 ROUNDS = 6
 QUICK_ROUNDS = 3
-BLOCK_STEPS = 150
+BLOCK_STEPS = 300
 DEEP_SECONDS = 8.0
 
 SCRIPT = """

@@ -189,7 +189,9 @@ class LoopXlaTrial:
         if self._failure is not None:
             return None
         self._redirect(False)
-        left = max(self._end_s - now, fewest_rounds_s(self._step_s))
+        # A long compilation still leaves the rounds twice their fewest: the trial is the
+        # loop's only model-side one, and five rounds at the shortest slices leave no slack.
+        left = max(self._end_s - now, 2 * fewest_rounds_s(self._step_s))
         # The original's warm step is served with this pull; the rounds begin at the next.
         self._plan = RoundPlan(
             slice_s=slice_seconds(self._step_s, left),
