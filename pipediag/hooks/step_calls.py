@@ -62,6 +62,8 @@ class StepCalls:
         self._since: dict[int, list[Any]] = {}  # id -> [function, calls]
         self._tallies: dict[int, _Tally] = {}
         self._framework: dict[int, bool] = {}
+        self._framework_steps: dict[int, int] = {}  # id -> steps calling it (Keras' own)
+        self._framework_names: dict[int, str] = {}
         self.steps = 0
         # id(function) -> what its calls go to instead (the XLA twin during a trial's slice).
         self.redirects: dict[int, Callable[..., Any]] = {}
@@ -80,6 +82,8 @@ class StepCalls:
         self.steps += 1
         for key, (function, calls) in since.items():
             if self._is_framework(key, function):
+                self._framework_steps[key] = self._framework_steps.get(key, 0) + 1
+                self._framework_names.setdefault(key, function_name(function))
                 continue
             tally = self._tallies.get(key)
             if tally is None or tally.function() is not function:
@@ -99,9 +103,16 @@ class StepCalls:
         if self.steps < MIN_STEPS:
             return f"not measured: {self.steps} steps counted, too few to find the train step"
         live = [t for t in self._tallies.values() if t.function() is not None]
-        if not live:
-            return NO_FUNCTION
         needed = ONCE_SHARE * self.steps
+        if not live:
+            keras_own = [k for k, n in self._framework_steps.items() if n >= needed]
+            if keras_own:
+                return (
+                    "not measured: the tf.function the loop calls each step is the "
+                    f"framework's own ({self._framework_names[keras_own[0]]}); XLA for it is "
+                    "the model's setting: model.compile(..., jit_compile=True)"
+                )
+            return NO_FUNCTION
         once = [t for t in live if t.steps_once >= needed]
         if len(once) == 1:
             function = once[0].function()

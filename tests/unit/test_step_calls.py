@@ -64,7 +64,27 @@ def test_the_function_called_once_between_pulls_is_the_train_step() -> None:
 
 def test_a_loop_that_calls_no_tf_function_is_told_its_step_runs_eagerly() -> None:
     assert _counted(StepCalls(), [[] for _ in range(10)]) == NO_FUNCTION
-    assert _counted(StepCalls(), [[_framework_function()] for _ in range(10)]) == NO_FUNCTION
+    keras_now_and_then = _framework_function()
+    steps = [[keras_now_and_then] if n % 3 == 0 else [] for n in range(10)]
+    assert _counted(StepCalls(), steps) == NO_FUNCTION
+
+
+def test_a_loop_stepping_through_keras_own_function_is_told_the_model_s_setting() -> None:
+    # `model.train_on_batch` in a loop: the function called each step is Keras'
+    keras_train_function = _framework_function()
+    reason = _counted(StepCalls(), [[keras_train_function] for _ in range(10)])
+    assert isinstance(reason, str) and "framework's own (update)" in reason
+    assert "model.compile(..., jit_compile=True)" in reason
+
+
+def test_the_loop_s_trial_shows_under_what_to_change_in_the_model_with_its_code() -> None:
+    from pipediag.renderers.model_words import change_lines
+
+    code = "@tf.function(jit_compile=True)  # on train_step (train.py:12)"
+    trial = ModelTrial(JIT_COMPILE, 100.0, 140.0, 1.4, [1.2, 1.6], 5, "clear gain", code=code)
+    lines = change_lines(ComputeAlone(measured=True, trials=[trial]))
+    assert any(line.startswith(" 1. XLA (jit_compile=True): 1.40x") for line in lines)
+    assert f"      {code}" in lines
 
 
 def test_several_functions_once_a_step_or_one_called_twice_get_a_reason() -> None:
