@@ -88,8 +88,10 @@ class _Slice:
     side: int
     seconds: float
     began: float
-    pulls: list[float]  # step k runs from pull k to k + 1; the first step is not timed
-    cpu_from: float | None = None
+    # Step k runs from pull k to k + 1, the first one timed too: the batch is the same
+    # cached one and both functions are warm, so a switch costs nothing to leave out.
+    pulls: list[float]
+    cpu_from: float
 
 
 class LoopXlaTrial:
@@ -138,8 +140,6 @@ class LoopXlaTrial:
         current = self._slice
         if current is not None:
             current.pulls.append(now)
-            if len(current.pulls) == 2:
-                current.cpu_from = time.process_time()
             if not self._slice_over(current, now):
                 return self._batch
             self._finish_slice(current)
@@ -149,7 +149,7 @@ class LoopXlaTrial:
             return None
         side, seconds = due
         self._redirect(side == 1)
-        self._slice = _Slice(side, seconds, now, [now])
+        self._slice = _Slice(side, seconds, now, [now], time.process_time())
         return self._batch
 
     def result(self) -> ModelTrial:
@@ -224,15 +224,14 @@ class LoopXlaTrial:
 
     # -- one slice --
     def _slice_over(self, current: _Slice, now: float) -> bool:
-        timed = len(current.pulls) - 2
+        timed = len(current.pulls) - 1
         return timed >= MAX_STEPS_PER_SLICE or now >= current.began + current.seconds
 
     def _finish_slice(self, current: _Slice) -> None:
         self._slice = None
         assert self._plan is not None
         pulls = current.pulls
-        latencies = [b - a for a, b in zip(pulls[1:], pulls[2:], strict=False)]
-        cpu_s = None if current.cpu_from is None else time.process_time() - current.cpu_from
-        span = pulls[-1] - pulls[1] if len(pulls) > 1 else 0.0
-        first = pulls[1] - pulls[0] if len(pulls) > 1 else None
-        self._plan.record(current.side, BatchTiming(first, latencies, span, False, cpu_s))
+        latencies = [b - a for a, b in zip(pulls, pulls[1:], strict=False)]
+        cpu_s = time.process_time() - current.cpu_from
+        timing = BatchTiming(None, latencies, pulls[-1] - pulls[0], False, cpu_s)
+        self._plan.record(current.side, timing)
