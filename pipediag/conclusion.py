@@ -9,6 +9,7 @@ and freezes the rest into the report. The phases themselves are functions (`phas
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,6 +19,7 @@ from pipediag.analysis.classifier import judge
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.phases import (
+    MODEL_SIDE_SHARE,
     PHASE_EXTENSION_STEPS,
     DeepAnalysis,
     Narration,
@@ -26,6 +28,7 @@ from pipediag.phases import (
     fit_compute_alone,
     measure_on,
     model_side,
+    model_side_gate,
     scale_out_check,
 )
 from pipediag.renderers.summary import verdict_line
@@ -37,10 +40,11 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
-from pipediag.report.vocabulary import LOOP_STYLES
+from pipediag.report.vocabulary import CUSTOM_LOOP, LOOP_STYLES
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
+    from pipediag.report.model_side import ModelTrial
     from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer, Concluded, Held, Tried
 
@@ -104,6 +108,8 @@ class Conclusion:
         self.concluded = False  # the deep analysis ran (or had its chance)
         self._extended = False  # the step budget was extended into a cached epoch
         self._fit_alternation: FitAlternation | None = None
+        # Seconds for XLA on a custom loop's own train step, at its budget (None: not tried).
+        self.loop_model_s: float | None = None
 
     # -- at the step budget ------------------------------------------------------------
     def keep_measuring(self, pipeline: PipelineBenchmark) -> bool:
@@ -232,6 +238,7 @@ class Conclusion:
             teardown=teardown.SHARED,
             held=held,
             sync=sync,
+            model_tried=self._loop_model_tried,
         )
 
     # -- after the measured steps ------------------------------------------------------
@@ -280,13 +287,17 @@ class Conclusion:
             say=self._say,
             on_training=self._on_training(seen, loop_serving),
         )
-        self._model_side(seen)
+        self._model_side(seen, loop_serving)
         return examined
 
-    def _model_side(self, seen: Seen) -> None:
+    def _model_side(self, seen: Seen, loop_serving: bool = False) -> None:
         """After the deep analysis: where the step's time goes and the model-side changes
-        (`phases.model_side`), kept with compute alone. Never in a multi-worker job."""
+        (`phases.model_side`), kept with compute alone; for a custom loop still served at
+        its budget, the seconds XLA gets on its own step. Never in a multi-worker job."""
         if self._lockstep:
+            return
+        if loop_serving and seen.style == CUSTOM_LOOP:
+            self._loop_model_side()
             return
         from pipediag.hooks.profiler_trace import quiet_profiler_logs
 
@@ -350,6 +361,30 @@ class Conclusion:
         return fit_compute_alone(
             seen.model, seen.batch, step_s=hint, clock=self._clock, origin=origin, say=self._say
         )
+
+    def _loop_model_side(self) -> None:
+        """A custom loop at its budget: the seconds XLA gets on its own train step, tried
+        after the rewrites (`training/loop_xla.py`), or the reason it is not tried."""
+        alone = self.compute_alone
+        if alone is None or not alone.measured:
+            return
+        gate = model_side_gate(self.verdict, self._config)
+        if gate is None and (alone.step_time is None or alone.step_time.median_s <= 0):
+            gate = "no step-alone time to size trials"
+        if gate is not None:
+            self.compute_alone = dataclasses.replace(alone, model_side_reason=gate)
+            return
+        self.loop_model_s = self._config.deep_seconds * MODEL_SIDE_SHARE
+
+    def _loop_model_tried(self, trial: ModelTrial, began: float) -> None:
+        """XLA on the loop's own train step is over: its trial joins compute alone."""
+        now = self._clock.now()
+        self._say.add_phase("model_side", began, now)
+        alone = self.compute_alone
+        if alone is not None:
+            spent = alone.model_side_s + now - began
+            trials = [*alone.trials, trial]
+            self.compute_alone = dataclasses.replace(alone, trials=trials, model_side_s=spent)
 
 
 def newest_steps(timeline: StepTimeline, count: int) -> tuple[float, list[float]] | None:

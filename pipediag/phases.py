@@ -22,7 +22,6 @@ from pipediag.config import RunConfig
 from pipediag.report.model import (
     COST_CONTENTION,
     ComputeAlone,
-    FixTrial,
     PipelineBenchmark,
     ScaleOut,
     StageStats,
@@ -34,8 +33,7 @@ from pipediag.timeline import RawStep, StepTimeline
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
     from pipediag.training.loop_search import HoldPlan
-    from pipediag.training.prescription import PipelineSearch, SearchPlan
-    from pipediag.training.training_trial import TrialResults
+    from pipediag.training.prescription import SearchPlan
 
 # Stage timing and fix trials run when input costs at least this share of training: below
 # it no input fix can gain more than ~5%, XProf's line for "not input-bound".
@@ -436,56 +434,9 @@ def _search_on_fit(
         return pipeline
     finally:
         say.add_phase("training_trial", began, clock.now())
+    from pipediag.training.prescription import with_prescription
+
     return with_prescription(pipeline, trials, ceiling=on_training.ceiling)
-
-
-def with_prescription(
-    pipeline: PipelineBenchmark, trials: PipelineSearch, *, ceiling: float | None
-) -> PipelineBenchmark:
-    """The pipeline with what the rewrites measured on training: each trial's figures, on
-    top of the rewrites kept before it, and the prescription they make together."""
-    prescription = trials.prescription(pipeline.stages)
-    after = {(c.fix, c.stage_index): c.after for c in prescription.tried if c.after}
-    updated = []
-    for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):
-        below = after.get((trial.fix, trial.stage_index))
-        if below:
-            trial = dataclasses.replace(
-                trial, facts=dataclasses.replace(trial.facts, training_after=below)
-            )
-        updated.append(trial)
-    return dataclasses.replace(pipeline, trials=updated, prescription=prescription)
-
-
-def with_training_results(
-    trials: list[FixTrial], results: TrialResults, *, ceiling: float | None
-) -> list[FixTrial]:
-    """The pipeline's fix trials, each with what it measured on training where it was tried.
-
-    A fixed rate above `ceiling`, the train step alone's, cannot be: the trial is kept with
-    its rates, flagged, and its gain dropped, with the reason.
-    """
-    from pipediag.training.training_trial import with_training
-
-    updated = []
-    for trial in trials:
-        found = results.get((trial.fix, trial.stage_index))
-        if found is not None:
-            trial = with_training(trial, *found)
-            fixed = trial.training_variant_steps_per_s
-            if ceiling is not None and fixed is not None and fixed > ceiling:
-                trial = dataclasses.replace(
-                    trial,
-                    training_speedup=None,
-                    training_reason=(
-                        f"the fixed pipeline fed training at {fixed:.1f} steps/s, faster than "
-                        f"the train step alone ran ({ceiling:.1f} with its noise): the trial "
-                        "was disturbed, so its gain is not used"
-                    ),
-                    facts=dataclasses.replace(trial.facts, above_step_alone=True),
-                )
-        updated.append(trial)
-    return updated
 
 
 def scale_out_check(
@@ -531,7 +482,21 @@ MODEL_SIDE_MAX_COST = 0.20
 # trials of five rounds on the step alone, which is quick to time (docs/design.md, "When the
 # model sets the rate").
 MODEL_SIDE_SHARE = 0.4
-MODEL_SIDE_FIT_ONLY = "model-side trials run under Keras fit only (for now)"
+MODEL_SIDE_FIT_ONLY = (
+    "model-side trials run under Keras fit, and on a custom TF loop at its step budget"
+)
+
+
+def model_side_gate(verdict: Verdict | None, config: RunConfig) -> str | None:
+    """Why the model-side trials do not run (None: they do)."""
+    if not config.verify:
+        return "not measured: --no-verify"
+    cost = verdict.input_cost_fraction if verdict is not None else None
+    if config.deep or (cost is not None and cost < MODEL_SIDE_MAX_COST):
+        return None
+    share = "unknown" if cost is None else f"{cost:.0%}"
+    limit = f"{MODEL_SIDE_MAX_COST:.0%}"
+    return f"input costs {share} of training (model-side trials run under {limit}, or with --deep)"
 
 
 def model_side(
@@ -554,16 +519,9 @@ def model_side(
     sides of each gain."""
     if alone is None or not alone.measured:
         return alone
-    if not config.verify:
-        return dataclasses.replace(alone, model_side_reason="not measured: --no-verify")
-    cost = verdict.input_cost_fraction if verdict is not None else None
-    if not config.deep and (cost is None or cost >= MODEL_SIDE_MAX_COST):
-        share = "unknown" if cost is None else f"{cost:.0%}"
-        reason = (
-            f"input costs {share} of training (model-side trials run under "
-            f"{MODEL_SIDE_MAX_COST:.0%}, or with --deep)"
-        )
-        return dataclasses.replace(alone, model_side_reason=reason)
+    gate = model_side_gate(verdict, config)
+    if gate is not None:
+        return dataclasses.replace(alone, model_side_reason=gate)
     if style != "keras-fit" or model is None or batch is None:
         return dataclasses.replace(alone, model_side_reason=MODEL_SIDE_FIT_ONLY)
     from pipediag.training.model_side import FitFacts, on_fit

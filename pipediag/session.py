@@ -21,10 +21,7 @@ from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.conclusion import Conclusion, Seen, Teller, no_compute_alone_reason
 from pipediag.config import RunConfig
 from pipediag.hooks.host import HookGate
-from pipediag.phases import (
-    pipeline_alone,
-    with_prescription,
-)
+from pipediag.phases import pipeline_alone
 from pipediag.progress import Progress
 from pipediag.renderers.summary import data_pass_text
 from pipediag.report.model import (
@@ -384,7 +381,7 @@ class DiagnosticSession:
                 return LoopWork()
             self.pipeline = outcome.pipeline
             self.conclusion.check_scale_out(seen, self.pipeline)
-        return LoopWork(outcome.loop_holds, outcome.loop_search)
+        return LoopWork(outcome.loop_holds, outcome.loop_search, self.conclusion.loop_model_s)
 
     def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
         """Under fit, at the step budget: training and the step alone in turn, or None."""
@@ -426,6 +423,8 @@ class DiagnosticSession:
         self.add_phase("training_trial", began, self.clock.now())
         alone = self.conclusion.compute_alone
         ceiling = step_alone_ceiling(alone.blocks) if alone is not None else None
+        from pipediag.training.prescription import with_prescription
+
         self.pipeline = with_prescription(self.pipeline, search, ceiling=ceiling)
 
     def _loop_held(self, searched: Searched, began: float) -> None:

@@ -16,6 +16,7 @@ from pipediag.hooks.call_sites import CallSitePatch
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.imports import PostImportHook
 from pipediag.hooks.keras_fit import FitPatch, FitTracker
+from pipediag.hooks.step_calls import FunctionCallPatch, StepCalls
 from pipediag.hooks.tfdata import CustomLoopTracker, IteratorPatch
 from pipediag.hooks.train_evidence import GradientTapePatch, GradientWatch
 
@@ -31,10 +32,13 @@ class InstalledHooks:
     _tape_patch: GradientTapePatch
     _imports: PostImportHook
     _call_sites: CallSitePatch
+    _function_calls: FunctionCallPatch | None = None
 
     def uninstall(self) -> None:
         self._imports.uninstall()
         self._call_sites.uninstall()
+        if self._function_calls is not None:
+            self._function_calls.uninstall()
         self._fit_patch.uninstall()
         self._iterator_patch.uninstall()
         self._tape_patch.uninstall()
@@ -46,20 +50,30 @@ def install(session: HookHost) -> InstalledHooks:
     """Patch tf.data and Keras now if imported, else as soon as the script imports them."""
     watch = GradientWatch()
     fit = FitTracker(session)
-    loop = CustomLoopTracker(session, watch)
+    step_calls = StepCalls()
+    loop = CustomLoopTracker(session, watch, step_calls)
     fit_patch = FitPatch(fit, session)
     iterator_patch = IteratorPatch(loop, session)
     tape_patch = GradientTapePatch(watch)
     call_site_patch = CallSitePatch()
+    function_call_patch = FunctionCallPatch(step_calls, session.gate.bypassed)
 
     def on_tensorflow(module: object) -> None:
         iterator_patch.install(module)
         tape_patch.install()
         call_site_patch.install()
+        function_call_patch.install()
 
     imports = PostImportHook({"tensorflow": on_tensorflow, "keras": fit_patch.install})
     hooks = InstalledHooks(
-        fit, loop, fit_patch, iterator_patch, tape_patch, imports, call_site_patch
+        fit,
+        loop,
+        fit_patch,
+        iterator_patch,
+        tape_patch,
+        imports,
+        call_site_patch,
+        function_call_patch,
     )
     try:
         imports.install()

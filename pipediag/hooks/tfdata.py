@@ -29,6 +29,7 @@ from typing import Any
 
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.pass_origin import pass_origin, script_uses_jax
+from pipediag.hooks.step_calls import StepCalls
 from pipediag.hooks.train_evidence import GradientWatch, changed
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass
 from pipediag.report.vocabulary import CUSTOM_LOOP, JAX_LOOP
@@ -85,8 +86,15 @@ class _Pass:
 class CustomLoopTracker:
     """Turns pulls on the training dataset's iterators into timed steps."""
 
-    def __init__(self, session: HookHost, watch: GradientWatch | None = None) -> None:
+    def __init__(
+        self,
+        session: HookHost,
+        watch: GradientWatch | None = None,
+        step_calls: StepCalls | None = None,
+    ) -> None:
         self._session = session
+        # The tf.functions called between the measured pulls: the train step XLA is tried on.
+        self.step_calls = step_calls or StepCalls()
         self._timeline = session.timeline
         self._now = session.clock.now
         self._watch = watch or GradientWatch()
@@ -119,11 +127,14 @@ class CustomLoopTracker:
             # would span the gap between passes, so it is dropped.
             current.fresh = False
             self._open_step = None
+            self.step_calls.pull(counted=False)
+            self.step_calls.recording = True
             self._epoch += 1
             self._mark_epoch_start(iterator)
         elif self._open_step is not None:
             start, wait = self._open_step
             self._open_step = None
+            self.step_calls.pull()
             if self._timeline.add(start, now, wait, self._epoch) and (
                 not self._session.keep_measuring()
             ):
@@ -290,9 +301,11 @@ class CustomLoopTracker:
         would save afterwards ever sees them.
         """
         last, self._last_batch = self._last_batch, None
+        self.step_calls.stop()
         self._budget = self._session.loop_at_budget(last)
         if self._budget is None:
             raise StepBudgetReached
+        self._budget.found_step(self.step_calls.train_step())
         return self._serve_budget(iterator, fetch)
 
     def _serve_budget(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:

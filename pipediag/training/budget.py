@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
+from pipediag.report.model_side import JIT_COMPILE, ModelTrial
 from pipediag.report.vocabulary import (
     CACHED_BATCH_LOOP,
     STEP_ALONE_BLOCK,
@@ -34,6 +35,7 @@ from pipediag.report.vocabulary import (
 )
 from pipediag.training.alternation import WARMUP_STEPS, Alternation
 from pipediag.training.loop_search import HoldPlan, LoopSearch
+from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
 from pipediag.training.stage_cost import Searched, StageSearch
 
 if TYPE_CHECKING:
@@ -47,6 +49,8 @@ class LoopWork:
 
     holds: HoldPlan | None = None
     search: SearchPlan | None = None
+    # Seconds for XLA on the loop's own train step, tried last (None: not tried).
+    model_s: float | None = None
 
 
 # The alternation is over: what to serve the loop next.
@@ -55,6 +59,8 @@ Concluded = Callable[[ComputeAlone], LoopWork]
 Tried = Callable[["PipelineSearch", float], None]
 # The stage holds are over: what they measured, and when they began.
 Held = Callable[[Searched, float], None]
+# The model-side trial on the loop's step is over: what it measured, and when it began.
+ModelTried = Callable[[ModelTrial, float], None]
 
 
 class _Pull:
@@ -96,6 +102,8 @@ class BudgetServer:
         held: called once the stage holds are over, or the loop stopped during them.
         sync: waits for the device's work in flight (a JAX loop's, `training/jax_sync.py`),
             called where a block starts or ends; None where steps end when they return.
+        model_tried: called once XLA was tried on the loop's train step (`found_step`),
+            or the loop stopped during it.
     """
 
     def __init__(
@@ -114,8 +122,14 @@ class BudgetServer:
         teardown: TearDown,
         held: Held | None = None,
         sync: Callable[[], None] | None = None,
+        model_tried: ModelTried | None = None,
     ) -> None:
         self._clock = clock
+        self._model_tried = model_tried
+        self._step: LoopStep | str | None = None
+        self._model_s: float | None = None
+        self._xla: LoopXlaTrial | None = None
+        self._last_batch: Any = None  # kept past the alternation only for XLA
         self._sync = sync
         self._origin = origin
         self._step_s = step_s
@@ -149,8 +163,12 @@ class BudgetServer:
             answer = self._alternate(alternation)
             if answer is not None:
                 return answer
+            kept = self._batch
             self._alternation = self._batch = None  # the batch is released with it
             self._work = self._concluded(alternation.result(CACHED_BATCH_LOOP))
+            self._model_s = self._work.model_s
+            if self._model_s is not None:
+                self._last_batch = kept
             if self._work.holds is not None:
                 plan = self._work.holds
                 self._phase("holding each stage in memory on training", plan.seconds, redraw=False)
@@ -175,7 +193,38 @@ class BudgetServer:
             if batch is not None:
                 return batch
             self._end_rewrites()
+        return self._xla_batch()
+
+    def found_step(self, step: LoopStep | str) -> None:
+        """The train step the loop calls once a step (or why none was found), for XLA."""
+        self._step = step
+
+    def _xla_batch(self) -> Any | None:
+        """XLA on the loop's own step, last (docs/design.md, "When the model sets the
+        rate"): the cached batch while the step's calls alternate with its twin's."""
+        seconds, self._model_s = self._model_s, None
+        if seconds is not None and self._model_tried is not None:
+            step, batch = self._step, self._last_batch
+            if isinstance(step, LoopStep) and batch is not None:
+                self._phase("trying XLA on the loop's train step", seconds, redraw=False)
+                self._xla = LoopXlaTrial(
+                    step, batch, clock=self._clock, step_s=self._step_s, budget_s=seconds
+                )
+            else:
+                reason = step if isinstance(step, str) else "not measured: no train step found"
+                self._model_tried(ModelTrial(JIT_COMPILE, reason=reason), self._clock.now())
+        if self._xla is not None:
+            batch = self._xla.next_batch()
+            if batch is not None:
+                return batch
+            self._end_xla()
+        self._last_batch = None
         return None
+
+    def _end_xla(self) -> None:
+        trial, self._xla = self._xla, None
+        if trial is not None and self._model_tried is not None:
+            self._model_tried(trial.result(), trial.began)
 
     def _serve(self, search: StageSearch | PipelineSearch) -> LoopSearch:
         return LoopSearch(search, clock=self._clock, step_s=self._step_s, teardown=self._teardown)
@@ -225,6 +274,8 @@ class BudgetServer:
         self._end_holds()
         self._work = LoopWork()  # not started: nothing to report
         self._end_rewrites()
+        self._end_xla()
+        self._last_batch = None
 
     def _end_holds(self) -> None:
         holds, self._holds = self._holds, None

@@ -27,6 +27,7 @@ from pipediag.bench.compose import compose_fixes
 from pipediag.bench.interleaved import Rounds, median_rate
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
+from pipediag.report.model import FixTrial, PipelineBenchmark
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
@@ -39,7 +40,7 @@ from pipediag.training.stage_cost import (
     freed_from,
     with_freed,
 )
-from pipediag.training.training_trial import TrialResults
+from pipediag.training.training_trial import TrialResults, with_training
 
 # Builds a trial's two pipelines: the kept rewrites applied (baseline) and those with one
 # more (variant).
@@ -352,3 +353,50 @@ def search(trials: PipelineSearch, try_one: TryOne) -> None:
     """Run the search's trials at once (fit), until it ends or the time does."""
     while (due := trials.next_trial()) is not None:
         trials.record(*try_one(*due))
+
+
+def with_prescription(
+    pipeline: PipelineBenchmark, trials: PipelineSearch, *, ceiling: float | None
+) -> PipelineBenchmark:
+    """The pipeline with what the rewrites measured on training: each trial's figures, on
+    top of the rewrites kept before it, and the prescription they make together."""
+    prescription = trials.prescription(pipeline.stages)
+    after = {(c.fix, c.stage_index): c.after for c in prescription.tried if c.after}
+    updated = []
+    for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):
+        below = after.get((trial.fix, trial.stage_index))
+        if below:
+            trial = dataclasses.replace(
+                trial, facts=dataclasses.replace(trial.facts, training_after=below)
+            )
+        updated.append(trial)
+    return dataclasses.replace(pipeline, trials=updated, prescription=prescription)
+
+
+def with_training_results(
+    trials: list[FixTrial], results: TrialResults, *, ceiling: float | None
+) -> list[FixTrial]:
+    """The pipeline's fix trials, each with what it measured on training where it was tried.
+
+    A fixed rate above `ceiling`, the train step alone's, cannot be: the trial is kept with
+    its rates, flagged, and its gain dropped, with the reason.
+    """
+    updated = []
+    for trial in trials:
+        found = results.get((trial.fix, trial.stage_index))
+        if found is not None:
+            trial = with_training(trial, *found)
+            fixed = trial.training_variant_steps_per_s
+            if ceiling is not None and fixed is not None and fixed > ceiling:
+                trial = dataclasses.replace(
+                    trial,
+                    training_speedup=None,
+                    training_reason=(
+                        f"the fixed pipeline fed training at {fixed:.1f} steps/s, faster than "
+                        f"the train step alone ran ({ceiling:.1f} with its noise): the trial "
+                        "was disturbed, so its gain is not used"
+                    ),
+                    facts=dataclasses.replace(trial.facts, above_step_alone=True),
+                )
+        updated.append(trial)
+    return updated

@@ -16,7 +16,6 @@ from pipediag.analysis.alternation import (
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
-from pipediag.phases import with_training_results
 from pipediag.report.model import ComputeAlone, FixTrial, RateBlock
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK
 from pipediag.testing import FakeClock
@@ -28,6 +27,7 @@ from pipediag.training.alternation import (
     block_steps_for,
 )
 from pipediag.training.budget import PULL, BudgetServer, LoopWork
+from pipediag.training.prescription import with_training_results
 
 
 def _blocks(training: list[float], alone: list[float], steps: int = 10) -> list[RateBlock]:

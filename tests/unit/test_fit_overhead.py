@@ -61,9 +61,7 @@ def test_the_fit_correction_adds_what_fit_was_measured_to_add_to_both_sides() ->
     # THEN with the measure both sides of the trial get fit's 0.5 ms: the gain keeps most of
     # the trial's, and the gap between A and the trial's baseline (read at other times) is
     # no part of it
-    assert training_gain(measured, trial) == pytest.approx(
-        (1 / 50 + 0.0005) / (1 / 550 + 0.0005)
-    )
+    assert training_gain(measured, trial) == pytest.approx((1 / 50 + 0.0005) / (1 / 550 + 0.0005))
     # without it, a report from before the measure reads the gap as fit's time
     gap = 1 / rate - 1 / 50
     assert training_gain(unmeasured, trial) == pytest.approx((1 / 50 + gap) / (1 / 550 + gap))

@@ -20,6 +20,7 @@ from pipediag.analysis.op_time import (
 )
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
+from pipediag.phases import MODEL_SIDE_FIT_ONLY
 from pipediag.renderers.model_words import change_lines, model_lines, ranked, time_groups
 from pipediag.renderers.text import render_text
 from pipediag.report import io
@@ -381,7 +382,5 @@ def test_no_verify_skips_the_model_side() -> None:
     assert _gate(0.01, verify=False) == "not measured: --no-verify"
 
 
-def test_a_custom_loop_is_told_the_trials_run_under_fit() -> None:
-    assert (
-        _gate(0.01, style="custom-loop") == "model-side trials run under Keras fit only (for now)"
-    )
+def test_a_loop_not_served_at_its_budget_is_told_where_the_trials_run() -> None:
+    assert _gate(0.01, style="custom-loop") == MODEL_SIDE_FIT_ONLY

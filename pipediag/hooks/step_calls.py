@@ -1,0 +1,224 @@
+"""A custom loop's own train step: the `tf.function` its loop calls once between pulls.
+
+The XLA trial on a loop (docs/design.md, "When the model sets the rate") needs the function
+the loop's step runs. One wrapper around the polymorphic `Function.__call__` (the class
+every `tf.function` is) counts, while the measured steps run, which functions the script
+calls eagerly between two pulls on the training iterator (`StepCalls`); the one called
+exactly once in nearly every step is the train step. Calls made while a function traces
+(a nested `tf.function`) are graph-mode calls and not counted; neither are TensorFlow's
+and Keras' own functions, nor calls while pipediag reads the data itself.
+
+The same wrapper redirects one instance's calls to another callable (its XLA twin) while a
+trial asks it to; `uninstall` puts the original `__call__` back exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pipediag.training.loop_xla import LoopStep
+
+# The train step is called once in at least this share of the counted steps (a first step
+# after an epoch's end may show an extra call of a function that runs once an epoch).
+ONCE_SHARE = 0.9
+# Too few steps to tell which function the loop calls each step.
+MIN_STEPS = 3
+# Functions defined in these installed packages (or in pipediag) are never the train step.
+FRAMEWORK_PACKAGES = ("tensorflow", "keras", "tf_keras", "tensorflow_probability")
+_PIPEDIAG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+NO_FUNCTION = (
+    "not measured: the loop calls no tf.function between pulls; its step runs eagerly "
+    "(decorate the train step with @tf.function to make it a graph XLA can compile)"
+)
+
+
+@dataclass
+class _Tally:
+    """One function's calls over the counted steps."""
+
+    function: weakref.ref[Any]
+    name: str
+    steps_once: int = 0  # steps in which it was called exactly once
+    steps_more: int = 0  # steps in which it was called more than once
+
+
+class StepCalls:
+    """Which user `tf.function`s the loop calls between consecutive pulls.
+
+    `called` runs on every eager call of any `Function` while `recording`; `pull` closes a
+    step (`counted`: a timed training step; False drops what was called since the last
+    pull, as at an epoch's start).
+    """
+
+    def __init__(self) -> None:
+        self.recording = False
+        self._since: dict[int, list[Any]] = {}  # id -> [function, calls]
+        self._tallies: dict[int, _Tally] = {}
+        self._framework: dict[int, bool] = {}
+        self._framework_steps: dict[int, int] = {}  # id -> steps calling it (Keras' own)
+        self._framework_names: dict[int, str] = {}
+        self.steps = 0
+        # id(function) -> what its calls go to instead (the XLA twin during a trial's slice).
+        self.redirects: dict[int, Callable[..., Any]] = {}
+
+    def called(self, function: Any) -> None:
+        entry = self._since.get(id(function))
+        if entry is None:
+            self._since[id(function)] = [function, 1]
+        else:
+            entry[1] += 1
+
+    def pull(self, *, counted: bool = True) -> None:
+        since, self._since = self._since, {}
+        if not counted:
+            return
+        self.steps += 1
+        for key, (function, calls) in since.items():
+            if self._is_framework(key, function):
+                self._framework_steps[key] = self._framework_steps.get(key, 0) + 1
+                self._framework_names.setdefault(key, function_name(function))
+                continue
+            tally = self._tallies.get(key)
+            if tally is None or tally.function() is not function:
+                tally = self._tallies[key] = _Tally(weakref.ref(function), function_name(function))
+            if calls == 1:
+                tally.steps_once += 1
+            else:
+                tally.steps_more += 1
+
+    def stop(self) -> None:
+        """Recording ends (the measured steps are over); what was counted stays."""
+        self.recording = False
+        self._since = {}
+
+    def train_step(self) -> LoopStep | str:
+        """The function called exactly once in nearly every counted step, or why none is."""
+        if self.steps < MIN_STEPS:
+            return f"not measured: {self.steps} steps counted, too few to find the train step"
+        live = [t for t in self._tallies.values() if t.function() is not None]
+        needed = ONCE_SHARE * self.steps
+        if not live:
+            keras_own = [k for k, n in self._framework_steps.items() if n >= needed]
+            if keras_own:
+                return (
+                    "not measured: the tf.function the loop calls each step is the "
+                    f"framework's own ({self._framework_names[keras_own[0]]}); XLA for it is "
+                    "the model's setting: model.compile(..., jit_compile=True)"
+                )
+            return NO_FUNCTION
+        once = [t for t in live if t.steps_once >= needed]
+        if len(once) == 1:
+            function = once[0].function()
+            return LoopStep(function, once[0].name, definition_site(function), self.redirects)
+        if len(once) > 1:
+            names = ", ".join(sorted(t.name for t in once))
+            return (
+                f"not measured: the loop calls several tf.functions once between pulls "
+                f"({names}); which one is the train step is not known"
+            )
+        busiest = max(live, key=lambda t: t.steps_once + t.steps_more)
+        if busiest.steps_more >= needed:
+            return (
+                f"not measured: the loop calls {busiest.name} several times between pulls "
+                "(a step over several calls, or several steps a pull)"
+            )
+        return (
+            f"not measured: no tf.function is called once in every step (the most often, "
+            f"{busiest.name}, in {busiest.steps_once} of {self.steps})"
+        )
+
+    def _is_framework(self, key: int, function: Any) -> bool:
+        known = self._framework.get(key)
+        if known is None:
+            known = self._framework[key] = _framework_function(function)
+        return known
+
+
+def function_name(function: Any) -> str:
+    python = getattr(function, "_python_function", None)
+    name = getattr(python, "__qualname__", None) or getattr(function, "__name__", None)
+    return str(name or getattr(function, "_name", "tf.function"))
+
+
+def _code_of(function: Any) -> Any:
+    python = getattr(function, "_python_function", None)
+    if python is None:
+        return None
+    python = getattr(python, "__func__", python)
+    with contextlib.suppress(Exception):  # a chain that cannot be followed: the outer one
+        python = inspect.unwrap(python)
+    return getattr(python, "__code__", None)
+
+
+def _framework_function(function: Any) -> bool:
+    """Defined inside pipediag, or in an installed TensorFlow or Keras (by its code's file)."""
+    code = _code_of(function)
+    if code is None:
+        return True
+    path = os.path.normpath(code.co_filename)
+    if path.startswith(_PIPEDIAG_DIR + os.sep):
+        return True
+    parts = path.split(os.sep)
+    return any(
+        part in ("site-packages", "dist-packages") and parts[n + 1] in FRAMEWORK_PACKAGES
+        for n, part in enumerate(parts[:-1])
+    )
+
+
+def definition_site(function: Any) -> str | None:
+    """`file.py:line` where the script defines the function, if its code can be read."""
+    code = _code_of(function)
+    if code is None:
+        return None
+    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+
+
+class FunctionCallPatch:
+    """Wraps `Function.__call__`: counts eager calls into `StepCalls`, and sends one
+    instance's calls to its redirect while one is set. `uninstall` restores the original."""
+
+    def __init__(self, calls: StepCalls, bypassed: Callable[[], bool]) -> None:
+        self._calls = calls
+        self._bypassed = bypassed
+        self._owner: Any = None
+        self._original: Any = None
+
+    def install(self, _module: object = None) -> None:
+        if self._owner is not None:
+            return
+        try:
+            from tensorflow.python.eager import context
+            from tensorflow.python.eager.polymorphic_function import polymorphic_function
+        except Exception:  # an unusual TF build: no train step found, nothing else changes
+            return
+        owner = polymorphic_function.Function
+        original = owner.__dict__["__call__"]
+        calls, redirects, bypassed = self._calls, self._calls.redirects, self._bypassed
+        executing_eagerly = context.executing_eagerly
+
+        def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:
+            if redirects:
+                twin = redirects.get(id(function))
+                if twin is not None:
+                    return twin(*args, **kwargs)
+            if calls.recording and executing_eagerly() and not bypassed():
+                calls.called(function)
+            return original(function, *args, **kwargs)
+
+        __call__.__wrapped__ = original  # type: ignore[attr-defined]
+        owner.__call__ = __call__
+        self._owner, self._original = owner, original
+
+    def uninstall(self) -> None:
+        self._calls.redirects.clear()
+        if self._owner is None:
+            return
+        self._owner.__call__ = self._original
+        self._owner = self._original = None

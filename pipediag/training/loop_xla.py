@@ -1,0 +1,237 @@
+"""XLA tried on a custom loop's own train step, driven by the loop's pulls.
+
+Under fit pipediag calls the train function itself (`training/model_side.py`); a loop's step
+runs only when the loop pulls. So at its step budget the loop is served its cached batch,
+and in alternating slices its call of the train step (the `tf.function` it calls once
+between pulls, found by `hooks/step_calls.py`) goes to the function itself or to its XLA
+twin, the same Python function under `tf.function(jit_compile=True)` with the same
+signature settings. Each step is timed from one pull to the next, the loop's own code
+included, in the interleaved rounds of the fix trials (`bench/interleaved.py`). Every
+variable the step captures is copied before the first slice and assigned back after the
+last, and the redirect is removed (docs/design.md, "When the model sets the rate").
+
+A twin that XLA cannot compile fails on its first call: that call goes on to the original
+function (the loop sees an ordinary step) and the trial reports the op XLA named.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pipediag.bench.interleaved import RoundPlan
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.clock import Clock
+from pipediag.report.model_side import JIT_COMPILE, ModelTrial
+from pipediag.training.model_side import OVERRUN, fewest_rounds_s, slice_seconds, trial_result
+
+# A slice never times more steps than this (sub-millisecond steps).
+MAX_STEPS_PER_SLICE = 2000
+LOOP_STOPPED = "the loop stopped before the rounds were over"
+
+
+@dataclass(frozen=True)
+class LoopStep:
+    """The loop's train step: the `Function` it calls once a step, its name, where the
+    script defines it, and the table through which its calls are redirected (by id)."""
+
+    function: Any
+    name: str
+    where: str | None
+    redirects: dict[int, Callable[..., Any]] = field(default_factory=dict, compare=False)
+
+    @property
+    def code(self) -> str:
+        site = f" ({self.where})" if self.where else ""
+        return f"@tf.function(jit_compile=True)  # on {self.name}{site}"
+
+
+def xla_twin(function: Any) -> Any | str:
+    """A new `tf.function` of `function`'s Python function with `jit_compile=True` and its
+    input signature, autograph and retracing settings; or why there is none. A method's
+    `Function` (from the descriptor) already holds the method bound to its instance."""
+    if getattr(function, "_jit_compile", None):
+        return "the train step already compiles with XLA (jit_compile=True)"
+    if getattr(function, "_run_functions_eagerly", False):
+        return "tf.functions run eagerly (tf.config.run_functions_eagerly(True))"
+    python_function = getattr(function, "_python_function", None)
+    if python_function is None:
+        return "the train step's Python function cannot be read"
+    from tensorflow.python.eager.polymorphic_function import polymorphic_function
+
+    return polymorphic_function.Function(
+        python_function=python_function,
+        name=f"{getattr(function, '_name', 'train_step')}_xla",
+        input_signature=function.input_signature,
+        autograph=getattr(function, "_autograph", True),
+        jit_compile=True,
+        reduce_retracing=getattr(function, "_reduce_retracing", False),
+        experimental_attributes=getattr(function, "_attributes", None),
+        experimental_autograph_options=getattr(function, "_experimental_autograph_options", None),
+    )
+
+
+def captured_variables(function: Any) -> list[Any]:
+    """Every variable the traced step captures (weights, optimizer slots and iterations,
+    metrics, random generators' states), each once."""
+    found: dict[int, Any] = {}
+    for concrete in function._list_all_concrete_functions():
+        for variable in concrete.variables:
+            found.setdefault(id(variable), variable)
+    return list(found.values())
+
+
+@dataclass
+class _Slice:
+    side: int
+    seconds: float
+    began: float
+    # Step k runs from pull k to k + 1, the first one timed too: the batch is the same
+    # cached one and both functions are warm, so a switch costs nothing to leave out.
+    pulls: list[float]
+    cpu_from: float
+
+
+class LoopXlaTrial:
+    """Serves the loop its cached batch while its train step's calls go to the original and
+    to the XLA twin in turn. `next_batch()` answers each pull (None once over); `result()`
+    ends the trial (redirect removed, variables put back) and says what it measured."""
+
+    def __init__(
+        self,
+        step: LoopStep,
+        batch: Any,
+        *,
+        clock: Clock,
+        step_s: float,
+        budget_s: float,
+        make_twin: Callable[[Any], Any] = xla_twin,
+        variables_of: Callable[[Any], list[Any]] = captured_variables,
+    ) -> None:
+        self._step = step
+        self._batch = batch
+        self._clock = clock
+        self._step_s = step_s
+        self.began = clock.now()
+        self._end_s = self.began + budget_s
+        self._plan: RoundPlan | None = None
+        self._slice: _Slice | None = None
+        self._failure: str | None = None
+        self._result: ModelTrial | None = None
+        self._compiled_s = 0.0
+        self._compile_began = 0.0
+        self._warm = 0  # untimed steps served before the rounds: the twin's, then the original's
+        twin = make_twin(step.function)
+        self._saved: list[tuple[Any, Any]] = []
+        if isinstance(twin, str):
+            self._failure = f"not measured: {twin}"
+            return
+        self._twin = twin
+        self._saved = [(v, v.numpy()) for v in variables_of(step.function)]
+
+    def next_batch(self) -> Any | None:
+        if self._failure is not None or self._result is not None:
+            return None
+        now = self._clock.now()
+        if self._warm < 2:
+            return self._warm_step(now)
+        current = self._slice
+        if current is not None:
+            current.pulls.append(now)
+            if not self._slice_over(current, now):
+                return self._batch
+            self._finish_slice(current)
+        assert self._plan is not None
+        due = self._plan.next_slice()
+        if due is None:
+            return None
+        side, seconds = due
+        self._redirect(side == 1)
+        self._slice = _Slice(side, seconds, now, [now], time.process_time())
+        return self._batch
+
+    def result(self) -> ModelTrial:
+        """The trial's reading, once; the redirect is removed and the variables put back."""
+        if self._result is not None:
+            return self._result
+        self._step.redirects.pop(id(self._step.function), None)
+        for variable, value in self._saved:
+            variable.assign(value)
+        self._saved = []
+        code = self._step.code
+        seconds = self._clock.now() - self.began
+        if self._failure is not None:
+            trial = ModelTrial(JIT_COMPILE, reason=self._failure, code=code, seconds=seconds)
+        elif self._plan is None:
+            trial = ModelTrial(JIT_COMPILE, reason=LOOP_STOPPED, code=code, seconds=seconds)
+        else:
+            if self._slice is not None:
+                self._slice = None  # cut short by the loop: not timed
+            rounds = self._plan.rounds()
+            trial = trial_result(JIT_COMPILE, rounds, fit_per_s=None, seconds=seconds)
+            trial = replace(trial, code=code, setting="True")
+        self._result = trial
+        return trial
+
+    # -- before the rounds --
+    def _warm_step(self, now: float) -> Any:
+        """The twin's first step compiles it (timed apart), the original's runs once; then
+        the rounds start with what is left of the budget."""
+        if self._warm == 0:
+            self._warm = 1
+            self._compile_began = now
+            self._redirect(True, first=True)
+            return self._batch
+        self._warm = 2
+        self._compiled_s = now - self._compile_began
+        if self._failure is not None:
+            return None
+        self._redirect(False)
+        # A long compilation still leaves the rounds twice their fewest: the trial is the
+        # loop's only model-side one, and five rounds at the shortest slices leave no slack.
+        left = max(self._end_s - now, 2 * fewest_rounds_s(self._step_s))
+        # The original's warm step is served with this pull; the rounds begin at the next.
+        self._plan = RoundPlan(
+            slice_s=slice_seconds(self._step_s, left),
+            until_s=now + left,
+            hard_until_s=now + left * OVERRUN,
+            clock=self._clock,
+        )
+        return self._batch
+
+    def _redirect(self, to_twin: bool, *, first: bool = False) -> None:
+        key = id(self._step.function)
+        if not to_twin:
+            self._step.redirects.pop(key, None)
+        elif first:
+            self._step.redirects[key] = self._compiling
+        else:
+            self._step.redirects[key] = self._twin
+
+    def _compiling(self, *args: Any, **kwargs: Any) -> Any:
+        """The twin's first call: XLA compiles it. A failure names the op, and the call goes
+        on to the original, whose step the loop then sees."""
+        from pipediag.training.model_variants import xla_failure
+
+        try:
+            return self._twin(*args, **kwargs)
+        except Exception as exc:
+            self._failure = xla_failure(exc)
+            self._step.redirects.pop(id(self._step.function), None)
+            return self._step.function(*args, **kwargs)
+
+    # -- one slice --
+    def _slice_over(self, current: _Slice, now: float) -> bool:
+        timed = len(current.pulls) - 1
+        return timed >= MAX_STEPS_PER_SLICE or now >= current.began + current.seconds
+
+    def _finish_slice(self, current: _Slice) -> None:
+        self._slice = None
+        assert self._plan is not None
+        pulls = current.pulls
+        latencies = [b - a for a, b in zip(pulls, pulls[1:], strict=False)]
+        cpu_s = time.process_time() - current.cpu_from
+        timing = BatchTiming(None, latencies, pulls[-1] - pulls[0], False, cpu_s)
+        self._plan.record(current.side, timing)

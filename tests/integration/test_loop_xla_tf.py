@@ -1,0 +1,129 @@
+"""XLA on a custom loop's own train step, on real TensorFlow: the step found between pulls,
+its twin's loss on the same batch, the loop driven through the trial, and every variable
+put back with the redirect removed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipediag.hooks.step_calls import FunctionCallPatch, StepCalls
+from pipediag.training.loop_xla import LoopStep
+
+pytestmark = pytest.mark.tensorflow
+
+
+def _mlp_loop() -> tuple[Any, Any, list[Any]]:
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(3)
+    x = tf.random.stateless_normal((256, 16), seed=[1, 2])
+    y = tf.reduce_sum(x, axis=1, keepdims=True)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).repeat()
+    model = keras.Sequential(
+        [
+            keras.layers.Input((16,)),
+            keras.layers.Dense(64, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
+    optimizer = keras.optimizers.Adam(1e-3)
+
+    @tf.function
+    def train_step(a: Any, b: Any) -> Any:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(a, training=True) - b) ** 2)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+        return loss
+
+    return train_step, dataset, [*model.trainable_variables, *optimizer.variables]
+
+
+def _found(step: Any, dataset: Any, calls: StepCalls, steps: int = 6) -> LoopStep | str:
+    """The loop's measured steps, as the iterator hook counts them."""
+    iterator = iter(dataset)
+    calls.recording = True
+    for n in range(steps):
+        batch = next(iterator)
+        calls.pull(counted=n > 0)  # the pass's first pull closes no step
+        step(*batch)
+    calls.pull()
+    calls.stop()
+    return calls.train_step()
+
+
+def test_the_loop_s_step_is_found_and_its_xla_twin_is_timed_with_every_variable_put_back() -> None:
+    import numpy as np
+
+    from pipediag.clock import MONOTONIC
+    from pipediag.training.loop_xla import LoopXlaTrial, captured_variables
+
+    train_step, dataset, variables = _mlp_loop()
+    calls = StepCalls()
+    patch = FunctionCallPatch(calls, lambda: False)
+    patch.install()
+    try:
+        # GIVEN the train step found between the loop's pulls
+        found = _found(train_step, dataset, calls)
+        assert isinstance(found, LoopStep), found
+        assert found.function is train_step and found.name.endswith("train_step")
+        assert found.where is not None and found.where.startswith("test_loop_xla_tf.py:")
+        captured = {id(v) for v in captured_variables(train_step)}
+        assert all(id(getattr(v, "value", v)) in captured for v in variables)
+
+        batch = next(iter(dataset))
+        before = [v.numpy() for v in variables]
+
+        # WHEN the loop is served the cached batch through the trial
+        trial = LoopXlaTrial(found, batch, clock=MONOTONIC, step_s=0.002, budget_s=1.0)
+        losses = []
+        while (served := trial.next_batch()) is not None:
+            losses.append(float(train_step(*served)))
+            assert len(losses) < 100_000
+        result = trial.result()
+    finally:
+        patch.uninstall()
+
+    # THEN both sides were timed, and training is exactly where it was
+    assert result.measured and result.rounds >= 1, result
+    assert result.code.startswith("@tf.function(jit_compile=True)  # on ")
+    assert train_step._list_all_concrete_functions()  # the original still traced
+    assert not calls.redirects
+    for variable, value in zip(variables, before, strict=True):
+        np.testing.assert_array_equal(variable.numpy(), value)
+    # AND the first step served, the twin's compiling one, gave the step's own loss
+    assert np.isclose(losses[0], float(train_step(*batch)), rtol=1e-4)
+
+
+def test_an_op_xla_cannot_compile_is_named_and_the_loop_sees_an_ordinary_step() -> None:
+    import tensorflow as tf
+
+    from pipediag.clock import MONOTONIC
+    from pipediag.training.loop_xla import LoopXlaTrial
+
+    counter = tf.Variable(0.0)
+
+    @tf.function
+    def text_step(a: Any) -> Any:
+        counter.assign_add(1.0)
+        return tf.strings.length(tf.strings.as_string(a))
+
+    calls = StepCalls()
+    patch = FunctionCallPatch(calls, lambda: False)
+    patch.install()
+    try:
+        found = _found(text_step, tf.data.Dataset.from_tensors((1.5,)).repeat(), calls)
+        assert isinstance(found, LoopStep), found
+        trial = LoopXlaTrial(found, tf.constant(1.5), clock=MONOTONIC, step_s=0.001, budget_s=1.0)
+        answers = []
+        while (served := trial.next_batch()) is not None:
+            answers.append(int(text_step(served)))
+        result = trial.result()
+    finally:
+        patch.uninstall()
+    assert answers == [8]  # the failed compilation's call went on to the original
+    assert result.reason == "XLA cannot compile the op AsString"
+    assert float(counter.numpy()) == 6.0  # the served step's write put back
