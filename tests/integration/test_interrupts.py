@@ -82,9 +82,9 @@ def _wait_for(
 @pytest.mark.parametrize(
     ("moment", "options", "sig", "code"),
     [
-        ("measuring train steps", [], signal.SIGINT, 130),
+        ("measuring train steps", ["--bench-seconds", "1"], signal.SIGINT, 130),
         ("benchmarking the input pipeline", ["--bench-seconds", "60"], signal.SIGINT, 130),
-        ("measuring train steps", [], signal.SIGTERM, 143),
+        ("measuring train steps", ["--bench-seconds", "1"], signal.SIGTERM, 143),
     ],
 )
 def test_interrupt_writes_a_partial_report(

@@ -56,7 +56,7 @@ def test_training_data_is_unchanged_by_the_benchmark(tmp_path: Path, kind: str) 
     expected = _plain(script, [kind, str(tmp_path / "plain.json")])
     # WHEN it runs under pipediag, which benchmarks the dataset alone first
     config = pipediag.RunConfig(
-        measured_steps=None, warmup_steps=0, bench_seconds=1.0, deep_seconds=6.0
+        measured_steps=None, warmup_steps=0, bench_seconds=1.0, deep_seconds=4.0
     )
     report = pipediag.diagnose(
         script, [kind, str(tmp_path / "diag.json")], config=config, out=None, log=None

@@ -72,7 +72,7 @@ def test_losses_are_identical_with_and_without_pipediag(tmp_path: Path, style: s
         "1",
         # the stage holds and the rewrites on training still run, in less time
         "--deep-seconds",
-        "8",
+        "6",
         "--out",
         str(tmp_path / "out"),
         str(script),
