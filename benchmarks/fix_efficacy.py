@@ -72,9 +72,12 @@ def case_rate(case: str, extra: list[str], steps: int) -> float | None:
     return case_rates(case, extra, steps).get("steps_per_s")
 
 
-def case_rates(case: str, extra: list[str], steps: int) -> dict[str, float | None]:
+def case_rates(
+    case: str, extra: list[str], steps: int, *, seconds: float | None = None
+) -> dict[str, float | None]:
     """One plain run's rates: `steps_per_s` (after its warm-up) and `steady_steps_per_s`
-    (its epoch boundaries left out); {} where the run failed."""
+    (its epoch boundaries left out); {} where the run failed. It ends after `steps` steps,
+    or `seconds` after its warm-up, whichever comes first."""
     with tempfile.TemporaryDirectory(prefix="pipediag-fix-") as tmp:
         rate_file = Path(tmp) / "rate.json"
         cmd = [
@@ -85,6 +88,7 @@ def case_rates(case: str, extra: list[str], steps: int) -> dict[str, float | Non
             str(EPOCHS),
             "--max-steps",
             str(steps),
+            *(["--max-seconds", str(seconds)] if seconds is not None else []),
             "--rate-file",
             str(rate_file),
         ]

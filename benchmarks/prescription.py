@@ -65,8 +65,11 @@ NAME = "prescription"
 DEFAULT_CASES = ("shuffled_map_loop", "generator_source_fit", "decode_contention_fit")
 ROUNDS = 3
 QUICK_ROUNDS = 1
-STEPS = 150
-QUICK_STEPS = 80
+# Each rate run lasts this long after its warm-up, whatever the step's length: 150 steps of
+# a 3-ms loop step had lasted half a second, and its whole-run truths swung 0.55-1.13x.
+RATE_SECONDS = 4.0
+QUICK_RATE_SECONDS = 2.0
+MAX_STEPS = 100_000
 # Epochs the diagnosed script is given: pipediag ends it once its trials are done.
 DIAGNOSIS_EPOCHS = 100
 DIAGNOSIS_TIMEOUT_S = 420
@@ -303,7 +306,7 @@ def diagnose(info: CaseInfo, deep_seconds: float | None) -> dict[str, Any]:
         return {**claims(json.loads(report_file.read_text()), info), "run_s": wall}
 
 
-def run_case(info: CaseInfo, *, rounds: int, steps: int, deep_seconds: float | None) -> Any:
+def run_case(info: CaseInfo, *, rounds: int, seconds: float, deep_seconds: float | None) -> Any:
     runs: list[dict[str, Any]] = []
     rates: list[dict[str, float | None]] = []
     steady: list[dict[str, float | None]] = []
@@ -314,7 +317,10 @@ def run_case(info: CaseInfo, *, rounds: int, steps: int, deep_seconds: float | N
         for label in (run.get("top_variant"), run.get("combined_variant")):
             if label and label not in wanted:
                 wanted.append(label)
-        both = {label: case_rates(info.name, variant_args(label), steps) for label in wanted}
+        both = {
+            label: case_rates(info.name, variant_args(label), MAX_STEPS, seconds=seconds)
+            for label in wanted
+        }
         measured = {label: found.get("steps_per_s") for label, found in both.items()}
         rates.append(measured)
         steady.append({label: found.get("steady_steps_per_s") for label, found in both.items()})
@@ -397,14 +403,14 @@ def main(argv: list[str] | None = None) -> int:
     add_raw_option(parser, "every round's steps/s per variant")
     args = parser.parse_args(argv)
     rounds = args.rounds or (QUICK_ROUNDS if args.quick else ROUNDS)
-    steps = QUICK_STEPS if args.quick else STEPS
+    seconds = QUICK_RATE_SECONDS if args.quick else RATE_SECONDS
     names = args.cases.split(",") if args.cases else list(DEFAULT_CASES)
 
     rows = []
     for name in names:
         print(f"  {name} ...", flush=True)
         info = case_info(load_case(name))
-        rows.append(run_case(info, rounds=rounds, steps=steps, deep_seconds=args.deep_seconds))
+        rows.append(run_case(info, rounds=rounds, seconds=seconds, deep_seconds=args.deep_seconds))
     print()
     print_rows(rows)
     summary = summarise(rows)
@@ -418,7 +424,11 @@ def main(argv: list[str] | None = None) -> int:
     write_results(
         args.json,
         NAME,
-        settings={"rounds": rounds, "steps": steps, "deep_seconds": args.deep_seconds},
+        settings={
+            "rounds": rounds,
+            "rate_seconds": seconds,
+            "deep_seconds": args.deep_seconds,
+        },
         summary=summary,
         cases=cases,
         quick=args.quick,

@@ -130,19 +130,34 @@ def train(
     steps_per_epoch: int | None = None,
     max_steps: int | None = None,
     timer: StepTimer | None = None,
+    max_seconds: float | None = None,
+    warmup: int = DEFAULT_RATE_WARMUP_STEPS,
 ) -> None:
     """Train as the case's style does: `model.fit` or a `for batch in dataset` loop.
 
     `max_steps` ends training early (both styles), so a rate measurement does not pay for
-    whole epochs; `steps_per_epoch` is needed for an infinite (repeated) dataset.
+    whole epochs; so does `max_seconds`, counted from the end of step `warmup`, so a rate
+    run lasts long enough to read whatever the step's length; `steps_per_epoch` is needed
+    for an infinite (repeated) dataset.
     """
     timer = timer or StepTimer()
+
+    def done() -> bool:
+        ends = timer.ends_s
+        if max_steps is not None and len(ends) >= max_steps:
+            return True
+        return (
+            max_seconds is not None
+            and len(ends) > warmup
+            and ends[-1] - ends[warmup] >= max_seconds
+        )
+
     if style == FIT:
         import keras
 
         callbacks = [timer.keras_callback()]
-        if max_steps is not None:
-            callbacks.append(_stop_after(timer, max_steps, keras))
+        if max_steps is not None or max_seconds is not None:
+            callbacks.append(_stop_when(done, keras))
         model.fit(
             dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, verbose=0, callbacks=callbacks
         )
@@ -156,14 +171,14 @@ def train(
                 break
             train_step(x, y)
             timer.tick()
-            if max_steps is not None and len(timer.ends_s) >= max_steps:
+            if done():
                 return
 
 
-def _stop_after(timer: StepTimer, max_steps: int, keras: Any) -> Any:
+def _stop_when(done: Callable[[], bool], keras: Any) -> Any:
     class _Stop(keras.callbacks.Callback):  # type: ignore[misc]
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            if len(timer.ends_s) >= max_steps:
+            if done():
                 self.model.stop_training = True
 
     return _Stop()
@@ -195,6 +210,9 @@ def main(
     parser.add_argument("--tuned", action="store_true", help="the hand-tuned variant")
     parser.add_argument("--fix", action="append", help="apply one named fix (repeatable)")
     parser.add_argument("--max-steps", type=int, default=None, help="stop after N steps")
+    parser.add_argument(
+        "--max-seconds", type=float, default=None, help="stop N s after the warm-up steps"
+    )
     parser.add_argument("--rate-file", type=Path, help="write this run's own steps/s as JSON")
     parser.add_argument("--rate-warmup", type=int, default=DEFAULT_RATE_WARMUP_STEPS)
     args = parser.parse_args()
@@ -211,6 +229,8 @@ def main(
         epochs=args.epochs,
         max_steps=args.max_steps,
         timer=timer,
+        max_seconds=args.max_seconds,
+        warmup=args.rate_warmup,
     )
     rate = timer.rate(args.rate_warmup)
     steady, boundary_s = steady_rate_after(timer.ends_s, timer.epoch_marks, args.rate_warmup)
