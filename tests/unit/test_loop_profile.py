@@ -8,8 +8,8 @@ from typing import Any
 
 from pipediag.analysis.op_time import OpEvent, ProfiledWindow
 from pipediag.bench.teardown import TearDown
-from pipediag.config import RunConfig
 from pipediag.conclusion import Conclusion
+from pipediag.config import RunConfig
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import HOST_GAP, OP_TYPE, ModelTrial
 from pipediag.testing import FakeClock
