@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from pipediag.report.model_side import ModelTrial
     from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer, Concluded, Held, Tried
+    from pipediag.training.loop_profile import OpsFound, Profiler
 
 # A multi-worker loop's blocks: a fixed size, whatever each worker's own timing says.
 LOCKSTEP_BLOCK_STEPS = 16
@@ -239,6 +240,8 @@ class Conclusion:
             held=held,
             sync=sync,
             model_tried=self._loop_model_tried,
+            ops_profiled=self._loop_ops_profiled,
+            profiler=_quiet_profiler,
         )
 
     # -- after the measured steps ------------------------------------------------------
@@ -376,6 +379,21 @@ class Conclusion:
             return
         self.loop_model_s = self._config.deep_seconds * MODEL_SIDE_SHARE
 
+    def _loop_ops_profiled(self, found: OpsFound, began: float) -> None:
+        """The profiler window over the loop's own steps is over: where the step's time
+        goes joins compute alone (`training/loop_profile.py`)."""
+        now = self._clock.now()
+        self._say.add_phase("model_side", began, now)
+        alone = self.compute_alone
+        if alone is not None:
+            top, reason = found
+            self.compute_alone = dataclasses.replace(
+                alone,
+                top_ops=top,
+                top_ops_reason=reason,
+                model_side_s=alone.model_side_s + now - began,
+            )
+
     def _loop_model_tried(self, trial: ModelTrial, began: float) -> None:
         """XLA on the loop's own train step is over: its trial joins compute alone."""
         now = self._clock.now()
@@ -385,6 +403,14 @@ class Conclusion:
             spent = alone.model_side_s + now - began
             trials = [*alone.trials, trial]
             self.compute_alone = dataclasses.replace(alone, trials=trials, model_side_s=spent)
+
+
+def _quiet_profiler() -> Profiler:
+    """The loop window's profiler session, TF's log lines about it kept off the terminal."""
+    from pipediag.hooks.profiler_trace import quiet_profiler_logs
+    from pipediag.training.op_profile import ProfilerSession
+
+    return ProfilerSession(quiet_profiler_logs)
 
 
 def newest_steps(timeline: StepTimeline, count: int) -> tuple[float, list[float]] | None:

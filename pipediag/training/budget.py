@@ -34,6 +34,7 @@ from pipediag.report.vocabulary import (
     RateBlockKind,
 )
 from pipediag.training.alternation import WARMUP_STEPS, Alternation
+from pipediag.training.loop_profile import LoopProfile, OpsFound, Profiler, keras_layer_names
 from pipediag.training.loop_search import HoldPlan, LoopSearch
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
 from pipediag.training.stage_cost import Searched, StageSearch
@@ -61,6 +62,8 @@ Tried = Callable[["PipelineSearch", float], None]
 Held = Callable[[Searched, float], None]
 # The model-side trial on the loop's step is over: what it measured, and when it began.
 ModelTried = Callable[[ModelTrial, float], None]
+# The profiler window over the loop's steps is over: what it found, and when it began.
+OpsProfiled = Callable[[OpsFound, float], None]
 
 
 class _Pull:
@@ -104,6 +107,9 @@ class BudgetServer:
             called where a block starts or ends; None where steps end when they return.
         model_tried: called once XLA was tried on the loop's train step (`found_step`),
             or the loop stopped during it.
+        ops_profiled: called once the profiler window over the loop's steps, served right
+            before XLA, is over (or the loop stopped during it).
+        profiler: makes the window's profiler session.
     """
 
     def __init__(
@@ -123,9 +129,15 @@ class BudgetServer:
         held: Held | None = None,
         sync: Callable[[], None] | None = None,
         model_tried: ModelTried | None = None,
+        ops_profiled: OpsProfiled | None = None,
+        profiler: Callable[[], Profiler] | None = None,
     ) -> None:
         self._clock = clock
         self._model_tried = model_tried
+        self._ops_profiled = ops_profiled
+        self._profiler = profiler
+        self._profile: LoopProfile | None = None
+        self._xla_s: float | None = None
         self._step: LoopStep | str | None = None
         self._model_s: float | None = None
         self._xla: LoopXlaTrial | None = None
@@ -193,16 +205,58 @@ class BudgetServer:
             if batch is not None:
                 return batch
             self._end_rewrites()
-        return self._xla_batch()
+        return self._model_side_batch()
 
     def found_step(self, step: LoopStep | str) -> None:
         """The train step the loop calls once a step (or why none was found), for XLA."""
         self._step = step
 
-    def _xla_batch(self) -> Any | None:
-        """XLA on the loop's own step, last (docs/design.md, "When the model sets the
-        rate"): the cached batch while the step's calls alternate with its twin's."""
+    def _model_side_batch(self) -> Any | None:
+        """The model side on the loop's own step, last (docs/design.md, "When the model
+        sets the rate"): a profiler window over a few steps on the cached batch, then XLA
+        with the seconds left."""
         seconds, self._model_s = self._model_s, None
+        if seconds is not None:
+            self._xla_s = seconds
+            self._start_profile()
+        if self._profile is not None:
+            batch = self._profile.next_batch()
+            if batch is not None:
+                return batch
+            spent = self._end_profile()
+            if self._xla_s is not None:
+                self._xla_s = max(0.0, self._xla_s - spent)
+        return self._xla_batch()
+
+    def _start_profile(self) -> None:
+        if self._ops_profiled is None or self._profiler is None or self._last_batch is None:
+            return
+        from pipediag.training.op_profile import profiled_steps
+
+        step = self._step
+        self._phase("profiling where the loop's step time goes", redraw=False)
+        self._profile = LoopProfile(
+            self._last_batch,
+            steps=profiled_steps(self._step_s),
+            clock=self._clock,
+            profiler=self._profiler(),
+            layer_names=keras_layer_names(step.function) if isinstance(step, LoopStep) else [],
+        )
+
+    def _end_profile(self) -> float:
+        """Ends the window, its reading to the session; the seconds it took."""
+        window, self._profile = self._profile, None
+        if window is None:
+            return 0.0
+        found = window.result()
+        if self._ops_profiled is not None:
+            self._ops_profiled(found, window.began)
+        return self._clock.now() - window.began
+
+    def _xla_batch(self) -> Any | None:
+        """XLA on the loop's own step: the cached batch while the step's calls alternate
+        with its twin's."""
+        seconds, self._xla_s = self._xla_s, None
         if seconds is not None and self._model_tried is not None:
             step, batch = self._step, self._last_batch
             if isinstance(step, LoopStep) and batch is not None:
@@ -274,6 +328,7 @@ class BudgetServer:
         self._end_holds()
         self._work = LoopWork()  # not started: nothing to report
         self._end_rewrites()
+        self._end_profile()
         self._end_xla()
         self._last_batch = None
 

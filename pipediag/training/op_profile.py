@@ -39,6 +39,63 @@ def profiled_steps(step_s: float) -> int:
     return max(1, min(PROFILED_STEPS, int(MAX_WINDOW_S / step_s)))
 
 
+class ProfilerSession:
+    """One TF profiler window at host tracer level 2, started and stopped by its owner: a
+    call loop (`profile_window`) or a loop's pulls (`training/loop_profile.py`).
+    `quiet_logs`: keeps TF's log lines about the profiler session out of the terminal."""
+
+    def __init__(
+        self, quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    ) -> None:
+        self._quiet_logs = quiet_logs
+        self.logdir: Path | None = None
+        self.running = False
+
+    def start(self) -> str | None:
+        """Starts tracing into a new folder; or why it could not (another session active)."""
+        import tensorflow as tf
+
+        logdir = Path(tempfile.mkdtemp(prefix="pipediag-ops-"))
+        options = tf.profiler.experimental.ProfilerOptions(
+            host_tracer_level=OP_TRACER_LEVEL, python_tracer_level=0, device_tracer_level=1
+        )
+        try:
+            with self._quiet_logs():
+                tf.profiler.experimental.start(str(logdir), options=options)
+        except Exception as exc:  # a single-session resource: another may be active
+            shutil.rmtree(logdir, ignore_errors=True)
+            return f"not measured: the TF profiler could not start ({_first_line(exc)})"
+        self.logdir, self.running = logdir, True
+        return None
+
+    def stop(self) -> None:
+        """Stops tracing (once; nothing where it never started)."""
+        if not self.running:
+            return
+        self.running = False
+        import tensorflow as tf
+
+        with self._quiet_logs():
+            tf.profiler.experimental.stop()
+
+    def read(self, steps: int, wall_ns: int) -> ProfiledWindow | str:
+        """The stopped window's op events; its folder is removed."""
+        logdir, self.logdir = self.logdir, None
+        if logdir is None:
+            return "not measured: the TF profiler did not start"
+        try:
+            return read_window(logdir, steps, wall_ns)
+        finally:
+            shutil.rmtree(logdir, ignore_errors=True)
+
+    def discard(self) -> None:
+        """Stops tracing and removes the folder unread."""
+        self.stop()
+        logdir, self.logdir = self.logdir, None
+        if logdir is not None:
+            shutil.rmtree(logdir, ignore_errors=True)
+
+
 def profile_window(
     call: Callable[[], None],
     steps: int,
@@ -46,30 +103,21 @@ def profile_window(
     clock: Clock,
     quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
 ) -> ProfiledWindow | str:
-    """`steps` synced calls of the train step under the TF profiler, or why not.
-    `quiet_logs`: keeps TF's log lines about the profiler session out of the terminal."""
-    import tensorflow as tf
-
-    logdir = Path(tempfile.mkdtemp(prefix="pipediag-ops-"))
-    options = tf.profiler.experimental.ProfilerOptions(
-        host_tracer_level=OP_TRACER_LEVEL, python_tracer_level=0, device_tracer_level=1
-    )
+    """`steps` synced calls of the train step under the TF profiler, or why not."""
+    session = ProfilerSession(quiet_logs)
+    failed = session.start()
+    if failed is not None:
+        return failed
+    began = clock.now()
     try:
-        with quiet_logs():
-            try:
-                tf.profiler.experimental.start(str(logdir), options=options)
-            except Exception as exc:  # a single-session resource: another may be active
-                return f"not measured: the TF profiler could not start ({_first_line(exc)})"
-            began = clock.now()
-            try:
-                for _ in range(steps):
-                    call()
-            finally:
-                wall_s = clock.now() - began
-                tf.profiler.experimental.stop()
-        return read_window(logdir, steps, int(wall_s * 1e9))
-    finally:
-        shutil.rmtree(logdir, ignore_errors=True)
+        for _ in range(steps):
+            call()
+    except BaseException:
+        session.discard()
+        raise
+    wall_s = clock.now() - began
+    session.stop()
+    return session.read(steps, int(wall_s * 1e9))
 
 
 def read_window(logdir: Path, steps: int, wall_ns: int) -> ProfiledWindow | str:

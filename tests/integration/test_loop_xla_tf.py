@@ -1,6 +1,7 @@
 """XLA on a custom loop's own train step, on real TensorFlow: the step found between pulls,
-its twin's loss on the same batch, the loop driven through the trial, and every variable
-put back with the redirect removed."""
+its top ops from a profiler window over the loop's served steps, its twin's loss on the same
+batch, the loop driven through the trial, and every variable put back with the redirect
+removed."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 from pipediag.hooks.step_calls import FunctionCallPatch, StepCalls
+from pipediag.report.model_side import HOST_GAP, OP_TYPE
 from pipediag.training.loop_xla import LoopStep
 
 pytestmark = pytest.mark.tensorflow
@@ -75,6 +77,8 @@ def test_the_loop_s_step_is_found_and_its_xla_twin_is_timed_with_every_variable_
         assert all(id(getattr(v, "value", v)) in captured for v in variables)
 
         batch = next(iter(dataset))
+        # AND where its time goes, from a profiler window over the loop's served steps
+        top, reason = _profiled(found, batch)
         before = [v.numpy() for v in variables]
 
         # WHEN the loop is served the cached batch through the trial
@@ -96,6 +100,29 @@ def test_the_loop_s_step_is_found_and_its_xla_twin_is_timed_with_every_variable_
         np.testing.assert_array_equal(variable.numpy(), value)
     # AND the first step served, the twin's compiling one, gave the step's own loss
     assert np.isclose(losses[0], float(train_step(*batch)), rtol=1e-4)
+    # AND the window grouped the steps' ops by type, with the host's gaps
+    assert reason is None and top, reason
+    assert {op.kind for op in top} >= {OP_TYPE, HOST_GAP}
+    assert "MatMul" in {op.name for op in top if op.kind == OP_TYPE}
+    assert sum(op.share for op in top if op.kind in (OP_TYPE, HOST_GAP)) <= 1.0 + 1e-9
+
+
+def _profiled(found: LoopStep, batch: Any) -> Any:
+    """The loop driven through the profiler window, as the budget server serves it."""
+    from pipediag.clock import MONOTONIC
+    from pipediag.training.loop_profile import LoopProfile, keras_layer_names
+    from pipediag.training.op_profile import ProfilerSession, profiled_steps
+
+    window = LoopProfile(
+        batch,
+        steps=profiled_steps(0.002),
+        clock=MONOTONIC,
+        profiler=ProfilerSession(),
+        layer_names=keras_layer_names(found.function),
+    )
+    while (served := window.next_batch()) is not None:
+        found.function(*served)
+    return window.result()
 
 
 def test_an_op_xla_cannot_compile_is_named_and_the_loop_sees_an_ordinary_step() -> None:

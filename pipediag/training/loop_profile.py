@@ -1,0 +1,125 @@
+"""Where a custom loop's step time goes: a TF profiler window over a few of its own steps.
+
+Under fit pipediag calls the train function inside the window itself
+(`training/model_side.py`); a loop's step runs only when the loop pulls. So at its step
+budget, right before XLA is tried on its step, the loop is served its cached batch while the
+profiler runs: started at one pull, stopped `steps` pulls later, so the window holds that
+many of the loop's steps, its own code between pulls included. The window is read and
+grouped as fit's is (`training/op_profile.py`, `analysis/op_time.py`); no train step needs
+to be found, so a step that runs eagerly is profiled too (docs/design.md, "When the model
+sets the rate").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pipediag.analysis.op_time import ProfiledWindow, top_ops
+from pipediag.clock import Clock
+from pipediag.report.model_side import TopOp
+
+LOOP_STOPPED = "not measured: the loop stopped before the profiled steps were over"
+NO_OP_EVENTS = "not measured: the trace held no op events"
+
+
+class Profiler(Protocol):
+    """The profiler session the window drives (`op_profile.ProfilerSession`)."""
+
+    def start(self) -> str | None: ...
+
+    def stop(self) -> None: ...
+
+    def read(self, steps: int, wall_ns: int) -> ProfiledWindow | str: ...
+
+    def discard(self) -> None: ...
+
+
+# The window's reading: the step's top ops, or why there are none.
+OpsFound = tuple[list[TopOp], str | None]
+
+
+class LoopProfile:
+    """Serves the loop its cached batch for `steps` steps under the profiler. `next_batch()`
+    answers each pull (None once over); `result()` ends the window (the profiler stopped,
+    even where the loop stopped first) and says what it found."""
+
+    def __init__(
+        self,
+        batch: Any,
+        *,
+        steps: int,
+        clock: Clock,
+        profiler: Profiler,
+        layer_names: list[str],
+    ) -> None:
+        self._batch = batch
+        self._steps = max(1, steps)
+        self._clock = clock
+        self._profiler = profiler
+        self._layer_names = layer_names
+        self.began = clock.now()
+        self._started_at: float | None = None
+        self._served = 0
+        self._result: OpsFound | None = None
+
+    def next_batch(self) -> Any | None:
+        if self._result is not None:
+            return None
+        if self._started_at is None:
+            failed = self._start()
+            if failed is not None:
+                self._result = ([], failed)
+                return None
+        elif self._served >= self._steps:
+            self._result = self._read(self._clock.now() - self._started_at)
+            return None
+        self._served += 1
+        return self._batch
+
+    def result(self) -> OpsFound:
+        """The window's reading, once; a window the loop cut short is stopped unread."""
+        if self._result is None:
+            self._profiler.discard()
+            self._result = ([], LOOP_STOPPED)
+        return self._result
+
+    def _start(self) -> str | None:
+        try:
+            failed = self._profiler.start()
+        except Exception as exc:
+            return f"not measured: {type(exc).__name__}: {str(exc)[:160]}"
+        if failed is None:
+            self._started_at = self._clock.now()
+        return failed
+
+    def _read(self, wall_s: float) -> OpsFound:
+        try:
+            self._profiler.stop()
+            window = self._profiler.read(self._steps, round(wall_s * 1e9))
+        except Exception as exc:
+            self._profiler.discard()
+            return [], f"not measured: {type(exc).__name__}: {str(exc)[:160]}"
+        if isinstance(window, str):
+            return [], window
+        found = top_ops(window, self._layer_names)
+        return found, None if found else NO_OP_EVENTS
+
+
+def keras_layer_names(function: Any) -> list[str]:
+    """The layer names of the Keras model whose step `function` is: the instance a method is
+    bound to, or a model the step's Python function closes over; [] where there is none."""
+    python_function = getattr(function, "_python_function", function)
+    cells = getattr(python_function, "__closure__", None) or ()
+    candidates = [getattr(python_function, "__self__", None), *map(_cell_contents, cells)]
+    for candidate in candidates:
+        layers = getattr(candidate, "layers", None)
+        if isinstance(layers, list) and layers:
+            return [str(getattr(layer, "name", "")) for layer in layers]
+    return []
+
+
+def _cell_contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
