@@ -45,7 +45,7 @@ def _case(shape: tuple[int, ...], placement: Any) -> dict[str, Any]:
     from pipediag.clock import MONOTONIC
     from pipediag.training.compute_alone import sync_logs
     from pipediag.training.device_copy import device_copy_trial
-    from pipediag.training.model_side import FitFacts
+    from pipediag.training.step_rounds import FitFacts
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(BATCH, *shape)).astype("float32")

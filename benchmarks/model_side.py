@@ -129,8 +129,9 @@ def claim(model: Any, ds: Any) -> tuple[dict[str, Any], float]:
     """pipediag's trials on the model (fit's rate A and what fit adds around its train
     function measured first, as pipediag measures them), and their seconds."""
     from pipediag.clock import MONOTONIC
-    from pipediag.training.model_side import FitFacts, on_fit
+    from pipediag.training.model_side import on_fit
     from pipediag.training.model_variants import cpu_flags, has_gpu, policy_for
+    from pipediag.training.step_rounds import FitFacts
 
     fit_rate(model, ds, 10)  # builds the train function
     overhead: list[float] = []
@@ -151,7 +152,7 @@ def claim(model: Any, ds: Any) -> tuple[dict[str, Any], float]:
 def gap_claim(trial: Any, fit_per_s: float, spe: int) -> float | None:
     """The claim with fit's time around its train function read as the gap between fit's
     rate and the trial's baseline (measured at different times), for comparison."""
-    from pipediag.training.model_side import whole_run_speedup
+    from pipediag.training.step_rounds import whole_run_speedup
 
     base, variant = trial.baseline_steps_per_s, trial.variant_steps_per_s
     if not base or not variant:

@@ -524,8 +524,9 @@ def model_side(
         return dataclasses.replace(alone, model_side_reason=gate)
     if style != "keras-fit" or model is None or batch is None:
         return dataclasses.replace(alone, model_side_reason=MODEL_SIDE_FIT_ONLY)
-    from pipediag.training.model_side import FitFacts, on_fit
+    from pipediag.training.model_side import on_fit
     from pipediag.training.model_variants import cpu_flags, has_gpu, policy_for
+    from pipediag.training.step_rounds import FitFacts
 
     step_s = alone.step_time.median_s if alone.step_time is not None else None
     if step_s is None or step_s <= 0:

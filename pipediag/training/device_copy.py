@@ -18,7 +18,7 @@ from typing import Any
 from pipediag.bench.device import DevicePlacement
 from pipediag.clock import Clock
 from pipediag.report.model_side import DEVICE_COPY, ModelTrial
-from pipediag.training.model_side import NO_GPU, FitFacts, Side, measure
+from pipediag.training.step_rounds import NO_GPU, FitFacts, Side, measure
 
 DEVICE_COPY_CODE = 'dataset = dataset.apply(tf.data.experimental.prefetch_to_device("{device}"))'
 # What limits the reading: the fix overlaps the copy with the step, it does not remove it.

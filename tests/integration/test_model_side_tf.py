@@ -21,7 +21,7 @@ from pipediag.report.model_side import (
     OP_TYPE,
     SCOPE,
 )
-from pipediag.training.model_side import NO_GPU
+from pipediag.training.step_rounds import NO_GPU
 
 pytestmark = pytest.mark.tensorflow
 

@@ -21,7 +21,8 @@ from pipediag.training.device_copy import (
     device_copy_trial,
     no_gpu_trial,
 )
-from pipediag.training.model_side import NO_GPU, FitFacts, guarded
+from pipediag.training.model_side import guarded
+from pipediag.training.step_rounds import NO_GPU, FitFacts
 
 STEP_S = 0.02
 COPY_S = 0.02

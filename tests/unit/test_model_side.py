@@ -38,18 +38,15 @@ from pipediag.report.model_side import (
 )
 from pipediag.report.vocabulary import VerdictLabel
 from pipediag.testing import FakeClock, synthetic_cost_report
-from pipediag.training.model_side import (
-    SPE_MAX_STEPS,
-    SPE_MIN_STEPS,
+from pipediag.training.model_side import SPE_MAX_STEPS, SPE_MIN_STEPS, guarded, spe_steps
+from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
+from pipediag.training.step_rounds import (
     Side,
-    guarded,
     measure,
     slice_seconds,
-    spe_steps,
     trial_result,
     whole_run_speedup,
 )
-from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
 
 
 def _sleeper(clock: FakeClock, seconds: float) -> Side:

@@ -1,0 +1,186 @@
+"""A change measured on the train step alone: its two sides (a synced call of each train
+function), their interleaved rounds within a share of the budget, and the arithmetic that
+turns their rates into a whole run's gain, with fit's own time around the train function on
+both sides (docs/design.md, "When the model sets the rate").
+
+Shared by the model-side trials under fit (`model_side.py`), the host-to-device copy
+(`device_copy.py`) and XLA on a custom loop's step (`loop_xla.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipediag.bench.interleaved import MIN_ROUNDS, Rounds, median_rate, run_rounds
+from pipediag.bench.pipeline import BatchTiming
+from pipediag.clock import Clock
+from pipediag.report.model_side import ModelChange, ModelTrial
+
+# A trial's slices: long enough for a few steps, short enough for the five rounds the
+# sign-test interval needs (two slices each) within the trial's share of the budget.
+MIN_SLICE_S = 0.05
+MAX_SLICE_S = 0.5
+SLICES_PER_TRIAL = 12
+# A trial's rounds may overrun its share by this factor before none is started.
+OVERRUN = 1.3
+NO_GPU = "not measured: no GPU (the batch is already where the step runs)"
+
+# One call of a side's train function, synced; the batches it trains.
+Call = Callable[[], None]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a trial: a call of its train function and the batches a call trains."""
+
+    call: Call
+    batches_per_call: int = 1
+
+
+def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
+    """A side's read for the rounds: calls until `seconds` have passed (one at least), a
+    latency per batch. Both sides are warm before the rounds, so no call is left untimed."""
+
+    def run(seconds: float) -> BatchTiming:
+        start = clock.now()
+        cpu_from = time.process_time()
+        ends = [start]
+        while True:
+            side.call()
+            ends.append(clock.now())
+            if ends[-1] >= start + seconds:
+                break
+        per = side.batches_per_call
+        latencies = [
+            (b - a) / per for a, b in zip(ends, ends[1:], strict=False) for _ in range(per)
+        ]
+        return BatchTiming(None, latencies, ends[-1] - start, False, time.process_time() - cpu_from)
+
+    return run
+
+
+def slice_seconds(call_s: float, share_s: float) -> float:
+    """A slice for `SLICES_PER_TRIAL` in the share, and never shorter than one call."""
+    return max(call_s, MIN_SLICE_S, min(MAX_SLICE_S, share_s / SLICES_PER_TRIAL))
+
+
+def whole_run_speedup(
+    baseline_per_s: float,
+    variant_per_s: float,
+    fit_per_s: float | None,
+    *,
+    shared_by: int = 1,
+    around_s: float | None = None,
+) -> float:
+    """The gain on fit's step: fit's time around the train function stays on both sides,
+    divided by `shared_by` on the variant's (steps_per_execution pays it once a call).
+
+    That time is `around_s` where fit's steps measured it beside their train function
+    (`hooks/fit_overhead.py`), else `1/fit - 1/baseline` (none when fit was faster): a gap
+    between rates read at different times, which the host's drift also moves.
+    """
+    around = fit_around_s(baseline_per_s, fit_per_s, around_s)
+    if around is None:
+        return variant_per_s / baseline_per_s
+    return (1.0 / baseline_per_s + around) / (1.0 / variant_per_s + around / shared_by)
+
+
+def fit_around_s(
+    baseline_per_s: float | None, fit_per_s: float | None, around_s: float | None
+) -> float | None:
+    """fit's time around its train function per step (`whole_run_speedup`); None unknown."""
+    if around_s is not None:
+        return max(0.0, around_s)
+    if fit_per_s is None or fit_per_s <= 0 or not baseline_per_s:
+        return None
+    return max(0.0, 1.0 / fit_per_s - 1.0 / baseline_per_s)
+
+
+def trial_result(
+    change: ModelChange,
+    rounds: Rounds,
+    *,
+    fit_per_s: float | None,
+    shared_by: int = 1,
+    seconds: float = 0.0,
+    around_s: float | None = None,
+) -> ModelTrial:
+    """A trial's rates and gain from its rounds; the interval's ends go through the same
+    whole-run arithmetic (it rises with the variant's rate)."""
+    base, variant = median_rate(rounds.baseline), median_rate(rounds.variant)
+    if base is None or variant is None or base <= 0 or variant <= 0:
+        return ModelTrial(change, reason="too few steps to time", seconds=seconds)
+    interval = None
+    if rounds.interval is not None:
+        low, high = rounds.interval
+        interval = [
+            whole_run_speedup(base, base * ratio, fit_per_s, shared_by=shared_by, around_s=around_s)
+            for ratio in (low, high)
+        ]
+    return ModelTrial(
+        change,
+        baseline_steps_per_s=base,
+        variant_steps_per_s=variant,
+        speedup=whole_run_speedup(base, variant, fit_per_s, shared_by=shared_by, around_s=around_s),
+        interval=interval,
+        rounds=len(rounds.ratios),
+        stopped=rounds.stopped,
+        seconds=seconds,
+    )
+
+
+def measure(
+    change: ModelChange,
+    baseline: Side,
+    variant: Side,
+    *,
+    clock: Clock,
+    share_s: float,
+    call_s: float,
+    fit_per_s: float | None,
+    shared_by: int = 1,
+    around_s: float | None = None,
+) -> ModelTrial:
+    """The rounds of one change within `share_s` seconds, both sides warmed first."""
+    began = clock.now()
+    baseline.call()
+    variant.call()
+    now = clock.now()
+    left = max(0.0, began + share_s - now)
+    rounds = run_rounds(
+        timed(baseline, clock),
+        timed(variant, clock),
+        slice_s=slice_seconds(call_s, left),
+        until_s=now + left,
+        hard_until_s=now + left * OVERRUN,
+        clock=clock,
+    )
+    return trial_result(
+        change,
+        rounds,
+        fit_per_s=fit_per_s,
+        shared_by=shared_by,
+        seconds=clock.now() - began,
+        around_s=around_s,
+    )
+
+
+@dataclass(frozen=True)
+class FitFacts:
+    """What the trials need to know of the run: the measured step, fit's rate (A), whether
+    there is a GPU, the dtype policy to try with the reason where none fits, and what fit's
+    steps took beyond their train function where it was measured."""
+
+    step_s: float
+    fit_steps_per_s: float | None
+    gpu: bool
+    policy: str
+    policy_reason: str | None = None
+    fit_overhead_s: float | None = None
+
+
+def fewest_rounds_s(call_s: float) -> float:
+    """The time the fewest rounds with an interval take, at the shortest slices."""
+    return 2 * MIN_ROUNDS * max(call_s, MIN_SLICE_S)
