@@ -3,7 +3,11 @@
 The trace is read as pipediag reads it for input waits (docs/design.md, "Keras fit
 internals"), at host tracer level 2, which records one event per executed op (level 1 does
 not): on TF 2.21 the `/host:CPU` plane's `tf_Compute` lines hold the ops, named
-`scope/name:OpType`, and its `python` line the calls into TensorFlow. The window is a few
+`scope/name:OpType`, and the line of the thread that ran the steps the calls into
+TensorFlow. TF names each line after its thread's OS name: the main thread's is the
+process's, `python` when started as `python script.py` but `pipediag` when started
+through the console script, whose shebang names the process after it (read as `python`
+only, that line was missed and every step read a third Python). The window is a few
 steps and under a second; the grouping is `analysis/op_time.py`'s. Only one profiler session
 may run in a process: where another is active (the user's, or pipediag's own input-wait
 trace, which runs only over the measured steps), the window is not taken, with the reason.
@@ -14,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -50,6 +55,8 @@ class ProfilerSession:
         self._quiet_logs = quiet_logs
         self.logdir: Path | None = None
         self.running = False
+        # The lines of the thread that starts the window, which runs the steps.
+        self._caller_lines = caller_line_names()
 
     def start(self) -> str | None:
         """Starts tracing into a new folder; or why it could not (another session active)."""
@@ -84,7 +91,7 @@ class ProfilerSession:
         if logdir is None:
             return "not measured: the TF profiler did not start"
         try:
-            return read_window(logdir, steps, wall_ns)
+            return read_window(logdir, steps, wall_ns, self._caller_lines)
         finally:
             shutil.rmtree(logdir, ignore_errors=True)
 
@@ -120,8 +127,24 @@ def profile_window(
     return session.read(steps, int(wall_s * 1e9))
 
 
-def read_window(logdir: Path, steps: int, wall_ns: int) -> ProfiledWindow | str:
-    """The op events and the Python thread's time in TensorFlow, from the window's trace."""
+def caller_line_names() -> frozenset[str]:
+    """The names TF may give the calling thread's line: `python`, and the thread's OS name
+    (Linux: `/proc/self/task/<id>/comm`, the process's name for the main thread)."""
+    names = {PYTHON_LINE}
+    with contextlib.suppress(OSError, AttributeError):
+        comm = Path(f"/proc/self/task/{threading.get_native_id()}/comm")
+        names.add(comm.read_text().strip())
+    return frozenset(n for n in names if n)
+
+
+def read_window(
+    logdir: Path,
+    steps: int,
+    wall_ns: int,
+    caller_lines: frozenset[str] = frozenset({PYTHON_LINE}),
+) -> ProfiledWindow | str:
+    """The op events and the calling thread's time in TensorFlow, from the window's trace;
+    `caller_lines`: the names its line may have (`caller_line_names`)."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     ops: list[OpEvent] = []
@@ -134,7 +157,7 @@ def read_window(logdir: Path, steps: int, wall_ns: int) -> ProfiledWindow | str:
             if plane.name != HOST_PLANE:
                 continue
             found = True
-            events, inside = _host_events(plane)
+            events, inside = _host_events(plane, caller_lines)
             ops.extend(events)
             in_tensorflow += inside
     if not found:
@@ -142,12 +165,12 @@ def read_window(logdir: Path, steps: int, wall_ns: int) -> ProfiledWindow | str:
     return ProfiledWindow(steps, wall_ns, min(in_tensorflow, wall_ns), ops)
 
 
-def _host_events(plane: Any) -> tuple[list[OpEvent], int]:
+def _host_events(plane: Any, caller_lines: frozenset[str]) -> tuple[list[OpEvent], int]:
     names = {key: meta.name for key, meta in plane.event_metadata.items()}
     ops: list[OpEvent] = []
     inside = 0
     for index, line in enumerate(plane.lines):
-        if line.name == PYTHON_LINE:
+        if line.name in caller_lines:
             inside += _top_level_ns(line)
         elif line.name.startswith(COMPUTE_LINE_PREFIXES):
             base = line.timestamp_ns
