@@ -39,9 +39,6 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
         "40",
         "--bench-seconds",
         "1",
-        # the stages and the trials still run, in less time than the default
-        "--deep-seconds",
-        "6",
         "--out",
         str(out),
         str(ROOT / "examples" / example),
