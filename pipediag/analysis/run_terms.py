@@ -11,6 +11,11 @@ Both sides of the gain are the trial's own, measured in alternation: the measure
 rate (A) is read at another time, and the host's drift between the two reads must not
 count as a gain (a 0.99x trial had read 1.65x through it).
 
+Where the run's iterator restarts every pass (a finite dataset), each side's epoch start
+(a fresh iterator made, and its first step beyond a steady one, as the trial measured it)
+is spread over the pass's steps on both sides: a rewrite that makes a cheaper start (a
+hoisted cache) gains there too (docs/design.md, "Epoch starts in the gains").
+
 Also the prescription's figures so read, filled in once so that every renderer shows the
 same number the advice does.
 """
@@ -18,6 +23,7 @@ same number the advice does.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from pipediag.report.model import FixTrial, Report
 from pipediag.report.prescription import PrescribedChange, Prescription
@@ -40,6 +46,18 @@ def fit_adds_s(report: Report, base: float | None) -> float | None:
     return added if added > 0 else None
 
 
+@dataclass(frozen=True)
+class Starts:
+    """What an epoch's start cost each side of a trial beyond a steady step, seconds (None:
+    not measured)."""
+
+    baseline_s: float | None = None
+    variant_s: float | None = None
+
+
+NO_STARTS = Starts()
+
+
 def ratio_in_run_terms(
     report: Report,
     raw: float | None,
@@ -47,17 +65,33 @@ def ratio_in_run_terms(
     fixed: float | None,
     *,
     on_top: bool = False,
+    starts: Starts = NO_STARTS,
 ) -> float | None:
     """A trial's ratio (`raw`, from its rates `base` and `fixed`, steps/s) as the run would
-    see it: fit's time around the train function added to both sides' step time. A trial
-    on top of kept rewrites has no baseline over the user's pipeline, so where fit's time
-    was not measured it is read off the first trials'."""
+    see it: fit's time around the train function added to both sides' step time, and each
+    side's epoch start spread over the pass (`starts`). A trial on top of kept rewrites has
+    no baseline over the user's pipeline, so where fit's time was not measured it is read
+    off the first trials'."""
     if raw is None or not base or not fixed:
         return raw
     added_s = _added_on_top_s(report) if on_top else fit_adds_s(report, base)
-    if added_s is None:
+    spread = _spread_starts(report, starts)
+    if added_s is None and spread is None:
         return raw
-    return (1.0 / base + added_s) / (1.0 / fixed + added_s)
+    added_s = added_s or 0.0
+    base_start_s, fixed_start_s = spread or (0.0, 0.0)
+    return (1.0 / base + added_s + base_start_s) / (1.0 / fixed + added_s + fixed_start_s)
+
+
+def _spread_starts(report: Report, starts: Starts) -> tuple[float, float] | None:
+    """Each side's epoch start per step of a pass, where both were measured and the run's
+    iterator restarts every pass; None otherwise."""
+    steps = report.pipeline.pass_batches
+    if not steps or starts.baseline_s is None or starts.variant_s is None:
+        return None
+    if starts.baseline_s == 0.0 and starts.variant_s == 0.0:
+        return None
+    return starts.baseline_s / steps, starts.variant_s / steps
 
 
 def interval_in_run_terms(
@@ -67,13 +101,16 @@ def interval_in_run_terms(
     base: float | None,
     *,
     on_top: bool = False,
+    starts: Starts = NO_STARTS,
 ) -> list[float] | None:
     """A trial's 90% interval of ratios, each end read as `ratio_in_run_terms` reads the
     ratio."""
     if low is None or high is None:
         return None
     ends = [
-        ratio_in_run_terms(report, end, base, base * end if base else None, on_top=on_top)
+        ratio_in_run_terms(
+            report, end, base, base * end if base else None, on_top=on_top, starts=starts
+        )
         for end in (low, high)
     ]
     return [e for e in ends if e is not None] if None not in ends else None
@@ -87,6 +124,7 @@ def trial_in_run_terms(report: Report, trial: FixTrial) -> float | None:
         trial.training_baseline_steps_per_s,
         trial.training_variant_steps_per_s,
         on_top=bool(trial.facts.training_after),
+        starts=Starts(trial.training_baseline_start_s, trial.training_variant_start_s),
     )
 
 
@@ -97,6 +135,7 @@ def trial_interval_in_run_terms(report: Report, trial: FixTrial) -> list[float] 
         trial.facts.training_speedup_high,
         trial.training_baseline_steps_per_s,
         on_top=bool(trial.facts.training_after),
+        starts=Starts(trial.training_baseline_start_s, trial.training_variant_start_s),
     )
 
 
@@ -124,11 +163,22 @@ def with_prescription_in_run_terms(report: Report) -> Report:
 def _change_in_run_terms(report: Report, change: PrescribedChange) -> PrescribedChange:
     on_top = bool(change.after)
     base = change.baseline_steps_per_s
+    starts = Starts(change.baseline_start_s, change.variant_start_s)
     gain = ratio_in_run_terms(
-        report, change.training_speedup, base, change.variant_steps_per_s, on_top=on_top
+        report,
+        change.training_speedup,
+        base,
+        change.variant_steps_per_s,
+        on_top=on_top,
+        starts=starts,
     )
     interval = interval_in_run_terms(
-        report, change.training_speedup_low, change.training_speedup_high, base, on_top=on_top
+        report,
+        change.training_speedup_low,
+        change.training_speedup_high,
+        base,
+        on_top=on_top,
+        starts=starts,
     )
     low, high = interval or (None, None)
     return dataclasses.replace(change, on_training=gain, on_training_low=low, on_training_high=high)
@@ -138,11 +188,16 @@ def _together_in_run_terms(
     report: Report, prescription: Prescription
 ) -> tuple[float | None, list[float] | None]:
     base = prescription.baseline_steps_per_s
+    starts = Starts(prescription.baseline_start_s, prescription.variant_start_s)
     gain = ratio_in_run_terms(
-        report, prescription.training_speedup, base, prescription.variant_steps_per_s
+        report, prescription.training_speedup, base, prescription.variant_steps_per_s, starts=starts
     )
     interval = interval_in_run_terms(
-        report, prescription.training_speedup_low, prescription.training_speedup_high, base
+        report,
+        prescription.training_speedup_low,
+        prescription.training_speedup_high,
+        base,
+        starts=starts,
     )
     return gain, interval
 

@@ -39,6 +39,9 @@ class BatchTiming:
     # CPU time of the whole process (every thread: tf.data's pool, the consumer) over the
     # timed batches; what a batch costs the cores it will share with the train step.
     cpu_s: float | None = None
+    # How long making the read's iterator took, where it was made for the read (None: an
+    # iterator kept from an earlier read). With the first batch, what an epoch's start costs.
+    opened_s: float | None = None
 
     @property
     def batches_per_s(self) -> float | None:
@@ -190,7 +193,16 @@ def _benchmark(
         latency=latency_stats(timing.latencies_s),
         exhausted=timing.exhausted,
         notes=notes,
+        pass_batches=_pass_batches(dataset),
     )
+
+
+def _pass_batches(dataset: Any) -> int | None:
+    """The dataset's batches per pass, where it is finite and knows it."""
+    from pipediag.bench.cache_sizing import cardinality
+
+    batches = cardinality(dataset)
+    return batches if batches is not None and batches > 0 else None
 
 
 def _handing_over_first(iterator: Iterator[Any], keep: Callable[[Any], None]) -> Iterator[Any]:

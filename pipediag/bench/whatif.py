@@ -387,12 +387,19 @@ class TrialSide:
                 next(self._kept)
 
     def run(self, max_seconds: float) -> BatchTiming:
+        began = self._clock.now()
         iterator = self.open()
+        opened_s = self._clock.now() - began if self.fresh else None
         try:
-            return self._read(iterator, max_seconds)
+            return replace(self._read(iterator, max_seconds), opened_s=opened_s)
         finally:
             self.release(iterator)
             del iterator
+
+    @property
+    def fresh(self) -> bool:
+        """Whether each run reads an iterator of its own (else one kept past a cache's fill)."""
+        return self._kept is None
 
     def open(self) -> Iterator[Any]:
         """The iterator for the next run: the kept one, or a fresh one."""

@@ -191,6 +191,9 @@ class PipelineBenchmark:
     cache_ends_each_epoch: bool = False
     # The rewrites tried on training, greedily, and the pipeline they make together.
     prescription: Prescription | None = None
+    # Batches in one pass over the dataset (its cardinality): a run's iterator restarts every
+    # that many steps. None: infinite (repeated) or unknown.
+    pass_batches: int | None = None
 
 
 @dataclass(frozen=True)

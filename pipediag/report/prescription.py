@@ -112,6 +112,9 @@ class PrescribedChange:
     on_training: float | None = None
     on_training_low: float | None = None
     on_training_high: float | None = None
+    # What an epoch's start cost each side beyond a steady step (`FixTrial`'s, alike).
+    baseline_start_s: float | None = None
+    variant_start_s: float | None = None
 
     @property
     def shown(self) -> tuple[float | None, float | None, float | None]:
@@ -143,6 +146,8 @@ class Prescription:
     on_training: float | None = None
     on_training_low: float | None = None
     on_training_high: float | None = None
+    baseline_start_s: float | None = None
+    variant_start_s: float | None = None
 
     @property
     def shown(self) -> tuple[float | None, float | None, float | None]:

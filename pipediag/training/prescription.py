@@ -40,7 +40,7 @@ from pipediag.training.stage_cost import (
     freed_from,
     with_freed,
 )
-from pipediag.training.training_trial import TrialResults, with_training
+from pipediag.training.training_trial import TrialResults, epoch_start_s, with_training
 
 # Builds a trial's two pipelines: the kept rewrites applied (baseline) and those with one
 # more (variant).
@@ -293,6 +293,8 @@ class PipelineSearch:
                 after=[k.fix for k in self._kept],  # type: ignore[misc]
                 baseline_steps_per_s=median_rate(rounds.baseline) if freed and rounds else None,
                 variant_steps_per_s=median_rate(rounds.variant) if freed and rounds else None,
+                baseline_start_s=epoch_start_s(rounds.baseline) if freed and rounds else None,
+                variant_start_s=epoch_start_s(rounds.variant) if freed and rounds else None,
             )
         )
 
@@ -305,6 +307,8 @@ class PipelineSearch:
             training_speedup_high=freed.high if freed else None,
             baseline_steps_per_s=median_rate(rounds.baseline) if rounds else None,
             variant_steps_per_s=median_rate(rounds.variant) if rounds else None,
+            baseline_start_s=epoch_start_s(rounds.baseline) if rounds else None,
+            variant_start_s=epoch_start_s(rounds.variant) if rounds else None,
             reason=reason if freed is None else None,
         )
 

@@ -19,7 +19,8 @@ measured to help the pipeline, and a missing final prefetch, are tried on traini
 Both sides run in rounds that alternate which goes first, and stop when the interval of the
 per-round ratios is clear (`bench/interleaved.py`). Each slice starts a fresh iterator (a
 cache keeps one past its filling epoch, as in the pipeline trials), and its first step,
-which pays for starting it, is not timed.
+which pays for starting it, is not in the rates: with the time `iter()` took, it is the
+side's epoch start (`epoch_start_s`), which the gain in the run's terms spreads over a pass.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from statistics import median
 from typing import Any
 
 from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate
@@ -77,8 +79,33 @@ def with_training(trial: FixTrial, rounds: Rounds | None, reason: str | None) ->
         training_variant_steps_per_s=fixed,
         training_speedup=fixed / base if base > 0 else None,
         training_rounds=len(rounds.ratios),
+        training_baseline_start_s=epoch_start_s(rounds.baseline),
+        training_variant_start_s=epoch_start_s(rounds.variant),
         facts=facts,
     )
+
+
+def epoch_start_s(runs: Sequence[BatchTiming]) -> float | None:
+    """What starting an epoch costs one side of a trial beyond a steady step: making a fresh
+    iterator, and its first step over the side's median step, the median over the side's
+    slices after its first, which may have traced the train function for the side's
+    pipeline (docs/design.md, "Epoch starts in the gains").
+
+    0.0 for a side read on one kept iterator (a cache past its fill, repeated): its epochs
+    restart inside its stream, where its own steps count them. None where no slice tells.
+    """
+    if runs and all(run.opened_s is None for run in runs):
+        return 0.0
+    starts = [s for s in (_start_s(run) for run in runs) if s is not None]
+    if len(starts) >= 2:
+        starts = starts[1:]
+    return max(0.0, median(starts)) if starts else None
+
+
+def _start_s(run: BatchTiming) -> float | None:
+    if run.opened_s is None or run.first_batch_s is None or not run.latencies_s:
+        return None
+    return run.opened_s + run.first_batch_s - median(run.latencies_s)
 
 
 # --- Keras fit -------------------------------------------------------------------------------
@@ -235,6 +262,9 @@ class _FitSteps:
         latencies = [
             (b - a) / self._per_call for a, b in zip(ends, ends[1:], strict=False)
         ] * self._per_call
+        if latencies and self._per_call > 1:
+            # The first batch's time, as a loop's is: the call's other batches at the steady step.
+            first_s -= (self._per_call - 1) * median(latencies)
         return BatchTiming(first_s, latencies, ends[-1] - ends[0], exhausted, cpu_s)
 
     def _step(self, iterator: Iterator[Any]) -> bool:
@@ -268,6 +298,7 @@ class _Slice:
     iterator: Iterator[Any]
     began: float
     pulls: list[float]  # when each pull of the slice began: step k runs from pull k to k + 1
+    opened_s: float | None = None  # making the slice's iterator (None: a kept one)
     cpu_from: float | None = None
     exhausted: bool = False
 
@@ -324,13 +355,15 @@ class LoopTrials:
             if due is None:
                 return None
             side, seconds = due
+            opening = self._clock.now()
             try:
                 iterator = self._sides[side].open()
             except Exception as exc:
                 self._fail(exc)
                 continue
-            self._slice = _Slice(side, seconds, iterator, now, [])
             now = self._clock.now()
+            opened_s = now - opening if self._sides[side].fresh else None
+            self._slice = _Slice(side, seconds, iterator, now, [], opened_s)
 
     def results(self) -> TrialResults:
         """What each fix measured; a loop that stopped pulling leaves the rest unmeasured."""
@@ -423,7 +456,12 @@ class LoopTrials:
             latencies = [b - a for a, b in zip(pulls[1:], pulls[2:], strict=False)]
             cpu_s = None if current.cpu_from is None else time.process_time() - current.cpu_from
             timing = BatchTiming(
-                pulls[1] - pulls[0], latencies, pulls[-1] - pulls[1], current.exhausted, cpu_s
+                pulls[1] - pulls[0],
+                latencies,
+                pulls[-1] - pulls[1],
+                current.exhausted,
+                cpu_s,
+                current.opened_s,
             )
         self._plan.record(current.side, timing)
 

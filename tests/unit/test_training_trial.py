@@ -16,7 +16,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
 from pipediag.testing import FakeClock, synthetic_report
-from pipediag.training.training_trial import LoopTrials, with_training
+from pipediag.training.training_trial import LoopTrials, epoch_start_s, with_training
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 
@@ -24,14 +24,25 @@ STEP_S = 0.010  # the loop's own train step, in fake seconds
 class _Source:
     """An iterable whose batches cost `cost_s` of fake time each to pull."""
 
-    def __init__(self, clock: FakeClock, cost_s: float, *, fail_after: int | None = None) -> None:
+    def __init__(
+        self,
+        clock: FakeClock,
+        cost_s: float,
+        *,
+        fail_after: int | None = None,
+        open_s: float = 0.0,
+        first_extra_s: float = 0.0,
+    ) -> None:
         self.clock = clock
         self.cost_s = cost_s
         self.fail_after = fail_after
+        self.open_s = open_s  # making an iterator
+        self.first_extra_s = first_extra_s  # its first batch beyond the others (a buffer fill)
         self.iterators = 0
 
     def __iter__(self) -> Iterator[int]:
         self.iterators += 1
+        self.clock.sleep(self.open_s)
         return self._batches()
 
     def _batches(self) -> Iterator[int]:
@@ -39,7 +50,7 @@ class _Source:
         while True:
             if self.fail_after is not None and pulled >= self.fail_after:
                 raise ValueError("the user's function failed on the fixed pipeline")
-            self.clock.sleep(self.cost_s)
+            self.clock.sleep(self.cost_s + (self.first_extra_s if pulled == 0 else 0.0))
             pulled += 1
             yield pulled
 
@@ -119,6 +130,36 @@ def test_a_loop_fed_by_a_faster_pipeline_measures_the_training_gain() -> None:
     assert slow.iterators == fast.iterators == MIN_ROUNDS
     assert steps > 10 * MIN_ROUNDS
     teardown.drain()
+
+
+def test_each_sides_epoch_start_is_what_a_fresh_iterator_costs_beyond_a_steady_step() -> None:
+    clock = FakeClock()
+    # the user's pipeline: 300 ms to make an iterator and 100 ms more for its first batch
+    # (a shuffle buffer's fill); the rewrite's starts at once
+    slow = _Source(clock, 0.020, open_s=0.3, first_extra_s=0.1)
+    fast = _Source(clock, 0.0001)
+    teardown = TearDown()
+    trials = LoopTrials(
+        [_fix("hoist-cache", slow, fast)], clock=clock, step_s=0.03, teardown=teardown
+    )
+    _drive(trials, clock)
+    ((rounds, _),) = trials.results().values()
+    assert rounds is not None
+    trial = with_training(FixTrial(fix="hoist-cache", stage_index=2, verified=True), rounds, None)
+    assert trial.training_baseline_start_s == pytest.approx(0.4, abs=1e-6)
+    assert trial.training_variant_start_s == pytest.approx(0.0, abs=1e-6)
+    # the steps' own rates leave the starts out
+    assert trial.training_speedup == pytest.approx(0.0300 / 0.0101, rel=0.01)
+    teardown.drain()
+
+
+def test_a_side_read_on_one_kept_iterator_starts_its_epochs_inside_its_stream() -> None:
+    kept = [BatchTiming(0.5, [0.01] * 10, 0.1, False, opened_s=None) for _ in range(3)]
+    fresh = [BatchTiming(0.05, [0.01] * 10, 0.1, False, opened_s=o) for o in (9.0, 0.2, 0.4)]
+    assert epoch_start_s(kept) == 0.0
+    # the first slice (which may trace the train function) is left out: median of 0.24, 0.44
+    assert epoch_start_s(fresh) == pytest.approx(0.34)
+    assert epoch_start_s([BatchTiming(None, [], 0.0, True, opened_s=0.1)]) is None
 
 
 def test_a_failing_fix_is_reported_and_the_next_fix_is_still_tried() -> None:
