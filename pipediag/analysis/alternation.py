@@ -22,7 +22,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipediag.report.model import RateBlock
+from pipediag.report.model import RateBlock, StageStats
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK, RateBlockKind
 
 # A leading training step under this share of the block's steady median was served from a
@@ -191,3 +191,23 @@ def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
 
 def _cpu_per_step(blocks: Sequence[RateBlock], kind: RateBlockKind) -> list[float]:
     return [b.cpu_s_per_step for b in blocks if b.kind == kind and b.cpu_s_per_step is not None]
+
+
+def slowed_step_alone_note(blocks: Sequence[RateBlock], stages: Sequence[StageStats]) -> str | None:
+    """A note where the whole pipeline held (the train step on held batches) fed training
+    faster than any step-alone block ran: the live pipeline's own work slowed those blocks
+    (it refills its buffers through them), so the input cost read from them is low. None
+    otherwise (docs/design.md, "Rates in alternation")."""
+    ceiling = step_alone_ceiling(blocks)
+    held = [s for s in stages if s.training_held_steps_per_s is not None]
+    if ceiling is None or not held:
+        return None
+    rate = max(held, key=lambda s: s.index).training_held_steps_per_s or 0.0
+    if rate <= ceiling:
+        return None
+    fastest = ceiling / ABOVE_STEP_ALONE
+    return (
+        f"the train step on the whole pipeline held in memory ran {rate:.1f} steps/s, faster "
+        f"than any step-alone block ({fastest:.1f}): the pipeline's own work slowed those "
+        "blocks, so the input cost read from them is a lower bound"
+    )

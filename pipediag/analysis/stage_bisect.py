@@ -30,6 +30,7 @@ class Freed:
     speedup: float
     low: float | None = None
     high: float | None = None
+    held_steps_per_s: float | None = None  # the held side's own rate
 
 
 # Stage index -> what holding it measured; None where its trial gave no rate.

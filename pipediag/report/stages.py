@@ -72,6 +72,9 @@ class StageStats:
     # Why the measured speedup is not used: the held pipeline fed training faster than the
     # train step alone ran (the trial was disturbed); None where it is used or not measured.
     training_speedup_if_free_unused: str | None = None
+    # The training rate with this stage held, steps/s: for the output stage, the train step
+    # alone on held batches, at a time the live pipeline sat idle.
+    training_held_steps_per_s: float | None = None
     # The stage where that speedup jumps past half the whole pipeline's: its cost is the one
     # training pays.
     training_cost_jump: bool = False

@@ -38,6 +38,7 @@ from pipediag.training.stage_cost import (
     Searched,
     above_ceiling,
     freed_from,
+    held_ceiling,
     with_freed,
 )
 from pipediag.training.training_trial import TrialResults, epoch_start_s, with_training
@@ -102,7 +103,7 @@ class SearchPlan:
             compose=self.compose or functools.partial(compose_fixes, self.dataset),
             clock=clock,
             until_s=self.until_s,
-            ceiling=self.ceiling,
+            ceiling=held_ceiling(bounded, self.ceiling),
             skipped=skipped,
         )
 
@@ -367,6 +368,7 @@ def with_prescription(
     prescription = trials.prescription(pipeline.stages)
     after = {(c.fix, c.stage_index): c.after for c in prescription.tried if c.after}
     updated = []
+    ceiling = held_ceiling(pipeline.stages, ceiling)
     for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):
         below = after.get((trial.fix, trial.stage_index))
         if below:

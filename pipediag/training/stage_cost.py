@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipediag.analysis.alternation import ABOVE_STEP_ALONE
 from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
 from pipediag.bench.hold import HOLD, HeldCopies
 from pipediag.bench.interleaved import Rounds, median_rate
@@ -45,7 +46,20 @@ def freed_from(rounds: Rounds | None) -> Freed | None:
     if base is None or held is None or base <= 0:
         return None
     low, high = rounds.interval if rounds.interval is not None else (None, None)
-    return Freed(held / base, low, high)
+    return Freed(held / base, low, high, held)
+
+
+def held_ceiling(stages: Sequence[StageStats], ceiling: float | None) -> float | None:
+    """The step-alone ceiling, raised to the output stage's held rate where that ran faster
+    (docs/design.md, "Rates in alternation"): the whole pipeline held is the train step on
+    held batches, timed while the live pipeline sat idle with its buffers full, where the
+    step-alone blocks run while it refills them. None where no ceiling was measured."""
+    held = [s for s in stages if s.training_held_steps_per_s is not None]
+    if ceiling is None or not held:
+        return ceiling
+    # The search holds the output-most stage first, and every stage before it with it.
+    output = max(held, key=lambda s: s.index)
+    return max(ceiling, (output.training_held_steps_per_s or 0.0) * ABOVE_STEP_ALONE)
 
 
 def above_ceiling(rounds: Rounds | None, ceiling: float | None) -> str | None:
@@ -118,11 +132,18 @@ class StageSearch:
         if index is None:
             return
         searched = self.searched
+        freed = freed_from(rounds)
+        if index == self._chain[-1] and self._ceiling is not None and freed is not None:
+            # The whole pipeline held is the step alone, on held batches: a faster rate
+            # there says the step-alone blocks were slowed, not this trial
+            # (`held_ceiling`); it bounds the holds after it.
+            held = freed.held_steps_per_s or 0.0
+            self._ceiling = max(self._ceiling, held * ABOVE_STEP_ALONE)
         unused = above_ceiling(rounds, self._ceiling)
         if unused is not None:
             searched.unused[index] = unused
-            rounds = None  # the bisection cannot read a disturbed trial
-        searched.measured[index] = freed_from(rounds)
+            freed = None  # the bisection cannot read a disturbed trial
+        searched.measured[index] = freed
         searched.jump = jump_stage(self._chain, searched.measured)
 
 
@@ -185,6 +206,7 @@ def with_freed(stages: Sequence[StageStats], searched: Searched) -> list[StageSt
                 training_speedup_if_free=freed.speedup,
                 training_speedup_if_free_low=freed.low,
                 training_speedup_if_free_high=freed.high,
+                training_held_steps_per_s=freed.held_steps_per_s,
             )
         if unused is not None:
             stats = dataclasses.replace(stats, training_speedup_if_free_unused=unused)

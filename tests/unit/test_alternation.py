@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -271,3 +272,21 @@ def test_an_interval_pinned_to_a_measured_wait_is_not_printed_as_a_range() -> No
     assert shown_interval([0.871, 0.874]) is None
     assert shown_interval(None) is None
     assert shown_interval([0.17, 0.24]) == [0.17, 0.24]
+
+
+def test_a_whole_pipeline_held_faster_than_every_step_alone_block_says_they_were_slowed() -> None:
+    from pipediag.analysis.alternation import slowed_step_alone_note
+    from pipediag.report.model import StageStats
+
+    blocks = _blocks([50.0, 50.0, 50.0], [100.0, 104.0])
+    # the output stage held (the whole pipeline) at 150 steps/s: over 104 x 1.05
+    stages = [
+        StageStats(0, "map", "MapDataset", training_held_steps_per_s=60.0),
+        StageStats(1, "batch", "BatchDataset", training_held_steps_per_s=150.0),
+    ]
+    said = slowed_step_alone_note(blocks, stages)
+    assert said is not None
+    assert "150.0 steps/s" in said and "(104.0)" in said and "lower bound" in said
+    within = [dataclasses.replace(stages[1], training_held_steps_per_s=108.0)]
+    assert slowed_step_alone_note(blocks, within) is None
+    assert slowed_step_alone_note([], stages) is None

@@ -17,7 +17,13 @@ from pipediag.report.model import StageStats
 from pipediag.testing import FakeClock
 from pipediag.training.budget import PULL, BudgetServer, LoopWork
 from pipediag.training.loop_search import HoldPlan, LoopSearch
-from pipediag.training.stage_cost import Searched, StageSearch, search, with_freed
+from pipediag.training.stage_cost import (
+    Searched,
+    StageSearch,
+    held_ceiling,
+    search,
+    with_freed,
+)
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 SLOW_S = 0.020  # a batch of the unchanged pipeline
@@ -149,28 +155,37 @@ def _timing(rate: float) -> BatchTiming:
 
 
 def test_a_held_rate_above_the_step_alone_ceiling_is_flagged_and_stops_the_bisection() -> None:
-    # GIVEN the step alone ran at 100 steps/s at most (the ceiling, with its noise, 105)
+    # GIVEN the step alone ran at 100 steps/s at most (the ceiling, with its noise, 105),
+    # and the whole pipeline held, the step on held batches, at 130: those blocks were slowed
     clock = FakeClock()
     copies = _Copies(clock)
 
     def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, str | None]:
         clock.advance(seconds)
-        held = 130.0 if pipelines.stage_index == 3 else 90.0  # the output stage: disturbed
+        held = 130.0 if pipelines.stage_index == 3 else 150.0  # past the output: disturbed
         return Rounds([_timing(30.0)] * 5, [_timing(held)] * 5, [held / 30.0] * 5, None, ""), None
 
     # WHEN the stages are searched
     found = search(copies, try_one, clock=clock, until_s=clock.now() + 10.0, ceiling=105.0)  # type: ignore[arg-type]
-    # THEN the output stage's gain is not used, with why, and nothing else is held
-    assert copies.held == [3]
-    assert found.measured == {3: None} and found.jump is None
-    assert "faster than the train step alone" in found.unused[3]
+    # THEN the output stage's hold counts, and raises the ceiling to its own rate (136.5)
+    freed = found.measured[3]
+    assert freed is not None and freed.held_steps_per_s == pytest.approx(130.0)
+    assert 3 not in found.unused
+    # AND the next hold, faster than that, is not used, with why; the bisection stops there
+    (next_held,) = (i for i in copies.held if i != 3)
+    assert found.measured[next_held] is None and found.jump is None
+    assert "faster than the train step alone" in found.unused[next_held]
     stages = with_freed([StageStats(i, "map", "MapDataset") for i in range(4)], found)
-    assert stages[3].training_speedup_if_free is None
-    assert "130.0 steps/s" in (stages[3].training_speedup_if_free_unused or "")
+    assert stages[next_held].training_speedup_if_free is None
+    assert "150.0 steps/s" in (stages[next_held].training_speedup_if_free_unused or "")
+    # AND the rewrites' trials after the holds are bounded by the raised ceiling
+    assert stages[3].training_held_steps_per_s == pytest.approx(130.0)
+    assert held_ceiling(stages, 105.0) == pytest.approx(130.0 * 1.05)
+    assert held_ceiling(stages, None) is None
 
     # WHEN the held rates are within the ceiling, the same search goes on to the jump
     copies = _Copies(clock)
-    found = search(copies, try_one, clock=clock, until_s=clock.now() + 10.0, ceiling=150.0)  # type: ignore[arg-type]
+    found = search(copies, try_one, clock=clock, until_s=clock.now() + 10.0, ceiling=160.0)  # type: ignore[arg-type]
     assert copies.held[0] == 3 and found.measured[3] is not None and not found.unused
 
 
