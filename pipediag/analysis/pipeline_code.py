@@ -8,6 +8,7 @@ its kind, its user function and its settings as the graph holds them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from pipediag.report.model import StageStats
@@ -63,16 +64,76 @@ _OPTION_LINES = {
 def rewritten_chain(stages: Sequence[StageStats], changes: Sequence[StageChange]) -> list[CodeLine]:
     """The chain from the source to the output, one `ds = ...` line per stage, each change
     applied where it goes (a vectorised map after its batch, a hoisted map and its cache
-    before the shuffle, options at the end)."""
-    chain = _main_chain(stages)
+    before the shuffle, options at the end). A stage that reads several datasets (a zip, a
+    concatenation) has each of its inputs written first, as `ds0`, `ds1`, ..."""
+    if not stages:
+        return []
     by_stage: dict[int, list[StageChange]] = {}
     for change in changes:
         if change.stage_index is not None:
             by_stage.setdefault(change.stage_index, []).append(change)
+    lines = _branch(stages, stages[-1], "ds", by_stage, seen=set())
+    lines.extend(_end_lines(_main_chain(stages), changes))
+    return lines
+
+
+def _branch(
+    stages: Sequence[StageStats],
+    output: StageStats,
+    name: str,
+    by_stage: dict[int, list[StageChange]],
+    *,
+    seen: set[int],
+) -> list[CodeLine]:
+    """The lines that make `output` into the variable `name`: its linear chain, after the
+    branches of the stage that starts it where that one reads several datasets."""
+    chain = [output]
+    seen.add(output.index)
+    while len(chain[-1].inputs) == 1 and chain[-1].inputs[0] not in seen:
+        chain.append(stages[chain[-1].inputs[0]])
+        seen.add(chain[-1].index)
+    chain.reverse()
+    head = chain[0]
+    lines: list[CodeLine] = []
+    inputs = [i for i in head.inputs if i not in seen and 0 <= i < len(stages)]
+    branches = [f"{name}{position}" for position in range(len(inputs))]
+    for branch, index in zip(branches, inputs, strict=True):
+        lines += _branch(stages, stages[index], branch, by_stage, seen=seen)
+    written = _linear(chain, by_stage, _joined(head, branches) if len(branches) > 1 else None)
+    return lines + [_named(line, name) for line in written]
+
+
+def _joined(stats: StageStats, branches: list[str]) -> str:
+    """The line that starts a chain from several: `ds = tf.data.Dataset.zip((ds0, ds1))`."""
+    if stats.kind == "concatenate":
+        return f"ds = {branches[0]}" + "".join(f".concatenate({b})" for b in branches[1:])
+    if stats.kind == "zip":
+        return f"ds = tf.data.Dataset.zip(({', '.join(branches)}))"
+    return f"ds = ...  # {stats.name or stats.kind} of {', '.join(branches)}"
+
+
+def _named(line: CodeLine, name: str) -> CodeLine:
+    """`line` writing to the variable `name` instead of `ds`."""
+    if name == "ds" or not line.text.startswith("ds = "):
+        return line
+    text = line.text[len("ds = ") :]
+    if text.startswith("ds."):
+        text = f"{name}." + text[len("ds.") :]
+    return dataclasses.replace(line, text=f"{name} = {text}")
+
+
+def _linear(
+    chain: Sequence[StageStats], by_stage: dict[int, list[StageChange]], head: str | None
+) -> list[CodeLine]:
+    """A chain of single-input stages, source-most first (`head`: the first stage's line,
+    where it reads several datasets)."""
     lines: list[CodeLine] = []
     deferred: list[CodeLine] = []  # a vectorised map waits for its batch
     for position, stats in enumerate(chain):
         own: dict[str, StageChange] = {c.fix: c for c in by_stage.get(stats.index, [])}
+        if position == 0 and head is not None:
+            lines.append(CodeLine(head, stats.created_at, None, None))
+            continue
         if FIX_HOIST_CACHE in own and position > 0 and chain[position - 1].kind == KIND_SHUFFLE:
             change = own[FIX_HOIST_CACHE]
             shuffle = lines.pop()  # the shuffle goes after the map and its cache
@@ -93,7 +154,6 @@ def rewritten_chain(stages: Sequence[StageStats], changes: Sequence[StageChange]
             cache = own[FIX_CACHE]
             lines.append(CodeLine("ds = ds.cache()", stats.created_at, cache.fix, cache.semantics))
     lines.extend(deferred)
-    lines.extend(_end_lines(chain, changes))
     return lines
 
 

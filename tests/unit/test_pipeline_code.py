@@ -161,3 +161,41 @@ def test_a_cache_follows_its_stage_and_an_interleave_gets_its_cycle_length() -> 
         "ds = ds.batch(16)",
     ]
     assert (lines[3].change, lines[3].site, lines[3].semantics) == ("cache", "t.py:4", "a cache")
+
+
+def test_a_zip_writes_each_branch_first_with_its_changes() -> None:
+    # GIVEN images decoded on one branch, labels on another, zipped, then batched
+    stages = [
+        StageStats(0, "source", "TFRecordDatasetV2", created_at="train.py:10"),
+        StageStats(1, "map", "MapDataset", function="decode", inputs=[0], created_at="train.py:11"),
+        StageStats(2, "source", "TensorSliceDataset", created_at="train.py:12"),
+        StageStats(3, "zip", "ZipDataset", inputs=[1, 2], created_at="train.py:13"),
+        StageStats(
+            4, "batch", "BatchDatasetV2", {"batch_size": "64"}, inputs=[3], created_at="train.py:14"
+        ),
+    ]
+    # WHEN the image branch's map is made parallel
+    lines = rewritten_chain(stages, [StageChange("parallel-map", 1)])
+    # THEN each branch is its own variable, the change on its line, then the zip and the rest
+    assert _texts(lines) == [
+        "ds0 = tf.data.TFRecordDataset(...)",
+        "ds0 = ds0.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
+        "ds1 = tf.data.Dataset.from_tensor_slices(...)",
+        "ds = tf.data.Dataset.zip((ds0, ds1))",
+        "ds = ds.batch(64)",
+    ]
+    assert [line.change for line in lines] == [None, "parallel-map", None, None, None]
+    assert [line.site for line in lines] == [f"train.py:{n}" for n in (10, 11, 12, 13, 14)]
+
+
+def test_a_concatenation_joins_its_branches_in_order() -> None:
+    stages = [
+        StageStats(0, "source", "TextLineDataset"),
+        StageStats(1, "source", "TextLineDataset"),
+        StageStats(2, "concatenate", "ConcatenateDataset", inputs=[0, 1]),
+    ]
+    assert _texts(rewritten_chain(stages, [])) == [
+        "ds0 = tf.data.TextLineDataset(...)",
+        "ds1 = tf.data.TextLineDataset(...)",
+        "ds = ds0.concatenate(ds1)",
+    ]
