@@ -38,6 +38,7 @@ from benchmarks import accuracy
 from benchmarks._common import (
     CASES_DIR,
     INPUT_BOUND,
+    TIMED_OUT,
     add_raw_option,
     base_parser,
     case_info,
@@ -93,7 +94,11 @@ def case_rates(
             str(rate_file),
         ]
         proc, _ = run_child(cmd, timeout_s=RUN_TIMEOUT_S)
-        if proc.returncode != 0 or not rate_file.is_file():
+        if proc.returncode == TIMED_OUT and rate_file.is_file():
+            # TensorFlow has hung at exit after the run was timed (a `from_generator` case):
+            # the rate was written when training ended, so it stands.
+            print(f"    {case} {' '.join(extra)} hung after writing its rate: the rate is used")
+        elif proc.returncode != 0 or not rate_file.is_file():
             print(
                 f"    {case} {' '.join(extra)} failed ({proc.returncode}): {tail(proc.stderr, 5)}"
             )
