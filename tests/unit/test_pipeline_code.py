@@ -161,3 +161,18 @@ def test_a_cache_follows_its_stage_and_an_interleave_gets_its_cycle_length() -> 
         "ds = ds.batch(16)",
     ]
     assert (lines[3].change, lines[3].site, lines[3].semantics) == ("cache", "t.py:4", "a cache")
+
+
+def test_a_vectorise_through_vectorized_map_is_written_as_the_user_would() -> None:
+    from pipediag.report.prescription import SEMANTICS_VECTORIZED_MAP
+
+    change = StageChange("vectorize", 2, SEMANTICS_VECTORIZED_MAP, vectorized_map=True)
+
+    lines = rewritten_chain(_mnist_chain(), [change])
+
+    assert _texts(lines)[2:] == [
+        "ds = ds.batch(32)",
+        "ds = ds.map(lambda batch: tf.vectorized_map(preprocess, batch, "
+        "fallback_to_while_loop=True), num_parallel_calls=tf.data.AUTOTUNE)",
+    ]
+    assert (lines[3].change, lines[3].semantics) == ("vectorize", SEMANTICS_VECTORIZED_MAP)
