@@ -244,7 +244,7 @@ def _vectorized_map_suggestion(
     own = stats.own_s_per_batch or 0.0
     evidence = (
         f"{stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element. As "
-        f"written the function does not take a batch ({trial.facts.batch_refusal or 'refused'}); "
+        f"written, {trial.facts.batch_refusal or 'the function does not take a batch'}; "
         f"run through tf.vectorized_map, on {'a sample of' if checked is None else checked} "
         "of your elements it gave the same results as element by element: pfor vectorises "
         "the ops it knows and loops over the rest, once per batch."
