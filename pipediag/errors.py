@@ -22,7 +22,10 @@ def tf_error_text(exc: BaseException) -> str:
     `Incompatible shapes: [4] vs. [16]` rather than the function node and iterator path."""
     import re
 
-    message = str(getattr(exc, "message", exc)).strip().splitlines()[0]
+    lines = [line.strip() for line in str(getattr(exc, "message", exc)).splitlines()]
+    lines = [line for line in lines if line] or [""]
+    # A trace error (autograph's "in user code:", then the frames) ends with what went wrong.
+    message = lines[-1] if lines[0] == "in user code:" else lines[0]
     message = re.sub(r"\{\{[^}]*\}\}\s*", "", message)
     inner = re.search(r"Iterator::[\w:]+: (.*)", message)
     return (inner.group(1) if inner else message)[:160]

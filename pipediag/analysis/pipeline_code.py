@@ -144,7 +144,12 @@ def _linear(
         line = _stage_line(stats, own)
         if FIX_VECTORIZE in own:
             change = own[FIX_VECTORIZE]
-            deferred.append(_line(_call(stats, own, parallel=True), stats, change))
+            text = (
+                vectorized_map_line(stats.function or "fn", change.element_unpacked)
+                if change.vectorized_map
+                else _call(stats, own, parallel=True)
+            )
+            deferred.append(_line(text, stats, change))
             continue
         lines.append(line)
         if stats.kind == KIND_BATCH:
@@ -155,6 +160,24 @@ def _linear(
             lines.append(CodeLine("ds = ds.cache()", stats.created_at, cache.fix, cache.semantics))
     lines.extend(deferred)
     return lines
+
+
+def vectorized_map_line(function: str, unpacked: bool) -> str:
+    """A map over batches that runs `function` on each element through `tf.vectorized_map`,
+    as the user would write it (`unpacked`: a tuple element, the function's arguments)."""
+    body = vectorized_map_lambda(function, unpacked)
+    return f"ds = ds.map({body}, num_parallel_calls={AUTOTUNE_TEXT})"
+
+
+def vectorized_map_lambda(function: str, unpacked: bool) -> str:
+    """`lambda batch: tf.vectorized_map(function, batch, fallback_to_while_loop=True)`; for a
+    tuple element, its parts unpacked into the function's arguments as tf.data would."""
+    if unpacked:
+        return (
+            f"lambda *batch: tf.vectorized_map(lambda e: {function}(*e), batch, "
+            "fallback_to_while_loop=True)"
+        )
+    return f"lambda batch: tf.vectorized_map({function}, batch, fallback_to_while_loop=True)"
 
 
 def _main_chain(stages: Sequence[StageStats]) -> list[StageStats]:

@@ -24,11 +24,15 @@ from pipediag.analysis.advice_context import (
     verified_gain,
     worth_fixing,
 )
+from pipediag.analysis.pipeline_code import vectorized_map_lambda
 from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.report.model import (
+    FixTrial,
+    StageStats,
     Suggestion,
 )
 from pipediag.report.names import stage_name
+from pipediag.report.prescription import VECTORIZED_MAP_WORDS
 from pipediag.report.stage_facts import (
     MAP_KINDS,
     SHUFFLE_KINDS,
@@ -196,6 +200,9 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
         trial = ctx.trial(FIX_VECTORIZE, stats.index)
         if trial is not None and trial.unsafe:
             continue  # run on a batch, the function failed or gave other results
+        if trial is not None and trial.facts.vectorized_map:
+            found.append(_vectorized_map_suggestion(ctx, rule_id, stats, trial, batch))
+            continue
         if trial is not None and trial.verified:
             checked = trial.facts.sample_elements
             safety = (
@@ -226,6 +233,34 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
             )
         )
     return found
+
+
+def _vectorized_map_suggestion(
+    ctx: Context, rule_id: str, stats: StageStats, trial: FixTrial, batch: int
+) -> Suggestion:
+    """PD004 where the function takes no batch as written, but passed the check run on each
+    element through `tf.vectorized_map` (docs/design.md, "Every applicable rewrite")."""
+    checked = trial.facts.sample_elements
+    own = stats.own_s_per_batch or 0.0
+    evidence = (
+        f"{stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element. As "
+        f"written, {trial.facts.batch_refusal or 'the function does not take a batch'}; "
+        f"run through tf.vectorized_map, on {'a sample of' if checked is None else checked} "
+        "of your elements it gave the same results as element by element: pfor vectorises "
+        "the ops it knows and loops over the rest, once per batch."
+    )
+    function = vectorized_map_lambda(fn_name(stats), trial.facts.element_unpacked)
+    return fix_suggestion(
+        ctx,
+        rule_id,
+        title=f"{stage_name(stats)}: vectorise {VECTORIZED_MAP_WORDS}, map after batch",
+        stats=stats,
+        evidence=evidence,
+        code=f"ds = ds.batch({batch}).map({function}, num_parallel_calls=tf.data.AUTOTUNE)",
+        estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
+        trial=trial,
+        adds_threads=False,
+    )
 
 
 def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:

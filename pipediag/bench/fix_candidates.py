@@ -18,14 +18,20 @@ from pipediag.bench.candidate import (
     size_cache,
 )
 from pipediag.bench.structure import Stage
+from pipediag.bench.teardown import TearDown
 from pipediag.bench.vectorize_check import (
     VECTORIZE_SAMPLE_MAX_ELEMENTS,
+    VectorizeForms,
     trace_on_batches,
-    vectorize_check,
 )
+from pipediag.bench.vectorized_map import unpacks_element
 from pipediag.report.model import StageStats, TrialFacts
 from pipediag.report.names import stage_name
-from pipediag.report.prescription import SEMANTICS_BATCHED, SEMANTICS_CACHE
+from pipediag.report.prescription import (
+    SEMANTICS_BATCHED,
+    SEMANTICS_CACHE,
+    SEMANTICS_VECTORIZED_MAP,
+)
 from pipediag.report.stage_facts import (
     cache_point,
     downstream_batch_size,
@@ -136,7 +142,8 @@ def _interleave_candidate(stats: StageStats, node: str | None, cores: int) -> Ca
 def _vectorize_candidate(
     stats: StageStats, walked: list[Stage], stages: list[StageStats], nodes: dict[int, str]
 ) -> Candidate:
-    """Move the map after the batch it feeds, once its function is checked on a sample."""
+    """Move the map after the batch it feeds, once its function is checked on a sample: as
+    written, or, where that is unsafe, through `tf.vectorized_map` (`VectorizeForms`)."""
     candidate = Candidate(FIX_VECTORIZE, stats.index, stage_name(stats), cost_s=_cost(stats))
     consumer = next((s for s in stages if stats.index in s.inputs), None)
     map_node = nodes.get(stats.index)
@@ -154,12 +161,29 @@ def _vectorize_candidate(
     sample_size = min(2 * batch, VECTORIZE_SAMPLE_MAX_ELEMENTS)
     candidate.facts = replace(candidate.facts, sample_elements=sample_size)
 
-    lead = _leading_dim(batch_spec)
-    traced = Once(lambda: trace_on_batches(walked[stats.index].dataset, batch, lead is not None))
-    candidate.check = lambda graph_def, teardown: vectorize_check(
-        graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown, traced
+    mapped = walked[stats.index].dataset
+    drop = _leading_dim(batch_spec) is not None
+    forms = VectorizeForms(
+        plain=Once(lambda: trace_on_batches(mapped, batch, drop)),
+        per_element=Once(lambda: trace_on_batches(mapped, batch, drop, vectorized_map=True)),
     )
-    candidate.edit = lambda graph: graph.vectorize(map_node, batch_node, traced())
+
+    def check(graph_def: Any, teardown: TearDown) -> tuple[str | None, bool]:
+        result = forms.check(
+            graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown
+        )
+        if forms.through_vectorized_map:
+            candidate.facts = replace(
+                candidate.facts,
+                vectorized_map=True,
+                batch_refusal=forms.plain_refusal,
+                element_unpacked=unpacks_element(input_spec),
+            )
+            candidate.semantics = SEMANTICS_VECTORIZED_MAP
+        return result
+
+    candidate.check = check
+    candidate.edit = lambda graph: graph.vectorize(map_node, batch_node, forms.chosen())
     candidate.semantics = SEMANTICS_BATCHED
     return candidate
 

@@ -4,11 +4,14 @@ A vectorised map sees a whole batch, which is only right for a function that wor
 by element. The function is run on a sample of the user's own elements (read from an
 isolated copy): map then batch, and batch then map. Any difference, or an error on the
 batch, refuses the fix with the reason; equal results on the sample are evidence, not proof.
+A function refused so is checked again run through `tf.vectorized_map` (`VectorizeForms`),
+which keeps each element's result where the function as written does not take a batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pipediag.bench.graph_edit import BatchedFunction, PipelineGraph, RewriteError
@@ -23,6 +26,9 @@ VECTORIZE_SAMPLE_MAX_BYTES = 64 * 2**20
 # reduction order), not more.
 VECTORIZE_RTOL = 1e-5
 VECTORIZE_ATOL = 1e-6
+# How an unsafe refusal begins and ends; the words between say what the function did.
+UNSAFE = "unsafe: "
+KEEP_MAP = "; keep the map before the batch"
 
 
 def vectorize_check(
@@ -68,34 +74,93 @@ def vectorize_check(
         except Exception as exc:
             if not vectorized:
                 raise
-            return (
-                f"unsafe: the function fails on a batch ({tf_error_text(exc)}); keep the map "
-                "before the batch",
-                True,
-            )
+            return f"{UNSAFE}the function fails on a batch ({tf_error_text(exc)}){KEEP_MAP}", True
     difference = _first_difference(results[0], results[1])
     if difference is not None:
         return (
-            f"unsafe: on {count} of your elements the function gives other results on a batch "
-            f"({difference}): it is not elementwise; keep the map before the batch",
+            f"{UNSAFE}on {count} of your elements the function gives other results on a batch "
+            f"({difference}): it is not elementwise{KEEP_MAP}",
             True,
         )
     return None, False
 
 
+@dataclass
+class VectorizeForms:
+    """The two ways a vectorised map can run the user's function on batches, checked in turn
+    on the same sample: as written (`plain`), then, where that is unsafe, on each element
+    through `tf.vectorized_map` (`per_element`) (docs/design.md, "Every applicable rewrite").
+    Each is a `trace_on_batches`; `chosen` is the one the variant runs once checked."""
+
+    plain: Callable[[], BatchedFunction | None]
+    per_element: Callable[[], BatchedFunction | None]
+    through_vectorized_map: bool = False
+    # What the plain form did on a batch ("the function fails on a batch (...)"), where the
+    # vectorized_map form passed.
+    plain_refusal: str | None = None
+
+    def chosen(self) -> BatchedFunction | None:
+        return self.per_element() if self.through_vectorized_map else self.plain()
+
+    def check(
+        self,
+        graph_def: Any,
+        map_node: str,
+        batch_node: str,
+        input_spec: Any,
+        batch_spec: Any,
+        sample_size: int,
+        teardown: TearDown | None = None,
+    ) -> tuple[str | None, bool]:
+        """`vectorize_check` of the plain form, and of the vectorized_map form where the
+        plain one is unsafe; a refusal is always the plain form's."""
+        args = (graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown)
+        refusal, unsafe = vectorize_check(*args, self.plain)
+        if not unsafe:
+            return refusal, unsafe
+        try:
+            traced = self.per_element()
+            if traced is None:  # the function is unknown: no form of it to check
+                return refusal, unsafe
+            again, _ = vectorize_check(*args, lambda: traced)
+        except Exception:  # pfor could not convert it, or the graph would not take it
+            return refusal, unsafe
+        if again is not None:
+            return refusal, unsafe
+        self.through_vectorized_map = True
+        self.plain_refusal = (refusal or "").removeprefix(UNSAFE).removesuffix(KEEP_MAP)
+        return None, False
+
+
 def trace_on_batches(
-    map_dataset: Any, batch_size: int, drop_remainder: bool
+    map_dataset: Any, batch_size: int, drop_remainder: bool, *, vectorized_map: bool = False
 ) -> BatchedFunction | None:
     """The map's Python function traced on its input batched as the pipeline batches it;
-    None when the map's Python objects are unknown (the graph's own trace is used then)."""
+    None when the map's Python objects are unknown (the graph's own trace is used then).
+    With `vectorized_map`, the function runs on each element of the batch through
+    `tf.vectorized_map` (`bench/vectorized_map.py`), traced with TensorFlow's logger quiet."""
     from pipediag.bench import python_chain
+    from pipediag.bench.vectorized_map import (
+        on_whole_batches,
+        quiet_tensorflow_logger,
+        unpacks_element,
+    )
 
     func = python_chain.user_function(map_dataset)
     inputs = python_chain.python_inputs(python_chain.unwrap(map_dataset))
     if func is None or len(inputs) != 1:
         return None
+    batched_input = inputs[0].batch(batch_size, drop_remainder=drop_remainder)
     # Building a dataset runs nothing: only the function is traced.
-    batched_map = inputs[0].batch(batch_size, drop_remainder=drop_remainder).map(func)
+    if not vectorized_map:
+        return _batched_function(batched_input.map(func))
+    wrapped = on_whole_batches(func, unpacks_element(inputs[0].element_spec))
+    with quiet_tensorflow_logger():
+        return _batched_function(batched_input.map(wrapped))
+
+
+def _batched_function(batched_map: Any) -> BatchedFunction | None:
+    """The map function of `batched_map` (a map over batches), ready for a graph copy."""
     concrete = batched_map._map_func.function
     library = (concrete.function_def, *concrete.graph.as_graph_def().library.function)
     import tensorflow as tf
@@ -117,7 +182,6 @@ def _read_sample(
     dataset: Any, spec: Any, size: int, teardown: TearDown | None = None
 ) -> list[Any] | None:
     """Up to `size` elements, one stacked NumPy array per component (memory-capped)."""
-    import numpy as np
     import tensorflow as tf
 
     columns: list[list[Any]] = [[] for _ in tf.nest.flatten(spec)]
@@ -131,7 +195,18 @@ def _read_sample(
             column.append(value)
     if not columns or not columns[0]:
         return None
-    return [np.stack(column) for column in columns]
+    return [_stacked(column) for column in columns]
+
+
+def _stacked(column: list[Any]) -> Any:
+    """One component's values as one array. Strings stay Python bytes (an object array):
+    NumPy's fixed-width bytes drop trailing NUL bytes, and a serialized `tf.train.Example`
+    whose last field is a zero ends in one."""
+    import numpy as np
+
+    if isinstance(column[0], bytes):
+        return np.array(column, dtype=object)
+    return np.stack(column)
 
 
 def _numpy_batches(dataset: Any, teardown: TearDown | None = None) -> list[list[Any]]:

@@ -19,7 +19,13 @@ def rewrites_lines(report: Report) -> list[str]:
     prescription = report.pipeline.prescription
     if prescription is None:
         return []
-    lines = [_change_line(change) for change in prescription.tried]
+    through_vectorized_map = {
+        (t.fix, t.stage_index) for t in report.pipeline.trials if t.facts.vectorized_map
+    }
+    lines = [
+        _change_line(change, (change.fix, change.stage_index) in through_vectorized_map)
+        for change in prescription.tried
+    ]
     lines.append(together_text(prescription))
     return lines
 
@@ -36,8 +42,8 @@ def together_text(prescription: Prescription) -> str:
     return f"pipeline pipediag would write: {what}, training {figure} over yours{raw}"
 
 
-def _change_line(change: PrescribedChange) -> str:
-    what = fix_words_at(change.fix, change.stage)
+def _change_line(change: PrescribedChange, vectorized_map: bool = False) -> str:
+    what = fix_words_at(change.fix, change.stage, vectorized_map=vectorized_map)
     value, low, high = change.shown
     if value is None:
         return f"{what}: not measured ({change.reason or 'no rate'})"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, StageStats
-from pipediag.report.prescription import fix_words
+from pipediag.report.prescription import VECTORIZED_MAP_WORDS, fix_words
 
 NO_VERDICT = "NO VERDICT"
 VERDICT_TITLES = {
@@ -40,8 +40,10 @@ def stage_name(stage: StageStats) -> str:
     return f"{stage.kind}: {name}"
 
 
-def fix_words_at(fix: str, stage: str | None = None) -> str:
+def fix_words_at(fix: str, stage: str | None = None, *, vectorized_map: bool = False) -> str:
     """A rewrite in words, with its stage where it has one: "run the map in parallel at
-    map(parse)"."""
+    map(parse)"; a vectorise run through `tf.vectorized_map` says so."""
     words = fix_words(fix)
+    if vectorized_map:
+        words = f"{words}, {VECTORIZED_MAP_WORDS}"
     return f"{words} at {stage}" if stage and stage != "options" else words

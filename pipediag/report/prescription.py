@@ -31,6 +31,12 @@ from pipediag.report.vocabulary import (
 # Changes in what the pipeline yields, as each rewrite names its own.
 SEMANTICS_ORDER: Final = "element order: the map now runs before the shuffle"
 SEMANTICS_BATCHED: Final = "the function is applied to whole batches"
+SEMANTICS_VECTORIZED_MAP: Final = (
+    "the function runs once per batch through tf.vectorized_map: each element's result is "
+    "unchanged (to float rounding)"
+)
+# Added to a vectorise's words where it runs through `tf.vectorized_map`.
+VECTORIZED_MAP_WORDS: Final = "with tf.vectorized_map"
 SEMANTICS_CACHE: Final = (
     "a cache: the elements are read once and kept in memory; randomness before it is frozen"
 )
@@ -83,6 +89,10 @@ class StageChange:
     stage_index: int | None = None
     semantics: str | None = None
     value: int | None = None  # cycle_length for an interleave, threads for a cap
+    # A vectorise that runs the function through `tf.vectorized_map`, and whether the
+    # element is a tuple passed to the function as its arguments (`TrialFacts`).
+    vectorized_map: bool = False
+    element_unpacked: bool = False
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,13 @@ class TrialFacts:
     isolation: str = ""
     # vectorize: elements the function was checked on, both ways.
     sample_elements: int | None = None
+    # vectorize: the function as written failed or differed on a batch (`batch_refusal`
+    # says how), and the variant runs it on each element through `tf.vectorized_map`, which
+    # passed the same check; `element_unpacked`: a tuple element, passed to the function as
+    # its arguments (docs/design.md, "Every applicable rewrite").
+    vectorized_map: bool = False
+    batch_refusal: str | None = None
+    element_unpacked: bool = False
     # parallel-interleave: the cycle length tried (the cores).
     cycle_length: int | None = None
     # thread-cap: the private thread pool's size tried.

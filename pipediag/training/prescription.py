@@ -240,6 +240,8 @@ class PipelineSearch:
                     stage_index=fix.stage_index,
                     semantics=candidate.semantics if candidate is not None else None,
                     value=value,
+                    vectorized_map=facts is not None and facts.vectorized_map,
+                    element_unpacked=facts is not None and facts.element_unpacked,
                 )
             )
         return changes

@@ -432,12 +432,19 @@ def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone
     assert tf.data.Dataset.__init__ is original
 
 
-def test_a_function_whose_trace_fails_on_a_batch_is_refused_as_unsafe() -> None:
+def test_a_function_whose_trace_fails_on_a_batch_is_refused_as_unsafe(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     from pipediag.bench.teardown import TearDown
 
     tf = _tf()
-    # GIVEN a map that reshapes each 4-vector to 2x2: traced on a batch, static shapes clash
-    ds = tf.data.Dataset.range(40).map(lambda x: tf.reshape(tf.fill([4], x), [2, 2])).batch(5)
+
+    # GIVEN a map that reshapes each 4-vector to 2x2 (traced on a batch, static shapes
+    # clash) and goes through a ragged tensor, which pfor cannot convert either
+    def to_square(x: Any) -> Any:
+        return tf.RaggedTensor.from_tensor(tf.reshape(tf.fill([4], x), [2, 2])).to_tensor()
+
+    ds = tf.data.Dataset.range(40).map(to_square).batch(5)
     found, graph = _candidates(ds)
     (vectorize,) = [c for c in found if c.fix == "vectorize"]
 
@@ -449,3 +456,6 @@ def test_a_function_whose_trace_fails_on_a_batch_is_refused_as_unsafe() -> None:
 
     assert unsafe
     assert reason is not None and reason.startswith("unsafe: the function fails on a batch")
+    assert "Shape must be rank 0" in reason  # the plain form's reason (tf.fill), not pfor's
+    assert not vectorize.facts.vectorized_map
+    assert not [r for r in caplog.records if "pfor" in r.getMessage()]  # not pipediag's output

@@ -341,6 +341,25 @@ def test_a_checked_vectorisation_says_so_and_uses_its_measured_gain() -> None:
     assert "On 512 of your elements" in vectorize.evidence
 
 
+def test_a_vectorisation_through_vectorized_map_writes_that_code_and_why() -> None:
+    # GIVEN a map whose function fails on a batch as written, checked through vectorized_map
+    refusal = "the function fails on a batch (ValueError: Input serialized must be a scalar)"
+    checked = _trial(
+        "vectorize", 1, 1.7, sample_elements=512, vectorized_map=True, batch_refusal=refusal
+    )
+    report = _report(_vectorizable_pipeline(), trials=[checked])
+
+    (vectorize,) = [s for s in advise(report) if s.id == "PD004-vectorize-map"]
+
+    assert "with tf.vectorized_map" in vectorize.title
+    assert refusal in vectorize.evidence and "on 512 of your elements" in vectorize.evidence
+    assert vectorize.code == (
+        "ds = ds.batch(256).map(lambda batch: tf.vectorized_map(scale, batch, "
+        "fallback_to_while_loop=True), num_parallel_calls=tf.data.AUTOTUNE)"
+    )
+    assert vectorize.verified_speedup == 1.7
+
+
 def test_autotune_off_is_named_with_its_measured_gain() -> None:
     report = _report(
         _seq_map_pipeline(auto_parallel=True),

@@ -199,3 +199,18 @@ def test_a_concatenation_joins_its_branches_in_order() -> None:
         "ds1 = tf.data.TextLineDataset(...)",
         "ds = ds0.concatenate(ds1)",
     ]
+
+
+def test_a_vectorise_through_vectorized_map_is_written_as_the_user_would() -> None:
+    from pipediag.report.prescription import SEMANTICS_VECTORIZED_MAP
+
+    change = StageChange("vectorize", 2, SEMANTICS_VECTORIZED_MAP, vectorized_map=True)
+
+    lines = rewritten_chain(_mnist_chain(), [change])
+
+    assert _texts(lines)[2:] == [
+        "ds = ds.batch(32)",
+        "ds = ds.map(lambda batch: tf.vectorized_map(preprocess, batch, "
+        "fallback_to_while_loop=True), num_parallel_calls=tf.data.AUTOTUNE)",
+    ]
+    assert (lines[3].change, lines[3].semantics) == ("vectorize", SEMANTICS_VECTORIZED_MAP)

@@ -205,3 +205,35 @@ def test_the_search_order_is_the_pipeline_alone_gain_and_bounded_rewrites_are_sk
     assert [f.fix for f in order] == ["vectorize", "parallel-map"]
     assert [(s.fix, s.kept) for s in skipped] == [("cache", False)]
     assert skipped[0].reason is not None
+
+
+def test_a_kept_vectorise_through_vectorized_map_is_written_so() -> None:
+    from pipediag.bench.candidate import Candidate
+    from pipediag.report.model import TrialFacts
+    from pipediag.report.prescription import SEMANTICS_VECTORIZED_MAP
+
+    # GIVEN a vectorise whose check passed only through tf.vectorized_map, kept on training
+    facts = TrialFacts(vectorized_map=True, element_unpacked=True)
+    candidate = Candidate(
+        "vectorize", 1, "map(decode)", facts=facts, semantics=SEMANTICS_VECTORIZED_MAP
+    )
+    fix = FixPipelines(fix="vectorize", stage_index=1, baseline=(), variant=(), candidate=candidate)
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"vectorize": 1.6})
+    trials = _search(trainer, [fix])
+    search(trials, trainer.try_one)
+    stages = [
+        StageStats(0, "source", "TensorSliceDataset"),
+        StageStats(1, "map", "MapDataset", function="decode", inputs=[0]),
+        StageStats(2, "batch", "BatchDatasetV2", {"batch_size": "32"}, inputs=[1]),
+    ]
+    # WHEN the pipeline is written
+    code = trials.prescription(stages).code
+    # THEN the map after the batch runs the function on each element, its arguments unpacked
+    (change,) = trials.changes()
+    assert (change.vectorized_map, change.element_unpacked) == (True, True)
+    assert code[-1].text == (
+        "ds = ds.map(lambda *batch: tf.vectorized_map(lambda e: decode(*e), batch, "
+        "fallback_to_while_loop=True), num_parallel_calls=tf.data.AUTOTUNE)"
+    )
+    assert code[-1].semantics == SEMANTICS_VECTORIZED_MAP

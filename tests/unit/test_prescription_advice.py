@@ -107,6 +107,19 @@ def test_two_kept_rewrites_make_one_fix_ranked_by_their_gain_together() -> None:
     assert "Rewrites" in render_text(report)
 
 
+def test_a_vectorise_through_vectorized_map_says_so_in_the_rewrites() -> None:
+    # GIVEN the vectorise trial ran the function through tf.vectorized_map
+    trial = FixTrial("vectorize", 1, "map(decode)", facts=TrialFacts(vectorized_map=True))
+    report = _report(_stages(), trials=[trial], prescription=_two_kept())
+
+    lines = rewrites_lines(report)
+
+    assert lines[0].startswith(
+        "vectorise: map after the batch, with tf.vectorized_map at map(decode): 1.80x"
+    )
+    assert "vectorized_map" not in lines[2]  # the cache, on the same pipeline
+
+
 def test_a_single_kept_rewrite_is_left_to_its_own_rule() -> None:
     one = Prescription(
         tried=[PrescribedChange("vectorize", 1, "map(decode)", 1.8, 1.6, 2.0, kept=True)],

@@ -31,6 +31,31 @@ def test_round_trip(tmp_path: Path, with_gpu: bool) -> None:
     assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
 
 
+def test_a_vectorise_through_vectorized_map_round_trips(tmp_path: Path) -> None:
+    import dataclasses
+
+    from pipediag.report.model import FixTrial
+
+    facts = TrialFacts(
+        sample_elements=64,
+        vectorized_map=True,
+        batch_refusal="the function fails on a batch (ValueError: Input must be a scalar)",
+        element_unpacked=True,
+    )
+    report = synthetic_report(steps=5)
+    trial = FixTrial("vectorize", 1, "map(decode)", verified=True, speedup=1.7, facts=facts)
+    report = dataclasses.replace(
+        report, pipeline=dataclasses.replace(report.pipeline, trials=[trial])
+    )
+    path = save_report(report, tmp_path / "report.json")
+    assert load_report(path) == report
+    # and a report from before these fields reads them as the plain form
+    data = to_dict(report)
+    for key in ("vectorized_map", "batch_refusal", "element_unpacked"):
+        del data["pipeline"]["trials"][0]["facts"][key]
+    assert from_dict(data).pipeline.trials[0].facts == TrialFacts(sample_elements=64)
+
+
 def test_missing_optional_fields_get_defaults_and_unknown_ones_are_ignored() -> None:
     data = {"script": "t.py", "schema_version": SCHEMA_VERSION, "added_later": 1}
     data["train"] = {

@@ -1,0 +1,60 @@
+"""The user's per-element function run on whole batches through `tf.vectorized_map`.
+
+Many per-element functions cannot take a batch as written (`tf.io.parse_single_example`
+asserts a scalar; a reshape to one image's shape). `tf.vectorized_map(fn, batch,
+fallback_to_while_loop=True)` still runs them once per batch: pfor vectorises the ops it
+knows (ParseExampleV2 among them) and loops over the rest, with the same result for each
+element (docs/design.md, "Every applicable rewrite"). This module wraps the function so; the
+vectorise check (`bench/vectorize_check.py`) traces and checks it like the plain form.
+
+Imports TensorFlow only inside its functions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+# TensorFlow's Python logger: pfor logs each op it loops over ("Using a while_loop for
+# converting ...") and every op it fails to convert, with the op's whole NodeDef, there.
+TF_LOGGER = "tensorflow"
+
+
+def unpacks_element(element_spec: Any) -> bool:
+    """Whether tf.data passes this element to a map's function as several arguments: a
+    plain tuple is unpacked, any other structure (a dict, a namedtuple) is passed whole
+    (TF 2.21 `structured_function._should_unpack`)."""
+    return type(element_spec) is tuple
+
+
+def on_whole_batches(func: Callable[..., Any], unpacked: bool) -> Callable[..., Any]:
+    """A map function for batches that runs `func` on each element through
+    `tf.vectorized_map`, calling it as tf.data would have (`unpacked`: a tuple element's
+    parts as its arguments)."""
+
+    def per_element(element: Any) -> Any:
+        return func(*element) if unpacked else func(element)
+
+    def on_batch(*batch: Any) -> Any:
+        import tensorflow as tf
+
+        elements = batch if unpacked else batch[0]
+        # warn=False: pfor's own switch for the per-op while_loop warnings.
+        return tf.vectorized_map(per_element, elements, fallback_to_while_loop=True, warn=False)
+
+    return on_batch
+
+
+@contextlib.contextmanager
+def quiet_tensorflow_logger() -> Iterator[None]:
+    """TensorFlow's Python logger silenced for the duration (a pfor trace), then restored:
+    what pfor says about the user's ops is not pipediag's output."""
+    logger = logging.getLogger(TF_LOGGER)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
