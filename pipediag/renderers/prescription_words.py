@@ -8,6 +8,7 @@ from pipediag.renderers.numbers import gain
 from pipediag.report.model import Report
 from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.vocabulary import KERAS_FIT
 
 # The list's heading where it stands alone (the text's row is labelled "Rewrites").
 REWRITES_HEADING = "Rewrites tried on training, each on top of the ones kept before it"
@@ -22,42 +23,53 @@ def rewrites_lines(report: Report) -> list[str]:
     through_vectorized_map = {
         (t.fix, t.stage_index) for t in report.pipeline.trials if t.facts.vectorized_map
     }
+    timed = _timed_part(report)
     lines = [
-        _change_line(change, (change.fix, change.stage_index) in through_vectorized_map)
+        _change_line(change, (change.fix, change.stage_index) in through_vectorized_map, timed)
         for change in prescription.tried
     ]
-    lines.append(together_text(prescription))
+    lines.append(together_text(prescription, timed))
     return lines
 
 
-def together_text(prescription: Prescription) -> str:
+def _timed_part(report: Report) -> str:
+    """What a trial's own ratio times, where the figure shown adds to it: under fit the
+    train function (fit's time and the epoch starts are added), in a loop its steps (the
+    epoch starts are added)."""
+    return "the train function" if report.train.style == KERAS_FIT else "the steps"
+
+
+def together_text(prescription: Prescription, timed: str = "the train function") -> str:
     """ "together 2.10x (1.90-2.31x) over your pipeline", or why there is no figure."""
     kept = prescription.kept
     value, low, high = prescription.shown
     if value is None:
         return f"pipeline pipediag would write: none ({prescription.reason or 'nothing kept'})"
     what = "the kept rewrite" if len(kept) == 1 else f"the {len(kept)} kept rewrites together"
-    raw = _raw_note(prescription.training_speedup, value)
+    raw = _raw_note(prescription.training_speedup, value, timed)
     figure = _figure(value, low, high)
     return f"pipeline pipediag would write: {what}, training {figure} over yours{raw}"
 
 
-def _change_line(change: PrescribedChange, vectorized_map: bool = False) -> str:
+def _change_line(
+    change: PrescribedChange, vectorized_map: bool = False, timed: str = "the train function"
+) -> str:
     what = fix_words_at(change.fix, change.stage, vectorized_map=vectorized_map)
     value, low, high = change.shown
     if value is None:
         return f"{what}: not measured ({change.reason or 'no rate'})"
     on_top = " on top of the kept ones" if change.after else ""
     verdict = "kept" if change.kept else f"not kept ({change.reason})"
-    raw = _raw_note(change.training_speedup, value)
+    raw = _raw_note(change.training_speedup, value, timed)
     return f"{what}: {_figure(value, low, high)}{on_top}, {verdict}{raw}"
 
 
-def _raw_note(raw: float | None, shown: float) -> str:
-    """The train function's own ratio, named, where the figure shown adds fit's time to it."""
+def _raw_note(raw: float | None, shown: float, timed: str) -> str:
+    """The trial's own ratio, named after what it timed, where the figure shown adds fit's
+    time or the epoch starts to it (`analysis/run_terms.py`)."""
     if raw is None or gain(raw) == gain(shown):
         return ""
-    return f"; {gain(raw)} on the train function alone"
+    return f"; {gain(raw)} on {timed} alone"
 
 
 def _figure(value: float, low: float | None, high: float | None) -> str:

@@ -163,6 +163,8 @@ def test_each_side_s_epoch_start_is_spread_over_the_pass_where_the_iterator_rest
     # THEN a pass of 100 steps takes 1.0 + 0.2 s against 0.8 s: 1.5x
     (shown,) = _tried_in_run_terms(restarting)
     assert shown.on_training == pytest.approx(1.5)
+    (line, _) = rewrites_lines(with_prescription_in_run_terms(restarting))
+    assert "1.50x" in line and "; 1.25x on the steps alone" in line
     assert shown.on_training_low is not None and shown.on_training_low > 1.2
     # AND where the dataset repeats forever (no restarts), the steps' ratio stands
     endless = dataclasses.replace(
