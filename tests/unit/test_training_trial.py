@@ -321,3 +321,22 @@ def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> No
     assert fix.kind == "fix" and fix.training_speedup is None
     assert fix.predicted_speedup is not None
     assert "On training the result was unclear: the prediction stands." in fix.evidence
+
+
+def test_a_trial_side_times_making_each_fresh_iterator_and_not_a_kept_one() -> None:
+    from pipediag.bench.whatif import TrialSide
+
+    clock = FakeClock()
+    teardown = TearDown()
+
+    def read(iterator: Iterator[Any], _seconds: float) -> BatchTiming:
+        next(iterator)
+        return BatchTiming(0.02, [0.01] * 4, 0.04, False)
+
+    fresh = TrialSide(_Source(clock, 0.01, open_s=0.25), teardown, clock, read=read)
+    assert fresh.fresh and fresh.run(1.0).opened_s == pytest.approx(0.25)
+    # a cache read past its filling epoch: one iterator, made once, before any run
+    kept = TrialSide(_Source(clock, 0.01, open_s=0.25), teardown, clock, 2, read=read)
+    assert not kept.fresh and kept.run(1.0).opened_s is None
+    kept.close()
+    teardown.drain()
