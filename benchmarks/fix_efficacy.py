@@ -76,9 +76,10 @@ def case_rate(case: str, extra: list[str], steps: int) -> float | None:
 def case_rates(
     case: str, extra: list[str], steps: int, *, seconds: float | None = None
 ) -> dict[str, float | None]:
-    """One plain run's rates: `steps_per_s` (after its warm-up) and `steady_steps_per_s`
-    (its epoch boundaries left out); {} where the run failed. It ends after `steps` steps,
-    or `seconds` after its warm-up, whichever comes first."""
+    """One plain run's rates: `steps_per_s` (after its warm-up), `steady_steps_per_s` (its
+    epoch boundaries left out) and `after_first_epoch_steps_per_s` (from the second epoch's
+    start: the first epoch's one-off costs left out); {} where the run failed. It ends
+    after `steps` steps, or `seconds` after its warm-up, whichever comes first."""
     with tempfile.TemporaryDirectory(prefix="pipediag-fix-") as tmp:
         rate_file = Path(tmp) / "rate.json"
         cmd = [
@@ -106,7 +107,7 @@ def case_rates(
         found = json.loads(rate_file.read_text())
         return {
             key: float(found[key]) if found.get(key) is not None else None
-            for key in ("steps_per_s", "steady_steps_per_s")
+            for key in ("steps_per_s", "steady_steps_per_s", "after_first_epoch_steps_per_s")
         }
 
 

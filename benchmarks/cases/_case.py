@@ -94,6 +94,19 @@ def steady_rate_after(
     return ((len(ends_s) - 1 - warmup) / span if span > 0 else None), boundary
 
 
+def rate_after_first_epoch(ends_s: list[float], marks: list[tuple[int, float]]) -> float | None:
+    """Steps per second from the second epoch's mark to the last step: the recurring epoch
+    boundaries in, the first epoch's one-off costs (a cache's fill, the tear-down of its
+    filling iterator) out. None where the run did not reach a second epoch with steps."""
+    later = [(done, at) for done, at in marks if done > 0]
+    if not later:
+        return None
+    done, at = later[0]
+    steps = len(ends_s) - done
+    span = ends_s[-1] - at if ends_s else 0.0
+    return steps / span if steps >= 2 and span > 0 else None
+
+
 def rate_after(ends_s: list[float], warmup: int) -> float | None:
     """Events per second between the end of event `warmup` and the last event."""
     if len(ends_s) < warmup + 2:
@@ -244,6 +257,9 @@ def main(
                     "warmup_steps": args.rate_warmup,
                     "steps_per_s": rate,
                     "steady_steps_per_s": steady,
+                    "after_first_epoch_steps_per_s": rate_after_first_epoch(
+                        timer.ends_s, timer.epoch_marks
+                    ),
                     "epoch_boundary_s": boundary_s,
                     "step_ends_s": [t - began for t in timer.ends_s],
                 }

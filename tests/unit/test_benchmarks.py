@@ -221,6 +221,17 @@ def test_the_steady_rate_leaves_each_epoch_boundary_out() -> None:
     assert helpers.rate_after(ends, 0) == pytest.approx(6 / 0.56)
 
 
+def test_the_rate_after_the_first_epoch_keeps_later_boundaries_and_leaves_the_first_out() -> None:
+    helpers = common.load_case("_case")
+    # 10-ms steps; a 1-s stall before the second epoch (a filled cache's first iterator torn
+    # down), 0.1 s before the third
+    ends = [0.01, 0.02, 1.03, 1.04, 1.15, 1.16]
+    marks = [(0, 0.0), (2, 1.02), (4, 1.14)]
+    # from the second mark: 4 steps in 0.14 s, the third epoch's boundary in
+    assert helpers.rate_after_first_epoch(ends, marks) == pytest.approx(4 / 0.14)
+    assert helpers.rate_after_first_epoch(ends, marks[:1]) is None
+
+
 # --- accuracy.py's input-cost summary -------------------------------------------------------
 def _result(case: str, **fields: object) -> dict[str, object]:
     row: dict[str, object] = {
