@@ -7,6 +7,7 @@ alike (docs/design.md, "Every applicable rewrite").
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 # A cache must fit in half the memory available now (psutil): the rest of the training
@@ -14,6 +15,37 @@ from typing import Any
 CACHE_MAX_MEMORY_SHARE = 0.5
 # Elements read to estimate the size of elements whose shapes are not static.
 CACHE_SIZE_SAMPLE = 8
+
+
+# tf.data's cardinality constants.
+INFINITE = -1
+UNKNOWN = -2
+# Counting the elements of a dataset whose length tf.data does not know: in batches of this
+# many, for at most this long (a file source is read record by record, not decoded).
+COUNT_BATCH = 1024
+COUNT_MAX_S = 2.0
+
+
+def counted_elements(dataset: Any, teardown: Any = None) -> int | None:
+    """The elements of one pass over `dataset`, counted by reading it (each element mapped to
+    nothing, in batches), or None where that takes over `COUNT_MAX_S`. Spent iterators go
+    to `teardown` (None: released in place)."""
+    import tensorflow as tf
+
+    ones = dataset.map(lambda *_: tf.zeros([], tf.int8)).batch(COUNT_BATCH)
+    iterator = iter(ones)
+    deadline = time.monotonic() + COUNT_MAX_S
+    count = 0
+    try:
+        for batch in iterator:
+            count += int(batch.shape[0])
+            if time.monotonic() > deadline:
+                return None
+        return count
+    finally:
+        if teardown is not None:
+            teardown.discard(iterator)
+        del iterator
 
 
 def cardinality(dataset: Any) -> int | None:

@@ -16,7 +16,7 @@ from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
 from pipediag.report.model import TrialFacts
-from pipediag.report.vocabulary import FixName
+from pipediag.report.vocabulary import KIND_MAP, KIND_PARALLEL_MAP, FixName
 
 # Filling a cache takes one epoch of the prefix; verify only when it takes at most this long,
 # the length of the phase-1 benchmark (bench/pipeline.py DEFAULT_MAX_SECONDS).
@@ -79,15 +79,90 @@ def size_cache(
     point: int,
     elements_per_s: float | None,
     sample: Any | None = None,
+    counter: Counter | None = None,
 ) -> None:
     """Fill in what a cache of `prefix` (one epoch of stage `point`'s output) needs: its
     size against the memory available, how long it takes to fill, and how many output
     batches fill it; or set `candidate.reason` to why it cannot be timed. Sizes not static
-    are read from `sample` (default: `prefix`), a dataset with the same elements."""
+    are read from `sample` (default: `prefix`), a dataset with the same elements. Where
+    tf.data does not know the length (a file source), `counter` counts it at check time."""
     elements = cache_sizing.cardinality(prefix)
+    if elements == cache_sizing.UNKNOWN and counter is not None:
+        # A file source knows no length: the elements are counted on an isolated copy when
+        # the candidate is checked, and the cache sized then.
+        candidate.check = _counted_then_sized(
+            candidate,
+            counter,
+            lambda n: _sized(candidate, walked, prefix, point, elements_per_s, sample, n),
+        )
+        return
     if elements is None or elements < 0:
         candidate.reason = "the dataset is infinite or of unknown size at this point: no cache"
         return
+    _sized(candidate, walked, prefix, point, elements_per_s, sample, elements)
+
+
+# Stages that yield one element per input element.
+_ONE_TO_ONE = (KIND_MAP, KIND_PARALLEL_MAP)
+# Counts the elements at a cache point on a copy of the graph (`bench.cache_sizing`), or None
+# where they could not be counted in time.
+Counter = Callable[[Any, TearDown], "int | None"]
+
+
+def element_counter(walked: list[Stage], nodes: dict[int, str], point: int) -> Counter | None:
+    """How to count the elements of one pass at stage `point`: at the first stage above it
+    that is not a map (a map yields one element per element, so its input counts the same
+    and reads no faster), on an isolated copy of the graph, so no state of the user's
+    dataset moves. None where that stage is not in the graph."""
+    index = point
+    while walked[index].stats.kind in _ONE_TO_ONE and len(walked[index].stats.inputs) == 1:
+        index = walked[index].stats.inputs[0]
+    node = nodes.get(index)
+    if node is None:
+        return None
+    spec = walked[index].dataset.element_spec
+
+    def count(graph_def: Any, teardown: TearDown) -> int | None:
+        graph = PipelineGraph.copy_of(graph_def)
+        graph.set_output(node)
+        graph.isolate()
+        return cache_sizing.counted_elements(graph.rebuild(spec), teardown)
+
+    return count
+
+
+def _counted_then_sized(
+    candidate: Candidate, counter: Counter, sized: Callable[[int], None]
+) -> Callable[[Any, TearDown], tuple[str | None, bool]]:
+    earlier = candidate.check
+
+    def check(graph_def: Any, teardown: TearDown) -> tuple[str | None, bool]:
+        if earlier is not None:
+            refusal, unsafe = earlier(graph_def, teardown)
+            if refusal is not None:
+                return refusal, unsafe
+        elements = counter(graph_def, teardown)
+        if elements is None:
+            return (
+                "the dataset's length is unknown here, and counting it took over "
+                f"{cache_sizing.COUNT_MAX_S:g} s: no cache",
+                False,
+            )
+        sized(elements)
+        return candidate.reason, False
+
+    return check
+
+
+def _sized(
+    candidate: Candidate,
+    walked: list[Stage],
+    prefix: Any,
+    point: int,
+    elements_per_s: float | None,
+    sample: Any | None,
+    elements: int,
+) -> None:
     size = cache_sizing.dataset_bytes(
         prefix if sample is None else sample, elements, prefix.element_spec
     )

@@ -15,6 +15,7 @@ from typing import Any
 from pipediag.bench.candidate import (
     Candidate,
     Once,
+    element_counter,
     size_cache,
 )
 from pipediag.bench.structure import Stage
@@ -241,7 +242,10 @@ def _cache_candidate(
     )
     candidate.facts = TrialFacts(prefix_s_per_batch=prefix_s)
     node = nodes.get(point)
-    size_cache(candidate, walked, walked[point].dataset, point, stats.elements_per_s)
+    counter = element_counter(walked, nodes, point)
+    size_cache(
+        candidate, walked, walked[point].dataset, point, stats.elements_per_s, counter=counter
+    )
     if candidate.reason is None and node is None:
         candidate.reason = "the stage was not found in the dataset graph"
     if candidate.reason is None and node is not None:

@@ -187,6 +187,35 @@ def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
     assert trial.speedup is not None and trial.speedup > 1.5
 
 
+def test_a_file_source_of_unknown_length_is_counted_for_its_cache(tmp_path: Path) -> None:
+    from pipediag.bench.fix_candidates import FIX_CACHE
+    from pipediag.bench.stages import measure_stages
+    from pipediag.bench.whatif import verify_fixes
+
+    tf = _tf()
+    # GIVEN 400 records in a TFRecord file, decoded by the costly map: tf.data cannot tell
+    # the file source's length
+    path = str(tmp_path / "records.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for i in range(400):
+            writer.write(tf.io.serialize_tensor(tf.constant(i, tf.int64)).numpy())
+    records = tf.data.TFRecordDataset([path])
+    parsed = records.map(lambda r: tf.io.parse_tensor(r, tf.int64))
+    ds = parsed.map(pipelines.decode, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = ds.batch(pipelines.BATCH).repeat().prefetch(tf.data.AUTOTUNE)
+    assert int(parsed.cardinality()) == tf.data.UNKNOWN_CARDINALITY
+    stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
+
+    (trial,) = verify_fixes(ds, stages, budget_s=1.5, fixes=[FIX_CACHE])
+
+    # THEN the records are counted (above both maps), the cache sized and tried
+    assert trial.stage == "parallel-map(decode)"
+    assert trial.facts.elements == 400
+    assert trial.facts.cache_bytes == 400 * 4
+    assert trial.verified, trial.reason
+    assert trial.speedup is not None and trial.speedup > 1.5
+
+
 def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
     from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.interleaved import MIN_ROUNDS, STOP_GAIN
@@ -416,3 +445,12 @@ def test_every_fix_built_and_timed_is_kept_even_a_slower_one(
     assert fix.pipeline_speedup == pytest.approx(0.9)
     assert fix.candidate is not None and fix.candidate.edit is not None
     assert fix.graph is not None and fix.applied == (FIX_PARALLEL_MAP,)
+
+
+def test_counting_a_source_gives_up_after_its_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipediag.bench import cache_sizing
+
+    tf = _tf()
+    assert cache_sizing.counted_elements(tf.data.Dataset.range(2500)) == 2500
+    monkeypatch.setattr(cache_sizing, "COUNT_MAX_S", 0.0)
+    assert cache_sizing.counted_elements(tf.data.Dataset.range(10**9)) is None
