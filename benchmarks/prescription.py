@@ -14,14 +14,15 @@ runs, in one process each, one after another:
 The truth of a variant is its speedup over the unmodified case in whole runs from their
 second epoch on, as a long training sees it: its recurring epoch boundaries count, its first
 epoch's one-off costs (a cache's fill, the tear-down of the filling iterator) do not. It is
-the median over rounds of its rate over the same round's baseline; the same runs from their
-warm-up, and without their epoch boundaries, are reported beside it. Figures per case: the if-free gains
-along the chain (`stages[i].training_speedup_if_free`, `*` where the cost jumps), the top
-fix's claim (`suggestions[0].training_speedup`) and the combined claim (the
-`PD016-rewritten-pipeline` suggestion's `training_speedup`, corrected for what `fit` adds
-per step, else the prescription's own) against their truths, the deep phase's seconds
-(`report.phases`: `deep_analysis` and `training_trial`), and whether the kept rewrites
-together run at least as fast as the best hand-written variant.
+the median over rounds of its rate over the same round's baseline, run before and after
+the variants (their geometric mean), the variants in the other order every other round; the
+same runs from their warm-up, and without their epoch boundaries, are reported beside it.
+Figures per case: the if-free gains along the chain (`stages[i].training_speedup_if_free`,
+`*` where the cost jumps), the top fix's claim (`suggestions[0].training_speedup`) and the
+combined claim (the `PD016-rewritten-pipeline` suggestion's `training_speedup`, corrected
+for what `fit` adds per step, else the prescription's own) against their truths, the deep
+phase's seconds (`report.phases`: `deep_analysis` and `training_trial`), and whether the
+kept rewrites together run at least as fast as the best hand-written variant.
 
 Goals: median |claim/truth - 1| at most 0.15 (every claim with a truth, every diagnosis
 counted once); the combined pipeline at least as fast as the best hand-written variant
@@ -35,6 +36,7 @@ counted once); the combined pipeline at least as fast as the best hand-written v
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -321,10 +323,16 @@ def run_case(info: CaseInfo, *, rounds: int, seconds: float, deep_seconds: float
         for label in (run.get("top_variant"), run.get("combined_variant")):
             if label and label not in wanted:
                 wanted.append(label)
+        # The variants in turn, in the other order every other round, between two runs of
+        # the baseline: a drift of the host over the round falls on the baseline too.
+        variants = wanted[1:] if index % 2 == 0 else wanted[:0:-1]
+        first = case_rates(info.name, variant_args(BASELINE), MAX_STEPS, seconds=seconds)
         both = {
             label: case_rates(info.name, variant_args(label), MAX_STEPS, seconds=seconds)
-            for label in wanted
+            for label in variants
         }
+        last = case_rates(info.name, variant_args(BASELINE), MAX_STEPS, seconds=seconds)
+        both = {BASELINE: bracketed(first, last), **both}
         measured = {label: recurring_rate(found) for label, found in both.items()}
         rates.append(measured)
         whole.append({label: found.get("steps_per_s") for label, found in both.items()})
@@ -337,6 +345,18 @@ def run_case(info: CaseInfo, *, rounds: int, seconds: float, deep_seconds: float
     # The same runs without their epoch boundaries: the steps alone.
     row["steady_truth_speedups"] = truth_speedups(steady)
     return row
+
+
+def bracketed(
+    before: Mapping[str, float | None], after: Mapping[str, float | None]
+) -> dict[str, float | None]:
+    """The baseline's rates over a round: the geometric mean of its runs before and after
+    the variants, or the one that has a rate."""
+    rates: dict[str, float | None] = {}
+    for key in {*before, *after}:
+        a, b = before.get(key), after.get(key)
+        rates[key] = math.sqrt(a * b) if a and b else a or b
+    return rates
 
 
 def recurring_rate(found: Mapping[str, float | None]) -> float | None:
