@@ -4,6 +4,7 @@ pipediag would write")."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
@@ -196,6 +197,11 @@ def test_a_rewrite_is_bounded_by_the_nearest_held_stage_at_or_after_it() -> None
     assert bounded_out(_fix("thread-cap", None), stages) is None
     # unmeasured stages bound nothing
     assert bounded_out(_fix("parallel-map", 1), [_stage(1, None)]) is None
+    # nor does a hold whose median is under 1.05x while its interval reaches past it
+    unclear = dataclasses.replace(stages[2], training_speedup_if_free_high=1.4)
+    assert bounded_out(_fix("parallel-map", 1), [*stages[:2], unclear, stages[3]]) is None
+    clear = dataclasses.replace(stages[2], training_speedup_if_free_high=1.04)
+    assert bounded_out(_fix("parallel-map", 1), [*stages[:2], clear, stages[3]]) is not None
 
 
 def test_the_search_order_is_the_pipeline_alone_gain_and_bounded_rewrites_are_skipped() -> None:
