@@ -101,17 +101,21 @@ def test_a_sequential_python_map_is_tried_on_training(tmp_path: Path, style: str
 
 
 def _expected_gain(report: Any, trial: Any) -> float:
-    """The suggestion's gain from the trial: a loop's ratio as it is; under `fit`, what
-    `fit`'s steps were timed to take beyond their train function added to both sides of
-    the trial's own rates, when it is positive."""
-    if report.train.style != "keras-fit":
-        return float(trial.training_speedup)
-    added_s = report.train.fit_overhead_s
-    assert added_s is not None  # timed on fit's measured steps
-    if added_s <= 0:
-        return float(trial.training_speedup)
+    """The suggestion's gain from the trial: the trial's own rates, with, under `fit`, what
+    `fit`'s steps were timed to take beyond their train function added to both sides (when
+    positive), and each side's epoch start spread over a pass of the dataset (where it is
+    finite; docs/design.md, "Epoch starts in the gains")."""
+    added_s = 0.0
+    if report.train.style == "keras-fit":
+        assert report.train.fit_overhead_s is not None  # timed on fit's measured steps
+        added_s = max(0.0, report.train.fit_overhead_s)
     base, fixed = trial.training_baseline_steps_per_s, trial.training_variant_steps_per_s
-    return (1.0 / base + added_s) / (1.0 / fixed + added_s)
+    starts = (trial.training_baseline_start_s, trial.training_variant_start_s)
+    steps = report.pipeline.pass_batches
+    spread = (0.0, 0.0)
+    if steps and None not in starts and starts != (0.0, 0.0):
+        spread = (starts[0] / steps, starts[1] / steps)
+    return (1.0 / base + added_s + spread[0]) / (1.0 / fixed + added_s + spread[1])
 
 
 # A Python map that sleeps 4 ms an element, run one element at a time, before a tiny model.
