@@ -30,6 +30,7 @@ from pipediag.report.stage_facts import (
     STAGE_MIN_SHARE,
     VERIFIED_MIN_GAIN,
     if_free_bound,
+    if_free_clearly_under,
     int_setting,
 )
 from pipediag.report.vocabulary import (
@@ -314,11 +315,12 @@ def stage_cost_text(ctx: Context, stats: StageStats) -> str:
 
 def worth_fixing(ctx: Context, stats: StageStats) -> bool:
     """Whether a stage rule speaks for this stage: not where holding it (or the nearest
-    held stage after it) in memory gained training under the worth-it 1.05x, since no
-    change to it can gain more; else where it adds a material share of the time per batch.
-    A rewrite measured to help on training is reported anyway (`prescription_rules`)."""
+    held stage after it) in memory gained training under the worth-it 1.05x, its interval
+    too (`report.stage_facts.if_free_clearly_under`), since no change to it can gain more;
+    else where it adds a material share of the time per batch. A rewrite measured to help
+    on training is reported anyway (`prescription_rules`)."""
     bound = if_free_bound(ctx.stages, stats.index)
-    if bound is not None and (bound.training_speedup_if_free or 0.0) < VERIFIED_MIN_GAIN:
+    if bound is not None and if_free_clearly_under(bound):
         return False
     share = ctx.share(stats.own_s_per_batch)
     return share is None or share >= STAGE_MIN_SHARE

@@ -361,8 +361,12 @@ class _Trials:
 
 
 class TrialSide:
-    """One side of a trial: a fresh iterator per run, or, for a cache, one iterator kept past
-    its filling epoch, so every run measures the epochs after the first.
+    """One side of a trial: a fresh iterator per run. For a cache, one iterator first reads
+    its filling epoch and is dropped; the filled in-memory cache belongs to the dataset, so
+    every run after reads the epochs after the first from memory and starts as an epoch
+    does (docs/design.md, "Epoch starts in the gains"). An iterator kept across runs would
+    not: its buffers refill while the other side runs, and its next run starts on batches
+    made off the clock.
 
     `read` times one run on an iterator: the pipeline alone by default; the training trials
     (`training/training_trial.py`) read with the user's train step instead.
@@ -380,40 +384,32 @@ class TrialSide:
         self._teardown = teardown
         self._clock = clock
         self._read = read or self._alone
-        self._kept: Iterator[Any] | None = None
         if fill_batches > 0:
-            self._kept = iter(dataset)
+            filling = iter(dataset)
             for _ in range(fill_batches):
-                next(self._kept)
+                next(filling)
+            teardown.discard(filling)
 
     def run(self, max_seconds: float) -> BatchTiming:
         began = self._clock.now()
         iterator = self.open()
-        opened_s = self._clock.now() - began if self.fresh else None
+        opened_s = self._clock.now() - began
         try:
             return replace(self._read(iterator, max_seconds), opened_s=opened_s)
         finally:
             self.release(iterator)
             del iterator
 
-    @property
-    def fresh(self) -> bool:
-        """Whether each run reads an iterator of its own (else one kept past a cache's fill)."""
-        return self._kept is None
-
     def open(self) -> Iterator[Any]:
-        """The iterator for the next run: the kept one, or a fresh one."""
-        return self._kept if self._kept is not None else iter(self._dataset)
+        """A fresh iterator for the next run."""
+        return iter(self._dataset)
 
     def release(self, iterator: Iterator[Any]) -> None:
-        """A run is over: a fresh iterator is torn down off the main thread."""
-        if iterator is not self._kept:
-            self._teardown.discard(iterator)
+        """A run is over: its iterator is torn down off the main thread."""
+        self._teardown.discard(iterator)
 
     def close(self) -> None:
-        if self._kept is not None:
-            self._teardown.discard(self._kept)
-            self._kept = None
+        """Nothing outlives a run; kept for the callers that close every side."""
 
     def _alone(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
         return time_iterator(

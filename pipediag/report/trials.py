@@ -95,7 +95,7 @@ class FixTrial:
     training_rounds: int = 0
     training_reason: str | None = None
     # What an epoch's start cost each side beyond a steady step, seconds (a fresh iterator
-    # made, its first step); 0 for a side read on one kept iterator; None: not measured.
+    # made, its first step; a cache's read after its filling epoch); None: not measured.
     training_baseline_start_s: float | None = None
     training_variant_start_s: float | None = None
     # The vectorise check found the function not elementwise (or failing on a batch).

@@ -29,7 +29,7 @@ from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import FixTrial, PipelineBenchmark
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
-from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound, if_free_clearly_under
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import FIX_DEVICE_PREFETCH
 from pipediag.training.stage_cost import (
@@ -54,18 +54,12 @@ OUT_OF_TIME = "the time for trials on training ran out first"
 def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> str | None:
     """Why a rewrite cannot gain on training, or None to try it: the stage that bounds it
     (`report.stage_facts.if_free_bound`) gained under the worth-it 1.05x when held, its
-    interval too where it has one (a hold read 1.03x on a loop whose hoisted cache gained
-    1.5x in the next diagnosis)."""
+    interval too where it has one (`report.stage_facts.if_free_clearly_under`)."""
     if fix.fix == FIX_DEVICE_PREFETCH:
         return None  # a held stage is held on the host: the copy it moves is still paid
     bound = if_free_bound(stages, fix.stage_index)
-    if bound is None or bound.training_speedup_if_free is None:
+    if bound is None or not if_free_clearly_under(bound):
         return None
-    if bound.training_speedup_if_free >= VERIFIED_MIN_GAIN:
-        return None
-    high = bound.training_speedup_if_free_high
-    if high is not None and high >= VERIFIED_MIN_GAIN:
-        return None  # one hold's median under it, its interval not: the rewrites decide
     return (
         f"holding {bound.name or bound.kind} in memory gained training only "
         f"{bound.training_speedup_if_free:.2f}x: no rewrite up to it can gain more"

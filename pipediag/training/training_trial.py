@@ -91,11 +91,8 @@ def epoch_start_s(runs: Sequence[BatchTiming]) -> float | None:
     slices after its first, which may have traced the train function for the side's
     pipeline (docs/design.md, "Epoch starts in the gains").
 
-    0.0 for a side read on one kept iterator (a cache past its fill, repeated): its epochs
-    restart inside its stream, where its own steps count them. None where no slice tells.
+    None where no slice tells.
     """
-    if runs and all(run.opened_s is None for run in runs):
-        return 0.0
     starts = [s for s in (_start_s(run) for run in runs) if s is not None]
     if len(starts) >= 2:
         starts = starts[1:]
@@ -298,7 +295,7 @@ class _Slice:
     iterator: Iterator[Any]
     began: float
     pulls: list[float]  # when each pull of the slice began: step k runs from pull k to k + 1
-    opened_s: float | None = None  # making the slice's iterator (None: a kept one)
+    opened_s: float | None = None  # making the slice's iterator
     cpu_from: float | None = None
     exhausted: bool = False
 
@@ -362,7 +359,7 @@ class LoopTrials:
                 self._fail(exc)
                 continue
             now = self._clock.now()
-            opened_s = now - opening if self._sides[side].fresh else None
+            opened_s = now - opening
             self._slice = _Slice(side, seconds, iterator, now, [], opened_s)
 
     def results(self) -> TrialResults:

@@ -153,10 +153,8 @@ def test_each_sides_epoch_start_is_what_a_fresh_iterator_costs_beyond_a_steady_s
     teardown.drain()
 
 
-def test_a_side_read_on_one_kept_iterator_starts_its_epochs_inside_its_stream() -> None:
-    kept = [BatchTiming(0.5, [0.01] * 10, 0.1, False, opened_s=None) for _ in range(3)]
+def test_a_sides_epoch_start_leaves_out_its_first_slice_which_may_trace() -> None:
     fresh = [BatchTiming(0.05, [0.01] * 10, 0.1, False, opened_s=o) for o in (9.0, 0.2, 0.4)]
-    assert epoch_start_s(kept) == 0.0
     # the first slice (which may trace the train function) is left out: median of 0.24, 0.44
     assert epoch_start_s(fresh) == pytest.approx(0.34)
     assert epoch_start_s([BatchTiming(None, [], 0.0, True, opened_s=0.1)]) is None
@@ -323,7 +321,7 @@ def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> No
     assert "On training the result was unclear: the prediction stands." in fix.evidence
 
 
-def test_a_trial_side_times_making_each_fresh_iterator_and_not_a_kept_one() -> None:
+def test_a_cache_side_fills_on_an_iterator_of_its_own_then_times_a_fresh_one_each_run() -> None:
     from pipediag.bench.whatif import TrialSide
 
     clock = FakeClock()
@@ -333,10 +331,20 @@ def test_a_trial_side_times_making_each_fresh_iterator_and_not_a_kept_one() -> N
         next(iterator)
         return BatchTiming(0.02, [0.01] * 4, 0.04, False)
 
-    fresh = TrialSide(_Source(clock, 0.01, open_s=0.25), teardown, clock, read=read)
-    assert fresh.fresh and fresh.run(1.0).opened_s == pytest.approx(0.25)
-    # a cache read past its filling epoch: one iterator, made once, before any run
-    kept = TrialSide(_Source(clock, 0.01, open_s=0.25), teardown, clock, 2, read=read)
-    assert not kept.fresh and kept.run(1.0).opened_s is None
-    kept.close()
+    plain_source = _Source(clock, 0.01, open_s=0.25)
+    plain = TrialSide(plain_source, teardown, clock, read=read)
+    assert plain_source.iterators == 0
+    assert plain.run(1.0).opened_s == pytest.approx(0.25)
+    # a cache: its filling epoch read at once on an iterator dropped after it; each run then
+    # starts as a later epoch does, on a fresh iterator (never on one whose buffers refilled
+    # while the other side ran)
+    cached_source = _Source(clock, 0.01, open_s=0.25)
+    began = clock.now()
+    cached = TrialSide(cached_source, teardown, clock, 2, read=read)
+    assert cached_source.iterators == 1
+    assert clock.now() - began == pytest.approx(0.25 + 2 * 0.01)
+    assert cached.run(1.0).opened_s == pytest.approx(0.25)
+    assert cached.run(1.0).opened_s == pytest.approx(0.25)
+    assert cached_source.iterators == 3
+    cached.close()
     teardown.drain()
