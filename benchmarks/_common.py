@@ -55,6 +55,8 @@ BOUNDARY_MARGIN = 0.10
 
 # The exit code of a child killed for running past its time limit.
 TIMED_OUT = 124
+# A child that wrote its result file and has not exited this much later has hung at exit.
+DONE_GRACE_S = 15.0
 # Child processes: no TF C++ info lines in the output we parse and show.
 CHILD_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"}
 # git answers in milliseconds; a hung one (a lock, a network filesystem) must not hang a run.
@@ -572,30 +574,53 @@ def child_env() -> dict[str, str]:
 
 
 def run_child(
-    cmd: Sequence[str], *, timeout_s: float, quiet: bool = True
+    cmd: Sequence[str],
+    *,
+    timeout_s: float,
+    quiet: bool = True,
+    done_file: Path | None = None,
+    done_grace_s: float = DONE_GRACE_S,
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     """Run a command from the repository root; returns the result and its wall time.
 
     A child still running after `timeout_s` is killed and counts as failed (exit code 124,
-    as `timeout` reports it): a benchmark records the failed run and goes on. (Once, a plain
-    run of a case with a `from_generator` source hung in TensorFlow.)
+    as `timeout` reports it): a benchmark records the failed run and goes on. With
+    `done_file`, a child that wrote it and has not exited `done_grace_s` later is killed at
+    once, with the same code: a plain run of a case with a `from_generator` source hangs in
+    TensorFlow at exit after its rate is written, and would wait out the whole timeout.
     """
     began = time.perf_counter()
-    try:
-        result = subprocess.run(
-            list(cmd),
-            cwd=REPO_ROOT,
-            env=child_env(),
-            capture_output=quiet,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        result = subprocess.CompletedProcess(
-            list(cmd), TIMED_OUT, "", f"timed out after {timeout_s:g} s and was killed"
-        )
-    return result, time.perf_counter() - began
+    process = subprocess.Popen(
+        list(cmd),
+        cwd=REPO_ROOT,
+        env=child_env(),
+        stdout=subprocess.PIPE if quiet else None,
+        stderr=subprocess.PIPE if quiet else None,
+        text=True,
+    )
+    deadline = began + timeout_s
+    done_since: float | None = None
+    while True:
+        now = time.perf_counter()
+        if done_file is not None and done_since is None and done_file.is_file():
+            done_since = now
+        wait_until = deadline if done_since is None else min(deadline, done_since + done_grace_s)
+        if now >= wait_until:
+            process.kill()
+            out, err = process.communicate()
+            why = "timed out" if done_since is None else "hung after writing its result"
+            message = f"{why} after {now - began:.0f} s and was killed"
+            return (
+                subprocess.CompletedProcess(list(cmd), TIMED_OUT, out or "", message),
+                time.perf_counter() - began,
+            )
+        try:
+            # Polling for `done_file` while the pipes drain.
+            out, err = process.communicate(timeout=min(1.0, wait_until - now))
+        except subprocess.TimeoutExpired:
+            continue
+        result = subprocess.CompletedProcess(list(cmd), process.returncode, out or "", err or "")
+        return result, time.perf_counter() - began
 
 
 def tail(text: str | None, lines: int = 15) -> str:

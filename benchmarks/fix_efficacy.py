@@ -94,7 +94,7 @@ def case_rates(
             "--rate-file",
             str(rate_file),
         ]
-        proc, _ = run_child(cmd, timeout_s=RUN_TIMEOUT_S)
+        proc, _ = run_child(cmd, timeout_s=RUN_TIMEOUT_S, done_file=rate_file)
         if proc.returncode == TIMED_OUT and rate_file.is_file():
             # TensorFlow has hung at exit after the run was timed (a `from_generator` case):
             # the rate was written when training ended, so it stands.
