@@ -46,43 +46,87 @@ def vectorize_check(
     Spent iterators go to `teardown` (None: released in place); `batched` gives the function
     traced on batches (`trace_on_batches`) that the vectorised variant runs: a trace that
     fails is the function failing on a batch."""
-    import tensorflow as tf
+    sample = CheckSample.read(graph_def, map_node, input_spec, sample_size, teardown)
+    if isinstance(sample, str):
+        return sample, False
+    return sample.check(batch_node, batch_spec, batched)
 
-    if not all(isinstance(c, tf.TensorSpec) for c in tf.nest.flatten(input_spec)):
-        return "not checked: the map's input has ragged or sparse parts; estimated only", False
-    sample_graph = PipelineGraph.copy_of(graph_def)
-    map_def = sample_graph.node(map_node)
-    sample_graph.set_output(sample_graph.data_inputs(map_def)[0].split(":")[0])
-    sample_graph.isolate()
-    sample = _read_sample(sample_graph.rebuild(input_spec), input_spec, sample_size, teardown)
-    if sample is None:
-        return "not checked: no sample of the map's input could be read; estimated only", False
-    count = len(sample[0])
-    results = []
-    for vectorized in (False, True):
-        check_graph = PipelineGraph.copy_of(graph_def)
-        source = check_graph.tensor_slices(sample, input_spec)
-        map_def = check_graph.node(map_node)
-        map_def.input[0] = source
+
+@dataclass
+class CheckSample:
+    """A sample of the map's input, read once, and the map's own per-element results on it,
+    computed once: every batched form of the function is checked against both."""
+
+    graph_def: Any
+    map_node: str
+    input_spec: Any
+    sample: list[Any]
+    teardown: TearDown | None
+    expected: list[list[Any]] | None = None
+
+    @classmethod
+    def read(
+        cls,
+        graph_def: Any,
+        map_node: str,
+        input_spec: Any,
+        sample_size: int,
+        teardown: TearDown | None,
+    ) -> CheckSample | str:
+        """The sample, or why none was read (the check is then not made)."""
+        import tensorflow as tf
+
+        if not all(isinstance(c, tf.TensorSpec) for c in tf.nest.flatten(input_spec)):
+            return "not checked: the map's input has ragged or sparse parts; estimated only"
+        sample_graph = PipelineGraph.copy_of(graph_def)
+        map_def = sample_graph.node(map_node)
+        sample_graph.set_output(sample_graph.data_inputs(map_def)[0].split(":")[0])
+        sample_graph.isolate()
+        sample = _read_sample(sample_graph.rebuild(input_spec), input_spec, sample_size, teardown)
+        if sample is None:
+            return "not checked: no sample of the map's input could be read; estimated only"
+        return cls(graph_def, map_node, input_spec, sample, teardown)
+
+    def check(
+        self,
+        batch_node: str,
+        batch_spec: Any,
+        batched: Callable[[], BatchedFunction | None] | None = None,
+    ) -> tuple[str | None, bool]:
+        """(why not, whether unsafe) for the function `batched` traces, run on whole
+        batches of the sample, against the map run per element and batched after."""
+        if self.expected is None:
+            self.expected = self._batches(batch_node, batch_spec, None, vectorized=False)
         try:
-            if vectorized:
-                check_graph.vectorize(map_node, batch_node, None if batched is None else batched())
-            check_graph.set_output(map_node if vectorized else batch_node)
-            results.append(_numpy_batches(check_graph.rebuild(batch_spec), teardown))
+            actual = self._batches(batch_node, batch_spec, batched, vectorized=True)
         except RewriteError:
             raise  # the graph, not the function: not checked
         except Exception as exc:
-            if not vectorized:
-                raise
             return f"{UNSAFE}the function fails on a batch ({tf_error_text(exc)}){KEEP_MAP}", True
-    difference = _first_difference(results[0], results[1])
-    if difference is not None:
-        return (
-            f"{UNSAFE}on {count} of your elements the function gives other results on a batch "
-            f"({difference}): it is not elementwise{KEEP_MAP}",
-            True,
-        )
-    return None, False
+        difference = _first_difference(self.expected, actual)
+        if difference is not None:
+            return (
+                f"{UNSAFE}on {len(self.sample[0])} of your elements the function gives other "
+                f"results on a batch ({difference}): it is not elementwise{KEEP_MAP}",
+                True,
+            )
+        return None, False
+
+    def _batches(
+        self,
+        batch_node: str,
+        batch_spec: Any,
+        batched: Callable[[], BatchedFunction | None] | None,
+        *,
+        vectorized: bool,
+    ) -> list[list[Any]]:
+        check_graph = PipelineGraph.copy_of(self.graph_def)
+        source = check_graph.tensor_slices(self.sample, self.input_spec)
+        check_graph.node(self.map_node).input[0] = source
+        if vectorized:
+            check_graph.vectorize(self.map_node, batch_node, None if batched is None else batched())
+        check_graph.set_output(self.map_node if vectorized else batch_node)
+        return _numpy_batches(check_graph.rebuild(batch_spec), self.teardown)
 
 
 @dataclass
@@ -113,16 +157,18 @@ class VectorizeForms:
         teardown: TearDown | None = None,
     ) -> tuple[str | None, bool]:
         """`vectorize_check` of the plain form, and of the vectorized_map form where the
-        plain one is unsafe; a refusal is always the plain form's."""
-        args = (graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown)
-        refusal, unsafe = vectorize_check(*args, self.plain)
+        plain one is unsafe, on one sample read once; a refusal is always the plain form's."""
+        sample = CheckSample.read(graph_def, map_node, input_spec, sample_size, teardown)
+        if isinstance(sample, str):
+            return sample, False
+        refusal, unsafe = sample.check(batch_node, batch_spec, self.plain)
         if not unsafe:
             return refusal, unsafe
         try:
             traced = self.per_element()
             if traced is None:  # the function is unknown: no form of it to check
                 return refusal, unsafe
-            again, _ = vectorize_check(*args, lambda: traced)
+            again, _ = sample.check(batch_node, batch_spec, lambda: traced)
         except Exception:  # pfor could not convert it, or the graph would not take it
             return refusal, unsafe
         if again is not None:

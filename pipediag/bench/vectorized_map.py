@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -47,14 +48,26 @@ def on_whole_batches(func: Callable[..., Any], unpacked: bool) -> Callable[..., 
     return on_batch
 
 
+class _ThisThreadOnly(logging.Filter):
+    """Drops the records logged on one thread; every other thread's pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._thread = threading.get_ident()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread != self._thread
+
+
 @contextlib.contextmanager
 def quiet_tensorflow_logger() -> Iterator[None]:
-    """TensorFlow's Python logger silenced for the duration (a pfor trace), then restored:
-    what pfor says about the user's ops is not pipediag's output."""
+    """TensorFlow's Python logger silenced on this thread for the duration (a pfor trace,
+    which runs on the tracing thread): what pfor says about the user's ops is not
+    pipediag's output, and what the user's own threads log meanwhile still appears."""
     logger = logging.getLogger(TF_LOGGER)
-    level = logger.level
-    logger.setLevel(logging.CRITICAL + 1)
+    quiet = _ThisThreadOnly()
+    logger.addFilter(quiet)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        logger.removeFilter(quiet)
