@@ -29,9 +29,23 @@ from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import FixTrial, PipelineBenchmark
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
-from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound, if_free_clearly_under
+from pipediag.report.stage_facts import (
+    VERIFIED_MIN_GAIN,
+    if_free_bound,
+    if_free_clearly_under,
+    upstream_of,
+)
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import FIX_DEVICE_PREFETCH
+from pipediag.report.vocabulary import (
+    FIX_CACHE,
+    FIX_DEVICE_PREFETCH,
+    FIX_HOIST_CACHE,
+    FIX_MAP_FUSION,
+    FIX_MATERIALISE,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_PARALLEL_MAP,
+    FIX_VECTORIZE,
+)
 from pipediag.training.stage_cost import (
     MIN_SHARE_S,
     MIN_TRIAL_S,
@@ -49,6 +63,20 @@ Compose = Callable[[Sequence[FixPipelines], FixPipelines], FixPipelines]
 # The fix id of the last trial: every kept rewrite against the user's pipeline.
 COMBINED = "combined"
 OUT_OF_TIME = "the time for trials on training ran out first"
+# Rewrites that keep their stage's output in memory from the second epoch on.
+CACHING_FIXES = frozenset({FIX_CACHE, FIX_HOIST_CACHE})
+# Rewrites that make a stage's own work cheaper: under a kept cache they change only the
+# first epoch, which the trials (and a long training) do not see.
+STAGE_WORK_FIXES = frozenset(
+    {
+        FIX_PARALLEL_MAP,
+        FIX_PARALLEL_INTERLEAVE,
+        FIX_VECTORIZE,
+        FIX_MAP_FUSION,
+        FIX_MATERIALISE,
+        *CACHING_FIXES,
+    }
+)
 
 
 def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> str | None:
@@ -104,6 +132,7 @@ class SearchPlan:
             until_s=self.until_s,
             ceiling=held_ceiling(bounded, self.ceiling),
             skipped=skipped,
+            stages=stages,
         )
 
 
@@ -129,6 +158,8 @@ class PipelineSearch:
         ceiling: the train step alone's rate with its noise: a variant above it means the
             trial was disturbed, and it is not kept (None: not known).
         skipped: rewrites not tried, with the reason, reported as they are.
+        stages: the user's stages: once a cache is kept, the rewrites of the stages it
+            serves from memory are not tried (`covered_by_cache`).
     """
 
     def __init__(
@@ -140,8 +171,10 @@ class PipelineSearch:
         until_s: float,
         ceiling: float | None = None,
         skipped: Sequence[PrescribedChange] = (),
+        stages: Sequence[StageStats] = (),
     ) -> None:
         self._queue = list(fixes)
+        self._stages = list(stages)
         self._compose = compose
         self._clock = clock
         self._until_s = until_s
@@ -214,6 +247,7 @@ class PipelineSearch:
         self._add(fix or pending, freed=freed, rounds=rounds, kept=keep, reason=why)
         if keep:
             self._kept.append(fix or pending)
+            self._drop_covered(fix or pending)
 
     def prescription(self, stages: Sequence[StageStats] = ()) -> Prescription:
         """The prescription as it stands (a search cut short keeps what it measured), with
@@ -268,6 +302,17 @@ class PipelineSearch:
         share_s = min(left_s, max(left_s / max(1, planned), MIN_TRIAL_S))
         return share_s if share_s >= MIN_SHARE_S else None
 
+    def _drop_covered(self, kept: FixPipelines) -> None:
+        """The queued rewrites a kept cache makes moot, reported with why."""
+        reason = covered_by_cache(kept, self._stages)
+        if reason is None or kept.stage_index is None:
+            return
+        covered = upstream_of(self._stages, kept.stage_index)
+        moot = [f for f in self._queue if f.fix in STAGE_WORK_FIXES and f.stage_index in covered]
+        self._queue = [f for f in self._queue if f not in moot]
+        for fix in moot:
+            self._add(fix, reason=reason)
+
     def _skip_rest(self, reason: str) -> None:
         for fix in self._queue:
             self._add(fix, reason=reason)
@@ -313,6 +358,21 @@ class PipelineSearch:
             variant_start_s=epoch_start_s(rounds.variant) if rounds else None,
             reason=reason if freed is None else None,
         )
+
+
+def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> str | None:
+    """Why the rewrites at and before a kept cache are not tried, or None where `kept` is
+    no cache (or its stage is not known): from the second epoch on its stage's output comes
+    from memory, so a cheaper stage under it changes only the first epoch's fill."""
+    if kept.fix not in CACHING_FIXES or kept.stage_index is None:
+        return None
+    if not 0 <= kept.stage_index < len(stages):
+        return None
+    name = kept.stage or stages[kept.stage_index].name or stages[kept.stage_index].kind
+    return (
+        f"the kept cache after {name} serves it from memory after the first epoch: this "
+        "would change only the first"
+    )
 
 
 def _not_kept(freed: Freed | None) -> str:

@@ -152,6 +152,36 @@ def test_a_rewrite_that_cannot_be_combined_is_reported_and_the_search_goes_on() 
     assert by_fix["cache"].kept and by_fix["cache"].after == ["parallel-map"]
 
 
+def test_once_a_cache_is_kept_the_rewrites_of_the_stages_it_serves_are_not_tried() -> None:
+    # GIVEN source -> decode map -> batch, a cache after the decode kept at 1.4x
+    stages = [
+        StageStats(index=0, kind="source", name="source"),
+        StageStats(index=1, kind="map", name="map(decode)", inputs=[0]),
+        StageStats(index=2, kind="batch", name="batch", inputs=[1]),
+    ]
+    clock = FakeClock()
+    trainer = _Trainer(
+        clock, {"cache": 1.4, "parallel-map": 1.1, "vectorize": 1.2, "prefetch-end": 1.1}
+    )
+    fixes = [_fix("cache", 1), _fix("parallel-map", 1), _fix("vectorize", 1)]
+    fixes.append(_fix("prefetch-end", 2))
+    trials = PipelineSearch(
+        fixes, compose=trainer.compose, clock=clock, until_s=clock.now() + 20, stages=stages
+    )
+    search(trials, trainer.try_one)
+    prescription = trials.prescription()
+    # THEN the decode's own rewrites are not tried under it (they would change only the
+    # first epoch); the final prefetch, after it, is
+    assert [name for name, _ in trainer.tried] == ["cache", "prefetch-end", COMBINED]
+    by_fix = {c.fix: c for c in prescription.tried}
+    for moot in ("parallel-map", "vectorize"):
+        assert "the kept cache after map(decode) serves it from memory" in (
+            by_fix[moot].reason or ""
+        )
+        assert not by_fix[moot].kept
+    assert [c.fix for c in prescription.kept] == ["cache", "prefetch-end"]
+
+
 def test_rewrites_left_when_the_time_runs_out_are_named() -> None:
     clock = FakeClock()
     trainer = _Trainer(clock, {"a": 1.5, "b": 1.5, "c": 1.5}, seconds=1.5)
