@@ -32,6 +32,7 @@ from pipediag.report.vocabulary import (
     KIND_INTERLEAVE,
     KIND_MAP,
     KIND_OPTIONS,
+    KIND_PADDED_BATCH,
     KIND_PARALLEL_FILTER,
     KIND_PARALLEL_INTERLEAVE,
     KIND_PARALLEL_MAP,
@@ -150,16 +151,24 @@ def _linear(
                 else _call(stats, own, parallel=True)
             )
             deferred.append(_line(text, stats, change))
+            if FIX_CACHE in own:  # the map now yields batches: its cache follows it
+                cache = own[FIX_CACHE]
+                deferred.append(_cache_line(stats, cache))
             continue
         lines.append(line)
-        if stats.kind == KIND_BATCH:
+        if stats.kind in (KIND_BATCH, KIND_PADDED_BATCH):
             lines.extend(deferred)
             deferred = []
         if FIX_CACHE in own:
             cache = own[FIX_CACHE]
-            lines.append(CodeLine("ds = ds.cache()", stats.created_at, cache.fix, cache.semantics))
+            # Whole batches cached: the line waits for the batch that reads this stage.
+            (deferred if cache.cached_in_batches else lines).append(_cache_line(stats, cache))
     lines.extend(deferred)
     return lines
+
+
+def _cache_line(stats: StageStats, cache: StageChange) -> CodeLine:
+    return CodeLine("ds = ds.cache()", stats.created_at, cache.fix, cache.semantics)
 
 
 def vectorized_map_line(function: str, unpacked: bool) -> str:

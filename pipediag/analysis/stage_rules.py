@@ -297,6 +297,13 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     )
     if any(ctx.stages[i].uses_py_function for i in upstream_of(ctx.stages, point)):
         evidence += " Assumes the Python functions upstream return the same data each epoch."
+    where = f"right after {stage_name(stats)}, before shuffle/augment"
+    if trial.facts.cached_in_batches:
+        evidence += (
+            " The cache goes after the batch that reads it: whole batches are read back, "
+            "not batched again each epoch."
+        )
+        where = f"right after the batch that follows {stage_name(stats)}"
     return [
         fix_suggestion(
             ctx,
@@ -304,7 +311,7 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             title=f"cache() after {stage_name(stats)} (deterministic, {size}, fits) - from epoch 2",
             stats=stats,
             evidence=evidence,
-            code=f"ds = ds.cache()  # right after {stage_name(stats)}, before shuffle/augment",
+            code=f"ds = ds.cache()  # {where}",
             estimated=estimated,
             trial=trial,
             adds_threads=False,

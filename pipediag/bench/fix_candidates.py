@@ -34,6 +34,7 @@ from pipediag.report.prescription import (
     SEMANTICS_VECTORIZED_MAP,
 )
 from pipediag.report.stage_facts import (
+    batch_caching,
     cache_point,
     downstream_batch_size,
     prefix_cost_s,
@@ -248,9 +249,30 @@ def _cache_candidate(
     )
     if candidate.reason is None and node is None:
         candidate.reason = "the stage was not found in the dataset graph"
+    batch = batch_caching(stages, point)
+    batch_node = nodes.get(batch) if batch is not None else None
+    if batch_node is not None:
+        # Whole batches cached: the same data, read without batching it again.
+        candidate.facts = replace(candidate.facts, cached_in_batches=True)
     if candidate.reason is None and node is not None:
-        candidate.edit = lambda graph: graph.cache_after(node, repeat=True)
+        candidate.edit = _cache_edit(node, batch_node)
     return candidate
+
+
+def _cache_edit(node: str, batch_node: str | None) -> Any:
+    """The cache's graph edit: after `node`, or after the batch that reads it. Where a kept
+    vectorise has moved the stage after its batch, the cache goes after the stage, which
+    then yields the batches."""
+
+    def edit(graph: Any) -> None:
+        target = node
+        if batch_node is not None:
+            reads = graph.data_inputs(graph.node(node))
+            moved = bool(reads) and reads[0].split(":")[0] == batch_node
+            target = node if moved else batch_node
+        graph.cache_after(target, repeat=True)
+
+    return edit
 
 
 def _last_real_stage(stages: Sequence[StageStats]) -> StageStats | None:

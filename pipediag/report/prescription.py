@@ -93,6 +93,8 @@ class StageChange:
     # element is a tuple passed to the function as its arguments (`TrialFacts`).
     vectorized_map: bool = False
     element_unpacked: bool = False
+    # A cache written after the batch that reads its stage (`TrialFacts.cached_in_batches`).
+    cached_in_batches: bool = False
 
 
 @dataclass(frozen=True)

@@ -172,6 +172,21 @@ def cache_point(stages: Sequence[StageStats]) -> int | None:
     return best
 
 
+def batch_caching(stages: Sequence[StageStats], point: int) -> int | None:
+    """The batch to put a cache after instead of stage `point`, or None: `point`'s only
+    reader, a plain or padded batch, which (deterministic itself) yields the same batches
+    every epoch. Cached batches are read whole; cached elements are batched again every
+    epoch, at tf.data's cost per element: on the decode case, 1.33x the training rate
+    (docs/design.md, "Every applicable rewrite")."""
+    readers = [s for s in stages if point in s.inputs]
+    if len(readers) != 1:
+        return None
+    batch = readers[0]
+    if batch.kind not in (KIND_BATCH, KIND_PADDED_BATCH) or len(batch.inputs) != 1:
+        return None
+    return batch.index if deterministic(batch) else None
+
+
 def prefix_cost_s(stages: Sequence[StageStats], index: int) -> float:
     """Own cost per batch of a stage and everything upstream of it (unknown counts as 0)."""
     seen: set[int] = set()

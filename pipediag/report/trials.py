@@ -48,6 +48,9 @@ class TrialFacts:
     cache_bytes: int | None = None
     available_bytes: int | None = None
     fill_s: float | None = None
+    # cache: placed after the batch that reads the stage (`report.stage_facts.batch_caching`),
+    # so whole batches are cached; the stage is still the work it keeps.
+    cached_in_batches: bool = False
     # The fix's rate on training was faster than the train step alone ran in the alternation
     # (its fastest block): the trial was disturbed, and its gain is not used.
     above_step_alone: bool = False

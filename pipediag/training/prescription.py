@@ -275,6 +275,7 @@ class PipelineSearch:
                     value=value,
                     vectorized_map=facts is not None and facts.vectorized_map,
                     element_unpacked=facts is not None and facts.element_unpacked,
+                    cached_in_batches=facts is not None and facts.cached_in_batches,
                 )
             )
         return changes

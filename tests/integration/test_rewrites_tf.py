@@ -303,16 +303,45 @@ def test_parallel_map_and_prefetch_compose() -> None:
     assert _rows(both.baseline) == _rows(ds)
 
 
+def _ops(dataset: Any) -> list[str]:
+    """The dataset ops from the source to the output, along first inputs (its graph)."""
+    tf = _tf()
+    graph = tf.compat.v1.GraphDef()
+    graph.ParseFromString(dataset._as_serialized_graph().numpy())
+    by_name = {node.name: node for node in graph.node}
+    (current,) = [node for node in graph.node if node.op == "_Retval"]
+    ops = []
+    while current.input:
+        current = by_name[current.input[0].split(":")[0]]
+        ops.append(current.op)
+    return [op for op in reversed(ops) if op.endswith("Dataset") or "DatasetV" in op]
+
+
 def test_vectorise_and_cache_compose_in_either_order() -> None:
+    from pipediag.bench.compose import apply_fixes
+
     tf = _tf()
     ds = tf.data.Dataset.range(24).map(lambda x: tf.cast(x, tf.float32) * 2.0).batch(5)
     vectorize = _kept(ds, "vectorize", elements_per_s=10_000.0)
     cache = _kept(ds, "cache", elements_per_s=10_000.0)
 
+    # the cache keeps whole batches: after the batch, or after the map that now yields them
+    assert cache.candidate.facts.cached_in_batches
+    ops = _ops(apply_fixes(cache.graph, ds.element_spec, [cache]))
+    assert ops[:5] == [
+        "RangeDataset",
+        "MapDataset",
+        "BatchDatasetV2",
+        "CacheDataset",
+        "RepeatDataset",
+    ]
     for first, second in ((vectorize, cache), (cache, vectorize)):
         both = _composed(ds, first, second)
         assert _rows(both.variant, 5) == _rows(ds)
         assert both.fill_batches == cache.fill_batches
+        source, batch, mapped, cached = _ops(both.variant)[:4]
+        assert (source, batch, cached) == ("RangeDataset", "BatchDatasetV2", "CacheDataset")
+        assert mapped in ("MapDataset", "ParallelMapDatasetV2"), (first.fix, second.fix)
 
 
 def test_hoist_cache_and_prefetch_compose() -> None:

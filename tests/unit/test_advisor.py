@@ -288,6 +288,23 @@ def test_shuffle_buffer_thresholds_say_which(buffer: int, batch: int, expected: 
         assert found[0].title.endswith(f"({expected})")
 
 
+def test_a_cache_goes_after_the_batch_that_alone_reads_its_stage_when_the_batch_is_plain() -> None:
+    from pipediag.report.stage_facts import batch_caching
+
+    stages = _chain(
+        StageStats(0, "source"),
+        StageStats(0, "map", function="decode"),
+        StageStats(0, "batch", settings={"batch_size": "8"}),
+        StageStats(0, "map", function="augment", random=True),
+        StageStats(0, "batch", settings={"batch_size": "4"}),
+    )
+    assert batch_caching(stages, 1) == 2
+    # read by a random map, or by a zip: no batch to cache after
+    assert batch_caching(stages, 2) is None
+    zipped = [*stages[:2], StageStats(2, "zip", inputs=[1, 0])]
+    assert batch_caching(zipped, 1) is None
+
+
 def test_cache_needs_a_fitting_size_and_a_costly_deterministic_prefix() -> None:
     stages = _chain(
         StageStats(0, "source", own_s_per_batch=0.001),

@@ -163,6 +163,30 @@ def test_a_cache_follows_its_stage_and_an_interleave_gets_its_cycle_length() -> 
     assert (lines[3].change, lines[3].site, lines[3].semantics) == ("cache", "t.py:4", "a cache")
 
 
+def test_a_cache_of_whole_batches_follows_the_batch_and_a_vectorised_map_before_it() -> None:
+    stages = [
+        StageStats(0, "source", "TFRecordDataset"),
+        StageStats(1, "map", "MapDataset", function="decode", inputs=[0], created_at="t.py:4"),
+        StageStats(2, "batch", "BatchDatasetV2", {"batch_size": "32"}, inputs=[1]),
+    ]
+    cache = StageChange("cache", 1, "a cache", cached_in_batches=True)
+
+    assert _texts(rewritten_chain(stages, [cache])) == [
+        "ds = tf.data.TFRecordDataset(...)",
+        "ds = ds.map(decode)",
+        "ds = ds.batch(32)",
+        "ds = ds.cache()",
+    ]
+    # under a kept vectorise the map yields the batches, and its cache follows it
+    lines = rewritten_chain(stages, [StageChange("vectorize", 1), cache])
+    assert _texts(lines)[1:] == [
+        "ds = ds.batch(32)",
+        "ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
+        "ds = ds.cache()",
+    ]
+    assert lines[-1].change == "cache" and lines[-1].site == "t.py:4"
+
+
 def test_a_zip_writes_each_branch_first_with_its_changes() -> None:
     # GIVEN images decoded on one branch, labels on another, zipped, then batched
     stages = [
