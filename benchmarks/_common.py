@@ -608,8 +608,10 @@ def run_child(
         if now >= wait_until:
             process.kill()
             out, err = process.communicate()
-            why = "timed out" if done_since is None else "hung after writing its result"
-            message = f"{why} after {now - began:.0f} s and was killed"
+            if done_since is None:
+                message = f"timed out after {timeout_s:g} s and was killed"
+            else:
+                message = f"hung after writing its result, {now - done_since:.0f} s, and was killed"
             return (
                 subprocess.CompletedProcess(list(cmd), TIMED_OUT, out or "", message),
                 time.perf_counter() - began,

@@ -375,6 +375,11 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
         f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
         f"medians of {trial.training_rounds} interleaved runs{interval})."
     )
+    if trial.facts.above_step_alone:
+        text += (
+            " The fixed pipeline fed it faster than the train step alone ran, so its rate "
+            "is taken at the step alone's: the most a pipeline can give."
+        )
     added_s = fit_step_overhead_s(ctx, trial)
     gain = training_gain(ctx, trial)
     if added_s is not None and gain is not None:

@@ -39,6 +39,10 @@ def _timed_part(report: Report) -> str:
     return "the train function" if report.train.style == KERAS_FIT else "the steps"
 
 
+# Said of a gain whose fixed rate was taken at the step alone's (`at_step_alone`).
+AT_STEP_ALONE = " (at the train step alone's rate: it fed training faster)"
+
+
 def together_text(prescription: Prescription, timed: str = "the train function") -> str:
     """ "together 2.10x (1.90-2.31x) over your pipeline", or why there is no figure."""
     kept = prescription.kept
@@ -48,7 +52,8 @@ def together_text(prescription: Prescription, timed: str = "the train function")
     what = "the kept rewrite" if len(kept) == 1 else f"the {len(kept)} kept rewrites together"
     raw = _raw_note(prescription.training_speedup, value, timed)
     figure = _figure(value, low, high)
-    return f"pipeline pipediag would write: {what}, training {figure} over yours{raw}"
+    capped = AT_STEP_ALONE if prescription.at_step_alone else ""
+    return f"pipeline pipediag would write: {what}, training {figure} over yours{capped}{raw}"
 
 
 def _change_line(
@@ -60,6 +65,8 @@ def _change_line(
         return f"{what}: not measured ({change.reason or 'no rate'})"
     on_top = " on top of the kept ones" if change.after else ""
     verdict = "kept" if change.kept else f"not kept ({change.reason})"
+    if change.at_step_alone:
+        verdict += AT_STEP_ALONE
     raw = _raw_note(change.training_speedup, value, timed)
     return f"{what}: {_figure(value, low, high)}{on_top}, {verdict}{raw}"
 

@@ -127,6 +127,9 @@ class PrescribedChange:
     # What an epoch's start cost each side beyond a steady step (`FixTrial`'s, alike).
     baseline_start_s: float | None = None
     variant_start_s: float | None = None
+    # The variant fed training faster than the train step alone ran: its rate (and the
+    # gain) is taken at the step alone's ceiling, the most a pipeline can give.
+    at_step_alone: bool = False
 
     @property
     def shown(self) -> tuple[float | None, float | None, float | None]:
@@ -160,6 +163,7 @@ class Prescription:
     on_training_high: float | None = None
     baseline_start_s: float | None = None
     variant_start_s: float | None = None
+    at_step_alone: bool = False  # as `PrescribedChange.at_step_alone`
 
     @property
     def shown(self) -> tuple[float | None, float | None, float | None]:

@@ -145,6 +145,10 @@ class SearchOutcome:
     tried: list[PrescribedChange] = field(default_factory=list)
     combined: Rounds | None = None
     combined_reason: str | None = None
+    # The step-alone ceiling a trial's variant ran above, by trial key (its gain is taken
+    # at it: `at_ceiling`); the combined trial's apart.
+    capped: dict[tuple[str, int | None], float] = field(default_factory=dict)
+    combined_ceiling: float | None = None
 
 
 class PipelineSearch:
@@ -230,21 +234,28 @@ class PipelineSearch:
         fix, self._pending_fix = self._pending_fix, None
         if pending is None:
             return
-        unused = above_ceiling(rounds, self._ceiling)
+        capped = self._ceiling if above_ceiling(rounds, self._ceiling) else None
         if pending.fix == COMBINED:
-            self.outcome.combined = None if unused else rounds
-            self.outcome.combined_reason = unused or reason
+            self.outcome.combined = rounds
+            self.outcome.combined_ceiling = capped
+            self.outcome.combined_reason = reason
             return
-        freed = None if unused else freed_from(rounds)
+        freed = at_ceiling(freed_from(rounds), capped)
         keep = kept_by(freed)
-        why = unused or reason
+        why = reason
         if why is None and not keep:
             why = _not_kept(freed)
-        self.outcome.results[(pending.fix, pending.stage_index)] = (
-            rounds,
-            unused or reason,
+        self.outcome.results[(pending.fix, pending.stage_index)] = (rounds, reason)
+        if capped is not None:
+            self.outcome.capped[(pending.fix, pending.stage_index)] = capped
+        self._add(
+            fix or pending,
+            freed=freed,
+            rounds=rounds,
+            kept=keep,
+            reason=why,
+            at_step_alone=capped is not None,
         )
-        self._add(fix or pending, freed=freed, rounds=rounds, kept=keep, reason=why)
         if keep:
             self._kept.append(fix or pending)
             self._drop_covered(fix or pending)
@@ -285,11 +296,12 @@ class PipelineSearch:
         combined = self.outcome.combined
         if len(kept) == 1:
             only = kept[0]
-            rates = self.outcome.results.get((only.fix, only.stage_index), (None, None))[0]
-            return self._prescribed(rates, None)
+            key = (only.fix, only.stage_index)
+            rates = self.outcome.results.get(key, (None, None))[0]
+            return self._prescribed(rates, None, self.outcome.capped.get(key))
         if len(kept) >= 2:
             reason = None if combined else self.outcome.combined_reason
-            return self._prescribed(combined, reason)
+            return self._prescribed(combined, reason, self.outcome.combined_ceiling)
         reason = (
             "no rewrite was tried on training"
             if not self.outcome.tried
@@ -327,6 +339,7 @@ class PipelineSearch:
         rounds: Rounds | None = None,
         kept: bool = False,
         reason: str | None = None,
+        at_step_alone: bool = False,
     ) -> None:
         self.outcome.tried.append(
             PrescribedChange(
@@ -340,25 +353,50 @@ class PipelineSearch:
                 reason=reason,
                 after=[k.fix for k in self._kept],  # type: ignore[misc]
                 baseline_steps_per_s=median_rate(rounds.baseline) if freed and rounds else None,
-                variant_steps_per_s=median_rate(rounds.variant) if freed and rounds else None,
+                variant_steps_per_s=freed.held_steps_per_s if freed and rounds else None,
+                at_step_alone=at_step_alone and freed is not None,
                 baseline_start_s=epoch_start_s(rounds.baseline) if freed and rounds else None,
                 variant_start_s=epoch_start_s(rounds.variant) if freed and rounds else None,
             )
         )
 
-    def _prescribed(self, rounds: Rounds | None, reason: str | None) -> Prescription:
-        freed = freed_from(rounds)
+    def _prescribed(
+        self, rounds: Rounds | None, reason: str | None, ceiling: float | None = None
+    ) -> Prescription:
+        freed = at_ceiling(freed_from(rounds), ceiling)
         return Prescription(
             tried=list(self.outcome.tried),
             training_speedup=freed.speedup if freed else None,
             training_speedup_low=freed.low if freed else None,
             training_speedup_high=freed.high if freed else None,
             baseline_steps_per_s=median_rate(rounds.baseline) if rounds else None,
-            variant_steps_per_s=median_rate(rounds.variant) if rounds else None,
+            variant_steps_per_s=freed.held_steps_per_s if freed else None,
+            at_step_alone=ceiling is not None and freed is not None,
             baseline_start_s=epoch_start_s(rounds.baseline) if rounds else None,
             variant_start_s=epoch_start_s(rounds.variant) if rounds else None,
             reason=reason if freed is None else None,
         )
+
+
+def at_ceiling(freed: Freed | None, ceiling: float | None) -> Freed | None:
+    """A rewrite's gain with its variant's rate taken at `ceiling`, the train step alone's
+    with its noise, where the variant ran above it (None: it did not). No pipeline feeds
+    a step faster than the step runs, so the rate above it says the step-alone blocks
+    were slowed (they run while the live pipeline refills its buffers), not that the
+    rewrite gains more; a cache of whole batches, read nearly free, is the usual case.
+    The whole interval is scaled alike: the gain kept is the most the step allows
+    (docs/design.md, "The pipeline pipediag would write")."""
+    if freed is None or ceiling is None or freed.held_steps_per_s is None:
+        return freed
+    if freed.held_steps_per_s <= ceiling:
+        return freed
+    scale = ceiling / freed.held_steps_per_s
+    return Freed(
+        freed.speedup * scale,
+        None if freed.low is None else freed.low * scale,
+        None if freed.high is None else freed.high * scale,
+        ceiling,
+    )
 
 
 def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> str | None:
@@ -446,8 +484,9 @@ def with_training_results(
 ) -> list[FixTrial]:
     """The pipeline's fix trials, each with what it measured on training where it was tried.
 
-    A fixed rate above `ceiling`, the train step alone's, cannot be: the trial is kept with
-    its rates, flagged, and its gain dropped, with the reason.
+    A fixed rate above `ceiling`, the train step alone's, cannot be: the fixed rate and
+    the gain are taken at the ceiling, as the search takes them (`at_ceiling`), and the
+    trial is flagged.
     """
     updated = []
     for trial in trials:
@@ -455,16 +494,21 @@ def with_training_results(
         if found is not None:
             trial = with_training(trial, *found)
             fixed = trial.training_variant_steps_per_s
-            if ceiling is not None and fixed is not None and fixed > ceiling:
+            base = trial.training_baseline_steps_per_s
+            if ceiling is not None and fixed is not None and fixed > ceiling and base:
+                scale = ceiling / fixed
+                facts = trial.facts
+                low, high = facts.training_speedup_low, facts.training_speedup_high
                 trial = dataclasses.replace(
                     trial,
-                    training_speedup=None,
-                    training_reason=(
-                        f"the fixed pipeline fed training at {fixed:.1f} steps/s, faster than "
-                        f"the train step alone ran ({ceiling:.1f} with its noise): the trial "
-                        "was disturbed, so its gain is not used"
+                    training_variant_steps_per_s=ceiling,
+                    training_speedup=ceiling / base,
+                    facts=dataclasses.replace(
+                        facts,
+                        above_step_alone=True,
+                        training_speedup_low=None if low is None else low * scale,
+                        training_speedup_high=None if high is None else high * scale,
                     ),
-                    facts=dataclasses.replace(trial.facts, above_step_alone=True),
                 )
         updated.append(trial)
     return updated

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from pipediag.analysis.stage_bisect import Freed
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.whatif import FixPipelines
@@ -17,6 +18,7 @@ from pipediag.testing import FakeClock
 from pipediag.training.prescription import (
     COMBINED,
     PipelineSearch,
+    at_ceiling,
     bounded_out,
     order_for_search,
     search,
@@ -194,7 +196,9 @@ def test_rewrites_left_when_the_time_runs_out_are_named() -> None:
     assert all("ran out" in (c.reason or "") for c in prescription.tried[1:])
 
 
-def test_a_fixed_rate_above_the_step_alone_is_not_kept() -> None:
+def test_a_fixed_rate_above_the_step_alone_is_taken_at_the_step_alone() -> None:
+    from pipediag.renderers.prescription_words import together_text
+
     clock = FakeClock()
     trainer = _Trainer(clock, {"cache": 3.0})
     trials = PipelineSearch(
@@ -206,8 +210,15 @@ def test_a_fixed_rate_above_the_step_alone_is_not_kept() -> None:
     )
     search(trials, trainer.try_one)
     prescription = trials.prescription()  # 300 steps/s fed, the step alone 200
-    assert not prescription.kept
-    assert "faster than the train step alone" in (prescription.tried[0].reason or "")
+    # THEN the gain is the most the step allows, 200 / 100, its interval scaled alike
+    (change,) = prescription.kept
+    assert change.at_step_alone and change.variant_steps_per_s == pytest.approx(200.0)
+    assert change.training_speedup == pytest.approx(2.0)
+    assert change.training_speedup_low == pytest.approx(3.0 * 0.98 * 2 / 3)
+    assert prescription.training_speedup == pytest.approx(2.0) and prescription.at_step_alone
+    # and a variant within the ceiling is left as measured
+    assert at_ceiling(Freed(1.5, 1.4, 1.6, 150.0), 200.0) == Freed(1.5, 1.4, 1.6, 150.0)
+    assert "(at the train step alone's rate: it fed training faster)" in together_text(prescription)
 
 
 def _stage(index: int, if_free: float | None, kind: str = "map") -> StageStats:
