@@ -159,8 +159,8 @@ class PipelineSearch:
         compose: builds a trial's pipelines from the kept rewrites and one more.
         clock: the session's clock.
         until_s: when the last trial is to end, on `clock`.
-        ceiling: the train step alone's rate with its noise: a variant above it means the
-            trial was disturbed, and it is not kept (None: not known).
+        ceiling: the train step alone's rate with its noise: a variant above it is taken
+            at it (`at_ceiling`; None: not known).
         skipped: rewrites not tried, with the reason, reported as they are.
         stages: the user's stages: once a cache is kept, the rewrites of the stages it
             serves from memory are not tried (`covered_by_cache`).
