@@ -28,6 +28,7 @@ from pipediag.bench.interleaved import Rounds, median_rate
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import FixTrial, PipelineBenchmark
+from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
 from pipediag.report.stage_facts import (
     VERIFIED_MIN_GAIN,
@@ -299,6 +300,8 @@ class PipelineSearch:
             key = (only.fix, only.stage_index)
             rates = self.outcome.results.get(key, (None, None))[0]
             return self._prescribed(rates, None, self.outcome.capped.get(key))
+        if len(kept) >= 2 and self._fell_back(kept, combined):
+            return self._measured()
         if len(kept) >= 2:
             reason = None if combined else self.outcome.combined_reason
             return self._prescribed(combined, reason, self.outcome.combined_ceiling)
@@ -308,6 +311,29 @@ class PipelineSearch:
             else "no rewrite helped training clearly"
         )
         return Prescription(tried=list(self.outcome.tried), reason=reason)
+
+    def _fell_back(self, kept: list[PrescribedChange], combined: Rounds | None) -> bool:
+        """Whether the kept rewrites together gained training less than the first one alone
+        (both measured against the user's pipeline), and the later ones were dropped for
+        it: each was kept on its own trial's interval, but the pipeline that has them all
+        is the one the user would run (docs/design.md, "The pipeline pipediag would
+        write")."""
+        together = at_ceiling(freed_from(combined), self.outcome.combined_ceiling)
+        first = kept[0]
+        if together is None or first.training_speedup is None:
+            return False
+        if together.speedup >= first.training_speedup:
+            return False
+        first_words = fix_words_at(first.fix, first.stage)
+        dropped = set(map(id, kept[1:]))
+        self.outcome.tried = [
+            dataclasses.replace(change, kept=False, reason=fell_back_reason(first_words))
+            if id(change) in dropped
+            else change
+            for change in self.outcome.tried
+        ]
+        self._kept = self._kept[:1]
+        return True
 
     # -- the parts --
     def _share_s(self, *, planned: int) -> float | None:
@@ -411,6 +437,14 @@ def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> str | 
     return (
         f"the kept cache after {name} serves it from memory after the first epoch: this "
         "would change only the first"
+    )
+
+
+def fell_back_reason(first: str) -> str:
+    """Why a rewrite kept on its own trial is dropped after the combined one."""
+    return (
+        f"kept on its own trial, but the kept rewrites together gained training less than "
+        f"the first ({first}) alone: the pipeline is that one alone"
     )
 
 

@@ -110,6 +110,42 @@ def test_each_rewrite_is_tried_on_top_of_the_kept_ones_and_the_kept_ones_togethe
     assert prescription.reason is None
 
 
+def test_kept_rewrites_that_together_gain_less_than_the_first_alone_fall_back_to_it() -> None:
+    # GIVEN two rewrites each kept on its own trial (1.5x, then 1.2x on top), whose combined
+    # trial reads only 1.1x over the user's pipeline
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"cache": 1.5, "thread-cap": 1.2})
+    together = trainer.try_one
+
+    def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, str | None]:
+        if pipelines.fix == COMBINED:
+            clock.sleep(1.0)
+            return _rounds(1.1), None
+        return together(pipelines, seconds)
+
+    trials = _search(trainer, [_fix("cache", 2), _fix("thread-cap", None)])
+    search(trials, try_one)
+    prescription = trials.prescription()
+    # THEN the prescription is the first alone, at its own trial's gain
+    assert [c.fix for c in prescription.kept] == ["cache"]
+    assert prescription.training_speedup == pytest.approx(1.5)
+    assert [c.fix for c in trials.changes()] == ["cache"]
+    # and the dropped one says why, its own trial's figure kept
+    dropped = prescription.tried[1]
+    assert not dropped.kept and dropped.training_speedup == pytest.approx(1.2)
+    assert dropped.reason is not None and "together gained training less" in dropped.reason
+
+
+def test_kept_rewrites_that_together_beat_the_first_alone_stay_together() -> None:
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"cache": 1.5, "thread-cap": 1.2})
+    trials = _search(trainer, [_fix("cache", 2), _fix("thread-cap", None)])
+    search(trials, trainer.try_one)
+    prescription = trials.prescription()
+    assert [c.fix for c in prescription.kept] == ["cache", "thread-cap"]
+    assert prescription.training_speedup == pytest.approx(1.8)
+
+
 def test_a_single_kept_rewrite_is_the_prescription_without_a_combined_trial() -> None:
     clock = FakeClock()
     trainer = _Trainer(clock, {"vectorize": 2.0, "prefetch-end": 0.98})
