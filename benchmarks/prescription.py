@@ -36,7 +36,6 @@ counted once); the combined pipeline at least as fast as the best hand-written v
 from __future__ import annotations
 
 import json
-import math
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -62,7 +61,6 @@ from benchmarks._common import (
     tail,
     write_results,
 )
-from benchmarks.fix_efficacy import case_rates
 
 NAME = "prescription"
 # The three kinds of case the rewrites are built for: a per-element map after a shuffle, a
@@ -70,11 +68,14 @@ NAME = "prescription"
 DEFAULT_CASES = ("shuffled_map_loop", "generator_source_fit", "decode_contention_fit")
 ROUNDS = 3
 QUICK_ROUNDS = 1
-# Each rate run lasts this long after its warm-up, whatever the step's length: 150 steps of
-# a 3-ms loop step had lasted half a second, and its whole-run truths swung 0.55-1.13x.
-RATE_SECONDS = 4.0
-QUICK_RATE_SECONDS = 2.0
-MAX_STEPS = 100_000
+# Each round's hand-written variants train in turn for this long, one epoch each between
+# the baseline's (`cases/_alternate.py`): whole processes of one variant each, 4 s of steps
+# apiece, read the same pipeline at 174 and 405 steps/s minutes apart.
+TRUTH_SECONDS = 45.0
+QUICK_TRUTH_SECONDS = 15.0
+MAX_ROUNDS = 1000  # the seconds end the alternation
+# Start-up, tracing and each variant's first epoch (a generator's: about 4 s) come on top.
+TRUTH_SLACK_S = 150.0
 # Epochs the diagnosed script is given: pipediag ends it once its trials are done.
 DIAGNOSIS_EPOCHS = 100
 DIAGNOSIS_TIMEOUT_S = 420
@@ -84,7 +85,7 @@ AS_FAST_TOLERANCE = 0.05
 PRESCRIPTION_RULE = "PD016"
 BASELINE = "baseline"
 TUNED = "tuned"
-RAW_KEYS = ("rates_steps_per_s",)
+RAW_KEYS = ("epoch_ratios",)
 
 
 # --- variants -------------------------------------------------------------------------------
@@ -92,16 +93,6 @@ def variant_label(fixes: Iterable[str]) -> str:
     """`cache+vectorize`; `baseline` for none: one name per set of hand-applied fixes."""
     names = sorted(set(fixes))
     return "+".join(names) if names else BASELINE
-
-
-def variant_args(label: str) -> list[str]:
-    """The case's command line for a variant."""
-    if label == BASELINE:
-        return []
-    args: list[str] = []
-    for name in label.split("+"):
-        args += ["--tuned"] if name == TUNED else ["--fix", name]
-    return args
 
 
 def hand_written(info: CaseInfo) -> list[str]:
@@ -201,19 +192,6 @@ def if_free_chain(if_free: Sequence[Mapping[str, Any]]) -> str:
 
 
 # --- the truth ------------------------------------------------------------------------------
-def truth_speedups(rounds: Sequence[Mapping[str, float | None]]) -> dict[str, float]:
-    """Each variant's whole-run speedup: the median over rounds of rate / that round's baseline."""
-    ratios: dict[str, list[float]] = {}
-    for rates in rounds:
-        base = rates.get(BASELINE)
-        if not base:
-            continue
-        for label, rate in rates.items():
-            if label != BASELINE and rate:
-                ratios.setdefault(label, []).append(rate / base)
-    return {label: median(values) for label, values in ratios.items()}
-
-
 def claim_error(claim: float | None, truth: float | None) -> float | None:
     """claim / truth - 1, or None where either is missing."""
     return claim / truth - 1.0 if claim and truth else None
@@ -311,63 +289,46 @@ def diagnose(info: CaseInfo, deep_seconds: float | None) -> dict[str, Any]:
         return {**claims(json.loads(report_file.read_text()), info), "run_s": wall}
 
 
-def run_case(info: CaseInfo, *, rounds: int, seconds: float, deep_seconds: float | None) -> Any:
+def run_case(
+    info: CaseInfo, *, rounds: int, seconds: float, deep_seconds: float | None
+) -> dict[str, Any]:
     runs: list[dict[str, Any]] = []
-    rates: list[dict[str, float | None]] = []
-    whole: list[dict[str, float | None]] = []
-    steady: list[dict[str, float | None]] = []
+    ratios: dict[str, list[float]] = {}
     for index in range(rounds):
         run = diagnose(info, deep_seconds)
         runs.append(run)
-        wanted = [BASELINE, *hand_written(info)]
+        wanted = hand_written(info)
         for label in (run.get("top_variant"), run.get("combined_variant")):
             if label and label not in wanted:
                 wanted.append(label)
-        # The variants in turn, in the other order every other round, between two runs of
-        # the baseline: a drift of the host over the round falls on the baseline too.
-        variants = wanted[1:] if index % 2 == 0 else wanted[:0:-1]
-        first = case_rates(info.name, variant_args(BASELINE), MAX_STEPS, seconds=seconds)
-        both = {
-            label: case_rates(info.name, variant_args(label), MAX_STEPS, seconds=seconds)
-            for label in variants
-        }
-        last = case_rates(info.name, variant_args(BASELINE), MAX_STEPS, seconds=seconds)
-        both = {BASELINE: bracketed(first, last), **both}
-        measured = {label: recurring_rate(found) for label, found in both.items()}
-        rates.append(measured)
-        whole.append({label: found.get("steps_per_s") for label, found in both.items()})
-        steady.append({label: found.get("steady_steps_per_s") for label, found in both.items()})
-        print(f"    round {index + 1}/{rounds}: {describe_round(run, measured)}", flush=True)
-    row = judge_case(info, runs, truth_speedups(rates))
-    row["rates_steps_per_s"] = rates
-    # The same runs from their warm-up on, the first epoch's one-off costs in.
-    row["whole_truth_speedups"] = truth_speedups(whole)
-    # The same runs without their epoch boundaries: the steps alone.
-    row["steady_truth_speedups"] = truth_speedups(steady)
+        found = alternation(info, wanted, seconds=seconds)
+        for label, values in found.items():
+            ratios.setdefault(label, []).extend(values)
+        print(f"    round {index + 1}/{rounds}: {describe_round(run, found)}", flush=True)
+    row = judge_case(info, runs, {label: median(v) for label, v in ratios.items() if v})
+    row["epoch_ratios"] = ratios
+    row["truth_pairs"] = {label: len(v) for label, v in ratios.items()}
     return row
 
 
-def bracketed(
-    before: Mapping[str, float | None], after: Mapping[str, float | None]
-) -> dict[str, float | None]:
-    """The baseline's rates over a round: the geometric mean of its runs before and after
-    the variants, or the one that has a rate."""
-    rates: dict[str, float | None] = {}
-    for key in {*before, *after}:
-        a, b = before.get(key), after.get(key)
-        rates[key] = math.sqrt(a * b) if a and b else a or b
-    return rates
+def alternation(info: CaseInfo, labels: Sequence[str], *, seconds: float) -> dict[str, list[float]]:
+    """Each variant's epoch ratios over the baseline epochs around it, the variants trained
+    in turn in one process for about `seconds` (`cases/_alternate.py`); {} where the run
+    failed."""
+    with tempfile.TemporaryDirectory(prefix="pipediag-rx-truth-") as tmp:
+        rate_file = Path(tmp) / "alternation.json"
+        cmd = [sys.executable, str(CASES_DIR / f"{info.name}.py"), "--alternate", ",".join(labels)]
+        cmd += ["--rounds", str(MAX_ROUNDS), "--max-seconds", str(seconds)]
+        cmd += ["--rate-file", str(rate_file)]
+        proc, _ = run_child(cmd, timeout_s=seconds + TRUTH_SLACK_S, done_file=rate_file)
+        if not rate_file.is_file():
+            print(f"    {info.name} --alternate failed ({proc.returncode}): {tail(proc.stderr, 5)}")
+            return {}
+        found = json.loads(rate_file.read_text())
+        return {label: [float(r) for r in values] for label, values in found["ratios"].items()}
 
 
-def recurring_rate(found: Mapping[str, float | None]) -> float | None:
-    """A run's rate as a long training sees it: from its second epoch on, so its recurring
-    epoch boundaries count and its first epoch's one-off costs (a cache's fill, the tear-down
-    of its filling iterator, up to a second) do not; the whole run's where it had one epoch."""
-    after = found.get("after_first_epoch_steps_per_s")
-    return after if after is not None else found.get("steps_per_s")
-
-
-def describe_round(run: Mapping[str, Any], rates: Mapping[str, float | None]) -> str:
+def describe_round(run: Mapping[str, Any], ratios: Mapping[str, Sequence[float]]) -> str:
     if "error" in run:
         said = f"pipediag failed ({run['error'].splitlines()[0]})"
     else:
@@ -375,7 +336,10 @@ def describe_round(run: Mapping[str, Any], rates: Mapping[str, float | None]) ->
             f"top {run['top_suggestion']} {fmt(run['top_claim'], '.2f', 'x')}, kept "
             f"{'+'.join(run['kept']) or '-'} {fmt(run['combined_claim'], '.2f', 'x')}"
         )
-    return f"{said}; steps/s " + ", ".join(f"{k} {fmt(v)}" for k, v in rates.items())
+    pairs = ", ".join(
+        f"{k} {fmt(median(v) if v else None, '.2f', 'x')} ({len(v)})" for k, v in ratios.items()
+    )
+    return f"{said}; by hand, in turn: {pairs or 'failed'}"
 
 
 def print_rows(rows: Sequence[Mapping[str, Any]]) -> None:
@@ -414,19 +378,10 @@ def print_rows(rows: Sequence[Mapping[str, Any]]) -> None:
         head = row["headline"] or {}
         print(f"  {row['case']}: if free along the chain: {if_free_chain(head.get('if_free', []))}")
         print(
-            "    hand-written, from the second epoch: "
-            + ", ".join(f"{k} {v:.2f}x" for k, v in sorted(row["truth_speedups"].items()))
-        )
-        print(
-            "    the same runs from their warm-up: "
+            "    hand-written, in turn with the baseline (epoch pairs): "
             + ", ".join(
-                f"{k} {v:.2f}x" for k, v in sorted(row.get("whole_truth_speedups", {}).items())
-            )
-        )
-        print(
-            "    the same runs, epoch boundaries left out: "
-            + ", ".join(
-                f"{k} {v:.2f}x" for k, v in sorted(row.get("steady_truth_speedups", {}).items())
+                f"{k} {v:.2f}x ({row['truth_pairs'].get(k, 0)})"
+                for k, v in sorted(row["truth_speedups"].items())
             )
         )
         if head.get("prescription_reason"):
@@ -440,10 +395,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--deep-seconds", type=float, help="pipediag's --deep-seconds (default: its own)"
     )
-    add_raw_option(parser, "every round's steps/s per variant")
+    add_raw_option(parser, "every epoch pair's ratio per variant")
     args = parser.parse_args(argv)
     rounds = args.rounds or (QUICK_ROUNDS if args.quick else ROUNDS)
-    seconds = QUICK_RATE_SECONDS if args.quick else RATE_SECONDS
+    seconds = QUICK_TRUTH_SECONDS if args.quick else TRUTH_SECONDS
     names = args.cases.split(",") if args.cases else list(DEFAULT_CASES)
 
     rows = []
@@ -466,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         NAME,
         settings={
             "rounds": rounds,
-            "rate_seconds": seconds,
+            "truth_seconds": seconds,
             "deep_seconds": args.deep_seconds,
         },
         summary=summary,

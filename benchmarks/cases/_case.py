@@ -228,11 +228,32 @@ def main(
     )
     parser.add_argument("--rate-file", type=Path, help="write this run's own steps/s as JSON")
     parser.add_argument("--rate-warmup", type=int, default=DEFAULT_RATE_WARMUP_STEPS)
+    parser.add_argument(
+        "--alternate",
+        help="variants to train in turn with the baseline, one epoch each, comma-separated "
+        "(`cache`, `cache+vectorize`, `tuned`); --rate-file gets their ratios",
+    )
+    parser.add_argument("--rounds", type=int, default=8, help="rounds of --alternate")
     args = parser.parse_args()
 
     import keras
 
     keras.utils.set_random_seed(0)
+    if args.alternate:
+        from _alternate import alternate
+
+        found = alternate(
+            make_dataset,
+            make_model,
+            style=style,
+            labels=args.alternate.split(","),
+            rounds=args.rounds,
+            max_seconds=args.max_seconds,
+        )
+        print(f"{found.rounds} rounds of {args.alternate}")
+        if args.rate_file is not None:
+            args.rate_file.write_text(json.dumps(found.as_json()))
+        return
     timer = StepTimer()
     began = time.perf_counter()
     train(

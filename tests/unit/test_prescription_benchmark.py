@@ -1,5 +1,6 @@
-"""The prescription benchmark's pure parts: claims read from a report, truths from rounds of
-whole-run rates, and the goals judged; nothing runs a case or imports TensorFlow."""
+"""The prescription benchmark's pure parts: claims read from a report, truths from variants
+trained in turn with the baseline, and the goals judged; nothing runs a case or imports
+TensorFlow."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ if str(REPO_ROOT) not in sys.path:
 
 from benchmarks import _common as common  # noqa: E402
 from benchmarks import prescription as bench  # noqa: E402
+
+sys.path.insert(0, str(REPO_ROOT / "benchmarks" / "cases"))
+import _alternate as alternate  # noqa: E402
 
 INFO = common.CaseInfo(
     name="shuffled_map_loop",
@@ -63,12 +67,9 @@ def _report(top_id: str = "PD016-rewritten-pipeline", top_fix: str | None = None
     }
 
 
-def test_variants_name_their_fixes_and_build_their_command_line() -> None:
+def test_variants_name_their_fixes() -> None:
     assert bench.variant_label(["vectorize", "cache"]) == "cache+vectorize"
     assert bench.variant_label([]) == bench.BASELINE
-    assert bench.variant_args("cache+vectorize") == ["--fix", "cache", "--fix", "vectorize"]
-    assert bench.variant_args("tuned") == ["--tuned"]
-    assert bench.variant_args(bench.BASELINE) == []
     assert bench.hand_written(INFO) == ["cache", "tuned", "vectorize"]
     assert bench.variant_for(["vectorize", "prefetch-end"], INFO) is None
 
@@ -90,13 +91,52 @@ def test_a_single_fix_on_top_is_tested_by_its_own_variant() -> None:
     assert bench.claims(_report("PD005-cache-prefix"), INFO)["top_variant"] == "cache"
 
 
-def test_truth_is_the_median_of_each_rounds_ratio_to_its_baseline() -> None:
-    rounds = [
-        {"baseline": 100.0, "vectorize": 300.0, "cache": None},
-        {"baseline": 50.0, "vectorize": 100.0, "cache": 60.0},
-        {"baseline": None, "vectorize": 999.0},
+def test_each_variant_is_set_between_two_baseline_epochs_and_the_order_turns() -> None:
+    # GIVEN a host that slows down steadily, epoch after epoch, and two variants that are
+    # 2x and 1x the baseline at any moment
+    moment = [0]
+    order: list[str] = []
+
+    def epoch(label: str, gain: float) -> Any:
+        def run() -> float:
+            moment[0] += 1
+            order.append(label)
+            return gain * 100.0 * 0.8 ** moment[0]  # 20% slower each epoch
+
+        return run
+
+    epochs = {"baseline": epoch("baseline", 1.0), "cache": epoch("cache", 2.0)}
+    epochs["same"] = epoch("same", 1.0)
+    # WHEN they train in turn
+    found = alternate.in_turn(epochs, rounds=2)
+    # THEN each variant ran between two baseline epochs, in the other order the next round
+    assert order == ["baseline", "cache", "baseline", "same", "baseline"] + [
+        "baseline",
+        "same",
+        "baseline",
+        "cache",
+        "baseline",
     ]
-    assert bench.truth_speedups(rounds) == {"vectorize": 2.5, "cache": 1.2}
+    # and the drift falls on both sides: over the geometric mean of its neighbours, each
+    # variant reads its own gain (over either neighbour alone: 1.6x or 2.5x)
+    assert found.rounds == 2
+    assert found.ratios["cache"] == pytest.approx([2.0, 2.0])
+    assert found.ratios["same"] == pytest.approx([1.0, 1.0])
+    assert len(found.epoch_rates["baseline"]) == 6
+
+
+def test_the_alternation_stops_when_its_seconds_are_spent() -> None:
+    now = [0.0]
+
+    def tick() -> float:
+        now[0] += 1.0
+        return 10.0
+
+    found = alternate.in_turn(
+        {"baseline": tick, "cache": tick}, rounds=100, max_seconds=5.5, clock=lambda: now[0]
+    )
+    assert found.rounds == 2  # 3 epochs a round: 3 s, 6 s, then the time is up
+    assert found.ratios == {"cache": [1.0, 1.0]}
 
 
 def test_a_case_is_judged_on_its_claims_and_against_the_best_hand_written() -> None:
