@@ -261,6 +261,12 @@ def fix_suggestion(
         elif on_training < VERIFIED_MIN_GAIN:
             kind = NOTE
             title += f" (measured {on_training:.2f}x on your training: not worth it)"
+    elif trial is not None and trial.facts.covered_by_cache:
+        # The search kept a cache over this stage: the fix would change the first epoch
+        # only, so no gain is forecast or ranked.
+        kind, predicted = NOTE, None
+        title += " (not needed under the kept cache)"
+        evidence += trial_text(trial) + f" Not tried on training: {trial.training_reason}."
     elif measured_gate and measured_no_gain(trial):
         # Measured not to help: no end-to-end forecast, which could read as a gain.
         kind, predicted = NOTE, 1.0

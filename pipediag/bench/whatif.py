@@ -268,7 +268,7 @@ class _Trials:
         if isinstance(built, FixTrial):
             return built
         self._keep(candidate, built, None)
-        return _unverified(candidate, UNTIMED + "; tried on training")
+        return _unverified(candidate, UNTIMED + "; left to the trials on training")
 
     def _built(self, candidate: Candidate) -> Any:
         """The variant, or the unverified trial that says why there is none."""

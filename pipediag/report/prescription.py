@@ -130,6 +130,8 @@ class PrescribedChange:
     # The variant fed training faster than the train step alone ran: its rate (and the
     # gain) is taken at the step alone's ceiling, the most a pipeline can give.
     at_step_alone: bool = False
+    # Not tried: a cache kept before it serves its stage from memory after the first epoch.
+    covered_by_cache: bool = False
 
     @property
     def shown(self) -> tuple[float | None, float | None, float | None]:

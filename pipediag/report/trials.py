@@ -52,8 +52,11 @@ class TrialFacts:
     # so whole batches are cached; the stage is still the work it keeps.
     cached_in_batches: bool = False
     # The fix's rate on training was faster than the train step alone ran in the alternation
-    # (its fastest block): the trial was disturbed, and its gain is not used.
+    # (its fastest block, with its noise): its rate and gain are taken at that ceiling.
     above_step_alone: bool = False
+    # Not tried on training: a cache kept before it serves its stage from memory after the
+    # first epoch (`training/prescription.py::covered_by_cache`); `training_reason` says so.
+    covered_by_cache: bool = False
     # The rewrites already kept when this one was tried on training: its training figures
     # are over the pipeline with those applied (docs/design.md, "The pipeline pipediag would
     # write"); empty: over the user's pipeline.

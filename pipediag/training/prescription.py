@@ -350,7 +350,7 @@ class PipelineSearch:
         moot = [f for f in self._queue if f.fix in STAGE_WORK_FIXES and f.stage_index in covered]
         self._queue = [f for f in self._queue if f not in moot]
         for fix in moot:
-            self._add(fix, reason=reason)
+            self._add(fix, reason=reason, covered_by_cache=True)
 
     def _skip_rest(self, reason: str) -> None:
         for fix in self._queue:
@@ -366,6 +366,7 @@ class PipelineSearch:
         kept: bool = False,
         reason: str | None = None,
         at_step_alone: bool = False,
+        covered_by_cache: bool = False,
     ) -> None:
         self.outcome.tried.append(
             PrescribedChange(
@@ -383,6 +384,7 @@ class PipelineSearch:
                 at_step_alone=at_step_alone and freed is not None,
                 baseline_start_s=epoch_start_s(rounds.baseline) if freed and rounds else None,
                 variant_start_s=epoch_start_s(rounds.variant) if freed and rounds else None,
+                covered_by_cache=covered_by_cache,
             )
         )
 
@@ -501,13 +503,26 @@ def with_prescription(
     top of the rewrites kept before it, and the prescription they make together."""
     prescription = trials.prescription(pipeline.stages)
     after = {(c.fix, c.stage_index): c.after for c in prescription.tried if c.after}
+    untried = {
+        (c.fix, c.stage_index): c
+        for c in prescription.tried
+        if c.training_speedup is None and c.reason
+    }
     updated = []
     ceiling = held_ceiling(pipeline.stages, ceiling)
     for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):
-        below = after.get((trial.fix, trial.stage_index))
+        key = (trial.fix, trial.stage_index)
+        below = after.get(key)
         if below:
             trial = dataclasses.replace(
                 trial, facts=dataclasses.replace(trial.facts, training_after=below)
+            )
+        change = untried.get(key)
+        if change is not None and trial.training_speedup is None and not trial.training_reason:
+            trial = dataclasses.replace(
+                trial,
+                training_reason=(change.reason or "").removeprefix("not tried: "),
+                facts=dataclasses.replace(trial.facts, covered_by_cache=change.covered_by_cache),
             )
         updated.append(trial)
     return dataclasses.replace(pipeline, trials=updated, prescription=prescription)

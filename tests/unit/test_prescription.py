@@ -13,7 +13,7 @@ from pipediag.analysis.stage_bisect import Freed
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.whatif import FixPipelines
-from pipediag.report.model import StageStats
+from pipediag.report.model import FixTrial, PipelineBenchmark, StageStats
 from pipediag.testing import FakeClock
 from pipediag.training.prescription import (
     COMBINED,
@@ -22,6 +22,7 @@ from pipediag.training.prescription import (
     bounded_out,
     order_for_search,
     search,
+    with_prescription,
 )
 
 BASE_RATE = 100.0  # the kept pipeline's training rate, steps/s
@@ -218,6 +219,15 @@ def test_once_a_cache_is_kept_the_rewrites_of_the_stages_it_serves_are_not_tried
         )
         assert not by_fix[moot].kept
     assert [c.fix for c in prescription.kept] == ["cache", "prefetch-end"]
+    # and the pipeline's trials carry it, for the rules that word those rewrites
+    pipeline = PipelineBenchmark(
+        measured=True,
+        stages=stages,
+        trials=[FixTrial("parallel-map", 1, "map(decode)"), FixTrial("cache", 1, "map(decode)")],
+    )
+    moot, cache = with_prescription(pipeline, trials, ceiling=None).trials
+    assert moot.facts.covered_by_cache and "serves it from memory" in (moot.training_reason or "")
+    assert not cache.facts.covered_by_cache and cache.training_speedup == pytest.approx(1.4)
 
 
 def test_rewrites_left_when_the_time_runs_out_are_named() -> None:

@@ -204,3 +204,26 @@ def test_with_every_rewrite_tried_and_none_kept_the_note_says_so() -> None:
     (note,) = [s for s in suggestions if s.id.startswith("PD014")]
     assert "tried on your training" in note.evidence
     assert "prefetch at the end (AUTOTUNE) at batch(32) 1.01x" in note.evidence
+
+
+def test_a_stage_fix_under_a_kept_cache_is_a_note_without_a_forecast() -> None:
+    # GIVEN the sequential map's parallel-map rewrite was not tried: a cache kept before it
+    # serves that stage from memory after the first epoch
+    reason = "the kept cache after map(decode) serves it from memory after the first epoch"
+    covered = FixTrial(
+        "parallel-map",
+        1,
+        "map(decode)",
+        training_reason=reason,
+        facts=TrialFacts(covered_by_cache=True),
+    )
+    report = _report(_stages(), trials=[covered])
+    suggestions = advise(report)
+    (rule,) = [s for s in suggestions if s.id.startswith("PD001")]
+    # THEN the rule says so, as a note: no pipeline-alone forecast ranks it
+    assert rule.kind == "note" and rule.predicted_speedup is None
+    assert "not needed under the kept cache" in rule.title
+    assert f"Not tried on training: {reason}." in rule.evidence
+    # while the same rule, not covered, is a fix with its forecast
+    (plain,) = [s for s in advise(_report(_stages())) if s.id.startswith("PD001")]
+    assert plain.kind == "fix" and plain.predicted_speedup is not None
