@@ -25,6 +25,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import StageStats
+from pipediag.report.stage_facts import upstream_of
 from pipediag.training.training_trial import MIN_SLICE_S, TrialResults, try_on_fit
 
 # A trial with less time than this cannot run its five rounds (`try_on_fit` refuses it).
@@ -213,4 +214,20 @@ def with_freed(stages: Sequence[StageStats], searched: Searched) -> list[StageSt
         if searched.jump is not None and stats.index == searched.jump:
             stats = dataclasses.replace(stats, training_cost_jump=True)
         updated.append(stats)
-    return updated
+    if searched.jump is None:
+        return updated
+    named = bottleneck_at_jump(updated, searched.jump, set(searched.measured))
+    return [dataclasses.replace(s, bottleneck=s.index == named) for s in updated]
+
+
+def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) -> int:
+    """The bottleneck the jump names: of the stages its hold frees that the held stage
+    before it did not, the one that costs most read alone, else the jump stage. Prefix
+    timing alone can put a stage's cost on its neighbour on a busy host; the jump is
+    measured on training (docs/design.md, "Stage costs on training")."""
+    freed = upstream_of(stages, jump)
+    for index in held:
+        if index != jump and index in freed:
+            freed -= upstream_of(stages, index)
+    costs = [(stages[i].own_s_per_batch or 0.0, i == jump, i) for i in freed]
+    return max(costs)[2] if costs else jump

@@ -184,6 +184,29 @@ def test_results_reach_the_stages_the_json_and_the_summary() -> None:
     assert "holding map(parse) in memory: training 2.4x (2.1-2.7x)" in " ".join(text.split())
 
 
+def test_the_jump_names_the_bottleneck_where_prefix_timing_put_it_on_a_neighbour() -> None:
+    # GIVEN prefix timing on a busy host put the map's cost on the batch after it, and
+    # holding the shuffle gained nothing, holding the map 7x
+    stages = [
+        StageStats(0, "source", "TensorSlice", own_s_per_batch=0.0001),
+        StageStats(1, "shuffle", "ShuffleDataset", inputs=[0], own_s_per_batch=0.0002),
+        StageStats(2, "map", "MapDataset", inputs=[1], own_s_per_batch=0.004),
+        StageStats(3, "batch", "BatchDatasetV2", inputs=[2], own_s_per_batch=0.02),
+        StageStats(4, "prefetch", "PrefetchDataset", inputs=[3], bottleneck=False),
+    ]
+    stages[3] = dataclasses.replace(stages[3], bottleneck=True)
+    measured: dict[int, Freed | None] = {1: Freed(1.0, 0.9, 1.1), 2: Freed(7.0, 6.0, 8.0)}
+    updated = with_freed(stages, Searched(measured, jump=2))
+    # THEN the map is the bottleneck: the batch's hold was never the jump
+    assert [s.index for s in updated if s.bottleneck] == [2]
+    # and where the jump frees several unheld stages, the costliest alone among them
+    measured = {1: Freed(1.0, 0.9, 1.1), 4: Freed(7.0, 6.0, 8.0)}
+    updated = with_freed(stages, Searched(measured, jump=4))
+    assert [s.index for s in updated if s.bottleneck] == [3]
+    # and with no jump the prefix timing's stands
+    assert [s.index for s in with_freed(stages, Searched({}, jump=None)) if s.bottleneck] == [3]
+
+
 def test_an_old_report_without_the_fields_loads_with_none() -> None:
     base = synthetic_cost_report()
     stage = StageStats(0, "source", "RangeDataset", bottleneck=True, batches_per_s=9.0)
