@@ -108,25 +108,29 @@ def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
             for k in ("cycle_length", "num_parallel_calls")
             if k in stats.settings
         )
+        trial = ctx.trial(FIX_PARALLEL_INTERLEAVE, stats.index)
+        cycle = trial.facts.cycle_length if trial is not None else None
+        cycle = cycle or ctx.cores
         evidence = (
             f"{stage_cost_text(ctx, stats)} It reads its inputs one at a time"
             f"{f' ({settings})' if settings else ''}; on {ctx.cores} cores an AUTOTUNE "
             "cycle_length did not run in parallel either (measured on TF 2.21). A parallel "
-            "interleave reads in another (still deterministic) order."
+            "interleave reads in another (still deterministic) order; with inputs that wait "
+            "on storage, more of them open than cores keeps the cores fed."
         )
         found.append(
             fix_suggestion(
                 ctx,
                 rule_id,
-                title=f"{stage_name(stats)}: read {ctx.cores} inputs in parallel",
+                title=f"{stage_name(stats)}: read {cycle} inputs in parallel",
                 stats=stats,
                 evidence=evidence,
                 code=(
-                    f"ds = ds.interleave({fn_name(stats)}, cycle_length={ctx.cores}, "
+                    f"ds = ds.interleave({fn_name(stats)}, cycle_length={cycle}, "
                     "num_parallel_calls=tf.data.AUTOTUNE)"
                 ),
                 estimated=parallel_estimate(ctx, stats.own_s_per_batch, ctx.cores),
-                trial=ctx.trial(FIX_PARALLEL_INTERLEAVE, stats.index),
+                trial=trial,
                 adds_threads=True,
             )
         )
