@@ -115,8 +115,9 @@ def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
             f"{stage_cost_text(ctx, stats)} It reads its inputs one at a time"
             f"{f' ({settings})' if settings else ''}; on {ctx.cores} cores an AUTOTUNE "
             "cycle_length did not run in parallel either (measured on TF 2.21). A parallel "
-            "interleave reads in another (still deterministic) order; with inputs that wait "
-            "on storage, more of them open than cores keeps the cores fed."
+            "interleave reads in another (still deterministic) order. A read that waits on "
+            "storage may gain more with another cycle_length: the best is not always the "
+            "cores, so try a few."
         )
         found.append(
             fix_suggestion(
