@@ -1,22 +1,22 @@
-"""The pipeline pipediag would write, against hand-written fixes measured in whole runs.
+"""The pipeline pipediag would write, against hand-written fixes trained in turn.
 
 pipediag tries the applicable rewrites on the user's own training, one on top of another,
 keeps those its interval says help, and reports them together
 (`report.pipeline.prescription`, docs/design.md, "The pipeline pipediag would write"). On
 suite cases with hand-written fixed variants (`FIXES`, `--fix NAME`, `--tuned`), each round
-runs, in one process each, one after another:
+runs, one after another:
 
 1. a diagnosis of the unmodified case (`pipediag run`, its default `--deep-seconds`);
-2. the unmodified case, each hand-written variant, the top fix's variant and the kept
-   rewrites together (`--fix` per kept rewrite, where the case can apply each by hand),
-   each timing its own steps without pipediag (`--rate-file`).
+2. in one process, each hand-written variant, the top fix's variant and the kept rewrites
+   together (where the case can apply each by hand), trained in turn with the unmodified
+   case for `TRUTH_SECONDS` (`cases/_alternate.py`): B v1 B v2 ... B, one whole epoch each,
+   the order reversed every other round.
 
-The truth of a variant is its speedup over the unmodified case in whole runs from their
-second epoch on, as a long training sees it: its recurring epoch boundaries count, its first
-epoch's one-off costs (a cache's fill, the tear-down of the filling iterator) do not. It is
-the median over rounds of its rate over the same round's baseline, run before and after
-the variants (their geometric mean), the variants in the other order every other round; the
-same runs from their warm-up, and without their epoch boundaries, are reported beside it.
+The truth of a variant is the median, pooled over the rounds, of its epoch's rate over the
+geometric mean of the baseline epochs either side of it: each epoch counts its iterator's
+making and tear-down, as a long training's recurring epochs do, and each variant's first
+epoch (tracing, a cache's fill) runs before the rounds. Whole processes of one variant
+each, the truth before, read the same pipeline at 174 and 405 steps/s minutes apart.
 Figures per case: the if-free gains along the chain (`stages[i].training_speedup_if_free`,
 `*` where the cost jumps), the top fix's claim (`suggestions[0].training_speedup`) and the
 combined claim (the `PD016-rewritten-pipeline` suggestion's `training_speedup`, corrected
@@ -26,10 +26,10 @@ kept rewrites together run at least as fast as the best hand-written variant.
 
 Goals: median |claim/truth - 1| at most 0.15 (every claim with a truth, every diagnosis
 counted once); the combined pipeline at least as fast as the best hand-written variant
-(within `AS_FAST_TOLERANCE`, the noise of whole runs on a shared host).
+(within `AS_FAST_TOLERANCE`, the noise of the truth on a shared host).
 
     python benchmarks/prescription.py                 # 3 rounds on the three default cases
-    python benchmarks/prescription.py --quick         # 1 round, shorter rate runs
+    python benchmarks/prescription.py --quick         # 1 round, 15 s of truth
     python benchmarks/prescription.py --cases shuffled_map_loop --rounds 2
 """
 
