@@ -27,7 +27,6 @@ SMELLS: list[tuple[str, str, str | None, dict[str, Any]]] = [
     ("cache_after_random", "PD006-cache-after-random", "cache", {}),
     ("parallel_py_function", "PD007-py-function", "parallel-map(slow_py_map)", {}),
     ("tiny_shuffle", "PD008-small-shuffle-buffer", "shuffle", {}),
-    ("autotune_off", "PD009-autotune-off", None, {}),
 ]
 
 
@@ -49,6 +48,36 @@ def test_each_smell_gets_its_rule_first_on_the_right_stage(
     assert suggestions, f"no suggestion at all; stages {stages}; trials {trials}"
     top = suggestions[0]
     assert (top.id, top.stage) == (rule, stage), [(s.id, s.stage) for s in suggestions]
+
+
+def _gain(suggestion: Any) -> float:
+    """The gain the advisor sorts by (its `_sort_key`): measured where there is one."""
+    gain = suggestion.training_speedup or suggestion.predicted_speedup
+    return float(gain or suggestion.verified_speedup or suggestion.estimated_speedup or 1.0)
+
+
+@pytest.mark.tensorflow
+def test_autotune_off_is_named_and_only_a_larger_measured_gain_goes_before_it() -> None:
+    # Turning autotune back on and vectorising the map both measure near 1.0x on this pipeline
+    # (0.97-1.18x and 0.91-0.97x in three diagnoses on one host; another host put vectorising
+    # ahead), so which comes first is the host's noise: the order itself is what holds.
+    pytest.importorskip("tensorflow")
+    # GIVEN a pipeline with autotune turned off, in an input-bound run
+    report = pipelines.diagnose(pipelines.autotune_off())
+
+    # WHEN advised
+    suggestions = advise(report)
+
+    # THEN the option is named, pipeline-wide
+    ids = [s.id for s in suggestions]
+    assert "PD009-autotune-off" in ids, ids
+    autotune = suggestions[ids.index("PD009-autotune-off")]
+    assert autotune.stage is None
+    # AND each change before it is a correctness warning or gained at least as much
+    for earlier in suggestions[: ids.index("PD009-autotune-off")]:
+        assert earlier.correctness_warning or _gain(earlier) >= _gain(autotune), [
+            (s.id, _gain(s)) for s in suggestions
+        ]
 
 
 @pytest.mark.tensorflow
