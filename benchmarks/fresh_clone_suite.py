@@ -111,7 +111,9 @@ def run_once(index: int, *, loaded: bool, test_args: Sequence[str], log_dir: Pat
         hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if loaded else None
         try:
             start = time.monotonic()
-            subprocess.run(install, cwd=clone, env=env, check=True, stdout=subprocess.DEVNULL)
+            installed = subprocess.run(install, cwd=clone, env=env, capture_output=True, text=True)
+            if installed.returncode != 0:
+                raise SystemExit(f"run {index}: {' '.join(install)} failed:\n{installed.stderr}")
             install_s = time.monotonic() - start
             start = time.monotonic()
             suite = subprocess.run(
