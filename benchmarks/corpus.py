@@ -1,0 +1,405 @@
+"""The corpus of public training scripts: the truth of each, and pipediag's answer beside it.
+
+Every script in `benchmarks/tutorials/` (one public tutorial or example each, its header
+naming the source, license and every change) runs unmodified in whole processes, with no
+pipediag code loaded, in three modes that its `_truth` switch selects (FastFlow's method):
+
+- A: the plain script;
+- T: its final training dataset swapped for `ds.take(1).cache().repeat()`, the same steps per
+  epoch and epochs;
+- P: the training dataset read alone for the same epochs.
+
+Then `pipediag run` on the plain script. A round runs A, T, P, pipediag, and the next round
+the reverse, so a host's drift falls on every side alike. Rates count epochs 2 on (the first
+traces and compiles): from each epoch's start (steps over the epoch's time, its start-up
+included) and within the epoch (from its first step's end to its last). The truth cost is
+1 - A/T per round, both ways; a script's truth is the median over rounds, with the spread.
+
+Labels use pipediag's bands (input-bound at 20% or more, balanced from 5%). pipediag's label
+is right where it is the truth's label from epoch start or within; a false alarm is
+input-bound or balanced where both truths are under 5%, or compute-bound where either is 20%
+or more.
+
+    python benchmarks/corpus.py                          # every script, 3 rounds
+    python benchmarks/corpus.py --scripts time_series --rounds 1
+    python benchmarks/corpus.py --truth-only --split held-out
+    python benchmarks/corpus.py --readme                 # also write the table into the README
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import base_parser, median, write_results
+
+CORPUS_DIR = Path(__file__).resolve().parent / "tutorials"
+README = CORPUS_DIR / "README.md"
+TABLE_START, TABLE_END = "<!-- corpus table: start -->", "<!-- corpus table: end -->"
+MODES = ("A", "T", "P")
+DIAGNOSED = "pipediag"
+# pipediag's bands (pipediag/config.py): input-bound from 20%, balanced from 5%.
+HIGH, MODERATE = 0.20, 0.05
+# A corpus script's plain run takes at most 60 s; pipediag's deep phase adds to that.
+PROCESS_TIMEOUT_S = 400
+SKIP_EPOCHS = 1
+
+
+@dataclass(frozen=True)
+class Script:
+    """One corpus entry: a script and one of its variants (its extra arguments)."""
+
+    path: Path
+    variant: str
+    args: tuple[str, ...]
+    split: str
+    style: str
+    source: str
+
+    @property
+    def name(self) -> str:
+        return self.path.stem + (f"[{self.variant}]" if self.variant else "")
+
+
+@dataclass
+class Round:
+    rates_start: dict[str, float | None] = field(default_factory=dict)
+    rates_within: dict[str, float | None] = field(default_factory=dict)
+    wall_s: dict[str, float] = field(default_factory=dict)
+    diagnosis: dict[str, Any] | None = None
+
+    def cost(self, within: bool) -> float | None:
+        rates = self.rates_within if within else self.rates_start
+        a, t = rates.get("A"), rates.get("T")
+        return 1.0 - a / t if a and t else None
+
+
+def scripts(names: Sequence[str] = (), split: str | None = None) -> list[Script]:
+    """The corpus, read from each script's constants without importing it."""
+    found = []
+    for path in sorted(CORPUS_DIR.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        constants = _constants(path)
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        source = next(
+            (ln[len("Source:") :].strip() for ln in doc.splitlines() if ln.startswith("Source:")),
+            "",
+        )
+        for variant, args in dict(constants.get("VARIANTS", {"": []})).items():
+            entry = Script(
+                path,
+                variant,
+                tuple(args),
+                str(constants.get("SPLIT", "tune")),
+                str(constants.get("STYLE", "")),
+                source,
+            )
+            if names and entry.name not in names and path.stem not in names:
+                continue
+            if split and entry.split != split:
+                continue
+            found.append(entry)
+    return found
+
+
+def _constants(path: Path) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in ("SPLIT", "STYLE", "VARIANTS"):
+                values[target.id] = ast.literal_eval(node.value)
+    return values
+
+
+def rates(stamps: Mapping[str, Any], skip: int = SKIP_EPOCHS) -> tuple[float | None, float | None]:
+    """Steps per second over the epochs after `skip`: from each epoch's start, and within
+    (from each epoch's first step end to its last); None where no epoch is left to count."""
+    epochs = [e for e in stamps.get("epochs", []) if e.get("ends_s")][skip:]
+    steps = sum(len(e["ends_s"]) for e in epochs)
+    span = sum(e["ends_s"][-1] - e["start_s"] for e in epochs)
+    inner_steps = sum(len(e["ends_s"]) - 1 for e in epochs)
+    inner = sum(e["ends_s"][-1] - e["ends_s"][0] for e in epochs)
+    return (
+        steps / span if steps and span > 0 else None,
+        inner_steps / inner if inner_steps and inner > 0 else None,
+    )
+
+
+def label_of(cost: float | None) -> str:
+    if cost is None:
+        return "unknown"
+    if cost >= HIGH:
+        return "input-bound"
+    if cost >= MODERATE:
+        return "balanced"
+    return "compute-bound"
+
+
+def judge(label: str, truth_start: float | None, truth_within: float | None) -> dict[str, bool]:
+    """Is pipediag's label right (either truth's label), and is it a false alarm?"""
+    truths = [c for c in (truth_start, truth_within) if c is not None]
+    right = any(label == label_of(c) for c in truths)
+    alarm = bool(truths) and (
+        (label in ("input-bound", "balanced") and all(c < MODERATE for c in truths))
+        or (label == "compute-bound" and any(c >= HIGH for c in truths))
+    )
+    return {"right": right, "false_alarm": alarm}
+
+
+def _child_env(mode: str | None, out: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIPEDIAG_TRUTH")}
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if mode is not None and out is not None:
+        env.update(PIPEDIAG_TRUTH=mode, PIPEDIAG_TRUTH_OUT=str(out))
+    return env
+
+
+def run_mode(script: Script, mode: str, work: Path) -> tuple[dict[str, Any], float]:
+    """One whole process of the script in `mode`: its stamps and its wall time."""
+    out = work / f"{script.path.stem}-{script.variant}-{mode}.json"
+    out.unlink(missing_ok=True)
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(script.path), *script.args],
+        env=_child_env(mode, out),
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+    )
+    wall = time.monotonic() - start
+    if done.returncode != 0 or not out.exists():
+        raise RuntimeError(f"{script.name} ({mode}) failed: {done.stderr[-2000:]}")
+    return json.loads(out.read_text()), wall
+
+
+def run_pipediag(script: Script, work: Path) -> tuple[dict[str, Any], float]:
+    """`pipediag run` on the plain script: the verdict's figures and the wall time."""
+    out = work / f"{script.path.stem}-{script.variant}-report"
+    start = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipediag",
+            "run",
+            "--quiet",
+            "--out",
+            str(out),
+            str(script.path),
+            *script.args,
+        ],
+        env=_child_env(None, None),
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+    )
+    wall = time.monotonic() - start
+    report_path = out / "report.json"
+    if not report_path.exists():
+        raise RuntimeError(f"{script.name} under pipediag wrote no report: {done.stderr[-2000:]}")
+    verdict = json.loads(report_path.read_text()).get("verdict", {})
+    return {
+        "label": verdict.get("label", "unknown"),
+        "cost": verdict.get("input_cost_fraction"),
+        "interval": verdict.get("input_cost_interval"),
+        "A": verdict.get("training_steps_per_s"),
+        "T": verdict.get("compute_alone_steps_per_s"),
+        "exit_code": done.returncode,
+    }, wall
+
+
+def measure(script: Script, rounds: int, *, truth_only: bool, work: Path) -> list[Round]:
+    results = []
+    for number in range(rounds):
+        order = [*MODES] + ([] if truth_only else [DIAGNOSED])
+        if number % 2:
+            order.reverse()
+        this = Round()
+        for side in order:
+            if side == DIAGNOSED:
+                this.diagnosis, this.wall_s[side] = run_pipediag(script, work)
+                continue
+            stamps, this.wall_s[side] = run_mode(script, side, work)
+            this.rates_start[side], this.rates_within[side] = rates(stamps)
+        results.append(this)
+        print(f"  {script.name} round {number + 1}: {_round_line(this)}", flush=True)
+    return results
+
+
+def _round_line(this: Round) -> str:
+    parts = [
+        f"{m} {this.rates_start.get(m) or 0:.1f}/{this.rates_within.get(m) or 0:.1f}" for m in MODES
+    ]
+    line = ", ".join(parts) + f"; cost {_pct(this.cost(False))}/{_pct(this.cost(True))}"
+    if this.diagnosis:
+        line += f"; pipediag {this.diagnosis['label']} {_pct(this.diagnosis['cost'])}"
+    return line
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
+    def spread(values: list[float]) -> dict[str, float | None]:
+        return {
+            "median": median(values) if values else None,
+            "min": min(values) if values else None,
+            "max": max(values) if values else None,
+        }
+
+    start = [c for r in results if (c := r.cost(False)) is not None]
+    within = [c for r in results if (c := r.cost(True)) is not None]
+    truth_start, truth_within = spread(start)["median"], spread(within)["median"]
+    diagnoses = []
+    for r in results:
+        if r.diagnosis is None:
+            continue
+        plain = r.wall_s.get("A")
+        diagnoses.append(
+            {
+                **r.diagnosis,
+                **judge(r.diagnosis["label"], truth_start, truth_within),
+                "wall_s": r.wall_s[DIAGNOSED],
+                "wall_ratio": r.wall_s[DIAGNOSED] / plain if plain else None,
+                "error": abs(r.diagnosis["cost"] - truth_start)
+                if r.diagnosis.get("cost") is not None and truth_start is not None
+                else None,
+            }
+        )
+    return {
+        "script": script.name,
+        "split": script.split,
+        "style": script.style,
+        "source": script.source,
+        "truth_start": spread(start),
+        "truth_within": spread(within),
+        "labels": sorted({label_of(truth_start), label_of(truth_within)}),
+        "rates_start": {
+            m: median([v for r in results if (v := r.rates_start.get(m))] or [0]) for m in MODES
+        },
+        "plain_wall_s": median([r.wall_s["A"] for r in results]),
+        "diagnoses": diagnoses,
+    }
+
+
+def table(cases: Sequence[Mapping[str, Any]]) -> str:
+    """The README's table: one row per script, the held-out split apart."""
+    lines = []
+    for split in ("tune", "held-out"):
+        rows = [c for c in cases if c["split"] == split]
+        if not rows:
+            continue
+        lines += [
+            f"**{split}**",
+            "",
+            "| script | style | A / T / P (steps/s, from epoch start) | truth from start"
+            " | truth within | pipediag, 3 runs: label, cost (interval) | pipediag / plain wall |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for c in rows:
+            r = c["rates_start"]
+            runs = "; ".join(_diagnosis_cell(d) for d in c["diagnoses"]) or "-"
+            ratios = [d["wall_ratio"] for d in c["diagnoses"] if d.get("wall_ratio")]
+            lines.append(
+                f"| {c['script']} | {c['style']} | {r['A']:.1f} / {r['T']:.1f} / {r['P']:.1f} "
+                f"| {_spread_cell(c['truth_start'])} | {_spread_cell(c['truth_within'])} "
+                f"| {runs} | {f'{median(ratios):.2f}x' if ratios else '-'} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _spread_cell(s: Mapping[str, float | None]) -> str:
+    if s["median"] is None:
+        return "-"
+    return f"{_pct(s['median'])} ({_pct(s['min'])} to {_pct(s['max'])})"
+
+
+def _diagnosis_cell(d: Mapping[str, Any]) -> str:
+    interval = d.get("interval")
+    around = f" ({_pct(interval[0])}-{_pct(interval[-1])})" if interval else ""
+    mark = " **false alarm**" if d.get("false_alarm") else ("" if d.get("right") else " wrong")
+    return f"{d['label']} {_pct(d.get('cost'))}{around}{mark}"
+
+
+def goals(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    diagnosed = [c for c in cases if c["diagnoses"]]
+    errors = [d["error"] for c in diagnosed for d in c["diagnoses"] if d["error"] is not None]
+    flips = [c["script"] for c in diagnosed if len({d["label"] for d in c["diagnoses"]}) > 1]
+    return {
+        "scripts": len(cases),
+        "false_alarms": sum(d["false_alarm"] for c in diagnosed for d in c["diagnoses"]),
+        "wrong": sum(not d["right"] for c in diagnosed for d in c["diagnoses"]),
+        "diagnoses": sum(len(c["diagnoses"]) for c in diagnosed),
+        "flipping_scripts": flips,
+        "median_error": median(errors) if errors else None,
+        "max_error": max(errors) if errors else None,
+    }
+
+
+def write_readme_table(text: str, readme: Path = README) -> None:
+    body = readme.read_text()
+    head, _, rest = body.partition(TABLE_START)
+    _, _, tail = rest.partition(TABLE_END)
+    readme.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = base_parser("corpus", __doc__)
+    parser.add_argument("--scripts", default="", help="comma-separated script names")
+    parser.add_argument("--split", choices=("tune", "held-out"), default=None)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--truth-only", action="store_true", help="no pipediag runs")
+    parser.add_argument("--readme", action="store_true", help="write the table into the README")
+    args = parser.parse_args(argv)
+    chosen = scripts([n for n in args.scripts.split(",") if n], args.split)
+    rounds = 1 if args.quick else args.rounds
+    cases = []
+    with tempfile.TemporaryDirectory(prefix="pipediag-corpus-") as tmp:
+        for script in chosen:
+            print(f"{script.name} ({script.split}, {script.style})", flush=True)
+            try:
+                results = measure(script, rounds, truth_only=args.truth_only, work=Path(tmp))
+            except (RuntimeError, subprocess.TimeoutExpired) as error:
+                print(f"  skipped: {error}", flush=True)
+                continue
+            cases.append(summarise(script, results))
+    text = table(cases)
+    print(text)
+    summary = goals(cases)
+    print(json.dumps(summary, indent=1))
+    write_results(
+        args.json,
+        "corpus",
+        settings={
+            "rounds": rounds,
+            "truth_only": args.truth_only,
+            "split": args.split,
+            "scripts": [s.name for s in chosen],
+        },
+        summary=summary,
+        cases=cases,
+        quick=args.quick,
+    )
+    if args.readme:
+        write_readme_table(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

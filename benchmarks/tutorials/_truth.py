@@ -1,0 +1,139 @@
+"""The truth's switch in every corpus script: inert unless `PIPEDIAG_TRUTH` names a mode.
+
+FastFlow's method, in whole processes with no pipediag code loaded (this module imports
+nothing from the repository). A corpus script calls two things:
+
+- `training_dataset(ds)` on its final training dataset, where it hands it to training:
+  - unset, or `A`: `ds` itself (the plain script);
+  - `T`: `ds.take(1).cache().repeat(n)`, one batch held in memory, the same `n` steps per
+    epoch (the dataset's cardinality, counted once before training where TF cannot tell);
+  - `P`: the dataset read alone for the same epochs, its pulls stamped, then the process
+    ends before any training.
+- `callbacks()` added to `fit`'s callbacks, or `epoch(ds)` around a custom loop's
+  dataset, so every step's end is stamped on one clock (both are inert when unset).
+
+`PIPEDIAG_TRUTH_SEED=N` seeds Python, NumPy and TensorFlow and makes TF's ops
+deterministic at import (tests compare losses with and without pipediag that way).
+
+The stamps go to the JSON file `PIPEDIAG_TRUTH_OUT` names when the process ends:
+`{"mode", "epochs": [{"start_s", "ends_s": [...]}]}`; `benchmarks/tutorials/truth.py`
+turns them into rates from each epoch's start and within the epoch.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+MODE = os.environ.get("PIPEDIAG_TRUTH", "")
+OUT = os.environ.get("PIPEDIAG_TRUTH_OUT", "")
+PLAIN, CACHED, PIPELINE = "A", "T", "P"
+
+_epochs: list[dict[str, Any]] = []
+
+
+def active() -> bool:
+    return MODE in (PLAIN, CACHED, PIPELINE)
+
+
+def _begin_epoch() -> None:
+    _epochs.append({"start_s": time.perf_counter(), "ends_s": []})
+
+
+def _tick() -> None:
+    _epochs[-1]["ends_s"].append(time.perf_counter())
+
+
+def _write() -> None:
+    if OUT:
+        with open(OUT, "w") as out:
+            json.dump({"mode": MODE, "epochs": _epochs}, out)
+
+
+if active():
+    atexit.register(_write)
+
+if os.environ.get("PIPEDIAG_TRUTH_SEED"):
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(int(os.environ["PIPEDIAG_TRUTH_SEED"]))
+    tf.config.experimental.enable_op_determinism()
+
+
+def steps_in(ds: Any) -> int | None:
+    """Batches in one pass of `ds`: TF's cardinality, counted by a pass where it is unknown;
+    None for an infinite dataset (the script then sets its steps per epoch)."""
+    import tensorflow as tf
+
+    cardinality = int(ds.cardinality())
+    if cardinality == int(tf.data.INFINITE_CARDINALITY):
+        return None
+    if cardinality >= 0:
+        return cardinality
+    return sum(1 for _ in ds)
+
+
+def training_dataset(ds: Any, *, epochs: int = 1, steps_per_epoch: int | None = None) -> Any:
+    """`ds` as the truth's mode wants it; see the module's docstring."""
+    if MODE == CACHED:
+        steps = steps_per_epoch or steps_in(ds)
+        held = ds.take(1).cache()
+        return held.repeat() if steps is None else held.repeat(steps)
+    if MODE == PIPELINE:
+        steps = steps_per_epoch or steps_in(ds)
+        iterator = None
+        for _ in range(epochs):
+            _begin_epoch()
+            if iterator is None or steps_per_epoch is None:
+                iterator = iter(ds)  # a fresh pass per epoch, as fit makes one
+            for _ in range(steps if steps is not None else 0):
+                try:
+                    next(iterator)
+                except StopIteration:
+                    break
+                _tick()
+        _write()
+        sys.stdout.flush()
+        os._exit(0)  # no training: P is the pipeline alone
+    return ds
+
+
+def callbacks() -> list[Any]:
+    """A Keras callback that stamps each epoch's start and each step's end (none if unset)."""
+    if not active():
+        return []
+    import keras
+
+    class _Stamps(keras.callbacks.Callback):  # type: ignore[misc]
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            _begin_epoch()
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            _tick()
+
+    return [_Stamps()]
+
+
+def epoch(ds: Iterable[Any]) -> Iterable[Any]:
+    """A custom loop's pass over `ds`, each pull after the first closing the step before it."""
+    if not active():
+        return ds
+    return _stamped(ds)
+
+
+def _stamped(ds: Iterable[Any]) -> Iterator[Any]:
+    _begin_epoch()
+    first = True
+    for element in ds:
+        if not first:
+            _tick()
+        first = False
+        yield element
+    if not first:
+        _tick()

@@ -1,0 +1,107 @@
+"""The corpus benchmark's arithmetic and the fresh-clone loop's reading of pytest, on made-up
+stamps and output: rates from epoch start and within, labels, false alarms, pytest counts.
+
+Nothing here runs a script or imports TensorFlow; the corpus scripts themselves run in
+tests/integration/test_corpus_scripts.py.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks import corpus  # noqa: E402
+from benchmarks import fresh_clone_suite as suite  # noqa: E402
+
+
+def test_rates_drop_the_first_epoch_and_count_from_start_and_within() -> None:
+    # GIVEN three epochs: the first slow (tracing), then 4 steps of 0.1 s after a 0.6 s start
+    stamps = {
+        "epochs": [
+            {"start_s": 0.0, "ends_s": [5.0, 5.1]},
+            {"start_s": 10.0, "ends_s": [10.6, 10.7, 10.8, 10.9]},
+            {"start_s": 20.0, "ends_s": [20.6, 20.7, 20.8, 20.9]},
+        ]
+    }
+    # WHEN turned into rates
+    from_start, within = corpus.rates(stamps)
+    # THEN from the start the 0.6 s start-up counts; within, only the steps after the first
+    assert from_start == pytest.approx(8 / 1.8)
+    assert within == pytest.approx(6 / 0.6)
+
+
+def test_rates_are_none_without_an_epoch_after_the_first() -> None:
+    assert corpus.rates({"epochs": [{"start_s": 0.0, "ends_s": [1.0, 2.0]}]}) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("cost", "label"),
+    [
+        (0.25, "input-bound"),
+        (0.20, "input-bound"),
+        (0.1, "balanced"),
+        (0.049, "compute-bound"),
+        (-0.2, "compute-bound"),
+        (None, "unknown"),
+    ],
+)
+def test_labels_use_pipediag_s_bands(cost: float | None, label: str) -> None:
+    assert corpus.label_of(cost) == label
+
+
+@pytest.mark.parametrize(
+    ("label", "start", "within", "right", "alarm"),
+    [
+        ("input-bound", 0.01, -0.04, False, True),  # both truths under 5%: an alarm
+        ("balanced", 0.03, 0.02, False, True),
+        ("compute-bound", 0.01, 0.25, True, True),  # either truth at 20% or more alarms
+        ("balanced", 0.08, 0.22, True, False),  # one truth's label is enough
+        ("input-bound", 0.08, 0.22, True, False),
+        ("compute-bound", 0.07, 0.04, True, False),
+        ("input-bound", 0.12, 0.15, False, False),  # wrong, but no alarm
+    ],
+)
+def test_a_label_is_right_on_either_truth_and_an_alarm_only_across_the_bands(
+    label: str, start: float, within: float, right: bool, alarm: bool
+) -> None:
+    assert corpus.judge(label, start, within) == {"right": right, "false_alarm": alarm}
+
+
+def test_every_corpus_script_names_its_source_split_and_style() -> None:
+    entries = corpus.scripts()
+    for entry in entries:
+        assert entry.source, f"{entry.path.name} has no 'Source:' line in its header"
+        assert entry.split in ("tune", "held-out"), entry
+        assert entry.style in ("keras-fit", "custom-loop", "jax-loop"), entry
+        header = entry.path.read_text().split('"""')[1]
+        assert "License:" in header and "Changes:" in header, entry.path.name
+
+
+def test_pytest_s_closing_line_and_failures_are_read() -> None:
+    output = "\n".join(
+        [
+            "FAILED tests/integration/test_a.py::test_x[case] - assert 1 == 2",
+            "ERROR tests/unit/test_b.py::test_y",
+            "==== 1197 passed, 1 failed, 3 skipped, 1 error in 661.20s (0:11:01) ====",
+        ]
+    )
+    counts, failed = suite.pytest_counts(output)
+    assert counts == {"passed": 1197, "failed": 1, "skipped": 3, "error": 1}
+    assert failed == ["tests/integration/test_a.py::test_x[case]", "tests/unit/test_b.py::test_y"]
+
+
+def test_pytest_s_quiet_closing_line_is_read() -> None:
+    counts, failed = suite.pytest_counts("968 passed in 57.01s")
+    assert counts == {"passed": 968} and failed == []
+
+
+def test_the_loop_runs_the_readme_s_own_test_line() -> None:
+    install, test = suite.readme_test_command()
+    assert install == ["pip", "install", "-e", ".[test]"]
+    assert test[:3] == ["python", "-m", "pytest"]
