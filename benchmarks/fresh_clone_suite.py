@@ -47,6 +47,7 @@ RUN_TIMEOUT_S = 90 * 60
 class SuiteRun:
     index: int
     loaded: bool
+    commit: str
     install_s: float
     suite_s: float
     exit_code: int
@@ -102,6 +103,9 @@ def run_once(index: int, *, loaded: bool, test_args: Sequence[str], log_dir: Pat
     with tempfile.TemporaryDirectory(prefix="pipediag-clone-") as tmp:
         clone = Path(tmp) / "pipediag"
         subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True
+        ).stdout.strip()
         bin_dir = _fresh_venv(clone)
         # The host's own settings (pip's index and certificates) stay; the venv comes first.
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -132,7 +136,7 @@ def run_once(index: int, *, loaded: bool, test_args: Sequence[str], log_dir: Pat
     log = suite.stdout + suite.stderr
     (log_dir / f"run{index}{'-loaded' if loaded else ''}.log").write_text(log)
     counts, failed = pytest_counts(log)
-    return SuiteRun(index, loaded, install_s, suite_s, suite.returncode, counts, failed)
+    return SuiteRun(index, loaded, commit, install_s, suite_s, suite.returncode, counts, failed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -155,13 +159,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs.append(run)
         state = "green" if run.green else f"RED {run.failed or run.exit_code}"
         print(
-            f"run {run.index}{' (loaded)' if run.loaded else ''}: {state}, "
+            f"run {run.index}{' (loaded)' if run.loaded else ''} at {run.commit}: {state}, "
             f"{run.counts}, suite {run.suite_s:.0f} s, install {run.install_s:.0f} s",
             flush=True,
         )
     rows = [
         [
             r.index,
+            r.commit,
             "one core busy" if r.loaded else "as it is",
             f"{r.install_s:.0f}",
             f"{r.suite_s:.0f}",
@@ -174,7 +179,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     print(
         format_table(
-            ["run", "host", "install s", "suite s", "passed", "failed", "skipped", "failures"],
+            [
+                "run",
+                "commit",
+                "host",
+                "install s",
+                "suite s",
+                "passed",
+                "failed",
+                "skipped",
+                "failures",
+            ],
             rows,
         )
     )
