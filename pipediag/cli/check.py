@@ -64,7 +64,7 @@ COMMAND = Command(
     description=(
         "Check a saved report against thresholds (no TensorFlow needed). Prints one line "
         "per threshold and exits 1 if any broke, 0 if all held, 2 on bad input. Shares "
-        "are written 0.2 or 20%%."
+        "are written 0.2 or 20%."
     ),
     add_arguments=add_arguments,
     run=check_command,

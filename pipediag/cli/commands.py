@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pipediag.cli import check, compare, history, merge, report, run
 from pipediag.cli.common import Command, OneLineParser
 from pipediag.errors import PipediagError
+from pipediag.version import __version__
 
 COMMANDS: tuple[Command, ...] = (
     run.COMMAND,
@@ -34,6 +35,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         allow_abbrev=False,
         description="Find out why TensorFlow training is slow: the input pipeline or the model.",
     )
+    parser.add_argument("--version", action="version", version=f"pipediag {__version__}")
     subparsers = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser
     )

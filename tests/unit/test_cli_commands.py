@@ -138,4 +138,17 @@ def test_every_command_prints_its_help(name: str, capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit) as done:
         parsers[name].parse_args(["--help"])
     assert done.value.code == 0
-    assert f"usage: pipediag {name}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"usage: pipediag {name}" in out
+    # a description is printed as written: argparse does not %-format it
+    assert "%%" not in out
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from pipediag.version import __version__
+
+    parser, _ = build_parser()
+    with pytest.raises(SystemExit) as done:
+        parser.parse_args(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"pipediag {__version__}"
