@@ -81,8 +81,15 @@ def write_files(report: Report, out: Path | None, log: Callable[[str], None]) ->
     """Write the report's files into `out` (None: none); each file that failed is logged."""
     if out is None:
         return []
-    from pipediag.renderers import write_outputs
+    from pipediag.renderers import keep_previous, write_outputs
 
+    try:
+        kept = keep_previous(out)
+    except OSError as exc:
+        log(f"could not keep the earlier report in {out}: {exc}; it is overwritten")
+    else:
+        if kept is not None:
+            log(f"the earlier report in {out} is kept in {kept}")
     written, failures = write_outputs(report, out)
     for failure in failures:
         log(failure)

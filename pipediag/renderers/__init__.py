@@ -9,6 +9,7 @@ the measuring packages. matplotlib only inside the PNG renderers.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from pipediag.renderers.text import render_text
 from pipediag.report.io import save_report, write_atomically
 from pipediag.report.model import Report
 
+PREVIOUS = "previous"  # where a run keeps the report it finds in its output folder
 REPORT_JSON = "report.json"
 REPORT_TEXT = "summary.txt"
 REPORT_PNG = "report.png"
@@ -57,3 +59,18 @@ def write_outputs(report: Report, out_dir: Path) -> tuple[list[Path], list[str]]
         except Exception as exc:  # noqa: PERF203 - one renderer's failure is reported, not fatal
             failures.append(f"could not write {out_dir / name}: {type(exc).__name__}: {exc}")
     return written, failures
+
+
+def keep_previous(out_dir: Path) -> Path | None:
+    """Move an earlier run's report files in `out_dir` into `out_dir/previous` (the one
+    before it there is dropped), so a new run never overwrites a report unseen; returns
+    that folder, or None where `out_dir` held no report."""
+    if not (out_dir / REPORT_JSON).is_file():
+        return None
+    previous = out_dir / PREVIOUS
+    shutil.rmtree(previous, ignore_errors=True)
+    previous.mkdir()
+    for name in WRITERS:
+        if (out_dir / name).is_file():
+            (out_dir / name).replace(previous / name)
+    return previous

@@ -121,3 +121,27 @@ def test_finish_writes_the_files_and_logs_each_one_that_failed(
     assert written == [tmp_path / "report.json"]
     assert session.logged == [f"could not write {tmp_path / 'report.png'}: disk full"]
     assert report.exit.status == "interrupted"
+
+
+def test_a_second_run_keeps_the_first_report_in_previous(tmp_path: Path) -> None:
+    # GIVEN an output folder holding a first run's files, and an older kept report
+    (tmp_path / "report.json").write_text('{"first": true}')
+    (tmp_path / "summary.txt").write_text("first summary")
+    (tmp_path / "previous").mkdir()
+    (tmp_path / "previous" / "report.json").write_text('{"older": true}')
+    session = _Session()
+    # WHEN the next run finishes into the same folder
+    report, written = finish(session, ExitInfo("ok", 0), "script-finished", tmp_path)
+    # THEN the first run's files moved to previous/, the older ones are gone, and it is said
+    assert (tmp_path / "previous" / "report.json").read_text() == '{"first": true}'
+    assert (tmp_path / "previous" / "summary.txt").read_text() == "first summary"
+    assert tmp_path / "report.json" in written
+    assert session.logged == [
+        f"the earlier report in {tmp_path} is kept in {tmp_path / 'previous'}"
+    ]
+
+
+def test_a_first_run_keeps_nothing(tmp_path: Path) -> None:
+    session = _Session()
+    finish(session, ExitInfo("ok", 0), "script-finished", tmp_path)
+    assert not (tmp_path / "previous").exists() and session.logged == []
