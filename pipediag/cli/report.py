@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from pipediag.cli.common import Command, said_written
@@ -19,13 +20,15 @@ def add_arguments(report: argparse.ArgumentParser) -> None:
 
 def report_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from pipediag.renderers import REPORT_JSON, write_outputs
+    from pipediag.renderers.colour import mark_verdict, use_colour
     from pipediag.renderers.text import render_text
     from pipediag.report.io import load_report
 
     source = Path(options.path)
     report = load_report(source)
     out = Path(options.out) if options.out else (source if source.is_dir() else source.parent)
-    print(render_text(report), end="")
+    text = render_text(report)
+    print(mark_verdict(text, report.verdict.label) if use_colour(sys.stdout) else text, end="")
     written, failures = write_outputs(report, out)
     written = [p for p in written if p.name != REPORT_JSON or options.out]
     return said_written(written, failures)

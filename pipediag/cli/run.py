@@ -153,6 +153,7 @@ def split_script_args(argv: list[str], run: argparse.ArgumentParser) -> tuple[li
 
 def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from pipediag.api import run_and_report
+    from pipediag.renderers.colour import mark_verdict, use_colour
     from pipediag.renderers.text import render_text
 
     if options.data_service_train and options.data_service is None:
@@ -193,7 +194,10 @@ def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) ->
         options.script, list(options.script_args), config, out=options.out, log=log
     )
     sys.stdout.flush()
-    print("\n" + render_text(report), end="")
+    text = render_text(report)
+    if use_colour(sys.stdout):
+        text = mark_verdict(text, report.verdict.label)
+    print("\n" + text, end="")
     report_json = task_out_dir(options.out, report.task) / "report.json"
     if written:
         print(f"Report: {', '.join(str(p) for p in written)}")

@@ -1,0 +1,36 @@
+"""Colour for a terminal: the verdict's line marked by its label, and nothing else.
+
+Colour only where the output is a terminal and the user has not opted out: `NO_COLOR`
+(no-color.org) set to anything, or `TERM=dumb`. A pipe or a file gets plain text.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TextIO
+
+from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND
+
+_RESET = "\033[0m"
+# Bold, and a colour that says how much input matters: red, yellow, green.
+_BY_LABEL = {INPUT_BOUND: "\033[1;31m", BALANCED: "\033[1;33m", COMPUTE_BOUND: "\033[1;32m"}
+
+
+def use_colour(stream: TextIO) -> bool:
+    if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def mark_verdict(text: str, label: str) -> str:
+    """`text` with its first non-blank line (the verdict) in its label's colour."""
+    start = _BY_LABEL.get(label)
+    if start is None:
+        return text
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line.strip():
+            lines[index] = f"{start}{line}{_RESET}"
+            break
+    return "\n".join(lines)
