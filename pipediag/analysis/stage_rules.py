@@ -40,6 +40,7 @@ from pipediag.report.stage_facts import (
     VERIFIED_MIN_GAIN,
     cache_point,
     downstream_batch_size,
+    downstream_of,
     int_setting,
     prefix_cost_s,
     runs_sequential_interleave,
@@ -329,10 +330,15 @@ def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
     for stats in ctx.stages:
         if stats.kind != KIND_CACHE:
             continue
+        # A shuffle after the cache reorders the cached elements every epoch, so only an
+        # order frozen before it is replayed; random values (augmentation) still are.
+        reshuffled = any(
+            ctx.stages[i].kind in SHUFFLE_KINDS for i in downstream_of(ctx.stages, stats.index)
+        )
         random = [
             ctx.stages[i]
             for i in sorted(upstream_of(ctx.stages, stats.index) - {stats.index})
-            if ctx.stages[i].kind in SHUFFLE_KINDS or ctx.stages[i].random
+            if ctx.stages[i].random or (ctx.stages[i].kind in SHUFFLE_KINDS and not reshuffled)
         ]
         if not random:
             continue
@@ -401,7 +407,9 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
 def check_shuffle_buffer(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
     for stats in ctx.stages:
-        if stats.kind not in SHUFFLE_KINDS:
+        if stats.kind not in SHUFFLE_KINDS or stats.made_by is not None:
+            # A library call's own shuffle (image_dataset_from_directory's 8 x batch_size)
+            # is not the script's to size.
             continue
         buffer = int_setting(stats.settings.get("buffer_size"))
         if buffer is None or buffer <= 0:

@@ -11,20 +11,35 @@ import contextlib
 import weakref
 from typing import Any
 
-_SITES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+# dataset -> (the script's line, the library call between it and the dataset or None)
+_SITES: weakref.WeakKeyDictionary[Any, tuple[str, str | None]] = weakref.WeakKeyDictionary()
 
 
-def record(dataset: Any, site: str) -> None:
-    """Keep the first site seen: a dataset's own constructor runs before its wrappers'."""
+def record(dataset: Any, site: str, made_by: str | None = None) -> None:
+    """Keep the first site seen: a dataset's own constructor runs before its wrappers'.
+
+    `made_by` names the library call ("image_dataset_from_directory") that built the dataset
+    for the script, where one did: its settings are that call's, not the script's to edit.
+    """
     with contextlib.suppress(TypeError):  # not weakly referenceable: no site, no leak
-        _SITES.setdefault(dataset, site)
+        _SITES.setdefault(dataset, (site, made_by))
 
 
-def created_at(dataset: Any) -> str | None:
+def _site(dataset: Any) -> tuple[str, str | None] | None:
     try:
         return _SITES.get(dataset)
     except TypeError:
         return None
+
+
+def created_at(dataset: Any) -> str | None:
+    site = _site(dataset)
+    return None if site is None else site[0]
+
+
+def made_by(dataset: Any) -> str | None:
+    site = _site(dataset)
+    return None if site is None else site[1]
 
 
 def forget_all() -> None:

@@ -389,6 +389,7 @@ class _Builder:
             random=any(_is_random_op(op) for op in ops),
             stateful_ops=sorted(stateful_ops),
             created_at=call_sites.created_at(ds),
+            made_by=call_sites.made_by(ds),
         )
         batch_size = _int_or_none(settings.get("batch_size"))
         self.stages.append(Stage(stats, ds, batch_size=batch_size, notes=notes))

@@ -36,11 +36,11 @@ class CallSitePatch:
         def init(dataset: Any, *args: Any, **kwargs: Any) -> None:
             original(dataset, *args, **kwargs)
             try:
-                site = pass_origin(sys._getframe(1)).where
+                origin = pass_origin(sys._getframe(1))
             except Exception:
-                site = None
-            if site is not None:
-                call_sites.record(dataset, site)
+                return
+            if origin.where is not None:
+                call_sites.record(dataset, origin.where, origin.by)
 
         owner.__init__ = init
         self._owner, self._original = owner, original

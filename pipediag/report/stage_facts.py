@@ -239,6 +239,19 @@ def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats
     return min(held, key=lambda s: s.index, default=None)
 
 
+def downstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
+    """Every stage that reads stage `index`, however far on (not `index` itself)."""
+    seen: set[int] = set()
+    pending = [index]
+    while pending:
+        current = pending.pop()
+        for stage in stages:
+            if current in stage.inputs and stage.index not in seen:
+                seen.add(stage.index)
+                pending.append(stage.index)
+    return seen
+
+
 def upstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
     """Stage `index` and every stage it reads, however far back."""
     seen: set[int] = set()

@@ -81,3 +81,7 @@ class StageStats:
     # Where the script created this stage ("train.py:23": its own line that called
     # `Dataset.map`, `.batch`, `from_tensor_slices`...); None where not recorded.
     created_at: str | None = None
+    # The library call that built this stage for the script at `created_at`
+    # ("image_dataset_from_directory"): its settings are that call's, which the script
+    # cannot edit. None where the script built the stage itself.
+    made_by: str | None = None

@@ -461,6 +461,36 @@ def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone
     assert tf.data.Dataset.__init__ is original
 
 
+def test_a_library_call_s_own_stages_name_it_and_the_script_s_line(tmp_path: Any) -> None:
+    import inspect
+
+    from pipediag.bench.structure import describe_pipeline
+    from pipediag.hooks.call_sites import CallSitePatch
+
+    tf = _tf()
+    keras = pytest.importorskip("keras")
+    for label in ("a", "b"):
+        (tmp_path / label).mkdir()
+        for n in range(2):
+            image = tf.io.encode_jpeg(tf.zeros([8, 8, 3], tf.uint8))
+            tf.io.write_file(str(tmp_path / label / f"{n}.jpg"), image)
+    patch = CallSitePatch()
+    patch.install()
+    try:
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        ds = keras.utils.image_dataset_from_directory(str(tmp_path), image_size=(8, 8))
+        ds = ds.shuffle(1000)
+    finally:
+        patch.uninstall()
+
+    stages = describe_pipeline(ds)
+    # the loader's stages are its own, at the script's line; the script's shuffle is the script's
+    inside = [s for s in stages if s.made_by == "image_dataset_from_directory"]
+    assert inside and all(s.created_at == f"test_rewrites_tf.py:{line}" for s in inside)
+    assert stages[-1].kind == "shuffle" and stages[-1].made_by is None
+    assert stages[-1].created_at == f"test_rewrites_tf.py:{line + 1}"
+
+
 def test_a_function_whose_trace_fails_on_a_batch_is_refused_as_unsafe(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -264,6 +264,51 @@ def test_cache_after_a_random_map_is_reported_even_when_compute_bound() -> None:
     assert ids == ["PD006-cache-after-random", "PD000-pipeline-fine"]
 
 
+def test_the_tutorials_cache_then_shuffle_is_no_cache_after_random() -> None:
+    # GIVEN image_dataset_from_directory's own shuffle, then the tutorial's
+    # cache().shuffle(1000).prefetch(): the later shuffle reorders the cache every epoch
+    stages = _chain(
+        StageStats(0, "source"),
+        StageStats(
+            0, "shuffle", settings={"buffer_size": "256"}, made_by="image_dataset_from_directory"
+        ),
+        StageStats(0, "parallel-map", function="load_image"),
+        StageStats(0, "batch", settings={"batch_size": "32"}),
+        StageStats(0, "cache", settings={"filename": "memory"}),
+        StageStats(0, "shuffle", settings={"buffer_size": "1000"}),
+        StageStats(0, "prefetch"),
+    )
+
+    ids = _ids(_report(stages, label=COMPUTE_BOUND))
+
+    # THEN neither the cache nor the loader's buffer, which the script cannot set, is warned of
+    assert "PD006-cache-after-random" not in ids
+    assert "PD008-small-shuffle-buffer" not in ids
+
+
+def test_a_shuffle_after_the_cache_does_not_unfreeze_random_augmentation() -> None:
+    stages = _chain(
+        StageStats(0, "source"),
+        StageStats(0, "shuffle", settings={"buffer_size": "5000"}),
+        StageStats(0, "map", function="augment", random=True),
+        StageStats(0, "cache", settings={"filename": "memory"}),
+        StageStats(0, "shuffle", settings={"buffer_size": "5000"}),
+    )
+
+    (warning,) = [s for s in advise(_report(stages)) if s.id == "PD006-cache-after-random"]
+
+    assert "map(augment)" in warning.title and "shuffle" not in warning.title
+
+
+def test_the_script_s_own_tiny_shuffle_is_still_warned_of() -> None:
+    stages = _chain(
+        StageStats(0, "source"),
+        StageStats(0, "shuffle", settings={"buffer_size": "256"}),
+        StageStats(0, "batch", settings={"batch_size": "32"}),
+    )
+    assert "PD008-small-shuffle-buffer" in _ids(_report(stages))
+
+
 @pytest.mark.parametrize(
     ("buffer", "batch", "expected"),
     [
