@@ -145,18 +145,28 @@ def _string_const(node: Any) -> str:
 
 
 @contextlib.contextmanager
-def preserved_variables(dataset: Any, teardown: TearDown | None = None) -> Iterator[None]:
-    """Restore every variable the pipeline's functions capture, after pipediag reads it.
+def preserved_variables(
+    dataset: Any, teardown: TearDown | None = None, *, copies: bool = True
+) -> Iterator[None]:
+    """Restore every variable the pipeline's functions capture that pipediag's read shares.
 
     A map that draws from a `tf.random.Generator` or bumps a counter updates a variable
-    shared by every iterator, copies included; putting the values back leaves the user's
-    first epoch exactly as it would have been. An iterator still being torn down
-    (`teardown`) may finish an element after the read, so the values go back only once
-    those tear-downs are done (a wait only for pipelines that have such variables).
+    every iterator of the dataset shares; putting the values back leaves the user's first
+    epoch exactly as it would have been. A copy rebuilt from the dataset's graph (`copies`)
+    gets variables of its own, set to the values at the copy (TF serialises a captured
+    variable as a new one), so its reads change none of the user's: there is nothing to
+    restore, and restoring would undo the draws the user's own live iterator made
+    meanwhile (its prefetch runs ahead on threads of its own). Only a variable a copy
+    still shares, or a read of `dataset` itself (`copies=False`), is put back. An iterator
+    still being torn down (`teardown`) may finish an element after the read, so the values
+    go back only once those tear-downs are done.
     """
     import tensorflow as tf
 
-    saved = [(handle, tf.identity(value)) for handle, value in _captured_variables(dataset)]
+    captured = _captured_variables(dataset)
+    if copies and captured and not _copies_share_variables(dataset):
+        captured = []
+    saved = [(handle, tf.identity(value)) for handle, value in captured]
     try:
         yield
     finally:
@@ -164,6 +174,34 @@ def preserved_variables(dataset: Any, teardown: TearDown | None = None) -> Itera
             teardown.drain()
         for handle, value in saved:
             tf.raw_ops.AssignVariableOp(resource=handle, value=value)
+
+
+def _copies_share_variables(dataset: Any) -> bool:
+    """Whether the dataset's graph holds a variable as the live handle (a resource constant
+    naming a `Var`), which a copy rebuilt from it would share; True where it cannot be read."""
+    import tensorflow as tf
+
+    try:
+        serialized = dataset._as_serialized_graph(
+            external_state_policy=tf.data.experimental.ExternalStatePolicy.IGNORE
+        )
+        graph_def = tf.compat.v1.GraphDef()
+        graph_def.ParseFromString(serialized.numpy())
+    except Exception:
+        return True
+    for node in _all_nodes(graph_def):
+        if node.op != "Const" or node.attr["dtype"].type != DT_RESOURCE:
+            continue
+        for handle in node.attr["value"].tensor.resource_handle_val:
+            if "Var" in handle.maybe_type_name:
+                return True
+    return False
+
+
+def _all_nodes(graph_def: Any) -> Iterator[Any]:
+    yield from graph_def.node
+    for function in graph_def.library.function:
+        yield from function.node_def
 
 
 def _captured_variables(dataset: Any) -> list[tuple[Any, Any]]:

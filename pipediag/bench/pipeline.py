@@ -158,7 +158,10 @@ def _benchmark(
                 dataset=description,
             )
         target = dataset
-    with owned(teardown) as releaser, preserved_variables(dataset, releaser):
+    with (
+        owned(teardown) as releaser,
+        preserved_variables(dataset, releaser, copies=target is not dataset),
+    ):
         raw = iter(target)
         iterator = raw if keep_first_batch is None else _handing_over_first(raw, keep_first_batch)
         try:

@@ -192,8 +192,8 @@ def verify_fixes(
     from pipediag.bench.isolate import preserved_variables
 
     end_s, hard_end_s = _time_window(clock, budget_s, deadline)
-    # Variables the pipeline's functions update (a tf.random.Generator, a counter) are
-    # shared by every copy: put them back so the user's first epoch is unchanged.
+    # Variables the pipeline's functions update (a tf.random.Generator, a counter) that a
+    # copy still shares are put back, so the user's first epoch is unchanged.
     with owned(teardown) as releaser, preserved_variables(dataset, releaser):
         trials = _Trials(graph, baseline, dataset, clock, releaser, end_s, hard_end_s, keep)
         return trials.run_all(candidates)

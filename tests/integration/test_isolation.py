@@ -96,12 +96,46 @@ def test_variables_the_pipeline_updates_are_put_back() -> None:
     ds = tf.data.Dataset.range(16).map(augment).batch(4)
     state = gen.state.numpy().tolist()
     # WHEN pipediag reads it directly (the fallback when no private copy can be made)
-    with preserved_variables(ds):
+    with preserved_variables(ds, copies=False):
         assert len(list(ds)) == 4
         assert gen.state.numpy().tolist() != state
     # THEN the user's variables are as they were
     assert gen.state.numpy().tolist() == state
     assert int(counter.numpy()) == 0
+
+
+def _generator_batches(read_a_copy_meanwhile: bool) -> list[list[int]]:
+    """40 batches of a generator-drawing map, as a custom loop's live iterator pulls them;
+    with `read_a_copy_meanwhile`, pipediag reads a copy after the first pull while the loop
+    pulls three more (the pipeline-alone benchmark, as the loop's training is found)."""
+    import tensorflow as tf
+
+    from pipediag.bench.isolate import isolated_copy, preserved_variables
+
+    gen = tf.random.Generator.from_seed(1)
+    ds = (
+        tf.data.Dataset.range(10_000)
+        .map(lambda x: x + tf.cast(gen.uniform([], 0, 1000), tf.int64))
+        .batch(8)
+    )
+    iterator = iter(ds)
+    seen = [next(iterator).numpy().tolist()]
+    if read_a_copy_meanwhile:
+        with preserved_variables(ds):
+            copy, _ = isolated_copy(ds)
+            assert len(list(copy.take(5))) == 5
+            seen += [next(iterator).numpy().tolist() for _ in range(3)]
+    seen += [next(iterator).numpy().tolist() for _ in range(40 - len(seen))]
+    return seen
+
+
+def test_reading_a_copy_leaves_the_live_iterator_s_draws_alone() -> None:
+    # GIVEN a loop's live iterator over a map that draws from a tf.random.Generator, whose
+    # prefetch runs ahead of the loop on threads of its own
+    # WHEN pipediag reads a private copy meanwhile (a copy gets variables of its own)
+    # THEN the loop sees exactly the batches it sees alone: putting the generator back after
+    # the read had undone the live iterator's own draws (its batches differed from the 4th)
+    assert _generator_batches(read_a_copy_meanwhile=True) == _generator_batches(False)
 
 
 def test_a_tf_distribute_per_device_feed_is_not_read_alone() -> None:
