@@ -82,7 +82,8 @@ class StepTimeline:
         measured_seconds: the budget is also reached once the measured steps span this
             long, with at least `MIN_MEASURED_STEPS` of them (slow steps: the verdict still
             comes within seconds); None for no time bound.
-        max_records: step records kept before the oldest measured ones are merged.
+        max_records: step records kept before the oldest measured ones are merged
+            (default `DEFAULT_MAX_RECORDS`, read when the timeline is made).
     """
 
     def __init__(
@@ -91,7 +92,7 @@ class StepTimeline:
         warmup_steps: int,
         measured_steps: int | None,
         measured_seconds: float | None = None,
-        max_records: int = DEFAULT_MAX_RECORDS,
+        max_records: int | None = None,
     ) -> None:
         self.warmup_steps = warmup_steps
         self.measured_steps = measured_steps
@@ -100,7 +101,8 @@ class StepTimeline:
         self._time_bound = None if measured_steps is None else measured_seconds
         self._min_end = warmup_steps + min(MIN_MEASURED_STEPS, measured_steps or 0)
         self._measured_from: float | None = None
-        self.max_records = max(max_records, warmup_steps + 2)
+        cap = DEFAULT_MAX_RECORDS if max_records is None else max_records
+        self.max_records = max(cap, warmup_steps + 2)
         self.merges = 0
         self._steps: list[_Record] = []
         self._count = 0
