@@ -6,7 +6,8 @@ nothing from the repository). A corpus script calls two things:
 - `training_dataset(ds)` on its final training dataset, where it hands it to training:
   - unset, or `A`: `ds` itself (the plain script);
   - `T`: `ds.take(1).cache().repeat(n)`, one batch held in memory, the same `n` steps per
-    epoch (the dataset's cardinality, counted once before training where TF cannot tell);
+    epoch (the dataset's cardinality, counted once before training where TF cannot tell;
+    endless where the script gives fit its steps per epoch);
   - `P`: the dataset read alone for the same epochs, its pulls stamped, then the process
     ends before any training.
 - `callbacks()` added to `fit`'s callbacks, or `epoch(ds)` around a custom loop's
@@ -82,8 +83,12 @@ def steps_in(ds: Any) -> int | None:
 def training_dataset(ds: Any, *, epochs: int = 1, steps_per_epoch: int | None = None) -> Any:
     """`ds` as the truth's mode wants it; see the module's docstring."""
     if MODE == CACHED:
-        steps = steps_per_epoch or steps_in(ds)
         held = ds.take(1).cache()
+        if steps_per_epoch is not None:
+            # fit keeps one iterator across epochs where it is given steps per epoch: a
+            # finite copy would run dry in epoch 2
+            return held.repeat()
+        steps = steps_in(ds)
         return held.repeat() if steps is None else held.repeat(steps)
     if MODE == PIPELINE:
         steps = steps_per_epoch or steps_in(ds)
