@@ -7,7 +7,7 @@ License: Apache-2.0, Copyright The Keras Authors (example by Amy MiHyun Jang)
 Split: held-out
 Changes:
 - the download of the SIIM-ISIC melanoma TFRecords (GCS_PATH on Google Cloud Storage) replaced by
-  generated shards in the same format under /tmp/pipediag-corpus/tfrecord_efficientnet/tfrecords:
+  generated shards in the same format under /tmp/pipediag-corpus/tfrecord_xception/tfrecords:
   25 train*.tfrec of 8 tf.train.Example each ("image": JPEG bytes, JFIF, quality 90, 71x71 RGB;
   "target": int64 0/1, 1 in 10 positive) and 2 test*.tfrec ("image" only), made once, reused;
 - scaled: IMAGE_SIZE [71, 71] instead of [1024, 1024] (71 is the smallest input Xception takes;
@@ -16,9 +16,7 @@ Changes:
   64 (22 full steps per epoch), and epochs 3 instead of 2 (the truth drops the first epoch): with a
   frozen Xception a step of 64 takes ~3 s on 2 cores, and tracing its graph ~15 s, so this is
   the least that keeps a plain run near a minute; GCS_PATH now names the local folder;
-- the model is the example's Xception base; this file is named tfrecord_efficientnet because the
-  corpus asked for EfficientNetB0 here, but the example itself uses Xception, kept as written;
-  `weights=None` instead of "imagenet" (no network);
+- the model is the example's own Xception base (with weights=None: no download), kept as written;
 - Keras 3: `metrics` must be a list (`[tf.keras.metrics.AUC(name="auc")]`); the checkpoint
   melanoma_model.h5 is written under the data folder instead of the working directory;
 - the truth's switch: `_truth.training_dataset(...)` around `train_dataset` where it is handed to
@@ -42,7 +40,7 @@ import tensorflow as tf
 SPLIT = "held-out"
 STYLE = "keras-fit"
 
-DATA_DIR = "/tmp/pipediag-corpus/tfrecord_efficientnet"
+DATA_DIR = "/tmp/pipediag-corpus/tfrecord_xception"
 NUM_TRAIN_FILES = 25
 NUM_TEST_FILES = 2
 EXAMPLES_PER_FILE = 8
