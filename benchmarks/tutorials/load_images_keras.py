@@ -1,0 +1,126 @@
+"""Load and preprocess images: a small CNN on flower JPEGs read by image_dataset_from_directory.
+
+Source: tensorflow/docs site/en/tutorials/load_data/images.ipynb @ 7c3650212740204359d4ceae481abc79345541be (https://www.tensorflow.org/tutorials/load_data/images)
+License: Apache-2.0, Copyright 2020 The TensorFlow Authors
+Split: tune
+Changes:
+- the download of flower_photos.tgz (3,670 JPEGs in 5 class folders) replaced by 400 generated
+  JPEGs (PIL, quality 90) of random smooth noise with grain and a class tint, 200-500 px a side,
+  in the same folder layout (daisy/ dandelion/ roses/ sunflowers/ tulips/) under
+  /tmp/pipediag-corpus/load_images_keras/flower_photos (made once, then reused);
+- scaled: 400 images instead of 3,670 and batch_size 16 instead of 32 (320 images to train:
+  20 steps per epoch) so that a plain run fits 60 s on 2 cores (a step of 32 at 180x180 costs
+  ~1.2 CPU-s here); halving the batch rather than the image keeps the tutorial's balance of
+  JPEG decoding to model compute per image; img_height/img_width 180 and 3 epochs as in the
+  tutorial;
+- the truth's switch: `_truth.training_dataset(...)` around the training dataset, `_truth.callbacks()`
+  in fit; inert unless PIPEDIAG_TRUTH is set;
+- the cells that only show images, print shapes or demonstrate `Dataset.map` with the
+  normalization layer are dropped; the later "tf.data for finer control" and TFDS parts are not
+  here (see load_images_tfdata.py);
+- the data flow: class folders of JPEGs -> image_dataset_from_directory (decode, resize to
+  180x180, batches of 16) -> cache().prefetch(AUTOTUNE) -> fit, Rescaling inside the model.
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import pathlib
+
+import _truth
+import numpy as np
+import PIL
+import PIL.Image
+import tensorflow as tf
+
+SPLIT = "tune"
+STYLE = "keras-fit"
+
+CLASS_NAMES = ["daisy", "dandelion", "roses", "sunflowers", "tulips"]
+IMAGE_COUNT = 400
+DATA_ROOT = pathlib.Path("/tmp/pipediag-corpus/load_images_keras")
+
+
+def make_flower_photos(root, count=IMAGE_COUNT, seed=0):
+    """`count` JPEGs in 5 class folders, like flower_photos: smooth noise plus grain, 200-500 px."""
+    data_dir = root / "flower_photos"
+    done = root / "flower_photos.complete"
+    if done.exists():
+        return data_dir
+    rng = np.random.default_rng(seed)
+    tints = rng.uniform(-60, 60, size=(len(CLASS_NAMES), 3))
+    for i in range(count):
+        label = i % len(CLASS_NAMES)
+        height, width = (int(v) for v in rng.integers(200, 501, size=2))
+        coarse = rng.uniform(0, 255, size=(8, 8, 3)) + tints[label]
+        coarse = PIL.Image.fromarray(np.clip(coarse, 0, 255).astype(np.uint8))
+        smooth = np.asarray(coarse.resize((width, height), PIL.Image.BICUBIC), dtype=np.float32)
+        grain = rng.normal(0, 12, size=smooth.shape)
+        pixels = np.clip(smooth + grain, 0, 255).astype(np.uint8)
+        class_dir = data_dir / CLASS_NAMES[label]
+        class_dir.mkdir(parents=True, exist_ok=True)
+        PIL.Image.fromarray(pixels).save(class_dir / f"{i:05d}.jpg", quality=90)
+    done.touch()
+    return data_dir
+
+
+data_dir = make_flower_photos(DATA_ROOT)
+
+image_count = len(list(data_dir.glob("*/*.jpg")))
+print(image_count)
+
+batch_size = 16  # the tutorial's 32, halved to fit the 60 s budget
+img_height = 180
+img_width = 180
+
+train_ds = tf.keras.utils.image_dataset_from_directory(
+    data_dir,
+    validation_split=0.2,
+    subset="training",
+    seed=123,
+    image_size=(img_height, img_width),
+    batch_size=batch_size,
+)
+
+val_ds = tf.keras.utils.image_dataset_from_directory(
+    data_dir,
+    validation_split=0.2,
+    subset="validation",
+    seed=123,
+    image_size=(img_height, img_width),
+    batch_size=batch_size,
+)
+
+class_names = train_ds.class_names
+print(class_names)
+
+AUTOTUNE = tf.data.AUTOTUNE
+
+train_ds = train_ds.cache().prefetch(buffer_size=AUTOTUNE)
+val_ds = val_ds.cache().prefetch(buffer_size=AUTOTUNE)
+
+num_classes = 5
+
+model = tf.keras.Sequential(
+    [
+        tf.keras.layers.Rescaling(1.0 / 255),
+        tf.keras.layers.Conv2D(32, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Conv2D(32, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Conv2D(32, 3, activation="relu"),
+        tf.keras.layers.MaxPooling2D(),
+        tf.keras.layers.Flatten(),
+        tf.keras.layers.Dense(128, activation="relu"),
+        tf.keras.layers.Dense(num_classes),
+    ]
+)
+
+model.compile(
+    optimizer="adam",
+    loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    metrics=["accuracy"],
+)
+
+epochs = 3
+train_ds = _truth.training_dataset(train_ds, epochs=epochs)
+model.fit(train_ds, validation_data=val_ds, epochs=epochs, callbacks=[*_truth.callbacks()])
