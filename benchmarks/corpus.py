@@ -304,11 +304,14 @@ def table(cases: Sequence[Mapping[str, Any]]) -> str:
         rows = [c for c in cases if c["split"] == split]
         if not rows:
             continue
+        diagnosed = max(len(c["diagnoses"]) for c in rows)
+        plural = "s" if diagnosed != 1 else ""
         lines += [
             f"**{split}**",
             "",
             "| script | style | A / T / P (steps/s, from epoch start) | truth from start"
-            " | truth within | pipediag, 3 runs: label, cost (interval) | pipediag / plain wall |",
+            f" | truth within | pipediag, {diagnosed} run{plural}: label, cost"
+            " (interval) | pipediag / plain wall |",
             "|---|---|---|---|---|---|---|",
         ]
         for c in rows:
