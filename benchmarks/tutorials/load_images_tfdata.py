@@ -7,7 +7,7 @@ Changes:
 - the download of flower_photos.tgz (3,670 JPEGs in 5 class folders) replaced by 400 generated
   JPEGs (PIL, quality 90) of random smooth noise with grain and a class tint, 200-500 px a side,
   in the same folder layout (daisy/ dandelion/ roses/ sunflowers/ tulips/) under
-  /tmp/pipediag-corpus/load_images_tfdata/flower_photos (made once, then reused);
+  /tmp/pipediag-corpus/load_images_tfdata/flower_photos (made once by `_data.make_flower_photos`, then reused);
 - scaled: 400 images instead of 3,670 and batch_size 16 instead of 32 (320 images to train:
   20 steps per epoch) so that a plain run fits 60 s on 2 cores (a step of 32 at 180x180 costs
   ~1.2 CPU-s here); halving the batch rather than the image keeps the tutorial's balance of
@@ -32,9 +32,8 @@ import pathlib
 
 import _truth
 import numpy as np
-import PIL
-import PIL.Image
 import tensorflow as tf
+from _data import make_flower_photos
 
 SPLIT = "tune"
 STYLE = "keras-fit"
@@ -44,30 +43,7 @@ IMAGE_COUNT = 400
 DATA_ROOT = pathlib.Path("/tmp/pipediag-corpus/load_images_tfdata")
 
 
-def make_flower_photos(root, count=IMAGE_COUNT, seed=0):
-    """`count` JPEGs in 5 class folders, like flower_photos: smooth noise plus grain, 200-500 px."""
-    data_dir = root / "flower_photos"
-    done = root / "flower_photos.complete"
-    if done.exists():
-        return data_dir
-    rng = np.random.default_rng(seed)
-    tints = rng.uniform(-60, 60, size=(len(CLASS_NAMES), 3))
-    for i in range(count):
-        label = i % len(CLASS_NAMES)
-        height, width = (int(v) for v in rng.integers(200, 501, size=2))
-        coarse = rng.uniform(0, 255, size=(8, 8, 3)) + tints[label]
-        coarse = PIL.Image.fromarray(np.clip(coarse, 0, 255).astype(np.uint8))
-        smooth = np.asarray(coarse.resize((width, height), PIL.Image.BICUBIC), dtype=np.float32)
-        grain = rng.normal(0, 12, size=smooth.shape)
-        pixels = np.clip(smooth + grain, 0, 255).astype(np.uint8)
-        class_dir = data_dir / CLASS_NAMES[label]
-        class_dir.mkdir(parents=True, exist_ok=True)
-        PIL.Image.fromarray(pixels).save(class_dir / f"{i:05d}.jpg", quality=90)
-    done.touch()
-    return data_dir
-
-
-data_dir = make_flower_photos(DATA_ROOT)
+data_dir = make_flower_photos(DATA_ROOT, IMAGE_COUNT)
 
 image_count = len(list(data_dir.glob("*/*.jpg")))
 print(image_count)
