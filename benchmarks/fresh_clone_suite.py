@@ -1,8 +1,8 @@
 """The README's test command on fresh clones, run after run: is the suite green on any host?
 
-Each run clones the repository's committed HEAD into a new folder, makes a new virtual
-environment there, and runs the README's own install-and-test line in it, as a new user
-would (`pip install -e '.[test]' && python -m pytest -q`). `--quiet-runs` runs go on the host
+Each run clones the commit that was HEAD when the loop started (later commits wait for the
+next loop) into a new folder, makes a new virtual environment there, and runs the README's
+own install-and-test line in it, as a new user would (`pip install -e '.[test]' && python -m pytest -q`). `--quiet-runs` runs go on the host
 as it is; `--loaded-runs` more go with another process spinning on one core the whole time
 (`python -c "while True: pass"`), as a busy laptop or a shared CI box would have it. Nothing
 is retried or rerun: a run's failures are its failures.
@@ -97,15 +97,25 @@ def _fresh_venv(clone: Path) -> Path:
     return venv / "bin"
 
 
-def run_once(index: int, *, loaded: bool, test_args: Sequence[str], log_dir: Path) -> SuiteRun:
-    """One fresh clone of HEAD, one fresh venv, the README's line; the log kept in `log_dir`."""
-    install, test = readme_test_command()
+def head_commit() -> str:
+    """The commit every run clones: HEAD when the loop starts, so that commits made while it
+    runs do not mix two versions into one set of runs."""
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def run_once(
+    index: int, *, commit: str, loaded: bool, test_args: Sequence[str], log_dir: Path
+) -> SuiteRun:
+    """One fresh clone at `commit`, one fresh venv, the README's line; the log kept in
+    `log_dir`."""
     with tempfile.TemporaryDirectory(prefix="pipediag-clone-") as tmp:
         clone = Path(tmp) / "pipediag"
         subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True
-        ).stdout.strip()
+        subprocess.run(["git", "checkout", "-q", commit], cwd=clone, check=True)
+        # The README's line as that commit has it.
+        install, test = readme_test_command(clone / "README.md")
         bin_dir = _fresh_venv(clone)
         # The host's own settings (pip's index and certificates) stay; the venv comes first.
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -136,7 +146,7 @@ def run_once(index: int, *, loaded: bool, test_args: Sequence[str], log_dir: Pat
     log = suite.stdout + suite.stderr
     (log_dir / f"run{index}{'-loaded' if loaded else ''}.log").write_text(log)
     counts, failed = pytest_counts(log)
-    return SuiteRun(index, loaded, commit, install_s, suite_s, suite.returncode, counts, failed)
+    return SuiteRun(index, loaded, commit[:7], install_s, suite_s, suite.returncode, counts, failed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -153,9 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     test_args = ["tests/unit"] if args.quick else []
     log_dir = args.logs or Path(tempfile.mkdtemp(prefix="pipediag-suite-logs-"))
     log_dir.mkdir(parents=True, exist_ok=True)
+    commit = head_commit()
     runs: list[SuiteRun] = []
     for index in range(quiet_runs + loaded_runs):
-        run = run_once(index + 1, loaded=index >= quiet_runs, test_args=test_args, log_dir=log_dir)
+        run = run_once(
+            index + 1,
+            commit=commit,
+            loaded=index >= quiet_runs,
+            test_args=test_args,
+            log_dir=log_dir,
+        )
         runs.append(run)
         state = "green" if run.green else f"RED {run.failed or run.exit_code}"
         print(

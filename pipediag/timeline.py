@@ -107,8 +107,10 @@ class StepTimeline:
         self._steps: list[_Record] = []
         self._count = 0
         self._lock = threading.Lock()
-        # (epoch, seconds before its first step, its steps) at each epoch start under fit.
+        # (epoch, seconds its iterator took to make, its steps) at each epoch's start.
         self.epoch_starts: list[tuple[int, float, int | None]] = []
+        # The script's newest iterator: (when it was made, seconds `iter()` took).
+        self.last_iterator_made: tuple[float, float] | None = None
 
     def add(self, start: float, end: float, input_wait_s: float | None, epoch: int = 0) -> bool:
         """Record a step; returns `budget_reached` after it (one call on the hot path)."""

@@ -37,6 +37,9 @@ class HookGate:
     def bypassed(self) -> bool:
         return self._pipediag or self._fit
 
+    def pipediag_is_reading(self) -> bool:
+        return self._pipediag
+
     @contextlib.contextmanager
     def pipediag_reading(self) -> Iterator[None]:
         was = self._pipediag

@@ -415,15 +415,19 @@ class IteratorPatch:
         _next_internal.__wrapped__ = original  # type: ignore[attr-defined]
         original_create = owner.__dict__["_create_iterator"]
         now = self._session.clock.now
+        reading = self._session.gate.pipediag_is_reading
+        timeline = self._session.timeline
 
         def _create_iterator(iterator: Any, dataset: Any) -> Any:
-            # Making the iterator is each epoch's start-up in a custom loop: `iter()` runs
-            # it, before any pull.
-            if bypassed() or not executing_eagerly():
+            # Making the iterator is each epoch's start-up, in a custom loop (`iter()`, before
+            # any pull) and under fit (Keras makes it before the epoch's first step).
+            if reading() or not executing_eagerly():
                 return original_create(iterator, dataset)
             began = now()
             result = original_create(iterator, dataset)
-            setattr(iterator, MADE_S, now() - began)
+            made = now()
+            setattr(iterator, MADE_S, made - began)
+            timeline.last_iterator_made = (made, made - began)
             return result
 
         _create_iterator.__wrapped__ = original_create  # type: ignore[attr-defined]

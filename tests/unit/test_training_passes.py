@@ -232,27 +232,6 @@ def test_fit_is_diagnosed_whatever_loop_trained_before_it() -> None:
     assert not session.mark_style("custom-loop")
 
 
-def test_an_epoch_start_is_timed_from_epoch_begin_to_its_first_step() -> None:
-    from pipediag.hooks.keras_fit import FitTracker
-
-    session = StandInSession()
-    session.config = RunConfig(measured_steps=50, warmup_steps=1)
-    tracker = FitTracker(session)  # type: ignore[arg-type]
-    tracker._may_trace = False  # no TF profiler in the unit layer
-    tracker.on_epoch_begin(0, 140)
-    session.clock.advance(0.002)
-    tracker.on_batch_begin(0)
-    session.clock.advance(0.01)
-    tracker.on_batch_end(0)
-    tracker.on_epoch_begin(1, 140)
-    session.clock.advance(1.5)  # Keras makes the epoch's iterator and drops the last one
-    tracker.on_batch_begin(0)
-    session.clock.advance(0.01)
-    tracker.on_batch_begin(1)  # later steps mark nothing
-    starts = session.timeline.epoch_starts
-    assert [(e, round(d, 6), n) for e, d, n in starts] == [(0, 0.002, 140), (1, 1.5, 140)]
-
-
 def test_jax_is_read_from_the_script_s_own_names_not_from_what_keras_imported(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
