@@ -34,6 +34,7 @@ from pipediag.phases import (
 from pipediag.renderers.summary import verdict_line
 from pipediag.report.model import (
     ComputeAlone,
+    HostSection,
     PipelineBenchmark,
     ScaleOut,
     TrainSection,
@@ -253,6 +254,7 @@ class Conclusion:
         *,
         origin: float,
         train_so_far: Callable[[], TrainSection],
+        host_so_far: Callable[[], HostSection | None] = lambda: None,
         compute_alone: ComputeAlone | None = None,
         deep: bool = True,
         loop_serving: bool = False,
@@ -273,7 +275,7 @@ class Conclusion:
                 compute_alone = self._fit_compute_alone(seen, pipeline, origin)
             self.compute_alone = compute_alone
             train = train_so_far()
-            verdict = judge(train, pipeline, compute_alone=compute_alone)
+            verdict = judge(train, pipeline, compute_alone=compute_alone, host=host_so_far())
             self.first_verdict_s = self._clock.now() - origin
             self._say.log(f"verdict: {verdict_line(verdict, pipeline.batches_per_s)}")
             self.verdict = verdict

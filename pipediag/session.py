@@ -30,6 +30,7 @@ from pipediag.report.model import (
     Environment,
     ExitInfo,
     GpuSection,
+    HostSection,
     PhaseSpan,
     PipelineBenchmark,
     Report,
@@ -350,6 +351,16 @@ class DiagnosticSession:
     def first_verdict_s(self) -> float | None:
         return self.conclusion.first_verdict_s
 
+    def _host_so_far(self) -> HostSection | None:
+        """The host's samples so far, for the first verdict (the samplers run on)."""
+        from pipediag.samplers import HostSampler
+
+        for sampler in self._samplers:
+            if isinstance(sampler, HostSampler):
+                section = sampler.section(self.origin)
+                return section if section.available else None
+        return None
+
     def conclude(self, *, deep: bool = True) -> None:
         """The measured steps are done: compute alone, the verdict line, then stages and fixes.
 
@@ -373,6 +384,7 @@ class DiagnosticSession:
                 self.pipeline,
                 origin=self.origin,
                 train_so_far=lambda: self._train(self._wait_source()),
+                host_so_far=self._host_so_far,
                 compute_alone=compute_alone,
                 deep=deep,
                 loop_serving=loop_serving,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipediag.analysis.host_contention import other_processes_cores
 from pipediag.analysis.input_cost import (
     InputCost,
     Rates,
@@ -35,6 +36,7 @@ from pipediag.report.model import (
     ESTIMATED,
     INPUT_BOUND,
     MEASURED,
+    UNCERTAIN,
     UNKNOWN,
     WARMUP,
     ComputeAlone,
@@ -56,6 +58,7 @@ from pipediag.report.vocabulary import (
     SEVERITY_HIGH,
     SEVERITY_MODERATE,
     SEVERITY_NONE,
+    SEVERITY_UNKNOWN,
     WAIT_UNAVAILABLE,
     InputWaitSource,
     Severity,
@@ -82,6 +85,15 @@ DEFAULT_THRESHOLDS = Thresholds()
 # Without measured waits, training at 80% or more of the pipeline-alone rate suggests the
 # pipeline limits it (DS-Analyzer's differential reading); said as a suggestion only.
 PIPELINE_LIMITED_SHARE = 0.8
+
+# Other processes keeping this share of the host's cores busy while A and T were measured
+# make a measurable difference: the pipeline's threads and theirs take turns on the cores,
+# so contention read on a busy host may be theirs (docs/design.md, "A busy host"). A quiet
+# 2-core host shows 1-3% (the kernel's own threads).
+BUSY_HOST_SHARE = 0.10
+# The low end a busy host's share lowers an interval to, at least: an interval reaching zero
+# says training ran as fast as the step alone within the pairs' noise, which this is not.
+BUSY_LOW_FLOOR = 0.001
 
 # Training cannot outrun the pipeline that feeds it: a pipeline-alone rate this far below the
 # training rate was measured while something else took the cores (or the files were cold).
@@ -184,10 +196,22 @@ def judge(
     )
     high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
     label = label_of(found.cost, high=high, moderate=moderate)
+    others = _other_processes_cores(host, timed, compute_alone)
+    busy = _busy_share(others, host)
+    interval = found.interval
+    if busy is not None and label != COMPUTE_BOUND:
+        # Their share of the host may be all of the cost's low end: the interval widens by
+        # it, and a label its low end no longer holds is not given.
+        low, top = interval if interval is not None else (found.cost, found.cost)
+        interval = [low if low <= 0.0 else max(BUSY_LOW_FLOOR, low - busy), top]
+        if label_of(interval[0], high=high, moderate=moderate) != label:
+            label = UNCERTAIN
+    found = InputCost(found.cost, found.split, interval)
     severities: dict[str, Severity] = {
         INPUT_BOUND: SEVERITY_HIGH,
         BALANCED: SEVERITY_MODERATE,
         COMPUTE_BOUND: SEVERITY_NONE,
+        UNCERTAIN: SEVERITY_UNKNOWN,
     }
     compute_rate = rates.compute
     headroom = (
@@ -199,7 +223,7 @@ def judge(
         label=label,
         input_wait_fraction=fraction,
         severity=severities[label],
-        summary=_summary(label, fraction, found, pipeline, rates, headroom),
+        summary=_summary(label, fraction, found, pipeline, rates, headroom, others),
         input_bound_steps=sum(s.count for s in timed if s.label == INPUT_BOUND),
         compute_bound_steps=sum(s.count for s in timed if s.label == COMPUTE_BOUND),
         compute_alone_steps_per_s=compute_rate,
@@ -211,7 +235,31 @@ def judge(
         cost_split=found.split,
         phases=phases_of(timed, compute_rate, high=high, moderate=moderate),
         input_cost_interval=found.interval,
+        busy_host_cores=others if busy is not None else None,
     )
+
+
+def _other_processes_cores(
+    host: HostSection | None, timed: Sequence[StepRecord], compute_alone: ComputeAlone | None
+) -> float | None:
+    """The cores other processes kept busy while the measured steps and the step alone ran."""
+    if host is None or not timed:
+        return None
+    begin = timed[0].start_s
+    end = timed[-1].start_s + timed[-1].duration_s
+    if compute_alone is not None and compute_alone.start_s is not None:
+        begin = min(begin, compute_alone.start_s)
+        end = max(end, compute_alone.start_s + compute_alone.duration_s)
+    return other_processes_cores(host, begin, end)
+
+
+def _busy_share(others: float | None, host: HostSection | None) -> float | None:
+    """Other processes' share of the host's cores where it is large enough to matter."""
+    cores = host.cpu_count if host is not None else None
+    if others is None or not cores:
+        return None
+    share = others / cores
+    return share if share >= BUSY_HOST_SHARE else None
 
 
 def _summary(
@@ -221,8 +269,11 @@ def _summary(
     pipeline: PipelineBenchmark,
     rates: Rates,
     headroom: float | None,
+    others: float | None,
 ) -> str:
     cost, split = found.cost, found.split
+    if label == UNCERTAIN:
+        return _busy_host_text(found, others)
     if found.interval is not None and found.interval[0] <= 0.0:
         return _not_measurable(fraction, found.interval[1], rates)
     interval = _interval_text(found.interval)
@@ -239,6 +290,16 @@ def _summary(
         text += ": both input and compute limit the rate"
     figure_text = "; ".join(_figures(pipeline, rates))
     return text + (f": {figure_text}." if figure_text else ".") + _unspread_text(split, rates)
+
+
+def _busy_host_text(found: InputCost, others: float | None) -> str:
+    interval = found.interval or [found.cost, found.cost]
+    return (
+        f"The host was busy: other processes kept {others or 0.0:.1f} cores busy while "
+        f"training and the train step alone were measured, so part of the {found.cost:.0%} "
+        f"input cost (90% interval {interval[0] * 100:.0f}-{interval[1]:.0%}; "
+        f"{_parts_text(found.split)}) may be theirs. Run again on a quiet host to tell."
+    )
 
 
 def _unspread_text(split: CostSplit, rates: Rates) -> str:

@@ -20,6 +20,25 @@ from pipediag.report.model import (
 )
 
 
+def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float) -> float | None:
+    """The cores other processes kept busy, on average, from `begin_s` to `end_s` (seconds
+    on the report's axis); None without host samples in that window.
+
+    Per sample: the machine's busy share less this process's (psutil's process percent
+    counts 100 per core, the system's 100 for the whole machine). Averaged before it is
+    clipped at zero, so that the two readings' small timing skew cancels out.
+    """
+    if host is None or not host.available or not host.samples:
+        return None
+    cores = host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
+    # A sample's reading covers the interval before its time.
+    inside = [s for s in host.samples if begin_s < s.t_s <= end_s + host.interval_s]
+    if cores <= 0 or not inside:
+        return None
+    others = sum(s.system_cpu_pct - s.process_cpu_pct / cores for s in inside) / len(inside)
+    return max(0.0, others) / 100.0 * cores
+
+
 def host_contention(
     host: HostSection,
     train: TrainSection,

@@ -9,11 +9,16 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
-from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND
+from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNCERTAIN
 
 _RESET = "\033[0m"
 # Bold, and a colour that says how much input matters: red, yellow, green.
-_BY_LABEL = {INPUT_BOUND: "\033[1;31m", BALANCED: "\033[1;33m", COMPUTE_BOUND: "\033[1;32m"}
+_BY_LABEL = {
+    INPUT_BOUND: "\033[1;31m",
+    BALANCED: "\033[1;33m",
+    COMPUTE_BOUND: "\033[1;32m",
+    UNCERTAIN: "\033[1m",
+}
 
 
 def use_colour(stream: TextIO) -> bool:

@@ -20,6 +20,7 @@ from pipediag.report.model import (
     COST_FETCH,
     COST_WAIT,
     ESTIMATED,
+    UNCERTAIN,
     CostSplit,
     PhaseVerdict,
     Report,
@@ -99,9 +100,14 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
     cost, split = verdict.input_cost_fraction, verdict.cost_split
     if cost is None or split is None or verdict.label not in VERDICT_TITLES:
         return None
+    if verdict.label == UNCERTAIN:
+        return _busy_host_headline(verdict, split, pipeline_batches_per_s)
     claim = f"{cost_title(verdict)}: {cost_claim(verdict)}"
     part, explanation = _dominant_words(verdict, split, pipeline_batches_per_s)
     claim += part
+    if verdict.busy_host_cores is not None and verdict.label != COMPUTE_BOUND:
+        busy = _busy_words(verdict.busy_host_cores)
+        explanation = f"{explanation}; {busy}" if explanation else busy
     separator = ": "
     if verdict.compute_alone_source == ESTIMATED:
         if explanation:
@@ -116,6 +122,26 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
     text = claim + (separator + explanation if explanation else "")
     details = [verdict.summary] if verdict.summary and verdict.summary != text else []
     return Headline(text, claim, explanation, details)
+
+
+def _busy_words(cores: float) -> str:
+    return f"the host was busy (other processes kept {cores:.1f} cores busy)"
+
+
+def _busy_host_headline(
+    verdict: Verdict, split: CostSplit, pipeline_batches_per_s: float | None
+) -> Headline:
+    """ "UNCERTAIN: the host was busy (...): input costs 29% of training time (2-40%), mostly
+    CPU contention, perhaps theirs; run again on a quiet host"."""
+    claim = f"{verdict_title(UNCERTAIN)}: {_busy_words(verdict.busy_host_cores or 0.0)}"
+    part, _ = _dominant_words(verdict, split, pipeline_batches_per_s)
+    cost = verdict.input_cost_fraction or 0.0
+    low, high = verdict.input_cost_interval or [cost, cost]
+    # The interval's low end may reach zero here: the others' share, not the pairs' noise.
+    claim_cost = f"input costs {percent(cost)} of training time ({percent_range(low, high)})"
+    explanation = f"{claim_cost}{part}, perhaps theirs; run again on a quiet host"
+    details = [verdict.summary] if verdict.summary else []
+    return Headline(f"{claim}: {explanation}", claim, explanation, details)
 
 
 def cost_title(verdict: Verdict) -> str:

@@ -56,6 +56,7 @@ from pipediag.report.vocabulary import (
     NO_TRAIN_STEP,
     SERVICE_CLUSTER,
     SERVICE_LOCAL,
+    UNCERTAIN,
     UNKNOWN,
     WARMUP,
     ComputeAloneMethod,
@@ -139,6 +140,7 @@ __all__ = [
     "StopReason",
     "SuggestionKind",
     "TrainStyle",
+    "UNCERTAIN",
     "UNKNOWN",
     "VerdictLabel",
     "WARMUP",
@@ -403,7 +405,12 @@ class Verdict:
     phases: list[PhaseVerdict] = field(default_factory=list)
     # The input cost's 90% interval, [low, high], from the alternation's blocks; None where
     # T was not measured in alternation. A cost whose interval reaches zero is reported as 0.
+    # On a busy host its low end is lowered by the share of the host other processes took.
     input_cost_interval: list[float] | None = None
+    # The cores other processes kept busy, on average, while training and the step alone
+    # were measured, where that was a measurable share of the host (`BUSY_HOST_SHARE` in
+    # analysis/classifier.py); None on a quiet host or where the host was not sampled.
+    busy_host_cores: float | None = None
 
 
 @dataclass(frozen=True)

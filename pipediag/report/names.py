@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, StageStats
+from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNCERTAIN, StageStats
 from pipediag.report.prescription import VECTORIZED_MAP_WORDS, fix_words
 
 NO_VERDICT = "NO VERDICT"
@@ -18,11 +18,13 @@ VERDICT_TITLES = {
     INPUT_BOUND: "INPUT-BOUND",
     COMPUTE_BOUND: "COMPUTE-BOUND",
     BALANCED: "BALANCED",
+    UNCERTAIN: "UNCERTAIN",
 }
 
 
 def verdict_title(label: str) -> str:
-    """ "INPUT-BOUND", "COMPUTE-BOUND", "BALANCED", or NO_VERDICT for anything else."""
+    """ "INPUT-BOUND", "COMPUTE-BOUND", "BALANCED", "UNCERTAIN", or NO_VERDICT for anything
+    else."""
     return VERDICT_TITLES.get(label, NO_VERDICT)
 
 

@@ -13,10 +13,13 @@ from typing import Final, Literal
 # --- verdicts --------------------------------------------------------------------------------
 
 # Verdict labels, for the run, a phase, one step, or a watch window.
-VerdictLabel = Literal["input-bound", "compute-bound", "balanced", "unknown"]
+VerdictLabel = Literal["input-bound", "compute-bound", "balanced", "uncertain", "unknown"]
 INPUT_BOUND: Final = "input-bound"
 COMPUTE_BOUND: Final = "compute-bound"
 BALANCED: Final = "balanced"
+# The run's verdict only: other processes took enough of the host while it was measured
+# that the input cost may be theirs (docs/design.md, "A busy host").
+UNCERTAIN: Final = "uncertain"
 UNKNOWN: Final = "unknown"
 # Step label for steps kept out of the verdict (tracing, compilation, buffers filling).
 StepLabel = Literal["input-bound", "compute-bound", "balanced", "unknown", "warmup"]

@@ -1,0 +1,161 @@
+"""A busy host: other processes' load is not input cost (docs/design.md, "A busy host").
+
+Hand-built timelines, rates in alternation and host samples; no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pipediag.analysis.classifier import build_train_section, judge
+from pipediag.analysis.host_contention import other_processes_cores
+from pipediag.renderers.summary import verdict_line
+from pipediag.renderers.text import render_text
+from pipediag.report.model import (
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    UNCERTAIN,
+    ComputeAlone,
+    HostSample,
+    HostSection,
+    PipelineBenchmark,
+    RateBlock,
+    Report,
+    StageStats,
+    TrainSection,
+)
+from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK
+from pipediag.timeline import RawStep
+
+ORIGIN = 100.0
+PIPELINE = PipelineBenchmark(measured=True, batches_per_s=40.0, stages=[StageStats(0, "map")])
+
+
+def _train(step_s: float, wait_s: float, steps: int = 60) -> TrainSection:
+    raw = [RawStep(ORIGIN + i * step_s, ORIGIN + (i + 1) * step_s, wait_s, 0) for i in range(steps)]
+    return build_train_section(
+        raw, origin=ORIGIN, warmup_steps=0, style="custom-loop", input_wait_source="batch-stamps"
+    )
+
+
+def _alternation(training: float, alone: float, start_s: float) -> ComputeAlone:
+    """T A T A ... blocks of 10 steps at the two rates (steps/s), with small differences."""
+    blocks, t = [], start_s
+    for i in range(4):
+        rate = training * (1 + 0.01 * (i % 2))
+        blocks.append(RateBlock(TRAINING_BLOCK, t, 10, 10 / rate, 0))
+        t += 10 / rate
+        if i < 3:
+            rate = alone * (1 - 0.01 * (i % 2))
+            blocks.append(RateBlock(STEP_ALONE_BLOCK, t, 10, 10 / rate, 0))
+            t += 10 / rate
+    return ComputeAlone(
+        measured=True,
+        method="cached-batch-loop",
+        steps=30,
+        steps_per_s=alone,
+        blocks=blocks,
+        block_steps=10,
+        start_s=start_s,
+        duration_s=t - start_s,
+    )
+
+
+def _host(others: float, *, until_s: float = 60.0, process: float = 1.0) -> HostSection:
+    """Samples every 0.5 s up to `until_s`: this process on `process` cores, other processes
+    on `others`, of 2."""
+    return HostSection(
+        available=True,
+        cpu_count=2,
+        interval_s=0.5,
+        samples=[
+            HostSample(t / 2, 100.0 * process, 50.0 * (process + others), 0.0, [0.0, 0.0], 0, 50.0)
+            for t in range(1, int(until_s * 2))
+        ],
+    )
+
+
+def test_contention_read_while_others_took_the_host_is_uncertain() -> None:
+    # GIVEN training at 16 steps/s against the step alone at 31, hardly waiting (contention),
+    # while other processes kept 0.8 of the 2 cores busy
+    train = _train(1 / 16.0, 0.001)
+    alone = _alternation(16.0, 31.0, start_s=4.0)
+    verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(others=0.8))
+    # THEN the cost is still measured, but not called input-bound: their 40% of the host may
+    # be all of it, and the interval's low end says so
+    assert verdict.input_cost_fraction == pytest.approx(1 - 16 / 31, abs=0.02)
+    assert verdict.label == UNCERTAIN and verdict.severity == "unknown"
+    assert verdict.busy_host_cores == pytest.approx(0.8)
+    low, high = verdict.input_cost_interval or [0.0, 0.0]
+    assert low == pytest.approx(max(0.0, 1 - 16.2 / 31 - 0.4), abs=0.03) and high > 0.45
+    line = verdict_line(verdict, 40.0)
+    assert line.startswith(
+        "UNCERTAIN: the host was busy (other processes kept 0.8 cores busy): input costs 48%"
+    )
+    assert line.endswith("perhaps theirs; run again on a quiet host")
+    assert "Run again on a quiet host" in verdict.summary
+    # with the others on a whole core, the low end reaches zero: still a measured cost,
+    # never "not measurable above noise" (the pairs' own interval held well above zero)
+    busier = judge(train, PIPELINE, compute_alone=alone, host=_host(others=1.0))
+    assert busier.label == UNCERTAIN
+    assert (busier.input_cost_interval or [1.0])[0] == pytest.approx(0.0, abs=0.002)
+    assert "input costs 48% of training time (0-" in verdict_line(busier, 40.0)
+    report = Report(script="train.py", verdict=busier, pipeline=PIPELINE, train=train)
+    assert "not measurable" not in render_text(report)
+
+
+def test_a_cost_that_holds_beyond_the_others_share_keeps_its_label_and_names_them() -> None:
+    # GIVEN a step that waits 60% of its time, other processes on 0.3 of 2 cores (15%)
+    train = _train(0.1, 0.06)
+    alone = _alternation(10.0, 25.0, start_s=7.0)
+    verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(others=0.3))
+    # THEN input-bound stands (its low end minus 15% is still over 20%), the host named
+    assert verdict.label == INPUT_BOUND
+    assert verdict.busy_host_cores == pytest.approx(0.3)
+    low, _ = verdict.input_cost_interval or [0.0, 0.0]
+    assert 0.2 < low < 0.6 - 0.1
+    assert "the host was busy (other processes kept 0.3 cores busy)" in verdict_line(verdict, 40.0)
+
+
+def test_a_quiet_host_and_a_compute_bound_run_say_nothing_of_others() -> None:
+    train = _train(1 / 16.0, 0.001)
+    alone = _alternation(16.0, 31.0, start_s=4.0)
+    quiet = judge(train, PIPELINE, compute_alone=alone, host=_host(others=0.04))
+    assert quiet.label == INPUT_BOUND and quiet.busy_host_cores is None
+    assert "busy" not in verdict_line(quiet, 40.0)
+    # a busy host cannot make a compute-bound run less so
+    fast = _train(1 / 30.0, 0.0)
+    compute = judge(
+        fast, PIPELINE, compute_alone=_alternation(30.0, 30.2, 4.0), host=_host(others=0.8)
+    )
+    assert compute.label == COMPUTE_BOUND and "busy" not in verdict_line(compute, 40.0)
+
+
+def test_others_count_only_while_training_and_the_step_alone_were_measured() -> None:
+    # other processes ran before the measured steps (to 0.9 s), then stopped
+    host = _host(others=0.0)
+    early = [
+        HostSample(t / 10, 100.0, 95.0, 0.0, [0.0, 0.0], 0, 50.0) for t in range(1, 10)
+    ]  # 0.9 of 2 cores by others, before the steps
+    host = HostSection(
+        available=True,
+        cpu_count=2,
+        interval_s=0.1,
+        samples=early + [s for s in host.samples if s.t_s >= 1.0],
+    )
+    assert other_processes_cores(host, 0.0, 0.8) == pytest.approx(0.9, abs=0.05)
+    assert other_processes_cores(host, 5.0, 20.0) == pytest.approx(0.0)
+    train = TrainSection()
+    assert other_processes_cores(None, 0.0, 1.0) is None
+    assert judge(train, PIPELINE, host=host).busy_host_cores is None
+
+
+def test_the_two_readings_skew_cancels_before_the_clip() -> None:
+    # this process's reading runs ahead of the system's by a sample: per sample the others'
+    # figure swings +-0.4 cores around 0.05, and only its mean is clipped at zero
+    samples = [
+        HostSample(t / 2, 100.0 + (40.0 if t % 2 else -40.0), 52.5, 0.0, [0.0, 0.0], 0, 50.0)
+        for t in range(1, 41)
+    ]
+    host = HostSection(available=True, cpu_count=2, interval_s=0.5, samples=samples)
+    assert other_processes_cores(host, 0.0, 20.0) == pytest.approx(0.05, abs=0.01)
