@@ -383,7 +383,9 @@ class DiagnosticSession:
                 seen,
                 self.pipeline,
                 origin=self.origin,
-                train_so_far=lambda: self._train(self._wait_source()),
+                train_so_far=lambda: dataclasses.replace(
+                    self._train(self._wait_source()), fit_overhead_s=self._fit_overhead_s()
+                ),
                 host_so_far=self._host_so_far,
                 compute_alone=compute_alone,
                 deep=deep,

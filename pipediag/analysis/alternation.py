@@ -107,8 +107,14 @@ class PairedCost:
         return (self.high - self.low) / 2
 
 
-def paired_cost(blocks: list[RateBlock]) -> PairedCost | None:
-    """The input cost from blocks in alternation; None without a T block beside an A block."""
+def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost | None:
+    """The input cost from blocks in alternation; None without a T block beside an A block.
+
+    `around_s`: what the script's loop adds around each step that a step-alone block does
+    not run (under fit, its callbacks' span beyond the train function: `hooks/fit_overhead.py`),
+    added to every step-alone step, so that T is the rate the script's own loop would reach
+    on a cached batch (docs/design.md, "Rates in alternation").
+    """
     ratios: list[float] = []  # log(T / A) per step-alone block
     for i, block in enumerate(blocks):
         if block.kind != STEP_ALONE_BLOCK or block.steps_per_s is None:
@@ -125,7 +131,8 @@ def paired_cost(blocks: list[RateBlock]) -> PairedCost | None:
         ]
         if beside:
             training_log = sum(math.log(rate) for rate in beside) / len(beside)
-            ratios.append(math.log(block.steps_per_s) - training_log)
+            alone = block.steps / (block.seconds + block.steps * around_s)
+            ratios.append(math.log(alone) - training_log)
     if not ratios:
         return None
     mean = statistics.fmean(ratios)
@@ -135,7 +142,7 @@ def paired_cost(blocks: list[RateBlock]) -> PairedCost | None:
         low, high = _cost(mean - spread), _cost(mean + spread)
     return PairedCost(
         training=_pooled(blocks, TRAINING_BLOCK),
-        compute=_pooled(blocks, STEP_ALONE_BLOCK),
+        compute=_pooled(blocks, STEP_ALONE_BLOCK, around_s),
         cost=_cost(mean),
         low=low,
         high=high,
@@ -148,9 +155,9 @@ def _cost(log_ratio: float) -> float:
     return 1.0 - math.exp(-log_ratio)
 
 
-def _pooled(blocks: Sequence[RateBlock], kind: RateBlockKind) -> float:
+def _pooled(blocks: Sequence[RateBlock], kind: RateBlockKind, around_s: float = 0.0) -> float:
     steps = sum(b.steps for b in blocks if b.kind == kind)
-    seconds = sum(b.seconds for b in blocks if b.kind == kind)
+    seconds = sum(b.seconds for b in blocks if b.kind == kind) + steps * around_s
     return steps / seconds if seconds > 0 else 0.0
 
 

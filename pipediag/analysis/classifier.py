@@ -185,7 +185,9 @@ def judge(
     wait = sum(s.input_wait_s or 0.0 for s in timed)
     fraction = wait / total if total > 0 else 0.0
     steps_rate = sum(s.count for s in timed) / total if total > 0 else None
-    rates = rates_of(timed, steps_rate, pipeline, compute_alone)
+    rates = rates_of(
+        timed, steps_rate, pipeline, compute_alone, around_s=train.fit_overhead_s or 0.0
+    )
     found = input_cost(
         rates,
         fraction,

@@ -131,11 +131,15 @@ def rates_of(
     training_rate: float | None,
     pipeline: PipelineBenchmark,
     compute_alone: ComputeAlone | None,
+    *,
+    around_s: float = 0.0,
 ) -> Rates:
     """P, T and A: from the alternation's blocks where they ran, else T measured in one
-    piece against the measured steps' A, else T estimated as step time minus wait."""
+    piece against the measured steps' A, else T estimated as step time minus wait.
+    `around_s`: what fit adds around each step, which its step-alone blocks do not run."""
     if compute_alone is not None and compute_alone.measured:
-        paired = paired_cost(compute_alone.blocks) if compute_alone.blocks else None
+        blocks = compute_alone.blocks
+        paired = paired_cost(blocks, around_s=around_s) if blocks else None
         if paired is not None and paired.training > 0 and paired.compute > 0:
             return Rates(
                 pipeline.batches_per_s, paired.compute, paired.training, MEASURED, paired=paired

@@ -95,6 +95,22 @@ def test_the_interval_holds_the_pairs_spread() -> None:
     assert paired_cost(blocks[:1]) is None
 
 
+def test_fit_s_time_around_each_step_is_read_into_the_step_alone() -> None:
+    # GIVEN fit's 3-ms train function, its callbacks' span 3.3 ms a step (0.3 ms of fit's own
+    # Python around the call), a pipeline that costs nothing, and step-alone blocks that call
+    # the train function back to back
+    blocks = _blocks([1 / 0.0033] * 4, [1 / 0.003] * 3)
+    # WHEN read bare, 9% looks like input cost
+    bare = paired_cost(blocks)
+    assert bare is not None and bare.cost == pytest.approx(1 - 3 / 3.3)
+    # THEN with fit's 0.3 ms added to every step-alone step, as fit would run a cached
+    # batch (FastFlow's T), it is none
+    fitted = paired_cost(blocks, around_s=0.0003)
+    assert fitted is not None and fitted.cost == pytest.approx(0.0, abs=1e-9)
+    assert fitted.compute == pytest.approx(1 / 0.0033)
+    assert fitted.training == pytest.approx(bare.training)
+
+
 def test_training_faster_than_the_step_alone_reads_as_a_negative_cost() -> None:
     cost = paired_cost(_blocks([110.0, 110.0, 110.0, 110.0], [100.0, 100.0, 100.0]))
     assert cost is not None and cost.cost == pytest.approx(1 - 110 / 100)

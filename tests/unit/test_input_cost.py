@@ -499,3 +499,20 @@ def test_the_stage_that_likely_makes_the_epoch_start() -> None:
     assert epoch_start_stage([file_cache, interleave]) == "parallel-interleave(load)"
     assert epoch_start_stage([file_cache]) == "cache(/tmp/c)"
     assert epoch_start_stage([memory_cache]) == ""
+
+
+def test_under_fit_t_carries_fit_s_own_time_around_each_step() -> None:
+    # GIVEN fit's 3-ms steps with 0.3 ms of its own Python inside each callback span, and a
+    # free pipeline: the step-alone blocks run the train function back to back at 3 ms
+    import dataclasses
+
+    train = _train([(0.0033, 0.0, 0)] * 60, source="batch-stamps")
+    alone = _blocks([1 / 0.0033] * 4, [1 / 0.003] * 3)
+    pipeline = PipelineBenchmark(measured=True, batches_per_s=3000.0)
+    bare = judge(train, pipeline, compute_alone=alone)
+    assert bare.label == BALANCED  # 9% read as input cost
+    # WHEN fit's time around its train function was measured on the steps
+    fitted = judge(dataclasses.replace(train, fit_overhead_s=0.0003), pipeline, compute_alone=alone)
+    # THEN T is the rate fit would reach on a cached batch, and nothing is input cost
+    assert fitted.label == COMPUTE_BOUND
+    assert fitted.compute_alone_steps_per_s == pytest.approx(1 / 0.0033, rel=1e-6)
