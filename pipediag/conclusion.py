@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import judge
 from pipediag.clock import Clock
-from pipediag.config import RunConfig
+from pipediag.config import DEFAULT_MEASURED_STEPS, RunConfig
 from pipediag.phases import (
     MODEL_SIDE_SHARE,
     PHASE_EXTENSION_STEPS,
@@ -56,6 +56,14 @@ LOCKSTEP_FIT_REASON = (
     "a multi-worker fit: its train step is a collective every worker must join at once, "
     "so it is not run alone"
 )
+
+
+def alternation_scale(measured_steps: int | None) -> float:
+    """How much longer than its default bound the alternation may run: `--steps` beyond its
+    default asks for more (docs/design.md, "Rates in alternation"); never less."""
+    if measured_steps is None:
+        return 1.0
+    return max(1.0, measured_steps / DEFAULT_MEASURED_STEPS)
 
 
 class Teller(Narration, Protocol):
@@ -166,16 +174,17 @@ class Conclusion:
         ):
             return None
         from pipediag.training.alternation import (
-            MAX_ROUNDS,
             MIN_BLOCK_STEPS,
             MIN_ROUNDS,
             Alternation,
             FitAlternation,
             block_steps_for,
+            scaled_rounds,
         )
         from pipediag.training.compute_alone import fit_step_alone
 
-        block_steps, max_rounds = block_steps_for(step_s), MAX_ROUNDS
+        scale = alternation_scale(self._config.measured_steps)
+        block_steps, max_rounds = block_steps_for(step_s), scaled_rounds(scale)
         if steps_left is not None:
             # fit's remaining steps hold the training blocks (the first one too, where the
             # measured steps cannot lead) and one block to spare, so that training goes on
@@ -189,13 +198,14 @@ class Conclusion:
         first = newest_steps(self._timeline, block_steps) if lead else None
         if steps_left is not None:
             blocks = steps_left // block_steps - 1 - (first is None)
-            max_rounds = min(MAX_ROUNDS, blocks)
+            max_rounds = min(max_rounds, blocks)
         alternation = Alternation(
             clock=self._clock,
             origin=origin,
             block_steps=block_steps,
             lead=first,
             max_rounds=max_rounds,
+            scale=scale,
         )
         self._say.phase("measuring training and the train step alone in turn", redraw=False)
         self._fit_alternation = FitAlternation(runner, alternation, clock=self._clock)
@@ -216,7 +226,7 @@ class Conclusion:
         if last_batch is None or step_s is None:
             return None
         from pipediag.bench import teardown
-        from pipediag.training.alternation import block_steps_for
+        from pipediag.training.alternation import LOCKSTEP_ROUNDS, Alternation, block_steps_for
         from pipediag.training.budget import BudgetServer
         from pipediag.training.jax_sync import device_sync, synced_step_s
 
@@ -226,13 +236,21 @@ class Conclusion:
             # span up to a device sync is their work (docs/design.md, "JAX").
             step_s = synced_step_s(self._timeline, sync, self._clock) or step_s
         block_steps = self.lockstep_steps() or block_steps_for(step_s)
+        alternation = Alternation(
+            clock=self._clock,
+            origin=origin,
+            block_steps=block_steps,
+            lead=None if sync is not None else newest_steps(self._timeline, block_steps),
+            fixed_rounds=LOCKSTEP_ROUNDS if self._lockstep else None,
+            whole_blocks=sync is not None,
+            scale=alternation_scale(self._config.measured_steps),
+        )
         return BudgetServer(
             last_batch,
+            alternation,
             clock=self._clock,
             origin=origin,
             step_s=step_s,
-            block_steps=block_steps,
-            lead=None if sync is not None else newest_steps(self._timeline, block_steps),
             lockstep=self._lockstep,
             phase=self._say.phase,
             concluded=concluded,

@@ -15,6 +15,7 @@ wait share reaches the high band: one step's contention cannot be seen on its ow
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,9 +60,12 @@ from pipediag.report.vocabulary import (
     SEVERITY_MODERATE,
     SEVERITY_NONE,
     SEVERITY_UNKNOWN,
+    UNCERTAIN_BUSY_HOST,
+    UNCERTAIN_TOO_NOISY,
     WAIT_UNAVAILABLE,
     InputWaitSource,
     Severity,
+    UncertainReason,
 )
 from pipediag.timeline import RawStep
 
@@ -94,6 +98,14 @@ BUSY_HOST_SHARE = 0.10
 # The low end a busy host's share lowers an interval to, at least: an interval reaching zero
 # says training ran as fast as the step alone within the pairs' noise, which this is not.
 BUSY_LOW_FLOOR = 0.001
+# A measured cost whose 90% interval is wider than this either side and reaches across a
+# band's edge is given no band: two runs of the script would read two (docs/design.md,
+# "Too noisy to tell"). The steps suggested aim at `TARGET_HALF_WIDTH` instead.
+LABEL_MAX_HALF_WIDTH = 0.05
+TARGET_HALF_WIDTH = 0.04
+# `--steps` suggested: a multiple of this, at most `MOST_STEPS_SUGGESTED`.
+STEPS_UNIT = 100
+MOST_STEPS_SUGGESTED = 2000
 
 # Training cannot outrun the pipeline that feeds it: a pipeline-alone rate this far below the
 # training rate was measured while something else took the cores (or the files were cold).
@@ -208,6 +220,11 @@ def judge(
         interval = [low if low <= 0.0 else max(BUSY_LOW_FLOOR, low - busy), top]
         if label_of(interval[0], high=high, moderate=moderate) != label:
             label = UNCERTAIN
+    because: UncertainReason = UNCERTAIN_BUSY_HOST if label == UNCERTAIN else ""
+    steps_to_tell = None
+    if label != UNCERTAIN and _too_noisy(interval, high=high, moderate=moderate):
+        label, because = UNCERTAIN, UNCERTAIN_TOO_NOISY
+        steps_to_tell = _steps_to_tell(interval, train.measured_steps)
     found = InputCost(found.cost, found.split, interval)
     severities: dict[str, Severity] = {
         INPUT_BOUND: SEVERITY_HIGH,
@@ -225,7 +242,7 @@ def judge(
         label=label,
         input_wait_fraction=fraction,
         severity=severities[label],
-        summary=_summary(label, fraction, found, pipeline, rates, headroom, others),
+        summary=_summary(label, because, fraction, found, pipeline, rates, headroom, others),
         input_bound_steps=sum(s.count for s in timed if s.label == INPUT_BOUND),
         compute_bound_steps=sum(s.count for s in timed if s.label == COMPUTE_BOUND),
         compute_alone_steps_per_s=compute_rate,
@@ -238,7 +255,32 @@ def judge(
         phases=phases_of(timed, compute_rate, high=high, moderate=moderate),
         input_cost_interval=found.interval,
         busy_host_cores=others if busy is not None else None,
+        uncertain_because=because,
+        steps_to_tell=steps_to_tell,
     )
+
+
+def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) -> bool:
+    """A measured cost (its interval above zero) whose interval is wider than
+    `LABEL_MAX_HALF_WIDTH` either side and reaches across a band's edge."""
+    if interval is None or interval[0] <= 0.0:
+        return False
+    low, top = interval
+    if (top - low) / 2 <= LABEL_MAX_HALF_WIDTH:
+        return False
+    return label_of(low, high=high, moderate=moderate) != label_of(
+        top, high=high, moderate=moderate
+    )
+
+
+def _steps_to_tell(interval: list[float], measured_steps: int) -> int:
+    """The `--steps` likely to narrow the interval to `TARGET_HALF_WIDTH`: the alternation
+    runs longer in proportion (`conclusion.py::alternation_scale`), and an interval
+    narrows with the square root of its pairs."""
+    half_width = (interval[1] - interval[0]) / 2
+    wanted = STEPS_UNIT * (half_width / TARGET_HALF_WIDTH) ** 2
+    steps = max(wanted, 2 * measured_steps)
+    return int(min(MOST_STEPS_SUGGESTED, math.ceil(steps / STEPS_UNIT) * STEPS_UNIT))
 
 
 def _other_processes_cores(
@@ -266,6 +308,7 @@ def _busy_share(others: float | None, host: HostSection | None) -> float | None:
 
 def _summary(
     label: str,
+    because: UncertainReason,
     fraction: float,
     found: InputCost,
     pipeline: PipelineBenchmark,
@@ -274,8 +317,10 @@ def _summary(
     others: float | None,
 ) -> str:
     cost, split = found.cost, found.split
-    if label == UNCERTAIN:
+    if because == UNCERTAIN_BUSY_HOST:
         return _busy_host_text(found, others)
+    if because == UNCERTAIN_TOO_NOISY:
+        return _too_noisy_text(found, rates)
     if found.interval is not None and found.interval[0] <= 0.0:
         return _not_measurable(fraction, found.interval[1], rates)
     interval = _interval_text(found.interval)
@@ -301,6 +346,17 @@ def _busy_host_text(found: InputCost, others: float | None) -> str:
         f"training and the train step alone were measured, so part of the {found.cost:.0%} "
         f"input cost (90% interval {interval[0] * 100:.0f}-{interval[1]:.0%}; "
         f"{_parts_text(found.split)}) may be theirs. Run again on a quiet host to tell."
+    )
+
+
+def _too_noisy_text(found: InputCost, rates: Rates) -> str:
+    low, top = found.interval or [found.cost, found.cost]
+    pairs = rates.paired.pairs if rates.paired is not None else 0
+    return (
+        f"Input costs {found.cost:.0%} of training time, but its 90% interval, "
+        f"{low * 100:.0f}-{top:.0%} over {pairs} alternating pairs, reaches across a band's "
+        f"edge ({_parts_text(found.split)}): too noisy to tell which band. Measure more steps "
+        "to narrow it; the alternation runs longer with them."
     )
 
 

@@ -33,7 +33,9 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         metavar="N|all",
         help=f"train steps to measure after the warm-up, then end the script (default "
         f"{DEFAULT_MEASURED_STEPS}, or fewer, at least 20, once they span "
-        f"{DEFAULT_MEASURED_SECONDS:g} s); 'all' lets the script run to its end",
+        f"{DEFAULT_MEASURED_SECONDS:g} s); 'all' lets the script run to its end. More "
+        "than the default also lets training and the step alone alternate longer, for a "
+        "narrower interval",
     )
     run.add_argument(
         "--warmup",

@@ -27,7 +27,7 @@ from pipediag.report.model import (
     Verdict,
 )
 from pipediag.report.names import VERDICT_TITLES, verdict_title
-from pipediag.report.vocabulary import CONTENDS_FOR_GIL, COST_EPOCH_START
+from pipediag.report.vocabulary import CONTENDS_FOR_GIL, COST_EPOCH_START, UNCERTAIN_TOO_NOISY
 
 # A verdict with no input cost and no summary (nothing measured): its claim in plain words.
 NOT_ENOUGH_MEASURED = "not enough was measured to tell"
@@ -101,7 +101,7 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
     if cost is None or split is None or verdict.label not in VERDICT_TITLES:
         return None
     if verdict.label == UNCERTAIN:
-        return _busy_host_headline(verdict, split, pipeline_batches_per_s)
+        return _uncertain_headline(verdict, split, pipeline_batches_per_s)
     claim = f"{cost_title(verdict)}: {cost_claim(verdict)}"
     part, explanation = _dominant_words(verdict, split, pipeline_batches_per_s)
     claim += part
@@ -128,18 +128,25 @@ def _busy_words(cores: float) -> str:
     return f"the host was busy (other processes kept {cores:.1f} cores busy)"
 
 
-def _busy_host_headline(
+def _uncertain_headline(
     verdict: Verdict, split: CostSplit, pipeline_batches_per_s: float | None
 ) -> Headline:
     """ "UNCERTAIN: the host was busy (...): input costs 29% of training time (2-40%), mostly
-    CPU contention, perhaps theirs; run again on a quiet host"."""
-    claim = f"{verdict_title(UNCERTAIN)}: {_busy_words(verdict.busy_host_cores or 0.0)}"
+    CPU contention, perhaps theirs; run again on a quiet host", or "UNCERTAIN: too noisy to
+    tell: input costs 12% of training time (3-21%), ...; measure more: --steps 400"."""
     part, _ = _dominant_words(verdict, split, pipeline_batches_per_s)
     cost = verdict.input_cost_fraction or 0.0
     low, high = verdict.input_cost_interval or [cost, cost]
-    # The interval's low end may reach zero here: the others' share, not the pairs' noise.
+    # The interval's low end may reach zero on a busy host: the others' share, not the
+    # pairs' noise, so the cost is still said.
     claim_cost = f"input costs {percent(cost)} of training time ({percent_range(low, high)})"
-    explanation = f"{claim_cost}{part}, perhaps theirs; run again on a quiet host"
+    if verdict.uncertain_because == UNCERTAIN_TOO_NOISY:
+        claim = f"{verdict_title(UNCERTAIN)}: too noisy to tell"
+        steps = f" --steps {verdict.steps_to_tell}" if verdict.steps_to_tell else ""
+        explanation = f"{claim_cost}{part}; measure more:{steps}" if steps else claim_cost + part
+    else:
+        claim = f"{verdict_title(UNCERTAIN)}: {_busy_words(verdict.busy_host_cores or 0.0)}"
+        explanation = f"{claim_cost}{part}, perhaps theirs; run again on a quiet host"
     details = [verdict.summary] if verdict.summary else []
     return Headline(f"{claim}: {explanation}", claim, explanation, details)
 

@@ -75,6 +75,7 @@ from pipediag.report.vocabulary import (
     StopReason,
     SuggestionKind,
     TrainStyle,
+    UncertainReason,
     VerdictLabel,
 )
 from pipediag.report.watch import (
@@ -411,6 +412,10 @@ class Verdict:
     # were measured, where that was a measurable share of the host (`BUSY_HOST_SHARE` in
     # analysis/classifier.py); None on a quiet host or where the host was not sampled.
     busy_host_cores: float | None = None
+    # Why the label is "uncertain" ("" otherwise); for "too-noisy", the `--steps` that would
+    # likely narrow the interval enough to place the cost in one band.
+    uncertain_because: UncertainReason = ""
+    steps_to_tell: int | None = None
 
 
 @dataclass(frozen=True)

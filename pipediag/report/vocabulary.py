@@ -20,6 +20,10 @@ BALANCED: Final = "balanced"
 # The run's verdict only: other processes took enough of the host while it was measured
 # that the input cost may be theirs (docs/design.md, "A busy host").
 UNCERTAIN: Final = "uncertain"
+# Why a verdict is uncertain: other processes' load, or a cost too noisy to place in a band.
+UncertainReason = Literal["", "busy-host", "too-noisy"]
+UNCERTAIN_BUSY_HOST: Final = "busy-host"
+UNCERTAIN_TOO_NOISY: Final = "too-noisy"
 UNKNOWN: Final = "unknown"
 # Step label for steps kept out of the verdict (tracing, compilation, buffers filling).
 StepLabel = Literal["input-bound", "compute-bound", "balanced", "unknown", "warmup"]

@@ -44,6 +44,9 @@ MIN_BLOCK_STEPS = 4
 MAX_BLOCK_STEPS = 64
 MIN_ROUNDS = 3
 MAX_ROUNDS = 6
+# A multi-worker job's alternation: exactly this many rounds (docs/design.md, "Multi-worker
+# jobs": every worker must run as many steps).
+LOCKSTEP_ROUNDS = 3
 # Rounds go on while the cost's 90% interval is wider than this either side.
 TARGET_HALF_WIDTH = 0.03
 # No new round starts once the alternation has run this long: the verdict is due within
@@ -69,6 +72,11 @@ class _OpenBlock:
     cpu_from: float
 
 
+def scaled_rounds(scale: float) -> int:
+    """The most adaptive rounds at `scale` times the default bound."""
+    return max(MAX_ROUNDS, round(MAX_ROUNDS * scale))
+
+
 def block_steps_for(step_s: float) -> int:
     """Steps per block for a measured step of `step_s` seconds."""
     if step_s <= 0:
@@ -88,7 +96,9 @@ class Alternation:
         whole_blocks: every step of a block counts, none dropped as its transition (a JAX
             loop: asynchronous steps, the block timed between device syncs).
         max_rounds: adaptive rounds stop here (fewer than `MAX_ROUNDS` where training has
-            only so many steps left).
+            only so many steps left); None: `MAX_ROUNDS` times `scale`.
+        scale: how much longer than `MAX_SECONDS` and `MAX_ROUNDS` the adaptive rounds may
+            go on (`--steps` beyond its default asks for a narrower interval).
     """
 
     def __init__(
@@ -99,12 +109,14 @@ class Alternation:
         block_steps: int,
         lead: tuple[float, Sequence[float]] | None,
         fixed_rounds: int | None = None,
-        max_rounds: int = MAX_ROUNDS,
+        max_rounds: int | None = None,
         whole_blocks: bool = False,
+        scale: float = 1.0,
     ) -> None:
         self._clock = clock
         self._whole_blocks = whole_blocks
-        self._max_rounds = max_rounds
+        self._max_rounds = max_rounds if max_rounds is not None else scaled_rounds(scale)
+        self._max_seconds = MAX_SECONDS * scale
         self._origin = origin
         self.block_steps = block_steps
         self._fixed_rounds = fixed_rounds
@@ -203,7 +215,7 @@ class Alternation:
             return rounds < self._fixed_rounds
         if rounds < MIN_ROUNDS:
             return True
-        if rounds >= self._max_rounds or self._clock.now() - self.began >= MAX_SECONDS:
+        if rounds >= self._max_rounds or self._clock.now() - self.began >= self._max_seconds:
             return False
         cost = paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None

@@ -71,9 +71,6 @@ class _Pull:
 
 
 PULL = _Pull()
-# A multi-worker job's alternation: exactly this many rounds (docs/design.md, "Multi-worker
-# jobs": every worker must run as many steps).
-LOCKSTEP_ROUNDS = 3
 
 
 class Phase(Protocol):
@@ -90,14 +87,13 @@ class BudgetServer:
 
     Args:
         last_batch: the batch the loop pulled last, served for the step-alone blocks.
+        alternation: the schedule of training and step-alone blocks it serves first (its
+            block size, its lead, its rounds).
         clock: the session's clock.
         origin: the session's start on that clock (the blocks' spans are relative to it).
         step_s: the measured steps' median, which sizes the blocks and the trials.
-        block_steps: the steps in each block of the alternation.
-        lead: the measured steps' last block (start, durations), the first training block.
-        lockstep: a multi-worker job: a fixed number of rounds, every step counted (rounds
-            are otherwise added while the interval is wide, and a step across an epoch's
-            end is not timed).
+        lockstep: a multi-worker job: every step counted (a step across an epoch's end is
+            otherwise not timed).
         phase: the session's progress line.
         concluded: called once the alternation is over; returns what to serve next.
         tried: called once the trials are over, or the loop stopped pulling during them.
@@ -115,12 +111,11 @@ class BudgetServer:
     def __init__(
         self,
         last_batch: Any,
+        alternation: Alternation,
         *,
         clock: Clock,
         origin: float,
         step_s: float,
-        block_steps: int,
-        lead: tuple[float, list[float]] | None,
         lockstep: bool,
         phase: Phase,
         concluded: Concluded,
@@ -152,14 +147,7 @@ class BudgetServer:
         self._teardown = teardown
         self._batch: Any = last_batch
         self._lockstep = lockstep
-        self._alternation: Alternation | None = Alternation(
-            clock=clock,
-            origin=origin,
-            block_steps=block_steps,
-            lead=lead,
-            fixed_rounds=LOCKSTEP_ROUNDS if lockstep else None,
-            whole_blocks=sync is not None,
-        )
+        self._alternation: Alternation | None = alternation
         self._warmup_left = WARMUP_STEPS
         self._work = LoopWork()
         self._holds: tuple[LoopSearch, StageSearch] | None = None

@@ -112,9 +112,9 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
         assert all(s["kind"] != "fix" for s in suggestions)
     else:
         # A loaded host can read the cost just over the balanced line, its interval reaching
-        # compute-bound: then the input rules speak, but none claims more than the cost's
-        # upper end allows.
-        assert data["verdict"]["label"] == "balanced"
+        # compute-bound (or, wider than +-5 points, uncertain): then the input rules speak,
+        # but none claims more than the cost's upper end allows.
+        assert data["verdict"]["label"] in ("balanced", "uncertain")
         most = 1.0 / (1.0 - data["verdict"]["input_cost_interval"][1])
         for s in suggestions:
             assert s["predicted_speedup"] is None or s["predicted_speedup"] <= most + 1e-6, s

@@ -209,11 +209,10 @@ def _server(clock: FakeClock, concluded: list[ComputeAlone]) -> BudgetServer:
 
     return BudgetServer(
         "cached",
+        Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
         clock=clock,
         origin=0.0,
         step_s=0.01,
-        block_steps=4,
-        lead=(0.0, [0.02] * 4),
         lockstep=False,
         phase=lambda *args, **kwargs: None,
         concluded=conclude,

@@ -159,3 +159,52 @@ def test_the_two_readings_skew_cancels_before_the_clip() -> None:
     ]
     host = HostSection(available=True, cpu_count=2, interval_s=0.5, samples=samples)
     assert other_processes_cores(host, 0.0, 20.0) == pytest.approx(0.05, abs=0.01)
+
+
+def _noisy_alternation(alones: tuple[float, ...], start_s: float = 4.0) -> ComputeAlone:
+    """Training at 10 steps/s against a step alone that read `alones` steps/s in turn."""
+    blocks, t = [], start_s
+    for i, alone in enumerate((*alones, None)):
+        blocks.append(RateBlock(TRAINING_BLOCK, t, 10, 1.0, 0))
+        t += 1.0
+        if alone is not None and i < 3:
+            blocks.append(RateBlock(STEP_ALONE_BLOCK, t, 10, 10 / alone, 0))
+            t += 10 / alone
+    return ComputeAlone(
+        measured=True,
+        method="cached-batch-loop",
+        steps=30,
+        steps_per_s=13.0,
+        blocks=blocks,
+        block_steps=10,
+        start_s=start_s,
+        duration_s=t - start_s,
+    )
+
+
+def test_a_cost_too_noisy_for_one_band_is_uncertain_with_the_steps_to_tell() -> None:
+    # GIVEN the step alone at 12, 13.5 and 15.5 steps/s against training at 10: a cost of
+    # 26% whose interval runs from about 9% to 41%, across the 20% edge
+    train = _train(0.1, 0.001)
+    alone = _noisy_alternation((12.0, 13.5, 15.5))
+    verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(0.0))
+    low, high = verdict.input_cost_interval or [0.0, 0.0]
+    assert low < 0.2 < high and (high - low) / 2 > 0.05
+    # THEN no band is claimed: the label is uncertain, and says how to narrow it
+    assert verdict.label == UNCERTAIN and verdict.uncertain_because == "too-noisy"
+    assert verdict.busy_host_cores is None
+    steps = verdict.steps_to_tell
+    assert steps is not None and steps % 100 == 0 and 2 * 60 <= steps <= 2000
+    line = verdict_line(verdict, 40.0)
+    assert line.startswith("UNCERTAIN: too noisy to tell: input costs ")
+    assert line.endswith(f"measure more: --steps {steps}")
+    assert "too noisy to tell which band" in verdict.summary
+
+
+def test_a_wide_interval_inside_one_band_keeps_its_label() -> None:
+    # the same spread around a 64% cost stays input-bound: both ends over 20%
+    train = _train(0.1, 0.001)
+    alone = _noisy_alternation((25.0, 28.0, 32.0))
+    verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(0.0))
+    low, _ = verdict.input_cost_interval or [0.0, 0.0]
+    assert low > 0.2 and verdict.label == INPUT_BOUND and verdict.uncertain_because == ""

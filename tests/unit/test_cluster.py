@@ -18,7 +18,7 @@ from pipediag.errors import UsageError
 from pipediag.report.model import ExitInfo, TaskInfo
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
-from pipediag.training.alternation import WARMUP_STEPS
+from pipediag.training.alternation import LOCKSTEP_ROUNDS, WARMUP_STEPS, Alternation
 from pipediag.training.budget import BudgetServer, LoopWork
 
 # -- TF_CONFIG ------------------------------------------------------------------------------
@@ -118,11 +118,16 @@ def _pulls_served(*, lockstep: bool, step_s: Callable[[int], float]) -> int:
     clock = FakeClock()
     server = BudgetServer(
         "batch",
+        Alternation(
+            clock=clock,
+            origin=0.0,
+            block_steps=5,
+            lead=(0.0, [0.01] * 5),
+            fixed_rounds=LOCKSTEP_ROUNDS if lockstep else None,
+        ),
         clock=clock,
         origin=0.0,
         step_s=0.01,
-        block_steps=5,
-        lead=(0.0, [0.01] * 5),
         lockstep=lockstep,
         phase=lambda *a, **k: None,
         concluded=lambda result: LoopWork(),

@@ -12,6 +12,7 @@ from pipediag.hooks.step_calls import NO_FUNCTION, StepCalls, definition_site
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
 from pipediag.testing import FakeClock
+from pipediag.training.alternation import Alternation
 from pipediag.training.budget import BudgetServer, LoopWork
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
 
@@ -229,11 +230,10 @@ def test_the_budget_server_reports_why_no_step_was_tried_once_the_rewrites_are_o
 
     server = BudgetServer(
         "cached",
+        Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
         clock=clock,
         origin=0.0,
         step_s=0.01,
-        block_steps=4,
-        lead=(0.0, [0.02] * 4),
         lockstep=False,
         phase=lambda *args, **kwargs: None,
         concluded=conclude,
