@@ -12,6 +12,7 @@ from pipediag.analysis.gpu import DEFAULT_GPU_THRESHOLDS, GpuThresholds, measure
 from pipediag.report.model import (
     BALANCED,
     INPUT_BOUND,
+    UNCERTAIN,
     HostContention,
     HostSection,
     TrainSection,
@@ -50,8 +51,8 @@ def host_contention(
 
     Per host sample: other = system busy % - this process's % / cores (psutil's process
     percent counts 100 per core; the system one 100 for the whole machine). The finding is
-    written only when the verdict is input-bound or balanced: that is when a starved
-    pipeline could be starved by someone else.
+    written only when the verdict is input-bound, balanced or uncertain: that is when a
+    starved pipeline could be starved by someone else.
     """
     if not host.available:
         return HostContention(available=False, reason=host.reason or "host was not sampled")
@@ -82,7 +83,7 @@ def host_contention(
         system_cpu_pct_mean=sum(s.system_cpu_pct for s in samples) / len(samples),
         contended=contended,
     )
-    if verdict is None or verdict.label not in (INPUT_BOUND, BALANCED):
+    if verdict is None or verdict.label not in (INPUT_BOUND, BALANCED, UNCERTAIN):
         return result
     used = f"{other_mean:.0f}% of the host's CPU ({other_mean / 100 * cores:.1f} of {cores} cores)"
     if contended:
