@@ -2,10 +2,11 @@
 
 Each run clones the commit that was HEAD when the loop started (later commits wait for the
 next loop) into a new folder, makes a new virtual environment there, and runs the README's
-own install-and-test line in it, as a new user would (`pip install -e '.[test]' && python -m pytest -q`). `--quiet-runs` runs go on the host
-as it is; `--loaded-runs` more go with another process spinning on one core the whole time
-(`python -c "while True: pass"`), as a busy laptop or a shared CI box would have it. Nothing
-is retried or rerun: a run's failures are its failures.
+own install-and-test line in it, as a new user would (`pip install -e '.[test]' && python
+-m pytest -q`). `--quiet-runs` runs go on the host as it is; `--loaded-runs` more go with
+another process spinning on one core the whole time (`python -c "while True: pass"`), as a
+busy laptop or a shared CI box would have it. Nothing is retried or rerun: a run's failures
+are its failures.
 
 Per run: the install and suite times, the counts from pytest's closing line, and the id of
 every test that failed or errored. The summary counts the runs that were all green.

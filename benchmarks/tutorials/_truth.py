@@ -14,7 +14,9 @@ nothing from the repository). A corpus script calls two things:
   dataset, so every step's end is stamped on one clock (both are inert when unset).
 
 `PIPEDIAG_TRUTH_SEED=N` seeds Python, NumPy and TensorFlow and makes TF's ops
-deterministic at import (tests compare losses with and without pipediag that way).
+deterministic at import, and `PIPEDIAG_TRUTH_LOSSES=FILE` has `callbacks()` record fit's
+loss after every step into FILE (a JSON list) when the process ends, in any mode or none:
+`benchmarks/corpus_no_change.py` compares them with and without pipediag that way.
 
 The stamps go to the JSON file `PIPEDIAG_TRUTH_OUT` names when the process ends:
 `{"mode", "epochs": [{"start_s", "ends_s": [...]}]}`; `benchmarks/tutorials/truth.py`
@@ -33,9 +35,11 @@ from typing import Any
 
 MODE = os.environ.get("PIPEDIAG_TRUTH", "")
 OUT = os.environ.get("PIPEDIAG_TRUTH_OUT", "")
+LOSSES = os.environ.get("PIPEDIAG_TRUTH_LOSSES", "")
 PLAIN, CACHED, PIPELINE = "A", "T", "P"
 
 _epochs: list[dict[str, Any]] = []
+_losses: list[float] = []
 
 
 def active() -> bool:
@@ -56,8 +60,15 @@ def _write() -> None:
             json.dump({"mode": MODE, "epochs": _epochs}, out)
 
 
+def _write_losses() -> None:
+    with open(LOSSES, "w") as out:
+        json.dump(_losses, out)
+
+
 if active():
     atexit.register(_write)
+if LOSSES:
+    atexit.register(_write_losses)
 
 if os.environ.get("PIPEDIAG_TRUTH_SEED"):
     import keras
@@ -110,19 +121,31 @@ def training_dataset(ds: Any, *, epochs: int = 1, steps_per_epoch: int | None = 
 
 
 def callbacks() -> list[Any]:
-    """A Keras callback that stamps each epoch's start and each step's end (none if unset)."""
-    if not active():
+    """A Keras callback that stamps each epoch's start and each step's end, and one that
+    records each step's loss (none if neither is asked for)."""
+    if not active() and not LOSSES:
         return []
     import keras
 
-    class _Stamps(keras.callbacks.Callback):  # type: ignore[misc]
-        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            _begin_epoch()
+    found: list[Any] = []
+    if active():
 
-        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            _tick()
+        class _Stamps(keras.callbacks.Callback):  # type: ignore[misc]
+            def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+                _begin_epoch()
 
-    return [_Stamps()]
+            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+                _tick()
+
+        found.append(_Stamps())
+    if LOSSES:
+
+        class _Losses(keras.callbacks.Callback):  # type: ignore[misc]
+            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+                _losses.append(float((logs or {})["loss"]))
+
+        found.append(_Losses())
+    return found
 
 
 def epoch(ds: Iterable[Any]) -> Iterable[Any]:

@@ -1,8 +1,9 @@
 """The corpus benchmark's arithmetic and the fresh-clone loop's reading of pytest, on made-up
 stamps and output: rates from epoch start and within, labels, false alarms, pytest counts.
 
-Nothing here runs a script or imports TensorFlow; the corpus scripts themselves run in
-tests/integration/test_corpus_scripts.py.
+Nothing here runs a script or imports TensorFlow; the corpus scripts themselves run only in
+the benchmarks (benchmarks/corpus.py, benchmarks/corpus_no_change.py): together they take
+minutes, beyond the suite's budget.
 """
 
 from __future__ import annotations
@@ -105,3 +106,13 @@ def test_the_loop_runs_the_readme_s_own_test_line() -> None:
     install, test = suite.readme_test_command()
     assert install == ["pip", "install", "-e", ".[test]"]
     assert test[:3] == ["python", "-m", "pytest"]
+
+
+def test_the_no_change_check_names_the_first_step_whose_loss_differs() -> None:
+    from benchmarks.corpus_no_change import first_difference
+
+    assert first_difference([0.5, 0.4, 0.3], [0.5, 0.4, 0.3]) is None
+    assert first_difference([0.5, 0.4, 0.3], [0.5, 0.41, 0.3]) == 1
+    # a run that stopped early (or ran on) differs where the shorter one ends
+    assert first_difference([0.5, 0.4, 0.3], [0.5, 0.4]) == 2
+    assert first_difference([], [0.1]) == 0
