@@ -14,7 +14,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
 CI_SCRIPT = REPO_ROOT / ".ci" / "run"
 # Files whose relative links are checked: the README and the documents it sends readers to.
-LINKING_DOCS = ("README.md", "docs/measurement.md", "benchmarks/README.md")
+LINKING_DOCS = ("README.md", "docs/usage.md", "docs/measurement.md", "benchmarks/README.md")
 CITATION_TREES = ("pipediag", "tests", "benchmarks", "examples", "docs")
 # A tracker's numbers (the word, then a number, maybe after '#'): the repository has no tracker.
 ISSUE_CITATION = re.compile(r"\bissues? ?#?\d+", re.IGNORECASE)
@@ -75,7 +75,12 @@ def test_every_relative_link_leads_to_a_file_and_heading() -> None:
 
 def test_the_readme_links_the_measurement_and_benchmark_notes() -> None:
     links = set(MARKDOWN_LINK.findall(README.read_text()))
-    assert {"docs/measurement.md", "benchmarks/README.md", "docs/design.md"} <= links
+    assert {
+        "docs/usage.md",
+        "docs/measurement.md",
+        "benchmarks/README.md",
+        "docs/design.md",
+    } <= links
 
 
 def test_every_docs_or_benchmarks_path_the_readme_names_exists() -> None:
