@@ -196,10 +196,6 @@ def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
     return max(0.0, (statistics.fmean(training) - statistics.fmean(alone)) * rate)
 
 
-def _cpu_per_step(blocks: Sequence[RateBlock], kind: RateBlockKind) -> list[float]:
-    return [b.cpu_s_per_step for b in blocks if b.kind == kind and b.cpu_s_per_step is not None]
-
-
 def slowed_step_alone_note(blocks: Sequence[RateBlock], stages: Sequence[StageStats]) -> str | None:
     """A note where the whole pipeline held (the train step on held batches) fed training
     faster than any step-alone block ran: the live pipeline's own work slowed those blocks

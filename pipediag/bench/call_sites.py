@@ -40,7 +40,3 @@ def created_at(dataset: Any) -> str | None:
 def made_by(dataset: Any) -> str | None:
     site = _site(dataset)
     return None if site is None else site[1]
-
-
-def forget_all() -> None:
-    _SITES.clear()

@@ -28,7 +28,6 @@ _DT_STRING = 7
 _DT_INT64 = 9
 
 _PARALLEL_MAP_OPS = frozenset({"ParallelMapDatasetV2"})
-_PARALLEL_INTERLEAVE_OPS = frozenset({"ParallelInterleaveDatasetV3", "ParallelInterleaveDatasetV4"})
 # Attributes of a MapDataset that ParallelMapDatasetV2 does not have.
 _SEQUENTIAL_ONLY_ATTRS = ("force_synchronous",)
 _PASS_THROUGH_OPS = frozenset({"OptionsDataset"})
