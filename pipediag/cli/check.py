@@ -68,4 +68,8 @@ COMMAND = Command(
     ),
     add_arguments=add_arguments,
     run=check_command,
+    examples=(
+        "pipediag check out/report.json --max-input-cost 20%",
+        "pipediag check out/report.json --baseline main/report.json --max-slowdown 10%",
+    ),
 )

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from pipediag.cli import check, compare, history, merge, report, run
-from pipediag.cli.common import Command, OneLineParser
+from pipediag.cli.common import Command, ExamplesHelpFormatter, OneLineParser, examples_text
 from pipediag.errors import PipediagError
 from pipediag.version import __version__
 
@@ -27,6 +27,14 @@ COMMANDS: tuple[Command, ...] = (
 )
 """In the order `pipediag --help` lists them."""
 
+EXAMPLES = (
+    "pipediag run train.py --epochs 3          # diagnose; the script's own args follow it",
+    "pipediag run --steps 300 train.py         # measure longer for a narrower interval",
+    "pipediag report pipediag-out/report.json  # re-render a saved report",
+    "pipediag compare before.json after.json   # what a change did, beyond noise or not",
+    "pipediag COMMAND --help                   # each command's options",
+)
+
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The `pipediag` parser, and each command's own parser by its name."""
@@ -34,6 +42,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         prog="pipediag",
         allow_abbrev=False,
         description="Find out why TensorFlow training is slow: the input pipeline or the model.",
+        epilog=examples_text(EXAMPLES),
+        formatter_class=ExamplesHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"pipediag {__version__}")
     subparsers = parser.add_subparsers(
@@ -47,6 +57,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
             description=command.description,
             usage=command.usage,
             allow_abbrev=command.allow_abbrev,
+            epilog=examples_text(command.examples),
+            formatter_class=ExamplesHelpFormatter,
         )
         command.add_arguments(parsers[command.name])
     return parser, parsers

@@ -33,6 +33,7 @@ class Command:
             error found after parsing); returns the exit code.
         usage: its usage line, where argparse's own would mislead.
         allow_abbrev: whether a long option may be shortened.
+        examples: command lines shown at the end of its `--help`, one a line.
     """
 
     name: str
@@ -42,6 +43,26 @@ class Command:
     run: Callable[[argparse.Namespace, argparse.ArgumentParser], int]
     usage: str | None = None
     allow_abbrev: bool = True
+    examples: tuple[str, ...] = ()
+
+
+EXAMPLES_HEADING = "examples:"
+
+
+def examples_text(examples: Sequence[str]) -> str | None:
+    """The "examples:" block at the end of a `--help`; None without any."""
+    if not examples:
+        return None
+    return EXAMPLES_HEADING + "\n" + "\n".join(f"  {line}" for line in examples)
+
+
+class ExamplesHelpFormatter(argparse.HelpFormatter):
+    """argparse's help, its paragraphs wrapped as usual, the examples block kept line by line."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(EXAMPLES_HEADING):
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
 
 
 def said_written(written: Sequence[Path], failures: Sequence[str]) -> int:

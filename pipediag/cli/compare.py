@@ -46,4 +46,5 @@ COMMAND = Command(
     ),
     add_arguments=add_arguments,
     run=compare_command,
+    examples=("pipediag compare before/report.json after/report.json --png diff.png",),
 )

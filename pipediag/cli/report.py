@@ -40,4 +40,5 @@ COMMAND = Command(
     description="Re-render a saved report (no TensorFlow needed).",
     add_arguments=add_arguments,
     run=report_command,
+    examples=("pipediag report pipediag-out/report.json --out rendered",),
 )

@@ -245,4 +245,10 @@ COMMAND = Command(
     run=run_command,
     usage="pipediag run [options] SCRIPT [ARGS...]",
     allow_abbrev=False,
+    examples=(
+        "pipediag run train.py --epochs 3                  # args after SCRIPT are the script's",
+        "pipediag run --steps all train.py                 # let the script run to its end",
+        "pipediag run --out runs/a --history h.jsonl train.py  # a folder, and a trend file",
+        "pipediag run --watch --alert-input-share 20% train.py  # watch a long run",
+    ),
 )

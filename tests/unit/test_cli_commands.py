@@ -144,6 +144,20 @@ def test_every_command_prints_its_help(name: str, capsys: pytest.CaptureFixture[
     assert "%%" not in out
 
 
+@pytest.mark.parametrize("name", ["pipediag", "run", "report", "compare", "check"])
+def test_help_ends_with_examples_one_a_line(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    parser, parsers = build_parser()
+    with pytest.raises(SystemExit):
+        (parser if name == "pipediag" else parsers[name]).parse_args(["--help"])
+    out = capsys.readouterr().out
+    # the paragraphs above stay wrapped; each example is a line of its own, kept as written
+    assert all(len(line) <= 100 for line in out.splitlines())
+    examples = out.split("examples:\n", 1)[1].splitlines()
+    assert examples and all(line.startswith("  pipediag ") for line in examples)
+    if name != "pipediag":
+        assert all(line.startswith(f"  pipediag {name} ") for line in examples)
+
+
 def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
     from pipediag.version import __version__
 

@@ -14,7 +14,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
 CI_SCRIPT = REPO_ROOT / ".ci" / "run"
 # Files whose relative links are checked: the README and the documents it sends readers to.
-LINKING_DOCS = ("README.md", "docs/usage.md", "docs/measurement.md", "benchmarks/README.md")
+LINKING_DOCS = (
+    "README.md",
+    "docs/usage.md",
+    "docs/glossary.md",
+    "docs/measurement.md",
+    "benchmarks/README.md",
+)
 CITATION_TREES = ("pipediag", "tests", "benchmarks", "examples", "docs")
 # A tracker's numbers (the word, then a number, maybe after '#'): the repository has no tracker.
 ISSUE_CITATION = re.compile(r"\bissues? ?#?\d+", re.IGNORECASE)
