@@ -55,6 +55,8 @@ HIGH, MODERATE = 0.20, 0.05
 # A corpus script's plain run takes at most 60 s; pipediag's deep phase adds to that.
 PROCESS_TIMEOUT_S = 400
 SKIP_EPOCHS = 1
+# The constants a corpus script declares for the benchmarks.
+CONSTANTS = ("SPLIT", "STYLE", "VARIANTS", "TUNED_CHANGE", "TUNED_FIX")
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ class Script:
     split: str
     style: str
     source: str
+    # The hand-tuned variant (`PIPEDIAG_TUNED=1`), where the script has one: the change in
+    # words, and the pipediag fix it is ("port-to-tf-ops" where no rewrite names it).
+    tuned_change: str = ""
+    tuned_fix: str = ""
 
     @property
     def name(self) -> str:
@@ -106,6 +112,8 @@ def scripts(names: Sequence[str] = (), split: str | None = None) -> list[Script]
                 str(constants.get("SPLIT", "tune")),
                 str(constants.get("STYLE", "")),
                 source,
+                str(constants.get("TUNED_CHANGE", "")),
+                str(constants.get("TUNED_FIX", "")),
             )
             if names and entry.name not in names and path.stem not in names:
                 continue
@@ -120,7 +128,7 @@ def _constants(path: Path) -> dict[str, Any]:
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
-            if isinstance(target, ast.Name) and target.id in ("SPLIT", "STYLE", "VARIANTS"):
+            if isinstance(target, ast.Name) and target.id in CONSTANTS:
                 values[target.id] = ast.literal_eval(node.value)
     return values
 
@@ -160,22 +168,31 @@ def judge(label: str, truth_start: float | None, truth_within: float | None) -> 
     return {"right": right, "false_alarm": alarm}
 
 
-def _child_env(mode: str | None, out: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PIPEDIAG_TRUTH")}
+def _child_env(mode: str | None, out: Path | None, *, tuned: bool = False) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PIPEDIAG_TRUTH") and k != "PIPEDIAG_TUNED"
+    }
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if mode is not None and out is not None:
         env.update(PIPEDIAG_TRUTH=mode, PIPEDIAG_TRUTH_OUT=str(out))
+    if tuned:
+        env["PIPEDIAG_TUNED"] = "1"
     return env
 
 
-def run_mode(script: Script, mode: str, work: Path) -> tuple[dict[str, Any], float]:
-    """One whole process of the script in `mode`: its stamps and its wall time."""
-    out = work / f"{script.path.stem}-{script.variant}-{mode}.json"
+def run_mode(
+    script: Script, mode: str, work: Path, *, tuned: bool = False
+) -> tuple[dict[str, Any], float]:
+    """One whole process of the script in `mode` (its hand-tuned variant where `tuned`):
+    its stamps and its wall time."""
+    out = work / f"{script.path.stem}-{script.variant}-{mode}{'-tuned' if tuned else ''}.json"
     out.unlink(missing_ok=True)
     start = time.monotonic()
     done = subprocess.run(
         [sys.executable, str(script.path), *script.args],
-        env=_child_env(mode, out),
+        env=_child_env(mode, out, tuned=tuned),
         capture_output=True,
         text=True,
         timeout=PROCESS_TIMEOUT_S,

@@ -18,6 +18,10 @@ deterministic at import, and `PIPEDIAG_TRUTH_LOSSES=FILE` has `callbacks()` reco
 loss after every step into FILE (a JSON list) when the process ends, in any mode or none:
 `benchmarks/corpus_no_change.py` compares them with and without pipediag that way.
 
+`PIPEDIAG_TUNED=1` selects a script's hand-tuned variant, where it has one: its constants
+`TUNED_CHANGE` (the change, in words) and `TUNED_FIX` (the pipediag fix it is, or
+"port-to-tf-ops"); `benchmarks/corpus_prescription.py` times both variants in whole runs.
+
 The stamps go to the JSON file `PIPEDIAG_TRUTH_OUT` names when the process ends:
 `{"mode", "epochs": [{"start_s", "ends_s": [...]}]}`; `benchmarks/tutorials/truth.py`
 turns them into rates from each epoch's start and within the epoch.
@@ -36,6 +40,8 @@ from typing import Any
 MODE = os.environ.get("PIPEDIAG_TRUTH", "")
 OUT = os.environ.get("PIPEDIAG_TRUTH_OUT", "")
 LOSSES = os.environ.get("PIPEDIAG_TRUTH_LOSSES", "")
+# The hand-tuned variant of a script (its `TUNED_CHANGE`), for the prescription's truth.
+TUNED = os.environ.get("PIPEDIAG_TUNED") == "1"
 PLAIN, CACHED, PIPELINE = "A", "T", "P"
 
 _epochs: list[dict[str, Any]] = []

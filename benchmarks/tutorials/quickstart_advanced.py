@@ -15,7 +15,9 @@ Changes:
   `--epochs` sets the epochs;
 - the truth's switch: `_truth.epoch(train_ds)` around the training loop's per-epoch pass
   (and `_truth.training_dataset(...)` on train_ds before the loop); inert unless
-  PIPEDIAG_TRUTH is set.
+  PIPEDIAG_TRUTH is set;
+- a hand-tuned variant (`PIPEDIAG_TUNED=1`, for the prescription's truth): prefetch(AUTOTUNE)
+  after batch.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from tensorflow.keras.layers import Conv2D, Dense, Flatten
 
 SPLIT = "tune"
 STYLE = "custom-loop"
+TUNED_CHANGE = "prefetch(AUTOTUNE) after batch"
+TUNED_FIX = "prefetch-end"
 
 DATA_DIR = "/tmp/pipediag-corpus/quickstart_advanced"
 TRAIN_IMAGES = 3_200
@@ -109,6 +113,8 @@ x_train = x_train[..., tf.newaxis].astype("float32")
 x_test = x_test[..., tf.newaxis].astype("float32")
 
 train_ds = tf.data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(10000).batch(32)
+if _truth.TUNED:
+    train_ds = train_ds.prefetch(tf.data.AUTOTUNE)
 
 test_ds = tf.data.Dataset.from_tensor_slices((x_test, y_test)).batch(32)
 

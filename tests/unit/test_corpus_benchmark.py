@@ -116,3 +116,48 @@ def test_the_no_change_check_names_the_first_step_whose_loss_differs() -> None:
     # a run that stopped early (or ran on) differs where the shorter one ends
     assert first_difference([0.5, 0.4, 0.3], [0.5, 0.4]) == 2
     assert first_difference([], [0.1]) == 0
+
+
+def test_the_prescription_reads_the_first_change_and_judges_its_claim() -> None:
+    from benchmarks import corpus_prescription as rx
+
+    suggestions = [
+        {"id": "PD006-cache-after-random", "kind": "warning"},
+        {
+            "id": "PD009-prefetch",
+            "kind": "fix",
+            "fix": "prefetch-end",
+            "stage": "map",
+            "training_speedup": None,
+            "predicted_speedup": 1.3,
+        },
+        {
+            "id": "PD001-sequential-map",
+            "kind": "fix",
+            "fix": "parallel-map",
+            "training_speedup": 2.0,
+        },
+    ]
+    first = rx.first_change(suggestions)
+    # the first that changes the speed, its prediction standing in for an unmeasured gain
+    assert first == {
+        "id": "PD009-prefetch",
+        "fix": "prefetch-end",
+        "stage": "map",
+        "claim": 1.3,
+        "claim_kind": "predicted",
+    }
+    assert rx.same_change(first, "prefetch-end") and not rx.same_change(first, "cache")
+    assert rx.same_change({"id": "PD007-py-function", "fix": None}, "port-to-tf-ops")
+    assert not rx.same_change(None, "cache")
+    # held within [0.75, 1.33] of the whole-run truth
+    assert rx.claim_holds(1.3, 1.2) is True
+    assert rx.claim_holds(1.3, 1.8) is False
+    assert rx.claim_holds(None, 1.2) is None
+
+
+def test_the_corpus_reads_each_script_s_hand_tuned_variant() -> None:
+    tuned = {s.name: s.tuned_fix for s in corpus.scripts() if s.tuned_fix}
+    assert len(tuned) >= 6
+    assert tuned["mixup"] == "prefetch-end"
+    assert tuned["from_generator_fit"] == "port-to-tf-ops"

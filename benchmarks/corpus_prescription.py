@@ -1,0 +1,245 @@
+"""The prescription on the corpus: is pipediag's first change the one a careful engineer
+makes, and is the gain it claims the gain a whole run shows?
+
+Every corpus script that declares a hand-tuned variant (`TUNED_CHANGE`, `TUNED_FIX`; the
+docs' own "configure the dataset for performance" steps, or what a careful engineer would
+write) runs in whole processes with no pipediag code loaded, plain and tuned in turn
+(`PIPEDIAG_TUNED=1`), round after round with the order reversed each round. The truth is
+the whole-run speedup, tuned over plain, from each epoch's start (epochs 2 on), the median
+over rounds with its spread. Each round also runs `pipediag run` on the plain script and
+reads its first change: the first suggestion that changes the speed.
+
+Per script, the table says:
+- the hand-tuned change and pipediag's first change (its rule and fix);
+- whether they are the same change ("port-to-tf-ops" matches the rule that asks for it);
+- pipediag's claim (the gain measured on training where it has one, else its prediction,
+  else the most the change can gain) against the truth: held where claim / truth lies in
+  [0.75, 1.33].
+
+A first change other than the tuned one is reported as such: whether it is at least as fast
+needs its own whole runs, which this benchmark does not make.
+
+    python benchmarks/corpus_prescription.py                    # every tuned script, 3 rounds
+    python benchmarks/corpus_prescription.py --scripts mixup --rounds 1
+    python benchmarks/corpus_prescription.py --readme           # also write the README table
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import base_parser, median, write_results
+from benchmarks.corpus import (
+    PROCESS_TIMEOUT_S,
+    README,
+    Script,
+    _child_env,
+    rates,
+    run_mode,
+    scripts,
+)
+
+TABLE_START = "<!-- prescription table: start -->"
+TABLE_END = "<!-- prescription table: end -->"
+# A claim within these bounds of the truth holds (the issue's goal).
+CLAIM_LOW, CLAIM_HIGH = 0.75, 1.33
+# The rule that asks to port a Python stage to TF ops (no rewrite makes it).
+PORT_RULE = "PD007"
+PORT_TO_TF_OPS = "port-to-tf-ops"
+
+
+def first_change(suggestions: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The first suggestion that changes the speed, with the gain it claims: measured on
+    training, else predicted, else the most the change can gain (a stage held)."""
+    for s in suggestions:
+        if s.get("kind", "fix") != "fix":
+            continue
+        claim, how = None, "none"
+        for field, name in (
+            ("training_speedup", "measured"),
+            ("predicted_speedup", "predicted"),
+            ("bound_speedup", "at most"),
+        ):
+            if s.get(field) is not None:
+                claim, how = float(s[field]), name
+                break
+        return {
+            "id": s.get("id", ""),
+            "fix": s.get("fix"),
+            "stage": s.get("stage"),
+            "claim": claim,
+            "claim_kind": how,
+        }
+    return None
+
+
+def same_change(change: Mapping[str, Any] | None, tuned_fix: str) -> bool:
+    """Whether pipediag's first change is the hand-tuned one."""
+    if change is None:
+        return False
+    if tuned_fix == PORT_TO_TF_OPS:
+        return str(change.get("id", "")).startswith(PORT_RULE)
+    return change.get("fix") == tuned_fix
+
+
+def claim_holds(claim: float | None, truth: float | None) -> bool | None:
+    """claim / truth within [0.75, 1.33]; None where either is missing."""
+    if claim is None or truth is None or truth <= 0:
+        return None
+    return CLAIM_LOW <= claim / truth <= CLAIM_HIGH
+
+
+def diagnose(script: Script, work: Path) -> dict[str, Any] | None:
+    """`pipediag run` on the plain script: its first change, or None without a report."""
+    out = work / f"{script.name}-prescription"
+    subprocess.run(
+        [sys.executable, "-m", "pipediag", "run", "--quiet", "--out", str(out)]
+        + [str(script.path), *script.args],
+        env=_child_env(None, None),
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT_S,
+    )
+    path = out / "report.json"
+    if not path.exists():
+        return None
+    return first_change(json.loads(path.read_text()).get("suggestions", []))
+
+
+def measure(script: Script, rounds: int, work: Path) -> dict[str, Any]:
+    speedups: list[float] = []
+    changes: list[dict[str, Any] | None] = []
+    for number in range(rounds):
+        sides = ["plain", "tuned", "pipediag"]
+        if number % 2:
+            sides.reverse()
+        rate: dict[str, float | None] = {}
+        for side in sides:
+            if side == "pipediag":
+                changes.append(diagnose(script, work))
+                continue
+            stamps, _ = run_mode(script, "A", work, tuned=side == "tuned")
+            rate[side] = rates(stamps)[0]
+        if rate.get("plain") and rate.get("tuned"):
+            speedups.append((rate["tuned"] or 0.0) / (rate["plain"] or 1.0))
+        print(
+            f"  {script.name} round {number + 1}: speedup "
+            f"{speedups[-1] if speedups else float('nan'):.2f}x; first change {changes[-1]}",
+            flush=True,
+        )
+    truth = median(speedups) if speedups else None
+    judged = [
+        {
+            **change,
+            "same_change": same_change(change, script.tuned_fix),
+            "claim_holds": claim_holds(change.get("claim"), truth),
+        }
+        if change is not None
+        else None
+        for change in changes
+    ]
+    return {
+        "script": script.name,
+        "split": script.split,
+        "tuned_change": script.tuned_change,
+        "tuned_fix": script.tuned_fix,
+        "truth": {
+            "median": truth,
+            "min": min(speedups) if speedups else None,
+            "max": max(speedups) if speedups else None,
+        },
+        "first_changes": judged,
+    }
+
+
+def table(cases: Sequence[Mapping[str, Any]]) -> str:
+    lines = [
+        "| script | split | hand-tuned change | truth (whole run) | pipediag's first change | "
+        "same? | claim | claim / truth |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for case in cases:
+        t = case["truth"]
+        truth = "-"
+        if t["median"] is not None:
+            truth = f"{t['median']:.2f}x ({t['min']:.2f}-{t['max']:.2f})"
+        for change in case["first_changes"] or [None]:
+            if change is None:
+                first, same, claim, ratio = "none", "no", "-", "-"
+            else:
+                first = f"{change['id']} at {change['stage']}" if change["stage"] else change["id"]
+                same = "yes" if change["same_change"] else "no"
+                claim = (
+                    f"{change['claim']:.2f}x {change['claim_kind']}"
+                    if change["claim"] is not None
+                    else "-"
+                )
+                ratio = (
+                    f"{change['claim'] / t['median']:.2f}"
+                    if change["claim"] is not None and t["median"]
+                    else "-"
+                )
+            lines.append(
+                f"| {case['script']} | {case['split']} | {case['tuned_change']} | {truth} | "
+                f"{first} | {same} | {claim} | {ratio} |"
+            )
+    return "\n".join(lines)
+
+
+def write_readme_table(text: str, readme: Path = README) -> None:
+    content = readme.read_text()
+    if TABLE_START not in content:
+        content += f"\n{TABLE_START}\n{TABLE_END}\n"
+    head, rest = content.split(TABLE_START, 1)
+    _, tail = rest.split(TABLE_END, 1)
+    readme.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = base_parser("corpus_prescription", __doc__)
+    parser.add_argument("--scripts", default="", help="comma-separated script names")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--readme", action="store_true", help="write the table into the README")
+    args = parser.parse_args(argv)
+    names = [n for n in args.scripts.split(",") if n]
+    chosen = [s for s in scripts(names) if s.tuned_fix]
+    rounds = 1 if args.quick else args.rounds
+    if not chosen:
+        raise SystemExit("no corpus script of those names has a hand-tuned variant")
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pipediag-prescription-") as tmp:
+        cases = [measure(script, rounds, Path(tmp)) for script in chosen]
+    text = table(cases)
+    print(text)
+    if args.readme:
+        write_readme_table(text)
+    same = sum(1 for c in cases for f in c["first_changes"] if f and f["same_change"])
+    held = sum(1 for c in cases for f in c["first_changes"] if f and f["claim_holds"])
+    runs = sum(len(c["first_changes"]) for c in cases)
+    write_results(
+        args.json,
+        "corpus_prescription",
+        settings={"rounds": rounds, "scripts": [s.name for s in chosen]},
+        summary={
+            "runs": runs,
+            "first_change_is_the_tuned_one": same,
+            "claim_within_bounds": held,
+            "seconds": time.monotonic() - began,
+        },
+        cases=cases,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
