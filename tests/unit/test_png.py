@@ -21,6 +21,7 @@ from pipediag.renderers.png.style import (
     COST_COLOURS,
     FIGURE_SIZE_PX,
     INPUT_COLOUR,
+    TIME_AXIS_LABEL,
     WARNING_COLOUR,
 )
 from pipediag.renderers.png.suggestions import MAX_SUGGESTIONS, suggestion_lines
@@ -143,12 +144,16 @@ def test_gpu_panel_shares_the_steps_axis_and_cpu_keeps_the_whole_run() -> None:
     assert cpu.get_xlim()[0] == 0.0
 
 
-def test_no_gpu_report_says_why() -> None:
+def test_no_gpu_report_says_why_in_one_line_and_gives_the_steps_its_room() -> None:
     report = synthetic_report()
     figure = build_figure(report)
-    gpu_texts = [t.get_text() for t in _axes(figure, "gpu").texts]
-    assert gpu_texts == [f"No GPU found: {report.gpu.reason}"]
-    assert not _axes(figure, "gpu").lines
+    # no GPU panel: one line under the steps panel, which takes the room and its time axis
+    assert "gpu" not in {axes.get_label() for axes in figure.axes}
+    line = [t.get_text() for t in figure.texts if t.get_gid() == "no-gpu"]
+    assert line == [f"No GPU found: {report.gpu.reason}"]
+    timeline = _axes(figure, "timeline")
+    assert timeline.get_xlabel() == TIME_AXIS_LABEL
+    assert timeline.get_position().height > 0.25
 
 
 def test_unavailable_host_section_is_noted() -> None:

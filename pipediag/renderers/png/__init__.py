@@ -54,6 +54,7 @@ from pipediag.renderers.png.style import (
     GPU_RECT,
     PIPELINE_RECT,
     TIME_AXIS_LABEL,
+    TIMELINE_NO_GPU_RECT,
     TIMELINE_RECT,
 )
 from pipediag.renderers.png.suggestions import draw_suggestions
@@ -65,7 +66,7 @@ from pipediag.renderers.png.timeline import (
     shade_phases,
     steps_time_range,
 )
-from pipediag.renderers.png.utilization import draw_cpu, draw_gpu
+from pipediag.renderers.png.utilization import draw_cpu, draw_gpu, draw_no_gpu_line
 from pipediag.report.io import write_atomically
 from pipediag.report.model import Report
 
@@ -101,21 +102,33 @@ def build_figure(report: Report) -> Figure:
     figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, facecolor="white")
     FigureCanvasAgg(figure)  # attaches itself: text is measured to keep lines on the page
     draw_header(figure, report)
-    timeline = figure.add_axes(TIMELINE_RECT, label="timeline")
-    gpu = figure.add_axes(GPU_RECT, sharex=timeline, label="gpu")
+    # A GPU panel only where there is a GPU; otherwise one line says why.
+    with_gpu = report.gpu.available
+    timeline = figure.add_axes(
+        TIMELINE_RECT if with_gpu else TIMELINE_NO_GPU_RECT, label="timeline"
+    )
+    gpu = figure.add_axes(GPU_RECT, sharex=timeline, label="gpu") if with_gpu else None
     cpu = figure.add_axes(CPU_RECT, label="cpu")
     draw_timeline(timeline, report)
-    draw_gpu(gpu, report)
+    if gpu is not None:
+        draw_gpu(gpu, report)
+    else:
+        draw_no_gpu_line(figure, report)
     draw_cpu(cpu, report)
     timeline.set_xlim(*steps_time_range(report))
     cpu.set_xlim(*run_time_range(report))
     for axes in (timeline, gpu, cpu):
+        if axes is None:
+            continue
         # Phases are named on the steps panel, and on the CPU panel where it has data.
         label = axes is timeline or (axes is cpu and bool(report.host.samples))
         shade_phases(axes, report, label=label, whole_run=axes is cpu)
     draw_phase_verdicts(timeline, report)
-    timeline.tick_params(labelbottom=False)
-    gpu.set_xlabel(TIME_AXIS_LABEL, fontsize=9)
+    if gpu is not None:
+        timeline.tick_params(labelbottom=False)
+        gpu.set_xlabel(TIME_AXIS_LABEL, fontsize=9)
+    else:
+        timeline.set_xlabel(TIME_AXIS_LABEL, fontsize=9)
     cpu.set_xlabel(f"{TIME_AXIS_LABEL}: the whole run", fontsize=9)
     if report.watch is not None:  # watch mode: no pipeline-alone phase; the run over time
         from pipediag.renderers.watch_view import draw_watch_panel

@@ -28,6 +28,9 @@ LEFT_X, LEFT_W = 0.065, 0.55
 RIGHT_X, RIGHT_W = 0.76, 0.215
 TIMELINE_RECT = (LEFT_X, 0.545, LEFT_W, 0.18)
 GPU_RECT = (LEFT_X, 0.40, LEFT_W, 0.10)  # shares the steps' time axis, labels it below
+# Without a GPU the steps panel takes most of the GPU panel's room, and one line says why.
+TIMELINE_NO_GPU_RECT = (LEFT_X, 0.44, LEFT_W, 0.285)
+NO_GPU_LINE_Y = 0.362
 CPU_RECT = (LEFT_X, 0.215, LEFT_W, 0.10)  # the whole run
 PIPELINE_RECT = (RIGHT_X, 0.485, RIGHT_W, 0.24)
 COST_RECT = (RIGHT_X, 0.33, RIGHT_W, 0.04)

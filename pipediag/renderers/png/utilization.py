@@ -11,17 +11,35 @@ from typing import TYPE_CHECKING
 from pipediag.renderers import summary
 from pipediag.renderers.png.style import (
     GPU_COLOURS,
+    LEFT_X,
+    NO_GPU_LINE_Y,
+    NOTE_TEXT_COLOUR,
     PANEL_TITLE_FONT,
     PROCESS_CPU_COLOUR,
     SYSTEM_CPU_COLOUR,
 )
-from pipediag.renderers.png.text_fit import note
+from pipediag.renderers.png.text_fit import clip, note
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 UTIL_YMAX_PCT = 105.0
+# The no-GPU line runs under the steps panel, as wide as it (10-pt characters).
+NO_GPU_LINE_CHARS = 110
+
+
+def draw_no_gpu_line(figure: Figure, report: Report) -> None:
+    """The one line that stands for the GPU panel on a host without a GPU."""
+    figure.text(
+        LEFT_X,
+        NO_GPU_LINE_Y,
+        clip(summary.sentence(summary.no_gpu_text(report.gpu.reason)), NO_GPU_LINE_CHARS),
+        fontsize=10,
+        color=NOTE_TEXT_COLOUR,
+        gid="no-gpu",
+    )
 
 
 def draw_gpu(axes: Axes, report: Report) -> None:
