@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from pipediag.renderers import summary
 from pipediag.renderers.png import build_figure, render_png
 from pipediag.renderers.png.header import header_lines
+from pipediag.renderers.png.rates import stage_ms
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     COST_COLOURS,
@@ -579,10 +580,17 @@ def test_stage_bars_are_named_as_the_text_names_them_and_marked_with_t_and_a() -
         "map(parse)",
         "batch",
     ]
+    # the step times the stages are read against, on the stages' own axis
     assert [t.get_text() for t in pipeline.get_legend().get_texts()] == [
-        "A training: 25.0 steps/s",
-        "T compute alone: 44.6 steps/s",
+        "A training: 40.0 ms per step",
+        "T compute alone: 22.4 ms per step",
     ]
+    # each bar is the stage's own time per batch, linear: what it adds to the cut before it
+    # (never below zero), so the costliest stage draws longest
+    bars = _by_gid(pipeline.patches, "stage-bars")
+    assert [round(bar.get_width(), 1) for bar in bars] == [0.2, 33.1, 0.0]
+    assert pipeline.get_xscale() == "linear"
+    assert stage_ms([dataclasses.replace(stages[1], own_s_per_batch=0.025)]) == [25.0]
 
 
 def test_rates_panel_says_why_stages_were_not_timed_and_marks_no_limit() -> None:
@@ -650,7 +658,7 @@ def test_each_stage_held_on_training_shows_its_gain_and_the_jump_takes_the_mark(
     painted = [i for i, bar in enumerate(bars) if bar.get_facecolor()[:3] == _rgb(INPUT_COLOUR)]
     assert painted == [1]
     marked = [t.get_text() for t in pipeline.texts if t.get_text().endswith("bottleneck")]
-    assert marked == [" 30.0 bottleneck"]
+    assert marked == [" 33.1 ms bottleneck"]
     # the summary's slowest-stage line names the jump too
     line = next(x for x in render_text(report).splitlines() if x.strip().startswith("Slowest"))
     assert "map: parse: 30.0 batches/s" in line and "batch(32)" not in line

@@ -1,4 +1,5 @@
-"""The pipeline panel: each stage's rate with the training (A) and compute-alone (T) rates
+"""The pipeline panel: each stage's own time per batch, on a linear axis so that the
+costliest stage draws longest, with the step times of training (A) and of the step alone (T)
 marked over them; without stage timings, the three rates P, T and A side by side (the
 differential view of DS-Analyzer). Rates and stage names come from the summary layer.
 """
@@ -49,12 +50,25 @@ def draw_pipeline(axes: Axes, report: Report) -> None:
         _draw_rate_comparison(axes, report)
 
 
+def stage_ms(stages: Sequence[StageStats]) -> list[float]:
+    """Each stage's own milliseconds per batch: as timed where it was, else what the stage
+    adds to the time per batch of the pipeline cut before it (never below zero)."""
+    found, before = [], 0.0
+    for stats in stages:
+        prefix = 1000.0 / stats.batches_per_s if stats.batches_per_s else before
+        own = stats.own_s_per_batch * 1000.0 if stats.own_s_per_batch is not None else None
+        found.append(max(0.0, prefix - before) if own is None else own)
+        before = prefix
+    return found
+
+
 def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
-    axes.set_title("Pipeline stages (batches/s)", loc="left", fontsize=PANEL_TITLE_FONT)
+    axes.set_title("Stage time (ms per batch)", loc="left", fontsize=PANEL_TITLE_FONT)
+    own = dict(zip((s.index for s in stages), stage_ms(stages), strict=True))
     if len(stages) > MAX_STAGES:
-        slowest = sorted(stages, key=lambda s: s.batches_per_s or 0.0)[:MAX_STAGES]
-        stages = sorted(slowest, key=lambda s: s.index)
-    rates = [s.batches_per_s or 0.0 for s in stages]
+        costliest = sorted(stages, key=lambda s: own[s.index], reverse=True)[:MAX_STAGES]
+        stages = sorted(costliest, key=lambda s: s.index)
+    values = [own[s.index] for s in stages]
     # When the model sets the pace, the pipeline's slowest stage is not the run's
     # bottleneck (and on a cached pipeline its rate is the first, filling pass): it is
     # named, not painted as the input problem.
@@ -67,26 +81,28 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
         INPUT_COLOUR if s.index == marked_index and input_problem else STAGE_COLOUR for s in stages
     ]
     positions = list(range(len(stages)))
-    axes.barh(positions, rates, color=colours, height=0.65, gid="stage-bars")
+    axes.barh(positions, values, color=colours, height=0.65, gid="stage-bars")
     axes.set_yticks(
         positions,
         [clip(summary.stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages],
         fontsize=9,
     )
     axes.invert_yaxis()  # source at the top, as the pipeline reads
-    # The two rates the stages are read against: training (A) and the step alone (T).
+    # The two step times the stages are read against: training's (A) and the step alone's
+    # (T). A stage's own time above T's keeps the step waiting unless it runs in parallel.
     by_letter = {rate.letter: rate for rate in summary.rates(report)}
     marked = [by_letter[letter] for letter in ("A", "T")]
-    for rate in marked:
-        if rate.value:
+    step_ms = [1000.0 / rate.value if rate.value else 0.0 for rate in marked]
+    for rate, ms in zip(marked, step_ms, strict=True):
+        if ms:
             axes.axvline(
-                rate.value,
+                ms,
                 color=RATE_COLOURS[rate.letter],
                 linestyle=RATE_LINE_STYLES[rate.letter],
                 linewidth=1.4,
-                label=f"{rate.title}: {rate.number} {rate.unit}",
+                label=f"{rate.title}: {ms:.1f} ms per step",
             )
-    if any(rate.value for rate in marked):
+    if any(step_ms):
         axes.legend(
             loc="upper left",
             bbox_to_anchor=(0.0, -0.08),
@@ -94,33 +110,38 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
             frameon=False,
             borderaxespad=0.0,
         )
-    _scale_rate_axis(axes, [*rates, *(rate.value or 0.0 for rate in marked)])
+    axes.set_xlim(0, max([*values, *step_ms, 1e-3]) * 1.6)
     mark = " bottleneck" if input_problem else " slowest stage"
     marks = [mark if s.index == marked_index else "" for s in stages]
-    _room_for_if_free(axes, stages, marks)
-    _label_bars(axes, positions, [s.batches_per_s for s in stages], marks)
+    labels = [f" {_ms_text(ms)}{m}" for ms, m in zip(values, marks, strict=True)]
+    _room_for_if_free(axes, stages, values, labels)
+    for y, ms, label, m in zip(positions, values, labels, marks, strict=True):
+        axes.text(
+            ms, y, label, va="center", ha="left", fontsize=9, fontweight="bold" if m else "normal"
+        )
     _label_if_free(axes, positions, stages)
 
 
-def _room_for_if_free(axes: Axes, stages: list[StageStats], marks: list[str]) -> None:
-    """Widen the rate axis so that every bar's label ends left of the column where the
-    gains if free are written (char widths approximated at the labels' 9 pt)."""
+def _ms_text(ms: float) -> str:
+    """ "25.1 ms", "0.11 ms"."""
+    return f"{ms:.1f} ms" if ms >= 1.0 else f"{ms:.2f} ms"
+
+
+def _room_for_if_free(
+    axes: Axes, stages: list[StageStats], values: list[float], labels: list[str]
+) -> None:
+    """Widen the axis so that every bar's label ends inside the panel, left of the column
+    where the gains if free are written (char widths approximated at the labels' 9 pt)."""
     column = max((len(if_free_text(s)) for s in stages), default=0)
-    if not column:
-        return
     width_pt = axes.get_window_extent().width * 72 / axes.figure.dpi
     low, high = axes.get_xlim()
-    log = axes.get_xscale() == "log"
-    for stats, mark in zip(stages, marks, strict=True):
-        rate = stats.batches_per_s
-        if rate is None or rate <= 0:
+    for value, label in zip(values, labels, strict=True):
+        if value <= 0:
             continue
-        label = len(f" {summary.rate_text(rate)}{mark}")
-        free = 1.0 - ((label + column) * CHAR_PT + COLUMN_GAP_PT) / width_pt
+        free = 1.0 - ((len(label) + column) * CHAR_PT + COLUMN_GAP_PT) / width_pt
         free = max(free, MIN_BAR_SHARE)
         # the bar's end and its label within `free` of the panel's width
-        needed = low * (rate / low) ** (1.0 / free) if log else rate / free
-        high = max(high, needed)
+        high = max(high, value / free)
     shown = axes.get_xlim()[1]
     axes.set_xlim(low, high)
     # the ticks stay over the rates: none out in the column's room
