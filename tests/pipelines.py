@@ -265,3 +265,12 @@ def bands_reached(label: str, interval: Sequence[float] | None) -> set[str]:
     bands = ["compute-bound", "balanced", "input-bound"]
     low, high = sorted(bands.index(end) for end in ends)
     return {label, *bands[low : high + 1]}
+
+
+def input_bound_or_host_busy(verdict: dict[str, Any]) -> bool:
+    """A report's verdict (JSON) reads input-bound, or uncertain because other processes kept
+    the host busy (a loaded host: the honest answer there, docs/design.md, "A busy host")."""
+    label = verdict.get("label")
+    return label == "input-bound" or (
+        label == "uncertain" and verdict.get("uncertain_because") == "busy-host"
+    )

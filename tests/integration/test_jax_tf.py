@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from cli_runner import ENV
+from pipelines import input_bound_or_host_busy
 
 # Found, not imported: JAX in the test process would make pipediag's in-process diagnoses
 # read their loops as JAX loops (a script that imported JAX).
@@ -133,9 +134,12 @@ def test_jax_loop(tmp_path: Path, mode: str) -> None:
 
     assert report["train"]["style"] == "jax-loop"
     assert report["train"]["input_wait_source"] == "iterator-timing"
-    # a loaded host may read a compute-bound loop as balanced, never as input-bound
-    expected = {"input-bound"} if mode == "input" else {"compute-bound", "balanced"}
-    assert report["verdict"]["label"] in expected
+    # a loaded host may read a compute-bound loop as balanced, never as input-bound; the
+    # input-bound one as uncertain where other processes kept the host busy
+    if mode == "input":
+        assert input_bound_or_host_busy(report["verdict"]), report["verdict"]
+    else:
+        assert report["verdict"]["label"] in {"compute-bound", "balanced"}
     _assert_step_alone_measured(report)
     assert report["compute_alone"]["method"] == "cached-batch-loop"
     if mode == "input":
@@ -208,7 +212,7 @@ def test_keras_fit_on_jax_input_bound_with_losses_identical_to_a_plain_run(tmp_p
     assert report["train"]["style"] == "keras-fit"
     assert report["train"]["keras_backend"] == "jax"
     assert report["train"]["input_wait_source"] == "batch-stamps"
-    assert report["verdict"]["label"] == "input-bound"
+    assert input_bound_or_host_busy(report["verdict"]), report["verdict"]
     # The step ran alone mid-run, between fit's own steps, and training went on unchanged.
     _assert_step_alone_measured(report)
     assert report["compute_alone"]["start_s"] < report["train"]["steps"][-1]["start_s"]
