@@ -113,7 +113,10 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     axes.set_xlim(0, max([*values, *step_ms, 1e-3]) * 1.6)
     mark = " bottleneck" if input_problem else " slowest stage"
     marks = [mark if s.index == marked_index else "" for s in stages]
-    labels = [f" {_ms_text(ms)}{m}" for ms, m in zip(values, marks, strict=True)]
+    # Beside a column of gains if free the panel has no room for the word: the marked bar
+    # keeps its colour and bold figure, and the column names the jump.
+    worded = not any(if_free_text(s) for s in stages)
+    labels = [f" {_ms_text(ms)}{m if worded else ''}" for ms, m in zip(values, marks, strict=True)]
     _room_for_if_free(axes, stages, values, labels)
     for y, ms, label, m in zip(positions, values, labels, marks, strict=True):
         axes.text(
