@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pipediag.config import RunConfig
+
 pytestmark = pytest.mark.tensorflow
 
 
@@ -82,22 +84,25 @@ model.fit(ds, epochs=1, verbose=0)
 """
 
 
+def _holds_only() -> RunConfig:
+    """No fix trials (nothing here reads them): the stage holds get the whole budget after the
+    stage timing, about 9.6 s, more than the 4 s they get beside the trials."""
+    return RunConfig(
+        measured_steps=30,
+        warmup_steps=3,
+        bench_seconds=1.0,
+        sample_gpu=False,
+        verify=False,
+        deep_seconds=12.0,
+    )
+
+
 def test_holding_a_sleeping_map_on_fit_makes_the_jump(tmp_path: Path) -> None:
     import pipediag
 
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT))
-    config = pipediag.RunConfig(
-        measured_steps=30,
-        warmup_steps=3,
-        bench_seconds=1.0,
-        sample_gpu=False,
-        # No fix trials (nothing here reads them): the stage holds get the whole budget after
-        # the stage timing, about 9.6 s, more than the 4 s they get beside the trials.
-        verify=False,
-        deep_seconds=12.0,
-    )
-    report = pipediag.diagnose(script, [], config=config, out=None, log=None)
+    report = pipediag.diagnose(script, [], config=_holds_only(), out=None, log=None)
     stages = report.pipeline.stages
     by_kind = {s.kind: s for s in stages}
     held = {s.index: s.training_speedup_if_free for s in stages}
@@ -149,17 +154,7 @@ def test_holding_a_sleeping_map_in_a_custom_loop_makes_the_jump(tmp_path: Path) 
 
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(LOOP_SCRIPT))
-    config = pipediag.RunConfig(
-        measured_steps=30,
-        warmup_steps=3,
-        bench_seconds=1.0,
-        sample_gpu=False,
-        # No fix trials (nothing here reads them): the stage holds get the whole budget after
-        # the stage timing, about 9.6 s, more than the 4 s they get beside the trials.
-        verify=False,
-        deep_seconds=12.0,
-    )
-    report = pipediag.diagnose(script, [], config=config, out=None, log=None)
+    report = pipediag.diagnose(script, [], config=_holds_only(), out=None, log=None)
     assert report.train.style == "custom-loop"
     stages = report.pipeline.stages
     seen = [(s.index, s.kind, s.training_speedup_if_free) for s in stages]

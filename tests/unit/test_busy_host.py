@@ -5,6 +5,8 @@ Hand-built timelines, rates in alternation and host samples; no TensorFlow.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from pipediag.analysis.classifier import build_train_section, judge
@@ -38,26 +40,33 @@ def _train(step_s: float, wait_s: float, steps: int = 60) -> TrainSection:
     )
 
 
-def _alternation(training: float, alone: float, start_s: float) -> ComputeAlone:
-    """T A T A ... blocks of 10 steps at the two rates (steps/s), with small differences."""
+def _blocks(training: Sequence[float], alone: Sequence[float], start_s: float) -> ComputeAlone:
+    """A0 T1 A1 T2 ... blocks of 10 steps at the given rates (steps/s), from `start_s`."""
     blocks, t = [], start_s
-    for i in range(4):
-        rate = training * (1 + 0.01 * (i % 2))
+    for i, rate in enumerate(training):
         blocks.append(RateBlock(TRAINING_BLOCK, t, 10, 10 / rate, 0))
         t += 10 / rate
-        if i < 3:
-            rate = alone * (1 - 0.01 * (i % 2))
-            blocks.append(RateBlock(STEP_ALONE_BLOCK, t, 10, 10 / rate, 0))
-            t += 10 / rate
+        if i < len(alone):
+            blocks.append(RateBlock(STEP_ALONE_BLOCK, t, 10, 10 / alone[i], 0))
+            t += 10 / alone[i]
     return ComputeAlone(
         measured=True,
         method="cached-batch-loop",
-        steps=30,
-        steps_per_s=alone,
+        steps=10 * len(alone),
+        steps_per_s=alone[0],
         blocks=blocks,
         block_steps=10,
         start_s=start_s,
         duration_s=t - start_s,
+    )
+
+
+def _alternation(training: float, alone: float, start_s: float) -> ComputeAlone:
+    """Training and the step alone at steady rates, each block 1% off the last."""
+    return _blocks(
+        [training * (1 + 0.01 * (i % 2)) for i in range(4)],
+        [alone * (1 - 0.01 * (i % 2)) for i in range(3)],
+        start_s,
     )
 
 
@@ -163,23 +172,7 @@ def test_the_two_readings_skew_cancels_before_the_clip() -> None:
 
 def _noisy_alternation(alones: tuple[float, ...], start_s: float = 4.0) -> ComputeAlone:
     """Training at 10 steps/s against a step alone that read `alones` steps/s in turn."""
-    blocks, t = [], start_s
-    for i, alone in enumerate((*alones, None)):
-        blocks.append(RateBlock(TRAINING_BLOCK, t, 10, 1.0, 0))
-        t += 1.0
-        if alone is not None and i < 3:
-            blocks.append(RateBlock(STEP_ALONE_BLOCK, t, 10, 10 / alone, 0))
-            t += 10 / alone
-    return ComputeAlone(
-        measured=True,
-        method="cached-batch-loop",
-        steps=30,
-        steps_per_s=13.0,
-        blocks=blocks,
-        block_steps=10,
-        start_s=start_s,
-        duration_s=t - start_s,
-    )
+    return _blocks([10.0] * (len(alones) + 1), alones, start_s)
 
 
 def test_a_cost_too_noisy_for_one_band_is_uncertain_with_the_steps_to_tell() -> None:
