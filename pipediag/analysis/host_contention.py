@@ -26,8 +26,10 @@ def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float
     on the report's axis); None without host samples in that window.
 
     Per sample: the machine's busy share less this process's (psutil's process percent
-    counts 100 per core, the system's 100 for the whole machine). Averaged before it is
-    clipped at zero, so that the two readings' small timing skew cancels out.
+    counts 100 per core, the system's 100 for the whole machine) and less the time the
+    hypervisor gave to other guests (a VM counts it busy: 27% of a 2-core guest's time here
+    while one core spun). Averaged before it is clipped at zero, so that the two readings'
+    small timing skew cancels out.
     """
     if host is None or not host.available or not host.samples:
         return None
@@ -36,7 +38,9 @@ def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float
     inside = [s for s in host.samples if begin_s < s.t_s <= end_s + host.interval_s]
     if cores <= 0 or not inside:
         return None
-    others = sum(s.system_cpu_pct - s.process_cpu_pct / cores for s in inside) / len(inside)
+    others = sum(
+        s.system_cpu_pct - (s.steal_pct or 0.0) - s.process_cpu_pct / cores for s in inside
+    ) / len(inside)
     return max(0.0, others) / 100.0 * cores
 
 

@@ -24,6 +24,9 @@ class HostSample:
     per_core_pct: list[float]
     process_rss_bytes: int
     system_mem_used_pct: float
+    # The share of the machine's time its hypervisor gave to other guests (counted busy in
+    # `system_cpu_pct`); None where the platform does not report it.
+    steal_pct: float | None = None
 
 
 @dataclass(frozen=True)

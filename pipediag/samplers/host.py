@@ -64,6 +64,17 @@ def cpu_percentages(before: list[Any], after: list[Any]) -> tuple[list[float], f
     return per_core, system, 100.0 * iowait_sum / total_sum if total_sum > 0 else 0.0
 
 
+def steal_percentage(before: list[Any], after: list[Any]) -> float | None:
+    """The machine's time stolen by its hypervisor between two `cpu_times(percpu=True)`
+    reads, in % of the whole machine; None where the platform does not report it."""
+    if not after or "steal" not in after[0]._fields:
+        return None
+    at = after[0]._fields.index("steal")
+    stolen = sum(max(0.0, new[at] - old[at]) for old, new in zip(before, after, strict=False))
+    total = sum(sum(new) - sum(old) for old, new in zip(before, after, strict=False))
+    return 100.0 * stolen / total if total > 0 else 0.0
+
+
 def merge_host_samples(earlier: HostSample, later: HostSample) -> HostSample:
     """One sample covering both: means of the readings, timed at the end of the later window."""
     if len(earlier.per_core_pct) == len(later.per_core_pct):
@@ -80,6 +91,7 @@ def merge_host_samples(earlier: HostSample, later: HostSample) -> HostSample:
         per_core_pct=per_core,
         process_rss_bytes=mean_int_or_none(earlier.process_rss_bytes, later.process_rss_bytes) or 0,
         system_mem_used_pct=(earlier.system_mem_used_pct + later.system_mem_used_pct) / 2,
+        steal_pct=mean_or_none(earlier.steal_pct, later.steal_pct),
     )
 
 
@@ -140,6 +152,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         rss = int(self._process.memory_info().rss)
         times = list(psutil.cpu_times(percpu=True))
         per_core, system, iowait = cpu_percentages(self._last_cpu_times, times)
+        steal = steal_percentage(self._last_cpu_times, times)
         self._last_cpu_times = times
         mem_pct = float(psutil.virtual_memory().percent)
         return HostSample(
@@ -150,6 +163,7 @@ class HostSampler(ThreadedSampler[HostSample]):
             per_core_pct=per_core,
             process_rss_bytes=rss,
             system_mem_used_pct=mem_pct,
+            steal_pct=steal,
         )
 
     def _process_cpu_pct(self, t: float, cpu_s: float) -> float:
@@ -203,6 +217,7 @@ class HostSampler(ThreadedSampler[HostSample]):
                 per_core_pct=list(s.per_core_pct),
                 process_rss_bytes=s.process_rss_bytes,
                 system_mem_used_pct=s.system_mem_used_pct,
+                steal_pct=s.steal_pct,
             )
             for s in items
         ]

@@ -201,3 +201,32 @@ def test_a_wide_interval_inside_one_band_keeps_its_label() -> None:
     verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(0.0))
     low, _ = verdict.input_cost_interval or [0.0, 0.0]
     assert low > 0.2 and verdict.label == INPUT_BOUND and verdict.uncertain_because == ""
+
+
+def test_time_the_hypervisor_gave_to_other_guests_is_not_other_processes() -> None:
+    # a VM counts stolen time busy: this process on 1 of 2 cores, the machine 70% busy of
+    # which 20 points stolen by the hypervisor, nothing else running in the guest
+    samples = [
+        HostSample(t / 2, 100.0, 70.0, 0.0, [0.0, 0.0], 0, 50.0, steal_pct=20.0)
+        for t in range(1, 41)
+    ]
+    host = HostSection(available=True, cpu_count=2, interval_s=0.5, samples=samples)
+    assert other_processes_cores(host, 0.0, 20.0) == pytest.approx(0.0)
+    # where the platform does not say, what it cannot tell apart is counted as before
+    bare = [HostSample(t / 2, 100.0, 70.0, 0.0, [0.0, 0.0], 0, 50.0) for t in range(1, 41)]
+    assert other_processes_cores(
+        HostSection(available=True, cpu_count=2, interval_s=0.5, samples=bare), 0.0, 20.0
+    ) == pytest.approx(0.4)
+
+
+def test_the_sampler_reads_the_stolen_share_of_the_whole_machine() -> None:
+    from collections import namedtuple
+
+    from pipediag.samplers.host import steal_percentage
+
+    times = namedtuple("times", ["user", "idle", "steal"])
+    before = [times(0.0, 0.0, 0.0), times(0.0, 0.0, 0.0)]
+    after = [times(0.6, 0.2, 0.2), times(0.1, 0.9, 0.0)]  # 0.2 s of 2 core-seconds stolen
+    assert steal_percentage(before, after) == pytest.approx(10.0)
+    no_steal = namedtuple("no_steal", ["user", "idle"])
+    assert steal_percentage([no_steal(0.0, 0.0)], [no_steal(1.0, 0.0)]) is None
