@@ -222,7 +222,11 @@ def judge(
             label = UNCERTAIN
     because: UncertainReason = UNCERTAIN_BUSY_HOST if label == UNCERTAIN else ""
     steps_to_tell = None
-    if label != UNCERTAIN and _too_noisy(interval, high=high, moderate=moderate):
+    if (
+        label != UNCERTAIN
+        and interval is not None
+        and _too_noisy(interval, high=high, moderate=moderate)
+    ):
         label, because = UNCERTAIN, UNCERTAIN_TOO_NOISY
         steps_to_tell = _steps_to_tell(interval, train.measured_steps)
     found = InputCost(found.cost, found.split, interval)

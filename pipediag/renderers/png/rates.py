@@ -66,8 +66,8 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     axes.set_title("Stage time (ms per batch)", loc="left", fontsize=PANEL_TITLE_FONT)
     own = dict(zip((s.index for s in stages), stage_ms(stages), strict=True))
     if len(stages) > MAX_STAGES:
-        costliest = sorted(stages, key=lambda s: own[s.index], reverse=True)[:MAX_STAGES]
-        stages = sorted(costliest, key=lambda s: s.index)
+        kept = sorted(stages, key=lambda s: own[s.index], reverse=True)[:MAX_STAGES]
+        stages = sorted(kept, key=lambda s: s.index)
     values = [own[s.index] for s in stages]
     # When the model sets the pace, the pipeline's slowest stage is not the run's
     # bottleneck (and on a cached pipeline its rate is the first, filling pass): it is
