@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from pipediag.report.model_side import ModelTrial
     from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer, Concluded, Held, Tried
+    from pipediag.training.compute_alone import StepAlone
+    from pipediag.training.function_loop import TrainCalls
     from pipediag.training.loop_profile import OpsFound, Profiler
 
 # A multi-worker loop's blocks: a fixed size, whatever each worker's own timing says.
@@ -84,6 +86,8 @@ class Seen:
     model: Any
     batch: Any
     fit_overhead_s: float | None = None
+    # A loop that pulls inside a tf.function: the function that trains.
+    calls: TrainCalls | None = None
 
 
 class Conclusion:
@@ -164,11 +168,11 @@ class Conclusion:
         steps).
         """
         step_s = self._timeline.median_measured_step_s()
+        driven = seen.style == "keras-fit" and seen.model is not None
         if (
-            seen.style != "keras-fit"
+            not (driven or seen.calls is not None)
             or self._lockstep
             or self.verdict is not None
-            or seen.model is None
             or seen.batch is None
             or step_s is None
         ):
@@ -181,7 +185,6 @@ class Conclusion:
             block_steps_for,
             scaled_rounds,
         )
-        from pipediag.training.compute_alone import fit_step_alone
 
         scale = alternation_scale(self._config.measured_steps)
         block_steps, max_rounds = block_steps_for(step_s), scaled_rounds(scale)
@@ -192,7 +195,7 @@ class Conclusion:
             block_steps = min(block_steps, steps_left // (MIN_ROUNDS + 2))
             if block_steps < MIN_BLOCK_STEPS:
                 return None
-        runner = fit_step_alone(seen.model, seen.batch)
+        runner = _step_alone(seen)
         if isinstance(runner, str):
             return None
         first = newest_steps(self._timeline, block_steps) if lead else None
@@ -366,7 +369,18 @@ class Conclusion:
     def _fit_compute_alone(
         self, seen: Seen, pipeline: PipelineBenchmark, origin: float
     ) -> ComputeAlone:
-        """The train step alone under fit: the model's train function on the cached batch."""
+        """The train step alone under fit: the model's train function on the cached batch
+        (in a loop that pulls inside a tf.function, that function)."""
+        if seen.calls is not None and seen.batch is not None and not self._lockstep:
+            runner = _step_alone(seen)
+            if isinstance(runner, str):
+                return ComputeAlone(measured=False, reason=runner)
+            hint = self._timeline.median_measured_step_s()
+            if hint is None:
+                return ComputeAlone(measured=False, reason="no measured step to compare with")
+            return fit_compute_alone(
+                runner, step_s=hint, clock=self._clock, origin=origin, say=self._say
+            )
         if seen.style != "keras-fit":
             return ComputeAlone(measured=False, reason="no train step to run alone")
         if self._lockstep:
@@ -381,8 +395,11 @@ class Conclusion:
         hint = self._timeline.median_measured_step_s()
         if hint is None:
             return ComputeAlone(measured=False, reason="no measured step to compare with")
+        runner = _step_alone(seen)
+        if isinstance(runner, str):
+            return ComputeAlone(measured=False, reason=runner)
         return fit_compute_alone(
-            seen.model, seen.batch, step_s=hint, clock=self._clock, origin=origin, say=self._say
+            runner, step_s=hint, clock=self._clock, origin=origin, say=self._say
         )
 
     def _loop_model_side(self) -> None:
@@ -448,8 +465,11 @@ def newest_steps(timeline: StepTimeline, count: int) -> tuple[float, list[float]
 WATCH_NO_COMPUTE_ALONE = "watch mode runs no train step alone"
 
 
-def no_compute_alone_reason(config: RunConfig, style: TrainStyle, *, hooked: bool) -> str | None:
-    """Why compute alone cannot run once the script has ended; None where it still can."""
+def no_compute_alone_reason(
+    config: RunConfig, style: TrainStyle, *, hooked: bool, calls: TrainCalls | None = None
+) -> str | None:
+    """Why compute alone cannot run once the script has ended; None where it still can (a
+    loop that pulls inside a tf.function: that function runs on the cached batch)."""
     if config.watch is not None:
         return WATCH_NO_COMPUTE_ALONE
     if not hooked:
@@ -457,7 +477,7 @@ def no_compute_alone_reason(config: RunConfig, style: TrainStyle, *, hooked: boo
             "steps marked through pipediag.monitor() cannot be run on their own: "
             "compute alone is estimated"
         )
-    if style in LOOP_STYLES:
+    if style in LOOP_STYLES and calls is None:
         return (
             "--steps all: a custom loop has no safe point to run extra steps on a cached "
             "batch (they would change what it trains on)"
@@ -466,3 +486,13 @@ def no_compute_alone_reason(config: RunConfig, style: TrainStyle, *, hooked: boo
             "served a cached batch"
         )
     return None
+
+
+def _step_alone(seen: Seen) -> StepAlone | str:
+    """What runs the train step alone on the cached batch: fit's train function, or the
+    tf.function a loop pulls inside (`training/function_loop.py`)."""
+    from pipediag.training.compute_alone import fit_step_alone
+
+    if seen.calls is not None:
+        return seen.calls.step_alone(seen.batch)
+    return fit_step_alone(seen.model, seen.batch)

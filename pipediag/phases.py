@@ -32,6 +32,7 @@ from pipediag.timeline import RawStep, StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.bench.whatif import FixPipelines
+    from pipediag.training.compute_alone import StepAlone
     from pipediag.training.loop_search import HoldPlan
     from pipediag.training.prescription import SearchPlan
 
@@ -172,15 +173,16 @@ def pipeline_alone(
 
 
 def fit_compute_alone(
-    model: Any, batch: Any, *, step_s: float, clock: Clock, origin: float, say: Narration
+    runner: StepAlone, *, step_s: float, clock: Clock, origin: float, say: Narration
 ) -> ComputeAlone:
-    """Phase 3 under fit: the model's train function on the cached batch."""
-    from pipediag.training.compute_alone import MAX_SECONDS, measure_fit_step
+    """Phase 3 under fit: the model's train function on the cached batch (`runner`; in a
+    loop that pulls inside a tf.function, that function)."""
+    from pipediag.training.compute_alone import MAX_SECONDS, measure_step_alone
 
     say.phase("measuring the train step alone on a cached batch", MAX_SECONDS)
     began = clock.now()
     try:
-        result = measure_fit_step(model, batch, clock=clock, origin=origin, step_s_hint=step_s)
+        result = measure_step_alone(runner, clock=clock, origin=origin, step_s_hint=step_s)
     except Exception as exc:
         result = ComputeAlone(
             measured=False,

@@ -39,7 +39,12 @@ from pipediag.report.model import (
     TrainSection,
     TrainStyle,
 )
-from pipediag.report.vocabulary import LOOP_STYLES, InputWaitSource, KerasBackend
+from pipediag.report.vocabulary import (
+    LOOP_STYLES,
+    WAIT_UNAVAILABLE,
+    InputWaitSource,
+    KerasBackend,
+)
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -48,6 +53,7 @@ if TYPE_CHECKING:
     from pipediag.samplers import GpuSampler, HostSampler
     from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer, LoopWork
+    from pipediag.training.function_loop import TrainCalls
     from pipediag.training.prescription import PipelineSearch
     from pipediag.training.stage_cost import Searched
     from pipediag.watch.watcher import Watcher
@@ -135,6 +141,8 @@ class DiagnosticSession:
         self._dataset: Any = None
         self._cached_batch: Any = None
         self._model: Any = None
+        # A loop that pulls inside a tf.function: the function that trains.
+        self._train_calls: TrainCalls | None = None
         self._keras_backend: KerasBackend | None = None
         # A FitTracker fed by the caller rather than by installed hooks (`pipediag.keras.Watch`).
         self.fit_tracker: FitTracker | None = None
@@ -171,7 +179,7 @@ class DiagnosticSession:
         watch = self.watcher.finish() if self.watcher is not None else None
         if not self.conclusion.concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
-        self._dataset = self._cached_batch = self._model = None
+        self._dataset = self._cached_batch = self._model = self._train_calls = None
         _drain_teardowns(self.note)
         analysis_began = self.clock.now()
         self._progress.close()
@@ -312,6 +320,11 @@ class DiagnosticSession:
 
         self._keras_backend = keras_backend(model)
 
+    def train_calls(self, calls: TrainCalls) -> None:
+        """A loop trains in calls of a tf.function that pulls inside it: that function runs
+        alone on the cached batch after the measured steps."""
+        self._train_calls = calls
+
     def training_log_dir(self, log_dir: str) -> None:
         """The log directory of the training's own TensorBoard callback: watch mode's scalars
         go there too."""
@@ -405,7 +418,9 @@ class DiagnosticSession:
 
     def _seen(self) -> Seen:
         overhead = self._fit_overhead_s()
-        return Seen(self.style, self._dataset, self._model, self._cached_batch, overhead)
+        return Seen(
+            self.style, self._dataset, self._model, self._cached_batch, overhead, self._train_calls
+        )
 
     def _fit_overhead_s(self) -> float | None:
         """What fit's measured steps took beyond their train function; None outside fit."""
@@ -452,7 +467,9 @@ class DiagnosticSession:
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""
-        reason = no_compute_alone_reason(self.config, self.style, hooked=self._install_hooks)
+        reason = no_compute_alone_reason(
+            self.config, self.style, hooked=self._install_hooks, calls=self._train_calls
+        )
         try:
             # (a verdict already said keeps its compute-alone run: this one is ignored)
             self._conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
@@ -462,6 +479,8 @@ class DiagnosticSession:
     # -- building the report ---------------------------------------------------------
     def _wait_source(self) -> InputWaitSource:
         """Where the steps' waits come from; under fit without stamps, fills them first."""
+        if self._train_calls is not None:
+            return WAIT_UNAVAILABLE  # the pulls are inside the training function's graph
         return _wait_source(self.style, self._fit_tracker(), self.timeline, self._phases)
 
     def _train_section(self) -> TrainSection:

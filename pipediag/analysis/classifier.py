@@ -191,6 +191,10 @@ def judge(
     each epoch's start-up, in XProf's bands.
     """
     timed = [s for s in train.steps if s.label in (INPUT_BOUND, COMPUTE_BOUND)]
+    if not timed and _in_alternation(train, compute_alone):
+        # Waits not timed (the pulls run inside a tf.function): the cost is read from the
+        # alternation's rates alone.
+        timed = [s for s in train.steps if s.label == UNKNOWN]
     if not timed:
         return Verdict(summary=why_unknown or _why_no_verdict(train, pipeline))
     total = sum(s.duration_s for s in timed)
@@ -264,6 +268,15 @@ def judge(
     )
 
 
+def _in_alternation(train: TrainSection, compute_alone: ComputeAlone | None) -> bool:
+    """Steps whose waits were never timed, measured in alternation with the step alone."""
+    return (
+        train.input_wait_source == WAIT_UNAVAILABLE
+        and compute_alone is not None
+        and bool(compute_alone.blocks)
+    )
+
+
 def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) -> bool:
     """A measured cost (its interval above zero) whose interval is wider than
     `LABEL_MAX_HALF_WIDTH` either side and reaches across a band's edge."""
@@ -329,9 +342,10 @@ def _summary(
         return _not_measurable(fraction, found.interval[1], rates)
     interval = _interval_text(found.interval)
     if label == COMPUTE_BOUND:
+        waited = f"{fraction:.0%} spent waiting" if split.waits_timed else "waits not timed"
         text = (
-            f"Input costs only {cost:.0%} of training time ({interval}{fraction:.0%} spent "
-            "waiting): the model's train step sets the rate"
+            f"Input costs only {cost:.0%} of training time ({interval}{waited}): the model's "
+            "train step sets the rate"
         )
         if headroom is not None and pipeline.batches_per_s is not None:
             text += f"; the pipeline alone delivers {headroom:.1f}x what the train step needs"
@@ -396,10 +410,16 @@ def _not_measurable(fraction: float, high: float, rates: Rates) -> str:
 def _parts_text(split: CostSplit) -> str:
     """ "waiting 4%, contention 40% (for the host's cores), per-pull overhead 0%"."""
     kinds = {CONTENDS_FOR_CORES: " (for the host's cores)", CONTENDS_FOR_GIL: " (for the GIL)"}
-    text = (
-        f"waiting {split.wait:.0%}, contention {split.contention:.0%}"
-        f"{kinds.get(split.contention_kind, '')}, per-pull overhead {split.fetch:.0%}"
-    )
+    if not split.waits_timed:
+        text = (
+            f"waiting and contention {split.wait:.0%}, not told apart: the pulls run inside "
+            "a tf.function"
+        )
+    else:
+        text = (
+            f"waiting {split.wait:.0%}, contention {split.contention:.0%}"
+            f"{kinds.get(split.contention_kind, '')}, per-pull overhead {split.fetch:.0%}"
+        )
     if split.epoch_start > 0:
         text += f", epoch starts {split.epoch_start:.0%}"
     return text

@@ -68,6 +68,7 @@ from pipediag.report.vocabulary import (
     KIND_SHUFFLE,
     KIND_SHUFFLE_AND_REPEAT,
     WAIT_ITERATOR_TIMING,
+    WAIT_UNAVAILABLE,
     ContentionKind,
 )
 
@@ -221,6 +222,9 @@ def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpo
         return InEpochCost(wait, 0.0, 0.0, None)
     if rates.source == ESTIMATED:
         gap = min(gap, wait + fetch)  # step time minus wait: contention cannot be seen
+    if wait_source == WAIT_UNAVAILABLE:
+        # The pulls run inside a tf.function: the gap is read whole (`CostSplit.waits_timed`).
+        return InEpochCost(max(0.0, gap), 0.0, 0.0, None)
     return InEpochCost(wait, fetch, max(0.0, gap - wait - fetch), pull_s)
 
 
@@ -439,8 +443,9 @@ def input_cost(
         epoch_start_s=start.start_s if start is not None else None,
         epoch_steps=start.steps if start is not None else None,
         epoch_start_stage=epoch_start_stage(stages) if start is not None else "",
+        waits_timed=wait_source != WAIT_UNAVAILABLE,
     )
-    floor = split.wait if split.wait >= MATERIAL_WAIT else 0.0
+    floor = split.wait if split.wait >= MATERIAL_WAIT and split.waits_timed else 0.0
     return InputCost(cost, split, cost_interval(rates.paired, share, cost, floor=floor))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipediag.hooks.call_sites import CallSitePatch
+from pipediag.hooks.function_loop import FunctionLoopTracker
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.imports import PostImportHook
 from pipediag.hooks.keras_fit import FitPatch, FitTracker
@@ -27,6 +28,7 @@ class InstalledHooks:
 
     fit: FitTracker
     loop: CustomLoopTracker
+    function_loop: FunctionLoopTracker
     _fit_patch: FitPatch
     _iterator_patch: IteratorPatch
     _tape_patch: GradientTapePatch
@@ -56,7 +58,8 @@ def install(session: HookHost) -> InstalledHooks:
     iterator_patch = IteratorPatch(loop, session)
     tape_patch = GradientTapePatch(watch)
     call_site_patch = CallSitePatch()
-    function_call_patch = FunctionCallPatch(step_calls, session.gate.bypassed)
+    function_loop = FunctionLoopTracker(session, on_found=loop.forget_training)
+    function_call_patch = FunctionCallPatch(step_calls, session.gate.bypassed, function_loop)
 
     def on_tensorflow(module: object) -> None:
         iterator_patch.install(module)
@@ -68,6 +71,7 @@ def install(session: HookHost) -> InstalledHooks:
     hooks = InstalledHooks(
         fit,
         loop,
+        function_loop,
         fit_patch,
         iterator_patch,
         tape_patch,

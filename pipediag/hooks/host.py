@@ -21,6 +21,7 @@ from pipediag.timeline import StepTimeline
 if TYPE_CHECKING:
     from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer
+    from pipediag.training.function_loop import TrainCalls
 
 
 class HookGate:
@@ -71,6 +72,9 @@ class HookHost(Protocol):
     @property
     def gate(self) -> HookGate: ...
 
+    @property
+    def style(self) -> TrainStyle: ...
+
     # -- what training is --
     def mark_style(self, style: TrainStyle) -> bool:
         """A custom loop trains; False when fit is diagnosed instead."""
@@ -78,6 +82,9 @@ class HookHost(Protocol):
     def benchmark_pipeline(self, dataset: Any, *, rebuilt: bool = False) -> None:
         """The loop's training dataset, before its steps are timed (`rebuilt`: made anew
         for another pass, as `ds.take(n)` each epoch)."""
+
+    def train_calls(self, calls: TrainCalls) -> None:
+        """A loop trains in calls of a tf.function that pulls inside it."""
 
     def fit_called(self, model: Any, dataset: Any, *, given: str) -> None:
         """fit trains `model` on `dataset` (None: fit was given a `given`, not a tf.data
@@ -105,5 +112,8 @@ class HookHost(Protocol):
         """A custom loop at its budget: what serves its next pulls, or None (concluded)."""
 
     # -- what the user reads --
+    def note(self, message: str) -> None:
+        """Something the user should know."""
+
     def note_once(self, message: str) -> None:
         """Something the user should know, once."""

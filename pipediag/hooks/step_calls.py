@@ -20,9 +20,12 @@ import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipediag.training.loop_xla import LoopStep
+
+if TYPE_CHECKING:
+    from pipediag.hooks.function_loop import FunctionLoopTracker
 
 # The train step is called once in at least this share of the counted steps (a first step
 # after an epoch's end may show an extra call of a function that runs once an epoch).
@@ -137,7 +140,7 @@ class StepCalls:
     def _is_framework(self, key: int, function: Any) -> bool:
         known = self._framework.get(key)
         if known is None:
-            known = self._framework[key] = _framework_function(function)
+            known = self._framework[key] = is_framework_function(function)
         return known
 
 
@@ -157,7 +160,7 @@ def _code_of(function: Any) -> Any:
     return getattr(python, "__code__", None)
 
 
-def _framework_function(function: Any) -> bool:
+def is_framework_function(function: Any) -> bool:
     """Defined inside pipediag, or in an installed TensorFlow or Keras (by its code's file)."""
     code = _code_of(function)
     if code is None:
@@ -184,8 +187,14 @@ class FunctionCallPatch:
     """Wraps `Function.__call__`: counts eager calls into `StepCalls`, and sends one
     instance's calls to its redirect while one is set. `uninstall` restores the original."""
 
-    def __init__(self, calls: StepCalls, bypassed: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        calls: StepCalls,
+        bypassed: Callable[[], bool],
+        function_loop: FunctionLoopTracker | None = None,
+    ) -> None:
         self._calls = calls
+        self._function_loop = function_loop
         self._bypassed = bypassed
         self._owner: Any = None
         self._original: Any = None
@@ -201,6 +210,7 @@ class FunctionCallPatch:
         owner = polymorphic_function.Function
         original = owner.__dict__["__call__"]
         calls, redirects, bypassed = self._calls, self._calls.redirects, self._bypassed
+        loop = self._function_loop
         executing_eagerly = context.executing_eagerly
 
         def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -208,8 +218,13 @@ class FunctionCallPatch:
                 twin = redirects.get(id(function))
                 if twin is not None:
                     return twin(*args, **kwargs)
-            if calls.recording and executing_eagerly() and not bypassed():
-                calls.called(function)
+            if (calls.recording or (loop is not None and loop.watching)) and (
+                executing_eagerly() and not bypassed()
+            ):
+                if calls.recording:
+                    calls.called(function)
+                if loop is not None and loop.watching:
+                    return loop.call(function, original, args, kwargs)
             return original(function, *args, **kwargs)
 
         __call__.__wrapped__ = original  # type: ignore[attr-defined]

@@ -108,7 +108,7 @@ class CustomLoopTracker:
         self._last_batch: Any = None
         # At the step budget: what answers the loop's pulls until the budget ends the script.
         self._budget: BudgetServer | None = None
-        self._fit_diagnosed = False
+        self._diagnosed_elsewhere = False
 
     def on_next(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
         # Runs on every pull of the user's loop, often thousands a second: the common case
@@ -168,13 +168,14 @@ class CustomLoopTracker:
         self._timeline.mark_epoch_start(self._epoch, float(made_s), steps)
 
     def forget_training(self) -> None:
-        """Fit is diagnosed instead: the loop's pulls are no longer timed."""
+        """Fit, or a loop that pulls inside a tf.function, is diagnosed instead: the loop's
+        pulls are no longer timed."""
         self._train_dataset = None
         self._open_step = None
         for judged in self._passes.values():
             if judged.kind == TRAINING:
                 judged.kind = UNTRACKED
-        self._fit_diagnosed = True
+        self._diagnosed_elsewhere = True
 
     def finish(self) -> None:
         """Record every pass still open that was not training, and end what the budget was
@@ -196,7 +197,7 @@ class CustomLoopTracker:
         self._sweep()
         dataset = getattr(iterator, "_dataset", None)
         now = self._now()
-        if dataset is None or self._fit_diagnosed:
+        if dataset is None or self._diagnosed_elsewhere:
             judged = _Pass(iterator, dataset, UNTRACKED, now)
         else:
             origin = pass_origin(sys._getframe(1))

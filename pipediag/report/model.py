@@ -360,6 +360,9 @@ class CostSplit:
     epoch_start_s: float | None = None  # the median start-up, seconds
     epoch_steps: int | None = None  # the steps it is spread over
     epoch_start_stage: str = ""  # the stage that likely makes it, e.g. "shuffle(10000)"
+    # False where the pulls run inside a tf.function: `wait` then holds waiting and
+    # contention together, read from the rates, not told apart.
+    waits_timed: bool = True
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ optimizer slots and iterations, metrics, seed-generator states) is copied before
 assigned back after, so training goes on exactly as it would have.
 
 Where fit has returned before its budget, nothing is left to alternate with, and the step
-runs alone in one piece (`measure_fit_step`): about 2 s or 50 steps, whichever comes first,
+runs alone in one piece (`measure_step_alone`): about 2 s or 50 steps, whichever comes first,
 and more steps (up to a quarter second) for sub-millisecond steps, after a short warm-up.
 """
 
@@ -175,22 +175,18 @@ def fit_step_alone(model: Any, batch: Any) -> StepAlone | str:
     return FitStepAlone(model, batch)
 
 
-def measure_fit_step(
-    model: Any, batch: Any, *, clock: Clock, origin: float, step_s_hint: float
+def measure_step_alone(
+    runner: StepAlone, *, clock: Clock, origin: float, step_s_hint: float
 ) -> ComputeAlone:
-    """Time `model.train_function` on `batch` in one run (after fit has returned, where no
-    training is left to alternate with), then put every variable back as it was.
+    """Time the train step alone in one run (after training has ended, where none is left
+    to alternate with); the runner puts every variable back as it was.
 
     Args:
-        model: the Keras model `fit` trained.
-        batch: one element of the training dataset, as `fit` would pull it.
+        runner: what runs the step alone (`fit_step_alone`; a loop's `TrainCalls`).
         clock: the session's clock.
         origin: the session's time zero, for `start_s`.
         step_s_hint: the measured train step's median, to size the run.
     """
-    runner = fit_step_alone(model, batch)
-    if isinstance(runner, str):
-        return ComputeAlone(measured=False, reason=runner)
     per_call = runner.per_call
     wanted = steps_wanted(step_s_hint * per_call)
     began = clock.now()

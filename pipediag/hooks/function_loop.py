@@ -1,0 +1,216 @@
+"""Loops that pull inside a `tf.function`: each call of the training function is timed.
+
+`for _ in tf.range(n): strategy.run(step, (next(iterator),))` pulls in the graph, where no
+iterator hook runs (docs/design.md, "Loops that pull inside a tf.function"). What Python
+does see is the call: `Function.__call__` (wrapped by `hooks/step_calls.py`) hands every
+eager call of a script's own `tf.function` here while no training has been found.
+
+- A call given a tf.data or tf.distribute iterator among its arguments is a candidate.
+  Its first call traces it; the optimizer step counter its graph captures is read after
+  each call (`training/function_loop.py::step_counter`). When the counter moves over a
+  call, the function trains: its dataset is benchmarked alone, and each later call is
+  timed as that many steps, the call's time spread evenly over them. Their input waits,
+  inside the graph, are not measured.
+- At the step budget, training and the function alone on the cached batch alternate, as
+  under fit (`training/alternation.py`), then the script ends.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from pipediag.hooks.host import HookHost
+from pipediag.hooks.step_calls import definition_site, function_name, is_framework_function
+from pipediag.report.vocabulary import CUSTOM_LOOP
+from pipediag.timeline import StepBudgetReached
+from pipediag.training.function_loop import TrainCalls, iterator_dataset, step_counter
+
+_NO_COUNTER = -1
+
+
+class FunctionLoopTracker:
+    """Finds the tf.function that trains on an iterator it is given, and times its calls.
+
+    `watching` is cleared once the session diagnoses training some other way; `call` then
+    is never reached. `on_found` runs once training is found (the eager loop hook stops
+    timing pulls then).
+    """
+
+    def __init__(self, session: HookHost, on_found: Callable[[], None] = lambda: None) -> None:
+        self._session = session
+        self._on_found = on_found
+        self.watching = True
+        self._iterator_types: tuple[type, ...] | None = None
+        self._counts: dict[int, tuple[weakref.ref[Any], Any, int]] = {}
+        self.train: TrainCalls | None = None
+        self._iterator: weakref.ref[Any] | None = None
+        self._count = 0
+        self._epoch = -1
+        self._alternation: Any = None
+        self.seen: list[str] = []  # candidates that never trained, for the no-verdict text
+
+    def call(self, function: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """One eager call of a `tf.function`: run it, and time it when it is the one that
+        trains."""
+        train = self.train
+        if train is not None:
+            if function is train.function:
+                return self._timed(train, args, kwargs)
+            return call(function, *args, **kwargs)
+        if self._session.style != "none":
+            self.watching = False
+            return call(function, *args, **kwargs)
+        slot = self._iterator_slot(args, kwargs)
+        if slot is None:
+            return call(function, *args, **kwargs)
+        return self._probe(function, call, slot, args, kwargs)
+
+    def _iterator_slot(self, args: Any, kwargs: Any) -> int | str | None:
+        types = self._iterator_types
+        if types is None:
+            from tensorflow.python.data.ops.iterator_ops import OwnedIterator
+            from tensorflow.python.distribute.input_lib import DistributedIteratorBase
+
+            types = self._iterator_types = (OwnedIterator, DistributedIteratorBase)
+        for position, value in enumerate(args):
+            if isinstance(value, types):
+                return position
+        for key, value in kwargs.items():
+            if isinstance(value, types):
+                return str(key)
+        return None
+
+    def _probe(
+        self, function: Any, call: Callable[..., Any], slot: int | str, args: Any, kwargs: Any
+    ) -> Any:
+        """A candidate's call: its counter is found after its first (tracing) call; a later
+        call that moves it shows the function trains."""
+        known = self._counts.get(id(function))
+        if known is not None and known[0]() is not function:
+            known = None
+        if known is None and is_framework_function(function):
+            return call(function, *args, **kwargs)
+        result = call(function, *args, **kwargs)
+        if known is None:
+            counter = step_counter(function)
+            before = int(counter.numpy()) if counter is not None else _NO_COUNTER
+            self._counts[id(function)] = (weakref.ref(function), counter, before)
+            if counter is None:
+                self.seen.append(_seen_text(function, "captures no optimizer step counter"))
+            return result
+        _, counter, before = known
+        if counter is None:
+            return result
+        after = int(counter.numpy())
+        self._counts[id(function)] = (known[0], counter, after)
+        if after > before:
+            self._found(function, call, slot, counter, after - before, args, kwargs, after)
+        return result
+
+    def _found(
+        self,
+        function: Any,
+        call: Callable[..., Any],
+        slot: int | str,
+        counter: Any,
+        steps: int,
+        args: Any,
+        kwargs: Any,
+        count: int,
+    ) -> None:
+        session = self._session
+        if not session.mark_style(CUSTOM_LOOP):
+            self.watching = False
+            return
+        self._counts.clear()
+        self.train = train = TrainCalls(
+            function,
+            call,
+            slot,
+            counter,
+            function_name(function),
+            definition_site(function),
+            steps,
+            tuple(args),
+            dict(kwargs),
+        )
+        self._count = count
+        self._on_found()
+        site = f" ({train.where})" if train.where else ""
+        session.note(
+            f"the loop pulls inside the tf.function {train.name}{site}, {steps} steps a call: "
+            "each call is timed and its time spread over its steps; input waits inside it "
+            "are not measured"
+        )
+        session.train_calls(train)
+        dataset = iterator_dataset(train.iterator())
+        if dataset is not None:
+            session.benchmark_pipeline(dataset)
+
+    def _timed(self, train: TrainCalls, args: Any, kwargs: Any) -> Any:
+        session = self._session
+        train.args, train.kwargs = tuple(args), dict(kwargs)
+        iterator = train.iterator()
+        if self._iterator is None or self._iterator() is not iterator:
+            self._iterator = weakref.ref(iterator)
+            self._epoch += 1
+            if self._alternation is not None:
+                self._alternation.skip_step()
+        clock = session.clock
+        start = clock.now()
+        result = train.call(train.function, *args, **kwargs)
+        count = train.count()
+        end = clock.now()
+        steps, self._count = count - self._count, count
+        if steps <= 0:
+            return result
+        train.steps_per_call = steps
+        span = (end - start) / steps
+        ends = [start + span * k for k in range(1, steps + 1)]
+        if self._alternation is not None:
+            self._alternated(start, ends)
+            return result
+        timeline = session.timeline
+        reached = False
+        for step_start, step_end in zip([start, *ends], ends, strict=False):
+            reached = timeline.add(step_start, step_end, None, self._epoch) or reached
+        if reached and not session.keep_measuring():
+            self._at_budget()
+        return result
+
+    def _at_budget(self) -> None:
+        """Training and the function alone on the cached batch in turn, then the end."""
+        alternation = self._session.alternate_fit(lead=True, steps_left=None)
+        if alternation is None:
+            self._session.conclude()
+            raise StepBudgetReached
+        self._alternation = alternation
+        if alternation.wants_step_alone:
+            alternation.step_alone_block()
+        self._over()
+
+    def _alternated(self, start: float, ends: list[float]) -> None:
+        alternation = self._alternation
+        for step_start, step_end in zip([start, *ends], ends, strict=False):
+            if alternation.training_step(step_start, step_end):
+                # The call's later steps ran before the step-alone block that follows:
+                # they belong to no block.
+                if alternation.wants_step_alone:
+                    alternation.step_alone_block()
+                break
+        self._over()
+
+    def _over(self) -> None:
+        alternation = self._alternation
+        if alternation is None or not alternation.done:
+            return
+        self._alternation = None
+        self._session.conclude()
+        raise StepBudgetReached
+
+
+def _seen_text(function: Any, why: str) -> str:
+    site = definition_site(function)
+    return f"{function_name(function)}{f' ({site})' if site else ''} {why}"

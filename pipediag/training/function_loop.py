@@ -1,0 +1,184 @@
+"""A loop that pulls inside a `tf.function`: the training function, and it run alone.
+
+Research trainers and TF Model Garden's Orbit run several steps per call of one
+`tf.function`, `for _ in tf.range(n): strategy.run(step, (next(iterator),))`, over an
+iterator passed in as an argument (docs/design.md, "Loops that pull inside a
+tf.function"). No Python runs between those pulls, so the call is the unit pipediag times,
+and the optimizer's step counter, read after each call, says how many steps it ran.
+
+`TrainCalls` is the function found training and what it was last called with; its
+`step_alone` runs the same function on an iterator over the cached batch, of the same
+kind and element spec as the user's (so the traced graph is reused), with every variable
+the function captures copied before each block and assigned back after it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipediag.clock import Clock
+from pipediag.training.compute_alone import STATEFUL_RANDOM_OPS
+from pipediag.training.loop_xla import captured_variables
+
+# The optimizer's step counter among the variables a function captures: Keras 3's
+# `iteration`, tf_keras' `iter`, other optimizers' `iterations` (a scalar integer).
+_COUNTER_NAME = re.compile(r"(^|/)(iteration|iterations|iter|global_step)(:\d+)?$")
+
+
+def step_counter(function: Any) -> Any | None:
+    """The optimizer's step counter the traced `function` captures, or None."""
+    for variable in captured_variables(function):
+        integer = getattr(getattr(variable, "dtype", None), "is_integer", False)
+        name = str(getattr(variable, "name", ""))
+        if integer and tuple(variable.shape) == () and _COUNTER_NAME.search(name):
+            return variable
+    return None
+
+
+def iterator_dataset(iterator: Any) -> Any | None:
+    """The dataset a tf.data or tf.distribute iterator reads (a distributed iterator's first
+    worker's, which is what each of its replicas is fed from), or None."""
+    workers = getattr(iterator, "_iterators", None)
+    if workers:
+        return getattr(workers[0], "_dataset", None)
+    return getattr(iterator, "_dataset", None)
+
+
+@dataclass
+class TrainCalls:
+    """The tf.function that trains, pulling from the iterator at `slot` of its arguments.
+
+    Attributes:
+        function: the `tf.function` (a polymorphic `Function`).
+        call: `Function.__call__` as TensorFlow defines it (pipediag's wrapper bypassed).
+        slot: the iterator's position among the arguments, or its keyword.
+        counter: the optimizer's step counter the function captures.
+        name: the function's name; `where`: `file.py:line` where the script defines it.
+        steps_per_call: the steps the last call ran.
+    """
+
+    function: Any
+    call: Callable[..., Any]
+    slot: int | str
+    counter: Any
+    name: str
+    where: str | None
+    steps_per_call: int
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def iterator(self) -> Any:
+        return self.args[self.slot] if isinstance(self.slot, int) else self.kwargs[self.slot]
+
+    def count(self) -> int:
+        """The counter's value; reading it waits for the call's work to end."""
+        return int(self.counter.numpy())
+
+    def step_alone(self, batch: Any) -> CallStepAlone | str:
+        """What runs this function alone on `batch`, or why it cannot run."""
+        if batch is None:
+            return "no batch of the training dataset was kept"
+        blocker = stateful_random_op(self.function)
+        if blocker is not None:
+            return (
+                f"the training function uses TensorFlow's stateful random op {blocker}, whose "
+                "hidden state extra steps would change"
+            )
+        held = held_iterator(self.iterator(), batch)
+        if isinstance(held, str):
+            return held
+        args, kwargs = list(self.args), dict(self.kwargs)
+        if isinstance(self.slot, int):
+            args[self.slot] = held
+        else:
+            kwargs[self.slot] = held
+        return CallStepAlone(self, tuple(args), kwargs, captured_variables(self.function))
+
+
+class CallStepAlone:
+    """The training function on an iterator over the cached batch (a `StepAlone`): each
+    call's steps are reported one by one, its time spread evenly over them."""
+
+    per_call = 1  # steps are reported singly, not per call
+
+    def __init__(
+        self, calls: TrainCalls, args: tuple[Any, ...], kwargs: dict[str, Any], variables: list[Any]
+    ) -> None:
+        self._calls = calls
+        self._args = args
+        self._kwargs = kwargs
+        self._variables = variables
+
+    @property
+    def restored_variables(self) -> int:
+        return len(self._variables)
+
+    def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
+        """`warmup` untimed calls, then calls until `step_ended` says the block is complete;
+        the variables are put back however it ends."""
+        calls = self._calls
+        saved = [(v, v.numpy()) for v in self._variables]
+        try:
+            for _ in range(warmup):
+                calls.call(calls.function, *self._args, **self._kwargs)
+            count = calls.count()
+            while True:
+                began = clock.now()
+                calls.call(calls.function, *self._args, **self._kwargs)
+                after = calls.count()
+                ended = clock.now()
+                steps, count = after - count, after
+                if steps <= 0:
+                    raise RuntimeError("the training function ran no step on the cached batch")
+                for k in range(1, steps + 1):
+                    if step_ended(began + (ended - began) * k / steps):
+                        return
+        finally:
+            for variable, value in saved:
+                variable.assign(value)
+
+
+def held_iterator(iterator: Any, batch: Any) -> Any | str:
+    """An iterator over `batch` forever, of the same kind and element spec as `iterator`,
+    or why none can be made."""
+    import tensorflow as tf
+
+    dataset = iterator_dataset(iterator)
+    spec = getattr(dataset, "element_spec", None)
+    if spec is None:
+        return "the training iterator's dataset cannot be read"
+    flat_specs = tf.nest.flatten(spec)
+    if not all(isinstance(s, tf.TensorSpec) for s in flat_specs):
+        return "the training batches are not plain tensors (ragged or sparse)"
+
+    def relaxed(*parts: Any) -> Any:
+        # The cached batch's shapes are fully known; the iterator's may not be (a batch
+        # dimension of None). The same spec keeps the traced function from retracing.
+        element = parts if len(parts) > 1 else parts[0]
+        flat = [
+            tf.compat.v1.placeholder_with_default(t, s.shape)
+            for t, s in zip(tf.nest.flatten(element), flat_specs, strict=True)
+        ]
+        return tf.nest.pack_sequence_as(spec, flat)
+
+    held = tf.data.Dataset.from_tensors(batch).repeat().map(relaxed)
+    strategy = getattr(iterator, "_strategy", None)
+    if strategy is None:
+        return iter(held)
+    return iter(strategy.distribute_datasets_from_function(lambda _context: held))
+
+
+def stateful_random_op(function: Any) -> str | None:
+    """The first of TensorFlow's stateful random ops in the traced function, if any."""
+    for concrete in function._list_all_concrete_functions():
+        graph_def = concrete.graph.as_graph_def()
+        ops = {node.op for node in graph_def.node}
+        for library_function in graph_def.library.function:
+            ops.update(node.op for node in library_function.node_def)
+        hit = sorted(ops & STATEFUL_RANDOM_OPS)
+        if hit:
+            return str(hit[0])
+    return None

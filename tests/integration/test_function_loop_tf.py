@@ -1,0 +1,119 @@
+"""Loops that pull inside a `tf.function`, as research trainers and Orbit do: several steps a
+call over `strategy.distribute_datasets_from_function`, diagnosed like any loop.
+
+Margins are wide: the input-bound pipeline sleeps 50 ms a batch in a `py_function` against a
+step of about a millisecond; the compute-bound one reads a cached, repeated dataset into a
+model that does far more work per step than the pipeline.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from pipelines import bands_reached
+
+import pipediag
+from pipediag.report.model import COMPUTE_BOUND, INPUT_BOUND
+
+pytestmark = pytest.mark.tensorflow
+
+STEPS_PER_CALL = 4
+CONFIG = pipediag.RunConfig(
+    measured_steps=24,
+    measured_seconds=None,
+    warmup_steps=4,
+    bench_seconds=1.0,
+    sample_gpu=False,
+    stages=False,
+    verify=False,
+)
+
+SCRIPT = f"""
+import time
+import numpy as np
+import tensorflow as tf
+import keras
+
+SLOW = {{slow}}
+strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+
+def slow_batch(x):
+    time.sleep(0.05)
+    return x
+
+def input_fn(context):
+    x = np.random.default_rng(0).normal(size=(2048, {{width}})).astype("float32")
+    y = np.zeros((2048, 1), "float32")
+    ds = tf.data.Dataset.from_tensor_slices((x, y))
+    if SLOW:
+        ds = ds.batch(8).map(
+            lambda a, b: (tf.ensure_shape(tf.py_function(slow_batch, [a], tf.float32),
+                                          [None, {{width}}]), b))
+        return ds.repeat()
+    return ds.cache().batch(256).repeat().prefetch(2)
+
+with strategy.scope():
+    model = keras.Sequential([keras.layers.Input(({{width}},))]
+        + [keras.layers.Dense({{hidden}}, activation="relu") for _ in range({{layers}})]
+        + [keras.layers.Dense(1)])
+    optimizer = keras.optimizers.SGD(0.01)
+
+def step(inputs):
+    x, y = inputs
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(x) - y) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+@tf.function
+def train_steps(iterator, steps):
+    for _ in tf.range(steps):
+        strategy.run(step, (next(iterator),))
+
+iterator = iter(strategy.distribute_datasets_from_function(input_fn))
+for _ in range(10_000):
+    train_steps(iterator, tf.constant({STEPS_PER_CALL}))
+raise SystemExit("unreachable: pipediag ends the script after its step budget")
+"""
+
+
+def _diagnose(tmp_path: Path, **shape: object) -> pipediag.Report:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT.format(**shape)))
+    return pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
+
+
+def test_a_slow_map_under_a_multi_step_function_is_input_bound(tmp_path: Path) -> None:
+    report = _diagnose(tmp_path, slow=True, width=8, hidden=8, layers=1)
+
+    assert report.complete and report.stop_reason == "step-budget", report.exit
+    assert report.train.style == "custom-loop"
+    assert report.train.measured_steps >= CONFIG.measured_steps
+    assert report.train.input_wait_source == "unavailable"
+    assert any(
+        f"train_steps (train.py:" in note and f"{STEPS_PER_CALL} steps a call" in note
+        for note in report.notes
+    ), report.notes
+    alone = report.compute_alone
+    assert alone is not None and alone.measured and alone.blocks, alone
+    assert alone.restored_variables > 0
+    verdict = report.verdict
+    assert verdict.label == INPUT_BOUND, verdict.summary
+    assert verdict.cost_split is not None and not verdict.cost_split.waits_timed
+    assert "not told apart" in verdict.summary
+    # Training runs at the pipeline's pace: about 20 batches/s, each batch one step.
+    assert report.pipeline.batches_per_s == pytest.approx(20, rel=0.4)
+    assert verdict.training_steps_per_s == pytest.approx(20, rel=0.4)
+
+
+def test_a_heavy_model_under_a_multi_step_function_is_compute_bound(tmp_path: Path) -> None:
+    report = _diagnose(tmp_path, slow=False, width=512, hidden=1024, layers=3)
+
+    assert report.complete and report.stop_reason == "step-budget", report.exit
+    verdict = report.verdict
+    assert verdict.compute_alone_source == "measured", verdict.summary
+    assert COMPUTE_BOUND in bands_reached(verdict.label, verdict.input_cost_interval), verdict
+    assert verdict.pipeline_headroom is not None and verdict.pipeline_headroom > 1
