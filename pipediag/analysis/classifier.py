@@ -218,21 +218,23 @@ def judge(
     busy = _busy_share(others, host)
     interval = found.interval
     if busy is not None and label != COMPUTE_BOUND:
-        # Their share of the host may be all of the cost's low end: the interval widens by
-        # it, and a label its low end no longer holds is not given.
+        # Their share of the host may be that much of the cost: the interval's low end
+        # widens by it, and a label the cost less their share no longer holds is not given
+        # (the interval's own noise is judged apart: "Too noisy to tell").
         low, top = interval if interval is not None else (found.cost, found.cost)
         interval = [low if low <= 0.0 else max(BUSY_LOW_FLOOR, low - busy), top]
-        if label_of(interval[0], high=high, moderate=moderate) != label:
+        if label_of(max(0.0, found.cost - busy), high=high, moderate=moderate) != label:
             label = UNCERTAIN
     because: UncertainReason = UNCERTAIN_BUSY_HOST if label == UNCERTAIN else ""
     steps_to_tell = None
+    measured = found.interval  # the pairs' own, before any widening for a busy host
     if (
         label != UNCERTAIN
-        and interval is not None
-        and _too_noisy(interval, high=high, moderate=moderate)
+        and measured is not None
+        and _too_noisy(measured, high=high, moderate=moderate)
     ):
         label, because = UNCERTAIN, UNCERTAIN_TOO_NOISY
-        steps_to_tell = _steps_to_tell(interval, train.measured_steps)
+        steps_to_tell = _steps_to_tell(measured, train.measured_steps)
     found = InputCost(found.cost, found.split, interval)
     severities: dict[str, Severity] = {
         INPUT_BOUND: SEVERITY_HIGH,

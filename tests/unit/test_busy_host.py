@@ -126,6 +126,19 @@ def test_a_cost_that_holds_beyond_the_others_share_keeps_its_label_and_names_the
     assert "the host was busy (other processes kept 0.3 cores busy)" in verdict_line(verdict, 40.0)
 
 
+def test_a_cost_far_above_the_others_share_stays_input_bound_however_wide_its_pairs() -> None:
+    # A slow generator on a host with one core taken: input costs ~80%, the pairs scatter
+    # (10 to 30 steps/s), and other processes hold half the host. The cost less their share
+    # is still input-bound; only the displayed low end widens.
+    train = _train(0.1, 0.07)
+    alone = _blocks([10.0, 9.0, 11.0, 10.0], [40.0, 70.0, 45.0], start_s=7.0)
+    verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(others=1.0))
+
+    assert verdict.input_cost_fraction is not None and verdict.input_cost_fraction > 0.7
+    assert verdict.label == INPUT_BOUND, verdict.summary
+    assert verdict.busy_host_cores == pytest.approx(1.0)
+
+
 def test_a_quiet_host_and_a_compute_bound_run_say_nothing_of_others() -> None:
     train = _train(1 / 16.0, 0.001)
     alone = _alternation(16.0, 31.0, start_s=4.0)
