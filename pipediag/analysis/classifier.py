@@ -250,7 +250,7 @@ def judge(
     )
     return Verdict(
         label=label,
-        input_wait_fraction=fraction,
+        input_wait_fraction=fraction if found.split.waits_timed else None,
         severity=severities[label],
         summary=_summary(label, because, fraction, found, pipeline, rates, headroom, others),
         input_bound_steps=sum(s.count for s in timed if s.label == INPUT_BOUND),
@@ -341,13 +341,12 @@ def _summary(
     if because == UNCERTAIN_TOO_NOISY:
         return _too_noisy_text(found, rates)
     if found.interval is not None and found.interval[0] <= 0.0:
-        return _not_measurable(fraction, found.interval[1], rates)
+        return _not_measurable(_waited_text(fraction, split), found.interval[1], rates)
     interval = _interval_text(found.interval)
     if label == COMPUTE_BOUND:
-        waited = f"{fraction:.0%} spent waiting" if split.waits_timed else "waits not timed"
         text = (
-            f"Input costs only {cost:.0%} of training time ({interval}{waited}): the model's "
-            "train step sets the rate"
+            f"Input costs only {cost:.0%} of training time ({interval}"
+            f"{_waited_text(fraction, split)}): the model's train step sets the rate"
         )
         if headroom is not None and pipeline.batches_per_s is not None:
             text += f"; the pipeline alone delivers {headroom:.1f}x what the train step needs"
@@ -399,14 +398,19 @@ def _interval_text(interval: list[float] | None) -> str:
     return f"90% interval {interval[0] * 100:.0f}-{interval[1]:.0%}; "
 
 
-def _not_measurable(fraction: float, high: float, rates: Rates) -> str:
+def _not_measurable(waited: str, high: float, rates: Rates) -> str:
     pairs = rates.paired.pairs if rates.paired is not None else 0
     return (
         f"Input cost is not measurable above noise (at most {high:.0%} of training time): "
         f"training ran as fast as the train step alone within the 90% interval of {pairs} "
-        f"alternating pairs ({fraction:.0%} of step time spent waiting); the model's train "
-        "step sets the rate."
+        f"alternating pairs ({waited}); the model's train step sets the rate."
     )
+
+
+def _waited_text(fraction: float, split: CostSplit) -> str:
+    if not split.waits_timed:
+        return "its waits, inside a tf.function, not timed"
+    return f"{fraction:.0%} of step time spent waiting"
 
 
 def _parts_text(split: CostSplit) -> str:

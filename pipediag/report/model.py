@@ -305,7 +305,9 @@ class ComputeAlone:
     `method` says how it was run: "keras-train-function" (the model's compiled train function
     on a repeated cached batch, every variable it touches restored afterwards) or
     "cached-batch-loop" (the user's custom loop served the same cached batch for its last
-    steps, before the step budget ended the script). `start_s` places it on the report's time
+    steps, before the step budget ended the script) or "training-function" (a loop's own
+    `tf.function` that pulls inside it, given an iterator over a repeated cached batch,
+    variables restored). `start_s` places it on the report's time
     axis. When `measured` is False, `reason` says why the rate is estimated instead.
     """
 

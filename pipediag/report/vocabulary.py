@@ -42,11 +42,14 @@ MEASURED: Final = "measured"  # the user's train step run on one cached batch, t
 ESTIMATED: Final = "estimated"  # step time minus input wait: blind to CPU contention
 
 # How the train step was run alone (`ComputeAlone.method`); "" when it was not.
-ComputeAloneMethod = Literal["keras-train-function", "cached-batch-loop", ""]
+ComputeAloneMethod = Literal["keras-train-function", "cached-batch-loop", "training-function", ""]
 # The model's compiled train function on a repeated cached batch, variables restored after.
 KERAS_TRAIN_FUNCTION: Final = "keras-train-function"
 # The user's custom loop served one cached batch for its last steps.
 CACHED_BATCH_LOOP: Final = "cached-batch-loop"
+# A loop's own tf.function that pulls inside it, given an iterator over a repeated cached
+# batch, variables restored after.
+TRAINING_FUNCTION: Final = "training-function"
 
 # The parts of input cost (`CostSplit`), named as the headline names them.
 CostPart = Literal["wait", "contention", "fetch", "epoch-start"]

@@ -27,7 +27,6 @@ from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone, RateBlock
 from pipediag.report.vocabulary import (
-    KERAS_TRAIN_FUNCTION,
     STEP_ALONE_BLOCK,
     TRAINING_BLOCK,
     ComputeAloneMethod,
@@ -314,5 +313,5 @@ class FitAlternation:
             return ComputeAlone(measured=False, reason=self.failure)
         self.alternation.end_block()
         return self.alternation.result(
-            KERAS_TRAIN_FUNCTION, restored=self._runner.restored_variables
+            self._runner.method, restored=self._runner.restored_variables
         )

@@ -113,6 +113,8 @@ class FitStepAlone:
     Made by `fit_step_alone`, which says instead why the step cannot run alone.
     """
 
+    method: ComputeAloneMethod = KERAS_TRAIN_FUNCTION
+
     def __init__(self, model: Any, batch: Any) -> None:
         self._train_function = model.train_function
         self._variables = step_variables(model)
@@ -144,6 +146,7 @@ class StepAlone(Protocol):
     `training/jax_fit.py`'s `JaxStepAlone`)."""
 
     per_call: int
+    method: ComputeAloneMethod
 
     @property
     def restored_variables(self) -> int: ...
@@ -202,9 +205,7 @@ def measure_step_alone(
 
     runner.block(step_ended, clock=clock, warmup=WARMUP_STEPS)
     timing = _Timing(began, ends, time.process_time() - cpu_from)
-    result = _result(
-        KERAS_TRAIN_FUNCTION, timing, origin, clock.now(), restored=runner.restored_variables
-    )
+    result = _result(runner.method, timing, origin, clock.now(), restored=runner.restored_variables)
     if per_call > 1 and result.step_time is not None:
         return _per_batch(result, per_call)
     return result

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.clock import Clock
+from pipediag.report.vocabulary import TRAINING_FUNCTION, ComputeAloneMethod
 from pipediag.training.compute_alone import STATEFUL_RANDOM_OPS
 from pipediag.training.loop_xla import captured_variables
 
@@ -103,6 +104,7 @@ class CallStepAlone:
     call's steps are reported one by one, its time spread evenly over them."""
 
     per_call = 1  # steps are reported singly, not per call
+    method: ComputeAloneMethod = TRAINING_FUNCTION
 
     def __init__(
         self, calls: TrainCalls, args: tuple[Any, ...], kwargs: dict[str, Any], variables: list[Any]

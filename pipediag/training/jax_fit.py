@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipediag.clock import Clock
+from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
 STATE_KEYS = (
@@ -122,6 +123,8 @@ class JaxStepAlone:
 
     Made by `jax_step_alone`, which says instead why the step cannot run alone.
     """
+
+    method: ComputeAloneMethod = KERAS_TRAIN_FUNCTION
 
     def __init__(self, model: Any, batch: Any) -> None:
         import jax
