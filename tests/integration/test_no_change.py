@@ -104,3 +104,85 @@ def test_losses_are_identical_with_and_without_pipediag(tmp_path: Path, style: s
     else:
         assert not alone["measured"] and "--steps all" in alone["reason"]
         assert report["verdict"]["compute_alone_source"] == "estimated"
+
+
+# A loop that pulls inside a tf.function, 4 steps a call: at its step budget the same
+# function runs on the cached batch between the script's own calls. The losses are written
+# after every call, since the budget ends the script.
+CALLS_SCRIPT = """
+import json, sys
+import tensorflow as tf
+import keras
+
+keras.utils.set_random_seed(7)
+tf.config.experimental.enable_op_determinism()
+out = sys.argv[1]
+x = tf.random.stateless_normal((512, 16), seed=[1, 2])
+y = tf.reduce_sum(x, axis=1, keepdims=True)
+ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(512, seed=5).repeat()
+ds = ds.map(lambda a, b: (a + tf.random.uniform(a.shape, seed=9), b)).batch(32).prefetch(2)
+model = keras.Sequential([keras.layers.Input((16,)), keras.layers.Dense(32, activation="relu"),
+                          keras.layers.Dropout(0.3), keras.layers.Dense(1)])
+opt = keras.optimizers.SGD(0.01)
+
+@tf.function
+def train_steps(iterator, steps):
+    losses = tf.TensorArray(tf.float32, size=steps)
+    for i in tf.range(steps):
+        a, b = next(iterator)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(a, training=True) - b) ** 2)
+        opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                model.trainable_variables))
+        losses = losses.write(i, loss)
+    return losses.stack()
+
+iterator = iter(ds)
+losses = []
+for _ in range(300):
+    losses.extend(float(v) for v in train_steps(iterator, tf.constant(4)))
+    with open(out, "w") as f:
+        json.dump(losses, f)
+"""
+
+
+def test_a_function_loop_trains_the_same_through_its_alternation(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(CALLS_SCRIPT))
+    plain, diagnosed = tmp_path / "plain.json", tmp_path / "diagnosed.json"
+    plain_run = subprocess.Popen(
+        [sys.executable, str(script), str(plain)],
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    run = run_pipediag(
+        "run",
+        "--steps",
+        "40",
+        "--warmup",
+        "4",
+        "--bench-seconds",
+        "1",
+        "--no-verify",
+        "--out",
+        str(tmp_path / "out"),
+        str(script),
+        str(diagnosed),
+    )
+    _, plain_err = plain_run.communicate(timeout=300)
+    assert plain_run.returncode == 0, plain_err[-2000:]
+    assert run.returncode == 0, run.stderr[-2000:]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    alone = report["compute_alone"]
+    assert report["stop_reason"] == "step-budget", report["exit"]
+    assert alone["method"] == "training-function" and alone["restored_variables"] > 0
+    assert any(b["kind"] == "step-alone" for b in alone["blocks"])
+    # The script's own calls after the step-alone blocks trained exactly as without them.
+    expected = json.loads(plain.read_text())
+    got = json.loads(diagnosed.read_text())
+    last_alone = max(b["start_s"] for b in alone["blocks"] if b["kind"] == "step-alone")
+    trained_after = [b for b in alone["blocks"] if b["kind"] == "training"]
+    assert trained_after[-1]["start_s"] > last_alone
+    assert len(got) > 4 * 15 and got == expected[: len(got)]
