@@ -94,7 +94,7 @@ def test_a_slow_map_under_a_multi_step_function_is_input_bound(tmp_path: Path) -
     assert report.train.measured_steps >= CONFIG.measured_steps
     assert report.train.input_wait_source == "unavailable"
     assert any(
-        f"train_steps (train.py:" in note and f"{STEPS_PER_CALL} steps a call" in note
+        "train_steps (train.py:" in note and f"{STEPS_PER_CALL} steps a call" in note
         for note in report.notes
     ), report.notes
     alone = report.compute_alone
