@@ -179,6 +179,9 @@ class DiagnosticSession:
         watch = self.watcher.finish() if self.watcher is not None else None
         if not self.conclusion.concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
+        if self.style == "none" and self._hooks is not None:
+            for seen in self._hooks.function_loop.seen:
+                self.note(f"the script called {seen}: its steps could not be counted")
         self._dataset = self._cached_batch = self._model = self._train_calls = None
         _drain_teardowns(self.note)
         analysis_began = self.clock.now()

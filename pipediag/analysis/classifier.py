@@ -469,8 +469,10 @@ def _why_no_verdict(train: TrainSection, pipeline: PipelineBenchmark) -> str:
         )
     if not train.steps:
         return (
-            "No training steps were seen: the script did not iterate a tf.data dataset "
-            "eagerly or call Keras fit."
+            "No training steps were seen: the script did not call Keras fit, pull a tf.data "
+            "dataset eagerly, or call a tf.function given an iterator that stepped an "
+            "optimizer. For any other loop, mark its steps with pipediag.monitor() "
+            "(README, 'Python API')."
         )
     if train.measured_steps == 0:
         return (

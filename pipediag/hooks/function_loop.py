@@ -98,7 +98,13 @@ class FunctionLoopTracker:
             before = int(counter.numpy()) if counter is not None else _NO_COUNTER
             self._counts[id(function)] = (weakref.ref(function), counter, before)
             if counter is None:
-                self.seen.append(_seen_text(function, "captures no optimizer step counter"))
+                self.seen.append(
+                    _seen_text(
+                        function,
+                        "with an iterator over its data, but the function steps no optimizer "
+                        "with a step counter (Keras' `iterations`)",
+                    )
+                )
             return result
         _, counter, before = known
         if counter is None:

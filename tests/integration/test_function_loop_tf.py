@@ -117,3 +117,39 @@ def test_a_heavy_model_under_a_multi_step_function_is_compute_bound(tmp_path: Pa
     assert verdict.compute_alone_source == "measured", verdict.summary
     assert COMPUTE_BOUND in bands_reached(verdict.label, verdict.input_cost_interval), verdict
     assert verdict.pipeline_headroom is not None and verdict.pipeline_headroom > 1
+
+
+def test_a_function_loop_without_a_step_counter_is_named_with_how_to_get_a_verdict(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import tensorflow as tf
+
+            w = tf.Variable(tf.zeros([8, 1]))
+            ds = tf.data.Dataset.from_tensor_slices(tf.ones([64, 8])).batch(8).repeat()
+
+            @tf.function
+            def sgd_steps(iterator, steps):
+                for _ in tf.range(steps):
+                    x = next(iterator)
+                    with tf.GradientTape() as tape:
+                        loss = tf.reduce_mean(tf.matmul(x, w) ** 2)
+                    w.assign_sub(0.01 * tape.gradient(loss, w))
+
+            iterator = iter(ds)
+            for _ in range(20):
+                sgd_steps(iterator, tf.constant(4))
+            """
+        )
+    )
+    report = pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
+
+    assert report.complete and report.stop_reason == "script-finished", report.exit
+    assert report.verdict.label == "unknown"
+    assert "pipediag.monitor()" in report.verdict.summary
+    assert any(
+        "sgd_steps (train.py:" in note and "step counter" in note for note in report.notes
+    ), report.notes
