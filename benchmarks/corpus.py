@@ -287,12 +287,16 @@ def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
         if r.diagnosis is None:
             continue
         plain = r.wall_s.get("A")
+        plain_rate, traced_rate = r.rates_within.get("A"), r.diagnosis.get("A")
         diagnoses.append(
             {
                 **r.diagnosis,
                 **judge(r.diagnosis["label"], truth_start, truth_within),
                 "wall_s": r.wall_s[DIAGNOSED],
                 "wall_ratio": r.wall_s[DIAGNOSED] / plain if plain else None,
+                # The observer effect: training's rate in pipediag's A blocks against the
+                # plain run's within its epochs, measured next to it in the same round.
+                "a_ratio": traced_rate / plain_rate if traced_rate and plain_rate else None,
                 "error": abs(r.diagnosis["cost"] - truth_start)
                 if r.diagnosis.get("cost") is not None and truth_start is not None
                 else None,
@@ -328,17 +332,19 @@ def table(cases: Sequence[Mapping[str, Any]]) -> str:
             "",
             "| script | style | A / T / P (steps/s, from epoch start) | truth from start"
             f" | truth within | pipediag, {diagnosed} run{plural}: label, cost"
-            " (interval) | pipediag / plain wall |",
-            "|---|---|---|---|---|---|---|",
+            " (interval) | pipediag / plain wall | A under pipediag / plain A |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for c in rows:
             r = c["rates_start"]
             runs = "; ".join(_diagnosis_cell(d) for d in c["diagnoses"]) or "-"
             ratios = [d["wall_ratio"] for d in c["diagnoses"] if d.get("wall_ratio")]
+            observed = [d["a_ratio"] for d in c["diagnoses"] if d.get("a_ratio")]
             lines.append(
                 f"| {c['script']} | {c['style']} | {r['A']:.1f} / {r['T']:.1f} / {r['P']:.1f} "
                 f"| {_spread_cell(c['truth_start'])} | {_spread_cell(c['truth_within'])} "
-                f"| {runs} | {f'{median(ratios):.2f}x' if ratios else '-'} |"
+                f"| {runs} | {f'{median(ratios):.2f}x' if ratios else '-'} "
+                f"| {f'{median(observed):.2f}' if observed else '-'} |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -369,6 +375,14 @@ def goals(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "flipping_scripts": flips,
         "median_error": median(errors) if errors else None,
         "max_error": max(errors) if errors else None,
+        # Scripts whose training rate under pipediag strays more than 3% from the plain run's
+        # (median over rounds): the observer effect's goal.
+        "observer_effect_over_3pct": [
+            c["script"]
+            for c in diagnosed
+            if (ratios := [d["a_ratio"] for d in c["diagnoses"] if d.get("a_ratio")])
+            and abs(median(ratios) - 1) > 0.03
+        ],
     }
 
 

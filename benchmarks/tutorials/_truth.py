@@ -11,7 +11,9 @@ nothing from the repository). A corpus script calls two things:
   - `P`: the dataset read alone for the same epochs, its pulls stamped, then the process
     ends before any training.
 - `callbacks()` added to `fit`'s callbacks, or `epoch(ds)` around a custom loop's
-  dataset, so every step's end is stamped on one clock (both are inert when unset).
+  dataset, so every step's end is stamped on one clock (both are inert when unset); a loop
+  that pulls inside a tf.function calls `begin_epoch()` and, after each call,
+  `steps_done(n)`.
 
 `PIPEDIAG_TRUTH_SEED=N` seeds Python, NumPy and TensorFlow and makes TF's ops
 deterministic at import, and `PIPEDIAG_TRUTH_LOSSES=FILE` has `callbacks()` record fit's
@@ -152,6 +154,23 @@ def callbacks() -> list[Any]:
 
         found.append(_Losses())
     return found
+
+
+def begin_epoch() -> None:
+    """A loop that pulls inside a tf.function: an epoch starts (inert when unset)."""
+    if active():
+        _begin_epoch()
+
+
+def steps_done(steps: int) -> None:
+    """A loop that pulls inside a tf.function: a call that ran `steps` steps has returned;
+    its time is spread evenly over them (inert when unset)."""
+    if not active() or not _epochs:
+        return
+    ends = _epochs[-1]["ends_s"]
+    now = time.perf_counter()
+    last = ends[-1] if ends else _epochs[-1]["start_s"]
+    ends.extend(last + (now - last) * k / steps for k in range(1, steps + 1))
 
 
 def epoch(ds: Iterable[Any]) -> Iterable[Any]:
