@@ -166,7 +166,9 @@ def held_iterator(iterator: Any, batch: Any) -> Any | str:
         ]
         return tf.nest.pack_sequence_as(spec, flat)
 
-    held = tf.data.Dataset.from_tensors(batch).repeat().map(relaxed)
+    # One batch held in memory, as FastFlow's `take(1).cache().repeat()`: the map runs once,
+    # while the cache fills; every later pull is a read from memory.
+    held = tf.data.Dataset.from_tensors(batch).map(relaxed).cache().repeat()
     strategy = getattr(iterator, "_strategy", None)
     if strategy is None:
         return iter(held)
