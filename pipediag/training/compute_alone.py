@@ -17,9 +17,10 @@ and more steps (up to a quarter second) for sub-millisecond steps, after a short
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -128,17 +129,13 @@ class FitStepAlone:
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
         """`warmup` untimed calls, then calls until `step_ended(clock.now())` says the block
         is complete; the variables are put back however it ends."""
-        saved = [(v, v.numpy()) for v in self._variables]
-        try:
+        with variables_put_back(self._variables):
             for _ in range(warmup):
                 sync_logs(self._train_function(self._feed()))
             done = False
             while not done:
                 sync_logs(self._train_function(self._feed()))
                 done = step_ended(clock.now())
-        finally:
-            for variable, value in saved:
-                variable.assign(value)
 
 
 class StepAlone(Protocol):
@@ -265,6 +262,18 @@ def sync_logs(logs: Any) -> None:
             if hasattr(value, "numpy"):
                 value.numpy()
                 return
+
+
+@contextlib.contextmanager
+def variables_put_back(variables: Iterable[Any]) -> Iterator[None]:
+    """Copy every variable now and assign each its copy on leaving, however it is left: extra
+    steps pipediag runs leave training exactly as it was."""
+    saved = [(v, v.numpy()) for v in variables]
+    try:
+        yield
+    finally:
+        for variable, value in saved:
+            variable.assign(value)
 
 
 def step_variables(model: Any) -> list[Any]:

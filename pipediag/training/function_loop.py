@@ -21,7 +21,7 @@ from typing import Any
 
 from pipediag.clock import Clock
 from pipediag.report.vocabulary import TRAINING_FUNCTION, ComputeAloneMethod
-from pipediag.training.compute_alone import STATEFUL_RANDOM_OPS
+from pipediag.training.compute_alone import STATEFUL_RANDOM_OPS, variables_put_back
 from pipediag.training.loop_xla import captured_variables
 
 # The optimizer's step counter among the variables a function captures: Keras 3's
@@ -122,8 +122,7 @@ class CallStepAlone:
         """`warmup` untimed calls, then calls until `step_ended` says the block is complete;
         the variables are put back however it ends."""
         calls = self._calls
-        saved = [(v, v.numpy()) for v in self._variables]
-        try:
+        with variables_put_back(self._variables):
             for _ in range(warmup):
                 calls.call(calls.function, *self._args, **self._kwargs)
             count = calls.count()
@@ -138,9 +137,6 @@ class CallStepAlone:
                 for k in range(1, steps + 1):
                     if step_ended(began + (ended - began) * k / steps):
                         return
-        finally:
-            for variable, value in saved:
-                variable.assign(value)
 
 
 def held_iterator(iterator: Any, batch: Any) -> Any | str:

@@ -16,6 +16,7 @@ function (the loop sees an ordinary step) and the trial reports the op XLA named
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,7 @@ from pipediag.bench.interleaved import RoundPlan
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
+from pipediag.training.compute_alone import variables_put_back
 from pipediag.training.step_rounds import OVERRUN, fewest_rounds_s, slice_seconds, trial_result
 
 # A slice never times more steps than this (sub-millisecond steps).
@@ -124,12 +126,13 @@ class LoopXlaTrial:
         self._compile_began = 0.0
         self._warm = 0  # untimed steps served before the rounds: the twin's, then the original's
         twin = make_twin(step.function)
-        self._saved: list[tuple[Any, Any]] = []
+        # Closed by `result()`: the variables are put back there.
+        self._put_back = contextlib.ExitStack()
         if isinstance(twin, str):
             self._failure = f"not measured: {twin}"
             return
         self._twin = twin
-        self._saved = [(v, v.numpy()) for v in variables_of(step.function)]
+        self._put_back.enter_context(variables_put_back(variables_of(step.function)))
 
     def next_batch(self) -> Any | None:
         if self._failure is not None or self._result is not None:
@@ -157,9 +160,7 @@ class LoopXlaTrial:
         if self._result is not None:
             return self._result
         self._step.redirects.pop(id(self._step.function), None)
-        for variable, value in self._saved:
-            variable.assign(value)
-        self._saved = []
+        self._put_back.close()
         code = self._step.code
         seconds = self._clock.now() - self.began
         if self._failure is not None:

@@ -94,19 +94,15 @@ def on_fit(
     settings, put back afterwards. `placement` puts the batch on the host or the device for
     the copy's trial (default: the first GPU where `facts.gpu`)."""
     from pipediag.bench.device import gpu_placement
-    from pipediag.training.compute_alone import step_variables
+    from pipediag.training.compute_alone import step_variables, variables_put_back
     from pipediag.training.device_copy import no_gpu_trial
 
     if placement is None and facts.gpu:
         placement = gpu_placement()
     end_s = clock.now() + budget_s
-    saved = [(v, v.numpy()) for v in step_variables(model)]
-    try:
+    with variables_put_back(step_variables(model)):
         top, why = _where_time_goes(model, batch, facts, clock=clock, quiet_logs=quiet_logs)
         trials = _trials(model, batch, facts, clock=clock, until_s=end_s, placement=placement)
-    finally:
-        for variable, value in saved:
-            variable.assign(value)
     if placement is None:
         trials.append(no_gpu_trial())
     return ModelSide(top, why, trials)

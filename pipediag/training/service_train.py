@@ -49,7 +49,12 @@ def train_through(
             "training through the service is measured under fit on the TensorFlow backend "
             f"only (this fit runs on {BACKEND_NAMES.get(backend or '', backend)})"
         )
-    from pipediag.training.compute_alone import stateful_random_op, step_variables, sync_logs
+    from pipediag.training.compute_alone import (
+        stateful_random_op,
+        step_variables,
+        sync_logs,
+        variables_put_back,
+    )
 
     train_function = getattr(model, "train_function", None)
     strategy = getattr(model, "distribute_strategy", None)
@@ -61,24 +66,22 @@ def train_through(
     if blocker is not None:
         return None, f"the train step uses {blocker}, whose hidden state extra steps would change"
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-    saved = [(v, v.numpy()) for v in step_variables(model)]
     reader = _ServiceReader(dataset, target)
     try:
-        for _ in range(TRAIN_WARMUP_STEPS):
-            sync_logs(train_function(reader.take(per_call)))
-        start = clock.now()
-        steps = 0
-        while clock.now() - start < TRAIN_MAX_SECONDS:
-            sync_logs(train_function(reader.take(per_call)))
-            steps += per_call
-        elapsed = clock.now() - start
+        with variables_put_back(step_variables(model)):
+            for _ in range(TRAIN_WARMUP_STEPS):
+                sync_logs(train_function(reader.take(per_call)))
+            start = clock.now()
+            steps = 0
+            while clock.now() - start < TRAIN_MAX_SECONDS:
+                sync_logs(train_function(reader.take(per_call)))
+                steps += per_call
+            elapsed = clock.now() - start
     except ServiceError as exc:
         return None, str(exc)
     except Exception as exc:
         return None, f"the train step failed on the service's batches: {tf_error_text(exc)}"
     finally:
-        for variable, value in saved:
-            variable.assign(value)
         reader.close()
     return (steps / elapsed if elapsed > 0 else None), None
 

@@ -37,7 +37,12 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
 from pipediag.report.model import FixTrial
-from pipediag.training.compute_alone import stateful_random_op, step_variables, sync_logs
+from pipediag.training.compute_alone import (
+    stateful_random_op,
+    step_variables,
+    sync_logs,
+    variables_put_back,
+)
 
 # A trial's time where the caller gives none: five rounds of two slices of ~0.25 s.
 BUDGET_S = 3.0
@@ -156,8 +161,7 @@ def try_on_fit(
         return {(f.fix, f.stage_index): (None, why) for f in fixes}
     distribute = _distributor(model)
     steps = _FitSteps(train_function, per_call, clock)
-    saved = [(v, v.numpy()) for v in step_variables(model)]
-    try:
+    with variables_put_back(step_variables(model)):
         return trials_on(
             fixes,
             steps.read,
@@ -167,9 +171,6 @@ def try_on_fit(
             teardown=teardown,
             distribute=distribute,
         )
-    finally:
-        for variable, value in saved:
-            variable.assign(value)
 
 
 def trials_on(
