@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,10 +17,13 @@ def add_arguments(report: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where to write report.png, trace.json and summary.txt (default: beside the report)",
     )
+    report.add_argument(
+        "--full", action="store_true", help="print every figure (summary.txt), not the answer"
+    )
 
 
 def report_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from pipediag.renderers import REPORT_JSON, write_outputs
+    from pipediag.renderers import REPORT_JSON, answer, write_outputs
     from pipediag.renderers.colour import mark_verdict, use_colour
     from pipediag.renderers.text import render_text
     from pipediag.report.io import load_report
@@ -27,9 +31,14 @@ def report_command(options: argparse.Namespace, parser: argparse.ArgumentParser)
     source = Path(options.path)
     report = load_report(source)
     out = Path(options.out) if options.out else (source if source.is_dir() else source.parent)
-    text = render_text(report)
-    print(mark_verdict(text, report.verdict.label) if use_colour(sys.stdout) else text, end="")
     written, failures = write_outputs(report, out)
+    if options.full:
+        text = render_text(report)
+    else:
+        width = min(answer.WIDTH, shutil.get_terminal_size((answer.WIDTH, 24)).columns)
+        names = [p.name for p in written]
+        text = answer.render_answer(report, answer.report_line(out, names), width)
+    print(mark_verdict(text, report.verdict.label) if use_colour(sys.stdout) else text, end="")
     written = [p for p in written if p.name != REPORT_JSON or options.out]
     return said_written(written, failures)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -120,7 +121,17 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         help=f"directory for the report files (default {DEFAULT_OUT_DIR}); under TF_CONFIG "
         "(a multi-worker job), its TYPE-INDEX subdirectory, e.g. worker-0",
     )
-    run.add_argument("--quiet", action="store_true", help="no progress lines, only the summary")
+    run.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines; the answer is the verdict and where the report went",
+    )
+    run.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="print every figure (summary.txt) before the short answer",
+    )
     run.add_argument(
         "--history",
         metavar="FILE",
@@ -196,21 +207,29 @@ def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) ->
         options.script, list(options.script_args), config, out=options.out, log=log
     )
     sys.stdout.flush()
-    text = render_text(report)
+    report_json = task_out_dir(options.out, report.task) / "report.json"
+    text = answer_text(report, written, report_json, quiet=options.quiet)
+    if options.verbose:
+        text = render_text(report) + text
     if use_colour(sys.stdout):
         text = mark_verdict(text, report.verdict.label)
     print("\n" + text, end="")
-    report_json = task_out_dir(options.out, report.task) / "report.json"
-    if written:
-        print(f"Report: {', '.join(str(p) for p in written)}")
-        print(f"Re-render later: pipediag report {report_json}")
-        if report.task is not None:
-            print(f"Once every worker is done: pipediag merge {options.out}")
+    if written and report.task is not None:
+        print(f"Once every worker is done: pipediag merge {options.out}")
     if options.history:
         return _append_history(
             report, options.history, script_folder, report_json if written else None
         )
     return report.exit.code
+
+
+def answer_text(report: Report, written: list[Path], report_json: Path, *, quiet: bool) -> str:
+    """The divider and the short answer (with `quiet`, the verdict and the report's place)."""
+    from pipediag.renderers import answer
+
+    width = min(answer.WIDTH, shutil.get_terminal_size((answer.WIDTH, 24)).columns)
+    where = answer.report_line(report_json.parent, [p.name for p in written])
+    return answer.render_answer(report, where, width, quiet=quiet)
 
 
 def _append_history(

@@ -64,7 +64,15 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     assert said < result.stderr.find("timing each pipeline stage") or (
         "timing each pipeline stage" not in result.stderr
     )
-    assert f"Re-render later: pipediag report {out / 'report.json'}" in result.stdout
+    # The answer: a divider, then at most 12 lines of at most 100 columns, the report's
+    # place last; every figure is in summary.txt.
+    answer = result.stdout[result.stdout.index("── pipediag") :].rstrip("\n").split("\n")[1:]
+    assert 3 <= len([line for line in answer if line.strip()]) <= 12, result.stdout
+    assert all(len(line) <= 100 for line in answer), result.stdout
+    assert f"Report: {out}/summary.txt has every figure" in " ".join(
+        line.strip() for line in answer[-2:]
+    )
+    summary_text = (out / "summary.txt").read_text()
 
     data = json.loads((out / "report.json").read_text())
     assert data["schema_version"] == SCHEMA_VERSION
@@ -105,7 +113,7 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
         assert any(s["stage"] == "map(to_example)" for s in suggestions)
         bottleneck = [st for st in data["pipeline"]["stages"] if st["bottleneck"]]
         assert [st["function"] for st in bottleneck] == ["to_example"]
-        assert "Slowest stage   map(to_example) at input_bound_fit.py:" in result.stdout
+        assert "Slowest stage   map(to_example) at input_bound_fit.py:" in summary_text
     elif data["verdict"]["label"] == "compute-bound":
         # compute-bound: no input fix is invented, the pipeline is said to be fine
         assert suggestions[0]["id"].startswith("PD000")

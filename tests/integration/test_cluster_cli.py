@@ -35,7 +35,7 @@ def test_two_workers_sharing_one_out_never_clobber_each_other(tmp_path: Path) ->
         env = {**ENV, "TF_CONFIG": tf_config(index)}
         result = run_pipediag("run", "--out", str(out), str(script), cwd=tmp_path, env=env)
         assert result.returncode == 0, result.stderr
-        assert f"pipediag report {out / f'worker-{index}' / 'report.json'}" in result.stdout
+        assert f"Report: {out / f'worker-{index}'}/summary.txt" in result.stdout
         assert f"pipediag merge {out}" in result.stdout
     # THEN each has its own directory and report, which names its task and its time zero
     assert sorted(p.name for p in out.iterdir()) == ["worker-0", "worker-1"]

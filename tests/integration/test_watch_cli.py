@@ -52,5 +52,6 @@ def test_a_script_without_training_is_watched_to_its_end(script: Path, tmp_path:
     # THEN it runs to its end, and the report says no window closed
     assert result.returncode == 0, result.stderr
     assert "trained" in result.stdout
-    assert "Over time       watch mode: no window closed" in result.stdout
+    summary = (out / "summary.txt").read_text()
+    assert "Over time       watch mode: no window closed" in summary
     assert "benchmarking the input pipeline alone" not in result.stderr

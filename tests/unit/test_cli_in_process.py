@@ -223,14 +223,17 @@ def test_a_run_to_its_step_budget_prints_the_verdict_and_the_next_commands(
     assert report.verdict.label == INPUT_BOUND
     assert report.verdict.input_wait_fraction == pytest.approx(2 / 3)
     assert report.train.measured_steps == 20 and report.train.style == "custom-loop"
-    # AND printed the summary (as written to summary.txt), the files and how to re-render
+    # AND printed the short answer (every figure went to summary.txt) and where it went
     summary = render_text(report)
-    assert out.startswith("the script ran with []\n\n" + summary)
     assert (Path("o") / REPORT_TEXT).read_text() == summary
-    written = ", ".join(str(Path("o") / name) for name in (REPORT_JSON, REPORT_TEXT, REPORT_PNG))
-    assert f"Report: {written}, {Path('o') / TRACE_JSON}\n" in out
-    assert f"Re-render later: pipediag report {Path('o') / REPORT_JSON}\n" in out
+    assert out.startswith("the script ran with []\n\n── pipediag")
+    assert out.splitlines()[3].startswith("INPUT-BOUND: input costs 67%")
+    assert out.endswith("Report: o/summary.txt has every figure; also report.json, report.png\n")
     assert "pipediag merge" not in out
+    # AND -v prints every figure before the answer
+    code, verbose, _ = _pipediag(["run", "-v", "--out", "o", "train.py"], capsys)
+    assert code == 0 and verbose.startswith("the script ran with []\n\nINPUT-BOUND")
+    assert "\n── pipediag" in verbose and "Rates " in verbose
 
 
 def test_quiet_leaves_stderr_to_the_script(
@@ -342,7 +345,7 @@ def test_a_worker_of_a_multi_worker_job_writes_into_its_own_directory(
     assert code == 0
     report = load_report(Path("job") / "worker-1" / REPORT_JSON)
     assert report.task is not None and report.task.name == "worker-1"
-    assert f"Re-render later: pipediag report {Path('job/worker-1') / REPORT_JSON}\n" in out
+    assert f"Report: {Path('job/worker-1')}/summary.txt has every figure" in out
     assert "Once every worker is done: pipediag merge job\n" in out
 
 
@@ -412,7 +415,7 @@ def test_report_re_renders_a_run_without_running_it_again(
     code, out, _ = _pipediag(["report", "pipediag-out", "--out", "again"], capsys)
     # THEN the script ran once, for the run only, and every file was written again
     assert code == 0 and len(script.calls) == 1
-    assert out.startswith("NO VERDICT")
+    assert out.startswith("── pipediag") and out.splitlines()[1].startswith("NO VERDICT")
     assert sorted(p.name for p in Path("again").iterdir()) == sorted(
         [REPORT_JSON, REPORT_TEXT, REPORT_PNG, TRACE_JSON]
     )

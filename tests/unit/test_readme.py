@@ -136,3 +136,10 @@ def test_the_issue_citation_pattern_finds_citations() -> None:
 def test_no_text_in_the_repository_cites_an_issue_number() -> None:
     found = _issue_citations()
     assert not found, "cite docs/design.md sections instead:\n" + "\n".join(found)
+
+
+def test_the_readme_sample_is_the_answer_of_the_kept_real_run() -> None:
+    from benchmarks.readme_sample import KEPT, readme_block, sample_answer
+
+    assert KEPT.is_file(), "run benchmarks/readme_sample.py to keep a real run's report"
+    assert readme_block(sample_answer()) in README.read_text()

@@ -219,11 +219,13 @@ def test_pipediag_report_re_renders_a_recorded_run(
     # GIVEN a recorded report  WHEN re-rendered in-process into a fresh folder
     code = main(["report", str(fx.path(name)), "--out", str(tmp_path)])
     out = capsys.readouterr().out
-    # THEN it succeeds, prints the text summary, and writes every file from the same report
+    # THEN it succeeds, prints the answer, and writes every file from the same report
     assert code == 0
     report = fx.load(name)
     text = render_text(report)
-    assert out.startswith(text)
+    assert out.startswith("── pipediag") and out.splitlines()[1].startswith(text.split(",")[0])
+    assert main(["report", str(fx.path(name)), "--out", str(tmp_path), "--full"]) == 0
+    assert capsys.readouterr().out.startswith(text)
     assert out.splitlines()[-1].startswith("Wrote: ")
     assert (tmp_path / REPORT_TEXT).read_text() == text
     assert (tmp_path / REPORT_PNG).read_bytes()[:8] == PNG_SIGNATURE

@@ -1,0 +1,160 @@
+"""The default answer on the terminal: one divider, then at most 12 lines a user acts on.
+
+In order: the verdict with its cost and interval; A, T and P once; how much faster training
+would run if input were free; the one change, measured on the user's training, with its
+code; at most three more lines (what else must be known); where the report went. Every other
+figure is in `summary.txt` (`render_text`), `pipediag run -v` and `pipediag report --full`.
+Words and figures come from the summary layer, so they are the full text's own.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+from pipediag.renderers import summary
+from pipediag.renderers.model_words import model_lines
+from pipediag.renderers.prescription_words import together_text
+from pipediag.report.model import COMPUTE_BOUND, Report, Suggestion
+
+DIVIDER = "── pipediag "
+MAX_LINES = 12
+WIDTH = 100
+MIN_WIDTH = 60
+CODE_LINES = 4  # of the change's code, at most
+MORE_LINES = 3
+SUMMARY = "summary.txt"
+
+
+def divider(width: int = WIDTH) -> str:
+    return DIVIDER + "─" * max(0, width - len(DIVIDER))
+
+
+def render_answer(
+    report: Report, report_line: str, width: int = WIDTH, *, quiet: bool = False
+) -> str:
+    """The answer's lines under the divider (at most `MAX_LINES`, none over `width`);
+    `quiet`: the verdict and where the report went."""
+    width = max(MIN_WIDTH, min(width, WIDTH))
+    verdict = report.verdict
+    if verdict.label not in summary.VERDICT_TITLES or verdict.input_cost_fraction is None:
+        # No verdict: what was seen and how to get one is the answer.
+        head = _wrap(verdict_text(report), width, most=4)
+        ran = _wrap(f"Run: {summary.run_status(report)}", width, most=1)
+        lines = [*head, *ran, *_wrap(report_line, width)]
+        return "\n".join([divider(width), *lines]) + "\n"
+    if quiet:
+        lines = [*_wrap(verdict_text(report), width), *_wrap(report_line, width)]
+        return "\n".join([divider(width), *lines]) + "\n"
+    head = _wrap(verdict_text(report), width)
+    figures = _wrap(_figures(report), width)
+    change = [line[:width] for line in _change(report, width)]
+    last = _wrap(report_line, width)
+    room = MAX_LINES - len(head) - len(figures) - len(change) - len(last)
+    more = [line[:width] for line in _more(report, width)][: max(0, min(MORE_LINES, room))]
+    lines = [*head, *figures, *change, *more, *last]
+    return "\n".join([divider(width), *lines[:MAX_LINES]]) + "\n"
+
+
+def _wrap(text: str, width: int, most: int = 2) -> list[str]:
+    """`text` in lines of `width`, at most `most` of them (the last ends in "..." if cut)."""
+    lines = textwrap.wrap(text, width, subsequent_indent="  ") if text else []
+    if len(lines) > most:
+        lines = lines[:most]
+        lines[-1] = lines[-1][: width - 3].rstrip() + "..."
+    return lines
+
+
+def verdict_text(report: Report) -> str:
+    """The verdict, with its cost and interval (the full text's headline)."""
+    return summary.headline(report).text.rstrip(".")
+
+
+def report_line(folder: object, names: list[str]) -> str:
+    """Where the report went: the folder, summary.txt first (it holds every figure)."""
+    if not names:
+        return "Report: not written (see the lines above)"
+    rest = [n for n in names if n not in (SUMMARY, "trace.json")]
+    also = f"; also {', '.join(rest)}" if rest else ""
+    if SUMMARY not in names:
+        return f"Report: {folder}/{also[len('; also ') :]}"
+    return f"Report: {folder}/{SUMMARY} has every figure{also}"
+
+
+def _figures(report: Report) -> str:
+    """ "A training 57.7 steps/s · T compute alone 507 steps/s · P pipeline alone 68.3
+    batches/s · 8.8x faster if input were free"."""
+    parts = []
+    for rate in reversed(summary.rates(report)):  # A, T, P: training first
+        unit = summary.ESTIMATED_WORD if rate.estimated else rate.unit
+        parts.append(f"{rate.title} {rate.number} {unit}")
+    free = summary.free_input_text(report)
+    if free:
+        parts.append(free)
+    return " · ".join(parts)
+
+
+def _change(report: Report, width: int) -> list[str]:
+    """The one change: the pipeline pipediag would write where training measured it faster,
+    else the fix measured fastest on training, else (compute-bound) the model-side change;
+    its code follows. Nothing measured to help: one line that says so."""
+    prescription = report.pipeline.prescription
+    value = prescription.shown[0] if prescription is not None else None
+    if prescription is not None and value is not None and value > 1.0:
+        lines = [f"Change: {together_text(prescription, _timed(report))}"]
+        code = [c.text for c in prescription.code if c.change is not None] or [
+            c.text for c in prescription.code
+        ]
+        return [*_wrap(lines[0], width), *_code(code)]
+    fix = _best_measured_fix(report)
+    if fix is not None:
+        gain = summary.gain(fix.training_speedup or 1.0)
+        head = f"Change: {fix.title}: {gain} measured on your training"
+        return [*_wrap(head, width), *_code(fix.code.splitlines())]
+    if report.verdict.label == COMPUTE_BOUND:
+        model = [line.strip() for line in model_lines(report) if line.strip()]
+        if model:
+            return [f"Model: {model[0]}", *(f"  {line}" for line in model[1:3])]
+    fixes = [s for s in summary.suggestions_of(report, summary.FIX) if s.training_speedup is None]
+    if fixes:
+        # No code for a change not measured to help; a change no rewrite can make carries the
+        # most it can gain, measured with its stage's output held in memory.
+        fix = fixes[0]
+        if fix.bound_speedup:
+            gain = summary.gain(fix.bound_speedup)
+            return _wrap(
+                f"Change: {fix.title}: at most {gain} on your training (measured with its "
+                "output held in memory)",
+                width,
+            )
+        return _wrap(f"Change: {fix.title} (not measured on your training)", width)
+    return ["Change: none measured to help on your training"]
+
+
+def _timed(report: Report) -> str:
+    return "the train function" if report.train.style == "keras-fit" else "the steps"
+
+
+def _best_measured_fix(report: Report) -> Suggestion | None:
+    measured = [
+        s
+        for s in report.suggestions
+        if s.kind == summary.FIX and s.training_speedup is not None and s.training_speedup > 1.0
+    ]
+    return max(measured, key=lambda s: s.training_speedup or 0.0, default=None)
+
+
+def _code(lines: list[str]) -> list[str]:
+    code = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    return [f"    {line}" for line in code[:CODE_LINES]]
+
+
+def _more(report: Report, width: int) -> list[str]:
+    """What else must be known: a change that alters what is trained on, a run that did not
+    end as planned, notes on how the steps were seen."""
+    lines = []
+    for warning in summary.suggestions_of(report, summary.WARNING)[:1]:
+        lines += _wrap(f"Warning: {warning.title}", width, most=1)
+    status = summary.run_status(report)
+    if not report.complete:
+        lines += _wrap(f"Run: {status}", width, most=1)
+    return lines

@@ -1,0 +1,104 @@
+"""The default answer: one divider, at most 12 lines of at most 100 columns, a measured change
+with its code, and no code for a change not measured to help."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from pipediag.renderers.answer import MAX_LINES, WIDTH, render_answer, report_line
+from pipediag.report.io import load_report
+from pipediag.report.model import Report, Suggestion
+from pipediag.testing import synthetic_cost_report
+
+FIXTURES = sorted((Path(__file__).parent.parent / "fixtures" / "reports").glob("*.json"))
+
+
+def _lines(text: str) -> list[str]:
+    divider, *rest = text.rstrip("\n").split("\n")
+    assert divider.startswith("── pipediag")
+    return [line for line in rest if line.strip()]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+@pytest.mark.parametrize("width", [WIDTH, 72])
+def test_every_report_s_answer_fits_twelve_lines_of_the_width(path: Path, width: int) -> None:
+    report = load_report(path)
+    text = render_answer(report, report_line("out", ["report.json", "summary.txt"]), width)
+
+    lines = _lines(text)
+    assert len(lines) <= MAX_LINES, text
+    assert all(len(line) <= width for line in text.splitlines()), text
+    assert lines[0].startswith(report.verdict.label.upper().replace("_", "-")[:5]), text
+    assert lines[-1] == "Report: out/summary.txt has every figure; also report.json"
+
+
+def _with(report: Report, *suggestions: Suggestion) -> Report:
+    return dataclasses.replace(report, suggestions=list(suggestions))
+
+
+def test_the_change_measured_fastest_on_training_leads_with_its_code() -> None:
+    report = _with(
+        synthetic_cost_report(cost_interval=(0.35, 0.5)),
+        Suggestion(
+            "PD001-sequential-map",
+            "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
+            code="ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
+            training_speedup=1.8,
+        ),
+        Suggestion(
+            "PD002-no-prefetch",
+            "add prefetch(tf.data.AUTOTUNE) at the end",
+            code="ds = ds.prefetch(tf.data.AUTOTUNE)",
+            training_speedup=1.1,
+        ),
+    )
+    lines = _lines(render_answer(report, "Report: out/"))
+
+    change = next(i for i, line in enumerate(lines) if line.startswith("Change:"))
+    assert (
+        "num_parallel_calls" in lines[change]
+        and "1.80x measured on your training" in (lines[change])
+    )
+    assert lines[change + 1].strip() == "ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)"
+    assert not any("prefetch" in line for line in lines)
+    # A, T and P once, training first
+    (rates,) = [line for line in lines if line.startswith("A training")]
+    assert rates.index("T compute alone") < rates.index("P pipeline alone")
+
+
+def test_no_code_for_a_change_not_measured_to_help() -> None:
+    report = _with(
+        synthetic_cost_report(cost_interval=(0.35, 0.5)),
+        Suggestion(
+            "PD001-sequential-map",
+            "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
+            code="ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
+            estimated_speedup=1.5,
+            training_speedup=0.72,
+        ),
+    )
+    lines = _lines(render_answer(report, "Report: out/"))
+
+    assert "Change: none measured to help on your training" in lines
+    assert not any("ds = ds.map" in line for line in lines)
+
+
+def test_a_fix_not_tried_on_training_is_named_as_not_measured_without_code() -> None:
+    report = _with(
+        synthetic_cost_report(cost_interval=(0.35, 0.5)),
+        Suggestion(
+            "PD007-py-function",
+            "map(to_example) runs Python: port it to TF ops",
+            code="# rewrite to_example with TensorFlow ops",
+            estimated_speedup=3.0,
+        ),
+    )
+    lines = _lines(render_answer(report, "Report: out/"))
+
+    assert "Change: map(to_example) runs Python: port it to TF ops (not measured on your " in (
+        "\n".join(lines)
+    )
+    assert not any("rewrite to_example" in line for line in lines)
