@@ -45,6 +45,21 @@ def no_leaks() -> Iterator[None]:
     assert _leftover_patches() == [], "a pipediag patch outlived its test"
 
 
+@pytest.fixture(autouse=True)
+def reports_agree_with_themselves(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every report.json a test writes under its tmp_path states figures that agree
+    (tests/report_identities.py)."""
+    # Asked for before the test, so that it outlives this fixture's check.
+    folder = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if folder is None:
+        return
+    from report_identities import written_report_problems
+
+    problems = written_report_problems(folder)
+    assert problems == [], problems
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Unit tests first, each layer in its own order: the unit layer's guard can tell that a
     test imported TensorFlow only while no integration test has imported it yet."""

@@ -432,9 +432,12 @@ def input_cost(
         wait=steps.wait * rest,
         contention=steps.contention * rest,
         fetch=steps.fetch * rest,
+        # Waits not timed: the wait part holds waiting and contention, so neither leads.
         dominant=dominant_part(
             steps.wait * rest, steps.contention * rest, steps.fetch * rest, share
-        ),
+        )
+        if wait_source != WAIT_UNAVAILABLE
+        else None,
         pipeline_cores_busy=cpu.pipeline_cores if cpu is not None else None,
         free_cores=free,
         pull_s=steps.pull_s,

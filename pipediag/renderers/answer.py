@@ -12,7 +12,7 @@ from __future__ import annotations
 import textwrap
 
 from pipediag.renderers import summary
-from pipediag.renderers.model_words import model_lines
+from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
 from pipediag.renderers.prescription_words import together_text
 from pipediag.report.model import COMPUTE_BOUND, Report, Suggestion
 
@@ -111,9 +111,12 @@ def _change(report: Report, width: int) -> list[str]:
         head = f"Change: {fix.title}: {gain} measured on your training"
         return [*_wrap(head, width), *_code(fix.code.splitlines())]
     if report.verdict.label == COMPUTE_BOUND:
-        model = [line.strip() for line in model_lines(report) if line.strip()]
-        if model:
-            return [f"Model: {model[0]}", *(f"  {line}" for line in model[1:3])]
+        alone = model_side_of(report)
+        worth = ranked(alone.trials).worth if alone is not None else []
+        if worth:
+            best = worth[0]
+            head = f"Change (model): {change_name(best)}: {gain_text(best)}"
+            return [*_wrap(head, width), *_code(best.code.splitlines())]
     fixes = [s for s in summary.suggestions_of(report, summary.FIX) if s.training_speedup is None]
     if fixes:
         # No code for a change not measured to help; a change no rewrite can make carries the
