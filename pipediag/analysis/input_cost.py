@@ -142,8 +142,16 @@ def rates_of(
         blocks = compute_alone.blocks
         paired = paired_cost(blocks, around_s=around_s) if blocks else None
         if paired is not None and paired.training > 0 and paired.compute > 0:
+            # T as the pairs read it: training's rate over the pairs' mean ratio, so that
+            # 1 - A/T is the cost the report states (the pooled step-alone rate can differ
+            # from it by the blocks' drift; docs/glossary.md).
+            compute = paired.training / (1.0 - paired.cost) if paired.cost < 1.0 else None
             return Rates(
-                pipeline.batches_per_s, paired.compute, paired.training, MEASURED, paired=paired
+                pipeline.batches_per_s,
+                compute or paired.compute,
+                paired.training,
+                MEASURED,
+                paired=paired,
             )
         if compute_alone.steps_per_s:
             return Rates(pipeline.batches_per_s, compute_alone.steps_per_s, training_rate, MEASURED)

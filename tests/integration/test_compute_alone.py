@@ -104,12 +104,12 @@ def test_fit_runs_the_train_function_alone_after_the_measured_steps(tmp_path: Pa
     verdict = report.verdict
     assert verdict.compute_alone_source == MEASURED
     # T is the step alone with fit's own time around each step added, as fit would run it
-    # on a cached batch (docs/design.md, "Rates in alternation")
+    # on a cached batch (docs/design.md, "Rates in alternation"), read through the pairs:
+    # training's rate over their mean ratio, so 1 - A/T is the cost within epochs
     around = report.train.fit_overhead_s
     assert around is not None and around >= 0.0
-    assert verdict.compute_alone_steps_per_s == pytest.approx(
-        1.0 / (1.0 / alone.steps_per_s + around)
-    )
+    pooled = 1.0 / (1.0 / alone.steps_per_s + around)
+    assert verdict.compute_alone_steps_per_s == pytest.approx(pooled, rel=0.15)
     assert verdict.input_cost_fraction is not None and verdict.cost_split is not None
     # phases in order: pipeline alone, measured steps, compute alone; the verdict right after
     names = [p.name for p in report.phases]
