@@ -102,3 +102,19 @@ def test_a_fix_not_tried_on_training_is_named_as_not_measured_without_code() -> 
         "\n".join(lines)
     )
     assert not any("rewrite to_example" in line for line in lines)
+
+
+def test_a_held_stage_s_bound_above_t_over_a_is_capped_at_t_over_a() -> None:
+    base = synthetic_cost_report(cost_interval=(0.35, 0.5))
+    free = 1 / (1 - (base.verdict.input_cost_fraction or 0.0))
+    report = _with(
+        base,
+        Suggestion(
+            "PD007-py-function",
+            "map(to_example) runs Python: port it to TF ops",
+            bound_speedup=free * 1.2,
+        ),
+    )
+    text = " ".join(line.strip() for line in _lines(render_answer(report, "Report: out/")))
+
+    assert f"at most {free:.2f}x on your training (if all input were free" in text, text
