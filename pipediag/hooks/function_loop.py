@@ -112,41 +112,34 @@ class FunctionLoopTracker:
         after = int(counter.numpy())
         self._counts[id(function)] = (known[0], counter, after)
         if after > before:
-            self._found(function, call, slot, counter, after - before, args, kwargs, after)
+            found = TrainCalls(
+                function,
+                call,
+                slot,
+                counter,
+                function_name(function),
+                definition_site(function),
+                after - before,
+                tuple(args),
+                dict(kwargs),
+            )
+            self._found(found, after)
         return result
 
-    def _found(
-        self,
-        function: Any,
-        call: Callable[..., Any],
-        slot: int | str,
-        counter: Any,
-        steps: int,
-        args: Any,
-        kwargs: Any,
-        count: int,
-    ) -> None:
+    def _found(self, train: TrainCalls, count: int) -> None:
+        """`train` trains: its calls are timed from the next one on (`count`: its counter)."""
         session = self._session
         if not session.mark_style(CUSTOM_LOOP):
             self.watching = False
             return
         self._counts.clear()
-        self.train = train = TrainCalls(
-            function,
-            call,
-            slot,
-            counter,
-            function_name(function),
-            definition_site(function),
-            steps,
-            tuple(args),
-            dict(kwargs),
-        )
+        self.train = train
         self._count = count
         self._on_found()
         site = f" ({train.where})" if train.where else ""
         session.note(
-            f"the loop pulls inside the tf.function {train.name}{site}, {steps} steps a call: "
+            f"the loop pulls inside the tf.function {train.name}{site}, "
+            f"{train.steps_per_call} steps a call: "
             "each call is timed and its time spread over its steps; input waits inside it "
             "are not measured"
         )

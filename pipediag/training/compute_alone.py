@@ -294,7 +294,13 @@ def step_variables(model: Any) -> list[Any]:
 
 def stateful_random_op(train_function: Any) -> str | None:
     """The first stateful random op in the traced train step, if any can be found."""
-    for graph_def in _traced_graphs(train_function):
+    return stateful_random_op_in(_traced_graphs(train_function))
+
+
+def stateful_random_op_in(graph_defs: Iterable[Any]) -> str | None:
+    """The first of TensorFlow's stateful random ops in these GraphDefs, their library
+    functions included; None where there is none."""
+    for graph_def in graph_defs:
         ops = {node.op for node in graph_def.node}
         for function in graph_def.library.function:
             ops.update(node.op for node in function.node_def)

@@ -21,7 +21,7 @@ from typing import Any
 
 from pipediag.clock import Clock
 from pipediag.report.vocabulary import TRAINING_FUNCTION, ComputeAloneMethod
-from pipediag.training.compute_alone import STATEFUL_RANDOM_OPS, variables_put_back
+from pipediag.training.compute_alone import stateful_random_op_in, variables_put_back
 from pipediag.training.loop_xla import captured_variables
 
 # The optimizer's step counter among the variables a function captures: Keras 3's
@@ -173,12 +173,6 @@ def held_iterator(iterator: Any, batch: Any) -> Any | str:
 
 def stateful_random_op(function: Any) -> str | None:
     """The first of TensorFlow's stateful random ops in the traced function, if any."""
-    for concrete in function._list_all_concrete_functions():
-        graph_def = concrete.graph.as_graph_def()
-        ops = {node.op for node in graph_def.node}
-        for library_function in graph_def.library.function:
-            ops.update(node.op for node in library_function.node_def)
-        hit = sorted(ops & STATEFUL_RANDOM_OPS)
-        if hit:
-            return str(hit[0])
-    return None
+    return stateful_random_op_in(
+        concrete.graph.as_graph_def() for concrete in function._list_all_concrete_functions()
+    )

@@ -54,20 +54,24 @@ json.dump(losses, open(out, "w"))
 """
 
 
-@pytest.mark.parametrize("style", ["fit", "loop"])
-def test_losses_are_identical_with_and_without_pipediag(tmp_path: Path, style: str) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(SCRIPT))
-    plain, diagnosed = tmp_path / "plain.json", tmp_path / "diagnosed.json"
-    # The plain run goes beside pipediag's, not before it: the losses are the same whatever
-    # the load (seeded, deterministic ops), and nothing here reads a timing.
-    plain_run = subprocess.Popen(
-        [sys.executable, str(script), style, str(plain)],
+def _plain_beside(script: Path, *args: str) -> subprocess.Popen[str]:
+    """The plain run, started beside pipediag's rather than before it: the losses are the
+    same whatever the load (seeded, deterministic ops), and nothing here reads a timing."""
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
         env=ENV,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+@pytest.mark.parametrize("style", ["fit", "loop"])
+def test_losses_are_identical_with_and_without_pipediag(tmp_path: Path, style: str) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    plain, diagnosed = tmp_path / "plain.json", tmp_path / "diagnosed.json"
+    plain_run = _plain_beside(script, style, str(plain))
     run = run_pipediag(
         "run",
         "--steps",
@@ -150,13 +154,7 @@ def test_a_function_loop_trains_the_same_through_its_alternation(tmp_path: Path)
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(CALLS_SCRIPT))
     plain, diagnosed = tmp_path / "plain.json", tmp_path / "diagnosed.json"
-    plain_run = subprocess.Popen(
-        [sys.executable, str(script), str(plain)],
-        env=ENV,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    plain_run = _plain_beside(script, str(plain))
     run = run_pipediag(
         "run",
         "--steps",
