@@ -110,7 +110,9 @@ def test_a_slow_map_under_a_multi_step_function_is_input_bound(tmp_path: Path) -
 
 
 def test_a_heavy_model_under_a_multi_step_function_is_compute_bound(tmp_path: Path) -> None:
-    report = _diagnose(tmp_path, slow=False, width=512, hidden=1024, layers=3)
+    # Narrow batches (64 features: 64 KB a batch) into a wide model: copying a batch is a
+    # sliver of the step, on both sides of every pair.
+    report = _diagnose(tmp_path, slow=False, width=64, hidden=1024, layers=3)
 
     assert report.complete and report.stop_reason == "step-budget", report.exit
     verdict = report.verdict
