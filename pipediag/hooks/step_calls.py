@@ -20,12 +20,19 @@ import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pipediag.training.loop_xla import LoopStep
 
-if TYPE_CHECKING:
-    from pipediag.hooks.function_loop import FunctionLoopTracker
+
+class CallWatcher(Protocol):
+    """What watches eager calls for a loop that pulls inside a tf.function
+    (`hooks/function_loop.py`'s tracker): `call` runs the function, and may time it."""
+
+    watching: bool
+
+    def call(self, function: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any: ...
+
 
 # The train step is called once in at least this share of the counted steps (a first step
 # after an epoch's end may show an extra call of a function that runs once an epoch).
@@ -191,7 +198,7 @@ class FunctionCallPatch:
         self,
         calls: StepCalls,
         bypassed: Callable[[], bool],
-        function_loop: FunctionLoopTracker | None = None,
+        function_loop: CallWatcher | None = None,
     ) -> None:
         self._calls = calls
         self._function_loop = function_loop
