@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from pipediag.hooks.keras_fit import FitTracker
     from pipediag.samplers import GpuSampler, HostSampler
     from pipediag.training.alternation import FitAlternation
-    from pipediag.training.budget import BudgetServer, LoopWork
+    from pipediag.training.budget import BudgetServer, CachedBatch, LoopWork
     from pipediag.training.function_loop import TrainCalls
     from pipediag.training.prescription import PipelineSearch
     from pipediag.training.stage_cost import Searched
@@ -429,10 +429,10 @@ class DiagnosticSession:
         """What fit's measured steps took beyond their train function; None outside fit."""
         return fit.fit_overhead_s() if (fit := self._fit_tracker()) is not None else None
 
-    def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
+    def loop_at_budget(self, cached: CachedBatch) -> BudgetServer | None:
         """What serves a custom loop's pulls at its budget; None: nothing to (concluded here)."""
         server = self.conclusion.serve_loop(
-            last_batch,
+            cached,
             origin=self.origin,
             concluded=self._loop_concluded,
             tried=self._loop_tried,

@@ -12,6 +12,10 @@ Each block's first steps are a transition, dropped before its rate is read:
 - a step-alone block after a training one runs while the pipeline refills that buffer, so
   its first steps share the cores with it.
 
+Leading steps far off the block's steady median are dropped either way, in blocks of either
+kind: dropped only the way the transition goes, the host's noise was dropped one way too,
+and lifted the cost of a compute-bound fit case to 13-16% in 2 runs of 6.
+
 Pure functions of recorded durations; the blocks are measured in `training/alternation.py`.
 """
 
@@ -25,13 +29,20 @@ from dataclasses import dataclass
 from pipediag.report.model import RateBlock, StageStats
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK, RateBlockKind
 
-# A leading training step under this share of the block's steady median was served from a
-# buffer refilled while the step ran alone; a leading step-alone step over this multiple of
-# its block's steady median ran beside the refill.
-FAST_LEADING_TRAINING = 0.8
-SLOW_LEADING_STEP_ALONE = 1.25
+# A leading step under this share of its block's steady median (a training step served from a
+# buffer refilled while the step ran alone), or over this multiple (a step-alone step beside
+# the refill), is the block's transition.
+FAST_LEADING = 0.8
+SLOW_LEADING = 1.25
 # At most this share of a block is ever dropped as its transition.
 MAX_DROPPED_SHARE = 0.5
+# A block whose rate is off the median of its kind's blocks by more than this factor, and by
+# more than DISTURBED_SPREADS times their spread, was disturbed by the host: it is left out
+# of the pairs (docs/design.md, "Rates in alternation").
+DISTURBED_FACTOR = 1.25
+DISTURBED_SPREADS = 4.0
+# The median absolute deviation times this estimates a normal spread's standard deviation.
+_MAD_TO_SD = 1.4826
 # Two-sided 90% quantiles of Student's t, by degrees of freedom (1 to 10); 1.645 beyond.
 _T90 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
 
@@ -43,12 +54,12 @@ def t90(degrees: int) -> float:
     return _T90[degrees - 1] if degrees <= len(_T90) else 1.645 + 2.4 / degrees
 
 
-def steady_part(durations: Sequence[float], kind: RateBlockKind) -> tuple[list[float], int]:
+def steady_part(durations: Sequence[float]) -> tuple[list[float], int]:
     """A block's step durations without its leading transition, and how many were dropped.
 
     The block's steady median is that of its second half. Leading steps are dropped while
-    they differ from it the way the transition makes them (faster training steps, slower
-    step-alone steps), never more than `MAX_DROPPED_SHARE` of the block.
+    they are far off it (`FAST_LEADING`, `SLOW_LEADING`), either way, in blocks of either
+    kind alike, never more than `MAX_DROPPED_SHARE` of the block.
     """
     if len(durations) < 2:
         return list(durations), 0
@@ -56,16 +67,11 @@ def steady_part(durations: Sequence[float], kind: RateBlockKind) -> tuple[list[f
     limit = int(len(durations) * MAX_DROPPED_SHARE)
     dropped = 0
     for duration in durations[:limit]:
-        if not _in_transition(kind, duration / steady if steady > 0 else 1.0):
+        share = duration / steady if steady > 0 else 1.0
+        if FAST_LEADING <= share <= SLOW_LEADING:
             break
         dropped += 1
     return list(durations[dropped:]), dropped
-
-
-def _in_transition(kind: RateBlockKind, share_of_steady: float) -> bool:
-    if kind == TRAINING_BLOCK:
-        return share_of_steady < FAST_LEADING_TRAINING
-    return share_of_steady > SLOW_LEADING_STEP_ALONE
 
 
 def block_of(
@@ -79,7 +85,7 @@ def block_of(
     """One block as the report keeps it: its steady part's steps and seconds, or all of
     them (`whole`: steps dispatched asynchronously, whose single durations mean nothing
     and whose block ends on a device sync, docs/design.md, "JAX")."""
-    kept, dropped = (list(durations), 0) if whole else steady_part(durations, kind)
+    kept, dropped = (list(durations), 0) if whole else steady_part(durations)
     per_step = cpu_s / len(durations) if cpu_s is not None and durations else None
     return RateBlock(kind, start_s, len(kept), sum(kept), dropped, per_step)
 
@@ -107,27 +113,53 @@ class PairedCost:
         return (self.high - self.low) / 2
 
 
+def disturbed_blocks(blocks: Sequence[RateBlock]) -> set[int]:
+    """The indices of blocks the host disturbed: each rate far off the median of its own
+    kind's blocks (`DISTURBED_FACTOR`, and `DISTURBED_SPREADS` times their median absolute
+    deviation), either way and for either kind alike, so leaving them out moves the cost no
+    way on its own. A kind with fewer than 3 blocks has no median to be far from.
+
+    A stall of the host slows one block: a compute-bound loop's pairs read T/A 1.04-1.07
+    but for one training block at 27 steps/s between step-alone blocks at 40-42, whose two
+    pairs made the cost 11% (2-20%) and the verdict uncertain."""
+    disturbed: set[int] = set()
+    for kind in (TRAINING_BLOCK, STEP_ALONE_BLOCK):
+        logs = {
+            i: math.log(rate)
+            for i, b in enumerate(blocks)
+            if b.kind == kind and (rate := b.steps_per_s) is not None and rate > 0
+        }
+        if len(logs) < 3:
+            continue
+        middle = statistics.median(logs.values())
+        spread = statistics.median(abs(value - middle) for value in logs.values())
+        limit = max(math.log(DISTURBED_FACTOR), DISTURBED_SPREADS * _MAD_TO_SD * spread)
+        disturbed.update(i for i, value in logs.items() if abs(value - middle) > limit)
+    return disturbed
+
+
 def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost | None:
     """The input cost from blocks in alternation; None without a T block beside an A block.
+    Blocks the host disturbed (`disturbed_blocks`) are left out.
 
     `around_s`: what the script's loop adds around each step that a step-alone block does
     not run (under fit, its callbacks' span beyond the train function: `hooks/fit_overhead.py`),
     added to every step-alone step, so that T is the rate the script's own loop would reach
     on a cached batch (docs/design.md, "Rates in alternation").
     """
+    disturbed = disturbed_blocks(blocks)
+    kept = [b for i, b in enumerate(blocks) if i not in disturbed]
     ratios: list[float] = []  # log(T / A) per step-alone block
     for i, block in enumerate(blocks):
-        if block.kind != STEP_ALONE_BLOCK or block.steps_per_s is None:
+        if block.kind != STEP_ALONE_BLOCK or block.steps_per_s is None or i in disturbed:
             continue
         beside = [
-            neighbour.steps_per_s
-            for neighbour in (
-                blocks[i - 1] if i > 0 else None,
-                blocks[i + 1] if i + 1 < len(blocks) else None,
-            )
-            if neighbour is not None
-            and neighbour.kind == TRAINING_BLOCK
-            and neighbour.steps_per_s is not None
+            rate
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(blocks)
+            and j not in disturbed
+            and blocks[j].kind == TRAINING_BLOCK
+            and (rate := blocks[j].steps_per_s) is not None
         ]
         if beside:
             training_log = sum(math.log(rate) for rate in beside) / len(beside)
@@ -141,8 +173,8 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
         spread = t90(len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios))
         low, high = _cost(mean - spread), _cost(mean + spread)
     return PairedCost(
-        training=_pooled(blocks, TRAINING_BLOCK),
-        compute=_pooled(blocks, STEP_ALONE_BLOCK, around_s),
+        training=_pooled(kept, TRAINING_BLOCK),
+        compute=_pooled(kept, STEP_ALONE_BLOCK, around_s),
         cost=_cost(mean),
         low=low,
         high=high,

@@ -20,7 +20,7 @@ from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.training.alternation import FitAlternation
-    from pipediag.training.budget import BudgetServer
+    from pipediag.training.budget import BudgetServer, CachedBatch
     from pipediag.training.function_loop import TrainCalls
 
 
@@ -108,7 +108,7 @@ class HookHost(Protocol):
         callback then hands it fit's next steps), or None (conclude at once). `steps_left`:
         fit's steps after this one, where known, which bound the blocks."""
 
-    def loop_at_budget(self, last_batch: Any) -> BudgetServer | None:
+    def loop_at_budget(self, cached: CachedBatch) -> BudgetServer | None:
         """A custom loop at its budget: what serves its next pulls, or None (concluded)."""
 
     # -- what the user reads --

@@ -34,7 +34,7 @@ from pipediag.hooks.train_evidence import GradientWatch, changed
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass
 from pipediag.report.vocabulary import CUSTOM_LOOP, JAX_LOOP
 from pipediag.timeline import StepBudgetReached
-from pipediag.training.budget import PULL, BudgetServer
+from pipediag.training.budget import PULL, BudgetServer, CachedBatch
 
 # A JAX loop takes no TensorFlow gradient to watch: there, a pass that goes on past this
 # many batches is taken for training (the rule before train steps were watched).
@@ -303,11 +303,27 @@ class CustomLoopTracker:
         """
         last, self._last_batch = self._last_batch, None
         self.step_calls.stop()
-        self._budget = self._session.loop_at_budget(last)
+        self._budget = self._session.loop_at_budget(
+            CachedBatch(last, self._cached_pull(last, fetch))
+        )
         if self._budget is None:
             raise StepBudgetReached
         self._budget.found_step(self.step_calls.train_step())
         return self._serve_budget(iterator, fetch)
+
+    def _cached_pull(self, batch: Any, fetch: Callable[[Any], Any]) -> Callable[[], object] | None:
+        """A pull from an iterator over `batch` alone, the one a step on the cached batch pays
+        (`CachedBatch`); None where the batch makes no dataset."""
+        if batch is None:
+            return None
+        import tensorflow as tf
+
+        try:
+            with self._session.gate.pipediag_reading():
+                iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
+        except Exception:  # a batch tf.data cannot hold: its steps pay no pull
+            return None
+        return lambda: fetch(iterator)
 
     def _serve_budget(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
         budget = self._budget

@@ -66,6 +66,19 @@ ModelTried = Callable[[ModelTrial, float], None]
 OpsProfiled = Callable[[OpsFound, float], None]
 
 
+@dataclass(frozen=True)
+class CachedBatch:
+    """The batch the loop pulled last, served for the step-alone blocks, and a pull from an
+    iterator over that batch alone, which each step-alone step pays in place of the loop's
+    own pull: a step of the script's loop pays an iterator's `next()` even where input is
+    free (about 0.7 ms a pull in eager mode on a 2-core host, 2% of a 35 ms step), and
+    FastFlow's T, the script fed `take(1).cache().repeat()`, pays it too (docs/design.md,
+    "Rates in alternation"). None where no such iterator could be made."""
+
+    batch: Any
+    pull: Callable[[], object] | None = None
+
+
 class _Pull:
     """The answer that lets a pull through to the loop's own pipeline (a training block)."""
 
@@ -86,7 +99,8 @@ class BudgetServer:
     then the fixes' copies, then the held copies.
 
     Args:
-        last_batch: the batch the loop pulled last, served for the step-alone blocks.
+        cached: the batch the loop pulled last, served for the step-alone blocks, with the
+            pull each of their steps pays.
         alternation: the schedule of training and step-alone blocks it serves first (its
             block size, its lead, its rounds).
         clock: the session's clock.
@@ -110,7 +124,7 @@ class BudgetServer:
 
     def __init__(
         self,
-        last_batch: Any,
+        cached: CachedBatch,
         alternation: Alternation,
         *,
         clock: Clock,
@@ -145,7 +159,8 @@ class BudgetServer:
         self._tried = tried
         self._held = held
         self._teardown = teardown
-        self._batch: Any = last_batch
+        self._batch: Any = cached.batch
+        self._held_pull = cached.pull
         self._lockstep = lockstep
         self._alternation: Alternation | None = alternation
         self._warmup_left = WARMUP_STEPS
@@ -164,7 +179,7 @@ class BudgetServer:
             if answer is not None:
                 return answer
             kept = self._batch
-            self._alternation = self._batch = None  # the batch is released with it
+            self._alternation = self._batch = self._held_pull = None  # released with it
             self._work = self._concluded(alternation.result(CACHED_BATCH_LOOP))
             self._model_s = self._work.model_s
             if self._model_s is not None:
@@ -283,7 +298,7 @@ class BudgetServer:
         kind: RateBlockKind = STEP_ALONE_BLOCK if following == "step-alone" else TRAINING_BLOCK
         if kind == STEP_ALONE_BLOCK and self._warmup_left > 0:
             self._warmup_left -= 1  # the first block's first steps are not timed
-            return self._batch
+            return self._answer(kind)
         alternation.start_block(kind, now)
         return self._answer(kind)
 
@@ -297,7 +312,11 @@ class BudgetServer:
         return self._clock.now()
 
     def _answer(self, kind: str) -> Any:
-        return self._batch if kind == STEP_ALONE_BLOCK else PULL
+        if kind != STEP_ALONE_BLOCK:
+            return PULL
+        if self._held_pull is not None:
+            self._held_pull()
+        return self._batch
 
     def pull_ended_an_epoch(self) -> None:
         """A training block's pull ran out of data: the step across the epoch's end (the next
@@ -310,7 +329,7 @@ class BudgetServer:
         results go to the session once. Safe to call more than once."""
         alternation, self._alternation = self._alternation, None
         if alternation is not None:
-            self._batch = None
+            self._batch = self._held_pull = None
             alternation.end_block()
             self._concluded(alternation.result(CACHED_BATCH_LOOP))
         self._end_holds()

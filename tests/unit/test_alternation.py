@@ -27,7 +27,7 @@ from pipediag.training.alternation import (
     Alternation,
     block_steps_for,
 )
-from pipediag.training.budget import PULL, BudgetServer, LoopWork
+from pipediag.training.budget import PULL, BudgetServer, CachedBatch, LoopWork
 from pipediag.training.prescription import with_training_results
 
 
@@ -43,19 +43,21 @@ def _blocks(training: list[float], alone: list[float], steps: int = 10) -> list[
 def test_a_training_block_drops_the_steps_a_refilled_buffer_served() -> None:
     # GIVEN a training block after a step-alone one: 3 steps served from the refilled
     # buffer (1 ms), then the steady 10-ms steps of an input-bound pipeline
-    kept, dropped = steady_part([0.001] * 3 + [0.010] * 9, TRAINING_BLOCK)
+    kept, dropped = steady_part([0.001] * 3 + [0.010] * 9)
     assert dropped == 3 and kept == [0.010] * 9
     # a step-alone block drops its slow leading steps (the pipeline refilling beside it)
-    kept, dropped = steady_part([0.020, 0.015] + [0.005] * 10, STEP_ALONE_BLOCK)
+    kept, dropped = steady_part([0.020, 0.015] + [0.005] * 10)
     assert dropped == 2 and len(kept) == 10
-    # a fast leading step-alone step is no transition, nor a slow leading training step
-    assert steady_part([0.001] + [0.005] * 9, STEP_ALONE_BLOCK)[1] == 0
-    assert steady_part([0.050] + [0.005] * 9, TRAINING_BLOCK)[1] == 0
+    # and leading steps as far off the other way go too, whatever the block: the host's noise
+    # dropped one way only would move the cost that way
+    assert steady_part([0.001] + [0.005] * 9)[1] == 1
+    assert steady_part([0.050] + [0.005] * 9)[1] == 1
+    assert steady_part([0.0055] + [0.005] * 9)[1] == 0
 
 
 def test_at_most_half_a_block_is_a_transition() -> None:
     # 8 fast leading steps in a block of 14: only 7 go
-    kept, dropped = steady_part([0.001] * 8 + [0.010] * 6, TRAINING_BLOCK)
+    kept, dropped = steady_part([0.001] * 8 + [0.010] * 6)
     assert dropped == 7 and kept == [0.001] + [0.010] * 6
 
 
@@ -177,13 +179,36 @@ def test_a_wide_interval_adds_rounds_up_to_the_bound() -> None:
     while alternation.next != "done":
         kind = STEP_ALONE_BLOCK if alternation.next == "step-alone" else TRAINING_BLOCK
         alternation.start_block(kind, clock.now())
-        # every other step-alone block runs twice as fast: the pairs disagree
+        # every other step-alone block runs 1.2x as fast: the pairs disagree (not so far
+        # that a block reads as disturbed)
         fast = kind == STEP_ALONE_BLOCK and alternation.rounds % 2 == 0
         done = False
         while not done:
-            clock.advance(1.0 / rates[kind] / (2.0 if fast else 1.0))
+            clock.advance(1.0 / rates[kind] / (1.2 if fast else 1.0))
             done = alternation.step_ended(clock.now())
     assert alternation.rounds == 5
+
+
+def test_a_block_the_host_disturbed_is_left_out_of_the_pairs_whichever_its_kind() -> None:
+    from pipediag.analysis.alternation import disturbed_blocks
+
+    # GIVEN pairs at T/A 1.05, and one training block a stall slowed to 27 steps/s
+    training, alone = [38.0, 38.0, 27.0, 38.0, 38.0], [40.0, 40.0, 40.0, 40.0]
+    blocks = _blocks(training, alone)
+    # THEN that block alone is left out, and the cost is the other pairs' 1 - 38/40
+    assert disturbed_blocks(blocks) == {4}
+    cost = paired_cost(blocks)
+    assert cost is not None and cost.pairs == 4
+    assert cost.cost == pytest.approx(1 - 38 / 40) and cost.training == pytest.approx(38.0)
+    # AND a step-alone block sped up as far is left out the same way, its pair with it
+    fast = _blocks([38.0] * 5, [40.0, 40.0, 56.0, 40.0])
+    assert disturbed_blocks(fast) == {5}
+    fast_cost = paired_cost(fast)
+    assert fast_cost is not None and fast_cost.pairs == 3
+    assert fast_cost.cost == pytest.approx(1 - 38 / 40)
+    # AND blocks that all vary as much are no outliers: their spread is the noise
+    wild = _blocks([20.0, 38.0, 27.0, 45.0, 33.0], [30.0, 44.0, 25.0, 40.0])
+    assert disturbed_blocks(wild) == set()
 
 
 def test_an_untimed_step_is_left_out_of_its_block() -> None:
@@ -202,14 +227,19 @@ def test_an_untimed_step_is_left_out_of_its_block() -> None:
     assert alternation.blocks[0].seconds == pytest.approx(0.03)
 
 
-def _server(clock: FakeClock, concluded: list[ComputeAlone]) -> BudgetServer:
+def _server(
+    clock: FakeClock,
+    concluded: list[ComputeAlone],
+    cached: CachedBatch | None = None,
+    lead_step_s: float = 0.02,
+) -> BudgetServer:
     def conclude(result: ComputeAlone) -> LoopWork:
         concluded.append(result)
         return LoopWork()
 
     return BudgetServer(
-        "cached",
-        Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
+        cached or CachedBatch("cached"),
+        Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [lead_step_s] * 4)),
         clock=clock,
         origin=0.0,
         step_s=0.01,
@@ -237,6 +267,32 @@ def test_a_loop_at_its_budget_is_served_the_cached_batch_and_its_own_pulls_in_tu
     assert result.steps_per_s == pytest.approx(100.0)
     cost = paired_cost(result.blocks)
     assert cost is not None and cost.cost == pytest.approx(0.5)
+
+
+def test_each_step_on_the_cached_batch_pays_a_pull_as_the_script_s_own_steps_do() -> None:
+    # GIVEN a pull from an iterator over the cached batch that takes 5 ms (FastFlow's T pays
+    # the pull of `take(1).cache().repeat()`)
+    clock = FakeClock()
+    pulls: list[float] = []
+
+    def pull() -> None:
+        pulls.append(clock.now())
+        clock.advance(0.005)
+
+    concluded: list[ComputeAlone] = []
+    server = _server(clock, concluded, CachedBatch("cached", pull), lead_step_s=0.01)
+    answers = []
+    # WHEN the loop runs steps of 10 ms on either answer
+    while (answer := server.next_batch()) is not None:
+        answers.append(answer)
+        clock.advance(0.01)
+    # THEN every cached answer paid one pull, no pull of the loop's own did, and the steps
+    # alone ran at 1 / 15 ms, the rate training would have with input free
+    assert len(pulls) == answers.count("cached") == WARMUP_STEPS + 3 * 4
+    (result,) = concluded
+    assert result.steps_per_s == pytest.approx(1 / 0.015)
+    cost = paired_cost(result.blocks)
+    assert cost is not None and cost.cost == pytest.approx(1 - 0.015 / 0.01)
 
 
 def test_a_loop_that_ends_during_the_alternation_still_concludes_once() -> None:

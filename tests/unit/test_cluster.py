@@ -19,7 +19,7 @@ from pipediag.report.model import ExitInfo, TaskInfo
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
 from pipediag.training.alternation import LOCKSTEP_ROUNDS, WARMUP_STEPS, Alternation
-from pipediag.training.budget import BudgetServer, LoopWork
+from pipediag.training.budget import BudgetServer, CachedBatch, LoopWork
 
 # -- TF_CONFIG ------------------------------------------------------------------------------
 
@@ -117,7 +117,7 @@ def _pulls_served(*, lockstep: bool, step_s: Callable[[int], float]) -> int:
     `step_s(pull)` on a fake clock."""
     clock = FakeClock()
     server = BudgetServer(
-        "batch",
+        CachedBatch("batch"),
         Alternation(
             clock=clock,
             origin=0.0,
@@ -142,10 +142,11 @@ def _pulls_served(*, lockstep: bool, step_s: Callable[[int], float]) -> int:
 
 
 def test_a_lockstep_alternation_runs_its_fixed_rounds() -> None:
-    # GIVEN blocks whose rates scatter widely (every 7th step 5x slower), so the interval
-    # stays wide and a single process adds rounds past the third
+    # GIVEN blocks whose rates scatter widely (blocks of 5 pulls at 1, 1.1 and 1.2 times a
+    # 10 ms step in turn), so the interval stays wide and a single process adds rounds past
+    # the third
     def scattered(pull: int) -> float:
-        return 0.05 if pull % 7 == 0 else 0.01
+        return 0.01 * (1 + 0.1 * ((pull // 5) % 3))
 
     alone = _pulls_served(lockstep=False, step_s=scattered)
     worker = _pulls_served(lockstep=True, step_s=scattered)

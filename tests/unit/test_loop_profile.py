@@ -15,7 +15,7 @@ from pipediag.report.model_side import HOST_GAP, OP_TYPE, ModelTrial
 from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
 from pipediag.training.alternation import Alternation
-from pipediag.training.budget import BudgetServer, LoopWork
+from pipediag.training.budget import BudgetServer, CachedBatch, LoopWork
 from pipediag.training.loop_profile import LOOP_STOPPED, LoopProfile, OpsFound, keras_layer_names
 
 STEP_S = 0.01
@@ -141,7 +141,7 @@ def test_the_budget_server_profiles_before_xla_and_the_reading_reaches_compute_a
         order.append("xla")
 
     server = BudgetServer(
-        "cached",
+        CachedBatch("cached"),
         Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
         clock=clock,
         origin=0.0,

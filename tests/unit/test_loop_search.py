@@ -16,7 +16,7 @@ from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import StageStats
 from pipediag.testing import FakeClock
 from pipediag.training.alternation import Alternation
-from pipediag.training.budget import PULL, BudgetServer, LoopWork
+from pipediag.training.budget import PULL, BudgetServer, CachedBatch, LoopWork
 from pipediag.training.loop_search import HoldPlan, LoopSearch
 from pipediag.training.stage_cost import (
     Searched,
@@ -94,7 +94,7 @@ def test_a_loop_served_the_held_copies_finds_the_jump_by_bisection() -> None:
 
 def _server(clock: FakeClock, work: LoopWork, held: list[Searched]) -> BudgetServer:
     return BudgetServer(
-        "cached",
+        CachedBatch("cached"),
         Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
         clock=clock,
         origin=0.0,
@@ -222,7 +222,7 @@ def test_a_loop_is_served_the_holds_then_the_rewrites_bounded_by_them() -> None:
     held: list[Searched] = []
     searched: list[PipelineSearch] = []
     server = BudgetServer(
-        "cached",
+        CachedBatch("cached"),
         Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
         clock=clock,
         origin=0.0,

@@ -13,7 +13,7 @@ from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
 from pipediag.testing import FakeClock
 from pipediag.training.alternation import Alternation
-from pipediag.training.budget import BudgetServer, LoopWork
+from pipediag.training.budget import BudgetServer, CachedBatch, LoopWork
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
 
 
@@ -229,7 +229,7 @@ def test_the_budget_server_reports_why_no_step_was_tried_once_the_rewrites_are_o
         return LoopWork(model_s=2.0)
 
     server = BudgetServer(
-        "cached",
+        CachedBatch("cached"),
         Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
         clock=clock,
         origin=0.0,
