@@ -4,6 +4,8 @@ report.json a test writes (tests/conftest.py) and on the README's kept real run.
 - input cost = 1 - A/T, where no epoch start adds to it and the cost is measurable (or the
   wait measured step by step, where that is larger);
 - "N.Nx faster if input were free" = T/A;
+- no input-side gain on training above T/A at the cost interval's top (input cannot give
+  back more than all of its cost), the prescription's included;
 - the stage marked as the bottleneck is where holding the stages' output gains most over
   holding the stage before it.
 
@@ -41,8 +43,15 @@ def identity_problems(report: Report) -> list[str]:
     expected = max(gap, waited)
     if measurable and (split is None or split.epoch_start == 0) and abs(cost - expected) > SPREAD:
         problems.append(f"input cost {cost:.3f} against 1 - A/T {gap:.3f} (wait {waited:.3f})")
-    # Not checked yet: a fix's gain on training above T/A (a scale-out run read a cache fix
-    # at 2.47x beside T/A 2.14x; the two are measured in different windows).
+    top = max(cost, interval[1]) if interval else cost
+    most = 1 / (1 - top) if top < 1 else None
+    prescription = report.pipeline.prescription
+    gains = [(s.id, s.training_speedup) for s in report.suggestions]
+    if prescription is not None:
+        gains.append(("the prescription", prescription.on_training))
+    for name, gain in gains:
+        if most is not None and gain is not None and gain > most * (1 + 1e-9):
+            problems.append(f"{name} gains {gain:.2f}x, above T/A {most:.2f}x")
     held = sorted(
         (s for s in report.pipeline.stages if s.training_speedup_if_free), key=lambda s: s.index
     )

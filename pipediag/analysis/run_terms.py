@@ -16,6 +16,11 @@ Where the run's iterator restarts every pass (a finite dataset), each side's epo
 is spread over the pass's steps on both sides: a rewrite that makes a cheaper start (a
 hoisted cache) gains there too (docs/design.md, "Epoch starts in the gains").
 
+No gain so read exceeds what all of input's cost gives back, T/A (at its interval's top):
+the trial's two sides are measured in their own window, and a baseline read slower than A
+there made a cache fix read 2.47x beside a T/A of 2.14x (docs/design.md, "Fixes tried on
+training").
+
 Also the prescription's figures so read, filled in once so that every renderer shows the
 same number the advice does.
 """
@@ -27,7 +32,7 @@ from dataclasses import dataclass
 
 from pipediag.report.model import FixTrial, Report
 from pipediag.report.prescription import PrescribedChange, Prescription
-from pipediag.report.vocabulary import KERAS_FIT
+from pipediag.report.vocabulary import KERAS_FIT, MEASURED
 
 
 def fit_adds_s(report: Report, base: float | None) -> float | None:
@@ -76,11 +81,25 @@ def ratio_in_run_terms(
         return raw
     added_s = _added_on_top_s(report) if on_top else fit_adds_s(report, base)
     spread = _spread_starts(report, starts)
-    if added_s is None and spread is None:
-        return raw
-    added_s = added_s or 0.0
-    base_start_s, fixed_start_s = spread or (0.0, 0.0)
-    return (1.0 / base + added_s + base_start_s) / (1.0 / fixed + added_s + fixed_start_s)
+    ratio = raw
+    if added_s is not None or spread is not None:
+        added_s = added_s or 0.0
+        base_start_s, fixed_start_s = spread or (0.0, 0.0)
+        ratio = (1.0 / base + added_s + base_start_s) / (1.0 / fixed + added_s + fixed_start_s)
+    most = most_input_gives(report)
+    return min(ratio, most) if most is not None else ratio
+
+
+def most_input_gives(report: Report) -> float | None:
+    """T/A from the verdict's input cost at its interval's top: the most that making input
+    free gains the run; None where T was not measured or the cost is unknown."""
+    verdict = report.verdict
+    cost = verdict.input_cost_fraction
+    if verdict.compute_alone_source != MEASURED or cost is None:
+        return None
+    interval = verdict.input_cost_interval
+    top = max(cost, interval[1]) if interval else cost
+    return 1.0 / (1.0 - top) if top < 1.0 else None
 
 
 def _spread_starts(report: Report, starts: Starts) -> tuple[float, float] | None:

@@ -178,3 +178,29 @@ def _tried_in_run_terms(report: Report) -> list[PrescribedChange]:
     prescription = with_prescription_in_run_terms(report).pipeline.prescription
     assert prescription is not None
     return prescription.tried
+
+
+def test_no_gain_on_training_exceeds_what_all_of_input_gives_back() -> None:
+    # GIVEN a run whose input costs 42% (40-45%): T/A is at most 1 / (1 - 0.45), 1.82x
+    report = _report(style="custom-loop")
+    verdict = dataclasses.replace(
+        report.verdict,
+        input_cost_fraction=0.42,
+        input_cost_interval=[0.40, 0.45],
+        compute_alone_source="measured",
+    )
+    report = with_prescription_in_run_terms(dataclasses.replace(report, verdict=verdict))
+    most = 1 / (1 - 0.45)
+    # THEN a cache read at 2.5x against its trial's own, slower baseline is kept at that
+    # most, as are the rewrites read at 2x, and a gain under it is kept as measured
+    assert ratio_in_run_terms(report, 2.5, BASE, BASE * 2.5) == pytest.approx(most)
+    assert ratio_in_run_terms(report, 1.5, BASE, BASE * 1.5) == 1.5
+    prescription = report.pipeline.prescription
+    assert prescription is not None
+    assert [c.on_training for c in prescription.tried] == [0.66, most, most]
+    # AND where T is an estimate nothing is capped: there is no measured T/A to keep to
+    estimated = dataclasses.replace(verdict, compute_alone_source="estimated")
+    assert (
+        ratio_in_run_terms(dataclasses.replace(report, verdict=estimated), 2.5, BASE, BASE * 2.5)
+        == 2.5
+    )
