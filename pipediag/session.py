@@ -17,6 +17,7 @@ from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.run_terms import with_prescription_in_run_terms
 from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
+from pipediag.bench.isolate import kept_random_states
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.conclusion import Conclusion, Seen, Teller, no_compute_alone_reason
 from pipediag.config import RunConfig
@@ -269,8 +270,9 @@ class DiagnosticSession:
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:
-        """pipediag's own reads of the data are not the user's steps."""
-        with self.gate.pipediag_reading():
+        """pipediag's own reads of the data are not the user's steps, and draw none of the
+        random numbers the script's own epochs will (`bench/isolate.py`)."""
+        with self.gate.pipediag_reading(), kept_random_states():
             yield
 
     def benchmark_pipeline(self, dataset: Any, *, rebuilt: bool = False) -> None:

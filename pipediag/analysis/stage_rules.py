@@ -24,7 +24,7 @@ from pipediag.analysis.advice_context import (
     verified_gain,
     worth_fixing,
 )
-from pipediag.analysis.pipeline_code import vectorized_map_lambda
+from pipediag.analysis.pipeline_code import rewritten_chain, vectorized_map_lambda
 from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.report.model import (
     FixTrial,
@@ -32,7 +32,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.names import stage_name
-from pipediag.report.prescription import VECTORIZED_MAP_WORDS
+from pipediag.report.prescription import SEMANTICS_HOIST_CACHE, VECTORIZED_MAP_WORDS, StageChange
 from pipediag.report.stage_facts import (
     MAP_KINDS,
     SHUFFLE_KINDS,
@@ -51,6 +51,7 @@ from pipediag.report.stage_facts import (
 from pipediag.report.vocabulary import (
     FIX_AUTOTUNE,
     FIX_CACHE,
+    FIX_HOIST_CACHE,
     FIX_PARALLEL_INTERLEAVE,
     FIX_PARALLEL_MAP,
     FIX_PREFETCH,
@@ -301,8 +302,9 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
         f"~{size}, with {free} of memory available. From the second epoch "
         "a cache serves it from memory."
     )
-    if any(ctx.stages[i].uses_py_function for i in upstream_of(ctx.stages, point)):
-        evidence += " Assumes the Python functions upstream return the same data each epoch."
+    if trial.facts.python_repeatable is False:
+        return []
+    evidence += _python_repeat_text(ctx, trial, upstream_of(ctx.stages, point))
     where = f"right after {stage_name(stats)}, before shuffle/augment"
     if trial.facts.cached_in_batches:
         evidence += (
@@ -323,6 +325,98 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             adds_threads=False,
         )
     ]
+
+
+def _python_repeat_text(ctx: Context, trial: FixTrial, kept: set[int]) -> str:
+    """What is known of the Python stages a cache would keep: checked to repeat, or assumed."""
+    if not any(ctx.stages[i].uses_py_function for i in kept):
+        return ""
+    if trial.facts.python_repeatable:
+        return (
+            " Its Python gave the same values for the same elements read twice, so the cache "
+            "keeps what every epoch would make."
+        )
+    return " Assumes the Python functions upstream return the same data each epoch."
+
+
+def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
+    """A deterministic map under a shuffle, moved above it and cached (`FIX_HOIST_CACHE`),
+    where no trial on training measured it (its cache takes too long to fill in a trial):
+    from the second epoch the map's output comes from memory, which is what holding that
+    stage's output measured on training (docs/design.md, "Every applicable rewrite")."""
+    found = []
+    for trial in ctx.report.pipeline.trials:
+        if (
+            trial.fix != FIX_HOIST_CACHE
+            or trial.stage_index is None
+            or not 0 <= trial.stage_index < len(ctx.stages)
+            or trial.training_speedup is not None
+            or not trial.fits_in_memory
+            or trial.facts.python_repeatable is False
+        ):
+            continue
+        stats = ctx.stages[trial.stage_index]
+        share = ctx.share(stats.own_s_per_batch)
+        bound = stage_bound(ctx, stats)
+        if (
+            share is None
+            or share < CACHE_MIN_SHARE
+            or bound is None
+            or bound[0] < VERIFIED_MIN_GAIN
+        ):
+            continue
+        shuffle = ctx.stages[stats.inputs[0]]
+        size = bytes_text(trial.facts.cache_bytes)
+        fill = (
+            f" The first epoch fills it (about {trial.facts.fill_s:.0f} s)."
+            if trial.facts.fill_s is not None
+            else ""
+        )
+        evidence = (
+            f"{stage_cost_text(ctx, stats)} It makes the same output from each element every "
+            f"epoch, and one epoch of it is {trial.facts.elements} elements, ~{size}, with "
+            f"{bytes_text(trial.facts.available_bytes)} of memory available: moved above "
+            f"{stage_name(shuffle)} and cached, it runs once; the shuffle still reorders "
+            f"every epoch.{fill} With {bound[1]}, your training ran {bound[0]:.2f}x faster "
+            "(measured): what the cache gives from the second epoch."
+        )
+        evidence += _python_repeat_text(ctx, trial, upstream_of(ctx.stages, stats.index))
+        suggestion = fix_suggestion(
+            ctx,
+            rule_id,
+            title=(
+                f"cache() after {stage_name(stats)}, moved above {stage_name(shuffle)} "
+                f"({size}, fits)"
+            ),
+            stats=stats,
+            evidence=evidence,
+            code="\n".join(_hoisted_lines(ctx, stats)),
+            estimated=None,
+            trial=None,
+            adds_threads=False,
+        )
+        # The hold measured what the cache gives from epoch 2: it ranks the change.
+        found.append(
+            replace(
+                suggestion,
+                bound_speedup=bound[0],
+                predicted_speedup=bound[0],
+                fix=FIX_HOIST_CACHE,
+            )
+        )
+    return found
+
+
+def _hoisted_lines(ctx: Context, stats: StageStats) -> list[str]:
+    """The user's map, its cache and the shuffle it moved above, as the rewritten chain
+    writes them."""
+    change = StageChange(FIX_HOIST_CACHE, stats.index, SEMANTICS_HOIST_CACHE)
+    lines = rewritten_chain(ctx.stages, [change])
+    changed = [i for i, line in enumerate(lines) if line.change == FIX_HOIST_CACHE]
+    if not changed:
+        return ["ds = ds.cache()  # after the map, with the map moved above the shuffle"]
+    last = min(changed[-1] + 1, len(lines) - 1)  # the moved shuffle follows the cache
+    return [line.text for line in lines[changed[0] : last + 1]]
 
 
 def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:

@@ -58,6 +58,26 @@ class Candidate:
     semantics: str | None = None
 
 
+def check_python_repeats(candidate: Candidate, dataset: Any | None, python: list[str]) -> None:
+    """Where the cache would keep the output of Python stages (`python`, their names): read
+    `dataset`, the elements the cache would hold, twice (`bench/repeatable.py`). Stages
+    that gave other values the second time are random, and no cache is offered over them
+    (`candidate.reason`); the facts say what was found."""
+    if not python or dataset is None:
+        return
+    from pipediag.bench.repeatable import CHECK_ELEMENTS, same_elements_twice
+
+    repeats = same_elements_twice(dataset)
+    candidate.facts = replace(candidate.facts, python_repeatable=repeats)
+    if repeats is False and candidate.reason is None:
+        names = ", ".join(python)
+        candidate.reason = (
+            f"{names} gave other values for the same {CHECK_ELEMENTS} elements read twice: "
+            "its Python draws random numbers or reads changing state, so a cache would "
+            "replay the first epoch's"
+        )
+
+
 class Once(Generic[T]):
     """A value computed on first use and kept: a trace or a read shared by check and edit."""
 

@@ -15,6 +15,7 @@ from typing import Any
 from pipediag.bench.candidate import (
     Candidate,
     Once,
+    check_python_repeats,
     element_counter,
     size_cache,
 )
@@ -41,6 +42,7 @@ from pipediag.report.stage_facts import (
     rewrite_site,
     runs_sequential_interleave,
     runs_sequential_map,
+    upstream_of,
     vectorizable,
 )
 from pipediag.report.vocabulary import (
@@ -247,6 +249,12 @@ def _cache_candidate(
     size_cache(
         candidate, walked, walked[point].dataset, point, stats.elements_per_s, counter=counter
     )
+    python = [
+        stage_name(stages[i])
+        for i in sorted(upstream_of(stages, point))
+        if stages[i].uses_py_function
+    ]
+    check_python_repeats(candidate, walked[point].dataset, python)
     if candidate.reason is None and node is None:
         candidate.reason = "the stage was not found in the dataset graph"
     batch = batch_caching(stages, point)

@@ -145,6 +145,25 @@ def _string_const(node: Any) -> str:
 
 
 @contextlib.contextmanager
+def kept_random_states() -> Iterator[None]:
+    """Python's and NumPy's global random states as they were, after pipediag's own calls of
+    the user's code: a `numpy_function` drawing from NumPy's global generator in a map read
+    by a benchmark, a clone's initialisers (Keras' `make_default_seed`). The script's own
+    epochs then draw the numbers they would have drawn."""
+    import random
+
+    import numpy as np
+
+    python_state = random.getstate()
+    numpy_state = np.random.get_state()
+    try:
+        yield
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+
+
+@contextlib.contextmanager
 def preserved_variables(
     dataset: Any, teardown: TearDown | None = None, *, copies: bool = True
 ) -> Iterator[None]:

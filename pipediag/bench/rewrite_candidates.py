@@ -13,8 +13,9 @@ from dataclasses import replace
 from typing import Any
 
 from pipediag.bench import cache_sizing
-from pipediag.bench.candidate import Candidate, Once, size_cache
+from pipediag.bench.candidate import Candidate, Once, check_python_repeats, size_cache
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
+from pipediag.bench.isolate import kept_random_states
 from pipediag.bench.structure import Stage
 from pipediag.report.model import StageStats
 from pipediag.report.names import stage_name
@@ -73,6 +74,9 @@ def hoist_candidate(
     size_cache(
         candidate, walked, walked[stats.index].dataset, stats.index, stats.elements_per_s, sample
     )
+    kept = sorted(upstream | {stats.index, shuffle.index})
+    python = [stage_name(stages[i]) for i in kept if stages[i].uses_py_function]
+    check_python_repeats(candidate, sample, python)
     if candidate.reason is None and (map_node is None or shuffle_node is None):
         candidate.reason = "the map or its shuffle was not found in the dataset graph"
     if candidate.reason is None and map_node is not None and shuffle_node is not None:
@@ -173,8 +177,6 @@ def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, str | N
     """One epoch of the generator as one stacked array per component, or why not. Python's
     and NumPy's global random states are put back: the user's own epochs draw the numbers
     they would have drawn."""
-    import random
-
     import numpy as np
     import tensorflow as tf
 
@@ -185,28 +187,25 @@ def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, str | N
     limit = GENERATOR_MAX_BYTES
     if available is not None:
         limit = min(limit, int(cache_sizing.CACHE_MAX_MEMORY_SHARE * available))
-    python_state, numpy_state = random.getstate(), np.random.get_state()
     columns: list[list[Any]] = [[] for _ in components]
     used = 0
     began = time.perf_counter()
     try:
-        for element in generator():
-            values = [np.asarray(v) for v in tf.nest.flatten(element)]
-            used += sum(v.nbytes for v in values)
-            if used > limit:
-                return None, f"one epoch does not fit in memory: {_TFRECORD_ROUTE}"
-            if time.perf_counter() - began > GENERATOR_READ_MAX_S:
-                return None, (
-                    f"one epoch takes over {GENERATOR_READ_MAX_S:.0f} s to read, or never "
-                    f"ends: not held here; {_TFRECORD_ROUTE}"
-                )
-            for column, value, component in zip(columns, values, components, strict=True):
-                column.append(value.astype(component.dtype.as_numpy_dtype, copy=False))
+        with kept_random_states():
+            for element in generator():
+                values = [np.asarray(v) for v in tf.nest.flatten(element)]
+                used += sum(v.nbytes for v in values)
+                if used > limit:
+                    return None, f"one epoch does not fit in memory: {_TFRECORD_ROUTE}"
+                if time.perf_counter() - began > GENERATOR_READ_MAX_S:
+                    return None, (
+                        f"one epoch takes over {GENERATOR_READ_MAX_S:.0f} s to read, or never "
+                        f"ends: not held here; {_TFRECORD_ROUTE}"
+                    )
+                for column, value, component in zip(columns, values, components, strict=True):
+                    column.append(value.astype(component.dtype.as_numpy_dtype, copy=False))
     except Exception as exc:
         return None, f"the generator failed when read ({type(exc).__name__}: {exc})"
-    finally:
-        random.setstate(python_state)
-        np.random.set_state(numpy_state)
     if not columns or not columns[0]:
         return None, "the generator yielded nothing"
     try:

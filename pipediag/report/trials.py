@@ -51,6 +51,9 @@ class TrialFacts:
     # cache: placed after the batch that reads the stage (`report.stage_facts.batch_caching`),
     # so whole batches are cached; the stage is still the work it keeps.
     cached_in_batches: bool = False
+    # cache, hoist-cache: the Python stages it keeps gave the same values for the same
+    # elements read twice (`bench/repeatable.py`); None: no Python there, or not checked.
+    python_repeatable: bool | None = None
     # The fix's rate on training was faster than the train step alone ran in the alternation
     # (its fastest block, with its noise): its rate and gain are taken at that ceiling.
     above_step_alone: bool = False

@@ -12,11 +12,12 @@ a function built with them keeps them after the model's own settings are restore
 from __future__ import annotations
 
 import contextlib
-import random
 import re
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from pipediag.bench.isolate import kept_random_states
 
 # Keras keeps what its train function was built with in these attributes.
 TRAIN_SETTINGS = ("train_function", "_jit_compile", "steps_per_execution")
@@ -37,21 +38,6 @@ def kept_train_settings(model: Any) -> Iterator[None]:
         for name, value in saved.items():
             # the attributes themselves, not the setters: Keras' jit_compile setter warns
             object.__setattr__(model, name, value)
-
-
-@contextlib.contextmanager
-def kept_random_states() -> Iterator[None]:
-    """Python's and NumPy's global random states, which a clone's initialisers draw seeds
-    from (Keras' `make_default_seed`), as they were afterwards."""
-    import numpy as np
-
-    python_state = random.getstate()
-    numpy_state = np.random.get_state()
-    try:
-        yield
-    finally:
-        random.setstate(python_state)
-        np.random.set_state(numpy_state)
 
 
 def xla_train_function(model: Any) -> Callable[[Any], Any] | str:

@@ -17,7 +17,9 @@ pytestmark = pytest.mark.tensorflow
 
 # Records the data of two epochs. A seeded shuffle that reshuffles each epoch draws its
 # seeds from state every new iterator advances; a `tf.random.Generator` in a map is a
-# variable every iterator advances; a memory cache keeps whatever first filled it.
+# variable every iterator advances; a memory cache keeps whatever first filled it; a
+# `numpy_function` drawing from NumPy's global generator draws on from wherever any
+# reader of the pipeline left it.
 SCRIPT = (
     TRAIN_STEP
     + """
@@ -27,6 +29,12 @@ tf.random.set_seed(0)
 kind, out = sys.argv[1], sys.argv[2]
 if kind == "shuffle":
     ds = tf.data.Dataset.range(64).shuffle(64, seed=1).batch(8)
+elif kind == "numpy":
+    import numpy as np
+    np.random.seed(1)
+    noise = lambda x: x + np.random.randint(1000)  # NumPy's global generator, one core
+    ds = tf.data.Dataset.range(64).map(
+        lambda x: tf.numpy_function(noise, [x], tf.int64)).batch(8)
 else:
     gen = tf.random.Generator.from_seed(1)
     ds = tf.data.Dataset.range(64).map(
@@ -48,7 +56,7 @@ def _plain(script: Path, args: list[str]) -> list[list[int]]:
     return json.loads(Path(args[1]).read_text())
 
 
-@pytest.mark.parametrize("kind", ["shuffle", "generator", "cache"])
+@pytest.mark.parametrize("kind", ["shuffle", "generator", "cache", "numpy"])
 def test_training_data_is_unchanged_by_the_benchmark(tmp_path: Path, kind: str) -> None:
     # GIVEN a script whose data depends on per-iterator state
     script = tmp_path / "train.py"

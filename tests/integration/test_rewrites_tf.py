@@ -198,6 +198,43 @@ def test_no_hoist_when_a_random_stage_comes_before_the_shuffle() -> None:
     assert "hoist-cache" not in [c.fix for c in found]
 
 
+def _python_map(ds: Any, fn: Any) -> Any:
+    tf = _tf()
+    return ds.map(lambda x: tf.numpy_function(fn, [x], tf.float64))
+
+
+def _deterministic(x: Any) -> Any:
+    import numpy as np
+
+    return np.sqrt(np.float64(x) + 1.0)
+
+
+def _augment(x: Any) -> Any:
+    import numpy as np
+
+    return np.float64(x) + np.random.uniform()  # NumPy's global generator: random each call
+
+
+@pytest.mark.parametrize(("fn", "repeats"), [(_deterministic, True), (_augment, False)])
+def test_a_python_map_is_read_twice_before_a_cache_keeps_its_output(fn: Any, repeats: bool) -> None:
+
+    tf = _tf()
+    # GIVEN a numpy_function map, first under a shuffle (the hoist), then as the whole
+    # deterministic prefix of a pipeline with no shuffle (the cache after it)
+    hoisted = _python_map(tf.data.Dataset.range(40).shuffle(40, seed=1), fn).batch(4)
+    prefixed = _python_map(tf.data.Dataset.range(40), fn).batch(4)
+    for ds, fix in ((hoisted, "hoist-cache"), (prefixed, "cache")):
+        found, _ = _candidates(ds, elements_per_s=10_000.0, own_s_per_batch=0.01)
+        (candidate,) = [c for c in found if c.fix == fix]
+        # THEN each is checked: a map that gave other values the second time gets no cache
+        assert candidate.facts.python_repeatable is repeats
+        if repeats:
+            assert candidate.reason is None, candidate.reason
+        else:
+            assert candidate.reason is not None
+            assert "other values for the same 8 elements read twice" in candidate.reason
+
+
 # --- consecutive maps fused ----------------------------------------------------------------
 
 

@@ -522,3 +522,61 @@ def test_gpu_idle_on_transfer_gets_the_prefetch_to_device_fix() -> None:
 def test_gpu_idle_waiting_for_input_is_left_to_the_pipeline_rules() -> None:
     report = _gpu_report("input-wait", input_s=3.0, host_s=0.5, transfer_s=0.5)
     assert "PD011-gpu-idle-cause" not in _ids(report)
+
+
+def _hoist_pipeline(held: float | None = 6.5) -> list[StageStats]:
+    """The quickstart's shape: a shuffle, then a costly Python map, then its batch."""
+    return _chain(
+        StageStats(0, "source", own_s_per_batch=0.0005),
+        StageStats(0, "shuffle", settings={"buffer_size": "1024", "seed": "0"}),
+        StageStats(0, "map", function="to_example", source="train.py:30", stateful=True,
+                   uses_py_function=True, own_s_per_batch=0.020,
+                   training_speedup_if_free=held),
+        StageStats(0, "batch", settings={"batch_size": "32"}, own_s_per_batch=0.0005),
+    )  # fmt: skip
+
+
+def _hoist_trial(**facts: Any) -> FixTrial:
+    trial = _trial(
+        "hoist-cache",
+        2,
+        1.0,
+        elements=8192,
+        cache_bytes=100_000_000,
+        available_bytes=8_000_000_000,
+        fill_s=7.0,
+        **facts,
+    )
+    return dataclasses.replace(
+        trial, verified=False, variant_batches_per_s=None, fits_in_memory=True
+    )
+
+
+def test_a_map_under_a_shuffle_is_offered_hoisted_and_cached_with_its_hold_as_the_gain() -> None:
+    # GIVEN the map's cache too slow to fill in a trial, its output held on training at 6.5x,
+    # and its Python checked to give the same values twice
+    report = _report(_hoist_pipeline(), trials=[_hoist_trial(python_repeatable=True)])
+    found = advise(report)
+    (hoist,) = [s for s in found if s.id == "PD018-hoist-cache"]
+    # THEN the change is offered with that gain, the code moves the map above the shuffle
+    assert hoist.title == "cache() after map(to_example), moved above shuffle (100.0 MB, fits)"
+    assert hoist.bound_speedup == 6.5 and hoist.training_speedup is None
+    assert hoist.code.splitlines() == [
+        "ds = ds.map(to_example)",
+        "ds = ds.cache()",
+        "ds = ds.shuffle(1024)",
+    ]
+    assert "same values for the same elements read twice" in hoist.evidence
+    assert "about 7 s" in hoist.evidence
+    # AND it ranks before porting the map to TF ops, whose 6.5x is only a bound
+    ids = [s.id for s in found]
+    assert ids.index("PD018-hoist-cache") < ids.index("PD007-py-function")
+
+
+def test_no_hoisted_cache_over_python_that_gave_other_values_or_without_a_hold() -> None:
+    random_python = _report(_hoist_pipeline(), trials=[_hoist_trial(python_repeatable=False)])
+    assert "PD018-hoist-cache" not in _ids(random_python)
+    unheld = _report(_hoist_pipeline(held=None), trials=[_hoist_trial(python_repeatable=True)])
+    assert "PD018-hoist-cache" not in _ids(unheld)
+    free = _report(_hoist_pipeline(held=1.01), trials=[_hoist_trial(python_repeatable=True)])
+    assert "PD018-hoist-cache" not in _ids(free)

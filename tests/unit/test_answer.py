@@ -118,3 +118,36 @@ def test_a_held_stage_s_bound_above_t_over_a_is_capped_at_t_over_a() -> None:
     text = " ".join(line.strip() for line in _lines(render_answer(report, "Report: out/")))
 
     assert f"at most {free:.2f}x on your training (if all input were free" in text, text
+
+
+def test_a_cache_moved_above_its_shuffle_shows_its_held_gain_from_epoch_2_and_its_code() -> None:
+    base = synthetic_cost_report(cost_interval=(0.35, 0.5))
+    report = _with(
+        base,
+        Suggestion(
+            "PD018-hoist-cache",
+            "cache() after map(to_example), moved above shuffle(1024) (24.0 MiB, fits)",
+            code="ds = ds.map(to_example)\nds = ds.cache()\nds = ds.shuffle(1024)",
+            bound_speedup=1.5,
+            predicted_speedup=1.5,
+            fix="hoist-cache",
+        ),
+        Suggestion(
+            "PD007-py-function",
+            "map(to_example) runs Python: port it to TF ops",
+            code="# rewrite to_example with TensorFlow ops",
+            bound_speedup=1.5,
+        ),
+    )
+    lines = _lines(render_answer(report, "Report: out/"))
+    text = " ".join(line.strip() for line in lines)
+
+    assert "Change: cache() after map(to_example), moved above shuffle(1024) (24.0 MiB, fits):" in (
+        text
+    )
+    assert "1.50x on your training from epoch 2 (measured with its output held in memory)" in text
+    assert [line.strip() for line in lines if line.startswith("    ")] == [
+        "ds = ds.map(to_example)",
+        "ds = ds.cache()",
+        "ds = ds.shuffle(1024)",
+    ]

@@ -1,0 +1,66 @@
+"""Whether a pipeline gives the same elements when read twice: a Python stage's check before
+a cache keeps its output (docs/design.md, "Every applicable rewrite").
+
+tf.data cannot see inside a `py_function` or `numpy_function`: one that draws random
+numbers (NumPy's global generator, Python's `random`) or reads changing state makes a
+different element each epoch, and a cache would replay the first epoch's ever after. So
+the first elements are read twice, each pass from a fresh iterator, and compared value by
+value. Python's and NumPy's global random states are put back after, so the user's own
+epochs draw the numbers they would have drawn.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pipediag.bench.isolate import kept_random_states
+
+# Elements read in each of the two passes: enough for a random augmentation to show (one in
+# eight left alone by a coin flip is still caught by the seven others), few enough for a
+# decode of tens of milliseconds.
+CHECK_ELEMENTS = 8
+# Both passes stop past this long: the check is not to hold up the trials.
+CHECK_MAX_S = 3.0
+
+
+def same_elements_twice(dataset: Any, elements: int = CHECK_ELEMENTS) -> bool | None:
+    """True where two passes over `dataset`'s first `elements` elements gave equal values,
+    False where any differed; None where they could not be read in `CHECK_MAX_S` or at all
+    (an error, an element of no fixed value)."""
+    began = time.perf_counter()
+    try:
+        with kept_random_states():
+            first = _read(dataset, elements, began)
+            second = _read(dataset, elements, began) if first is not None else None
+    except Exception:  # a check that cannot run says nothing: the caller keeps its default
+        return None
+    if first is None or second is None or len(first) != len(second):
+        return None
+    return all(_equal(a, b) for a, b in zip(first, second, strict=True))
+
+
+def _read(dataset: Any, elements: int, began: float) -> list[Any] | None:
+    """The values of the first `elements` elements, flattened; None past `CHECK_MAX_S`."""
+    import tensorflow as tf
+
+    values: list[Any] = []
+    for element in dataset.take(elements):
+        values.extend(
+            v.numpy() if hasattr(v, "numpy") else v
+            for v in tf.nest.flatten(element, expand_composites=True)
+        )
+        if time.perf_counter() - began > CHECK_MAX_S:
+            return None
+    return values
+
+
+def _equal(a: Any, b: Any) -> bool:
+    import numpy as np
+
+    left, right = np.asarray(a), np.asarray(b)
+    if left.shape != right.shape or left.dtype != right.dtype:
+        return False
+    if left.dtype.kind in "fc":
+        return bool(np.array_equal(left, right, equal_nan=True))
+    return bool(np.array_equal(left, right))
