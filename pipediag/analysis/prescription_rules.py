@@ -17,6 +17,7 @@ from pipediag.analysis.advice_context import (
     training_interval,
     training_text,
 )
+from pipediag.analysis.run_terms import most_input_gives
 from pipediag.report.model import Suggestion
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.prescription import Prescription, fix_words
@@ -124,10 +125,15 @@ def stage_bound(ctx: Context, stats: StageStats) -> tuple[float, str] | None:
     """The most a change at `stats` can gain training, and what says so: the speedup
     measured with it (or the nearest held stage after it) held in memory, as "holding X in
     memory"; where no stage's hold was usable, the verdict's speedup if input were free
-    (T/A), as "input free". None where neither was measured."""
+    (T/A), as "input free", which also caps a hold read above it. None where neither was
+    measured."""
     bound = if_free_bound(ctx.stages, stats.index)
+    most = most_input_gives(ctx.report)
     if bound is not None and bound.training_speedup_if_free is not None:
-        return bound.training_speedup_if_free, f"holding {stage_name(bound)} in memory"
+        held = bound.training_speedup_if_free
+        if most is not None and held > most:  # the host's noise: no hold gives back more
+            return most, "input free"
+        return held, f"holding {stage_name(bound)} in memory"
     cost = ctx.report.verdict.input_cost_fraction
     if cost is None or not 0.0 < cost < 1.0:
         return None

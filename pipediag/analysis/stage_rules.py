@@ -41,6 +41,7 @@ from pipediag.report.stage_facts import (
     cache_point,
     downstream_batch_size,
     downstream_of,
+    if_free_bound,
     int_setting,
     prefix_cost_s,
     runs_sequential_interleave,
@@ -357,6 +358,8 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             continue
         stats = ctx.stages[trial.stage_index]
         share = ctx.share(stats.own_s_per_batch)
+        if if_free_bound(ctx.stages, stats.index) is None:
+            continue  # no stage's hold measured what the cache would give
         bound = stage_bound(ctx, stats)
         if (
             share is None

@@ -10,6 +10,7 @@ Words and figures come from the summary layer, so they are the full text's own.
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass, field
 
 from pipediag.renderers import summary
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
@@ -24,6 +25,7 @@ MIN_WIDTH = 60
 CODE_LINES = 4  # of the change's code, at most
 MORE_LINES = 3
 SUMMARY = "summary.txt"
+NO_CHANGE = "none measured to help on your training"
 
 
 def divider(width: int = WIDTH) -> str:
@@ -94,63 +96,77 @@ def _figures(report: Report) -> str:
     return " · ".join(parts)
 
 
-def _change(report: Report, width: int) -> list[str]:
-    """The one change: the pipeline pipediag would write where training measured it faster,
-    else the fix measured fastest on training, else (compute-bound) the model-side change;
-    its code follows. Nothing measured to help: one line that says so."""
+@dataclass(frozen=True)
+class Change:
+    """The one change: its words (after "Change: "), its code lines (only for a change
+    measured to help), the suggestion it is, where it is one (not said again), and whether
+    it is a change to the model."""
+
+    words: str
+    code: list[str] = field(default_factory=list)
+    suggestion: Suggestion | None = None
+    model: bool = False
+
+
+def the_change(report: Report) -> Change:
+    """The pipeline pipediag would write where training measured it faster, else the fix
+    measured fastest on training, else (compute-bound) the model-side change, else the first
+    fix not measured on training, said as such (a cache moved above its shuffle carries its
+    stage's hold, which measured its gain from epoch 2). Code only with a measured gain."""
     prescription = report.pipeline.prescription
     value = prescription.shown[0] if prescription is not None else None
     if prescription is not None and value is not None and value > 1.0:
-        lines = [f"Change: {together_text(prescription, _timed(report))}"]
         code = [c.text for c in prescription.code if c.change is not None] or [
             c.text for c in prescription.code
         ]
-        return [*_wrap(lines[0], width), *_code(code)]
+        return Change(together_text(prescription, _timed(report)), _code(code))
     fix = _best_measured_fix(report)
     if fix is not None:
         gain = summary.gain(fix.training_speedup or 1.0)
-        head = f"Change: {fix.title}: {gain} measured on your training"
-        return [*_wrap(head, width), *_code(fix.code.splitlines())]
+        return Change(
+            f"{fix.title}: {gain} measured on your training", _code(fix.code.splitlines()), fix
+        )
     if report.verdict.label == COMPUTE_BOUND:
         alone = model_side_of(report)
         worth = ranked(alone.trials).worth if alone is not None else []
         if worth:
             best = worth[0]
-            head = f"Change (model): {change_name(best)}: {gain_text(best)}"
-            return [*_wrap(head, width), *_code(best.code.splitlines())]
+            words = f"{change_name(best)}: {gain_text(best)}"
+            return Change(words, _code(best.code.splitlines()), model=True)
     fixes = [s for s in summary.suggestions_of(report, summary.FIX) if s.training_speedup is None]
-    if fixes:
-        # No code for a change not measured to help (but a cache, whose gain its stage's hold
-        # measured); a change no rewrite can make carries the most it can gain, measured with
-        # its stage's output held in memory.
-        fix = fixes[0]
-        free = summary.speedup_if_input_free(
-            report.verdict, summary.training_rate(report.verdict, report.train.steps_per_s)
+    if not fixes:
+        return Change(NO_CHANGE)
+    fix = fixes[0]
+    free = summary.speedup_if_input_free(
+        report.verdict, summary.training_rate(report.verdict, report.train.steps_per_s)
+    )
+    if fix.fix == FIX_HOIST_CACHE and fix.bound_speedup:
+        # Its gain from the second epoch is the hold of its stage, measured on training (at
+        # most all of input's cost: the hold can read above T/A by the host's noise).
+        cached = min(fix.bound_speedup, free) if free is not None else fix.bound_speedup
+        words = (
+            f"{fix.title}: {summary.gain(cached)} on your training from epoch 2 "
+            "(measured with its output held in memory)"
         )
-        if fix.fix == FIX_HOIST_CACHE and fix.bound_speedup:
-            # Its gain from the second epoch is the hold of its stage, measured on training
-            # (at most all of input's cost: the hold can read above T/A by the host's noise).
-            cached = min(fix.bound_speedup, free) if free is not None else fix.bound_speedup
-            head = (
-                f"Change: {fix.title}: {summary.gain(cached)} on your training from epoch 2 "
-                "(measured with its output held in memory)"
-            )
-            return [*_wrap(head, width), *_code(fix.code.splitlines())]
-        if fix.bound_speedup:
-            # Two measured bounds: the stage's output held, and all of input free; the lower
-            # holds (the hold can read above T/A by the host's noise).
-            held = summary.gain(fix.bound_speedup)
-            if free is not None and free < fix.bound_speedup:
-                why = f"if all input were free; holding its output measured {held}"
-                most = summary.gain(free)
-            else:
-                why, most = "measured with its output held in memory", held
-            return _wrap(
-                f"Change: {fix.title}: at most {most} on your training ({why})",
-                width,
-            )
-        return _wrap(f"Change: {fix.title} (not measured on your training)", width)
-    return ["Change: none measured to help on your training"]
+        return Change(words, _code(fix.code.splitlines()), fix)
+    if fix.bound_speedup:
+        # Two measured bounds: the stage's output held, and all of input free; the lower
+        # holds (the hold can read above T/A by the host's noise).
+        held = summary.gain(fix.bound_speedup)
+        if free is not None and free < fix.bound_speedup:
+            why = f"if all input were free; holding its output measured {held}"
+            most = summary.gain(free)
+        else:
+            why, most = "measured with its output held in memory", held
+        return Change(f"{fix.title}: at most {most} on your training ({why})", suggestion=fix)
+    return Change(f"{fix.title} (not measured on your training)", suggestion=fix)
+
+
+def _change(report: Report, width: int) -> list[str]:
+    """The one change as the answer's lines: its words, then its code, indented."""
+    change = the_change(report)
+    head = ("Change (model): " if change.model else "Change: ") + change.words
+    return [*_wrap(head, width), *(f"    {line}" for line in change.code)]
 
 
 def _timed(report: Report) -> str:
@@ -167,8 +183,9 @@ def _best_measured_fix(report: Report) -> Suggestion | None:
 
 
 def _code(lines: list[str]) -> list[str]:
+    """The code lines worth pasting: no comments, at most `CODE_LINES`."""
     code = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    return [f"    {line}" for line in code[:CODE_LINES]]
+    return code[:CODE_LINES]
 
 
 def _more(report: Report, width: int) -> list[str]:

@@ -343,3 +343,25 @@ def test_the_cost_panel_moves_under_a_long_note_and_its_title_stays_on_the_page(
     # THEN the cost's title starts under the note, and ends on the page
     assert title.y1 < note.get_window_extent(renderer).y0
     assert title.x1 <= figure.bbox.width
+
+
+def test_the_change_measured_to_help_leads_the_foot_with_its_code_and_is_not_listed_again() -> None:
+    measured = Suggestion(
+        "PD001-sequential-map",
+        "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
+        code="ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
+        training_speedup=1.8,
+    )
+    other = Suggestion("PD007-py-function", "map(f): port it to TF ops")
+    figure = build_figure(dataclasses.replace(synthetic_report(), suggestions=[measured, other]))
+    (change,) = _by_gid(figure, "change")
+    assert change.get_text() == (
+        "Change: map(decode): add num_parallel_calls=tf.data.AUTOTUNE: 1.80x measured on "
+        "your training"
+    )
+    assert change.get_fontweight() == "bold"
+    (code,) = _by_gid(figure, "change-code")
+    assert code.get_text() == "ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)"
+    assert code.get_fontfamily() == ["monospace"]
+    (fix,) = _by_gid(figure, "suggestion")
+    assert fix.get_text().startswith("1. [PD007-py-function] map(f): port it to TF ops")

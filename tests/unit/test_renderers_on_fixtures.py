@@ -16,9 +16,10 @@ from matplotlib.figure import Figure
 
 from pipediag.cli import main
 from pipediag.renderers import REPORT_PNG, REPORT_TEXT, TRACE_JSON, summary
+from pipediag.renderers.answer import the_change
 from pipediag.renderers.png import build_figure
 from pipediag.renderers.png.header import header_lines
-from pipediag.renderers.png.suggestions import suggestion_lines
+from pipediag.renderers.png.suggestions import foot_lines, suggestion_lines
 from pipediag.renderers.text import render_text
 from pipediag.report.io import load_report
 from pipediag.report.model import Report
@@ -176,15 +177,26 @@ def test_png_says_the_headline_and_the_key_figures_in_the_texts_words(
 
 def test_png_suggestion_lines_are_the_texts(recorded: tuple[Report, str, list[str]]) -> None:
     report, text, png = recorded
-    actionable = summary.actionable(report)
-    lines = suggestion_lines(report)
+    # the answer's one change, measured to help, leads the foot, its code under it, and is
+    # not listed again
+    change = the_change(report)
+    drawn = bool(change.code) and not change.model
+    if drawn:
+        assert any(line.startswith("Change: " + change.words[:60]) for line in png), png
+        assert all(code in png for code in change.code[:3])
+    said = change.suggestion if drawn else None
+    actionable = [s for s in summary.actionable(report) if s is not said]
+    lines = suggestion_lines(report, said_already=said)
     assert len(lines) == min(len(actionable), 5)
     for (line, _), s in zip(lines, actionable, strict=False):
         # the page numbers one list, the text one per group: the rest of the line is the same
         assert line.split(". ", 1)[1] == summary.suggestion_line(s)
         assert summary.suggestion_line(s) in text
-        assert line in png
-    if not actionable:
+    # the page draws them in order, as many as its foot has room for beside the change
+    on_page = [line for line, _ in lines if line in png]
+    assert on_page == [line for line, _ in lines][: len(on_page)]
+    assert on_page or not lines or any(line.gid == "scale-out" for line in foot_lines(report))
+    if not actionable and not drawn:
         assert "No suggestions" in png
 
 

@@ -1,6 +1,8 @@
-"""The foot of the page, "What to change": the top fixes and warnings, one line each, then
-the lists the report adds (`change_lists.py`): "What to change in the model" where the model
-sets the rate, the rewrites tried on training where the search ran.
+"""The foot of the page, "What to change": the one change the answer names, where it was
+measured to help, with its code (`renderers/answer.py::the_change`), then the other top fixes
+and warnings, one line each, then the lists the report adds (`change_lists.py`): "What to
+change in the model" where the model sets the rate, the rewrites tried on training where the
+search ran.
 
 The fixes' lines are the text summary's (`summary.suggestion_line`), numbered in one list;
 notes (a check that found a fix not worth making) are not things to change, so the page
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipediag.renderers import summary
+from pipediag.renderers.answer import Change, the_change
 from pipediag.renderers.png.change_lists import ListLine, change_lists
 from pipediag.renderers.png.style import (
     BODY_FONT,
@@ -31,7 +34,7 @@ from pipediag.renderers.png.style import (
 )
 from pipediag.renderers.png.text_fit import ELLIPSIS, clip, fit_width
 from pipediag.renderers.scale_out import scale_out_headlines
-from pipediag.report.model import Report
+from pipediag.report.model import Report, Suggestion
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -40,6 +43,7 @@ SUGGESTIONS_TOP_Y = 0.145
 SUGGESTION_FIRST_Y = 0.118
 SUGGESTION_LINE_STEP = 0.023
 MAX_SUGGESTIONS = 5
+CHANGE_CODE_LINES = 3  # of the change's code: one place of the five stays a fix's
 SUGGESTION_MAX_CHARS = 150
 # Before the line of a fix that changes what the model trains on.
 WARNING_SIGN = "\N{WARNING SIGN} "
@@ -67,6 +71,7 @@ class FootLine:
     bold: bool = False
     indent: float = 0.0
     keep: bool = True  # False: a list's line that may be left to the text summary
+    mono: bool = False  # code
 
 
 def draw_suggestions(figure: Figure, report: Report) -> None:
@@ -94,6 +99,7 @@ def draw_suggestions(figure: Figure, report: Report) -> None:
             color=foot.colour,
             va="top",
             gid=foot.gid,
+            fontfamily="monospace" if foot.mono else None,
         )
         fit_width(figure, text, RIGHT_EDGE)
 
@@ -131,14 +137,21 @@ def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> lis
         for text in scale_out_headlines(report)
     ]
     listed = [_foot_line(line) for found in lists for line in found]
-    room = MAX_SUGGESTIONS - len(scale_out)
+    change = the_change(report)
+    # A change with code was measured to help: it leads, with the code; the rest are listed.
+    said = _change_lines(change) if change.code and not change.model else []
+    room = MAX_SUGGESTIONS - len(scale_out) - len(said)
     if lists:
-        room = min(room, max(FIXES_KEPT_MIN, lines_that_fit() - len(scale_out) - len(listed)))
+        room = min(
+            room,
+            max(FIXES_KEPT_MIN, lines_that_fit() - len(scale_out) - len(listed) - len(said)),
+        )
+    others = suggestion_lines(report, said_already=change.suggestion if said else None)
     fixes = [
         FootLine(text, "suggestion", WARNING_COLOUR if warning else "black")
-        for text, warning in suggestion_lines(report)[: max(0, room)]
+        for text, warning in others[: max(0, room)]
     ]
-    lines = [*fixes, *scale_out]
+    lines = [*said, *fixes, *scale_out]
     if not lines and not lists:
         return [FootLine("No suggestions", "no-suggestions", MUTED_TEXT_COLOUR)]
     lines += listed
@@ -172,10 +185,25 @@ def _foot_line(line: ListLine) -> FootLine:
     return FootLine(line.text, gid, colour, line.heading, indent, line.heading or line.conclusion)
 
 
-def suggestion_lines(report: Report) -> list[tuple[str, bool]]:
-    """One numbered line per top fix or warning, and whether it may change results."""
+def _change_lines(change: Change) -> list[FootLine]:
+    """The change, bold, and its code under it in a fixed-width face (its first lines: the
+    foot keeps room for one more fix)."""
+    head = FootLine(clip("Change: " + change.words, SUGGESTION_MAX_CHARS), "change", bold=True)
+    code = [
+        FootLine(clip(line, SUGGESTION_MAX_CHARS), "change-code", indent=LIST_INDENT, mono=True)
+        for line in change.code[:CHANGE_CODE_LINES]
+    ]
+    return [head, *code]
+
+
+def suggestion_lines(
+    report: Report, said_already: Suggestion | None = None
+) -> list[tuple[str, bool]]:
+    """One numbered line per top fix or warning (not `said_already`, the change above them),
+    and whether it may change results."""
     lines = []
-    for rank, s in enumerate(summary.actionable(report)[:MAX_SUGGESTIONS], start=1):
+    shown = [s for s in summary.actionable(report) if s is not said_already]
+    for rank, s in enumerate(shown[:MAX_SUGGESTIONS], start=1):
         start = f"{rank}. " + (WARNING_SIGN if s.correctness_warning else "")
         line = summary.suggestion_line(s, max_chars=SUGGESTION_MAX_CHARS - len(start))
         lines.append((clip(start + line, SUGGESTION_MAX_CHARS), s.correctness_warning))
