@@ -207,6 +207,25 @@ def test_the_jump_names_the_bottleneck_where_prefix_timing_put_it_on_a_neighbour
     assert [s.index for s in with_freed(stages, Searched({}, jump=None)) if s.bottleneck] == [3]
 
 
+def test_a_search_ended_before_its_jump_names_no_stage_a_hold_cleared() -> None:
+    # GIVEN prefix timing that blames the map, whose hold gained training 1.02x (1.0-1.04x),
+    # while the whole pipeline held gained 4.8x, and the search ended between the two
+    stages = [
+        StageStats(0, "source", "TensorSlice", own_s_per_batch=0.0001),
+        StageStats(1, "map", "MapDataset", inputs=[0], own_s_per_batch=0.02, bottleneck=True),
+        StageStats(2, "map", "MapDataset", inputs=[1], own_s_per_batch=0.004),
+        StageStats(3, "padded-batch", "PaddedBatchDataset", inputs=[2], own_s_per_batch=0.01),
+        StageStats(4, "prefetch", "PrefetchDataset", inputs=[3]),
+    ]
+    measured: dict[int, Freed | None] = {1: Freed(1.02, 1.0, 1.04), 4: Freed(4.8, 4.5, 5.0)}
+    updated = with_freed(stages, Searched(measured, jump=None))
+    # THEN the bottleneck is the costliest stage alone that the hold did not clear
+    assert [s.index for s in updated if s.bottleneck] == [3]
+    # and a hold that gained, or could have, clears nothing
+    unclear = {1: Freed(1.02, 0.98, 1.2), 4: Freed(4.8, 4.5, 5.0)}
+    assert [s.index for s in with_freed(stages, Searched(unclear)) if s.bottleneck] == [1]
+
+
 def test_an_old_report_without_the_fields_loads_with_none() -> None:
     base = synthetic_cost_report()
     stage = StageStats(0, "source", "RangeDataset", bottleneck=True, batches_per_s=9.0)
