@@ -19,7 +19,8 @@ pytestmark = pytest.mark.tensorflow
 # seeds from state every new iterator advances; a `tf.random.Generator` in a map is a
 # variable every iterator advances; a memory cache keeps whatever first filled it; a
 # `numpy_function` drawing from NumPy's global generator draws on from wherever any
-# reader of the pipeline left it.
+# reader of the pipeline left it (pipediag puts the generator back after its reads; where
+# the script's own prefetch draws meanwhile, the two interleave: docs/design.md).
 SCRIPT = (
     TRAIN_STEP
     + """
@@ -32,9 +33,14 @@ if kind == "shuffle":
 elif kind == "numpy":
     import numpy as np
     np.random.seed(1)
-    noise = lambda x: x + np.random.randint(1000)  # NumPy's global generator, one core
+    noise = lambda x: x + np.random.randint(1000)  # NumPy's global generator
+    # No prefetch: the map runs in the loop's own pulls, so nothing of the script's draws
+    # while pipediag reads (a prefetch thread drawing meanwhile interleaves with it).
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    options.experimental_optimization.inject_prefetch = False
     ds = tf.data.Dataset.range(64).map(
-        lambda x: tf.numpy_function(noise, [x], tf.int64)).batch(8)
+        lambda x: tf.numpy_function(noise, [x], tf.int64)).batch(8).with_options(options)
 else:
     gen = tf.random.Generator.from_seed(1)
     ds = tf.data.Dataset.range(64).map(
