@@ -34,10 +34,12 @@ elif kind == "numpy":
     import numpy as np
     np.random.seed(1)
     noise = lambda x: x + np.random.randint(1000)  # NumPy's global generator
-    # No prefetch: the map runs in the loop's own pulls, so nothing of the script's draws
-    # while pipediag reads (a prefetch thread drawing meanwhile interleaves with it).
+    # No prefetch and no map-and-batch fusion (whose threads run ahead): the map runs in the
+    # loop's own pulls, so nothing of the script's draws while pipediag reads (a thread
+    # drawing meanwhile interleaves with it: a fresh-clone run matched 3 batches, then not).
     options = tf.data.Options()
     options.autotune.enabled = False
+    options.experimental_optimization.apply_default_optimizations = False
     options.experimental_optimization.inject_prefetch = False
     ds = tf.data.Dataset.range(64).map(
         lambda x: tf.numpy_function(noise, [x], tf.int64)).batch(8).with_options(options)
