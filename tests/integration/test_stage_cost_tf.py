@@ -73,7 +73,9 @@ def slow(x):
     time.sleep(0.002)  # 2 ms an element, 20 ms a batch of 10
     return x
 
-x = np.random.default_rng(0).normal(size=(4000, 8)).astype("float32")
+# 1200 batches: the budget ends the script long before, after the alternation and the
+# holds (with 400, a slow host's alternation left the holds too few pulls to find the jump)
+x = np.random.default_rng(0).normal(size=(12000, 8)).astype("float32")
 ds = tf.data.Dataset.from_tensor_slices(x)
 ds = ds.map(lambda a: tf.ensure_shape(tf.numpy_function(slow, [a], tf.float32), (8,)))
 ds = ds.map(lambda a: (a, tf.reduce_sum(a, keepdims=True)))
@@ -128,7 +130,9 @@ def slow(x):
     time.sleep(0.002)  # 2 ms an element, 20 ms a batch of 10
     return x
 
-x = np.random.default_rng(0).normal(size=(4000, 8)).astype("float32")
+# 1200 batches: the budget ends the script long before, after the alternation and the
+# holds (with 400, a slow host's alternation left the holds too few pulls to find the jump)
+x = np.random.default_rng(0).normal(size=(12000, 8)).astype("float32")
 ds = tf.data.Dataset.from_tensor_slices(x)
 ds = ds.map(lambda a: tf.ensure_shape(tf.numpy_function(slow, [a], tf.float32), (8,)))
 ds = ds.map(lambda a: (a, tf.reduce_sum(a, keepdims=True)))
