@@ -4,8 +4,9 @@ report.json a test writes (tests/conftest.py) and on the README's kept real run.
 - input cost = 1 - A/T, where no epoch start adds to it and the cost is measurable (or the
   wait measured step by step, where that is larger);
 - "N.Nx faster if input were free" = T/A;
-- no input-side gain on training above T/A at the cost interval's top (input cannot give
-  back more than all of its cost), the prescription's included;
+- no input-side gain on training above T/A (input cannot give back more than all of its
+  cost; where the cost is not measurable, at the top of its interval), the prescription's
+  included;
 - the stage marked as the bottleneck is where holding the stages' output gains most over
   holding the stage before it.
 
@@ -43,7 +44,7 @@ def identity_problems(report: Report) -> list[str]:
     expected = max(gap, waited)
     if measurable and (split is None or split.epoch_start == 0) and abs(cost - expected) > SPREAD:
         problems.append(f"input cost {cost:.3f} against 1 - A/T {gap:.3f} (wait {waited:.3f})")
-    top = max(cost, interval[1]) if interval else cost
+    top = max(cost, interval[1]) if interval and not measurable else cost
     most = 1 / (1 - top) if top < 1 else None
     prescription = report.pipeline.prescription
     gains = [(s.id, s.training_speedup) for s in report.suggestions]

@@ -16,7 +16,7 @@ Where the run's iterator restarts every pass (a finite dataset), each side's epo
 is spread over the pass's steps on both sides: a rewrite that makes a cheaper start (a
 hoisted cache) gains there too (docs/design.md, "Epoch starts in the gains").
 
-No gain so read exceeds what all of input's cost gives back, T/A (at its interval's top):
+No gain so read exceeds what all of input's cost gives back, T/A (`most_input_gives`):
 the trial's two sides are measured in their own window, and a baseline read slower than A
 there made a cache fix read 2.47x beside a T/A of 2.14x (docs/design.md, "Fixes tried on
 training").
@@ -91,14 +91,16 @@ def ratio_in_run_terms(
 
 
 def most_input_gives(report: Report) -> float | None:
-    """T/A from the verdict's input cost at its interval's top: the most that making input
-    free gains the run; None where T was not measured or the cost is unknown."""
+    """T/A, the most that making input free gains the run, as the answer states it: from the
+    input cost, or from its interval's top where the cost is not measurable above noise
+    (its interval reaches zero: "at most N%"); None where T was not measured or the cost
+    is unknown."""
     verdict = report.verdict
     cost = verdict.input_cost_fraction
     if verdict.compute_alone_source != MEASURED or cost is None:
         return None
     interval = verdict.input_cost_interval
-    top = max(cost, interval[1]) if interval else cost
+    top = max(cost, interval[1]) if interval and interval[0] <= 0.0 else cost
     return 1.0 / (1.0 - top) if top < 1.0 else None
 
 
