@@ -76,7 +76,9 @@ def test_the_callback_measures_a_known_injected_delay(delay_s: float, tmp_path: 
             assert window.input_wait_fraction > 0.5 and window.label == INPUT_BOUND
             assert window.input_wait_s / window.steps > 0.5 * delay_s
         else:
-            assert window.input_wait_fraction < 0.2
+            # A step of a 16-row dense model is well under a millisecond, so its share of
+            # waiting rides on the host's load; its wait per step does not come near 20 ms.
+            assert window.input_wait_s / window.steps < 0.1 * DELAY_S
     # AND TensorBoard got a point per epoch, at the epoch
     assert watch.report.watch is not None
     assert watch.report.watch.tensorboard_logdir == str(tmp_path / "logs" / "pipediag")

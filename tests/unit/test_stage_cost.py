@@ -207,7 +207,7 @@ def test_the_jump_names_the_bottleneck_where_prefix_timing_put_it_on_a_neighbour
     assert [s.index for s in with_freed(stages, Searched({}, jump=None)) if s.bottleneck] == [3]
 
 
-def test_a_search_ended_before_its_jump_names_no_stage_a_hold_cleared() -> None:
+def test_a_search_ended_before_its_jump_names_what_its_largest_step_freed() -> None:
     # GIVEN prefix timing that blames the map, whose hold gained training 1.02x (1.0-1.04x),
     # while the whole pipeline held gained 4.8x, and the search ended between the two
     stages = [
@@ -221,9 +221,12 @@ def test_a_search_ended_before_its_jump_names_no_stage_a_hold_cleared() -> None:
     updated = with_freed(stages, Searched(measured, jump=None))
     # THEN the bottleneck is the costliest stage alone that the hold did not clear
     assert [s.index for s in updated if s.bottleneck] == [3]
-    # and a hold that gained, or could have, clears nothing
+    # and so does a hold whose interval reaches a gain: the output's hold freed 4.7x more
     unclear = {1: Freed(1.02, 0.98, 1.2), 4: Freed(4.8, 4.5, 5.0)}
-    assert [s.index for s in with_freed(stages, Searched(unclear)) if s.bottleneck] == [1]
+    assert [s.index for s in with_freed(stages, Searched(unclear)) if s.bottleneck] == [3]
+    # and where no step between holds gained, a hold that could have clears nothing
+    flat = {1: Freed(1.02, 0.98, 1.2), 4: Freed(1.04, 0.99, 1.1)}
+    assert [s.index for s in with_freed(stages, Searched(flat)) if s.bottleneck] == [1]
 
 
 def test_an_old_report_without_the_fields_loads_with_none() -> None:
