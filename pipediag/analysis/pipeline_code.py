@@ -257,7 +257,7 @@ def _call(stats: StageStats, own: dict[str, StageChange], *, parallel: bool = Fa
         drop = ", drop_remainder=True" if settings.get("drop_remainder") == "true" else ""
         return f"ds = ds.batch({settings.get('batch_size', '...')}{drop})"
     if kind == KIND_SHUFFLE:
-        return f"ds = ds.shuffle({settings.get('buffer_size', '...')})"
+        return f"ds = ds.shuffle({settings.get('buffer_size', '...')}{_shuffle_order(settings)})"
     if kind == KIND_PREFETCH:
         return f"ds = ds.prefetch({_parallel_calls(settings.get('buffer_size')) or '...'})"
     if kind == KIND_CACHE:
@@ -296,6 +296,16 @@ def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> l
         if change.fix == FIX_DEVICE_PREFETCH
     ]
     return lines
+
+
+def _shuffle_order(settings: dict[str, str]) -> str:
+    """The arguments that fix a shuffle's order, as the op ran them: its op seed where any
+    seed was set (with a global seed, the op's own, whether the user chose it or TF counted
+    it out, gives the same order), and a reshuffle turned off."""
+    seeded = settings.get("seed", "0") != "0" or settings.get("seed2", "0") != "0"
+    seed = _kw("seed", settings.get("seed2")) if seeded else ""
+    once = settings.get("reshuffle_each_iteration") == "false"
+    return seed + (", reshuffle_each_iteration=False" if once else "")
 
 
 def _parallel_calls(value: str | None) -> str | None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pipediag.renderers import summary
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
 from pipediag.renderers.prescription_words import together_text
+from pipediag.renderers.suggestion_words import from_epoch_two
 from pipediag.report.model import COMPUTE_BOUND, Report, Suggestion
-from pipediag.report.vocabulary import FIX_HOIST_CACHE
 
 DIVIDER = "── pipediag "
 MAX_LINES = 12
@@ -140,10 +140,8 @@ def the_change(report: Report) -> Change:
     free = summary.speedup_if_input_free(
         report.verdict, summary.training_rate(report.verdict, report.train.steps_per_s)
     )
-    if fix.fix == FIX_HOIST_CACHE and fix.bound_speedup:
-        # Its gain from the second epoch is the hold of its stage, measured on training (at
-        # most all of input's cost: the hold can read above T/A by the host's noise).
-        cached = min(fix.bound_speedup, free) if free is not None else fix.bound_speedup
+    cached = from_epoch_two(report, fix)
+    if cached is not None:
         words = (
             f"{fix.title}: {summary.gain(cached)} on your training from epoch 2 "
             "(measured with its output held in memory)"

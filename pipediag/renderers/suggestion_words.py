@@ -4,9 +4,11 @@ figure."""
 
 from __future__ import annotations
 
+from pipediag.renderers.cost_words import speedup_if_input_free
 from pipediag.renderers.numbers import DASH, gain
-from pipediag.renderers.rate_words import ESTIMATE_MARK, ESTIMATED_WORD
+from pipediag.renderers.rate_words import ESTIMATE_MARK, ESTIMATED_WORD, training_rate
 from pipediag.report.model import Report, Suggestion
+from pipediag.report.vocabulary import FIX_HOIST_CACHE
 
 FIX, WARNING, NOTE = "fix", "warning", "note"
 # Said before the title of a fix that changes what the model trains on, so that a line cut
@@ -100,10 +102,21 @@ def best_fix(report: Report) -> tuple[Suggestion, float] | None:
     return best
 
 
+def from_epoch_two(report: Report, fix: Suggestion) -> float | None:
+    """What a cache moved above its shuffle gains from the second epoch: its stage's hold,
+    measured on training, at most all of input's cost (the hold can read above T/A by the
+    host's noise). None for any other fix."""
+    if fix.fix != FIX_HOIST_CACHE or not fix.bound_speedup:
+        return None
+    verdict = report.verdict
+    free = speedup_if_input_free(verdict, training_rate(verdict, report.train.steps_per_s))
+    return min(fix.bound_speedup, free) if free is not None else fix.bound_speedup
+
+
 def best_fix_figure(report: Report) -> tuple[str, str]:
     """The best fix as a key figure, (label, value): "1.40x" when its pipeline gain was
     measured in this run; "~1.40x" under "Best fix (estimated)" when it rests on stage
-    timings alone."""
+    timings alone; under "Best fix (from epoch 2)" for a cache moved above its shuffle."""
     found = best_fix(report)
     if found is None:
         fixes = suggestions_of(report, FIX)
@@ -119,6 +132,9 @@ def best_fix_figure(report: Report) -> tuple[str, str]:
     fix, promised = found
     if fix.training_speedup is not None:
         return ("Best fix (on your training)", gain(promised))
+    cached = from_epoch_two(report, fix)
+    if cached is not None:
+        return ("Best fix (from epoch 2)", gain(cached))
     if fix.verified_speedup is None:
         return (f"Best fix ({ESTIMATED_WORD})", ESTIMATE_MARK + gain(promised))
     return ("Best fix (predicted)", gain(promised))

@@ -161,6 +161,29 @@ def test_cache_shuffle_repeat_take_settings(tmp_path: Path) -> None:
     assert stages[5].settings["count"] == "7"
 
 
+def test_a_shuffle_is_written_back_with_the_seed_it_ran_with() -> None:
+    from tensorflow.python.eager import context
+
+    from pipediag.analysis.pipeline_code import rewritten_chain
+
+    # GIVEN shuffles with an op seed and without one, no global seed set (a script an
+    # earlier test ran in this process may have set one: it is put back after)
+    saved = context.global_seed()
+    tf.random.set_seed(None)
+    try:
+        written = [
+            rewritten_chain(describe_pipeline(tf.data.Dataset.range(20).shuffle(16, **seed)), [])
+            for seed in ({"seed": 0}, {})
+        ]
+    finally:
+        tf.random.set_seed(saved)
+    # THEN the code pipediag writes keeps the user's seed, and adds none
+    assert [lines[1].text for lines in written] == [
+        "ds = ds.shuffle(16, seed=0)",
+        "ds = ds.shuffle(16)",
+    ]
+
+
 def test_zip_and_concatenate_keep_both_branches() -> None:
     left = tf.data.Dataset.range(10).map(cheap_map)
     right = tf.data.Dataset.range(10, 20)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipediag.renderers.answer import MAX_LINES, WIDTH, render_answer, report_line
+from pipediag.renderers.summary import key_figures
 from pipediag.report.io import load_report
 from pipediag.report.model import Report, Suggestion
 from pipediag.testing import synthetic_cost_report
@@ -151,3 +152,5 @@ def test_a_cache_moved_above_its_shuffle_shows_its_held_gain_from_epoch_2_and_it
         "ds = ds.cache()",
         "ds = ds.shuffle(1024)",
     ]
+    # AND the PNG's key figures name the same gain the same way, not as an estimate
+    assert ("Best fix (from epoch 2)", "1.50x") in key_figures(report)

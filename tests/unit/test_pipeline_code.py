@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pipediag.analysis.pipeline_code import rewritten_chain
 from pipediag.report.model import StageStats
 from pipediag.report.prescription import (
@@ -238,3 +240,25 @@ def test_a_vectorise_through_vectorized_map_is_written_as_the_user_would() -> No
         "fallback_to_while_loop=True), num_parallel_calls=tf.data.AUTOTUNE)",
     ]
     assert (lines[3].change, lines[3].semantics) == ("vectorize", SEMANTICS_VECTORIZED_MAP)
+
+
+def test_a_seeded_shuffle_keeps_its_seed_and_a_single_shuffle_says_so() -> None:
+    # GIVEN shuffles as their ops ran: `shuffle(1000, seed=0)` without a global seed (TF's
+    # default graph seed beside the op's), one with no seed, one not reshuffled each epoch
+    seeded, unseeded, once = (
+        dataclasses.replace(_mnist_chain()[1], settings=settings)
+        for settings in (
+            {"buffer_size": "1000", "seed": "87654321", "seed2": "0"},
+            {"buffer_size": "1000", "seed": "0", "seed2": "0"},
+            {"buffer_size": "1000", "seed": "7", "seed2": "3", "reshuffle_each_iteration": "false"},
+        )
+    )
+    # THEN each is written as the user would write it for the same order
+    written = [
+        _texts(rewritten_chain([_mnist_chain()[0], s], []))[1] for s in (seeded, unseeded, once)
+    ]
+    assert written == [
+        "ds = ds.shuffle(1000, seed=0)",
+        "ds = ds.shuffle(1000)",
+        "ds = ds.shuffle(1000, seed=3, reshuffle_each_iteration=False)",
+    ]
