@@ -26,50 +26,72 @@ SCRIPT = (
     + """
 import json, sys
 import tensorflow as tf
-tf.random.set_seed(0)
-kind, out = sys.argv[1], sys.argv[2]
-if kind == "shuffle":
-    ds = tf.data.Dataset.range(64).shuffle(64, seed=1).batch(8)
-elif kind == "numpy":
-    import numpy as np
-    np.random.seed(1)
-    noise = lambda x: x + np.random.randint(1000)  # NumPy's global generator
-    # No prefetch and no map-and-batch fusion (whose threads run ahead): the map runs in the
-    # loop's own pulls, so nothing of the script's draws while pipediag reads (a thread
-    # drawing meanwhile interleaves with it: a fresh-clone run matched 3 batches, then not).
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    options.experimental_optimization.apply_default_optimizations = False
-    options.experimental_optimization.inject_prefetch = False
-    ds = tf.data.Dataset.range(64).map(
-        lambda x: tf.numpy_function(noise, [x], tf.int64)).batch(8).with_options(options)
-else:
+
+def dataset(kind):
+    tf.random.set_seed(0)
+    if kind == "shuffle":
+        return tf.data.Dataset.range(64).shuffle(64, seed=1).batch(8)
+    if kind == "numpy":
+        import numpy as np
+        np.random.seed(1)
+        noise = lambda x: x + np.random.randint(1000)  # NumPy's global generator
+        # No prefetch and no map-and-batch fusion (whose threads run ahead): the map runs in
+        # the loop's own pulls, so nothing of the script's draws while pipediag reads (a
+        # thread drawing meanwhile interleaves with it: a fresh-clone run matched 3 batches,
+        # then not).
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        options.experimental_optimization.apply_default_optimizations = False
+        options.experimental_optimization.inject_prefetch = False
+        return tf.data.Dataset.range(64).map(
+            lambda x: tf.numpy_function(noise, [x], tf.int64)).batch(8).with_options(options)
     gen = tf.random.Generator.from_seed(1)
     ds = tf.data.Dataset.range(64).map(
         lambda x: x + tf.cast(gen.uniform([], 0, 1000), tf.int64))
-    ds = (ds.cache() if kind == "cache" else ds).batch(8)
-seen = []
-for _ in range(2):
-    seen.append([])
-    for b in ds:
-        train_step(b)
-        seen[-1].append(b.numpy().tolist())
-json.dump(seen, open(out, "w"))
+    return (ds.cache() if kind == "cache" else ds).batch(8)
+
+def train(kind, out):
+    ds = dataset(kind)
+    seen = []
+    for _ in range(2):
+        seen.append([])
+        for b in ds:
+            train_step(b)
+            seen[-1].append(b.numpy().tolist())
+    json.dump(seen, open(out, "w"))
+
+# One kind, or every kind in turn, each from its own seeds: the plain runs share a process.
+kind, out = sys.argv[1], sys.argv[2]
+if kind == "all":
+    for each in ("shuffle", "generator", "cache", "numpy"):
+        train(each, f"{out}/{each}.json")
+else:
+    train(kind, out)
 """
 )
+KINDS = ["shuffle", "generator", "cache", "numpy"]
 
 
-def _plain(script: Path, args: list[str]) -> list[list[int]]:
-    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True)
-    return json.loads(Path(args[1]).read_text())
+@pytest.fixture(scope="module")
+def plain_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every kind's data from one plain run of the script, without pipediag."""
+    folder = tmp_path_factory.mktemp("plain")
+    script = folder / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    subprocess.run(
+        [sys.executable, str(script), "all", str(folder)], check=True, capture_output=True
+    )
+    return folder
 
 
-@pytest.mark.parametrize("kind", ["shuffle", "generator", "cache", "numpy"])
-def test_training_data_is_unchanged_by_the_benchmark(tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_training_data_is_unchanged_by_the_benchmark(
+    tmp_path: Path, kind: str, plain_data: Path
+) -> None:
     # GIVEN a script whose data depends on per-iterator state
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT))
-    expected = _plain(script, [kind, str(tmp_path / "plain.json")])
+    expected = json.loads((plain_data / f"{kind}.json").read_text())
     # WHEN it runs under pipediag, which benchmarks the dataset alone first
     config = pipediag.RunConfig(
         measured_steps=None, warmup_steps=0, bench_seconds=1.0, deep_seconds=4.0

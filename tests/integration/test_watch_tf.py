@@ -145,49 +145,71 @@ def test_a_keras_tensorboard_callback_names_the_log_directory(tmp_path: Path) ->
 SCRIPT = """
 import json, sys, time
 import numpy as np, tensorflow as tf, keras
-kind, out, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
-keras.utils.set_random_seed(0)
-rng = np.random.RandomState(0)
-x, y = rng.rand(320, 8).astype("float32"), rng.rand(320, 1).astype("float32")
-def slow(b):
-    time.sleep(delay)
-    return b
-ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
-if delay:
-    ds = ds.map(lambda a, b: (tf.numpy_function(slow, [a], tf.float32), b))
-    ds = ds.map(lambda a, b: (tf.ensure_shape(a, [None, 8]), b))
-ds = ds.prefetch(1)
-model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
-                          keras.layers.Dense(1)])
-model.compile(keras.optimizers.SGD(0.05), "mse")
-if kind == "fit":
-    losses = model.fit(ds, epochs=3, verbose=0).history["loss"]
+
+def train(kind, out, delay):
+    keras.utils.set_random_seed(0)
+    rng = np.random.RandomState(0)
+    x, y = rng.rand(320, 8).astype("float32"), rng.rand(320, 1).astype("float32")
+    def slow(b):
+        time.sleep(delay)
+        return b
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+    if delay:
+        ds = ds.map(lambda a, b: (tf.numpy_function(slow, [a], tf.float32), b))
+        ds = ds.map(lambda a, b: (tf.ensure_shape(a, [None, 8]), b))
+    ds = ds.prefetch(1)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(0.05), "mse")
+    if kind == "fit":
+        losses = model.fit(ds, epochs=3, verbose=0).history["loss"]
+    else:
+        opt, loss_fn = keras.optimizers.SGD(0.05), keras.losses.MeanSquaredError()
+        @tf.function
+        def step(a, b):
+            with tf.GradientTape() as tape:
+                loss = loss_fn(b, model(a, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        losses = [float(step(a, b)) for _ in range(3) for a, b in ds]
+    json.dump([float(v) for v in losses], open(out, "w"))
+
+# One run, or every case in turn, each from its own seeds: the plain runs share a process.
+if sys.argv[1] == "all":
+    for kind, delay in CASES:
+        train(kind, f"{sys.argv[2]}/{kind}.json", float(delay))
 else:
-    opt, loss_fn = keras.optimizers.SGD(0.05), keras.losses.MeanSquaredError()
-    @tf.function
-    def step(a, b):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(b, model(a, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        opt.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-    losses = [float(step(a, b)) for _ in range(3) for a, b in ds]
-json.dump([float(v) for v in losses], open(out, "w"))
+    train(sys.argv[1], sys.argv[2], float(sys.argv[3]))
 """
+CASES = [("fit", "0"), ("loop", "0.01")]
 
 
-def _plain(script: Path, args: list[str]) -> list[float]:
-    subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, env=ENV)
-    return json.loads(Path(args[1]).read_text())
+def _script(folder: Path) -> Path:
+    script = folder / "train.py"
+    script.write_text(f"CASES = {CASES!r}\n" + textwrap.dedent(SCRIPT))
+    return script
 
 
-@pytest.mark.parametrize(("kind", "delay"), [("fit", "0"), ("loop", "0.01")])
+@pytest.fixture(scope="module")
+def plain_losses(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every case's losses from one plain run of the script, without pipediag."""
+    folder = tmp_path_factory.mktemp("plain")
+    subprocess.run(
+        [sys.executable, str(_script(folder)), "all", str(folder)],
+        check=True,
+        capture_output=True,
+        env=ENV,
+    )
+    return folder
+
+
+@pytest.mark.parametrize(("kind", "delay"), CASES)
 def test_run_watch_leaves_the_losses_and_watches_to_the_end(
-    tmp_path: Path, kind: str, delay: str
+    tmp_path: Path, kind: str, delay: str, plain_losses: Path
 ) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(SCRIPT))
-    expected = _plain(script, [kind, str(tmp_path / "plain.json"), delay])
+    script = _script(tmp_path)
+    expected = json.loads((plain_losses / f"{kind}.json").read_text())
     alerts = tmp_path / "alerts.jsonl"
     # WHEN the script runs under `pipediag run --watch`, alerting at 30% for 2 windows
     every = ["--watch-every", "10"] if kind == "loop" else []

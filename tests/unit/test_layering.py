@@ -4,6 +4,7 @@ below it, read from the source with `ast`, function-level imports included."""
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -50,8 +51,10 @@ def _part(module: str) -> str:
     return parts[1] if len(parts) > 1 else "pipediag"
 
 
+@functools.cache
 def _imports() -> dict[str, set[str]]:
-    """Part -> the parts of pipediag it imports, from every module of the package."""
+    """Part -> the parts of pipediag it imports, from every module of the package (parsed
+    once: every test here reads the same map, and nothing may change it)."""
     found: dict[str, set[str]] = defaultdict(set)
     for path in PACKAGE.rglob("*.py"):
         relative = path.relative_to(PACKAGE.parent).with_suffix("")
