@@ -301,9 +301,13 @@ def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> l
 def _shuffle_order(settings: dict[str, str]) -> str:
     """The arguments that fix a shuffle's order, as the op ran them: its op seed where any
     seed was set (with a global seed, the op's own, whether the user chose it or TF counted
-    it out, gives the same order), and a reshuffle turned off."""
-    seeded = settings.get("seed", "0") != "0" or settings.get("seed2", "0") != "0"
-    seed = _kw("seed", settings.get("seed2")) if seeded else ""
+    it out, gives the same order: TF's `random_seed.get_seed`), and a reshuffle turned
+    off."""
+    seeds = (settings.get("seed", "0"), settings.get("seed2", "0"))
+    # TF runs a global seed of 0 with an op seed of 0 as (0, 2**31 - 1): never (0, 0),
+    # which its kernels read as "unseeded".
+    op_seed = "0" if seeds == ("0", str(2**31 - 1)) else seeds[1]
+    seed = _kw("seed", op_seed) if seeds != ("0", "0") else ""
     once = settings.get("reshuffle_each_iteration") == "false"
     return seed + (", reshuffle_each_iteration=False" if once else "")
 

@@ -253,12 +253,18 @@ def test_a_seeded_shuffle_keeps_its_seed_and_a_single_shuffle_says_so() -> None:
             {"buffer_size": "1000", "seed": "7", "seed2": "3", "reshuffle_each_iteration": "false"},
         )
     )
+    # and `shuffle(1000, seed=0)` under a global seed of 0, which TF runs as (0, 2**31 - 1)
+    zeros = dataclasses.replace(
+        seeded, settings={"buffer_size": "1000", "seed": "0", "seed2": str(2**31 - 1)}
+    )
     # THEN each is written as the user would write it for the same order
     written = [
-        _texts(rewritten_chain([_mnist_chain()[0], s], []))[1] for s in (seeded, unseeded, once)
+        _texts(rewritten_chain([_mnist_chain()[0], s], []))[1]
+        for s in (seeded, unseeded, once, zeros)
     ]
     assert written == [
         "ds = ds.shuffle(1000, seed=0)",
         "ds = ds.shuffle(1000)",
         "ds = ds.shuffle(1000, seed=3, reshuffle_each_iteration=False)",
+        "ds = ds.shuffle(1000, seed=0)",
     ]
