@@ -41,7 +41,12 @@ from pipediag.report.model import (
     TrainStyle,
 )
 from pipediag.report.vocabulary import (
+    KERAS_FIT,
     LOOP_STYLES,
+    NO_TRAINING,
+    WAIT_BATCH_STAMPS,
+    WAIT_ITERATOR_TIMING,
+    WAIT_PROFILER_TRACE,
     WAIT_UNAVAILABLE,
     InputWaitSource,
     KerasBackend,
@@ -114,7 +119,7 @@ class DiagnosticSession:
         )
         # Shared with the hooks: they pass calls through while pipediag reads or fit runs.
         self.gate = HookGate()
-        self.style: TrainStyle = "none"
+        self.style: TrainStyle = NO_TRAINING
         self.pipeline = PipelineBenchmark(measured=False, reason=NO_DATASET)
         self._progress = Progress(log)
         self._notes: list[str] = []
@@ -180,7 +185,7 @@ class DiagnosticSession:
         watch = self.watcher.finish() if self.watcher is not None else None
         if not self.conclusion.concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
-        if self.style == "none" and self._hooks is not None:
+        if self.style == NO_TRAINING and self._hooks is not None:
             for seen in self._hooks.function_loop.seen:
                 self.note(f"the script called {seen}: its steps could not be counted")
         self._dataset = self._cached_batch = self._model = self._train_calls = None
@@ -245,10 +250,10 @@ class DiagnosticSession:
         A script that runs `fit` is diagnosed as `keras-fit` whatever loop trained before
         it: the loop's steps are dropped (docs/design.md, "Finding the training").
         """
-        if self.style == "none" or self.style == style:
+        if self.style in (NO_TRAINING, style):
             self.style = style
             return True
-        if style == "keras-fit" and self.style in LOOP_STYLES:
+        if style == KERAS_FIT and self.style in LOOP_STYLES:
             self.note(
                 f"the script trained in a custom loop ({len(self.timeline)} steps) before "
                 "calling fit: fit's training is diagnosed"
@@ -339,7 +344,7 @@ class DiagnosticSession:
     def fit_called(self, model: Any, dataset: Any, *, given: str) -> None:
         """fit starts: `model` trains on `dataset`, benchmarked alone first (None: fit was
         given a `given`, not a tf.data.Dataset, and Keras builds the dataset itself)."""
-        self.mark_style("keras-fit")
+        self.mark_style(KERAS_FIT)
         self.training_model(model)
         if dataset is not None:
             self.benchmark_pipeline(dataset)
@@ -539,16 +544,16 @@ def _wait_source(
     """Where the steps' waits come from; under fit without stamps, fills them from the
     profiler's trace first (and counts the profiler's own cost among the phases)."""
     if style in LOOP_STYLES:
-        return "iterator-timing"
-    if style == "keras-fit" and fit is not None:
+        return WAIT_ITERATOR_TIMING
+    if style == KERAS_FIT and fit is not None:
         if fit.stamps is not None:
-            return "batch-stamps"
+            return WAIT_BATCH_STAMPS
         tracer = fit.tracer
         timeline.fill_waits(tracer.waits_for)
         if tracer.overhead_s:
             phases["profiler_overhead"] = tracer.overhead_s
-        return "profiler-trace"
-    return "unavailable"
+        return WAIT_PROFILER_TRACE
+    return WAIT_UNAVAILABLE
 
 
 def _analysed(report: Report, note: Callable[[str], None]) -> Report:

@@ -17,8 +17,7 @@ CACHE_MAX_MEMORY_SHARE = 0.5
 CACHE_SIZE_SAMPLE = 8
 
 
-# tf.data's cardinality constants.
-INFINITE = -1
+# tf.data's cardinality of a dataset whose length it does not know.
 UNKNOWN = -2
 # Counting the elements of a dataset whose length tf.data does not know: in batches of this
 # many, for at most this long (a file source is read record by record, not decoded).

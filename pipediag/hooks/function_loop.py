@@ -23,7 +23,7 @@ from typing import Any
 
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.step_calls import definition_site, function_name, is_framework_function
-from pipediag.report.vocabulary import CUSTOM_LOOP
+from pipediag.report.vocabulary import CUSTOM_LOOP, NO_TRAINING
 from pipediag.timeline import StepBudgetReached
 from pipediag.training.function_loop import TrainCalls, iterator_dataset, step_counter
 
@@ -59,7 +59,7 @@ class FunctionLoopTracker:
             if function is train.function:
                 return self._timed(train, args, kwargs)
             return call(function, *args, **kwargs)
-        if self._session.style != "none":
+        if self._session.style != NO_TRAINING:
             self.watching = False
             return call(function, *args, **kwargs)
         slot = self._iterator_slot(args, kwargs)

@@ -10,6 +10,11 @@ import statistics
 from pipediag.analysis.input_cost import counted_epoch_starts
 from pipediag.renderers.numbers import NOT_MEASURED, percent
 from pipediag.report.model import CostSplit, DataPass, Report, TrainSection
+from pipediag.report.vocabulary import (
+    WAIT_BATCH_STAMPS,
+    WAIT_ITERATOR_TIMING,
+    WAIT_PROFILER_TRACE,
+)
 
 NO_SCRIPT = "(no script)"
 STOP_REASONS = {
@@ -21,9 +26,9 @@ STOP_REASONS = {
 }
 NO_REASON = "no reason recorded"
 INPUT_WAIT_SOURCES = {
-    "profiler-trace": "input wait from TF profiler trace",
-    "batch-stamps": "input wait from batch time stamps",
-    "iterator-timing": "input wait timed at the iterator",
+    WAIT_PROFILER_TRACE: "input wait from TF profiler trace",
+    WAIT_BATCH_STAMPS: "input wait from batch time stamps",
+    WAIT_ITERATOR_TIMING: "input wait timed at the iterator",
 }
 INPUT_WAIT_UNMEASURED = "input wait not measured"
 NO_GPU = "no GPU found"

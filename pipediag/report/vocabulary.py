@@ -232,7 +232,6 @@ NOTE: Final = "note"
 UtilSource = Literal["driver-samples", "utilization-rates", "none", ""]
 UTIL_SOURCE_SAMPLES: Final = "driver-samples"  # nvmlDeviceGetSamples
 UTIL_SOURCE_RATES: Final = "utilization-rates"  # nvmlDeviceGetUtilizationRates
-UTIL_SOURCE_NONE: Final = "none"
 
 # What the GPU's busy share is read from (`GpuAnalysis.busy_source`); "" when not analysed.
 BusySource = Literal["sm-active", "utilization", ""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipediag.report.vocabulary import (
+    INPUT_WAIT_SHARE,
     UNKNOWN,
     LabelBasis,
     VerdictLabel,
@@ -68,5 +69,5 @@ class WatchSection:
     alert_command: str | None = None
     alert_hook: str | None = None  # the callable's name
     tensorboard_logdir: str | None = None  # the run directory the scalars were written to
-    label_basis: LabelBasis = "input-wait-share"
+    label_basis: LabelBasis = INPUT_WAIT_SHARE
     merged_windows: int = 0

@@ -101,13 +101,12 @@ def window_event(window: WatchWindow, step: int, wall_time: float) -> Any:
     from tensorflow.core.framework import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
     from tensorflow.core.util import event_pb2
 
-    metadata = summary_pb2.SummaryMetadata(
-        plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name=SCALAR_PLUGIN)
-    )
+    plugin = summary_pb2.SummaryMetadata.PluginData(plugin_name=SCALAR_PLUGIN)
     values = [
         summary_pb2.Summary.Value(
             tag=TAG_PREFIX + tag,
-            metadata=metadata,
+            # TensorBoard shows the description beside the chart, as `tf.summary.scalar`'s.
+            metadata=summary_pb2.SummaryMetadata(plugin_data=plugin, summary_description=TAGS[tag]),
             tensor=tensor_pb2.TensorProto(
                 dtype=types_pb2.DT_FLOAT,
                 tensor_shape=tensor_shape_pb2.TensorShapeProto(),

@@ -82,7 +82,13 @@ def test_the_callback_measures_a_known_injected_delay(delay_s: float, tmp_path: 
     # AND TensorBoard got a point per epoch, at the epoch
     assert watch.report.watch is not None
     assert watch.report.watch.tensorboard_logdir == str(tmp_path / "logs" / "pipediag")
-    assert len(list((tmp_path / "logs" / "pipediag").iterdir())) == 1
+    (events,) = (tmp_path / "logs" / "pipediag").iterdir()
+    # AND each of its scalars carries what it shows, as TensorBoard's descriptions
+    import tensorflow as tf
+
+    values = [v for e in tf.compat.v1.train.summary_iterator(str(events)) for v in e.summary.value]
+    assert {v.tag for v in values} >= {"pipediag/input_wait_share", "pipediag/steps_per_s"}
+    assert all(v.metadata.summary_description for v in values)
 
 
 def test_a_raising_alert_hook_leaves_training_as_it_was() -> None:

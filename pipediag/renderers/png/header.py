@@ -27,6 +27,7 @@ from pipediag.renderers.png.style import (
 )
 from pipediag.renderers.png.text_fit import clip, fit_font, fit_width, left_edge, truncate_lines
 from pipediag.report.model import Report
+from pipediag.report.vocabulary import NO_TRAINING
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -118,7 +119,7 @@ def incomplete_line(report: Report) -> str:
 def run_line(report: Report) -> str:
     """ "$ pipediag run train.py --epochs 2 · keras-fit, input wait from ... · <time>"."""
     parts = [f"$ pipediag run {summary.command_line(report)}"]
-    if report.train.style != "none":
+    if report.train.style != NO_TRAINING:
         parts.append(
             f"{summary.style_text(report.train)}, {summary.input_wait_source_text(report.train)}"
         )
