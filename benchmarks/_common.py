@@ -704,3 +704,19 @@ def measure_compute(
         timer=timer,
     )
     return {"steps_per_s": timer.rate(skip), "steps": len(timer.ends_s) - 1 - skip}
+
+
+def checked(report_path: Path) -> Path:
+    """`report_path`, after its figures are checked to agree with each other, as every report
+    the test suite writes is (tests/report_identities.py); each disagreement is printed to
+    stderr, so that a benchmark's long run goes on and its log says so."""
+    tests = str(REPO_ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from report_identities import identity_problems
+
+    from pipediag.report.io import load_report
+
+    for problem in identity_problems(load_report(report_path)):
+        print(f"REPORT DISAGREES WITH ITSELF: {report_path}: {problem}", file=sys.stderr)
+    return report_path

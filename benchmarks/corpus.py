@@ -43,7 +43,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import base_parser, median, write_results
+from benchmarks._common import base_parser, checked, median, write_results
 
 CORPUS_DIR = Path(__file__).resolve().parent / "tutorials"
 README = CORPUS_DIR / "README.md"
@@ -228,7 +228,7 @@ def run_pipediag(script: Script, work: Path) -> tuple[dict[str, Any], float]:
     report_path = out / "report.json"
     if not report_path.exists():
         raise RuntimeError(f"{script.name} under pipediag wrote no report: {done.stderr[-2000:]}")
-    verdict = json.loads(report_path.read_text()).get("verdict", {})
+    verdict = json.loads(checked(report_path).read_text()).get("verdict", {})
     return {
         "label": verdict.get("label", "unknown"),
         "cost": verdict.get("input_cost_fraction"),

@@ -38,7 +38,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import base_parser, median, write_results
+from benchmarks._common import base_parser, checked, median, write_results
 from benchmarks.corpus import (
     PROCESS_TIMEOUT_S,
     README,
@@ -113,7 +113,7 @@ def diagnose(script: Script, work: Path) -> dict[str, Any] | None:
     path = out / "report.json"
     if not path.exists():
         return None
-    return first_change(json.loads(path.read_text()).get("suggestions", []))
+    return first_change(json.loads(checked(path).read_text()).get("suggestions", []))
 
 
 def measure(script: Script, rounds: int, work: Path) -> dict[str, Any]:

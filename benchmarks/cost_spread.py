@@ -29,6 +29,7 @@ from benchmarks._common import (
     CASES_DIR,
     REPO_ROOT,
     base_parser,
+    checked,
     child_env,
     fmt,
     format_table,
@@ -74,7 +75,7 @@ def diagnose(case: str, checkout: Path) -> dict[str, Any] | None:
         if not report_file.exists():
             print(tail(result.stderr), file=sys.stderr)
             return None
-        report = json.loads(report_file.read_text())
+        report = json.loads(checked(report_file).read_text())
     verdict, alone = report["verdict"], report.get("compute_alone") or {}
     return {
         "label": verdict.get("label"),

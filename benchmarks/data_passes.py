@@ -33,6 +33,7 @@ from benchmarks._common import (
     BENCH_DIR,
     REPO_ROOT,
     base_parser,
+    checked,
     child_env,
     fmt,
     format_table,
@@ -103,7 +104,7 @@ def pipediag_run(command: list[str], checkout: Path | None) -> dict[str, Any] | 
         if not report_file.exists():
             print(tail(result.stderr), file=sys.stderr)
             return None
-        report = json.loads(report_file.read_text())
+        report = json.loads(checked(report_file).read_text())
     train, verdict = report["train"], report["verdict"]
     return {
         "style": train["style"],

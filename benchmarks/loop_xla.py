@@ -31,7 +31,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import base_parser, child_env, fmt, write_results
+from benchmarks._common import base_parser, checked, child_env, fmt, write_results
 
 NAME = "loop_xla"
 ROUNDS = 6
@@ -96,7 +96,7 @@ def claim(script: Path, out: Path) -> dict[str, Any]:
         capture_output=True,
         timeout=300,
     )
-    report = json.loads((out / "report.json").read_text())
+    report = json.loads(checked(out / "report.json").read_text())
     alone = report["compute_alone"] or {}
     trials = [t for t in alone.get("trials", []) if t["change"] == "jit_compile"]
     return trials[0] if trials else {"speedup": None, "reason": alone.get("model_side_reason")}

@@ -51,6 +51,7 @@ from benchmarks._common import (
     add_raw_option,
     base_parser,
     case_info,
+    checked,
     fix_for,
     fmt,
     format_table,
@@ -286,7 +287,7 @@ def diagnose(info: CaseInfo, deep_seconds: float | None) -> dict[str, Any]:
         report_file = Path(out) / "report.json"
         if proc.returncode != 0 or not report_file.is_file():
             return {"error": f"exit {proc.returncode}: {tail(proc.stderr, 5)}", "run_s": wall}
-        return {**claims(json.loads(report_file.read_text()), info), "run_s": wall}
+        return {**claims(json.loads(checked(report_file).read_text()), info), "run_s": wall}
 
 
 def run_case(

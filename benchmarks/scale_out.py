@@ -32,6 +32,7 @@ from benchmarks._common import (
     EXAMPLES_DIR,
     REPO_ROOT,
     base_parser,
+    checked,
     fmt,
     format_table,
     run_child,
@@ -100,7 +101,10 @@ def main() -> int:
             if not report_path.exists():
                 print(f"{name}: no report (exit {result.returncode})\n{tail(result.stderr)}")
                 continue
-            rows[name] = {**figures(json.loads(report_path.read_text())), "process_wall_s": wall_s}
+            rows[name] = {
+                **figures(json.loads(checked(report_path).read_text())),
+                "process_wall_s": wall_s,
+            }
     print(_measured_table(rows))
     print()
     print(_prediction_table(rows))

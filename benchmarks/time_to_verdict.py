@@ -44,6 +44,7 @@ from benchmarks._common import (
     REPO_ROOT,
     base_parser,
     case_names,
+    checked,
     fmt,
     format_table,
     median,
@@ -202,7 +203,7 @@ def pipediag_run(case: Case) -> dict[str, Any]:
         report_path = Path(out) / "report.json"
         if proc.returncode != 0 or not report_path.is_file():
             return {"wall_s": None, "error": f"exit {proc.returncode}: {tail(proc.stderr, 5)}"}
-        report = json.loads(report_path.read_text())
+        report = json.loads(checked(report_path).read_text())
     phases = phase_seconds(report)
     return {
         "wall_s": wall,
