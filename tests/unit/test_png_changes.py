@@ -365,3 +365,20 @@ def test_the_change_measured_to_help_leads_the_foot_with_its_code_and_is_not_lis
     assert code.get_fontfamily() == ["monospace"]
     (fix,) = _by_gid(figure, "suggestion")
     assert fix.get_text().startswith("1. [PD007-py-function] map(f): port it to TF ops")
+
+
+def test_a_long_change_is_drawn_whole_in_a_smaller_font() -> None:
+    # GIVEN a change whose words run past the page's width at the foot's size (the README's)
+    title = (
+        "cache() after map(to_example), moved above shuffle(1024, seed=0) (100.7 MB, fits) "
+        "and map(augment) in parallel with num_parallel_calls=AUTOTUNE"
+    )
+    code = "ds = ds.map(to_example)\nds = ds.cache()\nds = ds.shuffle(1024, seed=0)"
+    measured = Suggestion("PD001-sequential-map", title, code=code, training_speedup=1.8)
+    other = Suggestion("PD007-py-function", "map(f): port it to TF ops")
+    figure = build_figure(dataclasses.replace(synthetic_report(), suggestions=[measured, other]))
+    # THEN every word is drawn, on one bold line, smaller than the code under it
+    (change,) = _by_gid(figure, "change")
+    assert change.get_text() == f"Change: {title}: 1.80x measured on your training"
+    codes = _by_gid(figure, "change-code")
+    assert change.get_fontsize() < codes[0].get_fontsize()

@@ -32,7 +32,7 @@ from pipediag.renderers.png.style import (
     RIGHT_EDGE,
     WARNING_COLOUR,
 )
-from pipediag.renderers.png.text_fit import ELLIPSIS, clip, fit_width
+from pipediag.renderers.png.text_fit import ELLIPSIS, clip, fit_font, fit_width
 from pipediag.renderers.scale_out import scale_out_headlines
 from pipediag.report.model import Report, Suggestion
 
@@ -44,6 +44,10 @@ SUGGESTION_FIRST_Y = 0.118
 SUGGESTION_LINE_STEP = 0.023
 MAX_SUGGESTIONS = 5
 CHANGE_CODE_LINES = 3  # of the change's code: one place of the five stays a fix's
+# The change's words stay whole down to this much under the foot's font, then are cut: at
+# the foot's own size the README's run lost "(measured with its output held in memory)".
+CHANGE_FONT_SHRINK = 3.0
+CHANGE_MAX_CHARS = 220
 SUGGESTION_MAX_CHARS = 150
 # Before the line of a fix that changes what the model trains on.
 WARNING_SIGN = "\N{WARNING SIGN} "
@@ -58,6 +62,7 @@ FIXES_KEPT_MIN = 2  # fixes kept when the lists need the room
 LIST_INDENT = 0.012  # a rewrite's row under its list's heading (figure fraction)
 HEADING_SPACE = 0.4  # of a line, before a list's heading
 LIST_HEADING = "list-heading"
+CHANGE = "change"
 MORE_IN_TEXT = ELLIPSIS + " {count} more lines in the text summary"
 
 
@@ -101,7 +106,10 @@ def draw_suggestions(figure: Figure, report: Report) -> None:
             gid=foot.gid,
             fontfamily="monospace" if foot.mono else None,
         )
-        fit_width(figure, text, RIGHT_EDGE)
+        if foot.gid == CHANGE:
+            fit_font(figure, text, RIGHT_EDGE, font - CHANGE_FONT_SHRINK)
+        else:
+            fit_width(figure, text, RIGHT_EDGE)
 
 
 def line_tops(lines: list[FootLine], first_y: float, *, with_lists: bool) -> list[float]:
@@ -188,7 +196,7 @@ def _foot_line(line: ListLine) -> FootLine:
 def _change_lines(change: Change) -> list[FootLine]:
     """The change, bold, and its code under it in a fixed-width face (its first lines: the
     foot keeps room for one more fix)."""
-    head = FootLine(clip("Change: " + change.words, SUGGESTION_MAX_CHARS), "change", bold=True)
+    head = FootLine(clip("Change: " + change.words, CHANGE_MAX_CHARS), CHANGE, bold=True)
     code = [
         FootLine(clip(line, SUGGESTION_MAX_CHARS), "change-code", indent=LIST_INDENT, mono=True)
         for line in change.code[:CHANGE_CODE_LINES]
