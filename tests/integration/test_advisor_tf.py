@@ -81,14 +81,17 @@ def test_autotune_off_is_named_and_only_a_larger_measured_gain_goes_before_it() 
 
 
 @pytest.mark.tensorflow
-def test_sequential_map_top_fix_is_verified_above_1_3x() -> None:
+def test_sequential_map_top_fix_is_verified_faster() -> None:
+    from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+
     pytest.importorskip("tensorflow")
     report = pipelines.diagnose(pipelines.sequential_map())
 
     top = advise(report)[0]
 
+    # (about 1.5x on 2 cores: AUTOTUNE gives the map two threads there)
     assert top.id == "PD001-sequential-map"
-    assert top.verified_speedup is not None and top.verified_speedup > 1.3
+    assert top.verified_speedup is not None and top.verified_speedup > VERIFIED_MIN_GAIN
     assert top.predicted_speedup is not None and 1.0 < top.predicted_speedup < top.verified_speedup
 
 

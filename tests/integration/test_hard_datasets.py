@@ -9,7 +9,8 @@ import pytest
 from cli_runner import run_pipediag
 
 import pipediag
-from pipediag.report.model import INPUT_BOUND, UNKNOWN
+from pipediag.report.model import INPUT_BOUND, UNCERTAIN, UNKNOWN
+from pipediag.report.vocabulary import UNCERTAIN_BUSY_HOST
 
 pytestmark = pytest.mark.tensorflow
 
@@ -52,6 +53,16 @@ def train_step(*_):
 """
 
 
+def _input_bound(report: pipediag.Report) -> bool:
+    """Input-bound, or on a host another process keeps busy, uncertain for that reason: the
+    honest answer there (docs/design.md, "A busy host"), where these 20-ms batches against
+    a step of a few ms leave the cost, less the others' share, under the input-bound line."""
+    verdict = report.verdict
+    return verdict.label == INPUT_BOUND or (
+        verdict.label == UNCERTAIN and verdict.uncertain_because == UNCERTAIN_BUSY_HOST
+    )
+
+
 def _diagnose(tmp_path: Path, body: str) -> pipediag.Report:
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(HEADER) + textwrap.dedent(body))
@@ -91,7 +102,7 @@ def test_dict_and_ragged_elements(tmp_path: Path) -> None:
         """,
     )
     assert report.pipeline.measured
-    assert report.verdict.label == INPUT_BOUND
+    assert _input_bound(report)
     assert report.train.measured_steps == 10
 
 
@@ -109,7 +120,7 @@ def test_from_generator(tmp_path: Path) -> None:
         """,
     )
     assert report.pipeline.measured
-    assert report.verdict.label == INPUT_BOUND
+    assert _input_bound(report)
 
 
 def test_a_peek_at_another_dataset_is_not_training(tmp_path: Path) -> None:
@@ -151,7 +162,7 @@ def test_dataset_rebuilt_every_epoch_is_one_training_stream(tmp_path: Path) -> N
     # timed, then 4 of each epoch after
     assert {s.epoch for s in report.train.steps} == {0, 1, 2, 3}
     assert all(p.dataset.endswith("Batch <- Range") for p in report.train.skipped_passes)
-    assert report.verdict.label == INPUT_BOUND
+    assert _input_bound(report)
     benchmarks = [p for p in report.phases if p.name == "pipeline_benchmark"]
     assert len(benchmarks) == 1  # benchmarked once, not once per epoch
 
@@ -171,7 +182,7 @@ def test_fit_with_validation_data(tmp_path: Path) -> None:
     )
     assert report.train.style == "keras-fit"
     assert report.train.measured_steps == 10
-    assert report.verdict.label == INPUT_BOUND
+    assert _input_bound(report)
     assert report.pipeline.dataset.startswith("Batch <- Map <- Map")
 
 
@@ -209,7 +220,7 @@ def test_fit_on_a_dataset_needs_no_profiler(tmp_path: Path) -> None:
         """,
     )
     assert report.train.input_wait_source == "batch-stamps"
-    assert report.verdict.label == INPUT_BOUND
+    assert _input_bound(report)
     assert not any("profiler" in note for note in report.notes)
 
 
@@ -240,7 +251,7 @@ def test_distribute_strategy_on_cpu_devices(tmp_path: Path) -> None:
             tf.config.set_logical_device_configuration(cpu, logical)
             strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
             ds = tf.data.Dataset.range(10**6).map(lambda i: tf.py_function(slow, [i], tf.int64))
-            ds = ds.map(lambda i: (tf.fill([8], tf.cast(i, tf.float32)), tf.zeros([1]))).batch(4)
+            ds = ds.map(lambda i: (tf.fill([8], tf.cast(i, tf.float32)), tf.zeros([1]))).batch(8)
             with strategy.scope():
                 model = model_for(8)
             model.fit(ds, epochs=1, steps_per_epoch=40, verbose=0)
@@ -263,7 +274,8 @@ def test_distribute_strategy_on_cpu_devices(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr[-2000:]
     report = pipediag.load_report(tmp_path / "out")
-    # Each replica pulls its shard at the same time: the step waited once, not twice.
-    assert report.verdict.label == INPUT_BOUND
+    # Each replica pulls its shard at the same time: the step waited once, not twice. (Batches
+    # of 8 take 80 ms, a loaded host's step about 10: the wait share stands clear of 0.5.)
+    assert _input_bound(report)
     fraction = report.verdict.input_wait_fraction
     assert fraction is not None and 0.5 < fraction <= 1.0

@@ -36,5 +36,6 @@ def test_cpu_per_batch_tells_a_waiting_pipeline_from_a_working_one() -> None:
         assert benchmark.measured and benchmark.cpu_s_per_batch is not None
         return benchmark.cpu_s_per_batch * benchmark.batches_per_s
 
-    assert cores(waiting) < 0.4
-    assert cores(working) > 0.6
+    # (the worker keeps about a core busy; with another process on one of two cores, a fair
+    # share of the other can read 0.6, so the line between them is drawn at 0.4)
+    assert cores(waiting) < 0.4 < cores(working)
