@@ -3,6 +3,7 @@ the unit layer (tests/unit) runs before the integration layer (tests/integration
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import os
 import sys
@@ -99,14 +100,25 @@ class _CollectionClock:
             return
         if phase == "start":
             self.started = time.perf_counter()
+            if _STACKS is not None:
+                faulthandler.dump_traceback_later(2.0, repeat=True, file=_STACKS)
             return
         took = time.perf_counter() - self.started
+        if _STACKS is not None:
+            faulthandler.cancel_dump_traceback_later()
+            if took > 1.0:
+                _STACKS.write(f"--- {took:.1f} s in {self.test}, {info}\n")
+                _STACKS.flush()
         self.passes += 1
         self.total_s += took
         if took > self.longest_s:
             self.longest_s, self.longest_in = took, self.test
 
 
+# PIPEDIAG_GC_STACKS=FILE: every 2 s of a full collection, every thread's stack is added
+# to FILE, to find what a long pass waits on.
+_STACKS_FILE = os.environ.get("PIPEDIAG_GC_STACKS")
+_STACKS = open(_STACKS_FILE, "a") if _STACKS_FILE else None  # noqa: SIM115 - open all run
 _COLLECTIONS = _CollectionClock()
 gc.callbacks.append(_COLLECTIONS)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from cli_runner import run_pipediag
+from pipelines import input_bound_or_host_busy
 
 import pipediag
-from pipediag.report.model import INPUT_BOUND, UNCERTAIN, UNKNOWN
-from pipediag.report.vocabulary import UNCERTAIN_BUSY_HOST
+from pipediag.report.model import UNKNOWN
 
 pytestmark = pytest.mark.tensorflow
 
@@ -54,13 +54,10 @@ def train_step(*_):
 
 
 def _input_bound(report: pipediag.Report) -> bool:
-    """Input-bound, or on a host another process keeps busy, uncertain for that reason: the
-    honest answer there (docs/design.md, "A busy host"), where these 20-ms batches against
-    a step of a few ms leave the cost, less the others' share, under the input-bound line."""
-    verdict = report.verdict
-    return verdict.label == INPUT_BOUND or (
-        verdict.label == UNCERTAIN and verdict.uncertain_because == UNCERTAIN_BUSY_HOST
-    )
+    """Input-bound, or uncertain on a host another process keeps busy: these 20-ms batches
+    against a step of a few ms leave the cost, less the others' share, under the input-bound
+    line there."""
+    return input_bound_or_host_busy(report.verdict.label, report.verdict.uncertain_because)
 
 
 def _diagnose(tmp_path: Path, body: str) -> pipediag.Report:

@@ -106,7 +106,9 @@ def test_the_loop_s_step_is_found_and_its_xla_twin_is_timed_with_every_variable_
     # AND the window grouped the steps' ops by type, with the host's gaps
     assert reason is None and top, reason
     assert {op.kind for op in top} >= {OP_TYPE, HOST_GAP}
-    assert "MatMul" in {op.name for op in top if op.kind == OP_TYPE}
+    # Named as the host's kernels ran them: "MatMul", or oneDNN's "_MklMatMul" and
+    # "_MklNativeFusedMatMul" (a 2-core host read 22% and 16% for those two).
+    assert any("MatMul" in op.name for op in top if op.kind == OP_TYPE), top
     assert sum(op.share for op in top if op.kind in (OP_TYPE, HOST_GAP)) <= 1.0 + 1e-9
 
 
