@@ -3,22 +3,10 @@
     watch = pipediag.keras.Watch(every=500, alert=page_me, logdir="logs")
     model.fit(watch.dataset(train_ds), epochs=50, callbacks=[tensorboard, watch])
 
-Per window (N steps, or an epoch) it writes steps/s and the share of step time spent
-waiting for input to TensorBoard (run `pipediag` under `logdir`), says a line, and calls the
-alert hook when the wait share stays at or over a threshold for K windows in a row; at the
-end of `fit` the report (`watch.report`, and its files when `out` is given) holds every
-window and alert. The host and GPU samplers run for the whole `fit`.
-
-What it measures. Keras 3 fetches each batch inside its compiled train function, between
-`on_train_batch_begin` and `on_train_batch_end`, so no callback sees the wait by itself: the
-gap between one batch's end and the next one's begin is Keras's own loop, not input
-(docs/design.md, "Watching a long run"). `watch.dataset(ds)` adds the two pass-through
-stages that stamp each batch as it leaves the pipeline (`hooks/batch_stamps.py`, values
-unchanged), and each step's wait is then `max(0, stamp - step start)`, as `pipediag run`
-measures it. Without it, the windows have steps/s and no input wait, and no alert can fire.
-
-This module imports Keras; `import pipediag` does not import it (the package loads this
-module when `pipediag.keras` is first used).
+A front door (with `api` and `monitor`), ending its run through `finish`. `watch.dataset`
+adds the batch stamps (`hooks/batch_stamps.py`), without which no callback sees the wait.
+Imports Keras; loaded only when `pipediag.keras` is used. Per-window output, alerts and
+rationale: (docs/design.md, "Watching a long run").
 """
 
 from __future__ import annotations

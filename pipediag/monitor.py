@@ -1,30 +1,11 @@
 """The framework-neutral API: diagnose any training loop (PyTorch, JAX, plain Python).
 
-`pipediag run` finds the steps of a TensorFlow script by hooking tf.data and Keras. Other
-loops have nothing to hook, so the caller marks them instead::
-
-    with pipediag.monitor(out="pipediag-out") as mon:
-        for batch in mon.iterate(loader):     # each next() is timed as the input wait
-            train_step(batch)
-    report = mon.report
-
-or, for loops that cannot be wrapped::
-
-    with mon.step():
-        with mon.input_wait():
-            batch = next(it)
-        train_step(batch)
-
-    mon.mark_step(start, end, input_wait_s)   # times from mon.clock.now()
-
-The same `DiagnosticSession` records the run (host and GPU samplers, step timeline, warm-up
-and step budget from `RunConfig`), with its TensorFlow hooks left out, so the report is the
-one `pipediag run` writes: same classifier, same sections, same files. This module imports no
-TensorFlow, no pynvml (the GPU sampler imports it in its thread's set-up) and no framework.
-
-Unlike `pipediag run`, reaching the step budget never ends the user's program: the monitor
-stops recording, stops its samplers (so a long run does not blur the measured steps' GPU
-windows by halving the sampling resolution) and lets the loop go on.
+One of the three front doors (with `api` and `keras`). Loops with nothing to hook are marked
+by the caller: `mon.iterate(loader)` times each `next()` as the input wait; `mon.step()` with
+`mon.input_wait()`, or `mon.mark_step(start, end, input_wait_s)`, serve loops that cannot be
+wrapped. The same `DiagnosticSession` records the run, its TensorFlow hooks left out, and the
+step budget stops recording without ending the program. Imports no TensorFlow, pynvml or
+framework. Usage and rationale: (docs/design.md, "Loops pipediag cannot hook").
 """
 
 from __future__ import annotations

@@ -2,34 +2,10 @@
 
 The table is here; the rules are in `stage_rules.py` (the pipeline's stages),
 `host_rules.py` (the host and the GPU) and `cost_rules.py` (the parts of input cost), and
-what they share (the context, thresholds, predictions) in `advice_context.py`.
-
-Every rule reads only the report (no TensorFlow): the stages and their measured own costs
-(`bench/stages.py`), the `tf.data.Options` in force, the what-if trials (`bench/whatif.py`),
-the verdict and the host samples. It returns suggestions that carry the numbers behind them
-and the exact code to write.
-
-Speedups, four kinds, kept apart because they differ a lot on few cores:
-
-- `estimated_speedup`: the pipeline-alone speedup predicted from stage costs (Plumber: a
-  stage's time per batch, divided by the parallelism it would get);
-- `verified_speedup`: the pipeline-alone speedup measured on a rewritten copy of the user's
-  pipeline, beside the original, in this run;
-- `predicted_speedup`: the end-to-end training speedup, DS-Analyzer's rule
-  `new rate = min(compute-alone rate, fixed pipeline rate)` over the measured train rate,
-  then discounted because the pipeline and the train step share the cores (a pipeline-alone
-  1.6x gave 1.18x end to end on 2 cores: docs/design.md, "Costs that are not waiting"). It
-  is capped by compute;
-- `training_speedup`: the training speedup measured with the fix in place, the user's train
-  step fed by the fixed copy (docs/design.md, "Fixes tried on training"). Where it exists,
-  it ranks the fix.
-
-When the verdict is compute-bound no input fix is invented: one note says the pipeline is
-fine and what its headroom is. Correctness warnings (a cache after a random transform) and a
-tiny shuffle buffer are reported whatever the verdict, because they change what the model
-is trained on, not how fast. Output is sorted: correctness warnings, then by gain (measured on
-training, else predicted),
-then by rule order and stage, so it is deterministic.
+what they share (the context, thresholds, predictions) in `advice_context.py`. Part of
+`analysis/`: every rule reads only the report (no TensorFlow) and returns suggestions with
+the numbers behind them and the exact code to write, sorted so the output is deterministic.
+The four kinds of speedup and the order: (docs/design.md, "The advisor").
 """
 
 from __future__ import annotations

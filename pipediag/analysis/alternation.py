@@ -1,22 +1,10 @@
 """Rates in alternation: blocks of training (A) and of the train step alone (T), read as pairs.
 
-The two rates are taken in turn, A T A T A T A, each block of the same step count, so a
-drift of the host's speed falls on both (docs/design.md, "Rates in alternation"). Each T
-block is read against the mean of the A blocks either side of it, which cancels a drift
-that is linear over the three; the pairs' spread gives the input cost its interval.
-
-Each block's first steps are a transition, dropped before its rate is read:
-
-- a training block after a step-alone one starts from a prefetch buffer the pipeline
-  refilled meanwhile, so its first steps do not wait as the rest do;
-- a step-alone block after a training one runs while the pipeline refills that buffer, so
-  its first steps share the cores with it.
-
-Leading steps far off the block's steady median are dropped either way, in blocks of either
-kind: dropped only the way the transition goes, the host's noise was dropped one way too,
-and lifted the cost of a compute-bound fit case to 13-16% in 2 runs of 6.
-
-Pure functions of recorded durations; the blocks are measured in `training/alternation.py`.
+Part of `analysis/`, pure functions of recorded durations; the blocks are measured in
+`training/alternation.py`. A and T blocks of one step count are taken in turn; each T block
+is read against the mean of the A blocks either side, and the pairs' spread gives the input
+cost its interval. Each block's leading transition steps are dropped either way, in blocks
+of either kind. Method and figures: (docs/design.md, "Rates in alternation").
 """
 
 from __future__ import annotations

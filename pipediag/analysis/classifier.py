@@ -1,16 +1,9 @@
 """Label each step and the whole run: input-bound, compute-bound or balanced.
 
-A step, as recorded::
-
-    |<------------------- duration_s ------------------->|
-    |<-- input_wait_s -->|<---------- compute ---------->|
-    pull the next batch    run the train step on it
-
-The verdict is one aggregate: input cost, 1 - A/T, the share of training time the input
-pipeline costs (`analysis/input_cost.py`), in the bands of XProf's Input Pipeline Analyzer.
-XProf's own figure, the share of measured step time spent waiting for input,
-sum(wait) / sum(duration), is kept beside it. A step is labelled input-bound when its own
-wait share reaches the high band: one step's contention cannot be seen on its own.
+Part of `analysis/`: the verdict is one aggregate, input cost 1 - A/T
+(`analysis/input_cost.py`), in the bands of XProf's Input Pipeline Analyzer, with XProf's
+own wait share kept beside it; a step is labelled by its own wait share. The step as
+recorded and the rule: (docs/design.md, "Input cost").
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Two reports side by side: what changed, by how much, and whether it is more than noise.
 
-Pure: two `Report`s in, a `Comparison` out; renderers (`renderers/compare_text.py`,
-`renderers/compare_png.py`) word and draw it. Each figure's change gets an interval from
-both runs' own spread (`analysis/noise.py`) and a judgement:
-
-- rates and times: `faster` or `slower` beyond noise, else `noise`;
-- shares (input cost, wait, the cost's parts): `changed` beyond noise, else `noise`;
-- labels (the verdict, the cost's dominant part): `changed` or `same`, always reported,
-  even when the cost behind them moved within noise (a cost near a band's edge);
-- a figure one report lacks: `missing`.
-
-Stages are matched by what they do, not by position: a fix inserts stages (a prefetch, a
-cache) and renames others (`map` becomes `parallel-map`), so a stage is keyed by its kind
-without the `parallel-` prefix, its user function, and its rank among stages with that key.
-Fixes are matched by suggestion id and stage.
+Part of `analysis/`, pure: two `Report`s in, a `Comparison` out; `renderers/compare_text.py`
+and `renderers/compare_png.py` word and draw it. Each figure's change gets an interval from
+both runs' own spread (`analysis/noise.py`) and a judgement (`faster`, `slower`, `changed`,
+`same`, `noise`, `missing`). Stages are matched by what they do, not by position; fixes by
+suggestion id and stage. Method: (docs/design.md, "Comparing runs").
 """
 
 from __future__ import annotations

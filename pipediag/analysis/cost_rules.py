@@ -1,17 +1,9 @@
 """Advice that follows the part of input cost that dominates (`analysis/input_cost.py`).
 
-- contention: the pipeline's threads take the cores the train step needs. Cut the
-  pipeline's CPU per batch, cap its threads, or move the work off the training host. Where
-  cores were free and the pipeline runs Python, it contends for the interpreter lock
-  instead: the Python must go (TensorFlow ops, or data written once to files).
-- fetch: each pull of a small batch costs more than the pipeline's work. Fewer, larger pulls.
-- epoch start: each epoch makes a new iterator and drops the last. One repeating iterator
-  for the whole run.
-- And when input costs something but no rule found a change to make, say so and why, so an
-  input-bound verdict never stands alone.
-
-The rules read the report only. Their gain is T/A for the part removed: what training would
-gain if that part of the cost went away, an upper bound (the work itself remains).
+Part of the advisor's table (`analysis/advisor.py`): rules for contention (cores or the
+GIL), fetch and epoch start, and one that says why when input costs something and no rule
+found a change. They read the report only; their gain is T/A for the part removed, an upper
+bound. The advice for each part: (docs/design.md, "The advisor").
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """`pipediag check`: thresholds over a saved report, so a CI job can fail on a regression.
 
-Pure: a report (and a baseline) in, one `CheckResult` per threshold out, each with the
-one line the command prints. A threshold whose figure the report lacks fails, with a line
-that says so: a gate that passes because nothing was measured would hide the regression it
-was set up to catch.
-
-The slowdown against a baseline fails only when it is both over the allowance and beyond
-the runs' noise (`analysis/noise.py`): on a shared host two runs of one script differ by
-several percent, and a gate that fails on noise gets switched off.
+Part of `analysis/`, pure: a report (and a baseline) in, one `CheckResult` per threshold
+out, each with the line the command prints. A threshold whose figure the report lacks fails;
+the slowdown against a baseline fails only when over the allowance and beyond the runs'
+noise (`analysis/noise.py`). Rationale: (docs/design.md, "History, trend and check").
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """What the GPU's own counters say: busy share, why it sat idle, and how that tracks input waits.
 
-Host timing says how long each step waited for its batch; it cannot say whether the GPU was
-idle meanwhile (asynchronous dispatch lets a GPU work through queued kernels while the host
-waits). NVML can, but only coarsely: the driver averages utilization over windows of about
-1/6 s to 1 s (docs/design.md, "NVML facts"), and GPM SM activity needs readings at least ~100
-ms apart. A 20 ms step is far below that, so this module never labels single steps from the GPU.
-It aggregates instead: for each NVML window it takes the GPU busy share and the share of the
-measured steps' time in that window that the host spent waiting for input, then
-
-- attributes the GPU's idle time to causes, as HolisticTraceAnalysis does with its idle-time
-  categories (docs/design.md, "Methods it builds on")::
-
-      window  |<----------------------------- L ------------------------------>|
-      GPU     |###### busy ######|............ idle = (1 - busy) * L .........|
-      host    |<- input wait w*L ->|
-      idle    |  input-wait = min(idle, w*L)  | transfer | host overhead       |
-                                               ^ min(rest, PCIe busy * L)
-
-  Input wait is counted first: while the host is blocked on the pipeline, nothing else it
-  could do would feed the GPU. Transfer (PCIe busy while the SMs idle) comes next and is an
-  upper bound, since copies that overlap kernels are counted as if they filled idle time. What
-  remains is host-side overhead: Python, kernel launches, synchronisation.
-- correlates GPU idle with input wait across windows (Pearson r): a high r says the idle
-  periods are the input waits, whatever the host-timing verdict.
-
-Every function here is pure, over the report model only: no NVML, no TensorFlow.
+Part of `analysis/`, pure functions over the report model only (no NVML, no TensorFlow).
+NVML windows (1/6 s to 1 s) are far longer than a step, so no single step is labelled from
+the GPU: per window, the GPU's idle time is split into input wait (counted first), transfer
+(an upper bound) and host overhead, after HolisticTraceAnalysis, and GPU idle is correlated
+with input wait across windows (Pearson r). Its windows are in gpu_windows.py, the causes'
+words in gpu_causes.py. Method: (docs/design.md, "GPU idle causes").
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
 """Input cost: what the input pipeline costs training, from three measured rates.
 
-DS-Analyzer's differential reading (VLDB 2021): the pipeline alone P (batches/s), the train
-step alone on a cached batch T (steps/s) and training as it ran A (steps/s). Input costs
-`1 - A/T` of training time: T/A is the speedup if input were free. The wait share (XProf's
-figure) is one part of that cost; the others are invisible to it::
-
-    training step, as it ran     |<- wait ->|<- contention ->|<------ compute alone ------>|
-    train step on a cached batch                             |<------ compute alone ------>|
-
-- wait: the step waited for a batch that was not ready (measured per step);
-- fetch: the per-pull overhead of a batch that was ready: where the pipeline alone is far
-  faster than training, a pull cannot be waiting on the pipeline's work. It explains part
-  of the measured gap; it never enlarges it;
-- contention: the rest of the gap: nothing waited and everything ran slower beside the
-  pipeline. What it contends for is named where the evidence says: the host's cores (few
-  left free while training) or Python's interpreter lock (the pipeline runs Python while
-  cores are free);
-- epoch start: each epoch's start-up before its first step, which the steps' own rates
-  never see, spread over the epoch's steps.
-
-Where A and T were taken in alternation (`analysis/alternation.py`), the gap and its 90%
-interval come from the pairs, and a gap whose interval reaches zero is no cost at all: it
-is not measurable above the run's noise (docs/design.md, "Input cost"). A measured wait
-greater than the gap stands: it is a measurement of its own.
+Part of `analysis/`, the verdict's arithmetic (DS-Analyzer, VLDB 2021): from the pipeline
+alone P, the train step alone on a cached batch T and training as it ran A, input costs
+`1 - A/T` of training time, and T/A is the speedup if input were free. The cost is split
+into parts that add up: wait, fetch, contention (cores or the GIL) and epoch start. Where A
+and T were taken in alternation (`analysis/alternation.py`) the gap and its 90% interval
+come from the pairs. Method: (docs/design.md, "Input cost").
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
 """How much a figure of one run would move if the same run were made again: its noise.
 
-Two runs of one script never give the same rates (docs/design.md, "Comparing runs"), so a
-comparison calls a change real only when it lies outside both runs' own spread. Each figure
-becomes an `Estimate`: its value and a standard error, on a log scale for rates (a ratio of
-two rates is then a difference) and on a linear one for shares.
-
-- The training rate A and the wait share come from the report's own steps. They are
-  resampled with a moving-block bootstrap: steps next to each other share the host's mood
-  (a busy neighbour slows a stretch of steps, not one), so resampling single steps would
-  call a drift within the run a certainty. Blocks of about sqrt(n) records keep it.
-  A is `steps / sum(step time)`, so the bootstrap works on sums over records, and a merged
-  record (`StepRecord.count` > 1) counts as the `count` steps it stands for.
-- The pipeline alone P and the train step alone T are kept only as summaries
-  (`LatencyStats`: count, mean, median, p90): their spread is estimated from the distance
-  between the median and the p90, as a normal distribution's (1.28 standard deviations).
-- Input cost `1 - A/T` takes its error from its own 90% interval where training and the
-  step alone were taken in alternation (the pairs' spread), else from the errors of both
-  rates (the delta method).
-
-Each run's own spread is not all of it: two processes of one script differ by more than
-either's steps can show (the host's load at another time, thread placement, autotune's
-choices). So every interval also holds a run-to-run term (`NoiseRules.run_to_run`), measured
-on this project's shared 2-core host (docs/design.md, "Comparing runs"). A change is noise
-when its 95% interval holds "no change".
+Part of `analysis/`, read by `compare`, `check --baseline` and `history`: two runs of one
+script never give the same rates, so a change is real only outside both runs' spread. Each
+figure becomes an `Estimate` (a value and a standard error: log scale for rates, linear for
+shares): A and the wait share by a moving-block bootstrap over the steps, P and T from their
+summaries, input cost from its alternation interval, and every interval holds a run-to-run
+term (`NoiseRules.run_to_run`). Method and figures: (docs/design.md, "Comparing runs").
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Where the train step's time goes: profiled op events grouped into the step's top ops.
 
-Pure arithmetic over plain events (`training/op_profile.py` reads them from the TF
-profiler's trace; docs/design.md, "When the model sets the rate"). On TF 2.21 each executed
-op is an event named `scope/path/name:OpType` on a `tf_Compute` line; an op's self time is
-its duration less the op events nested in it (a function-call op holds its body's ops).
-
-The step's time is split into the ops' self time (summed over the threads that run them)
-and two host-side gaps: Python (the wall time outside TensorFlow's calls: Keras' function
-wrapper, the cached batch's iterator, the sync) and launch overhead with the time between
-ops (inside TensorFlow's calls, while no op runs on any thread). Shares are of their sum,
-so the shares of one kind (op types, or scopes) and the gaps add up to at most 1.
+Part of `analysis/`, pure arithmetic over plain events (`training/op_profile.py` reads them
+from the TF profiler's trace): ops' self time, grouped by op type and by layer or scope, and
+two host gaps (Python; launch overhead and the time between ops), each a share of the step.
+Method: (docs/design.md, "When the model sets the rate").
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Scale-out, the pure part: what keeps a pipeline from tf.data service, and what moving it buys.
 
-Pure functions over the report model (docs/design.md, "tf.data service"):
-
-- `python_blockers`: stages that call back into this process's Python (`py_function`,
-  `numpy_function`, `from_generator`); a worker process cannot run them (checked on TF 2.21:
-  "Could not find callback with key=pyfunc_0 in the registry" at the first element).
-- `distribute_point`: the last stage on the output's chain that can move with everything
-  upstream of it: the `distribute` call goes after it, and the stages after it stay here.
-- `predict`: workers needed = ceil(rate to feed / per-worker rate), and the training rate to
-  expect, min(compute alone, transfer ceiling, the stages left on this host), over the
-  rate trained now (DS-Analyzer's min(C, P') with the pipeline's rate made as large as the
-  workers make it).
-- `paste_code`: the dispatcher, the workers and the `distribute` line, ready to paste.
-- `host_cpu_is_limit` / `shows_scale_out`: when the summary shows the section.
+Part of `analysis/`, pure functions over the report model: `python_blockers` (stages a worker
+process cannot run), `distribute_point` (where the `distribute` call goes), `predict`
+(workers needed and the training rate to expect), `paste_code` (the dispatcher, workers and
+`distribute` line), and `host_cpu_is_limit` / `shows_scale_out` (when the summary shows the
+section). Method and facts: (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The trend of a history file: each run against the runs of its script before it.
 
-Pure: history entries in, one `TrendRow` per run out. A run is a regression when
-- its training rate is below the best earlier run's of the same script, beyond the noise
-  of both (`analysis/noise.py`: each run's own error, kept in its line, and the
-  run-to-run term), or
-- its verdict is worse than the previous run's (input limits it more:
-  compute-bound < balanced < input-bound).
-Runs are grouped by script: a file may hold several scripts' runs, and one script's rate
-says nothing about another's.
+Part of `analysis/`, pure: history entries in, one `TrendRow` per run out. A run is a
+regression when its training rate is below the best earlier run's of the same script beyond
+the noise of both (`analysis/noise.py`), or its verdict is worse than the previous run's.
+Runs are grouped by script. Rules: (docs/design.md, "History, trend and check").
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Rewrites applied together: the pipeline with the fixes kept so far, and with one more.
 
-The greedy search on training (`training/`) keeps a fix only when, on top of those already
-kept, it helps; it needs both pipelines built from the user's graph. Every edit finds its
-nodes by the names they have in the user's graph and keeps them (a vectorised map, a cache
-inserted, a map hoisted), so edits are re-applied in a fixed order whatever order the search
-kept them in: the ones that move stages first, then those that change a stage in place, then
-the caches, then the prefetch at the end; options last, on the rebuilt dataset, and the
-prefetch to the device after them all: tf.data wants it as the last transformation
-(docs/design.md, "Composing rewrites").
+Part of `bench/`, for the greedy search on training (`training/`), which needs both
+pipelines built from the user's graph. Every edit finds its nodes by their names in the
+user's graph and keeps them, so edits are re-applied in one fixed order whatever order the
+search kept them in: moves, changes in place, caches, the final prefetch, options, and the
+prefetch to the device last of all. Method: (docs/design.md, "Composing rewrites").
 """
 
 from __future__ import annotations

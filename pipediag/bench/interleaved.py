@@ -1,30 +1,11 @@
 """Interleaved A/B runs of two pipelines, stopped as soon as the speedup is clear.
 
-A fix trial (`bench/whatif.py`) reads the original pipeline (A) and the fixed one (B) for a
-short slice each, in rounds that alternate which side goes first (A B, B A, ...), so drift
-on a busy machine hits both sides alike. Each round gives one ratio, B's rate over A's,
-taken back to back, so a slow minute of the machine cancels out within the round.
-
-**Stopping.** After each round, from `MIN_ROUNDS` on, an interval for the median of the
-per-round ratios is computed, and the trial stops when it says enough:
-
-- its lower end is above 1: the fix is a `clear gain`;
-- its upper end is below `VERIFIED_MIN_GAIN` (1.05, the gain under which the advisor does
-  not recommend a fix, `analysis/advisor.py`): `clear no gain`, whether the fix is slower
-  (below 1) or its gain, if any, is within the noise floor;
-- its upper end is below the lower end of the best trial so far: `outranked`, it cannot be
-  the fix to make first (the top two are separated);
-- otherwise the trial goes on until its share of the time is spent: `budget`.
-
-**The interval** is the sign-test (order-statistic) interval for a median: with n ratios
-sorted, [x_(k), x_(n+1-k)] covers the median with probability 1 - 2 P(Bin(n, 1/2) <= k-1),
-and k is the largest that keeps this at least `CONFIDENCE` (90%). It assumes only that the
-rounds are independent draws with a common median: no normality (a disturbed round is an
-outlier, which moves a mean and a t-interval, not a median), and unlike a bootstrap it is
-exact at the 5 to 15 rounds a trial runs. Five rounds are the fewest with any interval at
-90% (k = 1, the min and max: 1 - 2/32 = 94%). Looking after every round makes the error
-over a whole trial larger than 10%; a wrong stop still reports the measured medians, and
-the advisor's 1.05 floor sits beside it.
+The one paired engine of `bench/`: a trial reads the original (A) and the fixed side (B) for
+a short slice each, in rounds that alternate which goes first, each round one ratio of B's
+rate over A's. From `MIN_ROUNDS` on, the sign-test interval of the median ratio (90%,
+`CONFIDENCE`) stops the trial as a clear gain, clear no gain (under `VERIFIED_MIN_GAIN`),
+outranked, or when its budget is spent. The what-if trials, the trials on training and the
+model-side trials all use it. Method: (docs/design.md, "Interleaved rounds").
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """A copy of the user's dataset that pipediag can read without changing the user's run.
 
-A second iterator over the user's own dataset is not enough: a `shuffle` that reshuffles
-each epoch draws its seeds from a seed-generator resource that every new iterator
-advances, so a benchmark iterator made first would hand the user's epoch 1 the order of
-epoch 2 (measured on TF 2.21: a seeded `shuffle(10, seed=1)` gives a different first epoch
-after one extra iterator). An in-memory `cache()` is a shared resource too: a benchmark
-that read to the end would fill it, and the user's first epoch would replay pipediag's
-random augmentations.
-
-So the benchmark reads a copy rebuilt from the dataset's graph in which those resources
-are replaced by private ones: `DummySeedGenerator` for shuffles and random datasets
-(throughput does not depend on the order), `DummyMemoryCache` for memory caches, and file
-caches that are not yet complete on disk are bypassed, so pipediag never writes them.
-
-One kind of dataset has no private copy: the per-device feed of a `tf.distribute` dataset
-(`shared_stream_stage`), which reads the batches of an iterator the training reads too.
+Part of `bench/`, under every read pipediag makes of a pipeline: the copy is rebuilt from the
+dataset's graph with its shuffle seed generators and memory caches replaced by private ones
+(`DummySeedGenerator`, `DummyMemoryCache`) and incomplete file caches bypassed, since a
+second iterator over the user's dataset would change the user's epochs. A per-device feed
+of a `tf.distribute` dataset has no private copy (`shared_stream_stage`). Rationale:
+(docs/design.md, "The private copy").
 """
 
 from __future__ import annotations

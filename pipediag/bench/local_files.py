@@ -1,14 +1,9 @@
 """Local files a tf.data pipeline names: what workers on other machines could not read.
 
-A pipeline reading `/data/train-*.tfrecord` runs on workers of this host and fails
-on a cluster's. The dataset graph holds the names as string constants: file lists
-(`from_tensor_slices(paths)`, `TFRecordDataset(paths)`), `list_files` results (matched when
-the dataset was built) and paths inside the functions of interleave or flat_map. Each is
-attributed to the stage that reads it (a constant's consumers, or the stage whose function
-holds it), and checked on this host: a name that exists here (or a glob that matches) is a
-local file. Names with a scheme (gs://, s3://, hdfs://) are read the same way by every
-worker and are not reported; files on a network filesystem (NFS, Lustre, cloud FUSE) are
-reported with its type, since other machines can mount it too.
+Part of `bench/`, for the scale-out check: the dataset graph's string constants (file lists,
+`list_files` results, paths in interleave or flat_map functions), each attributed to the
+stage that reads it and checked on this host; names with a scheme are not reported, files on
+a network filesystem are, with its type. Method: (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """Scale-out, the measured part: can the training pipeline run on tf.data service, and how fast.
 
-After the verdict (`session.conclude`), within the deep analysis's turn:
-
-1. **Compatibility, statically**: the walked stages give the Python blockers with their
-   stage and line (`analysis/scale_out.py`); the dataset graph's string constants give the
-   local files the pipeline reads, attributed to the stage that reads them
-   (`bench/local_files.py`).
-2. **Where `distribute` goes**: the last stage that can move with everything upstream.
-3. **Measured through a real service**, only when asked, and only on a private copy of that
-   part (`bench/isolate.py`), never the user's dataset or iterator:
-   - `--scale-out N`: a dispatcher and N workers pipediag starts on this host
-     (`bench/service.py`). The workers share this host's cores, so this shows that the
-     pipeline runs there and what transfer costs, not a cluster's speed;
-   - `--data-service grpc://HOST:PORT`: an existing dispatcher and its workers, probed first
-     with a short timeout (an address that does not answer is one note, and the rest of the
-     diagnosis goes on), then the pipeline through them and, with `--data-service-train`
-     under Keras `fit`, the user's train step fed by them (`training/service_train.py`).
-
-The prediction and the code to paste are made later from the finished report
-(`analysis/scale_out.enrich_report`), with the final verdict.
+Part of `bench/`, run after the verdict within the deep analysis's turn: the Python blockers
+(`analysis/scale_out.py`) and local files (`bench/local_files.py`) found statically, where
+`distribute` goes, and, only when asked (`--scale-out N` on local servers, or
+`--data-service` with an existing dispatcher), reads of a private copy of the movable part
+through a real service (`bench/service.py`). The prediction is made later, from the
+finished report (`analysis/scale_out.enrich_report`). Method: (docs/design.md, "tf.data
+service").
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """tf.data service for the what-if copy: local servers, a dispatcher probe, timed reads.
 
-When one host cannot make batches as fast as its train step takes them, the answer
-is tf.data service (a dispatcher and worker machines running the same pipeline). pipediag
-measures that move on the user's own pipeline:
-
-- `LocalService` starts a dispatcher and N workers on this host, each in a process of its
-  own (`bench/service_server.py`), on free localhost ports, and always stops them: their
-  standard input is a pipe from this process, so they exit when it closes, also when this
-  process dies. Workers run in their own processes because only there does a `py_function`
-  fail as it would on a worker machine (docs/design.md, "tf.data service").
-- `probe_dispatcher` asks a dispatcher for its workers (gRPC `GetWorkers`) with a short
-  timeout. TensorFlow's own client retries an unreachable dispatcher for minutes on the
-  calling thread (checked on TF 2.21: `distribute()` blocked in "Failed to register
-  dataset ... Will retry"), so nothing is registered before the probe has answered.
-- `read_through` times a dataset read through a service; `transfer_ceiling` sends one batch
-  already made through it again and again: what moving a batch costs this consumer, apart
-  from making it. Reads run on a helper thread with a deadline, so a service that stalls
-  after the probe costs a note, not the diagnosis.
-
-Only pipediag's private copy of the dataset is ever distributed (`bench/isolate.py`), with
-processing mode "parallel_epochs" (each worker makes the whole dataset; nothing to split).
-TensorFlow is imported inside the functions only.
+Part of `bench/`, measuring the move to tf.data service on the user's own pipeline:
+`LocalService` starts a dispatcher and N workers on this host, each in a process of its own
+(`bench/service_server.py`), and always stops them (their standard input is a pipe from this
+process); `probe_dispatcher` asks a dispatcher for its workers before anything is
+registered; `read_through` and `transfer_ceiling` time reads on a helper thread with a
+deadline. Only pipediag's private copy is distributed (`bench/isolate.py`). TensorFlow is
+imported inside the functions only. Facts: (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations

@@ -3,14 +3,9 @@
     python -m pipediag.bench.service_server dispatcher PORT
     python -m pipediag.bench.service_server worker DISPATCHER_HOST:PORT
 
-Started by `pipediag.bench.service.LocalService`, never by the user's script. It prints one
-line, `READY <role>`, once the server listens, then serves until its standard input closes:
-the parent closes it to stop the server, and when the parent dies, however it dies, the
-operating system closes it, so a server never outlives the diagnosis that started it.
-
-Workers must run in a process of their own to test what a real worker can run: a
-`py_function` ran through an in-process worker (its Python callable lives in the same
-process) and failed in an out-of-process one (docs/design.md, "tf.data service").
+Started by `pipediag.bench.service.LocalService`; prints `READY <role>` once it listens and
+serves until its standard input closes, so it never outlives the diagnosis. Out of process,
+a worker fails on what a real worker cannot run (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations

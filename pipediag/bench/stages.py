@@ -1,57 +1,11 @@
 """Per-stage rates: benchmark each prefix of the pipeline alone, and find the costly stage.
 
-Method (after Plumber, MLSys 2022: docs/design.md, "Methods it builds on"): the Python dataset
-object of every stage is itself a runnable pipeline, the prefix that ends at that stage. Each
-prefix is read on a fresh iterator for a short budget with `time_iterator`. A stage's *own
-cost* is the time per output batch of its prefix minus that of its input(s): what adding this
-stage costs the pipeline. That difference already accounts for parallelism, because it is
-measured on throughput: a parallel map whose work hides behind a slower input adds nothing, a
-sequential map adds its whole per-element cost, and a batch after a slow map inherits the map's
-time without adding to it. The bottleneck is the stage with the largest own cost, the one a
-tf.data expert would name.
-
-Caveats, each one why a prefix can behave unlike the whole:
-
-- **Static optimisations apply per prefix.** tf.data rewrites each iterator's graph: the cut
-  `map -> batch` may be fused into `MapAndBatch` (`map_and_batch_fusion`), while the prefix
-  that ends at the map is not; `map_parallelization` parallelises a stateless map in both;
-  `inject_prefetch` appends a prefetch to a prefix ending in a synchronous stage, so its
-  consumer overhead overlaps with its work. Costs are therefore marginal estimates, not
-  exact splits of the whole pipeline's time.
-- **The user's options are re-applied to every prefix** (`with_options(dataset.options())`),
-  because `with_options` usually sits at the end of the chain, and a prefix without it would
-  run with another autotune or thread pool setting.
-- **Python's per-element overhead** (one eager `next()`, tens of microseconds) would make a
-  prefix that yields elements look costlier than one that yields batches, and its noise is
-  as large as a cheap map's own work. So a prefix that yields elements of a batch is read
-  in groups, `prefix.batch(n)` with n its elements per output batch (the batching the
-  user's own batch stage does next, so that stage's own cost comes out near zero), one
-  `next()` per group. Where elements cannot be batched (shapes that vary, nested
-  datasets), the prefix is read element by element. What remains of the per-`next()`
-  overhead is measured once on a trivial dataset and subtracted.
-- **Element counts per batch are inferred statically**: batch stages divide by their batch
-  size, filter is assumed to keep every element (it under-states upstream cost when it drops
-  many), and stages upstream of interleave/flat_map/window have no known ratio, so they get
-  an element rate but no batch rate, and the interleave owns its whole time.
-- **Caches**: an in-memory cache stopped early discards its partial content (docs/design.md,
-  "tf.data behaviours"), so the rate measured is the first-epoch (filling) rate. A prefix
-  through a file cache that is not complete on disk is not read, since reading it to the end
-  would write the user's file.
-- The first element is timed apart by `time_iterator` (buffers filling): a very large
-  shuffle buffer still makes that first read long, and it cannot be interrupted.
-- **Noise.** An own cost is a difference of two rates, so a disturbance while one prefix is
-  read moves it a lot (a map measured at 1.4 to 6.3 ms per batch in five runs on a shared
-  2-core VM). Each prefix is therefore read in `ROUNDS` short slices, the rounds going
-  through the stages forwards, then backwards (A B C, C B A, A B C), and its rate is the
-  median. A prefix whose first element is slow (a large shuffle buffer filling) is read in
-  one slice only, since every slice pays for that first element again.
-- **A deadline** (`deadline=`, a time on the injected clock, shared with the fix trials
-  that follow) stops the reads when the next one would end past it (judged by the time the
-  last read took, building the copy and its first element included): a stage read at least
-  once keeps its rate (the median of fewer slices), the others are listed without rates,
-  `not_measured` saying the time ran out.
-- **Spent iterators are released off the main thread** (`bench/teardown.py`): a tear-down
-  can block for a second and uses almost no CPU, so it overlaps the next read.
+Part of `bench/`, which reads the pipeline alone: every stage's dataset object is the prefix
+that ends there, and a stage's own cost is its prefix's time per output batch less its inputs'
+(after Plumber, MLSys 2022). The bottleneck is the stage with the largest own cost. Prefixes
+are read in `ROUNDS` slices, forwards then backwards, until a deadline shared with the fix
+trials; the stage costs on training and the advisor start from these figures. Method and
+caveats: (docs/design.md, "Stage timing").
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
 """Read a `tf.data.Dataset`'s stages, from source to output, without running it.
 
-Two sources are combined, because neither is complete alone:
-
-- the **Python dataset objects** (`ds._inputs()`, the generalisation of `ds._input_dataset`
-  that also covers zip, concatenate and choose) keep the user's Python callables
-  (`StructuredFunctionWrapper._func`), so a stage can name `parse_example` at `train.py:42`;
-  they are also the prefixes that `pipediag.bench.stages` benchmarks;
-- the **dataset GraphDef** (`ds._as_serialized_graph(...)`) holds what TF will run: the op
-  (`ParallelMapDatasetV2`), its settings as `Const` inputs and attributes, and the traced
-  functions in `graph_def.library`, whose ops tell whether a function calls back into Python
-  (`EagerPyFunc`, `PyFunc`) or is stateful (random ops), which decides whether tf.data's
-  `map_parallelization` can parallelise a map written without `num_parallel_calls`.
-
-The two are walked in step, from the output back to the sources; where they disagree
-(an unknown wrapper class), the stage keeps its Python facts and loses the graph ones, rather
-than reporting settings of another stage.
-
-Internals read here were checked against TensorFlow 2.21; each lookup is guarded, so a future
-TF that moves them degrades the description, never the user's run.
+Part of `bench/`, under stage timing, the what-if trials and the advisor's stage facts: the
+Python dataset objects (`ds._inputs()`: the user's callables, and the prefixes
+`bench/stages.py` reads) and the dataset GraphDef (what TF will run: ops, settings, traced
+functions) are walked in step from the output back to the sources. Where they disagree, a
+stage keeps its Python facts. Each lookup of TF internals is guarded, so a TF that moves them
+degrades the description, never the user's run. Method: (docs/design.md, "Reading and
+rewriting a pipeline").
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Iterator tear-down off the main thread: phase 1 never waits for a spent iterator to die.
 
-Deleting a tf.data iterator joins its threads. With autotune on, these include the model
-thread, often asleep in `Model::OptimizeLoop` between two optimisation passes, and the
-delete waits for it to wake: on TF 2.21 (2 cores) one delete blocked the main thread for
-0.001 to 2.1 s, 2.4 s in all for the 23 iterators phase 1 reads on
-examples/input_bound_fit.py (gdb: `RootDataset::Iterator::~Iterator` in
-`UnboundedThreadPool::LogicalThreadWrapper::~LogicalThreadWrapper`, the model thread in a
-timed `CondVar` wait). The wait is idle: process CPU over those deletes was 0.025 s for
-2.4 s of waiting (cancellation is immediate; in-flight elements finish, then the join
-sleeps). So a tear-down may overlap the next timed read at no measurable cost, and
-pipediag hands each spent iterator to a helper thread and goes on.
-
-One short-lived thread per tear-down rather than one worker draining a queue: a worker
-asleep in a 1.2-s join would leave the iterators queued behind it alive, their prefetch and
-map threads filling buffers (real CPU) during the next timed read; here every discarded
-iterator is cancelled at once. Threads are named `pipediag-teardown` and are daemons.
-
-Whoever owns a `TearDown` drains it at the end (`drain()`): the session at its end
-(`bench.teardown.drain()` for the shared one), and each bench function for the private one
-it makes when none is passed, so a direct call leaves no thread behind.
+Part of `bench/`: deleting a tf.data iterator can block 0.001 to 2.1 s while it joins
+autotune's sleeping model thread, with almost no CPU, so pipediag hands each spent iterator
+to a short-lived daemon thread (`pipediag-teardown`, one per tear-down) and goes on. Whoever
+owns a `TearDown` drains it at the end (`drain()`): the session for the shared one, each
+bench function for the private one it makes. Measurements and rationale: (docs/design.md,
+"Iterator tear-down").
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The user's per-element function run on whole batches through `tf.vectorized_map`.
 
-Many per-element functions cannot take a batch as written (`tf.io.parse_single_example`
-asserts a scalar; a reshape to one image's shape). `tf.vectorized_map(fn, batch,
-fallback_to_while_loop=True)` still runs them once per batch: pfor vectorises the ops it
-knows (ParseExampleV2 among them) and loops over the rest, with the same result for each
-element (docs/design.md, "Every applicable rewrite"). This module wraps the function so; the
-vectorise check (`bench/vectorize_check.py`) traces and checks it like the plain form.
-
-Imports TensorFlow only inside its functions.
+Part of `bench/`: many per-element functions cannot take a batch as written, but
+`tf.vectorized_map(fn, batch, fallback_to_while_loop=True)` runs them once per batch with the
+same result for each element. This module wraps the function so; the vectorise check
+(`bench/vectorize_check.py`) traces and checks it like the plain form. Imports TensorFlow
+only inside its functions (docs/design.md, "Every applicable rewrite").
 """
 
 from __future__ import annotations

@@ -1,49 +1,10 @@
 """What-if pipelines: apply a fix to a copy of the dataset graph and time it beside the original.
 
-Advice read off a checklist is often wrong on tf.data (docs/design.md, "tf.data behaviours"):
-an added prefetch measured 0.99x because `inject_prefetch` had added one; a map written
-sequentially was parallelised by `map_parallelization`. So each fix is *measured* on the
-user's own pipeline:
-
-1. the fixes that apply are chosen (`bench/fix_candidates.py`), with the advisor's own
-   stage predicates (`report/stage_facts.py`);
-2. a copy of the dataset's GraphDef is edited (`bench/graph_edit.py`): `MapDataset` ->
-   `ParallelMapDatasetV2` (AUTOTUNE), a sequential interleave/flat_map ->
-   `ParallelInterleaveDatasetV4` with `cycle_length` = cores, a `PrefetchDataset(AUTOTUNE)`
-   at the end, a `CacheDataset` after the costly deterministic prefix, autotune turned back
-   on, or a map moved after its batch (vectorised);
-3. both the unedited copy and the variant are rebuilt with `DatasetFromGraph` and read
-   *alone*, alternately (A B B A ...), each on a fresh iterator for a short slice; the medians
-   of the rates give the speedup, so drift on a noisy machine hits both sides alike. A trial
-   stops once the interval of its per-round ratios is clear (`bench/interleaved.py`: a clear
-   gain, clear no gain, or unable to beat the best trial so far), or its time is spent;
-   `rounds` and `facts.stopped` say which, `facts.speedup_low`/`speedup_high` give the
-   interval.
-
-Time: the trials share `budget_s`, or run until a `deadline` on the injected clock (shared
-with stage timing before them: whatever time the stages left). Costliest stage first; each
-trial plans its slices for `MIN_ROUNDS` rounds in an equal share of the time left, so a
-trial that stops early leaves its time to the next. Spent iterators are released off the
-main thread (`bench/teardown.py`).
-
-What is never touched, and why (docs/design.md, "Rules of the house"):
-
-- The user's dataset is not iterated here and the user's iterator is never used. The baseline
-  is the rebuilt copy, not the user's object.
-- **Per-iterator state is private** (`bench.isolate.isolate_graph_def`, shared with phase 1):
-  a rebuilt graph otherwise shares the user's in-memory cache resource (checked on TF 2.21:
-  reading the copy to the end filled the user's `cache()`) and shuffle seed generators; both
-  get private replacements, and captured variables are restored after the trials.
-- **File caches are never written**: one not complete on disk is bypassed in the copies, as
-  in phase 1 (the note is kept in each trial's `facts.isolation`).
-
-A vectorised map sees a whole batch: before it is timed, the user's function is run both
-ways on a sample of their elements (`bench/vectorize_check.py`); a difference refuses the
-fix, marked `unsafe` so the advisor drops it.
-
-A fix that cannot be rewritten (unknown op, a function whose state cannot be serialised)
-comes back with `verified=False` and a reason; the advisor then shows it as estimated.
-TensorFlow is imported inside the functions only.
+Part of `bench/`: each fix that applies (`bench/fix_candidates.py`) is a GraphDef edit
+(`bench/graph_edit.py`), rebuilt beside the unedited copy and read alone in alternation
+(`bench/interleaved.py`); its gain orders the trials on training. The user's dataset and
+iterator are never used. TensorFlow is imported inside the functions only. Method, time
+sharing and isolation: (docs/design.md, "Fixes timed on the pipeline alone").
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """`fleet.png`: where each worker's step time goes, and how fast each trained.
 
-Layout (14 in wide; taller with more workers, one bar row each):
-
-    +------------------------------------------------------------------+
-    | FLEET: N workers, straggler named with its cause                 |
-    +-------------------------------------+----------------------------+
-    | step time per worker, stacked:      | training rate A per worker |
-    | input wait | contention | fetch |   | (bars), compute alone T    |
-    | the rest (train step, all-reduce)   | (ticks); straggler marked  |
-    +-------------------------------------+----------------------------+
-
-matplotlib is imported lazily and only through `Figure` + `FigureCanvasAgg`, as in
-`renderers/png.py`, whose colours it shares.
+Part of `fleet/`, drawn from the job's reports only: a headline naming the straggler over
+each worker's step time, stacked by part, and its training rate A beside compute alone T.
+It shares the colours of `renderers/png/`; matplotlib is imported lazily, through `Figure`
+and `FigureCanvasAgg` only. Layout: (docs/design.md, "The comparison and fleet pages").
 """
 
 from __future__ import annotations

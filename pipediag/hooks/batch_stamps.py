@@ -1,34 +1,10 @@
 """Input waits under Keras `fit` without the profiler: a time stamp on every batch.
 
-`fit` pulls each batch inside its compiled train function, so Python never brackets the
-wait. pipediag appends two stages to the dataset given to `fit`: `enumerate()` and a map
-that records, for batch k of the current iterator, the moment it left the user's pipeline,
-then passes the batch on unchanged. Batches leave in order, so the k-th stamp belongs to
-the k-th step. The step waited from its start until its batch was out, or not at all if
-the batch was ready before the step began:
-
-    wait_k = max(0, stamp_k - step_start_k)
-
-That holds whether tf.data runs the map in the train step's own `GetNext` or in a prefetch
-thread injected after it (`inject_prefetch`): a batch stamped before the step started sat
-in a buffer, one stamped after it was waited for. When the pipeline ends in a `prefetch`
-(as most do), the two stages go just before it: the stamp then marks the batch entering
-the final buffer, the moment it became available to training, which is all the wait
-needs; and it is taken on the prefetch thread, not inside the train step.
-
-The stamp is taken in the graph: `tf.timestamp()` (wall-clock microseconds) and the batch
-index go into a `FIFOQueue` that pipediag empties now and then, off the steps' critical
-path. No Python runs in the pipeline, so no thread of it waits for the GIL: measured here,
-30 us of wall time per batch against 190 us for a `tf.numpy_function` calling Python, the
-way stamps were first taken. The map runs its function in place rather than through
-TensorFlow's inter-op threads (`serial_map`): 3 us of CPU a batch instead of 85 us. The
-Python way is kept for when TensorFlow's op determinism is on,
-which forbids `tf.timestamp()`. Unlike tracing with the TF profiler (one event per executed
-op; it cut an op-heavy pipeline under `fit` from 105 to 19 steps/s), either costs one stage
-per batch.
-
-Batches made but never used (an iterator dropped at the end of an epoch) are recognised
-when the index starts again at 0, and dropped.
+A hook (`hooks/`): `fit` pulls each batch inside its compiled train function, so pipediag
+appends `enumerate()` and a stamping map to the dataset given to `fit`. The map records, in
+the graph (`tf.timestamp()` into a `FIFOQueue`), when batch k left the user's pipeline, and
+step k waited `max(0, stamp_k - step_start_k)`. Used by the fit hook and by
+`pipediag.keras.Watch.dataset`. Method and costs: (docs/design.md, "Batch stamps").
 """
 
 from __future__ import annotations

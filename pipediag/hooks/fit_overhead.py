@@ -1,16 +1,10 @@
 """What `fit` adds around its train function, measured on fit's own steps.
 
-A fix tried on training under `fit` times the compiled train function alone, so the gain
-has to carry what `fit` adds to every step (callbacks, the progress bar, its loop) on both
-sides (docs/design.md, "Fixes tried on training"). Read as the measured step time less the
-trial's baseline step time, that share also takes in whatever slowed the measured steps
-and not the trial (a Python source contending for the GIL with fit's own Python): on a
-`from_generator` source it read 7 ms where fit adds well under one. So during the measured
-steps the train function's calls are timed, and what each of fit's steps took beyond its
-call is the time the gain's correction adds.
-
-The train function is wrapped only while the measured steps run (fit looks it up on the
-model at every step), and put back before anything else calls it.
+A hook (`hooks/`): a fix tried on training under `fit` times the compiled train function
+alone, so its gain must carry what `fit` adds to every step. During the measured steps the
+train function's calls are timed (it is wrapped only then, and put back before anything
+else calls it), and what each step took beyond its call is the correction. Why not the
+measured step time less the trial's: (docs/design.md, "Fixes tried on training").
 """
 
 from __future__ import annotations

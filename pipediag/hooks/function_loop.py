@@ -1,18 +1,10 @@
 """Loops that pull inside a `tf.function`: each call of the training function is timed.
 
-`for _ in tf.range(n): strategy.run(step, (next(iterator),))` pulls in the graph, where no
-iterator hook runs (docs/design.md, "Loops that pull inside a tf.function"). What Python
-does see is the call: `Function.__call__` (wrapped by `hooks/step_calls.py`) hands every
-eager call of a script's own `tf.function` here while no training has been found.
-
-- A call given a tf.data or tf.distribute iterator among its arguments is a candidate.
-  Its first call traces it; the optimizer step counter its graph captures is read after
-  each call (`training/function_loop.py::step_counter`). When the counter moves over a
-  call, the function trains: its dataset is benchmarked alone, and each later call is
-  timed as that many steps, the call's time spread evenly over them. Their input waits,
-  inside the graph, are not measured.
-- At the step budget, training and the function alone on the cached batch alternate, as
-  under fit (`training/alternation.py`), then the script ends.
+A hook (`hooks/`): such a loop pulls in the graph, where no iterator hook runs, so
+`Function.__call__` (wrapped by `hooks/step_calls.py`) hands every eager call of a script's
+own `tf.function` here until training is found. A call given an iterator whose optimizer
+step counter moves (`training/function_loop.py::step_counter`) trains; each later call is
+timed as that many steps. Method: (docs/design.md, "Loops that pull inside a tf.function").
 """
 
 from __future__ import annotations

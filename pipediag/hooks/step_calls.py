@@ -1,15 +1,11 @@
 """A custom loop's own train step: the `tf.function` its loop calls once between pulls.
 
-The XLA trial on a loop (docs/design.md, "When the model sets the rate") needs the function
-the loop's step runs. One wrapper around the polymorphic `Function.__call__` (the class
-every `tf.function` is) counts, while the measured steps run, which functions the script
-calls eagerly between two pulls on the training iterator (`StepCalls`); the one called
-exactly once in nearly every step is the train step. Calls made while a function traces
-(a nested `tf.function`) are graph-mode calls and not counted; neither are TensorFlow's
-and Keras' own functions, nor calls while pipediag reads the data itself.
-
-The same wrapper redirects one instance's calls to another callable (its XLA twin) while a
-trial asks it to; `uninstall` puts the original `__call__` back exactly.
+A hook (`hooks/`) for the XLA trial on a loop: one wrapper around `Function.__call__` counts,
+during the measured steps, which of the script's functions are called eagerly between two
+pulls (`StepCalls`); the one called exactly once in nearly every step is the train step. The
+same wrapper redirects one instance's calls to its XLA twin while a trial asks it to, and
+`uninstall` puts the original back exactly. Method: (docs/design.md, "When the model sets
+the rate").
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Custom training loops: time every batch the loop pulls from the training dataset.
 
-`for batch in dataset:`, `next(it)` and `it.get_next()` all end in
-`OwnedIterator._next_internal`, which in eager mode fetches one batch synchronously. The
-time spent in it is the step's input wait, measured directly. A step runs from one pull
-to the next pull on the training dataset, so it includes the train step that the loop
-runs on the batch.
-
-Which pulls are training (docs/design.md, "Finding the training"): each iterator's pass
-is judged once, at its first pull.
-- A pass Keras makes (`adapt`, `evaluate`, `predict`: Keras frames between the pull and
-  the script on the call stack) is never training.
-- Any other pass is undecided until a train step is seen between two of its pulls: the
-  variables the script's gradients are taken for changed (`hooks/train_evidence.py`). Its
-  dataset is then the training dataset, benchmarked alone, and its pulls are timed from
-  there on. A pass that ends undecided (a statistics pass, a peek at one batch) is
-  recorded as skipped, and the step budget never counts it.
-- Once training is found, a new pass over the same stream (the next epoch, or
-  `ds.take(n)` rebuilt each epoch) is training from its first pull; a pass over another
-  dataset (validation) is not.
+A hook (`hooks/`): every pull ends in `OwnedIterator._next_internal`, whose time is the
+step's input wait; a step runs from one pull to the next on the training dataset. Each
+iterator's pass is judged once, at its first pull: a pass Keras makes (`hooks/pass_origin.py`)
+is never training, any other is undecided until a train step is seen between two of its
+pulls (`hooks/train_evidence.py`), and a pass that ends undecided is skipped. Method:
+(docs/design.md, "Finding the training").
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """The report as a Chrome Trace Event Format file, for Perfetto (ui.perfetto.dev) and chrome://tracing.
 
-One process, "pipediag: <script>", holds:
-
-- thread "phases": the diagnosis phases (pipeline benchmark, train, analysis) as complete
-  (`X`) events at their recorded times (reports without `phases` have them end to end);
-- thread "train steps": one `X` event per step at its `start_s`, with its input wait nested
-  inside as a child `X` event at the start of the step (the step waits first, then computes);
-- counter (`C`) tracks for host CPU (this process, normalised to the core count, and the whole
-  system) and process memory.
-
-A second process, "GPU", holds one utilization counter track per device.
-
-Times are the report's clock (seconds since the diagnosis started) in microseconds. Format:
-https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU
+A renderer: it reads a Report and never measures. Process "pipediag: <script>" holds the
+phases and the train steps (each step's input wait nested at its start) as `X` events and
+host CPU and memory as `C` counters; process "GPU" holds one utilisation counter per device.
+Times are the report's clock in microseconds. Tracks and format: (docs/design.md, "The
+Chrome trace").
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """The history file: one JSON line of key figures per run, appended by `pipediag run
 --history FILE` and read by `pipediag history FILE`.
 
-A line is versioned like the report (`history_version`), written in one append (a crashed
-run never leaves half a line), and read tolerantly: fields added later have defaults, and
-unknown fields are ignored. A line from a newer pipediag is refused, as a newer report is.
-
-    {"history_version": 1, "time_utc": "2026-01-02T10:00:00Z", "script": "train.py",
-     "args": ["--epochs", "2"], "commit": "3935735...", "verdict": "input-bound",
-     "shares": {"input_cost": 0.74, "input_wait": 0.72, "wait": 0.72, "contention": 0.02,
-                "fetch": 0.0},
-     "rates": {"pipeline": 111.5, "compute_alone": 524.6, "training": 98.8},
-     "training_log_se": 0.042, "steps": 100, "report": "pipediag-out/report.json"}
-
-`training_log_se` is the training rate's own error (`analysis/noise.py`), kept so that the
-trend can tell a regression from noise without the reports.
+Part of `report/`: a line is versioned like the report (`history_version`), written in one
+append, and read tolerantly; one from a newer pipediag is refused. `training_log_se` lets the
+trend tell a regression from noise without the reports. Format and an example line:
+(docs/design.md, "History, trend and check").
 """
 
 from __future__ import annotations

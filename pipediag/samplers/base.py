@@ -1,15 +1,10 @@
 """Thread plumbing shared by the background samplers: one small, boring class.
 
-A sampler reads something (psutil, NVML) every `interval_s` on a named daemon thread and keeps
-the readings in a bounded buffer. The loop is `while not self._stop.wait(interval)`, so `stop()`
-is prompt however long the interval. Nothing raised inside the thread reaches the user's
-program: failures are counted per kind and reported as one note each in the section, because a
-diagnosis tool that crashes the training run it is diagnosing is worse than no tool.
-
-Memory is bounded without losing the start of the run: when the buffer is full, adjacent pairs
-are merged and the interval doubles (`DecimatingBuffer`), so a 100,000-step run still yields a
-whole-run picture at a coarser resolution. The thread also slows to the effective interval,
-so the sampler's own cost falls as the run gets longer.
+Part of `samplers/`: a sampler reads every `interval_s` on a named daemon thread, in a
+`while not self._stop.wait(interval)` loop, into a bounded buffer (`DecimatingBuffer`: full,
+it merges adjacent pairs and doubles the interval). Nothing raised in the thread reaches the
+user's program; failures are one note per kind. Rationale: (docs/design.md, "Sampler
+threads").
 """
 
 from __future__ import annotations

@@ -2,12 +2,10 @@
 
 Only read-only NVML queries are made: no clock, power, accounting or persistence setting is
 ever changed (scalene's accounting-mode change is the counter-example). `pynvml` is imported
-inside `start()`, never at module import, so the core runs on machines without it.
-
-This module is the sampler thread's life: set-up, the read loop, teardown, merging ticks when
-the buffer halves, and the report section. What is asked of NVML, device by device (which GPUs
-are visible, utilization from the driver's timestamped samples, GPM, failure notes), is the
-device layer in `samplers/nvml_devices.py`.
+inside `start()`, never at module import, so the core runs on machines without it. This
+module is the sampler thread's life (set-up, read loop, teardown, merging ticks, the report
+section); what is asked of NVML, device by device, is in `samplers/nvml_devices.py` and
+`samplers/nvml_readings.py` (docs/design.md, "NVML facts").
 """
 
 from __future__ import annotations

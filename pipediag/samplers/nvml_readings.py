@@ -1,15 +1,10 @@
 """The per-tick NVML readings of each open GPU, for the GPU sampler.
 
-`NvmlReader` reads every metric of every device that `NvmlDevices` opened, once per tick; a
-reading that fails is noted once per kind of failure and the other readings go on, and a metric
-the device does not support (`NVMLError_NotSupported`) is not asked for again.
-
-Utilization comes from the driver's own timestamped samples (`nvmlDeviceGetSamples`) where it
-can: the driver averages utilization over windows of about 1/6 s to 1 s, and its timestamps
-place each window on the session clock better than our tick time would. Where the driver has
-no samples, `nvmlDeviceGetUtilizationRates` gives the latest window. On Hopper and newer, GPM
-adds SM activity and occupancy, which tell "a kernel was running" (utilization) apart from
-"the SMs were busy" (activity).
+Part of `samplers/`: `NvmlReader` reads every metric of every device `NvmlDevices` opened,
+once per tick, noting each kind of failure once and dropping unsupported metrics.
+Utilisation comes from the driver's time-stamped samples where it can, else the latest
+window; on Hopper and newer, GPM adds SM activity and occupancy. Facts and rationale:
+(docs/design.md, "NVML facts").
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Training and the train step alone, measured in alternation (docs/design.md, "Rates in
 alternation").
 
-After the measured steps, blocks of the same train step on a cached batch (T) and blocks of
-the script's own training (A) take turns: A0 T1 A1 T2 A2 T3 A3, where A0 is the measured
-steps' last block. Every block has the same step count, sized from the measured step.
-Rounds go on past the third while the input cost's interval is wider than
-`TARGET_HALF_WIDTH`, up to `MAX_ROUNDS` or `MAX_SECONDS`; a multi-worker job runs a fixed
-number, since every worker must run as many steps.
-
-`Alternation` is the schedule and the record, framework-neutral: its owner runs each block
-(under fit, the model's train function on the cached batch, variables restored after;
-in a custom loop, the loop itself, served the cached batch or its real pulls) and hands it
-the block's step ends.
+Part of `training/`: blocks of T and A of one step count take turns (A0 T1 A1 T2 A2 T3 A3),
+rounds going on while the cost's interval is wider than `TARGET_HALF_WIDTH`, up to
+`MAX_ROUNDS` or `MAX_SECONDS`. `Alternation` is the schedule and the record,
+framework-neutral: its owner (fit's callback, or a loop's budget server) runs each block and
+hands it the step ends; `analysis/alternation.py` reads them.
 """
 
 from __future__ import annotations

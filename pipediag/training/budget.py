@@ -1,20 +1,10 @@
 """A custom loop at its step budget: what pipediag serves it until the budget ends the script.
 
-Once the measured steps are done, the loop's hook (`hooks/tfdata.py`) answers each pull on
-the training dataset from here. The loop's own train step then runs on its last batch and
-on its real pulls in turn (the alternation of rates, `training/alternation.py`: a step-alone
-block serves the cached batch, a training block lets the pull through); then, where input
-costs training enough, on copies with one stage held in memory, the next stage chosen from
-the last one's result (docs/design.md, "Stage costs on training"); then on the rewrites'
-copies, each on top of those kept (docs/design.md, "The pipeline pipediag would write").
-Both searches are served by `LoopSearch`. Then the budget ends the script, so nothing the
-loop would save sees those steps.
-
-What is being served lives here and nowhere else. The session is told three times: when
-compute alone is over (`concluded`: it gives the verdict, runs the deep analysis, and
-returns the work to serve), when the stage holds are over (`held`: their speedups join the
-stages) and when the rewrites' search is (`tried`: its trials and prescription join the
-pipeline).
+Part of `training/`, and the one place that state lives: once the measured steps are done,
+the loop's hook (`hooks/tfdata.py`) answers each pull on the training dataset from here. The
+loop is served the alternation's blocks, then the stage holds and the rewrites' copies
+(`LoopSearch`), and the session is told three times (`concluded`, `held`, `tried`). Then the
+budget ends the script. Order and rationale: (docs/design.md, "The flow of one diagnosis").
 """
 
 from __future__ import annotations

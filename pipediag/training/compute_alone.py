@@ -1,18 +1,12 @@
 """Compute alone: the user's own train step on one cached batch, with the pipeline idle.
 
-The rate T of DS-Analyzer's differential reading. Step time minus input wait is not T: when
-the pipeline's threads take the cores the train step needs, nothing waits and every step is
-slower, so the contention hides inside "compute" (docs/design.md, "Input cost"). T is
-measured instead, in blocks that alternate with training (`training/alternation.py`); in a
-custom loop the loop itself runs them at its budget (`training/budget.py`). Here, for Keras
-`fit`: the model's compiled train function, called directly on the cached batch (the batch
-the pipeline-alone benchmark read first). Every variable the step touches (weights,
-optimizer slots and iterations, metrics, seed-generator states) is copied before and
-assigned back after, so training goes on exactly as it would have.
-
-Where fit has returned before its budget, nothing is left to alternate with, and the step
-runs alone in one piece (`measure_step_alone`): about 2 s or 50 steps, whichever comes first,
-and more steps (up to a quarter second) for sub-millisecond steps, after a short warm-up.
+Part of `training/`: the rate T, measured because step time minus input wait is not T. Under
+Keras `fit`, the model's compiled train function is called directly on the batch the
+pipeline-alone benchmark read first, every variable it touches copied before and assigned
+back after; the blocks alternate with training (`training/alternation.py`), or run in one
+piece (`measure_step_alone`) where fit has returned first. A custom loop runs them itself
+(`training/budget.py`). Method: (docs/design.md, "Input cost"), (docs/design.md, "Rates in
+alternation").
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """A loop that pulls inside a `tf.function`: the training function, and it run alone.
 
-Research trainers and TF Model Garden's Orbit run several steps per call of one
-`tf.function`, `for _ in tf.range(n): strategy.run(step, (next(iterator),))`, over an
-iterator passed in as an argument (docs/design.md, "Loops that pull inside a
-tf.function"). No Python runs between those pulls, so the call is the unit pipediag times,
-and the optimizer's step counter, read after each call, says how many steps it ran.
-
-`TrainCalls` is the function found training and what it was last called with; its
-`step_alone` runs the same function on an iterator over the cached batch, of the same
-kind and element spec as the user's (so the traced graph is reused), with every variable
-the function captures copied before each block and assigned back after it.
+Part of `training/`: the call is the unit timed, and the optimizer's step counter says how
+many steps it ran. `TrainCalls` is the function found training and what it was last called
+with; its `step_alone` runs it on an iterator over the cached batch of the user's kind and
+element spec (so the traced graph is reused), every captured variable put back after each
+block. Method: (docs/design.md, "Loops that pull inside a tf.function").
 """
 
 from __future__ import annotations

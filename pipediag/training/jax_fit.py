@@ -1,18 +1,11 @@
 """Keras 3 `fit` on the JAX backend: its jitted train step, run by pipediag on a copy of fit's
 state (docs/design.md, "JAX").
 
-The JAX trainer keeps no training state in the model while fit runs. `model.train_function`
-is `(state, iterator) -> (logs, state)`, state being the arrays of the trainable and
-non-trainable variables (seed-generator states among them), the optimizer's and the
-metrics'; fit keeps its current state in a local and in `model._jax_state` (set after each
-step, for callbacks), the variables themselves purged until the epoch ends. The step's state
-argument is donated: its buffers are consumed. So pipediag copies fit's current state and
-runs the step on the copy; fit's own arrays are never passed nor written, and training goes
-on exactly as it would have, with nothing to restore.
-
-A call returns before the device has run it (asynchronous dispatch): each call ends on
-`jax.block_until_ready` of its logs and state, so that a block's end is timed when the work
-is done. JAX is imported here only for a model whose backend is JAX: the script imported it.
+Part of `training/`: `model.train_function` is `(state, iterator) -> (logs, state)` and its
+state argument is donated, so pipediag runs the step on a copy of fit's current state
+(`model._jax_state`); fit's own arrays are never passed nor written, and nothing needs
+restoring. Each call ends on `jax.block_until_ready`. JAX is imported only for a model whose
+backend is JAX.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Where a custom loop's step time goes: a TF profiler window over a few of its own steps.
 
-Under fit pipediag calls the train function inside the window itself
-(`training/model_side.py`); a loop's step runs only when the loop pulls. So at its step
-budget, right before XLA is tried on its step, the loop is served its cached batch while the
-profiler runs: started at one pull, stopped `steps` pulls later, so the window holds that
-many of the loop's steps, its own code between pulls included. The window is read and
-grouped as fit's is (`training/op_profile.py`, `analysis/op_time.py`); no train step needs
-to be found, so a step that runs eagerly is profiled too (docs/design.md, "When the model
-sets the rate").
+Part of `training/`, the custom loop's counterpart of fit's window: at the step budget,
+right before XLA is tried, the loop is served its cached batch while the profiler runs from
+one pull to `steps` pulls later, its own code between pulls included. The window is read and
+grouped as fit's is (`training/op_profile.py`, `analysis/op_time.py`), and no train step
+needs to be found. Method: (docs/design.md, "When the model sets the rate").
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """XLA tried on a custom loop's own train step, driven by the loop's pulls.
 
-Under fit pipediag calls the train function itself (`training/model_side.py`); a loop's step
-runs only when the loop pulls. So at its step budget the loop is served its cached batch,
-and in alternating slices its call of the train step (the `tf.function` it calls once
-between pulls, found by `hooks/step_calls.py`) goes to the function itself or to its XLA
-twin, the same Python function under `tf.function(jit_compile=True)` with the same
-signature settings. Each step is timed from one pull to the next, the loop's own code
-included, in the interleaved rounds of the fix trials (`bench/interleaved.py`). Every
-variable the step captures is copied before the first slice and assigned back after the
-last, and the redirect is removed (docs/design.md, "When the model sets the rate").
-
-A twin that XLA cannot compile fails on its first call: that call goes on to the original
-function (the loop sees an ordinary step) and the trial reports the op XLA named.
+Part of `training/`, the custom loop's counterpart of `training/model_side.py`: at the step
+budget the loop is served its cached batch, and in alternating slices its train step (found
+by `hooks/step_calls.py`) goes to itself or to its XLA twin, in the rounds of
+`bench/interleaved.py`. Every captured variable is put back and the redirect removed; a
+twin XLA cannot compile falls back to the original and names the op. Method:
+(docs/design.md, "When the model sets the rate").
 """
 
 from __future__ import annotations

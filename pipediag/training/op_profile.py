@@ -1,16 +1,11 @@
 """A short TF profiler window over a few train steps alone, read into plain op events.
 
-The trace is read as pipediag reads it for input waits (docs/design.md, "Keras fit
-internals"), at host tracer level 2, which records one event per executed op (level 1 does
-not): on TF 2.21 the `/host:CPU` plane's `tf_Compute` lines hold the ops, named
-`scope/name:OpType`, and the line of the thread that ran the steps the calls into
-TensorFlow. TF names each line after its thread's OS name: the main thread's is the
-process's, `python` when started as `python script.py` but `pipediag` when started
-through the console script, whose shebang names the process after it (read as `python`
-only, that line was missed and every step read a third Python). The window is a few
-steps and under a second; the grouping is `analysis/op_time.py`'s. Only one profiler session
-may run in a process: where another is active (the user's, or pipediag's own input-wait
-trace, which runs only over the measured steps), the window is not taken, with the reason.
+Part of `training/`: a window of a few steps, under a second, at host tracer level 2 (one
+event per executed op), read from the `/host:CPU` plane as the input-wait trace is; the
+caller's line is found by its thread's OS name, `python` or `pipediag`. One profiler session
+may run per process, so where another is active the window is not taken, with the reason.
+The grouping is `analysis/op_time.py`'s. Method: (docs/design.md, "When the model sets the
+rate"), (docs/design.md, "The host-to-device copy").
 """
 
 from __future__ import annotations

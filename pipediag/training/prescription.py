@@ -2,14 +2,10 @@
 training one at a time, each on top of the ones already kept (docs/design.md, "The pipeline
 pipediag would write").
 
-The rewrites come in the order of their pipeline-alone gain, a cheap first look; a rewrite
-at a stage whose cost to training was measured under the worth-it gain is not tried, since
-freeing that stage entirely gains less (`bounded_out`). Each trial feeds the train step the
-kept rewrites' pipeline (baseline) and that pipeline with one more rewrite (variant), in
-turn; the rewrite is kept only when the interval of its rounds is clear of 1 and its gain
-reaches the advisor's 1.05. Where two or more are kept, one last trial measures them together
-against the user's pipeline: that is the prescription's gain. Under fit the search calls the
-train function itself (`search_on_fit`); a custom loop is served it at its step budget
+Part of `training/`: rewrites in the order of their pipeline-alone gain, those bounded out by
+a stage's measured cost not tried (`bounded_out`), each kept only on a clear gain of at least
+1.05; two or more kept are measured together for the prescription's gain. Under fit the
+search calls the train function (`search_on_fit`); a custom loop is served it at its budget
 (`training/loop_search.py`).
 """
 

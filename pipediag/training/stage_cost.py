@@ -1,13 +1,11 @@
 """Each stage's cost to training, measured: the user's train step fed by the pipeline with
 that stage's output held in memory, in turn with the unchanged pipeline.
 
-Under `fit` each held copy is one trial of `try_on_fit` (the compiled train function, every
-variable it writes put back, rounds stopped when the interval is clear); a custom loop at
-its step budget is served them instead (`training/loop_search.py`). The stages are chosen by
-`analysis/stage_bisect.py`: the output stage first, then a bisection toward the jump, each
-trial taking an equal share of what is left of the time (docs/design.md, "Stage costs on
-training"). A held rate above the train step alone's cannot be honest: its gain is not
-used, and the bisection reads that stage as unmeasured.
+Under `fit` each held copy is one trial of `try_on_fit`; a custom loop at its step budget is
+served them instead (`training/loop_search.py`). The stages are chosen by
+`analysis/stage_bisect.py`: the output stage first, then a bisection toward the jump. A held
+rate above the train step alone's is not used, and the bisection reads that stage as
+unmeasured. Method: (docs/design.md, "Stage costs on training").
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """A fix tried on training itself: the user's train step fed by the original pipeline and by
 the fixed one, in turn.
 
-A fix trial (`bench/whatif.py`) measures the pipeline alone, P. What a user wants is the
-effect on training, A, and the two differ: a fix that adds threads may take cores the train
-step needs (on 2 cores a pipeline-alone 1.6x gave 1.18x end to end), and an added prefetch
-cannot show its overlap on P at all (docs/design.md, "Fixes tried on training"). So the fixes
-measured to help the pipeline, and a missing final prefetch, are tried on training:
-
-- Keras `fit`: the model's compiled `train_function` is called on an iterator over the
-  unedited copy of the dataset, then over the fixed copy, in alternating slices. Every
-  variable a step writes is copied before and assigned back after (as in the compute-alone
-  phase, `training/compute_alone.py`), so training goes on exactly as it would have.
-- Custom loops: at the step budget, after the compute-alone steps, the loop is served
-  batches from the two copies in turn (`LoopTrials`), its own train step runs on them, and
-  each step is timed from one pull to the next. Then the budget ends the script, so nothing
-  it would save sees those steps.
-
-Both sides run in rounds that alternate which goes first, and stop when the interval of the
-per-round ratios is clear (`bench/interleaved.py`). Each slice starts a fresh iterator (a
-cache keeps one past its filling epoch, as in the pipeline trials), and its first step,
-which pays for starting it, is not in the rates: with the time `iter()` took, it is the
-side's epoch start (`epoch_start_s`), which the gain in the run's terms spreads over a pass.
+Part of `training/`: under `fit` the compiled `train_function` runs on the unedited and the
+fixed copy in alternating slices, every variable it writes put back; a custom loop is served
+the two copies at its step budget (`LoopTrials`). Both sides run in the rounds of
+`bench/interleaved.py`; a slice's first step, with its `iter()`, is the side's epoch start.
+Method: (docs/design.md, "Fixes tried on training"), (docs/design.md, "Epoch starts in the
+gains").
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Alerts: the input wait share at or over a threshold for K windows in a row.
 
-The rule (`AlertRule`) fires once per streak, when its K-th window closes, and is armed
-again by a window under the threshold; a window whose wait is unknown also ends a streak
-(an alert says what was measured). Where an alert goes (`AlertSinks`):
-
-- a Python callable, given the `WatchAlert`;
-- a shell command, started without waiting for it, with the figures in `PIPEDIAG_*`
-  environment variables and the alert as one JSON object on its stdin.
-
-Both run on the watcher's thread, never on the training thread. What they raise, a command
-that cannot start or exits with an error: each kind is reported once (a note in the report
-and a line on stderr), and never reaches training. Later alerts are still delivered.
+Part of watch mode (`watch/`): the rule (`AlertRule`) fires once per streak and is re-armed
+by a window under the threshold or one whose wait is unknown; the sinks (`AlertSinks`), a
+Python callable and a shell command, run on the watcher's thread, and their failures are
+said once and never reach training. Method: (docs/design.md, "Watching a long run").
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Each window as TensorBoard scalars, so input wait shows beside the loss.
 
-The scalars go to the run `pipediag` under the log directory (`LOGDIR/pipediag`), next to
-the `train` and `validation` runs that `keras.callbacks.TensorBoard(log_dir=LOGDIR)`
-writes: `tensorboard --logdir LOGDIR` shows both. A directory of its own, because
-TensorBoard reads the event files of one directory in name order and does not go back to an
-older one that is still growing.
-
-The x axis: for windows of N steps, the steps done at the window's end (Keras's batch-level
-scalars use the same count when training starts from scratch); for a window per epoch, the
-epoch, as Keras's epoch-level scalars.
-
-Each window is one `Event` record holding its scalars, written as `tf.summary.scalar` writes
-them (a float tensor with the scalar plugin's metadata; that function itself needs the
-`tensorboard` package, which training machines often lack) by TensorFlow's own event file
-writer, the C++ one behind `tf.summary` and Keras's callback. Built as a protocol buffer in
-Python rather than by `tf.summary.write` ops, a window costs microseconds where four eager
-ops and their flush took about 2 ms of the watcher's thread (docs/design.md, "Watching a
-long run"). TensorFlow is imported when the first window is written, on the watcher's
-thread.
+Part of watch mode (`watch/`), on the watcher's thread: the scalars go to their own run,
+`LOGDIR/pipediag`, beside the runs Keras's TensorBoard callback writes. Each window is one
+`Event` record, built as a protocol buffer in Python in the form `tf.summary.scalar` writes
+(no `tensorboard` package needed) and written by TensorFlow's C++ event writer; TensorFlow
+is imported when the first window is written. Run, x axis and cost: (docs/design.md,
+"Watching a long run").
 """
 
 from __future__ import annotations

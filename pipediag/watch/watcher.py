@@ -1,15 +1,10 @@
 """The watcher: reads the step timeline on its own thread and turns it into windows.
 
-The hooks feed the step timeline exactly as in a diagnosis; the watcher adds nothing to the
-training thread. Every `POLL_INTERVAL_S` it reads the records added since its last read
-(`StepTimeline.records_since`, found from the end), closes the windows they complete, and
-for each closed window writes TensorBoard scalars, says a line, and runs the alert rule.
-
-Under `fit` with batch stamps a step's wait is filled in later, every few seconds
-(`hooks/keras_fit.py`, SETTLE_EVERY_S). So the newest records without a wait are held back
-while waits are being deferred: a record is read once a later record has its wait (the
-settling pass went past it), or once it is `PENDING_MAX_S` old (its wait will not come).
-At `finish()` everything left is read.
+Part of watch mode (`watch/`), adding nothing to the training thread: every
+`POLL_INTERVAL_S` it reads the records added since its last read, closes the windows they
+complete, and for each writes TensorBoard scalars, says a line and runs the alert rule.
+Records whose wait `fit`'s batch stamps have not yet filled in are held back, up to
+`PENDING_MAX_S`. Method: (docs/design.md, "Watching a long run").
 """
 
 from __future__ import annotations

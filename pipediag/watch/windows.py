@@ -1,20 +1,10 @@
 """Steps into windows, each with its own verdict: the whole run, seen over time.
 
-A window is N consecutive steps (`every_steps`) or one epoch. The warm-up steps (tracing,
-compilation, buffers filling) are in no window. Each window gets:
-
-    steps/s       = steps / sum(step times)     (as the report's training rate A)
-    wait share    = sum(waits) / sum(step times), over the steps whose wait is known
-    label         = XProf's bands on the wait share: >= 20% input-bound, >= 5% balanced,
-                    else compute-bound; unknown with no known wait
-
-The label is by wait share, not input cost: input cost (1 - A/T) needs the train step run
-alone on a cached batch, which watch mode does not do, and it misses contention (a
-pipeline whose threads take the step's cores while nothing waits) (docs/design.md,
+Part of watch mode (`watch/`): a window is N consecutive steps (`every_steps`) or one epoch,
+warm-up steps in none; each gets steps/s, the wait share over the steps whose wait is known,
+and a label by XProf's bands on the wait share (not input cost, which needs T). Past
+`max_windows` the older half is merged in pairs. Formulas and rationale: (docs/design.md,
 "Watching a long run").
-
-Memory is bounded: past `max_windows`, the older half is merged in pairs, as the step
-timeline does, so a run of a million windows keeps a whole-run picture.
 """
 
 from __future__ import annotations

@@ -1,39 +1,12 @@
 """One-page PNG report: the verdict first, then the evidence over time.
 
-Layout (14 x 10 in at 100 dpi, 1400 x 1000 px, fixed so the page reads at 100% zoom), with
-the module that draws each part:
-
-    +---------------------------------------------------------------+
-    | VERDICT (big, coloured) / explanation + summary / key figures  |  header.py
-    +--------------------------------------+------------------------+
-    | train steps (wait vs compute share,  | pipeline stages with   |  timeline.py
-    |   phase verdicts)  ) steps' own time | T and A marked, or the |  rates.py
-    | GPU utilization    ) axis            | P/T/A rates            |  utilization.py
-    | host CPU: the whole run, its phases  | input cost: one step's |  cost.py
-    |   shaded (own time axis)             | time split by cause,   |
-    |                                      | or where the step's    |  step_time.py
-    |                                      | time goes (see below)  |
-    +--------------------------------------+------------------------+
-    | top suggestions; then "What to change in the model" and the   |  suggestions.py
-    |   rewrites tried on training, where the report has them       |  change_lists.py
-    +---------------------------------------------------------------+
-
-When the model sets the rate (a compute-bound or balanced verdict, the model side measured,
-its profile holding top ops), the input-cost panel's place holds "Where the step's time
-goes" instead: input then costs under 20% of training, its figure stays in the key figures
-and the headline, and its split stays in the text and the JSON, while the op-by-op profile
-is the evidence for the model-side changes the foot lists. The pipeline panel stays: it
-shows the pipeline has room to spare. The foot's lists run full width because their lines
-are the text summary's (a rewrite's row, a change's gain with its interval and rates) and
-would not read wrapped in a side column; with them, the foot closes its lines up.
-
-The words and figures on the page come from the summary layer (`renderers/summary.py`), the
-same the text summary prints; these modules only place, colour and fit them. Page-wide sizes
-and colours are in style.py, text fitting in text_fit.py.
-
-matplotlib is imported lazily (importing this package must stay cheap and work without it),
-and only through `Figure` + `FigureCanvasAgg`: pyplot's global state and backend switching are
-never touched, so rendering is safe inside any host process.
+A renderer: it reads a Report and never measures. One fixed 1400 x 1000 px page: the header
+(header.py) over the steps, GPU and host CPU panels on the left, the pipeline's rates or
+stages and the input cost (or, where the model sets the rate, where the step's time goes)
+on the right, and the suggestions and change lists across the foot. The words and figures
+come from the renderers' word modules (`renderers/*_words.py`); these modules only place,
+colour and fit them (style.py, text_fit.py). matplotlib is imported lazily, through `Figure` and
+`FigureCanvasAgg` only. Layout and rationale: (docs/design.md, "The PNG page").
 """
 
 from __future__ import annotations

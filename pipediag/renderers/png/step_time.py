@@ -5,9 +5,8 @@ group, the top op types, then the top layers and scopes, then the host time outs
 
 The bars, their names, shares and the heading are the text's (`model_words.time_bars`,
 `time_heading`); this module places, colours and fits them. It takes the input-cost panel's
-place on the page when the model sets the rate (the layout in `png/__init__.py` says why),
-and grows up to just under what the panel above drew (its legend or note), so the bars
-get the room that panel leaves (docs/design.md, "The PNG page").
+place when the model sets the rate, growing up to just under what the panel above drew
+(docs/design.md, "The PNG page").
 """
 
 from __future__ import annotations
