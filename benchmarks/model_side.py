@@ -152,13 +152,13 @@ def claim(model: Any, ds: Any) -> tuple[dict[str, Any], float]:
 def gap_claim(trial: Any, fit_per_s: float, spe: int) -> float | None:
     """The claim with fit's time around its train function read as the gap between fit's
     rate and the trial's baseline (measured at different times), for comparison."""
-    from pipediag.training.step_rounds import whole_run_speedup
+    from pipediag.analysis.run_terms import fit_added_s, in_run_terms
 
     base, variant = trial.baseline_steps_per_s, trial.variant_steps_per_s
     if not base or not variant:
         return None
     shared_by = spe if trial.change == "steps_per_execution" else 1
-    return whole_run_speedup(base, variant, fit_per_s, shared_by=shared_by)
+    return in_run_terms(base, variant, fit_added_s(None, fit_per_s, base), shared_by=shared_by)
 
 
 def truth(model: Any, ds: Any, spe: int, rounds: int) -> dict[str, float]:

@@ -31,7 +31,7 @@ from pipediag.phases import (
     model_side_gate,
     scale_out_check,
 )
-from pipediag.renderers.summary import verdict_line
+from pipediag.renderers.verdict_words import verdict_line
 from pipediag.report.model import (
     ComputeAlone,
     HostSection,

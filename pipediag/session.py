@@ -24,7 +24,7 @@ from pipediag.config import RunConfig
 from pipediag.hooks.host import HookGate
 from pipediag.phases import pipeline_alone
 from pipediag.progress import Progress
-from pipediag.renderers.summary import data_pass_text
+from pipediag.renderers.run_words import data_pass_text
 from pipediag.report.model import (
     ComputeAlone,
     DataPass,

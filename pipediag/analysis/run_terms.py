@@ -1,28 +1,12 @@
-"""A ratio measured on a trial, in the run's own terms.
+"""A ratio measured on a trial, in the run's own terms, for the fixes tried on training and
+the model-side trials alike (`training/step_rounds.py`).
 
 A custom loop's trial runs in the loop itself: its ratio is the gain. Under `fit` a trial
-times the compiled train function alone, without what `fit` adds to every step (callbacks,
-the progress bar, pipediag's own marks): that time is added to both sides, since a rewrite
-leaves it as it is (docs/design.md, "Fixes tried on training"). It is what fit's steps were
-measured to take beyond their train function (`train.fit_overhead_s`), or in a report
-without that figure, the measured steps' time less the trial's baseline step.
-
-Both sides of the gain are the trial's own, measured in alternation: the measured steps'
-rate (A) is read at another time, and the host's drift between the two reads must not
-count as a gain (a 0.99x trial had read 1.65x through it).
-
-Where the run's iterator restarts every pass (a finite dataset), each side's epoch start
-(a fresh iterator made, and its first step beyond a steady one, as the trial measured it)
-is spread over the pass's steps on both sides: a rewrite that makes a cheaper start (a
-hoisted cache) gains there too (docs/design.md, "Epoch starts in the gains").
-
-No gain so read exceeds what all of input's cost gives back, T/A (`most_input_gives`):
-the trial's two sides are measured in their own window, and a baseline read slower than A
-there made a cache fix read 2.47x beside a T/A of 2.14x (docs/design.md, "Fixes tried on
-training").
-
-Also the prescription's figures so read, filled in once so that every renderer shows the
-same number the advice does.
+times the train function alone, and fit's time around it is added to both sides
+(docs/design.md, "Fixes tried on training"); where the iterator restarts every pass, each
+side's epoch start is spread over the pass (docs/design.md, "Epoch starts in the gains").
+No input-side gain so read exceeds T/A (`most_input_gives`). Also the prescription's
+figures so read, filled in once so that every renderer shows the same number the advice does.
 """
 
 from __future__ import annotations
@@ -35,20 +19,48 @@ from pipediag.report.prescription import PrescribedChange, Prescription
 from pipediag.report.vocabulary import KERAS_FIT, MEASURED
 
 
+def fit_added_s(
+    measured_s: float | None, fit_per_s: float | None, base_per_s: float | None
+) -> float | None:
+    """fit's time around its train function per step: `measured_s` where fit's steps measured
+    it beside their train function (`hooks/fit_overhead.py`), else `1/fit - 1/base` from fit's
+    rate and a trial baseline's, a gap between rates read at different times, which the
+    host's drift also moves; never below 0 (fit faster), None where neither is known."""
+    if measured_s is not None:
+        return max(0.0, measured_s)
+    if fit_per_s is None or fit_per_s <= 0 or not base_per_s:
+        return None
+    return max(0.0, 1.0 / fit_per_s - 1.0 / base_per_s)
+
+
+def in_run_terms(
+    base_per_s: float,
+    variant_per_s: float,
+    added_s: float | None,
+    *,
+    shared_by: int = 1,
+    base_start_s: float = 0.0,
+    variant_start_s: float = 0.0,
+) -> float:
+    """A trial's gain from its two sides' rates (steps/s) as the run sees it: fit's time around
+    the train function (`added_s`) on both sides' step, divided by `shared_by` on the
+    variant's (steps_per_execution pays it once a call), and each side's epoch start per
+    step. With nothing to add (`added_s` None, no start), the rates' own ratio."""
+    if added_s is None and not base_start_s and not variant_start_s:
+        return variant_per_s / base_per_s
+    added = added_s or 0.0
+    base_step_s = 1.0 / base_per_s + added + base_start_s
+    return base_step_s / (1.0 / variant_per_s + added / shared_by + variant_start_s)
+
+
 def fit_adds_s(report: Report, base: float | None) -> float | None:
-    """What `fit` adds to each step beyond its train function: as fit's steps measured it,
-    else the measured steps' time less that of a trial baseline at `base` steps/s (over the
-    user's pipeline); None outside `fit`, or where it is nothing."""
+    """What `fit` adds to each step beyond its train function (`fit_added_s`), against a
+    trial baseline at `base` steps/s over the user's pipeline; None outside `fit`, or where
+    it is nothing."""
     if report.train.style != KERAS_FIT:
         return None
-    measured = report.train.fit_overhead_s
-    if measured is not None:
-        return measured if measured > 0 else None
-    train_rate = report.train.steps_per_s
-    if not train_rate or not base:
-        return None
-    added = 1.0 / train_rate - 1.0 / base
-    return added if added > 0 else None
+    added = fit_added_s(report.train.fit_overhead_s, report.train.steps_per_s, base)
+    return added or None
 
 
 @dataclass(frozen=True)
@@ -73,19 +85,20 @@ def ratio_in_run_terms(
     starts: Starts = NO_STARTS,
 ) -> float | None:
     """A trial's ratio (`raw`, from its rates `base` and `fixed`, steps/s) as the run would
-    see it: fit's time around the train function added to both sides' step time, and each
-    side's epoch start spread over the pass (`starts`). A trial on top of kept rewrites has
-    no baseline over the user's pipeline, so where fit's time was not measured it is read
-    off the first trials'."""
+    see it (`in_run_terms`): fit's time around the train function added to both sides' step
+    time, and each side's epoch start spread over the pass (`starts`). A trial on top of
+    kept rewrites has no baseline over the user's pipeline, so where fit's time was not
+    measured it is read off the first trials'."""
     if raw is None or not base or not fixed:
         return raw
     added_s = _added_on_top_s(report) if on_top else fit_adds_s(report, base)
     spread = _spread_starts(report, starts)
     ratio = raw
     if added_s is not None or spread is not None:
-        added_s = added_s or 0.0
         base_start_s, fixed_start_s = spread or (0.0, 0.0)
-        ratio = (1.0 / base + added_s + base_start_s) / (1.0 / fixed + added_s + fixed_start_s)
+        ratio = in_run_terms(
+            base, fixed, added_s or 0.0, base_start_s=base_start_s, variant_start_s=fixed_start_s
+        )
     most = most_input_gives(report)
     return min(ratio, most) if most is not None else ratio
 

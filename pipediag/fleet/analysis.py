@@ -1,13 +1,9 @@
 """Pure functions from the workers' reports to the fleet report: rows, clock, straggler.
 
-Under synchronous data parallelism (`MultiWorkerMirroredStrategy`) every step ends with an
-all-reduce, so all workers train at the slowest one's rate: their steps/s agree, and so
-does the input cost 1 - A/T (A and T are both the cluster's). What differs is where each
-worker spends its step: the straggler waits for its own pipeline (its input wait), the
-others wait for it inside the all-reduce (in the rest of their step). So the straggler is
-the slowest worker by steps/s when the rates differ, and otherwise the one whose own input
-wait stands out, then the one whose host or GPU was busiest (docs/design.md,
-"Multi-worker jobs").
+Part of `fleet/`, reading reports only. Under synchronous data parallelism every step ends
+in an all-reduce, so the workers' rates and input costs agree; the straggler is the slowest
+by steps/s when the rates differ, else the one whose own input wait stands out, then the
+one whose host or GPU was busiest. Method: (docs/design.md, "Multi-worker jobs").
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ from pipediag.fleet.model import (
     Straggler,
     WorkerRow,
 )
-from pipediag.renderers.summary import verdict_line
+from pipediag.renderers.verdict_words import verdict_line
 from pipediag.report.model import Report
 
 # Workers whose training rates differ by less than this (relative) ran in lockstep: each

@@ -12,11 +12,16 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 
-from pipediag.renderers import summary
+from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
+from pipediag.renderers.numbers import gain
 from pipediag.renderers.prescription_words import together_text
-from pipediag.renderers.suggestion_words import from_epoch_two
+from pipediag.renderers.rate_words import ESTIMATED_WORD, rates, training_rate
+from pipediag.renderers.run_words import run_status
+from pipediag.renderers.suggestion_words import FIX, WARNING, from_epoch_two, suggestions_of
+from pipediag.renderers.verdict_words import headline
 from pipediag.report.model import COMPUTE_BOUND, Report, Suggestion
+from pipediag.report.names import VERDICT_TITLES
 
 DIVIDER = "── pipediag "
 MAX_LINES = 12
@@ -39,10 +44,10 @@ def render_answer(
     `quiet`: the verdict and where the report went."""
     width = max(MIN_WIDTH, min(width, WIDTH))
     verdict = report.verdict
-    if verdict.label not in summary.VERDICT_TITLES or verdict.input_cost_fraction is None:
+    if verdict.label not in VERDICT_TITLES or verdict.input_cost_fraction is None:
         # No verdict: what was seen and how to get one is the answer.
         head = _wrap(verdict_text(report), width, most=4)
-        ran = _wrap(f"Run: {summary.run_status(report)}", width, most=1)
+        ran = _wrap(f"Run: {run_status(report)}", width, most=1)
         lines = [*head, *ran, *_wrap(report_line, width)]
         return "\n".join([divider(width), *lines]) + "\n"
     if quiet:
@@ -69,7 +74,7 @@ def _wrap(text: str, width: int, most: int = 2) -> list[str]:
 
 def verdict_text(report: Report) -> str:
     """The verdict, with its cost and interval (the full text's headline)."""
-    return summary.headline(report).text.rstrip(".")
+    return headline(report).text.rstrip(".")
 
 
 def report_line(folder: object, names: list[str]) -> str:
@@ -87,10 +92,10 @@ def _figures(report: Report) -> str:
     """ "A training 57.7 steps/s · T compute alone 507 steps/s · P pipeline alone 68.3
     batches/s · 8.8x faster if input were free"."""
     parts = []
-    for rate in reversed(summary.rates(report)):  # A, T, P: training first
-        unit = summary.ESTIMATED_WORD if rate.estimated else rate.unit
+    for rate in reversed(rates(report)):  # A, T, P: training first
+        unit = ESTIMATED_WORD if rate.estimated else rate.unit
         parts.append(f"{rate.title} {rate.number} {unit}")
-    free = summary.free_input_text(report)
+    free = free_input_text(report)
     if free:
         parts.append(free)
     return " · ".join(parts)
@@ -122,9 +127,9 @@ def the_change(report: Report) -> Change:
         return Change(together_text(prescription, _timed(report)), _code(code))
     fix = _best_measured_fix(report)
     if fix is not None:
-        gain = summary.gain(fix.training_speedup or 1.0)
+        measured = gain(fix.training_speedup or 1.0)
         return Change(
-            f"{fix.title}: {gain} measured on your training", _code(fix.code.splitlines()), fix
+            f"{fix.title}: {measured} measured on your training", _code(fix.code.splitlines()), fix
         )
     if report.verdict.label == COMPUTE_BOUND:
         alone = model_side_of(report)
@@ -133,27 +138,27 @@ def the_change(report: Report) -> Change:
             best = worth[0]
             words = f"{change_name(best)}: {gain_text(best)}"
             return Change(words, _code(best.code.splitlines()), model=True)
-    fixes = [s for s in summary.suggestions_of(report, summary.FIX) if s.training_speedup is None]
+    fixes = [s for s in suggestions_of(report, FIX) if s.training_speedup is None]
     if not fixes:
         return Change(NO_CHANGE)
     fix = fixes[0]
-    free = summary.speedup_if_input_free(
-        report.verdict, summary.training_rate(report.verdict, report.train.steps_per_s)
+    free = speedup_if_input_free(
+        report.verdict, training_rate(report.verdict, report.train.steps_per_s)
     )
     cached = from_epoch_two(report, fix)
     if cached is not None:
         words = (
-            f"{fix.title}: {summary.gain(cached)} on your training from epoch 2 "
+            f"{fix.title}: {gain(cached)} on your training from epoch 2 "
             "(measured with its output held in memory)"
         )
         return Change(words, _code(fix.code.splitlines()), fix)
     if fix.bound_speedup:
         # Two measured bounds: the stage's output held, and all of input free; the lower
         # holds (the hold can read above T/A by the host's noise).
-        held = summary.gain(fix.bound_speedup)
+        held = gain(fix.bound_speedup)
         if free is not None and free < fix.bound_speedup:
             why = f"if all input were free; holding its output measured {held}"
-            most = summary.gain(free)
+            most = gain(free)
         else:
             why, most = "measured with its output held in memory", held
         return Change(f"{fix.title}: at most {most} on your training ({why})", suggestion=fix)
@@ -175,7 +180,7 @@ def _best_measured_fix(report: Report) -> Suggestion | None:
     measured = [
         s
         for s in report.suggestions
-        if s.kind == summary.FIX and s.training_speedup is not None and s.training_speedup > 1.0
+        if s.kind == FIX and s.training_speedup is not None and s.training_speedup > 1.0
     ]
     return max(measured, key=lambda s: s.training_speedup or 0.0, default=None)
 
@@ -190,9 +195,9 @@ def _more(report: Report, width: int) -> list[str]:
     """What else must be known: a change that alters what is trained on, a run that did not
     end as planned, notes on how the steps were seen."""
     lines = []
-    for warning in summary.suggestions_of(report, summary.WARNING)[:1]:
+    for warning in suggestions_of(report, WARNING)[:1]:
         lines += _wrap(f"Warning: {warning.title}", width, most=1)
-    status = summary.run_status(report)
+    status = run_status(report)
     if not report.complete:
         lines += _wrap(f"Run: {status}", width, most=1)
     return lines

@@ -1,17 +1,9 @@
 """`pipediag compare --png`: two runs side by side on one page.
 
-    +--------------------------------------------------------------------+
-    | judgement headline (FASTER / SLOWER / NO CHANGE BEYOND NOISE)      |
-    | base and new runs                                                  |
-    +----------------------+----------------------+----------------------+
-    | rates P, T, A:       | input cost: compute, | step time: both      |
-    | base and new bars,   | wait, contention,    | runs' measured steps |
-    | change + judgement   | fetch, stacked       | (histogram, medians) |
-    +----------------------+----------------------+----------------------+
-
-Colours follow the one-run page (`renderers/png/`): blue is compute, shades of orange
-are the parts of input cost; the base run is grey, the new one dark. matplotlib is imported
-lazily, through `Figure` and `FigureCanvasAgg` only, as in `renderers/png/`.
+A renderer of an `analysis/compare.py` `Comparison`: the judgement headline over three panels
+(the rates P, T, A; the input cost's parts, stacked; both runs' step times), in the one-run
+page's colours (`renderers/png/`). matplotlib is imported lazily, through `Figure` and
+`FigureCanvasAgg` only. Layout: (docs/design.md, "The comparison and fleet pages").
 """
 
 from __future__ import annotations
@@ -30,8 +22,9 @@ from pipediag.analysis.compare import (
     FigureChange,
 )
 from pipediag.analysis.noise import measured_steps
-from pipediag.renderers import summary
 from pipediag.renderers.compare_text import headline_lines, run_line, training_claim
+from pipediag.renderers.cost_words import COMPUTE_PART_NAME, COST_PART_NAMES, COST_PARTS, cost_parts
+from pipediag.renderers.numbers import percent
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     COST_COLOURS,
@@ -183,8 +176,8 @@ def _change_words(figure: FigureChange) -> str:
 def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
     """Training time as compute plus each part of input cost, one bar per run."""
     axes.set_title("Share of training time", loc="left", fontsize=PANEL_TITLE_FONT)
-    parts = [summary.COMPUTE_PART_NAME, *(summary.COST_PART_NAMES[p] for p in summary.COST_PARTS)]
-    colours = [COMPUTE_COLOUR, *(COST_COLOURS[p] for p in summary.COST_PARTS)]
+    parts = [COMPUTE_PART_NAME, *(COST_PART_NAMES[p] for p in COST_PARTS)]
+    colours = [COMPUTE_COLOUR, *(COST_COLOURS[p] for p in COST_PARTS)]
     rows = [_cost_shares(report) for report in (base, new)]
     positions = [0, 1]
     bottoms = [0.0, 0.0]
@@ -196,7 +189,7 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
                 axes.text(
                     x,
                     bottom + height / 2,
-                    summary.percent(height),
+                    percent(height),
                     ha="center",
                     va="center",
                     fontsize=9,
@@ -222,10 +215,10 @@ def _cost_shares(report: Report) -> list[float] | None:
         return None
     split = verdict.cost_split
     if split is None:
-        parts = [0.0] * len(summary.COST_PARTS)
+        parts = [0.0] * len(COST_PARTS)
         parts[0] = cost  # unsplit: drawn as waiting, the part every report has
     else:
-        parts = [share for _, share in summary.cost_parts(split)]
+        parts = [share for _, share in cost_parts(split)]
     return [max(0.0, 1.0 - cost), *parts]
 
 

@@ -35,7 +35,9 @@ from pipediag.analysis.compare import (
     RunIdentity,
     StageChange,
 )
-from pipediag.renderers import summary
+from pipediag.renderers.cost_words import COST_PART_NAMES
+from pipediag.renderers.numbers import percent
+from pipediag.report.names import VERDICT_TITLES, stage_name
 
 FIGURE_NAMES = {
     TRAINING: "A  training, steps/s",
@@ -43,7 +45,7 @@ FIGURE_NAMES = {
     PIPELINE_ALONE: "P  pipeline alone, batches/s",
     INPUT_COST: "input cost",
     INPUT_WAIT: "input wait",
-    **{key: f"  {summary.COST_PART_NAMES[part]}" for part, key in COST_PART_FIGURES.items()},
+    **{key: f"  {COST_PART_NAMES[part]}" for part, key in COST_PART_FIGURES.items()},
 }
 HEADLINES = {FASTER: "FASTER", SLOWER: "SLOWER", NOISE: "NO CHANGE BEYOND NOISE"}
 NO_COMPARISON = "NO COMPARISON"
@@ -111,7 +113,7 @@ def _by_how_much(figure: FigureChange) -> str:
 def _verdict_change(verdict: LabelChange, cost: FigureChange | None) -> str:
     text = f"Verdict changed: {_label(verdict.base)} -> {_label(verdict.new)}"
     if cost is not None and cost.base is not None and cost.new is not None:
-        text += f" (input cost {summary.percent(cost.base)} -> {summary.percent(cost.new)}"
+        text += f" (input cost {percent(cost.base)} -> {percent(cost.new)}"
         if cost.judgement == NOISE:
             text += ", a move within noise: the cost sits near a band's edge"
         text += ")"
@@ -189,11 +191,11 @@ def _stages(stages: list[StageChange], comparison: Comparison) -> list[str]:
 
 def _stage_name(stage: StageChange) -> str:
     if stage.base is None and stage.new is not None:
-        return f"{summary.stage_name(stage.new)} (new)"
+        return f"{stage_name(stage.new)} (new)"
     if stage.new is None and stage.base is not None:
-        return f"{summary.stage_name(stage.base)} (gone)"
+        return f"{stage_name(stage.base)} (gone)"
     assert stage.base is not None and stage.new is not None
-    old, now = summary.stage_name(stage.base), summary.stage_name(stage.new)
+    old, now = stage_name(stage.base), stage_name(stage.new)
     return now if old == now else f"{old} -> {now}"
 
 
@@ -249,14 +251,14 @@ def _columns(rows: Sequence[tuple[str, ...]]) -> list[str]:
 
 
 def _label(label: str) -> str:
-    return label if label in summary.VERDICT_TITLES else "no verdict"
+    return label if label in VERDICT_TITLES else "no verdict"
 
 
 def _value(figure: FigureChange, value: float | None) -> str:
     if value is None:
         return "-"
     if figure.unit == "share":
-        return summary.percent(value)
+        return percent(value)
     return f"{value:.1f}"
 
 

@@ -12,7 +12,7 @@ import shlex
 
 from pipediag.analysis import noise
 from pipediag.analysis.trend import Trend, TrendRow
-from pipediag.renderers import summary
+from pipediag.renderers.numbers import percent
 
 HEADER = ("#", "time (UTC)", "commit", "args", "verdict", "cost", "wait", "A steps/s", "vs best")
 ARGS_MAX_CHARS = 28
@@ -72,8 +72,8 @@ def _cells(row: TrendRow) -> tuple[str, ...]:
         (entry.commit or "-")[:COMMIT_CHARS],
         _clip(shlex.join(entry.args), ARGS_MAX_CHARS) or "-",
         entry.verdict,
-        "-" if shares.input_cost is None else summary.percent(shares.input_cost),
-        "-" if shares.input_wait is None else summary.percent(shares.input_wait),
+        "-" if shares.input_cost is None else percent(shares.input_cost),
+        "-" if shares.input_wait is None else percent(shares.input_wait),
         "-" if rates.training is None else f"{rates.training:.1f}",
         _versus(row),
     )

@@ -111,19 +111,6 @@ def groups(alone: ComputeAlone, kind: str) -> list[TopOp]:
     return [op for op in alone.top_ops if op.kind == kind]
 
 
-def time_groups(alone: ComputeAlone) -> list[tuple[str, float]]:
-    """(name, share) for the bar of the step's time: the top op types, the host gaps, and
-    the rest of the ops as "other ops"."""
-    ops = groups(alone, OP_TYPE)[:LISTED_OPS]
-    gaps = groups(alone, HOST_GAP)
-    shown = [(op.name, op.share) for op in ops]
-    rest = 1.0 - sum(op.share for op in ops) - sum(g.share for g in gaps)
-    if rest > 0.005:
-        shown.append(("other ops", rest))
-    shown += [(g.name, g.share) for g in gaps]
-    return shown
-
-
 @dataclass(frozen=True)
 class TimeBar:
     """One bar of the step's time: a group's `name` (the host gaps without their "host: "),

@@ -3,8 +3,8 @@
 The verdict is input cost (1 - A/T, the share of training time input costs), so
 the lines under the headline show that cost and its parts, then the three rates it comes
 from: P (pipeline alone), T (compute alone) and A (training). Every word and figure that the
-PNG shows too comes from the summary layer (`renderers/summary.py`); this module lays them
-out as labelled rows. Reports written before these fields existed still render: each new
+PNG shows too comes from the renderers' word modules (`renderers/*_words.py`); this module
+lays them out as labelled rows. Reports written before these fields existed still render: each new
 line is left out, or falls back to what the old report has.
 """
 
@@ -12,13 +12,37 @@ from __future__ import annotations
 
 import textwrap
 
-from pipediag.renderers import summary
+from pipediag.renderers.cost_words import (
+    WAIT_SHARE_SOURCE,
+    contention_evidence,
+    cost_split_text,
+    epoch_start_evidence,
+    fetch_evidence,
+    free_input_text,
+    input_cost_text,
+)
 from pipediag.renderers.model_words import model_lines
+from pipediag.renderers.numbers import NOT_MEASURED, ms, percent, rate_text
 from pipediag.renderers.prescription_words import rewrites_lines
+from pipediag.renderers.rate_words import rates
+from pipediag.renderers.run_words import (
+    HOST_TIMING_ONLY,
+    command_line,
+    data_pass_text,
+    deep_skipped_text,
+    epoch_start_text,
+    input_wait_source_text,
+    no_gpu_text,
+    run_status,
+    style_text,
+)
 from pipediag.renderers.scale_out import scale_out_lines
 from pipediag.renderers.stage_cost_words import costliest_stage, held_stage, held_text
+from pipediag.renderers.suggestion_words import SUGGESTION_HEADINGS, suggestion_line, suggestions_of
+from pipediag.renderers.verdict_words import headline, phase_text
 from pipediag.renderers.watch_view import over_time_text
 from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report, StageStats
+from pipediag.report.names import stage_name
 
 LABEL_WIDTH = 16
 EVIDENCE_WIDTH = 100
@@ -59,7 +83,7 @@ def render_text(report: Report) -> str:
 
 def _headline(report: Report) -> list[str]:
     """The headline whole, then what follows it (the analysis's summary), wrapped."""
-    head = summary.headline(report)
+    head = headline(report)
     lines = [head.text]
     for detail in head.details:
         lines += textwrap.wrap(
@@ -74,8 +98,8 @@ def _input_cost(report: Report) -> str:
     cost = verdict.input_cost_fraction
     if cost is None:
         return ""
-    text = summary.input_cost_text(cost, verdict.input_cost_interval)
-    free = summary.free_input_text(report)
+    text = input_cost_text(cost, verdict.input_cost_interval)
+    free = free_input_text(report)
     if free:
         text += f" ({free})"
     split = verdict.cost_split
@@ -84,13 +108,13 @@ def _input_cost(report: Report) -> str:
     evidence = [
         e
         for e in (
-            summary.contention_evidence(split),
-            summary.fetch_evidence(split),
-            summary.epoch_start_evidence(split),
+            contention_evidence(split),
+            fetch_evidence(split),
+            epoch_start_evidence(split),
         )
         if e
     ]
-    return f"\n{INDENT}".join([f"{text}: {summary.cost_split_text(split)}", *evidence])
+    return f"\n{INDENT}".join([f"{text}: {cost_split_text(split)}", *evidence])
 
 
 def _input_wait(report: Report) -> str:
@@ -99,20 +123,20 @@ def _input_wait(report: Report) -> str:
     wait = report.verdict.input_wait_fraction
     if wait is None:
         return ""
-    return f"{summary.percent(wait)} of step time ({summary.WAIT_SHARE_SOURCE})"
+    return f"{percent(wait)} of step time ({WAIT_SHARE_SOURCE})"
 
 
 def _rates(report: Report) -> str:
     """P, T and A in one column, so the two rates measured alone read against training's."""
-    rates = summary.rates(report)
-    if all(rate.value is None for rate in rates):
+    shown = rates(report)
+    if all(rate.value is None for rate in shown):
         return ""
-    width = max(len(rate.number) for rate in rates if rate.value is not None)
+    width = max(len(rate.number) for rate in shown if rate.value is not None)
     lines = []
-    for rate in rates:
+    for rate in shown:
         start = f"{rate.letter}  {rate.name:<{RATE_NAME_WIDTH}}"
         if rate.value is None:
-            lines.append(start + summary.NOT_MEASURED)
+            lines.append(start + NOT_MEASURED)
             continue
         line = f"{start}{rate.number:>{width}} {rate.unit}"
         lines.append(line + (f"  ({rate.origin})" if rate.origin else ""))
@@ -125,14 +149,14 @@ def _phases(report: Report) -> str:
     for phase in report.verdict.phases:
         facts = [f"{phase.steps} steps"]
         if phase.steps_per_s is not None:
-            facts.append(f"{summary.rate_text(phase.steps_per_s)} steps/s")
-        lines.append(f"{summary.phase_text(phase)} ({', '.join(facts)})")
+            facts.append(f"{rate_text(phase.steps_per_s)} steps/s")
+        lines.append(f"{phase_text(phase)} ({', '.join(facts)})")
     return f"\n{INDENT}".join(lines)
 
 
 def _deep_skipped(report: Report) -> str:
     reason = report.pipeline.deep_skipped_reason
-    return summary.deep_skipped_text(reason) if reason else ""
+    return deep_skipped_text(reason) if reason else ""
 
 
 def _slowest_stage(report: Report) -> str:
@@ -149,12 +173,12 @@ def _slowest_stage(report: Report) -> str:
 
 def _stage_alone(stage: StageStats) -> str:
     """The stage that costs most read alone (prefix timing), with its facts."""
-    text = summary.stage_name(stage) + (f" at {stage.source}" if stage.source else "")
+    text = stage_name(stage) + (f" at {stage.source}" if stage.source else "")
     facts = []
     if stage.batches_per_s is not None:
-        facts.append(f"{summary.rate_text(stage.batches_per_s)} batches/s up to here")
+        facts.append(f"{rate_text(stage.batches_per_s)} batches/s up to here")
     if stage.own_s_per_batch is not None:
-        facts.append(f"adds {summary.ms(stage.own_s_per_batch)} per batch")
+        facts.append(f"adds {ms(stage.own_s_per_batch)} per batch")
     if stage.auto_parallel is False:
         facts.append("runs sequentially")
     if stage.uses_py_function:
@@ -165,13 +189,13 @@ def _stage_alone(stage: StageStats) -> str:
 def _suggestions(report: Report) -> list[str]:
     """Warnings, fixes and notes, each group numbered from 1, with evidence and code."""
     lines: list[str] = []
-    for kind, heading in summary.SUGGESTION_HEADINGS.items():
-        chosen = summary.suggestions_of(report, kind)
+    for kind, heading in SUGGESTION_HEADINGS.items():
+        chosen = suggestions_of(report, kind)
         if not chosen:
             continue
         lines += ["", heading]
         for n, s in enumerate(chosen, 1):
-            lines.append(f" {n}. {summary.suggestion_line(s)}")
+            lines.append(f" {n}. {suggestion_line(s)}")
             if s.evidence:
                 lines += textwrap.wrap(
                     s.evidence,
@@ -194,14 +218,14 @@ def _row(label: str, text: str) -> str:
 def _dist(stats: LatencyStats | None) -> str:
     if stats is None:
         return ""
-    return f"median {summary.ms(stats.median_s)}, p90 {summary.ms(stats.p90_s)}"
+    return f"median {ms(stats.median_s)}, p90 {ms(stats.p90_s)}"
 
 
 def _pipeline(report: Report) -> str:
     p = report.pipeline
     if not p.measured or p.batches_per_s is None:
-        return _why(summary.NOT_MEASURED, p.reason)
-    rate = summary.rate_text(p.batches_per_s)
+        return _why(NOT_MEASURED, p.reason)
+    rate = rate_text(p.batches_per_s)
     text = f"{rate} batches/s over {p.batches} batches, {_dist(p.latency)}"
     if p.cpu_s_per_batch is not None:
         # Near 0: the pipeline mostly waits (storage, sleeps); 1 or more: it computes.
@@ -213,18 +237,18 @@ def _pipeline(report: Report) -> str:
 
 def _train(report: Report) -> str:
     t = report.train
-    skipped = [f"skipped {summary.data_pass_text(p)}" for p in t.skipped_passes]
+    skipped = [f"skipped {data_pass_text(p)}" for p in t.skipped_passes]
     if t.steps_per_s is None:
         return f"\n{INDENT}".join([f"no measured steps ({len(t.steps)} seen)", *skipped])
-    text = f"{summary.rate_text(t.steps_per_s)} steps/s, step {_dist(t.step_time)}"
+    text = f"{rate_text(t.steps_per_s)} steps/s, step {_dist(t.step_time)}"
     if t.input_wait is not None:
         text += f"; input wait {_dist(t.input_wait)}"
     lines = [
         text,
-        f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {summary.style_text(t)}, "
-        f"{summary.input_wait_source_text(t)}",
+        f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {style_text(t)}, "
+        f"{input_wait_source_text(t)}",
     ]
-    epoch_starts = summary.epoch_start_text(t, report.verdict.cost_split)
+    epoch_starts = epoch_start_text(t, report.verdict.cost_split)
     return f"\n{INDENT}".join([*lines, *([epoch_starts] if epoch_starts else []), *skipped])
 
 
@@ -251,7 +275,7 @@ def _host(report: Report) -> str:
 def _gpu(report: Report) -> str:
     g = report.gpu
     if not g.available:
-        return f"{summary.no_gpu_text(g.reason)}. {summary.HOST_TIMING_ONLY}"
+        return f"{no_gpu_text(g.reason)}. {HOST_TIMING_ONLY}"
     names = ", ".join(d.name for d in g.devices)
     if g.gpu_util_pct_mean is None:
         text = f"{names}: utilization not available"
@@ -266,7 +290,4 @@ def _gpu(report: Report) -> str:
 
 
 def _run(report: Report) -> str:
-    return (
-        f"{summary.run_status(report)}; {report.wall_time_s:.1f} s  "
-        f"[{summary.command_line(report)}]"
-    )
+    return f"{run_status(report)}; {report.wall_time_s:.1f} s  [{command_line(report)}]"

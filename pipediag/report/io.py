@@ -151,7 +151,7 @@ _PLAIN_VERDICTS = {
 
 def _verdict_v3(verdict: dict[str, Any]) -> dict[str, Any]:
     """Version 2 stored the headline as prose; version 3 words it from the verdict's figures
-    (renderers/summary.py), so the text goes. A verdict from before input cost and summaries
+    (renderers/verdict_words.py), so the text goes. A verdict from before input cost and summaries
     gets its wait share in plain words as its summary: "71% of step time spent waiting for
     input", "only 8% ..." when compute-bound."""
     verdict = dict(verdict)

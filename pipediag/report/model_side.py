@@ -19,11 +19,10 @@ DEVICE_COPY: Final = "device_copy"
 
 # What a profiled operation's time is grouped by: its op type, the layer or name scope it
 # belongs to, or host time outside any op (Python, launches, gaps between ops).
-TopOpKind = Literal["op_type", "scope", "host_gap", "device", ""]
+TopOpKind = Literal["op_type", "scope", "host_gap", ""]
 OP_TYPE: Final = "op_type"
 SCOPE: Final = "scope"
 HOST_GAP: Final = "host_gap"
-DEVICE: Final = "device"
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,12 @@
 """Model-side changes measured on the train step alone, under Keras `fit`.
 
-Once the verdict says the model sets the rate, the question is what to change in it
-(docs/design.md, "When the model sets the rate"). Each change is timed on the cached batch
-against the unchanged step, in the interleaved rounds of the fix trials
-(`bench/interleaved.py`: alternating which side goes first, stopped on a clear 90%
-sign-test interval), within one budget:
-
-- `jit_compile`: the train function rebuilt with XLA; a failure to compile names the op;
-- `steps_per_execution`: N batches a call, fed from a `tf.data` iterator over the cached
-  batch on both sides (Keras runs N steps inside one compiled call only for a `tf.data`
-  iterator); its gain counts fit's own per-step time, which N steps a call pay once;
-- mixed precision: a clone built under the policy (`training/model_variants.py`), timed
-  against the original step; the user's model is never run under it;
-- the host-to-device copy: the batch kept on the host against placed on the device once,
-  only where there is a GPU (`training/device_copy.py`).
-
-Every variable the steps write is copied before and assigned back after, and the model's
-train function and settings are put back exactly (`kept_train_settings`). The whole-run
-gain adds fit's time around the train function to both sides, as for the fixes tried on
-training (docs/design.md, "Fixes tried on training").
+Part of `training/`: once the model sets the rate, each change (`jit_compile`,
+`steps_per_execution`, mixed precision on a clone from `training/model_variants.py`, and the
+host-to-device copy where there is a GPU, `training/device_copy.py`) is timed on the cached
+batch against the unchanged step in the rounds of `bench/interleaved.py`, within one budget.
+Every variable the steps write, and the model's train function and settings
+(`kept_train_settings`), are put back. Method: (docs/design.md, "When the model sets the
+rate").
 """
 
 from __future__ import annotations
@@ -30,6 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pipediag.analysis.run_terms import fit_added_s
 from pipediag.bench.device import DevicePlacement
 from pipediag.clock import Clock
 from pipediag.report.model_side import (
@@ -47,7 +36,6 @@ from pipediag.training.step_rounds import (
     FitFacts,
     Side,
     fewest_rounds_s,
-    fit_around_s,
     measure,
 )
 
@@ -284,7 +272,7 @@ def _multi_step(
         shared_by=steps,
     )
     trial = replace(trial, code=code, setting=str(steps), seconds=trial.seconds + built_s)
-    around = fit_around_s(trial.baseline_steps_per_s, facts.fit_steps_per_s, facts.fit_overhead_s)
+    around = fit_added_s(facts.fit_overhead_s, facts.fit_steps_per_s, trial.baseline_steps_per_s)
     if around is not None and facts.fit_steps_per_s:
         share = around * facts.fit_steps_per_s
         if share < VISIBLE_FIT_SHARE:

@@ -1,7 +1,7 @@
 """A change measured on the train step alone: its two sides (a synced call of each train
-function), their interleaved rounds within a share of the budget, and the arithmetic that
-turns their rates into a whole run's gain, with fit's own time around the train function on
-both sides (docs/design.md, "When the model sets the rate").
+function), their interleaved rounds within a share of the budget, and their rates read as a
+whole run's gain, with fit's own time around the train function on both sides
+(`analysis/run_terms.py`; docs/design.md, "When the model sets the rate").
 
 Shared by the model-side trials under fit (`model_side.py`), the host-to-device copy
 (`device_copy.py`) and XLA on a custom loop's step (`loop_xla.py`).
@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pipediag.analysis.run_terms import fit_added_s, in_run_terms
 from pipediag.bench.interleaved import MIN_ROUNDS, Rounds, median_rate, run_rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
@@ -66,38 +67,6 @@ def slice_seconds(call_s: float, share_s: float) -> float:
     return max(call_s, MIN_SLICE_S, min(MAX_SLICE_S, share_s / SLICES_PER_TRIAL))
 
 
-def whole_run_speedup(
-    baseline_per_s: float,
-    variant_per_s: float,
-    fit_per_s: float | None,
-    *,
-    shared_by: int = 1,
-    around_s: float | None = None,
-) -> float:
-    """The gain on fit's step: fit's time around the train function stays on both sides,
-    divided by `shared_by` on the variant's (steps_per_execution pays it once a call).
-
-    That time is `around_s` where fit's steps measured it beside their train function
-    (`hooks/fit_overhead.py`), else `1/fit - 1/baseline` (none when fit was faster): a gap
-    between rates read at different times, which the host's drift also moves.
-    """
-    around = fit_around_s(baseline_per_s, fit_per_s, around_s)
-    if around is None:
-        return variant_per_s / baseline_per_s
-    return (1.0 / baseline_per_s + around) / (1.0 / variant_per_s + around / shared_by)
-
-
-def fit_around_s(
-    baseline_per_s: float | None, fit_per_s: float | None, around_s: float | None
-) -> float | None:
-    """fit's time around its train function per step (`whole_run_speedup`); None unknown."""
-    if around_s is not None:
-        return max(0.0, around_s)
-    if fit_per_s is None or fit_per_s <= 0 or not baseline_per_s:
-        return None
-    return max(0.0, 1.0 / fit_per_s - 1.0 / baseline_per_s)
-
-
 def trial_result(
     change: ModelChange,
     rounds: Rounds,
@@ -107,23 +76,24 @@ def trial_result(
     seconds: float = 0.0,
     around_s: float | None = None,
 ) -> ModelTrial:
-    """A trial's rates and gain from its rounds; the interval's ends go through the same
-    whole-run arithmetic (it rises with the variant's rate)."""
+    """A trial's rates and gain from its rounds, in the run's terms (`in_run_terms`, with
+    fit's time around the train function from `around_s` or `fit_per_s`); the interval's
+    ends go through the same arithmetic (it rises with the variant's rate)."""
     base, variant = median_rate(rounds.baseline), median_rate(rounds.variant)
     if base is None or variant is None or base <= 0 or variant <= 0:
         return ModelTrial(change, reason="too few steps to time", seconds=seconds)
+    added_s = fit_added_s(around_s, fit_per_s, base)
     interval = None
     if rounds.interval is not None:
         low, high = rounds.interval
         interval = [
-            whole_run_speedup(base, base * ratio, fit_per_s, shared_by=shared_by, around_s=around_s)
-            for ratio in (low, high)
+            in_run_terms(base, base * ratio, added_s, shared_by=shared_by) for ratio in (low, high)
         ]
     return ModelTrial(
         change,
         baseline_steps_per_s=base,
         variant_steps_per_s=variant,
-        speedup=whole_run_speedup(base, variant, fit_per_s, shared_by=shared_by, around_s=around_s),
+        speedup=in_run_terms(base, variant, added_s, shared_by=shared_by),
         interval=interval,
         rounds=len(rounds.ratios),
         stopped=rounds.stopped,

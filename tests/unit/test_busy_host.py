@@ -11,8 +11,8 @@ import pytest
 
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.host_contention import other_processes_cores
-from pipediag.renderers.summary import verdict_line
 from pipediag.renderers.text import render_text
+from pipediag.renderers.verdict_words import verdict_line
 from pipediag.report.model import (
     COMPUTE_BOUND,
     INPUT_BOUND,

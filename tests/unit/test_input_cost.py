@@ -7,7 +7,7 @@ import pytest
 from pipediag.analysis.alternation import paired_cost
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.input_cost import epoch_start_stage
-from pipediag.renderers.summary import verdict_line
+from pipediag.renderers.verdict_words import verdict_line
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,

@@ -21,7 +21,7 @@ from pipediag.analysis.op_time import (
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.phases import MODEL_SIDE_FIT_ONLY
-from pipediag.renderers.model_words import change_lines, model_lines, ranked, time_groups
+from pipediag.renderers.model_words import change_lines, model_lines, ranked
 from pipediag.renderers.text import render_text
 from pipediag.report import io
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, ComputeAlone, Report
@@ -40,13 +40,7 @@ from pipediag.report.vocabulary import VerdictLabel
 from pipediag.testing import FakeClock, synthetic_cost_report
 from pipediag.training.model_side import SPE_MAX_STEPS, SPE_MIN_STEPS, guarded, spe_steps
 from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
-from pipediag.training.step_rounds import (
-    Side,
-    measure,
-    slice_seconds,
-    trial_result,
-    whole_run_speedup,
-)
+from pipediag.training.step_rounds import Side, measure, slice_seconds, trial_result
 
 
 def _sleeper(clock: FakeClock, seconds: float) -> Side:
@@ -54,37 +48,6 @@ def _sleeper(clock: FakeClock, seconds: float) -> Side:
 
 
 # --- arithmetic ------------------------------------------------------------------------------
-
-
-def test_without_fit_s_rate_the_gain_is_the_ratio_of_rates() -> None:
-    assert whole_run_speedup(50.0, 100.0, None) == pytest.approx(2.0)
-
-
-def test_fit_s_own_time_stays_on_both_sides() -> None:
-    # GIVEN a 20 ms train function that fit runs at 40 steps/s (5 ms around it each step)
-    # WHEN the variant makes the train function 10 ms
-    gain = whole_run_speedup(50.0, 100.0, 40.0)
-    # THEN fit's step goes from 25 ms to 15 ms, not 20 to 10
-    assert gain == pytest.approx(25 / 15)
-
-
-def test_steps_per_execution_pays_fit_s_time_once_a_call() -> None:
-    # 10 ms of train function, fit at 50 steps/s: 10 ms around it; 8 steps a call
-    gain = whole_run_speedup(100.0, 100.0, 50.0, shared_by=8)
-    assert gain == pytest.approx(20 / (10 + 10 / 8))
-
-
-def test_fit_s_time_measured_beside_its_train_function_wins_over_the_rate_gap() -> None:
-    # GIVEN fit read at 25 steps/s against a 10-ms train function read later: a 30-ms gap,
-    # most of it the host's drift between the two reads; fit's steps measured 2 ms beyond
-    # their train function
-    gain = whole_run_speedup(100.0, 100.0, 25.0, shared_by=8, around_s=0.002)
-    # THEN 8 steps a call save 2 ms a step of 12, not 30 of 40
-    assert gain == pytest.approx(12 / (10 + 2 / 8))
-
-
-def test_fit_faster_than_the_step_alone_adds_nothing() -> None:
-    assert whole_run_speedup(50.0, 100.0, 60.0) == pytest.approx(2.0)
 
 
 def test_a_trial_result_maps_its_interval_through_the_same_arithmetic() -> None:
@@ -328,13 +291,6 @@ def test_a_reason_alone_is_said() -> None:
     assert change_lines(alone) == [
         "What to change in the model: not tried: model-side trials run under fit"
     ]
-
-
-def test_the_bar_s_groups_cover_the_step() -> None:
-    alone = ComputeAlone(measured=True, top_ops=TOP)
-    shares = dict(time_groups(alone))
-    assert shares["other ops"] == pytest.approx(0.3)
-    assert sum(shares.values()) == pytest.approx(1.0)
 
 
 def test_the_model_side_round_trips() -> None:

@@ -13,7 +13,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from pipediag.renderers import summary
+from pipediag.renderers.cost_words import cost_bar
 from pipediag.renderers.png import build_figure, render_png
 from pipediag.renderers.png.header import header_lines
 from pipediag.renderers.png.rates import stage_ms
@@ -27,7 +27,8 @@ from pipediag.renderers.png.style import (
 )
 from pipediag.renderers.png.suggestions import MAX_SUGGESTIONS, suggestion_lines
 from pipediag.renderers.png.timeline import MAX_STEP_BARS, bin_steps, phase_spans
-from pipediag.renderers.summary import best_fix, best_fix_figure, cost_bar, key_figures
+from pipediag.renderers.suggestion_words import best_fix, best_fix_figure
+from pipediag.renderers.summary import key_figures
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
@@ -44,6 +45,7 @@ from pipediag.report.model import (
     StepRecord,
     Suggestion,
 )
+from pipediag.report.names import NO_VERDICT
 from pipediag.report.vocabulary import COST_EPOCH_START
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
@@ -556,13 +558,13 @@ def test_no_verdict_is_said_the_same_way_in_the_image_and_the_text() -> None:
     report = dataclasses.replace(
         base, verdict=dataclasses.replace(base.verdict, label=UNKNOWN, summary="x")
     )
-    assert header_lines(report)[0] == f"{summary.NO_VERDICT}: x"
-    assert render_text(report).startswith(f"{summary.NO_VERDICT}: x\n")
+    assert header_lines(report)[0] == f"{NO_VERDICT}: x"
+    assert render_text(report).startswith(f"{NO_VERDICT}: x\n")
     # an older report without a summary: both give the wait share in plain words
     report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=""))
     report = _read_as_version_2(report)
-    assert header_lines(report)[0].startswith(f"{summary.NO_VERDICT}: 67% of step time")
-    assert render_text(report).startswith(f"{summary.NO_VERDICT}: 67% of step time")
+    assert header_lines(report)[0].startswith(f"{NO_VERDICT}: 67% of step time")
+    assert render_text(report).startswith(f"{NO_VERDICT}: 67% of step time")
     assert not any("CLEAR" in t for t in _texts(build_figure(report)))
 
 

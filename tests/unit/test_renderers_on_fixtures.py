@@ -17,12 +17,30 @@ from matplotlib.figure import Figure
 from pipediag.cli import main
 from pipediag.renderers import REPORT_PNG, REPORT_TEXT, TRACE_JSON, summary
 from pipediag.renderers.answer import the_change
+from pipediag.renderers.cost_words import cost_bar, cost_split_text, free_input_text
+from pipediag.renderers.numbers import percent
 from pipediag.renderers.png import build_figure
 from pipediag.renderers.png.header import header_lines
 from pipediag.renderers.png.suggestions import foot_lines, suggestion_lines
+from pipediag.renderers.rate_words import rates
+from pipediag.renderers.run_words import (
+    HOST_TIMING_ONLY,
+    command_line,
+    input_wait_source_text,
+    no_gpu_text,
+    run_status,
+)
+from pipediag.renderers.suggestion_words import (
+    SUGGESTION_HEADINGS,
+    actionable,
+    suggestion_line,
+    suggestions_of,
+)
 from pipediag.renderers.text import render_text
+from pipediag.renderers.verdict_words import headline, phase_text, sentence
 from pipediag.report.io import load_report
 from pipediag.report.model import Report
+from pipediag.report.names import stage_name, verdict_title
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -59,8 +77,8 @@ def test_text_leads_with_the_headline_then_the_analysis_summary(
 ) -> None:
     report, text, _ = recorded
     lines = text.splitlines()
-    assert lines[0] == summary.headline(report).text
-    assert lines[0].startswith(f"{summary.verdict_title(report.verdict.label)}: input costs ")
+    assert lines[0] == headline(report).text
+    assert lines[0].startswith(f"{verdict_title(report.verdict.label)}: input costs ")
     # the summary follows, wrapped and indented, up to the blank line before the rows
     body = lines[1 : lines.index("")]
     assert " ".join(line.strip() for line in body) == report.verdict.summary
@@ -72,7 +90,7 @@ def test_text_rates_row_lists_p_t_a_with_their_numbers(
     report, text, _ = recorded
     rows = _text_row(text, "Rates")
     assert len(rows) == 3
-    for row, rate in zip(rows, summary.rates(report), strict=True):
+    for row, rate in zip(rows, rates(report), strict=True):
         assert row.startswith(f"{rate.letter}  {rate.name}")
         assert f" {rate.number} {rate.unit}" in row
 
@@ -84,10 +102,10 @@ def test_text_cost_row_splits_the_cost_as_the_png_bar_does(
     split = report.verdict.cost_split
     assert split is not None
     (first, *_) = _text_row(text, "Input cost")
-    assert first.endswith(summary.cost_split_text(split))
-    free = summary.free_input_text(report)
+    assert first.endswith(cost_split_text(split))
+    free = free_input_text(report)
     assert f"({free})" in first and free in png
-    for part in summary.cost_bar(report).parts[1:]:
+    for part in cost_bar(report).parts[1:]:
         assert part.text in first  # "wait 81%" in the row ...
         assert part.text in png  # ... and in the bar's legend
 
@@ -102,22 +120,22 @@ def test_text_gpu_row_of_a_gpu_run_and_of_a_run_without_one(
         assert report.gpu_analysis is not None and gpu[1] == report.gpu_analysis.finding
         assert any(t.startswith("GPU 0 NVIDIA H200 (mean ") for t in png)
     else:
-        no_gpu = summary.no_gpu_text(report.gpu.reason)
-        assert gpu == [f"{no_gpu}. {summary.HOST_TIMING_ONLY}"]
-        assert summary.sentence(no_gpu) in png
+        no_gpu = no_gpu_text(report.gpu.reason)
+        assert gpu == [f"{no_gpu}. {HOST_TIMING_ONLY}"]
+        assert sentence(no_gpu) in png
 
 
 def test_text_run_row_and_png_run_line_share_the_command(
     recorded: tuple[Report, str, list[str]],
 ) -> None:
     report, text, png = recorded
-    command = summary.command_line(report)
+    command = command_line(report)
     assert _text_row(text, "Run")[0].endswith(f"[{command}]")
-    assert _text_row(text, "Run")[0].startswith(summary.run_status(report))
+    assert _text_row(text, "Run")[0].startswith(run_status(report))
     (run_line,) = [t for t in png if t.startswith("$ pipediag run ")]
     assert run_line.startswith(f"$ pipediag run {command}")
-    assert summary.input_wait_source_text(report.train) in run_line
-    assert summary.input_wait_source_text(report.train) in _text_row(text, "Train step")[1]
+    assert input_wait_source_text(report.train) in run_line
+    assert input_wait_source_text(report.train) in _text_row(text, "Train step")[1]
 
 
 def test_text_suggestions_are_the_summary_lines_grouped_by_kind(
@@ -125,15 +143,15 @@ def test_text_suggestions_are_the_summary_lines_grouped_by_kind(
 ) -> None:
     report, text, _ = recorded
     lines = text.splitlines()
-    for kind, heading in summary.SUGGESTION_HEADINGS.items():
-        chosen = summary.suggestions_of(report, kind)
+    for kind, heading in SUGGESTION_HEADINGS.items():
+        chosen = suggestions_of(report, kind)
         if not chosen:
             assert heading not in lines
             continue
         start = lines.index(heading)
         numbered = [line for line in lines[start + 1 :] if line[:4].strip().endswith(".")]
         for n, s in enumerate(chosen, 1):
-            assert numbered[n - 1] == f" {n}. {summary.suggestion_line(s)}"
+            assert numbered[n - 1] == f" {n}. {suggestion_line(s)}"
 
 
 def test_phases_row_of_the_cache_run() -> None:
@@ -141,15 +159,15 @@ def test_phases_row_of_the_cache_run() -> None:
     rows = _text_row(render_text(report), "Phases")
     assert len(rows) == len(report.verdict.phases)
     for row, phase in zip(rows, report.verdict.phases, strict=True):
-        assert row.startswith(f"{summary.phase_text(phase)} ({phase.steps} steps")
+        assert row.startswith(f"{phase_text(phase)} ({phase.steps} steps")
     # the image marks the same phases over their steps, in a shorter wording where narrow
     png = _png_texts(build_figure(report))
     for phase in report.verdict.phases:
         assert phase.input_cost_fraction is not None
         wordings = {
-            summary.phase_text(phase),
-            summary.phase_text(phase, first=False),
-            summary.percent(phase.input_cost_fraction),
+            phase_text(phase),
+            phase_text(phase, first=False),
+            percent(phase.input_cost_fraction),
         }
         assert wordings & set(png), phase.name
     # the compute-bound example has one phase only: no phase row
@@ -163,7 +181,7 @@ def test_png_says_the_headline_and_the_key_figures_in_the_texts_words(
     recorded: tuple[Report, str, list[str]],
 ) -> None:
     report, text, png = recorded
-    head = summary.headline(report)
+    head = headline(report)
     claim, subhead = header_lines(report)
     # the claim drawn big is the start of the text's first line
     assert claim == head.claim and text.splitlines()[0].startswith(claim)
@@ -171,7 +189,7 @@ def test_png_says_the_headline_and_the_key_figures_in_the_texts_words(
     # key figures: the labels and values, numbers as the text's rates row gives them
     for label, value in summary.key_figures(report):
         assert label in png and value in png
-    for rate in summary.rates(report):
+    for rate in rates(report):
         assert rate.number in " ".join(_text_row(text, "Rates"))
 
 
@@ -185,18 +203,18 @@ def test_png_suggestion_lines_are_the_texts(recorded: tuple[Report, str, list[st
         assert any(line.startswith("Change: " + change.words[:60]) for line in png), png
         assert all(code in png for code in change.code[:3])
     said = change.suggestion if drawn else None
-    actionable = [s for s in summary.actionable(report) if s is not said]
+    listed = [s for s in actionable(report) if s is not said]
     lines = suggestion_lines(report, said_already=said)
-    assert len(lines) == min(len(actionable), 5)
-    for (line, _), s in zip(lines, actionable, strict=False):
+    assert len(lines) == min(len(listed), 5)
+    for (line, _), s in zip(lines, listed, strict=False):
         # the page numbers one list, the text one per group: the rest of the line is the same
-        assert line.split(". ", 1)[1] == summary.suggestion_line(s)
-        assert summary.suggestion_line(s) in text
+        assert line.split(". ", 1)[1] == suggestion_line(s)
+        assert suggestion_line(s) in text
     # the page draws them in order, as many as its foot has room for beside the change
     on_page = [line for line, _ in lines if line in png]
     assert on_page == [line for line, _ in lines][: len(on_page)]
     assert on_page or not lines or any(line.gid == "scale-out" for line in foot_lines(report))
-    if not actionable and not drawn:
+    if not listed and not drawn:
         assert "No suggestions" in png
 
 
@@ -206,10 +224,10 @@ def test_png_stage_labels_are_the_texts_stage_names(
     report, text, png = recorded
     timed = [s for s in report.pipeline.stages if s.batches_per_s is not None]
     for stage in timed:
-        assert summary.stage_name(stage)[:20] in " ".join(png)
+        assert stage_name(stage)[:20] in " ".join(png)
     bottleneck = next((s for s in timed if s.bottleneck), None)
     if bottleneck is not None and report.verdict.label != "compute-bound":
-        assert _text_row(text, "Slowest stage")[0].startswith(summary.stage_name(bottleneck))
+        assert _text_row(text, "Slowest stage")[0].startswith(stage_name(bottleneck))
 
 
 def test_neither_renderer_says_a_verdict_another_way(

@@ -10,7 +10,13 @@ import dataclasses
 import pytest
 
 from pipediag.analysis.advisor import advise
-from pipediag.analysis.run_terms import ratio_in_run_terms, with_prescription_in_run_terms
+from pipediag.analysis.run_terms import (
+    fit_added_s,
+    fit_adds_s,
+    in_run_terms,
+    ratio_in_run_terms,
+    with_prescription_in_run_terms,
+)
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.report.model import FixTrial, Report, TrialFacts
 from pipediag.report.prescription import PrescribedChange, Prescription
@@ -204,3 +210,57 @@ def test_no_gain_on_training_exceeds_what_all_of_input_gives_back() -> None:
         ratio_in_run_terms(dataclasses.replace(report, verdict=estimated), 2.5, BASE, BASE * 2.5)
         == 2.5
     )
+
+
+# --- the arithmetic, shared with the model-side trials (`training/step_rounds.py`) ----------
+
+
+def test_without_fit_s_time_the_gain_is_the_ratio_of_rates() -> None:
+    assert fit_added_s(None, None, 50.0) is None
+    assert in_run_terms(50.0, 100.0, None) == 2.0
+
+
+def test_fit_s_own_time_stays_on_both_sides() -> None:
+    # GIVEN a 20 ms train function that fit runs at 40 steps/s (5 ms around it each step)
+    added = fit_added_s(None, 40.0, 50.0)
+    assert added == pytest.approx(0.005)
+    # WHEN the variant makes the train function 10 ms
+    # THEN fit's step goes from 25 ms to 15 ms, not 20 to 10
+    assert in_run_terms(50.0, 100.0, added) == pytest.approx(25 / 15)
+
+
+def test_steps_per_execution_pays_fit_s_time_once_a_call() -> None:
+    # 10 ms of train function, fit at 50 steps/s: 10 ms around it; 8 steps a call
+    gain = in_run_terms(100.0, 100.0, fit_added_s(None, 50.0, 100.0), shared_by=8)
+    assert gain == pytest.approx(20 / (10 + 10 / 8))
+
+
+def test_fit_s_time_measured_beside_its_train_function_wins_over_the_rate_gap() -> None:
+    # GIVEN fit read at 25 steps/s against a 10-ms train function read later: a 30-ms gap,
+    # most of it the host's drift between the two reads; fit's steps measured 2 ms beyond
+    # their train function
+    added = fit_added_s(0.002, 25.0, 100.0)
+    # THEN 8 steps a call save 2 ms a step of 12, not 30 of 40
+    assert in_run_terms(100.0, 100.0, added, shared_by=8) == pytest.approx(12 / (10 + 2 / 8))
+
+
+def test_fit_faster_than_the_step_alone_adds_nothing() -> None:
+    # GIVEN fit at 60 steps/s against a train function at 50: the gap is below zero
+    assert fit_added_s(None, 60.0, 50.0) == 0.0
+    assert in_run_terms(50.0, 100.0, 0.0) == pytest.approx(2.0)
+    # AND a fix trial's ratio, with nothing for fit to add, stands as measured
+    report = _report()
+    for train in (
+        dataclasses.replace(report.train, steps_per_s=60.0, fit_overhead_s=None),
+        dataclasses.replace(report.train, fit_overhead_s=0.0),
+    ):
+        nothing_added = dataclasses.replace(report, train=train)
+        assert fit_adds_s(nothing_added, 50.0) is None
+        assert ratio_in_run_terms(nothing_added, 0.66, 50.0, 33.0) == 0.66
+
+
+def test_an_epoch_start_counts_without_fit_s_time() -> None:
+    # a loop's 10-ms step made 8 ms, and the user's pipeline's epoch start 2 ms a step more
+    # than the rewrite's: 12 ms against 8
+    gain = in_run_terms(100.0, 125.0, None, base_start_s=0.002, variant_start_s=0.0)
+    assert gain == pytest.approx(0.012 / 0.008)

@@ -14,6 +14,20 @@ import pytest
 import report_fixtures as fx
 
 from pipediag.renderers import summary
+from pipediag.renderers.cost_words import cost_bar
+from pipediag.renderers.numbers import DASH, percent, rate_text
+from pipediag.renderers.rate_words import Rate, rates
+from pipediag.renderers.run_words import NO_SCRIPT, command_line, input_wait_source_text, run_status
+from pipediag.renderers.suggestion_words import (
+    NOTE,
+    actionable,
+    best_fix,
+    best_fix_figure,
+    gains_text,
+    suggestion_line,
+    suggestions_of,
+)
+from pipediag.renderers.verdict_words import NOT_ENOUGH_MEASURED, headline, phase_text
 from pipediag.report.io import load_report, to_dict
 from pipediag.report.model import (
     BALANCED,
@@ -24,7 +38,7 @@ from pipediag.report.model import (
     StageStats,
     Suggestion,
 )
-from pipediag.report.names import stage_name
+from pipediag.report.names import NO_VERDICT, stage_name, verdict_title
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
 EXPECTED_LABELS = {
@@ -42,10 +56,10 @@ def test_headline_of_a_recorded_run_is_a_claim_then_its_explanation(
 ) -> None:
     # GIVEN a real run's report  WHEN summarised
     report = fx.load(name)
-    head = summary.headline(report)
+    head = headline(report)
     # THEN its claim opens with the verdict's title
     assert report.verdict.label == EXPECTED_LABELS[name]
-    assert head.claim.startswith(f"{summary.verdict_title(report.verdict.label)}: input costs ")
+    assert head.claim.startswith(f"{verdict_title(report.verdict.label)}: input costs ")
     # the claim and the explanation are the whole headline, cut once
     if head.explanation:
         cuts = (f"{head.claim}: {head.explanation}", f"{head.claim}; {head.explanation}")
@@ -60,14 +74,14 @@ def test_headline_worded_from_the_figures_is_the_one_the_run_stored(path: Path) 
     # GIVEN a recorded run, whose report (schema 2) stored the analysis's headline as text
     # WHEN read (the text is dropped) and the headline worded again from the verdict's figures
     # THEN it says exactly what the run said
-    assert summary.headline(load_report(path)).text == fx.stored_headline(path)
+    assert headline(load_report(path)).text == fx.stored_headline(path)
     assert "headline" not in to_dict(load_report(path))["verdict"]
 
 
 @pytest.mark.parametrize("name", fx.ALL)
 def test_rates_are_p_t_a_from_the_report(name: str) -> None:
     report = fx.load(name)
-    p, t, a = summary.rates(report)
+    p, t, a = rates(report)
     assert (p.letter, t.letter, a.letter) == ("P", "T", "A")
     assert p.value == report.pipeline.batches_per_s
     assert t.value == report.verdict.compute_alone_steps_per_s
@@ -76,33 +90,33 @@ def test_rates_are_p_t_a_from_the_report(name: str) -> None:
     assert not t.estimated
     assert report.compute_alone is not None
     assert t.origin == f"measured on a cached batch, {report.compute_alone.steps} steps"
-    assert t.number == summary.rate_text(t.value)
+    assert t.number == rate_text(t.value)
 
 
 def test_rate_numbers_keep_a_decimal_only_below_100() -> None:
-    assert summary.rate_text(9.46) == "9.5"
-    assert summary.rate_text(99.94) == "99.9"
-    assert summary.rate_text(714.2) == "714"
-    assert summary.rate_text(2645.7) == "2,646"
-    assert summary.rate_text(None) == summary.DASH
-    estimated = summary.Rate("T", "compute alone", "steps/s", 44.6, estimated=True)
+    assert rate_text(9.46) == "9.5"
+    assert rate_text(99.94) == "99.9"
+    assert rate_text(714.2) == "714"
+    assert rate_text(2645.7) == "2,646"
+    assert rate_text(None) == DASH
+    estimated = Rate("T", "compute alone", "steps/s", 44.6, estimated=True)
     assert estimated.number == "~44.6"
-    unmeasured = summary.Rate("T", "compute alone", "steps/s", None, estimated=True)
-    assert unmeasured.number == summary.DASH
+    unmeasured = Rate("T", "compute alone", "steps/s", None, estimated=True)
+    assert unmeasured.number == DASH
 
 
 @pytest.mark.parametrize("name", fx.ALL)
 def test_cost_bar_adds_up_to_the_whole_step(name: str) -> None:
     # GIVEN a real run: input cost split into wait, contention and fetch
     report = fx.load(name)
-    bar = summary.cost_bar(report)
+    bar = cost_bar(report)
     cost = report.verdict.input_cost_fraction
     assert cost is not None
     # THEN compute and the three parts, in that order, add up to the step
     assert [p.part for p in bar.parts] == ["compute", "wait", "contention", "fetch"]
     assert sum(p.share for p in bar.parts) == pytest.approx(1.0)
     assert bar.parts[0].share == pytest.approx(1.0 - cost)
-    assert bar.title == f"Input cost: {summary.percent(cost)} of training time"
+    assert bar.title == f"Input cost: {percent(cost)} of training time"
     free = 1.0 / (1.0 - cost)
     assert bar.caption == f"{free:.1f}x faster if input were free"
 
@@ -114,8 +128,8 @@ def test_phases_of_the_cache_run_name_each_epoch_and_its_verdict() -> None:
     assert first.name == "epoch 1" and first.label == INPUT_BOUND
     assert later and all(p.label in (BALANCED, COMPUTE_BOUND) for p in later)
     # THEN each phase reads "<name>: <label>, input costs N%"
-    assert summary.phase_text(first) == (
-        f"epoch 1: input-bound, input costs {summary.percent(first.input_cost_fraction or 0)}"
+    assert phase_text(first) == (
+        f"epoch 1: input-bound, input costs {percent(first.input_cost_fraction or 0)}"
     )
 
 
@@ -129,7 +143,6 @@ def test_advisor_and_renderers_name_a_stage_the_same_way(name: str) -> None:
             continue
         # THEN the stage it names is the stage as the renderers name it
         assert s.stage == stage_name(stages[s.stage_index])
-        assert summary.stage_name is stage_name
 
 
 def test_stage_names_add_the_dataset_op_where_the_kind_says_less() -> None:
@@ -154,7 +167,7 @@ def test_key_figures_are_the_cost_the_three_rates_the_best_fix_and_the_steps(nam
     ]
     assert labels[4].startswith("Best fix (")
     assert labels[5] == f"Steps measured (+{report.train.warmup_steps} warm-up)"
-    assert [value for _, value in figures[1:4]] == [r.number for r in summary.rates(report)]
+    assert [value for _, value in figures[1:4]] == [r.number for r in rates(report)]
 
 
 def test_gains_are_worded_once() -> None:
@@ -166,13 +179,13 @@ def test_gains_are_worded_once() -> None:
         verified_speedup=1.62,
         predicted_speedup=1.42,
     )
-    assert summary.gains_text(fix) == "estimated 1.90x, verified 1.62x, end to end ~1.42x"
+    assert gains_text(fix) == "estimated 1.90x, verified 1.62x, end to end ~1.42x"
     # the stage is in the title already: not said twice
-    assert summary.suggestion_line(fix) == (
+    assert suggestion_line(fix) == (
         "[PD004] map(f): vectorise, map after batch  "
         "(estimated 1.90x, verified 1.62x, end to end ~1.42x)"
     )
-    assert summary.gains_text(dataclasses.replace(fix, estimated_speedup=None)) == (
+    assert gains_text(dataclasses.replace(fix, estimated_speedup=None)) == (
         "verified 1.62x, end to end ~1.42x"
     )
 
@@ -180,7 +193,7 @@ def test_gains_are_worded_once() -> None:
 def test_a_suggestion_line_names_a_stage_its_title_does_not_and_warns_first() -> None:
     warning = Suggestion("PD009", "cache() before the random map", stage="map(augment)")
     warning = dataclasses.replace(warning, correctness_warning=True)
-    assert summary.suggestion_line(warning) == (
+    assert suggestion_line(warning) == (
         "[PD009] may change results: cache() before the random map (stage: map(augment))"
     )
 
@@ -192,7 +205,7 @@ def test_a_shortened_suggestion_line_keeps_its_warning_and_gains() -> None:
         estimated_speedup=1.5,
         correctness_warning=True,
     )
-    line = summary.suggestion_line(fix, max_chars=80)
+    line = suggestion_line(fix, max_chars=80)
     assert len(line) == 80
     assert line.startswith("[PD001] may change results: a very long title")
     assert line.endswith("\N{HORIZONTAL ELLIPSIS}  (estimated 1.50x)")
@@ -202,20 +215,20 @@ def test_best_fix_promises_the_end_to_end_gain_and_notes_promise_nothing() -> No
     note = Suggestion("PD001", "parallelise", kind="note", verified_speedup=0.7)
     fix = Suggestion("PD004", "vectorise", estimated_speedup=1.9, predicted_speedup=1.42)
     report = dataclasses.replace(synthetic_cost_report(), suggestions=[note, fix])
-    assert summary.best_fix(report) == (fix, 1.42)
-    assert summary.best_fix_figure(report) == ("Best fix (estimated)", "~1.42x")
-    assert summary.actionable(report) == [fix]
-    assert summary.suggestions_of(report, summary.NOTE) == [note]
+    assert best_fix(report) == (fix, 1.42)
+    assert best_fix_figure(report) == ("Best fix (estimated)", "~1.42x")
+    assert actionable(report) == [fix]
+    assert suggestions_of(report, NOTE) == [note]
 
 
 def test_command_line_is_joined_the_way_a_shell_reads_it_back() -> None:
     report = dataclasses.replace(
         synthetic_report(), script="my train.py", args=["--name", "run 1", "--lr=0.1"]
     )
-    line = summary.command_line(report)
+    line = command_line(report)
     assert line == "'my train.py' --name 'run 1' --lr=0.1"
     assert shlex.split(line) == ["my train.py", "--name", "run 1", "--lr=0.1"]
-    assert summary.command_line(Report(script="")) == summary.NO_SCRIPT
+    assert command_line(Report(script="")) == NO_SCRIPT
 
 
 @pytest.mark.parametrize(
@@ -244,7 +257,7 @@ def test_run_status_says_how_the_run_ended(
     stop_reason: str, complete: bool, exit_info: ExitInfo, status: str
 ) -> None:
     report = Report(script="t.py", complete=complete, stop_reason=stop_reason, exit=exit_info)
-    assert summary.run_status(report) == status
+    assert run_status(report) == status
 
 
 @pytest.mark.parametrize("name", fx.ALL)
@@ -254,17 +267,17 @@ def test_recorded_runs_say_how_their_input_wait_was_measured(name: str) -> None:
         "keras-fit": "input wait from batch time stamps",
         "custom-loop": "input wait timed at the iterator",
     }
-    assert summary.input_wait_source_text(train) == expected[train.style]
+    assert input_wait_source_text(train) == expected[train.style]
 
 
 def test_headline_without_input_cost() -> None:
     # an empty report: nothing measured, nothing to summarise
-    head = summary.headline(Report(script="t.py"))
-    assert head.text == f"{summary.NO_VERDICT}: {summary.NOT_ENOUGH_MEASURED}"
+    head = headline(Report(script="t.py"))
+    assert head.text == f"{NO_VERDICT}: {NOT_ENOUGH_MEASURED}"
     assert (head.claim, head.explanation, head.details) == (head.text, "", [])
     # a verdict with a summary but no input cost (an older report): the label leads the summary
     report = synthetic_report(wait_s=0.03, compute_s=0.01)
-    head = summary.headline(report)
+    head = headline(report)
     assert head.text == f"INPUT-BOUND: {report.verdict.summary}"
     assert head.details == ["Severity: highly input-bound"]
 
@@ -278,8 +291,8 @@ def test_a_fix_tried_on_training_shows_that_gain_and_leads_the_key_figures() -> 
         training_speedup=1.3,
     )
     predicted = Suggestion(id="PD002-x", title="another fix", predicted_speedup=1.25)
-    assert summary.gains_text(tried) == "verified 1.60x, on your training 1.30x"
+    assert gains_text(tried) == "verified 1.60x, on your training 1.30x"
     report = dataclasses.replace(synthetic_report(), suggestions=[predicted, tried])
     # the fix counts with its gain measured on training, not its predicted one (1.2x)
-    assert summary.best_fix(report) == (tried, 1.3)
-    assert summary.best_fix_figure(report) == ("Best fix (on your training)", "1.30x")
+    assert best_fix(report) == (tried, 1.3)
+    assert best_fix_figure(report) == ("Best fix (on your training)", "1.30x")

@@ -8,7 +8,10 @@ from __future__ import annotations
 import dataclasses
 
 from pipediag.renderers import summary
+from pipediag.renderers.cost_words import contention_evidence, cost_bar
+from pipediag.renderers.run_words import epoch_start_text
 from pipediag.renderers.text import render_text
+from pipediag.renderers.verdict_words import NOT_ENOUGH_MEASURED, headline, phase_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
     COMPUTE_BOUND,
@@ -19,6 +22,7 @@ from pipediag.report.model import (
     Report,
     StageStats,
 )
+from pipediag.report.names import NO_VERDICT, stage_name
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
 # Where a row's text starts: two spaces, a 16-wide label.
@@ -66,7 +70,7 @@ def test_contention_case_leads_with_the_headline_and_splits_the_cost() -> None:
         "the host's cores were all busy",
     ]
     only_free = dataclasses.replace(report.verdict.cost_split, pipeline_cores_busy=None)
-    assert summary.contention_evidence(only_free) == (
+    assert contention_evidence(only_free) == (
         "0.1 cores free while training: the host's cores were all busy"
     )
     # the wait share XProf would report stays beside it
@@ -157,8 +161,8 @@ def test_phases_get_one_line_each() -> None:
 
 def test_phase_without_cost_falls_back_on_its_wait_and_unknown_reads_no_verdict() -> None:
     phase = PhaseVerdict("epoch 3", 3, 3, 10, None, 0.4, None, UNKNOWN)
-    assert summary.phase_text(phase) == "epoch 3: no verdict, input wait 40%"
-    assert summary.phase_text(dataclasses.replace(phase, input_wait_fraction=None)) == (
+    assert phase_text(phase) == "epoch 3: no verdict, input wait 40%"
+    assert phase_text(dataclasses.replace(phase, input_wait_fraction=None)) == (
         "epoch 3: no verdict"
     )
 
@@ -208,7 +212,7 @@ def test_old_report_without_the_new_fields_still_renders() -> None:
 
 def test_empty_report() -> None:
     lines = _lines(Report(script="t.py"))
-    assert lines[0] == f"{summary.NO_VERDICT}: {summary.NOT_ENOUGH_MEASURED}"
+    assert lines[0] == f"{NO_VERDICT}: {NOT_ENOUGH_MEASURED}"
     assert _labels(lines) == ["Pipeline alone", "Train step", "Host CPU", "GPU", "Run"]
     assert _row(lines, "Pipeline alone") == ["  Pipeline alone  not measured"]
     assert not any("None" in line for line in lines)
@@ -248,23 +252,19 @@ def test_slowest_stage_is_named_as_the_png_names_it() -> None:
 
 
 def test_stage_names() -> None:
-    assert summary.stage_name(StageStats(0, "map", "ParallelMapDatasetV2", function="parse")) == (
+    assert stage_name(StageStats(0, "map", "ParallelMapDatasetV2", function="parse")) == (
         "map(parse)"
     )
-    assert summary.stage_name(StageStats(1, "batch", "BatchDatasetV2")) == "batch"
-    assert summary.stage_name(StageStats(2, "parallel-map", "ParallelMapDatasetV2")) == (
-        "parallel-map"
-    )
-    assert summary.stage_name(StageStats(3, "source", "TensorSliceDataset")) == (
-        "source: TensorSlice"
-    )
-    assert summary.stage_name(StageStats(4, "prefetch", "")) == "prefetch"
+    assert stage_name(StageStats(1, "batch", "BatchDatasetV2")) == "batch"
+    assert stage_name(StageStats(2, "parallel-map", "ParallelMapDatasetV2")) == "parallel-map"
+    assert stage_name(StageStats(3, "source", "TensorSliceDataset")) == "source: TensorSlice"
+    assert stage_name(StageStats(4, "prefetch", "")) == "prefetch"
 
 
 def test_headline_is_worded_from_the_verdict_as_a_claim_then_its_explanation() -> None:
     # GIVEN a cost mostly contention: the claim names it, the explanation says why after ": "
     report = synthetic_cost_report(wait=0.04, contention=0.40, fetch=0.0)
-    head = summary.headline(report)
+    head = headline(report)
     assert head.claim == "INPUT-BOUND: input costs 44% of training time, mostly CPU contention"
     assert head.explanation.startswith("the pipeline's threads take cores")
     assert head.text == f"{head.claim}: {head.explanation}"
@@ -278,7 +278,7 @@ def test_headline_is_worded_from_the_verdict_as_a_claim_then_its_explanation() -
             cost_split=dataclasses.replace(estimated.verdict.cost_split, dominant=None),
         ),
     )
-    head = summary.headline(estimated)
+    head = headline(estimated)
     assert (
         head.text
         == head.claim
@@ -295,7 +295,7 @@ def test_headline_is_worded_from_the_verdict_as_a_claim_then_its_explanation() -
     phased = dataclasses.replace(
         estimated, verdict=dataclasses.replace(estimated.verdict, phases=phases)
     )
-    head = summary.headline(phased)
+    head = headline(phased)
     assert head.explanation == (
         "epoch 1 dominates the measured steps; after it (epochs 2-5) compute-bound, input costs 3%"
     )
@@ -306,7 +306,7 @@ def test_no_verdict_leads_with_the_first_clause_of_why() -> None:
     report = Report(script="t.py")
     why = "No training steps were seen: the script did not iterate a tf.data dataset (eagerly: ok)"
     report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=why))
-    head = summary.headline(report)
+    head = headline(report)
     assert head.text == f"NO VERDICT: {why}"
     assert head.claim == "NO VERDICT: No training steps were seen"
     assert head.explanation == "the script did not iterate a tf.data dataset (eagerly: ok)"
@@ -314,9 +314,6 @@ def test_no_verdict_leads_with_the_first_clause_of_why() -> None:
 
 def test_epoch_starts_are_shown_beside_the_cost() -> None:
     from dataclasses import replace
-
-    from pipediag.renderers.summary import epoch_start_text
-    from pipediag.report.model import EpochStart
 
     report = synthetic_report(steps=50, wait_s=0.0, compute_s=0.01)
     train = report.train
@@ -413,7 +410,7 @@ def test_an_epoch_start_part_is_listed_with_its_evidence_and_counted_in_the_trai
         for line in _row(lines, "Train step")
     )
     # the bar draws it as a part of its own
-    assert [p.part for p in summary.cost_bar(report).parts] == [
+    assert [p.part for p in cost_bar(report).parts] == [
         "compute",
         "wait",
         "contention",
@@ -427,6 +424,6 @@ def test_an_epoch_start_of_unknown_length_is_said_to_be_left_out() -> None:
     train = dataclasses.replace(
         report.train, epoch_starts=[EpochStart(0, 0.3), EpochStart(1, 1.2), EpochStart(2, 1.2)]
     )
-    assert summary.epoch_start_text(train).endswith(
+    assert epoch_start_text(train).endswith(
         "(median of 2 epochs); not part of the input cost above: the epoch's length is unknown"
     )

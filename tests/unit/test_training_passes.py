@@ -14,7 +14,7 @@ from pipediag.config import RunConfig
 from pipediag.hooks.pass_origin import pass_origin
 from pipediag.hooks.tfdata import CustomLoopTracker
 from pipediag.hooks.train_evidence import WATCHED_VARIABLES, GradientWatch, changed
-from pipediag.renderers.summary import data_pass_text
+from pipediag.renderers.run_words import data_pass_text
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass, PipelineBenchmark
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock

@@ -9,7 +9,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from pipediag.renderers import summary
+from pipediag.renderers.cost_words import (
+    COMPUTE_PART_NAME,
+    COST_PART_NAMES,
+    UNSPLIT_PART_NAME,
+    cost_bar,
+)
+from pipediag.renderers.numbers import percent
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     COST_COLOURS,
@@ -25,9 +31,9 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 PART_COLOURS = {
-    summary.COMPUTE_PART_NAME: COMPUTE_COLOUR,
-    summary.UNSPLIT_PART_NAME: INPUT_COLOUR,
-    **{summary.COST_PART_NAMES[part]: colour for part, colour in COST_COLOURS.items()},
+    COMPUTE_PART_NAME: COMPUTE_COLOUR,
+    UNSPLIT_PART_NAME: INPUT_COLOUR,
+    **{COST_PART_NAMES[part]: colour for part, colour in COST_COLOURS.items()},
 }
 DARK_PART_COLOURS = (COMPUTE_COLOUR, INPUT_COLOUR)  # white text on these
 # The caption goes under the legend's rows, in the cost bar's data units (bar: -0.5 to 0.5).
@@ -41,7 +47,7 @@ COST_LABEL_MIN_PX = 34.0  # a part narrower than this carries no percentage
 
 def draw_cost(axes: Axes, report: Report) -> None:
     """One training step's time as a stacked bar: compute, then each part of input cost."""
-    bar = summary.cost_bar(report)
+    bar = cost_bar(report)
     title = axes.set_title(bar.title, loc="left", fontsize=PANEL_TITLE_FONT)
     fit_font(axes.get_figure(), title, RIGHT_EDGE, TITLE_MIN_FONT)  # type: ignore[arg-type]
     axes.set_yticks([])
@@ -66,7 +72,7 @@ def draw_cost(axes: Axes, report: Report) -> None:
             axes.text(
                 left + part.share / 2,
                 0,
-                summary.percent(part.share),
+                percent(part.share),
                 ha="center",
                 va="center",
                 fontsize=9,

@@ -1,8 +1,8 @@
 """The top of the page: the verdict's claim, big, in its colour; the explanation and summary
 under it; the key figures; the run line (and a banner when the run did not finish).
 
-Every word and number here comes from the summary layer (`renderers/summary.py`), so the
-page and the text summary say the same things; this module places and fits them.
+Every word and number here comes from the renderers' word modules (`renderers/*_words.py`),
+so the page and the text summary say the same things; this module places and fits them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
-from pipediag.renderers import summary
 from pipediag.renderers.png.style import (
     BODY_FONT,
     FIGURE_LABEL_FONT,
@@ -26,6 +25,14 @@ from pipediag.renderers.png.style import (
     WARNING_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, fit_font, fit_width, left_edge, truncate_lines
+from pipediag.renderers.run_words import (
+    command_line,
+    input_wait_source_text,
+    stop_reason_text,
+    style_text,
+)
+from pipediag.renderers.summary import key_figures
+from pipediag.renderers.verdict_words import headline, sentence
 from pipediag.report.model import Report
 from pipediag.report.vocabulary import NO_TRAINING
 
@@ -103,14 +110,14 @@ def draw_header(figure: Figure, report: Report) -> None:
 def header_lines(report: Report) -> tuple[str, str]:
     """(headline, subhead): the headline's claim, drawn big; under it the rest of the
     headline (its explanation), then what the text summary prints under the headline."""
-    head = summary.headline(report)
-    parts = [summary.sentence(head.explanation), *head.details]
+    head = headline(report)
+    parts = [sentence(head.explanation), *head.details]
     return head.claim, SEPARATOR.join(p for p in parts if p)
 
 
 def incomplete_line(report: Report) -> str:
     """The banner of a run that did not finish: why it stopped, and how the script exited."""
-    reason = clip(summary.stop_reason_text(report), INCOMPLETE_REASON_MAX_CHARS)
+    reason = clip(stop_reason_text(report), INCOMPLETE_REASON_MAX_CHARS)
     exit_info = report.exit
     status = "" if exit_info.status == "ok" else f", exit: {exit_info.status} ({exit_info.code})"
     return f"\N{WARNING SIGN} INCOMPLETE RUN: {reason}{status}"
@@ -118,18 +125,16 @@ def incomplete_line(report: Report) -> str:
 
 def run_line(report: Report) -> str:
     """ "$ pipediag run train.py --epochs 2 · keras-fit, input wait from ... · <time>"."""
-    parts = [f"$ pipediag run {summary.command_line(report)}"]
+    parts = [f"$ pipediag run {command_line(report)}"]
     if report.train.style != NO_TRAINING:
-        parts.append(
-            f"{summary.style_text(report.train)}, {summary.input_wait_source_text(report.train)}"
-        )
+        parts.append(f"{style_text(report.train)}, {input_wait_source_text(report.train)}")
     if report.created_utc:
         parts.append(report.created_utc)
     return RUN_LINE_SEPARATOR.join(parts)
 
 
 def _draw_key_figures(figure: Figure, report: Report) -> None:
-    cards = summary.key_figures(report)
+    cards = key_figures(report)
     width = KEY_FIGURES_W / max(1, len(cards))
     for i, (label, value) in enumerate(cards):
         x = LEFT_MARGIN + i * width

@@ -10,7 +10,7 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pipediag.renderers import summary
+from pipediag.renderers.numbers import NOT_MEASURED, rate_text
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     INPUT_COLOUR,
@@ -21,8 +21,11 @@ from pipediag.renderers.png.style import (
     TRAINING_RATE_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, note
+from pipediag.renderers.rate_words import ESTIMATED_WORD, rates
+from pipediag.renderers.run_words import deep_skipped_text
 from pipediag.renderers.stage_cost_words import costliest_stage, if_free_text
 from pipediag.report.model import COMPUTE_BOUND, Report, StageStats
+from pipediag.report.names import stage_name
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -84,13 +87,13 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     axes.barh(positions, values, color=colours, height=0.65, gid="stage-bars")
     axes.set_yticks(
         positions,
-        [clip(summary.stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages],
+        [clip(stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages],
         fontsize=9,
     )
     axes.invert_yaxis()  # source at the top, as the pipeline reads
     # The two step times the stages are read against: training's (A) and the step alone's
     # (T). A stage's own time above T's keeps the step waiting unless it runs in parallel.
-    by_letter = {rate.letter: rate for rate in summary.rates(report)}
+    by_letter = {rate.letter: rate for rate in rates(report)}
     marked = [by_letter[letter] for letter in ("A", "T")]
     step_ms = [1000.0 / rate.value if rate.value else 0.0 for rate in marked]
     for rate, ms in zip(marked, step_ms, strict=True):
@@ -179,7 +182,7 @@ def _label_if_free(axes: Axes, positions: list[int], stages: list[StageStats]) -
 def _draw_rate_comparison(axes: Axes, report: Report) -> None:
     """No per-stage timing: compare the three rates (DS-Analyzer's differential view)."""
     axes.set_title("Pipeline vs model rates", loc="left", fontsize=PANEL_TITLE_FONT)
-    by_letter = {rate.letter: rate for rate in summary.rates(report)}
+    by_letter = {rate.letter: rate for rate in rates(report)}
     rows = [by_letter[letter] for letter in RATE_BAR_ORDER]
     values = [rate.value for rate in rows]
     if all(value is None for value in values):
@@ -196,7 +199,7 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
         gid="rate-bars",
     )
     labels = [
-        f"{rate.title}\n({rate.unit}{', ' + summary.ESTIMATED_WORD if rate.estimated else ''})"
+        f"{rate.title}\n({rate.unit}{', ' + ESTIMATED_WORD if rate.estimated else ''})"
         for rate in rows
     ]
     axes.set_yticks(positions, labels, fontsize=9)
@@ -216,7 +219,7 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
     else:
         reading = "training (A) would run at T if input cost nothing."
     skipped = report.pipeline.deep_skipped_reason
-    why = f"Stages/fixes {summary.deep_skipped_text(skipped)}" if skipped else "No per-stage timing"
+    why = f"Stages/fixes {deep_skipped_text(skipped)}" if skipped else "No per-stage timing"
     axes.text(
         0.0,
         -0.1,
@@ -253,7 +256,7 @@ def _label_bars(
             axes.text(
                 left,
                 y,
-                f" {summary.NOT_MEASURED}",
+                f" {NOT_MEASURED}",
                 va="center",
                 ha="left",
                 fontsize=9,
@@ -263,7 +266,7 @@ def _label_bars(
         axes.text(
             rate,
             y,
-            f" {summary.rate_text(rate)}{mark}",
+            f" {rate_text(rate)}{mark}",
             va="center",
             ha="left",
             fontsize=9,

@@ -4,16 +4,9 @@ and warnings, one line each, then the lists the report adds (`change_lists.py`):
 change in the model" where the model sets the rate, the rewrites tried on training where the
 search ran.
 
-The fixes' lines are the text summary's (`summary.suggestion_line`), numbered in one list;
-notes (a check that found a fix not worth making) are not things to change, so the page
-leaves them out. A fix that changes what the model trains on is drawn in the warning colour.
-Where the report shows the tf.data service check (`renderers/scale_out.py`), its status and
-prediction take the last two places, in a muted colour.
-
-The page's height is fixed: with lists to add, the foot starts a little higher and its lines
-close up (down to a floor that keeps them readable); what still does not fit is cut from the
-end, with a last line saying the text summary has the rest. Without them it draws as it
-always has (docs/design.md, "The PNG page").
+The fixes' lines are the text summary's, numbered in one list, notes left out; the page's
+height is fixed, so with lists the foot's lines close up and what still does not fit is cut
+from the end. Layout and rationale: (docs/design.md, "The PNG page").
 """
 
 from __future__ import annotations
@@ -21,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pipediag.renderers import summary
 from pipediag.renderers.answer import Change, the_change
 from pipediag.renderers.png.change_lists import ListLine, change_lists
 from pipediag.renderers.png.style import (
@@ -34,6 +26,7 @@ from pipediag.renderers.png.style import (
 )
 from pipediag.renderers.png.text_fit import ELLIPSIS, clip, fit_font, fit_width
 from pipediag.renderers.scale_out import scale_out_headlines
+from pipediag.renderers.suggestion_words import actionable, suggestion_line
 from pipediag.report.model import Report, Suggestion
 
 if TYPE_CHECKING:
@@ -210,9 +203,9 @@ def suggestion_lines(
     """One numbered line per top fix or warning (not `said_already`, the change above them),
     and whether it may change results."""
     lines = []
-    shown = [s for s in summary.actionable(report) if s is not said_already]
+    shown = [s for s in actionable(report) if s is not said_already]
     for rank, s in enumerate(shown[:MAX_SUGGESTIONS], start=1):
         start = f"{rank}. " + (WARNING_SIGN if s.correctness_warning else "")
-        line = summary.suggestion_line(s, max_chars=SUGGESTION_MAX_CHARS - len(start))
+        line = suggestion_line(s, max_chars=SUGGESTION_MAX_CHARS - len(start))
         lines.append((clip(start + line, SUGGESTION_MAX_CHARS), s.correctness_warning))
     return lines

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pipediag.renderers import summary
+from pipediag.renderers.numbers import percent
 from pipediag.renderers.png.style import (
     COMPUTE_ALONE_SHADE_COLOR,
     COMPUTE_COLOUR,
@@ -27,6 +27,7 @@ from pipediag.renderers.png.style import (
     WARMUP_EDGE_COLOUR,
 )
 from pipediag.renderers.png.text_fit import note
+from pipediag.renderers.verdict_words import phase_text
 from pipediag.report.model import UNKNOWN, WARMUP, PhaseVerdict, Report, StepRecord
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK
 
@@ -354,9 +355,9 @@ def draw_phase_verdicts(axes: Axes, report: Report) -> None:
             )
         left = axes.transData.transform((start, 0))[0]
         right = axes.transData.transform((end, 0))[0]
-        candidates = [summary.phase_text(phase), summary.phase_text(phase, first=False)]
+        candidates = [phase_text(phase), phase_text(phase, first=False)]
         if phase.input_cost_fraction is not None:
-            candidates.append(summary.percent(phase.input_cost_fraction))
+            candidates.append(percent(phase.input_cost_fraction))
         text = axes.text(
             (start + end) / 2,
             PHASE_STRIP_Y_PCT,

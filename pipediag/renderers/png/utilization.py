@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipediag.renderers import summary
 from pipediag.renderers.png.style import (
     GPU_COLOURS,
     LEFT_X,
@@ -19,6 +18,8 @@ from pipediag.renderers.png.style import (
     SYSTEM_CPU_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, note
+from pipediag.renderers.run_words import NO_REASON, no_gpu_text
+from pipediag.renderers.verdict_words import sentence
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def draw_no_gpu_line(figure: Figure, report: Report) -> None:
     figure.text(
         LEFT_X,
         NO_GPU_LINE_Y,
-        clip(summary.sentence(summary.no_gpu_text(report.gpu.reason)), NO_GPU_LINE_CHARS),
+        clip(sentence(no_gpu_text(report.gpu.reason)), NO_GPU_LINE_CHARS),
         fontsize=10,
         color=NOTE_TEXT_COLOUR,
         gid="no-gpu",
@@ -49,7 +50,7 @@ def draw_gpu(axes: Axes, report: Report) -> None:
     axes.set_ylabel("util %")
     axes.grid(axis="y", alpha=0.3)
     if not gpu.available:
-        note(axes, summary.sentence(summary.no_gpu_text(gpu.reason)), gid="no-gpu")
+        note(axes, sentence(no_gpu_text(gpu.reason)), gid="no-gpu")
         return
     names = {d.index: d.name for d in gpu.devices}
     indices = sorted({s.device_index for s in gpu.samples})
@@ -86,7 +87,7 @@ def draw_cpu(axes: Axes, report: Report) -> None:
     axes.set_ylabel("CPU %")
     axes.grid(axis="y", alpha=0.3)
     if not host.available:
-        note(axes, f"Host CPU not sampled: {host.reason or summary.NO_REASON}")
+        note(axes, f"Host CPU not sampled: {host.reason or NO_REASON}")
         return
     if not host.samples:
         note(axes, "Host sampler ran, but recorded no samples")
