@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import judge
@@ -24,6 +23,7 @@ from pipediag.phases import (
     DeepAnalysis,
     Narration,
     OnTraining,
+    Seen,
     deep_analysis,
     fit_compute_alone,
     measure_on,
@@ -73,21 +73,6 @@ class Teller(Narration, Protocol):
 
     def log(self, message: str) -> None: ...
     def note_once(self, message: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class Seen:
-    """What the hooks saw of training: how it trains, its dataset, fit's model, the batch
-    the pipeline benchmark kept (strong references, while the session runs), and what fit's
-    steps took beyond their train function (`hooks/fit_overhead.py`)."""
-
-    style: TrainStyle
-    dataset: Any
-    model: Any
-    batch: Any
-    fit_overhead_s: float | None = None
-    # A loop that pulls inside a tf.function: the function that trains.
-    calls: TrainCalls | None = None
 
 
 class Conclusion:
@@ -334,16 +319,13 @@ class Conclusion:
         from pipediag.hooks.profiler_trace import quiet_profiler_logs
 
         self.compute_alone = model_side(
-            seen.model,
-            seen.batch,
+            seen,
             self.compute_alone,
             self.verdict,
-            style=seen.style,
             config=self._config,
             clock=self._clock,
             say=self._say,
             quiet_logs=quiet_profiler_logs,
-            fit_overhead_s=seen.fit_overhead_s,
         )
 
     def check_scale_out(self, seen: Seen, pipeline: PipelineBenchmark) -> None:

@@ -31,8 +31,9 @@ from pipediag.report.model import (
 from pipediag.timeline import RawStep, StepTimeline
 
 if TYPE_CHECKING:
-    from pipediag.bench.whatif import FixPipelines
+    from pipediag.bench.whatif import FixPipelines, ForTraining
     from pipediag.training.compute_alone import StepAlone
+    from pipediag.training.function_loop import TrainCalls
     from pipediag.training.loop_search import HoldPlan
     from pipediag.training.prescription import SearchPlan
 
@@ -73,6 +74,21 @@ class Narration(Protocol):
     def note(self, message: str) -> None: ...
     def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None: ...
     def add_phase(self, name: str, start: float, end: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the hooks saw of training: how it trains, its dataset, fit's model, the batch
+    the pipeline benchmark kept (strong references, while the session runs), and what fit's
+    steps took beyond their train function (`hooks/fit_overhead.py`)."""
+
+    style: TrainStyle
+    dataset: Any
+    model: Any
+    batch: Any
+    fit_overhead_s: float | None = None
+    # A loop that pulls inside a tf.function: the function that trains.
+    calls: TrainCalls | None = None
 
 
 @dataclass(frozen=True)
@@ -249,7 +265,6 @@ def _examine_stages(
     split by `STAGES_SHARE`, `ALONE_UNTIL` and `HOLD_SHARE`). A failure here keeps the
     benchmark itself."""
     from pipediag.bench import teardown
-    from pipediag.bench.device import prefetch_device
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.structure import effective_options
     from pipediag.bench.whatif import verify_fixes
@@ -281,14 +296,7 @@ def _examine_stages(
                 budget_s=min(config.verify_seconds, left),
                 deadline=alone_until,
                 teardown=teardown.SHARED,
-                keep=kept if on_training is not None else None,
-                thread_cap=thread_cap,
-                # fit only: a JAX loop reads batches into its own devices, not TensorFlow's
-                prefetch_device=(
-                    prefetch_device()
-                    if on_training is not None and on_training.fit_model is not None
-                    else None
-                ),
+                training=_for_training(on_training, kept, thread_cap),
             )
     except Exception as exc:
         say.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
@@ -323,6 +331,21 @@ def _examine_stages(
     return DeepAnalysis(examined)
 
 
+def _for_training(
+    on_training: OnTraining | None, kept: list[FixPipelines], thread_cap: int | None
+) -> ForTraining | None:
+    """What the rewrites timed on the pipeline alone build for the trials on training: every
+    fix kept in `kept`, the thread cap, and under fit the device prefetch (a JAX loop reads
+    batches into its own devices, not TensorFlow's). None where there are no such trials."""
+    if on_training is None:
+        return None
+    from pipediag.bench.device import prefetch_device
+    from pipediag.bench.whatif import ForTraining
+
+    device = prefetch_device() if on_training.fit_model is not None else None
+    return ForTraining(kept, thread_cap=thread_cap, prefetch_device=device)
+
+
 def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | None:
     """Where contention dominates input cost: the pipeline threads that would leave the
     train step the cores it uses alone (tried on training only)."""
@@ -351,6 +374,7 @@ def _stage_costs_on_fit(
     """fit: each stage's cost to training, by holding its output in memory, until `until_s`.
     A failure keeps the stages as timed alone."""
     from pipediag.bench import teardown
+    from pipediag.bench.hold import HeldCopies
     from pipediag.bench.isolate import preserved_variables
     from pipediag.training.stage_cost import on_fit
 
@@ -360,9 +384,8 @@ def _stage_costs_on_fit(
         with preserved_variables(dataset, teardown.SHARED):
             return on_fit(
                 on_training.fit_model,
-                dataset,
+                HeldCopies(dataset, pipeline.batches_per_s),
                 stages,
-                pipeline_batches_per_s=pipeline.batches_per_s,
                 step_s=on_training.step_s,
                 clock=clock,
                 until_s=until_s,
@@ -502,29 +525,27 @@ def model_side_gate(verdict: Verdict | None, config: RunConfig) -> str | None:
 
 
 def model_side(
-    model: Any,
-    batch: Any,
+    seen: Seen,
     alone: ComputeAlone | None,
     verdict: Verdict | None,
     *,
-    style: TrainStyle,
     config: RunConfig,
     clock: Clock,
     say: Narration,
     quiet_logs: Callable[[], Any] | None = None,
-    fit_overhead_s: float | None = None,
 ) -> ComputeAlone | None:
     """After the verdict: where the step's time goes and the model-side changes, measured
-    on fit's train step alone within `MODEL_SIDE_SHARE` of `deep_seconds`; `alone` with
-    them, or with the reason they did not run. A failure costs only this part.
-    `fit_overhead_s`: what fit's steps took beyond their train function, kept on both
-    sides of each gain."""
+    on fit's train step alone (`seen`: fit's model and the cached batch) within
+    `MODEL_SIDE_SHARE` of `deep_seconds`; `alone` with them, or with the reason they did not
+    run. A failure costs only this part. What fit's steps took beyond their train function
+    (`seen.fit_overhead_s`) is kept on both sides of each gain."""
     if alone is None or not alone.measured:
         return alone
     gate = model_side_gate(verdict, config)
     if gate is not None:
         return dataclasses.replace(alone, model_side_reason=gate)
-    if style != "keras-fit" or model is None or batch is None:
+    model, batch = seen.model, seen.batch
+    if seen.style != "keras-fit" or model is None or batch is None:
         return dataclasses.replace(alone, model_side_reason=MODEL_SIDE_FIT_ONLY)
     from pipediag.training.model_side import on_fit
     from pipediag.training.model_variants import cpu_flags, has_gpu, policy_for
@@ -541,7 +562,7 @@ def model_side(
         gpu,
         policy,
         policy_reason,
-        fit_overhead_s=fit_overhead_s,
+        fit_overhead_s=seen.fit_overhead_s,
     )
     budget_s = config.deep_seconds * MODEL_SIDE_SHARE
     say.phase("trying model-side changes on the train step alone", budget_s)

@@ -13,16 +13,17 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.alternation import slowed_step_alone_note, step_alone_ceiling
-from pipediag.analysis.classifier import build_train_section, judge
+from pipediag.analysis.classifier import judge
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.run_terms import with_prescription_in_run_terms
 from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.bench.isolate import kept_random_states
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
-from pipediag.conclusion import Conclusion, Seen, Teller, no_compute_alone_reason
+from pipediag.conclusion import Conclusion, Teller, no_compute_alone_reason
 from pipediag.config import RunConfig
+from pipediag.found import FoundTraining
 from pipediag.hooks.host import HookGate
-from pipediag.phases import pipeline_alone
+from pipediag.phases import Seen, pipeline_alone
 from pipediag.progress import Progress
 from pipediag.renderers.run_words import data_pass_text
 from pipediag.report.model import (
@@ -37,20 +38,9 @@ from pipediag.report.model import (
     Report,
     StopReason,
     TaskInfo,
-    TrainSection,
     TrainStyle,
 )
-from pipediag.report.vocabulary import (
-    KERAS_FIT,
-    LOOP_STYLES,
-    NO_TRAINING,
-    WAIT_BATCH_STAMPS,
-    WAIT_ITERATOR_TIMING,
-    WAIT_PROFILER_TRACE,
-    WAIT_UNAVAILABLE,
-    InputWaitSource,
-    KerasBackend,
-)
+from pipediag.report.vocabulary import KERAS_FIT, NO_TRAINING
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -119,11 +109,19 @@ class DiagnosticSession:
         )
         # Shared with the hooks: they pass calls through while pipediag reads or fit runs.
         self.gate = HookGate()
-        self.style: TrainStyle = NO_TRAINING
+        # A FitTracker fed by the caller rather than by installed hooks (`pipediag.keras.Watch`).
+        self.fit_tracker: FitTracker | None = None
+        # How the script trains, what the later phases need of it, its train section.
+        self.found = FoundTraining(
+            self.timeline,
+            warmup_steps=self.config.warmup_steps,
+            say=self,
+            fit=self._fit_tracker,
+            forget_loop=self._forget_loop,
+        )
         self.pipeline = PipelineBenchmark(measured=False, reason=NO_DATASET)
         self._progress = Progress(log)
         self._notes: list[str] = []
-        self._data_passes: list[DataPass] = []
         self._benchmarked: set[int] = set()
         self._phases: dict[str, float] = {}
         self._spans: list[PhaseSpan] = []
@@ -141,22 +139,11 @@ class DiagnosticSession:
             say=self,
             lockstep=self.lockstep,
         )
-        # What the compute-alone phase and the deep analysis need after the measured steps:
-        # the training dataset, a batch of it, and the model `fit` trains (strong references,
-        # released when the session stops).
-        self._dataset: Any = None
-        self._cached_batch: Any = None
-        self._model: Any = None
-        # A loop that pulls inside a tf.function: the function that trains.
-        self._train_calls: TrainCalls | None = None
-        self._keras_backend: KerasBackend | None = None
-        # A FitTracker fed by the caller rather than by installed hooks (`pipediag.keras.Watch`).
-        self.fit_tracker: FitTracker | None = None
         # Watch mode: windows, TensorBoard scalars and alerts, read off the timeline.
         self.watcher: Watcher | None = None
         if self.config.watch is not None:
             self.watcher = _watcher(self.config, self.timeline, clock, script, self)
-            self.watcher.waits_deferred = self._fit_waits_deferred
+            self.watcher.waits_deferred = self.found.waits_deferred
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -188,14 +175,14 @@ class DiagnosticSession:
         if self.style == NO_TRAINING and self._hooks is not None:
             for seen in self._hooks.function_loop.seen:
                 self.note(f"the script called {seen}: its steps could not be counted")
-        self._dataset = self._cached_batch = self._model = self._train_calls = None
+        self.found.release()
         _drain_teardowns(self.note)
         analysis_began = self.clock.now()
         self._progress.close()
         from pipediag.samplers import stop_samplers
 
         host, gpu = stop_samplers(self._samplers, self.origin, self.log)
-        train = self._train_section()
+        train = self.found.final_section(self.origin, self._phases)
         conclusion = self.conclusion
         report = Report(
             script=self.script,
@@ -244,33 +231,21 @@ class DiagnosticSession:
         where the user's code runs and prints meanwhile)."""
         self._progress.phase(what, budget_s, redraw=redraw)
 
-    def mark_style(self, style: TrainStyle) -> bool:
-        """How the script trains; False when another style is diagnosed instead.
+    @property
+    def style(self) -> TrainStyle:
+        return self.found.style
 
-        A script that runs `fit` is diagnosed as `keras-fit` whatever loop trained before
-        it: the loop's steps are dropped (docs/design.md, "Finding the training").
-        """
-        if self.style in (NO_TRAINING, style):
-            self.style = style
-            return True
-        if style == KERAS_FIT and self.style in LOOP_STYLES:
-            self.note(
-                f"the script trained in a custom loop ({len(self.timeline)} steps) before "
-                "calling fit: fit's training is diagnosed"
-            )
-            self.style = style
-            self.timeline.clear()
-            if self._hooks is not None:
-                self._hooks.loop.forget_training()
-            return True
-        self.note_once(f"the script trains both with {self.style} and {style}")
-        return False
+    def mark_style(self, style: TrainStyle) -> bool:
+        """How the script trains; False when another style is diagnosed instead."""
+        return self.found.mark_style(style)
+
+    def _forget_loop(self) -> None:
+        if self._hooks is not None:
+            self._hooks.loop.forget_training()
 
     def data_pass(self, record: DataPass) -> None:
-        """A pass over the data that was not training: kept for the report, passes alike
-        (a validation loop each epoch) merged into one record."""
-        if not _merged_into(self._data_passes, record):
-            self._data_passes.append(record)
+        """A pass over the data that was not training: kept for the report."""
+        if self.found.data_pass(record):
             self.log(f"skipped {data_pass_text(record)}")
 
     @contextlib.contextmanager
@@ -291,7 +266,7 @@ class DiagnosticSession:
         if id(dataset) in self._benchmarked or (rebuilt and self.pipeline.measured):
             return
         self._benchmarked.add(id(dataset))
-        self._dataset = dataset
+        self.found.dataset = dataset
         if not self.config.bench:
             reason = "skipped (--no-bench)" if self.config.watch is None else WATCH_NO_BENCH
             self.pipeline = PipelineBenchmark(measured=False, reason=reason)
@@ -303,7 +278,7 @@ class DiagnosticSession:
                     config=self.config,
                     clock=self.clock,
                     say=self,
-                    keep_first_batch=self._keep_batch,
+                    keep_first_batch=self.found.keep_batch,
                 )
         except BaseException:
             from pipediag.bench.pipeline import describe_chain
@@ -320,20 +295,14 @@ class DiagnosticSession:
         """At the step budget: True when it was extended (a filling cache), False to stop."""
         return self.conclusion.keep_measuring(self.pipeline)
 
-    def _keep_batch(self, batch: Any) -> None:
-        self._cached_batch = batch
-
     def training_model(self, model: Any) -> None:
         """The model `fit` trains: its train step is run alone after the measured steps."""
-        self._model = model
-        from pipediag.training.fit_backend import keras_backend
-
-        self._keras_backend = keras_backend(model)
+        self.found.training_model(model)
 
     def train_calls(self, calls: TrainCalls) -> None:
         """A loop trains in calls of a tf.function that pulls inside it: that function runs
         alone on the cached batch after the measured steps."""
-        self._train_calls = calls
+        self.found.calls = calls
 
     def training_log_dir(self, log_dir: str) -> None:
         """The log directory of the training's own TensorBoard callback: watch mode's scalars
@@ -359,11 +328,6 @@ class DiagnosticSession:
     def _fit_tracker(self) -> FitTracker | None:
         """What marks fit's steps: the hooks' tracker, or one the caller feeds (`fit_tracker`)."""
         return self._hooks.fit if self._hooks is not None else self.fit_tracker
-
-    def _fit_waits_deferred(self) -> bool:
-        """Under fit with batch stamps, the steps' waits are filled in every few seconds."""
-        fit = self._fit_tracker()
-        return fit is not None and fit.stamps is not None
 
     # -- after the measured steps ----------------------------------------------------
     @property
@@ -406,9 +370,7 @@ class DiagnosticSession:
                 seen,
                 self.pipeline,
                 origin=self.origin,
-                train_so_far=lambda: dataclasses.replace(
-                    self._train(self._wait_source()), fit_overhead_s=self._fit_overhead_s()
-                ),
+                train_so_far=lambda: self.found.section(self.origin, self._phases),
                 host_so_far=self._host_so_far,
                 compute_alone=compute_alone,
                 deep=deep,
@@ -427,14 +389,9 @@ class DiagnosticSession:
         )
 
     def _seen(self) -> Seen:
-        overhead = self._fit_overhead_s()
-        return Seen(
-            self.style, self._dataset, self._model, self._cached_batch, overhead, self._train_calls
-        )
-
-    def _fit_overhead_s(self) -> float | None:
-        """What fit's measured steps took beyond their train function; None outside fit."""
-        return fit.fit_overhead_s() if (fit := self._fit_tracker()) is not None else None
+        found = self.found
+        overhead = found.fit_overhead_s()
+        return Seen(found.style, found.dataset, found.model, found.batch, overhead, found.calls)
 
     def loop_at_budget(self, cached: CachedBatch) -> BudgetServer | None:
         """What serves a custom loop's pulls at its budget; None: nothing to (concluded here)."""
@@ -478,7 +435,7 @@ class DiagnosticSession:
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""
         reason = no_compute_alone_reason(
-            self.config, self.style, hooked=self._install_hooks, calls=self._train_calls
+            self.config, self.style, hooked=self._install_hooks, calls=self.found.calls
         )
         try:
             # (a verdict already said keeps its compute-alone run: this one is ignored)
@@ -487,38 +444,6 @@ class DiagnosticSession:
             self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
 
     # -- building the report ---------------------------------------------------------
-    def _wait_source(self) -> InputWaitSource:
-        """Where the steps' waits come from; under fit without stamps, fills them first."""
-        if self._train_calls is not None:
-            return WAIT_UNAVAILABLE  # the pulls are inside the training function's graph
-        return _wait_source(self.style, self._fit_tracker(), self.timeline, self._phases)
-
-    def _train_section(self) -> TrainSection:
-        raw = self.timeline.steps
-        if self.timeline.merges:
-            self.note(
-                f"{len(self.timeline)} steps were kept as {len(raw)} records: older steps "
-                "were merged in pairs to bound memory (totals are exact)"
-            )
-        if raw:
-            self.add_phase("train", raw[0].start, raw[-1].end)
-        overhead = self._fit_overhead_s()
-        section = self._train(self._wait_source())
-        return dataclasses.replace(
-            section, keras_backend=self._keras_backend, fit_overhead_s=overhead
-        )
-
-    def _train(self, input_wait_source: InputWaitSource) -> TrainSection:
-        return build_train_section(
-            self.timeline.steps,
-            origin=self.origin,
-            warmup_steps=self.config.warmup_steps,
-            style=self.style,
-            input_wait_source=input_wait_source,
-            skipped_passes=self._data_passes,
-            epoch_starts=list(self.timeline.epoch_starts),
-        )
-
     def add_phase(self, name: str, start: float, end: float) -> None:
         """A phase of the diagnosis ran from `start` to `end`: on the report's phase list."""
         self._phases[name] = self._phases.get(name, 0.0) + end - start
@@ -533,27 +458,6 @@ def _drain_teardowns(note: Callable[[str], None]) -> None:
 
     if not teardown.drain():
         note("some of pipediag's own iterators were still being released at the end")
-
-
-def _wait_source(
-    style: TrainStyle,
-    fit: FitTracker | None,
-    timeline: StepTimeline,
-    phases: dict[str, float],
-) -> InputWaitSource:
-    """Where the steps' waits come from; under fit without stamps, fills them from the
-    profiler's trace first (and counts the profiler's own cost among the phases)."""
-    if style in LOOP_STYLES:
-        return WAIT_ITERATOR_TIMING
-    if style == KERAS_FIT and fit is not None:
-        if fit.stamps is not None:
-            return WAIT_BATCH_STAMPS
-        tracer = fit.tracer
-        timeline.fill_waits(tracer.waits_for)
-        if tracer.overhead_s:
-            phases["profiler_overhead"] = tracer.overhead_s
-        return WAIT_PROFILER_TRACE
-    return WAIT_UNAVAILABLE
 
 
 def _analysed(report: Report, note: Callable[[str], None]) -> Report:
@@ -613,21 +517,6 @@ def _environment(gpu: GpuSection) -> Environment:
         gpus=[d.name for d in gpu.devices],
         gpu_reason=None if gpu.available else gpu.reason,
     )
-
-
-def _merged_into(passes: list[DataPass], record: DataPass) -> bool:
-    """Whether a pass alike (same reason, call, line and dataset) took `record` in."""
-    key = (record.reason, record.by, record.where, record.dataset)
-    for i, seen in enumerate(passes):
-        if (seen.reason, seen.by, seen.where, seen.dataset) == key:
-            passes[i] = dataclasses.replace(
-                seen,
-                passes=seen.passes + record.passes,
-                batches=seen.batches + record.batches,
-                duration_s=seen.duration_s + record.duration_s,
-            )
-            return True
-    return False
 
 
 def _module_version(name: str) -> str | None:

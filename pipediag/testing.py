@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pipediag.analysis.input_cost import contention_kind, dominant_part
 from pipediag.report.model import (
@@ -149,48 +149,70 @@ def synthetic_report(
     )
 
 
+@dataclass(frozen=True)
+class RunLayout:
+    """How a synthetic run is laid out in time, as a real one is: the pipeline benchmark
+    from 0.5 s for `benchmark_s`, then warm-up and `steps` measured steps of `step_s` each,
+    spread evenly over `epochs` (counted from 0 as the hooks count them)."""
+
+    steps: int = 60
+    epochs: int = 1
+    step_s: float = 0.04
+    benchmark_s: float = 3.0
+
+
+@dataclass(frozen=True)
+class CostEvidence:
+    """The figures behind a synthetic cost's parts: P, the pipeline alone's rate (for
+    `wait`); the cores the pipeline's threads kept busy while training, which the host
+    samples show too, and the host's idle cores (for `contention`); next()'s own time per
+    pull (for `fetch`). None: not measured."""
+
+    pipeline_batches_per_s: float = 60.0
+    pipeline_cores_busy: float | None = 1.1
+    free_cores: float | None = 0.1
+    pull_s: float | None = None
+
+
+DEFAULT_LAYOUT = RunLayout()
+DEFAULT_EVIDENCE = CostEvidence()
+
+
 def synthetic_cost_report(
-    steps: int = 60,
+    layout: RunLayout = DEFAULT_LAYOUT,
     *,
     wait: float = 0.04,
     contention: float = 0.40,
     fetch: float = 0.0,
     measured: bool = True,
     estimate_reason: str = "the train step could not be run alone on a cached batch",
-    pipeline_batches_per_s: float = 60.0,
-    pipeline_cores_busy: float | None = 1.1,
-    free_cores: float | None = 0.1,
-    pull_s: float | None = None,
-    epochs: int = 1,
-    step_s: float = 0.04,
-    benchmark_s: float = 3.0,
+    evidence: CostEvidence = DEFAULT_EVIDENCE,
     cost_interval: tuple[float, float] | None = None,
 ) -> Report:
     """A report in the shape a diagnosis gives it: input cost split into wait, contention and
     fetch (shares of training time), and the three rates P, T and A; with `cost_interval`, the
     cost's 90% interval as the alternation of rates gives it.
 
-    The run is laid out as a real one is: the pipeline benchmark from 0.5 s for
-    `benchmark_s`, then warm-up and measured steps (`step_s` each, `wait` of it waiting for
-    input, spread evenly over `epochs`, counted from 0 as the hooks count them), then the
-    compute-alone run when `measured`. A = 1 / `step_s`; T = A / (1 - input cost).
+    The run is laid out as `layout` says, `wait` of each step waiting for input, then the
+    compute-alone run when `measured`. A = 1 / `layout.step_s`; T = A / (1 - input cost).
     """
     cost = wait + contention + fetch
+    step_s, benchmark_s = layout.step_s, layout.benchmark_s
     training = 1.0 / step_s
     compute = training / (1.0 - cost)
     label: VerdictLabel = (
         INPUT_BOUND if cost >= 0.20 else (BALANCED if cost >= 0.05 else COMPUTE_BOUND)
     )
     dominant = dominant_part(wait, contention, fetch)
-    base = synthetic_report(steps, wait_s=wait * step_s, compute_s=(1 - wait) * step_s)
+    base = synthetic_report(layout.steps, wait_s=wait * step_s, compute_s=(1 - wait) * step_s)
     shift = benchmark_s + 0.2
-    per_epoch = max(1, math.ceil(steps / epochs))
+    per_epoch = max(1, math.ceil(layout.steps / layout.epochs))
     warmup = base.train.warmup_steps
     records = [
         replace(
             s,
             start_s=s.start_s + shift,
-            epoch=min(epochs - 1, max(0, s.index - warmup) // per_epoch),
+            epoch=min(layout.epochs - 1, max(0, s.index - warmup) // per_epoch),
         )
         for s in base.train.steps
     ]
@@ -216,11 +238,12 @@ def synthetic_cost_report(
 
     def process_pct(t: float) -> float:
         if 0.5 <= t < 0.5 + benchmark_s:
-            return 100.0 * (pipeline_cores_busy or 1.0)  # the pipeline read alone
+            return 100.0 * (evidence.pipeline_cores_busy or 1.0)  # the pipeline read alone
         if alone_start <= t:
             return 100.0  # the train step alone
         if shift <= t:
-            return 100.0 * (1.0 + (pipeline_cores_busy or 0.0))  # both, sharing the cores
+            # both, sharing the cores
+            return 100.0 * (1.0 + (evidence.pipeline_cores_busy or 0.0))
         return 20.0
 
     host_samples = [
@@ -258,19 +281,20 @@ def synthetic_cost_report(
             contention=contention,
             fetch=fetch,
             dominant=dominant,
-            pipeline_cores_busy=pipeline_cores_busy,
-            free_cores=free_cores,
-            pull_s=pull_s,
-            contention_kind=contention_kind(contention, free_cores, []),
+            pipeline_cores_busy=evidence.pipeline_cores_busy,
+            free_cores=evidence.free_cores,
+            pull_s=evidence.pull_s,
+            contention_kind=contention_kind(contention, evidence.free_cores, []),
         ),
         input_cost_interval=list(cost_interval) if cost_interval is not None else None,
     )
+    rate = evidence.pipeline_batches_per_s
     pipeline = replace(
         base.pipeline,
-        batches_per_s=pipeline_batches_per_s,
+        batches_per_s=rate,
         duration_s=benchmark_s,
-        cpu_s_per_batch=(pipeline_cores_busy or 0.0) / pipeline_batches_per_s,
-        latency=LatencyStats(40, *(k / pipeline_batches_per_s for k in (1.0, 1.0, 1.1, 0.9, 1.3))),
+        cpu_s_per_batch=(evidence.pipeline_cores_busy or 0.0) / rate,
+        latency=LatencyStats(40, *(k / rate for k in (1.0, 1.0, 1.1, 0.9, 1.3))),
     )
     return replace(
         base,

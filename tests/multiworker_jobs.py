@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipediag.report.io import save_report
 from pipediag.report.model import HostContention, Report, TaskInfo
-from pipediag.testing import synthetic_cost_report, synthetic_report
+from pipediag.testing import RunLayout, synthetic_cost_report, synthetic_report
 
 T0 = 1_800_000_000.0  # a Unix time, for the workers' anchors
 
@@ -33,7 +33,7 @@ def worker(
     steps: int = 60,
 ) -> Report:
     """Worker `index` of a job: its steps take `step_s`, `wait` of them waiting for input."""
-    report = synthetic_cost_report(steps, wait=wait, contention=0.0, step_s=step_s)
+    report = synthetic_cost_report(RunLayout(steps, step_s=step_s), wait=wait, contention=0.0)
     report = replace(
         report,
         task=TaskInfo("worker", index, workers),

@@ -218,7 +218,7 @@ def diagnose(
     from pipediag.bench.pipeline import benchmark_dataset
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.structure import effective_options
-    from pipediag.bench.whatif import verify_fixes
+    from pipediag.bench.whatif import list_fixes, verify_fixes
 
     # The pipelines of earlier diagnoses in this process (their threads, the iterators still
     # being released) must not share the cores with this one's timing.
@@ -226,7 +226,11 @@ def diagnose(
     teardown.drain()
     stages = measure_stages(dataset, max_seconds_per_stage=STAGE_BUDGET_S)
     bench = benchmark_dataset(dataset, max_seconds=BENCH_SECONDS)
-    trials = verify_fixes(dataset, stages, budget_s=VERIFY_BUDGET_S, fixes=fixes, run=verify)
+    trials = (
+        verify_fixes(dataset, stages, budget_s=VERIFY_BUDGET_S, fixes=fixes)
+        if verify
+        else list_fixes(dataset, stages, fixes=fixes)
+    )
     pipeline = PipelineBenchmark(
         measured=bench.measured,
         batches_per_s=bench.batches_per_s,

@@ -225,15 +225,24 @@ def measured_no_gain(trial: FixTrial | None) -> bool:
     return speedup is not None and speedup < VERIFIED_MIN_GAIN
 
 
+@dataclass(frozen=True)
+class FixProposal:
+    """What a stage rule proposes before any trial judges it: its title, the stage it
+    changes (None: the whole pipeline), why, the code, and the pipeline speedup it
+    estimates without running anything (None: no estimate)."""
+
+    title: str
+    stats: StageStats | None
+    evidence: str
+    code: str
+    estimated: float | None
+
+
 def fix_suggestion(
     ctx: Context,
     rule_id: str,
+    proposal: FixProposal,
     *,
-    title: str,
-    stats: StageStats | None,
-    evidence: str,
-    code: str,
-    estimated: float | None,
     trial: FixTrial | None,
     adds_threads: bool,
     measured_gate: bool = True,
@@ -244,6 +253,8 @@ def fix_suggestion(
     on training is judged by that gain alone (an added prefetch shows nothing on the
     pipeline alone, and a parallel map may gain there yet take the train step's cores).
     """
+    title, stats, evidence = proposal.title, proposal.stats, proposal.evidence
+    estimated = proposal.estimated
     verified = verified_gain(trial)
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
@@ -282,7 +293,7 @@ def fix_suggestion(
         stage=stage_name(stats) if stats is not None else None,
         stage_index=stats.index if stats is not None else None,
         evidence=evidence.strip(),
-        code=code,
+        code=proposal.code,
         estimated_speedup=estimated,
         verified_speedup=verified,
         predicted_speedup=predicted,

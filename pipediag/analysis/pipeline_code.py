@@ -11,19 +11,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from pipediag.report.fixes import fix_facts
 from pipediag.report.model import StageStats
 from pipediag.report.prescription import CodeLine, StageChange
 from pipediag.report.vocabulary import (
-    FIX_AUTOTUNE,
     FIX_CACHE,
-    FIX_DEVICE_PREFETCH,
     FIX_HOIST_CACHE,
-    FIX_MAP_FUSION,
     FIX_MATERIALISE,
     FIX_PARALLEL_INTERLEAVE,
     FIX_PARALLEL_MAP,
     FIX_PREFETCH,
-    FIX_THREAD_CAP,
     FIX_VECTORIZE,
     KIND_BATCH,
     KIND_CACHE,
@@ -43,9 +40,6 @@ from pipediag.report.vocabulary import (
 )
 
 AUTOTUNE_TEXT = "tf.data.AUTOTUNE"
-# The last line of a pipeline prefetched to the GPU (`bench/device.py` GPU_DEVICE): after
-# the options, as tf.data wants it last.
-DEVICE_PREFETCH_TEXT = 'ds = ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))'
 # Sources written as their tf.data constructor; others keep their op's name in a comment.
 _SOURCE_CALLS = {
     "TensorSliceDataset": "tf.data.Dataset.from_tensor_slices(...)",
@@ -54,11 +48,6 @@ _SOURCE_CALLS = {
     "TFRecordDataset": "tf.data.TFRecordDataset(...)",
     "TFRecordDatasetV2": "tf.data.TFRecordDataset(...)",
     "TextLineDataset": "tf.data.TextLineDataset(...)",
-}
-_OPTION_LINES = {
-    FIX_MAP_FUSION: "options.experimental_optimization.map_fusion = True",
-    FIX_AUTOTUNE: "options.autotune.enabled = True",
-    FIX_THREAD_CAP: "options.threading.private_threadpool_size = {value}",
 }
 
 
@@ -274,8 +263,8 @@ def _call(stats: StageStats, own: dict[str, StageChange], *, parallel: bool = Fa
 
 
 def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> list[CodeLine]:
-    """The prefetch at the end, then the options the changes set, then the prefetch to the
-    device."""
+    """The prefetch at the end, then the options the changes set (`FixFacts.option_line`),
+    then the lines that go last (`FixFacts.last_line`: the prefetch to the device)."""
     lines: list[CodeLine] = []
     last = next((s for s in reversed(chain) if s.kind != KIND_OPTIONS), None)
     for change in changes:
@@ -283,17 +272,17 @@ def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> l
             continue  # a final prefetch is raised in place
         site = last.created_at if last is not None else None
         lines.append(CodeLine(f"ds = ds.prefetch({AUTOTUNE_TEXT})", site, change.fix, None))
-    options = [c for c in changes if c.fix in _OPTION_LINES]
+    options = [(c, line) for c in changes if (line := fix_facts(c.fix).option_line) is not None]
     if options:
         lines.append(CodeLine("options = tf.data.Options()"))
-        for change in options:
-            text = _OPTION_LINES[change.fix].format(value=change.value or "...")
+        for change, line in options:
+            text = line.format(value=change.value or "...")
             lines.append(CodeLine(text, None, change.fix, change.semantics))
         lines.append(CodeLine("ds = ds.with_options(options)"))
     lines += [
-        CodeLine(DEVICE_PREFETCH_TEXT, None, change.fix, None)
+        CodeLine(last_line, None, change.fix, None)
         for change in changes
-        if change.fix == FIX_DEVICE_PREFETCH
+        if (last_line := fix_facts(change.fix).last_line) is not None
     ]
     return lines
 

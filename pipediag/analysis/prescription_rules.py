@@ -18,9 +18,10 @@ from pipediag.analysis.advice_context import (
     training_text,
 )
 from pipediag.analysis.run_terms import most_input_gives
+from pipediag.report.fixes import fix_words
 from pipediag.report.model import Suggestion
 from pipediag.report.names import fix_words_at, stage_name
-from pipediag.report.prescription import Prescription, fix_words
+from pipediag.report.prescription import Prescription
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import FIX

@@ -16,6 +16,7 @@ from pipediag.analysis.advice_context import (
     SHUFFLE_MIN_ELEMENTS,
     VECTORIZE_SAVED_SHARE,
     Context,
+    FixProposal,
     bytes_text,
     fix_suggestion,
     fn_name,
@@ -26,13 +27,14 @@ from pipediag.analysis.advice_context import (
 )
 from pipediag.analysis.pipeline_code import rewritten_chain, vectorized_map_lambda
 from pipediag.analysis.prescription_rules import stage_bound
+from pipediag.report.fixes import FIXES, VECTORIZED_MAP_WORDS
 from pipediag.report.model import (
     FixTrial,
     StageStats,
     Suggestion,
 )
 from pipediag.report.names import stage_name
-from pipediag.report.prescription import SEMANTICS_HOIST_CACHE, VECTORIZED_MAP_WORDS, StageChange
+from pipediag.report.prescription import StageChange
 from pipediag.report.stage_facts import (
     MAP_KINDS,
     SHUFFLE_KINDS,
@@ -87,11 +89,13 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
             fix_suggestion(
                 ctx,
                 rule_id,
-                title=f"{stage_name(stats)}: add num_parallel_calls=tf.data.AUTOTUNE",
-                stats=stats,
-                evidence=evidence,
-                code=f"ds = ds.map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)",
-                estimated=parallel_estimate(ctx, stats.own_s_per_batch, gain),
+                FixProposal(
+                    title=f"{stage_name(stats)}: add num_parallel_calls=tf.data.AUTOTUNE",
+                    stats=stats,
+                    evidence=evidence,
+                    code=f"ds = ds.map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)",
+                    estimated=parallel_estimate(ctx, stats.own_s_per_batch, gain),
+                ),
                 trial=ctx.trial(FIX_PARALLEL_MAP, stats.index),
                 adds_threads=True,
             )
@@ -126,14 +130,16 @@ def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
             fix_suggestion(
                 ctx,
                 rule_id,
-                title=f"{stage_name(stats)}: read {cycle} inputs in parallel",
-                stats=stats,
-                evidence=evidence,
-                code=(
-                    f"ds = ds.interleave({fn_name(stats)}, cycle_length={cycle}, "
-                    "num_parallel_calls=tf.data.AUTOTUNE)"
+                FixProposal(
+                    title=f"{stage_name(stats)}: read {cycle} inputs in parallel",
+                    stats=stats,
+                    evidence=evidence,
+                    code=(
+                        f"ds = ds.interleave({fn_name(stats)}, cycle_length={cycle}, "
+                        "num_parallel_calls=tf.data.AUTOTUNE)"
+                    ),
+                    estimated=parallel_estimate(ctx, stats.own_s_per_batch, ctx.cores),
                 ),
-                estimated=parallel_estimate(ctx, stats.own_s_per_batch, ctx.cores),
                 trial=trial,
                 adds_threads=True,
             )
@@ -160,11 +166,15 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
             fix_suggestion(
                 ctx,
                 rule_id,
-                title="raise the final prefetch to tf.data.AUTOTUNE",
-                stats=last,
-                evidence=f"The final prefetch has buffer_size={last.settings.get('buffer_size')}.",
-                code="ds = ds.prefetch(tf.data.AUTOTUNE)",
-                estimated=None,
+                FixProposal(
+                    title="raise the final prefetch to tf.data.AUTOTUNE",
+                    stats=last,
+                    evidence=(
+                        f"The final prefetch has buffer_size={last.settings.get('buffer_size')}."
+                    ),
+                    code="ds = ds.prefetch(tf.data.AUTOTUNE)",
+                    estimated=None,
+                ),
                 trial=trial,
                 adds_threads=False,
             )
@@ -184,11 +194,13 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
         fix_suggestion(
             ctx,
             rule_id,
-            title="add .prefetch(tf.data.AUTOTUNE) as the last step",
-            stats=last,
-            evidence=evidence,
-            code="ds = ds.prefetch(tf.data.AUTOTUNE)  # the last transformation",
-            estimated=1.0,
+            FixProposal(
+                title="add .prefetch(tf.data.AUTOTUNE) as the last step",
+                stats=last,
+                evidence=evidence,
+                code="ds = ds.prefetch(tf.data.AUTOTUNE)  # the last transformation",
+                estimated=1.0,
+            ),
             trial=trial,
             adds_threads=False,
             measured_gate=False,
@@ -234,14 +246,17 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
             fix_suggestion(
                 ctx,
                 rule_id,
-                title=f"{stage_name(stats)}: vectorise, map after batch",
-                stats=stats,
-                evidence=evidence,
-                code=(
-                    f"ds = ds.batch({batch}).map({fn_name(stats)}, "
-                    f"num_parallel_calls=tf.data.AUTOTUNE)  # {fn_name(stats)} must accept a batch"
+                FixProposal(
+                    title=f"{stage_name(stats)}: vectorise, map after batch",
+                    stats=stats,
+                    evidence=evidence,
+                    code=(
+                        f"ds = ds.batch({batch}).map({fn_name(stats)}, "
+                        "num_parallel_calls=tf.data.AUTOTUNE)  "
+                        f"# {fn_name(stats)} must accept a batch"
+                    ),
+                    estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
                 ),
-                estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
                 trial=trial,
                 adds_threads=False,
             )
@@ -267,11 +282,13 @@ def _vectorized_map_suggestion(
     return fix_suggestion(
         ctx,
         rule_id,
-        title=f"{stage_name(stats)}: vectorise {VECTORIZED_MAP_WORDS}, map after batch",
-        stats=stats,
-        evidence=evidence,
-        code=f"ds = ds.batch({batch}).map({function}, num_parallel_calls=tf.data.AUTOTUNE)",
-        estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
+        FixProposal(
+            title=f"{stage_name(stats)}: vectorise {VECTORIZED_MAP_WORDS}, map after batch",
+            stats=stats,
+            evidence=evidence,
+            code=f"ds = ds.batch({batch}).map({function}, num_parallel_calls=tf.data.AUTOTUNE)",
+            estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
+        ),
         trial=trial,
         adds_threads=False,
     )
@@ -317,11 +334,16 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
         fix_suggestion(
             ctx,
             rule_id,
-            title=f"cache() after {stage_name(stats)} (deterministic, {size}, fits) - from epoch 2",
-            stats=stats,
-            evidence=evidence,
-            code=f"ds = ds.cache()  # {where}",
-            estimated=estimated,
+            FixProposal(
+                title=(
+                    f"cache() after {stage_name(stats)} (deterministic, {size}, fits) - from "
+                    "epoch 2"
+                ),
+                stats=stats,
+                evidence=evidence,
+                code=f"ds = ds.cache()  # {where}",
+                estimated=estimated,
+            ),
             trial=trial,
             adds_threads=False,
         )
@@ -387,14 +409,16 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
         suggestion = fix_suggestion(
             ctx,
             rule_id,
-            title=(
-                f"cache() after {stage_name(stats)}, moved above {stage_name(shuffle)} "
-                f"({size}, fits)"
+            FixProposal(
+                title=(
+                    f"cache() after {stage_name(stats)}, moved above {stage_name(shuffle)} "
+                    f"({size}, fits)"
+                ),
+                stats=stats,
+                evidence=evidence,
+                code="\n".join(_hoisted_lines(ctx, stats)),
+                estimated=None,
             ),
-            stats=stats,
-            evidence=evidence,
-            code="\n".join(_hoisted_lines(ctx, stats)),
-            estimated=None,
             trial=None,
             adds_threads=False,
         )
@@ -413,7 +437,7 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
 def _hoisted_lines(ctx: Context, stats: StageStats) -> list[str]:
     """The user's map, its cache and the shuffle it moved above, as the rewritten chain
     writes them."""
-    change = StageChange(FIX_HOIST_CACHE, stats.index, SEMANTICS_HOIST_CACHE)
+    change = StageChange(FIX_HOIST_CACHE, stats.index, FIXES[FIX_HOIST_CACHE].semantics)
     lines = rewritten_chain(ctx.stages, [change])
     changed = [i for i, line in enumerate(lines) if line.change == FIX_HOIST_CACHE]
     if not changed:
@@ -479,19 +503,21 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
         suggestion = fix_suggestion(
             ctx,
             rule_id,
-            title=f"{stage_name(stats)} runs Python ({source}): port it to TF ops",
-            stats=stats,
-            evidence=(
-                f"{stage_cost_text(ctx, stats)} Python code holds the GIL, so parallel "
-                f"calls help little (at most ~{PY_FUNCTION_PARALLEL_GAIN:g}x measured on "
-                "2 cores, for sleeping I/O); TF ops run in parallel outside it and let "
-                "tf.data parallelise the stage for you." + bounded
+            FixProposal(
+                title=f"{stage_name(stats)} runs Python ({source}): port it to TF ops",
+                stats=stats,
+                evidence=(
+                    f"{stage_cost_text(ctx, stats)} Python code holds the GIL, so parallel "
+                    f"calls help little (at most ~{PY_FUNCTION_PARALLEL_GAIN:g}x measured on "
+                    "2 cores, for sleeping I/O); TF ops run in parallel outside it and let "
+                    "tf.data parallelise the stage for you." + bounded
+                ),
+                code=(
+                    f"# rewrite {fn_name(stats)} with TensorFlow ops (tf.io.decode_*, tf.image.*, "
+                    "tf.strings.*) instead of tf.py_function / tf.numpy_function"
+                ),
+                estimated=None,
             ),
-            code=(
-                f"# rewrite {fn_name(stats)} with TensorFlow ops (tf.io.decode_*, tf.image.*, "
-                "tf.strings.*) instead of tf.py_function / tf.numpy_function"
-            ),
-            estimated=None,
             trial=None,
             adds_threads=False,
         )
@@ -545,15 +571,17 @@ def check_autotune_off(ctx: Context, rule_id: str) -> list[Suggestion]:
         fix_suggestion(
             ctx,
             rule_id,
-            title="autotune is turned off: turn it back on",
-            stats=None,
-            evidence=(
-                "options.autotune.enabled=False: AUTOTUNE parallelism and buffer sizes get no "
-                "tuning, and tf.data's default optimisations that need it (injected prefetch, "
-                "map parallelisation) do not run."
+            FixProposal(
+                title="autotune is turned off: turn it back on",
+                stats=None,
+                evidence=(
+                    "options.autotune.enabled=False: AUTOTUNE parallelism and buffer sizes get no "
+                    "tuning, and tf.data's default optimisations that need it (injected prefetch, "
+                    "map parallelisation) do not run."
+                ),
+                code="options.autotune.enabled = True  # or drop the line that turns it off",
+                estimated=None,
             ),
-            code="options.autotune.enabled = True  # or drop the line that turns it off",
-            estimated=None,
             trial=ctx.trial(FIX_AUTOTUNE, None),
             adds_threads=True,
         )

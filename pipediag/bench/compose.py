@@ -15,27 +15,7 @@ from typing import Any
 from pipediag.bench.candidate import Candidate
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.bench.whatif import FixPipelines
-from pipediag.report.vocabulary import (
-    FIX_CACHE,
-    FIX_DEVICE_PREFETCH,
-    FIX_HOIST_CACHE,
-    FIX_MATERIALISE,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_PARALLEL_MAP,
-    FIX_PREFETCH,
-    FIX_VECTORIZE,
-)
-
-# The order edits are re-applied in (fixes not named go after these, then options).
-EDIT_ORDER: tuple[str, ...] = (
-    FIX_MATERIALISE,
-    FIX_HOIST_CACHE,
-    FIX_VECTORIZE,
-    FIX_PARALLEL_MAP,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_CACHE,
-    FIX_PREFETCH,
-)
+from pipediag.report.fixes import FIXES, fix_facts
 
 
 def compose_fixes(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
@@ -74,7 +54,7 @@ def apply_fixes(graph: Any, spec: Any, fixes: Sequence[FixPipelines]) -> Any:
         assert candidate.edit is not None
         candidate.edit(edited)
     dataset = edited.rebuild(spec)
-    for candidate in sorted(candidates, key=lambda c: c.fix == FIX_DEVICE_PREFETCH):
+    for candidate in sorted(candidates, key=lambda c: fix_facts(c.fix).last_line is not None):
         if candidate.with_options is not None:
             dataset = candidate.with_options(dataset)
     return dataset
@@ -87,7 +67,10 @@ def _candidate(fix: FixPipelines) -> Candidate:
 
 
 def _edit_rank(fix: str) -> int:
-    return EDIT_ORDER.index(fix) if fix in EDIT_ORDER else len(EDIT_ORDER)
+    """The fix's place in the order edits are re-applied (`FixFacts.edit_rank`); fixes
+    without one go after every ranked fix, in the order kept."""
+    rank = fix_facts(fix).edit_rank
+    return len(FIXES) if rank is None else rank
 
 
 def _graph_of(dataset: Any, fixes: Sequence[FixPipelines]) -> tuple[Any, Any]:

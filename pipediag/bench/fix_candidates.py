@@ -27,13 +27,9 @@ from pipediag.bench.vectorize_check import (
     trace_on_batches,
 )
 from pipediag.bench.vectorized_map import unpacks_element
+from pipediag.report.fixes import FIXES, SEMANTICS_VECTORIZED_MAP
 from pipediag.report.model import StageStats, TrialFacts
 from pipediag.report.names import stage_name
-from pipediag.report.prescription import (
-    SEMANTICS_BATCHED,
-    SEMANTICS_CACHE,
-    SEMANTICS_VECTORIZED_MAP,
-)
 from pipediag.report.stage_facts import (
     batch_caching,
     cache_point,
@@ -188,7 +184,7 @@ def _vectorize_candidate(
 
     candidate.check = check
     candidate.edit = lambda graph: graph.vectorize(map_node, batch_node, forms.chosen())
-    candidate.semantics = SEMANTICS_BATCHED
+    candidate.semantics = FIXES[FIX_VECTORIZE].semantics
     return candidate
 
 
@@ -241,7 +237,7 @@ def _cache_candidate(
     stats = stages[point]
     prefix_s = prefix_cost_s(stages, point)
     candidate = Candidate(
-        FIX_CACHE, point, stage_name(stats), cost_s=prefix_s, semantics=SEMANTICS_CACHE
+        FIX_CACHE, point, stage_name(stats), cost_s=prefix_s, semantics=FIXES[FIX_CACHE].semantics
     )
     candidate.facts = TrialFacts(prefix_s_per_batch=prefix_s)
     node = nodes.get(point)

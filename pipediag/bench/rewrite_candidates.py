@@ -17,9 +17,9 @@ from pipediag.bench.candidate import Candidate, Once, check_python_repeats, size
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.bench.isolate import kept_random_states
 from pipediag.bench.structure import Stage
+from pipediag.report.fixes import FIXES
 from pipediag.report.model import StageStats
 from pipediag.report.names import stage_name
-from pipediag.report.prescription import SEMANTICS_HOIST_CACHE, SEMANTICS_MATERIALISED
 from pipediag.report.stage_facts import MAP_KINDS, deterministic, upstream_of
 from pipediag.report.vocabulary import (
     FIX_DEVICE_PREFETCH,
@@ -64,7 +64,7 @@ def hoist_candidate(
         stats.index,
         stage_name(stats),
         cost_s=stats.own_s_per_batch or 0.0,
-        semantics=SEMANTICS_HOIST_CACHE,
+        semantics=FIXES[FIX_HOIST_CACHE].semantics,
     )
     map_node, shuffle_node = nodes.get(stats.index), nodes.get(shuffle.index)
     # One epoch of the mapped data: the map's output has the shuffle's cardinality; sizes
@@ -119,7 +119,7 @@ def generator_candidate(
         stats.index,
         stage_name(stats),
         cost_s=stats.own_s_per_batch or 0.0,
-        semantics=SEMANTICS_MATERIALISED,
+        semantics=FIXES[FIX_MATERIALISE].semantics,
     )
     dataset = walked[stats.index].dataset
     generator = python_chain.generator_function(dataset)

@@ -70,6 +70,40 @@ class FixPipelines:
     applied: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ForTraining:
+    """The search on training, which the fixes are also built for: it takes every fix built
+    here, whatever the pipeline alone measured, and two fixes that only it can judge.
+
+    Args:
+        keep: where the two copies of every fix built, safe and timed are put (its
+            pipeline-alone speedup on it), for the search on training; the caller restores
+            the pipeline's variables around any later read of them
+            (`bench.isolate.preserved_variables`).
+        thread_cap: where the pipeline's threads take the train step's cores (contention),
+            a trial of the pipeline capped at this many threads, kept for training.
+        prefetch_device: where there is a GPU, its name: a trial of the pipeline ended with
+            `prefetch_to_device` on it, kept for training.
+    """
+
+    keep: list[FixPipelines]
+    thread_cap: int | None = None
+    prefetch_device: str | None = None
+
+
+def list_fixes(
+    dataset: Any,
+    stages: Sequence[StageStats] | None = None,
+    *,
+    fixes: Sequence[str] | None = None,
+    training: ForTraining | None = None,
+) -> list[FixTrial]:
+    """The fixes `verify_fixes` would try, with the facts the advisor needs (a cache's
+    size), without running anything (`--no-verify`); each says it was not run."""
+    candidates, _, _ = _candidates(dataset, stages, fixes, training)
+    return [_unverified(c, c.reason or "not run (--no-verify)") for c in candidates]
+
+
 def verify_fixes(
     dataset: Any,
     stages: Sequence[StageStats] | None = None,
@@ -77,12 +111,9 @@ def verify_fixes(
     clock: Clock = MONOTONIC,
     budget_s: float | None = DEFAULT_BUDGET_S,
     fixes: Sequence[str] | None = None,
-    run: bool = True,
     deadline: float | None = None,
     teardown: TearDown | None = None,
-    keep: list[FixPipelines] | None = None,
-    thread_cap: int | None = None,
-    prefetch_device: str | None = None,
+    training: ForTraining | None = None,
 ) -> list[FixTrial]:
     """Try each applicable fix on a copy of `dataset` and measure its pipeline speedup.
 
@@ -94,48 +125,17 @@ def verify_fixes(
         budget_s: time for all trials together (a run may overrun it by half); None: no
             limit but `deadline` (both None: `DEFAULT_BUDGET_S`).
         fixes: only these fix ids (all by default).
-        run: False lists the candidate fixes, with the facts the advisor needs (a cache's
-            size), without running anything (`--no-verify`).
         deadline: a time on `clock` no trial runs past (e.g. the end of a budget shared with
             `measure_stages`): the trials get whatever time is left, capped by `budget_s`.
         teardown: where spent iterators are released (`bench/teardown.py`); None uses a
             private one drained before returning, so no thread outlives the call.
-        keep: where the two copies of every fix built, safe and timed are put (its
-            pipeline-alone speedup on it), for the search on training; the caller restores
-            the pipeline's variables around any later read of them
-            (`bench.isolate.preserved_variables`).
-        thread_cap: where the pipeline's threads take the train step's cores (contention),
-            a trial of the pipeline capped at this many threads, kept for training.
-        prefetch_device: where there is a GPU, its name: a trial of the pipeline ended with
-            `prefetch_to_device` on it, kept for training.
+        training: where the fixes are also for the search on training: what it keeps, and
+            the fixes only it asks for (`ForTraining`); None: the pipeline alone.
 
     Returns:
         One `FixTrial` per candidate fix, in stage order; unverified ones say why.
     """
-    walked = walk_pipeline(dataset)
-    if stages is None or [s.kind for s in stages] != [s.stats.kind for s in walked]:
-        stages = [s.stats for s in walked]
-    try:
-        options = effective_options(dataset)
-    except Exception:  # options unreadable: assume TF's defaults
-        options = {}
-    cores = int_setting(options.get("cpu_count")) or os.cpu_count() or 1
-    graph, nodes_by_stage, error = graph_and_nodes(dataset, walked)
-    candidates = fix_candidates(walked, list(stages), nodes_by_stage, options, cores)
-    if thread_cap is not None:
-        candidates.append(thread_cap_candidate(thread_cap))
-    if prefetch_device is not None:
-        from pipediag.bench.rewrite_candidates import device_prefetch_candidate
-
-        device_prefetch = device_prefetch_candidate(prefetch_device, list(stages))
-        if device_prefetch is not None:
-            candidates.append(device_prefetch)
-    if fixes is not None:
-        candidates = [c for c in candidates if c.fix in fixes]
-    for candidate in candidates:
-        candidate.facts = replace(candidate.facts, semantics=candidate.semantics)
-    if not run:
-        return [_unverified(c, c.reason or "not run (--no-verify)") for c in candidates]
+    candidates, graph, error = _candidates(dataset, stages, fixes, training)
     baseline = None
     notes: list[str] = []
     if error is None and graph is not None:
@@ -153,11 +153,47 @@ def verify_fixes(
     from pipediag.bench.isolate import preserved_variables
 
     end_s, hard_end_s = _time_window(clock, budget_s, deadline)
+    keep = training.keep if training is not None else None
     # Variables the pipeline's functions update (a tf.random.Generator, a counter) that a
     # copy still shares are put back, so the user's first epoch is unchanged.
     with owned(teardown) as releaser, preserved_variables(dataset, releaser):
         trials = _Trials(graph, baseline, dataset, clock, releaser, end_s, hard_end_s, keep)
         return trials.run_all(candidates)
+
+
+def _candidates(
+    dataset: Any,
+    stages: Sequence[StageStats] | None,
+    fixes: Sequence[str] | None,
+    training: ForTraining | None,
+) -> tuple[list[Candidate], Any, str | None]:
+    """The fixes that apply to `dataset`, only `fixes` where given, with those training asks
+    for; the user's GraphDef they edit, or why there is none."""
+    walked = walk_pipeline(dataset)
+    if stages is None or [s.kind for s in stages] != [s.stats.kind for s in walked]:
+        stages = [s.stats for s in walked]
+    try:
+        options = effective_options(dataset)
+    except Exception:  # options unreadable: assume TF's defaults
+        options = {}
+    cores = int_setting(options.get("cpu_count")) or os.cpu_count() or 1
+    graph, nodes_by_stage, error = graph_and_nodes(dataset, walked)
+    candidates = fix_candidates(walked, list(stages), nodes_by_stage, options, cores)
+    thread_cap = training.thread_cap if training is not None else None
+    if thread_cap is not None:
+        candidates.append(thread_cap_candidate(thread_cap))
+    prefetch_device = training.prefetch_device if training is not None else None
+    if prefetch_device is not None:
+        from pipediag.bench.rewrite_candidates import device_prefetch_candidate
+
+        device_prefetch = device_prefetch_candidate(prefetch_device, list(stages))
+        if device_prefetch is not None:
+            candidates.append(device_prefetch)
+    if fixes is not None:
+        candidates = [c for c in candidates if c.fix in fixes]
+    for candidate in candidates:
+        candidate.facts = replace(candidate.facts, semantics=candidate.semantics)
+    return candidates, graph, error
 
 
 def _time_window(

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pipediag.renderers.cost_words import speedup_if_input_free
 from pipediag.renderers.numbers import DASH, gain
 from pipediag.renderers.rate_words import ESTIMATE_MARK, ESTIMATED_WORD, training_rate
+from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report, Suggestion
-from pipediag.report.vocabulary import FIX_HOIST_CACHE
 
 FIX, WARNING, NOTE = "fix", "warning", "note"
 # Said before the title of a fix that changes what the model trains on, so that a line cut
@@ -105,8 +105,8 @@ def best_fix(report: Report) -> tuple[Suggestion, float] | None:
 def from_epoch_two(report: Report, fix: Suggestion) -> float | None:
     """What a cache moved above its shuffle gains from the second epoch: its stage's hold,
     measured on training, at most all of input's cost (the hold can read above T/A by the
-    host's noise). None for any other fix."""
-    if fix.fix != FIX_HOIST_CACHE or not fix.bound_speedup:
+    host's noise). None for any other fix (`FixFacts.from_epoch_two`)."""
+    if fix.fix is None or not fix_facts(fix.fix).from_epoch_two or not fix.bound_speedup:
         return None
     verdict = report.verdict
     free = speedup_if_input_free(verdict, training_rate(verdict, report.train.steps_per_s))

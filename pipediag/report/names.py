@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+from pipediag.report.fixes import VECTORIZED_MAP_WORDS, fix_words
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNCERTAIN, StageStats
-from pipediag.report.prescription import VECTORIZED_MAP_WORDS, fix_words
 
 NO_VERDICT = "NO VERDICT"
 VERDICT_TITLES = {

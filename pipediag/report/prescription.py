@@ -3,68 +3,15 @@ changed line with the fix that changed it, where the script made the stage, and 
 change does to the data (docs/design.md, "The pipeline pipediag would write").
 
 With it, the rewrites tried on training greedily and what the kept ones came to together.
-Also the words for each rewrite and for each change in semantics, spelled once here, below
-the candidates that attach them (`bench/fix_candidates.py`) and the layers that print them.
-Pure declarations.
+Each rewrite's words and its change in semantics are in `report/fixes.py`. Pure
+declarations.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
 
-from pipediag.report.vocabulary import (
-    FIX_AUTOTUNE,
-    FIX_CACHE,
-    FIX_DEVICE_PREFETCH,
-    FIX_HOIST_CACHE,
-    FIX_MAP_FUSION,
-    FIX_MATERIALISE,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_PARALLEL_MAP,
-    FIX_PREFETCH,
-    FIX_THREAD_CAP,
-    FIX_VECTORIZE,
-    FixName,
-)
-
-# Changes in what the pipeline yields, as each rewrite names its own.
-SEMANTICS_ORDER: Final = "element order: the map now runs before the shuffle"
-SEMANTICS_BATCHED: Final = "the function is applied to whole batches"
-SEMANTICS_VECTORIZED_MAP: Final = (
-    "the function runs once per batch through tf.vectorized_map: each element's result is "
-    "unchanged (to float rounding)"
-)
-# Added to a vectorise's words where it runs through `tf.vectorized_map`.
-VECTORIZED_MAP_WORDS: Final = "with tf.vectorized_map"
-SEMANTICS_CACHE: Final = (
-    "a cache: the elements are read once and kept in memory; randomness before it is frozen"
-)
-SEMANTICS_HOIST_CACHE: Final = f"{SEMANTICS_ORDER}; {SEMANTICS_CACHE}"
-SEMANTICS_MATERIALISED: Final = (
-    "the generator is read once and its elements kept in memory: every epoch yields the "
-    "first epoch's elements, and randomness in the generator is frozen"
-)
-
-# Each rewrite in a few words, for titles and the code's comments.
-FIX_WORDS: Final[dict[str, str]] = {
-    FIX_PARALLEL_MAP: "run the map in parallel",
-    FIX_PARALLEL_INTERLEAVE: "interleave in parallel, one cycle per core",
-    FIX_PREFETCH: "prefetch at the end (AUTOTUNE)",
-    FIX_CACHE: "cache after the deterministic work",
-    FIX_VECTORIZE: "vectorise: map after the batch",
-    FIX_AUTOTUNE: "turn autotune back on",
-    FIX_THREAD_CAP: "cap the pipeline's threads",
-    FIX_HOIST_CACHE: "map before the shuffle, then cache",
-    FIX_MAP_FUSION: "fuse consecutive maps",
-    FIX_MATERIALISE: "read the generator once: from_tensor_slices",
-    FIX_DEVICE_PREFETCH: "prefetch to the GPU at the end (prefetch_to_device)",
-}
-
-
-def fix_words(fix: str) -> str:
-    """The rewrite in words; the id itself for one this version does not know."""
-    return FIX_WORDS.get(fix, fix)
+from pipediag.report.vocabulary import FixName
 
 
 @dataclass(frozen=True)

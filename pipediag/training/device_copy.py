@@ -48,11 +48,9 @@ def device_copy_trial(
         DEVICE_COPY,
         Side(lambda: step(host)),
         Side(lambda: step(on_device)),
+        facts,
         clock=clock,
         share_s=share_s,
-        call_s=facts.step_s,
-        fit_per_s=facts.fit_steps_per_s,
-        around_s=facts.fit_overhead_s,
     )
     share = copy_share(trial)
     return replace(

@@ -219,11 +219,9 @@ def _xla(model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: floa
         JIT_COMPILE,
         Side(_caller(model.train_function, feed)),
         Side(_caller(built, feed)),
+        facts,
         clock=clock,
         share_s=max(share_s - compiled_s, fewest_rounds_s(facts.step_s)),
-        call_s=facts.step_s,
-        fit_per_s=facts.fit_steps_per_s,
-        around_s=facts.fit_overhead_s,
     )
     return replace(trial, code=code, seconds=trial.seconds + compiled_s, setting="True")
 
@@ -264,11 +262,9 @@ def _multi_step(
         STEPS_PER_EXECUTION,
         baseline,
         Side(_caller(built, lambda: variant_iterator), steps),
+        facts,
         clock=clock,
         share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s * steps)),
-        call_s=facts.step_s * steps,
-        fit_per_s=facts.fit_steps_per_s,
-        around_s=facts.fit_overhead_s,
         shared_by=steps,
     )
     trial = replace(trial, code=code, setting=str(steps), seconds=trial.seconds + built_s)
@@ -311,11 +307,9 @@ def _mixed_precision(
         MIXED_PRECISION,
         Side(_caller(model.train_function, feed)),
         variant,
+        facts,
         clock=clock,
         share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s)),
-        call_s=facts.step_s,
-        fit_per_s=facts.fit_steps_per_s,
-        around_s=facts.fit_overhead_s,
     )
     kept = [layer.name for layer in model.layers if id(layer) in output_layers(model)]
     return replace(

@@ -23,6 +23,7 @@ from pipediag.bench.compose import compose_fixes
 from pipediag.bench.interleaved import Rounds, median_rate
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
+from pipediag.report.fixes import fix_facts
 from pipediag.report.model import FixTrial, PipelineBenchmark
 from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
@@ -33,16 +34,6 @@ from pipediag.report.stage_facts import (
     upstream_of,
 )
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    FIX_CACHE,
-    FIX_DEVICE_PREFETCH,
-    FIX_HOIST_CACHE,
-    FIX_MAP_FUSION,
-    FIX_MATERIALISE,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_PARALLEL_MAP,
-    FIX_VECTORIZE,
-)
 from pipediag.training.stage_cost import (
     MIN_SHARE_S,
     MIN_TRIAL_S,
@@ -60,27 +51,13 @@ Compose = Callable[[Sequence[FixPipelines], FixPipelines], FixPipelines]
 # The fix id of the last trial: every kept rewrite against the user's pipeline.
 COMBINED = "combined"
 OUT_OF_TIME = "the time for trials on training ran out first"
-# Rewrites that keep their stage's output in memory from the second epoch on.
-CACHING_FIXES = frozenset({FIX_CACHE, FIX_HOIST_CACHE})
-# Rewrites that make a stage's own work cheaper: under a kept cache they change only the
-# first epoch, which the trials (and a long training) do not see.
-STAGE_WORK_FIXES = frozenset(
-    {
-        FIX_PARALLEL_MAP,
-        FIX_PARALLEL_INTERLEAVE,
-        FIX_VECTORIZE,
-        FIX_MAP_FUSION,
-        FIX_MATERIALISE,
-        *CACHING_FIXES,
-    }
-)
 
 
 def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> str | None:
     """Why a rewrite cannot gain on training, or None to try it: the stage that bounds it
     (`report.stage_facts.if_free_bound`) gained under the worth-it 1.05x when held, its
     interval too where it has one (`report.stage_facts.if_free_clearly_under`)."""
-    if fix.fix == FIX_DEVICE_PREFETCH:
+    if not fix_facts(fix.fix).bounded_by_hold:
         return None  # a held stage is held on the host: the copy it moves is still paid
     bound = if_free_bound(stages, fix.stage_index)
     if bound is None or not if_free_clearly_under(bound):
@@ -343,7 +320,9 @@ class PipelineSearch:
         if reason is None or kept.stage_index is None:
             return
         covered = upstream_of(self._stages, kept.stage_index)
-        moot = [f for f in self._queue if f.fix in STAGE_WORK_FIXES and f.stage_index in covered]
+        # A cheaper stage under the cache changes only the first epoch, which the trials
+        # (and a long training) do not see (`FixFacts.stage_work`).
+        moot = [f for f in self._queue if fix_facts(f.fix).stage_work and f.stage_index in covered]
         self._queue = [f for f in self._queue if f not in moot]
         for fix in moot:
             self._add(fix, reason=reason, covered_by_cache=True)
@@ -427,7 +406,7 @@ def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> str | 
     """Why the rewrites at and before a kept cache are not tried, or None where `kept` is
     no cache (or its stage is not known): from the second epoch on its stage's output comes
     from memory, so a cheaper stage under it changes only the first epoch's fill."""
-    if kept.fix not in CACHING_FIXES or kept.stage_index is None:
+    if not fix_facts(kept.fix).caches or kept.stage_index is None:
         return None
     if not 0 <= kept.stage_index < len(stages):
         return None

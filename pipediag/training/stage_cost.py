@@ -164,17 +164,17 @@ def search(
 
 def on_fit(
     model: Any,
-    dataset: Any,
+    copies: HeldCopies,
     stages: Sequence[StageStats],
     *,
-    pipeline_batches_per_s: float | None,
     step_s: float,
     clock: Clock,
     until_s: float,
     teardown: TearDown,
     ceiling: float | None = None,
 ) -> list[StageStats]:
-    """`stages` with what holding each measured on fit's train function, until `until_s`.
+    """`stages` with what holding each measured on fit's train function, until `until_s`:
+    `copies` holds each stage of the pipeline in turn, as a custom loop's `HoldPlan` does.
 
     The caller keeps the pipeline's own variables (`bench.isolate.preserved_variables`);
     `try_on_fit` puts back the model's.
@@ -186,7 +186,6 @@ def on_fit(
         )
         return results.get((HOLD, pipelines.stage_index), (None, "not tried"))
 
-    copies = HeldCopies(dataset, pipeline_batches_per_s)
     return with_freed(
         stages, search(copies, try_one, clock=clock, until_s=until_s, ceiling=ceiling)
     )

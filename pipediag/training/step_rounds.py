@@ -105,15 +105,17 @@ def measure(
     change: ModelChange,
     baseline: Side,
     variant: Side,
+    facts: FitFacts,
     *,
     clock: Clock,
     share_s: float,
-    call_s: float,
-    fit_per_s: float | None,
     shared_by: int = 1,
-    around_s: float | None = None,
 ) -> ModelTrial:
-    """The rounds of one change within `share_s` seconds, both sides warmed first."""
+    """The rounds of one change within `share_s` seconds, both sides warmed first; read in
+    the run's terms with fit's rate and its time around the train function from `facts`.
+    The slices are sized on the measured step, `shared_by` of them a call where the variant
+    runs several steps a call (steps_per_execution)."""
+    call_s = facts.step_s * shared_by
     began = clock.now()
     baseline.call()
     variant.call()
@@ -130,10 +132,10 @@ def measure(
     return trial_result(
         change,
         rounds,
-        fit_per_s=fit_per_s,
+        fit_per_s=facts.fit_steps_per_s,
         shared_by=shared_by,
         seconds=clock.now() - began,
-        around_s=around_s,
+        around_s=facts.fit_overhead_s,
     )
 
 

@@ -45,11 +45,13 @@ class Watcher:
         script: the training script, for alerts.
         log: says a line to the user (a window, an alert); thread-safe.
         note: records a note in the report and says it; thread-safe.
+
+    Set after the session builds the watcher, by whoever knows them:
         default_logdir: TensorBoard's log directory when the config names none and no
-            `keras.callbacks.TensorBoard` is seen (`tensorboard/` beside the report); None
-            writes no scalars then.
+            `keras.callbacks.TensorBoard` is seen (`tensorboard/` beside the report, set by
+            `api.py`); None writes no scalars then.
         step_offset: steps done before this run's first step (a `Watch` over several `fit`
-            calls), added to TensorBoard's x axis for windows of N steps.
+            calls, set by `keras.py`), added to TensorBoard's x axis for windows of N steps.
     """
 
     def __init__(
@@ -62,17 +64,15 @@ class Watcher:
         script: str,
         log: Callable[[str], None],
         note: Callable[[str], None],
-        default_logdir: str | None = None,
-        step_offset: int = 0,
     ) -> None:
         self.config = config
         self.timeline = timeline
         self.clock = clock
         self.warmup_steps = warmup_steps
-        self.step_offset = step_offset
+        self.step_offset = 0
         self._log = log
         self._note = note
-        self.default_logdir = default_logdir
+        self.default_logdir: str | None = None
         self._seen_logdir: str | None = None
         # Whether the newest steps' waits are still to come (fit with batch stamps); set by
         # whoever owns the hook that fills them in.

@@ -447,14 +447,15 @@ def test_the_device_prefetch_stays_last_under_options_composed_on_top() -> None:
 
 
 def test_the_device_prefetch_is_a_candidate_only_with_a_device_and_no_copy_yet() -> None:
-    from pipediag.bench.whatif import verify_fixes
+    from pipediag.bench.whatif import ForTraining, list_fixes
 
     tf = _tf()
     ds = tf.data.Dataset.range(12).map(lambda x: x + 1).batch(5)
     copied = ds.apply(tf.data.experimental.prefetch_to_device("/cpu:0"))
 
     def fixes(dataset: Any, device: str | None) -> list[str]:
-        return [t.fix for t in verify_fixes(dataset, run=False, prefetch_device=device)]
+        training = ForTraining([], prefetch_device=device)
+        return [t.fix for t in list_fixes(dataset, training=training)]
 
     assert "prefetch-to-device" in fixes(ds, "/cpu:0")
     assert "prefetch-to-device" not in fixes(ds, None)

@@ -159,7 +159,7 @@ def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone
     import tensorflow as tf
 
     from pipediag.bench.fix_candidates import FIX_THREAD_CAP
-    from pipediag.bench.whatif import verify_fixes
+    from pipediag.bench.whatif import ForTraining, verify_fixes
 
     ds = (
         tf.data.Dataset.range(10_000)
@@ -167,7 +167,9 @@ def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone
         .batch(16)
     )
     kept: list[FixPipelines] = []
-    trials = verify_fixes(ds, budget_s=2.0, fixes=[FIX_THREAD_CAP], thread_cap=1, keep=kept)
+    trials = verify_fixes(
+        ds, budget_s=2.0, fixes=[FIX_THREAD_CAP], training=ForTraining(kept, thread_cap=1)
+    )
     (trial,) = trials
     assert trial.fix == FIX_THREAD_CAP and trial.verified, trial.reason
     assert trial.facts.threads == 1

@@ -94,7 +94,8 @@ def test_a_parse_single_example_map_is_vectorised_through_vectorized_map(
 
     from pipediag.analysis.pipeline_code import rewritten_chain
     from pipediag.bench.structure import describe_pipeline
-    from pipediag.report.prescription import SEMANTICS_VECTORIZED_MAP, StageChange
+    from pipediag.report.fixes import SEMANTICS_VECTORIZED_MAP
+    from pipediag.report.prescription import StageChange
 
     tf = _tf()
     # GIVEN records decoded one by one: parse_single_example asserts a scalar record
@@ -158,7 +159,7 @@ def test_a_tuple_element_is_unpacked_into_the_functions_arguments() -> None:
 def test_a_batch_safe_function_keeps_the_plain_form() -> None:
     import numpy as np
 
-    from pipediag.report.prescription import SEMANTICS_BATCHED
+    from pipediag.report.fixes import SEMANTICS_BATCHED
 
     tf = _tf()
     vectors = np.arange(1, 41, dtype=np.float32).reshape(10, 4)

@@ -148,9 +148,9 @@ def test_the_users_shuffle_order_is_unchanged_by_the_trials() -> None:
 
 def test_no_verify_lists_candidates_without_running() -> None:
     from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
-    from pipediag.bench.whatif import verify_fixes
+    from pipediag.bench.whatif import list_fixes
 
-    trials = verify_fixes(pipelines.sequential_map(), run=False)
+    trials = list_fixes(pipelines.sequential_map())
 
     assert [t.fix for t in trials] == [FIX_PARALLEL_MAP]
     assert not trials[0].verified and "--no-verify" in (trials[0].reason or "")
@@ -430,7 +430,7 @@ def test_every_fix_built_and_timed_is_kept_even_a_slower_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
-    from pipediag.bench.whatif import FixPipelines, verify_fixes
+    from pipediag.bench.whatif import FixPipelines, ForTraining, verify_fixes
     from pipediag.testing import FakeClock
 
     clock = FakeClock()
@@ -439,7 +439,10 @@ def test_every_fix_built_and_timed_is_kept_even_a_slower_one(
     kept: list[FixPipelines] = []
 
     (trial,) = verify_fixes(
-        pipelines.sequential_map(), clock=clock, fixes=[FIX_PARALLEL_MAP], keep=kept
+        pipelines.sequential_map(),
+        clock=clock,
+        fixes=[FIX_PARALLEL_MAP],
+        training=ForTraining(kept),
     )
 
     # THEN it is kept for the search on training, with what it takes to apply it again

@@ -8,7 +8,7 @@ import pytest
 
 from pipediag.analysis.advisor import advise
 from pipediag.report.model import StageStats, TrialFacts
-from pipediag.testing import synthetic_cost_report
+from pipediag.testing import CostEvidence, synthetic_cost_report
 
 
 def _ids(report) -> list[str]:  # type: ignore[no-untyped-def]
@@ -31,7 +31,10 @@ def test_contention_gets_a_cheaper_pipeline_with_its_cores_left_to_the_step() ->
 
 def test_per_pull_overhead_gets_fewer_larger_pulls() -> None:
     report = synthetic_cost_report(
-        wait=0.0, contention=0.02, fetch=0.24, pipeline_batches_per_s=5100.0, pull_s=0.0002
+        wait=0.0,
+        contention=0.02,
+        fetch=0.24,
+        evidence=CostEvidence(pipeline_batches_per_s=5100.0, pull_s=0.0002),
     )
     fetch = next(s for s in advise(report) if s.id == "PD013-per-pull-overhead")
     assert "0.20 ms" in fetch.evidence and "24% of training time" in fetch.evidence
@@ -104,7 +107,7 @@ def test_a_thread_cap_that_does_not_help_training_is_not_suggested() -> None:
 
 def test_contention_beside_python_with_cores_free_gets_the_python_taken_out() -> None:
     # GIVEN contention dominating while 1.2 cores were free, beside a generator source
-    base = synthetic_cost_report(wait=0.04, contention=0.40, free_cores=1.2)
+    base = synthetic_cost_report(wait=0.04, contention=0.40, evidence=CostEvidence(free_cores=1.2))
     assert base.verdict.cost_split is not None
     split = dataclasses.replace(base.verdict.cost_split, contention_kind="gil")
     stages = [

@@ -31,6 +31,8 @@ ALLOWED = {
     # so that sharing them does not import the command line from below it.
     "cli.argtypes": {"bench", "errors"},
     "finish": {"interrupts", "report", "timeline", "errors", "renderers"},
+    # The training as the hooks found it, and the train section made of it.
+    "found": {"analysis", "hooks", "training", "report", "timeline"},
 }
 # Only these may import the entry points.
 ENTRY_POINTS = {"cli": {"__main__"}, "api": {"cli", "pipediag"}}
@@ -38,6 +40,7 @@ ENTRY_POINTS = {"cli": {"__main__"}, "api": {"cli", "pipediag"}}
 RUN_FROM_ABOVE = {
     "session": {"api", "monitor", "keras"},
     "conclusion": {"session"},
+    "found": {"session"},
     "phases": {"session", "conclusion"},
 }
 # Modules inside a part that count as parts of their own.

@@ -40,11 +40,16 @@ from pipediag.report.vocabulary import VerdictLabel
 from pipediag.testing import FakeClock, synthetic_cost_report
 from pipediag.training.model_side import SPE_MAX_STEPS, SPE_MIN_STEPS, guarded, spe_steps
 from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
-from pipediag.training.step_rounds import Side, measure, slice_seconds, trial_result
+from pipediag.training.step_rounds import FitFacts, Side, measure, slice_seconds, trial_result
 
 
 def _sleeper(clock: FakeClock, seconds: float) -> Side:
     return Side(lambda: clock.sleep(seconds))
+
+
+def _step(step_s: float) -> FitFacts:
+    """A measured step of `step_s`, fit's rate and its time around the step unknown."""
+    return FitFacts(step_s, None, gpu=False, policy="mixed_bfloat16")
 
 
 # --- arithmetic ------------------------------------------------------------------------------
@@ -92,10 +97,9 @@ def test_a_faster_variant_stops_on_a_clear_gain() -> None:
         JIT_COMPILE,
         _sleeper(clock, 0.02),
         _sleeper(clock, 0.01),
+        _step(0.02),
         clock=clock,
         share_s=3.0,
-        call_s=0.02,
-        fit_per_s=None,
     )
     # THEN it measured 2x and stopped as soon as the interval allowed
     assert trial.speedup == pytest.approx(2.0)
@@ -111,10 +115,9 @@ def test_an_equal_variant_stops_on_no_gain() -> None:
         MIXED_PRECISION,
         _sleeper(clock, 0.02),
         _sleeper(clock, 0.02),
+        _step(0.02),
         clock=clock,
         share_s=3.0,
-        call_s=0.02,
-        fit_per_s=None,
     )
     assert trial.speedup == pytest.approx(1.0)
     assert trial.stopped == "clear no gain"
@@ -128,10 +131,9 @@ def test_a_multi_step_side_counts_its_batches() -> None:
         STEPS_PER_EXECUTION,
         _sleeper(clock, 0.01),
         variant,
+        _step(0.005),  # a call: 8 steps of 5 ms
         clock=clock,
         share_s=3.0,
-        call_s=0.04,
-        fit_per_s=None,
         shared_by=8,
     )
     assert trial.variant_steps_per_s == pytest.approx(200.0)
@@ -309,16 +311,15 @@ class _Quiet:
 
 def _gate(cost: float, *, style: str = "keras-fit", **settings: object) -> str | None:
     from pipediag.config import RunConfig
-    from pipediag.phases import model_side
+    from pipediag.phases import Seen, model_side
     from pipediag.report.model import Verdict
 
     alone = ComputeAlone(measured=True)
+    seen = Seen(style, dataset=None, model=object(), batch=object())  # type: ignore[arg-type]
     found = model_side(
-        object(),
-        object(),
+        seen,
         alone,
         Verdict(input_cost_fraction=cost),
-        style=style,  # type: ignore[arg-type]
         config=RunConfig(**settings),  # type: ignore[arg-type]
         clock=FakeClock(),
         say=_Quiet(),

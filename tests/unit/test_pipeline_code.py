@@ -5,14 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from pipediag.analysis.pipeline_code import rewritten_chain
+from pipediag.report.fixes import SEMANTICS_BATCHED, SEMANTICS_HOIST_CACHE, fix_words
 from pipediag.report.model import StageStats
-from pipediag.report.prescription import (
-    SEMANTICS_BATCHED,
-    SEMANTICS_HOIST_CACHE,
-    CodeLine,
-    StageChange,
-    fix_words,
-)
+from pipediag.report.prescription import CodeLine, StageChange
 
 
 def _mnist_chain() -> list[StageStats]:
@@ -228,7 +223,7 @@ def test_a_concatenation_joins_its_branches_in_order() -> None:
 
 
 def test_a_vectorise_through_vectorized_map_is_written_as_the_user_would() -> None:
-    from pipediag.report.prescription import SEMANTICS_VECTORIZED_MAP
+    from pipediag.report.fixes import SEMANTICS_VECTORIZED_MAP
 
     change = StageChange("vectorize", 2, SEMANTICS_VECTORIZED_MAP, vectorized_map=True)
 

@@ -47,7 +47,7 @@ from pipediag.report.model import (
 )
 from pipediag.report.names import NO_VERDICT
 from pipediag.report.vocabulary import COST_EPOCH_START
-from pipediag.testing import synthetic_cost_report, synthetic_report
+from pipediag.testing import RunLayout, synthetic_cost_report, synthetic_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LONG_RUN_STEPS = 10_000
@@ -442,7 +442,7 @@ def test_the_phases_after_the_verdict_are_named_on_the_whole_runs_cpu_panel() ->
 
 def test_phase_verdicts_are_drawn_over_their_epochs() -> None:
     # GIVEN 60 steps over 5 epochs (12 each, counted from 0 by the hooks) and two phases
-    report = _with_phases(synthetic_cost_report(60, epochs=5))
+    report = _with_phases(synthetic_cost_report(RunLayout(60, epochs=5)))
     figure = build_figure(report)
     timeline = _axes(figure, "timeline")
     texts = _by_gid(timeline.texts, "phase-verdict")
@@ -466,7 +466,7 @@ def test_phase_verdicts_are_drawn_over_their_epochs() -> None:
 
 
 def test_phase_spans_follow_the_steps_epochs() -> None:
-    report = _with_phases(synthetic_cost_report(60, epochs=5))
+    report = _with_phases(synthetic_cost_report(RunLayout(60, epochs=5)))
     steps = report.train.steps
     (_, start1, end1), (_, start2, end2) = phase_spans(report)
     assert start1 == steps[0].start_s  # epoch 0's warm-up steps belong to its phase

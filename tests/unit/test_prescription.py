@@ -302,8 +302,8 @@ def test_the_search_order_is_the_pipeline_alone_gain_and_bounded_rewrites_are_sk
 
 def test_a_kept_vectorise_through_vectorized_map_is_written_so() -> None:
     from pipediag.bench.candidate import Candidate
+    from pipediag.report.fixes import SEMANTICS_VECTORIZED_MAP
     from pipediag.report.model import TrialFacts
-    from pipediag.report.prescription import SEMANTICS_VECTORIZED_MAP
 
     # GIVEN a vectorise whose check passed only through tf.vectorized_map, kept on training
     facts = TrialFacts(vectorized_map=True, element_unpacked=True)

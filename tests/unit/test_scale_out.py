@@ -45,7 +45,7 @@ from pipediag.report.model import (
     ServiceMeasurement,
     StageStats,
 )
-from pipediag.testing import synthetic_cost_report
+from pipediag.testing import CostEvidence, synthetic_cost_report
 
 
 def _chain(py_at: int | None = None, costs: list[float] | None = None) -> list[StageStats]:
@@ -174,7 +174,9 @@ def test_host_cpu_is_the_limit_when_contention_dominates() -> None:
 
 
 def test_host_cpu_is_not_the_limit_for_a_waiting_pipeline_with_free_cores() -> None:
-    report = synthetic_cost_report(wait=0.40, contention=0.02, pipeline_cores_busy=0.2)
+    report = synthetic_cost_report(
+        wait=0.40, contention=0.02, evidence=CostEvidence(pipeline_cores_busy=0.2)
+    )
     report = dataclasses.replace(report, host=dataclasses.replace(report.host, samples=[]))
     assert not host_cpu_is_limit(report)
 

@@ -23,7 +23,7 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.names import NO_VERDICT, stage_name
-from pipediag.testing import synthetic_cost_report, synthetic_report
+from pipediag.testing import CostEvidence, RunLayout, synthetic_cost_report, synthetic_report
 
 # Where a row's text starts: two spaces, a 16-wide label.
 INDENT = " " * 18
@@ -110,9 +110,7 @@ def test_fetch_case_shows_the_pull_overhead_and_no_contention_evidence() -> None
         wait=0.01,
         contention=0.0,
         fetch=0.12,
-        pipeline_cores_busy=None,
-        free_cores=None,
-        pull_s=0.0052,
+        evidence=CostEvidence(pipeline_cores_busy=None, free_cores=None, pull_s=0.0052),
     )
     lines = _lines(report)
     assert lines[0] == (
@@ -147,7 +145,7 @@ def test_cost_without_a_split_still_gives_the_share_and_the_speedup() -> None:
 
 def test_phases_get_one_line_each() -> None:
     # GIVEN epoch 1 filling a cache (input-bound) and epochs 2-5 reading it
-    base = synthetic_cost_report(epochs=5)
+    base = synthetic_cost_report(RunLayout(epochs=5))
     phases = [
         PhaseVerdict("epoch 1", 1, 1, 12, 8.4, 0.58, 0.66, INPUT_BOUND),
         PhaseVerdict("epochs 2-5", 2, 5, 48, 31.0, 0.01, 0.03, COMPUTE_BOUND),
@@ -373,7 +371,7 @@ def test_a_cost_not_measurable_above_noise_says_how_large_it_could_be() -> None:
 
 def test_an_epoch_start_part_is_listed_with_its_evidence_and_counted_in_the_train_row() -> None:
     # GIVEN a cost of 28%: 8% waiting within the steps, 20% each epoch's 1.8 s start-up
-    base = synthetic_cost_report(wait=0.08, contention=0.0, epochs=3)
+    base = synthetic_cost_report(RunLayout(epochs=3), wait=0.08, contention=0.0)
     split = dataclasses.replace(
         base.verdict.cost_split,
         epoch_start=0.20,

@@ -216,7 +216,7 @@ def test_passes_alike_are_one_record() -> None:
     for _ in range(3):
         session.data_pass(DataPass(10, NO_TRAIN_STEP, "val.py:9", dataset="Batch <- Range"))
     session.data_pass(DataPass(4, KERAS_PASS, "val.py:3", "Sequential.predict"))
-    records = session._data_passes
+    records = session.found.passes
     assert [(r.passes, r.batches) for r in records] == [(3, 30), (1, 4)]
 
 

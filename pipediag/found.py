@@ -1,0 +1,196 @@
+"""The user's training as the hooks found it, and the report's train section made of it.
+
+How the script trains (docs/design.md, "Finding the training"), its passes over the data
+that were not training, what the phases after the measured steps need of it (its dataset,
+a batch, fit's model, a loop's tf.function), and where its steps' input waits come from
+(docs/design.md, "Keras fit internals", "Batch stamps"). The session holds one and hands
+it the hooks' events about the training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pipediag.analysis.classifier import build_train_section
+from pipediag.report.model import DataPass, TrainSection, TrainStyle
+from pipediag.report.vocabulary import (
+    KERAS_FIT,
+    LOOP_STYLES,
+    NO_TRAINING,
+    WAIT_BATCH_STAMPS,
+    WAIT_ITERATOR_TIMING,
+    WAIT_PROFILER_TRACE,
+    WAIT_UNAVAILABLE,
+    InputWaitSource,
+    KerasBackend,
+)
+from pipediag.timeline import StepTimeline
+
+if TYPE_CHECKING:
+    from pipediag.hooks.keras_fit import FitTracker
+    from pipediag.training.function_loop import TrainCalls
+
+
+class Notes(Protocol):
+    """Where what the user should know goes, and the phase list (the session's)."""
+
+    def note(self, message: str) -> None: ...
+    def note_once(self, message: str) -> None: ...
+    def add_phase(self, name: str, start: float, end: float) -> None: ...
+
+
+class FoundTraining:
+    """How the script trains and what of its training the later phases and the report need.
+
+    Args:
+        timeline: the measured steps (a custom loop's are dropped when fit replaces it).
+        warmup_steps: the first steps, which the train section does not count.
+        say: where notes go, and the train section's span on the phase list.
+        fit: what marks fit's steps, looked up when needed (None: no fit to read).
+        forget_loop: makes the hooks forget a custom loop's training, when fit replaces it.
+    """
+
+    def __init__(
+        self,
+        timeline: StepTimeline,
+        *,
+        warmup_steps: int,
+        say: Notes,
+        fit: Callable[[], FitTracker | None],
+        forget_loop: Callable[[], None],
+    ) -> None:
+        self.style: TrainStyle = NO_TRAINING
+        # The passes over the data that were not training, passes alike merged.
+        self.passes: list[DataPass] = []
+        # What the compute-alone phase and the deep analysis need after the measured steps:
+        # the training dataset, a batch of it, and the model `fit` trains (strong references,
+        # released when the session stops).
+        self.dataset: Any = None
+        self.batch: Any = None
+        self.model: Any = None
+        # A loop that pulls inside a tf.function: the function that trains.
+        self.calls: TrainCalls | None = None
+        self.keras_backend: KerasBackend | None = None
+        self._timeline = timeline
+        self._warmup_steps = warmup_steps
+        self._say = say
+        self._fit = fit
+        self._forget_loop = forget_loop
+
+    def mark_style(self, style: TrainStyle) -> bool:
+        """How the script trains; False when another style is diagnosed instead.
+
+        A script that runs `fit` is diagnosed as `keras-fit` whatever loop trained before
+        it: the loop's steps are dropped (docs/design.md, "Finding the training").
+        """
+        if self.style in (NO_TRAINING, style):
+            self.style = style
+            return True
+        if style == KERAS_FIT and self.style in LOOP_STYLES:
+            self._say.note(
+                f"the script trained in a custom loop ({len(self._timeline)} steps) before "
+                "calling fit: fit's training is diagnosed"
+            )
+            self.style = style
+            self._timeline.clear()
+            self._forget_loop()
+            return True
+        self._say.note_once(f"the script trains both with {self.style} and {style}")
+        return False
+
+    def data_pass(self, record: DataPass) -> bool:
+        """A pass over the data that was not training; False when merged into a pass alike
+        (a validation loop each epoch) already kept."""
+        if _merged_into(self.passes, record):
+            return False
+        self.passes.append(record)
+        return True
+
+    def keep_batch(self, batch: Any) -> None:
+        self.batch = batch
+
+    def training_model(self, model: Any) -> None:
+        """The model `fit` trains, and the Keras backend that runs it."""
+        self.model = model
+        from pipediag.training.fit_backend import keras_backend
+
+        self.keras_backend = keras_backend(model)
+
+    def release(self) -> None:
+        """Drop the strong references to the user's objects (the session stops)."""
+        self.dataset = self.batch = self.model = self.calls = None
+
+    def fit_overhead_s(self) -> float | None:
+        """What fit's measured steps took beyond their train function; None outside fit."""
+        return fit.fit_overhead_s() if (fit := self._fit()) is not None else None
+
+    def waits_deferred(self) -> bool:
+        """Under fit with batch stamps, the steps' waits are filled in every few seconds."""
+        fit = self._fit()
+        return fit is not None and fit.stamps is not None
+
+    def wait_source(self, phases: dict[str, float]) -> InputWaitSource:
+        """Where the steps' waits come from; under fit without stamps, fills them from the
+        profiler's trace first (and counts the profiler's own cost among `phases`)."""
+        if self.calls is not None:
+            return WAIT_UNAVAILABLE  # the pulls are inside the training function's graph
+        fit = self._fit()
+        if self.style in LOOP_STYLES:
+            return WAIT_ITERATOR_TIMING
+        if self.style == KERAS_FIT and fit is not None:
+            if fit.stamps is not None:
+                return WAIT_BATCH_STAMPS
+            tracer = fit.tracer
+            self._timeline.fill_waits(tracer.waits_for)
+            if tracer.overhead_s:
+                phases["profiler_overhead"] = tracer.overhead_s
+            return WAIT_PROFILER_TRACE
+        return WAIT_UNAVAILABLE
+
+    def final_section(self, origin: float, phases: dict[str, float]) -> TrainSection:
+        """The report's train section: the steps' span joins the phase list, with a note
+        where older steps were merged to bound memory."""
+        raw = self._timeline.steps
+        if self._timeline.merges:
+            self._say.note(
+                f"{len(self._timeline)} steps were kept as {len(raw)} records: older steps "
+                "were merged in pairs to bound memory (totals are exact)"
+            )
+        if raw:
+            self._say.add_phase("train", raw[0].start, raw[-1].end)
+        return self.section(origin, phases)
+
+    def section(self, origin: float, phases: dict[str, float]) -> TrainSection:
+        """The train section of the steps so far (`origin`: the session's start; `phases`:
+        the session's phase times, see `wait_source`)."""
+        overhead = self.fit_overhead_s()
+        source = self.wait_source(phases)  # before the steps are read: it may fill their waits
+        section = build_train_section(
+            self._timeline.steps,
+            origin=origin,
+            warmup_steps=self._warmup_steps,
+            style=self.style,
+            input_wait_source=source,
+            skipped_passes=self.passes,
+            epoch_starts=list(self._timeline.epoch_starts),
+        )
+        return dataclasses.replace(
+            section, keras_backend=self.keras_backend, fit_overhead_s=overhead
+        )
+
+
+def _merged_into(passes: list[DataPass], record: DataPass) -> bool:
+    """Whether a pass alike (same reason, call, line and dataset) took `record` in."""
+    key = (record.reason, record.by, record.where, record.dataset)
+    for i, seen in enumerate(passes):
+        if (seen.reason, seen.by, seen.where, seen.dataset) == key:
+            passes[i] = dataclasses.replace(
+                seen,
+                passes=seen.passes + record.passes,
+                batches=seen.batches + record.batches,
+                duration_s=seen.duration_s + record.duration_s,
+            )
+            return True
+    return False
