@@ -3,14 +3,17 @@ the unit layer (tests/unit) runs before the integration layer (tests/integration
 
 from __future__ import annotations
 
+import collections
 import faulthandler
 import gc
 import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,13 +104,17 @@ class _CollectionClock:
         if phase == "start":
             self.started = time.perf_counter()
             if _STACKS is not None:
+                _ITERATORS.freed.clear()
+                _ITERATORS.collecting = True
                 faulthandler.dump_traceback_later(2.0, repeat=True, file=_STACKS)
             return
         took = time.perf_counter() - self.started
         if _STACKS is not None:
             faulthandler.cancel_dump_traceback_later()
-            if took > 1.0:
-                _STACKS.write(f"--- {took:.1f} s in {self.test}, {info}\n")
+            _ITERATORS.collecting = False
+            if took > 1.0 or _ITERATORS.freed:
+                freed = dict(_ITERATORS.freed)
+                _STACKS.write(f"--- {took:.1f} s in {self.test}, {info}, iterators freed {freed}\n")
                 _STACKS.flush()
         self.passes += 1
         self.total_s += took
@@ -115,17 +122,62 @@ class _CollectionClock:
             self.longest_s, self.longest_in = took, self.test
 
 
+class _IteratorBirths:
+    """Which test (and which line outside TensorFlow) made each tf.data iterator that a full
+    collection freed: deleting an iterator joins its threads, up to seconds each
+    (docs/design.md, "Iterator tear-down"), and a collection that frees several holds the
+    whole process that long."""
+
+    def __init__(self) -> None:
+        self.collecting = False
+        self.freed: collections.Counter[str] = collections.Counter()
+        self._refs: set[weakref.ref[Any]] = set()
+        self._patched = False
+
+    def watch(self) -> None:
+        iterator_ops = sys.modules.get("tensorflow.python.data.ops.iterator_ops")
+        if iterator_ops is None or self._patched:
+            return
+        self._patched = True
+        original = iterator_ops.OwnedIterator.__init__
+
+        def __init__(iterator: Any, *args: Any, **kwargs: Any) -> None:
+            original(iterator, *args, **kwargs)
+            born = f"{_COLLECTIONS.test} at {_caller_outside_tensorflow()}"
+
+            def freed(ref: weakref.ref[Any]) -> None:
+                self._refs.discard(ref)
+                if self.collecting:
+                    self.freed[born] += 1
+
+            self._refs.add(weakref.ref(iterator, freed))
+
+        iterator_ops.OwnedIterator.__init__ = __init__
+
+
+def _caller_outside_tensorflow() -> str:
+    frame = sys._getframe(2)
+    while frame is not None and any(
+        part in frame.f_code.co_filename for part in ("tensorflow", "keras", "conftest")
+    ):
+        frame = frame.f_back  # type: ignore[assignment]
+    return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}" if frame else "?"
+
+
 # PIPEDIAG_GC_STACKS=FILE: every 2 s of a full collection, every thread's stack is added
-# to FILE, to find what a long pass waits on.
+# to FILE, to find what a long pass waits on, with the iterators each collection freed.
 _STACKS_FILE = os.environ.get("PIPEDIAG_GC_STACKS")
 _STACKS = open(_STACKS_FILE, "a") if _STACKS_FILE else None  # noqa: SIM115 - open all run
 _COLLECTIONS = _CollectionClock()
+_ITERATORS = _IteratorBirths()
 gc.callbacks.append(_COLLECTIONS)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _COLLECTIONS.test = item.nodeid
+    if _STACKS is not None:
+        _ITERATORS.watch()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
