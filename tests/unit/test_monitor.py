@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from benchmark_files import load_device_check
 from fake_nvml import FakeGpu, FakeNvml, constant
+from pipelines import input_bound_or_host_busy
 
 from pipediag.analysis.gpu_causes import CAUSE_INPUT
 from pipediag.config import RunConfig
@@ -210,9 +211,11 @@ def test_real_loop_with_samplers_writes_outputs_and_sees_the_idle_gpu(
         for _batch in mon.iterate(loader(None, 75, SLOW_S)):
             time.sleep(FAST_S)
     report = mon.report
-    # THEN the verdict is input-bound, and both samplers reported
+    # THEN the verdict is input-bound (or, where other processes kept the host busy, the
+    # honest uncertain: the real host sampler sees them), and both samplers reported
     assert report.script == "train_torch.py"
-    assert report.verdict.label == INPUT_BOUND
+    verdict = report.verdict
+    assert input_bound_or_host_busy(verdict.label, verdict.uncertain_because), verdict
     assert report.host.available and report.host.samples
     assert report.gpu.available and report.gpu.samples
     # AND the GPU analysis puts the idle time on the input waits, and the verdict uses it
