@@ -289,7 +289,7 @@ class Conclusion:
             train = train_so_far()
             verdict = judge(train, pipeline, compute_alone=compute_alone, host=host_so_far())
             self.first_verdict_s = self._clock.now() - origin
-            self._say.log(f"verdict: {verdict_line(verdict, pipeline.batches_per_s)}")
+            self._say.log(f"verdict: {verdict_line(verdict, pipeline.batches_per_s, train)}")
             self.verdict = verdict
         if not deep or self.concluded:
             return None

@@ -105,7 +105,6 @@ def synthetic_report(
             label=INPUT_BOUND if fraction > 0.2 else COMPUTE_BOUND,
             input_wait_fraction=fraction,
             severity="highly input-bound" if fraction > 0.2 else "not input-bound",
-            summary=f"{fraction:.0%} of step time was spent waiting for input.",
             input_bound_steps=steps if fraction > 0.2 else 0,
             compute_bound_steps=0 if fraction > 0.2 else steps,
             compute_alone_steps_per_s=1 / compute_s,
@@ -266,10 +265,6 @@ def synthetic_cost_report(
             "highly input-bound"
             if cost >= 0.20
             else ("moderately input-bound" if cost >= 0.05 else "not input-bound")
-        ),
-        summary=(
-            f"Training runs at {training:.1f} steps/s; the train step alone runs at "
-            f"{compute:.1f} steps/s."
         ),
         compute_alone_steps_per_s=compute,
         input_cost_fraction=cost,

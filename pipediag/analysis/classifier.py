@@ -15,13 +15,11 @@ from dataclasses import dataclass
 from pipediag.analysis.host_contention import other_processes_cores
 from pipediag.analysis.input_cost import (
     InputCost,
-    Rates,
     contention_evidence,
     input_cost,
     label_of,
     phases_of,
     rates_of,
-    unspread_epoch_start,
 )
 from pipediag.analysis.stats import latency_stats
 from pipediag.report.model import (
@@ -29,12 +27,10 @@ from pipediag.report.model import (
     COMPUTE_BOUND,
     ESTIMATED,
     INPUT_BOUND,
-    MEASURED,
     UNCERTAIN,
     UNKNOWN,
     WARMUP,
     ComputeAlone,
-    CostSplit,
     DataPass,
     EpochStart,
     HostSection,
@@ -44,11 +40,10 @@ from pipediag.report.model import (
     TrainSection,
     TrainStyle,
     Verdict,
+    no_verdict_reason,
     timed_steps,
 )
 from pipediag.report.vocabulary import (
-    CONTENDS_FOR_CORES,
-    CONTENDS_FOR_GIL,
     SEVERITY_HIGH,
     SEVERITY_MODERATE,
     SEVERITY_NONE,
@@ -174,9 +169,8 @@ def judge(
     compute_alone: ComputeAlone | None = None,
     host: HostSection | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
-    why_unknown: str | None = None,
 ) -> Verdict:
-    """The overall verdict, with the figures behind it and one sentence that says why.
+    """The overall verdict, with the figures behind it; where there is none, the code of why.
 
     The label follows input cost (`analysis/input_cost.py`): 1 - A/T, from the training
     rate A and the compute-alone rate T (taken in alternation where the blocks ran, else T
@@ -189,7 +183,7 @@ def judge(
         # alternation's rates alone.
         timed = [s for s in train.steps if s.label == UNKNOWN]
     if not timed:
-        return Verdict(summary=why_unknown or _why_no_verdict(train, pipeline))
+        return Verdict(no_verdict_because=no_verdict_reason(train))
     total = sum(s.duration_s for s in timed)
     wait = sum(s.input_wait_s or 0.0 for s in timed)
     fraction = wait / total if total > 0 else 0.0
@@ -245,7 +239,6 @@ def judge(
         label=label,
         input_wait_fraction=fraction if found.split.waits_timed else None,
         severity=severities[label],
-        summary=_summary(label, because, fraction, found, pipeline, rates, headroom, others),
         input_bound_steps=sum(s.count for s in timed if s.label == INPUT_BOUND),
         compute_bound_steps=sum(s.count for s in timed if s.label == COMPUTE_BOUND),
         compute_alone_steps_per_s=compute_rate,
@@ -260,6 +253,7 @@ def judge(
         busy_host_cores=others if busy is not None else None,
         uncertain_because=because,
         steps_to_tell=steps_to_tell,
+        alternation_pairs=rates.paired.pairs if rates.paired is not None else None,
     )
 
 
@@ -318,167 +312,13 @@ def _busy_share(others: float | None, host: HostSection | None) -> float | None:
     return share if share >= BUSY_HOST_SHARE else None
 
 
-def _summary(
-    label: str,
-    because: UncertainReason,
-    fraction: float,
-    found: InputCost,
-    pipeline: PipelineBenchmark,
-    rates: Rates,
-    headroom: float | None,
-    others: float | None,
-) -> str:
-    cost, split = found.cost, found.split
-    if because == UNCERTAIN_BUSY_HOST:
-        return _busy_host_text(found, others)
-    if because == UNCERTAIN_TOO_NOISY:
-        return _too_noisy_text(found, rates)
-    if found.interval is not None and found.interval[0] <= 0.0:
-        return _not_measurable(_waited_text(fraction, split), found.interval[1], rates)
-    interval = _interval_text(found.interval)
-    if label == COMPUTE_BOUND:
-        text = (
-            f"Input costs only {cost:.0%} of training time ({interval}"
-            f"{_waited_text(fraction, split)}): the model's train step sets the rate"
-        )
-        if headroom is not None and pipeline.batches_per_s is not None:
-            text += f"; the pipeline alone delivers {headroom:.1f}x what the train step needs"
-        return text + "." + _unspread_text(split, rates)
-    text = f"Input costs {cost:.0%} of training time ({interval}{_parts_text(split)})"
-    if label == BALANCED:
-        text += ": both input and compute limit the rate"
-    figure_text = "; ".join(_figures(pipeline, rates))
-    return text + (f": {figure_text}." if figure_text else ".") + _unspread_text(split, rates)
+def pipeline_reading_disturbed(training: float, pipeline: float) -> bool:
+    """Training (A, steps/s) ran faster than the pipeline read alone (P, batches/s) could feed
+    it: the pipeline-alone reading was disturbed (another process, a cold file cache)."""
+    return training > PIPELINE_BELOW_TRAINING * pipeline
 
 
-def _busy_host_text(found: InputCost, others: float | None) -> str:
-    interval = found.interval or [found.cost, found.cost]
-    return (
-        f"The host was busy: other processes kept {others or 0.0:.1f} cores busy while "
-        f"training and the train step alone were measured, so part of the {found.cost:.0%} "
-        f"input cost (90% interval {interval[0] * 100:.0f}-{interval[1]:.0%}; "
-        f"{_parts_text(found.split)}) may be theirs. Run again on a quiet host to tell."
-    )
-
-
-def _too_noisy_text(found: InputCost, rates: Rates) -> str:
-    low, top = found.interval or [found.cost, found.cost]
-    pairs = rates.paired.pairs if rates.paired is not None else 0
-    return (
-        f"Input costs {found.cost:.0%} of training time, but its 90% interval, "
-        f"{low * 100:.0f}-{top:.0%} over {pairs} alternating pairs, reaches across a band's "
-        f"edge ({_parts_text(found.split)}): too noisy to tell which band. Measure more steps "
-        "to narrow it; the alternation runs longer with them."
-    )
-
-
-def _unspread_text(split: CostSplit, rates: Rates) -> str:
-    """ " Each epoch after the first started 2.10 s late; ..." where that start-up is long
-    but the epoch's length is unknown, so the cost above leaves it out."""
-    start = unspread_epoch_start(split, rates.training)
-    if start is None:
-        return ""
-    return (
-        f" Each epoch after the first started {start:.2f} s late; the epoch's length is "
-        "unknown, so that start-up is not in the cost above."
-    )
-
-
-def _interval_text(interval: list[float] | None) -> str:
-    """ "90% interval 40-48%; ", or "" without one."""
-    if interval is None or round(interval[0] * 100) == round(interval[1] * 100):
-        return ""  # none, or both ends pinned to a measured wait above the pairs' interval
-    return f"90% interval {interval[0] * 100:.0f}-{interval[1]:.0%}; "
-
-
-def _not_measurable(waited: str, high: float, rates: Rates) -> str:
-    pairs = rates.paired.pairs if rates.paired is not None else 0
-    return (
-        f"Input cost is not measurable above noise (at most {high:.0%} of training time): "
-        f"training ran as fast as the train step alone within the 90% interval of {pairs} "
-        f"alternating pairs ({waited}); the model's train step sets the rate."
-    )
-
-
-def _waited_text(fraction: float, split: CostSplit) -> str:
-    if not split.waits_timed:
-        return "its waits, inside a tf.function, not timed"
-    return f"{fraction:.0%} of step time spent waiting"
-
-
-def _parts_text(split: CostSplit) -> str:
-    """ "waiting 4%, contention 40% (for the host's cores), per-pull overhead 0%"."""
-    kinds = {CONTENDS_FOR_CORES: " (for the host's cores)", CONTENDS_FOR_GIL: " (for the GIL)"}
-    if not split.waits_timed:
-        text = (
-            f"waiting and contention {split.wait:.0%}, not told apart: the pulls run inside "
-            "a tf.function"
-        )
-    else:
-        text = (
-            f"waiting {split.wait:.0%}, contention {split.contention:.0%}"
-            f"{kinds.get(split.contention_kind, '')}, per-pull overhead {split.fetch:.0%}"
-        )
-    if split.epoch_start > 0:
-        text += f", epoch starts {split.epoch_start:.0%}"
-    return text
-
-
-def _figures(pipeline: PipelineBenchmark, rates: Rates) -> list[str]:
-    """The rates behind the cost, and a pipeline-alone reading that cannot be right."""
-    figures = []
-    if rates.compute is not None and rates.training is not None:
-        how = "estimated"
-        if rates.paired is not None:
-            how = f"in alternation, {rates.paired.pairs} pairs"
-        elif rates.source == MEASURED:
-            how = "measured on a cached batch"
-        figures.append(
-            f"training ran {rates.training:.1f} steps/s against {rates.compute:.1f} for the "
-            f"train step alone ({how})"
-        )
-    if pipeline.batches_per_s is not None:
-        figures.append(f"the pipeline alone delivers {pipeline.batches_per_s:.1f} batches/s")
-    if (
-        pipeline.batches_per_s is not None
-        and rates.training is not None
-        and rates.training > PIPELINE_BELOW_TRAINING * pipeline.batches_per_s
-    ):
-        figures.append(
-            f"training ran faster than the pipeline alone ({rates.training:.1f} against "
-            f"{pipeline.batches_per_s:.1f}), so that reading was disturbed (another process, "
-            "a cold file cache): read its stage figures with care"
-        )
-    return figures
-
-
-def _why_no_verdict(train: TrainSection, pipeline: PipelineBenchmark) -> str:
-    if not train.steps and train.skipped_passes:
-        passes = sum(p.passes for p in train.skipped_passes)
-        return (
-            f"No training was found: the script made {passes} pass(es) over its data, none "
-            "of them training (no train step between their pulls, or made by Keras), so "
-            "there is no verdict."
-        )
-    if not train.steps:
-        return (
-            "No training steps were seen: the script did not call Keras fit, pull a tf.data "
-            "dataset eagerly, or call a tf.function given an iterator that stepped an "
-            "optimizer. For any other loop, mark its steps with pipediag.monitor() "
-            "(README, 'Python API')."
-        )
-    if train.measured_steps == 0:
-        return (
-            f"Only {len(train.steps)} step(s) ran, all in the warm-up: run more steps "
-            "or lower --warmup."
-        )
-    text = "The input wait of the measured steps could not be measured"
-    if train.steps_per_s is not None and pipeline.batches_per_s is not None:
-        share = train.steps_per_s / pipeline.batches_per_s
-        text += (
-            f". Training ran at {train.steps_per_s:.1f} steps/s, {share:.0%} of the "
-            f"{pipeline.batches_per_s:.1f} batches/s the pipeline delivers alone"
-        )
-        if share >= PIPELINE_LIMITED_SHARE:
-            text += ", which suggests the input pipeline limits it"
-    return text + "."
+def pipeline_seems_limiting(training: float, pipeline: float) -> bool:
+    """Training (steps/s) ran close to the pipeline-alone rate (batches/s): without measured
+    waits, that suggests the pipeline limits it (`PIPELINE_LIMITED_SHARE`)."""
+    return pipeline > 0 and training / pipeline >= PIPELINE_LIMITED_SHARE

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pipediag.renderers.verdict_words import headline
 from pipediag.report.io import write_atomically
 from pipediag.report.model import (
     COMPUTE_BOUND,
@@ -280,7 +281,8 @@ def _trace_metadata(report: Report) -> dict[str, Any]:
         "verdict": verdict.label,
         "severity": verdict.severity,
         "input_wait_fraction": _finite_or_none(verdict.input_wait_fraction),
-        "summary": verdict.summary,
+        "headline": headline(report).text,
+        "no_verdict_because": verdict.no_verdict_because,
         "complete": report.complete,
         "stop_reason": report.stop_reason,
     }

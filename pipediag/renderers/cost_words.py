@@ -22,6 +22,12 @@ from pipediag.report.vocabulary import CONTENDS_FOR_CORES, CONTENDS_FOR_GIL, COS
 
 # A cost whose interval reaches zero: training ran as fast as the step alone, within noise.
 NOT_MEASURABLE = "not measurable above noise"
+# A cost whose waits were not timed (`CostSplit.waits_timed` False): its wait part holds
+# waiting and contention together.
+WAITS_NOT_TIMED = (
+    "Waiting and contention are not told apart: the pulls run inside a tf.function, where "
+    "their waits are not timed."
+)
 
 # The parts of input cost, in the order they are listed and drawn (after compute).
 COST_PARTS = (COST_WAIT, COST_CONTENTION, COST_FETCH, COST_EPOCH_START)

@@ -82,7 +82,7 @@ def render_text(report: Report) -> str:
 
 
 def _headline(report: Report) -> list[str]:
-    """The headline whole, then what follows it (the analysis's summary), wrapped."""
+    """The headline whole, then the details it leaves to the lines under it, wrapped."""
     head = headline(report)
     lines = [head.text]
     for detail in head.details:

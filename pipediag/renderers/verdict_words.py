@@ -3,38 +3,58 @@ verdict a run's progress and a fleet's table show, and a phase's verdict.
 
 The title is read from the input cost's band, or two bands where its interval straddles a
 boundary ("BALANCED TO INPUT-BOUND"); the claim says the cost and its interval; the
-explanation says which part of the cost dominates and why, and which phase.
+explanation says which part of the cost dominates and why, and which phase; the details
+under it say what the cost's figures add (the pipeline's headroom, a disturbed reading). A
+verdict without input cost is its title, then why there is none (`no_verdict_words.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipediag.analysis.classifier import DEFAULT_THRESHOLDS
-from pipediag.analysis.input_cost import SATURATED_FREE_CORES, interval_labels
-from pipediag.renderers.cost_words import NOT_MEASURABLE, cost_not_measurable, epoch_start_evidence
-from pipediag.renderers.numbers import percent, percent_range, shown_interval
+from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, pipeline_reading_disturbed
+from pipediag.analysis.input_cost import (
+    SATURATED_FREE_CORES,
+    interval_labels,
+    unspread_epoch_start,
+)
+from pipediag.renderers.cost_words import (
+    NOT_MEASURABLE,
+    WAITS_NOT_TIMED,
+    cost_not_measurable,
+    epoch_start_evidence,
+)
+from pipediag.renderers.no_verdict_words import no_verdict_text
+from pipediag.renderers.numbers import percent, percent_range, rate_text, shown_interval, speedup
 from pipediag.report.model import (
+    BALANCED,
     COMPUTE_BOUND,
     COST_CONTENTION,
     COST_FETCH,
     COST_WAIT,
     ESTIMATED,
+    INPUT_BOUND,
     UNCERTAIN,
     CostSplit,
     PhaseVerdict,
     Report,
+    TrainSection,
     Verdict,
 )
 from pipediag.report.names import VERDICT_TITLES, verdict_title
 from pipediag.report.vocabulary import CONTENDS_FOR_GIL, COST_EPOCH_START, UNCERTAIN_TOO_NOISY
 
-# A verdict with no input cost and no summary (nothing measured): its claim in plain words.
-NOT_ENOUGH_MEASURED = "not enough was measured to tell"
 # The headline's explanation of a verdict by what dominates its input cost.
 TRAIN_STEP_SETS_THE_RATE = "the model's train step sets the rate"
 WAITING_EXPLAINED = "the train step waits for batches the pipeline has not made"
 ESTIMATED_NOTE = " (compute alone estimated: contention not measured)"
+# A labelled verdict from before input cost whose wait share was not measured either: its
+# label in plain words.
+PLAIN_VERDICTS = {
+    INPUT_BOUND: "training waits for its input pipeline",
+    COMPUTE_BOUND: "the model, not the input, sets the pace",
+    BALANCED: "input pipeline and model both limit training",
+}
 
 
 @dataclass(frozen=True)
@@ -43,9 +63,9 @@ class Headline:
 
     `text` is the whole headline (the text summary's first line); `claim` and `explanation`
     are its two parts (the PNG draws the claim big and the explanation under it): the text
-    is the claim, then ": " or "; ", then the explanation. `details` follow it: the
-    analysis's summary, or for a verdict without input cost (whose first line holds the
-    summary) the severity.
+    is the claim, then ": " or "; ", then the explanation. `details` follow it, each a
+    sentence: what the cost's figures add to the headline, or for a labelled verdict
+    without input cost the severity.
     """
 
     text: str
@@ -56,34 +76,50 @@ class Headline:
 
 def headline(report: Report) -> Headline:
     """The verdict's label, its input cost and the part that dominates it, worded from the
-    verdict's figures; for a verdict without input cost (no verdict, or a report from
-    before input cost was measured), the label with the verdict's summary."""
+    verdict's figures; for a verdict without input cost, its title, then why there is no
+    verdict (or, for a report from before input cost was measured, its wait share)."""
     verdict = report.verdict
     worded = cost_headline(verdict, report.pipeline.batches_per_s)
     if worded is not None:
         return worded
     claim = verdict_title(verdict.label)
-    explanation = ""
-    separator = ": "
-    if verdict.summary:
-        claim, separator, explanation = _first_clause(f"{claim}: {verdict.summary}")
-    else:
-        claim += f": {NOT_ENOUGH_MEASURED}"
-    text = claim + (separator + explanation if explanation else "")
+    explanation = _without_cost_words(verdict, report.train, report.pipeline.batches_per_s)
     details = [f"Severity: {verdict.severity}"] if verdict.label in VERDICT_TITLES else []
-    return Headline(text, claim, explanation, details)
+    return Headline(f"{claim}: {explanation}", claim, explanation, details)
 
 
-def verdict_line(verdict: Verdict, pipeline_batches_per_s: float | None) -> str:
+def verdict_line(
+    verdict: Verdict, pipeline_batches_per_s: float | None, train: TrainSection
+) -> str:
     """The verdict in one line, as a run's progress and a fleet's table say it: the
-    headline where input cost was measured, else the verdict's summary.
+    headline where input cost was measured, else why there is no verdict.
 
     Args:
         verdict: the analysis's verdict.
         pipeline_batches_per_s: the rate P of the pipeline read alone, if measured.
+        train: the train section the verdict was judged on (its steps and passes, for the
+            words of why there is no verdict).
     """
     worded = cost_headline(verdict, pipeline_batches_per_s)
-    return worded.text if worded is not None else verdict.summary
+    if worded is not None:
+        return worded.text
+    return _without_cost_words(verdict, train, pipeline_batches_per_s)
+
+
+def _without_cost_words(
+    verdict: Verdict, train: TrainSection, pipeline_batches_per_s: float | None
+) -> str:
+    """What follows the title of a verdict without input cost: why there is no verdict, or
+    for a verdict from before input cost was measured, its wait share ("71% of step time
+    spent waiting for input", "only 2% ..." when compute-bound) or its label in plain words."""
+    fraction = verdict.input_wait_fraction
+    if verdict.no_verdict_because or fraction is None:
+        plain = PLAIN_VERDICTS.get(verdict.label)
+        if plain is not None:
+            return plain
+        return no_verdict_text(verdict.no_verdict_because, train, pipeline_batches_per_s)
+    share = f"{percent(fraction)} of step time spent waiting for input"
+    return f"only {share}" if verdict.label == COMPUTE_BOUND else share
 
 
 def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Headline | None:
@@ -120,8 +156,67 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
     elif phases:
         separator, explanation = "; ", phases
     text = claim + (separator + explanation if explanation else "")
-    details = [verdict.summary] if verdict.summary and verdict.summary != text else []
-    return Headline(text, claim, explanation, details)
+    return Headline(text, claim, explanation, _cost_details(verdict, pipeline_batches_per_s))
+
+
+def _cost_details(verdict: Verdict, pipeline_batches_per_s: float | None) -> list[str]:
+    """The facts under a cost's headline that it does not say itself (the cost's parts and
+    the rates have rows of their own): waits not timed; where the cost is not measurable,
+    how the pairs read it; else what the rates add, and an epoch start left out of the cost."""
+    if cost_not_measurable(verdict):
+        details = [_not_measurable_detail(verdict.alternation_pairs)]
+    else:
+        details = [_rates_detail(verdict, pipeline_batches_per_s), _unspread_detail(verdict)]
+    return [d for d in (_untimed_detail(verdict), *details) if d]
+
+
+def _untimed_detail(verdict: Verdict) -> str:
+    split = verdict.cost_split
+    return WAITS_NOT_TIMED if split is not None and not split.waits_timed else ""
+
+
+def _rates_detail(verdict: Verdict, pipeline_batches_per_s: float | None) -> str:
+    """Where compute-bound, the pipeline's headroom; where input limits training, a
+    pipeline-alone reading that cannot be right; else ""."""
+    pipeline, training = pipeline_batches_per_s, verdict.training_steps_per_s
+    if verdict.label == COMPUTE_BOUND:
+        headroom = verdict.pipeline_headroom
+        if headroom is None or pipeline is None:
+            return ""
+        return f"The pipeline alone delivers {speedup(headroom)} what the train step needs."
+    if training is None or pipeline is None or not pipeline_reading_disturbed(training, pipeline):
+        return ""
+    return (
+        f"Training ran faster than the pipeline alone ({rate_text(training)} against "
+        f"{rate_text(pipeline)}), so that reading was disturbed (another process, a cold file "
+        "cache): read its stage figures with care."
+    )
+
+
+def _unspread_detail(verdict: Verdict) -> str:
+    """An epoch start long enough to matter that the cost leaves out, its epoch's length
+    unknown; else ""."""
+    split = verdict.cost_split
+    start = unspread_epoch_start(split, verdict.training_steps_per_s) if split else None
+    if start is None:
+        return ""
+    return (
+        f"Each epoch after the first started {start:.2f} s late; the epoch's length is "
+        "unknown, so that start-up is not in the cost above."
+    )
+
+
+def _pairs_text(pairs: int | None) -> str:
+    """ "3 alternating pairs", or "the alternating pairs" in a report that did not count
+    them."""
+    return f"{pairs} alternating pairs" if pairs is not None else "the alternating pairs"
+
+
+def _not_measurable_detail(pairs: int | None) -> str:
+    return (
+        "Training ran as fast as the train step alone within the 90% interval of "
+        f"{_pairs_text(pairs)}."
+    )
 
 
 def _busy_words(cores: float) -> str:
@@ -144,10 +239,16 @@ def _uncertain_headline(
         claim = f"{verdict_title(UNCERTAIN)}: too noisy to tell"
         steps = f" --steps {verdict.steps_to_tell}" if verdict.steps_to_tell else ""
         explanation = f"{claim_cost}{part}; measure more:{steps}" if steps else claim_cost + part
+        noisy = (
+            f"Its 90% interval, over {_pairs_text(verdict.alternation_pairs)}, reaches across "
+            "a band's edge; the alternation runs longer with more steps."
+        )
     else:
+        # The headline says the rest: the others' load, the cost, and to run again.
         claim = f"{verdict_title(UNCERTAIN)}: {_busy_words(verdict.busy_host_cores or 0.0)}"
         explanation = f"{claim_cost}{part}, perhaps theirs; run again on a quiet host"
-    details = [verdict.summary] if verdict.summary else []
+        noisy = ""
+    details = [d for d in (_untimed_detail(verdict), noisy) if d]
     return Headline(f"{claim}: {explanation}", claim, explanation, details)
 
 
@@ -236,23 +337,6 @@ def _dominant_phase_text(phases: list[PhaseVerdict]) -> str:
             f"input costs {percent(last.input_cost_fraction)}"
         )
     return text
-
-
-def _first_clause(text: str) -> tuple[str, str, str]:
-    """(claim, separator, rest): a verdict's summary led by its label, cut after its first
-    clause, the first ": " after the label's outside parentheses (else "; ").
-
-    The analysis says why there is no verdict in a sentence ("No training steps were seen:
-    the script did not iterate a tf.data dataset ..."); the PNG draws its first clause big.
-    """
-    start = text.find(": ") + 2
-    for separator in (": ", "; "):
-        depth = 0
-        for i in range(start, len(text) - len(separator) + 1):
-            depth += (text[i] == "(") - (text[i] == ")")
-            if depth == 0 and text.startswith(separator, i):
-                return text[:i], separator, text[i + len(separator) :]
-    return text, "", ""
 
 
 def sentence(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tempfile
 import types
 import typing
@@ -14,6 +15,7 @@ from typing import Any, TypeVar, Union
 from pipediag.errors import ReportError
 from pipediag.report import model
 from pipediag.report.model import SCHEMA_VERSION, Report
+from pipediag.report.vocabulary import NO_VERDICT_UNKNOWN, NoVerdictReason
 
 T = TypeVar("T")
 
@@ -41,6 +43,8 @@ def from_dict(data: dict[str, Any]) -> Report:
         data = _from_version_2(data)
     if version < 4:
         data = _from_version_3(data)
+    if version < 5:
+        data = _from_version_4(data)
     try:
         return _build(Report, data)
     except (TypeError, ValueError, KeyError) as exc:
@@ -140,31 +144,48 @@ def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-# A version-2 verdict with neither input cost nor a summary (written before either), said
-# from its label alone when its wait share was not measured.
-_PLAIN_VERDICTS = {
-    model.INPUT_BOUND: "training waits for its input pipeline",
-    model.COMPUTE_BOUND: "the model, not the input, sets the pace",
-    model.BALANCED: "input pipeline and model both limit training",
-}
-
-
 def _verdict_v3(verdict: dict[str, Any]) -> dict[str, Any]:
     """Version 2 stored the headline as prose; version 3 words it from the verdict's figures
-    (renderers/verdict_words.py), so the text goes. A verdict from before input cost and summaries
-    gets its wait share in plain words as its summary: "71% of step time spent waiting for
-    input", "only 8% ..." when compute-bound."""
+    (renderers/verdict_words.py), so the text goes."""
     verdict = dict(verdict)
     verdict.pop("headline", None)
-    if verdict.get("input_cost_fraction") is not None or verdict.get("summary"):
-        return verdict
-    label, fraction = verdict.get("label"), verdict.get("input_wait_fraction")
-    if isinstance(fraction, (int, float)):
-        share = f"{fraction:.0%} of step time spent waiting for input"
-        verdict["summary"] = f"only {share}" if label == model.COMPUTE_BOUND else share
-    elif label in _PLAIN_VERDICTS:
-        verdict["summary"] = _PLAIN_VERDICTS[label]
     return verdict
+
+
+# Version 4's summary named the alternation's pairs only in words: "(in alternation, 6
+# pairs)", "over 3 alternating pairs", "within the 90% interval of 3 alternating pairs".
+_PAIRS_IN_WORDS = re.compile(r"(\d+) (?:alternating )?pairs\b")
+
+
+def _from_version_4(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-4 report in version 5's shape: the verdict's prose `summary` goes (the
+    renderers word the verdict from its figures). The two facts it held that no field did
+    become fields: the alternation's pairs, and why there is no verdict, read from the train
+    section as the analysis reads it. A verdict with no summary (a report's default, judged
+    never) says no reason."""
+    data = dict(data, schema_version=5)
+    verdict = data.get("verdict")
+    if not isinstance(verdict, dict):
+        return data
+    verdict = dict(verdict)
+    summary = verdict.pop("summary", None)
+    if not isinstance(summary, str):
+        summary = ""
+    pairs = _PAIRS_IN_WORDS.search(summary)
+    if pairs is not None and verdict.get("alternation_pairs") is None:
+        verdict["alternation_pairs"] = int(pairs.group(1))
+    if summary and verdict.get("label", model.UNKNOWN) == model.UNKNOWN:
+        verdict["no_verdict_because"] = _no_verdict_reason(data.get("train"))
+    data["verdict"] = verdict
+    return data
+
+
+def _no_verdict_reason(train: Any) -> NoVerdictReason:
+    """Why an older report's train section gave no verdict; "unknown" where it is malformed."""
+    try:
+        return model.no_verdict_reason(_build(model.TrainSection, train or {}))
+    except (TypeError, ValueError, KeyError):
+        return NO_VERDICT_UNKNOWN
 
 
 def _stages_v3(stages: Any) -> list[Any]:

@@ -54,6 +54,11 @@ from pipediag.report.vocabulary import (
     LIMITED_BY_TRANSFER,
     MEASURED,
     NO_TRAIN_STEP,
+    NO_VERDICT_NO_STEPS,
+    NO_VERDICT_NO_TRAINING,
+    NO_VERDICT_UNKNOWN,
+    NO_VERDICT_WAIT_NOT_MEASURED,
+    NO_VERDICT_WARMUP_ONLY,
     SERVICE_CLUSTER,
     SERVICE_LOCAL,
     UNCERTAIN,
@@ -69,6 +74,7 @@ from pipediag.report.vocabulary import (
     GpuIdleCause,
     InputWaitSource,
     KerasBackend,
+    NoVerdictReason,
     RateBlockKind,
     Severity,
     StepLabel,
@@ -155,9 +161,12 @@ __all__ = [
 # 4: training and the train step alone are measured in alternation (`ComputeAlone.blocks`),
 # the input cost carries its 90% interval (`Verdict.input_cost_interval`), no core-count
 # model caps it (`CostSplit.unexplained` is gone), and each epoch's start-up is a fourth part
-# of it (`CostSplit.epoch_start`). Version 1 to 3 reports are read and converted
-# (`report/io.py`).
-SCHEMA_VERSION = 4
+# of it (`CostSplit.epoch_start`).
+# 5: the verdict holds no prose: its `summary` sentence is gone, and where there is no
+# verdict a typed code says why (`Verdict.no_verdict_because`); the renderers word both
+# from the verdict's and the train section's figures. Version 1 to 4 reports are read and
+# converted (`report/io.py`).
+SCHEMA_VERSION = 5
 
 
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
@@ -275,6 +284,21 @@ class TrainSection:
     fit_overhead_s: float | None = None
 
 
+def no_verdict_reason(train: TrainSection) -> NoVerdictReason:
+    """Why a train section whose steps give no verdict gives none: no training among the
+    passes over the data, no steps at all, only warm-up steps, or measured steps of which
+    none had its input wait timed. Kept here, below the analysis, because reading a report
+    written before the code was typed gives it the same way (`report/io.py`)."""
+    if not train.steps:
+        return NO_VERDICT_NO_TRAINING if train.skipped_passes else NO_VERDICT_NO_STEPS
+    if train.measured_steps == 0:
+        return NO_VERDICT_WARMUP_ONLY
+    if any(s.label in (INPUT_BOUND, COMPUTE_BOUND) for s in train.steps):
+        # Steps a verdict could read: an older report's own reason, not one of these.
+        return NO_VERDICT_UNKNOWN
+    return NO_VERDICT_WAIT_NOT_MEASURED
+
+
 @dataclass(frozen=True)
 class RateBlock:
     """One block of the alternation of rates (docs/design.md, "Rates in alternation").
@@ -386,12 +410,12 @@ class PhaseVerdict:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The answer: what limits the training rate, how badly, and why in one sentence."""
+    """The answer: what limits the training rate, how badly, and the figures behind it, in
+    numbers and typed codes only (the renderers word them)."""
 
     label: VerdictLabel = UNKNOWN
     input_wait_fraction: float | None = None
     severity: Severity = "unknown"
-    summary: str = ""
     input_bound_steps: int = 0
     compute_bound_steps: int = 0
     compute_alone_steps_per_s: float | None = None
@@ -421,6 +445,11 @@ class Verdict:
     # likely narrow the interval enough to place the cost in one band.
     uncertain_because: UncertainReason = ""
     steps_to_tell: int | None = None
+    # The pairs of training and step-alone blocks the cost and its interval were read from;
+    # None where T was not measured in alternation.
+    alternation_pairs: int | None = None
+    # Why there is no verdict (label "unknown"); "" where there is one.
+    no_verdict_because: NoVerdictReason = ""
 
 
 @dataclass(frozen=True)

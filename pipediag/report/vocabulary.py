@@ -25,6 +25,19 @@ UncertainReason = Literal["", "busy-host", "too-noisy"]
 UNCERTAIN_BUSY_HOST: Final = "busy-host"
 UNCERTAIN_TOO_NOISY: Final = "too-noisy"
 UNKNOWN: Final = "unknown"
+# Why a run has no verdict (`Verdict.no_verdict_because`); "" where it has one, or where
+# none was judged (a report's default verdict).
+NoVerdictReason = Literal[
+    "", "no-training", "no-steps", "warmup-only", "wait-not-measured", "unknown"
+]
+# The script passed over its data, but none of its passes was training.
+NO_VERDICT_NO_TRAINING: Final = "no-training"
+NO_VERDICT_NO_STEPS: Final = "no-steps"  # no pass over the data, no train step seen
+NO_VERDICT_WARMUP_ONLY: Final = "warmup-only"  # every step ran in the warm-up
+# Steps were measured, but not one step's input wait (nor the rates in alternation).
+NO_VERDICT_WAIT_NOT_MEASURED: Final = "wait-not-measured"
+# A report written before the reason was typed, whose train section tells none of these.
+NO_VERDICT_UNKNOWN: Final = "unknown"
 # Step label for steps kept out of the verdict (tracing, compilation, buffers filling).
 StepLabel = Literal["input-bound", "compute-bound", "balanced", "unknown", "warmup"]
 WARMUP: Final = "warmup"

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 import pipediag
+from pipediag.renderers.verdict_words import headline
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, UNKNOWN
+from pipediag.report.vocabulary import NO_VERDICT_NO_TRAINING
 
 pytestmark = pytest.mark.tensorflow
 
@@ -210,6 +212,7 @@ def test_a_script_whose_only_loop_is_a_data_pass(
     (skipped,) = report.train.skipped_passes
     assert (skipped.passes, skipped.batches) == (3, 192)
     assert report.verdict.label == UNKNOWN
-    assert report.verdict.summary.startswith("No training was found")
+    assert report.verdict.no_verdict_because == NO_VERDICT_NO_TRAINING
+    assert headline(report).text.startswith("NO VERDICT: No training was found")
     assert not report.pipeline.measured
     assert not report.suggestions or all(s.kind == "note" for s in report.suggestions)

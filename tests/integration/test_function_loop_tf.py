@@ -15,7 +15,10 @@ import pytest
 from pipelines import bands_reached
 
 import pipediag
+from pipediag.renderers.cost_words import WAITS_NOT_TIMED
+from pipediag.renderers.verdict_words import headline
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND
+from pipediag.report.vocabulary import NO_VERDICT_NO_STEPS
 
 pytestmark = pytest.mark.tensorflow
 
@@ -101,9 +104,9 @@ def test_a_slow_map_under_a_multi_step_function_is_input_bound(tmp_path: Path) -
     assert alone is not None and alone.measured and alone.blocks, alone
     assert alone.restored_variables > 0
     verdict = report.verdict
-    assert verdict.label == INPUT_BOUND, verdict.summary
+    assert verdict.label == INPUT_BOUND, verdict
     assert verdict.cost_split is not None and not verdict.cost_split.waits_timed
-    assert "not told apart" in verdict.summary
+    assert WAITS_NOT_TIMED in headline(report).details
     # Training runs at the pipeline's pace: about 20 batches/s, each batch one step.
     assert report.pipeline.batches_per_s == pytest.approx(20, rel=0.4)
     assert verdict.training_steps_per_s == pytest.approx(20, rel=0.4)
@@ -116,7 +119,7 @@ def test_a_heavy_model_under_a_multi_step_function_is_compute_bound(tmp_path: Pa
 
     assert report.complete and report.stop_reason == "step-budget", report.exit
     verdict = report.verdict
-    assert verdict.compute_alone_source == "measured", verdict.summary
+    assert verdict.compute_alone_source == "measured", verdict
     # (its cost read near 5%, the band edge a host's noise moves either way)
     reached = bands_reached(verdict.label, verdict.input_cost_interval)
     assert verdict.label != INPUT_BOUND and reached & {COMPUTE_BOUND, BALANCED}, verdict
@@ -153,7 +156,8 @@ def test_a_function_loop_without_a_step_counter_is_named_with_how_to_get_a_verdi
 
     assert report.complete and report.stop_reason == "script-finished", report.exit
     assert report.verdict.label == "unknown"
-    assert "pipediag.monitor()" in report.verdict.summary
+    assert report.verdict.no_verdict_because == NO_VERDICT_NO_STEPS
+    assert "pipediag.monitor()" in headline(report).text
     assert any(
         "sgd_steps (train.py:" in note and "step counter" in note for note in report.notes
     ), report.notes

@@ -10,7 +10,9 @@ from cli_runner import run_pipediag
 from pipelines import input_bound_or_host_busy
 
 import pipediag
+from pipediag.renderers.verdict_words import headline
 from pipediag.report.model import UNKNOWN
+from pipediag.report.vocabulary import NO_VERDICT_NO_TRAINING, NO_VERDICT_WAIT_NOT_MEASURED
 
 pytestmark = pytest.mark.tensorflow
 
@@ -73,8 +75,9 @@ def test_empty_dataset(tmp_path: Path) -> None:
     assert skipped.batches == 0
     assert report.pipeline.measured is False
     assert report.verdict.label == UNKNOWN and report.complete
-    assert report.verdict.summary.startswith("No training was found")
+    assert report.verdict.no_verdict_because == NO_VERDICT_NO_TRAINING
     text = (tmp_path / "out" / "summary.txt").read_text()
+    assert text.startswith("NO VERDICT: No training was found")
     assert "skipped an empty pass at train.py:" in text and "(the dataset was empty)" in text
 
 
@@ -199,7 +202,8 @@ def test_script_running_its_own_profiler(tmp_path: Path) -> None:
     )
     assert report.verdict.label == UNKNOWN
     assert any("TF profiler could not be started" in note for note in report.notes)
-    assert "could not be measured" in report.verdict.summary
+    assert report.verdict.no_verdict_because == NO_VERDICT_WAIT_NOT_MEASURED
+    assert "could not be measured" in headline(report).text
     assert report.train.measured_steps == 10 and report.complete
 
 

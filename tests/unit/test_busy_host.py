@@ -12,7 +12,7 @@ import pytest
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.host_contention import other_processes_cores
 from pipediag.renderers.text import render_text
-from pipediag.renderers.verdict_words import verdict_line
+from pipediag.renderers.verdict_words import cost_headline, verdict_line
 from pipediag.report.model import (
     COMPUTE_BOUND,
     INPUT_BOUND,
@@ -97,18 +97,20 @@ def test_contention_read_while_others_took_the_host_is_uncertain() -> None:
     assert verdict.busy_host_cores == pytest.approx(0.8)
     low, high = verdict.input_cost_interval or [0.0, 0.0]
     assert low == pytest.approx(max(0.0, 1 - 16.2 / 31 - 0.4), abs=0.03) and high > 0.45
-    line = verdict_line(verdict, 40.0)
+    line = verdict_line(verdict, 40.0, train)
     assert line.startswith(
         "UNCERTAIN: the host was busy (other processes kept 0.8 cores busy): input costs 48%"
     )
     assert line.endswith("perhaps theirs; run again on a quiet host")
-    assert "Run again on a quiet host" in verdict.summary
+    # the headline says it all: nothing under it repeats it
+    head = cost_headline(verdict, 40.0)
+    assert head is not None and head.details == []
     # with the others on a whole core, the low end reaches zero: still a measured cost,
     # never "not measurable above noise" (the pairs' own interval held well above zero)
     busier = judge(train, PIPELINE, compute_alone=alone, host=_host(others=1.0))
     assert busier.label == UNCERTAIN
     assert (busier.input_cost_interval or [1.0])[0] == pytest.approx(0.0, abs=0.002)
-    assert "input costs 48% of training time (0-" in verdict_line(busier, 40.0)
+    assert "input costs 48% of training time (0-" in verdict_line(busier, 40.0, train)
     report = Report(script="train.py", verdict=busier, pipeline=PIPELINE, train=train)
     assert "not measurable" not in render_text(report)
 
@@ -123,7 +125,9 @@ def test_a_cost_that_holds_beyond_the_others_share_keeps_its_label_and_names_the
     assert verdict.busy_host_cores == pytest.approx(0.3)
     low, _ = verdict.input_cost_interval or [0.0, 0.0]
     assert 0.2 < low < 0.6 - 0.1
-    assert "the host was busy (other processes kept 0.3 cores busy)" in verdict_line(verdict, 40.0)
+    assert "the host was busy (other processes kept 0.3 cores busy)" in verdict_line(
+        verdict, 40.0, train
+    )
 
 
 def test_a_cost_far_above_the_others_share_stays_input_bound_however_wide_its_pairs() -> None:
@@ -135,7 +139,7 @@ def test_a_cost_far_above_the_others_share_stays_input_bound_however_wide_its_pa
     verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(others=1.0))
 
     assert verdict.input_cost_fraction is not None and verdict.input_cost_fraction > 0.7
-    assert verdict.label == INPUT_BOUND, verdict.summary
+    assert verdict.label == INPUT_BOUND, verdict
     assert verdict.busy_host_cores == pytest.approx(1.0)
 
 
@@ -144,13 +148,13 @@ def test_a_quiet_host_and_a_compute_bound_run_say_nothing_of_others() -> None:
     alone = _alternation(16.0, 31.0, start_s=4.0)
     quiet = judge(train, PIPELINE, compute_alone=alone, host=_host(others=0.04))
     assert quiet.label == INPUT_BOUND and quiet.busy_host_cores is None
-    assert "busy" not in verdict_line(quiet, 40.0)
+    assert "busy" not in verdict_line(quiet, 40.0, train)
     # a busy host cannot make a compute-bound run less so
     fast = _train(1 / 30.0, 0.0)
     compute = judge(
         fast, PIPELINE, compute_alone=_alternation(30.0, 30.2, 4.0), host=_host(others=0.8)
     )
-    assert compute.label == COMPUTE_BOUND and "busy" not in verdict_line(compute, 40.0)
+    assert compute.label == COMPUTE_BOUND and "busy" not in verdict_line(compute, 40.0, fast)
 
 
 def test_others_count_only_while_training_and_the_step_alone_were_measured() -> None:
@@ -201,10 +205,15 @@ def test_a_cost_too_noisy_for_one_band_is_uncertain_with_the_steps_to_tell() -> 
     assert verdict.busy_host_cores is None
     steps = verdict.steps_to_tell
     assert steps is not None and steps % 100 == 0 and 2 * 60 <= steps <= 2000
-    line = verdict_line(verdict, 40.0)
+    line = verdict_line(verdict, 40.0, train)
     assert line.startswith("UNCERTAIN: too noisy to tell: input costs ")
     assert line.endswith(f"measure more: --steps {steps}")
-    assert "too noisy to tell which band" in verdict.summary
+    # under it, the pairs the interval was read from
+    head = cost_headline(verdict, 40.0)
+    assert head is not None and head.details == [
+        "Its 90% interval, over 3 alternating pairs, reaches across a band's edge; the "
+        "alternation runs longer with more steps."
+    ]
 
 
 def test_a_wide_interval_inside_one_band_keeps_its_label() -> None:

@@ -48,6 +48,9 @@ def test_render_trace_writes_loadable_json(tmp_path: Path) -> None:
     assert set(document) == {"traceEvents", "displayTimeUnit", "metadata"}
     assert document["displayTimeUnit"] == "ms"
     assert document["metadata"]["verdict"] == "input-bound"
+    # the verdict in the renderers' words, no prose kept in the report
+    assert document["metadata"]["headline"].startswith("INPUT-BOUND: 67% of step time")
+    assert document["metadata"]["no_verdict_because"] == ""
     _check_events(document["traceEvents"])
     assert [p.name for p in tmp_path.iterdir()] == ["trace.json"]
 
@@ -118,6 +121,7 @@ def test_empty_report(tmp_path: Path) -> None:
     _check_events(events)
     assert {e["ph"] for e in events} == {"M"}
     assert document["metadata"]["verdict"] == "unknown"
+    assert document["metadata"]["headline"] == "NO VERDICT: not enough was measured to tell"
 
 
 def test_step_without_input_wait_has_no_wait_event() -> None:

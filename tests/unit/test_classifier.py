@@ -9,9 +9,17 @@ from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
     INPUT_BOUND,
+    NO_TRAIN_STEP,
     UNKNOWN,
     WARMUP,
+    DataPass,
     PipelineBenchmark,
+)
+from pipediag.report.vocabulary import (
+    NO_VERDICT_NO_STEPS,
+    NO_VERDICT_NO_TRAINING,
+    NO_VERDICT_WAIT_NOT_MEASURED,
+    NO_VERDICT_WARMUP_ONLY,
 )
 from pipediag.timeline import RawStep
 
@@ -24,13 +32,14 @@ def _steps(n: int, wait: float, compute: float, *, start: float = 100.0) -> list
     return steps
 
 
-def _train(raw: list[RawStep], warmup: int = 2):  # type: ignore[no-untyped-def]
+def _train(raw: list[RawStep], warmup: int = 2, skipped: list[DataPass] | None = None):  # type: ignore[no-untyped-def]
     return build_train_section(
         raw,
         origin=100.0,
         warmup_steps=warmup,
         style="custom-loop",
         input_wait_source="iterator-timing",
+        skipped_passes=skipped or [],
     )
 
 
@@ -64,7 +73,7 @@ def test_verdict_follows_the_xprof_thresholds(
     assert verdict.input_wait_fraction == pytest.approx(wait / (wait + compute))
     assert verdict.compute_alone_steps_per_s == pytest.approx(1 / compute)
     assert verdict.pipeline_headroom == pytest.approx(40.0 * compute)
-    assert f"{wait / (wait + compute):.0%}" in verdict.summary
+    assert verdict.no_verdict_because == ""
 
 
 def test_the_warmup_does_not_sway_the_verdict() -> None:
@@ -87,9 +96,14 @@ def test_unmeasured_waits_give_no_verdict_and_say_why() -> None:
     assert label_step(raw[0], warmup=False) == UNKNOWN
     verdict = judge(_train(raw, warmup=1), PIPELINE)
     assert verdict.label == UNKNOWN
-    assert "could not be measured" in verdict.summary
+    assert verdict.no_verdict_because == NO_VERDICT_WAIT_NOT_MEASURED
 
 
-def test_no_steps_and_only_warmup_are_explained() -> None:
-    assert "No training steps" in judge(_train([]), PIPELINE).summary
-    assert "all in the warm-up" in judge(_train(_steps(2, 0.01, 0.01), warmup=5), PIPELINE).summary
+def test_no_steps_no_training_and_only_warmup_are_told_apart() -> None:
+    assert judge(_train([]), PIPELINE).no_verdict_because == NO_VERDICT_NO_STEPS
+    warm = judge(_train(_steps(2, 0.01, 0.01), warmup=5), PIPELINE)
+    assert (warm.label, warm.no_verdict_because) == (UNKNOWN, NO_VERDICT_WARMUP_ONLY)
+    # passes over the data, none of them training: no training found, rather than no steps
+    passes = [DataPass(batches=10, reason=NO_TRAIN_STEP, passes=2)]
+    skipped = judge(_train([], skipped=passes), PIPELINE)
+    assert skipped.no_verdict_because == NO_VERDICT_NO_TRAINING

@@ -319,7 +319,7 @@ def test_no_gpu_gives_no_analysis_with_reason() -> None:
     assert not a.available
     assert a.reason == "no GPU was sampled: NVML found no GPU"
     assert gpu_evidence(a) is None
-    verdict = Verdict(label=INPUT_BOUND, summary="s")
+    verdict = Verdict(label=INPUT_BOUND, input_wait_fraction=0.5)
     assert with_gpu_evidence(verdict, a) == verdict
 
 

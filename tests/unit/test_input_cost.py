@@ -7,7 +7,7 @@ import pytest
 from pipediag.analysis.alternation import paired_cost
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.input_cost import epoch_start_stage
-from pipediag.renderers.verdict_words import verdict_line
+from pipediag.renderers.verdict_words import cost_headline, verdict_line
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
@@ -91,7 +91,7 @@ def test_contention_is_the_gap_that_waiting_does_not_explain() -> None:
     assert split.pipeline_cores_busy == pytest.approx(0.9)
     assert split.free_cores == pytest.approx(0.06)
     # and the headline worded from these facts says so
-    line = verdict_line(verdict, 60.0)
+    line = verdict_line(verdict, 60.0, train)
     assert line.startswith("INPUT-BOUND: input costs 45% of training time, mostly CPU contention")
 
 
@@ -109,7 +109,7 @@ def test_a_pull_from_a_far_faster_pipeline_is_fetch_not_wait() -> None:
     assert split.dominant == COST_FETCH and split.wait == 0.0
     assert split.fetch == pytest.approx(0.34 / 1.4)
     assert verdict.label == INPUT_BOUND
-    assert "mostly the per-pull overhead of next()" in verdict_line(verdict, 5100.0)
+    assert "mostly the per-pull overhead of next()" in verdict_line(verdict, 5100.0, train)
 
 
 def test_a_slow_pipeline_makes_the_step_wait() -> None:
@@ -149,7 +149,9 @@ def test_without_a_compute_alone_run_the_rate_is_estimated_and_says_why() -> Non
     # step minus wait cannot see contention: the cost is the wait
     assert verdict.input_cost_fraction == pytest.approx(0.1)
     assert verdict.label == BALANCED
-    assert "(compute alone estimated: contention not measured)" in verdict_line(verdict, 100.0)
+    assert "(compute alone estimated: contention not measured)" in verdict_line(
+        verdict, 100.0, train
+    )
 
 
 def test_a_cache_filling_in_epoch_one_gives_two_phases() -> None:
@@ -163,7 +165,7 @@ def test_a_cache_filling_in_epoch_one_gives_two_phases() -> None:
     first, after = verdict.phases
     assert first.label == INPUT_BOUND and first.input_cost_fraction == pytest.approx(2 / 3)
     assert after.label == COMPUTE_BOUND and after.steps == 60
-    line = verdict_line(verdict, 40.0)
+    line = verdict_line(verdict, 40.0, train)
     assert "epoch 1 dominates" in line
     assert "after it (epochs 2-3) compute-bound" in line
 
@@ -182,8 +184,13 @@ def test_a_pipeline_alone_slower_than_training_is_called_disturbed() -> None:
     verdict = judge(
         train, PipelineBenchmark(measured=True, batches_per_s=34.0), compute_alone=_alone(0.005)
     )
-    # THEN the summary says the pipeline-alone reading cannot be right
-    assert "training ran faster than the pipeline alone (68.0 against 34.0)" in verdict.summary
+    # THEN the lines under the headline say the pipeline-alone reading cannot be right
+    head = cost_headline(verdict, 34.0)
+    assert head is not None
+    assert head.details == [
+        "Training ran faster than the pipeline alone (68.0 against 34.0), so that reading was "
+        "disturbed (another process, a cold file cache): read its stage figures with care."
+    ]
 
 
 # --- rates in alternation --------------------------------------------------------------------
@@ -263,7 +270,7 @@ def test_a_large_gap_with_little_pipeline_cpu_stands_in_full() -> None:
     assert verdict.label == INPUT_BOUND
     low, high = verdict.input_cost_interval or [0.0, 0.0]
     assert low < verdict.input_cost_fraction < high and high - low < 0.03
-    assert verdict_line(verdict, 40.0).startswith(
+    assert verdict_line(verdict, 40.0, train).startswith(
         "INPUT-BOUND: input costs 48% of training time (47-48%), mostly contention for "
         "Python's GIL: the pipeline's Python code holds the interpreter lock"
     )
@@ -275,7 +282,7 @@ def test_a_saturated_host_is_contention_for_the_cores_even_beside_python() -> No
     verdict = judge(train, GENERATOR, compute_alone=alone, host=_host(free_cores=0.2))
     split = verdict.cost_split
     assert split is not None and split.contention_kind == CONTENDS_FOR_CORES
-    assert "mostly CPU contention" in verdict_line(verdict, 40.0)
+    assert "mostly CPU contention" in verdict_line(verdict, 40.0, train)
     # without host samples nothing says what it contends for
     unknown = judge(train, GENERATOR, compute_alone=alone).cost_split
     assert unknown is not None and unknown.contention_kind == ""
@@ -286,7 +293,7 @@ def test_a_saturated_host_is_contention_for_the_cores_even_beside_python() -> No
     assert (
         ", mostly contention: the train step runs slower beside the pipeline's threads though "
         "1.2 cores were free"
-    ) in verdict_line(free, 40.0)
+    ) in verdict_line(free, 40.0, train)
 
 
 def test_an_interval_across_a_band_boundary_is_worded_as_both_bands() -> None:
@@ -306,13 +313,13 @@ def test_an_interval_across_a_band_boundary_is_worded_as_both_bands() -> None:
     )
     # THEN the labels follow the points, but the headline reads the interval: it does not flip
     assert (lower.label, higher.label) == (BALANCED, INPUT_BOUND)
-    assert verdict_line(lower, 40.0).startswith(
+    assert verdict_line(lower, 40.0, train).startswith(
         "BALANCED TO INPUT-BOUND: input costs 20% of training time (16-23%)"
     )
-    assert verdict_line(higher, 40.0).startswith(
+    assert verdict_line(higher, 40.0, train).startswith(
         "BALANCED TO INPUT-BOUND: input costs 22% of training time (18-25%)"
     )
-    assert "90% interval 16-23%" in lower.summary
+    assert (lower.alternation_pairs, higher.alternation_pairs) == (3, 3)
 
 
 def test_an_interval_that_reaches_zero_is_not_measurable() -> None:
@@ -330,11 +337,15 @@ def test_an_interval_that_reaches_zero_is_not_measurable() -> None:
     assert split.wait == pytest.approx(0.02) and split.dominant is None
     interval = verdict.input_cost_interval
     assert interval is not None and interval[0] == 0.0 and 0.0 < interval[1] < 0.05
-    assert verdict_line(verdict, 40.0) == (
+    assert verdict_line(verdict, 40.0, train) == (
         f"COMPUTE-BOUND: input cost not measurable above noise (at most {interval[1]:.0%}): "
         "the model's train step sets the rate"
     )
-    assert verdict.summary.startswith("Input cost is not measurable above noise (at most")
+    head = cost_headline(verdict, 40.0)
+    assert head is not None and head.details == [
+        "Training ran as fast as the train step alone within the 90% interval of 3 alternating "
+        "pairs."
+    ]
     # the wait share XProf would report stays beside it, as measured
     assert verdict.input_wait_fraction == pytest.approx(0.02)
 
@@ -351,7 +362,7 @@ def test_a_material_wait_is_measured_cost_whatever_the_pairs_noise() -> None:
     assert verdict.input_cost_fraction == pytest.approx(0.12) and verdict.label == BALANCED
     interval = verdict.input_cost_interval
     assert interval is not None and interval[0] == pytest.approx(0.12)
-    assert "not measurable" not in verdict_line(verdict, 40.0)
+    assert "not measurable" not in verdict_line(verdict, 40.0, train)
 
 
 def test_training_as_fast_as_the_step_alone_costs_nothing_with_one_pair() -> None:
@@ -451,7 +462,7 @@ def test_each_epochs_start_is_a_part_of_the_cost_spread_over_its_steps() -> None
     )
     # the start-up dominates, and the shuffle buffer is named as its likely maker
     assert split.dominant == COST_EPOCH_START and split.epoch_start_stage == "shuffle(10000)"
-    assert verdict_line(verdict, 200.0) == (
+    assert verdict_line(verdict, 200.0, train) == (
         "INPUT-BOUND: input costs 28% of training time, mostly epoch starts: a 1.80 s start-up "
         "before each epoch, likely shuffle(10000): 20% of an epoch of 140 steps"
     )
@@ -484,10 +495,11 @@ def test_only_the_first_epochs_start_is_no_part_and_an_unknown_length_is_said() 
     assert split is not None and split.epoch_start == 0.0
     assert (split.epoch_start_s, split.epoch_steps) == (2.0, None)
     assert unknown.input_cost_fraction == pytest.approx(0.1)
-    assert (
+    head = cost_headline(unknown, SHUFFLED.batches_per_s)
+    assert head is not None and head.details == [
         "Each epoch after the first started 2.00 s late; the epoch's length is unknown, so "
-        "that start-up is not in the cost above." in unknown.summary
-    )
+        "that start-up is not in the cost above."
+    ]
 
 
 def test_the_stage_that_likely_makes_the_epoch_start() -> None:

@@ -14,6 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pipediag.renderers.cost_words import cost_bar
+from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT
 from pipediag.renderers.png import build_figure, render_png
 from pipediag.renderers.png.header import header_lines
 from pipediag.renderers.png.rates import stage_ms
@@ -46,7 +47,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.names import NO_VERDICT
-from pipediag.report.vocabulary import COST_EPOCH_START
+from pipediag.report.vocabulary import COST_EPOCH_START, NO_VERDICT_NO_STEPS
 from pipediag.testing import RunLayout, synthetic_cost_report, synthetic_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -93,14 +94,14 @@ def test_render_png_writes_a_png_of_the_fixed_size(tmp_path: Path) -> None:
 
 
 def test_headline_states_the_verdict_in_plain_words() -> None:
-    # GIVEN reports without input cost: the label leads the verdict's summary
+    # GIVEN reports without input cost: the label, big, then its wait share in plain words
     figure = build_figure(synthetic_report(wait_s=0.03, compute_s=0.01))
-    assert "INPUT-BOUND: 75% of step time was spent waiting for input." in _texts(figure)
-    # and an older report without a summary either: its wait share is put in plain words
-    report = synthetic_report(wait_s=0.0005, compute_s=0.02)
-    report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=""))
-    report = _read_as_version_2(report)
-    assert any(t.startswith("COMPUTE-BOUND: only 2%") for t in _texts(build_figure(report)))
+    assert "INPUT-BOUND" in _texts(figure)
+    assert any(t.startswith("75% of step time spent waiting for input") for t in _texts(figure))
+    # as an older report read back words it
+    report = _read_as_version_2(synthetic_report(wait_s=0.0005, compute_s=0.02))
+    assert header_lines(report)[0] == "COMPUTE-BOUND"
+    assert any(t.startswith("Only 2% of step time") for t in _texts(build_figure(report)))
 
 
 def _read_as_version_2(report: Report) -> Report:
@@ -553,17 +554,22 @@ def test_long_headline_shrinks_to_stay_whole_on_the_page() -> None:
 
 
 def test_no_verdict_is_said_the_same_way_in_the_image_and_the_text() -> None:
-    # GIVEN an unknown verdict that still has a wait share (the image said "NO CLEAR VERDICT")
+    # GIVEN an unknown verdict that says why (the image said "NO CLEAR VERDICT")
     base = synthetic_report()
     report = dataclasses.replace(
-        base, verdict=dataclasses.replace(base.verdict, label=UNKNOWN, summary="x")
+        base,
+        verdict=dataclasses.replace(
+            base.verdict, label=UNKNOWN, no_verdict_because=NO_VERDICT_NO_STEPS
+        ),
     )
-    assert header_lines(report)[0] == f"{NO_VERDICT}: x"
-    assert render_text(report).startswith(f"{NO_VERDICT}: x\n")
-    # an older report without a summary: both give the wait share in plain words
-    report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=""))
+    assert header_lines(report) == (NO_VERDICT, NO_STEPS_TEXT)
+    assert render_text(report).startswith(f"{NO_VERDICT}: {NO_STEPS_TEXT}\n")
+    # an older report with a wait share but no reason: both give the wait share in plain words
+    report = dataclasses.replace(
+        report, verdict=dataclasses.replace(report.verdict, no_verdict_because="")
+    )
     report = _read_as_version_2(report)
-    assert header_lines(report)[0].startswith(f"{NO_VERDICT}: 67% of step time")
+    assert header_lines(report) == (NO_VERDICT, "67% of step time spent waiting for input")
     assert render_text(report).startswith(f"{NO_VERDICT}: 67% of step time")
     assert not any("CLEAR" in t for t in _texts(build_figure(report)))
 

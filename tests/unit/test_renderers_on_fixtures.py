@@ -72,16 +72,18 @@ def recorded(request: pytest.FixtureRequest) -> tuple[Report, str, list[str]]:
 # ---------------------------------------------------------------------------- the text
 
 
-def test_text_leads_with_the_headline_then_the_analysis_summary(
+def test_text_leads_with_the_headline_then_its_details(
     recorded: tuple[Report, str, list[str]],
 ) -> None:
     report, text, _ = recorded
     lines = text.splitlines()
-    assert lines[0] == headline(report).text
+    head = headline(report)
+    assert lines[0] == head.text
     assert lines[0].startswith(f"{verdict_title(report.verdict.label)}: input costs ")
-    # the summary follows, wrapped and indented, up to the blank line before the rows
+    # the details follow, wrapped and indented, up to the blank line before the rows
     body = lines[1 : lines.index("")]
-    assert " ".join(line.strip() for line in body) == report.verdict.summary
+    assert all(line.startswith("  ") for line in body)
+    assert " ".join(line.strip() for line in body) == " ".join(head.details)
 
 
 def test_text_rates_row_lists_p_t_a_with_their_numbers(

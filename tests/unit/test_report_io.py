@@ -2,22 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from pipediag.errors import ReportError
+from pipediag.renderers.no_verdict_words import NOT_ENOUGH_MEASURED
 from pipediag.renderers.text import render_text
+from pipediag.renderers.verdict_words import headline
 from pipediag.report.io import dumps, from_dict, load_report, save_report, to_dict
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
     INPUT_BOUND,
+    NO_TRAIN_STEP,
     SCHEMA_VERSION,
     UNKNOWN,
+    WARMUP,
+    DataPass,
     Report,
+    StepLabel,
+    StepRecord,
+    TrainSection,
     TrialFacts,
+)
+from pipediag.report.names import NO_VERDICT, verdict_title
+from pipediag.report.vocabulary import (
+    NO_VERDICT_NO_STEPS,
+    NO_VERDICT_NO_TRAINING,
+    NO_VERDICT_UNKNOWN,
+    NO_VERDICT_WAIT_NOT_MEASURED,
+    NO_VERDICT_WARMUP_ONLY,
 )
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
@@ -152,6 +169,7 @@ def test_a_version_1_report_reads_with_its_findings_as_typed_fields() -> None:
 
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DOCS_SAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "input_bound_fit.json"
 RECORDED = sorted([*FIXTURES.glob("reports/*.json"), *FIXTURES.glob("compare/*.json")])
 
 
@@ -241,26 +259,105 @@ def test_a_version_2_verdict_loses_its_headline_text_and_keeps_its_figures() -> 
 
 
 @pytest.mark.parametrize(
-    ("label", "fraction", "summary"),
+    ("label", "fraction", "words"),
     [
         (INPUT_BOUND, 0.71, "71% of step time spent waiting for input"),
         (COMPUTE_BOUND, 0.02, "only 2% of step time spent waiting for input"),
         (BALANCED, None, "input pipeline and model both limit training"),
-        (UNKNOWN, None, ""),
+        (UNKNOWN, None, NOT_ENOUGH_MEASURED),
     ],
 )
-def test_a_version_2_verdict_without_input_cost_or_summary_gets_its_wait_share_in_words(
-    label: str, fraction: float | None, summary: str
+def test_a_version_2_verdict_without_input_cost_is_worded_from_its_wait_share(
+    label: str, fraction: float | None, words: str
 ) -> None:
     # GIVEN a verdict from before input cost and summaries: a label and a wait share only
     data = to_dict(Report(script="t.py"))
     data["schema_version"] = 2
     data["verdict"] = {"label": label, "input_wait_fraction": fraction, "summary": ""}
-    # WHEN read  THEN its summary says the wait share in plain words (nothing when unknown)
-    assert from_dict(data).verdict.summary == summary
-    # and a current report's empty summary stays empty
-    data["schema_version"] = SCHEMA_VERSION
-    assert from_dict(data).verdict.summary == ""
+    # WHEN read  THEN no prose is kept, and the headline says the wait share in plain words
+    # after the title (nothing measured when unknown)
+    report = from_dict(data)
+    assert "summary" not in to_dict(report)["verdict"]
+    assert report.verdict.no_verdict_because == ""
+    assert headline(report).text == f"{verdict_title(label)}: {words}"
+
+
+def test_a_version_4_verdict_loses_its_summary_and_keeps_the_pairs_it_named() -> None:
+    # GIVEN a version-4 verdict whose summary named the alternation's pairs in words
+    current = synthetic_cost_report()
+    data = to_dict(current)
+    data["schema_version"] = 4
+    del data["verdict"]["alternation_pairs"], data["verdict"]["no_verdict_because"]
+    data["verdict"]["summary"] = (
+        "Input costs 44% of training time (90% interval 40-48%; waiting 4%, contention 40%, "
+        "per-pull overhead 0%): training ran 25.0 steps/s against 44.6 for the train step "
+        "alone (in alternation, 6 pairs); the pipeline alone delivers 33.3 batches/s."
+    )
+    # WHEN read
+    report = from_dict(data)
+    # THEN the prose is gone, the pairs are a field, and every other figure is as it was
+    assert "summary" not in to_dict(report)["verdict"]
+    assert report.verdict.alternation_pairs == 6
+    assert report.verdict == dataclasses.replace(current.verdict, alternation_pairs=6)
+    # as in the recorded sample the README shows
+    assert load_report(DOCS_SAMPLE).verdict.alternation_pairs == 6
+
+
+def _train(*labels: StepLabel, skipped: bool = False) -> dict[str, object]:
+    """A version-4 train section of steps with these labels (warm-up steps first)."""
+    steps = [StepRecord(i, 0.1 * i, 0.1, None, label) for i, label in enumerate(labels)]
+    passes = [DataPass(10, NO_TRAIN_STEP, passes=2)] if skipped else []
+    train = TrainSection(
+        steps=steps,
+        measured_steps=sum(label != WARMUP for label in labels),
+        warmup_steps=sum(label == WARMUP for label in labels),
+        skipped_passes=passes,
+    )
+    return to_dict(Report(script="t.py", train=train))["train"]
+
+
+@pytest.mark.parametrize(
+    ("train", "reason"),
+    [
+        (_train(skipped=True), NO_VERDICT_NO_TRAINING),
+        (_train(), NO_VERDICT_NO_STEPS),
+        (_train(WARMUP, WARMUP), NO_VERDICT_WARMUP_ONLY),
+        (_train(WARMUP, UNKNOWN, UNKNOWN), NO_VERDICT_WAIT_NOT_MEASURED),
+        # steps a verdict could have read: the old report's reason is not one of these
+        (_train(WARMUP, INPUT_BOUND, COMPUTE_BOUND), NO_VERDICT_UNKNOWN),
+    ],
+)
+def test_a_version_4_report_without_a_verdict_gets_the_code_its_train_section_tells(
+    train: dict[str, object], reason: str
+) -> None:
+    # GIVEN a version-4 report with no verdict, and the sentence that said why
+    data = to_dict(Report(script="t.py"))
+    data["schema_version"] = 4
+    data["train"] = train
+    data["verdict"] = {"label": UNKNOWN, "summary": "No training steps were seen: ..."}
+    # WHEN read  THEN the sentence is gone and the code says why
+    report = from_dict(data)
+    assert "summary" not in to_dict(report)["verdict"]
+    assert report.verdict.no_verdict_because == reason
+
+
+def test_a_version_4_report_with_a_malformed_train_section_fails_as_malformed() -> None:
+    data = to_dict(Report(script="t.py"))
+    data["schema_version"] = 4
+    data["train"] = {"steps": [7]}
+    data["verdict"] = {"label": UNKNOWN, "summary": "No training steps were seen: ..."}
+    with pytest.raises(ReportError, match="malformed pipediag report"):
+        from_dict(data)
+
+
+def test_a_version_4_report_never_judged_gets_no_reason() -> None:
+    # a report's default verdict, with no summary: nothing said, nothing made up
+    data = to_dict(Report(script="t.py"))
+    data["schema_version"] = 4
+    data["verdict"] = {"label": UNKNOWN, "summary": ""}
+    report = from_dict(data)
+    assert report.verdict.no_verdict_because == ""
+    assert headline(report).text == f"{NO_VERDICT}: {NOT_ENOUGH_MEASURED}"
 
 
 def test_a_version_3_report_with_an_unexplained_part_reads_with_its_cost_as_measured() -> None:

@@ -15,7 +15,8 @@ import report_fixtures as fx
 
 from pipediag.renderers import summary
 from pipediag.renderers.cost_words import cost_bar
-from pipediag.renderers.numbers import DASH, percent, rate_text
+from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT, NOT_ENOUGH_MEASURED
+from pipediag.renderers.numbers import DASH, percent, rate_text, speedup
 from pipediag.renderers.rate_words import Rate, rates
 from pipediag.renderers.run_words import NO_SCRIPT, command_line, input_wait_source_text, run_status
 from pipediag.renderers.suggestion_words import (
@@ -27,18 +28,36 @@ from pipediag.renderers.suggestion_words import (
     suggestion_line,
     suggestions_of,
 )
-from pipediag.renderers.verdict_words import NOT_ENOUGH_MEASURED, headline, phase_text
+from pipediag.renderers.verdict_words import headline, phase_text, verdict_line
 from pipediag.report.io import load_report, to_dict
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
     INPUT_BOUND,
+    KERAS_PASS,
+    NO_TRAIN_STEP,
+    UNKNOWN,
+    WARMUP,
+    DataPass,
     ExitInfo,
+    PipelineBenchmark,
     Report,
     StageStats,
+    StepLabel,
+    StepRecord,
     Suggestion,
+    TrainSection,
+    Verdict,
 )
 from pipediag.report.names import NO_VERDICT, stage_name, verdict_title
+from pipediag.report.vocabulary import (
+    NO_VERDICT_NO_STEPS,
+    NO_VERDICT_NO_TRAINING,
+    NO_VERDICT_UNKNOWN,
+    NO_VERDICT_WAIT_NOT_MEASURED,
+    NO_VERDICT_WARMUP_ONLY,
+    NoVerdictReason,
+)
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
 EXPECTED_LABELS = {
@@ -66,7 +85,15 @@ def test_headline_of_a_recorded_run_is_a_claim_then_its_explanation(
         assert head.text in cuts
     else:
         assert head.text == head.claim
-    assert head.details == [report.verdict.summary]
+    # under it only what it does not say itself (the cost's parts and the rates have rows of
+    # their own): where the model sets the rate, the pipeline's headroom
+    headroom = report.verdict.pipeline_headroom
+    if report.verdict.label == COMPUTE_BOUND:
+        assert headroom is not None
+        assert head.details == [
+            f"The pipeline alone delivers {speedup(headroom)} what the train step needs."
+        ]
+    assert not any("nput cost" in detail or "steps/s" in detail for detail in head.details)
 
 
 @pytest.mark.parametrize("path", fx.EVERY_PATH, ids=lambda p: p.stem)
@@ -274,12 +301,88 @@ def test_headline_without_input_cost() -> None:
     # an empty report: nothing measured, nothing to summarise
     head = headline(Report(script="t.py"))
     assert head.text == f"{NO_VERDICT}: {NOT_ENOUGH_MEASURED}"
-    assert (head.claim, head.explanation, head.details) == (head.text, "", [])
-    # a verdict with a summary but no input cost (an older report): the label leads the summary
+    assert (head.claim, head.explanation, head.details) == (NO_VERDICT, NOT_ENOUGH_MEASURED, [])
+    # a labelled verdict without input cost (an older report): the label, then its wait share
     report = synthetic_report(wait_s=0.03, compute_s=0.01)
     head = headline(report)
-    assert head.text == f"INPUT-BOUND: {report.verdict.summary}"
+    assert head.text == "INPUT-BOUND: 75% of step time spent waiting for input"
+    assert (head.claim, head.explanation) == (
+        "INPUT-BOUND",
+        "75% of step time spent waiting for input",
+    )
     assert head.details == ["Severity: highly input-bound"]
+
+
+def _no_verdict(
+    reason: NoVerdictReason, train: TrainSection, batches_per_s: float | None = 40.0
+) -> Report:
+    pipeline = PipelineBenchmark(measured=True, batches_per_s=batches_per_s)
+    verdict = Verdict(no_verdict_because=reason)
+    return Report(script="t.py", verdict=verdict, train=train, pipeline=pipeline)
+
+
+def _steps(count: int, label: StepLabel) -> list[StepRecord]:
+    return [StepRecord(i, 0.1 * i, 0.1, None, label) for i in range(count)]
+
+
+@pytest.mark.parametrize(
+    ("reason", "train", "batches_per_s", "words"),
+    [
+        (
+            NO_VERDICT_NO_TRAINING,
+            TrainSection(
+                skipped_passes=[
+                    DataPass(10, NO_TRAIN_STEP, passes=2),
+                    DataPass(5, KERAS_PASS, by="TextVectorization.adapt"),
+                ]
+            ),
+            40.0,
+            "No training was found: the script made 3 pass(es) over its data, none of them "
+            "training (no train step between their pulls, or made by Keras), so there is no "
+            "verdict.",
+        ),
+        (NO_VERDICT_NO_STEPS, TrainSection(), 40.0, NO_STEPS_TEXT),
+        (
+            NO_VERDICT_WARMUP_ONLY,
+            TrainSection(steps=_steps(2, WARMUP), warmup_steps=2),
+            40.0,
+            "Only 2 step(s) ran, all in the warm-up: run more steps or lower --warmup.",
+        ),
+        (
+            NO_VERDICT_WAIT_NOT_MEASURED,
+            TrainSection(steps=_steps(20, UNKNOWN), measured_steps=20, steps_per_s=10.0),
+            11.0,
+            "The input wait of the measured steps could not be measured. Training ran at 10.0 "
+            "steps/s, 91% of the 11.0 batches/s the pipeline delivers alone, which suggests "
+            "the input pipeline limits it.",
+        ),
+        (
+            NO_VERDICT_WAIT_NOT_MEASURED,
+            TrainSection(steps=_steps(20, UNKNOWN), measured_steps=20, steps_per_s=10.0),
+            40.0,
+            "The input wait of the measured steps could not be measured. Training ran at 10.0 "
+            "steps/s, 25% of the 40.0 batches/s the pipeline delivers alone.",
+        ),
+        (
+            NO_VERDICT_WAIT_NOT_MEASURED,
+            TrainSection(steps=_steps(20, UNKNOWN), measured_steps=20, steps_per_s=10.0),
+            None,
+            "The input wait of the measured steps could not be measured.",
+        ),
+        (NO_VERDICT_UNKNOWN, TrainSection(), 40.0, NOT_ENOUGH_MEASURED),
+    ],
+)
+def test_no_verdict_is_worded_from_its_code_and_the_train_sections_figures(
+    reason: NoVerdictReason, train: TrainSection, batches_per_s: float | None, words: str
+) -> None:
+    # GIVEN a verdict with no label and the code of why  WHEN worded
+    report = _no_verdict(reason, train, batches_per_s)
+    head = headline(report)
+    # THEN the title is the claim, the words for the code its explanation, and nothing more
+    assert (head.claim, head.explanation, head.details) == (NO_VERDICT, words, [])
+    assert head.text == f"{NO_VERDICT}: {words}"
+    # and the one-line verdict says the words alone
+    assert verdict_line(report.verdict, batches_per_s, train) == words
 
 
 def test_a_fix_tried_on_training_shows_that_gain_and_leads_the_key_figures() -> None:

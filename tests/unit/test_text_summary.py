@@ -9,9 +9,10 @@ import dataclasses
 
 from pipediag.renderers import summary
 from pipediag.renderers.cost_words import contention_evidence, cost_bar
+from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT, NOT_ENOUGH_MEASURED
 from pipediag.renderers.run_words import epoch_start_text
 from pipediag.renderers.text import render_text
-from pipediag.renderers.verdict_words import NOT_ENOUGH_MEASURED, headline, phase_text
+from pipediag.renderers.verdict_words import headline, phase_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
     COMPUTE_BOUND,
@@ -23,6 +24,7 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.names import NO_VERDICT, stage_name
+from pipediag.report.vocabulary import NO_VERDICT_NO_STEPS
 from pipediag.testing import CostEvidence, RunLayout, synthetic_cost_report, synthetic_report
 
 # Where a row's text starts: two spaces, a 16-wide label.
@@ -62,7 +64,8 @@ def test_contention_case_leads_with_the_headline_and_splits_the_cost() -> None:
         "INPUT-BOUND: input costs 44% of training time, mostly CPU contention: the pipeline's "
         "threads take cores the train step needs (it waited only 4% of the time)"
     )
-    assert lines[1] == "  Training runs at 25.0 steps/s; the train step alone runs at 44.6 steps/s."
+    # nothing under it repeats the rates: they have a row of their own
+    assert lines[1] == ""
     assert _row(lines, "Input cost") == [
         "  Input cost      44% of training time (1.8x faster if input were free): "
         "wait 4%, contention 40%, fetch 0%",
@@ -191,10 +194,10 @@ def test_old_report_without_the_new_fields_still_renders() -> None:
     del data["compute_alone"]
     del data["pipeline"]["deep_skipped_reason"]
     lines = _lines(from_dict(data))
-    # THEN the label with the old summary, the severity under it, the wait share in place of
-    # the cost, and the estimate said as one
+    # THEN the label with its wait share in words, the severity under it, the wait share in
+    # place of the cost, and the estimate said as one
     assert lines[:2] == [
-        "INPUT-BOUND: 75% of step time was spent waiting for input.",
+        "INPUT-BOUND: 75% of step time spent waiting for input",
         "  Severity: highly input-bound",
     ]
     assert _labels(lines)[:3] == ["Input wait", "Rates", "Pipeline alone"]
@@ -216,12 +219,12 @@ def test_empty_report() -> None:
     assert not any("None" in line for line in lines)
 
 
-def test_unknown_verdict_with_a_summary() -> None:
+def test_unknown_verdict_says_why_from_its_code() -> None:
     report = Report(script="t.py")
     report = dataclasses.replace(
-        report, verdict=dataclasses.replace(report.verdict, summary="No training steps were seen.")
+        report, verdict=dataclasses.replace(report.verdict, no_verdict_because=NO_VERDICT_NO_STEPS)
     )
-    assert _lines(report)[:2] == ["NO VERDICT: No training steps were seen.", ""]
+    assert _lines(report)[:2] == [f"NO VERDICT: {NO_STEPS_TEXT}", ""]
 
 
 def test_rates_partly_measured() -> None:
@@ -300,14 +303,13 @@ def test_headline_is_worded_from_the_verdict_as_a_claim_then_its_explanation() -
     assert head.text == f"{head.claim}; {head.explanation}"
 
 
-def test_no_verdict_leads_with_the_first_clause_of_why() -> None:
+def test_no_verdict_leads_with_its_title_then_why() -> None:
     report = Report(script="t.py")
-    why = "No training steps were seen: the script did not iterate a tf.data dataset (eagerly: ok)"
-    report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, summary=why))
-    head = headline(report)
-    assert head.text == f"NO VERDICT: {why}"
-    assert head.claim == "NO VERDICT: No training steps were seen"
-    assert head.explanation == "the script did not iterate a tf.data dataset (eagerly: ok)"
+    verdict = dataclasses.replace(report.verdict, no_verdict_because=NO_VERDICT_NO_STEPS)
+    head = headline(dataclasses.replace(report, verdict=verdict))
+    assert head.text == f"NO VERDICT: {NO_STEPS_TEXT}"
+    assert head.claim == "NO VERDICT"
+    assert head.explanation == NO_STEPS_TEXT
 
 
 def test_epoch_starts_are_shown_beside_the_cost() -> None:

@@ -1,4 +1,4 @@
-"""The top of the page: the verdict's claim, big, in its colour; the explanation and summary
+"""The top of the page: the verdict's claim, big, in its colour; the explanation and details
 under it; the key figures; the run line (and a banner when the run did not finish).
 
 Every word and number here comes from the renderers' word modules (`renderers/*_words.py`),
@@ -109,7 +109,7 @@ def draw_header(figure: Figure, report: Report) -> None:
 
 def header_lines(report: Report) -> tuple[str, str]:
     """(headline, subhead): the headline's claim, drawn big; under it the rest of the
-    headline (its explanation), then what the text summary prints under the headline."""
+    headline (its explanation), then the details the text summary prints under it."""
     head = headline(report)
     parts = [sentence(head.explanation), *head.details]
     return head.claim, SEPARATOR.join(p for p in parts if p)

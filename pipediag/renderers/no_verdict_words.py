@@ -1,0 +1,75 @@
+"""Why there is no verdict, in words: each `NoVerdictReason` the analysis gives, worded from
+the report's own figures (the passes over the data that were not training, the steps seen,
+the training rate A and the pipeline-alone rate P). The headline says it after "NO VERDICT".
+"""
+
+from __future__ import annotations
+
+from pipediag.analysis.classifier import pipeline_seems_limiting
+from pipediag.renderers.numbers import percent, rate_text
+from pipediag.report.model import TrainSection
+from pipediag.report.vocabulary import (
+    NO_VERDICT_NO_STEPS,
+    NO_VERDICT_NO_TRAINING,
+    NO_VERDICT_WAIT_NOT_MEASURED,
+    NO_VERDICT_WARMUP_ONLY,
+    NoVerdictReason,
+)
+
+# No reason known: a report's default verdict (never judged), or an older report's reason
+# that its train section does not tell.
+NOT_ENOUGH_MEASURED = "not enough was measured to tell"
+NO_STEPS_TEXT = (
+    "No training steps were seen: the script did not call Keras fit, pull a tf.data dataset "
+    "eagerly, or call a tf.function given an iterator that stepped an optimizer. For any "
+    "other loop, mark its steps with pipediag.monitor() (README, 'Python API')."
+)
+WAIT_NOT_MEASURED_TEXT = "The input wait of the measured steps could not be measured"
+
+
+def no_verdict_text(
+    reason: NoVerdictReason, train: TrainSection, pipeline_batches_per_s: float | None
+) -> str:
+    """Why there is no verdict, in a sentence or two that stand on their own.
+
+    Args:
+        reason: the verdict's `no_verdict_because`.
+        train: the report's train section, whose passes and steps the words count.
+        pipeline_batches_per_s: the rate P of the pipeline read alone, if measured.
+    """
+    if reason == NO_VERDICT_NO_TRAINING:
+        return _no_training_text(train)
+    if reason == NO_VERDICT_NO_STEPS:
+        return NO_STEPS_TEXT
+    if reason == NO_VERDICT_WARMUP_ONLY:
+        return (
+            f"Only {len(train.steps)} step(s) ran, all in the warm-up: run more steps or "
+            "lower --warmup."
+        )
+    if reason == NO_VERDICT_WAIT_NOT_MEASURED:
+        return _wait_not_measured_text(train.steps_per_s, pipeline_batches_per_s)
+    return NOT_ENOUGH_MEASURED
+
+
+def _no_training_text(train: TrainSection) -> str:
+    passes = sum(p.passes for p in train.skipped_passes)
+    return (
+        f"No training was found: the script made {passes} pass(es) over its data, none of "
+        "them training (no train step between their pulls, or made by Keras), so there is "
+        "no verdict."
+    )
+
+
+def _wait_not_measured_text(training: float | None, pipeline: float | None) -> str:
+    """Without waits, training's rate against the pipeline's alone is all there is to say:
+    close to it suggests the pipeline limits training (DS-Analyzer's differential reading)."""
+    if training is None or not pipeline:
+        return WAIT_NOT_MEASURED_TEXT + "."
+    text = (
+        f"{WAIT_NOT_MEASURED_TEXT}. Training ran at {rate_text(training)} steps/s, "
+        f"{percent(training / pipeline)} of the {rate_text(pipeline)} batches/s the pipeline "
+        "delivers alone"
+    )
+    if pipeline_seems_limiting(training, pipeline):
+        text += ", which suggests the input pipeline limits it"
+    return text + "."
