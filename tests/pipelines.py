@@ -26,6 +26,9 @@ BATCH = 4
 STAGE_BUDGET_S = 0.25
 VERIFY_BUDGET_S = 2.0
 BENCH_SECONDS = 0.5
+# How long a diagnosis waits for the collection before it: what it frees costs CPU for
+# about this long, and a tear-down that waits out autotune's sleep costs none.
+COLLECT_WAIT_S = 2.0
 
 
 def _tf() -> Any:
@@ -213,6 +216,7 @@ def diagnose(
     realistic verdict without a model.
     """
     import gc
+    import threading
 
     from pipediag.bench import teardown
     from pipediag.bench.pipeline import benchmark_dataset
@@ -221,8 +225,12 @@ def diagnose(
     from pipediag.bench.whatif import list_fixes, verify_fixes
 
     # The pipelines of earlier diagnoses in this process (their threads, the iterators still
-    # being released) must not share the cores with this one's timing.
-    gc.collect()
+    # being released) must not share the cores with this one's timing. Collected on a helper
+    # thread: freeing an idle iterator can wait out autotune's sleep, up to 60 s, which holds
+    # only the thread that frees it (tests/conftest.py, `_FullCollections`).
+    collector = threading.Thread(target=gc.collect, name="pipelines-collection", daemon=True)
+    collector.start()
+    collector.join(COLLECT_WAIT_S)
     teardown.drain()
     stages = measure_stages(dataset, max_seconds_per_stage=STAGE_BUDGET_S)
     bench = benchmark_dataset(dataset, max_seconds=BENCH_SECONDS)

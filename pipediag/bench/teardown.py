@@ -1,7 +1,7 @@
 """Iterator tear-down off the main thread: phase 1 never waits for a spent iterator to die.
 
-Part of `bench/`: deleting a tf.data iterator can block 0.001 to 2.1 s while it joins
-autotune's sleeping model thread, with almost no CPU, so pipediag hands each spent iterator
+Part of `bench/`: deleting a tf.data iterator can block up to autotune's 60-s period while
+it joins the sleeping model thread, with no CPU, so pipediag hands each spent iterator
 to a short-lived daemon thread (`pipediag-teardown`, one per tear-down) and goes on. Whoever
 owns a `TearDown` drains it at the end (`drain()`): the session for the shared one, each
 bench function for the private one it makes. Measurements and rationale: (docs/design.md,
@@ -17,7 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 THREAD_NAME = "pipediag-teardown"
-# Far longer than any tear-down measured (2.1 s): a hung one must not hang the user's run.
+# Longer than a tear-down of a recently read iterator takes (0.001-2.1 s measured); one
+# left idle can wait out autotune's whole period (up to 60 s), and that must not hold the
+# user's run at its end: its thread sleeps on, off the GIL, until the process exits.
 DRAIN_TIMEOUT_S = 10.0
 # Where TF 2.21 keeps an eager iterator's resource handle; releasing the handle is what
 # cancels and joins the iterator's threads.
