@@ -1,4 +1,4 @@
-"""The rewrites no rule used to propose: a deterministic map hoisted above its shuffle and
+"""The rewrites no stage rule proposes: a deterministic map hoisted above its shuffle and
 cached, consecutive maps fused, a `from_generator` source read once and held in memory, the
 batches prefetched to the GPU at the end where there is one.
 

@@ -156,7 +156,7 @@ __all__ = [
 # 3: what pipediag itself found about a stage or a fix trial is typed: a stage's
 # `auto_parallel`, `not_measured` and `graph_error` left `settings` (which keeps the raw
 # tf.data attributes); `FixTrial.details` strings became `FixTrial.facts`, numbers written as
-# numbers; the verdict's headline is no longer stored as text (the summary layer words it
+# numbers; the verdict's headline is not stored as text (the renderers word it
 # from the verdict's figures).
 # 4: training and the train step alone are measured in alternation (`ComputeAlone.blocks`),
 # the input cost carries its 90% interval (`Verdict.input_cost_interval`), no core-count
