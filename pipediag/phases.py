@@ -432,28 +432,17 @@ def _search_on_fit(
     keeps the pipeline as it was."""
     from pipediag.bench import teardown
     from pipediag.bench.isolate import preserved_variables
-    from pipediag.training.prescription import search
-    from pipediag.training.training_trial import try_on_fit
+    from pipediag.training.search import run_on_fit
 
     model = on_training.fit_model
     trials = plan.start(clock)
-
-    def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Any, str | None]:
-        results = try_on_fit(
-            model,
-            [pipelines],
-            clock=clock,
-            step_s=on_training.step_s,
-            budget_s=seconds,
-            teardown=teardown.SHARED,
-        )
-        return results.get((pipelines.fix, pipelines.stage_index), (None, "not tried"))
-
     say.phase("trying the rewrites on training", max(0.0, plan.until_s - clock.now()))
     began = clock.now()
     try:
         with preserved_variables(plan.dataset, teardown.SHARED):
-            search(trials, try_one)
+            run_on_fit(
+                trials, model, clock=clock, step_s=on_training.step_s, teardown=teardown.SHARED
+            )
     except Exception as exc:
         say.note(f"trying the fixes on training failed ({type(exc).__name__}: {exc})")
         return pipeline

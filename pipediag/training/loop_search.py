@@ -12,13 +12,12 @@ loop would save sees these steps.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pipediag.bench.hold import HeldCopies
-from pipediag.bench.interleaved import Rounds
 from pipediag.bench.teardown import TearDown
-from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
+from pipediag.training.search import Search
 from pipediag.training.stage_cost import StageSearch
 from pipediag.training.training_trial import LoopTrials
 
@@ -36,13 +35,6 @@ class HoldPlan:
         return StageSearch(
             self.copies, clock=clock, until_s=clock.now() + self.seconds, ceiling=self.ceiling
         )
-
-
-class Search(Protocol):
-    """Trials decided one at a time: the next one's pipelines and seconds, then its rounds."""
-
-    def next_trial(self) -> tuple[FixPipelines, float] | None: ...
-    def record(self, rounds: Rounds | None, reason: str | None = None) -> None: ...
 
 
 class LoopSearch:

@@ -461,16 +461,6 @@ def order_for_search(
     return tried, skipped
 
 
-# Runs one trial within the seconds given: its rounds, or why none.
-TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, str | None]]
-
-
-def search(trials: PipelineSearch, try_one: TryOne) -> None:
-    """Run the search's trials at once (fit), until it ends or the time does."""
-    while (due := trials.next_trial()) is not None:
-        trials.record(*try_one(*due))
-
-
 def with_prescription(
     pipeline: PipelineBenchmark, trials: PipelineSearch, *, ceiling: float | None
 ) -> PipelineBenchmark:

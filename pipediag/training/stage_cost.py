@@ -11,20 +11,21 @@ unmeasured. Method: (docs/design.md, "Stage costs on training").
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.analysis.alternation import ABOVE_STEP_ALONE
 from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
-from pipediag.bench.hold import HOLD, HeldCopies
+from pipediag.bench.hold import HeldCopies
 from pipediag.bench.interleaved import Rounds, median_rate
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import StageStats
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_clearly_under, upstream_of
-from pipediag.training.training_trial import MIN_SLICE_S, TrialResults, try_on_fit
+from pipediag.training.search import TryOne, run, run_on_fit
+from pipediag.training.training_trial import MIN_SLICE_S
 
 # A trial with less time than this cannot run its five rounds (`try_on_fit` refuses it).
 MIN_SHARE_S = 6 * MIN_SLICE_S
@@ -32,9 +33,6 @@ MIN_SHARE_S = 6 * MIN_SLICE_S
 # first steps), when there is that much left: a short budget then still measures the output
 # stage, which says whether the pipeline's cost is worth searching at all.
 MIN_TRIAL_S = 12 * MIN_SLICE_S
-
-# Runs the trial of one held copy within the seconds given: its rounds, or why none.
-TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, str | None]]
 
 
 def freed_from(rounds: Rounds | None) -> Freed | None:
@@ -156,9 +154,7 @@ def search(
 ) -> Searched:
     """Hold stages in the bisection's order until it ends or the time does."""
     stages = StageSearch(copies, clock=clock, until_s=until_s, ceiling=ceiling)
-    while (due := stages.next_trial()) is not None:
-        rounds, _ = try_one(*due)
-        stages.record(rounds)
+    run(stages, try_one)
     return stages.searched
 
 
@@ -180,15 +176,9 @@ def on_fit(
     `try_on_fit` puts back the model's.
     """
 
-    def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, str | None]:
-        results: TrialResults = try_on_fit(
-            model, [pipelines], clock=clock, step_s=step_s, budget_s=seconds, teardown=teardown
-        )
-        return results.get((HOLD, pipelines.stage_index), (None, "not tried"))
-
-    return with_freed(
-        stages, search(copies, try_one, clock=clock, until_s=until_s, ceiling=ceiling)
-    )
+    search = StageSearch(copies, clock=clock, until_s=until_s, ceiling=ceiling)
+    run_on_fit(search, model, clock=clock, step_s=step_s, teardown=teardown)
+    return with_freed(stages, search.searched)
 
 
 def with_freed(stages: Sequence[StageStats], searched: Searched) -> list[StageStats]:

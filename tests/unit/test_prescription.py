@@ -21,9 +21,9 @@ from pipediag.training.prescription import (
     at_ceiling,
     bounded_out,
     order_for_search,
-    search,
     with_prescription,
 )
+from pipediag.training.search import run as run_search
 
 BASE_RATE = 100.0  # the kept pipeline's training rate, steps/s
 
@@ -92,7 +92,7 @@ def test_each_rewrite_is_tried_on_top_of_the_kept_ones_and_the_kept_ones_togethe
     fixes = [_fix("parallel-map", 1), _fix("prefetch-end", 3), _fix("cache", 2)]
     # WHEN the search runs
     trials = _search(trainer, fixes)
-    search(trials, trainer.try_one)
+    run_search(trials, trainer.try_one)
     prescription = trials.prescription()
     # THEN each was tried over the ones kept before it, the useless one dropped
     assert trainer.tried == [
@@ -125,7 +125,7 @@ def test_kept_rewrites_that_together_gain_less_than_the_first_alone_fall_back_to
         return together(pipelines, seconds)
 
     trials = _search(trainer, [_fix("cache", 2), _fix("thread-cap", None)])
-    search(trials, try_one)
+    run_search(trials, try_one)
     prescription = trials.prescription()
     # THEN the prescription is the first alone, at its own trial's gain
     assert [c.fix for c in prescription.kept] == ["cache"]
@@ -141,7 +141,7 @@ def test_kept_rewrites_that_together_beat_the_first_alone_stay_together() -> Non
     clock = FakeClock()
     trainer = _Trainer(clock, {"cache": 1.5, "thread-cap": 1.2})
     trials = _search(trainer, [_fix("cache", 2), _fix("thread-cap", None)])
-    search(trials, trainer.try_one)
+    run_search(trials, trainer.try_one)
     prescription = trials.prescription()
     assert [c.fix for c in prescription.kept] == ["cache", "thread-cap"]
     assert prescription.training_speedup == pytest.approx(1.8)
@@ -152,7 +152,7 @@ def test_a_single_kept_rewrite_is_the_prescription_without_a_combined_trial() ->
     trainer = _Trainer(clock, {"vectorize": 2.0, "prefetch-end": 0.98})
     fixes = [_fix("vectorize", 1), _fix("prefetch-end", 3)]
     trials = _search(trainer, fixes)
-    search(trials, trainer.try_one)
+    run_search(trials, trainer.try_one)
     prescription = trials.prescription()
     assert [name for name, _ in trainer.tried] == ["vectorize", "prefetch-end"]
     assert prescription.training_speedup == pytest.approx(2.0)
@@ -184,7 +184,7 @@ def test_a_rewrite_that_cannot_be_combined_is_reported_and_the_search_goes_on() 
 
     fixes = [_fix("parallel-map", 1), _fix("vectorize", 1), _fix("cache", 2)]
     trials = PipelineSearch(fixes, compose=compose, clock=clock, until_s=clock.now() + 20)
-    search(trials, trainer.try_one)
+    run_search(trials, trainer.try_one)
     prescription = trials.prescription()
     by_fix = {c.fix: c for c in prescription.tried}
     assert "could not be built on top of the kept rewrites" in (by_fix["vectorize"].reason or "")
@@ -207,7 +207,7 @@ def test_once_a_cache_is_kept_the_rewrites_of_the_stages_it_serves_are_not_tried
     trials = PipelineSearch(
         fixes, compose=trainer.compose, clock=clock, until_s=clock.now() + 20, stages=stages
     )
-    search(trials, trainer.try_one)
+    run_search(trials, trainer.try_one)
     prescription = trials.prescription()
     # THEN the decode's own rewrites are not tried under it (they would change only the
     # first epoch); the final prefetch, after it, is
@@ -235,7 +235,7 @@ def test_rewrites_left_when_the_time_runs_out_are_named() -> None:
     trainer = _Trainer(clock, {"a": 1.5, "b": 1.5, "c": 1.5}, seconds=1.5)
     fixes = [_fix("a", 1), _fix("b", 2), _fix("c", 3)]
     trials = _search(trainer, fixes, seconds=2.0)
-    search(trials, trainer.try_one)
+    run_search(trials, trainer.try_one)
     prescription = trials.prescription()
     assert [name for name, _ in trainer.tried] == ["a"]  # 0.5 s left: under a trial's least
     assert prescription.training_speedup == pytest.approx(1.5)
@@ -254,7 +254,7 @@ def test_a_fixed_rate_above_the_step_alone_is_taken_at_the_step_alone() -> None:
         until_s=clock.now() + 20,
         ceiling=200.0,
     )
-    search(trials, trainer.try_one)
+    run_search(trials, trainer.try_one)
     prescription = trials.prescription()  # 300 steps/s fed, the step alone 200
     # THEN the gain is the most the step allows, 200 / 100, its interval scaled alike
     (change,) = prescription.kept
@@ -314,7 +314,7 @@ def test_a_kept_vectorise_through_vectorized_map_is_written_so() -> None:
     clock = FakeClock()
     trainer = _Trainer(clock, {"vectorize": 1.6})
     trials = _search(trainer, [fix])
-    search(trials, trainer.try_one)
+    run_search(trials, trainer.try_one)
     stages = [
         StageStats(0, "source", "TensorSliceDataset"),
         StageStats(1, "map", "MapDataset", function="decode", inputs=[0]),

@@ -1,0 +1,50 @@
+"""A search on training: trials decided one at a time, each from the last one's rounds.
+
+Part of `training/`: the stage holds (`training/stage_cost.py`, `StageSearch`) and the
+rewrites (`training/prescription.py`, `PipelineSearch`) are both searches. Under fit one
+driver runs either on the train function at once (`run_on_fit`); a custom loop's pulls run
+it instead (`training/loop_search.py`). Method: (docs/design.md, "Stage costs on
+training" and "The pipeline pipediag would write").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from pipediag.bench.interleaved import Rounds
+from pipediag.bench.teardown import TearDown
+from pipediag.bench.whatif import FixPipelines
+from pipediag.clock import Clock
+from pipediag.training.training_trial import TrialResults, try_on_fit
+
+# Runs one trial within the seconds given: its rounds, or why none.
+TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, str | None]]
+
+
+class Search(Protocol):
+    """Trials decided one at a time: the next one's pipelines and seconds, then its rounds."""
+
+    def next_trial(self) -> tuple[FixPipelines, float] | None: ...
+    def record(self, rounds: Rounds | None, reason: str | None = None) -> None: ...
+
+
+def run(search: Search, try_one: TryOne) -> None:
+    """Run the search's trials at once, until it ends or its time does."""
+    while (due := search.next_trial()) is not None:
+        search.record(*try_one(*due))
+
+
+def run_on_fit(
+    search: Search, model: Any, *, clock: Clock, step_s: float, teardown: TearDown
+) -> None:
+    """Run the search on fit's train function: each trial A/B on its two copies
+    (`try_on_fit`, which puts the model's variables back after each)."""
+
+    def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, str | None]:
+        results: TrialResults = try_on_fit(
+            model, [pipelines], clock=clock, step_s=step_s, budget_s=seconds, teardown=teardown
+        )
+        return results.get((pipelines.fix, pipelines.stage_index), (None, "not tried"))
+
+    run(search, try_one)
