@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
-from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate
+from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate, run_rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
@@ -207,16 +207,14 @@ def _distributor(model: Any) -> Callable[[Any], Any]:
 
 def _run(sides: list[TrialSide], clock: Clock, share_s: float, step_s: float) -> Rounds:
     now = clock.now()
-    plan = RoundPlan(
+    return run_rounds(
+        sides[0].run,
+        sides[1].run,
         slice_s=slice_seconds(step_s, share_s),
         until_s=now + share_s,
         hard_until_s=now + share_s * OVERRUN,
         clock=clock,
     )
-    while (due := plan.next_slice()) is not None:
-        side, seconds = due
-        plan.record(side, sides[side].run(seconds))
-    return plan.rounds()
 
 
 class _FitSteps:
