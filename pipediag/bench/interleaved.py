@@ -30,6 +30,33 @@ from pipediag.report.vocabulary import (
 MIN_ROUNDS = 5
 # Two-sided confidence of the speedup interval: 90% stops a clear 2-core trial in 5 rounds.
 CONFIDENCE = 0.90
+# A trial's rounds may overrun its share of the budget by this factor before none is started.
+OVERRUN = 1.3
+# Slices planned in a trial's share: `MIN_ROUNDS` rounds of two, with their untimed first
+# steps and the checks between them.
+SLICES_PER_SHARE = 12
+
+
+@dataclass(frozen=True)
+class SliceBounds:
+    """The shortest and longest timed slice of one kind of comparison."""
+
+    shortest_s: float
+    longest_s: float
+
+    def clamp(self, seconds: float) -> float:
+        return max(self.shortest_s, min(self.longest_s, seconds))
+
+
+# The pipeline read alone (the what-if trials): under 0.15 s a slice is mostly its first
+# batch (threads starting, buffers filling); over 0.4 s (~30 batches of the input-bound
+# example) slices only delay a clear result, which 5 rounds reach in about 4.5 s.
+PIPELINE_SLICES = SliceBounds(0.15, 0.4)
+# Training (fix trials and stage holds on the train step): a slice of a few steps, from a
+# fresh iterator whose first step is timed apart.
+TRAINING_SLICES = SliceBounds(0.1, 0.5)
+# The step alone on a held batch (the model-side trials): no iterator to start, so shorter.
+STEP_SLICES = SliceBounds(0.05, 0.5)
 
 # One side's read: given the time it may take, the timing of a fresh (or kept) iterator.
 Run = Callable[[float], BatchTiming]

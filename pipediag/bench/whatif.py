@@ -18,7 +18,13 @@ from typing import Any
 from pipediag.bench.candidate import Candidate
 from pipediag.bench.fix_candidates import fix_candidates, thread_cap_candidate
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError, graph_and_nodes
-from pipediag.bench.interleaved import MIN_ROUNDS, Rounds, median_rate, run_rounds
+from pipediag.bench.interleaved import (
+    MIN_ROUNDS,
+    PIPELINE_SLICES,
+    Rounds,
+    median_rate,
+    run_rounds,
+)
 from pipediag.bench.pipeline import BatchTiming, time_iterator
 from pipediag.bench.structure import effective_options, walk_pipeline
 from pipediag.bench.teardown import TearDown, owned
@@ -30,11 +36,6 @@ from pipediag.report.stage_facts import int_setting
 # Total time for all trials: about the phase-1 pipeline benchmark (bench/pipeline.py, 3 s)
 # per fix, for the two or three fixes a pipeline typically has.
 DEFAULT_BUDGET_S = 8.0
-# Below this a slice is mostly its first batch (thread start, buffers filling): no rate.
-MIN_SLICE_S = 0.15
-# Above this, slices only delay a clear result: 0.4 s is ~30 batches of the input-bound
-# example, and 5 rounds of two slices stop a clear trial in about 4.5 s.
-MAX_SLICE_S = 0.4
 # Share of a trial's time planned as timed reads; building iterators, first batches and
 # the budget checks take the rest.
 SLICE_SHARE = 0.8
@@ -236,7 +237,7 @@ class _Trials:
                 results[position] = _unverified(candidate, candidate.reason)
                 continue
             now = self.clock.now()
-            if now + 2 * MIN_SLICE_S > self.hard_end_s:
+            if now + 2 * PIPELINE_SLICES.shortest_s > self.hard_end_s:
                 results[position] = self.untimed(candidate)
             else:
                 results[position] = self.trial(candidate, max(0.0, self.end_s - now) / left)
@@ -323,7 +324,7 @@ class _Trials:
             return run_rounds(
                 baseline.run,
                 fixed.run,
-                slice_s=max(MIN_SLICE_S, min(MAX_SLICE_S, planned_s)),
+                slice_s=PIPELINE_SLICES.clamp(planned_s),
                 until_s=until_s,
                 hard_until_s=self.hard_end_s,
                 clock=self.clock,

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pipediag.bench.interleaved import RoundPlan
+from pipediag.bench.interleaved import OVERRUN, RoundPlan
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
 from pipediag.training.compute_alone import variables_put_back
-from pipediag.training.step_rounds import OVERRUN, fewest_rounds_s, slice_seconds, trial_result
+from pipediag.training.step_rounds import fewest_rounds_s, slice_seconds, trial_result
 
 # A slice never times more steps than this (sub-millisecond steps).
 MAX_STEPS_PER_SLICE = 2000

@@ -20,6 +20,7 @@ from typing import Any
 
 from pipediag.analysis.run_terms import fit_added_s
 from pipediag.bench.device import DevicePlacement
+from pipediag.bench.interleaved import OVERRUN
 from pipediag.clock import Clock
 from pipediag.report.model_side import (
     DEVICE_COPY,
@@ -31,7 +32,6 @@ from pipediag.report.model_side import (
     TopOp,
 )
 from pipediag.training.step_rounds import (
-    OVERRUN,
     Call,
     FitFacts,
     Side,

@@ -18,21 +18,20 @@ from typing import Any
 from pipediag.analysis.alternation import ABOVE_STEP_ALONE
 from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
 from pipediag.bench.hold import HeldCopies
-from pipediag.bench.interleaved import Rounds, median_rate
+from pipediag.bench.interleaved import TRAINING_SLICES, Rounds, median_rate
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import StageStats
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_clearly_under, upstream_of
 from pipediag.training.search import TryOne, run, run_on_fit
-from pipediag.training.training_trial import MIN_SLICE_S
 
 # A trial with less time than this cannot run its five rounds (`try_on_fit` refuses it).
-MIN_SHARE_S = 6 * MIN_SLICE_S
+MIN_SHARE_S = 6 * TRAINING_SLICES.shortest_s
 # A trial is given at least this (five rounds of two shortest slices, with their untimed
 # first steps), when there is that much left: a short budget then still measures the output
 # stage, which says whether the pipeline's cost is worth searching at all.
-MIN_TRIAL_S = 12 * MIN_SLICE_S
+MIN_TRIAL_S = 12 * TRAINING_SLICES.shortest_s
 
 
 def freed_from(rounds: Rounds | None) -> Freed | None:

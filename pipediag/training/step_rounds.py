@@ -14,18 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipediag.analysis.run_terms import fit_added_s, in_run_terms
-from pipediag.bench.interleaved import MIN_ROUNDS, Rounds, median_rate, run_rounds
+from pipediag.bench.interleaved import (
+    MIN_ROUNDS,
+    OVERRUN,
+    SLICES_PER_SHARE,
+    STEP_SLICES,
+    Rounds,
+    median_rate,
+    run_rounds,
+)
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial
 
-# A trial's slices: long enough for a few steps, short enough for the five rounds the
-# sign-test interval needs (two slices each) within the trial's share of the budget.
-MIN_SLICE_S = 0.05
-MAX_SLICE_S = 0.5
-SLICES_PER_TRIAL = 12
-# A trial's rounds may overrun its share by this factor before none is started.
-OVERRUN = 1.3
 NO_GPU = "not measured: no GPU (the batch is already where the step runs)"
 
 # One call of a side's train function, synced; the batches it trains.
@@ -63,8 +64,8 @@ def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
 
 
 def slice_seconds(call_s: float, share_s: float) -> float:
-    """A slice for `SLICES_PER_TRIAL` in the share, and never shorter than one call."""
-    return max(call_s, MIN_SLICE_S, min(MAX_SLICE_S, share_s / SLICES_PER_TRIAL))
+    """A slice for `SLICES_PER_SHARE` in the share, and never shorter than one call."""
+    return max(call_s, STEP_SLICES.clamp(share_s / SLICES_PER_SHARE))
 
 
 def trial_result(
@@ -155,4 +156,4 @@ class FitFacts:
 
 def fewest_rounds_s(call_s: float) -> float:
     """The time the fewest rounds with an interval take, at the shortest slices."""
-    return 2 * MIN_ROUNDS * max(call_s, MIN_SLICE_S)
+    return 2 * MIN_ROUNDS * max(call_s, STEP_SLICES.shortest_s)

@@ -17,7 +17,15 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
-from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate, run_rounds
+from pipediag.bench.interleaved import (
+    OVERRUN,
+    SLICES_PER_SHARE,
+    TRAINING_SLICES,
+    RoundPlan,
+    Rounds,
+    median_rate,
+    run_rounds,
+)
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
@@ -32,13 +40,9 @@ from pipediag.training.compute_alone import (
 
 # A trial's time where the caller gives none: five rounds of two slices of ~0.25 s.
 BUDGET_S = 3.0
-# A trial's rounds may overrun its share by this factor before none is started.
-OVERRUN = 1.3
 # Steps per timed slice: enough for the scheduler's noise to average out within a slice,
 # bounded in time so that five rounds fit a share of the budget.
 SLICE_STEPS = 8
-MIN_SLICE_S = 0.1
-MAX_SLICE_S = 0.5
 # A slice never times more steps than this (sub-millisecond steps).
 MAX_STEPS_PER_SLICE = 2000
 
@@ -48,9 +52,8 @@ TrialResults = dict[tuple[str, int | None], tuple[Rounds | None, str | None]]
 
 def slice_seconds(step_s: float, share_s: float) -> float:
     """A slice long enough for `SLICE_STEPS` steps, short enough for five rounds in `share_s`."""
-    by_steps = SLICE_STEPS * step_s
-    by_share = share_s / 12
-    return max(MIN_SLICE_S, min(MAX_SLICE_S, by_steps, max(by_share, MIN_SLICE_S)))
+    by_share = max(share_s / SLICES_PER_SHARE, TRAINING_SLICES.shortest_s)
+    return TRAINING_SLICES.clamp(min(SLICE_STEPS * step_s, by_share))
 
 
 def with_training(trial: FixTrial, rounds: Rounds | None, reason: str | None) -> FixTrial:
@@ -175,7 +178,7 @@ def trials_on(
     end_s = clock.now() + budget_s
     for position, fix in enumerate(fixes):
         share_s = max(0.0, end_s - clock.now()) / (len(fixes) - position)
-        if share_s < 4 * MIN_SLICE_S:
+        if share_s < 4 * TRAINING_SLICES.shortest_s:
             results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
             continue
         sides = [
@@ -372,7 +375,7 @@ class LoopTrials:
             left = len(self._fixes) - self._position
             share_s = max(0.0, self._end_s - self._clock.now()) / left
             fix = self._fixes[self._position]
-            if share_s < 4 * MIN_SLICE_S:
+            if share_s < 4 * TRAINING_SLICES.shortest_s:
                 self._results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
                 continue
             self._sides = [

@@ -386,8 +386,8 @@ def test_a_clear_trial_stops_early_and_records_its_interval(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
-    from pipediag.bench.interleaved import MIN_ROUNDS, STOP_GAIN
-    from pipediag.bench.whatif import MAX_SLICE_S, verify_fixes
+    from pipediag.bench.interleaved import MIN_ROUNDS, PIPELINE_SLICES, STOP_GAIN
+    from pipediag.bench.whatif import verify_fixes
     from pipediag.testing import FakeClock
 
     clock = FakeClock()
@@ -403,8 +403,8 @@ def test_a_clear_trial_stops_early_and_records_its_interval(
     assert (trial.facts.speedup_low, trial.facts.speedup_high) == (2.0, 2.0)
     assert trial.speedup == pytest.approx(2.0)
     # five rounds of two full slices, then it stopped: half the budget was left unused
-    assert clock.now() - start == pytest.approx(MIN_ROUNDS * 2 * MAX_SLICE_S)
-    assert MIN_ROUNDS * 2 * MAX_SLICE_S <= 8.0 / 2
+    assert clock.now() - start == pytest.approx(MIN_ROUNDS * 2 * PIPELINE_SLICES.longest_s)
+    assert MIN_ROUNDS * 2 * PIPELINE_SLICES.longest_s <= 8.0 / 2
 
 
 def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:
