@@ -4,7 +4,6 @@ the unit layer (tests/unit) runs before the integration layer (tests/integration
 from __future__ import annotations
 
 import collections
-import faulthandler
 import gc
 import os
 import sys
@@ -86,9 +85,9 @@ def _signal_handlers_restored() -> Iterator[None]:
 
 
 class _CollectionClock:
-    """Times Python's full garbage collections, naming the test each fell in: a tiny test
-    once read 38 s and another 56 s on CI, and the summary line says whether collection of
-    the TensorFlow objects the suite piles up is where such time goes."""
+    """Times the full garbage collections, naming the test each followed: one pass once
+    held a tiny test 38 s and another 56 s on CI (`_FullCollections` says why, and why they
+    now run on a helper thread)."""
 
     def __init__(self) -> None:
         self.test = "collection"
@@ -103,19 +102,18 @@ class _CollectionClock:
             return
         if phase == "start":
             self.started = time.perf_counter()
-            if _STACKS is not None:
+            if _GC_LOG is not None:
                 _ITERATORS.freed.clear()
                 _ITERATORS.collecting = True
-                faulthandler.dump_traceback_later(2.0, repeat=True, file=_STACKS)
             return
         took = time.perf_counter() - self.started
-        if _STACKS is not None:
-            faulthandler.cancel_dump_traceback_later()
+        if _GC_LOG is not None:
             _ITERATORS.collecting = False
             if took > 1.0 or _ITERATORS.freed:
                 freed = dict(_ITERATORS.freed)
-                _STACKS.write(f"--- {took:.1f} s in {self.test}, {info}, iterators freed {freed}\n")
-                _STACKS.flush()
+                line = f"--- {took:.1f} s after {self.test}, {info}, iterators freed {freed}"
+                _GC_LOG.write(line + "\n")
+                _GC_LOG.flush()
         self.passes += 1
         self.total_s += took
         if took > self.longest_s:
@@ -124,9 +122,8 @@ class _CollectionClock:
 
 class _IteratorBirths:
     """Which test (and which line outside TensorFlow) made each tf.data iterator that a full
-    collection freed: deleting an iterator joins its threads, up to seconds each
-    (docs/design.md, "Iterator tear-down"), and a collection that frees several holds the
-    whole process that long."""
+    collection freed: deleting an idle one can wait out autotune's sleep, up to 60 s
+    (docs/design.md, "Iterator tear-down"), holding the thread that collects."""
 
     def __init__(self) -> None:
         self.collecting = False
@@ -164,10 +161,12 @@ def _caller_outside_tensorflow() -> str:
     return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}" if frame else "?"
 
 
-# PIPEDIAG_GC_STACKS=FILE: every 2 s of a full collection, every thread's stack is added
-# to FILE, to find what a long pass waits on, with the iterators each collection freed.
-_STACKS_FILE = os.environ.get("PIPEDIAG_GC_STACKS")
-_STACKS = open(_STACKS_FILE, "a") if _STACKS_FILE else None  # noqa: SIM115 - open all run
+# PIPEDIAG_GC_LOG=FILE: a line for each full collection that took over a second or freed
+# tf.data iterators, naming the test (and line) that made each. Stacks are not dumped: a
+# dump of every thread while the main thread runs beside the collection (faulthandler's
+# watchdog) crashed the suite once (SIGSEGV, 2026-12-04).
+_GC_LOG_FILE = os.environ.get("PIPEDIAG_GC_LOG")
+_GC_LOG = open(_GC_LOG_FILE, "a") if _GC_LOG_FILE else None  # noqa: SIM115 - open all run
 _COLLECTIONS = _CollectionClock()
 _ITERATORS = _IteratorBirths()
 gc.callbacks.append(_COLLECTIONS)
@@ -212,7 +211,7 @@ _FULL_COLLECTIONS = _FullCollections()
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     _COLLECTIONS.test = item.nodeid
-    if _STACKS is not None:
+    if _GC_LOG is not None:
         _ITERATORS.watch()
 
 
