@@ -187,9 +187,8 @@ def _rates_detail(verdict: Verdict, pipeline_batches_per_s: float | None) -> str
     if training is None or pipeline is None or not pipeline_reading_disturbed(training, pipeline):
         return ""
     return (
-        f"Training ran faster than the pipeline alone ({rate_text(training)} against "
-        f"{rate_text(pipeline)}), so that reading was disturbed (another process, a cold file "
-        "cache): read its stage figures with care."
+        f"Training outran the pipeline read alone ({rate_text(training)} against "
+        f"{rate_text(pipeline)}): that reading was disturbed; read its stage figures with care."
     )
 
 

@@ -188,8 +188,8 @@ def test_a_pipeline_alone_slower_than_training_is_called_disturbed() -> None:
     head = cost_headline(verdict, 34.0)
     assert head is not None
     assert head.details == [
-        "Training ran faster than the pipeline alone (68.0 against 34.0), so that reading was "
-        "disturbed (another process, a cold file cache): read its stage figures with care."
+        "Training outran the pipeline read alone (68.0 against 34.0): that reading was "
+        "disturbed; read its stage figures with care."
     ]
 
 
