@@ -148,7 +148,7 @@ def test_two_workers_then_merge(tmp_path: Path) -> None:
     # THEN one row each, the straggler named with its cause, and a two-process trace
     rows = [line.split()[0] for line in merged.stdout.splitlines() if line.startswith("worker-")]
     assert rows == ["worker-0", "worker-1"]
-    assert "Straggler: worker-1 (input):" in merged.stdout
+    assert "Straggler: worker-1 (input):" in merged.stdout, merged.stdout  # whole, if not
     trace = json.loads((out / "fleet_trace.json").read_text())
     events = trace["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
