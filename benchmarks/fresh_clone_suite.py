@@ -32,7 +32,13 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import base_parser, format_table, spread_summary, write_results
+from benchmarks._common import (
+    base_parser,
+    format_table,
+    run_stamp,
+    spread_summary,
+    write_results,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = REPO_ROOT / "README.md"
@@ -226,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         cases=[{**asdict(r), "green": r.green} for r in runs],
         quick=args.quick,
+        # The commit the runs cloned, not HEAD when they end (commits made meanwhile).
+        stamp={**run_stamp(), "commit": commit, "dirty": False},
     )
     return 0 if green == len(runs) else 1
 
