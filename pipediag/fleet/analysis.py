@@ -98,6 +98,7 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
         compute_alone_steps_per_s=verdict.compute_alone_steps_per_s,
         compute_alone_source=verdict.compute_alone_source,
         training_steps_per_s=training,
+        window_steps_per_s=report.train.steps_per_s,
         process_cpu_pct=process,
         system_cpu_pct=system,
         other_cpu_pct=other,
@@ -141,9 +142,10 @@ def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, str | N
 
 
 def in_lockstep(rows: Sequence[WorkerRow]) -> bool:
-    """Whether at least two workers trained, all at one rate (within `rate_tolerance`)."""
+    """Whether at least two workers trained, all at one rate over their measured steps
+    (within `rate_tolerance`)."""
     timed = [r for r in rows if r.training_steps_per_s]
-    rates = [_rate(r) for r in timed]
+    rates = [r.window_steps_per_s or _rate(r) for r in timed]
     return len(rates) >= 2 and max(rates) <= min(rates) * (1 + rate_tolerance(timed))
 
 

@@ -44,6 +44,11 @@ class WorkerRow:
     compute_alone_steps_per_s: float | None = None
     compute_alone_source: str = ""
     training_steps_per_s: float | None = None
+    # The rate of its measured steps, one unbroken window of `measured_steps`: lockstep is
+    # judged on it, because synchronous workers' windows end at most a step apart, while a
+    # training rate pooled from alternation blocks has each block's edges and transition
+    # steps, different on each worker (docs/design.md, "Multi-worker jobs").
+    window_steps_per_s: float | None = None
     process_cpu_pct: float | None = None
     system_cpu_pct: float | None = None
     other_cpu_pct: float | None = None  # other processes, in percent of the whole host

@@ -116,6 +116,20 @@ def test_rates_within_one_step_of_the_window_are_lockstep() -> None:
     assert slow.straggler is not None and slow.straggler.task == "worker-0"
 
 
+def test_lockstep_is_judged_on_the_measured_window_not_the_pooled_training_rate() -> None:
+    # GIVEN synchronous workers whose measured windows agree, but whose training rates, pooled
+    # from alternation blocks with their own edges and transition steps, differ by 8%
+    first = worker(0, wait=0.10, step_s=0.0400, steps=20)
+    second = worker(1, wait=0.60, step_s=0.0400, steps=20)
+    first = replace(first, verdict=replace(first.verdict, training_steps_per_s=23.0))
+    fleet = build_fleet(loaded(first, second))
+    # THEN they are in lockstep, and the straggler is the one waiting for its own input,
+    # not the one whose blocks timed slower
+    assert fleet.lockstep is True
+    assert fleet.straggler is not None and fleet.straggler.task == "worker-1"
+    assert fleet.straggler.cause == CAUSE_INPUT
+
+
 def replace_steps(report: Report, measured: int) -> Report:
     return replace(report, train=replace(report.train, measured_steps=measured))
 
