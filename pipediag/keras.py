@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import keras
@@ -135,12 +134,7 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
     def __enter__(self) -> Watch:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.close(exit_info_of(exc))
 
     # -- Keras's side ---------------------------------------------------------------------

@@ -16,7 +16,6 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final, TypeVar
 
 from pipediag.clock import MONOTONIC, Clock
@@ -118,12 +117,7 @@ class Monitor:
     def __enter__(self) -> Monitor:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         exit_info = exit_info_of(exc)
         self.stop(exit_info, stop_reason_of(exit_info))  # an exception propagates unchanged
 

@@ -8,6 +8,8 @@ bound. The advice for each part: (docs/design.md, "The advisor").
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pipediag.analysis.advice_context import Context, training_gain, training_text
 from pipediag.analysis.input_cost import python_stages
 from pipediag.report.model import (
@@ -34,8 +36,17 @@ def _split(ctx: Context) -> CostSplit | None:
     return ctx.report.verdict.cost_split
 
 
-def _gain(share: float) -> float:
-    return 1.0 / max(1e-9, 1.0 - share)
+def _cost_fix(rule_id: str, title: str, evidence: str, code: str, share: float) -> Suggestion:
+    """A fix for one part of the input cost; its gain, T/A with that part removed, is an
+    upper bound."""
+    return Suggestion(
+        id=rule_id,
+        title=title,
+        evidence=evidence,
+        code=code,
+        predicted_speedup=1.0 / max(1e-9, 1.0 - share),
+        kind=FIX,
+    )
 
 
 def _rates_text(ctx: Context) -> str:
@@ -114,21 +125,17 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         if measured < VERIFIED_MIN_GAIN:
             text += " Not the way here: the pipeline's CPU per batch must go down."
             cap_code = ""
-    return [
-        Suggestion(
-            id=rule_id,
-            title="the input pipeline takes the cores the train step needs: make it cheaper",
-            evidence=text,
-            code=cap_code
-            + "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()",
-            estimated_speedup=None,
-            predicted_speedup=_gain(split.contention),
-            training_speedup=measured
-            if measured is not None and measured >= VERIFIED_MIN_GAIN
-            else None,
-            kind=FIX,
-        )
-    ]
+    fix = _cost_fix(
+        rule_id,
+        "the input pipeline takes the cores the train step needs: make it cheaper",
+        text,
+        cap_code
+        + "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()",
+        split.contention,
+    )
+    if measured is None or measured < VERIFIED_MIN_GAIN:
+        return [fix]
+    return [replace(fix, training_speedup=measured)]
 
 
 def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Suggestion]:
@@ -147,19 +154,12 @@ def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Sugges
         "out of the pipeline: port the function to TensorFlow ops, or run it once and write "
         "its output to files the pipeline reads."
     )
-    return [
-        Suggestion(
-            id=rule_id,
-            title="the input pipeline's Python holds the interpreter lock the train step needs",
-            evidence=evidence,
-            code=(
-                "ds = ds.map(tf_ops_fn, num_parallel_calls=tf.data.AUTOTUNE)  # no py_function\n"
-                "# or run the Python once: ds.save(path); later tf.data.Dataset.load(path)"
-            ),
-            predicted_speedup=_gain(split.contention),
-            kind=FIX,
-        )
-    ]
+    code = (
+        "ds = ds.map(tf_ops_fn, num_parallel_calls=tf.data.AUTOTUNE)  # no py_function\n"
+        "# or run the Python once: ds.save(path); later tf.data.Dataset.load(path)"
+    )
+    title = "the input pipeline's Python holds the interpreter lock the train step needs"
+    return [_cost_fix(rule_id, title, evidence, code, split.contention)]
 
 
 def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
@@ -190,16 +190,8 @@ def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
             "        train_step(*next(iterator))"
         )
     )
-    return [
-        Suggestion(
-            id=rule_id,
-            title="each epoch makes a new iterator: one repeating iterator for the whole run",
-            evidence=evidence,
-            code=code,
-            predicted_speedup=_gain(split.epoch_start),
-            kind=FIX,
-        )
-    ]
+    title = "each epoch makes a new iterator: one repeating iterator for the whole run"
+    return [_cost_fix(rule_id, title, evidence, code, split.epoch_start)]
 
 
 def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
@@ -231,16 +223,8 @@ def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
             "train_many(iterator, tf.constant(100))"
         )
     )
-    return [
-        Suggestion(
-            id=rule_id,
-            title="each step pulls one small batch: fewer, larger pulls",
-            evidence=evidence,
-            code=code,
-            predicted_speedup=_gain(split.fetch),
-            kind=FIX,
-        )
-    ]
+    title = "each step pulls one small batch: fewer, larger pulls"
+    return [_cost_fix(rule_id, title, evidence, code, split.fetch)]
 
 
 def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:

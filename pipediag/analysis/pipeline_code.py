@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import StageStats
 from pipediag.report.prescription import CodeLine, StageChange
+from pipediag.report.stage_facts import MAP_KINDS
 from pipediag.report.vocabulary import (
     FIX_CACHE,
     FIX_HOIST_CACHE,
@@ -27,12 +28,10 @@ from pipediag.report.vocabulary import (
     KIND_FILTER,
     KIND_FLAT_MAP,
     KIND_INTERLEAVE,
-    KIND_MAP,
     KIND_OPTIONS,
     KIND_PADDED_BATCH,
     KIND_PARALLEL_FILTER,
     KIND_PARALLEL_INTERLEAVE,
-    KIND_PARALLEL_MAP,
     KIND_PREFETCH,
     KIND_REPEAT,
     KIND_SHUFFLE,
@@ -226,7 +225,7 @@ def _call(stats: StageStats, own: dict[str, StageChange], *, parallel: bool = Fa
         return "ds = " + template.format(
             start=settings.get("start", "0"), stop=settings.get("stop", "...")
         )
-    if kind in (KIND_MAP, KIND_PARALLEL_MAP):
+    if kind in MAP_KINDS:
         return f"ds = ds.map({function}{_kw('num_parallel_calls', calls)})"
     if kind in (KIND_FILTER, KIND_PARALLEL_FILTER):
         return f"ds = ds.filter({function}{_kw('num_parallel_calls', calls)})"

@@ -39,6 +39,7 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.names import stage_name
+from pipediag.report.stage_facts import prefix_cost_s, upstream_of
 from pipediag.report.vocabulary import LimitedBy, RateSource
 
 # The pipeline alone kept at least this share of the host's cores busy: making batches takes
@@ -185,21 +186,8 @@ def distribute_point(
 
 def prefix_s_per_batch(stages: Sequence[StageStats], index: int) -> float | None:
     """Own cost per output batch of stage `index` and everything upstream; None if unknown."""
-    seen: set[int] = set()
-    pending = [index]
-    total = 0.0
-    known = False
-    while pending:
-        i = pending.pop()
-        if i in seen:
-            continue
-        seen.add(i)
-        own = stages[i].own_s_per_batch
-        if own is not None:
-            total += own
-            known = True
-        pending.extend(stages[i].inputs)
-    return total if known else None
+    known = any(stages[i].own_s_per_batch is not None for i in upstream_of(stages, index))
+    return prefix_cost_s(stages, index) if known else None
 
 
 def local_s_per_batch(stages: Sequence[StageStats], cut: int) -> float | None:

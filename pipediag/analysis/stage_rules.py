@@ -6,6 +6,7 @@ a map, a small shuffle buffer, autotune turned off. Each reads the context
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from pipediag.analysis.advice_context import (
@@ -67,13 +68,22 @@ from pipediag.report.vocabulary import (
 )
 
 
+def _sequential_stages(
+    ctx: Context, runs_sequentially: Callable[[StageStats, int], bool]
+) -> list[StageStats]:
+    """The stages the user can edit that run one element at a time and cost enough to fix."""
+    return [
+        stats
+        for stats in ctx.stages
+        if not stats.tf_internal
+        and runs_sequentially(stats, ctx.cores)
+        and worth_fixing(ctx, stats)
+    ]
+
+
 def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
-    for stats in ctx.stages:
-        if stats.tf_internal:
-            continue
-        if not runs_sequential_map(stats, ctx.cores) or not worth_fixing(ctx, stats):
-            continue
+    for stats in _sequential_stages(ctx, runs_sequential_map):
         why = (
             stats.auto_parallel_blocker
             or f"num_parallel_calls={stats.settings.get('num_parallel_calls')}"
@@ -105,11 +115,7 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
-    for stats in ctx.stages:
-        if stats.tf_internal:
-            continue
-        if not runs_sequential_interleave(stats, ctx.cores) or not worth_fixing(ctx, stats):
-            continue
+    for stats in _sequential_stages(ctx, runs_sequential_interleave):
         settings = ", ".join(
             f"{k}={stats.settings[k]}"
             for k in ("cycle_length", "num_parallel_calls")
@@ -464,24 +470,17 @@ def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
         if not random:
             continue
         names = ", ".join(stage_name(s) for s in random)
-        found.append(
-            Suggestion(
-                id=rule_id,
-                title=f"cache() after a random transform ({names}): every epoch repeats epoch 1",
-                stage=stage_name(stats),
-                stage_index=stats.index,
-                evidence=(
-                    f"{names} runs before the cache, so its random output is frozen the first "
-                    "epoch and replayed afterwards: the same augmentation/order every epoch."
-                ),
-                code=(
-                    f"ds = ds.cache()  # move it before {stage_name(random[0])}; "
-                    "random steps go after the cache"
-                ),
-                correctness_warning=True,
-                kind=WARNING,
-            )
+        title = f"cache() after a random transform ({names}): every epoch repeats epoch 1"
+        evidence = (
+            f"{names} runs before the cache, so its random output is frozen the first "
+            "epoch and replayed afterwards: the same augmentation/order every epoch."
         )
+        code = (
+            f"ds = ds.cache()  # move it before {stage_name(random[0])}; "
+            "random steps go after the cache"
+        )
+        warning = _stage_warning(rule_id, stats, title, evidence, code)
+        found.append(replace(warning, correctness_warning=True))
     return found
 
 
@@ -546,22 +545,30 @@ def check_shuffle_buffer(ctx: Context, rule_id: str) -> list[Suggestion]:
         if not reasons:
             continue
         wanted = max(SHUFFLE_MIN_ELEMENTS, SHUFFLE_MIN_BATCHES * (batch or 0))
-        found.append(
-            Suggestion(
-                id=rule_id,
-                title=f"shuffle buffer of {buffer} is tiny ({' and '.join(reasons)})",
-                stage=stage_name(stats),
-                stage_index=stats.index,
-                evidence=(
-                    f"shuffle(buffer_size={buffer}) only mixes elements that are {buffer} apart "
-                    "in the source order, so batches stay correlated with file order. It does "
-                    f"not matter if the dataset has fewer than {buffer} elements."
-                ),
-                code=f"ds = ds.shuffle({wanted})  # or the dataset size, if it fits in memory",
-                kind=WARNING,
-            )
+        title = f"shuffle buffer of {buffer} is tiny ({' and '.join(reasons)})"
+        evidence = (
+            f"shuffle(buffer_size={buffer}) only mixes elements that are {buffer} apart "
+            "in the source order, so batches stay correlated with file order. It does "
+            f"not matter if the dataset has fewer than {buffer} elements."
         )
+        code = f"ds = ds.shuffle({wanted})  # or the dataset size, if it fits in memory"
+        found.append(_stage_warning(rule_id, stats, title, evidence, code))
     return found
+
+
+def _stage_warning(
+    rule_id: str, stats: StageStats, title: str, evidence: str, code: str
+) -> Suggestion:
+    """A suggestion that changes what is trained on, not the speed, about one stage."""
+    return Suggestion(
+        id=rule_id,
+        title=title,
+        stage=stage_name(stats),
+        stage_index=stats.index,
+        evidence=evidence,
+        code=code,
+        kind=WARNING,
+    )
 
 
 def check_autotune_off(ctx: Context, rule_id: str) -> list[Suggestion]:

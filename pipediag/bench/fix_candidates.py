@@ -23,6 +23,7 @@ from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.vectorize_check import (
     VECTORIZE_SAMPLE_MAX_ELEMENTS,
+    CheckSample,
     VectorizeForms,
     trace_on_batches,
 )
@@ -169,9 +170,8 @@ def _vectorize_candidate(
     )
 
     def check(graph_def: Any, teardown: TearDown) -> tuple[str | None, bool]:
-        result = forms.check(
-            graph_def, map_node, batch_node, input_spec, batch_spec, sample_size, teardown
-        )
+        sample = CheckSample.read(graph_def, map_node, input_spec, sample_size, teardown)
+        result = forms.check(sample, batch_node, batch_spec)
         if forms.through_vectorized_map:
             candidate.facts = replace(
                 candidate.facts,

@@ -63,21 +63,27 @@ def isolated_copy(dataset: Any) -> tuple[Any, list[str]]:
 
 def shared_stream_stage(dataset: Any, limit: int = 64) -> str | None:
     """The stage of `dataset` that reads another iterator's batches, if any (by class name)."""
-    queue: list[Any] = [dataset]
-    seen: set[int] = set()
-    while queue and len(seen) < limit:
-        node = queue.pop()
+    names = (type(node).__name__ for node in dataset_ancestors(dataset, limit))
+    shared = next((name for name in names if name in SHARED_STREAM_DATASETS), None)
+    return None if shared is None else shared.lstrip("_").removesuffix("Dataset")
+
+
+def dataset_ancestors(dataset: Any, limit: int = 64) -> list[Any]:
+    """The dataset and every dataset it reads from, breadth first, at most `limit` of them."""
+    found: list[Any] = []
+    queue, seen = [dataset], set()
+    while queue and len(found) < limit:
+        node = queue.pop(0)
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if type(node).__name__ in SHARED_STREAM_DATASETS:
-            return type(node).__name__.lstrip("_").removesuffix("Dataset")
+        found.append(node)
         inputs = getattr(node, "_inputs", None)
         try:
             queue.extend(inputs() if callable(inputs) else [])
         except Exception:  # noqa: S112 - a dataset kind without readable inputs
             continue
-    return None
+    return found
 
 
 def isolate_graph_def(graph_def: Any) -> list[str]:

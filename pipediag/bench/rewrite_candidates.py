@@ -28,6 +28,7 @@ from pipediag.report.vocabulary import (
     FIX_MATERIALISE,
     KIND_SHUFFLE,
     KIND_SOURCE,
+    FixName,
 )
 
 # Reading a generator's epoch to hold it stops past this long: the time a cache may take to
@@ -59,13 +60,7 @@ def hoist_candidate(
     upstream = upstream_of(stages, shuffle.inputs[0])
     if not all(deterministic(stages[i]) for i in upstream):
         return None  # a shuffle or a random stage further up: a cache would freeze it
-    candidate = Candidate(
-        FIX_HOIST_CACHE,
-        stats.index,
-        stage_name(stats),
-        cost_s=stats.own_s_per_batch or 0.0,
-        semantics=FIXES[FIX_HOIST_CACHE].semantics,
-    )
+    candidate = _at_stage(FIX_HOIST_CACHE, stats)
     map_node, shuffle_node = nodes.get(stats.index), nodes.get(shuffle.index)
     # One epoch of the mapped data: the map's output has the shuffle's cardinality; sizes
     # are sampled, if need be, from the map over the shuffle's input, never through the
@@ -114,13 +109,7 @@ def generator_candidate(
 
     if stats.kind != KIND_SOURCE or stats.name != "from_generator":
         return None
-    candidate = Candidate(
-        FIX_MATERIALISE,
-        stats.index,
-        stage_name(stats),
-        cost_s=stats.own_s_per_batch or 0.0,
-        semantics=FIXES[FIX_MATERIALISE].semantics,
-    )
+    candidate = _at_stage(FIX_MATERIALISE, stats)
     dataset = walked[stats.index].dataset
     generator = python_chain.generator_function(dataset)
     if node is None or generator is None:
@@ -232,6 +221,18 @@ def _fused(dataset: Any) -> Any:
     options = tf.data.Options()
     options.experimental_optimization.map_fusion = True
     return dataset.with_options(options)
+
+
+def _at_stage(fix: FixName, stats: StageStats) -> Candidate:
+    """A rewrite of one stage, costed at what the stage itself adds per batch, with the
+    change in semantics its fix names."""
+    return Candidate(
+        fix,
+        stats.index,
+        stage_name(stats),
+        cost_s=stats.own_s_per_batch or 0.0,
+        semantics=FIXES[fix].semantics,
+    )
 
 
 def _consumers(stages: list[StageStats], stats: StageStats) -> int:

@@ -54,6 +54,7 @@ from pipediag.report.model import (
     ServiceMeasurement,
     StageStats,
 )
+from pipediag.report.stage_facts import upstream_of
 from pipediag.report.vocabulary import PARALLEL_EPOCHS, ServiceWhere
 
 # The user's train step fed by a dataset read through a service target: (steps/s, None), or
@@ -171,16 +172,7 @@ def _too_little_moves(
 
 def _batched_at(stages: Sequence[StageStats], cut: int) -> bool:
     """Whether a batching stage is at or upstream of the cut (so batches cross, not elements)."""
-    pending, seen = [cut], set()
-    while pending:
-        index = pending.pop()
-        if index in seen:
-            continue
-        seen.add(index)
-        if "batch" in stages[index].kind:
-            return True
-        pending.extend(stages[index].inputs)
-    return False
+    return any("batch" in stages[index].kind for index in upstream_of(stages, cut))
 
 
 def _label(stages: Sequence[StageStats], cut: int | None) -> str:

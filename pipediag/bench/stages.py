@@ -22,8 +22,16 @@ from pipediag.bench.structure import Stage, walk_pipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import StageStats
+from pipediag.report.stage_facts import BATCHING_KINDS, MAP_KINDS, SHUFFLE_KINDS, upstream_of
 from pipediag.report.vocabulary import (
     KIND_CACHE,
+    KIND_FILTER,
+    KIND_OPTIONS,
+    KIND_PARALLEL_FILTER,
+    KIND_PREFETCH,
+    KIND_REPEAT,
+    KIND_SCAN,
+    KIND_SNAPSHOT,
 )
 
 # Half a second per prefix gives hundreds of elements for any stage fast enough to matter,
@@ -45,37 +53,35 @@ OUT_OF_TIME = "the time budget ran out before this stage was read"
 
 # Stages that emit one element per input element (or, for filter/take/unique, at most one:
 # assumed one, see the module docstring).
-ONE_TO_ONE_KINDS = frozenset(
+ONE_TO_ONE_KINDS: frozenset[str] = frozenset(
     {
-        "map",
-        "parallel-map",
-        "filter",
-        "parallel-filter",
-        "shuffle",
-        "cache",
-        "prefetch",
-        "repeat",
-        "take",
-        "skip",
-        "zip",
-        "concatenate",
-        "choose",
-        "options",
-        "shard",
-        "scan",
+        *MAP_KINDS,
+        *SHUFFLE_KINDS,
+        KIND_FILTER,
+        KIND_PARALLEL_FILTER,
+        KIND_CACHE,
+        KIND_PREFETCH,
+        KIND_REPEAT,
+        KIND_OPTIONS,
+        KIND_SCAN,
+        KIND_SNAPSHOT,
+        # Kinds with no constant of their own in the vocabulary.
         "assert-cardinality",
+        "choose",
+        "concatenate",
+        "ignore-errors",
+        "shard",
+        "skip",
+        "take",
         "take-while",
         "unique",
-        "ignore-errors",
-        "shuffle-and-repeat",
-        "snapshot",
+        "zip",
     }
 )
-BATCHING_KINDS = frozenset({"batch", "padded-batch", "map-and-batch", "sparse-batch"})
 # Zip pulls one element from each input in turn, on one thread: the input costs add up.
 SUMMED_INPUT_KINDS = frozenset({"zip"})
 # Stages that only carry options: measuring them would re-measure their input.
-PASS_THROUGH_KINDS = frozenset({"options"})
+PASS_THROUGH_KINDS = frozenset({KIND_OPTIONS})
 
 
 def measure_stages(
@@ -412,14 +418,9 @@ def _options(dataset: Any) -> Any:
 
 def _why_not_measured(stage: Stage, stages: Sequence[Stage]) -> str | None:
     """A reason to skip a prefix, or None: file caches that reading would write."""
-    pending = [stage.stats.index]
-    seen: set[int] = set()
-    while pending:
-        index = pending.pop()
-        if index in seen:
-            continue
-        seen.add(index)
-        stats = stages[index].stats
+    every = [s.stats for s in stages]
+    for index in upstream_of(every, stage.stats.index):
+        stats = every[index]
         filename = stats.settings.get("filename")
         if (
             stats.kind == KIND_CACHE
@@ -427,7 +428,6 @@ def _why_not_measured(stage: Stage, stages: Sequence[Stage]) -> str | None:
             and not os.path.exists(f"{filename}.index")
         ):
             return "reads through a file cache that is not complete on disk"
-        pending.extend(stats.inputs)
     return None
 
 

@@ -147,18 +147,11 @@ class VectorizeForms:
         return self.per_element() if self.through_vectorized_map else self.plain()
 
     def check(
-        self,
-        graph_def: Any,
-        map_node: str,
-        batch_node: str,
-        input_spec: Any,
-        batch_spec: Any,
-        sample_size: int,
-        teardown: TearDown | None = None,
+        self, sample: CheckSample | str, batch_node: str, batch_spec: Any
     ) -> tuple[str | None, bool]:
         """`vectorize_check` of the plain form, and of the vectorized_map form where the
-        plain one is unsafe, on one sample read once; a refusal is always the plain form's."""
-        sample = CheckSample.read(graph_def, map_node, input_spec, sample_size, teardown)
+        plain one is unsafe, on one sample (`CheckSample.read`, or why none was read); a
+        refusal is always the plain form's."""
         if isinstance(sample, str):
             return sample, False
         refusal, unsafe = sample.check(batch_node, batch_spec, self.plain)

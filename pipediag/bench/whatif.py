@@ -342,10 +342,8 @@ class _Trials:
             low, high = rounds.interval
             facts = replace(facts, speedup_low=low, speedup_high=high)
             self.best_low = low if self.best_low is None else max(self.best_low, low)
-        return FixTrial(
-            fix=candidate.fix,
-            stage_index=candidate.stage_index,
-            stage=candidate.stage,
+        return replace(
+            _trial_of(candidate),
             verified=True,
             baseline_batches_per_s=base,
             variant_batches_per_s=fixed,
@@ -354,7 +352,6 @@ class _Trials:
             facts=facts,
             baseline_cpu_s_per_batch=_median_cpu(rounds.baseline),
             variant_cpu_s_per_batch=_median_cpu(rounds.variant),
-            fits_in_memory=candidate.fits_in_memory,
         )
 
 
@@ -435,13 +432,15 @@ def _build_variant(candidate: Candidate, graph: Any, baseline: Any, dataset: Any
 
 
 def _unverified(candidate: Candidate, reason: str) -> FixTrial:
+    return replace(_trial_of(candidate), reason=reason, unsafe=candidate.unsafe)
+
+
+def _trial_of(candidate: Candidate) -> FixTrial:
+    """What every trial of `candidate` says, timed or not: the fix, its stage, its facts."""
     return FixTrial(
-        fix=candidate.fix,
-        stage_index=candidate.stage_index,
-        stage=candidate.stage,
-        verified=False,
-        reason=reason,
+        candidate.fix,
+        candidate.stage_index,
+        candidate.stage,
         facts=candidate.facts,
-        unsafe=candidate.unsafe,
         fits_in_memory=candidate.fits_in_memory,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,19 +46,10 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"first steps kept out of the verdict (default {DEFAULT_WARMUP_STEPS})",
     )
-    run.add_argument(
-        "--bench-seconds",
-        type=argtypes.seconds,
-        default=RunConfig.bench_seconds,
-        metavar="S",
-        help=f"time budget of the pipeline-alone benchmark (default {RunConfig.bench_seconds:g})",
-    )
-    run.add_argument(
-        "--bench-batches",
-        type=argtypes.positive_int,
-        default=RunConfig.bench_batches,
-        metavar="N",
-        help=f"batch budget of the pipeline-alone benchmark (default {RunConfig.bench_batches})",
+    _add_budgets(
+        run,
+        ("--bench-seconds", argtypes.seconds, "time budget of the pipeline-alone benchmark"),
+        ("--bench-batches", argtypes.positive_int, "batch budget of the pipeline-alone benchmark"),
     )
     run.add_argument("--no-bench", action="store_true", help="skip the pipeline-alone benchmark")
     run.add_argument("--no-gpu", action="store_true", help="do not sample the GPU with NVML")
@@ -72,20 +64,10 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
             "nor the model-side changes"
         ),
     )
-    run.add_argument(
-        "--verify-seconds",
-        type=argtypes.seconds,
-        default=RunConfig.verify_seconds,
-        metavar="S",
-        help=f"time budget for measuring fixes (default {RunConfig.verify_seconds:g})",
-    )
-    run.add_argument(
-        "--deep-seconds",
-        type=argtypes.seconds,
-        default=RunConfig.deep_seconds,
-        metavar="S",
-        help="time budget that stage timing and fix trials share "
-        f"(default {RunConfig.deep_seconds:g})",
+    _add_budgets(
+        run,
+        ("--verify-seconds", argtypes.seconds, "time budget for measuring fixes"),
+        ("--deep-seconds", argtypes.seconds, "time budget that stage timing and fix trials share"),
     )
     run.add_argument(
         "--deep",
@@ -139,6 +121,24 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     )
     add_watch_options(run)
     run.add_argument("script", help="the training script; ARGS after it go to the script")
+
+
+_Budget = tuple[str, Callable[[str], float], str]
+"""A budget option: its flag, its argparse type and what it bounds."""
+
+
+def _add_budgets(run: argparse.ArgumentParser, *budgets: _Budget) -> None:
+    """Options whose default is RunConfig's field of the same name, said in their help, so
+    that the command line cannot drift from the Python API's defaults."""
+    for flag, kind, what in budgets:
+        default = getattr(RunConfig, flag.removeprefix("--").replace("-", "_"))
+        run.add_argument(
+            flag,
+            type=kind,
+            default=default,
+            metavar="S" if kind is argtypes.seconds else "N",
+            help=f"{what} (default {default:g})",
+        )
 
 
 def split_script_args(argv: list[str], run: argparse.ArgumentParser) -> tuple[list[str], list[str]]:

@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from pipediag.bench.isolate import dataset_ancestors
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.pass_origin import pass_origin, script_uses_jax
 from pipediag.hooks.step_calls import StepCalls
@@ -255,7 +256,7 @@ class CustomLoopTracker:
             self._session.benchmark_pipeline(dataset, rebuilt=True)
             return True
         self._train_signature = _signature(dataset)
-        self._train_ancestors = [weakref.ref(d) for d in _ancestors(dataset)[1:]]
+        self._train_ancestors = [weakref.ref(d) for d in dataset_ancestors(dataset)[1:]]
         self._session.benchmark_pipeline(dataset)
         return True
 
@@ -346,27 +347,9 @@ class CustomLoopTracker:
         if current is dataset:
             return True
         parents = {id(p) for ref in self._train_ancestors if (p := ref()) is not None}
-        if parents and any(id(node) in parents for node in _ancestors(dataset)):
+        if parents and any(id(node) in parents for node in dataset_ancestors(dataset)):
             return True
         return current is None and _signature(dataset) == self._train_signature
-
-
-def _ancestors(dataset: Any, limit: int = 64) -> list[Any]:
-    """The dataset and every dataset it reads from, breadth first."""
-    found: list[Any] = []
-    queue, seen = [dataset], set()
-    while queue and len(found) < limit:
-        node = queue.pop(0)
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        found.append(node)
-        inputs = getattr(node, "_inputs", None)
-        try:
-            queue.extend(inputs() if callable(inputs) else [])
-        except Exception:  # noqa: S112 - a dataset kind without readable inputs
-            continue
-    return found
 
 
 def _chain(dataset: Any) -> str:

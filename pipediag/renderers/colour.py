@@ -12,13 +12,9 @@ from typing import TextIO
 from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNCERTAIN
 
 _RESET = "\033[0m"
-# Bold, and a colour that says how much input matters: red, yellow, green.
-_BY_LABEL = {
-    INPUT_BOUND: "\033[1;31m",
-    BALANCED: "\033[1;33m",
-    COMPUTE_BOUND: "\033[1;32m",
-    UNCERTAIN: "\033[1m",
-}
+# Each label's SGR attributes: bold, and a colour that says how much input matters (red,
+# yellow, green); an uncertain verdict bold alone.
+_SGR = {INPUT_BOUND: "1;31", BALANCED: "1;33", COMPUTE_BOUND: "1;32", UNCERTAIN: "1"}
 
 
 def use_colour(stream: TextIO) -> bool:
@@ -30,12 +26,12 @@ def use_colour(stream: TextIO) -> bool:
 
 def mark_verdict(text: str, label: str) -> str:
     """`text` with its first non-blank line (the verdict) in its label's colour."""
-    start = _BY_LABEL.get(label)
-    if start is None:
+    attributes = _SGR.get(label)
+    if attributes is None:
         return text
     lines = text.split("\n")
     for index, line in enumerate(lines):
         if line.strip():
-            lines[index] = f"{start}{line}{_RESET}"
+            lines[index] = f"\033[{attributes}m{line}{_RESET}"
             break
     return "\n".join(lines)

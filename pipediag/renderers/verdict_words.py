@@ -26,23 +26,21 @@ from pipediag.renderers.cost_words import (
 )
 from pipediag.renderers.no_verdict_words import no_verdict_text
 from pipediag.renderers.numbers import percent, percent_range, rate_text, shown_interval, speedup
-from pipediag.report.model import (
+from pipediag.report.model import CostSplit, PhaseVerdict, Report, TrainSection, Verdict
+from pipediag.report.names import VERDICT_TITLES, verdict_title
+from pipediag.report.vocabulary import (
     BALANCED,
     COMPUTE_BOUND,
+    CONTENDS_FOR_GIL,
     COST_CONTENTION,
+    COST_EPOCH_START,
     COST_FETCH,
     COST_WAIT,
     ESTIMATED,
     INPUT_BOUND,
     UNCERTAIN,
-    CostSplit,
-    PhaseVerdict,
-    Report,
-    TrainSection,
-    Verdict,
+    UNCERTAIN_TOO_NOISY,
 )
-from pipediag.report.names import VERDICT_TITLES, verdict_title
-from pipediag.report.vocabulary import CONTENDS_FOR_GIL, COST_EPOCH_START, UNCERTAIN_TOO_NOISY
 
 # The headline's explanation of a verdict by what dominates its input cost.
 TRAIN_STEP_SETS_THE_RATE = "the model's train step sets the rate"

@@ -9,6 +9,7 @@ import re
 import tempfile
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
@@ -58,37 +59,41 @@ def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
     pipeline = data.get("pipeline")
     if not isinstance(pipeline, dict):
         return data
-    pipeline = dict(pipeline)
-    stages = []
-    for stage in pipeline.get("stages") or []:
-        if not isinstance(stage, dict):
-            stages.append(stage)
-            continue
-        stage = dict(stage)
-        settings = dict(stage.get("settings") or {})
-        stage["tf_internal"] = settings.pop("tf_internal", None) == "true"
-        stage["random"] = settings.pop("random", None) == "true"
-        ops = settings.pop("stateful_ops", "")
-        stage["stateful_ops"] = [op for op in ops.split(",") if op]
-        settings.pop("py_function", None)  # the same as `uses_py_function`
-        settings.pop("stateful", None)  # the same as `stateful`
-        stage["settings"] = settings
-        stages.append(stage)
-    trials = []
-    for trial in pipeline.get("trials") or []:
-        if not isinstance(trial, dict):
-            trials.append(trial)
-            continue
-        trial = dict(trial)
-        details = dict(trial.get("details") or {})
-        trial["unsafe"] = details.pop("unsafe", None) == "true"
-        fits = details.pop("fits", None)
-        trial["fits_in_memory"] = None if fits is None else fits == "true"
-        trial["details"] = details
-        trials.append(trial)
-    pipeline.update(stages=stages, trials=trials)
-    data["pipeline"] = pipeline
+    data["pipeline"] = dict(
+        pipeline,
+        stages=_each_object(pipeline.get("stages"), _stage_v2),
+        trials=_each_object(pipeline.get("trials"), _trial_v2),
+    )
     return data
+
+
+def _each_object(items: Any, upgrade: Callable[[dict[str, Any]], dict[str, Any]]) -> list[Any]:
+    """`upgrade` applied to each object of a list read from JSON; anything else stays as
+    read, for `_build` to refuse with its reason."""
+    return [upgrade(item) if isinstance(item, dict) else item for item in items or []]
+
+
+def _stage_v2(stage: dict[str, Any]) -> dict[str, Any]:
+    stage = dict(stage)
+    settings = dict(stage.get("settings") or {})
+    stage["tf_internal"] = settings.pop("tf_internal", None) == "true"
+    stage["random"] = settings.pop("random", None) == "true"
+    ops = settings.pop("stateful_ops", "")
+    stage["stateful_ops"] = [op for op in ops.split(",") if op]
+    settings.pop("py_function", None)  # the same as `uses_py_function`
+    settings.pop("stateful", None)  # the same as `stateful`
+    stage["settings"] = settings
+    return stage
+
+
+def _trial_v2(trial: dict[str, Any]) -> dict[str, Any]:
+    trial = dict(trial)
+    details = dict(trial.get("details") or {})
+    trial["unsafe"] = details.pop("unsafe", None) == "true"
+    fits = details.pop("fits", None)
+    trial["fits_in_memory"] = None if fits is None else fits == "true"
+    trial["details"] = details
+    return trial
 
 
 def _from_version_3(data: dict[str, Any]) -> dict[str, Any]:
@@ -132,15 +137,14 @@ def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
         data["verdict"] = _verdict_v3(verdict)
     pipeline = data.get("pipeline")
     if isinstance(pipeline, dict):
-        pipeline = dict(pipeline)
-        pipeline["stages"] = _stages_v3(pipeline.get("stages"))
-        pipeline["trials"] = [
-            _trial_v3(t) if isinstance(t, dict) else t for t in pipeline.get("trials") or []
-        ]
-        data["pipeline"] = pipeline
+        data["pipeline"] = dict(
+            pipeline,
+            stages=_each_object(pipeline.get("stages"), _stage_v3),
+            trials=_each_object(pipeline.get("trials"), _trial_v3),
+        )
     scale_out = data.get("scale_out")
     if isinstance(scale_out, dict):
-        data["scale_out"] = dict(scale_out, stages=_stages_v3(scale_out.get("stages")))
+        data["scale_out"] = dict(scale_out, stages=_each_object(scale_out.get("stages"), _stage_v3))
     return data
 
 
@@ -188,25 +192,21 @@ def _no_verdict_reason(train: Any) -> NoVerdictReason:
         return NO_VERDICT_UNKNOWN
 
 
-def _stages_v3(stages: Any) -> list[Any]:
-    converted = []
-    for stage in stages or []:
-        if isinstance(stage, dict):
-            stage = dict(stage)
-            settings = dict(stage.get("settings") or {})
-            auto = settings.pop("auto_parallel", None)
-            if auto is not None:
-                blocker = str(auto).removeprefix("no: ")
-                stage["auto_parallel"] = auto == "yes"
-                if blocker in _AUTO_PARALLEL_BLOCKERS:
-                    stage["auto_parallel_blocker"] = blocker
-            if "not_measured" in settings:
-                stage["not_measured"] = settings.pop("not_measured")
-            if "graph" in settings:
-                stage["graph_error"] = str(settings.pop("graph")).removeprefix("unavailable: ")
-            stage["settings"] = settings
-        converted.append(stage)
-    return converted
+def _stage_v3(stage: dict[str, Any]) -> dict[str, Any]:
+    stage = dict(stage)
+    settings = dict(stage.get("settings") or {})
+    auto = settings.pop("auto_parallel", None)
+    if auto is not None:
+        blocker = str(auto).removeprefix("no: ")
+        stage["auto_parallel"] = auto == "yes"
+        if blocker in _AUTO_PARALLEL_BLOCKERS:
+            stage["auto_parallel_blocker"] = blocker
+    if "not_measured" in settings:
+        stage["not_measured"] = settings.pop("not_measured")
+    if "graph" in settings:
+        stage["graph_error"] = str(settings.pop("graph")).removeprefix("unavailable: ")
+    stage["settings"] = settings
+    return stage
 
 
 def _trial_v3(trial: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,6 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pipediag.clock import Clock
@@ -254,12 +253,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     # -- failures -------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from pipediag.clock import MONOTONIC, Clock
@@ -156,19 +157,10 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
             if readings and not d.util_readings
         )
         samples = [
-            GpuSample(
+            replace(
+                s,
                 t_s=s.t_s - t0,
-                device_index=s.device_index,
-                gpu_util_pct=s.gpu_util_pct,
-                mem_util_pct=s.mem_util_pct,
-                mem_used_bytes=s.mem_used_bytes,
-                power_w=s.power_w,
-                sm_clock_mhz=s.sm_clock_mhz,
-                pcie_rx_bytes_per_s=s.pcie_rx_bytes_per_s,
-                pcie_tx_bytes_per_s=s.pcie_tx_bytes_per_s,
                 gpu_util_t_s=None if s.gpu_util_t_s is None else s.gpu_util_t_s - t0,
-                sm_active_pct=s.sm_active_pct,
-                sm_occupancy_pct=s.sm_occupancy_pct,
             )
             for tick in ticks
             for s in tick

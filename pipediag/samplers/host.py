@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pipediag.clock import MONOTONIC, Clock
@@ -208,19 +209,7 @@ class HostSampler(ThreadedSampler[HostSample]):
             process_sum, system_sum = self._process_cpu_sum, self._system_cpu_sum
             iowait_sum, iowait_n = self._iowait_sum, self._iowait_count
             rss_max = self._rss_max
-        samples = [
-            HostSample(
-                t_s=s.t_s - t0,
-                process_cpu_pct=s.process_cpu_pct,
-                system_cpu_pct=s.system_cpu_pct,
-                iowait_pct=s.iowait_pct,
-                per_core_pct=list(s.per_core_pct),
-                process_rss_bytes=s.process_rss_bytes,
-                system_mem_used_pct=s.system_mem_used_pct,
-                steal_pct=s.steal_pct,
-            )
-            for s in items
-        ]
+        samples = [replace(s, t_s=s.t_s - t0, per_core_pct=list(s.per_core_pct)) for s in items]
         return HostSection(
             available=True,
             cpu_count=self._cpu_count,

@@ -179,11 +179,9 @@ class BudgetServer:
                 self._phase("holding each stage in memory on training", plan.seconds, redraw=False)
                 stages = plan.start(self._clock)
                 self._holds = (self._serve(stages), stages)
-        if self._holds is not None:
-            batch = self._holds[0].next_batch()
-            if batch is not None:
-                return batch
-            self._end_holds()
+        if (batch := _next_served(self._holds)) is not None:
+            return batch
+        self._end_holds()
         plan_search, self._work = self._work.search, LoopWork()
         if plan_search is not None:
             self._phase(
@@ -193,11 +191,9 @@ class BudgetServer:
             )
             rewrites = plan_search.start(self._clock, held=self._searched)
             self._rewrites = (self._serve(rewrites), rewrites)
-        if self._rewrites is not None:
-            batch = self._rewrites[0].next_batch()
-            if batch is not None:
-                return batch
-            self._end_rewrites()
+        if (batch := _next_served(self._rewrites)) is not None:
+            return batch
+        self._end_rewrites()
         return self._model_side_batch()
 
     def found_step(self, step: LoopStep | str) -> None:
@@ -344,3 +340,8 @@ class BudgetServer:
             served, search = rewrites
             served.close()
             self._tried(search, served.began)
+
+
+def _next_served(serving: tuple[LoopSearch, object] | None) -> Any | None:
+    """The next batch of the search being served, if any; None once it is over."""
+    return None if serving is None else serving[0].next_batch()

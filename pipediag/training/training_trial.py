@@ -11,6 +11,7 @@ gains").
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -123,6 +124,15 @@ def try_on_fit(
     if blocked is not None:
         return {(f.fix, f.stage_index): (None, blocked) for f in fixes}
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    # Each fix's sides read with one call of the train function, `per_call` steps.
+    trials = functools.partial(
+        trials_on,
+        fixes,
+        clock=clock,
+        step_s=step_s * per_call,
+        budget_s=budget_s,
+        teardown=teardown,
+    )
     if on_jax(model):
         # fit's jitted step on one copy of fit's state for all the fixes (docs/design.md, "JAX")
         from pipediag.training.jax_fit import JaxFitSteps, trainable
@@ -130,15 +140,7 @@ def try_on_fit(
         blocker = trainable(model)
         if blocker is not None:
             return {(f.fix, f.stage_index): (None, blocker) for f in fixes}
-        steps = _FitSteps(JaxFitSteps(model).call, per_call, clock)
-        return trials_on(
-            fixes,
-            steps.read,
-            clock=clock,
-            step_s=step_s * per_call,
-            budget_s=budget_s,
-            teardown=teardown,
-        )
+        return trials(_FitSteps(JaxFitSteps(model).call, per_call, clock).read)
     train_function = getattr(model, "train_function", None)
     blocker = None if train_function is None else stateful_random_op(train_function)
     if train_function is None or blocker is not None:
@@ -151,15 +153,7 @@ def try_on_fit(
     distribute = _distributor(model)
     steps = _FitSteps(train_function, per_call, clock)
     with variables_put_back(step_variables(model)):
-        return trials_on(
-            fixes,
-            steps.read,
-            clock=clock,
-            step_s=step_s * per_call,
-            budget_s=budget_s,
-            teardown=teardown,
-            distribute=distribute,
-        )
+        return trials(steps.read, distribute=distribute)
 
 
 def trials_on(

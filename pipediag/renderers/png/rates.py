@@ -14,6 +14,7 @@ from pipediag.renderers.numbers import NOT_MEASURED, rate_text
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     INPUT_COLOUR,
+    LEGEND,
     MUTED_TEXT_COLOUR,
     NOTE_TEXT_COLOUR,
     PANEL_TITLE_FONT,
@@ -106,13 +107,7 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
                 label=f"{rate.title}: {ms:.1f} ms per step",
             )
     if any(step_ms):
-        axes.legend(
-            loc="upper left",
-            bbox_to_anchor=(0.0, -0.08),
-            fontsize=9,
-            frameon=False,
-            borderaxespad=0.0,
-        )
+        axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.08), **LEGEND, borderaxespad=0.0)
     axes.set_xlim(0, max([*values, *step_ms, 1e-3]) * 1.6)
     mark = " bottleneck" if input_problem else " slowest stage"
     marks = [mark if s.index == marked_index else "" for s in stages]

@@ -5,10 +5,14 @@ Limits that only one panel uses live in that panel's module.
 
 from __future__ import annotations
 
-from pipediag.report.model import (
+from collections.abc import Mapping
+from typing import Final
+
+from pipediag.report.vocabulary import (
     BALANCED,
     COMPUTE_BOUND,
     COST_CONTENTION,
+    COST_EPOCH_START,
     COST_FETCH,
     COST_WAIT,
     INPUT_BOUND,
@@ -16,7 +20,6 @@ from pipediag.report.model import (
     UNKNOWN,
     WARMUP,
 )
-from pipediag.report.vocabulary import COST_EPOCH_START
 
 # Page geometry: a fixed pixel size, so the report looks the same everywhere.
 FIGURE_SIZE_IN = (14.0, 10.0)
@@ -85,3 +88,5 @@ FIGURE_LABEL_FONT = 10
 PANEL_TITLE_FONT = 12
 BODY_FONT = 10.5
 NOTE_FONT = 11
+# A panel's legend: small and frameless, so it reads as a caption to what it names.
+LEGEND: Final[Mapping[str, object]] = {"fontsize": 9, "frameon": False}

@@ -9,6 +9,7 @@ The host CPU panel keeps the whole run, where the phases' CPU use can be compare
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pipediag.renderers.numbers import percent
@@ -17,6 +18,7 @@ from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     INPUT_COLOUR,
     LABEL_COLOURS,
+    LEGEND,
     MUTED_TEXT_COLOUR,
     NO_SPLIT_COLOUR,
     PANEL_TITLE_FONT,
@@ -80,94 +82,83 @@ def draw_timeline(axes: Axes, report: Report) -> None:
     _timeline_legend(axes)
 
 
+@dataclass
+class ShareBars:
+    """Bars side by side in time, one a step or a time bin: its wait share under its compute
+    share, its label's colour in the strip above both."""
+
+    starts: list[float] = field(default_factory=list)
+    widths: float | list[float] = field(default_factory=list)  # one width for bins
+    wait_pct: list[float] = field(default_factory=list)
+    wait_colours: list[str] = field(default_factory=list)
+    compute_colours: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+
+
+def _draw_share_bars(
+    axes: Axes, bars: ShareBars, gid: str, *, edgecolor: str, linewidth: float | None = None
+) -> None:
+    """The wait and compute bars with `edgecolor`, and the label strip without an edge; each
+    gid is `gid` and its part ("step-wait", "bin-label")."""
+    compute_pct = [SHARE_MAX_PCT - wait for wait in bars.wait_pct]
+    stacked: list[tuple[str, list[float], list[float] | None, list[str]]] = [
+        ("wait", bars.wait_pct, None, bars.wait_colours),
+        ("compute", compute_pct, bars.wait_pct, bars.compute_colours),
+    ]
+    for part, heights, bottom, colours in stacked:
+        axes.bar(
+            bars.starts,
+            heights,
+            width=bars.widths,
+            bottom=bottom,
+            align="edge",
+            color=colours,
+            edgecolor=edgecolor,
+            linewidth=linewidth,
+            gid=f"{gid}-{part}",
+        )
+    axes.bar(
+        bars.starts,
+        [LABEL_STRIP_HEIGHT_PCT] * len(bars.labels),
+        width=bars.widths,
+        bottom=LABEL_STRIP_BOTTOM_PCT,
+        align="edge",
+        color=[LABEL_COLOURS.get(label, UNKNOWN_COLOUR) for label in bars.labels],
+        edgecolor="none",
+        gid=f"{gid}-label",
+    )
+
+
 def _draw_each_step(axes: Axes, steps: Sequence[StepRecord]) -> None:
-    starts = [s.start_s for s in steps]
-    widths = [s.duration_s for s in steps]
-    wait_pct, compute_pct, wait_colours, compute_colours = [], [], [], []
+    bars = ShareBars(starts=[s.start_s for s in steps], widths=[s.duration_s for s in steps])
     for step in steps:
         warm = step.label == WARMUP
         if step.input_wait_s is None or step.duration_s <= 0:
-            wait_pct.append(0.0)
-            compute_pct.append(SHARE_MAX_PCT)
-            compute_colours.append(WARMUP_COLOUR if warm else NO_SPLIT_COLOUR)
+            bars.wait_pct.append(0.0)
+            bars.compute_colours.append(WARMUP_COLOUR if warm else NO_SPLIT_COLOUR)
         else:
-            wait = min(1.0, step.input_wait_s / step.duration_s) * SHARE_MAX_PCT
-            wait_pct.append(wait)
-            compute_pct.append(SHARE_MAX_PCT - wait)
-            compute_colours.append(WARMUP_COLOUR if warm else COMPUTE_COLOUR)
-        wait_colours.append(WARMUP_EDGE_COLOUR if warm else INPUT_COLOUR)
+            bars.wait_pct.append(min(1.0, step.input_wait_s / step.duration_s) * SHARE_MAX_PCT)
+            bars.compute_colours.append(WARMUP_COLOUR if warm else COMPUTE_COLOUR)
+        bars.wait_colours.append(WARMUP_EDGE_COLOUR if warm else INPUT_COLOUR)
+        bars.labels.append(step.label)
+    # Few enough bars to tell apart: a thin white edge between them.
     edge = "white" if len(steps) <= MAX_STEP_BARS // 3 else "none"
-    axes.bar(
-        starts,
-        wait_pct,
-        width=widths,
-        align="edge",
-        color=wait_colours,
-        edgecolor=edge,
-        linewidth=0.4,
-        gid="step-wait",
-    )
-    axes.bar(
-        starts,
-        compute_pct,
-        width=widths,
-        bottom=wait_pct,
-        align="edge",
-        color=compute_colours,
-        edgecolor=edge,
-        linewidth=0.4,
-        gid="step-compute",
-    )
-    strip = [LABEL_COLOURS.get(s.label, UNKNOWN_COLOUR) for s in steps]
-    axes.bar(
-        starts,
-        [LABEL_STRIP_HEIGHT_PCT] * len(steps),
-        width=widths,
-        bottom=LABEL_STRIP_BOTTOM_PCT,
-        align="edge",
-        color=strip,
-        edgecolor="none",
-        gid="step-label",
-    )
+    _draw_share_bars(axes, bars, "step", edgecolor=edge, linewidth=0.4)
 
 
 def _draw_binned_steps(axes: Axes, steps: Sequence[StepRecord]) -> None:
     """Aggregate steps into time bins: stacked wait/compute share, majority label per bin."""
     bins = bin_steps(steps, TIME_BINS)
-    starts = [b.start_s for b in bins]
-    width = bins[0].width_s if bins else 0.0
-    wait_pct = [b.wait_share * SHARE_MAX_PCT for b in bins]
-    compute_pct = [SHARE_MAX_PCT - w for w in wait_pct]
     warm = [b.label == WARMUP for b in bins]
-    axes.bar(
-        starts,
-        wait_pct,
-        width=width,
-        align="edge",
-        edgecolor="none",
-        color=[WARMUP_EDGE_COLOUR if w else INPUT_COLOUR for w in warm],
-        gid="bin-wait",
+    bars = ShareBars(
+        starts=[b.start_s for b in bins],
+        widths=bins[0].width_s if bins else 0.0,
+        wait_pct=[b.wait_share * SHARE_MAX_PCT for b in bins],
+        wait_colours=[WARMUP_EDGE_COLOUR if w else INPUT_COLOUR for w in warm],
+        compute_colours=[WARMUP_COLOUR if w else COMPUTE_COLOUR for w in warm],
+        labels=[b.label for b in bins],
     )
-    axes.bar(
-        starts,
-        compute_pct,
-        width=width,
-        bottom=wait_pct,
-        align="edge",
-        edgecolor="none",
-        color=[WARMUP_COLOUR if w else COMPUTE_COLOUR for w in warm],
-        gid="bin-compute",
-    )
-    axes.bar(
-        starts,
-        [LABEL_STRIP_HEIGHT_PCT] * len(bins),
-        width=width,
-        bottom=LABEL_STRIP_BOTTOM_PCT,
-        align="edge",
-        edgecolor="none",
-        color=[LABEL_COLOURS.get(b.label, UNKNOWN_COLOUR) for b in bins],
-        gid="bin-label",
-    )
+    _draw_share_bars(axes, bars, "bin", edgecolor="none")
     axes.text(
         0.995,
         0.03,
@@ -232,8 +223,7 @@ def _timeline_legend(axes: Axes) -> None:
         loc="lower left",
         bbox_to_anchor=(0.0, 1.0),
         ncol=3,
-        fontsize=9,
-        frameon=False,
+        **LEGEND,
         borderaxespad=0.1,
         borderpad=0.1,
     )

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from pipediag.renderers.png.style import (
     GPU_COLOURS,
     LEFT_X,
+    LEGEND,
     NO_GPU_LINE_Y,
     NOTE_TEXT_COLOUR,
     PANEL_TITLE_FONT,
@@ -43,12 +44,24 @@ def draw_no_gpu_line(figure: Figure, report: Report) -> None:
     )
 
 
+def _percent_panel(axes: Axes, title: str, ylabel: str) -> None:
+    """Title and a 0-100% y axis with its grid: both panels' frame, drawn or not."""
+    axes.set_title(title, loc="left", fontsize=PANEL_TITLE_FONT)
+    axes.set_ylim(0, UTIL_YMAX_PCT)
+    axes.set_ylabel(ylabel)
+    axes.grid(axis="y", alpha=0.3)
+
+
+def _legend_over(axes: Axes, columns: int) -> None:
+    """The lines' names in a row over the panel's right end."""
+    axes.legend(
+        loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=columns, **LEGEND, borderaxespad=0.2
+    )
+
+
 def draw_gpu(axes: Axes, report: Report) -> None:
     gpu = report.gpu
-    axes.set_title("GPU utilization", loc="left", fontsize=PANEL_TITLE_FONT)
-    axes.set_ylim(0, UTIL_YMAX_PCT)
-    axes.set_ylabel("util %")
-    axes.grid(axis="y", alpha=0.3)
+    _percent_panel(axes, "GPU utilization", "util %")
     if not gpu.available:
         note(axes, sentence(no_gpu_text(gpu.reason)), gid="no-gpu")
         return
@@ -70,22 +83,12 @@ def draw_gpu(axes: Axes, report: Report) -> None:
         mean = sum(ys) / len(ys)
         label = f"GPU {index} {names.get(index, '')} (mean {mean:.0f}%)".replace("  ", " ")
         axes.plot(xs, ys, color=GPU_COLOURS[k % len(GPU_COLOURS)], linewidth=1.3, label=label)
-    axes.legend(
-        loc="lower right",
-        bbox_to_anchor=(1.0, 1.0),
-        fontsize=9,
-        frameon=False,
-        ncol=min(3, len(indices)),
-        borderaxespad=0.2,
-    )
+    _legend_over(axes, min(3, len(indices)))
 
 
 def draw_cpu(axes: Axes, report: Report) -> None:
     host = report.host
-    axes.set_title("Host CPU", loc="left", fontsize=PANEL_TITLE_FONT)
-    axes.set_ylim(0, UTIL_YMAX_PCT)
-    axes.set_ylabel("CPU %")
-    axes.grid(axis="y", alpha=0.3)
+    _percent_panel(axes, "Host CPU", "CPU %")
     if not host.available:
         note(axes, f"Host CPU not sampled: {host.reason or NO_REASON}")
         return
@@ -110,11 +113,4 @@ def draw_cpu(axes: Axes, report: Report) -> None:
         linestyle="--",
         label="whole system",
     )
-    axes.legend(
-        loc="lower right",
-        bbox_to_anchor=(1.0, 1.0),
-        ncol=2,
-        fontsize=9,
-        frameon=False,
-        borderaxespad=0.2,
-    )
+    _legend_over(axes, 2)
