@@ -183,7 +183,11 @@ class Conclusion:
         runner = _step_alone(seen)
         if isinstance(runner, str):
             return None
-        first = newest_steps(self._timeline, block_steps) if lead else None
+        # After a filling cache, a lead reaching back into epoch 1 would set the uncached
+        # pipeline's steps against step-alone blocks run beside the cached one.
+        first = (
+            newest_steps(self._timeline, block_steps, one_epoch=self._extended) if lead else None
+        )
         if steps_left is not None:
             blocks = steps_left // block_steps - 1 - (first is None)
             max_rounds = min(max_rounds, blocks)
@@ -438,11 +442,16 @@ def _quiet_profiler() -> Profiler:
     return ProfilerSession(quiet_profiler_logs)
 
 
-def newest_steps(timeline: StepTimeline, count: int) -> tuple[float, list[float]] | None:
+def newest_steps(
+    timeline: StepTimeline, count: int, *, one_epoch: bool = False
+) -> tuple[float, list[float]] | None:
     """The newest `count` measured steps' start and durations (a merged record counts as its
-    mean step), for the alternation's first training block; None with fewer measured."""
+    mean step), for the alternation's first training block; None with fewer measured, or,
+    with `one_epoch`, where they span two epochs."""
     first, records = timeline.records_since(max(timeline.warmup_steps, len(timeline) - count))
     if first < timeline.warmup_steps or not records:
+        return None
+    if one_epoch and records[0].epoch != records[-1].epoch:
         return None
     durations = [r.duration_s / r.count for r in records for _ in range(r.count)][-count:]
     if len(durations) < count:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipediag.bench.pipeline import cache_ends_each_epoch
+from pipediag.conclusion import newest_steps
 from pipediag.config import RunConfig
 from pipediag.phases import PHASE_EXTENSION_STEPS
 from pipediag.report.model import PipelineBenchmark
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
+from pipediag.timeline import StepTimeline
 
 CACHED = "Prefetch <- Batch <- Map <- Cache <- TensorSlice"
 
@@ -58,3 +62,21 @@ def test_enough_steps_of_the_next_epoch_end_it() -> None:
     for i in range(PHASE_EXTENSION_STEPS):
         session.timeline.add(t + i * 0.02, t + (i + 1) * 0.02, 0.0, 1)
     assert not session.keep_measuring()
+
+
+def test_after_a_filling_cache_the_first_training_block_comes_from_one_epoch() -> None:
+    # GIVEN measured steps in epoch 1 (reading the uncached pipeline), then epoch 2
+    timeline = StepTimeline(warmup_steps=2, measured_steps=40)
+    t = 0.0
+    for epoch, step_s, steps in ((0, 0.030, 30), (1, 0.010, 12)):
+        for _ in range(steps):
+            timeline.add(t, t + step_s, 0.0, epoch)
+            t += step_s
+    # WHEN the alternation's lead block of 16 steps reaches back into epoch 1
+    lead = newest_steps(timeline, 16)
+    assert lead is not None and lead[1][0] == pytest.approx(0.030)
+    # THEN after a filling cache there is no lead: fit's own next steps make that block
+    assert newest_steps(timeline, 16, one_epoch=True) is None
+    # ...and a lead wholly inside the newest epoch is kept
+    one = newest_steps(timeline, 8, one_epoch=True)
+    assert one is not None and one[1] == pytest.approx([0.010] * 8)
