@@ -184,7 +184,9 @@ def _measure(
             )
         )
     own = own_costs(updated, per_batch_s)
-    bottleneck = pick_bottleneck(own)
+    spread = [_per_batch_spread(rates.get(s.index), factors[s.index]) for s in updated]
+    clear = clear_of_noise(updated, [low for low, _ in spread], [high for _, high in spread], own)
+    bottleneck = pick_bottleneck(own, clear)
     return [
         dataclasses.replace(s, own_s_per_batch=own[s.index], bottleneck=s.index == bottleneck)
         for s in updated
@@ -240,14 +242,57 @@ def own_costs(
     return result
 
 
-def pick_bottleneck(own_s_per_batch: Sequence[float | None]) -> int | None:
-    """The index of the stage with the largest own cost; None when nothing costs anything."""
+def clear_of_noise(
+    stages: Sequence[StageStats],
+    low_s: Sequence[float | None],
+    high_s: Sequence[float | None],
+    own_s_per_batch: Sequence[float | None],
+) -> list[bool]:
+    """Whether each stage's own cost stands clear of its prefix's noise: its fastest
+    reading per batch is slower than its inputs' slowest. A batch after a 15 ms map owns a
+    difference of two ~15 ms readings, whose noise on a busy host is milliseconds: one run
+    of the bundled example put 3.9 ms on the batch (docs/design.md, "Stage timing")."""
+    clear = []
+    for stats in stages:
+        own, low = own_s_per_batch[stats.index], low_s[stats.index]
+        if own is None or own <= 0 or low is None:
+            clear.append(False)
+            continue
+        inputs_s = [v for v in (high_s[i] for i in stats.inputs) if v is not None]
+        if not inputs_s:
+            input_s = 0.0
+        elif stats.kind in SUMMED_INPUT_KINDS:
+            input_s = sum(inputs_s)
+        else:
+            input_s = sum(inputs_s) / len(inputs_s)
+        clear.append(low > input_s)
+    return clear
+
+
+def pick_bottleneck(
+    own_s_per_batch: Sequence[float | None], clear: Sequence[bool] | None = None
+) -> int | None:
+    """The index of the stage with the largest own cost, of those clear of noise where any
+    is (`clear_of_noise`); None when nothing costs anything."""
+    candidates = range(len(own_s_per_batch))
+    if clear is not None and any(clear):
+        candidates = [i for i in candidates if clear[i]]
     best: int | None = None
     best_s = 0.0
-    for index, cost in enumerate(own_s_per_batch):
+    for index in candidates:
+        cost = own_s_per_batch[index]
         if cost is not None and cost > best_s:
             best, best_s = index, cost
     return best
+
+
+def _per_batch_spread(
+    rates: Sequence[float] | None, elements_per_batch: float | None
+) -> tuple[float | None, float | None]:
+    """A prefix's fastest and slowest reading, in seconds per output batch."""
+    if not rates or elements_per_batch is None or elements_per_batch <= 0 or min(rates) <= 0:
+        return None, None
+    return elements_per_batch / max(rates), elements_per_batch / min(rates)
 
 
 # --- measuring -----------------------------------------------------------------------------

@@ -238,12 +238,16 @@ def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
 
 def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) -> int:
     """The bottleneck the jump names: of the stages its hold frees that the held stage
-    before it did not, the one that costs most read alone, else the jump stage. Prefix
+    before it did not, prefix timing's bottleneck where it is one of them (its cost stands
+    clear of noise), else the one that costs most read alone, else the jump stage. Prefix
     timing alone can put a stage's cost on its neighbour on a busy host; the jump is
     measured on training (docs/design.md, "Stage costs on training")."""
     freed = upstream_of(stages, jump)
     for index in held:
         if index != jump and index in freed:
             freed -= upstream_of(stages, index)
+    marked = [i for i in freed if stages[i].bottleneck]
+    if marked:
+        return marked[0]
     costs = [(stages[i].own_s_per_batch or 0.0, i == jump, i) for i in freed]
     return max(costs)[2] if costs else jump

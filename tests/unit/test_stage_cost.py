@@ -205,6 +205,12 @@ def test_the_jump_names_the_bottleneck_where_prefix_timing_put_it_on_a_neighbour
     assert [s.index for s in updated if s.bottleneck] == [3]
     # and with no jump the prefix timing's stands
     assert [s.index for s in with_freed(stages, Searched({}, jump=None)) if s.bottleneck] == [3]
+    # and where prefix timing's bottleneck is among those the jump frees, it stands over a
+    # neighbour whose cost by medians was larger but inside its input's noise
+    stages[3] = dataclasses.replace(stages[3], bottleneck=False)
+    stages[2] = dataclasses.replace(stages[2], bottleneck=True)
+    updated = with_freed(stages, Searched(measured, jump=4))
+    assert [s.index for s in updated if s.bottleneck] == [2]
 
 
 def test_a_search_ended_before_its_jump_names_what_its_largest_step_freed() -> None:

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from pipediag.bench.stages import elements_per_output_batch, own_costs, pick_bottleneck
+from pipediag.bench.stages import (
+    clear_of_noise,
+    elements_per_output_batch,
+    own_costs,
+    pick_bottleneck,
+)
 from pipediag.bench.structure import Stage
 from pipediag.report.model import StageStats
 
@@ -79,3 +84,27 @@ def test_zip_sums_its_inputs_and_unknown_inputs_count_as_free() -> None:
 def test_no_bottleneck_when_nothing_costs_anything() -> None:
     assert pick_bottleneck([None, 0.0, None]) is None
     assert pick_bottleneck([]) is None
+
+
+def test_a_cost_inside_its_input_s_noise_is_not_the_bottleneck() -> None:
+    # GIVEN a sequential map read at 11-18 ms a batch, and the batch after it at 15-20 ms:
+    # by medians (14 and 18 ms) the batch owns 4 ms, the map 14 ms less its near-free source
+    stages = [
+        StageStats(0, "source"),
+        StageStats(1, "map", inputs=[0]),
+        StageStats(2, "batch", inputs=[1]),
+    ]
+    median_s = [0.0001, 0.014, 0.018]
+    low_s, high_s = [0.0001, 0.011, 0.015], [0.0002, 0.018, 0.020]
+    own = own_costs(stages, median_s)
+    # WHEN the bottleneck is picked with the readings' spread
+    clear = clear_of_noise(stages, low_s, high_s, own)
+    # THEN only the map's cost stands clear of its input's noise
+    assert clear == [True, True, False]
+    assert pick_bottleneck(own, clear) == 1
+    # and where the batch's fastest reading is slower than the map's slowest, it stands
+    heavy = own_costs(stages, [0.0001, 0.014, 0.040])
+    heavy_clear = clear_of_noise(stages, [0.0001, 0.011, 0.035], [0.0002, 0.018, 0.045], heavy)
+    assert pick_bottleneck(heavy, heavy_clear) == 2
+    # and where no cost is clear, the largest by medians
+    assert pick_bottleneck([0.001, 0.002], [False, False]) == 1
