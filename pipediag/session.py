@@ -106,6 +106,7 @@ class DiagnosticSession:
             warmup_steps=self.config.warmup_steps,
             measured_steps=self.config.measured_steps,
             measured_seconds=None if self.lockstep else self.config.measured_seconds,
+            fixed_end=self.lockstep,
         )
         # Shared with the hooks: they pass calls through while pipediag reads or fit runs.
         self.gate = HookGate()

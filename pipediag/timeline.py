@@ -84,6 +84,8 @@ class StepTimeline:
             comes within seconds); None for no time bound.
         max_records: step records kept before the oldest measured ones are merged
             (default `DEFAULT_MAX_RECORDS`, read when the timeline is made).
+        fixed_end: the budget ends at its step count and nowhere else (workers in lockstep
+            must all stop at one step: `end_budget` then does nothing).
     """
 
     def __init__(
@@ -93,8 +95,10 @@ class StepTimeline:
         measured_steps: int | None,
         measured_seconds: float | None = None,
         max_records: int | None = None,
+        fixed_end: bool = False,
     ) -> None:
         self.warmup_steps = warmup_steps
+        self.fixed_end = fixed_end
         self.measured_steps = measured_steps
         # The step count that reaches the budget; None measures until the script ends.
         self._budget_end = None if measured_steps is None else warmup_steps + measured_steps
@@ -202,6 +206,17 @@ class StepTimeline:
             if self._budget_end is not None:
                 self._budget_end = max(self._budget_end, self._count) + steps
                 self._time_bound = None  # the extension is counted in steps
+
+    def end_budget(self) -> None:
+        """Reach the budget at the step just recorded (fit's steps left are wanted for the
+        alternation: `hooks/keras_fit.py`)."""
+        with self._lock:
+            if self._budget_end is not None and not self.fixed_end:
+                self._budget_end = self._count
+
+    def measured_count(self) -> int:
+        """Steps recorded past the warm-up."""
+        return max(0, self._count - self.warmup_steps)
 
     @property
     def budget_reached(self) -> bool:

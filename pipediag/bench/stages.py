@@ -274,7 +274,7 @@ def pick_bottleneck(
 ) -> int | None:
     """The index of the stage with the largest own cost, of those clear of noise where any
     is (`clear_of_noise`); None when nothing costs anything."""
-    candidates = range(len(own_s_per_batch))
+    candidates = list(range(len(own_s_per_batch)))
     if clear is not None and any(clear):
         candidates = [i for i in candidates if clear[i]]
     best: int | None = None

@@ -17,7 +17,8 @@ from pipediag.hooks.batch_stamps import BatchStamps, wait_of
 from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.profiler_trace import InputWaitTracer
-from pipediag.timeline import StepBudgetReached
+from pipediag.timeline import MIN_MEASURED_STEPS, StepBudgetReached
+from pipediag.training.alternation import MAX_BLOCK_STEPS, MAX_ROUNDS, block_steps_for
 
 if TYPE_CHECKING:
     from pipediag.training.alternation import FitAlternation
@@ -33,6 +34,9 @@ PROBE_MAX_STEPS = 100
 # done every 64 steps of 9 ms. The cap on steps keeps unsettled steps among the newest
 # records, which the timeline never merges, however fast the steps.
 SETTLE_EVERY_S = 2.0
+# The training blocks a full alternation runs on fit's steps: its rounds, the measured
+# steps' lead block's successor and one to spare (`conclusion.py::alternate_fit`).
+ALTERNATION_BLOCKS = MAX_ROUNDS + 2
 SETTLE_MAX_STEPS = 4096
 
 
@@ -114,6 +118,28 @@ class FitTracker:
         per_step = max(1, batch - self._first_batch + 1)  # steps_per_execution
         batches = (epochs - self._epoch - 1) * steps + (steps - batch - 1)
         return max(0, batches // per_step)
+
+    def _alternation_wants_the_rest(self, batch: int) -> bool:
+        """Whether fit's steps left are now what the alternation's full rounds want, with
+        `MIN_MEASURED_STEPS` measured: the budget is reached early rather than leave too
+        few for it, and the cost has its interval (a tutorial's 60 steps of 120 ms left 12
+        after the default budget: T was then timed in one piece, against A taken before it,
+        on a host whose rate moved 20% between epochs). Not at the `--steps all` probe.
+        """
+        if self._planned is None or self._probe_pending:
+            return False
+        steps_left = self._steps_left(batch)
+        timeline = self._session.timeline
+        if (
+            steps_left is None
+            or steps_left > ALTERNATION_BLOCKS * MAX_BLOCK_STEPS
+            or timeline.measured_count() < MIN_MEASURED_STEPS
+            or timeline.measured_steps is None
+            or timeline.fixed_end
+        ):
+            return False
+        step_s = timeline.median_measured_step_s()
+        return step_s is not None and steps_left <= ALTERNATION_BLOCKS * block_steps_for(step_s)
 
     def _alternate(self, *, ends_fit: bool, batch: int) -> bool:
         """Start training and the step alone in turn (docs/design.md, "Rates in
@@ -251,6 +277,9 @@ class FitTracker:
         if self.timer is not None:
             self.timer.step_ended(end - start)
         budget_reached = session.timeline.add(start, end, None, self._epoch)
+        if not budget_reached and self._alternation_wants_the_rest(batch):
+            session.timeline.end_budget()
+            budget_reached = True
         if budget_reached and session.keep_measuring():
             budget_reached = False
         if self.stamps is not None:

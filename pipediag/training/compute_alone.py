@@ -114,7 +114,7 @@ class FitStepAlone:
         self._train_function = model.train_function
         self._variables = step_variables(model)
         self.per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-        self._feed = _feeder(model, batch, self.per_call)
+        self._feed = _feeder(model, batch)
 
     @property
     def restored_variables(self) -> int:
@@ -202,26 +202,31 @@ def measure_step_alone(
     return result
 
 
-def _feeder(model: Any, batch: Any, per_call: int) -> Callable[[], Any]:
-    """What one call of the train function reads: the cached batch, `per_call` times.
+def _feeder(model: Any, batch: Any) -> Callable[[], Any]:
+    """What one call of the train function reads: an iterator over the cached batch,
+    repeated, as FastFlow's T feeds fit (`ds.take(1).cache().repeat()`).
 
-    On one replica, the batch itself (Keras then calls its compiled step on it directly).
-    Under a strategy with several replicas the global batch must be split among them as fit
-    splits it, so it goes through the strategy's own distributed dataset.
+    The train function takes its batches (`steps_per_execution` a call) from the iterator
+    inside its own tf.function, the path fit's steps take. Handed a Python iterable instead,
+    Keras calls its inner step function on each batch, a shorter path: on 1 ms steps that
+    ran 45% faster than the same function on a dataset iterator, so T stood far above
+    FastFlow's (docs/design.md, "Rates in alternation"). Under a strategy with several
+    replicas the global batch is split among them as fit splits it, through the strategy's
+    own distributed dataset.
     """
+    import tensorflow as tf
+
+    # No autotuning: its thread would take CPU beside the step, and freeing an autotuned
+    # iterator waits out its sleep (docs/design.md, "Iterator tear-down").
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    cached = tf.data.Dataset.from_tensors(batch).repeat().with_options(options)
     strategy = getattr(model, "distribute_strategy", None)
     if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
-        import tensorflow as tf
-
-        cached = tf.data.Dataset.from_tensors(batch).repeat()
         iterator = iter(strategy.experimental_distribute_dataset(cached))
-        return lambda: iterator
-
-    def repeat() -> Any:
-        for _ in range(per_call):
-            yield batch
-
-    return repeat
+    else:
+        iterator = iter(cached)
+    return lambda: iterator
 
 
 def _per_batch(result: ComputeAlone, per_call: int) -> ComputeAlone:

@@ -168,3 +168,32 @@ def test_a_stateful_random_op_in_the_train_step_keeps_compute_alone_estimated(
     assert "RandomUniform" in (alone.reason or "")
     assert report.verdict.compute_alone_source == ESTIMATED
     assert "RandomUniform" in (report.verdict.compute_alone_reason or "")
+
+
+def test_the_step_alone_takes_fit_s_path_an_iterator_over_the_cached_batch() -> None:
+    # GIVEN a compiled model that has trained, and the batch pipediag caches
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from pipediag.testing import FakeClock
+    from pipediag.training.compute_alone import FitStepAlone
+
+    x = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")
+    ds = tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1))).batch(32)
+    model = keras.Sequential([keras.layers.Input((8,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse", steps_per_execution=2)
+    model.fit(ds, epochs=1, verbose=0)
+    fed: list[object] = []
+    original = model.train_function
+    model.train_function = lambda data: fed.append(data) or original(data)
+    before = [v.numpy() for v in model.variables]
+    # WHEN it runs a block alone
+    ends = iter(range(3))
+    FitStepAlone(model, next(iter(ds))).block(
+        lambda _at: next(ends) >= 2, clock=FakeClock(), warmup=1
+    )
+    # THEN each call reads a tf.data iterator inside the train function, as fit's steps do
+    # (FastFlow's T), never a Python iterable that skips that path; training is unchanged
+    assert len(fed) == 4 and all(isinstance(data, tf.data.Iterator) for data in fed)
+    assert all(np.array_equal(a, v.numpy()) for a, v in zip(before, model.variables, strict=True))

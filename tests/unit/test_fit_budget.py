@@ -1,0 +1,62 @@
+"""Under fit, the measured steps end early where fit's steps left are what the alternation
+wants (docs/design.md, "Rates in alternation"): a short script's cost then has its interval.
+The fit tracker driven with a fake clock; the alternation itself is stubbed."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipediag.config import RunConfig
+from pipediag.hooks.batch_stamps import BatchStamps
+from pipediag.hooks.keras_fit import FitTracker
+from pipediag.session import DiagnosticSession
+from pipediag.testing import FakeClock
+from pipediag.timeline import StepBudgetReached, StepTimeline
+
+
+def _fit(epochs: int, steps: int, step_s: float, *, fixed_end: bool = False) -> int:
+    """The step count at which the budget was reached (the alternation started)."""
+    clock = FakeClock()
+    config = RunConfig(measured_steps=40, warmup_steps=5, sample_host=False, sample_gpu=False)
+    session = DiagnosticSession("x", [], config, clock=clock, log=None, install_hooks=False)
+    if fixed_end:
+        session.timeline = StepTimeline(warmup_steps=5, measured_steps=40, fixed_end=True)
+    tracker = FitTracker(session)
+    tracker.stamps = BatchStamps(clock)
+    started: list[int] = []
+
+    def alternate(*, ends_fit: bool, batch: int) -> bool:
+        started.append(len(session.timeline))
+        raise StepBudgetReached
+
+    tracker._alternate = alternate  # type: ignore[method-assign]
+    tracker.on_train_begin(epochs, steps)
+    with pytest.raises(StepBudgetReached):
+        for epoch in range(epochs):
+            tracker.on_epoch_begin(epoch, steps)
+            for batch in range(steps):
+                tracker.on_batch_begin(batch)
+                clock.advance(step_s)
+                tracker.on_batch_end(batch)
+    return started[0]
+
+
+def test_a_short_fit_leaves_the_alternation_its_steps() -> None:
+    # GIVEN a tutorial's 3 epochs of 20 steps of 120 ms (blocks of 4 steps: 8 blocks want 32)
+    # WHEN it is measured with the default 40 steps after 5 of warm-up
+    # THEN the measured steps end at step 28, leaving 32 for the alternation, not 12
+    assert _fit(3, 20, 0.12) == 28
+
+
+def test_a_long_fit_keeps_the_default_budget() -> None:
+    assert _fit(3, 1000, 0.01) == 45
+
+
+def test_workers_in_lockstep_end_at_the_step_count_only() -> None:
+    # Each worker's own step time would end its budget at its own step.
+    assert _fit(3, 20, 0.12, fixed_end=True) == 45
+
+
+def test_too_few_steps_for_the_fewest_measured_keep_them() -> None:
+    # 30 steps of 120 ms: 20 measured after the warm-up come first, at step 25
+    assert _fit(1, 30, 0.12) == 25
