@@ -50,6 +50,7 @@ from pipediag.report.vocabulary import (
     SEVERITY_UNKNOWN,
     UNCERTAIN_BUSY_HOST,
     UNCERTAIN_TOO_NOISY,
+    UNCERTAIN_TOO_SHORT,
     WAIT_UNAVAILABLE,
     InputWaitSource,
     Severity,
@@ -91,6 +92,10 @@ BUSY_LOW_FLOOR = 0.001
 # "Too noisy to tell"). The steps suggested aim at `TARGET_HALF_WIDTH` instead.
 LABEL_MAX_HALF_WIDTH = 0.05
 TARGET_HALF_WIDTH = 0.04
+# How far a cost read from A and T taken once each, seconds apart, may stray: on a shared
+# 2-core host the image classification tutorial read 14% so where whole runs put it at -8%,
+# and its two epochs ran 9.1 and 7.3 steps/s (docs/design.md, "Too short to tell").
+ONE_PIECE_NOISE = 0.20
 # `--steps` suggested: a multiple of this, at most `MOST_STEPS_SUGGESTED`.
 STEPS_UNIT = 100
 MOST_STEPS_SUGGESTED = 2000
@@ -222,6 +227,8 @@ def judge(
     ):
         label, because = UNCERTAIN, UNCERTAIN_TOO_NOISY
         steps_to_tell = _steps_to_tell(measured, train.measured_steps)
+    elif label != UNCERTAIN and _too_short(found, compute_alone, high=high, moderate=moderate):
+        label, because = UNCERTAIN, UNCERTAIN_TOO_SHORT
     found = InputCost(found.cost, found.split, interval)
     severities: dict[str, Severity] = {
         INPUT_BOUND: SEVERITY_HIGH,
@@ -277,6 +284,25 @@ def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) ->
     return label_of(low, high=high, moderate=moderate) != label_of(
         top, high=high, moderate=moderate
     )
+
+
+def _too_short(
+    found: InputCost, compute_alone: ComputeAlone | None, *, high: float, moderate: float
+) -> bool:
+    """An input cost that rests on T timed in one piece, with no interval, whose band neither
+    the parts measured step by step (waits, per-pull overhead, epoch starts) carry alone nor
+    holds `ONE_PIECE_NOISE` lower: the run left too few steps to take A and T in turn
+    (docs/design.md, "Too short to tell")."""
+    if found.interval is not None or compute_alone is None or not compute_alone.measured:
+        return False
+    label = label_of(found.cost, high=high, moderate=moderate)
+    if label == COMPUTE_BOUND:
+        return False
+    split = found.split
+    stepwise = split.epoch_start + (split.wait + split.fetch if split.waits_timed else 0.0)
+    if label_of(stepwise, high=high, moderate=moderate) == label:
+        return False
+    return label_of(max(0.0, found.cost - ONE_PIECE_NOISE), high=high, moderate=moderate) != label
 
 
 def _steps_to_tell(interval: list[float], measured_steps: int) -> int:

@@ -40,6 +40,7 @@ from pipediag.report.vocabulary import (
     INPUT_BOUND,
     UNCERTAIN,
     UNCERTAIN_TOO_NOISY,
+    UNCERTAIN_TOO_SHORT,
 )
 
 # The headline's explanation of a verdict by what dominates its input cost.
@@ -225,14 +226,27 @@ def _uncertain_headline(
 ) -> Headline:
     """ "UNCERTAIN: the host was busy (...): input costs 29% of training time (2-40%), mostly
     CPU contention, perhaps theirs; run again on a quiet host", or "UNCERTAIN: too noisy to
-    tell: input costs 12% of training time (3-21%), ...; measure more: --steps 400"."""
+    tell: input costs 12% of training time (3-21%), ...; measure more: --steps 400", or
+    "UNCERTAIN: too short to tell: input read 14% of training time, ...; train for more
+    steps to measure them in turn"."""
     part, _ = _dominant_words(verdict, split, pipeline_batches_per_s)
     cost = verdict.input_cost_fraction or 0.0
     low, high = verdict.input_cost_interval or [cost, cost]
     # The interval's low end may reach zero on a busy host: the others' share, not the
     # pairs' noise, so the cost is still said.
     claim_cost = f"input costs {percent(cost)} of training time ({percent_range(low, high)})"
-    if verdict.uncertain_because == UNCERTAIN_TOO_NOISY:
+    if verdict.uncertain_because == UNCERTAIN_TOO_SHORT:
+        claim = f"{verdict_title(UNCERTAIN)}: too short to tell"
+        explanation = (
+            f"input read {percent(cost)} of training time{part}, from training and the train "
+            "step alone timed once each; train for more steps to measure them in turn"
+        )
+        noisy = (
+            "The run left too few steps after the measured ones to alternate training with "
+            "the step alone, and two readings seconds apart differ by more than the bands "
+            "on a shared host."
+        )
+    elif verdict.uncertain_because == UNCERTAIN_TOO_NOISY:
         claim = f"{verdict_title(UNCERTAIN)}: too noisy to tell"
         steps = f" --steps {verdict.steps_to_tell}" if verdict.steps_to_tell else ""
         explanation = f"{claim_cost}{part}; measure more:{steps}" if steps else claim_cost + part

@@ -21,9 +21,10 @@ BALANCED: Final = "balanced"
 # that the input cost may be theirs (docs/design.md, "A busy host").
 UNCERTAIN: Final = "uncertain"
 # Why a verdict is uncertain: other processes' load, or a cost too noisy to place in a band.
-UncertainReason = Literal["", "busy-host", "too-noisy"]
+UncertainReason = Literal["", "busy-host", "too-noisy", "too-short"]
 UNCERTAIN_BUSY_HOST: Final = "busy-host"
 UNCERTAIN_TOO_NOISY: Final = "too-noisy"
+UNCERTAIN_TOO_SHORT: Final = "too-short"
 UNKNOWN: Final = "unknown"
 # Why a run has no verdict (`Verdict.no_verdict_because`); "" where it has one, or where
 # none was judged (a report's default verdict).

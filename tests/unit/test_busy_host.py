@@ -252,3 +252,32 @@ def test_the_sampler_reads_the_stolen_share_of_the_whole_machine() -> None:
     assert steal_percentage(before, after) == pytest.approx(10.0)
     no_steal = namedtuple("no_steal", ["user", "idle"])
     assert steal_percentage([no_steal(0.0, 0.0)], [no_steal(1.0, 0.0)]) is None
+
+
+def _one_piece(alone: float) -> ComputeAlone:
+    """The step alone timed once, after training: no blocks, no pairs."""
+    return ComputeAlone(
+        measured=True, method="keras-train-function", steps=19, steps_per_s=alone, start_s=8.0
+    )
+
+
+def test_a_cost_read_from_one_piece_of_the_step_alone_is_too_short_to_tell() -> None:
+    # GIVEN a short run: training at 10 steps/s hardly waiting, the step alone timed once
+    # after it at 11.6 (a tutorial read 14% so, where whole runs put the cost under 0)
+    train = _train(0.1, 0.0005)
+    verdict = judge(train, PIPELINE, compute_alone=_one_piece(11.6), host=_host(0.0))
+    # THEN no band is claimed: the label is uncertain, and says how to get an interval
+    assert verdict.input_cost_interval is None and verdict.input_cost_fraction is not None
+    assert verdict.label == UNCERTAIN and verdict.uncertain_because == "too-short"
+    line = verdict_line(verdict, 40.0, train)
+    assert line.startswith("UNCERTAIN: too short to tell: input read 14% of training time")
+    assert line.endswith("train for more steps to measure them in turn")
+    # and a wait measured step by step that carries the band alone keeps its label
+    waiting = judge(_train(0.1, 0.025), PIPELINE, compute_alone=_one_piece(13.5), host=_host(0.0))
+    assert waiting.label == INPUT_BOUND and waiting.input_cost_fraction < 0.4
+    # as does a cost that holds its band 20 points lower
+    far = judge(train, PIPELINE, compute_alone=_one_piece(20.0), host=_host(0.0))
+    assert far.label == INPUT_BOUND
+    # and a cost under 5% keeps compute-bound
+    fine = judge(train, PIPELINE, compute_alone=_one_piece(10.2), host=_host(0.0))
+    assert fine.label == COMPUTE_BOUND
