@@ -114,7 +114,7 @@ class FitStepAlone:
         self._train_function = model.train_function
         self._variables = step_variables(model)
         self.per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-        self._feed = _feeder(model, batch)
+        self._feed = cached_batch_feed(model, batch)
 
     @property
     def restored_variables(self) -> int:
@@ -202,7 +202,7 @@ def measure_step_alone(
     return result
 
 
-def _feeder(model: Any, batch: Any) -> Callable[[], Any]:
+def cached_batch_feed(model: Any, batch: Any) -> Callable[[], Any]:
     """What one call of the train function reads: an iterator over the cached batch,
     repeated, as FastFlow's T feeds fit (`ds.take(1).cache().repeat()`).
 

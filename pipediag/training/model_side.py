@@ -31,6 +31,7 @@ from pipediag.report.model_side import (
     ModelTrial,
     TopOp,
 )
+from pipediag.training.compute_alone import cached_batch_feed
 from pipediag.training.step_rounds import (
     Call,
     FitFacts,
@@ -107,7 +108,7 @@ def _where_time_goes(
     from pipediag.analysis.op_time import top_ops
     from pipediag.training.op_profile import profile_window, profiled_steps
 
-    call = _caller(model.train_function, _python_feed(batch))
+    call = _caller(model.train_function, cached_batch_feed(model, batch))
     try:
         call()  # warm: a retrace would fill the window
         window = profile_window(
@@ -192,6 +193,9 @@ def guarded(
 
 
 def _python_feed(batch: Any) -> Callable[[], Any]:
+    """The batch as it is, where it is (the device-copy trial places it): Keras then calls
+    its inner step function on it. The other trials read the cached batch through an
+    iterator, fit's own path (`compute_alone.cached_batch_feed`)."""
     return lambda: iter((batch,))
 
 
@@ -208,7 +212,7 @@ def _xla(model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: floa
     built = xla_train_function(model)
     if isinstance(built, str):
         return ModelTrial(JIT_COMPILE, reason=f"not measured: {built}", code=code)
-    feed = _python_feed(batch)
+    feed = cached_batch_feed(model, batch)
     began = clock.now()
     try:
         _caller(built, feed)()  # compiles
@@ -299,7 +303,7 @@ def _mixed_precision(
     began = clock.now()
     clone = mixed_precision_clone(model, policy)
     clone.make_train_function()
-    feed = _python_feed(batch)
+    feed = cached_batch_feed(model, batch)
     variant = Side(_caller(clone.train_function, feed))
     variant.call()  # traces
     built_s = clock.now() - began
