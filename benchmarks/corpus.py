@@ -288,6 +288,7 @@ def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
             continue
         plain = r.wall_s.get("A")
         plain_rate, traced_rate = r.rates_within.get("A"), r.diagnosis.get("A")
+        fastflow_t, traced_t = r.rates_within.get("T"), r.diagnosis.get("T")
         diagnoses.append(
             {
                 **r.diagnosis,
@@ -297,6 +298,9 @@ def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
                 # The observer effect: training's rate in pipediag's A blocks against the
                 # plain run's within its epochs, measured next to it in the same round.
                 "a_ratio": traced_rate / plain_rate if traced_rate and plain_rate else None,
+                # pipediag's T against FastFlow's T (the script fed `take(1).cache().repeat()`)
+                # within its epochs, measured next to it in the same round.
+                "t_ratio": traced_t / fastflow_t if traced_t and fastflow_t else None,
                 "error": abs(r.diagnosis["cost"] - truth_start)
                 if r.diagnosis.get("cost") is not None and truth_start is not None
                 else None,
@@ -312,6 +316,9 @@ def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
         "labels": sorted({label_of(truth_start), label_of(truth_within)}),
         "rates_start": {
             m: median([v for r in results if (v := r.rates_start.get(m))] or [0]) for m in MODES
+        },
+        "rates_within": {
+            m: median([v for r in results if (v := r.rates_within.get(m))] or [0]) for m in MODES
         },
         "plain_wall_s": median([r.wall_s["A"] for r in results]),
         "diagnoses": diagnoses,
@@ -332,19 +339,22 @@ def table(cases: Sequence[Mapping[str, Any]]) -> str:
             "",
             "| script | style | A / T / P (steps/s, from epoch start) | truth from start"
             f" | truth within | pipediag, {diagnosed} run{plural}: label, cost"
-            " (interval) | pipediag / plain wall | A under pipediag / plain A |",
-            "|---|---|---|---|---|---|---|---|",
+            " (interval) | pipediag / plain wall | A under pipediag / plain A"
+            " | T under pipediag / FastFlow T |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for c in rows:
             r = c["rates_start"]
             runs = "; ".join(_diagnosis_cell(d) for d in c["diagnoses"]) or "-"
             ratios = [d["wall_ratio"] for d in c["diagnoses"] if d.get("wall_ratio")]
             observed = [d["a_ratio"] for d in c["diagnoses"] if d.get("a_ratio")]
+            compute = [d["t_ratio"] for d in c["diagnoses"] if d.get("t_ratio")]
             lines.append(
                 f"| {c['script']} | {c['style']} | {r['A']:.1f} / {r['T']:.1f} / {r['P']:.1f} "
                 f"| {_spread_cell(c['truth_start'])} | {_spread_cell(c['truth_within'])} "
                 f"| {runs} | {f'{median(ratios):.2f}x' if ratios else '-'} "
-                f"| {f'{median(observed):.2f}' if observed else '-'} |"
+                f"| {f'{median(observed):.2f}' if observed else '-'} "
+                f"| {f'{median(compute):.2f}' if compute else '-'} |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -229,6 +229,10 @@ def judge(
         steps_to_tell = _steps_to_tell(measured, train.measured_steps)
     elif label != UNCERTAIN and _too_short(found, compute_alone, high=high, moderate=moderate):
         label, because = UNCERTAIN, UNCERTAIN_TOO_SHORT
+    elif label in (BALANCED, INPUT_BOUND) and measured is not None:
+        # An interval across a band's lower edge claims only the band its low end supports
+        # (docs/design.md, "Too noisy to tell"); the title still names both.
+        label = label_of(measured[0], high=high, moderate=moderate)
     found = InputCost(found.cost, found.split, interval)
     severities: dict[str, Severity] = {
         INPUT_BOUND: SEVERITY_HIGH,

@@ -225,6 +225,21 @@ def test_a_wide_interval_inside_one_band_keeps_its_label() -> None:
     assert low > 0.2 and verdict.label == INPUT_BOUND and verdict.uncertain_because == ""
 
 
+def test_a_narrow_interval_across_an_edge_claims_the_band_of_its_low_end() -> None:
+    # GIVEN the step alone at 10.5, 10.7 and 10.9 steps/s against training at 10: a cost of
+    # about 7% whose interval reaches under 5%, but not 5 points either side
+    train = _train(0.1, 0.001)
+    verdict = judge(
+        train, PIPELINE, compute_alone=_noisy_alternation((10.5, 10.7, 10.9)), host=_host(0.0)
+    )
+    low, high = verdict.input_cost_interval or [0.0, 0.0]
+    cost = verdict.input_cost_fraction or 0.0
+    assert low < 0.05 < cost < high and (high - low) / 2 <= 0.05
+    # THEN the label is the band the low end supports, and the title names both
+    assert verdict.label == COMPUTE_BOUND and verdict.uncertain_because == ""
+    assert verdict_line(verdict, 40.0, train).startswith("COMPUTE-BOUND TO BALANCED: ")
+
+
 def test_time_the_hypervisor_gave_to_other_guests_is_not_other_processes() -> None:
     # a VM counts stolen time busy: this process on 1 of 2 cores, the machine 70% busy of
     # which 20 points stolen by the hypervisor, nothing else running in the guest
