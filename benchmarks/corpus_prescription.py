@@ -237,6 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seconds": time.monotonic() - began,
         },
         cases=cases,
+        quick=args.quick,
     )
     return 0
 
