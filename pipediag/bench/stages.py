@@ -231,15 +231,19 @@ def own_costs(
         if total is None:
             result.append(None)
             continue
-        inputs_s = [v for v in (per_batch_s[i] for i in stats.inputs) if v is not None]
-        if not inputs_s:
-            input_s = 0.0
-        elif stats.kind in SUMMED_INPUT_KINDS:
-            input_s = sum(inputs_s)
-        else:
-            input_s = sum(inputs_s) / len(inputs_s)
-        result.append(max(0.0, total - input_s))
+        result.append(max(0.0, total - _inputs_s(stats, per_batch_s)))
     return result
+
+
+def _inputs_s(stats: StageStats, per_batch_s: Sequence[float | None]) -> float:
+    """What a stage's inputs take per output batch (`own_costs`): summed for zip, else their
+    mean; an input with no known time counts as free."""
+    inputs_s = [v for v in (per_batch_s[i] for i in stats.inputs) if v is not None]
+    if not inputs_s:
+        return 0.0
+    if stats.kind in SUMMED_INPUT_KINDS:
+        return sum(inputs_s)
+    return sum(inputs_s) / len(inputs_s)
 
 
 def clear_of_noise(
@@ -258,14 +262,7 @@ def clear_of_noise(
         if own is None or own <= 0 or low is None:
             clear.append(False)
             continue
-        inputs_s = [v for v in (high_s[i] for i in stats.inputs) if v is not None]
-        if not inputs_s:
-            input_s = 0.0
-        elif stats.kind in SUMMED_INPUT_KINDS:
-            input_s = sum(inputs_s)
-        else:
-            input_s = sum(inputs_s) / len(inputs_s)
-        clear.append(low > input_s)
+        clear.append(low > _inputs_s(stats, high_s))
     return clear
 
 
