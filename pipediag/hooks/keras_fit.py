@@ -277,11 +277,12 @@ class FitTracker:
         if self.timer is not None:
             self.timer.step_ended(end - start)
         budget_reached = session.timeline.add(start, end, None, self._epoch)
+        if budget_reached and session.keep_measuring():
+            budget_reached = False
+        # After any extension into a cached epoch: the alternation's steps come first.
         if not budget_reached and self._alternation_wants_the_rest(batch):
             session.timeline.end_budget()
             budget_reached = True
-        if budget_reached and session.keep_measuring():
-            budget_reached = False
         if self.stamps is not None:
             # With steps_per_execution, one callback step covers several batches.
             self._unsettled.append((start, max(1, batch - self._first_batch + 1)))

@@ -14,7 +14,9 @@ from pipediag.testing import FakeClock
 from pipediag.timeline import StepBudgetReached, StepTimeline
 
 
-def _fit(epochs: int, steps: int, step_s: float, *, fixed_end: bool = False) -> int:
+def _fit(
+    epochs: int, steps: int, step_s: float, *, fixed_end: bool = False, extends: bool = False
+) -> int:
     """The step count at which the budget was reached (the alternation started)."""
     clock = FakeClock()
     config = RunConfig(measured_steps=40, warmup_steps=5, sample_host=False, sample_gpu=False)
@@ -30,6 +32,8 @@ def _fit(epochs: int, steps: int, step_s: float, *, fixed_end: bool = False) -> 
         raise StepBudgetReached
 
     tracker._alternate = alternate  # type: ignore[method-assign]
+    if extends:  # a cache fills in epoch 1: every budget asks to measure on
+        session.keep_measuring = lambda: True  # type: ignore[method-assign]
     tracker.on_train_begin(epochs, steps)
     with pytest.raises(StepBudgetReached):
         for epoch in range(epochs):
@@ -60,3 +64,9 @@ def test_workers_in_lockstep_end_at_the_step_count_only() -> None:
 def test_too_few_steps_for_the_fewest_measured_keep_them() -> None:
     # 30 steps of 120 ms: 20 measured after the warm-up come first, at step 25
     assert _fit(1, 30, 0.12) == 25
+
+
+def test_an_extension_into_a_cached_epoch_still_leaves_the_alternation_its_steps() -> None:
+    # GIVEN a budget that is extended each time it is reached (a cache filling in epoch 1)
+    # THEN the measured steps still end where fit's steps left are what the alternation wants
+    assert _fit(3, 20, 0.12, extends=True) == 28
