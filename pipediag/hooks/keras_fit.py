@@ -34,8 +34,8 @@ PROBE_MAX_STEPS = 100
 # done every 64 steps of 9 ms. The cap on steps keeps unsettled steps among the newest
 # records, which the timeline never merges, however fast the steps.
 SETTLE_EVERY_S = 2.0
-# The training blocks a full alternation runs on fit's steps: its rounds, the measured
-# steps' lead block's successor and one to spare (`conclusion.py::alternate_fit`).
+# The training blocks a full alternation runs on fit's steps: one a round, one more where
+# the measured steps cannot lead, and one to spare (`conclusion.py::alternate_fit`).
 ALTERNATION_BLOCKS = MAX_ROUNDS + 2
 SETTLE_MAX_STEPS = 4096
 
