@@ -29,6 +29,7 @@ from benchmarks import (  # noqa: E402
     overhead,
     overhead_blocks,
     prescription,
+    step_alone_path,
     time_to_verdict,
 )
 
@@ -90,6 +91,7 @@ def test_spread_summary_keeps_the_extremes() -> None:
         overhead,
         overhead_blocks,
         prescription,
+        step_alone_path,
         time_to_verdict,
     ],
 )
