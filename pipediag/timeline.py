@@ -214,10 +214,6 @@ class StepTimeline:
             if self._budget_end is not None and not self.fixed_end:
                 self._budget_end = self._count
 
-    def measured_count(self) -> int:
-        """Steps recorded past the warm-up."""
-        return max(0, self._count - self.warmup_steps)
-
     @property
     def budget_reached(self) -> bool:
         return self._budget_end is not None and self._count >= self._budget_end

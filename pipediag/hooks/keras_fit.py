@@ -126,16 +126,14 @@ class FitTracker:
         after the default budget: T was then timed in one piece, against A taken before it,
         on a host whose rate moved 20% between epochs). Not at the `--steps all` probe.
         """
-        if self._planned is None or self._probe_pending:
-            return False
         steps_left = self._steps_left(batch)
         timeline = self._session.timeline
         if (
             steps_left is None
             or steps_left > ALTERNATION_BLOCKS * MAX_BLOCK_STEPS
-            or timeline.measured_count() < MIN_MEASURED_STEPS
-            or timeline.measured_steps is None
+            or timeline.measured_steps is None  # `--steps all`, its probe, and watch mode
             or timeline.fixed_end
+            or not self._measured_at_least(MIN_MEASURED_STEPS)
         ):
             return False
         step_s = timeline.median_measured_step_s()
