@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from pipediag.analysis.advice_context import Context, training_gain, training_text
 from pipediag.analysis.input_cost import python_stages
+from pipediag.report.fixes import FIX_THREAD_CAP
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
@@ -25,7 +26,6 @@ from pipediag.report.vocabulary import (
     CONTENDS_FOR_GIL,
     COST_EPOCH_START,
     FIX,
-    FIX_THREAD_CAP,
     KERAS_FIT,
     KIND_SHUFFLE,
     NOTE,

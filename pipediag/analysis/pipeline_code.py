@@ -11,18 +11,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from pipediag.report.fixes import fix_facts
+from pipediag.report.fixes import CodeEdit, fix_facts
 from pipediag.report.model import StageStats
 from pipediag.report.prescription import CodeLine, StageChange
 from pipediag.report.stage_facts import MAP_KINDS
 from pipediag.report.vocabulary import (
-    FIX_CACHE,
-    FIX_HOIST_CACHE,
-    FIX_MATERIALISE,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_PARALLEL_MAP,
-    FIX_PREFETCH,
-    FIX_VECTORIZE,
     KIND_BATCH,
     KIND_CACHE,
     KIND_FILTER,
@@ -119,40 +112,45 @@ def _linear(
     lines: list[CodeLine] = []
     deferred: list[CodeLine] = []  # a vectorised map waits for its batch
     for position, stats in enumerate(chain):
-        own: dict[str, StageChange] = {c.fix: c for c in by_stage.get(stats.index, [])}
+        own = _by_code(by_stage.get(stats.index, []))
         if position == 0 and head is not None:
             lines.append(CodeLine(head, stats.created_at, None, None))
             continue
-        if FIX_HOIST_CACHE in own and position > 0 and chain[position - 1].kind == KIND_SHUFFLE:
-            change = own[FIX_HOIST_CACHE]
+        if "hoist-cache" in own and position > 0 and chain[position - 1].kind == KIND_SHUFFLE:
+            change = own["hoist-cache"]
             shuffle = lines.pop()  # the shuffle goes after the map and its cache
             lines.append(_line(_call(stats, own), stats, change))
             lines.append(CodeLine("ds = ds.cache()", stats.created_at, change.fix, None))
             lines.append(shuffle)
             continue
         line = _stage_line(stats, own)
-        if FIX_VECTORIZE in own:
-            change = own[FIX_VECTORIZE]
+        if "vectorize" in own:
+            change = own["vectorize"]
             text = (
                 vectorized_map_line(stats.function or "fn", change.element_unpacked)
                 if change.vectorized_map
                 else _call(stats, own, parallel=True)
             )
             deferred.append(_line(text, stats, change))
-            if FIX_CACHE in own:  # the map now yields batches: its cache follows it
-                cache = own[FIX_CACHE]
+            if "cache" in own:  # the map now yields batches: its cache follows it
+                cache = own["cache"]
                 deferred.append(_cache_line(stats, cache))
             continue
         lines.append(line)
         if stats.kind in (KIND_BATCH, KIND_PADDED_BATCH):
             lines.extend(deferred)
             deferred = []
-        if FIX_CACHE in own:
-            cache = own[FIX_CACHE]
+        if "cache" in own:
+            cache = own["cache"]
             # Whole batches cached: the line waits for the batch that reads this stage.
             (deferred if cache.cached_in_batches else lines).append(_cache_line(stats, cache))
     lines.extend(deferred)
     return lines
+
+
+def _by_code(changes: Sequence[StageChange]) -> dict[CodeEdit, StageChange]:
+    """A stage's changes by how each changes its lines (`FixFacts.code`)."""
+    return {code: c for c in changes if (code := fix_facts(c.fix).code) is not None}
 
 
 def _cache_line(stats: StageStats, cache: StageChange) -> CodeLine:
@@ -187,22 +185,20 @@ def _main_chain(stages: Sequence[StageStats]) -> list[StageStats]:
     return chain[::-1]
 
 
-def _stage_line(stats: StageStats, own: dict[str, StageChange]) -> CodeLine:
-    if FIX_MATERIALISE in own and stats.kind == KIND_SOURCE:
-        change = own[FIX_MATERIALISE]
+def _stage_line(stats: StageStats, own: dict[CodeEdit, StageChange]) -> CodeLine:
+    if "materialise" in own and stats.kind == KIND_SOURCE:
+        change = own["materialise"]
         generator = stats.function or "generator"
         text = (
             "ds = tf.data.Dataset.from_tensor_slices("
             f"tuple(np.stack(part) for part in zip(*{generator}())))"
         )
         return _line(text, stats, change)
-    if FIX_PREFETCH in own and stats.kind == KIND_PREFETCH:
+    if "prefetch" in own and stats.kind == KIND_PREFETCH:
         text = f"ds = ds.prefetch({AUTOTUNE_TEXT})"
-        return _line(text, stats, own[FIX_PREFETCH])
-    if FIX_PARALLEL_MAP in own:
-        return _line(_call(stats, own, parallel=True), stats, own[FIX_PARALLEL_MAP])
-    if FIX_PARALLEL_INTERLEAVE in own:
-        return _line(_call(stats, own, parallel=True), stats, own[FIX_PARALLEL_INTERLEAVE])
+        return _line(text, stats, own["prefetch"])
+    if "parallel" in own:
+        return _line(_call(stats, own, parallel=True), stats, own["parallel"])
     return CodeLine(_call(stats, own), stats.created_at, None, None)
 
 
@@ -210,7 +206,7 @@ def _line(text: str, stats: StageStats, change: StageChange) -> CodeLine:
     return CodeLine(text, stats.created_at, change.fix, change.semantics)
 
 
-def _call(stats: StageStats, own: dict[str, StageChange], *, parallel: bool = False) -> str:
+def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool = False) -> str:
     """The stage as the user would write it (`parallel`: with AUTOTUNE parallel calls)."""
     settings = stats.settings
     function = stats.function or "fn"
@@ -231,7 +227,7 @@ def _call(stats: StageStats, own: dict[str, StageChange], *, parallel: bool = Fa
         return f"ds = ds.filter({function}{_kw('num_parallel_calls', calls)})"
     if kind in (KIND_INTERLEAVE, KIND_PARALLEL_INTERLEAVE):
         cycle = settings.get("cycle_length")
-        interleave = own.get(FIX_PARALLEL_INTERLEAVE)
+        interleave = own.get("parallel")
         if interleave is not None and interleave.value is not None:
             cycle = str(interleave.value)
         cycle_text = None if cycle in (None, "AUTOTUNE") else cycle
@@ -267,7 +263,9 @@ def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> l
     lines: list[CodeLine] = []
     last = next((s for s in reversed(chain) if s.kind != KIND_OPTIONS), None)
     for change in changes:
-        if change.fix != FIX_PREFETCH or (last is not None and last.kind == KIND_PREFETCH):
+        if fix_facts(change.fix).code != "prefetch" or (
+            last is not None and last.kind == KIND_PREFETCH
+        ):
             continue  # a final prefetch is raised in place
         site = last.created_at if last is not None else None
         lines.append(CodeLine(f"ds = ds.prefetch({AUTOTUNE_TEXT})", site, change.fix, None))

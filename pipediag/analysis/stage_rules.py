@@ -28,7 +28,17 @@ from pipediag.analysis.advice_context import (
 )
 from pipediag.analysis.pipeline_code import rewritten_chain, vectorized_map_lambda
 from pipediag.analysis.prescription_rules import stage_bound
-from pipediag.report.fixes import FIXES, VECTORIZED_MAP_WORDS
+from pipediag.report.fixes import (
+    FIX_AUTOTUNE,
+    FIX_CACHE,
+    FIX_HOIST_CACHE,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_PARALLEL_MAP,
+    FIX_PREFETCH,
+    FIX_VECTORIZE,
+    FIXES,
+    VECTORIZED_MAP_WORDS,
+)
 from pipediag.report.model import (
     FixTrial,
     StageStats,
@@ -53,13 +63,6 @@ from pipediag.report.stage_facts import (
     vectorizable,
 )
 from pipediag.report.vocabulary import (
-    FIX_AUTOTUNE,
-    FIX_CACHE,
-    FIX_HOIST_CACHE,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_PARALLEL_MAP,
-    FIX_PREFETCH,
-    FIX_VECTORIZE,
     KIND_CACHE,
     KIND_OPTIONS,
     KIND_PREFETCH,

@@ -1,7 +1,6 @@
 """A candidate rewrite: what a fix to try is (its edit of the graph copy or its options, its
-check, its facts), and what a cache candidate needs (its size, fill time and batches).
-Shared by the fixes that rules know (`bench/fix_candidates.py`) and the newer rewrites
-(`bench/rewrite_candidates.py`)."""
+check, its facts), and what a cache candidate needs (its size, fill time and batches). The
+candidates themselves are built in `bench/fix_candidates.py`."""
 
 from __future__ import annotations
 

@@ -3,7 +3,9 @@
 Each candidate names the fix (the advisor looks its trial up by the id), the stage, how to
 edit the graph copy (`bench/graph_edit.py`) or the options, and, for a cache, whether it
 fits in memory and how many batches fill it. The stage predicates are the advisor's own
-(`report/stage_facts.py`), so a fix is measured exactly where a rule would suggest it.
+(`report/stage_facts.py`), so a fix is measured exactly where a rule would suggest it;
+the rewrites no rule proposes (a map hoisted above its shuffle and cached, maps fused, a
+generator read once, the prefetch to the GPU) are built here too, with what each changes.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from pipediag.bench import cache_sizing
 from pipediag.bench.candidate import (
     Candidate,
     Once,
@@ -19,6 +22,8 @@ from pipediag.bench.candidate import (
     element_counter,
     size_cache,
 )
+from pipediag.bench.generator_source import read_generator
+from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.vectorize_check import (
@@ -28,12 +33,28 @@ from pipediag.bench.vectorize_check import (
     trace_on_batches,
 )
 from pipediag.bench.vectorized_map import unpacks_element
-from pipediag.report.fixes import FIXES, SEMANTICS_VECTORIZED_MAP
+from pipediag.report.fixes import (
+    FIX_AUTOTUNE,
+    FIX_CACHE,
+    FIX_DEVICE_PREFETCH,
+    FIX_HOIST_CACHE,
+    FIX_MAP_FUSION,
+    FIX_MATERIALISE,
+    FIX_PARALLEL_INTERLEAVE,
+    FIX_PARALLEL_MAP,
+    FIX_PREFETCH,
+    FIX_THREAD_CAP,
+    FIX_VECTORIZE,
+    FIXES,
+    SEMANTICS_VECTORIZED_MAP,
+)
 from pipediag.report.model import StageStats, TrialFacts
 from pipediag.report.names import stage_name
 from pipediag.report.stage_facts import (
+    MAP_KINDS,
     batch_caching,
     cache_point,
+    deterministic,
     downstream_batch_size,
     prefix_cost_s,
     rewrite_site,
@@ -43,19 +64,16 @@ from pipediag.report.stage_facts import (
     vectorizable,
 )
 from pipediag.report.vocabulary import (
-    FIX_AUTOTUNE,
-    FIX_CACHE,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_PARALLEL_MAP,
-    FIX_PREFETCH,
-    FIX_THREAD_CAP,
-    FIX_VECTORIZE,
     KIND_CACHE,
     KIND_OPTIONS,
     KIND_PREFETCH,
+    KIND_SHUFFLE,
+    KIND_SOURCE,
+    FixName,
 )
 
-# Fix ids (`report/vocabulary.py`): the advisor's rules look their trials up by these.
+# The stage `copy_to_device` (and so `prefetch_to_device`) makes, as the walk names it.
+KIND_COPY_TO_DEVICE = "copy-to-device"
 
 
 def fix_candidates(
@@ -71,12 +89,6 @@ def fix_candidates(
     unless its cost to training was measured under `VERIFIED_MIN_GAIN`
     (`stage_facts.rewrite_site`); the trials and the search on training decide the rest
     (docs/design.md, "Every applicable rewrite")."""
-    from pipediag.bench.rewrite_candidates import (
-        fusion_candidate,
-        generator_candidate,
-        hoist_candidate,
-    )
-
     found: list[Candidate] = []
     for stats in stages:
         if stats.tf_internal or not rewrite_site(stats):
@@ -186,6 +198,124 @@ def _vectorize_candidate(
     candidate.edit = lambda graph: graph.vectorize(map_node, batch_node, forms.chosen())
     candidate.semantics = FIXES[FIX_VECTORIZE].semantics
     return candidate
+
+
+def hoist_candidate(
+    stats: StageStats, walked: list[Stage], stages: list[StageStats], nodes: dict[int, str]
+) -> Candidate | None:
+    """source -> shuffle -> map -> ... becomes source -> map -> cache -> shuffle -> ...: the
+    deterministic map runs once per element instead of once per epoch (TF guide, "Better
+    performance with the tf.data API", "Caching")."""
+    if stats.kind not in MAP_KINDS or len(stats.inputs) != 1 or not deterministic(stats):
+        return None
+    shuffle = stages[stats.inputs[0]]
+    if shuffle.kind != KIND_SHUFFLE or len(shuffle.inputs) != 1:
+        return None
+    if sum(stats.index in s.inputs for s in stages) > 1 or _consumers(stages, shuffle) != 1:
+        return None
+    upstream = upstream_of(stages, shuffle.inputs[0])
+    if not all(deterministic(stages[i]) for i in upstream):
+        return None  # a shuffle or a random stage further up: a cache would freeze it
+    candidate = _at_stage(FIX_HOIST_CACHE, stats)
+    map_node, shuffle_node = nodes.get(stats.index), nodes.get(shuffle.index)
+    # One epoch of the mapped data: the map's output has the shuffle's cardinality; sizes
+    # are sampled, if need be, from the map over the shuffle's input, never through the
+    # user's shuffle (a fresh iterator on it would move its seed: the user's order).
+    sample = _unshuffled_map(walked, stats.index, shuffle.inputs[0])
+    size_cache(
+        candidate, walked, walked[stats.index].dataset, stats.index, stats.elements_per_s, sample
+    )
+    kept = sorted(upstream | {stats.index, shuffle.index})
+    python = [stage_name(stages[i]) for i in kept if stages[i].uses_py_function]
+    check_python_repeats(candidate, sample, python)
+    if candidate.reason is None and (map_node is None or shuffle_node is None):
+        candidate.reason = "the map or its shuffle was not found in the dataset graph"
+    if candidate.reason is None and map_node is not None and shuffle_node is not None:
+        candidate.edit = lambda graph: graph.hoist_above_shuffle(map_node, shuffle_node)
+    return candidate
+
+
+def fusion_candidate(
+    stats: StageStats, stages: list[StageStats], options: dict[str, str]
+) -> Candidate | None:
+    """A map read only by another map: tf.data's `map_fusion` option fuses them into one
+    function, one call per element instead of two. The option rather than a graph edit:
+    tf.data's rewrite already composes the two functions, their captured inputs and their
+    parallelism, which an edit of the FunctionDefs would have to redo."""
+    if stats.kind not in MAP_KINDS or options.get("map_fusion") == "true":
+        return None
+    readers = [s for s in stages if stats.index in s.inputs]
+    if len(readers) != 1 or readers[0].kind not in MAP_KINDS or readers[0].tf_internal:
+        return None
+    return Candidate(
+        FIX_MAP_FUSION,
+        stats.index,
+        f"{stage_name(stats)} + {stage_name(readers[0])}",
+        cost_s=(stats.own_s_per_batch or 0.0) + (readers[0].own_s_per_batch or 0.0),
+        with_options=_fused,
+    )
+
+
+def generator_candidate(
+    stats: StageStats, walked: list[Stage], node: str | None
+) -> Candidate | None:
+    """A `from_generator` source read once, in this process, into arrays that become a
+    `from_tensor_slices` source: what a user writes when one epoch fits in memory."""
+    from pipediag.bench import python_chain
+
+    if stats.kind != KIND_SOURCE or stats.name != "from_generator":
+        return None
+    candidate = _at_stage(FIX_MATERIALISE, stats)
+    dataset = walked[stats.index].dataset
+    generator = python_chain.generator_function(dataset)
+    if node is None or generator is None:
+        candidate.reason = "the generator was not found in the dataset graph"
+        return candidate
+    spec = dataset.element_spec
+    read = Once(lambda: read_generator(generator, spec))
+
+    def check(_graph_def: Any, _teardown: Any) -> tuple[str | None, bool]:
+        columns, reason = read()
+        if columns is not None:
+            return None, False
+        candidate.facts = replace(
+            candidate.facts, available_bytes=cache_sizing.available_memory_bytes()
+        )
+        return reason, False
+
+    def edit(graph: PipelineGraph) -> None:
+        columns, reason = read()
+        if columns is None:
+            raise RewriteError(reason or "the generator could not be read")
+        graph.replace_source(node, columns, spec)
+
+    candidate.check, candidate.edit = check, edit
+    return candidate
+
+
+def device_prefetch_candidate(device: str, stages: list[StageStats]) -> Candidate | None:
+    """The pipeline ended with `prefetch_to_device(device)`, unless it already copies its
+    batches to a device: the next batches are copied to the device while the step runs.
+    Applied after every other rewrite and option, as tf.data requires it to be the last
+    transformation (`bench/compose.py`); tried on training whatever the pipeline alone
+    measured, since the copy it moves is the train step's (docs/design.md, "The
+    host-to-device copy")."""
+
+    def prefetched(dataset: Any) -> Any:
+        import tensorflow as tf
+
+        return dataset.apply(tf.data.experimental.prefetch_to_device(device))
+
+    if any(s.kind == KIND_COPY_TO_DEVICE for s in stages):
+        return None
+    return Candidate(
+        FIX_DEVICE_PREFETCH,
+        None,
+        f"the end of the pipeline, to {device}",
+        cost_s=0.0,
+        with_options=prefetched,
+        tried_on_training=True,
+    )
 
 
 def _leading_dim(spec: Any) -> int | None:
@@ -315,3 +445,39 @@ def _autotune_on(dataset: Any) -> Any:
     options = tf.data.Options()
     options.autotune.enabled = True
     return dataset.with_options(options)
+
+
+def _unshuffled_map(walked: list[Stage], map_index: int, input_index: int) -> Any | None:
+    from pipediag.bench import python_chain
+
+    func = python_chain.user_function(walked[map_index].dataset)
+    if func is None:
+        return None
+    try:
+        return walked[input_index].dataset.map(func)
+    except Exception:
+        return None
+
+
+def _fused(dataset: Any) -> Any:
+    import tensorflow as tf
+
+    options = tf.data.Options()
+    options.experimental_optimization.map_fusion = True
+    return dataset.with_options(options)
+
+
+def _at_stage(fix: FixName, stats: StageStats) -> Candidate:
+    """A rewrite of one stage, costed at what the stage itself adds per batch, with the
+    change in semantics its fix names."""
+    return Candidate(
+        fix,
+        stats.index,
+        stage_name(stats),
+        cost_s=stats.own_s_per_batch or 0.0,
+        semantics=FIXES[fix].semantics,
+    )
+
+
+def _consumers(stages: list[StageStats], stats: StageStats) -> int:
+    return sum(stats.index in s.inputs for s in stages)

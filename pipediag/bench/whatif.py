@@ -185,7 +185,7 @@ def _candidates(
         candidates.append(thread_cap_candidate(thread_cap))
     prefetch_device = training.prefetch_device if training is not None else None
     if prefetch_device is not None:
-        from pipediag.bench.rewrite_candidates import device_prefetch_candidate
+        from pipediag.bench.fix_candidates import device_prefetch_candidate
 
         device_prefetch = device_prefetch_candidate(prefetch_device, list(stages))
         if device_prefetch is not None:

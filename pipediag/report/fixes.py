@@ -1,32 +1,40 @@
 """The fixes pipediag knows, one record each: what every layer needs to know of a fix that is
 data, not logic (docs/design.md, "Every applicable rewrite").
 
-A fix's words, its place in the order edits are re-applied (`bench/compose.py`), the options
-line it writes (`analysis/pipeline_code.py`), what it changes in the data, and whether it
-caches are spelled here once, below the candidates that build fixes, the search that tries
-them on training and the layers that print them. How a fix edits a graph and when a rule
-proposes it stay with that code, keyed by the fix's id (`report/vocabulary.py`). Pure
-declarations.
+A fix's id, words, its place in the order edits are re-applied (`bench/compose.py`), how the
+code writer writes it (`analysis/pipeline_code.py`), what it changes in the data, and whether
+it caches are spelled here once. How a fix edits a graph (`bench/fix_candidates.py`) and when
+a rule proposes it (`analysis/stage_rules.py`) stay with that code, keyed by the fix's id.
+Pure declarations.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
-from pipediag.report.vocabulary import (
-    FIX_AUTOTUNE,
-    FIX_CACHE,
-    FIX_DEVICE_PREFETCH,
-    FIX_HOIST_CACHE,
-    FIX_MAP_FUSION,
-    FIX_MATERIALISE,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_PARALLEL_MAP,
-    FIX_PREFETCH,
-    FIX_THREAD_CAP,
-    FIX_VECTORIZE,
-)
+FIX_PARALLEL_MAP: Final = "parallel-map"
+FIX_PARALLEL_INTERLEAVE: Final = "parallel-interleave"
+FIX_PREFETCH: Final = "prefetch-end"
+FIX_CACHE: Final = "cache"
+FIX_VECTORIZE: Final = "vectorize"
+FIX_AUTOTUNE: Final = "autotune-on"
+FIX_THREAD_CAP: Final = "thread-cap"
+# A deterministic map moved above the shuffle before it, and cached (map, cache, shuffle).
+FIX_HOIST_CACHE: Final = "hoist-cache"
+# Consecutive maps fused into one function (tf.data's `map_fusion`).
+FIX_MAP_FUSION: Final = "map-fusion"
+# A `from_generator` source read once and held in memory (`from_tensor_slices`).
+FIX_MATERIALISE: Final = "materialise-generator"
+# The pipeline ended with `prefetch_to_device` on the GPU, where there is one: the batch's
+# host-to-device copy overlaps the train step (docs/design.md, "The host-to-device copy").
+FIX_DEVICE_PREFETCH: Final = "prefetch-to-device"
+
+# How a fix changes the stage lines of the pipeline written out as code: the stage's call
+# made parallel, a prefetch raised to AUTOTUNE (or added at the end), a cache after the
+# stage, the map moved after its batch, the map moved above its shuffle and cached, the
+# generator source read into arrays. Fixes without one change options or add last lines.
+CodeEdit = Literal["parallel", "prefetch", "cache", "vectorize", "hoist-cache", "materialise"]
 
 # Changes in what the pipeline yields, as each rewrite names its own.
 SEMANTICS_ORDER: Final = "element order: the map now runs before the shuffle"
@@ -55,7 +63,8 @@ DEVICE_PREFETCH_TEXT: Final = 'ds = ds.apply(tf.data.experimental.prefetch_to_de
 class FixFacts:
     """One fix as data.
 
-    `words` name it in titles and the code's comments. `edit_rank` is its edit's place when
+    `words` name it in titles and the code's comments; `code` is how it changes the stage
+    lines of the pipeline written out. `edit_rank` is its edit's place when
     kept edits are re-applied together (moves, changes in place, caches, the final prefetch;
     None: after those, in the order kept). `option_line` is the `tf.data.Options` line it
     sets (`{value}`: its number), `last_line` the line it adds after the options, which also
@@ -69,6 +78,7 @@ class FixFacts:
 
     name: str
     words: str
+    code: CodeEdit | None = None
     edit_rank: int | None = None
     option_line: str | None = None
     last_line: str | None = None
@@ -82,17 +92,25 @@ class FixFacts:
 FIXES: Final[dict[str, FixFacts]] = {
     fix.name: fix
     for fix in (
-        FixFacts(FIX_PARALLEL_MAP, "run the map in parallel", edit_rank=3, stage_work=True),
+        FixFacts(
+            FIX_PARALLEL_MAP,
+            "run the map in parallel",
+            code="parallel",
+            edit_rank=3,
+            stage_work=True,
+        ),
         FixFacts(
             FIX_PARALLEL_INTERLEAVE,
             "interleave in parallel, one cycle per core",
+            code="parallel",
             edit_rank=4,
             stage_work=True,
         ),
-        FixFacts(FIX_PREFETCH, "prefetch at the end (AUTOTUNE)", edit_rank=6),
+        FixFacts(FIX_PREFETCH, "prefetch at the end (AUTOTUNE)", code="prefetch", edit_rank=6),
         FixFacts(
             FIX_CACHE,
             "cache after the deterministic work",
+            code="cache",
             edit_rank=5,
             semantics=SEMANTICS_CACHE,
             caches=True,
@@ -101,6 +119,7 @@ FIXES: Final[dict[str, FixFacts]] = {
         FixFacts(
             FIX_VECTORIZE,
             "vectorise: map after the batch",
+            code="vectorize",
             edit_rank=2,
             semantics=SEMANTICS_BATCHED,
             stage_work=True,
@@ -116,6 +135,7 @@ FIXES: Final[dict[str, FixFacts]] = {
         FixFacts(
             FIX_HOIST_CACHE,
             "map before the shuffle, then cache",
+            code="hoist-cache",
             edit_rank=1,
             semantics=SEMANTICS_HOIST_CACHE,
             caches=True,
@@ -131,6 +151,7 @@ FIXES: Final[dict[str, FixFacts]] = {
         FixFacts(
             FIX_MATERIALISE,
             "read the generator once: from_tensor_slices",
+            code="materialise",
             edit_rank=0,
             semantics=SEMANTICS_MATERIALISED,
             stage_work=True,

@@ -193,7 +193,7 @@ BLOCKED_BY_OPTION: Final = "option off"  # map_parallelization turned off
 BLOCKED_BY_AUTOTUNE: Final = "autotune off"
 BLOCKED_BY_STATE: Final = "stateful function"  # py_function, random ops
 
-# The fixes a what-if trial applies (`FixTrial.fix`).
+# The fixes a what-if trial applies (`FixTrial.fix`); their records: `report/fixes.py`.
 FixName = Literal[
     "parallel-map",
     "parallel-interleave",
@@ -207,22 +207,6 @@ FixName = Literal[
     "materialise-generator",
     "prefetch-to-device",
 ]
-FIX_PARALLEL_MAP: Final = "parallel-map"
-FIX_PARALLEL_INTERLEAVE: Final = "parallel-interleave"
-FIX_PREFETCH: Final = "prefetch-end"
-FIX_CACHE: Final = "cache"
-FIX_VECTORIZE: Final = "vectorize"
-FIX_AUTOTUNE: Final = "autotune-on"
-FIX_THREAD_CAP: Final = "thread-cap"
-# A deterministic map moved above the shuffle before it, and cached (map, cache, shuffle).
-FIX_HOIST_CACHE: Final = "hoist-cache"
-# Consecutive maps fused into one function (tf.data's `map_fusion`).
-FIX_MAP_FUSION: Final = "map-fusion"
-# A `from_generator` source read once and held in memory (`from_tensor_slices`).
-FIX_MATERIALISE: Final = "materialise-generator"
-# The pipeline ended with `prefetch_to_device` on the GPU, where there is one: the batch's
-# host-to-device copy overlaps the train step (docs/design.md, "The host-to-device copy").
-FIX_DEVICE_PREFETCH: Final = "prefetch-to-device"
 
 # Why interleaved A/B rounds stopped (`TrialFacts.stopped`, `training_stopped`); "" when
 # they did not run.

@@ -110,7 +110,7 @@ def _mnist_like(shuffle: bool, count: int = 96) -> Any:
 
 def test_an_image_map_on_a_shuffled_source_is_judged_safe_to_vectorise() -> None:
     # GIVEN the MNIST-like loop: the map's shape logic was traced on one 28x28x1 image
-    from pipediag.report.vocabulary import FIX_VECTORIZE
+    from pipediag.report.fixes import FIX_VECTORIZE
 
     kept = _kept(_mnist_like(shuffle=True), FIX_VECTORIZE)  # WHEN checked (asserted safe)
 
@@ -121,7 +121,7 @@ def test_the_vectorised_image_map_yields_the_same_batches() -> None:
     import numpy as np
 
     from pipediag.bench.compose import apply_fixes
-    from pipediag.report.vocabulary import FIX_VECTORIZE
+    from pipediag.report.fixes import FIX_VECTORIZE
 
     ds = _mnist_like(shuffle=False, count=70)  # 70: a short last batch too
     kept = _kept(ds, FIX_VECTORIZE)
@@ -140,7 +140,7 @@ def test_the_vectorised_image_map_yields_the_same_batches() -> None:
 
 def test_a_map_after_a_shuffle_is_hoisted_above_it_and_cached() -> None:
     from pipediag.bench.compose import apply_fixes
-    from pipediag.report.vocabulary import FIX_HOIST_CACHE
+    from pipediag.report.fixes import FIX_HOIST_CACHE
 
     ds = _mnist_like(shuffle=True)
     kept = _kept(ds, FIX_HOIST_CACHE, elements_per_s=10_000.0)
@@ -243,7 +243,7 @@ def test_a_python_map_is_read_twice_before_a_cache_keeps_its_output(fn: Any, rep
 
 def test_consecutive_maps_are_fused_by_the_option_and_yield_the_same() -> None:
     from pipediag.bench.compose import apply_fixes
-    from pipediag.report.vocabulary import FIX_MAP_FUSION
+    from pipediag.report.fixes import FIX_MAP_FUSION
 
     tf = _tf()
     ds = tf.data.Dataset.range(12).map(lambda x: x + 1).map(lambda x: x * 3).batch(5)
@@ -274,7 +274,7 @@ def _generated(count: int = 30) -> Any:
 
 def test_a_generator_source_is_read_once_into_tensor_slices() -> None:
     from pipediag.bench.compose import apply_fixes
-    from pipediag.report.vocabulary import FIX_MATERIALISE
+    from pipediag.report.fixes import FIX_MATERIALISE
 
     ds = _generated()
     kept = _kept(ds, FIX_MATERIALISE)
@@ -288,10 +288,10 @@ def test_a_generator_source_is_read_once_into_tensor_slices() -> None:
 def test_a_generator_too_slow_to_read_names_the_tfrecord_route(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipediag.bench import rewrite_candidates
+    from pipediag.bench import generator_source
     from pipediag.bench.teardown import TearDown
 
-    monkeypatch.setattr(rewrite_candidates, "GENERATOR_READ_MAX_S", 0.0)
+    monkeypatch.setattr(generator_source, "GENERATOR_READ_MAX_S", 0.0)
     found, graph = _candidates(_generated())
     (candidate,) = [c for c in found if c.fix == "materialise-generator"]
 
@@ -417,10 +417,10 @@ def test_parallel_map_and_vectorise_on_different_maps_compose() -> None:
 def test_the_device_prefetch_stays_last_under_options_composed_on_top() -> None:
     # tf.data wants `prefetch_to_device` as the last transformation; the CPU stands in for
     # the GPU here, so this checks the order and the elements, not the copy
-    from pipediag.bench.rewrite_candidates import device_prefetch_candidate
+    from pipediag.bench.fix_candidates import device_prefetch_candidate
     from pipediag.bench.structure import walk_pipeline
     from pipediag.bench.whatif import FixPipelines
-    from pipediag.report.vocabulary import FIX_DEVICE_PREFETCH, FIX_MAP_FUSION
+    from pipediag.report.fixes import FIX_DEVICE_PREFETCH, FIX_MAP_FUSION
 
     tf = _tf()
     ds = tf.data.Dataset.range(12).map(lambda x: x + 1).map(lambda x: x * 3).batch(5)

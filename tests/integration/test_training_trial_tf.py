@@ -158,8 +158,8 @@ else:
 def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone_says() -> None:
     import tensorflow as tf
 
-    from pipediag.bench.fix_candidates import FIX_THREAD_CAP
     from pipediag.bench.whatif import ForTraining, verify_fixes
+    from pipediag.report.fixes import FIX_THREAD_CAP
 
     ds = (
         tf.data.Dataset.range(10_000)

@@ -110,8 +110,8 @@ def test_copies_do_not_fill_the_users_memory_cache() -> None:
 
 
 def test_file_cache_not_on_disk_is_bypassed_and_never_written(tmp_path: Path) -> None:
-    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.whatif import verify_fixes
+    from pipediag.report.fixes import FIX_PARALLEL_MAP
 
     tf = _tf()
     ds = (
@@ -147,8 +147,8 @@ def test_the_users_shuffle_order_is_unchanged_by_the_trials() -> None:
 
 
 def test_no_verify_lists_candidates_without_running() -> None:
-    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.whatif import list_fixes
+    from pipediag.report.fixes import FIX_PARALLEL_MAP
 
     trials = list_fixes(pipelines.sequential_map())
 
@@ -171,9 +171,9 @@ def test_a_failing_rewrite_is_reported_not_raised(monkeypatch: pytest.MonkeyPatc
 
 
 def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
-    from pipediag.bench.fix_candidates import FIX_CACHE
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.whatif import verify_fixes
+    from pipediag.report.fixes import FIX_CACHE
 
     ds = pipelines.uncached_prefix()
     stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
@@ -189,9 +189,9 @@ def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
 
 
 def test_a_file_source_of_unknown_length_is_counted_for_its_cache(tmp_path: Path) -> None:
-    from pipediag.bench.fix_candidates import FIX_CACHE
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.whatif import verify_fixes
+    from pipediag.report.fixes import FIX_CACHE
 
     tf = _tf()
     # GIVEN 400 records in a TFRecord file, decoded by the costly map: tf.data cannot tell
@@ -218,10 +218,10 @@ def test_a_file_source_of_unknown_length_is_counted_for_its_cache(tmp_path: Path
 
 
 def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
-    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.interleaved import MIN_ROUNDS, STOP_GAIN
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.whatif import verify_fixes
+    from pipediag.report.fixes import FIX_PARALLEL_MAP
 
     ds = pipelines.sequential_map()
     stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
@@ -316,9 +316,9 @@ def test_an_elementwise_function_passes_the_check() -> None:
 
 
 def test_cheap_elementwise_map_is_verified_much_faster_vectorised() -> None:
-    from pipediag.bench.fix_candidates import FIX_VECTORIZE
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.whatif import verify_fixes
+    from pipediag.report.fixes import FIX_VECTORIZE
 
     ds = pipelines.per_element_map()
     stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
@@ -360,9 +360,9 @@ def _fake_sides(monkeypatch: pytest.MonkeyPatch, clock: Any, variant_rates: list
 def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.interleaved import MIN_ROUNDS, STOP_BUDGET
     from pipediag.bench.whatif import verify_fixes
+    from pipediag.report.fixes import FIX_PARALLEL_MAP
     from pipediag.testing import FakeClock
 
     clock = FakeClock()
@@ -385,9 +385,9 @@ def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
 def test_a_clear_trial_stops_early_and_records_its_interval(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.interleaved import MIN_ROUNDS, PIPELINE_SLICES, STOP_GAIN
     from pipediag.bench.whatif import verify_fixes
+    from pipediag.report.fixes import FIX_PARALLEL_MAP
     from pipediag.testing import FakeClock
 
     clock = FakeClock()
@@ -408,8 +408,8 @@ def test_a_clear_trial_stops_early_and_records_its_interval(
 
 
 def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:
-    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.whatif import verify_fixes
+    from pipediag.report.fixes import FIX_PARALLEL_MAP
     from pipediag.testing import FakeClock
 
     clock = FakeClock()
@@ -429,8 +429,8 @@ def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:
 def test_every_fix_built_and_timed_is_kept_even_a_slower_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipediag.bench.fix_candidates import FIX_PARALLEL_MAP
     from pipediag.bench.whatif import FixPipelines, ForTraining, verify_fixes
+    from pipediag.report.fixes import FIX_PARALLEL_MAP
     from pipediag.testing import FakeClock
 
     clock = FakeClock()

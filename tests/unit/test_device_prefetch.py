@@ -5,12 +5,16 @@ it is a candidate, that the search on training tries it, and the code it writes 
 from __future__ import annotations
 
 from pipediag.analysis.pipeline_code import rewritten_chain
-from pipediag.bench.rewrite_candidates import KIND_COPY_TO_DEVICE, device_prefetch_candidate
+from pipediag.bench.fix_candidates import KIND_COPY_TO_DEVICE, device_prefetch_candidate
 from pipediag.bench.whatif import FixPipelines
-from pipediag.report.fixes import DEVICE_PREFETCH_TEXT, fix_words
+from pipediag.report.fixes import (
+    DEVICE_PREFETCH_TEXT,
+    FIX_DEVICE_PREFETCH,
+    FIX_THREAD_CAP,
+    fix_words,
+)
 from pipediag.report.model import StageStats
 from pipediag.report.prescription import StageChange
-from pipediag.report.vocabulary import FIX_DEVICE_PREFETCH, FIX_THREAD_CAP
 from pipediag.training.prescription import bounded_out
 
 

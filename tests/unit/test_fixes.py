@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import get_args
 
+import pipediag
 from pipediag.bench.compose import _edit_rank
-from pipediag.report.fixes import FIXES, fix_facts, fix_words
-from pipediag.report.vocabulary import (
+from pipediag.report import fixes
+from pipediag.report.fixes import (
     FIX_CACHE,
     FIX_DEVICE_PREFETCH,
     FIX_HOIST_CACHE,
@@ -15,8 +18,11 @@ from pipediag.report.vocabulary import (
     FIX_PARALLEL_MAP,
     FIX_PREFETCH,
     FIX_VECTORIZE,
-    FixName,
+    FIXES,
+    fix_facts,
+    fix_words,
 )
+from pipediag.report.vocabulary import FixName
 
 
 def test_every_fix_the_report_may_name_has_one_record() -> None:
@@ -54,3 +60,21 @@ def test_an_unknown_fix_is_named_by_its_id_and_has_no_facts() -> None:
     assert fix_words("from-a-later-version") == "from-a-later-version"
     assert facts.edit_rank is None and facts.option_line is None and facts.semantics is None
     assert not facts.caches and not facts.stage_work and facts.last_line is None
+
+
+def test_each_fix_is_written_out_one_way() -> None:
+    # A fix changes the stage lines, or sets an option, or adds a last line: never two, and
+    # never none (the code writer would drop it silently).
+    for facts in FIXES.values():
+        ways = [facts.code, facts.option_line, facts.last_line]
+        assert sum(way is not None for way in ways) == 1, facts.name
+
+
+def test_each_fix_id_is_named_in_at_most_three_modules() -> None:
+    # Its record, the candidate that builds it, the rule that proposes it: every other layer
+    # reads the record, so a new fix touches three files.
+    package = Path(pipediag.__file__).parent
+    sources = {p: p.read_text() for p in package.rglob("*.py")}
+    for constant in [name for name in vars(fixes) if name.startswith("FIX_")]:
+        named_in = [p.name for p, text in sources.items() if re.search(rf"\b{constant}\b", text)]
+        assert len(named_in) <= 3, (constant, named_in)

@@ -24,6 +24,7 @@ from pipediag.renderers.png.suggestions import (
 )
 from pipediag.renderers.prescription_words import REWRITES_HEADING, rewrites_lines
 from pipediag.renderers.text import render_text
+from pipediag.report.fixes import FIX_CACHE, FIX_MAP_FUSION, FIX_PARALLEL_MAP, FIX_PREFETCH
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
@@ -46,7 +47,6 @@ from pipediag.report.model_side import (
     TopOp,
 )
 from pipediag.report.prescription import PrescribedChange, Prescription
-from pipediag.report.vocabulary import FIX_CACHE, FIX_MAP_FUSION, FIX_PARALLEL_MAP, FIX_PREFETCH
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
 PYTHON_GAP = "host: Python (outside TensorFlow's calls)"

@@ -1,0 +1,61 @@
+"""A `from_generator` source read once into arrays, for the rewrite that holds it in memory
+(`FIX_MATERIALISE`): bounded in time and size, the user's random states put back."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pipediag.bench import cache_sizing
+from pipediag.bench.isolate import kept_random_states
+
+# Reading a generator's epoch to hold it stops past this long: the time a cache may take to
+# fill (`candidate.CACHE_FILL_MAX_S`), so a trial is not spent waiting for Python.
+GENERATOR_READ_MAX_S = 3.0
+# And past this size: the elements become constants of a GraphDef, a protobuf capped at 2 GiB.
+GENERATOR_MAX_BYTES = 1 << 30
+_TFRECORD_ROUTE = (
+    "write its elements once to TFRecord files (tf.io.TFRecordWriter) and read them with "
+    "tf.data.TFRecordDataset"
+)
+
+
+def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, str | None]:
+    """One epoch of the generator as one stacked array per component, or why not. Python's
+    and NumPy's global random states are put back: the user's own epochs draw the numbers
+    they would have drawn."""
+    import numpy as np
+    import tensorflow as tf
+
+    components = tf.nest.flatten(spec)
+    if not all(isinstance(c, tf.TensorSpec) for c in components):
+        return None, f"its elements are ragged or sparse: {_TFRECORD_ROUTE}"
+    available = cache_sizing.available_memory_bytes()
+    limit = GENERATOR_MAX_BYTES
+    if available is not None:
+        limit = min(limit, int(cache_sizing.CACHE_MAX_MEMORY_SHARE * available))
+    columns: list[list[Any]] = [[] for _ in components]
+    used = 0
+    began = time.perf_counter()
+    try:
+        with kept_random_states():
+            for element in generator():
+                values = [np.asarray(v) for v in tf.nest.flatten(element)]
+                used += sum(v.nbytes for v in values)
+                if used > limit:
+                    return None, f"one epoch does not fit in memory: {_TFRECORD_ROUTE}"
+                if time.perf_counter() - began > GENERATOR_READ_MAX_S:
+                    return None, (
+                        f"one epoch takes over {GENERATOR_READ_MAX_S:.0f} s to read, or never "
+                        f"ends: not held here; {_TFRECORD_ROUTE}"
+                    )
+                for column, value, component in zip(columns, values, components, strict=True):
+                    column.append(value.astype(component.dtype.as_numpy_dtype, copy=False))
+    except Exception as exc:
+        return None, f"the generator failed when read ({type(exc).__name__}: {exc})"
+    if not columns or not columns[0]:
+        return None, "the generator yielded nothing"
+    try:
+        return [np.stack(column) for column in columns], None
+    except ValueError:
+        return None, f"its elements differ in shape: {_TFRECORD_ROUTE}"
