@@ -47,10 +47,11 @@ from pipediag.timeline import StepTimeline
 if TYPE_CHECKING:
     from pipediag.report.model_side import ModelTrial
     from pipediag.training.alternation import FitAlternation
-    from pipediag.training.budget import BudgetServer, CachedBatch, Concluded, Held, Tried
+    from pipediag.training.budget import BudgetServer, CachedBatch, LoopResults
     from pipediag.training.compute_alone import StepAlone
     from pipediag.training.function_loop import TrainCalls
     from pipediag.training.loop_profile import OpsFound, Profiler
+    from pipediag.training.loop_xla import LoopStep
 
 # A multi-worker loop's blocks: a fixed size, whatever each worker's own timing says.
 LOCKSTEP_BLOCK_STEPS = 16
@@ -206,14 +207,14 @@ class Conclusion:
     def serve_loop(
         self,
         cached: CachedBatch,
+        step: LoopStep | str | None,
         *,
         origin: float,
-        concluded: Concluded,
-        tried: Tried,
-        held: Held | None = None,
+        results: LoopResults,
     ) -> BudgetServer | None:
         """What serves a custom loop at its step budget (`training/budget.py`), or None
-        with no batch kept or no measured step to size it by.
+        with no batch kept or no measured step to size it by. `step`: the train step the
+        loop calls once a step, or why none was found.
 
         Its first training block is served too, not read from the measured steps: those ran
         under the watch on the script's functions that looks for the train step, and their
@@ -225,7 +226,7 @@ class Conclusion:
             return None
         from pipediag.bench import teardown
         from pipediag.training.alternation import LOCKSTEP_ROUNDS, Alternation, block_steps_for
-        from pipediag.training.budget import BudgetServer
+        from pipediag.training.budget import AlternatedBlocks, BudgetServer, Serving, loop_plans
         from pipediag.training.jax_sync import device_sync, synced_step_s
 
         sync = device_sync()
@@ -243,23 +244,11 @@ class Conclusion:
             whole_blocks=sync is not None,
             scale=alternation_scale(self._config.measured_steps),
         )
-        return BudgetServer(
-            cached,
-            alternation,
-            clock=self._clock,
-            origin=origin,
-            step_s=step_s,
-            lockstep=self._lockstep,
-            phase=self._say.phase,
-            concluded=concluded,
-            tried=tried,
-            teardown=teardown.SHARED,
-            held=held,
-            sync=sync,
-            model_tried=self._loop_model_tried,
-            ops_profiled=self._loop_ops_profiled,
-            profiler=_quiet_profiler,
+        blocks = AlternatedBlocks(
+            cached, alternation, clock=self._clock, sync=sync, lockstep=self._lockstep
         )
+        serving = Serving(self._clock, step_s, self._say.phase, teardown.SHARED, _quiet_profiler)
+        return BudgetServer(loop_plans(blocks, step, serving, results))
 
     # -- after the measured steps ------------------------------------------------------
 
@@ -408,7 +397,7 @@ class Conclusion:
             return
         self.loop_model_s = self._config.deep_seconds * MODEL_SIDE_SHARE
 
-    def _loop_ops_profiled(self, found: OpsFound, began: float) -> None:
+    def loop_ops_profiled(self, found: OpsFound, began: float) -> None:
         """The profiler window over the loop's own steps is over: where the step's time
         goes joins compute alone (`training/loop_profile.py`)."""
         now = self._clock.now()
@@ -423,7 +412,7 @@ class Conclusion:
                 model_side_s=alone.model_side_s + now - began,
             )
 
-    def _loop_model_tried(self, trial: ModelTrial, began: float) -> None:
+    def loop_model_tried(self, trial: ModelTrial, began: float) -> None:
         """XLA on the loop's own train step is over: its trial joins compute alone."""
         now = self._clock.now()
         self._say.add_phase("model_side", began, now)

@@ -46,10 +46,13 @@ from pipediag.timeline import StepTimeline
 if TYPE_CHECKING:
     from pipediag.hooks import InstalledHooks
     from pipediag.hooks.keras_fit import FitTracker
+    from pipediag.report.model_side import ModelTrial
     from pipediag.samplers import GpuSampler, HostSampler
     from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer, CachedBatch, LoopWork
     from pipediag.training.function_loop import TrainCalls
+    from pipediag.training.loop_profile import OpsFound
+    from pipediag.training.loop_xla import LoopStep
     from pipediag.training.prescription import PipelineSearch
     from pipediag.training.stage_cost import Searched
     from pipediag.watch.watcher import Watcher
@@ -394,27 +397,24 @@ class DiagnosticSession:
         overhead = found.fit_overhead_s()
         return Seen(found.style, found.dataset, found.model, found.batch, overhead, found.calls)
 
-    def loop_at_budget(self, cached: CachedBatch) -> BudgetServer | None:
-        """What serves a custom loop's pulls at its budget; None: nothing to (concluded here)."""
-        server = self.conclusion.serve_loop(
-            cached,
-            origin=self.origin,
-            concluded=self._loop_concluded,
-            tried=self._loop_tried,
-            held=self._loop_held,
-        )
+    def loop_at_budget(
+        self, cached: CachedBatch, step: LoopStep | str | None
+    ) -> BudgetServer | None:
+        """What serves a custom loop's pulls at its budget (the session takes what each of
+        its plans measured, `LoopResults`); None: nothing to (concluded here)."""
+        server = self.conclusion.serve_loop(cached, step, origin=self.origin, results=self)
         if server is None:
             self.conclude()
         return server
 
-    def _loop_concluded(self, result: ComputeAlone) -> LoopWork:
+    def loop_concluded(self, result: ComputeAlone) -> LoopWork:
         """The loop's compute-alone run is over: on the phase list, then the conclusion."""
         if result.start_s is not None:
             began = self.origin + result.start_s
             self.add_phase("compute_alone", began, began + result.duration_s)
         return self._conclude(result, loop_serving=True)
 
-    def _loop_tried(self, search: PipelineSearch, began: float) -> None:
+    def loop_tried(self, search: PipelineSearch, began: float) -> None:
         """The loop's rewrites' search is over: its trials' results and the prescription
         join the pipeline."""
         self.add_phase("training_trial", began, self.clock.now())
@@ -424,7 +424,7 @@ class DiagnosticSession:
 
         self.pipeline = with_prescription(self.pipeline, search, ceiling=ceiling)
 
-    def _loop_held(self, searched: Searched, began: float) -> None:
+    def loop_held(self, searched: Searched, began: float) -> None:
         """The loop's stage holds are over: each held stage's speedup joins the pipeline's
         stages, as under fit (docs/design.md, "Stage costs on training")."""
         from pipediag.training.stage_cost import with_freed
@@ -432,6 +432,12 @@ class DiagnosticSession:
         self.add_phase("stage_holds", began, self.clock.now())
         stages = with_freed(self.pipeline.stages, searched)
         self.pipeline = dataclasses.replace(self.pipeline, stages=stages)
+
+    def loop_ops_profiled(self, found: OpsFound, began: float) -> None:
+        self.conclusion.loop_ops_profiled(found, began)
+
+    def loop_model_tried(self, trial: ModelTrial, began: float) -> None:
+        self.conclusion.loop_model_tried(trial, began)
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""

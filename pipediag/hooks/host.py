@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer, CachedBatch
     from pipediag.training.function_loop import TrainCalls
+    from pipediag.training.loop_xla import LoopStep
 
 
 class HookGate:
@@ -108,8 +109,11 @@ class HookHost(Protocol):
         callback then hands it fit's next steps), or None (conclude at once). `steps_left`:
         fit's steps after this one, where known, which bound the blocks."""
 
-    def loop_at_budget(self, cached: CachedBatch) -> BudgetServer | None:
-        """A custom loop at its budget: what serves its next pulls, or None (concluded)."""
+    def loop_at_budget(
+        self, cached: CachedBatch, step: LoopStep | str | None
+    ) -> BudgetServer | None:
+        """A custom loop at its budget: what serves its next pulls, or None (concluded).
+        `step`: the train step the loop calls once a step, or why none was found."""
 
     # -- what the user reads --
     def note(self, message: str) -> None:

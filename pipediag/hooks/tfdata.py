@@ -293,11 +293,10 @@ class CustomLoopTracker:
         last, self._last_batch = self._last_batch, None
         self.step_calls.stop()
         self._budget = self._session.loop_at_budget(
-            CachedBatch(last, self._cached_pull(last, fetch))
+            CachedBatch(last, self._cached_pull(last, fetch)), self.step_calls.train_step()
         )
         if self._budget is None:
             raise StepBudgetReached
-        self._budget.found_step(self.step_calls.train_step())
         return self._serve_budget(iterator, fetch)
 
     def _cached_pull(self, batch: Any, fetch: Callable[[Any], Any]) -> Callable[[], object] | None:

@@ -6,6 +6,7 @@ import dataclasses
 import math
 
 import pytest
+from loop_serving import RecordedResults, loop_server
 
 from pipediag.analysis.alternation import (
     block_of,
@@ -16,7 +17,6 @@ from pipediag.analysis.alternation import (
 )
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
-from pipediag.bench.teardown import TearDown
 from pipediag.report.model import ComputeAlone, FixTrial, RateBlock
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK
 from pipediag.testing import FakeClock
@@ -27,7 +27,7 @@ from pipediag.training.alternation import (
     Alternation,
     block_steps_for,
 )
-from pipediag.training.budget import PULL, BudgetServer, CachedBatch, LoopWork
+from pipediag.training.budget import PULL, BudgetServer, CachedBatch
 from pipediag.training.prescription import with_training_results
 
 
@@ -233,22 +233,9 @@ def _server(
     cached: CachedBatch | None = None,
     lead_step_s: float = 0.02,
 ) -> BudgetServer:
-    def conclude(result: ComputeAlone) -> LoopWork:
-        concluded.append(result)
-        return LoopWork()
-
-    return BudgetServer(
-        cached or CachedBatch("cached"),
-        Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [lead_step_s] * 4)),
-        clock=clock,
-        origin=0.0,
-        step_s=0.01,
-        lockstep=False,
-        phase=lambda *args, **kwargs: None,
-        concluded=conclude,
-        tried=lambda results, began: None,
-        teardown=TearDown(),
-    )
+    alternation = Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [lead_step_s] * 4))
+    results = RecordedResults(concluded=concluded)
+    return loop_server(clock, results, cached=cached, alternation=alternation)
 
 
 def test_a_loop_at_its_budget_is_served_the_cached_batch_and_its_own_pulls_in_turn() -> None:

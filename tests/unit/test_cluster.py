@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from loop_serving import RecordedResults, loop_server
 from multiworker_jobs import tf_config
 
-from pipediag.bench.teardown import TearDown
 from pipediag.cluster import task_from_env, task_out_dir
 from pipediag.config import RunConfig
 from pipediag.errors import UsageError
@@ -19,7 +19,7 @@ from pipediag.report.model import ExitInfo, TaskInfo
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
 from pipediag.training.alternation import LOCKSTEP_ROUNDS, WARMUP_STEPS, Alternation
-from pipediag.training.budget import BudgetServer, CachedBatch, LoopWork
+from pipediag.training.budget import CachedBatch
 
 # -- TF_CONFIG ------------------------------------------------------------------------------
 
@@ -116,23 +116,19 @@ def _pulls_served(*, lockstep: bool, step_s: Callable[[int], float]) -> int:
     """Pulls a loop makes at its budget until the alternation ends it, each step taking
     `step_s(pull)` on a fake clock."""
     clock = FakeClock()
-    server = BudgetServer(
-        CachedBatch("batch"),
-        Alternation(
-            clock=clock,
-            origin=0.0,
-            block_steps=5,
-            lead=(0.0, [0.01] * 5),
-            fixed_rounds=LOCKSTEP_ROUNDS if lockstep else None,
-        ),
+    alternation = Alternation(
         clock=clock,
         origin=0.0,
-        step_s=0.01,
+        block_steps=5,
+        lead=(0.0, [0.01] * 5),
+        fixed_rounds=LOCKSTEP_ROUNDS if lockstep else None,
+    )
+    server = loop_server(
+        clock,
+        RecordedResults(),
+        cached=CachedBatch("batch"),
+        alternation=alternation,
         lockstep=lockstep,
-        phase=lambda *a, **k: None,
-        concluded=lambda result: LoopWork(),
-        tried=lambda results, began: None,
-        teardown=TearDown(),
     )
     pulls = 0
     while server.next_batch() is not None:

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from loop_serving import RecordedResults, loop_server
+
 from pipediag.analysis.op_time import OpEvent, ProfiledWindow
-from pipediag.bench.teardown import TearDown
 from pipediag.conclusion import Conclusion
 from pipediag.config import RunConfig
 from pipediag.report.model import ComputeAlone
-from pipediag.report.model_side import HOST_GAP, OP_TYPE, ModelTrial
+from pipediag.report.model_side import HOST_GAP, OP_TYPE
 from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
-from pipediag.training.alternation import Alternation
-from pipediag.training.budget import BudgetServer, CachedBatch, LoopWork
+from pipediag.training.budget import LoopWork
 from pipediag.training.loop_profile import LOOP_STOPPED, LoopProfile, OpsFound, keras_layer_names
 
 STEP_S = 0.01
@@ -131,35 +131,20 @@ def test_the_budget_server_profiles_before_xla_and_the_reading_reaches_compute_a
         lockstep=False,
     )
     conclusion.compute_alone = ComputeAlone(measured=True)
-    order: list[str] = []
 
-    def profiled(found: OpsFound, began: float) -> None:
-        order.append("profiled")
-        conclusion._loop_ops_profiled(found, began)
+    class ToConclusion(RecordedResults):
+        def loop_ops_profiled(self, found: OpsFound, began: float) -> None:
+            super().loop_ops_profiled(found, began)
+            conclusion.loop_ops_profiled(found, began)
 
-    def tried(trial: ModelTrial, began: float) -> None:
-        order.append("xla")
-
-    server = BudgetServer(
-        CachedBatch("cached"),
-        Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
-        clock=clock,
-        origin=0.0,
-        step_s=STEP_S,
-        lockstep=False,
-        phase=lambda *args, **kwargs: None,
-        concluded=lambda result: LoopWork(model_s=2.0),
-        tried=lambda results, began: None,
-        teardown=TearDown(),
-        model_tried=tried,
-        ops_profiled=profiled,
-        profiler=lambda: profiler,
+    results = ToConclusion(work=LoopWork(model_s=2.0))
+    server = loop_server(
+        clock, results, step_s=STEP_S, step="the step runs eagerly", profiler=profiler
     )
-    server.found_step("the step runs eagerly")
     while server.next_batch() is not None:
         clock.advance(STEP_S)
     server.finish()
-    assert order == ["profiled", "xla"]
+    assert results.order == ["concluded", "profiled", "xla"]
     alone = conclusion.compute_alone
     assert alone is not None and alone.top_ops and alone.top_ops_reason is None
     assert profiler.read_with is not None and profiler.read_with[0] == 5

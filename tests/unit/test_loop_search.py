@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from loop_serving import RecordedResults, loop_server
 
 from pipediag.bench.hold import HOLD, Holdable
 from pipediag.bench.interleaved import Rounds
@@ -15,8 +16,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import StageStats
 from pipediag.testing import FakeClock
-from pipediag.training.alternation import Alternation
-from pipediag.training.budget import PULL, BudgetServer, CachedBatch, LoopWork
+from pipediag.training.budget import PULL, BudgetServer, LoopWork
 from pipediag.training.loop_search import HoldPlan, LoopSearch
 from pipediag.training.stage_cost import (
     Searched,
@@ -93,19 +93,7 @@ def test_a_loop_served_the_held_copies_finds_the_jump_by_bisection() -> None:
 
 
 def _server(clock: FakeClock, work: LoopWork, held: list[Searched]) -> BudgetServer:
-    return BudgetServer(
-        CachedBatch("cached"),
-        Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
-        clock=clock,
-        origin=0.0,
-        step_s=STEP_S,
-        lockstep=False,
-        phase=lambda *args, **kwargs: None,
-        concluded=lambda result: work,
-        tried=lambda results, began: None,
-        teardown=TearDown(),
-        held=lambda searched, began: held.append(searched),
-    )
+    return loop_server(clock, RecordedResults(work=work, held=held), step_s=STEP_S)
 
 
 def _drive(server: BudgetServer, clock: FakeClock, limit: int = 100_000) -> int:
@@ -136,6 +124,21 @@ def test_a_loop_that_stops_during_the_holds_reports_what_it_measured() -> None:
     server.finish()
     (found,) = held
     assert copies.held == [3] and found.jump is None
+
+
+def test_a_loop_that_stops_during_the_alternation_is_concluded_and_served_nothing_more() -> None:
+    # GIVEN holds and the model side to follow the alternation
+    clock = FakeClock()
+    copies = _Copies(clock)
+    results = RecordedResults(work=LoopWork(holds=_plan(copies, 12.0), model_s=2.0))
+    server = loop_server(clock, results, step_s=STEP_S)
+    _drive(server, clock, limit=5)
+    # WHEN the script ends during the alternation (and the hook says so twice)
+    server.finish()
+    server.finish()
+    # THEN the alternation's blocks so far are handed on once, and nothing else starts
+    assert results.order == ["concluded"] and copies.held == []
+    assert server.next_batch() is None
 
 
 def test_no_holds_without_a_plan() -> None:
@@ -221,19 +224,9 @@ def test_a_loop_is_served_the_holds_then_the_rewrites_bounded_by_them() -> None:
     plan = SearchPlan(None, rewrites, stages, until_s=clock.now() + 30, compose=compose)
     held: list[Searched] = []
     searched: list[PipelineSearch] = []
-    server = BudgetServer(
-        CachedBatch("cached"),
-        Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
-        clock=clock,
-        origin=0.0,
-        step_s=STEP_S,
-        lockstep=False,
-        phase=lambda *args, **kwargs: None,
-        concluded=lambda result: LoopWork(holds=_plan(copies, 12.0), search=plan),
-        tried=lambda search, began: searched.append(search),
-        teardown=TearDown(),
-        held=lambda found, began: held.append(found),
-    )
+    work = LoopWork(holds=_plan(copies, 12.0), search=plan)
+    results = RecordedResults(work=work, held=held, tried=searched)
+    server = loop_server(clock, results, step_s=STEP_S)
     # WHEN the loop pulls until it is told to stop
     _drive(server, clock)
     server.finish()

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pipediag.bench.teardown import TearDown
+from loop_serving import RecordedResults, loop_server
+
 from pipediag.hooks.step_calls import NO_FUNCTION, StepCalls, definition_site
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
 from pipediag.testing import FakeClock
-from pipediag.training.alternation import Alternation
-from pipediag.training.budget import BudgetServer, CachedBatch, LoopWork
+from pipediag.training.budget import LoopWork
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
 
 
@@ -223,26 +223,10 @@ def test_a_step_already_under_xla_is_not_tried() -> None:
 
 def test_the_budget_server_reports_why_no_step_was_tried_once_the_rewrites_are_over() -> None:
     clock = FakeClock()
-    tried: list[ModelTrial] = []
-
-    def conclude(result: ComputeAlone) -> LoopWork:
-        return LoopWork(model_s=2.0)
-
-    server = BudgetServer(
-        CachedBatch("cached"),
-        Alternation(clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4)),
-        clock=clock,
-        origin=0.0,
-        step_s=0.01,
-        lockstep=False,
-        phase=lambda *args, **kwargs: None,
-        concluded=conclude,
-        tried=lambda results, began: None,
-        teardown=TearDown(),
-        model_tried=lambda trial, began: tried.append(trial),
-    )
-    server.found_step(NO_FUNCTION)
+    results = RecordedResults(work=LoopWork(model_s=2.0))
+    server = loop_server(clock, results, step=NO_FUNCTION)
     while server.next_batch() is not None:
         clock.advance(0.01)
     server.finish()
+    tried = results.model_trials
     assert [t.reason for t in tried] == [NO_FUNCTION]
