@@ -183,9 +183,9 @@ def judge(
     each epoch's start-up, in XProf's bands.
     """
     timed = [s for s in train.steps if s.label in (INPUT_BOUND, COMPUTE_BOUND)]
-    if not timed and _in_alternation(train, compute_alone):
+    if not timed and _waits_untimed_with_t(train, compute_alone):
         # Waits not timed (the pulls run inside a tf.function): the cost is read from the
-        # alternation's rates alone.
+        # rates alone, A against T (in alternation, or in one piece: "too short to tell").
         timed = [s for s in train.steps if s.label == UNKNOWN]
     if not timed:
         return Verdict(no_verdict_because=no_verdict_reason(train))
@@ -268,12 +268,13 @@ def judge(
     )
 
 
-def _in_alternation(train: TrainSection, compute_alone: ComputeAlone | None) -> bool:
-    """Steps whose waits were never timed, measured in alternation with the step alone."""
+def _waits_untimed_with_t(train: TrainSection, compute_alone: ComputeAlone | None) -> bool:
+    """Steps whose waits were never timed, with the step alone measured (in alternation
+    with them, or in one piece)."""
     return (
         train.input_wait_source == WAIT_UNAVAILABLE
         and compute_alone is not None
-        and bool(compute_alone.blocks)
+        and compute_alone.measured
     )
 
 

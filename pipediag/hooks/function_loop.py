@@ -2,9 +2,10 @@
 
 A hook (`hooks/`): such a loop pulls in the graph, where no iterator hook runs, so
 `Function.__call__` (wrapped by `hooks/step_calls.py`) hands every eager call of a script's
-own `tf.function` here until training is found. A call given an iterator whose optimizer
-step counter moves (`training/function_loop.py::step_counter`) trains; each later call is
-timed as that many steps. Method: (docs/design.md, "Loops that pull inside a tf.function").
+own `tf.function` here until training is found. A call given an iterator (or a dataset it
+iterates) whose optimizer step counter moves (`training/function_loop.py::step_counter`)
+trains; each later call is timed as that many steps. Method: (docs/design.md, "Loops that
+pull inside a tf.function").
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ _NO_COUNTER = -1
 
 
 class FunctionLoopTracker:
-    """Finds the tf.function that trains on an iterator it is given, and times its calls.
+    """Finds the tf.function that trains on an iterator or a dataset it is given, and times
+    its calls.
 
     `watching` is cleared once the session diagnoses training some other way; `call` then
     is never reached. `on_found` runs once training is found (the eager loop hook stops
@@ -34,10 +36,10 @@ class FunctionLoopTracker:
         self._session = session
         self._on_found = on_found
         self.watching = True
-        self._iterator_types: tuple[type, ...] | None = None
+        self._data_types: tuple[type, ...] | None = None
         self._counts: dict[int, tuple[weakref.ref[Any], Any, int]] = {}
         self.train: TrainCalls | None = None
-        self._iterator: weakref.ref[Any] | None = None
+        self._fed: weakref.ref[Any] | None = None
         self._count = 0
         self._epoch = -1
         self._alternation: Any = None
@@ -54,18 +56,21 @@ class FunctionLoopTracker:
         if self._session.style != NO_TRAINING:
             self.watching = False
             return call(function, *args, **kwargs)
-        slot = self._iterator_slot(args, kwargs)
+        slot = self._data_slot(args, kwargs)
         if slot is None:
             return call(function, *args, **kwargs)
         return self._probe(function, call, slot, args, kwargs)
 
-    def _iterator_slot(self, args: Any, kwargs: Any) -> int | str | None:
-        types = self._iterator_types
+    def _data_slot(self, args: Any, kwargs: Any) -> int | str | None:
+        """Where among the arguments the call is given an iterator over its data, or a
+        dataset it iterates; None where it is given neither."""
+        types = self._data_types
         if types is None:
+            import tensorflow as tf
             from tensorflow.python.data.ops.iterator_ops import OwnedIterator
             from tensorflow.python.distribute.input_lib import DistributedIteratorBase
 
-            types = self._iterator_types = (OwnedIterator, DistributedIteratorBase)
+            types = self._data_types = (OwnedIterator, DistributedIteratorBase, tf.data.Dataset)
         for position, value in enumerate(args):
             if isinstance(value, types):
                 return position
@@ -93,8 +98,8 @@ class FunctionLoopTracker:
                 self.seen.append(
                     _seen_text(
                         function,
-                        "with an iterator over its data, but the function steps no optimizer "
-                        "with a step counter (Keras' `iterations`)",
+                        "takes the data it trains on, but steps no optimizer with a step "
+                        "counter (Keras' `iterations`)",
                     )
                 )
             return result
@@ -136,16 +141,16 @@ class FunctionLoopTracker:
             "are not measured"
         )
         session.train_calls(train)
-        dataset = iterator_dataset(train.iterator())
+        dataset = iterator_dataset(train.fed())
         if dataset is not None:
             session.benchmark_pipeline(dataset)
 
     def _timed(self, train: TrainCalls, args: Any, kwargs: Any) -> Any:
         session = self._session
         train.args, train.kwargs = tuple(args), dict(kwargs)
-        iterator = train.iterator()
-        if self._iterator is None or self._iterator() is not iterator:
-            self._iterator = weakref.ref(iterator)
+        fed = train.fed()
+        if train.passes_per_call() or self._fed is None or self._fed() is not fed:
+            self._fed = weakref.ref(fed)
             self._epoch += 1
             if self._alternation is not None:
                 self._alternation.skip_step()

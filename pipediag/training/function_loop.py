@@ -3,8 +3,9 @@
 Part of `training/`: the call is the unit timed, and the optimizer's step counter says how
 many steps it ran. `TrainCalls` is the function found training and what it was last called
 with; its `step_alone` runs it on an iterator over the cached batch of the user's kind and
-element spec (so the traced graph is reused), every captured variable put back after each
-block. Method: (docs/design.md, "Loops that pull inside a tf.function").
+element spec, or on a dataset of as many copies of that batch as a call's steps, so the
+traced graph is reused; every captured variable is put back after each block. Method:
+(docs/design.md, "Loops that pull inside a tf.function").
 """
 
 from __future__ import annotations
@@ -34,23 +35,34 @@ def step_counter(function: Any) -> Any | None:
     return None
 
 
-def iterator_dataset(iterator: Any) -> Any | None:
-    """The dataset a tf.data or tf.distribute iterator reads (a distributed iterator's first
-    worker's, which is what each of its replicas is fed from), or None."""
-    workers = getattr(iterator, "_iterators", None)
+def iterator_dataset(fed: Any) -> Any | None:
+    """The dataset a training function is fed: a tf.data dataset itself, or the one a tf.data
+    or tf.distribute iterator reads (a distributed iterator's first worker's, which is what
+    each of its replicas is fed from); None where unknown."""
+    if is_dataset(fed):
+        return fed
+    workers = getattr(fed, "_iterators", None)
     if workers:
         return getattr(workers[0], "_dataset", None)
-    return getattr(iterator, "_dataset", None)
+    return getattr(fed, "_dataset", None)
+
+
+def is_dataset(value: Any) -> bool:
+    """A tf.data dataset (which a function iterates from its start at each call)."""
+    import tensorflow as tf
+
+    return isinstance(value, tf.data.Dataset)
 
 
 @dataclass
 class TrainCalls:
-    """The tf.function that trains, pulling from the iterator at `slot` of its arguments.
+    """The tf.function that trains, pulling from the iterator (or iterating the dataset) at
+    `slot` of its arguments.
 
     Attributes:
         function: the `tf.function` (a polymorphic `Function`).
         call: `Function.__call__` as TensorFlow defines it (pipediag's wrapper bypassed).
-        slot: the iterator's position among the arguments, or its keyword.
+        slot: the iterator's or the dataset's position among the arguments, or its keyword.
         counter: the optimizer's step counter the function captures.
         name: the function's name; `where`: `file.py:line` where the script defines it.
         steps_per_call: the steps the last call ran.
@@ -66,8 +78,13 @@ class TrainCalls:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    def iterator(self) -> Any:
+    def fed(self) -> Any:
+        """The iterator or the dataset the last call was given."""
         return self.args[self.slot] if isinstance(self.slot, int) else self.kwargs[self.slot]
+
+    def passes_per_call(self) -> bool:
+        """Each call iterates a dataset from its start: one pass over the data a call."""
+        return is_dataset(self.fed())
 
     def count(self) -> int:
         """The counter's value; reading it waits for the call's work to end."""
@@ -83,7 +100,7 @@ class TrainCalls:
                 f"the training function uses TensorFlow's stateful random op {blocker}, whose "
                 "hidden state extra steps would change"
             )
-        held = held_iterator(self.iterator(), batch)
+        held = held_feed(self.fed(), batch, self.steps_per_call)
         if isinstance(held, str):
             return held
         args, kwargs = list(self.args), dict(self.kwargs)
@@ -134,12 +151,14 @@ class CallStepAlone:
                         return
 
 
-def held_iterator(iterator: Any, batch: Any) -> Any | str:
-    """An iterator over `batch` forever, of the same kind and element spec as `iterator`,
-    or why none can be made."""
+def held_feed(fed: Any, batch: Any, steps_per_call: int) -> Any | str:
+    """What feeds the training function `batch` in place of `fed`: for an iterator, an
+    iterator over `batch` forever, of the same kind and element spec; for a dataset, a
+    dataset of `steps_per_call` copies of it, so each call runs as many steps as the
+    script's. Or why none can be made."""
     import tensorflow as tf
 
-    dataset = iterator_dataset(iterator)
+    dataset = iterator_dataset(fed)
     spec = getattr(dataset, "element_spec", None)
     if spec is None:
         return "the training iterator's dataset cannot be read"
@@ -160,7 +179,9 @@ def held_iterator(iterator: Any, batch: Any) -> Any | str:
     # One batch held in memory, as FastFlow's `take(1).cache().repeat()`: the map runs once,
     # while the cache fills; every later pull is a read from memory.
     held = tf.data.Dataset.from_tensors(batch).map(relaxed).cache().repeat()
-    strategy = getattr(iterator, "_strategy", None)
+    if is_dataset(fed):
+        return held.take(steps_per_call)
+    strategy = getattr(fed, "_strategy", None)
     if strategy is None:
         return iter(held)
     return iter(strategy.distribute_datasets_from_function(lambda _context: held))

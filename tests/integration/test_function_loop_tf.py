@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from pipelines import bands_reached
+from pipelines import bands_reached, input_bound_or_host_busy
 
 import pipediag
 from pipediag.renderers.cost_words import WAITS_NOT_TIMED
@@ -161,3 +161,58 @@ def test_a_function_loop_without_a_step_counter_is_named_with_how_to_get_a_verdi
     assert any(
         "sgd_steps (train.py:" in note and "step counter" in note for note in report.notes
     ), report.notes
+
+
+EPOCH_SCRIPT = """
+import time
+import numpy as np
+import tensorflow as tf
+import keras
+
+def slow_batch(x):
+    time.sleep(0.05)
+    return x
+
+x = np.random.default_rng(0).normal(size=(64, 8)).astype("float32")
+y = np.zeros((64, 1), "float32")
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8).map(
+    lambda a, b: (tf.ensure_shape(tf.py_function(slow_batch, [a], tf.float32), [None, 8]), b))
+model = keras.Sequential([keras.layers.Input((8,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+optimizer = keras.optimizers.SGD(0.01)
+optimizer.build(model.trainable_variables)
+
+@tf.function
+def train_epoch(dataset):
+    for xb, yb in dataset:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(xb) - yb) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+for _ in range(1000):
+    train_epoch(ds)
+raise SystemExit("unreachable: pipediag ends the script after its step budget")
+"""
+
+
+def test_an_epoch_function_that_iterates_its_dataset_argument_is_timed_per_step(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a whole epoch inside one tf.function, `for x in dataset` over the dataset it is
+    # given (8 batches of a map that sleeps 50 ms each, into a tiny model)
+    script = tmp_path / "train.py"
+    script.write_text(EPOCH_SCRIPT)
+    # WHEN diagnosed
+    report = pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
+    # THEN each call is found to run 8 steps, the pipeline is read alone, the function is run
+    # alone on a dataset of the cached batch, and the verdict reads input-bound
+    assert report.complete and report.stop_reason == "step-budget", report.exit
+    assert report.train.style == "custom-loop"
+    assert any(
+        "train_epoch (train.py:" in note and "8 steps a call" in note for note in report.notes
+    ), report.notes
+    assert report.pipeline.batches_per_s == pytest.approx(20, rel=0.4)
+    alone = report.compute_alone
+    assert alone is not None and alone.measured and alone.blocks, alone
+    verdict = report.verdict
+    assert input_bound_or_host_busy(verdict.label, verdict.uncertain_because), verdict

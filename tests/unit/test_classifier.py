@@ -12,6 +12,7 @@ from pipediag.report.model import (
     NO_TRAIN_STEP,
     UNKNOWN,
     WARMUP,
+    ComputeAlone,
     DataPass,
     PipelineBenchmark,
 )
@@ -97,6 +98,28 @@ def test_unmeasured_waits_give_no_verdict_and_say_why() -> None:
     verdict = judge(_train(raw, warmup=1), PIPELINE)
     assert verdict.label == UNKNOWN
     assert verdict.no_verdict_because == NO_VERDICT_WAIT_NOT_MEASURED
+
+
+def test_untimed_waits_with_the_step_alone_timed_in_one_piece_are_judged_from_the_rates() -> None:
+    # GIVEN steps whose pulls ran inside a tf.function (no wait timed), at 2 steps/s, and the
+    # function alone on a cached batch timed once after the script, in one piece
+    raw = [RawStep(100.0 + 0.5 * i, 100.5 + 0.5 * i, None) for i in range(12)]
+    train = build_train_section(
+        raw,
+        origin=100.0,
+        warmup_steps=2,
+        style="custom-loop",
+        input_wait_source="unavailable",
+        skipped_passes=[],
+    )
+    for step_alone_per_s, label in ((2.02, COMPUTE_BOUND), (8.0, INPUT_BOUND)):
+        alone = ComputeAlone(measured=True, steps_per_s=step_alone_per_s)
+        # WHEN judged
+        verdict = judge(train, PIPELINE, compute_alone=alone)
+        # THEN the cost is 1 - A/T, a verdict rather than "no verdict"
+        assert verdict.no_verdict_because == "", verdict
+        assert verdict.input_cost_fraction == pytest.approx(1 - 2.0 / step_alone_per_s, abs=0.01)
+        assert verdict.label == label
 
 
 def test_no_steps_no_training_and_only_warmup_are_told_apart() -> None:
