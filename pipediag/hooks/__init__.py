@@ -55,10 +55,10 @@ def install(session: HookHost) -> InstalledHooks:
     step_calls = StepCalls()
     loop = CustomLoopTracker(session, watch, step_calls)
     fit_patch = FitPatch(fit, session)
-    iterator_patch = IteratorPatch(loop, session)
+    function_loop = FunctionLoopTracker(session, on_found=loop.forget_training)
+    iterator_patch = IteratorPatch(loop, session, on_made=function_loop.iterator_made)
     tape_patch = GradientTapePatch(watch)
     call_site_patch = CallSitePatch()
-    function_loop = FunctionLoopTracker(session, on_found=loop.forget_training)
     function_call_patch = FunctionCallPatch(step_calls, session.gate.bypassed, function_loop)
 
     def on_tensorflow(module: object) -> None:

@@ -12,15 +12,34 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.step_calls import definition_site, function_name, is_framework_function
 from pipediag.report.vocabulary import CUSTOM_LOOP, NO_TRAINING
 from pipediag.timeline import StepBudgetReached
-from pipediag.training.function_loop import TrainCalls, iterator_dataset, step_counter
+from pipediag.training.function_loop import (
+    TrainCalls,
+    captured_iterator,
+    iterator_dataset,
+    step_counter,
+)
 
 _NO_COUNTER = -1
+# Iterators kept known at once before the dead ones are swept (a loop makes one an epoch).
+_MADE_KEPT = 64
+
+
+@dataclass
+class _Candidate:
+    """A tf.function seen given data (or closing over an iterator): its optimizer's step
+    counter, that counter's last value, and the iterator it closes over."""
+
+    function: weakref.ref[Any]
+    counter: Any = None
+    count: int = _NO_COUNTER
+    captured: weakref.ref[Any] | None = None
 
 
 class FunctionLoopTracker:
@@ -37,7 +56,9 @@ class FunctionLoopTracker:
         self._on_found = on_found
         self.watching = True
         self._data_types: tuple[type, ...] | None = None
-        self._counts: dict[int, tuple[weakref.ref[Any], Any, int]] = {}
+        self._counts: dict[int, _Candidate] = {}
+        # The iterators the script made eagerly, by the id of their resource.
+        self._made: dict[int, weakref.ref[Any]] = {}
         self.train: TrainCalls | None = None
         self._fed: weakref.ref[Any] | None = None
         self._count = 0
@@ -57,9 +78,24 @@ class FunctionLoopTracker:
             self.watching = False
             return call(function, *args, **kwargs)
         slot = self._data_slot(args, kwargs)
-        if slot is None:
-            return call(function, *args, **kwargs)
+        if slot is None and not self._made:
+            return call(function, *args, **kwargs)  # no iterator it could close over
         return self._probe(function, call, slot, args, kwargs)
+
+    def iterator_made(self, iterator: Any) -> None:
+        """The script made a tf.data iterator eagerly: known by its resource, for a function
+        that closes over it (`captured_iterator`)."""
+        if self.train is not None or not self.watching:
+            return
+        if len(self._made) > _MADE_KEPT:
+            self._made = {k: v for k, v in self._made.items() if v() is not None}
+        resource = getattr(iterator, "_iterator_resource", None)
+        if resource is not None:
+            self._made[id(resource)] = weakref.ref(iterator)
+
+    def _made_iterator(self, resource_id: int) -> Any | None:
+        known = self._made.get(resource_id)
+        return known() if known is not None else None
 
     def _data_slot(self, args: Any, kwargs: Any) -> int | str | None:
         """Where among the arguments the call is given an iterator over its data, or a
@@ -80,20 +116,39 @@ class FunctionLoopTracker:
         return None
 
     def _probe(
-        self, function: Any, call: Callable[..., Any], slot: int | str, args: Any, kwargs: Any
+        self,
+        function: Any,
+        call: Callable[..., Any],
+        slot: int | str | None,
+        args: Any,
+        kwargs: Any,
     ) -> Any:
-        """A candidate's call: its counter is found after its first (tracing) call; a later
-        call that moves it shows the function trains."""
+        """A candidate's call: its counter (and, given no data, the iterator it closes over)
+        is found after its first (tracing) call; a later call that moves it shows the
+        function trains."""
         known = self._counts.get(id(function))
-        if known is not None and known[0]() is not function:
+        if known is not None and known.function() is not function:
             known = None
         if known is None and is_framework_function(function):
             return call(function, *args, **kwargs)
+        if known is not None and slot is None and known.captured is None:
+            return call(function, *args, **kwargs)  # given no data, and closes over none
         result = call(function, *args, **kwargs)
         if known is None:
+            captured = None
+            if slot is None:
+                captured = captured_iterator(function, self._made_iterator)
+                if captured is None:
+                    self._counts[id(function)] = _Candidate(weakref.ref(function))
+                    return result
             counter = step_counter(function)
             before = int(counter.numpy()) if counter is not None else _NO_COUNTER
-            self._counts[id(function)] = (weakref.ref(function), counter, before)
+            self._counts[id(function)] = _Candidate(
+                weakref.ref(function),
+                counter,
+                before,
+                weakref.ref(captured) if captured is not None else None,
+            )
             if counter is None:
                 self.seen.append(
                     _seen_text(
@@ -103,12 +158,13 @@ class FunctionLoopTracker:
                     )
                 )
             return result
-        _, counter, before = known
+        counter, before = known.counter, known.count
         if counter is None:
             return result
         after = int(counter.numpy())
-        self._counts[id(function)] = (known[0], counter, after)
-        if after > before:
+        known.count = after
+        captured = known.captured() if known.captured is not None else None
+        if after > before and (slot is not None or captured is not None):
             found = TrainCalls(
                 function,
                 call,
@@ -119,6 +175,7 @@ class FunctionLoopTracker:
                 after - before,
                 tuple(args),
                 dict(kwargs),
+                captured,
             )
             self._found(found, after)
         return result
@@ -130,6 +187,7 @@ class FunctionLoopTracker:
             self.watching = False
             return
         self._counts.clear()
+        self._made.clear()
         self.train = train
         self._count = count
         self._on_found()

@@ -375,9 +375,15 @@ class IteratorPatch:
     """Wraps `OwnedIterator._next_internal` and `_create_iterator`; `uninstall` restores the
     originals exactly."""
 
-    def __init__(self, tracker: CustomLoopTracker, session: HookHost) -> None:
+    def __init__(
+        self,
+        tracker: CustomLoopTracker,
+        session: HookHost,
+        on_made: Callable[[Any], None] = lambda iterator: None,
+    ) -> None:
         self._tracker = tracker
         self._session = session
+        self._on_made = on_made  # each iterator the script makes eagerly
         self._owner: Any = None
         self._original: Any = None
         self._original_create: Any = None
@@ -404,6 +410,7 @@ class IteratorPatch:
         now = self._session.clock.now
         reading = self._session.gate.pipediag_is_reading
         timeline = self._session.timeline
+        on_made = self._on_made
 
         def _create_iterator(iterator: Any, dataset: Any) -> Any:
             # Making the iterator is each epoch's start-up, in a custom loop (`iter()`, before
@@ -415,6 +422,7 @@ class IteratorPatch:
             made = now()
             setattr(iterator, MADE_S, made - began)
             timeline.last_iterator_made = (made, made - began)
+            on_made(iterator)
             return result
 
         _create_iterator.__wrapped__ = original_create  # type: ignore[attr-defined]

@@ -10,8 +10,9 @@ traced graph is reused; every captured variable is put back after each block. Me
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,12 +58,13 @@ def is_dataset(value: Any) -> bool:
 @dataclass
 class TrainCalls:
     """The tf.function that trains, pulling from the iterator (or iterating the dataset) at
-    `slot` of its arguments.
+    `slot` of its arguments, or from the iterator it closes over.
 
     Attributes:
         function: the `tf.function` (a polymorphic `Function`).
         call: `Function.__call__` as TensorFlow defines it (pipediag's wrapper bypassed).
-        slot: the iterator's or the dataset's position among the arguments, or its keyword.
+        slot: the iterator's or the dataset's position among the arguments, or its keyword;
+            None where the function closes over its iterator (`captured`).
         counter: the optimizer's step counter the function captures.
         name: the function's name; `where`: `file.py:line` where the script defines it.
         steps_per_call: the steps the last call ran.
@@ -70,16 +72,19 @@ class TrainCalls:
 
     function: Any
     call: Callable[..., Any]
-    slot: int | str
+    slot: int | str | None
     counter: Any
     name: str
     where: str | None
     steps_per_call: int
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+    captured: Any = None
 
     def fed(self) -> Any:
-        """The iterator or the dataset the last call was given."""
+        """The iterator or the dataset the last call was given, or the one it closes over."""
+        if self.slot is None:
+            return self.captured
         return self.args[self.slot] if isinstance(self.slot, int) else self.kwargs[self.slot]
 
     def passes_per_call(self) -> bool:
@@ -104,11 +109,15 @@ class TrainCalls:
         if isinstance(held, str):
             return held
         args, kwargs = list(self.args), dict(self.kwargs)
-        if isinstance(self.slot, int):
+        swap = None
+        if self.slot is None:
+            swap = (self.captured._iterator_resource, held._iterator_resource)
+        elif isinstance(self.slot, int):
             args[self.slot] = held
         else:
             kwargs[self.slot] = held
-        return CallStepAlone(self, tuple(args), kwargs, captured_variables(self.function))
+        variables = captured_variables(self.function)
+        return CallStepAlone(self, tuple(args), kwargs, variables, swap=swap, held=held)
 
 
 class CallStepAlone:
@@ -119,12 +128,22 @@ class CallStepAlone:
     method: ComputeAloneMethod = TRAINING_FUNCTION
 
     def __init__(
-        self, calls: TrainCalls, args: tuple[Any, ...], kwargs: dict[str, Any], variables: list[Any]
+        self,
+        calls: TrainCalls,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        variables: list[Any],
+        *,
+        swap: tuple[Any, Any] | None = None,
+        held: Any = None,
     ) -> None:
         self._calls = calls
         self._args = args
         self._kwargs = kwargs
         self._variables = variables
+        # A function that closes over its iterator reads the held one's in its place.
+        self._swap = swap
+        self._held = held  # kept alive while its resource may be read
 
     @property
     def restored_variables(self) -> int:
@@ -134,7 +153,7 @@ class CallStepAlone:
         """`warmup` untimed calls, then calls until `step_ended` says the block is complete;
         the variables are put back however it ends."""
         calls = self._calls
-        with variables_put_back(self._variables):
+        with variables_put_back(self._variables), captured_swapped(calls.function, self._swap):
             for _ in range(warmup):
                 calls.call(calls.function, *self._args, **self._kwargs)
             count = calls.count()
@@ -149,6 +168,40 @@ class CallStepAlone:
                 for k in range(1, steps + 1):
                     if step_ended(began + (ended - began) * k / steps):
                         return
+
+
+@contextlib.contextmanager
+def captured_swapped(function: Any, swap: tuple[Any, Any] | None) -> Iterator[None]:
+    """Within: every traced graph of `function` that captured `swap[0]` (an iterator's
+    resource) reads `swap[1]` instead; put back on leaving, however it is left. The
+    function's own call then runs as written, on another iterator."""
+    if swap is None:
+        yield
+        return
+    old, new = swap
+    saved = []
+    for concrete in function._list_all_concrete_functions():
+        captured = concrete._captured_inputs
+        if any(value is old for value in captured):
+            saved.append((concrete, captured))
+            concrete._captured_inputs = [new if value is old else value for value in captured]
+    try:
+        yield
+    finally:
+        for concrete, captured in saved:
+            concrete._captured_inputs = captured
+
+
+def captured_iterator(function: Any, made: Callable[[int], Any | None]) -> Any | None:
+    """The eager tf.data iterator whose resource a traced graph of `function` captures (a
+    function that closes over its iterator), among those `made` knows by the id of their
+    resource; None where it captures none."""
+    for concrete in function._list_all_concrete_functions():
+        for value in concrete._captured_inputs:
+            iterator = made(id(value))
+            if iterator is not None and iterator._iterator_resource is value:
+                return iterator
+    return None
 
 
 def held_feed(fed: Any, batch: Any, steps_per_call: int) -> Any | str:

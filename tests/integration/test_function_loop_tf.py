@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pipelines import bands_reached, input_bound_or_host_busy
@@ -216,3 +217,84 @@ def test_an_epoch_function_that_iterates_its_dataset_argument_is_timed_per_step(
     assert alone is not None and alone.measured and alone.blocks, alone
     verdict = report.verdict
     assert input_bound_or_host_busy(verdict.label, verdict.uncertain_because), verdict
+
+
+CLOSURE_SCRIPT = """
+import time
+import numpy as np
+import tensorflow as tf
+import keras
+
+def slow_batch(x):
+    time.sleep(0.05)
+    return x
+
+x = np.random.default_rng(0).normal(size=(2048, 8)).astype("float32")
+y = np.zeros((2048, 1), "float32")
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(8).map(
+    lambda a, b: (tf.ensure_shape(tf.py_function(slow_batch, [a], tf.float32), [None, 8]), b))
+iterator = iter(ds.repeat())
+model = keras.Sequential([keras.layers.Input((8,)), keras.layers.Dense(8), keras.layers.Dense(1)])
+optimizer = keras.optimizers.SGD(0.01)
+optimizer.build(model.trainable_variables)
+
+@tf.function
+def train_steps(steps):
+    for _ in tf.range(steps):
+        xb, yb = next(iterator)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(xb) - yb) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+for _ in range(10_000):
+    train_steps(tf.constant(4))
+raise SystemExit("unreachable: pipediag ends the script after its step budget")
+"""
+
+
+def test_a_function_that_closes_over_its_iterator_is_found_and_run_alone(tmp_path: Path) -> None:
+    # GIVEN a tf.function that pulls 4 steps a call from an iterator it closes over (made
+    # eagerly with iter()), over a map that sleeps 50 ms a batch
+    script = tmp_path / "train.py"
+    script.write_text(CLOSURE_SCRIPT)
+    # WHEN diagnosed
+    report = pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
+    # THEN it is found training, 4 steps a call, the pipeline read alone, and the function
+    # run alone with the cached batch's iterator in place of the one it closes over
+    assert report.complete and report.stop_reason == "step-budget", report.exit
+    assert any(
+        "train_steps (train.py:" in note and "4 steps a call" in note for note in report.notes
+    ), report.notes
+    assert report.pipeline.batches_per_s == pytest.approx(20, rel=0.4)
+    alone = report.compute_alone
+    assert alone is not None and alone.measured and alone.blocks, alone
+    verdict = report.verdict
+    assert input_bound_or_host_busy(verdict.label, verdict.uncertain_because), verdict
+
+
+def test_the_captured_iterator_is_swapped_for_the_run_alone_and_put_back() -> None:
+    import tensorflow as tf
+
+    from pipediag.training.function_loop import captured_iterator, captured_swapped
+
+    # GIVEN a function that adds each batch it pulls from the iterator it closes over
+    iterator = iter(tf.data.Dataset.range(100).batch(4).repeat())
+    total = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def pull(steps: Any) -> None:
+        for _ in tf.range(steps):
+            total.assign_add(tf.reduce_sum(next(iterator)))
+
+    pull(tf.constant(1))  # 0+1+2+3
+    resource = iterator._iterator_resource
+    assert captured_iterator(pull, {id(resource): iterator}.get) is iterator
+    held = iter(tf.data.Dataset.from_tensors(tf.constant([1000, 0, 0, 0], tf.int64)).repeat())
+    # WHEN called with the held iterator's resource in place of the captured one
+    with captured_swapped(pull, (resource, held._iterator_resource)):
+        pull(tf.constant(2))
+    # THEN it read the held batch, and afterwards reads its own iterator where it left off
+    assert int(total.numpy()) == 6 + 2000
+    pull(tf.constant(1))  # 4+5+6+7
+    assert int(total.numpy()) == 6 + 2000 + 22
