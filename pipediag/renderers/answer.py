@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
-from pipediag.renderers.numbers import gain
+from pipediag.renderers.numbers import gain, rate_text
 from pipediag.renderers.prescription_words import together_text
 from pipediag.renderers.rate_words import ESTIMATED_WORD, rates, training_rate
 from pipediag.renderers.run_words import run_status
@@ -47,8 +47,9 @@ def render_answer(
     if verdict.label not in VERDICT_TITLES or verdict.input_cost_fraction is None:
         # No verdict: what was seen and how to get one is the answer.
         head = _wrap(verdict_text(report), width, most=4)
+        seen = _wrap(seen_text(report), width, most=2)
         ran = _wrap(f"Run: {run_status(report)}", width, most=1)
-        lines = [*head, *ran, *_wrap(report_line, width)]
+        lines = [*head, *seen, *ran, *_wrap(report_line, width)]
         return "\n".join([divider(width), *lines]) + "\n"
     if quiet:
         lines = [*_wrap(verdict_text(report), width), *_wrap(report_line, width)]
@@ -75,6 +76,24 @@ def _wrap(text: str, width: int, most: int = 2) -> list[str]:
 def verdict_text(report: Report) -> str:
     """The verdict, with its cost and interval (the full text's headline)."""
     return headline(report).text.rstrip(".")
+
+
+def seen_text(report: Report) -> str:
+    """Without a verdict, what was still measured: "Seen: A training 12.0 steps/s · P
+    pipeline alone 3,524 batches/s · host CPU 93% busy, this process 85% of 200%"; "" where
+    nothing was."""
+    parts = []
+    if report.train.steps_per_s:
+        parts.append(f"A training {rate_text(report.train.steps_per_s)} steps/s")
+    if report.pipeline.measured and report.pipeline.batches_per_s:
+        parts.append(f"P pipeline alone {rate_text(report.pipeline.batches_per_s)} batches/s")
+    host = report.host
+    if host.available and host.system_cpu_pct_mean is not None:
+        cpu = f"host CPU {host.system_cpu_pct_mean:.0f}% busy"
+        if host.process_cpu_pct_mean is not None:
+            cpu += f", this process {host.process_cpu_pct_mean:.0f}% of {100 * host.cpu_count}%"
+        parts.append(cpu)
+    return f"Seen: {' · '.join(parts)}" if parts else ""
 
 
 def report_line(folder: object, names: list[str]) -> str:

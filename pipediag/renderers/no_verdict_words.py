@@ -21,8 +21,10 @@ from pipediag.report.vocabulary import (
 NOT_ENOUGH_MEASURED = "not enough was measured to tell"
 NO_STEPS_TEXT = (
     "No training steps were seen: the script did not call Keras fit, pull a tf.data dataset "
-    "eagerly, or call a tf.function given an iterator or a dataset that stepped an optimizer. "
-    "For any other loop, mark its steps with pipediag.monitor() (README, 'Python API')."
+    "eagerly, or call a tf.function that stepped an optimizer on an iterator or a dataset it "
+    "was given (or an iterator it closes over). To get one, pass the training iterator or "
+    "dataset to the function that trains, or mark each step with pipediag.monitor() "
+    "(README, 'Python API')."
 )
 WAIT_NOT_MEASURED_TEXT = "The input wait of the measured steps could not be measured"
 

@@ -11,8 +11,9 @@ import pytest
 from pipediag.renderers.answer import MAX_LINES, WIDTH, render_answer, report_line
 from pipediag.renderers.summary import key_figures
 from pipediag.report.io import load_report
-from pipediag.report.model import Report, Suggestion
-from pipediag.testing import synthetic_cost_report
+from pipediag.report.model import Report, Suggestion, Verdict
+from pipediag.report.vocabulary import NO_VERDICT_NO_STEPS
+from pipediag.testing import synthetic_cost_report, synthetic_report
 
 FIXTURES = sorted((Path(__file__).parent.parent / "fixtures" / "reports").glob("*.json"))
 
@@ -154,3 +155,24 @@ def test_a_cache_moved_above_its_shuffle_shows_its_held_gain_from_epoch_2_and_it
     ]
     # AND the PNG's key figures name the same gain the same way, not as an estimate
     assert ("Best fix (from epoch 2)", "1.50x") in key_figures(report)
+
+
+def test_an_answer_without_a_verdict_still_gives_what_was_measured() -> None:
+    # GIVEN a run with no training steps seen, whose pipeline was read alone (3,524 batches/s)
+    # and whose host was sampled
+    plain = synthetic_report()
+    report = dataclasses.replace(
+        plain,
+        verdict=Verdict(no_verdict_because=NO_VERDICT_NO_STEPS),
+        train=dataclasses.replace(plain.train, steps=[], measured_steps=0, steps_per_s=None),
+        pipeline=dataclasses.replace(plain.pipeline, measured=True, batches_per_s=3524.0),
+    )
+    # WHEN answered
+    lines = _lines(render_answer(report, report_line("out", ["summary.txt"])))
+    # THEN it says there is no verdict and how to get one, then what it measured
+    assert lines[0].startswith("NO VERDICT: No training steps were seen")
+    assert any("pass the training iterator or" in line for line in lines), lines
+    (seen,) = [line for line in lines if line.startswith("Seen: ")]
+    assert "P pipeline alone 3,524 batches/s" in seen
+    assert "host CPU" in seen and "this process" in seen
+    assert "A training" not in seen
