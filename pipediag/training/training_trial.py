@@ -25,7 +25,6 @@ from pipediag.bench.interleaved import (
     RoundPlan,
     Rounds,
     median_rate,
-    run_rounds,
 )
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
@@ -166,30 +165,137 @@ def trials_on(
     teardown: TearDown,
     distribute: Callable[[Any], Any] = lambda dataset: dataset,
 ) -> TrialResults:
-    """Each fix's rounds, each side read with `read` (a train function's calls), in an equal
-    share of what is left of `budget_s`, or why it was not tried. `step_s`: one read call."""
-    results: TrialResults = {}
-    end_s = clock.now() + budget_s
-    for position, fix in enumerate(fixes):
-        share_s = max(0.0, end_s - clock.now()) / (len(fixes) - position)
-        if share_s < 4 * TRAINING_SLICES.shortest_s:
-            results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
-            continue
-        sides = [
-            TrialSide(distribute(d), teardown, clock, fill, read=read)
-            for d, fill in (
-                (fix.baseline, fix.baseline_fill_batches),
-                (fix.variant, fix.fill_batches),
-            )
-        ]
+    """Each fix's rounds, each side read with `read` (a train function's calls), or why it
+    was not tried (`FixRounds`). `step_s`: one read call."""
+    plan = FixRounds(
+        fixes,
+        clock=clock,
+        step_s=step_s,
+        budget_s=budget_s,
+        teardown=teardown,
+        read=read,
+        distribute=distribute,
+    )
+    while (due := plan.next_slice()) is not None:
+        side, seconds = due
         try:
-            results[(fix.fix, fix.stage_index)] = (_run(sides, clock, share_s, step_s), None)
+            timing = plan.side(side).run(seconds)
         except Exception as exc:
-            results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
-        finally:
-            for side in sides:
-                side.close()
-    return results
+            plan.fail(exc)
+            continue
+        plan.record(side, timing)
+    return plan.results()
+
+
+class FixRounds:
+    """The fixes' rounds on training, one fix after another, each in an equal share of what
+    is left of `budget_s`: which side of which fix runs next, for how long, and what each
+    fix measured, or why it was not tried. Fit runs the slices itself (`trials_on`); a
+    custom loop's pulls run them (`LoopTrials`).
+
+    `read` times a side's run on an iterator (fit: the train function's calls; None where
+    the loop's own steps are timed); `distribute` hands a copy to the train function as fit
+    would (through the strategy).
+    """
+
+    def __init__(
+        self,
+        fixes: Sequence[FixPipelines],
+        *,
+        clock: Clock,
+        step_s: float,
+        budget_s: float,
+        teardown: TearDown,
+        read: Callable[[Iterator[Any], float], BatchTiming] | None = None,
+        distribute: Callable[[Any], Any] = lambda dataset: dataset,
+    ) -> None:
+        self._fixes = list(fixes)
+        self._clock = clock
+        self._step_s = step_s
+        self._teardown = teardown
+        self._read = read
+        self._distribute = distribute
+        self._end_s = clock.now() + budget_s
+        self._position = -1
+        self._plan: RoundPlan | None = None
+        self._sides: list[TrialSide] = []
+        self._results: TrialResults = {}
+
+    def next_slice(self) -> tuple[int, float] | None:
+        """The side due next (0 the copy as it is, 1 the fixed one) and its seconds, moving
+        on to the next fix when one's rounds are over; None once every fix is done. A side
+        that fails to be made (a cache that cannot fill) fails its fix."""
+        while True:
+            if self._plan is not None:
+                due = self._plan.next_slice()
+                if due is not None:
+                    return due
+                self._close_fix()
+            self._position += 1
+            if self._position >= len(self._fixes):
+                return None
+            left = len(self._fixes) - self._position
+            share_s = max(0.0, self._end_s - self._clock.now()) / left
+            fix = self._fixes[self._position]
+            if share_s < 4 * TRAINING_SLICES.shortest_s:
+                self._results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
+                continue
+            try:
+                self._sides = [
+                    TrialSide(self._distribute(d), self._teardown, self._clock, f, self._read)
+                    for d, f in (
+                        (fix.baseline, fix.baseline_fill_batches),
+                        (fix.variant, fix.fill_batches),
+                    )
+                ]
+            except Exception as exc:
+                self.fail(exc)
+                continue
+            # The share starts once a held copy or a cache is filled.
+            now = self._clock.now()
+            self._plan = RoundPlan(
+                slice_s=slice_seconds(self._step_s, share_s),
+                until_s=now + share_s,
+                hard_until_s=now + share_s * OVERRUN,
+                clock=self._clock,
+            )
+
+    def side(self, index: int) -> TrialSide:
+        """The current fix's side `index`."""
+        return self._sides[index]
+
+    def record(self, side: int, timing: BatchTiming) -> None:
+        """The timing of the slice `next_slice` gave."""
+        if self._plan is not None:
+            self._plan.record(side, timing)
+
+    def fail(self, exc: BaseException) -> None:
+        """The current fix failed on training: not measured, and the next one goes on."""
+        fix = self._fixes[self._position]
+        self._results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
+        self._plan = None
+        self._close_sides()
+
+    def results(self) -> TrialResults:
+        """What each fix measured; where the loop stopped pulling first, the fix under way
+        as it stands and the rest unmeasured."""
+        if self._plan is not None and 0 <= self._position < len(self._fixes):
+            self._close_fix()
+        for fix in self._fixes:
+            self._results.setdefault((fix.fix, fix.stage_index), (None, "the loop stopped first"))
+        return self._results
+
+    def _close_fix(self) -> None:
+        fix = self._fixes[self._position]
+        assert self._plan is not None
+        self._results.setdefault((fix.fix, fix.stage_index), (self._plan.rounds(), None))
+        self._plan = None
+        self._close_sides()
+
+    def _close_sides(self) -> None:
+        for side in self._sides:
+            side.close()
+        self._sides = []
 
 
 def _distributor(model: Any) -> Callable[[Any], Any]:
@@ -200,18 +306,6 @@ def _distributor(model: Any) -> Callable[[Any], Any]:
         return lambda dataset: dataset
     distribute: Callable[[Any], Any] = strategy.experimental_distribute_dataset
     return distribute
-
-
-def _run(sides: list[TrialSide], clock: Clock, share_s: float, step_s: float) -> Rounds:
-    now = clock.now()
-    return run_rounds(
-        sides[0].run,
-        sides[1].run,
-        slice_s=slice_seconds(step_s, share_s),
-        until_s=now + share_s,
-        hard_until_s=now + share_s * OVERRUN,
-        clock=clock,
-    )
 
 
 class _FitSteps:
@@ -283,7 +377,8 @@ class _Slice:
 
 
 class LoopTrials:
-    """Serves a custom loop from the copies of each fix in turn, timing its steps.
+    """Serves a custom loop from the copies of each fix in turn, timing its steps
+    (`FixRounds` decides which side of which fix is due).
 
     The loop's iterator hook calls `next_batch()` on each pull; it returns a batch from the
     side that is due, and None once every fix has been tried (the hook then ends the script
@@ -299,16 +394,11 @@ class LoopTrials:
         teardown: TearDown,
         budget_s: float = BUDGET_S,
     ) -> None:
-        self._fixes = list(fixes)
         self._clock = clock
-        self._step_s = step_s
-        self._teardown = teardown
-        self._end_s = clock.now() + budget_s
-        self._position = -1
-        self._plan: RoundPlan | None = None
-        self._sides: list[TrialSide] = []
+        self._rounds = FixRounds(
+            fixes, clock=clock, step_s=step_s, budget_s=budget_s, teardown=teardown
+        )
         self._slice: _Slice | None = None
-        self._results: TrialResults = {}
         self.began = clock.now()
 
     def next_batch(self) -> Any | None:
@@ -326,17 +416,13 @@ class LoopTrials:
                         self._fail(exc)
                         continue
                 self._finish_slice(current)
-            try:
-                due = self._due()
-            except Exception as exc:  # a cache failed to fill
-                self._fail(exc)
-                continue
+            due = self._rounds.next_slice()
             if due is None:
                 return None
             side, seconds = due
             opening = self._clock.now()
             try:
-                iterator = self._sides[side].open()
+                iterator = self._rounds.side(side).open()
             except Exception as exc:
                 self._fail(exc)
                 continue
@@ -348,64 +434,14 @@ class LoopTrials:
         """What each fix measured; a loop that stopped pulling leaves the rest unmeasured."""
         if self._slice is not None:
             self._finish_slice(self._slice, timed=False)
-        if self._plan is not None and 0 <= self._position < len(self._fixes):
-            self._close_fix()
-        for fix in self._fixes:
-            self._results.setdefault((fix.fix, fix.stage_index), (None, "the loop stopped first"))
-        return self._results
-
-    # -- the schedule --
-    def _due(self) -> tuple[int, float] | None:
-        """The side due next, moving on to the next fix when one's rounds are over."""
-        while True:
-            if self._plan is not None:
-                due = self._plan.next_slice()
-                if due is not None:
-                    return due
-                self._close_fix()
-            self._position += 1
-            if self._position >= len(self._fixes):
-                return None
-            left = len(self._fixes) - self._position
-            share_s = max(0.0, self._end_s - self._clock.now()) / left
-            fix = self._fixes[self._position]
-            if share_s < 4 * TRAINING_SLICES.shortest_s:
-                self._results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
-                continue
-            self._sides = [
-                TrialSide(fix.baseline, self._teardown, self._clock, fix.baseline_fill_batches),
-                TrialSide(fix.variant, self._teardown, self._clock, fix.fill_batches),
-            ]
-            # The share starts once a held copy or a cache is filled, as under fit (`_run`).
-            now = self._clock.now()
-            self._plan = RoundPlan(
-                slice_s=slice_seconds(self._step_s, share_s),
-                until_s=now + share_s,
-                hard_until_s=now + share_s * OVERRUN,
-                clock=self._clock,
-            )
-
-    def _close_fix(self) -> None:
-        fix = self._fixes[self._position]
-        assert self._plan is not None
-        self._results.setdefault((fix.fix, fix.stage_index), (self._plan.rounds(), None))
-        self._plan = None
-        self._close_sides()
+        return self._rounds.results()
 
     def _fail(self, exc: BaseException) -> None:
         """The fixed pipeline failed in the loop: this fix is not measured, the next goes on."""
-        fix = self._fixes[self._position]
-        self._results[(fix.fix, fix.stage_index)] = (None, _failure(exc))
         if self._slice is not None:
-            self._sides[self._slice.side].release(self._slice.iterator)
+            self._rounds.side(self._slice.side).release(self._slice.iterator)
             self._slice = None
-        self._plan = None
-        self._close_sides()
-
-    def _close_sides(self) -> None:
-        for side in self._sides:
-            side.close()
-        self._sides = []
+        self._rounds.fail(exc)
 
     # -- one slice --
     def _pull(self, current: _Slice) -> Any:
@@ -425,8 +461,8 @@ class LoopTrials:
 
     def _finish_slice(self, current: _Slice, *, timed: bool = True) -> None:
         self._slice = None
-        self._sides[current.side].release(current.iterator)
-        if not timed or self._plan is None:
+        self._rounds.side(current.side).release(current.iterator)
+        if not timed:
             return
         pulls = current.pulls
         if len(pulls) < 2:
@@ -442,7 +478,7 @@ class LoopTrials:
                 cpu_s,
                 current.opened_s,
             )
-        self._plan.record(current.side, timing)
+        self._rounds.record(current.side, timing)
 
 
 class _SideSpent(Exception):

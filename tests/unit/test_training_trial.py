@@ -16,7 +16,12 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
 from pipediag.testing import FakeClock, synthetic_report
-from pipediag.training.training_trial import LoopTrials, epoch_start_s, with_training
+from pipediag.training.training_trial import (
+    LoopTrials,
+    epoch_start_s,
+    trials_on,
+    with_training,
+)
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 
@@ -176,6 +181,41 @@ def test_a_failing_fix_is_reported_and_the_next_fix_is_still_tried() -> None:
     rounds, reason = results[("vectorize", 2)]
     assert rounds is None and "failed on the fixed pipeline" in (reason or "")
     assert "ValueError" in (reason or "")
+    rounds, reason = results[("parallel-map", 2)]
+    assert reason is None and rounds is not None and rounds.stopped == STOP_GAIN
+
+
+def test_fit_runs_the_same_plan_and_a_copy_that_cannot_fill_fails_only_its_fix() -> None:
+    # GIVEN a cache copy whose filling epoch fails, then a fix on a faster copy; fit's read
+    # times a run on an iterator as its train function would (one step a batch)
+    clock = FakeClock()
+    base = _Source(clock, 0.020)
+    unfillable = _Source(clock, 0.001, fail_after=1)
+    cached = FixPipelines(
+        fix="cache", stage_index=1, baseline=base, variant=unfillable, fill_batches=4
+    )
+
+    def read(iterator: Iterator[Any], seconds: float) -> BatchTiming:
+        ends = [clock.now()]
+        while ends[-1] < ends[0] + seconds:
+            next(iterator)
+            clock.sleep(STEP_S)
+            ends.append(clock.now())
+        latencies = [b - a for a, b in zip(ends, ends[1:], strict=False)]
+        return BatchTiming(None, latencies, ends[-1] - ends[0], False)
+
+    # WHEN fit's driver runs them
+    results = trials_on(
+        [cached, _fix("parallel-map", base, _Source(clock, 0.0001))],
+        read,
+        clock=clock,
+        step_s=0.03,
+        budget_s=6.0,
+        teardown=TearDown(),
+    )
+    # THEN the cache says why it was not measured, and the next fix measured a clear gain
+    rounds, reason = results[("cache", 1)]
+    assert rounds is None and "ValueError" in (reason or "")
     rounds, reason = results[("parallel-map", 2)]
     assert reason is None and rounds is not None and rounds.stopped == STOP_GAIN
 
