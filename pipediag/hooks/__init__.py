@@ -56,7 +56,7 @@ def install(session: HookHost) -> InstalledHooks:
     loop = CustomLoopTracker(session, watch, step_calls)
     fit_patch = FitPatch(fit, session)
     function_loop = FunctionLoopTracker(session, on_found=loop.forget_training)
-    iterator_patch = IteratorPatch(loop, session, on_made=function_loop.iterator_made)
+    iterator_patch = IteratorPatch(loop, session, on_made=function_loop.data_made)
     tape_patch = GradientTapePatch(watch)
     call_site_patch = CallSitePatch()
     function_call_patch = FunctionCallPatch(step_calls, session.gate.bypassed, function_loop)

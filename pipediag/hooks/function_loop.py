@@ -21,20 +21,22 @@ from pipediag.report.vocabulary import CUSTOM_LOOP, NO_TRAINING
 from pipediag.timeline import StepBudgetReached
 from pipediag.training.function_loop import (
     TrainCalls,
-    captured_iterator,
+    captured_data,
+    data_handle,
     iterator_dataset,
     step_counter,
 )
 
 _NO_COUNTER = -1
-# Iterators kept known at once before the dead ones are swept (a loop makes one an epoch).
-_MADE_KEPT = 64
+# Iterators and datasets kept known before the dead ones are swept (a loop makes an
+# iterator an epoch; a pipeline, a dataset a stage).
+_MADE_KEPT = 256
 
 
 @dataclass
 class _Candidate:
-    """A tf.function seen given data (or closing over an iterator): its optimizer's step
-    counter, that counter's last value, and the iterator it closes over."""
+    """A tf.function seen given data (or closing over it): its optimizer's step counter,
+    that counter's last value, and the iterator or dataset it closes over."""
 
     function: weakref.ref[Any]
     counter: Any = None
@@ -57,7 +59,7 @@ class FunctionLoopTracker:
         self.watching = True
         self._data_types: tuple[type, ...] | None = None
         self._counts: dict[int, _Candidate] = {}
-        # The iterators the script made eagerly, by the id of their resource.
+        # The iterators and datasets the script made eagerly, by the id of their handle.
         self._made: dict[int, weakref.ref[Any]] = {}
         self.train: TrainCalls | None = None
         self._fed: weakref.ref[Any] | None = None
@@ -79,22 +81,24 @@ class FunctionLoopTracker:
             return call(function, *args, **kwargs)
         slot = self._data_slot(args, kwargs)
         if slot is None and not self._made:
-            return call(function, *args, **kwargs)  # no iterator it could close over
+            return call(function, *args, **kwargs)  # no data it could close over
         return self._probe(function, call, slot, args, kwargs)
 
-    def iterator_made(self, iterator: Any) -> None:
-        """The script made a tf.data iterator eagerly: known by its resource, for a function
-        that closes over it (`captured_iterator`)."""
+    def data_made(self, fed: Any) -> None:
+        """The script made a tf.data iterator or dataset eagerly: known by its handle, for a
+        function that closes over it (`captured_data`)."""
         if self.train is not None or not self.watching:
             return
         if len(self._made) > _MADE_KEPT:
             self._made = {k: v for k, v in self._made.items() if v() is not None}
-        resource = getattr(iterator, "_iterator_resource", None)
-        if resource is not None:
-            self._made[id(resource)] = weakref.ref(iterator)
+        try:
+            handle = data_handle(fed)
+        except AttributeError:
+            return
+        self._made[id(handle)] = weakref.ref(fed)
 
-    def _made_iterator(self, resource_id: int) -> Any | None:
-        known = self._made.get(resource_id)
+    def _made_data(self, handle_id: int) -> Any | None:
+        known = self._made.get(handle_id)
         return known() if known is not None else None
 
     def _data_slot(self, args: Any, kwargs: Any) -> int | str | None:
@@ -137,7 +141,7 @@ class FunctionLoopTracker:
         if known is None:
             captured = None
             if slot is None:
-                captured = captured_iterator(function, self._made_iterator)
+                captured = captured_data(function, self._made_data)
                 if captured is None:
                     self._counts[id(function)] = _Candidate(weakref.ref(function))
                     return result

@@ -379,11 +379,13 @@ class IteratorPatch:
         self,
         tracker: CustomLoopTracker,
         session: HookHost,
-        on_made: Callable[[Any], None] = lambda iterator: None,
+        on_made: Callable[[Any], None] = lambda made: None,
     ) -> None:
         self._tracker = tracker
         self._session = session
-        self._on_made = on_made  # each iterator the script makes eagerly
+        self._on_made = on_made  # each iterator and dataset the script makes eagerly
+        self._dataset_owner: Any = None
+        self._original_init: Any = None
         self._owner: Any = None
         self._original: Any = None
         self._original_create: Any = None
@@ -430,6 +432,25 @@ class IteratorPatch:
         owner._create_iterator = _create_iterator
         self._owner, self._original = owner, original
         self._original_create = original_create
+        self._install_dataset_init(reading, executing_eagerly)
+
+    def _install_dataset_init(self, reading: Callable[[], bool], eager: Callable[[], bool]) -> None:
+        """Each dataset the script makes eagerly goes to `on_made` too (a tf.function may
+        close over it)."""
+        from tensorflow.python.data.ops import dataset_ops
+
+        dataset_owner = dataset_ops.DatasetV2
+        original_init = dataset_owner.__dict__["__init__"]
+        on_made = self._on_made
+
+        def __init__(dataset: Any, variant_tensor: Any) -> None:
+            original_init(dataset, variant_tensor)
+            if eager() and not reading():
+                on_made(dataset)
+
+        __init__.__wrapped__ = original_init  # type: ignore[attr-defined]
+        dataset_owner.__init__ = __init__
+        self._dataset_owner, self._original_init = dataset_owner, original_init
 
     def uninstall(self) -> None:
         if self._owner is None:
@@ -437,3 +458,6 @@ class IteratorPatch:
         self._owner._next_internal = self._original
         self._owner._create_iterator = self._original_create
         self._owner = self._original = self._original_create = None
+        if self._dataset_owner is not None:
+            self._dataset_owner.__init__ = self._original_init
+            self._dataset_owner = self._original_init = None

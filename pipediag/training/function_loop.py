@@ -58,13 +58,13 @@ def is_dataset(value: Any) -> bool:
 @dataclass
 class TrainCalls:
     """The tf.function that trains, pulling from the iterator (or iterating the dataset) at
-    `slot` of its arguments, or from the iterator it closes over.
+    `slot` of its arguments, or from the iterator (or the dataset) it closes over.
 
     Attributes:
         function: the `tf.function` (a polymorphic `Function`).
         call: `Function.__call__` as TensorFlow defines it (pipediag's wrapper bypassed).
         slot: the iterator's or the dataset's position among the arguments, or its keyword;
-            None where the function closes over its iterator (`captured`).
+            None where the function closes over its iterator or dataset (`captured`).
         counter: the optimizer's step counter the function captures.
         name: the function's name; `where`: `file.py:line` where the script defines it.
         steps_per_call: the steps the last call ran.
@@ -111,7 +111,7 @@ class TrainCalls:
         args, kwargs = list(self.args), dict(self.kwargs)
         swap = None
         if self.slot is None:
-            swap = (self.captured._iterator_resource, held._iterator_resource)
+            swap = (data_handle(self.captured), data_handle(held))
         elif isinstance(self.slot, int):
             args[self.slot] = held
         else:
@@ -172,9 +172,9 @@ class CallStepAlone:
 
 @contextlib.contextmanager
 def captured_swapped(function: Any, swap: tuple[Any, Any] | None) -> Iterator[None]:
-    """Within: every traced graph of `function` that captured `swap[0]` (an iterator's
-    resource) reads `swap[1]` instead; put back on leaving, however it is left. The
-    function's own call then runs as written, on another iterator."""
+    """Within: every traced graph of `function` that captured `swap[0]` (an iterator's or a
+    dataset's handle, `data_handle`) reads `swap[1]` instead; put back on leaving, however
+    it is left. The function's own call then runs as written, on other data."""
     if swap is None:
         yield
         return
@@ -192,15 +192,21 @@ def captured_swapped(function: Any, swap: tuple[Any, Any] | None) -> Iterator[No
             concrete._captured_inputs = captured
 
 
-def captured_iterator(function: Any, made: Callable[[int], Any | None]) -> Any | None:
-    """The eager tf.data iterator whose resource a traced graph of `function` captures (a
-    function that closes over its iterator), among those `made` knows by the id of their
-    resource; None where it captures none."""
+def data_handle(fed: Any) -> Any:
+    """The tensor a graph captures for an iterator (its resource) or a dataset (its
+    variant)."""
+    return fed._variant_tensor if is_dataset(fed) else fed._iterator_resource
+
+
+def captured_data(function: Any, made: Callable[[int], Any | None]) -> Any | None:
+    """The eager tf.data iterator or dataset whose handle a traced graph of `function`
+    captures (a function that closes over its data), among those `made` knows by the id of
+    their handle; None where it captures none."""
     for concrete in function._list_all_concrete_functions():
         for value in concrete._captured_inputs:
-            iterator = made(id(value))
-            if iterator is not None and iterator._iterator_resource is value:
-                return iterator
+            fed = made(id(value))
+            if fed is not None and data_handle(fed) is value:
+                return fed
     return None
 
 

@@ -196,13 +196,22 @@ raise SystemExit("unreachable: pipediag ends the script after its step budget")
 """
 
 
-def test_an_epoch_function_that_iterates_its_dataset_argument_is_timed_per_step(
-    tmp_path: Path,
+# The same epoch function, closing over the dataset instead of being given it.
+EPOCH_CLOSURE_SCRIPT = (
+    EPOCH_SCRIPT.replace("def train_epoch(dataset):", "def train_epoch():")
+    .replace("for xb, yb in dataset:", "for xb, yb in ds:")
+    .replace("train_epoch(ds)", "train_epoch()")
+)
+
+
+@pytest.mark.parametrize("source", [EPOCH_SCRIPT, EPOCH_CLOSURE_SCRIPT], ids=["given", "closed"])
+def test_an_epoch_function_that_iterates_its_dataset_is_timed_per_step(
+    tmp_path: Path, source: str
 ) -> None:
     # GIVEN a whole epoch inside one tf.function, `for x in dataset` over the dataset it is
-    # given (8 batches of a map that sleeps 50 ms each, into a tiny model)
+    # given or closes over (8 batches of a map that sleeps 50 ms each, into a tiny model)
     script = tmp_path / "train.py"
-    script.write_text(EPOCH_SCRIPT)
+    script.write_text(source)
     # WHEN diagnosed
     report = pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
     # THEN each call is found to run 8 steps, the pipeline is read alone, the function is run
@@ -276,7 +285,7 @@ def test_a_function_that_closes_over_its_iterator_is_found_and_run_alone(tmp_pat
 def test_the_captured_iterator_is_swapped_for_the_run_alone_and_put_back() -> None:
     import tensorflow as tf
 
-    from pipediag.training.function_loop import captured_iterator, captured_swapped
+    from pipediag.training.function_loop import captured_data, captured_swapped
 
     # GIVEN a function that adds each batch it pulls from the iterator it closes over
     iterator = iter(tf.data.Dataset.range(100).batch(4).repeat())
@@ -289,7 +298,7 @@ def test_the_captured_iterator_is_swapped_for_the_run_alone_and_put_back() -> No
 
     pull(tf.constant(1))  # 0+1+2+3
     resource = iterator._iterator_resource
-    assert captured_iterator(pull, {id(resource): iterator}.get) is iterator
+    assert captured_data(pull, {id(resource): iterator}.get) is iterator
     held = iter(tf.data.Dataset.from_tensors(tf.constant([1000, 0, 0, 0], tf.int64)).repeat())
     # WHEN called with the held iterator's resource in place of the captured one
     with captured_swapped(pull, (resource, held._iterator_resource)):
@@ -298,3 +307,30 @@ def test_the_captured_iterator_is_swapped_for_the_run_alone_and_put_back() -> No
     assert int(total.numpy()) == 6 + 2000
     pull(tf.constant(1))  # 4+5+6+7
     assert int(total.numpy()) == 6 + 2000 + 22
+
+
+def test_a_captured_dataset_is_swapped_for_the_run_alone_and_put_back() -> None:
+    import tensorflow as tf
+
+    from pipediag.training.function_loop import captured_data, captured_swapped
+
+    # GIVEN a function that adds every batch of the dataset it closes over (0..11 in 3)
+    dataset = tf.data.Dataset.range(12).batch(4)
+    total = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def epoch() -> None:
+        for batch in dataset:
+            total.assign_add(tf.reduce_sum(batch))
+
+    epoch()
+    variant = dataset._variant_tensor
+    assert captured_data(epoch, {id(variant): dataset}.get) is dataset
+    held = tf.data.Dataset.from_tensors(tf.constant([1000, 0, 0, 0], tf.int64)).repeat().take(2)
+    # WHEN called with the held dataset's variant in place of the captured one
+    with captured_swapped(epoch, (variant, held._variant_tensor)):
+        epoch()
+    # THEN it read the held batches, and afterwards its own dataset again
+    assert int(total.numpy()) == 66 + 2000
+    epoch()
+    assert int(total.numpy()) == 66 + 2000 + 66
