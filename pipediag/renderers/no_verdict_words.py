@@ -22,7 +22,7 @@ NOT_ENOUGH_MEASURED = "not enough was measured to tell"
 NO_STEPS_TEXT = (
     "No training steps were seen: the script did not call Keras fit, pull a tf.data dataset "
     "eagerly, or call a tf.function that stepped an optimizer on an iterator or a dataset it "
-    "was given (or an iterator it closes over). To get one, pass the training iterator or "
+    "was given or closes over. To get one, pass the training iterator or "
     "dataset to the function that trains, or mark each step with pipediag.monitor() "
     "(README, 'Python API')."
 )
