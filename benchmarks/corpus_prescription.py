@@ -11,7 +11,9 @@ reads its first change: the first suggestion that changes the speed.
 
 Per script, the table says:
 - the hand-tuned change and pipediag's first change (its rule and fix);
-- whether they are the same change ("port-to-tf-ops" matches the rule that asks for it);
+- whether the first change is the right call: the hand-tuned change ("port-to-tf-ops"
+  matches the rule that asks for it) where whole runs show it faster, no change where they
+  do not;
 - pipediag's claim (the gain measured on training where it has one, else its prediction,
   else the most the change can gain) against the truth: held where claim / truth lies in
   [0.75, 1.33].
@@ -92,6 +94,18 @@ def same_change(change: Mapping[str, Any] | None, tuned_fix: str) -> bool:
     return change.get("fix") == tuned_fix
 
 
+def right_call(same: bool, no_change: bool, truth_low: float | None) -> str:
+    """Whether the first change is the right call: the hand-tuned change where the whole runs
+    show it faster (its spread's low end above 1), no change where they do not; another
+    change is "other" (is it as fast? this benchmark makes no whole runs of it)."""
+    faster = truth_low is not None and truth_low > 1.0
+    if no_change:
+        return "no" if faster else "yes: no change"
+    if same:
+        return "yes" if faster else "no: not faster"
+    return "other"
+
+
 def claim_holds(claim: float | None, truth: float | None) -> bool | None:
     """claim / truth within [0.75, 1.33]; None where either is missing."""
     if claim is None or truth is None or truth <= 0:
@@ -165,7 +179,7 @@ def measure(script: Script, rounds: int, work: Path) -> dict[str, Any]:
 def table(cases: Sequence[Mapping[str, Any]]) -> str:
     lines = [
         "| script | split | hand-tuned change | truth (whole run) | pipediag's first change | "
-        "same? | claim | claim / truth |",
+        "right? | claim | claim / truth |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for case in cases:
@@ -174,11 +188,13 @@ def table(cases: Sequence[Mapping[str, Any]]) -> str:
         if t["median"] is not None:
             truth = f"{t['median']:.2f}x ({t['min']:.2f}-{t['max']:.2f})"
         for change in case["first_changes"] or [None]:
+            right = right_call(
+                change is not None and change["same_change"], change is None, t["min"]
+            )
             if change is None:
-                first, same, claim, ratio = "none", "no", "-", "-"
+                first, claim, ratio = "none", "-", "-"
             else:
                 first = f"{change['id']} at {change['stage']}" if change["stage"] else change["id"]
-                same = "yes" if change["same_change"] else "no"
                 claim = (
                     f"{change['claim']:.2f}x {change['claim_kind']}"
                     if change["claim"] is not None
@@ -191,7 +207,7 @@ def table(cases: Sequence[Mapping[str, Any]]) -> str:
                 )
             lines.append(
                 f"| {case['script']} | {case['split']} | {case['tuned_change']} | {truth} | "
-                f"{first} | {same} | {claim} | {ratio} |"
+                f"{first} | {right} | {claim} | {ratio} |"
             )
     return "\n".join(lines)
 
@@ -224,6 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.readme:
         write_readme_table(text)
     same = sum(1 for c in cases for f in c["first_changes"] if f and f["same_change"])
+    right = sum(
+        1
+        for c in cases
+        for f in c["first_changes"]
+        if right_call(bool(f and f["same_change"]), f is None, c["truth"]["min"]).startswith("yes")
+    )
     held = sum(1 for c in cases for f in c["first_changes"] if f and f["claim_holds"])
     runs = sum(len(c["first_changes"]) for c in cases)
     write_results(
@@ -233,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary={
             "runs": runs,
             "first_change_is_the_tuned_one": same,
+            "first_change_right": right,
             "claim_within_bounds": held,
             "seconds": time.monotonic() - began,
         },

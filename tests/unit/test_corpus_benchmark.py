@@ -154,6 +154,12 @@ def test_the_prescription_reads_the_first_change_and_judges_its_claim() -> None:
     assert rx.claim_holds(1.3, 1.2) is True
     assert rx.claim_holds(1.3, 1.8) is False
     assert rx.claim_holds(None, 1.2) is None
+    # the right call: the tuned change where it is faster, no change where it is not
+    assert rx.right_call(True, False, 1.05) == "yes"
+    assert rx.right_call(True, False, 0.9) == "no: not faster"
+    assert rx.right_call(False, True, 0.85) == "yes: no change"
+    assert rx.right_call(False, True, 1.12) == "no"
+    assert rx.right_call(False, False, 1.12) == "other"
 
 
 def test_the_corpus_reads_each_script_s_hand_tuned_variant() -> None:
