@@ -11,20 +11,17 @@ twin XLA cannot compile falls back to the original and names the op. Method:
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipediag.bench.interleaved import OVERRUN, RoundPlan
-from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
 from pipediag.training.compute_alone import variables_put_back
+from pipediag.training.pull_slice import PullSlice
 from pipediag.training.step_rounds import fewest_rounds_s, slice_seconds, trial_result
 
-# A slice never times more steps than this (sub-millisecond steps).
-MAX_STEPS_PER_SLICE = 2000
 LOOP_STOPPED = "the loop stopped before the rounds were over"
 
 
@@ -79,17 +76,6 @@ def captured_variables(function: Any) -> list[Any]:
     return list(found.values())
 
 
-@dataclass
-class _Slice:
-    side: int
-    seconds: float
-    began: float
-    # Step k runs from pull k to k + 1, the first one timed too: the batch is the same
-    # cached one and both functions are warm, so a switch costs nothing to leave out.
-    pulls: list[float]
-    cpu_from: float
-
-
 class LoopXlaTrial:
     """Serves the loop its cached batch while its train step's calls go to the original and
     to the XLA twin in turn. `next_batch()` answers each pull (None once over); `result()`
@@ -113,7 +99,7 @@ class LoopXlaTrial:
         self.began = clock.now()
         self._end_s = self.began + budget_s
         self._plan: RoundPlan | None = None
-        self._slice: _Slice | None = None
+        self._slice: PullSlice | None = None
         self._failure: str | None = None
         self._result: ModelTrial | None = None
         self._compiled_s = 0.0
@@ -136,8 +122,8 @@ class LoopXlaTrial:
             return self._warm_step(now)
         current = self._slice
         if current is not None:
-            current.pulls.append(now)
-            if not self._slice_over(current, now):
+            current.pull(now)
+            if not current.over(now):
                 return self._batch
             self._finish_slice(current)
         assert self._plan is not None
@@ -146,7 +132,10 @@ class LoopXlaTrial:
             return None
         side, seconds = due
         self._redirect(side == 1)
-        self._slice = _Slice(side, seconds, now, [now], time.process_time())
+        # Every step timed, the first too: the batch is the same cached one and both
+        # functions are warm, so a switch costs nothing to leave out.
+        self._slice = PullSlice(side, seconds, now)
+        self._slice.pull(now)
         return self._batch
 
     def result(self) -> ModelTrial:
@@ -218,15 +207,7 @@ class LoopXlaTrial:
             return self._step.function(*args, **kwargs)
 
     # -- one slice --
-    def _slice_over(self, current: _Slice, now: float) -> bool:
-        timed = len(current.pulls) - 1
-        return timed >= MAX_STEPS_PER_SLICE or now >= current.began + current.seconds
-
-    def _finish_slice(self, current: _Slice) -> None:
+    def _finish_slice(self, current: PullSlice) -> None:
         self._slice = None
         assert self._plan is not None
-        pulls = current.pulls
-        latencies = [b - a for a, b in zip(pulls, pulls[1:], strict=False)]
-        cpu_s = time.process_time() - current.cpu_from
-        timing = BatchTiming(None, latencies, pulls[-1] - pulls[0], False, cpu_s)
-        self._plan.record(current.side, timing)
+        self._plan.record(current.side, current.timing())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from statistics import median
 from typing import Any
 
@@ -37,14 +37,13 @@ from pipediag.training.compute_alone import (
     sync_logs,
     variables_put_back,
 )
+from pipediag.training.pull_slice import MAX_STEPS_PER_SLICE, PullSlice
 
 # A trial's time where the caller gives none: five rounds of two slices of ~0.25 s.
 BUDGET_S = 3.0
 # Steps per timed slice: enough for the scheduler's noise to average out within a slice,
 # bounded in time so that five rounds fit a share of the budget.
 SLICE_STEPS = 8
-# A slice never times more steps than this (sub-millisecond steps).
-MAX_STEPS_PER_SLICE = 2000
 
 # What each fix measured on training, by (fix, stage index): its rounds, or why none.
 TrialResults = dict[tuple[str, int | None], tuple[Rounds | None, str | None]]
@@ -364,18 +363,6 @@ def _failure(exc: BaseException) -> str:
 # --- custom loops ----------------------------------------------------------------------------
 
 
-@dataclass
-class _Slice:
-    side: int
-    seconds: float
-    iterator: Iterator[Any]
-    began: float
-    pulls: list[float]  # when each pull of the slice began: step k runs from pull k to k + 1
-    opened_s: float | None = None  # making the slice's iterator
-    cpu_from: float | None = None
-    exhausted: bool = False
-
-
 class LoopTrials:
     """Serves a custom loop from the copies of each fix in turn, timing its steps
     (`FixRounds` decides which side of which fix is due).
@@ -398,7 +385,7 @@ class LoopTrials:
         self._rounds = FixRounds(
             fixes, clock=clock, step_s=step_s, budget_s=budget_s, teardown=teardown
         )
-        self._slice: _Slice | None = None
+        self._slice: PullSlice | None = None
         self.began = clock.now()
 
     def next_batch(self) -> Any | None:
@@ -406,8 +393,8 @@ class LoopTrials:
         while True:
             current = self._slice
             if current is not None:
-                current.pulls.append(now)
-                if not self._slice_over(current, now):
+                current.pull(now)
+                if not current.over(now):
                     try:
                         return self._pull(current)
                     except _SideSpent:
@@ -428,7 +415,7 @@ class LoopTrials:
                 continue
             now = self._clock.now()
             opened_s = now - opening
-            self._slice = _Slice(side, seconds, iterator, now, [], opened_s)
+            self._slice = PullSlice(side, seconds, now, True, iterator, opened_s)
 
     def results(self) -> TrialResults:
         """What each fix measured; a loop that stopped pulling leaves the rest unmeasured."""
@@ -444,9 +431,7 @@ class LoopTrials:
         self._rounds.fail(exc)
 
     # -- one slice --
-    def _pull(self, current: _Slice) -> Any:
-        if len(current.pulls) == 2 and current.cpu_from is None:
-            current.cpu_from = time.process_time()
+    def _pull(self, current: PullSlice) -> Any:
         try:
             return next(current.iterator)
         except StopIteration:
@@ -454,31 +439,11 @@ class LoopTrials:
             self._finish_slice(current)
             raise _SideSpent from None
 
-    def _slice_over(self, current: _Slice, now: float) -> bool:
-        # pulls[0] starts the untimed first step; timing runs from pulls[1].
-        timed = len(current.pulls) - 2
-        return timed >= MAX_STEPS_PER_SLICE or now >= current.began + current.seconds
-
-    def _finish_slice(self, current: _Slice, *, timed: bool = True) -> None:
+    def _finish_slice(self, current: PullSlice, *, timed: bool = True) -> None:
         self._slice = None
         self._rounds.side(current.side).release(current.iterator)
-        if not timed:
-            return
-        pulls = current.pulls
-        if len(pulls) < 2:
-            timing = BatchTiming(None, [], 0.0, exhausted=True)
-        else:
-            latencies = [b - a for a, b in zip(pulls[1:], pulls[2:], strict=False)]
-            cpu_s = None if current.cpu_from is None else time.process_time() - current.cpu_from
-            timing = BatchTiming(
-                pulls[1] - pulls[0],
-                latencies,
-                pulls[-1] - pulls[1],
-                current.exhausted,
-                cpu_s,
-                current.opened_s,
-            )
-        self._rounds.record(current.side, timing)
+        if timed:
+            self._rounds.record(current.side, current.timing())
 
 
 class _SideSpent(Exception):
