@@ -107,6 +107,8 @@ class RunConfig:
         data_service: `grpc://HOST:PORT` of an existing tf.data dispatcher to read a copy of
             the pipeline through (None: off).
         data_service_train: also time the train step fed by `data_service` (Keras fit).
+        train_function: the name of the `tf.function` that trains, for a loop whose function
+            steps no optimizer with a step counter: each of its calls counts as one step.
     """
 
     measured_steps: int | None = DEFAULT_MEASURED_STEPS
@@ -128,6 +130,7 @@ class RunConfig:
     scale_out_workers: int = 0
     data_service: str | None = None
     data_service_train: bool = False
+    train_function: str | None = None
     # Watch mode (`WatchConfig`); None for a diagnosis. Set through `watching()`.
     watch: WatchConfig | None = None
 

@@ -97,6 +97,12 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         "every variable is restored after)",
     )
     run.add_argument(
+        "--train-function",
+        metavar="NAME",
+        help="the tf.function that trains, for a loop whose function steps no optimizer with "
+        "a step counter: each of its calls counts as one step",
+    )
+    run.add_argument(
         "--out",
         default=DEFAULT_OUT_DIR,
         metavar="DIR",
@@ -192,6 +198,7 @@ def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) ->
         scale_out_workers=options.scale_out,
         data_service=options.data_service,
         data_service_train=options.data_service_train,
+        train_function=options.train_function,
     )
     if watch is not None:
         config = watching(config, watch)

@@ -146,6 +146,9 @@ class FunctionLoopTracker:
                     self._counts[id(function)] = _Candidate(weakref.ref(function))
                     return result
             counter = step_counter(function)
+            if counter is None and function_name(function) == self._session.config.train_function:
+                self._found(self._calls(function, call, slot, None, 1, args, kwargs, captured), 0)
+                return result
             before = int(counter.numpy()) if counter is not None else _NO_COUNTER
             self._counts[id(function)] = _Candidate(
                 weakref.ref(function),
@@ -158,7 +161,9 @@ class FunctionLoopTracker:
                     _seen_text(
                         function,
                         "takes the data it trains on, but steps no optimizer with a step "
-                        "counter (Keras' `iterations`)",
+                        "counter (Keras' `iterations`); if it trains, run with "
+                        f"--train-function {function_name(function)} to count each call as "
+                        "one step",
                     )
                 )
             return result
@@ -169,20 +174,27 @@ class FunctionLoopTracker:
         known.count = after
         captured = known.captured() if known.captured is not None else None
         if after > before and (slot is not None or captured is not None):
-            found = TrainCalls(
-                function,
-                call,
-                slot,
-                counter,
-                function_name(function),
-                definition_site(function),
-                after - before,
-                tuple(args),
-                dict(kwargs),
-                captured,
+            found = self._calls(
+                function, call, slot, counter, after - before, args, kwargs, captured
             )
             self._found(found, after)
         return result
+
+    @staticmethod
+    def _calls(
+        function: Any,
+        call: Callable[..., Any],
+        slot: int | str | None,
+        counter: Any,
+        steps: int,
+        args: Any,
+        kwargs: Any,
+        captured: Any,
+    ) -> TrainCalls:
+        name, where = function_name(function), definition_site(function)
+        return TrainCalls(
+            function, call, slot, counter, name, where, steps, tuple(args), dict(kwargs), captured
+        )
 
     def _found(self, train: TrainCalls, count: int) -> None:
         """`train` trains: its calls are timed from the next one on (`count`: its counter)."""
@@ -196,9 +208,14 @@ class FunctionLoopTracker:
         self._count = count
         self._on_found()
         site = f" ({train.where})" if train.where else ""
+        per_call = (
+            f"{train.steps_per_call} steps a call"
+            if train.counter is not None
+            else "named by --train-function, each call counted as one step (it steps no "
+            "optimizer with a step counter)"
+        )
         session.note(
-            f"the loop pulls inside the tf.function {train.name}{site}, "
-            f"{train.steps_per_call} steps a call: "
+            f"the loop pulls inside the tf.function {train.name}{site}, {per_call}: "
             "each call is timed and its time spread over its steps; input waits inside it "
             "are not measured"
         )
@@ -222,7 +239,7 @@ class FunctionLoopTracker:
                 self._alternation.skip_step()
         clock = session.clock
         start = clock.now()
-        result = train.call(train.function, *args, **kwargs)
+        result = train.run(args, kwargs)
         count = train.count()
         end = clock.now()
         steps, self._count = count - self._count, count

@@ -65,7 +65,9 @@ class TrainCalls:
         call: `Function.__call__` as TensorFlow defines it (pipediag's wrapper bypassed).
         slot: the iterator's or the dataset's position among the arguments, or its keyword;
             None where the function closes over its iterator or dataset (`captured`).
-        counter: the optimizer's step counter the function captures.
+        counter: the optimizer's step counter the function captures; None where it
+            captures none and was named as training (`RunConfig.train_function`): each call
+            then counts as one step.
         name: the function's name; `where`: `file.py:line` where the script defines it.
         steps_per_call: the steps the last call ran.
     """
@@ -80,6 +82,7 @@ class TrainCalls:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     captured: Any = None
+    calls_made: int = 0
 
     def fed(self) -> Any:
         """The iterator or the dataset the last call was given, or the one it closes over."""
@@ -91,8 +94,17 @@ class TrainCalls:
         """Each call iterates a dataset from its start: one pass over the data a call."""
         return is_dataset(self.fed())
 
+    def run(self, args: Any, kwargs: Any) -> Any:
+        """One call of the function, counted."""
+        result = self.call(self.function, *args, **kwargs)
+        self.calls_made += 1
+        return result
+
     def count(self) -> int:
-        """The counter's value; reading it waits for the call's work to end."""
+        """The counter's value (reading it waits for the call's work to end); without a
+        counter, the calls made."""
+        if self.counter is None:
+            return self.calls_made
         return int(self.counter.numpy())
 
     def step_alone(self, batch: Any) -> CallStepAlone | str:
@@ -155,11 +167,11 @@ class CallStepAlone:
         calls = self._calls
         with variables_put_back(self._variables), captured_swapped(calls.function, self._swap):
             for _ in range(warmup):
-                calls.call(calls.function, *self._args, **self._kwargs)
+                calls.run(self._args, self._kwargs)
             count = calls.count()
             while True:
                 began = clock.now()
-                calls.call(calls.function, *self._args, **self._kwargs)
+                calls.run(self._args, self._kwargs)
                 after = calls.count()
                 ended = clock.now()
                 steps, count = after - count, after

@@ -8,6 +8,7 @@ model that does far more work per step than the pipeline.
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -127,32 +128,31 @@ def test_a_heavy_model_under_a_multi_step_function_is_compute_bound(tmp_path: Pa
     assert verdict.pipeline_headroom is not None and verdict.pipeline_headroom > 1
 
 
+NO_COUNTER_SCRIPT = """
+import tensorflow as tf
+
+w = tf.Variable(tf.zeros([8, 1]))
+ds = tf.data.Dataset.from_tensor_slices(tf.ones([64, 8])).batch(8).repeat()
+
+@tf.function
+def sgd_steps(iterator, steps):
+    for _ in tf.range(steps):
+        x = next(iterator)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.matmul(x, w) ** 2)
+        w.assign_sub(0.01 * tape.gradient(loss, w))
+
+iterator = iter(ds)
+for _ in range({calls}):
+    sgd_steps(iterator, tf.constant(4))
+"""
+
+
 def test_a_function_loop_without_a_step_counter_is_named_with_how_to_get_a_verdict(
     tmp_path: Path,
 ) -> None:
     script = tmp_path / "train.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import tensorflow as tf
-
-            w = tf.Variable(tf.zeros([8, 1]))
-            ds = tf.data.Dataset.from_tensor_slices(tf.ones([64, 8])).batch(8).repeat()
-
-            @tf.function
-            def sgd_steps(iterator, steps):
-                for _ in tf.range(steps):
-                    x = next(iterator)
-                    with tf.GradientTape() as tape:
-                        loss = tf.reduce_mean(tf.matmul(x, w) ** 2)
-                    w.assign_sub(0.01 * tape.gradient(loss, w))
-
-            iterator = iter(ds)
-            for _ in range(20):
-                sgd_steps(iterator, tf.constant(4))
-            """
-        )
-    )
+    script.write_text(NO_COUNTER_SCRIPT.format(calls=20))
     report = pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
 
     assert report.complete and report.stop_reason == "script-finished", report.exit
@@ -160,8 +160,26 @@ def test_a_function_loop_without_a_step_counter_is_named_with_how_to_get_a_verdi
     assert report.verdict.no_verdict_because == NO_VERDICT_NO_STEPS
     assert "pipediag.monitor()" in headline(report).text
     assert any(
-        "sgd_steps (train.py:" in note and "step counter" in note for note in report.notes
+        "sgd_steps (train.py:" in note
+        and "step counter" in note
+        and "--train-function sgd_steps" in note
+        for note in report.notes
     ), report.notes
+
+
+def test_a_function_named_as_training_counts_each_call_as_a_step(tmp_path: Path) -> None:
+    # GIVEN the same loop, its function named as the one that trains
+    script = tmp_path / "train.py"
+    script.write_text(NO_COUNTER_SCRIPT.format(calls=10_000))
+    config = dataclasses.replace(CONFIG, train_function="sgd_steps")
+    # WHEN diagnosed
+    report = pipediag.diagnose(script, config=config, out=tmp_path / "out", log=None)
+    # THEN its calls are the steps: timed, the function run alone, a verdict given
+    assert report.complete and report.stop_reason == "step-budget", report.exit
+    assert any("each call counted as one step" in note for note in report.notes), report.notes
+    alone = report.compute_alone
+    assert alone is not None and alone.measured and alone.blocks, alone
+    assert report.verdict.no_verdict_because == "", report.verdict
 
 
 EPOCH_SCRIPT = """
