@@ -55,7 +55,9 @@ def install(session: HookHost) -> InstalledHooks:
     step_calls = StepCalls()
     loop = CustomLoopTracker(session, watch, step_calls)
     fit_patch = FitPatch(fit, session)
-    function_loop = FunctionLoopTracker(session, on_found=loop.forget_training)
+    function_loop = FunctionLoopTracker(
+        session, on_found=loop.forget_training, pulls=lambda: loop.pulls
+    )
     iterator_patch = IteratorPatch(loop, session, on_made=function_loop.data_made)
     tape_patch = GradientTapePatch(watch)
     call_site_patch = CallSitePatch()

@@ -23,13 +23,14 @@ from pipediag.training.function_loop import (
     TrainCalls,
     captured_data,
     data_handle,
+    is_dataset,
     iterator_dataset,
     step_counter,
 )
 
 _NO_COUNTER = -1
-# Iterators and datasets kept known before the dead ones are swept (a loop makes an
-# iterator an epoch; a pipeline, a dataset a stage).
+# Iterators and datasets kept known before the dead ones are first swept (a loop makes an
+# iterator an epoch; a pipeline, a dataset a stage); then whenever the live ones double.
 _MADE_KEPT = 256
 
 
@@ -42,6 +43,9 @@ class _Candidate:
     counter: Any = None
     count: int = _NO_COUNTER
     captured: weakref.ref[Any] | None = None
+    # The script's eager pulls by its last call, and whether it was given its data.
+    pulls: int = 0
+    given_data: bool = True
 
 
 class FunctionLoopTracker:
@@ -53,14 +57,21 @@ class FunctionLoopTracker:
     timing pulls then).
     """
 
-    def __init__(self, session: HookHost, on_found: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        session: HookHost,
+        on_found: Callable[[], None] = lambda: None,
+        pulls: Callable[[], int] = lambda: 0,
+    ) -> None:
         self._session = session
         self._on_found = on_found
+        self._pulls = pulls  # the script's eager pulls so far
         self.watching = True
         self._data_types: tuple[type, ...] | None = None
         self._counts: dict[int, _Candidate] = {}
         # The iterators and datasets the script made eagerly, by the id of their handle.
         self._made: dict[int, weakref.ref[Any]] = {}
+        self._sweep_at = _MADE_KEPT
         self.train: TrainCalls | None = None
         self._fed: weakref.ref[Any] | None = None
         self._count = 0
@@ -86,16 +97,16 @@ class FunctionLoopTracker:
 
     def data_made(self, fed: Any) -> None:
         """The script made a tf.data iterator or dataset eagerly: known by its handle, for a
-        function that closes over it (`captured_data`)."""
+        function that closes over it (`captured_data`). Never raises into the script."""
         if self.train is not None or not self.watching:
             return
-        if len(self._made) > _MADE_KEPT:
-            self._made = {k: v for k, v in self._made.items() if v() is not None}
         try:
-            handle = data_handle(fed)
-        except AttributeError:
+            if len(self._made) > self._sweep_at:
+                self._made = {k: v for k, v in self._made.items() if v() is not None}
+                self._sweep_at = max(_MADE_KEPT, 2 * len(self._made))
+            self._made[id(data_handle(fed))] = weakref.ref(fed)
+        except Exception:
             return
-        self._made[id(handle)] = weakref.ref(fed)
 
     def _made_data(self, handle_id: int) -> Any | None:
         known = self._made.get(handle_id)
@@ -127,45 +138,22 @@ class FunctionLoopTracker:
         args: Any,
         kwargs: Any,
     ) -> Any:
-        """A candidate's call: its counter (and, given no data, the iterator it closes over)
-        is found after its first (tracing) call; a later call that moves it shows the
-        function trains."""
+        """A candidate's call: its counter (and, given no data, the iterator or dataset it
+        closes over) is found after its first (tracing) call; a later call that moves it
+        shows the function trains."""
         known = self._counts.get(id(function))
-        if known is not None and known.function() is not function:
-            known = None
+        if known is not None and (
+            known.function() is not function or (slot is not None and not known.given_data)
+        ):
+            known = None  # a new function, or one now given the data it was not before
         if known is None and is_framework_function(function):
             return call(function, *args, **kwargs)
         if known is not None and slot is None and known.captured is None:
             return call(function, *args, **kwargs)  # given no data, and closes over none
         result = call(function, *args, **kwargs)
+        pulls = self._pulls()
         if known is None:
-            captured = None
-            if slot is None:
-                captured = captured_data(function, self._made_data)
-                if captured is None:
-                    self._counts[id(function)] = _Candidate(weakref.ref(function))
-                    return result
-            counter = step_counter(function)
-            if counter is None and function_name(function) == self._session.config.train_function:
-                self._found(self._calls(function, call, slot, None, 1, args, kwargs, captured), 0)
-                return result
-            before = int(counter.numpy()) if counter is not None else _NO_COUNTER
-            self._counts[id(function)] = _Candidate(
-                weakref.ref(function),
-                counter,
-                before,
-                weakref.ref(captured) if captured is not None else None,
-            )
-            if counter is None:
-                self.seen.append(
-                    _seen_text(
-                        function,
-                        "takes the data it trains on, but steps no optimizer with a step "
-                        "counter (Keras' `iterations`); if it trains, run with "
-                        f"--train-function {function_name(function)} to count each call as "
-                        "one step",
-                    )
-                )
+            self._first_call(function, call, slot, args, kwargs, pulls)
             return result
         counter, before = known.counter, known.count
         if counter is None:
@@ -173,12 +161,72 @@ class FunctionLoopTracker:
         after = int(counter.numpy())
         known.count = after
         captured = known.captured() if known.captured is not None else None
+        if slot is None and pulls != known.pulls:
+            # The script pulled eagerly between the calls: its eager loop trains, and this
+            # step only reads a second iterator it closes over.
+            known.captured = None
+            return result
+        known.pulls = pulls
         if after > before and (slot is not None or captured is not None):
             found = self._calls(
                 function, call, slot, counter, after - before, args, kwargs, captured
             )
             self._found(found, after)
         return result
+
+    def _first_call(
+        self,
+        function: Any,
+        call: Callable[..., Any],
+        slot: int | str | None,
+        args: Any,
+        kwargs: Any,
+        pulls: int,
+    ) -> None:
+        """After a function's first call (its trace): what it is given or closes over, and
+        its counter; a function named as training without a counter is taken at once."""
+        captured = None
+        if slot is None:
+            try:
+                captured = captured_data(function, self._made_data)
+            except Exception:  # TensorFlow's private attributes moved: no closure found
+                captured = None
+            if captured is None:
+                self._counts[id(function)] = _Candidate(weakref.ref(function), given_data=False)
+                return
+        counter = step_counter(function)
+        named = function_name(function) == self._session.config.train_function
+        if counter is None and named:
+            steps = _steps_a_pass(captured if slot is None else _argument(slot, args, kwargs))
+            if steps is not None:
+                found = self._calls(function, call, slot, None, steps, args, kwargs, captured)
+                self._found(found, 0)
+                return
+            self.seen.append(
+                _seen_text(
+                    function,
+                    "is named by --train-function, but iterates a dataset of unknown length: "
+                    "its steps a call cannot be counted",
+                )
+            )
+            return
+        before = int(counter.numpy()) if counter is not None else _NO_COUNTER
+        self._counts[id(function)] = _Candidate(
+            weakref.ref(function),
+            counter,
+            before,
+            weakref.ref(captured) if captured is not None else None,
+            pulls=pulls,
+        )
+        if counter is None:
+            self.seen.append(
+                _seen_text(
+                    function,
+                    "takes the data it trains on, but steps no optimizer with a step counter "
+                    "(Keras' `iterations`); if it trains, run with --train-function "
+                    f"{function_name(function)} to count its steps by its calls",
+                )
+            )
 
     @staticmethod
     def _calls(
@@ -208,12 +256,12 @@ class FunctionLoopTracker:
         self._count = count
         self._on_found()
         site = f" ({train.where})" if train.where else ""
-        per_call = (
-            f"{train.steps_per_call} steps a call"
-            if train.counter is not None
-            else "named by --train-function, each call counted as one step (it steps no "
-            "optimizer with a step counter)"
-        )
+        per_call = f"{train.steps_per_call} steps a call"
+        if train.counter is None:
+            per_call += (
+                " (named by --train-function: it steps no optimizer with a step counter, so a "
+                "call counts one step, or its dataset's length)"
+            )
         session.note(
             f"the loop pulls inside the tf.function {train.name}{site}, {per_call}: "
             "each call is timed and its time spread over its steps; input waits inside it "
@@ -293,3 +341,19 @@ class FunctionLoopTracker:
 def _seen_text(function: Any, why: str) -> str:
     site = definition_site(function)
     return f"{function_name(function)}{f' ({site})' if site else ''} {why}"
+
+
+def _argument(slot: int | str, args: Any, kwargs: Any) -> Any:
+    return args[slot] if isinstance(slot, int) else kwargs[slot]
+
+
+def _steps_a_pass(fed: Any) -> int | None:
+    """The steps one call runs where a step counter cannot say: one for an iterator (a call
+    a step), a dataset's length for a dataset it iterates (None where unknown)."""
+    if not is_dataset(fed):
+        return 1
+    try:
+        length = int(fed.cardinality())
+    except Exception:
+        return None
+    return length if length > 0 else None

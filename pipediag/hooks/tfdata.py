@@ -98,6 +98,7 @@ class CustomLoopTracker:
         # At the step budget: what answers the loop's pulls until the budget ends the script.
         self._budget: BudgetServer | None = None
         self._diagnosed_elsewhere = False
+        self.pulls = 0  # the script's eager pulls before the budget
 
     def on_next(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
         # Runs on every pull of the user's loop, often thousands a second: the common case
@@ -105,6 +106,7 @@ class CustomLoopTracker:
         # one call into the timeline.
         if self._budget is not None:
             return self._serve_budget(iterator, fetch)
+        self.pulls += 1
         current = self._pass
         if current is None or current.iterator() is not iterator:
             current = self._pass = self._pass_of(iterator)
@@ -424,7 +426,7 @@ class IteratorPatch:
             made = now()
             setattr(iterator, MADE_S, made - began)
             timeline.last_iterator_made = (made, made - began)
-            on_made(iterator)
+            on_made(iterator)  # never raises
             return result
 
         _create_iterator.__wrapped__ = original_create  # type: ignore[attr-defined]
@@ -446,7 +448,7 @@ class IteratorPatch:
         def __init__(dataset: Any, variant_tensor: Any) -> None:
             original_init(dataset, variant_tensor)
             if eager() and not reading():
-                on_made(dataset)
+                on_made(dataset)  # never raises (`FunctionLoopTracker.data_made`)
 
         __init__.__wrapped__ = original_init  # type: ignore[attr-defined]
         dataset_owner.__init__ = __init__

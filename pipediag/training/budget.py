@@ -10,6 +10,7 @@ docs/design.md, "The flow of one diagnosis".
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -217,6 +218,7 @@ def loop_plans(
         served.close()
         searched = stages.searched
         results.loop_held(searched, served.began)
+        del served, stages
         if not running:
             return
     if work.search is not None:
@@ -227,6 +229,7 @@ def loop_plans(
         running = yield served
         served.close()
         results.loop_tried(rewrites, served.began)
+        del served, rewrites
         if not running:
             return
     if work.model_s is not None:
@@ -254,6 +257,7 @@ def _model_side(
         running = yield window
         results.loop_ops_profiled(window.result(), window.began)
         seconds = max(0.0, seconds - (clock.now() - window.began))
+        del window
         if not running:
             return
     if not isinstance(step, LoopStep) or batch is None:
@@ -301,7 +305,6 @@ class BudgetServer:
             self._advance(running=False)
 
     def _advance(self, *, running: bool) -> None:
-        try:
+        self._plan = None  # a result that fails to be handed on serves nothing more
+        with contextlib.suppress(StopIteration):
             self._plan = self._plans.send(running)
-        except StopIteration:
-            self._plan = None

@@ -82,7 +82,7 @@ class TrainCalls:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     captured: Any = None
-    calls_made: int = 0
+    calls_made: int = 0  # counted steps where there is no counter: calls x steps a call
 
     def fed(self) -> Any:
         """The iterator or the dataset the last call was given, or the one it closes over."""
@@ -95,14 +95,15 @@ class TrainCalls:
         return is_dataset(self.fed())
 
     def run(self, args: Any, kwargs: Any) -> Any:
-        """One call of the function, counted."""
+        """One call of the function; without a counter, its steps counted."""
         result = self.call(self.function, *args, **kwargs)
-        self.calls_made += 1
+        if self.counter is None:
+            self.calls_made += self.steps_per_call
         return result
 
     def count(self) -> int:
         """The counter's value (reading it waits for the call's work to end); without a
-        counter, the calls made."""
+        counter, the steps counted by the calls."""
         if self.counter is None:
             return self.calls_made
         return int(self.counter.numpy())
@@ -164,6 +165,14 @@ class CallStepAlone:
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
         """`warmup` untimed calls, then calls until `step_ended` says the block is complete;
         the variables are put back however it ends."""
+        calls = self._calls
+        counted = calls.calls_made  # put back too, as the counter is with the variables
+        try:
+            self._block(step_ended, clock=clock, warmup=warmup)
+        finally:
+            calls.calls_made = counted
+
+    def _block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
         calls = self._calls
         with variables_put_back(self._variables), captured_swapped(calls.function, self._swap):
             for _ in range(warmup):

@@ -106,9 +106,10 @@ def test_a_slow_map_under_a_multi_step_function_is_input_bound(tmp_path: Path) -
     assert alone is not None and alone.measured and alone.blocks, alone
     assert alone.restored_variables > 0
     verdict = report.verdict
-    assert verdict.label == INPUT_BOUND, verdict
-    assert verdict.cost_split is not None and not verdict.cost_split.waits_timed
-    assert WAITS_NOT_TIMED in headline(report).details
+    assert input_bound_or_host_busy(verdict.label, verdict.uncertain_because), verdict
+    if verdict.label == INPUT_BOUND:
+        assert verdict.cost_split is not None and not verdict.cost_split.waits_timed
+        assert WAITS_NOT_TIMED in headline(report).details
     # Training runs at the pipeline's pace: about 20 batches/s, each batch one step.
     assert report.pipeline.batches_per_s == pytest.approx(20, rel=0.4)
     assert verdict.training_steps_per_s == pytest.approx(20, rel=0.4)
@@ -176,10 +177,58 @@ def test_a_function_named_as_training_counts_each_call_as_a_step(tmp_path: Path)
     report = pipediag.diagnose(script, config=config, out=tmp_path / "out", log=None)
     # THEN its calls are the steps: timed, the function run alone, a verdict given
     assert report.complete and report.stop_reason == "step-budget", report.exit
-    assert any("each call counted as one step" in note for note in report.notes), report.notes
+    assert any(
+        "sgd_steps (train.py:" in note and "1 steps a call (named by --train-function" in note
+        for note in report.notes
+    ), report.notes
     alone = report.compute_alone
     assert alone is not None and alone.measured and alone.blocks, alone
-    assert report.verdict.no_verdict_because == "", report.verdict
+    verdict = report.verdict
+    assert verdict.no_verdict_because == "", verdict
+    # the calls of the step-alone blocks are not counted as training steps: A and T are
+    # rates of the same tiny step, not A inflated by the blocks' calls
+    a, t = verdict.training_steps_per_s, verdict.compute_alone_steps_per_s
+    assert a is not None and t is not None and 0.3 < a / t < 2.0, (a, t)
+
+
+SECOND_ITERATOR_SCRIPT = """
+import tensorflow as tf
+import keras
+
+labeled = tf.data.Dataset.from_tensor_slices(tf.ones([64, 8])).batch(8).repeat()
+unlabeled = iter(tf.data.Dataset.from_tensor_slices(tf.ones([64, 8])).batch(8).repeat())
+model = keras.Sequential([keras.layers.Input((8,)), keras.layers.Dense(1)])
+optimizer = keras.optimizers.SGD(0.01)
+optimizer.build(model.trainable_variables)
+
+@tf.function
+def train_step(x):
+    u = next(unlabeled)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(model(x) ** 2) + tf.reduce_mean(model(u) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+for step, x in enumerate(labeled):
+    train_step(x)
+    if step == 5000:
+        break
+"""
+
+
+def test_an_eager_loop_whose_step_closes_over_a_second_iterator_stays_an_eager_loop(
+    tmp_path: Path,
+) -> None:
+    # GIVEN an eager loop over the labeled data whose step pulls a second, unlabeled
+    # iterator it closes over (semi-supervised training, GANs)
+    script = tmp_path / "train.py"
+    script.write_text(SECOND_ITERATOR_SCRIPT)
+    # WHEN diagnosed
+    report = pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
+    # THEN the eager loop's pulls are timed: the step is not taken for a loop in the graph
+    assert report.train.style == "custom-loop"
+    assert report.train.input_wait_source == "iterator-timing", report.train
+    assert not any("pulls inside the tf.function" in note for note in report.notes)
 
 
 EPOCH_SCRIPT = """

@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from pipelines import bands_reached
+from pipelines import bands_reached, input_bound_or_host_busy
 
 import pipediag
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, WARMUP
@@ -113,8 +113,12 @@ def test_input_bound_pipeline(tmp_path: Path, style: str) -> None:
     report = _diagnose(tmp_path, style, "slow_pipeline()", "small_model(8)")
 
     assert report.complete and report.stop_reason == "step-budget", report.exit
-    assert report.verdict.label == INPUT_BOUND
-    assert report.verdict.severity == "highly input-bound"
+    verdict = report.verdict
+    # (a loaded host's honest "uncertain: the host was busy" is allowed, as in every test of
+    # a verdict on real timings: a fresh-clone run with one core taken read it here)
+    assert input_bound_or_host_busy(verdict.label, verdict.uncertain_because), verdict
+    if verdict.label == INPUT_BOUND:
+        assert verdict.severity == "highly input-bound"
     assert report.train.style == ("keras-fit" if style == "fit" else "custom-loop")
     measured = [s for s in report.train.steps if s.label != WARMUP]
     assert len(measured) == MEASURED
