@@ -163,9 +163,8 @@ class Conclusion:
             or step_s is None
         ):
             return None
+        from pipediag.analysis.paired import ALTERNATION_MIN_ROUNDS, MIN_BLOCK_STEPS
         from pipediag.training.alternation import (
-            MIN_BLOCK_STEPS,
-            MIN_ROUNDS,
             Alternation,
             FitAlternation,
             block_steps_for,
@@ -178,7 +177,7 @@ class Conclusion:
             # fit's remaining steps hold the training blocks (the first one too, where the
             # measured steps cannot lead) and one block to spare, so that training goes on
             # after the last round: a smaller block, and no round past that
-            block_steps = min(block_steps, steps_left // (MIN_ROUNDS + 2))
+            block_steps = min(block_steps, steps_left // (ALTERNATION_MIN_ROUNDS + 2))
             if block_steps < MIN_BLOCK_STEPS:
                 return None
         runner = _step_alone(seen)
@@ -224,8 +223,9 @@ class Conclusion:
         step_s = self._timeline.median_measured_step_s()
         if cached.batch is None or step_s is None:
             return None
+        from pipediag.analysis.paired import LOCKSTEP_ROUNDS
         from pipediag.bench import teardown
-        from pipediag.training.alternation import LOCKSTEP_ROUNDS, Alternation, block_steps_for
+        from pipediag.training.alternation import Alternation, block_steps_for
         from pipediag.training.budget import AlternatedBlocks, BudgetServer, Serving, loop_plans
         from pipediag.training.jax_sync import device_sync, synced_step_s
 

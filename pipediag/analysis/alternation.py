@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipediag.analysis.paired import disturbed, log_interval
 from pipediag.report.model import RateBlock, StageStats
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK, RateBlockKind
 
@@ -24,22 +25,6 @@ FAST_LEADING = 0.8
 SLOW_LEADING = 1.25
 # At most this share of a block is ever dropped as its transition.
 MAX_DROPPED_SHARE = 0.5
-# A block whose rate is off the median of its kind's blocks by more than this factor, and by
-# more than DISTURBED_SPREADS times their spread, was disturbed by the host: it is left out
-# of the pairs (docs/design.md, "Rates in alternation").
-DISTURBED_FACTOR = 1.25
-DISTURBED_SPREADS = 4.0
-# The median absolute deviation times this estimates a normal spread's standard deviation.
-_MAD_TO_SD = 1.4826
-# Two-sided 90% quantiles of Student's t, by degrees of freedom (1 to 10); 1.645 beyond.
-_T90 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
-
-
-def t90(degrees: int) -> float:
-    """The two-sided 90% quantile of Student's t with `degrees` degrees of freedom."""
-    if degrees < 1:
-        raise ValueError("an interval needs at least two pairs")
-    return _T90[degrees - 1] if degrees <= len(_T90) else 1.645 + 2.4 / degrees
 
 
 def steady_part(durations: Sequence[float]) -> tuple[list[float], int]:
@@ -103,27 +88,21 @@ class PairedCost:
 
 def disturbed_blocks(blocks: Sequence[RateBlock]) -> set[int]:
     """The indices of blocks the host disturbed: each rate far off the median of its own
-    kind's blocks (`DISTURBED_FACTOR`, and `DISTURBED_SPREADS` times their median absolute
-    deviation), either way and for either kind alike, so leaving them out moves the cost no
-    way on its own. A kind with fewer than 3 blocks has no median to be far from.
+    kind's blocks (`paired.disturbed`), so leaving them out moves the cost no way on its own.
 
     A stall of the host slows one block: a compute-bound loop's pairs read T/A 1.04-1.07
     but for one training block at 27 steps/s between step-alone blocks at 40-42, whose two
     pairs made the cost 11% (2-20%) and the verdict uncertain."""
-    disturbed: set[int] = set()
+    found: set[int] = set()
     for kind in (TRAINING_BLOCK, STEP_ALONE_BLOCK):
-        logs = {
-            i: math.log(rate)
-            for i, b in enumerate(blocks)
-            if b.kind == kind and (rate := b.steps_per_s) is not None and rate > 0
-        }
-        if len(logs) < 3:
-            continue
-        middle = statistics.median(logs.values())
-        spread = statistics.median(abs(value - middle) for value in logs.values())
-        limit = max(math.log(DISTURBED_FACTOR), DISTURBED_SPREADS * _MAD_TO_SD * spread)
-        disturbed.update(i for i, value in logs.items() if abs(value - middle) > limit)
-    return disturbed
+        found |= disturbed(
+            {
+                i: math.log(rate)
+                for i, b in enumerate(blocks)
+                if b.kind == kind and (rate := b.steps_per_s) is not None and rate > 0
+            }
+        )
+    return found
 
 
 def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost | None:
@@ -135,17 +114,17 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
     added to every step-alone step, so that T is the rate the script's own loop would reach
     on a cached batch (docs/design.md, "Rates in alternation").
     """
-    disturbed = disturbed_blocks(blocks)
-    kept = [b for i, b in enumerate(blocks) if i not in disturbed]
+    left_out = disturbed_blocks(blocks)
+    kept = [b for i, b in enumerate(blocks) if i not in left_out]
     ratios: list[float] = []  # log(T / A) per step-alone block
     for i, block in enumerate(blocks):
-        if block.kind != STEP_ALONE_BLOCK or block.steps_per_s is None or i in disturbed:
+        if block.kind != STEP_ALONE_BLOCK or block.steps_per_s is None or i in left_out:
             continue
         beside = [
             rate
             for j in (i - 1, i + 1)
             if 0 <= j < len(blocks)
-            and j not in disturbed
+            and j not in left_out
             and blocks[j].kind == TRAINING_BLOCK
             and (rate := blocks[j].steps_per_s) is not None
         ]
@@ -153,20 +132,16 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
             training_log = sum(math.log(rate) for rate in beside) / len(beside)
             alone = block.steps / (block.seconds + block.steps * around_s)
             ratios.append(math.log(alone) - training_log)
-    if not ratios:
+    found = log_interval(ratios)
+    if found is None:
         return None
-    mean = statistics.fmean(ratios)
-    low = high = None
-    if len(ratios) >= 2:
-        spread = t90(len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios))
-        low, high = _cost(mean - spread), _cost(mean + spread)
     return PairedCost(
         training=_pooled(kept, TRAINING_BLOCK),
         compute=_pooled(kept, STEP_ALONE_BLOCK, around_s),
-        cost=_cost(mean),
-        low=low,
-        high=high,
-        pairs=len(ratios),
+        cost=_cost(found.mean),
+        low=None if found.low is None else _cost(found.low),
+        high=None if found.high is None else _cost(found.high),
+        pairs=found.pairs,
     )
 
 

@@ -1,20 +1,20 @@
-"""Interleaved A/B runs of two pipelines, stopped as soon as the speedup is clear.
+"""A change's trial: rounds of the original side and the changed one, stopped as soon as the
+speedup is clear.
 
-The one paired engine of `bench/`: a trial reads the original (A) and the fixed side (B) for
-a short slice each, in rounds that alternate which goes first, each round one ratio of B's
-rate over A's. From `MIN_ROUNDS` on, the sign-test interval of the median ratio (90%,
-`CONFIDENCE`) stops the trial as a clear gain, clear no gain (under `VERIFIED_MIN_GAIN`),
-outranked, or when its budget is spent. The what-if trials, the trials on training and the
-model-side trials all use it. Method: (docs/design.md, "Interleaved rounds").
+A trial reads the original (A) and the changed side (B) for a short slice each, in rounds
+that alternate which goes first, each round one ratio of B's rate over A's. From
+`TRIAL_MIN_ROUNDS` on, the paired engine's interval (`analysis/paired.py`) stops the trial as
+a clear gain, clear no gain (under `VERIFIED_MIN_GAIN`), outranked, or when its budget is
+spent. The what-if trials, the trials on training and the model-side trials all use it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from math import comb
 from statistics import median
 
+from pipediag.analysis.paired import TRIAL_MIN_ROUNDS, ratio_interval
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
@@ -25,38 +25,6 @@ from pipediag.report.vocabulary import (
     STOP_OUTRANKED,
     TrialStop,
 )
-
-# The fewest rounds with an interval at `CONFIDENCE` (see the module docstring).
-MIN_ROUNDS = 5
-# Two-sided confidence of the speedup interval: 90% stops a clear 2-core trial in 5 rounds.
-CONFIDENCE = 0.90
-# A trial's rounds may overrun its share of the budget by this factor before none is started.
-OVERRUN = 1.3
-# Slices planned in a trial's share: `MIN_ROUNDS` rounds of two, with their untimed first
-# steps and the checks between them.
-SLICES_PER_SHARE = 12
-
-
-@dataclass(frozen=True)
-class SliceBounds:
-    """The shortest and longest timed slice of one kind of comparison."""
-
-    shortest_s: float
-    longest_s: float
-
-    def clamp(self, seconds: float) -> float:
-        return max(self.shortest_s, min(self.longest_s, seconds))
-
-
-# The pipeline read alone (the what-if trials): under 0.15 s a slice is mostly its first
-# batch (threads starting, buffers filling); over 0.4 s (~30 batches of the input-bound
-# example) slices only delay a clear result, which 5 rounds reach in about 4.5 s.
-PIPELINE_SLICES = SliceBounds(0.15, 0.4)
-# Training (fix trials and stage holds on the train step): a slice of a few steps, from a
-# fresh iterator whose first step is timed apart.
-TRAINING_SLICES = SliceBounds(0.1, 0.5)
-# The step alone on a held batch (the model-side trials): no iterator to start, so shorter.
-STEP_SLICES = SliceBounds(0.05, 0.5)
 
 # One side's read: given the time it may take, the timing of a fresh (or kept) iterator.
 Run = Callable[[float], BatchTiming]
@@ -71,25 +39,6 @@ class Rounds:
     ratios: list[float]
     interval: tuple[float, float] | None
     stopped: TrialStop
-
-
-def median_interval(
-    values: Sequence[float], confidence: float = CONFIDENCE
-) -> tuple[float, float] | None:
-    """The sign-test interval for the median of `values`; None when too few for `confidence`."""
-    n = len(values)
-    k = 0
-    while k + 1 <= n // 2 and _coverage(n, k + 1) >= confidence:
-        k += 1
-    if k == 0:
-        return None
-    ordered = sorted(values)
-    return ordered[k - 1], ordered[n - k]
-
-
-def _coverage(n: int, k: int) -> float:
-    """P(x_(k) <= median <= x_(n+1-k)) for n independent draws."""
-    return 1.0 - 2.0 * sum(comb(n, i) for i in range(k)) / float(2**n)
 
 
 def stop_reason(interval: tuple[float, float] | None, best_low: float | None) -> TrialStop | None:
@@ -144,7 +93,7 @@ class RoundPlan:
         if not self._pending:
             now = self._clock.now()
             done = len(self._runs[0])
-            soft_limit = self._until_s if done >= MIN_ROUNDS else self._hard_until_s
+            soft_limit = self._until_s if done >= TRIAL_MIN_ROUNDS else self._hard_until_s
             if now + self._round_s > min(soft_limit, self._hard_until_s):
                 self.stopped = STOP_BUDGET
                 return None
@@ -167,8 +116,8 @@ class RoundPlan:
         ratio = _ratio(self._runs[0][-1], self._runs[1][-1])
         if ratio is not None:
             self._ratios.append(ratio)
-        enough = len(self._ratios) >= MIN_ROUNDS
-        self._interval = median_interval(self._ratios) if enough else None
+        enough = len(self._ratios) >= TRIAL_MIN_ROUNDS
+        self._interval = ratio_interval(self._ratios) if enough else None
         self.stopped = stop_reason(self._interval, self._best_low)
 
     def rounds(self) -> Rounds:
@@ -198,7 +147,7 @@ def run_rounds(
         baseline / variant: each reads its side for at most the seconds it is given.
         slice_s: timed seconds per side and round; a side whose first batch (untimed, e.g.
             a shuffle buffer filling) took long gets that much more in later rounds.
-        until_s: on `clock`, no round starts that would end later once `MIN_ROUNDS` ran.
+        until_s: on `clock`, no round starts that would end later once `TRIAL_MIN_ROUNDS` ran.
         hard_until_s: no round at all starts that would end later.
         clock: the clock the runs are timed with.
         best_low: the lower end of the best trial's interval so far (for `outranked`).

@@ -15,12 +15,11 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
+from pipediag.analysis.paired import PIPELINE_SLICES, TRIAL_MIN_ROUNDS
 from pipediag.bench.candidate import Candidate
 from pipediag.bench.fix_candidates import fix_candidates, thread_cap_candidate
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError, graph_and_nodes
 from pipediag.bench.interleaved import (
-    MIN_ROUNDS,
-    PIPELINE_SLICES,
     Rounds,
     median_rate,
     run_rounds,
@@ -313,11 +312,11 @@ class _Trials:
         return refusal
 
     def _rounds(self, candidate: Candidate, variant: Any, share_s: float) -> Rounds:
-        """A/B rounds with slices planned for `MIN_ROUNDS` rounds in `share_s` (less the time
+        """A/B rounds with slices planned for `TRIAL_MIN_ROUNDS` rounds in `share_s` (less the time
         a cache takes to fill), stopped as `bench/interleaved.py` says."""
         until_s = self.clock.now() + share_s
         fill_s = candidate.facts.fill_s or 0.0
-        planned_s = SLICE_SHARE * (share_s - fill_s) / (2 * MIN_ROUNDS)
+        planned_s = SLICE_SHARE * (share_s - fill_s) / (2 * TRIAL_MIN_ROUNDS)
         baseline = TrialSide(self.baseline, self.teardown, self.clock)
         fixed = TrialSide(variant, self.teardown, self.clock, candidate.fill_batches)
         try:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from pipediag.analysis.paired import MAX_BLOCK_STEPS, MAX_ROUNDS
 from pipediag.hooks.batch_stamps import BatchStamps, wait_of
 from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.timeline import MIN_MEASURED_STEPS, StepBudgetReached
-from pipediag.training.alternation import MAX_BLOCK_STEPS, MAX_ROUNDS, block_steps_for
+from pipediag.training.alternation import block_steps_for
 
 if TYPE_CHECKING:
     from pipediag.training.alternation import FitAlternation

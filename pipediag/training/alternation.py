@@ -17,6 +17,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pipediag.analysis.alternation import block_of, paired_cost
+from pipediag.analysis.paired import (
+    ALTERNATION_MIN_ROUNDS,
+    BLOCK_S,
+    MAX_BLOCK_STEPS,
+    MAX_ROUNDS,
+    MAX_SECONDS,
+    MIN_BLOCK_STEPS,
+    TARGET_HALF_WIDTH,
+)
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone, RateBlock
@@ -28,24 +37,6 @@ from pipediag.report.vocabulary import (
 )
 from pipediag.training.compute_alone import StepAlone
 
-# A block lasts about this long at the measured step (0.4 s: three of each kind cost about
-# what one 2 s compute-alone run did, and sub-second drifts still fall on both kinds).
-BLOCK_S = 0.4
-# Fewest steps in a block: its transition may take up to half of them. The most: a script
-# with short steps may end soon after the budget (3 epochs of 150 steps of 3 ms).
-MIN_BLOCK_STEPS = 4
-MAX_BLOCK_STEPS = 64
-MIN_ROUNDS = 3
-MAX_ROUNDS = 6
-# A multi-worker job's alternation: exactly this many rounds (docs/design.md, "Multi-worker
-# jobs": every worker must run as many steps).
-LOCKSTEP_ROUNDS = 3
-# Rounds go on while the cost's 90% interval is wider than this either side.
-TARGET_HALF_WIDTH = 0.03
-# No new round starts once the alternation has run this long: the verdict is due within
-# 10 s of the first step (benchmarks/time_to_verdict.py: a custom loop's alternation took
-# 7.8 s of its 11.7 s with a 15 s bound).
-MAX_SECONDS = 6.0
 # The first step-alone block's first calls are not timed: under fit the first call on a
 # cached batch may retrace the train step for its static shapes.
 WARMUP_STEPS = 3
@@ -206,7 +197,7 @@ class Alternation:
         rounds = self.rounds
         if self._fixed_rounds is not None:
             return rounds < self._fixed_rounds
-        if rounds < MIN_ROUNDS:
+        if rounds < ALTERNATION_MIN_ROUNDS:
             return True
         if rounds >= self._max_rounds or self._clock.now() - self.began >= self._max_seconds:
             return False

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pipediag.bench.interleaved import OVERRUN, RoundPlan
+from pipediag.analysis.paired import OVERRUN
+from pipediag.bench.interleaved import RoundPlan
 from pipediag.clock import Clock
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
 from pipediag.training.compute_alone import variables_put_back

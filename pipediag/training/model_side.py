@@ -18,9 +18,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pipediag.analysis.paired import OVERRUN
 from pipediag.analysis.run_terms import fit_added_s
 from pipediag.bench.device import DevicePlacement
-from pipediag.bench.interleaved import OVERRUN
 from pipediag.clock import Clock
 from pipediag.report.model_side import (
     DEVICE_COPY,

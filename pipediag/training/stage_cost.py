@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.analysis.alternation import ABOVE_STEP_ALONE
+from pipediag.analysis.paired import TRAINING_SLICES
 from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
 from pipediag.bench.hold import HeldCopies
-from pipediag.bench.interleaved import TRAINING_SLICES, Rounds, median_rate
+from pipediag.bench.interleaved import Rounds, median_rate
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock

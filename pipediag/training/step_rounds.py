@@ -13,12 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pipediag.analysis.paired import OVERRUN, SLICES_PER_SHARE, STEP_SLICES, TRIAL_MIN_ROUNDS
 from pipediag.analysis.run_terms import fit_added_s, in_run_terms
 from pipediag.bench.interleaved import (
-    MIN_ROUNDS,
-    OVERRUN,
-    SLICES_PER_SHARE,
-    STEP_SLICES,
     Rounds,
     median_rate,
     run_rounds,
@@ -156,4 +153,4 @@ class FitFacts:
 
 def fewest_rounds_s(call_s: float) -> float:
     """The time the fewest rounds with an interval take, at the shortest slices."""
-    return 2 * MIN_ROUNDS * max(call_s, STEP_SLICES.shortest_s)
+    return 2 * TRIAL_MIN_ROUNDS * max(call_s, STEP_SLICES.shortest_s)

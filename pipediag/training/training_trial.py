@@ -18,10 +18,8 @@ from dataclasses import replace
 from statistics import median
 from typing import Any
 
+from pipediag.analysis.paired import OVERRUN, SLICES_PER_SHARE, TRAINING_SLICES
 from pipediag.bench.interleaved import (
-    OVERRUN,
-    SLICES_PER_SHARE,
-    TRAINING_SLICES,
     RoundPlan,
     Rounds,
     median_rate,

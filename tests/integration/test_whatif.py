@@ -218,7 +218,8 @@ def test_a_file_source_of_unknown_length_is_counted_for_its_cache(tmp_path: Path
 
 
 def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
-    from pipediag.bench.interleaved import MIN_ROUNDS, STOP_GAIN
+    from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
+    from pipediag.bench.interleaved import STOP_GAIN
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.whatif import verify_fixes
     from pipediag.report.fixes import FIX_PARALLEL_MAP
@@ -233,7 +234,7 @@ def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
     assert trial.verified, trial.reason
     assert trial.stage == "map(slow_py_map)"
     assert trial.facts.stopped == STOP_GAIN
-    assert trial.rounds >= MIN_ROUNDS
+    assert trial.rounds >= TRIAL_MIN_ROUNDS
     # A clear gain: its interval's low end above 1 (about 1.5x on 2 cores; the two threads
     # AUTOTUNE gives it there leave a loaded host's gain too close to any fixed bar)
     assert (trial.facts.speedup_low or 0.0) > 1.0
@@ -360,7 +361,8 @@ def _fake_sides(monkeypatch: pytest.MonkeyPatch, clock: Any, variant_rates: list
 def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipediag.bench.interleaved import MIN_ROUNDS, STOP_BUDGET
+    from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
+    from pipediag.bench.interleaved import STOP_BUDGET
     from pipediag.bench.whatif import verify_fixes
     from pipediag.report.fixes import FIX_PARALLEL_MAP
     from pipediag.testing import FakeClock
@@ -378,14 +380,15 @@ def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
     # THEN it ran more than the minimum rounds, stopped for time, and ended by the deadline
     assert trial.verified, trial.reason
     assert trial.facts.stopped == STOP_BUDGET
-    assert trial.rounds > MIN_ROUNDS
+    assert trial.rounds > TRIAL_MIN_ROUNDS
     assert clock.now() <= deadline
 
 
 def test_a_clear_trial_stops_early_and_records_its_interval(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipediag.bench.interleaved import MIN_ROUNDS, PIPELINE_SLICES, STOP_GAIN
+    from pipediag.analysis.paired import PIPELINE_SLICES, TRIAL_MIN_ROUNDS
+    from pipediag.bench.interleaved import STOP_GAIN
     from pipediag.bench.whatif import verify_fixes
     from pipediag.report.fixes import FIX_PARALLEL_MAP
     from pipediag.testing import FakeClock
@@ -399,12 +402,12 @@ def test_a_clear_trial_stops_early_and_records_its_interval(
     )
 
     assert trial.facts.stopped == STOP_GAIN
-    assert trial.rounds == MIN_ROUNDS
+    assert trial.rounds == TRIAL_MIN_ROUNDS
     assert (trial.facts.speedup_low, trial.facts.speedup_high) == (2.0, 2.0)
     assert trial.speedup == pytest.approx(2.0)
     # five rounds of two full slices, then it stopped: half the budget was left unused
-    assert clock.now() - start == pytest.approx(MIN_ROUNDS * 2 * PIPELINE_SLICES.longest_s)
-    assert MIN_ROUNDS * 2 * PIPELINE_SLICES.longest_s <= 8.0 / 2
+    assert clock.now() - start == pytest.approx(TRIAL_MIN_ROUNDS * 2 * PIPELINE_SLICES.longest_s)
+    assert TRIAL_MIN_ROUNDS * 2 * PIPELINE_SLICES.longest_s <= 8.0 / 2
 
 
 def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:

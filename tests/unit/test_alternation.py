@@ -15,14 +15,13 @@ from pipediag.analysis.alternation import (
     steady_part,
     step_alone_ceiling,
 )
+from pipediag.analysis.paired import MAX_BLOCK_STEPS, MIN_BLOCK_STEPS
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.report.model import ComputeAlone, FixTrial, RateBlock
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK
 from pipediag.testing import FakeClock
 from pipediag.training.alternation import (
-    MAX_BLOCK_STEPS,
-    MIN_BLOCK_STEPS,
     WARMUP_STEPS,
     Alternation,
     block_steps_for,

@@ -12,13 +12,14 @@ import pytest
 from loop_serving import RecordedResults, loop_server
 from multiworker_jobs import tf_config
 
+from pipediag.analysis.paired import LOCKSTEP_ROUNDS
 from pipediag.cluster import task_from_env, task_out_dir
 from pipediag.config import RunConfig
 from pipediag.errors import UsageError
 from pipediag.report.model import ExitInfo, TaskInfo
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
-from pipediag.training.alternation import LOCKSTEP_ROUNDS, WARMUP_STEPS, Alternation
+from pipediag.training.alternation import WARMUP_STEPS, Alternation
 from pipediag.training.budget import CachedBatch
 
 # -- TF_CONFIG ------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Interleaved A/B rounds stop when the speedup is clear: the interval, the stop rules, and
-the rounds loop on a fake clock.
+"""Interleaved A/B rounds stop when the speedup is clear: the stop rules, and the rounds loop
+on a fake clock (the interval itself: `test_paired.py`).
 
 The loop runs on iterators that advance a `FakeClock` per batch (20 ms against 0.1 ms, or
 alternating costs), so the rates, and therefore the stops, are exact: no sleeps.
@@ -12,15 +12,14 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
 from pipediag.bench.interleaved import (
-    MIN_ROUNDS,
     STOP_BUDGET,
     STOP_GAIN,
     STOP_NO_GAIN,
     STOP_OUTRANKED,
     Rounds,
     Run,
-    median_interval,
     run_rounds,
     stop_reason,
 )
@@ -59,17 +58,7 @@ def _side(
     return given, run
 
 
-# --- the interval ----------------------------------------------------------------------------
-
-
-def test_median_interval_needs_five_values_at_90_percent() -> None:
-    assert median_interval([1.0, 2.0, 3.0, 4.0]) is None
-    assert median_interval([3.0, 1.0, 5.0, 2.0, 4.0]) == (1.0, 5.0)  # 1 - 2/32 = 94%
-
-
-def test_median_interval_narrows_as_values_come() -> None:
-    # n = 10: [x_(2), x_(9)] covers 1 - 2 * 11/1024 = 97.9%; [x_(3), x_(8)] only 89%
-    assert median_interval([float(v) for v in range(10, 0, -1)]) == (2.0, 9.0)
+# --- the stop rules ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -121,15 +110,15 @@ def test_a_clear_gain_stops_after_the_minimum_rounds() -> None:
     rounds = _rounds([0.020], [0.0001])
 
     assert rounds.stopped == STOP_GAIN
-    assert len(rounds.ratios) == MIN_ROUNDS
-    assert rounds.ratios == pytest.approx([200.0] * MIN_ROUNDS)
+    assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
+    assert rounds.ratios == pytest.approx([200.0] * TRIAL_MIN_ROUNDS)
 
 
 def test_a_fix_that_changes_nothing_stops_as_no_gain() -> None:
     rounds = _rounds([0.010], [0.010])
 
     assert rounds.stopped == STOP_NO_GAIN
-    assert len(rounds.ratios) == MIN_ROUNDS
+    assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
 
 
 def test_an_unclear_fix_runs_until_its_time_is_spent() -> None:
@@ -138,14 +127,14 @@ def test_an_unclear_fix_runs_until_its_time_is_spent() -> None:
 
     # THEN it stops at the budget: rounds of ~0.4 s, none started that would end after 3 s
     assert rounds.stopped == STOP_BUDGET
-    assert MIN_ROUNDS < len(rounds.ratios) <= 3.0 / (2 * SLICE_S)
+    assert TRIAL_MIN_ROUNDS < len(rounds.ratios) <= 3.0 / (2 * SLICE_S)
 
 
 def test_an_unclear_fix_that_cannot_beat_the_best_stops_as_outranked() -> None:
     rounds = _rounds([0.010], [0.0125, 0.008], best_low=1.5)
 
     assert rounds.stopped == STOP_OUTRANKED
-    assert len(rounds.ratios) == MIN_ROUNDS
+    assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
 
 
 def test_rounds_alternate_which_side_goes_first() -> None:
@@ -190,7 +179,7 @@ def test_a_slow_first_batch_gets_its_time_back_in_later_rounds() -> None:
     assert rounds.baseline[0].batches_per_s is None
     assert given[1:] == pytest.approx([SLICE_S + 1.0] * (len(given) - 1))
     assert rounds.stopped == STOP_GAIN
-    assert len(rounds.ratios) == MIN_ROUNDS
+    assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
 
 
 def test_no_round_starts_past_the_hard_limit() -> None:

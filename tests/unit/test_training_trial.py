@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from pipediag.analysis.advisor import advise
-from pipediag.bench.interleaved import MIN_ROUNDS, STOP_BUDGET, STOP_GAIN, RoundPlan
+from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
+from pipediag.bench.interleaved import STOP_BUDGET, STOP_GAIN, RoundPlan
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
@@ -125,15 +126,15 @@ def test_a_loop_fed_by_a_faster_pipeline_measures_the_training_gain() -> None:
     steps = _drive(trials, clock)
     ((rounds, reason),) = trials.results().values()
     assert reason is None and rounds is not None
-    assert rounds.stopped == STOP_GAIN and len(rounds.ratios) == MIN_ROUNDS
+    assert rounds.stopped == STOP_GAIN and len(rounds.ratios) == TRIAL_MIN_ROUNDS
     trial = with_training(FixTrial(fix="parallel-map", stage_index=2, verified=True), rounds, None)
     assert trial.training_speedup == pytest.approx(0.0300 / 0.0101, rel=0.01)
     assert trial.training_baseline_steps_per_s == pytest.approx(1 / 0.030, rel=0.01)
-    assert trial.training_rounds == MIN_ROUNDS
+    assert trial.training_rounds == TRIAL_MIN_ROUNDS
     assert (trial.facts.training_speedup_low or 0.0) > 1.0
     # each slice started a fresh iterator, and every step served was one the loop ran
-    assert slow.iterators == fast.iterators == MIN_ROUNDS
-    assert steps > 10 * MIN_ROUNDS
+    assert slow.iterators == fast.iterators == TRIAL_MIN_ROUNDS
+    assert steps > 10 * TRIAL_MIN_ROUNDS
     teardown.drain()
 
 
