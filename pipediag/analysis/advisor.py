@@ -47,6 +47,7 @@ from pipediag.report.model import (
     Report,
     Suggestion,
 )
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.vocabulary import NOTE
 
 
@@ -57,8 +58,9 @@ def advise(report: Report) -> list[Suggestion]:
         report: a report with its verdict, pipeline stages and (optionally) fix trials.
 
     Returns:
-        Correctness warnings first, then fixes and warnings by predicted end-to-end gain, then
-        notes; ties by rule order and stage.
+        Correctness warnings first, then fixes and warnings (those with a gain measured on
+        training first, by it; then the rest by their predicted gain), then notes; ties by
+        rule order and stage.
     """
     context = build_context(report)
     compute_bound = report.verdict.label == COMPUTE_BOUND
@@ -100,10 +102,21 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, float, int, int]:
+def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, int, int]:
+    """Correctness warnings, then fixes and warnings, then notes. Among fixes, a gain
+    measured on training (at least `VERIFIED_MIN_GAIN`) comes before any that is not: an
+    estimate only orders what was not measured. One measured below it comes last."""
     group = 0 if suggestion.correctness_warning else (2 if suggestion.kind == NOTE else 1)
-    gain = suggestion.training_speedup or suggestion.predicted_speedup
-    if gain is None:
-        gain = suggestion.verified_speedup or suggestion.estimated_speedup or 1.0
+    measured = suggestion.training_speedup
+    if measured is not None:
+        tier, gain = (0 if measured >= VERIFIED_MIN_GAIN else 2), measured
+    else:
+        tier = 1
+        gain = (
+            suggestion.predicted_speedup
+            or suggestion.verified_speedup
+            or suggestion.estimated_speedup
+            or 1.0
+        )
     stage = -1 if suggestion.stage_index is None else suggestion.stage_index
-    return (group, -round(gain, 6), position, stage)
+    return (group, tier, -round(gain, 6), position, stage)

@@ -23,6 +23,7 @@ from pipediag.report.model import (
     Report,
     StageStats,
     StepRecord,
+    Suggestion,
     TrainSection,
     TrialFacts,
     Verdict,
@@ -583,3 +584,19 @@ def test_no_hoisted_cache_over_python_that_gave_other_values_or_without_a_hold()
     assert "PD018-hoist-cache" not in _ids(costly)  # T/A is no measure of what a cache gives
     free = _report(_hoist_pipeline(held=1.01), trials=[_hoist_trial(python_repeatable=True)])
     assert "PD018-hoist-cache" not in _ids(free)
+
+
+def test_a_gain_measured_on_training_outranks_any_predicted_one() -> None:
+    from pipediag.analysis.advisor import _sort_key
+
+    predicted = Suggestion("PD012-input-contention", "make it cheaper", predicted_speedup=1.64)
+    measured = Suggestion("PD001-sequential-map", "parallel map", training_speedup=1.21)
+    no_gain = Suggestion("PD003-no-prefetch", "prefetch", training_speedup=1.02)
+    warning = Suggestion("PD006-cache-after-random", "cache after random", correctness_warning=True)
+    found = [(2, predicted), (6, no_gain), (5, measured), (14, warning)]
+
+    ranked = [s.id for _, s in sorted(found, key=lambda item: _sort_key(*item))]
+
+    # THEN the measured gain leads the fixes, the prediction follows, and a fix measured
+    # without gain comes last; a correctness warning stays first
+    assert ranked == [warning.id, measured.id, predicted.id, no_gain.id]
