@@ -88,16 +88,16 @@ def disturbed(logs: Mapping[int, float]) -> set[int]:
     """The keys of log values far off the median of them all (`DISTURBED_FACTOR`, and
     `DISTURBED_SPREADS` times their median absolute deviation), either way alike.
 
-    A stall is rare: where more than one value in five (and more than one) would go, the
-    values are two modes of the host's noise, not a stall, and none is left out. Fewer than
-    3 values have no median to be far from."""
+    A stall is rare: where more than a third of the values (and more than one) would go,
+    they are a mode of the host's noise, not stalls, and none is left out. Fewer than 3
+    values have no median to be far from."""
     if len(logs) < 3:
         return set()
     middle = statistics.median(logs.values())
     spread = statistics.median(abs(value - middle) for value in logs.values())
     limit = max(math.log(DISTURBED_FACTOR), DISTURBED_SPREADS * _MAD_TO_SD * spread)
     found = {key for key, value in logs.items() if abs(value - middle) > limit}
-    return found if len(found) <= max(1, len(logs) // 5) else set()
+    return found if len(found) <= max(1, len(logs) // 3) else set()
 
 
 @dataclass(frozen=True)
@@ -121,12 +121,24 @@ def log_interval(logs: Sequence[float]) -> LogInterval | None:
     return LogInterval(mean, mean - spread, mean + spread, len(logs))
 
 
-def ratio_interval(ratios: Sequence[float]) -> tuple[float, float] | None:
-    """The interval of a change's speedup from its rounds' ratios (variant over baseline),
-    rounds the host disturbed left out; None under two rounds kept."""
+@dataclass(frozen=True)
+class RatioFigure:
+    """A change's speedup from its rounds (the kept ratios' geometric mean) and its interval
+    at `CONFIDENCE` (None under two rounds kept)."""
+
+    speedup: float
+    low: float | None
+    high: float | None
+
+
+def ratio_figure(ratios: Sequence[float]) -> RatioFigure | None:
+    """A change's speedup from its rounds' ratios (variant over baseline), rounds the host
+    disturbed left out; None without a ratio."""
     logs = {i: math.log(r) for i, r in enumerate(ratios) if r > 0}
-    kept = [value for i, value in logs.items() if i not in disturbed(logs)]
-    found = log_interval(kept)
-    if found is None or found.low is None or found.high is None:
+    left_out = disturbed(logs)
+    found = log_interval([value for i, value in logs.items() if i not in left_out])
+    if found is None:
         return None
-    return math.exp(found.low), math.exp(found.high)
+    if found.low is None or found.high is None:
+        return RatioFigure(math.exp(found.mean), None, None)
+    return RatioFigure(math.exp(found.mean), math.exp(found.low), math.exp(found.high))

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
 
-from pipediag.analysis.paired import TRIAL_MIN_ROUNDS, ratio_interval
+from pipediag.analysis.paired import TRIAL_MIN_ROUNDS, RatioFigure, ratio_figure
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
@@ -32,13 +32,26 @@ Run = Callable[[float], BatchTiming]
 
 @dataclass(frozen=True)
 class Rounds:
-    """What a trial's runs measured, and why they stopped."""
+    """What a trial's runs measured, and why they stopped. `speedup`: the paired engine's
+    figure from the ratios (`analysis/paired.py`), None without one; `interval`: its
+    interval, from `TRIAL_MIN_ROUNDS` rounds on."""
 
     baseline: list[BatchTiming]
     variant: list[BatchTiming]
     ratios: list[float]
     interval: tuple[float, float] | None
     stopped: TrialStop
+    speedup: float | None = None
+
+    def rates(self) -> tuple[float | None, float | None]:
+        """The baseline's median rate, and the variant's read through the pairs (baseline
+        times `speedup`), so that the two state the speedup the interval belongs to."""
+        base = median_rate(self.baseline)
+        if base is None or base <= 0:
+            return None, None
+        if self.speedup is None:
+            return base, median_rate(self.variant)
+        return base, base * self.speedup
 
 
 def stop_reason(interval: tuple[float, float] | None, best_low: float | None) -> TrialStop | None:
@@ -81,6 +94,7 @@ class RoundPlan:
         self._first_s = [0.0, 0.0]
         self._ratios: list[float] = []
         self._interval: tuple[float, float] | None = None
+        self._figure: RatioFigure | None = None
         self._round_s = 2 * slice_s  # until one round is measured
         self._round_began: float | None = None
         self._pending: list[int] = []
@@ -116,8 +130,11 @@ class RoundPlan:
         ratio = _ratio(self._runs[0][-1], self._runs[1][-1])
         if ratio is not None:
             self._ratios.append(ratio)
-        enough = len(self._ratios) >= TRIAL_MIN_ROUNDS
-        self._interval = ratio_interval(self._ratios) if enough else None
+        self._figure = ratio_figure(self._ratios)
+        figure, enough = self._figure, len(self._ratios) >= TRIAL_MIN_ROUNDS
+        self._interval = None
+        if enough and figure is not None and figure.low is not None and figure.high is not None:
+            self._interval = figure.low, figure.high
         self.stopped = stop_reason(self._interval, self._best_low)
 
     def rounds(self) -> Rounds:
@@ -128,6 +145,7 @@ class RoundPlan:
             list(self._ratios),
             self._interval,
             self.stopped or STOP_BUDGET,
+            None if self._figure is None else self._figure.speedup,
         )
 
 

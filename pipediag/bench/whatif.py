@@ -21,7 +21,6 @@ from pipediag.bench.fix_candidates import fix_candidates, thread_cap_candidate
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError, graph_and_nodes
 from pipediag.bench.interleaved import (
     Rounds,
-    median_rate,
     run_rounds,
 )
 from pipediag.bench.pipeline import BatchTiming, time_iterator
@@ -333,7 +332,7 @@ class _Trials:
             fixed.close()
 
     def _measured(self, candidate: Candidate, rounds: Rounds) -> FixTrial:
-        base, fixed = median_rate(rounds.baseline), median_rate(rounds.variant)
+        base, fixed = rounds.rates()
         if base is None or fixed is None:
             return _unverified(candidate, "too few batches to time")
         facts = replace(candidate.facts, stopped=rounds.stopped)

@@ -19,7 +19,7 @@ from pipediag.analysis.alternation import ABOVE_STEP_ALONE
 from pipediag.analysis.paired import TRAINING_SLICES
 from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
 from pipediag.bench.hold import HeldCopies
-from pipediag.bench.interleaved import Rounds, median_rate
+from pipediag.bench.interleaved import Rounds
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
@@ -39,7 +39,7 @@ def freed_from(rounds: Rounds | None) -> Freed | None:
     """The speedup of the held side over the unchanged one, as a fix's is read on training."""
     if rounds is None:
         return None
-    base, held = median_rate(rounds.baseline), median_rate(rounds.variant)
+    base, held = rounds.rates()
     if base is None or held is None or base <= 0:
         return None
     low, high = rounds.interval if rounds.interval is not None else (None, None)
@@ -63,7 +63,7 @@ def above_ceiling(rounds: Rounds | None, ceiling: float | None) -> str | None:
     """Why a held trial's gain cannot be used: its held side fed training faster than the
     train step alone ran (`analysis.alternation.step_alone_ceiling`), which no pipeline
     can make it do, so the trial was disturbed. None when it is within the ceiling."""
-    held = median_rate(rounds.variant) if rounds is not None else None
+    held = rounds.rates()[1] if rounds is not None else None
     if ceiling is None or held is None or held <= ceiling:
         return None
     return (

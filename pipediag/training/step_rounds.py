@@ -17,7 +17,6 @@ from pipediag.analysis.paired import OVERRUN, SLICES_PER_SHARE, STEP_SLICES, TRI
 from pipediag.analysis.run_terms import fit_added_s, in_run_terms
 from pipediag.bench.interleaved import (
     Rounds,
-    median_rate,
     run_rounds,
 )
 from pipediag.bench.pipeline import BatchTiming
@@ -77,7 +76,7 @@ def trial_result(
     """A trial's rates and gain from its rounds, in the run's terms (`in_run_terms`, with
     fit's time around the train function from `around_s` or `fit_per_s`); the interval's
     ends go through the same arithmetic (it rises with the variant's rate)."""
-    base, variant = median_rate(rounds.baseline), median_rate(rounds.variant)
+    base, variant = rounds.rates()
     if base is None or variant is None or base <= 0 or variant <= 0:
         return ModelTrial(change, reason="too few steps to time", seconds=seconds)
     added_s = fit_added_s(around_s, fit_per_s, base)
@@ -152,5 +151,5 @@ class FitFacts:
 
 
 def fewest_rounds_s(call_s: float) -> float:
-    """The time the fewest rounds with an interval take, at the shortest slices."""
+    """The time a trial's fewest rounds take, at the shortest slices."""
     return 2 * TRIAL_MIN_ROUNDS * max(call_s, STEP_SLICES.shortest_s)

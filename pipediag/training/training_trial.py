@@ -22,7 +22,6 @@ from pipediag.analysis.paired import OVERRUN, SLICES_PER_SHARE, TRAINING_SLICES
 from pipediag.bench.interleaved import (
     RoundPlan,
     Rounds,
-    median_rate,
 )
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
@@ -57,7 +56,7 @@ def with_training(trial: FixTrial, rounds: Rounds | None, reason: str | None) ->
     """`trial` with what its fix measured on training (or why it was not tried)."""
     if rounds is None:
         return replace(trial, training_reason=reason)
-    base, fixed = median_rate(rounds.baseline), median_rate(rounds.variant)
+    base, fixed = rounds.rates()
     if base is None or fixed is None:
         return replace(trial, training_reason=reason or "too few steps to time")
     facts = replace(trial.facts, training_stopped=rounds.stopped)

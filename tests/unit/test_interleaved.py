@@ -197,3 +197,18 @@ def test_no_round_starts_past_the_hard_limit() -> None:
     )
 
     assert rounds.stopped == STOP_BUDGET and rounds.baseline == [] and rounds.ratios == []
+
+
+def test_a_stalled_round_is_left_out_of_the_figure_and_its_interval() -> None:
+    # GIVEN a variant twice as fast, but one of its five runs stalled to 1.25x
+    rounds = _rounds([0.010], [0.005, 0.005, 0.005, 0.005, 0.008])
+
+    # THEN the trial stops at its fewest rounds on a clear gain of 2x, the stall left out
+    assert rounds.stopped == STOP_GAIN
+    assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
+    assert min(rounds.ratios) == pytest.approx(1.25)
+    assert rounds.interval == pytest.approx((2.0, 2.0))
+    assert rounds.speedup == pytest.approx(2.0)
+    base, variant = rounds.rates()
+    assert base == pytest.approx(100.0)
+    assert variant == pytest.approx(200.0)

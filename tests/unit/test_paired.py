@@ -11,7 +11,7 @@ from pipediag.analysis.paired import (
     TRIAL_MIN_ROUNDS,
     disturbed,
     log_interval,
-    ratio_interval,
+    ratio_figure,
     t90,
 )
 from pipediag.bench.interleaved import STOP_GAIN, stop_reason
@@ -51,21 +51,21 @@ def test_a_stalled_round_is_left_out_of_a_clear_gain() -> None:
     # THEN the stalled round is the one left out, and the gain is clear and tight
     logs = {i: math.log(r) for i, r in enumerate(ratios)}
     assert disturbed(logs) == {5}
-    interval = ratio_interval(ratios)
-    assert interval is not None
-    low, high = interval
-    assert low == pytest.approx(1.93, abs=0.01)
-    assert high == pytest.approx(2.08, abs=0.01)
-    assert stop_reason(interval, None) == STOP_GAIN
+    figure = ratio_figure(ratios)
+    assert figure is not None and figure.low is not None and figure.high is not None
+    assert figure.speedup == pytest.approx(2.0, abs=0.01)
+    assert figure.low == pytest.approx(1.93, abs=0.01)
+    assert figure.high == pytest.approx(2.08, abs=0.01)
+    assert stop_reason((figure.low, figure.high), None) == STOP_GAIN
 
 
 def test_a_wide_spread_leaves_nothing_out() -> None:
     # Rounds alternating 0.8x and 1.25x are noise, not one stall: all are kept
     ratios = [0.8, 1.25] * 3
     assert disturbed({i: math.log(r) for i, r in enumerate(ratios)}) == set()
-    interval = ratio_interval(ratios)
-    assert interval is not None
-    assert interval[0] < 1.0 < interval[1]
+    figure = ratio_figure(ratios)
+    assert figure is not None and figure.low is not None and figure.high is not None
+    assert figure.low < 1.0 < figure.high
 
 
 def test_fewer_than_three_values_have_no_median_to_be_far_from() -> None:
@@ -73,8 +73,28 @@ def test_fewer_than_three_values_have_no_median_to_be_far_from() -> None:
 
 
 def test_a_trial_s_fewest_rounds_give_an_interval() -> None:
-    assert ratio_interval([1.5] * (TRIAL_MIN_ROUNDS - 1) + [1.6]) is not None
-    assert ratio_interval([1.5]) is None
+    figure = ratio_figure([1.5] * (TRIAL_MIN_ROUNDS - 1) + [1.6])
+    assert figure is not None and figure.low is not None
+    one = ratio_figure([1.5])
+    assert one is not None and one.speedup == pytest.approx(1.5) and one.low is None
+    assert ratio_figure([]) is None
+
+
+def test_the_figure_lies_inside_its_interval() -> None:
+    # Six rounds at 2.0x and four at 2.3x: the figure is the geometric mean, not the ratio
+    # of the two sides' median rates (2.0), so the interval always holds it
+    figure = ratio_figure([2.0] * 6 + [2.3] * 4)
+    assert figure is not None and figure.low is not None and figure.high is not None
+    assert figure.low < figure.speedup < figure.high
+    assert figure.speedup == pytest.approx(math.exp(0.6 * math.log(2.0) + 0.4 * math.log(2.3)))
+
+
+def test_two_stalls_in_seven_are_left_out_but_not_three() -> None:
+    rates = {i: math.log(38.0) for i in range(7)}
+    rates[2] = rates[5] = math.log(27.0)
+    assert disturbed(rates) == {2, 5}
+    rates[6] = math.log(27.0)
+    assert disturbed(rates) == set()
 
 
 def test_two_modes_of_noise_are_not_a_stall() -> None:
@@ -83,6 +103,6 @@ def test_two_modes_of_noise_are_not_a_stall() -> None:
 
     # THEN the two at 1.25x, far off the median of five, are not dropped as stalls
     assert disturbed({i: math.log(r) for i, r in enumerate(ratios)}) == set()
-    interval = ratio_interval(ratios)
-    assert interval is not None
-    assert interval[0] < 1.0 < interval[1]
+    figure = ratio_figure(ratios)
+    assert figure is not None and figure.low is not None and figure.high is not None
+    assert figure.low < 1.0 < figure.high
