@@ -210,8 +210,8 @@ def trial_text(trial: FixTrial | None) -> str:
     if trial.verified and trial.speedup is not None:
         return (
             f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"
-            f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x, medians of"
-            f" {trial.rounds} interleaved runs)."
+            f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x over"
+            f" {trial.rounds} interleaved rounds)."
         )
     return f" Not verified: {trial.reason}."
 
@@ -390,7 +390,7 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
     text = (
         f" Tried on your {what}: {trial.training_baseline_steps_per_s:.1f} -> "
         f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
-        f"medians of {trial.training_rounds} interleaved runs{interval})."
+        f"over {trial.training_rounds} interleaved rounds{interval})."
     )
     if trial.facts.above_step_alone:
         text += (

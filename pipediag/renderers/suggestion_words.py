@@ -1,12 +1,11 @@
 """The suggestions in words: fixes, warnings and notes, their headings and one-line form,
-their gains (estimated, verified, on your training, end to end), and the best fix as a key
-figure."""
+each one's measured gain, and the best fix as a key figure."""
 
 from __future__ import annotations
 
 from pipediag.renderers.cost_words import speedup_if_input_free
 from pipediag.renderers.numbers import DASH, gain
-from pipediag.renderers.rate_words import ESTIMATE_MARK, ESTIMATED_WORD, training_rate
+from pipediag.renderers.rate_words import training_rate
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report, Suggestion
 
@@ -16,35 +15,29 @@ FIX, WARNING, NOTE = "fix", "warning", "note"
 MAY_CHANGE_RESULTS = "may change results: "
 SUGGESTION_HEADINGS = {
     WARNING: "Warnings (these change what the model trains on):",
-    FIX: "Fixes, best first (estimated/verified: pipeline-alone speedup, estimated from stage "
-    "timings or measured on a rewritten copy of your pipeline in this run; on your training: "
-    "training speedup measured with the fix in this run; end to end: predicted training "
-    "speedup):",
+    FIX: "Fixes, best first, each with one gain: measured on your training where tried, else "
+    "on the pipeline alone (training may not follow), else the most holding its stage's "
+    "output measured:",
     NOTE: "Notes from the checks:",
 }
+# Said of a fix whose gain nothing measured: an estimate only orders the fixes.
+NOT_MEASURED = "gain not measured"
 
 
 def gains_text(s: Suggestion) -> str:
-    """ "estimated 1.90x, verified 1.62x, end to end ~1.42x", or "" without figures.
-
-    Estimated and verified are the pipeline alone's speedups; end to end is the predicted
-    training speedup (`Suggestion.predicted_speedup`), an estimate, hence the tilde. A fix
-    tried on training shows that measured gain instead ("on your training 1.30x").
-    """
-    parts = []
-    if s.estimated_speedup is not None:
-        parts.append(f"{ESTIMATED_WORD} {gain(s.estimated_speedup)}")
-    if s.verified_speedup is not None:
-        parts.append(f"verified {gain(s.verified_speedup)}")
+    """A suggestion's one gain, as measured: "on your training 1.30x (1.21-1.40x)", "on the
+    pipeline alone 1.62x", "at most 2.10x on your training", or "gain not measured" for a fix
+    nothing measured (a note or warning without a figure: ""). Estimates are never shown:
+    they only order the fixes (docs/design.md, "The advisor")."""
     if s.training_speedup is not None:
         interval = s.training_interval
         within = f" ({interval[0]:.2f}-{gain(interval[1])})" if interval else ""
-        parts.append(f"on your training {gain(s.training_speedup)}{within}")
-    elif s.predicted_speedup is not None:
-        parts.append(f"end to end {ESTIMATE_MARK}{gain(s.predicted_speedup)}")
-    if s.bound_speedup is not None and s.training_speedup is None:
-        parts.append(f"at most {gain(s.bound_speedup)} on your training")
-    return ", ".join(parts)
+        return f"on your training {gain(s.training_speedup)}{within}"
+    if s.verified_speedup is not None:
+        return f"on the pipeline alone {gain(s.verified_speedup)}"
+    if s.bound_speedup is not None:
+        return f"at most {gain(s.bound_speedup)} on your training"
+    return NOT_MEASURED if s.kind == FIX else ""
 
 
 def suggestion_line(s: Suggestion, max_chars: int | None = None) -> str:
@@ -77,28 +70,24 @@ def actionable(report: Report) -> list[Suggestion]:
 
 
 def best_fix(report: Report) -> tuple[Suggestion, float] | None:
-    """The fix that promises most, and its gain: measured on training where tried, else end
-    to end where predicted, else measured on the pipeline, else estimated. Notes (fixes
-    measured without gain) and warnings promise nothing."""
+    """The fix measured to gain most, and that gain: on training where tried, else from
+    epoch 2 for a cache moved above its shuffle (its stage's hold), else on the pipeline
+    alone. Notes (fixes measured without gain), warnings and fixes nothing measured promise
+    nothing."""
     best: tuple[Suggestion, float] | None = None
     for s in report.suggestions:
         if s.kind != FIX:
             continue
-        promised = next(
+        measured = next(
             (
                 g
-                for g in (
-                    s.training_speedup,
-                    s.predicted_speedup,
-                    s.verified_speedup,
-                    s.estimated_speedup,
-                )
-                if g
+                for g in (s.training_speedup, from_epoch_two(report, s), s.verified_speedup)
+                if g is not None
             ),
             None,
         )
-        if promised is not None and promised > 1.0 and (best is None or promised > best[1]):
-            best = (s, promised)
+        if measured is not None and measured > 1.0 and (best is None or measured > best[1]):
+            best = (s, measured)
     return best
 
 
@@ -114,27 +103,22 @@ def from_epoch_two(report: Report, fix: Suggestion) -> float | None:
 
 
 def best_fix_figure(report: Report) -> tuple[str, str]:
-    """The best fix as a key figure, (label, value): "1.40x" when its pipeline gain was
-    measured in this run; "~1.40x" under "Best fix (estimated)" when it rests on stage
-    timings alone; under "Best fix (from epoch 2)" for a cache moved above its shuffle."""
+    """The best fix as a key figure, (label, value), with the gain measured: "Best fix (on
+    your training)", "(pipeline alone)", "(from epoch 2)" for a cache moved above its
+    shuffle, "(at most)" for a change no rewrite makes; "(not measured)" otherwise."""
     found = best_fix(report)
+    fixes = suggestions_of(report, FIX)
     if found is None:
-        fixes = suggestions_of(report, FIX)
         bounds = [s.bound_speedup for s in fixes if s.bound_speedup]
         if bounds:
             # A change no rewrite can make: the most it can gain, measured on training.
             return ("Best fix (at most)", "\N{LESS-THAN OR EQUAL TO}" + gain(max(bounds)))
-        if not fixes:
-            return ("Best fix (predicted)", DASH)
-        if any(s.predicted_speedup or s.verified_speedup or s.estimated_speedup for s in fixes):
-            return ("Best fix (predicted)", "no gain")
-        return ("Best fix (no estimate)", DASH)
-    fix, promised = found
+        if any(s.training_speedup is not None or s.verified_speedup is not None for s in fixes):
+            return ("Best fix", "no gain measured")
+        return ("Best fix (not measured)", DASH)
+    fix, measured = found
     if fix.training_speedup is not None:
-        return ("Best fix (on your training)", gain(promised))
-    cached = from_epoch_two(report, fix)
-    if cached is not None:
-        return ("Best fix (from epoch 2)", gain(cached))
-    if fix.verified_speedup is None:
-        return (f"Best fix ({ESTIMATED_WORD})", ESTIMATE_MARK + gain(promised))
-    return ("Best fix (predicted)", gain(promised))
+        return ("Best fix (on your training)", gain(measured))
+    if from_epoch_two(report, fix) is not None:
+        return ("Best fix (from epoch 2)", gain(measured))
+    return ("Best fix (pipeline alone)", gain(measured))

@@ -48,9 +48,10 @@ class StageChange:
 class PrescribedChange:
     """One rewrite tried on training on top of the ones kept before it.
 
-    `training_speedup` is its training rate over theirs (medians of interleaved rounds,
-    `variant_steps_per_s` over `baseline_steps_per_s`) with the 90% interval; `kept` says
-    whether the interval said it helps; `reason` why it was not kept, or not tried.
+    `training_speedup` is its training rate over theirs (the paired engine's figure from
+    interleaved rounds, `variant_steps_per_s` over `baseline_steps_per_s`) with the 90%
+    interval; `kept` says whether the interval said it helps; `reason` why it was not kept,
+    or not tried.
     `on_training` is that ratio in the run's own terms (under `fit`, with what fit adds
     around each step on both sides: `analysis/run_terms.py`), filled in by the analysis;
     it is the figure the report shows.

@@ -73,8 +73,8 @@ class TrialFacts:
 class FixTrial:
     """One what-if pipeline: a fix applied to a copy of the dataset graph, timed beside it.
 
-    `speedup` is the measured pipeline-alone speedup (variant over original, medians of
-    interleaved runs in the same process), not the end-to-end one: that is
+    `speedup` is the measured pipeline-alone speedup (variant over original, from
+    interleaved rounds in the same process: `analysis/paired.py`), not the end-to-end one: that is
     `training_speedup` where the fix was tried on training, and the advisor predicts it
     otherwise.
     `verified` is False when the fix could not be rewritten or run, and `reason` says why;

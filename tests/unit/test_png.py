@@ -236,7 +236,7 @@ def test_suggestions_are_listed_with_gains_and_warnings() -> None:
     lines = [t for t in figure.texts if t.get_gid() == "suggestion"]
     assert len(lines) == MAX_SUGGESTIONS
     # the same line the text summary prints, numbered as the page lists it
-    assert lines[0].get_text() == "1. [PD000] fix 0  (estimated 1.00x, verified 2.50x)"
+    assert lines[0].get_text() == "1. [PD000] fix 0  (on the pipeline alone 2.50x)"
     assert "may change results" in lines[2].get_text()
     assert lines[2].get_color() == WARNING_COLOUR
     found = best_fix(report)
@@ -489,22 +489,24 @@ def test_no_phases_no_phase_strip() -> None:
     assert "phase" not in [t.get_text() for t in timeline.get_yticklabels()]
 
 
-def test_best_fix_shows_an_unverified_estimate_as_one() -> None:
+def test_best_fix_shows_only_a_measured_gain() -> None:
     # GIVEN a fix whose gain rests on stage timings only
     estimated = Suggestion("PD002", "vectorise", estimated_speedup=1.9, predicted_speedup=1.42)
     report = dataclasses.replace(synthetic_cost_report(), suggestions=[estimated])
-    # THEN the key figure gives its predicted gain, marked as an estimate
-    assert best_fix_figure(report) == ("Best fix (estimated)", "~1.42x")
-    assert "~1.42x" in _texts(build_figure(report))
-    # a measured fix is a prediction from a measurement, no tilde
+    # THEN the key figure says it was not measured, and no estimate is drawn
+    assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
+    assert not any("1.42x" in t or "1.90x" in t for t in _texts(build_figure(report)))
+    # measured on the pipeline alone, it says so, and not the prediction from it
     verified = dataclasses.replace(estimated, verified_speedup=1.6, predicted_speedup=1.3)
     report = dataclasses.replace(report, suggestions=[verified])
-    assert best_fix_figure(report) == ("Best fix (predicted)", "1.30x")
-    # a fix with no figure at all says so, and no fix at all is a dash
-    report = dataclasses.replace(report, suggestions=[Suggestion("PD007", "port it to TF ops")])
-    assert best_fix_figure(report) == ("Best fix (no estimate)", "\N{EM DASH}")
+    assert best_fix_figure(report) == ("Best fix (pipeline alone)", "1.60x")
+    assert "1.60x" in _texts(build_figure(report))
+    # a fix measured without gain says so, and no fix at all is a dash
+    slower = dataclasses.replace(estimated, verified_speedup=0.8)
+    report = dataclasses.replace(report, suggestions=[slower])
+    assert best_fix_figure(report) == ("Best fix", "no gain measured")
     report = dataclasses.replace(report, suggestions=[])
-    assert best_fix_figure(report) == ("Best fix (predicted)", "\N{EM DASH}")
+    assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
 
 
 def test_key_figures_show_input_cost_and_the_three_rates() -> None:
@@ -618,11 +620,11 @@ def test_rates_panel_says_why_stages_were_not_timed_and_marks_no_limit() -> None
     assert not any("limit" in t.get_text() for t in pipeline.texts)
 
 
-def test_suggestion_lines_give_the_end_to_end_gain_as_the_text_does() -> None:
+def test_suggestion_lines_give_the_measured_gain_as_the_text_does() -> None:
     fix = Suggestion("PD002", "vectorise", estimated_speedup=1.9, predicted_speedup=1.42)
     report = dataclasses.replace(synthetic_report(), suggestions=[fix])
     ((line, _),) = suggestion_lines(report)
-    assert line == "1. [PD002] vectorise  (estimated 1.90x, end to end ~1.42x)"
+    assert line == "1. [PD002] vectorise  (gain not measured)"
     assert f" 1. {line[3:]}" in render_text(report).splitlines()
 
 

@@ -20,6 +20,7 @@ from pipediag.renderers.numbers import DASH, percent, rate_text, speedup
 from pipediag.renderers.rate_words import Rate, rates
 from pipediag.renderers.run_words import NO_SCRIPT, command_line, input_wait_source_text, run_status
 from pipediag.renderers.suggestion_words import (
+    NOT_MEASURED,
     NOTE,
     actionable,
     best_fix,
@@ -197,7 +198,7 @@ def test_key_figures_are_the_cost_the_three_rates_the_best_fix_and_the_steps(nam
     assert [value for _, value in figures[1:4]] == [r.number for r in rates(report)]
 
 
-def test_gains_are_worded_once() -> None:
+def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
     fix = Suggestion(
         "PD004",
         "map(f): vectorise, map after batch",
@@ -206,20 +207,24 @@ def test_gains_are_worded_once() -> None:
         verified_speedup=1.62,
         predicted_speedup=1.42,
     )
-    assert gains_text(fix) == "estimated 1.90x, verified 1.62x, end to end ~1.42x"
+    # measured on the pipeline alone, labelled so; the estimates only order the fixes
+    assert gains_text(fix) == "on the pipeline alone 1.62x"
     # the stage is in the title already: not said twice
     assert suggestion_line(fix) == (
-        "[PD004] map(f): vectorise, map after batch  "
-        "(estimated 1.90x, verified 1.62x, end to end ~1.42x)"
+        "[PD004] map(f): vectorise, map after batch  (on the pipeline alone 1.62x)"
     )
-    assert gains_text(dataclasses.replace(fix, estimated_speedup=None)) == (
-        "verified 1.62x, end to end ~1.42x"
-    )
+    tried = dataclasses.replace(fix, training_speedup=1.3, training_interval=[1.21, 1.4])
+    assert gains_text(tried) == "on your training 1.30x (1.21-1.40x)"
+    held = Suggestion("PD007", "port to TF ops", bound_speedup=2.1, predicted_speedup=3.0)
+    assert gains_text(held) == "at most 2.10x on your training"
+    estimated = dataclasses.replace(fix, verified_speedup=None)
+    assert gains_text(estimated) == NOT_MEASURED
+    assert gains_text(dataclasses.replace(estimated, kind=NOTE)) == ""
 
 
 def test_a_suggestion_line_names_a_stage_its_title_does_not_and_warns_first() -> None:
     warning = Suggestion("PD009", "cache() before the random map", stage="map(augment)")
-    warning = dataclasses.replace(warning, correctness_warning=True)
+    warning = dataclasses.replace(warning, correctness_warning=True, kind="warning")
     assert suggestion_line(warning) == (
         "[PD009] may change results: cache() before the random map (stage: map(augment))"
     )
@@ -229,23 +234,27 @@ def test_a_shortened_suggestion_line_keeps_its_warning_and_gains() -> None:
     fix = Suggestion(
         "PD001",
         "a very long title " * 10,
-        estimated_speedup=1.5,
+        verified_speedup=1.5,
         correctness_warning=True,
     )
     line = suggestion_line(fix, max_chars=80)
-    assert len(line) == 80
+    assert 78 <= len(line) <= 80  # cut at a space, the space goes
     assert line.startswith("[PD001] may change results: a very long title")
-    assert line.endswith("\N{HORIZONTAL ELLIPSIS}  (estimated 1.50x)")
+    assert line.endswith("\N{HORIZONTAL ELLIPSIS}  (on the pipeline alone 1.50x)")
 
 
-def test_best_fix_promises_the_end_to_end_gain_and_notes_promise_nothing() -> None:
+def test_best_fix_promises_only_a_measured_gain_and_notes_promise_nothing() -> None:
     note = Suggestion("PD001", "parallelise", kind="note", verified_speedup=0.7)
     fix = Suggestion("PD004", "vectorise", estimated_speedup=1.9, predicted_speedup=1.42)
     report = dataclasses.replace(synthetic_cost_report(), suggestions=[note, fix])
-    assert best_fix(report) == (fix, 1.42)
-    assert best_fix_figure(report) == ("Best fix (estimated)", "~1.42x")
+    assert best_fix(report) is None
+    assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
     assert actionable(report) == [fix]
     assert suggestions_of(report, NOTE) == [note]
+    verified = dataclasses.replace(fix, verified_speedup=1.6)
+    report = dataclasses.replace(report, suggestions=[note, verified])
+    assert best_fix(report) == (verified, 1.6)
+    assert best_fix_figure(report) == ("Best fix (pipeline alone)", "1.60x")
 
 
 def test_command_line_is_joined_the_way_a_shell_reads_it_back() -> None:
@@ -394,7 +403,7 @@ def test_a_fix_tried_on_training_shows_that_gain_and_leads_the_key_figures() -> 
         training_speedup=1.3,
     )
     predicted = Suggestion(id="PD002-x", title="another fix", predicted_speedup=1.25)
-    assert gains_text(tried) == "verified 1.60x, on your training 1.30x"
+    assert gains_text(tried) == "on your training 1.30x"
     report = dataclasses.replace(synthetic_report(), suggestions=[predicted, tried])
     # the fix counts with its gain measured on training, not its predicted one (1.2x)
     assert best_fix(report) == (tried, 1.3)
