@@ -175,21 +175,12 @@ def predict_end_to_end(
     return 1.0 + (ideal - 1.0) * share
 
 
-def prediction_text(ctx: Context, pipeline_speedup: float | None, predicted: float | None) -> str:
-    if predicted is None or pipeline_speedup is None or not ctx.pipeline_rate:
-        return ""
-    assert ctx.compute_rate is not None and ctx.train_rate is not None
-    fixed = ctx.pipeline_rate * pipeline_speedup
-    text = (
-        f" End to end: min(train step alone {ctx.compute_rate:.1f} steps/s, fixed pipeline "
-        f"{fixed:.1f} batches/s) vs {ctx.train_rate:.1f} steps/s measured"
-    )
+def saturated_text(ctx: Context, predicted: float | None) -> str:
+    """Why a fix that adds threads can gain nothing here, where the prediction says so; the
+    prediction itself is never said: it only orders the fixes nothing measured."""
     if ctx.saturated and predicted == 1.0:
-        return text + "; but the CPU is saturated, so more threads cannot run: ~1.0x."
-    return text + (
-        f"; expect ~{predicted:.2f}x, discounted because the pipeline and the train step share "
-        f"{ctx.cores} cores, and never more than compute allows."
-    )
+        return " The CPU is saturated, so more threads cannot run."
+    return ""
 
 
 def parallel_estimate(ctx: Context, own_s: float | None, parallelism: float) -> float | None:
@@ -266,8 +257,7 @@ def fix_suggestion(
         high = trial.facts.training_speedup_high
         if high is not None and high >= VERIFIED_MIN_GAIN and on_training < VERIFIED_MIN_GAIN:
             # The rounds could not tell (a busy host): neither a gain nor a loss is shown.
-            evidence += " On training the result was unclear: the prediction stands."
-            evidence += prediction_text(ctx, basis, predicted)
+            evidence += " On training the result was unclear: its gain is not measured."
             on_training = None
         elif on_training < VERIFIED_MIN_GAIN:
             kind = NOTE
@@ -284,7 +274,7 @@ def fix_suggestion(
         title += f" (measured {verified:.2f}x here: not worth it)"
         evidence += trial_text(trial)
     else:
-        evidence += trial_text(trial) + prediction_text(ctx, basis, predicted)
+        evidence += trial_text(trial) + saturated_text(ctx, predicted)
         if trial is not None and trial.training_reason:
             evidence += f" Not tried on training: {trial.training_reason}."
     return Suggestion(

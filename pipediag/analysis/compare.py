@@ -103,15 +103,16 @@ class StageChange:
 
 @dataclass(frozen=True)
 class FixChange:
-    """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT."""
+    """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT; the suggestion
+    as each run made it (None in the run without it), for its measured gain."""
 
     id: str
     title: str
     stage: str | None
     kind: str
     status: str
-    base_predicted: float | None = None
-    new_predicted: float | None = None
+    base: Suggestion | None = None
+    new: Suggestion | None = None
 
 
 @dataclass(frozen=True)
@@ -406,13 +407,13 @@ def _fixes(base: Iterable[Suggestion], new: Iterable[Suggestion]) -> list[FixCha
                 s.stage,
                 s.kind,
                 KEPT if old is not None else APPEARED,
-                None if old is None else old.predicted_speedup,
-                s.predicted_speedup,
+                old,
+                s,
             )
         )
     for key, s in before.items():
         if key not in after:
-            changes.append(FixChange(s.id, s.title, s.stage, s.kind, GONE, s.predicted_speedup))
+            changes.append(FixChange(s.id, s.title, s.stage, s.kind, GONE, s))
     return changes
 
 

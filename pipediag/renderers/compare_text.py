@@ -37,6 +37,7 @@ from pipediag.analysis.compare import (
 )
 from pipediag.renderers.cost_words import COST_PART_NAMES
 from pipediag.renderers.numbers import percent
+from pipediag.renderers.suggestion_words import NOT_MEASURED, gains_text
 from pipediag.report.names import VERDICT_TITLES, stage_name
 
 FIGURE_NAMES = {
@@ -222,11 +223,14 @@ def _fixes(fixes: list[FixChange]) -> list[str]:
 
 
 def _fix_gain(fix: FixChange) -> str:
-    before, after = fix.base_predicted, fix.new_predicted
-    if before is not None and after is not None:
-        return f"  (end to end ~{before:.2f}x -> ~{after:.2f}x)"
-    known = after if after is not None else before
-    return f"  (end to end ~{known:.2f}x)" if known is not None else ""
+    """Each run's measured gain of the fix ("on your training 1.40x -> on your training
+    1.10x"), or the one run's that has it; nothing where neither was measured."""
+    before, after = (gains_text(s) if s is not None else "" for s in (fix.base, fix.new))
+    before, after = (g if g != NOT_MEASURED else "" for g in (before, after))
+    if before and after:
+        return f"  ({before} -> {after})" if before != after else f"  ({after})"
+    known = after or before
+    return f"  ({known})" if known else ""
 
 
 def _noise_note(comparison: Comparison) -> str:

@@ -166,14 +166,20 @@ def test_stages_are_matched_by_what_they_do() -> None:
 
 def test_fixes_are_matched_by_id_and_stage() -> None:
     report = synthetic_report(steps=30)
-    fix_a = Suggestion("PD001-sequential-map", "parallelise", stage="map(a)", predicted_speedup=1.4)
+    fix_a = Suggestion("PD001-sequential-map", "parallelise", stage="map(a)", training_speedup=1.4)
     fix_b = replace(fix_a, stage="map(b)")
     base = replace(report, suggestions=[fix_a, fix_b])
-    new = replace(report, suggestions=[replace(fix_b, predicted_speedup=1.1)])
-    fixes = {(f.stage, f.status): f for f in compare_reports(base, new).fixes}
+    new_b = replace(fix_b, training_speedup=1.1)
+    new = replace(report, suggestions=[new_b])
+    comparison = compare_reports(base, new)
+    fixes = {(f.stage, f.status): f for f in comparison.fixes}
     assert set(fixes) == {("map(b)", compare.KEPT), ("map(a)", compare.GONE)}
     kept = fixes[("map(b)", compare.KEPT)]
-    assert (kept.base_predicted, kept.new_predicted) == (1.4, 1.1)
+    assert (kept.base, kept.new) == (fix_b, new_b)
+    # each run's measured gain, never a prediction
+    text = render_comparison(comparison)
+    assert "(on your training 1.40x -> on your training 1.10x)" in text
+    assert "end to end" not in text
 
 
 def test_a_report_without_steps_cannot_be_compared_but_still_renders() -> None:

@@ -359,7 +359,7 @@ def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> No
     # THEN the fix stays a fix, ranked by its prediction, and says the trial could not tell
     assert fix.kind == "fix" and fix.training_speedup is None
     assert fix.predicted_speedup is not None
-    assert "On training the result was unclear: the prediction stands." in fix.evidence
+    assert "On training the result was unclear: its gain is not measured." in fix.evidence
 
 
 def test_a_cache_side_fills_on_an_iterator_of_its_own_then_times_a_fresh_one_each_run() -> None:
