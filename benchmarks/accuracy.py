@@ -170,10 +170,9 @@ RUN_KEYS = (
     "stop_reason",
     "suggestions",
     "top_suggestion",
-    "top_training_speedup",
-    "top_predicted_speedup",
-    "top_verified_speedup",
-    "top_estimated_speedup",
+    "top_gain",
+    "top_gain_basis",
+    "top_estimate",
     "diagnose_wall_s",
 )
 # What a spread run keeps of its diagnosis.
@@ -281,10 +280,9 @@ def pipediag_worker(
         "stop_reason": report.stop_reason,
         "suggestions": [s.id for s in report.suggestions],
         "top_suggestion": top.id if top else None,
-        "top_training_speedup": getattr(top, "training_speedup", None) if top else None,
-        "top_predicted_speedup": top.predicted_speedup if top else None,
-        "top_verified_speedup": top.verified_speedup if top else None,
-        "top_estimated_speedup": top.estimated_speedup if top else None,
+        "top_gain": top.gain.speedup if top else None,
+        "top_gain_basis": top.gain.basis if top else None,
+        "top_estimate": top.estimate if top else None,
         "diagnose_wall_s": report.wall_time_s,
     }
 

@@ -60,27 +60,30 @@ PORT_RULE = "PD007"
 PORT_TO_TF_OPS = "port-to-tf-ops"
 
 
+# How each basis of a suggestion's one gain (`Suggestion.gain.basis`) is said in the table.
+CLAIM_KINDS = {
+    "training": "measured",
+    "held": "at most",
+    "pipeline-alone": "pipeline alone",
+}
+
+
 def first_change(suggestions: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The first suggestion that changes the speed, with the gain it claims: measured on
-    training, else predicted, else the most the change can gain (a stage held)."""
+    """The first suggestion that changes the speed, with the one gain it claims and where it
+    was measured (on training, a stage held, the pipeline alone); no claim where nothing
+    measured it (an estimate is no claim)."""
     for s in suggestions:
         if s.get("kind", "fix") != "fix":
             continue
-        claim, how = None, "none"
-        for field, name in (
-            ("training_speedup", "measured"),
-            ("predicted_speedup", "predicted"),
-            ("bound_speedup", "at most"),
-        ):
-            if s.get(field) is not None:
-                claim, how = float(s[field]), name
-                break
+        gain = s.get("gain") or {}
+        speedup = gain.get("speedup")
+        how = CLAIM_KINDS.get(gain.get("basis", ""), "none")
         return {
             "id": s.get("id", ""),
             "fix": s.get("fix"),
             "stage": s.get("stage"),
-            "claim": claim,
-            "claim_kind": how,
+            "claim": float(speedup) if speedup is not None and how != "none" else None,
+            "claim_kind": how if speedup is not None else "none",
         }
     return None
 

@@ -11,12 +11,11 @@ truth, taken from its results file or measured here the same way):
    timing its own steps (`--rate-file`); medians are reported.
 
 Figures: the fixed rate as a fraction of the tuned one, the measured end-to-end speedup
-(fixed / baseline), and the error of pipediag's prediction. pipediag's `predicted_speedup`
-is its end-to-end prediction; where the fix was tried on training in the run
-(`training_speedup`: the train step fed by the fixed copy of the pipeline, interleaved with
-the original), that in-run measurement is the one compared, an independent check of it
-against whole runs. When both are missing, the verified (then estimated) pipeline-alone
-speedup is used, and the table says which.
+(fixed / baseline), and the error of pipediag's figure for its top fix: its one gain
+(`Suggestion.gain`), measured on training where the fix was tried there (the train step fed
+by the fixed copy of the pipeline, interleaved with the original: an independent check of
+that in-run measurement against whole runs), else its stage held, else on the pipeline
+alone; with no gain measured, the estimate that ordered it. The table says which.
 
     python benchmarks/fix_efficacy.py                                   # diagnoses each case
     python benchmarks/fix_efficacy.py --accuracy benchmarks/results/accuracy.json
@@ -111,16 +110,22 @@ def case_rates(
         }
 
 
+# How each basis of the top suggestion's gain is said (`Suggestion.gain.basis`).
+GAIN_KINDS = {
+    "training": "measured on training, in the run",
+    "held": "at most, its stage held on training",
+    "pipeline-alone": "measured on the pipeline alone",
+}
+
+
 def predicted(result: dict[str, Any]) -> tuple[float | None, str]:
-    """pipediag's predicted speedup for its top suggestion, and which figure it is."""
-    for key, label in (
-        ("top_training_speedup", "measured on training, in the run"),
-        ("top_predicted_speedup", "end-to-end"),
-        ("top_verified_speedup", "verified, pipeline alone"),
-        ("top_estimated_speedup", "estimated, pipeline alone"),
-    ):
-        if result.get(key) is not None:
-            return float(result[key]), label
+    """pipediag's figure for its top suggestion, and which it is: its one measured gain,
+    else the estimate that ordered it."""
+    gain, basis = result.get("top_gain"), result.get("top_gain_basis")
+    if gain is not None and basis in GAIN_KINDS:
+        return float(gain), GAIN_KINDS[basis]
+    if result.get("top_estimate") is not None:
+        return float(result["top_estimate"]), "estimate (not measured)"
     return None, "-"
 
 

@@ -122,7 +122,7 @@ def claims(report: Mapping[str, Any], info: CaseInfo) -> dict[str, Any]:
         (s for s in suggestions if str(s.get("id", "")).startswith(PRESCRIPTION_RULE)), None
     )
     combined = (
-        (rewritten or {}).get("training_speedup")
+        ((rewritten or {}).get("gain") or {}).get("speedup")
         or prescription.get("on_training")
         or prescription.get("training_speedup")
     )
@@ -137,7 +137,9 @@ def claims(report: Mapping[str, Any], info: CaseInfo) -> dict[str, Any]:
         "verdict": (report.get("verdict") or {}).get("label"),
         "top_suggestion": top_id,
         "top_fix": top.get("fix"),
-        "top_claim": top.get("training_speedup"),
+        "top_claim": (top.get("gain") or {}).get("speedup")
+        if (top.get("gain") or {}).get("basis") == "training"
+        else None,
         "top_variant": top_variant,
         "kept": kept,
         "combined_claim": combined,

@@ -19,6 +19,7 @@ from pipediag.analysis.run_terms import (
 )
 from pipediag.report.model import (
     FixTrial,
+    Gain,
     Report,
     StageStats,
     Suggestion,
@@ -35,6 +36,8 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.vocabulary import (
     FIX,
+    GAIN_ON_TRAINING,
+    GAIN_PIPELINE_ALONE,
     KERAS_FIT,
     NOTE,
     FixName,
@@ -250,6 +253,7 @@ def fix_suggestion(
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
     on_training = training_gain(ctx, trial) if trial is not None else None
+    verified_alone = verified  # what orders the fix after the prediction, unless ruled out
     kind: SuggestionKind = FIX
     if on_training is not None:
         assert trial is not None
@@ -265,7 +269,7 @@ def fix_suggestion(
     elif trial is not None and trial.facts.covered_by_cache:
         # The search kept a cache over this stage: the fix would change the first epoch
         # only, so no gain is forecast or ranked.
-        kind, predicted = NOTE, None
+        kind, predicted, estimated, verified_alone = NOTE, None, None, None
         title += " (not needed under the kept cache)"
         evidence += trial_text(trial) + f" Not tried on training: {trial.training_reason}."
     elif measured_gate and measured_no_gain(trial):
@@ -277,6 +281,12 @@ def fix_suggestion(
         evidence += trial_text(trial) + saturated_text(ctx, predicted)
         if trial is not None and trial.training_reason:
             evidence += f" Not tried on training: {trial.training_reason}."
+    if on_training is not None and trial is not None:
+        measured = on_training_gain(on_training, training_interval(ctx, trial))
+    elif verified is not None:
+        measured = Gain(GAIN_PIPELINE_ALONE, verified)
+    else:
+        measured = Gain()
     return Suggestion(
         id=rule_id,
         title=title,
@@ -284,15 +294,10 @@ def fix_suggestion(
         stage_index=stats.index if stats is not None else None,
         evidence=evidence.strip(),
         code=proposal.code,
-        estimated_speedup=estimated,
-        verified_speedup=verified,
-        predicted_speedup=predicted,
-        training_speedup=on_training,
+        gain=measured,
+        estimate=next((e for e in (predicted, verified_alone, estimated) if e is not None), None),
         kind=kind,
         fix=trial.fix if trial is not None else None,
-        training_interval=(
-            training_interval(ctx, trial) if trial is not None and on_training else None
-        ),
     )
 
 
@@ -343,6 +348,11 @@ def training_gain(ctx: Context, trial: FixTrial) -> float | None:
     """The training speedup a fix tried on training promises, in the run's own terms
     (`run_terms.ratio_in_run_terms`; docs/design.md, "Fixes tried on training")."""
     return trial_in_run_terms(ctx.report, trial)
+
+
+def on_training_gain(speedup: float, interval: list[float] | None) -> Gain:
+    """A gain measured on training with the fix in place, with its interval."""
+    return Gain(GAIN_ON_TRAINING, speedup, interval)
 
 
 def training_interval(ctx: Context, trial: FixTrial) -> list[float] | None:

@@ -48,7 +48,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import NOTE
+from pipediag.report.vocabulary import GAIN_ON_TRAINING, NOTE
 
 
 def advise(report: Report) -> list[Suggestion]:
@@ -104,19 +104,14 @@ RULES: tuple[Rule, ...] = (
 
 def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, int, int]:
     """Correctness warnings, then fixes and warnings, then notes. Among fixes, a gain
-    measured on training (at least `VERIFIED_MIN_GAIN`) comes before any that is not: an
-    estimate only orders what was not measured. One measured below it comes last."""
+    measured on training with the fix in place (at least `VERIFIED_MIN_GAIN`) comes before
+    any that is not, by that gain; an estimate only orders what was not measured so (a
+    stage's hold is a bound, not the fix's gain). One measured below the floor comes last."""
     group = 0 if suggestion.correctness_warning else (2 if suggestion.kind == NOTE else 1)
-    measured = suggestion.training_speedup
-    if measured is not None:
-        tier, gain = (0 if measured >= VERIFIED_MIN_GAIN else 2), measured
+    gain = suggestion.gain
+    if gain.basis == GAIN_ON_TRAINING and gain.speedup is not None:
+        tier, figure = (0 if gain.speedup >= VERIFIED_MIN_GAIN else 2), gain.speedup
     else:
-        tier = 1
-        gain = (
-            suggestion.predicted_speedup
-            or suggestion.verified_speedup
-            or suggestion.estimated_speedup
-            or 1.0
-        )
+        tier, figure = 1, suggestion.estimate or 1.0
     stage = -1 if suggestion.stage_index is None else suggestion.stage_index
-    return (group, tier, -round(gain, 6), position, stage)
+    return (group, tier, -round(figure, 6), position, stage)

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipediag.analysis.advice_context import Context, training_gain, training_text
+from pipediag.analysis.advice_context import (
+    Context,
+    on_training_gain,
+    training_gain,
+    training_interval,
+    training_text,
+)
 from pipediag.analysis.input_cost import python_stages
 from pipediag.report.fixes import FIX_THREAD_CAP
 from pipediag.report.model import (
@@ -44,7 +50,7 @@ def _cost_fix(rule_id: str, title: str, evidence: str, code: str, share: float) 
         title=title,
         evidence=evidence,
         code=code,
-        predicted_speedup=1.0 / max(1e-9, 1.0 - share),
+        estimate=1.0 / max(1e-9, 1.0 - share),
         kind=FIX,
     )
 
@@ -135,7 +141,8 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     )
     if measured is None or measured < VERIFIED_MIN_GAIN:
         return [fix]
-    return [replace(fix, training_speedup=measured)]
+    interval = training_interval(ctx, cap) if cap is not None else None
+    return [replace(fix, gain=on_training_gain(measured, interval))]
 
 
 def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Suggestion]:

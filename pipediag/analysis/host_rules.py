@@ -86,7 +86,7 @@ def check_gpu_idle_cause(ctx: Context, rule_id: str) -> list[Suggestion]:
             title=title,
             evidence=evidence,
             code=code,
-            estimated_speedup=gain,
+            estimate=gain,
             kind=FIX,
         )
     ]

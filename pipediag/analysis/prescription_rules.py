@@ -13,6 +13,7 @@ from pipediag.analysis.advice_context import (
     Context,
     gain_on_training,
     interval_on_training,
+    on_training_gain,
     training_gain,
     training_interval,
     training_text,
@@ -67,9 +68,8 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
             title=f"rewrite the pipeline ({len(prescription.kept)} changes, measured together)",
             evidence=evidence,
             code=code,
-            training_speedup=gain,
-            training_interval=interval_on_training(
-                ctx, low, high, prescription.baseline_steps_per_s
+            gain=on_training_gain(
+                gain, interval_on_training(ctx, low, high, prescription.baseline_steps_per_s)
             ),
             kind=FIX,
         )
@@ -112,9 +112,7 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
                 stage_index=trial.stage_index,
                 evidence=training_text(ctx, trial).strip(),
                 code=f"# {fix_words_at(trial.fix, trial.stage)}",
-                verified_speedup=trial.speedup if trial.verified else None,
-                training_speedup=gain,
-                training_interval=training_interval(ctx, trial),
+                gain=on_training_gain(gain, training_interval(ctx, trial)),
                 kind=FIX,
                 fix=trial.fix,
             )

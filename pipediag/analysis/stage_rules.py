@@ -41,6 +41,7 @@ from pipediag.report.fixes import (
 )
 from pipediag.report.model import (
     FixTrial,
+    Gain,
     StageStats,
     Suggestion,
 )
@@ -63,6 +64,7 @@ from pipediag.report.stage_facts import (
     vectorizable,
 )
 from pipediag.report.vocabulary import (
+    GAIN_HELD,
     KIND_CACHE,
     KIND_OPTIONS,
     KIND_PREFETCH,
@@ -435,8 +437,8 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
         found.append(
             replace(
                 suggestion,
-                bound_speedup=bound[0],
-                predicted_speedup=bound[0],
+                gain=Gain(GAIN_HELD, bound[0]),
+                estimate=bound[0],
                 fix=FIX_HOIST_CACHE,
             )
         )
@@ -524,7 +526,9 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
             adds_threads=False,
         )
         found.append(
-            replace(suggestion, bound_speedup=bound[0]) if bound is not None else suggestion
+            replace(suggestion, gain=Gain(GAIN_HELD, bound[0]), estimate=bound[0])
+            if bound is not None
+            else suggestion
         )
     return found
 

@@ -22,6 +22,7 @@ from pipediag.renderers.suggestion_words import FIX, WARNING, from_epoch_two, su
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.model import COMPUTE_BOUND, Report, Suggestion
 from pipediag.report.names import VERDICT_TITLES
+from pipediag.report.vocabulary import GAIN_HELD, GAIN_ON_TRAINING
 
 DIVIDER = "── pipediag "
 MAX_LINES = 12
@@ -146,7 +147,7 @@ def the_change(report: Report) -> Change:
         return Change(together_text(prescription, _timed(report)), _code(code))
     fix = _best_measured_fix(report)
     if fix is not None:
-        measured = gain(fix.training_speedup or 1.0)
+        measured = gain(fix.gain.speedup or 1.0)
         return Change(
             f"{fix.title}: {measured} measured on your training", _code(fix.code.splitlines()), fix
         )
@@ -157,7 +158,7 @@ def the_change(report: Report) -> Change:
             best = worth[0]
             words = f"{change_name(best)}: {gain_text(best)}"
             return Change(words, _code(best.code.splitlines()), model=True)
-    fixes = [s for s in suggestions_of(report, FIX) if s.training_speedup is None]
+    fixes = [s for s in suggestions_of(report, FIX) if s.gain.basis != GAIN_ON_TRAINING]
     if not fixes:
         return Change(NO_CHANGE)
     fix = fixes[0]
@@ -171,11 +172,12 @@ def the_change(report: Report) -> Change:
             "(measured with its output held in memory)"
         )
         return Change(words, _code(fix.code.splitlines()), fix)
-    if fix.bound_speedup:
+    bound = fix.gain.on(GAIN_HELD)
+    if bound:
         # Two measured bounds: the stage's output held, and all of input free; the lower
         # holds (the hold can read above T/A by the host's noise).
-        held = gain(fix.bound_speedup)
-        if free is not None and free < fix.bound_speedup:
+        held = gain(bound)
+        if free is not None and free < bound:
             why = f"if all input were free; holding its output measured {held}"
             most = gain(free)
         else:
@@ -199,9 +201,9 @@ def _best_measured_fix(report: Report) -> Suggestion | None:
     measured = [
         s
         for s in report.suggestions
-        if s.kind == FIX and s.training_speedup is not None and s.training_speedup > 1.0
+        if s.kind == FIX and (s.gain.on(GAIN_ON_TRAINING) or 0.0) > 1.0
     ]
-    return max(measured, key=lambda s: s.training_speedup or 0.0, default=None)
+    return max(measured, key=lambda s: s.gain.speedup or 0.0, default=None)
 
 
 def _code(lines: list[str]) -> list[str]:

@@ -8,6 +8,7 @@ from pipediag.renderers.numbers import DASH, gain
 from pipediag.renderers.rate_words import training_rate
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report, Suggestion
+from pipediag.report.vocabulary import GAIN_HELD, GAIN_ON_TRAINING, GAIN_PIPELINE_ALONE
 
 FIX, WARNING, NOTE = "fix", "warning", "note"
 # Said before the title of a fix that changes what the model trains on, so that a line cut
@@ -29,20 +30,22 @@ def gains_text(s: Suggestion) -> str:
     pipeline alone 1.62x", "at most 2.10x on your training", or "gain not measured" for a fix
     nothing measured (a note or warning without a figure: ""). Estimates are never shown:
     they only order the fixes (docs/design.md, "The advisor")."""
-    if s.training_speedup is not None:
-        interval = s.training_interval
+    measured = s.gain
+    if measured.speedup is None:
+        return NOT_MEASURED if s.kind == FIX else ""
+    figure = gain(measured.speedup)
+    if measured.basis == GAIN_ON_TRAINING:
+        interval = measured.interval
         within = f" ({interval[0]:.2f}-{gain(interval[1])})" if interval else ""
-        return f"on your training {gain(s.training_speedup)}{within}"
-    if s.verified_speedup is not None:
-        return f"on the pipeline alone {gain(s.verified_speedup)}"
-    if s.bound_speedup is not None:
-        return f"at most {gain(s.bound_speedup)} on your training"
-    return NOT_MEASURED if s.kind == FIX else ""
+        return f"on your training {figure}{within}"
+    if measured.basis == GAIN_HELD:
+        return f"at most {figure} on your training"
+    return f"on the pipeline alone {figure}"
 
 
 def suggestion_line(s: Suggestion, max_chars: int | None = None) -> str:
     """One suggestion in one line, unnumbered (numbering is the renderer's layout):
-    "[PD002] may change results: vectorise (stage: map(f))  (estimated 1.90x)".
+    "[PD002] may change results: vectorise (stage: map(f))  (on the pipeline alone 1.90x)".
 
     The stage is added only where the title does not already name it. With `max_chars`, the
     title is shortened (never the warning or the gains) so that the line fits.
@@ -81,7 +84,11 @@ def best_fix(report: Report) -> tuple[Suggestion, float] | None:
         measured = next(
             (
                 g
-                for g in (s.training_speedup, from_epoch_two(report, s), s.verified_speedup)
+                for g in (
+                    s.gain.on(GAIN_ON_TRAINING),
+                    from_epoch_two(report, s),
+                    s.gain.on(GAIN_PIPELINE_ALONE),
+                )
                 if g is not None
             ),
             None,
@@ -95,11 +102,12 @@ def from_epoch_two(report: Report, fix: Suggestion) -> float | None:
     """What a cache moved above its shuffle gains from the second epoch: its stage's hold,
     measured on training, at most all of input's cost (the hold can read above T/A by the
     host's noise). None for any other fix (`FixFacts.from_epoch_two`)."""
-    if fix.fix is None or not fix_facts(fix.fix).from_epoch_two or not fix.bound_speedup:
+    held = fix.gain.on(GAIN_HELD)
+    if fix.fix is None or not fix_facts(fix.fix).from_epoch_two or not held:
         return None
     verdict = report.verdict
     free = speedup_if_input_free(verdict, training_rate(verdict, report.train.steps_per_s))
-    return min(fix.bound_speedup, free) if free is not None else fix.bound_speedup
+    return min(held, free) if free is not None else held
 
 
 def best_fix_figure(report: Report) -> tuple[str, str]:
@@ -109,15 +117,15 @@ def best_fix_figure(report: Report) -> tuple[str, str]:
     found = best_fix(report)
     fixes = suggestions_of(report, FIX)
     if found is None:
-        bounds = [s.bound_speedup for s in fixes if s.bound_speedup]
+        bounds = [held for s in fixes if (held := s.gain.on(GAIN_HELD))]
         if bounds:
             # A change no rewrite can make: the most it can gain, measured on training.
             return ("Best fix (at most)", "\N{LESS-THAN OR EQUAL TO}" + gain(max(bounds)))
-        if any(s.training_speedup is not None or s.verified_speedup is not None for s in fixes):
+        if any(s.gain.speedup is not None for s in fixes):
             return ("Best fix", "no gain measured")
         return ("Best fix (not measured)", DASH)
     fix, measured = found
-    if fix.training_speedup is not None:
+    if fix.gain.basis == GAIN_ON_TRAINING:
         return ("Best fix (on your training)", gain(measured))
     if from_epoch_two(report, fix) is not None:
         return ("Best fix (from epoch 2)", gain(measured))

@@ -16,7 +16,14 @@ from typing import Any, TypeVar, Union
 from pipediag.errors import ReportError
 from pipediag.report import model
 from pipediag.report.model import SCHEMA_VERSION, Report
-from pipediag.report.vocabulary import NO_VERDICT_UNKNOWN, NoVerdictReason
+from pipediag.report.vocabulary import (
+    GAIN_HELD,
+    GAIN_NOT_MEASURED,
+    GAIN_ON_TRAINING,
+    GAIN_PIPELINE_ALONE,
+    NO_VERDICT_UNKNOWN,
+    NoVerdictReason,
+)
 
 T = TypeVar("T")
 
@@ -46,6 +53,8 @@ def from_dict(data: dict[str, Any]) -> Report:
         data = _from_version_3(data)
     if version < 5:
         data = _from_version_4(data)
+    if version < 6:
+        data = _from_version_5(data)
     try:
         return _build(Report, data)
     except (TypeError, ValueError, KeyError) as exc:
@@ -182,6 +191,39 @@ def _from_version_4(data: dict[str, Any]) -> dict[str, Any]:
         verdict["no_verdict_because"] = _no_verdict_reason(data.get("train"))
     data["verdict"] = verdict
     return data
+
+
+def _from_version_5(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-5 report in version 6's shape: each suggestion's five speedups become its
+    one gain, where it was measured (on training, a stage held, the pipeline alone), and
+    one estimate that only orders the fixes."""
+    data = dict(data, schema_version=6)
+    suggestions = data.get("suggestions")
+    if isinstance(suggestions, list):
+        data["suggestions"] = [_suggestion_v5(s) if isinstance(s, dict) else s for s in suggestions]
+    return data
+
+
+def _suggestion_v5(suggestion: dict[str, Any]) -> dict[str, Any]:
+    suggestion = dict(suggestion)
+    training = suggestion.pop("training_speedup", None)
+    interval = suggestion.pop("training_interval", None)
+    bound = suggestion.pop("bound_speedup", None)
+    verified = suggestion.pop("verified_speedup", None)
+    predicted = suggestion.pop("predicted_speedup", None)
+    estimated = suggestion.pop("estimated_speedup", None)
+    gain: dict[str, Any] = {"basis": GAIN_NOT_MEASURED}
+    if training is not None:
+        gain = {"basis": GAIN_ON_TRAINING, "speedup": training, "interval": interval}
+    elif bound is not None:
+        gain = {"basis": GAIN_HELD, "speedup": bound}
+    elif verified is not None:
+        gain = {"basis": GAIN_PIPELINE_ALONE, "speedup": verified}
+    suggestion["gain"] = gain
+    suggestion["estimate"] = next(
+        (e for e in (predicted, verified, estimated) if e is not None), None
+    )
+    return suggestion
 
 
 def _no_verdict_reason(train: Any) -> NoVerdictReason:

@@ -47,6 +47,7 @@ from pipediag.report.vocabulary import (
     FROM_LOCAL_SERVICE,
     FROM_PIPELINE_ALONE,
     FROM_STAGE_TIMING,
+    GAIN_NOT_MEASURED,
     INPUT_BOUND,
     KERAS_PASS,
     LIMITED_BY_COMPUTE,
@@ -71,6 +72,7 @@ from pipediag.report.vocabulary import (
     DataPassReason,
     ExitStatus,
     FixName,
+    GainBasis,
     GpuIdleCause,
     InputWaitSource,
     KerasBackend,
@@ -166,7 +168,10 @@ __all__ = [
 # verdict a typed code says why (`Verdict.no_verdict_because`); the renderers word both
 # from the verdict's and the train section's figures. Version 1 to 4 reports are read and
 # converted (`report/io.py`).
-SCHEMA_VERSION = 5
+# 6: a fix carries one gain (`Suggestion.gain`: where it was measured, the speedup, its
+# interval) and one estimate that only orders the fixes nothing measured
+# (`Suggestion.estimate`); the five speedups per suggestion are gone.
+SCHEMA_VERSION = 6
 
 
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
@@ -453,34 +458,40 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class Gain:
+    """A fix's one gain, where it was measured: on training with the fix in place, with its
+    90% interval `[low, high]`; else on training with its stage's output held in memory
+    (`held`: the most a port can gain, or a cache's gain from epoch 2); else on the pipeline
+    alone; else not measured (`speedup` None)."""
+
+    basis: GainBasis = GAIN_NOT_MEASURED
+    speedup: float | None = None
+    interval: list[float] | None = None
+
+    def on(self, basis: GainBasis) -> float | None:
+        """The speedup where it was measured on `basis`, else None."""
+        return self.speedup if self.basis == basis else None
+
+
+@dataclass(frozen=True)
 class Suggestion:
-    """One fix, with the evidence for it and the code to write."""
+    """One fix, with the evidence for it, the code to write and its one measured gain."""
 
     id: str
     title: str
     stage: str | None = None
     evidence: str = ""
     code: str = ""
-    estimated_speedup: float | None = None
-    verified_speedup: float | None = None
+    gain: Gain = field(default_factory=Gain)
+    # What orders the fixes nothing measured on training: the end-to-end prediction from the
+    # pipeline's speedup (measured alone, else estimated from stage timings). Never shown.
+    estimate: float | None = None
     correctness_warning: bool = False
     # "fix" (changes the speed), "warning" (changes what is trained on) or "note".
     kind: SuggestionKind = "fix"
     stage_index: int | None = None
-    # Predicted end-to-end training speedup (DS-Analyzer rule, discounted for shared cores);
-    # `estimated_speedup` and `verified_speedup` are pipeline-alone speedups.
-    predicted_speedup: float | None = None
-    # The training speedup measured with the fix in place (`FixTrial.training_speedup`);
-    # when present it is the gain the suggestion is ranked by.
-    training_speedup: float | None = None
-    # For a change no rewrite can make (port Python to TF ops): the most it can gain, the
-    # training speedup measured with its stage held in memory (docs/design.md, "Stage costs
-    # on training"); None where not measured.
-    bound_speedup: float | None = None
     # The rewrite whose trial the suggestion reports (None: a rule with no trial).
     fix: FixName | None = None
-    # The 90% interval of `training_speedup`, [low, high]; None where it has none.
-    training_interval: list[float] | None = None
 
 
 @dataclass(frozen=True)

@@ -223,6 +223,14 @@ SuggestionKind = Literal["fix", "warning", "note"]
 FIX: Final = "fix"
 WARNING: Final = "warning"
 NOTE: Final = "note"
+# Where a fix's one gain was measured (`Gain.basis`): on training with the fix in place; on
+# training with its stage's output held in memory (the most a port can gain, or a cache's
+# gain from epoch 2); on the pipeline alone; or nowhere.
+GainBasis = Literal["training", "held", "pipeline-alone", "not-measured"]
+GAIN_ON_TRAINING: Final = "training"
+GAIN_HELD: Final = "held"
+GAIN_PIPELINE_ALONE: Final = "pipeline-alone"
+GAIN_NOT_MEASURED: Final = "not-measured"
 
 # --- the GPU -----------------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ from pipediag.analysis.advisor import (
 from pipediag.report.model import (
     COMPUTE_BOUND,
 )
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+from pipediag.report.vocabulary import GAIN_ON_TRAINING
 
 # --- real pipelines ------------------------------------------------------------------------------
 
@@ -50,10 +52,18 @@ def test_each_smell_gets_its_rule_first_on_the_right_stage(
     assert (top.id, top.stage) == (rule, stage), [(s.id, s.stage) for s in suggestions]
 
 
-def _gain(suggestion: Any) -> float:
-    """The gain the advisor sorts by (its `_sort_key`): measured where there is one."""
-    gain = suggestion.training_speedup or suggestion.predicted_speedup
-    return float(gain or suggestion.verified_speedup or suggestion.estimated_speedup or 1.0)
+def _ahead_of(earlier: Any, later: Any) -> bool:
+    """Whether the advisor's order may put `earlier` first (its `_sort_key`): a gain measured
+    on training (at least 1.05x) before any that is not, by that gain; else by estimate."""
+
+    def measured(s: Any) -> float | None:
+        gain = s.gain.on(GAIN_ON_TRAINING)
+        return gain if gain is not None and gain >= VERIFIED_MIN_GAIN else None
+
+    first, second = measured(earlier), measured(later)
+    if first is not None:
+        return second is None or first >= second
+    return second is None and (earlier.estimate or 1.0) >= (later.estimate or 1.0)
 
 
 @pytest.mark.tensorflow
@@ -73,17 +83,15 @@ def test_autotune_off_is_named_and_only_a_larger_measured_gain_goes_before_it() 
     assert "PD009-autotune-off" in ids, ids
     autotune = suggestions[ids.index("PD009-autotune-off")]
     assert autotune.stage is None
-    # AND each change before it is a correctness warning or gained at least as much
+    # AND each change before it is a correctness warning or ranked ahead by what it gained
     for earlier in suggestions[: ids.index("PD009-autotune-off")]:
-        assert earlier.correctness_warning or _gain(earlier) >= _gain(autotune), [
-            (s.id, _gain(s)) for s in suggestions
+        assert earlier.correctness_warning or _ahead_of(earlier, autotune), [
+            (s.id, s.gain, s.estimate) for s in suggestions
         ]
 
 
 @pytest.mark.tensorflow
 def test_sequential_map_top_fix_is_verified_faster() -> None:
-    from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-
     pytest.importorskip("tensorflow")
     report = pipelines.diagnose(pipelines.sequential_map())
 
@@ -91,8 +99,10 @@ def test_sequential_map_top_fix_is_verified_faster() -> None:
 
     # (about 1.5x on 2 cores: AUTOTUNE gives the map two threads there)
     assert top.id == "PD001-sequential-map"
-    assert top.verified_speedup is not None and top.verified_speedup > VERIFIED_MIN_GAIN
-    assert top.predicted_speedup is not None and 1.0 < top.predicted_speedup < top.verified_speedup
+    trial = next(t for t in report.pipeline.trials if t.fix == top.fix)
+    assert trial.verified and trial.speedup is not None and trial.speedup > VERIFIED_MIN_GAIN
+    assert top.gain.speedup is not None and top.gain.speedup > VERIFIED_MIN_GAIN
+    assert top.estimate is not None and 1.0 < top.estimate < trial.speedup
 
 
 @pytest.mark.tensorflow

@@ -119,10 +119,11 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
             "stage",
             "evidence",
             "code",
-            "estimated_speedup",
-            "verified_speedup",
+            "gain",
+            "estimate",
             "correctness_warning",
         } <= set(s)
+        assert {"basis", "speedup", "interval"} <= set(s["gain"])
     if verdict == "input-bound":
         # the slow stage is the numpy_function map, and a fix names it
         assert any(s["stage"] == "map(to_example)" for s in suggestions)
@@ -140,7 +141,8 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
         assert data["verdict"]["label"] in ("balanced", "uncertain")
         most = 1.0 / (1.0 - data["verdict"]["input_cost_interval"][1])
         for s in suggestions:
-            assert s["predicted_speedup"] is None or s["predicted_speedup"] <= most + 1e-6, s
+            measured = s["gain"]["speedup"] if s["gain"]["basis"] == "training" else None
+            assert measured is None or measured <= most + 1e-6, s
     assert data["complete"] is True and data["stop_reason"] == "step-budget"
     phases = {p["name"]: p for p in data["phases"]}
     assert {"pipeline_benchmark", "train", "analysis"} <= set(phases)

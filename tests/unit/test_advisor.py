@@ -17,6 +17,7 @@ from pipediag.report.model import (
     COMPUTE_BOUND,
     INPUT_BOUND,
     FixTrial,
+    Gain,
     HostSample,
     HostSection,
     PipelineBenchmark,
@@ -32,6 +33,9 @@ from pipediag.report.stage_facts import cache_point
 from pipediag.report.vocabulary import (
     BLOCKED_BY_OPTION,
     BLOCKED_BY_STATE,
+    GAIN_HELD,
+    GAIN_ON_TRAINING,
+    GAIN_PIPELINE_ALONE,
     AutoParallelBlocker,
     FixName,
 )
@@ -128,7 +132,7 @@ def _trial(fix: FixName, stage: int | None, speedup: float, **facts: Any) -> Fix
 # --- hand-built reports ------------------------------------------------------------------------
 
 
-def test_sequential_map_fix_carries_evidence_code_and_three_speedups() -> None:
+def test_sequential_map_fix_carries_evidence_code_its_gain_and_an_estimate() -> None:
     # GIVEN a sequential map owning 20 of the pipeline's 25 ms per batch, verified at 2.0x
     report = _report(_seq_map_pipeline(), trials=[_trial("parallel-map", 1, 2.0)])
 
@@ -141,10 +145,10 @@ def test_sequential_map_fix_carries_evidence_code_and_three_speedups() -> None:
     assert top.stage == "map(decode)" and top.stage_index == 1
     assert top.code == "ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)"
     assert "train.py:12" in top.evidence and "stateful function" in top.evidence
-    assert top.estimated_speedup == pytest.approx(25 / (25 - 20 + 10))
-    assert top.verified_speedup == 2.0
-    assert top.predicted_speedup == pytest.approx(1 + (80 / 38 - 1) * FEW_CORES_GAIN_SHARE)
-    assert top.predicted_speedup < top.verified_speedup
+    # its one gain, measured on the pipeline alone; the end-to-end estimate only orders it
+    assert top.gain == Gain(GAIN_PIPELINE_ALONE, 2.0)
+    assert top.estimate == pytest.approx(1 + (80 / 38 - 1) * FEW_CORES_GAIN_SHARE)
+    assert top.estimate < 2.0
 
 
 def test_a_map_that_tf_data_parallelises_itself_gets_no_fix() -> None:
@@ -198,7 +202,7 @@ def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() 
     saturated = found["PD010-cpu-saturated"]
     assert "95% busy" in saturated.evidence
     assert "tf.data service" in saturated.code and "TFRecord" in saturated.code
-    assert found["PD001-sequential-map"].predicted_speedup == 1.0
+    assert found["PD001-sequential-map"].estimate == 1.0
     assert _ids(report)[0] == "PD010-cpu-saturated"
 
 
@@ -216,7 +220,7 @@ def test_a_fix_measured_without_gain_becomes_a_note_at_the_end() -> None:
     assert last.kind == "note" and "not worth it" in last.title
     assert advise(report)[-1] == last
     # AND it forecasts no end-to-end gain that its title contradicts
-    assert last.predicted_speedup == 1.0 and "End to end" not in last.evidence
+    assert last.estimate == 1.0 and "End to end" not in last.evidence
 
 
 def test_missing_prefetch_only_when_the_options_leave_none() -> None:
@@ -400,7 +404,7 @@ def test_a_checked_vectorisation_says_so_and_uses_its_measured_gain() -> None:
 
     (vectorize,) = [s for s in advise(report) if s.id == "PD004-vectorize-map"]
 
-    assert vectorize.verified_speedup == 12.0
+    assert vectorize.gain == Gain(GAIN_PIPELINE_ALONE, 12.0)
     assert "On 512 of your elements" in vectorize.evidence
 
 
@@ -430,7 +434,7 @@ def test_a_vectorisation_through_vectorized_map_writes_that_code_and_why() -> No
         "ds = ds.batch(256).map(lambda batch: tf.vectorized_map(scale, batch, "
         "fallback_to_while_loop=True), num_parallel_calls=tf.data.AUTOTUNE)"
     )
-    assert vectorize.verified_speedup == 1.7
+    assert vectorize.gain == Gain(GAIN_PIPELINE_ALONE, 1.7)
 
 
 def test_autotune_off_is_named_with_its_measured_gain() -> None:
@@ -442,7 +446,7 @@ def test_autotune_off_is_named_with_its_measured_gain() -> None:
 
     (fix,) = [s for s in advise(report) if s.id == "PD009-autotune-off"]
 
-    assert fix.verified_speedup == 1.5
+    assert fix.gain == Gain(GAIN_PIPELINE_ALONE, 1.5)
     assert "options.autotune.enabled = True" in fix.code
 
 
@@ -464,7 +468,7 @@ def test_output_is_sorted_by_predicted_gain_and_deterministic() -> None:
 
     assert [s.stage for s in first] == ["map(big)", "map(small)"]
     assert advise(report) == first
-    predicted = [s.predicted_speedup or 0 for s in first]
+    predicted = [s.estimate or 0 for s in first]
     assert predicted == sorted(predicted, reverse=True)
 
 
@@ -511,7 +515,7 @@ def test_gpu_idle_on_host_overhead_gets_the_launch_overhead_fix() -> None:
     assert "steps_per_execution" in fix.code
     assert "75% of its idle time" in fix.evidence
     # removing 3 s of idle out of 10 s: 10 / 7
-    assert fix.estimated_speedup == pytest.approx(10 / 7)
+    assert fix.estimate == pytest.approx(10 / 7)
 
 
 def test_gpu_idle_on_transfer_gets_the_prefetch_to_device_fix() -> None:
@@ -561,7 +565,7 @@ def test_a_map_under_a_shuffle_is_offered_hoisted_and_cached_with_its_hold_as_th
     (hoist,) = [s for s in found if s.id == "PD018-hoist-cache"]
     # THEN the change is offered with that gain, the code moves the map above the shuffle
     assert hoist.title == "cache() after map(to_example), moved above shuffle (100.0 MB, fits)"
-    assert hoist.bound_speedup == 6.5 and hoist.training_speedup is None
+    assert hoist.gain == Gain(GAIN_HELD, 6.5)
     assert hoist.code.splitlines() == [
         "ds = ds.map(to_example)",
         "ds = ds.cache()",
@@ -589,9 +593,9 @@ def test_no_hoisted_cache_over_python_that_gave_other_values_or_without_a_hold()
 def test_a_gain_measured_on_training_outranks_any_predicted_one() -> None:
     from pipediag.analysis.advisor import _sort_key
 
-    predicted = Suggestion("PD012-input-contention", "make it cheaper", predicted_speedup=1.64)
-    measured = Suggestion("PD001-sequential-map", "parallel map", training_speedup=1.21)
-    no_gain = Suggestion("PD003-no-prefetch", "prefetch", training_speedup=1.02)
+    predicted = Suggestion("PD012-input-contention", "make it cheaper", estimate=1.64)
+    measured = Suggestion("PD001-sequential-map", "parallel map", gain=Gain(GAIN_ON_TRAINING, 1.21))
+    no_gain = Suggestion("PD003-no-prefetch", "prefetch", gain=Gain(GAIN_ON_TRAINING, 1.02))
     warning = Suggestion("PD006-cache-after-random", "cache after random", correctness_warning=True)
     found = [(2, predicted), (6, no_gain), (5, measured), (14, warning)]
 

@@ -11,8 +11,8 @@ import pytest
 from pipediag.renderers.answer import MAX_LINES, WIDTH, render_answer, report_line
 from pipediag.renderers.summary import key_figures
 from pipediag.report.io import load_report
-from pipediag.report.model import Report, Suggestion, Verdict
-from pipediag.report.vocabulary import NO_VERDICT_NO_STEPS
+from pipediag.report.model import Gain, Report, Suggestion, Verdict
+from pipediag.report.vocabulary import GAIN_HELD, GAIN_ON_TRAINING, NO_VERDICT_NO_STEPS
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
 FIXTURES = sorted((Path(__file__).parent.parent / "fixtures" / "reports").glob("*.json"))
@@ -48,13 +48,13 @@ def test_the_change_measured_fastest_on_training_leads_with_its_code() -> None:
             "PD001-sequential-map",
             "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
             code="ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
-            training_speedup=1.8,
+            gain=Gain(GAIN_ON_TRAINING, 1.8),
         ),
         Suggestion(
             "PD002-no-prefetch",
             "add prefetch(tf.data.AUTOTUNE) at the end",
             code="ds = ds.prefetch(tf.data.AUTOTUNE)",
-            training_speedup=1.1,
+            gain=Gain(GAIN_ON_TRAINING, 1.1),
         ),
     )
     lines = _lines(render_answer(report, "Report: out/"))
@@ -78,8 +78,8 @@ def test_no_code_for_a_change_not_measured_to_help() -> None:
             "PD001-sequential-map",
             "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
             code="ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
-            estimated_speedup=1.5,
-            training_speedup=0.72,
+            gain=Gain(GAIN_ON_TRAINING, 0.72),
+            estimate=1.5,
         ),
     )
     lines = _lines(render_answer(report, "Report: out/"))
@@ -95,7 +95,7 @@ def test_a_fix_not_tried_on_training_is_named_as_not_measured_without_code() -> 
             "PD007-py-function",
             "map(to_example) runs Python: port it to TF ops",
             code="# rewrite to_example with TensorFlow ops",
-            estimated_speedup=3.0,
+            estimate=3.0,
         ),
     )
     lines = _lines(render_answer(report, "Report: out/"))
@@ -114,7 +114,7 @@ def test_a_held_stage_s_bound_above_t_over_a_is_capped_at_t_over_a() -> None:
         Suggestion(
             "PD007-py-function",
             "map(to_example) runs Python: port it to TF ops",
-            bound_speedup=free * 1.2,
+            gain=Gain(GAIN_HELD, free * 1.2),
         ),
     )
     text = " ".join(line.strip() for line in _lines(render_answer(report, "Report: out/")))
@@ -130,15 +130,15 @@ def test_a_cache_moved_above_its_shuffle_shows_its_held_gain_from_epoch_2_and_it
             "PD018-hoist-cache",
             "cache() after map(to_example), moved above shuffle(1024) (24.0 MiB, fits)",
             code="ds = ds.map(to_example)\nds = ds.cache()\nds = ds.shuffle(1024)",
-            bound_speedup=1.5,
-            predicted_speedup=1.5,
+            gain=Gain(GAIN_HELD, 1.5),
+            estimate=1.5,
             fix="hoist-cache",
         ),
         Suggestion(
             "PD007-py-function",
             "map(to_example) runs Python: port it to TF ops",
             code="# rewrite to_example with TensorFlow ops",
-            bound_speedup=1.5,
+            gain=Gain(GAIN_HELD, 1.5),
         ),
     )
     lines = _lines(render_answer(report, "Report: out/"))

@@ -20,10 +20,12 @@ from pipediag.report.model import (
     BALANCED,
     INPUT_BOUND,
     CostSplit,
+    Gain,
     Report,
     StageStats,
     Suggestion,
 )
+from pipediag.report.vocabulary import GAIN_ON_TRAINING
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
 
@@ -166,10 +168,12 @@ def test_stages_are_matched_by_what_they_do() -> None:
 
 def test_fixes_are_matched_by_id_and_stage() -> None:
     report = synthetic_report(steps=30)
-    fix_a = Suggestion("PD001-sequential-map", "parallelise", stage="map(a)", training_speedup=1.4)
+    fix_a = Suggestion(
+        "PD001-sequential-map", "parallelise", stage="map(a)", gain=Gain(GAIN_ON_TRAINING, 1.4)
+    )
     fix_b = replace(fix_a, stage="map(b)")
     base = replace(report, suggestions=[fix_a, fix_b])
-    new_b = replace(fix_b, training_speedup=1.1)
+    new_b = replace(fix_b, gain=Gain(GAIN_ON_TRAINING, 1.1))
     new = replace(report, suggestions=[new_b])
     comparison = compare_reports(base, new)
     fixes = {(f.stage, f.status): f for f in comparison.fixes}

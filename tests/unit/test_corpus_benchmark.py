@@ -128,24 +128,33 @@ def test_the_prescription_reads_the_first_change_and_judges_its_claim() -> None:
             "kind": "fix",
             "fix": "prefetch-end",
             "stage": "map",
-            "training_speedup": None,
-            "predicted_speedup": 1.3,
+            "gain": {"basis": "pipeline-alone", "speedup": 1.3, "interval": None},
+            "estimate": 1.2,
         },
         {
             "id": "PD001-sequential-map",
             "kind": "fix",
             "fix": "parallel-map",
-            "training_speedup": 2.0,
+            "gain": {"basis": "training", "speedup": 2.0, "interval": [1.8, 2.2]},
         },
     ]
     first = rx.first_change(suggestions)
-    # the first that changes the speed, its prediction standing in for an unmeasured gain
+    # the first that changes the speed, with the gain measured where it was, labelled so
     assert first == {
         "id": "PD009-prefetch",
         "fix": "prefetch-end",
         "stage": "map",
         "claim": 1.3,
-        "claim_kind": "predicted",
+        "claim_kind": "pipeline alone",
+    }
+    # an estimate is no claim
+    unmeasured = {"id": "PD012-input-contention", "kind": "fix", "estimate": 1.6}
+    assert rx.first_change([unmeasured]) == {
+        "id": "PD012-input-contention",
+        "fix": None,
+        "stage": None,
+        "claim": None,
+        "claim_kind": "none",
     }
     assert rx.same_change(first, "prefetch-end") and not rx.same_change(first, "cache")
     assert rx.same_change({"id": "PD007-py-function", "fix": None}, "port-to-tf-ops")

@@ -8,6 +8,7 @@ import pytest
 
 from pipediag.analysis.advisor import advise
 from pipediag.report.model import StageStats, TrialFacts
+from pipediag.report.vocabulary import GAIN_ON_TRAINING
 from pipediag.testing import CostEvidence, synthetic_cost_report
 
 
@@ -24,8 +25,8 @@ def test_contention_gets_a_cheaper_pipeline_with_its_cores_left_to_the_step() ->
     assert "yet the step waited only 4% of the time" in contention.evidence
     assert "1.1 more cores busy while training" in contention.evidence
     assert "private_threadpool_size" in contention.code
-    assert contention.predicted_speedup is not None
-    assert abs(contention.predicted_speedup - 1 / (1 - 0.40)) < 1e-6
+    assert contention.estimate is not None
+    assert abs(contention.estimate - 1 / (1 - 0.40)) < 1e-6
     assert "PD013-per-pull-overhead" not in _ids(report)
 
 
@@ -88,7 +89,7 @@ def _with_thread_cap(training_speedup: float) -> object:
 def test_a_thread_cap_measured_faster_on_training_backs_the_contention_fix() -> None:
     suggestions = advise(_with_thread_cap(1.25))
     contention = next(s for s in suggestions if s.id == "PD012-input-contention")
-    assert contention.training_speedup == 1.25
+    assert contention.gain.on(GAIN_ON_TRAINING) == 1.25
     assert "Capped at 1 thread: Tried on your train function: 20.0 -> 25.0 steps/s" in (
         contention.evidence
     )
@@ -101,7 +102,7 @@ def test_a_thread_cap_that_does_not_help_training_is_not_suggested() -> None:
     # the cap is dropped from the code; cutting the pipeline's CPU per batch remains
     assert "private_threadpool_size" not in contention.code
     assert "Not the way here" in contention.evidence
-    assert contention.training_speedup is None
+    assert contention.gain.speedup is None
     assert "ds.batch(n).map(f_on_batches)" in contention.code
 
 
@@ -123,7 +124,7 @@ def test_contention_beside_python_with_cores_free_gets_the_python_taken_out() ->
     assert "interpreter lock" in contention.title
     assert "source(rows)" in contention.evidence and "1.2 of 2 cores" in contention.evidence
     assert "private_threadpool_size" not in contention.code
-    assert contention.predicted_speedup == pytest.approx(1 / (1 - 0.40))
+    assert contention.estimate == pytest.approx(1 / (1 - 0.40))
 
 
 def test_an_epoch_start_that_dominates_gets_one_repeating_iterator() -> None:
@@ -149,7 +150,7 @@ def test_an_epoch_start_that_dominates_gets_one_repeating_iterator() -> None:
     start = next(s for s in suggestions if s.id == "PD015-epoch-start")
     assert "1.80 s late (shuffle(10000) likely makes it)" in start.evidence
     assert "steps_per_epoch=140" in start.code and "ds.repeat()" in start.code
-    assert start.predicted_speedup == pytest.approx(1 / (1 - 0.20))
+    assert start.estimate == pytest.approx(1 / (1 - 0.20))
     assert "PD014-no-input-fix" not in _ids(report)
     # an epoch of unknown length cannot be given: no such fix
     unknown = dataclasses.replace(split, epoch_steps=None)

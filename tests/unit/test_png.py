@@ -37,6 +37,7 @@ from pipediag.report.model import (
     COST_CONTENTION,
     INPUT_BOUND,
     UNKNOWN,
+    Gain,
     GpuSection,
     HostSection,
     PhaseSpan,
@@ -47,7 +48,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.names import NO_VERDICT
-from pipediag.report.vocabulary import COST_EPOCH_START, NO_VERDICT_NO_STEPS
+from pipediag.report.vocabulary import COST_EPOCH_START, GAIN_PIPELINE_ALONE, NO_VERDICT_NO_STEPS
 from pipediag.testing import RunLayout, synthetic_cost_report, synthetic_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -225,12 +226,10 @@ def test_bins_keep_total_wait_share() -> None:
 
 def test_suggestions_are_listed_with_gains_and_warnings() -> None:
     suggestions = [
-        Suggestion(
-            f"PD00{i}", f"fix {i}", estimated_speedup=1.0 + i / 10, correctness_warning=i == 2
-        )
+        Suggestion(f"PD00{i}", f"fix {i}", estimate=1.0 + i / 10, correctness_warning=i == 2)
         for i in range(7)
     ]
-    suggestions[0] = dataclasses.replace(suggestions[0], verified_speedup=2.5)
+    suggestions[0] = dataclasses.replace(suggestions[0], gain=Gain(GAIN_PIPELINE_ALONE, 2.5))
     report = dataclasses.replace(synthetic_report(), suggestions=suggestions)
     figure = build_figure(report)
     lines = [t for t in figure.texts if t.get_gid() == "suggestion"]
@@ -491,18 +490,18 @@ def test_no_phases_no_phase_strip() -> None:
 
 def test_best_fix_shows_only_a_measured_gain() -> None:
     # GIVEN a fix whose gain rests on stage timings only
-    estimated = Suggestion("PD002", "vectorise", estimated_speedup=1.9, predicted_speedup=1.42)
+    estimated = Suggestion("PD002", "vectorise", estimate=1.42)
     report = dataclasses.replace(synthetic_cost_report(), suggestions=[estimated])
     # THEN the key figure says it was not measured, and no estimate is drawn
     assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
-    assert not any("1.42x" in t or "1.90x" in t for t in _texts(build_figure(report)))
+    assert not any("1.42x" in t for t in _texts(build_figure(report)))
     # measured on the pipeline alone, it says so, and not the prediction from it
-    verified = dataclasses.replace(estimated, verified_speedup=1.6, predicted_speedup=1.3)
+    verified = dataclasses.replace(estimated, gain=Gain(GAIN_PIPELINE_ALONE, 1.6), estimate=1.3)
     report = dataclasses.replace(report, suggestions=[verified])
     assert best_fix_figure(report) == ("Best fix (pipeline alone)", "1.60x")
     assert "1.60x" in _texts(build_figure(report))
     # a fix measured without gain says so, and no fix at all is a dash
-    slower = dataclasses.replace(estimated, verified_speedup=0.8)
+    slower = dataclasses.replace(estimated, gain=Gain(GAIN_PIPELINE_ALONE, 0.8))
     report = dataclasses.replace(report, suggestions=[slower])
     assert best_fix_figure(report) == ("Best fix", "no gain measured")
     report = dataclasses.replace(report, suggestions=[])
@@ -621,7 +620,7 @@ def test_rates_panel_says_why_stages_were_not_timed_and_marks_no_limit() -> None
 
 
 def test_suggestion_lines_give_the_measured_gain_as_the_text_does() -> None:
-    fix = Suggestion("PD002", "vectorise", estimated_speedup=1.9, predicted_speedup=1.42)
+    fix = Suggestion("PD002", "vectorise", estimate=1.42)
     report = dataclasses.replace(synthetic_report(), suggestions=[fix])
     ((line, _),) = suggestion_lines(report)
     assert line == "1. [PD002] vectorise  (gain not measured)"

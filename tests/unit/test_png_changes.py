@@ -30,6 +30,7 @@ from pipediag.report.model import (
     COMPUTE_BOUND,
     INPUT_BOUND,
     ComputeAlone,
+    Gain,
     Report,
     StageStats,
     Suggestion,
@@ -47,6 +48,7 @@ from pipediag.report.model_side import (
     TopOp,
 )
 from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.vocabulary import GAIN_ON_TRAINING
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
 PYTHON_GAP = "host: Python (outside TensorFlow's calls)"
@@ -123,8 +125,7 @@ def _rewrites_report(tried: int = 3) -> Report:
         "PD001-sequential-map",
         "map(parse): add num_parallel_calls=tf.data.AUTOTUNE",
         stage="map(parse)",
-        training_speedup=1.8,
-        training_interval=[1.6, 2.0],
+        gain=Gain(GAIN_ON_TRAINING, 1.8, [1.6, 2.0]),
     )
     return dataclasses.replace(report, pipeline=pipeline, suggestions=[fix])
 
@@ -350,7 +351,7 @@ def test_the_change_measured_to_help_leads_the_foot_with_its_code_and_is_not_lis
         "PD001-sequential-map",
         "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
         code="ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
-        training_speedup=1.8,
+        gain=Gain(GAIN_ON_TRAINING, 1.8),
     )
     other = Suggestion("PD007-py-function", "map(f): port it to TF ops")
     figure = build_figure(dataclasses.replace(synthetic_report(), suggestions=[measured, other]))
@@ -374,7 +375,9 @@ def test_a_long_change_is_drawn_whole_in_a_smaller_font() -> None:
         "and map(augment) in parallel with num_parallel_calls=AUTOTUNE"
     )
     code = "ds = ds.map(to_example)\nds = ds.cache()\nds = ds.shuffle(1024, seed=0)"
-    measured = Suggestion("PD001-sequential-map", title, code=code, training_speedup=1.8)
+    measured = Suggestion(
+        "PD001-sequential-map", title, code=code, gain=Gain(GAIN_ON_TRAINING, 1.8)
+    )
     other = Suggestion("PD007-py-function", "map(f): port it to TF ops")
     figure = build_figure(dataclasses.replace(synthetic_report(), suggestions=[measured, other]))
     # THEN every word is drawn, on one bold line, smaller than the code under it

@@ -11,8 +11,9 @@ from pipediag.analysis.advisor import advise
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
 from pipediag.renderers.text import render_text
-from pipediag.report.model import FixTrial, Report, StageStats, TrialFacts
+from pipediag.report.model import FixTrial, Gain, Report, StageStats, TrialFacts
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
+from pipediag.report.vocabulary import GAIN_HELD, GAIN_ON_TRAINING
 from pipediag.testing import synthetic_report
 
 
@@ -91,7 +92,7 @@ def test_two_kept_rewrites_make_one_fix_ranked_by_their_gain_together() -> None:
     suggestions = advise(report)
     top = suggestions[0]
     assert top.id.startswith("PD016")
-    assert top.training_speedup == 2.5 and top.training_interval == [2.3, 2.7]
+    assert top.gain == Gain(GAIN_ON_TRAINING, 2.5, [2.3, 2.7])
     assert "on your training 2.50x (2.30-2.70x)" in suggestion_line(top)
     assert "ds = ds.cache()" in top.code and top.code.count("\n") == 3
     assert "kept in memory" in top.evidence  # what changes besides the speed is named
@@ -147,7 +148,7 @@ def test_a_rewrite_measured_on_training_that_no_rule_speaks_for_is_suggested() -
     )
     suggestions = advise(_report(_stages(), trials=[trial]))
     (measured,) = [s for s in suggestions if s.id.startswith("PD017")]
-    assert measured.training_speedup == 1.3 and measured.fix == "map-fusion"
+    assert measured.gain.on(GAIN_ON_TRAINING) == 1.3 and measured.fix == "map-fusion"
     assert "(on top of vectorise: map after the batch)" in measured.title
     assert "40.0 -> 52.0 steps/s" in measured.evidence
     # one whose interval reaches 1 is not suggested
@@ -170,7 +171,7 @@ def test_porting_python_carries_its_stage_bound_and_the_best_fix_shows_it() -> N
     report = _report(_stages({1: 4.5, 2: 4.6}, python=True))
     report = dataclasses.replace(report, suggestions=advise(report))
     (port,) = [s for s in report.suggestions if s.id.startswith("PD007")]
-    assert port.bound_speedup == 4.5
+    assert port.gain == Gain(GAIN_HELD, 4.5)
     assert "the most this change can gain" in port.evidence
     fixes_only = dataclasses.replace(
         report, suggestions=[s for s in report.suggestions if s.id.startswith("PD007")]
@@ -182,7 +183,7 @@ def test_porting_python_carries_its_stage_bound_and_the_best_fix_shows_it() -> N
         unheld, verdict=dataclasses.replace(unheld.verdict, input_cost_fraction=0.75)
     )
     (port,) = [s for s in advise(unheld) if s.id.startswith("PD007")]
-    assert port.bound_speedup == 4.0
+    assert port.gain == Gain(GAIN_HELD, 4.0)
     assert "With input free, your training would run 4.00x faster" in port.evidence
 
 
@@ -221,9 +222,9 @@ def test_a_stage_fix_under_a_kept_cache_is_a_note_without_a_forecast() -> None:
     suggestions = advise(report)
     (rule,) = [s for s in suggestions if s.id.startswith("PD001")]
     # THEN the rule says so, as a note: no pipeline-alone forecast ranks it
-    assert rule.kind == "note" and rule.predicted_speedup is None
+    assert rule.kind == "note" and rule.estimate is None
     assert "not needed under the kept cache" in rule.title
     assert f"Not tried on training: {reason}." in rule.evidence
     # while the same rule, not covered, is a fix with its forecast
     (plain,) = [s for s in advise(_report(_stages())) if s.id.startswith("PD001")]
-    assert plain.kind == "fix" and plain.predicted_speedup is not None
+    assert plain.kind == "fix" and plain.estimate is not None

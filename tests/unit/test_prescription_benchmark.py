@@ -56,8 +56,8 @@ def _report(top_id: str = "PD016-rewritten-pipeline", top_fix: str | None = None
             },
         },
         "suggestions": [
-            {"id": top_id, "fix": top_fix, "training_speedup": 2.2},
-            {"id": "PD016-rewritten-pipeline", "training_speedup": 2.2},
+            {"id": top_id, "fix": top_fix, "gain": {"basis": "training", "speedup": 2.2}},
+            {"id": "PD016-rewritten-pipeline", "gain": {"basis": "training", "speedup": 2.2}},
         ],
         "phases": [
             {"name": "deep_analysis", "start_s": 1.0, "duration_s": 9.0},

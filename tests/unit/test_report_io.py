@@ -22,6 +22,7 @@ from pipediag.report.model import (
     UNKNOWN,
     WARMUP,
     DataPass,
+    Gain,
     Report,
     StepLabel,
     StepRecord,
@@ -380,3 +381,42 @@ def test_a_version_3_report_with_an_unexplained_part_reads_with_its_cost_as_meas
     assert report.verdict.input_cost_fraction == synthetic_cost_report().verdict.input_cost_fraction
     assert report.verdict.input_cost_interval is None
     assert (split.epoch_start, split.epoch_start_s, split.contention_kind) == (0.0, None, "")
+
+
+@pytest.mark.parametrize(
+    ("old", "gain", "estimate"),
+    [
+        # measured on training: that gain and its interval, whatever else was kept
+        (
+            {"training_speedup": 1.3, "training_interval": [1.2, 1.4], "verified_speedup": 1.6},
+            {"basis": "training", "speedup": 1.3, "interval": [1.2, 1.4]},
+            1.6,
+        ),
+        # a stage held on training: its bound
+        ({"bound_speedup": 2.1, "predicted_speedup": 2.1}, {"basis": "held", "speedup": 2.1}, 2.1),
+        # the pipeline alone; the prediction from it orders the fix
+        (
+            {"verified_speedup": 1.6, "predicted_speedup": 1.2, "estimated_speedup": 1.9},
+            {"basis": "pipeline-alone", "speedup": 1.6},
+            1.2,
+        ),
+        # an estimate alone is no gain
+        ({"estimated_speedup": 1.9}, {"basis": "not-measured"}, 1.9),
+    ],
+)
+def test_a_version_5_suggestion_keeps_one_gain_and_one_estimate(
+    old: dict[str, object], gain: dict[str, object], estimate: float
+) -> None:
+    data = to_dict(synthetic_report())
+    data["schema_version"] = 5
+    data["suggestions"] = [{"id": "PD001-sequential-map", "title": "parallelise", **old}]
+
+    (suggestion,) = from_dict(data).suggestions
+
+    expected = Gain(
+        gain["basis"],  # type: ignore[arg-type]
+        gain.get("speedup"),  # type: ignore[arg-type]
+        gain.get("interval"),  # type: ignore[arg-type]
+    )
+    assert suggestion.gain == expected
+    assert suggestion.estimate == estimate

@@ -41,6 +41,7 @@ from pipediag.report.model import (
     WARMUP,
     DataPass,
     ExitInfo,
+    Gain,
     PipelineBenchmark,
     Report,
     StageStats,
@@ -52,6 +53,9 @@ from pipediag.report.model import (
 )
 from pipediag.report.names import NO_VERDICT, stage_name, verdict_title
 from pipediag.report.vocabulary import (
+    GAIN_HELD,
+    GAIN_ON_TRAINING,
+    GAIN_PIPELINE_ALONE,
     NO_VERDICT_NO_STEPS,
     NO_VERDICT_NO_TRAINING,
     NO_VERDICT_UNKNOWN,
@@ -203,9 +207,8 @@ def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
         "PD004",
         "map(f): vectorise, map after batch",
         stage="map(f)",
-        estimated_speedup=1.9,
-        verified_speedup=1.62,
-        predicted_speedup=1.42,
+        gain=Gain(GAIN_PIPELINE_ALONE, 1.62),
+        estimate=1.42,
     )
     # measured on the pipeline alone, labelled so; the estimates only order the fixes
     assert gains_text(fix) == "on the pipeline alone 1.62x"
@@ -213,11 +216,11 @@ def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
     assert suggestion_line(fix) == (
         "[PD004] map(f): vectorise, map after batch  (on the pipeline alone 1.62x)"
     )
-    tried = dataclasses.replace(fix, training_speedup=1.3, training_interval=[1.21, 1.4])
+    tried = dataclasses.replace(fix, gain=Gain(GAIN_ON_TRAINING, 1.3, [1.21, 1.4]))
     assert gains_text(tried) == "on your training 1.30x (1.21-1.40x)"
-    held = Suggestion("PD007", "port to TF ops", bound_speedup=2.1, predicted_speedup=3.0)
+    held = Suggestion("PD007", "port to TF ops", gain=Gain(GAIN_HELD, 2.1), estimate=3.0)
     assert gains_text(held) == "at most 2.10x on your training"
-    estimated = dataclasses.replace(fix, verified_speedup=None)
+    estimated = dataclasses.replace(fix, gain=Gain())
     assert gains_text(estimated) == NOT_MEASURED
     assert gains_text(dataclasses.replace(estimated, kind=NOTE)) == ""
 
@@ -234,7 +237,7 @@ def test_a_shortened_suggestion_line_keeps_its_warning_and_gains() -> None:
     fix = Suggestion(
         "PD001",
         "a very long title " * 10,
-        verified_speedup=1.5,
+        gain=Gain(GAIN_PIPELINE_ALONE, 1.5),
         correctness_warning=True,
     )
     line = suggestion_line(fix, max_chars=80)
@@ -244,14 +247,14 @@ def test_a_shortened_suggestion_line_keeps_its_warning_and_gains() -> None:
 
 
 def test_best_fix_promises_only_a_measured_gain_and_notes_promise_nothing() -> None:
-    note = Suggestion("PD001", "parallelise", kind="note", verified_speedup=0.7)
-    fix = Suggestion("PD004", "vectorise", estimated_speedup=1.9, predicted_speedup=1.42)
+    note = Suggestion("PD001", "parallelise", kind="note", gain=Gain(GAIN_PIPELINE_ALONE, 0.7))
+    fix = Suggestion("PD004", "vectorise", estimate=1.42)
     report = dataclasses.replace(synthetic_cost_report(), suggestions=[note, fix])
     assert best_fix(report) is None
     assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
     assert actionable(report) == [fix]
     assert suggestions_of(report, NOTE) == [note]
-    verified = dataclasses.replace(fix, verified_speedup=1.6)
+    verified = dataclasses.replace(fix, gain=Gain(GAIN_PIPELINE_ALONE, 1.6))
     report = dataclasses.replace(report, suggestions=[note, verified])
     assert best_fix(report) == (verified, 1.6)
     assert best_fix_figure(report) == ("Best fix (pipeline alone)", "1.60x")
@@ -398,11 +401,10 @@ def test_a_fix_tried_on_training_shows_that_gain_and_leads_the_key_figures() -> 
     tried = Suggestion(
         id="PD001-sequential-map",
         title="map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
-        verified_speedup=1.6,
-        predicted_speedup=1.2,
-        training_speedup=1.3,
+        gain=Gain(GAIN_ON_TRAINING, 1.3),
+        estimate=1.2,
     )
-    predicted = Suggestion(id="PD002-x", title="another fix", predicted_speedup=1.25)
+    predicted = Suggestion(id="PD002-x", title="another fix", estimate=1.25)
     assert gains_text(tried) == "on your training 1.30x"
     report = dataclasses.replace(synthetic_report(), suggestions=[predicted, tried])
     # the fix counts with its gain measured on training, not its predicted one (1.2x)

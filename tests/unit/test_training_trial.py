@@ -16,6 +16,7 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
+from pipediag.report.vocabulary import GAIN_ON_TRAINING
 from pipediag.testing import FakeClock, synthetic_report
 from pipediag.training.training_trial import (
     LoopTrials,
@@ -303,7 +304,7 @@ def _trial(training_speedup: float | None, reason: str | None = None) -> FixTria
 def test_a_fix_measured_faster_on_training_is_ranked_by_that_gain() -> None:
     fix = _map_fix(advise(_report_with(_trial(1.3))))
     assert fix.kind == "fix"
-    assert fix.training_speedup == pytest.approx(1.3)
+    assert fix.gain.on(GAIN_ON_TRAINING) == pytest.approx(1.3)
     assert "Tried on your train function: 30.0 -> 39.0 steps/s (1.30x" in fix.evidence
 
 
@@ -311,13 +312,15 @@ def test_a_fix_that_helps_the_pipeline_but_not_training_becomes_a_note() -> None
     fix = _map_fix(advise(_report_with(_trial(0.97))))
     assert fix.kind == "note"
     assert "measured 0.97x on your training: not worth it" in fix.title
-    assert fix.verified_speedup == pytest.approx(1.75)
+    # its one gain is the one measured on training; the pipeline alone's is in the evidence
+    assert fix.gain.on(GAIN_ON_TRAINING) == pytest.approx(0.97)
+    assert "(1.75x over" in fix.evidence
 
 
 def test_a_fix_not_tried_on_training_says_why_and_keeps_its_prediction() -> None:
     fix = _map_fix(advise(_report_with(_trial(None, "training trial budget spent"))))
-    assert fix.kind == "fix" and fix.training_speedup is None
-    assert fix.predicted_speedup is not None
+    assert fix.kind == "fix" and fix.gain.basis != GAIN_ON_TRAINING
+    assert fix.estimate is not None
     assert "Not tried on training: training trial budget spent." in fix.evidence
 
 
@@ -339,13 +342,13 @@ def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> 
     )
     fix = _map_fix(advise(report))
     # THEN training gains 40 / (10 + 20) = 1.33x, not the train function's 2x
-    assert fix.training_speedup == pytest.approx(40 / 30)
+    assert fix.gain.on(GAIN_ON_TRAINING) == pytest.approx(40 / 30)
     assert "With the 20.0 ms fit adds to each step around it, training gains about 1.33x" in (
         fix.evidence
     )
     # and a custom loop's trial, run in the loop itself, is its own gain
     loop = dataclasses.replace(report, train=dataclasses.replace(report.train, style="custom-loop"))
-    assert _map_fix(advise(loop)).training_speedup == pytest.approx(2.0)
+    assert _map_fix(advise(loop)).gain.on(GAIN_ON_TRAINING) == pytest.approx(2.0)
 
 
 def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> None:
@@ -357,8 +360,8 @@ def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> No
     )
     fix = _map_fix(advise(_report_with(unclear)))
     # THEN the fix stays a fix, ranked by its prediction, and says the trial could not tell
-    assert fix.kind == "fix" and fix.training_speedup is None
-    assert fix.predicted_speedup is not None
+    assert fix.kind == "fix" and fix.gain.basis != GAIN_ON_TRAINING
+    assert fix.estimate is not None
     assert "On training the result was unclear: its gain is not measured." in fix.evidence
 
 
