@@ -22,9 +22,14 @@ class TrainFunctionTimer:
     Args:
         model: fit's model, its train function already made (at `on_train_begin`).
         clock: the session's clock, the one the steps are timed on.
+        sync: waits for what a call returned, where the call only dispatches its work (JAX:
+            `jax.block_until_ready`). Keras waits for it right after anyway, when it turns
+            the step's logs into numbers for pipediag's callback, so the wait moves no time
+            in fit's step; unsynced, the call times its dispatch and the step's own work
+            reads as fit's time around it, which the step alone, synced, then pays twice.
     """
 
-    def __init__(self, model: Any, clock: Clock) -> None:
+    def __init__(self, model: Any, clock: Clock, sync: Callable[[Any], Any] | None = None) -> None:
         self._model = model
         self._clock = clock
         self._original: Callable[..., Any] | None = getattr(model, "train_function", None)
@@ -37,7 +42,10 @@ class TrainFunctionTimer:
             def timed(*args: Any, **kwargs: Any) -> Any:
                 start = clock.now()
                 try:
-                    return original(*args, **kwargs)
+                    result = original(*args, **kwargs)
+                    if sync is not None:
+                        sync(result)
+                    return result
                 finally:
                     self._call_s = clock.now() - start
 

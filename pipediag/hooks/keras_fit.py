@@ -11,6 +11,8 @@ itself; then the TF profiler traces the measured steps instead (`hooks/profiler_
 from __future__ import annotations
 
 import inspect
+import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pipediag.analysis.paired import MAX_BLOCK_STEPS, MAX_ROUNDS
@@ -100,7 +102,7 @@ class FitTracker:
         train function is timed during the measured steps (`hooks/fit_overhead.py`)."""
         self._planned = (epochs, steps) if epochs and steps else None
         if model is not None and self.timer is None:
-            self.timer = TrainFunctionTimer(model, self._session.clock)
+            self.timer = TrainFunctionTimer(model, self._session.clock, sync=result_sync(model))
 
     def on_train_end(self) -> None:
         """fit is over: its train function is put back."""
@@ -433,3 +435,15 @@ class FitPatch:
         else:
             del self._model_class.fit
         self._model_class = self._original = None
+
+
+def result_sync(model: Any) -> Callable[[Any], Any] | None:
+    """What waits for a train function's result where the call only dispatches its work:
+    `jax.block_until_ready` on Keras's JAX backend (JAX taken from `sys.modules`: Keras
+    imported it), else None."""
+    from pipediag.training.fit_backend import on_jax
+
+    jax = sys.modules.get("jax")
+    if not on_jax(model) or jax is None or not hasattr(jax, "block_until_ready"):
+        return None
+    return jax.block_until_ready  # type: ignore[no-any-return]

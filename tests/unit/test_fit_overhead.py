@@ -83,3 +83,40 @@ def test_a_trial_that_did_not_gain_does_not_gain_through_a_drift_between_reads()
     gain = training_gain(build_context(dataclasses.replace(report, train=train)), trial)
     # THEN it is still under 1 (it read 1.65x when the numerator was fit's own rate)
     assert gain is not None and gain < 1.0
+
+
+def test_a_train_function_that_only_dispatches_is_timed_to_its_result() -> None:
+    # GIVEN Keras's JAX trainer: the call returns at once (0.1 ms of dispatch), and the
+    # 10-ms step is waited for after it, when Keras reads the step's logs for the callbacks
+    clock = FakeClock()
+    pending: list[float] = []
+
+    def dispatch(iterator: object) -> str:
+        clock.sleep(0.0001)
+        pending.append(0.010)
+        return "logs"
+
+    def wait(result: object) -> object:
+        while pending:
+            clock.sleep(pending.pop())
+        return result
+
+    def steps(timer: TrainFunctionTimer, model: object) -> None:
+        for _ in range(5):
+            start = clock.now()
+            assert model.train_function(None) == "logs"  # type: ignore[attr-defined]
+            wait(None)  # Keras turns the logs into numbers
+            clock.sleep(0.002)  # callbacks, the progress bar
+            timer.step_ended(clock.now() - start)
+
+    model = _Model(clock)
+    model.train_function = dispatch
+    unsynced = TrainFunctionTimer(model, clock)
+    steps(unsynced, model)
+    unsynced.remove()
+    synced = TrainFunctionTimer(model, clock, sync=wait)
+    steps(synced, model)
+
+    # THEN unsynced, the step's own 10 ms read as fit's time around it; synced, only the 2 ms
+    assert unsynced.overhead_s() == pytest.approx(0.012)
+    assert synced.overhead_s() == pytest.approx(0.002)
