@@ -16,9 +16,7 @@ FIX, WARNING, NOTE = "fix", "warning", "note"
 MAY_CHANGE_RESULTS = "may change results: "
 SUGGESTION_HEADINGS = {
     WARNING: "Warnings (these change what the model trains on):",
-    FIX: "Fixes, best first, each with one gain: measured on your training where tried, else "
-    "on the pipeline alone (training may not follow), else the most holding its stage's "
-    "output measured:",
+    FIX: "Fixes, best first, each with its gain where one was measured:",
     NOTE: "Notes from the checks:",
 }
 # Said of a fix whose gain nothing measured: an estimate only orders the fixes.
