@@ -205,7 +205,7 @@ def trial_text(trial: FixTrial | None) -> str:
         return (
             f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"
             f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x over"
-            f" {trial.rounds} interleaved rounds)."
+            f" {_rounds(trial.rounds)})."
         )
     return f" Not verified: {trial.reason}."
 
@@ -384,13 +384,13 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
     assert trial.training_speedup is not None
     low, high = trial.facts.training_speedup_low, trial.facts.training_speedup_high
     interval = (
-        f", 90% interval {low:.3g}x-{high:.3g}x" if low is not None and high is not None else ""
+        f", 90% interval {low:.2f}-{high:.2f}x" if low is not None and high is not None else ""
     )
     what = "train function" if ctx.report.train.style == KERAS_FIT else "training"
     text = (
         f" Tried on your {what}: {trial.training_baseline_steps_per_s:.1f} -> "
         f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
-        f"over {trial.training_rounds} interleaved rounds{interval})."
+        f"over {_rounds(trial.training_rounds)}{interval})."
     )
     if trial.facts.above_step_alone:
         text += (
@@ -401,10 +401,14 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
     gain = training_gain(ctx, trial)
     if added_s is not None and gain is not None:
         text += (
-            f" With the {added_s * 1e3:.1f} ms fit adds to each step around it, training "
-            f"gains about {gain:.2f}x."
+            f" Counting the {added_s * 1e3:.1f} ms fit adds around each step, training runs "
+            f"{gain:.2f}x as fast."
         )
     return text
+
+
+def _rounds(count: int) -> str:
+    return f"{count} interleaved round{'s' if count != 1 else ''}"
 
 
 def bytes_text(count: int | None) -> str:

@@ -93,7 +93,7 @@ def test_a_thread_cap_measured_faster_on_training_backs_the_contention_fix() -> 
     assert "Capped at 1 thread: Tried on your train function: 20.0 -> 25.0 steps/s" in (
         contention.evidence
     )
-    assert "90% interval 1.1x-1.4x" in contention.evidence
+    assert "90% interval 1.10-1.40x" in contention.evidence
     assert "private_threadpool_size = " in contention.code
 
 

@@ -343,7 +343,7 @@ def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> 
     fix = _map_fix(advise(report))
     # THEN training gains 40 / (10 + 20) = 1.33x, not the train function's 2x
     assert fix.gain.on(GAIN_ON_TRAINING) == pytest.approx(40 / 30)
-    assert "With the 20.0 ms fit adds to each step around it, training gains about 1.33x" in (
+    assert "Counting the 20.0 ms fit adds around each step, training runs 1.33x as fast" in (
         fix.evidence
     )
     # and a custom loop's trial, run in the loop itself, is its own gain
