@@ -14,9 +14,9 @@ Per script, the table says:
 - whether the first change is the right call: the hand-tuned change ("port-to-tf-ops"
   matches the rule that asks for it) where whole runs show it faster, no change where they
   do not;
-- pipediag's claim (the gain measured on training where it has one, else its prediction,
-  else the most the change can gain) against the truth: held where claim / truth lies in
-  [0.75, 1.33].
+- pipediag's claim (the fix's one gain, where it was measured: on training, else the most
+  the change can gain with its stage held or all input free, else on the pipeline alone; an
+  estimate is no claim) against the truth: held where claim / truth lies in [0.75, 1.33].
 
 A first change other than the tuned one is reported as such: whether it is at least as fast
 needs its own whole runs, which this benchmark does not make.

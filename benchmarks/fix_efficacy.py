@@ -114,6 +114,7 @@ def case_rates(
 GAIN_KINDS = {
     "training": "measured on training, in the run",
     "held": "at most, its stage held on training",
+    "input-free": "at most, all input free on training",
     "pipeline-alone": "measured on the pipeline alone",
 }
 
@@ -126,6 +127,15 @@ def predicted(result: dict[str, Any]) -> tuple[float | None, str]:
         return float(gain), GAIN_KINDS[basis]
     if result.get("top_estimate") is not None:
         return float(result["top_estimate"]), "estimate (not measured)"
+    # an accuracy file recorded before the one gain (report schema 5)
+    for key, label in (
+        ("top_training_speedup", GAIN_KINDS["training"]),
+        ("top_predicted_speedup", "estimate (not measured)"),
+        ("top_verified_speedup", GAIN_KINDS["pipeline-alone"]),
+        ("top_estimated_speedup", "estimate (not measured)"),
+    ):
+        if result.get(key) is not None:
+            return float(result[key]), label
     return None, "-"
 
 

@@ -261,7 +261,11 @@ def fix_suggestion(
         high = trial.facts.training_speedup_high
         if high is not None and high >= VERIFIED_MIN_GAIN and on_training < VERIFIED_MIN_GAIN:
             # The rounds could not tell (a busy host): neither a gain nor a loss is shown.
-            evidence += " On training the result was unclear: its gain is not measured."
+            evidence += " On training the result was unclear: " + (
+                "the gain shown is the pipeline alone's."
+                if verified is not None
+                else "its gain is not measured."
+            )
             on_training = None
         elif on_training < VERIFIED_MIN_GAIN:
             kind = NOTE

@@ -25,7 +25,7 @@ from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.prescription import Prescription
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import FIX
+from pipediag.report.vocabulary import FIX, GAIN_HELD, GAIN_INPUT_FREE, GainBasis
 
 PRESCRIPTION_RULE = "PD016-rewritten-pipeline"
 MEASURED_RULE = "PD017-measured-rewrite"
@@ -120,20 +120,20 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
     return extra
 
 
-def stage_bound(ctx: Context, stats: StageStats) -> tuple[float, str] | None:
-    """The most a change at `stats` can gain training, and what says so: the speedup
-    measured with it (or the nearest held stage after it) held in memory, as "holding X in
-    memory"; where no stage's hold was usable, the verdict's speedup if input were free
-    (T/A), as "input free", which also caps a hold read above it. None where neither was
-    measured."""
+def stage_bound(ctx: Context, stats: StageStats) -> tuple[float, str, GainBasis] | None:
+    """The most a change at `stats` can gain training, what says so, and where it was
+    measured: the speedup with it (or the nearest held stage after it) held in memory, as
+    "holding X in memory" (`held`); where no stage's hold was usable, the verdict's speedup
+    if input were free (T/A), as "input free" (`input-free`), which also caps a hold read
+    above it. None where neither was measured."""
     bound = if_free_bound(ctx.stages, stats.index)
     most = most_input_gives(ctx.report)
     if bound is not None and bound.training_speedup_if_free is not None:
         held = bound.training_speedup_if_free
         if most is not None and held > most:  # the host's noise: no hold gives back more
-            return most, "input free"
-        return held, f"holding {stage_name(bound)} in memory"
+            return most, "input free", GAIN_INPUT_FREE
+        return held, f"holding {stage_name(bound)} in memory", GAIN_HELD
     cost = ctx.report.verdict.input_cost_fraction
     if cost is None or not 0.0 < cost < 1.0:
         return None
-    return 1.0 / (1.0 - cost), "input free"
+    return 1.0 / (1.0 - cost), "input free", GAIN_INPUT_FREE

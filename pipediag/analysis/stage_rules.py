@@ -64,7 +64,6 @@ from pipediag.report.stage_facts import (
     vectorizable,
 )
 from pipediag.report.vocabulary import (
-    GAIN_HELD,
     KIND_CACHE,
     KIND_OPTIONS,
     KIND_PREFETCH,
@@ -433,11 +432,12 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             trial=None,
             adds_threads=False,
         )
-        # The hold measured what the cache gives from epoch 2: it ranks the change.
+        # The hold measured what the cache gives from epoch 2: it ranks the change, where a
+        # port's bound (below) does not (it is what the stage costs, not what a port gains).
         found.append(
             replace(
                 suggestion,
-                gain=Gain(GAIN_HELD, bound[0]),
+                gain=Gain(bound[2], bound[0]),
                 estimate=bound[0],
                 fix=FIX_HOIST_CACHE,
             )
@@ -526,9 +526,7 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
             adds_threads=False,
         )
         found.append(
-            replace(suggestion, gain=Gain(GAIN_HELD, bound[0]), estimate=bound[0])
-            if bound is not None
-            else suggestion
+            replace(suggestion, gain=Gain(bound[2], bound[0])) if bound is not None else suggestion
         )
     return found
 

@@ -18,11 +18,17 @@ from pipediag.renderers.numbers import gain, rate_text
 from pipediag.renderers.prescription_words import together_text
 from pipediag.renderers.rate_words import ESTIMATED_WORD, rates, training_rate
 from pipediag.renderers.run_words import run_status
-from pipediag.renderers.suggestion_words import FIX, WARNING, from_epoch_two, suggestions_of
+from pipediag.renderers.suggestion_words import (
+    FIX,
+    WARNING,
+    bound_of,
+    from_epoch_two,
+    suggestions_of,
+)
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.model import COMPUTE_BOUND, Report, Suggestion
 from pipediag.report.names import VERDICT_TITLES
-from pipediag.report.vocabulary import GAIN_HELD, GAIN_ON_TRAINING
+from pipediag.report.vocabulary import GAIN_INPUT_FREE, GAIN_ON_TRAINING
 
 DIVIDER = "── pipediag "
 MAX_LINES = 12
@@ -172,7 +178,10 @@ def the_change(report: Report) -> Change:
             "(measured with its output held in memory)"
         )
         return Change(words, _code(fix.code.splitlines()), fix)
-    bound = fix.gain.on(GAIN_HELD)
+    bound = bound_of(fix)
+    if bound and fix.gain.basis == GAIN_INPUT_FREE:
+        words = f"{fix.title}: at most {gain(bound)} on your training (if all input were free)"
+        return Change(words, suggestion=fix)
     if bound:
         # Two measured bounds: the stage's output held, and all of input free; the lower
         # holds (the hold can read above T/A by the host's noise).

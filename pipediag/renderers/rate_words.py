@@ -1,7 +1,6 @@
 """The rates in words: DS-Analyzer's P (pipeline alone), T (compute alone) and A (training)
 as `Rate`s, and where T came from (measured on a cached batch, in turn with training, or
-estimated, and why). Also the one spelling of an estimate ("estimated", "~") that the
-suggestions' gains share."""
+estimated, and why). Also the one spelling of an estimate ("estimated", "~")."""
 
 from __future__ import annotations
 

@@ -8,7 +8,12 @@ from pipediag.renderers.numbers import DASH, gain
 from pipediag.renderers.rate_words import training_rate
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report, Suggestion
-from pipediag.report.vocabulary import GAIN_HELD, GAIN_ON_TRAINING, GAIN_PIPELINE_ALONE
+from pipediag.report.vocabulary import (
+    GAIN_HELD,
+    GAIN_INPUT_FREE,
+    GAIN_ON_TRAINING,
+    GAIN_PIPELINE_ALONE,
+)
 
 FIX, WARNING, NOTE = "fix", "warning", "note"
 # Said before the title of a fix that changes what the model trains on, so that a line cut
@@ -21,6 +26,9 @@ SUGGESTION_HEADINGS = {
 }
 # Said of a fix whose gain nothing measured: an estimate only orders the fixes.
 NOT_MEASURED = "gain not measured"
+# The gains that are the most a change can give, measured on training: its stage held in
+# memory, or all input free.
+BOUNDS = (GAIN_HELD, GAIN_INPUT_FREE)
 
 
 def gains_text(s: Suggestion) -> str:
@@ -36,7 +44,7 @@ def gains_text(s: Suggestion) -> str:
         interval = measured.interval
         within = f" ({interval[0]:.2f}-{gain(interval[1])})" if interval else ""
         return f"on your training {figure}{within}"
-    if measured.basis == GAIN_HELD:
+    if measured.basis in BOUNDS:
         return f"at most {figure} on your training"
     return f"on the pipeline alone {figure}"
 
@@ -85,7 +93,8 @@ def best_fix(report: Report) -> tuple[Suggestion, float] | None:
                 for g in (
                     s.gain.on(GAIN_ON_TRAINING),
                     from_epoch_two(report, s),
-                    s.gain.on(GAIN_PIPELINE_ALONE),
+                    # not where the CPU is saturated: more threads cannot run there
+                    s.gain.on(GAIN_PIPELINE_ALONE) if (s.estimate or 2.0) > 1.0 else None,
                 )
                 if g is not None
             ),
@@ -96,11 +105,16 @@ def best_fix(report: Report) -> tuple[Suggestion, float] | None:
     return best
 
 
+def bound_of(fix: Suggestion) -> float | None:
+    """The most `fix` can give, measured on training (`BOUNDS`), else None."""
+    return fix.gain.speedup if fix.gain.basis in BOUNDS else None
+
+
 def from_epoch_two(report: Report, fix: Suggestion) -> float | None:
     """What a cache moved above its shuffle gains from the second epoch: its stage's hold,
     measured on training, at most all of input's cost (the hold can read above T/A by the
     host's noise). None for any other fix (`FixFacts.from_epoch_two`)."""
-    held = fix.gain.on(GAIN_HELD)
+    held = bound_of(fix)
     if fix.fix is None or not fix_facts(fix.fix).from_epoch_two or not held:
         return None
     verdict = report.verdict
@@ -115,13 +129,13 @@ def best_fix_figure(report: Report) -> tuple[str, str]:
     found = best_fix(report)
     fixes = suggestions_of(report, FIX)
     if found is None:
-        bounds = [held for s in fixes if (held := s.gain.on(GAIN_HELD))]
+        bounds = [held for s in fixes if (held := bound_of(s))]
         if bounds:
             # A change no rewrite can make: the most it can gain, measured on training.
             return ("Best fix (at most)", "\N{LESS-THAN OR EQUAL TO}" + gain(max(bounds)))
         if any(s.gain.speedup is not None for s in fixes):
-            return ("Best fix", "no gain measured")
-        return ("Best fix (not measured)", DASH)
+            return ("Best fix (measured)", "no gain")
+        return ("Best fix (not measured)" if fixes else "Best fix (none found)", DASH)
     fix, measured = found
     if fix.gain.basis == GAIN_ON_TRAINING:
         return ("Best fix (on your training)", gain(measured))

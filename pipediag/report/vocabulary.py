@@ -225,10 +225,12 @@ WARNING: Final = "warning"
 NOTE: Final = "note"
 # Where a fix's one gain was measured (`Gain.basis`): on training with the fix in place; on
 # training with its stage's output held in memory (the most a port can gain, or a cache's
-# gain from epoch 2); on the pipeline alone; or nowhere.
-GainBasis = Literal["training", "held", "pipeline-alone", "not-measured"]
+# gain from epoch 2); as training's speedup if input were free (T/A: the most where no hold
+# was usable); on the pipeline alone; or nowhere.
+GainBasis = Literal["training", "held", "input-free", "pipeline-alone", "not-measured"]
 GAIN_ON_TRAINING: Final = "training"
 GAIN_HELD: Final = "held"
+GAIN_INPUT_FREE: Final = "input-free"
 GAIN_PIPELINE_ALONE: Final = "pipeline-alone"
 GAIN_NOT_MEASURED: Final = "not-measured"
 

@@ -226,7 +226,7 @@ def test_bins_keep_total_wait_share() -> None:
 
 def test_suggestions_are_listed_with_gains_and_warnings() -> None:
     suggestions = [
-        Suggestion(f"PD00{i}", f"fix {i}", estimate=1.0 + i / 10, correctness_warning=i == 2)
+        Suggestion(f"PD00{i}", f"fix {i}", estimate=1.1 + i / 10, correctness_warning=i == 2)
         for i in range(7)
     ]
     suggestions[0] = dataclasses.replace(suggestions[0], gain=Gain(GAIN_PIPELINE_ALONE, 2.5))
@@ -503,9 +503,9 @@ def test_best_fix_shows_only_a_measured_gain() -> None:
     # a fix measured without gain says so, and no fix at all is a dash
     slower = dataclasses.replace(estimated, gain=Gain(GAIN_PIPELINE_ALONE, 0.8))
     report = dataclasses.replace(report, suggestions=[slower])
-    assert best_fix_figure(report) == ("Best fix", "no gain measured")
+    assert best_fix_figure(report) == ("Best fix (measured)", "no gain")
     report = dataclasses.replace(report, suggestions=[])
-    assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
+    assert best_fix_figure(report) == ("Best fix (none found)", "\N{EM DASH}")
 
 
 def test_key_figures_show_input_cost_and_the_three_rates() -> None:

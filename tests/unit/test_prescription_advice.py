@@ -13,7 +13,7 @@ from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
 from pipediag.renderers.text import render_text
 from pipediag.report.model import FixTrial, Gain, Report, StageStats, TrialFacts
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
-from pipediag.report.vocabulary import GAIN_HELD, GAIN_ON_TRAINING
+from pipediag.report.vocabulary import GAIN_HELD, GAIN_INPUT_FREE, GAIN_ON_TRAINING
 from pipediag.testing import synthetic_report
 
 
@@ -183,7 +183,7 @@ def test_porting_python_carries_its_stage_bound_and_the_best_fix_shows_it() -> N
         unheld, verdict=dataclasses.replace(unheld.verdict, input_cost_fraction=0.75)
     )
     (port,) = [s for s in advise(unheld) if s.id.startswith("PD007")]
-    assert port.gain == Gain(GAIN_HELD, 4.0)
+    assert port.gain == Gain(GAIN_INPUT_FREE, 4.0)
     assert "With input free, your training would run 4.00x faster" in port.evidence
 
 

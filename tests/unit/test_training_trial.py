@@ -16,7 +16,7 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
-from pipediag.report.vocabulary import GAIN_ON_TRAINING
+from pipediag.report.vocabulary import GAIN_ON_TRAINING, GAIN_PIPELINE_ALONE
 from pipediag.testing import FakeClock, synthetic_report
 from pipediag.training.training_trial import (
     LoopTrials,
@@ -362,7 +362,10 @@ def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> No
     # THEN the fix stays a fix, ranked by its prediction, and says the trial could not tell
     assert fix.kind == "fix" and fix.gain.basis != GAIN_ON_TRAINING
     assert fix.estimate is not None
-    assert "On training the result was unclear: its gain is not measured." in fix.evidence
+    assert "On training the result was unclear: the gain shown is the pipeline alone's." in (
+        fix.evidence
+    )
+    assert fix.gain.basis == GAIN_PIPELINE_ALONE
 
 
 def test_a_cache_side_fills_on_an_iterator_of_its_own_then_times_a_fresh_one_each_run() -> None:
