@@ -22,9 +22,9 @@ NOT_ENOUGH_MEASURED = "not enough was measured to tell"
 NO_STEPS_TEXT = (
     "No training steps were seen: the script did not call Keras fit, pull a tf.data dataset "
     "eagerly, or call a tf.function that stepped an optimizer on an iterator or a dataset it "
-    "was given or closes over. To get one, pass the training iterator or "
-    "dataset to the function that trains, or mark each step with pipediag.monitor() "
-    "(README, 'Python API')."
+    "was given or closes over. To get one: name the function that trains "
+    "(--train-function NAME), pass it the training iterator or dataset, or mark each step "
+    "with pipediag.monitor() (README, 'Python API')."
 )
 WAIT_NOT_MEASURED_TEXT = "The input wait of the measured steps could not be measured"
 

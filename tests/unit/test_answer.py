@@ -171,7 +171,7 @@ def test_an_answer_without_a_verdict_still_gives_what_was_measured() -> None:
     lines = _lines(render_answer(report, report_line("out", ["summary.txt"])))
     # THEN it says there is no verdict and how to get one, then what it measured
     assert lines[0].startswith("NO VERDICT: No training steps were seen")
-    assert any("pass the training iterator or" in line for line in lines), lines
+    assert any("(--train-function NAME), pass it the" in line for line in lines), lines
     (seen,) = [line for line in lines if line.startswith("Seen: ")]
     assert "P pipeline alone 3,524 batches/s" in seen
     assert "host CPU" in seen and "this process" in seen
