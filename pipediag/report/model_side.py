@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from pipediag.report.vocabulary import TrialStop
+
 # The changes a model-side trial measures, as the report names them.
 ModelChange = Literal["jit_compile", "steps_per_execution", "mixed_precision", "device_copy", ""]
 JIT_COMPILE: Final = "jit_compile"
@@ -40,7 +42,8 @@ class TopOp:
 class ModelTrial:
     """One model-side change, measured on the train step alone against the unchanged step.
 
-    `baseline_steps_per_s` and `variant_steps_per_s` are the rounds' median rates, per batch;
+    `baseline_steps_per_s` is the rounds' median rate, per batch, and `variant_steps_per_s`
+    that times the rounds' figure (`analysis/paired.py`);
     `speedup` is the gain a whole run would see (for `steps_per_execution`, with fit's own
     per-step time added to both sides), `interval` its 90% interval ([low, high]) when the
     rounds gave one. `reason` says why it was not measured (or what limits the reading);
@@ -53,7 +56,7 @@ class ModelTrial:
     speedup: float | None = None
     interval: list[float] | None = None
     rounds: int = 0
-    stopped: str = ""
+    stopped: TrialStop = ""
     reason: str | None = None
     code: str = ""
     numerics: str = ""
