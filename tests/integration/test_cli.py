@@ -127,8 +127,20 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     if verdict == "input-bound":
         # the slow stage is the numpy_function map, and a fix names it
         assert any(s["stage"] == "map(to_example)" for s in suggestions)
-        bottleneck = [st for st in data["pipeline"]["stages"] if st["bottleneck"]]
-        assert [st["function"] for st in bottleneck] == ["to_example"]
+        stages = data["pipeline"]["stages"]
+        bottleneck = [st for st in stages if st["bottleneck"]]
+        held = [
+            (st["index"], st["kind"], st["training_speedup_if_free"], st["training_cost_jump"])
+            for st in stages
+        ]
+        (the_map,) = [st for st in stages if st["function"] == "to_example"]
+        # the stage named is one whose hold frees the map's cost: the map, or a stage after it
+        # where the holds read the jump there or ended before it (a fresh-clone CI run named
+        # the batch after it once, in 10 runs of this test at its commit); a jump read at the
+        # map names the map
+        assert len(bottleneck) == 1 and bottleneck[0]["index"] >= the_map["index"], held
+        if the_map["training_cost_jump"]:
+            assert bottleneck[0]["function"] == "to_example", held
         assert "Slowest stage   map(to_example) at input_bound_fit.py:" in summary_text
     elif data["verdict"]["label"] == "compute-bound":
         # compute-bound: no input fix is invented, the pipeline is said to be fine
