@@ -80,6 +80,8 @@ def _raw_note(raw: float | None, shown: float, timed: str) -> str:
 
 
 def _figure(value: float, low: float | None, high: float | None) -> str:
-    if low is None or high is None:
+    """ "2.10x (1.90-2.31x)"; the interval left out where it is none (both ends taken at the
+    step alone's rate, as the figure was: "5.67x (5.67-5.67x)" says nothing)."""
+    if low is None or high is None or gain(low) == gain(high):
         return gain(value)
     return f"{gain(value)} ({low:.2f}-{gain(high)})"

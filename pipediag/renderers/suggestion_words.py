@@ -42,7 +42,9 @@ def gains_text(s: Suggestion) -> str:
     figure = gain(measured.speedup)
     if measured.basis == GAIN_ON_TRAINING:
         interval = measured.interval
-        within = f" ({interval[0]:.2f}-{gain(interval[1])})" if interval else ""
+        within = ""
+        if interval and gain(interval[0]) != gain(interval[1]):  # both at a ceiling: none
+            within = f" ({interval[0]:.2f}-{gain(interval[1])})"
         return f"on your training {figure}{within}"
     if measured.basis in BOUNDS:
         return f"at most {figure} on your training"

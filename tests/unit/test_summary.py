@@ -218,6 +218,9 @@ def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
     )
     tried = dataclasses.replace(fix, gain=Gain(GAIN_ON_TRAINING, 1.3, [1.21, 1.4]))
     assert gains_text(tried) == "on your training 1.30x (1.21-1.40x)"
+    # an interval whose ends were both taken at the step alone's rate is none
+    capped = dataclasses.replace(fix, gain=Gain(GAIN_ON_TRAINING, 5.67, [5.67, 5.67]))
+    assert gains_text(capped) == "on your training 5.67x"
     held = Suggestion("PD007", "port to TF ops", gain=Gain(GAIN_HELD, 2.1), estimate=3.0)
     assert gains_text(held) == "at most 2.10x on your training"
     estimated = dataclasses.replace(fix, gain=Gain())
