@@ -93,7 +93,6 @@ class RoundPlan:
         self._runs: tuple[list[BatchTiming], list[BatchTiming]] = ([], [])
         self._first_s = [0.0, 0.0]
         self._ratios: list[float] = []
-        self._interval: tuple[float, float] | None = None
         self._figure: RatioFigure | None = None
         self._round_s = 2 * slice_s  # until one round is measured
         self._round_began: float | None = None
@@ -131,11 +130,16 @@ class RoundPlan:
         if ratio is not None:
             self._ratios.append(ratio)
         self._figure = ratio_figure(self._ratios)
-        figure, enough = self._figure, len(self._ratios) >= TRIAL_MIN_ROUNDS
-        self._interval = None
-        if enough and figure is not None and figure.low is not None and figure.high is not None:
-            self._interval = figure.low, figure.high
-        self.stopped = stop_reason(self._interval, self._best_low)
+        self.stopped = stop_reason(self._interval(), self._best_low)
+
+    def _interval(self) -> tuple[float, float] | None:
+        """The figure's interval, from `TRIAL_MIN_ROUNDS` rounds on."""
+        figure = self._figure
+        if len(self._ratios) < TRIAL_MIN_ROUNDS or figure is None:
+            return None
+        if figure.low is None or figure.high is None:
+            return None
+        return figure.low, figure.high
 
     def rounds(self) -> Rounds:
         """What the rounds measured; a plan cut short (the loop ended) stopped on `budget`."""
@@ -143,7 +147,7 @@ class RoundPlan:
             self._runs[0][: len(self._runs[1])] if self._pending else self._runs[0],
             self._runs[1][: len(self._runs[0])] if self._pending else self._runs[1],
             list(self._ratios),
-            self._interval,
+            self._interval(),
             self.stopped or STOP_BUDGET,
             None if self._figure is None else self._figure.speedup,
         )
