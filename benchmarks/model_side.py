@@ -28,6 +28,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import base_parser, fmt, format_table, write_results
+from pipediag.renderers.reason_words import reason_words
+from pipediag.report.reasons import Reason
 
 NAME = "model_side"
 ROUNDS = 5
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                 "claim_by_rate_gap": by_gap,
                 "truth": real[change],
                 "error": error,
-                "reason": trial.reason,
+                "reason": words(trial.reason),
                 "setting": trial.setting,
             }
             rows.append(
@@ -223,11 +225,11 @@ def main(argv: list[str] | None = None) -> int:
                     fmt(by_gap, ".2f", "x"),
                     fmt(real[change], ".2f", "x"),
                     fmt(error, ".2f"),
-                    trial.reason or "",
+                    words(trial.reason),
                 ]
             )
         entry["mixed_precision"] = {
-            "reason": trials["mixed_precision"].reason,
+            "reason": words(trials["mixed_precision"].reason),
             "claim": trials["mixed_precision"].speedup,
         }
         cases.append(entry)
@@ -249,3 +251,8 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def words(reason: Reason | None) -> str:
+    """A trial's reason in the report's words; "" where it has none."""
+    return reason_words(reason) if reason is not None else ""

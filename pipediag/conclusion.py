@@ -41,6 +41,19 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
+from pipediag.report.reasons import (
+    LOCKSTEP_FIT,
+    LOOP_ENDED_EARLY,
+    LOOP_STEPS_ALL,
+    MARKED_STEPS,
+    NO_BATCH_KEPT,
+    NO_CACHED_BATCH,
+    NO_MEASURED_STEP,
+    NO_STEP_TIME,
+    NO_TRAIN_STEP,
+    WATCH_NO_STEP_ALONE,
+    Reason,
+)
 from pipediag.report.vocabulary import CUSTOM_LOOP, LOOP_STYLES
 from pipediag.timeline import StepTimeline
 
@@ -55,10 +68,6 @@ if TYPE_CHECKING:
 
 # A multi-worker loop's blocks: a fixed size, whatever each worker's own timing says.
 LOCKSTEP_BLOCK_STEPS = 16
-LOCKSTEP_FIT_REASON = (
-    "a multi-worker fit: its train step is a collective every worker must join at once, "
-    "so it is not run alone"
-)
 
 
 def alternation_scale(measured_steps: int | None) -> float:
@@ -181,7 +190,7 @@ class Conclusion:
             if block_steps < MIN_BLOCK_STEPS:
                 return None
         runner = _step_alone(seen)
-        if isinstance(runner, str):
+        if isinstance(runner, Reason):
             return None
         # After a filling cache, a lead reaching back into epoch 1 would set the uncached
         # pipeline's steps against step-alone blocks run beside the cached one.
@@ -206,7 +215,7 @@ class Conclusion:
     def serve_loop(
         self,
         cached: CachedBatch,
-        step: LoopStep | str | None,
+        step: LoopStep | Reason | None,
         *,
         origin: float,
         results: LoopResults,
@@ -354,30 +363,30 @@ class Conclusion:
         (in a loop that pulls inside a tf.function, that function)."""
         if seen.calls is not None and seen.batch is not None and not self._lockstep:
             runner = _step_alone(seen)
-            if isinstance(runner, str):
+            if isinstance(runner, Reason):
                 return ComputeAlone(measured=False, reason=runner)
             hint = self._timeline.median_measured_step_s()
             if hint is None:
-                return ComputeAlone(measured=False, reason="no measured step to compare with")
+                return ComputeAlone(measured=False, reason=Reason(NO_MEASURED_STEP))
             return fit_compute_alone(
                 runner, step_s=hint, clock=self._clock, origin=origin, say=self._say
             )
         if seen.style != "keras-fit":
-            return ComputeAlone(measured=False, reason="no train step to run alone")
+            return ComputeAlone(measured=False, reason=Reason(NO_TRAIN_STEP))
         if self._lockstep:
-            return ComputeAlone(measured=False, reason=LOCKSTEP_FIT_REASON)
+            return ComputeAlone(measured=False, reason=Reason(LOCKSTEP_FIT))
         if seen.model is None or seen.batch is None:
-            reason = (
+            because = (
                 pipeline.reason
                 if not pipeline.measured and pipeline.reason
-                else "no batch of the training dataset was kept"
+                else Reason(NO_BATCH_KEPT)
             )
-            return ComputeAlone(measured=False, reason=f"no cached batch: {reason}")
+            return ComputeAlone(measured=False, reason=Reason(NO_CACHED_BATCH, because=because))
         hint = self._timeline.median_measured_step_s()
         if hint is None:
-            return ComputeAlone(measured=False, reason="no measured step to compare with")
+            return ComputeAlone(measured=False, reason=Reason(NO_MEASURED_STEP))
         runner = _step_alone(seen)
-        if isinstance(runner, str):
+        if isinstance(runner, Reason):
             return ComputeAlone(measured=False, reason=runner)
         return fit_compute_alone(
             runner, step_s=hint, clock=self._clock, origin=origin, say=self._say
@@ -391,7 +400,7 @@ class Conclusion:
             return
         gate = model_side_gate(self.verdict, self._config)
         if gate is None and (alone.step_time is None or alone.step_time.median_s <= 0):
-            gate = "no step-alone time to size trials"
+            gate = Reason(NO_STEP_TIME)
         if gate is not None:
             self.compute_alone = dataclasses.replace(alone, model_side_reason=gate)
             return
@@ -448,33 +457,21 @@ def newest_steps(
     return records[0].start, durations
 
 
-WATCH_NO_COMPUTE_ALONE = "watch mode runs no train step alone"
-
-
 def no_compute_alone_reason(
     config: RunConfig, style: TrainStyle, *, hooked: bool, calls: TrainCalls | None = None
-) -> str | None:
+) -> Reason | None:
     """Why compute alone cannot run once the script has ended; None where it still can (a
     loop that pulls inside a tf.function: that function runs on the cached batch)."""
     if config.watch is not None:
-        return WATCH_NO_COMPUTE_ALONE
+        return Reason(WATCH_NO_STEP_ALONE)
     if not hooked:
-        return (
-            "steps marked through pipediag.monitor() cannot be run on their own: "
-            "compute alone is estimated"
-        )
+        return Reason(MARKED_STEPS)
     if style in LOOP_STYLES and calls is None:
-        return (
-            "--steps all: a custom loop has no safe point to run extra steps on a cached "
-            "batch (they would change what it trains on)"
-            if config.measured_steps is None
-            else "the script ended before the step budget, where a custom loop is "
-            "served a cached batch"
-        )
+        return Reason(LOOP_STEPS_ALL if config.measured_steps is None else LOOP_ENDED_EARLY)
     return None
 
 
-def _step_alone(seen: Seen) -> StepAlone | str:
+def _step_alone(seen: Seen) -> StepAlone | Reason:
     """What runs the train step alone on the cached batch: fit's train function, or the
     tf.function a loop pulls inside (`training/function_loop.py`)."""
     from pipediag.training.compute_alone import fit_step_alone

@@ -22,6 +22,7 @@ from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
 from pipediag.finish import exit_info_of, stop_reason_of, write_files
 from pipediag.report.model import ExitInfo, PipelineBenchmark, Report, StopReason
+from pipediag.report.reasons import NO_PIPELINE_BENCHMARK, Reason
 from pipediag.session import DiagnosticSession
 
 T = TypeVar("T")
@@ -29,9 +30,6 @@ T = TypeVar("T")
 STYLE: Final = "custom-loop"
 """The session's style for steps timed around the caller's own `next()`: iterator timing."""
 
-NO_PIPELINE_BENCHMARK = (
-    "the framework-neutral API does not read the loader on its own: no pipeline-alone benchmark"
-)
 
 _ITERATE = "iterate()"
 _MARKS = "explicit marks"
@@ -87,7 +85,9 @@ class Monitor:
             return self
         self._started = True
         self._recording = True
-        self.session.pipeline = PipelineBenchmark(measured=False, reason=NO_PIPELINE_BENCHMARK)
+        self.session.pipeline = PipelineBenchmark(
+            measured=False, reason=Reason(NO_PIPELINE_BENCHMARK)
+        )
         self.session.start()
         return self
 

@@ -28,6 +28,17 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
+from pipediag.report.reasons import (
+    DEEP_SKIPPED,
+    FAILED,
+    INPUT_COST_HIGH,
+    MODEL_SIDE_FIT_ONLY,
+    NO_STEP_TIME,
+    NO_VERIFY,
+    PIPELINE_FAILED,
+    STEP_ALONE_FAILED,
+    Reason,
+)
 from pipediag.timeline import RawStep, StepTimeline
 
 if TYPE_CHECKING:
@@ -181,7 +192,7 @@ def pipeline_alone(
     except Exception as exc:
         return PipelineBenchmark(
             measured=False,
-            reason=f"the pipeline failed when read alone: {type(exc).__name__}: {exc}",
+            reason=Reason(PIPELINE_FAILED, detail=f"{type(exc).__name__}: {exc}"),
             dataset=describe_chain(dataset),
         )
     finally:
@@ -202,7 +213,7 @@ def fit_compute_alone(
     except Exception as exc:
         result = ComputeAlone(
             measured=False,
-            reason=f"the train step failed on a cached batch: {type(exc).__name__}: {exc}",
+            reason=Reason(STEP_ALONE_FAILED, detail=f"{type(exc).__name__}: {exc}"),
         )
     say.add_phase("compute_alone", began, clock.now())
     return result
@@ -227,10 +238,7 @@ def deep_analysis(
     if not config.deep and cost is not None and cost < DEEP_MIN_COST:
         skipped = dataclasses.replace(
             pipeline,
-            deep_skipped_reason=(
-                f"input costs {cost:.0%} of training (under {DEEP_MIN_COST:.0%}): no "
-                "pipeline fix can gain more; --deep measures stages and fixes anyway"
-            ),
+            deep_skipped_reason=Reason(DEEP_SKIPPED, value=cost, limit=DEEP_MIN_COST),
         )
         return DeepAnalysis(skipped)
     began = clock.now()
@@ -496,21 +504,16 @@ MODEL_SIDE_MAX_COST = 0.20
 # trials of five rounds on the step alone, which is quick to time (docs/design.md, "When the
 # model sets the rate").
 MODEL_SIDE_SHARE = 0.4
-MODEL_SIDE_FIT_ONLY = (
-    "model-side trials run under Keras fit, and on a custom TF loop at its step budget"
-)
 
 
-def model_side_gate(verdict: Verdict | None, config: RunConfig) -> str | None:
+def model_side_gate(verdict: Verdict | None, config: RunConfig) -> Reason | None:
     """Why the model-side trials do not run (None: they do)."""
     if not config.verify:
-        return "not measured: --no-verify"
+        return Reason(NO_VERIFY)
     cost = verdict.input_cost_fraction if verdict is not None else None
     if config.deep or (cost is not None and cost < MODEL_SIDE_MAX_COST):
         return None
-    share = "unknown" if cost is None else f"{cost:.0%}"
-    limit = f"{MODEL_SIDE_MAX_COST:.0%}"
-    return f"input costs {share} of training (model-side trials run under {limit}, or with --deep)"
+    return Reason(INPUT_COST_HIGH, value=cost, limit=MODEL_SIDE_MAX_COST)
 
 
 def model_side(
@@ -535,14 +538,14 @@ def model_side(
         return dataclasses.replace(alone, model_side_reason=gate)
     model, batch = seen.model, seen.batch
     if seen.style != "keras-fit" or model is None or batch is None:
-        return dataclasses.replace(alone, model_side_reason=MODEL_SIDE_FIT_ONLY)
+        return dataclasses.replace(alone, model_side_reason=Reason(MODEL_SIDE_FIT_ONLY))
     from pipediag.training.model_side import on_fit
     from pipediag.training.model_variants import cpu_flags, has_gpu, policy_for
     from pipediag.training.step_rounds import FitFacts
 
     step_s = alone.step_time.median_s if alone.step_time is not None else None
     if step_s is None or step_s <= 0:
-        return dataclasses.replace(alone, model_side_reason="no step-alone time to size trials")
+        return dataclasses.replace(alone, model_side_reason=Reason(NO_STEP_TIME))
     gpu = has_gpu()
     policy, policy_reason = policy_for(gpu, cpu_flags())
     facts = FitFacts(
@@ -567,7 +570,8 @@ def model_side(
         )
     except Exception as exc:
         say.note(f"the model-side trials failed ({type(exc).__name__}: {exc})")
-        return dataclasses.replace(alone, model_side_reason=f"failed: {type(exc).__name__}")
+        failed = Reason(FAILED, detail=type(exc).__name__)
+        return dataclasses.replace(alone, model_side_reason=failed)
     finally:
         say.add_phase("model_side", began, clock.now())
     return dataclasses.replace(

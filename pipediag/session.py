@@ -40,6 +40,14 @@ from pipediag.report.model import (
     TaskInfo,
     TrainStyle,
 )
+from pipediag.report.reasons import (
+    BENCH_INTERRUPTED,
+    FIT_GIVEN,
+    NO_BENCH,
+    NO_DATASET,
+    WATCH_NO_BENCH,
+    Reason,
+)
 from pipediag.report.vocabulary import KERAS_FIT, NO_TRAINING
 from pipediag.timeline import StepTimeline
 
@@ -57,9 +65,6 @@ if TYPE_CHECKING:
     from pipediag.training.stage_cost import Searched
     from pipediag.watch.watcher import Watcher
 
-NO_DATASET = "no tf.data training dataset was seen"
-# Watch mode measures the whole run and nothing beside it (docs/design.md, "Watching a long run").
-WATCH_NO_BENCH = "watch mode: no pipeline-alone phase"
 
 # A multi-worker job's train steps are collectives: every worker must run the same number,
 # so there the diagnosis counts its extra steps instead of timing them (docs/design.md,
@@ -123,7 +128,7 @@ class DiagnosticSession:
             fit=self._fit_tracker,
             forget_loop=self._forget_loop,
         )
-        self.pipeline = PipelineBenchmark(measured=False, reason=NO_DATASET)
+        self.pipeline = PipelineBenchmark(measured=False, reason=Reason(NO_DATASET))
         self._progress = Progress(log)
         self._notes: list[str] = []
         self._benchmarked: set[int] = set()
@@ -272,7 +277,9 @@ class DiagnosticSession:
         self._benchmarked.add(id(dataset))
         self.found.dataset = dataset
         if not self.config.bench:
-            reason = "skipped (--no-bench)" if self.config.watch is None else WATCH_NO_BENCH
+            # Watch mode measures the whole run and nothing beside it (docs/design.md,
+            # "Watching a long run").
+            reason = Reason(NO_BENCH if self.config.watch is None else WATCH_NO_BENCH)
             self.pipeline = PipelineBenchmark(measured=False, reason=reason)
             return
         try:
@@ -289,7 +296,7 @@ class DiagnosticSession:
 
             self.pipeline = PipelineBenchmark(
                 measured=False,
-                reason="interrupted before the pipeline benchmark finished",
+                reason=Reason(BENCH_INTERRUPTED),
                 dataset=describe_chain(dataset),
             )
             raise
@@ -321,13 +328,8 @@ class DiagnosticSession:
         self.training_model(model)
         if dataset is not None:
             self.benchmark_pipeline(dataset)
-        elif not self.pipeline.measured and self.pipeline.reason == NO_DATASET:
-            self.pipeline = PipelineBenchmark(
-                measured=False,
-                reason=(
-                    f"fit was given a {given}, not a tf.data.Dataset: nothing to benchmark alone"
-                ),
-            )
+        elif not self.pipeline.measured and self.pipeline.reason == Reason(NO_DATASET):
+            self.pipeline = PipelineBenchmark(measured=False, reason=Reason(FIT_GIVEN, given))
 
     def _fit_tracker(self) -> FitTracker | None:
         """What marks fit's steps: the hooks' tracker, or one the caller feeds (`fit_tracker`)."""
@@ -398,7 +400,7 @@ class DiagnosticSession:
         return Seen(found.style, found.dataset, found.model, found.batch, overhead, found.calls)
 
     def loop_at_budget(
-        self, cached: CachedBatch, step: LoopStep | str | None
+        self, cached: CachedBatch, step: LoopStep | Reason | None
     ) -> BudgetServer | None:
         """What serves a custom loop's pulls at its budget (the session takes what each of
         its plans measured, `LoopResults`); None: nothing to (concluded here)."""

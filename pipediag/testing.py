@@ -30,6 +30,7 @@ from pipediag.report.model import (
     Verdict,
     VerdictLabel,
 )
+from pipediag.report.reasons import LOOP_ENDED_EARLY, Reason
 
 
 class FakeClock:
@@ -175,6 +176,7 @@ class CostEvidence:
 
 DEFAULT_LAYOUT = RunLayout()
 DEFAULT_EVIDENCE = CostEvidence()
+ENDED_EARLY = Reason(LOOP_ENDED_EARLY)
 
 
 def synthetic_cost_report(
@@ -184,7 +186,7 @@ def synthetic_cost_report(
     contention: float = 0.40,
     fetch: float = 0.0,
     measured: bool = True,
-    estimate_reason: str = "the train step could not be run alone on a cached batch",
+    estimate_reason: Reason = ENDED_EARLY,
     evidence: CostEvidence = DEFAULT_EVIDENCE,
     cost_interval: tuple[float, float] | None = None,
 ) -> Report:

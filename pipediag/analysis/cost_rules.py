@@ -27,6 +27,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.names import fix_words_at, stage_name
+from pipediag.report.reasons import PIPELINE_NOT_READ, Reason
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.vocabulary import (
     CONTENDS_FOR_GIL,
@@ -242,10 +243,12 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     if any(s.kind == FIX for s in found):
         return []
     pipeline = ctx.report.pipeline
+    reason: Reason | None = None
+    why = ""
     if pipeline.deep_skipped_reason:
-        why = pipeline.deep_skipped_reason
+        reason = pipeline.deep_skipped_reason
     elif not pipeline.measured:
-        why = f"the pipeline could not be read alone ({pipeline.reason})"
+        reason = Reason(PIPELINE_NOT_READ, because=pipeline.reason)
     elif not pipeline.stages:
         why = "the pipeline's stages were not timed (--no-stages)"
     elif pipeline.prescription is not None and pipeline.prescription.tried:
@@ -275,7 +278,8 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
             title=(
                 f"input costs {verdict.input_cost_fraction:.0%}, but no input-side change applies"
             ),
-            evidence=why + ".",
+            evidence=why + "." if why else "",
             kind=NOTE,
+            reason=reason,
         )
     ]

@@ -40,6 +40,7 @@ from pipediag.report.model import (
     VerdictLabel,
 )
 from pipediag.report.names import stage_name
+from pipediag.report.reasons import STEP_NOT_RUN_ALONE, Reason
 from pipediag.report.stage_facts import int_setting
 from pipediag.report.vocabulary import (
     CONTENDS_FOR_CORES,
@@ -97,7 +98,7 @@ class Rates:
     compute: float | None  # T, steps/s
     training: float | None  # A, steps/s
     source: ComputeAloneSource  # "" without T
-    reason: str | None = None  # why T is estimated
+    reason: Reason | None = None  # why T is estimated
     # A and T taken in turn (`analysis/alternation.py`): the cost and its interval come
     # from the pairs, and `compute`/`training` are the blocks pooled.
     paired: PairedCost | None = None
@@ -149,7 +150,7 @@ def rates_of(
         estimate,
         training_rate,
         ESTIMATED if estimate is not None else "",
-        reason or "the train step was not run alone",
+        reason or Reason(STEP_NOT_RUN_ALONE),
     )
 
 

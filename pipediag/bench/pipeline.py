@@ -18,6 +18,13 @@ from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_BENCH_BATCHES, DEFAULT_BENCH_SECONDS
 from pipediag.report.model import PipelineBenchmark
+from pipediag.report.reasons import (
+    DISTRIBUTED_FEED,
+    EMPTY_DATASET,
+    NOT_READ_ALONE,
+    ONE_BATCH,
+    Reason,
+)
 
 # The defaults are the run's (`pipediag/config.py`, which owns every default).
 DEFAULT_MAX_SECONDS = DEFAULT_BENCH_SECONDS
@@ -142,8 +149,7 @@ def _benchmark(
     if shared is not None:
         return PipelineBenchmark(
             measured=False,
-            reason=f"not read alone: its {shared} stage is tf.distribute's per-device feed, "
-            "which reads the batches your training reads",
+            reason=Reason(DISTRIBUTED_FEED, detail=shared),
             dataset=description,
         )
     notes: list[str] = []
@@ -153,8 +159,7 @@ def _benchmark(
         if has_shared_state(stages):
             return PipelineBenchmark(
                 measured=False,
-                reason=f"not read alone: {exc}, and reading it directly would change "
-                "your shuffle order or cache",
+                reason=Reason(NOT_READ_ALONE, detail=str(exc)),
                 dataset=description,
             )
         target = dataset
@@ -172,11 +177,7 @@ def _benchmark(
             releaser.discard(raw)
             del iterator, raw
     if not timing.latencies_s:
-        reason = (
-            "the dataset is empty"
-            if timing.first_batch_s is None
-            else "the dataset has only one batch: nothing to time after warm-up"
-        )
+        reason = Reason(EMPTY_DATASET if timing.first_batch_s is None else ONE_BATCH)
         return PipelineBenchmark(
             measured=False,
             reason=reason,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.report.model import DataPass, TrainStyle
+from pipediag.report.reasons import Reason
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class HookHost(Protocol):
         fit's steps after this one, where known, which bound the blocks."""
 
     def loop_at_budget(
-        self, cached: CachedBatch, step: LoopStep | str | None
+        self, cached: CachedBatch, step: LoopStep | Reason | None
     ) -> BudgetServer | None:
         """A custom loop at its budget: what serves its next pulls, or None (concluded).
         `step`: the train step the loop calls once a step, or why none was found."""

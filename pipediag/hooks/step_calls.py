@@ -18,6 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pipediag.report.reasons import (
+    CALLED_SEVERAL,
+    FRAMEWORK_STEP,
+    NO_FUNCTION,
+    NONE_ONCE,
+    SEVERAL_ONCE,
+    STEPS_TOO_FEW_TO_FIND,
+    Reason,
+)
 from pipediag.training.loop_xla import LoopStep
 
 
@@ -38,11 +47,6 @@ MIN_STEPS = 3
 # Functions defined in these installed packages (or in pipediag) are never the train step.
 FRAMEWORK_PACKAGES = ("tensorflow", "keras", "tf_keras", "tensorflow_probability")
 _PIPEDIAG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-NO_FUNCTION = (
-    "not measured: the loop calls no tf.function between pulls; its step runs eagerly "
-    "(decorate the train step with @tf.function to make it a graph XLA can compile)"
-)
 
 
 @dataclass
@@ -104,41 +108,28 @@ class StepCalls:
         self.recording = False
         self._since = {}
 
-    def train_step(self) -> LoopStep | str:
+    def train_step(self) -> LoopStep | Reason:
         """The function called exactly once in nearly every counted step, or why none is."""
         if self.steps < MIN_STEPS:
-            return f"not measured: {self.steps} steps counted, too few to find the train step"
+            return Reason(STEPS_TOO_FEW_TO_FIND, value=self.steps)
         live = [t for t in self._tallies.values() if t.function() is not None]
         needed = ONCE_SHARE * self.steps
         if not live:
             keras_own = [k for k, n in self._framework_steps.items() if n >= needed]
             if keras_own:
-                return (
-                    "not measured: the tf.function the loop calls each step is the "
-                    f"framework's own ({self._framework_names[keras_own[0]]}); XLA for it is "
-                    "the model's setting: model.compile(..., jit_compile=True)"
-                )
-            return NO_FUNCTION
+                return Reason(FRAMEWORK_STEP, detail=self._framework_names[keras_own[0]])
+            return Reason(NO_FUNCTION)
         once = [t for t in live if t.steps_once >= needed]
         if len(once) == 1:
             function = once[0].function()
             return LoopStep(function, once[0].name, definition_site(function), self.redirects)
         if len(once) > 1:
             names = ", ".join(sorted(t.name for t in once))
-            return (
-                f"not measured: the loop calls several tf.functions once between pulls "
-                f"({names}); which one is the train step is not known"
-            )
+            return Reason(SEVERAL_ONCE, detail=names)
         busiest = max(live, key=lambda t: t.steps_once + t.steps_more)
         if busiest.steps_more >= needed:
-            return (
-                f"not measured: the loop calls {busiest.name} several times between pulls "
-                "(a step over several calls, or several steps a pull)"
-            )
-        return (
-            f"not measured: no tf.function is called once in every step (the most often, "
-            f"{busiest.name}, in {busiest.steps_once} of {self.steps})"
-        )
+            return Reason(CALLED_SEVERAL, detail=busiest.name)
+        return Reason(NONE_ONCE, detail=busiest.name, value=busiest.steps_once, limit=self.steps)
 
     def _is_framework(self, key: int, function: Any) -> bool:
         known = self._framework.get(key)

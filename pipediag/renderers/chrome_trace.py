@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.io import write_atomically
 from pipediag.report.model import (
@@ -155,7 +156,7 @@ def _pipeline_args(report: Report) -> dict[str, Any]:
         "batches_per_s": _finite_or_none(pipeline.batches_per_s),
     }
     if pipeline.reason:
-        args["reason"] = pipeline.reason
+        args["reason"] = reason_words(pipeline.reason)
     if pipeline.stages:
         args["stages"] = [
             {

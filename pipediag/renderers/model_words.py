@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipediag.renderers.numbers import NOT_MEASURED
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, ComputeAlone, Report
 from pipediag.report.model_side import (
     DEVICE_COPY,
@@ -156,7 +158,8 @@ def time_heading(alone: ComputeAlone) -> str:
 def time_lines(alone: ComputeAlone) -> list[str]:
     """The step's time in a few lines: op types, layers and scopes, host gaps."""
     if not alone.top_ops:
-        return [f"{TIME_HEADING}: {alone.top_ops_reason}"] if alone.top_ops_reason else []
+        reason = alone.top_ops_reason
+        return [f"{TIME_HEADING}: {reason_words(reason)}"] if reason else []
     lines = [time_heading(alone)]
     ops = groups(alone, OP_TYPE)[:LISTED_OPS]
     lines.append("  ops     " + ", ".join(f"{op.name} {share_text(op.share)}" for op in ops))
@@ -176,7 +179,7 @@ def change_lines(alone: ComputeAlone) -> list[str]:
     ones under the floor as notes; what was not measured and why."""
     if not alone.trials:
         return (
-            [f"{CHANGE_HEADING}: not tried: {alone.model_side_reason}"]
+            [f"{CHANGE_HEADING}: not tried: {reason_words(alone.model_side_reason)}"]
             if alone.model_side_reason
             else []
         )
@@ -191,12 +194,15 @@ def change_lines(alone: ComputeAlone) -> list[str]:
         if trial.numerics:
             lines.append(f"      numerics: {trial.numerics}")
         if trial.reason:
-            lines.append(f"      ({trial.reason})")
+            lines.append(f"      ({reason_words(trial.reason)})")
     lines += [
         f"  note: {change_name(t)}: {gain_text(t)}, under {VERIFIED_MIN_GAIN:.2f}x"
         for t in found.notes
     ]
-    lines += [f"  {change_name(t)}: {t.reason or 'not measured'}" for t in found.not_measured]
+    lines += [
+        f"  {change_name(t)}: {reason_words(t.reason) if t.reason else NOT_MEASURED}"
+        for t in found.not_measured
+    ]
     return lines
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipediag.renderers.numbers import rate_text
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import ESTIMATED, MEASURED, Report, Verdict
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK
 
@@ -84,5 +85,5 @@ def compute_alone_origin(report: Report) -> str:
         return MEASURED_WORDS + steps
     reason = OLD_ESTIMATE_REASON
     if verdict.compute_alone_source == ESTIMATED and verdict.compute_alone_reason:
-        reason = verdict.compute_alone_reason
+        reason = reason_words(verdict.compute_alone_reason)
     return f"{ESTIMATED_WORD}: {reason}"

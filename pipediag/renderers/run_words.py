@@ -9,7 +9,9 @@ import statistics
 
 from pipediag.analysis.input_cost import counted_epoch_starts
 from pipediag.renderers.numbers import NOT_MEASURED, percent
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import CostSplit, DataPass, Report, TrainSection
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import (
     WAIT_BATCH_STAMPS,
     WAIT_ITERATOR_TIMING,
@@ -112,9 +114,9 @@ def data_pass_text(record: DataPass) -> str:
     return f"{text} ({why})"
 
 
-def deep_skipped_text(reason: str) -> str:
+def deep_skipped_text(reason: Reason) -> str:
     """Why stage timing and fix trials did not run, as one line."""
-    return f"{NOT_MEASURED}: {reason}"
+    return f"{NOT_MEASURED}: {reason_words(reason)}"
 
 
 def input_wait_source_text(train: TrainSection) -> str:

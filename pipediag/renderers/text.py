@@ -25,6 +25,7 @@ from pipediag.renderers.model_words import model_lines
 from pipediag.renderers.numbers import NOT_MEASURED, ms, percent, rate_text
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.renderers.rate_words import rates
+from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.run_words import (
     HOST_TIMING_ONLY,
     command_line,
@@ -41,8 +42,9 @@ from pipediag.renderers.stage_cost_words import costliest_stage, held_stage, hel
 from pipediag.renderers.suggestion_words import SUGGESTION_HEADINGS, suggestion_line, suggestions_of
 from pipediag.renderers.verdict_words import headline, phase_text
 from pipediag.renderers.watch_view import over_time_text
-from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report, StageStats
+from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report, StageStats, Suggestion
 from pipediag.report.names import stage_name
+from pipediag.report.reasons import Reason
 
 LABEL_WIDTH = 16
 EVIDENCE_WIDTH = 100
@@ -196,9 +198,10 @@ def _suggestions(report: Report) -> list[str]:
         lines += ["", heading]
         for n, s in enumerate(chosen, 1):
             lines.append(f" {n}. {suggestion_line(s)}")
-            if s.evidence:
+            evidence = _evidence(s)
+            if evidence:
                 lines += textwrap.wrap(
-                    s.evidence,
+                    evidence,
                     width=EVIDENCE_WIDTH,
                     initial_indent="      ",
                     subsequent_indent="      ",
@@ -207,8 +210,14 @@ def _suggestions(report: Report) -> list[str]:
     return lines
 
 
-def _why(what: str, reason: str | None) -> str:
-    return f"{what}: {reason}" if reason else what
+def _evidence(suggestion: Suggestion) -> str:
+    """The suggestion's evidence, then why no fix was found, where it says."""
+    why = f"{reason_words(suggestion.reason)}." if suggestion.reason is not None else ""
+    return " ".join(part for part in (suggestion.evidence, why) if part)
+
+
+def _why(what: str, reason: Reason | None) -> str:
+    return f"{what}: {reason_words(reason)}" if reason else what
 
 
 def _row(label: str, text: str) -> str:
@@ -255,7 +264,7 @@ def _train(report: Report) -> str:
 def _host(report: Report) -> str:
     h = report.host
     if not h.available:
-        return _why("not sampled", h.reason)
+        return f"not sampled: {h.reason}" if h.reason else "not sampled"
     parts = []
     if h.process_cpu_pct_mean is not None:
         parts.append(f"this process {h.process_cpu_pct_mean:.0f}% of {100 * h.cpu_count}%")

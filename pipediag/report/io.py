@@ -16,6 +16,7 @@ from typing import Any, TypeVar, Union
 from pipediag.errors import ReportError
 from pipediag.report import model
 from pipediag.report.model import SCHEMA_VERSION, Report
+from pipediag.report.reasons import AS_WRITTEN, Reason
 from pipediag.report.vocabulary import (
     GAIN_HELD,
     GAIN_NOT_MEASURED,
@@ -55,6 +56,9 @@ def from_dict(data: dict[str, Any]) -> Report:
         data = _from_version_4(data)
     if version < 6:
         data = _from_version_5(data)
+    if version < 7:
+        # Version 6 worded its reasons; `_convert` keeps each as written (`AS_WRITTEN`).
+        data = dict(data, schema_version=7)
     try:
         return _build(Report, data)
     except (TypeError, ValueError, KeyError) as exc:
@@ -371,6 +375,8 @@ def _convert(hint: Any, value: Any) -> Any:
     if origin is dict:
         _, item = typing.get_args(hint)
         return {str(k): _convert(item, v) for k, v in value.items()}
+    if hint is Reason and isinstance(value, str):
+        return Reason(AS_WRITTEN, detail=value)  # a version-6 report's words
     if dataclasses.is_dataclass(hint):
         return _build(hint, value)  # type: ignore[arg-type]
     if hint is float and isinstance(value, int):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pipediag.report.model_side import ModelTrial, TopOp
 from pipediag.report.prescription import Prescription
+from pipediag.report.reasons import Reason
 from pipediag.report.samples import (
     GpuAnalysis,
     GpuDevice,
@@ -171,7 +172,10 @@ __all__ = [
 # 6: a fix carries one gain (`Suggestion.gain`: where it was measured, the speedup, its
 # interval) and one estimate that only orders the fixes nothing measured
 # (`Suggestion.estimate`); the five speedups per suggestion are gone.
-SCHEMA_VERSION = 6
+# 7: why something was not measured is a code with its parameters (`report/reasons.py`), not
+# words: a pipeline benchmark's, compute alone's and the model-side trials' reasons. An older
+# report's words are kept as written (`AS_WRITTEN`).
+SCHEMA_VERSION = 7
 
 
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
@@ -184,7 +188,7 @@ class PipelineBenchmark:
     """Phase 1: the training dataset read alone, on its own iterator."""
 
     measured: bool
-    reason: str | None = None
+    reason: Reason | None = None
     dataset: str = ""
     batches: int = 0
     duration_s: float = 0.0
@@ -202,7 +206,7 @@ class PipelineBenchmark:
     trials: list[FixTrial] = field(default_factory=list)
     # Why stage timing and fix trials did not run (input costs too little to matter); None
     # when they ran, or were turned off (`--no-stages`).
-    deep_skipped_reason: str | None = None
+    deep_skipped_reason: Reason | None = None
     # A `cache()` whose stream ends each epoch (no `repeat()` after it): a later epoch reads
     # the filled cache, so measuring goes on into it (`phases.measure_on`).
     cache_ends_each_epoch: bool = False
@@ -341,7 +345,7 @@ class ComputeAlone:
     """
 
     measured: bool
-    reason: str | None = None
+    reason: Reason | None = None
     method: ComputeAloneMethod = ""
     start_s: float | None = None
     duration_s: float = 0.0
@@ -362,8 +366,8 @@ class ComputeAlone:
     # `model_side_s` is the time they added.
     top_ops: list[TopOp] = field(default_factory=list)
     trials: list[ModelTrial] = field(default_factory=list)
-    top_ops_reason: str | None = None
-    model_side_reason: str | None = None
+    top_ops_reason: Reason | None = None
+    model_side_reason: Reason | None = None
     model_side_s: float = 0.0
 
 
@@ -435,7 +439,7 @@ class Verdict:
     input_cost_fraction: float | None = None
     training_steps_per_s: float | None = None
     compute_alone_source: ComputeAloneSource = ""
-    compute_alone_reason: str | None = None  # why estimated
+    compute_alone_reason: Reason | None = None  # why estimated
     cost_split: CostSplit | None = None
     phases: list[PhaseVerdict] = field(default_factory=list)
     # The input cost's 90% interval, [low, high], from the alternation's blocks; None where
@@ -492,6 +496,8 @@ class Suggestion:
     stage_index: int | None = None
     # The rewrite whose trial the suggestion reports (None: a rule with no trial).
     fix: FixName | None = None
+    # Why no fix was found or measured, worded by the renderers after the evidence.
+    reason: Reason | None = None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import TrialStop
 
 # The changes a model-side trial measures, as the report names them.
@@ -57,7 +58,7 @@ class ModelTrial:
     interval: list[float] | None = None
     rounds: int = 0
     stopped: TrialStop = ""
-    reason: str | None = None
+    reason: Reason | None = None
     code: str = ""
     numerics: str = ""
     # Seconds the trial took, its build and compilation included.

@@ -29,6 +29,7 @@ from pipediag.analysis.paired import (
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone, RateBlock
+from pipediag.report.reasons import NO_STEP_IN_BLOCKS, STEP_ALONE_FAILED, Reason
 from pipediag.report.vocabulary import (
     STEP_ALONE_BLOCK,
     TRAINING_BLOCK,
@@ -213,7 +214,7 @@ class Alternation:
         steps = sum(b.steps for b in alone)
         seconds = sum(b.seconds for b in alone)
         if not steps or seconds <= 0:
-            return ComputeAlone(measured=False, reason="no step finished in the step-alone blocks")
+            return ComputeAlone(measured=False, reason=Reason(NO_STEP_IN_BLOCKS))
         total_steps = self._alone_steps
         return ComputeAlone(
             measured=True,
@@ -247,7 +248,7 @@ class FitAlternation:
         self._clock = clock
         self._warmed = False
         self._skip_next = False
-        self.failure: str | None = None
+        self.failure: Reason | None = None
 
     @property
     def done(self) -> bool:
@@ -276,7 +277,7 @@ class FitAlternation:
 
             self._runner.block(step_ended, clock=self._clock, warmup=warmup)
         except Exception as exc:  # the phase is lost, never the user's training
-            self.failure = f"the train step failed on a cached batch: {type(exc).__name__}: {exc}"
+            self.failure = Reason(STEP_ALONE_FAILED, detail=f"{type(exc).__name__}: {exc}")
 
     def training_step(self, start: float, end: float) -> bool:
         """One of fit's steps, from its start to its end; True when its block is complete."""

@@ -19,6 +19,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
+from pipediag.report.reasons import NO_TRAIN_STEP_FOUND, Reason
 from pipediag.report.vocabulary import (
     CACHED_BATCH_LOOP,
     STEP_ALONE_BLOCK,
@@ -194,7 +195,7 @@ Plans = Generator[LoopPlan, bool, None]
 
 def loop_plans(
     blocks: AlternatedBlocks,
-    step: LoopStep | str | None,
+    step: LoopStep | Reason | None,
     serving: Serving,
     results: LoopResults,
 ) -> Plans:
@@ -237,7 +238,11 @@ def loop_plans(
 
 
 def _model_side(
-    seconds: float, batch: Any, step: LoopStep | str | None, serving: Serving, results: LoopResults
+    seconds: float,
+    batch: Any,
+    step: LoopStep | Reason | None,
+    serving: Serving,
+    results: LoopResults,
 ) -> Plans:
     """The model side on the loop's own step, last (docs/design.md, "When the model sets the
     rate"): a profiler window over a few steps on the cached batch, then XLA with the seconds
@@ -261,7 +266,7 @@ def _model_side(
         if not running:
             return
     if not isinstance(step, LoopStep) or batch is None:
-        reason = step if isinstance(step, str) else "not measured: no train step found"
+        reason = step if isinstance(step, Reason) else Reason(NO_TRAIN_STEP_FOUND)
         results.loop_model_tried(ModelTrial(JIT_COMPILE, reason=reason), clock.now())
         return
     serving.phase("trying XLA on the loop's train step", seconds, redraw=False)

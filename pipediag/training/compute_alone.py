@@ -21,6 +21,13 @@ from typing import Any, Protocol
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
+from pipediag.report.reasons import (
+    BACKEND_NO_STEP_ALONE,
+    NO_COMPILED_TRAIN_FUNCTION,
+    NO_STEP_ALONE,
+    STATEFUL_RANDOM_OP,
+    Reason,
+)
 from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
 
 # The issue's bound: about 2 s or 50 steps, whichever first.
@@ -81,7 +88,7 @@ def _result(
     ends = timing.ends
     durations = [b - a for a, b in zip(ends, ends[1:], strict=False)]
     if not durations:
-        return ComputeAlone(measured=False, reason="no step finished in the compute-alone time")
+        return ComputeAlone(measured=False, reason=Reason(NO_STEP_ALONE))
     span = ends[-1] - ends[0]
     return ComputeAlone(
         measured=True,
@@ -145,27 +152,24 @@ class StepAlone(Protocol):
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None: ...
 
 
-def fit_step_alone(model: Any, batch: Any) -> StepAlone | str:
+def fit_step_alone(model: Any, batch: Any) -> StepAlone | Reason:
     """What runs fit's train step alone on `batch`, or why it cannot run: chosen by the
     model's Keras backend (docs/design.md, "JAX")."""
     from pipediag.training.fit_backend import on_jax, undriven
 
-    blocked = undriven(model, "the train step alone")
-    if blocked is not None:
-        return blocked
+    backend = undriven(model)
+    if backend is not None:
+        return Reason(BACKEND_NO_STEP_ALONE, detail=backend)
     if on_jax(model):
         from pipediag.training.jax_fit import jax_step_alone
 
         return jax_step_alone(model, batch)
     train_function = getattr(model, "train_function", None)
     if train_function is None:
-        return "the model has no compiled train function yet"
+        return Reason(NO_COMPILED_TRAIN_FUNCTION)
     blocker = stateful_random_op(train_function)
     if blocker is not None:
-        return (
-            f"the train step uses TensorFlow's stateful random op {blocker}, whose hidden "
-            "state extra steps would change"
-        )
+        return Reason(STATEFUL_RANDOM_OP, detail=blocker)
     return FitStepAlone(model, batch)
 
 

@@ -18,14 +18,10 @@ from typing import Any
 from pipediag.bench.device import DevicePlacement
 from pipediag.clock import Clock
 from pipediag.report.model_side import DEVICE_COPY, ModelTrial
-from pipediag.training.step_rounds import NO_GPU, FitFacts, Side, measure
+from pipediag.report.reasons import COPY_AT_MOST, NO_GPU_COPY, Reason
+from pipediag.training.step_rounds import FitFacts, Side, measure
 
 DEVICE_COPY_CODE = 'dataset = dataset.apply(tf.data.experimental.prefetch_to_device("{device}"))'
-# What limits the reading: the fix overlaps the copy with the step, it does not remove it.
-AT_MOST = (
-    "at most: prefetch_to_device overlaps the copy with the step; it is tried on training "
-    "with the pipeline's rewrites"
-)
 
 # One synced train step on the batch given.
 Step = Callable[[Any], None]
@@ -58,7 +54,9 @@ def device_copy_trial(
         code=DEVICE_COPY_CODE.format(device=placement.name),
         setting=placement.name,
         share=share,
-        reason=trial.reason or (AT_MOST if share else None),
+        # What limits the reading: the fix overlaps the copy with the step, it does not
+        # remove it.
+        reason=trial.reason or (Reason(COPY_AT_MOST) if share else None),
     )
 
 
@@ -73,4 +71,4 @@ def copy_share(trial: ModelTrial) -> float | None:
 
 def no_gpu_trial() -> ModelTrial:
     """The trial where TensorFlow sees no GPU: the batch is already where the step runs."""
-    return ModelTrial(DEVICE_COPY, reason=NO_GPU)
+    return ModelTrial(DEVICE_COPY, reason=Reason(NO_GPU_COPY))

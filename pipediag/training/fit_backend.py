@@ -41,16 +41,13 @@ def keras_backend(model: Any) -> KerasBackend | None:
     return None
 
 
-def undriven(model: Any, part: str) -> str | None:
-    """Why `part` (the train step alone, the fixes on training...) cannot run on `model`'s
-    backend, in one line; None where pipediag drives that backend's train step."""
+def undriven(model: Any) -> str | None:
+    """The name of `model`'s backend where pipediag does not drive its train step (the step
+    alone and the fixes on training cannot run there); None where it does."""
     backend = keras_backend(model)
     if backend in (None, TENSORFLOW_BACKEND, JAX_BACKEND):
         return None
-    return (
-        f"{part} is not run on Keras's {BACKEND_NAMES.get(backend or '', backend)} backend: "
-        "pipediag drives the train step of the TensorFlow and JAX backends only"
-    )
+    return BACKEND_NAMES.get(backend or "", backend or "")
 
 
 def on_jax(model: Any) -> bool:

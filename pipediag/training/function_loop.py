@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.clock import Clock
+from pipediag.report.reasons import (
+    ITERATOR_UNREADABLE,
+    NO_BATCH_KEPT,
+    NOT_PLAIN_TENSORS,
+    STATEFUL_RANDOM_OP,
+    Reason,
+)
 from pipediag.report.vocabulary import TRAINING_FUNCTION, ComputeAloneMethod
 from pipediag.training.compute_alone import stateful_random_op_in, variables_put_back
 from pipediag.training.loop_xla import captured_variables
@@ -108,18 +115,15 @@ class TrainCalls:
             return self.calls_made
         return int(self.counter.numpy())
 
-    def step_alone(self, batch: Any) -> CallStepAlone | str:
+    def step_alone(self, batch: Any) -> CallStepAlone | Reason:
         """What runs this function alone on `batch`, or why it cannot run."""
         if batch is None:
-            return "no batch of the training dataset was kept"
+            return Reason(NO_BATCH_KEPT)
         blocker = stateful_random_op(self.function)
         if blocker is not None:
-            return (
-                f"the training function uses TensorFlow's stateful random op {blocker}, whose "
-                "hidden state extra steps would change"
-            )
+            return Reason(STATEFUL_RANDOM_OP, detail=blocker)
         held = held_feed(self.fed(), batch, self.steps_per_call)
-        if isinstance(held, str):
+        if isinstance(held, Reason):
             return held
         args, kwargs = list(self.args), dict(self.kwargs)
         swap = None
@@ -231,7 +235,7 @@ def captured_data(function: Any, made: Callable[[int], Any | None]) -> Any | Non
     return None
 
 
-def held_feed(fed: Any, batch: Any, steps_per_call: int) -> Any | str:
+def held_feed(fed: Any, batch: Any, steps_per_call: int) -> Any | Reason:
     """What feeds the training function `batch` in place of `fed`: for an iterator, an
     iterator over `batch` forever, of the same kind and element spec; for a dataset, a
     dataset of `steps_per_call` copies of it, so each call runs as many steps as the
@@ -241,10 +245,10 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int) -> Any | str:
     dataset = iterator_dataset(fed)
     spec = getattr(dataset, "element_spec", None)
     if spec is None:
-        return "the training iterator's dataset cannot be read"
+        return Reason(ITERATOR_UNREADABLE)
     flat_specs = tf.nest.flatten(spec)
     if not all(isinstance(s, tf.TensorSpec) for s in flat_specs):
-        return "the training batches are not plain tensors (ragged or sparse)"
+        return Reason(NOT_PLAIN_TENSORS)
 
     def relaxed(*parts: Any) -> Any:
         # The cached batch's shapes are fully known; the iterator's may not be (a batch

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipediag.clock import Clock
+from pipediag.report.reasons import JAX_STATE_PURGED, NO_COMPILED_TRAIN_FUNCTION, Reason
 from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
@@ -25,7 +26,7 @@ STATE_KEYS = (
 )
 
 
-def fit_state(model: Any) -> tuple[list[Any], ...] | str:
+def fit_state(model: Any) -> tuple[list[Any], ...] | Reason:
     """fit's current state, as its next step would get it, or why it cannot be read.
 
     Mid-fit the variables are purged and the state is `model._jax_state`; before fit's
@@ -43,7 +44,7 @@ def fit_state(model: Any) -> tuple[list[Any], ...] | str:
         )
         state = tuple([v.value for v in group] for group in groups)
     if any(value is None for group in state for value in group):
-        return "fit's training state could not be read (its variables were purged)"
+        return Reason(JAX_STATE_PURGED)
     return state
 
 
@@ -59,8 +60,8 @@ class JaxFitSteps:
         import jax.numpy as jnp
 
         state = fit_state(model)
-        if isinstance(state, str):
-            raise RuntimeError(state)
+        if isinstance(state, Reason):
+            raise RuntimeError("fit's training state could not be read")
         self._jax: Any = jax  # typed loosely: jax is optional, and partly untyped
         self._train: Callable[[Any, Iterator[Any]], tuple[Any, Any]] = model.train_function
         # Copies: the step donates (consumes) the state it is given.
@@ -101,12 +102,12 @@ def as_numpy(element: Any) -> Any:
     return tf.nest.map_structure(convert, element)
 
 
-def trainable(model: Any) -> str | None:
+def trainable(model: Any) -> Reason | None:
     """Why fit's JAX train step cannot run alone, or None."""
     if getattr(model, "train_function", None) is None:
-        return "the model has no compiled train function yet"
+        return Reason(NO_COMPILED_TRAIN_FUNCTION)
     state = fit_state(model)
-    return state if isinstance(state, str) else None
+    return state if isinstance(state, Reason) else None
 
 
 class JaxStepAlone:
@@ -126,7 +127,7 @@ class JaxStepAlone:
         self.per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
         self._batch = jax.device_put(as_numpy(batch))
         state = fit_state(model)
-        self._arrays = 0 if isinstance(state, str) else sum(len(g) for g in state)
+        self._arrays = 0 if isinstance(state, Reason) else sum(len(g) for g in state)
 
     @property
     def restored_variables(self) -> int:
@@ -151,7 +152,7 @@ class JaxStepAlone:
             yield self._batch
 
 
-def jax_step_alone(model: Any, batch: Any) -> JaxStepAlone | str:
+def jax_step_alone(model: Any, batch: Any) -> JaxStepAlone | Reason:
     """What runs fit's JAX train step alone on `batch`, or why it cannot run."""
     blocker = trainable(model)
     return blocker if blocker is not None else JaxStepAlone(model, batch)

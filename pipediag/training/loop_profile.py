@@ -14,25 +14,23 @@ from typing import Any, Protocol
 from pipediag.analysis.op_time import ProfiledWindow, top_ops
 from pipediag.clock import Clock
 from pipediag.report.model_side import TopOp
-
-LOOP_STOPPED = "not measured: the loop stopped before the profiled steps were over"
-NO_OP_EVENTS = "not measured: the trace held no op events"
+from pipediag.report.reasons import ERROR, NO_OP_EVENTS, PROFILE_STOPPED, Reason
 
 
 class Profiler(Protocol):
     """The profiler session the window drives (`op_profile.ProfilerSession`)."""
 
-    def start(self) -> str | None: ...
+    def start(self) -> Reason | None: ...
 
     def stop(self) -> None: ...
 
-    def read(self, steps: int, wall_ns: int) -> ProfiledWindow | str: ...
+    def read(self, steps: int, wall_ns: int) -> ProfiledWindow | Reason: ...
 
     def discard(self) -> None: ...
 
 
 # The window's reading: the step's top ops, or why there are none.
-OpsFound = tuple[list[TopOp], str | None]
+OpsFound = tuple[list[TopOp], Reason | None]
 
 
 class LoopProfile:
@@ -77,14 +75,14 @@ class LoopProfile:
         """The window's reading, once; a window the loop cut short is stopped unread."""
         if self._result is None:
             self._profiler.discard()
-            self._result = ([], LOOP_STOPPED)
+            self._result = ([], Reason(PROFILE_STOPPED))
         return self._result
 
-    def _start(self) -> str | None:
+    def _start(self) -> Reason | None:
         try:
             failed = self._profiler.start()
         except Exception as exc:
-            return f"not measured: {type(exc).__name__}: {str(exc)[:160]}"
+            return Reason(ERROR, detail=f"{type(exc).__name__}: {str(exc)[:160]}")
         if failed is None:
             self._started_at = self._clock.now()
         return failed
@@ -95,11 +93,11 @@ class LoopProfile:
             window = self._profiler.read(self._steps, round(wall_s * 1e9))
         except Exception as exc:
             self._profiler.discard()
-            return [], f"not measured: {type(exc).__name__}: {str(exc)[:160]}"
-        if isinstance(window, str):
+            return [], Reason(ERROR, detail=f"{type(exc).__name__}: {str(exc)[:160]}")
+        if isinstance(window, Reason):
             return [], window
         found = top_ops(window, self._layer_names)
-        return found, None if found else NO_OP_EVENTS
+        return found, None if found else Reason(NO_OP_EVENTS)
 
 
 def keras_layer_names(function: Any) -> list[str]:

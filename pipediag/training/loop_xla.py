@@ -19,11 +19,16 @@ from pipediag.analysis.paired import OVERRUN
 from pipediag.bench.interleaved import RoundPlan
 from pipediag.clock import Clock
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
+from pipediag.report.reasons import (
+    ALREADY_XLA,
+    FUNCTIONS_EAGER,
+    LOOP_STOPPED,
+    NO_PYTHON_FUNCTION,
+    Reason,
+)
 from pipediag.training.compute_alone import variables_put_back
 from pipediag.training.pull_slice import PullSlice
 from pipediag.training.step_rounds import fewest_rounds_s, slice_seconds, trial_result
-
-LOOP_STOPPED = "the loop stopped before the rounds were over"
 
 
 @dataclass(frozen=True)
@@ -42,17 +47,17 @@ class LoopStep:
         return f"@tf.function(jit_compile=True)  # on {self.name}{site}"
 
 
-def xla_twin(function: Any) -> Any | str:
+def xla_twin(function: Any) -> Any | Reason:
     """A new `tf.function` of `function`'s Python function with `jit_compile=True` and its
     input signature, autograph and retracing settings; or why there is none. A method's
     `Function` (from the descriptor) already holds the method bound to its instance."""
     if getattr(function, "_jit_compile", None):
-        return "the train step already compiles with XLA (jit_compile=True)"
+        return Reason(ALREADY_XLA)
     if getattr(function, "_run_functions_eagerly", False):
-        return "tf.functions run eagerly (tf.config.run_functions_eagerly(True))"
+        return Reason(FUNCTIONS_EAGER)
     python_function = getattr(function, "_python_function", None)
     if python_function is None:
-        return "the train step's Python function cannot be read"
+        return Reason(NO_PYTHON_FUNCTION)
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
     return polymorphic_function.Function(
@@ -101,7 +106,7 @@ class LoopXlaTrial:
         self._end_s = self.began + budget_s
         self._plan: RoundPlan | None = None
         self._slice: PullSlice | None = None
-        self._failure: str | None = None
+        self._failure: Reason | None = None
         self._result: ModelTrial | None = None
         self._compiled_s = 0.0
         self._compile_began = 0.0
@@ -109,8 +114,8 @@ class LoopXlaTrial:
         twin = make_twin(step.function)
         # Closed by `result()`: the variables are put back there.
         self._put_back = contextlib.ExitStack()
-        if isinstance(twin, str):
-            self._failure = f"not measured: {twin}"
+        if isinstance(twin, Reason):
+            self._failure = twin
             return
         self._twin = twin
         self._put_back.enter_context(variables_put_back(variables_of(step.function)))
@@ -150,7 +155,7 @@ class LoopXlaTrial:
         if self._failure is not None:
             trial = ModelTrial(JIT_COMPILE, reason=self._failure, code=code, seconds=seconds)
         elif self._plan is None:
-            trial = ModelTrial(JIT_COMPILE, reason=LOOP_STOPPED, code=code, seconds=seconds)
+            trial = ModelTrial(JIT_COMPILE, reason=Reason(LOOP_STOPPED), code=code, seconds=seconds)
         else:
             if self._slice is not None:
                 self._slice = None  # cut short by the loop: not timed

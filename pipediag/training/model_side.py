@@ -31,6 +31,18 @@ from pipediag.report.model_side import (
     ModelTrial,
     TopOp,
 )
+from pipediag.report.reasons import (
+    BUDGET_SHARE,
+    ERROR,
+    FAILED,
+    NO_OP_EVENTS,
+    SPE_ALREADY,
+    SPE_FIT_SHARE,
+    SPE_MULTI_REPLICA,
+    SPE_STEP_LONG,
+    Reason,
+    error_line,
+)
 from pipediag.training.compute_alone import cached_batch_feed
 from pipediag.training.step_rounds import (
     Call,
@@ -64,7 +76,7 @@ class ModelSide:
     """Where the step's time goes (or why not known), and the changes measured."""
 
     top_ops: list[TopOp] = field(default_factory=list)
-    top_ops_reason: str | None = None
+    top_ops_reason: Reason | None = None
     trials: list[ModelTrial] = field(default_factory=list)
 
 
@@ -104,7 +116,7 @@ def _where_time_goes(
     *,
     clock: Clock,
     quiet_logs: Callable[[], AbstractContextManager[None]],
-) -> tuple[list[TopOp], str | None]:
+) -> tuple[list[TopOp], Reason | None]:
     from pipediag.analysis.op_time import top_ops
     from pipediag.training.op_profile import profile_window, profiled_steps
 
@@ -115,12 +127,12 @@ def _where_time_goes(
             call, profiled_steps(facts.step_s), clock=clock, quiet_logs=quiet_logs
         )
     except Exception as exc:
-        return [], f"not measured: {type(exc).__name__}: {str(exc)[:160]}"
-    if isinstance(window, str):
+        return [], Reason(ERROR, detail=f"{type(exc).__name__}: {str(exc)[:160]}")
+    if isinstance(window, Reason):
         return [], window
     layer_names = [layer.name for layer in getattr(model, "layers", [])]
     found = top_ops(window, layer_names)
-    return found, None if found else "not measured: the trace held no op events"
+    return found, None if found else Reason(NO_OP_EVENTS)
 
 
 def _trials(
@@ -182,14 +194,11 @@ def guarded(
     """A trial in its `share_s` of the budget, or why it was not run: the fewest rounds do
     not fit in it, or its failure in one line."""
     if share_s * OVERRUN < fewest_rounds_s(step_s):
-        return ModelTrial(
-            change, reason=f"not measured: its share of the budget is {share_s:.1f} s"
-        )
+        return ModelTrial(change, reason=Reason(BUDGET_SHARE, value=share_s))
     try:
         return attempt(share_s)
     except Exception as exc:
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        return ModelTrial(change, reason=f"failed: {type(exc).__name__}: {' '.join(lines)[:200]}")
+        return ModelTrial(change, reason=Reason(FAILED, detail=error_line(exc)))
 
 
 def _python_feed(batch: Any) -> Callable[[], Any]:
@@ -210,8 +219,8 @@ def _xla(model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: floa
 
     code = "model.compile(..., jit_compile=True)"
     built = xla_train_function(model)
-    if isinstance(built, str):
-        return ModelTrial(JIT_COMPILE, reason=f"not measured: {built}", code=code)
+    if isinstance(built, Reason):
+        return ModelTrial(JIT_COMPILE, reason=built, code=code)
     feed = cached_batch_feed(model, batch)
     began = clock.now()
     try:
@@ -241,17 +250,14 @@ def _multi_step(
     steps = spe_steps(facts.step_s)
     code = f"model.compile(..., steps_per_execution={steps})"
     if current > 1:
-        reason = f"not measured: the model already runs steps_per_execution={current}"
+        reason = Reason(SPE_ALREADY, value=current)
         return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(current))
     if steps * facts.step_s > SPE_MAX_CALL_S:
-        reason = (
-            f"not measured: a step of {facts.step_s * 1e3:.0f} ms leaves fit's own time "
-            "per step too small a share to matter"
-        )
+        reason = Reason(SPE_STEP_LONG, value=facts.step_s)
         return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(steps))
     strategy = getattr(model, "distribute_strategy", None)
     if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
-        reason = "not measured: a multi-replica strategy (its iterator is the strategy's)"
+        reason = Reason(SPE_MULTI_REPLICA)
         return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(steps))
     began = clock.now()
     built = multi_step_train_function(model, steps)
@@ -276,10 +282,7 @@ def _multi_step(
     if around is not None and facts.fit_steps_per_s:
         share = around * facts.fit_steps_per_s
         if share < VISIBLE_FIT_SHARE:
-            trial = replace(
-                trial,
-                reason=f"fit's own time is {share:.0%} of its step: the gain is the call's",
-            )
+            trial = replace(trial, reason=Reason(SPE_FIT_SHARE, value=share))
     return trial
 
 

@@ -18,6 +18,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipediag.bench.isolate import kept_random_states
+from pipediag.report.reasons import (
+    NO_BFLOAT16,
+    NO_JIT_SUPPORT,
+    RUNS_EAGERLY,
+    SUBCLASSED_MODEL,
+    XLA_FAILED,
+    XLA_OP,
+    Reason,
+)
 
 # Keras keeps what its train function was built with in these attributes.
 TRAIN_SETTINGS = ("train_function", "_jit_compile", "steps_per_execution")
@@ -40,15 +49,15 @@ def kept_train_settings(model: Any) -> Iterator[None]:
             object.__setattr__(model, name, value)
 
 
-def xla_train_function(model: Any) -> Callable[[Any], Any] | str:
+def xla_train_function(model: Any) -> Callable[[Any], Any] | Reason:
     """The model's train function rebuilt with `jit_compile=True`, or why not."""
     if getattr(model, "run_eagerly", False):
-        return "the model runs eagerly (run_eagerly=True): XLA needs a compiled step"
+        return Reason(RUNS_EAGERLY)
     with kept_train_settings(model), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.jit_compile = True
         if not model.jit_compile:
-            return "Keras says this model does not support jit_compile"
+            return Reason(NO_JIT_SUPPORT)
         model.make_train_function(force=True)
         built: Callable[[Any], Any] = model.train_function
     return built
@@ -73,20 +82,20 @@ def traced_with_steps(model: Any, steps: int) -> Iterator[None]:
         yield
 
 
-def xla_failure(exc: BaseException) -> str:
-    """One line for an XLA compilation that failed: the op it could not compile, if named."""
+def xla_failure(exc: BaseException) -> Reason:
+    """An XLA compilation that failed: the op it could not compile, if named."""
     text = str(exc)
     found = _XLA_UNSUPPORTED.search(text) or _NO_KERNEL.search(text)
     if found:
-        return f"XLA cannot compile the op {found.group(1)}"
+        return Reason(XLA_OP, detail=found.group(1))
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return f"XLA failed to compile the train step: {type(exc).__name__}: {first[:200]}"
+    return Reason(XLA_FAILED, detail=f"{type(exc).__name__}: {first[:200]}")
 
 
 # --- mixed precision ---------------------------------------------------------------------
 
 
-def policy_for(gpu: bool, cpu_flags: str) -> tuple[str, str | None]:
+def policy_for(gpu: bool, cpu_flags: str) -> tuple[str, Reason | None]:
     """The dtype policy to try and, where none fits, why: `mixed_float16` on a GPU,
     `mixed_bfloat16` where the CPU has bfloat16 instructions (without them TensorFlow
     emulates bfloat16 and it only slows the step)."""
@@ -94,7 +103,7 @@ def policy_for(gpu: bool, cpu_flags: str) -> tuple[str, str | None]:
         return "mixed_float16", None
     if any(flag in cpu_flags.split() for flag in ("avx512_bf16", "amx_bf16")):
         return "mixed_bfloat16", None
-    return "mixed_bfloat16", "not measured: this CPU has no bfloat16 instructions (no GPU)"
+    return "mixed_bfloat16", Reason(NO_BFLOAT16)
 
 
 def has_gpu() -> bool:
@@ -116,7 +125,7 @@ def cpu_flags() -> str:
     return ""
 
 
-def clone_blocker(model: Any) -> str | None:
+def clone_blocker(model: Any) -> Reason | None:
     """Why the model cannot be cloned under another policy, or None."""
     import keras
 
@@ -124,10 +133,7 @@ def clone_blocker(model: Any) -> str | None:
         return None
     if type(model).__name__ == "Functional":
         return None
-    return (
-        f"not measured: a subclassed model ({type(model).__name__}) cannot be rebuilt under "
-        "another dtype policy by keras.models.clone_model"
-    )
+    return Reason(SUBCLASSED_MODEL, detail=type(model).__name__)
 
 
 def mixed_precision_clone(model: Any, policy: str) -> Any:

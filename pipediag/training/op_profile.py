@@ -21,6 +21,7 @@ from typing import Any
 
 from pipediag.analysis.op_time import OpEvent, ProfiledWindow
 from pipediag.clock import Clock
+from pipediag.report.reasons import NO_HOST_TRACE, PROFILER_NO_START, PROFILER_NOT_STARTED, Reason
 
 # Steps profiled, and the most seconds the window may take (a long step gets fewer).
 PROFILED_STEPS = 5
@@ -53,7 +54,7 @@ class ProfilerSession:
         # The lines of the thread that starts the window, which runs the steps.
         self._caller_lines = caller_line_names()
 
-    def start(self) -> str | None:
+    def start(self) -> Reason | None:
         """Starts tracing into a new folder; or why it could not (another session active)."""
         import tensorflow as tf
 
@@ -66,7 +67,7 @@ class ProfilerSession:
                 tf.profiler.experimental.start(str(logdir), options=options)
         except Exception as exc:  # a single-session resource: another may be active
             shutil.rmtree(logdir, ignore_errors=True)
-            return f"not measured: the TF profiler could not start ({_first_line(exc)})"
+            return Reason(PROFILER_NO_START, detail=_first_line(exc))
         self.logdir, self.running = logdir, True
         return None
 
@@ -80,11 +81,11 @@ class ProfilerSession:
         with self._quiet_logs():
             tf.profiler.experimental.stop()
 
-    def read(self, steps: int, wall_ns: int) -> ProfiledWindow | str:
+    def read(self, steps: int, wall_ns: int) -> ProfiledWindow | Reason:
         """The stopped window's op events; its folder is removed."""
         logdir, self.logdir = self.logdir, None
         if logdir is None:
-            return "not measured: the TF profiler did not start"
+            return Reason(PROFILER_NOT_STARTED)
         try:
             return read_window(logdir, steps, wall_ns, self._caller_lines)
         finally:
@@ -104,7 +105,7 @@ def profile_window(
     *,
     clock: Clock,
     quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
-) -> ProfiledWindow | str:
+) -> ProfiledWindow | Reason:
     """`steps` synced calls of the train step under the TF profiler, or why not."""
     session = ProfilerSession(quiet_logs)
     failed = session.start()
@@ -137,7 +138,7 @@ def read_window(
     steps: int,
     wall_ns: int,
     caller_lines: frozenset[str] = frozenset({PYTHON_LINE}),
-) -> ProfiledWindow | str:
+) -> ProfiledWindow | Reason:
     """The op events and the calling thread's time in TensorFlow, from the window's trace;
     `caller_lines`: the names its line may have (`caller_line_names`)."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
@@ -156,7 +157,7 @@ def read_window(
             ops.extend(events)
             in_tensorflow += inside
     if not found:
-        return "not measured: the profiler wrote no host trace"
+        return Reason(NO_HOST_TRACE)
     return ProfiledWindow(steps, wall_ns, min(in_tensorflow, wall_ns), ops)
 
 

@@ -22,8 +22,7 @@ from pipediag.bench.interleaved import (
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial
-
-NO_GPU = "not measured: no GPU (the batch is already where the step runs)"
+from pipediag.report.reasons import TOO_FEW_STEPS, Reason
 
 # One call of a side's train function, synced; the batches it trains.
 Call = Callable[[], None]
@@ -78,7 +77,7 @@ def trial_result(
     ends go through the same arithmetic (it rises with the variant's rate)."""
     base, variant = rounds.rates()
     if base is None or variant is None or base <= 0 or variant <= 0:
-        return ModelTrial(change, reason="too few steps to time", seconds=seconds)
+        return ModelTrial(change, reason=Reason(TOO_FEW_STEPS), seconds=seconds)
     added_s = fit_added_s(around_s, fit_per_s, base)
     interval = None
     if rounds.interval is not None:
@@ -146,7 +145,7 @@ class FitFacts:
     fit_steps_per_s: float | None
     gpu: bool
     policy: str
-    policy_reason: str | None = None
+    policy_reason: Reason | None = None
     fit_overhead_s: float | None = None
 
 

@@ -115,8 +115,12 @@ def try_on_fit(
     """
     from pipediag.training.fit_backend import on_jax, undriven
 
-    blocked = undriven(model, "a fix on training")
-    if blocked is not None:
+    backend = undriven(model)
+    if backend is not None:
+        blocked = (
+            f"a fix on training is not run on Keras's {backend} backend: pipediag drives the "
+            "train step of the TensorFlow and JAX backends only"
+        )
         return {(f.fix, f.stage_index): (None, blocked) for f in fixes}
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     # Each fix's sides read with one call of the train function, `per_call` steps.
@@ -132,9 +136,9 @@ def try_on_fit(
         # fit's jitted step on one copy of fit's state for all the fixes (docs/design.md, "JAX")
         from pipediag.training.jax_fit import JaxFitSteps, trainable
 
-        blocker = trainable(model)
-        if blocker is not None:
-            return {(f.fix, f.stage_index): (None, blocker) for f in fixes}
+        if trainable(model) is not None:
+            why = "fit's JAX train step and its state could not be read"
+            return {(f.fix, f.stage_index): (None, why) for f in fixes}
         return trials(_FitSteps(JaxFitSteps(model).call, per_call, clock).read)
     train_function = getattr(model, "train_function", None)
     blocker = None if train_function is None else stateful_random_op(train_function)

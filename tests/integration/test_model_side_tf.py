@@ -21,7 +21,7 @@ from pipediag.report.model_side import (
     OP_TYPE,
     SCOPE,
 )
-from pipediag.training.step_rounds import NO_GPU
+from pipediag.report.reasons import NO_GPU_COPY, Reason
 
 pytestmark = pytest.mark.tensorflow
 
@@ -71,7 +71,9 @@ class Trials(keras.callbacks.Callback):
             # the CPU stands in for the GPU: the copy's trial runs on real placed tensors
             side = on_fit(model, batch, facts, clock=MONOTONIC, budget_s=3.0,
                           placement=TensorFlowPlacement("/cpu:0"))
-            found["trials"] = [(t.change, t.speedup, t.reason, t.seconds) for t in side.trials]
+            found["trials"] = [
+                (t.change, t.speedup, t.reason and t.reason.code, t.seconds) for t in side.trials
+            ]
             found["top_ops"] = len(side.top_ops)
             found["same_function"] = model.train_function is function
             found["settings"] = [bool(model.jit_compile), int(model.steps_per_execution)]
@@ -105,7 +107,7 @@ def test_fit_reports_the_trials_and_the_step_s_top_ops(tmp_path: Path) -> None:
     xla = changes[JIT_COMPILE]
     assert xla.speedup is not None or xla.reason, xla
     assert changes[MIXED_PRECISION].reason  # no GPU, and no bfloat16 on the test hosts' CPUs
-    assert changes[DEVICE_COPY].reason == NO_GPU
+    assert changes[DEVICE_COPY].reason == Reason(NO_GPU_COPY)
     assert alone.top_ops, alone.top_ops_reason
     gaps = sum(t.share for t in alone.top_ops if t.kind == HOST_GAP)
     for kind in (OP_TYPE, SCOPE):

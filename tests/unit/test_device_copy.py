@@ -9,20 +9,21 @@ from typing import Any
 import pytest
 
 from pipediag.renderers.model_words import change_lines
+from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report import io
 from pipediag.report.model import COMPUTE_BOUND, ComputeAlone, Report
 from pipediag.report.model_side import DEVICE_COPY, ModelTrial
+from pipediag.report.reasons import COPY_AT_MOST, FAILED, NO_GPU_COPY, Reason
 from pipediag.testing import FakeClock, synthetic_cost_report
 from pipediag.training.device_copy import (
-    AT_MOST,
     DEVICE_COPY_CODE,
     copy_share,
     device_copy_trial,
     no_gpu_trial,
 )
 from pipediag.training.model_side import guarded
-from pipediag.training.step_rounds import NO_GPU, FitFacts
+from pipediag.training.step_rounds import FitFacts
 
 STEP_S = 0.02
 COPY_S = 0.02
@@ -118,14 +119,14 @@ def test_a_device_that_cannot_place_the_batch_is_one_line() -> None:
         3.0,
         STEP_S,
     )
-    assert trial.reason == "failed: RuntimeError: out of memory on /gpu:0"
+    assert trial.reason == Reason(FAILED, detail="RuntimeError: out of memory on /gpu:0")
 
 
 def test_without_a_gpu_the_copy_is_plainly_not_measured() -> None:
     trial = no_gpu_trial()
     assert trial.change == DEVICE_COPY and not trial.measured
-    assert trial.reason == NO_GPU
-    assert trial.reason.startswith("not measured: no GPU")
+    assert trial.reason == Reason(NO_GPU_COPY)
+    assert reason_words(trial.reason).startswith("not measured: no GPU")
 
 
 # --- the report and its words ----------------------------------------------------------------
@@ -152,13 +153,14 @@ def test_the_measured_copy_is_a_change_to_make_with_its_share_and_code() -> None
     assert lines[1].startswith(" 1. host-to-device copy: 2.00x (90% interval 2.00-2.00x)")
     assert "the copy is 50% of the step fed from the host" in lines[1]
     assert 'prefetch_to_device("/gpu:0")' in lines[2]
-    assert lines[3] == f"      ({AT_MOST})"
+    assert lines[3] == f"      ({reason_words(Reason(COPY_AT_MOST))})"
+    assert lines[3].startswith("      (at most: prefetch_to_device overlaps the copy")
     assert 'prefetch_to_device("/gpu:0")' in render_text(_report(_measured()))
 
 
 def test_without_a_gpu_the_words_say_not_measured() -> None:
     lines = change_lines(ComputeAlone(measured=True, trials=[no_gpu_trial()]))
-    assert f"  host-to-device copy: {NO_GPU}" in lines
+    assert f"  host-to-device copy: {reason_words(Reason(NO_GPU_COPY))}" in lines
 
 
 def test_the_copy_s_share_round_trips() -> None:

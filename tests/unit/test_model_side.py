@@ -20,8 +20,8 @@ from pipediag.analysis.op_time import (
 )
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
-from pipediag.phases import MODEL_SIDE_FIT_ONLY
 from pipediag.renderers.model_words import change_lines, model_lines, ranked
+from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report import io
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, ComputeAlone, Report
@@ -35,6 +35,18 @@ from pipediag.report.model_side import (
     STEPS_PER_EXECUTION,
     ModelTrial,
     TopOp,
+)
+from pipediag.report.reasons import (
+    BUDGET_SHARE,
+    FAILED,
+    INPUT_COST_HIGH,
+    MODEL_SIDE_FIT_ONLY,
+    NO_BFLOAT16,
+    NO_GPU_COPY,
+    NO_VERIFY,
+    SUBCLASSED_MODEL,
+    TOO_FEW_STEPS,
+    Reason,
 )
 from pipediag.report.vocabulary import VerdictLabel
 from pipediag.testing import FakeClock, synthetic_cost_report
@@ -73,7 +85,7 @@ def test_a_trial_result_maps_its_interval_through_the_same_arithmetic() -> None:
 
 def test_rounds_without_rates_say_so() -> None:
     empty = Rounds([], [], [], None, "budget")
-    assert trial_result(JIT_COMPILE, empty, fit_per_s=None).reason == "too few steps to time"
+    assert trial_result(JIT_COMPILE, empty, fit_per_s=None).reason == Reason(TOO_FEW_STEPS)
 
 
 def test_steps_per_execution_is_8_to_32() -> None:
@@ -146,9 +158,8 @@ def test_too_little_budget_is_a_reason_not_a_trial() -> None:
 
     trial = guarded(JIT_COMPILE, never, 0.2, 0.05)
     assert trial.change == JIT_COMPILE
-    assert trial.reason is not None and trial.reason.startswith(
-        "not measured: its share of the budget"
-    )
+    assert trial.reason == Reason(BUDGET_SHARE, value=0.2)
+    assert reason_words(trial.reason) == "not measured: its share of the budget is 0.2 s"
 
 
 def test_a_failed_trial_is_one_line() -> None:
@@ -156,7 +167,8 @@ def test_a_failed_trial_is_one_line() -> None:
         raise ValueError("bad\nthing")
 
     trial = guarded(MIXED_PRECISION, fails, 5.0, 0.01)
-    assert trial.reason == "failed: ValueError: bad thing"
+    assert trial.reason == Reason(FAILED, detail="ValueError: bad thing")
+    assert reason_words(trial.reason) == "failed: ValueError: bad thing"
 
 
 # --- variants' words --------------------------------------------------------------------------
@@ -167,15 +179,17 @@ def test_xla_failure_names_the_op() -> None:
         "Detected unsupported operations when trying to compile graph __inference_x on "
         "XLA_CPU_JIT: PyFunc (No registered 'PyFunc' OpKernel for XLA_CPU_JIT devices)"
     )
-    assert xla_failure(RuntimeError(text)) == "XLA cannot compile the op PyFunc"
-    assert xla_failure(RuntimeError("other\nmore")).endswith("RuntimeError: other")
+    assert reason_words(xla_failure(RuntimeError(text))) == "XLA cannot compile the op PyFunc"
+    assert reason_words(xla_failure(RuntimeError("other\nmore"))) == (
+        "XLA failed to compile the train step: RuntimeError: other"
+    )
 
 
 def test_the_policy_follows_the_hardware() -> None:
     assert policy_for(True, "") == ("mixed_float16", None)
     assert policy_for(False, "fpu avx512_bf16 sse") == ("mixed_bfloat16", None)
     policy, reason = policy_for(False, "fpu avx2")
-    assert policy == "mixed_bfloat16" and reason is not None and "bfloat16" in reason
+    assert policy == "mixed_bfloat16" and reason == Reason(NO_BFLOAT16)
 
 
 def test_the_numerics_note_names_loss_scaling_and_float32_layers() -> None:
@@ -241,8 +255,8 @@ def test_an_empty_window_has_no_top_ops() -> None:
 TRIALS = [
     ModelTrial(JIT_COMPILE, 40.0, 60.0, 1.45, [1.3, 1.6], 5, "clear gain", code="jit"),
     ModelTrial(STEPS_PER_EXECUTION, 40.0, 41.0, 1.02, None, 5, "clear no gain", setting="8"),
-    ModelTrial(MIXED_PRECISION, reason="not measured: a subclassed model (Net)"),
-    ModelTrial(DEVICE_COPY, reason="not measured: no GPU"),
+    ModelTrial(MIXED_PRECISION, reason=Reason(SUBCLASSED_MODEL, detail="Net")),
+    ModelTrial(DEVICE_COPY, reason=Reason(NO_GPU_COPY)),
 ]
 TOP = [
     TopOp("Conv2D", OP_TYPE, 0.6, 0.012),
@@ -272,8 +286,8 @@ def test_the_text_ends_with_what_to_change_in_the_model() -> None:
     assert " 1. XLA (jit_compile=True): 1.45x (90% interval 1.30-1.60x)" in text
     assert "      jit" in text
     assert "note: steps_per_execution=8: 1.02x" in text
-    assert "mixed precision: not measured: a subclassed model (Net)" in text
-    assert "host-to-device copy: not measured: no GPU" in text
+    assert "mixed precision: not measured: a subclassed model (Net) cannot be rebuilt" in text
+    assert "host-to-device copy: not measured: no GPU (the batch is already where" in text
 
 
 @pytest.mark.parametrize("label", [COMPUTE_BOUND, BALANCED])
@@ -289,9 +303,10 @@ def test_an_input_bound_verdict_without_trials_does_not() -> None:
 
 
 def test_a_reason_alone_is_said() -> None:
-    alone = ComputeAlone(measured=True, model_side_reason="model-side trials run under fit")
+    alone = ComputeAlone(measured=True, model_side_reason=Reason(MODEL_SIDE_FIT_ONLY))
     assert change_lines(alone) == [
-        "What to change in the model: not tried: model-side trials run under fit"
+        "What to change in the model: not tried: model-side trials run under Keras fit, and on "
+        "a custom TF loop at its step budget"
     ]
 
 
@@ -309,7 +324,7 @@ class _Quiet:
     def add_phase(self, name: str, start: float, end: float) -> None: ...
 
 
-def _gate(cost: float, *, style: str = "keras-fit", **settings: object) -> str | None:
+def _gate(cost: float, *, style: str = "keras-fit", **settings: object) -> Reason | None:
     from pipediag.config import RunConfig
     from pipediag.phases import Seen, model_side
     from pipediag.report.model import Verdict
@@ -329,12 +344,14 @@ def _gate(cost: float, *, style: str = "keras-fit", **settings: object) -> str |
 
 
 def test_an_input_cost_of_20_percent_or_more_skips_the_model_side() -> None:
-    assert "under 20%" in (_gate(0.25) or "")
+    gate = _gate(0.25)
+    assert gate == Reason(INPUT_COST_HIGH, value=0.25, limit=0.2)
+    assert "input costs 25% of training (model-side trials run under 20%" in reason_words(gate)
 
 
 def test_no_verify_skips_the_model_side() -> None:
-    assert _gate(0.01, verify=False) == "not measured: --no-verify"
+    assert _gate(0.01, verify=False) == Reason(NO_VERIFY)
 
 
 def test_a_loop_not_served_at_its_budget_is_told_where_the_trials_run() -> None:
-    assert _gate(0.01, style="custom-loop") == MODEL_SIDE_FIT_ONLY
+    assert _gate(0.01, style="custom-loop") == Reason(MODEL_SIDE_FIT_ONLY)

@@ -21,10 +21,11 @@ from pipelines import input_bound_or_host_busy
 
 from pipediag.analysis.gpu_causes import CAUSE_INPUT
 from pipediag.config import RunConfig
-from pipediag.monitor import NO_PIPELINE_BENCHMARK, Monitor, monitor
+from pipediag.monitor import Monitor, monitor
 from pipediag.renderers import REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.report import load_report
 from pipediag.report.model import COMPUTE_BOUND, INPUT_BOUND, WARMUP
+from pipediag.report.reasons import NO_PIPELINE_BENCHMARK, Reason
 from pipediag.testing import FakeClock
 
 NO_SAMPLERS = RunConfig(warmup_steps=2, measured_steps=None, sample_host=False, sample_gpu=False)
@@ -71,7 +72,7 @@ def test_sleeping_loader_is_input_bound() -> None:
     assert report.verdict.input_wait_fraction == pytest.approx(SLOW_S / (SLOW_S + FAST_S))
     assert report.train.style == "custom-loop"
     assert report.train.input_wait_source == "iterator-timing"
-    assert report.pipeline.reason == NO_PIPELINE_BENCHMARK
+    assert report.pipeline.reason == Reason(NO_PIPELINE_BENCHMARK)
     assert report.complete and report.stop_reason == "script-finished"
     assert report.exit.status == "ok"
     # AND the GPU analysis says why it is absent

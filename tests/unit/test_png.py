@@ -48,6 +48,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.names import NO_VERDICT
+from pipediag.report.reasons import DEEP_SKIPPED, Reason
 from pipediag.report.vocabulary import COST_EPOCH_START, GAIN_PIPELINE_ALONE, NO_VERDICT_NO_STEPS
 from pipediag.testing import RunLayout, synthetic_cost_report, synthetic_report
 
@@ -605,14 +606,14 @@ def test_stage_bars_are_named_as_the_text_names_them_and_marked_with_t_and_a() -
 def test_rates_panel_says_why_stages_were_not_timed_and_marks_no_limit() -> None:
     # GIVEN a new report whose deep analysis was skipped (input costs too little)
     base = synthetic_cost_report(wait=0.01, contention=0.01, fetch=0.0)
-    reason = "input costs 2% of training (< 5%)"
+    reason = Reason(DEEP_SKIPPED, value=0.02, limit=0.05)
     report = dataclasses.replace(
         base, pipeline=dataclasses.replace(base.pipeline, deep_skipped_reason=reason)
     )
     pipeline = _axes(build_figure(report), "pipeline")
     (note,) = _by_gid(pipeline.texts, "rate-note")
     assert (
-        "Stages/fixes not measured: input costs 2% of training (< 5%)"
+        "Stages/fixes not measured: input costs 2% of training (under 5%)"
         in note.get_text().replace("\n", " ")
     )
     # the slower rate measured alone is no longer called the limit: input cost says what is

@@ -48,6 +48,13 @@ from pipediag.report.model_side import (
     TopOp,
 )
 from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.reasons import (
+    DEEP_SKIPPED,
+    NO_BFLOAT16,
+    NO_GPU_COPY,
+    PROFILER_NO_START,
+    Reason,
+)
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
@@ -73,8 +80,8 @@ TOP = [
 TRIALS = [
     ModelTrial(JIT_COMPILE, 40.0, 58.0, 1.45, [1.3, 1.6], 5, code="model.compile(..., jit=1)"),
     ModelTrial(STEPS_PER_EXECUTION, 45.4, 44.0, 0.97, [0.8, 1.09], 5, setting="8"),
-    ModelTrial(MIXED_PRECISION, reason="not measured: this CPU has no bfloat16 instructions"),
-    ModelTrial(DEVICE_COPY, reason="not measured: no GPU"),
+    ModelTrial(MIXED_PRECISION, reason=Reason(NO_BFLOAT16)),
+    ModelTrial(DEVICE_COPY, reason=Reason(NO_GPU_COPY)),
 ]
 
 
@@ -218,13 +225,15 @@ def test_where_input_sets_the_rate_the_cost_panel_stays_and_the_foot_has_the_pro
 def test_a_step_not_profiled_says_why_in_the_foot_and_keeps_the_cost_panel() -> None:
     report = _model_side_report(top=[])
     alone = dataclasses.replace(
-        report.compute_alone or ComputeAlone(), top_ops_reason="another profiler was active"
+        report.compute_alone or ComputeAlone(),
+        top_ops_reason=Reason(PROFILER_NO_START, detail="another session is active"),
     )
     report = dataclasses.replace(report, compute_alone=alone)
     figure = build_figure(report)
     assert _axes(figure, "step-time") == []
     assert _foot_texts(figure) == [
-        "Where the step's time goes: another profiler was active",
+        "Where the step's time goes: not measured: the TF profiler could not start (another "
+        "session is active)",
         *change_lines(alone),
     ]
 
@@ -325,10 +334,7 @@ def test_the_cost_panel_moves_under_a_long_note_and_its_title_stays_on_the_page(
     # GIVEN a compute-bound custom loop (no model side) whose rates panel explains at length
     # why stages were not timed, and whose cost has the long "not measurable" title
     report = synthetic_cost_report(wait=0.0, contention=0.0, cost_interval=(0.0, 0.12))
-    reason = (
-        "input costs 0% of training (under 5%): no pipeline fix can gain more; "
-        "--deep measures stages and fixes anyway"
-    )
+    reason = Reason(DEEP_SKIPPED, value=0.0, limit=0.05)
     report = dataclasses.replace(
         report,
         verdict=dataclasses.replace(report.verdict, label=COMPUTE_BOUND),

@@ -9,9 +9,11 @@ from typing import Any
 
 from loop_serving import RecordedResults, loop_server
 
-from pipediag.hooks.step_calls import NO_FUNCTION, StepCalls, definition_site
+from pipediag.hooks.step_calls import StepCalls, definition_site
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
+from pipediag.report.reasons import ALREADY_XLA, FRAMEWORK_STEP, NO_FUNCTION, XLA_OP, Reason
 from pipediag.testing import FakeClock
 from pipediag.training.budget import LoopWork
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
@@ -64,18 +66,21 @@ def test_the_function_called_once_between_pulls_is_the_train_step() -> None:
 
 
 def test_a_loop_that_calls_no_tf_function_is_told_its_step_runs_eagerly() -> None:
-    assert _counted(StepCalls(), [[] for _ in range(10)]) == NO_FUNCTION
+    assert _counted(StepCalls(), [[] for _ in range(10)]) == Reason(NO_FUNCTION)
     keras_now_and_then = _framework_function()
     steps = [[keras_now_and_then] if n % 3 == 0 else [] for n in range(10)]
-    assert _counted(StepCalls(), steps) == NO_FUNCTION
+    assert _counted(StepCalls(), steps) == Reason(NO_FUNCTION)
+    assert "its step runs eagerly" in reason_words(Reason(NO_FUNCTION))
 
 
 def test_a_loop_stepping_through_keras_own_function_is_told_the_model_s_setting() -> None:
     # `model.train_on_batch` in a loop: the function called each step is Keras'
     keras_train_function = _framework_function()
     reason = _counted(StepCalls(), [[keras_train_function] for _ in range(10)])
-    assert isinstance(reason, str) and "framework's own (update)" in reason
-    assert "model.compile(..., jit_compile=True)" in reason
+    assert reason == Reason(FRAMEWORK_STEP, detail="update")
+    words = reason_words(reason)
+    assert "framework's own (update)" in words
+    assert "model.compile(..., jit_compile=True)" in words
 
 
 def test_the_loop_s_trial_shows_under_what_to_change_in_the_model_with_its_code() -> None:
@@ -91,15 +96,17 @@ def test_the_loop_s_trial_shows_under_what_to_change_in_the_model_with_its_code(
 def test_several_functions_once_a_step_or_one_called_twice_get_a_reason() -> None:
     step, other = _Function(train_step), _Function(log_metrics)
     several = _counted(StepCalls(), [[step, other] for _ in range(10)])
-    assert isinstance(several, str) and "several tf.functions" in several
-    assert "log_metrics, train_step" in several
+    assert isinstance(several, Reason) and "several tf.functions" in reason_words(several)
+    assert "(log_metrics, train_step)" in reason_words(several)
     twice = _counted(StepCalls(), [[step, step] for _ in range(10)])
-    assert isinstance(twice, str) and "train_step several times between pulls" in twice
+    assert isinstance(twice, Reason)
+    assert "train_step several times between pulls" in reason_words(twice)
 
 
 def test_too_few_steps_and_calls_before_the_first_pull_do_not_count() -> None:
     calls = StepCalls()
-    assert "too few" in str(_counted(calls, [[_Function(train_step)]]))
+    few = _counted(calls, [[_Function(train_step)]])
+    assert isinstance(few, Reason) and "1 steps counted, too few" in reason_words(few)
     calls = StepCalls()
     calls.recording = True
     calls.called(_Function(log_metrics))  # before the pass's first pull: dropped
@@ -209,7 +216,7 @@ def test_an_op_xla_cannot_compile_is_named_and_its_call_runs_the_original() -> N
         answers.append(loop.call(batch))
     result = trial.result()
     assert answers == ["cached"]
-    assert result.reason == "XLA cannot compile the op AsString" and not result.measured
+    assert result.reason == Reason(XLA_OP, detail="AsString") and not result.measured
     assert loop.weight.value == 1.0 and not loop.step.redirects
 
 
@@ -218,15 +225,15 @@ def test_a_step_already_under_xla_is_not_tried() -> None:
 
     function = _Function(train_step)
     function._jit_compile = True  # type: ignore[attr-defined]
-    assert xla_twin(function) == "the train step already compiles with XLA (jit_compile=True)"
+    assert xla_twin(function) == Reason(ALREADY_XLA)
 
 
 def test_the_budget_server_reports_why_no_step_was_tried_once_the_rewrites_are_over() -> None:
     clock = FakeClock()
     results = RecordedResults(work=LoopWork(model_s=2.0))
-    server = loop_server(clock, results, step=NO_FUNCTION)
+    server = loop_server(clock, results, step=Reason(NO_FUNCTION))
     while server.next_batch() is not None:
         clock.advance(0.01)
     server.finish()
     tried = results.model_trials
-    assert [t.reason for t in tried] == [NO_FUNCTION]
+    assert [t.reason for t in tried] == [Reason(NO_FUNCTION)]

@@ -24,6 +24,7 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.names import NO_VERDICT, stage_name
+from pipediag.report.reasons import DEEP_SKIPPED, MARKED_STEPS, Reason
 from pipediag.report.vocabulary import NO_VERDICT_NO_STEPS
 from pipediag.testing import CostEvidence, RunLayout, synthetic_cost_report, synthetic_report
 
@@ -91,7 +92,8 @@ def test_the_cost_comes_first_then_the_rates_then_the_details() -> None:
     report = dataclasses.replace(
         synthetic_cost_report(),
         pipeline=dataclasses.replace(
-            synthetic_cost_report().pipeline, deep_skipped_reason="input costs 2%"
+            synthetic_cost_report().pipeline,
+            deep_skipped_reason=Reason(DEEP_SKIPPED, value=0.02, limit=0.05),
         ),
     )
     assert _labels(_lines(report)) == [
@@ -129,12 +131,12 @@ def test_fetch_case_shows_the_pull_overhead_and_no_contention_evidence() -> None
 
 def test_estimated_compute_alone_says_so_and_why() -> None:
     # GIVEN a run where the step could not be run alone: T is an estimate
-    report = synthetic_cost_report(measured=False, estimate_reason="custom loop ended first")
+    report = synthetic_cost_report(measured=False, estimate_reason=Reason(MARKED_STEPS))
     assert report.compute_alone is None
     rates = _row(_lines(report), "Rates")
-    assert (
-        rates[1]
-        == f"{INDENT}T  compute alone   ~44.6 steps/s  (estimated: custom loop ended first)"
+    assert rates[1] == (
+        f"{INDENT}T  compute alone   ~44.6 steps/s  (estimated: steps marked through "
+        "pipediag.monitor() cannot be run on their own: compute alone is estimated)"
     )
 
 
@@ -170,11 +172,14 @@ def test_phase_without_cost_falls_back_on_its_wait_and_unknown_reads_no_verdict(
 
 def test_skipped_deep_analysis_is_one_line() -> None:
     base = synthetic_cost_report(wait=0.01, contention=0.01, fetch=0.0)
-    reason = "input costs 2% of training (< 5%); run with --deep to measure them"
+    reason = Reason(DEEP_SKIPPED, value=0.02, limit=0.05)
     report = dataclasses.replace(
         base, pipeline=dataclasses.replace(base.pipeline, deep_skipped_reason=reason)
     )
-    assert _row(_lines(report), "Stages/fixes") == [f"  Stages/fixes    not measured: {reason}"]
+    assert _row(_lines(report), "Stages/fixes") == [
+        "  Stages/fixes    not measured: input costs 2% of training (under 5%): no pipeline "
+        "fix can gain more; --deep measures stages and fixes anyway"
+    ]
     assert "Stages/fixes" not in render_text(base)
 
 

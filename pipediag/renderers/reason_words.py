@@ -1,0 +1,171 @@
+"""The words for every reason a report stores (`report/reasons.py`): the one glossary."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pipediag.report import reasons as r
+from pipediag.report.reasons import Reason, ReasonCode
+
+
+def _input_cost(reason: Reason) -> str:
+    share = "unknown" if reason.value is None else f"{reason.value:.0%}"
+    return (
+        f"input costs {share} of training (model-side trials run under {reason.limit:.0%}, "
+        "or with --deep)"
+    )
+
+
+def _spe_step_long(reason: Reason) -> str:
+    return (
+        f"not measured: a step of {(reason.value or 0) * 1e3:.0f} ms leaves fit's own time "
+        "per step too small a share to matter"
+    )
+
+
+_UNDRIVEN = (
+    "is not run on Keras's {detail} backend: pipediag drives the train step of the TensorFlow "
+    "and JAX backends only"
+)
+
+# Each code's words: a template over the reason's fields (`because` is worded first), or a
+# function where the words depend on which fields are set.
+WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
+    r.AS_WRITTEN: "{detail}",
+    r.FAILED: "failed: {detail}",
+    r.ERROR: "not measured: {detail}",
+    r.TOO_FEW_STEPS: "too few steps to time",
+    r.NO_DATASET: "no tf.data training dataset was seen",
+    r.PIPELINE_FAILED: "the pipeline failed when read alone: {detail}",
+    r.NO_BENCH: "skipped (--no-bench)",
+    r.WATCH_NO_BENCH: "watch mode: no pipeline-alone phase",
+    r.BENCH_INTERRUPTED: "interrupted before the pipeline benchmark finished",
+    r.NO_PIPELINE_BENCHMARK: (
+        "the framework-neutral API does not read the loader on its own: no pipeline-alone benchmark"
+    ),
+    r.DISTRIBUTED_FEED: (
+        "not read alone: its {detail} stage is tf.distribute's per-device feed, which reads "
+        "the batches your training reads"
+    ),
+    r.NOT_READ_ALONE: (
+        "not read alone: {detail}, and reading it directly would change your shuffle order or cache"
+    ),
+    r.PIPELINE_NOT_READ: "the pipeline could not be read alone ({because})",
+    r.FIT_GIVEN: "fit was given a {detail}, not a tf.data.Dataset: nothing to benchmark alone",
+    r.EMPTY_DATASET: "the dataset is empty",
+    r.ONE_BATCH: "the dataset has only one batch: nothing to time after warm-up",
+    r.DEEP_SKIPPED: (
+        "input costs {value:.0%} of training (under {limit:.0%}): no pipeline fix can gain "
+        "more; --deep measures stages and fixes anyway"
+    ),
+    r.NO_BATCH_KEPT: "no batch of the training dataset was kept",
+    r.NO_CACHED_BATCH: "no cached batch: {because}",
+    r.NO_COMPILED_TRAIN_FUNCTION: "the model has no compiled train function yet",
+    r.STATEFUL_RANDOM_OP: (
+        "the train step uses TensorFlow's stateful random op {detail}, whose hidden state "
+        "extra steps would change"
+    ),
+    r.BACKEND_NO_STEP_ALONE: "the train step alone " + _UNDRIVEN,
+    r.JAX_STATE_PURGED: "fit's training state could not be read (its variables were purged)",
+    r.ITERATOR_UNREADABLE: "the training iterator's dataset cannot be read",
+    r.NOT_PLAIN_TENSORS: "the training batches are not plain tensors (ragged or sparse)",
+    r.NO_STEP_IN_BLOCKS: "no step finished in the step-alone blocks",
+    r.NO_STEP_ALONE: "no step finished in the compute-alone time",
+    r.STEP_ALONE_FAILED: "the train step failed on a cached batch: {detail}",
+    r.NO_MEASURED_STEP: "no measured step to compare with",
+    r.NO_TRAIN_STEP: "no train step to run alone",
+    r.STEP_NOT_RUN_ALONE: "the train step was not run alone",
+    r.LOCKSTEP_FIT: (
+        "a multi-worker fit: its train step is a collective every worker must join at once, "
+        "so it is not run alone"
+    ),
+    r.WATCH_NO_STEP_ALONE: "watch mode runs no train step alone",
+    r.MARKED_STEPS: (
+        "steps marked through pipediag.monitor() cannot be run on their own: compute alone "
+        "is estimated"
+    ),
+    r.LOOP_STEPS_ALL: (
+        "--steps all: a custom loop has no safe point to run extra steps on a cached batch "
+        "(they would change what it trains on)"
+    ),
+    r.LOOP_ENDED_EARLY: (
+        "the script ended before the step budget, where a custom loop is served a cached batch"
+    ),
+    r.NO_VERIFY: "not measured: --no-verify",
+    r.INPUT_COST_HIGH: _input_cost,
+    r.MODEL_SIDE_FIT_ONLY: (
+        "model-side trials run under Keras fit, and on a custom TF loop at its step budget"
+    ),
+    r.NO_STEP_TIME: "no step-alone time to size trials",
+    r.BUDGET_SHARE: "not measured: its share of the budget is {value:.1f} s",
+    r.RUNS_EAGERLY: (
+        "not measured: the model runs eagerly (run_eagerly=True): XLA needs a compiled step"
+    ),
+    r.ALREADY_XLA: "not measured: the train step already compiles with XLA (jit_compile=True)",
+    r.FUNCTIONS_EAGER: (
+        "not measured: tf.functions run eagerly (tf.config.run_functions_eagerly(True))"
+    ),
+    r.NO_PYTHON_FUNCTION: "not measured: the train step's Python function cannot be read",
+    r.NO_JIT_SUPPORT: "not measured: Keras says this model does not support jit_compile",
+    r.XLA_OP: "XLA cannot compile the op {detail}",
+    r.XLA_FAILED: "XLA failed to compile the train step: {detail}",
+    r.SPE_ALREADY: "not measured: the model already runs steps_per_execution={value:.0f}",
+    r.SPE_STEP_LONG: _spe_step_long,
+    r.SPE_MULTI_REPLICA: (
+        "not measured: a multi-replica strategy (its iterator is the strategy's)"
+    ),
+    r.SPE_FIT_SHARE: "fit's own time is {value:.0%} of its step: the gain is the call's",
+    r.NO_BFLOAT16: "not measured: this CPU has no bfloat16 instructions (no GPU)",
+    r.SUBCLASSED_MODEL: (
+        "not measured: a subclassed model ({detail}) cannot be rebuilt under another dtype "
+        "policy by keras.models.clone_model"
+    ),
+    r.NO_GPU_COPY: "not measured: no GPU (the batch is already where the step runs)",
+    r.COPY_AT_MOST: (
+        "at most: prefetch_to_device overlaps the copy with the step; it is tried on "
+        "training with the pipeline's rewrites"
+    ),
+    r.LOOP_STOPPED: "the loop stopped before the rounds were over",
+    r.NO_TRAIN_STEP_FOUND: "not measured: no train step found",
+    r.STEPS_TOO_FEW_TO_FIND: (
+        "not measured: {value:.0f} steps counted, too few to find the train step"
+    ),
+    r.FRAMEWORK_STEP: (
+        "not measured: the tf.function the loop calls each step is the framework's own "
+        "({detail}); XLA for it is the model's setting: model.compile(..., jit_compile=True)"
+    ),
+    r.NO_FUNCTION: (
+        "not measured: the loop calls no tf.function between pulls; its step runs eagerly "
+        "(decorate the train step with @tf.function to make it a graph XLA can compile)"
+    ),
+    r.SEVERAL_ONCE: (
+        "not measured: the loop calls several tf.functions once between pulls ({detail}); "
+        "which one is the train step is not known"
+    ),
+    r.CALLED_SEVERAL: (
+        "not measured: the loop calls {detail} several times between pulls (a step over "
+        "several calls, or several steps a pull)"
+    ),
+    r.NONE_ONCE: (
+        "not measured: no tf.function is called once in every step (the most often, "
+        "{detail}, in {value:.0f} of {limit:.0f})"
+    ),
+    r.PROFILER_NO_START: "not measured: the TF profiler could not start ({detail})",
+    r.PROFILER_NOT_STARTED: "not measured: the TF profiler did not start",
+    r.NO_HOST_TRACE: "not measured: the profiler wrote no host trace",
+    r.NO_OP_EVENTS: "not measured: the trace held no op events",
+    r.PROFILE_STOPPED: "not measured: the loop stopped before the profiled steps were over",
+}
+
+
+def reason_words(reason: Reason) -> str:
+    """The reason in words; a code this pipediag does not know shows as stored."""
+    words = WORDS.get(reason.code)
+    if words is None:
+        return reason.detail or reason.code
+    if callable(words):
+        return words(reason)
+    because = reason_words(reason.because) if reason.because is not None else ""
+    return words.format(
+        detail=reason.detail, value=reason.value, limit=reason.limit, because=because
+    )
