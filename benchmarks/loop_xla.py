@@ -18,6 +18,7 @@ The figure is |claim/truth - 1| (docs/design.md, "When the model sets the rate")
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import statistics
@@ -32,6 +33,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import base_parser, checked, child_env, fmt, write_results
+from pipediag.renderers.reason_words import reason_words
+from pipediag.report.io import load_report
 
 NAME = "loop_xla"
 ROUNDS = 6
@@ -96,10 +99,11 @@ def claim(script: Path, out: Path) -> dict[str, Any]:
         capture_output=True,
         timeout=300,
     )
-    report = json.loads(checked(out / "report.json").read_text())
-    alone = report["compute_alone"] or {}
-    trials = [t for t in alone.get("trials", []) if t["change"] == "jit_compile"]
-    return trials[0] if trials else {"speedup": None, "reason": alone.get("model_side_reason")}
+    alone = load_report(checked(out / "report.json")).compute_alone
+    trial = next((t for t in alone.trials if t.change == "jit_compile"), None) if alone else None
+    reason = trial.reason if trial is not None else alone and alone.model_side_reason
+    found = dataclasses.asdict(trial) if trial is not None else {"speedup": None}
+    return {**found, "reason": reason_words(reason) if reason else None}
 
 
 def truth(script: Path, rounds: int) -> list[float]:
