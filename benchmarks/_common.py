@@ -720,3 +720,20 @@ def checked(report_path: Path) -> Path:
     for problem in identity_problems(load_report(report_path)):
         print(f"REPORT DISAGREES WITH ITSELF: {report_path}: {problem}", file=sys.stderr)
     return report_path
+
+
+def reason_text(stored: Any) -> str | None:
+    """A reason as a report.json stores it (a code with its parameters, or an older
+    report's words) in the report's own words; None where there is none."""
+    if not stored:
+        return None
+    from pipediag.renderers.reason_words import reason_words
+    from pipediag.report.reasons import AS_WRITTEN, Reason
+
+    def built(value: Any) -> Reason:
+        if isinstance(value, str):
+            return Reason(AS_WRITTEN, detail=value)
+        because = value.get("because")
+        return Reason(**{**value, "because": built(because) if because else None})
+
+    return reason_words(built(stored))

@@ -41,6 +41,7 @@ if __package__ in (None, ""):
 from benchmarks import _common
 from pipediag.analysis.gpu import BUSY_UTILIZATION, analyze_gpu
 from pipediag.config import RunConfig
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import WARMUP, GpuAnalysis, GpuWindow, Report
 
 NAME = "device_check"
@@ -207,9 +208,16 @@ def compare(
         correlation=analysis.idle_input_wait_correlation if analysis is not None else None,
         dominant_idle_cause=attribution.dominant if attribution is not None else None,
         expected_cause=EXPECTED_CAUSE.get(scenario),
-        gpu_reason=None if analysis is None or analysis.available else analysis.reason,
+        gpu_reason=_reason_text(analysis),
         notes=list(analysis.notes) if analysis is not None else [],
     )
+
+
+def _reason_text(analysis: GpuAnalysis | None) -> str | None:
+    """Why pipediag's GPU analysis is unavailable, in the report's words; None where it is."""
+    if analysis is None or analysis.available or analysis.reason is None:
+        return None
+    return reason_words(analysis.reason)
 
 
 def _pct(value: float | None) -> str:

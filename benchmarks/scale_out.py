@@ -35,6 +35,7 @@ from benchmarks._common import (
     checked,
     fmt,
     format_table,
+    reason_text,
     run_child,
     tail,
     write_results,
@@ -63,7 +64,8 @@ def figures(report: Mapping[str, Any]) -> dict[str, Any]:
         "blockers": [b["kind"] for b in section.get("blockers", [])],
         "distribute_after": section.get("distribute_after"),
         "measured": bool(local.get("measured")),
-        "not_measured_reason": local.get("reason") or "; ".join(section.get("notes", [])),
+        "not_measured_reason": reason_text(local.get("reason"))
+        or "; ".join(section.get("notes", [])),
         "local_batches_per_s": local.get("local_batches_per_s"),
         "service_batches_per_s": local.get("batches_per_s"),
         "bytes_per_batch": local.get("bytes_per_batch"),
@@ -182,7 +184,7 @@ def _prediction_table(rows: Mapping[str, Mapping[str, Any]]) -> str:
                 _with_source(fmt(p.get("transfer_batches_per_s"), ".0f"), p.get("transfer_source")),
                 p.get("workers_needed") or "-",
                 fmt(p.get("predicted_speedup"), ".1f", "x"),
-                p.get("limited_by") or p.get("reason") or "-",
+                p.get("limited_by") or reason_text(p.get("reason")) or "-",
             ]
         )
     return format_table(headers, table)

@@ -30,7 +30,7 @@ from pipediag.report.model import (
     Verdict,
     VerdictLabel,
 )
-from pipediag.report.reasons import LOOP_ENDED_EARLY, Reason
+from pipediag.report.reasons import LOOP_ENDED_EARLY, NVML_NO_GPU, Reason
 
 
 class FakeClock:
@@ -96,7 +96,7 @@ def synthetic_report(
             gpu_util_pct_mean=100 * compute_s / (wait_s + compute_s),
         )
     else:
-        gpu = GpuSection(available=False, reason="NVML found no GPU (NVMLError_LibraryNotFound)")
+        gpu = GpuSection(available=False, reason=Reason(NVML_NO_GPU))
     step_s = wait_s + compute_s
     return Report(
         script="train.py",

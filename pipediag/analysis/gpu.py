@@ -43,6 +43,15 @@ from pipediag.report.model import (
     Verdict,
     timed_steps,
 )
+from pipediag.report.reasons import (
+    FEW_GPU_WINDOWS,
+    NO_BUSY_READING,
+    NO_GPU_READING,
+    NO_GPU_SAMPLED,
+    NO_TIMED_WAIT_STEP,
+    STEPS_SPAN,
+    Reason,
+)
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
     BUSY_UTILIZATION,
@@ -140,7 +149,7 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
     return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
 
 
-def _unavailable(reason: str) -> GpuAnalysis:
+def _unavailable(reason: Reason) -> GpuAnalysis:
     return GpuAnalysis(available=False, reason=reason)
 
 
@@ -183,12 +192,10 @@ def analyze_gpu(
     """
     th = thresholds
     if not gpu.available:
-        return _unavailable(f"no GPU was sampled: {gpu.reason or 'unknown reason'}")
+        return _unavailable(Reason(NO_GPU_SAMPLED, because=gpu.reason))
     steps = measured_steps(train)
     if not steps:
-        return _unavailable(
-            "no measured step with a timed input wait to compare the GPU's activity with"
-        )
+        return _unavailable(Reason(NO_TIMED_WAIT_STEP))
     by_device: dict[int, list[GpuSample]] = {}
     for sample in gpu.samples:
         by_device.setdefault(sample.device_index, []).append(sample)
@@ -199,8 +206,7 @@ def analyze_gpu(
     }
     if not with_readings:
         about_util = [n for n in gpu.notes if "utilization" in n.lower()] or gpu.notes
-        detail = f" ({about_util[0]})" if about_util else ""
-        return _unavailable(f"no GPU utilization reading succeeded{detail}")
+        return _unavailable(Reason(NO_GPU_READING, detail=about_util[0] if about_util else ""))
     notes: list[str] = []
     device = max(with_readings, key=lambda i: (_device_busy_mean(with_readings[i]), -i))
     if len(by_device) > 1:
@@ -212,7 +218,7 @@ def analyze_gpu(
     source = _choose_source(samples, busy_metric, th)
     points = busy_points(samples, source)
     if not points:
-        return _unavailable(f"GPU {device} reported no {source} reading")
+        return _unavailable(Reason(NO_BUSY_READING, detail=source, value=device))
     fallback = gpu.interval_s if gpu.interval_s > 0 else th.untimed_window_s
     intervals = reading_intervals(points, fallback, th.max_window_s)
     intervals = merge_untimed(intervals, th.untimed_window_s)
@@ -252,10 +258,11 @@ def analyze_gpu(
         span = steps[-1].start_s + steps[-1].duration_s - steps[0].start_s
         return GpuAnalysis(
             available=False,
-            reason=(
-                f"only {len(windows)} NVML window(s) fell inside the measured steps "
-                f"({span:.2f} s of steps; need {th.min_windows}): NVML averages over 1/6 s to "
-                "1 s, so run more steps for a GPU view"
+            reason=Reason(
+                FEW_GPU_WINDOWS,
+                value=len(windows),
+                limit=th.min_windows,
+                because=Reason(STEPS_SPAN, value=span),
             ),
             device_index=device,
             busy_source=source,

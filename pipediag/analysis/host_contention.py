@@ -19,6 +19,7 @@ from pipediag.report.model import (
     Verdict,
     timed_steps,
 )
+from pipediag.report.reasons import HOST_NOT_SAMPLED, NO_HOST_SAMPLES, Reason
 
 
 def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float) -> float | None:
@@ -59,10 +60,10 @@ def host_contention(
     starved pipeline could be starved by someone else.
     """
     if not host.available:
-        return HostContention(available=False, reason=host.reason or "host was not sampled")
+        return HostContention(available=False, reason=host.reason or Reason(HOST_NOT_SAMPLED))
     cores = host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
     if cores <= 0 or not host.samples:
-        return HostContention(available=False, reason="no host CPU samples")
+        return HostContention(available=False, reason=Reason(NO_HOST_SAMPLES))
     steps = measured_steps(train) or timed_steps(train.steps)
     samples = list(host.samples)
     scope = "the whole run"

@@ -39,6 +39,13 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.names import stage_name
+from pipediag.report.reasons import (
+    NO_COMPUTE_RATE,
+    NO_PER_WORKER_RATE,
+    NOT_CHECKED,
+    NOTHING_TO_MOVE,
+    Reason,
+)
 from pipediag.report.stage_facts import prefix_cost_s, upstream_of
 from pipediag.report.vocabulary import LimitedBy, RateSource
 
@@ -287,7 +294,7 @@ def predict(report: Report) -> ScaleOutPrediction:
     """
     section = report.scale_out
     if section is None:
-        return ScaleOutPrediction(reason="not checked")
+        return ScaleOutPrediction(reason=Reason(NOT_CHECKED))
     stages = checked_stages(report)
     verdict = report.verdict
     target = verdict.compute_alone_steps_per_s
@@ -297,7 +304,7 @@ def predict(report: Report) -> ScaleOutPrediction:
         return ScaleOutPrediction(
             target_steps_per_s=target,
             training_steps_per_s=training,
-            reason="nothing worth moving can run on a worker (see the blockers)",
+            reason=Reason(NOTHING_TO_MOVE),
         )
     cluster = _measured(section, SERVICE_CLUSTER)
     local = _measured(section, SERVICE_LOCAL)
@@ -314,9 +321,9 @@ def predict(report: Report) -> ScaleOutPrediction:
         local_s_per_batch=local_cost,
     )
     if not target:
-        return dataclasses.replace(base, reason="no compute-alone rate to feed")
+        return dataclasses.replace(base, reason=Reason(NO_COMPUTE_RATE))
     if not per_worker:
-        return dataclasses.replace(base, reason="no per-worker rate measured")
+        return dataclasses.replace(base, reason=Reason(NO_PER_WORKER_RATE))
     measured = cluster or local
     receiving = measured.consumer_cpu_s_per_batch if measured is not None else None
     cores = report.environment.cpu_count or report.host.cpu_count or 1

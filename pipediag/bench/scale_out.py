@@ -54,12 +54,22 @@ from pipediag.report.model import (
     ServiceMeasurement,
     StageStats,
 )
+from pipediag.report.reasons import (
+    NO_TRAIN_STEP_SERVICE,
+    NO_WORKERS,
+    NOT_COPIED,
+    PART_ONLY,
+    SERVICE_ERROR,
+    SERVICE_REFUSED,
+    TOO_FEW_ELEMENTS,
+    Reason,
+)
 from pipediag.report.stage_facts import upstream_of
 from pipediag.report.vocabulary import PARALLEL_EPOCHS, ServiceWhere
 
 # The user's train step fed by a dataset read through a service target: (steps/s, None), or
 # (None, why not). Given by the session from `training/service_train.py`.
-TrainThrough = Callable[[Any, str], tuple[float | None, str | None]]
+TrainThrough = Callable[[Any, str], tuple[float | None, Reason | None]]
 
 
 def wanted(config: RunConfig, pipeline: PipelineBenchmark) -> bool:
@@ -89,7 +99,8 @@ def check_scale_out(
         pipeline: the phase-1 benchmark, with stage timing when the deep analysis ran.
         config: `scale_out_workers`, `data_service`, `data_service_train`.
         clock: the session's clock.
-        note: where a one-line note goes (an unreachable dispatcher), besides the section.
+        note: where a one-line note goes when the service itself failed (an unreachable
+            dispatcher), besides the section.
         phase: the session's progress line.
         train: for `--data-service-train`, the user's train step fed by a dataset read
             through a service target (`training/service_train.py`): (steps/s, None) or (None, why
@@ -125,9 +136,9 @@ def check_scale_out(
             plan = _Plan.of(dataset, walked, stages, pipeline, cut, whole)
             measurements = _measure(plan, config, clock, note, phase, train)
             refused = [
-                refused_blocker(m.reason.removeprefix(REFUSED), plan.part)
+                refused_blocker(m.reason.detail, plan.part)
                 for m in measurements
-                if m.reason and m.reason.startswith(REFUSED)
+                if m.reason is not None and m.reason.code == SERVICE_REFUSED
             ]
             if refused:
                 # The same failure on each service tried: one blocker, and nothing moves as is.
@@ -187,9 +198,6 @@ def _label(stages: Sequence[StageStats], cut: int | None) -> str:
 # --- the measurements ------------------------------------------------------------------------
 
 WHOLE = "whole pipeline"
-# A measurement whose reason starts so failed on the user's pipeline (a blocker), not on the
-# service itself.
-REFUSED = "refused: "
 
 
 @dataclass
@@ -201,7 +209,7 @@ class _Plan:
     elements_per_batch: float  # the part's elements per output batch of the pipeline
     local_batches_per_s: float | None
     notes: list[str]
-    error: str | None = None
+    error: Reason | None = None
 
     @classmethod
     def of(
@@ -223,7 +231,7 @@ class _Plan:
         try:
             copy, notes = isolated_copy(target)
         except IsolationError as exc:
-            return cls(None, part, factor, local_rate, [], f"not copied: {exc}")
+            return cls(None, part, factor, local_rate, [], Reason(NOT_COPIED, detail=str(exc)))
         # Endless, so a short dataset does not end a read (or the training fed by it) early:
         # the reads are bounded by time and batches, as phase 1 is.
         return cls(copy.repeat(), part, factor, local_rate, notes)
@@ -252,8 +260,9 @@ def _measure(
                 f"reading the pipeline through the tf.data service at {config.data_service}", None
             )
         measured = _measure_cluster(plan, config, clock, train)
-        if not measured.measured and measured.reason and note is not None:
-            note(f"--data-service: {measured.reason}")
+        failed = measured.reason
+        if failed is not None and failed.code == SERVICE_ERROR and note is not None:
+            note(f"--data-service: {failed.detail}")  # the service's own words
         found.append(measured)
     return found
 
@@ -283,7 +292,8 @@ def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasuremen
             base = _replace(base, address=service.address, startup_s=service.startup_s)
             measured = _read_and_transfer(plan, service.target, clock, service.worker_cpu_s)
     except (ServiceError, OSError) as exc:  # OSError: a server process could not be started
-        return _replace(base, reason=_one_line(exc), wall_time_s=clock.now() - began)
+        reason = Reason(SERVICE_ERROR, detail=_one_line(exc))
+        return _replace(base, reason=reason, wall_time_s=clock.now() - began)
     return _replace(
         _fill(base, plan, *measured),
         wall_time_s=clock.now() - began,
@@ -302,7 +312,8 @@ def _measure_cluster(
     try:
         address = parse_address(config.data_service)
     except ValueError as exc:  # the CLI checks it; an API caller may not have
-        return ServiceMeasurement(where=SERVICE_CLUSTER, reason=str(exc), part=plan.part)
+        reason = Reason(SERVICE_ERROR, detail=str(exc))
+        return ServiceMeasurement(where=SERVICE_CLUSTER, reason=reason, part=plan.part)
     base = _planned(plan, where=SERVICE_CLUSTER, address=address)
     if plan.error is not None:
         return _replace(base, reason=plan.error)
@@ -310,30 +321,32 @@ def _measure_cluster(
     try:
         info = probe_dispatcher(address)
     except ServiceError as exc:
-        return _replace(base, reason=str(exc), wall_time_s=clock.now() - began)
+        reason = Reason(SERVICE_ERROR, detail=str(exc))
+        return _replace(base, reason=reason, wall_time_s=clock.now() - began)
     base = _replace(base, workers=len(info.workers))
     if not info.workers:
         return _replace(
             base,
-            reason=f"the dispatcher at {address} has no workers registered",
+            reason=Reason(NO_WORKERS, detail=address),
             wall_time_s=clock.now() - began,
         )
     try:
         measured = _fill(base, plan, *_read_and_transfer(plan, f"grpc://{address}", clock, None))
     except ServiceError as exc:
-        return _replace(base, reason=str(exc), wall_time_s=clock.now() - began)
+        reason = Reason(SERVICE_ERROR, detail=str(exc))
+        return _replace(base, reason=reason, wall_time_s=clock.now() - began)
     if measured.batches_per_s:
         measured = _replace(
             measured, per_worker_batches_per_s=measured.batches_per_s / len(info.workers)
         )
     if config.data_service_train and measured.measured:
         rate: float | None = None
-        reason: str | None = "only part of the pipeline can move: training is not measured"
+        why: Reason | None = Reason(PART_ONLY)
         if train is None:
-            reason = "no train step to feed from the service"
+            why = Reason(NO_TRAIN_STEP_SERVICE)
         elif plan.part == WHOLE:
-            rate, reason = train(plan.copy, f"grpc://{address}")
-        measured = _replace(measured, train_steps_per_s=rate, train_reason=reason)
+            rate, why = train(plan.copy, f"grpc://{address}")
+        measured = _replace(measured, train_steps_per_s=rate, train_reason=why)
     return _replace(measured, wall_time_s=clock.now() - began)
 
 
@@ -379,12 +392,12 @@ def _fill(
     error: str | None,
 ) -> ServiceMeasurement:
     if error is not None or read is None:
-        return _replace(base, reason=f"{REFUSED}{error or 'no batch came back'}")
+        return _replace(base, reason=Reason(SERVICE_REFUSED, detail=error or ""))
     timing = read.timing
     factor = plan.elements_per_batch or 1.0
     rate = timing.batches_per_s
     if rate is None:
-        return _replace(base, reason="the service returned too few elements to time")
+        return _replace(base, reason=Reason(TOO_FEW_ELEMENTS))
     made = len(timing.latencies_s) + 1  # the warm-up element too
     ceiling = None if transfer is None else transfer.batches_per_s
     # Receiving is timed where batches arrive back to back (the transfer read): in a slower

@@ -23,6 +23,20 @@ def _spe_step_long(reason: Reason) -> str:
     )
 
 
+def _refused(reason: Reason) -> str:
+    return f"refused: {reason.detail or 'no batch came back'}"
+
+
+def _no_gpu_sampled(reason: Reason) -> str:
+    because = reason_words(reason.because) if reason.because is not None else ""
+    return f"no GPU was sampled: {because or 'unknown reason'}"
+
+
+def _no_gpu_reading(reason: Reason) -> str:
+    note = f" ({reason.detail})" if reason.detail else ""
+    return f"no GPU utilization reading succeeded{note}"
+
+
 _UNDRIVEN = (
     "is not run on Keras's {detail} backend: pipediag drives the train step of the TensorFlow "
     "and JAX backends only"
@@ -155,6 +169,62 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     r.NO_HOST_TRACE: "not measured: the profiler wrote no host trace",
     r.NO_OP_EVENTS: "not measured: the trace held no op events",
     r.PROFILE_STOPPED: "not measured: the loop stopped before the profiled steps were over",
+    r.SERVICE_ERROR: "{detail}",
+    r.NOT_COPIED: "not copied: {detail}",
+    r.NO_WORKERS: "the dispatcher at {detail} has no workers registered",
+    r.SERVICE_REFUSED: _refused,
+    r.TOO_FEW_ELEMENTS: "the service returned too few elements to time",
+    r.PART_ONLY: "only part of the pipeline can move: training is not measured",
+    r.NO_TRAIN_STEP_SERVICE: "no train step to feed from the service",
+    r.SERVICE_FIT_ONLY: "training through the service is measured under Keras fit only",
+    r.SERVICE_TF_ONLY: (
+        "training through the service is measured under fit on the TensorFlow backend only "
+        "(this fit runs on {detail})"
+    ),
+    r.SERVICE_MULTI_REPLICA: (
+        "a multi-replica strategy: training through the service is not measured"
+    ),
+    r.SERVICE_TRAIN_FAILED: "the train step failed on the service's batches: {detail}",
+    r.NOT_CHECKED: "not checked",
+    r.NOTHING_TO_MOVE: "nothing worth moving can run on a worker (see the blockers)",
+    r.NO_COMPUTE_RATE: "no compute-alone rate to feed",
+    r.NO_PER_WORKER_RATE: "no per-worker rate measured",
+    # host and GPU sampling
+    r.HOST_SAMPLING_OFF: "host sampling was turned off",
+    r.GPU_SAMPLING_OFF: "GPU sampling was turned off",
+    r.HOST_SAMPLER_NOT_STARTED: "host sampler was not started",
+    r.GPU_SAMPLER_NOT_STARTED: "GPU sampler was not started",
+    r.SAMPLER_SETUP_FAILED: "sampler setup failed: {detail}",
+    r.NO_PSUTIL: "psutil is not installed: pip install psutil",
+    r.PSUTIL_CANNOT_READ: "psutil cannot read this process: {detail}",
+    r.NO_PYNVML: "nvidia-ml-py (pynvml) is not installed: pip install nvidia-ml-py",
+    r.NVML_LIBRARY_NOT_FOUND: "NVML library not found (no NVIDIA driver): no GPU on this machine",
+    r.NVML_DRIVER_NOT_LOADED: (
+        "NVIDIA driver not loaded (NVMLError_DriverNotLoaded): no usable GPU"
+    ),
+    r.NVML_NO_PERMISSION: "no permission to query the GPU through NVML (NVMLError_NoPermission)",
+    r.NVML_VERSION_MISMATCH: (
+        "NVML library and kernel driver versions differ (NVMLError_LibRmVersionMismatch): "
+        "reload the driver or reboot"
+    ),
+    r.NVML_INIT_FAILED: "NVML failed to initialise: {detail}",
+    r.GPU_DISCOVERY_FAILED: "GPU discovery through NVML failed: {detail}",
+    r.NVML_NO_GPU: "NVML found no GPU",
+    r.CUDA_HIDES_GPUS: "CUDA_VISIBLE_DEVICES={detail!r} hides every GPU from this process",
+    r.NO_GPU_OPENED: "no visible GPU could be opened through NVML",
+    r.NO_GPU_SAMPLED: _no_gpu_sampled,
+    r.NO_TIMED_WAIT_STEP: (
+        "no measured step with a timed input wait to compare the GPU's activity with"
+    ),
+    r.NO_GPU_READING: _no_gpu_reading,
+    r.NO_BUSY_READING: "GPU {value:.0f} reported no {detail} reading",
+    r.FEW_GPU_WINDOWS: (
+        "only {value:.0f} NVML window(s) fell inside the measured steps ({because}; need "
+        "{limit:.0f}): NVML averages over 1/6 s to 1 s, so run more steps for a GPU view"
+    ),
+    r.STEPS_SPAN: "{value:.2f} s of steps",
+    r.HOST_NOT_SAMPLED: "host was not sampled",
+    r.NO_HOST_SAMPLES: "no host CPU samples",
 }
 
 

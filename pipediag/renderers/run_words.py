@@ -136,6 +136,6 @@ def style_text(train: TrainSection) -> str:
     return train.style
 
 
-def no_gpu_text(reason: str | None) -> str:
+def no_gpu_text(reason: Reason | None) -> str:
     """ "no GPU found: NVML library not found (...)"."""
-    return f"{NO_GPU}: {reason or NO_REASON}"
+    return f"{NO_GPU}: {reason_words(reason) if reason is not None else NO_REASON}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import textwrap
 
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import (
     FROM_ASSUMED_NETWORK,
     FROM_CLUSTER,
@@ -107,7 +108,8 @@ def _measurement(m: ServiceMeasurement) -> list[str]:
     if m.startup_s is not None:
         where += f" (started in {m.startup_s:.1f} s)"
     if not m.measured:
-        return [f"through {where}: not measured: {m.reason}"]
+        why = f": {reason_words(m.reason)}" if m.reason else ""
+        return [f"through {where}: not measured{why}"]
     facts = [f"{m.batches_per_s:.1f} batches/s through the service"]
     if m.local_batches_per_s:
         facts[0] += f" vs {m.local_batches_per_s:.1f} in this process"
@@ -130,7 +132,7 @@ def _measurement(m: ServiceMeasurement) -> list[str]:
     if m.train_steps_per_s is not None:
         facts.append(f"training fed by it {m.train_steps_per_s:.1f} steps/s")
     elif m.train_reason:
-        facts.append(f"training not measured: {m.train_reason}")
+        facts.append(f"training not measured: {reason_words(m.train_reason)}")
     part = "" if m.part == "whole pipeline" else f" ({m.part})"
     lines = [f"measured on {where}{part}: {'; '.join(facts)}"]
     return lines + [f"note: {n}" for n in m.notes]
@@ -138,7 +140,7 @@ def _measurement(m: ServiceMeasurement) -> list[str]:
 
 def _prediction(p: ScaleOutPrediction) -> str:
     if p.workers_needed is None or p.predicted_steps_per_s is None:
-        return f"prediction: none ({p.reason})" if p.reason else "prediction: none"
+        return f"prediction: none ({reason_words(p.reason)})" if p.reason else "prediction: none"
     assert p.per_worker_batches_per_s is not None
     workers = f"{p.workers_needed} worker{'s' if p.workers_needed != 1 else ''}"
     source = SOURCE_WORDS.get(p.per_worker_source, p.per_worker_source)

@@ -264,7 +264,7 @@ def _train(report: Report) -> str:
 def _host(report: Report) -> str:
     h = report.host
     if not h.available:
-        return f"not sampled: {h.reason}" if h.reason else "not sampled"
+        return _why("not sampled", h.reason)
     parts = []
     if h.process_cpu_pct_mean is not None:
         parts.append(f"this process {h.process_cpu_pct_mean:.0f}% of {100 * h.cpu_count}%")
@@ -294,7 +294,7 @@ def _gpu(report: Report) -> str:
     if analysis is not None and analysis.available and analysis.finding:
         text += f"\n{INDENT}{analysis.finding}"
     elif analysis is not None and not analysis.available and analysis.reason:
-        text += f"\n{INDENT}no idle-gap analysis: {analysis.reason}"
+        text += f"\n{INDENT}no idle-gap analysis: {reason_words(analysis.reason)}"
     return text
 
 

@@ -173,8 +173,9 @@ __all__ = [
 # interval) and one estimate that only orders the fixes nothing measured
 # (`Suggestion.estimate`); the five speedups per suggestion are gone.
 # 7: why something was not measured is a code with its parameters (`report/reasons.py`), not
-# words: a pipeline benchmark's, compute alone's and the model-side trials' reasons. An older
-# report's words are kept as written (`AS_WRITTEN`).
+# words: the pipeline benchmark's, compute alone's, the model-side trials', scale-out's and
+# the host and GPU sections' reasons. An older report's words are kept as written
+# (`AS_WRITTEN`).
 SCHEMA_VERSION = 7
 
 
@@ -511,7 +512,7 @@ class Environment:
     keras_version: str | None = None
     cpu_count: int = 0
     gpus: list[str] = field(default_factory=list)
-    gpu_reason: str | None = None
+    gpu_reason: Reason | None = None
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,48 @@ ReasonCode = Literal[
     "no-host-trace",
     "no-op-events",
     "profile-stopped",
+    # scale-out through the tf.data service
+    "service-error",
+    "not-copied",
+    "no-workers",
+    "service-refused",
+    "too-few-elements",
+    "part-only",
+    "no-train-step-service",
+    "service-fit-only",
+    "service-tf-only",
+    "service-multi-replica",
+    "service-train-failed",
+    "not-checked",
+    "nothing-to-move",
+    "no-compute-rate",
+    "no-per-worker-rate",
+    # host and GPU sampling
+    "host-sampling-off",
+    "gpu-sampling-off",
+    "host-sampler-not-started",
+    "gpu-sampler-not-started",
+    "sampler-setup-failed",
+    "no-psutil",
+    "psutil-cannot-read",
+    "no-pynvml",
+    "nvml-library-not-found",
+    "nvml-driver-not-loaded",
+    "nvml-no-permission",
+    "nvml-version-mismatch",
+    "nvml-init-failed",
+    "gpu-discovery-failed",
+    "nvml-no-gpu",
+    "cuda-hides-gpus",
+    "no-gpu-opened",
+    "no-gpu-sampled",
+    "no-timed-wait-step",
+    "no-gpu-reading",
+    "no-busy-reading",
+    "few-gpu-windows",
+    "steps-span",
+    "host-not-sampled",
+    "no-host-samples",
 ]
 
 AS_WRITTEN: Final = "as-written"  # an older report's words, kept as they were
@@ -161,6 +203,49 @@ PROFILER_NOT_STARTED: Final = "profiler-not-started"
 NO_HOST_TRACE: Final = "no-host-trace"
 NO_OP_EVENTS: Final = "no-op-events"
 PROFILE_STOPPED: Final = "profile-stopped"
+
+SERVICE_ERROR: Final = "service-error"  # detail: the service's or the server's error
+NOT_COPIED: Final = "not-copied"  # detail: why the pipeline could not be copied
+NO_WORKERS: Final = "no-workers"  # detail: the dispatcher's address
+SERVICE_REFUSED: Final = "service-refused"  # detail: the pipeline's error on a worker
+TOO_FEW_ELEMENTS: Final = "too-few-elements"
+PART_ONLY: Final = "part-only"
+NO_TRAIN_STEP_SERVICE: Final = "no-train-step-service"
+SERVICE_FIT_ONLY: Final = "service-fit-only"
+SERVICE_TF_ONLY: Final = "service-tf-only"  # detail: the Keras backend fit runs on
+SERVICE_MULTI_REPLICA: Final = "service-multi-replica"
+SERVICE_TRAIN_FAILED: Final = "service-train-failed"  # detail: the error
+NOT_CHECKED: Final = "not-checked"
+NOTHING_TO_MOVE: Final = "nothing-to-move"
+NO_COMPUTE_RATE: Final = "no-compute-rate"
+NO_PER_WORKER_RATE: Final = "no-per-worker-rate"
+
+# host and GPU sampling
+HOST_SAMPLING_OFF: Final = "host-sampling-off"
+GPU_SAMPLING_OFF: Final = "gpu-sampling-off"
+HOST_SAMPLER_NOT_STARTED: Final = "host-sampler-not-started"
+GPU_SAMPLER_NOT_STARTED: Final = "gpu-sampler-not-started"
+SAMPLER_SETUP_FAILED: Final = "sampler-setup-failed"  # detail: the error
+NO_PSUTIL: Final = "no-psutil"
+PSUTIL_CANNOT_READ: Final = "psutil-cannot-read"  # detail: the error
+NO_PYNVML: Final = "no-pynvml"
+NVML_LIBRARY_NOT_FOUND: Final = "nvml-library-not-found"
+NVML_DRIVER_NOT_LOADED: Final = "nvml-driver-not-loaded"
+NVML_NO_PERMISSION: Final = "nvml-no-permission"
+NVML_VERSION_MISMATCH: Final = "nvml-version-mismatch"
+NVML_INIT_FAILED: Final = "nvml-init-failed"  # detail: NVML's error name
+GPU_DISCOVERY_FAILED: Final = "gpu-discovery-failed"  # detail: NVML's error name
+NVML_NO_GPU: Final = "nvml-no-gpu"
+CUDA_HIDES_GPUS: Final = "cuda-hides-gpus"  # detail: CUDA_VISIBLE_DEVICES's value
+NO_GPU_OPENED: Final = "no-gpu-opened"
+NO_GPU_SAMPLED: Final = "no-gpu-sampled"  # because: the GPU section's reason (None: unknown)
+NO_TIMED_WAIT_STEP: Final = "no-timed-wait-step"
+NO_GPU_READING: Final = "no-gpu-reading"  # detail: the GPU section's note on it, if any
+NO_BUSY_READING: Final = "no-busy-reading"  # value: the GPU's index; detail: the busy source
+FEW_GPU_WINDOWS: Final = "few-gpu-windows"  # value: windows; limit: needed; because: STEPS_SPAN
+STEPS_SPAN: Final = "steps-span"  # value: the measured steps' span, in seconds
+HOST_NOT_SAMPLED: Final = "host-not-sampled"
+NO_HOST_SAMPLES: Final = "no-host-samples"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import (
     BusySource,
     GpuIdleCause,
@@ -34,7 +35,7 @@ class HostSection:
     """Host CPU and memory over the run, from a psutil sampler thread."""
 
     available: bool
-    reason: str | None = None
+    reason: Reason | None = None
     cpu_count: int = 0
     interval_s: float = 0.0
     samples: list[HostSample] = field(default_factory=list)
@@ -84,7 +85,7 @@ class GpuSection:
     """GPU activity over the run, from an NVML sampler thread, or why there is none."""
 
     available: bool
-    reason: str | None = None
+    reason: Reason | None = None
     driver_version: str | None = None
     devices: list[GpuDevice] = field(default_factory=list)
     interval_s: float = 0.0
@@ -133,7 +134,7 @@ class GpuAnalysis:
     """The GPU's view of the run: busy share, idle causes, and their link to input waits."""
 
     available: bool
-    reason: str | None = None
+    reason: Reason | None = None
     device_index: int | None = None
     busy_source: BusySource = ""
     time_source: TimeSource = ""
@@ -159,7 +160,7 @@ class HostContention:
     """
 
     available: bool
-    reason: str | None = None
+    reason: Reason | None = None
     cpu_count: int = 0
     samples: int = 0
     other_cpu_pct_mean: float | None = None  # share of the whole machine, 100 = every core

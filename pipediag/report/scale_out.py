@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import (
     BlockerKind,
@@ -52,7 +53,7 @@ class ServiceMeasurement:
     workers: int = 0
     processing_mode: ProcessingMode = ""
     measured: bool = False
-    reason: str | None = None
+    reason: Reason | None = None
     part: str = "whole pipeline"  # or "up to <stage>": what was distributed
     startup_s: float | None = None  # starting the local dispatcher and workers
     first_batch_s: float | None = None
@@ -68,7 +69,7 @@ class ServiceMeasurement:
     worker_cpu_s_per_batch: float | None = None
     # Training through the service (cluster, when asked): the user's train step fed by it.
     train_steps_per_s: float | None = None
-    train_reason: str | None = None
+    train_reason: Reason | None = None
     wall_time_s: float = 0.0
     notes: list[str] = field(default_factory=list)
 
@@ -92,7 +93,7 @@ class ScaleOutPrediction:
     predicted_steps_per_s: float | None = None
     predicted_speedup: float | None = None
     limited_by: LimitedBy = ""
-    reason: str | None = None  # why there is no prediction
+    reason: Reason | None = None  # why there is no prediction
 
 
 @dataclass(frozen=True)

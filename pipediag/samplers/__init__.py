@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.report.model import GpuSection, HostSection
+from pipediag.report.reasons import GPU_SAMPLING_OFF, HOST_SAMPLING_OFF, Reason
 from pipediag.samplers.base import DecimatingBuffer, ThreadedSampler
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.samplers.host import HostSampler
@@ -43,8 +44,8 @@ def stop_samplers(
     """Stop each sampler and give its section (times from `origin`); a sampler turned off
     gives a section that says so. A sampler's trouble is never swallowed: it is in its
     section, and said through `log`."""
-    host = HostSection(available=False, reason="host sampling was turned off")
-    gpu = GpuSection(available=False, reason="GPU sampling was turned off")
+    host = HostSection(available=False, reason=Reason(HOST_SAMPLING_OFF))
+    gpu = GpuSection(available=False, reason=Reason(GPU_SAMPLING_OFF))
     for sampler in samplers:
         sampler.stop()
         section = sampler.section(origin)

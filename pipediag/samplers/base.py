@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pipediag.clock import Clock
+from pipediag.report.reasons import SAMPLER_SETUP_FAILED, Reason
 
 ItemT = TypeVar("ItemT")
 SamplerT = TypeVar("SamplerT", bound="ThreadedSampler[Any]")
@@ -137,7 +138,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self._thread: threading.Thread | None = None
         self._started = False
         self._stopped = False
-        self._unavailable_reason: str | None = None
+        self._unavailable_reason: Reason | None = None
         self._failures: dict[str, _Failure] = {}
         self._sampler_cpu_s = 0.0
         self._readings = 0
@@ -148,7 +149,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
     # -- hooks for subclasses -------------------------------------------------------------
 
     @abstractmethod
-    def _setup(self) -> str | None:
+    def _setup(self) -> Reason | None:
         """Probe and prepare (import, init, prime). Return why sampling is impossible, or None."""
 
     @abstractmethod
@@ -182,7 +183,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         try:
             reason = self._setup()
         except Exception as exc:  # a probe must never break the user's program
-            reason = f"sampler setup failed: {describe_error(exc)}"
+            reason = Reason(SAMPLER_SETUP_FAILED, detail=describe_error(exc))
         if reason is not None:
             self._unavailable_reason = reason
             return

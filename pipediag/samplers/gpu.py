@@ -19,15 +19,21 @@ from typing import Any
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_GPU_INTERVAL_S, DEFAULT_MAX_SAMPLES
 from pipediag.report.model import GpuSample, GpuSection
+from pipediag.report.reasons import (
+    GPU_DISCOVERY_FAILED,
+    GPU_SAMPLER_NOT_STARTED,
+    NO_PYNVML,
+    Reason,
+)
 from pipediag.samplers.base import (
     ThreadedSampler,
     mean_int_or_none,
     mean_or_none,
 )
-from pipediag.samplers.nvml_devices import NO_GPU_REASON, NvmlDevices, select_visible_devices
+from pipediag.samplers.nvml_devices import NvmlDevices, select_visible_devices
 from pipediag.samplers.nvml_readings import NvmlReader
 
-__all__ = ["NO_GPU_REASON", "GpuSampler", "merge_gpu_samples", "select_visible_devices"]
+__all__ = ["GpuSampler", "merge_gpu_samples", "select_visible_devices"]
 
 
 def merge_gpu_samples(earlier: GpuSample, later: GpuSample) -> GpuSample:
@@ -89,25 +95,26 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
 
     # -- setup and teardown -----------------------------------------------------------------
 
-    def _setup(self) -> str | None:
+    def _setup(self) -> Reason | None:
         gpus = self._gpus
         if gpus.nvml is None:
             try:
                 gpus.nvml = importlib.import_module("pynvml")
             except ImportError:
-                return "nvidia-ml-py (pynvml) is not installed: pip install nvidia-ml-py"
+                return Reason(NO_PYNVML)
         try:
             gpus.call("nvmlInit")
         except Exception as exc:
             return gpus.init_reason(exc)
-        reason: str | None = "GPU discovery failed"
         try:
             reason = gpus.discover()
         except Exception as exc:
-            reason = f"GPU discovery through NVML failed: {gpus.error_name(exc)}"
-        finally:
-            if reason is not None:
-                gpus.shutdown()
+            reason = Reason(GPU_DISCOVERY_FAILED, detail=gpus.error_name(exc))
+        except BaseException:
+            gpus.shutdown()
+            raise
+        if reason is not None:
+            gpus.shutdown()
         if reason is None:
             self._sampling_start_t = self._clock.now()
             self._calls_at_sampling_start = gpus.calls
@@ -136,7 +143,7 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
             t0: `clock.now()` at the start of the session.
         """
         if not self._started:
-            return GpuSection(available=False, reason="GPU sampler was not started")
+            return GpuSection(available=False, reason=Reason(GPU_SAMPLER_NOT_STARTED))
         notes = list(self._gpus.setup_notes) + self._failure_notes()
         if self._unavailable_reason is not None:
             return GpuSection(

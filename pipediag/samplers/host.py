@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING, Any
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_HOST_INTERVAL_S, DEFAULT_MAX_SAMPLES
 from pipediag.report.model import HostSample, HostSection
+from pipediag.report.reasons import (
+    HOST_SAMPLER_NOT_STARTED,
+    NO_PSUTIL,
+    PSUTIL_CANNOT_READ,
+    Reason,
+)
 from pipediag.samplers.base import (
     ThreadedSampler,
     describe_error,
@@ -129,18 +135,18 @@ class HostSampler(ThreadedSampler[HostSample]):
         self._iowait_count = 0
         self._rss_max: int | None = None
 
-    def _setup(self) -> str | None:
+    def _setup(self) -> Reason | None:
         try:
             psutil = importlib.import_module("psutil")
         except ImportError:
-            return "psutil is not installed: pip install psutil"
+            return Reason(NO_PSUTIL)
         try:
             self._process = psutil.Process()
             self._last_process_cpu = (time.perf_counter(), time.process_time())
             self._last_cpu_times = list(psutil.cpu_times(percpu=True))
             self._cpu_count = psutil.cpu_count() or len(self._last_cpu_times)
         except Exception as exc:
-            return f"psutil cannot read this process: {describe_error(exc)}"
+            return Reason(PSUTIL_CANNOT_READ, detail=describe_error(exc))
         self._psutil = psutil
         return None
 
@@ -200,7 +206,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         """
         notes = self._failure_notes()
         if not self._started:
-            return HostSection(available=False, reason="host sampler was not started")
+            return HostSection(available=False, reason=Reason(HOST_SAMPLER_NOT_STARTED))
         if self._unavailable_reason is not None:
             return HostSection(available=False, reason=self._unavailable_reason, notes=notes)
         items, interval_s = self._snapshot()

@@ -18,6 +18,18 @@ from typing import Any, TypeVar
 
 from pipediag.clock import Clock, wall_minus_clock
 from pipediag.report.model import GpuDevice
+from pipediag.report.reasons import (
+    CUDA_HIDES_GPUS,
+    NO_GPU_OPENED,
+    NVML_DRIVER_NOT_LOADED,
+    NVML_INIT_FAILED,
+    NVML_LIBRARY_NOT_FOUND,
+    NVML_NO_GPU,
+    NVML_NO_PERMISSION,
+    NVML_VERSION_MISMATCH,
+    Reason,
+    ReasonCode,
+)
 from pipediag.report.vocabulary import UTIL_SOURCE_RATES, UTIL_SOURCE_SAMPLES
 from pipediag.samplers.base import describe_error
 
@@ -28,24 +40,13 @@ US_PER_S = 1_000_000
 """Driver sample timestamps are microseconds of wall-clock time."""
 
 
-NO_GPU_REASON = "NVML found no GPU"
-
-_INIT_REASONS = {
-    "NVMLError_LibraryNotFound": (
-        "NVML library not found (no NVIDIA driver): no GPU on this machine"
-    ),
-    "NVMLError_DriverNotLoaded": (
-        "NVIDIA driver not loaded (NVMLError_DriverNotLoaded): no usable GPU"
-    ),
-    "NVMLError_NoPermission": (
-        "no permission to query the GPU through NVML (NVMLError_NoPermission)"
-    ),
-    "NVMLError_LibRmVersionMismatch": (
-        "NVML library and kernel driver versions differ (NVMLError_LibRmVersionMismatch): "
-        "reload the driver or reboot"
-    ),
+_INIT_REASONS: dict[str, ReasonCode] = {
+    "NVMLError_LibraryNotFound": NVML_LIBRARY_NOT_FOUND,
+    "NVMLError_DriverNotLoaded": NVML_DRIVER_NOT_LOADED,
+    "NVMLError_NoPermission": NVML_NO_PERMISSION,
+    "NVMLError_LibRmVersionMismatch": NVML_VERSION_MISMATCH,
 }
-"""One-line reasons for the NVML initialisation failures a user can act on."""
+"""The reasons for the NVML initialisation failures a user can act on, by NVML's error."""
 
 
 def _text(value: Any) -> str:
@@ -186,13 +187,13 @@ class NvmlDevices:
 
     # -- discovery and opening --------------------------------------------------------------
 
-    def init_reason(self, exc: BaseException) -> str:
-        for name, reason in _INIT_REASONS.items():
+    def init_reason(self, exc: BaseException) -> Reason:
+        for name, code in _INIT_REASONS.items():
             if self.is_nvml_error(exc, name):
-                return reason
-        return f"NVML failed to initialise: {self.error_name(exc)}"
+                return Reason(code)
+        return Reason(NVML_INIT_FAILED, detail=self.error_name(exc))
 
-    def discover(self) -> str | None:
+    def discover(self) -> Reason | None:
         """Find the visible GPUs and probe what each supports; a reason if there are none."""
         try:
             self.driver_version = _text(self.call("nvmlSystemGetDriverVersion"))
@@ -200,7 +201,7 @@ class NvmlDevices:
             self.setup_notes.append(f"driver version unavailable: {self.error_name(exc)}")
         count = int(self.call("nvmlDeviceGetCount"))
         if count == 0:
-            return NO_GPU_REASON
+            return Reason(NVML_NO_GPU)
         handles: list[Any] = []
         uuids: list[str] = []
         for index in range(count):
@@ -236,8 +237,8 @@ class NvmlDevices:
                 self.devices.append(device)
         if not self.devices:
             if visible is not None and not selected:
-                return f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from this process"
-            return "no visible GPU could be opened through NVML"
+                return Reason(CUDA_HIDES_GPUS, detail=visible)
+            return Reason(NO_GPU_OPENED)
         return None
 
     def _uuid(self, handle: Any) -> str:

@@ -19,6 +19,16 @@ from typing import Any
 from pipediag.bench.service import ServiceError, distributed, tf_error_text
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
+from pipediag.report.reasons import (
+    NO_COMPILED_TRAIN_FUNCTION,
+    SERVICE_ERROR,
+    SERVICE_FIT_ONLY,
+    SERVICE_MULTI_REPLICA,
+    SERVICE_TF_ONLY,
+    SERVICE_TRAIN_FAILED,
+    STATEFUL_RANDOM_OP,
+    Reason,
+)
 
 # Training through the service (`--data-service-train`): timed steps after a short warm-up,
 # about the compute-alone phase's length (training/compute_alone.py).
@@ -32,7 +42,7 @@ TRAIN_BATCH_TIMEOUT_S = 20.0
 
 def train_through(
     model: Any, style: str, dataset: Any, target: str, *, clock: Clock = MONOTONIC
-) -> tuple[float | None, str | None]:
+) -> tuple[float | None, Reason | None]:
     """The user's train step fed by `dataset` read through the service at `target`.
 
     Returns (steps/s, None), or (None, why not). Keras `fit` only: the model's compiled
@@ -40,15 +50,12 @@ def train_through(
     is copied, and they are assigned back after, as the compute-alone phase does.
     """
     if style != "keras-fit" or model is None:
-        return None, "training through the service is measured under Keras fit only"
+        return None, Reason(SERVICE_FIT_ONLY)
     from pipediag.training.fit_backend import BACKEND_NAMES, keras_backend
 
     backend = keras_backend(model)
     if backend not in (None, "tensorflow"):
-        return None, (
-            "training through the service is measured under fit on the TensorFlow backend "
-            f"only (this fit runs on {BACKEND_NAMES.get(backend or '', backend)})"
-        )
+        return None, Reason(SERVICE_TF_ONLY, detail=BACKEND_NAMES.get(backend or "", backend or ""))
     from pipediag.training.compute_alone import (
         stateful_random_op,
         step_variables,
@@ -59,12 +66,12 @@ def train_through(
     train_function = getattr(model, "train_function", None)
     strategy = getattr(model, "distribute_strategy", None)
     if train_function is None:
-        return None, "the model has no compiled train function yet"
+        return None, Reason(NO_COMPILED_TRAIN_FUNCTION)
     if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
-        return None, "a multi-replica strategy: training through the service is not measured"
+        return None, Reason(SERVICE_MULTI_REPLICA)
     blocker = stateful_random_op(train_function)
     if blocker is not None:
-        return None, f"the train step uses {blocker}, whose hidden state extra steps would change"
+        return None, Reason(STATEFUL_RANDOM_OP, detail=blocker)
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     reader = _ServiceReader(dataset, target)
     try:
@@ -78,9 +85,9 @@ def train_through(
                 steps += per_call
             elapsed = clock.now() - start
     except ServiceError as exc:
-        return None, str(exc)
+        return None, Reason(SERVICE_ERROR, detail=str(exc))
     except Exception as exc:
-        return None, f"the train step failed on the service's batches: {tf_error_text(exc)}"
+        return None, Reason(SERVICE_TRAIN_FAILED, detail=tf_error_text(exc))
     finally:
         reader.close()
     return (steps / elapsed if elapsed > 0 else None), None

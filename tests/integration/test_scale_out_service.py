@@ -34,6 +34,7 @@ from pipediag.bench.service import (
 from pipediag.bench.structure import walk_pipeline
 from pipediag.config import RunConfig
 from pipediag.report.model import BLOCKER_LOCAL_PATH, BLOCKER_PYTHON, PipelineBenchmark
+from pipediag.report.reasons import SERVICE_ERROR
 from pipediag.training.service_train import train_through
 
 pytestmark = pytest.mark.tensorflow
@@ -262,7 +263,8 @@ def test_an_unanswered_dispatcher_is_one_note_and_the_rest_stays(tf: Any) -> Non
     address = f"grpc://127.0.0.1:{_closed_port()}"
     section = check_scale_out(ds, _pipeline(), RunConfig(data_service=address), note=notes.append)
     (m,) = section.measurements
-    assert not m.measured and m.reason and "no tf.data dispatcher answered" in m.reason
+    assert not m.measured and m.reason is not None and m.reason.code == SERVICE_ERROR
+    assert "no tf.data dispatcher answered" in m.reason.detail
     assert len(notes) == 1 and "\n" not in notes[0]
     # the static check still stands
     assert section.compatible and section.distribute_after_index is not None

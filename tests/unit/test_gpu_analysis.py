@@ -31,6 +31,7 @@ from pipediag.analysis.gpu import (
 )
 from pipediag.analysis.gpu_causes import ADVICE, CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
 from pipediag.analysis.host_contention import host_contention
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
     COMPUTE_BOUND,
@@ -43,6 +44,15 @@ from pipediag.report.model import (
     HostSection,
     TrainSection,
     Verdict,
+)
+from pipediag.report.reasons import (
+    FEW_GPU_WINDOWS,
+    NO_GPU_READING,
+    NO_GPU_SAMPLED,
+    NO_PSUTIL,
+    NO_TIMED_WAIT_STEP,
+    NVML_NO_GPU,
+    Reason,
 )
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.testing import FakeClock, synthetic_report
@@ -314,10 +324,11 @@ def test_several_gpus_analyse_the_busiest_and_say_so() -> None:
 
 
 def test_no_gpu_gives_no_analysis_with_reason() -> None:
-    gpu = GpuSection(available=False, reason="NVML found no GPU")
+    gpu = GpuSection(available=False, reason=Reason(NVML_NO_GPU))
     a = analyze_gpu(gpu, train_from(ALTERNATING))
     assert not a.available
-    assert a.reason == "no GPU was sampled: NVML found no GPU"
+    assert a.reason == Reason(NO_GPU_SAMPLED, because=Reason(NVML_NO_GPU))
+    assert reason_words(a.reason) == "no GPU was sampled: NVML found no GPU"
     assert gpu_evidence(a) is None
     verdict = Verdict(label=INPUT_BOUND, input_wait_fraction=0.5)
     assert with_gpu_evidence(verdict, a) == verdict
@@ -325,14 +336,19 @@ def test_no_gpu_gives_no_analysis_with_reason() -> None:
 
 def test_no_measured_steps_gives_no_analysis() -> None:
     a = analyze_gpu(section_from(lambda _t: 0.5), TrainSection())
-    assert not a.available and a.reason is not None and "no measured step" in a.reason
+    assert not a.available and a.reason == Reason(NO_TIMED_WAIT_STEP)
 
 
 def test_too_short_a_run_says_how_many_windows() -> None:
     phases: list[Phase] = [(1.0, 1.3, 0.5, 0.5)]
     a = analyze_gpu(section_from(busy_at(phases)), train_from(phases))
     assert not a.available
-    assert a.reason is not None and "NVML window(s)" in a.reason and "run more steps" in a.reason
+    assert a.reason is not None and a.reason.code == FEW_GPU_WINDOWS
+    assert (a.reason.value, a.reason.limit) == (2, 3)
+    assert reason_words(a.reason) == (
+        "only 2 NVML window(s) fell inside the measured steps (0.30 s of steps; need 3): NVML "
+        "averages over 1/6 s to 1 s, so run more steps for a GPU view"
+    )
 
 
 def test_attribution_of_no_windows_is_zero() -> None:
@@ -436,8 +452,10 @@ def test_fake_nvml_readings_failing_throughout_make_the_analysis_unavailable() -
     a = analyze_gpu(gpu, train_from(ALTERNATING))
     assert gpu.available and gpu.notes
     assert not a.available
-    assert a.reason is not None and a.reason.startswith("no GPU utilization reading succeeded")
-    assert "NVMLError_GpuIsLost" in a.reason
+    assert a.reason is not None and a.reason.code == NO_GPU_READING
+    words = reason_words(a.reason)
+    assert words.startswith("no GPU utilization reading succeeded")
+    assert "NVMLError_GpuIsLost" in words
 
 
 def test_fake_nvml_error_mid_run_keeps_the_windows_before_it_and_notes_it() -> None:
@@ -496,8 +514,8 @@ def test_contention_has_no_finding_when_compute_bound_or_unsampled() -> None:
     train = train_from([(1.0, 9.0, 0.0, 1.0)])
     c = host_contention(host_with(100.0, 75.0), train, Verdict(label=COMPUTE_BOUND))
     assert c.contended and c.finding == ""
-    none = host_contention(HostSection(available=False, reason="psutil missing"), train)
-    assert not none.available and none.reason == "psutil missing"
+    none = host_contention(HostSection(available=False, reason=Reason(NO_PSUTIL)), train)
+    assert not none.available and none.reason == Reason(NO_PSUTIL)
 
 
 # -- the report -------------------------------------------------------------------------------

@@ -14,9 +14,19 @@ from fake_nvml import FakeGpu, FakeNvml, steps, wall_clock_for
 
 import pipediag.samplers.base as base
 from pipediag.clock import MONOTONIC
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import dumps, from_dict, to_dict
 from pipediag.report.model import GpuDevice, Report
-from pipediag.samplers.gpu import NO_GPU_REASON, GpuSampler, select_visible_devices
+from pipediag.report.reasons import (
+    CUDA_HIDES_GPUS,
+    NVML_DRIVER_NOT_LOADED,
+    NVML_INIT_FAILED,
+    NVML_LIBRARY_NOT_FOUND,
+    NVML_NO_GPU,
+    NVML_NO_PERMISSION,
+    Reason,
+)
+from pipediag.samplers.gpu import GpuSampler, select_visible_devices
 from pipediag.testing import FakeClock
 
 THREAD_WAIT_S = 10.0
@@ -132,26 +142,41 @@ def test_falls_back_to_utilization_rates_without_driver_samples() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "reason"),
+    ("kwargs", "reason", "words"),
     [
         (
             {"library_missing": True},
+            Reason(NVML_LIBRARY_NOT_FOUND),
             "NVML library not found (no NVIDIA driver): no GPU on this machine",
         ),
-        ({"init_error": fn.NVML_ERROR_DRIVER_NOT_LOADED}, "NVMLError_DriverNotLoaded"),
-        ({"init_error": fn.NVML_ERROR_NO_PERMISSION}, "NVMLError_NoPermission"),
-        ({"init_error": fn.NVML_ERROR_UNKNOWN}, "NVML failed to initialise: NVMLError_Unknown"),
+        (
+            {"init_error": fn.NVML_ERROR_DRIVER_NOT_LOADED},
+            Reason(NVML_DRIVER_NOT_LOADED),
+            "NVMLError_DriverNotLoaded",
+        ),
+        (
+            {"init_error": fn.NVML_ERROR_NO_PERMISSION},
+            Reason(NVML_NO_PERMISSION),
+            "NVMLError_NoPermission",
+        ),
+        (
+            {"init_error": fn.NVML_ERROR_UNKNOWN},
+            Reason(NVML_INIT_FAILED, detail="NVMLError_Unknown"),
+            "NVML failed to initialise: NVMLError_Unknown",
+        ),
     ],
 )
-def test_nvml_init_failure_gives_a_one_line_reason(kwargs: dict[str, Any], reason: str) -> None:
+def test_nvml_init_failure_gives_a_one_line_reason(
+    kwargs: dict[str, Any], reason: Reason, words: str
+) -> None:
     rig = Rig(**kwargs)
     rig.sampler.start()  # background: no thread may start
     assert not rig.sampler.running
     rig.sampler.stop()
     section = rig.sampler.section(rig.t0)
     assert not section.available
-    assert section.reason is not None and reason in section.reason
-    assert "\n" not in section.reason
+    assert section.reason == reason
+    assert words in reason_words(reason) and "\n" not in reason_words(reason)
     assert section.samples == []
 
 
@@ -159,7 +184,7 @@ def test_no_devices_is_unavailable_and_nvml_is_shut_down() -> None:
     rig = Rig([])
     rig.run(2)
     section = rig.sampler.section(rig.t0)
-    assert not section.available and section.reason == NO_GPU_REASON
+    assert not section.available and section.reason == Reason(NVML_NO_GPU)
     assert not rig.nvml.initialised
 
 
@@ -215,7 +240,10 @@ def test_cuda_visible_devices_hiding_every_gpu(
     rig.run(1)
     section = rig.sampler.section(rig.t0)
     assert not section.available
-    assert section.reason == f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from this process"
+    assert section.reason == Reason(CUDA_HIDES_GPUS, detail=visible)
+    assert reason_words(section.reason) == (
+        f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from this process"
+    )
     assert not rig.nvml.initialised
 
 
@@ -389,8 +417,8 @@ def test_real_pynvml_without_a_gpu_is_unavailable_with_a_reason() -> None:
         assert section.available and section.devices and section.samples
     else:
         assert not section.available
-        assert section.reason
-        assert "\n" not in section.reason
+        assert section.reason is not None
+        assert "\n" not in reason_words(section.reason)
 
 
 def _wait_for(condition: Callable[[], bool]) -> None:

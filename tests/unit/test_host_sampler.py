@@ -11,7 +11,9 @@ import psutil
 import pytest
 
 from pipediag.clock import MONOTONIC
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import HostSample
+from pipediag.report.reasons import HOST_SAMPLER_NOT_STARTED, NO_PSUTIL, Reason
 from pipediag.samplers.base import DecimatingBuffer
 from pipediag.samplers.host import HostSampler, cpu_percentages, merge_host_samples
 from pipediag.testing import FakeClock
@@ -143,7 +145,8 @@ def test_missing_psutil_gives_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     sampler.stop()
     section = sampler.section(0.0)
     assert not section.available
-    assert section.reason is not None and "psutil" in section.reason
+    assert section.reason == Reason(NO_PSUTIL)
+    assert reason_words(section.reason) == "psutil is not installed: pip install psutil"
 
 
 def test_failing_reading_becomes_one_note_and_never_raises() -> None:
@@ -170,4 +173,6 @@ def test_failing_reading_becomes_one_note_and_never_raises() -> None:
 def test_unstarted_sampler_is_unavailable() -> None:
     sampler = HostSampler()
     sampler.stop()
-    assert sampler.section(0.0).reason == "host sampler was not started"
+    reason = sampler.section(0.0).reason
+    assert reason == Reason(HOST_SAMPLER_NOT_STARTED)
+    assert reason_words(reason) == "host sampler was not started"

@@ -28,6 +28,7 @@ from pipediag.renderers.png.style import (
 )
 from pipediag.renderers.png.suggestions import MAX_SUGGESTIONS, suggestion_lines
 from pipediag.renderers.png.timeline import MAX_STEP_BARS, bin_steps, phase_spans
+from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.suggestion_words import best_fix, best_fix_figure
 from pipediag.renderers.summary import key_figures
 from pipediag.renderers.text import render_text
@@ -48,7 +49,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.names import NO_VERDICT
-from pipediag.report.reasons import DEEP_SKIPPED, Reason
+from pipediag.report.reasons import DEEP_SKIPPED, NO_PSUTIL, Reason
 from pipediag.report.vocabulary import COST_EPOCH_START, GAIN_PIPELINE_ALONE, NO_VERDICT_NO_STEPS
 from pipediag.testing import RunLayout, synthetic_cost_report, synthetic_report
 
@@ -156,7 +157,8 @@ def test_no_gpu_report_says_why_in_one_line_and_gives_the_steps_its_room() -> No
     # no GPU panel: one line under the steps panel, which takes the room and its time axis
     assert "gpu" not in {axes.get_label() for axes in figure.axes}
     line = [t.get_text() for t in figure.texts if t.get_gid() == "no-gpu"]
-    assert line == [f"No GPU found: {report.gpu.reason}"]
+    assert report.gpu.reason is not None
+    assert line == [f"No GPU found: {reason_words(report.gpu.reason)}"]
     timeline = _axes(figure, "timeline")
     assert timeline.get_xlabel() == TIME_AXIS_LABEL
     assert timeline.get_position().height > 0.25
@@ -164,11 +166,11 @@ def test_no_gpu_report_says_why_in_one_line_and_gives_the_steps_its_room() -> No
 
 def test_unavailable_host_section_is_noted() -> None:
     report = dataclasses.replace(
-        synthetic_report(), host=HostSection(available=False, reason="psutil missing")
+        synthetic_report(), host=HostSection(available=False, reason=Reason(NO_PSUTIL))
     )
     figure = build_figure(report)
     assert [t.get_text() for t in _axes(figure, "cpu").texts] == [
-        "Host CPU not sampled: psutil missing"
+        "Host CPU not sampled: psutil is not installed: pip install psutil"
     ]
 
 

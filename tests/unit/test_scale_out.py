@@ -45,6 +45,7 @@ from pipediag.report.model import (
     ServiceMeasurement,
     StageStats,
 )
+from pipediag.report.reasons import SERVICE_ERROR, Reason
 from pipediag.testing import CostEvidence, synthetic_cost_report
 
 
@@ -329,7 +330,9 @@ def test_summary_lines_say_what_was_measured_where() -> None:
                 notes=["one host: the 2 workers shared its 2 cores"],
             ),
             ServiceMeasurement(
-                where="cluster", address="10.0.0.9:5050", reason="no tf.data dispatcher answered"
+                where="cluster",
+                address="10.0.0.9:5050",
+                reason=Reason(SERVICE_ERROR, detail="no tf.data dispatcher answered"),
             ),
         ],
     )

@@ -19,6 +19,7 @@ from pipediag.renderers.png.style import (
     SYSTEM_CPU_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, note
+from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.run_words import NO_REASON, no_gpu_text
 from pipediag.renderers.verdict_words import sentence
 from pipediag.report.model import Report
@@ -90,7 +91,8 @@ def draw_cpu(axes: Axes, report: Report) -> None:
     host = report.host
     _percent_panel(axes, "Host CPU", "CPU %")
     if not host.available:
-        note(axes, f"Host CPU not sampled: {host.reason or NO_REASON}")
+        why = reason_words(host.reason) if host.reason is not None else NO_REASON
+        note(axes, f"Host CPU not sampled: {why}")
         return
     if not host.samples:
         note(axes, "Host sampler ran, but recorded no samples")
