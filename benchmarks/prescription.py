@@ -57,6 +57,7 @@ from benchmarks._common import (
     format_table,
     load_case,
     median,
+    reason_text,
     run_child,
     split_raw,
     tail,
@@ -148,19 +149,14 @@ def claims(report: Mapping[str, Any], info: CaseInfo) -> dict[str, Any]:
         "combined_high": prescription.get("on_training_high")
         or prescription.get("training_speedup_high"),
         "combined_variant": combined_variant,
-        "prescription_reason": prescription.get("reason"),
+        "prescription_reason": reason_text(prescription.get("reason")),
         "tried": [
             {
-                k: t.get(k)
-                for k in (
-                    "fix",
-                    "stage",
-                    "on_training",
-                    "training_speedup",
-                    "kept",
-                    "reason",
-                    "after",
-                )
+                **{
+                    k: t.get(k)
+                    for k in ("fix", "stage", "on_training", "training_speedup", "kept", "after")
+                },
+                "reason": reason_text(t.get("reason")),
             }
             for t in prescription.get("tried") or []
         ],

@@ -27,6 +27,7 @@ from pipediag.report.model import (
     timed_steps,
 )
 from pipediag.report.names import stage_name
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
     STAGE_MIN_SHARE,
     VERIFIED_MIN_GAIN,
@@ -255,6 +256,7 @@ def fix_suggestion(
     on_training = training_gain(ctx, trial) if trial is not None else None
     verified_alone = verified  # what orders the fix after the prediction, unless ruled out
     kind: SuggestionKind = FIX
+    not_on_training: Reason | None = None
     if on_training is not None:
         assert trial is not None
         evidence += trial_text(trial) + training_text(ctx, trial)
@@ -275,7 +277,8 @@ def fix_suggestion(
         # only, so no gain is forecast or ranked.
         kind, predicted, estimated, verified_alone = NOTE, None, None, None
         title += " (not needed under the kept cache)"
-        evidence += trial_text(trial) + f" Not tried on training: {trial.training_reason}."
+        evidence += trial_text(trial)
+        not_on_training = trial.training_reason
     elif measured_gate and measured_no_gain(trial):
         # Measured not to help: no end-to-end forecast, which could read as a gain.
         kind, predicted = NOTE, 1.0
@@ -284,7 +287,7 @@ def fix_suggestion(
     else:
         evidence += trial_text(trial) + saturated_text(ctx, predicted)
         if trial is not None and trial.training_reason:
-            evidence += f" Not tried on training: {trial.training_reason}."
+            not_on_training = trial.training_reason
     if on_training is not None and trial is not None:
         measured = on_training_gain(on_training, training_interval(ctx, trial))
     elif verified is not None:
@@ -302,6 +305,7 @@ def fix_suggestion(
         estimate=next((e for e in (predicted, verified_alone, estimated) if e is not None), None),
         kind=kind,
         fix=trial.fix if trial is not None else None,
+        not_on_training=not_on_training,
     )
 
 

@@ -24,6 +24,7 @@ from pipediag.fleet.model import (
 )
 from pipediag.renderers.verdict_words import verdict_line
 from pipediag.report.model import Report
+from pipediag.report.reasons import NONE_STANDS_OUT, ONE_WORKER, TOO_FEW_TIMED_WORKERS, Reason
 
 # Workers whose training rates differ by less than this (relative) ran in lockstep: each
 # worker times its own window of N measured steps, whose edges can sit up to a step apart
@@ -112,13 +113,13 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
     )
 
 
-def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, str | None]:
-    """The worker that held the others back, or None and one line saying why none is named."""
+def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason | None]:
+    """The worker that held the others back, or None and why none is named."""
     if len(rows) < 2:
-        return None, "one worker only: nothing to compare it with"
+        return None, Reason(ONE_WORKER)
     timed = [r for r in rows if r.training_steps_per_s]
     if len(timed) < 2:
-        return None, "fewer than two workers measured training steps"
+        return None, Reason(TOO_FEW_TIMED_WORKERS)
     slowest = min(timed, key=_rate)
     if not in_lockstep(timed):
         return _straggler(slowest, [r for r in timed if r is not slowest], lockstep=False), None
@@ -133,12 +134,7 @@ def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, str | N
         rest = _median(getattr(r, value) for r in others)
         if rest is not None and getattr(pick, value) - rest >= gap:
             return _straggler(pick, others, lockstep=True), None
-    return None, (
-        f"none stands out: the workers trained at the same rate (within "
-        f"{rate_tolerance(timed):.0%}), "
-        f"waited alike for input (within {WAIT_GAP:.0%} of step time), and their hosts and "
-        "GPUs were alike busy"
-    )
+    return None, Reason(NONE_STANDS_OUT, value=rate_tolerance(timed), limit=WAIT_GAP)
 
 
 def in_lockstep(rows: Sequence[WorkerRow]) -> bool:

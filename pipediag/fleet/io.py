@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from pipediag.errors import ReportError
 from pipediag.fleet.model import FLEET_SCHEMA_VERSION, FleetReport, Straggler, WorkerRow
 from pipediag.report.io import write_atomically
+from pipediag.report.reasons import AS_WRITTEN, Reason
 
 T = TypeVar("T")
 
@@ -34,6 +35,8 @@ def fleet_from_dict(data: Any) -> FleetReport:
         fields["workers"] = [_build(WorkerRow, row) for row in data.get("workers", [])]
         straggler = data.get("straggler")
         fields["straggler"] = None if straggler is None else _build(Straggler, straggler)
+        why = data.get("no_straggler_reason")
+        fields["no_straggler_reason"] = _reason(why) if why else None
         return FleetReport(**fields)
     except (TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"malformed pipediag fleet report: {exc}") from exc
@@ -67,3 +70,11 @@ def _build(cls: type[T], data: Any) -> T:
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
     return cls(**_known(cls, data))
+
+
+def _reason(stored: Any) -> Reason:
+    """A stored reason: version 1 wrote words, kept as written."""
+    if isinstance(stored, str):
+        return Reason(AS_WRITTEN, detail=stored)
+    because = stored.get("because")
+    return Reason(**{**_known(Reason, stored), "because": _reason(because) if because else None})

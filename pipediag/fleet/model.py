@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-FLEET_SCHEMA_VERSION = 1
+from pipediag.report.reasons import Reason
+
+# 2: why no straggler is named is a code (`report/reasons.py`); version 1's words are kept
+# as written.
+FLEET_SCHEMA_VERSION = 2
 
 # What made the straggler slow (`Straggler.cause`).
 CAUSE_INPUT = "input"  # its own input pipeline: it waited for batches longer than the others
@@ -87,8 +91,8 @@ class FleetReport:
 
     workers: list[WorkerRow] = field(default_factory=list)
     straggler: Straggler | None = None
-    # One line when no worker stands out (e.g. one worker only, or all alike).
-    no_straggler_reason: str | None = None
+    # Why no worker is named (one worker only, or all alike).
+    no_straggler_reason: Reason | None = None
     # The workers trained at one rate (synchronous training): each one's input cost 1 - A/T
     # is then the cluster's, and only its own input wait tells the workers apart.
     lockstep: bool = False

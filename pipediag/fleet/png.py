@@ -22,6 +22,7 @@ from pipediag.renderers.png.style import (
     TRAINING_RATE_COLOUR,
     WARNING_COLOUR,
 )
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import write_atomically
 from pipediag.report.model import COST_CONTENTION, COST_FETCH, COST_WAIT
 
@@ -76,7 +77,7 @@ def _title(fleet: FleetReport) -> str:
     head = f"FLEET: {count} worker{'s' if count != 1 else ''}"
     if fleet.straggler is not None:
         return f"{head}; straggler {fleet.straggler.task} ({fleet.straggler.cause})"
-    return f"{head}; no straggler: {fleet.no_straggler_reason or 'none named'}"
+    return f"{head}; no straggler: {reason_words(fleet.no_straggler_reason) or 'none named'}"
 
 
 def _parts(row: WorkerRow, lockstep: bool) -> list[tuple[str, float, str]]:

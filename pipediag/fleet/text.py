@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from pipediag.fleet.model import FleetReport, WorkerRow
+from pipediag.renderers.reason_words import reason_words
 
 WIDTH = 100
 MISSING = "-"
@@ -40,7 +41,7 @@ def render_fleet_text(fleet: FleetReport) -> str:
             f"Straggler: {straggler.task} ({straggler.cause}): {straggler.explanation}"
         )
     else:
-        lines += _wrapped(f"Straggler: {fleet.no_straggler_reason or 'none named'}")
+        lines += _wrapped(f"Straggler: {reason_words(fleet.no_straggler_reason) or 'none named'}")
     lines += _wrapped(f"Clock: {fleet.clock}; offsets {_offsets(fleet)}")
     for note in fleet.notes:
         lines += _wrapped(f"Note: {note}")

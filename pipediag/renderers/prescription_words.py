@@ -5,6 +5,7 @@ before it, whether it was kept, and what the kept ones came to together (docs/de
 from __future__ import annotations
 
 from pipediag.renderers.numbers import gain
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import Report
 from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription
@@ -48,7 +49,8 @@ def together_text(prescription: Prescription, timed: str = "the train function")
     kept = prescription.kept
     value, low, high = prescription.shown
     if value is None:
-        return f"pipeline pipediag would write: none ({prescription.reason or 'nothing kept'})"
+        why = reason_words(prescription.reason) if prescription.reason else "nothing kept"
+        return f"pipeline pipediag would write: none ({why})"
     what = "the kept rewrite" if len(kept) == 1 else f"the {len(kept)} kept rewrites together"
     raw = _raw_note(prescription.training_speedup, value, timed)
     figure = _figure(value, low, high)
@@ -61,10 +63,11 @@ def _change_line(
 ) -> str:
     what = fix_words_at(change.fix, change.stage, vectorized_map=vectorized_map)
     value, low, high = change.shown
+    why = reason_words(change.reason) if change.reason else ""
     if value is None:
-        return f"{what}: not measured ({change.reason or 'no rate'})"
+        return f"{what}: not measured ({why or 'no rate'})"
     on_top = " on top of the kept ones" if change.after else ""
-    verdict = "kept" if change.kept else f"not kept ({change.reason})"
+    verdict = "kept" if change.kept else f"not kept ({why})"
     if change.at_step_alone:
         verdict += AT_STEP_ALONE
     raw = _raw_note(change.training_speedup, value, timed)

@@ -225,11 +225,49 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     r.STEPS_SPAN: "{value:.2f} s of steps",
     r.HOST_NOT_SAMPLED: "host was not sampled",
     r.NO_HOST_SAMPLES: "no host CPU samples",
+    # fixes tried on training, and the pipeline pipediag would write
+    r.BACKEND_NO_FIX_TRIAL: "a fix on training " + _UNDRIVEN,
+    r.FIX_TRIAL_BUDGET_SPENT: "training trial budget spent",
+    r.LOOP_STOPPED_FIRST: "the loop stopped first",
+    r.NOT_TRIED: "not tried",
+    r.FIXED_PIPELINE_FAILED: "the train step failed on the fixed pipeline: {detail}",
+    r.TRAINING_OUT_OF_TIME: "the time for trials on training ran out first",
+    r.NOT_BUILT: "could not be built: {detail}",
+    r.NOT_BUILT_ON_TOP: "could not be built on top of the kept rewrites: {detail}",
+    r.TRAINING_STOPPED: "the training stopped before this trial ended",
+    r.NO_REWRITE_TRIED: "no rewrite was tried on training",
+    r.NO_REWRITE_HELPED: "no rewrite helped training clearly",
+    r.FELL_BACK: (
+        "kept on its own trial, but the kept rewrites together gained training less than the "
+        "first ({detail}) alone: the pipeline is that one alone"
+    ),
+    r.COVERED_BY_CACHE: (
+        "the kept cache after {detail} serves it from memory after the first epoch: this "
+        "would change only the first"
+    ),
+    r.TOO_FEW_ROUNDS: "too few rounds to tell",
+    r.UNDER_WORTH_IT: "under the worth-it {limit:.2f}x",
+    r.INTERVAL_REACHES_ONE: "its interval reaches 1",
+    r.BOUNDED_OUT: (
+        "holding {detail} in memory gained training only {value:.2f}x: no rewrite up to it "
+        "can gain more"
+    ),
+    # the fleet of a multi-worker job
+    r.ONE_WORKER: "one worker only: nothing to compare it with",
+    r.TOO_FEW_TIMED_WORKERS: "fewer than two workers measured training steps",
+    r.NONE_STANDS_OUT: (
+        "none stands out: the workers trained at the same rate (within {value:.0%}), waited "
+        "alike for input (within {limit:.0%} of step time), and their hosts and GPUs were "
+        "alike busy"
+    ),
 }
 
 
-def reason_words(reason: Reason) -> str:
-    """The reason in words; a code this pipediag does not know shows as stored."""
+def reason_words(reason: Reason | None) -> str:
+    """The reason in words ("" for none); a code this pipediag does not know shows as
+    stored."""
+    if reason is None:
+        return ""
     words = WORDS.get(reason.code)
     if words is None:
         return reason.detail or reason.code

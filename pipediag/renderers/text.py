@@ -211,9 +211,15 @@ def _suggestions(report: Report) -> list[str]:
 
 
 def _evidence(suggestion: Suggestion) -> str:
-    """The suggestion's evidence, then why no fix was found, where it says."""
-    why = f"{reason_words(suggestion.reason)}." if suggestion.reason is not None else ""
-    return " ".join(part for part in (suggestion.evidence, why) if part)
+    """The suggestion's evidence, then why it was not tried on training and why no fix was
+    found, where it says."""
+    untried = suggestion.not_on_training
+    parts = [
+        suggestion.evidence,
+        f"Not tried on training: {reason_words(untried)}." if untried is not None else "",
+        f"{reason_words(suggestion.reason)}." if suggestion.reason is not None else "",
+    ]
+    return " ".join(part for part in parts if part)
 
 
 def _why(what: str, reason: Reason | None) -> str:

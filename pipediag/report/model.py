@@ -173,9 +173,9 @@ __all__ = [
 # interval) and one estimate that only orders the fixes nothing measured
 # (`Suggestion.estimate`); the five speedups per suggestion are gone.
 # 7: why something was not measured is a code with its parameters (`report/reasons.py`), not
-# words: the pipeline benchmark's, compute alone's, the model-side trials', scale-out's and
-# the host and GPU sections' reasons. An older report's words are kept as written
-# (`AS_WRITTEN`).
+# words: the pipeline benchmark's, compute alone's, the model-side trials', scale-out's, the
+# host and GPU sections', the prescription's and a fix's on training; a suggestion carries
+# the reasons its evidence gives. An older report's words are kept as written (`AS_WRITTEN`).
 SCHEMA_VERSION = 7
 
 
@@ -497,8 +497,10 @@ class Suggestion:
     stage_index: int | None = None
     # The rewrite whose trial the suggestion reports (None: a rule with no trial).
     fix: FixName | None = None
-    # Why no fix was found or measured, worded by the renderers after the evidence.
+    # Why no fix was found or measured, and why the fix was not tried on training: worded
+    # by the renderers after the evidence.
     reason: Reason | None = None
+    not_on_training: Reason | None = None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import FixName
 
 
@@ -64,7 +65,7 @@ class PrescribedChange:
     training_speedup_low: float | None = None
     training_speedup_high: float | None = None
     kept: bool = False
-    reason: str | None = None
+    reason: Reason | None = None
     # The changes it was tried on top of (the ones kept before it), in order.
     after: list[FixName] = field(default_factory=list)
     baseline_steps_per_s: float | None = None
@@ -107,7 +108,7 @@ class Prescription:
     baseline_steps_per_s: float | None = None
     variant_steps_per_s: float | None = None
     code: list[CodeLine] = field(default_factory=list)
-    reason: str | None = None
+    reason: Reason | None = None
     on_training: float | None = None
     on_training_low: float | None = None
     on_training_high: float | None = None

@@ -128,6 +128,28 @@ ReasonCode = Literal[
     "steps-span",
     "host-not-sampled",
     "no-host-samples",
+    # fixes tried on training, and the pipeline pipediag would write
+    "backend-no-fix-trial",
+    "fix-trial-budget-spent",
+    "loop-stopped-first",
+    "not-tried",
+    "fixed-pipeline-failed",
+    "training-out-of-time",
+    "not-built",
+    "not-built-on-top",
+    "training-stopped",
+    "no-rewrite-tried",
+    "no-rewrite-helped",
+    "fell-back",
+    "covered-by-cache",
+    "too-few-rounds",
+    "under-worth-it",
+    "interval-reaches-one",
+    "bounded-out",
+    # the fleet of a multi-worker job
+    "one-worker",
+    "too-few-timed-workers",
+    "none-stands-out",
 ]
 
 AS_WRITTEN: Final = "as-written"  # an older report's words, kept as they were
@@ -246,6 +268,32 @@ FEW_GPU_WINDOWS: Final = "few-gpu-windows"  # value: windows; limit: needed; bec
 STEPS_SPAN: Final = "steps-span"  # value: the measured steps' span, in seconds
 HOST_NOT_SAMPLED: Final = "host-not-sampled"
 NO_HOST_SAMPLES: Final = "no-host-samples"
+
+
+# fixes tried on training, and the pipeline pipediag would write
+BACKEND_NO_FIX_TRIAL: Final = "backend-no-fix-trial"  # detail: the Keras backend
+FIX_TRIAL_BUDGET_SPENT: Final = "fix-trial-budget-spent"
+LOOP_STOPPED_FIRST: Final = "loop-stopped-first"
+NOT_TRIED: Final = "not-tried"
+FIXED_PIPELINE_FAILED: Final = "fixed-pipeline-failed"  # detail: the error
+TRAINING_OUT_OF_TIME: Final = "training-out-of-time"
+NOT_BUILT: Final = "not-built"  # detail: the error
+NOT_BUILT_ON_TOP: Final = "not-built-on-top"  # detail: the error
+TRAINING_STOPPED: Final = "training-stopped"
+NO_REWRITE_TRIED: Final = "no-rewrite-tried"
+NO_REWRITE_HELPED: Final = "no-rewrite-helped"
+FELL_BACK: Final = "fell-back"  # detail: the first rewrite, as the report names it
+COVERED_BY_CACHE: Final = "covered-by-cache"  # detail: the stage the kept cache follows
+TOO_FEW_ROUNDS: Final = "too-few-rounds"
+UNDER_WORTH_IT: Final = "under-worth-it"  # limit: the worth-it gain
+INTERVAL_REACHES_ONE: Final = "interval-reaches-one"
+BOUNDED_OUT: Final = "bounded-out"  # detail: the held stage; value: its gain held
+
+
+# the fleet of a multi-worker job
+ONE_WORKER: Final = "one-worker"
+TOO_FEW_TIMED_WORKERS: Final = "too-few-timed-workers"
+NONE_STANDS_OUT: Final = "none-stands-out"  # value: the rate tolerance; limit: the wait gap
 
 
 @dataclass(frozen=True)

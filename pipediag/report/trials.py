@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import FixName, TrialStop
 
 
@@ -102,7 +103,7 @@ class FixTrial:
     training_variant_steps_per_s: float | None = None
     training_speedup: float | None = None
     training_rounds: int = 0
-    training_reason: str | None = None
+    training_reason: Reason | None = None
     # What an epoch's start cost each side beyond a steady step, seconds (a fresh iterator
     # made, its first step; a cache's read after its filling epoch); None: not measured.
     training_baseline_start_s: float | None = None

@@ -27,6 +27,22 @@ from pipediag.report.fixes import fix_facts
 from pipediag.report.model import FixTrial, PipelineBenchmark
 from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
+from pipediag.report.reasons import (
+    BOUNDED_OUT,
+    COVERED_BY_CACHE,
+    FELL_BACK,
+    INTERVAL_REACHES_ONE,
+    NO_REWRITE_HELPED,
+    NO_REWRITE_TRIED,
+    NOT_BUILT,
+    NOT_BUILT_ON_TOP,
+    TOO_FEW_ROUNDS,
+    TOO_FEW_STEPS,
+    TRAINING_OUT_OF_TIME,
+    TRAINING_STOPPED,
+    UNDER_WORTH_IT,
+    Reason,
+)
 from pipediag.report.stage_facts import (
     VERIFIED_MIN_GAIN,
     if_free_bound,
@@ -50,10 +66,9 @@ from pipediag.training.training_trial import TrialResults, epoch_start_s, with_t
 Compose = Callable[[Sequence[FixPipelines], FixPipelines], FixPipelines]
 # The fix id of the last trial: every kept rewrite against the user's pipeline.
 COMBINED = "combined"
-OUT_OF_TIME = "the time for trials on training ran out first"
 
 
-def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> str | None:
+def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> Reason | None:
     """Why a rewrite cannot gain on training, or None to try it: the stage that bounds it
     (`report.stage_facts.if_free_bound`) gained under the worth-it 1.05x when held, its
     interval too where it has one (`report.stage_facts.if_free_clearly_under`)."""
@@ -62,9 +77,8 @@ def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> str | None:
     bound = if_free_bound(stages, fix.stage_index)
     if bound is None or not if_free_clearly_under(bound):
         return None
-    return (
-        f"holding {bound.name or bound.kind} in memory gained training only "
-        f"{bound.training_speedup_if_free:.2f}x: no rewrite up to it can gain more"
+    return Reason(
+        BOUNDED_OUT, detail=bound.name or bound.kind, value=bound.training_speedup_if_free
     )
 
 
@@ -118,7 +132,7 @@ class SearchOutcome:
     results: TrialResults = field(default_factory=dict)
     tried: list[PrescribedChange] = field(default_factory=list)
     combined: Rounds | None = None
-    combined_reason: str | None = None
+    combined_reason: Reason | None = None
     # The step-alone ceiling a trial's variant ran above, by trial key (its gain is taken
     # at it: `at_ceiling`); the combined trial's apart.
     capped: dict[tuple[str, int | None], float] = field(default_factory=dict)
@@ -169,14 +183,15 @@ class PipelineSearch:
             fix = self._queue[0]
             share_s = self._share_s(planned=len(self._queue) + (1 if self._kept else 0))
             if share_s is None:
-                self._skip_rest(OUT_OF_TIME)
+                self._skip_rest(Reason(TRAINING_OUT_OF_TIME))
                 break
             self._queue.pop(0)
             try:
                 pipelines = self._compose(self._kept, fix)
             except Exception as exc:
-                on_top = " on top of the kept rewrites" if self._kept else ""
-                self._add(fix, reason=f"could not be built{on_top}: {type(exc).__name__}: {exc}")
+                error = f"{type(exc).__name__}: {exc}"
+                built = Reason(NOT_BUILT_ON_TOP, error) if self._kept else Reason(NOT_BUILT, error)
+                self._add(fix, reason=built)
                 continue
             self._pending, self._pending_fix = pipelines, fix
             return pipelines, share_s
@@ -184,12 +199,13 @@ class PipelineSearch:
             self._combined_due = False
             share_s = self._share_s(planned=1)
             if share_s is None:
-                self.outcome.combined_reason = OUT_OF_TIME
+                self.outcome.combined_reason = Reason(TRAINING_OUT_OF_TIME)
                 return None
             try:
                 last = self._compose(self._kept[:-1], self._kept[-1])
             except Exception as exc:  # built before, so not expected
-                self.outcome.combined_reason = f"could not be built: {type(exc).__name__}: {exc}"
+                built = Reason(NOT_BUILT, detail=f"{type(exc).__name__}: {exc}")
+                self.outcome.combined_reason = built
                 return None
             combined = dataclasses.replace(
                 last,
@@ -202,7 +218,7 @@ class PipelineSearch:
             return combined, share_s
         return None
 
-    def record(self, rounds: Rounds | None, reason: str | None = None) -> None:
+    def record(self, rounds: Rounds | None, reason: Reason | None = None) -> None:
         """The pending trial's rounds (None: it gave none, and `reason` says why)."""
         pending, self._pending = self._pending, None
         fix, self._pending_fix = self._pending_fix, None
@@ -238,8 +254,8 @@ class PipelineSearch:
         """The prescription as it stands (a search cut short keeps what it measured), with
         the code of the user's chain (`stages`) rewritten by the kept rewrites."""
         if self._pending is not None:
-            self.record(None, "the training stopped before this trial ended")
-        self._skip_rest("not tried: " + OUT_OF_TIME)
+            self.record(None, Reason(TRAINING_STOPPED))
+        self._skip_rest(Reason(TRAINING_OUT_OF_TIME))
         prescription = self._measured()
         if not self._kept or not stages:
             return prescription
@@ -278,11 +294,7 @@ class PipelineSearch:
         if len(kept) >= 2:
             reason = None if combined else self.outcome.combined_reason
             return self._prescribed(combined, reason, self.outcome.combined_ceiling)
-        reason = (
-            "no rewrite was tried on training"
-            if not self.outcome.tried
-            else "no rewrite helped training clearly"
-        )
+        reason = Reason(NO_REWRITE_HELPED if self.outcome.tried else NO_REWRITE_TRIED)
         return Prescription(tried=list(self.outcome.tried), reason=reason)
 
     def _fell_back(self, kept: list[PrescribedChange], combined: Rounds | None) -> bool:
@@ -297,10 +309,10 @@ class PipelineSearch:
             return False
         if together.speedup >= first.training_speedup:
             return False
-        first_words = fix_words_at(first.fix, first.stage)
+        fell_back = Reason(FELL_BACK, detail=fix_words_at(first.fix, first.stage))
         dropped = set(map(id, kept[1:]))
         self.outcome.tried = [
-            dataclasses.replace(change, kept=False, reason=fell_back_reason(first_words))
+            dataclasses.replace(change, kept=False, reason=fell_back)
             if id(change) in dropped
             else change
             for change in self.outcome.tried
@@ -327,7 +339,7 @@ class PipelineSearch:
         for fix in moot:
             self._add(fix, reason=reason, covered_by_cache=True)
 
-    def _skip_rest(self, reason: str) -> None:
+    def _skip_rest(self, reason: Reason) -> None:
         for fix in self._queue:
             self._add(fix, reason=reason)
         self._queue = []
@@ -339,7 +351,7 @@ class PipelineSearch:
         freed: Freed | None = None,
         rounds: Rounds | None = None,
         kept: bool = False,
-        reason: str | None = None,
+        reason: Reason | None = None,
         at_step_alone: bool = False,
         covered_by_cache: bool = False,
     ) -> None:
@@ -364,7 +376,7 @@ class PipelineSearch:
         )
 
     def _prescribed(
-        self, rounds: Rounds | None, reason: str | None, ceiling: float | None = None
+        self, rounds: Rounds | None, reason: Reason | None, ceiling: float | None = None
     ) -> Prescription:
         freed = at_ceiling(freed_from(rounds), ceiling)
         return Prescription(
@@ -402,7 +414,7 @@ def at_ceiling(freed: Freed | None, ceiling: float | None) -> Freed | None:
     )
 
 
-def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> str | None:
+def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> Reason | None:
     """Why the rewrites at and before a kept cache are not tried, or None where `kept` is
     no cache (or its stage is not known): from the second epoch on its stage's output comes
     from memory, so a cheaper stage under it changes only the first epoch's fill."""
@@ -411,30 +423,19 @@ def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> str | 
     if not 0 <= kept.stage_index < len(stages):
         return None
     name = kept.stage or stages[kept.stage_index].name or stages[kept.stage_index].kind
-    return (
-        f"the kept cache after {name} serves it from memory after the first epoch: this "
-        "would change only the first"
-    )
+    return Reason(COVERED_BY_CACHE, detail=name)
 
 
-def fell_back_reason(first: str) -> str:
-    """Why a rewrite kept on its own trial is dropped after the combined one."""
-    return (
-        f"kept on its own trial, but the kept rewrites together gained training less than "
-        f"the first ({first}) alone: the pipeline is that one alone"
-    )
-
-
-def _not_kept(freed: Freed | None) -> str:
+def _not_kept(freed: Freed | None) -> Reason:
     """Why a measured rewrite was not kept, without its figure: the report shows the figure
     in the run's terms beside it (`analysis/run_terms.py`)."""
     if freed is None:
-        return "too few steps to time"
+        return Reason(TOO_FEW_STEPS)
     if freed.low is None:
-        return "too few rounds to tell"
+        return Reason(TOO_FEW_ROUNDS)
     if freed.speedup < VERIFIED_MIN_GAIN:
-        return f"under the worth-it {VERIFIED_MIN_GAIN:.2f}x"
-    return "its interval reaches 1"
+        return Reason(UNDER_WORTH_IT, limit=VERIFIED_MIN_GAIN)
+    return Reason(INTERVAL_REACHES_ONE)
 
 
 def order_for_search(
@@ -486,7 +487,7 @@ def with_prescription(
         if change is not None and trial.training_speedup is None and not trial.training_reason:
             trial = dataclasses.replace(
                 trial,
-                training_reason=(change.reason or "").removeprefix("not tried: "),
+                training_reason=change.reason,
                 facts=dataclasses.replace(trial.facts, covered_by_cache=change.covered_by_cache),
             )
         updated.append(trial)

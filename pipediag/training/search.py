@@ -16,17 +16,18 @@ from pipediag.bench.interleaved import Rounds
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
+from pipediag.report.reasons import NOT_TRIED, Reason
 from pipediag.training.training_trial import TrialResults, try_on_fit
 
 # Runs one trial within the seconds given: its rounds, or why none.
-TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, str | None]]
+TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, Reason | None]]
 
 
 class Search(Protocol):
     """Trials decided one at a time: the next one's pipelines and seconds, then its rounds."""
 
     def next_trial(self) -> tuple[FixPipelines, float] | None: ...
-    def record(self, rounds: Rounds | None, reason: str | None = None) -> None: ...
+    def record(self, rounds: Rounds | None, reason: Reason | None = None) -> None: ...
 
 
 def run(search: Search, try_one: TryOne) -> None:
@@ -41,10 +42,10 @@ def run_on_fit(
     """Run the search on fit's train function: each trial A/B on its two copies
     (`try_on_fit`, which puts the model's variables back after each)."""
 
-    def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, str | None]:
+    def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, Reason | None]:
         results: TrialResults = try_on_fit(
             model, [pipelines], clock=clock, step_s=step_s, budget_s=seconds, teardown=teardown
         )
-        return results.get((pipelines.fix, pipelines.stage_index), (None, "not tried"))
+        return results.get((pipelines.fix, pipelines.stage_index), (None, Reason(NOT_TRIED)))
 
     run(search, try_one)

@@ -24,6 +24,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import StageStats
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_clearly_under, upstream_of
 from pipediag.training.search import TryOne, run, run_on_fit
 
@@ -123,7 +124,7 @@ class StageSearch:
         self._pending = index
         return self._copies.pipelines(self._by_index[index]), share_s
 
-    def record(self, rounds: Rounds | None, reason: str | None = None) -> None:
+    def record(self, rounds: Rounds | None, reason: Reason | None = None) -> None:
         """The pending trial's rounds (None: it gave none, and `reason` may say why)."""
         index, self._pending = self._pending, None
         if index is None:

@@ -28,6 +28,17 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
 from pipediag.report.model import FixTrial
+from pipediag.report.reasons import (
+    BACKEND_NO_FIX_TRIAL,
+    FIX_TRIAL_BUDGET_SPENT,
+    FIXED_PIPELINE_FAILED,
+    LOOP_STOPPED_FIRST,
+    NO_COMPILED_TRAIN_FUNCTION,
+    STATEFUL_RANDOM_OP,
+    TOO_FEW_STEPS,
+    Reason,
+    error_line,
+)
 from pipediag.training.compute_alone import (
     stateful_random_op,
     step_variables,
@@ -43,7 +54,7 @@ BUDGET_S = 3.0
 SLICE_STEPS = 8
 
 # What each fix measured on training, by (fix, stage index): its rounds, or why none.
-TrialResults = dict[tuple[str, int | None], tuple[Rounds | None, str | None]]
+TrialResults = dict[tuple[str, int | None], tuple[Rounds | None, Reason | None]]
 
 
 def slice_seconds(step_s: float, share_s: float) -> float:
@@ -52,13 +63,13 @@ def slice_seconds(step_s: float, share_s: float) -> float:
     return TRAINING_SLICES.clamp(min(SLICE_STEPS * step_s, by_share))
 
 
-def with_training(trial: FixTrial, rounds: Rounds | None, reason: str | None) -> FixTrial:
+def with_training(trial: FixTrial, rounds: Rounds | None, reason: Reason | None) -> FixTrial:
     """`trial` with what its fix measured on training (or why it was not tried)."""
     if rounds is None:
         return replace(trial, training_reason=reason)
     base, fixed = rounds.rates()
     if base is None or fixed is None:
-        return replace(trial, training_reason=reason or "too few steps to time")
+        return replace(trial, training_reason=reason or Reason(TOO_FEW_STEPS))
     facts = replace(trial.facts, training_stopped=rounds.stopped)
     if rounds.interval is not None:
         low, high = rounds.interval
@@ -117,10 +128,7 @@ def try_on_fit(
 
     backend = undriven(model)
     if backend is not None:
-        blocked = (
-            f"a fix on training is not run on Keras's {backend} backend: pipediag drives the "
-            "train step of the TensorFlow and JAX backends only"
-        )
+        blocked = Reason(BACKEND_NO_FIX_TRIAL, detail=backend)
         return {(f.fix, f.stage_index): (None, blocked) for f in fixes}
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     # Each fix's sides read with one call of the train function, `per_call` steps.
@@ -136,17 +144,17 @@ def try_on_fit(
         # fit's jitted step on one copy of fit's state for all the fixes (docs/design.md, "JAX")
         from pipediag.training.jax_fit import JaxFitSteps, trainable
 
-        if trainable(model) is not None:
-            why = "fit's JAX train step and its state could not be read"
-            return {(f.fix, f.stage_index): (None, why) for f in fixes}
+        blocked_by = trainable(model)
+        if blocked_by is not None:
+            return {(f.fix, f.stage_index): (None, blocked_by) for f in fixes}
         return trials(_FitSteps(JaxFitSteps(model).call, per_call, clock).read)
     train_function = getattr(model, "train_function", None)
     blocker = None if train_function is None else stateful_random_op(train_function)
     if train_function is None or blocker is not None:
         why = (
-            "the model has no compiled train function"
+            Reason(NO_COMPILED_TRAIN_FUNCTION)
             if train_function is None
-            else f"the train step uses TensorFlow's stateful random op {blocker}"
+            else Reason(STATEFUL_RANDOM_OP, detail=blocker or "")
         )
         return {(f.fix, f.stage_index): (None, why) for f in fixes}
     distribute = _distributor(model)
@@ -238,7 +246,7 @@ class FixRounds:
             share_s = max(0.0, self._end_s - self._clock.now()) / left
             fix = self._fixes[self._position]
             if share_s < 4 * TRAINING_SLICES.shortest_s:
-                self._results[(fix.fix, fix.stage_index)] = (None, "training trial budget spent")
+                self._results[(fix.fix, fix.stage_index)] = (None, Reason(FIX_TRIAL_BUDGET_SPENT))
                 continue
             try:
                 self._sides = [
@@ -282,7 +290,7 @@ class FixRounds:
         if self._plan is not None and 0 <= self._position < len(self._fixes):
             self._close_fix()
         for fix in self._fixes:
-            self._results.setdefault((fix.fix, fix.stage_index), (None, "the loop stopped first"))
+            self._results.setdefault((fix.fix, fix.stage_index), (None, Reason(LOOP_STOPPED_FIRST)))
         return self._results
 
     def _close_fix(self) -> None:
@@ -351,14 +359,10 @@ class _FitSteps:
         return True
 
 
-def _failure(exc: BaseException) -> str:
-    """One line: Keras wraps a layer's error in a generic first line, so the lines that say
-    what went wrong are joined."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return (
-        f"the train step failed on the fixed pipeline: {type(exc).__name__}: "
-        + " ".join(lines)[:240]
-    )
+def _failure(exc: BaseException) -> Reason:
+    """In one line: Keras wraps a layer's error in a generic first line, so the lines that
+    say what went wrong are joined."""
+    return Reason(FIXED_PIPELINE_FAILED, detail=error_line(exc, 240))
 
 
 # --- custom loops ----------------------------------------------------------------------------

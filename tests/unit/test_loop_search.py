@@ -14,6 +14,7 @@ from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import StageStats
 from pipediag.testing import FakeClock
 from pipediag.training.budget import PULL, BudgetServer, LoopWork
@@ -236,6 +237,6 @@ def test_a_loop_is_served_the_holds_then_the_rewrites_bounded_by_them() -> None:
     (search,) = searched
     prescription = search.prescription()
     by_fix = {c.fix: c for c in prescription.tried}
-    assert "no rewrite up to it can gain more" in (by_fix["cache"].reason or "")
+    assert "no rewrite up to it can gain more" in reason_words(by_fix["cache"].reason)
     assert by_fix["parallel-map"].kept
     assert prescription.training_speedup == pytest.approx(0.030 / 0.0101, rel=0.1)

@@ -50,9 +50,11 @@ from pipediag.report.model_side import (
 from pipediag.report.prescription import PrescribedChange, Prescription
 from pipediag.report.reasons import (
     DEEP_SKIPPED,
+    INTERVAL_REACHES_ONE,
     NO_BFLOAT16,
     NO_GPU_COPY,
     PROFILER_NO_START,
+    TRAINING_OUT_OF_TIME,
     Reason,
 )
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
@@ -103,18 +105,16 @@ def _rewrites_report(tried: int = 3) -> Report:
             0.98,
             0.9,
             1.06,
-            reason="its interval reaches 1",
+            reason=Reason(INTERVAL_REACHES_ONE),
             after=[FIX_PARALLEL_MAP],
             on_training=0.97,
             on_training_low=0.88,
             on_training_high=1.05,
         ),
-        PrescribedChange(FIX_CACHE, 1, "map(parse)", reason="the time for trials ran out first"),
+        PrescribedChange(FIX_CACHE, 1, "map(parse)", reason=Reason(TRAINING_OUT_OF_TIME)),
     ]
     changes += [
-        PrescribedChange(
-            FIX_MAP_FUSION, 1, f"map(f{k})", reason="the time for trials ran out first"
-        )
+        PrescribedChange(FIX_MAP_FUSION, 1, f"map(f{k})", reason=Reason(TRAINING_OUT_OF_TIME))
         for k in range(max(0, tried - len(changes)))
     ]
     prescription = Prescription(

@@ -13,7 +13,15 @@ from pipediag.analysis.stage_bisect import Freed
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.whatif import FixPipelines
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import FixTrial, PipelineBenchmark, StageStats
+from pipediag.report.reasons import (
+    BOUNDED_OUT,
+    FELL_BACK,
+    NO_REWRITE_HELPED,
+    UNDER_WORTH_IT,
+    Reason,
+)
 from pipediag.testing import FakeClock
 from pipediag.training.prescription import (
     COMBINED,
@@ -104,7 +112,8 @@ def test_each_rewrite_is_tried_on_top_of_the_kept_ones_and_the_kept_ones_togethe
     assert [c.fix for c in prescription.kept] == ["parallel-map", "cache"]
     dropped = prescription.tried[1]
     assert not dropped.kept and dropped.after == ["parallel-map"]
-    assert dropped.reason is not None and "under the worth-it" in dropped.reason
+    assert dropped.reason == Reason(UNDER_WORTH_IT, limit=1.05)
+    assert "under the worth-it 1.05x" in reason_words(dropped.reason)
     # and the prescription's gain is the combined trial's
     assert prescription.training_speedup == pytest.approx(1.5 * 1.3)
     assert prescription.baseline_steps_per_s == pytest.approx(BASE_RATE)
@@ -134,7 +143,8 @@ def test_kept_rewrites_that_together_gain_less_than_the_first_alone_fall_back_to
     # and the dropped one says why, its own trial's figure kept
     dropped = prescription.tried[1]
     assert not dropped.kept and dropped.training_speedup == pytest.approx(1.2)
-    assert dropped.reason is not None and "together gained training less" in dropped.reason
+    assert dropped.reason is not None and dropped.reason.code == FELL_BACK
+    assert "together gained training less" in reason_words(dropped.reason)
 
 
 def test_kept_rewrites_that_together_beat_the_first_alone_stay_together() -> None:
@@ -169,8 +179,8 @@ def test_a_gain_whose_interval_reaches_one_is_not_kept() -> None:
     prescription = trials.prescription()
     assert not prescription.kept
     assert prescription.training_speedup is None
-    assert prescription.reason == "no rewrite helped training clearly"
-    assert "reaches 1" in (prescription.tried[0].reason or "")
+    assert prescription.reason == Reason(NO_REWRITE_HELPED)
+    assert "reaches 1" in reason_words(prescription.tried[0].reason)
 
 
 def test_a_rewrite_that_cannot_be_combined_is_reported_and_the_search_goes_on() -> None:
@@ -187,7 +197,9 @@ def test_a_rewrite_that_cannot_be_combined_is_reported_and_the_search_goes_on() 
     run_search(trials, trainer.try_one)
     prescription = trials.prescription()
     by_fix = {c.fix: c for c in prescription.tried}
-    assert "could not be built on top of the kept rewrites" in (by_fix["vectorize"].reason or "")
+    assert "could not be built on top of the kept rewrites" in reason_words(
+        by_fix["vectorize"].reason
+    )
     assert by_fix["cache"].kept and by_fix["cache"].after == ["parallel-map"]
 
 
@@ -215,7 +227,7 @@ def test_once_a_cache_is_kept_the_rewrites_of_the_stages_it_serves_are_not_tried
     by_fix = {c.fix: c for c in prescription.tried}
     for moot in ("parallel-map", "vectorize"):
         assert "the kept cache after map(decode) serves it from memory" in (
-            by_fix[moot].reason or ""
+            reason_words(by_fix[moot].reason)
         )
         assert not by_fix[moot].kept
     assert [c.fix for c in prescription.kept] == ["cache", "prefetch-end"]
@@ -226,7 +238,9 @@ def test_once_a_cache_is_kept_the_rewrites_of_the_stages_it_serves_are_not_tried
         trials=[FixTrial("parallel-map", 1, "map(decode)"), FixTrial("cache", 1, "map(decode)")],
     )
     moot, cache = with_prescription(pipeline, trials, ceiling=None).trials
-    assert moot.facts.covered_by_cache and "serves it from memory" in (moot.training_reason or "")
+    assert moot.facts.covered_by_cache and "serves it from memory" in reason_words(
+        moot.training_reason
+    )
     assert not cache.facts.covered_by_cache and cache.training_speedup == pytest.approx(1.4)
 
 
@@ -239,7 +253,7 @@ def test_rewrites_left_when_the_time_runs_out_are_named() -> None:
     prescription = trials.prescription()
     assert [name for name, _ in trainer.tried] == ["a"]  # 0.5 s left: under a trial's least
     assert prescription.training_speedup == pytest.approx(1.5)
-    assert all("ran out" in (c.reason or "") for c in prescription.tried[1:])
+    assert all("ran out" in reason_words(c.reason) for c in prescription.tried[1:])
 
 
 def test_a_fixed_rate_above_the_step_alone_is_taken_at_the_step_alone() -> None:
@@ -278,7 +292,8 @@ def test_a_rewrite_is_bounded_by_the_nearest_held_stage_at_or_after_it() -> None
     stages = [_stage(0, 1.0, "source"), _stage(1, None), _stage(2, 1.01), _stage(3, 3.0)]
     # THEN a rewrite of the unheld map is bounded by the batch after it: not tried
     reason = bounded_out(_fix("parallel-map", 1), stages)
-    assert reason is not None and "1.01x" in reason
+    assert reason == Reason(BOUNDED_OUT, detail="map2", value=1.01)
+    assert "gained training only 1.01x" in reason_words(reason)
     # and one of the end (or the options) by the output stage's 3x: tried
     assert bounded_out(_fix("prefetch-end", 3), stages) is None
     assert bounded_out(_fix("thread-cap", None), stages) is None

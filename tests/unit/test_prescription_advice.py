@@ -13,6 +13,7 @@ from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
 from pipediag.renderers.text import render_text
 from pipediag.report.model import FixTrial, Gain, Report, StageStats, TrialFacts
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
+from pipediag.report.reasons import COVERED_BY_CACHE, NO_REWRITE_HELPED, UNDER_WORTH_IT, Reason
 from pipediag.report.vocabulary import GAIN_HELD, GAIN_INPUT_FREE, GAIN_ON_TRAINING
 from pipediag.testing import synthetic_report
 
@@ -66,7 +67,7 @@ def _two_kept() -> Prescription:
                 1.01,
                 0.98,
                 1.04,
-                reason="under",
+                reason=Reason(UNDER_WORTH_IT, limit=1.05),
                 after=["vectorize"],
             ),
             PrescribedChange("cache", 0, "source", 1.4, 1.3, 1.5, kept=True, after=["vectorize"]),
@@ -100,7 +101,8 @@ def test_two_kept_rewrites_make_one_fix_ranked_by_their_gain_together() -> None:
     # and the text shows every rewrite tried, kept or not, and the total
     lines = rewrites_lines(report)
     assert lines[0].startswith("vectorise: map after the batch at map(decode): 1.80x")
-    assert "not kept (under)" in lines[1] and "on top of the kept ones" in lines[1]
+    assert "not kept (under the worth-it 1.05x)" in lines[1]
+    assert "on top of the kept ones" in lines[1]
     assert lines[-1] == (
         "pipeline pipediag would write: the 2 kept rewrites together, training "
         "2.50x (2.30-2.70x) over yours"
@@ -193,7 +195,7 @@ def test_with_every_rewrite_tried_and_none_kept_the_note_says_so() -> None:
             PrescribedChange("prefetch-end", 2, "batch(32)", 1.01, 0.98, 1.04, reason="under"),
             PrescribedChange("thread-cap", None, "options", 0.97, 0.95, 0.99, reason="under"),
         ],
-        reason="no rewrite helped training clearly",
+        reason=Reason(NO_REWRITE_HELPED),
     )
     # (the stage's own cost is too small for a stage rule: 0.1 ms a batch everywhere)
     stages = [dataclasses.replace(s, own_s_per_batch=0.0001) for s in _stages()]
@@ -210,7 +212,7 @@ def test_with_every_rewrite_tried_and_none_kept_the_note_says_so() -> None:
 def test_a_stage_fix_under_a_kept_cache_is_a_note_without_a_forecast() -> None:
     # GIVEN the sequential map's parallel-map rewrite was not tried: a cache kept before it
     # serves that stage from memory after the first epoch
-    reason = "the kept cache after map(decode) serves it from memory after the first epoch"
+    reason = Reason(COVERED_BY_CACHE, detail="map(decode)")
     covered = FixTrial(
         "parallel-map",
         1,
@@ -224,7 +226,12 @@ def test_a_stage_fix_under_a_kept_cache_is_a_note_without_a_forecast() -> None:
     # THEN the rule says so, as a note: no pipeline-alone forecast ranks it
     assert rule.kind == "note" and rule.estimate is None
     assert "not needed under the kept cache" in rule.title
-    assert f"Not tried on training: {reason}." in rule.evidence
+    assert rule.not_on_training == reason
+    assert (
+        "Not tried on training: the kept cache after map(decode) serves it from memory after "
+        "the first epoch"
+        in " ".join(render_text(dataclasses.replace(report, suggestions=suggestions)).split())
+    )
     # while the same rule, not covered, is a fix with its forecast
     (plain,) = [s for s in advise(_report(_stages())) if s.id.startswith("PD001")]
     assert plain.kind == "fix" and plain.estimate is not None

@@ -20,6 +20,7 @@ from pipediag.analysis.run_terms import (
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.report.model import FixTrial, Report, TrialFacts
 from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.reasons import UNDER_WORTH_IT, Reason
 from pipediag.testing import synthetic_report
 
 # fit's steps at 20 steps/s (50 ms); the trials' train function at 25 steps/s (40 ms): fit
@@ -41,7 +42,7 @@ def _report(style: str = "keras-fit") -> Report:
             0.66,
             0.60,
             0.72,
-            reason="under the worth-it 1.05x",
+            reason=Reason(UNDER_WORTH_IT, limit=1.05),
             baseline_steps_per_s=BASE,
             variant_steps_per_s=BASE * 0.66,
         ),

@@ -4,6 +4,7 @@ TensorFlow: tests/integration/test_training_trial_tf.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +16,10 @@ from pipediag.bench.interleaved import STOP_BUDGET, STOP_GAIN, RoundPlan
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
+from pipediag.renderers.reason_words import reason_words
+from pipediag.renderers.text import render_text
 from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
+from pipediag.report.reasons import FIX_TRIAL_BUDGET_SPENT, Reason
 from pipediag.report.vocabulary import GAIN_ON_TRAINING, GAIN_PIPELINE_ALONE
 from pipediag.testing import FakeClock, synthetic_report
 from pipediag.training.training_trial import (
@@ -181,8 +185,8 @@ def test_a_failing_fix_is_reported_and_the_next_fix_is_still_tried() -> None:
     _drive(trials, clock)
     results = trials.results()
     rounds, reason = results[("vectorize", 2)]
-    assert rounds is None and "failed on the fixed pipeline" in (reason or "")
-    assert "ValueError" in (reason or "")
+    assert rounds is None and "failed on the fixed pipeline" in reason_words(reason)
+    assert "ValueError" in reason_words(reason)
     rounds, reason = results[("parallel-map", 2)]
     assert reason is None and rounds is not None and rounds.stopped == STOP_GAIN
 
@@ -217,7 +221,7 @@ def test_fit_runs_the_same_plan_and_a_copy_that_cannot_fill_fails_only_its_fix()
     )
     # THEN the cache says why it was not measured, and the next fix measured a clear gain
     rounds, reason = results[("cache", 1)]
-    assert rounds is None and "ValueError" in (reason or "")
+    assert rounds is None and "ValueError" in reason_words(reason)
     rounds, reason = results[("parallel-map", 2)]
     assert reason is None and rounds is not None and rounds.stopped == STOP_GAIN
 
@@ -282,7 +286,7 @@ def _map_fix(suggestions: list[Suggestion]) -> Suggestion:
     return found
 
 
-def _trial(training_speedup: float | None, reason: str | None = None) -> FixTrial:
+def _trial(training_speedup: float | None, reason: Reason | None = None) -> FixTrial:
     base = 30.0
     return FixTrial(
         fix="parallel-map",
@@ -318,10 +322,13 @@ def test_a_fix_that_helps_the_pipeline_but_not_training_becomes_a_note() -> None
 
 
 def test_a_fix_not_tried_on_training_says_why_and_keeps_its_prediction() -> None:
-    fix = _map_fix(advise(_report_with(_trial(None, "training trial budget spent"))))
+    report = _report_with(_trial(None, Reason(FIX_TRIAL_BUDGET_SPENT)))
+    fix = _map_fix(advise(report))
     assert fix.kind == "fix" and fix.gain.basis != GAIN_ON_TRAINING
     assert fix.estimate is not None
-    assert "Not tried on training: training trial budget spent." in fix.evidence
+    assert fix.not_on_training == Reason(FIX_TRIAL_BUDGET_SPENT)
+    text = " ".join(render_text(dataclasses.replace(report, suggestions=[fix])).split())
+    assert "Not tried on training: training trial budget spent." in text
 
 
 def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> None:
