@@ -22,6 +22,16 @@ from pipediag.bench.structure import Stage, walk_pipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import StageStats
+from pipediag.report.reasons import (
+    CANNOT_ITERATE,
+    FAILED,
+    PARTIAL_FILE_CACHE,
+    STAGE_NOT_READ_ALONE,
+    STAGE_OUT_OF_TIME,
+    STAGES_CAPPED,
+    TOO_FEW_STAGE_ELEMENTS,
+    Reason,
+)
 from pipediag.report.stage_facts import BATCHING_KINDS, MAP_KINDS, SHUFFLE_KINDS, upstream_of
 from pipediag.report.vocabulary import (
     KIND_CACHE,
@@ -48,8 +58,6 @@ ROUNDS = 3
 MAX_GROUP = 256
 # Beyond this many stages, later ones are left unmeasured (the time would grow unbounded).
 MAX_MEASURED_STAGES = 24
-# Why a stage has no rate when the deadline came first (`not_measured`).
-OUT_OF_TIME = "the time budget ran out before this stage was read"
 
 # Stages that emit one element per input element (or, for filter/take/unique, at most one:
 # assumed one, see the module docstring).
@@ -140,12 +148,12 @@ def _measure(
     stages: list[Stage], reader: _Reader, max_seconds: float, max_elements: int
 ) -> list[StageStats]:
     factors = elements_per_output_batch(stages)
-    reasons: dict[int, str | None] = {}
+    reasons: dict[int, Reason | None] = {}
     for stage in stages:
         index = stage.stats.index
         reason = _why_not_measured(stage, stages)
         if reason is None and index >= MAX_MEASURED_STAGES:
-            reason = f"only the first {MAX_MEASURED_STAGES} stages are measured"
+            reason = Reason(STAGES_CAPPED, limit=MAX_MEASURED_STAGES)
         reasons[index] = reason
     measured = [
         s
@@ -305,7 +313,7 @@ def group_size(elements_per_output_batch: float | None) -> int:
 def _measure_in_rounds(
     stages: Sequence[Stage],
     reader: _Reader,
-    reasons: dict[int, str | None],
+    reasons: dict[int, Reason | None],
     groups: dict[int, int],
     *,
     max_seconds: float,
@@ -348,7 +356,7 @@ def _measure_in_rounds(
                         max_elements=max_elements,
                     )
                     if reader.has_time(max_seconds + (first_s or 0.0))
-                    else (None, OUT_OF_TIME, None, groups[index])
+                    else (None, Reason(STAGE_OUT_OF_TIME), None, groups[index])
                 )
             if rate is None:
                 reasons[index] = reason
@@ -360,11 +368,11 @@ def _measure_in_rounds(
     return rates
 
 
-def _out_of_time(rates: dict[int, list[float]], reasons: dict[int, str | None]) -> None:
+def _out_of_time(rates: dict[int, list[float]], reasons: dict[int, Reason | None]) -> None:
     """Prefixes not read once yet get the deadline as their reason; the others keep theirs."""
     for index, found in rates.items():
         if not found and reasons.get(index) is None:
-            reasons[index] = OUT_OF_TIME
+            reasons[index] = Reason(STAGE_OUT_OF_TIME)
 
 
 def _measure_prefix(
@@ -374,7 +382,7 @@ def _measure_prefix(
     group: int,
     max_seconds: float,
     max_elements: int,
-) -> tuple[float | None, str | None, float | None, int]:
+) -> tuple[float | None, Reason | None, float | None, int]:
     """Elements per second of one prefix, on a fresh iterator, read `group` elements per
     `next()`, or why there is no rate; how long its first read took; and the group size it
     was read in (1 when its elements cannot be batched, so later slices need not try)."""
@@ -385,14 +393,14 @@ def _measure_prefix(
     try:
         runnable = prefix.with_options(options) if options is not None else prefix
     except Exception as exc:  # e.g. a prefix that cannot stand alone
-        return None, f"cannot iterate: {type(exc).__name__}", None, group
+        return None, Reason(CANNOT_ITERATE, detail=type(exc).__name__), None, group
     try:
         # A private copy: iterating the prefix itself would advance the user's shuffle
         # seeds and fill the user's caches (bench/isolate.py).
         runnable, _ = isolated_copy(runnable)
     except IsolationError as exc:
         if has_shared_state(stage_names(prefix)):
-            return None, f"not read alone: {exc}", None, group
+            return None, Reason(STAGE_NOT_READ_ALONE, detail=str(exc)), None, group
     timing = None
     if group > 1:
         try:
@@ -403,11 +411,13 @@ def _measure_prefix(
         try:
             timing = _time_fresh_iterator(runnable, max_elements, max_seconds, reader)
         except _CannotIterate as exc:
-            return None, f"cannot iterate: {type(exc.__cause__).__name__}", None, group
+            failure = Reason(CANNOT_ITERATE, detail=type(exc.__cause__).__name__)
+            return None, failure, None, group
         except Exception as exc:  # the user's function failed: report, do not raise
-            return None, f"failed: {type(exc).__name__}: {exc}"[:200], None, group
+            failure = Reason(FAILED, detail=f"{type(exc).__name__}: {exc}"[:192])
+            return None, failure, None, group
     if not timing.latencies_s or timing.duration_s <= 0:
-        return None, "too few elements to time", timing.first_batch_s, group
+        return None, Reason(TOO_FEW_STAGE_ELEMENTS), timing.first_batch_s, group
     per_read_s = timing.duration_s / len(timing.latencies_s)
     # Remove the consumer's own cost per `next()`, but never all of it: a stage cheaper than
     # the overhead is reported as very fast, not infinitely fast.
@@ -458,7 +468,7 @@ def _options(dataset: Any) -> Any:
         return None
 
 
-def _why_not_measured(stage: Stage, stages: Sequence[Stage]) -> str | None:
+def _why_not_measured(stage: Stage, stages: Sequence[Stage]) -> Reason | None:
     """A reason to skip a prefix, or None: file caches that reading would write."""
     every = [s.stats for s in stages]
     for index in upstream_of(every, stage.stats.index):
@@ -469,7 +479,7 @@ def _why_not_measured(stage: Stage, stages: Sequence[Stage]) -> str | None:
             and filename not in (None, "memory")
             and not os.path.exists(f"{filename}.index")
         ):
-            return "reads through a file cache that is not complete on disk"
+            return Reason(PARTIAL_FILE_CACHE)
     return None
 
 

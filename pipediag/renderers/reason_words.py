@@ -260,6 +260,18 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
         "alike for input (within {limit:.0%} of step time), and their hosts and GPUs were "
         "alike busy"
     ),
+    # stage timing, and stages held on training
+    r.STAGE_OUT_OF_TIME: "the time budget ran out before this stage was read",
+    r.STAGES_CAPPED: "only the first {limit:.0f} stages are measured",
+    r.PARTIAL_FILE_CACHE: "reads through a file cache that is not complete on disk",
+    r.CANNOT_ITERATE: "cannot iterate: {detail}",
+    r.STAGE_NOT_READ_ALONE: "not read alone: {detail}",
+    r.TOO_FEW_STAGE_ELEMENTS: "too few elements to time",
+    r.HELD_ABOVE_STEP_ALONE: (
+        "the held pipeline fed training at {value:.1f} steps/s, faster than the train step "
+        "alone ran ({limit:.1f} with its noise): the trial was disturbed, so its gain is not "
+        "used"
+    ),
 }
 
 

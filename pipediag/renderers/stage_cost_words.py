@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pipediag.renderers.numbers import speedup
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.names import stage_name
 from pipediag.report.stages import StageStats
 
@@ -47,7 +48,7 @@ def held_text(stats: StageStats) -> str:
     value = stats.training_speedup_if_free
     if value is None:
         unused = stats.training_speedup_if_free_unused
-        return f"holding {stage_name(stats)} in memory: {unused}" if unused else ""
+        return f"holding {stage_name(stats)} in memory: {reason_words(unused)}" if unused else ""
     text = f"holding {stage_name(stats)} in memory: training {speedup(value)}"
     low, high = stats.training_speedup_if_free_low, stats.training_speedup_if_free_high
     if low is not None and high is not None:

@@ -174,8 +174,9 @@ __all__ = [
 # (`Suggestion.estimate`); the five speedups per suggestion are gone.
 # 7: why something was not measured is a code with its parameters (`report/reasons.py`), not
 # words: the pipeline benchmark's, compute alone's, the model-side trials', scale-out's, the
-# host and GPU sections', the prescription's and a fix's on training; a suggestion carries
-# the reasons its evidence gives. An older report's words are kept as written (`AS_WRITTEN`).
+# host and GPU sections', the stages', the prescription's and a fix's on training; a
+# suggestion carries the reasons its evidence gives. An older report's words are kept as
+# written (`AS_WRITTEN`).
 SCHEMA_VERSION = 7
 
 

@@ -150,6 +150,14 @@ ReasonCode = Literal[
     "one-worker",
     "too-few-timed-workers",
     "none-stands-out",
+    # stage timing, and stages held on training
+    "stage-out-of-time",
+    "stages-capped",
+    "partial-file-cache",
+    "cannot-iterate",
+    "stage-not-read-alone",
+    "too-few-stage-elements",
+    "held-above-step-alone",
 ]
 
 AS_WRITTEN: Final = "as-written"  # an older report's words, kept as they were
@@ -294,6 +302,16 @@ BOUNDED_OUT: Final = "bounded-out"  # detail: the held stage; value: its gain he
 ONE_WORKER: Final = "one-worker"
 TOO_FEW_TIMED_WORKERS: Final = "too-few-timed-workers"
 NONE_STANDS_OUT: Final = "none-stands-out"  # value: the rate tolerance; limit: the wait gap
+
+
+# stage timing, and stages held on training
+STAGE_OUT_OF_TIME: Final = "stage-out-of-time"
+STAGES_CAPPED: Final = "stages-capped"  # limit: the stages measured
+PARTIAL_FILE_CACHE: Final = "partial-file-cache"
+CANNOT_ITERATE: Final = "cannot-iterate"  # detail: the error's type
+STAGE_NOT_READ_ALONE: Final = "stage-not-read-alone"  # detail: why it cannot be copied
+TOO_FEW_STAGE_ELEMENTS: Final = "too-few-stage-elements"
+HELD_ABOVE_STEP_ALONE: Final = "held-above-step-alone"  # value: held rate; limit: step alone
 
 
 @dataclass(frozen=True)

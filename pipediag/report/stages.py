@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import AutoParallelBlocker
 
 
@@ -60,7 +61,7 @@ class StageStats:
     auto_parallel: bool | None = None
     auto_parallel_blocker: AutoParallelBlocker | None = None
     # Why stage timing gave this stage no rate (the time ran out, a file cache); None if timed.
-    not_measured: str | None = None
+    not_measured: Reason | None = None
     # Why the dataset graph could not be read (on the last stage only); None when it was.
     graph_error: str | None = None
     # The training rate with this stage's output held in memory (it and every stage before
@@ -71,7 +72,7 @@ class StageStats:
     training_speedup_if_free_high: float | None = None
     # Why the measured speedup is not used: the held pipeline fed training faster than the
     # train step alone ran (the trial was disturbed); None where it is used or not measured.
-    training_speedup_if_free_unused: str | None = None
+    training_speedup_if_free_unused: Reason | None = None
     # The training rate with this stage held, steps/s: for the output stage, the train step
     # alone on held batches, at a time the live pipeline sat idle.
     training_held_steps_per_s: float | None = None

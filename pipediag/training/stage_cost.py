@@ -24,7 +24,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import StageStats
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import HELD_ABOVE_STEP_ALONE, Reason
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_clearly_under, upstream_of
 from pipediag.training.search import TryOne, run, run_on_fit
 
@@ -60,18 +60,14 @@ def held_ceiling(stages: Sequence[StageStats], ceiling: float | None) -> float |
     return max(ceiling, (output.training_held_steps_per_s or 0.0) * ABOVE_STEP_ALONE)
 
 
-def above_ceiling(rounds: Rounds | None, ceiling: float | None) -> str | None:
+def above_ceiling(rounds: Rounds | None, ceiling: float | None) -> Reason | None:
     """Why a held trial's gain cannot be used: its held side fed training faster than the
     train step alone ran (`analysis.alternation.step_alone_ceiling`), which no pipeline
     can make it do, so the trial was disturbed. None when it is within the ceiling."""
     held = rounds.rates()[1] if rounds is not None else None
     if ceiling is None or held is None or held <= ceiling:
         return None
-    return (
-        f"the held pipeline fed training at {held:.1f} steps/s, faster than the train step "
-        f"alone ran ({ceiling:.1f} with its noise): the trial was disturbed, so its gain is "
-        "not used"
-    )
+    return Reason(HELD_ABOVE_STEP_ALONE, value=held, limit=ceiling)
 
 
 @dataclass
@@ -80,7 +76,7 @@ class Searched:
     stage's gain is not used (above the step-alone ceiling), and the jump stage."""
 
     measured: dict[int, Freed | None] = field(default_factory=dict)
-    unused: dict[int, str] = field(default_factory=dict)
+    unused: dict[int, Reason] = field(default_factory=dict)
     jump: int | None = None
 
 

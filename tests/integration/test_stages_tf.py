@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pipediag.report.model import StageStats
+from pipediag.report.reasons import PARTIAL_FILE_CACHE, STAGE_OUT_OF_TIME, Reason
 
 # A short budget per prefix keeps each pipeline under ~3 s.
 STAGE_BUDGET_S = 0.3
@@ -116,7 +117,7 @@ def test_file_cache_not_yet_written_is_not_read(tmp_path: Path) -> None:
 
     assert stages[0].elements_per_s is not None
     assert stages[1].kind == "cache"
-    assert "file cache" in (stages[1].not_measured or "")
+    assert stages[1].not_measured == Reason(PARTIAL_FILE_CACHE)
     assert stages[2].batches_per_s is None
     # The user's cache file was not created by the benchmark.
     assert not list(tmp_path.iterdir())
@@ -192,7 +193,7 @@ def _fake_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_deadline_keeps_the_stages_read_and_lists_the_rest_without_rates(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pipediag.bench.stages import OUT_OF_TIME, OVERHEAD_CALIBRATION_S, ROUNDS, measure_stages
+    from pipediag.bench.stages import OVERHEAD_CALIBRATION_S, ROUNDS, measure_stages
     from pipediag.testing import FakeClock
 
     tf = _tf()
@@ -212,14 +213,14 @@ def test_a_deadline_keeps_the_stages_read_and_lists_the_rest_without_rates(
     assert [s.kind for s in stages] == ["source", "map", "batch", "prefetch"]
     assert [s.elements_per_s for s in stages[:2]] == [1000.0, 1000.0]
     assert [s.batches_per_s for s in stages[2:]] == [None, None]
-    assert [s.not_measured for s in stages[2:]] == [OUT_OF_TIME] * 2
+    assert [s.not_measured for s in stages[2:]] == [Reason(STAGE_OUT_OF_TIME)] * 2
     assert stages[0].not_measured is None
     assert clock.now() <= deadline
 
 
 @tensorflow
 def test_a_spent_deadline_reads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipediag.bench.stages import OUT_OF_TIME, measure_stages
+    from pipediag.bench.stages import measure_stages
     from pipediag.testing import FakeClock
 
     tf = _tf()
@@ -230,4 +231,4 @@ def test_a_spent_deadline_reads_nothing(monkeypatch: pytest.MonkeyPatch) -> None
     stages = measure_stages(ds, clock=clock, deadline=clock.now())
 
     assert read == []
-    assert [s.not_measured for s in stages] == [OUT_OF_TIME] * len(stages)
+    assert [s.not_measured for s in stages] == [Reason(STAGE_OUT_OF_TIME)] * len(stages)

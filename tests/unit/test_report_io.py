@@ -30,6 +30,7 @@ from pipediag.report.model import (
     TrialFacts,
 )
 from pipediag.report.names import NO_VERDICT, verdict_title
+from pipediag.report.reasons import AS_WRITTEN, Reason
 from pipediag.report.vocabulary import (
     NO_VERDICT_NO_STEPS,
     NO_VERDICT_NO_TRAINING,
@@ -238,7 +239,8 @@ def test_a_version_2_report_reads_its_stage_and_trial_strings_as_typed_fields() 
     # THEN each is a typed field with its value, and the settings keep only tf.data's own
     first, second = report.pipeline.stages
     assert (first.auto_parallel, first.auto_parallel_blocker) == (False, "autotune off")
-    assert first.not_measured == "out of time" and first.settings == {}
+    assert first.not_measured == Reason(AS_WRITTEN, detail="out of time")
+    assert first.settings == {}
     assert (second.auto_parallel, second.auto_parallel_blocker) == (True, None)
     assert second.graph_error == "E"
     (trial,) = report.pipeline.trials

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipediag.bench.fix_candidates import fix_candidates
 from pipediag.report.model import StageStats
+from pipediag.report.reasons import HELD_ABOVE_STEP_ALONE, Reason
 from pipediag.report.stage_facts import rewrite_site
 
 
@@ -50,7 +51,10 @@ def test_a_stage_measured_costly_on_training_is_a_site() -> None:
 
 def test_an_unused_measure_leaves_the_stage_a_site() -> None:
     stats = StageStats(
-        1, "map", training_speedup_if_free=1.0, training_speedup_if_free_unused="disturbed"
+        1,
+        "map",
+        training_speedup_if_free=1.0,
+        training_speedup_if_free_unused=Reason(HELD_ABOVE_STEP_ALONE, value=9.0, limit=8.0),
     )
 
     assert rewrite_site(stats)
