@@ -27,7 +27,7 @@ from pipediag.report.model import (
     timed_steps,
 )
 from pipediag.report.names import stage_name
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import NO_WHATIF_RUN, Reason
 from pipediag.report.stage_facts import (
     STAGE_MIN_SHARE,
     VERIFIED_MIN_GAIN,
@@ -200,15 +200,25 @@ def parallel_estimate(ctx: Context, own_s: float | None, parallelism: float) -> 
 
 
 def trial_text(trial: FixTrial | None) -> str:
-    if trial is None:
-        return " Not verified: no what-if run."
-    if trial.verified and trial.speedup is not None:
+    """The trial on the pipeline alone where it was timed; "" where it was not
+    (`not_verified` says why)."""
+    if trial is not None and trial.verified and trial.speedup is not None:
         return (
             f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"
             f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x over"
             f" {_rounds(trial.rounds)})."
         )
-    return f" Not verified: {trial.reason}."
+    return ""
+
+
+def not_verified(trial: FixTrial | None) -> Reason | None:
+    """Why the fix was not verified on the pipeline alone, for the renderers to word after
+    the evidence; None where it was."""
+    if trial is None:
+        return Reason(NO_WHATIF_RUN)
+    if trial.verified and trial.speedup is not None:
+        return None
+    return trial.reason
 
 
 def verified_gain(trial: FixTrial | None) -> float | None:
@@ -306,6 +316,7 @@ def fix_suggestion(
         kind=kind,
         fix=trial.fix if trial is not None else None,
         not_on_training=not_on_training,
+        not_verified=not_verified(trial),
     )
 
 

@@ -278,18 +278,24 @@ def _vectorized_map_suggestion(
     ctx: Context, rule_id: str, stats: StageStats, trial: FixTrial, batch: int
 ) -> Suggestion:
     """PD004 where the function takes no batch as written, but passed the check run on each
-    element through `tf.vectorized_map` (docs/design.md, "Every applicable rewrite")."""
+    element through `tf.vectorized_map` (docs/design.md, "Every applicable rewrite"); what
+    it did on a batch as written is worded by the renderers after the evidence."""
     checked = trial.facts.sample_elements
     own = stats.own_s_per_batch or 0.0
+    refusal = trial.facts.batch_refusal
+    run = (
+        "As written, the function does not take a batch; run through tf.vectorized_map, on"
+        if refusal is None
+        else "Run through tf.vectorized_map, on"
+    )
     evidence = (
-        f"{stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element. As "
-        f"written, {trial.facts.batch_refusal or 'the function does not take a batch'}; "
-        f"run through tf.vectorized_map, on {'a sample of' if checked is None else checked} "
-        "of your elements it gave the same results as element by element: pfor vectorises "
-        "the ops it knows and loops over the rest, once per batch."
+        f"{stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element. {run} "
+        f"{'a sample of' if checked is None else checked} of your elements "
+        f"{'it' if refusal is None else 'the function'} gave the same results as element by "
+        "element: pfor vectorises the ops it knows and loops over the rest, once per batch."
     )
     function = vectorized_map_lambda(fn_name(stats), trial.facts.element_unpacked)
-    return fix_suggestion(
+    suggestion = fix_suggestion(
         ctx,
         rule_id,
         FixProposal(
@@ -302,6 +308,7 @@ def _vectorized_map_suggestion(
         trial=trial,
         adds_threads=False,
     )
+    return replace(suggestion, refused_as_written=refusal)
 
 
 def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:

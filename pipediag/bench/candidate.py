@@ -15,6 +15,16 @@ from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
 from pipediag.report.model import TrialFacts
+from pipediag.report.reasons import (
+    CACHE_SIZE_UNKNOWN,
+    CACHE_TOO_BIG,
+    COUNT_TOO_LONG,
+    FILL_TIME_UNKNOWN,
+    FILL_TOO_LONG,
+    INFINITE_OR_UNKNOWN_SIZE,
+    PYTHON_NOT_REPEATABLE,
+    Reason,
+)
 from pipediag.report.vocabulary import KIND_MAP, KIND_PARALLEL_MAP, FixName
 
 # Filling a cache takes one epoch of the prefix; verify only when it takes at most this long,
@@ -41,12 +51,12 @@ class Candidate:
     cost_s: float = 0.0
     edit: Callable[[PipelineGraph], None] | None = None
     with_options: Callable[[Any], Any] | None = None
-    reason: str | None = None
+    reason: Reason | None = None
     facts: TrialFacts = field(default_factory=TrialFacts)
     fill_batches: int = 0  # for a cache: output batches to read before the cache is full
     # Run before timing, on the unedited graph (spent iterators go to the `TearDown`):
     # (why the fix is not timed, whether that is because it is unsafe), or (None, False).
-    check: Callable[[Any, TearDown], tuple[str | None, bool]] | None = None
+    check: Callable[[Any, TearDown], tuple[Reason | None, bool]] | None = None
     # Tried on training whatever the pipeline alone measured: a prefetch where none runs
     # (its gain, overlap with the train step, only shows there), or a cap on the
     # pipeline's threads (slower alone, it leaves the train step its cores).
@@ -69,11 +79,8 @@ def check_python_repeats(candidate: Candidate, dataset: Any | None, python: list
     repeats = same_elements_twice(dataset)
     candidate.facts = replace(candidate.facts, python_repeatable=repeats)
     if repeats is False and candidate.reason is None:
-        names = ", ".join(python)
-        candidate.reason = (
-            f"{names} gave other values for the same {CHECK_ELEMENTS} elements read twice: "
-            "its Python draws random numbers or reads changing state, so a cache would "
-            "replay the first epoch's"
+        candidate.reason = Reason(
+            PYTHON_NOT_REPEATABLE, detail=", ".join(python), value=CHECK_ELEMENTS
         )
 
 
@@ -116,7 +123,7 @@ def size_cache(
         )
         return
     if elements is None or elements < 0:
-        candidate.reason = "the dataset is infinite or of unknown size at this point: no cache"
+        candidate.reason = Reason(INFINITE_OR_UNKNOWN_SIZE)
         return
     _sized(candidate, walked, prefix, point, elements_per_s, sample, elements)
 
@@ -152,21 +159,17 @@ def element_counter(walked: list[Stage], nodes: dict[int, str], point: int) -> C
 
 def _counted_then_sized(
     candidate: Candidate, counter: Counter, sized: Callable[[int], None]
-) -> Callable[[Any, TearDown], tuple[str | None, bool]]:
+) -> Callable[[Any, TearDown], tuple[Reason | None, bool]]:
     earlier = candidate.check
 
-    def check(graph_def: Any, teardown: TearDown) -> tuple[str | None, bool]:
+    def check(graph_def: Any, teardown: TearDown) -> tuple[Reason | None, bool]:
         if earlier is not None:
             refusal, unsafe = earlier(graph_def, teardown)
             if refusal is not None:
                 return refusal, unsafe
         elements = counter(graph_def, teardown)
         if elements is None:
-            return (
-                "the dataset's length is unknown here, and counting it took over "
-                f"{cache_sizing.COUNT_MAX_S:g} s: no cache",
-                False,
-            )
+            return Reason(COUNT_TOO_LONG, limit=cache_sizing.COUNT_MAX_S), False
         sized(elements)
         return candidate.reason, False
 
@@ -192,10 +195,8 @@ def _sized(
     fits = cache_sizing.fits_in_memory(size, available)
     candidate.fits_in_memory = fits
     if not fits:
-        candidate.reason = (
-            "the cache size is unknown"
-            if size is None or available is None
-            else "the cache would not fit comfortably in memory"
+        candidate.reason = Reason(
+            CACHE_SIZE_UNKNOWN if size is None or available is None else CACHE_TOO_BIG
         )
         return
     fill_s = elements / elements_per_s if elements_per_s else None
@@ -203,10 +204,8 @@ def _sized(
         candidate.facts = replace(candidate.facts, fill_s=fill_s)
     factor = elements_per_output_batch(walked)[point]
     if fill_s is None or factor is None:
-        candidate.reason = "cannot tell how long filling the cache takes: estimated only"
+        candidate.reason = Reason(FILL_TIME_UNKNOWN)
     elif fill_s > CACHE_FILL_MAX_S:
-        candidate.reason = (
-            f"filling the cache takes about {fill_s:.0f} s (one epoch): estimated only"
-        )
+        candidate.reason = Reason(FILL_TOO_LONG, value=fill_s)
     else:
         candidate.fill_batches = math.ceil(elements / factor) + CACHE_FILL_MARGIN_BATCHES

@@ -83,5 +83,6 @@ def _graph_of(dataset: Any, fixes: Sequence[FixPipelines]) -> tuple[Any, Any]:
 
     graph, _, error = graph_and_nodes(dataset, walk_pipeline(dataset))
     if graph is None:
-        raise RewriteError(error or "no dataset graph")
+        detail = error.detail if error is not None else "no graph"
+        raise RewriteError(f"the dataset graph is unavailable: {detail}")
     return graph, dataset.element_spec

@@ -50,6 +50,14 @@ from pipediag.report.fixes import (
 )
 from pipediag.report.model import StageStats, TrialFacts
 from pipediag.report.names import stage_name
+from pipediag.report.reasons import (
+    GENERATOR_NOT_IN_GRAPH,
+    MAP_INPUT_UNKNOWN,
+    MAP_OR_BATCH_NOT_IN_GRAPH,
+    MAP_OR_SHUFFLE_NOT_IN_GRAPH,
+    STAGE_NOT_IN_GRAPH,
+    Reason,
+)
 from pipediag.report.stage_facts import (
     MAP_KINDS,
     batch_caching,
@@ -131,7 +139,7 @@ def fix_candidates(
 def _map_candidate(stats: StageStats, node: str | None) -> Candidate:
     candidate = Candidate(FIX_PARALLEL_MAP, stats.index, stage_name(stats), cost_s=_cost(stats))
     if node is None:
-        candidate.reason = "the stage was not found in the dataset graph"
+        candidate.reason = Reason(STAGE_NOT_IN_GRAPH)
     else:
         candidate.edit = lambda graph: graph.parallelize_map(node)
     return candidate
@@ -146,7 +154,7 @@ def _interleave_candidate(stats: StageStats, node: str | None, cores: int) -> Ca
         facts=TrialFacts(cycle_length=cores),
     )
     if node is None:
-        candidate.reason = "the stage was not found in the dataset graph"
+        candidate.reason = Reason(STAGE_NOT_IN_GRAPH)
     else:
         candidate.edit = lambda graph: graph.parallelize_interleave(node, cores)
     return candidate
@@ -163,11 +171,11 @@ def _vectorize_candidate(
     batch_node = nodes.get(consumer.index) if consumer is not None else None
     batch = downstream_batch_size(stages, stats.index)
     if map_node is None or batch_node is None or consumer is None or not batch:
-        candidate.reason = "the map or its batch was not found in the dataset graph"
+        candidate.reason = Reason(MAP_OR_BATCH_NOT_IN_GRAPH)
         return candidate
     map_input = _python_input(walked[stats.index].dataset)
     if map_input is None:
-        candidate.reason = "the map's input dataset is unknown"
+        candidate.reason = Reason(MAP_INPUT_UNKNOWN)
         return candidate
     input_spec = map_input.element_spec
     batch_spec = walked[consumer.index].dataset.element_spec
@@ -181,7 +189,7 @@ def _vectorize_candidate(
         per_element=Once(lambda: trace_on_batches(mapped, batch, drop, vectorized_map=True)),
     )
 
-    def check(graph_def: Any, teardown: TearDown) -> tuple[str | None, bool]:
+    def check(graph_def: Any, teardown: TearDown) -> tuple[Reason | None, bool]:
         sample = CheckSample.read(graph_def, map_node, input_spec, sample_size, teardown)
         result = forms.check(sample, batch_node, batch_spec)
         if forms.through_vectorized_map:
@@ -229,7 +237,7 @@ def hoist_candidate(
     python = [stage_name(stages[i]) for i in kept if stages[i].uses_py_function]
     check_python_repeats(candidate, sample, python)
     if candidate.reason is None and (map_node is None or shuffle_node is None):
-        candidate.reason = "the map or its shuffle was not found in the dataset graph"
+        candidate.reason = Reason(MAP_OR_SHUFFLE_NOT_IN_GRAPH)
     if candidate.reason is None and map_node is not None and shuffle_node is not None:
         candidate.edit = lambda graph: graph.hoist_above_shuffle(map_node, shuffle_node)
     return candidate
@@ -269,12 +277,12 @@ def generator_candidate(
     dataset = walked[stats.index].dataset
     generator = python_chain.generator_function(dataset)
     if node is None or generator is None:
-        candidate.reason = "the generator was not found in the dataset graph"
+        candidate.reason = Reason(GENERATOR_NOT_IN_GRAPH)
         return candidate
     spec = dataset.element_spec
     read = Once(lambda: read_generator(generator, spec))
 
-    def check(_graph_def: Any, _teardown: Any) -> tuple[str | None, bool]:
+    def check(_graph_def: Any, _teardown: Any) -> tuple[Reason | None, bool]:
         columns, reason = read()
         if columns is not None:
             return None, False
@@ -284,9 +292,9 @@ def generator_candidate(
         return reason, False
 
     def edit(graph: PipelineGraph) -> None:
-        columns, reason = read()
+        columns, _ = read()
         if columns is None:
-            raise RewriteError(reason or "the generator could not be read")
+            raise RewriteError("the generator could not be read")
         graph.replace_source(node, columns, spec)
 
     candidate.check, candidate.edit = check, edit
@@ -382,7 +390,7 @@ def _cache_candidate(
     ]
     check_python_repeats(candidate, walked[point].dataset, python)
     if candidate.reason is None and node is None:
-        candidate.reason = "the stage was not found in the dataset graph"
+        candidate.reason = Reason(STAGE_NOT_IN_GRAPH)
     batch = batch_caching(stages, point)
     batch_node = nodes.get(batch) if batch is not None else None
     if batch_node is not None:

@@ -8,19 +8,24 @@ from typing import Any
 
 from pipediag.bench import cache_sizing
 from pipediag.bench.isolate import kept_random_states
+from pipediag.report.reasons import (
+    GENERATOR_EMPTY,
+    GENERATOR_FAILED,
+    GENERATOR_RAGGED,
+    GENERATOR_SHAPES_DIFFER,
+    GENERATOR_TOO_BIG,
+    GENERATOR_TOO_SLOW,
+    Reason,
+)
 
 # Reading a generator's epoch to hold it stops past this long: the time a cache may take to
 # fill (`candidate.CACHE_FILL_MAX_S`), so a trial is not spent waiting for Python.
 GENERATOR_READ_MAX_S = 3.0
 # And past this size: the elements become constants of a GraphDef, a protobuf capped at 2 GiB.
 GENERATOR_MAX_BYTES = 1 << 30
-_TFRECORD_ROUTE = (
-    "write its elements once to TFRecord files (tf.io.TFRecordWriter) and read them with "
-    "tf.data.TFRecordDataset"
-)
 
 
-def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, str | None]:
+def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, Reason | None]:
     """One epoch of the generator as one stacked array per component, or why not. Python's
     and NumPy's global random states are put back: the user's own epochs draw the numbers
     they would have drawn."""
@@ -29,7 +34,7 @@ def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, str | N
 
     components = tf.nest.flatten(spec)
     if not all(isinstance(c, tf.TensorSpec) for c in components):
-        return None, f"its elements are ragged or sparse: {_TFRECORD_ROUTE}"
+        return None, Reason(GENERATOR_RAGGED)
     available = cache_sizing.available_memory_bytes()
     limit = GENERATOR_MAX_BYTES
     if available is not None:
@@ -43,19 +48,16 @@ def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, str | N
                 values = [np.asarray(v) for v in tf.nest.flatten(element)]
                 used += sum(v.nbytes for v in values)
                 if used > limit:
-                    return None, f"one epoch does not fit in memory: {_TFRECORD_ROUTE}"
+                    return None, Reason(GENERATOR_TOO_BIG)
                 if time.perf_counter() - began > GENERATOR_READ_MAX_S:
-                    return None, (
-                        f"one epoch takes over {GENERATOR_READ_MAX_S:.0f} s to read, or never "
-                        f"ends: not held here; {_TFRECORD_ROUTE}"
-                    )
+                    return None, Reason(GENERATOR_TOO_SLOW, limit=GENERATOR_READ_MAX_S)
                 for column, value, component in zip(columns, values, components, strict=True):
                     column.append(value.astype(component.dtype.as_numpy_dtype, copy=False))
     except Exception as exc:
-        return None, f"the generator failed when read ({type(exc).__name__}: {exc})"
+        return None, Reason(GENERATOR_FAILED, detail=f"{type(exc).__name__}: {exc}")
     if not columns or not columns[0]:
-        return None, "the generator yielded nothing"
+        return None, Reason(GENERATOR_EMPTY)
     try:
         return [np.stack(column) for column in columns], None
     except ValueError:
-        return None, f"its elements differ in shape: {_TFRECORD_ROUTE}"
+        return None, Reason(GENERATOR_SHAPES_DIFFER)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pipediag.bench.structure import Stage
 from pipediag.errors import describe_error
+from pipediag.report.reasons import GRAPH_UNAVAILABLE, Reason
 
 # Batching ops a map can move behind: plain batches (padding or sparse batching would
 # change what the function sees).
@@ -57,7 +58,7 @@ class BatchedFunction:
 
 def graph_and_nodes(
     dataset: Any, walked: Sequence[Stage]
-) -> tuple[Any | None, dict[int, str], str | None]:
+) -> tuple[Any | None, dict[int, str], Reason | None]:
     """The dataset's GraphDef, each stage's node name in it, or why there is no graph."""
     try:
         import tensorflow as tf
@@ -68,7 +69,7 @@ def graph_and_nodes(
         graph = tf.compat.v1.GraphDef()
         graph.ParseFromString(serialized.numpy())
     except Exception as exc:
-        return None, {}, f"the dataset graph is unavailable: {describe_error(exc)}"
+        return None, {}, Reason(GRAPH_UNAVAILABLE, detail=describe_error(exc))
     return graph, stage_nodes(dataset, walked, graph), None
 
 

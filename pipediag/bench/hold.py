@@ -118,7 +118,8 @@ class HeldCopies:
         walked = walk_pipeline(dataset)
         graph, nodes, error = graph_and_nodes(dataset, walked)
         if graph is None:
-            raise ValueError(error or "no dataset graph")
+            detail = error.detail if error is not None else "no graph"
+            raise ValueError(f"the dataset graph is unavailable: {detail}")
         self._graph = graph
         self._spec = dataset.element_spec
         self._rate = pipeline_batches_per_s

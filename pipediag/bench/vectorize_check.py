@@ -17,6 +17,14 @@ from typing import Any
 from pipediag.bench.graph_edit import BatchedFunction, PipelineGraph, RewriteError
 from pipediag.bench.teardown import TearDown
 from pipediag.errors import tf_error_text
+from pipediag.report.reasons import (
+    FAILS_ON_BATCH,
+    NO_SAMPLE,
+    NOT_ELEMENTWISE,
+    SAMPLE_RAGGED,
+    UNSAFE_KEEP_MAP,
+    Reason,
+)
 
 # Elements of the user's data a vectorised function is checked on (two batches at most),
 # and the most memory the sample may take.
@@ -26,9 +34,6 @@ VECTORIZE_SAMPLE_MAX_BYTES = 64 * 2**20
 # reduction order), not more.
 VECTORIZE_RTOL = 1e-5
 VECTORIZE_ATOL = 1e-6
-# How an unsafe refusal begins and ends; the words between say what the function did.
-UNSAFE = "unsafe: "
-KEEP_MAP = "; keep the map before the batch"
 
 
 def vectorize_check(
@@ -40,14 +45,14 @@ def vectorize_check(
     sample_size: int,
     teardown: TearDown | None = None,
     batched: Callable[[], BatchedFunction | None] | None = None,
-) -> tuple[str | None, bool]:
+) -> tuple[Reason | None, bool]:
     """Run the map's function per element and on whole batches over a sample of the user's
     elements; (why not, whether it is unsafe rather than unchecked), (None, False) if equal.
     Spent iterators go to `teardown` (None: released in place); `batched` gives the function
     traced on batches (`trace_on_batches`) that the vectorised variant runs: a trace that
     fails is the function failing on a batch."""
     sample = CheckSample.read(graph_def, map_node, input_spec, sample_size, teardown)
-    if isinstance(sample, str):
+    if isinstance(sample, Reason):
         return sample, False
     return sample.check(batch_node, batch_spec, batched)
 
@@ -72,19 +77,19 @@ class CheckSample:
         input_spec: Any,
         sample_size: int,
         teardown: TearDown | None,
-    ) -> CheckSample | str:
+    ) -> CheckSample | Reason:
         """The sample, or why none was read (the check is then not made)."""
         import tensorflow as tf
 
         if not all(isinstance(c, tf.TensorSpec) for c in tf.nest.flatten(input_spec)):
-            return "not checked: the map's input has ragged or sparse parts; estimated only"
+            return Reason(SAMPLE_RAGGED)
         sample_graph = PipelineGraph.copy_of(graph_def)
         map_def = sample_graph.node(map_node)
         sample_graph.set_output(sample_graph.data_inputs(map_def)[0].split(":")[0])
         sample_graph.isolate()
         sample = _read_sample(sample_graph.rebuild(input_spec), input_spec, sample_size, teardown)
         if sample is None:
-            return "not checked: no sample of the map's input could be read; estimated only"
+            return Reason(NO_SAMPLE)
         return cls(graph_def, map_node, input_spec, sample, teardown)
 
     def check(
@@ -92,7 +97,7 @@ class CheckSample:
         batch_node: str,
         batch_spec: Any,
         batched: Callable[[], BatchedFunction | None] | None = None,
-    ) -> tuple[str | None, bool]:
+    ) -> tuple[Reason | None, bool]:
         """(why not, whether unsafe) for the function `batched` traces, run on whole
         batches of the sample, against the map run per element and batched after."""
         if self.expected is None:
@@ -102,14 +107,12 @@ class CheckSample:
         except RewriteError:
             raise  # the graph, not the function: not checked
         except Exception as exc:
-            return f"{UNSAFE}the function fails on a batch ({tf_error_text(exc)}){KEEP_MAP}", True
+            failed = Reason(FAILS_ON_BATCH, detail=tf_error_text(exc))
+            return Reason(UNSAFE_KEEP_MAP, because=failed), True
         difference = _first_difference(self.expected, actual)
         if difference is not None:
-            return (
-                f"{UNSAFE}on {len(self.sample[0])} of your elements the function gives other "
-                f"results on a batch ({difference}): it is not elementwise{KEEP_MAP}",
-                True,
-            )
+            differs = Reason(NOT_ELEMENTWISE, detail=difference, value=len(self.sample[0]))
+            return Reason(UNSAFE_KEEP_MAP, because=differs), True
         return None, False
 
     def _batches(
@@ -139,20 +142,20 @@ class VectorizeForms:
     plain: Callable[[], BatchedFunction | None]
     per_element: Callable[[], BatchedFunction | None]
     through_vectorized_map: bool = False
-    # What the plain form did on a batch ("the function fails on a batch (...)"), where the
+    # What the plain form did on a batch (`FAILS_ON_BATCH`, `NOT_ELEMENTWISE`), where the
     # vectorized_map form passed.
-    plain_refusal: str | None = None
+    plain_refusal: Reason | None = None
 
     def chosen(self) -> BatchedFunction | None:
         return self.per_element() if self.through_vectorized_map else self.plain()
 
     def check(
-        self, sample: CheckSample | str, batch_node: str, batch_spec: Any
-    ) -> tuple[str | None, bool]:
+        self, sample: CheckSample | Reason, batch_node: str, batch_spec: Any
+    ) -> tuple[Reason | None, bool]:
         """`vectorize_check` of the plain form, and of the vectorized_map form where the
         plain one is unsafe, on one sample (`CheckSample.read`, or why none was read); a
         refusal is always the plain form's."""
-        if isinstance(sample, str):
+        if isinstance(sample, Reason):
             return sample, False
         refusal, unsafe = sample.check(batch_node, batch_spec, self.plain)
         if not unsafe:
@@ -167,7 +170,7 @@ class VectorizeForms:
         if again is not None:
             return refusal, unsafe
         self.through_vectorized_map = True
-        self.plain_refusal = (refusal or "").removeprefix(UNSAFE).removesuffix(KEEP_MAP)
+        self.plain_refusal = refusal.because if refusal is not None else None
         return None, False
 
 

@@ -29,6 +29,18 @@ from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.errors import describe_error
 from pipediag.report.model import FixTrial, StageStats
+from pipediag.report.reasons import (
+    CANNOT_REWRITE,
+    CHECK_FAILED,
+    GRAPH_NOT_REBUILT,
+    LEFT_TO_TRAINING,
+    NO_DATASET_GRAPH,
+    NOT_RUN_NO_VERIFY,
+    REWRITTEN_FAILED,
+    TOO_FEW_BATCHES,
+    VERIFICATION_BUDGET_SPENT,
+    Reason,
+)
 from pipediag.report.stage_facts import int_setting
 
 # Total time for all trials: about the phase-1 pipeline benchmark (bench/pipeline.py, 3 s)
@@ -41,7 +53,6 @@ SLICE_SHARE = 0.8
 MAX_BATCHES_PER_RUN = 2000
 # A run stopped this far over the budget leaves the remaining fixes unmeasured.
 BUDGET_OVERRUN = 1.5
-UNTIMED = "not measured: verification budget spent"
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,7 @@ def list_fixes(
     """The fixes `verify_fixes` would try, with the facts the advisor needs (a cache's
     size), without running anything (`--no-verify`); each says it was not run."""
     candidates, _, _ = _candidates(dataset, stages, fixes, training)
-    return [_unverified(c, c.reason or "not run (--no-verify)") for c in candidates]
+    return [_unverified(c, c.reason or Reason(NOT_RUN_NO_VERIFY)) for c in candidates]
 
 
 def verify_fixes(
@@ -143,9 +154,10 @@ def verify_fixes(
             notes = baseline_graph.isolate()
             baseline = baseline_graph.rebuild(dataset.element_spec)
         except Exception as exc:
-            error = f"the dataset graph cannot be rebuilt: {describe_error(exc)}"
+            error = Reason(GRAPH_NOT_REBUILT, detail=describe_error(exc))
     if error is not None or baseline is None or graph is None:
-        return [_unverified(c, c.reason or error or "no dataset graph") for c in candidates]
+        why = error or Reason(NO_DATASET_GRAPH)
+        return [_unverified(c, c.reason or why) for c in candidates]
     for candidate in candidates:
         if notes:
             candidate.facts = replace(candidate.facts, isolation="; ".join(notes))
@@ -165,7 +177,7 @@ def _candidates(
     stages: Sequence[StageStats] | None,
     fixes: Sequence[str] | None,
     training: ForTraining | None,
-) -> tuple[list[Candidate], Any, str | None]:
+) -> tuple[list[Candidate], Any, Reason | None]:
     """The fixes that apply to `dataset`, only `fixes` where given, with those training asks
     for; the user's GraphDef they edit, or why there is none."""
     walked = walk_pipeline(dataset)
@@ -250,7 +262,8 @@ class _Trials:
         try:
             rounds = self._rounds(candidate, built, share_s)
         except Exception as exc:  # the user's function failed in the copy: report, do not raise
-            return _unverified(candidate, f"the rewritten pipeline failed: {describe_error(exc)}")
+            failed = Reason(REWRITTEN_FAILED, detail=describe_error(exc))
+            return _unverified(candidate, failed)
         trial = self._measured(candidate, rounds)
         self._keep(candidate, built, trial.speedup)
         return trial
@@ -259,12 +272,12 @@ class _Trials:
         """Past the budget: the variant checked and built, not timed, and still kept for the
         search on training, which decides (the pipeline alone is only a first look)."""
         if self.keep is None:
-            return _unverified(candidate, UNTIMED)
+            return _unverified(candidate, Reason(VERIFICATION_BUDGET_SPENT))
         built = self._built(candidate)
         if isinstance(built, FixTrial):
             return built
         self._keep(candidate, built, None)
-        return _unverified(candidate, UNTIMED + "; left to the trials on training")
+        return _unverified(candidate, Reason(LEFT_TO_TRAINING))
 
     def _built(self, candidate: Candidate) -> Any:
         """The variant, or the unverified trial that says why there is none."""
@@ -274,9 +287,9 @@ class _Trials:
         try:
             return _build_variant(candidate, self.graph, self.baseline, self.dataset)
         except RewriteError as exc:
-            return _unverified(candidate, f"cannot rewrite: {exc}")
+            return _unverified(candidate, Reason(CANNOT_REWRITE, detail=str(exc)))
         except Exception as exc:
-            return _unverified(candidate, f"cannot rewrite: {describe_error(exc)}")
+            return _unverified(candidate, Reason(CANNOT_REWRITE, detail=describe_error(exc)))
 
     def _keep(self, candidate: Candidate, variant: Any, speedup: float | None) -> None:
         if self.keep is None:  # every fix built and safe: the search on training decides
@@ -299,13 +312,13 @@ class _Trials:
             )
         )
 
-    def _refusal(self, candidate: Candidate) -> str | None:
+    def _refusal(self, candidate: Candidate) -> Reason | None:
         if candidate.check is None:
             return None
         try:
             refusal, unsafe = candidate.check(self.graph, self.teardown)
         except Exception as exc:
-            refusal, unsafe = f"could not be checked: {describe_error(exc)}", False
+            refusal, unsafe = Reason(CHECK_FAILED, detail=describe_error(exc)), False
         if unsafe:
             candidate.unsafe = True
         return refusal
@@ -334,7 +347,7 @@ class _Trials:
     def _measured(self, candidate: Candidate, rounds: Rounds) -> FixTrial:
         base, fixed = rounds.rates()
         if base is None or fixed is None:
-            return _unverified(candidate, "too few batches to time")
+            return _unverified(candidate, Reason(TOO_FEW_BATCHES))
         facts = replace(candidate.facts, stopped=rounds.stopped)
         if rounds.interval is not None:
             low, high = rounds.interval
@@ -429,7 +442,7 @@ def _build_variant(candidate: Candidate, graph: Any, baseline: Any, dataset: Any
     return edited.rebuild(dataset.element_spec)
 
 
-def _unverified(candidate: Candidate, reason: str) -> FixTrial:
+def _unverified(candidate: Candidate, reason: Reason) -> FixTrial:
     return replace(_trial_of(candidate), reason=reason, unsafe=candidate.unsafe)
 
 

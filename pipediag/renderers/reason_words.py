@@ -42,6 +42,12 @@ _UNDRIVEN = (
     "and JAX backends only"
 )
 
+# How a generator too big, too slow or too odd to hold is written once and read back.
+_TFRECORD_ROUTE = (
+    "write its elements once to TFRecord files (tf.io.TFRecordWriter) and read them with "
+    "tf.data.TFRecordDataset"
+)
+
 # Each code's words: a template over the reason's fields (`because` is worded first), or a
 # function where the words depend on which fields are set.
 WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
@@ -271,6 +277,55 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
         "the held pipeline fed training at {value:.1f} steps/s, faster than the train step "
         "alone ran ({limit:.1f} with its noise): the trial was disturbed, so its gain is not "
         "used"
+    ),
+    # fixes timed on the pipeline alone: why a rewrite was not verified
+    r.NOT_RUN_NO_VERIFY: "not run (--no-verify)",
+    r.NO_WHATIF_RUN: "no what-if run",
+    r.GRAPH_UNAVAILABLE: "the dataset graph is unavailable: {detail}",
+    r.GRAPH_NOT_REBUILT: "the dataset graph cannot be rebuilt: {detail}",
+    r.NO_DATASET_GRAPH: "no dataset graph",
+    r.VERIFICATION_BUDGET_SPENT: "not measured: verification budget spent",
+    r.LEFT_TO_TRAINING: ("not measured: verification budget spent; left to the trials on training"),
+    r.REWRITTEN_FAILED: "the rewritten pipeline failed: {detail}",
+    r.CANNOT_REWRITE: "cannot rewrite: {detail}",
+    r.CHECK_FAILED: "could not be checked: {detail}",
+    r.TOO_FEW_BATCHES: "too few batches to time",
+    r.STAGE_NOT_IN_GRAPH: "the stage was not found in the dataset graph",
+    r.MAP_OR_BATCH_NOT_IN_GRAPH: "the map or its batch was not found in the dataset graph",
+    r.MAP_INPUT_UNKNOWN: "the map's input dataset is unknown",
+    r.MAP_OR_SHUFFLE_NOT_IN_GRAPH: "the map or its shuffle was not found in the dataset graph",
+    r.GENERATOR_NOT_IN_GRAPH: "the generator was not found in the dataset graph",
+    r.GENERATOR_RAGGED: "its elements are ragged or sparse: " + _TFRECORD_ROUTE,
+    r.GENERATOR_TOO_BIG: "one epoch does not fit in memory: " + _TFRECORD_ROUTE,
+    r.GENERATOR_TOO_SLOW: (
+        "one epoch takes over {limit:.0f} s to read, or never ends: not held here; "
+        + _TFRECORD_ROUTE
+    ),
+    r.GENERATOR_FAILED: "the generator failed when read ({detail})",
+    r.GENERATOR_EMPTY: "the generator yielded nothing",
+    r.GENERATOR_SHAPES_DIFFER: "its elements differ in shape: " + _TFRECORD_ROUTE,
+    r.PYTHON_NOT_REPEATABLE: (
+        "{detail} gave other values for the same {value:.0f} elements read twice: its Python "
+        "draws random numbers or reads changing state, so a cache would replay the first "
+        "epoch's"
+    ),
+    r.INFINITE_OR_UNKNOWN_SIZE: (
+        "the dataset is infinite or of unknown size at this point: no cache"
+    ),
+    r.COUNT_TOO_LONG: (
+        "the dataset's length is unknown here, and counting it took over {limit:g} s: no cache"
+    ),
+    r.CACHE_SIZE_UNKNOWN: "the cache size is unknown",
+    r.CACHE_TOO_BIG: "the cache would not fit comfortably in memory",
+    r.FILL_TIME_UNKNOWN: "cannot tell how long filling the cache takes: estimated only",
+    r.FILL_TOO_LONG: "filling the cache takes about {value:.0f} s (one epoch): estimated only",
+    r.SAMPLE_RAGGED: ("not checked: the map's input has ragged or sparse parts; estimated only"),
+    r.NO_SAMPLE: "not checked: no sample of the map's input could be read; estimated only",
+    r.UNSAFE_KEEP_MAP: "unsafe: {because}; keep the map before the batch",
+    r.FAILS_ON_BATCH: "the function fails on a batch ({detail})",
+    r.NOT_ELEMENTWISE: (
+        "on {value:.0f} of your elements the function gives other results on a batch "
+        "({detail}): it is not elementwise"
     ),
 }
 

@@ -211,11 +211,16 @@ def _suggestions(report: Report) -> list[str]:
 
 
 def _evidence(suggestion: Suggestion) -> str:
-    """The suggestion's evidence, then why it was not tried on training and why no fix was
-    found, where it says."""
+    """The suggestion's evidence, then what the function as written did on a batch, why the
+    fix was not verified on the pipeline alone, why it was not tried on training and why no
+    fix was found, where it says."""
     untried = suggestion.not_on_training
+    unverified = suggestion.not_verified
+    refused = suggestion.refused_as_written
     parts = [
         suggestion.evidence,
+        f"As written, {reason_words(refused)}." if refused is not None else "",
+        f"Not verified: {reason_words(unverified)}." if unverified is not None else "",
         f"Not tried on training: {reason_words(untried)}." if untried is not None else "",
         f"{reason_words(suggestion.reason)}." if suggestion.reason is not None else "",
     ]

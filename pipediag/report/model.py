@@ -174,8 +174,9 @@ __all__ = [
 # (`Suggestion.estimate`); the five speedups per suggestion are gone.
 # 7: why something was not measured is a code with its parameters (`report/reasons.py`), not
 # words: the pipeline benchmark's, compute alone's, the model-side trials', scale-out's, the
-# host and GPU sections', the stages', the prescription's and a fix's on training; a
-# suggestion carries the reasons its evidence gives. An older report's words are kept as
+# host and GPU sections', the stages', the prescription's, a fix's on training and a fix's
+# on the pipeline alone (`FixTrial.reason`, `TrialFacts.batch_refusal`); a suggestion
+# carries the reasons its evidence gives. An older report's words are kept as
 # written (`AS_WRITTEN`).
 SCHEMA_VERSION = 7
 
@@ -498,10 +499,14 @@ class Suggestion:
     stage_index: int | None = None
     # The rewrite whose trial the suggestion reports (None: a rule with no trial).
     fix: FixName | None = None
-    # Why no fix was found or measured, and why the fix was not tried on training: worded
-    # by the renderers after the evidence.
+    # Why no fix was found or measured, why the fix was not verified on the pipeline alone
+    # and why it was not tried on training: worded by the renderers after the evidence.
     reason: Reason | None = None
     not_on_training: Reason | None = None
+    not_verified: Reason | None = None
+    # A vectorise run through tf.vectorized_map: what the function as written did on a
+    # batch (`TrialFacts.batch_refusal`), worded by the renderers after the evidence.
+    refused_as_written: Reason | None = None
 
 
 @dataclass(frozen=True)

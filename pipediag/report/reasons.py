@@ -158,6 +158,41 @@ ReasonCode = Literal[
     "stage-not-read-alone",
     "too-few-stage-elements",
     "held-above-step-alone",
+    # fixes timed on the pipeline alone: why a rewrite was not verified
+    "not-run-no-verify",
+    "no-whatif-run",
+    "graph-unavailable",
+    "graph-not-rebuilt",
+    "no-dataset-graph",
+    "verification-budget-spent",
+    "left-to-training",
+    "rewritten-failed",
+    "cannot-rewrite",
+    "check-failed",
+    "too-few-batches",
+    "stage-not-in-graph",
+    "map-or-batch-not-in-graph",
+    "map-input-unknown",
+    "map-or-shuffle-not-in-graph",
+    "generator-not-in-graph",
+    "generator-ragged",
+    "generator-too-big",
+    "generator-too-slow",
+    "generator-failed",
+    "generator-empty",
+    "generator-shapes-differ",
+    "python-not-repeatable",
+    "infinite-or-unknown-size",
+    "count-too-long",
+    "cache-size-unknown",
+    "cache-too-big",
+    "fill-time-unknown",
+    "fill-too-long",
+    "sample-ragged",
+    "no-sample",
+    "unsafe-keep-map",
+    "fails-on-batch",
+    "not-elementwise",
 ]
 
 AS_WRITTEN: Final = "as-written"  # an older report's words, kept as they were
@@ -312,6 +347,43 @@ CANNOT_ITERATE: Final = "cannot-iterate"  # detail: the error's type
 STAGE_NOT_READ_ALONE: Final = "stage-not-read-alone"  # detail: why it cannot be copied
 TOO_FEW_STAGE_ELEMENTS: Final = "too-few-stage-elements"
 HELD_ABOVE_STEP_ALONE: Final = "held-above-step-alone"  # value: held rate; limit: step alone
+
+
+# fixes timed on the pipeline alone: why a rewrite was not verified
+NOT_RUN_NO_VERIFY: Final = "not-run-no-verify"
+NO_WHATIF_RUN: Final = "no-whatif-run"
+GRAPH_UNAVAILABLE: Final = "graph-unavailable"  # detail: the error serialising it
+GRAPH_NOT_REBUILT: Final = "graph-not-rebuilt"  # detail: the error
+NO_DATASET_GRAPH: Final = "no-dataset-graph"
+VERIFICATION_BUDGET_SPENT: Final = "verification-budget-spent"
+LEFT_TO_TRAINING: Final = "left-to-training"  # built, not timed: the budget was spent
+REWRITTEN_FAILED: Final = "rewritten-failed"  # detail: the error
+CANNOT_REWRITE: Final = "cannot-rewrite"  # detail: the error
+CHECK_FAILED: Final = "check-failed"  # detail: the error
+TOO_FEW_BATCHES: Final = "too-few-batches"
+STAGE_NOT_IN_GRAPH: Final = "stage-not-in-graph"
+MAP_OR_BATCH_NOT_IN_GRAPH: Final = "map-or-batch-not-in-graph"
+MAP_INPUT_UNKNOWN: Final = "map-input-unknown"
+MAP_OR_SHUFFLE_NOT_IN_GRAPH: Final = "map-or-shuffle-not-in-graph"
+GENERATOR_NOT_IN_GRAPH: Final = "generator-not-in-graph"
+GENERATOR_RAGGED: Final = "generator-ragged"
+GENERATOR_TOO_BIG: Final = "generator-too-big"
+GENERATOR_TOO_SLOW: Final = "generator-too-slow"  # limit: the seconds a read may take
+GENERATOR_FAILED: Final = "generator-failed"  # detail: the error
+GENERATOR_EMPTY: Final = "generator-empty"
+GENERATOR_SHAPES_DIFFER: Final = "generator-shapes-differ"
+PYTHON_NOT_REPEATABLE: Final = "python-not-repeatable"  # detail: the stages; value: elements
+INFINITE_OR_UNKNOWN_SIZE: Final = "infinite-or-unknown-size"
+COUNT_TOO_LONG: Final = "count-too-long"  # limit: the seconds counting may take
+CACHE_SIZE_UNKNOWN: Final = "cache-size-unknown"
+CACHE_TOO_BIG: Final = "cache-too-big"
+FILL_TIME_UNKNOWN: Final = "fill-time-unknown"
+FILL_TOO_LONG: Final = "fill-too-long"  # value: the seconds filling takes
+SAMPLE_RAGGED: Final = "sample-ragged"
+NO_SAMPLE: Final = "no-sample"
+UNSAFE_KEEP_MAP: Final = "unsafe-keep-map"  # because: what the function did on a batch
+FAILS_ON_BATCH: Final = "fails-on-batch"  # detail: the error
+NOT_ELEMENTWISE: Final = "not-elementwise"  # value: elements checked; detail: the difference
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,12 @@ class TrialFacts:
     # vectorize: elements the function was checked on, both ways.
     sample_elements: int | None = None
     # vectorize: the function as written failed or differed on a batch (`batch_refusal`
-    # says how), and the variant runs it on each element through `tf.vectorized_map`, which
-    # passed the same check; `element_unpacked`: a tuple element, passed to the function as
-    # its arguments (docs/design.md, "Every applicable rewrite").
+    # says how: `FAILS_ON_BATCH` or `NOT_ELEMENTWISE`), and the variant runs it on each
+    # element through `tf.vectorized_map`, which passed the same check; `element_unpacked`:
+    # a tuple element, passed to the function as its arguments (docs/design.md, "Every
+    # applicable rewrite").
     vectorized_map: bool = False
-    batch_refusal: str | None = None
+    batch_refusal: Reason | None = None
     element_unpacked: bool = False
     # parallel-interleave: the cycle length tried (the cores).
     cycle_length: int | None = None
@@ -86,7 +87,7 @@ class FixTrial:
     stage_index: int | None = None
     stage: str = ""
     verified: bool = False
-    reason: str | None = None
+    reason: Reason | None = None
     baseline_batches_per_s: float | None = None
     variant_batches_per_s: float | None = None
     speedup: float | None = None

@@ -12,6 +12,15 @@ from typing import Any
 
 import pytest
 
+from pipediag.renderers.reason_words import reason_words
+from pipediag.report.reasons import (
+    FAILS_ON_BATCH,
+    GENERATOR_TOO_SLOW,
+    PYTHON_NOT_REPEATABLE,
+    UNSAFE_KEEP_MAP,
+    Reason,
+)
+
 pytestmark = pytest.mark.tensorflow
 
 
@@ -235,7 +244,9 @@ def test_a_python_map_is_read_twice_before_a_cache_keeps_its_output(fn: Any, rep
             assert candidate.reason is None, candidate.reason
         else:
             assert candidate.reason is not None
-            assert "other values for the same 8 elements read twice" in candidate.reason
+            assert candidate.reason.code == PYTHON_NOT_REPEATABLE
+            words = reason_words(candidate.reason)
+            assert "other values for the same 8 elements read twice" in words
 
 
 # --- consecutive maps fused ----------------------------------------------------------------
@@ -298,7 +309,8 @@ def test_a_generator_too_slow_to_read_names_the_tfrecord_route(
     reason, unsafe = candidate.check(graph, TearDown())
 
     assert not unsafe
-    assert reason is not None and "TFRecordDataset" in reason
+    assert reason == Reason(GENERATOR_TOO_SLOW, limit=0.0)
+    assert "TFRecordDataset" in reason_words(reason)
 
 
 # --- gates: the stage's cost to training, not pipeline-alone timing ------------------------
@@ -555,7 +567,10 @@ def test_a_function_whose_trace_fails_on_a_batch_is_refused_as_unsafe(
         teardown.drain()
 
     assert unsafe
-    assert reason is not None and reason.startswith("unsafe: the function fails on a batch")
-    assert "Shape must be rank 0" in reason  # the plain form's reason (tf.fill), not pfor's
+    assert reason is not None and reason.code == UNSAFE_KEEP_MAP
+    assert reason.because is not None and reason.because.code == FAILS_ON_BATCH
+    words = reason_words(reason)
+    assert words.startswith("unsafe: the function fails on a batch")
+    assert "Shape must be rank 0" in words  # the plain form's reason (tf.fill), not pfor's
     assert not vectorize.facts.vectorized_map
     assert not [r for r in caplog.records if "pfor" in r.getMessage()]  # not pipediag's output

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from pipediag.renderers.reason_words import reason_words
+from pipediag.report.reasons import FAILS_ON_BATCH, NOT_ELEMENTWISE, Reason
+
 pytestmark = pytest.mark.tensorflow
 
 IMAGE = (4, 4, 3)
@@ -106,7 +109,10 @@ def test_a_parse_single_example_map_is_vectorised_through_vectorized_map(
     # THEN the plain form is refused, the vectorized_map form passes, and pfor said nothing
     assert said == (None, False)
     assert candidate.facts.vectorized_map and not candidate.facts.element_unpacked
-    assert candidate.facts.batch_refusal == (
+    assert candidate.facts.batch_refusal == Reason(
+        FAILS_ON_BATCH, detail="ValueError: Input serialized must be a scalar"
+    )
+    assert reason_words(candidate.facts.batch_refusal) == (
         "the function fails on a batch (ValueError: Input serialized must be a scalar)"
     )
     assert candidate.semantics == SEMANTICS_VECTORIZED_MAP
@@ -184,7 +190,9 @@ def test_a_function_that_is_not_elementwise_runs_per_element_through_vectorized_
     candidate, graph, said = _vectorize(ds)
 
     assert said == (None, False) and candidate.facts.vectorized_map
-    assert "other results on a batch" in (candidate.facts.batch_refusal or "")
+    refusal = candidate.facts.batch_refusal
+    assert refusal is not None and refusal.code == NOT_ELEMENTWISE
+    assert "other results on a batch" in reason_words(refusal)
     want = np.concatenate(list(ds.as_numpy_iterator()))
     got = np.concatenate(list(_variant(ds, candidate, graph).as_numpy_iterator()))
     np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -16,6 +16,17 @@ from typing import Any
 import pipelines  # tests/ is on sys.path under pytest (rootdir-relative prepend)
 import pytest
 
+from pipediag.renderers.reason_words import reason_words
+from pipediag.report.reasons import (
+    CANNOT_REWRITE,
+    FAILS_ON_BATCH,
+    NOT_ELEMENTWISE,
+    NOT_RUN_NO_VERIFY,
+    UNSAFE_KEEP_MAP,
+    VERIFICATION_BUDGET_SPENT,
+    Reason,
+)
+
 pytestmark = pytest.mark.tensorflow
 
 
@@ -153,7 +164,8 @@ def test_no_verify_lists_candidates_without_running() -> None:
     trials = list_fixes(pipelines.sequential_map())
 
     assert [t.fix for t in trials] == [FIX_PARALLEL_MAP]
-    assert not trials[0].verified and "--no-verify" in (trials[0].reason or "")
+    assert not trials[0].verified and trials[0].reason == Reason(NOT_RUN_NO_VERIFY)
+    assert reason_words(trials[0].reason) == "not run (--no-verify)"
 
 
 def test_a_failing_rewrite_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,7 +179,8 @@ def test_a_failing_rewrite_is_reported_not_raised(monkeypatch: pytest.MonkeyPatc
     (trial,) = whatif.verify_fixes(pipelines.sequential_map(), budget_s=1.0)
 
     assert not trial.verified
-    assert trial.reason == "cannot rewrite: unknown op FancyMapDataset"
+    assert trial.reason == Reason(CANNOT_REWRITE, detail="unknown op FancyMapDataset")
+    assert reason_words(trial.reason) == "cannot rewrite: unknown op FancyMapDataset"
 
 
 def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
@@ -294,7 +307,12 @@ def test_a_function_that_is_not_elementwise_is_refused_as_unsafe() -> None:
     reason, unsafe = vectorize_check(ds.batch(5))
 
     assert unsafe
-    assert reason is not None and "other results on a batch" in reason and "10 of your" in reason
+    assert reason is not None and reason.code == UNSAFE_KEEP_MAP
+    assert reason.because is not None and reason.because.code == NOT_ELEMENTWISE
+    assert reason.because.value == 10
+    words = reason_words(reason)
+    assert words.startswith("unsafe: on 10 of your elements the function gives other results")
+    assert words.endswith(": it is not elementwise; keep the map before the batch")
 
 
 def test_a_function_that_fails_on_a_batch_is_refused_with_the_error() -> None:
@@ -305,8 +323,11 @@ def test_a_function_that_fails_on_a_batch_is_refused_with_the_error() -> None:
     reason, unsafe = vectorize_check(ds.batch(5))
 
     assert unsafe
-    assert reason is not None and reason.startswith("unsafe: the function fails on a batch")
-    assert "Input to reshape" in reason and "{{" not in reason  # TF's words, not its plumbing
+    assert reason is not None and reason.code == UNSAFE_KEEP_MAP
+    assert reason.because is not None and reason.because.code == FAILS_ON_BATCH
+    words = reason_words(reason)
+    assert words.startswith("unsafe: the function fails on a batch")
+    assert "Input to reshape" in words and "{{" not in words  # TF's words, not its plumbing
 
 
 def test_an_elementwise_function_passes_the_check() -> None:
@@ -426,7 +447,8 @@ def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:
     )
 
     assert not trial.verified
-    assert trial.reason == "not measured: verification budget spent"
+    assert trial.reason == Reason(VERIFICATION_BUDGET_SPENT)
+    assert reason_words(trial.reason) == "not measured: verification budget spent"
 
 
 def test_every_fix_built_and_timed_is_kept_even_a_slower_one(

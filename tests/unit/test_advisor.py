@@ -11,6 +11,7 @@ import pytest
 
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, FEW_CORES_GAIN_SHARE
 from pipediag.analysis.advisor import advise
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
     BALANCED,
@@ -29,6 +30,7 @@ from pipediag.report.model import (
     TrialFacts,
     Verdict,
 )
+from pipediag.report.reasons import FAILS_ON_BATCH, UNSAFE_KEEP_MAP, Reason
 from pipediag.report.stage_facts import cache_point
 from pipediag.report.vocabulary import (
     BLOCKED_BY_OPTION,
@@ -391,7 +393,7 @@ def test_vectorising_is_dropped_when_the_check_found_it_unsafe() -> None:
         fix="vectorize",
         stage_index=1,
         verified=False,
-        reason="unsafe: the function fails on a batch",
+        reason=Reason(UNSAFE_KEEP_MAP, because=Reason(FAILS_ON_BATCH, detail="ValueError")),
         unsafe=True,
     )
     assert "PD004-vectorize-map" in _ids(_report(_vectorizable_pipeline()))
@@ -420,7 +422,7 @@ def test_a_map_timed_costlier_than_the_guess_is_still_vectorised_where_measured_
 
 def test_a_vectorisation_through_vectorized_map_writes_that_code_and_why() -> None:
     # GIVEN a map whose function fails on a batch as written, checked through vectorized_map
-    refusal = "the function fails on a batch (ValueError: Input serialized must be a scalar)"
+    refusal = Reason(FAILS_ON_BATCH, detail="ValueError: Input serialized must be a scalar")
     checked = _trial(
         "vectorize", 1, 1.7, sample_elements=512, vectorized_map=True, batch_refusal=refusal
     )
@@ -429,7 +431,11 @@ def test_a_vectorisation_through_vectorized_map_writes_that_code_and_why() -> No
     (vectorize,) = [s for s in advise(report) if s.id == "PD004-vectorize-map"]
 
     assert "with tf.vectorized_map" in vectorize.title
-    assert refusal in vectorize.evidence and "on 512 of your elements" in vectorize.evidence
+    assert vectorize.refused_as_written == refusal
+    assert "on 512 of your elements" in vectorize.evidence
+    assert reason_words(refusal) == (
+        "the function fails on a batch (ValueError: Input serialized must be a scalar)"
+    )
     assert vectorize.code == (
         "ds = ds.batch(256).map(lambda batch: tf.vectorized_map(scale, batch, "
         "fallback_to_while_loop=True), num_parallel_calls=tf.data.AUTOTUNE)"

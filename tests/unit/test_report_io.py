@@ -30,7 +30,13 @@ from pipediag.report.model import (
     TrialFacts,
 )
 from pipediag.report.names import NO_VERDICT, verdict_title
-from pipediag.report.reasons import AS_WRITTEN, Reason
+from pipediag.report.reasons import (
+    AS_WRITTEN,
+    FAILS_ON_BATCH,
+    NOT_ELEMENTWISE,
+    UNSAFE_KEEP_MAP,
+    Reason,
+)
 from pipediag.report.vocabulary import (
     NO_VERDICT_NO_STEPS,
     NO_VERDICT_NO_TRAINING,
@@ -58,16 +64,30 @@ def test_a_vectorise_through_vectorized_map_round_trips(tmp_path: Path) -> None:
     facts = TrialFacts(
         sample_elements=64,
         vectorized_map=True,
-        batch_refusal="the function fails on a batch (ValueError: Input must be a scalar)",
+        batch_refusal=Reason(FAILS_ON_BATCH, detail="ValueError: Input must be a scalar"),
         element_unpacked=True,
     )
     report = synthetic_report(steps=5)
     trial = FixTrial("vectorize", 1, "map(decode)", verified=True, speedup=1.7, facts=facts)
+    unsafe = FixTrial(
+        "vectorize",
+        2,
+        "map(parse)",
+        reason=Reason(UNSAFE_KEEP_MAP, because=Reason(NOT_ELEMENTWISE, "values differ", 64)),
+        unsafe=True,
+    )
     report = dataclasses.replace(
-        report, pipeline=dataclasses.replace(report.pipeline, trials=[trial])
+        report, pipeline=dataclasses.replace(report.pipeline, trials=[trial, unsafe])
     )
     path = save_report(report, tmp_path / "report.json")
     assert load_report(path) == report
+    # a version-6 report's words are kept as written
+    old = to_dict(report)
+    old["pipeline"]["trials"][0]["facts"]["batch_refusal"] = "the function fails on a batch"
+    old["pipeline"]["trials"][1]["reason"] = "unsafe: it is not elementwise"
+    trials = from_dict(old).pipeline.trials
+    assert trials[0].facts.batch_refusal == Reason(AS_WRITTEN, "the function fails on a batch")
+    assert trials[1].reason == Reason(AS_WRITTEN, "unsafe: it is not elementwise")
     # and a report from before these fields reads them as the plain form
     data = to_dict(report)
     for key in ("vectorized_map", "batch_refusal", "element_unpacked"):

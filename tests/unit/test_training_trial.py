@@ -19,7 +19,12 @@ from pipediag.bench.whatif import FixPipelines
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
-from pipediag.report.reasons import FIX_TRIAL_BUDGET_SPENT, Reason
+from pipediag.report.reasons import (
+    FIX_TRIAL_BUDGET_SPENT,
+    LEFT_TO_TRAINING,
+    NO_WHATIF_RUN,
+    Reason,
+)
 from pipediag.report.vocabulary import GAIN_ON_TRAINING, GAIN_PIPELINE_ALONE
 from pipediag.testing import FakeClock, synthetic_report
 from pipediag.training.training_trial import (
@@ -329,6 +334,34 @@ def test_a_fix_not_tried_on_training_says_why_and_keeps_its_prediction() -> None
     assert fix.not_on_training == Reason(FIX_TRIAL_BUDGET_SPENT)
     text = " ".join(render_text(dataclasses.replace(report, suggestions=[fix])).split())
     assert "Not tried on training: training trial budget spent." in text
+
+
+def test_a_fix_not_verified_on_the_pipeline_says_why_before_why_not_on_training() -> None:
+    untimed = dataclasses.replace(
+        _trial(None, Reason(FIX_TRIAL_BUDGET_SPENT)),
+        verified=False,
+        speedup=None,
+        rounds=0,
+        reason=Reason(LEFT_TO_TRAINING),
+    )
+    report = _report_with(untimed)
+    fix = _map_fix(advise(report))
+    assert fix.not_verified == Reason(LEFT_TO_TRAINING)
+    assert "Not verified" not in fix.evidence  # the analysis words no reason
+    text = " ".join(render_text(dataclasses.replace(report, suggestions=[fix])).split())
+    assert (
+        "Not verified: not measured: verification budget spent; left to the trials on "
+        "training. Not tried on training: training trial budget spent."
+    ) in text
+
+
+def test_a_fix_with_no_what_if_run_says_so() -> None:
+    report = _report_with(_trial(None))
+    report = dataclasses.replace(report, pipeline=dataclasses.replace(report.pipeline, trials=[]))
+    fix = _map_fix(advise(report))
+    assert fix.not_verified == Reason(NO_WHATIF_RUN)
+    text = " ".join(render_text(dataclasses.replace(report, suggestions=[fix])).split())
+    assert "Not verified: no what-if run." in text
 
 
 def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> None:
