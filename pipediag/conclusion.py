@@ -50,7 +50,7 @@ from pipediag.report.reasons import (
     NO_CACHED_BATCH,
     NO_MEASURED_STEP,
     NO_STEP_TIME,
-    NO_TRAIN_STEP,
+    NO_TRAIN_STEP_TO_RUN,
     WATCH_NO_STEP_ALONE,
     Reason,
 )
@@ -372,7 +372,7 @@ class Conclusion:
                 runner, step_s=hint, clock=self._clock, origin=origin, say=self._say
             )
         if seen.style != "keras-fit":
-            return ComputeAlone(measured=False, reason=Reason(NO_TRAIN_STEP))
+            return ComputeAlone(measured=False, reason=Reason(NO_TRAIN_STEP_TO_RUN))
         if self._lockstep:
             return ComputeAlone(measured=False, reason=Reason(LOCKSTEP_FIT))
         if seen.model is None or seen.batch is None:

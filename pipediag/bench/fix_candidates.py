@@ -292,9 +292,9 @@ def generator_candidate(
         return reason, False
 
     def edit(graph: PipelineGraph) -> None:
-        columns, _ = read()
+        columns, why = read()
         if columns is None:
-            raise RewriteError("the generator could not be read")
+            raise RewriteError((why.detail if why else "") or "the generator could not be read")
         graph.replace_source(node, columns, spec)
 
     candidate.check, candidate.edit = check, edit

@@ -136,7 +136,7 @@ def check_scale_out(
             plan = _Plan.of(dataset, walked, stages, pipeline, cut, whole)
             measurements = _measure(plan, config, clock, note, phase, train)
             refused = [
-                refused_blocker(m.reason.detail, plan.part)
+                refused_blocker(m.reason.detail or "no batch came back", plan.part)
                 for m in measurements
                 if m.reason is not None and m.reason.code == SERVICE_REFUSED
             ]

@@ -67,7 +67,7 @@ def _change_line(
     if value is None:
         return f"{what}: not measured ({why or 'no rate'})"
     on_top = " on top of the kept ones" if change.after else ""
-    verdict = "kept" if change.kept else f"not kept ({why})"
+    verdict = "kept" if change.kept else "not kept" + (f" ({why})" if why else "")
     if change.at_step_alone:
         verdict += AT_STEP_ALONE
     raw = _raw_note(change.training_speedup, value, timed)

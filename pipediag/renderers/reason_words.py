@@ -23,6 +23,11 @@ def _spe_step_long(reason: Reason) -> str:
     )
 
 
+def _not_read(reason: Reason) -> str:
+    why = f" ({reason_words(reason.because)})" if reason.because is not None else ""
+    return f"the pipeline could not be read alone{why}"
+
+
 def _refused(reason: Reason) -> str:
     return f"refused: {reason.detail or 'no batch came back'}"
 
@@ -70,7 +75,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     r.NOT_READ_ALONE: (
         "not read alone: {detail}, and reading it directly would change your shuffle order or cache"
     ),
-    r.PIPELINE_NOT_READ: "the pipeline could not be read alone ({because})",
+    r.PIPELINE_NOT_READ: _not_read,
     r.FIT_GIVEN: "fit was given a {detail}, not a tf.data.Dataset: nothing to benchmark alone",
     r.EMPTY_DATASET: "the dataset is empty",
     r.ONE_BATCH: "the dataset has only one batch: nothing to time after warm-up",
@@ -93,7 +98,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     r.NO_STEP_ALONE: "no step finished in the compute-alone time",
     r.STEP_ALONE_FAILED: "the train step failed on a cached batch: {detail}",
     r.NO_MEASURED_STEP: "no measured step to compare with",
-    r.NO_TRAIN_STEP: "no train step to run alone",
+    r.NO_TRAIN_STEP_TO_RUN: "no train step to run alone",
     r.STEP_NOT_RUN_ALONE: "the train step was not run alone",
     r.LOCKSTEP_FIT: (
         "a multi-worker fit: its train step is a collective every worker must join at once, "

@@ -44,7 +44,7 @@ ReasonCode = Literal[
     "no-step-alone",
     "step-alone-failed",
     "no-measured-step",
-    "no-train-step",
+    "no-train-step-to-run",
     "step-not-run-alone",
     "lockstep-fit",
     "watch-no-step-alone",
@@ -226,7 +226,7 @@ NO_STEP_IN_BLOCKS: Final = "no-step-in-blocks"
 NO_STEP_ALONE: Final = "no-step-alone"
 STEP_ALONE_FAILED: Final = "step-alone-failed"
 NO_MEASURED_STEP: Final = "no-measured-step"
-NO_TRAIN_STEP: Final = "no-train-step"
+NO_TRAIN_STEP_TO_RUN: Final = "no-train-step-to-run"
 STEP_NOT_RUN_ALONE: Final = "step-not-run-alone"
 LOCKSTEP_FIT: Final = "lockstep-fit"
 WATCH_NO_STEP_ALONE: Final = "watch-no-step-alone"

@@ -61,7 +61,7 @@ class JaxFitSteps:
 
         state = fit_state(model)
         if isinstance(state, Reason):
-            raise RuntimeError("fit's training state could not be read")
+            raise RuntimeError("fit's training state could not be read (its variables were purged)")
         self._jax: Any = jax  # typed loosely: jax is optional, and partly untyped
         self._train: Callable[[Any, Iterator[Any]], tuple[Any, Any]] = model.train_function
         # Copies: the step donates (consumes) the state it is given.

@@ -17,6 +17,8 @@ from pipediag.report.reasons import (
     DEEP_SKIPPED,
     NO_BATCH_KEPT,
     NO_CACHED_BATCH,
+    PIPELINE_NOT_READ,
+    SERVICE_REFUSED,
     Reason,
     ReasonCode,
 )
@@ -95,3 +97,11 @@ def _report_with(alone: ComputeAlone) -> Report:
 
     pipeline = PipelineBenchmark(measured=False, reason=Reason(NO_BATCH_KEPT))
     return dataclasses.replace(synthetic_report(), compute_alone=alone, pipeline=pipeline)
+
+
+def test_a_reason_whose_cause_is_unknown_says_nothing_in_its_place() -> None:
+    assert reason_words(Reason(PIPELINE_NOT_READ)) == "the pipeline could not be read alone"
+    assert reason_words(Reason(PIPELINE_NOT_READ, because=Reason(NO_BATCH_KEPT))) == (
+        "the pipeline could not be read alone (no batch of the training dataset was kept)"
+    )
+    assert reason_words(Reason(SERVICE_REFUSED)) == "refused: no batch came back"
