@@ -203,8 +203,11 @@ def run_mode(
     return json.loads(out.read_text()), wall
 
 
-def run_pipediag(script: Script, work: Path) -> tuple[dict[str, Any], float]:
-    """`pipediag run` on the plain script: the verdict's figures and the wall time."""
+def run_pipediag(
+    script: Script, work: Path, options: Sequence[str] = ()
+) -> tuple[dict[str, Any], float]:
+    """`pipediag run` on the plain script, with pipediag's `options`: the verdict's figures
+    and the wall time."""
     out = work / f"{script.path.stem}-{script.variant}-report"
     start = time.monotonic()
     done = subprocess.run(
@@ -214,6 +217,7 @@ def run_pipediag(script: Script, work: Path) -> tuple[dict[str, Any], float]:
             "pipediag",
             "run",
             "--quiet",
+            *options,
             "--out",
             str(out),
             str(script.path),
@@ -228,13 +232,20 @@ def run_pipediag(script: Script, work: Path) -> tuple[dict[str, Any], float]:
     report_path = out / "report.json"
     if not report_path.exists():
         raise RuntimeError(f"{script.name} under pipediag wrote no report: {done.stderr[-2000:]}")
-    verdict = json.loads(checked(report_path).read_text()).get("verdict", {})
+    report = json.loads(checked(report_path).read_text())
+    verdict = report.get("verdict", {})
     return {
         "label": verdict.get("label", "unknown"),
         "cost": verdict.get("input_cost_fraction"),
         "interval": verdict.get("input_cost_interval"),
         "A": verdict.get("training_steps_per_s"),
         "T": verdict.get("compute_alone_steps_per_s"),
+        "observer_effect": verdict.get("observer_effect"),
+        # The CPU pipediag's sampler threads took, and the run's wall time under pipediag.
+        "sampler_cpu_s": sum(
+            (report.get(section) or {}).get("sampler_cpu_s") or 0.0 for section in ("host", "gpu")
+        ),
+        "report_wall_s": report.get("wall_time_s"),
         "exit_code": done.returncode,
     }, wall
 

@@ -10,6 +10,7 @@ and freezes the rest into the report. The phases themselves are functions (`phas
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
@@ -119,6 +120,9 @@ class Conclusion:
         self._fit_alternation: FitAlternation | None = None
         # Seconds for XLA on a custom loop's own train step, at its budget (None: not tried).
         self.loop_model_s: float | None = None
+        # Set through the alternation's quiet blocks (the observer check): the samplers
+        # pause on it. None without the check.
+        self.quiet = threading.Event() if config.observer_check else None
 
     # -- at the step budget ------------------------------------------------------------
     def keep_measuring(self, pipeline: PipelineBenchmark) -> bool:
@@ -178,15 +182,17 @@ class Conclusion:
             FitAlternation,
             block_steps_for,
             scaled_rounds,
+            training_blocks_per_round,
         )
 
         scale = alternation_scale(self._config.measured_steps)
         block_steps, max_rounds = block_steps_for(step_s), scaled_rounds(scale)
+        per_round = training_blocks_per_round(self.quiet is not None)
         if steps_left is not None:
             # fit's remaining steps hold the training blocks (the first one too, where the
             # measured steps cannot lead) and one block to spare, so that training goes on
             # after the last round: a smaller block, and no round past that
-            block_steps = min(block_steps, steps_left // (ALTERNATION_MIN_ROUNDS + 2))
+            block_steps = min(block_steps, steps_left // (ALTERNATION_MIN_ROUNDS * per_round + 2))
             if block_steps < MIN_BLOCK_STEPS:
                 return None
         runner = _step_alone(seen)
@@ -199,7 +205,7 @@ class Conclusion:
         )
         if steps_left is not None:
             blocks = steps_left // block_steps - 1 - (first is None)
-            max_rounds = min(max_rounds, blocks)
+            max_rounds = min(max_rounds, blocks // per_round)
         alternation = Alternation(
             clock=self._clock,
             origin=origin,
@@ -207,6 +213,7 @@ class Conclusion:
             lead=first,
             max_rounds=max_rounds,
             scale=scale,
+            quiet=self.quiet,
         )
         self._say.phase("measuring training and the train step alone in turn", redraw=False)
         self._fit_alternation = FitAlternation(runner, alternation, clock=self._clock)
@@ -252,6 +259,7 @@ class Conclusion:
             fixed_rounds=LOCKSTEP_ROUNDS if self._lockstep else None,
             whole_blocks=sync is not None,
             scale=alternation_scale(self._config.measured_steps),
+            quiet=self.quiet,
         )
         blocks = AlternatedBlocks(
             cached, alternation, clock=self._clock, sync=sync, lockstep=self._lockstep

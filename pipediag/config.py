@@ -109,6 +109,8 @@ class RunConfig:
         data_service_train: also time the train step fed by `data_service` (Keras fit).
         train_function: the name of the `tf.function` that trains, for a loop whose function
             steps no optimizer with a step counter: each of its calls counts as one step.
+        observer_check: also time training with pipediag's samplers paused, in quiet blocks
+            of the alternation, for what watching costs it (`Verdict.observer_effect`).
     """
 
     measured_steps: int | None = DEFAULT_MEASURED_STEPS
@@ -131,6 +133,7 @@ class RunConfig:
     data_service: str | None = None
     data_service_train: bool = False
     train_function: str | None = None
+    observer_check: bool = False
     # Watch mode (`WatchConfig`); None for a diagnosis. Set through `watching()`.
     watch: WatchConfig | None = None
 

@@ -166,7 +166,7 @@ class DiagnosticSession:
             self.note(LOCKSTEP_NOTE.format(task=self.task.name, size=self.task.cluster_size))
         from pipediag.samplers import make_samplers
 
-        self._samplers = make_samplers(self.config, self.clock)
+        self._samplers = make_samplers(self.config, self.clock, self.conclusion.quiet)
         for sampler in self._samplers:
             sampler.start()
         if self.watcher is not None:

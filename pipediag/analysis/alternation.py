@@ -15,8 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipediag.analysis.paired import disturbed, log_interval
-from pipediag.report.model import RateBlock, StageStats
-from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK, RateBlockKind
+from pipediag.report.model import ObserverEffect, RateBlock, StageStats
+from pipediag.report.vocabulary import (
+    QUIET_TRAINING_BLOCK,
+    STEP_ALONE_BLOCK,
+    TRAINING_BLOCK,
+    RateBlockKind,
+)
 
 # A leading step under this share of its block's steady median (a training step served from a
 # buffer refilled while the step ran alone), or over this multiple (a step-alone step beside
@@ -94,7 +99,7 @@ def disturbed_blocks(blocks: Sequence[RateBlock]) -> set[int]:
     but for one training block at 27 steps/s between step-alone blocks at 40-42, whose two
     pairs made the cost 11% (2-20%) and the verdict uncertain."""
     found: set[int] = set()
-    for kind in (TRAINING_BLOCK, STEP_ALONE_BLOCK):
+    for kind in (TRAINING_BLOCK, STEP_ALONE_BLOCK, QUIET_TRAINING_BLOCK):
         found |= disturbed(
             {
                 i: math.log(rate)
@@ -116,22 +121,7 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
     """
     left_out = disturbed_blocks(blocks)
     kept = [b for i, b in enumerate(blocks) if i not in left_out]
-    ratios: list[float] = []  # log(T / A) per step-alone block
-    for i, block in enumerate(blocks):
-        if block.kind != STEP_ALONE_BLOCK or block.steps_per_s is None or i in left_out:
-            continue
-        beside = [
-            rate
-            for j in (i - 1, i + 1)
-            if 0 <= j < len(blocks)
-            and j not in left_out
-            and blocks[j].kind == TRAINING_BLOCK
-            and (rate := blocks[j].steps_per_s) is not None
-        ]
-        if beside:
-            training_log = sum(math.log(rate) for rate in beside) / len(beside)
-            alone = block.steps / (block.seconds + block.steps * around_s)
-            ratios.append(math.log(alone) - training_log)
+    ratios = _logs_against_training(blocks, STEP_ALONE_BLOCK, left_out, around_s)  # log(T/A)
     found = log_interval(ratios)
     if found is None:
         return None
@@ -143,6 +133,47 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
         high=None if found.high is None else _cost(found.high),
         pairs=found.pairs,
     )
+
+
+def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
+    """Training's rate with pipediag's samplers running over its rate with them paused,
+    each quiet block against the mean of the training blocks either side; None without a
+    quiet block beside a training block. Blocks the host disturbed are left out."""
+    logs = _logs_against_training(blocks, QUIET_TRAINING_BLOCK, disturbed_blocks(blocks))
+    found = log_interval([-value for value in logs])  # log(A / quiet A)
+    if found is None:
+        return None
+    return ObserverEffect(
+        ratio=math.exp(found.mean),
+        low=None if found.low is None else math.exp(found.low),
+        high=None if found.high is None else math.exp(found.high),
+        pairs=found.pairs,
+    )
+
+
+def _logs_against_training(
+    blocks: Sequence[RateBlock], kind: RateBlockKind, left_out: set[int], around_s: float = 0.0
+) -> list[float]:
+    """log(rate / training's rate) for each block of `kind`, against the mean log rate of
+    the training blocks either side of it (which cancels a drift linear over the three).
+    `around_s` is added to each of its steps."""
+    logs: list[float] = []
+    for i, block in enumerate(blocks):
+        if block.kind != kind or block.steps_per_s is None or i in left_out:
+            continue
+        beside = [
+            rate
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(blocks)
+            and j not in left_out
+            and blocks[j].kind == TRAINING_BLOCK
+            and (rate := blocks[j].steps_per_s) is not None
+        ]
+        if beside:
+            training_log = sum(math.log(rate) for rate in beside) / len(beside)
+            rate = block.steps / (block.seconds + block.steps * around_s)
+            logs.append(math.log(rate) - training_log)
+    return logs
 
 
 def _cost(log_ratio: float) -> float:

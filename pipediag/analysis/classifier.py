@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipediag.analysis.alternation import observer_effect
 from pipediag.analysis.host_contention import other_processes_cores
 from pipediag.analysis.input_cost import (
     InputCost,
@@ -265,6 +266,7 @@ def judge(
         uncertain_because=because,
         steps_to_tell=steps_to_tell,
         alternation_pairs=rates.paired.pairs if rates.paired is not None else None,
+        observer_effect=observer_effect(compute_alone.blocks) if compute_alone else None,
     )
 
 

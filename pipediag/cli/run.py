@@ -103,6 +103,12 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         "a step counter: each of its calls counts as one step",
     )
     run.add_argument(
+        "--observer-check",
+        action="store_true",
+        help="also time training with pipediag's samplers paused, in blocks between its "
+        "training blocks, and report what watching cost it (a few seconds more)",
+    )
+    run.add_argument(
         "--out",
         default=DEFAULT_OUT_DIR,
         metavar="DIR",
@@ -199,6 +205,7 @@ def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) ->
         data_service=options.data_service,
         data_service_train=options.data_service_train,
         train_function=options.train_function,
+        observer_check=options.observer_check,
     )
     if watch is not None:
         config = watching(config, watch)

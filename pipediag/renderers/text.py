@@ -60,6 +60,7 @@ def render_text(report: Report) -> str:
         ("Input cost", _input_cost(report)),
         ("Input wait", _input_wait(report)),
         ("Rates", _rates(report)),
+        ("Watching", _observer(report)),
         ("Phases", _phases(report)),
         ("Over time", over_time_text(report, INDENT)),
         ("Pipeline alone", _pipeline(report)),
@@ -143,6 +144,23 @@ def _rates(report: Report) -> str:
         line = f"{start}{rate.number:>{width}} {rate.unit}"
         lines.append(line + (f"  ({rate.origin})" if rate.origin else ""))
     return f"\n{INDENT}".join(lines)
+
+
+def _observer(report: Report) -> str:
+    """What pipediag's samplers cost training (the observer check); "" where it did not run."""
+    effect = report.verdict.observer_effect
+    if effect is None:
+        return ""
+    interval = (
+        f" ({effect.low:.2f}-{effect.high:.2f})"
+        if effect.low is not None and effect.high is not None
+        else ""
+    )
+    pairs = f"{effect.pairs} pair{'s' if effect.pairs != 1 else ''}"
+    return (
+        f"training ran at {effect.ratio:.2f}x{interval} its rate with pipediag's samplers "
+        f"paused ({pairs} of blocks in turn)"
+    )
 
 
 def _phases(report: Report) -> str:

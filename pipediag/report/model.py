@@ -316,9 +316,10 @@ class RateBlock:
     """One block of the alternation of rates (docs/design.md, "Rates in alternation").
 
     `kind` "training" is the script's own steps fed by its pipeline (A), "step-alone" the
-    same train step on a cached batch (T). `steps` and `seconds` are the block's steady
-    part: `dropped_steps` leading steps were the transition from the block before (a
-    prefetch buffer refilled while the step ran alone, or drained after it).
+    same train step on a cached batch (T), "quiet-training" A with pipediag's sampler
+    threads paused (the observer check, `ObserverEffect`). `steps` and `seconds` are the
+    block's steady part: `dropped_steps` leading steps were the transition from the block
+    before (a prefetch buffer refilled while the step ran alone, or drained after it).
     """
 
     kind: RateBlockKind
@@ -462,6 +463,26 @@ class Verdict:
     alternation_pairs: int | None = None
     # Why there is no verdict (label "unknown"); "" where there is one.
     no_verdict_because: NoVerdictReason = ""
+    # Training's rate with pipediag's threads running against with them paused, in one
+    # run; None unless the observer check ran (`--observer-check`).
+    observer_effect: ObserverEffect | None = None
+
+
+@dataclass(frozen=True)
+class ObserverEffect:
+    """What pipediag's sampler threads cost the training they watch, measured in one run.
+
+    Quiet blocks (the script's own steps with the samplers paused) sit between two training
+    blocks in the alternation; `ratio` is the training blocks' rate over the quiet ones'
+    (the mean log ratio over `pairs`), `low`/`high` its 90% interval (None under two
+    pairs). Under 1 means training ran slower while pipediag watched (docs/design.md,
+    "What pipediag costs a step").
+    """
+
+    ratio: float
+    low: float | None
+    high: float | None
+    pairs: int
 
 
 @dataclass(frozen=True)

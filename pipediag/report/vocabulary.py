@@ -78,10 +78,12 @@ ContentionKind = Literal["cores", "gil", ""]
 CONTENDS_FOR_CORES: Final = "cores"  # the host's cores were all busy while training
 CONTENDS_FOR_GIL: Final = "gil"  # the pipeline runs Python while cores are free
 
-# The two kinds of block in the alternation of rates (`RateBlock.kind`).
-RateBlockKind = Literal["training", "step-alone"]
+# The kinds of block in the alternation of rates (`RateBlock.kind`).
+RateBlockKind = Literal["training", "step-alone", "quiet-training"]
 TRAINING_BLOCK: Final = "training"  # the script's own steps, fed by its pipeline: A
 STEP_ALONE_BLOCK: Final = "step-alone"  # the same train step on a cached batch: T
+# The script's own steps with pipediag's sampler threads paused (`--observer-check`).
+QUIET_TRAINING_BLOCK: Final = "quiet-training"
 
 # What the GPU idled on (`Verdict.gpu_idle_cause`, `IdleAttribution.dominant`).
 GpuIdleCause = Literal["input-wait", "host-overhead", "transfer"]

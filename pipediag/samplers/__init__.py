@@ -8,6 +8,7 @@ May import: `report`, `clock`, `config` (the sampling defaults), `errors`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 from pipediag.clock import Clock
@@ -28,13 +29,18 @@ __all__ = [
 ]
 
 
-def make_samplers(config: RunConfig, clock: Clock) -> list[HostSampler | GpuSampler]:
-    """The samplers a run's configuration asks for, not yet started."""
+def make_samplers(
+    config: RunConfig, clock: Clock, quiet: threading.Event | None = None
+) -> list[HostSampler | GpuSampler]:
+    """The samplers a run's configuration asks for, not yet started; none reads while
+    `quiet` is set."""
     samplers: list[HostSampler | GpuSampler] = []
     if config.sample_host:
         samplers.append(HostSampler(interval_s=config.host_interval_s, clock=clock))
     if config.sample_gpu:
         samplers.append(GpuSampler(interval_s=config.gpu_interval_s, clock=clock))
+    for sampler in samplers:
+        sampler.quiet = quiet
     return samplers
 
 

@@ -145,6 +145,9 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self._first_reading_t: float | None = None
         self._last_reading_t: float | None = None
         self._start_t: float | None = None
+        # While set, readings are skipped (the observer check's quiet blocks): the reading
+        # after it covers the gap, as the CPU readings are deltas.
+        self.quiet: threading.Event | None = None
 
     # -- hooks for subclasses -------------------------------------------------------------
 
@@ -236,7 +239,8 @@ class ThreadedSampler(ABC, Generic[ItemT]):
     def _loop(self) -> None:
         try:
             while not self._stop.wait(self._buffer.interval_s):
-                self.sample_once()
+                if self.quiet is None or not self.quiet.is_set():
+                    self.sample_once()
         except BaseException as exc:  # sample_once never raises; keep the thread's death visible
             self._record_failure("thread", f"sampler thread died: {describe_error(exc)}")
 

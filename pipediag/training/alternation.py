@@ -11,6 +11,7 @@ hands it the step ends; `analysis/alternation.py` reads them.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone, RateBlock
 from pipediag.report.reasons import NO_STEP_IN_BLOCKS, STEP_ALONE_FAILED, Reason
 from pipediag.report.vocabulary import (
+    QUIET_TRAINING_BLOCK,
     STEP_ALONE_BLOCK,
     TRAINING_BLOCK,
     ComputeAloneMethod,
@@ -42,7 +44,7 @@ from pipediag.training.compute_alone import StepAlone
 # cached batch may retrace the train step for its static shapes.
 WARMUP_STEPS = 3
 
-Next = Literal["step-alone", "training", "done"]
+Next = Literal["step-alone", "training", "quiet-training", "done"]
 
 
 @dataclass
@@ -60,6 +62,11 @@ class _OpenBlock:
 def scaled_rounds(scale: float) -> int:
     """The most adaptive rounds at `scale` times the default bound."""
     return max(MAX_ROUNDS, round(MAX_ROUNDS * scale))
+
+
+def training_blocks_per_round(observer_check: bool) -> int:
+    """The training blocks one round takes from the script's steps: A, or A, quiet A, A."""
+    return 3 if observer_check else 1
 
 
 def block_steps_for(step_s: float) -> int:
@@ -84,6 +91,9 @@ class Alternation:
             only so many steps left); None: `MAX_ROUNDS` times `scale`.
         scale: how much longer than `MAX_SECONDS` and `MAX_ROUNDS` the adaptive rounds may
             go on (`--steps` beyond its default asks for a narrower interval).
+        quiet: for the observer check, the event pipediag's samplers pause on: each round
+            then runs T, A, quiet A, A (docs/design.md, "What pipediag costs a step"), the
+            event set through each quiet block. None: no quiet blocks.
     """
 
     def __init__(
@@ -97,8 +107,10 @@ class Alternation:
         max_rounds: int | None = None,
         whole_blocks: bool = False,
         scale: float = 1.0,
+        quiet: threading.Event | None = None,
     ) -> None:
         self._clock = clock
+        self._quiet = quiet
         self._whole_blocks = whole_blocks
         self._max_rounds = max_rounds if max_rounds is not None else scaled_rounds(scale)
         self._max_seconds = MAX_SECONDS * scale
@@ -142,6 +154,8 @@ class Alternation:
 
     def start_block(self, kind: RateBlockKind, at: float) -> None:
         """A block of `kind` begins: its first step starts at `at` on the clock."""
+        if kind == QUIET_TRAINING_BLOCK and self._quiet is not None:
+            self._quiet.set()
         self._open = _OpenBlock(kind, at, at, [], time.process_time())
 
     def step_ended(self, at: float) -> bool:
@@ -174,6 +188,8 @@ class Alternation:
     def end_block(self) -> None:
         """Close the open block (its steps so far), and decide what runs next."""
         opened, self._open = self._open, None
+        if self._quiet is not None:
+            self._quiet.clear()
         if opened is None:
             return
         durations = opened.durations
@@ -191,8 +207,16 @@ class Alternation:
             self._alone_cpu_s += cpu
             self._alone_steps += len(durations)
             self._next = "training"
+        elif kind == QUIET_TRAINING_BLOCK:
+            self._next = "training"
+        elif self._quiet is not None and self._after(STEP_ALONE_BLOCK):
+            self._next = "quiet-training"
         else:
             self._next = "step-alone" if self._wants_another_round() else "done"
+
+    def _after(self, kind: RateBlockKind) -> bool:
+        """Whether the block before the last one closed was of `kind`."""
+        return len(self.blocks) >= 2 and self.blocks[-2].kind == kind
 
     def _wants_another_round(self) -> bool:
         rounds = self.rounds
@@ -286,7 +310,8 @@ class FitAlternation:
             return False
         alternation = self.alternation
         if alternation.open_kind is None:
-            alternation.start_block(TRAINING_BLOCK, start)
+            quiet = alternation.next == QUIET_TRAINING_BLOCK
+            alternation.start_block(QUIET_TRAINING_BLOCK if quiet else TRAINING_BLOCK, start)
         return alternation.step_timed(end - start)
 
     def skip_step(self) -> None:

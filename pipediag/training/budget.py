@@ -23,7 +23,6 @@ from pipediag.report.reasons import NO_TRAIN_STEP_FOUND, Reason
 from pipediag.report.vocabulary import (
     CACHED_BATCH_LOOP,
     STEP_ALONE_BLOCK,
-    TRAINING_BLOCK,
     RateBlockKind,
 )
 from pipediag.training.alternation import WARMUP_STEPS, Alternation
@@ -150,7 +149,7 @@ class AlternatedBlocks:
         following = alternation.next
         if following == "done":
             return None
-        kind: RateBlockKind = STEP_ALONE_BLOCK if following == "step-alone" else TRAINING_BLOCK
+        kind: RateBlockKind = following
         if kind == STEP_ALONE_BLOCK and self._warmup_left > 0:
             self._warmup_left -= 1  # the first block's first steps are not timed
             return self._answer(kind)

@@ -198,3 +198,25 @@ def test_the_step_alone_takes_fit_s_path_an_iterator_over_the_cached_batch() -> 
     # (FastFlow's T), never a Python iterable that skips that path; training is unchanged
     assert len(fed) == 4 and all(isinstance(data, tf.data.Iterator) for data in fed)
     assert all(np.array_equal(a, v.numpy()) for a, v in zip(before, model.variables, strict=True))
+
+
+def test_the_observer_check_times_fit_s_own_steps_with_the_samplers_paused(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    config = dataclasses.replace(CONFIG, observer_check=True)
+    report = pipediag.diagnose(_script(tmp_path, FIT), config=config, out=None, log=None)
+    alone = report.compute_alone
+    assert alone is not None and alone.measured, alone
+    # each round: the step alone, training, training with the samplers paused, training
+    kinds = [block.kind for block in alone.blocks]
+    rounds = kinds.count("step-alone")
+    assert rounds >= 3 and kinds.count("quiet-training") == rounds
+    assert kinds[:5] == ["training", "step-alone", "training", "quiet-training", "training"]
+    # one pair a round for each figure (fewer where the host disturbed a block)
+    effect = report.verdict.observer_effect
+    assert effect is not None and 2 <= effect.pairs <= rounds and effect.ratio > 0
+    assert effect.low is not None and effect.low <= effect.ratio <= (effect.high or 0)
+    pairs = report.verdict.alternation_pairs
+    assert pairs is not None and 2 <= pairs <= rounds

@@ -10,6 +10,7 @@ from loop_serving import RecordedResults, loop_server
 
 from pipediag.analysis.alternation import (
     block_of,
+    observer_effect,
     paired_cost,
     pipeline_cores,
     steady_part,
@@ -19,7 +20,7 @@ from pipediag.analysis.paired import MAX_BLOCK_STEPS, MIN_BLOCK_STEPS
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.report.model import ComputeAlone, FixTrial, RateBlock
-from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK
+from pipediag.report.vocabulary import QUIET_TRAINING_BLOCK, STEP_ALONE_BLOCK, TRAINING_BLOCK
 from pipediag.testing import FakeClock
 from pipediag.training.alternation import (
     WARMUP_STEPS,
@@ -208,6 +209,66 @@ def test_a_block_the_host_disturbed_is_left_out_of_the_pairs_whichever_its_kind(
     # AND blocks that all vary as much are no outliers: their spread is the noise
     wild = _blocks([20.0, 38.0, 27.0, 45.0, 33.0], [30.0, 44.0, 25.0, 40.0])
     assert disturbed_blocks(wild) == set()
+
+
+def test_the_observer_check_puts_a_quiet_block_between_two_training_blocks_each_round() -> None:
+    import threading
+
+    # GIVEN the observer check: training runs at 50 steps/s watched, 55 with the samplers
+    # paused, and the step alone at 100
+    clock = FakeClock()
+    quiet = threading.Event()
+    alternation = Alternation(
+        clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5), quiet=quiet
+    )
+    rates = {TRAINING_BLOCK: 50.0, QUIET_TRAINING_BLOCK: 55.0, STEP_ALONE_BLOCK: 100.0}
+    held_quiet = []
+    while (kind := alternation.next) != "done":
+        alternation.start_block(kind, clock.now())
+        done = False
+        while not done:
+            held_quiet.append((kind, quiet.is_set()))
+            clock.advance(1.0 / rates[kind])
+            done = alternation.step_ended(clock.now())
+    # THEN each round runs T, A, quiet A, A, and the samplers are held only in quiet blocks
+    kinds = [b.kind for b in alternation.blocks]
+    round_ = [STEP_ALONE_BLOCK, TRAINING_BLOCK, QUIET_TRAINING_BLOCK, TRAINING_BLOCK]
+    assert kinds == [TRAINING_BLOCK] + round_ * 3
+    assert all(held == (kind == QUIET_TRAINING_BLOCK) for kind, held in held_quiet)
+    assert not quiet.is_set()
+    # AND the cost still reads T against the training blocks beside it, and the observer
+    # effect the training blocks against the quiet ones
+    cost = paired_cost(alternation.blocks)
+    assert cost is not None and cost.cost == pytest.approx(0.5) and cost.pairs == 3
+    effect = observer_effect(alternation.blocks)
+    assert effect is not None and effect.pairs == 3
+    assert effect.ratio == pytest.approx(50 / 55)
+    assert effect.low == pytest.approx(50 / 55) and effect.high == pytest.approx(50 / 55)
+
+
+def test_without_the_observer_check_there_is_no_observer_effect() -> None:
+    assert observer_effect(_blocks([50.0] * 4, [100.0] * 3)) is None
+
+
+def test_a_loop_is_served_its_own_pulls_in_the_quiet_blocks_too() -> None:
+    import threading
+
+    clock = FakeClock()
+    concluded: list[ComputeAlone] = []
+    quiet = threading.Event()
+    alternation = Alternation(
+        clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4), quiet=quiet
+    )
+    server = loop_server(clock, RecordedResults(concluded=concluded), alternation=alternation)
+    answers = []
+    while (answer := server.next_batch()) is not None:
+        answers.append("quiet" if quiet.is_set() else "pull" if answer is PULL else answer)
+        clock.advance(0.02 if answer is PULL else 0.01)
+    round_ = ["cached"] * 4 + ["pull"] * 4 + ["quiet"] * 4 + ["pull"] * 4
+    assert answers == ["cached"] * WARMUP_STEPS + round_ * 3
+    (result,) = concluded
+    effect = observer_effect(result.blocks)
+    assert effect is not None and effect.ratio == pytest.approx(1.0) and effect.pairs == 3
 
 
 def test_an_untimed_step_is_left_out_of_its_block() -> None:

@@ -176,3 +176,22 @@ def test_unstarted_sampler_is_unavailable() -> None:
     reason = sampler.section(0.0).reason
     assert reason == Reason(HOST_SAMPLER_NOT_STARTED)
     assert reason_words(reason) == "host sampler was not started"
+
+
+def test_a_sampler_takes_no_reading_while_the_observer_check_holds_it_quiet() -> None:
+    # GIVEN a sampler reading every 10 ms, held quiet from the start
+    quiet = threading.Event()
+    quiet.set()
+    sampler = HostSampler(interval_s=0.01, clock=MONOTONIC)
+    sampler.quiet = quiet
+    t0 = MONOTONIC.now()
+    with sampler:
+        time.sleep(0.3)  # about 30 intervals
+        # THEN it read nothing while quiet
+        assert not sampler.section(t0).samples
+        # AND reads again once released
+        quiet.clear()
+        deadline = time.monotonic() + THREAD_WAIT_S
+        while not sampler.section(t0).samples and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert sampler.section(t0).samples

@@ -432,3 +432,20 @@ def test_an_epoch_start_of_unknown_length_is_said_to_be_left_out() -> None:
     assert epoch_start_text(train).endswith(
         "(median of 2 epochs); not part of the input cost above: the epoch's length is unknown"
     )
+
+
+def test_the_observer_check_reads_as_one_row_and_survives_the_json() -> None:
+    from pipediag.report.model import ObserverEffect
+
+    report = synthetic_cost_report(cost_interval=(0.3, 0.5))
+    assert "Watching" not in _labels(_lines(report))  # no check, no row
+    effect = ObserverEffect(ratio=0.98, low=0.96, high=1.01, pairs=3)
+    checked = dataclasses.replace(
+        report, verdict=dataclasses.replace(report.verdict, observer_effect=effect)
+    )
+    assert from_dict(to_dict(checked)).verdict.observer_effect == effect
+    (line,) = _row(_lines(checked), "Watching")
+    assert line.endswith(
+        "training ran at 0.98x (0.96-1.01) its rate with pipediag's samplers paused "
+        "(3 pairs of blocks in turn)"
+    ), line
