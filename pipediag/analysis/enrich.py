@@ -1,5 +1,5 @@
 """The hardware's part of a report, in one call for the session and the monitor: the GPU
-analysis, the host's contention, and the GPU's word in the verdict."""
+analysis, the host's contention, and the GPU's idle cause in the verdict."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from pipediag.analysis.gpu import (
     DEFAULT_GPU_THRESHOLDS,
     GpuThresholds,
     analyze_gpu,
-    with_gpu_evidence,
+    with_gpu_idle_cause,
 )
 from pipediag.analysis.host_contention import host_contention
 from pipediag.report.model import Report
 
 
 def enrich_report(report: Report, *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS) -> Report:
-    """The report with its GPU analysis, host contention and the GPU's word in the verdict.
+    """The report with its GPU analysis, host contention and the GPU's idle cause in the verdict.
 
     Idempotent: parts already present are kept, so the session and the monitor may both call it.
     """
@@ -29,6 +29,6 @@ def enrich_report(report: Report, *, thresholds: GpuThresholds = DEFAULT_GPU_THR
             report.host, report.train, report.verdict, thresholds=thresholds
         )
     verdict = report.verdict
-    if not verdict.gpu_finding:
-        verdict = with_gpu_evidence(verdict, analysis)
+    if verdict.gpu_idle_cause is None:
+        verdict = with_gpu_idle_cause(verdict, analysis)
     return replace(report, gpu_analysis=analysis, host_contention=contention, verdict=verdict)

@@ -4,8 +4,9 @@ Part of `analysis/`, pure functions over the report model only (no NVML, no Tens
 NVML windows (1/6 s to 1 s) are far longer than a step, so no single step is labelled from
 the GPU: per window, the GPU's idle time is split into input wait (counted first), transfer
 (an upper bound) and host overhead, after HolisticTraceAnalysis, and GPU idle is correlated
-with input wait across windows (Pearson r). Its windows are in gpu_windows.py, the causes'
-words in gpu_causes.py. Method: (docs/design.md, "GPU idle causes").
+with input wait across windows (Pearson r). Its windows are in gpu_windows.py, the causes in
+gpu_causes.py; the renderers word the figures (renderers/hardware_words.py). Method:
+(docs/design.md, "GPU idle causes").
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pipediag.analysis.gpu_causes import (
-    ADVICE,
     CAUSE_HOST,
     CAUSE_INPUT,
-    CAUSE_PHRASE,
     CAUSE_TRANSFER,
     CAUSES,
 )
@@ -117,14 +116,6 @@ _CONSTANT_EPSILON = 1e-9
 LOW_COVERAGE_NOTE = 0.5
 """When the windows hold less than half of the measured step time, the GPU figures describe a
 minority of the run (readings failed or stopped): say so next to them."""
-
-SECONDARY_CAUSE_SHARE = 0.25
-"""A cause that holds a quarter of the idle time or more gets its advice too, after the
-dominant one's: with three causes, a quarter is well above an even split's noise."""
-
-STRONG_CORRELATION = 0.5
-WEAK_CORRELATION = 0.2
-"""Wording for Pearson r: conventional 'large' (>= 0.5) and 'small' (< 0.2, Cohen 1988) effects."""
 
 
 def measured_steps(train: TrainSection) -> list[StepRecord]:
@@ -302,7 +293,7 @@ def analyze_gpu(
             f"(need {th.min_correlation_windows})"
         )
     lengths = [w.end_s - w.start_s for w in windows]
-    analysis = GpuAnalysis(
+    return GpuAnalysis(
         available=True,
         device_index=device,
         busy_source=source,
@@ -316,12 +307,6 @@ def analyze_gpu(
         attribution=attribution,
         coverage_fraction=coverage_fraction,
         notes=notes,  # the sampler's own notes stay in the GPU section
-    )
-    evidence = gpu_evidence(analysis)
-    return replace(
-        analysis,
-        finding=evidence.finding if evidence else "",
-        advice=list(evidence.advice) if evidence else [],
     )
 
 
@@ -368,71 +353,9 @@ def attribute_idle(
 # -- what the verdict layer uses --------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class GpuEvidence:
-    """What the GPU says, in the form the verdict and advice layers use."""
-
-    finding: str
-    dominant_idle_cause: GpuIdleCause | None
-    gpu_busy_fraction: float
-    idle_fraction: float
-    advice: list[str]
-
-
-def gpu_evidence(analysis: GpuAnalysis | None) -> GpuEvidence | None:
-    """One sentence on the GPU's side of the run and its dominant idle cause; None without one."""
+def with_gpu_idle_cause(verdict: Verdict, analysis: GpuAnalysis | None) -> Verdict:
+    """The verdict with the GPU's dominant idle cause filled in (unchanged without an analysis
+    of a sampled GPU)."""
     if analysis is None or not analysis.available or analysis.attribution is None:
-        return None
-    a = analysis.attribution
-    busy = analysis.gpu_busy_fraction or 0.0
-    idle = a.idle_s / a.window_s if a.window_s > 0 else 0.0
-    metric = "SM activity, GPM" if analysis.busy_source == BUSY_SM_ACTIVE else "NVML utilization"
-    text = f"The GPU was busy {busy:.0%} of the measured time ({metric})"
-    advice: list[str] = []
-    if a.dominant is None:
-        text += ": it was hardly ever idle, so the device itself sets the rate"
-    else:
-        seconds = {
-            CAUSE_INPUT: a.input_wait_s,
-            CAUSE_TRANSFER: a.transfer_s,
-            CAUSE_HOST: a.host_overhead_s,
-        }
-        share = seconds[a.dominant] / a.idle_s if a.idle_s > 0 else 0.0
-        text += f"; {share:.0%} of its idle time was {CAUSE_PHRASE[a.dominant]}"
-        advice.append(ADVICE[a.dominant])
-        advice.extend(
-            ADVICE[cause]
-            for cause in CAUSES
-            if cause != a.dominant
-            and a.idle_s > 0
-            and seconds[cause] / a.idle_s >= SECONDARY_CAUSE_SHARE
-        )
-    r = analysis.idle_input_wait_correlation
-    if r is not None:
-        if r >= STRONG_CORRELATION:
-            strength = "tracked"
-        elif r < WEAK_CORRELATION:
-            strength = "did not track"
-        else:
-            strength = "loosely tracked"
-        text += (
-            f"; GPU idle {strength} input wait across {analysis.correlation_windows} "
-            f"windows (r = {r:.2f})"
-        )
-    return GpuEvidence(
-        finding=text + ".",
-        dominant_idle_cause=a.dominant,
-        gpu_busy_fraction=busy,
-        idle_fraction=idle,
-        advice=advice,
-    )
-
-
-def with_gpu_evidence(verdict: Verdict, analysis: GpuAnalysis | None) -> Verdict:
-    """The verdict with the GPU's finding and idle cause filled in (unchanged without a GPU)."""
-    evidence = gpu_evidence(analysis)
-    if evidence is None:
         return verdict
-    return replace(
-        verdict, gpu_finding=evidence.finding, gpu_idle_cause=evidence.dominant_idle_cause
-    )
+    return replace(verdict, gpu_idle_cause=analysis.attribution.dominant)

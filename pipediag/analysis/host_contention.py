@@ -6,8 +6,6 @@ host samples alone (psutil), with no NVML and no TensorFlow.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pipediag.analysis.gpu import DEFAULT_GPU_THRESHOLDS, GpuThresholds, measured_steps
 from pipediag.report.model import (
     BALANCED,
@@ -20,6 +18,7 @@ from pipediag.report.model import (
     timed_steps,
 )
 from pipediag.report.reasons import HOST_NOT_SAMPLED, NO_HOST_SAMPLES, Reason
+from pipediag.report.vocabulary import OVER_MEASURED_STEPS, OVER_WHOLE_RUN, ContentionScope
 
 
 def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float) -> float | None:
@@ -55,9 +54,9 @@ def host_contention(
     """How much of the machine's CPU other processes took while the measured steps ran.
 
     Per host sample: other = system busy % - this process's % / cores (psutil's process
-    percent counts 100 per core; the system one 100 for the whole machine). The finding is
-    written only when the verdict is input-bound, balanced or uncertain: that is when a
-    starved pipeline could be starved by someone else.
+    percent counts 100 per core; the system one 100 for the whole machine). It bears on the
+    verdict only when that is input-bound, balanced or uncertain: that is when a starved
+    pipeline could be starved by someone else.
     """
     if not host.available:
         return HostContention(available=False, reason=host.reason or Reason(HOST_NOT_SAMPLED))
@@ -66,18 +65,19 @@ def host_contention(
         return HostContention(available=False, reason=Reason(NO_HOST_SAMPLES))
     steps = measured_steps(train) or timed_steps(train.steps)
     samples = list(host.samples)
-    scope = "the whole run"
+    scope: ContentionScope = OVER_WHOLE_RUN
     if steps:
         begin = min(s.start_s for s in steps)
         end = max(s.start_s + s.duration_s for s in steps)
         # A sample's reading covers the interval before its time.
         inside = [s for s in samples if begin < s.t_s <= end + host.interval_s]
         if inside:
-            samples, scope = inside, "the measured steps"
+            samples, scope = inside, OVER_MEASURED_STEPS
     others = [max(0.0, s.system_cpu_pct - s.process_cpu_pct / cores) for s in samples]
     other_mean = sum(others) / len(others)
     contended = other_mean / 100 >= thresholds.contention_share
-    result = HostContention(
+    bears = verdict is not None and verdict.label in (INPUT_BOUND, BALANCED, UNCERTAIN)
+    return HostContention(
         available=True,
         cpu_count=cores,
         samples=len(samples),
@@ -87,18 +87,6 @@ def host_contention(
         process_cpu_pct_mean=sum(s.process_cpu_pct for s in samples) / len(samples),
         system_cpu_pct_mean=sum(s.system_cpu_pct for s in samples) / len(samples),
         contended=contended,
+        scope=scope,
+        bears_on_verdict=bears,
     )
-    if verdict is None or verdict.label not in (INPUT_BOUND, BALANCED, UNCERTAIN):
-        return result
-    used = f"{other_mean:.0f}% of the host's CPU ({other_mean / 100 * cores:.1f} of {cores} cores)"
-    if contended:
-        finding = (
-            f"Other processes took {used} during {scope}: the input pipeline competes with "
-            "them for cores; free the machine or give the pipeline fewer, dedicated threads."
-        )
-    else:
-        finding = (
-            f"Other processes took only {used} during {scope}: the pipeline is slow on its "
-            "own, not starved by them."
-        )
-    return replace(result, finding=finding)

@@ -122,7 +122,7 @@ def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason 
         return None, Reason(TOO_FEW_TIMED_WORKERS)
     slowest = min(timed, key=_rate)
     if not in_lockstep(timed):
-        return _straggler(slowest, [r for r in timed if r is not slowest], lockstep=False), None
+        return _straggler(slowest, [r for r in timed if r is not slowest]), None
     for pick, gap, value in (
         (_by(timed, "input_wait_fraction"), WAIT_GAP, "input_wait_fraction"),
         (_by(timed, "other_cpu_pct"), HOST_GAP_PCT, "other_cpu_pct"),
@@ -133,7 +133,7 @@ def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason 
         others = [r for r in timed if r is not pick]
         rest = _median(getattr(r, value) for r in others)
         if rest is not None and getattr(pick, value) - rest >= gap:
-            return _straggler(pick, others, lockstep=True), None
+            return _straggler(pick, others), None
     return None, Reason(NONE_STANDS_OUT, value=rate_tolerance(timed), limit=WAIT_GAP)
 
 
@@ -152,7 +152,7 @@ def rate_tolerance(rows: Sequence[WorkerRow]) -> float:
     return max(RATE_TOLERANCE, 1.0 / min(counts)) if counts else RATE_TOLERANCE
 
 
-def _straggler(row: WorkerRow, others: list[WorkerRow], *, lockstep: bool) -> Straggler:
+def _straggler(row: WorkerRow, others: list[WorkerRow]) -> Straggler:
     """Which part of `row`'s step exceeds the others': its input wait or the rest."""
     others_rate = _median(_rate(r) for r in others)
     extra_wait = _excess(row.wait_s_per_step, [r.wait_s_per_step for r in others])
@@ -168,79 +168,16 @@ def _straggler(row: WorkerRow, others: list[WorkerRow], *, lockstep: bool) -> St
     return Straggler(
         task=row.task,
         cause=cause,
-        explanation=_explain(row, others, cause, lockstep, extra_wait, extra_compute),
         steps_per_s=row.training_steps_per_s,
         others_steps_per_s=others_rate,
         extra_wait_s=extra_wait,
         extra_compute_s=extra_compute,
+        others_input_wait_fraction=_median(r.input_wait_fraction for r in others),
+        others_input_cost_fraction=_median(r.input_cost_fraction for r in others),
+        others_system_cpu_pct=_median(r.system_cpu_pct for r in others),
+        others_other_cpu_pct=_median(r.other_cpu_pct for r in others),
+        others_gpu_util_pct=_median(r.gpu_util_pct for r in others),
     )
-
-
-DOMINANT = {
-    CAUSE_INPUT: "input dominates: its own pipeline kept it waiting",
-    CAUSE_GPU: "its GPU dominates: it was busier than the others' for the same steps",
-    CAUSE_HOST_CPU: "its host dominates: other processes took its cores",
-    CAUSE_COMPUTE: "its train step dominates, not its input",
-}
-
-
-def _explain(
-    row: WorkerRow,
-    others: list[WorkerRow],
-    cause: str,
-    lockstep: bool,
-    extra_wait: float | None,
-    extra_compute: float | None,
-) -> str:
-    rate = f"{_rate(row):.1f} steps/s"
-    if lockstep:
-        first = (
-            f"the workers trained in lockstep ({rate} here; synchronous training: each "
-            "waits for the slowest in every step's all-reduce)"
-        )
-    else:
-        first = f"{rate} against {_median(_rate(r) for r in others):.1f} on the others (median)"
-    parts = [first]
-    wait = _vs(row.input_wait_fraction, [r.input_wait_fraction for r in others], "{:.0%}")
-    if wait:
-        parts.append(f"its steps waited {wait} of their time for input")
-    cost = _vs(row.input_cost_fraction, [r.input_cost_fraction for r in others], "{:.0%}")
-    if cost and not lockstep:  # in lockstep, 1 - A/T is the cluster's, not the worker's
-        parts.append(f"input costs it {cost} of training")
-    if extra_wait is not None and extra_compute is not None:
-        parts.append(
-            f"per step, its input wait is {extra_wait * 1e3:+.1f} ms and the rest of its step "
-            f"{extra_compute * 1e3:+.1f} ms against the others'"
-        )
-    sentence = "; ".join(parts) + f": {DOMINANT[cause]}."
-    return " ".join([sentence, _host_words(row, others), _gpu_words(row, others)])
-
-
-def _host_words(row: WorkerRow, others: list[WorkerRow]) -> str:
-    if row.system_cpu_pct is None:
-        return "Host CPU: not sampled."
-    cores = f" of {row.cpu_count * 100}%" if row.cpu_count else ""
-    process = f"this process {row.process_cpu_pct:.0f}%{cores}, " if row.process_cpu_pct else ""
-    whole = _vs(row.system_cpu_pct, [r.system_cpu_pct for r in others], "{:.0f}%")
-    text = f"Host CPU: {process}the whole host {whole} busy"
-    other = _vs(row.other_cpu_pct, [r.other_cpu_pct for r in others], "{:.0f}%")
-    if other:
-        text += f", other processes {other}"
-    return text + "."
-
-
-def _gpu_words(row: WorkerRow, others: list[WorkerRow]) -> str:
-    busy = _vs(row.gpu_util_pct, [r.gpu_util_pct for r in others], "{:.0f}%")
-    return f"GPU: {busy} busy." if busy else "GPU: none sampled."
-
-
-def _vs(value: float | None, others: list[float | None], form: str) -> str:
-    """`45% (others 12%)`: a figure against the others' median; "" when unknown."""
-    if value is None:
-        return ""
-    rest = _median(others)
-    text = form.format(value)
-    return text if rest is None else f"{text} (others {form.format(rest)})"
 
 
 def _by(rows: list[WorkerRow], field: str) -> WorkerRow | None:

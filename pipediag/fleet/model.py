@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pipediag.report.reasons import Reason
 
 # 2: why no straggler is named is a code (`report/reasons.py`); version 1's words are kept
-# as written.
+# as written. The straggler is figures only, worded by the renderers (`fleet/words.py`); an
+# older one's `explanation` is dropped on reading.
 FLEET_SCHEMA_VERSION = 2
 
 # What made the straggler slow (`Straggler.cause`).
@@ -70,19 +71,25 @@ class WorkerRow:
 class Straggler:
     """The worker that held the others back, and why (`fleet/analysis.py`).
 
-    `cause` is one of the CAUSE_* labels; `explanation` says it in one or two sentences
-    with the figures behind it, set against the other workers' medians.
+    `cause` is one of the CAUSE_* labels. Its own figures are its row's (`task`); the
+    `others_*` fields are the other timed workers' medians of the same figures, which the
+    renderers set its own against (`fleet/words.py`). A median is None where no other worker
+    has the figure.
     """
 
     task: str
     cause: str
-    explanation: str
     steps_per_s: float | None = None
     others_steps_per_s: float | None = None
     # Seconds per step by which its input wait and the rest of its step exceed the other
     # workers' medians: the larger part is the one that dominates.
     extra_wait_s: float | None = None
     extra_compute_s: float | None = None
+    others_input_wait_fraction: float | None = None
+    others_input_cost_fraction: float | None = None
+    others_system_cpu_pct: float | None = None
+    others_other_cpu_pct: float | None = None
+    others_gpu_util_pct: float | None = None
 
 
 @dataclass(frozen=True)

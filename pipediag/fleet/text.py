@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from pipediag.fleet.model import FleetReport, WorkerRow
+from pipediag.fleet.words import straggler_text
 from pipediag.renderers.reason_words import reason_words
 
 WIDTH = 100
@@ -37,9 +38,8 @@ def render_fleet_text(fleet: FleetReport) -> str:
     lines.append("")
     if fleet.straggler is not None:
         straggler = fleet.straggler
-        lines += _wrapped(
-            f"Straggler: {straggler.task} ({straggler.cause}): {straggler.explanation}"
-        )
+        why = straggler_text(fleet, straggler)
+        lines += _wrapped(f"Straggler: {straggler.task} ({straggler.cause}): {why}")
     else:
         lines += _wrapped(f"Straggler: {reason_words(fleet.no_straggler_reason) or 'none named'}")
     lines += _wrapped(f"Clock: {fleet.clock}; offsets {_offsets(fleet)}")

@@ -21,6 +21,7 @@ from pipediag.renderers.cost_words import (
     free_input_text,
     input_cost_text,
 )
+from pipediag.renderers.hardware_words import contention_text, gpu_idle_text
 from pipediag.renderers.model_words import model_lines
 from pipediag.renderers.numbers import NOT_MEASURED, ms, percent, rate_text
 from pipediag.renderers.prescription_words import rewrites_lines
@@ -304,10 +305,8 @@ def _host(report: Report) -> str:
     if h.process_rss_bytes_max is not None:
         parts.append(f"peak RSS {h.process_rss_bytes_max / 2**20:.0f} MiB")
     text = ", ".join(parts) or "sampled"
-    contention = report.host_contention
-    if contention is not None and contention.contended and contention.finding:
-        text += f"\n{INDENT}{contention.finding}"
-    return text
+    contention = contention_text(report.host_contention)
+    return f"{text}\n{INDENT}{contention}" if contention else text
 
 
 def _gpu(report: Report) -> str:
@@ -320,8 +319,9 @@ def _gpu(report: Report) -> str:
     else:
         text = f"{names}: mean utilization {g.gpu_util_pct_mean:.0f}%"
     analysis = report.gpu_analysis
-    if analysis is not None and analysis.available and analysis.finding:
-        text += f"\n{INDENT}{analysis.finding}"
+    idle = gpu_idle_text(analysis)
+    if idle:
+        text += f"\n{INDENT}{idle}"
     elif analysis is not None and not analysis.available and analysis.reason:
         text += f"\n{INDENT}no idle-gap analysis: {reason_words(analysis.reason)}"
     return text

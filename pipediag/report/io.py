@@ -23,6 +23,8 @@ from pipediag.report.vocabulary import (
     GAIN_ON_TRAINING,
     GAIN_PIPELINE_ALONE,
     NO_VERDICT_UNKNOWN,
+    OVER_MEASURED_STEPS,
+    OVER_WHOLE_RUN,
     NoVerdictReason,
 )
 
@@ -59,10 +61,37 @@ def from_dict(data: dict[str, Any]) -> Report:
     if version < 7:
         # Version 6 worded its reasons; `_convert` keeps each as written (`AS_WRITTEN`).
         data = dict(data, schema_version=7)
+    data = _without_contention_finding(data)
     try:
         return _build(Report, data)
     except (TypeError, ValueError, KeyError) as exc:
         raise ReportError(f"malformed pipediag report: {exc}") from exc
+
+
+# Where an older report's contention finding says its samples were read.
+_FINDING_SCOPES = (
+    ("during the measured steps", OVER_MEASURED_STEPS),
+    ("during the whole run", OVER_WHOLE_RUN),
+)
+
+
+def _without_contention_finding(data: dict[str, Any]) -> dict[str, Any]:
+    """A report whose host contention still has its prose `finding` (version 7 and older),
+    with the two facts it held that no field did: that the verdict made it worth saying
+    (a finding was written only then) and which samples it was read over. The GPU's prose
+    (`finding`, `advice`, the verdict's `gpu_finding`) held no fact that its figures lack,
+    so `_build` simply leaves it out."""
+    contention = data.get("host_contention")
+    if not isinstance(contention, dict) or "finding" not in contention:
+        return data
+    contention = dict(contention)
+    finding = contention.pop("finding")
+    if isinstance(finding, str) and finding:
+        contention.setdefault("bears_on_verdict", True)
+        scope = next((code for words, code in _FINDING_SCOPES if words in finding), None)
+        if scope is not None:
+            contention.setdefault("scope", scope)
+    return dict(data, host_contention=contention)
 
 
 def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:

@@ -433,8 +433,7 @@ class Verdict:
     compute_bound_steps: int = 0
     compute_alone_steps_per_s: float | None = None
     pipeline_headroom: float | None = None
-    # What the GPU's own counters say (analysis/gpu.py), when a GPU was sampled.
-    gpu_finding: str = ""
+    # What the GPU idled on most (`GpuAnalysis.attribution`), when a GPU was sampled and idle.
     gpu_idle_cause: GpuIdleCause | None = None
     # The three rates of DS-Analyzer: pipeline alone P (`PipelineBenchmark.batches_per_s`),
     # compute alone T (`compute_alone_steps_per_s`) and training A (`training_steps_per_s`).

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import (
     BusySource,
+    ContentionScope,
     GpuIdleCause,
     TimeSource,
     UtilSource,
@@ -146,8 +147,6 @@ class GpuAnalysis:
     correlation_windows: int = 0
     attribution: IdleAttribution | None = None
     coverage_fraction: float | None = None  # share of measured step time inside a window
-    finding: str = ""
-    advice: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -169,4 +168,8 @@ class HostContention:
     process_cpu_pct_mean: float | None = None  # per core, as psutil reports it
     system_cpu_pct_mean: float | None = None
     contended: bool = False
-    finding: str = ""
+    # Which samples the figures above were read over.
+    scope: ContentionScope = ""
+    # Whether the verdict leaves room for other processes to starve the input pipeline
+    # (input-bound, balanced or uncertain): only then is the contention worth naming.
+    bears_on_verdict: bool = False

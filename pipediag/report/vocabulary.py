@@ -236,6 +236,14 @@ GAIN_INPUT_FREE: Final = "input-free"
 GAIN_PIPELINE_ALONE: Final = "pipeline-alone"
 GAIN_NOT_MEASURED: Final = "not-measured"
 
+# --- the host ----------------------------------------------------------------------------------
+
+# Which host samples other processes' share was read over (`HostContention.scope`); "" in
+# reports before it, and where the host was not sampled.
+ContentionScope = Literal["measured-steps", "whole-run", ""]
+OVER_MEASURED_STEPS: Final = "measured-steps"  # the samples inside the measured steps
+OVER_WHOLE_RUN: Final = "whole-run"  # every sample: no measured step, or none inside them
+
 # --- the GPU -----------------------------------------------------------------------------------
 
 # How a device's utilization was read (`GpuDevice.util_source`); "" in reports before it.

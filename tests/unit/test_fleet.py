@@ -20,10 +20,13 @@ from pipediag.fleet.model import (
     CAUSE_HOST_CPU,
     CAUSE_INPUT,
     FleetReport,
+    Straggler,
+    WorkerRow,
 )
 from pipediag.fleet.png import build_fleet_figure
 from pipediag.fleet.text import render_fleet_text
 from pipediag.fleet.trace import fleet_trace
+from pipediag.fleet.words import straggler_text
 from pipediag.renderers.chrome_trace import trace_events
 from pipediag.report.io import save_report
 from pipediag.report.model import Report
@@ -91,9 +94,12 @@ def test_in_lockstep_the_straggler_is_the_worker_waiting_for_its_own_input() -> 
     assert straggler.cause == CAUSE_INPUT
     assert straggler.extra_wait_s == pytest.approx((0.45 - 0.04) * 0.04)
     assert straggler.extra_compute_s == pytest.approx(-(0.45 - 0.04) * 0.04)
-    assert "its steps waited 45% (others 4%)" in straggler.explanation
-    assert "input dominates" in straggler.explanation
-    assert "input costs it" not in straggler.explanation  # 1 - A/T is the cluster's here
+    assert straggler.others_input_wait_fraction == pytest.approx(0.04)
+    # AND the words set its figures against the others' medians
+    words = straggler_text(fleet, straggler)
+    assert "its steps waited 45% (others 4%)" in words
+    assert "input dominates" in words
+    assert "input costs it" not in words  # 1 - A/T is the cluster's here
     assert "Straggler: worker-1 (input): the workers trained in lockstep (25.0 steps/s" in (
         render_fleet_text(fleet)
     )
@@ -147,16 +153,23 @@ def test_the_slowest_worker_is_the_straggler_when_rates_differ() -> None:
     assert straggler.steps_per_s == pytest.approx(12.5)
     assert straggler.others_steps_per_s == pytest.approx((25.0 + 1 / 0.041) / 2)
     assert straggler.cause == CAUSE_COMPUTE
-    assert "its train step dominates" in straggler.explanation
+    fleet = build_fleet(
+        loaded(worker(0, step_s=0.08, wait=0.05), worker(1), worker(2, step_s=0.041))
+    )
+    assert fleet.straggler == straggler
+    assert "its train step dominates" in straggler_text(fleet, straggler)
 
 
 def test_a_slower_worker_waiting_for_input_is_slow_by_its_input() -> None:
-    rows = [worker_row(w) for w in loaded(worker(0), worker(1, step_s=0.08, wait=0.60))]
-    straggler, _ = find_straggler(rows)
+    fleet = build_fleet(loaded(worker(0), worker(1, step_s=0.08, wait=0.60)))
+    straggler = fleet.straggler
     assert straggler is not None and straggler.task == "worker-1"
     assert straggler.cause == CAUSE_INPUT
-    assert "12.5 steps/s against 25.0 on the others" in straggler.explanation
-    assert "input costs it 60% (others 2%) of training" in straggler.explanation
+    assert not fleet.lockstep
+    assert straggler.others_input_cost_fraction == pytest.approx(0.02)
+    words = straggler_text(fleet, straggler)
+    assert "12.5 steps/s against 25.0 on the others" in words
+    assert "input costs it 60% (others 2%) of training" in words
 
 
 def test_a_busy_host_or_gpu_names_the_straggler_when_waits_are_alike() -> None:
@@ -164,12 +177,77 @@ def test_a_busy_host_or_gpu_names_the_straggler_when_waits_are_alike() -> None:
     host = build_fleet(loaded(worker(0, other_cpu_pct=5.0), worker(1, other_cpu_pct=40.0)))
     assert host.straggler is not None and host.straggler.task == "worker-1"
     assert host.straggler.cause == CAUSE_HOST_CPU
-    assert "other processes 40% (others 5%)" in host.straggler.explanation
+    assert host.straggler.others_other_cpu_pct == pytest.approx(5.0)
+    assert "other processes 40% (others 5%)" in straggler_text(host, host.straggler)
     # ...or worker 0's GPU was the busy one (the others waited for it in the all-reduce)
     gpu = build_fleet(loaded(worker(0, gpu_util_pct=90.0), worker(1, gpu_util_pct=45.0)))
     assert gpu.straggler is not None and gpu.straggler.task == "worker-0"
     assert gpu.straggler.cause == CAUSE_GPU
-    assert "GPU: 90% (others 45%) busy." in gpu.straggler.explanation
+    assert gpu.straggler.others_gpu_util_pct == pytest.approx(45.0)
+    assert "GPU: 90% (others 45%) busy." in straggler_text(gpu, gpu.straggler)
+
+
+def test_the_straggler_is_worded_from_its_figures_against_the_others_medians() -> None:
+    # GIVEN a straggler record and its row, built by hand: no analysis runs here
+    row = WorkerRow(
+        task="worker-1",
+        report_path="w1/report.json",
+        input_wait_fraction=0.60,
+        input_cost_fraction=0.60,
+        process_cpu_pct=120.0,
+        system_cpu_pct=70.0,
+        other_cpu_pct=30.0,
+        cpu_count=2,
+        gpu_util_pct=20.0,
+    )
+    straggler = Straggler(
+        task="worker-1",
+        cause=CAUSE_INPUT,
+        steps_per_s=12.5,
+        others_steps_per_s=25.0,
+        extra_wait_s=0.0472,
+        extra_compute_s=-0.0072,
+        others_input_wait_fraction=0.02,
+        others_input_cost_fraction=0.02,
+        others_system_cpu_pct=50.0,
+        others_other_cpu_pct=5.0,
+        others_gpu_util_pct=45.0,
+    )
+    fleet = FleetReport(workers=[row], straggler=straggler, lockstep=False)
+    # THEN the words are its rate, wait and cost against the others', the part that
+    # dominates, then its host and GPU
+    assert straggler_text(fleet, straggler) == (
+        "12.5 steps/s against 25.0 on the others (median); its steps waited 60% (others 2%) "
+        "of their time for input; input costs it 60% (others 2%) of training; per step, its "
+        "input wait is +47.2 ms and the rest of its step -7.2 ms against the others': input "
+        "dominates: its own pipeline kept it waiting. Host CPU: this process 120% of 200%, "
+        "the whole host 70% (others 50%) busy, other processes 30% (others 5%). "
+        "GPU: 20% (others 45%) busy."
+    )
+    # AND in lockstep the rate is the cluster's, and so is the cost: it is left out
+    together = straggler_text(replace(fleet, lockstep=True), straggler)
+    assert together.startswith("the workers trained in lockstep (12.5 steps/s here; ")
+    assert "input costs it" not in together
+
+
+def test_a_fleet_report_with_the_straggler_in_words_still_loads_and_renders() -> None:
+    # GIVEN a fleet.json written when the straggler's explanation was stored as words, with
+    # none of the others' medians
+    fleet = build_fleet(loaded(worker(0, wait=0.03), worker(1, wait=0.45)))
+    data = fleet_to_dict(fleet)
+    straggler = {
+        key: value
+        for key, value in data["straggler"].items()
+        if not key.startswith("others_") or key == "others_steps_per_s"
+    }
+    data["straggler"] = {**straggler, "explanation": "as it was worded then"}
+    # WHEN it is read
+    read = fleet_from_dict(data)
+    # THEN the words are dropped, and the straggler is worded from its row's figures alone
+    assert read.straggler is not None and read.straggler.others_input_wait_fraction is None
+    text = render_fleet_text(read)
+    assert "as it was worded then" not in text
+    assert "its steps waited 45% of their time for input" in " ".join(text.split())
 
 
 def test_no_straggler_among_alike_workers_or_for_one_worker() -> None:

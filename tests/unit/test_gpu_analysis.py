@@ -25,11 +25,10 @@ from pipediag.analysis.gpu import (
     TIME_TICKS,
     analyze_gpu,
     attribute_idle,
-    gpu_evidence,
     pearson,
-    with_gpu_evidence,
+    with_gpu_idle_cause,
 )
-from pipediag.analysis.gpu_causes import ADVICE, CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
+from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
 from pipediag.analysis.host_contention import host_contention
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import from_dict, to_dict
@@ -54,6 +53,7 @@ from pipediag.report.reasons import (
     NVML_NO_GPU,
     Reason,
 )
+from pipediag.report.vocabulary import OVER_MEASURED_STEPS, OVER_WHOLE_RUN
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.testing import FakeClock, synthetic_report
 from pipediag.timeline import RawStep
@@ -179,8 +179,6 @@ def test_idle_during_input_waits_is_attributed_to_input_and_correlates() -> None
     assert a.gpu_busy_fraction == pytest.approx(0.625)
     assert a.input_wait_fraction == pytest.approx(0.375)
     assert a.coverage_fraction == pytest.approx(1.0)
-    assert "busy 62%" in a.finding and "100% of its idle time was waiting for input" in a.finding
-    assert a.advice[0] == ADVICE[CAUSE_INPUT]
 
 
 def test_idle_without_input_wait_is_host_overhead() -> None:
@@ -194,7 +192,6 @@ def test_idle_without_input_wait_is_host_overhead() -> None:
     assert att.input_wait_s == pytest.approx(0.0)
     assert a.idle_input_wait_correlation is None and a.correlation_windows == 0
     assert any("correlation is undefined" in n for n in a.notes)
-    assert "steps_per_execution" in a.advice[0] and "jit_compile" in a.advice[0]
 
 
 def test_pcie_busy_while_sms_idle_is_transfer() -> None:
@@ -208,7 +205,6 @@ def test_pcie_busy_while_sms_idle_is_transfer() -> None:
     assert att.transfer_s == pytest.approx(3.2)
     assert att.host_overhead_s == pytest.approx(0.8)
     assert att.dominant == CAUSE_TRANSFER
-    assert a.advice[0] == ADVICE[CAUSE_TRANSFER]
     assert all(w.pcie_busy_fraction == pytest.approx(0.4) for w in a.windows)
 
 
@@ -229,8 +225,6 @@ def test_busy_gpu_names_no_idle_cause() -> None:
     phases: list[Phase] = [(1.0, 9.0, 0.01, 0.98)]
     a = analyze_gpu(section_from(busy_at(phases)), train_from(phases))
     assert a.attribution is not None and a.attribution.dominant is None
-    assert "hardly ever idle" in a.finding
-    assert a.advice == []
 
 
 def test_gpm_sm_activity_is_preferred_to_utilization() -> None:
@@ -246,7 +240,6 @@ def test_gpm_sm_activity_is_preferred_to_utilization() -> None:
     assert a.attribution is not None and a.attribution.dominant == CAUSE_INPUT
     assert a.attribution.input_wait_s == pytest.approx(3.0)
     assert a.idle_input_wait_correlation == pytest.approx(1.0)
-    assert "SM activity" in a.finding
     assert forced.gpu_busy_fraction == pytest.approx(1.0)
     assert forced.attribution is not None and forced.attribution.dominant is None
 
@@ -329,9 +322,8 @@ def test_no_gpu_gives_no_analysis_with_reason() -> None:
     assert not a.available
     assert a.reason == Reason(NO_GPU_SAMPLED, because=Reason(NVML_NO_GPU))
     assert reason_words(a.reason) == "no GPU was sampled: NVML found no GPU"
-    assert gpu_evidence(a) is None
     verdict = Verdict(label=INPUT_BOUND, input_wait_fraction=0.5)
-    assert with_gpu_evidence(verdict, a) == verdict
+    assert with_gpu_idle_cause(verdict, a) == verdict
 
 
 def test_no_measured_steps_gives_no_analysis() -> None:
@@ -503,17 +495,20 @@ def test_contention_other_processes_share_when_input_bound() -> None:
     assert c.available and c.contended
     assert c.other_cpu_pct_mean == pytest.approx(50.0)
     assert c.other_cores_mean == pytest.approx(2.0)
-    assert "Other processes took 50% of the host's CPU (2.0 of 4 cores)" in c.finding
-    assert "measured steps" in c.finding
-    # AND a quiet machine is said to be quiet
+    # AND read over the measured steps, where it bears on an input-bound verdict
+    assert c.scope == OVER_MEASURED_STEPS and c.bears_on_verdict
+    # AND a quiet machine is not contended
     quiet = host_contention(host_with(100.0, 26.0), train, verdict)
-    assert not quiet.contended and "only 1%" in quiet.finding
+    assert not quiet.contended and quiet.other_cpu_pct_mean == pytest.approx(1.0)
 
 
-def test_contention_has_no_finding_when_compute_bound_or_unsampled() -> None:
+def test_contention_does_not_bear_on_a_compute_bound_verdict_or_an_unsampled_host() -> None:
     train = train_from([(1.0, 9.0, 0.0, 1.0)])
     c = host_contention(host_with(100.0, 75.0), train, Verdict(label=COMPUTE_BOUND))
-    assert c.contended and c.finding == ""
+    assert c.contended and not c.bears_on_verdict
+    # no measured step: read over the whole run
+    whole = host_contention(host_with(100.0, 75.0), TrainSection(), Verdict(label=INPUT_BOUND))
+    assert whole.scope == OVER_WHOLE_RUN and whole.bears_on_verdict
     none = host_contention(HostSection(available=False, reason=Reason(NO_PSUTIL)), train)
     assert not none.available and none.reason == Reason(NO_PSUTIL)
 
@@ -525,7 +520,8 @@ def test_enrich_report_fills_the_verdict_and_round_trips() -> None:
     report = synthetic_report(300, with_gpu=True)  # 9 s of steps: several 1 s windows
     enriched = enrich_report(report)
     assert enriched.gpu_analysis is not None and enriched.gpu_analysis.available
-    assert enriched.verdict.gpu_finding == enriched.gpu_analysis.finding
+    assert enriched.gpu_analysis.attribution is not None
+    assert enriched.verdict.gpu_idle_cause == enriched.gpu_analysis.attribution.dominant
     assert enriched.verdict.gpu_idle_cause == CAUSE_INPUT
     assert enriched.host_contention is not None and enriched.host_contention.available
     assert enrich_report(enriched) == enriched  # idempotent
@@ -535,5 +531,5 @@ def test_enrich_report_fills_the_verdict_and_round_trips() -> None:
 def test_enrich_report_without_gpu_records_why() -> None:
     enriched = enrich_report(synthetic_report(with_gpu=False))
     assert enriched.gpu_analysis is not None and not enriched.gpu_analysis.available
-    assert enriched.verdict.gpu_finding == "" and enriched.verdict.gpu_idle_cause is None
+    assert enriched.verdict.gpu_idle_cause is None
     assert from_dict(to_dict(enriched)) == enriched

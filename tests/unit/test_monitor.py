@@ -23,6 +23,7 @@ from pipediag.analysis.gpu_causes import CAUSE_INPUT
 from pipediag.config import RunConfig
 from pipediag.monitor import Monitor, monitor
 from pipediag.renderers import REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
+from pipediag.renderers.hardware_words import gpu_idle_text
 from pipediag.report import load_report
 from pipediag.report.model import COMPUTE_BOUND, INPUT_BOUND, WARMUP
 from pipediag.report.reasons import NO_PIPELINE_BENCHMARK, Reason
@@ -224,9 +225,9 @@ def test_real_loop_with_samplers_writes_outputs_and_sees_the_idle_gpu(
     assert analysis is not None and analysis.available, analysis
     assert analysis.attribution is not None and analysis.attribution.dominant == CAUSE_INPUT
     assert report.verdict.gpu_idle_cause == CAUSE_INPUT
-    assert report.verdict.gpu_finding.startswith("The GPU was busy 5%")
+    assert gpu_idle_text(analysis).startswith("The GPU was busy 5%")
     assert report.host_contention is not None and report.host_contention.available
-    assert report.host_contention.finding  # input-bound: contention is reported
+    assert report.host_contention.bears_on_verdict  # input-bound: contention is worth naming
     # AND the same four files as `pipediag run` were written; the JSON reloads equal
     assert sorted(p.name for p in mon.written) == sorted(
         [REPORT_JSON, REPORT_TEXT, REPORT_PNG, TRACE_JSON]

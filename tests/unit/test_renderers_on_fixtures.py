@@ -18,6 +18,7 @@ from pipediag.cli import main
 from pipediag.renderers import REPORT_PNG, REPORT_TEXT, TRACE_JSON, summary
 from pipediag.renderers.answer import the_change
 from pipediag.renderers.cost_words import cost_bar, cost_split_text, free_input_text
+from pipediag.renderers.hardware_words import contention_text, gpu_idle_text
 from pipediag.renderers.numbers import percent
 from pipediag.renderers.png import build_figure
 from pipediag.renderers.png.header import header_lines
@@ -41,6 +42,7 @@ from pipediag.renderers.verdict_words import headline, phase_text, sentence
 from pipediag.report.io import load_report
 from pipediag.report.model import Report
 from pipediag.report.names import stage_name, verdict_title
+from pipediag.report.vocabulary import OVER_MEASURED_STEPS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -119,12 +121,31 @@ def test_text_gpu_row_of_a_gpu_run_and_of_a_run_without_one(
     gpu = _text_row(text, "GPU")
     if report.gpu.available:
         assert gpu[0] == f"NVIDIA H200: mean utilization {report.gpu.gpu_util_pct_mean:.0f}%"
-        assert report.gpu_analysis is not None and gpu[1] == report.gpu_analysis.finding
+        assert gpu[1] == gpu_idle_text(report.gpu_analysis)
+        assert gpu[1].startswith("The GPU was busy ")
         assert any(t.startswith("GPU 0 NVIDIA H200 (mean ") for t in png)
     else:
         no_gpu = no_gpu_text(report.gpu.reason)
         assert gpu == [f"{no_gpu}. {HOST_TIMING_ONLY}"]
         assert sentence(no_gpu) in png
+
+
+def test_text_host_row_names_other_processes_where_they_bear_on_the_verdict(
+    recorded: tuple[Report, str, list[str]],
+) -> None:
+    # GIVEN recorded reports whose contention was stored as prose: the facts it held are read
+    report, text, _ = recorded
+    host = _text_row(text, "Host CPU")
+    contention = report.host_contention
+    assert contention is not None
+    if contention.contended and contention.bears_on_verdict:
+        # THEN the row words it from the figures, over the samples the finding named
+        assert contention.scope == OVER_MEASURED_STEPS
+        assert host[1] == contention_text(contention)
+        share = f"{contention.other_cpu_pct_mean:.0f}% of the host's CPU"
+        assert host[1].startswith(f"Other processes took {share} (")
+    else:
+        assert host == host[:1]
 
 
 def test_text_run_row_and_png_run_line_share_the_command(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pipediag.analysis.enrich import enrich_report
 from pipediag.errors import ReportError
 from pipediag.renderers.no_verdict_words import NOT_ENOUGH_MEASURED
 from pipediag.renderers.text import render_text
@@ -43,6 +44,7 @@ from pipediag.report.vocabulary import (
     NO_VERDICT_UNKNOWN,
     NO_VERDICT_WAIT_NOT_MEASURED,
     NO_VERDICT_WARMUP_ONLY,
+    OVER_WHOLE_RUN,
 )
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
@@ -442,3 +444,31 @@ def test_a_version_5_suggestion_keeps_one_gain_and_one_estimate(
     )
     assert suggestion.gain == expected
     assert suggestion.estimate == estimate
+
+
+def test_a_report_with_the_host_and_gpu_findings_in_words_reads_their_facts() -> None:
+    # GIVEN a report written when the host's contention and the GPU's idle time were stored
+    # as sentences (up to this schema): the contention's finding was written only where it
+    # bore on the verdict, and named the samples it was read over
+    report = enrich_report(synthetic_report(300, with_gpu=True))
+    data = to_dict(report)
+    contention = dict(data["host_contention"], contended=True, other_cpu_pct_mean=40.0)
+    for key in ("scope", "bears_on_verdict"):
+        contention.pop(key)
+    contention["finding"] = "Other processes took 40% of the host's CPU during the whole run."
+    data["host_contention"] = contention
+    data["gpu_analysis"] = dict(data["gpu_analysis"], finding="The GPU was busy.", advice=["x"])
+    data["verdict"] = dict(data["verdict"], gpu_finding="The GPU was busy.")
+    # WHEN read
+    read = from_dict(data)
+    # THEN the words are gone, the facts they held are fields, and the rest is as written
+    assert read.host_contention is not None
+    assert read.host_contention.bears_on_verdict
+    assert read.host_contention.scope == OVER_WHOLE_RUN
+    assert read.gpu_analysis == report.gpu_analysis
+    assert read.verdict == report.verdict
+    assert "during the whole run: the input pipeline competes" in render_text(read)
+    # AND an empty finding (the verdict made it not worth saying) bears on nothing
+    contention["finding"] = ""
+    quiet = from_dict(dict(data, host_contention=contention)).host_contention
+    assert quiet is not None and not quiet.bears_on_verdict and quiet.scope == ""

@@ -1,0 +1,80 @@
+"""The straggler in words: which worker held the others back and why, its figures set
+against the other workers' medians (`Straggler.others_*`), for the fleet's renderers."""
+
+from __future__ import annotations
+
+from pipediag.fleet.model import (
+    CAUSE_COMPUTE,
+    CAUSE_GPU,
+    CAUSE_HOST_CPU,
+    CAUSE_INPUT,
+    FleetReport,
+    Straggler,
+    WorkerRow,
+)
+
+DOMINANT = {
+    CAUSE_INPUT: "input dominates: its own pipeline kept it waiting",
+    CAUSE_GPU: "its GPU dominates: it was busier than the others' for the same steps",
+    CAUSE_HOST_CPU: "its host dominates: other processes took its cores",
+    CAUSE_COMPUTE: "its train step dominates, not its input",
+}
+"""What made it slow, by `Straggler.cause`."""
+
+
+def straggler_text(fleet: FleetReport, straggler: Straggler) -> str:
+    """Why `straggler` held the others back, in two or three sentences: its rate, its wait
+    and cost, which part of its step dominates, then its host and its GPU."""
+    row = next((r for r in fleet.workers if r.task == straggler.task), None)
+    row = row or WorkerRow(task=straggler.task, report_path="")
+    rate = f"{straggler.steps_per_s or 0.0:.1f} steps/s"
+    if fleet.lockstep:
+        first = (
+            f"the workers trained in lockstep ({rate} here; synchronous training: each "
+            "waits for the slowest in every step's all-reduce)"
+        )
+    elif straggler.others_steps_per_s is not None:
+        first = f"{rate} against {straggler.others_steps_per_s:.1f} on the others (median)"
+    else:
+        first = rate
+    parts = [first]
+    wait = _vs(row.input_wait_fraction, straggler.others_input_wait_fraction, "{:.0%}")
+    if wait:
+        parts.append(f"its steps waited {wait} of their time for input")
+    cost = _vs(row.input_cost_fraction, straggler.others_input_cost_fraction, "{:.0%}")
+    if cost and not fleet.lockstep:  # in lockstep, 1 - A/T is the cluster's, not the worker's
+        parts.append(f"input costs it {cost} of training")
+    if straggler.extra_wait_s is not None and straggler.extra_compute_s is not None:
+        parts.append(
+            f"per step, its input wait is {straggler.extra_wait_s * 1e3:+.1f} ms and the rest "
+            f"of its step {straggler.extra_compute_s * 1e3:+.1f} ms against the others'"
+        )
+    dominant = DOMINANT.get(straggler.cause, straggler.cause)
+    sentence = "; ".join(parts) + f": {dominant}."
+    return " ".join([sentence, _host(row, straggler), _gpu(row, straggler)])
+
+
+def _host(row: WorkerRow, straggler: Straggler) -> str:
+    if row.system_cpu_pct is None:
+        return "Host CPU: not sampled."
+    cores = f" of {row.cpu_count * 100}%" if row.cpu_count else ""
+    process = f"this process {row.process_cpu_pct:.0f}%{cores}, " if row.process_cpu_pct else ""
+    whole = _vs(row.system_cpu_pct, straggler.others_system_cpu_pct, "{:.0f}%")
+    text = f"Host CPU: {process}the whole host {whole} busy"
+    other = _vs(row.other_cpu_pct, straggler.others_other_cpu_pct, "{:.0f}%")
+    if other:
+        text += f", other processes {other}"
+    return text + "."
+
+
+def _gpu(row: WorkerRow, straggler: Straggler) -> str:
+    busy = _vs(row.gpu_util_pct, straggler.others_gpu_util_pct, "{:.0f}%")
+    return f"GPU: {busy} busy." if busy else "GPU: none sampled."
+
+
+def _vs(value: float | None, others: float | None, form: str) -> str:
+    """`45% (others 12%)`: a figure against the others' median; "" when unknown."""
+    if value is None:
+        return ""
+    text = form.format(value)
+    return text if others is None else f"{text} (others {form.format(others)})"
