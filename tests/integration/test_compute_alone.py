@@ -220,3 +220,18 @@ def test_the_observer_check_times_fit_s_own_steps_with_the_samplers_paused(
     assert effect.low is not None and effect.low <= effect.ratio <= (effect.high or 0)
     pairs = report.verdict.alternation_pairs
     assert pairs is not None and 2 <= pairs <= rounds
+
+
+def test_the_observer_check_gives_way_where_fit_has_few_steps_left(tmp_path: Path) -> None:
+    import dataclasses
+
+    short_fit = FIT.replace("epochs=100", "epochs=3")
+    config = dataclasses.replace(CONFIG, observer_check=True)
+    report = pipediag.diagnose(_script(tmp_path, short_fit), config=config, out=None, log=None)
+    # the alternation runs as it would without the check: no quiet block, and a note says why
+    alone = report.compute_alone
+    assert alone is not None and alone.measured, alone
+    kinds = [block.kind for block in alone.blocks]
+    assert "quiet-training" not in kinds and kinds.count("step-alone") >= 3
+    assert report.verdict.observer_effect is None
+    assert any(note.startswith("the observer check did not run") for note in report.notes)
