@@ -182,12 +182,10 @@ class Conclusion:
             FitAlternation,
             block_steps_for,
             scaled_rounds,
-            training_blocks_per_round,
         )
 
         scale = alternation_scale(self._config.measured_steps)
         block_steps, max_rounds = block_steps_for(step_s), scaled_rounds(scale)
-        quiet = self.quiet
         if steps_left is not None:
             # fit's remaining steps hold the training blocks (the first one too, where the
             # measured steps cannot lead) and one block to spare, so that training goes on
@@ -195,14 +193,6 @@ class Conclusion:
             block_steps = min(block_steps, steps_left // (ALTERNATION_MIN_ROUNDS + 2))
             if block_steps < MIN_BLOCK_STEPS:
                 return None
-            if quiet is not None and steps_left < (3 * max_rounds + 2) * block_steps:
-                # the quiet blocks never cost the verdict a smaller block or a round
-                quiet = None
-                self._say.note_once(
-                    f"the observer check did not run: fit had {steps_left} steps left, too "
-                    "few for its quiet blocks beside the alternation's (run more epochs)"
-                )
-        per_round = training_blocks_per_round(quiet is not None)
         runner = _step_alone(seen)
         if isinstance(runner, Reason):
             return None
@@ -213,7 +203,7 @@ class Conclusion:
         )
         if steps_left is not None:
             blocks = steps_left // block_steps - 1 - (first is None)
-            max_rounds = min(max_rounds, blocks // per_round)
+            max_rounds = min(max_rounds, blocks)
         alternation = Alternation(
             clock=self._clock,
             origin=origin,
@@ -221,7 +211,7 @@ class Conclusion:
             lead=first,
             max_rounds=max_rounds,
             scale=scale,
-            quiet=quiet,
+            quiet=self.quiet,
         )
         self._say.phase("measuring training and the train step alone in turn", redraw=False)
         self._fit_alternation = FitAlternation(runner, alternation, clock=self._clock)

@@ -23,6 +23,10 @@ from pipediag.report.vocabulary import (
     RateBlockKind,
 )
 
+# The script's own steps, watched or with the samplers paused (the observer check): training
+# blocks alike for the cost.
+TRAINING_KINDS: tuple[RateBlockKind, ...] = (TRAINING_BLOCK, QUIET_TRAINING_BLOCK)
+
 # A leading step under this share of its block's steady median (a training step served from a
 # buffer refilled while the step ran alone), or over this multiple (a step-alone step beside
 # the refill), is the block's transition.
@@ -99,12 +103,12 @@ def disturbed_blocks(blocks: Sequence[RateBlock]) -> set[int]:
     but for one training block at 27 steps/s between step-alone blocks at 40-42, whose two
     pairs made the cost 11% (2-20%) and the verdict uncertain."""
     found: set[int] = set()
-    for kind in (TRAINING_BLOCK, STEP_ALONE_BLOCK, QUIET_TRAINING_BLOCK):
+    for kinds in (TRAINING_KINDS, (STEP_ALONE_BLOCK,)):
         found |= disturbed(
             {
                 i: math.log(rate)
                 for i, b in enumerate(blocks)
-                if b.kind == kind and (rate := b.steps_per_s) is not None and rate > 0
+                if b.kind in kinds and (rate := b.steps_per_s) is not None and rate > 0
             }
         )
     return found
@@ -126,8 +130,8 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
     if found is None:
         return None
     return PairedCost(
-        training=_pooled(kept, TRAINING_BLOCK),
-        compute=_pooled(kept, STEP_ALONE_BLOCK, around_s),
+        training=_pooled(kept, *TRAINING_KINDS),
+        compute=_pooled(kept, STEP_ALONE_BLOCK, around_s=around_s),
         cost=_cost(found.mean),
         low=None if found.low is None else _cost(found.low),
         high=None if found.high is None else _cost(found.high),
@@ -137,9 +141,12 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
 
 def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
     """Training's rate with pipediag's samplers running over its rate with them paused,
-    each quiet block against the mean of the training blocks either side; None without a
-    quiet block beside a training block. Blocks the host disturbed are left out."""
-    logs = _logs_against_training(blocks, QUIET_TRAINING_BLOCK, disturbed_blocks(blocks))
+    each quiet block against the mean of the watched training blocks either side (past the
+    step-alone block between); None without a quiet block beside one. Blocks the host
+    disturbed are left out."""
+    logs = _logs_against_training(
+        blocks, QUIET_TRAINING_BLOCK, disturbed_blocks(blocks), against=(TRAINING_BLOCK,)
+    )
     found = log_interval([-value for value in logs])  # log(A / quiet A)
     if found is None:
         return None
@@ -152,21 +159,28 @@ def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
 
 
 def _logs_against_training(
-    blocks: Sequence[RateBlock], kind: RateBlockKind, left_out: set[int], around_s: float = 0.0
+    blocks: Sequence[RateBlock],
+    kind: RateBlockKind,
+    left_out: set[int],
+    around_s: float = 0.0,
+    *,
+    against: tuple[RateBlockKind, ...] = TRAINING_KINDS,
 ) -> list[float]:
     """log(rate / training's rate) for each block of `kind`, against the mean log rate of
-    the training blocks either side of it (which cancels a drift linear over the three).
-    `around_s` is added to each of its steps."""
+    the blocks of the `against` kinds either side of it (which cancels a drift linear over
+    them): the next ones, or for a training block the next past the step-alone block
+    between. `around_s` is added to each of its steps."""
     logs: list[float] = []
+    skip = kind != STEP_ALONE_BLOCK
     for i, block in enumerate(blocks):
         if block.kind != kind or block.steps_per_s is None or i in left_out:
             continue
         beside = [
             rate
-            for j in (i - 1, i + 1)
-            if 0 <= j < len(blocks)
+            for j in (_beside(blocks, i, -1, skip), _beside(blocks, i, 1, skip))
+            if j is not None
             and j not in left_out
-            and blocks[j].kind == TRAINING_BLOCK
+            and blocks[j].kind in against
             and (rate := blocks[j].steps_per_s) is not None
         ]
         if beside:
@@ -176,14 +190,23 @@ def _logs_against_training(
     return logs
 
 
+def _beside(blocks: Sequence[RateBlock], i: int, step: int, past_step_alone: bool) -> int | None:
+    """The index of the block before (`step` -1) or after (1) block `i`, past step-alone
+    blocks where asked; None at either end."""
+    j = i + step
+    while past_step_alone and 0 <= j < len(blocks) and blocks[j].kind == STEP_ALONE_BLOCK:
+        j += step
+    return j if 0 <= j < len(blocks) else None
+
+
 def _cost(log_ratio: float) -> float:
     """1 - A/T from log(T/A)."""
     return 1.0 - math.exp(-log_ratio)
 
 
-def _pooled(blocks: Sequence[RateBlock], kind: RateBlockKind, around_s: float = 0.0) -> float:
-    steps = sum(b.steps for b in blocks if b.kind == kind)
-    seconds = sum(b.seconds for b in blocks if b.kind == kind) + steps * around_s
+def _pooled(blocks: Sequence[RateBlock], *kinds: RateBlockKind, around_s: float = 0.0) -> float:
+    steps = sum(b.steps for b in blocks if b.kind in kinds)
+    seconds = sum(b.seconds for b in blocks if b.kind in kinds) + steps * around_s
     return steps / seconds if seconds > 0 else 0.0
 
 
@@ -209,14 +232,14 @@ def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
     training = [
         b.cpu_s_per_step
         for b in blocks
-        if b.kind == TRAINING_BLOCK and b.cpu_s_per_step is not None
+        if b.kind in TRAINING_KINDS and b.cpu_s_per_step is not None
     ]
     alone = [
         b.cpu_s_per_step
         for b in blocks
         if b.kind == STEP_ALONE_BLOCK and b.cpu_s_per_step is not None
     ]
-    rate = _pooled(blocks, TRAINING_BLOCK)
+    rate = _pooled(blocks, *TRAINING_KINDS)
     if not training or not alone or rate <= 0:
         return None
     return max(0.0, (statistics.fmean(training) - statistics.fmean(alone)) * rate)

@@ -105,8 +105,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--observer-check",
         action="store_true",
-        help="also time training with pipediag's samplers paused, in blocks between its "
-        "training blocks, and report what watching cost it (a few seconds more)",
+        help="time every other training block of the alternation with pipediag's samplers "
+        "paused, and report what watching cost training (no extra steps)",
     )
     run.add_argument(
         "--out",

@@ -21,7 +21,7 @@ from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.timeline import MIN_MEASURED_STEPS, StepBudgetReached
-from pipediag.training.alternation import block_steps_for, training_blocks_per_round
+from pipediag.training.alternation import block_steps_for
 
 if TYPE_CHECKING:
     from pipediag.training.alternation import FitAlternation
@@ -37,9 +37,8 @@ PROBE_MAX_STEPS = 100
 # done every 64 steps of 9 ms. The cap on steps keeps unsettled steps among the newest
 # records, which the timeline never merges, however fast the steps.
 SETTLE_EVERY_S = 2.0
-# The training blocks a full alternation runs on fit's steps: one a round (three with the
-# observer check), one more where the measured steps cannot lead, and one to spare
-# (`conclusion.py::alternate_fit`).
+# The training blocks a full alternation runs on fit's steps: one a round, one more where
+# the measured steps cannot lead, and one to spare (`conclusion.py::alternate_fit`).
 ALTERNATION_BLOCKS = MAX_ROUNDS + 2
 SETTLE_MAX_STEPS = 4096
 
@@ -132,19 +131,16 @@ class FitTracker:
         """
         steps_left = self._steps_left(batch)
         timeline = self._session.timeline
-        blocks = ALTERNATION_BLOCKS + MAX_ROUNDS * (
-            training_blocks_per_round(self._session.config.observer_check) - 1
-        )
         if (
             steps_left is None
-            or steps_left > blocks * MAX_BLOCK_STEPS
+            or steps_left > ALTERNATION_BLOCKS * MAX_BLOCK_STEPS
             or timeline.measured_steps is None  # `--steps all`, its probe, and watch mode
             or timeline.fixed_end
             or not self._measured_at_least(MIN_MEASURED_STEPS)
         ):
             return False
         step_s = timeline.median_measured_step_s()
-        return step_s is not None and steps_left <= blocks * block_steps_for(step_s)
+        return step_s is not None and steps_left <= ALTERNATION_BLOCKS * block_steps_for(step_s)
 
     def _alternate(self, *, ends_fit: bool, batch: int) -> bool:
         """Start training and the step alone in turn (docs/design.md, "Rates in

@@ -471,11 +471,12 @@ class Verdict:
 class ObserverEffect:
     """What pipediag's sampler threads cost the training they watch, measured in one run.
 
-    Quiet blocks (the script's own steps with the samplers paused) sit between two training
-    blocks in the alternation; `ratio` is the training blocks' rate over the quiet ones'
-    (the mean log ratio over `pairs`), `low`/`high` its 90% interval (None under two
-    pairs). Under 1 means training ran slower while pipediag watched (docs/design.md,
-    "What pipediag costs a step").
+    Every other training block of the alternation is a quiet one (the script's own steps
+    with the samplers paused); `ratio` is the watched training blocks' rate over the quiet
+    ones' (the mean log ratio over `pairs`, each quiet block against the watched blocks
+    either side), `low`/`high` its 90% interval (None under two pairs). Under 1 means
+    training ran slower while pipediag watched (docs/design.md, "What pipediag costs a
+    step").
     """
 
     ratio: float

@@ -64,11 +64,6 @@ def scaled_rounds(scale: float) -> int:
     return max(MAX_ROUNDS, round(MAX_ROUNDS * scale))
 
 
-def training_blocks_per_round(observer_check: bool) -> int:
-    """The training blocks one round takes from the script's steps: A, or A, quiet A, A."""
-    return 3 if observer_check else 1
-
-
 def block_steps_for(step_s: float) -> int:
     """Steps per block for a measured step of `step_s` seconds."""
     if step_s <= 0:
@@ -91,9 +86,9 @@ class Alternation:
             only so many steps left); None: `MAX_ROUNDS` times `scale`.
         scale: how much longer than `MAX_SECONDS` and `MAX_ROUNDS` the adaptive rounds may
             go on (`--steps` beyond its default asks for a narrower interval).
-        quiet: for the observer check, the event pipediag's samplers pause on: each round
-            then runs T, A, quiet A, A (docs/design.md, "What pipediag costs a step"), the
-            event set through each quiet block. None: no quiet blocks.
+        quiet: for the observer check, the event pipediag's samplers pause on: every other
+            training block is then a quiet one (A0 T1 Q1 T2 A2 T3 Q3 ...; docs/design.md,
+            "What pipediag costs a step"), the event set through it. None: no quiet blocks.
     """
 
     def __init__(
@@ -206,17 +201,16 @@ class Alternation:
             self._alone_durations.extend(durations[block.dropped_steps :])
             self._alone_cpu_s += cpu
             self._alone_steps += len(durations)
-            self._next = "training"
-        elif kind == QUIET_TRAINING_BLOCK:
-            self._next = "training"
-        elif self._quiet is not None and self._after(STEP_ALONE_BLOCK):
-            self._next = "quiet-training"
+            self._next = "quiet-training" if self._quiet_due() else "training"
         else:
             self._next = "step-alone" if self._wants_another_round() else "done"
 
-    def _after(self, kind: RateBlockKind) -> bool:
-        """Whether the block before the last one closed was of `kind`."""
-        return len(self.blocks) >= 2 and self.blocks[-2].kind == kind
+    def _quiet_due(self) -> bool:
+        """Whether the next training block is a quiet one: every other, from the second."""
+        if self._quiet is None:
+            return False
+        last = next((b.kind for b in reversed(self.blocks) if b.kind != STEP_ALONE_BLOCK), None)
+        return last == TRAINING_BLOCK
 
     def _wants_another_round(self) -> bool:
         rounds = self.rounds

@@ -205,33 +205,23 @@ def test_the_observer_check_times_fit_s_own_steps_with_the_samplers_paused(
 ) -> None:
     import dataclasses
 
-    config = dataclasses.replace(CONFIG, observer_check=True)
-    report = pipediag.diagnose(_script(tmp_path, FIT), config=config, out=None, log=None)
-    alone = report.compute_alone
-    assert alone is not None and alone.measured, alone
-    # each round: the step alone, training, training with the samplers paused, training
-    kinds = [block.kind for block in alone.blocks]
-    rounds = kinds.count("step-alone")
-    assert rounds >= 3 and kinds.count("quiet-training") == rounds
-    assert kinds[:5] == ["training", "step-alone", "training", "quiet-training", "training"]
-    # one pair a round for each figure (fewer where the host disturbed a block)
-    effect = report.verdict.observer_effect
-    assert effect is not None and 2 <= effect.pairs <= rounds and effect.ratio > 0
-    assert effect.low is not None and effect.low <= effect.ratio <= (effect.high or 0)
-    pairs = report.verdict.alternation_pairs
-    assert pairs is not None and 2 <= pairs <= rounds
-
-
-def test_the_observer_check_gives_way_where_fit_has_few_steps_left(tmp_path: Path) -> None:
-    import dataclasses
-
+    # GIVEN a fit of 3 short epochs: few steps left for the alternation
     short_fit = FIT.replace("epochs=100", "epochs=3")
     config = dataclasses.replace(CONFIG, observer_check=True)
     report = pipediag.diagnose(_script(tmp_path, short_fit), config=config, out=None, log=None)
-    # the alternation runs as it would without the check: no quiet block, and a note says why
     alone = report.compute_alone
     assert alone is not None and alone.measured, alone
+    # THEN every other training block is a quiet one, the blocks' kinds alternating
     kinds = [block.kind for block in alone.blocks]
-    assert "quiet-training" not in kinds and kinds.count("step-alone") >= 3
-    assert report.verdict.observer_effect is None
-    assert any(note.startswith("the observer check did not run") for note in report.notes)
+    assert kinds[:4] == ["training", "step-alone", "quiet-training", "step-alone"]
+    training = [k for k in kinds if k != "step-alone"]
+    assert training == ["training", "quiet-training"] * (len(training) // 2) + (
+        ["training"] if len(training) % 2 else []
+    )
+    assert kinds.count("step-alone") >= 3
+    # AND the verdict carries the observer effect, with an interval where two pairs or more
+    # were kept (one may go where the host disturbed a block)
+    effect = report.verdict.observer_effect
+    assert effect is not None and effect.pairs >= 1 and effect.ratio > 0
+    if effect.pairs >= 2:
+        assert effect.low is not None and effect.low <= effect.ratio <= (effect.high or 0)

@@ -211,7 +211,7 @@ def test_a_block_the_host_disturbed_is_left_out_of_the_pairs_whichever_its_kind(
     assert disturbed_blocks(wild) == set()
 
 
-def test_the_observer_check_puts_a_quiet_block_between_two_training_blocks_each_round() -> None:
+def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> None:
     import threading
 
     # GIVEN the observer check: training runs at 50 steps/s watched, 55 with the samplers
@@ -230,20 +230,28 @@ def test_the_observer_check_puts_a_quiet_block_between_two_training_blocks_each_
             held_quiet.append((kind, quiet.is_set()))
             clock.advance(1.0 / rates[kind])
             done = alternation.step_ended(clock.now())
-    # THEN each round runs T, A, quiet A, A, and the samplers are held only in quiet blocks
+    # THEN the rounds are as many as without it, every other training block quiet, and the
+    # samplers held only through the quiet blocks
     kinds = [b.kind for b in alternation.blocks]
-    round_ = [STEP_ALONE_BLOCK, TRAINING_BLOCK, QUIET_TRAINING_BLOCK, TRAINING_BLOCK]
-    assert kinds == [TRAINING_BLOCK] + round_ * 3
+    assert kinds == [
+        TRAINING_BLOCK,
+        STEP_ALONE_BLOCK,
+        QUIET_TRAINING_BLOCK,
+        STEP_ALONE_BLOCK,
+        TRAINING_BLOCK,
+        STEP_ALONE_BLOCK,
+        QUIET_TRAINING_BLOCK,
+    ]
     assert all(held == (kind == QUIET_TRAINING_BLOCK) for kind, held in held_quiet)
     assert not quiet.is_set()
-    # AND the cost still reads T against the training blocks beside it, and the observer
-    # effect the training blocks against the quiet ones
-    cost = paired_cost(alternation.blocks)
-    assert cost is not None and cost.cost == pytest.approx(0.5) and cost.pairs == 3
+    # AND each quiet block reads against the watched blocks past the step-alone ones beside
+    # it, while the cost reads each step-alone block against both kinds of training beside it
     effect = observer_effect(alternation.blocks)
-    assert effect is not None and effect.pairs == 3
+    assert effect is not None and effect.pairs == 2
     assert effect.ratio == pytest.approx(50 / 55)
-    assert effect.low == pytest.approx(50 / 55) and effect.high == pytest.approx(50 / 55)
+    cost = paired_cost(alternation.blocks)
+    assert cost is not None and cost.pairs == 3
+    assert cost.cost == pytest.approx(1 - math.sqrt(50 * 55) / 100)
 
 
 def test_without_the_observer_check_there_is_no_observer_effect() -> None:
@@ -264,11 +272,11 @@ def test_a_loop_is_served_its_own_pulls_in_the_quiet_blocks_too() -> None:
     while (answer := server.next_batch()) is not None:
         answers.append("quiet" if quiet.is_set() else "pull" if answer is PULL else answer)
         clock.advance(0.02 if answer is PULL else 0.01)
-    round_ = ["cached"] * 4 + ["pull"] * 4 + ["quiet"] * 4 + ["pull"] * 4
-    assert answers == ["cached"] * WARMUP_STEPS + round_ * 3
+    blocks = [["cached"] * 4, ["quiet"] * 4, ["cached"] * 4, ["pull"] * 4] * 2
+    assert answers == ["cached"] * WARMUP_STEPS + [a for block in blocks[:6] for a in block]
     (result,) = concluded
     effect = observer_effect(result.blocks)
-    assert effect is not None and effect.ratio == pytest.approx(1.0) and effect.pairs == 3
+    assert effect is not None and effect.ratio == pytest.approx(1.0) and effect.pairs == 2
 
 
 def test_an_untimed_step_is_left_out_of_its_block() -> None:
