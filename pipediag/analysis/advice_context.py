@@ -20,6 +20,7 @@ from pipediag.analysis.run_terms import (
 from pipediag.report.model import (
     FixTrial,
     Gain,
+    PipelineOptions,
     Report,
     StageStats,
     Suggestion,
@@ -33,7 +34,6 @@ from pipediag.report.stage_facts import (
     VERIFIED_MIN_GAIN,
     if_free_bound,
     if_free_clearly_under,
-    int_setting,
 )
 from pipediag.report.vocabulary import (
     FIX,
@@ -86,7 +86,8 @@ class Context:
 
     report: Report
     stages: list[StageStats]
-    options: dict[str, str]
+    # The options in force; TF's defaults where they were not read.
+    options: PipelineOptions
     trials: dict[tuple[str, int | None], FixTrial]
     pipeline_rate: float | None  # pipeline alone, batches/s
     train_rate: float | None  # measured full train, steps/s
@@ -122,12 +123,8 @@ class Rule:
 
 def build_context(report: Report) -> Context:
     pipeline = report.pipeline
-    options = dict(pipeline.options)
-    cores = (
-        int_setting(options.get("cpu_count"))
-        or report.host.cpu_count
-        or report.environment.cpu_count
-    )
+    options = pipeline.options if pipeline.options is not None else PipelineOptions()
+    cores = options.cpu_count or report.host.cpu_count or report.environment.cpu_count
     busy = cpu_busy_pct(report)
     return Context(
         report=report,

@@ -41,7 +41,6 @@ from pipediag.report.model import (
 )
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import STEP_NOT_RUN_ALONE, Reason
-from pipediag.report.stage_facts import int_setting
 from pipediag.report.vocabulary import (
     CONTENDS_FOR_CORES,
     CONTENDS_FOR_GIL,
@@ -85,9 +84,6 @@ FIRST_COUNTED_EPOCH = 1
 # lasts this many steps at the training rate: it would cost at least 5% of an epoch of up to
 # 190 steps.
 UNSPREAD_START_STEPS = 10.0
-# Filenames a `cache()` stage holds when it caches in memory (`bench/structure.py` writes
-# "memory" for tf.data's empty filename).
-MEMORY_CACHE = frozenset({"", "memory"})
 
 
 @dataclass(frozen=True)
@@ -280,7 +276,7 @@ def epoch_start_stage(stages: Sequence[StageStats]) -> str:
         (buffer, stage)
         for stage in stages
         if stage.kind in (KIND_SHUFFLE, KIND_SHUFFLE_AND_REPEAT)
-        and (buffer := int_setting(stage.settings.get("buffer_size")))
+        and (buffer := stage.settings.buffer_size) is not None
         and buffer > 1
     ]
     if shuffles:
@@ -289,8 +285,8 @@ def epoch_start_stage(stages: Sequence[StageStats]) -> str:
         if stage.kind in (KIND_INTERLEAVE, KIND_PARALLEL_INTERLEAVE):
             return stage_name(stage)
     for stage in stages:
-        filename = stage.settings.get("filename")
-        if stage.kind == KIND_CACHE and filename is not None and filename not in MEMORY_CACHE:
+        filename = stage.settings.filename
+        if stage.kind == KIND_CACHE and filename:  # "" caches in memory
             return f"cache({filename})"
     return ""
 

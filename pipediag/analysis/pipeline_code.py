@@ -15,6 +15,7 @@ from pipediag.report.fixes import CodeEdit, fix_facts
 from pipediag.report.model import StageStats
 from pipediag.report.prescription import CodeLine, StageChange
 from pipediag.report.stage_facts import MAP_KINDS
+from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
 from pipediag.report.vocabulary import (
     KIND_BATCH,
     KIND_CACHE,
@@ -210,7 +211,7 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
     """The stage as the user would write it (`parallel`: with AUTOTUNE parallel calls)."""
     settings = stats.settings
     function = stats.function or "fn"
-    calls = AUTOTUNE_TEXT if parallel else _parallel_calls(settings.get("num_parallel_calls"))
+    calls = AUTOTUNE_TEXT if parallel else _parallel_calls(settings.num_parallel_calls)
     kind = stats.kind
     if kind == KIND_SOURCE:
         if stats.name == "from_generator":
@@ -219,18 +220,18 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
         if template is None:
             return f"ds = ...  # {stats.name}"
         return "ds = " + template.format(
-            start=settings.get("start", "0"), stop=settings.get("stop", "...")
+            start=_or(settings.start, "0"), stop=_or(settings.stop, "...")
         )
     if kind in MAP_KINDS:
         return f"ds = ds.map({function}{_kw('num_parallel_calls', calls)})"
     if kind in (KIND_FILTER, KIND_PARALLEL_FILTER):
         return f"ds = ds.filter({function}{_kw('num_parallel_calls', calls)})"
     if kind in (KIND_INTERLEAVE, KIND_PARALLEL_INTERLEAVE):
-        cycle = settings.get("cycle_length")
+        cycle = settings.cycle_length
+        cycle_text = None if cycle in (None, AUTOTUNE) else str(cycle)
         interleave = own.get("parallel")
         if interleave is not None and interleave.value is not None:
-            cycle = str(interleave.value)
-        cycle_text = None if cycle in (None, "AUTOTUNE") else cycle
+            cycle_text = str(interleave.value)
         return (
             f"ds = ds.interleave({function}{_kw('cycle_length', cycle_text)}"
             f"{_kw('num_parallel_calls', calls)})"
@@ -238,20 +239,18 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
     if kind == KIND_FLAT_MAP:
         return f"ds = ds.flat_map({function})"
     if kind == KIND_BATCH:
-        drop = ", drop_remainder=True" if settings.get("drop_remainder") == "true" else ""
-        return f"ds = ds.batch({settings.get('batch_size', '...')}{drop})"
+        drop = ", drop_remainder=True" if settings.drop_remainder else ""
+        return f"ds = ds.batch({_or(settings.batch_size, '...')}{drop})"
     if kind == KIND_SHUFFLE:
-        return f"ds = ds.shuffle({settings.get('buffer_size', '...')}{_shuffle_order(settings)})"
+        return f"ds = ds.shuffle({_or(settings.buffer_size, '...')}{_shuffle_order(settings)})"
     if kind == KIND_PREFETCH:
-        return f"ds = ds.prefetch({_parallel_calls(settings.get('buffer_size')) or '...'})"
+        return f"ds = ds.prefetch({_parallel_calls(settings.buffer_size) or '...'})"
     if kind == KIND_CACHE:
-        filename = settings.get("filename", "memory")
-        return "ds = ds.cache()" if filename == "memory" else f"ds = ds.cache({filename!r})"
+        filename = settings.filename
+        return f"ds = ds.cache({filename!r})" if filename else "ds = ds.cache()"
     if kind == KIND_REPEAT:
-        count = settings.get("count")
-        return (
-            "ds = ds.repeat()" if count in (None, "-1", "unbounded") else f"ds = ds.repeat({count})"
-        )
+        count = settings.count
+        return "ds = ds.repeat()" if count in (None, UNBOUNDED) else f"ds = ds.repeat({count})"
     if kind == KIND_OPTIONS:
         return "ds = ds.with_options(options)  # your options"
     return f"ds = ds.{kind.replace('-', '_')}(...)"
@@ -284,22 +283,29 @@ def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> l
     return lines
 
 
-def _shuffle_order(settings: dict[str, str]) -> str:
+def _shuffle_order(settings: StageSettings) -> str:
     """The arguments that fix a shuffle's order, as the op ran them: its op seed where any
     seed was set (with a global seed, the op's own, whether the user chose it or TF counted
     it out, gives the same order: TF's `random_seed.get_seed`), and a reshuffle turned
     off."""
-    seeds = (settings.get("seed", "0"), settings.get("seed2", "0"))
+    seeds = (settings.seed or 0, settings.seed2 or 0)
     # TF runs a global seed of 0 with an op seed of 0 as (0, 2**31 - 1): never (0, 0),
     # which its kernels read as "unseeded".
-    op_seed = "0" if seeds == ("0", str(2**31 - 1)) else seeds[1]
-    seed = _kw("seed", op_seed) if seeds != ("0", "0") else ""
-    once = settings.get("reshuffle_each_iteration") == "false"
+    op_seed = 0 if seeds == (0, 2**31 - 1) else seeds[1]
+    seed = _kw("seed", str(op_seed)) if seeds != (0, 0) else ""
+    once = settings.reshuffle_each_iteration is False
     return seed + (", reshuffle_each_iteration=False" if once else "")
 
 
-def _parallel_calls(value: str | None) -> str | None:
-    return AUTOTUNE_TEXT if value == "AUTOTUNE" else value
+def _parallel_calls(value: int | None) -> str | None:
+    if value is None:
+        return None
+    return AUTOTUNE_TEXT if value == AUTOTUNE else str(value)
+
+
+def _or(value: int | None, missing: str) -> str:
+    """A number as written in code, `missing` where the graph did not hold it."""
+    return missing if value is None else str(value)
 
 
 def _kw(name: str, value: str | None) -> str:

@@ -45,7 +45,7 @@ from pipediag.report.model import (
     StageStats,
     Suggestion,
 )
-from pipediag.report.names import stage_name
+from pipediag.report.names import flag_text, stage_name, tuned_text
 from pipediag.report.prescription import StageChange
 from pipediag.report.stage_facts import (
     MAP_KINDS,
@@ -56,7 +56,6 @@ from pipediag.report.stage_facts import (
     downstream_batch_size,
     downstream_of,
     if_free_bound,
-    int_setting,
     prefix_cost_s,
     runs_sequential_interleave,
     runs_sequential_map,
@@ -90,7 +89,7 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
     for stats in _sequential_stages(ctx, runs_sequential_map):
         why = (
             stats.auto_parallel_blocker
-            or f"num_parallel_calls={stats.settings.get('num_parallel_calls')}"
+            or f"num_parallel_calls={tuned_text(stats.settings.num_parallel_calls)}"
         )
         gain = min(ctx.cores, PY_FUNCTION_PARALLEL_GAIN) if stats.uses_py_function else ctx.cores
         evidence = (
@@ -120,11 +119,11 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
 def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
     for stats in _sequential_stages(ctx, runs_sequential_interleave):
-        settings = ", ".join(
-            f"{k}={stats.settings[k]}"
-            for k in ("cycle_length", "num_parallel_calls")
-            if k in stats.settings
+        shown = (
+            ("cycle_length", stats.settings.cycle_length),
+            ("num_parallel_calls", stats.settings.num_parallel_calls),
         )
+        settings = ", ".join(f"{k}={tuned_text(v)}" for k, v in shown if v is not None)
         trial = ctx.trial(FIX_PARALLEL_INTERLEAVE, stats.index)
         cycle = trial.facts.cycle_length if trial is not None else None
         cycle = cycle or ctx.cores
@@ -165,9 +164,7 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
     if last is None:
         return []
     trial = ctx.trial(FIX_PREFETCH, last.index)
-    injected = (
-        ctx.options.get("inject_prefetch") != "false" and ctx.options.get("autotune") != "false"
-    )
+    injected = ctx.options.inject_prefetch and ctx.options.autotune
     if last.kind == KIND_PREFETCH:
         verified = verified_gain(trial)
         if verified is None or verified < VERIFIED_MIN_GAIN:
@@ -180,7 +177,8 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
                     title="raise the final prefetch to tf.data.AUTOTUNE",
                     stats=last,
                     evidence=(
-                        f"The final prefetch has buffer_size={last.settings.get('buffer_size')}."
+                        "The final prefetch has "
+                        f"buffer_size={tuned_text(last.settings.buffer_size)}."
                     ),
                     code="ds = ds.prefetch(tf.data.AUTOTUNE)",
                     estimated=None,
@@ -192,7 +190,10 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
     if injected:
         # tf.data appends the prefetch itself; a pipeline-alone "gain" here is noise.
         return []
-    options = ", ".join(f"{k}={ctx.options.get(k, '?')}" for k in ("inject_prefetch", "autotune"))
+    options = (
+        f"inject_prefetch={flag_text(ctx.options.inject_prefetch)}, "
+        f"autotune={flag_text(ctx.options.autotune)}"
+    )
     evidence = (
         f"The pipeline ends with {stage_name(last)}, and the options in force ({options}) "
         "leave no prefetch, so the train step waits while each batch is made instead of "
@@ -545,7 +546,7 @@ def check_shuffle_buffer(ctx: Context, rule_id: str) -> list[Suggestion]:
             # A library call's own shuffle (image_dataset_from_directory's 8 x batch_size)
             # is not the script's to size.
             continue
-        buffer = int_setting(stats.settings.get("buffer_size"))
+        buffer = stats.settings.buffer_size
         if buffer is None or buffer <= 0:
             continue
         batch = downstream_batch_size(ctx.stages, stats.index)
@@ -584,7 +585,7 @@ def _stage_warning(
 
 
 def check_autotune_off(ctx: Context, rule_id: str) -> list[Suggestion]:
-    if ctx.options.get("autotune") != "false":
+    if ctx.options.autotune:
         return []
     return [
         fix_suggestion(

@@ -48,7 +48,7 @@ from pipediag.report.fixes import (
     FIXES,
     SEMANTICS_VECTORIZED_MAP,
 )
-from pipediag.report.model import StageStats, TrialFacts
+from pipediag.report.model import PipelineOptions, StageStats, TrialFacts
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import (
     GENERATOR_NOT_IN_GRAPH,
@@ -71,6 +71,7 @@ from pipediag.report.stage_facts import (
     upstream_of,
     vectorizable,
 )
+from pipediag.report.stages import AUTOTUNE
 from pipediag.report.vocabulary import (
     KIND_CACHE,
     KIND_OPTIONS,
@@ -88,7 +89,7 @@ def fix_candidates(
     walked: list[Stage],
     stages: list[StageStats],
     nodes: dict[int, str],
-    options: dict[str, str],
+    options: PipelineOptions,
     cores: int,
 ) -> list[Candidate]:
     """Every rewrite that applies to this pipeline, in stage order (prefetch, autotune last).
@@ -126,10 +127,10 @@ def fix_candidates(
     prefetch = _prefetch_candidate(stages)
     if prefetch is not None:
         prefetch.tried_on_training = prefetch.facts.existing_buffer is None and (
-            options.get("inject_prefetch") == "false" or options.get("autotune") == "false"
+            not options.inject_prefetch or not options.autotune
         )
         found.append(prefetch)
-    if options.get("autotune") == "false":
+    if not options.autotune:
         found.append(
             Candidate(FIX_AUTOTUNE, None, "options", cost_s=0.0, with_options=_autotune_on)
         )
@@ -244,13 +245,13 @@ def hoist_candidate(
 
 
 def fusion_candidate(
-    stats: StageStats, stages: list[StageStats], options: dict[str, str]
+    stats: StageStats, stages: list[StageStats], options: PipelineOptions
 ) -> Candidate | None:
     """A map read only by another map: tf.data's `map_fusion` option fuses them into one
     function, one call per element instead of two. The option rather than a graph edit:
     tf.data's rewrite already composes the two functions, their captured inputs and their
     parallelism, which an edit of the FunctionDefs would have to redo."""
-    if stats.kind not in MAP_KINDS or options.get("map_fusion") == "true":
+    if stats.kind not in MAP_KINDS or options.map_fusion:
         return None
     readers = [s for s in stages if stats.index in s.inputs]
     if len(readers) != 1 or readers[0].kind not in MAP_KINDS or readers[0].tf_internal:
@@ -349,7 +350,8 @@ def _prefetch_candidate(stages: list[StageStats]) -> Candidate | None:
     last = _last_real_stage(stages)
     if last is None:
         return None
-    if last.kind == KIND_PREFETCH and last.settings.get("buffer_size") in ("AUTOTUNE", None):
+    buffer = last.settings.buffer_size
+    if last.kind == KIND_PREFETCH and buffer in (AUTOTUNE, None):
         return None
     return Candidate(
         FIX_PREFETCH,
@@ -357,7 +359,7 @@ def _prefetch_candidate(stages: list[StageStats]) -> Candidate | None:
         stage_name(last),
         cost_s=0.0,
         edit=lambda graph: graph.prefetch_at_end(),
-        facts=TrialFacts(existing_buffer=last.settings.get("buffer_size", ""))
+        facts=TrialFacts(existing_buffer=str(buffer))
         if last.kind == KIND_PREFETCH
         else TrialFacts(),
     )

@@ -473,12 +473,8 @@ def _why_not_measured(stage: Stage, stages: Sequence[Stage]) -> Reason | None:
     every = [s.stats for s in stages]
     for index in upstream_of(every, stage.stats.index):
         stats = every[index]
-        filename = stats.settings.get("filename")
-        if (
-            stats.kind == KIND_CACHE
-            and filename not in (None, "memory")
-            and not os.path.exists(f"{filename}.index")
-        ):
+        filename = stats.settings.filename
+        if stats.kind == KIND_CACHE and filename and not os.path.exists(f"{filename}.index"):
             return Reason(PARTIAL_FILE_CACHE)
     return None
 

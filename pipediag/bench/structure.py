@@ -30,7 +30,7 @@ from pipediag.bench.python_chain import (
     unwrap,
     user_function,
 )
-from pipediag.report.model import StageStats
+from pipediag.report.model import PipelineOptions, StageSettings, StageStats
 from pipediag.report.vocabulary import (
     BLOCKED_BY_AUTOTUNE,
     BLOCKED_BY_OPTION,
@@ -40,11 +40,6 @@ from pipediag.report.vocabulary import (
     AutoParallelBlocker,
     StageKind,
 )
-
-# tf.data spells AUTOTUNE as -1 in every parallelism and buffer argument.
-AUTOTUNE_VALUE = -1
-# `repeat()` and `take(-1)` store -1 for "forever" / "everything".
-UNBOUNDED_COUNT = -1
 
 # Ops that call back into the Python interpreter (tf.py_function, tf.numpy_function, and
 # from_generator, which is built on them): they hold the GIL, so parallelism barely helps.
@@ -154,20 +149,11 @@ _OP_INPUT_SETTINGS: dict[str, tuple[tuple[str, int], ...]] = {
     "SkipDataset": (("count", 0),),
     "ShardDataset": (("num_shards", 0), ("index", 1)),
 }
-# Settings where -1 means AUTOTUNE, and where it means "unbounded".
-_AUTOTUNED_SETTINGS = frozenset(
-    {
-        "num_parallel_calls",
-        "cycle_length",
-        "block_length",
-        "buffer_size",
-        "buffer_output_elements",
-        "prefetch_input_elements",
-    }
-)
-_COUNT_SETTINGS = frozenset({"count"})
 # Attributes copied as settings (the op's attribute name is the setting name).
 _ATTR_SETTINGS = ("deterministic", "reshuffle_each_iteration")
+# The settings of each type (`StageSettings`' fields); every other one is a whole number.
+_BOOL_SETTINGS = frozenset({"drop_remainder", "reshuffle_each_iteration", "deterministic"})
+_TEXT_SETTINGS = frozenset({"filename"})
 # Attributes that hold the stage's user function, in order of preference.
 _FUNCTION_ATTRS = ("f", "predicate", "scan_func", "key_func", "reduce_func")
 
@@ -216,7 +202,7 @@ def walk_pipeline(dataset: Any) -> list[Stage]:
     return stages
 
 
-def effective_options(dataset: Any) -> dict[str, str]:
+def effective_options(dataset: Any) -> PipelineOptions:
     """The `tf.data.Options` in force that change what runs, with TF 2.21's defaults filled in.
 
     An option left as None means "TF's default", which is not False: `autotune`,
@@ -231,29 +217,25 @@ def effective_options(dataset: Any) -> dict[str, str]:
     optimization = options.experimental_optimization
     defaults_on = optimization.apply_default_optimizations is not False
 
-    def optimisation(value: bool | None) -> str:
-        return _flag(defaults_on if value is None else value)
+    def optimisation(value: bool | None) -> bool:
+        return defaults_on if value is None else bool(value)
 
-    threadpool = options.threading.private_threadpool_size
-    intra_op = options.threading.max_intra_op_parallelism
-    return {
-        "autotune": _flag(options.autotune.enabled is not False),
-        "apply_default_optimizations": _flag(defaults_on),
-        "inject_prefetch": optimisation(optimization.inject_prefetch),
-        "map_parallelization": optimisation(optimization.map_parallelization),
-        "map_and_batch_fusion": optimisation(optimization.map_and_batch_fusion),
-        "parallel_batch": optimisation(optimization.parallel_batch),
+    return PipelineOptions(
+        autotune=options.autotune.enabled is not False,
+        apply_default_optimizations=defaults_on,
+        inject_prefetch=optimisation(optimization.inject_prefetch),
+        map_parallelization=optimisation(optimization.map_parallelization),
+        map_and_batch_fusion=optimisation(optimization.map_and_batch_fusion),
+        parallel_batch=optimisation(optimization.parallel_batch),
         # Not a default optimisation: off unless set.
-        "map_fusion": _flag(optimization.map_fusion is True),
+        map_fusion=optimization.map_fusion is True,
         # Unset or 0: the pool is sized from the cores at run time (parallel calls are capped
         # at the core count by it: docs/design.md, "tf.data behaviours").
-        "private_threadpool_size": (
-            f"default ({_cpu_count()} cores)" if not threadpool else str(threadpool)
-        ),
-        "max_intra_op_parallelism": "default" if intra_op is None else str(intra_op),
-        "deterministic": _flag(options.deterministic is not False),
-        "cpu_count": str(_cpu_count()),
-    }
+        private_threadpool_size=options.threading.private_threadpool_size or None,
+        max_intra_op_parallelism=options.threading.max_intra_op_parallelism,
+        deterministic=options.deterministic is not False,
+        cpu_count=_cpu_count(),
+    )
 
 
 def _mark_auto_parallel(stages: list[Stage], dataset: Any) -> None:
@@ -273,9 +255,9 @@ def _mark_auto_parallel(stages: list[Stage], dataset: Any) -> None:
         if stage.stats.kind != KIND_MAP:
             continue
         blocker: AutoParallelBlocker | None = None
-        if options["map_parallelization"] != "true":
+        if not options.map_parallelization:
             blocker = BLOCKED_BY_OPTION
-        elif options["autotune"] != "true":
+        elif not options.autotune:
             blocker = BLOCKED_BY_AUTOTUNE
         elif stage.stats.stateful:
             blocker = BLOCKED_BY_STATE
@@ -346,7 +328,7 @@ class _Builder:
         generator: Callable[..., Any] | None = None,
     ) -> int:
         index = len(self.stages)
-        settings: dict[str, str] = {}
+        settings = StageSettings()
         notes: list[str] = []
         if generator is not None:
             kind, name = SOURCE, "from_generator"
@@ -355,7 +337,7 @@ class _Builder:
             kind, name = kind_and_name(ds, node, has_inputs=bool(inputs))
             func = user_function(ds)
             if node is not None:
-                settings.update(_node_settings(node, self.nodes))
+                settings = _node_settings(node, self.nodes)
         function_name, source = describe_callable(func) if func is not None else (None, None)
         tf_internal = False
         if func is not None and defined_in_tensorflow(func):
@@ -381,8 +363,7 @@ class _Builder:
             created_at=call_sites.created_at(ds),
             made_by=call_sites.made_by(ds),
         )
-        batch_size = _int_or_none(settings.get("batch_size"))
-        self.stages.append(Stage(stats, ds, batch_size=batch_size, notes=notes))
+        self.stages.append(Stage(stats, ds, batch_size=settings.batch_size, notes=notes))
         self._seen[id(ds)] = index
         return index
 
@@ -469,8 +450,8 @@ def graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
     return None
 
 
-def _node_settings(node: Any, nodes: dict[str, Any]) -> dict[str, str]:
-    settings: dict[str, str] = {}
+def _node_settings(node: Any, nodes: dict[str, Any]) -> StageSettings:
+    settings: dict[str, Any] = {}
     scalar_inputs = [
         nodes.get(name.split(":")[0])
         for name in node.input
@@ -480,19 +461,25 @@ def _node_settings(node: Any, nodes: dict[str, Any]) -> dict[str, str]:
         if not -len(scalar_inputs) <= position < len(scalar_inputs):
             continue
         value = _const_value(scalar_inputs[position])
-        if value is not None:
-            settings[setting] = _format_setting(setting, value)
+        if value is not None and _setting_type(setting) is type(value):
+            settings[setting] = value
     for attr in _ATTR_SETTINGS:
         if attr in node.attr:
             value = node.attr[attr]
             kind = value.WhichOneof("value")
-            if kind == "s":
-                settings[attr] = value.s.decode(errors="replace")
+            # A string attribute's "default" (follow the pipeline's option) stays unset.
+            if kind == "s" and value.s in (b"true", b"false"):
+                settings[attr] = value.s == b"true"
             elif kind == "b":
-                settings[attr] = _flag(value.b)
-    if node.op.startswith("CacheDataset") and settings.get("filename") == "":
-        settings["filename"] = "memory"
-    return settings
+                settings[attr] = bool(value.b)
+    return StageSettings(**settings)
+
+
+def _setting_type(setting: str) -> type:
+    """The type `StageSettings` holds `setting` as."""
+    if setting in _BOOL_SETTINGS:
+        return bool
+    return str if setting in _TEXT_SETTINGS else int
 
 
 def _op_of(nodes: dict[str, Any], name: str) -> str:
@@ -519,31 +506,7 @@ def _const_value(node: Any | None) -> int | bool | str | None:
     return None
 
 
-def _format_setting(setting: str, value: int | bool | str) -> str:
-    if isinstance(value, bool):
-        return _flag(value)
-    if isinstance(value, int):
-        if value == AUTOTUNE_VALUE and setting in _AUTOTUNED_SETTINGS:
-            return "AUTOTUNE"
-        if value == UNBOUNDED_COUNT and setting in _COUNT_SETTINGS:
-            return "unbounded"
-    return str(value)
-
-
-# --- settings as text, the host's cores, a node's kind -------------------------------------
-
-
-def _flag(value: bool) -> str:
-    return "true" if value else "false"
-
-
-def _int_or_none(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
+# --- the host's cores, a node's kind -------------------------------------------------------
 
 
 def _cpu_count() -> int:

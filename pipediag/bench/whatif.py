@@ -28,7 +28,7 @@ from pipediag.bench.structure import effective_options, walk_pipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.errors import describe_error
-from pipediag.report.model import FixTrial, StageStats
+from pipediag.report.model import FixTrial, PipelineOptions, StageStats
 from pipediag.report.reasons import (
     CANNOT_REWRITE,
     CHECK_FAILED,
@@ -41,7 +41,6 @@ from pipediag.report.reasons import (
     VERIFICATION_BUDGET_SPENT,
     Reason,
 )
-from pipediag.report.stage_facts import int_setting
 
 # Total time for all trials: about the phase-1 pipeline benchmark (bench/pipeline.py, 3 s)
 # per fix, for the two or three fixes a pipeline typically has.
@@ -186,8 +185,8 @@ def _candidates(
     try:
         options = effective_options(dataset)
     except Exception:  # options unreadable: assume TF's defaults
-        options = {}
-    cores = int_setting(options.get("cpu_count")) or os.cpu_count() or 1
+        options = PipelineOptions()
+    cores = options.cpu_count or os.cpu_count() or 1
     graph, nodes_by_stage, error = graph_and_nodes(dataset, walked)
     candidates = fix_candidates(walked, list(stages), nodes_by_stage, options, cores)
     thread_cap = training.thread_cap if training is not None else None

@@ -17,6 +17,7 @@ from pipediag.errors import ReportError
 from pipediag.report import model
 from pipediag.report.model import SCHEMA_VERSION, Report
 from pipediag.report.reasons import AS_WRITTEN, Reason
+from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
 from pipediag.report.vocabulary import (
     GAIN_HELD,
     GAIN_NOT_MEASURED,
@@ -61,6 +62,8 @@ def from_dict(data: dict[str, Any]) -> Report:
     if version < 7:
         # Version 6 worded its reasons; `_convert` keeps each as written (`AS_WRITTEN`).
         data = dict(data, schema_version=7)
+    if version < 8:
+        data = _from_version_7(data)
     data = _without_contention_finding(data)
     try:
         return _build(Report, data)
@@ -309,6 +312,64 @@ def _number(text: Any, kind: type[float] | type[int]) -> Any:
         return None if text is None else kind(text)
     except (TypeError, ValueError):
         return None
+
+
+# Version 7's strings for what version 8 types: flags, tf.data's -1 in a tuned parallelism or
+# buffer and in a repeat's count, and a cache's filename when it caches in memory.
+_FLAGS = {"true": True, "false": False}
+_MINUS_ONE_WORDS = {"AUTOTUNE": AUTOTUNE, "unbounded": UNBOUNDED}
+_IN_MEMORY = "memory"
+
+
+def _from_version_7(data: dict[str, Any]) -> dict[str, Any]:
+    """A version-7 report in version 8's shape: the pipeline's options and each stage's
+    settings were strings ("true", "AUTOTUNE", "32", "default (2 cores)", "memory"); they
+    are typed now. An option or a setting whose string reads as neither (a stage's
+    "default" order, a thread pool left to TF) takes its field's default; options never
+    read (`{}`) are None."""
+    data = dict(data, schema_version=8)
+    pipeline = data.get("pipeline")
+    if isinstance(pipeline, dict):
+        pipeline = dict(pipeline, stages=_each_object(pipeline.get("stages"), _stage_v8))
+        options = pipeline.get("options")
+        if isinstance(options, dict):
+            pipeline["options"] = (
+                _typed_strings(model.PipelineOptions, options) if options else None
+            )
+        data["pipeline"] = pipeline
+    scale_out = data.get("scale_out")
+    if isinstance(scale_out, dict):
+        data["scale_out"] = dict(scale_out, stages=_each_object(scale_out.get("stages"), _stage_v8))
+    return data
+
+
+def _stage_v8(stage: dict[str, Any]) -> dict[str, Any]:
+    settings = stage.get("settings")
+    if not isinstance(settings, dict):
+        return stage
+    return dict(stage, settings=_typed_strings(StageSettings, settings))
+
+
+def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
+    """The strings of `strings` that name a field of `cls`, each as its field's type; those
+    that do not read as it are left out, for the field's default. A value that is not a
+    string is kept as it is, for `_build` to take or refuse."""
+    typed: dict[str, Any] = {}
+    for name, hint in _hints(cls).items():
+        text = strings.get(name)
+        kind = next(a for a in typing.get_args(hint) or (hint,) if a is not type(None))
+        value: Any
+        if not isinstance(text, str):
+            value = text
+        elif kind is bool:
+            value = _FLAGS.get(text)
+        elif kind is int:
+            value = _MINUS_ONE_WORDS.get(text, _number(text, int))
+        else:
+            value = "" if name == "filename" and text == _IN_MEMORY else text
+        if value is not None:
+            typed[name] = value
+    return typed
 
 
 def dumps(report: Report) -> str:

@@ -31,7 +31,7 @@ from pipediag.report.scale_out import (
     ServiceBlocker,
     ServiceMeasurement,
 )
-from pipediag.report.stages import LatencyStats, StageStats
+from pipediag.report.stages import LatencyStats, StageSettings, StageStats
 from pipediag.report.trials import FixTrial, TrialFacts
 from pipediag.report.vocabulary import (
     BALANCED,
@@ -99,6 +99,7 @@ __all__ = [
     "FixTrial",
     "TrialFacts",
     "LatencyStats",
+    "StageSettings",
     "StageStats",
     "GpuAnalysis",
     "GpuDevice",
@@ -178,12 +179,36 @@ __all__ = [
 # on the pipeline alone (`FixTrial.reason`, `TrialFacts.batch_refusal`); a suggestion
 # carries the reasons its evidence gives. An older report's words are kept as
 # written (`AS_WRITTEN`).
-SCHEMA_VERSION = 7
+# 8: the pipeline's options and a stage's settings are typed (`PipelineOptions`,
+# `StageSettings`: flags as booleans, numbers as numbers, tf.data's AUTOTUNE and an
+# unbounded count as its -1, a cache in memory as its "" filename), not strings.
+SCHEMA_VERSION = 8
 
 
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
     """The steps a verdict reads: every one but the warm-up."""
     return [s for s in steps if s.label != WARMUP]
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """The `tf.data.Options` in force that change what runs, with TF's defaults filled in
+    (`bench.structure.effective_options`): an option left unset reads as TF runs it."""
+
+    autotune: bool = True
+    apply_default_optimizations: bool = True
+    inject_prefetch: bool = True
+    map_parallelization: bool = True
+    map_and_batch_fusion: bool = True
+    parallel_batch: bool = True
+    map_fusion: bool = False
+    # None: TF sizes the pool from the cores at run time (`cpu_count` of them).
+    private_threadpool_size: int | None = None
+    # None: TF's default.
+    max_intra_op_parallelism: int | None = None
+    deterministic: bool = True
+    # The cores this process could use when the options were read.
+    cpu_count: int | None = None
 
 
 @dataclass(frozen=True)
@@ -203,8 +228,8 @@ class PipelineBenchmark:
     exhausted: bool = False
     stages: list[StageStats] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # `tf.data.Options` in force that change what runs (`bench.structure.effective_options`).
-    options: dict[str, str] = field(default_factory=dict)
+    # The options in force, read where the stages were; None where they were not read.
+    options: PipelineOptions | None = None
     # What-if pipelines measured beside the original (`bench.whatif.verify_fixes`).
     trials: list[FixTrial] = field(default_factory=list)
     # Why stage timing and fix trials did not run (input costs too little to matter); None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pipediag.report.model import StageStats
+from pipediag.report.stages import AUTOTUNE
 from pipediag.report.vocabulary import (
     KIND_BATCH,
     KIND_CACHE,
@@ -84,7 +85,7 @@ def runs_sequential_map(stats: StageStats, cores: int) -> bool:
     if stats.kind == KIND_MAP:
         return stats.auto_parallel is not True
     if stats.kind == KIND_PARALLEL_MAP:
-        calls = int_setting(stats.settings.get("num_parallel_calls"))
+        calls = stats.settings.num_parallel_calls
         return calls is not None and 0 < calls < cores
     return False
 
@@ -100,12 +101,11 @@ def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
         return True
     if stats.kind != KIND_PARALLEL_INTERLEAVE:
         return False
-    cycle = stats.settings.get("cycle_length")
-    cycle_n = int_setting(cycle)
-    calls = int_setting(stats.settings.get("num_parallel_calls"))
+    cycle = stats.settings.cycle_length
+    calls = stats.settings.num_parallel_calls
     return (
-        cycle == "AUTOTUNE"
-        or (cycle_n is not None and cycle_n < cores)
+        cycle == AUTOTUNE
+        or (cycle is not None and cycle < cores)
         or (calls is not None and 0 < calls < cores)
     )
 
@@ -211,16 +211,8 @@ def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | Non
             return None
         current = consumers[0].index
         if consumers[0].kind in BATCHING_KINDS:
-            return int_setting(consumers[0].settings.get("batch_size"))
+            return consumers[0].settings.batch_size
     return None
-
-
-def int_setting(text: str | None) -> int | None:
-    """A stage setting as a whole number; None when absent or not a number (AUTOTUNE)."""
-    try:
-        return None if text is None else int(text)
-    except ValueError:
-        return None
 
 
 def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats | None:

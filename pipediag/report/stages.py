@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import AutoParallelBlocker
+
+# tf.data's AUTOTUNE, as the graph holds it in a parallelism or buffer setting
+# (`num_parallel_calls`, `cycle_length`, `block_length`, `buffer_size`, ...).
+AUTOTUNE: Final = -1
+# `repeat()` and `take(-1)` hold -1 as their `count`: forever, everything.
+UNBOUNDED: Final = -1
 
 
 @dataclass(frozen=True)
@@ -18,6 +25,46 @@ class LatencyStats:
     p90_s: float
     min_s: float
     max_s: float
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """A stage's own tf.data settings, read from the dataset graph as the user would write
+    them; None where the op has no such setting, or its value is computed at run time.
+
+    The parallelism and buffer settings hold `AUTOTUNE` where tf.data tunes them, and
+    `count` holds `UNBOUNDED` for a `repeat()` without a count.
+    """
+
+    # RangeDataset.
+    start: int | None = None
+    stop: int | None = None
+    step: int | None = None
+    # Parallel map, filter and interleave, parallel batch, map-and-batch.
+    num_parallel_calls: int | None = None
+    # Interleave.
+    cycle_length: int | None = None
+    block_length: int | None = None
+    buffer_output_elements: int | None = None
+    prefetch_input_elements: int | None = None
+    # Batches.
+    batch_size: int | None = None
+    drop_remainder: bool | None = None
+    # Shuffle and prefetch.
+    buffer_size: int | None = None
+    seed: int | None = None
+    seed2: int | None = None
+    reshuffle_each_iteration: bool | None = None
+    # The file a cache() writes, as tf.data holds it: "" caches in memory.
+    filename: str | None = None
+    # Repeat, take, skip.
+    count: int | None = None
+    # Shard.
+    num_shards: int | None = None
+    index: int | None = None
+    # A parallel stage's own order: None also where it follows the pipeline's
+    # `deterministic` option (the op's "default").
+    deterministic: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -34,14 +81,14 @@ class StageStats:
 
     `kind` is a `StageKind`, or for a dataset op pipediag does not know, the op's own name
     kebab-cased (tf.data has more ops than pipediag names): hence `str`. `settings` are the
-    raw tf.data attributes read from the dataset graph (`num_parallel_calls`, `batch_size`,
-    ...), as the user would write them; what pipediag decides about a stage has its own fields.
+    tf.data settings read from the dataset graph (`num_parallel_calls`, `batch_size`, ...),
+    as the user would write them; what pipediag decides about a stage has its own fields.
     """
 
     index: int
     kind: str
     name: str = ""
-    settings: dict[str, str] = field(default_factory=dict)
+    settings: StageSettings = field(default_factory=StageSettings)
     function: str | None = None
     source: str | None = None
     batches_per_s: float | None = None

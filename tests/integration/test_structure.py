@@ -5,13 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipediag.bench.structure import describe_pipeline, effective_options
-from pipediag.report.model import StageStats
+from pipediag.report.model import PipelineOptions, StageSettings, StageStats
+from pipediag.report.stages import AUTOTUNE, UNBOUNDED
 
 pytestmark = pytest.mark.tensorflow
 
@@ -69,7 +71,7 @@ def test_sequential_py_function_pipeline_lists_four_stages_in_order() -> None:
     assert [s.inputs for s in stages] == [[], [0], [1], [2]]
     source, mapped, batch, prefetch = stages
     assert source.name == "RangeDataset"
-    assert source.settings["stop"] == "100"
+    assert source.settings.stop == 100
     assert mapped.name == "MapDataset"
     assert mapped.function == "slow_py_map"
     assert mapped.source == f"{THIS_FILE}:{slow_py_map.__code__.co_firstlineno}"
@@ -78,9 +80,9 @@ def test_sequential_py_function_pipeline_lists_four_stages_in_order() -> None:
     assert mapped.stateful
     # py_function is stateful, so tf.data will not parallelise this map by itself.
     assert (mapped.auto_parallel, mapped.auto_parallel_blocker) == (False, "stateful function")
-    assert "num_parallel_calls" not in mapped.settings
-    assert batch.settings == {"batch_size": "4", "drop_remainder": "false"}
-    assert prefetch.settings["buffer_size"] == "1"
+    assert mapped.settings.num_parallel_calls is None
+    assert batch.settings == StageSettings(batch_size=4, drop_remainder=False)
+    assert prefetch.settings.buffer_size == 1
     assert not any(s.uses_py_function for s in (source, batch, prefetch))
 
 
@@ -95,10 +97,12 @@ def test_parallel_map_autotune_and_explicit_parallelism() -> None:
     stages = describe_pipeline(ds)
 
     assert kinds(stages) == ["source", "parallel-map", "parallel-map", "prefetch"]
-    assert stages[1].settings["num_parallel_calls"] == "AUTOTUNE"
-    assert stages[1].settings["deterministic"] == "false"
-    assert stages[2].settings["num_parallel_calls"] == "3"
-    assert stages[3].settings["buffer_size"] == "AUTOTUNE"
+    assert stages[1].settings.num_parallel_calls == AUTOTUNE
+    assert stages[1].settings.deterministic is False
+    assert stages[2].settings.num_parallel_calls == 3
+    # Left to the pipeline's `deterministic` option ("default" on the op).
+    assert stages[2].settings.deterministic is None
+    assert stages[3].settings.buffer_size == AUTOTUNE
     assert stages[1].function == "cheap_map"
     assert not stages[1].uses_py_function
     assert not stages[1].stateful
@@ -128,15 +132,15 @@ def test_interleave_settings() -> None:
     s_stages = describe_pipeline(sequential)
 
     assert kinds(p_stages) == ["source", "parallel-interleave"]
-    assert p_stages[1].settings["cycle_length"] == "3"
-    assert p_stages[1].settings["block_length"] == "2"
-    assert p_stages[1].settings["num_parallel_calls"] == "AUTOTUNE"
+    assert p_stages[1].settings.cycle_length == 3
+    assert p_stages[1].settings.block_length == 2
+    assert p_stages[1].settings.num_parallel_calls == AUTOTUNE
     assert p_stages[1].function == "make_files"
     # Building a dataset inside the function is not "state" worth reporting.
     assert not p_stages[1].stateful
     assert kinds(s_stages) == ["source", "interleave"]
-    assert s_stages[1].settings["cycle_length"] == "2"
-    assert s_stages[1].settings["block_length"] == "1"
+    assert s_stages[1].settings.cycle_length == 2
+    assert s_stages[1].settings.block_length == 1
 
 
 def test_cache_shuffle_repeat_take_settings(tmp_path: Path) -> None:
@@ -153,12 +157,12 @@ def test_cache_shuffle_repeat_take_settings(tmp_path: Path) -> None:
     stages = describe_pipeline(ds)
 
     assert kinds(stages) == ["source", "cache", "cache", "shuffle", "repeat", "take"]
-    assert stages[1].settings["filename"] == "memory"
-    assert stages[2].settings["filename"] == str(cache_file)
-    assert stages[3].settings["buffer_size"] == "16"
-    assert stages[3].settings["reshuffle_each_iteration"] == "false"
-    assert stages[4].settings["count"] == "unbounded"
-    assert stages[5].settings["count"] == "7"
+    assert stages[1].settings.filename == ""  # in memory
+    assert stages[2].settings.filename == str(cache_file)
+    assert stages[3].settings.buffer_size == 16
+    assert stages[3].settings.reshuffle_each_iteration is False
+    assert stages[4].settings.count == UNBOUNDED
+    assert stages[5].settings.count == 7
 
 
 def test_a_shuffle_is_written_back_with_the_seed_it_ran_with() -> None:
@@ -237,22 +241,27 @@ def test_filter_padded_batch_unbatch_and_options_stages() -> None:
     found = kinds(stages)
     assert found[:3] == ["source", "filter", "padded-batch"]
     assert found[-2:] == ["unbatch", "options"]
-    assert stages[2].settings["batch_size"] == "3"
-    assert stages[2].settings["drop_remainder"] == "true"
+    assert stages[2].settings.batch_size == 3
+    assert stages[2].settings.drop_remainder is True
     # unbatch adds TF's own `normalize` map: flagged so advice skips it.
     internal = [s for s in stages if s.tf_internal]
     assert all(s.kind == "map" for s in internal)
 
 
+def test_every_setting_read_from_the_graph_has_a_field_of_its_type() -> None:
+    from pipediag.bench import structure
+
+    hints = typing.get_type_hints(StageSettings)
+    inputs = {name for read in structure._OP_INPUT_SETTINGS.values() for name, _ in read}
+    for name in inputs | set(structure._ATTR_SETTINGS):
+        assert hints[name] == structure._setting_type(name) | None, name
+
+
 def test_effective_options_defaults_follow_tf_2_21() -> None:
     options = effective_options(tf.data.Dataset.range(3))
 
-    assert options["autotune"] == "true"
-    assert options["inject_prefetch"] == "true"
-    assert options["map_parallelization"] == "true"
-    assert options["map_and_batch_fusion"] == "true"
-    assert options["deterministic"] == "true"
-    assert options["private_threadpool_size"].startswith("default")
+    assert options.cpu_count is not None and options.cpu_count >= 1
+    assert options == PipelineOptions(cpu_count=options.cpu_count)
 
 
 def test_effective_options_explicit_and_apply_default_optimizations_off() -> None:
@@ -267,12 +276,12 @@ def test_effective_options_explicit_and_apply_default_optimizations_off() -> Non
     found = effective_options(ds)
     stages = describe_pipeline(ds)
 
-    assert found["autotune"] == "false"
-    assert found["deterministic"] == "false"
-    assert found["private_threadpool_size"] == "8"
+    assert found.autotune is False
+    assert found.deterministic is False
+    assert found.private_threadpool_size == 8
     # Defaults off unless asked for explicitly.
-    assert found["map_parallelization"] == "false"
-    assert found["inject_prefetch"] == "true"
+    assert found.map_parallelization is False
+    assert found.inject_prefetch is True
     assert (stages[1].auto_parallel, stages[1].auto_parallel_blocker) == (False, "option off")
 
 

@@ -22,7 +22,9 @@ from pipediag.report.model import (
     HostSample,
     HostSection,
     PipelineBenchmark,
+    PipelineOptions,
     Report,
+    StageSettings,
     StageStats,
     StepRecord,
     Suggestion,
@@ -32,6 +34,7 @@ from pipediag.report.model import (
 )
 from pipediag.report.reasons import FAILS_ON_BATCH, UNSAFE_KEEP_MAP, Reason
 from pipediag.report.stage_facts import cache_point
+from pipediag.report.stages import AUTOTUNE
 from pipediag.report.vocabulary import (
     BLOCKED_BY_OPTION,
     BLOCKED_BY_STATE,
@@ -42,12 +45,7 @@ from pipediag.report.vocabulary import (
     FixName,
 )
 
-DEFAULT_OPTIONS = {
-    "autotune": "true",
-    "inject_prefetch": "true",
-    "map_parallelization": "true",
-    "cpu_count": "2",
-}
+DEFAULT_OPTIONS = PipelineOptions(cpu_count=2)
 
 
 def _chain(*stages: StageStats) -> list[StageStats]:
@@ -57,17 +55,16 @@ def _chain(*stages: StageStats) -> list[StageStats]:
     ]
 
 
-def _seq_map_pipeline(
-    own_s: float = 0.020, auto_parallel: bool = False, **map_settings: str
-) -> list[StageStats]:
+def _seq_map_pipeline(own_s: float = 0.020, auto_parallel: bool = False) -> list[StageStats]:
     blocker: AutoParallelBlocker | None = None if auto_parallel else BLOCKED_BY_STATE
     return _chain(
         StageStats(0, "source", own_s_per_batch=0.0005),
-        StageStats(0, "map", function="decode", source="train.py:12", settings=map_settings,
+        StageStats(0, "map", function="decode", source="train.py:12",
                    auto_parallel=auto_parallel, auto_parallel_blocker=blocker,
                    stateful=True, own_s_per_batch=own_s),
-        StageStats(0, "batch", settings={"batch_size": "32"}, own_s_per_batch=0.0005),
-        StageStats(0, "prefetch", settings={"buffer_size": "AUTOTUNE"}, own_s_per_batch=0.0),
+        StageStats(0, "batch", settings=StageSettings(batch_size=32), own_s_per_batch=0.0005),
+        StageStats(0, "prefetch", settings=StageSettings(buffer_size=AUTOTUNE),
+                   own_s_per_batch=0.0),
     )  # fmt: skip
 
 
@@ -78,7 +75,7 @@ def _report(
     pipeline_rate: float = 40.0,
     compute_rate: float = 160.0,
     train_rate: float = 38.0,
-    options: dict[str, str] | None = None,
+    options: PipelineOptions = DEFAULT_OPTIONS,
     trials: list[FixTrial] | None = None,
     busy_pct: float | None = None,
 ) -> Report:
@@ -106,7 +103,7 @@ def _report(
             measured=True,
             batches_per_s=pipeline_rate,
             stages=stages,
-            options=dict(DEFAULT_OPTIONS if options is None else options),
+            options=options,
             trials=trials or [],
         ),
         train=TrainSection(steps_per_s=train_rate, measured_steps=len(steps), steps=steps),
@@ -228,10 +225,12 @@ def test_a_fix_measured_without_gain_becomes_a_note_at_the_end() -> None:
 def test_missing_prefetch_only_when_the_options_leave_none() -> None:
     stages = _chain(
         StageStats(0, "source", own_s_per_batch=0.001),
-        StageStats(0, "batch", settings={"batch_size": "8"}, own_s_per_batch=0.02),
+        StageStats(0, "batch", settings=StageSettings(batch_size=8), own_s_per_batch=0.02),
     )
     injected = _report(stages)
-    not_injected = _report(stages, options={**DEFAULT_OPTIONS, "inject_prefetch": "false"})
+    not_injected = _report(
+        stages, options=dataclasses.replace(DEFAULT_OPTIONS, inject_prefetch=False)
+    )
 
     assert "PD003-no-prefetch" not in _ids(injected)
     (fix,) = [s for s in advise(not_injected) if s.id == "PD003-no-prefetch"]
@@ -244,8 +243,8 @@ def test_cache_after_a_random_map_is_a_correctness_warning_ranked_first() -> Non
     stages = _chain(
         *_seq_map_pipeline()[:2],
         StageStats(0, "parallel-map", function="augment", random=True),
-        StageStats(0, "cache", settings={"filename": "memory"}),
-        StageStats(0, "batch", settings={"batch_size": "8"}),
+        StageStats(0, "cache", settings=StageSettings(filename="")),
+        StageStats(0, "batch", settings=StageSettings(batch_size=8)),
     )
     report = _report(stages, trials=[_trial("parallel-map", 1, 2.0)])
 
@@ -263,7 +262,7 @@ def test_cache_after_a_random_map_is_reported_even_when_compute_bound() -> None:
     stages = _chain(
         StageStats(0, "source"),
         StageStats(0, "map", function="augment", random=True),
-        StageStats(0, "cache", settings={"filename": "memory"}),
+        StageStats(0, "cache", settings=StageSettings(filename="")),
     )
 
     ids = _ids(_report(stages, label=COMPUTE_BOUND))
@@ -277,12 +276,15 @@ def test_the_tutorials_cache_then_shuffle_is_no_cache_after_random() -> None:
     stages = _chain(
         StageStats(0, "source"),
         StageStats(
-            0, "shuffle", settings={"buffer_size": "256"}, made_by="image_dataset_from_directory"
+            0,
+            "shuffle",
+            settings=StageSettings(buffer_size=256),
+            made_by="image_dataset_from_directory",
         ),
         StageStats(0, "parallel-map", function="load_image"),
-        StageStats(0, "batch", settings={"batch_size": "32"}),
-        StageStats(0, "cache", settings={"filename": "memory"}),
-        StageStats(0, "shuffle", settings={"buffer_size": "1000"}),
+        StageStats(0, "batch", settings=StageSettings(batch_size=32)),
+        StageStats(0, "cache", settings=StageSettings(filename="")),
+        StageStats(0, "shuffle", settings=StageSettings(buffer_size=1000)),
         StageStats(0, "prefetch"),
     )
 
@@ -296,10 +298,10 @@ def test_the_tutorials_cache_then_shuffle_is_no_cache_after_random() -> None:
 def test_a_shuffle_after_the_cache_does_not_unfreeze_random_augmentation() -> None:
     stages = _chain(
         StageStats(0, "source"),
-        StageStats(0, "shuffle", settings={"buffer_size": "5000"}),
+        StageStats(0, "shuffle", settings=StageSettings(buffer_size=5000)),
         StageStats(0, "map", function="augment", random=True),
-        StageStats(0, "cache", settings={"filename": "memory"}),
-        StageStats(0, "shuffle", settings={"buffer_size": "5000"}),
+        StageStats(0, "cache", settings=StageSettings(filename="")),
+        StageStats(0, "shuffle", settings=StageSettings(buffer_size=5000)),
     )
 
     (warning,) = [s for s in advise(_report(stages)) if s.id == "PD006-cache-after-random"]
@@ -310,8 +312,8 @@ def test_a_shuffle_after_the_cache_does_not_unfreeze_random_augmentation() -> No
 def test_the_script_s_own_tiny_shuffle_is_still_warned_of() -> None:
     stages = _chain(
         StageStats(0, "source"),
-        StageStats(0, "shuffle", settings={"buffer_size": "256"}),
-        StageStats(0, "batch", settings={"batch_size": "32"}),
+        StageStats(0, "shuffle", settings=StageSettings(buffer_size=256)),
+        StageStats(0, "batch", settings=StageSettings(batch_size=32)),
     )
     assert "PD008-small-shuffle-buffer" in _ids(_report(stages))
 
@@ -328,8 +330,8 @@ def test_the_script_s_own_tiny_shuffle_is_still_warned_of() -> None:
 def test_shuffle_buffer_thresholds_say_which(buffer: int, batch: int, expected: str | None) -> None:
     stages = _chain(
         StageStats(0, "source"),
-        StageStats(0, "shuffle", settings={"buffer_size": str(buffer)}),
-        StageStats(0, "batch", settings={"batch_size": str(batch)}),
+        StageStats(0, "shuffle", settings=StageSettings(buffer_size=buffer)),
+        StageStats(0, "batch", settings=StageSettings(batch_size=batch)),
     )
 
     found = [s for s in advise(_report(stages)) if s.id == "PD008-small-shuffle-buffer"]
@@ -346,9 +348,9 @@ def test_a_cache_goes_after_the_batch_that_alone_reads_its_stage_when_the_batch_
     stages = _chain(
         StageStats(0, "source"),
         StageStats(0, "map", function="decode"),
-        StageStats(0, "batch", settings={"batch_size": "8"}),
+        StageStats(0, "batch", settings=StageSettings(batch_size=8)),
         StageStats(0, "map", function="augment", random=True),
-        StageStats(0, "batch", settings={"batch_size": "4"}),
+        StageStats(0, "batch", settings=StageSettings(batch_size=4)),
     )
     assert batch_caching(stages, 1) == 2
     # read by a random map, or by a zip: no batch to cache after
@@ -361,8 +363,8 @@ def test_cache_needs_a_fitting_size_and_a_costly_deterministic_prefix() -> None:
     stages = _chain(
         StageStats(0, "source", own_s_per_batch=0.001),
         StageStats(0, "parallel-map", function="decode", own_s_per_batch=0.02),
-        StageStats(0, "batch", settings={"batch_size": "8"}, own_s_per_batch=0.0),
-        StageStats(0, "shuffle", settings={"buffer_size": "5000"}),
+        StageStats(0, "batch", settings=StageSettings(batch_size=8), own_s_per_batch=0.0),
+        StageStats(0, "shuffle", settings=StageSettings(buffer_size=5000)),
     )
     assert cache_point(stages) == 1
     fits = dataclasses.replace(
@@ -384,7 +386,7 @@ def _vectorizable_pipeline() -> list[StageStats]:
     return _chain(
         StageStats(0, "source", own_s_per_batch=0.0005),
         StageStats(0, "map", function="scale", source="train.py:9", own_s_per_batch=0.020),
-        StageStats(0, "batch", settings={"batch_size": "256"}, own_s_per_batch=0.0005),
+        StageStats(0, "batch", settings=StageSettings(batch_size=256), own_s_per_batch=0.0005),
     )
 
 
@@ -446,7 +448,7 @@ def test_a_vectorisation_through_vectorized_map_writes_that_code_and_why() -> No
 def test_autotune_off_is_named_with_its_measured_gain() -> None:
     report = _report(
         _seq_map_pipeline(auto_parallel=True),
-        options={**DEFAULT_OPTIONS, "autotune": "false"},
+        options=dataclasses.replace(DEFAULT_OPTIONS, autotune=False),
         trials=[_trial("autotune-on", None, 1.5)],
     )
 
@@ -465,8 +467,8 @@ def test_output_is_sorted_by_predicted_gain_and_deterministic() -> None:
         StageStats(0, "map", function="big", auto_parallel=False,
                    auto_parallel_blocker=BLOCKED_BY_OPTION,
                    own_s_per_batch=0.015),
-        StageStats(0, "batch", settings={"batch_size": "8"}),
-        StageStats(0, "prefetch", settings={"buffer_size": "AUTOTUNE"}),
+        StageStats(0, "batch", settings=StageSettings(batch_size=8)),
+        StageStats(0, "prefetch", settings=StageSettings(buffer_size=AUTOTUNE)),
     )  # fmt: skip
     report = _report(stages)
 
@@ -539,11 +541,11 @@ def _hoist_pipeline(held: float | None = 6.5) -> list[StageStats]:
     """The quickstart's shape: a shuffle, then a costly Python map, then its batch."""
     return _chain(
         StageStats(0, "source", own_s_per_batch=0.0005),
-        StageStats(0, "shuffle", settings={"buffer_size": "1024", "seed": "0"}),
+        StageStats(0, "shuffle", settings=StageSettings(buffer_size=1024, seed=0)),
         StageStats(0, "map", function="to_example", source="train.py:30", stateful=True,
                    uses_py_function=True, own_s_per_batch=0.020,
                    training_speedup_if_free=held),
-        StageStats(0, "batch", settings={"batch_size": "32"}, own_s_per_batch=0.0005),
+        StageStats(0, "batch", settings=StageSettings(batch_size=32), own_s_per_batch=0.0005),
     )  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from pipediag.report.model import (
     LatencyStats,
     PipelineBenchmark,
     RateBlock,
+    StageSettings,
     StageStats,
     TrainSection,
 )
@@ -439,8 +440,8 @@ SHUFFLED = PipelineBenchmark(
     batches_per_s=200.0,
     stages=[
         StageStats(0, "source", name="TensorSliceDataset"),
-        StageStats(1, "shuffle", settings={"buffer_size": "10000"}, inputs=[0]),
-        StageStats(2, "batch", settings={"batch_size": "32"}, inputs=[1]),
+        StageStats(1, "shuffle", settings=StageSettings(buffer_size=10000), inputs=[0]),
+        StageStats(2, "batch", settings=StageSettings(batch_size=32), inputs=[1]),
     ],
 )
 
@@ -504,10 +505,10 @@ def test_only_the_first_epochs_start_is_no_part_and_an_unknown_length_is_said() 
 
 
 def test_the_stage_that_likely_makes_the_epoch_start() -> None:
-    shuffle = StageStats(1, "shuffle", settings={"buffer_size": "512"})
+    shuffle = StageStats(1, "shuffle", settings=StageSettings(buffer_size=512))
     interleave = StageStats(2, "parallel-interleave", function="load")
-    file_cache = StageStats(3, "cache", settings={"filename": "/tmp/c"})
-    memory_cache = StageStats(3, "cache", settings={"filename": "memory"})
+    file_cache = StageStats(3, "cache", settings=StageSettings(filename="/tmp/c"))
+    memory_cache = StageStats(3, "cache", settings=StageSettings(filename=""))
     assert epoch_start_stage([interleave, shuffle, file_cache]) == "shuffle(512)"
     assert epoch_start_stage([file_cache, interleave]) == "parallel-interleave(load)"
     assert epoch_start_stage([file_cache]) == "cache(/tmp/c)"

@@ -6,7 +6,7 @@ import dataclasses
 
 from pipediag.analysis.pipeline_code import rewritten_chain
 from pipediag.report.fixes import SEMANTICS_BATCHED, SEMANTICS_HOIST_CACHE, fix_words
-from pipediag.report.model import StageStats
+from pipediag.report.model import StageSettings, StageStats
 from pipediag.report.prescription import CodeLine, StageChange
 
 
@@ -17,7 +17,7 @@ def _mnist_chain() -> list[StageStats]:
             1,
             "shuffle",
             "ShuffleDatasetV3",
-            {"buffer_size": "1000"},
+            StageSettings(buffer_size=1000),
             inputs=[0],
             created_at="train.py:21",
         ),
@@ -28,7 +28,7 @@ def _mnist_chain() -> list[StageStats]:
             3,
             "batch",
             "BatchDatasetV2",
-            {"batch_size": "32"},
+            StageSettings(batch_size=32),
             inputs=[2],
             created_at="train.py:23",
         ),
@@ -107,7 +107,7 @@ def test_parallel_map_prefetch_and_options_compose_in_one_chain() -> None:
 def test_a_generator_source_is_written_as_tensor_slices_of_one_epoch() -> None:
     stages = [
         StageStats(0, "source", "from_generator", function="augmented", created_at="t.py:9"),
-        StageStats(1, "batch", "BatchDatasetV2", {"batch_size": "8"}, inputs=[0]),
+        StageStats(1, "batch", "BatchDatasetV2", StageSettings(batch_size=8), inputs=[0]),
     ]
 
     (source, _) = rewritten_chain(stages, [StageChange("materialise-generator", 0)])
@@ -119,7 +119,7 @@ def test_a_generator_source_is_written_as_tensor_slices_of_one_epoch() -> None:
 def test_a_final_prefetch_is_raised_in_place_not_added_twice() -> None:
     stages = [
         *_mnist_chain(),
-        StageStats(4, "prefetch", "PrefetchDataset", {"buffer_size": "1"}, inputs=[3]),
+        StageStats(4, "prefetch", "PrefetchDataset", StageSettings(buffer_size=1), inputs=[3]),
     ]
 
     lines = rewritten_chain(stages, [StageChange("prefetch-end", 4)])
@@ -141,7 +141,7 @@ def test_a_cache_follows_its_stage_and_an_interleave_gets_its_cycle_length() -> 
         StageStats(0, "source", "TensorSliceDataset"),
         StageStats(1, "interleave", "InterleaveDataset", function="read", inputs=[0]),
         StageStats(2, "map", "MapDataset", function="decode", inputs=[1], created_at="t.py:4"),
-        StageStats(3, "batch", "BatchDatasetV2", {"batch_size": "16"}, inputs=[2]),
+        StageStats(3, "batch", "BatchDatasetV2", StageSettings(batch_size=16), inputs=[2]),
     ]
     changes = [
         StageChange("parallel-interleave", 1, value=2),
@@ -164,7 +164,7 @@ def test_a_cache_of_whole_batches_follows_the_batch_and_a_vectorised_map_before_
     stages = [
         StageStats(0, "source", "TFRecordDataset"),
         StageStats(1, "map", "MapDataset", function="decode", inputs=[0], created_at="t.py:4"),
-        StageStats(2, "batch", "BatchDatasetV2", {"batch_size": "32"}, inputs=[1]),
+        StageStats(2, "batch", "BatchDatasetV2", StageSettings(batch_size=32), inputs=[1]),
     ]
     cache = StageChange("cache", 1, "a cache", cached_in_batches=True)
 
@@ -192,7 +192,12 @@ def test_a_zip_writes_each_branch_first_with_its_changes() -> None:
         StageStats(2, "source", "TensorSliceDataset", created_at="train.py:12"),
         StageStats(3, "zip", "ZipDataset", inputs=[1, 2], created_at="train.py:13"),
         StageStats(
-            4, "batch", "BatchDatasetV2", {"batch_size": "64"}, inputs=[3], created_at="train.py:14"
+            4,
+            "batch",
+            "BatchDatasetV2",
+            StageSettings(batch_size=64),
+            inputs=[3],
+            created_at="train.py:14",
         ),
     ]
     # WHEN the image branch's map is made parallel
@@ -243,14 +248,14 @@ def test_a_seeded_shuffle_keeps_its_seed_and_a_single_shuffle_says_so() -> None:
     seeded, unseeded, once = (
         dataclasses.replace(_mnist_chain()[1], settings=settings)
         for settings in (
-            {"buffer_size": "1000", "seed": "87654321", "seed2": "0"},
-            {"buffer_size": "1000", "seed": "0", "seed2": "0"},
-            {"buffer_size": "1000", "seed": "7", "seed2": "3", "reshuffle_each_iteration": "false"},
+            StageSettings(buffer_size=1000, seed=87654321, seed2=0),
+            StageSettings(buffer_size=1000, seed=0, seed2=0),
+            StageSettings(buffer_size=1000, seed=7, seed2=3, reshuffle_each_iteration=False),
         )
     )
     # and `shuffle(1000, seed=0)` under a global seed of 0, which TF runs as (0, 2**31 - 1)
     zeros = dataclasses.replace(
-        seeded, settings={"buffer_size": "1000", "seed": "0", "seed2": str(2**31 - 1)}
+        seeded, settings=StageSettings(buffer_size=1000, seed=0, seed2=2**31 - 1)
     )
     # THEN each is written as the user would write it for the same order
     written = [

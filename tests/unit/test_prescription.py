@@ -14,7 +14,7 @@ from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.whatif import FixPipelines
 from pipediag.renderers.reason_words import reason_words
-from pipediag.report.model import FixTrial, PipelineBenchmark, StageStats
+from pipediag.report.model import FixTrial, PipelineBenchmark, StageSettings, StageStats
 from pipediag.report.reasons import (
     BOUNDED_OUT,
     FELL_BACK,
@@ -333,7 +333,7 @@ def test_a_kept_vectorise_through_vectorized_map_is_written_so() -> None:
     stages = [
         StageStats(0, "source", "TensorSliceDataset"),
         StageStats(1, "map", "MapDataset", function="decode", inputs=[0]),
-        StageStats(2, "batch", "BatchDatasetV2", {"batch_size": "32"}, inputs=[1]),
+        StageStats(2, "batch", "BatchDatasetV2", StageSettings(batch_size=32), inputs=[1]),
     ]
     # WHEN the pipeline is written
     code = trials.prescription(stages).code

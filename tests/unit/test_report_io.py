@@ -5,10 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pipediag.analysis.advisor import advise
 from pipediag.analysis.enrich import enrich_report
+from pipediag.analysis.pipeline_code import rewritten_chain
 from pipediag.errors import ReportError
 from pipediag.renderers.no_verdict_words import NOT_ENOUGH_MEASURED
 from pipediag.renderers.text import render_text
@@ -24,7 +27,9 @@ from pipediag.report.model import (
     WARMUP,
     DataPass,
     Gain,
+    PipelineOptions,
     Report,
+    StageSettings,
     StepLabel,
     StepRecord,
     TrainSection,
@@ -38,6 +43,7 @@ from pipediag.report.reasons import (
     UNSAFE_KEEP_MAP,
     Reason,
 )
+from pipediag.report.stages import AUTOTUNE, UNBOUNDED
 from pipediag.report.vocabulary import (
     NO_VERDICT_NO_STEPS,
     NO_VERDICT_NO_TRAINING,
@@ -184,7 +190,7 @@ def test_a_version_1_report_reads_with_its_findings_as_typed_fields() -> None:
     (stage,) = report.pipeline.stages
     assert stage.tf_internal and stage.random
     assert stage.stateful_ops == ["PyFunc", "RandomUniform"]
-    assert stage.settings == {"deterministic": "true"}
+    assert stage.settings == StageSettings(deterministic=True)
     vectorize, cache = report.pipeline.trials
     assert vectorize.unsafe and vectorize.facts == TrialFacts(sample_elements=64)
     assert cache.fits_in_memory is False and not cache.unsafe
@@ -217,7 +223,10 @@ def test_every_recorded_fixture_converts_to_the_current_schema_and_round_trips(
     assert report.schema_version == SCHEMA_VERSION
     stages = [*report.pipeline.stages, *(report.scale_out.stages if report.scale_out else [])]
     for stage in stages:
-        assert not {"auto_parallel", "not_measured", "graph"} & stage.settings.keys()
+        settings = dataclasses.asdict(stage.settings).items()
+        assert all(v is None or isinstance(v, int) for k, v in settings if k != "filename")
+    options = report.pipeline.options
+    assert options is None or all(not isinstance(v, str) for v in vars(options).values())
     old_trials = data.get("pipeline", {}).get("trials", [])
     for old, trial in zip(old_trials, report.pipeline.trials, strict=True):
         details = old.get("details", {})
@@ -262,7 +271,7 @@ def test_a_version_2_report_reads_its_stage_and_trial_strings_as_typed_fields() 
     first, second = report.pipeline.stages
     assert (first.auto_parallel, first.auto_parallel_blocker) == (False, "autotune off")
     assert first.not_measured == Reason(AS_WRITTEN, detail="out of time")
-    assert first.settings == {}
+    assert first.settings == StageSettings()
     assert (second.auto_parallel, second.auto_parallel_blocker) == (True, None)
     assert second.graph_error == "E"
     (trial,) = report.pipeline.trials
@@ -472,3 +481,148 @@ def test_a_report_with_the_host_and_gpu_findings_in_words_reads_their_facts() ->
     contention["finding"] = ""
     quiet = from_dict(dict(data, host_contention=contention)).host_contention
     assert quiet is not None and not quiet.bears_on_verdict and quiet.scope == ""
+
+
+def _version_7(options: dict[str, str], *stages: dict[str, Any]) -> dict[str, Any]:
+    """A version-7 report: the pipeline's options and its stages' settings as strings, each
+    stage reading the one before."""
+    data = to_dict(synthetic_report())
+    data["schema_version"] = 7
+    chain = [dict(s, index=i, inputs=[i - 1] if i else []) for i, s in enumerate(stages)]
+    data["pipeline"] = dict(data["pipeline"], options=options, stages=chain)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "value"),
+    [
+        ("autotune", "false", False),
+        ("inject_prefetch", "true", True),
+        ("map_fusion", "true", True),
+        ("private_threadpool_size", "default (2 cores)", None),
+        ("private_threadpool_size", "8", 8),
+        ("max_intra_op_parallelism", "default", None),
+        ("max_intra_op_parallelism", "1", 1),
+        ("cpu_count", "2", 2),
+    ],
+)
+def test_a_version_7_option_reads_as_its_typed_value(name: str, text: str, value: object) -> None:
+    # GIVEN a version-7 report whose options were strings
+    data = _version_7({name: text})
+    # WHEN read
+    options = from_dict(data).pipeline.options
+    # THEN the option is typed, and those it did not name are TF's defaults
+    assert options == dataclasses.replace(PipelineOptions(), **{name: value})
+
+
+def test_version_7_options_never_read_stay_unread() -> None:
+    assert from_dict(_version_7({})).pipeline.options is None
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "value"),
+    [
+        ("num_parallel_calls", "AUTOTUNE", AUTOTUNE),
+        ("num_parallel_calls", "3", 3),
+        ("cycle_length", "AUTOTUNE", AUTOTUNE),
+        ("block_length", "2", 2),
+        ("buffer_size", "AUTOTUNE", AUTOTUNE),
+        ("buffer_size", "1024", 1024),
+        ("count", "unbounded", UNBOUNDED),
+        ("count", "7", 7),
+        ("start", "0", 0),
+        ("batch_size", "32", 32),
+        ("drop_remainder", "true", True),
+        ("reshuffle_each_iteration", "false", False),
+        ("deterministic", "false", False),
+        ("deterministic", "default", None),
+        ("seed2", "2147483647", 2**31 - 1),
+        ("filename", "memory", ""),
+        ("filename", "/tmp/cache", "/tmp/cache"),
+    ],
+)
+def test_a_version_7_stage_setting_reads_as_its_typed_value(
+    name: str, text: str, value: object
+) -> None:
+    # GIVEN a version-7 stage whose settings were strings
+    data = _version_7({}, {"kind": "map", "settings": {name: text}})
+    # WHEN read
+    (stage,) = from_dict(data).pipeline.stages
+    # THEN the setting is typed, and it saves and reads back as the same
+    assert stage.settings == dataclasses.replace(StageSettings(), **{name: value})
+    assert from_dict(json.loads(dumps(from_dict(data)))).pipeline.stages == [stage]
+
+
+def test_version_7_scale_out_stages_read_their_settings_typed() -> None:
+    data = _version_7({})
+    stage = {
+        "index": 0,
+        "kind": "batch",
+        "settings": {"batch_size": "8", "drop_remainder": "false"},
+    }
+    data["scale_out"] = {"checked": True, "stages": [stage]}
+
+    scale_out = from_dict(data).scale_out
+
+    assert scale_out is not None
+    assert scale_out.stages[0].settings == StageSettings(batch_size=8, drop_remainder=False)
+
+
+def test_a_version_7_pipeline_is_written_as_code_in_the_same_words() -> None:
+    # GIVEN a version-7 pipeline whose settings were strings
+    data = _version_7(
+        {},
+        {"kind": "source", "name": "RangeDataset", "settings": {"start": "0", "stop": "100"}},
+        {
+            "kind": "shuffle",
+            "settings": {
+                "buffer_size": "100",
+                "seed": "7",
+                "seed2": "3",
+                "reshuffle_each_iteration": "false",
+            },
+        },
+        {"kind": "parallel-map", "function": "f", "settings": {"num_parallel_calls": "AUTOTUNE"}},
+        {"kind": "map", "function": "g", "settings": {"num_parallel_calls": "2"}},
+        {"kind": "cache", "settings": {"filename": "memory"}},
+        {"kind": "cache", "settings": {"filename": "/tmp/c"}},
+        {"kind": "repeat", "settings": {"count": "unbounded"}},
+        {"kind": "batch", "settings": {"batch_size": "32", "drop_remainder": "true"}},
+        {"kind": "prefetch", "settings": {"buffer_size": "AUTOTUNE"}},
+    )
+    # WHEN read and written as code
+    lines = rewritten_chain(from_dict(data).pipeline.stages, [])
+    # THEN each line reads as it did when the settings were strings
+    assert [line.text for line in lines] == [
+        "ds = tf.data.Dataset.range(0, 100)",
+        "ds = ds.shuffle(100, seed=3, reshuffle_each_iteration=False)",
+        "ds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)",
+        "ds = ds.map(g, num_parallel_calls=2)",
+        "ds = ds.cache()",
+        "ds = ds.cache('/tmp/c')",
+        "ds = ds.repeat()",
+        "ds = ds.batch(32, drop_remainder=True)",
+        "ds = ds.prefetch(tf.data.AUTOTUNE)",
+    ]
+
+
+def test_a_recorded_reports_settings_and_options_read_in_the_same_words() -> None:
+    # GIVEN a recorded report whose sequential map is an AUTOTUNE interleave, and the same
+    # without its final prefetch and with tf.data's injected prefetch turned off
+    data = json.loads((FIXTURES / "reports" / "input_bound_fit.json").read_text())
+    stages = data["pipeline"]["stages"]
+    stages[2] = dict(
+        stages[2],
+        kind="parallel-interleave",
+        name="ParallelInterleaveDatasetV4",
+        settings={"cycle_length": "AUTOTUNE", "num_parallel_calls": "AUTOTUNE"},
+    )
+    no_prefetch = json.loads((FIXTURES / "reports" / "input_bound_fit.json").read_text())
+    no_prefetch["pipeline"]["stages"].pop()
+    no_prefetch["pipeline"]["options"]["inject_prefetch"] = "false"
+    # WHEN advised
+    interleave = next(s for s in advise(from_dict(data)) if s.id == "PD002-sequential-interleave")
+    prefetch = next(s for s in advise(from_dict(no_prefetch)) if s.id == "PD003-no-prefetch")
+    # THEN the evidence words the settings and options as they were written
+    assert "(cycle_length=AUTOTUNE, num_parallel_calls=AUTOTUNE);" in interleave.evidence
+    assert "(inject_prefetch=false, autotune=true)" in prefetch.evidence

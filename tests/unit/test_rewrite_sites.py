@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipediag.bench.fix_candidates import fix_candidates
-from pipediag.report.model import StageStats
+from pipediag.report.model import PipelineOptions, StageStats
 from pipediag.report.reasons import HELD_ABOVE_STEP_ALONE, Reason
 from pipediag.report.stage_facts import rewrite_site
 
@@ -29,7 +29,7 @@ def _sequential_map(**changes: object) -> list[StageStats]:
 
 
 def _fixes(stages: list[StageStats]) -> list[str]:
-    return [c.fix for c in fix_candidates([], stages, {1: "MapDataset/_1"}, {}, 2)]
+    return [c.fix for c in fix_candidates([], stages, {1: "MapDataset/_1"}, PipelineOptions(), 2)]
 
 
 def test_a_cheap_unmeasured_map_is_still_a_site() -> None:

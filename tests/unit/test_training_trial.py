@@ -18,7 +18,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
-from pipediag.report.model import FixTrial, StageStats, Suggestion, TrialFacts
+from pipediag.report.model import FixTrial, StageSettings, StageStats, Suggestion, TrialFacts
 from pipediag.report.reasons import (
     FIX_TRIAL_BUDGET_SPENT,
     LEFT_TO_TRAINING,
@@ -258,7 +258,7 @@ def _report_with(trial: FixTrial) -> Any:
         index=2,
         kind="map",
         name="map(decode)",
-        settings={"num_parallel_calls": "1", "deterministic": "default"},
+        settings=StageSettings(num_parallel_calls=1),
         function="decode",
         batches_per_s=40.0,
         own_s_per_batch=0.02,
@@ -274,7 +274,7 @@ def _report_with(trial: FixTrial) -> Any:
             index=3,
             kind="batch",
             name="batch(32)",
-            settings={"batch_size": "32"},
+            settings=StageSettings(batch_size=32),
             batches_per_s=40.0,
             own_s_per_batch=0.0001,
             inputs=[2],
