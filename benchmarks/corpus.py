@@ -44,6 +44,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import base_parser, checked, median, write_results
+from pipediag.analysis.alternation import observer_logs
+from pipediag.report.io import load_report
 
 CORPUS_DIR = Path(__file__).resolve().parent / "tutorials"
 README = CORPUS_DIR / "README.md"
@@ -234,6 +236,8 @@ def run_pipediag(
         raise RuntimeError(f"{script.name} under pipediag wrote no report: {done.stderr[-2000:]}")
     report = json.loads(checked(report_path).read_text())
     verdict = report.get("verdict", {})
+    blocks = load_report(report_path).compute_alone
+    watched = observer_logs(blocks.blocks) if blocks is not None else []
     return {
         "label": verdict.get("label", "unknown"),
         "cost": verdict.get("input_cost_fraction"),
@@ -241,6 +245,8 @@ def run_pipediag(
         "A": verdict.get("training_steps_per_s"),
         "T": verdict.get("compute_alone_steps_per_s"),
         "observer_effect": verdict.get("observer_effect"),
+        # log(watched rate / quiet rate) per pair of the observer check, to pool over runs.
+        "observer_logs": watched,
         # The CPU pipediag's sampler threads took, and the run's wall time under pipediag.
         "sampler_cpu_s": sum(
             (report.get(section) or {}).get("sampler_cpu_s") or 0.0 for section in ("host", "gpu")

@@ -144,10 +144,7 @@ def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
     each quiet block against the mean of the watched training blocks either side (past the
     step-alone block between); None without a quiet block beside one. Blocks the host
     disturbed are left out."""
-    logs = _logs_against_training(
-        blocks, QUIET_TRAINING_BLOCK, disturbed_blocks(blocks), against=(TRAINING_BLOCK,)
-    )
-    found = log_interval([-value for value in logs])  # log(A / quiet A)
+    found = log_interval(observer_logs(blocks))
     if found is None:
         return None
     return ObserverEffect(
@@ -156,6 +153,15 @@ def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
         high=None if found.high is None else math.exp(found.high),
         pairs=found.pairs,
     )
+
+
+def observer_logs(blocks: Sequence[RateBlock]) -> list[float]:
+    """log(watched rate / quiet rate), one per quiet block read against the watched blocks
+    either side (`observer_effect`'s pairs, for pooling over runs)."""
+    logs = _logs_against_training(
+        blocks, QUIET_TRAINING_BLOCK, disturbed_blocks(blocks), against=(TRAINING_BLOCK,)
+    )
+    return [-value for value in logs]
 
 
 def _logs_against_training(
