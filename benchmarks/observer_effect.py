@@ -1,13 +1,14 @@
 """What watching costs the training pipediag watches, per corpus script, in one run each.
 
-`pipediag run --observer-check` on each script of `benchmarks/tutorials/`, unmodified: in the
-alternation, each round runs T, A, quiet A, A, where a quiet block is the script's own steps
-with pipediag's sampler threads paused (docs/design.md, "What pipediag costs a step"). The
-ratio of the training blocks' rate to the quiet blocks' (each quiet block against the two
-beside it, their mean log ratio with a 90% interval) is what the samplers cost training,
-measured in alternation in one process: the comparison across processes swings 2x on this
-host. What the quiet blocks keep (the hooks' work a step, the batch stamps) is bounded apart
-by `benchmarks/overhead_blocks.py`, against blocks with nothing of pipediag installed.
+`pipediag run --observer-check` on each script of `benchmarks/tutorials/`, unmodified: every
+other training block of the alternation is a quiet one, the script's own steps with
+pipediag's sampler threads paused (A0 T1 Q1 T2 A2 T3 Q3 ...; docs/design.md, "What pipediag
+costs a step"). The ratio of the watched blocks' rate to the quiet blocks' (each quiet block
+against the watched blocks either side, past the step-alone block between; their mean log
+ratio with a 90% interval) is what the samplers cost training, measured in alternation in
+one process: the comparison across processes swings 2x on this host. What the quiet blocks
+keep (the hooks' work a step, the batch stamps) is bounded apart by
+`benchmarks/overhead_blocks.py`, against blocks with nothing of pipediag installed.
 
 A run has a pair or three (one per quiet block), too few to bound 3% alone on this host, so
 each script's pairs are pooled over its runs, and the corpus's over every script.

@@ -29,6 +29,26 @@ class MonotonicClock:
 MONOTONIC = MonotonicClock()
 
 
+class Quiet:
+    """When pipediag's samplers skip their readings (the observer check's quiet blocks):
+    from `hold(seconds)` until `release()` or the hold's end, whichever comes first, so a
+    block that training cuts short never leaves them paused. One float, written by the
+    thread that trains and read by the samplers' threads."""
+
+    def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
+        self._now = now
+        self._until = 0.0
+
+    def hold(self, seconds: float) -> None:
+        self._until = self._now() + seconds
+
+    def release(self) -> None:
+        self._until = 0.0
+
+    def holding(self) -> bool:
+        return self._now() < self._until
+
+
 def wall_minus_clock(clock: Clock, wall_clock: Callable[[], float] = time.time) -> float:
     """Wall-clock seconds minus `clock` seconds, to put wall-time stamps on the clock.
 

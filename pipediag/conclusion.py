@@ -10,13 +10,12 @@ and freezes the rest into the report. The phases themselves are functions (`phas
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import judge
-from pipediag.clock import Clock
+from pipediag.clock import Clock, Quiet
 from pipediag.config import DEFAULT_MEASURED_STEPS, RunConfig
 from pipediag.phases import (
     MODEL_SIDE_SHARE,
@@ -120,9 +119,9 @@ class Conclusion:
         self._fit_alternation: FitAlternation | None = None
         # Seconds for XLA on a custom loop's own train step, at its budget (None: not tried).
         self.loop_model_s: float | None = None
-        # Set through the alternation's quiet blocks (the observer check): the samplers
+        # Held through the alternation's quiet blocks (the observer check): the samplers
         # pause on it. None without the check.
-        self.quiet = threading.Event() if config.observer_check else None
+        self.quiet = Quiet() if config.observer_check else None
 
     # -- at the step budget ------------------------------------------------------------
     def keep_measuring(self, pipeline: PipelineBenchmark) -> bool:

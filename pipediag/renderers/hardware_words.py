@@ -47,7 +47,7 @@ def contention_text(contention: HostContention | None) -> str:
     busy = share / 100 * cores if busy is None else busy
     return (
         f"Other processes took {share:.0f}% of the host's CPU ({busy:.1f} of {cores} cores) "
-        f"during {SCOPES[contention.scope]}: the input pipeline competes with "
+        f"during {SCOPES.get(contention.scope, SCOPES[''])}: the input pipeline competes with "
         "them for cores; free the machine or give the pipeline fewer, dedicated threads."
     )
 

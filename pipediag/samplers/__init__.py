@@ -8,10 +8,9 @@ May import: `report`, `clock`, `config` (the sampling defaults), `errors`.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
-from pipediag.clock import Clock
+from pipediag.clock import Clock, Quiet
 from pipediag.config import RunConfig
 from pipediag.report.model import GpuSection, HostSection
 from pipediag.report.reasons import GPU_SAMPLING_OFF, HOST_SAMPLING_OFF, Reason
@@ -30,10 +29,10 @@ __all__ = [
 
 
 def make_samplers(
-    config: RunConfig, clock: Clock, quiet: threading.Event | None = None
+    config: RunConfig, clock: Clock, quiet: Quiet | None = None
 ) -> list[HostSampler | GpuSampler]:
     """The samplers a run's configuration asks for, not yet started; none reads while
-    `quiet` is set."""
+    `quiet` holds."""
     samplers: list[HostSampler | GpuSampler] = []
     if config.sample_host:
         samplers.append(HostSampler(interval_s=config.host_interval_s, clock=clock))

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from pipediag.clock import Clock
+from pipediag.clock import Clock, Quiet
 from pipediag.report.reasons import SAMPLER_SETUP_FAILED, Reason
 
 ItemT = TypeVar("ItemT")
@@ -145,9 +145,9 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self._first_reading_t: float | None = None
         self._last_reading_t: float | None = None
         self._start_t: float | None = None
-        # While set, readings are skipped (the observer check's quiet blocks): the reading
-        # after it covers the gap, as the CPU readings are deltas.
-        self.quiet: threading.Event | None = None
+        # While it holds, readings are skipped (the observer check's quiet blocks): the
+        # reading after it covers the gap, as the CPU readings are deltas.
+        self.quiet: Quiet | None = None
 
     # -- hooks for subclasses -------------------------------------------------------------
 
@@ -239,7 +239,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
     def _loop(self) -> None:
         try:
             while not self._stop.wait(self._buffer.interval_s):
-                if self.quiet is None or not self.quiet.is_set():
+                if self.quiet is None or not self.quiet.holding():
                     self.sample_once()
         except BaseException as exc:  # sample_once never raises; keep the thread's death visible
             self._record_failure("thread", f"sampler thread died: {describe_error(exc)}")

@@ -11,7 +11,6 @@ hands it the step ends; `analysis/alternation.py` reads them.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from pipediag.analysis.paired import (
     TARGET_HALF_WIDTH,
 )
 from pipediag.analysis.stats import latency_stats
-from pipediag.clock import Clock
+from pipediag.clock import Clock, Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
 from pipediag.report.reasons import NO_STEP_IN_BLOCKS, STEP_ALONE_FAILED, Reason
 from pipediag.report.vocabulary import (
@@ -39,6 +38,9 @@ from pipediag.report.vocabulary import (
     RateBlockKind,
 )
 from pipediag.training.compute_alone import StepAlone
+
+# The longest the samplers pause for a quiet block with no training block's rate to size it.
+QUIET_MAX_S = 10.0
 
 # The first step-alone block's first calls are not timed: under fit the first call on a
 # cached batch may retrace the train step for its static shapes.
@@ -86,9 +88,11 @@ class Alternation:
             only so many steps left); None: `MAX_ROUNDS` times `scale`.
         scale: how much longer than `MAX_SECONDS` and `MAX_ROUNDS` the adaptive rounds may
             go on (`--steps` beyond its default asks for a narrower interval).
-        quiet: for the observer check, the event pipediag's samplers pause on: every other
+        quiet: for the observer check, what pipediag's samplers pause on: every other
             training block is then a quiet one (A0 T1 Q1 T2 A2 T3 Q3 ...; docs/design.md,
-            "What pipediag costs a step"), the event set through it. None: no quiet blocks.
+            "What pipediag costs a step"), held from the block before it ends (fit runs a
+            step before its callback can open the block) to the quiet block's end, and at
+            most a few blocks' time. None: no quiet blocks.
     """
 
     def __init__(
@@ -102,7 +106,7 @@ class Alternation:
         max_rounds: int | None = None,
         whole_blocks: bool = False,
         scale: float = 1.0,
-        quiet: threading.Event | None = None,
+        quiet: Quiet | None = None,
     ) -> None:
         self._clock = clock
         self._quiet = quiet
@@ -149,8 +153,8 @@ class Alternation:
 
     def start_block(self, kind: RateBlockKind, at: float) -> None:
         """A block of `kind` begins: its first step starts at `at` on the clock."""
-        if kind == QUIET_TRAINING_BLOCK and self._quiet is not None:
-            self._quiet.set()
+        if kind == QUIET_TRAINING_BLOCK:
+            self._hold_quiet()
         self._open = _OpenBlock(kind, at, at, [], time.process_time())
 
     def step_ended(self, at: float) -> bool:
@@ -183,8 +187,7 @@ class Alternation:
     def end_block(self) -> None:
         """Close the open block (its steps so far), and decide what runs next."""
         opened, self._open = self._open, None
-        if self._quiet is not None:
-            self._quiet.clear()
+        self.release_samplers()
         if opened is None:
             return
         durations = opened.durations
@@ -202,6 +205,8 @@ class Alternation:
             self._alone_cpu_s += cpu
             self._alone_steps += len(durations)
             self._next = "quiet-training" if self._quiet_due() else "training"
+            if self._next == "quiet-training":
+                self._hold_quiet()
         else:
             self._next = "step-alone" if self._wants_another_round() else "done"
 
@@ -211,6 +216,21 @@ class Alternation:
             return False
         last = next((b.kind for b in reversed(self.blocks) if b.kind != STEP_ALONE_BLOCK), None)
         return last == TRAINING_BLOCK
+
+    def release_samplers(self) -> None:
+        """The samplers read again (the alternation is over, or failed)."""
+        if self._quiet is not None:
+            self._quiet.release()
+
+    def _hold_quiet(self) -> None:
+        """Pause the samplers for the quiet block: at most three training blocks' time at
+        the last one's rate, and a second, so that training cut short never leaves them
+        paused for long."""
+        if self._quiet is None:
+            return
+        last = next((b for b in reversed(self.blocks) if b.kind != STEP_ALONE_BLOCK), None)
+        rate = last.steps_per_s if last is not None else None
+        self._quiet.hold(3 * self.block_steps / rate + 1.0 if rate else QUIET_MAX_S)
 
     def _wants_another_round(self) -> bool:
         rounds = self.rounds
@@ -228,6 +248,7 @@ class Alternation:
         self, method: ComputeAloneMethod, *, restored: int = 0, warmup_steps: int = WARMUP_STEPS
     ) -> ComputeAlone:
         """T from the step-alone blocks, with every block for the verdict's pairs."""
+        self.release_samplers()
         alone = [b for b in self.blocks if b.kind == STEP_ALONE_BLOCK]
         steps = sum(b.steps for b in alone)
         seconds = sum(b.seconds for b in alone)
@@ -315,6 +336,7 @@ class FitAlternation:
     def result(self) -> ComputeAlone:
         """T and every block so far (a block still open is closed with its steps)."""
         if self.failure is not None:
+            self.alternation.release_samplers()
             return ComputeAlone(measured=False, reason=self.failure)
         self.alternation.end_block()
         return self.alternation.result(

@@ -19,6 +19,7 @@ from pipediag.analysis.alternation import (
 from pipediag.analysis.paired import MAX_BLOCK_STEPS, MIN_BLOCK_STEPS
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
+from pipediag.clock import Quiet
 from pipediag.report.model import ComputeAlone, FixTrial, RateBlock
 from pipediag.report.vocabulary import QUIET_TRAINING_BLOCK, STEP_ALONE_BLOCK, TRAINING_BLOCK
 from pipediag.testing import FakeClock
@@ -212,22 +213,22 @@ def test_a_block_the_host_disturbed_is_left_out_of_the_pairs_whichever_its_kind(
 
 
 def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> None:
-    import threading
-
     # GIVEN the observer check: training runs at 50 steps/s watched, 55 with the samplers
     # paused, and the step alone at 100
     clock = FakeClock()
-    quiet = threading.Event()
+    quiet = Quiet(clock.now)
     alternation = Alternation(
         clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5), quiet=quiet
     )
     rates = {TRAINING_BLOCK: 50.0, QUIET_TRAINING_BLOCK: 55.0, STEP_ALONE_BLOCK: 100.0}
     held_quiet = []
     while (kind := alternation.next) != "done":
+        # held before a quiet block's first step: fit runs it before its callback opens it
+        assert quiet.holding() == (kind == QUIET_TRAINING_BLOCK)
         alternation.start_block(kind, clock.now())
         done = False
         while not done:
-            held_quiet.append((kind, quiet.is_set()))
+            held_quiet.append((kind, quiet.holding()))
             clock.advance(1.0 / rates[kind])
             done = alternation.step_ended(clock.now())
     # THEN the rounds are as many as without it, every other training block quiet, and the
@@ -243,7 +244,7 @@ def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> No
         QUIET_TRAINING_BLOCK,
     ]
     assert all(held == (kind == QUIET_TRAINING_BLOCK) for kind, held in held_quiet)
-    assert not quiet.is_set()
+    assert not quiet.holding()
     # AND each quiet block reads against the watched blocks past the step-alone ones beside
     # it, while the cost reads each step-alone block against both kinds of training beside it
     effect = observer_effect(alternation.blocks)
@@ -254,23 +255,43 @@ def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> No
     assert cost.cost == pytest.approx(1 - math.sqrt(50 * 55) / 100)
 
 
+def test_training_cut_short_never_leaves_the_samplers_paused_for_long() -> None:
+    # GIVEN a quiet block due after a step-alone block, training at 50 steps/s
+    clock = FakeClock()
+    quiet = Quiet(clock.now)
+    alternation = Alternation(
+        clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5), quiet=quiet
+    )
+    alternation.start_block(STEP_ALONE_BLOCK, clock.now())
+    for _ in range(5):
+        clock.advance(0.01)
+        alternation.step_ended(clock.now())
+    assert alternation.next == QUIET_TRAINING_BLOCK and quiet.holding()
+    # WHEN training stops there: the samplers read again after three blocks' time and a
+    # second, and at once when the alternation's result is taken
+    clock.advance(3 * 5 / 50 + 1.0 + 0.01)
+    assert not quiet.holding()
+    alternation.start_block(QUIET_TRAINING_BLOCK, clock.now())
+    assert quiet.holding()
+    alternation.result("cached-batch-loop")
+    assert not quiet.holding()
+
+
 def test_without_the_observer_check_there_is_no_observer_effect() -> None:
     assert observer_effect(_blocks([50.0] * 4, [100.0] * 3)) is None
 
 
 def test_a_loop_is_served_its_own_pulls_in_the_quiet_blocks_too() -> None:
-    import threading
-
     clock = FakeClock()
     concluded: list[ComputeAlone] = []
-    quiet = threading.Event()
+    quiet = Quiet(clock.now)
     alternation = Alternation(
         clock=clock, origin=0.0, block_steps=4, lead=(0.0, [0.02] * 4), quiet=quiet
     )
     server = loop_server(clock, RecordedResults(concluded=concluded), alternation=alternation)
     answers = []
     while (answer := server.next_batch()) is not None:
-        answers.append("quiet" if quiet.is_set() else "pull" if answer is PULL else answer)
+        answers.append("quiet" if quiet.holding() else "pull" if answer is PULL else answer)
         clock.advance(0.02 if answer is PULL else 0.01)
     blocks = [["cached"] * 4, ["quiet"] * 4, ["cached"] * 4, ["pull"] * 4] * 2
     assert answers == ["cached"] * WARMUP_STEPS + [a for block in blocks[:6] for a in block]

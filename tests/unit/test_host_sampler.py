@@ -10,7 +10,7 @@ from collections import namedtuple
 import psutil
 import pytest
 
-from pipediag.clock import MONOTONIC
+from pipediag.clock import MONOTONIC, Quiet
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import HostSample
 from pipediag.report.reasons import HOST_SAMPLER_NOT_STARTED, NO_PSUTIL, Reason
@@ -180,8 +180,8 @@ def test_unstarted_sampler_is_unavailable() -> None:
 
 def test_a_sampler_takes_no_reading_while_the_observer_check_holds_it_quiet() -> None:
     # GIVEN a sampler reading every 10 ms, held quiet from the start
-    quiet = threading.Event()
-    quiet.set()
+    quiet = Quiet()
+    quiet.hold(60.0)
     sampler = HostSampler(interval_s=0.01, clock=MONOTONIC)
     sampler.quiet = quiet
     t0 = MONOTONIC.now()
@@ -190,7 +190,7 @@ def test_a_sampler_takes_no_reading_while_the_observer_check_holds_it_quiet() ->
         # THEN it read nothing while quiet
         assert not sampler.section(t0).samples
         # AND reads again once released
-        quiet.clear()
+        quiet.release()
         deadline = time.monotonic() + THREAD_WAIT_S
         while not sampler.section(t0).samples and time.monotonic() < deadline:
             time.sleep(0.01)
