@@ -35,11 +35,22 @@ def fleet_from_dict(data: Any) -> FleetReport:
         fields["workers"] = [_build(WorkerRow, row) for row in data.get("workers", [])]
         straggler = data.get("straggler")
         fields["straggler"] = None if straggler is None else _build(Straggler, straggler)
+        if isinstance(straggler, dict) and "explanation" in straggler:
+            fields["straggler"] = _with_medians(fields["straggler"], fields["workers"])
         why = data.get("no_straggler_reason")
         fields["no_straggler_reason"] = _reason(why) if why else None
         return FleetReport(**fields)
     except (TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"malformed pipediag fleet report: {exc}") from exc
+
+
+def _with_medians(straggler: Straggler, rows: list[WorkerRow]) -> Straggler:
+    """An older file's straggler (worded, without the other workers' medians) with the
+    medians its words need, found again from the rows as `pipediag merge` finds them."""
+    from pipediag.fleet.analysis import find_straggler
+
+    found, _ = find_straggler(rows)
+    return found if found is not None and found.task == straggler.task else straggler
 
 
 def save_fleet(fleet: FleetReport, path: str | os.PathLike[str]) -> Path:

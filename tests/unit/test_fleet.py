@@ -243,11 +243,13 @@ def test_a_fleet_report_with_the_straggler_in_words_still_loads_and_renders() ->
     data["straggler"] = {**straggler, "explanation": "as it was worded then"}
     # WHEN it is read
     read = fleet_from_dict(data)
-    # THEN the words are dropped, and the straggler is worded from its row's figures alone
-    assert read.straggler is not None and read.straggler.others_input_wait_fraction is None
+    # THEN the words are dropped, and the others' medians found again from the rows, so it
+    # reads as the fleet did when written
+    assert read.straggler == fleet.straggler
     text = render_fleet_text(read)
     assert "as it was worded then" not in text
-    assert "its steps waited 45% of their time for input" in " ".join(text.split())
+    assert text == render_fleet_text(fleet)
+    assert "its steps waited 45% (others 3%) of their time for input" in " ".join(text.split())
 
 
 def test_no_straggler_among_alike_workers_or_for_one_worker() -> None:
