@@ -28,6 +28,7 @@ or more.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import os
@@ -413,11 +414,36 @@ def goals(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def write_readme_table(text: str, readme: Path = README) -> None:
+def write_readme_table(
+    text: str, readme: Path = README, markers: tuple[str, str] = (TABLE_START, TABLE_END)
+) -> None:
+    """`text` in place of what stands between the two markers of `readme`."""
+    start, end = markers
     body = readme.read_text()
-    head, _, rest = body.partition(TABLE_START)
-    _, _, tail = rest.partition(TABLE_END)
-    readme.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
+    head, _, rest = body.partition(start)
+    _, _, tail = rest.partition(end)
+    readme.write_text(f"{head}{start}\n{text}\n{end}{tail}")
+
+
+def publish(
+    name: str,
+    args: argparse.Namespace,
+    cases: list[dict[str, Any]],
+    *,
+    text: str,
+    summary: dict[str, Any],
+    settings: dict[str, Any],
+    markers: tuple[str, str] = (TABLE_START, TABLE_END),
+) -> None:
+    """Print a corpus benchmark's table and summary, write its results, and with
+    `--readme` its table into the README."""
+    print(text)
+    print(json.dumps(summary, indent=1))
+    write_results(
+        args.json, name, settings=settings, summary=summary, cases=cases, quick=args.quick
+    )
+    if args.readme:
+        write_readme_table(text, README, markers)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -440,25 +466,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  skipped: {error}", flush=True)
                 continue
             cases.append(summarise(script, results))
-    text = table(cases)
-    print(text)
-    summary = goals(cases)
-    print(json.dumps(summary, indent=1))
-    write_results(
-        args.json,
-        "corpus",
-        settings={
-            "rounds": rounds,
-            "truth_only": args.truth_only,
-            "split": args.split,
-            "scripts": [s.name for s in chosen],
-        },
-        summary=summary,
-        cases=cases,
-        quick=args.quick,
-    )
-    if args.readme:
-        write_readme_table(text)
+    settings = {
+        "rounds": rounds,
+        "truth_only": args.truth_only,
+        "split": args.split,
+        "scripts": [s.name for s in chosen],
+    }
+    publish("corpus", args, cases, text=table(cases), summary=goals(cases), settings=settings)
     return 0
 
 

@@ -23,7 +23,6 @@ Per run it also keeps the samplers' own CPU time (the host and GPU sections'
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -35,8 +34,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import base_parser, median, write_results
-from benchmarks.corpus import README, Script, run_pipediag, scripts
+from benchmarks._common import base_parser, median
+from benchmarks.corpus import Script, publish, run_pipediag, scripts
 from pipediag.analysis.paired import log_interval
 
 NAME = "observer_effect"
@@ -132,13 +131,6 @@ def goals(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def write_readme_table(text: str, readme: Path = README) -> None:
-    body = readme.read_text()
-    head, _, rest = body.partition(TABLE_START)
-    _, _, tail = rest.partition(TABLE_END)
-    readme.write_text(f"{head}{TABLE_START}\n{text}\n{TABLE_END}{tail}")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = base_parser(NAME, __doc__)
     parser.add_argument("--scripts", default="", help="comma-separated script names")
@@ -156,20 +148,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cases.append(measure(script, runs, Path(tmp)))
             except (RuntimeError, subprocess.TimeoutExpired) as error:
                 print(f"  skipped: {error}", flush=True)
-    text = table(cases)
-    print(text)
-    summary = goals(cases)
-    print(json.dumps(summary, indent=1))
-    write_results(
-        args.json,
+    settings = {"runs": runs, "split": args.split, "scripts": [s.name for s in chosen]}
+    publish(
         NAME,
-        settings={"runs": runs, "split": args.split, "scripts": [s.name for s in chosen]},
-        summary=summary,
-        cases=cases,
-        quick=args.quick,
+        args,
+        cases,
+        text=table(cases),
+        summary=goals(cases),
+        settings=settings,
+        markers=(TABLE_START, TABLE_END),
     )
-    if args.readme:
-        write_readme_table(text)
     return 0
 
 
