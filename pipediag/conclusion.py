@@ -175,7 +175,12 @@ class Conclusion:
             or step_s is None
         ):
             return None
-        from pipediag.analysis.paired import ALTERNATION_MIN_ROUNDS, MIN_BLOCK_STEPS
+        from pipediag.analysis.paired import (
+            ALTERNATION_MIN_ROUNDS,
+            MAX_BLOCK_STEPS,
+            MAX_BLOCK_STEPS_UNBOUNDED,
+            MIN_BLOCK_STEPS,
+        )
         from pipediag.training.alternation import (
             Alternation,
             FitAlternation,
@@ -184,7 +189,8 @@ class Conclusion:
         )
 
         scale = alternation_scale(self._config.measured_steps)
-        block_steps, max_rounds = block_steps_for(step_s), scaled_rounds(scale)
+        most = MAX_BLOCK_STEPS if steps_left is not None else MAX_BLOCK_STEPS_UNBOUNDED
+        block_steps, max_rounds = block_steps_for(step_s, most), scaled_rounds(scale)
         if steps_left is not None:
             # fit's remaining steps hold the training blocks (the first one too, where the
             # measured steps cannot lead) and one block to spare, so that training goes on
@@ -236,7 +242,7 @@ class Conclusion:
         step_s = self._timeline.median_measured_step_s()
         if cached.batch is None or step_s is None:
             return None
-        from pipediag.analysis.paired import LOCKSTEP_ROUNDS
+        from pipediag.analysis.paired import LOCKSTEP_ROUNDS, MAX_BLOCK_STEPS_UNBOUNDED
         from pipediag.bench import teardown
         from pipediag.training.alternation import Alternation, block_steps_for
         from pipediag.training.budget import AlternatedBlocks, BudgetServer, Serving, loop_plans
@@ -247,7 +253,7 @@ class Conclusion:
             # Asynchronous steps: their durations are dispatch times, the measured steps'
             # span up to a device sync is their work (docs/design.md, "JAX").
             step_s = synced_step_s(self._timeline, sync, self._clock) or step_s
-        block_steps = self.lockstep_steps() or block_steps_for(step_s)
+        block_steps = self.lockstep_steps() or block_steps_for(step_s, MAX_BLOCK_STEPS_UNBOUNDED)
         alternation = Alternation(
             clock=self._clock,
             origin=origin,

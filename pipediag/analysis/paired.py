@@ -60,12 +60,14 @@ STEP_SLICES = SliceBounds(0.05, 0.5)
 # A block lasts about this long at the measured step (0.4 s: three of each kind cost about
 # what one 2 s compute-alone run did, and sub-second drifts still fall on both kinds).
 BLOCK_S = 0.4
-# Fewest steps in a block: its transition may take up to half of them. The most only keeps
-# sub-millisecond steps' blocks to a count: under fit the steps left bound the blocks, and
-# blocks of 64 steps (0.19 s at 3 ms) left short-step scripts "too noisy to tell"
-# (docs/design.md, "Rates in alternation").
+# Fewest steps in a block: its transition may take up to half of them. The most, where the
+# steps left bound the blocks (fit's plan): blocks of 64 steps (0.19 s at 3 ms) left
+# short-step scripts "too noisy to tell". Where nothing says how many steps are left (a
+# loop), 64: a script with short steps may end soon after the budget, and larger blocks
+# left a JAX loop one pair (docs/design.md, "Rates in alternation").
 MIN_BLOCK_STEPS = 4
 MAX_BLOCK_STEPS = 1024
+MAX_BLOCK_STEPS_UNBOUNDED = 64
 ALTERNATION_MIN_ROUNDS = 3
 MAX_ROUNDS = 6
 # A multi-worker job's alternation: exactly this many rounds (docs/design.md, "Multi-worker

@@ -66,11 +66,11 @@ def scaled_rounds(scale: float) -> int:
     return max(MAX_ROUNDS, round(MAX_ROUNDS * scale))
 
 
-def block_steps_for(step_s: float) -> int:
-    """Steps per block for a measured step of `step_s` seconds."""
+def block_steps_for(step_s: float, most: int = MAX_BLOCK_STEPS) -> int:
+    """Steps per block for a measured step of `step_s` seconds, at `most` steps."""
     if step_s <= 0:
-        return MAX_BLOCK_STEPS
-    return max(MIN_BLOCK_STEPS, min(MAX_BLOCK_STEPS, math.ceil(BLOCK_S / step_s)))
+        return most
+    return max(MIN_BLOCK_STEPS, min(most, math.ceil(BLOCK_S / step_s)))
 
 
 class Alternation:

@@ -16,7 +16,11 @@ from pipediag.analysis.alternation import (
     steady_part,
     step_alone_ceiling,
 )
-from pipediag.analysis.paired import MAX_BLOCK_STEPS, MIN_BLOCK_STEPS
+from pipediag.analysis.paired import (
+    MAX_BLOCK_STEPS,
+    MAX_BLOCK_STEPS_UNBOUNDED,
+    MIN_BLOCK_STEPS,
+)
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Quiet
@@ -133,6 +137,10 @@ def test_blocks_are_sized_from_the_measured_step() -> None:
     assert block_steps_for(0.01) == 40
     assert block_steps_for(1.0) == MIN_BLOCK_STEPS
     assert block_steps_for(0.0001) == MAX_BLOCK_STEPS
+    # where nothing says how many steps are left (a loop), short steps' blocks stay short:
+    # the script may end soon after the budget
+    assert block_steps_for(0.003) == 134
+    assert block_steps_for(0.003, MAX_BLOCK_STEPS_UNBOUNDED) == MAX_BLOCK_STEPS_UNBOUNDED
 
 
 def _run(alternation: Alternation, clock: FakeClock, rates: dict[str, float]) -> None:
