@@ -403,14 +403,6 @@ def goals(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "flipping_scripts": flips,
         "median_error": median(errors) if errors else None,
         "max_error": max(errors) if errors else None,
-        # Scripts whose training rate under pipediag strays more than 3% from the plain run's
-        # (median over rounds): the observer effect's goal.
-        "observer_effect_over_3pct": [
-            c["script"]
-            for c in diagnosed
-            if (ratios := [d["a_ratio"] for d in c["diagnoses"] if d.get("a_ratio")])
-            and abs(median(ratios) - 1) > 0.03
-        ],
     }
 
 
