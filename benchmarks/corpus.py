@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -438,26 +438,44 @@ def publish(
         write_readme_table(text, README, markers)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = base_parser("corpus", __doc__)
+def corpus_parser(name: str, description: str | None) -> argparse.ArgumentParser:
+    """A corpus benchmark's options: which scripts, which split, and `--readme`."""
+    parser = base_parser(name, description)
     parser.add_argument("--scripts", default="", help="comma-separated script names")
     parser.add_argument("--split", choices=("tune", "held-out"), default=None)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--truth-only", action="store_true", help="no pipediag runs")
     parser.add_argument("--readme", action="store_true", help="write the table into the README")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def each_script(
+    args: argparse.Namespace, measure_one: Callable[[Script, Path], dict[str, Any]]
+) -> tuple[list[Script], list[dict[str, Any]]]:
+    """The scripts `args` chose, and the case `measure_one` made of each in a scratch
+    folder; a script that failed or ran too long is said and skipped."""
     chosen = scripts([n for n in args.scripts.split(",") if n], args.split)
-    rounds = 1 if args.quick else args.rounds
     cases = []
     with tempfile.TemporaryDirectory(prefix="pipediag-corpus-") as tmp:
         for script in chosen:
             print(f"{script.name} ({script.split}, {script.style})", flush=True)
             try:
-                results = measure(script, rounds, truth_only=args.truth_only, work=Path(tmp))
+                cases.append(measure_one(script, Path(tmp)))
             except (RuntimeError, subprocess.TimeoutExpired) as error:
                 print(f"  skipped: {error}", flush=True)
-                continue
-            cases.append(summarise(script, results))
+    return chosen, cases
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = corpus_parser("corpus", __doc__)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--truth-only", action="store_true", help="no pipediag runs")
+    args = parser.parse_args(argv)
+    rounds = 1 if args.quick else args.rounds
+    chosen, cases = each_script(
+        args,
+        lambda script, work: summarise(
+            script, measure(script, rounds, truth_only=args.truth_only, work=work)
+        ),
+    )
     settings = {
         "rounds": rounds,
         "truth_only": args.truth_only,

@@ -24,9 +24,7 @@ Per run it also keeps the samplers' own CPU time (the host and GPU sections'
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,8 +32,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import base_parser, median
-from benchmarks.corpus import Script, publish, run_pipediag, scripts
+from benchmarks._common import median
+from benchmarks.corpus import Script, corpus_parser, each_script, publish, run_pipediag
 from pipediag.analysis.paired import log_interval
 
 NAME = "observer_effect"
@@ -132,22 +130,11 @@ def goals(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = base_parser(NAME, __doc__)
-    parser.add_argument("--scripts", default="", help="comma-separated script names")
-    parser.add_argument("--split", choices=("tune", "held-out"), default=None)
+    parser = corpus_parser(NAME, __doc__)
     parser.add_argument("--runs", type=int, default=RUNS)
-    parser.add_argument("--readme", action="store_true", help="write the table into the README")
     args = parser.parse_args(argv)
-    chosen = scripts([n for n in args.scripts.split(",") if n], args.split)
     runs = 1 if args.quick else args.runs
-    cases = []
-    with tempfile.TemporaryDirectory(prefix="pipediag-observer-") as tmp:
-        for script in chosen:
-            print(f"{script.name} ({script.split}, {script.style})", flush=True)
-            try:
-                cases.append(measure(script, runs, Path(tmp)))
-            except (RuntimeError, subprocess.TimeoutExpired) as error:
-                print(f"  skipped: {error}", flush=True)
+    chosen, cases = each_script(args, lambda script, work: measure(script, runs, work))
     settings = {"runs": runs, "split": args.split, "scripts": [s.name for s in chosen]}
     publish(
         NAME,
