@@ -214,8 +214,8 @@ class Alternation:
         """Whether the next training block is a quiet one: every other, from the second."""
         if self._quiet is None:
             return False
-        last = next((b.kind for b in reversed(self.blocks) if b.kind != STEP_ALONE_BLOCK), None)
-        return last == TRAINING_BLOCK
+        last = self._last_training_block()
+        return last is not None and last.kind == TRAINING_BLOCK
 
     def release_samplers(self) -> None:
         """The samplers read again (the alternation is over, or failed)."""
@@ -228,9 +228,13 @@ class Alternation:
         paused for long."""
         if self._quiet is None:
             return
-        last = next((b for b in reversed(self.blocks) if b.kind != STEP_ALONE_BLOCK), None)
+        last = self._last_training_block()
         rate = last.steps_per_s if last is not None else None
         self._quiet.hold(3 * self.block_steps / rate + 1.0 if rate else QUIET_MAX_S)
+
+    def _last_training_block(self) -> RateBlock | None:
+        """The newest block of the script's own steps, watched or quiet."""
+        return next((b for b in reversed(self.blocks) if b.kind != STEP_ALONE_BLOCK), None)
 
     def _wants_another_round(self) -> bool:
         rounds = self.rounds
