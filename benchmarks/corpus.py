@@ -9,11 +9,17 @@ pipediag code loaded, in three modes that its `_truth` switch selects (FastFlow'
   epoch and epochs;
 - P: the training dataset read alone for the same epochs.
 
-Then `pipediag run` on the plain script. A round runs A, T, P, pipediag, and the next round
-the reverse, so a host's drift falls on every side alike. Rates count epochs 2 on (the first
-traces and compiles): from each epoch's start (steps over the epoch's time, its start-up
-included) and within the epoch (from its first step's end to its last). The truth cost is
-1 - A/T per round, both ways; a script's truth is the median over rounds, with the spread.
+- AT: A and T in one process, alternated: blocks of the real batches and of the held one
+  take turns within each epoch, each epoch starting on the other kind (`_truth.pattern`).
+
+Then `pipediag run` on the plain script. A round runs A, T, AT, P, pipediag, and the next
+round the reverse, so a host's drift falls on every side alike. Rates count epochs 2 on (the
+first traces and compiles): from each epoch's start (steps over the epoch's time, its
+start-up included) and within the epoch (from its first step's end to its last). The truth
+cost is 1 - A/T per round, both ways; a script's truth is the median over rounds, with the
+spread. On this host whole processes of a short script run up to a fifth faster or slower
+than the one before, so the truth of record is the one measured in alternation (AT), where a
+script has it; the whole runs' stands beside it.
 
 Labels use pipediag's bands (input-bound at 20% or more, balanced from 5%). pipediag's label
 is right where it is the truth's label from epoch start or within; a false alarm is
@@ -23,6 +29,7 @@ or more.
     python benchmarks/corpus.py                          # every script, 3 rounds
     python benchmarks/corpus.py --scripts time_series --rounds 1
     python benchmarks/corpus.py --truth-only --split held-out
+    python benchmarks/corpus.py --alternated-only        # AT alone, into the results' cases
     python benchmarks/corpus.py --readme                 # also write the table into the README
 """
 
@@ -44,7 +51,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import base_parser, checked, median, write_results
+from benchmarks._common import base_parser, checked, median, run_stamp, write_results
 from pipediag.analysis.alternation import observer_logs
 from pipediag.report.io import load_report
 
@@ -52,6 +59,7 @@ CORPUS_DIR = Path(__file__).resolve().parent / "tutorials"
 README = CORPUS_DIR / "README.md"
 TABLE_START, TABLE_END = "<!-- corpus table: start -->", "<!-- corpus table: end -->"
 MODES = ("A", "T", "P")
+ALTERNATED = "AT"
 DIAGNOSED = "pipediag"
 # pipediag's bands (pipediag/config.py): input-bound from 20%, balanced from 5%.
 HIGH, MODERATE = 0.20, 0.05
@@ -88,6 +96,8 @@ class Round:
     rates_within: dict[str, float | None] = field(default_factory=dict)
     wall_s: dict[str, float] = field(default_factory=dict)
     diagnosis: dict[str, Any] | None = None
+    # The cost measured in alternation (AT), from epoch start and within.
+    alternated: tuple[float | None, float | None] = (None, None)
 
     def cost(self, within: bool) -> float | None:
         rates = self.rates_within if within else self.rates_start
@@ -148,6 +158,40 @@ def rates(stamps: Mapping[str, Any], skip: int = SKIP_EPOCHS) -> tuple[float | N
         steps / span if steps and span > 0 else None,
         inner_steps / inner if inner_steps and inner > 0 else None,
     )
+
+
+def alternated_costs(
+    stamps: Mapping[str, Any], skip: int = SKIP_EPOCHS
+) -> tuple[float | None, float | None]:
+    """1 - A/T from one AT process, from each epoch's start and within, over the epochs
+    after `skip`. Each block's first quarter is left out of both: the real pipeline refills
+    its buffers while the held batch trains, and the block after starts on them. The
+    epoch's own costs count only from its start: its first and last steps (its start-up,
+    and a loop's end of pass), and the first step of each kind in it (the real pipeline
+    starts where its first block does)."""
+    drop = int(stamps.get("block") or 1) // 4
+    spent = {(within, kind): [0.0, 0] for within in (False, True) for kind in (0, 1)}
+    for epoch in [e for e in stamps.get("epochs", []) if e.get("ends_s")][skip:]:
+        ends, kinds = epoch["ends_s"], epoch["kinds"]
+        previous, run, seen = epoch["start_s"], 0, set()
+        for i, (end, kind) in enumerate(zip(ends, kinds, strict=True)):
+            run = run + 1 if i and kinds[i - 1] == kind else 1
+            opening = kind not in seen or i == len(ends) - 1
+            seen.add(kind)
+            settled = run > drop
+            for within, counted in ((False, settled or opening), (True, settled and not opening)):
+                if counted:
+                    spent[within, kind][0] += end - previous
+                    spent[within, kind][1] += 1
+            previous = end
+
+    def cost(within: bool) -> float | None:
+        (a_s, a_steps), (t_s, t_steps) = spent[within, 0], spent[within, 1]
+        if not (a_steps and t_steps and a_s > 0 and t_s > 0):
+            return None
+        return 1.0 - (t_s / t_steps) / (a_s / a_steps)
+
+    return cost(False), cost(True)
 
 
 def label_of(cost: float | None) -> str:
@@ -257,10 +301,14 @@ def run_pipediag(
     }, wall
 
 
-def measure(script: Script, rounds: int, *, truth_only: bool, work: Path) -> list[Round]:
+def measure(
+    script: Script, rounds: int, *, truth_only: bool, work: Path, sides: Sequence[str] = ()
+) -> list[Round]:
+    """`rounds` rounds of `sides` (A, T, AT, P and pipediag unless given), each round in
+    the reverse order of the one before."""
     results = []
     for number in range(rounds):
-        order = [*MODES] + ([] if truth_only else [DIAGNOSED])
+        order = list(sides) or ["A", "T", ALTERNATED, "P"] + ([] if truth_only else [DIAGNOSED])
         if number % 2:
             order.reverse()
         this = Round()
@@ -269,6 +317,9 @@ def measure(script: Script, rounds: int, *, truth_only: bool, work: Path) -> lis
                 this.diagnosis, this.wall_s[side] = run_pipediag(script, work)
                 continue
             stamps, this.wall_s[side] = run_mode(script, side, work)
+            if side == ALTERNATED:
+                this.alternated = alternated_costs(stamps)
+                continue
             this.rates_start[side], this.rates_within[side] = rates(stamps)
         results.append(this)
         print(f"  {script.name} round {number + 1}: {_round_line(this)}", flush=True)
@@ -280,6 +331,7 @@ def _round_line(this: Round) -> str:
         f"{m} {this.rates_start.get(m) or 0:.1f}/{this.rates_within.get(m) or 0:.1f}" for m in MODES
     ]
     line = ", ".join(parts) + f"; cost {_pct(this.cost(False))}/{_pct(this.cost(True))}"
+    line += f"; alternated {_pct(this.alternated[0])}/{_pct(this.alternated[1])}"
     if this.diagnosis:
         line += f"; pipediag {this.diagnosis['label']} {_pct(this.diagnosis['cost'])}"
     return line
@@ -289,17 +341,42 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
-def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
-    def spread(values: list[float]) -> dict[str, float | None]:
-        return {
-            "median": median(values) if values else None,
-            "min": min(values) if values else None,
-            "max": max(values) if values else None,
-        }
+def _spread(values: Sequence[float | None]) -> dict[str, float | None]:
+    found = [v for v in values if v is not None]
+    return {
+        "median": median(found) if found else None,
+        "min": min(found) if found else None,
+        "max": max(found) if found else None,
+    }
 
-    start = [c for r in results if (c := r.cost(False)) is not None]
-    within = [c for r in results if (c := r.cost(True)) is not None]
-    truth_start, truth_within = spread(start)["median"], spread(within)["median"]
+
+def truths(case: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """The truth of record, from epoch start and within: measured in alternation where the
+    case has it, else over whole runs."""
+    for start_key, within_key in (
+        ("alternated_start", "alternated_within"),
+        ("truth_start", "truth_within"),
+    ):
+        start, within = case.get(start_key) or {}, case.get(within_key) or {}
+        if start.get("median") is not None or within.get("median") is not None:
+            return start.get("median"), within.get("median")
+    return None, None
+
+
+def rejudge(case: dict[str, Any]) -> None:
+    """Judge each of the case's pipediag runs again against its truth of record."""
+    truth_start, truth_within = truths(case)
+    case["labels"] = sorted({label_of(c) for c in (truth_start, truth_within) if c is not None})
+    for d in case["diagnoses"]:
+        d.update(judge(d["label"], truth_start, truth_within))
+        d["error"] = (
+            abs(d["cost"] - truth_start)
+            if d.get("cost") is not None and truth_start is not None
+            else None
+        )
+
+
+def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
     diagnoses = []
     for r in results:
         if r.diagnosis is None:
@@ -310,7 +387,6 @@ def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
         diagnoses.append(
             {
                 **r.diagnosis,
-                **judge(r.diagnosis["label"], truth_start, truth_within),
                 "wall_s": r.wall_s[DIAGNOSED],
                 "wall_ratio": r.wall_s[DIAGNOSED] / plain if plain else None,
                 # The observer effect: training's rate in pipediag's A blocks against the
@@ -319,28 +395,43 @@ def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
                 # pipediag's T against FastFlow's T (the script fed `take(1).cache().repeat()`)
                 # within its epochs, measured next to it in the same round.
                 "t_ratio": traced_t / fastflow_t if traced_t and fastflow_t else None,
-                "error": abs(r.diagnosis["cost"] - truth_start)
-                if r.diagnosis.get("cost") is not None and truth_start is not None
-                else None,
             }
         )
-    return {
+    case = {
         "script": script.name,
         "split": script.split,
         "style": script.style,
         "source": script.source,
-        "truth_start": spread(start),
-        "truth_within": spread(within),
-        "labels": sorted({label_of(truth_start), label_of(truth_within)}),
+        "truth_start": _spread([r.cost(False) for r in results]),
+        "truth_within": _spread([r.cost(True) for r in results]),
+        "alternated_start": _spread([r.alternated[0] for r in results]),
+        "alternated_within": _spread([r.alternated[1] for r in results]),
         "rates_start": {
             m: median([v for r in results if (v := r.rates_start.get(m))] or [0]) for m in MODES
         },
         "rates_within": {
             m: median([v for r in results if (v := r.rates_within.get(m))] or [0]) for m in MODES
         },
-        "plain_wall_s": median([r.wall_s["A"] for r in results]),
+        "plain_wall_s": median([w for r in results if (w := r.wall_s.get("A"))] or [0]) or None,
         "diagnoses": diagnoses,
     }
+    rejudge(case)
+    return case
+
+
+def add_alternated(cases: list[dict[str, Any]], measured: Sequence[Mapping[str, Any]]) -> None:
+    """The alternated truth of `measured` set on the same scripts' `cases`, their pipediag
+    runs judged again; a script not yet in `cases` joins them."""
+    by_script = {c["script"]: c for c in cases}
+    for new in measured:
+        case = by_script.get(new["script"])
+        if case is None:
+            cases.append(dict(new))
+            continue
+        case["alternated_start"] = new["alternated_start"]
+        case["alternated_within"] = new["alternated_within"]
+        case["alternated_measured_at"] = new.get("measured_at")
+        rejudge(case)
 
 
 def table(cases: Sequence[Mapping[str, Any]]) -> str:
@@ -355,8 +446,10 @@ def table(cases: Sequence[Mapping[str, Any]]) -> str:
         lines += [
             f"**{split}**",
             "",
-            "| script | style | A / T / P (steps/s, from epoch start) | truth from start"
-            f" | truth within | pipediag, {diagnosed} run{plural}: label, cost"
+            "| script | style | A / T / P (steps/s, from epoch start)"
+            " | truth in alternation: from start; within"
+            " | truth over whole runs: from start; within"
+            f" | pipediag, {diagnosed} run{plural}: label, cost"
             " (interval) | pipediag / plain wall | A under pipediag / plain A"
             " | T under pipediag / FastFlow T |",
             "|---|---|---|---|---|---|---|---|---|",
@@ -369,7 +462,9 @@ def table(cases: Sequence[Mapping[str, Any]]) -> str:
             compute = [d["t_ratio"] for d in c["diagnoses"] if d.get("t_ratio")]
             lines.append(
                 f"| {c['script']} | {c['style']} | {r['A']:.1f} / {r['T']:.1f} / {r['P']:.1f} "
-                f"| {_spread_cell(c['truth_start'])} | {_spread_cell(c['truth_within'])} "
+                f"| {_spread_cell(c.get('alternated_start'))}; "
+                f"{_spread_cell(c.get('alternated_within'))} "
+                f"| {_spread_cell(c['truth_start'])}; {_spread_cell(c['truth_within'])} "
                 f"| {runs} | {f'{median(ratios):.2f}x' if ratios else '-'} "
                 f"| {f'{median(observed):.2f}' if observed else '-'} "
                 f"| {f'{median(compute):.2f}' if compute else '-'} |"
@@ -378,8 +473,8 @@ def table(cases: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _spread_cell(s: Mapping[str, float | None]) -> str:
-    if s["median"] is None:
+def _spread_cell(s: Mapping[str, float | None] | None) -> str:
+    if not s or s["median"] is None:
         return "-"
     return f"{_pct(s['median'])} ({_pct(s['min'])} to {_pct(s['max'])})"
 
@@ -426,13 +521,21 @@ def publish(
     summary: dict[str, Any],
     settings: dict[str, Any],
     markers: tuple[str, str] = (TABLE_START, TABLE_END),
+    stamp: Mapping[str, Any] | None = None,
 ) -> None:
-    """Print a corpus benchmark's table and summary, write its results, and with
-    `--readme` its table into the README."""
+    """Print a corpus benchmark's table and summary, write its results (under `stamp`
+    where results measured earlier keep theirs), and with `--readme` its table into the
+    README."""
     print(text)
     print(json.dumps(summary, indent=1))
     write_results(
-        args.json, name, settings=settings, summary=summary, cases=cases, quick=args.quick
+        args.json,
+        name,
+        settings=settings,
+        summary=summary,
+        cases=cases,
+        quick=args.quick,
+        stamp=stamp,
     )
     if args.readme:
         write_readme_table(text, README, markers)
@@ -468,21 +571,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = corpus_parser("corpus", __doc__)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--truth-only", action="store_true", help="no pipediag runs")
+    parser.add_argument(
+        "--alternated-only",
+        action="store_true",
+        help="measure the truth in alternation alone, and set it on the same scripts' cases"
+        " in the results file (--json), judging their pipediag runs again",
+    )
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
+    sides = [ALTERNATED] if args.alternated_only else []
     chosen, cases = each_script(
         args,
         lambda script, work: summarise(
-            script, measure(script, rounds, truth_only=args.truth_only, work=work)
+            script,
+            measure(script, rounds, truth_only=args.truth_only, work=work, sides=sides),
         ),
     )
-    settings = {
+    settings: dict[str, Any] = {
         "rounds": rounds,
         "truth_only": args.truth_only,
         "split": args.split,
         "scripts": [s.name for s in chosen],
     }
-    publish("corpus", args, cases, text=table(cases), summary=goals(cases), settings=settings)
+    stamp = None
+    if args.alternated_only:
+        measured_at = run_stamp()
+        for case in cases:
+            case["measured_at"] = measured_at["time"]
+        earlier = json.loads(args.json.read_text()) if args.json.exists() else {}
+        stamp, settings = earlier.get("stamp"), {**earlier.get("settings", {})}
+        settings["alternated"] = {"rounds": rounds, "stamp": measured_at}
+        measured, cases = cases, [*earlier.get("cases", [])]
+        add_alternated(cases, measured)
+    publish(
+        "corpus",
+        args,
+        cases,
+        text=table(cases),
+        summary=goals(cases),
+        settings=settings,
+        stamp=stamp,
+    )
     return 0
 
 

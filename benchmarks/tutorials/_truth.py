@@ -10,6 +10,12 @@ nothing from the repository). A corpus script calls two things:
     endless where the script gives fit its steps per epoch);
   - `P`: the dataset read alone for the same epochs, its pulls stamped, then the process
     ends before any training.
+  - `AT`: both in one process, alternated: blocks of `ds`'s batches and of the held batch
+    take turns within each epoch, and each epoch starts on the other kind from the epoch
+    before, so the host's drift falls on both alike (see `pattern`). Every epoch still reads
+    one whole pass of `ds` (a `cache()` in it fills as in the plain script) and ends on it,
+    with held-batch blocks between; where fit is given its steps per epoch, the epoch keeps
+    them.
 - `callbacks()` added to `fit`'s callbacks, or `epoch(ds)` around a custom loop's
   dataset, so every step's end is stamped on one clock (both are inert when unset); a loop
   that pulls inside a tf.function calls `begin_epoch()` and, after each call,
@@ -25,8 +31,9 @@ loss after every step into FILE (a JSON list) when the process ends, in any mode
 "port-to-tf-ops"); `benchmarks/corpus_prescription.py` times both variants in whole runs.
 
 The stamps go to the JSON file `PIPEDIAG_TRUTH_OUT` names when the process ends:
-`{"mode", "epochs": [{"start_s", "ends_s": [...]}]}`; `benchmarks/tutorials/truth.py`
-turns them into rates from each epoch's start and within the epoch.
+`{"mode", "epochs": [{"start_s", "ends_s": [...]}]}`, and in `AT` each epoch's `kinds` (0
+for `ds`'s batch, 1 for the held one, step by step) and the run's `block`;
+`benchmarks/corpus.py` turns them into rates from each epoch's start and within the epoch.
 """
 
 from __future__ import annotations
@@ -44,18 +51,26 @@ OUT = os.environ.get("PIPEDIAG_TRUTH_OUT", "")
 LOSSES = os.environ.get("PIPEDIAG_TRUTH_LOSSES", "")
 # The hand-tuned variant of a script (its `TUNED_CHANGE`), for the prescription's truth.
 TUNED = os.environ.get("PIPEDIAG_TUNED") == "1"
-PLAIN, CACHED, PIPELINE = "A", "T", "P"
+PLAIN, CACHED, PIPELINE, ALTERNATED = "A", "T", "P", "AT"
+# A block of `AT` is a quarter of an epoch's passes of `ds`, in whole calls of the loop.
+BLOCKS_PER_EPOCH = 4
 
 _epochs: list[dict[str, Any]] = []
 _losses: list[float] = []
+# `AT`: how each epoch's kinds are laid out, and the counter that places an epoch in them
+# (TensorFlow's count of passes, or of pulls where fit keeps one iterator), read as it starts.
+_alternation: dict[str, Any] = {}
 
 
 def active() -> bool:
-    return MODE in (PLAIN, CACHED, PIPELINE)
+    return MODE in (PLAIN, CACHED, PIPELINE, ALTERNATED)
 
 
 def _begin_epoch() -> None:
-    _epochs.append({"start_s": time.perf_counter(), "ends_s": []})
+    epoch: dict[str, Any] = {"start_s": time.perf_counter(), "ends_s": []}
+    if _alternation:
+        epoch["at"] = int(_alternation["counter"].numpy())
+    _epochs.append(epoch)
 
 
 def _tick() -> None:
@@ -63,9 +78,47 @@ def _tick() -> None:
 
 
 def _write() -> None:
-    if OUT:
-        with open(OUT, "w") as out:
-            json.dump({"mode": MODE, "epochs": _epochs}, out)
+    if not OUT:
+        return
+    found: dict[str, Any] = {"mode": MODE, "epochs": _epochs}
+    if _alternation:
+        found["block"] = _alternation["block"]
+        for epoch in _epochs:
+            epoch["kinds"] = _kinds(epoch["at"], len(epoch["ends_s"]))
+    with open(OUT, "w") as out:
+        json.dump(found, out)
+
+
+def pattern(passes: int, block: int, first: int, *, endless: bool = False) -> list[int]:
+    """One `AT` epoch's kinds, step by step: blocks of `block` steps, 0 (`ds`) and 1 (the
+    held batch) in turn from `first`. An epoch of a finite `ds` reads one whole pass of it
+    (so a cache in it fills) with one held block fewer than its own, and ends on it, so the
+    pass's end falls on its own step as in the plain script; both starts give the same
+    length, which fit is told. An epoch of an endless `ds` has `passes` steps, fit's steps
+    per epoch."""
+    if endless:
+        kinds: list[int] = []
+        while len(kinds) < passes:
+            kinds += [first if len(kinds) // block % 2 == 0 else 1 - first] * block
+        return kinds[:passes]
+    sizes = [block] * (passes // block) + ([passes % block] if passes % block else [])
+    blocks = [[0] * size for size in sizes]
+    held = [[1] * block for _ in blocks[1:]]
+    # A T A ... T A, or T A T ... A A: the last two real blocks run together
+    order: list[list[int]] = []
+    for i, real in enumerate(blocks):
+        other = held[i] if i < len(held) else []
+        order += [real, other] if first == 0 else [other, real]
+    return [kind for run in order for kind in run]
+
+
+def _kinds(at: int, steps: int) -> list[int]:
+    """The kinds of an epoch's `steps` steps, from the counter read as it started."""
+    a = _alternation
+    if a["endless"]:
+        cycle = a["cycles"][0] + a["cycles"][1]  # two epochs, each starting on the other kind
+        return [cycle[(at + i) % len(cycle)] for i in range(steps)]
+    return a["cycles"][at % 2][:steps]
 
 
 def _write_losses() -> None:
@@ -99,8 +152,13 @@ def steps_in(ds: Any) -> int | None:
     return sum(1 for _ in ds)
 
 
-def training_dataset(ds: Any, *, epochs: int = 1, steps_per_epoch: int | None = None) -> Any:
-    """`ds` as the truth's mode wants it; see the module's docstring."""
+def training_dataset(
+    ds: Any, *, epochs: int = 1, steps_per_epoch: int | None = None, steps_per_call: int = 1
+) -> Any:
+    """`ds` as the truth's mode wants it; see the module's docstring. A loop that runs
+    `steps_per_call` steps in each call gives its `AT` blocks whole calls."""
+    if MODE == ALTERNATED:
+        return _alternated(ds, steps_per_epoch, steps_per_call)
     if MODE == CACHED:
         held = ds.take(1).cache()
         if steps_per_epoch is not None:
@@ -126,6 +184,49 @@ def training_dataset(ds: Any, *, epochs: int = 1, steps_per_epoch: int | None = 
         sys.stdout.flush()
         os._exit(0)  # no training: P is the pipeline alone
     return ds
+
+
+def _alternated(ds: Any, steps_per_epoch: int | None, steps_per_call: int) -> Any:
+    """`ds` and its held batch in alternating blocks (`AT`)."""
+    import tensorflow as tf
+
+    endless = steps_per_epoch is not None
+    passes = steps_per_epoch if endless else steps_in(ds)
+    if passes is None:
+        raise SystemExit("AT needs the steps per epoch of an endless dataset")
+    block = steps_per_call * max(1, passes // BLOCKS_PER_EPOCH // steps_per_call)
+    cycles = [pattern(passes, block, first, endless=endless) for first in (0, 1)]
+    if not _alternation:
+        _alternation["counter"] = tf.Variable(0, dtype=tf.int64, trainable=False)
+    counter = _alternation["counter"]
+    _alternation.update(block=block, endless=endless, cycles=cycles)
+
+    if endless:
+        # fit keeps one iterator across epochs: the counter counts pulls, and the kinds
+        # run through two epochs' patterns
+        cycle = tf.constant(cycles[0] + cycles[1], dtype=tf.int64)
+        picks = (
+            tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
+            .repeat()
+            .map(lambda _: tf.gather(cycle, (counter.assign_add(1) - 1) % (2 * passes)))
+        )
+    else:
+        # a fresh iterator each epoch: the counter counts passes, its parity picks the pattern
+        by_parity = tf.constant(cycles, dtype=tf.int64)
+        picks = (
+            tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
+            .map(lambda _: counter.assign_add(1) - 1)
+            .flat_map(lambda n: tf.data.Dataset.from_tensor_slices(by_parity[n % 2]))
+        )
+    held = ds.take(1).cache().repeat()
+    chosen = tf.data.Dataset.choose_from_datasets([ds, held], picks)
+    if not endless:
+        # fit is told each epoch's steps, as it knows the plain dataset's
+        chosen = chosen.apply(tf.data.experimental.assert_cardinality(len(cycles[0])))
+    # a prefetch injected after the choice would read kinds ahead of the steps
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    return chosen.with_options(options)
 
 
 def callbacks() -> list[Any]:

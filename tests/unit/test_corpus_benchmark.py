@@ -19,6 +19,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from benchmarks import corpus  # noqa: E402
 from benchmarks import fresh_clone_suite as suite  # noqa: E402
+from benchmarks.tutorials import _truth  # noqa: E402
 
 
 def test_rates_drop_the_first_epoch_and_count_from_start_and_within() -> None:
@@ -39,6 +40,81 @@ def test_rates_drop_the_first_epoch_and_count_from_start_and_within() -> None:
 
 def test_rates_are_none_without_an_epoch_after_the_first() -> None:
     assert corpus.rates({"epochs": [{"start_s": 0.0, "ends_s": [1.0, 2.0]}]}) == (None, None)
+
+
+def test_an_alternated_epoch_reads_a_whole_pass_and_ends_on_it() -> None:
+    # GIVEN 10 batches a pass in blocks of 4
+    starting_real = _truth.pattern(10, 4, 0)
+    starting_held = _truth.pattern(10, 4, 1)
+    # THEN each epoch reads the whole pass and ends on it, starting on either kind, with
+    # one held block fewer than real ones and the same length both ways
+    assert starting_real == [0] * 4 + [1] * 4 + [0] * 4 + [1] * 4 + [0] * 2
+    assert starting_held == [1] * 4 + [0] * 4 + [1] * 4 + [0] * 4 + [0] * 2
+    assert starting_real.count(0) == starting_held.count(0) == 10
+    # an endless dataset keeps fit's steps per epoch
+    assert _truth.pattern(10, 4, 1, endless=True) == [1] * 4 + [0] * 4 + [1] * 2
+
+
+def _alternated_epoch(start: float, kinds: list[int], step: dict[int, float]) -> dict:
+    """An epoch whose steps last `step[kind]`, but 0.3 s for each block's first step and a
+    0.5 s start-up before the first."""
+    ends, now = [], start + 0.5
+    for i, kind in enumerate(kinds):
+        now += 0.3 if i == 0 or kinds[i - 1] != kind else step[kind]
+        ends.append(now)
+    return {"start_s": start, "ends_s": ends, "kinds": kinds}
+
+
+def test_the_alternated_truth_leaves_out_block_openings_and_counts_epoch_costs_from_start() -> None:
+    # GIVEN blocks of 4 steps: the real batch's steps 20 ms, the held one's 10 ms, each
+    # block's first step 0.3 s (buffers refilling), and a 0.5 s start-up every epoch
+    kinds = _truth.pattern(16, 4, 0)
+    step = {0: 0.02, 1: 0.01}
+    stamps = {
+        "block": 4,
+        "epochs": [_alternated_epoch(10.0 * n, kinds, step) for n in range(3)],
+    }
+    # WHEN the costs are read
+    from_start, within = corpus.alternated_costs(stamps)
+    # THEN within the epoch only settled steps count: 1 - 10 ms / 20 ms
+    assert within == pytest.approx(0.5)
+    # AND from the start the start-up, each kind's first step and the epoch's last count
+    a_time = 0.5 + 0.3 + 11 * 0.02 + 0.02  # steps 1-3 of 4 blocks, the last, the opening
+    t_time = 0.3 + 9 * 0.01  # the held kind's opening block, then steps 1-3 of 3 blocks
+    assert from_start == pytest.approx(1 - (t_time / 10) / (a_time / 13))
+
+
+def test_the_alternated_truth_is_the_truth_of_record_and_judges_pipediag_again() -> None:
+    # GIVEN a case whose whole runs read 21% (pipediag's compute-bound a false alarm there)
+    case = {
+        "script": "quickstart",
+        "truth_start": {"median": 0.21, "min": -0.2, "max": 0.27},
+        "truth_within": {"median": 0.21, "min": -0.2, "max": 0.27},
+        "diagnoses": [{"label": "compute-bound", "cost": 0.0}],
+    }
+    corpus.rejudge(case)
+    assert case["diagnoses"][0]["false_alarm"] is True
+    # WHEN its truth measured in alternation reads 1% and 2%
+    measured = {
+        "script": "quickstart",
+        "alternated_start": {"median": 0.01, "min": -0.01, "max": 0.03},
+        "alternated_within": {"median": 0.02, "min": 0.0, "max": 0.03},
+        "measured_at": "2026-12-05T06:00:00+00:00",
+    }
+    cases = [case]
+    corpus.add_alternated(cases, [measured])
+    # THEN pipediag's run is judged on it, and the whole runs' truth stays beside
+    assert corpus.truths(case) == (0.01, 0.02)
+    assert (
+        case["diagnoses"][0] | {"right": True, "false_alarm": False, "error": 0.01}
+        == (case["diagnoses"][0])
+    )
+    assert case["truth_start"]["median"] == 0.21
+    assert case["labels"] == ["compute-bound"]
+    row = corpus.table(
+        [{**case, "split": "tune", "style": "loop", "rates_start": {"A": 1, "T": 1, "P": 1}}]
+    )
+    assert "| 1% (-1% to 3%); 2% (0% to 3%) | 21% (-20% to 27%); 21% (-20% to 27%) |" in row
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,124 @@
+"""The corpus's truth switch in its alternated mode (`PIPEDIAG_TRUTH=AT`), on real tf.data
+pipelines under Keras fit: the kinds each step was fed, as the TensorFlow side chose them,
+are the ones the stamps record, and every epoch reads one whole pass of the real dataset, so
+a cache in it fills as in the plain script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TUTORIALS = REPO_ROOT / "benchmarks" / "tutorials"
+sys.path.insert(0, str(TUTORIALS))
+
+import _truth  # noqa: E402
+
+pytestmark = pytest.mark.tensorflow
+
+# Every element read from the pipeline carries the count of reads so far, so the held batch
+# is the one batch that comes back within an epoch: a callback records each step's batch.
+SCRIPT = """
+import json, sys
+import tensorflow as tf
+import keras
+import _truth
+
+endless, fed_out = sys.argv[1] == "endless", sys.argv[2]
+reads = tf.Variable(0, dtype=tf.int64)
+
+def count(_):
+    x = tf.reshape(tf.cast(reads.assign_add(1), tf.float32), [1])
+    return x, x
+
+ds = tf.data.Dataset.range(96).map(count).cache().batch(8)  # 12 batches
+if endless:
+    ds = ds.repeat()
+ds = _truth.training_dataset(ds, epochs=3, steps_per_epoch=6 if endless else None)
+fed = []
+
+class Fed(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        fed.append(float(model.seen.numpy()))
+
+class Seen(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.dense = keras.layers.Dense(1)
+        self.seen = tf.Variable(0.0, trainable=False)
+
+    def call(self, x):
+        return self.dense(x)
+
+    def train_step(self, data):
+        x, y = data
+        self.seen.assign(x[0, 0])
+        return super().train_step(data)
+
+model = Seen()
+model.compile(optimizer="sgd", loss="mse")
+model.fit(ds, epochs=3, steps_per_epoch=6 if endless else None, verbose=0,
+          callbacks=[Fed(), *_truth.callbacks()])
+json.dump({"fed": fed, "reads": int(reads.numpy())}, open(fed_out, "w"))
+"""
+
+
+def _run(tmp_path: Path, style: str) -> tuple[dict, dict]:
+    script = tmp_path / "alternated.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    stamps, fed = tmp_path / f"{style}-stamps.json", tmp_path / f"{style}-fed.json"
+    env = {
+        **os.environ,
+        "PIPEDIAG_TRUTH": "AT",
+        "PIPEDIAG_TRUTH_OUT": str(stamps),
+        "PYTHONPATH": str(TUTORIALS),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+    }
+    done = subprocess.run(
+        [sys.executable, str(script), style, str(fed)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(stamps.read_text()), json.loads(fed.read_text())
+
+
+def _fed_kinds(stamps: dict, fed: list[float]) -> list[int]:
+    """1 for each step whose batch came back within its epoch (the held one), else 0."""
+    kinds, at = [], 0
+    for epoch in stamps["epochs"]:
+        batches = fed[at : at + len(epoch["ends_s"])]
+        kinds += [int(batches.count(b) > 1) for b in batches]
+        at += len(batches)
+    return kinds
+
+
+def test_a_finite_dataset_alternates_by_block_and_reads_one_whole_pass_an_epoch(
+    tmp_path: Path,
+) -> None:
+    stamps, fed = _run(tmp_path, "finite")
+    # THEN blocks of 3 (a quarter of 12 batches), each epoch starting on the other kind
+    assert stamps["block"] == 3
+    kinds = [e["kinds"] for e in stamps["epochs"]]
+    assert kinds == [_truth.pattern(12, 3, n % 2) for n in range(3)]
+    # AND the kinds recorded are the ones the steps were fed
+    assert [k for epoch in kinds for k in epoch] == _fed_kinds(stamps, fed["fed"])
+    # AND the real dataset's cache filled in the first epoch: its map ran for one pass
+    # (and once more for the held batch's own read), never again
+    assert fed["reads"] <= 96 + 8
+
+
+def test_an_endless_dataset_keeps_fit_s_steps_per_epoch(tmp_path: Path) -> None:
+    stamps, fed = _run(tmp_path, "endless")
+    kinds = [e["kinds"] for e in stamps["epochs"]]
+    assert [len(k) for k in kinds] == [6, 6, 6]
+    assert [k for epoch in kinds for k in epoch] == _fed_kinds(stamps, fed["fed"])
+    assert kinds[0][0] != kinds[1][0]
