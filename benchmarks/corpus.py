@@ -39,6 +39,7 @@ import argparse
 import ast
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -164,34 +165,50 @@ def alternated_costs(
     stamps: Mapping[str, Any], skip: int = SKIP_EPOCHS
 ) -> tuple[float | None, float | None]:
     """1 - A/T from one AT process, from each epoch's start and within, over the epochs
-    after `skip`. Each block's first quarter is left out of both: the real pipeline refills
-    its buffers while the held batch trains, and the block after starts on them. The
-    epoch's own costs count only from its start: its first and last steps (its start-up,
-    and a loop's end of pass), and the first step of each kind in it (the real pipeline
-    starts where its first block does)."""
+    after `skip`.
+
+    Within: each block's steps after its first quarter (the real pipeline refills its
+    buffers while the held batch trains, and the block after starts on them), leaving out
+    each epoch's first and last steps and each kind's first. From the start, each kind's
+    own start-up and end are added once an epoch: its first step where that falls inside the
+    epoch (an epoch's first step also holds what the epoch boundary costs both kinds, under
+    fit the last iterator's tear-down, and is left out), and its epoch's last step (a loop's
+    end of pass and tear-down; always the real batch's)."""
     drop = int(stamps.get("block") or 1) // 4
-    spent = {(within, kind): [0.0, 0] for within in (False, True) for kind in (0, 1)}
-    for epoch in [e for e in stamps.get("epochs", []) if e.get("ends_s")][skip:]:
+    settled = {kind: [0.0, 0] for kind in (0, 1)}
+    edges: dict[int, dict[str, list[float]]] = {0: {}, 1: {}}
+    counted = [e for e in stamps.get("epochs", []) if e.get("ends_s")][skip:]
+    for epoch in counted:
         ends, kinds = epoch["ends_s"], epoch["kinds"]
         previous, run, seen = epoch["start_s"], 0, set()
         for i, (end, kind) in enumerate(zip(ends, kinds, strict=True)):
             run = run + 1 if i and kinds[i - 1] == kind else 1
-            opening = kind not in seen or i == len(ends) - 1
-            seen.add(kind)
-            settled = run > drop
-            for within, counted in ((False, settled or opening), (True, settled and not opening)):
-                if counted:
-                    spent[within, kind][0] += end - previous
-                    spent[within, kind][1] += 1
+            took = end - previous
             previous = end
+            first = kind not in seen
+            seen.add(kind)
+            if i == len(ends) - 1:
+                edges[kind].setdefault("last", []).append(took)
+            elif first and i:
+                edges[kind].setdefault("first", []).append(took)
+            elif not first and run > drop:
+                settled[kind][0] += took
+                settled[kind][1] += 1
 
-    def cost(within: bool) -> float | None:
-        (a_s, a_steps), (t_s, t_steps) = spent[within, 0], spent[within, 1]
-        if not (a_steps and t_steps and a_s > 0 and t_s > 0):
+    def step_s(kind: int, with_edges: bool) -> float | None:
+        spent, steps = settled[kind]
+        if not steps or spent <= 0:
             return None
-        return 1.0 - (t_s / t_steps) / (a_s / a_steps)
+        if not with_edges:
+            return spent / steps
+        per_epoch = sum(statistics.fmean(found) for found in edges[kind].values())
+        return (spent + per_epoch * len(counted)) / (steps + len(edges[kind]) * len(counted))
 
-    return cost(False), cost(True)
+    def cost(with_edges: bool) -> float | None:
+        a, t = step_s(0, with_edges), step_s(1, with_edges)
+        return 1.0 - t / a if a and t else None
+
+    return cost(True), cost(False)
 
 
 def label_of(cost: float | None) -> str:

@@ -55,33 +55,36 @@ def test_an_alternated_epoch_reads_a_whole_pass_and_ends_on_it() -> None:
     assert _truth.pattern(10, 4, 1, endless=True) == [1] * 4 + [0] * 4 + [1] * 2
 
 
-def _alternated_epoch(start: float, kinds: list[int], step: dict[int, float]) -> dict:
-    """An epoch whose steps last `step[kind]`, but 0.3 s for each block's first step and a
-    0.5 s start-up before the first."""
-    ends, now = [], start + 0.5
+def _alternated_epoch(start: float, kinds: list[int]) -> dict:
+    """An epoch of 20 ms steps of the real batch and 10 ms of the held one. Its boundary
+    costs 2 s (on its first step, whichever kind), the real pipeline's start-up 0.5 s (on
+    its first step) and the end of its pass 0.1 s (on the epoch's last step)."""
+    ends, now, seen = [], start, set()
     for i, kind in enumerate(kinds):
-        now += 0.3 if i == 0 or kinds[i - 1] != kind else step[kind]
+        now += {0: 0.02, 1: 0.01}[kind] + (2.0 if i == 0 else 0.0)
+        now += 0.5 if kind == 0 and kind not in seen else 0.0
+        now += 0.1 if i == len(kinds) - 1 else 0.0
+        seen.add(kind)
         ends.append(now)
     return {"start_s": start, "ends_s": ends, "kinds": kinds}
 
 
-def test_the_alternated_truth_leaves_out_block_openings_and_counts_epoch_costs_from_start() -> None:
-    # GIVEN blocks of 4 steps: the real batch's steps 20 ms, the held one's 10 ms, each
-    # block's first step 0.3 s (buffers refilling), and a 0.5 s start-up every epoch
-    kinds = _truth.pattern(16, 4, 0)
-    step = {0: 0.02, 1: 0.01}
+def test_the_alternated_truth_counts_each_kind_s_own_start_and_end_not_the_boundary() -> None:
+    # GIVEN three epochs of 16 real batches in blocks of 3, starting on either kind in turn
     stamps = {
-        "block": 4,
-        "epochs": [_alternated_epoch(10.0 * n, kinds, step) for n in range(3)],
+        "block": 3,
+        "epochs": [_alternated_epoch(10.0 * n, _truth.pattern(16, 3, n % 2)) for n in range(3)],
     }
-    # WHEN the costs are read
+    # WHEN the costs are read (the first epoch left out)
     from_start, within = corpus.alternated_costs(stamps)
-    # THEN within the epoch only settled steps count: 1 - 10 ms / 20 ms
+    # THEN within the epoch: 1 - 10 ms / 20 ms
     assert within == pytest.approx(0.5)
-    # AND from the start the start-up, each kind's first step and the epoch's last count
-    a_time = 0.5 + 0.3 + 11 * 0.02 + 0.02  # steps 1-3 of 4 blocks, the last, the opening
-    t_time = 0.3 + 9 * 0.01  # the held kind's opening block, then steps 1-3 of 3 blocks
-    assert from_start == pytest.approx(1 - (t_time / 10) / (a_time / 13))
+    # AND from the start each epoch adds the real pipeline's start-up and end to its 14
+    # steps (its first where it falls inside the epoch: the epoch's first step holds the
+    # boundary both kinds pay, and is left out), the held batch's first step to its 14
+    real = (2 * 14 * 0.02 + 2 * (0.52 + 0.12)) / (2 * 14 + 2 * 2)
+    held = (2 * 14 * 0.01 + 2 * 0.01) / (2 * 14 + 2)
+    assert from_start == pytest.approx(1 - held / real)
 
 
 def test_the_alternated_truth_is_the_truth_of_record_and_judges_pipediag_again() -> None:
