@@ -212,14 +212,16 @@ def _alternated(ds: Any, steps_per_epoch: int | None, steps_per_call: int) -> An
         )
     else:
         # a fresh iterator each epoch: the counter counts passes, its parity picks the pattern
-        by_parity = tf.constant(cycles, dtype=tf.int64)
+        # and one pick more of `ds`, which it cannot give: the pass ends at its own end of
+        # sequence, as in the plain script, not torn down with work in flight
+        by_parity = tf.constant([cycle + [0] for cycle in cycles], dtype=tf.int64)
         picks = (
             tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
             .map(lambda _: counter.assign_add(1) - 1)
             .flat_map(lambda n: tf.data.Dataset.from_tensor_slices(by_parity[n % 2]))
         )
     held = ds.take(1).cache().repeat()
-    chosen = tf.data.Dataset.choose_from_datasets([ds, held], picks)
+    chosen = tf.data.Dataset.choose_from_datasets([ds, held], picks, stop_on_empty_dataset=True)
     if not endless:
         # fit is told each epoch's steps, as it knows the plain dataset's
         chosen = chosen.apply(tf.data.experimental.assert_cardinality(len(cycles[0])))
