@@ -169,14 +169,15 @@ def alternated_costs(
 
     Within: each block's steps after its first quarter (the real pipeline refills its
     buffers while the held batch trains, and the block after starts on them), leaving out
-    each epoch's first and last steps and each kind's first. From the start, each kind's
-    own start-up and end are added once an epoch: its first step where that falls inside the
-    epoch (an epoch's first step also holds what the epoch boundary costs both kinds, under
-    fit the last iterator's tear-down, and is left out), and its epoch's last step (a loop's
-    end of pass and tear-down; always the real batch's)."""
+    each epoch's first step and each kind's first. From the start, each kind's own start-up
+    and end are added once an epoch: its first step where that falls inside the epoch (an
+    epoch's first step also holds what the epoch boundary costs both kinds, under fit the
+    last iterator's tear-down, and is left out), and a loop's end of pass and tear-down,
+    timed for each kind apart (`closing_s`)."""
     drop = int(stamps.get("block") or 1) // 4
     settled = {kind: [0.0, 0] for kind in (0, 1)}
-    edges: dict[int, dict[str, list[float]]] = {0: {}, 1: {}}
+    openings: dict[int, list[float]] = {0: [], 1: []}
+    closings: dict[int, list[float]] = {0: [], 1: []}
     counted = [e for e in stamps.get("epochs", []) if e.get("ends_s")][skip:]
     for epoch in counted:
         ends, kinds = epoch["ends_s"], epoch["kinds"]
@@ -187,13 +188,13 @@ def alternated_costs(
             previous = end
             first = kind not in seen
             seen.add(kind)
-            if i == len(ends) - 1:
-                edges[kind].setdefault("last", []).append(took)
-            elif first and i:
-                edges[kind].setdefault("first", []).append(took)
+            if first and i:
+                openings[kind].append(took)
             elif not first and run > drop:
                 settled[kind][0] += took
                 settled[kind][1] += 1
+        for kind, took in enumerate(epoch.get("closing_s") or ()):
+            closings[kind].append(took)
 
     def step_s(kind: int, with_edges: bool) -> float | None:
         spent, steps = settled[kind]
@@ -201,8 +202,11 @@ def alternated_costs(
             return None
         if not with_edges:
             return spent / steps
-        per_epoch = sum(statistics.fmean(found) for found in edges[kind].values())
-        return (spent + per_epoch * len(counted)) / (steps + len(edges[kind]) * len(counted))
+        epochs = len(counted)
+        opening = statistics.fmean(openings[kind]) if openings[kind] else 0.0
+        closing = statistics.fmean(closings[kind]) if closings[kind] else 0.0
+        opened = 1 if openings[kind] else 0
+        return (spent + (opening + closing) * epochs) / (steps + opened * epochs)
 
     def cost(with_edges: bool) -> float | None:
         a, t = step_s(0, with_edges), step_s(1, with_edges)

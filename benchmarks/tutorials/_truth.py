@@ -159,10 +159,19 @@ def steps_in(ds: Any) -> int | None:
 
 
 def training_dataset(
-    ds: Any, *, epochs: int = 1, steps_per_epoch: int | None = None, steps_per_call: int = 1
+    ds: Any,
+    *,
+    epochs: int = 1,
+    steps_per_epoch: int | None = None,
+    steps_per_call: int = 1,
+    loop: bool = False,
 ) -> Any:
     """`ds` as the truth's mode wants it; see the module's docstring. A loop that runs
-    `steps_per_call` steps in each call gives its `AT` blocks whole calls."""
+    `steps_per_call` steps in each call gives its `AT` blocks whole calls; a Python loop over
+    a finite `ds` (`loop`, its passes through `epoch()`) gets its `AT` passes from
+    `_LoopPasses`."""
+    if MODE == ALTERNATED and loop and steps_per_epoch is None:
+        return _LoopPasses(ds)
     if MODE == ALTERNATED:
         return _alternated(ds, steps_per_epoch, steps_per_call)
     if MODE == CACHED:
@@ -239,6 +248,51 @@ def _alternated(ds: Any, steps_per_epoch: int | None, steps_per_call: int) -> An
     return chosen
 
 
+class _LoopPasses:
+    """`AT` for a Python loop over a finite `ds`: each pass pulls from two iterators in
+    turn, one over `ds` and one over its held batch, so that each ends on its own as the
+    plain loop's and the held batch's do in whole runs. A pass reads `ds` to its end of
+    sequence; then each iterator is let go and its tear-down timed apart (the epoch's
+    `closing_s`, real then held): TensorFlow's autotuning can make it wait up to a second,
+    more for one pipeline than the other."""
+
+    def __init__(self, ds: Any) -> None:
+        passes = steps_in(ds) or 0
+        block = max(1, passes // BLOCKS_PER_EPOCH)
+        self.ds, self.held = ds, ds.take(1).cache().repeat()
+        self.cycles = [pattern(passes, block, first) for first in (0, 1)]
+        _alternation.update(block=block, endless=False, cycles=self.cycles, passes=0)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._pass(numpy=False)
+
+    def as_numpy_iterator(self) -> Iterator[Any]:
+        return self._pass(numpy=True)
+
+    def _pass(self, *, numpy: bool) -> Iterator[Any]:
+        at = _alternation["passes"]
+        _alternation["passes"] = at + 1
+        _epochs.append({"start_s": time.perf_counter(), "ends_s": [], "at": at})
+        made = [
+            dataset.as_numpy_iterator() if numpy else iter(dataset)
+            for dataset in (self.ds, self.held)
+        ]
+        for i, kind in enumerate(self.cycles[at % 2]):
+            if i:
+                _tick()  # the loop asks for the next batch: its step is done
+            yield next(made[kind])  # a step's time holds its own pull
+        _tick()
+        closing = []
+        for kind in (0, 1):
+            began = time.perf_counter()
+            if kind == 0:
+                for _ in made[0]:  # the real pass's end of sequence, as the plain loop's
+                    pass
+            made[kind] = None  # let go: its tear-down
+            closing.append(time.perf_counter() - began)
+        _epochs[-1]["closing_s"] = closing
+
+
 def callbacks() -> list[Any]:
     """A Keras callback that stamps each epoch's start and each step's end, and one that
     records each step's loss (none if neither is asked for)."""
@@ -285,8 +339,9 @@ def steps_done(steps: int) -> None:
 
 
 def epoch(ds: Iterable[Any]) -> Iterable[Any]:
-    """A custom loop's pass over `ds`, each pull after the first closing the step before it."""
-    if not active():
+    """A custom loop's pass over `ds`, each pull after the first closing the step before it
+    (a pass of `_LoopPasses` stamps its own)."""
+    if not active() or isinstance(ds, _LoopPasses) or _alternation.get("passes") is not None:
         return ds
     return _stamped(ds)
 

@@ -131,7 +131,7 @@ train_accuracy_results = []
 
 num_epochs = args.epochs
 
-ds_train_batch = _truth.training_dataset(ds_train_batch, epochs=num_epochs)
+ds_train_batch = _truth.training_dataset(ds_train_batch, epochs=num_epochs, loop=True)
 for epoch in range(num_epochs):
     epoch_loss_avg = tf.keras.metrics.Mean()
     epoch_accuracy = tf.keras.metrics.SparseCategoricalAccuracy()

@@ -201,7 +201,7 @@ def get_train_batches():
     ds = tf.data.Dataset.from_tensor_slices((train_data["image"], train_data["label"]))
     # You can build up an arbitrary tf.data input pipeline
     ds = ds.batch(batch_size).prefetch(1)
-    ds = _truth.training_dataset(ds, epochs=num_epochs)
+    ds = _truth.training_dataset(ds, epochs=num_epochs, loop=True)
     # tfds.dataset_as_numpy converts the tf.data.Dataset into an iterable of NumPy arrays
     return ds.as_numpy_iterator()
 

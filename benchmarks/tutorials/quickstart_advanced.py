@@ -175,7 +175,7 @@ def test_step(images, labels):
 
 EPOCHS = args.epochs
 
-train_ds = _truth.training_dataset(train_ds, epochs=EPOCHS)
+train_ds = _truth.training_dataset(train_ds, epochs=EPOCHS, loop=True)
 for epoch in range(EPOCHS):
     # Reset the metrics at the start of the next epoch
     train_loss.reset_state()

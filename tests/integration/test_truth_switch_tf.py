@@ -41,7 +41,9 @@ def count(_):
 ds = tf.data.Dataset.range(96).map(count).cache().batch(8)  # 12 batches
 if endless:
     ds = ds.repeat()
-ds = _truth.training_dataset(ds, epochs=3, steps_per_epoch=6 if endless else None)
+ds = _truth.training_dataset(
+    ds, epochs=3, steps_per_epoch=6 if endless else None, loop=style == "loop"
+)
 fed = []
 
 class Fed(keras.callbacks.Callback):
@@ -121,6 +123,9 @@ def test_a_finite_dataset_alternates_by_block_and_reads_one_whole_pass_an_epoch(
     # AND the real dataset's cache filled in the first epoch: its map ran for one pass
     # (and once more for the held batch's own read), never again
     assert fed["reads"] <= 96 + 8
+    # AND a loop's passes end each iterator apart, its end timed
+    if style == "loop":
+        assert all(len(e["closing_s"]) == 2 for e in stamps["epochs"])
 
 
 def test_an_endless_dataset_keeps_fit_s_steps_per_epoch(tmp_path: Path) -> None:

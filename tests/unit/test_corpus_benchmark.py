@@ -58,15 +58,15 @@ def test_an_alternated_epoch_reads_a_whole_pass_and_ends_on_it() -> None:
 def _alternated_epoch(start: float, kinds: list[int]) -> dict:
     """An epoch of 20 ms steps of the real batch and 10 ms of the held one. Its boundary
     costs 2 s (on its first step, whichever kind), the real pipeline's start-up 0.5 s (on
-    its first step) and the end of its pass 0.1 s (on the epoch's last step)."""
+    its first step); its end of pass and tear-down 0.1 s for the real pipeline, 0.04 s for
+    the held batch's."""
     ends, now, seen = [], start, set()
     for i, kind in enumerate(kinds):
         now += {0: 0.02, 1: 0.01}[kind] + (2.0 if i == 0 else 0.0)
         now += 0.5 if kind == 0 and kind not in seen else 0.0
-        now += 0.1 if i == len(kinds) - 1 else 0.0
         seen.add(kind)
         ends.append(now)
-    return {"start_s": start, "ends_s": ends, "kinds": kinds}
+    return {"start_s": start, "ends_s": ends, "kinds": kinds, "closing_s": [0.1, 0.04]}
 
 
 def test_the_alternated_truth_counts_each_kind_s_own_start_and_end_not_the_boundary() -> None:
@@ -79,11 +79,11 @@ def test_the_alternated_truth_counts_each_kind_s_own_start_and_end_not_the_bound
     from_start, within = corpus.alternated_costs(stamps)
     # THEN within the epoch: 1 - 10 ms / 20 ms
     assert within == pytest.approx(0.5)
-    # AND from the start each epoch adds the real pipeline's start-up and end to its 14
-    # steps (its first where it falls inside the epoch: the epoch's first step holds the
-    # boundary both kinds pay, and is left out), the held batch's first step to its 14
-    real = (2 * 14 * 0.02 + 2 * (0.52 + 0.12)) / (2 * 14 + 2 * 2)
-    held = (2 * 14 * 0.01 + 2 * 0.01) / (2 * 14 + 2)
+    # AND from the start each epoch adds each kind's start-up and end to its 15 steps (its
+    # first where it falls inside the epoch: the epoch's first step holds the boundary both
+    # kinds pay, and is left out)
+    real = (2 * 15 * 0.02 + 2 * (0.52 + 0.1)) / (2 * 15 + 2)
+    held = (2 * 14 * 0.01 + 2 * (0.01 + 0.04)) / (2 * 14 + 2)
     assert from_start == pytest.approx(1 - held / real)
 
 
