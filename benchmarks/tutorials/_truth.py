@@ -15,7 +15,8 @@ nothing from the repository). A corpus script calls two things:
     before, so the host's drift falls on both alike (see `pattern`). Every epoch still reads
     one whole pass of `ds` (a `cache()` in it fills as in the plain script) and ends on it,
     with held-batch blocks between; where fit is given its steps per epoch, the epoch keeps
-    them.
+    them. Under fit one dataset chooses between the two; a Python loop over a finite `ds`
+    (`loop=True`) pulls from two iterators in turn, each ended apart (`_LoopPasses`).
 - `callbacks()` added to `fit`'s callbacks, or `epoch(ds)` around a custom loop's
   dataset, so every step's end is stamped on one clock (both are inert when unset); a loop
   that pulls inside a tf.function calls `begin_epoch()` and, after each call,
@@ -32,7 +33,8 @@ loss after every step into FILE (a JSON list) when the process ends, in any mode
 
 The stamps go to the JSON file `PIPEDIAG_TRUTH_OUT` names when the process ends:
 `{"mode", "epochs": [{"start_s", "ends_s": [...]}]}`, and in `AT` each epoch's `kinds` (0
-for `ds`'s batch, 1 for the held one, step by step) and the run's `block`;
+for `ds`'s batch, 1 for the held one, step by step), a loop's `closing_s` (each iterator's
+end of pass and tear-down) and the run's `block`;
 `benchmarks/corpus.py` turns them into rates from each epoch's start and within the epoch.
 """
 
