@@ -98,8 +98,6 @@ class CustomLoopTracker:
         # The resource of the training pass that ended last, held until the next pass starts
         # so that its tear-down is timed there (`_tear_down_ended`).
         self._ended: Any = None
-        # Under the budget: the pass its training blocks pull from.
-        self._serving: weakref.ref[Any] | None = None
         # At the step budget: what answers the loop's pulls until the budget ends the script.
         self._budget: BudgetServer | None = None
         self._diagnosed_elsewhere = False
@@ -315,7 +313,7 @@ class CustomLoopTracker:
         would save afterwards ever sees them.
         """
         last, self._last_batch = self._last_batch, None
-        self._serving = weakref.ref(iterator)
+        self._ended = None  # no pass starts under the budget to time its tear-down
         self.step_calls.stop()
         self._budget = self._session.loop_at_budget(
             CachedBatch(last, self._cached_pull(last, fetch)), self.step_calls.train_step()
@@ -350,18 +348,11 @@ class CustomLoopTracker:
             raise StepBudgetReached
         if batch is not PULL:
             return batch
-        if self._serving is not None and self._serving() is not iterator:
-            # a training block crossed into a new pass: its start is an epoch's, as before
-            # the budget
-            self._epoch += 1
-            self._mark_epoch_start(iterator, self._tear_down_ended())
-        self._serving = weakref.ref(iterator)
         try:
             return fetch(iterator)  # a training block: the loop's own pull
         except Exception:
             if _is_end_of_sequence(sys.exc_info()[1]):
                 budget.pull_ended_an_epoch()
-                self._ended = getattr(iterator, "_iterator_resource", None)
             raise
 
     def _current_dataset(self) -> Any:

@@ -20,7 +20,6 @@ from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass, PipelineB
 from pipediag.session import DiagnosticSession
 from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
-from pipediag.training.budget import PULL
 
 
 class FakeVariable:
@@ -293,55 +292,4 @@ def test_a_loop_s_epoch_start_holds_the_last_pass_s_tear_down(
     assert [(epoch, round(seconds, 3)) for epoch, seconds, _ in starts] == [
         (0, 0.002),
         (1, 0.502),
-    ]
-
-
-class PullingBudget:
-    """A budget whose blocks all pull the loop's own data (`BudgetServer`'s interface)."""
-
-    def __init__(self) -> None:
-        self.epochs_ended = 0
-
-    def next_batch(self) -> object:
-        return PULL
-
-    def pull_ended_an_epoch(self) -> None:
-        self.epochs_ended += 1
-
-    def finish(self) -> None:
-        pass
-
-
-def test_passes_under_the_budget_still_record_their_starts_and_tear_downs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # GIVEN a loop at its step budget whose training blocks cross into a new pass, the last
-    # pass's iterator taking 0.3 s to tear down
-    monkeypatch.setattr(tfdata, "_is_end_of_sequence", lambda exc: isinstance(exc, StopIteration))
-    tracker, session, watch = _tracker()
-    budget = PullingBudget()
-    session.loop_at_budget = lambda cached, step: budget  # type: ignore[attr-defined]
-    monkeypatch.setattr(tracker, "_cached_pull", lambda batch, fetch: None)  # no TensorFlow
-    dataset = FakeDataset()
-    weights = [FakeVariable(3)]
-
-    def train_step() -> None:
-        watch.saw_gradient([weights])
-        weights[0].assign(weights[0].value + 1.0)
-
-    first = FakeIterator(dataset, 20)
-    first._iterator_resource = TornDown(session.clock, 0.3)  # type: ignore[attr-defined]
-    setattr(first, tfdata.MADE_S, 0.002)
-    _loop(tracker, first, 30, train_step, session.clock)  # the budget starts in this pass
-    del first
-    second = FakeIterator(dataset, 5)
-    setattr(second, tfdata.MADE_S, 0.004)
-    _loop(tracker, second, 3, train_step, session.clock)
-
-    # THEN the pass the budget's blocks crossed into is an epoch start, with the tear-down
-    assert budget.epochs_ended == 1
-    starts = session.timeline.epoch_starts
-    assert [(epoch, round(seconds, 3)) for epoch, seconds, _ in starts] == [
-        (0, 0.002),
-        (1, 0.304),
     ]
