@@ -95,9 +95,6 @@ class CustomLoopTracker:
         self._open_step: tuple[float, float] | None = None  # (start, input wait)
         self._epoch = -1
         self._last_batch: Any = None
-        # The resource of the training pass that ended last, held until the next pass starts
-        # so that its tear-down is timed there (`_tear_down_ended`).
-        self._ended: Any = None
         # At the step budget: what answers the loop's pulls until the budget ends the script.
         self._budget: BudgetServer | None = None
         self._diagnosed_elsewhere = False
@@ -124,7 +121,7 @@ class CustomLoopTracker:
             self.step_calls.pull(counted=False)
             self.step_calls.recording = True
             self._epoch += 1
-            self._mark_epoch_start(iterator, self._tear_down_ended())
+            self._mark_epoch_start(iterator)
         elif self._open_step is not None:
             start, wait = self._open_step
             self._open_step = None
@@ -140,32 +137,17 @@ class CustomLoopTracker:
             # would keep the user's dataset alive until the next garbage collection.
             if _is_end_of_sequence(sys.exc_info()[1]):
                 self._open_step = None
-                self._ended = getattr(iterator, "_iterator_resource", None)
             raise
         self._open_step = (now, self._now() - now)
         self._last_batch = batch
         return batch
 
-    def _tear_down_ended(self) -> float:
-        """The last training pass's tear-down, in seconds: its iterator's resource, held
-        since its end, let go here, where nothing else holds it. The loop would have paid it
-        as its pass ended; TensorFlow's autotuning can make it wait up to a second
-        (docs/design.md, "Epoch starts"). 0 where nothing was held."""
-        ended, self._ended = self._ended, None
-        if ended is None:
-            return 0.0
-        began = self._now()
-        del ended  # the last reference, where the loop has dropped its iterator
-        return self._now() - began
-
-    def _mark_epoch_start(self, iterator: Any, torn_down_s: float = 0.0) -> None:
-        """The pass's start-up: the last pass's tear-down and how long `iter()` took to make
-        this one's iterator (docs/design.md, "Epoch starts"), with the pass's length where
-        the dataset knows it."""
+    def _mark_epoch_start(self, iterator: Any) -> None:
+        """The pass's start-up: how long `iter()` took to make its iterator (docs/design.md,
+        "Epoch starts"), with the pass's length where the dataset knows it."""
         made_s = getattr(iterator, MADE_S, None)
         if made_s is None:
             return
-        made_s += torn_down_s
         steps = None
         dataset = getattr(iterator, "_dataset", None)
         try:
@@ -181,7 +163,6 @@ class CustomLoopTracker:
         pulls are no longer timed."""
         self._train_dataset = None
         self._open_step = None
-        self._ended = None
         for judged in self._passes.values():
             if judged.kind == TRAINING:
                 judged.kind = UNTRACKED
@@ -197,7 +178,6 @@ class CustomLoopTracker:
             self._record(judged)
         self._passes.clear()
         self._pass = None
-        self._ended = None
 
     # -- judging passes --------------------------------------------------------------
     def _pass_of(self, iterator: Any) -> _Pass:
@@ -313,7 +293,6 @@ class CustomLoopTracker:
         would save afterwards ever sees them.
         """
         last, self._last_batch = self._last_batch, None
-        self._ended = None  # no pass starts under the budget to time its tear-down
         self.step_calls.stop()
         self._budget = self._session.loop_at_budget(
             CachedBatch(last, self._cached_pull(last, fetch)), self.step_calls.train_step()

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from pipediag.config import RunConfig
-from pipediag.hooks import tfdata
 from pipediag.hooks.pass_origin import pass_origin
 from pipediag.hooks.tfdata import CustomLoopTracker
 from pipediag.hooks.train_evidence import WATCHED_VARIABLES, GradientWatch, changed
@@ -249,47 +248,3 @@ def test_jax_is_read_from_the_script_s_own_names_not_from_what_keras_imported(
     assert not script_uses_jax()
     script.jnp = fake_numpy  # type: ignore[attr-defined]  # the script's `import jax.numpy as jnp`
     assert script_uses_jax()
-
-
-class TornDown:
-    """An iterator's resource whose tear-down takes `seconds` on the fake clock."""
-
-    def __init__(self, clock: FakeClock, seconds: float) -> None:
-        self.clock, self.seconds = clock, seconds
-
-    def __del__(self) -> None:
-        self.clock.advance(self.seconds)
-
-
-def test_a_loop_s_epoch_start_holds_the_last_pass_s_tear_down(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # GIVEN a loop over two passes of a training dataset, whose first pass's iterator takes
-    # 0.5 s to tear down once the loop lets it go, each iterator made in 2 ms
-    monkeypatch.setattr(tfdata, "_is_end_of_sequence", lambda exc: isinstance(exc, StopIteration))
-    tracker, session, watch = _tracker()
-    session.keep_measuring = lambda: True  # type: ignore[method-assign]
-    dataset = FakeDataset()
-    weights = [FakeVariable(3)]
-
-    def train_step() -> None:
-        watch.saw_gradient([weights])
-        weights[0].assign(weights[0].value + 1.0)
-
-    first = FakeIterator(dataset, 6)
-    first._iterator_resource = TornDown(session.clock, 0.5)  # type: ignore[attr-defined]
-    setattr(first, tfdata.MADE_S, 0.002)
-    _loop(tracker, first, 10, train_step, session.clock)
-    ended = session.clock.now()
-    del first  # the loop's `for` lets its iterator go at the pass's end
-    assert session.clock.now() == ended  # pipediag still holds the resource: nothing paid yet
-    second = FakeIterator(dataset, 6)
-    setattr(second, tfdata.MADE_S, 0.002)
-    _loop(tracker, second, 10, train_step, session.clock)
-
-    # THEN the second epoch's start is its iterator's making and the first's tear-down
-    starts = session.timeline.epoch_starts
-    assert [(epoch, round(seconds, 3)) for epoch, seconds, _ in starts] == [
-        (0, 0.002),
-        (1, 0.502),
-    ]
