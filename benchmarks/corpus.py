@@ -174,6 +174,8 @@ def alternated_costs(
     epoch's first step also holds what the epoch boundary costs both kinds, under fit the
     last iterator's tear-down, and is left out), and a loop's end of pass and tear-down,
     timed for each kind apart (`closing_s`)."""
+    if not _alternation_is_whole(stamps):
+        return None, None
     drop = int(stamps.get("block") or 1) // 4
     settled = {kind: [0.0, 0] for kind in (0, 1)}
     openings: dict[int, list[float]] = {0: [], 1: []}
@@ -213,6 +215,22 @@ def alternated_costs(
         return 1.0 - t / a if a and t else None
 
     return cost(True), cost(False)
+
+
+def _alternation_is_whole(stamps: Mapping[str, Any]) -> bool:
+    """Every step's kind is known: where fit kept one iterator, TensorFlow pulled one element
+    a step; where a call ran several steps (their time spread evenly), it ran one kind."""
+    epochs = stamps.get("epochs", [])
+    steps = sum(len(e.get("ends_s", [])) for e in epochs)
+    if "pulls" in stamps and stamps["pulls"] != steps:
+        return False
+    for epoch in epochs:
+        at = 0
+        for size in epoch.get("calls", []):
+            if len(set(epoch["kinds"][at : at + size])) > 1:
+                return False
+            at += size
+    return True
 
 
 def label_of(cost: float | None) -> str:
@@ -372,16 +390,17 @@ def _spread(values: Sequence[float | None]) -> dict[str, float | None]:
 
 
 def truths(case: Mapping[str, Any]) -> tuple[float | None, float | None]:
-    """The truth of record, from epoch start and within: measured in alternation where the
-    case has it, else over whole runs."""
-    for start_key, within_key in (
-        ("alternated_start", "alternated_within"),
-        ("truth_start", "truth_within"),
-    ):
-        start, within = case.get(start_key) or {}, case.get(within_key) or {}
-        if start.get("median") is not None or within.get("median") is not None:
-            return start.get("median"), within.get("median")
-    return None, None
+    """The truth of record, from epoch start and within: each measured in alternation where
+    the case has it, else over whole runs."""
+
+    def of(alternated: str, whole: str) -> float | None:
+        for key in (alternated, whole):
+            found = (case.get(key) or {}).get("median")
+            if found is not None:
+                return float(found)
+        return None
+
+    return of("alternated_start", "truth_start"), of("alternated_within", "truth_within")
 
 
 def rejudge(case: dict[str, Any]) -> None:

@@ -70,7 +70,7 @@ def active() -> bool:
 
 def _begin_epoch() -> None:
     epoch: dict[str, Any] = {"start_s": time.perf_counter(), "ends_s": []}
-    if _alternation:
+    if _alternation and not _alternation.get("by_call"):
         # where the epoch falls: the steps so far, where fit keeps one iterator (its
         # elements are the steps, one each); else TensorFlow's count of passes
         epoch["at"] = (
@@ -91,8 +91,12 @@ def _write() -> None:
     found: dict[str, Any] = {"mode": MODE, "epochs": _epochs}
     if _alternation:
         found["block"] = _alternation["block"]
+        if _alternation.get("endless") and not _alternation.get("by_call"):
+            # every pull is a step where fit keeps one iterator: the analysis checks it
+            found["pulls"] = int(_alternation["counter"].numpy())
         for epoch in _epochs:
-            epoch["kinds"] = _kinds(epoch["at"], len(epoch["ends_s"]))
+            if "at" in epoch and "kinds" not in epoch:
+                epoch["kinds"] = _kinds(epoch["at"], len(epoch["ends_s"]))
     with open(OUT, "w") as out:
         json.dump(found, out)
 
@@ -218,7 +222,17 @@ def _alternated(ds: Any, steps_per_epoch: int | None, steps_per_call: int) -> An
     counter = _alternation["counter"]
     _alternation.update(block=block, endless=endless, cycles=cycles)
 
-    if endless:
+    if endless and steps_per_call > 1:
+        # a loop whose calls run several steps in a tf.function: each call runs one kind,
+        # set before it from Python (`steps_done`)
+        kind_var = tf.Variable(0, dtype=tf.int64, trainable=False)
+        _alternation.update(by_call=True, kind=0, kind_var=kind_var, done=0)
+        picks = (
+            tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
+            .repeat()
+            .map(lambda _: kind_var.read_value())
+        )
+    elif endless:
         # fit keeps one iterator across epochs: the counter counts pulls, and the kinds
         # run through two epochs' patterns; each element is one step
         cycle = tf.constant(cycles[0] + cycles[1], dtype=tf.int64)
@@ -256,6 +270,7 @@ _ASYNC = (
     "_ParallelMapDataset",
     "_ParallelInterleaveDataset",
     "_ParallelBatchDataset",
+    "_MapAndBatchDataset",
 )
 
 
@@ -280,11 +295,15 @@ class _LoopPasses:
     more for one pipeline than the other."""
 
     def __init__(self, ds: Any) -> None:
-        passes = steps_in(ds) or 0
+        passes = steps_in(ds)
+        if not passes:
+            raise SystemExit("AT needs a finite dataset with batches in a loop's pass")
         block = max(1, passes // BLOCKS_PER_EPOCH)
         self.ds, self.held = ds, ds.take(1).cache().repeat()
         self.cycles = [pattern(passes, block, first) for first in (0, 1)]
-        _alternation.update(block=block, endless=False, cycles=self.cycles, passes=0)
+        # a script may build its dataset anew each epoch: the passes count on
+        _alternation.update(block=block, endless=False, cycles=self.cycles)
+        _alternation.setdefault("passes", 0)
 
     def __iter__(self) -> Iterator[Any]:
         return self._pass(numpy=False)
@@ -356,9 +375,25 @@ def steps_done(steps: int) -> None:
     if not active() or not _epochs:
         return
     ends = _epochs[-1]["ends_s"]
+    _epochs[-1].setdefault("calls", []).append(steps)  # `AT` checks no call mixes kinds
     now = time.perf_counter()
     last = ends[-1] if ends else _epochs[-1]["start_s"]
     ends.extend(last + (now - last) * k / steps for k in range(1, steps + 1))
+    if _alternation.get("by_call"):
+        _next_call(steps)
+
+
+def _next_call(steps: int) -> None:
+    """`AT` by call: the call that returned ran its kind; the next runs the kind the pattern
+    gives its first step (the calls' sizes vary: a script may run a call of one step)."""
+    a = _alternation
+    _epochs[-1].setdefault("kinds", []).extend([a["kind"]] * steps)
+    a["done"] += steps
+    cycle = a["cycles"][0] + a["cycles"][1]
+    kind = cycle[a["done"] % len(cycle)]
+    if kind != a["kind"]:
+        a["kind"] = kind
+        a["kind_var"].assign(kind)
 
 
 def epoch(ds: Iterable[Any]) -> Iterable[Any]:

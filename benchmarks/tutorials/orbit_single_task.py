@@ -139,7 +139,10 @@ def main() -> None:
 
     train_ds = iris().batch(32).repeat()
     train_ds = _truth.training_dataset(
-        train_ds, epochs=args.steps // STEPS_PER_LOOP, steps_per_epoch=STEPS_PER_LOOP
+        train_ds,
+        epochs=args.steps // STEPS_PER_LOOP,
+        steps_per_epoch=STEPS_PER_LOOP,
+        steps_per_call=STEPS_PER_LOOP,
     )
     model = tf.keras.Sequential(
         [

@@ -166,7 +166,9 @@ def main() -> None:
             num_parallel_calls=tf.data.AUTOTUNE,
         )
         ds = ds.batch(batch, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
-        return _truth.training_dataset(ds, epochs=args.epochs, steps_per_epoch=epoch_steps)
+        return _truth.training_dataset(
+            ds, epochs=args.epochs, steps_per_epoch=epoch_steps, steps_per_call=STEPS_PER_LOOP
+        )
 
     with strategy.scope():
         model = simclr_model()

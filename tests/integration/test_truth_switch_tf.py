@@ -31,7 +31,7 @@ import keras
 import _truth
 
 style, fed_out = sys.argv[1], sys.argv[2]
-endless = style == "endless"
+endless = style in ("endless", "calls")
 reads = tf.Variable(0, dtype=tf.int64)
 
 def count(_):
@@ -42,7 +42,11 @@ ds = tf.data.Dataset.range(96).map(count).cache().batch(8)  # 12 batches
 if endless:
     ds = ds.repeat()
 ds = _truth.training_dataset(
-    ds, epochs=3, steps_per_epoch=6 if endless else None, loop=style == "loop"
+    ds,
+    epochs=3,
+    steps_per_epoch=6 if endless else None,
+    steps_per_call=3 if style == "calls" else 1,
+    loop=style == "loop",
 )
 fed = []
 
@@ -70,6 +74,22 @@ if style == "loop":
     for epoch in range(3):
         for x, y in _truth.epoch(ds):
             fed.append(float(x[0, 0]))
+elif style == "calls":
+    iterator = iter(ds)
+
+    @tf.function
+    def call(steps):
+        seen = tf.TensorArray(tf.float32, size=steps)
+        for i in tf.range(steps):
+            x, y = next(iterator)
+            seen = seen.write(i, x[0, 0])
+        return seen.stack()
+
+    for epoch in range(3):
+        _truth.begin_epoch()
+        for _ in range(2):
+            fed += [float(v) for v in call(tf.constant(3))]
+            _truth.steps_done(3)
 else:
     model.fit(ds, epochs=3, steps_per_epoch=6 if endless else None, verbose=0,
               callbacks=[Fed(), *_truth.callbacks()])
@@ -128,8 +148,10 @@ def test_a_finite_dataset_alternates_by_block_and_reads_one_whole_pass_an_epoch(
         assert all(len(e["closing_s"]) == 2 for e in stamps["epochs"])
 
 
-def test_an_endless_dataset_keeps_fit_s_steps_per_epoch(tmp_path: Path) -> None:
-    stamps, fed = _run(tmp_path, "endless")
+@pytest.mark.parametrize("style", ["endless", "calls"])
+def test_an_endless_dataset_keeps_fit_s_steps_per_epoch(tmp_path: Path, style: str) -> None:
+    # (under fit, or in a loop whose tf.function runs 3 steps a call, each call one kind)
+    stamps, fed = _run(tmp_path, style)
     kinds = [e["kinds"] for e in stamps["epochs"]]
     assert [len(k) for k in kinds] == [6, 6, 6]
     assert [k for epoch in kinds for k in epoch] == _fed_kinds(stamps, fed["fed"])

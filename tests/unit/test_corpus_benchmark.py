@@ -87,6 +87,28 @@ def test_the_alternated_truth_counts_each_kind_s_own_start_and_end_not_the_bound
     assert from_start == pytest.approx(1 - held / real)
 
 
+def test_the_alternated_truth_refuses_steps_whose_kind_is_not_known() -> None:
+    epochs = [_alternated_epoch(10.0 * n, _truth.pattern(16, 3, n % 2)) for n in range(3)]
+    assert corpus.alternated_costs({"block": 3, "epochs": epochs}) != (None, None)
+    # a call of 4 steps, their time spread evenly, that ran both kinds
+    called = [{**e, "calls": [4] * 8} for e in epochs]
+    assert corpus.alternated_costs({"block": 3, "epochs": called}) == (None, None)
+    # TensorFlow pulled one element more than the steps stamped (a peek before training)
+    steps = sum(len(e["ends_s"]) for e in epochs)
+    pulled = {"block": 3, "epochs": epochs, "pulls": steps + 1}
+    assert corpus.alternated_costs(pulled) == (None, None)
+
+
+def test_each_truth_falls_back_to_the_whole_runs_apart() -> None:
+    case = {
+        "alternated_start": {"median": None},
+        "alternated_within": {"median": 0.02},
+        "truth_start": {"median": 0.3},
+        "truth_within": {"median": 0.25},
+    }
+    assert corpus.truths(case) == (0.3, 0.02)
+
+
 def test_the_alternated_truth_is_the_truth_of_record_and_judges_pipediag_again() -> None:
     # GIVEN a case whose whole runs read 21% (pipediag's compute-bound a false alarm there)
     case = {
