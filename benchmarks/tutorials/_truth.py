@@ -291,8 +291,8 @@ class _LoopPasses:
     turn, one over `ds` and one over its held batch, so that each ends on its own as the
     plain loop's and the held batch's do in whole runs. A pass reads `ds` to its end of
     sequence; then each iterator is let go and its tear-down timed apart (the epoch's
-    `closing_s`, real then held): TensorFlow's autotuning can make it wait up to a second,
-    more for one pipeline than the other."""
+    `closing_s`, real then held): TensorFlow's autotuning can make it wait a second or more,
+    for either."""
 
     def __init__(self, ds: Any) -> None:
         passes = steps_in(ds)
