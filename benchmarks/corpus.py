@@ -30,6 +30,7 @@ or more.
     python benchmarks/corpus.py --scripts time_series --rounds 1
     python benchmarks/corpus.py --truth-only --split held-out
     python benchmarks/corpus.py --alternated-only        # AT alone, into the results' cases
+    python benchmarks/corpus.py --alternated-only --with-pipediag --scripts mixup
     python benchmarks/corpus.py --readme                 # also write the table into the README
 """
 
@@ -460,8 +461,9 @@ def summarise(script: Script, results: Sequence[Round]) -> dict[str, Any]:
 
 
 def add_alternated(cases: list[dict[str, Any]], measured: Sequence[Mapping[str, Any]]) -> None:
-    """The alternated truth of `measured` set on the same scripts' `cases`, their pipediag
-    runs judged again; a script not yet in `cases` joins them."""
+    """The alternated truth of `measured` set on the same scripts' `cases`, with pipediag's
+    runs measured beside it where there are any (else the earlier ones), judged again; a
+    script not yet in `cases` joins them."""
     by_script = {c["script"]: c for c in cases}
     for new in measured:
         case = by_script.get(new["script"])
@@ -471,6 +473,9 @@ def add_alternated(cases: list[dict[str, Any]], measured: Sequence[Mapping[str, 
         case["alternated_start"] = new["alternated_start"]
         case["alternated_within"] = new["alternated_within"]
         case["alternated_measured_at"] = new.get("measured_at")
+        if new.get("diagnoses"):
+            case["diagnoses"] = new["diagnoses"]
+            case["diagnosed_at"] = new.get("measured_at")
         rejudge(case)
 
 
@@ -617,9 +622,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="measure the truth in alternation alone, and set it on the same scripts' cases"
         " in the results file (--json), judging their pipediag runs again",
     )
+    parser.add_argument(
+        "--with-pipediag",
+        action="store_true",
+        help="with --alternated-only: pipediag's runs too, in turn with it, in place of the"
+        " earlier ones",
+    )
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
     sides = [ALTERNATED] if args.alternated_only else []
+    if args.alternated_only and args.with_pipediag:
+        sides.append(DIAGNOSED)
     chosen, cases = each_script(
         args,
         lambda script, work: summarise(

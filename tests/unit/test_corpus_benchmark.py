@@ -136,6 +136,16 @@ def test_the_alternated_truth_is_the_truth_of_record_and_judges_pipediag_again()
     )
     assert case["truth_start"]["median"] == 0.21
     assert case["labels"] == ["compute-bound"]
+    # AND pipediag's runs measured beside a new truth take the earlier ones' place
+    again = {**measured, "diagnoses": [{"label": "balanced", "cost": 0.08}]}
+    corpus.add_alternated(cases, [again])
+    assert case["diagnoses"] == [
+        {"label": "balanced", "cost": 0.08, "right": False, "false_alarm": True, "error": 0.07}
+    ]
+    corpus.add_alternated(cases, [measured | {"diagnoses": []}])
+    assert case["diagnoses"][0]["label"] == "balanced"
+    case["diagnoses"] = [{"label": "compute-bound", "cost": 0.0, "right": True}]
+    corpus.rejudge(case)
     row = corpus.table(
         [{**case, "split": "tune", "style": "loop", "rates_start": {"A": 1, "T": 1, "P": 1}}]
     )
