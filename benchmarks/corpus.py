@@ -653,7 +653,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             case["measured_at"] = measured_at["time"]
         earlier = json.loads(args.json.read_text()) if args.json.exists() else {}
         stamp, settings = earlier.get("stamp"), {**earlier.get("settings", {})}
-        settings["alternated"] = {"rounds": rounds, "stamp": measured_at}
+        settings["alternated"] = {
+            **settings.get("alternated", {}),
+            "rounds": rounds,
+            "stamp": measured_at,
+        }
         measured, cases = cases, [*earlier.get("cases", [])]
         add_alternated(cases, measured)
     publish(
