@@ -53,7 +53,14 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import base_parser, checked, median, run_stamp, write_results
+from benchmarks._common import (
+    base_parser,
+    checked,
+    median,
+    run_stamp,
+    spread_summary,
+    write_results,
+)
 from pipediag.analysis.alternation import observer_logs
 from pipediag.report.io import load_report
 
@@ -381,13 +388,9 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
-def _spread(values: Sequence[float | None]) -> dict[str, float | None]:
-    found = [v for v in values if v is not None]
-    return {
-        "median": median(found) if found else None,
-        "min": min(found) if found else None,
-        "max": max(found) if found else None,
-    }
+def _spread(values: Sequence[float | None]) -> dict[str, float | int | None]:
+    """The rounds' figures as every result file keeps a distribution, the missing left out."""
+    return spread_summary([v for v in values if v is not None])
 
 
 def truths(case: Mapping[str, Any]) -> tuple[float | None, float | None]:
