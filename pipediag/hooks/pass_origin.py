@@ -7,6 +7,7 @@ off the hot path (docs/design.md, "Finding the training").
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from dataclasses import dataclass
@@ -36,9 +37,26 @@ def _package(frame: FrameType) -> str:
 
 def _keras_call(frame: FrameType) -> str:
     """ "TextVectorization.adapt" for a method, "split_dataset" for a function."""
-    owner = frame.f_locals.get("self")
+    owner = _self_of(frame)
     name = frame.f_code.co_name
     return f"{type(owner).__name__}.{name}" if owner is not None else name
+
+
+def _self_of(frame: FrameType) -> object | None:
+    """A method's `self`, read without leaving the frame holding anything.
+
+    Before Python 3.13 `f_locals` is a snapshot the frame keeps until the next one: it would
+    hold fit's iterator of the epoch it was read in, idle, and the next snapshot would free
+    it on whichever thread took it, waiting out autotune's sleep (3.9 s inside stage timing
+    on the data augmentation tutorial; docs/design.md, "Iterator tear-down")."""
+    code = frame.f_code
+    if not code.co_argcount or code.co_varnames[0] != "self":
+        return None
+    snapshot = frame.f_locals
+    owner = snapshot.get("self")
+    if sys.version_info < (3, 13) and code.co_flags & inspect.CO_OPTIMIZED:
+        snapshot.clear()  # a function's snapshot only, never a module's namespace
+    return owner
 
 
 def _line(frame: FrameType) -> str:

@@ -195,6 +195,38 @@ def test_pass_origin_outside_keras_is_the_scripts_line() -> None:
     assert origin.where is not None and origin.where.startswith("test_training_passes.py:")
 
 
+_KERAS_LIKE = """
+import sys
+import weakref
+
+
+class Held:
+    pass
+
+
+class Trainer:
+    def fit(self, origin_of):
+        held = Held()
+        freed = weakref.ref(held)
+        origin = origin_of(sys._getframe())
+        del held
+        return origin, freed() is None
+"""
+
+
+def test_pass_origin_names_the_keras_call_and_holds_none_of_its_locals() -> None:
+    """Reading a Keras method's `self` leaves the frame holding no snapshot of its locals:
+    before Python 3.13 one kept fit's iterator of the epoch it was read in, and the next
+    walk freed it on the main thread, waiting out autotune's sleep (3.9 s inside stage
+    timing)."""
+    keras_like = types.ModuleType("keras.src.stand_in")
+    exec(_KERAS_LIKE, keras_like.__dict__)
+    origin, freed = keras_like.Trainer().fit(pass_origin)
+    assert origin.by == "Trainer.fit"
+    assert origin.where is not None and origin.where.startswith("test_training_passes.py:")
+    assert freed
+
+
 def test_data_pass_words() -> None:
     keras_pass = DataPass(50, KERAS_PASS, "train.py:58", "TextVectorization.adapt")
     assert data_pass_text(keras_pass) == (
