@@ -25,6 +25,7 @@ from pipediag.report.vocabulary import (
     KIND_PARALLEL_FILTER,
     KIND_PARALLEL_INTERLEAVE,
     KIND_PARALLEL_MAP,
+    KIND_PREFETCH,
     KIND_REPEAT,
     KIND_SCAN,
     KIND_SHUFFLE,
@@ -69,6 +70,8 @@ CACHE_POINT_KINDS: frozenset[StageKind] = frozenset(
         KIND_SCAN,
     }
 )
+# Stages that compute nothing of their own: they buffer elements or pass them on.
+NO_OWN_WORK_KINDS: frozenset[str] = frozenset({KIND_PREFETCH, KIND_OPTIONS, "assert-cardinality"})
 # Stages that make a prefix non-deterministic, or unfit to cache (repeat: infinite).
 NOT_CACHEABLE_KINDS: frozenset[StageKind] = frozenset(
     {*SHUFFLE_KINDS, KIND_REPEAT, KIND_CACHE, KIND_SNAPSHOT}

@@ -25,7 +25,12 @@ from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import StageStats
 from pipediag.report.reasons import HELD_ABOVE_STEP_ALONE, Reason
-from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_clearly_under, upstream_of
+from pipediag.report.stage_facts import (
+    NO_OWN_WORK_KINDS,
+    VERIFIED_MIN_GAIN,
+    if_free_clearly_under,
+    upstream_of,
+)
 from pipediag.training.search import TryOne, run, run_on_fit
 
 # A trial with less time than this cannot run its five rounds (`try_on_fit` refuses it).
@@ -237,7 +242,8 @@ def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
 def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) -> int:
     """The bottleneck the jump names: of the stages its hold frees that the held stage
     before it did not, prefix timing's bottleneck where it is one of them (its cost stands
-    clear of noise), else the one that costs most read alone, else the jump stage. Prefix
+    clear of noise), else the one that costs most read alone, else one that computes over
+    one that only passes elements on, else the jump stage. Prefix
     timing alone can put a stage's cost on its neighbour on a busy host; the jump is
     measured on training (docs/design.md, "Stage costs on training")."""
     freed = upstream_of(stages, jump)
@@ -247,5 +253,10 @@ def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) 
     marked = [i for i in freed if stages[i].bottleneck]
     if marked:
         return marked[0]
-    costs = [(stages[i].own_s_per_batch or 0.0, i == jump, i) for i in freed]
-    return max(costs)[2] if costs else jump
+    # Unread alone (stage timing ran out of time), a stage that computes goes before one
+    # that only buffers or passes elements on: holding a prefetch frees the map before it.
+    costs = [
+        (stages[i].own_s_per_batch or 0.0, stages[i].kind not in NO_OWN_WORK_KINDS, i == jump, i)
+        for i in freed
+    ]
+    return max(costs)[3] if costs else jump

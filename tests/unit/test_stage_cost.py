@@ -235,6 +235,22 @@ def test_a_search_ended_before_its_jump_names_what_its_largest_step_freed() -> N
     assert [s.index for s in with_freed(stages, Searched(flat)) if s.bottleneck] == [1]
 
 
+def test_unread_alone_the_jump_names_the_stage_that_computes_not_the_prefetch() -> None:
+    # GIVEN stage timing ran out of time (no stage's own cost), holding the batch gained
+    # nothing and holding the prefetch after a random augmentation map 1.37x
+    stages = [
+        StageStats(0, "source", "GeneratorDataset"),
+        StageStats(1, "batch", "BatchDatasetV2", inputs=[0]),
+        StageStats(2, "parallel-map", "ParallelMapDatasetV2", inputs=[1]),
+        StageStats(3, "prefetch", "PrefetchDataset", inputs=[2]),
+    ]
+    measured: dict[int, Freed | None] = {1: Freed(0.93, 0.9, 1.0), 3: Freed(1.37, 1.3, 1.44)}
+    # THEN the map is named, whether the search found its jump or ended before it
+    for jump in (3, None):
+        updated = with_freed(stages, Searched(measured, jump=jump))
+        assert [s.index for s in updated if s.bottleneck] == [2]
+
+
 def test_an_old_report_without_the_fields_loads_with_none() -> None:
     base = synthetic_cost_report()
     stage = StageStats(0, "source", "RangeDataset", bottleneck=True, batches_per_s=9.0)
