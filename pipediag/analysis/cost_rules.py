@@ -13,26 +13,31 @@ from dataclasses import replace
 from pipediag.analysis.advice_context import (
     Context,
     on_training_gain,
+    stage_cost_text,
     training_gain,
     training_interval,
     training_text,
 )
 from pipediag.analysis.input_cost import python_stages
+from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.report.fixes import FIX_THREAD_CAP
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
     COST_FETCH,
     CostSplit,
+    Gain,
+    StageStats,
     Suggestion,
 )
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.reasons import PIPELINE_NOT_READ, Reason
-from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+from pipediag.report.stage_facts import MAP_KINDS, VERIFIED_MIN_GAIN
 from pipediag.report.vocabulary import (
     CONTENDS_FOR_GIL,
     COST_EPOCH_START,
     FIX,
+    GAIN_HELD,
     KERAS_FIT,
     KIND_SHUFFLE,
     NOTE,
@@ -119,6 +124,11 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         "keeps the cores it needs, or move the preprocessing to other machines "
         "(tf.data service)."
     )
+    costly = next((st for st in ctx.stages if st.bottleneck), None)
+    if costly is not None:
+        text += f" The costliest stage: {stage_cost_text(ctx, costly)}"
+        if costly.stateful and costly.kind in MAP_KINDS:
+            text += " It draws random numbers, so caching it would repeat them every epoch."
     cap = ctx.trial(FIX_THREAD_CAP, None)  # tried on training
     measured = training_gain(ctx, cap) if cap is not None else None
     cap_code = (
@@ -134,16 +144,30 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
             cap_code = ""
     fix = _cost_fix(
         rule_id,
-        "the input pipeline takes the cores the train step needs: make it cheaper",
+        "the input pipeline takes the cores the train step needs: make it cheaper"
+        if costly is None
+        else f"make {_named(costly)}, the costliest stage, cheaper",
         text,
         cap_code
         + "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()",
         split.contention,
     )
+    if costly is not None:
+        fix = replace(fix, stage=stage_name(costly), stage_index=costly.index)
     if measured is None or measured < VERIFIED_MIN_GAIN:
+        # Not the cap: what making the costly stage cheaper can give at most, where holding
+        # it (or the nearest stage after it) in memory measured it on training.
+        bound = stage_bound(ctx, costly) if costly is not None else None
+        if bound is not None and bound[2] == GAIN_HELD:
+            fix = replace(fix, gain=Gain(GAIN_HELD, bound[0]))
         return [fix]
     interval = training_interval(ctx, cap) if cap is not None else None
     return [replace(fix, gain=on_training_gain(measured, interval))]
+
+
+def _named(stats: StageStats) -> str:
+    """A stage as a title names it, with the script's line where it is known."""
+    return f"{stage_name(stats)} at {stats.source}" if stats.source else stage_name(stats)
 
 
 def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Suggestion]:

@@ -274,6 +274,14 @@ def test_the_prescription_reads_the_first_change_and_judges_its_claim() -> None:
     assert rx.claim_holds(1.3, 1.2) is True
     assert rx.claim_holds(1.3, 1.8) is False
     assert rx.claim_holds(None, 1.2) is None
+    # and only a claim for the hand-tuned change is read against its speedup
+    assert rx.judged_change(first, "prefetch-end", 1.2) == {
+        **first,
+        "same_change": True,
+        "claim_holds": True,
+    }
+    assert rx.judged_change(first, "cache", 1.2)["claim_holds"] is None  # type: ignore[index]
+    assert rx.judged_change(None, "cache", 1.2) is None
     # the right call: the tuned change where it is faster, no change where it is not
     assert rx.right_call(True, False, 1.05) == "yes"
     assert rx.right_call(True, False, 0.9) == "no: not faster"

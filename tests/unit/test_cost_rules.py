@@ -110,6 +110,45 @@ def test_a_thread_cap_that_does_not_help_training_is_not_suggested() -> None:
     assert "ds.batch(n).map(f_on_batches)" in contention.code
 
 
+def test_contention_names_the_costliest_stage_with_what_holding_it_gave_training() -> None:
+    # GIVEN contention dominating, a thread cap that did not help, and a random augmentation
+    # map costing nearly all of each batch, whose output held in memory ran training 1.3x
+    base = _with_thread_cap(0.97)
+    assert isinstance(base, type(synthetic_cost_report()))
+    stages = [
+        StageStats(0, "source", "TensorSlice", own_s_per_batch=0.001),
+        StageStats(1, "batch", "BatchDatasetV2", inputs=[0], own_s_per_batch=0.0001),
+        StageStats(
+            2,
+            "parallel-map",
+            "ParallelMapDatasetV2",
+            inputs=[1],
+            function="augment",
+            source="train.py:147",
+            stateful=True,
+            own_s_per_batch=0.019,
+            bottleneck=True,
+        ),
+        StageStats(3, "prefetch", "PrefetchDataset", inputs=[2], training_speedup_if_free=1.3),
+    ]
+    report = dataclasses.replace(base, pipeline=dataclasses.replace(base.pipeline, stages=stages))
+    contention = next(s for s in advise(report) if s.id == "PD012-input-contention")
+    # THEN the change names that stage and line, and its gain is the hold's bound
+    assert (
+        contention.title
+        == "make parallel-map(augment) at train.py:147, the costliest stage, cheaper"
+    )
+    assert (contention.gain.basis, contention.gain.speedup) == ("held", 1.3)
+    assert "It draws random numbers" in contention.evidence
+    # and the answer says so once, as the most it can give
+    from pipediag.renderers.answer import the_change
+
+    words = the_change(dataclasses.replace(report, suggestions=advise(report))).words
+    assert words.endswith(
+        "cheaper: at most 1.30x on your training (measured with its output held in memory)"
+    )
+
+
 def test_contention_beside_python_with_cores_free_gets_the_python_taken_out() -> None:
     # GIVEN contention dominating while 1.2 cores were free, beside a generator source
     base = synthetic_cost_report(wait=0.04, contention=0.40, evidence=CostEvidence(free_cores=1.2))
