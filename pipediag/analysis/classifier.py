@@ -19,6 +19,7 @@ from pipediag.analysis.input_cost import (
     contention_evidence,
     input_cost,
     label_of,
+    not_measurable,
     phases_of,
     rates_of,
 )
@@ -224,6 +225,7 @@ def judge(
     if (
         label != UNCERTAIN
         and measured is not None
+        and not (rates.paired is not None and not_measurable(rates.paired))
         and _too_noisy(measured, high=high, moderate=moderate)
     ):
         label, because = UNCERTAIN, UNCERTAIN_TOO_NOISY
@@ -282,7 +284,9 @@ def _waits_untimed_with_t(train: TrainSection, compute_alone: ComputeAlone | Non
 
 def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) -> bool:
     """A measured cost (its interval above zero) whose interval is wider than
-    `LABEL_MAX_HALF_WIDTH` either side and reaches across a band's edge."""
+    `LABEL_MAX_HALF_WIDTH` either side and reaches across a band's edge. The caller leaves
+    out a cost whose pairs reached zero, whatever a wait or epoch start measured step by
+    step lifts the interval's low end to: the pairs measured no cost above noise."""
     if interval is None or interval[0] <= 0.0:
         return False
     low, top = interval

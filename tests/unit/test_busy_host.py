@@ -5,6 +5,7 @@ Hand-built timelines, rates in alternation and host samples; no TensorFlow.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pytest
@@ -18,6 +19,7 @@ from pipediag.report.model import (
     INPUT_BOUND,
     UNCERTAIN,
     ComputeAlone,
+    EpochStart,
     HostSample,
     HostSection,
     PipelineBenchmark,
@@ -214,6 +216,23 @@ def test_a_cost_too_noisy_for_one_band_is_uncertain_with_the_steps_to_tell() -> 
         "Its 90% interval, over 3 alternating pairs, reaches across a band's edge; the "
         "alternation runs longer with more steps."
     ]
+
+
+def test_pairs_that_reach_zero_are_no_cost_however_an_epoch_start_lifts_the_interval() -> None:
+    # GIVEN the step alone at 9, 10.5 and 12 steps/s against training at 10: pairs whose
+    # interval runs from below zero to over 10%, and each epoch starting 0.15 s late, 1.5%
+    # of an epoch of 100 steps, which lifts the interval's low end above zero
+    train = dataclasses.replace(
+        _train(0.1, 0.001), epoch_starts=[EpochStart(e, 0.15, 100) for e in range(3)]
+    )
+    verdict = judge(train, PIPELINE, compute_alone=_noisy_alternation((9.0, 10.5, 12.0)))
+    low, high = verdict.input_cost_interval or [0.0, 0.0]
+    assert 0.0 < low < 0.05 < high and (high - low) / 2 > 0.05
+    # THEN the pairs measured no cost above noise: compute-bound, not "too noisy to tell",
+    # as where no epoch start lifts it
+    assert verdict.label == COMPUTE_BOUND and verdict.uncertain_because == ""
+    plain = judge(_train(0.1, 0.001), PIPELINE, compute_alone=_noisy_alternation((9.0, 10.5, 12.0)))
+    assert plain.label == COMPUTE_BOUND and (plain.input_cost_interval or [1.0])[0] == 0.0
 
 
 def test_a_wide_interval_inside_one_band_keeps_its_label() -> None:
