@@ -25,7 +25,7 @@ from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import FixTrial, PipelineBenchmark
-from pipediag.report.names import fix_words_at
+from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
 from pipediag.report.reasons import (
     BOUNDED_OUT,
@@ -77,9 +77,7 @@ def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> Reason | Non
     bound = if_free_bound(stages, fix.stage_index)
     if bound is None or not if_free_clearly_under(bound):
         return None
-    return Reason(
-        BOUNDED_OUT, detail=bound.name or bound.kind, value=bound.training_speedup_if_free
-    )
+    return Reason(BOUNDED_OUT, detail=stage_name(bound), value=bound.training_speedup_if_free)
 
 
 def kept_by(freed: Freed | None) -> bool:
