@@ -285,8 +285,9 @@ def _waits_untimed_with_t(train: TrainSection, compute_alone: ComputeAlone | Non
 def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) -> bool:
     """A measured cost (its interval above zero) whose interval is wider than
     `LABEL_MAX_HALF_WIDTH` either side and reaches across a band's edge. The caller leaves
-    out a cost whose pairs reached zero, whatever a wait or epoch start measured step by
-    step lifts the interval's low end to: the pairs measured no cost above noise."""
+    out a cost whose pairs reached zero: they measured no cost above noise, whatever an epoch
+    start or a material wait, measured step by step, lifts the low end to (the label is then
+    that of those parts)."""
     if interval is None or interval[0] <= 0.0:
         return False
     low, top = interval

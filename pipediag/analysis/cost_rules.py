@@ -32,7 +32,7 @@ from pipediag.report.model import (
 )
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.reasons import PIPELINE_NOT_READ, Reason
-from pipediag.report.stage_facts import MAP_KINDS, VERIFIED_MIN_GAIN
+from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.vocabulary import (
     CONTENDS_FOR_GIL,
     COST_EPOCH_START,
@@ -124,11 +124,6 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         "keeps the cores it needs, or move the preprocessing to other machines "
         "(tf.data service)."
     )
-    costly = next((st for st in ctx.stages if st.bottleneck), None)
-    if costly is not None:
-        text += f" The costliest stage: {stage_cost_text(ctx, costly)}"
-        if costly.stateful and costly.kind in MAP_KINDS:
-            text += " It draws random numbers, so caching it would repeat them every epoch."
     cap = ctx.trial(FIX_THREAD_CAP, None)  # tried on training
     measured = training_gain(ctx, cap) if cap is not None else None
     cap_code = (
@@ -142,27 +137,29 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         if measured < VERIFIED_MIN_GAIN:
             text += " Not the way here: the pipeline's CPU per batch must go down."
             cap_code = ""
-    fix = _cost_fix(
-        rule_id,
-        "the input pipeline takes the cores the train step needs: make it cheaper"
-        if costly is None
-        else f"make {_named(costly)}, the costliest stage, cheaper",
-        text,
+    code = (
         cap_code
-        + "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()",
-        split.contention,
+        + "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()"
     )
-    if costly is not None:
-        fix = replace(fix, stage=stage_name(costly), stage_index=costly.index)
-    if measured is None or measured < VERIFIED_MIN_GAIN:
-        # Not the cap: what making the costly stage cheaper can give at most, where holding
-        # it (or the nearest stage after it) in memory measured it on training.
-        bound = stage_bound(ctx, costly) if costly is not None else None
-        if bound is not None and bound[2] == GAIN_HELD:
-            fix = replace(fix, gain=Gain(GAIN_HELD, bound[0]))
-        return [fix]
-    interval = training_interval(ctx, cap) if cap is not None else None
-    return [replace(fix, gain=on_training_gain(measured, interval))]
+    title = "the input pipeline takes the cores the train step needs: make it cheaper"
+    if measured is not None and measured >= VERIFIED_MIN_GAIN:
+        fix = _cost_fix(rule_id, title, text, code, split.contention)
+        interval = training_interval(ctx, cap) if cap is not None else None
+        return [replace(fix, gain=on_training_gain(measured, interval))]
+    # The cap is not the way: the stage that costs most is, with what holding it (or the
+    # nearest stage after it) in memory gave training: the most a cheaper stage can give.
+    costly = next((st for st in ctx.stages if st.bottleneck), None)
+    if costly is None:
+        return [_cost_fix(rule_id, title, text, code, split.contention)]
+    text += f" Make it cheaper where it costs: {stage_cost_text(ctx, costly)}"
+    if costly.random:
+        text += " It draws random numbers, so a cache would repeat them every epoch."
+    bound = stage_bound(ctx, costly)
+    held = bound is not None and bound[2] == GAIN_HELD and bound[0] >= VERIFIED_MIN_GAIN
+    if bound is not None and held:
+        text += f" {bound[1].capitalize()} ran training {bound[0]:.2f}x faster: the most it gives."
+    fix = _cost_fix(rule_id, f"make {_named(costly)} cheaper", text, code, split.contention)
+    return [replace(fix, gain=Gain(GAIN_HELD, bound[0])) if bound is not None and held else fix]
 
 
 def _named(stats: StageStats) -> str:

@@ -55,7 +55,9 @@ def _self_of(frame: FrameType) -> object | None:
     snapshot = frame.f_locals
     owner = snapshot.get("self")
     if sys.version_info < (3, 13) and code.co_flags & inspect.CO_OPTIMIZED:
-        snapshot.clear()  # a function's snapshot only, never a module's namespace
+        # A function's snapshot only, never a module's namespace. It is also what `locals()`
+        # returned to the function itself; no Keras method that starts a pass keeps one.
+        snapshot.clear()
     return owner
 
 

@@ -71,7 +71,19 @@ CACHE_POINT_KINDS: frozenset[StageKind] = frozenset(
     }
 )
 # Stages that compute nothing of their own: they buffer elements or pass them on.
-NO_OWN_WORK_KINDS: frozenset[str] = frozenset({KIND_PREFETCH, KIND_OPTIONS, "assert-cardinality"})
+NO_OWN_WORK_KINDS: frozenset[str] = frozenset(
+    {
+        KIND_PREFETCH,
+        KIND_OPTIONS,
+        KIND_REPEAT,
+        "assert-cardinality",
+        "ignore-errors",
+        "shard",
+        "skip",
+        "take",
+        "take-while",
+    }
+)
 # Stages that make a prefix non-deterministic, or unfit to cache (repeat: infinite).
 NOT_CACHEABLE_KINDS: frozenset[StageKind] = frozenset(
     {*SHUFFLE_KINDS, KIND_REPEAT, KIND_CACHE, KIND_SNAPSHOT}

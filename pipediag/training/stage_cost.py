@@ -242,8 +242,9 @@ def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
 def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) -> int:
     """The bottleneck the jump names: of the stages its hold frees that the held stage
     before it did not, prefix timing's bottleneck where it is one of them (its cost stands
-    clear of noise), else the one that costs most read alone, else one that computes over
-    one that only passes elements on, else the jump stage. Prefix
+    clear of noise), else the one that costs most read alone, else one that runs the
+    script's function, else one that computes over one that only passes elements on, else
+    the jump stage. Prefix
     timing alone can put a stage's cost on its neighbour on a busy host; the jump is
     measured on training (docs/design.md, "Stage costs on training")."""
     freed = upstream_of(stages, jump)
@@ -253,10 +254,17 @@ def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) 
     marked = [i for i in freed if stages[i].bottleneck]
     if marked:
         return marked[0]
-    # Unread alone (stage timing ran out of time), a stage that computes goes before one
-    # that only buffers or passes elements on: holding a prefetch frees the map before it.
+    # Unread alone (stage timing ran out of time), a stage that runs the script's function
+    # goes first, then one that computes, before one that only buffers or passes elements
+    # on: holding a prefetch frees the map before it.
     costs = [
-        (stages[i].own_s_per_batch or 0.0, stages[i].kind not in NO_OWN_WORK_KINDS, i == jump, i)
+        (
+            stages[i].own_s_per_batch or 0.0,
+            stages[i].function is not None,
+            stages[i].kind not in NO_OWN_WORK_KINDS,
+            i == jump,
+            i,
+        )
         for i in freed
     ]
-    return max(costs)[3] if costs else jump
+    return max(costs)[-1] if costs else jump

@@ -7,8 +7,9 @@ import dataclasses
 import pytest
 
 from pipediag.analysis.advisor import advise
+from pipediag.renderers.answer import the_change
 from pipediag.renderers.text import render_text
-from pipediag.report.model import StageStats, TrialFacts
+from pipediag.report.model import Report, StageStats, TrialFacts
 from pipediag.report.reasons import DEEP_SKIPPED, Reason
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
 from pipediag.testing import CostEvidence, synthetic_cost_report
@@ -110,11 +111,11 @@ def test_a_thread_cap_that_does_not_help_training_is_not_suggested() -> None:
     assert "ds.batch(n).map(f_on_batches)" in contention.code
 
 
-def test_contention_names_the_costliest_stage_with_what_holding_it_gave_training() -> None:
-    # GIVEN contention dominating, a thread cap that did not help, and a random augmentation
-    # map costing nearly all of each batch, whose output held in memory ran training 1.3x
-    base = _with_thread_cap(0.97)
-    assert isinstance(base, type(synthetic_cost_report()))
+def _with_augmentation_map(cap_gain: float, held: float) -> Report:
+    """Contention, the thread cap at `cap_gain` on training, and a random augmentation map
+    costing nearly all of each batch, the prefetch after it held in memory at `held`."""
+    base = _with_thread_cap(cap_gain)
+    assert isinstance(base, Report)
     stages = [
         StageStats(0, "source", "TensorSlice", own_s_per_batch=0.001),
         StageStats(1, "batch", "BatchDatasetV2", inputs=[0], own_s_per_batch=0.0001),
@@ -125,28 +126,42 @@ def test_contention_names_the_costliest_stage_with_what_holding_it_gave_training
             inputs=[1],
             function="augment",
             source="train.py:147",
-            stateful=True,
+            random=True,
             own_s_per_batch=0.019,
             bottleneck=True,
         ),
-        StageStats(3, "prefetch", "PrefetchDataset", inputs=[2], training_speedup_if_free=1.3),
+        StageStats(3, "prefetch", "PrefetchDataset", inputs=[2], training_speedup_if_free=held),
     ]
-    report = dataclasses.replace(base, pipeline=dataclasses.replace(base.pipeline, stages=stages))
+    return dataclasses.replace(base, pipeline=dataclasses.replace(base.pipeline, stages=stages))
+
+
+def test_contention_names_the_costliest_stage_with_what_holding_it_gave_training() -> None:
+    # GIVEN contention dominating, a thread cap that did not help, and a random augmentation
+    # map costing nearly all of each batch, the prefetch after it held in memory at 1.3x
+    report = _with_augmentation_map(0.97, 1.3)
     contention = next(s for s in advise(report) if s.id == "PD012-input-contention")
     # THEN the change names that stage and line, and its gain is the hold's bound
-    assert (
-        contention.title
-        == "make parallel-map(augment) at train.py:147, the costliest stage, cheaper"
-    )
+    assert contention.title == "make parallel-map(augment) at train.py:147 cheaper"
     assert (contention.gain.basis, contention.gain.speedup) == ("held", 1.3)
     assert "It draws random numbers" in contention.evidence
+    assert "Holding prefetch in memory ran training 1.30x faster" in contention.evidence
+    assert contention.stage is None  # one suggestion to compare, whichever stage it names
     # and the answer says so once, as the most it can give
-    from pipediag.renderers.answer import the_change
-
     words = the_change(dataclasses.replace(report, suggestions=advise(report))).words
-    assert words.endswith(
-        "cheaper: at most 1.30x on your training (measured with its output held in memory)"
+    assert words == (
+        "make parallel-map(augment) at train.py:147 cheaper: at most 1.30x on your training "
+        "(measured with its output held in memory)"
     )
+    # a hold under the worth-it 1.05x is no gain to show
+    under = next(
+        s for s in advise(_with_augmentation_map(0.97, 1.02)) if s.id == "PD012-input-contention"
+    )
+    assert under.gain.speedup is None and "ran training" not in under.evidence
+    # and where the cap helped, the cap is the change, with its own gain
+    capped = next(
+        s for s in advise(_with_augmentation_map(1.25, 1.3)) if s.id == "PD012-input-contention"
+    )
+    assert "make it cheaper" in capped.title and capped.gain.on(GAIN_ON_TRAINING) == 1.25
 
 
 def test_contention_beside_python_with_cores_free_gets_the_python_taken_out() -> None:

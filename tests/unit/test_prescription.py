@@ -283,7 +283,11 @@ def test_a_fixed_rate_above_the_step_alone_is_taken_at_the_step_alone() -> None:
 
 def _stage(index: int, if_free: float | None, kind: str = "map") -> StageStats:
     return StageStats(
-        index=index, kind=kind, name=f"{kind}{index}", training_speedup_if_free=if_free
+        index=index,
+        kind=kind,
+        name=f"{kind.title()}Dataset",
+        function=f"f{index}",
+        training_speedup_if_free=if_free,
     )
 
 
@@ -292,7 +296,7 @@ def test_a_rewrite_is_bounded_by_the_nearest_held_stage_at_or_after_it() -> None
     stages = [_stage(0, 1.0, "source"), _stage(1, None), _stage(2, 1.01), _stage(3, 3.0)]
     # THEN a rewrite of the unheld map is bounded by the batch after it: not tried
     reason = bounded_out(_fix("parallel-map", 1), stages)
-    assert reason == Reason(BOUNDED_OUT, detail="map2", value=1.01)
+    assert reason == Reason(BOUNDED_OUT, detail="map(f2)", value=1.01)
     assert "gained training only 1.01x" in reason_words(reason)
     # and one of the end (or the options) by the output stage's 3x: tried
     assert bounded_out(_fix("prefetch-end", 3), stages) is None

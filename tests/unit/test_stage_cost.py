@@ -241,14 +241,21 @@ def test_unread_alone_the_jump_names_the_stage_that_computes_not_the_prefetch() 
     stages = [
         StageStats(0, "source", "GeneratorDataset"),
         StageStats(1, "batch", "BatchDatasetV2", inputs=[0]),
-        StageStats(2, "parallel-map", "ParallelMapDatasetV2", inputs=[1]),
-        StageStats(3, "prefetch", "PrefetchDataset", inputs=[2]),
+        StageStats(2, "parallel-map", "ParallelMapDatasetV2", inputs=[1], function="augment"),
+        StageStats(3, "batch", "BatchDatasetV2", inputs=[2]),
+        StageStats(4, "repeat", "RepeatDataset", inputs=[3]),
+        StageStats(5, "prefetch", "PrefetchDataset", inputs=[4]),
     ]
-    measured: dict[int, Freed | None] = {1: Freed(0.93, 0.9, 1.0), 3: Freed(1.37, 1.3, 1.44)}
-    # THEN the map is named, whether the search found its jump or ended before it
-    for jump in (3, None):
+    measured: dict[int, Freed | None] = {1: Freed(0.93, 0.9, 1.0), 5: Freed(1.37, 1.3, 1.44)}
+    # THEN the map is named, over the batch, repeat and prefetch after it, whether the
+    # search found its jump or ended before it
+    for jump in (5, None):
         updated = with_freed(stages, Searched(measured, jump=jump))
         assert [s.index for s in updated if s.bottleneck] == [2]
+    # and with no function to run anywhere, a stage that computes goes before a repeat
+    plain = [dataclasses.replace(s, function=None) for s in stages]
+    updated = with_freed(plain, Searched(measured, jump=5))
+    assert [s.index for s in updated if s.bottleneck] == [3]
 
 
 def test_an_old_report_without_the_fields_loads_with_none() -> None:
