@@ -22,7 +22,6 @@ from pipediag.fleet.model import (
     Straggler,
     WorkerRow,
 )
-from pipediag.renderers.verdict_words import verdict_line
 from pipediag.report.model import Report
 from pipediag.report.reasons import NONE_STANDS_OUT, ONE_WORKER, TOO_FEW_TIMED_WORKERS, Reason
 
@@ -89,7 +88,6 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
         task_index=report.task.index if report.task else None,
         script=report.script,
         verdict=verdict.label,
-        headline=verdict_line(verdict, report.pipeline.batches_per_s, report.train),
         measured_steps=report.train.measured_steps,
         input_cost_fraction=verdict.input_cost_fraction,
         input_wait_fraction=wait,

@@ -39,7 +39,6 @@ class WorkerRow:
     task_index: int | None = None
     script: str = ""
     verdict: str = "unknown"
-    headline: str = ""
     measured_steps: int = 0
     input_cost_fraction: float | None = None
     input_wait_fraction: float | None = None
