@@ -235,13 +235,17 @@ def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats
     options or the end): that stage itself where it was held, else the nearest held stage
     after it, since holding a stage frees every stage before it and along a chain the
     speedup only grows toward the output (docs/design.md, "Stage costs on training").
-    None where no stage at or after it was held."""
-    last = max((s.index for s in stages), default=0)
-    at = last if index is None else index
+    None where no stage at or after it was held. "After" is downstream, reading it: in a zip
+    a later index on the other branch holds nothing of it."""
+    if index is None:
+        last = max((s.index for s in stages), default=0)
+        reach = {s.index for s in stages if s.index >= last}
+    else:
+        reach = {index} | downstream_of(stages, index)
     held = [
         s
         for s in stages
-        if s.training_speedup_if_free is not None and s.kind != KIND_OPTIONS and s.index >= at
+        if s.training_speedup_if_free is not None and s.kind != KIND_OPTIONS and s.index in reach
     ]
     return min(held, key=lambda s: s.index, default=None)
 

@@ -288,7 +288,28 @@ def _stage(index: int, if_free: float | None, kind: str = "map") -> StageStats:
         name=f"{kind.title()}Dataset",
         function=f"f{index}",
         training_speedup_if_free=if_free,
+        inputs=[index - 1] if index else [],  # a chain
     )
+
+
+def test_a_stage_is_bounded_by_a_hold_downstream_of_it_not_by_the_other_branch_of_a_zip() -> None:
+    from pipediag.report.stage_facts import if_free_bound
+
+    # GIVEN a zip of two branches, the second branch's map held at 1.0x, the zip at 3x
+    stages = [
+        _stage(0, None, "source"),
+        _stage(1, None),
+        _stage(2, None, "source"),
+        _stage(3, 1.0),
+        dataclasses.replace(_stage(4, 3.0, "zip"), inputs=[1, 3]),
+    ]
+    stages[2] = dataclasses.replace(stages[2], inputs=[])
+    # THEN the first branch's map is bounded by the zip, which reads it, not by the map
+    # with a later index on the other branch
+    bound = if_free_bound(stages, 1)
+    assert bound is not None and bound.index == 4
+    assert (if_free_bound(stages, 3) or stages[0]).index == 3
+    assert (if_free_bound(stages, None) or stages[0]).index == 4
 
 
 def test_a_rewrite_is_bounded_by_the_nearest_held_stage_at_or_after_it() -> None:
