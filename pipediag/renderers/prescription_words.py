@@ -45,12 +45,14 @@ AT_STEP_ALONE = " (at the train step alone's rate: it fed training faster)"
 
 
 def together_text(prescription: Prescription, timed: str = "the train function") -> str:
-    """ "together 2.10x (1.90-2.31x) over your pipeline", or why there is no figure."""
+    """ "together 2.10x (1.90-2.31x) over your pipeline", or why there is no figure: "kept:
+    none", not "the pipeline pipediag would write: none", which read as no change at all
+    beside a change measured another way (a cache's gain from its stage's hold)."""
     kept = prescription.kept
     value, low, high = prescription.shown
     if value is None:
         why = reason_words(prescription.reason) if prescription.reason else "nothing kept"
-        return f"pipeline pipediag would write: none ({why})"
+        return f"rewrites kept: none ({why})"
     what = "the kept rewrite" if len(kept) == 1 else f"the {len(kept)} kept rewrites together"
     raw = _raw_note(prescription.training_speedup, value, timed)
     figure = _figure(value, low, high)
