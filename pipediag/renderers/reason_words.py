@@ -258,6 +258,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     ),
     r.TOO_FEW_ROUNDS: "too few rounds to tell",
     r.UNDER_WORTH_IT: "under the worth-it {limit:.2f}x",
+    r.SLOWER: "slower",
     r.INTERVAL_REACHES_ONE: "its interval reaches 1",
     r.BOUNDED_OUT: (
         "holding {detail} in memory gained training only {value:.2f}x: no rewrite up to it "

@@ -144,6 +144,7 @@ ReasonCode = Literal[
     "covered-by-cache",
     "too-few-rounds",
     "under-worth-it",
+    "slower",
     "interval-reaches-one",
     "bounded-out",
     # the fleet of a multi-worker job
@@ -329,6 +330,7 @@ FELL_BACK: Final = "fell-back"  # detail: the first rewrite, as the report names
 COVERED_BY_CACHE: Final = "covered-by-cache"  # detail: the stage the kept cache follows
 TOO_FEW_ROUNDS: Final = "too-few-rounds"
 UNDER_WORTH_IT: Final = "under-worth-it"  # limit: the worth-it gain
+SLOWER: Final = "slower"  # its whole interval under 1
 INTERVAL_REACHES_ONE: Final = "interval-reaches-one"
 BOUNDED_OUT: Final = "bounded-out"  # detail: the held stage; value: its gain held
 

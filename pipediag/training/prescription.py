@@ -36,6 +36,7 @@ from pipediag.report.reasons import (
     NO_REWRITE_TRIED,
     NOT_BUILT,
     NOT_BUILT_ON_TOP,
+    SLOWER,
     TOO_FEW_ROUNDS,
     TOO_FEW_STEPS,
     TRAINING_OUT_OF_TIME,
@@ -431,6 +432,8 @@ def _not_kept(freed: Freed | None) -> Reason:
         return Reason(TOO_FEW_STEPS)
     if freed.low is None:
         return Reason(TOO_FEW_ROUNDS)
+    if freed.high is not None and freed.high < 1.0:
+        return Reason(SLOWER)  # not "under the worth-it 1.05x": 0.71x (0.64-0.78x) is a loss
     if freed.speedup < VERIFIED_MIN_GAIN:
         return Reason(UNDER_WORTH_IT, limit=VERIFIED_MIN_GAIN)
     return Reason(INTERVAL_REACHES_ONE)

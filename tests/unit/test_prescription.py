@@ -19,6 +19,7 @@ from pipediag.report.reasons import (
     BOUNDED_OUT,
     FELL_BACK,
     NO_REWRITE_HELPED,
+    SLOWER,
     UNDER_WORTH_IT,
     Reason,
 )
@@ -279,6 +280,18 @@ def test_a_fixed_rate_above_the_step_alone_is_taken_at_the_step_alone() -> None:
     # and a variant within the ceiling is left as measured
     assert at_ceiling(Freed(1.5, 1.4, 1.6, 150.0), 200.0) == Freed(1.5, 1.4, 1.6, 150.0)
     assert "(at the train step alone's rate: it fed training faster)" in together_text(prescription)
+
+
+def test_a_rewrite_clearly_slower_on_training_is_said_to_be_slower() -> None:
+    # GIVEN a parallel map measured 0.71x on training, its interval well under 1
+    clock = FakeClock()
+    trainer = _Trainer(clock, {"parallel-map": 0.71})
+    trials = _search(trainer, [_fix("parallel-map", 1)])
+    run_search(trials, trainer.try_one)
+    tried = trials.prescription().tried[0]
+    # THEN it is not kept because it is slower, not because it is under the worth-it 1.05x
+    assert not tried.kept and tried.reason == Reason(SLOWER)
+    assert reason_words(tried.reason) == "slower"
 
 
 def _stage(index: int, if_free: float | None, kind: str = "map") -> StageStats:
