@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pipediag.renderers.numbers import speedup
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.names import stage_name
+from pipediag.report.stage_facts import upstream_of
 from pipediag.report.stages import StageStats
 
 # Beside a stage's bar: what holding it measured, and the mark of the jump stage.
@@ -27,10 +28,16 @@ def held_stage(stages: Sequence[StageStats]) -> StageStats | None:
 
 
 def costliest_stage(stages: Sequence[StageStats]) -> StageStats | None:
-    """The stage whose cost training pays: the jump measured on training where there is
-    one, else the one that costs most read alone (prefix timing's bottleneck)."""
+    """The stage whose cost training pays: the bottleneck, which the jump measured on
+    training names where there is one (`training/stage_cost.py::bottleneck_at_jump`), else
+    prefix timing's; else the jump stage itself. Not the jump stage first: a jump at a zip
+    or a prefetch, which only passes elements on, read "slowest stage zip ... adds 0.0 ms
+    per batch" beside advice that named the stage before it."""
+    marked = next((s for s in stages if s.bottleneck), None)
     jump = next((s for s in stages if s.training_cost_jump), None)
-    return jump or next((s for s in stages if s.bottleneck), None)
+    if jump is None or (marked is not None and marked.index in upstream_of(stages, jump.index)):
+        return marked or jump
+    return jump  # a mark the jump's hold does not free is prefix timing's, not the jump's
 
 
 def if_free_text(stats: StageStats) -> str:

@@ -183,8 +183,8 @@ def _deep_skipped(report: Report) -> str:
 def _slowest_stage(report: Report) -> str:
     if report.verdict.label == COMPUTE_BOUND:
         return ""  # when the model sets the rate, the pipeline's slowest stage is no news
-    # The jump measured on training names the stage where there is one (docs/design.md,
-    # "Stage costs on training"); prefix timing's bottleneck otherwise.
+    # The bottleneck, which the jump measured on training names where there is one
+    # (docs/design.md, "Stage costs on training"), beside the hold that measured it.
     stage = costliest_stage(report.pipeline.stages)
     held = held_stage(report.pipeline.stages)
     alone = _stage_alone(stage) if stage is not None else ""

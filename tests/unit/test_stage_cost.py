@@ -258,6 +258,28 @@ def test_unread_alone_the_jump_names_the_stage_that_computes_not_the_prefetch() 
     assert [s.index for s in updated if s.bottleneck] == [3]
 
 
+def test_the_stage_named_is_the_bottleneck_the_jump_frees_not_the_zip_it_was_held_at() -> None:
+    from pipediag.renderers.stage_cost_words import costliest_stage
+
+    # GIVEN holds that jumped at a zip, which only pairs its inputs, and the bottleneck the
+    # jump named among the stages its hold frees: the map before it
+    stages = [
+        StageStats(0, "source", "RangeDataset", own_s_per_batch=0.0001),
+        StageStats(1, "parallel-map", "ParallelMapDatasetV2", inputs=[0], own_s_per_batch=0.002),
+        StageStats(2, "source", "RangeDataset", own_s_per_batch=0.0001),
+        StageStats(3, "zip", "ZipDataset", inputs=[1, 2], own_s_per_batch=0.0),
+        StageStats(4, "prefetch", "PrefetchDataset", inputs=[3]),
+    ]
+    updated = with_freed(stages, Searched({3: Freed(1.8, 1.4, 2.3)}, jump=3))
+    # THEN the map is named, and the summary's line gives the zip's hold beside it
+    named = costliest_stage(updated)
+    assert named is not None and named.index == 1
+    base = synthetic_cost_report()
+    report = dataclasses.replace(base, pipeline=dataclasses.replace(base.pipeline, stages=updated))
+    line = next(x for x in render_text(report).splitlines() if x.strip().startswith("Slowest"))
+    assert "parallel-map" in line.split(";")[0] and "holding zip in memory" in line
+
+
 def test_an_old_report_without_the_fields_loads_with_none() -> None:
     base = synthetic_cost_report()
     stage = StageStats(0, "source", "RangeDataset", bottleneck=True, batches_per_s=9.0)

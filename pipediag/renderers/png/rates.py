@@ -77,8 +77,8 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     # bottleneck (and on a cached pipeline its rate is the first, filling pass): it is
     # named, not painted as the input problem.
     input_problem = report.verdict.label != COMPUTE_BOUND
-    # The stage training pays for: the jump measured on training where there is one, else
-    # the costliest read alone (docs/design.md, "Stage costs on training").
+    # The stage training pays for: the bottleneck, which the jump measured on training
+    # names where there is one (docs/design.md, "Stage costs on training").
     costliest = costliest_stage(report.pipeline.stages)
     marked_index = costliest.index if costliest is not None else None
     colours = [
