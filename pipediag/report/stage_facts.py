@@ -238,8 +238,7 @@ def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats
     None where no stage at or after it was held. "After" is downstream, reading it: in a zip
     a later index on the other branch holds nothing of it."""
     if index is None:
-        last = max((s.index for s in stages), default=0)
-        reach = {s.index for s in stages if s.index >= last}
+        reach = {max((s.index for s in stages), default=0)}
     else:
         reach = {index} | downstream_of(stages, index)
     held = [
