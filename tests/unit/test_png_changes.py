@@ -47,7 +47,7 @@ from pipediag.report.model_side import (
     ModelTrial,
     TopOp,
 )
-from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
 from pipediag.report.reasons import (
     DEEP_SKIPPED,
     INTERVAL_REACHES_ONE,
@@ -282,6 +282,33 @@ def test_a_long_list_keeps_its_heading_and_conclusion_and_says_what_it_left_out(
     (more,) = [line for line in lines if line.gid == "more-in-text"]
     shown = sum(1 for line in lines if line.gid == "list-line")
     assert more.text.endswith(f"{12 + 1 - shown} more lines in the text summary")
+
+
+def test_the_pipeline_pipediag_would_write_as_the_change_is_said_once() -> None:
+    # GIVEN the kept parallel map, with its code, and the same rewrite as a fix of its own
+    base = _rewrites_report()
+    assert base.pipeline.prescription is not None
+    prescription = dataclasses.replace(
+        base.pipeline.prescription,
+        code=[
+            CodeLine(
+                "ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)", None, FIX_PARALLEL_MAP
+            )
+        ],
+    )
+    fix = dataclasses.replace(base.suggestions[0], fix=FIX_PARALLEL_MAP, stage_index=1)
+    report = dataclasses.replace(
+        base,
+        pipeline=dataclasses.replace(base.pipeline, prescription=prescription),
+        suggestions=[fix],
+    )
+    texts = [line.text for line in foot_lines(report)]
+    # THEN it leads as the change, with its code, and neither its list's conclusion nor the
+    # fix says it again
+    assert texts[0].startswith("Change: pipeline pipediag would write: the kept rewrite")
+    assert sum("the kept rewrite, training" in t for t in texts) == 1
+    assert not any(t.startswith("1. [PD001") for t in texts)
+    assert REWRITES_HEADING in texts  # the rewrites tried still listed
 
 
 @pytest.mark.parametrize("build", [_model_side_report, lambda: _rewrites_report(12)])

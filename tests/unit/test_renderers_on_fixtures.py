@@ -225,8 +225,15 @@ def test_png_suggestion_lines_are_the_texts(recorded: tuple[Report, str, list[st
     if drawn:
         assert any(line.startswith("Change: " + change.words[:60]) for line in png), png
         assert all(code in png for code in change.code[:3])
-    said = change.suggestion if drawn else None
-    listed = [s for s in actionable(report) if s is not said]
+    said = [change.suggestion] if drawn and change.suggestion is not None else []
+    if drawn and change.suggestion is None:  # the prescription: its kept rewrites are said
+        kept = {(c.fix, c.stage_index) for c in report.pipeline.prescription.kept}
+        said = [
+            s
+            for s in report.suggestions
+            if (s.fix, s.stage_index) in kept and s.gain.on("training") is not None
+        ]
+    listed = [s for s in actionable(report) if not any(s is x for x in said)]
     lines = suggestion_lines(report, said_already=said)
     assert len(lines) == min(len(listed), 5)
     for (line, _), s in zip(lines, listed, strict=False):

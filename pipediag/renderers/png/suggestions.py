@@ -11,6 +11,7 @@ from the end. Layout and rationale: (docs/design.md, "The PNG page").
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,7 @@ from pipediag.renderers.png.text_fit import ELLIPSIS, clip, fit_font, fit_width
 from pipediag.renderers.scale_out import scale_out_headlines
 from pipediag.renderers.suggestion_words import actionable, suggestion_line
 from pipediag.report.model import Report, Suggestion
+from pipediag.report.vocabulary import GAIN_ON_TRAINING
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -133,21 +135,30 @@ def lines_that_fit() -> int:
 def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> list[FootLine]:
     """The foot's lines top to bottom: the fixes and the service check, then each list."""
     lists = change_lists(report) if lists is None else lists
+    change = the_change(report)
+    # A change with code was measured to help: it leads, with the code; the rest are listed.
+    said = _change_lines(change) if change.code and not change.model else []
+    prescribed = bool(said) and change.suggestion is None
+    if prescribed:
+        # The change is the pipeline pipediag would write: its list's conclusion says it
+        # again, word for word, so it goes (docs/design.md, "The PNG page").
+        lists = [[line for line in found if not line.conclusion] for found in lists]
     scale_out = [
         FootLine(clip(text, SUGGESTION_MAX_CHARS), "scale-out", MUTED_TEXT_COLOUR)
         for text in scale_out_headlines(report)
     ]
     listed = [_foot_line(line) for found in lists for line in found]
-    change = the_change(report)
-    # A change with code was measured to help: it leads, with the code; the rest are listed.
-    said = _change_lines(change) if change.code and not change.model else []
     room = MAX_SUGGESTIONS - len(scale_out) - len(said)
     if lists:
         room = min(
             room,
             max(FIXES_KEPT_MIN, lines_that_fit() - len(scale_out) - len(listed) - len(said)),
         )
-    others = suggestion_lines(report, said_already=change.suggestion if said else None)
+    if prescribed:
+        said_already = _kept_rewrites(report)
+    else:
+        said_already = [change.suggestion] if said and change.suggestion is not None else []
+    others = suggestion_lines(report, said_already=said_already)
     fixes = [
         FootLine(text, "suggestion", WARNING_COLOUR if warning else "black")
         for text, warning in others[: max(0, room)]
@@ -197,13 +208,25 @@ def _change_lines(change: Change) -> list[FootLine]:
     return [head, *code]
 
 
+def _kept_rewrites(report: Report) -> list[Suggestion]:
+    """The fixes the pipeline pipediag would write holds, each measured on training: said
+    by that change, not again as a fix of their own."""
+    prescription = report.pipeline.prescription
+    kept = {(c.fix, c.stage_index) for c in prescription.kept} if prescription else set()
+    return [
+        s
+        for s in report.suggestions
+        if (s.fix, s.stage_index) in kept and s.gain.on(GAIN_ON_TRAINING) is not None
+    ]
+
+
 def suggestion_lines(
-    report: Report, said_already: Suggestion | None = None
+    report: Report, said_already: Sequence[Suggestion] = ()
 ) -> list[tuple[str, bool]]:
-    """One numbered line per top fix or warning (not `said_already`, the change above them),
-    and whether it may change results."""
+    """One numbered line per top fix or warning (not those `said_already` by the change
+    above them), and whether it may change results."""
     lines = []
-    shown = [s for s in actionable(report) if s is not said_already]
+    shown = [s for s in actionable(report) if not any(s is said for said in said_already)]
     for rank, s in enumerate(shown[:MAX_SUGGESTIONS], start=1):
         start = f"{rank}. " + (WARNING_SIGN if s.correctness_warning else "")
         line = suggestion_line(s, max_chars=SUGGESTION_MAX_CHARS - len(start))
