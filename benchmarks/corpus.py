@@ -181,7 +181,9 @@ def alternated_costs(
     and end are added once an epoch: its first step where that falls inside the epoch (an
     epoch's first step also holds what the epoch boundary costs both kinds, under fit the
     last iterator's tear-down, and is left out), and a loop's end of pass and tear-down,
-    timed for each kind apart (`closing_s`)."""
+    timed for each kind apart (`closing_s`): each the median over the epochs, since a
+    tear-down waits 0 to 2.5 s at random, for either kind, where a slow stage's work in
+    flight would make every epoch wait."""
     if not _alternation_is_whole(stamps):
         return None, None
     drop = int(stamps.get("block") or 1) // 4
@@ -213,8 +215,8 @@ def alternated_costs(
         if not with_edges:
             return spent / steps
         epochs = len(counted)
-        opening = statistics.fmean(openings[kind]) if openings[kind] else 0.0
-        closing = statistics.fmean(closings[kind]) if closings[kind] else 0.0
+        opening = statistics.median(openings[kind]) if openings[kind] else 0.0
+        closing = statistics.median(closings[kind]) if closings[kind] else 0.0
         opened = 1 if openings[kind] else 0
         return (spent + (opening + closing) * epochs) / (steps + opened * epochs)
 
@@ -262,7 +264,7 @@ def judge(label: str, truth_start: float | None, truth_within: float | None) -> 
     return {"right": right, "false_alarm": alarm}
 
 
-def _child_env(mode: str | None, out: Path | None, *, tuned: bool = False) -> dict[str, str]:
+def _child_env(mode: str | None, out: Path | None) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -271,22 +273,17 @@ def _child_env(mode: str | None, out: Path | None, *, tuned: bool = False) -> di
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if mode is not None and out is not None:
         env.update(PIPEDIAG_TRUTH=mode, PIPEDIAG_TRUTH_OUT=str(out))
-    if tuned:
-        env["PIPEDIAG_TUNED"] = "1"
     return env
 
 
-def run_mode(
-    script: Script, mode: str, work: Path, *, tuned: bool = False
-) -> tuple[dict[str, Any], float]:
-    """One whole process of the script in `mode` (its hand-tuned variant where `tuned`):
-    its stamps and its wall time."""
-    out = work / f"{script.path.stem}-{script.variant}-{mode}{'-tuned' if tuned else ''}.json"
+def run_mode(script: Script, mode: str, work: Path) -> tuple[dict[str, Any], float]:
+    """One whole process of the script in `mode`: its stamps and its wall time."""
+    out = work / f"{script.path.stem}-{script.variant}-{mode}.json"
     out.unlink(missing_ok=True)
     start = time.monotonic()
     done = subprocess.run(
         [sys.executable, str(script.path), *script.args],
-        env=_child_env(mode, out, tuned=tuned),
+        env=_child_env(mode, out),
         capture_output=True,
         text=True,
         timeout=PROCESS_TIMEOUT_S,

@@ -1,19 +1,23 @@
 """The prescription on the corpus: is pipediag's first change the one a careful engineer
-makes, and is the gain it claims the gain a whole run shows?
+makes, and is the gain it claims the gain the script's training shows?
 
 Every corpus script that declares a hand-tuned variant (`TUNED_CHANGE`, `TUNED_FIX`; the
 docs' own "configure the dataset for performance" steps, or what a careful engineer would
-write) runs in whole processes with no pipediag code loaded, plain and tuned in turn
-(`PIPEDIAG_TUNED=1`), round after round with the order reversed each round. The truth is
-the whole-run speedup, tuned over plain, from each epoch's start (epochs 2 on), the median
-over rounds with its spread. Each round also runs `pipediag run` on the plain script and
-reads its first change: the first suggestion that changes the speed.
+write) runs with no pipediag code loaded, plain and tuned in one process, alternated
+(`PIPEDIAG_TRUTH=AB`, `benchmarks/tutorials/_truth.py`): blocks of each pipeline's batches
+take turns in every epoch, each pipeline read one whole pass an epoch, so the host's drift
+falls on both alike. Whole processes of either, one after the other, moved by a fifth from
+one to the next on this host. The truth is the speedup, tuned over plain, from each epoch's
+start and within, over epochs 2 on (`corpus.alternated_costs`), the median over rounds with
+its spread. Each round also runs `pipediag run` on the plain script, before or after the
+alternated process in turn, and reads its first change: the first suggestion that changes
+the speed.
 
 Per script, the table says:
 - the hand-tuned change and pipediag's first change (its rule and fix);
 - whether the first change is the right call: the hand-tuned change ("port-to-tf-ops"
-  matches the rule that asks for it) where whole runs show it faster, no change where they
-  do not;
+  matches the rule that asks for it) where the truth shows it faster in every round, no
+  change where it does not;
 - pipediag's claim (the fix's one gain, where it was measured: on training, else the most
   the change can gain with its stage held or all input free, else on the pipeline alone; an
   estimate is no claim) against the truth: held where claim / truth lies in [0.75, 1.33].
@@ -21,7 +25,7 @@ Per script, the table says:
   forecast of the hand-tuned one's speedup.
 
 A first change other than the tuned one is reported as such: whether it is at least as fast
-needs its own whole runs, which this benchmark does not make.
+needs its own variant of the script, which this benchmark does not make.
 
     python benchmarks/corpus_prescription.py                    # every tuned script, 3 rounds
     python benchmarks/corpus_prescription.py --scripts mixup --rounds 1
@@ -48,7 +52,7 @@ from benchmarks.corpus import (
     README,
     Script,
     _child_env,
-    rates,
+    alternated_costs,
     run_mode,
     scripts,
 )
@@ -100,9 +104,9 @@ def same_change(change: Mapping[str, Any] | None, tuned_fix: str) -> bool:
 
 
 def right_call(same: bool, no_change: bool, truth_low: float | None) -> str:
-    """Whether the first change is the right call: the hand-tuned change where the whole runs
-    show it faster (its spread's low end above 1), no change where they do not; another
-    change is "other" (is it as fast? this benchmark makes no whole runs of it)."""
+    """Whether the first change is the right call: the hand-tuned change where the truth
+    shows it faster (its spread's low end above 1), no change where it does not; another
+    change is "other" (is it as fast? this benchmark has no variant of it to time)."""
     faster = truth_low is not None and truth_low > 1.0
     if no_change:
         return "no" if faster else "yes: no change"
@@ -122,7 +126,7 @@ def judged_change(
     change: Mapping[str, Any] | None, tuned_fix: str, truth: float | None
 ) -> dict[str, Any] | None:
     """The first change, whether it is the hand-tuned one, and whether its claim holds: only
-    a claim for the hand-tuned change is read against that change's whole-run speedup."""
+    a claim for the hand-tuned change is read against that change's speedup."""
     if change is None:
         return None
     same = same_change(change, tuned_fix)
@@ -147,54 +151,72 @@ def diagnose(script: Script, work: Path) -> dict[str, Any] | None:
     return first_change(json.loads(checked(path).read_text()).get("suggestions", []))
 
 
+def alternated_speedups(stamps: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """Tuned over plain from one `AB` process, from each epoch's start and within: the
+    alternation's cost of the plain pipeline against the tuned one, as a speedup."""
+    return tuple(  # type: ignore[return-value]
+        1.0 / (1.0 - cost) if cost is not None and cost < 1.0 else None
+        for cost in alternated_costs(stamps)
+    )
+
+
+def _spread_of(values: Sequence[float]) -> dict[str, float | None]:
+    return {
+        "median": median(values) if values else None,
+        "min": min(values) if values else None,
+        "max": max(values) if values else None,
+    }
+
+
 def measure(script: Script, rounds: int, work: Path) -> dict[str, Any]:
-    speedups: list[float] = []
+    from_start: list[float] = []
+    within: list[float] = []
     changes: list[dict[str, Any] | None] = []
     for number in range(rounds):
-        sides = ["plain", "tuned", "pipediag"]
+        sides = ["alternated", "pipediag"]
         if number % 2:
             sides.reverse()
-        rate: dict[str, float | None] = {}
         for side in sides:
             if side == "pipediag":
                 changes.append(diagnose(script, work))
                 continue
-            stamps, _ = run_mode(script, "A", work, tuned=side == "tuned")
-            rate[side] = rates(stamps)[0]
-        if rate.get("plain") and rate.get("tuned"):
-            speedups.append((rate["tuned"] or 0.0) / (rate["plain"] or 1.0))
+            stamps, _ = run_mode(script, "AB", work)
+            start, inner = alternated_speedups(stamps)
+            from_start += [start] if start is not None else []
+            within += [inner] if inner is not None else []
         print(
             f"  {script.name} round {number + 1}: speedup "
-            f"{speedups[-1] if speedups else float('nan'):.2f}x; first change {changes[-1]}",
+            f"{from_start[-1] if from_start else float('nan'):.2f}x from epoch start, "
+            f"{within[-1] if within else float('nan'):.2f}x within; "
+            f"first change {changes[-1]}",
             flush=True,
         )
-    truth = median(speedups) if speedups else None
-    judged = [judged_change(change, script.tuned_fix, truth) for change in changes]
+    truth = _spread_of(from_start)
+    judged = [judged_change(change, script.tuned_fix, truth["median"]) for change in changes]
     return {
         "script": script.name,
         "split": script.split,
         "tuned_change": script.tuned_change,
         "tuned_fix": script.tuned_fix,
-        "truth": {
-            "median": truth,
-            "min": min(speedups) if speedups else None,
-            "max": max(speedups) if speedups else None,
-        },
+        "truth": {**truth, "within": _spread_of(within)},
         "first_changes": judged,
     }
 
 
 def table(cases: Sequence[Mapping[str, Any]]) -> str:
     lines = [
-        "| script | split | hand-tuned change | truth (whole run) | pipediag's first change | "
-        "right? | claim | claim / truth |",
+        "| script | split | hand-tuned change | truth in alternation: from start; within | "
+        "pipediag's first change | right? | claim | claim / truth |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for case in cases:
         t = case["truth"]
-        truth = "-"
-        if t["median"] is not None:
-            truth = f"{t['median']:.2f}x ({t['min']:.2f}-{t['max']:.2f})"
+        truth = "; ".join(
+            f"{s['median']:.2f}x ({s['min']:.2f}-{s['max']:.2f})"
+            if s and s.get("median") is not None
+            else "-"
+            for s in (t, t.get("within"))
+        )
         for change in case["first_changes"] or [None]:
             right = right_call(
                 change is not None and change["same_change"], change is None, t["min"]

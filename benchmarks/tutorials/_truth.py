@@ -17,6 +17,11 @@ nothing from the repository). A corpus script calls two things:
     with held-batch blocks between; where fit is given its steps per epoch, the epoch keeps
     them. Under fit one dataset chooses between the two; a Python loop over a finite `ds`
     (`loop=True`) pulls from two iterators in turn, each ended apart (`_LoopPasses`).
+  - `AB`: the plain pipeline and the hand-tuned one in one process, alternated as in `AT`,
+    the tuned one (built by the script's `tuned`, a function called with `TUNED` set) in
+    the held batch's place. Each epoch reads one whole pass of each, both ended at their
+    own end of sequence, so a cache in either fills in the first epoch; an endless pair
+    keeps fit's steps per epoch, half of each.
 - `callbacks()` added to `fit`'s callbacks, or `epoch(ds)` around a custom loop's
   dataset, so every step's end is stamped on one clock (both are inert when unset); a loop
   that pulls inside a tf.function calls `begin_epoch()` and, after each call,
@@ -29,7 +34,8 @@ loss after every step into FILE (a JSON list) when the process ends, in any mode
 
 `PIPEDIAG_TUNED=1` selects a script's hand-tuned variant, where it has one: its constants
 `TUNED_CHANGE` (the change, in words) and `TUNED_FIX` (the pipediag fix it is, or
-"port-to-tf-ops"); `benchmarks/corpus_prescription.py` times both variants in whole runs.
+"port-to-tf-ops"); `benchmarks/corpus_prescription.py` times both variants in alternation
+(`AB`).
 
 The stamps go to the JSON file `PIPEDIAG_TRUTH_OUT` names when the process ends:
 `{"mode", "epochs": [{"start_s", "ends_s": [...]}]}`, and in `AT` each epoch's `kinds` (0
@@ -45,7 +51,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 MODE = os.environ.get("PIPEDIAG_TRUTH", "")
@@ -53,7 +59,7 @@ OUT = os.environ.get("PIPEDIAG_TRUTH_OUT", "")
 LOSSES = os.environ.get("PIPEDIAG_TRUTH_LOSSES", "")
 # The hand-tuned variant of a script (its `TUNED_CHANGE`), for the prescription's truth.
 TUNED = os.environ.get("PIPEDIAG_TUNED") == "1"
-PLAIN, CACHED, PIPELINE, ALTERNATED = "A", "T", "P", "AT"
+PLAIN, CACHED, PIPELINE, ALTERNATED, TUNED_ALTERNATED = "A", "T", "P", "AT", "AB"
 # A block of `AT` is a quarter of an epoch's passes of `ds`, in whole calls of the loop.
 BLOCKS_PER_EPOCH = 4
 
@@ -65,7 +71,7 @@ _alternation: dict[str, Any] = {}
 
 
 def active() -> bool:
-    return MODE in (PLAIN, CACHED, PIPELINE, ALTERNATED)
+    return MODE in (PLAIN, CACHED, PIPELINE, ALTERNATED, TUNED_ALTERNATED)
 
 
 def _begin_epoch() -> None:
@@ -101,12 +107,15 @@ def _write() -> None:
         json.dump(found, out)
 
 
-def pattern(passes: int, block: int, first: int, *, endless: bool = False) -> list[int]:
+def pattern(
+    passes: int, block: int, first: int, *, endless: bool = False, both_whole: bool = False
+) -> list[int]:
     """One `AT` epoch's kinds, step by step: blocks of `block` steps, 0 (`ds`) and 1 (the
     held batch) in turn from `first`. An epoch of a finite `ds` reads one whole pass of it
     (so a cache in it fills) with one held block fewer than its own, and ends on it, so the
     pass's end falls on its own step as in the plain script; both starts give the same
-    length, which fit is told. An epoch of an endless `ds` has `passes` steps, fit's steps
+    length, which fit is told. With `both_whole` (`AB`), the epoch reads one whole pass of
+    each kind, block for block. An epoch of an endless `ds` has `passes` steps, fit's steps
     per epoch."""
     if endless:
         kinds: list[int] = []
@@ -114,6 +123,8 @@ def pattern(passes: int, block: int, first: int, *, endless: bool = False) -> li
             kinds += [first if len(kinds) // block % 2 == 0 else 1 - first] * block
         return kinds[:passes]
     sizes = [block] * (passes // block) + ([passes % block] if passes % block else [])
+    if both_whole:
+        return [kind for size in sizes for kind in [first] * size + [1 - first] * size]
     blocks = [[0] * size for size in sizes]
     held = [[1] * block for _ in blocks[1:]]
     # A T A ... T A, or T A T ... A A: the last two real blocks run together
@@ -171,15 +182,21 @@ def training_dataset(
     steps_per_epoch: int | None = None,
     steps_per_call: int = 1,
     loop: bool = False,
+    tuned: Callable[[], Any] | None = None,
 ) -> Any:
     """`ds` as the truth's mode wants it; see the module's docstring. A loop that runs
     `steps_per_call` steps in each call gives its `AT` blocks whole calls; a Python loop over
     a finite `ds` (`loop`, its passes through `epoch()`) gets its `AT` passes from
-    `_LoopPasses`."""
-    if MODE == ALTERNATED and loop and steps_per_epoch is None:
-        return _LoopPasses(ds)
-    if MODE == ALTERNATED:
-        return _alternated(ds, steps_per_epoch, steps_per_call)
+    `_LoopPasses`. `tuned` builds the hand-tuned variant's training dataset, for `AB`."""
+    twin = None
+    if MODE == TUNED_ALTERNATED:
+        if tuned is None:
+            raise SystemExit("AB needs the script's hand-tuned variant: training_dataset(tuned=)")
+        twin = _built_tuned(tuned)
+    if MODE in (ALTERNATED, TUNED_ALTERNATED) and loop and steps_per_epoch is None:
+        return _LoopPasses(ds, twin)
+    if MODE in (ALTERNATED, TUNED_ALTERNATED):
+        return _alternated(ds, steps_per_epoch, steps_per_call, twin)
     if MODE == CACHED:
         held = ds.take(1).cache()
         if steps_per_epoch is not None:
@@ -207,22 +224,45 @@ def training_dataset(
     return ds
 
 
-def _alternated(ds: Any, steps_per_epoch: int | None, steps_per_call: int) -> Any:
-    """`ds` and its held batch in alternating blocks (`AT`)."""
+def _built_tuned(build: Callable[[], Any]) -> Any:
+    """The hand-tuned variant's training dataset, built as `PIPEDIAG_TUNED=1` would."""
+    global TUNED
+    TUNED = True
+    try:
+        return build()
+    finally:
+        TUNED = False
+
+
+def _same_passes(twin: Any, passes: int) -> None:
+    if steps_in(twin) != passes:
+        raise SystemExit("AB needs the tuned variant to give as many batches a pass as the plain")
+
+
+def _alternated(ds: Any, steps_per_epoch: int | None, steps_per_call: int, twin: Any = None) -> Any:
+    """`ds` and its held batch in alternating blocks (`AT`), or `ds` and the tuned
+    variant's dataset `twin` (`AB`)."""
     import tensorflow as tf
 
     endless = steps_per_epoch is not None
     passes = steps_per_epoch if endless else steps_in(ds)
     if passes is None:
         raise SystemExit("AT needs the steps per epoch of an endless dataset")
+    both_whole = twin is not None and not endless
+    if both_whole:
+        _same_passes(twin, passes)
     block = steps_per_call * max(1, passes // BLOCKS_PER_EPOCH // steps_per_call)
-    cycles = [pattern(passes, block, first, endless=endless) for first in (0, 1)]
+    cycles = [
+        pattern(passes, block, first, endless=endless, both_whole=both_whole) for first in (0, 1)
+    ]
     if not _alternation:
         _alternation["counter"] = tf.Variable(0, dtype=tf.int64, trainable=False)
     counter = _alternation["counter"]
     _alternation.update(block=block, endless=endless, cycles=cycles)
 
     if endless and steps_per_call > 1:
+        if twin is not None:
+            raise SystemExit("AB does not alternate calls of several steps")
         # a loop whose calls run several steps in a tf.function: each call runs one kind,
         # set before it from Python (`steps_done`)
         kind_var = tf.Variable(0, dtype=tf.int64, trainable=False)
@@ -243,16 +283,21 @@ def _alternated(ds: Any, steps_per_epoch: int | None, steps_per_call: int) -> An
         )
     else:
         # a fresh iterator each epoch: the counter counts passes, its parity picks the pattern
-        # and one pick more of `ds`, which it cannot give: the pass ends at its own end of
-        # sequence, as in the plain script, not torn down with work in flight
-        by_parity = tf.constant([cycle + [0] for cycle in cycles], dtype=tf.int64)
+        # and one pick more of `ds` (of each, in `AB`), which it cannot give: the pass ends
+        # at its own end of sequence, as in the plain script, not torn down with work in
+        # flight
+        ends = [0, 1] if both_whole else [0]
+        by_parity = tf.constant([cycle + ends for cycle in cycles], dtype=tf.int64)
         picks = (
             tf.data.Dataset.from_tensors(tf.constant(0, tf.int64))
             .map(lambda _: counter.assign_add(1) - 1)
             .flat_map(lambda n: tf.data.Dataset.from_tensor_slices(by_parity[n % 2]))
         )
-    real, held = _as_run_alone(ds), _as_run_alone(ds.take(1).cache().repeat())
-    chosen = tf.data.Dataset.choose_from_datasets([real, held], picks, stop_on_empty_dataset=True)
+    other = twin if twin is not None else ds.take(1).cache().repeat()
+    # `AB` reads past both ends: the first to end must not end the epoch
+    chosen = tf.data.Dataset.choose_from_datasets(
+        [_as_run_alone(ds), _as_run_alone(other)], picks, stop_on_empty_dataset=not both_whole
+    )
     if not endless:
         # fit is told each epoch's steps, as it knows the plain dataset's
         chosen = chosen.apply(tf.data.experimental.assert_cardinality(len(cycles[0])))
@@ -292,15 +337,22 @@ class _LoopPasses:
     plain loop's and the held batch's do in whole runs. A pass reads `ds` to its end of
     sequence; then each iterator is let go and its tear-down timed apart (the epoch's
     `closing_s`, real then held): TensorFlow's autotuning can make it wait a second or more,
-    for either."""
+    for either. In `AB` the tuned variant's dataset takes the held batch's place, and its
+    pass too is read whole and to its end."""
 
-    def __init__(self, ds: Any) -> None:
+    def __init__(self, ds: Any, twin: Any = None) -> None:
         passes = steps_in(ds)
         if not passes:
             raise SystemExit("AT needs a finite dataset with batches in a loop's pass")
+        if twin is not None:
+            _same_passes(twin, passes)
         block = max(1, passes // BLOCKS_PER_EPOCH)
-        self.ds, self.held = ds, ds.take(1).cache().repeat()
-        self.cycles = [pattern(passes, block, first) for first in (0, 1)]
+        self.ds = ds
+        self.held = twin if twin is not None else ds.take(1).cache().repeat()
+        self.both_whole = twin is not None
+        self.cycles = [
+            pattern(passes, block, first, both_whole=self.both_whole) for first in (0, 1)
+        ]
         # a script may build its dataset anew each epoch: the passes count on
         _alternation.update(block=block, endless=False, cycles=self.cycles)
         _alternation.setdefault("passes", 0)
@@ -324,14 +376,17 @@ class _LoopPasses:
                 _tick()  # the loop asks for the next batch: its step is done
             yield next(made[kind])  # a step's time holds its own pull
         _tick()
-        closing = []
-        for kind in (0, 1):
+        closing = [0.0, 0.0]
+        # `AB`: the kind whose pass ended first closes first, so each kind closes first in
+        # every other epoch
+        order = (at % 2, 1 - at % 2) if self.both_whole else (0, 1)
+        for kind in order:
             began = time.perf_counter()
-            if kind == 0:
-                for _ in made[0]:  # the real pass's end of sequence, as the plain loop's
+            if kind == 0 or self.both_whole:
+                for _ in made[kind]:  # the pass's end of sequence, as the plain loop's
                     pass
             made[kind] = None  # let go: its tear-down
-            closing.append(time.perf_counter() - began)
+            closing[kind] = time.perf_counter() - began
         _epochs[-1]["closing_s"] = closing
 
 

@@ -23,7 +23,8 @@ Changes:
   shuffle(1000) -> batch(16) -> map(data_augmentation: RandomFlip, RandomRotation; AUTOTUNE) ->
   prefetch(AUTOTUNE) -> fit;
 - a hand-tuned variant (`PIPEDIAG_TUNED=1`, for the prescription's truth): cache() after the
-  deterministic resize and rescale, before the shuffle.
+  deterministic resize and rescale, before the shuffle; the decoded training split is kept
+  (`raw_train_ds`) so that `_truth.training_dataset(tuned=...)` can build that variant too.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -151,6 +152,7 @@ def prepare(ds, shuffle=False, augment=False):
     return ds.prefetch(buffer_size=AUTOTUNE)
 
 
+raw_train_ds = train_ds
 train_ds = prepare(train_ds, shuffle=True, augment=True)
 val_ds = prepare(val_ds)
 test_ds = prepare(test_ds)
@@ -176,7 +178,9 @@ model.compile(
 )
 
 epochs = 3  # the tutorial's 5, cut to fit the 60 s budget
-train_ds = _truth.training_dataset(train_ds, epochs=epochs)
+train_ds = _truth.training_dataset(
+    train_ds, epochs=epochs, tuned=lambda: prepare(raw_train_ds, shuffle=True, augment=True)
+)
 history = model.fit(
     train_ds, validation_data=val_ds, epochs=epochs, callbacks=[*_truth.callbacks()]
 )

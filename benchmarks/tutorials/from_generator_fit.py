@@ -32,7 +32,8 @@ Changes:
   all in Python) -> Dataset.from_generator -> fit, no prefetch;
 - a hand-tuned variant (`PIPEDIAG_TUNED=1`, for the prescription's truth): the generator
   replaced by TF ops (image_dataset_from_directory, the rescale and a RandomRotation in a
-  parallel map, prefetch).
+  parallel map, prefetch), built in `tuned_dataset()` so that
+  `_truth.training_dataset(tuned=...)` can build it too.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -101,15 +102,20 @@ ds = tf.data.Dataset.from_generator(
     output_shapes=([32, 128, 128, 3], [32, 5]),
 )
 
-if _truth.TUNED:
+
+def tuned_dataset():
     rotate = tf.keras.layers.RandomRotation(20 / 360)  # the generator's 20 degrees
-    ds = tf.keras.utils.image_dataset_from_directory(
+    tuned = tf.keras.utils.image_dataset_from_directory(
         flowers, image_size=(128, 128), batch_size=32, label_mode="categorical"
     )
-    ds = ds.map(
+    tuned = tuned.map(
         lambda x, y: (rotate(x / 255.0, training=True), y), num_parallel_calls=tf.data.AUTOTUNE
     )
-    ds = ds.repeat().prefetch(tf.data.AUTOTUNE)  # endless, as flow_from_directory is
+    return tuned.repeat().prefetch(tf.data.AUTOTUNE)  # endless, as flow_from_directory is
+
+
+if _truth.TUNED:
+    ds = tuned_dataset()
 
 print(ds.element_spec)
 
@@ -139,7 +145,9 @@ model.compile(
 
 epochs = 3
 steps_per_epoch = IMAGE_COUNT // 32
-ds = _truth.training_dataset(ds, epochs=epochs, steps_per_epoch=steps_per_epoch)
+ds = _truth.training_dataset(
+    ds, epochs=epochs, steps_per_epoch=steps_per_epoch, tuned=tuned_dataset
+)
 model.fit(
     ds,
     epochs=epochs,

@@ -22,7 +22,8 @@ Changes:
   map(mix_up, num_parallel_calls=AUTOTUNE) (Beta lambdas from two tf.random.gamma) -> fit, with
   no prefetch, as in the example;
 - a hand-tuned variant (`PIPEDIAG_TUNED=1`, for the prescription's truth): prefetch after the
-  map.
+  map; the mixup map is built in `mixed_up()`, so that `_truth.training_dataset(tuned=...)`
+  can build that variant too.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -137,12 +138,17 @@ def mix_up(ds_one, ds_two, alpha=0.2):
     return (images, labels)
 
 
-# First create the new dataset using our `mix_up` utility
-train_ds_mu = train_ds.map(
-    lambda ds_one, ds_two: mix_up(ds_one, ds_two, alpha=0.2), num_parallel_calls=AUTO
-)
-if _truth.TUNED:
-    train_ds_mu = train_ds_mu.prefetch(AUTO)
+def mixed_up():
+    # First create the new dataset using our `mix_up` utility
+    train_ds_mu = train_ds.map(
+        lambda ds_one, ds_two: mix_up(ds_one, ds_two, alpha=0.2), num_parallel_calls=AUTO
+    )
+    if _truth.TUNED:
+        train_ds_mu = train_ds_mu.prefetch(AUTO)
+    return train_ds_mu
+
+
+train_ds_mu = mixed_up()
 
 # ## Model building
 
@@ -175,5 +181,5 @@ initial_model.save_weights(initial_weights)
 model = get_training_model()
 model.load_weights(initial_weights)
 model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])
-train_ds_mu = _truth.training_dataset(train_ds_mu, epochs=EPOCHS)
+train_ds_mu = _truth.training_dataset(train_ds_mu, epochs=EPOCHS, tuned=mixed_up)
 model.fit(train_ds_mu, validation_data=val_ds, epochs=EPOCHS, callbacks=[*_truth.callbacks()])

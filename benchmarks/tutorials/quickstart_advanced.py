@@ -17,7 +17,8 @@ Changes:
   (and `_truth.training_dataset(...)` on train_ds before the loop); inert unless
   PIPEDIAG_TRUTH is set;
 - a hand-tuned variant (`PIPEDIAG_TUNED=1`, for the prescription's truth): prefetch(AUTOTUNE)
-  after batch.
+  after batch; the training pipeline is built in `training_batches()`, so that
+  `_truth.training_dataset(tuned=...)` can build that variant too.
 """
 
 from __future__ import annotations
@@ -112,9 +113,15 @@ x_train, x_test = x_train / 255.0, x_test / 255.0
 x_train = x_train[..., tf.newaxis].astype("float32")
 x_test = x_test[..., tf.newaxis].astype("float32")
 
-train_ds = tf.data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(10000).batch(32)
-if _truth.TUNED:
-    train_ds = train_ds.prefetch(tf.data.AUTOTUNE)
+
+def training_batches():
+    train_ds = tf.data.Dataset.from_tensor_slices((x_train, y_train)).shuffle(10000).batch(32)
+    if _truth.TUNED:
+        train_ds = train_ds.prefetch(tf.data.AUTOTUNE)
+    return train_ds
+
+
+train_ds = training_batches()
 
 test_ds = tf.data.Dataset.from_tensor_slices((x_test, y_test)).batch(32)
 
@@ -175,7 +182,7 @@ def test_step(images, labels):
 
 EPOCHS = args.epochs
 
-train_ds = _truth.training_dataset(train_ds, epochs=EPOCHS, loop=True)
+train_ds = _truth.training_dataset(train_ds, epochs=EPOCHS, loop=True, tuned=training_batches)
 for epoch in range(EPOCHS):
     # Reset the metrics at the start of the next epoch
     train_loss.reset_state()

@@ -27,7 +27,8 @@ Changes:
   map(read_tfrecord: parse_single_example, decode_jpeg, cast, reshape; AUTOTUNE) -> shuffle(2048)
   -> prefetch(AUTOTUNE) -> batch(8) -> fit (validation on the other 3 files);
 - a hand-tuned variant (`PIPEDIAG_TUNED=1`, for the prescription's truth):
-  TFRecordDataset(num_parallel_reads=AUTOTUNE), and prefetch after batch rather than before it.
+  TFRecordDataset(num_parallel_reads=AUTOTUNE), and prefetch after batch rather than before it;
+  `_truth.training_dataset(tuned=...)` builds it with `get_dataset`.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -232,7 +233,9 @@ with strategy.scope():
     model = make_model()
 
 epochs = 3
-train_dataset = _truth.training_dataset(train_dataset, epochs=epochs)
+train_dataset = _truth.training_dataset(
+    train_dataset, epochs=epochs, tuned=lambda: get_dataset(TRAINING_FILENAMES)
+)
 history = model.fit(
     train_dataset,
     epochs=epochs,

@@ -26,7 +26,8 @@ Changes:
   `compile_and_fit`, `_truth.callbacks()` in fit; inert unless PIPEDIAG_TRUTH is set;
   `fit` prints one line per epoch (verbose=2);
 - a hand-tuned variant (`PIPEDIAG_TUNED=1`, for the prescription's truth): the window split in a
-  parallel map, then prefetch.
+  parallel map, then prefetch; `_truth.training_dataset(tuned=...)` builds it from
+  `window.train`.
 """
 
 from __future__ import annotations
@@ -321,7 +322,7 @@ def compile_and_fit(model, window, patience=2):
     )
 
     history = model.fit(
-        _truth.training_dataset(window.train, epochs=MAX_EPOCHS),
+        _truth.training_dataset(window.train, epochs=MAX_EPOCHS, tuned=lambda: window.train),
         epochs=MAX_EPOCHS,
         validation_data=window.val,
         callbacks=[early_stopping, *_truth.callbacks()],

@@ -1,7 +1,8 @@
-"""The corpus's truth switch in its alternated mode (`PIPEDIAG_TRUTH=AT`), on real tf.data
-pipelines under Keras fit: the kinds each step was fed, as the TensorFlow side chose them,
-are the ones the stamps record, and every epoch reads one whole pass of the real dataset, so
-a cache in it fills as in the plain script."""
+"""The corpus's truth switch in its alternated modes (`PIPEDIAG_TRUTH=AT`, and `AB` for a
+script's hand-tuned variant), on real tf.data pipelines under Keras fit: the kinds each step
+was fed, as the TensorFlow side chose them, are the ones the stamps record, and every epoch
+reads one whole pass of the real dataset (of both, in `AB`), so a cache in it fills as in
+the plain script."""
 
 from __future__ import annotations
 
@@ -38,15 +39,21 @@ def count(_):
     x = tf.reshape(tf.cast(reads.assign_add(1), tf.float32), [1])
     return x, x
 
-ds = tf.data.Dataset.range(96).map(count).cache().batch(8)  # 12 batches
-if endless:
-    ds = ds.repeat()
+
+def build():
+    ds = tf.data.Dataset.range(96).map(count).cache()
+    if _truth.TUNED:
+        ds = ds.map(lambda x, y: (x + 1000.0, y))  # marks the tuned variant's batches
+    ds = ds.batch(8)  # 12 batches
+    return ds.repeat() if endless else ds
+
 ds = _truth.training_dataset(
-    ds,
+    build(),
     epochs=3,
     steps_per_epoch=6 if endless else None,
     steps_per_call=3 if style == "calls" else 1,
     loop=style == "loop",
+    tuned=build,
 )
 fed = []
 
@@ -97,13 +104,13 @@ json.dump({"fed": fed, "reads": int(reads.numpy())}, open(fed_out, "w"))
 """
 
 
-def _run(tmp_path: Path, style: str) -> tuple[dict, dict]:
+def _run(tmp_path: Path, style: str, mode: str = "AT") -> tuple[dict, dict]:
     script = tmp_path / "alternated.py"
     script.write_text(textwrap.dedent(SCRIPT))
     stamps, fed = tmp_path / f"{style}-stamps.json", tmp_path / f"{style}-fed.json"
     env = {
         **os.environ,
-        "PIPEDIAG_TRUTH": "AT",
+        "PIPEDIAG_TRUTH": mode,
         "PIPEDIAG_TRUTH_OUT": str(stamps),
         "PYTHONPATH": str(TUTORIALS),
         "TF_CPP_MIN_LOG_LEVEL": "2",
@@ -156,3 +163,23 @@ def test_an_endless_dataset_keeps_fit_s_steps_per_epoch(tmp_path: Path, style: s
     assert [len(k) for k in kinds] == [6, 6, 6]
     assert [k for epoch in kinds for k in epoch] == _fed_kinds(stamps, fed["fed"])
     assert kinds[0][0] != kinds[1][0]
+
+
+@pytest.mark.parametrize("style", ["finite", "loop", "endless"])
+def test_the_tuned_variant_takes_the_held_batch_s_place_and_both_read_whole_passes(
+    tmp_path: Path, style: str
+) -> None:
+    stamps, fed = _run(tmp_path, style, mode="AB")
+    kinds = [e["kinds"] for e in stamps["epochs"]]
+    # THEN the kinds recorded are the ones the steps were fed: 1 for the tuned variant's
+    assert [k for epoch in kinds for k in epoch] == [int(v >= 1000) for v in fed["fed"]]
+    if style == "endless":
+        # AND an endless pair keeps fit's steps per epoch, both kinds in each
+        assert [len(k) for k in kinds] == [6, 6, 6]
+        assert all(set(k) == {0, 1} for k in kinds)
+        return
+    # AND a finite pair reads one whole pass of each an epoch, block for block
+    assert kinds == [_truth.pattern(12, 3, n % 2, both_whole=True) for n in range(3)]
+    assert [k.count(1) for k in kinds] == [12, 12, 12]
+    # AND each one's cache filled in the first epoch: its map ran for one pass, never again
+    assert fed["reads"] == 2 * 96

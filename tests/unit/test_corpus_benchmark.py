@@ -87,6 +87,19 @@ def test_the_alternated_truth_counts_each_kind_s_own_start_and_end_not_the_bound
     assert from_start == pytest.approx(1 - held / real)
 
 
+def test_one_epoch_s_tear_down_stall_does_not_move_the_truth_from_the_start() -> None:
+    # GIVEN four epochs, the last three counted: the held batch's iterator waits 2.5 s as it
+    # is let go in one of them (a tear-down stall, at random), 0.04 s in the others
+    epochs = [_alternated_epoch(10.0 * n, _truth.pattern(16, 3, n % 2)) for n in range(4)]
+    stamps = {"block": 3, "epochs": epochs}
+    stalled = {"block": 3, "epochs": [*epochs[:3], {**epochs[3], "closing_s": [0.1, 2.54]}]}
+    # THEN the truth from the start reads each kind's typical end, not the stall
+    assert corpus.alternated_costs(stalled) == corpus.alternated_costs(stamps)
+    # AND where every epoch waits (a slow stage's work in flight), it counts
+    slow = {"block": 3, "epochs": [{**e, "closing_s": [0.1, 2.54]} for e in epochs]}
+    assert corpus.alternated_costs(slow)[0] < corpus.alternated_costs(stamps)[0]  # type: ignore[operator]
+
+
 def test_the_alternated_truth_refuses_steps_whose_kind_is_not_known() -> None:
     epochs = [_alternated_epoch(10.0 * n, _truth.pattern(16, 3, n % 2)) for n in range(3)]
     assert corpus.alternated_costs({"block": 3, "epochs": epochs}) != (None, None)
