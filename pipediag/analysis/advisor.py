@@ -48,7 +48,13 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import GAIN_ON_TRAINING, NOTE
+from pipediag.report.vocabulary import (
+    FIX,
+    GAIN_HELD,
+    GAIN_INPUT_FREE,
+    GAIN_ON_TRAINING,
+    NOTE,
+)
 
 
 def advise(report: Report) -> list[Suggestion]:
@@ -78,13 +84,26 @@ def advise(report: Report) -> list[Suggestion]:
         found.extend((len(RULES), s) for s in measured_rewrites(context, [s for _, s in found]))
     found.extend((len(RULES), s) for s in why_no_input_fix(context, [s for _, s in found]))
     found.sort(key=lambda item: _sort_key(item[0], item[1]))
-    return [s for _, s in found]
+    return _said_once([s for _, s in found])
 
+
+def _said_once(found: list[Suggestion]) -> list[Suggestion]:
+    """Without the contention fix that asks to make a stage cheaper where another fix says
+    how, at that stage (port its Python to TF ops, vectorise it, cache it)."""
+    how = {s.stage_index for s in found if s.kind == FIX and s.id != CONTENTION_RULE}
+    return [
+        s
+        for s in found
+        if not (s.id == CONTENTION_RULE and s.stage_index is not None and s.stage_index in how)
+    ]
+
+
+CONTENTION_RULE = "PD012-input-contention"
 
 RULES: tuple[Rule, ...] = (
     Rule("PD000-pipeline-fine", "compute-bound", check_pipeline_fine),
     Rule("PD010-cpu-saturated", "input", check_cpu_saturated),
-    Rule("PD012-input-contention", "input", check_contention),
+    Rule(CONTENTION_RULE, "input", check_contention),
     Rule("PD013-per-pull-overhead", "input", check_fetch),
     Rule("PD015-epoch-start", "input", check_epoch_start),
     Rule(PRESCRIPTION_RULE, "input", check_prescription),
@@ -105,13 +124,15 @@ RULES: tuple[Rule, ...] = (
 def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, int, int]:
     """Correctness warnings, then fixes and warnings, then notes. Among fixes, a gain
     measured on training with the fix in place (at least `VERIFIED_MIN_GAIN`) comes before
-    any that is not, by that gain; an estimate only orders what was not measured so (a
-    stage's hold is a bound, not the fix's gain). One measured below the floor comes last."""
+    any that is not, by that gain; an estimate only orders what was not measured so, and
+    where a fix has none, the bound it carries (a stage's hold, or input free: the most it
+    can give, not its gain). One measured below the floor comes last."""
     group = 0 if suggestion.correctness_warning else (2 if suggestion.kind == NOTE else 1)
     gain = suggestion.gain
     if gain.basis == GAIN_ON_TRAINING and gain.speedup is not None:
         tier, figure = (0 if gain.speedup >= VERIFIED_MIN_GAIN else 2), gain.speedup
     else:
-        tier, figure = 1, suggestion.estimate or 1.0
+        bound = gain.speedup if gain.basis in (GAIN_HELD, GAIN_INPUT_FREE) else None
+        tier, figure = 1, suggestion.estimate or bound or 1.0
     stage = -1 if suggestion.stage_index is None else suggestion.stage_index
     return (group, tier, -round(figure, 6), position, stage)

@@ -60,6 +60,11 @@ from pipediag.report.vocabulary import (
 # (docs/design.md, "Input cost": 5,100 batches/s alone against 700 steps/s, 25% of each
 # step spent in next()).
 FETCH_PIPELINE_MARGIN = 5.0
+# The most a pull of a ready batch costs, where it is estimated from the pipeline's rate
+# (fit's batch stamps do not time the pull): about 0.7 ms in eager mode on a 2-core host
+# (docs/design.md, "Rates in alternation"), less inside fit's compiled train function. A
+# pipeline that takes longer a batch does that work in its own threads, beside the step.
+MAX_PULL_S = 1e-3
 # Two epochs whose input costs differ by more than this are two phases (a cache filling in
 # epoch 1); smaller differences are noise: each epoch's cost is read against one T, not in
 # pairs, and on a shared 2-core host two epochs of the image classification tutorial read
@@ -204,7 +209,9 @@ def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpo
                 # into it, never added to it.
                 fetch = min(fetch, max(0.0, gap))
         else:
-            # A pull inside the step, at the pipeline-alone cost of a batch: an estimate.
+            # A pull inside the step, at the pipeline-alone cost of a batch up to what a
+            # pull of a ready batch costs: an estimate.
+            pull_s = min(pull_s, MAX_PULL_S)
             fetch = min(pull_s * training, max(0.0, gap - wait))
     if rates.paired is not None and not_measurable(rates.paired):
         # The gap is within noise: nothing is read from it. A wait measured step by step is

@@ -37,14 +37,10 @@ from pipediag.report.vocabulary import (
     ComputeAloneMethod,
     RateBlockKind,
 )
-from pipediag.training.compute_alone import StepAlone
+from pipediag.training.compute_alone import WARMUP_STEPS, StepAlone
 
 # The longest the samplers pause for a quiet block with no training block's rate to size it.
 QUIET_MAX_S = 10.0
-
-# The first step-alone block's first calls are not timed: under fit the first call on a
-# cached batch may retrace the train step for its static shapes.
-WARMUP_STEPS = 3
 
 Next = Literal["step-alone", "training", "quiet-training", "done"]
 

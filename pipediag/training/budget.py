@@ -25,7 +25,8 @@ from pipediag.report.vocabulary import (
     STEP_ALONE_BLOCK,
     RateBlockKind,
 )
-from pipediag.training.alternation import WARMUP_STEPS, Alternation
+from pipediag.training.alternation import Alternation
+from pipediag.training.compute_alone import WARMUP_STEPS
 from pipediag.training.loop_profile import LoopProfile, OpsFound, Profiler, keras_layer_names
 from pipediag.training.loop_search import HoldPlan, LoopSearch
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial

@@ -66,7 +66,6 @@ class JaxFitSteps:
         self._train: Callable[[Any, Iterator[Any]], tuple[Any, Any]] = model.train_function
         # Copies: the step donates (consumes) the state it is given.
         self._state = jax.tree.map(jnp.copy, state)
-        self.state_arrays = sum(len(group) for group in state)
 
     def call(self, iterator: Iterator[Any], *, as_fit_feeds: bool = True) -> None:
         """One call of the train function on `iterator`'s next batches, as fit feeds it

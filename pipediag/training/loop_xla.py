@@ -108,8 +108,6 @@ class LoopXlaTrial:
         self._slice: PullSlice | None = None
         self._failure: Reason | None = None
         self._result: ModelTrial | None = None
-        self._compiled_s = 0.0
-        self._compile_began = 0.0
         self._warm = 0  # untimed steps served before the rounds: the twin's, then the original's
         twin = make_twin(step.function)
         # Closed by `result()`: the variables are put back there.
@@ -167,15 +165,13 @@ class LoopXlaTrial:
 
     # -- before the rounds --
     def _warm_step(self, now: float) -> Any:
-        """The twin's first step compiles it (timed apart), the original's runs once; then
+        """The twin's first step compiles it (untimed), the original's runs once; then
         the rounds start with what is left of the budget."""
         if self._warm == 0:
             self._warm = 1
-            self._compile_began = now
             self._redirect(True, first=True)
             return self._batch
         self._warm = 2
-        self._compiled_s = now - self._compile_began
         if self._failure is not None:
             return None
         self._redirect(False)

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from pipediag.analysis.advisor import advise
+from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.answer import the_change
 from pipediag.renderers.text import render_text
 from pipediag.report.model import Report, StageStats, TrialFacts
@@ -157,11 +158,30 @@ def test_contention_names_the_costliest_stage_with_what_holding_it_gave_training
         s for s in advise(_with_augmentation_map(0.97, 1.02)) if s.id == "PD012-input-contention"
     )
     assert under.gain.speedup is None and "ran training" not in under.evidence
+    # a hold read above what all input free gives (the host's noise) gives that bound
+    noisy = _with_augmentation_map(0.97, 9.0)
+    above = next(s for s in advise(noisy) if s.id == "PD012-input-contention")
+    assert above.gain.basis == "input-free"
+    assert above.gain.speedup == pytest.approx(most_input_gives(noisy))
+    assert "With input free, training would run" in above.evidence
     # and where the cap helped, the cap is the change, with its own gain
     capped = next(
         s for s in advise(_with_augmentation_map(1.25, 1.3)) if s.id == "PD012-input-contention"
     )
     assert "make it cheaper" in capped.title and capped.gain.on(GAIN_ON_TRAINING) == 1.25
+
+
+def test_contention_gives_way_to_the_fix_that_says_how_at_its_stage() -> None:
+    # GIVEN the case above, its augmentation map running Python (a py_function)
+    report = _with_augmentation_map(0.97, 1.3)
+    stages = list(report.pipeline.stages)
+    stages[2] = dataclasses.replace(stages[2], uses_py_function=True)
+    report = dataclasses.replace(
+        report, pipeline=dataclasses.replace(report.pipeline, stages=stages)
+    )
+    ids = [s.id for s in advise(report)]
+    # THEN the fix that says how to make that stage cheaper is said, not both
+    assert "PD007-py-function" in ids and "PD012-input-contention" not in ids
 
 
 def test_contention_beside_python_with_cores_free_gets_the_python_taken_out() -> None:

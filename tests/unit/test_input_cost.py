@@ -401,6 +401,22 @@ def test_a_pull_explains_the_gap_measured_in_alternation_but_never_enlarges_it()
     assert verdict.input_cost_fraction == pytest.approx(0.10, abs=0.005)
 
 
+def test_a_heavy_pipeline_s_time_a_batch_is_no_pull_under_fit_s_batch_stamps() -> None:
+    # GIVEN fit's batch stamps (the pull not timed), waiting 8%, training at 10.8 steps/s
+    # against 14.2 alone, and an augmentation pipeline of 54 batches/s alone: 5x training,
+    # its 18.5 ms a batch spent on two cores of its own threads
+    stamped = _train([(0.0926, 0.0074, 0)] * 60, source="batch-stamps")
+    pipeline = PipelineBenchmark(measured=True, batches_per_s=54.0)
+    alone = _blocks([10.8, 10.7, 10.9, 10.8], [14.2, 14.1, 14.3])
+    verdict = judge(stamped, pipeline, compute_alone=alone)
+    # THEN a pull is charged at most what a pull of a ready batch costs (1 ms at A: 1%),
+    # and the rest of the gap the wait leaves is contention, not the per-pull overhead
+    split = verdict.cost_split
+    assert split is not None and split.pull_s == pytest.approx(0.001)
+    assert split.fetch == pytest.approx(0.0108, abs=0.002)
+    assert split.dominant == COST_CONTENTION and split.contention > 0.1
+
+
 def test_a_measured_wait_above_the_gap_stands_and_the_interval_holds_it() -> None:
     # GIVEN steps that wait 15% under fit, and pairs that put the gap at about 10%
     train = _train([(0.01, 0.0015, 0)] * 60, source="batch-stamps")
