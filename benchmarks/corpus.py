@@ -173,7 +173,7 @@ def alternated_costs(
     stamps: Mapping[str, Any], skip: int = SKIP_EPOCHS
 ) -> tuple[float | None, float | None]:
     """1 - A/T from one AT process, from each epoch's start and within, over the epochs
-    after `skip`.
+    after `skip` (from an `AB` process: 1 - plain/tuned, kind 1 being the tuned pipeline).
 
     Within: each block's steps after its first quarter (the real pipeline refills its
     buffers while the held batch trains, and the block after starts on them), leaving out

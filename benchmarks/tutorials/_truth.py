@@ -21,7 +21,10 @@ nothing from the repository). A corpus script calls two things:
     the tuned one (built by the script's `tuned`, a function called with `TUNED` set) in
     the held batch's place. Each epoch reads one whole pass of each, both ended at their
     own end of sequence, so a cache in either fills in the first epoch; an endless pair
-    keeps fit's steps per epoch, half of each.
+    keeps fit's steps per epoch, the kinds in blocks over them. Both pipelines live in one
+    process: the one resting refills its buffers during the other's blocks (each block's
+    first quarter is left out of the rates for that), and a heavy one takes some CPU from
+    the other's blocks, which pulls the speedup towards 1.
 - `callbacks()` added to `fit`'s callbacks, or `epoch(ds)` around a custom loop's
   dataset, so every step's end is stamped on one clock (both are inert when unset); a loop
   that pulls inside a tf.function calls `begin_epoch()` and, after each call,
@@ -227,11 +230,11 @@ def training_dataset(
 def _built_tuned(build: Callable[[], Any]) -> Any:
     """The hand-tuned variant's training dataset, built as `PIPEDIAG_TUNED=1` would."""
     global TUNED
-    TUNED = True
+    was, TUNED = TUNED, True
     try:
         return build()
     finally:
-        TUNED = False
+        TUNED = was
 
 
 def _same_passes(twin: Any, passes: int) -> None:
@@ -251,6 +254,8 @@ def _alternated(ds: Any, steps_per_epoch: int | None, steps_per_call: int, twin:
     both_whole = twin is not None and not endless
     if both_whole:
         _same_passes(twin, passes)
+    elif twin is not None and int(twin.cardinality()) != int(tf.data.INFINITE_CARDINALITY):
+        raise SystemExit("AB needs the tuned variant endless where the plain one is")
     block = steps_per_call * max(1, passes // BLOCKS_PER_EPOCH // steps_per_call)
     cycles = [
         pattern(passes, block, first, endless=endless, both_whole=both_whole) for first in (0, 1)

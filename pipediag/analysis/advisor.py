@@ -26,6 +26,7 @@ from pipediag.analysis.host_rules import (
     check_pipeline_fine,
 )
 from pipediag.analysis.prescription_rules import (
+    MEASURED_RULE,
     PRESCRIPTION_RULE,
     check_prescription,
     measured_rewrites,
@@ -54,6 +55,20 @@ from pipediag.report.vocabulary import (
     GAIN_INPUT_FREE,
     GAIN_ON_TRAINING,
     NOTE,
+)
+
+CONTENTION_RULE = "PD012-input-contention"
+# The fixes that make a stage cheaper, not faster with more threads: where one is for the
+# stage the contention fix names, it says how (`_said_once`); a rewrite measured to help
+# training there (`MEASURED_RULE`) does too.
+CHEAPER_RULES = frozenset(
+    {
+        "PD004-vectorize-map",
+        "PD005-cache-prefix",
+        "PD007-py-function",
+        "PD018-hoist-cache",
+        MEASURED_RULE,
+    }
 )
 
 
@@ -89,16 +104,22 @@ def advise(report: Report) -> list[Suggestion]:
 
 def _said_once(found: list[Suggestion]) -> list[Suggestion]:
     """Without the contention fix that asks to make a stage cheaper where another fix says
-    how, at that stage (port its Python to TF ops, vectorise it, cache it)."""
-    how = {s.stage_index for s in found if s.kind == FIX and s.id != CONTENTION_RULE}
+    how, at that stage (port its Python to TF ops, vectorise it, cache it, or a rewrite
+    measured to help training there); more threads for it (a parallel map not measured so)
+    is no such fix."""
+    how = {
+        s.stage_index
+        for s in found
+        if s.kind == FIX
+        and s.id != CONTENTION_RULE
+        and (s.id in CHEAPER_RULES or (s.gain.on(GAIN_ON_TRAINING) or 0.0) >= VERIFIED_MIN_GAIN)
+    }
     return [
         s
         for s in found
         if not (s.id == CONTENTION_RULE and s.stage_index is not None and s.stage_index in how)
     ]
 
-
-CONTENTION_RULE = "PD012-input-contention"
 
 RULES: tuple[Rule, ...] = (
     Rule("PD000-pipeline-fine", "compute-bound", check_pipeline_fine),

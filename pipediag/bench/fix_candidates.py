@@ -73,8 +73,12 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.stages import AUTOTUNE
 from pipediag.report.vocabulary import (
+    KIND_BATCH,
     KIND_CACHE,
+    KIND_MAP_AND_BATCH,
     KIND_OPTIONS,
+    KIND_PARALLEL_INTERLEAVE,
+    KIND_PARALLEL_MAP,
     KIND_PREFETCH,
     KIND_SHUFFLE,
     KIND_SOURCE,
@@ -125,10 +129,13 @@ def fix_candidates(
     if last is not None and not rewrite_site(last):
         return found  # the whole pipeline held in memory gains nothing: no end-of-chain fix
     prefetch = _prefetch_candidate(stages)
-    # tf.data appends that prefetch itself where the options let it: a copy with it added
-    # runs the same pipeline, and any gain measured for it is the trial's own noise (on the
-    # time series tutorial, 1.08-1.20x on training against 0.99-1.01x in alternation)
-    injected = options.inject_prefetch and options.autotune
+    # tf.data appends that prefetch itself after a synchronous last stage where the options
+    # let it: a copy with it added runs the same pipeline, and any gain measured for it is
+    # the trial's own noise (on the time series tutorial, 1.08-1.20x on training against
+    # 0.99-1.01x in alternation)
+    injected = (
+        options.inject_prefetch and options.autotune and last is not None and not _runs_ahead(last)
+    )
     if prefetch is not None and (prefetch.facts.existing_buffer is not None or not injected):
         prefetch.tried_on_training = prefetch.facts.existing_buffer is None
         found.append(prefetch)
@@ -419,6 +426,14 @@ def _cache_edit(node: str, batch_node: str | None) -> Any:
         graph.cache_after(target, repeat=True)
 
     return edit
+
+
+def _runs_ahead(stats: StageStats) -> bool:
+    """Whether the stage already runs ahead of its consumer, in threads of its own: tf.data
+    injects no prefetch after it."""
+    if stats.kind in (KIND_PARALLEL_MAP, KIND_PARALLEL_INTERLEAVE, KIND_MAP_AND_BATCH):
+        return True
+    return stats.kind == KIND_BATCH and stats.settings.num_parallel_calls is not None
 
 
 def _last_real_stage(stages: Sequence[StageStats]) -> StageStats | None:

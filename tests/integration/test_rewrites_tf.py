@@ -344,6 +344,12 @@ def test_an_unmeasured_cheap_map_still_gets_its_rewrites() -> None:
         batches_per_s=1e4,
     )
     assert "prefetch-end" in {c.fix for c in found}
+    # and after a parallel map, which runs ahead in threads of its own, tf.data appends
+    # none: a prefetch there is a change to try
+    tf = _tf()
+    parallel = tf.data.Dataset.range(64).batch(8).map(lambda x: x * 2, num_parallel_calls=2)
+    found, _ = _candidates(parallel, own_s_per_batch=1e-6, batches_per_s=1e4)
+    assert "prefetch-end" in {c.fix for c in found}
 
 
 # --- composed pairs ------------------------------------------------------------------------

@@ -612,3 +612,18 @@ def test_a_gain_measured_on_training_outranks_any_predicted_one() -> None:
     # THEN the measured gain leads the fixes, the prediction follows, and a fix measured
     # without gain comes last; a correctness warning stays first
     assert ranked == [warning.id, measured.id, predicted.id, no_gain.id]
+
+
+def test_a_fix_without_a_prediction_ranks_by_the_bound_it_carries() -> None:
+    from pipediag.analysis.advisor import _sort_key
+
+    saturated = Suggestion("PD010-cpu-saturated", "the host CPU is saturated")
+    port = Suggestion("PD007-py-function", "port it", gain=Gain(GAIN_HELD, 1.57))
+    predicted = Suggestion("PD012-input-contention", "make it cheaper", estimate=1.2)
+    found = [(1, saturated), (2, predicted), (13, port)]
+
+    ranked = [s.id for _, s in sorted(found, key=lambda item: _sort_key(*item))]
+
+    # THEN the port's bound (at most 1.57x) orders it among the predictions, and a fix
+    # with neither comes after both
+    assert ranked == [port.id, predicted.id, saturated.id]

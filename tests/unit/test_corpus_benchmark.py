@@ -300,6 +300,7 @@ def test_the_prescription_reads_the_first_change_and_judges_its_claim() -> None:
     assert rx.right_call(True, False, 0.9) == "no: not faster"
     assert rx.right_call(False, True, 0.85) == "yes: no change"
     assert rx.right_call(False, True, 1.12) == "no"
+    assert rx.right_call(False, True, 1.01) == "yes: no change"  # under the worth-it 1.05x
     assert rx.right_call(False, False, 1.12) == "other"
 
 

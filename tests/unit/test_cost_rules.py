@@ -182,6 +182,16 @@ def test_contention_gives_way_to_the_fix_that_says_how_at_its_stage() -> None:
     ids = [s.id for s in advise(report)]
     # THEN the fix that says how to make that stage cheaper is said, not both
     assert "PD007-py-function" in ids and "PD012-input-contention" not in ids
+    # but more threads for it (a sequential map made parallel, not measured on training)
+    # is no way to make it cheaper: the contention fix stays
+    sequential = list(_with_augmentation_map(0.97, 1.3).pipeline.stages)
+    sequential[2] = dataclasses.replace(sequential[2], kind="map", name="MapDataset")
+    threads = dataclasses.replace(
+        report, pipeline=dataclasses.replace(report.pipeline, stages=sequential)
+    )
+    found = {s.id: s for s in advise(threads)}
+    assert "PD001-sequential-map" in found
+    assert found["PD012-input-contention"].stage_index == found["PD001-sequential-map"].stage_index
 
 
 def test_contention_beside_python_with_cores_free_gets_the_python_taken_out() -> None:
