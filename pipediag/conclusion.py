@@ -207,8 +207,8 @@ class Conclusion:
             newest_steps(self._timeline, block_steps, one_epoch=self._extended) if lead else None
         )
         if steps_left is not None:
-            blocks = steps_left // block_steps - 1 - (first is None)
-            max_rounds = min(max_rounds, blocks)
+            # the most the steps left allow; the alternation stops before it
+            max_rounds = steps_left // block_steps - 1 - (first is None)
         alternation = Alternation(
             clock=self._clock,
             origin=origin,

@@ -75,6 +75,12 @@ MAX_ROUNDS = 6
 LOCKSTEP_ROUNDS = 3
 # Rounds go on while the cost's interval is wider than this either side.
 TARGET_HALF_WIDTH = 0.03
+# Where the steps left are known (fit), and the interval at `MAX_ROUNDS` or `MAX_SECONDS`
+# still spans a band's edge too widely for a label, rounds go on up to this many times
+# both, within those steps: spent only where it decides the label (docs/design.md, "Rates
+# in alternation": the time series LSTM read "uncertain" 24% (17-31%) in 2 of 3 runs at 6
+# pairs, against a truth of 29%).
+EDGE_EXTENSION = 2
 # No new round starts once the alternation has run this long: the verdict is due within
 # 10 s of the first step (benchmarks/time_to_verdict.py: a custom loop's alternation took
 # 7.8 s of its 11.7 s with a 15 s bound).

@@ -3,9 +3,10 @@ alternation").
 
 Part of `training/`: blocks of T and A of one step count take turns (A0 T1 A1 T2 A2 T3 A3),
 rounds going on while the cost's interval is wider than `TARGET_HALF_WIDTH`, up to
-`MAX_ROUNDS` or `MAX_SECONDS`. `Alternation` is the schedule and the record,
-framework-neutral: its owner (fit's callback, or a loop's budget server) runs each block and
-hands it the step ends; `analysis/alternation.py` reads them.
+`MAX_ROUNDS` or `MAX_SECONDS` (twice that under fit while it spans a band's edge).
+`Alternation` is the schedule and the record, framework-neutral: its owner (fit's callback,
+or a loop's budget server) runs each block and hands it the step ends;
+`analysis/alternation.py` reads them.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pipediag.analysis.alternation import block_of, paired_cost
+from pipediag.analysis.alternation import PairedCost, block_of, paired_cost
+from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, LABEL_MAX_HALF_WIDTH
 from pipediag.analysis.paired import (
     ALTERNATION_MIN_ROUNDS,
     BLOCK_S,
+    EDGE_EXTENSION,
     MAX_BLOCK_STEPS,
     MAX_ROUNDS,
     MAX_SECONDS,
@@ -57,6 +60,20 @@ class _OpenBlock:
     cpu_from: float
 
 
+def _spans_an_edge(cost: PairedCost) -> bool:
+    """Whether the interval is too wide for a label where it lies (`classifier`, "too noisy
+    to tell"): wider than `LABEL_MAX_HALF_WIDTH` either side, across a band's edge."""
+    if cost.low is None or cost.high is None or cost.half_width is None:
+        return False
+    edges = (
+        DEFAULT_THRESHOLDS.moderately_input_bound,
+        DEFAULT_THRESHOLDS.highly_input_bound,
+    )
+    return cost.half_width > LABEL_MAX_HALF_WIDTH and any(
+        cost.low < edge <= cost.high for edge in edges
+    )
+
+
 def scaled_rounds(scale: float) -> int:
     """The most adaptive rounds at `scale` times the default bound."""
     return max(MAX_ROUNDS, round(MAX_ROUNDS * scale))
@@ -80,8 +97,9 @@ class Alternation:
         fixed_rounds: exactly this many rounds (a multi-worker job), else adaptive.
         whole_blocks: every step of a block counts, none dropped as its transition (a JAX
             loop: asynchronous steps, the block timed between device syncs).
-        max_rounds: adaptive rounds stop here (fewer than `MAX_ROUNDS` where training has
-            only so many steps left); None: `MAX_ROUNDS` times `scale`.
+        max_rounds: the most rounds training's steps left allow (fit); adaptive rounds stop
+            at `MAX_ROUNDS` times `scale` below it, and go on past that (`EDGE_EXTENSION`)
+            only while the interval spans a band's edge. None: `MAX_ROUNDS` times `scale`.
         scale: how much longer than `MAX_SECONDS` and `MAX_ROUNDS` the adaptive rounds may
             go on (`--steps` beyond its default asks for a narrower interval).
         quiet: for the observer check, what pipediag's samplers pause on: every other
@@ -107,7 +125,11 @@ class Alternation:
         self._clock = clock
         self._quiet = quiet
         self._whole_blocks = whole_blocks
-        self._max_rounds = max_rounds if max_rounds is not None else scaled_rounds(scale)
+        soft = scaled_rounds(scale)
+        self._max_rounds = soft if max_rounds is None else min(soft, max_rounds)
+        self._most_rounds = (
+            self._max_rounds if max_rounds is None else min(EDGE_EXTENSION * soft, max_rounds)
+        )
         self._max_seconds = MAX_SECONDS * scale
         self._origin = origin
         self.block_steps = block_steps
@@ -238,11 +260,17 @@ class Alternation:
             return rounds < self._fixed_rounds
         if rounds < ALTERNATION_MIN_ROUNDS:
             return True
-        if rounds >= self._max_rounds or self._clock.now() - self.began >= self._max_seconds:
-            return False
+        elapsed = self._clock.now() - self.began
         cost = paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None
-        return width is not None and width > TARGET_HALF_WIDTH
+        if rounds < self._max_rounds and elapsed < self._max_seconds:
+            return width is not None and width > TARGET_HALF_WIDTH
+        return (
+            rounds < self._most_rounds
+            and elapsed < EDGE_EXTENSION * self._max_seconds
+            and cost is not None
+            and _spans_an_edge(cost)
+        )
 
     def result(
         self, method: ComputeAloneMethod, *, restored: int = 0, warmup_steps: int = WARMUP_STEPS

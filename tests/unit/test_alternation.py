@@ -19,6 +19,7 @@ from pipediag.analysis.alternation import (
 from pipediag.analysis.paired import (
     MAX_BLOCK_STEPS,
     MAX_BLOCK_STEPS_UNBOUNDED,
+    MAX_ROUNDS,
     MIN_BLOCK_STEPS,
 )
 from pipediag.bench.interleaved import Rounds
@@ -196,6 +197,36 @@ def test_a_wide_interval_adds_rounds_up_to_the_bound() -> None:
             clock.advance(1.0 / rates[kind] / (1.2 if fast else 1.0))
             done = alternation.step_ended(clock.now())
     assert alternation.rounds == 5
+
+
+def _disagreeing(max_rounds: int | None) -> Alternation:
+    """The schedule run with training at 85 steps/s and the step alone at 100 and 125 in
+    turn: costs of 15% and 32%, an interval across the 20% edge."""
+    clock = FakeClock()
+    alternation = Alternation(
+        clock=clock, origin=0.0, block_steps=5, lead=(0.0, [1 / 85] * 5), max_rounds=max_rounds
+    )
+    while alternation.next != "done":
+        kind = STEP_ALONE_BLOCK if alternation.next == "step-alone" else TRAINING_BLOCK
+        alternation.start_block(kind, clock.now())
+        rate = 85.0 if kind == TRAINING_BLOCK else (125.0 if alternation.rounds % 2 else 100.0)
+        done = False
+        while not done:
+            clock.advance(1.0 / rate)
+            done = alternation.step_ended(clock.now())
+    return alternation
+
+
+def test_an_interval_across_a_band_s_edge_goes_on_within_the_steps_left() -> None:
+    # GIVEN pairs that disagree across the 20% edge
+    # WHEN the steps left allow 20 rounds (fit), THEN rounds go on past the 6 of the bound,
+    # up to twice it
+    extended = _disagreeing(max_rounds=20)
+    assert MAX_ROUNDS < extended.rounds <= 2 * MAX_ROUNDS
+    # AND never past what the steps left allow
+    assert _disagreeing(max_rounds=7).rounds == 7
+    # AND where nothing says how many steps are left (a loop), the bound stands
+    assert _disagreeing(max_rounds=None).rounds == MAX_ROUNDS
 
 
 def test_a_block_the_host_disturbed_is_left_out_of_the_pairs_whichever_its_kind() -> None:
