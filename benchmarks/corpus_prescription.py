@@ -158,10 +158,12 @@ def diagnose(script: Script, work: Path) -> dict[str, Any] | None:
 def alternated_speedups(stamps: Mapping[str, Any]) -> tuple[float | None, float | None]:
     """Tuned over plain from one `AB` process, from each epoch's start and within: the
     alternation's cost of the plain pipeline against the tuned one, as a speedup."""
-    return tuple(  # type: ignore[return-value]
-        1.0 / (1.0 - cost) if cost is not None and cost < 1.0 else None
-        for cost in alternated_costs(stamps)
-    )
+    start, within = alternated_costs(stamps)
+    return _speedup(start), _speedup(within)
+
+
+def _speedup(cost: float | None) -> float | None:
+    return 1.0 / (1.0 - cost) if cost is not None and cost < 1.0 else None
 
 
 def _spread_of(values: Sequence[float]) -> dict[str, float | None]:
