@@ -49,6 +49,7 @@ from benchmarks._common import (
     spread_summary,
     write_results,
 )
+from pipediag.config import DEFAULT_HOST_INTERVAL_S
 
 NAME = "overhead_blocks"
 
@@ -86,11 +87,11 @@ class LoopTrainer:
     inside a block is noise that only blurs the pairs.
     """
 
-    def __init__(self, case: Any, model: Any) -> None:
+    def __init__(self, case: Any, model: Any, fixes: frozenset[str]) -> None:
         from _case import make_loop_step  # on sys.path once a case is loaded
 
         self._step = make_loop_step(model)
-        self._batches: Any = iter(case.make_dataset(CASE_FIXES).repeat())
+        self._batches: Any = iter(case.make_dataset(fixes).repeat())
 
     def _run(self, steps: int) -> None:
         for _ in range(steps):
@@ -128,11 +129,11 @@ def _repeated(dataset: Any) -> Any:
 class FitTrainer:
     """`model.fit` over `dataset.repeat()`, one call per block, timed by a callback."""
 
-    def __init__(self, case: Any, model: Any) -> None:
+    def __init__(self, case: Any, model: Any, fixes: frozenset[str]) -> None:
         import keras
 
         self._model = model
-        self._dataset: Any = _repeated(case.make_dataset(CASE_FIXES))
+        self._dataset: Any = _repeated(case.make_dataset(fixes))
         window: dict[int, Marks | None] = {}
         self._window = window
 
@@ -231,6 +232,17 @@ def main(argv: list[str] | None = None) -> int:
         default="all",
         help="what the 'on' blocks run: everything, only the pipediag hooks, only the samplers",
     )
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="the case as written, not its tuned variant (a pipeline that fills the cores)",
+    )
+    parser.add_argument(
+        "--host-interval",
+        type=float,
+        default=DEFAULT_HOST_INTERVAL_S,
+        help=f"seconds between host readings (default {DEFAULT_HOST_INTERVAL_S:g})",
+    )
     parser.add_argument("--steps-per-block", type=int, default=STEPS_PER_BLOCK)
     add_raw_option(parser, "every block's wall and CPU times")
     args = parser.parse_args(argv)
@@ -246,11 +258,18 @@ def main(argv: list[str] | None = None) -> int:
     case = load_case(case_name)
     keras.utils.set_random_seed(0)
     model = case.make_model()
-    trainer = FitTrainer(case, model) if args.style == "fit" else LoopTrainer(case, model)
+    fixes = frozenset() if args.plain else CASE_FIXES
+    trainer = (FitTrainer if args.style == "fit" else LoopTrainer)(case, model, fixes)
     trainer.warm_up()
     # As `pipediag run --steps all` in its monitoring phase: no pipeline benchmark here.
     samplers = args.monitor in ("all", "samplers")
-    config = RunConfig(bench=False, measured_steps=None, sample_host=samplers, sample_gpu=samplers)
+    config = RunConfig(
+        bench=False,
+        measured_steps=None,
+        sample_host=samplers,
+        sample_gpu=samplers,
+        host_interval_s=args.host_interval,
+    )
     hooks = args.monitor in ("all", "hooks")
     blocks: list[tuple[bool, dict[str, float]]] = []
     for pair in range(pairs):
@@ -269,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     trainer.close()
     settings = {
         "case": f"benchmarks/cases/{case_name}.py",
+        "variant": "plain" if args.plain else "tuned",
+        "host_interval_s": args.host_interval,
         "style": args.style,
         "steps_per_block": args.steps_per_block,
         "monitor": args.monitor,

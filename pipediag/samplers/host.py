@@ -40,6 +40,11 @@ _GUEST_FIELDS = ("guest", "guest_nice")
 _IDLE_FIELDS = ("idle", "iowait")
 """Time a core did no work: waiting for I/O is idle as far as the CPU is concerned."""
 
+SYSTEM_MEMORY_INTERVAL_S = 1.0
+"""The machine's memory use is read at most this often, and repeated in the readings
+between: it moves over seconds, and `virtual_memory()` (parsing /proc/meminfo) is a third
+of a reading's CPU (docs/design.md, "What pipediag costs a step")."""
+
 
 def cpu_percentages(before: list[Any], after: list[Any]) -> tuple[list[float], float, float | None]:
     """Per-core busy %, system busy % and iowait % between two `cpu_times(percpu=True)` reads.
@@ -134,6 +139,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         self._iowait_sum = 0.0
         self._iowait_count = 0
         self._rss_max: int | None = None
+        self._system_memory: tuple[float, float] | None = None  # (read at, used %)
 
     def _setup(self) -> Reason | None:
         try:
@@ -161,7 +167,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         per_core, system, iowait = cpu_percentages(self._last_cpu_times, times)
         steal = steal_percentage(self._last_cpu_times, times)
         self._last_cpu_times = times
-        mem_pct = float(psutil.virtual_memory().percent)
+        mem_pct = self._system_memory_pct(t)
         return HostSample(
             t_s=t,
             process_cpu_pct=process_pct,
@@ -172,6 +178,15 @@ class HostSampler(ThreadedSampler[HostSample]):
             system_mem_used_pct=mem_pct,
             steal_pct=steal,
         )
+
+    def _system_memory_pct(self, t: float) -> float:
+        """The machine's memory in use, %, read again once `SYSTEM_MEMORY_INTERVAL_S` passed
+        on the session clock since the last read."""
+        last = self._system_memory
+        if last is None or t - last[0] >= SYSTEM_MEMORY_INTERVAL_S:
+            assert self._psutil is not None
+            last = self._system_memory = (t, float(self._psutil.virtual_memory().percent))
+        return last[1]
 
     def _process_cpu_pct(self, t: float, cpu_s: float) -> float:
         """This process's CPU since the last reading, in % of one core (psutil's convention).

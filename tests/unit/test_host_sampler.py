@@ -61,6 +61,34 @@ def test_readings_are_sane_and_timed_on_the_session_clock() -> None:
     assert section.notes == []
 
 
+def test_the_machine_s_memory_is_read_once_a_second_and_repeated_between(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a sampler on a fake clock, and psutil's system-memory reads counted
+    reads: list[float] = []
+    real = psutil.virtual_memory
+
+    def counted() -> object:
+        reads.append(clock.now())
+        return real()
+
+    monkeypatch.setattr(psutil, "virtual_memory", counted)
+    clock = FakeClock()
+    sampler = HostSampler(interval_s=0.25, max_samples=64, clock=clock)
+    sampler.start(background=False)
+    # WHEN it reads every 0.25 s for 2.5 s
+    for _ in range(10):
+        clock.advance(0.25)
+        sampler.sample_once()
+    sampler.stop()
+    # THEN every reading has the machine's memory, read anew only once a second had passed
+    samples = sampler.section(0.0).samples
+    assert len(samples) == 10
+    assert all(0.0 < s.system_mem_used_pct <= 100.0 for s in samples)
+    assert len(reads) == 3
+    assert [b - a for a, b in zip(reads, reads[1:], strict=False)] == pytest.approx([1.0, 1.0])
+
+
 def test_thread_samples_and_stops() -> None:
     # GIVEN a real-clock sampler running on its thread
     sampler = HostSampler(interval_s=0.01, clock=MONOTONIC)
