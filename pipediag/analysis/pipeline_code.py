@@ -122,7 +122,7 @@ def _linear(
             shuffle = lines.pop()  # the shuffle goes after the map and its cache
             lines.append(_line(_call(stats, own), stats, change))
             lines.append(CodeLine("ds = ds.cache()", stats.created_at, change.fix, None))
-            lines.append(shuffle)
+            lines.append(dataclasses.replace(shuffle, change=change.fix))  # moved by it
             continue
         line = _stage_line(stats, own)
         if "vectorize" in own:

@@ -461,8 +461,7 @@ def _hoisted_lines(ctx: Context, stats: StageStats) -> list[str]:
     changed = [i for i, line in enumerate(lines) if line.change == FIX_HOIST_CACHE]
     if not changed:
         return ["ds = ds.cache()  # after the map, with the map moved above the shuffle"]
-    last = min(changed[-1] + 1, len(lines) - 1)  # the moved shuffle follows the cache
-    return [line.text for line in lines[changed[0] : last + 1]]
+    return [line.text for line in lines[changed[0] : changed[-1] + 1]]
 
 
 def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:

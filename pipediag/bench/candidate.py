@@ -28,8 +28,10 @@ from pipediag.report.reasons import (
 from pipediag.report.vocabulary import KIND_MAP, KIND_PARALLEL_MAP, FixName
 
 # Filling a cache takes one epoch of the prefix; verify only when it takes at most this long,
-# the length of the phase-1 benchmark (bench/pipeline.py DEFAULT_MAX_SECONDS).
-CACHE_FILL_MAX_S = 3.0
+# twice the phase-1 benchmark (bench/pipeline.py DEFAULT_MAX_SECONDS). At the benchmark's
+# length the bundled input-bound example, whose cache fills in an estimated 3.1-3.6 s on 2
+# cores, had its cache tried on training in some runs and not in others.
+CACHE_FILL_MAX_S = 6.0
 # Extra output batches pulled after the estimated end of the filling epoch: shuffle buffers
 # and prefetches downstream read ahead, so the epoch boundary is not exact.
 CACHE_FILL_MARGIN_BATCHES = 4

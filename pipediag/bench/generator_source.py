@@ -18,8 +18,8 @@ from pipediag.report.reasons import (
     Reason,
 )
 
-# Reading a generator's epoch to hold it stops past this long: the time a cache may take to
-# fill (`candidate.CACHE_FILL_MAX_S`), so a trial is not spent waiting for Python.
+# Reading a generator's epoch to hold it stops past this long, the phase-1 benchmark's
+# length, so a trial is not spent waiting for Python.
 GENERATOR_READ_MAX_S = 3.0
 # And past this size: the elements become constants of a GraphDef, a protobuf capped at 2 GiB.
 GENERATOR_MAX_BYTES = 1 << 30

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
 from pipediag.renderers.numbers import gain, rate_text
-from pipediag.renderers.prescription_words import together_text
+from pipediag.renderers.prescription_words import measured_change_text
 from pipediag.renderers.rate_words import ESTIMATED_WORD, rates, training_rate
 from pipediag.renderers.run_words import run_status
 from pipediag.renderers.suggestion_words import (
@@ -146,11 +146,12 @@ def the_change(report: Report) -> Change:
     stage's hold, which measured its gain from epoch 2). Code only with a measured gain."""
     prescription = report.pipeline.prescription
     value = prescription.shown[0] if prescription is not None else None
-    if prescription is not None and value is not None and value > 1.0:
+    words = measured_change_text(prescription) if prescription is not None else None
+    if prescription is not None and words is not None and value is not None and value > 1.0:
         code = [c.text for c in prescription.code if c.change is not None] or [
             c.text for c in prescription.code
         ]
-        return Change(together_text(prescription, _timed(report)), _code(code))
+        return Change(words, _code(code))
     fix = _best_measured_fix(report)
     if fix is not None:
         measured = gain(fix.gain.speedup or 1.0)
@@ -200,10 +201,6 @@ def _change(report: Report, width: int) -> list[str]:
     change = the_change(report)
     head = ("Change (model): " if change.model else "Change: ") + change.words
     return [*_wrap(head, width), *(f"    {line}" for line in change.code)]
-
-
-def _timed(report: Report) -> str:
-    return "the train function" if report.train.style == "keras-fit" else "the steps"
 
 
 def _best_measured_fix(report: Report) -> Suggestion | None:

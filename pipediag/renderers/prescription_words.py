@@ -60,6 +60,21 @@ def together_text(prescription: Prescription, timed: str = "the train function")
     return f"pipeline pipediag would write: {what}, training {figure} over yours{capped}{raw}"
 
 
+def measured_change_text(prescription: Prescription) -> str | None:
+    """The kept rewrites as the answer's one change, named as the summary names them, with
+    the gain training measured: "cache() after the map, moved above its shuffle at map(parse):
+    5.88x (5.51-6.27x) measured on your training". None where none was kept."""
+    kept = prescription.kept
+    value, low, high = prescription.shown
+    if not kept or value is None:
+        return None
+    if len(kept) == 1:
+        what = fix_words_at(kept[0].fix, kept[0].stage)
+    else:
+        what = f"the {len(kept)} rewrites kept, together"
+    return f"{what}: {_figure(value, low, high)} measured on your training"
+
+
 def _change_line(
     change: PrescribedChange, vectorized_map: bool = False, timed: str = "the train function"
 ) -> str:

@@ -134,7 +134,7 @@ FIXES: Final[dict[str, FixFacts]] = {
         ),
         FixFacts(
             FIX_HOIST_CACHE,
-            "map before the shuffle, then cache",
+            "cache() after the map, moved above its shuffle",
             code="hoist-cache",
             edit_rank=1,
             semantics=SEMANTICS_HOIST_CACHE,

@@ -22,7 +22,11 @@ from pipediag.renderers.png.suggestions import (
     foot_lines,
     lines_that_fit,
 )
-from pipediag.renderers.prescription_words import REWRITES_HEADING, rewrites_lines
+from pipediag.renderers.prescription_words import (
+    REWRITES_HEADING,
+    measured_change_text,
+    rewrites_lines,
+)
 from pipediag.renderers.text import render_text
 from pipediag.report.fixes import FIX_CACHE, FIX_MAP_FUSION, FIX_PARALLEL_MAP, FIX_PREFETCH
 from pipediag.report.model import (
@@ -305,8 +309,10 @@ def test_the_pipeline_pipediag_would_write_as_the_change_is_said_once() -> None:
     texts = [line.text for line in foot_lines(report)]
     # THEN it leads as the change, with its code, and neither its list's conclusion nor the
     # fix says it again
-    assert texts[0].startswith("Change: pipeline pipediag would write: the kept rewrite")
-    assert sum("the kept rewrite, training" in t for t in texts) == 1
+    words = measured_change_text(prescription)
+    assert words is not None and words.startswith("run the map in parallel at ")
+    assert texts[0].startswith(f"Change: {words}")
+    assert not any("pipeline pipediag would write" in t for t in texts)
     assert not any(t.startswith("1. [PD001") for t in texts)
     assert REWRITES_HEADING in texts  # the rewrites tried still listed
 
