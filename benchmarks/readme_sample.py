@@ -44,6 +44,16 @@ def readme_block(text: str) -> str:
     return f"{START}\n```\n{text}```\n{END}"
 
 
+def redraw_png(report_path: Path = KEPT) -> None:
+    """The README's PNG, drawn again from the kept report by this checkout's renderer."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from pipediag.renderers.png import render_png
+    from pipediag.report.io import load_report
+
+    render_png(load_report(report_path), PNG)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-run", action="store_true", help="re-render the kept report only")
@@ -68,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             KEPT.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(out / "report.json", KEPT)
-            shutil.copyfile(out / "report.png", PNG)
+    redraw_png()
     body = README.read_text()
     head, _, rest = body.partition(START)
     _, _, tail = rest.partition(END)

@@ -14,6 +14,7 @@ from pipediag.bench.graph_edit import PipelineGraph
 from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
+from pipediag.config import DEFAULT_BENCH_SECONDS
 from pipediag.report.model import TrialFacts
 from pipediag.report.reasons import (
     CACHE_SIZE_UNKNOWN,
@@ -31,7 +32,7 @@ from pipediag.report.vocabulary import KIND_MAP, KIND_PARALLEL_MAP, FixName
 # twice the phase-1 benchmark (bench/pipeline.py DEFAULT_MAX_SECONDS). At the benchmark's
 # length the bundled input-bound example, whose cache fills in an estimated 3.1-3.6 s on 2
 # cores, had its cache tried on training in some runs and not in others.
-CACHE_FILL_MAX_S = 6.0
+CACHE_FILL_MAX_S = 2 * DEFAULT_BENCH_SECONDS
 # Extra output batches pulled after the estimated end of the filling epoch: shuffle buffers
 # and prefetches downstream read ahead, so the epoch boundary is not exact.
 CACHE_FILL_MARGIN_BATCHES = 4

@@ -146,7 +146,7 @@ def the_change(report: Report) -> Change:
     stage's hold, which measured its gain from epoch 2). Code only with a measured gain."""
     prescription = report.pipeline.prescription
     value = prescription.shown[0] if prescription is not None else None
-    words = measured_change_text(prescription) if prescription is not None else None
+    words = measured_change_text(report)
     if prescription is not None and words is not None and value is not None and value > 1.0:
         code = [c.text for c in prescription.code if c.change is not None] or [
             c.text for c in prescription.code

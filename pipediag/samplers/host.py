@@ -108,7 +108,8 @@ def merge_host_samples(earlier: HostSample, later: HostSample) -> HostSample:
 
 
 class HostSampler(ThreadedSampler[HostSample]):
-    """psutil readings of this process and the machine, every `interval_s`.
+    """psutil readings of this process and the machine, every `interval_s` (the machine's
+    memory at most every `SYSTEM_MEMORY_INTERVAL_S`, repeated between).
 
     Readings are kept with absolute clock times; `section(t0)` puts them on the session axis.
     Whole-run means and the RSS maximum are accumulated from every raw reading, so they stay

@@ -8,10 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.answer import MAX_LINES, WIDTH, render_answer, report_line
 from pipediag.renderers.summary import key_figures
+from pipediag.report.fixes import FIX_HOIST_CACHE, FIX_VECTORIZE
 from pipediag.report.io import load_report
 from pipediag.report.model import Gain, Report, Suggestion, Verdict
+from pipediag.report.names import fix_words_at
+from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
+from pipediag.report.trials import FixTrial, TrialFacts
 from pipediag.report.vocabulary import GAIN_HELD, GAIN_ON_TRAINING, NO_VERDICT_NO_STEPS
 from pipediag.testing import synthetic_cost_report, synthetic_report
 
@@ -176,3 +181,49 @@ def test_an_answer_without_a_verdict_still_gives_what_was_measured() -> None:
     assert "P pipeline alone 3,524 batches/s" in seen
     assert "host CPU" in seen and "this process" in seen
     assert "A training" not in seen
+
+
+def _kept_alone(fix: str, stage: str, raw: float, shown: float, facts: TrialFacts) -> Report:
+    """A cost report whose search kept one rewrite: its trial's `raw` ratio, `shown` in the
+    run's terms, and the pipeline trial's `facts`."""
+    base = synthetic_cost_report(cost_interval=(0.35, 0.5))
+    change = PrescribedChange(
+        fix, 2, stage, raw, raw * 0.95, raw * 1.05, kept=True,
+        on_training=shown, on_training_low=shown, on_training_high=shown,
+    )  # fmt: skip
+    prescription = Prescription(
+        tried=[change], training_speedup=raw, on_training=shown, on_training_low=shown,
+        on_training_high=shown,
+        code=[CodeLine("ds = ds.cache()", "train.py:3", fix)],
+    )  # fmt: skip
+    trial = FixTrial(fix, 2, stage, facts=facts)
+    pipeline = dataclasses.replace(base.pipeline, prescription=prescription, trials=[trial])
+    return dataclasses.replace(base, pipeline=pipeline, suggestions=[])
+
+
+def test_a_kept_cache_is_named_as_the_summary_names_it_with_its_size_and_its_cap() -> None:
+    # GIVEN one kept rewrite, a cache moved above its shuffle, whose trial read more than
+    # input costs, so its gain in the run's terms is capped at T/A
+    probe = synthetic_cost_report(cost_interval=(0.35, 0.5))
+    most = most_input_gives(probe)
+    assert most is not None
+    report = _kept_alone(
+        FIX_HOIST_CACHE, "map(to_example)", most * 1.5, most, TrialFacts(cache_bytes=100_728_832)
+    )
+    # WHEN the answer says the change
+    text = " ".join(line.strip() for line in _lines(render_answer(report, "Report: out/")))
+    # THEN it names the rewrite as the list of rewrites does, with the memory it takes, and
+    # says the gain is all that input cost, not a figure of its own
+    named = fix_words_at(FIX_HOIST_CACHE, "map(to_example)")
+    assert f"Change: {named} (100.7 MB, fits): {most:.2f}x measured on your training" in text
+    assert "all that input cost it" in text
+    assert "ds = ds.cache()" in text
+
+
+def test_a_kept_vectorise_through_vectorized_map_says_so() -> None:
+    report = _kept_alone(FIX_VECTORIZE, "map(decode)", 1.2, 1.2, TrialFacts(vectorized_map=True))
+    text = " ".join(line.strip() for line in _lines(render_answer(report, "Report: out/")))
+    named = fix_words_at(FIX_VECTORIZE, "map(decode)", vectorized_map=True)
+    assert f"Change: {named}: 1.20x measured on your training" in text
+    assert "all that input cost it" not in text
+    assert "MB, fits" not in text

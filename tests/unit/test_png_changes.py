@@ -309,7 +309,7 @@ def test_the_pipeline_pipediag_would_write_as_the_change_is_said_once() -> None:
     texts = [line.text for line in foot_lines(report)]
     # THEN it leads as the change, with its code, and neither its list's conclusion nor the
     # fix says it again
-    words = measured_change_text(prescription)
+    words = measured_change_text(report)
     assert words is not None and words.startswith("run the map in parallel at ")
     assert texts[0].startswith(f"Change: {words}")
     assert not any("pipeline pipediag would write" in t for t in texts)

@@ -140,8 +140,8 @@ def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> lis
     said = _change_lines(change) if change.code and not change.model else []
     prescribed = bool(said) and change.suggestion is None
     if prescribed:
-        # The change is the pipeline pipediag would write: its list's conclusion says it
-        # again, word for word, so it goes (docs/design.md, "The PNG page").
+        # The change is the pipeline pipediag would write: its list's conclusion says the
+        # same gain again, so it goes (docs/design.md, "The PNG page").
         lists = [[line for line in found if not line.conclusion] for found in lists]
     scale_out = [
         FootLine(clip(text, SUGGESTION_MAX_CHARS), "scale-out", MUTED_TEXT_COLOUR)
