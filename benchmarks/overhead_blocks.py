@@ -264,12 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     # As `pipediag run --steps all` in its monitoring phase: no pipeline benchmark here.
     samplers = args.monitor in ("all", "samplers")
     config = RunConfig(
-        bench=False,
-        measured_steps=None,
-        sample_host=samplers,
-        sample_gpu=samplers,
+        bench=False, measured_steps=None, sample_host=samplers, sample_gpu=samplers,
         host_interval_s=args.host_interval,
-    )
+    )  # fmt: skip
     hooks = args.monitor in ("all", "hooks")
     blocks: list[tuple[bool, dict[str, float]]] = []
     for pair in range(pairs):
