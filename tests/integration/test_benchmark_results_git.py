@@ -246,11 +246,14 @@ def test_overhead_writes_blocks_and_whole_runs_as_cases(
 def test_overhead_blocks_writes_arm_spreads_and_raw_blocks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    built: list[frozenset[str]] = []
+
     class Trainer:
         """Blocks of made-up costs: an "on" block is 2% slower."""
 
-        def __init__(self, case: Any, model: Any) -> None:
+        def __init__(self, case: Any, model: Any, fixes: frozenset[str]) -> None:
             self.blocks = 0
+            built.append(fixes)
 
         def warm_up(self) -> None:
             pass
@@ -285,10 +288,13 @@ def test_overhead_blocks_writes_arm_spreads_and_raw_blocks(
         overhead_blocks, "load_case", lambda name: SimpleNamespace(make_model=lambda: None)
     )
     out, raw = tmp_path / "blocks.json", tmp_path / "blocks-raw.json.gz"
-    argv = ["--pairs", "8", "--json", str(out), "--raw", str(raw)]
+    argv = ["--pairs", "8", "--json", str(out), "--raw", str(raw), "--plain"]
     assert overhead_blocks.main(argv) == 0
     document = _written(out, "overhead_blocks")
     assert document["settings"]["pairs"] == 8 and document["settings"]["style"] == "loop"
+    # the case as written, not its tuned variant, and the host sampled at its default rate
+    assert built == [frozenset()] and document["settings"]["variant"] == "plain"
+    assert document["settings"]["host_interval_s"] == pytest.approx(0.05)
     assert document["summary"]["throughput_ratio"]["median"] == pytest.approx(1 / 1.02)
     arms = {arm["arm"]: arm for arm in document["cases"]}
     assert arms["on"]["wall_ms"]["median"] == pytest.approx(2.04)
