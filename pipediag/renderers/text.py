@@ -304,9 +304,21 @@ def _host(report: Report) -> str:
         parts.append(f"iowait {h.iowait_pct_mean:.1f}%")
     if h.process_rss_bytes_max is not None:
         parts.append(f"peak RSS {h.process_rss_bytes_max / 2**20:.0f} MiB")
+    samplers = _samplers_cpu(report)
+    if samplers:
+        parts.append(samplers)
     text = ", ".join(parts) or "sampled"
     contention = contention_text(report.host_contention)
     return f"{text}\n{INDENT}{contention}" if contention else text
+
+
+def _samplers_cpu(report: Report) -> str:
+    """What pipediag's sampler threads took of the cores, over the run: "" where unknown."""
+    spent = [s for s in (report.host.sampler_cpu_s, report.gpu.sampler_cpu_s) if s is not None]
+    if not spent or report.wall_time_s <= 0:
+        return ""
+    share = sum(spent) / report.wall_time_s
+    return f"pipediag's samplers {100 * share:.1f}% of a core"
 
 
 def _gpu(report: Report) -> str:

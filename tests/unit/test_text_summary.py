@@ -449,3 +449,21 @@ def test_the_observer_check_reads_as_one_row_and_survives_the_json() -> None:
         "training ran at 0.98x (0.96-1.01) its rate with pipediag's samplers paused "
         "(3 pairs of blocks in turn)"
     ), line
+
+
+def test_the_host_row_says_what_pipediag_s_samplers_took_of_a_core() -> None:
+    # GIVEN a 20 s run whose host sampler took 0.08 s of CPU and GPU sampler 0.02 s
+    report = synthetic_cost_report()
+    report = dataclasses.replace(
+        report,
+        wall_time_s=20.0,
+        host=dataclasses.replace(report.host, sampler_cpu_s=0.08),
+        gpu=dataclasses.replace(report.gpu, sampler_cpu_s=0.02),
+    )
+    # THEN the host row gives their share of one core over the run
+    (host, *_) = _row(_lines(report), "Host CPU")
+    assert host.endswith(", pipediag's samplers 0.5% of a core")
+    # AND says nothing where the samplers' CPU was not kept
+    unknown = dataclasses.replace(report, host=dataclasses.replace(report.host, sampler_cpu_s=None))
+    unknown = dataclasses.replace(unknown, gpu=dataclasses.replace(report.gpu, sampler_cpu_s=None))
+    assert "samplers" not in _row(_lines(unknown), "Host CPU")[0]
