@@ -12,6 +12,7 @@ from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report
 from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import KERAS_FIT
 
 # The list's heading where it stands alone (the text's row is labelled "Rewrites").
@@ -24,16 +25,24 @@ def rewrites_lines(report: Report) -> list[str]:
     prescription = report.pipeline.prescription
     if prescription is None:
         return []
-    through_vectorized_map = {
-        (t.fix, t.stage_index) for t in report.pipeline.trials if t.facts.vectorized_map
-    }
     timed = _timed_part(report)
     lines = [
-        _change_line(change, (change.fix, change.stage_index) in through_vectorized_map, timed)
+        _change_line(change, _through_vectorized_map(report, change), timed)
         for change in prescription.tried
     ]
     lines.append(together_text(prescription, timed))
     return lines
+
+
+def _trial_of(report: Report, change: PrescribedChange) -> FixTrial | None:
+    """The pipeline-alone trial of the rewrite a change tried on training (its facts)."""
+    where = (change.fix, change.stage_index)
+    return next((t for t in report.pipeline.trials if (t.fix, t.stage_index) == where), None)
+
+
+def _through_vectorized_map(report: Report, change: PrescribedChange) -> bool:
+    trial = _trial_of(report, change)
+    return trial is not None and trial.facts.vectorized_map
 
 
 def _timed_part(report: Report) -> str:
@@ -78,11 +87,9 @@ def measured_change_text(report: Report) -> str | None:
         return None
     if len(kept) == 1:
         only = kept[0]
-        where = (only.fix, only.stage_index)
-        trial = next((t for t in report.pipeline.trials if (t.fix, t.stage_index) == where), None)
-        what = fix_words_at(
-            only.fix, only.stage, vectorized_map=trial is not None and trial.facts.vectorized_map
-        )
+        trial = _trial_of(report, only)
+        vectorized_map = _through_vectorized_map(report, only)
+        what = fix_words_at(only.fix, only.stage, vectorized_map=vectorized_map)
         size = trial.facts.cache_bytes if trial is not None else None
         if fix_facts(only.fix).caches and size is not None:
             what += f" ({bytes_text(size)}, fits)"
