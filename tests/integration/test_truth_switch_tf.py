@@ -34,9 +34,18 @@ import _truth
 style, fed_out = sys.argv[1], sys.argv[2]
 endless = style in ("endless", "calls")
 reads = tf.Variable(0, dtype=tf.int64)
+# one count per read however many iterators read at once: a variable's add and the read
+# after it are two steps, and two iterators can read the same count between them (three
+# threads reading 20,000 each gave 293 repeats; the read inside the section, none)
+one_at_a_time = tf.CriticalSection()
+
+def bump():
+    added = reads.assign_add(1, read_value=False)
+    with tf.control_dependencies([added]):
+        return tf.identity(reads.read_value())
 
 def count(_):
-    x = tf.reshape(tf.cast(reads.assign_add(1), tf.float32), [1])
+    x = tf.reshape(tf.cast(one_at_a_time.execute(bump), tf.float32), [1])
     return x, x
 
 
