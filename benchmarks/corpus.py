@@ -31,6 +31,7 @@ or more.
     python benchmarks/corpus.py --truth-only --split held-out
     python benchmarks/corpus.py --alternated-only        # AT alone, into the results' cases
     python benchmarks/corpus.py --alternated-only --with-pipediag --scripts mixup
+    python benchmarks/corpus.py --beside-whole           # pipediag in turn with A and T
     python benchmarks/corpus.py --readme                 # also write the table into the README
 """
 
@@ -479,6 +480,20 @@ def add_alternated(cases: list[dict[str, Any]], measured: Sequence[Mapping[str, 
         rejudge(case)
 
 
+def add_diagnoses(cases: list[dict[str, Any]], measured: Sequence[Mapping[str, Any]]) -> None:
+    """pipediag's runs of `measured`, each beside the plain run and FastFlow's T of its
+    round, in place of the same scripts' earlier runs in `cases`, judged on their truth of
+    record (which these rounds leave as it was); a script not yet in `cases` is skipped."""
+    by_script = {c["script"]: c for c in cases}
+    for new in measured:
+        case = by_script.get(new["script"])
+        if case is None or not new.get("diagnoses"):
+            continue
+        case["diagnoses"] = new["diagnoses"]
+        case["diagnosed_at"] = new.get("measured_at")
+        rejudge(case)
+
+
 def table(cases: Sequence[Mapping[str, Any]]) -> str:
     """The README's table: one row per script, the held-out split apart."""
     lines = []
@@ -628,11 +643,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with --alternated-only: pipediag's runs too, in turn with it, in place of the"
         " earlier ones",
     )
+    parser.add_argument(
+        "--beside-whole",
+        action="store_true",
+        help="pipediag's runs in turn with the plain run (A) and FastFlow's T alone, in place"
+        " of the earlier ones in the results file (--json): its wall time and rates beside"
+        " theirs",
+    )
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
     sides = [ALTERNATED] if args.alternated_only else []
     if args.alternated_only and args.with_pipediag:
         sides.append(DIAGNOSED)
+    if args.beside_whole:
+        sides = ["A", "T", DIAGNOSED]
     chosen, cases = each_script(
         args,
         lambda script, work: summarise(
@@ -647,19 +671,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scripts": [s.name for s in chosen],
     }
     stamp = None
-    if args.alternated_only:
+    if args.alternated_only or args.beside_whole:
         measured_at = run_stamp()
         for case in cases:
             case["measured_at"] = measured_at["time"]
         earlier = json.loads(args.json.read_text()) if args.json.exists() else {}
         stamp, settings = earlier.get("stamp"), {**earlier.get("settings", {})}
-        settings["alternated"] = {
-            **settings.get("alternated", {}),
-            "rounds": rounds,
-            "stamp": measured_at,
-        }
+        key = "beside_whole" if args.beside_whole else "alternated"
+        settings[key] = {**settings.get(key, {}), "rounds": rounds, "stamp": measured_at}
         measured, cases = cases, [*earlier.get("cases", [])]
-        add_alternated(cases, measured)
+        (add_diagnoses if args.beside_whole else add_alternated)(cases, measured)
     publish(
         "corpus",
         args,

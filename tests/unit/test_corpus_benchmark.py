@@ -174,6 +174,46 @@ def test_the_alternated_truth_is_the_truth_of_record_and_judges_pipediag_again()
     assert "| 1% (-1% to 3%); 2% (0% to 3%) | 21% (-20% to 27%); 21% (-20% to 27%) |" in row
 
 
+def test_pipediag_s_runs_beside_whole_runs_replace_the_earlier_and_keep_the_truth() -> None:
+    # GIVEN a case with a truth in alternation of 30% and an earlier run of pipediag
+    case = {
+        "script": "time_series",
+        "alternated_start": {"median": 0.3, "min": 0.28, "max": 0.31},
+        "alternated_within": {"median": 0.25, "min": 0.24, "max": 0.27},
+        "truth_start": {"median": 0.35, "min": 0.3, "max": 0.4},
+        "truth_within": {"median": 0.3, "min": 0.25, "max": 0.33},
+        "diagnoses": [{"label": "balanced", "cost": 0.1}],
+    }
+    # WHEN its runs beside the plain run and FastFlow's T come back (their own truth empty)
+    beside = {
+        "script": "time_series",
+        "alternated_start": {"median": None},
+        "truth_start": {"median": 0.5},
+        "measured_at": "2026-12-05T17:00:00+00:00",
+        "diagnoses": [
+            {"label": "input-bound", "cost": 0.32, "wall_ratio": 1.9, "a_ratio": 0.98},
+            {"label": "input-bound", "cost": 0.28, "wall_ratio": 2.1, "a_ratio": 1.0},
+        ],
+    }
+    cases = [case]
+    corpus.add_diagnoses(cases, [beside, {**beside, "script": "not_in_the_file"}])
+    # THEN they take the earlier run's place, judged on the truth of record, which stays
+    assert cases == [case]
+    assert corpus.truths(case) == (0.3, 0.25)
+    assert case["truth_start"]["median"] == 0.35
+    assert [d["right"] for d in case["diagnoses"]] == [True, True]
+    assert [round(d["error"], 2) for d in case["diagnoses"]] == [0.02, 0.02]
+    assert case["diagnosed_at"] == "2026-12-05T17:00:00+00:00"
+    # AND the table gives the wall time under pipediag and the observed rate beside them
+    row = corpus.table(
+        [{**case, "split": "tune", "style": "fit", "rates_start": {"A": 1, "T": 1, "P": 1}}]
+    )
+    assert "| 2.00x | 0.99 | - |" in row
+    # AND a run that brought no diagnosis leaves the case's as they were
+    corpus.add_diagnoses(cases, [{**beside, "diagnoses": []}])
+    assert len(case["diagnoses"]) == 2
+
+
 @pytest.mark.parametrize(
     ("cost", "label"),
     [
