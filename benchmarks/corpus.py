@@ -474,9 +474,11 @@ def add_alternated(cases: list[dict[str, Any]], measured: Sequence[Mapping[str, 
         case["alternated_start"] = new["alternated_start"]
         case["alternated_within"] = new["alternated_within"]
         case["alternated_measured_at"] = new.get("measured_at")
+        case["alternated_measured_commit"] = new.get("measured_commit")
         if new.get("diagnoses"):
             case["diagnoses"] = new["diagnoses"]
             case["diagnosed_at"] = new.get("measured_at")
+            case["diagnosed_commit"] = new.get("measured_commit")
         rejudge(case)
 
 
@@ -491,6 +493,7 @@ def add_diagnoses(cases: list[dict[str, Any]], measured: Sequence[Mapping[str, A
             continue
         case["diagnoses"] = new["diagnoses"]
         case["diagnosed_at"] = new.get("measured_at")
+        case["diagnosed_commit"] = new.get("measured_commit")
         rejudge(case)
 
 
@@ -651,6 +654,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         " theirs",
     )
     args = parser.parse_args(argv)
+    if args.beside_whole and (args.alternated_only or args.truth_only):
+        parser.error(
+            "--beside-whole runs pipediag beside A and T:"
+            " not with --alternated-only or --truth-only"
+        )
     rounds = 1 if args.quick else args.rounds
     sides = [ALTERNATED] if args.alternated_only else []
     if args.alternated_only and args.with_pipediag:
@@ -675,10 +683,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         measured_at = run_stamp()
         for case in cases:
             case["measured_at"] = measured_at["time"]
+            case["measured_commit"] = (measured_at.get("commit") or "")[:7] or None
         earlier = json.loads(args.json.read_text()) if args.json.exists() else {}
         stamp, settings = earlier.get("stamp"), {**earlier.get("settings", {})}
         key = "beside_whole" if args.beside_whole else "alternated"
-        settings[key] = {**settings.get(key, {}), "rounds": rounds, "stamp": measured_at}
+        # each run's own stamp, by the scripts it measured (a split at a time keeps both)
+        runs = {**settings.get(key, {}).get("runs", {})}
+        runs[args.split or args.scripts or "all"] = measured_at
+        settings[key] = {
+            **settings.get(key, {}),
+            "rounds": rounds,
+            "stamp": measured_at,
+            "runs": runs,
+        }
         measured, cases = cases, [*earlier.get("cases", [])]
         (add_diagnoses if args.beside_whole else add_alternated)(cases, measured)
     publish(

@@ -9,18 +9,23 @@ Split: tune
 Changes: the guide's custom loop kept, its code written here, not copied:
 - `TPUStrategy` replaced by `MirroredStrategy`, which the guide names as what one writes on
   GPUs, here over the one CPU device; the model, optimizer and metrics made in its scope, the
-  dataset given by `get_dataset` to `strategy.distribute_datasets_from_function` at the
-  per-replica batch size, one iterator;
+  dataset given by `get_dataset` at the per-replica batch size to
+  `strategy.distribute_datasets_from_function` (the guide's
+  `experimental_distribute_datasets_from_function`, TensorFlow's name for it since 2.4),
+  one iterator;
 - `train_multiple_steps(iterator, steps)`, a `tf.function` whose `for _ in tf.range(steps)`
   runs `strategy.run(step_fn, args=(next(iterator),))`; the guide calls it once with
   `steps_per_epoch`, after its single-step epochs: here it is called once an epoch for
-  `--epochs` epochs, and the single-step loop and the Keras `fit` before it are dropped;
+  `--epochs` epochs, the loss and accuracy printed and reset after each as the guide's
+  single-step epochs do; the single-step loop and the Keras `fit` before it are dropped;
 - `tfds.load('mnist', as_supervised=True)` replaced by generated 28x28x1 uint8 digits
   (strokes on a dark background, 10 classes) and int64 labels, 3,000 of them instead of
-  60,000, read with `from_tensor_slices`; get_dataset's order kept: map(scale), shuffle(10000),
-  repeat, batch(200);
+  60,000, read with `from_tensor_slices`; get_dataset's training order kept: map(scale),
+  shuffle(10000), repeat, batch(200); its `is_training` flag and test split dropped (nothing
+  evaluates), and it takes the epochs and steps per epoch for the truth's switch;
 - the model scaled down for 2 CPU cores: the guide's two 3x3 Conv2D layers with 16 filters
-  each instead of 256, then its Dense 256, 128 and 10;
+  each instead of 256, then its Dense 256, 128 and 10; its `input_shape=` given as a
+  `keras.Input` layer, as Keras 3 asks;
 - `reset_states()` spelled `reset_state()`, Keras 3's name;
 - the truth's switch: `_truth.training_dataset(...)` on get_dataset's training dataset, and
   each call stamped (`_truth.begin_epoch()` before it, `_truth.steps_done(n)` after); inert

@@ -190,6 +190,7 @@ def test_pipediag_s_runs_beside_whole_runs_replace_the_earlier_and_keep_the_trut
         "alternated_start": {"median": None},
         "truth_start": {"median": 0.5},
         "measured_at": "2026-12-05T17:00:00+00:00",
+        "measured_commit": "58e4060",
         "diagnoses": [
             {"label": "input-bound", "cost": 0.32, "wall_ratio": 1.9, "a_ratio": 0.98},
             {"label": "input-bound", "cost": 0.28, "wall_ratio": 2.1, "a_ratio": 1.0},
@@ -203,7 +204,10 @@ def test_pipediag_s_runs_beside_whole_runs_replace_the_earlier_and_keep_the_trut
     assert case["truth_start"]["median"] == 0.35
     assert [d["right"] for d in case["diagnoses"]] == [True, True]
     assert [round(d["error"], 2) for d in case["diagnoses"]] == [0.02, 0.02]
-    assert case["diagnosed_at"] == "2026-12-05T17:00:00+00:00"
+    assert (case["diagnosed_at"], case["diagnosed_commit"]) == (
+        "2026-12-05T17:00:00+00:00",
+        "58e4060",
+    )
     # AND the table gives the wall time under pipediag and the observed rate beside them
     row = corpus.table(
         [{**case, "split": "tune", "style": "fit", "rates_start": {"A": 1, "T": 1, "P": 1}}]
