@@ -355,8 +355,9 @@ class Conclusion:
 
     def _on_training(self, seen: Seen, loop_serving: bool) -> OnTraining | None:
         """Whether the user's train step can run on the fixed pipelines: fit's train function
-        (the model is known), or a custom loop still being served at its budget. Never in a
-        multi-worker job: how long the trials run is decided by time."""
+        (the model is known), the tf.function a loop pulls inside (called at once, as fit's),
+        or a custom loop still being served at its budget. Never in a multi-worker job: how
+        long the trials run is decided by time."""
         step_s = self._timeline.median_measured_step_s()
         if self._lockstep or step_s is None:
             return None
@@ -364,7 +365,9 @@ class Conclusion:
         if seen.style == "keras-fit":
             if seen.model is None:
                 return None
-            return OnTraining(step_s, fit_model=seen.model, ceiling=ceiling)
+            return OnTraining(step_s, trainer=seen.model, ceiling=ceiling)
+        if seen.calls is not None:
+            return OnTraining(step_s, trainer=seen.calls, ceiling=ceiling)
         return OnTraining(step_s, ceiling=ceiling) if loop_serving else None
 
     def _fit_compute_alone(

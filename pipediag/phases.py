@@ -106,13 +106,14 @@ class Seen:
 class OnTraining:
     """The user's train step, ready to be fed the fixed pipelines after their trials.
 
-    `fit_model`: fit's model, whose train function the fixes are tried on at once; None for
-    a custom loop at its step budget, whose next pulls are served the fixes
-    (`training/budget.py`). `step_s`: the measured steps' median.
+    `trainer`: what pipediag calls to train on the fixed pipelines at once: fit's model, or
+    the tf.function a loop pulls inside (`TrainCalls`); None for a custom loop at its step
+    budget, whose next pulls are served the fixes (`training/budget.py`). `step_s`: the
+    measured steps' median.
     """
 
     step_s: float
-    fit_model: Any = None
+    trainer: Any = None
     # The fastest rate a fix can show on training: the step alone's (None: not measured).
     ceiling: float | None = None
 
@@ -316,7 +317,7 @@ def _examine_stages(
     if holding:
         reserve = budget * SEARCH_SHARE if kept else 0.0
         holds_until = min(deadline, max(deadline - reserve, clock.now() + budget * HOLD_SHARE))
-    if on_training.fit_model is None:
+    if on_training.trainer is None:
         loop_holds = (
             _hold_plan(dataset, pipeline, on_training, say=say, seconds=holds_until - clock.now())
             if holding
@@ -350,7 +351,7 @@ def _for_training(
     from pipediag.bench.device import prefetch_device
     from pipediag.bench.whatif import ForTraining
 
-    device = prefetch_device() if on_training.fit_model is not None else None
+    device = prefetch_device() if on_training.trainer is not None else None
     return ForTraining(kept, thread_cap=thread_cap, prefetch_device=device)
 
 
@@ -391,7 +392,7 @@ def _stage_costs_on_fit(
     try:
         with preserved_variables(dataset, teardown.SHARED):
             return on_fit(
-                on_training.fit_model,
+                on_training.trainer,
                 HeldCopies(dataset, pipeline.batches_per_s),
                 stages,
                 step_s=on_training.step_s,
@@ -436,20 +437,24 @@ def _search_on_fit(
     clock: Clock,
     say: Narration,
 ) -> PipelineBenchmark:
-    """fit: the rewrites tried on the train function, one on top of another, now. A failure
-    keeps the pipeline as it was."""
+    """The rewrites tried on the train function pipediag calls at once (fit's, or the
+    tf.function a loop pulls inside), one on top of another, now. A failure keeps the
+    pipeline as it was."""
     from pipediag.bench import teardown
     from pipediag.bench.isolate import preserved_variables
-    from pipediag.training.search import run_on_fit
+    from pipediag.training.search import run_at_once
 
-    model = on_training.fit_model
     trials = plan.start(clock)
     say.phase("trying the rewrites on training", max(0.0, plan.until_s - clock.now()))
     began = clock.now()
     try:
         with preserved_variables(plan.dataset, teardown.SHARED):
-            run_on_fit(
-                trials, model, clock=clock, step_s=on_training.step_s, teardown=teardown.SHARED
+            run_at_once(
+                trials,
+                on_training.trainer,
+                clock=clock,
+                step_s=on_training.step_s,
+                teardown=teardown.SHARED,
             )
     except Exception as exc:
         say.note(f"trying the fixes on training failed ({type(exc).__name__}: {exc})")

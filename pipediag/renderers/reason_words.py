@@ -238,6 +238,11 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     r.NO_HOST_SAMPLES: "no host CPU samples",
     # fixes tried on training, and the pipeline pipediag would write
     r.BACKEND_NO_FIX_TRIAL: "a fix on training " + _UNDRIVEN,
+    r.CALLS_NO_FIX_TRIAL: (
+        "the training function closes over its data, iterates a dataset each call, or splits"
+        " each batch among replicas: fixes are tried on training only where it is given a"
+        " tf.data iterator or a one-replica tf.distribute one"
+    ),
     r.FIX_TRIAL_BUDGET_SPENT: "training trial budget spent",
     r.LOOP_STOPPED_FIRST: "the loop stopped first",
     r.NOT_TRIED: "not tried",

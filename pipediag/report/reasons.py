@@ -130,6 +130,7 @@ ReasonCode = Literal[
     "no-host-samples",
     # fixes tried on training, and the pipeline pipediag would write
     "backend-no-fix-trial",
+    "calls-no-fix-trial",
     "fix-trial-budget-spent",
     "loop-stopped-first",
     "not-tried",
@@ -316,6 +317,7 @@ NO_HOST_SAMPLES: Final = "no-host-samples"
 
 # fixes tried on training, and the pipeline pipediag would write
 BACKEND_NO_FIX_TRIAL: Final = "backend-no-fix-trial"  # detail: the Keras backend
+CALLS_NO_FIX_TRIAL: Final = "calls-no-fix-trial"
 FIX_TRIAL_BUDGET_SPENT: Final = "fix-trial-budget-spent"
 LOOP_STOPPED_FIRST: Final = "loop-stopped-first"
 NOT_TRIED: Final = "not-tried"

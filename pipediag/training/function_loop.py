@@ -18,6 +18,7 @@ from typing import Any
 
 from pipediag.clock import Clock
 from pipediag.report.reasons import (
+    CALLS_NO_FIX_TRIAL,
     ITERATOR_UNREADABLE,
     NO_BATCH_KEPT,
     NOT_PLAIN_TENSORS,
@@ -114,6 +115,34 @@ class TrainCalls:
         if self.counter is None:
             return self.calls_made
         return int(self.counter.numpy())
+
+    def trained_on(self) -> Callable[[Any], Any] | Reason:
+        """How pipediag trains this function on another pipeline at once (the fixes' trials
+        on training): a call given a tf.data iterator in place of the loop's own, the rest
+        of the last call's arguments kept, waited for through the step counter. Or why not:
+        the function closes over its data, iterates a dataset each call, or reads an
+        iterator that splits each batch among several replicas. A one-replica
+        tf.distribute iterator is given a tf.data one in its place (the function is traced
+        once more): a copy of the pipeline rebuilt from its graph and distributed again
+        read every held element anew (a stage held in memory trained no faster)."""
+        strategy = getattr(self.fed(), "_strategy", None)
+        replicas = getattr(strategy, "num_replicas_in_sync", 1) if strategy is not None else 1
+        if self.slot is None or replicas > 1 or self.passes_per_call():
+            return Reason(CALLS_NO_FIX_TRIAL)
+        slot, args, kwargs = self.slot, self.args, self.kwargs
+
+        def train(iterator: Any) -> Any:
+            given_args, given_kwargs = list(args), dict(kwargs)
+            if isinstance(slot, int):
+                given_args[slot] = iterator
+            else:
+                given_kwargs[slot] = iterator
+            result = self.call(self.function, *given_args, **given_kwargs)
+            if self.counter is not None:
+                self.counter.numpy()  # the call's work is done once the counter reads
+            return result
+
+        return train
 
     def step_alone(self, batch: Any) -> CallStepAlone | Reason:
         """What runs this function alone on `batch`, or why it cannot run."""

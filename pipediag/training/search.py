@@ -1,10 +1,10 @@
 """A search on training: trials decided one at a time, each from the last one's rounds.
 
 Part of `training/`: the stage holds (`training/stage_cost.py`, `StageSearch`) and the
-rewrites (`training/prescription.py`, `PipelineSearch`) are both searches. Under fit one
-driver runs either on the train function at once (`run_on_fit`); a custom loop's pulls run
-it instead (`training/loop_search.py`). Method: (docs/design.md, "Stage costs on
-training" and "The pipeline pipediag would write").
+rewrites (`training/prescription.py`, `PipelineSearch`) are both searches. One driver runs
+either on a train function at once (`run_at_once`: fit's, or the tf.function a loop pulls
+inside); a custom loop's pulls run it instead (`training/loop_search.py`). Method:
+(docs/design.md, "Stage costs on training" and "The pipeline pipediag would write").
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.reasons import NOT_TRIED, Reason
-from pipediag.training.training_trial import TrialResults, try_on_fit
+from pipediag.training.training_trial import TrialResults, try_at_once
 
 # Runs one trial within the seconds given: its rounds, or why none.
 TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, Reason | None]]
@@ -36,15 +36,16 @@ def run(search: Search, try_one: TryOne) -> None:
         search.record(*try_one(*due))
 
 
-def run_on_fit(
-    search: Search, model: Any, *, clock: Clock, step_s: float, teardown: TearDown
+def run_at_once(
+    search: Search, trainer: Any, *, clock: Clock, step_s: float, teardown: TearDown
 ) -> None:
-    """Run the search on fit's train function: each trial A/B on its two copies
-    (`try_on_fit`, which puts the model's variables back after each)."""
+    """Run the search on what pipediag trains at once, fit's model or the tf.function a
+    loop pulls inside: each trial A/B on its two copies (`try_at_once`, which puts the
+    trained variables back after each)."""
 
     def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, Reason | None]:
-        results: TrialResults = try_on_fit(
-            model, [pipelines], clock=clock, step_s=step_s, budget_s=seconds, teardown=teardown
+        results: TrialResults = try_at_once(
+            trainer, [pipelines], clock=clock, step_s=step_s, budget_s=seconds, teardown=teardown
         )
         return results.get((pipelines.fix, pipelines.stage_index), (None, Reason(NOT_TRIED)))
 

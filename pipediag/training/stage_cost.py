@@ -31,7 +31,7 @@ from pipediag.report.stage_facts import (
     if_free_clearly_under,
     upstream_of,
 )
-from pipediag.training.search import TryOne, run, run_on_fit
+from pipediag.training.search import TryOne, run, run_at_once
 
 # A trial with less time than this cannot run its five rounds (`try_on_fit` refuses it).
 MIN_SHARE_S = 6 * TRAINING_SLICES.shortest_s
@@ -161,7 +161,7 @@ def search(
 
 
 def on_fit(
-    model: Any,
+    trainer: Any,
     copies: HeldCopies,
     stages: Sequence[StageStats],
     *,
@@ -171,15 +171,16 @@ def on_fit(
     teardown: TearDown,
     ceiling: float | None = None,
 ) -> list[StageStats]:
-    """`stages` with what holding each measured on fit's train function, until `until_s`:
-    `copies` holds each stage of the pipeline in turn, as a custom loop's `HoldPlan` does.
+    """`stages` with what holding each measured on a train function pipediag calls at once
+    (fit's model, or the tf.function a loop pulls inside), until `until_s`: `copies` holds
+    each stage of the pipeline in turn, as a custom loop's `HoldPlan` does.
 
     The caller keeps the pipeline's own variables (`bench.isolate.preserved_variables`);
-    `try_on_fit` puts back the model's.
+    `try_at_once` puts back the trained ones.
     """
 
     search = StageSearch(copies, clock=clock, until_s=until_s, ceiling=ceiling)
-    run_on_fit(search, model, clock=clock, step_s=step_s, teardown=teardown)
+    run_at_once(search, trainer, clock=clock, step_s=step_s, teardown=teardown)
     return with_freed(stages, search.searched)
 
 

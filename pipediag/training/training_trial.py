@@ -45,6 +45,9 @@ from pipediag.training.compute_alone import (
     sync_logs,
     variables_put_back,
 )
+from pipediag.training.function_loop import TrainCalls
+from pipediag.training.function_loop import stateful_random_op as calls_random_op
+from pipediag.training.loop_xla import captured_variables
 from pipediag.training.pull_slice import MAX_STEPS_PER_SLICE, PullSlice
 
 # A trial's time where the caller gives none: five rounds of two slices of ~0.25 s.
@@ -161,6 +164,68 @@ def try_on_fit(
     steps = _FitSteps(train_function, per_call, clock)
     with variables_put_back(step_variables(model)):
         return trials(steps.read, distribute=distribute)
+
+
+def try_at_once(
+    trainer: Any,
+    fixes: Sequence[FixPipelines],
+    *,
+    clock: Clock,
+    step_s: float,
+    budget_s: float = BUDGET_S,
+    teardown: TearDown,
+) -> TrialResults:
+    """Each fix's rounds on what pipediag can train at once: fit's model (`try_on_fit`) or
+    the tf.function a loop pulls inside (`try_on_calls`)."""
+    try_on = try_on_calls if isinstance(trainer, TrainCalls) else try_on_fit
+    return try_on(trainer, fixes, clock=clock, step_s=step_s, budget_s=budget_s, teardown=teardown)
+
+
+def try_on_calls(
+    calls: TrainCalls,
+    fixes: Sequence[FixPipelines],
+    *,
+    clock: Clock,
+    step_s: float,
+    budget_s: float = BUDGET_S,
+    teardown: TearDown,
+) -> TrialResults:
+    """Each fix's rounds on the tf.function a loop trains in, or why it was not tried: the
+    function is called on an iterator of the loop's own kind over each side, its steps a
+    call as the loop's last call ran; every variable it captures is put back afterwards
+    (the optimizer's step counter with them). The caller keeps the pipeline's own variables
+    (`bench.isolate.preserved_variables`)."""
+    blocker = calls_random_op(calls.function)
+    train = calls.trained_on() if blocker is None else Reason(STATEFUL_RANDOM_OP, detail=blocker)
+    if isinstance(train, Reason):
+        return {(f.fix, f.stage_index): (None, train) for f in fixes}
+    per_call = max(1, calls.steps_per_call)
+    steps = _FitSteps(train, per_call, clock)
+    with variables_put_back(captured_variables(calls.function)):
+        if fixes and getattr(calls.fed(), "_strategy", None) is not None:
+            _traced_off_the_clock(train, fixes[0].baseline, teardown)
+        return trials_on(
+            fixes,
+            steps.read,
+            clock=clock,
+            step_s=step_s * per_call,
+            budget_s=budget_s,
+            teardown=teardown,
+        )
+
+
+def _traced_off_the_clock(train: Callable[[Any], Any], dataset: Any, teardown: TearDown) -> None:
+    """One call on `dataset` before any is timed: a function traced for a tf.distribute
+    iterator is traced anew for a tf.data one. A failure is left to the trials to meet."""
+    iterator = None
+    try:
+        iterator = iter(dataset)
+        train(iterator)
+    except Exception:
+        pass
+    finally:
+        if iterator is not None:
+            teardown.discard(iterator)
 
 
 def trials_on(

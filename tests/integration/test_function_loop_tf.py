@@ -401,3 +401,41 @@ def test_a_captured_dataset_is_swapped_for_the_run_alone_and_put_back() -> None:
     assert int(total.numpy()) == 66 + 2000
     epoch()
     assert int(total.numpy()) == 66 + 2000 + 66
+
+
+def test_a_fix_is_tried_on_the_multi_step_function_itself(tmp_path: Path) -> None:
+    # GIVEN the loop starved by a 50 ms map a batch against a step of about a millisecond
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT.format(slow=True, width=8, hidden=8, layers=1)))
+    config = dataclasses.replace(CONFIG, stages=True, verify=True)
+    # WHEN pipediag diagnoses it with its fixes verified
+    report = pipediag.diagnose(script, config=config, out=tmp_path / "out", log=None)
+    # THEN a rewrite is tried on the training function itself, fed a tf.data iterator over
+    # the rewritten pipeline in place of its one-replica tf.distribute one, and reads far
+    # faster (the map runs in parallel: several sleeps at once, against one at a time)
+    tried = [t for t in report.pipeline.trials if t.training_rounds]
+    assert tried, [(t.fix, t.training_reason) for t in report.pipeline.trials]
+    best = max(tried, key=lambda t: t.training_speedup or 0.0)
+    assert best.training_speedup is not None and best.training_speedup > 1.5, best
+    # AND each stage held in memory is measured on it too: holding the map's output frees
+    # training of the sleep
+    held = [s.training_speedup_if_free for s in report.pipeline.stages]
+    assert max(h or 0.0 for h in held) > 3, held
+    assert report.complete and report.stop_reason == "step-budget", report.exit
+
+
+def test_a_function_that_closes_over_its_data_says_why_no_fix_is_tried_on_it() -> None:
+    from pipediag.report.reasons import CALLS_NO_FIX_TRIAL, Reason
+    from pipediag.training.function_loop import TrainCalls
+
+    calls = TrainCalls(
+        function=None,
+        call=lambda *args, **kwargs: None,
+        slot=None,
+        counter=None,
+        name="train_steps",
+        where=None,
+        steps_per_call=4,
+    )
+    trained = calls.trained_on()
+    assert isinstance(trained, Reason) and trained.code == CALLS_NO_FIX_TRIAL
