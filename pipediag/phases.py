@@ -344,14 +344,19 @@ def _for_training(
     on_training: OnTraining | None, kept: list[FixPipelines], thread_cap: int | None
 ) -> ForTraining | None:
     """What the rewrites timed on the pipeline alone build for the trials on training: every
-    fix kept in `kept`, the thread cap, and under fit the device prefetch (a JAX loop reads
-    batches into its own devices, not TensorFlow's). None where there are no such trials."""
+    fix kept in `kept`, the thread cap, and the device prefetch where a train function is
+    called at once: fit's, or a tf.function fed a tf.data iterator (a JAX loop reads batches
+    into its own devices, not TensorFlow's; a tf.distribute iterator prefetches to its
+    devices already). None where there are no such trials."""
     if on_training is None:
         return None
     from pipediag.bench.device import prefetch_device
     from pipediag.bench.whatif import ForTraining
+    from pipediag.training.function_loop import TrainCalls
 
-    device = prefetch_device() if on_training.trainer is not None else None
+    trainer = on_training.trainer
+    distributed = isinstance(trainer, TrainCalls) and hasattr(trainer.fed(), "_strategy")
+    device = prefetch_device() if trainer is not None and not distributed else None
     return ForTraining(kept, thread_cap=thread_cap, prefetch_device=device)
 
 

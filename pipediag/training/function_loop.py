@@ -91,6 +91,10 @@ class TrainCalls:
     kwargs: dict[str, Any] = field(default_factory=dict)
     captured: Any = None
     calls_made: int = 0  # counted steps where there is no counter: calls x steps a call
+    # The cached batch the function ran alone on, and whether it has been traced for a
+    # tf.data iterator in place of its tf.distribute one (`trace_for_trials`).
+    held_batch: Any = None
+    traced_for_trials: bool = False
 
     def fed(self) -> Any:
         """The iterator or the dataset the last call was given, or the one it closes over."""
@@ -138,11 +142,29 @@ class TrainCalls:
             else:
                 given_kwargs[slot] = iterator
             result = self.call(self.function, *given_args, **given_kwargs)
-            if self.counter is not None:
-                self.counter.numpy()  # the call's work is done once the counter reads
+            # the call's work is done once its counter, or else its first output, reads
+            waited = [self.counter] if self.counter is not None else _flat(result)
+            if waited and hasattr(waited[0], "numpy"):
+                waited[0].numpy()
             return result
 
         return train
+
+    def trace_for_trials(self, train: Callable[[Any], Any]) -> None:
+        """Once, before any trial is timed: where the loop's own iterator is a tf.distribute
+        one, one call of `train` on a tf.data iterator over the cached batch, so that the
+        function's new trace for that kind of iterator falls off the clock. The caller puts
+        the variables back; a failure is left to the trials to meet."""
+        if self.traced_for_trials or getattr(self.fed(), "_strategy", None) is None:
+            return
+        self.traced_for_trials = True
+        if self.held_batch is None:
+            return
+        held = held_feed(self.fed(), self.held_batch, self.steps_per_call, plain=True)
+        if isinstance(held, Reason):
+            return
+        with contextlib.suppress(Exception):
+            train(held)
 
     def step_alone(self, batch: Any) -> CallStepAlone | Reason:
         """What runs this function alone on `batch`, or why it cannot run."""
@@ -154,6 +176,7 @@ class TrainCalls:
         held = held_feed(self.fed(), batch, self.steps_per_call)
         if isinstance(held, Reason):
             return held
+        self.held_batch = batch
         args, kwargs = list(self.args), dict(self.kwargs)
         swap = None
         if self.slot is None:
@@ -264,11 +287,11 @@ def captured_data(function: Any, made: Callable[[int], Any | None]) -> Any | Non
     return None
 
 
-def held_feed(fed: Any, batch: Any, steps_per_call: int) -> Any | Reason:
+def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False) -> Any | Reason:
     """What feeds the training function `batch` in place of `fed`: for an iterator, an
-    iterator over `batch` forever, of the same kind and element spec; for a dataset, a
-    dataset of `steps_per_call` copies of it, so each call runs as many steps as the
-    script's. Or why none can be made."""
+    iterator over `batch` forever, of the same kind (a tf.data one with `plain`) and element
+    spec; for a dataset, a dataset of `steps_per_call` copies of it, so each call runs as
+    many steps as the script's. Or why none can be made."""
     import tensorflow as tf
 
     dataset = iterator_dataset(fed)
@@ -295,9 +318,15 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int) -> Any | Reason:
     if is_dataset(fed):
         return held.take(steps_per_call)
     strategy = getattr(fed, "_strategy", None)
-    if strategy is None:
+    if strategy is None or plain:
         return iter(held)
     return iter(strategy.distribute_datasets_from_function(lambda _context: held))
+
+
+def _flat(result: Any) -> list[Any]:
+    import tensorflow as tf
+
+    return tf.nest.flatten(result) if result is not None else []
 
 
 def stateful_random_op(function: Any) -> str | None:

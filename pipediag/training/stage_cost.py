@@ -1,11 +1,12 @@
 """Each stage's cost to training, measured: the user's train step fed by the pipeline with
 that stage's output held in memory, in turn with the unchanged pipeline.
 
-Under `fit` each held copy is one trial of `try_on_fit`; a custom loop at its step budget is
-served them instead (`training/loop_search.py`). The stages are chosen by
-`analysis/stage_bisect.py`: the output stage first, then a bisection toward the jump. A held
-rate above the train step alone's is not used, and the bisection reads that stage as
-unmeasured. Method: (docs/design.md, "Stage costs on training").
+Under `fit` (and in a loop that pulls inside a tf.function) each held copy is one trial of
+`try_at_once`; a custom loop at its step budget is served them instead
+(`training/loop_search.py`). The stages are chosen by `analysis/stage_bisect.py`: the output
+stage first, then a bisection toward the jump. A held rate above the train step alone's is
+not used, and the bisection reads that stage as unmeasured. Method: (docs/design.md, "Stage
+costs on training").
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.training.search import TryOne, run, run_at_once
 
-# A trial with less time than this cannot run its five rounds (`try_on_fit` refuses it).
+# A trial with less time than this cannot run its five rounds (`try_at_once` refuses it).
 MIN_SHARE_S = 6 * TRAINING_SLICES.shortest_s
 # A trial is given at least this (five rounds of two shortest slices, with their untimed
 # first steps), when there is that much left: a short budget then still measures the output

@@ -191,10 +191,10 @@ def try_on_calls(
     teardown: TearDown,
 ) -> TrialResults:
     """Each fix's rounds on the tf.function a loop trains in, or why it was not tried: the
-    function is called on an iterator of the loop's own kind over each side, its steps a
-    call as the loop's last call ran; every variable it captures is put back afterwards
-    (the optimizer's step counter with them). The caller keeps the pipeline's own variables
-    (`bench.isolate.preserved_variables`)."""
+    function is called on a fresh tf.data iterator over each side (in place of the loop's
+    own, a tf.distribute one included), its steps a call as the loop's last call ran; every
+    variable it captures is put back afterwards (the optimizer's step counter with them).
+    The caller keeps the pipeline's own variables (`bench.isolate.preserved_variables`)."""
     blocker = calls_random_op(calls.function)
     train = calls.trained_on() if blocker is None else Reason(STATEFUL_RANDOM_OP, detail=blocker)
     if isinstance(train, Reason):
@@ -202,8 +202,7 @@ def try_on_calls(
     per_call = max(1, calls.steps_per_call)
     steps = _FitSteps(train, per_call, clock)
     with variables_put_back(captured_variables(calls.function)):
-        if fixes and getattr(calls.fed(), "_strategy", None) is not None:
-            _traced_off_the_clock(train, fixes[0].baseline, teardown)
+        calls.trace_for_trials(train)
         return trials_on(
             fixes,
             steps.read,
@@ -212,20 +211,6 @@ def try_on_calls(
             budget_s=budget_s,
             teardown=teardown,
         )
-
-
-def _traced_off_the_clock(train: Callable[[Any], Any], dataset: Any, teardown: TearDown) -> None:
-    """One call on `dataset` before any is timed: a function traced for a tf.distribute
-    iterator is traced anew for a tf.data one. A failure is left to the trials to meet."""
-    iterator = None
-    try:
-        iterator = iter(dataset)
-        train(iterator)
-    except Exception:
-        pass
-    finally:
-        if iterator is not None:
-            teardown.discard(iterator)
 
 
 def trials_on(
