@@ -91,6 +91,10 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
         "extra steps would change"
     ),
     r.BACKEND_NO_STEP_ALONE: "the train step alone " + _UNDRIVEN,
+    r.READS_ITERATOR_TO_END: (
+        "the training function reads its iterator to the end each call (`for x in iterator`):"
+        " on a held batch that repeats, a call would not end"
+    ),
     r.JAX_STATE_PURGED: "fit's training state could not be read (its variables were purged)",
     r.ITERATOR_UNREADABLE: "the training iterator's dataset cannot be read",
     r.NOT_PLAIN_TENSORS: "the training batches are not plain tensors (ragged or sparse)",

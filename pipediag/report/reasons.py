@@ -36,6 +36,7 @@ ReasonCode = Literal[
     "no-cached-batch",
     "no-compiled-train-function",
     "stateful-random-op",
+    "reads-iterator-to-end",
     "backend-no-step-alone",
     "jax-state-purged",
     "iterator-unreadable",
@@ -220,6 +221,7 @@ NO_BATCH_KEPT: Final = "no-batch-kept"
 NO_CACHED_BATCH: Final = "no-cached-batch"  # because: why
 NO_COMPILED_TRAIN_FUNCTION: Final = "no-compiled-train-function"
 STATEFUL_RANDOM_OP: Final = "stateful-random-op"  # detail: the op
+READS_ITERATOR_TO_END: Final = "reads-iterator-to-end"
 BACKEND_NO_STEP_ALONE: Final = "backend-no-step-alone"  # detail: the Keras backend
 JAX_STATE_PURGED: Final = "jax-state-purged"
 ITERATOR_UNREADABLE: Final = "iterator-unreadable"

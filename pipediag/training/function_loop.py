@@ -22,6 +22,7 @@ from pipediag.report.reasons import (
     ITERATOR_UNREADABLE,
     NO_BATCH_KEPT,
     NOT_PLAIN_TENSORS,
+    READS_ITERATOR_TO_END,
     STATEFUL_RANDOM_OP,
     Reason,
 )
@@ -133,6 +134,8 @@ class TrainCalls:
         replicas = getattr(strategy, "num_replicas_in_sync", 1) if strategy is not None else 1
         if self.slot is None or replicas > 1 or self.passes_per_call():
             return Reason(CALLS_NO_FIX_TRIAL)
+        if reads_to_end(self.function):
+            return Reason(READS_ITERATOR_TO_END)
         slot, args, kwargs = self.slot, self.args, self.kwargs
 
         def train(iterator: Any) -> Any:
@@ -173,6 +176,8 @@ class TrainCalls:
         blocker = stateful_random_op(self.function)
         if blocker is not None:
             return Reason(STATEFUL_RANDOM_OP, detail=blocker)
+        if not self.passes_per_call() and reads_to_end(self.function):
+            return Reason(READS_ITERATOR_TO_END)
         held = held_feed(self.fed(), batch, self.steps_per_call)
         if isinstance(held, Reason):
             return held
@@ -327,6 +332,22 @@ def _flat(result: Any) -> list[Any]:
     import tensorflow as tf
 
     return tf.nest.flatten(result) if result is not None else []
+
+
+def reads_to_end(function: Any) -> bool:
+    """Whether a traced graph of `function` loops over an iterator until it ends (AutoGraph's
+    `for x in iterator`), which an iterator over a held batch that repeats would never end.
+    Such a loop reads through optionals: a tf.data iterator's with no `IteratorGetNext`
+    beside them, a tf.distribute iterator's with `OptionalNone` (its `next()` reads through
+    optionals too, to handle partial batches, but makes none)."""
+    ops: set[str] = set()
+    for concrete in function._list_all_concrete_functions():
+        graph_def = concrete.graph.as_graph_def()
+        ops.update(node.op for node in graph_def.node)
+        for library_function in graph_def.library.function:
+            ops.update(node.op for node in library_function.node_def)
+    through_optionals = "IteratorGetNextAsOptional" in ops and "IteratorGetNext" not in ops
+    return through_optionals or "OptionalNone" in ops
 
 
 def stateful_random_op(function: Any) -> str | None:

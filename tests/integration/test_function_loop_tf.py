@@ -501,3 +501,74 @@ def test_the_trials_on_the_function_leave_its_variables_and_iterator_as_they_wer
     assert int(calls.counter.numpy()) == 12
     expected = strategy.experimental_local_results(next(iterator))[0][0].numpy()
     assert np.array_equal(expected, x[8 * 12 : 8 * 13])  # the 13th batch: none was skipped
+
+
+TO_END_SCRIPT = """
+import numpy as np
+import tensorflow as tf
+import keras
+
+x = np.random.default_rng(0).normal(size=(512, 4)).astype("float32")
+ds = tf.data.Dataset.from_tensor_slices((x, x[:, :1])).batch(8)
+model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(1)])
+optimizer = keras.optimizers.SGD(0.01)
+
+@tf.function
+def train_epoch(iterator):
+    for features, target in iterator:
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(features) - target) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+for epoch in range(200):
+    train_epoch(iter(ds))
+"""
+
+
+def test_a_function_that_reads_its_iterator_to_the_end_is_not_run_on_a_repeating_batch(
+    tmp_path: Path,
+) -> None:
+    # GIVEN a loop whose tf.function reads the iterator it is given to its end, an epoch a call
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(TO_END_SCRIPT))
+    # WHEN pipediag diagnoses it (a held batch that repeats would make such a call endless)
+    report = pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
+    # THEN the run ends, and the step alone says why it was not run
+    alone = report.compute_alone
+    assert alone is not None and not alone.measured, alone
+    assert alone.reason is not None and alone.reason.code == "reads-iterator-to-end", alone
+
+
+def test_a_loop_over_an_iterator_is_told_from_pulls_bounded_by_a_range() -> None:
+    import tensorflow as tf
+
+    from pipediag.training.function_loop import reads_to_end
+
+    ds = tf.data.Dataset.range(64).batch(4)
+    total = tf.Variable(0, dtype=tf.int64)
+
+    @tf.function
+    def pulls(iterator: Any, steps: Any) -> None:
+        for _ in tf.range(steps):
+            total.assign_add(tf.reduce_sum(next(iterator)))
+
+    @tf.function
+    def to_end(iterator: Any) -> None:
+        for batch in iterator:
+            total.assign_add(tf.reduce_sum(batch))
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+
+    @tf.function
+    def distributed_pulls(iterator: Any, steps: Any) -> None:
+        for _ in tf.range(steps):
+            strategy.run(lambda b: total.assign_add(tf.reduce_sum(b)), (next(iterator),))
+
+    pulls(iter(ds), tf.constant(2))
+    to_end(iter(ds))
+    distributed_pulls(
+        iter(strategy.distribute_datasets_from_function(lambda _: ds)), tf.constant(2)
+    )
+    assert not reads_to_end(pulls) and not reads_to_end(distributed_pulls)
+    assert reads_to_end(to_end)
