@@ -367,12 +367,9 @@ class Conclusion:
                 return None
             return OnTraining(step_s, trainer=seen.model, ceiling=ceiling)
         if seen.calls is not None:
-            from pipediag.training.function_loop import stateful_random_op
-
-            calls = seen.calls
-            if isinstance(calls.trained_on(), Reason) or stateful_random_op(calls.function):
+            if isinstance(seen.calls.trained_on(), Reason):
                 return None  # its fixes keep their gains on the pipeline alone
-            return OnTraining(step_s, trainer=calls, ceiling=ceiling)
+            return OnTraining(step_s, trainer=seen.calls, ceiling=ceiling)
         return OnTraining(step_s, ceiling=ceiling) if loop_serving else None
 
     def _fit_compute_alone(

@@ -96,6 +96,8 @@ class TrainCalls:
     # tf.data iterator in place of its tf.distribute one (`trace_for_trials`).
     held_batch: Any = None
     traced_for_trials: bool = False
+    # `trained_on`'s answer, found once: it reads every traced graph
+    _trained: Callable[[Any], Any] | Reason | None = field(default=None, init=False, repr=False)
 
     def fed(self) -> Any:
         """The iterator or the dataset the last call was given, or the one it closes over."""
@@ -125,17 +127,26 @@ class TrainCalls:
         """How pipediag trains this function on another pipeline at once (the fixes' trials
         on training): a call given a tf.data iterator in place of the loop's own, the rest
         of the last call's arguments kept, waited for through the step counter. Or why not:
-        the function closes over its data, iterates a dataset each call, or reads an
-        iterator that splits each batch among several replicas. A one-replica
+        the function closes over its data, iterates a dataset each call, reads an iterator
+        that splits each batch among several replicas, reads its iterator to the end, or
+        uses a stateful random op. Found once, at the trials' first need. A one-replica
         tf.distribute iterator is given a tf.data one in its place (the function is traced
         once more): a copy of the pipeline rebuilt from its graph and distributed again
         read every held element anew (a stage held in memory trained no faster)."""
+        if self._trained is None:
+            self._trained = self._train_at_once()
+        return self._trained
+
+    def _train_at_once(self) -> Callable[[Any], Any] | Reason:
         strategy = getattr(self.fed(), "_strategy", None)
         replicas = getattr(strategy, "num_replicas_in_sync", 1) if strategy is not None else 1
         if self.slot is None or replicas > 1 or self.passes_per_call():
             return Reason(CALLS_NO_FIX_TRIAL)
         if reads_to_end(self.function):
             return Reason(READS_ITERATOR_TO_END)
+        blocker = stateful_random_op(self.function)
+        if blocker is not None:
+            return Reason(STATEFUL_RANDOM_OP, detail=blocker)
         slot, args, kwargs = self.slot, self.args, self.kwargs
 
         def train(iterator: Any) -> Any:

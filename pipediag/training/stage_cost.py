@@ -2,7 +2,7 @@
 that stage's output held in memory, in turn with the unchanged pipeline.
 
 Under `fit` (and in a loop that pulls inside a tf.function) each held copy is one trial of
-`try_at_once`; a custom loop at its step budget is served them instead
+`run_at_once`; a custom loop at its step budget is served them instead
 (`training/loop_search.py`). The stages are chosen by `analysis/stage_bisect.py`: the output
 stage first, then a bisection toward the jump. A held rate above the train step alone's is
 not used, and the bisection reads that stage as unmeasured. Method: (docs/design.md, "Stage
@@ -34,7 +34,7 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.training.search import TryOne, run, run_at_once
 
-# A trial with less time than this cannot run its five rounds (`try_at_once` refuses it).
+# A trial with less time than this cannot run its five rounds (`FixRounds` refuses it).
 MIN_SHARE_S = 6 * TRAINING_SLICES.shortest_s
 # A trial is given at least this (five rounds of two shortest slices, with their untimed
 # first steps), when there is that much left: a short budget then still measures the output
@@ -177,7 +177,7 @@ def on_fit(
     each stage of the pipeline in turn, as a custom loop's `HoldPlan` does.
 
     The caller keeps the pipeline's own variables (`bench.isolate.preserved_variables`);
-    `try_at_once` puts back the trained ones.
+    `run_at_once` puts back the trained ones.
     """
 
     search = StageSearch(copies, clock=clock, until_s=until_s, ceiling=ceiling)

@@ -46,7 +46,6 @@ from pipediag.training.compute_alone import (
     variables_put_back,
 )
 from pipediag.training.function_loop import TrainCalls
-from pipediag.training.function_loop import stateful_random_op as calls_random_op
 from pipediag.training.loop_xla import captured_variables
 from pipediag.training.pull_slice import MAX_STEPS_PER_SLICE, PullSlice
 
@@ -166,21 +165,6 @@ def try_on_fit(
         return trials(steps.read, distribute=distribute)
 
 
-def try_at_once(
-    trainer: Any,
-    fixes: Sequence[FixPipelines],
-    *,
-    clock: Clock,
-    step_s: float,
-    budget_s: float = BUDGET_S,
-    teardown: TearDown,
-) -> TrialResults:
-    """Each fix's rounds on what pipediag can train at once: fit's model (`try_on_fit`) or
-    the tf.function a loop pulls inside (`try_on_calls`)."""
-    try_on = try_on_calls if isinstance(trainer, TrainCalls) else try_on_fit
-    return try_on(trainer, fixes, clock=clock, step_s=step_s, budget_s=budget_s, teardown=teardown)
-
-
 def try_on_calls(
     calls: TrainCalls,
     fixes: Sequence[FixPipelines],
@@ -195,8 +179,7 @@ def try_on_calls(
     own, a tf.distribute one included), its steps a call as the loop's last call ran; every
     variable it captures is put back afterwards (the optimizer's step counter with them).
     The caller keeps the pipeline's own variables (`bench.isolate.preserved_variables`)."""
-    blocker = calls_random_op(calls.function)
-    train = calls.trained_on() if blocker is None else Reason(STATEFUL_RANDOM_OP, detail=blocker)
+    train = calls.trained_on()
     if isinstance(train, Reason):
         return {(f.fix, f.stage_index): (None, train) for f in fixes}
     per_call = max(1, calls.steps_per_call)
