@@ -489,9 +489,11 @@ def test_the_trials_on_the_function_leave_its_variables_and_iterator_as_they_wer
     weights = [w.numpy().copy() for w in model.weights]
     # WHEN a fix is tried on it: the pipeline against a copy held in memory
     fix = FixPipelines("hold", 0, dataset, dataset.take(4).cache().repeat(), fill_batches=5)
+    teardown = TearDown()
     results = try_on_calls(
-        calls, [fix], clock=MonotonicClock(), step_s=0.001, budget_s=1.0, teardown=TearDown()
+        calls, [fix], clock=MonotonicClock(), step_s=0.001, budget_s=1.0, teardown=teardown
     )
+    assert teardown.drain()  # the spent iterators released, their threads gone
     # THEN it was measured, and training goes on exactly where it was
     rounds, reason = results[("hold", 0)]
     assert rounds is not None and reason is None, reason
