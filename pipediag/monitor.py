@@ -36,7 +36,8 @@ _MARKS = "explicit marks"
 
 
 class Monitor:
-    """Records one training loop's steps and input waits, and writes pipediag's report.
+    """Records one training loop's steps and input waits, and writes pipediag's report; use
+    as `with pipediag.monitor() as mon:` (`monitor` is this class).
 
     Args:
         out: directory for report.json, summary.txt, report.png and trace.json; None writes
@@ -281,21 +282,6 @@ class Monitor:
         self._report = self.session.stop(exit_info, stop_reason)
 
 
-def monitor(
-    out: str | os.PathLike[str] | None = DEFAULT_OUT_DIR,
-    *,
-    config: RunConfig | None = None,
-    name: str | None = None,
-    clock: Clock = MONOTONIC,
-    log: Any = sys.stderr,
-) -> Monitor:
-    """Diagnose a training loop of any framework; use as `with pipediag.monitor() as mon:`.
-
-    Args:
-        out: directory for the report files; None writes none.
-        config: warm-up, step budget and sampling settings.
-        name: what the report calls the program; defaults to `sys.argv[0]`.
-        clock: the clock marks are read from.
-        log: where progress lines go; None for silence.
-    """
-    return Monitor(out, config=config, name=name, clock=clock, log=log)
+monitor = Monitor
+"""Diagnose a training loop of any framework: `with pipediag.monitor() as mon:`. Another name
+for `Monitor`, lower-case like the other front door, `diagnose()`."""

@@ -8,20 +8,19 @@ element). Undone on `uninstall` (docs/design.md, "The pipeline pipediag would wr
 
 from __future__ import annotations
 
-import functools
 import sys
 from typing import Any
 
 from pipediag.bench import call_sites
 from pipediag.hooks.pass_origin import pass_origin
+from pipediag.hooks.patching import Patches
 
 
 class CallSitePatch:
     """Wraps `DatasetV2.__init__` to record each dataset's creating line in the script."""
 
     def __init__(self) -> None:
-        self._owner: Any = None
-        self._original: Any = None
+        self._patches = Patches()
 
     def install(self, _module: object = None) -> None:
         self.uninstall()
@@ -32,8 +31,7 @@ class CallSitePatch:
         owner = dataset_ops.DatasetV2
         original = owner.__dict__["__init__"]
 
-        @functools.wraps(original)
-        def init(dataset: Any, *args: Any, **kwargs: Any) -> None:
+        def __init__(dataset: Any, *args: Any, **kwargs: Any) -> None:
             original(dataset, *args, **kwargs)
             try:
                 origin = pass_origin(sys._getframe(1))
@@ -42,11 +40,7 @@ class CallSitePatch:
             if origin.where is not None:
                 call_sites.record(dataset, origin.where, origin.by)
 
-        owner.__init__ = init
-        self._owner, self._original = owner, original
+        self._patches.replace(owner, "__init__", __init__)
 
     def uninstall(self) -> None:
-        if self._owner is None:
-            return
-        self._owner.__init__ = self._original
-        self._owner = self._original = None
+        self._patches.restore()

@@ -43,23 +43,21 @@ class HookGate:
     def pipediag_is_reading(self) -> bool:
         return self._pipediag
 
-    @contextlib.contextmanager
-    def pipediag_reading(self) -> Iterator[None]:
-        was = self._pipediag
-        self._pipediag = True
-        try:
-            yield
-        finally:
-            self._pipediag = was
+    def pipediag_reading(self) -> contextlib.AbstractContextManager[None]:
+        return self._raised("_pipediag")
+
+    def fit_running(self) -> contextlib.AbstractContextManager[None]:
+        return self._raised("_fit")
 
     @contextlib.contextmanager
-    def fit_running(self) -> Iterator[None]:
-        was = self._fit
-        self._fit = True
+    def _raised(self, flag: str) -> Iterator[None]:
+        """`flag` set for the block, then put back as it was (the blocks nest)."""
+        was = getattr(self, flag)
+        setattr(self, flag, True)
         try:
             yield
         finally:
-            self._fit = was
+            setattr(self, flag, was)
 
 
 class HookHost(Protocol):

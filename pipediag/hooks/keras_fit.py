@@ -19,6 +19,7 @@ from pipediag.analysis.paired import MAX_BLOCK_STEPS, MAX_ROUNDS
 from pipediag.hooks.batch_stamps import BatchStamps, wait_of
 from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.hooks.host import HookHost
+from pipediag.hooks.patching import Patches
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.timeline import MIN_MEASURED_STEPS, StepBudgetReached
 from pipediag.training.alternation import block_steps_for
@@ -389,18 +390,14 @@ class FitPatch:
     def __init__(self, tracker: FitTracker, session: HookHost) -> None:
         self._tracker = tracker
         self._session = session
-        self._model_class: Any = None
-        self._had_own_fit = False
-        self._original: Any = None
+        self._patches = Patches()
 
     def install(self, _module: object = None) -> None:
-        if self._model_class is not None:
+        if self._patches.installed:
             return
         import keras
 
-        model_class = keras.Model
-        self._had_own_fit = "fit" in model_class.__dict__
-        original = model_class.fit
+        original = keras.Model.fit
         signature = inspect.signature(original)
         tracker, session, gate = self._tracker, self._session, self._session.gate
 
@@ -422,19 +419,10 @@ class FitPatch:
             finally:
                 tracker.finish()
 
-        fit.__wrapped__ = original  # type: ignore[attr-defined]
-        fit.__doc__ = original.__doc__
-        model_class.fit = fit
-        self._model_class, self._original = model_class, original
+        self._patches.replace(keras.Model, "fit", fit)
 
     def uninstall(self) -> None:
-        if self._model_class is None:
-            return
-        if self._had_own_fit:
-            self._model_class.fit = self._original
-        else:
-            del self._model_class.fit
-        self._model_class = self._original = None
+        self._patches.restore()
 
 
 def result_sync(model: Any) -> Callable[[Any], Any] | None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from pipediag.hooks.patching import Patches
 from pipediag.report.reasons import (
     CALLED_SEVERAL,
     FRAMEWORK_STEP,
@@ -190,11 +191,10 @@ class FunctionCallPatch:
         self._calls = calls
         self._function_loop = function_loop
         self._bypassed = bypassed
-        self._owner: Any = None
-        self._original: Any = None
+        self._patches = Patches()
 
     def install(self, _module: object = None) -> None:
-        if self._owner is not None:
+        if self._patches.installed:
             return
         try:
             from tensorflow.python.eager import context
@@ -221,13 +221,8 @@ class FunctionCallPatch:
                     return loop.call(function, original, args, kwargs)
             return original(function, *args, **kwargs)
 
-        __call__.__wrapped__ = original  # type: ignore[attr-defined]
-        owner.__call__ = __call__
-        self._owner, self._original = owner, original
+        self._patches.replace(owner, "__call__", __call__)
 
     def uninstall(self) -> None:
         self._calls.redirects.clear()
-        if self._owner is None:
-            return
-        self._owner.__call__ = self._original
-        self._owner = self._original = None
+        self._patches.restore()

@@ -18,6 +18,7 @@ from typing import Any
 from pipediag.bench.isolate import dataset_ancestors
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.pass_origin import pass_origin, script_uses_jax
+from pipediag.hooks.patching import Patches
 from pipediag.hooks.step_calls import StepCalls
 from pipediag.hooks.train_evidence import GradientWatch, changed
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass
@@ -386,14 +387,10 @@ class IteratorPatch:
         self._tracker = tracker
         self._session = session
         self._on_made = on_made  # each iterator and dataset the script makes eagerly
-        self._dataset_owner: Any = None
-        self._original_init: Any = None
-        self._owner: Any = None
-        self._original: Any = None
-        self._original_create: Any = None
+        self._patches = Patches()
 
     def install(self, _module: object = None) -> None:
-        if self._owner is not None:
+        if self._patches.installed:
             return
         from tensorflow.python.data.ops import iterator_ops
         from tensorflow.python.eager import context
@@ -409,7 +406,6 @@ class IteratorPatch:
                 return original(iterator)
             return on_next(iterator, original)
 
-        _next_internal.__wrapped__ = original  # type: ignore[attr-defined]
         original_create = owner.__dict__["_create_iterator"]
         now = self._session.clock.now
         reading = self._session.gate.pipediag_is_reading
@@ -429,11 +425,8 @@ class IteratorPatch:
             on_made(iterator)  # never raises
             return result
 
-        _create_iterator.__wrapped__ = original_create  # type: ignore[attr-defined]
-        owner._next_internal = _next_internal
-        owner._create_iterator = _create_iterator
-        self._owner, self._original = owner, original
-        self._original_create = original_create
+        self._patches.replace(owner, "_next_internal", _next_internal)
+        self._patches.replace(owner, "_create_iterator", _create_iterator)
         self._install_dataset_init(reading, executing_eagerly)
 
     def _install_dataset_init(self, reading: Callable[[], bool], eager: Callable[[], bool]) -> None:
@@ -450,16 +443,7 @@ class IteratorPatch:
             if eager() and not reading():
                 on_made(dataset)  # never raises (`FunctionLoopTracker.data_made`)
 
-        __init__.__wrapped__ = original_init  # type: ignore[attr-defined]
-        dataset_owner.__init__ = __init__
-        self._dataset_owner, self._original_init = dataset_owner, original_init
+        self._patches.replace(dataset_owner, "__init__", __init__)
 
     def uninstall(self) -> None:
-        if self._owner is None:
-            return
-        self._owner._next_internal = self._original
-        self._owner._create_iterator = self._original_create
-        self._owner = self._original = self._original_create = None
-        if self._dataset_owner is not None:
-            self._dataset_owner.__init__ = self._original_init
-            self._dataset_owner = self._original_init = None
+        self._patches.restore()

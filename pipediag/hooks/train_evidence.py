@@ -13,8 +13,9 @@ from __future__ import annotations
 import contextlib
 import math
 import weakref
-from collections.abc import Callable
 from typing import Any
+
+from pipediag.hooks.patching import Patches
 
 # How many of the watched variables are read at each undecided pull: the smallest, so the
 # read is cheap whatever the model's size; several, so one that a step leaves unchanged (a
@@ -108,11 +109,10 @@ class GradientTapePatch:
 
     def __init__(self, watch: GradientWatch) -> None:
         self._watch = watch
-        self._owner: Any = None
-        self._original: Callable[..., Any] | None = None
+        self._patches = Patches()
 
     def install(self) -> None:
-        if self._owner is not None:
+        if self._patches.installed:
             return
         from tensorflow.python.eager import backprop
 
@@ -126,13 +126,7 @@ class GradientTapePatch:
                 saw_gradient(sources)
             return original(tape, target, sources, *args, **kwargs)
 
-        gradient.__wrapped__ = original  # type: ignore[attr-defined]
-        gradient.__doc__ = original.__doc__
-        owner.gradient = gradient
-        self._owner, self._original = owner, original
+        self._patches.replace(owner, "gradient", gradient)
 
     def uninstall(self) -> None:
-        if self._owner is None:
-            return
-        self._owner.gradient = self._original
-        self._owner = self._original = None
+        self._patches.restore()
