@@ -20,7 +20,7 @@ What it scripts:
   `fail(function, code, ...)` to make any call raise an NVMLError from its Nth call on.
 - `calls` counts every call by function name, so tests can assert what was (not) called.
 
-Time: pass `wall=` (seconds, like `time.time`). With a `pipediag.testing.FakeClock`, use
+Time: pass `wall=` (seconds, like `time.time`). With a `synthetic_reports.FakeClock`, use
 `wall_clock_for(clock)` so that wall time moves with the fake clock at a fixed offset, and the
 expected session time of a driver sample is exactly `ts_us / 1e6 - offset`.
 

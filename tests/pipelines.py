@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from pipediag.report.model import (
     COMPUTE_BOUND,
     INPUT_BOUND,
@@ -204,8 +206,6 @@ def diagnose(
     dataset: Any,
     *,
     label: str = INPUT_BOUND,
-    verify: bool = True,
-    fixes: list[str] | None = None,
     compute_factor: float = 3.0,
     overlapped: bool = True,
 ) -> Report:
@@ -221,8 +221,8 @@ def diagnose(
     from pipediag.bench import teardown
     from pipediag.bench.pipeline import benchmark_dataset
     from pipediag.bench.stages import measure_stages
-    from pipediag.bench.structure import effective_options
-    from pipediag.bench.whatif import list_fixes, verify_fixes
+    from pipediag.bench.structure import effective_options, walk
+    from pipediag.bench.whatif import verify_fixes
 
     # The pipelines of earlier diagnoses in this process (their threads, the iterators still
     # being released) must not share the cores with this one's timing. Collected on a helper
@@ -232,18 +232,15 @@ def diagnose(
     collector.start()
     collector.join(COLLECT_WAIT_S)
     teardown.drain()
-    stages = measure_stages(dataset, max_seconds_per_stage=STAGE_BUDGET_S)
+    walked = walk(dataset, effective_options(dataset))
+    stages = measure_stages(walked, max_seconds_per_stage=STAGE_BUDGET_S)
     bench = benchmark_dataset(dataset, max_seconds=BENCH_SECONDS)
-    trials = (
-        verify_fixes(dataset, stages, budget_s=VERIFY_BUDGET_S, fixes=fixes)
-        if verify
-        else list_fixes(dataset, stages, fixes=fixes)
-    )
+    trials = verify_fixes(walked, stages, budget_s=VERIFY_BUDGET_S)
     pipeline = PipelineBenchmark(
         measured=bench.measured,
         batches_per_s=bench.batches_per_s,
         stages=stages,
-        options=effective_options(dataset),
+        options=walked.options,
         trials=trials,
     )
     rate = bench.batches_per_s or 1.0
@@ -264,6 +261,17 @@ def diagnose(
         verdict=verdict,
         pipeline=pipeline,
         train=TrainSection(steps_per_s=train_rate, measured_steps=50),
+    )
+
+
+def only_fixes(monkeypatch: pytest.MonkeyPatch, *fixes: str) -> None:
+    """`verify_fixes` tries only `fixes` of the rewrites that apply (those training asks for
+    still join them): another rewrite's trial would take a share of the test's budget."""
+    from pipediag.bench import whatif
+
+    found = whatif.fix_candidates
+    monkeypatch.setattr(
+        whatif, "fix_candidates", lambda *args: [c for c in found(*args) if c.fix in fixes]
     )
 
 

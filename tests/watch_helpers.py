@@ -3,9 +3,10 @@ on a fake clock, fed steps of known waits."""
 
 from __future__ import annotations
 
+from synthetic_reports import FakeClock
+
 from pipediag.config import WatchConfig
 from pipediag.report.model import WatchAlert
-from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
 from pipediag.watch.watcher import Watcher
 

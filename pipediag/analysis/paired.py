@@ -3,8 +3,8 @@
 Every comparison runs its two sides in alternating blocks on one host at one time: training
 (A) against the train step alone (T), and a change against the original, on the pipeline
 alone, on training or on the step alone. Each pair of blocks gives one log ratio. Pairs a
-host stall disturbed are left out (`disturbed`), and the mean log ratio's Student-t interval
-at `CONFIDENCE` is the figure's interval (docs/design.md, "The paired engine").
+host stall disturbed are left out (`disturbed`), and the mean log ratio's 90% Student-t
+interval is the figure's interval (docs/design.md, "The paired engine").
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-# Two-sided confidence of every interval: 90% stops a clear 2-core trial in its fewest rounds.
-CONFIDENCE = 0.90
-# Two-sided 90% quantiles of Student's t, by degrees of freedom (1 to 10); 1.645 beyond.
+# Two-sided 90% quantiles of Student's t, by degrees of freedom (1 to 10); 1.645 beyond. Every
+# interval is at 90%: it stops a clear 2-core trial in its fewest rounds.
 _T90 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812)
 # A value off the median of its kind by more than this factor, and by more than
 # DISTURBED_SPREADS times their spread, was disturbed by the host and is left out.
@@ -112,7 +111,7 @@ def disturbed(logs: Mapping[int, float]) -> set[int]:
 
 @dataclass(frozen=True)
 class LogInterval:
-    """The pairs' mean log ratio and its interval at `CONFIDENCE` (None under two pairs)."""
+    """The pairs' mean log ratio and its 90% interval (None under two pairs)."""
 
     mean: float
     low: float | None
@@ -133,8 +132,8 @@ def log_interval(logs: Sequence[float]) -> LogInterval | None:
 
 @dataclass(frozen=True)
 class RatioFigure:
-    """A change's speedup from its rounds (the kept ratios' geometric mean) and its interval
-    at `CONFIDENCE` (None under two rounds kept)."""
+    """A change's speedup from its rounds (the kept ratios' geometric mean) and its 90%
+    interval (None under two rounds kept)."""
 
     speedup: float
     low: float | None

@@ -36,27 +36,6 @@ VECTORIZE_RTOL = 1e-5
 VECTORIZE_ATOL = 1e-6
 
 
-def vectorize_check(
-    graph_def: Any,
-    map_node: str,
-    batch_node: str,
-    input_spec: Any,
-    batch_spec: Any,
-    sample_size: int,
-    teardown: TearDown | None = None,
-    batched: Callable[[], BatchedFunction | None] | None = None,
-) -> tuple[Reason | None, bool]:
-    """Run the map's function per element and on whole batches over a sample of the user's
-    elements; (why not, whether it is unsafe rather than unchecked), (None, False) if equal.
-    Spent iterators go to `teardown` (None: released in place); `batched` gives the function
-    traced on batches (`trace_on_batches`) that the vectorised variant runs: a trace that
-    fails is the function failing on a batch."""
-    sample = CheckSample.read(graph_def, map_node, input_spec, sample_size, teardown)
-    if isinstance(sample, Reason):
-        return sample, False
-    return sample.check(batch_node, batch_spec, batched)
-
-
 @dataclass
 class CheckSample:
     """A sample of the map's input, read once, and the map's own per-element results on it,
@@ -98,8 +77,10 @@ class CheckSample:
         batch_spec: Any,
         batched: Callable[[], BatchedFunction | None] | None = None,
     ) -> tuple[Reason | None, bool]:
-        """(why not, whether unsafe) for the function `batched` traces, run on whole
-        batches of the sample, against the map run per element and batched after."""
+        """(why not, whether unsafe rather than unchecked) for the function `batched` traces
+        (`trace_on_batches`; None: the graph's own), run on whole batches of the sample,
+        against the map run per element and batched after; (None, False) if equal. A trace
+        that fails is the function failing on a batch."""
         if self.expected is None:
             self.expected = self._batches(batch_node, batch_spec, None, vectorized=False)
         try:
@@ -152,7 +133,7 @@ class VectorizeForms:
     def check(
         self, sample: CheckSample | Reason, batch_node: str, batch_spec: Any
     ) -> tuple[Reason | None, bool]:
-        """`vectorize_check` of the plain form, and of the vectorized_map form where the
+        """`CheckSample.check` of the plain form, and of the vectorized_map form where the
         plain one is unsafe, on one sample (`CheckSample.read`, or why none was read); a
         refusal is always the plain form's."""
         if isinstance(sample, Reason):

@@ -61,17 +61,6 @@ def save_fleet(fleet: FleetReport, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def load_fleet(path: str | os.PathLike[str]) -> FleetReport:
-    source = Path(path)
-    try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReportError(f"no fleet report at {source}: run `pipediag merge` first") from None
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{source} is not valid JSON (line {exc.lineno})") from None
-    return fleet_from_dict(data)
-
-
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(cls)}
     return {key: value for key, value in data.items() if key in names}

@@ -61,7 +61,8 @@ def rates(report: Report) -> list[Rate]:
 
 
 def training_rate(verdict: Verdict, fallback: float | None) -> float | None:
-    """A, the training rate the verdict used; `fallback` (the train section's) in old reports."""
+    """A, the training rate the verdict used; `fallback` (the train section's) where there
+    is no verdict, or in a report older than the verdict's rates."""
     return verdict.training_steps_per_s if verdict.training_steps_per_s is not None else fallback
 
 

@@ -19,7 +19,8 @@ from pipediag.report.model import Report
 
 def key_figures(report: Report) -> list[tuple[str, str]]:
     """The figures a report is read by, (label, value): input cost, the three rates P, T and
-    A, the best fix and the steps measured. Old reports show the input-wait share first."""
+    A, the best fix and the steps measured. Without an input cost (no verdict, or a report
+    older than the cost) the input-wait share comes first."""
     verdict, train = report.verdict, report.train
     if verdict.input_cost_fraction is not None:
         first = ("Input cost (of training time)", input_cost_figure(verdict))

@@ -5,7 +5,7 @@ pipediag would write").
 Part of `training/`: rewrites in the order of their pipeline-alone gain, those bounded out by
 a stage's measured cost not tried (`bounded_out`), each kept only on a clear gain of at least
 1.05; two or more kept are measured together for the prescription's gain. Under fit the
-search calls the train function (`search_on_fit`); a custom loop is served it at its budget
+search calls the train function (`phases.py`); a custom loop is served it at its budget
 (`training/loop_search.py`).
 """
 

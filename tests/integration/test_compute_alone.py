@@ -176,8 +176,8 @@ def test_the_step_alone_takes_fit_s_path_an_iterator_over_the_cached_batch() -> 
     import keras
     import numpy as np
     import tensorflow as tf
+    from synthetic_reports import FakeClock
 
-    from pipediag.testing import FakeClock
     from pipediag.training.compute_alone import FitStepAlone
 
     x = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")

@@ -12,7 +12,7 @@ import pytest
 from cli_runner import ENV, run_pipediag
 from multiworker_jobs import worker, write_job
 
-from pipediag.fleet.io import load_fleet
+from pipediag.fleet.io import fleet_from_dict
 from pipediag.report.io import to_dict
 from pipediag.report.model import SCHEMA_VERSION
 
@@ -28,7 +28,7 @@ def test_merge_writes_the_fleet_files_into_the_job_directory(tmp_path: Path) -> 
     for name in ("fleet.json", "fleet.txt", "fleet_trace.json", "fleet.png"):
         assert (job / name).is_file()
     assert (job / "fleet.txt").read_text() in result.stdout
-    assert load_fleet(job / "fleet.json").straggler is not None
+    assert fleet_from_dict(json.loads((job / "fleet.json").read_text())).straggler is not None
 
 
 def test_merge_imports_no_tensorflow(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from benchmark_files import load_device_check
+from synthetic_reports import synthetic_report
 
 from pipediag.analysis.enrich import enrich_report
-from pipediag.testing import synthetic_report
 
 """A slow loader's or a slow step's time: 200x the fast side, a margin no scheduler erases."""
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pipediag.bench.structure import walk
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.reasons import (
     FAILS_ON_BATCH,
@@ -34,15 +35,12 @@ def _tf() -> Any:
 def _candidates(dataset: Any, **stats_changes: Any) -> tuple[list[Any], Any]:
     """The dataset's candidates (each stage given `stats_changes`), and its GraphDef."""
     from pipediag.bench.fix_candidates import fix_candidates
-    from pipediag.bench.graph_edit import graph_and_nodes
-    from pipediag.bench.structure import effective_options, walk_pipeline
 
-    walked = walk_pipeline(dataset)
-    stages = [replace(s.stats, **stats_changes) for s in walked]
-    graph, nodes, error = graph_and_nodes(dataset, walked)
-    assert error is None
-    found = fix_candidates(walked, stages, nodes, effective_options(dataset), 2)
-    return found, graph
+    walked = walk(dataset)
+    stages = [replace(s.stats, **stats_changes) for s in walked.stages]
+    assert walked.graph_error is None and walked.options is not None
+    found = fix_candidates(walked.stages, stages, walked.nodes, walked.options, 2)
+    return found, walked.graph
 
 
 def _kept(dataset: Any, fix: str, stage: int | None = None, **stats_changes: Any) -> Any:
@@ -480,15 +478,22 @@ def test_the_device_prefetch_stays_last_under_options_composed_on_top() -> None:
 
 
 def test_the_device_prefetch_is_a_candidate_only_with_a_device_and_no_copy_yet() -> None:
-    from pipediag.bench.whatif import ForTraining, list_fixes
+    from synthetic_reports import FakeClock
+
+    from pipediag.bench.whatif import ForTraining, verify_fixes
 
     tf = _tf()
     ds = tf.data.Dataset.range(12).map(lambda x: x + 1).batch(5)
     copied = ds.apply(tf.data.experimental.prefetch_to_device("/cpu:0"))
 
     def fixes(dataset: Any, device: str | None) -> list[str]:
+        """The fixes tried for training, none of them timed: the deadline is already spent."""
+        clock = FakeClock()
         training = ForTraining([], prefetch_device=device)
-        return [t.fix for t in list_fixes(dataset, training=training)]
+        trials = verify_fixes(
+            walk(dataset), clock=clock, budget_s=None, deadline=clock.now(), training=training
+        )
+        return [t.fix for t in trials]
 
     assert "prefetch-to-device" in fixes(ds, "/cpu:0")
     assert "prefetch-to-device" not in fixes(ds, None)
@@ -515,7 +520,7 @@ def test_a_rewrite_that_cannot_go_on_top_is_refused_with_a_reason() -> None:
 def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone() -> None:
     import inspect
 
-    from pipediag.bench.structure import describe_pipeline
+    from pipediag.bench.structure import walk_pipeline
     from pipediag.hooks.call_sites import CallSitePatch
 
     tf = _tf()
@@ -530,7 +535,7 @@ def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone
     finally:
         patch.uninstall()
 
-    sites = [s.created_at for s in describe_pipeline(ds)]
+    sites = [s.stats.created_at for s in walk_pipeline(ds)]
     assert sites == [f"test_rewrites_tf.py:{line + n}" for n in range(3)]
     assert tf.data.Dataset.__init__ is original
 
@@ -538,7 +543,7 @@ def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone
 def test_a_library_call_s_own_stages_name_it_and_the_script_s_line(tmp_path: Any) -> None:
     import inspect
 
-    from pipediag.bench.structure import describe_pipeline
+    from pipediag.bench.structure import walk_pipeline
     from pipediag.hooks.call_sites import CallSitePatch
 
     tf = _tf()
@@ -557,7 +562,7 @@ def test_a_library_call_s_own_stages_name_it_and_the_script_s_line(tmp_path: Any
     finally:
         patch.uninstall()
 
-    stages = describe_pipeline(ds)
+    stages = [s.stats for s in walk_pipeline(ds)]
     # the loader's stages are its own, at the script's line; the script's shuffle is the script's
     inside = [s for s in stages if s.made_by == "image_dataset_from_directory"]
     assert inside and all(s.created_at == f"test_rewrites_tf.py:{line}" for s in inside)

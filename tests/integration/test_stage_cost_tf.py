@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pipediag.bench.structure import walk
 from pipediag.config import RunConfig
 from pipediag.renderers.stage_cost_words import costliest_stage
 
@@ -18,15 +19,14 @@ pytestmark = pytest.mark.tensorflow
 def test_a_held_stage_yields_its_first_elements_repeated_then_the_later_stages_apply() -> None:
     import tensorflow as tf
 
-    from pipediag.bench.graph_edit import PipelineGraph, graph_and_nodes
-    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.graph_edit import PipelineGraph
 
     # GIVEN range -> map(x10) -> batch(4)
     ds = tf.data.Dataset.range(100).map(lambda x: x * 10).batch(4)
-    walked = walk_pipeline(ds)
-    graph, nodes, error = graph_and_nodes(ds, walked)
-    assert graph is not None, error
-    (map_index,) = [s.stats.index for s in walked if s.stats.kind == "map"]
+    walked = walk(ds)
+    graph, nodes = walked.graph, walked.nodes
+    assert graph is not None, walked.graph_error
+    (map_index,) = [s.stats.index for s in walked.stages if s.stats.kind == "map"]
 
     # WHEN the map's first 6 elements are held
     edited = PipelineGraph.copy_of(graph)
@@ -52,7 +52,7 @@ def test_the_chain_stops_at_a_filter_and_skips_options() -> None:
     ds = tf.data.Dataset.from_tensor_slices(tf.range(64)).map(lambda x: x + 1)
     ds = ds.filter(lambda x: x > 0).batch(8, drop_remainder=True).prefetch(1)
     ds = ds.with_options(tf.data.Options())
-    copies = HeldCopies(ds, pipeline_batches_per_s=100.0)
+    copies = HeldCopies(walk(ds), pipeline_batches_per_s=100.0)
     kinds = [s.kind for s in _stats(ds)]
     assert [kinds[h.index] for h in copies.chain] == ["filter", "batch", "prefetch"]
     (batch,) = [h for h in copies.chain if kinds[h.index] == "batch"]
@@ -60,9 +60,9 @@ def test_the_chain_stops_at_a_filter_and_skips_options() -> None:
 
 
 def _stats(ds: object) -> list:  # type: ignore[type-arg]
-    from pipediag.bench.structure import describe_pipeline
+    from pipediag.bench.structure import walk_pipeline
 
-    return describe_pipeline(ds)
+    return [stage.stats for stage in walk_pipeline(ds)]
 
 
 SCRIPT = """

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pipediag.bench.structure import walk
 from pipediag.report.model import StageStats
 from pipediag.report.reasons import PARTIAL_FILE_CACHE, STAGE_OUT_OF_TIME, Reason
 
@@ -39,7 +40,7 @@ def _sleepy(value: Any) -> Any:
 def _measure(ds: Any) -> list[StageStats]:
     from pipediag.bench.stages import measure_stages
 
-    return measure_stages(ds, max_seconds_per_stage=STAGE_BUDGET_S)
+    return measure_stages(walk(ds), max_seconds_per_stage=STAGE_BUDGET_S)
 
 
 def _bottlenecks(stages: list[StageStats]) -> list[int]:
@@ -193,8 +194,9 @@ def _fake_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_a_deadline_keeps_the_stages_read_and_lists_the_rest_without_rates(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from synthetic_reports import FakeClock
+
     from pipediag.bench.stages import OVERHEAD_CALIBRATION_S, ROUNDS, measure_stages
-    from pipediag.testing import FakeClock
 
     tf = _tf()
     _fake_reads(monkeypatch)
@@ -206,7 +208,7 @@ def test_a_deadline_keeps_the_stages_read_and_lists_the_rest_without_rates(
 
     # WHEN the stages are measured against it
     stages = measure_stages(
-        ds, max_seconds_per_stage=STAGE_BUDGET_S, clock=clock, deadline=deadline
+        walk(ds), max_seconds_per_stage=STAGE_BUDGET_S, clock=clock, deadline=deadline
     )
 
     # THEN the first two prefixes have rates, the others are listed without, saying why
@@ -220,15 +222,16 @@ def test_a_deadline_keeps_the_stages_read_and_lists_the_rest_without_rates(
 
 @tensorflow
 def test_a_spent_deadline_reads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from synthetic_reports import FakeClock
+
     from pipediag.bench.stages import measure_stages
-    from pipediag.testing import FakeClock
 
     tf = _tf()
     read = _fake_reads(monkeypatch)
     clock = FakeClock()
     ds = tf.data.Dataset.range(100).batch(BATCH)
 
-    stages = measure_stages(ds, clock=clock, deadline=clock.now())
+    stages = measure_stages(walk(ds), clock=clock, deadline=clock.now())
 
     assert read == []
     assert [s.not_measured for s in stages] == [Reason(STAGE_OUT_OF_TIME)] * len(stages)

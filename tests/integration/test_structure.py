@@ -1,4 +1,4 @@
-"""describe_pipeline / effective_options on real, small tf.data pipelines (no TF mocks)."""
+"""walk_pipeline / effective_options on real, small tf.data pipelines (no TF mocks)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pipediag.bench.structure import describe_pipeline, effective_options
+from pipediag.bench.structure import effective_options, walk_pipeline
 from pipediag.report.model import PipelineOptions, StageSettings, StageStats
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED
 
@@ -21,6 +21,11 @@ pytestmark = pytest.mark.tensorflow
 # file: the unit layer's guard (tests/unit/conftest.py) can only see an import of TensorFlow
 # while none has happened yet.
 tf: Any = None
+
+
+def describe(dataset: Any) -> list[StageStats]:
+    """The stages as found, without their dataset objects."""
+    return [stage.stats for stage in walk_pipeline(dataset)]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -63,7 +68,7 @@ def test_sequential_py_function_pipeline_lists_four_stages_in_order() -> None:
     ds = tf.data.Dataset.range(100).map(slow_py_map).batch(4).prefetch(1)
 
     # WHEN it is described
-    stages = describe_pipeline(ds)
+    stages = describe(ds)
 
     # THEN the stages come source first, with the user's function located in this file
     assert kinds(stages) == ["source", "map", "batch", "prefetch"]
@@ -94,7 +99,7 @@ def test_parallel_map_autotune_and_explicit_parallelism() -> None:
         .prefetch(tf.data.AUTOTUNE)
     )
 
-    stages = describe_pipeline(ds)
+    stages = describe(ds)
 
     assert kinds(stages) == ["source", "parallel-map", "parallel-map", "prefetch"]
     assert stages[1].settings.num_parallel_calls == AUTOTUNE
@@ -111,7 +116,7 @@ def test_parallel_map_autotune_and_explicit_parallelism() -> None:
 def test_map_flags_random_ops_and_auto_parallel_for_stateless_maps() -> None:
     ds = tf.data.Dataset.range(10).map(noisy_map).map(lambda x: x + 1)
 
-    _, noisy, stateless = describe_pipeline(ds)
+    _, noisy, stateless = describe(ds)
 
     assert noisy.stateful
     assert noisy.random
@@ -128,8 +133,8 @@ def test_interleave_settings() -> None:
     )
     sequential = tf.data.Dataset.range(5).interleave(make_files, cycle_length=2)
 
-    p_stages = describe_pipeline(parallel)
-    s_stages = describe_pipeline(sequential)
+    p_stages = describe(parallel)
+    s_stages = describe(sequential)
 
     assert kinds(p_stages) == ["source", "parallel-interleave"]
     assert p_stages[1].settings.cycle_length == 3
@@ -154,7 +159,7 @@ def test_cache_shuffle_repeat_take_settings(tmp_path: Path) -> None:
         .take(7)
     )
 
-    stages = describe_pipeline(ds)
+    stages = describe(ds)
 
     assert kinds(stages) == ["source", "cache", "cache", "shuffle", "repeat", "take"]
     assert stages[1].settings.filename == ""  # in memory
@@ -176,7 +181,7 @@ def test_a_shuffle_is_written_back_with_the_seed_it_ran_with() -> None:
     tf.random.set_seed(None)
     try:
         written = [
-            rewritten_chain(describe_pipeline(tf.data.Dataset.range(20).shuffle(16, **seed)), [])
+            rewritten_chain(describe(tf.data.Dataset.range(20).shuffle(16, **seed)), [])
             for seed in ({"seed": 0}, {})
         ]
     finally:
@@ -193,7 +198,7 @@ def test_zip_and_concatenate_keep_both_branches() -> None:
     right = tf.data.Dataset.range(10, 20)
     ds = tf.data.Dataset.zip((left, right)).concatenate(tf.data.Dataset.zip((right, right)))
 
-    stages = describe_pipeline(ds)
+    stages = describe(ds)
 
     by_kind = kinds(stages)
     assert by_kind.count("zip") == 2
@@ -216,7 +221,7 @@ def test_from_generator_is_one_source_named_after_the_generator() -> None:
         count_up, output_signature=tf.TensorSpec([], tf.int64)
     ).batch(2)
 
-    stages = describe_pipeline(ds)
+    stages = describe(ds)
 
     assert kinds(stages) == ["source", "batch"]
     assert stages[0].name == "from_generator"
@@ -236,7 +241,7 @@ def test_filter_padded_batch_unbatch_and_options_stages() -> None:
         .with_options(options)
     )
 
-    stages = describe_pipeline(ds)
+    stages = describe(ds)
 
     found = kinds(stages)
     assert found[:3] == ["source", "filter", "padded-batch"]
@@ -274,7 +279,7 @@ def test_effective_options_explicit_and_apply_default_optimizations_off() -> Non
     ds = tf.data.Dataset.range(3).map(cheap_map).with_options(options)
 
     found = effective_options(ds)
-    stages = describe_pipeline(ds)
+    stages = describe(ds)
 
     assert found.autotune is False
     assert found.deterministic is False

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pipediag.bench.structure import walk
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.reasons import FAILS_ON_BATCH, NOT_ELEMENTWISE, Reason
 
@@ -56,15 +57,13 @@ def decode_one(record: Any) -> tuple[Any, Any]:
 def _vectorize(dataset: Any) -> tuple[Any, Any, tuple[str | None, bool]]:
     """The dataset's vectorise candidate, its GraphDef, and what its check said."""
     from pipediag.bench.fix_candidates import fix_candidates
-    from pipediag.bench.graph_edit import graph_and_nodes
-    from pipediag.bench.structure import effective_options, walk_pipeline
     from pipediag.bench.teardown import TearDown
 
-    walked = walk_pipeline(dataset)
-    stages = [stage.stats for stage in walked]
-    graph, nodes, error = graph_and_nodes(dataset, walked)
-    assert error is None
-    found = fix_candidates(walked, stages, nodes, effective_options(dataset), 2)
+    walked = walk(dataset)
+    stages = [stage.stats for stage in walked.stages]
+    graph, nodes, options = walked.graph, walked.nodes, walked.options
+    assert walked.graph_error is None and options is not None
+    found = fix_candidates(walked.stages, stages, nodes, options, 2)
     (candidate,) = [c for c in found if c.fix == "vectorize"]
     teardown = TearDown()
     try:
@@ -96,7 +95,7 @@ def test_a_parse_single_example_map_is_vectorised_through_vectorized_map(
     import numpy as np
 
     from pipediag.analysis.pipeline_code import rewritten_chain
-    from pipediag.bench.structure import describe_pipeline
+    from pipediag.bench.structure import walk_pipeline
     from pipediag.report.fixes import SEMANTICS_VECTORIZED_MAP
     from pipediag.report.prescription import StageChange
 
@@ -133,7 +132,7 @@ def test_a_parse_single_example_map_is_vectorised_through_vectorized_map(
         vectorized_map=candidate.facts.vectorized_map,
         element_unpacked=candidate.facts.element_unpacked,
     )
-    lines = rewritten_chain(describe_pipeline(ds), [change])
+    lines = rewritten_chain([s.stats for s in walk_pipeline(ds)], [change])
     assert [line.text for line in lines][-2:] == [
         "ds = ds.batch(8)",
         "ds = ds.map(lambda batch: tf.vectorized_map(decode_one, batch, "

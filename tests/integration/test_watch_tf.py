@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from cli_runner import ENV, run_pipediag
+from synthetic_reports import FakeClock
 
 import pipediag
 from pipediag.report.model import INPUT_BOUND, UNKNOWN
-from pipediag.testing import FakeClock
 
 pytestmark = pytest.mark.tensorflow
 

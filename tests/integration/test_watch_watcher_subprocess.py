@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from synthetic_reports import FakeClock
 from watch_helpers import Said, alert, make_watcher, train_steps
 
 from pipediag.config import WatchConfig
-from pipediag.testing import FakeClock
 from pipediag.watch.alerts import AlertSinks
 
 

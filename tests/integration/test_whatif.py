@@ -16,12 +16,12 @@ from typing import Any
 import pipelines  # tests/ is on sys.path under pytest (rootdir-relative prepend)
 import pytest
 
+from pipediag.bench.structure import walk
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.reasons import (
     CANNOT_REWRITE,
     FAILS_ON_BATCH,
     NOT_ELEMENTWISE,
-    NOT_RUN_NO_VERIFY,
     UNSAFE_KEEP_MAP,
     VERIFICATION_BUDGET_SPENT,
     Reason,
@@ -36,12 +36,11 @@ def _tf() -> Any:
 
 def _rewritten(dataset: Any, edit: Any) -> Any:
     """The dataset rebuilt from its graph after `edit(graph, nodes_by_op)`."""
-    from pipediag.bench.graph_edit import PipelineGraph, graph_and_nodes
-    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.graph_edit import PipelineGraph
 
-    graph_def, _, error = graph_and_nodes(dataset, walk_pipeline(dataset))
-    assert error is None
-    graph = PipelineGraph.copy_of(graph_def)
+    walked = walk(dataset)
+    assert walked.graph_error is None
+    graph = PipelineGraph.copy_of(walked.graph)
     by_op = {node.op: node.name for node in graph.graph_def.node}
     edit(graph, by_op)
     return graph.rebuild(dataset.element_spec), graph
@@ -132,10 +131,10 @@ def test_file_cache_not_on_disk_is_bypassed_and_never_written(tmp_path: Path) ->
         .batch(4)
     )
 
-    trials = verify_fixes(ds, budget_s=1.0, fixes=[FIX_PARALLEL_MAP])
+    trials = verify_fixes(walk(ds), budget_s=1.0)
 
     (trial,) = trials
-    assert trial.verified, trial.reason
+    assert trial.fix == FIX_PARALLEL_MAP and trial.verified, trial.reason
     assert trial.baseline_cpu_s_per_batch and trial.variant_cpu_s_per_batch  # both sides timed
     assert "file cache" in trial.facts.isolation
     assert list(tmp_path.iterdir()) == []
@@ -152,20 +151,9 @@ def test_the_users_shuffle_order_is_unchanged_by_the_trials() -> None:
     expected = _values(build())
     ds = build()
 
-    verify_fixes(ds, budget_s=1.0)
+    verify_fixes(walk(ds), budget_s=1.0)
 
     assert _values(ds) == expected
-
-
-def test_no_verify_lists_candidates_without_running() -> None:
-    from pipediag.bench.whatif import list_fixes
-    from pipediag.report.fixes import FIX_PARALLEL_MAP
-
-    trials = list_fixes(pipelines.sequential_map())
-
-    assert [t.fix for t in trials] == [FIX_PARALLEL_MAP]
-    assert not trials[0].verified and trials[0].reason == Reason(NOT_RUN_NO_VERIFY)
-    assert reason_words(trials[0].reason) == "not run (--no-verify)"
 
 
 def test_a_failing_rewrite_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -176,22 +164,26 @@ def test_a_failing_rewrite_is_reported_not_raised(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(graph_edit.PipelineGraph, "parallelize_map", broken)
 
-    (trial,) = whatif.verify_fixes(pipelines.sequential_map(), budget_s=1.0)
+    (trial,) = whatif.verify_fixes(walk(pipelines.sequential_map()), budget_s=1.0)
 
     assert not trial.verified
     assert trial.reason == Reason(CANNOT_REWRITE, detail="unknown op FancyMapDataset")
     assert reason_words(trial.reason) == "cannot rewrite: unknown op FancyMapDataset"
 
 
-def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
+def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.whatif import verify_fixes
     from pipediag.report.fixes import FIX_CACHE
 
     ds = pipelines.uncached_prefix()
-    stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
+    walked = walk(ds)
+    stages = measure_stages(walked, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
 
-    (trial,) = verify_fixes(ds, stages, budget_s=1.5, fixes=[FIX_CACHE])
+    pipelines.only_fixes(monkeypatch, FIX_CACHE)
+    (trial,) = verify_fixes(walked, stages, budget_s=1.5)
 
     assert trial.stage_index == 1 and trial.stage == "parallel-map(decode)"
     assert trial.facts.elements == 400
@@ -201,7 +193,9 @@ def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size() -> None:
     assert trial.speedup is not None and trial.speedup > 1.5
 
 
-def test_a_file_source_of_unknown_length_is_counted_for_its_cache(tmp_path: Path) -> None:
+def test_a_file_source_of_unknown_length_is_counted_for_its_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.whatif import verify_fixes
     from pipediag.report.fixes import FIX_CACHE
@@ -218,9 +212,11 @@ def test_a_file_source_of_unknown_length_is_counted_for_its_cache(tmp_path: Path
     ds = parsed.map(pipelines.decode, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.batch(pipelines.BATCH).repeat().prefetch(tf.data.AUTOTUNE)
     assert int(parsed.cardinality()) == tf.data.UNKNOWN_CARDINALITY
-    stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
+    walked = walk(ds)
+    stages = measure_stages(walked, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
 
-    (trial,) = verify_fixes(ds, stages, budget_s=1.5, fixes=[FIX_CACHE])
+    pipelines.only_fixes(monkeypatch, FIX_CACHE)
+    (trial,) = verify_fixes(walked, stages, budget_s=1.5)
 
     # THEN the records are counted (above both maps), the cache sized and tried
     assert trial.stage == "parallel-map(decode)"
@@ -238,10 +234,11 @@ def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
     from pipediag.report.fixes import FIX_PARALLEL_MAP
 
     ds = pipelines.sequential_map()
-    stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
+    walked = walk(ds)
+    stages = measure_stages(walked, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
 
     # A budget it should not need: the trial stops once its gain is clear.
-    trials = verify_fixes(ds, stages, budget_s=4.0)
+    trials = verify_fixes(walked, stages, budget_s=4.0)
 
     (trial,) = [t for t in trials if t.fix == FIX_PARALLEL_MAP]
     assert trial.verified, trial.reason
@@ -278,25 +275,22 @@ def test_vectorised_map_runs_after_the_batch_and_yields_the_same() -> None:
     assert _values(variant) == _values(ds)  # including the short last batch
 
 
-def vectorize_check(dataset: Any) -> tuple[str | None, bool]:
-    from pipediag.bench.graph_edit import graph_and_nodes
-    from pipediag.bench.structure import walk_pipeline
-    from pipediag.bench.vectorize_check import vectorize_check
+def vectorize_check(dataset: Any) -> tuple[Reason | None, bool]:
+    """The vectorise check of the map before `dataset`'s batch, on a sample of 10 elements,
+    as the vectorise candidate checks it (`bench/fix_candidates.py`), the function traced
+    from the graph."""
+    from pipediag.bench.vectorize_check import CheckSample
 
-    walked = walk_pipeline(dataset)
-    graph_def, nodes, error = graph_and_nodes(dataset, walked)
-    assert error is None
-    kinds = [stage.stats.kind for stage in walked]
+    walked = walk(dataset)
+    graph_def, nodes = walked.graph, walked.nodes
+    assert walked.graph_error is None
+    kinds = [stage.stats.kind for stage in walked.stages]
     mapped, batch = kinds.index("map"), kinds.index("batch")
-    map_input = walked[mapped].dataset._input_dataset
-    return vectorize_check(
-        graph_def,
-        nodes[mapped],
-        nodes[batch],
-        map_input.element_spec,
-        walked[batch].dataset.element_spec,
-        10,
-    )
+    map_input = walked.stages[mapped].dataset._input_dataset
+    sample = CheckSample.read(graph_def, nodes[mapped], map_input.element_spec, 10, None)
+    if isinstance(sample, Reason):
+        return sample, False
+    return sample.check(nodes[batch], walked.stages[batch].dataset.element_spec)
 
 
 def test_a_function_that_is_not_elementwise_is_refused_as_unsafe() -> None:
@@ -343,11 +337,12 @@ def test_cheap_elementwise_map_is_verified_much_faster_vectorised() -> None:
     from pipediag.report.fixes import FIX_VECTORIZE
 
     ds = pipelines.per_element_map()
-    stages = measure_stages(ds, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
+    walked = walk(ds)
+    stages = measure_stages(walked, max_seconds_per_stage=pipelines.STAGE_BUDGET_S)
 
-    (trial,) = verify_fixes(ds, stages, budget_s=2.0, fixes=[FIX_VECTORIZE])
+    (trial,) = verify_fixes(walked, stages, budget_s=2.0)
 
-    assert trial.verified, trial.reason
+    assert trial.fix == FIX_VECTORIZE and trial.verified, trial.reason
     assert trial.speedup is not None and trial.speedup > 2.0
     assert trial.facts.sample_elements == 512
 
@@ -382,11 +377,11 @@ def _fake_sides(monkeypatch: pytest.MonkeyPatch, clock: Any, variant_rates: list
 def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from synthetic_reports import FakeClock
+
     from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
     from pipediag.bench.interleaved import STOP_BUDGET
     from pipediag.bench.whatif import verify_fixes
-    from pipediag.report.fixes import FIX_PARALLEL_MAP
-    from pipediag.testing import FakeClock
 
     clock = FakeClock()
     # GIVEN a fix measured 0.8x and 1.25x in turn: its interval never clears 1
@@ -394,9 +389,7 @@ def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
     deadline = clock.now() + 5.0
 
     # WHEN it is tried with the default budget (8 s) and a deadline 5 s away
-    (trial,) = verify_fixes(
-        pipelines.sequential_map(), clock=clock, deadline=deadline, fixes=[FIX_PARALLEL_MAP]
-    )
+    (trial,) = verify_fixes(walk(pipelines.sequential_map()), clock=clock, deadline=deadline)
 
     # THEN it ran more than the minimum rounds, stopped for time, and ended by the deadline
     assert trial.verified, trial.reason
@@ -408,19 +401,17 @@ def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
 def test_a_clear_trial_stops_early_and_records_its_interval(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from synthetic_reports import FakeClock
+
     from pipediag.analysis.paired import PIPELINE_SLICES, TRIAL_MIN_ROUNDS
     from pipediag.bench.interleaved import STOP_GAIN
     from pipediag.bench.whatif import verify_fixes
-    from pipediag.report.fixes import FIX_PARALLEL_MAP
-    from pipediag.testing import FakeClock
 
     clock = FakeClock()
     start = clock.now()
     _fake_sides(monkeypatch, clock, [200.0])
 
-    (trial,) = verify_fixes(
-        pipelines.sequential_map(), clock=clock, budget_s=8.0, fixes=[FIX_PARALLEL_MAP]
-    )
+    (trial,) = verify_fixes(walk(pipelines.sequential_map()), clock=clock, budget_s=8.0)
 
     assert trial.facts.stopped == STOP_GAIN
     assert trial.rounds == TRIAL_MIN_ROUNDS
@@ -432,18 +423,17 @@ def test_a_clear_trial_stops_early_and_records_its_interval(
 
 
 def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:
+    from synthetic_reports import FakeClock
+
     from pipediag.bench.whatif import verify_fixes
-    from pipediag.report.fixes import FIX_PARALLEL_MAP
-    from pipediag.testing import FakeClock
 
     clock = FakeClock()
 
     (trial,) = verify_fixes(
-        pipelines.sequential_map(),
+        walk(pipelines.sequential_map()),
         clock=clock,
         budget_s=None,
         deadline=clock.now(),
-        fixes=[FIX_PARALLEL_MAP],
     )
 
     assert not trial.verified
@@ -454,9 +444,10 @@ def test_a_spent_deadline_leaves_the_trials_unmeasured() -> None:
 def test_every_fix_built_and_timed_is_kept_even_a_slower_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from synthetic_reports import FakeClock
+
     from pipediag.bench.whatif import FixPipelines, ForTraining, verify_fixes
     from pipediag.report.fixes import FIX_PARALLEL_MAP
-    from pipediag.testing import FakeClock
 
     clock = FakeClock()
     # GIVEN a fix the pipeline alone measures at 0.9x (it may still help training)
@@ -464,9 +455,8 @@ def test_every_fix_built_and_timed_is_kept_even_a_slower_one(
     kept: list[FixPipelines] = []
 
     (trial,) = verify_fixes(
-        pipelines.sequential_map(),
+        walk(pipelines.sequential_map()),
         clock=clock,
-        fixes=[FIX_PARALLEL_MAP],
         training=ForTraining(kept),
     )
 

@@ -7,6 +7,7 @@ import math
 
 import pytest
 from loop_serving import RecordedResults, loop_server
+from synthetic_reports import FakeClock
 
 from pipediag.analysis.alternation import (
     block_of,
@@ -27,7 +28,6 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Quiet
 from pipediag.report.model import ComputeAlone, FixTrial, RateBlock
 from pipediag.report.vocabulary import QUIET_TRAINING_BLOCK, STEP_ALONE_BLOCK, TRAINING_BLOCK
-from pipediag.testing import FakeClock
 from pipediag.training.alternation import (
     WARMUP_STEPS,
     Alternation,

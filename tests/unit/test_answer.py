@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from synthetic_reports import synthetic_cost_report, synthetic_report
 
 from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.answer import MAX_LINES, WIDTH, render_answer, report_line
@@ -18,7 +19,6 @@ from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
 from pipediag.report.trials import FixTrial, TrialFacts
 from pipediag.report.vocabulary import GAIN_HELD, GAIN_ON_TRAINING, NO_VERDICT_NO_STEPS
-from pipediag.testing import synthetic_cost_report, synthetic_report
 
 FIXTURES = sorted((Path(__file__).parent.parent / "fixtures" / "reports").glob("*.json"))
 

@@ -5,12 +5,12 @@ stamps taken on real tf.data pipelines: tests/integration/test_batch_stamps_tf.p
 from __future__ import annotations
 
 import pytest
+from synthetic_reports import FakeClock
 
 from pipediag.config import RunConfig
 from pipediag.hooks.batch_stamps import BatchStamps
 from pipediag.hooks.keras_fit import SETTLE_EVERY_S, FitTracker
 from pipediag.session import DiagnosticSession
-from pipediag.testing import FakeClock
 
 
 def test_batches_of_a_dropped_iterator_are_not_taken_for_the_next_ones() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_report
 
 from pipediag.renderers.chrome_trace import (
     GPU_PID,
@@ -20,7 +21,6 @@ from pipediag.renderers.chrome_trace import (
     trace_events,
 )
 from pipediag.report.model import Report, StepRecord, TrainSection
-from pipediag.testing import synthetic_report
 
 REQUIRED_FIELDS = ("ph", "ts", "pid", "tid")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from fake_nvml import FakeNvml
 from multiworker_jobs import tf_config
+from synthetic_reports import FakeClock
 
 import pipediag.api as api
 import pipediag.history
@@ -31,7 +32,6 @@ from pipediag.report.io import load_report
 from pipediag.report.model import INPUT_BOUND, ExitInfo
 from pipediag.runner import RunOutcome
 from pipediag.session import DiagnosticSession
-from pipediag.testing import FakeClock
 
 FINISHED = RunOutcome(ExitInfo("ok", 0), "script-finished")
 AT_THE_BUDGET = RunOutcome(ExitInfo("step-budget", 0), "step-budget")

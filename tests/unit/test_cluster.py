@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from loop_serving import RecordedResults, loop_server
 from multiworker_jobs import tf_config
+from synthetic_reports import FakeClock
 
 from pipediag.analysis.paired import LOCKSTEP_ROUNDS
 from pipediag.cluster import task_from_env, task_out_dir
@@ -18,7 +19,6 @@ from pipediag.config import RunConfig
 from pipediag.errors import UsageError
 from pipediag.report.model import ExitInfo, TaskInfo
 from pipediag.session import DiagnosticSession
-from pipediag.testing import FakeClock
 from pipediag.training.alternation import WARMUP_STEPS, Alternation
 from pipediag.training.budget import CachedBatch
 
@@ -155,8 +155,9 @@ def test_a_lockstep_alternation_runs_its_fixed_rounds() -> None:
 
 
 def test_report_fields_are_optional_for_old_reports() -> None:
+    from synthetic_reports import synthetic_report
+
     from pipediag.report.io import from_dict, to_dict
-    from pipediag.testing import synthetic_report
 
     data = to_dict(synthetic_report())
     del data["task"], data["origin_unix_s"]

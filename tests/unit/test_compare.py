@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from report_fixtures import AFTER, BEFORE, COMPUTE_BOUND_RUN, RUN1, RUN2
+from synthetic_reports import synthetic_cost_report, synthetic_report
 
 from pipediag.analysis import compare
 from pipediag.analysis.compare import compare_reports
@@ -26,7 +27,6 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
-from pipediag.testing import synthetic_cost_report, synthetic_report
 
 
 def scaled(report: Report, factor: float) -> Report:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from synthetic_reports import CostEvidence, synthetic_cost_report
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.run_terms import most_input_gives
@@ -13,7 +14,6 @@ from pipediag.renderers.text import render_text
 from pipediag.report.model import Report, StageStats, TrialFacts
 from pipediag.report.reasons import DEEP_SKIPPED, Reason
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
-from pipediag.testing import CostEvidence, synthetic_cost_report
 
 
 def _ids(report) -> list[str]:  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from synthetic_reports import FakeClock, synthetic_cost_report
 
 from pipediag.renderers.model_words import change_lines
 from pipediag.renderers.reason_words import reason_words
@@ -15,7 +16,6 @@ from pipediag.report import io
 from pipediag.report.model import COMPUTE_BOUND, ComputeAlone, Report
 from pipediag.report.model_side import DEVICE_COPY, ModelTrial
 from pipediag.report.reasons import COPY_AT_MOST, FAILED, NO_GPU_COPY, Reason
-from pipediag.testing import FakeClock, synthetic_cost_report
 from pipediag.training.device_copy import (
     DEVICE_COPY_CODE,
     copy_share,

@@ -5,12 +5,12 @@ The fit tracker driven with a fake clock; the alternation itself is stubbed."""
 from __future__ import annotations
 
 import pytest
+from synthetic_reports import FakeClock
 
 from pipediag.config import RunConfig
 from pipediag.hooks.batch_stamps import BatchStamps
 from pipediag.hooks.keras_fit import FitTracker
 from pipediag.session import DiagnosticSession
-from pipediag.testing import FakeClock
 from pipediag.timeline import StepBudgetReached, StepTimeline
 
 

@@ -5,12 +5,12 @@ boundary (Keras's own work, the last iterator's tear-down) a cached batch pays t
 from __future__ import annotations
 
 import pytest
+from synthetic_reports import FakeClock
 
 from pipediag.config import RunConfig
 from pipediag.hooks.batch_stamps import BatchStamps
 from pipediag.hooks.keras_fit import FitTracker
 from pipediag.session import DiagnosticSession
-from pipediag.testing import FakeClock
 
 
 def _tracker(clock: FakeClock) -> tuple[DiagnosticSession, FitTracker]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from synthetic_reports import FakeClock, synthetic_report
 
 from pipediag.analysis.advice_context import build_context, training_gain
 from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.report.model import FixTrial
-from pipediag.testing import FakeClock, synthetic_report
 
 
 class _Model:

@@ -13,6 +13,7 @@ from typing import Any
 import fake_nvml as fn
 import pytest
 from fake_nvml import FakeGpu, FakeNvml, wall_clock_for
+from synthetic_reports import FakeClock, synthetic_report
 
 from pipediag.analysis.classifier import build_train_section
 from pipediag.analysis.enrich import enrich_report
@@ -55,7 +56,6 @@ from pipediag.report.reasons import (
 )
 from pipediag.report.vocabulary import OVER_MEASURED_STEPS, OVER_WHOLE_RUN
 from pipediag.samplers.gpu import GpuSampler
-from pipediag.testing import FakeClock, synthetic_report
 from pipediag.timeline import RawStep
 
 DRIVER_PERIOD_S = 1 / 6

@@ -11,6 +11,7 @@ from typing import Any
 import fake_nvml as fn  # tests/ is on sys.path under pytest (rootdir-relative prepend)
 import pytest
 from fake_nvml import FakeGpu, FakeNvml, steps, wall_clock_for
+from synthetic_reports import FakeClock
 
 import pipediag.samplers.base as base
 from pipediag.clock import MONOTONIC
@@ -27,7 +28,6 @@ from pipediag.report.reasons import (
     Reason,
 )
 from pipediag.samplers.gpu import GpuSampler, select_visible_devices
-from pipediag.testing import FakeClock
 
 THREAD_WAIT_S = 10.0
 """Threaded tests wait this long at most for a reading: a large margin for a loaded CI box."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from synthetic_reports import synthetic_report
 
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
@@ -20,7 +21,6 @@ from pipediag.report.vocabulary import (
     OVER_MEASURED_STEPS,
     OVER_WHOLE_RUN,
 )
-from pipediag.testing import synthetic_report
 
 CONTENDED = HostContention(
     available=True,

@@ -9,6 +9,7 @@ from collections import namedtuple
 
 import psutil
 import pytest
+from synthetic_reports import FakeClock
 
 from pipediag.clock import MONOTONIC, Quiet
 from pipediag.renderers.reason_words import reason_words
@@ -16,7 +17,6 @@ from pipediag.report.model import HostSample
 from pipediag.report.reasons import HOST_SAMPLER_NOT_STARTED, NO_PSUTIL, Reason
 from pipediag.samplers.base import DecimatingBuffer
 from pipediag.samplers.host import HostSampler, cpu_percentages, merge_host_samples
-from pipediag.testing import FakeClock
 
 THREAD_WAIT_S = 10.0
 """Threaded tests wait this long at most for a reading: a large margin for a loaded CI box."""

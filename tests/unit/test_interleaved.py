@@ -11,6 +11,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 
 import pytest
+from synthetic_reports import FakeClock
 
 from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
 from pipediag.bench.interleaved import (
@@ -24,7 +25,6 @@ from pipediag.bench.interleaved import (
     stop_reason,
 )
 from pipediag.bench.pipeline import BatchTiming, time_iterator
-from pipediag.testing import FakeClock
 
 SLICE_S = 0.2
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from loop_serving import RecordedResults, loop_server
+from synthetic_reports import FakeClock
 
 from pipediag.analysis.op_time import OpEvent, ProfiledWindow
 from pipediag.conclusion import Conclusion
@@ -14,7 +15,6 @@ from pipediag.config import RunConfig
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import HOST_GAP, OP_TYPE
 from pipediag.report.reasons import PROFILE_STOPPED, PROFILER_NO_START, Reason
-from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
 from pipediag.training.budget import LoopWork
 from pipediag.training.loop_profile import LoopProfile, OpsFound, keras_layer_names

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from loop_serving import RecordedResults, loop_server
+from synthetic_reports import FakeClock
 
 from pipediag.bench.hold import HOLD, Holdable
 from pipediag.bench.interleaved import Rounds
@@ -16,7 +17,6 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import StageStats
-from pipediag.testing import FakeClock
 from pipediag.training.budget import PULL, BudgetServer, LoopWork
 from pipediag.training.loop_search import HoldPlan, LoopSearch
 from pipediag.training.stage_cost import (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from synthetic_reports import FakeClock, synthetic_cost_report
 
 from pipediag.analysis.op_time import (
     LAUNCH_GAP,
@@ -49,7 +50,6 @@ from pipediag.report.reasons import (
     Reason,
 )
 from pipediag.report.vocabulary import VerdictLabel
-from pipediag.testing import FakeClock, synthetic_cost_report
 from pipediag.training.model_side import SPE_MAX_STEPS, SPE_MIN_STEPS, guarded, spe_steps
 from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
 from pipediag.training.step_rounds import FitFacts, Side, measure, slice_seconds, trial_result

@@ -18,6 +18,7 @@ import pytest
 from benchmark_files import load_device_check
 from fake_nvml import FakeGpu, FakeNvml, constant
 from pipelines import input_bound_or_host_busy
+from synthetic_reports import FakeClock
 
 from pipediag.analysis.gpu_causes import CAUSE_INPUT
 from pipediag.config import RunConfig
@@ -27,7 +28,6 @@ from pipediag.renderers.hardware_words import gpu_idle_text
 from pipediag.report import load_report
 from pipediag.report.model import COMPUTE_BOUND, INPUT_BOUND, WARMUP
 from pipediag.report.reasons import NO_PIPELINE_BENCHMARK, Reason
-from pipediag.testing import FakeClock
 
 NO_SAMPLERS = RunConfig(warmup_steps=2, measured_steps=None, sample_host=False, sample_gpu=False)
 

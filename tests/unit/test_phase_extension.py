@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from synthetic_reports import FakeClock
 
 from pipediag.bench.pipeline import cache_ends_each_epoch
 from pipediag.conclusion import newest_steps
@@ -10,7 +11,6 @@ from pipediag.config import RunConfig
 from pipediag.phases import PHASE_EXTENSION_STEPS
 from pipediag.report.model import PipelineBenchmark
 from pipediag.session import DiagnosticSession
-from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
 
 CACHED = "Prefetch <- Batch <- Map <- Cache <- TensorSlice"

@@ -12,6 +12,7 @@ import pytest
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from synthetic_reports import RunLayout, synthetic_cost_report, synthetic_report
 
 from pipediag.renderers.cost_words import cost_bar
 from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT
@@ -51,7 +52,6 @@ from pipediag.report.model import (
 from pipediag.report.names import NO_VERDICT
 from pipediag.report.reasons import DEEP_SKIPPED, NO_PSUTIL, Reason
 from pipediag.report.vocabulary import COST_EPOCH_START, GAIN_PIPELINE_ALONE, NO_VERDICT_NO_STEPS
-from pipediag.testing import RunLayout, synthetic_cost_report, synthetic_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LONG_RUN_STEPS = 10_000

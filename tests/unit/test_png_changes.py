@@ -9,6 +9,7 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+from synthetic_reports import synthetic_cost_report, synthetic_report
 
 from pipediag.renderers.model_words import change_lines, time_bars, time_lines
 from pipediag.renderers.png import build_figure
@@ -62,7 +63,6 @@ from pipediag.report.reasons import (
     Reason,
 )
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
-from pipediag.testing import synthetic_cost_report, synthetic_report
 
 PYTHON_GAP = "host: Python (outside TensorFlow's calls)"
 LAUNCH_GAP = "host: launch overhead and time between ops"

@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Sequence
 
 import pytest
+from synthetic_reports import FakeClock
 
 from pipediag.analysis.stage_bisect import Freed
 from pipediag.bench.interleaved import Rounds
@@ -23,7 +24,6 @@ from pipediag.report.reasons import (
     UNDER_WORTH_IT,
     Reason,
 )
-from pipediag.testing import FakeClock
 from pipediag.training.prescription import (
     COMBINED,
     PipelineSearch,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from synthetic_reports import synthetic_report
+
 from pipediag.analysis.advisor import advise
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
@@ -15,7 +17,6 @@ from pipediag.report.model import FixTrial, Gain, Report, StageStats, TrialFacts
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
 from pipediag.report.reasons import COVERED_BY_CACHE, NO_REWRITE_HELPED, UNDER_WORTH_IT, Reason
 from pipediag.report.vocabulary import GAIN_HELD, GAIN_INPUT_FREE, GAIN_ON_TRAINING
-from pipediag.testing import synthetic_report
 
 
 def _stages(if_free: dict[int, float] | None = None, python: bool = False) -> list[StageStats]:

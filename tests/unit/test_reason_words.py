@@ -93,7 +93,7 @@ def test_the_same_fact_reads_the_same_in_new_reports() -> None:
 
 
 def _report_with(alone: ComputeAlone) -> Report:
-    from pipediag.testing import synthetic_report
+    from synthetic_reports import synthetic_report
 
     pipeline = PipelineBenchmark(measured=False, reason=Reason(NO_BATCH_KEPT))
     return dataclasses.replace(synthetic_report(), compute_alone=alone, pipeline=pipeline)

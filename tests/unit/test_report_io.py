@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from synthetic_reports import synthetic_cost_report, synthetic_report
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.enrich import enrich_report
@@ -52,7 +53,6 @@ from pipediag.report.vocabulary import (
     NO_VERDICT_WARMUP_ONLY,
     OVER_WHOLE_RUN,
 )
-from pipediag.testing import synthetic_cost_report, synthetic_report
 
 
 @pytest.mark.parametrize("with_gpu", [False, True])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from synthetic_reports import synthetic_report
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.run_terms import (
@@ -21,7 +22,6 @@ from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.report.model import FixTrial, Report, TrialFacts
 from pipediag.report.prescription import PrescribedChange, Prescription
 from pipediag.report.reasons import UNDER_WORTH_IT, Reason
-from pipediag.testing import synthetic_report
 
 # fit's steps at 20 steps/s (50 ms); the trials' train function at 25 steps/s (40 ms): fit
 # adds 10 ms a step, as measured around its train function

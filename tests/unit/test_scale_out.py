@@ -10,6 +10,7 @@ import dataclasses
 import math
 
 import pytest
+from synthetic_reports import CostEvidence, synthetic_cost_report
 
 from pipediag.analysis.scale_out import (
     ASSUMED_NETWORK_BYTES_PER_S,
@@ -46,7 +47,6 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.reasons import SERVICE_ERROR, Reason
-from pipediag.testing import CostEvidence, synthetic_cost_report
 
 
 def _chain(py_at: int | None = None, costs: list[float] | None = None) -> list[StageStats]:

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from synthetic_reports import FakeClock, synthetic_cost_report
 
 from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
 from pipediag.bench.hold import (
@@ -21,7 +22,6 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import StageStats
-from pipediag.testing import FakeClock, synthetic_cost_report
 from pipediag.training.stage_cost import Searched, freed_from, search, with_freed
 
 

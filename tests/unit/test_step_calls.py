@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 from loop_serving import RecordedResults, loop_server
+from synthetic_reports import FakeClock
 
 from pipediag.hooks.step_calls import StepCalls, definition_site
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
 from pipediag.report.reasons import ALREADY_XLA, FRAMEWORK_STEP, NO_FUNCTION, XLA_OP, Reason
-from pipediag.testing import FakeClock
 from pipediag.training.budget import LoopWork
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
 

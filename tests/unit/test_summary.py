@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import report_fixtures as fx
+from synthetic_reports import synthetic_cost_report, synthetic_report
 
 from pipediag.renderers import summary
 from pipediag.renderers.cost_words import cost_bar
@@ -63,7 +64,6 @@ from pipediag.report.vocabulary import (
     NO_VERDICT_WARMUP_ONLY,
     NoVerdictReason,
 )
-from pipediag.testing import synthetic_cost_report, synthetic_report
 
 EXPECTED_LABELS = {
     fx.INPUT_BOUND_FIT: INPUT_BOUND,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from synthetic_reports import CostEvidence, RunLayout, synthetic_cost_report, synthetic_report
+
 from pipediag.renderers import summary
 from pipediag.renderers.cost_words import contention_evidence, cost_bar
 from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT, NOT_ENOUGH_MEASURED
@@ -26,7 +28,6 @@ from pipediag.report.model import (
 from pipediag.report.names import NO_VERDICT, stage_name
 from pipediag.report.reasons import DEEP_SKIPPED, MARKED_STEPS, Reason
 from pipediag.report.vocabulary import NO_VERDICT_NO_STEPS
-from pipediag.testing import CostEvidence, RunLayout, synthetic_cost_report, synthetic_report
 
 # Where a row's text starts: two spaces, a 16-wide label.
 INDENT = " " * 18

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from synthetic_reports import FakeClock
 
 from pipediag.config import RunConfig
 from pipediag.hooks.pass_origin import pass_origin
@@ -17,7 +18,6 @@ from pipediag.hooks.train_evidence import WATCHED_VARIABLES, GradientWatch, chan
 from pipediag.renderers.run_words import data_pass_text
 from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass, PipelineBenchmark
 from pipediag.session import DiagnosticSession
-from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
 
 

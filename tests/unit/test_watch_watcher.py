@@ -4,11 +4,11 @@ to a callable and to a real shell command, and TensorBoard scalars read back."""
 from __future__ import annotations
 
 import pytest
+from synthetic_reports import FakeClock
 from watch_helpers import Said, make_watcher, train_steps
 
 from pipediag.config import WatchConfig
 from pipediag.report.model import INPUT_BOUND, UNKNOWN, WatchAlert
-from pipediag.testing import FakeClock
 from pipediag.timeline import StepTimeline
 from pipediag.watch.watcher import PENDING_MAX_S, Watcher
 

@@ -201,8 +201,8 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
     axes.invert_yaxis()
     verdict = report.verdict
     marks = ["" for _ in rows]
-    # Old reports: training runs at best at the slower of the two rates measured alone, and
-    # that one was called the limit. Input cost now says what limits.
+    # Without an input cost (no verdict, or a report older than the cost): training runs at
+    # best at the slower of the two rates measured alone, marked the limit.
     alone = [rate for rate in rows if rate.letter in ("P", "T") and rate.value is not None]
     if verdict.input_cost_fraction is None and alone:
         limit = min(alone, key=lambda rate: rate.value or 0.0)

@@ -1,4 +1,5 @@
-"""Helpers for tests: a fake clock and synthetic reports, no TensorFlow needed."""
+"""A fake clock and synthetic reports for the tests, no TensorFlow needed (imported by plain
+name: tests/ is on sys.path under pytest)."""
 
 from __future__ import annotations
 
