@@ -4,9 +4,9 @@ the stage holds (docs/design.md, "Stage costs on training"), then the rewrites
 
 Under fit a search calls the train function itself; a loop's train step runs only when the
 loop pulls, so here the search is driven by its pulls: each of its trials is one
-`LoopTrials` over two copies, and when that trial's rounds are over its result decides the
-next trial. Everything served here runs before the budget ends the script, so nothing the
-loop would save sees these steps.
+`FixRounds` over two copies, its steps timed from pull to pull, and when that trial's
+rounds are over its result decides the next trial. Everything served here runs before the
+budget ends the script, so nothing the loop would save sees these steps.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from typing import Any
 from pipediag.bench.hold import HeldCopies
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
+from pipediag.training.pull_slice import PullSlice
 from pipediag.training.search import Search
 from pipediag.training.stage_cost import StageSearch
-from pipediag.training.training_trial import LoopTrials
+from pipediag.training.training_trial import FixRounds
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,8 @@ class HoldPlan:
 
 
 class LoopSearch:
-    """Serves a custom loop a search's trials, one after another.
+    """Serves a custom loop a search's trials, one after another, each from its two copies
+    in turn (`FixRounds` says which side is due, and for how long).
 
     `next_batch()` answers each pull (None once the search is over or its time is spent);
     `close()` records a trial the loop cut short, as it stands.
@@ -49,8 +51,8 @@ class LoopSearch:
         self._clock = clock
         self._step_s = step_s
         self._teardown = teardown
-        self._trial: LoopTrials | None = None
-        self._key: tuple[str, int | None] | None = None
+        self._trial: FixRounds | None = None
+        self._slice: PullSlice | None = None
         self.began = clock.now()
 
     def next_batch(self) -> Any | None:
@@ -60,15 +62,14 @@ class LoopSearch:
                 if due is None:
                     return None
                 pipelines, share_s = due
-                self._key = (pipelines.fix, pipelines.stage_index)
-                self._trial = LoopTrials(
-                    [pipelines],
+                self._trial = FixRounds(
+                    pipelines,
                     clock=self._clock,
                     step_s=self._step_s,
-                    teardown=self._teardown,
                     budget_s=share_s,
+                    teardown=self._teardown,
                 )
-            batch = self._trial.next_batch()
+            batch = self._serve(self._trial)
             if batch is not None:
                 return batch
             self._record()
@@ -78,8 +79,52 @@ class LoopSearch:
         if self._trial is not None:
             self._record()
 
+    def _serve(self, trial: FixRounds) -> Any | None:
+        """A batch from the side that is due; None once the trial is over."""
+        now = self._clock.now()
+        while True:
+            current = self._slice
+            if current is not None:
+                current.pull(now)
+                if not current.over(now):
+                    try:
+                        return next(current.iterator)
+                    except StopIteration:
+                        current.exhausted = True  # the slice ends with its data
+                    except Exception as exc:
+                        self._fail(trial, exc)
+                        continue
+                self._finish_slice(trial, current)
+            due = trial.next_slice()
+            if due is None:
+                return None
+            side, seconds = due
+            opening = self._clock.now()
+            try:
+                iterator = trial.side(side).open()
+            except Exception as exc:
+                self._fail(trial, exc)
+                continue
+            now = self._clock.now()
+            self._slice = PullSlice(side, seconds, now, True, iterator, now - opening)
+
+    def _fail(self, trial: FixRounds, exc: BaseException) -> None:
+        """The fixed pipeline failed in the loop: this trial is not measured."""
+        if self._slice is not None:
+            trial.side(self._slice.side).release(self._slice.iterator)
+            self._slice = None
+        trial.fail(exc)
+
+    def _finish_slice(self, trial: FixRounds, current: PullSlice) -> None:
+        self._slice = None
+        trial.side(current.side).release(current.iterator)
+        trial.record(current.side, current.timing())
+
     def _record(self) -> None:
+        """The trial's result goes to the search; a slice the loop cut short is not timed."""
         trial, self._trial = self._trial, None
-        assert trial is not None and self._key is not None
-        rounds, reason = trial.results().get(self._key, (None, None))
-        self._search.record(rounds, reason)
+        assert trial is not None
+        if self._slice is not None:
+            trial.side(self._slice.side).release(self._slice.iterator)
+            self._slice = None
+        self._search.record(*trial.result())

@@ -1,10 +1,12 @@
 """One slice of a trial served to a custom loop, timed by the loop's own pulls: step k runs
-from pull k to pull k + 1. Shared by the fixes' trials (`training_trial.py`) and XLA on the
-loop's step (`loop_xla.py`)."""
+from pull k to pull k + 1. Shared by the trials on training (`loop_search.py`) and XLA on
+the loop's step (`loop_xla.py`). `from_ends` makes every timing of train steps from when
+they ended: a slice's here, and those of the trials that call the train function itself."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +14,24 @@ from pipediag.bench.pipeline import BatchTiming
 
 # A slice never times more steps than this (sub-millisecond steps).
 MAX_STEPS_PER_SLICE = 2000
+
+
+def from_ends(
+    ends: Sequence[float],
+    *,
+    per_call: int = 1,
+    first_s: float | None = None,
+    exhausted: bool = False,
+    cpu_s: float | None = None,
+    opened_s: float | None = None,
+) -> BatchTiming:
+    """A run's timing from when its timed calls ended, `ends[0]` when the first began: one
+    call trains `per_call` batches, so a latency per batch at the call's mean, as fit counts
+    steps (the rates and medians read from it do not depend on the latencies' order)."""
+    latencies = [
+        (b - a) / per_call for a, b in zip(ends, ends[1:], strict=False) for _ in range(per_call)
+    ]
+    return BatchTiming(first_s, latencies, ends[-1] - ends[0], exhausted, cpu_s, opened_s)
 
 
 @dataclass
@@ -49,13 +69,10 @@ class PullSlice:
         pulls = self.pulls
         if len(pulls) < start + 1 or (self.first_untimed and len(pulls) < 2):
             return BatchTiming(None, [], 0.0, exhausted=True)
-        latencies = [b - a for a, b in zip(pulls[start:], pulls[start + 1 :], strict=False)]
-        cpu_s = None if self.cpu_from is None else time.process_time() - self.cpu_from
-        return BatchTiming(
-            pulls[1] - pulls[0] if self.first_untimed else None,
-            latencies,
-            pulls[-1] - pulls[start],
-            self.exhausted,
-            cpu_s,
-            self.opened_s,
+        return from_ends(
+            pulls[start:],
+            first_s=pulls[1] - pulls[0] if self.first_untimed else None,
+            exhausted=self.exhausted,
+            cpu_s=None if self.cpu_from is None else time.process_time() - self.cpu_from,
+            opened_s=self.opened_s,
         )

@@ -16,9 +16,8 @@ from pipediag.bench.interleaved import Rounds
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
-from pipediag.report.reasons import NOT_TRIED, Reason
-from pipediag.training.function_loop import TrainCalls
-from pipediag.training.training_trial import TrialResults, try_on_calls, try_on_fit
+from pipediag.report.reasons import Reason
+from pipediag.training.training_trial import try_at_once
 
 # Runs one trial within the seconds given: its rounds, or why none.
 TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, Reason | None]]
@@ -41,15 +40,12 @@ def run_at_once(
     search: Search, trainer: Any, *, clock: Clock, step_s: float, teardown: TearDown
 ) -> None:
     """Run the search on what pipediag trains at once, fit's model or the tf.function a
-    loop pulls inside: each trial A/B on its two copies (`try_on_fit` or `try_on_calls`,
-    which put the trained variables back after each)."""
-
-    try_on = try_on_calls if isinstance(trainer, TrainCalls) else try_on_fit
+    loop pulls inside: each trial A/B on its two copies (`try_at_once`, which puts the
+    trained variables back after each)."""
 
     def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, Reason | None]:
-        results: TrialResults = try_on(
-            trainer, [pipelines], clock=clock, step_s=step_s, budget_s=seconds, teardown=teardown
+        return try_at_once(
+            trainer, pipelines, clock=clock, step_s=step_s, budget_s=seconds, teardown=teardown
         )
-        return results.get((pipelines.fix, pipelines.stage_index), (None, Reason(NOT_TRIED)))
 
     run(search, try_one)

@@ -23,6 +23,7 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial
 from pipediag.report.reasons import TOO_FEW_STEPS, Reason
+from pipediag.training.pull_slice import from_ends
 
 # One call of a side's train function, synced; the batches it trains.
 Call = Callable[[], None]
@@ -49,11 +50,8 @@ def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
             ends.append(clock.now())
             if ends[-1] >= start + seconds:
                 break
-        per = side.batches_per_call
-        latencies = [
-            (b - a) / per for a, b in zip(ends, ends[1:], strict=False) for _ in range(per)
-        ]
-        return BatchTiming(None, latencies, ends[-1] - start, False, time.process_time() - cpu_from)
+        cpu_s = time.process_time() - cpu_from
+        return from_ends(ends, per_call=side.batches_per_call, cpu_s=cpu_s)
 
     return run
 

@@ -450,7 +450,7 @@ def test_the_trials_on_the_function_leave_its_variables_and_iterator_as_they_wer
     from pipediag.bench.whatif import FixPipelines
     from pipediag.clock import MonotonicClock
     from pipediag.training.function_loop import TrainCalls, step_counter
-    from pipediag.training.training_trial import try_on_calls
+    from pipediag.training.training_trial import try_at_once
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
     x = np.random.default_rng(0).normal(size=(512, 4)).astype("float32")
@@ -490,12 +490,11 @@ def test_the_trials_on_the_function_leave_its_variables_and_iterator_as_they_wer
     # WHEN a fix is tried on it: the pipeline against a copy held in memory
     fix = FixPipelines("hold", 0, dataset, dataset.take(4).cache().repeat(), fill_batches=5)
     teardown = TearDown()
-    results = try_on_calls(
-        calls, [fix], clock=MonotonicClock(), step_s=0.001, budget_s=1.0, teardown=teardown
+    rounds, reason = try_at_once(
+        calls, fix, clock=MonotonicClock(), step_s=0.001, budget_s=1.0, teardown=teardown
     )
     assert teardown.drain()  # the spent iterators released, their threads gone
     # THEN it was measured, and training goes on exactly where it was
-    rounds, reason = results[("hold", 0)]
     assert rounds is not None and reason is None, reason
     assert int(calls.counter.numpy()) == 8
     assert all(np.array_equal(w.numpy(), k) for w, k in zip(model.weights, weights, strict=True))

@@ -9,10 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from synthetic_reports import FakeClock, synthetic_report
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
-from pipediag.bench.interleaved import STOP_BUDGET, STOP_GAIN, RoundPlan
+from pipediag.bench.interleaved import STOP_BUDGET, STOP_GAIN, RoundPlan, Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
@@ -26,11 +27,11 @@ from pipediag.report.reasons import (
     Reason,
 )
 from pipediag.report.vocabulary import GAIN_ON_TRAINING, GAIN_PIPELINE_ALONE
-from pipediag.testing import FakeClock, synthetic_report
+from pipediag.training.loop_search import LoopSearch
 from pipediag.training.training_trial import (
-    LoopTrials,
+    BUDGET_S,
+    TrialResults,
     epoch_start_s,
-    trials_on,
     with_training,
 )
 
@@ -77,12 +78,37 @@ def _fix(name: str, baseline: Any, variant: Any, speedup: float = 1.5) -> FixPip
     )
 
 
-def _drive(trials: LoopTrials, clock: FakeClock, limit: int = 100_000) -> int:
-    """A custom loop: pull, then run its train step, until the trials say stop."""
+class _Trials:
+    """A search that tries the given fixes in turn, `seconds` each, and keeps what each
+    measured."""
+
+    def __init__(self, *fixes: FixPipelines, seconds: float = BUDGET_S) -> None:
+        self._due = list(fixes)
+        self._seconds = seconds
+        self._key: tuple[str, int | None] | None = None
+        self.results: TrialResults = {}
+
+    def next_trial(self) -> tuple[FixPipelines, float] | None:
+        if not self._due:
+            return None
+        fix = self._due.pop(0)
+        self._key = (fix.fix, fix.stage_index)
+        return fix, self._seconds
+
+    def record(self, rounds: Rounds | None, reason: Reason | None = None) -> None:
+        assert self._key is not None
+        self.results[self._key] = (rounds, reason)
+
+
+def _drive(trials: _Trials, clock: FakeClock, teardown: TearDown, limit: int = 100_000) -> int:
+    """A custom loop served the trials: pull, then run its train step, until they say stop
+    (or the script ends after `limit` steps)."""
+    served = LoopSearch(trials, clock=clock, step_s=0.03, teardown=teardown)
     steps = 0
-    while steps < limit and trials.next_batch() is not None:
+    while steps < limit and served.next_batch() is not None:
         clock.sleep(STEP_S)
         steps += 1
+    served.close()
     return steps
 
 
@@ -130,11 +156,9 @@ def test_a_loop_fed_by_a_faster_pipeline_measures_the_training_gain() -> None:
     # input 20 ms a batch, or 0.1 ms fixed: a step of 30 ms against 10.1 ms, ~2.97x
     slow, fast = _Source(clock, 0.020), _Source(clock, 0.0001)
     teardown = TearDown()
-    trials = LoopTrials(
-        [_fix("parallel-map", slow, fast)], clock=clock, step_s=0.03, teardown=teardown
-    )
-    steps = _drive(trials, clock)
-    ((rounds, reason),) = trials.results().values()
+    trials = _Trials(_fix("parallel-map", slow, fast))
+    steps = _drive(trials, clock, teardown)
+    ((rounds, reason),) = trials.results.values()
     assert reason is None and rounds is not None
     assert rounds.stopped == STOP_GAIN and len(rounds.ratios) == TRIAL_MIN_ROUNDS
     trial = with_training(FixTrial(fix="parallel-map", stage_index=2, verified=True), rounds, None)
@@ -155,11 +179,9 @@ def test_each_sides_epoch_start_is_what_a_fresh_iterator_costs_beyond_a_steady_s
     slow = _Source(clock, 0.020, open_s=0.3, first_extra_s=0.1)
     fast = _Source(clock, 0.0001)
     teardown = TearDown()
-    trials = LoopTrials(
-        [_fix("hoist-cache", slow, fast)], clock=clock, step_s=0.03, teardown=teardown
-    )
-    _drive(trials, clock)
-    ((rounds, _),) = trials.results().values()
+    trials = _Trials(_fix("hoist-cache", slow, fast))
+    _drive(trials, clock, teardown)
+    ((rounds, _),) = trials.results.values()
     assert rounds is not None
     trial = with_training(FixTrial(fix="hoist-cache", stage_index=2, verified=True), rounds, None)
     assert trial.training_baseline_start_s == pytest.approx(0.4, abs=1e-6)
@@ -181,14 +203,11 @@ def test_a_failing_fix_is_reported_and_the_next_fix_is_still_tried() -> None:
     base = _Source(clock, 0.020)
     broken = _Source(clock, 0.001, fail_after=3)
     good = _Source(clock, 0.0001)
-    trials = LoopTrials(
-        [_fix("vectorize", base, broken, 2.0), _fix("parallel-map", base, good, 1.5)],
-        clock=clock,
-        step_s=0.03,
-        teardown=TearDown(),
+    trials = _Trials(
+        _fix("vectorize", base, broken, 2.0), _fix("parallel-map", base, good, 1.5), seconds=1.5
     )
-    _drive(trials, clock)
-    results = trials.results()
+    _drive(trials, clock, TearDown())
+    results = trials.results
     rounds, reason = results[("vectorize", 2)]
     assert rounds is None and "failed on the fixed pipeline" in reason_words(reason)
     assert "ValueError" in reason_words(reason)
@@ -196,51 +215,29 @@ def test_a_failing_fix_is_reported_and_the_next_fix_is_still_tried() -> None:
     assert reason is None and rounds is not None and rounds.stopped == STOP_GAIN
 
 
-def test_fit_runs_the_same_plan_and_a_copy_that_cannot_fill_fails_only_its_fix() -> None:
-    # GIVEN a cache copy whose filling epoch fails, then a fix on a faster copy; fit's read
-    # times a run on an iterator as its train function would (one step a batch)
+def test_a_copy_that_cannot_fill_fails_only_its_trial() -> None:
+    # GIVEN a cache copy whose filling epoch fails, then a fix on a faster copy
     clock = FakeClock()
     base = _Source(clock, 0.020)
     unfillable = _Source(clock, 0.001, fail_after=1)
     cached = FixPipelines(
         fix="cache", stage_index=1, baseline=base, variant=unfillable, fill_batches=4
     )
-
-    def read(iterator: Iterator[Any], seconds: float) -> BatchTiming:
-        ends = [clock.now()]
-        while ends[-1] < ends[0] + seconds:
-            next(iterator)
-            clock.sleep(STEP_S)
-            ends.append(clock.now())
-        latencies = [b - a for a, b in zip(ends, ends[1:], strict=False)]
-        return BatchTiming(None, latencies, ends[-1] - ends[0], False)
-
-    # WHEN fit's driver runs them
-    results = trials_on(
-        [cached, _fix("parallel-map", base, _Source(clock, 0.0001))],
-        read,
-        clock=clock,
-        step_s=0.03,
-        budget_s=6.0,
-        teardown=TearDown(),
-    )
+    trials = _Trials(cached, _fix("parallel-map", base, _Source(clock, 0.0001)))
+    # WHEN a loop is served them
+    _drive(trials, clock, TearDown())
     # THEN the cache says why it was not measured, and the next fix measured a clear gain
-    rounds, reason = results[("cache", 1)]
+    rounds, reason = trials.results[("cache", 1)]
     assert rounds is None and "ValueError" in reason_words(reason)
-    rounds, reason = results[("parallel-map", 2)]
+    rounds, reason = trials.results[("parallel-map", 2)]
     assert reason is None and rounds is not None and rounds.stopped == STOP_GAIN
 
 
 def test_a_loop_that_stops_pulling_leaves_its_fixes_with_a_reason() -> None:
     clock = FakeClock()
-    trials = LoopTrials(
-        [_fix("parallel-map", _Source(clock, 0.02), _Source(clock, 0.0001))],
-        clock=clock,
-        step_s=0.03,
-        teardown=TearDown(),
-    )
-    _drive(trials, clock, limit=5)  # the loop's script ended after five steps
-    ((rounds, reason),) = trials.results().values()
+    trials = _Trials(_fix("parallel-map", _Source(clock, 0.02), _Source(clock, 0.0001)))
+    _drive(trials, clock, TearDown(), limit=5)  # the loop's script ended after five steps
+    ((rounds, reason),) = trials.results.values()
     # no whole round was timed: the fix has no training figures, and nothing raised
     trial = with_training(FixTrial(fix="parallel-map", verified=True), rounds, reason)
     assert trial.training_speedup is None
