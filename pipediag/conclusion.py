@@ -58,6 +58,7 @@ from pipediag.report.vocabulary import CUSTOM_LOOP, LOOP_STYLES
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
+    from pipediag.bench.structure import WalkedPipeline
     from pipediag.report.model_side import ModelTrial
     from pipediag.training.alternation import FitAlternation
     from pipediag.training.budget import BudgetServer, CachedBatch, LoopResults
@@ -115,6 +116,7 @@ class Conclusion:
         self.first_verdict_s: float | None = None
         self.scale_out: ScaleOut | None = None
         self.concluded = False  # the deep analysis ran (or had its chance)
+        self._walked: WalkedPipeline | None = None  # its walk, until the scale-out check
         self._extended = False  # the step budget was extended into a cached epoch
         self._fit_alternation: FitAlternation | None = None
         # Seconds for XLA on a custom loop's own train step, at its budget (None: not tried).
@@ -317,6 +319,7 @@ class Conclusion:
             say=self._say,
             on_training=self._on_training(seen, loop_serving),
         )
+        self._walked = examined.walked
         self._model_side(seen, loop_serving)
         return examined
 
@@ -343,9 +346,11 @@ class Conclusion:
 
     def check_scale_out(self, seen: Seen, pipeline: PipelineBenchmark) -> None:
         """After the deep analysis: the tf.data service check (`phases.scale_out_check`)."""
+        walked, self._walked = self._walked, None
         self.scale_out = scale_out_check(
             seen.dataset,
             pipeline,
+            walked=walked,
             model=seen.model,
             style=seen.style,
             config=self._config,

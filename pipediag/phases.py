@@ -42,6 +42,7 @@ from pipediag.report.reasons import (
 from pipediag.timeline import RawStep, StepTimeline
 
 if TYPE_CHECKING:
+    from pipediag.bench.structure import WalkedPipeline
     from pipediag.bench.whatif import FixPipelines, ForTraining
     from pipediag.training.compute_alone import StepAlone
     from pipediag.training.function_loop import TrainCalls
@@ -87,6 +88,16 @@ class Narration(Protocol):
     def add_phase(self, name: str, start: float, end: float) -> None: ...
 
 
+# What failed where the stage holds on training could not run.
+_HOLDING = "holding the stages in memory on training"
+
+
+def _failed(say: Narration, what: str, exc: Exception) -> None:
+    """A part of a phase failed: one note says which and why; what it measured before
+    stands, and the phases after it run."""
+    say.note(f"{what} failed ({type(exc).__name__}: {exc})")
+
+
 @dataclass(frozen=True)
 class Seen:
     """What the hooks saw of training: how it trains, its dataset, fit's model, the batch
@@ -120,12 +131,14 @@ class OnTraining:
 
 @dataclass(frozen=True)
 class DeepAnalysis:
-    """The pipeline with its stages and fix trials, and what a custom loop is to try: the
-    stage holds, then the rewrites."""
+    """The pipeline with its stages and fix trials, what a custom loop is to try (the stage
+    holds, then the rewrites), and the pipeline as walked, for the scale-out check (None:
+    not walked)."""
 
     pipeline: PipelineBenchmark
     loop_holds: HoldPlan | None = None
     loop_search: SearchPlan | None = None
+    walked: WalkedPipeline | None = None
 
 
 def measure_on(
@@ -275,7 +288,7 @@ def _examine_stages(
     benchmark itself."""
     from pipediag.bench import teardown
     from pipediag.bench.stages import measure_stages
-    from pipediag.bench.structure import effective_options
+    from pipediag.bench.structure import effective_options, walk
     from pipediag.bench.whatif import verify_fixes
     from pipediag.training.prescription import SearchPlan
 
@@ -285,10 +298,12 @@ def _examine_stages(
     alone_until = began + budget * ALONE_UNTIL if on_training is not None else deadline
     holding = hold_stages and on_training is not None
     say.phase("timing each pipeline stage", budget * STAGES_SHARE)
+    walked: WalkedPipeline | None = None
     try:
-        options = effective_options(dataset)
+        # Walked once, here; every later read of the pipeline takes this walk.
+        walked = walk(dataset, effective_options(dataset))
         stages = measure_stages(
-            dataset,
+            walked,
             clock=clock,
             deadline=began + budget * STAGES_SHARE,
             teardown=teardown.SHARED,
@@ -299,7 +314,7 @@ def _examine_stages(
         if config.verify and stages and left > 0:
             say.phase("measuring candidate fixes", left)
             trials = verify_fixes(
-                dataset,
+                walked,
                 stages,
                 clock=clock,
                 budget_s=min(config.verify_seconds, left),
@@ -308,28 +323,28 @@ def _examine_stages(
                 training=_for_training(on_training, kept, thread_cap),
             )
     except Exception as exc:
-        say.note(f"the per-stage analysis failed ({type(exc).__name__}: {exc})")
-        return DeepAnalysis(pipeline)
-    examined = dataclasses.replace(pipeline, stages=stages, options=options, trials=trials)
+        _failed(say, "the per-stage analysis", exc)
+        return DeepAnalysis(pipeline, walked=walked)
+    examined = dataclasses.replace(pipeline, stages=stages, options=walked.options, trials=trials)
     if on_training is None or not stages:
-        return DeepAnalysis(examined)
+        return DeepAnalysis(examined, walked=walked)
     holds_until = clock.now()
     if holding:
         reserve = budget * SEARCH_SHARE if kept else 0.0
         holds_until = min(deadline, max(deadline - reserve, clock.now() + budget * HOLD_SHARE))
     if on_training.trainer is None:
         loop_holds = (
-            _hold_plan(dataset, pipeline, on_training, say=say, seconds=holds_until - clock.now())
+            _hold_plan(walked, pipeline, on_training, say=say, seconds=holds_until - clock.now())
             if holding
             else None
         )
         search = SearchPlan(dataset, kept, stages, until_s=deadline, ceiling=on_training.ceiling)
-        return DeepAnalysis(examined, loop_holds=loop_holds, loop_search=search)
+        return DeepAnalysis(examined, loop_holds=loop_holds, loop_search=search, walked=walked)
     if holding:
         examined = dataclasses.replace(
             examined,
             stages=_stage_costs_on_fit(
-                dataset, stages, pipeline, on_training, clock=clock, say=say, until_s=holds_until
+                walked, stages, pipeline, on_training, clock=clock, say=say, until_s=holds_until
             ),
         )
     if kept:
@@ -337,7 +352,7 @@ def _examine_stages(
             dataset, kept, examined.stages, until_s=deadline, ceiling=on_training.ceiling
         )
         examined = _search_on_fit(examined, plan, on_training, clock=clock, say=say)
-    return DeepAnalysis(examined)
+    return DeepAnalysis(examined, walked=walked)
 
 
 def _for_training(
@@ -376,7 +391,7 @@ def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | Non
 
 
 def _stage_costs_on_fit(
-    dataset: Any,
+    walked: WalkedPipeline,
     stages: list[StageStats],
     pipeline: PipelineBenchmark,
     on_training: OnTraining,
@@ -395,10 +410,10 @@ def _stage_costs_on_fit(
     left = until_s - clock.now()
     say.phase("holding each stage in memory on training", max(0.0, left))
     try:
-        with preserved_variables(dataset, teardown.SHARED):
+        with preserved_variables(walked.dataset, teardown.SHARED):
             return on_fit(
                 on_training.trainer,
-                HeldCopies(dataset, pipeline.batches_per_s),
+                HeldCopies(walked, pipeline.batches_per_s),
                 stages,
                 step_s=on_training.step_s,
                 clock=clock,
@@ -407,12 +422,12 @@ def _stage_costs_on_fit(
                 ceiling=on_training.ceiling,
             )
     except Exception as exc:
-        say.note(f"holding the stages in memory on training failed ({type(exc).__name__}: {exc})")
+        _failed(say, _HOLDING, exc)
         return stages
 
 
 def _hold_plan(
-    dataset: Any,
+    walked: WalkedPipeline,
     pipeline: PipelineBenchmark,
     on_training: OnTraining,
     *,
@@ -425,9 +440,9 @@ def _hold_plan(
     from pipediag.training.loop_search import HoldPlan
 
     try:
-        copies = HeldCopies(dataset, pipeline.batches_per_s)
+        copies = HeldCopies(walked, pipeline.batches_per_s)
     except Exception as exc:  # the stages keep their rates alone
-        say.note(f"holding the stages in memory on training failed ({type(exc).__name__}: {exc})")
+        _failed(say, _HOLDING, exc)
         return None
     if not copies.chain:
         return None
@@ -462,7 +477,7 @@ def _search_on_fit(
                 teardown=teardown.SHARED,
             )
     except Exception as exc:
-        say.note(f"trying the fixes on training failed ({type(exc).__name__}: {exc})")
+        _failed(say, "trying the fixes on training", exc)
         return pipeline
     finally:
         say.add_phase("training_trial", began, clock.now())
@@ -475,6 +490,7 @@ def scale_out_check(
     dataset: Any,
     pipeline: PipelineBenchmark,
     *,
+    walked: WalkedPipeline | None = None,
     model: Any,
     style: TrainStyle,
     config: RunConfig,
@@ -482,16 +498,18 @@ def scale_out_check(
     say: Narration,
 ) -> ScaleOut | None:
     """Can the pipeline move to tf.data service, and, when asked, measured through one
-    (`bench/scale_out.py`). None when not wanted; a failure costs only this section."""
-    from pipediag.bench.scale_out import check_scale_out, wanted
-    from pipediag.training.service_train import train_through
+    (`scale_out/check.py`), on the deep analysis's walk of it (`walked`; None: walked here).
+    None when not wanted; a failure costs only this section."""
+    from pipediag.bench.structure import walk
+    from pipediag.scale_out.check import check_scale_out, wanted
+    from pipediag.scale_out.train import train_through
 
     if dataset is None or not wanted(config, pipeline):
         return None
     began = clock.now()
     try:
         return check_scale_out(
-            dataset,
+            walked or walk(dataset),
             pipeline,
             config,
             clock=clock,
@@ -500,7 +518,7 @@ def scale_out_check(
             train=functools.partial(train_through, model, style, clock=clock),
         )
     except Exception as exc:
-        say.note(f"the tf.data service check failed ({type(exc).__name__}: {exc})")
+        _failed(say, "the tf.data service check", exc)
         return None
     finally:
         say.add_phase("scale_out", began, clock.now())
@@ -579,7 +597,7 @@ def model_side(
             quiet_logs=quiet_logs or contextlib.nullcontext,
         )
     except Exception as exc:
-        say.note(f"the model-side trials failed ({type(exc).__name__}: {exc})")
+        _failed(say, "the model-side trials", exc)
         failed = Reason(FAILED, detail=type(exc).__name__)
         return dataclasses.replace(alone, model_side_reason=failed)
     finally:

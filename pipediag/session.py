@@ -16,7 +16,6 @@ from pipediag.analysis.alternation import slowed_step_alone_note, step_alone_cei
 from pipediag.analysis.classifier import judge
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.run_terms import with_prescription_in_run_terms
-from pipediag.analysis.scale_out import enrich_report as enrich_scale_out
 from pipediag.bench.isolate import kept_random_states
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.conclusion import Conclusion, Teller, no_compute_alone_reason
@@ -49,6 +48,7 @@ from pipediag.report.reasons import (
     Reason,
 )
 from pipediag.report.vocabulary import KERAS_FIT, NO_TRAINING
+from pipediag.scale_out.analysis import enrich_report as enrich_scale_out
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:

@@ -15,6 +15,7 @@ from typing import Any
 from pipediag.bench.candidate import Candidate
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.bench.whatif import FixPipelines
+from pipediag.errors import describe_error
 from pipediag.report.fixes import FIXES, fix_facts
 
 
@@ -78,11 +79,10 @@ def _graph_of(dataset: Any, fixes: Sequence[FixPipelines]) -> tuple[Any, Any]:
     for fix in fixes:
         if fix.graph is not None:
             return fix.graph, fix.element_spec or dataset.element_spec
-    from pipediag.bench.graph_edit import graph_and_nodes
-    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.isolate import dataset_graph_def
 
-    graph, _, error = graph_and_nodes(dataset, walk_pipeline(dataset))
-    if graph is None:
-        detail = error.detail if error is not None else "no graph"
-        raise RewriteError(f"the dataset graph is unavailable: {detail}")
+    try:
+        graph = dataset_graph_def(dataset, warn=True)
+    except Exception as exc:
+        raise RewriteError(f"the dataset graph is unavailable: {describe_error(exc)}") from exc
     return graph, dataset.element_spec

@@ -9,13 +9,8 @@ rewrite raises `RewriteError`, whose message is shown to the user.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from pipediag.bench.structure import Stage
-from pipediag.errors import describe_error
-from pipediag.report.reasons import GRAPH_UNAVAILABLE, Reason
 
 # Batching ops a map can move behind: plain batches (padding or sparse batching would
 # change what the function sees).
@@ -54,67 +49,6 @@ class BatchedFunction:
     library: tuple[Any, ...]  # FunctionDefs: the function and every function it calls
     output_shapes: tuple[Any, ...]  # TensorShapeProto per output component, batched
     argument_types: tuple[int, ...]  # DataType enums of its captured inputs
-
-
-def graph_and_nodes(
-    dataset: Any, walked: Sequence[Stage]
-) -> tuple[Any | None, dict[int, str], Reason | None]:
-    """The dataset's GraphDef, each stage's node name in it, or why there is no graph."""
-    try:
-        import tensorflow as tf
-
-        serialized = dataset._as_serialized_graph(
-            external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN
-        )
-        graph = tf.compat.v1.GraphDef()
-        graph.ParseFromString(serialized.numpy())
-    except Exception as exc:
-        return None, {}, Reason(GRAPH_UNAVAILABLE, detail=describe_error(exc))
-    return graph, stage_nodes(dataset, walked, graph), None
-
-
-def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, str]:
-    """Match stages to graph nodes: the walk `structure.walk_pipeline` does, kept by name.
-
-    A stage is matched only when its recorded op (`StageStats.name`) is the node's op, so a
-    disagreement between the Python chain and the graph leaves the stage unmatched (and its
-    fix estimated) rather than rewriting another stage.
-    """
-    from pipediag.bench import python_chain, structure
-
-    nodes = {node.name: node for node in graph.node}
-    by_object = {id(stage.dataset): stage.stats for stage in walked}
-    found: dict[int, str] = {}
-
-    def visit(ds: Any, node: Any | None, depth: int) -> None:
-        ds = python_chain.skip_passthrough(ds)
-        stats = by_object.get(id(ds))
-        if stats is None or node is None or stats.index in found or depth > len(walked):
-            return
-        generated = python_chain.generator_function(ds) is not None
-        # `from_generator` is named for the user; its op is the flat_map it builds.
-        if node.op != ("FlatMapDataset" if generated else stats.name):
-            return
-        found[stats.index] = node.name
-        if generated:
-            return
-        inputs = [
-            python_chain.skip_passthrough(python_chain.unwrap(i))
-            for i in python_chain.python_inputs(ds)
-        ]
-        children = [
-            nodes[name.split(":")[0]]
-            for name in node.input
-            if not name.startswith("^")
-            and name.split(":")[0] in nodes
-            and "Dataset" in nodes[name.split(":")[0]].op
-        ]
-        if len(children) == len(inputs):
-            for child, child_node in zip(inputs, children, strict=True):
-                visit(child, child_node, depth + 1)
-
-    visit(python_chain.unwrap(dataset), structure.graph_root(graph, nodes), 0)
-    return found
 
 
 class PipelineGraph:

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipediag.bench.graph_edit import PipelineGraph, graph_and_nodes
+from pipediag.bench.graph_edit import PipelineGraph
 from pipediag.bench.stages import PASS_THROUGH_KINDS, elements_per_output_batch
-from pipediag.bench.structure import Stage, walk_pipeline
+from pipediag.bench.structure import Stage, WalkedPipeline
 from pipediag.bench.whatif import FixPipelines
 
 # The fix id the held copies are tried under (`training/training_trial.py` keys results by it).
@@ -112,18 +112,17 @@ def fill_batches(stage: Holdable, count: int) -> int:
 
 
 class HeldCopies:
-    """The unchanged copy of a dataset and, per stage, a copy with that stage held."""
+    """The unchanged copy of a walked dataset and, per stage, a copy with that stage held."""
 
-    def __init__(self, dataset: Any, pipeline_batches_per_s: float | None) -> None:
-        walked = walk_pipeline(dataset)
-        graph, nodes, error = graph_and_nodes(dataset, walked)
+    def __init__(self, walked: WalkedPipeline, pipeline_batches_per_s: float | None) -> None:
+        graph = walked.graph
         if graph is None:
-            detail = error.detail if error is not None else "no graph"
+            detail = walked.graph_error.detail if walked.graph_error is not None else "no graph"
             raise ValueError(f"the dataset graph is unavailable: {detail}")
         self._graph = graph
-        self._spec = dataset.element_spec
+        self._spec = walked.dataset.element_spec
         self._rate = pipeline_batches_per_s
-        self.chain = holdable_chain(walked, nodes)
+        self.chain = holdable_chain(walked.stages, walked.nodes)
         baseline = PipelineGraph.copy_of(graph)
         baseline.isolate()
         self.baseline = baseline.rebuild(self._spec)

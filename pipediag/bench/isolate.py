@@ -45,13 +45,9 @@ def isolated_copy(dataset: Any) -> tuple[Any, list[str]]:
     import tensorflow as tf
 
     try:
-        serialized = dataset._as_serialized_graph(
-            external_state_policy=tf.data.experimental.ExternalStatePolicy.IGNORE
-        )
+        graph_def = dataset_graph_def(dataset)
     except Exception as exc:
         raise IsolationError(f"its graph cannot be serialised ({type(exc).__name__})") from exc
-    graph_def = tf.compat.v1.GraphDef()
-    graph_def.ParseFromString(serialized.numpy())
     notes = isolate_graph_def(graph_def)
     try:
         variant = tf.raw_ops.DatasetFromGraph(graph_def=graph_def.SerializeToString())
@@ -59,6 +55,22 @@ def isolated_copy(dataset: Any) -> tuple[Any, list[str]]:
     except Exception as exc:
         raise IsolationError(f"its graph cannot be rebuilt ({type(exc).__name__})") from exc
     return copy, notes
+
+
+def dataset_graph_def(dataset: Any, *, warn: bool = False) -> Any:
+    """The GraphDef TensorFlow would run for `dataset`, parsed: the one place a dataset is
+    serialised (docs/design.md, "Reading and rewriting a pipeline"); raises what serialising
+    raised. External state (a Python function, a captured variable) is ignored, or with
+    `warn` logged, as the walk of the stages and the rewrites' graph have always had it."""
+    import tensorflow as tf
+
+    policy = tf.data.experimental.ExternalStatePolicy
+    serialized = dataset._as_serialized_graph(
+        external_state_policy=policy.WARN if warn else policy.IGNORE
+    )
+    graph_def = tf.compat.v1.GraphDef()
+    graph_def.ParseFromString(serialized.numpy())
+    return graph_def
 
 
 def shared_stream_stage(dataset: Any, limit: int = 64) -> str | None:
@@ -195,14 +207,8 @@ def preserved_variables(
 def _copies_share_variables(dataset: Any) -> bool:
     """Whether the dataset's graph holds a variable as the live handle (a resource constant
     naming a `Var`), which a copy rebuilt from it would share; True where it cannot be read."""
-    import tensorflow as tf
-
     try:
-        serialized = dataset._as_serialized_graph(
-            external_state_policy=tf.data.experimental.ExternalStatePolicy.IGNORE
-        )
-        graph_def = tf.compat.v1.GraphDef()
-        graph_def.ParseFromString(serialized.numpy())
+        graph_def = dataset_graph_def(dataset)
     except Exception:
         return True
     for node in _all_nodes(graph_def):

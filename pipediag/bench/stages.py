@@ -18,7 +18,7 @@ from statistics import median
 from typing import Any
 
 from pipediag.bench.pipeline import BatchTiming, time_iterator
-from pipediag.bench.structure import Stage, walk_pipeline
+from pipediag.bench.structure import Stage, WalkedPipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import StageStats
@@ -93,7 +93,7 @@ PASS_THROUGH_KINDS = frozenset({KIND_OPTIONS})
 
 
 def measure_stages(
-    dataset: Any,
+    walked: WalkedPipeline,
     *,
     max_seconds_per_stage: float = DEFAULT_SECONDS_PER_STAGE,
     max_elements_per_stage: int = MAX_ELEMENTS_PER_STAGE,
@@ -104,8 +104,9 @@ def measure_stages(
     """Describe the pipeline and measure every stage's rate and own cost.
 
     Args:
-        dataset: the `tf.data.Dataset` to measure; it is never iterated itself, only fresh
-            iterators over its prefixes (and, for the last stage, over the whole of it).
+        walked: the `tf.data.Dataset` to measure, walked (`structure.walk`); it is never
+            iterated itself, only fresh iterators over its prefixes (and, for the last stage,
+            over the whole of it).
         max_seconds_per_stage: read budget for each prefix, after its first element.
         max_elements_per_stage: stop a prefix earlier once this many elements were read.
         clock: the clock `time_iterator` reads.
@@ -115,15 +116,15 @@ def measure_stages(
             private one drained before returning, so no thread outlives the call.
 
     Returns:
-        The stages of `describe_pipeline`, with `elements_per_s`, `batches_per_s` (in the
-        pipeline's output batches), `own_s_per_batch` and one `bottleneck=True` where any
-        stage adds measurable cost. Unmeasured stages say why in `not_measured`.
+        The walked stages, with `elements_per_s`, `batches_per_s` (in the pipeline's output
+        batches), `own_s_per_batch` and one `bottleneck=True` where any stage adds measurable
+        cost. Unmeasured stages say why in `not_measured`.
     """
-    stages = walk_pipeline(dataset)
+    stages = walked.stages
     if not stages:
         return []
     with owned(teardown) as releaser:
-        reader = _Reader(_options(dataset), 0.0, clock, releaser, deadline)
+        reader = _Reader(_options(walked.dataset), 0.0, clock, releaser, deadline)
         if reader.has_time(OVERHEAD_CALIBRATION_S + max_seconds_per_stage / ROUNDS):
             reader = dataclasses.replace(reader, overhead_s=_iteration_overhead_s(reader))
         return _measure(stages, reader, max_seconds_per_stage, max_elements_per_stage)

@@ -11,10 +11,11 @@ rewriting a pipeline").
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,9 @@ from pipediag.bench.python_chain import (
     unwrap,
     user_function,
 )
+from pipediag.errors import describe_error
 from pipediag.report.model import PipelineOptions, StageSettings, StageStats
+from pipediag.report.reasons import GRAPH_UNAVAILABLE, Reason
 from pipediag.report.vocabulary import (
     BLOCKED_BY_AUTOTUNE,
     BLOCKED_BY_OPTION,
@@ -168,23 +171,64 @@ class Stage:
     notes: list[str] = field(default_factory=list)
 
 
-def describe_pipeline(dataset: Any) -> list[StageStats]:
-    """The stages of `dataset`, source first, with settings and the user's functions.
+@dataclass(frozen=True)
+class WalkedPipeline:
+    """The training pipeline walked once: the value the stage timing, the fix trials, the
+    held copies and the scale-out check take, rather than each walking the dataset again
+    (docs/design.md, "Reading and rewriting a pipeline").
+
+    `stages`: source first, each with its dataset object (a prefix to read). `graph`: the
+    dataset's GraphDef, never edited in place (edits go to copies), or None and
+    `graph_error`. `nodes`: each stage's node in `graph`, by index (`stage_nodes`).
+    `options`: the options in force (`effective_options`; None: unreadable).
+    """
+
+    dataset: Any
+    stages: list[Stage]
+    graph: Any = None
+    graph_error: Reason | None = None
+    nodes: dict[int, str] = field(default_factory=dict)
+    options: PipelineOptions | None = None
+
+
+def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline:
+    """Walk `dataset` once (`WalkedPipeline`); `options`, where the caller read them already,
+    spare reading them again (unreadable ones are left None here)."""
+    from pipediag.bench.isolate import dataset_graph_def
+
+    graph, graph_error = None, None
+    try:
+        graph = dataset_graph_def(dataset, warn=True)
+    except Exception as exc:  # any failure only costs the graph facts
+        graph_error = Reason(GRAPH_UNAVAILABLE, detail=describe_error(exc))
+    if options is None:
+        with contextlib.suppress(Exception):  # unreadable: say nothing rather than guess
+            options = effective_options(dataset)
+    stages = _walk_stages(dataset, graph, options)
+    if graph_error is not None and stages:
+        detail = graph_error.detail
+        stages[-1].notes.append(f"dataset graph unavailable: {detail}")
+        stages[-1].stats = dataclasses.replace(stages[-1].stats, graph_error=detail)
+    nodes = {} if graph is None else stage_nodes(dataset, stages, graph)
+    return WalkedPipeline(dataset, stages, graph, graph_error, nodes, options)
+
+
+def walk_pipeline(dataset: Any) -> list[Stage]:
+    """The stages of `dataset`, source first, with settings and the user's functions, each
+    with its dataset object for benchmarking.
 
     Args:
         dataset: a `tf.data.Dataset` (V1 adapters are looked through).
 
     Returns:
-        One `StageStats` per stage that runs as its own dataset op; stages read by a
-        multi-input stage come before it, and `inputs` links them. Rates are left empty:
+        One `Stage` per stage that runs as its own dataset op; stages read by a multi-input
+        stage come before it, and `inputs` links them. Rates are left empty:
         `pipediag.bench.stages.measure_stages` fills them.
     """
-    return [stage.stats for stage in walk_pipeline(dataset)]
+    return walk(dataset).stages
 
 
-def walk_pipeline(dataset: Any) -> list[Stage]:
-    """Like `describe_pipeline`, but keeps each stage's dataset object for benchmarking."""
-    graph, graph_error = _dataset_graph(dataset)
+def _walk_stages(dataset: Any, graph: Any, options: PipelineOptions | None) -> list[Stage]:
     functions: dict[str, Any] = {}
     root_node = None
     nodes: dict[str, Any] = {}
@@ -194,12 +238,9 @@ def walk_pipeline(dataset: Any) -> list[Stage]:
         root_node = graph_root(graph, nodes)
     builder = _Builder(nodes, functions)
     builder.visit(unwrap(dataset), root_node)
-    stages = builder.stages
-    _mark_auto_parallel(stages, dataset)
-    if graph_error is not None and stages:
-        stages[-1].notes.append(f"dataset graph unavailable: {graph_error}")
-        stages[-1].stats = dataclasses.replace(stages[-1].stats, graph_error=graph_error)
-    return stages
+    if options is not None:
+        _mark_auto_parallel(builder.stages, options)
+    return builder.stages
 
 
 def effective_options(dataset: Any) -> PipelineOptions:
@@ -238,7 +279,7 @@ def effective_options(dataset: Any) -> PipelineOptions:
     )
 
 
-def _mark_auto_parallel(stages: list[Stage], dataset: Any) -> None:
+def _mark_auto_parallel(stages: list[Stage], options: PipelineOptions) -> None:
     """Say whether tf.data will run each sequential map in parallel anyway.
 
     TF's `map_parallelization` rewrite turns a `MapDataset` whose function has no stateful op
@@ -247,10 +288,6 @@ def _mark_auto_parallel(stages: list[Stage], dataset: Any) -> None:
     for stateful functions (py_function, random ops); the autotune condition is read from the
     C++ source, not measured here.
     """
-    try:
-        options = effective_options(dataset)
-    except Exception:  # options unreadable: say nothing rather than guess
-        return
     for stage in stages:
         if stage.stats.kind != KIND_MAP:
             continue
@@ -427,27 +464,51 @@ def _is_random_op(op: str) -> bool:
 # --- the graph -----------------------------------------------------------------------------
 
 
-def _dataset_graph(dataset: Any) -> tuple[Any | None, str | None]:
-    """The dataset's GraphDef, or why it could not be had (never raises)."""
-    try:
-        import tensorflow as tf
-
-        serialized = dataset._as_serialized_graph(
-            external_state_policy=tf.data.experimental.ExternalStatePolicy.WARN
-        )
-        graph = tf.compat.v1.GraphDef()
-        graph.ParseFromString(serialized.numpy())
-    except Exception as exc:  # any failure only costs the graph facts
-        return None, f"{type(exc).__name__}: {exc}"[:200]
-    return graph, None
-
-
 def graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
     """The dataset op feeding the graph's `_Retval` node."""
     for node in graph.node:
         if node.op == "_Retval" and node.input:
             return nodes.get(node.input[0].split(":")[0])
     return None
+
+
+def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, str]:
+    """Match stages to graph nodes: the walk `_Builder` does, kept by name.
+
+    A stage is matched only when its recorded op (`StageStats.name`) is the node's op, so a
+    disagreement between the Python chain and the graph leaves the stage unmatched (and its
+    fix estimated) rather than rewriting another stage.
+    """
+    nodes = {node.name: node for node in graph.node}
+    by_object = {id(stage.dataset): stage.stats for stage in walked}
+    found: dict[int, str] = {}
+
+    def visit(ds: Any, node: Any | None, depth: int) -> None:
+        ds = skip_passthrough(ds)
+        stats = by_object.get(id(ds))
+        if stats is None or node is None or stats.index in found or depth > len(walked):
+            return
+        generated = generator_function(ds) is not None
+        # `from_generator` is named for the user; its op is the flat_map it builds.
+        if node.op != ("FlatMapDataset" if generated else stats.name):
+            return
+        found[stats.index] = node.name
+        if generated:
+            return
+        inputs = [skip_passthrough(unwrap(i)) for i in python_inputs(ds)]
+        children = [
+            nodes[name.split(":")[0]]
+            for name in node.input
+            if not name.startswith("^")
+            and name.split(":")[0] in nodes
+            and "Dataset" in nodes[name.split(":")[0]].op
+        ]
+        if len(children) == len(inputs):
+            for child, child_node in zip(inputs, children, strict=True):
+                visit(child, child_node, depth + 1)
+
+    visit(unwrap(dataset), graph_root(graph, nodes), 0)
+    return found
 
 
 def _node_settings(node: Any, nodes: dict[str, Any]) -> StageSettings:

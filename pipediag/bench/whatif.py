@@ -18,13 +18,13 @@ from typing import Any
 from pipediag.analysis.paired import PIPELINE_SLICES, TRIAL_MIN_ROUNDS
 from pipediag.bench.candidate import Candidate
 from pipediag.bench.fix_candidates import fix_candidates, thread_cap_candidate
-from pipediag.bench.graph_edit import PipelineGraph, RewriteError, graph_and_nodes
+from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.bench.interleaved import (
     Rounds,
     run_rounds,
 )
 from pipediag.bench.pipeline import BatchTiming, time_iterator
-from pipediag.bench.structure import effective_options, walk_pipeline
+from pipediag.bench.structure import WalkedPipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.errors import describe_error
@@ -35,7 +35,6 @@ from pipediag.report.reasons import (
     GRAPH_NOT_REBUILT,
     LEFT_TO_TRAINING,
     NO_DATASET_GRAPH,
-    NOT_RUN_NO_VERIFY,
     REWRITTEN_FAILED,
     TOO_FEW_BATCHES,
     VERIFICATION_BUDGET_SPENT,
@@ -100,40 +99,26 @@ class ForTraining:
     prefetch_device: str | None = None
 
 
-def list_fixes(
-    dataset: Any,
-    stages: Sequence[StageStats] | None = None,
-    *,
-    fixes: Sequence[str] | None = None,
-    training: ForTraining | None = None,
-) -> list[FixTrial]:
-    """The fixes `verify_fixes` would try, with the facts the advisor needs (a cache's
-    size), without running anything (`--no-verify`); each says it was not run."""
-    candidates, _, _ = _candidates(dataset, stages, fixes, training)
-    return [_unverified(c, c.reason or Reason(NOT_RUN_NO_VERIFY)) for c in candidates]
-
-
 def verify_fixes(
-    dataset: Any,
+    walked: WalkedPipeline,
     stages: Sequence[StageStats] | None = None,
     *,
     clock: Clock = MONOTONIC,
     budget_s: float | None = DEFAULT_BUDGET_S,
-    fixes: Sequence[str] | None = None,
     deadline: float | None = None,
     teardown: TearDown | None = None,
     training: ForTraining | None = None,
 ) -> list[FixTrial]:
-    """Try each applicable fix on a copy of `dataset` and measure its pipeline speedup.
+    """Try each applicable fix on a copy of the dataset and measure its pipeline speedup.
 
     Args:
-        dataset: the training `tf.data.Dataset`; it is serialised, never iterated.
+        walked: the training `tf.data.Dataset`, walked (`structure.walk`); its graph is
+            copied, the dataset never iterated.
         stages: its stages as `measure_stages` returned them (own costs order the trials and
             skip stages too cheap to matter); None describes the pipeline here, unmeasured.
         clock: the clock the runs are timed with.
         budget_s: time for all trials together (a run may overrun it by half); None: no
             limit but `deadline` (both None: `DEFAULT_BUDGET_S`).
-        fixes: only these fix ids (all by default).
         deadline: a time on `clock` no trial runs past (e.g. the end of a budget shared with
             `measure_stages`): the trials get whatever time is left, capped by `budget_s`.
         teardown: where spent iterators are released (`bench/teardown.py`); None uses a
@@ -144,7 +129,8 @@ def verify_fixes(
     Returns:
         One `FixTrial` per candidate fix, in stage order; unverified ones say why.
     """
-    candidates, graph, error = _candidates(dataset, stages, fixes, training)
+    candidates = _candidates(walked, stages, training)
+    dataset, graph, error = walked.dataset, walked.graph, walked.graph_error
     baseline = None
     notes: list[str] = []
     if error is None and graph is not None:
@@ -172,23 +158,15 @@ def verify_fixes(
 
 
 def _candidates(
-    dataset: Any,
-    stages: Sequence[StageStats] | None,
-    fixes: Sequence[str] | None,
-    training: ForTraining | None,
-) -> tuple[list[Candidate], Any, Reason | None]:
-    """The fixes that apply to `dataset`, only `fixes` where given, with those training asks
-    for; the user's GraphDef they edit, or why there is none."""
-    walked = walk_pipeline(dataset)
-    if stages is None or [s.kind for s in stages] != [s.stats.kind for s in walked]:
-        stages = [s.stats for s in walked]
-    try:
-        options = effective_options(dataset)
-    except Exception:  # options unreadable: assume TF's defaults
-        options = PipelineOptions()
+    walked: WalkedPipeline, stages: Sequence[StageStats] | None, training: ForTraining | None
+) -> list[Candidate]:
+    """The fixes that apply to the walked pipeline, with those training asks for."""
+    if stages is None or [s.kind for s in stages] != [s.stats.kind for s in walked.stages]:
+        stages = [s.stats for s in walked.stages]
+    # Options unreadable: assume TF's defaults.
+    options = walked.options or PipelineOptions()
     cores = options.cpu_count or os.cpu_count() or 1
-    graph, nodes_by_stage, error = graph_and_nodes(dataset, walked)
-    candidates = fix_candidates(walked, list(stages), nodes_by_stage, options, cores)
+    candidates = fix_candidates(walked.stages, list(stages), walked.nodes, options, cores)
     thread_cap = training.thread_cap if training is not None else None
     if thread_cap is not None:
         candidates.append(thread_cap_candidate(thread_cap))
@@ -199,11 +177,9 @@ def _candidates(
         device_prefetch = device_prefetch_candidate(prefetch_device, list(stages))
         if device_prefetch is not None:
             candidates.append(device_prefetch)
-    if fixes is not None:
-        candidates = [c for c in candidates if c.fix in fixes]
     for candidate in candidates:
         candidate.facts = replace(candidate.facts, semantics=candidate.semantics)
-    return candidates, graph, error
+    return candidates
 
 
 def _time_window(

@@ -5,7 +5,7 @@ A bad command-line value is an `argparse.ArgumentTypeError`, which `OneLineParse
 into one line and exit code 2; a bad keyword argument is a `ValueError` naming it. This
 module imports no other part of the command line, so `keras.py` can share it.
 
-May import: `errors`, `bench` (the tf.data service address, inside a function).
+May import: `errors`, `scale_out` (the tf.data service address, inside a function).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def share(text: str) -> float:
 
 def service_address(text: str) -> str:
     """A tf.data dispatcher address, `grpc://HOST:PORT` (the scheme may be left out)."""
-    from pipediag.bench.service import parse_address
+    from pipediag.scale_out.service import parse_address
 
     try:
         return f"grpc://{parse_address(text)}"

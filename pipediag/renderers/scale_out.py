@@ -3,8 +3,8 @@
 `scale_out_lines(report)` gives the lines under the summary's "Scale out" row: whether the
 pipeline can run on tf.data service and what blocks it (stage and line), what was measured
 where, the prediction, and the code to paste. Empty unless the report should show it
-(`analysis/scale_out.shows_scale_out`: asked for, or input-bound with the host CPU the
-limit, decided by `analysis/scale_out.py` and stored as `ScaleOut.shown`). Pure string
+(`scale_out/analysis.shows_scale_out`: asked for, or input-bound with the host CPU the
+limit, decided by `scale_out/analysis.py` and stored as `ScaleOut.shown`). Pure string
 work over the report model.
 """
 

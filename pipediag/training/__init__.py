@@ -1,7 +1,7 @@
 """The user's own model, run by pipediag: compute alone (the train step on a cached batch),
 fixes tried on training (the train step fed by the original and a fixed pipeline in turn),
-training through a tf.data service, and what a custom loop is served at its step budget
-(`budget.py`). Every variable a step writes is put back as it was.
+and what a custom loop is served at its step budget (`budget.py`). Every variable a step
+writes is put back as it was.
 
 May import: `bench` (the pipeline copies fed to the train step), `analysis` (statistics),
 `report`, `timeline`, `config`, `clock`, `errors`. Used by `hooks` (a custom loop's step

@@ -23,23 +23,23 @@ from typing import Any
 import pytest
 from cli_runner import ENV
 
-from pipediag.bench.local_files import find_local_files
 from pipediag.bench.pipeline import benchmark_dataset
-from pipediag.bench.scale_out import check_scale_out
-from pipediag.bench.service import (
+from pipediag.bench.structure import walk
+from pipediag.config import RunConfig
+from pipediag.report.model import BLOCKER_LOCAL_PATH, BLOCKER_PYTHON, PipelineBenchmark
+from pipediag.report.reasons import SERVICE_ERROR
+from pipediag.scale_out.check import check_scale_out
+from pipediag.scale_out.local_files import find_local_files
+from pipediag.scale_out.service import (
     LocalService,
     ServiceError,
     probe_dispatcher,
 )
-from pipediag.bench.structure import walk_pipeline
-from pipediag.config import RunConfig
-from pipediag.report.model import BLOCKER_LOCAL_PATH, BLOCKER_PYTHON, PipelineBenchmark
-from pipediag.report.reasons import SERVICE_ERROR
-from pipediag.training.service_train import train_through
+from pipediag.scale_out.train import train_through
 
 pytestmark = pytest.mark.tensorflow
 
-SERVER_MODULE = "pipediag.bench.service_server"
+SERVER_MODULE = "pipediag.scale_out.server"
 
 
 def _servers() -> list[int]:
@@ -132,7 +132,7 @@ def test_a_py_function_pipeline_gets_its_blocker_with_the_line(
     ds = tf.data.Dataset.range(64).map(python_map).batch(8)
     config = RunConfig(data_service=cluster.target)
     # WHEN it is checked against the service
-    section = check_scale_out(ds, _pipeline(), config)
+    section = check_scale_out(walk(ds), _pipeline(), config)
     # THEN the blocker names the map and the line of its function
     line = inspect.getsourcelines(python_map)[1]
     (blocker,) = section.blockers
@@ -152,7 +152,7 @@ def test_a_py_function_after_the_batch_leaves_the_batch_to_the_workers(
     tf: Any, cluster: LocalService
 ) -> None:
     ds = tf.data.Dataset.range(10_000).map(features).batch(8).map(lambda a, b: (a, python_map(b)))
-    section = check_scale_out(ds, _pipeline(), RunConfig(data_service=cluster.target))
+    section = check_scale_out(walk(ds), _pipeline(), RunConfig(data_service=cluster.target))
     stages = section.stages
     assert section.distribute_after_index is not None
     assert stages[section.distribute_after_index].kind == "batch"
@@ -165,7 +165,7 @@ def test_a_python_source_moves_nothing_and_sends_nothing(tf: Any, cluster: Local
         yield from range(32)
 
     ds = tf.data.Dataset.from_generator(rows, output_signature=tf.TensorSpec((), tf.int64)).batch(4)
-    section = check_scale_out(ds, _pipeline(), RunConfig(data_service=cluster.target))
+    section = check_scale_out(walk(ds), _pipeline(), RunConfig(data_service=cluster.target))
     assert section.distribute_after_index is None and section.measurements == []
     assert [b.stage_index for b in section.blockers] == [0]
     assert any("nothing was sent" in n for n in section.notes)
@@ -184,13 +184,13 @@ def test_local_files_are_found_with_the_stage_that_reads_them(tf: Any, tmp_path:
     inside = tf.data.Dataset.range(2).interleave(lambda _: tf.data.TFRecordDataset(paths[0]))
     remote = tf.data.TFRecordDataset(["gs://bucket/a.tfrecord"])
     for ds, total, kind in ((listed, 4, "source"), (globbed, 4, "source"), (inside, 1, "flat-map")):
-        walked = walk_pipeline(ds)
-        (found,) = find_local_files(ds, walked)
+        walked = walk(ds)
+        (found,) = find_local_files(walked)
         assert found.total == total and set(found.paths) <= set(paths)
         assert found.stage_index is not None
-        assert walked[found.stage_index].stats.kind in (kind, "interleave")
-    assert find_local_files(remote, walk_pipeline(remote)) == []
-    section = check_scale_out(listed, _pipeline(), RunConfig())
+        assert walked.stages[found.stage_index].stats.kind in (kind, "interleave")
+    assert find_local_files(walk(remote)) == []
+    section = check_scale_out(walk(listed), _pipeline(), RunConfig())
     (blocker,) = section.blockers
     assert blocker.kind == BLOCKER_LOCAL_PATH and blocker.paths_total == 4
     # local files do not pin any stage: the whole pipeline can move once they are shared
@@ -202,7 +202,7 @@ def test_local_files_are_found_with_the_stage_that_reads_them(tf: Any, tmp_path:
 
 def test_a_pure_tf_pipeline_is_measured_through_the_service(tf: Any, cluster: LocalService) -> None:
     ds = tf.data.Dataset.range(100_000).map(features).batch(8).prefetch(2)
-    section = check_scale_out(ds, _pipeline(50.0), RunConfig(data_service=cluster.target))
+    section = check_scale_out(walk(ds), _pipeline(50.0), RunConfig(data_service=cluster.target))
     assert section.compatible and section.moves_whole_pipeline
     (m,) = section.measurements
     assert m.measured, m.reason
@@ -220,7 +220,7 @@ def test_scale_out_starts_its_own_workers_and_stops_them(tf: Any) -> None:
     ds = tf.data.Dataset.range(100_000).map(features).batch(8)
     before = set(_servers())
     began = time.monotonic()
-    section = check_scale_out(ds, _pipeline(), RunConfig(scale_out_workers=2))
+    section = check_scale_out(walk(ds), _pipeline(), RunConfig(scale_out_workers=2))
     (m,) = section.measurements
     assert m.measured, m.reason
     assert (m.where, m.workers) == ("local", 2)
@@ -235,7 +235,7 @@ def test_what_the_service_refuses_when_tried_becomes_a_blocker(
     tf: Any, cluster: LocalService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # GIVEN a pipeline no static check objects to, that fails on the workers
-    import pipediag.bench.scale_out as scale_out
+    import pipediag.scale_out.check as scale_out
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise tf.errors.InvalidArgumentError(
@@ -247,7 +247,7 @@ def test_what_the_service_refuses_when_tried_becomes_a_blocker(
 
     monkeypatch.setattr(scale_out, "read_through", refuse)
     ds = tf.data.Dataset.range(100).batch(4)
-    section = check_scale_out(ds, _pipeline(), RunConfig(data_service=cluster.target))
+    section = check_scale_out(walk(ds), _pipeline(), RunConfig(data_service=cluster.target))
     # THEN its error is a blocker, in one line, and nothing is said to move as is
     (blocker,) = section.blockers
     assert blocker.kind == "refused"
@@ -261,7 +261,9 @@ def test_an_unanswered_dispatcher_is_one_note_and_the_rest_stays(tf: Any) -> Non
     ds = tf.data.Dataset.range(1000).map(features).batch(8)
     notes: list[str] = []
     address = f"grpc://127.0.0.1:{_closed_port()}"
-    section = check_scale_out(ds, _pipeline(), RunConfig(data_service=address), note=notes.append)
+    section = check_scale_out(
+        walk(ds), _pipeline(), RunConfig(data_service=address), note=notes.append
+    )
     (m,) = section.measurements
     assert not m.measured and m.reason is not None and m.reason.code == SERVICE_ERROR
     assert "no tf.data dispatcher answered" in m.reason.detail
@@ -304,7 +306,7 @@ def _training_run(tf: Any, service: LocalService | None) -> tuple[list[float], f
     if service is not None:
         config = RunConfig(data_service=service.target, data_service_train=True)
         train = functools.partial(train_through, model, "keras-fit")
-        section = check_scale_out(ds, _pipeline(), config, train=train)
+        section = check_scale_out(walk(ds), _pipeline(), config, train=train)
         (m,) = section.measurements
         assert m.measured, m.reason
         rate = m.train_steps_per_s
@@ -326,7 +328,7 @@ def test_benchmark_then_check_keeps_the_users_iterator(tf: Any, cluster: LocalSe
     expected = [b.numpy().tolist() for b in ds]
     ds = tf.data.Dataset.range(64).shuffle(64, seed=1).batch(8)
     pipeline = benchmark_dataset(ds, max_batches=4, max_seconds=1.0)
-    check_scale_out(ds, pipeline, RunConfig(data_service=cluster.target))
+    check_scale_out(walk(ds), pipeline, RunConfig(data_service=cluster.target))
     assert [b.numpy().tolist() for b in ds] == expected
 
 

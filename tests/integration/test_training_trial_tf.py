@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pipelines  # tests/ is on sys.path under pytest (rootdir-relative prepend)
 import pytest
 
+from pipediag.bench.structure import walk
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.model import FixTrial
@@ -28,7 +30,7 @@ def test_fit_train_function_on_two_pipelines_measures_the_gain_and_restores_ever
 
     from pipediag.clock import MONOTONIC
     from pipediag.training.compute_alone import step_variables
-    from pipediag.training.training_trial import try_on_fit
+    from pipediag.training.training_trial import try_at_once
 
     keras.utils.set_random_seed(1)
     x = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")
@@ -53,15 +55,14 @@ def test_fit_train_function_on_two_pipelines_measures_the_gain_and_restores_ever
     before = [v.numpy().copy() for v in step_variables(model)]
 
     teardown = TearDown()
-    results = try_on_fit(
+    rounds, reason = try_at_once(
         model,
-        [FixPipelines("parallel-map", 1, slow, fast, pipeline_speedup=5.0)],
+        FixPipelines("parallel-map", 1, slow, fast, pipeline_speedup=5.0),
         clock=MONOTONIC,
         step_s=0.02,
         teardown=teardown,
     )
     teardown.drain()
-    ((rounds, reason),) = results.values()
     assert reason is None and rounds is not None
     trial = with_training(FixTrial(fix="parallel-map", stage_index=1, verified=True), rounds, None)
     assert trial.training_speedup is not None and trial.training_speedup > 3.0, trial
@@ -156,7 +157,9 @@ else:
 
 
 @pytest.mark.tensorflow
-def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone_says() -> None:
+def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import tensorflow as tf
 
     from pipediag.bench.whatif import ForTraining, verify_fixes
@@ -168,9 +171,8 @@ def test_a_thread_cap_is_timed_and_kept_for_training_whatever_the_pipeline_alone
         .batch(16)
     )
     kept: list[FixPipelines] = []
-    trials = verify_fixes(
-        ds, budget_s=2.0, fixes=[FIX_THREAD_CAP], training=ForTraining(kept, thread_cap=1)
-    )
+    pipelines.only_fixes(monkeypatch)  # the thread cap alone, which training asks for
+    trials = verify_fixes(walk(ds), budget_s=2.0, training=ForTraining(kept, thread_cap=1))
     (trial,) = trials
     assert trial.fix == FIX_THREAD_CAP and trial.verified, trial.reason
     assert trial.facts.threads == 1

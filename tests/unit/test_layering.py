@@ -25,11 +25,24 @@ ALLOWED = {
     # through a service, and what a custom loop is served at its step budget.
     "training": {"analysis", "bench", "report", "clock", "config", "timeline", "errors"},
     "hooks": {"analysis", "bench", "training", "report", "clock", "config", "timeline", "errors"},
+    # The tf.data service check, a slice of its own: its pure analysis, its reads of pipeline
+    # copies through a service, and the user's train step fed by one.
+    "scale_out": {"analysis", "bench", "training", "report", "clock", "config", "errors"},
     # The session's phases, as functions: they run the pipeline copies and the user's model.
-    "phases": {"analysis", "bench", "training", "report", "clock", "config", "timeline", "errors"},
+    "phases": {
+        "analysis",
+        "bench",
+        "training",
+        "scale_out",
+        "report",
+        "clock",
+        "config",
+        "timeline",
+        "errors",
+    },
     # The argument checks the command line shares with `keras.Watch`: a part of its own,
     # so that sharing them does not import the command line from below it.
-    "cli.argtypes": {"bench", "errors"},
+    "cli.argtypes": {"scale_out", "errors"},
     "finish": {"interrupts", "report", "timeline", "errors", "renderers"},
     # The training as the hooks found it, and the train section made of it.
     "found": {"analysis", "hooks", "training", "report", "timeline"},

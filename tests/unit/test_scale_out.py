@@ -12,20 +12,6 @@ import math
 import pytest
 from synthetic_reports import CostEvidence, synthetic_cost_report
 
-from pipediag.analysis.scale_out import (
-    ASSUMED_NETWORK_BYTES_PER_S,
-    distribute_point,
-    enrich_report,
-    host_cpu_is_limit,
-    local_path_blocker,
-    moved_share,
-    predict,
-    python_blockers,
-    refused_blocker,
-    shows_scale_out,
-    stays_local,
-)
-from pipediag.bench.service import length_delimited, parse_address
 from pipediag.renderers.scale_out import scale_out_lines
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
@@ -47,6 +33,20 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.reasons import SERVICE_ERROR, Reason
+from pipediag.scale_out.analysis import (
+    ASSUMED_NETWORK_BYTES_PER_S,
+    distribute_point,
+    enrich_report,
+    host_cpu_is_limit,
+    local_path_blocker,
+    moved_share,
+    predict,
+    python_blockers,
+    refused_blocker,
+    shows_scale_out,
+    stays_local,
+)
+from pipediag.scale_out.service import length_delimited, parse_address
 
 
 def _chain(py_at: int | None = None, costs: list[float] | None = None) -> list[StageStats]:

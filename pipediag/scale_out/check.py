@@ -1,11 +1,11 @@
 """Scale-out, the measured part: can the training pipeline run on tf.data service, and how fast.
 
-Part of `bench/`, run after the verdict within the deep analysis's turn: the Python blockers
-(`analysis/scale_out.py`) and local files (`bench/local_files.py`) found statically, where
+Part of `scale_out/`, run after the verdict within the deep analysis's turn: the Python blockers
+(`scale_out/analysis.py`) and local files (`scale_out/local_files.py`) found statically, where
 `distribute` goes, and, only when asked (`--scale-out N` on local servers, or
 `--data-service` with an existing dispatcher), reads of a private copy of the movable part
-through a real service (`bench/service.py`). The prediction is made later, from the
-finished report (`analysis/scale_out.enrich_report`). Method: (docs/design.md, "tf.data
+through a real service (`scale_out/service.py`). The prediction is made later, from the
+finished report (`scale_out/analysis.enrich_report`). Method: (docs/design.md, "tf.data
 service").
 """
 
@@ -18,29 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipediag.analysis.scale_out import (
-    MIN_MOVED_SHARE,
-    distribute_point,
-    local_path_blocker,
-    moved_share,
-    python_blockers,
-    refused_blocker,
-)
-from pipediag.bench.local_files import find_local_files
-from pipediag.bench.service import (
-    READ_GRACE_S,
-    READ_MAX_SECONDS,
-    TRANSFER_MAX_SECONDS,
-    LocalService,
-    ServiceError,
-    ServiceRead,
-    bounded,
-    parse_address,
-    probe_dispatcher,
-    read_through,
-    tf_error_text,
-    transfer_ceiling,
-)
+from pipediag.bench.structure import WalkedPipeline
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
@@ -66,9 +44,32 @@ from pipediag.report.reasons import (
 )
 from pipediag.report.stage_facts import upstream_of
 from pipediag.report.vocabulary import PARALLEL_EPOCHS, ServiceWhere
+from pipediag.scale_out.analysis import (
+    MIN_MOVED_SHARE,
+    distribute_point,
+    local_path_blocker,
+    moved_share,
+    python_blockers,
+    refused_blocker,
+)
+from pipediag.scale_out.local_files import find_local_files
+from pipediag.scale_out.service import (
+    READ_GRACE_S,
+    READ_MAX_SECONDS,
+    TRANSFER_MAX_SECONDS,
+    LocalService,
+    ServiceError,
+    ServiceRead,
+    bounded,
+    parse_address,
+    probe_dispatcher,
+    read_through,
+    tf_error_text,
+    transfer_ceiling,
+)
 
 # The user's train step fed by a dataset read through a service target: (steps/s, None), or
-# (None, why not). Given by the session from `training/service_train.py`.
+# (None, why not). Given by the session from `scale_out/train.py`.
 TrainThrough = Callable[[Any, str], tuple[float | None, Reason | None]]
 
 
@@ -83,7 +84,7 @@ def _requested(config: RunConfig) -> bool:
 
 
 def check_scale_out(
-    dataset: Any,
+    walked: WalkedPipeline,
     pipeline: PipelineBenchmark,
     config: RunConfig,
     *,
@@ -95,7 +96,8 @@ def check_scale_out(
     """Compatibility, the distribute point and, when asked, measurements through a service.
 
     Args:
-        dataset: the training `tf.data.Dataset` (only serialised and copied here).
+        walked: the training `tf.data.Dataset`, walked (`structure.walk`; the dataset is
+            only copied here).
         pipeline: the phase-1 benchmark, with stage timing when the deep analysis ran.
         config: `scale_out_workers`, `data_service`, `data_service_train`.
         clock: the session's clock.
@@ -103,18 +105,15 @@ def check_scale_out(
             dispatcher), besides the section.
         phase: the session's progress line.
         train: for `--data-service-train`, the user's train step fed by a dataset read
-            through a service target (`training/service_train.py`): (steps/s, None) or (None, why
+            through a service target (`scale_out/train.py`): (steps/s, None) or (None, why
             not). The hooks give it; the bench never runs the user's model itself.
     """
-    from pipediag.bench.structure import walk_pipeline
-
     began = clock.now()
-    walked = walk_pipeline(dataset)
-    walked_stats = [s.stats for s in walked]
+    walked_stats = [s.stats for s in walked.stages]
     same = [s.kind for s in pipeline.stages] == [s.kind for s in walked_stats]
     stages = list(pipeline.stages) if pipeline.stages and same else walked_stats
     blockers = python_blockers(stages)
-    for files in find_local_files(dataset, walked):
+    for files in find_local_files(walked):
         stage = stages[files.stage_index] if files.stage_index is not None else None
         blockers.append(
             local_path_blocker(stage, files.paths, files.total, shared_fs=files.shared_fs)
@@ -133,7 +132,7 @@ def check_scale_out(
                 "nothing was sent through the service: no part worth moving can run on a worker"
             )
         else:
-            plan = _Plan.of(dataset, walked, stages, pipeline, cut, whole)
+            plan = _Plan.of(walked, stages, pipeline, cut, whole)
             measurements = _measure(plan, config, clock, note, phase, train)
             refused = [
                 refused_blocker(m.reason.detail or "no batch came back", plan.part)
@@ -214,8 +213,7 @@ class _Plan:
     @classmethod
     def of(
         cls,
-        dataset: Any,
-        walked: Sequence[Any],
+        walked: WalkedPipeline,
         stages: Sequence[StageStats],
         pipeline: PipelineBenchmark,
         cut: int,
@@ -224,9 +222,9 @@ class _Plan:
         from pipediag.bench.isolate import IsolationError, isolated_copy
         from pipediag.bench.stages import elements_per_output_batch
 
-        target = dataset if whole else walked[cut].dataset
+        target = walked.dataset if whole else walked.stages[cut].dataset
         part = WHOLE if whole else f"pipeline up to {_label(stages, cut)}"
-        factor = 1.0 if whole else (elements_per_output_batch(walked)[cut] or 1.0)
+        factor = 1.0 if whole else (elements_per_output_batch(walked.stages)[cut] or 1.0)
         local_rate = pipeline.batches_per_s if whole else stages[cut].batches_per_s
         try:
             copy, notes = isolated_copy(target)

@@ -1,9 +1,9 @@
-"""One tf.data service server in its own process: `python -m pipediag.bench.service_server`.
+"""One tf.data service server in its own process: `python -m pipediag.scale_out.server`.
 
-    python -m pipediag.bench.service_server dispatcher PORT
-    python -m pipediag.bench.service_server worker DISPATCHER_HOST:PORT
+    python -m pipediag.scale_out.server dispatcher PORT
+    python -m pipediag.scale_out.server worker DISPATCHER_HOST:PORT
 
-Started by `pipediag.bench.service.LocalService`; prints `READY <role>` once it listens and
+Started by `pipediag.scale_out.service.LocalService`; prints `READY <role>` once it listens and
 serves until its standard input closes, so it never outlives the diagnosis. Out of process,
 a worker fails on what a real worker cannot run (docs/design.md, "tf.data service").
 """

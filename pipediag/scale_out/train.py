@@ -16,7 +16,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from pipediag.bench.service import ServiceError, distributed, tf_error_text
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.reasons import (
@@ -29,6 +28,7 @@ from pipediag.report.reasons import (
     STATEFUL_RANDOM_OP,
     Reason,
 )
+from pipediag.scale_out.service import ServiceError, distributed, tf_error_text
 
 # Training through the service (`--data-service-train`): timed steps after a short warm-up,
 # about the compute-alone phase's length (training/compute_alone.py).

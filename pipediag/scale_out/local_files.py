@@ -1,6 +1,6 @@
 """Local files a tf.data pipeline names: what workers on other machines could not read.
 
-Part of `bench/`, for the scale-out check: the dataset graph's string constants (file lists,
+Part of `scale_out/`, for the scale-out check: the dataset graph's string constants (file lists,
 `list_files` results, paths in interleave or flat_map functions), each attributed to the
 stage that reads it and checked on this host; names with a scheme are not reported, files on
 a network filesystem are, with its type. Method: (docs/design.md, "tf.data service").
@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipediag.bench.service import read_varint
+from pipediag.bench.structure import WalkedPipeline
+from pipediag.scale_out.service import read_varint
 
 # String constants examined for local paths: a file list of millions of names would
 # otherwise cost a `stat` each; the first ones say enough.
@@ -44,15 +45,10 @@ class LocalFiles:
     shared_fs: str | None = None
 
 
-def find_local_files(dataset: Any, walked: Sequence[Any]) -> list[LocalFiles]:
-    """Files on this host the pipeline names: in file lists, `list_files` results (made
-    when the dataset was built), and paths inside its functions. Never raises."""
-    try:
-        from pipediag.bench.graph_edit import graph_and_nodes
-
-        graph, stage_nodes, _ = graph_and_nodes(dataset, walked)
-    except Exception:
-        return []
+def find_local_files(walked: WalkedPipeline) -> list[LocalFiles]:
+    """Files on this host the walked pipeline names: in file lists, `list_files` results
+    (made when the dataset was built), and paths inside its functions."""
+    graph, stage_nodes = walked.graph, walked.nodes
     if graph is None:
         return []
     node_stage = {name: index for index, name in stage_nodes.items()}

@@ -1,6 +1,6 @@
 """Scale-out, the pure part: what keeps a pipeline from tf.data service, and what moving it buys.
 
-Part of `analysis/`, pure functions over the report model: `python_blockers` (stages a worker
+Part of `scale_out/`, pure functions over the report model: `python_blockers` (stages a worker
 process cannot run), `distribute_point` (where the `distribute` call goes), `predict`
 (workers needed and the training rate to expect), `paste_code` (the dispatcher, workers and
 `distribute` line), and `host_cpu_is_limit` / `shows_scale_out` (when the summary shows the

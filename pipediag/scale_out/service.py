@@ -1,8 +1,8 @@
 """tf.data service for the what-if copy: local servers, a dispatcher probe, timed reads.
 
-Part of `bench/`, measuring the move to tf.data service on the user's own pipeline:
+Part of `scale_out/`, measuring the move to tf.data service on the user's own pipeline:
 `LocalService` starts a dispatcher and N workers on this host, each in a process of its own
-(`bench/service_server.py`), and always stops them (their standard input is a pipe from this
+(`scale_out/server.py`), and always stops them (their standard input is a pipe from this
 process); `probe_dispatcher` asks a dispatcher for its workers before anything is
 registered; `read_through` and `transfer_ceiling` time reads on a helper thread with a
 deadline. Only pipediag's private copy is distributed (`bench/isolate.py`). TensorFlow is
@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from pipediag.bench.pipeline import BatchTiming, time_iterator
-from pipediag.bench.service_server import DISPATCHER, READY, WORKER
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
+from pipediag.scale_out.server import DISPATCHER, READY, WORKER
 
 T = TypeVar("T")
 
@@ -269,7 +269,7 @@ class LocalService:
         # Closed in stop(): the file outlives this call, as the process does.
         errors = tempfile.TemporaryFile()  # noqa: SIM115
         process = subprocess.Popen(
-            [sys.executable, "-m", "pipediag.bench.service_server", role, argument],
+            [sys.executable, "-m", "pipediag.scale_out.server", role, argument],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=errors,
