@@ -72,7 +72,7 @@ class RoundPlan:
     """The schedule of one trial's rounds, apart from who runs the slices.
 
     `run_rounds` runs both sides itself; a custom loop's training trial
-    (`training/training_trial.py`) is driven by the loop's own pulls instead, so it asks the
+    (`training/loop_search.py`) is driven by the loop's own pulls instead, so it asks the
     plan which side comes next and hands back each slice's timing.
     """
 
