@@ -12,7 +12,9 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 
+from pipediag.renderers import REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
+from pipediag.renderers.hardware_words import process_cpu_text
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
 from pipediag.renderers.numbers import gain, rate_text
 from pipediag.renderers.prescription_words import measured_change_text
@@ -36,8 +38,8 @@ WIDTH = 100
 MIN_WIDTH = 60
 CODE_LINES = 4  # of the change's code, at most
 MORE_LINES = 3
-SUMMARY = "summary.txt"
 NO_CHANGE = "none measured to help on your training"
+MEASURED_HELD = "measured with its output held in memory"  # a gain read on its stage's hold
 
 
 def divider(width: int = WIDTH) -> str:
@@ -51,24 +53,23 @@ def render_answer(
     `quiet`: the verdict and where the report went."""
     width = max(MIN_WIDTH, min(width, WIDTH))
     verdict = report.verdict
+    last = _wrap(report_line, width)
     if verdict.label not in VERDICT_TITLES or verdict.input_cost_fraction is None:
         # No verdict: what was seen and how to get one is the answer.
         head = _wrap(verdict_text(report), width, most=4)
         seen = _wrap(seen_text(report), width, most=2)
         ran = _wrap(f"Run: {run_status(report)}", width, most=1)
-        lines = [*head, *seen, *ran, *_wrap(report_line, width)]
-        return "\n".join([divider(width), *lines]) + "\n"
-    if quiet:
-        lines = [*_wrap(verdict_text(report), width), *_wrap(report_line, width)]
-        return "\n".join([divider(width), *lines]) + "\n"
-    head = _wrap(verdict_text(report), width)
-    figures = _wrap(_figures(report), width)
-    change = [line[:width] for line in _change(report, width)]
-    last = _wrap(report_line, width)
-    room = MAX_LINES - len(head) - len(figures) - len(change) - len(last)
-    more = [line[:width] for line in _more(report, width)][: max(0, min(MORE_LINES, room))]
-    lines = [*head, *figures, *change, *more, *last]
-    return "\n".join([divider(width), *lines[:MAX_LINES]]) + "\n"
+        lines = [*head, *seen, *ran, *last]
+    elif quiet:
+        lines = [*_wrap(verdict_text(report), width), *last]
+    else:
+        head = _wrap(verdict_text(report), width)
+        figures = _wrap(_figures(report), width)
+        change = [line[:width] for line in _change(report, width)]
+        room = MAX_LINES - len(head) - len(figures) - len(change) - len(last)
+        more = [line[:width] for line in _more(report, width)][: max(0, min(MORE_LINES, room))]
+        lines = [*head, *figures, *change, *more, *last][:MAX_LINES]
+    return "\n".join([divider(width), *lines]) + "\n"
 
 
 def _wrap(text: str, width: int, most: int = 2) -> list[str]:
@@ -98,7 +99,7 @@ def seen_text(report: Report) -> str:
     if host.available and host.system_cpu_pct_mean is not None:
         cpu = f"host CPU {host.system_cpu_pct_mean:.0f}% busy"
         if host.process_cpu_pct_mean is not None:
-            cpu += f", this process {host.process_cpu_pct_mean:.0f}% of {100 * host.cpu_count}%"
+            cpu += f", {process_cpu_text(host.process_cpu_pct_mean, host.cpu_count)}"
         parts.append(cpu)
     return f"Seen: {' · '.join(parts)}" if parts else ""
 
@@ -107,11 +108,11 @@ def report_line(folder: object, names: list[str]) -> str:
     """Where the report went: the folder, summary.txt first (it holds every figure)."""
     if not names:
         return "Report: not written (see the lines above)"
-    rest = [n for n in names if n not in (SUMMARY, "trace.json")]
+    rest = [n for n in names if n not in (REPORT_TEXT, TRACE_JSON)]
     also = f"; also {', '.join(rest)}" if rest else ""
-    if SUMMARY not in names:
+    if REPORT_TEXT not in names:
         return f"Report: {folder}/{also[len('; also ') :]}"
-    return f"Report: {folder}/{SUMMARY} has every figure{also}"
+    return f"Report: {folder}/{REPORT_TEXT} has every figure{also}"
 
 
 def _figures(report: Report) -> str:
@@ -137,6 +138,11 @@ class Change:
     code: list[str] = field(default_factory=list)
     suggestion: Suggestion | None = None
     model: bool = False
+
+    @property
+    def head(self) -> str:
+        """ "Change: <words>", or "Change (model): <words>" for a change to the model."""
+        return ("Change (model): " if self.model else "Change: ") + self.words
 
 
 def the_change(report: Report) -> Change:
@@ -174,10 +180,7 @@ def the_change(report: Report) -> Change:
     )
     cached = from_epoch_two(report, fix)
     if cached is not None:
-        words = (
-            f"{fix.title}: {gain(cached)} on your training from epoch 2 "
-            "(measured with its output held in memory)"
-        )
+        words = f"{fix.title}: {gain(cached)} on your training from epoch 2 ({MEASURED_HELD})"
         return Change(words, _code(fix.code.splitlines()), fix)
     bound = bound_of(fix)
     if bound and fix.gain.basis == GAIN_INPUT_FREE:
@@ -191,7 +194,7 @@ def the_change(report: Report) -> Change:
             why = f"if all input were free; holding its output measured {held}"
             most = gain(free)
         else:
-            why, most = "measured with its output held in memory", held
+            why, most = MEASURED_HELD, held
         return Change(f"{fix.title}: at most {most} on your training ({why})", suggestion=fix)
     return Change(f"{fix.title} (not measured on your training)", suggestion=fix)
 
@@ -199,8 +202,7 @@ def the_change(report: Report) -> Change:
 def _change(report: Report, width: int) -> list[str]:
     """The one change as the answer's lines: its words, then its code, indented."""
     change = the_change(report)
-    head = ("Change (model): " if change.model else "Change: ") + change.words
-    return [*_wrap(head, width), *(f"    {line}" for line in change.code)]
+    return [*_wrap(change.head, width), *(f"    {line}" for line in change.code)]
 
 
 def _best_measured_fix(report: Report) -> Suggestion | None:

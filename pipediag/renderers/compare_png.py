@@ -8,31 +8,29 @@ page's colours (`renderers/png/`). matplotlib is imported lazily, through `Figur
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipediag.analysis.compare import (
-    COMPUTE_ALONE,
-    PIPELINE_ALONE,
-    TRAINING,
-    Comparison,
-    FigureChange,
-)
+from pipediag.analysis.compare import Comparison, FigureChange
 from pipediag.analysis.noise import measured_steps
-from pipediag.renderers.compare_text import headline_lines, run_line, training_claim
+from pipediag.renderers.compare_text import (
+    RATE_WORDS,
+    headline_lines,
+    run_lines,
+    training_claim,
+)
 from pipediag.renderers.cost_words import COMPUTE_PART_NAME, COST_PART_NAMES, COST_PARTS, cost_parts
-from pipediag.renderers.numbers import percent
+from pipediag.renderers.numbers import gain, percent
+from pipediag.renderers.png import new_figure, write_png
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     COST_COLOURS,
-    DPI,
+    LEGEND,
     MUTED_TEXT_COLOUR,
     NOTE_TEXT_COLOUR,
 )
-from pipediag.report.io import write_atomically
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
@@ -77,23 +75,13 @@ def render_comparison_png(
         path: where to write the PNG.
         names: where each report came from, for the legend.
     """
-
-    figure = build_comparison_figure(comparison, base, new, names)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    target = Path(path)
-    write_atomically(target, buffer.getvalue())
-    return target
+    return write_png(build_comparison_figure(comparison, base, new, names), path)
 
 
 def build_comparison_figure(
     comparison: Comparison, base: Report, new: Report, names: tuple[str, str] = ("base", "new")
 ) -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, facecolor="white")
-    FigureCanvasAgg(figure)
+    figure = new_figure(FIGURE_SIZE_IN)
     claim, detail = training_claim(comparison.training)
     _, *more = headline_lines(comparison)
     figure.text(
@@ -106,11 +94,7 @@ def build_comparison_figure(
         va="top",
         gid="headline",
     )
-    below = [detail, *(line.strip() for line in more)]
-    below += [
-        run_line("base", comparison.base, names[0]).strip(),
-        run_line("new", comparison.new, names[1]).strip(),
-    ]
+    below = [detail, *(line.strip() for line in [*more, *run_lines(comparison, *names)])]
     figure.text(
         0.02, 0.89, "\n".join(below), fontsize=10, color=MUTED_TEXT_COLOUR, va="top", gid="runs"
     )
@@ -125,9 +109,8 @@ def _draw_rates(axes: Axes, comparison: Comparison) -> None:
     axes.set_title("Rates (P, T, A)", loc="left", fontsize=PANEL_TITLE_FONT)
     figures = {f.name: f for f in comparison.rates}
     order = [
-        ("P pipeline alone\nbatches/s", figures.get(PIPELINE_ALONE)),
-        ("T compute alone\nsteps/s", figures.get(COMPUTE_ALONE)),
-        ("A training\nsteps/s", figures.get(TRAINING)),
+        (f"{letter} {name}\n{unit}", figures.get(key))
+        for key, (letter, name, unit) in RATE_WORDS.items()
     ]
     positions = np.arange(len(order), dtype=float)
     width = 0.38
@@ -163,14 +146,13 @@ def _draw_rates(axes: Axes, comparison: Comparison) -> None:
             color=JUDGEMENT_COLOURS.get(figure.judgement, NEW_COLOUR),
             gid=f"change-{figure.name}",
         )
-    axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12), ncol=2, fontsize=9, frameon=False)
-    axes.spines[["top", "right"]].set_visible(False)
+    _legend_under(axes, -0.12, columns=2)
 
 
 def _change_words(figure: FigureChange) -> str:
     if figure.change is None:
         return figure.judgement
-    return f"{figure.change:.2f}x {figure.judgement}"
+    return f"{gain(figure.change)} {figure.judgement}"
 
 
 def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
@@ -202,8 +184,7 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
     axes.set_xticks(positions, ["base", "new"])
     axes.set_ylim(0, 1.0)
     axes.set_yticks([0, 0.25, 0.5, 0.75, 1.0], ["0%", "25%", "50%", "75%", "100%"])
-    axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12), ncol=2, fontsize=9, frameon=False)
-    axes.spines[["top", "right"]].set_visible(False)
+    _legend_under(axes, -0.12, columns=2)
 
 
 def _cost_shares(report: Report) -> list[float] | None:
@@ -265,7 +246,12 @@ def _draw_steps(axes: Axes, base: Report, new: Report) -> None:
         axes.axvline(median, color=colour, linestyle="--", linewidth=1.2)
     axes.set_xlabel("step time (ms)")
     axes.set_ylabel("share of steps")
-    axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), fontsize=9, frameon=False)
+    _legend_under(axes, -0.14)
+
+
+def _legend_under(axes: Axes, top: float, columns: int = 1) -> None:
+    """The panel's legend under it from `top` (axes fraction), and no top or right spine."""
+    axes.legend(loc="upper left", bbox_to_anchor=(0.0, top), ncol=columns, **LEGEND)
     axes.spines[["top", "right"]].set_visible(False)
 
 

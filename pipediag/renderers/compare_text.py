@@ -9,7 +9,7 @@ matched across runs, and the fixes that appeared or went away.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from pipediag.analysis import noise
 from pipediag.analysis.compare import (
@@ -36,14 +36,18 @@ from pipediag.analysis.compare import (
     StageChange,
 )
 from pipediag.renderers.cost_words import COST_PART_NAMES
-from pipediag.renderers.numbers import percent
+from pipediag.renderers.numbers import gain, gain_range, percent, slower, utc_time
 from pipediag.renderers.suggestion_words import NOT_MEASURED, gains_text
 from pipediag.report.names import VERDICT_TITLES, stage_name
 
+# The rates compared, in the order the page draws them: (letter, name, unit).
+RATE_WORDS = {
+    PIPELINE_ALONE: ("P", "pipeline alone", "batches/s"),
+    COMPUTE_ALONE: ("T", "compute alone", "steps/s"),
+    TRAINING: ("A", "training", "steps/s"),
+}
 FIGURE_NAMES = {
-    TRAINING: "A  training, steps/s",
-    COMPUTE_ALONE: "T  compute alone, steps/s",
-    PIPELINE_ALONE: "P  pipeline alone, batches/s",
+    **{key: f"{letter}  {name}, {unit}" for key, (letter, name, unit) in RATE_WORDS.items()},
     INPUT_COST: "input cost",
     INPUT_WAIT: "input wait",
     **{key: f"  {COST_PART_NAMES[part]}" for part, key in COST_PART_FIGURES.items()},
@@ -59,7 +63,7 @@ def render_comparison(
 ) -> str:
     """The comparison as text; `base_name`/`new_name` say where each report came from."""
     lines = [*headline_lines(comparison), ""]
-    lines += _runs(comparison, base_name, new_name)
+    lines += run_lines(comparison, base_name, new_name)
     lines.append("")
     lines += _table(comparison)
     stages = _stages(comparison.stages, comparison)
@@ -97,7 +101,7 @@ def training_claim(training: FigureChange | None) -> tuple[str, str]:
     span = _interval(training)
     within = f"95% interval {span}" if span else "no spread recorded"
     if training.judgement == NOISE:
-        claim = f"{HEADLINES[NOISE]}: training {_ratio(training.change)}"
+        claim = f"{HEADLINES[NOISE]}: training {gain(training.change)}"
         return claim, f"{rates}, within the runs' noise ({within})"
     claim = f"{HEADLINES[training.judgement]}: training {_by_how_much(training)}"
     return claim, f"{rates} ({within})"
@@ -106,9 +110,7 @@ def training_claim(training: FigureChange | None) -> tuple[str, str]:
 def _by_how_much(figure: FigureChange) -> str:
     """ "1.78x faster" for gains, "15% slower" for losses (a ratio under 1 reads badly)."""
     change = figure.change or 0.0
-    if change >= 1.0:
-        return f"{_ratio(change)} faster"
-    return f"{1.0 - change:.0%} slower"
+    return f"{gain(change)} faster" if change >= 1.0 else slower(change)
 
 
 def _verdict_change(verdict: LabelChange, cost: FigureChange | None) -> str:
@@ -121,7 +123,8 @@ def _verdict_change(verdict: LabelChange, cost: FigureChange | None) -> str:
     return text
 
 
-def _runs(comparison: Comparison, base_name: str, new_name: str) -> list[str]:
+def run_lines(comparison: Comparison, base_name: str, new_name: str) -> list[str]:
+    """The two runs compared, one line each (`run_line`)."""
     return [
         run_line("base", comparison.base, base_name),
         run_line("new", comparison.new, new_name),
@@ -133,7 +136,7 @@ def run_line(role: str, run: RunIdentity, name: str) -> str:
     command = shlex.join([run.script, *run.args])
     facts = [f"{run.measured_steps} steps"]
     if run.created_utc:
-        facts.insert(0, run.created_utc.replace("T", " ").removesuffix("Z") + " UTC")
+        facts.insert(0, utc_time(run.created_utc) + " UTC")
     where = f"  {name}" if name and name != role else ""
     return f"  {role:<6}{command}  ({', '.join(facts)}){where}"
 
@@ -142,7 +145,7 @@ def _table(comparison: Comparison) -> list[str]:
     rows = [_label_row(label) for label in comparison.labels]
     rows += [_figure_row(FIGURE_NAMES.get(f.name, f.name), f) for f in comparison.rates]
     rows += [_figure_row(FIGURE_NAMES.get(f.name, f.name), f) for f in comparison.shares]
-    return _columns([COLUMNS, *rows])
+    return columns([COLUMNS, *rows])
 
 
 def _label_row(label: LabelChange) -> tuple[str, ...]:
@@ -174,7 +177,8 @@ def _stages(stages: list[StageChange], comparison: Comparison) -> list[str]:
     rules = comparison.rules
     header = (
         "Stages, own time per batch (no spread recorded: a change counts over "
-        f"{rules.stage_floor:.0%} of the stage and {rules.stage_floor_of_batch:.0%} of a batch)"
+        f"{percent(rules.stage_floor)} of the stage and {percent(rules.stage_floor_of_batch)} "
+        "of a batch)"
     )
     rows = [
         (
@@ -187,7 +191,7 @@ def _stages(stages: list[StageChange], comparison: Comparison) -> list[str]:
         )
         for stage in stages
     ]
-    return [header, *_columns(rows)]
+    return [header, *columns(rows)]
 
 
 def _stage_name(stage: StageChange) -> str:
@@ -203,7 +207,7 @@ def _stage_name(stage: StageChange) -> str:
 def _stage_change(stage: StageChange) -> str:
     figure = stage.figure
     if figure.change is not None:
-        return _ratio(figure.change)
+        return gain(figure.change)
     if figure.base is not None and figure.new is not None:
         return f"{(figure.new - figure.base) * 1e3:+.2f} ms"
     return ""
@@ -217,8 +221,7 @@ def _fixes(fixes: list[FixChange]) -> list[str]:
     lines = ["Suggestions (by id and stage)"]
     for fix in [*moved, *kept]:
         status = FIX_STATUS_WORDS.get(fix.status, fix.status)
-        gain = _fix_gain(fix)
-        lines.append(f"  {status:<5} [{fix.id}] {fix.title}{gain}")
+        lines.append(f"  {status:<5} [{fix.id}] {fix.title}{_fix_gain(fix)}")
     return lines
 
 
@@ -238,18 +241,23 @@ def _noise_note(comparison: Comparison) -> str:
     return (
         "Noise: 95% intervals from each run's own spread (A and the wait: its steps, "
         "resampled in blocks; P and T: their median and p90) and a run-to-run drift of "
-        f"{rules.run_to_run:.0%} per run ({rules.run_to_run_points * 100:.0f} points for "
+        f"{percent(rules.run_to_run)} per run ({rules.run_to_run_points * 100:.0f} points for "
         "shares); a change inside its interval is noise."
     )
 
 
-def _columns(rows: Sequence[tuple[str, ...]]) -> list[str]:
+def columns(rows: Sequence[tuple[str, ...]], right: Collection[int] | None = None) -> list[str]:
+    """The rows as aligned columns, two spaces apart: the columns in `right` (by default
+    all but the first and the last: the figures) right-aligned, the others left-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    if right is None:
+        right = range(1, len(widths) - 1)
     lines = []
     for row in rows:
-        cells = [row[0].ljust(widths[0])]
-        cells += [cell.rjust(width) for cell, width in zip(row[1:-1], widths[1:-1], strict=True)]
-        cells.append(row[-1])
+        cells = [
+            cell.rjust(width) if i in right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
         lines.append(("  " + "  ".join(cells)).rstrip())
     return lines
 
@@ -270,7 +278,7 @@ def _change(figure: FigureChange) -> str:
     if figure.change is None:
         return ""
     if figure.ratio:
-        return _ratio(figure.change)
+        return gain(figure.change)
     return _points(figure.change)
 
 
@@ -278,12 +286,8 @@ def _interval(figure: FigureChange) -> str:
     if figure.low is None or figure.high is None:
         return noise.NO_SPREAD_HOW if figure.change is not None else ""
     if figure.ratio:
-        return f"{figure.low:.2f}-{figure.high:.2f}x"
-    return f"{figure.low * 100:+.0f}..{figure.high * 100:+.0f} pts"
-
-
-def _ratio(value: float) -> str:
-    return f"{value:.2f}x"
+        return gain_range(figure.low, figure.high)
+    return f"{figure.low * 100:+.0f}..{_points(figure.high)}"
 
 
 def _points(value: float) -> str:

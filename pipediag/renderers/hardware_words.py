@@ -5,6 +5,7 @@ the record's own figures (`HostContention`, `GpuAnalysis`)."""
 from __future__ import annotations
 
 from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
+from pipediag.renderers.numbers import percent
 from pipediag.report.model import GpuAnalysis, GpuIdleCause, HostContention
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
@@ -28,6 +29,11 @@ CAUSE_PHRASE: dict[GpuIdleCause, str] = {
 STRONG_CORRELATION = 0.5
 WEAK_CORRELATION = 0.2
 """Wording for Pearson r: conventional 'large' (>= 0.5) and 'small' (< 0.2, Cohen 1988) effects."""
+
+
+def process_cpu_text(process_cpu_pct_mean: float, cpu_count: int) -> str:
+    """ "this process 85% of 200%": the process's CPU against all the host's cores."""
+    return f"this process {process_cpu_pct_mean:.0f}% of {100 * cpu_count}%"
 
 
 def contention_text(contention: HostContention | None) -> str:
@@ -61,7 +67,7 @@ def gpu_idle_text(analysis: GpuAnalysis | None) -> str:
     a = analysis.attribution
     metric = "SM activity, GPM" if analysis.busy_source == BUSY_SM_ACTIVE else "NVML utilization"
     busy = analysis.gpu_busy_fraction or 0.0
-    text = f"The GPU was busy {busy:.0%} of the measured time ({metric})"
+    text = f"The GPU was busy {percent(busy)} of the measured time ({metric})"
     if a.dominant is None:
         text += ": it was hardly ever idle, so the device itself sets the rate"
     else:
@@ -71,7 +77,7 @@ def gpu_idle_text(analysis: GpuAnalysis | None) -> str:
             CAUSE_HOST: a.host_overhead_s,
         }[a.dominant]
         share = seconds / a.idle_s if a.idle_s > 0 else 0.0
-        text += f"; {share:.0%} of its idle time was {CAUSE_PHRASE[a.dominant]}"
+        text += f"; {percent(share)} of its idle time was {CAUSE_PHRASE[a.dominant]}"
     r = analysis.idle_input_wait_correlation
     if r is not None:
         text += (

@@ -9,15 +9,15 @@ matplotlib is imported lazily, through `Figure` and `FigureCanvasAgg` only.
 
 from __future__ import annotations
 
-import io
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipediag.analysis.trend import Trend, TrendRow
-from pipediag.renderers.history_text import regression_lines
-from pipediag.renderers.png.style import DPI, MUTED_TEXT_COLOUR, UNKNOWN_COLOUR, VERDICT_COLOURS
-from pipediag.report.io import write_atomically
+from pipediag.renderers.history_text import regression_lines, slower_than_text
+from pipediag.renderers.numbers import counted
+from pipediag.renderers.png import new_figure, write_png
+from pipediag.renderers.png.style import MUTED_TEXT_COLOUR, UNKNOWN_COLOUR, VERDICT_COLOURS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -35,24 +35,14 @@ MAX_SUBTITLE_REGRESSIONS = 3
 
 def render_history_png(trend: Trend, path: Path, source: str = "") -> Path:
     """Draw the trend and write it atomically to `path`."""
-
-    figure = build_history_figure(trend, source)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    target = Path(path)
-    write_atomically(target, buffer.getvalue())
-    return target
+    return write_png(build_history_figure(trend, source), path)
 
 
 def build_history_figure(trend: Trend, source: str = "") -> Figure:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, facecolor="white")
-    FigureCanvasAgg(figure)
+    figure = new_figure(FIGURE_SIZE_IN)
     regressions = len(trend.regressions)
     title = f"{len(trend.rows)} runs" + (f" in {source}" if source else "")
-    title += f": {regressions} regression{'s' * (regressions != 1)}" if regressions else ""
+    title += f": {counted(regressions, 'regression')}" if regressions else ""
     figure.text(
         0.02,
         0.96,
@@ -149,7 +139,7 @@ def _noise_bar(row: TrendRow, trend: Trend) -> tuple[float, float]:
 def _why(row: TrendRow) -> str:
     parts = []
     if row.slower and row.change is not None:
-        parts.append(f"{1 - row.change.change:.0%} slower than run {row.best_earlier}")
+        parts.append(slower_than_text(row.change.change, row.best_earlier))
     if row.verdict_worse:
         parts.append(f"now {row.entry.verdict}")
     return "\n".join(parts)

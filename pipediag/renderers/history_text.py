@@ -12,9 +12,11 @@ import shlex
 
 from pipediag.analysis import noise
 from pipediag.analysis.trend import Trend, TrendRow
-from pipediag.renderers.numbers import percent
+from pipediag.renderers.compare_text import columns
+from pipediag.renderers.numbers import counted, gain, gain_range, percent, slower, utc_time
 
 HEADER = ("#", "time (UTC)", "commit", "args", "verdict", "cost", "wait", "A steps/s", "vs best")
+NUMBER_COLUMNS = {0, 5, 6, 7}  # right-aligned
 ARGS_MAX_CHARS = 28
 COMMIT_CHARS = 8
 REGRESSION_MARK = "REGRESSION"
@@ -22,16 +24,14 @@ REGRESSION_MARK = "REGRESSION"
 
 def render_history(trend: Trend, source: str) -> str:
     """The trend as text; `source` names the history file."""
-    runs = len(trend.rows)
     scripts = trend.scripts
     lines = [
-        f"History: {source}, {runs} run{'s' * (runs != 1)} of {len(scripts)} "
-        f"script{'s' * (len(scripts) != 1)}"
+        f"History: {source}, {counted(len(trend.rows), 'run')} of {counted(len(scripts), 'script')}"
     ]
     for script in scripts:
         lines += ["", script]
         rows = [row for row in trend.rows if row.entry.script == script]
-        lines += _table([HEADER, *(_cells(row) for row in rows)])
+        lines += columns([HEADER, *(_cells(row) for row in rows)], right=NUMBER_COLUMNS)
     lines.append("")
     lines += regression_lines(trend)
     return "\n".join(lines) + "\n"
@@ -55,12 +55,17 @@ def regression_reasons(row: TrendRow) -> list[str]:
     reasons = []
     if row.slower and row.change is not None:
         reasons.append(
-            f"{1.0 - row.change.change:.0%} slower than run {row.best_earlier}, beyond noise "
-            f"(95% interval {row.change.low:.2f}-{row.change.high:.2f}x)"
+            f"{slower_than_text(row.change.change, row.best_earlier)}, beyond noise "
+            f"(95% interval {gain_range(row.change.low, row.change.high)})"
         )
     if row.verdict_worse:
         reasons.append(f"verdict worse: {row.previous_verdict} -> {row.entry.verdict}")
     return reasons
+
+
+def slower_than_text(ratio: float, best_earlier: int | None) -> str:
+    """ "15% slower than run 3": a run's rate against the fastest earlier run of its script."""
+    return f"{slower(ratio)} than run {best_earlier}"
 
 
 def _cells(row: TrendRow) -> tuple[str, ...]:
@@ -68,7 +73,7 @@ def _cells(row: TrendRow) -> tuple[str, ...]:
     shares, rates = entry.shares, entry.rates
     return (
         str(row.number),
-        entry.time_utc.replace("T", " ").removesuffix("Z"),
+        utc_time(entry.time_utc),
         (entry.commit or "-")[:COMMIT_CHARS],
         _clip(shlex.join(entry.args), ARGS_MAX_CHARS) or "-",
         entry.verdict,
@@ -84,25 +89,12 @@ def _versus(row: TrendRow) -> str:
         text = ""
     else:
         judged = "noise" if noise.is_noise(row.change) else ""
-        text = f"{row.change.change:.2f}x run {row.best_earlier}"
+        text = f"{gain(row.change.change)} run {row.best_earlier}"
         if judged:
             text += f" ({judged})"
     if row.regression:
         text = f"{text}  {REGRESSION_MARK}".strip()
     return text
-
-
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    right = {0, 5, 6, 7}  # numbers
-    lines = []
-    for row in rows:
-        cells = [
-            cell.rjust(width) if i in right else cell.ljust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append(("  " + "  ".join(cells)).rstrip())
-    return lines
 
 
 def _clip(text: str, limit: int) -> str:

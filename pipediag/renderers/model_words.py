@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipediag.renderers.numbers import NOT_MEASURED
+from pipediag.renderers.numbers import NOT_MEASURED, gain, gain_range, ms, percent
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import BALANCED, COMPUTE_BOUND, ComputeAlone, Report
 from pipediag.report.model_side import (
@@ -26,6 +26,8 @@ from pipediag.report.model_side import (
 )
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
+# The verdicts where the model, not the input, sets the rate.
+MODEL_SETS_THE_RATE = (COMPUTE_BOUND, BALANCED)
 TIME_HEADING = "Where the step's time goes"
 CHANGE_HEADING = "What to change in the model"
 # Op types listed by name in the text; the rest of the step is in the bar's "other".
@@ -37,6 +39,8 @@ TIME_KIND_WORDS = {
     SCOPE: "layer or scope",
     HOST_GAP: "host, outside any op",
 }
+# Each grouping's line in the text, in the order the bars are listed.
+TIME_LINE_LABELS = {OP_TYPE: "  ops     ", SCOPE: "  layers  ", HOST_GAP: "  host    "}
 CHANGE_NAMES = {
     JIT_COMPILE: "XLA (jit_compile=True)",
     STEPS_PER_EXECUTION: "steps_per_execution",
@@ -65,12 +69,13 @@ def model_side_of(report: Report) -> ComputeAlone | None:
     return None
 
 
-def shown_for(report: Report) -> bool:
-    """The model side ends the compute-bound and balanced verdicts (and any run where it ran)."""
+def shown_model_side(report: Report) -> ComputeAlone | None:
+    """The model side where the report shows it: it ends the verdicts where the model sets
+    the rate (and any run where its trials ran); else None."""
     alone = model_side_of(report)
     if alone is None:
-        return False
-    return report.verdict.label in (COMPUTE_BOUND, BALANCED) or bool(alone.trials)
+        return None
+    return alone if report.verdict.label in MODEL_SETS_THE_RATE or alone.trials else None
 
 
 def ranked(trials: list[ModelTrial]) -> RankedChanges:
@@ -95,17 +100,16 @@ def gain_text(trial: ModelTrial) -> str:
     """ "1.32x (90% interval 1.21-1.40x)" and the rates behind it, per batch."""
     if trial.speedup is None:
         return ""
-    text = f"{trial.speedup:.2f}x"
+    text = gain(trial.speedup)
     if trial.interval is not None and len(trial.interval) == 2:
-        low, high = trial.interval
-        text += f" (90% interval {low:.2f}-{high:.2f}x)"
+        text += f" (90% interval {gain_range(*trial.interval)})"
     if trial.baseline_steps_per_s and trial.variant_steps_per_s:
         text += (
             f": the step alone ran {trial.variant_steps_per_s:.1f} steps/s against "
             f"{trial.baseline_steps_per_s:.1f} unchanged, {trial.rounds} rounds"
         )
     if trial.change == DEVICE_COPY and trial.share is not None:
-        text += f"; the copy is {trial.share:.0%} of the step fed from the host"
+        text += f"; the copy is {percent(trial.share)} of the step fed from the host"
     return text
 
 
@@ -125,12 +129,8 @@ class TimeBar:
 
     @property
     def share_text(self) -> str:
-        return share_text(self.share)
-
-
-def share_text(share: float) -> str:
-    """A group's share of the step as the text and the PNG both write it: "27%"."""
-    return f"{share:.0%}"
+        """The share as the text writes it: "27%"."""
+        return percent(self.share)
 
 
 def time_bars(alone: ComputeAlone) -> list[TimeBar]:
@@ -152,7 +152,7 @@ def _short_name(op: TopOp) -> str:
 def time_heading(alone: ComputeAlone) -> str:
     """ "Where the step's time goes (a step alone: 12.3 ms)"."""
     step = alone.step_time.median_s if alone.step_time is not None else None
-    return TIME_HEADING + (f" (a step alone: {step * 1e3:.1f} ms)" if step else "")
+    return TIME_HEADING + (f" (a step alone: {ms(step)})" if step else "")
 
 
 def time_lines(alone: ComputeAlone) -> list[str]:
@@ -161,16 +161,11 @@ def time_lines(alone: ComputeAlone) -> list[str]:
         reason = alone.top_ops_reason
         return [f"{TIME_HEADING}: {reason_words(reason)}"] if reason else []
     lines = [time_heading(alone)]
-    ops = groups(alone, OP_TYPE)[:LISTED_OPS]
-    lines.append("  ops     " + ", ".join(f"{op.name} {share_text(op.share)}" for op in ops))
-    scopes = groups(alone, SCOPE)[:LISTED_SCOPES]
-    if scopes:
-        lines.append("  layers  " + ", ".join(f"{op.name} {share_text(op.share)}" for op in scopes))
-    gaps = groups(alone, HOST_GAP)
-    if gaps:
-        lines.append(
-            "  host    " + ", ".join(f"{_short_name(g)} {share_text(g.share)}" for g in gaps)
-        )
+    bars = time_bars(alone)
+    for kind, label in TIME_LINE_LABELS.items():
+        listed = [f"{bar.name} {percent(bar.share)}" for bar in bars if bar.kind == kind]
+        if listed or kind == OP_TYPE:  # the op types' line even when empty
+            lines.append(label + ", ".join(listed))
     return lines
 
 
@@ -186,7 +181,7 @@ def change_lines(alone: ComputeAlone) -> list[str]:
     found = ranked(alone.trials)
     lines = [f"{CHANGE_HEADING} (measured on the train step alone)"]
     if not found.worth:
-        lines.append(f"  no change measured a gain of {VERIFIED_MIN_GAIN:.2f}x or more")
+        lines.append(f"  no change measured a gain of {gain(VERIFIED_MIN_GAIN)} or more")
     for n, trial in enumerate(found.worth, 1):
         lines.append(f" {n}. {change_name(trial)}: {gain_text(trial)}")
         if trial.code:
@@ -196,7 +191,7 @@ def change_lines(alone: ComputeAlone) -> list[str]:
         if trial.reason:
             lines.append(f"      ({reason_words(trial.reason)})")
     lines += [
-        f"  note: {change_name(t)}: {gain_text(t)}, under {VERIFIED_MIN_GAIN:.2f}x"
+        f"  note: {change_name(t)}: {gain_text(t)}, under {gain(VERIFIED_MIN_GAIN)}"
         for t in found.notes
     ]
     lines += [
@@ -208,8 +203,8 @@ def change_lines(alone: ComputeAlone) -> list[str]:
 
 def model_lines(report: Report) -> list[str]:
     """Both parts, for the end of the text summary; empty where the model side is not shown."""
-    alone = model_side_of(report)
-    if alone is None or not shown_for(report):
+    alone = shown_model_side(report)
+    if alone is None:
         return []
     lines = time_lines(alone)
     changes = change_lines(alone)

@@ -35,6 +35,36 @@ def gain(value: float) -> str:
     return f"{value:.2f}x"
 
 
+def gain_range(low: float, high: float) -> str:
+    """An interval of speedups, to two decimals: (1.9, 2.31) -> "1.90-2.31x"."""
+    return f"{low:.2f}-{gain(high)}"
+
+
+def gain_within(value: float, low: float | None, high: float | None) -> str:
+    """A speedup and its interval: "2.10x (1.90-2.31x)"; the interval left out where it is
+    none or its ends read the same ("5.67x (5.67-5.67x)" says nothing)."""
+    if low is None or high is None or gain(low) == gain(high):
+        return gain(value)
+    return f"{gain(value)} ({gain_range(low, high)})"
+
+
+def slower(ratio: float) -> str:
+    """A ratio of rates under 1 as a loss: 0.85 -> "15% slower" (a ratio under 1 reads
+    badly)."""
+    return f"{percent(1.0 - ratio)} slower"
+
+
+def counted(count: int, noun: str) -> str:
+    """A count and its noun, plural unless one: (3, "pair") -> "3 pairs"."""
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def utc_time(stamp: str) -> str:
+    """A stored UTC time stamp as a person reads it: "2026-01-01T10:00:00Z" ->
+    "2026-01-01 10:00:00"."""
+    return stamp.replace("T", " ").removesuffix("Z")
+
+
 def rate_text(value: float | None) -> str:
     """A rate (batches/s or steps/s) without its unit: "76.6", "714", "2,646"; a dash if
     not measured. Past 100 a decimal is noise, and the page has no room for it."""

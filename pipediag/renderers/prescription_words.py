@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pipediag.analysis.advice_context import bytes_text
 from pipediag.analysis.run_terms import most_input_gives
-from pipediag.renderers.numbers import gain
+from pipediag.renderers.numbers import gain, gain_within
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report
@@ -67,7 +67,7 @@ def together_text(prescription: Prescription, timed: str = "the train function")
         return f"rewrites kept: none ({why})"
     what = "the kept rewrite" if len(kept) == 1 else f"the {len(kept)} kept rewrites together"
     raw = _raw_note(prescription.training_speedup, value, timed)
-    figure = _figure(value, low, high)
+    figure = gain_within(value, low, high)
     capped = AT_STEP_ALONE if prescription.at_step_alone else ""
     return f"pipeline pipediag would write: {what}, training {figure} over yours{capped}{raw}"
 
@@ -95,7 +95,7 @@ def measured_change_text(report: Report) -> str | None:
             what += f" ({bytes_text(size)}, fits)"
     else:
         what = f"the {len(kept)} rewrites kept, together"
-    text = f"{what}: {_figure(value, low, high)} measured on your training"
+    text = f"{what}: {gain_within(value, low, high)} measured on your training"
     most = most_input_gives(report)
     raw = prescription.training_speedup
     if prescription.at_step_alone:
@@ -105,9 +105,7 @@ def measured_change_text(report: Report) -> str | None:
     return text
 
 
-def _change_line(
-    change: PrescribedChange, vectorized_map: bool = False, timed: str = "the train function"
-) -> str:
+def _change_line(change: PrescribedChange, vectorized_map: bool, timed: str) -> str:
     what = fix_words_at(change.fix, change.stage, vectorized_map=vectorized_map)
     value, low, high = change.shown
     why = reason_words(change.reason) if change.reason else ""
@@ -118,7 +116,7 @@ def _change_line(
     if change.at_step_alone:
         verdict += AT_STEP_ALONE
     raw = _raw_note(change.training_speedup, value, timed)
-    return f"{what}: {_figure(value, low, high)}{on_top}, {verdict}{raw}"
+    return f"{what}: {gain_within(value, low, high)}{on_top}, {verdict}{raw}"
 
 
 def _raw_note(raw: float | None, shown: float, timed: str) -> str:
@@ -127,11 +125,3 @@ def _raw_note(raw: float | None, shown: float, timed: str) -> str:
     if raw is None or gain(raw) == gain(shown):
         return ""
     return f"; {gain(raw)} on {timed} alone"
-
-
-def _figure(value: float, low: float | None, high: float | None) -> str:
-    """ "2.10x (1.90-2.31x)"; the interval left out where it is none (both ends taken at the
-    step alone's rate, as the figure was: "5.67x (5.67-5.67x)" says nothing)."""
-    if low is None or high is None or gain(low) == gain(high):
-        return gain(value)
-    return f"{gain(value)} ({low:.2f}-{gain(high)})"

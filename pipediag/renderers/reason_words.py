@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pipediag.renderers.numbers import percent
 from pipediag.report import reasons as r
 from pipediag.report.reasons import Reason, ReasonCode
 
 
 def _input_cost(reason: Reason) -> str:
-    share = "unknown" if reason.value is None else f"{reason.value:.0%}"
+    share = "unknown" if reason.value is None else percent(reason.value)
     return (
         f"input costs {share} of training (model-side trials run under {reason.limit:.0%}, "
         "or with --deep)"
@@ -33,8 +34,7 @@ def _refused(reason: Reason) -> str:
 
 
 def _no_gpu_sampled(reason: Reason) -> str:
-    because = reason_words(reason.because) if reason.because is not None else ""
-    return f"no GPU was sampled: {because or 'unknown reason'}"
+    return f"no GPU was sampled: {reason_words(reason.because) or 'unknown reason'}"
 
 
 def _no_gpu_reading(reason: Reason) -> str:
@@ -355,7 +355,7 @@ def reason_words(reason: Reason | None) -> str:
         return reason.detail or reason.code
     if callable(words):
         return words(reason)
-    because = reason_words(reason.because) if reason.because is not None else ""
+    because = reason_words(reason.because)
     return words.format(
         detail=reason.detail, value=reason.value, limit=reason.limit, because=because
     )

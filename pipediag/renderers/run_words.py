@@ -8,7 +8,7 @@ import shlex
 import statistics
 
 from pipediag.analysis.input_cost import counted_epoch_starts
-from pipediag.renderers.numbers import NOT_MEASURED, percent
+from pipediag.renderers.numbers import NOT_MEASURED, counted, percent
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import CostSplit, DataPass, Report, TrainSection
 from pipediag.report.reasons import Reason
@@ -76,21 +76,23 @@ def epoch_start_text(train: TrainSection, split: CostSplit | None = None) -> str
         return ""
     text = (
         f"epoch starts: {duration:.2f} s before each epoch's first step (median of "
-        f"{len(later)} epoch{'s' if len(later) > 1 else ''})"
+        f"{counted(len(later), 'epoch')})"
     )
     if split is not None and split.epoch_steps is not None and split.epoch_start_s is not None:
-        return text + (
-            f"; {percent(split.epoch_start)} of an epoch of {split.epoch_steps:,} steps, "
-            "counted in the input cost above"
-        )
+        of_epoch = _of_an_epoch(split.epoch_start, split.epoch_steps)
+        return f"{text}; {of_epoch}, counted in the input cost above"
     steps = later[-1].steps_per_epoch
     step = train.step_time.median_s if train.step_time is not None else None
     if steps and step:
-        share = duration / (duration + steps * step)
-        text += f"; {percent(share)} of an epoch of {steps:,} steps"
+        text += f"; {_of_an_epoch(duration / (duration + steps * step), steps)}"
     if not any(e.steps_per_epoch for e in later):
         return text + f"; {NOT_SPREAD}"
     return text + "; not part of the input cost above"
+
+
+def _of_an_epoch(share: float, steps: int) -> str:
+    """ "12% of an epoch of 140 steps"."""
+    return f"{percent(share)} of an epoch of {steps:,} steps"
 
 
 def data_pass_text(record: DataPass) -> str:
@@ -124,6 +126,12 @@ def input_wait_source_text(train: TrainSection) -> str:
     return INPUT_WAIT_SOURCES.get(train.input_wait_source, INPUT_WAIT_UNMEASURED)
 
 
+def training_text(train: TrainSection) -> str:
+    """How the script trains and how its waits were measured: "keras-fit, input wait from
+    batch time stamps"."""
+    return f"{style_text(train)}, {input_wait_source_text(train)}"
+
+
 # The Keras backends as the style line names them (the TensorFlow backend goes unsaid).
 KERAS_BACKEND_NAMES = {"jax": "JAX", "torch": "PyTorch"}
 
@@ -136,6 +144,11 @@ def style_text(train: TrainSection) -> str:
     return train.style
 
 
+def why_text(reason: Reason | None) -> str:
+    """The reason in words, or that none was recorded."""
+    return reason_words(reason) if reason is not None else NO_REASON
+
+
 def no_gpu_text(reason: Reason | None) -> str:
     """ "no GPU found: NVML library not found (...)"."""
-    return f"{NO_GPU}: {reason_words(reason) if reason is not None else NO_REASON}"
+    return f"{NO_GPU}: {why_text(reason)}"

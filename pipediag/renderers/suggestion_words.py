@@ -4,7 +4,7 @@ each one's measured gain, and the best fix as a key figure."""
 from __future__ import annotations
 
 from pipediag.renderers.cost_words import speedup_if_input_free
-from pipediag.renderers.numbers import DASH, gain
+from pipediag.renderers.numbers import DASH, gain, gain_within
 from pipediag.renderers.rate_words import training_rate
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report, Suggestion
@@ -41,11 +41,8 @@ def gains_text(s: Suggestion) -> str:
         return NOT_MEASURED if s.kind == FIX else ""
     figure = gain(measured.speedup)
     if measured.basis == GAIN_ON_TRAINING:
-        interval = measured.interval
-        within = ""
-        if interval and gain(interval[0]) != gain(interval[1]):  # both at a ceiling: none
-            within = f" ({interval[0]:.2f}-{gain(interval[1])})"
-        return f"on your training {figure}{within}"
+        low, high = measured.interval or (None, None)  # both ends at a ceiling: no interval
+        return f"on your training {gain_within(measured.speedup, low, high)}"
     if measured.basis in BOUNDS:
         return f"at most {figure} on your training"
     return f"on the pipeline alone {figure}"

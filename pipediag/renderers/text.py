@@ -21,9 +21,9 @@ from pipediag.renderers.cost_words import (
     free_input_text,
     input_cost_text,
 )
-from pipediag.renderers.hardware_words import contention_text, gpu_idle_text
+from pipediag.renderers.hardware_words import contention_text, gpu_idle_text, process_cpu_text
 from pipediag.renderers.model_words import model_lines
-from pipediag.renderers.numbers import NOT_MEASURED, ms, percent, rate_text
+from pipediag.renderers.numbers import NOT_MEASURED, counted, gain, ms, percent, rate_text
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.renderers.rate_words import rates
 from pipediag.renderers.reason_words import reason_words
@@ -33,10 +33,9 @@ from pipediag.renderers.run_words import (
     data_pass_text,
     deep_skipped_text,
     epoch_start_text,
-    input_wait_source_text,
     no_gpu_text,
     run_status,
-    style_text,
+    training_text,
 )
 from pipediag.renderers.scale_out import scale_out_lines
 from pipediag.renderers.stage_cost_words import costliest_stage, held_stage, held_text
@@ -50,6 +49,7 @@ from pipediag.report.reasons import Reason
 LABEL_WIDTH = 16
 EVIDENCE_WIDTH = 100
 INDENT = " " * (LABEL_WIDTH + 2)  # where a row's text starts
+CODE_INDENT = " " * 6  # a suggestion's evidence and code, under its number
 RATE_NAME_WIDTH = 16
 
 
@@ -90,10 +90,15 @@ def _headline(report: Report) -> list[str]:
     head = headline(report)
     lines = [head.text]
     for detail in head.details:
-        lines += textwrap.wrap(
-            detail, width=EVIDENCE_WIDTH, initial_indent="  ", subsequent_indent="  "
-        )
+        lines += _wrapped(detail, "  ")
     return lines
+
+
+def _wrapped(text: str, indent: str) -> list[str]:
+    """`text` in lines of at most `EVIDENCE_WIDTH`, each indented by `indent`."""
+    return textwrap.wrap(
+        text, width=EVIDENCE_WIDTH, initial_indent=indent, subsequent_indent=indent
+    )
 
 
 def _input_cost(report: Report) -> str:
@@ -157,10 +162,9 @@ def _observer(report: Report) -> str:
         if effect.low is not None and effect.high is not None
         else ""
     )
-    pairs = f"{effect.pairs} pair{'s' if effect.pairs != 1 else ''}"
     return (
-        f"training ran at {effect.ratio:.2f}x{interval} its rate with pipediag's samplers "
-        f"paused ({pairs} of blocks in turn)"
+        f"training ran at {gain(effect.ratio)}{interval} its rate with pipediag's samplers "
+        f"paused ({counted(effect.pairs, 'pair')} of blocks in turn)"
     )
 
 
@@ -217,15 +221,8 @@ def _suggestions(report: Report) -> list[str]:
         lines += ["", heading]
         for n, s in enumerate(chosen, 1):
             lines.append(f" {n}. {suggestion_line(s)}")
-            evidence = _evidence(s)
-            if evidence:
-                lines += textwrap.wrap(
-                    evidence,
-                    width=EVIDENCE_WIDTH,
-                    initial_indent="      ",
-                    subsequent_indent="      ",
-                )
-            lines += [f"      {line}" for line in s.code.splitlines()]
+            lines += _wrapped(_evidence(s), CODE_INDENT)
+            lines += [CODE_INDENT + line for line in s.code.splitlines()]
     return lines
 
 
@@ -284,8 +281,7 @@ def _train(report: Report) -> str:
         text += f"; input wait {_dist(t.input_wait)}"
     lines = [
         text,
-        f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {style_text(t)}, "
-        f"{input_wait_source_text(t)}",
+        f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {training_text(t)}",
     ]
     epoch_starts = epoch_start_text(t, report.verdict.cost_split)
     return f"\n{INDENT}".join([*lines, *([epoch_starts] if epoch_starts else []), *skipped])
@@ -297,7 +293,7 @@ def _host(report: Report) -> str:
         return _why("not sampled", h.reason)
     parts = []
     if h.process_cpu_pct_mean is not None:
-        parts.append(f"this process {h.process_cpu_pct_mean:.0f}% of {100 * h.cpu_count}%")
+        parts.append(process_cpu_text(h.process_cpu_pct_mean, h.cpu_count))
     if h.system_cpu_pct_mean is not None:
         parts.append(f"system {h.system_cpu_pct_mean:.0f}%")
     if h.iowait_pct_mean is not None:

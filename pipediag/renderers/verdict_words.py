@@ -234,7 +234,7 @@ def _uncertain_headline(
     low, high = verdict.input_cost_interval or [cost, cost]
     # The interval's low end may reach zero on a busy host: the others' share, not the
     # pairs' noise, so the cost is still said.
-    claim_cost = f"input costs {percent(cost)} of training time ({percent_range(low, high)})"
+    claim_cost = f"{_costs(cost)} ({percent_range(low, high)})"
     if verdict.uncertain_because == UNCERTAIN_TOO_SHORT:
         claim = f"{verdict_title(UNCERTAIN)}: too short to tell"
         explanation = (
@@ -285,9 +285,13 @@ def cost_claim(verdict: Verdict) -> str:
     interval = verdict.input_cost_interval
     if interval is not None and cost_not_measurable(verdict):
         return f"input cost {NOT_MEASURABLE} (at most {percent(interval[1])})"
-    text = f"input costs {percent(verdict.input_cost_fraction or 0.0)} of training time"
+    text = _costs(verdict.input_cost_fraction or 0.0)
     shown = shown_interval(interval)
     return text + (f" ({percent_range(*shown)})" if shown is not None else "")
+
+
+def _costs(cost: float) -> str:
+    return f"input costs {percent(cost)} of training time"
 
 
 def _cores_were_free(split: CostSplit) -> bool:

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pipediag.renderers.numbers import percent
 from pipediag.report.model import (
     BALANCED,
     COMPUTE_BOUND,
@@ -77,7 +78,7 @@ def _where(window: WatchWindow, every_steps: int | None) -> str:
 
 def _share(window: WatchWindow) -> str:
     share = window.input_wait_fraction
-    return "wait -" if share is None else f"wait {share:.0%}"
+    return "wait -" if share is None else f"wait {percent(share)}"
 
 
 def _rate(window: WatchWindow) -> str:
@@ -144,7 +145,7 @@ def _alert_lines(watch: WatchSection) -> list[str]:
     if watch.alert_input_share is None:
         return []
     rule = (
-        f"input wait at or over {watch.alert_input_share:.0%} for {watch.alert_windows} "
+        f"input wait at or over {percent(watch.alert_input_share)} for {watch.alert_windows} "
         "windows in a row"
     )
     if not watch.alerts:
@@ -164,18 +165,15 @@ def draw_watch_panel(axes: Axes, report: Report) -> None:
     steps; the alert threshold dashed, alerts marked. For a watched run's report page."""
     from pipediag.renderers.png.style import (
         MUTED_TEXT_COLOUR,
-        PANEL_TITLE_FONT,
         TRAINING_RATE_COLOUR,
         VERDICT_COLOURS,
         WARNING_COLOUR,
     )
+    from pipediag.renderers.png.utilization import percent_panel
 
     watch = report.watch
-    axes.set_title("Over time", loc="left", fontsize=PANEL_TITLE_FONT)
-    axes.set_ylim(0, 105)
-    axes.set_ylabel("input wait, % of step (bars)")
+    percent_panel(axes, "Over time", "input wait, % of step (bars)")
     axes.set_xlabel("train step", fontsize=9)
-    axes.grid(axis="y", alpha=0.3)
     if watch is None or not watch.windows:
         axes.text(
             0.5,

@@ -46,7 +46,7 @@ from pipediag.report.model import Report
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["build_figure", "render_png"]
+__all__ = ["build_figure", "new_figure", "render_png", "write_png"]
 
 
 def render_png(report: Report, path: Path) -> Path:
@@ -59,9 +59,24 @@ def render_png(report: Report, path: Path) -> Path:
     Returns:
         The path written.
     """
-    figure = build_figure(report)
+    return write_png(build_figure(report), path)
+
+
+def new_figure(size_in: tuple[float, float]) -> Figure:
+    """A white page of `size_in` inches at the page's DPI, its Agg canvas attached: every
+    page's text is measured to keep lines on it (the report, comparison and history pages)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=size_in, dpi=DPI, facecolor="white")
+    FigureCanvasAgg(figure)  # attaches itself
+    return figure
+
+
+def write_png(figure: Figure, path: Path) -> Path:
+    """Write a page built by `new_figure` atomically to `path` as a PNG; returns the path."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")  # through the Agg canvas build_figure attached
+    figure.savefig(buffer, format="png")  # through the Agg canvas new_figure attached
     target = Path(path)
     write_atomically(target, buffer.getvalue())
     return target
@@ -69,11 +84,7 @@ def render_png(report: Report, path: Path) -> Path:
 
 def build_figure(report: Report) -> Figure:
     """Build the report page as a matplotlib `Figure` (kept separate so tests can inspect it)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=FIGURE_SIZE_IN, dpi=DPI, facecolor="white")
-    FigureCanvasAgg(figure)  # attaches itself: text is measured to keep lines on the page
+    figure = new_figure(FIGURE_SIZE_IN)
     draw_header(figure, report)
     # A GPU panel only where there is a GPU; otherwise one line says why.
     with_gpu = report.gpu.available

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipediag.renderers.model_words import change_lines, model_side_of, shown_for, time_lines
+from pipediag.renderers.model_words import change_lines, shown_model_side, time_lines
 from pipediag.renderers.png.step_time import step_time_shown
 from pipediag.renderers.prescription_words import REWRITES_HEADING, rewrites_lines
 from pipediag.report.model import Report
@@ -40,8 +40,8 @@ def model_changes(report: Report) -> list[ListLine]:
     """The text's "What to change in the model", line for line. Where the page has no "Where
     the step's time goes" panel (input sets the rate, or the step was not profiled), the
     text's lines for it come first: the profile, or why there is none."""
-    alone = model_side_of(report)
-    if alone is None or not shown_for(report):
+    alone = shown_model_side(report)
+    if alone is None:
         return []
     lines = [] if step_time_shown(report) else time_lines(alone)
     lines += change_lines(alone)

@@ -25,12 +25,7 @@ from pipediag.renderers.png.style import (
     WARNING_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, fit_font, fit_width, left_edge, truncate_lines
-from pipediag.renderers.run_words import (
-    command_line,
-    input_wait_source_text,
-    stop_reason_text,
-    style_text,
-)
+from pipediag.renderers.run_words import command_line, stop_reason_text, training_text
 from pipediag.renderers.summary import key_figures
 from pipediag.renderers.verdict_words import headline, sentence
 from pipediag.report.model import Report
@@ -127,7 +122,7 @@ def run_line(report: Report) -> str:
     """ "$ pipediag run train.py --epochs 2 · keras-fit, input wait from ... · <time>"."""
     parts = [f"$ pipediag run {command_line(report)}"]
     if report.train.style != NO_TRAINING:
-        parts.append(f"{style_text(report.train)}, {input_wait_source_text(report.train)}")
+        parts.append(training_text(report.train))
     if report.created_utc:
         parts.append(report.created_utc)
     return RUN_LINE_SEPARATOR.join(parts)

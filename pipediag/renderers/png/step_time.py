@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipediag.renderers.model_words import (
+    MODEL_SETS_THE_RATE,
     TIME_KIND_WORDS,
     TimeBar,
     model_side_of,
-    shown_for,
+    shown_model_side,
     time_bars,
     time_heading,
 )
@@ -30,14 +31,13 @@ from pipediag.renderers.png.style import (
     SCOPE_COLOUR,
 )
 from pipediag.renderers.png.text_fit import fit_font, fit_left
-from pipediag.report.model import BALANCED, COMPUTE_BOUND, Report
+from pipediag.report.model import Report
 from pipediag.report.model_side import HOST_GAP, OP_TYPE, SCOPE
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-MODEL_SETS_THE_RATE = (COMPUTE_BOUND, BALANCED)
 KIND_COLOURS = {OP_TYPE: COMPUTE_COLOUR, SCOPE: SCOPE_COLOUR, HOST_GAP: HOST_GAP_COLOUR}
 # Geometry in figure fractions. The names column starts right of the host CPU panel's last
 # tick label; the bars start where the longest TF op names (about 35 characters,
@@ -59,13 +59,8 @@ GROUP_GAP = 0.5  # rows between two groupings
 def step_time_shown(report: Report) -> bool:
     """Where the model sets the rate and its profile has top ops; where input does, the
     input-cost panel keeps its place (the changes measured are still listed in the foot)."""
-    alone = model_side_of(report)
-    return (
-        alone is not None
-        and report.verdict.label in MODEL_SETS_THE_RATE
-        and shown_for(report)
-        and bool(alone.top_ops)
-    )
+    alone = shown_model_side(report)
+    return alone is not None and report.verdict.label in MODEL_SETS_THE_RATE and bool(alone.top_ops)
 
 
 def step_time_rect(figure: Figure, above: Axes) -> tuple[float, float, float, float]:

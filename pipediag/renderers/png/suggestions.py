@@ -200,7 +200,7 @@ def _foot_line(line: ListLine) -> FootLine:
 def _change_lines(change: Change) -> list[FootLine]:
     """The change, bold, and its code under it in a fixed-width face (its first lines: the
     foot keeps room for one more fix)."""
-    head = FootLine(clip("Change: " + change.words, CHANGE_MAX_CHARS), CHANGE, bold=True)
+    head = FootLine(clip(change.head, CHANGE_MAX_CHARS), CHANGE, bold=True)
     code = [
         FootLine(clip(line, SUGGESTION_MAX_CHARS), "change-code", indent=LIST_INDENT, mono=True)
         for line in change.code[:CHANGE_CODE_LINES]

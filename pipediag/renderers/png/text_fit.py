@@ -11,9 +11,12 @@ from typing import TYPE_CHECKING
 from pipediag.renderers.png.style import NOTE_FONT, NOTE_TEXT_COLOUR
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
 
 ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
 
@@ -37,35 +40,28 @@ def note(axes: Axes, text: str, gid: str = "note") -> None:
 def fit_width(figure: Figure, artist: Text, right: float) -> None:
     """Shorten a one-line text, with an ellipsis, until it ends left of `right` (figure
     fraction)."""
-    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     limit_px = right * figure.bbox.width
-    full = artist.get_text()
-    if artist.get_window_extent(renderer).x1 <= limit_px:
-        return
-    low, high = 0, len(full)  # longest prefix that fits lies in [low, high)
-    while low < high - 1:
-        middle = (low + high) // 2
-        artist.set_text(full[:middle] + ELLIPSIS)
-        if artist.get_window_extent(renderer).x1 <= limit_px:
-            low = middle
-        else:
-            high = middle
-    artist.set_text(full[:low].rstrip() + ELLIPSIS)
+    _shorten(figure, artist, lambda box: box.x1 <= limit_px)
 
 
 def fit_left(figure: Figure, artist: Text, left: float) -> None:
     """Shorten a right-aligned one-line text, with an ellipsis, until it starts right of
     `left` (figure fraction)."""
-    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     limit_px = left * figure.bbox.width
+    _shorten(figure, artist, lambda box: box.x0 >= limit_px)
+
+
+def _shorten(figure: Figure, artist: Text, fits: Callable[[Bbox], bool]) -> None:
+    """Cut the text to its longest prefix (and an ellipsis) whose drawn box `fits`."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     full = artist.get_text()
-    if artist.get_window_extent(renderer).x0 >= limit_px:
+    if fits(artist.get_window_extent(renderer)):
         return
     low, high = 0, len(full)  # longest prefix that fits lies in [low, high)
     while low < high - 1:
         middle = (low + high) // 2
         artist.set_text(full[:middle] + ELLIPSIS)
-        if artist.get_window_extent(renderer).x0 >= limit_px:
+        if fits(artist.get_window_extent(renderer)):
             low = middle
         else:
             high = middle

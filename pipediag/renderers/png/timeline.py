@@ -44,6 +44,11 @@ SHARE_MAX_PCT = 100.0
 LABEL_STRIP_BOTTOM_PCT = 104.0
 LABEL_STRIP_HEIGHT_PCT = 10.0
 TIMELINE_YMAX_PCT = 116.0
+# The y axis's ticks and their labels: the shares, and the label strip's middle.
+SHARE_TICKS = (
+    [0, 50, 100, LABEL_STRIP_BOTTOM_PCT + LABEL_STRIP_HEIGHT_PCT / 2],
+    ["0%", "50%", "100%", "label"],
+)
 PHASE_STRIP_Y_PCT = 124.0  # phase verdicts, above the label strip, when there are phases
 TIMELINE_YMAX_PHASES_PCT = 132.0
 # Phases after the verdict, named on the whole run's CPU panel (`PhaseSpan.name`).
@@ -66,10 +71,7 @@ def draw_timeline(axes: Axes, report: Report) -> None:
         pad=TIMELINE_TITLE_PAD_PT,
     )
     axes.set_ylim(0, TIMELINE_YMAX_PCT)
-    axes.set_yticks(
-        [0, 50, 100, LABEL_STRIP_BOTTOM_PCT + LABEL_STRIP_HEIGHT_PCT / 2],
-        ["0%", "50%", "100%", "label"],
-    )
+    axes.set_yticks(*SHARE_TICKS)
     axes.set_ylabel("% of step")
     axes.grid(axis="y", alpha=0.3)
     if not steps:
@@ -198,8 +200,7 @@ def bin_steps(steps: Sequence[StepRecord], count: int) -> list[StepBin]:
     """Sum steps into `count` equal time bins by start time; empty bins are dropped."""
     if not steps:
         return []
-    first = min(s.start_s for s in steps)
-    last = max(s.start_s + s.duration_s for s in steps)
+    first, last = steps_span(steps)
     width = max(last - first, 1e-9) / count
     bins = [StepBin(first + i * width, width) for i in range(count)]
     for step in steps:
@@ -242,9 +243,7 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
     spans.extend(compute_alone_spans(report))
     steps = report.train.steps
     if whole_run and steps:
-        start = min(s.start_s for s in steps)
-        end = max(s.start_s + s.duration_s for s in steps)
-        spans.append((start, end, None, "training", "training"))
+        spans.append((*steps_span(steps), None, "training", "training"))
     if whole_run:
         # What runs after the verdict (often a third of the run) is named too, so the
         # CPU there is not read as training's.
@@ -332,10 +331,8 @@ def draw_phase_verdicts(axes: Axes, report: Report) -> None:
     if not spans:
         return
     axes.set_ylim(0, TIMELINE_YMAX_PHASES_PCT)
-    axes.set_yticks(
-        [0, 50, 100, LABEL_STRIP_BOTTOM_PCT + LABEL_STRIP_HEIGHT_PCT / 2, PHASE_STRIP_Y_PCT],
-        ["0%", "50%", "100%", "label", "phase"],
-    )
+    ticks, labels = SHARE_TICKS
+    axes.set_yticks([*ticks, PHASE_STRIP_Y_PCT], [*labels, "phase"])
     figure = axes.get_figure()
     renderer = figure.canvas.get_renderer()  # type: ignore[union-attr]
     for i, (phase, start, end) in enumerate(spans):
@@ -374,7 +371,10 @@ def phase_spans(report: Report) -> list[tuple[PhaseVerdict, float, float]]:
     for phase in report.verdict.phases:
         chosen = [s for s in steps if phase.first_epoch <= s.epoch <= phase.last_epoch]
         if chosen:
-            start = min(s.start_s for s in chosen)
-            end = max(s.start_s + s.duration_s for s in chosen)
-            spans.append((phase, start, end))
+            spans.append((phase, *steps_span(chosen)))
     return spans
+
+
+def steps_span(steps: Sequence[StepRecord]) -> tuple[float, float]:
+    """When the first of `steps` started and the last ended (there is at least one)."""
+    return min(s.start_s for s in steps), max(s.start_s + s.duration_s for s in steps)

@@ -19,8 +19,7 @@ from pipediag.renderers.png.style import (
     SYSTEM_CPU_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, note
-from pipediag.renderers.reason_words import reason_words
-from pipediag.renderers.run_words import NO_REASON, no_gpu_text
+from pipediag.renderers.run_words import no_gpu_text, why_text
 from pipediag.renderers.verdict_words import sentence
 from pipediag.report.model import Report
 
@@ -45,8 +44,9 @@ def draw_no_gpu_line(figure: Figure, report: Report) -> None:
     )
 
 
-def _percent_panel(axes: Axes, title: str, ylabel: str) -> None:
-    """Title and a 0-100% y axis with its grid: both panels' frame, drawn or not."""
+def percent_panel(axes: Axes, title: str, ylabel: str) -> None:
+    """Title and a 0-100% y axis with its grid: the frame of every panel of shares over
+    time (these two, watch mode's), drawn or not."""
     axes.set_title(title, loc="left", fontsize=PANEL_TITLE_FONT)
     axes.set_ylim(0, UTIL_YMAX_PCT)
     axes.set_ylabel(ylabel)
@@ -61,11 +61,9 @@ def _legend_over(axes: Axes, columns: int) -> None:
 
 
 def draw_gpu(axes: Axes, report: Report) -> None:
+    """The GPU panel, drawn only where a GPU was found (`draw_no_gpu_line` otherwise)."""
     gpu = report.gpu
-    _percent_panel(axes, "GPU utilization", "util %")
-    if not gpu.available:
-        note(axes, sentence(no_gpu_text(gpu.reason)), gid="no-gpu")
-        return
+    percent_panel(axes, "GPU utilization", "util %")
     names = {d.index: d.name for d in gpu.devices}
     indices = sorted({s.device_index for s in gpu.samples})
     if not indices:
@@ -89,10 +87,9 @@ def draw_gpu(axes: Axes, report: Report) -> None:
 
 def draw_cpu(axes: Axes, report: Report) -> None:
     host = report.host
-    _percent_panel(axes, "Host CPU", "CPU %")
+    percent_panel(axes, "Host CPU", "CPU %")
     if not host.available:
-        why = reason_words(host.reason) if host.reason is not None else NO_REASON
-        note(axes, f"Host CPU not sampled: {why}")
+        note(axes, f"Host CPU not sampled: {why_text(host.reason)}")
         return
     if not host.samples:
         note(axes, "Host sampler ran, but recorded no samples")
