@@ -26,12 +26,12 @@ def default_signals() -> None:
 
 
 def run_pipediag(
-    *args: str, cwd: Path = ROOT, timeout: float = 300
+    *args: str, cwd: Path = ROOT, timeout: float = 300, env: dict[str, str] = ENV
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pipediag", *args],
         cwd=cwd,
-        env=ENV,
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -1,14 +1,18 @@
-"""What every command is made of: its record in the table, and the parser that says a
-usage error in one line."""
+"""What every command is made of: its record in the table, the parser that says a usage
+error in one line, and the short answer `run` and `report` print."""
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from pipediag.report.model import Report
 
 USAGE_EXIT = 2
 
@@ -72,3 +76,22 @@ def said_written(written: Sequence[Path], failures: Sequence[str]) -> int:
     if written:
         print(f"Wrote: {', '.join(str(p) for p in written)}")
     return 1 if failures else 0
+
+
+def answer_text(
+    report: Report, folder: Path, written: Sequence[Path], *, quiet: bool = False
+) -> str:
+    """The short answer (with `quiet`, the verdict and where the report is), no wider than
+    the terminal."""
+    from pipediag.renderers import answer
+
+    width = min(answer.WIDTH, shutil.get_terminal_size((answer.WIDTH, 24)).columns)
+    where = answer.report_line(folder, [p.name for p in written])
+    return answer.render_answer(report, where, width, quiet=quiet)
+
+
+def in_colour(report: Report, text: str) -> str:
+    """`text` with the verdict marked, when stdout is a terminal that shows colour."""
+    from pipediag.renderers.colour import mark_verdict, use_colour
+
+    return mark_verdict(text, report.verdict.label) if use_colour(sys.stdout) else text

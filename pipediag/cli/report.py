@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import shutil
-import sys
 from pathlib import Path
 
-from pipediag.cli.common import Command, said_written
+from pipediag.cli.common import Command, answer_text, in_colour, said_written
 
 
 def add_arguments(report: argparse.ArgumentParser) -> None:
@@ -23,8 +21,7 @@ def add_arguments(report: argparse.ArgumentParser) -> None:
 
 
 def report_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from pipediag.renderers import REPORT_JSON, answer, write_outputs
-    from pipediag.renderers.colour import mark_verdict, use_colour
+    from pipediag.renderers import REPORT_JSON, write_outputs
     from pipediag.renderers.text import render_text
     from pipediag.report.io import load_report
 
@@ -32,13 +29,8 @@ def report_command(options: argparse.Namespace, parser: argparse.ArgumentParser)
     report = load_report(source)
     out = Path(options.out) if options.out else (source if source.is_dir() else source.parent)
     written, failures = write_outputs(report, out)
-    if options.full:
-        text = render_text(report)
-    else:
-        width = min(answer.WIDTH, shutil.get_terminal_size((answer.WIDTH, 24)).columns)
-        names = [p.name for p in written]
-        text = answer.render_answer(report, answer.report_line(out, names), width)
-    print(mark_verdict(text, report.verdict.label) if use_colour(sys.stdout) else text, end="")
+    text = render_text(report) if options.full else answer_text(report, out, written)
+    print(in_colour(report, text), end="")
     written = [p for p in written if p.name != REPORT_JSON or options.out]
     return said_written(written, failures)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pipediag.analysis.noise import DEFAULT_RULES, NoiseRules
 from pipediag.cli.argtypes import share
+from pipediag.cli.common import said_written
 
 
 def add_run_noise(parser: argparse.ArgumentParser) -> None:
@@ -47,5 +48,4 @@ def write_png(draw: Callable[[Path], Path], path: str) -> int:
     except OSError as exc:
         print(f"pipediag: error: could not write {path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    print(f"Wrote: {written}")
-    return 0
+    return said_written([written], [])

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipediag.cli import argtypes
-from pipediag.cli.common import Command
+from pipediag.cli.common import Command, answer_text, in_colour
 from pipediag.cli.watch import add_watch_options, watch_config
 from pipediag.cluster import task_out_dir
 from pipediag.config import (
@@ -178,7 +177,6 @@ def split_script_args(argv: list[str], run: argparse.ArgumentParser) -> tuple[li
 
 def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from pipediag.api import run_and_report
-    from pipediag.renderers.colour import mark_verdict, use_colour
     from pipediag.renderers.text import render_text
 
     if options.data_service_train and options.data_service is None:
@@ -222,12 +220,10 @@ def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) ->
     )
     sys.stdout.flush()
     report_json = task_out_dir(options.out, report.task) / "report.json"
-    text = answer_text(report, written, report_json, quiet=options.quiet)
+    text = answer_text(report, report_json.parent, written, quiet=options.quiet)
     if options.verbose:
         text = render_text(report) + text
-    if use_colour(sys.stdout):
-        text = mark_verdict(text, report.verdict.label)
-    print("\n" + text, end="")
+    print("\n" + in_colour(report, text), end="")
     if written and report.task is not None:
         print(f"Once every worker is done: pipediag merge {options.out}")
     if options.history:
@@ -235,15 +231,6 @@ def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) ->
             report, options.history, script_folder, report_json if written else None
         )
     return report.exit.code
-
-
-def answer_text(report: Report, written: list[Path], report_json: Path, *, quiet: bool) -> str:
-    """The divider and the short answer (with `quiet`, the verdict and the report's place)."""
-    from pipediag.renderers import answer
-
-    width = min(answer.WIDTH, shutil.get_terminal_size((answer.WIDTH, 24)).columns)
-    where = answer.report_line(report_json.parent, [p.name for p in written])
-    return answer.render_answer(report, where, width, quiet=quiet)
 
 
 def _append_history(

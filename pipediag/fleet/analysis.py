@@ -129,8 +129,7 @@ def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason 
         if pick is None:
             continue
         others = [r for r in timed if r is not pick]
-        rest = _median(getattr(r, value) for r in others)
-        if rest is not None and getattr(pick, value) - rest >= gap:
+        if _stands_out(pick, others, value, gap):
             return _straggler(pick, others), None
     return None, Reason(NONE_STANDS_OUT, value=rate_tolerance(timed), limit=WAIT_GAP)
 

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pipediag.errors import ReportError
 from pipediag.fleet.model import FLEET_SCHEMA_VERSION, FleetReport, Straggler, WorkerRow
-from pipediag.report.io import write_atomically
 from pipediag.report.reasons import AS_WRITTEN, Reason
 
 T = TypeVar("T")
@@ -51,14 +47,6 @@ def _with_medians(straggler: Straggler, rows: list[WorkerRow]) -> Straggler:
 
     found, _ = find_straggler(rows)
     return found if found is not None and found.task == straggler.task else straggler
-
-
-def save_fleet(fleet: FleetReport, path: str | os.PathLike[str]) -> Path:
-    """Write `fleet.json` atomically."""
-    target = Path(path)
-    text = json.dumps(fleet_to_dict(fleet), indent=1, allow_nan=False)
-    write_atomically(target, text.encode())
-    return target
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

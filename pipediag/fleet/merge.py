@@ -6,6 +6,7 @@ written never costs the others: its failure is returned, not raised.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from pipediag.fleet.analysis import build_fleet
 from pipediag.fleet.collect import WorkerReport, load_worker_reports
-from pipediag.fleet.io import save_fleet
+from pipediag.fleet.io import fleet_to_dict
 from pipediag.fleet.model import FleetReport
 from pipediag.fleet.text import render_fleet_text
 from pipediag.report.io import write_atomically
@@ -55,11 +56,15 @@ def write_fleet(
 
 
 def _json(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
-    return save_fleet(fleet, path)
+    return _written(path, json.dumps(fleet_to_dict(fleet), indent=1, allow_nan=False))
 
 
 def _text(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
-    write_atomically(path, render_fleet_text(fleet).encode())
+    return _written(path, render_fleet_text(fleet))
+
+
+def _written(path: Path, text: str) -> Path:
+    write_atomically(path, text.encode())
     return path
 
 

@@ -8,22 +8,20 @@ and `FigureCanvasAgg` only. Layout: (docs/design.md, "The comparison and fleet p
 
 from __future__ import annotations
 
-import io
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipediag.fleet.model import FleetReport, WorkerRow
+from pipediag.fleet.words import fleet_heading, no_straggler_text
+from pipediag.renderers.png import new_figure, write_png
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     COST_COLOURS,
-    DPI,
     MUTED_TEXT_COLOUR,
     TRAINING_RATE_COLOUR,
     WARNING_COLOUR,
 )
-from pipediag.renderers.reason_words import reason_words
-from pipediag.report.io import write_atomically
 from pipediag.report.model import COST_CONTENTION, COST_FETCH, COST_WAIT
 
 if TYPE_CHECKING:
@@ -44,25 +42,14 @@ PERCENT = 100.0
 
 def render_fleet_png(fleet: FleetReport, path: Path) -> Path:
     """Draw the fleet page and write it atomically to `path`."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    figure = build_fleet_figure(fleet)
-    buffer = io.BytesIO()
-    FigureCanvasAgg(figure).print_png(buffer)  # type: ignore[no-untyped-call]
-    target = Path(path)
-    write_atomically(target, buffer.getvalue())
-    return target
+    return write_png(build_fleet_figure(fleet), path)
 
 
 def build_fleet_figure(fleet: FleetReport) -> Figure:
     """The fleet page as a matplotlib `Figure` (kept separate so tests can inspect it)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     rows = fleet.workers
     height = min(MAX_HEIGHT_IN, BASE_HEIGHT_IN + ROW_HEIGHT_IN * max(1, len(rows)))
-    figure = Figure(figsize=(WIDTH_IN, height), dpi=DPI, facecolor="white")
-    FigureCanvasAgg(figure)
+    figure = new_figure((WIDTH_IN, height))
     figure.suptitle("\n".join(textwrap.wrap(_title(fleet), TITLE_WRAP_CHARS)), fontsize=13)
     shares, rates = figure.subplots(1, 2, gridspec_kw={"width_ratios": (3, 2)})
     straggler = fleet.straggler.task if fleet.straggler is not None else None
@@ -73,11 +60,10 @@ def build_fleet_figure(fleet: FleetReport) -> Figure:
 
 
 def _title(fleet: FleetReport) -> str:
-    count = len(fleet.workers)
-    head = f"FLEET: {count} worker{'s' if count != 1 else ''}"
+    head = fleet_heading(fleet)
     if fleet.straggler is not None:
         return f"{head}; straggler {fleet.straggler.task} ({fleet.straggler.cause})"
-    return f"{head}; no straggler: {reason_words(fleet.no_straggler_reason) or 'none named'}"
+    return f"{head}; no straggler: {no_straggler_text(fleet)}"
 
 
 def _parts(row: WorkerRow, lockstep: bool) -> list[tuple[str, float, str]]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from pipediag.fleet.model import FleetReport, WorkerRow
-from pipediag.fleet.words import straggler_text
-from pipediag.renderers.reason_words import reason_words
+from pipediag.fleet.words import fleet_heading, no_straggler_text, straggler_text
 
 WIDTH = 100
 MISSING = "-"
@@ -41,7 +40,7 @@ def render_fleet_text(fleet: FleetReport) -> str:
         why = straggler_text(fleet, straggler)
         lines += _wrapped(f"Straggler: {straggler.task} ({straggler.cause}): {why}")
     else:
-        lines += _wrapped(f"Straggler: {reason_words(fleet.no_straggler_reason) or 'none named'}")
+        lines += _wrapped(f"Straggler: {no_straggler_text(fleet)}")
     lines += _wrapped(f"Clock: {fleet.clock}; offsets {_offsets(fleet)}")
     for note in fleet.notes:
         lines += _wrapped(f"Note: {note}")
@@ -50,8 +49,7 @@ def render_fleet_text(fleet: FleetReport) -> str:
 
 def _title(fleet: FleetReport) -> str:
     scripts = sorted({row.script for row in fleet.workers if row.script})
-    count = len(fleet.workers)
-    return f"FLEET: {count} worker{'s' if count != 1 else ''}  [{', '.join(scripts)}]"
+    return f"{fleet_heading(fleet)}  [{', '.join(scripts)}]"
 
 
 def _cells(row: WorkerRow) -> list[str]:

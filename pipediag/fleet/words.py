@@ -12,6 +12,7 @@ from pipediag.fleet.model import (
     Straggler,
     WorkerRow,
 )
+from pipediag.renderers.reason_words import reason_words
 
 DOMINANT = {
     CAUSE_INPUT: "input dominates: its own pipeline kept it waiting",
@@ -20,6 +21,17 @@ DOMINANT = {
     CAUSE_COMPUTE: "its train step dominates, not its input",
 }
 """What made it slow, by `Straggler.cause`."""
+
+
+def fleet_heading(fleet: FleetReport) -> str:
+    """`FLEET: 2 workers`, how fleet.txt's and fleet.png's titles begin."""
+    count = len(fleet.workers)
+    return f"FLEET: {count} worker{'s' if count != 1 else ''}"
+
+
+def no_straggler_text(fleet: FleetReport) -> str:
+    """Why no worker is named the straggler."""
+    return reason_words(fleet.no_straggler_reason) or "none named"
 
 
 def straggler_text(fleet: FleetReport, straggler: Straggler) -> str:

@@ -14,18 +14,10 @@ from pipediag.clock import Clock, Quiet
 from pipediag.config import RunConfig
 from pipediag.report.model import GpuSection, HostSection
 from pipediag.report.reasons import GPU_SAMPLING_OFF, HOST_SAMPLING_OFF, Reason
-from pipediag.samplers.base import DecimatingBuffer, ThreadedSampler
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.samplers.host import HostSampler
 
-__all__ = [
-    "DecimatingBuffer",
-    "GpuSampler",
-    "HostSampler",
-    "ThreadedSampler",
-    "make_samplers",
-    "stop_samplers",
-]
+__all__ = ["GpuSampler", "HostSampler", "make_samplers", "stop_samplers"]
 
 
 def make_samplers(

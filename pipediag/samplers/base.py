@@ -129,7 +129,6 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         if not interval_s > 0:
             raise ValueError(f"interval_s must be positive, got {interval_s}")
         self._clock = clock
-        self._base_interval_s = interval_s
         self._buffer: DecimatingBuffer[ItemT] = DecimatingBuffer(
             max_samples, interval_s, self._merge
         )
@@ -142,9 +141,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self._failures: dict[str, _Failure] = {}
         self._sampler_cpu_s = 0.0
         self._readings = 0
-        self._first_reading_t: float | None = None
         self._last_reading_t: float | None = None
-        self._start_t: float | None = None
         # While it holds, readings are skipped (the observer check's quiet blocks): the
         # reading after it covers the gap, as the CPU readings are deltas.
         self.quiet: Quiet | None = None
@@ -182,7 +179,6 @@ class ThreadedSampler(ABC, Generic[ItemT]):
             if self._started:
                 return
             self._started = True
-        self._start_t = self._clock.now()
         try:
             reason = self._setup()
         except Exception as exc:  # a probe must never break the user's program
@@ -230,8 +226,6 @@ class ThreadedSampler(ABC, Generic[ItemT]):
                 self._buffer.append(item)
                 self._observe(item)
                 self._readings += 1
-                if self._first_reading_t is None:
-                    self._first_reading_t = now
                 self._last_reading_t = now
         finally:
             self._sampler_cpu_s += time.thread_time() - cpu_before

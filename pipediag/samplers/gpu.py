@@ -30,10 +30,8 @@ from pipediag.samplers.base import (
     mean_int_or_none,
     mean_or_none,
 )
-from pipediag.samplers.nvml_devices import NvmlDevices, select_visible_devices
+from pipediag.samplers.nvml_devices import NvmlDevices
 from pipediag.samplers.nvml_readings import NvmlReader
-
-__all__ = ["GpuSampler", "merge_gpu_samples", "select_visible_devices"]
 
 
 def merge_gpu_samples(earlier: GpuSample, later: GpuSample) -> GpuSample:
@@ -137,11 +135,7 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
     # -- the report section -----------------------------------------------------------------
 
     def section(self, t0: float) -> GpuSection:
-        """The report section, with times in seconds since `t0` (the session start).
-
-        Args:
-            t0: `clock.now()` at the start of the session.
-        """
+        """The report section; times in seconds since `t0`, the clock at the session's start."""
         if not self._started:
             return GpuSection(available=False, reason=Reason(GPU_SAMPLER_NOT_STARTED))
         notes = list(self._gpus.setup_notes) + self._failure_notes()

@@ -215,11 +215,7 @@ class HostSampler(ThreadedSampler[HostSample]):
             self._rss_max = item.process_rss_bytes
 
     def section(self, t0: float) -> HostSection:
-        """The report section, with sample times in seconds since `t0` (the session start).
-
-        Args:
-            t0: `clock.now()` at the start of the session.
-        """
+        """The report section; times in seconds since `t0`, the clock at the session's start."""
         notes = self._failure_notes()
         if not self._started:
             return HostSection(available=False, reason=Reason(HOST_SAMPLER_NOT_STARTED))

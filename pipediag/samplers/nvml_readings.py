@@ -92,24 +92,8 @@ class NvmlReader:
             "SM clock readings",
             lambda: float(self._gpus.call("nvmlDeviceGetClockInfo", h, nv.NVML_CLOCK_SM)),
         )
-        rx = self._metric(
-            d,
-            "pcie-rx",
-            "PCIe RX readings",
-            lambda: (
-                float(self._gpus.call("nvmlDeviceGetPcieThroughput", h, nv.NVML_PCIE_UTIL_RX_BYTES))
-                * BYTES_PER_NVML_KB
-            ),
-        )
-        tx = self._metric(
-            d,
-            "pcie-tx",
-            "PCIe TX readings",
-            lambda: (
-                float(self._gpus.call("nvmlDeviceGetPcieThroughput", h, nv.NVML_PCIE_UTIL_TX_BYTES))
-                * BYTES_PER_NVML_KB
-            ),
-        )
+        rx = self._pcie(d, "rx", nv.NVML_PCIE_UTIL_RX_BYTES)
+        tx = self._pcie(d, "tx", nv.NVML_PCIE_UTIL_TX_BYTES)
         sm_active, sm_occupancy = self._gpm(d, now)
         return GpuSample(
             t_s=now,
@@ -124,6 +108,18 @@ class NvmlReader:
             gpu_util_t_s=util_t,
             sm_active_pct=sm_active,
             sm_occupancy_pct=sm_occupancy,
+        )
+
+    def _pcie(self, d: NvmlDevice, way: str, counter: int) -> float | None:
+        """PCIe throughput one way, in bytes/s."""
+        return self._metric(
+            d,
+            f"pcie-{way}",
+            f"PCIe {way.upper()} readings",
+            lambda: (
+                float(self._gpus.call("nvmlDeviceGetPcieThroughput", d.handle, counter))
+                * BYTES_PER_NVML_KB
+            ),
         )
 
     def _metric(self, d: NvmlDevice, key: str, label: str, read: Callable[[], T]) -> T | None:

@@ -12,14 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, Thresholds
-from pipediag.report.model import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    UNKNOWN,
-    VerdictLabel,
-    WatchWindow,
-)
+from pipediag.analysis.input_cost import label_of
+from pipediag.report.model import UNKNOWN, VerdictLabel, WatchWindow
 from pipediag.timeline import RawStep
 
 # 10,000 windows (a window per 100 steps over a million steps) keep the report's watch
@@ -33,11 +27,8 @@ def label_by_wait_share(
     """XProf's wording for a share of step time spent waiting for input."""
     if share is None:
         return UNKNOWN
-    if share >= thresholds.highly_input_bound:
-        return INPUT_BOUND
-    if share >= thresholds.moderately_input_bound:
-        return BALANCED
-    return COMPUTE_BOUND
+    high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
+    return label_of(share, high=high, moderate=moderate)
 
 
 @dataclass
@@ -54,6 +45,7 @@ class _Open:
     wait_s: float = 0.0
     waited_time_s: float = 0.0  # step time of the steps whose wait is known
     waits_known: int = 0
+    windows: int = 1  # the windows it stands for, once merged
 
 
 def _window(index: int, sums: _Open, origin: float, thresholds: Thresholds) -> WatchWindow:
@@ -72,6 +64,7 @@ def _window(index: int, sums: _Open, origin: float, thresholds: Thresholds) -> W
         input_wait_fraction=share,
         label=label_by_wait_share(share, thresholds),
         epoch=sums.epoch,
+        windows=sums.windows,
     )
 
 
@@ -79,27 +72,21 @@ def merge_windows(
     earlier: WatchWindow, later: WatchWindow, thresholds: Thresholds = DEFAULT_THRESHOLDS
 ) -> WatchWindow:
     """One window standing for two consecutive ones; its share is weighted by step time."""
-    steps = earlier.steps + later.steps
-    step_time = earlier.step_time_s + later.step_time_s
     known = [w for w in (earlier, later) if w.input_wait_s is not None]
-    wait = sum(w.input_wait_s or 0.0 for w in known) if known else None
-    waited_time = sum(w.step_time_s for w in known)
-    share = wait / waited_time if wait is not None and waited_time > 0 else None
-    return WatchWindow(
-        index=earlier.index,
-        first_step=earlier.first_step,
+    sums = _Open(
+        earlier.epoch,
+        earlier.first_step,
+        earlier.start_s,
+        later.end_s,
         last_step=later.last_step,
-        start_s=earlier.start_s,
-        end_s=later.end_s,
-        steps=steps,
-        step_time_s=step_time,
-        steps_per_s=steps / step_time if step_time > 0 else None,
-        input_wait_s=wait,
-        input_wait_fraction=share,
-        label=label_by_wait_share(share, thresholds),
-        epoch=earlier.epoch,
+        steps=earlier.steps + later.steps,
+        step_time_s=earlier.step_time_s + later.step_time_s,
+        wait_s=sum(w.input_wait_s or 0.0 for w in known),
+        waited_time_s=sum(w.step_time_s for w in known),
+        waits_known=len(known),
         windows=earlier.windows + later.windows,
     )
+    return _window(earlier.index, sums, 0.0, thresholds)
 
 
 class WindowAccumulator:

@@ -4,25 +4,11 @@ report directory, a bad TF_CONFIG refused before running, nothing changed withou
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from cli_runner import ENV
+from cli_runner import ENV, run_pipediag
 from multiworker_jobs import tf_config
-
-
-def run_pipediag(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """`cli_runner.run_pipediag`, in an environment of the test's own (its TF_CONFIG)."""
-    return subprocess.run(
-        [sys.executable, "-m", "pipediag", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_two_workers_sharing_one_out_never_clobber_each_other(tmp_path: Path) -> None:

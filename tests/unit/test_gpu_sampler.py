@@ -27,7 +27,8 @@ from pipediag.report.reasons import (
     NVML_NO_PERMISSION,
     Reason,
 )
-from pipediag.samplers.gpu import GpuSampler, select_visible_devices
+from pipediag.samplers.gpu import GpuSampler
+from pipediag.samplers.nvml_devices import select_visible_devices
 
 THREAD_WAIT_S = 10.0
 """Threaded tests wait this long at most for a reading: a large margin for a loaded CI box."""
