@@ -10,13 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipediag.analysis.run_terms import (
-    fit_adds_s,
-    interval_in_run_terms,
-    ratio_in_run_terms,
-    trial_in_run_terms,
-    trial_interval_in_run_terms,
-)
+from pipediag.analysis.input_cost import samples_during
+from pipediag.analysis.run_terms import fit_adds_s, trial_in_run_terms
 from pipediag.report.model import (
     FixTrial,
     Gain,
@@ -73,8 +68,6 @@ CACHE_READ_FLOOR = 0.05
 # batch; pipediag flags fewer than 10 batches' worth, or fewer than 1000 elements.
 SHUFFLE_MIN_BATCHES = 10
 SHUFFLE_MIN_ELEMENTS = 1000
-
-# Suggestion kinds.
 
 
 # --- the context every rule reads ------------------------------------------------------------
@@ -147,10 +140,7 @@ def cpu_busy_pct(report: Report) -> float | None:
         return None
     timed = timed_steps(report.train.steps)
     if timed:
-        begin = timed[0].start_s
-        end = timed[-1].start_s + timed[-1].duration_s
-        inside = [s for s in samples if begin <= s.t_s <= end]
-        samples = inside or samples
+        samples = samples_during(samples, timed) or samples
     means = [sum(s.per_core_pct) / len(s.per_core_pct) for s in samples]
     return sum(means) / len(means)
 
@@ -227,6 +217,12 @@ def measured_no_gain(trial: FixTrial | None) -> bool:
     return speedup is not None and speedup < VERIFIED_MIN_GAIN
 
 
+def verified_to_gain(trial: FixTrial | None) -> bool:
+    """Measured on the pipeline alone to gain at least the worth-it `VERIFIED_MIN_GAIN`."""
+    speedup = verified_gain(trial)
+    return speedup is not None and speedup >= VERIFIED_MIN_GAIN
+
+
 @dataclass(frozen=True)
 class FixProposal:
     """What a stage rule proposes before any trial judges it: its title, the stage it
@@ -255,18 +251,21 @@ def fix_suggestion(
     on training is judged by that gain alone (an added prefetch shows nothing on the
     pipeline alone, and a parallel map may gain there yet take the train step's cores).
     """
-    title, stats, evidence = proposal.title, proposal.stats, proposal.evidence
+    title, stats = proposal.title, proposal.stats
+    evidence = proposal.evidence + trial_text(trial)
     estimated = proposal.estimated
     verified = verified_gain(trial)
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
-    on_training = training_gain(ctx, trial) if trial is not None else None
+    on_training, interval = (
+        trial_in_run_terms(ctx.report, trial) if trial is not None else (None, None)
+    )
     verified_alone = verified  # what orders the fix after the prediction, unless ruled out
     kind: SuggestionKind = FIX
     not_on_training: Reason | None = None
     if on_training is not None:
         assert trial is not None
-        evidence += trial_text(trial) + training_text(ctx, trial)
+        evidence += training_text(ctx, trial)
         high = trial.facts.training_speedup_high
         if high is not None and high >= VERIFIED_MIN_GAIN and on_training < VERIFIED_MIN_GAIN:
             # The rounds could not tell (a busy host): neither a gain nor a loss is shown.
@@ -284,19 +283,17 @@ def fix_suggestion(
         # only, so no gain is forecast or ranked.
         kind, predicted, estimated, verified_alone = NOTE, None, None, None
         title += " (not needed under the kept cache)"
-        evidence += trial_text(trial)
         not_on_training = trial.training_reason
     elif measured_gate and measured_no_gain(trial):
         # Measured not to help: no end-to-end forecast, which could read as a gain.
         kind, predicted = NOTE, 1.0
         title += f" (measured {verified:.2f}x here: not worth it)"
-        evidence += trial_text(trial)
     else:
-        evidence += trial_text(trial) + saturated_text(ctx, predicted)
+        evidence += saturated_text(ctx, predicted)
         if trial is not None and trial.training_reason:
             not_on_training = trial.training_reason
-    if on_training is not None and trial is not None:
-        measured = on_training_gain(on_training, training_interval(ctx, trial))
+    if on_training is not None:
+        measured = Gain(GAIN_ON_TRAINING, on_training, interval)
     elif verified is not None:
         measured = Gain(GAIN_PIPELINE_ALONE, verified)
     else:
@@ -317,11 +314,15 @@ def fix_suggestion(
     )
 
 
+def stage_at(stats: StageStats) -> str:
+    """A stage by its name, with the script's line that made it where it is known."""
+    return f"{stage_name(stats)} at {stats.source}" if stats.source else stage_name(stats)
+
+
 def stage_cost_text(ctx: Context, stats: StageStats) -> str:
     own = stats.own_s_per_batch
     share = ctx.share(own)
-    where = f" at {stats.source}" if stats.source else ""
-    text = f"{stage_name(stats)}{where}"
+    text = stage_at(stats)
     if own is not None:
         text += f" adds {own * 1000:.1f} ms per batch"
         # Up to 5% over the whole is a difference of noisy rates, not a real excess: "all of
@@ -360,41 +361,6 @@ def fn_name(stats: StageStats) -> str:
     return name if name and all(p.isidentifier() for p in name.split(".")) else "fn"
 
 
-def training_gain(ctx: Context, trial: FixTrial) -> float | None:
-    """The training speedup a fix tried on training promises, in the run's own terms
-    (`run_terms.ratio_in_run_terms`; docs/design.md, "Fixes tried on training")."""
-    return trial_in_run_terms(ctx.report, trial)
-
-
-def on_training_gain(speedup: float, interval: list[float] | None) -> Gain:
-    """A gain measured on training with the fix in place, with its interval."""
-    return Gain(GAIN_ON_TRAINING, speedup, interval)
-
-
-def training_interval(ctx: Context, trial: FixTrial) -> list[float] | None:
-    """The 90% interval of `training_gain`, each end read as the gain is."""
-    return trial_interval_in_run_terms(ctx.report, trial)
-
-
-def interval_on_training(
-    ctx: Context, low: float | None, high: float | None, base: float | None
-) -> list[float] | None:
-    """An interval of ratios over the user's pipeline in the run's own terms."""
-    return interval_in_run_terms(ctx.report, low, high, base)
-
-
-def gain_on_training(
-    ctx: Context, raw: float | None, base: float | None, fixed: float | None
-) -> float | None:
-    """A ratio over the user's pipeline, from its two rates (steps/s), in the run's terms."""
-    return ratio_in_run_terms(ctx.report, raw, base, fixed)
-
-
-def fit_step_overhead_s(ctx: Context, trial: FixTrial) -> float | None:
-    """What `fit` adds to each step beyond its train function, against this trial."""
-    return fit_adds_s(ctx.report, trial.training_baseline_steps_per_s)
-
-
 def training_text(ctx: Context, trial: FixTrial) -> str:
     """What a fix measured on training (`training/training_trial.py`), in one or two sentences."""
     assert trial.training_speedup is not None
@@ -413,8 +379,8 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
             " The fixed pipeline fed it faster than the train step alone ran, so its rate "
             "is taken at the step alone's: the most a pipeline can give."
         )
-    added_s = fit_step_overhead_s(ctx, trial)
-    gain = training_gain(ctx, trial)
+    added_s = fit_adds_s(ctx.report, trial.training_baseline_steps_per_s)
+    gain, _ = trial_in_run_terms(ctx.report, trial)
     if added_s is not None and gain is not None:
         text += (
             f" Counting the {added_s * 1e3:.1f} ms fit adds around each step, training runs "

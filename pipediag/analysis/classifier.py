@@ -18,6 +18,7 @@ from pipediag.analysis.input_cost import (
     InputCost,
     contention_evidence,
     input_cost,
+    interval_labels,
     label_of,
     not_measurable,
     phases_of,
@@ -293,9 +294,8 @@ def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) ->
     low, top = interval
     if (top - low) / 2 <= LABEL_MAX_HALF_WIDTH:
         return False
-    return label_of(low, high=high, moderate=moderate) != label_of(
-        top, high=high, moderate=moderate
-    )
+    low_label, top_label = interval_labels(interval, high=high, moderate=moderate)
+    return low_label != top_label
 
 
 def _too_short(

@@ -162,12 +162,7 @@ def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures
     """A, T, P, input cost and wait share of one report, each with its error."""
     verdict = report.verdict
     spread = noise.step_spread(report.train.steps, rules)
-    training_rate = (
-        verdict.training_steps_per_s
-        if verdict.training_steps_per_s is not None
-        else report.train.steps_per_s
-    )
-    training = _with_spread(training_rate, spread.rate)
+    training = _with_spread(training_rate(report), spread.rate)
     alone = report.compute_alone
     if verdict.compute_alone_source == MEASURED and alone is not None:
         compute = noise.summary_rate(verdict.compute_alone_steps_per_s, alone.step_time, rules)
@@ -179,6 +174,12 @@ def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures
     )
     wait = _with_spread(verdict.input_wait_fraction, spread.wait_share, log_scale=False)
     return RunFigures(training, compute, pipeline, cost, wait, spread.steps)
+
+
+def training_rate(report: Report) -> float | None:
+    """A, the training rate the verdict used; the train section's in a report without it."""
+    rate = report.verdict.training_steps_per_s
+    return rate if rate is not None else report.train.steps_per_s
 
 
 def compare_reports(base: Report, new: Report, rules: NoiseRules = DEFAULT_RULES) -> Comparison:
@@ -309,7 +310,7 @@ def _labels(base: Report, new: Report) -> list[LabelChange]:
         before.label,
         after.label,
         SAME if before.label == after.label else CHANGED,
-        worse=VERDICT_RANK.get(after.label, -1) > VERDICT_RANK.get(before.label, 99),
+        worse=verdict_worse(before.label, after.label),
     )
     dominant = [
         (split.dominant or "") if split is not None else ""
@@ -326,6 +327,16 @@ def _labels(base: Report, new: Report) -> list[LabelChange]:
             )
         )
     return labels
+
+
+def verdict_worse(before: str, after: str) -> bool:
+    """Input limits training more under the `after` verdict than under `before` (both
+    ranked: an uncertain or missing verdict is neither better nor worse)."""
+    return (
+        before in VERDICT_RANK
+        and after in VERDICT_RANK
+        and VERDICT_RANK[after] > VERDICT_RANK[before]
+    )
 
 
 def stage_key(stage: StageStats) -> tuple[str, str]:

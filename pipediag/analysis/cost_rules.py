@@ -10,24 +10,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipediag.analysis.advice_context import (
-    Context,
-    on_training_gain,
-    stage_cost_text,
-    training_gain,
-    training_interval,
-    training_text,
-)
-from pipediag.analysis.input_cost import python_stages
+from pipediag.analysis.advice_context import Context, stage_at, stage_cost_text, training_text
+from pipediag.analysis.input_cost import python_stages, step_cores_of
 from pipediag.analysis.prescription_rules import stage_bound
+from pipediag.analysis.run_terms import trial_in_run_terms
 from pipediag.report.fixes import FIX_THREAD_CAP
 from pipediag.report.model import (
     COMPUTE_BOUND,
     COST_CONTENTION,
     COST_FETCH,
+    CostPart,
     CostSplit,
     Gain,
-    StageStats,
     Suggestion,
 )
 from pipediag.report.names import fix_words_at, stage_name
@@ -38,14 +32,17 @@ from pipediag.report.vocabulary import (
     COST_EPOCH_START,
     FIX,
     GAIN_HELD,
+    GAIN_ON_TRAINING,
     KERAS_FIT,
     KIND_SHUFFLE,
     NOTE,
 )
 
 
-def _split(ctx: Context) -> CostSplit | None:
-    return ctx.report.verdict.cost_split
+def _led_by(ctx: Context, part: CostPart) -> CostSplit | None:
+    """The input cost's parts where `part` is the largest (`CostSplit.dominant`), else None."""
+    split = ctx.report.verdict.cost_split
+    return split if split is not None and split.dominant == part else None
 
 
 def _cost_fix(rule_id: str, title: str, evidence: str, code: str, share: float) -> Suggestion:
@@ -72,16 +69,6 @@ def _rates_text(ctx: Context) -> str:
     )
 
 
-def step_cores(ctx: Context) -> float | None:
-    """Cores the train step keeps busy on its own (compute-alone process CPU per step)."""
-    alone = ctx.report.compute_alone
-    if alone is None or not alone.measured or alone.cpu_s_per_step is None:
-        return None
-    if alone.step_time is None or alone.step_time.median_s <= 0:
-        return None
-    return alone.cpu_s_per_step / alone.step_time.median_s
-
-
 def capped_threads(cores: int, step_cores: float | None) -> int:
     """Threads for the pipeline that leave the train step the cores it uses alone."""
     if step_cores is None:
@@ -90,8 +77,8 @@ def capped_threads(cores: int, step_cores: float | None) -> int:
 
 
 def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
-    split = _split(ctx)
-    if split is None or split.dominant != COST_CONTENTION:
+    split = _led_by(ctx, COST_CONTENTION)
+    if split is None:
         return []
     if split.contention_kind == CONTENDS_FOR_GIL:
         return _gil_contention(ctx, rule_id, split)
@@ -113,7 +100,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     rate = ctx.pipeline_rate
     if cost is not None and rate:
         evidence.append(f"read alone it keeps {cost * rate:.1f} cores busy")
-    needs = step_cores(ctx)
+    needs = step_cores_of(ctx.report.compute_alone)
     threads = capped_threads(ctx.cores, needs)
     if needs is not None:
         evidence.append(f"the train step alone uses {needs:.1f} of {ctx.cores} cores")
@@ -125,7 +112,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         "(tf.data service)."
     )
     cap = ctx.trial(FIX_THREAD_CAP, None)  # tried on training
-    measured = training_gain(ctx, cap) if cap is not None else None
+    measured, interval = trial_in_run_terms(ctx.report, cap) if cap is not None else (None, None)
     cap_code = (
         "options = tf.data.Options()\n"
         f"options.threading.private_threadpool_size = {threads}  # step keeps the rest\n"
@@ -144,8 +131,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     title = "the input pipeline takes the cores the train step needs: make it cheaper"
     if measured is not None and measured >= VERIFIED_MIN_GAIN:
         fix = _cost_fix(rule_id, title, text, code, split.contention)
-        interval = training_interval(ctx, cap) if cap is not None else None
-        return [replace(fix, gain=on_training_gain(measured, interval))]
+        return [replace(fix, gain=Gain(GAIN_ON_TRAINING, measured, interval))]
     # The cap is not the way: the stage that costs most is, with what holding it (or the
     # nearest stage after it) in memory gave training: the most a cheaper stage can give.
     costly = next((st for st in ctx.stages if st.bottleneck), None)
@@ -155,24 +141,19 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     if costly.random:
         text += " It draws random numbers, so a cache would repeat them every epoch."
     fix = replace(
-        _cost_fix(rule_id, f"make {_named(costly)} cheaper", text, code, split.contention),
+        _cost_fix(rule_id, f"make {stage_at(costly)} cheaper", text, code, split.contention),
         stage_index=costly.index,  # not `stage`: one contention fix to compare across runs
     )
     # The most it gives: its hold, or T/A where the hold read above it (the host's noise)
     bound = stage_bound(ctx, costly)
-    if bound is None or bound[0] < VERIFIED_MIN_GAIN:
+    if bound is None or bound.speedup < VERIFIED_MIN_GAIN:
         return [fix]
     most, what, basis = bound
     if basis == GAIN_HELD:
         text += f" {what.capitalize()} ran training {most:.2f}x faster: the most it gives."
     else:
         text += f" With input free, training would run {most:.2f}x faster: the most it gives."
-    return [replace(fix, evidence=text, gain=Gain(basis, most))]
-
-
-def _named(stats: StageStats) -> str:
-    """A stage as a title names it, with the script's line where it is known."""
-    return f"{stage_name(stats)} at {stats.source}" if stats.source else stage_name(stats)
+    return [replace(fix, evidence=text, gain=bound.gain)]
 
 
 def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Suggestion]:
@@ -203,8 +184,8 @@ def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
     """Each epoch's start-up dominates: one iterator for the whole run, the dataset
     repeating and the epoch's length given, does without it (Keras 3 keeps its iterator
     across epochs when `steps_per_epoch` is set)."""
-    split = _split(ctx)
-    if split is None or split.dominant != COST_EPOCH_START or split.epoch_steps is None:
+    split = _led_by(ctx, COST_EPOCH_START)
+    if split is None or split.epoch_steps is None:
         return []
     start = split.epoch_start_s or 0.0
     likely = f" ({split.epoch_start_stage} likely makes it)" if split.epoch_start_stage else ""
@@ -232,8 +213,8 @@ def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 
 def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
-    split = _split(ctx)
-    if split is None or split.dominant != COST_FETCH:
+    split = _led_by(ctx, COST_FETCH)
+    if split is None:
         return []
     pull = f"{split.pull_s * 1e3:.2f} ms" if split.pull_s is not None else "a fixed cost"
     faster = (

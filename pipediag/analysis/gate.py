@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipediag.analysis import noise
-from pipediag.analysis.compare import run_figures
+from pipediag.analysis.compare import run_figures, training_rate
 from pipediag.analysis.noise import DEFAULT_RULES, NoiseRules
 from pipediag.report.model import Report
 
@@ -86,9 +86,7 @@ def check_report(
 
 def _at_most(name: str, what: str, value: float | None, limit: float, lacking: str) -> CheckResult:
     if value is None:
-        return CheckResult(
-            name, False, f"FAIL {what}: the report has {lacking}; --{name} cannot be checked"
-        )
+        return _unchecked(name, what, lacking)
     passed = value <= limit
     sign = "<=" if passed else ">"
     status = "ok  " if passed else "FAIL"
@@ -98,15 +96,9 @@ def _at_most(name: str, what: str, value: float | None, limit: float, lacking: s
 
 def _min_rate(report: Report, limit: float) -> CheckResult:
     name = "min-steps-per-s"
-    rate = report.verdict.training_steps_per_s
+    rate = training_rate(report)
     if rate is None:
-        rate = report.train.steps_per_s
-    if rate is None:
-        return CheckResult(
-            name,
-            False,
-            f"FAIL training rate: the report has no measured steps; --{name} cannot be checked",
-        )
+        return _unchecked(name, "training rate", "no measured steps")
     passed = rate >= limit
     sign = ">=" if passed else "<"
     status = "ok  " if passed else "FAIL"
@@ -120,11 +112,7 @@ def _slowdown(baseline: Report, report: Report, limit: float, rules: NoiseRules)
     base, new = run_figures(baseline, rules).training, run_figures(report, rules).training
     if base is None or new is None:
         which = "baseline" if base is None else "report"
-        return CheckResult(
-            name,
-            False,
-            f"FAIL training rate: the {which} has no measured steps; --{name} cannot be checked",
-        )
+        return _unchecked(name, "training rate", "no measured steps", which)
     change = noise.interval(base, new, rules)
     slowdown = 1.0 - change.change
     rates = (
@@ -153,6 +141,13 @@ def _slowdown(baseline: Report, report: Report, limit: float, rules: NoiseRules)
         False,
         f"FAIL training {_pct(slowdown)} slower than the baseline ({rates}): over the "
         f"{_pct(limit)} allowed (--{name}), beyond the runs' noise",
+    )
+
+
+def _unchecked(name: str, what: str, lacking: str, which: str = "report") -> CheckResult:
+    """A threshold whose figure `which` report lacks: it fails."""
+    return CheckResult(
+        name, False, f"FAIL {what}: the {which} has {lacking}; --{name} cannot be checked"
     )
 
 

@@ -261,7 +261,9 @@ def analyze_gpu(
             notes=notes,
         )
     step_time = sum(s.duration_s for s in steps)
-    in_windows = sum(w.step_coverage * (w.end_s - w.start_s) for w in windows)
+    lengths = [w.end_s - w.start_s for w in windows]
+    pairs = list(zip(windows, lengths, strict=True))
+    in_windows = sum(w.step_coverage * length for w, length in pairs)
     coverage_fraction = clip01(in_windows / step_time) if step_time > 0 else None
     if coverage_fraction is not None and coverage_fraction < LOW_COVERAGE_NOTE:
         notes.append(
@@ -269,13 +271,8 @@ def analyze_gpu(
             "(readings missing or failing during the run)"
         )
     attribution = attribute_idle(windows, thresholds=th)
-    total = sum(w.end_s - w.start_s for w in windows)
-    busy = sum(w.gpu_busy_fraction * (w.end_s - w.start_s) for w in windows) / total
-    covered_total = sum(w.step_coverage * (w.end_s - w.start_s) for w in windows)
-    wait = (
-        sum(w.input_wait_fraction * w.step_coverage * (w.end_s - w.start_s) for w in windows)
-        / covered_total
-    )
+    busy = sum(w.gpu_busy_fraction * length for w, length in pairs) / sum(lengths)
+    wait = sum(w.input_wait_fraction * w.step_coverage * length for w, length in pairs) / in_windows
     r: float | None = None
     if len(windows) >= th.min_correlation_windows:
         r = pearson(
@@ -292,7 +289,6 @@ def analyze_gpu(
             f"{len(windows)} windows are too few for a correlation "
             f"(need {th.min_correlation_windows})"
         )
-    lengths = [w.end_s - w.start_s for w in windows]
     return GpuAnalysis(
         available=True,
         device_index=device,

@@ -12,6 +12,7 @@ from pipediag.report.model import (
     INPUT_BOUND,
     UNCERTAIN,
     HostContention,
+    HostSample,
     HostSection,
     TrainSection,
     Verdict,
@@ -33,9 +34,8 @@ def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float
     """
     if host is None or not host.available or not host.samples:
         return None
-    cores = host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
-    # A sample's reading covers the interval before its time.
-    inside = [s for s in host.samples if begin_s < s.t_s <= end_s + host.interval_s]
+    cores = _cores(host)
+    inside = _samples_within(host, begin_s, end_s)
     if cores <= 0 or not inside:
         return None
     others = sum(
@@ -60,7 +60,7 @@ def host_contention(
     """
     if not host.available:
         return HostContention(available=False, reason=host.reason or Reason(HOST_NOT_SAMPLED))
-    cores = host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
+    cores = _cores(host)
     if cores <= 0 or not host.samples:
         return HostContention(available=False, reason=Reason(NO_HOST_SAMPLES))
     steps = measured_steps(train) or timed_steps(train.steps)
@@ -69,8 +69,7 @@ def host_contention(
     if steps:
         begin = min(s.start_s for s in steps)
         end = max(s.start_s + s.duration_s for s in steps)
-        # A sample's reading covers the interval before its time.
-        inside = [s for s in samples if begin < s.t_s <= end + host.interval_s]
+        inside = _samples_within(host, begin, end)
         if inside:
             samples, scope = inside, OVER_MEASURED_STEPS
     others = [max(0.0, s.system_cpu_pct - s.process_cpu_pct / cores) for s in samples]
@@ -90,3 +89,14 @@ def host_contention(
         scope=scope,
         bears_on_verdict=bears,
     )
+
+
+def _cores(host: HostSection) -> int:
+    """The host's cores: as counted, else as many as a sample read per core."""
+    return host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
+
+
+def _samples_within(host: HostSection, begin_s: float, end_s: float) -> list[HostSample]:
+    """The host samples read over `begin_s` to `end_s`: a sample's reading covers the
+    interval before its time."""
+    return [s for s in host.samples if begin_s < s.t_s <= end_s + host.interval_s]

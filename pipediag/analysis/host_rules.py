@@ -92,7 +92,6 @@ def check_gpu_idle_cause(ctx: Context, rule_id: str) -> list[Suggestion]:
     ]
 
 
-# HTA's non-input idle categories, and the changes that shrink them.
 def check_pipeline_fine(ctx: Context, rule_id: str) -> list[Suggestion]:
     verdict = ctx.report.verdict
     parts = []

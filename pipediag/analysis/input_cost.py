@@ -32,6 +32,7 @@ from pipediag.report.model import (
     CostPart,
     CostSplit,
     EpochStart,
+    HostSample,
     HostSection,
     PhaseVerdict,
     PipelineBenchmark,
@@ -373,6 +374,12 @@ class StepsCpu:
         return max(0.0, self.training_cores - self.alone_cores)
 
 
+def samples_during(samples: Sequence[HostSample], steps: Sequence[StepRecord]) -> list[HostSample]:
+    """The host samples taken from the first step's start to the last step's end."""
+    begin, end = steps[0].start_s, steps[-1].start_s + steps[-1].duration_s
+    return [s for s in samples if begin <= s.t_s <= end]
+
+
 def steps_cpu(
     host: HostSection | None,
     steps: Sequence[StepRecord],
@@ -381,9 +388,7 @@ def steps_cpu(
     """Cores busy during the measured steps, and during the compute-alone run."""
     if host is None or not host.samples or not steps:
         return None
-    begin = steps[0].start_s
-    end = steps[-1].start_s + steps[-1].duration_s
-    during = [s for s in host.samples if begin <= s.t_s <= end]
+    during = samples_during(host.samples, steps)
     if not during:
         return None
     training = float(np.mean([s.process_cpu_pct for s in during])) / 100.0

@@ -155,7 +155,7 @@ def _by_code(changes: Sequence[StageChange]) -> dict[CodeEdit, StageChange]:
 
 
 def _cache_line(stats: StageStats, cache: StageChange) -> CodeLine:
-    return CodeLine("ds = ds.cache()", stats.created_at, cache.fix, cache.semantics)
+    return _line("ds = ds.cache()", stats, cache)
 
 
 def vectorized_map_line(function: str, unpacked: bool) -> str:

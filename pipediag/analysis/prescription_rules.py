@@ -9,23 +9,22 @@ what the trials found beyond them, so no rewrite measured to help is left unsaid
 
 from __future__ import annotations
 
-from pipediag.analysis.advice_context import (
-    Context,
-    gain_on_training,
-    interval_on_training,
-    on_training_gain,
-    training_gain,
-    training_interval,
-    training_text,
-)
-from pipediag.analysis.run_terms import most_input_gives
+from typing import NamedTuple
+
+from pipediag.analysis.advice_context import Context, training_text
+from pipediag.analysis.run_terms import gain_in_run_terms, most_input_gives, trial_in_run_terms
 from pipediag.report.fixes import fix_words
-from pipediag.report.model import Suggestion
+from pipediag.report.model import Gain, Suggestion
 from pipediag.report.names import fix_words_at, stage_name
-from pipediag.report.prescription import Prescription
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import FIX, GAIN_HELD, GAIN_INPUT_FREE, GainBasis
+from pipediag.report.vocabulary import (
+    FIX,
+    GAIN_HELD,
+    GAIN_INPUT_FREE,
+    GAIN_ON_TRAINING,
+    GainBasis,
+)
 
 PRESCRIPTION_RULE = "PD016-rewritten-pipeline"
 MEASURED_RULE = "PD017-measured-rewrite"
@@ -37,7 +36,17 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
     prescription = ctx.report.pipeline.prescription
     if prescription is None or len(prescription.kept) < 2:
         return []
-    gain = prescription_gain(ctx, prescription)
+    low, high = prescription.training_speedup_low, prescription.training_speedup_high
+    # In the run's terms as for a single fix: under fit, with what fit adds around each
+    # step on both sides (`run_terms.ratio_in_run_terms`).
+    gain, gain_interval = gain_in_run_terms(
+        ctx.report,
+        prescription.training_speedup,
+        low,
+        high,
+        prescription.baseline_steps_per_s,
+        prescription.variant_steps_per_s,
+    )
     if gain is None or gain < VERIFIED_MIN_GAIN:
         return []
     steps = "; ".join(
@@ -47,7 +56,6 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
         if c.training_speedup is not None
     )
     interval = ""
-    low, high = prescription.training_speedup_low, prescription.training_speedup_high
     if low is not None and high is not None:
         interval = f", 90% interval {low:.2f}x-{high:.2f}x"
     evidence = (
@@ -68,23 +76,10 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
             title=f"rewrite the pipeline ({len(prescription.kept)} changes, measured together)",
             evidence=evidence,
             code=code,
-            gain=on_training_gain(
-                gain, interval_on_training(ctx, low, high, prescription.baseline_steps_per_s)
-            ),
+            gain=Gain(GAIN_ON_TRAINING, gain, gain_interval),
             kind=FIX,
         )
     ]
-
-
-def prescription_gain(ctx: Context, prescription: Prescription) -> float | None:
-    """The prescription's gain in the run's own terms: under fit, with what fit adds around
-    each step on both sides, as for a single fix (`advice_context.training_gain`)."""
-    return gain_on_training(
-        ctx,
-        prescription.training_speedup,
-        prescription.baseline_steps_per_s,
-        prescription.variant_steps_per_s,
-    )
 
 
 def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
@@ -95,7 +90,7 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
     for trial in ctx.report.pipeline.trials:
         if (trial.fix, trial.stage_index) in said or trial.training_speedup is None:
             continue
-        gain = training_gain(ctx, trial)
+        gain, interval = trial_in_run_terms(ctx.report, trial)
         low = trial.facts.training_speedup_low
         if gain is None or gain < VERIFIED_MIN_GAIN or low is None or low <= 1.0:
             continue  # no gain, or one its interval does not make clear
@@ -112,7 +107,7 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
                 stage_index=trial.stage_index,
                 evidence=training_text(ctx, trial).strip(),
                 code=f"# {fix_words_at(trial.fix, trial.stage)}",
-                gain=on_training_gain(gain, training_interval(ctx, trial)),
+                gain=Gain(GAIN_ON_TRAINING, gain, interval),
                 kind=FIX,
                 fix=trial.fix,
             )
@@ -120,7 +115,19 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
     return extra
 
 
-def stage_bound(ctx: Context, stats: StageStats) -> tuple[float, str, GainBasis] | None:
+class Bound(NamedTuple):
+    """What `stage_bound` finds: the speedup, what says so, and where it was measured."""
+
+    speedup: float
+    what: str
+    basis: GainBasis
+
+    @property
+    def gain(self) -> Gain:
+        return Gain(self.basis, self.speedup)
+
+
+def stage_bound(ctx: Context, stats: StageStats) -> Bound | None:
     """The most a change at `stats` can gain training, what says so, and where it was
     measured: the speedup with it (or the nearest held stage after it) held in memory, as
     "holding X in memory" (`held`); where no stage's hold was usable, the verdict's speedup
@@ -131,9 +138,9 @@ def stage_bound(ctx: Context, stats: StageStats) -> tuple[float, str, GainBasis]
     if bound is not None and bound.training_speedup_if_free is not None:
         held = bound.training_speedup_if_free
         if most is not None and held > most:  # the host's noise: no hold gives back more
-            return most, "input free", GAIN_INPUT_FREE
-        return held, f"holding {stage_name(bound)} in memory", GAIN_HELD
+            return Bound(most, "input free", GAIN_INPUT_FREE)
+        return Bound(held, f"holding {stage_name(bound)} in memory", GAIN_HELD)
     cost = ctx.report.verdict.input_cost_fraction
     if cost is None or not 0.0 < cost < 1.0:
         return None
-    return 1.0 / (1.0 - cost), "input free", GAIN_INPUT_FREE
+    return Bound(1.0 / (1.0 - cost), "input free", GAIN_INPUT_FREE)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pipediag.report.model import FixTrial, Report
 from pipediag.report.prescription import PrescribedChange, Prescription
@@ -128,46 +129,41 @@ def _spread_starts(report: Report, starts: Starts) -> tuple[float, float] | None
     return starts.baseline_s / steps, starts.variant_s / steps
 
 
-def interval_in_run_terms(
+def gain_in_run_terms(
     report: Report,
+    raw: float | None,
     low: float | None,
     high: float | None,
     base: float | None,
+    fixed: float | None,
     *,
     on_top: bool = False,
     starts: Starts = NO_STARTS,
-) -> list[float] | None:
-    """A trial's 90% interval of ratios, each end read as `ratio_in_run_terms` reads the
-    ratio."""
+) -> tuple[float | None, list[float] | None]:
+    """A trial's ratio (`raw`, from its rates `base` and `fixed`, steps/s) and its 90%
+    interval (`low`-`high`; None where either end is), each end read as `ratio_in_run_terms`
+    reads the ratio."""
+    gain = ratio_in_run_terms(report, raw, base, fixed, on_top=on_top, starts=starts)
     if low is None or high is None:
-        return None
+        return gain, None
     ends = [
         ratio_in_run_terms(
             report, end, base, base * end if base else None, on_top=on_top, starts=starts
         )
         for end in (low, high)
     ]
-    return [e for e in ends if e is not None] if None not in ends else None
+    return gain, [e for e in ends if e is not None] if None not in ends else None
 
 
-def trial_in_run_terms(report: Report, trial: FixTrial) -> float | None:
-    """A fix trial's gain on training as the run would see it."""
-    return ratio_in_run_terms(
+def trial_in_run_terms(report: Report, trial: FixTrial) -> tuple[float | None, list[float] | None]:
+    """A fix trial's gain on training as the run would see it, with its interval."""
+    return gain_in_run_terms(
         report,
         trial.training_speedup,
-        trial.training_baseline_steps_per_s,
-        trial.training_variant_steps_per_s,
-        on_top=bool(trial.facts.training_after),
-        starts=Starts(trial.training_baseline_start_s, trial.training_variant_start_s),
-    )
-
-
-def trial_interval_in_run_terms(report: Report, trial: FixTrial) -> list[float] | None:
-    return interval_in_run_terms(
-        report,
         trial.facts.training_speedup_low,
         trial.facts.training_speedup_high,
         trial.training_baseline_steps_per_s,
+        trial.training_variant_steps_per_s,
         on_top=bool(trial.facts.training_after),
         starts=Starts(trial.training_baseline_start_s, trial.training_variant_start_s),
     )
@@ -179,61 +175,30 @@ def with_prescription_in_run_terms(report: Report) -> Report:
     prescription = report.pipeline.prescription
     if prescription is None:
         return report
-    tried = [_change_in_run_terms(report, change) for change in prescription.tried]
-    together, together_interval = _together_in_run_terms(report, prescription)
-    low, high = together_interval or (None, None)
-    updated = dataclasses.replace(
-        prescription,
-        tried=tried,
-        on_training=together,
-        on_training_low=low,
-        on_training_high=high,
-    )
+    tried = [_filled(report, change, on_top=bool(change.after)) for change in prescription.tried]
+    updated = _filled(report, dataclasses.replace(prescription, tried=tried), on_top=False)
     return dataclasses.replace(
         report, pipeline=dataclasses.replace(report.pipeline, prescription=updated)
     )
 
 
-def _change_in_run_terms(report: Report, change: PrescribedChange) -> PrescribedChange:
-    on_top = bool(change.after)
-    base = change.baseline_steps_per_s
-    starts = Starts(change.baseline_start_s, change.variant_start_s)
-    gain = ratio_in_run_terms(
+_Tried = TypeVar("_Tried", PrescribedChange, Prescription)
+
+
+def _filled(report: Report, tried: _Tried, *, on_top: bool) -> _Tried:
+    """A rewrite, or the kept ones together, with its gain in the run's terms filled in."""
+    gain, interval = gain_in_run_terms(
         report,
-        change.training_speedup,
-        base,
-        change.variant_steps_per_s,
+        tried.training_speedup,
+        tried.training_speedup_low,
+        tried.training_speedup_high,
+        tried.baseline_steps_per_s,
+        tried.variant_steps_per_s,
         on_top=on_top,
-        starts=starts,
-    )
-    interval = interval_in_run_terms(
-        report,
-        change.training_speedup_low,
-        change.training_speedup_high,
-        base,
-        on_top=on_top,
-        starts=starts,
+        starts=Starts(tried.baseline_start_s, tried.variant_start_s),
     )
     low, high = interval or (None, None)
-    return dataclasses.replace(change, on_training=gain, on_training_low=low, on_training_high=high)
-
-
-def _together_in_run_terms(
-    report: Report, prescription: Prescription
-) -> tuple[float | None, list[float] | None]:
-    base = prescription.baseline_steps_per_s
-    starts = Starts(prescription.baseline_start_s, prescription.variant_start_s)
-    gain = ratio_in_run_terms(
-        report, prescription.training_speedup, base, prescription.variant_steps_per_s, starts=starts
-    )
-    interval = interval_in_run_terms(
-        report,
-        prescription.training_speedup_low,
-        prescription.training_speedup_high,
-        base,
-        starts=starts,
-    )
-    return gain, interval
+    return dataclasses.replace(tried, on_training=gain, on_training_low=low, on_training_high=high)
 
 
 def _added_on_top_s(report: Report) -> float | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeGuard
 
 from pipediag.analysis.advice_context import (
     CACHE_MIN_SHARE,
@@ -23,7 +24,7 @@ from pipediag.analysis.advice_context import (
     fn_name,
     parallel_estimate,
     stage_cost_text,
-    verified_gain,
+    verified_to_gain,
     worth_fixing,
 )
 from pipediag.analysis.pipeline_code import rewritten_chain, vectorized_map_lambda
@@ -41,7 +42,6 @@ from pipediag.report.fixes import (
 )
 from pipediag.report.model import (
     FixTrial,
-    Gain,
     StageStats,
     Suggestion,
 )
@@ -71,17 +71,16 @@ from pipediag.report.vocabulary import (
 )
 
 
+def _stages_to_fix(ctx: Context, applies: Callable[[StageStats], bool]) -> list[StageStats]:
+    """The stages a rule `applies` to that cost enough to fix (`worth_fixing`)."""
+    return [stats for stats in ctx.stages if applies(stats) and worth_fixing(ctx, stats)]
+
+
 def _sequential_stages(
     ctx: Context, runs_sequentially: Callable[[StageStats, int], bool]
 ) -> list[StageStats]:
     """The stages the user can edit that run one element at a time and cost enough to fix."""
-    return [
-        stats
-        for stats in ctx.stages
-        if not stats.tf_internal
-        and runs_sequentially(stats, ctx.cores)
-        and worth_fixing(ctx, stats)
-    ]
+    return _stages_to_fix(ctx, lambda s: not s.tf_internal and runs_sequentially(s, ctx.cores))
 
 
 def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
@@ -166,8 +165,7 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
     trial = ctx.trial(FIX_PREFETCH, last.index)
     injected = ctx.options.inject_prefetch and ctx.options.autotune
     if last.kind == KIND_PREFETCH:
-        verified = verified_gain(trial)
-        if verified is None or verified < VERIFIED_MIN_GAIN:
+        if not verified_to_gain(trial):
             return []
         return [
             fix_suggestion(
@@ -221,18 +219,14 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
-    for stats in ctx.stages:
-        if not vectorizable(stats, ctx.stages) or not worth_fixing(ctx, stats):
-            continue
+    for stats in _stages_to_fix(ctx, lambda s: vectorizable(s, ctx.stages)):
         batch = downstream_batch_size(ctx.stages, stats.index)
         own = stats.own_s_per_batch
         trial = ctx.trial(FIX_VECTORIZE, stats.index)
         # A costly function gains little from running once per batch, unless the rewrite
         # was measured to gain: the measurement, not the stage timing's guess, decides (on
         # a loaded host a cheap map timed 229 us an element, over the 200 us guess).
-        measured = (
-            trial is not None and trial.verified and (trial.speedup or 0.0) >= VERIFIED_MIN_GAIN
-        )
+        measured = verified_to_gain(trial)
         if own is None or not batch or (own / batch > VECTORIZE_MAX_ELEMENT_S and not measured):
             continue
         if trial is not None and trial.unsafe:
@@ -320,7 +314,7 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     if point is None:
         return []
     trial = ctx.trial(FIX_CACHE, point)
-    if trial is None or not trial.fits_in_memory:
+    if not _cacheable(trial):
         return []
     stats = ctx.stages[point]
     prefix_s = prefix_cost_s(ctx.stages, point)
@@ -338,9 +332,7 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
         f"~{size}, with {free} of memory available. From the second epoch "
         "a cache serves it from memory."
     )
-    if trial.facts.python_repeatable is False:
-        return []
-    evidence += _python_repeat_text(ctx, trial, upstream_of(ctx.stages, point))
+    evidence += _python_repeat_text(ctx, trial, point)
     where = f"right after {stage_name(stats)}, before shuffle/augment"
     if trial.facts.cached_in_batches:
         evidence += (
@@ -368,9 +360,20 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     ]
 
 
-def _python_repeat_text(ctx: Context, trial: FixTrial, kept: set[int]) -> str:
-    """What is known of the Python stages a cache would keep: checked to repeat, or assumed."""
-    if not any(ctx.stages[i].uses_py_function for i in kept):
+def _cacheable(trial: FixTrial | None) -> TypeGuard[FixTrial]:
+    """A cache's trial whose facts say it fits in memory, and whose Python upstream, where
+    it was checked, gave the same values read twice."""
+    return (
+        trial is not None
+        and bool(trial.fits_in_memory)
+        and trial.facts.python_repeatable is not False
+    )
+
+
+def _python_repeat_text(ctx: Context, trial: FixTrial, cached: int) -> str:
+    """What is known of the Python stages a cache after stage `cached` would keep: checked to
+    repeat, or assumed."""
+    if not any(ctx.stages[i].uses_py_function for i in upstream_of(ctx.stages, cached)):
         return ""
     if trial.facts.python_repeatable:
         return (
@@ -392,8 +395,7 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             or trial.stage_index is None
             or not 0 <= trial.stage_index < len(ctx.stages)
             or trial.training_speedup is not None
-            or not trial.fits_in_memory
-            or trial.facts.python_repeatable is False
+            or not _cacheable(trial)
         ):
             continue
         stats = ctx.stages[trial.stage_index]
@@ -405,7 +407,7 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             share is None
             or share < CACHE_MIN_SHARE
             or bound is None
-            or bound[0] < VERIFIED_MIN_GAIN
+            or bound.speedup < VERIFIED_MIN_GAIN
         ):
             continue
         shuffle = ctx.stages[stats.inputs[0]]
@@ -420,10 +422,10 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             f"epoch, and one epoch of it is {trial.facts.elements} elements, ~{size}, with "
             f"{bytes_text(trial.facts.available_bytes)} of memory available: moved above "
             f"{stage_name(shuffle)} and cached, it runs once; the shuffle still reorders "
-            f"every epoch.{fill} With {bound[1]}, your training ran {bound[0]:.2f}x faster "
+            f"every epoch.{fill} With {bound.what}, your training ran {bound.speedup:.2f}x faster "
             "(measured): what the cache gives from the second epoch."
         )
-        evidence += _python_repeat_text(ctx, trial, upstream_of(ctx.stages, stats.index))
+        evidence += _python_repeat_text(ctx, trial, stats.index)
         suggestion = fix_suggestion(
             ctx,
             rule_id,
@@ -445,8 +447,8 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
         found.append(
             replace(
                 suggestion,
-                gain=Gain(bound[2], bound[0]),
-                estimate=bound[0],
+                gain=bound.gain,
+                estimate=bound.speedup,
                 fix=FIX_HOIST_CACHE,
             )
         )
@@ -498,15 +500,14 @@ def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
-    for stats in ctx.stages:
-        if not stats.uses_py_function or stats.kind not in (*MAP_KINDS, KIND_SOURCE):
-            continue
-        if not worth_fixing(ctx, stats):
-            continue
+    python = _stages_to_fix(
+        ctx, lambda s: s.uses_py_function and s.kind in (*MAP_KINDS, KIND_SOURCE)
+    )
+    for stats in python:
         source = "from_generator" if stats.kind == KIND_SOURCE else "tf.py_function/numpy_function"
         bound = stage_bound(ctx, stats)
         bounded = (
-            f" With {bound[1]}, your training would run {bound[0]:.2f}x faster (measured): "
+            f" With {bound.what}, your training would run {bound.speedup:.2f}x faster (measured): "
             "the most this change can gain."
             if bound is not None
             else ""
@@ -532,9 +533,7 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
             trial=None,
             adds_threads=False,
         )
-        found.append(
-            replace(suggestion, gain=Gain(bound[2], bound[0])) if bound is not None else suggestion
-        )
+        found.append(replace(suggestion, gain=bound.gain) if bound is not None else suggestion)
     return found
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipediag.analysis import noise
-from pipediag.analysis.compare import VERDICT_RANK
+from pipediag.analysis.compare import verdict_worse
 from pipediag.analysis.noise import DEFAULT_RULES, Estimate, Interval, NoiseRules
 from pipediag.report.history import HistoryEntry
 
@@ -67,11 +67,7 @@ def _row(
     if not before:
         return TrendRow(number, entry)
     previous = before[-1][1].verdict
-    worse = (
-        entry.verdict in VERDICT_RANK
-        and previous in VERDICT_RANK
-        and VERDICT_RANK[entry.verdict] > VERDICT_RANK[previous]
-    )
+    worse = verdict_worse(previous, entry.verdict)
     rated = [(n, e) for n, e in before if e.rates.training]
     rate = _rate(entry)
     if not rated or rate is None:

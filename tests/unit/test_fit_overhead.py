@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 from synthetic_reports import FakeClock, synthetic_report
 
-from pipediag.analysis.advice_context import build_context, training_gain
+from pipediag.analysis.advice_context import build_context
+from pipediag.analysis.run_terms import trial_in_run_terms
 from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.report.model import FixTrial
 
@@ -61,10 +62,14 @@ def test_the_fit_correction_adds_what_fit_was_measured_to_add_to_both_sides() ->
     # THEN with the measure both sides of the trial get fit's 0.5 ms: the gain keeps most of
     # the trial's, and the gap between A and the trial's baseline (read at other times) is
     # no part of it
-    assert training_gain(measured, trial) == pytest.approx((1 / 50 + 0.0005) / (1 / 550 + 0.0005))
+    assert trial_in_run_terms(measured.report, trial)[0] == pytest.approx(
+        (1 / 50 + 0.0005) / (1 / 550 + 0.0005)
+    )
     # without it, a report from before the measure reads the gap as fit's time
     gap = 1 / rate - 1 / 50
-    assert training_gain(unmeasured, trial) == pytest.approx((1 / 50 + gap) / (1 / 550 + gap))
+    assert trial_in_run_terms(unmeasured.report, trial)[0] == pytest.approx(
+        (1 / 50 + gap) / (1 / 550 + gap)
+    )
 
 
 def test_a_trial_that_did_not_gain_does_not_gain_through_a_drift_between_reads() -> None:
@@ -80,7 +85,7 @@ def test_a_trial_that_did_not_gain_does_not_gain_through_a_drift_between_reads()
         training_variant_steps_per_s=246.5,
         training_speedup=0.986,
     )
-    gain = training_gain(build_context(dataclasses.replace(report, train=train)), trial)
+    gain, _ = trial_in_run_terms(dataclasses.replace(report, train=train), trial)
     # THEN it is still under 1 (it read 1.65x when the numerator was fit's own rate)
     assert gain is not None and gain < 1.0
 
