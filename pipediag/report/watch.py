@@ -19,7 +19,8 @@ class WatchWindow:
     The label is by input wait share, in XProf's bands (20%, 5%): input cost needs the train
     step run alone, which watch mode does not do (docs/design.md, "Watching a long run").
     `step_time_s` sums the steps' own times; `input_wait_s` sums the waits that are known
-    (None when none is), and `input_wait_fraction` is their share of those steps' time.
+    (None when none is), `waited_time_s` those steps' time (None in reports before it was
+    kept), and `input_wait_fraction` is the one's share of the other.
     `windows` counts the windows this one stands for: past a bound, older ones are merged.
     """
 
@@ -36,6 +37,7 @@ class WatchWindow:
     label: VerdictLabel = UNKNOWN
     epoch: int = 0
     windows: int = 1
+    waited_time_s: float | None = None
 
 
 @dataclass(frozen=True)

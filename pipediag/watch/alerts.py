@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ from typing import Any
 
 from pipediag.report.model import WatchAlert, WatchWindow
 from pipediag.samplers.base import describe_error
+from pipediag.watch.windows import merge_windows
 
 # At the end of the run, how long to wait for alert commands still running before leaving
 # them to finish on their own (they are never killed: a pager call may be slow).
@@ -55,12 +57,12 @@ class AlertRule:
 
     def _alert(self, streak: Sequence[WatchWindow]) -> WatchAlert:
         first, last = streak[0], streak[-1]
-        step_time = sum(w.step_time_s for w in streak)
-        waited_time = sum(w.step_time_s for w in streak if w.input_wait_s is not None)
-        wait = sum(w.input_wait_s or 0.0 for w in streak)
-        share = wait / waited_time if waited_time > 0 else last.input_wait_fraction or 0.0
-        steps = sum(w.steps for w in streak)
-        rate = steps / step_time if step_time > 0 else None
+        # The streak as one window: its share over the steps whose wait is known, as each
+        # window's own share is, so an alert never reads under the threshold it crossed.
+        whole = functools.reduce(merge_windows, streak)
+        share = whole.input_wait_fraction
+        share = share if share is not None else last.input_wait_fraction or 0.0
+        rate = whole.steps_per_s
         where = f"steps {first.first_step}-{last.last_step}"
         message = (
             f"input wait {share:.0%} of step time for {len(streak)} windows in a row "

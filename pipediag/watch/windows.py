@@ -65,6 +65,7 @@ def _window(index: int, sums: _Open, origin: float, thresholds: Thresholds) -> W
         label=label_by_wait_share(share, thresholds),
         epoch=sums.epoch,
         windows=sums.windows,
+        waited_time_s=sums.waited_time_s if sums.waits_known else None,
     )
 
 
@@ -82,11 +83,16 @@ def merge_windows(
         steps=earlier.steps + later.steps,
         step_time_s=earlier.step_time_s + later.step_time_s,
         wait_s=sum(w.input_wait_s or 0.0 for w in known),
-        waited_time_s=sum(w.step_time_s for w in known),
+        waited_time_s=sum(_waited_time_s(w) for w in known),
         waits_known=len(known),
         windows=earlier.windows + later.windows,
     )
     return _window(earlier.index, sums, 0.0, thresholds)
+
+
+def _waited_time_s(window: WatchWindow) -> float:
+    """The time of the window's steps whose wait is known (older reports: all of its steps)."""
+    return window.step_time_s if window.waited_time_s is None else window.waited_time_s
 
 
 class WindowAccumulator:

@@ -141,6 +141,24 @@ def test_an_alert_fires_on_the_kth_window_in_a_row_once_per_streak() -> None:
     assert "3 windows in a row" in first.message and "steps 30-59" in first.message
 
 
+def test_an_alert_reads_the_share_of_the_steps_whose_wait_is_known_as_its_windows_do() -> None:
+    # GIVEN windows where only half the steps' waits are known, each 40% over those steps
+    acc = WindowAccumulator(4, origin=ORIGIN, warmup_steps=0)
+    windows = _feed(acc, _steps([0.004, None, 0.004, None] * 2))
+    assert [w.input_wait_fraction for w in windows] == pytest.approx([0.4, 0.4])
+    assert windows[0].waited_time_s == pytest.approx(0.02)
+    # WHEN a rule at 30% sees one window, and another sees both in a row
+    (one,) = [AlertRule(0.30, 1).observe(windows[0])]
+    two = AlertRule(0.30, 2)
+    fired = [two.observe(w) for w in windows]
+    # THEN each alert says 40%, the windows' share, not the wait over all the steps' time (20%)
+    assert one is not None and one.input_wait_fraction == pytest.approx(0.4)
+    assert fired[1] is not None and fired[1].input_wait_fraction == pytest.approx(0.4)
+    assert "input wait 40%" in one.message and fired[1].steps_per_s == pytest.approx(100.0)
+    # AND merged windows keep that share too
+    assert merge_windows(*windows).input_wait_fraction == pytest.approx(0.4)
+
+
 def test_a_window_without_a_known_wait_ends_a_streak() -> None:
     rule = AlertRule(0.5, 2)
     shares = [0.9, None, 0.9, 0.9]
