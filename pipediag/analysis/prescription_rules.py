@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from pipediag.analysis.advice_context import Context, training_text
-from pipediag.analysis.run_terms import gain_in_run_terms, most_input_gives, trial_in_run_terms
+from pipediag.analysis.run_terms import most_input_gives, rewrite_in_run_terms, trial_in_run_terms
 from pipediag.report.fixes import fix_words
 from pipediag.report.model import Gain, Suggestion
 from pipediag.report.names import fix_words_at, stage_name
@@ -37,16 +37,9 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
     if prescription is None or len(prescription.kept) < 2:
         return []
     low, high = prescription.training_speedup_low, prescription.training_speedup_high
-    # In the run's terms as for a single fix: under fit, with what fit adds around each
-    # step on both sides (`run_terms.ratio_in_run_terms`).
-    gain, gain_interval = gain_in_run_terms(
-        ctx.report,
-        prescription.training_speedup,
-        low,
-        high,
-        prescription.baseline_steps_per_s,
-        prescription.variant_steps_per_s,
-    )
+    # The figure the report's prescription shows: in the run's terms, as for a single fix
+    # (under fit, what fit adds around each step on both sides, and each side's epoch start).
+    gain, gain_interval = rewrite_in_run_terms(ctx.report, prescription)
     if gain is None or gain < VERIFIED_MIN_GAIN:
         return []
     steps = "; ".join(

@@ -185,9 +185,12 @@ def with_prescription_in_run_terms(report: Report) -> Report:
 _Tried = TypeVar("_Tried", PrescribedChange, Prescription)
 
 
-def _filled(report: Report, tried: _Tried, *, on_top: bool) -> _Tried:
-    """A rewrite, or the kept ones together, with its gain in the run's terms filled in."""
-    gain, interval = gain_in_run_terms(
+def rewrite_in_run_terms(
+    report: Report, tried: PrescribedChange | Prescription, *, on_top: bool = False
+) -> tuple[float | None, list[float] | None]:
+    """A rewrite's gain on training, or the kept ones' together, as the run would see it
+    (each side's epoch start included), with its interval."""
+    return gain_in_run_terms(
         report,
         tried.training_speedup,
         tried.training_speedup_low,
@@ -197,6 +200,11 @@ def _filled(report: Report, tried: _Tried, *, on_top: bool) -> _Tried:
         on_top=on_top,
         starts=Starts(tried.baseline_start_s, tried.variant_start_s),
     )
+
+
+def _filled(report: Report, tried: _Tried, *, on_top: bool) -> _Tried:
+    """A rewrite, or the kept ones together, with its gain in the run's terms filled in."""
+    gain, interval = rewrite_in_run_terms(report, tried, on_top=on_top)
     low, high = interval or (None, None)
     return dataclasses.replace(tried, on_training=gain, on_training_low=low, on_training_high=high)
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from synthetic_reports import synthetic_report
 
 from pipediag.analysis.advisor import advise
+from pipediag.analysis.run_terms import with_prescription_in_run_terms
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
 from pipediag.renderers.text import render_text
@@ -109,6 +111,24 @@ def test_two_kept_rewrites_make_one_fix_ranked_by_their_gain_together() -> None:
         "2.50x (2.30-2.70x) over yours"
     )
     assert "Rewrites" in render_text(report)
+
+
+def test_the_rewritten_pipeline_s_gain_is_the_figure_its_line_shows_epoch_starts_included() -> None:
+    # GIVEN the kept rewrites together at 2.5x on the steps, the user's pipeline taking
+    # 0.5 s more than the rewritten one to start each pass of 100 steps
+    together = dataclasses.replace(_two_kept(), baseline_start_s=0.5, variant_start_s=0.0)
+    report = _report(_stages({2: 3.0}), prescription=together)
+    report = dataclasses.replace(
+        report, pipeline=dataclasses.replace(report.pipeline, pass_batches=100)
+    )
+    report = with_prescription_in_run_terms(report)
+    shown = report.pipeline.prescription
+    assert shown is not None and shown.on_training is not None
+    # THEN the advice's gain is the prescription's figure in the run's terms, the starts
+    # included, not the steps' 2.5x
+    (top,) = [s for s in advise(report) if s.id.startswith("PD016")]
+    assert top.gain.speedup == pytest.approx(shown.on_training)
+    assert top.gain.speedup is not None and top.gain.speedup > 2.6
 
 
 def test_a_vectorise_through_vectorized_map_says_so_in_the_rewrites() -> None:
