@@ -379,15 +379,12 @@ def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | Non
     """Where contention dominates input cost: the pipeline threads that would leave the
     train step the cores it uses alone (tried on training only)."""
     from pipediag.analysis.cost_rules import capped_threads
+    from pipediag.analysis.input_cost import step_cores_of
 
     split = verdict.cost_split if verdict is not None else None
     if split is None or split.dominant != COST_CONTENTION:
         return None
-    cores = os.cpu_count() or 1
-    step_cores = None
-    if alone is not None and alone.cpu_s_per_step and alone.step_time:
-        step_cores = alone.cpu_s_per_step / max(1e-9, alone.step_time.median_s)
-    return capped_threads(cores, step_cores)
+    return capped_threads(os.cpu_count() or 1, step_cores_of(alone))
 
 
 def _stage_costs_on_fit(

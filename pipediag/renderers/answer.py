@@ -12,13 +12,14 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 
+from pipediag.analysis.compare import training_rate
 from pipediag.renderers import REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
 from pipediag.renderers.hardware_words import process_cpu_text
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
 from pipediag.renderers.numbers import gain, rate_text
 from pipediag.renderers.prescription_words import measured_change_text
-from pipediag.renderers.rate_words import ESTIMATED_WORD, rates, training_rate
+from pipediag.renderers.rate_words import ESTIMATED_WORD, rates
 from pipediag.renderers.run_words import run_status
 from pipediag.renderers.suggestion_words import (
     FIX,
@@ -175,9 +176,7 @@ def the_change(report: Report) -> Change:
     if not fixes:
         return Change(NO_CHANGE)
     fix = fixes[0]
-    free = speedup_if_input_free(
-        report.verdict, training_rate(report.verdict, report.train.steps_per_s)
-    )
+    free = speedup_if_input_free(report.verdict, training_rate(report))
     cached = from_epoch_two(report, fix)
     if cached is not None:
         words = f"{fix.title}: {gain(cached)} on your training from epoch 2 ({MEASURED_HELD})"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipediag.analysis.compare import training_rate
 from pipediag.renderers.numbers import ms, percent, percent_range, shown_interval, speedup
-from pipediag.renderers.rate_words import training_rate
 from pipediag.report.model import (
     COST_CONTENTION,
     COST_FETCH,
@@ -98,7 +98,7 @@ def free_input_text(report: Report) -> str:
     verdict = report.verdict
     if cost_not_measurable(verdict):
         return ""
-    free = speedup_if_input_free(verdict, training_rate(verdict, report.train.steps_per_s))
+    free = speedup_if_input_free(verdict, training_rate(report))
     return f"{speedup(free)} faster if input were free" if free else ""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipediag.analysis.compare import training_rate
 from pipediag.renderers.numbers import rate_text
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import ESTIMATED, MEASURED, Report, Verdict
@@ -56,14 +57,8 @@ def rates(report: Report) -> list[Rate]:
             estimated=compute is not None and compute_alone_estimated(verdict),
             origin="" if compute is None else compute_alone_origin(report),
         ),
-        Rate("A", "training", "steps/s", training_rate(verdict, report.train.steps_per_s)),
+        Rate("A", "training", "steps/s", training_rate(report)),
     ]
-
-
-def training_rate(verdict: Verdict, fallback: float | None) -> float | None:
-    """A, the training rate the verdict used; `fallback` (the train section's) where there
-    is no verdict, or in a report older than the verdict's rates."""
-    return verdict.training_steps_per_s if verdict.training_steps_per_s is not None else fallback
 
 
 def compute_alone_estimated(verdict: Verdict) -> bool:

@@ -3,9 +3,9 @@ each one's measured gain, and the best fix as a key figure."""
 
 from __future__ import annotations
 
+from pipediag.analysis.compare import training_rate
 from pipediag.renderers.cost_words import speedup_if_input_free
 from pipediag.renderers.numbers import DASH, gain, gain_within
-from pipediag.renderers.rate_words import training_rate
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.vocabulary import (
@@ -117,7 +117,7 @@ def from_epoch_two(report: Report, fix: Suggestion) -> float | None:
     if fix.fix is None or not fix_facts(fix.fix).from_epoch_two or not held:
         return None
     verdict = report.verdict
-    free = speedup_if_input_free(verdict, training_rate(verdict, report.train.steps_per_s))
+    free = speedup_if_input_free(verdict, training_rate(report))
     return min(held, free) if free is not None else held
 
 
