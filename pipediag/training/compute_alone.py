@@ -164,13 +164,22 @@ def fit_step_alone(model: Any, batch: Any) -> StepAlone | Reason:
         from pipediag.training.jax_fit import jax_step_alone
 
         return jax_step_alone(model, batch)
+    train_function = compiled_train_function(model)
+    if isinstance(train_function, Reason):
+        return train_function
+    return FitStepAlone(model, batch)
+
+
+def compiled_train_function(model: Any) -> Any:
+    """fit's compiled train function, or the Reason it cannot be run apart from fit: none
+    compiled yet, or one with a stateful random op (`STATEFUL_RANDOM_OPS`)."""
     train_function = getattr(model, "train_function", None)
     if train_function is None:
         return Reason(NO_COMPILED_TRAIN_FUNCTION)
     blocker = stateful_random_op(train_function)
     if blocker is not None:
         return Reason(STATEFUL_RANDOM_OP, detail=blocker)
-    return FitStepAlone(model, batch)
+    return train_function
 
 
 def measure_step_alone(

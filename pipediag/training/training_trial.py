@@ -33,14 +33,12 @@ from pipediag.report.reasons import (
     FIX_TRIAL_BUDGET_SPENT,
     FIXED_PIPELINE_FAILED,
     LOOP_STOPPED_FIRST,
-    NO_COMPILED_TRAIN_FUNCTION,
-    STATEFUL_RANDOM_OP,
     TOO_FEW_STEPS,
     Reason,
     error_line,
 )
 from pipediag.training.compute_alone import (
-    stateful_random_op,
+    compiled_train_function,
     step_variables,
     sync_logs,
     variables_put_back,
@@ -177,12 +175,9 @@ def _fit_steps(model: Any, clock: Clock, put_back: contextlib.ExitStack) -> _Fit
         if blocked_by is not None:
             return blocked_by
         return _FitSteps(JaxFitSteps(model).call, per_call, clock)
-    train_function = getattr(model, "train_function", None)
-    if train_function is None:
-        return Reason(NO_COMPILED_TRAIN_FUNCTION)
-    blocker = stateful_random_op(train_function)
-    if blocker is not None:
-        return Reason(STATEFUL_RANDOM_OP, detail=blocker)
+    train_function = compiled_train_function(model)
+    if isinstance(train_function, Reason):
+        return train_function
     distribute = _distributor(model)
     put_back.enter_context(variables_put_back(step_variables(model)))
     return _FitSteps(train_function, per_call, clock, distribute)
