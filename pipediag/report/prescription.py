@@ -45,29 +45,20 @@ class StageChange:
     cached_in_batches: bool = False
 
 
-@dataclass(frozen=True)
-class PrescribedChange:
-    """One rewrite tried on training on top of the ones kept before it.
+@dataclass(frozen=True, kw_only=True)
+class GainOnTraining:
+    """A rewrite's gain tried on training, or the kept ones' together.
 
-    `training_speedup` is its training rate over theirs (the paired engine's figure from
-    interleaved rounds, `variant_steps_per_s` over `baseline_steps_per_s`) with the 90%
-    interval; `kept` says whether the interval said it helps; `reason` why it was not kept,
-    or not tried.
-    `on_training` is that ratio in the run's own terms (under `fit`, with what fit adds
-    around each step on both sides: `analysis/run_terms.py`), filled in by the analysis;
-    it is the figure the report shows.
+    `training_speedup` is the variant's training rate over the baseline's (the paired
+    engine's figure from interleaved rounds, `variant_steps_per_s` over
+    `baseline_steps_per_s`) with its 90% interval. `on_training` is that ratio in the run's
+    own terms (under `fit`, with what fit adds around each step on both sides:
+    `analysis/run_terms.py`), filled in by the analysis; it is the figure the report shows.
     """
 
-    fix: FixName
-    stage_index: int | None = None
-    stage: str = ""
     training_speedup: float | None = None
     training_speedup_low: float | None = None
     training_speedup_high: float | None = None
-    kept: bool = False
-    reason: Reason | None = None
-    # The changes it was tried on top of (the ones kept before it), in order.
-    after: list[FixName] = field(default_factory=list)
     baseline_steps_per_s: float | None = None
     variant_steps_per_s: float | None = None
     on_training: float | None = None
@@ -79,8 +70,6 @@ class PrescribedChange:
     # The variant fed training faster than the train step alone ran: its rate (and the
     # gain) is taken at the step alone's ceiling, the most a pipeline can give.
     at_step_alone: bool = False
-    # Not tried: a cache kept before it serves its stage from memory after the first epoch.
-    covered_by_cache: bool = False
 
     @property
     def shown(self) -> tuple[float | None, float | None, float | None]:
@@ -92,36 +81,32 @@ class PrescribedChange:
 
 
 @dataclass(frozen=True)
-class Prescription:
-    """The rewrites tried greedily on training and what they came to together.
+class PrescribedChange(GainOnTraining):
+    """One rewrite tried on training on top of the ones kept before it (its gain over
+    theirs); `kept` says whether the interval said it helps, `reason` why it was not kept,
+    or not tried."""
 
-    `training_speedup` is the kept rewrites together over the user's pipeline, on training
-    (measured in one trial where two or more were kept, else the one kept's); None with
-    nothing kept, and `reason` then says why. `on_training` (with its interval) is that
-    gain in the run's own terms, as for each change.
-    """
+    fix: FixName
+    stage_index: int | None = None
+    stage: str = ""
+    kept: bool = False
+    reason: Reason | None = None
+    # The changes it was tried on top of (the ones kept before it), in order.
+    after: list[FixName] = field(default_factory=list)
+    # Not tried: a cache kept before it serves its stage from memory after the first epoch.
+    covered_by_cache: bool = False
+
+
+@dataclass(frozen=True)
+class Prescription(GainOnTraining):
+    """The rewrites tried greedily on training and what they came to together: the gain is
+    the kept rewrites' together over the user's pipeline (measured in one trial where two
+    or more were kept, else the one kept's); None with nothing kept, and `reason` then says
+    why."""
 
     tried: list[PrescribedChange] = field(default_factory=list)
-    training_speedup: float | None = None
-    training_speedup_low: float | None = None
-    training_speedup_high: float | None = None
-    baseline_steps_per_s: float | None = None
-    variant_steps_per_s: float | None = None
     code: list[CodeLine] = field(default_factory=list)
     reason: Reason | None = None
-    on_training: float | None = None
-    on_training_low: float | None = None
-    on_training_high: float | None = None
-    baseline_start_s: float | None = None
-    variant_start_s: float | None = None
-    at_step_alone: bool = False  # as `PrescribedChange.at_step_alone`
-
-    @property
-    def shown(self) -> tuple[float | None, float | None, float | None]:
-        """The gain the report shows, with its interval (as `PrescribedChange.shown`)."""
-        if self.on_training is not None:
-            return self.on_training, self.on_training_low, self.on_training_high
-        return self.training_speedup, self.training_speedup_low, self.training_speedup_high
 
     @property
     def kept(self) -> list[PrescribedChange]:

@@ -188,7 +188,8 @@ def _kept_alone(fix: str, stage: str, raw: float, shown: float, facts: TrialFact
     run's terms, and the pipeline trial's `facts`."""
     base = synthetic_cost_report(cost_interval=(0.35, 0.5))
     change = PrescribedChange(
-        fix, 2, stage, raw, raw * 0.95, raw * 1.05, kept=True,
+        fix, 2, stage, kept=True,
+        training_speedup=raw, training_speedup_low=raw * 0.95, training_speedup_high=raw * 1.05,
         on_training=shown, on_training_low=shown, on_training_high=shown,
     )  # fmt: skip
     prescription = Prescription(

@@ -101,14 +101,22 @@ def _model_side_report(label: VerdictLabel = COMPUTE_BOUND, top: list[TopOp] = T
 
 def _rewrites_report(tried: int = 3) -> Report:
     changes = [
-        PrescribedChange(FIX_PARALLEL_MAP, 1, "map(parse)", 1.8, 1.6, 2.0, kept=True),
+        PrescribedChange(
+            FIX_PARALLEL_MAP,
+            1,
+            "map(parse)",
+            training_speedup=1.8,
+            training_speedup_low=1.6,
+            training_speedup_high=2.0,
+            kept=True,
+        ),
         PrescribedChange(
             FIX_PREFETCH,
             2,
             "batch",
-            0.98,
-            0.9,
-            1.06,
+            training_speedup=0.98,
+            training_speedup_low=0.9,
+            training_speedup_high=1.06,
             reason=Reason(INTERVAL_REACHES_ONE),
             after=[FIX_PARALLEL_MAP],
             on_training=0.97,

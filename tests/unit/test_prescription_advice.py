@@ -62,18 +62,35 @@ def _report(
 def _two_kept() -> Prescription:
     return Prescription(
         tried=[
-            PrescribedChange("vectorize", 1, "map(decode)", 1.8, 1.6, 2.0, kept=True),
+            PrescribedChange(
+                "vectorize",
+                1,
+                "map(decode)",
+                training_speedup=1.8,
+                training_speedup_low=1.6,
+                training_speedup_high=2.0,
+                kept=True,
+            ),
             PrescribedChange(
                 "prefetch-end",
                 2,
                 "batch(32)",
-                1.01,
-                0.98,
-                1.04,
+                training_speedup=1.01,
+                training_speedup_low=0.98,
+                training_speedup_high=1.04,
                 reason=Reason(UNDER_WORTH_IT, limit=1.05),
                 after=["vectorize"],
             ),
-            PrescribedChange("cache", 0, "source", 1.4, 1.3, 1.5, kept=True, after=["vectorize"]),
+            PrescribedChange(
+                "cache",
+                0,
+                "source",
+                training_speedup=1.4,
+                training_speedup_low=1.3,
+                training_speedup_high=1.5,
+                kept=True,
+                after=["vectorize"],
+            ),
         ],
         training_speedup=2.5,
         training_speedup_low=2.3,
@@ -146,7 +163,17 @@ def test_a_vectorise_through_vectorized_map_says_so_in_the_rewrites() -> None:
 
 def test_a_single_kept_rewrite_is_left_to_its_own_rule() -> None:
     one = Prescription(
-        tried=[PrescribedChange("vectorize", 1, "map(decode)", 1.8, 1.6, 2.0, kept=True)],
+        tried=[
+            PrescribedChange(
+                "vectorize",
+                1,
+                "map(decode)",
+                training_speedup=1.8,
+                training_speedup_low=1.6,
+                training_speedup_high=2.0,
+                kept=True,
+            )
+        ],
         training_speedup=1.8,
     )
     suggestions = advise(_report(_stages(), prescription=one))
@@ -213,8 +240,24 @@ def test_porting_python_carries_its_stage_bound_and_the_best_fix_shows_it() -> N
 def test_with_every_rewrite_tried_and_none_kept_the_note_says_so() -> None:
     tried = Prescription(
         tried=[
-            PrescribedChange("prefetch-end", 2, "batch(32)", 1.01, 0.98, 1.04, reason="under"),
-            PrescribedChange("thread-cap", None, "options", 0.97, 0.95, 0.99, reason="under"),
+            PrescribedChange(
+                "prefetch-end",
+                2,
+                "batch(32)",
+                training_speedup=1.01,
+                training_speedup_low=0.98,
+                training_speedup_high=1.04,
+                reason="under",
+            ),
+            PrescribedChange(
+                "thread-cap",
+                None,
+                "options",
+                training_speedup=0.97,
+                training_speedup_low=0.95,
+                training_speedup_high=0.99,
+                reason="under",
+            ),
         ],
         reason=Reason(NO_REWRITE_HELPED),
     )
