@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from pipediag.report.model import FixTrial, Report
-from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.prescription import GainOnTraining
 from pipediag.report.vocabulary import KERAS_FIT, MEASURED
 
 
@@ -182,11 +182,11 @@ def with_prescription_in_run_terms(report: Report) -> Report:
     )
 
 
-_Tried = TypeVar("_Tried", PrescribedChange, Prescription)
+_Tried = TypeVar("_Tried", bound=GainOnTraining)
 
 
 def rewrite_in_run_terms(
-    report: Report, tried: PrescribedChange | Prescription, *, on_top: bool = False
+    report: Report, tried: GainOnTraining, *, on_top: bool = False
 ) -> tuple[float | None, list[float] | None]:
     """A rewrite's gain on training, or the kept ones' together, as the run would see it
     (each side's epoch start included), with its interval."""
