@@ -41,6 +41,7 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
+from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import (
     LOCKSTEP_FIT,
     LOOP_ENDED_EARLY,
@@ -59,12 +60,11 @@ from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
     from pipediag.bench.structure import WalkedPipeline
-    from pipediag.report.model_side import ModelTrial
     from pipediag.training.alternation import FitAlternation
-    from pipediag.training.budget import BudgetServer, CachedBatch, LoopResults
+    from pipediag.training.budget import BudgetServer, CachedBatch, Fold, ModelSide
     from pipediag.training.compute_alone import StepAlone
     from pipediag.training.function_loop import TrainCalls
-    from pipediag.training.loop_profile import OpsFound, Profiler
+    from pipediag.training.loop_profile import Profiler
     from pipediag.training.loop_xla import LoopStep
 
 # A multi-worker loop's blocks: a fixed size, whatever each worker's own timing says.
@@ -230,7 +230,7 @@ class Conclusion:
         step: LoopStep | Reason | None,
         *,
         origin: float,
-        results: LoopResults,
+        fold: Fold,
     ) -> BudgetServer | None:
         """What serves a custom loop at its step budget (`training/budget.py`), or None
         with no batch kept or no measured step to size it by. `step`: the train step the
@@ -270,7 +270,7 @@ class Conclusion:
             cached, alternation, clock=self._clock, sync=sync, lockstep=self._lockstep
         )
         serving = Serving(self._clock, step_s, self._say.phase, teardown.SHARED, _quiet_profiler)
-        return BudgetServer(loop_plans(blocks, step, serving, results))
+        return BudgetServer(loop_plans(blocks, step, serving, fold))
 
     # -- after the measured steps ------------------------------------------------------
 
@@ -427,30 +427,24 @@ class Conclusion:
             return
         self.loop_model_s = self._config.deep_seconds * MODEL_SIDE_SHARE
 
-    def loop_ops_profiled(self, found: OpsFound, began: float) -> None:
-        """The profiler window over the loop's own steps is over: where the step's time
-        goes joins compute alone (`training/loop_profile.py`)."""
+    def model_side_measured(self, result: ModelSide) -> None:
+        """A model-side plan on a custom loop's own step is over: where the step's time goes
+        (`training/loop_profile.py`) or XLA's trial (`training/loop_xla.py`) joins compute
+        alone, with its seconds."""
         now = self._clock.now()
-        self._say.add_phase("model_side", began, now)
+        self._say.add_phase("model_side", result.began, now)
         alone = self.compute_alone
-        if alone is not None:
-            top, reason = found
-            self.compute_alone = dataclasses.replace(
-                alone,
-                top_ops=top,
-                top_ops_reason=reason,
-                model_side_s=alone.model_side_s + now - began,
-            )
-
-    def loop_model_tried(self, trial: ModelTrial, began: float) -> None:
-        """XLA on the loop's own train step is over: its trial joins compute alone."""
-        now = self._clock.now()
-        self._say.add_phase("model_side", began, now)
-        alone = self.compute_alone
-        if alone is not None:
-            spent = alone.model_side_s + now - began
-            trials = [*alone.trials, trial]
+        if alone is None:
+            return
+        spent = alone.model_side_s + now - result.began
+        if isinstance(result.found, ModelTrial):
+            trials = [*alone.trials, result.found]
             self.compute_alone = dataclasses.replace(alone, trials=trials, model_side_s=spent)
+            return
+        top, reason = result.found
+        self.compute_alone = dataclasses.replace(
+            alone, top_ops=top, top_ops_reason=reason, model_side_s=spent
+        )
 
 
 def _quiet_profiler() -> Profiler:

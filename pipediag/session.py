@@ -22,7 +22,7 @@ from pipediag.conclusion import Conclusion, Teller, no_compute_alone_reason
 from pipediag.config import RunConfig
 from pipediag.found import FoundTraining
 from pipediag.hooks.host import HookGate
-from pipediag.phases import Seen, pipeline_alone
+from pipediag.phases import DeepAnalysis, Seen, pipeline_alone
 from pipediag.progress import Progress
 from pipediag.renderers.run_words import data_pass_text
 from pipediag.report.model import (
@@ -54,15 +54,11 @@ from pipediag.timeline import StepTimeline
 if TYPE_CHECKING:
     from pipediag.hooks import InstalledHooks
     from pipediag.hooks.keras_fit import FitTracker
-    from pipediag.report.model_side import ModelTrial
     from pipediag.samplers import GpuSampler, HostSampler
     from pipediag.training.alternation import FitAlternation
-    from pipediag.training.budget import BudgetServer, CachedBatch, LoopWork
+    from pipediag.training.budget import BudgetServer, CachedBatch, LoopResult, LoopWork
     from pipediag.training.function_loop import TrainCalls
-    from pipediag.training.loop_profile import OpsFound
     from pipediag.training.loop_xla import LoopStep
-    from pipediag.training.prescription import PipelineSearch
-    from pipediag.training.stage_cost import Searched
     from pipediag.watch.watcher import Watcher
 
 
@@ -365,11 +361,10 @@ class DiagnosticSession:
 
     def _conclude(
         self, compute_alone: ComputeAlone | None, *, deep: bool = True, loop_serving: bool = False
-    ) -> LoopWork:
-        """`conclude`, given a custom loop's compute-alone run where it has one; returns what
-        to try on a loop still served at its budget (`loop_serving`): fixes, stage holds."""
-        from pipediag.training.budget import LoopWork
-
+    ) -> DeepAnalysis | None:
+        """`conclude`, given a custom loop's compute-alone run where it has one; returns the
+        deep analysis where it ran now, with what a loop still served at its budget
+        (`loop_serving`) is to try: stage holds, fixes."""
         seen = self._seen()
         with self.suspended():
             outcome = self.conclusion.run(
@@ -382,11 +377,10 @@ class DiagnosticSession:
                 deep=deep,
                 loop_serving=loop_serving,
             )
-            if outcome is None:
-                return LoopWork()
-            self.pipeline = outcome.pipeline
-            self.conclusion.check_scale_out(seen, self.pipeline)
-        return LoopWork(outcome.loop_holds, outcome.loop_search, self.conclusion.loop_model_s)
+            if outcome is not None:
+                self.pipeline = outcome.pipeline
+                self.conclusion.check_scale_out(seen, self.pipeline)
+        return outcome
 
     def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
         """Under fit, at the step budget: training and the step alone in turn, or None."""
@@ -402,44 +396,47 @@ class DiagnosticSession:
     def loop_at_budget(
         self, cached: CachedBatch, step: LoopStep | Reason | None
     ) -> BudgetServer | None:
-        """What serves a custom loop's pulls at its budget (the session takes what each of
-        its plans measured, `LoopResults`); None: nothing to (concluded here)."""
-        server = self.conclusion.serve_loop(cached, step, origin=self.origin, results=self)
+        """What serves a custom loop's pulls at its budget (each of its plans' results is
+        folded in by `loop_measured`); None: nothing to (concluded here)."""
+        server = self.conclusion.serve_loop(
+            cached, step, origin=self.origin, fold=self.loop_measured
+        )
         if server is None:
             self.conclude()
         return server
 
-    def loop_concluded(self, result: ComputeAlone) -> LoopWork:
-        """The loop's compute-alone run is over: on the phase list, then the conclusion."""
-        if result.start_s is not None:
-            began = self.origin + result.start_s
-            self.add_phase("compute_alone", began, began + result.duration_s)
-        return self._conclude(result, loop_serving=True)
+    def loop_measured(self, result: LoopResult) -> LoopWork | None:
+        """What a plan served to a custom loop at its budget measured, on the phase list and
+        folded in; compute alone's answers what the verdict leaves to serve the loop next."""
+        from pipediag.training.budget import Held, LoopWork, ModelSide
 
-    def loop_tried(self, search: PipelineSearch, began: float) -> None:
-        """The loop's rewrites' search is over: its trials' results and the prescription
-        join the pipeline."""
-        self.add_phase("training_trial", began, self.clock.now())
-        alone = self.conclusion.compute_alone
-        ceiling = step_alone_ceiling(alone.blocks) if alone is not None else None
+        if isinstance(result, ModelSide):
+            self.conclusion.model_side_measured(result)
+            return None
+        if isinstance(result, ComputeAlone):
+            if result.start_s is not None:
+                began = self.origin + result.start_s
+                self.add_phase("compute_alone", began, began + result.duration_s)
+            outcome = self._conclude(result, loop_serving=True)
+            if outcome is None:
+                return None
+            return LoopWork(outcome.loop_holds, outcome.loop_search, self.conclusion.loop_model_s)
+        if isinstance(result, Held):
+            # Each held stage's speedup joins the pipeline's stages, as under fit
+            # (docs/design.md, "Stage costs on training").
+            from pipediag.training.stage_cost import with_freed
+
+            self.add_phase("stage_holds", result.began, self.clock.now())
+            stages = with_freed(self.pipeline.stages, result.searched)
+            self.pipeline = dataclasses.replace(self.pipeline, stages=stages)
+            return None
         from pipediag.training.prescription import with_prescription
 
-        self.pipeline = with_prescription(self.pipeline, search, ceiling=ceiling)
-
-    def loop_held(self, searched: Searched, began: float) -> None:
-        """The loop's stage holds are over: each held stage's speedup joins the pipeline's
-        stages, as under fit (docs/design.md, "Stage costs on training")."""
-        from pipediag.training.stage_cost import with_freed
-
-        self.add_phase("stage_holds", began, self.clock.now())
-        stages = with_freed(self.pipeline.stages, searched)
-        self.pipeline = dataclasses.replace(self.pipeline, stages=stages)
-
-    def loop_ops_profiled(self, found: OpsFound, began: float) -> None:
-        self.conclusion.loop_ops_profiled(found, began)
-
-    def loop_model_tried(self, trial: ModelTrial, began: float) -> None:
-        self.conclusion.loop_model_tried(trial, began)
+        self.add_phase("training_trial", result.began, self.clock.now())
+        alone = self.conclusion.compute_alone
+        ceiling = step_alone_ceiling(alone.blocks) if alone is not None else None
+        self.pipeline = with_prescription(self.pipeline, result.search, ceiling=ceiling)
+        return None
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""

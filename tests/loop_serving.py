@@ -1,5 +1,5 @@
 """A custom loop's budget server built as the session builds it, with a recorder in place of
-the session for what each plan measured (`training/budget.py`, `LoopResults`)."""
+the session's fold of what each plan measured (`training/budget.py`, `LoopResult`)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,12 @@ from pipediag.training.budget import (
     AlternatedBlocks,
     BudgetServer,
     CachedBatch,
+    Fold,
+    Held,
+    LoopResult,
     LoopWork,
     Serving,
+    Tried,
     loop_plans,
 )
 from pipediag.training.loop_profile import OpsFound, Profiler
@@ -37,31 +41,28 @@ class RecordedResults:
     model_trials: list[ModelTrial] = field(default_factory=list)
     order: list[str] = field(default_factory=list)
 
-    def loop_concluded(self, result: ComputeAlone) -> LoopWork:
-        self.concluded.append(result)
-        self.order.append("concluded")
+    def __call__(self, result: LoopResult) -> LoopWork:
+        if isinstance(result, ComputeAlone):
+            self.concluded.append(result)
+            self.order.append("concluded")
+        elif isinstance(result, Held):
+            self.held.append(result.searched)
+            self.order.append("held")
+        elif isinstance(result, Tried):
+            self.tried.append(result.search)
+            self.order.append("tried")
+        elif isinstance(result.found, ModelTrial):
+            self.model_trials.append(result.found)
+            self.order.append("xla")
+        else:
+            self.profiled.append(result.found)
+            self.order.append("profiled")
         return self.work
-
-    def loop_held(self, searched: Searched, began: float) -> None:
-        self.held.append(searched)
-        self.order.append("held")
-
-    def loop_tried(self, search: Any, began: float) -> None:
-        self.tried.append(search)
-        self.order.append("tried")
-
-    def loop_ops_profiled(self, found: OpsFound, began: float) -> None:
-        self.profiled.append(found)
-        self.order.append("profiled")
-
-    def loop_model_tried(self, trial: ModelTrial, began: float) -> None:
-        self.model_trials.append(trial)
-        self.order.append("xla")
 
 
 def loop_server(
     clock: Clock,
-    results: Any,
+    results: Fold,
     *,
     cached: CachedBatch | None = None,
     alternation: Alternation | None = None,

@@ -2,10 +2,10 @@
 
 Once the measured steps are done, the loop's hook (`hooks/tfdata.py`) answers each pull on the
 training dataset from a `BudgetServer`: one plan after another, each answering pulls until it
-is over. `loop_plans` makes them in turn and hands each one's result to the session before it
-makes the next: the alternation, the stage holds, the rewrites, a profiler window over the
-loop's step and XLA on it. Then the budget ends the script. Order and rationale:
-docs/design.md, "The flow of one diagnosis".
+is over. `loop_plans` makes them in turn and hands each one's result, a value, to one fold (the
+session's) before it makes the next: the alternation, the stage holds, the rewrites, a profiler
+window over the loop's step and XLA on it. Then the budget ends the script. Order and
+rationale: docs/design.md, "The flow of one diagnosis".
 """
 
 from __future__ import annotations
@@ -82,21 +82,36 @@ class LoopPlan(Protocol):
     def next_batch(self) -> Any | None: ...
 
 
-class LoopResults(Protocol):
-    """Where each plan's result goes (the session), before the next plan is made; `began`
-    is when the plan started, on the session's clock."""
+@dataclass(frozen=True)
+class Held:
+    """The stage holds are over: what holding each stage freed; `began`: when they started,
+    on the session's clock (as for each result below)."""
 
-    def loop_concluded(self, result: ComputeAlone) -> LoopWork:
-        """The alternation is over: the verdict, and what to serve next."""
-        ...
+    searched: Searched
+    began: float
 
-    def loop_held(self, searched: Searched, began: float) -> None: ...
 
-    def loop_tried(self, search: PipelineSearch, began: float) -> None: ...
+@dataclass(frozen=True)
+class Tried:
+    """The rewrites' search on training is over: its trials, for the prescription."""
 
-    def loop_ops_profiled(self, found: OpsFound, began: float) -> None: ...
+    search: PipelineSearch
+    began: float
 
-    def loop_model_tried(self, trial: ModelTrial, began: float) -> None: ...
+
+@dataclass(frozen=True)
+class ModelSide:
+    """A model-side plan on the loop's own step is over: the profiler window's top ops, or
+    XLA's trial."""
+
+    found: OpsFound | ModelTrial
+    began: float
+
+
+# What a plan hands back once it is over (`ComputeAlone`: the alternation's), and the one
+# place each goes: after the alternation, it answers what the verdict leaves to serve.
+LoopResult = ComputeAlone | Held | Tried | ModelSide
+Fold = Callable[[LoopResult], LoopWork | None]
 
 
 @dataclass(frozen=True)
@@ -189,7 +204,7 @@ class AlternatedBlocks:
 
 
 # What the server sends each plan's generator when it moves on: True while the loop is still
-# pulling, False once the script has ended (the plan's result is handed on, nothing new starts).
+# pulling, False once the script has ended (the plan's result is folded in, nothing new starts).
 Plans = Generator[LoopPlan, bool, None]
 
 
@@ -197,15 +212,15 @@ def loop_plans(
     blocks: AlternatedBlocks,
     step: LoopStep | Reason | None,
     serving: Serving,
-    results: LoopResults,
+    fold: Fold,
 ) -> Plans:
     """The plans served to a loop at its budget, each made once the one before it is over
-    and its result handed on (`step`: the train step the loop calls once a step, or why none
+    and its result folded in (`step`: the train step the loop calls once a step, or why none
     was found, for the model side)."""
     serving.phase("measuring training and the train step alone in turn", redraw=False)
     running = yield blocks
     batch = blocks.batch
-    work = results.loop_concluded(blocks.result())
+    work = fold(blocks.result()) or LoopWork()
     # The cached batch stays only for the model side, last.
     kept, batch = (batch if work.model_s is not None else None), None
     if not running:
@@ -218,7 +233,7 @@ def loop_plans(
         running = yield served
         served.close()
         searched = stages.searched
-        results.loop_held(searched, served.began)
+        fold(Held(searched, served.began))
         del served, stages
         if not running:
             return
@@ -229,12 +244,12 @@ def loop_plans(
         served = _served(rewrites, serving)
         running = yield served
         served.close()
-        results.loop_tried(rewrites, served.began)
+        fold(Tried(rewrites, served.began))
         del served, rewrites
         if not running:
             return
     if work.model_s is not None:
-        yield from _model_side(work.model_s, kept, step, serving, results)
+        yield from _model_side(work.model_s, kept, step, serving, fold)
 
 
 def _model_side(
@@ -242,7 +257,7 @@ def _model_side(
     batch: Any,
     step: LoopStep | Reason | None,
     serving: Serving,
-    results: LoopResults,
+    fold: Fold,
 ) -> Plans:
     """The model side on the loop's own step, last (docs/design.md, "When the model sets the
     rate"): a profiler window over a few steps on the cached batch, then XLA with the seconds
@@ -260,19 +275,19 @@ def _model_side(
             layer_names=keras_layer_names(step.function) if isinstance(step, LoopStep) else [],
         )
         running = yield window
-        results.loop_ops_profiled(window.result(), window.began)
+        fold(ModelSide(window.result(), window.began))
         seconds = max(0.0, seconds - (clock.now() - window.began))
         del window
         if not running:
             return
     if not isinstance(step, LoopStep) or batch is None:
         reason = step if isinstance(step, Reason) else Reason(NO_TRAIN_STEP_FOUND)
-        results.loop_model_tried(ModelTrial(JIT_COMPILE, reason=reason), clock.now())
+        fold(ModelSide(ModelTrial(JIT_COMPILE, reason=reason), clock.now()))
         return
     serving.phase("trying XLA on the loop's train step", seconds, redraw=False)
     trial = LoopXlaTrial(step, batch, clock=clock, step_s=serving.step_s, budget_s=seconds)
     yield trial
-    results.loop_model_tried(trial.result(), trial.began)
+    fold(ModelSide(trial.result(), trial.began))
 
 
 def _served(search: StageSearch | PipelineSearch, serving: Serving) -> LoopSearch:
@@ -281,7 +296,7 @@ def _served(search: StageSearch | PipelineSearch, serving: Serving) -> LoopSearc
 
 class BudgetServer:
     """Serves a custom loop at its step budget: each plan in turn answers the loop's pulls
-    until it is over; `finish()`, once the script has ended, hands on the result of the plan
+    until it is over; `finish()`, once the script has ended, folds in the result of the plan
     under way and starts nothing new."""
 
     def __init__(self, plans: Plans) -> None:
@@ -304,12 +319,12 @@ class BudgetServer:
             self._plan.pull_ended_an_epoch()
 
     def finish(self) -> None:
-        """The script ended: the results so far go to the session once. Safe to call more
+        """The script ended: the results so far are folded in once. Safe to call more
         than once."""
         while self._plan is not None:
             self._advance(running=False)
 
     def _advance(self, *, running: bool) -> None:
-        self._plan = None  # a result that fails to be handed on serves nothing more
+        self._plan = None  # a result that fails to be folded in serves nothing more
         with contextlib.suppress(StopIteration):
             self._plan = self._plans.send(running)

@@ -1,10 +1,11 @@
-"""Where a custom loop's step time goes: a TF profiler window over a few of its own steps.
+"""Where the step's time goes: a TF profiler window over a few steps on the cached batch.
 
-Part of `training/`, the custom loop's counterpart of fit's window: at the step budget,
-right before XLA is tried, the loop is served its cached batch while the profiler runs from
-one pull to `steps` pulls later, its own code between pulls included. The window is read and
-grouped as fit's is (`training/op_profile.py`, `analysis/op_time.py`), and no train step
-needs to be found. Method: (docs/design.md, "When the model sets the rate").
+Part of `training/`: at a custom loop's step budget, right before XLA is tried, the loop is
+served its cached batch while the profiler runs from one pull to `steps` pulls later, its own
+code between pulls included, and no train step needs to be found; under fit, calls of the
+train function drive the same window (`training/model_side.py`). Read and grouped by
+`training/op_profile.py` and `analysis/op_time.py`. Method: (docs/design.md, "When the model
+sets the rate").
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class LoopProfile:
         try:
             failed = self._profiler.start()
         except Exception as exc:
-            return Reason(ERROR, detail=f"{type(exc).__name__}: {str(exc)[:160]}")
+            return window_failure(exc)
         if failed is None:
             self._started_at = self._clock.now()
         return failed
@@ -93,11 +94,16 @@ class LoopProfile:
             window = self._profiler.read(self._steps, round(wall_s * 1e9))
         except Exception as exc:
             self._profiler.discard()
-            return [], Reason(ERROR, detail=f"{type(exc).__name__}: {str(exc)[:160]}")
+            return [], window_failure(exc)
         if isinstance(window, Reason):
             return [], window
         found = top_ops(window, self._layer_names)
         return found, None if found else Reason(NO_OP_EVENTS)
+
+
+def window_failure(exc: Exception) -> Reason:
+    """Why the window, or a step in it, raised: in one line."""
+    return Reason(ERROR, detail=f"{type(exc).__name__}: {str(exc)[:160]}")
 
 
 def keras_layer_names(function: Any) -> list[str]:

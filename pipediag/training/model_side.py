@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipediag.analysis.paired import OVERRUN
 from pipediag.analysis.run_terms import fit_added_s
@@ -33,9 +33,7 @@ from pipediag.report.model_side import (
 )
 from pipediag.report.reasons import (
     BUDGET_SHARE,
-    ERROR,
     FAILED,
-    NO_OP_EVENTS,
     SPE_ALREADY,
     SPE_FIT_SHARE,
     SPE_MULTI_REPLICA,
@@ -51,6 +49,9 @@ from pipediag.training.step_rounds import (
     fewest_rounds_s,
     measure,
 )
+
+if TYPE_CHECKING:
+    from pipediag.training.loop_profile import OpsFound
 
 # steps_per_execution: a call of about this long (8 to 32 steps), and tried only where
 # fit's own time around the train function is at least this share of its step: below, N
@@ -116,23 +117,29 @@ def _where_time_goes(
     *,
     clock: Clock,
     quiet_logs: Callable[[], AbstractContextManager[None]],
-) -> tuple[list[TopOp], Reason | None]:
-    from pipediag.analysis.op_time import top_ops
-    from pipediag.training.op_profile import profile_window, profiled_steps
+) -> OpsFound:
+    """The profiler window a custom loop's pulls drive (`training/loop_profile.py`), driven
+    here by calls of fit's train function on the cached batch."""
+    from pipediag.training.loop_profile import LoopProfile, window_failure
+    from pipediag.training.op_profile import ProfilerSession, profiled_steps
 
     call = _caller(model.train_function, cached_batch_feed(model, batch))
+    window = LoopProfile(
+        batch,
+        steps=profiled_steps(facts.step_s),
+        clock=clock,
+        profiler=ProfilerSession(quiet_logs),
+        layer_names=[layer.name for layer in getattr(model, "layers", [])],
+    )
     try:
         call()  # warm: a retrace would fill the window
-        window = profile_window(
-            call, profiled_steps(facts.step_s), clock=clock, quiet_logs=quiet_logs
-        )
+        while window.next_batch() is not None:
+            call()
     except Exception as exc:
-        return [], Reason(ERROR, detail=f"{type(exc).__name__}: {str(exc)[:160]}")
-    if isinstance(window, Reason):
-        return [], window
-    layer_names = [layer.name for layer in getattr(model, "layers", [])]
-    found = top_ops(window, layer_names)
-    return found, None if found else Reason(NO_OP_EVENTS)
+        return [], window_failure(exc)
+    finally:
+        found = window.result()  # the profiler stopped, even where a call raised
+    return found
 
 
 def _trials(

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from pipediag.analysis.op_time import OpEvent, ProfiledWindow
-from pipediag.clock import Clock
 from pipediag.report.reasons import NO_HOST_TRACE, PROFILER_NO_START, PROFILER_NOT_STARTED, Reason
 
 # Steps profiled, and the most seconds the window may take (a long step gets fewer).
@@ -41,8 +40,8 @@ def profiled_steps(step_s: float) -> int:
 
 
 class ProfilerSession:
-    """One TF profiler window at host tracer level 2, started and stopped by its owner: a
-    call loop (`profile_window`) or a loop's pulls (`training/loop_profile.py`).
+    """One TF profiler window at host tracer level 2, started and stopped by its owner
+    (`training/loop_profile.py`: a loop's pulls, or fit's calls, drive it).
     `quiet_logs`: keeps TF's log lines about the profiler session out of the terminal."""
 
     def __init__(
@@ -97,30 +96,6 @@ class ProfilerSession:
         logdir, self.logdir = self.logdir, None
         if logdir is not None:
             shutil.rmtree(logdir, ignore_errors=True)
-
-
-def profile_window(
-    call: Callable[[], None],
-    steps: int,
-    *,
-    clock: Clock,
-    quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
-) -> ProfiledWindow | Reason:
-    """`steps` synced calls of the train step under the TF profiler, or why not."""
-    session = ProfilerSession(quiet_logs)
-    failed = session.start()
-    if failed is not None:
-        return failed
-    began = clock.now()
-    try:
-        for _ in range(steps):
-            call()
-    except BaseException:
-        session.discard()
-        raise
-    wall_s = clock.now() - began
-    session.stop()
-    return session.read(steps, int(wall_s * 1e9))
 
 
 def caller_line_names() -> frozenset[str]:

@@ -16,8 +16,8 @@ from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import HOST_GAP, OP_TYPE
 from pipediag.report.reasons import PROFILE_STOPPED, PROFILER_NO_START, Reason
 from pipediag.timeline import StepTimeline
-from pipediag.training.budget import LoopWork
-from pipediag.training.loop_profile import LoopProfile, OpsFound, keras_layer_names
+from pipediag.training.budget import LoopResult, LoopWork, ModelSide
+from pipediag.training.loop_profile import LoopProfile, keras_layer_names
 
 STEP_S = 0.01
 
@@ -134,9 +134,10 @@ def test_the_budget_server_profiles_before_xla_and_the_reading_reaches_compute_a
     conclusion.compute_alone = ComputeAlone(measured=True)
 
     class ToConclusion(RecordedResults):
-        def loop_ops_profiled(self, found: OpsFound, began: float) -> None:
-            super().loop_ops_profiled(found, began)
-            conclusion.loop_ops_profiled(found, began)
+        def __call__(self, result: LoopResult) -> LoopWork:
+            if isinstance(result, ModelSide):
+                conclusion.model_side_measured(result)
+            return super().__call__(result)
 
     results = ToConclusion(work=LoopWork(model_s=2.0))
     server = loop_server(
