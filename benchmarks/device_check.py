@@ -345,7 +345,7 @@ def _tiny_kernels_busy_s(torch: Any, compute: Callable[[Any], Any], big: Any) ->
 
 def run_scenario(torch: Any, scenario: str, args: argparse.Namespace) -> ScenarioResult:
     """One diagnosed PyTorch loop; the step's kernels are timed with CUDA events."""
-    import pipediag.monitor as pdm
+    from pipediag.monitor import Monitor
 
     device = torch.device("cuda")
     dim, layers = args.dim, args.layers
@@ -380,7 +380,7 @@ def run_scenario(torch: Any, scenario: str, args: argparse.Namespace) -> Scenari
     # Warm CUDA, cuBLAS and the caching allocator up before the clock starts.
     compute(make().to(device))
     torch.cuda.synchronize()
-    with pdm.monitor(out=out_dir, config=config, name=f"device_check:{scenario}", log=None) as mon:
+    with Monitor(out=out_dir, config=config, name=f"device_check:{scenario}", log=None) as mon:
         origin = mon.session.origin
         for batch in mon.iterate(_loader(torch, n, delay, make)):
             copy_start = torch.cuda.Event(enable_timing=True)

@@ -20,7 +20,7 @@ from pipediag.bench.stages import PASS_THROUGH_KINDS, elements_per_output_batch
 from pipediag.bench.structure import Stage, WalkedPipeline
 from pipediag.bench.whatif import FixPipelines
 
-# The fix id the held copies are tried under (`training/training_trial.py` keys results by it).
+# The fix id the held copies are tried under (their trials and results carry it).
 HOLD = "hold-in-memory"
 # Elements held at most: many more than one output batch's worth for a per-element stage,
 # so batches are not all alike, yet a first pass that fits a trial.

@@ -209,7 +209,10 @@ def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline
         detail = graph_error.detail
         stages[-1].notes.append(f"dataset graph unavailable: {detail}")
         stages[-1].stats = dataclasses.replace(stages[-1].stats, graph_error=detail)
-    nodes = {} if graph is None else stage_nodes(dataset, stages, graph)
+    nodes: dict[int, str] = {}
+    if graph is not None:
+        with contextlib.suppress(Exception):  # unmatched stages are estimated, not rewritten
+            nodes = stage_nodes(dataset, stages, graph)
     return WalkedPipeline(dataset, stages, graph, graph_error, nodes, options)
 
 

@@ -2,11 +2,12 @@
 
 Every patch is undone exactly: the class gets back what its own namespace held, or loses the
 wrapper where it had inherited the attribute. Each wrapper's `__wrapped__` names what it
-replaced, which the tests' leak check looks for.
+replaced, which the tests' leak check looks for, and its name, module and docstring.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -25,8 +26,9 @@ class Patches:
     def replace(self, owner: Any, name: str, wrapper: Callable[..., Any]) -> None:
         """Set `owner.<name>` to `wrapper`, which calls what stood there before."""
         original = getattr(owner, name)
-        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-        wrapper.__doc__ = original.__doc__
+        # The original's name, module and docstring too: tools that look at them (autograph
+        # skips TensorFlow's own modules) see the method they know.
+        functools.update_wrapper(wrapper, original)
         self._made.append((owner, name, owner.__dict__.get(name)))
         setattr(owner, name, wrapper)
 
