@@ -215,7 +215,8 @@ class DiagnosticSession:
             wall_time_s=self.clock.now() - self.origin,
             phase_times_s=dict(self._phases),
             phases=sorted(self._spans, key=lambda span: span.start_s),
-            notes=list(self._notes),
+            # the session's notes, then those the analysis added to the report
+            notes=[*self._notes, *(n for n in report.notes if n not in self._notes)],
             watch=watch,
         )
 

@@ -460,6 +460,29 @@ def test_an_interval_pinned_to_a_measured_wait_is_not_printed_as_a_range() -> No
     assert shown_interval([0.17, 0.24]) == [0.17, 0.24]
 
 
+def test_the_slowed_step_alone_note_reaches_the_report_beside_the_session_s_own() -> None:
+    from pipediag.config import RunConfig
+    from pipediag.report.model import ExitInfo, StageStats
+    from pipediag.session import DiagnosticSession
+
+    # GIVEN a session that concluded with step-alone blocks at most 104 steps/s, and the
+    # whole pipeline held in memory training at 150
+    config = RunConfig(measured_steps=20, sample_host=False, sample_gpu=False)
+    session = DiagnosticSession("t.py", [], config, clock=FakeClock(), log=None)
+    session.conclusion.concluded = True
+    session.conclusion.compute_alone = ComputeAlone(
+        measured=True, blocks=_blocks([50.0, 50.0, 50.0], [100.0, 104.0])
+    )
+    held = StageStats(0, "batch", "BatchDataset", training_held_steps_per_s=150.0)
+    session.pipeline = dataclasses.replace(session.pipeline, stages=[held])
+    session.note("a note of the session's own")
+    # WHEN the report is made
+    report = session.stop(ExitInfo(), "script-finished")
+    # THEN it keeps both notes: the analysis's is not overwritten by the session's
+    assert report.notes[0] == "a note of the session's own"
+    assert any("lower bound" in note for note in report.notes[1:])
+
+
 def test_a_whole_pipeline_held_faster_than_every_step_alone_block_says_they_were_slowed() -> None:
     from pipediag.analysis.alternation import slowed_step_alone_note
     from pipediag.report.model import StageStats
