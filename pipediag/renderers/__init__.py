@@ -13,15 +13,21 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from pipediag.renderers.files import PREVIOUS, REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.text import render_text
 from pipediag.report.io import save_report, write_atomically
 from pipediag.report.model import Report
 
-PREVIOUS = "previous"  # where a run keeps the report it finds in its output folder
-REPORT_JSON = "report.json"
-REPORT_TEXT = "summary.txt"
-REPORT_PNG = "report.png"
-TRACE_JSON = "trace.json"
+__all__ = [
+    "PREVIOUS",
+    "REPORT_JSON",
+    "REPORT_PNG",
+    "REPORT_TEXT",
+    "TRACE_JSON",
+    "WRITERS",
+    "keep_previous",
+    "write_outputs",
+]
 
 
 def _write_text(report: Report, path: Path) -> Path:
