@@ -1,9 +1,5 @@
 """What every advisor rule reads and writes with: the context derived once from the report,
-the thresholds, the end-to-end prediction, and how a fix suggestion is put together.
-
-The rules themselves live in `stage_rules.py` (the pipeline's stages), `host_rules.py` (the
-host and the GPU) and `cost_rules.py` (the parts of input cost); `advisor.py` runs them.
-"""
+the thresholds, the end-to-end prediction, and how a fix suggestion is put together."""
 
 from __future__ import annotations
 
@@ -39,38 +35,27 @@ from pipediag.report.vocabulary import (
     FixName,
 )
 
-# --- thresholds ------------------------------------------------------------------------------
-
-# Python-bound stages gain little from parallel calls (the GIL): a sleeping py_function map
-# went from 53 to 81 batches/s (1.5x) on 2 cores; CPU-bound Python gains less
+# The GIL: a sleeping py_function map went 53 -> 81 batches/s (1.5x) on 2 cores
 # (docs/design.md, "tf.data behaviours").
 PY_FUNCTION_PARALLEL_GAIN = 1.5
-# On this many cores or fewer the pipeline and the train step fight for the CPU: only this
-# share of the ideal DS-Analyzer gain is predicted (pipeline-alone 1.6x gave 1.18x end to end
-# on 2 cores, 0.18 / 0.6 = 0.3: docs/design.md, "Costs that are not waiting").
+# On this many cores or fewer only this share of the ideal DS-Analyzer gain is predicted
+# (1.6x alone gave 1.18x end to end on 2 cores: docs/design.md, "Costs that are not waiting").
 FEW_CORES = 4
 FEW_CORES_GAIN_SHARE = 0.3
-# With more cores contention is lower; not measured: assumed half-way to the ideal gain.
+# Not measured: assumed half-way to the ideal gain.
 MANY_CORES_GAIN_SHARE = 0.6
-# All cores busy at least this much on average during the measured steps: the CPU is
-# saturated and more tf.data parallelism cannot add cores (psutil per-core %, the usual
-# ">90% busy" saturation line of capacity planning).
+# Mean per-core busy % over the measured steps at which the CPU is saturated (the usual
+# ">90% busy" line of capacity planning).
 CPU_SATURATED_PCT = 90.0
-# Share of a cheap map's cost that vectorising is assumed to remove; conservative, since the
-# guide's example gains far more and the arithmetic itself remains.
+# Share of a cheap map's cost vectorising is assumed to remove (conservative).
 VECTORIZE_SAVED_SHARE = 0.5
-# A cache is worth its memory when the deterministic prefix costs at least this share of the
-# time per batch: below it the gain from epoch 2 is under 1.25x (1 / (1 - 0.2)).
+# Below this share of the time per batch, a cached prefix gains under 1.25x from epoch 2.
 CACHE_MIN_SHARE = 0.20
 # A cached stream still costs something to read; never predict it as free.
 CACHE_READ_FLOOR = 0.05
-# Shuffle buffers: tf.data's guide and common practice ask for a buffer much larger than a
-# batch; pipediag flags fewer than 10 batches' worth, or fewer than 1000 elements.
+# A shuffle buffer under 10 batches' worth, or 1000 elements, is flagged.
 SHUFFLE_MIN_BATCHES = 10
 SHUFFLE_MIN_ELEMENTS = 1000
-
-
-# --- the context every rule reads ------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -79,8 +64,7 @@ class Context:
 
     report: Report
     stages: list[StageStats]
-    # The options in force; TF's defaults where they were not read.
-    options: PipelineOptions
+    options: PipelineOptions  # TF's defaults where they were not read
     trials: dict[tuple[str, int | None], FixTrial]
     pipeline_rate: float | None  # pipeline alone, batches/s
     train_rate: float | None  # measured full train, steps/s
@@ -94,7 +78,6 @@ class Context:
         return 1.0 / self.pipeline_rate if self.pipeline_rate else None
 
     def share(self, seconds: float | None) -> float | None:
-        """Share of the pipeline's time per batch that `seconds` per batch is."""
         total = self.time_per_batch_s
         if seconds is None or not total:
             return None
@@ -145,9 +128,6 @@ def cpu_busy_pct(report: Report) -> float | None:
     return sum(means) / len(means)
 
 
-# --- predictions -----------------------------------------------------------------------------
-
-
 def predict_end_to_end(
     ctx: Context, pipeline_speedup: float | None, *, adds_threads: bool
 ) -> float | None:
@@ -166,29 +146,18 @@ def predict_end_to_end(
     return 1.0 + (ideal - 1.0) * share
 
 
-def saturated_text(ctx: Context, predicted: float | None) -> str:
-    """Why a fix that adds threads can gain nothing here, where the prediction says so; the
-    prediction itself is never said: it only orders the fixes nothing measured."""
-    if ctx.saturated and predicted == 1.0:
-        return " The CPU is saturated, so more threads cannot run."
-    return ""
-
-
 def parallel_estimate(ctx: Context, own_s: float | None, parallelism: float) -> float | None:
-    """Pipeline speedup when a stage's own time per batch is divided by `parallelism`."""
     total = ctx.time_per_batch_s
     if own_s is None or not total or parallelism <= 1:
         return None
-    # Prefix rates of element-yielding stages keep some per-element Python overhead
-    # (bench/stages.py), so an own cost can exceed the whole pipeline's time: clamp it.
+    # Prefix rates of element-yielding stages keep some per-element Python overhead, so an
+    # own cost can exceed the whole pipeline's time.
     own_s = min(own_s, total)
     fixed = total - own_s + own_s / parallelism
     return total / fixed if fixed > 0 else None
 
 
 def trial_text(trial: FixTrial | None) -> str:
-    """The trial on the pipeline alone where it was timed; "" where it was not
-    (`not_verified` says why)."""
     if trial is not None and trial.verified and trial.speedup is not None:
         return (
             f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"
@@ -199,8 +168,6 @@ def trial_text(trial: FixTrial | None) -> str:
 
 
 def not_verified(trial: FixTrial | None) -> Reason | None:
-    """Why the fix was not verified on the pipeline alone, for the renderers to word after
-    the evidence; None where it was."""
     if trial is None:
         return Reason(NO_WHATIF_RUN)
     if trial.verified and trial.speedup is not None:
@@ -212,22 +179,15 @@ def verified_gain(trial: FixTrial | None) -> float | None:
     return trial.speedup if trial is not None and trial.verified else None
 
 
-def measured_no_gain(trial: FixTrial | None) -> bool:
-    speedup = verified_gain(trial)
-    return speedup is not None and speedup < VERIFIED_MIN_GAIN
-
-
 def verified_to_gain(trial: FixTrial | None) -> bool:
-    """Measured on the pipeline alone to gain at least the worth-it `VERIFIED_MIN_GAIN`."""
     speedup = verified_gain(trial)
     return speedup is not None and speedup >= VERIFIED_MIN_GAIN
 
 
 @dataclass(frozen=True)
 class FixProposal:
-    """What a stage rule proposes before any trial judges it: its title, the stage it
-    changes (None: the whole pipeline), why, the code, and the pipeline speedup it
-    estimates without running anything (None: no estimate)."""
+    """A stage rule's fix before any trial judges it; `stats` None: the whole pipeline,
+    `estimated`: the pipeline speedup guessed without running anything."""
 
     title: str
     stats: StageStats | None
@@ -245,12 +205,8 @@ def fix_suggestion(
     adds_threads: bool,
     measured_gate: bool = True,
 ) -> Suggestion:
-    """A fix suggestion with its speedups; a fix measured not to help becomes a note.
-
-    Measured on training beats measured on the pipeline, which beats estimated: a fix tried
-    on training is judged by that gain alone (an added prefetch shows nothing on the
-    pipeline alone, and a parallel map may gain there yet take the train step's cores).
-    """
+    """Measured on training beats on the pipeline alone (where a prefetch shows nothing and a
+    parallel map may gain yet take the step's cores), which beats estimated."""
     title, stats = proposal.title, proposal.stats
     evidence = proposal.evidence + trial_text(trial)
     estimated = proposal.estimated
@@ -284,12 +240,14 @@ def fix_suggestion(
         kind, predicted, estimated, verified_alone = NOTE, None, None, None
         title += " (not needed under the kept cache)"
         not_on_training = trial.training_reason
-    elif measured_gate and measured_no_gain(trial):
+    elif measured_gate and verified is not None and verified < VERIFIED_MIN_GAIN:
         # Measured not to help: no end-to-end forecast, which could read as a gain.
         kind, predicted = NOTE, 1.0
         title += f" (measured {verified:.2f}x here: not worth it)"
     else:
-        evidence += saturated_text(ctx, predicted)
+        # The prediction itself is never said: it only orders the fixes nothing measured.
+        if ctx.saturated and predicted == 1.0:
+            evidence += " The CPU is saturated, so more threads cannot run."
         if trial is not None and trial.training_reason:
             not_on_training = trial.training_reason
     if on_training is not None:
@@ -315,7 +273,6 @@ def fix_suggestion(
 
 
 def stage_at(stats: StageStats) -> str:
-    """A stage by its name, with the script's line that made it where it is known."""
     return f"{stage_name(stats)} at {stats.source}" if stats.source else stage_name(stats)
 
 
@@ -343,11 +300,8 @@ def stage_cost_text(ctx: Context, stats: StageStats) -> str:
 
 
 def worth_fixing(ctx: Context, stats: StageStats) -> bool:
-    """Whether a stage rule speaks for this stage: not where holding it (or the nearest
-    held stage after it) in memory gained training under the worth-it 1.05x, its interval
-    too (`report.stage_facts.if_free_clearly_under`), since no change to it can gain more;
-    else where it adds a material share of the time per batch. A rewrite measured to help
-    on training is reported anyway (`prescription_rules`)."""
+    """Not where holding it (or the nearest held stage after it) clearly gained training
+    under 1.05x, since no change to it can gain more; else where its share is material."""
     bound = if_free_bound(ctx.stages, stats.index)
     if bound is not None and if_free_clearly_under(bound):
         return False
@@ -356,13 +310,12 @@ def worth_fixing(ctx: Context, stats: StageStats) -> bool:
 
 
 def fn_name(stats: StageStats) -> str:
-    """The user's function name for the code line; a lambda gets a placeholder."""
+    """A lambda gets a placeholder."""
     name = stats.function
     return name if name and all(p.isidentifier() for p in name.split(".")) else "fn"
 
 
 def training_text(ctx: Context, trial: FixTrial) -> str:
-    """What a fix measured on training (`training/training_trial.py`), in one or two sentences."""
     assert trial.training_speedup is not None
     low, high = trial.facts.training_speedup_low, trial.facts.training_speedup_high
     interval = (

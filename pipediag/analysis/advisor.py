@@ -1,19 +1,10 @@
-"""The advisor: a table of rules over the report, each a small function with a stable id.
-
-The table is here; the rules are in `stage_rules.py` (the pipeline's stages),
-`host_rules.py` (the host and the GPU) and `cost_rules.py` (the parts of input cost), and
-what they share (the context, thresholds, predictions) in `advice_context.py`. Part of
-`analysis/`: every rule reads only the report (no TensorFlow) and returns suggestions with
-the numbers behind them and the exact code to write, sorted so the output is deterministic.
-The four kinds of speedup and the order: (docs/design.md, "The advisor").
-"""
+"""The advisor: a table of rules over the report, each a small function with a stable id,
+whose suggestions carry the numbers behind them and the code to write, in a deterministic
+order. The kinds of speedup and the order: (docs/design.md, "The advisor")."""
 
 from __future__ import annotations
 
-from pipediag.analysis.advice_context import (
-    Rule,
-    build_context,
-)
+from pipediag.analysis.advice_context import Rule, build_context
 from pipediag.analysis.cost_rules import (
     check_contention,
     check_epoch_start,
@@ -43,24 +34,12 @@ from pipediag.analysis.stage_rules import (
     check_shuffle_buffer,
     check_vectorize,
 )
-from pipediag.report.model import (
-    COMPUTE_BOUND,
-    Report,
-    Suggestion,
-)
+from pipediag.report.model import COMPUTE_BOUND, Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import (
-    FIX,
-    GAIN_HELD,
-    GAIN_INPUT_FREE,
-    GAIN_ON_TRAINING,
-    NOTE,
-)
+from pipediag.report.vocabulary import FIX, GAIN_HELD, GAIN_INPUT_FREE, GAIN_ON_TRAINING, NOTE
 
 CONTENTION_RULE = "PD012-input-contention"
-# The fixes that make a stage cheaper, not faster with more threads: where one is for the
-# stage the contention fix names, it says how (`_said_once`); a rewrite measured to help
-# training there (`MEASURED_RULE`) does too.
+# The fixes that make a stage cheaper, not faster with more threads (`_said_once`).
 CHEAPER_RULES = frozenset(
     {
         "PD004-vectorize-map",
@@ -73,20 +52,10 @@ CHEAPER_RULES = frozenset(
 
 
 def advise(report: Report) -> list[Suggestion]:
-    """Every suggestion the rules make for this report, best first.
-
-    Args:
-        report: a report with its verdict, pipeline stages and (optionally) fix trials.
-
-    Returns:
-        Correctness warnings first, then fixes and warnings (those with a gain measured on
-        training first, by it; then the rest by their predicted gain), then notes; ties by
-        rule order and stage.
-    """
+    """Every suggestion the rules make for this report, best first (`_sort_key`)."""
     context = build_context(report)
     compute_bound = report.verdict.label == COMPUTE_BOUND
-    # Passes over the data but no training: nothing input could cost (a host busy meanwhile
-    # is no finding).
+    # Passes over the data but no training: nothing input could cost.
     untrained = bool(report.train.skipped_passes) and not report.train.steps
     found: list[tuple[int, Suggestion]] = []
     for position, rule in enumerate(RULES):
@@ -103,10 +72,8 @@ def advise(report: Report) -> list[Suggestion]:
 
 
 def _said_once(found: list[Suggestion]) -> list[Suggestion]:
-    """Without the contention fix that asks to make a stage cheaper where another fix says
-    how, at that stage (port its Python to TF ops, vectorise it, cache it, or a rewrite
-    measured to help training there); more threads for it (a parallel map not measured so)
-    is no such fix."""
+    """Without the contention fix for a stage another fix already says how to make cheaper
+    (more threads, unmeasured on training, is no such fix)."""
     how = {
         s.stage_index
         for s in found
@@ -143,11 +110,8 @@ RULES: tuple[Rule, ...] = (
 
 
 def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, int, int]:
-    """Correctness warnings, then fixes and warnings, then notes. Among fixes, a gain
-    measured on training with the fix in place (at least `VERIFIED_MIN_GAIN`) comes before
-    any that is not, by that gain; an estimate only orders what was not measured so, and
-    where a fix has none, the bound it carries (a stage's hold, or input free: the most it
-    can give, not its gain). One measured below the floor comes last."""
+    """Correctness warnings, fixes and warnings, then notes; among fixes, gains on training
+    first, then by estimate or the bound carried; one measured below the floor last."""
     group = 0 if suggestion.correctness_warning else (2 if suggestion.kind == NOTE else 1)
     gain = suggestion.gain
     if gain.basis == GAIN_ON_TRAINING and gain.speedup is not None:

@@ -1,11 +1,5 @@
-"""Rates in alternation: blocks of training (A) and of the train step alone (T), read as pairs.
-
-Part of `analysis/`, pure functions of recorded durations; the blocks are measured in
-`training/alternation.py`. A and T blocks of one step count are taken in turn; each T block
-is read against the mean of the A blocks either side, and the pairs' spread gives the input
-cost its interval. Each block's leading transition steps are dropped either way, in blocks
-of either kind. Method and figures: (docs/design.md, "Rates in alternation").
-"""
+"""Blocks of training (A) and of the train step alone (T) taken in turn, read as pairs: each
+T block against the A blocks either side (docs/design.md, "Rates in alternation")."""
 
 from __future__ import annotations
 
@@ -23,13 +17,11 @@ from pipediag.report.vocabulary import (
     RateBlockKind,
 )
 
-# The script's own steps, watched or with the samplers paused (the observer check): training
-# blocks alike for the cost.
+# Watched or with the samplers paused: training blocks alike for the cost.
 TRAINING_KINDS: tuple[RateBlockKind, ...] = (TRAINING_BLOCK, QUIET_TRAINING_BLOCK)
 
-# A leading step under this share of its block's steady median (a training step served from a
-# buffer refilled while the step ran alone), or over this multiple (a step-alone step beside
-# the refill), is the block's transition.
+# A leading step under this share of its block's steady median (served from a refilled
+# buffer), or over this multiple (beside the refill), is the block's transition.
 FAST_LEADING = 0.8
 SLOW_LEADING = 1.25
 # At most this share of a block is ever dropped as its transition.
@@ -37,12 +29,8 @@ MAX_DROPPED_SHARE = 0.5
 
 
 def steady_part(durations: Sequence[float]) -> tuple[list[float], int]:
-    """A block's step durations without its leading transition, and how many were dropped.
-
-    The block's steady median is that of its second half. Leading steps are dropped while
-    they are far off it (`FAST_LEADING`, `SLOW_LEADING`), either way, in blocks of either
-    kind alike, never more than `MAX_DROPPED_SHARE` of the block.
-    """
+    """Without its leading steps far off the second half's median, and how many were dropped:
+    never more than `MAX_DROPPED_SHARE` of the block."""
     if len(durations) < 2:
         return list(durations), 0
     steady = statistics.median(durations[len(durations) // 2 :])
@@ -64,9 +52,7 @@ def block_of(
     cpu_s: float | None = None,
     whole: bool = False,
 ) -> RateBlock:
-    """One block as the report keeps it: its steady part's steps and seconds, or all of
-    them (`whole`: steps dispatched asynchronously, whose single durations mean nothing
-    and whose block ends on a device sync, docs/design.md, "JAX")."""
+    """`whole`: keep every step, dispatched asynchronously (docs/design.md, "JAX")."""
     kept, dropped = (list(durations), 0) if whole else steady_part(durations)
     per_step = cpu_s / len(durations) if cpu_s is not None and durations else None
     return RateBlock(kind, start_s, len(kept), sum(kept), dropped, per_step)
@@ -74,12 +60,8 @@ def block_of(
 
 @dataclass(frozen=True)
 class PairedCost:
-    """What the alternation measured: pooled rates and the input cost with its interval.
-
-    `cost` is 1 - A/T from the pairs' mean log ratio, `low` and `high` its 90% interval
-    (None with fewer than two pairs). Negative values mean training ran faster than the
-    step alone: callers clamp them to zero.
-    """
+    """`cost`: 1 - A/T from the pairs' mean log ratio, `low`-`high` its 90% interval;
+    negative where training ran faster than the step alone (callers clamp them)."""
 
     training: float  # A, steps/s, the training blocks pooled
     compute: float  # T, steps/s, the step-alone blocks pooled
@@ -96,12 +78,8 @@ class PairedCost:
 
 
 def disturbed_blocks(blocks: Sequence[RateBlock]) -> set[int]:
-    """The indices of blocks the host disturbed: each rate far off the median of its own
-    kind's blocks (`paired.disturbed`), so leaving them out moves the cost no way on its own.
-
-    A stall of the host slows one block: a compute-bound loop's pairs read T/A 1.04-1.07
-    but for one training block at 27 steps/s between step-alone blocks at 40-42, whose two
-    pairs made the cost 11% (2-20%) and the verdict uncertain."""
+    """Blocks whose rate is far off the median of their own kind's (a host stall: one block
+    at 27 steps/s between blocks at 40-42 made a compute-bound loop's cost 11%)."""
     found: set[int] = set()
     for kinds in (TRAINING_KINDS, (STEP_ALONE_BLOCK,)):
         found |= disturbed(
@@ -115,14 +93,8 @@ def disturbed_blocks(blocks: Sequence[RateBlock]) -> set[int]:
 
 
 def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost | None:
-    """The input cost from blocks in alternation; None without a T block beside an A block.
-    Blocks the host disturbed (`disturbed_blocks`) are left out.
-
-    `around_s`: what the script's loop adds around each step that a step-alone block does
-    not run (under fit, its callbacks' span beyond the train function: `hooks/fit_overhead.py`),
-    added to every step-alone step, so that T is the rate the script's own loop would reach
-    on a cached batch (docs/design.md, "Rates in alternation").
-    """
+    """None without a T block beside an A block; disturbed blocks left out. `around_s`, what
+    the script's loop adds around each step (fit's callbacks), is added to each T step."""
     left_out = disturbed_blocks(blocks)
     kept = [b for i, b in enumerate(blocks) if i not in left_out]
     ratios = _logs_against_training(blocks, STEP_ALONE_BLOCK, left_out, around_s)  # log(T/A)
@@ -140,10 +112,7 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
 
 
 def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
-    """Training's rate with pipediag's samplers running over its rate with them paused,
-    each quiet block against the mean of the watched training blocks either side (past the
-    step-alone block between); None without a quiet block beside one. Blocks the host
-    disturbed are left out."""
+    """Training's rate with pipediag's samplers running over that with them paused."""
     found = log_interval(observer_logs(blocks))
     if found is None:
         return None
@@ -156,8 +125,7 @@ def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
 
 
 def observer_logs(blocks: Sequence[RateBlock]) -> list[float]:
-    """log(watched rate / quiet rate), one per quiet block read against the watched blocks
-    either side (`observer_effect`'s pairs, for pooling over runs)."""
+    """`observer_effect`'s pairs as log ratios, for pooling over runs."""
     logs = _logs_against_training(
         blocks, QUIET_TRAINING_BLOCK, disturbed_blocks(blocks), against=(TRAINING_BLOCK,)
     )
@@ -172,10 +140,8 @@ def _logs_against_training(
     *,
     against: tuple[RateBlockKind, ...] = TRAINING_KINDS,
 ) -> list[float]:
-    """log(rate / training's rate) for each block of `kind`, against the mean log rate of
-    the blocks of the `against` kinds either side of it (which cancels a drift linear over
-    them): the next ones, or for a training block the next past the step-alone block
-    between. `around_s` is added to each of its steps."""
+    """log(rate / training's) per block of `kind`, against the mean log rate of the `against`
+    blocks either side (cancelling a linear drift), past step-alone blocks for training."""
     logs: list[float] = []
     skip = kind != STEP_ALONE_BLOCK
     for i, block in enumerate(blocks):
@@ -197,8 +163,6 @@ def _logs_against_training(
 
 
 def _beside(blocks: Sequence[RateBlock], i: int, step: int, past_step_alone: bool) -> int | None:
-    """The index of the block before (`step` -1) or after (1) block `i`, past step-alone
-    blocks where asked; None at either end."""
     j = i + step
     while past_step_alone and 0 <= j < len(blocks) and blocks[j].kind == STEP_ALONE_BLOCK:
         j += step
@@ -206,7 +170,6 @@ def _beside(blocks: Sequence[RateBlock], i: int, step: int, past_step_alone: boo
 
 
 def _cost(log_ratio: float) -> float:
-    """1 - A/T from log(T/A)."""
     return 1.0 - math.exp(-log_ratio)
 
 
@@ -216,15 +179,12 @@ def _pooled(blocks: Sequence[RateBlock], *kinds: RateBlockKind, around_s: float 
     return steps / seconds if seconds > 0 else 0.0
 
 
-# A rate on training over the fastest step-alone block by more than this share is faster than
-# the train step itself ran: that measurement was disturbed (docs/design.md, "Rates in
-# alternation").
+# A rate on training this far over the fastest step-alone block was disturbed.
 ABOVE_STEP_ALONE = 1.05
 
 
 def step_alone_ceiling(blocks: Sequence[RateBlock]) -> float | None:
-    """The fastest training rate a fix can honestly show: the fastest step-alone block, and
-    `ABOVE_STEP_ALONE` for its noise; None without step-alone blocks."""
+    """The fastest training rate a fix can honestly show."""
     rates = [
         rate for b in blocks if b.kind == STEP_ALONE_BLOCK and (rate := b.steps_per_s) is not None
     ]
@@ -232,19 +192,11 @@ def step_alone_ceiling(blocks: Sequence[RateBlock]) -> float | None:
 
 
 def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
-    """Cores the pipeline's threads kept busy while training: the process's CPU per step in
-    the training blocks over that in the step-alone blocks, at the training rate. None
-    where either kind has no CPU timing."""
-    training = [
-        b.cpu_s_per_step
-        for b in blocks
-        if b.kind in TRAINING_KINDS and b.cpu_s_per_step is not None
-    ]
-    alone = [
-        b.cpu_s_per_step
-        for b in blocks
-        if b.kind == STEP_ALONE_BLOCK and b.cpu_s_per_step is not None
-    ]
+    """The process's CPU per step in training blocks over that in step-alone blocks, at the
+    training rate."""
+    timed = [(b.kind, b.cpu_s_per_step) for b in blocks if b.cpu_s_per_step is not None]
+    training = [cpu for kind, cpu in timed if kind in TRAINING_KINDS]
+    alone = [cpu for kind, cpu in timed if kind == STEP_ALONE_BLOCK]
     rate = _pooled(blocks, *TRAINING_KINDS)
     if not training or not alone or rate <= 0:
         return None
@@ -252,10 +204,8 @@ def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
 
 
 def slowed_step_alone_note(blocks: Sequence[RateBlock], stages: Sequence[StageStats]) -> str | None:
-    """A note where the whole pipeline held (the train step on held batches) fed training
-    faster than any step-alone block ran: the live pipeline's own work slowed those blocks
-    (it refills its buffers through them), so the input cost read from them is low. None
-    otherwise (docs/design.md, "Rates in alternation")."""
+    """Where the whole pipeline held fed training faster than any step-alone block ran: the
+    live pipeline's refills slowed those blocks, so the cost read is a lower bound."""
     ceiling = step_alone_ceiling(blocks)
     held = [s for s in stages if s.training_held_steps_per_s is not None]
     if ceiling is None or not held:

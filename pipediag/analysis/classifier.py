@@ -1,10 +1,5 @@
-"""Label each step and the whole run: input-bound, compute-bound or balanced.
-
-Part of `analysis/`: the verdict is one aggregate, input cost 1 - A/T
-(`analysis/input_cost.py`), in the bands of XProf's Input Pipeline Analyzer, with XProf's
-own wait share kept beside it; a step is labelled by its own wait share. The step as
-recorded and the rule: (docs/design.md, "Input cost").
-"""
+"""Label each step (by its wait share) and the whole run (by input cost 1 - A/T) in the
+bands of XProf's Input Pipeline Analyzer (docs/design.md, "Input cost")."""
 
 from __future__ import annotations
 
@@ -64,13 +59,12 @@ from pipediag.timeline import RawStep
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Input-wait shares that decide the wording.
-
-    From XProf (openxla/xprof, convert/op_stats_to_input_pipeline_analysis.cc):
-    kHighlyInfeedBoundThresholdInPercent = 20 and kModeratelyInfeedBoundThresholdInPercent = 5.
-    At 20% or more, input is the first thing to fix (input-bound); from 5% to 20% both
-    input and compute need work (balanced); under 5% the model limits the rate.
-    """
+    """Input-wait shares that decide the wording, XProf's bands (openxla/xprof,
+    convert/op_stats_to_input_pipeline_analysis.cc):
+    kHighlyInfeedBoundThresholdInPercent = 20,
+    kModeratelyInfeedBoundThresholdInPercent = 5.
+    At 20% or more input is the first thing to fix; from 5% to 20% both input and compute
+    need work; under 5% the model limits the rate."""
 
     highly_input_bound: float = 0.20
     moderately_input_bound: float = 0.05
@@ -78,31 +72,23 @@ class Thresholds:
 
 DEFAULT_THRESHOLDS = Thresholds()
 
-# Without measured waits, training at 80% or more of the pipeline-alone rate suggests the
-# pipeline limits it (DS-Analyzer's differential reading); said as a suggestion only.
+# Without measured waits, training at 80% or more of P suggests the pipeline limits it.
 PIPELINE_LIMITED_SHARE = 0.8
 
-# Other processes keeping this share of the host's cores busy while A and T were measured
-# make a measurable difference: the pipeline's threads and theirs take turns on the cores,
-# so contention read on a busy host may be theirs (docs/design.md, "A busy host"). A quiet
-# 2-core host shows 1-3% (the kernel's own threads).
+# Other processes' share of the cores that makes contention possibly theirs (a quiet 2-core
+# host shows 1-3%: docs/design.md, "A busy host").
 BUSY_HOST_SHARE = 0.10
-# The low end a busy host's share lowers an interval to, at least: an interval reaching zero
-# says training ran as fast as the step alone within the pairs' noise, which this is not.
+# A busy host lowers an interval's low end to no less (zero would mean "no cost above noise").
 BUSY_LOW_FLOOR = 0.001
-# A measured cost whose 90% interval is wider than this either side and reaches across a
-# band's edge is given no band: two runs of the script would read two (docs/design.md,
-# "Too noisy to tell"). The steps suggested aim at `TARGET_HALF_WIDTH` instead.
+# An interval wider than this either side across a band's edge gets no band; the steps
+# suggested aim at `TARGET_HALF_WIDTH` (docs/design.md, "Too noisy to tell").
 LABEL_MAX_HALF_WIDTH = 0.05
 TARGET_HALF_WIDTH = 0.04
-# How far a cost read from A and T taken once each, seconds apart, may stray: on a shared
-# 2-core host the image classification tutorial read 14% so where whole runs put it at -8%,
-# and its two epochs ran 9.1 and 7.3 steps/s (docs/design.md, "Too short to tell").
+# How far a cost from A and T taken once each may stray: the image classification tutorial
+# read 14% where whole runs put it at -8% (docs/design.md, "Too short to tell").
 ONE_PIECE_NOISE = 0.20
-# `--steps` suggested: a multiple of this, at most `MOST_STEPS_SUGGESTED`.
-STEPS_UNIT = 100
+STEPS_UNIT = 100  # `--steps` suggested: a multiple of this, at most `MOST_STEPS_SUGGESTED`
 MOST_STEPS_SUGGESTED = 2000
-
 # Training cannot outrun the pipeline that feeds it: a pipeline-alone rate this far below the
 # training rate was measured while something else took the cores (or the files were cold).
 PIPELINE_BELOW_TRAINING = 1.2
@@ -130,11 +116,8 @@ def build_train_section(
     skipped_passes: Sequence[DataPass] = (),
     epoch_starts: Sequence[tuple[int, float, int | None]] = (),
 ) -> TrainSection:
-    """Steps on the report's time axis (seconds since `origin`), labelled, with rates.
-
-    A record may stand for several merged steps (`count`); its index is that of its first
-    step, and per-step statistics use its mean step.
-    """
+    """Steps on the report's time axis, labelled, with rates. A merged record's index is
+    its first step's; per-step statistics use its mean step."""
     steps: list[StepRecord] = []
     index = 0
     for raw in raw_steps:
@@ -178,17 +161,12 @@ def judge(
     host: HostSection | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> Verdict:
-    """The overall verdict, with the figures behind it; where there is none, the code of why.
-
-    The label follows input cost (`analysis/input_cost.py`): 1 - A/T, from the training
-    rate A and the compute-alone rate T (taken in alternation where the blocks ran, else T
-    measured on a cached batch in one piece, else estimated as step time minus wait), with
-    each epoch's start-up, in XProf's bands.
-    """
+    """The overall verdict from input cost, with the figures behind it; where there is
+    none, the code of why."""
     timed = [s for s in train.steps if s.label in (INPUT_BOUND, COMPUTE_BOUND)]
-    if not timed and _waits_untimed_with_t(train, compute_alone):
-        # Waits not timed (the pulls run inside a tf.function): the cost is read from the
-        # rates alone, A against T (in alternation, or in one piece: "too short to tell").
+    untimed = train.input_wait_source == WAIT_UNAVAILABLE
+    if not timed and untimed and compute_alone is not None and compute_alone.measured:
+        # Waits not timed (pulls inside a tf.function): the cost is read from A and T alone.
         timed = [s for s in train.steps if s.label == UNKNOWN]
     if not timed:
         return Verdict(no_verdict_because=no_verdict_reason(train))
@@ -210,12 +188,14 @@ def judge(
     high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
     label = label_of(found.cost, high=high, moderate=moderate)
     others = _other_processes_cores(host, timed, compute_alone)
-    busy = _busy_share(others, host)
+    cores = host.cpu_count if host is not None else None
+    busy = others / cores if others is not None and cores else None
+    if busy is not None and busy < BUSY_HOST_SHARE:
+        busy = None
     interval = found.interval
     if busy is not None and label != COMPUTE_BOUND:
-        # Their share of the host may be that much of the cost: the interval's low end
-        # widens by it, and a label the cost less their share no longer holds is not given
-        # (the interval's own noise is judged apart: "Too noisy to tell").
+        # Their share of the host may be that much of the cost: the low end widens by it,
+        # and a label the cost less their share no longer holds is not given.
         low, top = interval if interval is not None else (found.cost, found.cost)
         interval = [low if low <= 0.0 else max(BUSY_LOW_FLOOR, low - busy), top]
         if label_of(max(0.0, found.cost - busy), high=high, moderate=moderate) != label:
@@ -234,8 +214,7 @@ def judge(
     elif label != UNCERTAIN and _too_short(found, compute_alone, high=high, moderate=moderate):
         label, because = UNCERTAIN, UNCERTAIN_TOO_SHORT
     elif label in (BALANCED, INPUT_BOUND) and measured is not None:
-        # An interval across a band's lower edge claims only the band its low end supports
-        # (docs/design.md, "Too noisy to tell"); the title still names both.
+        # An interval across a band's lower edge claims only its low end's band.
         label = label_of(measured[0], high=high, moderate=moderate)
     found = InputCost(found.cost, found.split, interval)
     severities: dict[str, Severity] = {
@@ -273,22 +252,9 @@ def judge(
     )
 
 
-def _waits_untimed_with_t(train: TrainSection, compute_alone: ComputeAlone | None) -> bool:
-    """Steps whose waits were never timed, with the step alone measured (in alternation
-    with them, or in one piece)."""
-    return (
-        train.input_wait_source == WAIT_UNAVAILABLE
-        and compute_alone is not None
-        and compute_alone.measured
-    )
-
-
 def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) -> bool:
-    """A measured cost (its interval above zero) whose interval is wider than
-    `LABEL_MAX_HALF_WIDTH` either side and reaches across a band's edge. The caller leaves
-    out a cost whose pairs reached zero: they measured no cost above noise, whatever an epoch
-    start or a material wait, measured step by step, lifts the low end to (the label is then
-    that of those parts)."""
+    """Wider than `LABEL_MAX_HALF_WIDTH` either side and across a band's edge. The caller
+    leaves out pairs that reached zero (then the parts measured step by step label it)."""
     if interval is None or interval[0] <= 0.0:
         return False
     low, top = interval
@@ -301,10 +267,8 @@ def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) ->
 def _too_short(
     found: InputCost, compute_alone: ComputeAlone | None, *, high: float, moderate: float
 ) -> bool:
-    """An input cost that rests on T timed in one piece, with no interval, whose band neither
-    the parts measured step by step (waits, per-pull overhead, epoch starts) carry alone nor
-    holds `ONE_PIECE_NOISE` lower: the run left too few steps to take A and T in turn
-    (docs/design.md, "Too short to tell")."""
+    """A cost on T timed in one piece whose band neither the parts measured step by step carry
+    alone nor holds `ONE_PIECE_NOISE` lower (docs/design.md, "Too short to tell")."""
     if found.interval is not None or compute_alone is None or not compute_alone.measured:
         return False
     label = label_of(found.cost, high=high, moderate=moderate)
@@ -318,9 +282,7 @@ def _too_short(
 
 
 def _steps_to_tell(interval: list[float], measured_steps: int) -> int:
-    """The `--steps` likely to narrow the interval to `TARGET_HALF_WIDTH`: the alternation
-    runs longer in proportion (`conclusion.py::alternation_scale`), and an interval
-    narrows with the square root of its pairs."""
+    """An interval narrows with the square root of its pairs, whose number grows with steps."""
     half_width = (interval[1] - interval[0]) / 2
     wanted = STEPS_UNIT * (half_width / TARGET_HALF_WIDTH) ** 2
     steps = max(wanted, 2 * measured_steps)
@@ -330,7 +292,6 @@ def _steps_to_tell(interval: list[float], measured_steps: int) -> int:
 def _other_processes_cores(
     host: HostSection | None, timed: Sequence[StepRecord], compute_alone: ComputeAlone | None
 ) -> float | None:
-    """The cores other processes kept busy while the measured steps and the step alone ran."""
     if host is None or not timed:
         return None
     begin = timed[0].start_s
@@ -341,22 +302,10 @@ def _other_processes_cores(
     return other_processes_cores(host, begin, end)
 
 
-def _busy_share(others: float | None, host: HostSection | None) -> float | None:
-    """Other processes' share of the host's cores where it is large enough to matter."""
-    cores = host.cpu_count if host is not None else None
-    if others is None or not cores:
-        return None
-    share = others / cores
-    return share if share >= BUSY_HOST_SHARE else None
-
-
 def pipeline_reading_disturbed(training: float, pipeline: float) -> bool:
-    """Training (A, steps/s) ran faster than the pipeline read alone (P, batches/s) could feed
-    it: the pipeline-alone reading was disturbed (another process, a cold file cache)."""
+    """A above P: the pipeline-alone reading was disturbed (another process, a cold cache)."""
     return training > PIPELINE_BELOW_TRAINING * pipeline
 
 
 def pipeline_seems_limiting(training: float, pipeline: float) -> bool:
-    """Training (steps/s) ran close to the pipeline-alone rate (batches/s): without measured
-    waits, that suggests the pipeline limits it (`PIPELINE_LIMITED_SHARE`)."""
     return pipeline > 0 and training / pipeline >= PIPELINE_LIMITED_SHARE

@@ -1,11 +1,5 @@
 """Two reports side by side: what changed, by how much, and whether it is more than noise.
-
-Part of `analysis/`, pure: two `Report`s in, a `Comparison` out; `renderers/compare_text.py`
-and `renderers/compare_png.py` word and draw it. Each figure's change gets an interval from
-both runs' own spread (`analysis/noise.py`) and a judgement (`faster`, `slower`, `changed`,
-`same`, `noise`, `missing`). Stages are matched by what they do, not by position; fixes by
-suggestion id and stage. Method: (docs/design.md, "Comparing runs").
-"""
+Stages are matched by what they do, fixes by id and stage (docs/design.md, "Comparing runs")."""
 
 from __future__ import annotations
 
@@ -39,7 +33,7 @@ APPEARED = "appeared"
 GONE = "gone"
 KEPT = "kept"
 
-# How much input limits training, by verdict: a higher rank is a worse verdict.
+# A higher rank is a worse verdict.
 VERDICT_RANK = {COMPUTE_BOUND: 0, BALANCED: 1, INPUT_BOUND: 2}
 
 # Figure names: keys the renderers word (`renderers/compare_text.py`).
@@ -65,8 +59,7 @@ DOMINANT = "dominant-part"
 
 @dataclass(frozen=True)
 class FigureChange:
-    """One number in both runs. `change` is new/base when `ratio`, else new - base (points
-    of a share); `low`-`high` is its 95% interval, None where a run holds no spread."""
+    """`change`: new/base when `ratio`, else new - base; `low`-`high` its 95% interval."""
 
     name: str
     unit: str
@@ -82,7 +75,7 @@ class FigureChange:
 
 @dataclass(frozen=True)
 class LabelChange:
-    """A label in both runs (the verdict); `worse` when input limits the new run more."""
+    """`worse` when input limits the new run more."""
 
     name: str
     base: str
@@ -93,9 +86,6 @@ class LabelChange:
 
 @dataclass(frozen=True)
 class StageChange:
-    """One pipeline stage's own time per batch, the stage as each run saw it (None where
-    the run has no such stage)."""
-
     base: StageStats | None
     new: StageStats | None
     figure: FigureChange
@@ -103,8 +93,7 @@ class StageChange:
 
 @dataclass(frozen=True)
 class FixChange:
-    """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT; the suggestion
-    as each run made it (None in the run without it), for its measured gain."""
+    """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT."""
 
     id: str
     title: str
@@ -148,8 +137,6 @@ class Comparison:
 
 @dataclass(frozen=True)
 class RunFigures:
-    """One run's figures with their errors: what a comparison and a history line need."""
-
     training: Estimate | None
     compute: Estimate | None
     pipeline: Estimate | None
@@ -159,7 +146,6 @@ class RunFigures:
 
 
 def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures:
-    """A, T, P, input cost and wait share of one report, each with its error."""
     verdict = report.verdict
     spread = noise.step_spread(report.train.steps, rules)
     training = _with_spread(training_rate(report), spread.rate)
@@ -177,13 +163,12 @@ def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures
 
 
 def training_rate(report: Report) -> float | None:
-    """A, the training rate the verdict used; the train section's in a report without it."""
+    """The verdict's A; the train section's in a report without it."""
     rate = report.verdict.training_steps_per_s
     return rate if rate is not None else report.train.steps_per_s
 
 
 def compare_reports(base: Report, new: Report, rules: NoiseRules = DEFAULT_RULES) -> Comparison:
-    """Everything that changed from `base` to `new`, each change judged against noise."""
     before, after = run_figures(base, rules), run_figures(new, rules)
     rates = [
         _figure(TRAINING, "steps/s", before.training, after.training, rules, higher_better=True),
@@ -215,7 +200,6 @@ def judge(
     rules: NoiseRules,
     higher_better: bool | None,
 ) -> tuple[noise.Interval | None, str]:
-    """The change between two estimates and its judgement."""
     if base is None or new is None:
         return None, MISSING
     change = noise.interval(base, new, rules)
@@ -258,7 +242,6 @@ def _figure(
 def _with_spread(
     value: float | None, spread: Estimate | None, *, log_scale: bool = True
 ) -> Estimate | None:
-    """The report's own figure, with the error its steps' bootstrap gave."""
     if value is None or (log_scale and value <= 0):
         return None
     if spread is None:
@@ -269,9 +252,8 @@ def _with_spread(
 def _cost_parts(
     base: Report, new: Report, before: RunFigures, after: RunFigures, rules: NoiseRules
 ) -> list[FigureChange]:
-    """The cost's parts. Each takes the larger error of the whole cost and the wait share:
-    a part is not measured more finely than the figures it is cut from. The epoch start is
-    left out where neither run counted one (one epoch, an unknown length, older reports)."""
+    """Each part takes the larger error of the whole cost and the wait share it is cut from;
+    the epoch start only where a run counted one."""
     splits = (base.verdict.cost_split, new.verdict.cost_split)
     if splits == (None, None):
         return []
@@ -283,13 +265,8 @@ def _cost_parts(
         estimates = [
             None
             if split is None
-            else Estimate(
-                getattr(split, COST_PART_FIELDS[part]),
-                error[0],
-                log_scale=False,
-                how=error[1],
-            )
-            for split, error in zip(splits, errors, strict=True)
+            else Estimate(getattr(split, COST_PART_FIELDS[part]), se, log_scale=False, how=how)
+            for split, (se, how) in zip(splits, errors, strict=True)
         ]
         figures.append(_figure(name, "share", estimates[0], estimates[1], rules, None))
     return figures
@@ -316,22 +293,14 @@ def _labels(base: Report, new: Report) -> list[LabelChange]:
         (split.dominant or "") if split is not None else ""
         for split in (before.cost_split, after.cost_split)
     ]
-    labels = [verdict]
-    if any(dominant):
-        labels.append(
-            LabelChange(
-                DOMINANT,
-                dominant[0],
-                dominant[1],
-                SAME if dominant[0] == dominant[1] else CHANGED,
-            )
-        )
-    return labels
+    if not any(dominant):
+        return [verdict]
+    same = dominant[0] == dominant[1]
+    return [verdict, LabelChange(DOMINANT, dominant[0], dominant[1], SAME if same else CHANGED)]
 
 
 def verdict_worse(before: str, after: str) -> bool:
-    """Input limits training more under the `after` verdict than under `before` (both
-    ranked: an uncertain or missing verdict is neither better nor worse)."""
+    """An uncertain or missing verdict is neither better nor worse."""
     return (
         before in VERDICT_RANK
         and after in VERDICT_RANK
@@ -356,8 +325,7 @@ def _keyed(stages: Sequence[StageStats]) -> dict[tuple[str, str, int], StageStat
 
 
 def _stages(base: Report, new: Report, rules: NoiseRules) -> list[StageChange]:
-    """Each stage's own time per batch; a stage one run lacks is `changed` (added or
-    removed by the fix)."""
+    """Each stage's own time per batch; a stage one run lacks is `changed`."""
     before, after = _keyed(base.pipeline.stages), _keyed(new.pipeline.stages)
     rates = [r for r in (base.pipeline.batches_per_s, new.pipeline.batches_per_s) if r]
     batch_s = 1.0 / max(rates) if rates else None
@@ -365,42 +333,37 @@ def _stages(base: Report, new: Report, rules: NoiseRules) -> list[StageChange]:
     changes = []
     for key in order:
         old, now = before.get(key), after.get(key)
-        changes.append(StageChange(old, now, _stage_figure(old, now, batch_s, rules)))
+        base_s = None if old is None else old.own_s_per_batch
+        new_s = None if now is None else now.own_s_per_batch
+        if old is None or now is None:
+            judgement = CHANGED
+        elif base_s is None or new_s is None:
+            judgement = MISSING
+        else:
+            judgement = _stage_judgement(base_s, new_s, batch_s, rules)
+        change = new_s / base_s if base_s and new_s is not None else None
+        figure = FigureChange(
+            name=STAGE,
+            unit="s/batch",
+            base=base_s,
+            new=new_s,
+            change=change,
+            ratio=True,
+            low=None,
+            high=None,
+            judgement=judgement,
+            how=noise.NO_SPREAD_HOW,
+        )
+        changes.append(StageChange(old, now, figure))
     return changes
-
-
-def _stage_figure(
-    old: StageStats | None, now: StageStats | None, batch_s: float | None, rules: NoiseRules
-) -> FigureChange:
-    base = None if old is None else old.own_s_per_batch
-    new = None if now is None else now.own_s_per_batch
-    if old is None or now is None:
-        judgement = CHANGED
-    elif base is None or new is None:
-        judgement = MISSING
-    else:
-        judgement = _stage_judgement(base, new, batch_s, rules)
-    change = new / base if base and new is not None else None
-    return FigureChange(
-        name=STAGE,
-        unit="s/batch",
-        base=base,
-        new=new,
-        change=change,
-        ratio=True,
-        low=None,
-        high=None,
-        judgement=judgement,
-        how=noise.NO_SPREAD_HOW,
-    )
 
 
 def _stage_judgement(base: float, new: float, batch_s: float | None, rules: NoiseRules) -> str:
     """Stage timings carry no spread: a change counts over both floors (`NoiseRules`)."""
     step = abs(new - base)
-    if step <= rules.stage_floor * max(base, new):
-        return NOISE
-    if batch_s is not None and step <= rules.stage_floor_of_batch * batch_s:
+    if step <= rules.stage_floor * max(base, new) or (
+        batch_s is not None and step <= rules.stage_floor_of_batch * batch_s
+    ):
         return NOISE
     return FASTER if new < base else SLOWER
 
@@ -411,20 +374,13 @@ def _fixes(base: Iterable[Suggestion], new: Iterable[Suggestion]) -> list[FixCha
     changes = []
     for key, s in after.items():
         old = before.get(key)
-        changes.append(
-            FixChange(
-                s.id,
-                s.title,
-                s.stage,
-                s.kind,
-                KEPT if old is not None else APPEARED,
-                old,
-                s,
-            )
-        )
-    for key, s in before.items():
-        if key not in after:
-            changes.append(FixChange(s.id, s.title, s.stage, s.kind, GONE, s))
+        status = KEPT if old is not None else APPEARED
+        changes.append(FixChange(s.id, s.title, s.stage, s.kind, status, old, s))
+    changes += [
+        FixChange(s.id, s.title, s.stage, s.kind, GONE, s)
+        for key, s in before.items()
+        if key not in after
+    ]
     return changes
 
 

@@ -1,10 +1,5 @@
-"""Advice that follows the part of input cost that dominates (`analysis/input_cost.py`).
-
-Part of the advisor's table (`analysis/advisor.py`): rules for contention (cores or the
-GIL), fetch and epoch start, and one that says why when input costs something and no rule
-found a change. They read the report only; their gain is T/A for the part removed, an upper
-bound. The advice for each part: (docs/design.md, "The advisor").
-"""
+"""Advice that follows the part of input cost that dominates, with T/A for the part removed
+as its (upper-bound) gain, and why no fix where none applies (docs/design.md, "The advisor")."""
 
 from __future__ import annotations
 
@@ -40,14 +35,11 @@ from pipediag.report.vocabulary import (
 
 
 def _led_by(ctx: Context, part: CostPart) -> CostSplit | None:
-    """The input cost's parts where `part` is the largest (`CostSplit.dominant`), else None."""
     split = ctx.report.verdict.cost_split
     return split if split is not None and split.dominant == part else None
 
 
 def _cost_fix(rule_id: str, title: str, evidence: str, code: str, share: float) -> Suggestion:
-    """A fix for one part of the input cost; its gain, T/A with that part removed, is an
-    upper bound."""
     return Suggestion(
         id=rule_id,
         title=title,
@@ -70,7 +62,6 @@ def _rates_text(ctx: Context) -> str:
 
 
 def capped_threads(cores: int, step_cores: float | None) -> int:
-    """Threads for the pipeline that leave the train step the cores it uses alone."""
     if step_cores is None:
         return max(1, cores // 2)
     return max(1, round(cores - step_cores))
@@ -88,14 +79,10 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         f"contention, yet the step waited only {wait:.0%} of the time"
     ]
     if split.pipeline_cores_busy is not None:
-        evidence.append(
-            f"the pipeline kept {split.pipeline_cores_busy:.1f} more cores busy while training"
-            + (
-                f", leaving {split.free_cores:.1f} of {ctx.cores} free"
-                if split.free_cores is not None
-                else ""
-            )
-        )
+        busy = f"the pipeline kept {split.pipeline_cores_busy:.1f} more cores busy while training"
+        if split.free_cores is not None:
+            busy += f", leaving {split.free_cores:.1f} of {ctx.cores} free"
+        evidence.append(busy)
     cost = ctx.report.pipeline.cpu_s_per_batch
     rate = ctx.pipeline_rate
     if cost is not None and rate:
@@ -132,8 +119,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     if measured is not None and measured >= VERIFIED_MIN_GAIN:
         fix = _cost_fix(rule_id, title, text, code, split.contention)
         return [replace(fix, gain=Gain(GAIN_ON_TRAINING, measured, interval))]
-    # The cap is not the way: the stage that costs most is, with what holding it (or the
-    # nearest stage after it) in memory gave training: the most a cheaper stage can give.
+    # The cap is not the way: the costliest stage is, with what its hold gave training.
     costly = next((st for st in ctx.stages if st.bottleneck), None)
     if costly is None:
         return [_cost_fix(rule_id, title, text, code, split.contention)]
@@ -157,8 +143,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 
 def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Suggestion]:
-    """Contention with cores free, beside a pipeline that runs Python: the two take turns on
-    the interpreter lock, and a cap on tf.data's threads does not release it."""
+    """A cap on tf.data's threads does not release the interpreter lock."""
     wait = ctx.report.verdict.input_wait_fraction or 0.0
     python = ", ".join(stage_name(s) for s in python_stages(ctx.stages)) or "its functions"
     free = "cores"
@@ -181,9 +166,7 @@ def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Sugges
 
 
 def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
-    """Each epoch's start-up dominates: one iterator for the whole run, the dataset
-    repeating and the epoch's length given, does without it (Keras 3 keeps its iterator
-    across epochs when `steps_per_epoch` is set)."""
+    """Keras 3 keeps its iterator across epochs when `steps_per_epoch` is set."""
     split = _led_by(ctx, COST_EPOCH_START)
     if split is None or split.epoch_steps is None:
         return []
@@ -246,7 +229,6 @@ def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 
 def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
-    """A note for an input-bound or balanced verdict that no rule gave a fix for."""
     verdict = ctx.report.verdict
     if verdict.label == COMPUTE_BOUND or verdict.input_cost_fraction is None:
         return []

@@ -16,10 +16,7 @@ from pipediag.report.model import Report
 
 
 def enrich_report(report: Report, *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS) -> Report:
-    """The report with its GPU analysis, host contention and the GPU's idle cause in the verdict.
-
-    Idempotent: parts already present are kept, so the session and the monitor may both call it.
-    """
+    """Idempotent: parts already present are kept."""
     analysis = report.gpu_analysis
     if analysis is None:
         analysis = analyze_gpu(report.gpu, report.train, thresholds=thresholds)

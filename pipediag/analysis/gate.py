@@ -1,10 +1,5 @@
-"""`pipediag check`: thresholds over a saved report, so a CI job can fail on a regression.
-
-Part of `analysis/`, pure: a report (and a baseline) in, one `CheckResult` per threshold
-out, each with the line the command prints. A threshold whose figure the report lacks fails;
-the slowdown against a baseline fails only when over the allowance and beyond the runs'
-noise (`analysis/noise.py`). Rationale: (docs/design.md, "History, trend and check").
-"""
+"""`pipediag check`: thresholds over a saved report, so a CI job can fail on a regression; a
+slowdown fails only beyond the runs' noise (docs/design.md, "History, trend and check")."""
 
 from __future__ import annotations
 
@@ -26,21 +21,12 @@ class Thresholds:
     max_slowdown: float | None = None  # against a baseline report
 
     def any(self) -> bool:
-        return any(
-            value is not None
-            for value in (
-                self.max_input_cost,
-                self.max_input_wait,
-                self.min_steps_per_s,
-                self.max_slowdown,
-            )
-        )
+        limits = (self.max_input_cost, self.max_input_wait, self.min_steps_per_s, self.max_slowdown)
+        return any(value is not None for value in limits)
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """One threshold: whether it held, and the line that says so."""
-
     name: str  # the option that set it: "max-input-cost"
     passed: bool
     line: str
@@ -56,24 +42,16 @@ def check_report(
     results = []
     verdict = report.verdict
     if thresholds.max_input_cost is not None:
+        lacking = "no input cost (no compute-alone rate, or no measured steps)"
+        cost = verdict.input_cost_fraction
         results.append(
-            _at_most(
-                "max-input-cost",
-                "input cost",
-                verdict.input_cost_fraction,
-                thresholds.max_input_cost,
-                "no input cost (no compute-alone rate, or no measured steps)",
-            )
+            _at_most("max-input-cost", "input cost", cost, thresholds.max_input_cost, lacking)
         )
     if thresholds.max_input_wait is not None:
+        lacking = "no input wait (the steps' waits were not measured)"
+        wait = verdict.input_wait_fraction
         results.append(
-            _at_most(
-                "max-input-wait",
-                "input wait",
-                verdict.input_wait_fraction,
-                thresholds.max_input_wait,
-                "no input wait (the steps' waits were not measured)",
-            )
+            _at_most("max-input-wait", "input wait", wait, thresholds.max_input_wait, lacking)
         )
     if thresholds.min_steps_per_s is not None:
         results.append(_min_rate(report, thresholds.min_steps_per_s))
@@ -122,30 +100,17 @@ def _slowdown(baseline: Report, report: Report, limit: float, rules: NoiseRules)
     if slowdown <= 0:
         how = f"{change.change:.2f}x faster" if change.change > 1 else "as fast"
         return CheckResult(name, True, f"ok   training {how} than the baseline ({rates})")
+    slower = f"training {_pct(slowdown)} slower than the baseline ({rates})"
     if slowdown <= limit:
-        return CheckResult(
-            name,
-            True,
-            f"ok   training {_pct(slowdown)} slower than the baseline ({rates}), within the "
-            f"{_pct(limit)} allowed",
-        )
+        return CheckResult(name, True, f"ok   {slower}, within the {_pct(limit)} allowed")
     if noise.is_noise(change):
-        return CheckResult(
-            name,
-            True,
-            f"ok   training {_pct(slowdown)} slower than the baseline ({rates}): over the "
-            f"{_pct(limit)} allowed but within the runs' noise",
-        )
-    return CheckResult(
-        name,
-        False,
-        f"FAIL training {_pct(slowdown)} slower than the baseline ({rates}): over the "
-        f"{_pct(limit)} allowed (--{name}), beyond the runs' noise",
-    )
+        line = f"ok   {slower}: over the {_pct(limit)} allowed but within the runs' noise"
+        return CheckResult(name, True, line)
+    line = f"FAIL {slower}: over the {_pct(limit)} allowed (--{name}), beyond the runs' noise"
+    return CheckResult(name, False, line)
 
 
 def _unchecked(name: str, what: str, lacking: str, which: str = "report") -> CheckResult:
-    """A threshold whose figure `which` report lacks: it fails."""
     return CheckResult(
         name, False, f"FAIL {what}: the {which} has {lacking}; --{name} cannot be checked"
     )

@@ -1,13 +1,6 @@
-"""What the GPU's own counters say: busy share, why it sat idle, and how that tracks input waits.
-
-Part of `analysis/`, pure functions over the report model only (no NVML, no TensorFlow).
-NVML windows (1/6 s to 1 s) are far longer than a step, so no single step is labelled from
-the GPU: per window, the GPU's idle time is split into input wait (counted first), transfer
-(an upper bound) and host overhead, after HolisticTraceAnalysis, and GPU idle is correlated
-with input wait across windows (Pearson r). Its windows are in gpu_windows.py, the causes in
-gpu_causes.py; the renderers word the figures (renderers/hardware_words.py). Method:
-(docs/design.md, "GPU idle causes").
-"""
+"""What the GPU's own counters say: busy share, why it sat idle (per NVML window, far longer
+than a step: input wait first, then transfer, then host overhead, after HTA), and how GPU
+idle tracks input wait across windows (docs/design.md, "GPU idle causes")."""
 
 from __future__ import annotations
 
@@ -16,12 +9,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pipediag.analysis.gpu_causes import (
-    CAUSE_HOST,
-    CAUSE_INPUT,
-    CAUSE_TRANSFER,
-    CAUSES,
-)
+from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER, CAUSES
 from pipediag.analysis.gpu_windows import (
     StepIndex,
     busy_points,
@@ -67,67 +55,32 @@ BUSY_AUTO = "auto"  # a setting: SM activity where GPM has enough windows, else 
 
 @dataclass(frozen=True)
 class GpuThresholds:
-    """Named limits of the GPU analysis, with where each comes from.
+    """Named limits of the GPU analysis (their sources: docs/design.md, "GPU idle causes")."""
 
-    Attributes:
-        min_step_coverage: a window counts only if measured steps cover this share of it;
-            windows mostly in the warm-up, the pipeline benchmark or the script's set-up say
-            nothing about the train loop. 0.8 keeps a window that a step boundary or an epoch
-            end clips, and drops one that is mostly outside the loop (a judgement call).
-        min_windows: fewer windows than this inside the measured steps and the GPU figures are
-            one or two driver averages: too few to report (NVML averages over 1/6 s to 1 s).
-        min_correlation_windows: Pearson r over fewer points is noise (r of 3 random points
-            exceeds 0.9 about 30% of the time).
-        min_idle_fraction: below this idle share the GPU is busy and no idle cause is named;
-            5% mirrors XProf's "moderately input-bound" floor
-            (kModeratelyInfeedBoundThresholdInPercent = 5).
-        untimed_window_s: readings without driver timestamps (`nvmlDeviceGetUtilizationRates`)
-            average over an unknown window of 1/6 s to 1 s before the read; merging them into
-            windows of at least 1 s (the longest driver window) bounds the misplacement to
-            about half of each window.
-        max_window_s: a gap between readings longer than this (2x the longest driver window)
-            is a gap in sampling (NVML errors, decimation edges), not one long window.
-        pcie_reference_bytes_per_s: the link bandwidth that PCIe throughput is compared with.
-            PCIe 4.0 x16: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s per direction (PCI-SIG).
-            On PCIe 5.0 (H100/H200) this overstates the link's busy share up to 2x, so the
-            transfer share stays an upper bound. NVML counts throughput over 20 ms per call.
-        contention_share: other processes taking this share of the whole machine's CPU or
-            more is named as contention when input-bound. A judgement call: on 2 cores it is
-            a fifth of a core, and sharing cores cut a 1.6x pipeline speed-up to 1.18x end
-            to end (docs/design.md, "Costs that are not waiting").
-    """
-
-    min_step_coverage: float = 0.8
-    min_windows: int = 3
-    min_correlation_windows: int = 5
-    min_idle_fraction: float = 0.05
-    untimed_window_s: float = 1.0
-    max_window_s: float = 2.0
-    pcie_reference_bytes_per_s: float = 31.5e9
-    contention_share: float = 0.10
+    min_step_coverage: float = 0.8  # share of a window the measured steps must cover
+    min_windows: int = 3  # fewer are one or two driver averages
+    min_correlation_windows: int = 5  # r of 3 random points exceeds 0.9 ~30% of the time
+    min_idle_fraction: float = 0.05  # XProf's "moderately input-bound" floor
+    untimed_window_s: float = 1.0  # untimed readings merged to the longest driver window
+    max_window_s: float = 2.0  # a longer gap between readings is a gap in sampling
+    pcie_reference_bytes_per_s: float = 31.5e9  # PCIe 4.0 x16 per direction: an upper bound
+    contention_share: float = 0.10  # other processes' share of the CPU named as contention
 
 
 DEFAULT_GPU_THRESHOLDS = GpuThresholds()
 
-_CONSTANT_EPSILON = 1e-9
-"""Below this standard deviation a series is constant and Pearson r is undefined."""
-
-
+_CONSTANT_EPSILON = 1e-9  # below this standard deviation Pearson r is undefined
+# Windows holding less of the measured step time describe a minority of the run: say so.
 LOW_COVERAGE_NOTE = 0.5
-"""When the windows hold less than half of the measured step time, the GPU figures describe a
-minority of the run (readings failed or stopped): say so next to them."""
 
 
 def measured_steps(train: TrainSection) -> list[StepRecord]:
-    """Steps past the warm-up whose input wait was measured: the ones a window is compared with."""
+    """Steps past the warm-up whose input wait was measured."""
     return [s for s in timed_steps(train.steps) if s.input_wait_s is not None]
 
 
-# -- the analysis -----------------------------------------------------------------------------
-
-
 def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Pearson correlation; None when a series is constant (r undefined) or too short."""
+    """None when a series is constant or too short."""
     n = len(x)
     if n < 2 or n != len(y):
         return None
@@ -166,21 +119,8 @@ def analyze_gpu(
     busy_metric: str = BUSY_AUTO,
     thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS,
 ) -> GpuAnalysis:
-    """The GPU's side of the run: per-window busy and input-wait shares, idle causes, correlation.
-
-    Args:
-        gpu: the report's GPU section (times on the session clock, as the steps).
-        train: the report's train section; only measured steps with an input wait count.
-        busy_metric: "auto" uses GPM SM activity when the device reported it (Hopper+) and
-            utilization otherwise; "sm-active" or "utilization" force one. SM activity is the
-            better "busy": utilization counts the GPU busy while any kernel runs, however
-            small.
-        thresholds: the named limits (see `GpuThresholds`).
-
-    Returns:
-        A `GpuAnalysis`; `available=False` with a reason when there is no GPU, no reading,
-        no measured step, or too few windows inside the measured steps.
-    """
+    """Per-window busy and input-wait shares, idle causes and their correlation. `busy_metric`
+    "auto": GPM SM activity where reported (utilization counts any kernel as busy)."""
     th = thresholds
     if not gpu.available:
         return _unavailable(Reason(NO_GPU_SAMPLED, because=gpu.reason))
@@ -228,12 +168,10 @@ def analyze_gpu(
         time_source = TIME_MIXED
     index = StepIndex(steps)
     windows: list[GpuWindow] = []
-    outside = 0
     for interval in intervals:
         covered, waited = index.overlap(interval.start, interval.end)
         coverage = covered / interval.length
         if coverage < th.min_step_coverage:
-            outside += 1
             continue
         windows.append(
             GpuWindow(
@@ -309,12 +247,8 @@ def analyze_gpu(
 def attribute_idle(
     windows: Sequence[GpuWindow], *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS
 ) -> IdleAttribution:
-    """Split the GPU's idle time in `windows` into input wait, transfer and host overhead.
-
-    Per window of length L: idle = (1 - busy) L; input wait takes min(idle, wait share x L);
-    transfer takes min(rest, PCIe busy share x L); host overhead is what remains. See the
-    module docstring for why in this order.
-    """
+    """Per window of length L: idle = (1 - busy) L; input wait takes min(idle, wait share x L),
+    transfer min(rest, PCIe busy share x L); host overhead is what remains."""
     window_s = idle_s = input_s = transfer_s = host_s = 0.0
     for w in windows:
         length = w.end_s - w.start_s
@@ -346,12 +280,8 @@ def attribute_idle(
     )
 
 
-# -- what the verdict layer uses --------------------------------------------------------------
-
-
 def with_gpu_idle_cause(verdict: Verdict, analysis: GpuAnalysis | None) -> Verdict:
-    """The verdict with the GPU's dominant idle cause filled in (unchanged without an analysis
-    of a sampled GPU)."""
+    """Unchanged without an analysis of a sampled GPU."""
     if analysis is None or not analysis.available or analysis.attribution is None:
         return verdict
     return replace(verdict, gpu_idle_cause=analysis.attribution.dominant)

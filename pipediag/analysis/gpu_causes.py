@@ -1,7 +1,6 @@
 """Why a GPU sat idle: each cause's name, and the fix the advisor suggests with its code (HTA's
 idle-time categories, docs/design.md, "Methods it builds on"). The GPU analysis and the
-advisor's GPU rule both read it; the renderers word each cause (renderers/hardware_words.py).
-"""
+advisor's GPU rule both read it; the renderers word each cause (renderers/hardware_words.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +11,9 @@ from pipediag.report.model import GpuIdleCause
 CAUSE_INPUT: Final = "input-wait"
 CAUSE_HOST: Final = "host-overhead"
 CAUSE_TRANSFER: Final = "transfer"
+# In the order idle time is attributed to them.
 CAUSES: tuple[GpuIdleCause, ...] = (CAUSE_INPUT, CAUSE_TRANSFER, CAUSE_HOST)
-"""In the order idle time is attributed to them (`gpu.attribute_idle`)."""
-
-# The advisor's suggestion for a cause other than input (input has the pipeline's own rules):
-# (title, code).
+# The advisor's (title, code) for a cause other than input.
 CAUSE_FIXES: dict[GpuIdleCause, tuple[str, str]] = {
     CAUSE_HOST: (
         "the GPU idles on host-side overhead: fewer, larger steps",

@@ -1,8 +1,5 @@
 """GPU readings as intervals of one busy share each, and the measured steps' time and waits
-inside an interval: the windows `analysis/gpu.py` reads (docs/design.md, "NVML facts").
-
-Pure functions over the report model only.
-"""
+inside an interval: the windows `analysis/gpu.py` reads (docs/design.md, "NVML facts")."""
 
 from __future__ import annotations
 
@@ -12,16 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pipediag.report.model import GpuSample, StepRecord
-from pipediag.report.vocabulary import (
-    BUSY_SM_ACTIVE,
-    BusySource,
-)
+from pipediag.report.vocabulary import BUSY_SM_ACTIVE, BusySource
 
+# Tick times are sums of float intervals: 10 ticks of 0.1 s can span 0.9999999 s.
 _TIME_SLACK_S = 1e-6
-"""Tick times are sums of float intervals: 10 ticks of 0.1 s can span 0.9999999 s."""
-
-
-# -- GPU readings -> intervals ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -46,12 +37,9 @@ def clip01(value: float) -> float:
 def busy_points(
     samples: Sequence[GpuSample], source: BusySource
 ) -> list[tuple[float, float, bool]]:
-    """(end time, busy 0..1, timed) per distinct reading of the chosen metric, in time order.
-
-    Driver utilization samples are averaged by the sampler over (previous driver timestamp,
-    `gpu_util_t_s`]; a tick with no fresh driver sample repeats the last one with the same
-    timestamp, so repeats are dropped. GPM readings cover (previous GPM read, `t_s`].
-    """
+    """(end time, busy 0..1, timed) per distinct reading, in time order. A driver reading
+    covers (previous driver timestamp, `gpu_util_t_s`]; GPM (previous GPM read, `t_s`]. A tick
+    without a fresh driver sample repeats the last one with its timestamp: repeats are dropped."""
     points: list[tuple[float, float, bool]] = []
     seen_driver_t: set[float] = set()
     for s in samples:
@@ -80,10 +68,8 @@ def busy_points(
 def reading_intervals(
     points: list[tuple[float, float, bool]], fallback_s: float, max_window_s: float
 ) -> list[Interval]:
-    """Each reading covers the time since the previous one.
-
-    The first reading, and one after a sampling gap, get the typical (median) window length.
-    """
+    """Each reading covers the time since the previous one; the first, and one after a gap,
+    the median window length."""
     gaps = [b[0] - a[0] for a, b in zip(points, points[1:], strict=False)]
     usable = [g for g in gaps if 0 < g <= max_window_s]
     typical = statistics.median(usable) if usable else fallback_s
@@ -102,7 +88,7 @@ def reading_intervals(
 
 
 def merge_untimed(intervals: list[Interval], target_s: float) -> list[Interval]:
-    """Join consecutive untimed intervals until each spans `target_s` (duration-weighted busy)."""
+    """Join consecutive untimed intervals until each spans `target_s`."""
     merged: list[Interval] = []
     run: list[Interval] = []
 
@@ -130,7 +116,7 @@ def merge_untimed(intervals: list[Interval], target_s: float) -> list[Interval]:
 def with_pcie(
     intervals: list[Interval], samples: Sequence[GpuSample], link_bytes_per_s: float
 ) -> list[Interval]:
-    """Attach the mean PCIe busy share of the ticks inside each interval (None when none)."""
+    """The mean PCIe busy share of the ticks inside each interval."""
     ticks = sorted(
         (s.t_s, max(s.pcie_rx_bytes_per_s or 0.0, s.pcie_tx_bytes_per_s or 0.0))
         for s in samples
@@ -147,12 +133,7 @@ def with_pcie(
     return result
 
 
-# -- steps -> per-window host figures ---------------------------------------------------------
-
-
 class StepIndex:
-    """Measured steps, sorted, for overlap queries: step time and input-wait time in [a, b)."""
-
     def __init__(self, steps: Sequence[StepRecord]) -> None:
         ordered = sorted(steps, key=lambda s: s.start_s)
         self._starts = [s.start_s for s in ordered]
@@ -160,14 +141,9 @@ class StepIndex:
         self._max_duration = max((s.duration_s for s in ordered), default=0.0)
 
     def overlap(self, a: float, b: float) -> tuple[float, float]:
-        """(seconds of measured steps, seconds of their input waits) inside [a, b).
-
-        The wait is placed at the start of its step: the recorders time the pull of the next
-        batch, which opens the step (iterator timing) or the train function (the profiler's
-        `IteratorGetNext`).
-        """
-        covered = 0.0
-        waited = 0.0
+        """(step seconds, wait seconds) inside [a, b); a wait opens its step, as the pull of
+        the next batch does."""
+        covered = waited = 0.0
         i = bisect.bisect_left(self._starts, a - self._max_duration)
         while i < len(self._steps) and self._starts[i] < b:
             step = self._steps[i]

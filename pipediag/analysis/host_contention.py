@@ -1,8 +1,5 @@
-"""How much of the machine's CPU other processes took while the measured steps ran.
-
-A pipeline can be slow because something else on the host takes its cores. Read from the
-host samples alone (psutil), with no NVML and no TensorFlow.
-"""
+"""How much of the machine's CPU other processes took while the measured steps ran: a
+pipeline can be slow because something else on the host takes its cores."""
 
 from __future__ import annotations
 
@@ -23,15 +20,8 @@ from pipediag.report.vocabulary import OVER_MEASURED_STEPS, OVER_WHOLE_RUN, Cont
 
 
 def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float) -> float | None:
-    """The cores other processes kept busy, on average, from `begin_s` to `end_s` (seconds
-    on the report's axis); None without host samples in that window.
-
-    Per sample: the machine's busy share less this process's (psutil's process percent
-    counts 100 per core, the system's 100 for the whole machine) and less the time the
-    hypervisor gave to other guests (a VM counts it busy: 27% of a 2-core guest's time here
-    while one core spun). Averaged before it is clipped at zero, so that the two readings'
-    small timing skew cancels out.
-    """
+    """The machine's busy share less this process's and less steal time (a VM counts it busy),
+    averaged before clipped at zero (docs/design.md, "A busy host")."""
     if host is None or not host.available or not host.samples:
         return None
     cores = _cores(host)
@@ -51,13 +41,8 @@ def host_contention(
     *,
     thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS,
 ) -> HostContention:
-    """How much of the machine's CPU other processes took while the measured steps ran.
-
-    Per host sample: other = system busy % - this process's % / cores (psutil's process
-    percent counts 100 per core; the system one 100 for the whole machine). It bears on the
-    verdict only when that is input-bound, balanced or uncertain: that is when a starved
-    pipeline could be starved by someone else.
-    """
+    """Per sample: system busy % - this process's % / cores (psutil counts a process 100 per
+    core). It bears on the verdict only where input may limit training."""
     if not host.available:
         return HostContention(available=False, reason=host.reason or Reason(HOST_NOT_SAMPLED))
     cores = _cores(host)
@@ -92,11 +77,9 @@ def host_contention(
 
 
 def _cores(host: HostSection) -> int:
-    """The host's cores: as counted, else as many as a sample read per core."""
     return host.cpu_count or max((len(s.per_core_pct) for s in host.samples), default=0)
 
 
 def _samples_within(host: HostSection, begin_s: float, end_s: float) -> list[HostSample]:
-    """The host samples read over `begin_s` to `end_s`: a sample's reading covers the
-    interval before its time."""
+    """A sample's reading covers the interval before its time."""
     return [s for s in host.samples if begin_s < s.t_s <= end_s + host.interval_s]

@@ -1,17 +1,11 @@
 """Advisor rules over the host and the GPU: a saturated CPU (PD010), the GPU's idle cause
-(PD011), and the note that the pipeline is fine when training is compute-bound (PD000).
-"""
+(PD011), and the note that the pipeline is fine when training is compute-bound (PD000)."""
 
 from __future__ import annotations
 
-from pipediag.analysis.advice_context import (
-    CPU_SATURATED_PCT,
-    Context,
-)
+from pipediag.analysis.advice_context import CPU_SATURATED_PCT, Context
 from pipediag.analysis.gpu_causes import CAUSE_FIXES
-from pipediag.report.model import (
-    Suggestion,
-)
+from pipediag.report.model import Suggestion
 from pipediag.report.vocabulary import FIX, NOTE
 
 
@@ -53,11 +47,7 @@ def contention_text(ctx: Context) -> str:
 
 
 def check_gpu_idle_cause(ctx: Context, rule_id: str) -> list[Suggestion]:
-    """When the GPU sat idle mostly for a reason other than input, say which and what helps.
-
-    Input waits are the other rules' business; this one covers HTA's other idle categories
-    (host overhead, transfer), read from the GPU analysis of NVML samples.
-    """
+    """HTA's idle categories other than input wait (host overhead, transfer)."""
     analysis = ctx.report.gpu_analysis
     if analysis is None or not analysis.available or analysis.attribution is None:
         return []

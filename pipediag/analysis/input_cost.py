@@ -1,12 +1,6 @@
-"""Input cost: what the input pipeline costs training, from three measured rates.
-
-Part of `analysis/`, the verdict's arithmetic (DS-Analyzer, VLDB 2021): from the pipeline
-alone P, the train step alone on a cached batch T and training as it ran A, input costs
-`1 - A/T` of training time, and T/A is the speedup if input were free. The cost is split
-into parts that add up: wait, fetch, contention (cores or the GIL) and epoch start. Where A
-and T were taken in alternation (`analysis/alternation.py`) the gap and its 90% interval
-come from the pairs. Method: (docs/design.md, "Input cost").
-"""
+"""Input cost, the verdict's arithmetic (DS-Analyzer): from the pipeline alone P, the train
+step alone T and training A, input costs 1 - A/T of training time, split into parts that add
+up (wait, fetch, contention, epoch start). Method: (docs/design.md, "Input cost")."""
 
 from __future__ import annotations
 
@@ -56,39 +50,28 @@ from pipediag.report.vocabulary import (
     ContentionKind,
 )
 
-# The pipeline alone at least this many times faster than training cannot have kept the
-# step waiting through a prefetch buffer: what the step spent in next() is the pull itself
-# (docs/design.md, "Input cost": 5,100 batches/s alone against 700 steps/s, 25% of each
-# step spent in next()).
+# P this many times A: the step's time in next() is the pull itself, not a wait
+# (docs/design.md, "Input cost": 5,100 batches/s alone, 700 steps/s, 25% in next()).
 FETCH_PIPELINE_MARGIN = 5.0
-# The most a pull of a ready batch costs, where it is estimated from the pipeline's rate
-# (fit's batch stamps do not time the pull): about 0.7 ms in eager mode on a 2-core host
-# (docs/design.md, "Rates in alternation"), less inside fit's compiled train function. A
-# pipeline that takes longer a batch does that work in its own threads, beside the step.
+# The most a pull of a ready batch costs where estimated from P (fit's stamps do not time
+# it): about 0.7 ms eager on a 2-core host (docs/design.md, "Rates in alternation").
 MAX_PULL_S = 1e-3
-# Two epochs whose input costs differ by more than this are two phases (a cache filling in
-# epoch 1); smaller differences are noise: each epoch's cost is read against one T, not in
-# pairs, and on a shared 2-core host two epochs of the image classification tutorial read
-# 2% and 21% (whole runs: -8%), two of the text classification tutorial 0% and 22%.
+# Epochs whose costs differ by more are two phases (a cache filling in epoch 1); less is
+# noise: two epochs of the image classification tutorial read 2% and 21% (whole runs: -8%).
 PHASE_COST_GAP = 0.25
-# An epoch needs this many measured steps for its own rate.
 PHASE_MIN_STEPS = 10
 # Iterator timing includes the pull in the wait; batch stamps under fit do not.
 WAIT_INCLUDES_PULL = frozenset({WAIT_ITERATOR_TIMING})
-# Fewer idle cores than this while training: the host is saturated, and the pipeline's
-# threads and the train step take turns on its cores. Half a core: the host samples are a
-# few per second, and a busy host still shows a little idle time between them.
+# Fewer idle cores than this while training: the host is saturated (a busy host still shows
+# a little idle time between its few samples a second).
 SATURATED_FREE_CORES = 0.5
-# Sources that run Python for every element (built on py_function, so they hold the GIL);
-# `bench/structure.py` names a generator source so, and marks it `uses_py_function` too.
+# Sources that run Python for every element (built on py_function: they hold the GIL).
 PYTHON_SOURCES = frozenset({"from_generator"})
-# The first epoch's start is the run's own start-up (tracing, the first iterator, buffers
-# filling for the first time): only the starts of later epochs (counted from 0) are input
-# cost of every epoch (docs/design.md, "Epoch starts").
+# The first epoch's start is the run's own start-up: only later epochs' (counted from 0)
+# are input cost (docs/design.md, "Epoch starts").
 FIRST_COUNTED_EPOCH = 1
-# An epoch start that cannot be spread (the epoch's length unknown) is worth a word when it
-# lasts this many steps at the training rate: it would cost at least 5% of an epoch of up to
-# 190 steps.
+# An epoch start that cannot be spread is worth a word when it lasts this many steps (5%
+# of an epoch of up to 190 steps).
 UNSPREAD_START_STEPS = 10.0
 
 
@@ -101,13 +84,10 @@ class Rates:
     training: float | None  # A, steps/s
     source: ComputeAloneSource  # "" without T
     reason: Reason | None = None  # why T is estimated
-    # A and T taken in turn (`analysis/alternation.py`): the cost and its interval come
-    # from the pairs, and `compute`/`training` are the blocks pooled.
     paired: PairedCost | None = None
 
     @property
     def gap(self) -> float:
-        """1 - A/T as measured; 0 without both rates."""
         if self.paired is not None:
             return self.paired.cost
         if self.compute and self.training:
@@ -123,50 +103,36 @@ def rates_of(
     *,
     around_s: float = 0.0,
 ) -> Rates:
-    """P, T and A: from the alternation's blocks where they ran, else T measured in one
-    piece against the measured steps' A, else T estimated as step time minus wait.
-    `around_s`: what fit adds around each step, which its step-alone blocks do not run."""
+    """From the alternation's blocks where they ran, else T measured in one piece, else T
+    estimated as step time minus wait. `around_s`: what fit adds around each step."""
+    rate = pipeline.batches_per_s
     if compute_alone is not None and compute_alone.measured:
         blocks = compute_alone.blocks
         paired = paired_cost(blocks, around_s=around_s) if blocks else None
         if paired is not None and paired.training > 0 and paired.compute > 0:
-            # T as the pairs read it: training's rate over the pairs' mean ratio, so that
-            # 1 - A/T is the cost the report states (the pooled step-alone rate can differ
-            # from it by the blocks' drift; docs/glossary.md).
+            # T as the pairs read it, so that 1 - A/T is the cost the report states (the
+            # pooled step-alone rate can differ by the blocks' drift).
             compute = paired.training / (1.0 - paired.cost) if paired.cost < 1.0 else None
-            return Rates(
-                pipeline.batches_per_s,
-                compute or paired.compute,
-                paired.training,
-                MEASURED,
-                paired=paired,
-            )
+            return Rates(rate, compute or paired.compute, paired.training, MEASURED, paired=paired)
         if compute_alone.steps_per_s:
-            return Rates(pipeline.batches_per_s, compute_alone.steps_per_s, training_rate, MEASURED)
+            return Rates(rate, compute_alone.steps_per_s, training_rate, MEASURED)
     computes = [s.compute_s / s.count for s in steps if s.compute_s is not None]
     median = float(np.median(computes)) if computes else 0.0
     estimate = 1.0 / median if median > 0 else None
     reason = compute_alone.reason if compute_alone is not None else None
-    return Rates(
-        pipeline.batches_per_s,
-        estimate,
-        training_rate,
-        ESTIMATED if estimate is not None else "",
-        reason or Reason(STEP_NOT_RUN_ALONE),
-    )
+    source: ComputeAloneSource = ESTIMATED if estimate is not None else ""
+    return Rates(rate, estimate, training_rate, source, reason or Reason(STEP_NOT_RUN_ALONE))
 
 
 def not_measurable(paired: PairedCost) -> bool:
-    """Training ran as fast as the step alone within the pairs' interval (or, with one
-    pair, at all): A >= T within the noise, so the cost is zero."""
+    """A >= T within the pairs' noise (or, with one pair, at all): the cost is zero."""
     return paired.cost <= 0.0 or (paired.low is not None and paired.low <= 0.0)
 
 
 def dominant_part(
     wait: float, contention: float, fetch: float, epoch_start: float = 0.0
 ) -> CostPart | None:
-    """The largest part of an input cost, or None when the cost is too small to name one
-    (under 5% of training time, the compute-bound band)."""
+    """None under 5% of training time (the compute-bound band)."""
     parts: dict[CostPart, float] = {
         COST_WAIT: wait,
         COST_CONTENTION: contention,
@@ -179,8 +145,6 @@ def dominant_part(
 
 @dataclass(frozen=True)
 class InEpochCost:
-    """The parts of input cost within an epoch's steps, as shares of their time."""
-
     wait: float
     fetch: float
     contention: float
@@ -192,12 +156,8 @@ class InEpochCost:
 
 
 def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpochCost:
-    """The steps' input cost split into wait, fetch and contention.
-
-    The gap 1 - A/T is the measurement; wait is measured per step and stands even where it
-    exceeds the gap. Fetch is read from the rates (P far above A), so it may explain the gap
-    but never enlarge it. Contention is the rest of the gap, uncapped.
-    """
+    """The gap 1 - A/T split: wait is measured per step and stands even above the gap; fetch,
+    read from the rates, may explain the gap but never enlarge it; contention is the rest."""
     gap = rates.gap
     wait, fetch, pull_s = wait_fraction, 0.0, None
     pipeline, training = rates.pipeline, rates.training
@@ -206,36 +166,24 @@ def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpo
         if wait_source in WAIT_INCLUDES_PULL:
             fetch, wait = wait, 0.0  # the measured wait is the pull itself
             if rates.paired is not None:
-                # Measured in alternation, the gap is the measurement: the pull is read
-                # into it, never added to it.
                 fetch = min(fetch, max(0.0, gap))
         else:
-            # A pull inside the step, at the pipeline-alone cost of a batch up to what a
-            # pull of a ready batch costs: an estimate.
             pull_s = min(pull_s, MAX_PULL_S)
             fetch = min(pull_s * training, max(0.0, gap - wait))
     if rates.paired is not None and not_measurable(rates.paired):
-        # The gap is within noise: nothing is read from it. A wait measured step by step is
-        # no reading of the gap, and stands (a pull's overhead, read from the rates, does not).
+        # The gap is within noise: nothing is read from it; a wait measured step by step stands.
         return InEpochCost(wait, 0.0, 0.0, None)
     if rates.source == ESTIMATED:
         gap = min(gap, wait + fetch)  # step time minus wait: contention cannot be seen
     if wait_source == WAIT_UNAVAILABLE:
-        # The pulls run inside a tf.function: the gap is read whole (`CostSplit.waits_timed`).
+        # The pulls run inside a tf.function: the gap is read whole.
         return InEpochCost(max(0.0, gap), 0.0, 0.0, None)
     return InEpochCost(wait, fetch, max(0.0, gap - wait - fetch), pull_s)
 
 
-# --------------------------------------------------------------------------- epoch starts
-
-
 @dataclass(frozen=True)
 class EpochStartPart:
-    """Each epoch's start-up, as a share of an epoch's time.
-
-    `share` is start / (steps / A + start); 0 where the epoch's length is unknown, and then
-    `steps` is None: the start-up was seen but cannot be spread over the epoch.
-    """
+    """`share`: start / (steps / A + start); 0, `steps` None, where the length is unknown."""
 
     share: float
     start_s: float  # the median start-up of the epochs counted
@@ -243,15 +191,13 @@ class EpochStartPart:
 
 
 def counted_epoch_starts(starts: Sequence[EpochStart]) -> list[EpochStart]:
-    """The epoch starts that are input cost: those after the first epoch."""
     return [e for e in starts if e.epoch >= FIRST_COUNTED_EPOCH]
 
 
 def epoch_start_part(
     starts: Sequence[EpochStart], training_rate: float | None
 ) -> EpochStartPart | None:
-    """The median start-up E of the epochs after the first over an epoch of N steps at the
-    training rate A: E / (N/A + E). None where no later epoch started."""
+    """None where no later epoch started."""
     counted = counted_epoch_starts(starts)
     if not counted:
         return None
@@ -264,8 +210,7 @@ def epoch_start_part(
 
 
 def unspread_epoch_start(split: CostSplit, training_rate: float | None) -> float | None:
-    """The median epoch start, in seconds, where it was long but could not be spread over
-    an epoch of unknown length; None otherwise."""
+    """The median epoch start where long but not spread over an epoch of unknown length."""
     start = split.epoch_start_s
     if start is None or split.epoch_steps is not None or not training_rate:
         return None
@@ -273,13 +218,12 @@ def unspread_epoch_start(split: CostSplit, training_rate: float | None) -> float
 
 
 def with_epoch_start(in_epoch: float, epoch_start: float) -> float:
-    """The cost of a whole epoch: its start-up, plus the steps' cost over the rest of it."""
     return epoch_start + in_epoch * (1.0 - epoch_start)
 
 
 def epoch_start_stage(stages: Sequence[StageStats]) -> str:
-    """The stage that likely makes each epoch's start-up: a shuffle with a buffer (the
-    largest), else an interleave, else a cache read from files; "" where none of them."""
+    """The stage that likely makes each epoch's start-up: the largest shuffle buffer, else an
+    interleave, else a cache read from files."""
     shuffles = [
         (buffer, stage)
         for stage in stages
@@ -299,21 +243,15 @@ def epoch_start_stage(stages: Sequence[StageStats]) -> str:
     return ""
 
 
-# --------------------------------------------------------------------------- contention
-
-
 def python_stages(stages: Sequence[StageStats]) -> list[StageStats]:
-    """The stages that call Python per element: py_function, numpy_function or a generator
-    source."""
     return [s for s in stages if s.uses_py_function or s.name in PYTHON_SOURCES]
 
 
 def contention_kind(
     contention: float, free_cores: float | None, stages: Sequence[StageStats]
 ) -> ContentionKind:
-    """What the pipeline contends for: the host's cores where few were free while training,
-    the interpreter lock where cores were free and the pipeline runs Python; "" where there
-    is no contention or the evidence does not say."""
+    """The host's cores where few were free, the GIL where cores were free and the pipeline
+    runs Python; "" where the evidence does not say."""
     if contention <= 0.0 or free_cores is None:
         return ""
     if free_cores < SATURATED_FREE_CORES:
@@ -321,13 +259,9 @@ def contention_kind(
     return CONTENDS_FOR_GIL if python_stages(stages) else ""
 
 
-# --------------------------------------------------------------------------- CPU evidence
-
-
 @dataclass(frozen=True)
 class ContentionEvidence:
-    """What the CPU figures say about contention: the pipeline's cores busy while training
-    and the host's idle cores; None where not measured."""
+    """The pipeline's cores busy while training and the host's idle cores."""
 
     pipeline_cores: float | None
     free_cores: float | None
@@ -338,19 +272,27 @@ def contention_evidence(
     steps: Sequence[StepRecord],
     compute_alone: ComputeAlone | None,
 ) -> ContentionEvidence:
-    """The pipeline's cores from the alternation's blocks where they were timed (training
-    blocks against step-alone blocks, the same process), else from the host samples against
-    the step alone's own; the free cores from the host samples of the measured steps."""
-    sampled = steps_cpu(host, steps, compute_alone)
+    """The pipeline's cores from the alternation's blocks where timed, else the host samples
+    against the step alone's own; the free cores from the samples of the measured steps."""
     blocks = compute_alone.blocks if compute_alone is not None else []
     busy = pipeline_cores(blocks) if blocks else None
-    if busy is None and sampled is not None:
-        busy = sampled.pipeline_cores
-    return ContentionEvidence(busy, sampled.free_cores if sampled is not None else None)
+    during = samples_during(host.samples, steps) if host and host.samples and steps else []
+    if host is None or not during:
+        return ContentionEvidence(busy, None)
+    alone = step_cores_of(compute_alone)
+    if busy is None and alone is not None:
+        training = float(np.mean([s.process_cpu_pct for s in during])) / 100.0
+        busy = max(0.0, training - alone)
+    cores = host.cpu_count or 0
+    free = None
+    if cores:
+        busy_cores = float(np.mean([s.system_cpu_pct for s in during])) / 100.0 * cores
+        free = max(0.0, cores - busy_cores)
+    return ContentionEvidence(busy, free)
 
 
 def step_cores_of(compute_alone: ComputeAlone | None) -> float | None:
-    """Cores the train step keeps busy on its own (process CPU over its wall time)."""
+    """Process CPU over wall time of the step alone."""
     if compute_alone is None or not compute_alone.measured:
         return None
     stats = compute_alone.step_time
@@ -359,54 +301,14 @@ def step_cores_of(compute_alone: ComputeAlone | None) -> float | None:
     return compute_alone.cpu_s_per_step / stats.median_s
 
 
-@dataclass(frozen=True)
-class StepsCpu:
-    """Cores busy while training, from the host samples, against the step alone's own."""
-
-    training_cores: float  # this process, while the measured steps ran
-    alone_cores: float | None  # this process, while the step ran alone
-    free_cores: float | None  # the host's idle cores while training
-
-    @property
-    def pipeline_cores(self) -> float | None:
-        if self.alone_cores is None:
-            return None
-        return max(0.0, self.training_cores - self.alone_cores)
-
-
 def samples_during(samples: Sequence[HostSample], steps: Sequence[StepRecord]) -> list[HostSample]:
-    """The host samples taken from the first step's start to the last step's end."""
     begin, end = steps[0].start_s, steps[-1].start_s + steps[-1].duration_s
     return [s for s in samples if begin <= s.t_s <= end]
 
 
-def steps_cpu(
-    host: HostSection | None,
-    steps: Sequence[StepRecord],
-    compute_alone: ComputeAlone | None,
-) -> StepsCpu | None:
-    """Cores busy during the measured steps, and during the compute-alone run."""
-    if host is None or not host.samples or not steps:
-        return None
-    during = samples_during(host.samples, steps)
-    if not during:
-        return None
-    training = float(np.mean([s.process_cpu_pct for s in during])) / 100.0
-    cores = host.cpu_count or 0
-    free = None
-    if cores:
-        busy = float(np.mean([s.system_cpu_pct for s in during])) / 100.0 * cores
-        free = max(0.0, cores - busy)
-    return StepsCpu(training, step_cores_of(compute_alone), free)
-
-
-# --------------------------------------------------------------------------- the whole cost
-
-
 @dataclass(frozen=True)
 class InputCost:
-    """The verdict's input cost: its value, its parts and its 90% interval (None where A
-    and T were not taken in alternation)."""
+    """`interval`: 90%, None where A and T were not taken in alternation."""
 
     cost: float
     split: CostSplit
@@ -422,8 +324,8 @@ def input_cost(
     stages: Sequence[StageStats] = (),
     cpu: ContentionEvidence | None = None,
 ) -> InputCost:
-    """Input cost as a share of training time: the steps' parts, scaled to the share of an
-    epoch they fill, plus each epoch's start-up; the interval goes through the same steps."""
+    """The steps' parts scaled to the share of an epoch they fill, plus each epoch's start-up;
+    the interval goes through the same steps."""
     steps = split_cost(rates, wait_fraction, wait_source=wait_source)
     start = epoch_start_part(epoch_starts, rates.training)
     share = start.share if start is not None else 0.0
@@ -454,17 +356,16 @@ def input_cost(
     return InputCost(cost, split, cost_interval(rates.paired, share, cost, floor=floor))
 
 
-# A wait this large, measured step by step, is input cost whatever the pairs' noise: it holds
-# the interval's low end up (the XProf band where input starts to matter).
+# A wait this large, measured step by step, holds the interval's low end up whatever the
+# pairs' noise (the XProf band where input starts to matter).
 MATERIAL_WAIT = 0.05
 
 
 def cost_interval(
     paired: PairedCost | None, epoch_start: float, cost: float, *, floor: float = 0.0
 ) -> list[float] | None:
-    """The pairs' 90% interval, clamped at zero, with the epoch starts added as the cost is;
-    widened to hold the cost where a measured wait above the gap made it larger, and raised
-    to `floor` (a material measured wait), which no noise of the pairs can undo."""
+    """The pairs' 90% interval clamped at zero, with the epoch starts added; widened to hold
+    the cost (a measured wait above the gap), and raised to `floor` (a material wait)."""
     if paired is None or paired.low is None or paired.high is None:
         return None
     low, high = (
@@ -484,8 +385,7 @@ def label_of(cost: float, *, high: float, moderate: float) -> VerdictLabel:
 def interval_labels(
     interval: Sequence[float], *, high: float, moderate: float
 ) -> tuple[VerdictLabel, VerdictLabel]:
-    """The bands of an interval's two ends, low first: the same label twice where the whole
-    interval lies in one band, two where it straddles a boundary."""
+    """The bands of an interval's two ends, low first."""
     low, top = interval[0], interval[-1]
     return label_of(low, high=high, moderate=moderate), label_of(top, high=high, moderate=moderate)
 
@@ -498,9 +398,7 @@ def phases_of(
     moderate: float,
 ) -> list[PhaseVerdict]:
     """One verdict per run of epochs whose input cost is alike; empty when there is one.
-
-    An epoch's cost is its own 1 - A/T against the run's T, at least its measured wait.
-    """
+    An epoch's cost is its own 1 - A/T against the run's T, at least its measured wait."""
     by_epoch: dict[int, list[StepRecord]] = {}
     for step in steps:
         by_epoch.setdefault(step.epoch, []).append(step)
@@ -526,7 +424,6 @@ def phases_of(
 def _epoch_figures(
     group: Sequence[StepRecord], compute_rate: float
 ) -> tuple[int, float, float, float | None]:
-    """(steps, seconds, cost, wait share) of one epoch's measured steps."""
     count = sum(s.count for s in group)
     seconds = sum(s.duration_s for s in group)
     rate = count / seconds if seconds > 0 else 0.0

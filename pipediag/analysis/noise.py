@@ -1,12 +1,6 @@
-"""How much a figure of one run would move if the same run were made again: its noise.
-
-Part of `analysis/`, read by `compare`, `check --baseline` and `history`: two runs of one
-script never give the same rates, so a change is real only outside both runs' spread. Each
-figure becomes an `Estimate` (a value and a standard error: log scale for rates, linear for
-shares): A and the wait share by a moving-block bootstrap over the steps, P and T from their
-summaries, input cost from its alternation interval, and every interval holds a run-to-run
-term (`NoiseRules.run_to_run`). Method and figures: (docs/design.md, "Comparing runs").
-"""
+"""How much a figure of one run would move if the run were made again: each figure as an
+`Estimate` (a value and a standard error), so that a change between runs is judged against
+both runs' spread (docs/design.md, "Comparing runs")."""
 
 from __future__ import annotations
 
@@ -27,36 +21,18 @@ P90_SIGMAS = 1.281552
 
 @dataclass(frozen=True)
 class NoiseRules:
-    """When a change counts as one. Named defaults, so tests and options can move them.
+    """When a change counts as one (docs/design.md, "Comparing runs")."""
 
-    Args:
-        run_to_run: the standard deviation of log(rate) between two runs of one script
-            beyond what each run's own steps show; each run adds it to its error. 0 trusts
-            the runs' own spread alone (a quiet, dedicated machine).
-        run_to_run_points: the same for shares (input cost, wait), in points (0.03 = 3).
-        stage_floor: a pipeline stage's time per batch carries no spread in the report: a
-            change counts only over this share of the stage's own time...
-        stage_floor_of_batch: ...and over this share of the pipeline's time per batch (a
-            0.05 ms stage that doubles is not news).
-        summary_drift: the error of a rate known only by its summary (P, T) is widened by
-            this factor: a summary has lost the order of its events, so the drift within
-            the run that the steps' block bootstrap sees is missing from it. Over nine
-            recorded runs, the block bootstrap of the steps gave a median 1.5x (0.85-2.05x)
-            the error independent steps would; 2 because P and T also moved more between
-            runs than A did (docs/design.md, "Comparing runs").
-        z: the normal quantile of the intervals (95%).
-        resamples: bootstrap resamples; seed: fixed, so the same reports always give the
-            same interval.
-    """
-
-    run_to_run: float = 0.04
-    run_to_run_points: float = 0.03
-    stage_floor: float = 0.15
-    stage_floor_of_batch: float = 0.05
+    run_to_run: float = 0.04  # sd of log(rate) between runs beyond each run's own steps
+    run_to_run_points: float = 0.03  # the same for shares, in points
+    stage_floor: float = 0.15  # a stage's change counts over this share of its own time...
+    stage_floor_of_batch: float = 0.05  # ...and of the pipeline's time per batch
+    # A summary (P, T) lost its events' order, so the run's drift: the block bootstrap gave
+    # a median 1.5x (0.85-2.05x) the error of independent steps over nine runs.
     summary_drift: float = 2.0
     z: float = Z_95
     resamples: int = 2000
-    seed: int = 0
+    seed: int = 0  # fixed: the same reports always give the same interval
 
 
 DEFAULT_RULES = NoiseRules()
@@ -64,11 +40,7 @@ DEFAULT_RULES = NoiseRules()
 
 @dataclass(frozen=True)
 class Estimate:
-    """A figure and its standard error; `se` is of log(value) when `log_scale`.
-
-    `se` is None when the report holds no spread for the figure (then only the run-to-run
-    term judges a change).
-    """
+    """`se` is of log(value) when `log_scale`; None where the report holds no spread."""
 
     value: float
     se: float | None
@@ -78,8 +50,6 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Interval:
-    """A change between two estimates and its interval, in the change's own units."""
-
     change: float  # new/base for rates and times, new - base for shares
     low: float
     high: float
@@ -88,8 +58,6 @@ class Interval:
 
 @dataclass(frozen=True)
 class StepSpread:
-    """The training rate and the wait share of one run's measured steps, with their errors."""
-
     steps: int
     rate: Estimate | None
     wait_share: Estimate | None
@@ -102,12 +70,10 @@ ALTERNATION_HOW = "alternation pairs, 90% interval"
 
 
 def measured_steps(steps: Sequence[StepRecord]) -> list[StepRecord]:
-    """The steps behind the report's figures: every step past the warm-up."""
     return [s for s in timed_steps(steps) if s.count > 0 and s.duration_s > 0]
 
 
 def step_spread(steps: Sequence[StepRecord], rules: NoiseRules = DEFAULT_RULES) -> StepSpread:
-    """Bootstrap the rate (steps per second) and the wait share of the measured steps."""
     records = measured_steps(steps)
     count = sum(s.count for s in records)
     if len(records) < 2:
@@ -118,22 +84,14 @@ def step_spread(steps: Sequence[StepRecord], rules: NoiseRules = DEFAULT_RULES) 
     picks = _block_picks(len(records), rules.resamples, rng)
     time_sums = _resampled_sums(durations, picks)
     rates = _resampled_sums(counts, picks) / time_sums
-    rate = Estimate(
-        float(counts.sum() / durations.sum()),
-        float(np.std(np.log(rates))),
-        log_scale=True,
-        how=BOOTSTRAP_HOW,
-    )
+    mean_rate = float(counts.sum() / durations.sum())
+    rate = Estimate(mean_rate, float(np.std(np.log(rates))), log_scale=True, how=BOOTSTRAP_HOW)
     wait_share = None
     if all(s.input_wait_s is not None for s in records):
         waits = np.array([s.input_wait_s or 0.0 for s in records])
         shares = _resampled_sums(waits, picks) / time_sums
-        wait_share = Estimate(
-            float(waits.sum() / durations.sum()),
-            float(np.std(shares)),
-            log_scale=False,
-            how=BOOTSTRAP_HOW,
-        )
+        mean_share = float(waits.sum() / durations.sum())
+        wait_share = Estimate(mean_share, float(np.std(shares)), log_scale=False, how=BOOTSTRAP_HOW)
     return StepSpread(count, rate, wait_share)
 
 
@@ -142,14 +100,13 @@ def _block_length(records: int) -> int:
 
 
 def _block_picks(records: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Start indices of the circular blocks of each resample: (resamples, blocks)."""
+    """Start indices of each resample's circular blocks: (resamples, blocks)."""
     blocks = math.ceil(records / _block_length(records))
     return rng.integers(0, records, size=(resamples, blocks))
 
 
 def _resampled_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Sum of `values` over each resample's circular blocks, from prefix sums (no copy of
-    the steps per resample: a long run's thousands of records stay cheap)."""
+    """From prefix sums: no copy of the steps per resample, so long runs stay cheap."""
     records = values.size
     block = _block_length(records)
     wrapped = np.concatenate((values, values[:block]))
@@ -163,7 +120,6 @@ def _resampled_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
 def summary_rate(
     rate: float | None, stats: LatencyStats | None, rules: NoiseRules = DEFAULT_RULES
 ) -> Estimate | None:
-    """A rate measured over `stats.count` events, its error from their median and p90."""
     if rate is None or rate <= 0:
         return None
     if stats is None or stats.count < 2 or stats.mean_s <= 0:
@@ -174,7 +130,6 @@ def summary_rate(
 
 
 def bare(value: float | None, *, log_scale: bool) -> Estimate | None:
-    """A figure without a spread: only the run-to-run term judges its changes."""
     if value is None or (log_scale and value <= 0):
         return None
     return Estimate(value, None, log_scale=log_scale, how=NO_SPREAD_HOW)
@@ -186,14 +141,8 @@ def input_cost_estimate(
     compute: Estimate | None,
     interval: Sequence[float] | None = None,
 ) -> Estimate | None:
-    """Input cost 1 - A/T, with its error: from its own 90% interval where A and T were taken
-    in alternation, else that of A and T carried through (the delta method).
-
-    The interval's pairs saw the host's drift as the cost saw it, so they say more than two
-    rates measured seconds apart. Its half-width is 1.645 standard errors; where zero clipped
-    one end (a cost not measurable above noise), the distance from the cost to the far end
-    is taken instead, so a clipped interval does not look narrower than it was.
-    """
+    """The error from the alternation's 90% interval (its far end from the cost, so a
+    clipped interval does not look narrower), else A's and T's by the delta method."""
     if cost is None:
         return None
     if interval is not None:
@@ -208,8 +157,7 @@ def input_cost_estimate(
 
 
 def interval(base: Estimate, new: Estimate, rules: NoiseRules = DEFAULT_RULES) -> Interval:
-    """The change from `base` to `new` and its 95% interval: both runs' own errors and the
-    run-to-run term of each."""
+    """Both runs' own errors and the run-to-run term of each."""
     between = rules.run_to_run if base.log_scale else rules.run_to_run_points
     half = rules.z * math.sqrt((base.se or 0.0) ** 2 + (new.se or 0.0) ** 2 + 2 * between**2)
     if base.log_scale:
@@ -220,6 +168,5 @@ def interval(base: Estimate, new: Estimate, rules: NoiseRules = DEFAULT_RULES) -
 
 
 def is_noise(change: Interval) -> bool:
-    """The interval holds "no change"."""
     none = 1.0 if change.ratio else 0.0
     return change.low <= none <= change.high

@@ -1,10 +1,5 @@
-"""Where the train step's time goes: profiled op events grouped into the step's top ops.
-
-Part of `analysis/`, pure arithmetic over plain events (`training/op_profile.py` reads them
-from the TF profiler's trace): ops' self time, grouped by op type and by layer or scope, and
-two host gaps (Python; launch overhead and the time between ops), each a share of the step.
-Method: (docs/design.md, "When the model sets the rate").
-"""
+"""Where the train step's time goes: profiled ops' self time by op type and by layer, and
+two host gaps, each a share of the step (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -15,7 +10,6 @@ from dataclasses import dataclass
 
 from pipediag.report.model_side import HOST_GAP, OP_TYPE, SCOPE, TopOp, TopOpKind
 
-# How many groups of each kind the report keeps.
 TOP_OP_TYPES = 8
 TOP_SCOPES = 6
 PYTHON_GAP = "host: Python (outside TensorFlow's calls)"
@@ -29,8 +23,6 @@ _SCOPE_PREFIXES = ("gradient_tape/",)
 
 @dataclass(frozen=True)
 class OpEvent:
-    """One event of a profiled thread: its name, start and duration (ns), and thread."""
-
     name: str
     start_ns: int
     duration_ns: int
@@ -39,8 +31,7 @@ class OpEvent:
 
 @dataclass(frozen=True)
 class ProfiledWindow:
-    """A profiled window of `steps` train steps: its wall time, the time its Python thread
-    spent inside TensorFlow's calls, and the op events of the threads that ran the ops."""
+    """`in_tensorflow_ns`: the Python thread's time inside TensorFlow's calls."""
 
     steps: int
     wall_ns: int
@@ -49,8 +40,7 @@ class ProfiledWindow:
 
 
 def self_times(events: Iterable[OpEvent]) -> list[tuple[OpEvent, int]]:
-    """Each op event with its self time: its duration less the op events nested directly in
-    it, on the same thread."""
+    """Each op event's duration less the op events nested directly in it, on its thread."""
     by_line: dict[int, list[OpEvent]] = defaultdict(list)
     for event in events:
         if _OP_EVENT.match(event.name):
@@ -72,26 +62,23 @@ def self_times(events: Iterable[OpEvent]) -> list[tuple[OpEvent, int]]:
 
 
 def busy_ns(events: Iterable[OpEvent]) -> int:
-    """The time at least one op ran, on any thread (the union of the op intervals)."""
+    """The union of the op intervals, on any thread."""
     spans = sorted(
         (e.start_ns, e.start_ns + e.duration_ns) for e in events if _OP_EVENT.match(e.name)
     )
-    total, current_start, current_end = 0, None, None
+    total, reached = 0, None
     for start, end in spans:
-        if current_end is None or start > current_end:
-            if current_end is not None and current_start is not None:
-                total += current_end - current_start
-            current_start, current_end = start, end
+        if reached is not None and start <= reached:  # overlaps the union so far
+            total += max(0, end - reached)
+            reached = max(reached, end)
         else:
-            current_end = max(current_end, end)
-    if current_end is not None and current_start is not None:
-        total += current_end - current_start
+            total += end - start
+            reached = end
     return total
 
 
 def scope_of(op_name: str, layer_names: Sequence[str]) -> str:
-    """The layer (or top name scope) an op belongs to: `sequential/conv_a_1/Relu` is in
-    layer `conv_a`; an optimizer's update ops are `optimizer`'s."""
+    """`sequential/conv_a_1/Relu` is in layer `conv_a`; update ops are `optimizer`'s."""
     name = op_name
     for prefix in _SCOPE_PREFIXES:
         name = name.removeprefix(prefix)
@@ -108,7 +95,6 @@ def scope_of(op_name: str, layer_names: Sequence[str]) -> str:
 
 
 def top_ops(window: ProfiledWindow, layer_names: Sequence[str] = ()) -> list[TopOp]:
-    """The window's top op types and scopes by self time, and the host gaps, per step."""
     if window.steps <= 0 or window.wall_ns <= 0:
         return []
     owned = self_times(window.ops)

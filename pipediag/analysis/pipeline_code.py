@@ -1,10 +1,6 @@
-"""The user's pipeline written out as tf.data code, source first, with the kept rewrites
-applied: each changed line marked with its fix, the script line that made the stage, and
-what the change does to the data (docs/design.md, "The pipeline pipediag would write").
-
-Pure over report data (`StageStats`, `StageChange`): a stage's Python call is rebuilt from
-its kind, its user function and its settings as the graph holds them.
-"""
+"""The user's pipeline written out as tf.data code with the kept rewrites applied, each
+stage's call rebuilt from its kind, function and settings (docs/design.md, "The pipeline
+pipediag would write")."""
 
 from __future__ import annotations
 
@@ -45,10 +41,8 @@ _SOURCE_CALLS = {
 
 
 def rewritten_chain(stages: Sequence[StageStats], changes: Sequence[StageChange]) -> list[CodeLine]:
-    """The chain from the source to the output, one `ds = ...` line per stage, each change
-    applied where it goes (a vectorised map after its batch, a hoisted map and its cache
-    before the shuffle, options at the end). A stage that reads several datasets (a zip, a
-    concatenation) has each of its inputs written first, as `ds0`, `ds1`, ..."""
+    """One `ds = ...` line per stage, source first, each change where it goes; the inputs of
+    a stage that reads several datasets are written first, as `ds0`, `ds1`, ..."""
     if not stages:
         return []
     by_stage: dict[int, list[StageChange]] = {}
@@ -68,8 +62,6 @@ def _branch(
     *,
     seen: set[int],
 ) -> list[CodeLine]:
-    """The lines that make `output` into the variable `name`: its linear chain, after the
-    branches of the stage that starts it where that one reads several datasets."""
     chain = [output]
     seen.add(output.index)
     while len(chain[-1].inputs) == 1 and chain[-1].inputs[0] not in seen:
@@ -87,7 +79,6 @@ def _branch(
 
 
 def _joined(stats: StageStats, branches: list[str]) -> str:
-    """The line that starts a chain from several: `ds = tf.data.Dataset.zip((ds0, ds1))`."""
     if stats.kind == "concatenate":
         return f"ds = {branches[0]}" + "".join(f".concatenate({b})" for b in branches[1:])
     if stats.kind == "zip":
@@ -96,7 +87,6 @@ def _joined(stats: StageStats, branches: list[str]) -> str:
 
 
 def _named(line: CodeLine, name: str) -> CodeLine:
-    """`line` writing to the variable `name` instead of `ds`."""
     if name == "ds" or not line.text.startswith("ds = "):
         return line
     text = line.text[len("ds = ") :]
@@ -108,8 +98,7 @@ def _named(line: CodeLine, name: str) -> CodeLine:
 def _linear(
     chain: Sequence[StageStats], by_stage: dict[int, list[StageChange]], head: str | None
 ) -> list[CodeLine]:
-    """A chain of single-input stages, source-most first (`head`: the first stage's line,
-    where it reads several datasets)."""
+    """`head`: the first stage's line, where it reads several datasets."""
     lines: list[CodeLine] = []
     deferred: list[CodeLine] = []  # a vectorised map waits for its batch
     for position, stats in enumerate(chain):
@@ -134,8 +123,7 @@ def _linear(
             )
             deferred.append(_line(text, stats, change))
             if "cache" in own:  # the map now yields batches: its cache follows it
-                cache = own["cache"]
-                deferred.append(_cache_line(stats, cache))
+                deferred.append(_line("ds = ds.cache()", stats, own["cache"]))
             continue
         lines.append(line)
         if stats.kind in (KIND_BATCH, KIND_PADDED_BATCH):
@@ -144,30 +132,23 @@ def _linear(
         if "cache" in own:
             cache = own["cache"]
             # Whole batches cached: the line waits for the batch that reads this stage.
-            (deferred if cache.cached_in_batches else lines).append(_cache_line(stats, cache))
+            cached = _line("ds = ds.cache()", stats, cache)
+            (deferred if cache.cached_in_batches else lines).append(cached)
     lines.extend(deferred)
     return lines
 
 
 def _by_code(changes: Sequence[StageChange]) -> dict[CodeEdit, StageChange]:
-    """A stage's changes by how each changes its lines (`FixFacts.code`)."""
     return {code: c for c in changes if (code := fix_facts(c.fix).code) is not None}
 
 
-def _cache_line(stats: StageStats, cache: StageChange) -> CodeLine:
-    return _line("ds = ds.cache()", stats, cache)
-
-
 def vectorized_map_line(function: str, unpacked: bool) -> str:
-    """A map over batches that runs `function` on each element through `tf.vectorized_map`,
-    as the user would write it (`unpacked`: a tuple element, the function's arguments)."""
     body = vectorized_map_lambda(function, unpacked)
     return f"ds = ds.map({body}, num_parallel_calls={AUTOTUNE_TEXT})"
 
 
 def vectorized_map_lambda(function: str, unpacked: bool) -> str:
-    """`lambda batch: tf.vectorized_map(function, batch, fallback_to_while_loop=True)`; for a
-    tuple element, its parts unpacked into the function's arguments as tf.data would."""
+    """`unpacked`: a tuple element's parts go to the function's arguments, as tf.data does."""
     if unpacked:
         return (
             f"lambda *batch: tf.vectorized_map(lambda e: {function}(*e), batch, "
@@ -177,7 +158,6 @@ def vectorized_map_lambda(function: str, unpacked: bool) -> str:
 
 
 def _main_chain(stages: Sequence[StageStats]) -> list[StageStats]:
-    """The output stage and, through each stage's first input, back to a source."""
     if not stages:
         return []
     chain = [stages[-1]]
@@ -196,8 +176,7 @@ def _stage_line(stats: StageStats, own: dict[CodeEdit, StageChange]) -> CodeLine
         )
         return _line(text, stats, change)
     if "prefetch" in own and stats.kind == KIND_PREFETCH:
-        text = f"ds = ds.prefetch({AUTOTUNE_TEXT})"
-        return _line(text, stats, own["prefetch"])
+        return _line(f"ds = ds.prefetch({AUTOTUNE_TEXT})", stats, own["prefetch"])
     if "parallel" in own:
         return _line(_call(stats, own, parallel=True), stats, own["parallel"])
     return CodeLine(_call(stats, own), stats.created_at, None, None)
@@ -208,7 +187,6 @@ def _line(text: str, stats: StageStats, change: StageChange) -> CodeLine:
 
 
 def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool = False) -> str:
-    """The stage as the user would write it (`parallel`: with AUTOTUNE parallel calls)."""
     settings = stats.settings
     function = stats.function or "fn"
     calls = AUTOTUNE_TEXT if parallel else _parallel_calls(settings.num_parallel_calls)
@@ -257,8 +235,7 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
 
 
 def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> list[CodeLine]:
-    """The prefetch at the end, then the options the changes set (`FixFacts.option_line`),
-    then the lines that go last (`FixFacts.last_line`: the prefetch to the device)."""
+    """The prefetch at the end, the options the changes set, then the lines that go last."""
     lines: list[CodeLine] = []
     last = next((s for s in reversed(chain) if s.kind != KIND_OPTIONS), None)
     for change in changes:
@@ -284,10 +261,8 @@ def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> l
 
 
 def _shuffle_order(settings: StageSettings) -> str:
-    """The arguments that fix a shuffle's order, as the op ran them: its op seed where any
-    seed was set (with a global seed, the op's own, whether the user chose it or TF counted
-    it out, gives the same order: TF's `random_seed.get_seed`), and a reshuffle turned
-    off."""
+    """The op seed where any seed was set (with a global seed, the op's own gives the same
+    order, chosen or counted out: TF's `random_seed.get_seed`), and a reshuffle turned off."""
     seeds = (settings.seed or 0, settings.seed2 or 0)
     # TF runs a global seed of 0 with an op seed of 0 as (0, 2**31 - 1): never (0, 0),
     # which its kernels read as "unseeded".
@@ -304,7 +279,6 @@ def _parallel_calls(value: int | None) -> str | None:
 
 
 def _or(value: int | None, missing: str) -> str:
-    """A number as written in code, `missing` where the graph did not hold it."""
     return missing if value is None else str(value)
 
 

@@ -1,11 +1,6 @@
-"""Advisor rules over the rewrites tried on training (docs/design.md, "The pipeline pipediag
-would write"): the pipeline pipediag would write (PD016), a rewrite measured on training
-that no stage rule speaks for (PD017), and the bound that a change no rewrite can make
-carries (its stage's cost to training).
-
-A stage rule (`stage_rules.py`) words its own fix with its evidence; these rules only add
-what the trials found beyond them, so no rewrite measured to help is left unsaid.
-"""
+"""Advisor rules over the rewrites tried on training: the pipeline pipediag would write
+(PD016), a measured rewrite no stage rule speaks for (PD017), and a stage's bound
+(docs/design.md, "The pipeline pipediag would write")."""
 
 from __future__ import annotations
 
@@ -18,27 +13,18 @@ from pipediag.report.model import Gain, Suggestion
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    FIX,
-    GAIN_HELD,
-    GAIN_INPUT_FREE,
-    GAIN_ON_TRAINING,
-    GainBasis,
-)
+from pipediag.report.vocabulary import FIX, GAIN_HELD, GAIN_INPUT_FREE, GAIN_ON_TRAINING, GainBasis
 
 PRESCRIPTION_RULE = "PD016-rewritten-pipeline"
 MEASURED_RULE = "PD017-measured-rewrite"
 
 
 def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
-    """Two or more rewrites kept on training: the pipeline they make, as one fix, with the
-    gain measured for them together."""
+    """Two or more rewrites kept on training, as one fix with their gain measured together."""
     prescription = ctx.report.pipeline.prescription
     if prescription is None or len(prescription.kept) < 2:
         return []
     low, high = prescription.training_speedup_low, prescription.training_speedup_high
-    # The figure the report's prescription shows: in the run's terms, as for a single fix
-    # (under fit, what fit adds around each step on both sides, and each side's epoch start).
     gain, gain_interval = rewrite_in_run_terms(ctx.report, prescription)
     if gain is None or gain < VERIFIED_MIN_GAIN:
         return []
@@ -76,8 +62,7 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 
 def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
-    """Rewrites measured to help training, clearly (the interval above 1), that no rule
-    spoke for (PD017), one each."""
+    """Rewrites clearly measured to help training (interval above 1) no rule spoke for."""
     said = {(s.fix, s.stage_index) for s in found if s.fix is not None}
     extra = []
     for trial in ctx.report.pipeline.trials:
@@ -109,8 +94,6 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
 
 
 class Bound(NamedTuple):
-    """What `stage_bound` finds: the speedup, what says so, and where it was measured."""
-
     speedup: float
     what: str
     basis: GainBasis
@@ -121,11 +104,8 @@ class Bound(NamedTuple):
 
 
 def stage_bound(ctx: Context, stats: StageStats) -> Bound | None:
-    """The most a change at `stats` can gain training, what says so, and where it was
-    measured: the speedup with it (or the nearest held stage after it) held in memory, as
-    "holding X in memory" (`held`); where no stage's hold was usable, the verdict's speedup
-    if input were free (T/A), as "input free" (`input-free`), which also caps a hold read
-    above it. None where neither was measured."""
+    """The most a change at `stats` can gain training: its (or the nearest held stage
+    after it) hold, capped by T/A, which stands alone where no hold was usable."""
     bound = if_free_bound(ctx.stages, stats.index)
     most = most_input_gives(ctx.report)
     if bound is not None and bound.training_speedup_if_free is not None:

@@ -1,13 +1,6 @@
-"""A ratio measured on a trial, in the run's own terms, for the fixes tried on training and
-the model-side trials alike (`training/step_rounds.py`).
-
-A custom loop's trial runs in the loop itself: its ratio is the gain. Under `fit` a trial
-times the train function alone, and fit's time around it is added to both sides
-(docs/design.md, "Fixes tried on training"); where the iterator restarts every pass, each
-side's epoch start is spread over the pass (docs/design.md, "Epoch starts in the gains").
-No input-side gain so read exceeds T/A (`most_input_gives`). Also the prescription's
-figures so read, filled in once so that every renderer shows the same number the advice does.
-"""
+"""A trial's ratio in the run's own terms: under `fit`, fit's time around the train function
+added to both sides (docs/design.md, "Fixes tried on training"), each side's epoch start
+spread over the pass (docs/design.md, "Epoch starts in the gains"), never above T/A."""
 
 from __future__ import annotations
 
@@ -23,10 +16,8 @@ from pipediag.report.vocabulary import KERAS_FIT, MEASURED
 def fit_added_s(
     measured_s: float | None, fit_per_s: float | None, base_per_s: float | None
 ) -> float | None:
-    """fit's time around its train function per step: `measured_s` where fit's steps measured
-    it beside their train function (`hooks/fit_overhead.py`), else `1/fit - 1/base` from fit's
-    rate and a trial baseline's, a gap between rates read at different times, which the
-    host's drift also moves; never below 0 (fit faster), None where neither is known."""
+    """fit's time around its train function per step: as measured, else `1/fit - 1/base` (a
+    gap between rates read at different times, which drift also moves); never below 0."""
     if measured_s is not None:
         return max(0.0, measured_s)
     if fit_per_s is None or fit_per_s <= 0 or not base_per_s:
@@ -43,10 +34,8 @@ def in_run_terms(
     base_start_s: float = 0.0,
     variant_start_s: float = 0.0,
 ) -> float:
-    """A trial's gain from its two sides' rates (steps/s) as the run sees it: fit's time around
-    the train function (`added_s`) on both sides' step, divided by `shared_by` on the
-    variant's (steps_per_execution pays it once a call), and each side's epoch start per
-    step. With nothing to add (`added_s` None, no start), the rates' own ratio."""
+    """`added_s` on both sides' step, divided by `shared_by` on the variant's
+    (steps_per_execution pays it once a call), and each side's epoch start per step."""
     if added_s is None and not base_start_s and not variant_start_s:
         return variant_per_s / base_per_s
     added = added_s or 0.0
@@ -55,9 +44,7 @@ def in_run_terms(
 
 
 def fit_adds_s(report: Report, base: float | None) -> float | None:
-    """What `fit` adds to each step beyond its train function (`fit_added_s`), against a
-    trial baseline at `base` steps/s over the user's pipeline; None outside `fit`, or where
-    it is nothing."""
+    """`fit_added_s` against a baseline at `base` steps/s; None outside `fit` or where 0."""
     if report.train.style != KERAS_FIT:
         return None
     added = fit_added_s(report.train.fit_overhead_s, report.train.steps_per_s, base)
@@ -66,8 +53,7 @@ def fit_adds_s(report: Report, base: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Starts:
-    """What an epoch's start cost each side of a trial beyond a steady step, seconds (None:
-    not measured)."""
+    """What an epoch's start cost each side of a trial beyond a steady step, seconds."""
 
     baseline_s: float | None = None
     variant_s: float | None = None
@@ -85,11 +71,8 @@ def ratio_in_run_terms(
     on_top: bool = False,
     starts: Starts = NO_STARTS,
 ) -> float | None:
-    """A trial's ratio (`raw`, from its rates `base` and `fixed`, steps/s) as the run would
-    see it (`in_run_terms`): fit's time around the train function added to both sides' step
-    time, and each side's epoch start spread over the pass (`starts`). A trial on top of
-    kept rewrites has no baseline over the user's pipeline, so where fit's time was not
-    measured it is read off the first trials'."""
+    """`raw`, from rates `base` and `fixed` (steps/s), as the run would see it. A trial on top
+    of kept rewrites reads fit's time, where not measured, off the first trials'."""
     if raw is None or not base or not fixed:
         return raw
     added_s = _added_on_top_s(report) if on_top else fit_adds_s(report, base)
@@ -105,10 +88,8 @@ def ratio_in_run_terms(
 
 
 def most_input_gives(report: Report) -> float | None:
-    """T/A, the most that making input free gains the run, as the answer states it: from the
-    input cost, or from its interval's top where the cost is not measurable above noise
-    (its interval reaches zero: "at most N%"); None where T was not measured or the cost
-    is unknown."""
+    """T/A as the answer states it: from the cost, or its interval's top where the interval
+    reaches zero ("at most N%"); None where T was not measured."""
     verdict = report.verdict
     cost = verdict.input_cost_fraction
     if verdict.compute_alone_source != MEASURED or cost is None:
@@ -119,8 +100,7 @@ def most_input_gives(report: Report) -> float | None:
 
 
 def _spread_starts(report: Report, starts: Starts) -> tuple[float, float] | None:
-    """Each side's epoch start per step of a pass, where both were measured and the run's
-    iterator restarts every pass; None otherwise."""
+    """Each side's epoch start per step of a pass, where both were measured."""
     steps = report.pipeline.pass_batches
     if not steps or starts.baseline_s is None or starts.variant_s is None:
         return None
@@ -140,9 +120,7 @@ def gain_in_run_terms(
     on_top: bool = False,
     starts: Starts = NO_STARTS,
 ) -> tuple[float | None, list[float] | None]:
-    """A trial's ratio (`raw`, from its rates `base` and `fixed`, steps/s) and its 90%
-    interval (`low`-`high`; None where either end is), each end read as `ratio_in_run_terms`
-    reads the ratio."""
+    """The ratio and each end of its 90% interval read as `ratio_in_run_terms` reads it."""
     gain = ratio_in_run_terms(report, raw, base, fixed, on_top=on_top, starts=starts)
     if low is None or high is None:
         return gain, None
@@ -156,7 +134,6 @@ def gain_in_run_terms(
 
 
 def trial_in_run_terms(report: Report, trial: FixTrial) -> tuple[float | None, list[float] | None]:
-    """A fix trial's gain on training as the run would see it, with its interval."""
     return gain_in_run_terms(
         report,
         trial.training_speedup,
@@ -170,8 +147,7 @@ def trial_in_run_terms(report: Report, trial: FixTrial) -> tuple[float | None, l
 
 
 def with_prescription_in_run_terms(report: Report) -> Report:
-    """The report with each rewrite tried, and the kept ones together, in the run's terms
-    (`PrescribedChange.on_training`, `Prescription.on_training`)."""
+    """Filled in once, so that every renderer shows the number the advice does."""
     prescription = report.pipeline.prescription
     if prescription is None:
         return report
@@ -188,8 +164,6 @@ _Tried = TypeVar("_Tried", bound=GainOnTraining)
 def rewrite_in_run_terms(
     report: Report, tried: GainOnTraining, *, on_top: bool = False
 ) -> tuple[float | None, list[float] | None]:
-    """A rewrite's gain on training, or the kept ones' together, as the run would see it
-    (each side's epoch start included), with its interval."""
     return gain_in_run_terms(
         report,
         tried.training_speedup,
@@ -203,15 +177,12 @@ def rewrite_in_run_terms(
 
 
 def _filled(report: Report, tried: _Tried, *, on_top: bool) -> _Tried:
-    """A rewrite, or the kept ones together, with its gain in the run's terms filled in."""
     gain, interval = rewrite_in_run_terms(report, tried, on_top=on_top)
     low, high = interval or (None, None)
     return dataclasses.replace(tried, on_training=gain, on_training_low=low, on_training_high=high)
 
 
 def _added_on_top_s(report: Report) -> float | None:
-    """What fit adds to each step where the trial's baseline is not the user's pipeline: as
-    measured, else as the trials over the user's pipeline read it."""
     if report.train.style != KERAS_FIT:
         return None
     if report.train.fit_overhead_s is not None:

@@ -1,12 +1,6 @@
-"""Which stage to hold in memory next, when each stage's cost is measured on training.
-
-Holding stage k's output in memory frees stages 0..k at once, so along a chain (each stage
-reading the one before) the training speedup "if free" can only grow toward the output.
-The output-most stage is measured first: if freeing the whole pipeline gains nothing, no
-stage can, and nothing else runs. Otherwise a bisection finds where the gain crosses half
-of the whole pipeline's: that stage is the one whose cost training pays (docs/design.md,
-"Stage costs on training"). Pure: it reads measured speedups and names stage indices.
-"""
+"""Which stage to hold in memory next when each stage's cost is measured on training: the
+output-most first, then a bisection for where the gain crosses half of the whole
+pipeline's (docs/design.md, "Stage costs on training")."""
 
 from __future__ import annotations
 
@@ -16,17 +10,13 @@ from dataclasses import dataclass
 
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
-# The jump is where holding a stage frees this share of the step time that holding the whole
-# pipeline frees. Time, not the speedup, is what adds up along the chain: a map freeing 87%
-# of the step (7.8x) beside a whole pipeline freeing 95% (20x) holds most of the cost,
-# though 7.8x is under half of 20x.
+# Share of the step time freed by the whole pipeline's hold. Time adds up along the chain,
+# not speedup: a map freeing 87% (7.8x) beside a pipeline freeing 95% (20x) holds most.
 JUMP_SHARE = 0.5
 
 
 @dataclass(frozen=True)
 class Freed:
-    """What holding one stage in memory measured on training: the speedup and its interval."""
-
     speedup: float
     low: float | None = None
     high: float | None = None
@@ -38,32 +28,24 @@ Measured = Mapping[int, Freed | None]
 
 
 def material(freed: Freed | None) -> bool:
-    """Whether freeing gains enough to be worth naming: at least the advisor's 1.05, and
-    clear of 1 where an interval exists."""
+    """At least the advisor's 1.05, and clear of 1 where an interval exists."""
     if freed is None or freed.speedup < VERIFIED_MIN_GAIN:
         return False
     return freed.low is None or freed.low > 1.0
 
 
 def next_stage(chain: Sequence[int], measured: Measured) -> int | None:
-    """The stage to measure next, or None when the search is over.
-
-    Args:
-        chain: stage indices, source-most first; each holds every stage before it.
-        measured: what the stages measured so far.
-    """
+    """None when the search is over; `chain`: stage indices, source-most first."""
     return _walk(chain, measured)[0]
 
 
 def jump_stage(chain: Sequence[int], measured: Measured) -> int | None:
-    """The stage whose holding first frees most of the pipeline's cost; None when it is not
-    found (nothing material, a trial without a rate, or the search not finished)."""
+    """The stage whose holding first frees most of the pipeline's cost, once found."""
     pending, found = _walk(chain, measured)
     return found if pending is None else None
 
 
 def planned_trials(chain: Sequence[int], measured: Measured) -> int:
-    """About how many trials are left: the output stage, then the bisection's halvings."""
     if not chain:
         return 0
     if chain[-1] not in measured:

@@ -1,8 +1,5 @@
-"""Advisor rules over the pipeline's stages (PD001-PD009): a sequential map or interleave, a
-missing prefetch, a map to vectorise, a prefix to cache, a cache after randomness, Python in
-a map, a small shuffle buffer, autotune turned off. Each reads the context
-(`advice_context.py`) and returns suggestions with their evidence and code.
-"""
+"""Advisor rules over the pipeline's stages (PD001-PD009, PD018): each reads the context
+(`advice_context.py`) and returns suggestions with their evidence and code."""
 
 from __future__ import annotations
 
@@ -40,11 +37,7 @@ from pipediag.report.fixes import (
     FIXES,
     VECTORIZED_MAP_WORDS,
 )
-from pipediag.report.model import (
-    FixTrial,
-    StageStats,
-    Suggestion,
-)
+from pipediag.report.model import FixTrial, StageStats, Suggestion
 from pipediag.report.names import flag_text, stage_name, tuned_text
 from pipediag.report.prescription import StageChange
 from pipediag.report.stage_facts import (
@@ -62,30 +55,21 @@ from pipediag.report.stage_facts import (
     upstream_of,
     vectorizable,
 )
-from pipediag.report.vocabulary import (
-    KIND_CACHE,
-    KIND_OPTIONS,
-    KIND_PREFETCH,
-    KIND_SOURCE,
-    WARNING,
-)
+from pipediag.report.vocabulary import KIND_CACHE, KIND_OPTIONS, KIND_PREFETCH, KIND_SOURCE, WARNING
+
+_PREFETCH_LINE = "ds = ds.prefetch(tf.data.AUTOTUNE)"
 
 
 def _stages_to_fix(ctx: Context, applies: Callable[[StageStats], bool]) -> list[StageStats]:
-    """The stages a rule `applies` to that cost enough to fix (`worth_fixing`)."""
     return [stats for stats in ctx.stages if applies(stats) and worth_fixing(ctx, stats)]
-
-
-def _sequential_stages(
-    ctx: Context, runs_sequentially: Callable[[StageStats, int], bool]
-) -> list[StageStats]:
-    """The stages the user can edit that run one element at a time and cost enough to fix."""
-    return _stages_to_fix(ctx, lambda s: not s.tf_internal and runs_sequentially(s, ctx.cores))
 
 
 def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
-    for stats in _sequential_stages(ctx, runs_sequential_map):
+    sequential = _stages_to_fix(
+        ctx, lambda s: not s.tf_internal and runs_sequential_map(s, ctx.cores)
+    )
+    for stats in sequential:
         why = (
             stats.auto_parallel_blocker
             or f"num_parallel_calls={tuned_text(stats.settings.num_parallel_calls)}"
@@ -97,35 +81,31 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
         )
         if stats.uses_py_function:
             evidence += " It calls Python, so the GIL limits what parallel calls gain."
-        found.append(
-            fix_suggestion(
-                ctx,
-                rule_id,
-                FixProposal(
-                    title=f"{stage_name(stats)}: add num_parallel_calls=tf.data.AUTOTUNE",
-                    stats=stats,
-                    evidence=evidence,
-                    code=f"ds = ds.map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)",
-                    estimated=parallel_estimate(ctx, stats.own_s_per_batch, gain),
-                ),
-                trial=ctx.trial(FIX_PARALLEL_MAP, stats.index),
-                adds_threads=True,
-            )
+        proposal = FixProposal(
+            title=f"{stage_name(stats)}: add num_parallel_calls=tf.data.AUTOTUNE",
+            stats=stats,
+            evidence=evidence,
+            code=f"ds = ds.map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)",
+            estimated=parallel_estimate(ctx, stats.own_s_per_batch, gain),
         )
+        trial = ctx.trial(FIX_PARALLEL_MAP, stats.index)
+        found.append(fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=True))
     return found
 
 
 def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
-    for stats in _sequential_stages(ctx, runs_sequential_interleave):
+    sequential = _stages_to_fix(
+        ctx, lambda s: not s.tf_internal and runs_sequential_interleave(s, ctx.cores)
+    )
+    for stats in sequential:
         shown = (
             ("cycle_length", stats.settings.cycle_length),
             ("num_parallel_calls", stats.settings.num_parallel_calls),
         )
         settings = ", ".join(f"{k}={tuned_text(v)}" for k, v in shown if v is not None)
         trial = ctx.trial(FIX_PARALLEL_INTERLEAVE, stats.index)
-        cycle = trial.facts.cycle_length if trial is not None else None
-        cycle = cycle or ctx.cores
+        cycle = (trial.facts.cycle_length if trial is not None else None) or ctx.cores
         evidence = (
             f"{stage_cost_text(ctx, stats)} It reads its inputs one at a time"
             f"{f' ({settings})' if settings else ''}; on {ctx.cores} cores an AUTOTUNE "
@@ -134,60 +114,38 @@ def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
             "storage may gain more with another cycle_length: the best is not always the "
             "cores, so try a few."
         )
-        found.append(
-            fix_suggestion(
-                ctx,
-                rule_id,
-                FixProposal(
-                    title=f"{stage_name(stats)}: read {cycle} inputs in parallel",
-                    stats=stats,
-                    evidence=evidence,
-                    code=(
-                        f"ds = ds.interleave({fn_name(stats)}, cycle_length={cycle}, "
-                        "num_parallel_calls=tf.data.AUTOTUNE)"
-                    ),
-                    estimated=parallel_estimate(ctx, stats.own_s_per_batch, ctx.cores),
-                ),
-                trial=trial,
-                adds_threads=True,
-            )
+        proposal = FixProposal(
+            title=f"{stage_name(stats)}: read {cycle} inputs in parallel",
+            stats=stats,
+            evidence=evidence,
+            code=(
+                f"ds = ds.interleave({fn_name(stats)}, cycle_length={cycle}, "
+                "num_parallel_calls=tf.data.AUTOTUNE)"
+            ),
+            estimated=parallel_estimate(ctx, stats.own_s_per_batch, ctx.cores),
         )
+        found.append(fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=True))
     return found
 
 
 def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
-    """Only when the options really leave no prefetch (inject_prefetch appends one, and an
-    added prefetch then measured 0.99x: docs/design.md, "tf.data behaviours"), or when a measured
-    run shows a gain."""
+    """Only where the options leave no prefetch (one added beside inject_prefetch measured 0.99x:
+    docs/design.md, "tf.data behaviours"), or a measured run shows a gain."""
     last = next((s for s in reversed(ctx.stages) if s.kind != KIND_OPTIONS), None)
     if last is None:
         return []
     trial = ctx.trial(FIX_PREFETCH, last.index)
-    injected = ctx.options.inject_prefetch and ctx.options.autotune
     if last.kind == KIND_PREFETCH:
         if not verified_to_gain(trial):
             return []
-        return [
-            fix_suggestion(
-                ctx,
-                rule_id,
-                FixProposal(
-                    title="raise the final prefetch to tf.data.AUTOTUNE",
-                    stats=last,
-                    evidence=(
-                        "The final prefetch has "
-                        f"buffer_size={tuned_text(last.settings.buffer_size)}."
-                    ),
-                    code="ds = ds.prefetch(tf.data.AUTOTUNE)",
-                    estimated=None,
-                ),
-                trial=trial,
-                adds_threads=False,
-            )
-        ]
-    if injected:
-        # tf.data appends the prefetch itself; a pipeline-alone "gain" here is noise.
-        return []
+        evidence = f"The final prefetch has buffer_size={tuned_text(last.settings.buffer_size)}."
+        title = "raise the final prefetch to tf.data.AUTOTUNE"
+        proposal = FixProposal(
+            title=title, stats=last, evidence=evidence, code=_PREFETCH_LINE, estimated=None
+        )
+        return [fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False)]
+    if ctx.options.inject_prefetch and ctx.options.autotune:
+        return []  # tf.data appends the prefetch itself; a pipeline-alone "gain" here is noise
     options = (
         f"inject_prefetch={flag_text(ctx.options.inject_prefetch)}, "
         f"autotune={flag_text(ctx.options.autotune)}"
@@ -199,21 +157,15 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
         "to end."
     )
     # Overlap: the pipeline-alone rate stays, the step stops paying for it serially.
+    proposal = FixProposal(
+        title="add .prefetch(tf.data.AUTOTUNE) as the last step",
+        stats=last,
+        evidence=evidence,
+        code=f"{_PREFETCH_LINE}  # the last transformation",
+        estimated=1.0,
+    )
     return [
-        fix_suggestion(
-            ctx,
-            rule_id,
-            FixProposal(
-                title="add .prefetch(tf.data.AUTOTUNE) as the last step",
-                stats=last,
-                evidence=evidence,
-                code="ds = ds.prefetch(tf.data.AUTOTUNE)  # the last transformation",
-                estimated=1.0,
-            ),
-            trial=trial,
-            adds_threads=False,
-            measured_gate=False,
-        )
+        fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False, measured_gate=False)
     ]
 
 
@@ -224,8 +176,8 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
         own = stats.own_s_per_batch
         trial = ctx.trial(FIX_VECTORIZE, stats.index)
         # A costly function gains little from running once per batch, unless the rewrite
-        # was measured to gain: the measurement, not the stage timing's guess, decides (on
-        # a loaded host a cheap map timed 229 us an element, over the 200 us guess).
+        # was measured to gain (on a loaded host a cheap map timed 229 us an element, over
+        # the 200 us guess).
         measured = verified_to_gain(trial)
         if own is None or not batch or (own / batch > VECTORIZE_MAX_ELEMENT_S and not measured):
             continue
@@ -247,34 +199,25 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
             f"mostly per-element call overhead; applied after batch({batch}) it runs once per "
             f"batch. {safety}"
         )
-        found.append(
-            fix_suggestion(
-                ctx,
-                rule_id,
-                FixProposal(
-                    title=f"{stage_name(stats)}: vectorise, map after batch",
-                    stats=stats,
-                    evidence=evidence,
-                    code=(
-                        f"ds = ds.batch({batch}).map({fn_name(stats)}, "
-                        "num_parallel_calls=tf.data.AUTOTUNE)  "
-                        f"# {fn_name(stats)} must accept a batch"
-                    ),
-                    estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
-                ),
-                trial=trial,
-                adds_threads=False,
-            )
+        proposal = FixProposal(
+            title=f"{stage_name(stats)}: vectorise, map after batch",
+            stats=stats,
+            evidence=evidence,
+            code=(
+                f"ds = ds.batch({batch}).map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)"
+                f"  # {fn_name(stats)} must accept a batch"
+            ),
+            estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
         )
+        found.append(fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False))
     return found
 
 
 def _vectorized_map_suggestion(
     ctx: Context, rule_id: str, stats: StageStats, trial: FixTrial, batch: int
 ) -> Suggestion:
-    """PD004 where the function takes no batch as written, but passed the check run on each
-    element through `tf.vectorized_map` (docs/design.md, "Every applicable rewrite"); what
-    it did on a batch as written is worded by the renderers after the evidence."""
+    """PD004 where the function takes no batch as written but passed the check through
+    `tf.vectorized_map` (docs/design.md, "Every applicable rewrite")."""
     checked = trial.facts.sample_elements
     own = stats.own_s_per_batch or 0.0
     refusal = trial.facts.batch_refusal
@@ -290,28 +233,21 @@ def _vectorized_map_suggestion(
         "element: pfor vectorises the ops it knows and loops over the rest, once per batch."
     )
     function = vectorized_map_lambda(fn_name(stats), trial.facts.element_unpacked)
-    suggestion = fix_suggestion(
-        ctx,
-        rule_id,
-        FixProposal(
-            title=f"{stage_name(stats)}: vectorise {VECTORIZED_MAP_WORDS}, map after batch",
-            stats=stats,
-            evidence=evidence,
-            code=f"ds = ds.batch({batch}).map({function}, num_parallel_calls=tf.data.AUTOTUNE)",
-            estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
-        ),
-        trial=trial,
-        adds_threads=False,
+    proposal = FixProposal(
+        title=f"{stage_name(stats)}: vectorise {VECTORIZED_MAP_WORDS}, map after batch",
+        stats=stats,
+        evidence=evidence,
+        code=f"ds = ds.batch({batch}).map({function}, num_parallel_calls=tf.data.AUTOTUNE)",
+        estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
     )
+    suggestion = fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False)
     return replace(suggestion, refused_as_written=refusal)
 
 
 def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     """Needs the what-if facts (size, memory): the trial carries them even when not run."""
-    if any(s.kind == KIND_CACHE for s in ctx.stages):
-        return []
     point = cache_point(ctx.stages)
-    if point is None:
+    if any(s.kind == KIND_CACHE for s in ctx.stages) or point is None:
         return []
     trial = ctx.trial(FIX_CACHE, point)
     if not _cacheable(trial):
@@ -322,17 +258,14 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     total = ctx.time_per_batch_s
     if share is None or total is None or share < CACHE_MIN_SHARE:
         return []
-    estimated = total / max(total - prefix_s, total * CACHE_READ_FLOOR)
     size = bytes_text(trial.facts.cache_bytes)
-    free = bytes_text(trial.facts.available_bytes)
     evidence = (
         f"Everything up to {stage_name(stats)} is deterministic and costs "
         f"{prefix_s * 1000:.1f} ms of the pipeline's {total * 1000:.1f} ms per batch "
         f"({share:.0%}). One epoch there is {trial.facts.elements} elements, "
-        f"~{size}, with {free} of memory available. From the second epoch "
-        "a cache serves it from memory."
-    )
-    evidence += _python_repeat_text(ctx, trial, point)
+        f"~{size}, with {bytes_text(trial.facts.available_bytes)} of memory available. From "
+        "the second epoch a cache serves it from memory."
+    ) + _python_repeat_text(ctx, trial, point)
     where = f"right after {stage_name(stats)}, before shuffle/augment"
     if trial.facts.cached_in_batches:
         evidence += (
@@ -340,29 +273,18 @@ def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             "not batched again each epoch."
         )
         where = f"right after the batch that follows {stage_name(stats)}"
-    return [
-        fix_suggestion(
-            ctx,
-            rule_id,
-            FixProposal(
-                title=(
-                    f"cache() after {stage_name(stats)} (deterministic, {size}, fits) - from "
-                    "epoch 2"
-                ),
-                stats=stats,
-                evidence=evidence,
-                code=f"ds = ds.cache()  # {where}",
-                estimated=estimated,
-            ),
-            trial=trial,
-            adds_threads=False,
-        )
-    ]
+    proposal = FixProposal(
+        title=f"cache() after {stage_name(stats)} (deterministic, {size}, fits) - from epoch 2",
+        stats=stats,
+        evidence=evidence,
+        code=f"ds = ds.cache()  # {where}",
+        estimated=total / max(total - prefix_s, total * CACHE_READ_FLOOR),
+    )
+    return [fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False)]
 
 
 def _cacheable(trial: FixTrial | None) -> TypeGuard[FixTrial]:
-    """A cache's trial whose facts say it fits in memory, and whose Python upstream, where
-    it was checked, gave the same values read twice."""
+    """Fits in memory, and its Python upstream, where checked, gave the same values twice."""
     return (
         trial is not None
         and bool(trial.fits_in_memory)
@@ -371,8 +293,6 @@ def _cacheable(trial: FixTrial | None) -> TypeGuard[FixTrial]:
 
 
 def _python_repeat_text(ctx: Context, trial: FixTrial, cached: int) -> str:
-    """What is known of the Python stages a cache after stage `cached` would keep: checked to
-    repeat, or assumed."""
     if not any(ctx.stages[i].uses_py_function for i in upstream_of(ctx.stages, cached)):
         return ""
     if trial.facts.python_repeatable:
@@ -384,10 +304,8 @@ def _python_repeat_text(ctx: Context, trial: FixTrial, cached: int) -> str:
 
 
 def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
-    """A deterministic map under a shuffle, moved above it and cached (`FIX_HOIST_CACHE`),
-    where no trial on training measured it (its cache takes too long to fill in a trial):
-    from the second epoch the map's output comes from memory, which is what holding that
-    stage's output measured on training (docs/design.md, "Every applicable rewrite")."""
+    """A map moved above its shuffle and cached, unmeasured on training (too slow to fill): its
+    hold measured what the cache gives from epoch 2 (docs/design.md, "Every applicable rewrite")."""
     found = []
     for trial in ctx.report.pipeline.trials:
         if (
@@ -424,40 +342,27 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             f"{stage_name(shuffle)} and cached, it runs once; the shuffle still reorders "
             f"every epoch.{fill} With {bound.what}, your training ran {bound.speedup:.2f}x faster "
             "(measured): what the cache gives from the second epoch."
-        )
-        evidence += _python_repeat_text(ctx, trial, stats.index)
-        suggestion = fix_suggestion(
-            ctx,
-            rule_id,
-            FixProposal(
-                title=(
-                    f"cache() after {stage_name(stats)}, moved above {stage_name(shuffle)} "
-                    f"({size}, fits)"
-                ),
-                stats=stats,
-                evidence=evidence,
-                code="\n".join(_hoisted_lines(ctx, stats)),
-                estimated=None,
+        ) + _python_repeat_text(ctx, trial, stats.index)
+        proposal = FixProposal(
+            title=(
+                f"cache() after {stage_name(stats)}, moved above {stage_name(shuffle)} "
+                f"({size}, fits)"
             ),
-            trial=None,
-            adds_threads=False,
+            stats=stats,
+            evidence=evidence,
+            code="\n".join(_hoisted_lines(ctx, stats)),
+            estimated=None,
         )
-        # The hold measured what the cache gives from epoch 2: it ranks the change, where a
-        # port's bound (below) does not (it is what the stage costs, not what a port gains).
+        # The hold ranks the change, where a port's bound does not (it is what the stage
+        # costs, not what a port gains).
+        suggestion = fix_suggestion(ctx, rule_id, proposal, trial=None, adds_threads=False)
         found.append(
-            replace(
-                suggestion,
-                gain=bound.gain,
-                estimate=bound.speedup,
-                fix=FIX_HOIST_CACHE,
-            )
+            replace(suggestion, gain=bound.gain, estimate=bound.speedup, fix=FIX_HOIST_CACHE)
         )
     return found
 
 
 def _hoisted_lines(ctx: Context, stats: StageStats) -> list[str]:
-    """The user's map, its cache and the shuffle it moved above, as the rewritten chain
-    writes them."""
     change = StageChange(FIX_HOIST_CACHE, stats.index, FIXES[FIX_HOIST_CACHE].semantics)
     lines = rewritten_chain(ctx.stages, [change])
     changed = [i for i, line in enumerate(lines) if line.change == FIX_HOIST_CACHE]
@@ -512,27 +417,22 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
             if bound is not None
             else ""
         )
-        suggestion = fix_suggestion(
-            ctx,
-            rule_id,
-            FixProposal(
-                title=f"{stage_name(stats)} runs Python ({source}): port it to TF ops",
-                stats=stats,
-                evidence=(
-                    f"{stage_cost_text(ctx, stats)} Python code holds the GIL, so parallel "
-                    f"calls help little (at most ~{PY_FUNCTION_PARALLEL_GAIN:g}x measured on "
-                    "2 cores, for sleeping I/O); TF ops run in parallel outside it and let "
-                    "tf.data parallelise the stage for you." + bounded
-                ),
-                code=(
-                    f"# rewrite {fn_name(stats)} with TensorFlow ops (tf.io.decode_*, tf.image.*, "
-                    "tf.strings.*) instead of tf.py_function / tf.numpy_function"
-                ),
-                estimated=None,
+        proposal = FixProposal(
+            title=f"{stage_name(stats)} runs Python ({source}): port it to TF ops",
+            stats=stats,
+            evidence=(
+                f"{stage_cost_text(ctx, stats)} Python code holds the GIL, so parallel "
+                f"calls help little (at most ~{PY_FUNCTION_PARALLEL_GAIN:g}x measured on "
+                "2 cores, for sleeping I/O); TF ops run in parallel outside it and let "
+                "tf.data parallelise the stage for you." + bounded
             ),
-            trial=None,
-            adds_threads=False,
+            code=(
+                f"# rewrite {fn_name(stats)} with TensorFlow ops (tf.io.decode_*, tf.image.*, "
+                "tf.strings.*) instead of tf.py_function / tf.numpy_function"
+            ),
+            estimated=None,
         )
+        suggestion = fix_suggestion(ctx, rule_id, proposal, trial=None, adds_threads=False)
         found.append(replace(suggestion, gain=bound.gain) if bound is not None else suggestion)
     return found
 
@@ -570,7 +470,7 @@ def check_shuffle_buffer(ctx: Context, rule_id: str) -> list[Suggestion]:
 def _stage_warning(
     rule_id: str, stats: StageStats, title: str, evidence: str, code: str
 ) -> Suggestion:
-    """A suggestion that changes what is trained on, not the speed, about one stage."""
+    """A suggestion that changes what is trained on, not the speed."""
     return Suggestion(
         id=rule_id,
         title=title,
@@ -585,22 +485,16 @@ def _stage_warning(
 def check_autotune_off(ctx: Context, rule_id: str) -> list[Suggestion]:
     if ctx.options.autotune:
         return []
-    return [
-        fix_suggestion(
-            ctx,
-            rule_id,
-            FixProposal(
-                title="autotune is turned off: turn it back on",
-                stats=None,
-                evidence=(
-                    "options.autotune.enabled=False: AUTOTUNE parallelism and buffer sizes get no "
-                    "tuning, and tf.data's default optimisations that need it (injected prefetch, "
-                    "map parallelisation) do not run."
-                ),
-                code="options.autotune.enabled = True  # or drop the line that turns it off",
-                estimated=None,
-            ),
-            trial=ctx.trial(FIX_AUTOTUNE, None),
-            adds_threads=True,
-        )
-    ]
+    proposal = FixProposal(
+        title="autotune is turned off: turn it back on",
+        stats=None,
+        evidence=(
+            "options.autotune.enabled=False: AUTOTUNE parallelism and buffer sizes get no "
+            "tuning, and tf.data's default optimisations that need it (injected prefetch, "
+            "map parallelisation) do not run."
+        ),
+        code="options.autotune.enabled = True  # or drop the line that turns it off",
+        estimated=None,
+    )
+    trial = ctx.trial(FIX_AUTOTUNE, None)
+    return [fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=True)]

@@ -1,10 +1,5 @@
-"""The trend of a history file: each run against the runs of its script before it.
-
-Part of `analysis/`, pure: history entries in, one `TrendRow` per run out. A run is a
-regression when its training rate is below the best earlier run's of the same script beyond
-the noise of both (`analysis/noise.py`), or its verdict is worse than the previous run's.
-Runs are grouped by script. Rules: (docs/design.md, "History, trend and check").
-"""
+"""The trend of a history file: each run against the earlier runs of its script
+(docs/design.md, "History, trend and check")."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ from pipediag.report.history import HistoryEntry
 
 @dataclass(frozen=True)
 class TrendRow:
-    """One run; `number` is its place in the file (1 for the first line)."""
+    """`number`: its place in the file (1 for the first line)."""
 
     number: int
     entry: HistoryEntry
@@ -48,7 +43,6 @@ class Trend:
 
 
 def trend(entries: list[HistoryEntry], rules: NoiseRules = DEFAULT_RULES) -> Trend:
-    """Each run judged against the earlier runs of its script."""
     rows = []
     earlier: dict[str, list[tuple[int, HistoryEntry]]] = {}
     for number, entry in enumerate(entries, 1):
