@@ -1,34 +1,24 @@
-"""How big one epoch of a dataset is, and whether it fits in memory: what a cache needs.
-
-Shared by every rewrite that holds data in memory (a cache at the deterministic frontier, a
-map hoisted above its shuffle and cached, a generator materialised), so they judge "fits"
-alike (docs/design.md, "Every applicable rewrite").
-"""
+"""How big one epoch of a dataset is, and whether it fits in memory: shared by every rewrite
+that holds data in memory, so they judge "fits" alike."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-# A cache must fit in half the memory available now (psutil): the rest of the training
-# process (model, framework, shuffle buffers) also needs room.
+# A cache must fit in half the memory available now: the rest of the training needs room too.
 CACHE_MAX_MEMORY_SHARE = 0.5
 # Elements read to estimate the size of elements whose shapes are not static.
 CACHE_SIZE_SAMPLE = 8
-
-
 # tf.data's cardinality of a dataset whose length it does not know.
 UNKNOWN = -2
-# Counting the elements of a dataset whose length tf.data does not know: in batches of this
-# many, for at most this long (a file source is read record by record, not decoded).
+# Counting a dataset whose length tf.data does not know: in batches of this many, at most this long.
 COUNT_BATCH = 1024
 COUNT_MAX_S = 2.0
 
 
 def counted_elements(dataset: Any, teardown: Any = None) -> int | None:
-    """The elements of one pass over `dataset`, counted by reading it (each element mapped to
-    nothing, in batches), or None where that takes over `COUNT_MAX_S`. Spent iterators go
-    to `teardown` (None: released in place)."""
+    """One pass's elements, counted by reading it in batches; None past `COUNT_MAX_S`."""
     import tensorflow as tf
 
     ones = dataset.map(lambda *_: tf.zeros([], tf.int8)).batch(COUNT_BATCH)
@@ -56,8 +46,7 @@ def cardinality(dataset: Any) -> int | None:
 
 
 def dataset_bytes(dataset: Any, elements: int, spec: Any | None = None) -> int | None:
-    """Memory of one epoch: from static shapes (of `spec`, default the dataset's) when
-    known, else from a few elements sampled from `dataset`."""
+    """Memory of one epoch: from `spec`'s static shapes, else from a few elements sampled."""
     static = static_element_bytes(dataset.element_spec if spec is None else spec)
     if static is not None:
         return static * elements
@@ -98,14 +87,11 @@ def _sampled_element_bytes(dataset: Any) -> float | None:
     sizes: list[int] = []
     try:
         for element in dataset.take(CACHE_SIZE_SAMPLE):
-            size = 0
-            for tensor in tf.nest.flatten(element):
-                value = tensor.numpy()
-                if value.dtype == object:
-                    size += sum(len(v) for v in value.ravel())
-                else:
-                    size += value.nbytes
-            sizes.append(size)
+            values = [tensor.numpy() for tensor in tf.nest.flatten(element)]
+            # A string tensor is an object array: its size is its values' lengths.
+            sizes.append(
+                sum(sum(map(len, v.ravel())) if v.dtype == object else v.nbytes for v in values)
+            )
     except Exception:
         return None
     return sum(sizes) / len(sizes) if sizes else None

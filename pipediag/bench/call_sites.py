@@ -1,9 +1,5 @@
-"""Where the script created each dataset ("train.py:23"): filled by the hook that watches
-`Dataset` construction (`hooks/call_sites.py`), read when stages are described
-(`bench/structure.py`), so the pipeline pipediag would write names each changed line.
-
-Weak references only: a dataset the script drops is forgotten with it.
-"""
+"""Where the script created each dataset ("train.py:23"), recorded by `hooks/call_sites.py`,
+so the pipeline pipediag would write names each changed line. Weak references only."""
 
 from __future__ import annotations
 
@@ -17,19 +13,15 @@ _SITES: weakref.WeakKeyDictionary[Any, tuple[str, str | None]] = weakref.WeakKey
 
 def record(dataset: Any, site: str, made_by: str | None = None) -> None:
     """Keep the first site seen: a dataset's own constructor runs before its wrappers'.
-
-    `made_by` names the library call ("image_dataset_from_directory") that built the dataset
-    for the script, where one did: its settings are that call's, not the script's to edit.
-    """
+    `made_by`: the library call that built it, if any."""
     with contextlib.suppress(TypeError):  # not weakly referenceable: no site, no leak
         _SITES.setdefault(dataset, (site, made_by))
 
 
 def _site(dataset: Any) -> tuple[str, str | None] | None:
-    try:
+    with contextlib.suppress(TypeError):
         return _SITES.get(dataset)
-    except TypeError:
-        return None
+    return None
 
 
 def created_at(dataset: Any) -> str | None:

@@ -1,6 +1,5 @@
-"""A candidate rewrite: what a fix to try is (its edit of the graph copy or its options, its
-check, its facts), and what a cache candidate needs (its size, fill time and batches). The
-candidates themselves are built in `bench/fix_candidates.py`."""
+"""A candidate rewrite (its edit or options, its check, its facts), and what a cache candidate
+needs: its size, fill time and batches. `bench/fix_candidates.py` builds them."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ from typing import Any, Generic, TypeVar
 
 from pipediag.bench import cache_sizing
 from pipediag.bench.graph_edit import PipelineGraph
+from pipediag.bench.repeatable import CHECK_ELEMENTS, same_elements_twice
 from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
@@ -28,13 +28,10 @@ from pipediag.report.reasons import (
 )
 from pipediag.report.vocabulary import KIND_MAP, KIND_PARALLEL_MAP, FixName
 
-# Filling a cache takes one epoch of the prefix; verify only when it takes at most this long,
-# twice the phase-1 benchmark (bench/pipeline.py DEFAULT_MAX_SECONDS). At the benchmark's
-# length the bundled input-bound example, whose cache fills in an estimated 3.1-3.6 s on 2
-# cores, had its cache tried on training in some runs and not in others.
+# Filling a cache takes one epoch of the prefix; verify only when it takes at most twice the
+# phase-1 benchmark (docs/design.md, "Fixes timed on the pipeline alone").
 CACHE_FILL_MAX_S = 2 * DEFAULT_BENCH_SECONDS
-# Extra output batches pulled after the estimated end of the filling epoch: shuffle buffers
-# and prefetches downstream read ahead, so the epoch boundary is not exact.
+# Extra batches read past the filling epoch's estimated end: buffers downstream read ahead.
 CACHE_FILL_MARGIN_BATCHES = 4
 
 T = TypeVar("T")
@@ -42,11 +39,7 @@ T = TypeVar("T")
 
 @dataclass
 class Candidate:
-    """A fix to try: how to build its variant from the baseline graph, or why it cannot be.
-
-    `edit` and `with_options` are re-applied, in order, when fixes are composed
-    (`bench/compose.py`): an edit finds its nodes by the names they had in the user's graph,
-    and every edit keeps those names, so edits compose in any order."""
+    """A fix to try: how to build its variant from the baseline graph, or why it cannot be."""
 
     fix: FixName
     stage_index: int | None
@@ -57,12 +50,10 @@ class Candidate:
     reason: Reason | None = None
     facts: TrialFacts = field(default_factory=TrialFacts)
     fill_batches: int = 0  # for a cache: output batches to read before the cache is full
-    # Run before timing, on the unedited graph (spent iterators go to the `TearDown`):
-    # (why the fix is not timed, whether that is because it is unsafe), or (None, False).
+    # Run before timing on the unedited graph: (why not timed, whether unsafe), or (None, False).
     check: Callable[[Any, TearDown], tuple[Reason | None, bool]] | None = None
-    # Tried on training whatever the pipeline alone measured: a prefetch where none runs
-    # (its gain, overlap with the train step, only shows there), or a cap on the
-    # pipeline's threads (slower alone, it leaves the train step its cores).
+    # Tried on training whatever the pipeline alone measured: a prefetch where none runs (its
+    # overlap with the step shows only there), a thread cap (slower alone, frees the step's cores).
     tried_on_training: bool = False
     unsafe: bool = False  # the vectorise check refused the function
     fits_in_memory: bool | None = None  # a cache's data, in the memory available
@@ -71,14 +62,9 @@ class Candidate:
 
 
 def check_python_repeats(candidate: Candidate, dataset: Any | None, python: list[str]) -> None:
-    """Where the cache would keep the output of Python stages (`python`, their names): read
-    `dataset`, the elements the cache would hold, twice (`bench/repeatable.py`). Stages
-    that gave other values the second time are random, and no cache is offered over them
-    (`candidate.reason`); the facts say what was found."""
+    """No cache over Python stages (`python`) whose output differs when `dataset` is read twice."""
     if not python or dataset is None:
         return
-    from pipediag.bench.repeatable import CHECK_ELEMENTS, same_elements_twice
-
     repeats = same_elements_twice(dataset)
     candidate.facts = replace(candidate.facts, python_repeatable=repeats)
     if repeats is False and candidate.reason is None:
@@ -110,20 +96,25 @@ def size_cache(
     sample: Any | None = None,
     counter: Counter | None = None,
 ) -> None:
-    """Fill in what a cache of `prefix` (one epoch of stage `point`'s output) needs: its
-    size against the memory available, how long it takes to fill, and how many output
-    batches fill it; or set `candidate.reason` to why it cannot be timed. Sizes not static
-    are read from `sample` (default: `prefix`), a dataset with the same elements. Where
-    tf.data does not know the length (a file source), `counter` counts it at check time."""
+    """Fill in a cache of `prefix`'s size, fill time and fill batches, or `candidate.reason`.
+    Sizes not static are read from `sample`; a length tf.data does not know is counted
+    (`counter`) when the candidate is checked, and the cache sized then."""
     elements = cache_sizing.cardinality(prefix)
     if elements == cache_sizing.UNKNOWN and counter is not None:
-        # A file source knows no length: the elements are counted on an isolated copy when
-        # the candidate is checked, and the cache sized then.
-        candidate.check = _counted_then_sized(
-            candidate,
-            counter,
-            lambda n: _sized(candidate, walked, prefix, point, elements_per_s, sample, n),
-        )
+        earlier = candidate.check
+
+        def check(graph_def: Any, teardown: TearDown) -> tuple[Reason | None, bool]:
+            if earlier is not None:
+                refusal, unsafe = earlier(graph_def, teardown)
+                if refusal is not None:
+                    return refusal, unsafe
+            counted = counter(graph_def, teardown)
+            if counted is None:
+                return Reason(COUNT_TOO_LONG, limit=cache_sizing.COUNT_MAX_S), False
+            _sized(candidate, walked, prefix, point, elements_per_s, sample, counted)
+            return candidate.reason, False
+
+        candidate.check = check
         return
     if elements is None or elements < 0:
         candidate.reason = Reason(INFINITE_OR_UNKNOWN_SIZE)
@@ -133,16 +124,13 @@ def size_cache(
 
 # Stages that yield one element per input element.
 _ONE_TO_ONE = (KIND_MAP, KIND_PARALLEL_MAP)
-# Counts the elements at a cache point on a copy of the graph (`bench.cache_sizing`), or None
-# where they could not be counted in time.
+# Counts the elements at a cache point on a graph copy; None where not counted in time.
 Counter = Callable[[Any, TearDown], "int | None"]
 
 
 def element_counter(walked: list[Stage], nodes: dict[int, str], point: int) -> Counter | None:
-    """How to count the elements of one pass at stage `point`: at the first stage above it
-    that is not a map (a map yields one element per element, so its input counts the same
-    and reads no faster), on an isolated copy of the graph, so no state of the user's
-    dataset moves. None where that stage is not in the graph."""
+    """How to count one pass at stage `point`: at the first stage above it that is not a map
+    (its input counts the same, no slower), on an isolated copy; None where not in the graph."""
     index = point
     while walked[index].stats.kind in _ONE_TO_ONE and len(walked[index].stats.inputs) == 1:
         index = walked[index].stats.inputs[0]
@@ -158,25 +146,6 @@ def element_counter(walked: list[Stage], nodes: dict[int, str], point: int) -> C
         return cache_sizing.counted_elements(graph.rebuild(spec), teardown)
 
     return count
-
-
-def _counted_then_sized(
-    candidate: Candidate, counter: Counter, sized: Callable[[int], None]
-) -> Callable[[Any, TearDown], tuple[Reason | None, bool]]:
-    earlier = candidate.check
-
-    def check(graph_def: Any, teardown: TearDown) -> tuple[Reason | None, bool]:
-        if earlier is not None:
-            refusal, unsafe = earlier(graph_def, teardown)
-            if refusal is not None:
-                return refusal, unsafe
-        elements = counter(graph_def, teardown)
-        if elements is None:
-            return Reason(COUNT_TOO_LONG, limit=cache_sizing.COUNT_MAX_S), False
-        sized(elements)
-        return candidate.reason, False
-
-    return check
 
 
 def _sized(
@@ -195,9 +164,8 @@ def _sized(
     candidate.facts = replace(
         candidate.facts, elements=elements, cache_bytes=size, available_bytes=available
     )
-    fits = cache_sizing.fits_in_memory(size, available)
-    candidate.fits_in_memory = fits
-    if not fits:
+    candidate.fits_in_memory = cache_sizing.fits_in_memory(size, available)
+    if not candidate.fits_in_memory:
         candidate.reason = Reason(
             CACHE_SIZE_UNKNOWN if size is None or available is None else CACHE_TOO_BIG
         )

@@ -1,11 +1,6 @@
-"""Rewrites applied together: the pipeline with the fixes kept so far, and with one more.
-
-Part of `bench/`, for the greedy search on training (`training/`), which needs both
-pipelines built from the user's graph. Every edit finds its nodes by their names in the
-user's graph and keeps them, so edits are re-applied in one fixed order whatever order the
-search kept them in: moves, changes in place, caches, the final prefetch, options, and the
-prefetch to the device last of all. Method: (docs/design.md, "Composing rewrites").
-"""
+"""Rewrites applied together: the pipeline with the fixes kept so far, and with one more, for
+the greedy search on training. Edits are re-applied in one fixed order whatever order they
+were kept in (docs/design.md, "Composing rewrites")."""
 
 from __future__ import annotations
 
@@ -14,13 +9,14 @@ from typing import Any
 
 from pipediag.bench.candidate import Candidate
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
+from pipediag.bench.isolate import dataset_graph_def
 from pipediag.bench.whatif import FixPipelines
 from pipediag.errors import describe_error
 from pipediag.report.fixes import FIXES, fix_facts
 
 
 def compose_fixes(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
-    """`kept` applied as the baseline, `kept` and `extra` as the variant (see module doc)."""
+    """`kept` applied as the baseline, `kept` and `extra` as the variant."""
     graph, spec = _graph_of(dataset, [*kept, extra])
     if any(k.fix == extra.fix and k.stage_index == extra.stage_index for k in kept):
         raise RewriteError(f"{extra.fix} is already kept")
@@ -68,8 +64,7 @@ def _candidate(fix: FixPipelines) -> Candidate:
 
 
 def _edit_rank(fix: str) -> int:
-    """The fix's place in the order edits are re-applied (`FixFacts.edit_rank`); fixes
-    without one go after every ranked fix, in the order kept."""
+    """The fix's place in the order edits are re-applied; unranked fixes go last, as kept."""
     rank = fix_facts(fix).edit_rank
     return len(FIXES) if rank is None else rank
 
@@ -79,8 +74,6 @@ def _graph_of(dataset: Any, fixes: Sequence[FixPipelines]) -> tuple[Any, Any]:
     for fix in fixes:
         if fix.graph is not None:
             return fix.graph, fix.element_spec or dataset.element_spec
-    from pipediag.bench.isolate import dataset_graph_def
-
     try:
         graph = dataset_graph_def(dataset, warn=True)
     except Exception as exc:

@@ -1,11 +1,5 @@
-"""Where a batch lives: the host, or the accelerator the train step runs on.
-
-The copy's trial (`training/model_side.py`) times the train step on a batch kept on the host,
-copied to the device by every call, against the same batch placed on the device once; the
-rewrite that ends a pipeline with `prefetch_to_device` names the same device. The placement is
-a seam: tests drive the trial with a fake device whose copy costs a known time (docs/design.md,
-"The host-to-device copy"). TensorFlow is imported inside the functions only.
-"""
+"""Where a batch lives: the host, or the accelerator the train step runs on. A seam: tests
+drive the copy's trial with a fake device (docs/design.md, "The host-to-device copy")."""
 
 from __future__ import annotations
 
@@ -23,11 +17,9 @@ class DevicePlacement(Protocol):
 
     def on_host(self, batch: Any) -> Any:
         """The batch as host tensors: a step fed with them copies them to the device."""
-        ...
 
     def on_device(self, batch: Any) -> Any:
         """The batch copied to the device once: a step fed with it copies nothing."""
-        ...
 
 
 class TensorFlowPlacement:
@@ -63,15 +55,12 @@ def prefetch_device() -> str | None:
 
 
 def _placed(batch: Any, device: str) -> Any:
-    """Each tensor (or array) of the batch copied onto `device`; anything else, a None
-    sample weight for one, as it was."""
+    """Each tensor or array of the batch copied onto `device`; anything else as it was."""
     import numpy as np
     import tensorflow as tf
 
     def place(value: Any) -> Any:
-        if tf.is_tensor(value) or isinstance(value, np.ndarray):
-            return tf.identity(value)
-        return value
+        return tf.identity(value) if tf.is_tensor(value) or isinstance(value, np.ndarray) else value
 
     with tf.device(device):
         return tf.nest.map_structure(place, batch)

@@ -1,20 +1,14 @@
-"""Which fixes to try on a pipeline, and how each is built: the what-if candidates.
-
-Each candidate names the fix (the advisor looks its trial up by the id), the stage, how to
-edit the graph copy (`bench/graph_edit.py`) or the options, and, for a cache, whether it
-fits in memory and how many batches fill it. The stage predicates are the advisor's own
-(`report/stage_facts.py`), so a fix is measured exactly where a rule would suggest it;
-the rewrites no rule proposes (a map hoisted above its shuffle and cached, maps fused, a
-generator read once, the prefetch to the GPU) are built here too, with what each changes.
-"""
+"""Which fixes to try on a pipeline, and how each is built. The stage predicates are the
+advisor's own (`report/stage_facts.py`), so a fix is measured exactly where a rule would
+suggest it; the rewrites no rule proposes are built here too."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pipediag.bench import cache_sizing
+from pipediag.bench import cache_sizing, python_chain
 from pipediag.bench.candidate import (
     Candidate,
     Once,
@@ -96,12 +90,8 @@ def fix_candidates(
     options: PipelineOptions,
     cores: int,
 ) -> list[Candidate]:
-    """Every rewrite that applies to this pipeline, in stage order (prefetch, autotune last).
-
-    No timing threshold decides whether a rewrite exists: a stage is a site for rewrites
-    unless its cost to training was measured under `VERIFIED_MIN_GAIN`
-    (`stage_facts.rewrite_site`); the trials and the search on training decide the rest
-    (docs/design.md, "Every applicable rewrite")."""
+    """Every rewrite that applies to this pipeline, in stage order (prefetch, autotune last);
+    no timing threshold decides (docs/design.md, "Every applicable rewrite")."""
     found: list[Candidate] = []
     for stats in stages:
         if stats.tf_internal or not rewrite_site(stats):
@@ -111,9 +101,17 @@ def fix_candidates(
         if generator is not None:
             found.append(generator)
         if runs_sequential_map(stats, cores):
-            found.append(_map_candidate(stats, node))
+            parallel = _in_place(FIX_PARALLEL_MAP, stats, node, lambda g, n: g.parallelize_map(n))
+            found.append(parallel)
         if runs_sequential_interleave(stats, cores):
-            found.append(_interleave_candidate(stats, node, cores))
+            interleave = _in_place(
+                FIX_PARALLEL_INTERLEAVE,
+                stats,
+                node,
+                lambda graph, name: graph.parallelize_interleave(name, cores),
+            )
+            interleave.facts = TrialFacts(cycle_length=cores)
+            found.append(interleave)
         if vectorizable(stats, stages):
             found.append(_vectorize_candidate(stats, walked, stages, nodes))
         hoist = hoist_candidate(stats, walked, stages, nodes)
@@ -129,10 +127,8 @@ def fix_candidates(
     if last is not None and not rewrite_site(last):
         return found  # the whole pipeline held in memory gains nothing: no end-of-chain fix
     prefetch = _prefetch_candidate(stages)
-    # tf.data appends that prefetch itself after a synchronous last stage where the options
-    # let it: a copy with it added runs the same pipeline, and any gain measured for it is
-    # the trial's own noise (on the time series tutorial, 1.08-1.20x on training against
-    # 0.99-1.01x in alternation)
+    # tf.data injects that prefetch itself after a synchronous last stage: a gain measured for
+    # adding it is noise (time series tutorial: 1.08-1.20x on training, 0.99-1.01x alone)
     injected = (
         options.inject_prefetch and options.autotune and last is not None and not _runs_ahead(last)
     )
@@ -141,41 +137,35 @@ def fix_candidates(
         found.append(prefetch)
     if not options.autotune:
         found.append(
-            Candidate(FIX_AUTOTUNE, None, "options", cost_s=0.0, with_options=_autotune_on)
+            Candidate(
+                FIX_AUTOTUNE,
+                None,
+                "options",
+                cost_s=0.0,
+                with_options=_set_option("autotune", "enabled", True),
+            )
         )
     return found
 
 
-def _map_candidate(stats: StageStats, node: str | None) -> Candidate:
-    candidate = Candidate(FIX_PARALLEL_MAP, stats.index, stage_name(stats), cost_s=_cost(stats))
+def _in_place(
+    fix: FixName, stats: StageStats, node: str | None, edit: Callable[[PipelineGraph, str], None]
+) -> Candidate:
+    """A stage's op changed in place: `edit(graph, node)`, where the stage is in the graph."""
+    candidate = _at_stage(fix, stats)
     if node is None:
         candidate.reason = Reason(STAGE_NOT_IN_GRAPH)
     else:
-        candidate.edit = lambda graph: graph.parallelize_map(node)
-    return candidate
-
-
-def _interleave_candidate(stats: StageStats, node: str | None, cores: int) -> Candidate:
-    candidate = Candidate(
-        FIX_PARALLEL_INTERLEAVE,
-        stats.index,
-        stage_name(stats),
-        cost_s=_cost(stats),
-        facts=TrialFacts(cycle_length=cores),
-    )
-    if node is None:
-        candidate.reason = Reason(STAGE_NOT_IN_GRAPH)
-    else:
-        candidate.edit = lambda graph: graph.parallelize_interleave(node, cores)
+        candidate.edit = lambda graph: edit(graph, node)
     return candidate
 
 
 def _vectorize_candidate(
     stats: StageStats, walked: list[Stage], stages: list[StageStats], nodes: dict[int, str]
 ) -> Candidate:
-    """Move the map after the batch it feeds, once its function is checked on a sample: as
-    written, or, where that is unsafe, through `tf.vectorized_map` (`VectorizeForms`)."""
-    candidate = Candidate(FIX_VECTORIZE, stats.index, stage_name(stats), cost_s=_cost(stats))
+    """Move the map after its batch, once its function is checked on a sample."""
+    cost_s = stats.own_s_per_batch or 0.0
+    candidate = Candidate(FIX_VECTORIZE, stats.index, stage_name(stats), cost_s=cost_s)
     consumer = next((s for s in stages if stats.index in s.inputs), None)
     map_node = nodes.get(stats.index)
     batch_node = nodes.get(consumer.index) if consumer is not None else None
@@ -183,17 +173,22 @@ def _vectorize_candidate(
     if map_node is None or batch_node is None or consumer is None or not batch:
         candidate.reason = Reason(MAP_OR_BATCH_NOT_IN_GRAPH)
         return candidate
-    map_input = _python_input(walked[stats.index].dataset)
-    if map_input is None:
+    mapped = walked[stats.index].dataset
+    map_inputs = python_chain.python_inputs(python_chain.unwrap(mapped))
+    if len(map_inputs) != 1:
         candidate.reason = Reason(MAP_INPUT_UNKNOWN)
         return candidate
-    input_spec = map_input.element_spec
+    input_spec = map_inputs[0].element_spec
     batch_spec = walked[consumer.index].dataset.element_spec
     sample_size = min(2 * batch, VECTORIZE_SAMPLE_MAX_ELEMENTS)
     candidate.facts = replace(candidate.facts, sample_elements=sample_size)
 
-    mapped = walked[stats.index].dataset
-    drop = _leading_dim(batch_spec) is not None
+    import tensorflow as tf
+
+    components = tf.nest.flatten(batch_spec)
+    shape = getattr(components[0], "shape", None) if components else None
+    # A static batch size: the pipeline drops the remainder.
+    drop = bool(shape is not None and shape.rank and shape[0] is not None)
     forms = VectorizeForms(
         plain=Once(lambda: trace_on_batches(mapped, batch, drop)),
         per_element=Once(lambda: trace_on_batches(mapped, batch, drop, vectorized_map=True)),
@@ -221,45 +216,44 @@ def _vectorize_candidate(
 def hoist_candidate(
     stats: StageStats, walked: list[Stage], stages: list[StageStats], nodes: dict[int, str]
 ) -> Candidate | None:
-    """source -> shuffle -> map -> ... becomes source -> map -> cache -> shuffle -> ...: the
-    deterministic map runs once per element instead of once per epoch (TF guide, "Better
-    performance with the tf.data API", "Caching")."""
+    """source -> shuffle -> map becomes source -> map -> cache -> shuffle: the deterministic
+    map runs once per element instead of once per epoch."""
     if stats.kind not in MAP_KINDS or len(stats.inputs) != 1 or not deterministic(stats):
         return None
     shuffle = stages[stats.inputs[0]]
     if shuffle.kind != KIND_SHUFFLE or len(shuffle.inputs) != 1:
         return None
-    if sum(stats.index in s.inputs for s in stages) > 1 or _consumers(stages, shuffle) != 1:
+    if (
+        sum(stats.index in s.inputs for s in stages) > 1
+        or sum(shuffle.index in s.inputs for s in stages) != 1
+    ):
         return None
     upstream = upstream_of(stages, shuffle.inputs[0])
     if not all(deterministic(stages[i]) for i in upstream):
         return None  # a shuffle or a random stage further up: a cache would freeze it
     candidate = _at_stage(FIX_HOIST_CACHE, stats)
     map_node, shuffle_node = nodes.get(stats.index), nodes.get(shuffle.index)
-    # One epoch of the mapped data: the map's output has the shuffle's cardinality; sizes
-    # are sampled, if need be, from the map over the shuffle's input, never through the
-    # user's shuffle (a fresh iterator on it would move its seed: the user's order).
+    # Sizes are sampled from the map over the shuffle's input, never through the user's
+    # shuffle (a fresh iterator on it would move its seed: the user's order).
     sample = _unshuffled_map(walked, stats.index, shuffle.inputs[0])
     size_cache(
         candidate, walked, walked[stats.index].dataset, stats.index, stats.elements_per_s, sample
     )
-    kept = sorted(upstream | {stats.index, shuffle.index})
-    python = [stage_name(stages[i]) for i in kept if stages[i].uses_py_function]
+    python = _python_names(stages, upstream | {stats.index, shuffle.index})
     check_python_repeats(candidate, sample, python)
-    if candidate.reason is None and (map_node is None or shuffle_node is None):
-        candidate.reason = Reason(MAP_OR_SHUFFLE_NOT_IN_GRAPH)
-    if candidate.reason is None and map_node is not None and shuffle_node is not None:
-        candidate.edit = lambda graph: graph.hoist_above_shuffle(map_node, shuffle_node)
+    if candidate.reason is None:
+        if map_node is None or shuffle_node is None:
+            candidate.reason = Reason(MAP_OR_SHUFFLE_NOT_IN_GRAPH)
+        else:
+            candidate.edit = lambda graph: graph.hoist_above_shuffle(map_node, shuffle_node)
     return candidate
 
 
 def fusion_candidate(
     stats: StageStats, stages: list[StageStats], options: PipelineOptions
 ) -> Candidate | None:
-    """A map read only by another map: tf.data's `map_fusion` option fuses them into one
-    function, one call per element instead of two. The option rather than a graph edit:
-    tf.data's rewrite already composes the two functions, their captured inputs and their
-    parallelism, which an edit of the FunctionDefs would have to redo."""
+    """A map read only by another map, fused by tf.data's `map_fusion` option: one call per
+    element instead of two (tf.data composes the functions and their captured inputs)."""
     if stats.kind not in MAP_KINDS or options.map_fusion:
         return None
     readers = [s for s in stages if stats.index in s.inputs]
@@ -270,17 +264,14 @@ def fusion_candidate(
         stats.index,
         f"{stage_name(stats)} + {stage_name(readers[0])}",
         cost_s=(stats.own_s_per_batch or 0.0) + (readers[0].own_s_per_batch or 0.0),
-        with_options=_fused,
+        with_options=_set_option("experimental_optimization", "map_fusion", True),
     )
 
 
 def generator_candidate(
     stats: StageStats, walked: list[Stage], node: str | None
 ) -> Candidate | None:
-    """A `from_generator` source read once, in this process, into arrays that become a
-    `from_tensor_slices` source: what a user writes when one epoch fits in memory."""
-    from pipediag.bench import python_chain
-
+    """A `from_generator` source read once into arrays that become a `from_tensor_slices` one."""
     if stats.kind != KIND_SOURCE or stats.name != "from_generator":
         return None
     candidate = _at_stage(FIX_MATERIALISE, stats)
@@ -312,12 +303,8 @@ def generator_candidate(
 
 
 def device_prefetch_candidate(device: str, stages: list[StageStats]) -> Candidate | None:
-    """The pipeline ended with `prefetch_to_device(device)`, unless it already copies its
-    batches to a device: the next batches are copied to the device while the step runs.
-    Applied after every other rewrite and option, as tf.data requires it to be the last
-    transformation (`bench/compose.py`); tried on training whatever the pipeline alone
-    measured, since the copy it moves is the train step's (docs/design.md, "The
-    host-to-device copy")."""
+    """The pipeline ended with `prefetch_to_device(device)` (applied last, as tf.data requires),
+    unless it already copies to a device (docs/design.md, "The host-to-device copy")."""
 
     def prefetched(dataset: Any) -> Any:
         import tensorflow as tf
@@ -334,24 +321,6 @@ def device_prefetch_candidate(device: str, stages: list[StageStats]) -> Candidat
         with_options=prefetched,
         tried_on_training=True,
     )
-
-
-def _leading_dim(spec: Any) -> int | None:
-    """The static batch size of a batched spec (None when the last batch may be short)."""
-    import tensorflow as tf
-
-    components = tf.nest.flatten(spec)
-    shape = getattr(components[0], "shape", None) if components else None
-    if shape is None or shape.rank is None or shape.rank == 0:
-        return None
-    return None if shape[0] is None else int(shape[0])
-
-
-def _python_input(dataset: Any) -> Any | None:
-    from pipediag.bench import python_chain
-
-    inputs = python_chain.python_inputs(python_chain.unwrap(dataset))
-    return inputs[0] if len(inputs) == 1 else None
 
 
 def _prefetch_candidate(stages: list[StageStats]) -> Candidate | None:
@@ -394,89 +363,72 @@ def _cache_candidate(
     size_cache(
         candidate, walked, walked[point].dataset, point, stats.elements_per_s, counter=counter
     )
-    python = [
-        stage_name(stages[i])
-        for i in sorted(upstream_of(stages, point))
-        if stages[i].uses_py_function
-    ]
+    python = _python_names(stages, upstream_of(stages, point))
     check_python_repeats(candidate, walked[point].dataset, python)
     if candidate.reason is None and node is None:
         candidate.reason = Reason(STAGE_NOT_IN_GRAPH)
     batch = batch_caching(stages, point)
     batch_node = nodes.get(batch) if batch is not None else None
-    if batch_node is not None:
-        # Whole batches cached: the same data, read without batching it again.
+    if batch_node is not None:  # whole batches cached: read without batching them again
         candidate.facts = replace(candidate.facts, cached_in_batches=True)
     if candidate.reason is None and node is not None:
-        candidate.edit = _cache_edit(node, batch_node)
+
+        def edit(graph: PipelineGraph) -> None:
+            """After the stage, or after the batch that reads it; where a kept vectorise has
+            moved the stage after its batch, after the stage, which then yields batches."""
+            target = node
+            if batch_node is not None:
+                reads = graph.data_inputs(graph.node(node))
+                moved = bool(reads) and reads[0].split(":")[0] == batch_node
+                target = node if moved else batch_node
+            graph.cache_after(target, repeat=True)
+
+        candidate.edit = edit
     return candidate
 
 
-def _cache_edit(node: str, batch_node: str | None) -> Any:
-    """The cache's graph edit: after `node`, or after the batch that reads it. Where a kept
-    vectorise has moved the stage after its batch, the cache goes after the stage, which
-    then yields the batches."""
-
-    def edit(graph: Any) -> None:
-        target = node
-        if batch_node is not None:
-            reads = graph.data_inputs(graph.node(node))
-            moved = bool(reads) and reads[0].split(":")[0] == batch_node
-            target = node if moved else batch_node
-        graph.cache_after(target, repeat=True)
-
-    return edit
+def _python_names(stages: list[StageStats], indices: set[int]) -> list[str]:
+    """The names of the Python stages among `indices`, in stage order."""
+    return [stage_name(stages[i]) for i in sorted(indices) if stages[i].uses_py_function]
 
 
 def _runs_ahead(stats: StageStats) -> bool:
-    """Whether the stage already runs ahead of its consumer, in threads of its own: tf.data
-    injects no prefetch after it."""
+    """Whether the stage runs ahead in threads of its own: tf.data injects no prefetch after it."""
     if stats.kind in (KIND_PARALLEL_MAP, KIND_PARALLEL_INTERLEAVE, KIND_MAP_AND_BATCH):
         return True
     return stats.kind == KIND_BATCH and stats.settings.num_parallel_calls is not None
 
 
 def _last_real_stage(stages: Sequence[StageStats]) -> StageStats | None:
-    for stats in reversed(stages):
-        if stats.kind != KIND_OPTIONS:
-            return stats
-    return None
-
-
-def _cost(stats: StageStats) -> float:
-    return stats.own_s_per_batch or 0.0
+    return next((stats for stats in reversed(stages) if stats.kind != KIND_OPTIONS), None)
 
 
 def thread_cap_candidate(threads: int) -> Candidate:
-    def capped(dataset: Any) -> Any:
-        import tensorflow as tf
-
-        options = tf.data.Options()
-        options.threading.private_threadpool_size = threads
-        return dataset.with_options(options)
-
     return Candidate(
         FIX_THREAD_CAP,
         None,
         "options",
         cost_s=0.0,
-        with_options=capped,
+        with_options=_set_option("threading", "private_threadpool_size", threads),
         facts=TrialFacts(threads=threads),
         tried_on_training=True,
     )
 
 
-def _autotune_on(dataset: Any) -> Any:
-    import tensorflow as tf
+def _set_option(group: str, name: str, value: Any) -> Callable[[Any], Any]:
+    """The rewrite that sets `tf.data.Options().<group>.<name> = value` on a dataset."""
 
-    options = tf.data.Options()
-    options.autotune.enabled = True
-    return dataset.with_options(options)
+    def with_option(dataset: Any) -> Any:
+        import tensorflow as tf
+
+        options = tf.data.Options()
+        setattr(getattr(options, group), name, value)
+        return dataset.with_options(options)
+
+    return with_option
 
 
 def _unshuffled_map(walked: list[Stage], map_index: int, input_index: int) -> Any | None:
-    from pipediag.bench import python_chain
-
     func = python_chain.user_function(walked[map_index].dataset)
     if func is None:
         return None
@@ -486,17 +438,8 @@ def _unshuffled_map(walked: list[Stage], map_index: int, input_index: int) -> An
         return None
 
 
-def _fused(dataset: Any) -> Any:
-    import tensorflow as tf
-
-    options = tf.data.Options()
-    options.experimental_optimization.map_fusion = True
-    return dataset.with_options(options)
-
-
 def _at_stage(fix: FixName, stats: StageStats) -> Candidate:
-    """A rewrite of one stage, costed at what the stage itself adds per batch, with the
-    change in semantics its fix names."""
+    """A rewrite of one stage, costed at its own cost, with its fix's change in semantics."""
     return Candidate(
         fix,
         stats.index,
@@ -504,7 +447,3 @@ def _at_stage(fix: FixName, stats: StageStats) -> Candidate:
         cost_s=stats.own_s_per_batch or 0.0,
         semantics=FIXES[fix].semantics,
     )
-
-
-def _consumers(stages: list[StageStats], stats: StageStats) -> int:
-    return sum(stats.index in s.inputs for s in stages)

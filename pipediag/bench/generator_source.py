@@ -18,17 +18,14 @@ from pipediag.report.reasons import (
     Reason,
 )
 
-# Reading a generator's epoch to hold it stops past this long, the phase-1 benchmark's
-# length, so a trial is not spent waiting for Python.
+# Reading a generator's epoch stops past the phase-1 benchmark's length.
 GENERATOR_READ_MAX_S = 3.0
 # And past this size: the elements become constants of a GraphDef, a protobuf capped at 2 GiB.
 GENERATOR_MAX_BYTES = 1 << 30
 
 
 def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, Reason | None]:
-    """One epoch of the generator as one stacked array per component, or why not. Python's
-    and NumPy's global random states are put back: the user's own epochs draw the numbers
-    they would have drawn."""
+    """One epoch as one stacked array per component, or why not; random states put back."""
     import numpy as np
     import tensorflow as tf
 

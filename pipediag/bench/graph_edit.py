@@ -1,19 +1,15 @@
-"""The GraphDef editor behind the what-if trials: a copy of a dataset's graph, edited op by op.
-
-`ds._as_serialized_graph()` gives the graph TensorFlow would run. A copy is edited (a map
-made parallel, an interleave parallel with a cycle length, a prefetch added at the end, a
-cache after a stage, a map moved after its batch) and rebuilt with `DatasetFromGraph`
-(docs/design.md, "Reading and rewriting a pipeline"). An op this module does not know how to
-rewrite raises `RewriteError`, whose message is shown to the user.
-"""
+"""The GraphDef editor behind the what-if trials: a copy of a dataset's graph, edited op by op
+and rebuilt with `DatasetFromGraph` (docs/design.md, "Reading and rewriting a pipeline"). An
+op it cannot rewrite raises `RewriteError`, whose message is shown to the user."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-# Batching ops a map can move behind: plain batches (padding or sparse batching would
-# change what the function sees).
+from pipediag.bench.isolate import isolate_graph_def
+
+# Batching ops a map can move behind (padding or sparse batching would change what it sees).
 _BATCH_OPS = frozenset({"BatchDatasetV2", "ParallelBatchDataset"})
 _MAP_OPS = frozenset({"MapDataset", "ParallelMapDatasetV2"})
 
@@ -36,14 +32,8 @@ class RewriteError(Exception):
 
 @dataclass(frozen=True)
 class BatchedFunction:
-    """A map's Python function traced again on whole batches, ready to go into a graph copy.
-
-    The graph's own function was traced on one element, and shape logic TF resolved at trace
-    time stays in it: `tf.image.resize_with_crop_or_pad` on a 3-D image adds a batch axis and
-    slices with 4-D begin/size, so run on a 4-D batch it sees a 5-D tensor and fails. Only a
-    new trace on the batched spec is what `ds.batch(n).map(f)` would run (docs/design.md,
-    "Reading and rewriting a pipeline").
-    """
+    """A map's Python function traced again on whole batches: the per-element trace keeps shape
+    logic resolved for one element (docs/design.md, "Every applicable rewrite")."""
 
     name: str
     library: tuple[Any, ...]  # FunctionDefs: the function and every function it calls
@@ -73,7 +63,6 @@ class PipelineGraph:
         variant = tf.raw_ops.DatasetFromGraph(graph_def=self.graph_def.SerializeToString())
         return tf.data.experimental.from_variant(variant, element_spec)
 
-    # -- lookups -----------------------------------------------------------------------
     def node(self, name: str) -> Any:
         for node in self.graph_def.node:
             if node.name == name:
@@ -109,32 +98,25 @@ class PipelineGraph:
         """Make `name` the dataset the graph returns (its `_Retval` input)."""
         self.retval().input[0] = name
 
-    def redirect(self, old: str, new: str, *, keep: frozenset[str] = frozenset()) -> None:
-        """Every node that reads `old` (except `new` and those in `keep`) reads `new`."""
+    def redirect(self, old: str, new: str) -> None:
+        """Every node that reads `old`, except `new`, reads `new`."""
         for other in self.graph_def.node:
-            if other.name == new or other.name in keep:
-                continue
             for position, name in enumerate(other.input):
-                if name in (old, f"{old}:0"):
+                if name in (old, f"{old}:0") and other.name != new:
                     other.input[position] = new
 
-    # -- building blocks ---------------------------------------------------------------
     def tensor_slices(self, columns: list[Any], spec: Any) -> str:
         """A `TensorSliceDataset` of the given stacked arrays; its node name."""
         import tensorflow as tf
 
         components = []
         for column in columns:
-            const = self.graph_def.node.add()
-            const.name = self._fresh("Const")
-            const.op = "Const"
+            const = self._add("Const")
             proto = tf.make_tensor_proto(column)
             const.attr["dtype"].type = proto.dtype
             const.attr["value"].tensor.CopyFrom(proto)
             components.append(str(const.name))
-        node = self.graph_def.node.add()
-        node.name = self._fresh("TensorSliceDataset")
-        node.op = "TensorSliceDataset"
+        node = self._add("TensorSliceDataset")
         node.input.extend(components)
         for component in tf.nest.flatten(spec):
             node.attr["Toutput_types"].list.type.append(component.dtype.as_datatype_enum)
@@ -145,9 +127,7 @@ class PipelineGraph:
         return str(node.name)
 
     def const(self, value: int | str) -> str:
-        node = self.graph_def.node.add()
-        node.name = self._fresh("Const")
-        node.op = "Const"
+        node = self._add("Const")
         dtype = _DT_STRING if isinstance(value, str) else _DT_INT64
         node.attr["dtype"].type = dtype
         tensor = node.attr["value"].tensor
@@ -160,28 +140,21 @@ class PipelineGraph:
 
     def insert_after(self, target: Any, op: str, extra_inputs: list[str]) -> Any:
         """A new unary dataset op reading `target`; every consumer of `target` reads it."""
-        node = self.graph_def.node.add()
-        node.name = self._fresh(op)
-        node.op = op
+        node = self._add(op)
         node.input.extend([target.name, *extra_inputs])
-        # A TensorSliceDataset names its types `Toutput_types`; reading a missing key of
-        # the attr map would add it to `target`.
-        types = "output_types" if "output_types" in target.attr else "Toutput_types"
-        node.attr["output_types"].CopyFrom(target.attr[types])
+        node.attr["output_types"].CopyFrom(_output_types(target))
         node.attr["output_shapes"].CopyFrom(target.attr["output_shapes"])
         self.redirect(target.name, node.name)
         return node
 
     def set_input(self, node: Any, position: int, value: int) -> None:
-        """Point a scalar input (negative positions count from the last data input) at a
-        new Const, leaving a Const that other nodes may share untouched."""
+        """Point a scalar input (negative: from the last data input) at a new Const of its own."""
         data = self.data_inputs(node)
         index = position if position >= 0 else len(data) + position
         if not 0 <= index < len(data):
             raise RewriteError(f"{node.op} has no input {position}")
         node.input[index] = self.const(value)
 
-    # -- the fixes ---------------------------------------------------------------------
     def parallelize_map(self, name: str) -> None:
         node = self.node(name)
         if node.op in _PARALLEL_MAP_OPS:
@@ -189,8 +162,7 @@ class PipelineGraph:
             return
         if node.op != "MapDataset":
             raise RewriteError(f"{node.op} is not a map this rewrite knows")
-        # ParallelMapDatasetV2(input, other_arguments..., num_parallel_calls): the new scalar
-        # goes after the data inputs, before any control input.
+        # ParallelMapDatasetV2(input, other_arguments..., num_parallel_calls), then controls.
         node.op = "ParallelMapDatasetV2"
         node.input.insert(len(self.data_inputs(node)), self.const(AUTOTUNE))
         for attr in _SEQUENTIAL_ONLY_ATTRS:
@@ -201,12 +173,9 @@ class PipelineGraph:
 
     def parallelize_interleave(self, name: str, cycle_length: int) -> None:
         node = self.node(name)
-        if node.op == "ParallelInterleaveDatasetV4":
-            self.set_input(node, -5, cycle_length)
-            self.set_input(node, -1, AUTOTUNE)
-            return
-        if node.op == "ParallelInterleaveDatasetV3":
-            self.set_input(node, -3, cycle_length)
+        cycle = {"ParallelInterleaveDatasetV4": -5, "ParallelInterleaveDatasetV3": -3}.get(node.op)
+        if cycle is not None:
+            self.set_input(node, cycle, cycle_length)
             self.set_input(node, -1, AUTOTUNE)
             return
         data = self.data_inputs(node)
@@ -234,11 +203,9 @@ class PipelineGraph:
     def vectorize(
         self, map_name: str, batch_name: str, batched: BatchedFunction | None = None
     ) -> None:
-        """`X -> map(f) -> batch(n) -> ...` becomes `X -> batch(n) -> map(f, AUTOTUNE) -> ...`.
-
-        With `batched`, the map runs that trace of `f` on batches; without, the graph's own
-        per-element trace (right only for functions with no rank-dependent shape logic).
-        Both node names survive, so edits naming them compose with this one."""
+        """`X -> map(f) -> batch(n)` becomes `X -> batch(n) -> map(f, AUTOTUNE)`, running
+        `batched` (None: the graph's per-element trace, right only for functions with no
+        rank-dependent shape logic). Both node names survive."""
         mapped, batch = self.node(map_name), self.node(batch_name)
         if mapped.op not in _MAP_OPS:
             raise RewriteError(f"{mapped.op} is not a map this rewrite knows")
@@ -253,10 +220,7 @@ class PipelineGraph:
         self.redirect(batch_name, map_name)  # the batch's readers now read the map
         batch.input[0] = source.name
         mapped.input[0] = batch.name
-        # TensorSliceDataset names its types attribute differently.
-        key = "output_types" if "output_types" in source.attr else "Toutput_types"
-        types = source.attr[key]
-        batch.attr["output_types"].CopyFrom(types)
+        batch.attr["output_types"].CopyFrom(_output_types(source))
         _set_batched_shapes(batch, source.attr["output_shapes"], lead)
         if batched is None:
             _set_batched_shapes(mapped, mapped.attr["output_shapes"], lead)
@@ -293,17 +257,15 @@ class PipelineGraph:
         prefetch.attr["buffer_size_min"].i = 0
 
     def cache_after(self, name: str, *, repeat: bool) -> None:
-        """An in-memory cache after `name`; with `repeat`, read again from memory forever, so
-        one iterator measures the epochs after the first."""
+        """An in-memory cache after `name`; with `repeat`, read again from memory forever."""
         target = self.node(name)
         cache = self.insert_after(target, "CacheDataset", [self.const("")])
         if repeat:
             self.insert_after(cache, "RepeatDataset", [self.const(-1)])
 
     def hoist_above_shuffle(self, map_name: str, shuffle_name: str, *, repeat: bool = True) -> None:
-        """`X -> shuffle -> map(f) -> ...` becomes `X -> map(f) -> cache -> shuffle -> ...`;
-        with `repeat`, the cache is read again forever (as `cache_after`), so one iterator
-        times the epochs after the first. The map and shuffle keep their names."""
+        """`X -> shuffle -> map(f)` becomes `X -> map(f) -> cache -> shuffle` (`repeat`: as
+        `cache_after`). The map and shuffle keep their names."""
         mapped, shuffle = self.node(map_name), self.node(shuffle_name)
         if mapped.op not in _MAP_OPS:
             raise RewriteError(f"{mapped.op} is not a map this rewrite knows")
@@ -322,30 +284,33 @@ class PipelineGraph:
         self.cache_after(map_name, repeat=repeat)
 
     def replace_source(self, name: str, columns: list[Any], spec: Any) -> None:
-        """The source `name` becomes a `TensorSliceDataset` of `columns` (one stacked array
-        per component of `spec`), under the same name, so edits naming it still find it."""
+        """The source `name` becomes a `TensorSliceDataset` of `columns` under the same name."""
         old = self.node(name)
         self.graph_def.node.remove(old)
         self.node(self.tensor_slices(columns, spec)).name = name
 
     def hold_after(self, name: str, count: int) -> None:
-        """`name`'s first `count` elements held in memory and repeated forever: every stage
-        up to `name` is then free after the first pass, the stages after it run as written
-        (docs/design.md, "Stage costs on training")."""
+        """`name`'s first `count` elements held in memory and repeated forever."""
         target = self.node(name)
         take = self.insert_after(target, "TakeDataset", [self.const(count)])
         self.cache_after(str(take.name), repeat=True)
 
     def isolate(self) -> list[str]:
-        """Private seed generators and memory caches, file caches bypassed
-        (`bench.isolate`): the copy shares no per-iterator state with the user's dataset."""
-        from pipediag.bench.isolate import isolate_graph_def
-
+        """Share no per-iterator state with the user's dataset (`bench.isolate`)."""
         return isolate_graph_def(self.graph_def)
 
-    def _fresh(self, op: str) -> str:
+    def _add(self, op: str) -> Any:
+        """A new node of `op`, under a name no other node has."""
         self._added += 1
-        return f"pipediag_whatif/{op}_{self._added}"
+        node = self.graph_def.node.add()
+        node.name = f"pipediag_whatif/{op}_{self._added}"
+        node.op = op
+        return node
+
+
+def _output_types(node: Any) -> Any:
+    """Its types attribute (a TensorSliceDataset's `Toutput_types`), without adding a key."""
+    return node.attr["output_types" if "output_types" in node.attr else "Toutput_types"]
 
 
 def _leading_dim(batch: Any) -> int:

@@ -1,12 +1,6 @@
-"""Copies of a pipeline with one stage's output held in memory, for measuring what each
-stage costs training (docs/design.md, "Stage costs on training").
-
-The held copy is the dataset's graph with `take(N) -> cache("") -> repeat(-1)` inserted
-after the stage: its first N elements are computed once, then served from memory forever,
-and the stages after it run as written. The unchanged copy beside it is the same graph
-rebuilt, so the two differ only in the held stage. Both are isolated (`bench/isolate.py`):
-they share no seed or cache with the user's dataset.
-"""
+"""Copies of a pipeline with one stage's output held in memory (`take(N) -> cache("") ->
+repeat(-1)` after it), beside the unchanged copy, both isolated: what each stage costs
+training (docs/design.md, "Stage costs on training")."""
 
 from __future__ import annotations
 
@@ -22,8 +16,7 @@ from pipediag.bench.whatif import FixPipelines
 
 # The fix id the held copies are tried under (their trials and results carry it).
 HOLD = "hold-in-memory"
-# Elements held at most: many more than one output batch's worth for a per-element stage,
-# so batches are not all alike, yet a first pass that fits a trial.
+# Elements held at most: batches not all alike, yet a first pass that fits a trial.
 MAX_HELD_ELEMENTS = 256
 # Memory the held elements may take; only one held copy lives at a time.
 MAX_HELD_BYTES = 256 * 2**20
@@ -31,15 +24,13 @@ MAX_HELD_BYTES = 256 * 2**20
 UNSIZED_ELEMENTS = 32
 # The first pass (computing the held elements, at the pipeline's own rate) may take this long.
 MAX_FILL_S = 0.5
-# A filter after the held stage may reject every held element and never yield: stages
-# before a filter are not held.
+# A filter may reject every held element and never yield: stages before one are not held.
 _FILTER_KINDS = frozenset({"filter"})
 
 
 @dataclass(frozen=True)
 class Holdable:
-    """A stage that can be held: its index, graph node, and the output batches one of its
-    elements makes (1 / elements per output batch)."""
+    """A stage that can be held."""
 
     index: int
     node: str
@@ -48,9 +39,8 @@ class Holdable:
 
 
 def holdable_chain(walked: Sequence[Stage], nodes: dict[int, str]) -> list[Holdable]:
-    """The stages to hold, source-most first: from the output back along single inputs,
-    while each stage's elements per output batch is known (an interleave's inputs have
-    none) and no filter lies after it. Holding any of them frees all those before it."""
+    """The stages to hold, source-most first, while elements per batch are known and no filter
+    lies after the stage."""
     if not walked:
         return []
     factors = elements_per_output_batch(walked)
@@ -92,8 +82,7 @@ def element_bytes(spec: Any) -> int | None:
 
 
 def held_count(stage: Holdable, pipeline_batches_per_s: float | None) -> int:
-    """N: `MAX_HELD_ELEMENTS`, fewer where they would not fit `MAX_HELD_BYTES`, or their
-    first pass would take over `MAX_FILL_S` at the pipeline's rate; at least one."""
+    """N, at least one: below `MAX_HELD_ELEMENTS` where over `MAX_HELD_BYTES` or `MAX_FILL_S`."""
     count = MAX_HELD_ELEMENTS
     if stage.element_bytes is None:
         count = UNSIZED_ELEMENTS
@@ -106,8 +95,7 @@ def held_count(stage: Holdable, pipeline_batches_per_s: float | None) -> int:
 
 
 def fill_batches(stage: Holdable, count: int) -> int:
-    """Output batches to read before the held elements are all in memory (one more: a batch
-    may end partway through the pass)."""
+    """Output batches to read before all held elements are in memory (one more: a partial)."""
     return math.ceil(count / stage.elements_per_batch) + 1
 
 

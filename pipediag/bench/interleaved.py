@@ -1,12 +1,6 @@
-"""A change's trial: rounds of the original side and the changed one, stopped as soon as the
-speedup is clear.
-
-A trial reads the original (A) and the changed side (B) for a short slice each, in rounds
-that alternate which goes first, each round one ratio of B's rate over A's. From
-`TRIAL_MIN_ROUNDS` on, the paired engine's interval (`analysis/paired.py`) stops the trial as
-a clear gain, clear no gain (under `VERIFIED_MIN_GAIN`), outranked, or when its budget is
-spent. The what-if trials, the trials on training and the model-side trials all use it.
-"""
+"""A change's trial: rounds of the original (A) and the changed side (B), alternating which
+goes first, each one ratio of rates. From `TRIAL_MIN_ROUNDS` on, the paired engine's interval
+stops it: a clear gain, clear no gain, outranked, or its budget spent. Every trial uses it."""
 
 from __future__ import annotations
 
@@ -32,9 +26,8 @@ Run = Callable[[float], BatchTiming]
 
 @dataclass(frozen=True)
 class Rounds:
-    """What a trial's runs measured, and why they stopped. `speedup`: the paired engine's
-    figure from the ratios (`analysis/paired.py`), None without one; `interval`: its
-    interval, from `TRIAL_MIN_ROUNDS` rounds on."""
+    """What a trial's runs measured, and why they stopped; `speedup` and `interval` are the
+    paired engine's (`analysis/paired.py`), the interval from `TRIAL_MIN_ROUNDS` rounds on."""
 
     baseline: list[BatchTiming]
     variant: list[BatchTiming]
@@ -44,8 +37,7 @@ class Rounds:
     speedup: float | None = None
 
     def rates(self) -> tuple[float | None, float | None]:
-        """The baseline's median rate, and the variant's read through the pairs (baseline
-        times `speedup`), so that the two state the speedup the interval belongs to."""
+        """The baseline's median rate, and the variant's as baseline times `speedup`."""
         base = median_rate(self.baseline)
         if base is None or base <= 0:
             return None, None
@@ -69,12 +61,8 @@ def stop_reason(interval: tuple[float, float] | None, best_low: float | None) ->
 
 
 class RoundPlan:
-    """The schedule of one trial's rounds, apart from who runs the slices.
-
-    `run_rounds` runs both sides itself; a custom loop's training trial
-    (`training/loop_search.py`) is driven by the loop's own pulls instead, so it asks the
-    plan which side comes next and hands back each slice's timing.
-    """
+    """The schedule of one trial's rounds, apart from who runs the slices (a custom loop's
+    training trial may: `training/loop_search.py`)."""
 
     def __init__(
         self,
@@ -126,20 +114,18 @@ class RoundPlan:
             return
         assert self._round_began is not None
         self._round_s = self._clock.now() - self._round_began
-        ratio = _ratio(self._runs[0][-1], self._runs[1][-1])
-        if ratio is not None:
-            self._ratios.append(ratio)
+        base, fixed = self._runs[0][-1].batches_per_s, self._runs[1][-1].batches_per_s
+        if base and fixed is not None:
+            self._ratios.append(fixed / base)
         self._figure = ratio_figure(self._ratios)
         self.stopped = stop_reason(self._interval(), self._best_low)
 
     def _interval(self) -> tuple[float, float] | None:
         """The figure's interval, from `TRIAL_MIN_ROUNDS` rounds on."""
         figure = self._figure
-        if len(self._ratios) < TRIAL_MIN_ROUNDS or figure is None:
+        if len(self._ratios) < TRIAL_MIN_ROUNDS or figure is None or figure.low is None:
             return None
-        if figure.low is None or figure.high is None:
-            return None
-        return figure.low, figure.high
+        return None if figure.high is None else (figure.low, figure.high)
 
     def rounds(self) -> Rounds:
         """What the rounds measured; a plan cut short (the loop ended) stopped on `budget`."""
@@ -163,35 +149,17 @@ def run_rounds(
     clock: Clock,
     best_low: float | None = None,
 ) -> Rounds:
-    """A/B rounds until the speedup is clear or the time is spent.
-
-    Args:
-        baseline / variant: each reads its side for at most the seconds it is given.
-        slice_s: timed seconds per side and round; a side whose first batch (untimed, e.g.
-            a shuffle buffer filling) took long gets that much more in later rounds.
-        until_s: on `clock`, no round starts that would end later once `TRIAL_MIN_ROUNDS` ran.
-        hard_until_s: no round at all starts that would end later.
-        clock: the clock the runs are timed with.
-        best_low: the lower end of the best trial's interval so far (for `outranked`).
-    """
+    """A/B rounds until the speedup is clear or the time is spent: no round starts that would
+    end after `until_s` once `TRIAL_MIN_ROUNDS` ran, nor after `hard_until_s` at all. A side
+    whose untimed first batch took long gets that much more than `slice_s` later."""
     plan = RoundPlan(
-        slice_s=slice_s,
-        until_s=until_s,
-        hard_until_s=hard_until_s,
-        clock=clock,
-        best_low=best_low,
+        slice_s=slice_s, until_s=until_s, hard_until_s=hard_until_s, clock=clock, best_low=best_low
     )
     sides = (baseline, variant)
     while (due := plan.next_slice()) is not None:
         side, seconds = due
         plan.record(side, sides[side](seconds))
     return plan.rounds()
-
-
-def _ratio(base: BatchTiming, fixed: BatchTiming) -> float | None:
-    if not base.batches_per_s or fixed.batches_per_s is None:
-        return None
-    return fixed.batches_per_s / base.batches_per_s
 
 
 def median_rate(runs: Sequence[BatchTiming]) -> float | None:

@@ -1,12 +1,6 @@
-"""A copy of the user's dataset that pipediag can read without changing the user's run.
-
-Part of `bench/`, under every read pipediag makes of a pipeline: the copy is rebuilt from the
-dataset's graph with its shuffle seed generators and memory caches replaced by private ones
-(`DummySeedGenerator`, `DummyMemoryCache`) and incomplete file caches bypassed, since a
-second iterator over the user's dataset would change the user's epochs. A per-device feed
-of a `tf.distribute` dataset has no private copy (`shared_stream_stage`). Rationale:
-(docs/design.md, "The private copy").
-"""
+"""A copy of the user's dataset that pipediag can read without changing the user's run:
+rebuilt from its graph with private seed generators and memory caches, incomplete file
+caches bypassed (docs/design.md, "The private copy")."""
 
 from __future__ import annotations
 
@@ -18,18 +12,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pipediag.bench.teardown import TearDown
 
-# Ops whose resource input draws seeds per iterator; the input that is a resource Const
-# is replaced by a private, fixed seed generator.
+# Ops whose resource input (a Const) draws seeds per iterator: given a private, fixed one.
 SEEDED_OPS = frozenset({"ShuffleDatasetV3", "ShuffleAndRepeatDatasetV2", "RandomDatasetV2"})
 CACHE_OP = "CacheDatasetV2"
 DT_RESOURCE = 20  # tensorflow.core.framework.types_pb2.DT_RESOURCE
 SUFFIX = "/pipediag_private"
-
-
-# `tf.distribute` feeds each device of a worker from one multi-device iterator: these datasets
-# read that iterator's stream (their graph captures its resource), so a copy of one takes its
-# batches from the user's training; measured on TF 2.21 under MultiWorkerMirroredStrategy
-# (docs/design.md, "Multi-worker jobs").
+# Per-device feeds of a `tf.distribute` dataset: a copy would take its batches from the user's
+# multi-device iterator (TF 2.21, MultiWorkerMirroredStrategy: docs/design.md, "Multi-worker jobs").
 SHARED_STREAM_DATASETS = frozenset({"_PerDeviceGenerator", "_ReincarnatedPerDeviceGenerator"})
 
 
@@ -38,10 +27,7 @@ class IsolationError(Exception):
 
 
 def isolated_copy(dataset: Any) -> tuple[Any, list[str]]:
-    """A dataset equivalent to `dataset` that shares none of its per-iterator state.
-
-    Returns the copy and notes on what was changed in it (e.g. a bypassed file cache).
-    """
+    """A copy of `dataset` sharing none of its per-iterator state, and notes on what changed."""
     import tensorflow as tf
 
     try:
@@ -58,10 +44,8 @@ def isolated_copy(dataset: Any) -> tuple[Any, list[str]]:
 
 
 def dataset_graph_def(dataset: Any, *, warn: bool = False) -> Any:
-    """The GraphDef TensorFlow would run for `dataset`, parsed: the one place a dataset is
-    serialised (docs/design.md, "Reading and rewriting a pipeline"); raises what serialising
-    raised. External state (a Python function, a captured variable) is ignored, or with
-    `warn` logged, as the walk of the stages and the rewrites' graph have always had it."""
+    """The GraphDef TensorFlow would run for `dataset`: the one place a dataset is serialised.
+    External state (a Python function, a captured variable) is ignored, or with `warn` logged."""
     import tensorflow as tf
 
     policy = tf.data.experimental.ExternalStatePolicy
@@ -112,7 +96,10 @@ def isolate_graph_def(graph_def: Any) -> list[str]:
             if not filename:
                 _replace_resource_inputs(graph_def, nodes, node, "DummyMemoryCache")
             elif not Path(f"{filename}.index").exists():
-                _bypass(graph_def, node)
+                for other in graph_def.node:  # every consumer reads the cache's input instead
+                    for position, name in enumerate(other.input):
+                        if _source(name) == node.name:
+                            other.input[position] = node.input[0]
                 notes.append(
                     f"the file cache {filename!r} is not complete yet: pipediag read the "
                     "pipeline without it, so it never writes your cache files"
@@ -123,23 +110,12 @@ def isolate_graph_def(graph_def: Any) -> list[str]:
 def _replace_resource_inputs(graph_def: Any, nodes: dict[str, Any], node: Any, op: str) -> None:
     for position, name in enumerate(node.input):
         source = nodes.get(_source(name))
-        if source is None or source.op != "Const":
-            continue
-        if source.attr["dtype"].type != DT_RESOURCE:
+        if source is None or source.op != "Const" or source.attr["dtype"].type != DT_RESOURCE:
             continue
         private = graph_def.node.add()
         private.name = f"{node.name}{SUFFIX}_{position}"
         private.op = op
         node.input[position] = private.name
-
-
-def _bypass(graph_def: Any, node: Any) -> None:
-    """Rewire every consumer of `node` to read its input dataset instead."""
-    upstream = node.input[0]
-    for other in graph_def.node:
-        for position, name in enumerate(other.input):
-            if _source(name) == node.name:
-                other.input[position] = upstream
 
 
 def _source(input_name: str) -> str:
@@ -155,10 +131,8 @@ def _string_const(node: Any) -> str:
 
 @contextlib.contextmanager
 def kept_random_states() -> Iterator[None]:
-    """Python's and NumPy's global random states as they were, after pipediag's own calls of
-    the user's code: a `numpy_function` drawing from NumPy's global generator in a map read
-    by a benchmark, a clone's initialisers (Keras' `make_default_seed`). The script's own
-    epochs then draw the numbers they would have drawn."""
+    """Python's and NumPy's global random states put back after pipediag's calls of the user's
+    code, so the script's own epochs draw the numbers they would have drawn."""
     import random
 
     import numpy as np
@@ -176,19 +150,9 @@ def kept_random_states() -> Iterator[None]:
 def preserved_variables(
     dataset: Any, teardown: TearDown | None = None, *, copies: bool = True
 ) -> Iterator[None]:
-    """Restore every variable the pipeline's functions capture that pipediag's read shares.
-
-    A map that draws from a `tf.random.Generator` or bumps a counter updates a variable
-    every iterator of the dataset shares; putting the values back leaves the user's first
-    epoch exactly as it would have been. A copy rebuilt from the dataset's graph (`copies`)
-    gets variables of its own, set to the values at the copy (TF serialises a captured
-    variable as a new one), so its reads change none of the user's: there is nothing to
-    restore, and restoring would undo the draws the user's own live iterator made
-    meanwhile (its prefetch runs ahead on threads of its own). Only a variable a copy
-    still shares, or a read of `dataset` itself (`copies=False`), is put back. An iterator
-    still being torn down (`teardown`) may finish an element after the read, so the values
-    go back only once those tear-downs are done.
-    """
+    """Restore every captured variable (a `tf.random.Generator`) that pipediag's read shares,
+    once `teardown`'s iterators are done: with `copies`, only those a copy still shares, as
+    restoring more would undo the user's own draws (docs/design.md, "The private copy")."""
     import tensorflow as tf
 
     captured = _captured_variables(dataset)
@@ -205,25 +169,19 @@ def preserved_variables(
 
 
 def _copies_share_variables(dataset: Any) -> bool:
-    """Whether the dataset's graph holds a variable as the live handle (a resource constant
-    naming a `Var`), which a copy rebuilt from it would share; True where it cannot be read."""
+    """Whether the graph holds a live variable handle a copy would share (True: unreadable)."""
     try:
         graph_def = dataset_graph_def(dataset)
     except Exception:
         return True
-    for node in _all_nodes(graph_def):
+    functions = graph_def.library.function
+    for node in [*graph_def.node, *(n for f in functions for n in f.node_def)]:
         if node.op != "Const" or node.attr["dtype"].type != DT_RESOURCE:
             continue
         for handle in node.attr["value"].tensor.resource_handle_val:
             if "Var" in handle.maybe_type_name:
                 return True
     return False
-
-
-def _all_nodes(graph_def: Any) -> Iterator[Any]:
-    yield from graph_def.node
-    for function in graph_def.library.function:
-        yield from function.node_def
 
 
 def _captured_variables(dataset: Any) -> list[tuple[Any, Any]]:

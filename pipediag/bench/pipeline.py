@@ -1,19 +1,21 @@
-"""Phase 1: read the training dataset alone, on its own iterator, and time each batch.
-
-The user's iterator is never touched, and neither is the state that the user's future
-iterators draw on (shuffle seeds, memory caches, variables the pipeline updates): the
-benchmark reads a private copy of the dataset (`bench/isolate.py`).
-"""
+"""Phase 1: read the training dataset alone, on a private copy (`bench/isolate.py`), and time
+each batch. Neither the user's iterator nor the state their future iterators draw on moves."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pipediag.analysis.stats import latency_stats
+from pipediag.bench.cache_sizing import cardinality
+from pipediag.bench.isolate import (
+    IsolationError,
+    isolated_copy,
+    preserved_variables,
+    shared_stream_stage,
+)
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_BENCH_BATCHES, DEFAULT_BENCH_SECONDS
@@ -43,11 +45,9 @@ class BatchTiming:
     latencies_s: list[float]
     duration_s: float
     exhausted: bool
-    # CPU time of the whole process (every thread: tf.data's pool, the consumer) over the
-    # timed batches; what a batch costs the cores it will share with the train step.
+    # CPU time of the whole process (every thread) over the timed batches.
     cpu_s: float | None = None
-    # How long making the read's iterator took, where it was made for the read (None: an
-    # iterator kept from an earlier read). With the first batch, what an epoch's start costs.
+    # How long making the read's iterator took (None: kept from an earlier read).
     opened_s: float | None = None
 
     @property
@@ -107,61 +107,27 @@ def benchmark_dataset(
     keep_first_batch: Callable[[Any], None] | None = None,
     teardown: TearDown | None = None,
 ) -> PipelineBenchmark:
-    """Benchmark a `tf.data.Dataset` alone, on a fresh iterator of its own.
-
-    `keep_first_batch` receives the first batch read (the warm-up batch, untimed): the
-    compute-alone phase trains on it (`training/compute_alone.py`), so it costs no extra read.
-    `teardown` releases the spent iterator off the main thread (`bench/teardown.py`); with
-    None a private one is drained before returning, so no thread outlives the call.
-    """
+    """Benchmark a `tf.data.Dataset` alone, on a fresh iterator over a private copy.
+    `keep_first_batch` receives the untimed warm-up batch, for the compute-alone phase.
+    `teardown` None: a private one, drained before returning, so no thread outlives the call."""
     stages = stage_names(dataset)
-    result = _benchmark(
-        dataset,
-        " <- ".join(stages),
-        stages,
-        max_batches,
-        max_seconds,
-        clock,
-        keep_first_batch,
-        teardown,
-    )
-    return dataclasses.replace(result, cache_ends_each_epoch=cache_ends_each_epoch(stages))
+    description = " <- ".join(stages)
+    ends = cache_ends_each_epoch(stages)
 
-
-def _benchmark(
-    dataset: Any,
-    description: str,
-    stages: list[str],
-    max_batches: int,
-    max_seconds: float,
-    clock: Clock,
-    keep_first_batch: Callable[[Any], None] | None,
-    teardown: TearDown | None,
-) -> PipelineBenchmark:
-    from pipediag.bench.isolate import (
-        IsolationError,
-        isolated_copy,
-        preserved_variables,
-        shared_stream_stage,
-    )
+    def unmeasured(reason: Reason, **found: Any) -> PipelineBenchmark:
+        return PipelineBenchmark(
+            measured=False, reason=reason, dataset=description, cache_ends_each_epoch=ends, **found
+        )
 
     shared = shared_stream_stage(dataset)
     if shared is not None:
-        return PipelineBenchmark(
-            measured=False,
-            reason=Reason(DISTRIBUTED_FEED, detail=shared),
-            dataset=description,
-        )
+        return unmeasured(Reason(DISTRIBUTED_FEED, detail=shared))
     notes: list[str] = []
     try:
         target, notes = isolated_copy(dataset)
     except IsolationError as exc:
         if has_shared_state(stages):
-            return PipelineBenchmark(
-                measured=False,
-                reason=Reason(NOT_READ_ALONE, detail=str(exc)),
-                dataset=description,
-            )
+            return unmeasured(Reason(NOT_READ_ALONE, detail=str(exc)))
         target = dataset
     with (
         owned(teardown) as releaser,
@@ -177,15 +143,13 @@ def _benchmark(
             releaser.discard(raw)
             del iterator, raw
     if not timing.latencies_s:
-        reason = Reason(EMPTY_DATASET if timing.first_batch_s is None else ONE_BATCH)
-        return PipelineBenchmark(
-            measured=False,
-            reason=reason,
-            dataset=description,
+        return unmeasured(
+            Reason(EMPTY_DATASET if timing.first_batch_s is None else ONE_BATCH),
             first_batch_s=timing.first_batch_s,
             exhausted=True,
             notes=notes,
         )
+    pass_batches = cardinality(dataset)  # batches per pass, where finite and known
     return PipelineBenchmark(
         measured=True,
         dataset=description,
@@ -197,16 +161,9 @@ def _benchmark(
         latency=latency_stats(timing.latencies_s),
         exhausted=timing.exhausted,
         notes=notes,
-        pass_batches=_pass_batches(dataset),
+        pass_batches=pass_batches if pass_batches is not None and pass_batches > 0 else None,
+        cache_ends_each_epoch=ends,
     )
-
-
-def _pass_batches(dataset: Any) -> int | None:
-    """The dataset's batches per pass, where it is finite and knows it."""
-    from pipediag.bench.cache_sizing import cardinality
-
-    batches = cardinality(dataset)
-    return batches if batches is not None and batches > 0 else None
 
 
 def _handing_over_first(iterator: Iterator[Any], keep: Callable[[Any], None]) -> Iterator[Any]:
@@ -242,8 +199,6 @@ def has_shared_state(stages: list[str]) -> bool:
 
 
 def cache_ends_each_epoch(stages: list[str]) -> bool:
-    """A `cache()` whose stream ends each epoch (no `repeat()` after it), so a later epoch
-    reads the filled cache on a new iterator. `stages` is outermost first."""
-    if "Cache" not in stages:
-        return False
-    return "Repeat" not in stages[: stages.index("Cache")]
+    """A `cache()` with no `repeat()` after it (`stages` outermost first): its stream ends each
+    epoch, so a later epoch reads the filled cache on a new iterator."""
+    return "Cache" in stages and "Repeat" not in stages[: stages.index("Cache")]

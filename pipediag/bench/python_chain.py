@@ -1,9 +1,5 @@
-"""The Python side of a tf.data pipeline: the dataset objects the user's code built, what
-each wraps, and the user's own functions in them with their file:line.
-
-The graph says what runs; only the Python objects say which line of the user's code made a
-stage, and whether a map calls back into this process (`py_function`, a generator).
-"""
+"""The Python side of a tf.data pipeline: the dataset objects the user's code built and the
+user's functions in them, with their file:line, which the graph does not say."""
 
 from __future__ import annotations
 
@@ -13,9 +9,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-# Stop walking pipelines with more stages than this: a generated pipeline (e.g. a long chain
-# of concatenates) would otherwise take long to describe and benchmark, and no reader wants
-# more rows.
+# Stop walking pipelines with more stages (a generated chain of concatenates): no reader wants more.
 MAX_STAGES = 64
 # How deep to look into a function's closures for from_generator's hidden state.
 MAX_CLOSURE_DEPTH = 3
@@ -46,11 +40,7 @@ def unwrap(ds: Any) -> Any:
     for _ in range(MAX_STAGES):
         for attr in ("_dataset", "_impl"):
             inner = getattr(ds, attr, None)
-            if (
-                inner is not None
-                and is_dataset(inner)
-                and variant_tensor(inner) is variant_tensor(ds)
-            ):
+            if is_dataset(inner) and variant_tensor(inner) is variant_tensor(ds):
                 ds = inner
                 break
         else:
@@ -99,12 +89,7 @@ def python_function_names(ds: Any) -> list[str]:
 
 
 def generator_function(ds: Any) -> Callable[..., Any] | None:
-    """The user's generator when `ds` is the flat_map that `from_generator` builds.
-
-    `Dataset.from_generator` is `from_tensors(0).flat_map(flat_map_fn)` where `flat_map_fn`
-    closes over a `_GeneratorState` holding the user's callable (TF 2.21
-    `data/ops/from_generator_op.py`); shown as one source stage, as the user wrote it.
-    """
+    """The user's generator when `ds` is the flat_map that `from_generator` builds."""
     func = user_function(ds)
     if func is None or "from_generator" not in getattr(func, "__qualname__", ""):
         return None

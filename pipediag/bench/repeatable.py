@@ -1,13 +1,6 @@
-"""Whether a pipeline gives the same elements when read twice: a Python stage's check before
-a cache keeps its output (docs/design.md, "Every applicable rewrite").
-
-tf.data cannot see inside a `py_function` or `numpy_function`: one that draws random
-numbers (NumPy's global generator, Python's `random`) or reads changing state makes a
-different element each epoch, and a cache would replay the first epoch's ever after. So
-the first elements are read twice, each pass from a fresh iterator, and compared value by
-value. Python's and NumPy's global random states are put back after, so the user's own
-epochs draw the numbers they would have drawn.
-"""
+"""Whether a pipeline gives the same elements when read twice: tf.data cannot see whether a
+`py_function` is random, and a cache over it would replay the first epoch ever after
+(docs/design.md, "Every applicable rewrite"). Global random states are put back after."""
 
 from __future__ import annotations
 
@@ -16,18 +9,15 @@ from typing import Any
 
 from pipediag.bench.isolate import kept_random_states
 
-# Elements read in each of the two passes: enough for a random augmentation to show (one in
-# eight left alone by a coin flip is still caught by the seven others), few enough for a
-# decode of tens of milliseconds.
+# Elements read in each pass: enough for a random augmentation to show (a coin flip leaving
+# one alone is caught by the seven others), few enough for a decode of tens of ms.
 CHECK_ELEMENTS = 8
 # Both passes stop past this long: the check is not to hold up the trials.
 CHECK_MAX_S = 3.0
 
 
 def same_elements_twice(dataset: Any, elements: int = CHECK_ELEMENTS) -> bool | None:
-    """True where two passes over `dataset`'s first `elements` elements gave equal values,
-    False where any differed; None where they could not be read in `CHECK_MAX_S` or at all
-    (an error, an element of no fixed value)."""
+    """Whether two passes over the first elements agree; None where unreadable in time."""
     began = time.perf_counter()
     try:
         with kept_random_states():

@@ -1,15 +1,11 @@
-"""Per-stage rates: benchmark each prefix of the pipeline alone, and find the costly stage.
+"""Per-stage rates: read each prefix of the pipeline alone, and find the costly stage.
 
-Part of `bench/`, which reads the pipeline alone: every stage's dataset object is the prefix
-that ends there, and a stage's own cost is its prefix's time per output batch less its inputs'
-(after Plumber, MLSys 2022). The bottleneck is the stage with the largest own cost. Prefixes
-are read in `ROUNDS` slices, forwards then backwards, until a deadline shared with the fix
-trials; the stage costs on training and the advisor start from these figures. Method and
-caveats: (docs/design.md, "Stage timing").
-"""
+A stage's own cost is its prefix's time per output batch less its inputs' (after Plumber);
+the bottleneck has the largest. Method and caveats: (docs/design.md, "Stage timing")."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Sequence
@@ -17,7 +13,8 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from pipediag.bench.pipeline import BatchTiming, time_iterator
+from pipediag.bench.isolate import IsolationError, isolated_copy
+from pipediag.bench.pipeline import BatchTiming, has_shared_state, stage_names, time_iterator
 from pipediag.bench.structure import Stage, WalkedPipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
@@ -52,15 +49,14 @@ MAX_ELEMENTS_PER_STAGE = 2000
 # Time spent measuring the cost of one eager `next()` on a trivial dataset.
 OVERHEAD_CALIBRATION_S = 0.1
 OVERHEAD_CALIBRATION_ELEMENTS = 500
-# Slices per prefix (see "Noise" above); the per-stage budget is shared between them.
+# Slices per prefix; the per-stage budget is shared between them.
 ROUNDS = 3
-# Largest group an element-level prefix is read in (see the per-element overhead above).
+# Largest group an element-level prefix is read in.
 MAX_GROUP = 256
-# Beyond this many stages, later ones are left unmeasured (the time would grow unbounded).
+# Beyond this many stages, later ones are left unmeasured.
 MAX_MEASURED_STAGES = 24
 
-# Stages that emit one element per input element (or, for filter/take/unique, at most one:
-# assumed one, see the module docstring).
+# Stages that emit one element per input element (filter, take, unique: at most one, assumed one).
 ONE_TO_ONE_KINDS: frozenset[str] = frozenset(
     {
         *MAP_KINDS,
@@ -101,30 +97,17 @@ def measure_stages(
     deadline: float | None = None,
     teardown: TearDown | None = None,
 ) -> list[StageStats]:
-    """Describe the pipeline and measure every stage's rate and own cost.
-
-    Args:
-        walked: the `tf.data.Dataset` to measure, walked (`structure.walk`); it is never
-            iterated itself, only fresh iterators over its prefixes (and, for the last stage,
-            over the whole of it).
-        max_seconds_per_stage: read budget for each prefix, after its first element.
-        max_elements_per_stage: stop a prefix earlier once this many elements were read.
-        clock: the clock `time_iterator` reads.
-        deadline: a time on `clock` after which no prefix read ends (None: no limit); the
-            stages not read by then are listed without rates (see the module docstring).
-        teardown: where spent iterators are released (`bench/teardown.py`); None uses a
-            private one drained before returning, so no thread outlives the call.
-
-    Returns:
-        The walked stages, with `elements_per_s`, `batches_per_s` (in the pipeline's output
-        batches), `own_s_per_batch` and one `bottleneck=True` where any stage adds measurable
-        cost. Unmeasured stages say why in `not_measured`.
-    """
+    """Every stage's rate and own cost, read on fresh iterators over its prefix (never the
+    dataset's own); no prefix read ends past `deadline`, and unmeasured stages say why.
+    `teardown` None: a private one, drained before returning, so no thread outlives the call."""
     stages = walked.stages
     if not stages:
         return []
+    options = None
+    with contextlib.suppress(Exception):
+        options = walked.dataset.options()
     with owned(teardown) as releaser:
-        reader = _Reader(_options(walked.dataset), 0.0, clock, releaser, deadline)
+        reader = _Reader(options, 0.0, clock, releaser, deadline)
         if reader.has_time(OVERHEAD_CALIBRATION_S + max_seconds_per_stage / ROUNDS):
             reader = dataclasses.replace(reader, overhead_s=_iteration_overhead_s(reader))
         return _measure(stages, reader, max_seconds_per_stage, max_elements_per_stage)
@@ -132,8 +115,7 @@ def measure_stages(
 
 @dataclass(frozen=True)
 class _Reader:
-    """How every prefix is read: the user's options, the per-`next()` cost to subtract, the
-    clock, where spent iterators go, and the time no read may end after."""
+    """How every prefix is read: options, per-`next()` cost, clock, tear-down and deadline."""
 
     options: Any
     overhead_s: float
@@ -149,13 +131,16 @@ def _measure(
     stages: list[Stage], reader: _Reader, max_seconds: float, max_elements: int
 ) -> list[StageStats]:
     factors = elements_per_output_batch(stages)
+    every = [s.stats for s in stages]
     reasons: dict[int, Reason | None] = {}
-    for stage in stages:
-        index = stage.stats.index
-        reason = _why_not_measured(stage, stages)
-        if reason is None and index >= MAX_MEASURED_STAGES:
+    for stats in every:
+        reason = None
+        # Reading through a file cache not complete on disk would write the user's file.
+        if any(_partial_file_cache(every[i]) for i in upstream_of(every, stats.index)):
+            reason = Reason(PARTIAL_FILE_CACHE)
+        elif stats.index >= MAX_MEASURED_STAGES:
             reason = Reason(STAGES_CAPPED, limit=MAX_MEASURED_STAGES)
-        reasons[index] = reason
+        reasons[stats.index] = reason
     measured = [
         s
         for s in stages
@@ -203,12 +188,8 @@ def _measure(
 
 
 def elements_per_output_batch(stages: Sequence[Stage]) -> list[float | None]:
-    """How many of each stage's elements make one output batch; None where unknown.
-
-    Walks from the output back to the sources: a batch stage multiplies by its batch size,
-    one-to-one stages keep the ratio, an unbatch divides by its input's static batch size, and
-    anything else (interleave, flat_map, window) leaves its inputs' ratio unknown.
-    """
+    """How many of each stage's elements make one output batch, from the output back; None
+    where unknown (the inputs of an interleave, flat_map or window)."""
     factors: list[float | None] = [None] * len(stages)
     if not stages:
         return factors
@@ -227,32 +208,23 @@ def elements_per_output_batch(stages: Sequence[Stage]) -> list[float | None]:
 def own_costs(
     stages: Sequence[StageStats], per_batch_s: Sequence[float | None]
 ) -> list[float | None]:
-    """Time per output batch each stage adds over its inputs (never negative).
-
-    Zip reads its inputs one after another on one thread, so their costs add up; other
-    multi-input stages (concatenate, choose) read one input per element, so the mean is
-    used. An input with no known per-batch time counts as free: the stage then owns the whole
-    time, right for interleave, whose reading of files is its own work.
-    """
+    """Time per output batch each stage adds over its inputs (never negative)."""
     result: list[float | None] = []
     for stats in stages:
         total = per_batch_s[stats.index]
-        if total is None:
-            result.append(None)
-            continue
-        result.append(max(0.0, total - _inputs_s(stats, per_batch_s)))
+        result.append(None if total is None else max(0.0, total - _inputs_s(stats, per_batch_s)))
     return result
 
 
 def _inputs_s(stats: StageStats, per_batch_s: Sequence[float | None]) -> float:
-    """What a stage's inputs take per output batch (`own_costs`): summed for zip, else their
-    mean; an input with no known time counts as free."""
+    """Summed for zip (one thread reads each input in turn), else the mean (concatenate and
+    choose read one input per element); an input with no known time counts as free, so an
+    interleave owns its whole time."""
     inputs_s = [v for v in (per_batch_s[i] for i in stats.inputs) if v is not None]
     if not inputs_s:
         return 0.0
-    if stats.kind in SUMMED_INPUT_KINDS:
-        return sum(inputs_s)
-    return sum(inputs_s) / len(inputs_s)
+    total = sum(inputs_s)
+    return total if stats.kind in SUMMED_INPUT_KINDS else total / len(inputs_s)
 
 
 def clear_of_noise(
@@ -261,35 +233,25 @@ def clear_of_noise(
     high_s: Sequence[float | None],
     own_s_per_batch: Sequence[float | None],
 ) -> list[bool]:
-    """Whether each stage's own cost stands clear of its prefix's noise: its fastest
-    reading per batch is slower than its inputs' slowest. A batch after a 15 ms map owns a
-    difference of two ~15 ms readings, whose noise on a busy host is milliseconds: one run
-    of the bundled example put 3.9 ms on the batch (docs/design.md, "Stage timing")."""
+    """Whether each stage's fastest reading per batch is slower than its inputs' slowest."""
     clear = []
     for stats in stages:
         own, low = own_s_per_batch[stats.index], low_s[stats.index]
-        if own is None or own <= 0 or low is None:
-            clear.append(False)
-            continue
-        clear.append(low > _inputs_s(stats, high_s))
+        clear.append(
+            own is not None and own > 0 and low is not None and low > _inputs_s(stats, high_s)
+        )
     return clear
 
 
 def pick_bottleneck(
     own_s_per_batch: Sequence[float | None], clear: Sequence[bool] | None = None
 ) -> int | None:
-    """The index of the stage with the largest own cost, of those clear of noise where any
-    is (`clear_of_noise`); None when nothing costs anything."""
+    """The stage with the largest own cost, among those clear of noise where any is."""
     candidates = list(range(len(own_s_per_batch)))
     if clear is not None and any(clear):
         candidates = [i for i in candidates if clear[i]]
-    best: int | None = None
-    best_s = 0.0
-    for index in candidates:
-        cost = own_s_per_batch[index]
-        if cost is not None and cost > best_s:
-            best, best_s = index, cost
-    return best
+    costs = {i: cost for i in candidates if (cost := own_s_per_batch[i]) is not None and cost > 0}
+    return max(costs, key=costs.__getitem__) if costs else None
 
 
 def _per_batch_spread(
@@ -299,9 +261,6 @@ def _per_batch_spread(
     if not rates or elements_per_batch is None or elements_per_batch <= 0 or min(rates) <= 0:
         return None, None
     return elements_per_batch / max(rates), elements_per_batch / min(rates)
-
-
-# --- measuring -----------------------------------------------------------------------------
 
 
 def group_size(elements_per_output_batch: float | None) -> int:
@@ -320,8 +279,7 @@ def _measure_in_rounds(
     max_seconds: float,
     max_elements: int,
 ) -> dict[int, list[float]]:
-    """Each prefix's rate in `ROUNDS` slices, forwards then backwards, until the deadline;
-    failures and prefixes the deadline left unread in `reasons`."""
+    """Each prefix's rate in `ROUNDS` slices, forwards then backwards, until the deadline."""
     slice_s = max_seconds / ROUNDS
     slice_elements = max(1, max_elements // ROUNDS)
     rates: dict[int, list[float]] = {s.stats.index: [] for s in stages}
@@ -333,8 +291,10 @@ def _measure_in_rounds(
             index = stage.stats.index
             if index in done:
                 continue
-            if not reader.has_time(read_s):
-                _out_of_time(rates, reasons)
+            if not reader.has_time(read_s):  # prefixes never read get the deadline as reason
+                for unread, found in rates.items():
+                    if not found and reasons.get(unread) is None:
+                        reasons[unread] = Reason(STAGE_OUT_OF_TIME)
                 return rates
             began = reader.clock.now()
             rate, reason, first_s, groups[index] = _measure_prefix(
@@ -369,35 +329,18 @@ def _measure_in_rounds(
     return rates
 
 
-def _out_of_time(rates: dict[int, list[float]], reasons: dict[int, Reason | None]) -> None:
-    """Prefixes not read once yet get the deadline as their reason; the others keep theirs."""
-    for index, found in rates.items():
-        if not found and reasons.get(index) is None:
-            reasons[index] = Reason(STAGE_OUT_OF_TIME)
-
-
 def _measure_prefix(
-    prefix: Any,
-    reader: _Reader,
-    *,
-    group: int,
-    max_seconds: float,
-    max_elements: int,
+    prefix: Any, reader: _Reader, *, group: int, max_seconds: float, max_elements: int
 ) -> tuple[float | None, Reason | None, float | None, int]:
-    """Elements per second of one prefix, on a fresh iterator, read `group` elements per
-    `next()`, or why there is no rate; how long its first read took; and the group size it
-    was read in (1 when its elements cannot be batched, so later slices need not try)."""
-    from pipediag.bench.isolate import IsolationError, isolated_copy
-    from pipediag.bench.pipeline import has_shared_state, stage_names
-
+    """Elements per second of one prefix on a fresh iterator, `group` per `next()`, or why
+    there is none; its first read's time; and the group size used (1 where it cannot batch)."""
     options = reader.options
     try:
         runnable = prefix.with_options(options) if options is not None else prefix
     except Exception as exc:  # e.g. a prefix that cannot stand alone
         return None, Reason(CANNOT_ITERATE, detail=type(exc).__name__), None, group
     try:
-        # A private copy: iterating the prefix itself would advance the user's shuffle
-        # seeds and fill the user's caches (bench/isolate.py).
+        # A private copy: the prefix itself would move the user's shuffle seeds and caches.
         runnable, _ = isolated_copy(runnable)
     except IsolationError as exc:
         if has_shared_state(stage_names(prefix)):
@@ -420,8 +363,7 @@ def _measure_prefix(
     if not timing.latencies_s or timing.duration_s <= 0:
         return None, Reason(TOO_FEW_STAGE_ELEMENTS), timing.first_batch_s, group
     per_read_s = timing.duration_s / len(timing.latencies_s)
-    # Remove the consumer's own cost per `next()`, but never all of it: a stage cheaper than
-    # the overhead is reported as very fast, not infinitely fast.
+    # Remove the consumer's cost per `next()`, never all of it: very fast, not infinitely.
     corrected_s = max(per_read_s - reader.overhead_s, per_read_s * 0.05)
     return group / corrected_s, None, timing.first_batch_s, group
 
@@ -462,22 +404,9 @@ def _iteration_overhead_s(reader: _Reader) -> float:
     return median(timing.latencies_s) if timing.latencies_s else 0.0
 
 
-def _options(dataset: Any) -> Any:
-    try:
-        return dataset.options()
-    except Exception:
-        return None
-
-
-def _why_not_measured(stage: Stage, stages: Sequence[Stage]) -> Reason | None:
-    """A reason to skip a prefix, or None: file caches that reading would write."""
-    every = [s.stats for s in stages]
-    for index in upstream_of(every, stage.stats.index):
-        stats = every[index]
-        filename = stats.settings.filename
-        if stats.kind == KIND_CACHE and filename and not os.path.exists(f"{filename}.index"):
-            return Reason(PARTIAL_FILE_CACHE)
-    return None
+def _partial_file_cache(stats: StageStats) -> bool:
+    filename = stats.settings.filename
+    return stats.kind == KIND_CACHE and bool(filename) and not os.path.exists(f"{filename}.index")
 
 
 def _input_elements_per_element(stage: Stage, stages: Sequence[Stage]) -> float | None:

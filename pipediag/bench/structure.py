@@ -1,13 +1,8 @@
 """Read a `tf.data.Dataset`'s stages, from source to output, without running it.
 
-Part of `bench/`, under stage timing, the what-if trials and the advisor's stage facts: the
-Python dataset objects (`ds._inputs()`: the user's callables, and the prefixes
-`bench/stages.py` reads) and the dataset GraphDef (what TF will run: ops, settings, traced
-functions) are walked in step from the output back to the sources. Where they disagree, a
-stage keeps its Python facts. Each lookup of TF internals is guarded, so a TF that moves them
-degrades the description, never the user's run. Method: (docs/design.md, "Reading and
-rewriting a pipeline").
-"""
+The Python dataset objects (the user's callables, the prefixes stage timing reads) and the
+GraphDef (ops, settings, traced functions) are walked in step; where they disagree a stage
+keeps its Python facts (docs/design.md, "Reading and rewriting a pipeline")."""
 
 from __future__ import annotations
 
@@ -20,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.bench import call_sites
+from pipediag.bench.isolate import dataset_graph_def
 from pipediag.bench.python_chain import (
     MAX_STAGES,
     defined_in_tensorflow,
@@ -44,77 +40,37 @@ from pipediag.report.vocabulary import (
     StageKind,
 )
 
-# Ops that call back into the Python interpreter (tf.py_function, tf.numpy_function, and
-# from_generator, which is built on them): they hold the GIL, so parallelism barely helps.
+# Ops that call back into Python: they hold the GIL, so parallelism barely helps.
 PY_FUNCTION_OPS = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
-# Ops that are stateful by registration but do not block map_parallelization (TF's
-# map_parallelization optimiser lets `Assert` through); NoOp/Identity are never stateful.
+# Stateful by registration, yet TF's map_parallelization lets them through.
 HARMLESS_STATEFUL_OPS = frozenset({"Assert"})
 # Stateful random ops that do not contain "Random" in their name.
 EXTRA_RANDOM_OPS = frozenset({"Multinomial", "TruncatedNormal", "ParameterizedTruncatedNormal"})
 
-SOURCE = KIND_SOURCE
-
-# Dataset op -> stage kind. Version suffixes (V2, V3...) are dropped before the lookup.
+# Dataset ops whose stage kind is not their name in kebab case (the rest fall back to kebab
+# case: `FlatMapDataset` -> `flat-map`). Version suffixes (V2, V3...) are dropped before the
+# lookup.
 _OP_KINDS: dict[str, StageKind] = {
-    "MapDataset": "map",
-    "ParallelMapDataset": "parallel-map",
-    "FilterDataset": "filter",
-    "ParallelFilterDataset": "parallel-filter",
-    "InterleaveDataset": "interleave",
-    "ParallelInterleaveDataset": "parallel-interleave",
     "LegacyParallelInterleaveDataset": "parallel-interleave",
-    "FlatMapDataset": "flat-map",
-    "BatchDataset": "batch",
     "ParallelBatchDataset": "batch",
-    "PaddedBatchDataset": "padded-batch",
-    "MapAndBatchDataset": "map-and-batch",
-    "ShuffleDataset": "shuffle",
-    "ShuffleAndRepeatDataset": "shuffle-and-repeat",
-    "CacheDataset": "cache",
-    "PrefetchDataset": "prefetch",
-    "RepeatDataset": "repeat",
-    "TakeDataset": "take",
-    "SkipDataset": "skip",
-    "ZipDataset": "zip",
-    "ConcatenateDataset": "concatenate",
-    "UnbatchDataset": "unbatch",
-    "OptionsDataset": "options",
     "MaxIntraOpParallelismDataset": "options",
     "PrivateThreadPoolDataset": "options",
-    "ShardDataset": "shard",
     "DirectedInterleaveDataset": "choose",
-    "ScanDataset": "scan",
-    "WindowDataset": "window",
-    "GroupByWindowDataset": "group-by-window",
     "DenseToSparseBatchDataset": "sparse-batch",
-    "AssertCardinalityDataset": "assert-cardinality",
-    "TakeWhileDataset": "take-while",
-    "UniqueDataset": "unique",
-    "IgnoreErrorsDataset": "ignore-errors",
-    "RebatchDataset": "rebatch",
-    "SnapshotDataset": "snapshot",
 }
 
 # Settings read from an op's non-dataset inputs: (setting, position). Negative positions count
-# from the end, because ops with a function put the function's captured tensors
-# (`other_arguments`) between the dataset input and their own scalars.
+# from the end: ops with a function put its captured tensors before their own scalars.
+_PARALLEL_INTERLEAVE = (("cycle_length", -3), ("block_length", -2), ("num_parallel_calls", -1))
+_SEEDED_SHUFFLE = (("buffer_size", 0), ("seed", 1), ("seed2", 2))
 _OP_INPUT_SETTINGS: dict[str, tuple[tuple[str, int], ...]] = {
     "RangeDataset": (("start", 0), ("stop", 1), ("step", 2)),
     "ParallelMapDataset": (("num_parallel_calls", -1),),
     "ParallelMapDatasetV2": (("num_parallel_calls", -1),),
     "ParallelFilterDataset": (("num_parallel_calls", -1),),
     "InterleaveDataset": (("cycle_length", -2), ("block_length", -1)),
-    "ParallelInterleaveDatasetV2": (
-        ("cycle_length", -3),
-        ("block_length", -2),
-        ("num_parallel_calls", -1),
-    ),
-    "ParallelInterleaveDatasetV3": (
-        ("cycle_length", -3),
-        ("block_length", -2),
-        ("num_parallel_calls", -1),
-    ),
+    "ParallelInterleaveDatasetV2": _PARALLEL_INTERLEAVE,
+    "ParallelInterleaveDatasetV3": _PARALLEL_INTERLEAVE,
     "LegacyParallelInterleaveDatasetV2": (
         ("cycle_length", -4),
         ("block_length", -3),
@@ -133,17 +89,13 @@ _OP_INPUT_SETTINGS: dict[str, tuple[tuple[str, int], ...]] = {
     "ParallelBatchDataset": (("batch_size", 0), ("num_parallel_calls", 1), ("drop_remainder", 2)),
     "PaddedBatchDataset": (("batch_size", 0),),
     "PaddedBatchDatasetV2": (("batch_size", 0), ("drop_remainder", -1)),
-    "MapAndBatchDataset": (
-        ("batch_size", -3),
-        ("num_parallel_calls", -2),
-        ("drop_remainder", -1),
-    ),
+    "MapAndBatchDataset": (("batch_size", -3), ("num_parallel_calls", -2), ("drop_remainder", -1)),
     # ShuffleDatasetV2 takes a seed generator, not seeds.
-    "ShuffleDataset": (("buffer_size", 0), ("seed", 1), ("seed2", 2)),
+    "ShuffleDataset": _SEEDED_SHUFFLE,
     "ShuffleDatasetV2": (("buffer_size", 0),),
-    "ShuffleDatasetV3": (("buffer_size", 0), ("seed", 1), ("seed2", 2)),
-    "ShuffleAndRepeatDataset": (("buffer_size", 0), ("seed", 1), ("seed2", 2)),
-    "ShuffleAndRepeatDatasetV2": (("buffer_size", 0), ("seed", 1), ("seed2", 2)),
+    "ShuffleDatasetV3": _SEEDED_SHUFFLE,
+    "ShuffleAndRepeatDataset": _SEEDED_SHUFFLE,
+    "ShuffleAndRepeatDatasetV2": _SEEDED_SHUFFLE,
     "CacheDataset": (("filename", 0),),
     "CacheDatasetV2": (("filename", 0),),
     "PrefetchDataset": (("buffer_size", 0),),
@@ -163,7 +115,7 @@ _FUNCTION_ATTRS = ("f", "predicate", "scan_func", "key_func", "reduce_func")
 
 @dataclass
 class Stage:
-    """A stage as found: its report row plus the live dataset object (a benchmarkable prefix)."""
+    """A stage as found: its report row plus the live dataset object (a prefix to read)."""
 
     stats: StageStats
     dataset: Any
@@ -173,15 +125,8 @@ class Stage:
 
 @dataclass(frozen=True)
 class WalkedPipeline:
-    """The training pipeline walked once: the value the stage timing, the fix trials, the
-    held copies and the scale-out check take, rather than each walking the dataset again
-    (docs/design.md, "Reading and rewriting a pipeline").
-
-    `stages`: source first, each with its dataset object (a prefix to read). `graph`: the
-    dataset's GraphDef, never edited in place (edits go to copies), or None and
-    `graph_error`. `nodes`: each stage's node in `graph`, by index (`stage_nodes`).
-    `options`: the options in force (`effective_options`; None: unreadable).
-    """
+    """The training pipeline walked once for every reader. `graph` is never edited in place;
+    `nodes` maps stage index to graph node; `options` is None where unreadable."""
 
     dataset: Any
     stages: list[Stage]
@@ -192,10 +137,7 @@ class WalkedPipeline:
 
 
 def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline:
-    """Walk `dataset` once (`WalkedPipeline`); `options`, where the caller read them already,
-    spare reading them again (unreadable ones are left None here)."""
-    from pipediag.bench.isolate import dataset_graph_def
-
+    """Walk `dataset` once; `options`, where the caller read them already, are not re-read."""
     graph, graph_error = None, None
     try:
         graph = dataset_graph_def(dataset, warn=True)
@@ -204,7 +146,16 @@ def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline
     if options is None:
         with contextlib.suppress(Exception):  # unreadable: say nothing rather than guess
             options = effective_options(dataset)
-    stages = _walk_stages(dataset, graph, options)
+    functions: dict[str, Any] = {}
+    graph_nodes: dict[str, Any] = {}
+    if graph is not None:
+        functions = {f.signature.name: f for f in graph.library.function}
+        graph_nodes = {node.name: node for node in graph.node}
+    builder = _Builder(graph_nodes, functions)
+    builder.visit(unwrap(dataset), None if graph is None else graph_root(graph, graph_nodes))
+    stages = builder.stages
+    if options is not None:
+        _mark_auto_parallel(stages, options)
     if graph_error is not None and stages:
         detail = graph_error.detail
         stages[-1].notes.append(f"dataset graph unavailable: {detail}")
@@ -217,46 +168,13 @@ def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline
 
 
 def walk_pipeline(dataset: Any) -> list[Stage]:
-    """The stages of `dataset`, source first, with settings and the user's functions, each
-    with its dataset object for benchmarking.
-
-    Args:
-        dataset: a `tf.data.Dataset` (V1 adapters are looked through).
-
-    Returns:
-        One `Stage` per stage that runs as its own dataset op; stages read by a multi-input
-        stage come before it, and `inputs` links them. Rates are left empty:
-        `pipediag.bench.stages.measure_stages` fills them.
-    """
+    """The stages of `dataset`, source first, rates left empty for `measure_stages`."""
     return walk(dataset).stages
 
 
-def _walk_stages(dataset: Any, graph: Any, options: PipelineOptions | None) -> list[Stage]:
-    functions: dict[str, Any] = {}
-    root_node = None
-    nodes: dict[str, Any] = {}
-    if graph is not None:
-        functions = {f.signature.name: f for f in graph.library.function}
-        nodes = {node.name: node for node in graph.node}
-        root_node = graph_root(graph, nodes)
-    builder = _Builder(nodes, functions)
-    builder.visit(unwrap(dataset), root_node)
-    if options is not None:
-        _mark_auto_parallel(builder.stages, options)
-    return builder.stages
-
-
 def effective_options(dataset: Any) -> PipelineOptions:
-    """The `tf.data.Options` in force that change what runs, with TF 2.21's defaults filled in.
-
-    An option left as None means "TF's default", which is not False: `autotune`,
-    `inject_prefetch`, `map_parallelization`, `map_and_batch_fusion` and `parallel_batch`
-    default to on (the option docstrings in TF 2.21 `data/ops/options.py`), and
-    `deterministic` defaults to True. Setting `apply_default_optimizations=False` turns
-    every default-on optimisation off unless set explicitly. These decide how a stage runs
-    (a map without `num_parallel_calls` is parallelised for you, a prefetch is appended:
-    docs/design.md, "tf.data behaviours"), so advice must read them, not the source code.
-    """
+    """The `tf.data.Options` in force that change what runs, with TF 2.21's defaults filled in
+    (an option left None is TF's default, not False: `data/ops/options.py`)."""
     options = dataset.options()
     optimization = options.experimental_optimization
     defaults_on = optimization.apply_default_optimizations is not False
@@ -271,10 +189,8 @@ def effective_options(dataset: Any) -> PipelineOptions:
         map_parallelization=optimisation(optimization.map_parallelization),
         map_and_batch_fusion=optimisation(optimization.map_and_batch_fusion),
         parallel_batch=optimisation(optimization.parallel_batch),
-        # Not a default optimisation: off unless set.
-        map_fusion=optimization.map_fusion is True,
-        # Unset or 0: the pool is sized from the cores at run time (parallel calls are capped
-        # at the core count by it: docs/design.md, "tf.data behaviours").
+        map_fusion=optimization.map_fusion is True,  # not a default optimisation
+        # Unset or 0: sized from the cores at run time (docs/design.md, "tf.data behaviours").
         private_threadpool_size=options.threading.private_threadpool_size or None,
         max_intra_op_parallelism=options.threading.max_intra_op_parallelism,
         deterministic=options.deterministic is not False,
@@ -283,14 +199,8 @@ def effective_options(dataset: Any) -> PipelineOptions:
 
 
 def _mark_auto_parallel(stages: list[Stage], options: PipelineOptions) -> None:
-    """Say whether tf.data will run each sequential map in parallel anyway.
-
-    TF's `map_parallelization` rewrite turns a `MapDataset` whose function has no stateful op
-    into a parallel map (21.0 vs 63.6 ms/batch: docs/design.md, "tf.data behaviours"). Per TF's
-    `grappler/optimizers/data/map_parallelization.cc` it is skipped when autotune is off and
-    for stateful functions (py_function, random ops); the autotune condition is read from the
-    C++ source, not measured here.
-    """
+    """Whether tf.data's `map_parallelization` runs each sequential map in parallel anyway (not
+    with autotune off, read from TF's C++ source, nor for stateful functions)."""
     for stage in stages:
         if stage.stats.kind != KIND_MAP:
             continue
@@ -306,9 +216,6 @@ def _mark_auto_parallel(stages: list[Stage], options: PipelineOptions) -> None:
         )
 
 
-# --- walking -------------------------------------------------------------------------------
-
-
 class _Builder:
     """Post-order walk of the Python datasets and the graph together; sources come first."""
 
@@ -320,9 +227,8 @@ class _Builder:
 
     def visit(self, ds: Any, node: Any | None) -> int | None:
         ds = skip_passthrough(ds)
-        key = id(ds)
-        if key in self._seen:
-            return self._seen[key]
+        if id(ds) in self._seen:
+            return self._seen[id(ds)]
         if len(self.stages) >= MAX_STAGES:
             return None
         generator = generator_function(ds)
@@ -330,13 +236,8 @@ class _Builder:
             return self._add(ds, node, [], generator=generator)
         inputs = [skip_passthrough(unwrap(i)) for i in python_inputs(ds)]
         graph_inputs = self._graph_inputs(node)
-        if node is not None and (
-            graph_inputs is None
-            or len(graph_inputs) != len(inputs)
-            or (not inputs) != (not graph_inputs)
-        ):
-            # The walks disagree here: trust neither graph node below this point.
-            node, graph_inputs = None, None
+        if node is not None and (graph_inputs is None or len(graph_inputs) != len(inputs)):
+            node, graph_inputs = None, None  # the walks disagree: trust no node below here
         input_indices: list[int] = []
         for position, child in enumerate(inputs):
             child_node = graph_inputs[position] if graph_inputs else None
@@ -369,9 +270,8 @@ class _Builder:
     ) -> int:
         index = len(self.stages)
         settings = StageSettings()
-        notes: list[str] = []
         if generator is not None:
-            kind, name = SOURCE, "from_generator"
+            kind, name = KIND_SOURCE, "from_generator"
             func: Any = generator
         else:
             kind, name = kind_and_name(ds, node, has_inputs=bool(inputs))
@@ -379,14 +279,7 @@ class _Builder:
             if node is not None:
                 settings = _node_settings(node, self.nodes)
         function_name, source = describe_callable(func) if func is not None else (None, None)
-        tf_internal = False
-        if func is not None and defined_in_tensorflow(func):
-            # A function TF adds itself (unbatch's `normalize`, TFRecordDataset's reader):
-            # the user cannot edit it, so advice should not point at it.
-            tf_internal = True
         ops, stateful_ops = self._function_ops(ds, node)
-        uses_py = bool(ops & PY_FUNCTION_OPS) or generator is not None
-        stateful = bool(stateful_ops)
         stats = StageStats(
             index=index,
             kind=kind,
@@ -395,15 +288,16 @@ class _Builder:
             function=function_name,
             source=source,
             inputs=inputs,
-            uses_py_function=uses_py,
-            stateful=stateful,
-            tf_internal=tf_internal,
+            uses_py_function=bool(ops & PY_FUNCTION_OPS) or generator is not None,
+            stateful=bool(stateful_ops),
+            # A function TF adds itself (unbatch's `normalize`): advice must not point at it.
+            tf_internal=func is not None and defined_in_tensorflow(func),
             random=any(_is_random_op(op) for op in ops),
             stateful_ops=sorted(stateful_ops),
             created_at=call_sites.created_at(ds),
             made_by=call_sites.made_by(ds),
         )
-        self.stages.append(Stage(stats, ds, batch_size=settings.batch_size, notes=notes))
+        self.stages.append(Stage(stats, ds, batch_size=settings.batch_size))
         self._seen[id(ds)] = index
         return index
 
@@ -442,9 +336,7 @@ def _collect_ops(roots: Iterable[str], functions: dict[str, Any]) -> tuple[set[s
                 if attr.func.name:
                     pending.append(attr.func.name)
                 pending.extend(f.name for f in attr.list.func)
-    # A function that builds a dataset (interleave, flat_map) contains dataset ops, which TF
-    # registers as stateful; they are not the kind of state that matters here (randomness,
-    # Python), so they are not reported.
+    # Dataset ops (in an interleave's function) are registered stateful: not the state meant.
     stateful = {op for op in stateful if "Dataset" not in op}
     return ops, stateful
 
@@ -464,9 +356,6 @@ def _is_random_op(op: str) -> bool:
     return "Random" in op or op in EXTRA_RANDOM_OPS or op.startswith("StatefulUniform")
 
 
-# --- the graph -----------------------------------------------------------------------------
-
-
 def graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
     """The dataset op feeding the graph's `_Retval` node."""
     for node in graph.node:
@@ -476,12 +365,7 @@ def graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
 
 
 def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, str]:
-    """Match stages to graph nodes: the walk `_Builder` does, kept by name.
-
-    A stage is matched only when its recorded op (`StageStats.name`) is the node's op, so a
-    disagreement between the Python chain and the graph leaves the stage unmatched (and its
-    fix estimated) rather than rewriting another stage.
-    """
+    """Match stages to graph nodes, only where a stage's op is the node's."""
     nodes = {node.name: node for node in graph.node}
     by_object = {id(stage.dataset): stage.stats for stage in walked}
     found: dict[int, str] = {}
@@ -499,13 +383,8 @@ def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, 
         if generated:
             return
         inputs = [skip_passthrough(unwrap(i)) for i in python_inputs(ds)]
-        children = [
-            nodes[name.split(":")[0]]
-            for name in node.input
-            if not name.startswith("^")
-            and name.split(":")[0] in nodes
-            and "Dataset" in nodes[name.split(":")[0]].op
-        ]
+        names = [name.split(":")[0] for name in node.input if not name.startswith("^")]
+        children = [nodes[name] for name in names if name in nodes and "Dataset" in nodes[name].op]
         if len(children) == len(inputs):
             for child, child_node in zip(inputs, children, strict=True):
                 visit(child, child_node, depth + 1)
@@ -516,11 +395,8 @@ def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, 
 
 def _node_settings(node: Any, nodes: dict[str, Any]) -> StageSettings:
     settings: dict[str, Any] = {}
-    scalar_inputs = [
-        nodes.get(name.split(":")[0])
-        for name in node.input
-        if not name.startswith("^") and "Dataset" not in _op_of(nodes, name)
-    ]
+    inputs = [nodes.get(name.split(":")[0]) for name in node.input if not name.startswith("^")]
+    scalar_inputs = [i for i in inputs if i is None or "Dataset" not in i.op]
     for setting, position in _OP_INPUT_SETTINGS.get(node.op, ()):
         if not -len(scalar_inputs) <= position < len(scalar_inputs):
             continue
@@ -546,11 +422,6 @@ def _setting_type(setting: str) -> type:
     return str if setting in _TEXT_SETTINGS else int
 
 
-def _op_of(nodes: dict[str, Any], name: str) -> str:
-    node = nodes.get(name.split(":")[0])
-    return "" if node is None else node.op
-
-
 def _const_value(node: Any | None) -> int | bool | str | None:
     """A scalar `Const`'s value; None for anything else (a tensor computed at run time)."""
     if node is None or node.op != "Const" or "value" not in node.attr:
@@ -558,19 +429,13 @@ def _const_value(node: Any | None) -> int | bool | str | None:
     tensor = node.attr["value"].tensor
     if tensor.tensor_shape.dim:
         return None
-    for values, convert in (
-        (tensor.int64_val, int),
-        (tensor.int_val, int),
-        (tensor.bool_val, bool),
-    ):
+    typed = ((tensor.int64_val, int), (tensor.int_val, int), (tensor.bool_val, bool))
+    for values, convert in typed:
         if len(values):
             return convert(values[0])
     if len(tensor.string_val):
         return str(tensor.string_val[0].decode(errors="replace"))
     return None
-
-
-# --- the host's cores, a node's kind -------------------------------------------------------
 
 
 def _cpu_count() -> int:
@@ -581,15 +446,9 @@ def _cpu_count() -> int:
 
 
 def kind_and_name(ds: Any, node: Any | None, *, has_inputs: bool) -> tuple[str, str]:
-    if node is not None:
-        name = node.op
-        if not has_inputs:
-            return SOURCE, name
-        base = re.sub(r"V\d+$", "", name)
-        return _OP_KINDS.get(base, kebab(base.removesuffix("Dataset"))), name
-    name = type(ds).__name__.lstrip("_")
+    name = node.op if node is not None else type(ds).__name__.lstrip("_")
     if not has_inputs:
-        return SOURCE, name
+        return KIND_SOURCE, name
     base = re.sub(r"V\d+$", "", name)
     return _OP_KINDS.get(base, kebab(base.removesuffix("Dataset"))), name
 

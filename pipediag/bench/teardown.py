@@ -1,12 +1,6 @@
-"""Iterator tear-down off the main thread: phase 1 never waits for a spent iterator to die.
-
-Part of `bench/`: deleting a tf.data iterator can block up to autotune's 60-s period while
-it joins the sleeping model thread, with no CPU, so pipediag hands each spent iterator
-to a short-lived daemon thread (`pipediag-teardown`, one per tear-down) and goes on. Whoever
-owns a `TearDown` drains it at the end (`drain()`): the session for the shared one, each
-bench function for the private one it makes. Measurements and rationale: (docs/design.md,
-"Iterator tear-down").
-"""
+"""Iterator tear-down off the main thread: deleting a tf.data iterator can block up to
+autotune's 60-s period, so each spent iterator goes to a short-lived daemon thread. Whoever
+owns a `TearDown` drains it at the end (docs/design.md, "Iterator tear-down")."""
 
 from __future__ import annotations
 
@@ -17,12 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 THREAD_NAME = "pipediag-teardown"
-# Longer than a tear-down of a recently read iterator takes (0.001-2.1 s measured); one
-# left idle can wait out autotune's whole period (up to 60 s), and that must not hold the
-# user's run at its end: its thread sleeps on, off the GIL, until the process exits.
+# Longer than a recent iterator's tear-down takes (0.001-2.1 s); an idle one's (up to 60 s)
+# must not hold the user's run at its end: its thread sleeps on until the process exits.
 DRAIN_TIMEOUT_S = 10.0
-# Where TF 2.21 keeps an eager iterator's resource handle; releasing the handle is what
-# cancels and joins the iterator's threads.
+# Where TF 2.21 keeps an iterator's resource handle, whose release joins its threads.
 _RESOURCE_ATTRIBUTE = "_iterator_resource"
 
 
@@ -34,13 +26,7 @@ class TearDown:
         self._threads: list[threading.Thread] = []
 
     def discard(self, iterator: Any) -> None:
-        """Release `iterator` on a helper thread; the caller must not use it again.
-
-        The resource handle is taken out of the TF iterator here and released on the helper
-        thread, whatever still refers to the Python object (this call's own argument, the
-        caller's local, a traceback). An object without one is only dropped here: it dies
-        wherever its last reference goes.
-        """
+        """Release `iterator`'s resource on a helper thread; the caller must not use it again."""
         holder = [_detach(iterator), iterator]
         # `list.clear` drops the references on the helper thread; a finalizer's error there
         # goes to `sys.unraisablehook`, as it would on the main thread.
@@ -76,8 +62,7 @@ def _detach(iterator: Any) -> Any:
     return state.pop(_RESOURCE_ATTRIBUTE, None) if isinstance(state, dict) else None
 
 
-# The session's: bench functions given it leave their tear-downs running, and the session
-# calls `drain()` once at its end.
+# The session's, drained once at its end.
 SHARED = TearDown()
 
 
@@ -88,8 +73,7 @@ def drain(timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
 
 @contextlib.contextmanager
 def owned(teardown: TearDown | None) -> Iterator[TearDown]:
-    """`teardown` itself, or a private one drained on exit: a caller that passes none gets
-    no thread left behind (today's callers and tests), and still no wait between reads."""
+    """`teardown` itself, or a private one drained on exit: no thread left behind."""
     if teardown is not None:
         yield teardown
         return

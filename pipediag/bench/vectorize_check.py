@@ -1,12 +1,7 @@
-"""Is a map safe to move after its batch? The user's function run both ways on their data.
-
-A vectorised map sees a whole batch, which is only right for a function that works element
-by element. The function is run on a sample of the user's own elements (read from an
-isolated copy): map then batch, and batch then map. Any difference, or an error on the
-batch, refuses the fix with the reason; equal results on the sample are evidence, not proof.
-A function refused so is checked again run through `tf.vectorized_map` (`VectorizeForms`),
-which keeps each element's result where the function as written does not take a batch.
-"""
+"""Is a map safe to move after its batch? The user's function run both ways on a sample of
+their elements: map then batch, and batch then map. A difference or an error refuses the fix
+(equal results are evidence, not proof); a refused function is checked again through
+`tf.vectorized_map` (`VectorizeForms`)."""
 
 from __future__ import annotations
 
@@ -14,8 +9,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pipediag.bench import python_chain
 from pipediag.bench.graph_edit import BatchedFunction, PipelineGraph, RewriteError
 from pipediag.bench.teardown import TearDown
+from pipediag.bench.vectorized_map import on_whole_batches, quiet_tensorflow_logger, unpacks_element
 from pipediag.errors import tf_error_text
 from pipediag.report.reasons import (
     FAILS_ON_BATCH,
@@ -26,20 +23,17 @@ from pipediag.report.reasons import (
     Reason,
 )
 
-# Elements of the user's data a vectorised function is checked on (two batches at most),
-# and the most memory the sample may take.
+# Elements a vectorised function is checked on (two batches at most), and their memory cap.
 VECTORIZE_SAMPLE_MAX_ELEMENTS = 512
 VECTORIZE_SAMPLE_MAX_BYTES = 64 * 2**20
-# A vectorised float result may differ from the per-element one by rounding (another
-# reduction order), not more.
+# A vectorised float result may differ from the per-element one by rounding, not more.
 VECTORIZE_RTOL = 1e-5
 VECTORIZE_ATOL = 1e-6
 
 
 @dataclass
 class CheckSample:
-    """A sample of the map's input, read once, and the map's own per-element results on it,
-    computed once: every batched form of the function is checked against both."""
+    """A sample of the map's input and the map's per-element results on it, each computed once."""
 
     graph_def: Any
     map_node: str
@@ -78,9 +72,8 @@ class CheckSample:
         batched: Callable[[], BatchedFunction | None] | None = None,
     ) -> tuple[Reason | None, bool]:
         """(why not, whether unsafe rather than unchecked) for the function `batched` traces
-        (`trace_on_batches`; None: the graph's own), run on whole batches of the sample,
-        against the map run per element and batched after; (None, False) if equal. A trace
-        that fails is the function failing on a batch."""
+        (None: the graph's own) run on whole batches of the sample, against the map run per
+        element; (None, False) if equal. A trace that fails is the function failing."""
         if self.expected is None:
             self.expected = self._batches(batch_node, batch_spec, None, vectorized=False)
         try:
@@ -110,21 +103,21 @@ class CheckSample:
         if vectorized:
             check_graph.vectorize(self.map_node, batch_node, None if batched is None else batched())
         check_graph.set_output(self.map_node if vectorized else batch_node)
-        return _numpy_batches(check_graph.rebuild(batch_spec), self.teardown)
+        import tensorflow as tf
+
+        batches = _elements(check_graph.rebuild(batch_spec), self.teardown)
+        return [[t.numpy() for t in tf.nest.flatten(batch)] for batch in batches]
 
 
 @dataclass
 class VectorizeForms:
-    """The two ways a vectorised map can run the user's function on batches, checked in turn
-    on the same sample: as written (`plain`), then, where that is unsafe, on each element
-    through `tf.vectorized_map` (`per_element`) (docs/design.md, "Every applicable rewrite").
-    Each is a `trace_on_batches`; `chosen` is the one the variant runs once checked."""
+    """The user's function on batches as written (`plain`), then, where that is unsafe, through
+    `tf.vectorized_map` (`per_element`); `chosen` is the one the variant runs."""
 
     plain: Callable[[], BatchedFunction | None]
     per_element: Callable[[], BatchedFunction | None]
     through_vectorized_map: bool = False
-    # What the plain form did on a batch (`FAILS_ON_BATCH`, `NOT_ELEMENTWISE`), where the
-    # vectorized_map form passed.
+    # Why the plain form was refused, where the vectorized_map form passed.
     plain_refusal: Reason | None = None
 
     def chosen(self) -> BatchedFunction | None:
@@ -133,9 +126,8 @@ class VectorizeForms:
     def check(
         self, sample: CheckSample | Reason, batch_node: str, batch_spec: Any
     ) -> tuple[Reason | None, bool]:
-        """`CheckSample.check` of the plain form, and of the vectorized_map form where the
-        plain one is unsafe, on one sample (`CheckSample.read`, or why none was read); a
-        refusal is always the plain form's."""
+        """`CheckSample.check` of the plain form, then of the vectorized_map form where the
+        plain one is unsafe; a refusal is always the plain form's."""
         if isinstance(sample, Reason):
             return sample, False
         refusal, unsafe = sample.check(batch_node, batch_spec, self.plain)
@@ -159,16 +151,7 @@ def trace_on_batches(
     map_dataset: Any, batch_size: int, drop_remainder: bool, *, vectorized_map: bool = False
 ) -> BatchedFunction | None:
     """The map's Python function traced on its input batched as the pipeline batches it;
-    None when the map's Python objects are unknown (the graph's own trace is used then).
-    With `vectorized_map`, the function runs on each element of the batch through
-    `tf.vectorized_map` (`bench/vectorized_map.py`), traced with TensorFlow's logger quiet."""
-    from pipediag.bench import python_chain
-    from pipediag.bench.vectorized_map import (
-        on_whole_batches,
-        quiet_tensorflow_logger,
-        unpacks_element,
-    )
-
+    None when the map's Python objects are unknown."""
     func = python_chain.user_function(map_dataset)
     inputs = python_chain.python_inputs(python_chain.unwrap(map_dataset))
     if func is None or len(inputs) != 1:
@@ -218,24 +201,11 @@ def _read_sample(
             column.append(value)
     if not columns or not columns[0]:
         return None
-    return [_stacked(column) for column in columns]
-
-
-def _stacked(column: list[Any]) -> Any:
-    """One component's values as one array. Strings stay Python bytes (an object array):
-    NumPy's fixed-width bytes drop trailing NUL bytes, and a serialized `tf.train.Example`
-    whose last field is a zero ends in one."""
     import numpy as np
 
-    if isinstance(column[0], bytes):
-        return np.array(column, dtype=object)
-    return np.stack(column)
-
-
-def _numpy_batches(dataset: Any, teardown: TearDown | None = None) -> list[list[Any]]:
-    import tensorflow as tf
-
-    return [[t.numpy() for t in tf.nest.flatten(batch)] for batch in _elements(dataset, teardown)]
+    # Strings stay Python bytes: NumPy's fixed-width bytes drop trailing NULs, which end a
+    # serialized `tf.train.Example` whose last field is a zero.
+    return [np.array(c, dtype=object) if isinstance(c[0], bytes) else np.stack(c) for c in columns]
 
 
 def _elements(dataset: Any, teardown: TearDown | None) -> Iterator[Any]:

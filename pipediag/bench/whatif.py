@@ -1,14 +1,11 @@
 """What-if pipelines: apply a fix to a copy of the dataset graph and time it beside the original.
 
-Part of `bench/`: each fix that applies (`bench/fix_candidates.py`) is a GraphDef edit
-(`bench/graph_edit.py`), rebuilt beside the unedited copy and read alone in alternation
-(`bench/interleaved.py`); its gain orders the trials on training. The user's dataset and
-iterator are never used. TensorFlow is imported inside the functions only. Method, time
-sharing and isolation: (docs/design.md, "Fixes timed on the pipeline alone").
-"""
+Each fix is rebuilt beside the unedited copy and read alone in alternation; its gain orders
+the trials on training (docs/design.md, "Fixes timed on the pipeline alone")."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -17,12 +14,14 @@ from typing import Any
 
 from pipediag.analysis.paired import PIPELINE_SLICES, TRIAL_MIN_ROUNDS
 from pipediag.bench.candidate import Candidate
-from pipediag.bench.fix_candidates import fix_candidates, thread_cap_candidate
-from pipediag.bench.graph_edit import PipelineGraph, RewriteError
-from pipediag.bench.interleaved import (
-    Rounds,
-    run_rounds,
+from pipediag.bench.fix_candidates import (
+    device_prefetch_candidate,
+    fix_candidates,
+    thread_cap_candidate,
 )
+from pipediag.bench.graph_edit import PipelineGraph, RewriteError
+from pipediag.bench.interleaved import Rounds, run_rounds
+from pipediag.bench.isolate import preserved_variables
 from pipediag.bench.pipeline import BatchTiming, time_iterator
 from pipediag.bench.structure import WalkedPipeline
 from pipediag.bench.teardown import TearDown, owned
@@ -41,11 +40,9 @@ from pipediag.report.reasons import (
     Reason,
 )
 
-# Total time for all trials: about the phase-1 pipeline benchmark (bench/pipeline.py, 3 s)
-# per fix, for the two or three fixes a pipeline typically has.
+# Total time for all trials: about the phase-1 benchmark (3 s) per fix, for a typical two or three.
 DEFAULT_BUDGET_S = 8.0
-# Share of a trial's time planned as timed reads; building iterators, first batches and
-# the budget checks take the rest.
+# Share of a trial's time planned as timed reads; iterators and first batches take the rest.
 SLICE_SHARE = 0.8
 # Per-run batch cap: fast pipelines reach a stable rate long before it.
 MAX_BATCHES_PER_RUN = 2000
@@ -55,9 +52,8 @@ BUDGET_OVERRUN = 1.5
 
 @dataclass(frozen=True)
 class FixPipelines:
-    """A fix's two copies of the pipeline, kept so that it can be tried on training itself
-    (`training/training_trial.py`), and what it takes to apply it again on top of others
-    (`bench/compose.py`: `candidate`, `graph`, `element_spec`)."""
+    """A fix's two copies of the pipeline, kept for its trial on training, and what
+    `bench/compose.py` needs to apply it again on top of others."""
 
     fix: str
     stage_index: int | None
@@ -70,29 +66,16 @@ class FixPipelines:
     candidate: Candidate | None = None  # the rewrite: its edit or options
     graph: Any = None  # the user's GraphDef, unedited, that `candidate` edits
     element_spec: Any = None
-    # Batches of `baseline` to read before a cache in it is full (the fixes kept below it).
-    baseline_fill_batches: int = 0
-    # What the fixes in `variant` change in what the pipeline yields, in words.
-    semantics: tuple[str, ...] = ()
-    # The fixes `variant` has applied, in the order applied: those kept, then this one.
-    applied: tuple[str, ...] = ()
+    baseline_fill_batches: int = 0  # as `fill_batches`, for a cache among the fixes kept
+    semantics: tuple[str, ...] = ()  # what the fixes in `variant` change in what it yields
+    applied: tuple[str, ...] = ()  # the fixes in `variant`, in order: those kept, then this
 
 
 @dataclass(frozen=True)
 class ForTraining:
-    """The search on training, which the fixes are also built for: it takes every fix built
-    here, whatever the pipeline alone measured, and two fixes that only it can judge.
-
-    Args:
-        keep: where the two copies of every fix built, safe and timed are put (its
-            pipeline-alone speedup on it), for the search on training; the caller restores
-            the pipeline's variables around any later read of them
-            (`bench.isolate.preserved_variables`).
-        thread_cap: where the pipeline's threads take the train step's cores (contention),
-            a trial of the pipeline capped at this many threads, kept for training.
-        prefetch_device: where there is a GPU, its name: a trial of the pipeline ended with
-            `prefetch_to_device` on it, kept for training.
-    """
+    """The search on training: it keeps every fix built here (`keep`), and asks for the fixes
+    only it can judge (a thread cap, `prefetch_to_device`). The caller restores the pipeline's
+    variables around any later read of the kept pipelines (`bench.isolate.preserved_variables`)."""
 
     keep: list[FixPipelines]
     thread_cap: int | None = None
@@ -109,26 +92,10 @@ def verify_fixes(
     teardown: TearDown | None = None,
     training: ForTraining | None = None,
 ) -> list[FixTrial]:
-    """Try each applicable fix on a copy of the dataset and measure its pipeline speedup.
-
-    Args:
-        walked: the training `tf.data.Dataset`, walked (`structure.walk`); its graph is
-            copied, the dataset never iterated.
-        stages: its stages as `measure_stages` returned them (own costs order the trials and
-            skip stages too cheap to matter); None describes the pipeline here, unmeasured.
-        clock: the clock the runs are timed with.
-        budget_s: time for all trials together (a run may overrun it by half); None: no
-            limit but `deadline` (both None: `DEFAULT_BUDGET_S`).
-        deadline: a time on `clock` no trial runs past (e.g. the end of a budget shared with
-            `measure_stages`): the trials get whatever time is left, capped by `budget_s`.
-        teardown: where spent iterators are released (`bench/teardown.py`); None uses a
-            private one drained before returning, so no thread outlives the call.
-        training: where the fixes are also for the search on training: what it keeps, and
-            the fixes only it asks for (`ForTraining`); None: the pipeline alone.
-
-    Returns:
-        One `FixTrial` per candidate fix, in stage order; unverified ones say why.
-    """
+    """One `FixTrial` per applicable fix, in stage order, timed on copies of the dataset;
+    `stages` (None: unmeasured) order the trials by own cost. `budget_s` (a run may overrun
+    it by half) and `deadline` both bound the trials; both None: `DEFAULT_BUDGET_S`.
+    `teardown` None: a private one, drained before returning, so no thread outlives the call."""
     candidates = _candidates(walked, stages, training)
     dataset, graph, error = walked.dataset, walked.graph, walked.graph_error
     baseline = None
@@ -146,12 +113,9 @@ def verify_fixes(
     for candidate in candidates:
         if notes:
             candidate.facts = replace(candidate.facts, isolation="; ".join(notes))
-    from pipediag.bench.isolate import preserved_variables
-
     end_s, hard_end_s = _time_window(clock, budget_s, deadline)
     keep = training.keep if training is not None else None
-    # Variables the pipeline's functions update (a tf.random.Generator, a counter) that a
-    # copy still shares are put back, so the user's first epoch is unchanged.
+    # Variables a copy still shares (a tf.random.Generator) are put back after.
     with owned(teardown) as releaser, preserved_variables(dataset, releaser):
         trials = _Trials(graph, baseline, dataset, clock, releaser, end_s, hard_end_s, keep)
         return trials.run_all(candidates)
@@ -163,18 +127,13 @@ def _candidates(
     """The fixes that apply to the walked pipeline, with those training asks for."""
     if stages is None or [s.kind for s in stages] != [s.stats.kind for s in walked.stages]:
         stages = [s.stats for s in walked.stages]
-    # Options unreadable: assume TF's defaults.
-    options = walked.options or PipelineOptions()
+    options = walked.options or PipelineOptions()  # unreadable: TF's defaults
     cores = options.cpu_count or os.cpu_count() or 1
     candidates = fix_candidates(walked.stages, list(stages), walked.nodes, options, cores)
-    thread_cap = training.thread_cap if training is not None else None
-    if thread_cap is not None:
-        candidates.append(thread_cap_candidate(thread_cap))
-    prefetch_device = training.prefetch_device if training is not None else None
-    if prefetch_device is not None:
-        from pipediag.bench.fix_candidates import device_prefetch_candidate
-
-        device_prefetch = device_prefetch_candidate(prefetch_device, list(stages))
+    if training is not None and training.thread_cap is not None:
+        candidates.append(thread_cap_candidate(training.thread_cap))
+    if training is not None and training.prefetch_device is not None:
+        device_prefetch = device_prefetch_candidate(training.prefetch_device, list(stages))
         if device_prefetch is not None:
             candidates.append(device_prefetch)
     for candidate in candidates:
@@ -189,12 +148,10 @@ def _time_window(
     now = clock.now()
     if budget_s is None and deadline is None:
         budget_s = DEFAULT_BUDGET_S
-    planned = [] if deadline is None else [deadline]
-    hard = [] if deadline is None else [deadline]
-    if budget_s is not None:
-        planned.append(now + budget_s)
-        hard.append(now + budget_s * BUDGET_OVERRUN)
-    return min(planned), min(hard)
+    end = math.inf if deadline is None else deadline
+    if budget_s is None:
+        return end, end
+    return min(end, now + budget_s), min(end, now + budget_s * BUDGET_OVERRUN)
 
 
 @dataclass
@@ -212,8 +169,7 @@ class _Trials:
     best_low: float | None = None
 
     def run_all(self, candidates: list[Candidate]) -> list[FixTrial]:
-        """Costliest stage first, so an exhausted budget leaves the cheap fixes unmeasured;
-        each gets an equal share of the time left."""
+        """Costliest stage first, each an equal share of the time left."""
         left = sum(c.reason is None for c in candidates)
         results: dict[int, FixTrial] = {}
         for position in sorted(range(len(candidates)), key=lambda i: -candidates[i].cost_s):
@@ -244,8 +200,7 @@ class _Trials:
         return trial
 
     def untimed(self, candidate: Candidate) -> FixTrial:
-        """Past the budget: the variant checked and built, not timed, and still kept for the
-        search on training, which decides (the pipeline alone is only a first look)."""
+        """Past the budget: the variant checked and built, not timed, kept for training."""
         if self.keep is None:
             return _unverified(candidate, Reason(VERIFICATION_BUDGET_SPENT))
         built = self._built(candidate)
@@ -260,7 +215,14 @@ class _Trials:
         if refusal is not None:
             return _unverified(candidate, refusal)
         try:
-            return _build_variant(candidate, self.graph, self.baseline, self.dataset)
+            if candidate.with_options is not None:
+                return candidate.with_options(self.baseline)
+            if candidate.edit is None:
+                raise RewriteError("no rewrite for this fix")
+            edited = PipelineGraph.copy_of(self.graph)
+            edited.isolate()
+            candidate.edit(edited)
+            return edited.rebuild(self.dataset.element_spec)
         except RewriteError as exc:
             return _unverified(candidate, Reason(CANNOT_REWRITE, detail=str(exc)))
         except Exception as exc:
@@ -299,8 +261,7 @@ class _Trials:
         return refusal
 
     def _rounds(self, candidate: Candidate, variant: Any, share_s: float) -> Rounds:
-        """A/B rounds with slices planned for `TRIAL_MIN_ROUNDS` rounds in `share_s` (less the time
-        a cache takes to fill), stopped as `bench/interleaved.py` says."""
+        """A/B rounds, slices planned for `TRIAL_MIN_ROUNDS` rounds in `share_s` less the fill."""
         until_s = self.clock.now() + share_s
         fill_s = candidate.facts.fill_s or 0.0
         planned_s = SLICE_SHARE * (share_s - fill_s) / (2 * TRIAL_MIN_ROUNDS)
@@ -342,16 +303,8 @@ class _Trials:
 
 
 class TrialSide:
-    """One side of a trial: a fresh iterator per run. For a cache, one iterator first reads
-    its filling epoch and is dropped; the filled in-memory cache belongs to the dataset, so
-    every run after reads the epochs after the first from memory and starts as an epoch
-    does (docs/design.md, "Epoch starts in the gains"). An iterator kept across runs would
-    not: its buffers refill while the other side runs, and its next run starts on batches
-    made off the clock.
-
-    `read` times one run on an iterator: the pipeline alone by default; the training trials
-    (`training/training_trial.py`) read with the user's train step instead.
-    """
+    """One side of a trial: a fresh iterator per run, starting as an epoch does; a cache's filling
+    epoch read first. `read` times one run (default: the pipeline alone)."""
 
     def __init__(
         self,
@@ -398,23 +351,9 @@ class TrialSide:
         )
 
 
-# --- running trials --------------------------------------------------------------------------
-
-
 def _median_cpu(runs: Sequence[BatchTiming]) -> float | None:
     cpu = [c for c in (t.cpu_s_per_batch for t in runs) if c is not None]
     return median(cpu) if cpu else None
-
-
-def _build_variant(candidate: Candidate, graph: Any, baseline: Any, dataset: Any) -> Any:
-    if candidate.with_options is not None:
-        return candidate.with_options(baseline)
-    if candidate.edit is None:
-        raise RewriteError("no rewrite for this fix")
-    edited = PipelineGraph.copy_of(graph)
-    edited.isolate()
-    candidate.edit(edited)
-    return edited.rebuild(dataset.element_spec)
 
 
 def _unverified(candidate: Candidate, reason: Reason) -> FixTrial:
