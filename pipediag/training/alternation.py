@@ -1,13 +1,6 @@
-"""Training and the train step alone, measured in alternation (docs/design.md, "Rates in
-alternation").
-
-Part of `training/`: blocks of T and A of one step count take turns (A0 T1 A1 T2 A2 T3 A3),
-rounds going on while the cost's interval is wider than `TARGET_HALF_WIDTH`, up to
-`MAX_ROUNDS` or `MAX_SECONDS` (twice that under fit while it spans a band's edge).
-`Alternation` is the schedule and the record, framework-neutral: its owner (fit's callback,
-or a loop's budget server) runs each block and hands it the step ends;
-`analysis/alternation.py` reads them.
-"""
+"""Training and the train step alone, measured in alternating blocks (docs/design.md, "Rates
+in alternation"). `Alternation` is the framework-neutral schedule and record: its owner (fit's
+callback, or a loop's budget server) runs each block and hands it the step ends."""
 
 from __future__ import annotations
 
@@ -50,8 +43,7 @@ Next = Literal["step-alone", "training", "quiet-training", "done"]
 
 @dataclass
 class _OpenBlock:
-    """The block being timed: its kind, its first step's start, the last step's end (None
-    while the step running is not timed), its steps' durations, process CPU at its start."""
+    """The block being timed; `last_end` is None while the step running is not timed."""
 
     kind: RateBlockKind
     start: float
@@ -61,14 +53,10 @@ class _OpenBlock:
 
 
 def _spans_an_edge(cost: PairedCost) -> bool:
-    """Whether the interval is too wide for a label where it lies (`classifier`, "too noisy
-    to tell"): wider than `LABEL_MAX_HALF_WIDTH` either side, across a band's edge."""
+    """Whether the interval is too wide for a label where it lies ("too noisy to tell")."""
     if cost.low is None or cost.high is None or cost.half_width is None:
         return False
-    edges = (
-        DEFAULT_THRESHOLDS.moderately_input_bound,
-        DEFAULT_THRESHOLDS.highly_input_bound,
-    )
+    edges = (DEFAULT_THRESHOLDS.moderately_input_bound, DEFAULT_THRESHOLDS.highly_input_bound)
     return cost.half_width > LABEL_MAX_HALF_WIDTH and any(
         cost.low < edge <= cost.high for edge in edges
     )
@@ -80,34 +68,15 @@ def scaled_rounds(scale: float) -> int:
 
 
 def block_steps_for(step_s: float, most: int = MAX_BLOCK_STEPS) -> int:
-    """Steps per block for a measured step of `step_s` seconds, at `most` steps."""
     if step_s <= 0:
         return most
     return max(MIN_BLOCK_STEPS, min(most, math.ceil(BLOCK_S / step_s)))
 
 
 class Alternation:
-    """The blocks' schedule and what each measured.
-
-    Args:
-        clock: the session's clock; `origin` is the session's start on it.
-        block_steps: steps per block.
-        lead: the measured steps' last `block_steps` durations and the first one's start on
-            the clock (A0); None to start with no training block before T1.
-        fixed_rounds: exactly this many rounds (a multi-worker job), else adaptive.
-        whole_blocks: every step of a block counts, none dropped as its transition (a JAX
-            loop: asynchronous steps, the block timed between device syncs).
-        max_rounds: the most rounds training's steps left allow (fit); adaptive rounds stop
-            at `MAX_ROUNDS` times `scale` below it, and go on past that (`EDGE_EXTENSION`)
-            only while the interval spans a band's edge. None: `MAX_ROUNDS` times `scale`.
-        scale: how much longer than `MAX_SECONDS` and `MAX_ROUNDS` the adaptive rounds may
-            go on (`--steps` beyond its default asks for a narrower interval).
-        quiet: for the observer check, what pipediag's samplers pause on: every other
-            training block is then a quiet one (A0 T1 Q1 T2 A2 T3 Q3 ...; docs/design.md,
-            "What pipediag costs a step"), held from the block before it ends (fit runs a
-            step before its callback can open the block) to the quiet block's end, and at
-            most a few blocks' time. None: no quiet blocks.
-    """
+    """The blocks' schedule and what each measured. `lead`: A0's start and durations (None:
+    none). `whole_blocks`: no step dropped as a transition (a JAX loop). `max_rounds`: what
+    fit's steps left allow. `quiet`: the samplers paused for every other training block."""
 
     def __init__(
         self,
@@ -147,12 +116,10 @@ class Alternation:
 
     @property
     def next(self) -> Next:
-        """The kind of block to run next, or "done"."""
         return self._next
 
     @property
     def open_kind(self) -> RateBlockKind | None:
-        """The kind of the block being timed, None between blocks."""
         return None if self._open is None else self._open.kind
 
     @property
@@ -170,14 +137,12 @@ class Alternation:
         return sum(b.kind == STEP_ALONE_BLOCK for b in self.blocks)
 
     def start_block(self, kind: RateBlockKind, at: float) -> None:
-        """A block of `kind` begins: its first step starts at `at` on the clock."""
         if kind == QUIET_TRAINING_BLOCK:
             self._hold_quiet()
         self._open = _OpenBlock(kind, at, at, [], time.process_time())
 
     def step_ended(self, at: float) -> bool:
-        """A step of the open block ended at `at` (the next began there); True when the
-        block has all its steps (it is then closed)."""
+        """A step of the open block ended at `at`; True when that closed the block."""
         opened = self._open
         assert opened is not None
         if opened.last_end is None:  # the step across an interruption is not timed
@@ -186,8 +151,7 @@ class Alternation:
         return self.step_timed(at - opened.last_end, end=at)
 
     def step_timed(self, duration_s: float, *, end: float | None = None) -> bool:
-        """A step of the open block took `duration_s` (fit's callback span of one step);
-        True when the block has all its steps (it is then closed)."""
+        """A step of the open block took `duration_s`; True when that closed the block."""
         opened = self._open
         assert opened is not None
         opened.durations.append(duration_s)
@@ -203,7 +167,7 @@ class Alternation:
             self._open.last_end = None
 
     def end_block(self) -> None:
-        """Close the open block (its steps so far), and decide what runs next."""
+        """Close the open block with its steps so far, and decide what runs next."""
         opened, self._open = self._open, None
         self.release_samplers()
         if opened is None:
@@ -241,9 +205,7 @@ class Alternation:
             self._quiet.release()
 
     def _hold_quiet(self) -> None:
-        """Pause the samplers for the quiet block: at most three training blocks' time at
-        the last one's rate, and a second, so that training cut short never leaves them
-        paused for long."""
+        """At most three blocks' time and a second, lest training cut short leave a pause."""
         if self._quiet is None:
             return
         last = self._last_training_block()
@@ -282,7 +244,6 @@ class Alternation:
         seconds = sum(b.seconds for b in alone)
         if not steps or seconds <= 0:
             return ComputeAlone(measured=False, reason=Reason(NO_STEP_IN_BLOCKS))
-        total_steps = self._alone_steps
         return ComputeAlone(
             measured=True,
             method=method,
@@ -293,21 +254,14 @@ class Alternation:
             steps_per_s=steps / seconds,
             step_time=latency_stats(self._alone_durations),
             restored_variables=restored,
-            cpu_s_per_step=self._alone_cpu_s / total_steps if total_steps else None,
+            cpu_s_per_step=self._alone_cpu_s / self._alone_steps if self._alone_steps else None,
             blocks=list(self.blocks),
             block_steps=self.block_steps,
         )
 
 
 class FitAlternation:
-    """The alternation under fit: step-alone blocks call the model's train function on the
-    cached batch (`FitStepAlone`, variables restored after each; on the JAX backend
-    `JaxStepAlone`, on a copy of fit's state), training blocks are fit's
-    own next steps, timed by pipediag's callback.
-
-    The callback hands each step to `training_step`; when a training block is complete it
-    runs the next step-alone block (`step_alone_block`) or, once `done`, ends the phase.
-    """
+    """The alternation under fit: step-alone blocks run between fit's own, timed steps."""
 
     def __init__(self, runner: StepAlone, alternation: Alternation, *, clock: Clock) -> None:
         self._runner = runner
@@ -331,13 +285,10 @@ class FitAlternation:
         warmup = 0 if self._warmed else WARMUP_STEPS
         self._warmed = True
         try:
-            # The block starts after the warm-up: its first step starts at the first end.
-            opened = False
 
             def step_ended(at: float) -> bool:
-                nonlocal opened
-                if not opened:
-                    opened = True
+                # The block starts after the warm-up: its first step starts at the first end.
+                if alternation.open_kind is None:
                     alternation.start_block(STEP_ALONE_BLOCK, at)
                     return False
                 return alternation.step_ended(at)
@@ -362,7 +313,7 @@ class FitAlternation:
         self._skip_next = True
 
     def result(self) -> ComputeAlone:
-        """T and every block so far (a block still open is closed with its steps)."""
+        """T and every block so far (an open one closed with its steps)."""
         if self.failure is not None:
             self.alternation.release_samplers()
             return ComputeAlone(measured=False, reason=self.failure)

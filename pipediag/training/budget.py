@@ -1,12 +1,6 @@
 """A custom loop at its step budget: what pipediag serves it until the budget ends the script.
-
-Once the measured steps are done, the loop's hook (`hooks/tfdata.py`) answers each pull on the
-training dataset from a `BudgetServer`: one plan after another, each answering pulls until it
-is over. `loop_plans` makes them in turn and hands each one's result, a value, to one fold (the
-session's) before it makes the next: the alternation, the stage holds, the rewrites, a profiler
-window over the loop's step and XLA on it. Then the budget ends the script. Order and
-rationale: docs/design.md, "The flow of one diagnosis".
-"""
+`loop_plans` makes the plans in turn (alternation, stage holds, rewrites, profiler window,
+XLA), each result folded in before the next (docs/design.md, "The flow of one diagnosis")."""
 
 from __future__ import annotations
 
@@ -20,16 +14,13 @@ from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
 from pipediag.report.reasons import NO_TRAIN_STEP_FOUND, Reason
-from pipediag.report.vocabulary import (
-    CACHED_BATCH_LOOP,
-    STEP_ALONE_BLOCK,
-    RateBlockKind,
-)
+from pipediag.report.vocabulary import CACHED_BATCH_LOOP, STEP_ALONE_BLOCK, RateBlockKind
 from pipediag.training.alternation import Alternation
 from pipediag.training.compute_alone import WARMUP_STEPS
 from pipediag.training.loop_profile import LoopProfile, OpsFound, Profiler, keras_layer_names
 from pipediag.training.loop_search import HoldPlan, LoopSearch
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
+from pipediag.training.op_profile import profiled_steps
 from pipediag.training.stage_cost import Searched, StageSearch
 
 if TYPE_CHECKING:
@@ -38,8 +29,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class LoopWork:
-    """What the loop is served after the alternation: the stage-hold search, then the
-    rewrites' (none of either: the budget ends the script)."""
+    """What the loop is served after the alternation (none: the budget ends the script)."""
 
     holds: HoldPlan | None = None
     search: SearchPlan | None = None
@@ -49,26 +39,22 @@ class LoopWork:
 
 @dataclass(frozen=True)
 class CachedBatch:
-    """The batch the loop pulled last, served for the step-alone blocks, and a pull from an
-    iterator over that batch alone, which each step-alone step pays in place of the loop's
-    own pull: a step of the script's loop pays an iterator's `next()` even where input is
-    free (about 0.7 ms a pull in eager mode on a 2-core host, 2% of a 35 ms step), and
-    FastFlow's T, the script fed `take(1).cache().repeat()`, pays it too (docs/design.md,
-    "Rates in alternation"). None where no such iterator could be made."""
+    """The batch the loop pulled last, and a pull each step-alone step pays in place of the
+    loop's own, as FastFlow's T does (docs/design.md, "Rates in alternation")."""
 
     batch: Any
     pull: Callable[[], object] | None = None
 
 
 class _Pull:
-    """The answer that lets a pull through to the loop's own pipeline (a training block)."""
+    """Lets a pull through to the loop's own pipeline (a training block)."""
 
 
 PULL = _Pull()
 
 
 class Phase(Protocol):
-    """The session's progress line (`redraw=False` here: the user's code runs and prints)."""
+    """The session's progress line (`redraw=False`: the user's code prints meanwhile)."""
 
     def __call__(
         self, what: str, budget_s: float | None = None, *, redraw: bool = True
@@ -76,16 +62,14 @@ class Phase(Protocol):
 
 
 class LoopPlan(Protocol):
-    """One measurement served to the loop: a batch for each pull, `PULL` to let the pull
-    through to the loop's own pipeline, None once it is over."""
+    """One measurement served to the loop: a batch or `PULL` for each pull, None once over."""
 
     def next_batch(self) -> Any | None: ...
 
 
 @dataclass(frozen=True)
 class Held:
-    """The stage holds are over: what holding each stage freed; `began`: when they started,
-    on the session's clock (as for each result below)."""
+    """The stage holds' result; `began` on the session's clock (as below)."""
 
     searched: Searched
     began: float
@@ -93,7 +77,7 @@ class Held:
 
 @dataclass(frozen=True)
 class Tried:
-    """The rewrites' search on training is over: its trials, for the prescription."""
+    """The rewrites' search on training, for the prescription."""
 
     search: PipelineSearch
     began: float
@@ -101,25 +85,20 @@ class Tried:
 
 @dataclass(frozen=True)
 class ModelSide:
-    """A model-side plan on the loop's own step is over: the profiler window's top ops, or
-    XLA's trial."""
+    """The profiler window's top ops, or XLA's trial, on the loop's own step."""
 
     found: OpsFound | ModelTrial
     began: float
 
 
-# What a plan hands back once it is over (`ComputeAlone`: the alternation's), and the one
-# place each goes: after the alternation, it answers what the verdict leaves to serve.
+# A plan's result (`ComputeAlone`: the alternation's); the session folds each in.
 LoopResult = ComputeAlone | Held | Tried | ModelSide
 Fold = Callable[[LoopResult], LoopWork | None]
 
 
 @dataclass(frozen=True)
 class Serving:
-    """What the plans served to one loop share: the session's clock and progress line, the
-    measured steps' median (which sizes the blocks and the trials), where the trial copies'
-    spent iterators are released, and what makes the profiler window's session (None: no
-    window)."""
+    """What the plans served to one loop share (`profiler`: None for no profiler window)."""
 
     clock: Clock
     step_s: float
@@ -129,14 +108,8 @@ class Serving:
 
 
 class AlternatedBlocks:
-    """The alternation served: the loop's own pulls in training blocks, the cached batch in
-    step-alone blocks (`training/alternation.py`).
-
-    `sync` waits for the device's work in flight (a JAX loop's, `training/jax_sync.py`),
-    called where a block starts or ends; None where steps end when they return. `lockstep`:
-    a multi-worker job, every step counted (a step across an epoch's end is otherwise not
-    timed).
-    """
+    """The alternation served to a loop. `sync` waits for a JAX loop's device work;
+    `lockstep` (multi-worker) counts even the step across an epoch's end."""
 
     def __init__(
         self,
@@ -156,8 +129,7 @@ class AlternatedBlocks:
         self._warmup_left = WARMUP_STEPS
 
     def next_batch(self) -> Any | None:
-        """The pull during the alternation: it ends the step that ran on the last answer and
-        starts the next; None once the alternation is done."""
+        """Ends the step that ran on the last answer, starts the next; None once done."""
         alternation = self._alternation
         now = self._synced_now()
         if alternation.open_kind is not None and not alternation.step_ended(now):
@@ -168,26 +140,23 @@ class AlternatedBlocks:
         kind: RateBlockKind = following
         if kind == STEP_ALONE_BLOCK and self._warmup_left > 0:
             self._warmup_left -= 1  # the first block's first steps are not timed
-            return self._answer(kind)
-        alternation.start_block(kind, now)
+        else:
+            alternation.start_block(kind, now)
         return self._answer(kind)
 
     def pull_ended_an_epoch(self) -> None:
-        """A training block's pull ran out of data: the step across the epoch's end (the next
-        iterator's start-up) is not timed."""
+        """The step across the epoch's end (the next iterator's start-up) is not timed."""
         if not self._lockstep:
             self._alternation.skip_step()
 
     def result(self) -> ComputeAlone:
-        """The blocks so far (an open one ended now); the cached batch and its pull are
-        released with it."""
+        """The blocks so far (an open one ended now); the cached batch is released."""
         self.batch = self._pull = None
         self._alternation.end_block()
         return self._alternation.result(CACHED_BATCH_LOOP)
 
     def _synced_now(self) -> float:
-        """The pull's time, after the device's work in flight where this pull ends or starts
-        a block: asynchronous dispatch is not counted as speed (docs/design.md, "JAX")."""
+        """Synced where a block starts or ends: dispatch is not speed (docs/design.md, "JAX")."""
         alternation = self._alternation
         if self._sync is not None and (
             alternation.open_kind is None or alternation.closes_with_next_step
@@ -203,20 +172,14 @@ class AlternatedBlocks:
         return self.batch
 
 
-# What the server sends each plan's generator when it moves on: True while the loop is still
-# pulling, False once the script has ended (the plan's result is folded in, nothing new starts).
+# The server sends True while the loop still pulls, False once the script has ended.
 Plans = Generator[LoopPlan, bool, None]
 
 
 def loop_plans(
-    blocks: AlternatedBlocks,
-    step: LoopStep | Reason | None,
-    serving: Serving,
-    fold: Fold,
+    blocks: AlternatedBlocks, step: LoopStep | Reason | None, serving: Serving, fold: Fold
 ) -> Plans:
-    """The plans served to a loop at its budget, each made once the one before it is over
-    and its result folded in (`step`: the train step the loop calls once a step, or why none
-    was found, for the model side)."""
+    """The plans served to a loop at its budget, each made once the last is folded in."""
     serving.phase("measuring training and the train step alone in turn", redraw=False)
     running = yield blocks
     batch = blocks.batch
@@ -229,23 +192,19 @@ def loop_plans(
     if work.holds is not None:
         serving.phase("holding each stage in memory on training", work.holds.seconds, redraw=False)
         stages = work.holds.start(serving.clock)
-        served = _served(stages, serving)
-        running = yield served
-        served.close()
+        running, began = yield from _searched(stages, serving)
         searched = stages.searched
-        fold(Held(searched, served.began))
-        del served, stages
+        fold(Held(searched, began))
+        del stages
         if not running:
             return
     if work.search is not None:
         left_s = max(0.0, work.search.until_s - serving.clock.now())
         serving.phase("trying the rewrites on training", left_s, redraw=False)
         rewrites = work.search.start(serving.clock, held=searched)
-        served = _served(rewrites, serving)
-        running = yield served
-        served.close()
-        fold(Tried(rewrites, served.began))
-        del served, rewrites
+        running, began = yield from _searched(rewrites, serving)
+        fold(Tried(rewrites, began))
+        del rewrites
         if not running:
             return
     if work.model_s is not None:
@@ -253,19 +212,11 @@ def loop_plans(
 
 
 def _model_side(
-    seconds: float,
-    batch: Any,
-    step: LoopStep | Reason | None,
-    serving: Serving,
-    fold: Fold,
+    seconds: float, batch: Any, step: LoopStep | Reason | None, serving: Serving, fold: Fold
 ) -> Plans:
-    """The model side on the loop's own step, last (docs/design.md, "When the model sets the
-    rate"): a profiler window over a few steps on the cached batch, then XLA with the seconds
-    left."""
+    """A profiler window on the cached batch, then XLA with the seconds left."""
     clock = serving.clock
     if serving.profiler is not None and batch is not None:
-        from pipediag.training.op_profile import profiled_steps
-
         serving.phase("profiling where the loop's step time goes", redraw=False)
         window = LoopProfile(
             batch,
@@ -290,22 +241,27 @@ def _model_side(
     fold(ModelSide(trial.result(), trial.began))
 
 
-def _served(search: StageSearch | PipelineSearch, serving: Serving) -> LoopSearch:
-    return LoopSearch(search, clock=serving.clock, step_s=serving.step_s, teardown=serving.teardown)
+def _searched(
+    search: StageSearch | PipelineSearch, serving: Serving
+) -> Generator[LoopPlan, bool, tuple[bool, float]]:
+    """Serves the search's trials; whether the loop still runs, and when they began."""
+    served = LoopSearch(
+        search, clock=serving.clock, step_s=serving.step_s, teardown=serving.teardown
+    )
+    running = yield served
+    served.close()
+    return running, served.began
 
 
 class BudgetServer:
-    """Serves a custom loop at its step budget: each plan in turn answers the loop's pulls
-    until it is over; `finish()`, once the script has ended, folds in the result of the plan
-    under way and starts nothing new."""
+    """Serves a custom loop at its step budget, one plan after another."""
 
     def __init__(self, plans: Plans) -> None:
         self._plans = plans
         self._plan: LoopPlan | None = next(plans, None)
 
     def next_batch(self) -> Any | None:
-        """What answers the loop's pull: a batch, `PULL` (pull from the loop's own pipeline),
-        or None once the budget should end the script."""
+        """A batch, `PULL`, or None once the budget should end the script."""
         while self._plan is not None:
             batch = self._plan.next_batch()
             if batch is not None:
@@ -314,13 +270,11 @@ class BudgetServer:
         return None
 
     def pull_ended_an_epoch(self) -> None:
-        """A training block's pull ran out of data (`AlternatedBlocks.pull_ended_an_epoch`)."""
         if isinstance(self._plan, AlternatedBlocks):
             self._plan.pull_ended_an_epoch()
 
     def finish(self) -> None:
-        """The script ended: the results so far are folded in once. Safe to call more
-        than once."""
+        """The script ended: the results so far are folded in, once."""
         while self._plan is not None:
             self._advance(running=False)
 

@@ -1,13 +1,6 @@
-"""Compute alone: the user's own train step on one cached batch, with the pipeline idle.
-
-Part of `training/`: the rate T, measured because step time minus input wait is not T. Under
-Keras `fit`, the model's compiled train function is called directly on the batch the
-pipeline-alone benchmark read first, every variable it touches copied before and assigned
-back after; the blocks alternate with training (`training/alternation.py`), or run in one
-piece (`measure_step_alone`) where fit has returned first. A custom loop runs them itself
-(`training/budget.py`). Method: (docs/design.md, "Input cost"), (docs/design.md, "Rates in
-alternation").
-"""
+"""Compute alone (T): the user's own train step on one cached batch, the pipeline idle, every
+variable it writes put back; under fit the compiled train function is called directly.
+Method: (docs/design.md, "Input cost"), (docs/design.md, "Rates in alternation")."""
 
 from __future__ import annotations
 
@@ -15,7 +8,7 @@ import contextlib
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any, Protocol
 
 from pipediag.analysis.stats import latency_stats
@@ -29,21 +22,19 @@ from pipediag.report.reasons import (
     Reason,
 )
 from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
+from pipediag.training.fit_backend import on_jax, undriven
 
 # The issue's bound: about 2 s or 50 steps, whichever first.
 MAX_SECONDS = 2.0
 MIN_STEPS = 50
-# Sub-millisecond steps: 50 steps are 30 ms, too short to average the scheduler's noise out,
-# so such steps run for at least this long (and at most MAX_STEPS).
+# Sub-millisecond steps: 50 of them are too short to average the scheduler's noise out.
 MIN_SECONDS = 0.25
 MAX_STEPS = 2000
-# The first calls are not timed: under fit the first call on a cached batch may retrace the
-# train step for its static shapes; in a loop the pipeline's prefetch buffer refills (its
-# threads still busy) during the first steps served from the cache.
+# Untimed first calls: under fit the cached batch's static shapes may retrace the step; in a
+# loop the pipeline's prefetch buffer refills during the first steps served from the cache.
 WARMUP_STEPS = 3
-# TensorFlow's stateful random kernels keep hidden state that no variable holds: extra steps
-# would change what the rest of training draws. Keras' own layers use SeedGenerator variables
-# (restored), not these.
+# Hidden state no variable holds: extra steps would change what training draws later. Keras'
+# own layers use SeedGenerator variables (restored), not these.
 STATEFUL_RANDOM_OPS = frozenset(
     {
         "RandomUniform",
@@ -61,59 +52,13 @@ STATEFUL_RANDOM_OPS = frozenset(
 
 
 def steps_wanted(step_s: float) -> int:
-    """How many timed steps a step of `step_s` seconds gets within the bounds."""
     if step_s <= 0:
         return MAX_STEPS
-    by_time = math.ceil(MIN_SECONDS / step_s)
-    return max(MIN_STEPS, min(MAX_STEPS, by_time))
-
-
-@dataclass
-class _Timing:
-    """Step ends and process CPU over the timed steps, and when the phase began."""
-
-    began: float
-    ends: list[float]
-    cpu_s: float
-
-
-def _result(
-    method: ComputeAloneMethod,
-    timing: _Timing,
-    origin: float,
-    clock_now: float,
-    *,
-    restored: int = 0,
-) -> ComputeAlone:
-    ends = timing.ends
-    durations = [b - a for a, b in zip(ends, ends[1:], strict=False)]
-    if not durations:
-        return ComputeAlone(measured=False, reason=Reason(NO_STEP_ALONE))
-    span = ends[-1] - ends[0]
-    return ComputeAlone(
-        measured=True,
-        method=method,
-        start_s=timing.began - origin,
-        duration_s=clock_now - timing.began,
-        warmup_steps=WARMUP_STEPS,
-        steps=len(durations),
-        steps_per_s=len(durations) / span if span > 0 else None,
-        step_time=latency_stats(durations),
-        restored_variables=restored,
-        cpu_s_per_step=timing.cpu_s / len(durations),
-    )
-
-
-# --- Keras fit -------------------------------------------------------------------------------
+    return max(MIN_STEPS, min(MAX_STEPS, math.ceil(MIN_SECONDS / step_s)))
 
 
 class FitStepAlone:
-    """The model's compiled train function on the cached batch, a block of calls at a time;
-    every variable a step writes is copied before each block and assigned back after it, so
-    training goes on exactly as it would have.
-
-    Made by `fit_step_alone`, which says instead why the step cannot run alone.
-    """
+    """fit's compiled train function on the cached batch, variables put back after a block."""
 
     method: ComputeAloneMethod = KERAS_TRAIN_FUNCTION
 
@@ -128,20 +73,26 @@ class FitStepAlone:
         return len(self._variables)
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
-        """`warmup` untimed calls, then calls until `step_ended(clock.now())` says the block
-        is complete; the variables are put back however it ends."""
         with variables_put_back(self._variables):
-            for _ in range(warmup):
-                sync_logs(self._train_function(self._feed()))
-            done = False
-            while not done:
-                sync_logs(self._train_function(self._feed()))
-                done = step_ended(clock.now())
+            run_block(
+                lambda: sync_logs(self._train_function(self._feed())), step_ended, clock, warmup
+            )
+
+
+def run_block(
+    call: Callable[[], None], step_ended: Callable[[float], bool], clock: Clock, warmup: int
+) -> None:
+    """`warmup` untimed calls, then calls until `step_ended(clock.now())`."""
+    for _ in range(warmup):
+        call()
+    done = False
+    while not done:
+        call()
+        done = step_ended(clock.now())
 
 
 class StepAlone(Protocol):
-    """What runs fit's train step alone, whatever the backend (`FitStepAlone`;
-    `training/jax_fit.py`'s `JaxStepAlone`)."""
+    """What runs fit's train step alone, whatever the backend."""
 
     per_call: int
     method: ComputeAloneMethod
@@ -153,10 +104,7 @@ class StepAlone(Protocol):
 
 
 def fit_step_alone(model: Any, batch: Any) -> StepAlone | Reason:
-    """What runs fit's train step alone on `batch`, or why it cannot run: chosen by the
-    model's Keras backend (docs/design.md, "JAX")."""
-    from pipediag.training.fit_backend import on_jax, undriven
-
+    """What runs fit's train step alone for the model's backend, or why it cannot run."""
     backend = undriven(model)
     if backend is not None:
         return Reason(BACKEND_NO_STEP_ALONE, detail=backend)
@@ -171,8 +119,7 @@ def fit_step_alone(model: Any, batch: Any) -> StepAlone | Reason:
 
 
 def compiled_train_function(model: Any) -> Any:
-    """fit's compiled train function, or the Reason it cannot be run apart from fit: none
-    compiled yet, or one with a stateful random op (`STATEFUL_RANDOM_OPS`)."""
+    """fit's compiled train function, or why it cannot run apart from fit."""
     train_function = getattr(model, "train_function", None)
     if train_function is None:
         return Reason(NO_COMPILED_TRAIN_FUNCTION)
@@ -185,15 +132,7 @@ def compiled_train_function(model: Any) -> Any:
 def measure_step_alone(
     runner: StepAlone, *, clock: Clock, origin: float, step_s_hint: float
 ) -> ComputeAlone:
-    """Time the train step alone in one run (after training has ended, where none is left
-    to alternate with); the runner puts every variable back as it was.
-
-    Args:
-        runner: what runs the step alone (`fit_step_alone`; a loop's `TrainCalls`).
-        clock: the session's clock.
-        origin: the session's time zero, for `start_s`.
-        step_s_hint: the measured train step's median, to size the run.
-    """
+    """The train step alone in one run, where training ended with no steps to alternate."""
     per_call = runner.per_call
     wanted = steps_wanted(step_s_hint * per_call)
     began = clock.now()
@@ -208,29 +147,35 @@ def measure_step_alone(
         return len(ends) > wanted or at >= ends[0] + MAX_SECONDS
 
     runner.block(step_ended, clock=clock, warmup=WARMUP_STEPS)
-    timing = _Timing(began, ends, time.process_time() - cpu_from)
-    result = _result(runner.method, timing, origin, clock.now(), restored=runner.restored_variables)
+    cpu_s = time.process_time() - cpu_from
+    now = clock.now()
+    durations = [b - a for a, b in zip(ends, ends[1:], strict=False)]
+    if not durations:
+        return ComputeAlone(measured=False, reason=Reason(NO_STEP_ALONE))
+    span = ends[-1] - ends[0]
+    result = ComputeAlone(
+        measured=True,
+        method=runner.method,
+        start_s=began - origin,
+        duration_s=now - began,
+        warmup_steps=WARMUP_STEPS,
+        steps=len(durations),
+        steps_per_s=len(durations) / span if span > 0 else None,
+        step_time=latency_stats(durations),
+        restored_variables=runner.restored_variables,
+        cpu_s_per_step=cpu_s / len(durations),
+    )
     if per_call > 1 and result.step_time is not None:
         return _per_batch(result, per_call)
     return result
 
 
 def cached_batch_feed(model: Any, batch: Any) -> Callable[[], Any]:
-    """What one call of the train function reads: an iterator over the cached batch,
-    repeated, as FastFlow's T feeds fit (`ds.take(1).cache().repeat()`).
-
-    The train function takes its batches (`steps_per_execution` a call) from the iterator
-    inside its own tf.function, the path fit's steps take. Handed a Python iterable instead,
-    Keras calls its inner step function on each batch, a shorter path: on 1 ms steps that
-    ran 45% faster than the same function on a dataset iterator, so T stood far above
-    FastFlow's (docs/design.md, "Rates in alternation"). Under a strategy with several
-    replicas the global batch is split among them as fit splits it, through the strategy's
-    own distributed dataset.
-    """
+    """The cached batch repeated, as FastFlow's T feeds fit: a dataset iterator, as Keras
+    takes a shorter path on a Python iterable (docs/design.md, "Rates in alternation")."""
     import tensorflow as tf
 
-    # No autotuning: its thread would take CPU beside the step, and freeing an autotuned
-    # iterator waits out its sleep (docs/design.md, "Iterator tear-down").
+    # No autotuning: its thread takes CPU beside the step (docs/design.md, "Iterator tear-down").
     options = tf.data.Options()
     options.autotune.enabled = False
     cached = tf.data.Dataset.from_tensors(batch).repeat().with_options(options)
@@ -244,8 +189,6 @@ def cached_batch_feed(model: Any, batch: Any) -> Callable[[], Any]:
 
 def _per_batch(result: ComputeAlone, per_call: int) -> ComputeAlone:
     """With steps_per_execution, one call trains `per_call` batches: rates per batch."""
-    from dataclasses import replace
-
     rate = None if result.steps_per_s is None else result.steps_per_s * per_call
     cpu = None if result.cpu_s_per_step is None else result.cpu_s_per_step / per_call
     stats = result.step_time
@@ -278,8 +221,7 @@ def sync_logs(logs: Any) -> None:
 
 @contextlib.contextmanager
 def variables_put_back(variables: Iterable[Any]) -> Iterator[None]:
-    """Copy every variable now and assign each its copy on leaving, however it is left: extra
-    steps pipediag runs leave training exactly as it was."""
+    """Copy every variable now and assign each its copy on leaving, however it is left."""
     saved = [(v, v.numpy()) for v in variables]
     try:
         yield
@@ -289,49 +231,49 @@ def variables_put_back(variables: Iterable[Any]) -> Iterator[None]:
 
 
 def step_variables(model: Any) -> list[Any]:
-    """Every variable a train step writes: weights (seed-generator states among the
-    non-trainable ones), the optimizer's, the metrics'. Each once."""
+    """Every variable a train step writes (seed-generator states among them), each once."""
     groups = [
         getattr(model, "trainable_variables", []),
         getattr(model, "non_trainable_variables", []),
         getattr(getattr(model, "optimizer", None), "variables", []) or [],
         getattr(model, "metrics_variables", []),
     ]
+    return each_once(variable for group in groups for variable in group)
+
+
+def each_once(variables: Iterable[Any]) -> list[Any]:
+    """The variables in order, each once (by identity)."""
     found: dict[int, Any] = {}
-    for group in groups:
-        for variable in group:
-            found.setdefault(id(variable), variable)
+    for variable in variables:
+        found.setdefault(id(variable), variable)
     return list(found.values())
 
 
 def stateful_random_op(train_function: Any) -> str | None:
-    """The first stateful random op in the traced train step, if any can be found."""
     return stateful_random_op_in(_traced_graphs(train_function))
 
 
 def stateful_random_op_in(graph_defs: Iterable[Any]) -> str | None:
-    """The first of TensorFlow's stateful random ops in these GraphDefs, their library
-    functions included; None where there is none."""
     for graph_def in graph_defs:
-        ops = {node.op for node in graph_def.node}
-        for function in graph_def.library.function:
-            ops.update(node.op for node in function.node_def)
-        hit = sorted(ops & STATEFUL_RANDOM_OPS)
+        hit = sorted(ops_in(graph_def) & STATEFUL_RANDOM_OPS)
         if hit:
             return str(hit[0])
     return None
 
 
+def ops_in(graph_def: Any) -> set[str]:
+    """The op types of a GraphDef, its library functions' included."""
+    ops = {node.op for node in graph_def.node}
+    for function in graph_def.library.function:
+        ops.update(node.op for node in function.node_def)
+    return ops
+
+
 def _traced_graphs(train_function: Any) -> list[Any]:
-    """The GraphDefs of the tf.functions the train function closes over (Keras builds it as
-    a closure over its compiled one-step function)."""
+    """The GraphDefs of the tf.functions Keras' train function closes over."""
     graphs: list[Any] = []
-    for cell in getattr(train_function, "__closure__", None) or ():
-        try:
-            target = cell.cell_contents
-        except ValueError:
-            continue
-        for inner in (target, *(c.cell_contents for c in _cells(target))):
+    for target in closed_over(train_function):
+        for inner in (target, *closed_over(target)):
             lister = getattr(inner, "_list_all_concrete_functions", None)
             if lister is None:
                 continue
@@ -342,12 +284,10 @@ def _traced_graphs(train_function: Any) -> list[Any]:
     return graphs
 
 
-def _cells(function: Any) -> list[Any]:
-    cells = []
+def closed_over(function: Any) -> list[Any]:
+    """The values `function`'s closure holds (empty cells skipped)."""
+    values = []
     for cell in getattr(function, "__closure__", None) or ():
-        try:
-            cell.cell_contents  # noqa: B018 - an empty cell raises
-        except ValueError:
-            continue
-        cells.append(cell)
-    return cells
+        with contextlib.suppress(ValueError):  # an empty cell raises
+            values.append(cell.cell_contents)
+    return values

@@ -1,13 +1,6 @@
-"""The host-to-device copy's share of fit's train step, where there is a GPU.
-
-The train step alone is timed on the cached batch kept on the host (every call copies it to
-the device) against the same batch placed on the device once, in the interleaved rounds of
-the other model-side trials (`training/model_side.py`). The difference is the copy's share of
-the step; the fix, ending the pipeline with `prefetch_to_device`, is tried on training like
-every rewrite (docs/design.md, "The host-to-device copy"). Without a GPU there is no copy,
-and the trial says so. The placement is injected (`bench/device.py`), so tests drive the
-trial with a fake device.
-"""
+"""The host-to-device copy's share of fit's train step, where there is a GPU: the step on the
+cached batch on the host against the batch placed on the device once (docs/design.md, "The
+host-to-device copy"). The placement is injected (`bench/device.py`)."""
 
 from __future__ import annotations
 
@@ -23,12 +16,9 @@ from pipediag.training.step_rounds import FitFacts, Side, measure
 
 DEVICE_COPY_CODE = 'dataset = dataset.apply(tf.data.experimental.prefetch_to_device("{device}"))'
 
-# One synced train step on the batch given.
-Step = Callable[[Any], None]
-
 
 def device_copy_trial(
-    step: Step,
+    step: Callable[[Any], None],  # one synced train step on the batch given
     batch: Any,
     placement: DevicePlacement,
     facts: FitFacts,
@@ -36,8 +26,7 @@ def device_copy_trial(
     clock: Clock,
     share_s: float,
 ) -> ModelTrial:
-    """The step on the host batch (baseline) against the step on the device batch (variant),
-    within `share_s` seconds; the copy's share of the step from their rates."""
+    """The step on the host batch (baseline) against the device batch (variant)."""
     host = placement.on_host(batch)
     on_device = placement.on_device(batch)
     trial = measure(
@@ -54,15 +43,13 @@ def device_copy_trial(
         code=DEVICE_COPY_CODE.format(device=placement.name),
         setting=placement.name,
         share=share,
-        # What limits the reading: the fix overlaps the copy with the step, it does not
-        # remove it.
+        # The fix overlaps the copy with the step, it does not remove it.
         reason=trial.reason or (Reason(COPY_AT_MOST) if share else None),
     )
 
 
 def copy_share(trial: ModelTrial) -> float | None:
-    """The share of the host-fed step the copy takes (none below zero: a device-fed step
-    measured slower is noise, not a negative copy)."""
+    """The share of the host-fed step the copy takes (a slower device-fed step is noise)."""
     base, variant = trial.baseline_steps_per_s, trial.variant_steps_per_s
     if not base or not variant:
         return None

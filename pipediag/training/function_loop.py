@@ -1,12 +1,7 @@
-"""A loop that pulls inside a `tf.function`: the training function, and it run alone.
-
-Part of `training/`: the call is the unit timed, and the optimizer's step counter says how
-many steps it ran. `TrainCalls` is the function found training and what it was last called
-with; its `step_alone` runs it on an iterator over the cached batch of the user's kind and
-element spec, or on a dataset of as many copies of that batch as a call's steps, so the
-traced graph is reused; every captured variable is put back after each block. Method:
-(docs/design.md, "Loops that pull inside a tf.function").
-"""
+"""A loop that pulls inside a `tf.function`: the training function, and it run alone on a feed
+of the cached batch of the user's kind and element spec, so its traced graph is reused; the
+optimizer's step counter counts the steps (docs/design.md, "Loops that pull inside a
+tf.function")."""
 
 from __future__ import annotations
 
@@ -27,7 +22,7 @@ from pipediag.report.reasons import (
     Reason,
 )
 from pipediag.report.vocabulary import TRAINING_FUNCTION, ComputeAloneMethod
-from pipediag.training.compute_alone import stateful_random_op_in, variables_put_back
+from pipediag.training.compute_alone import ops_in, stateful_random_op_in, variables_put_back
 from pipediag.training.loop_xla import captured_variables
 
 # The optimizer's step counter among the variables a function captures: Keras 3's
@@ -36,7 +31,6 @@ _COUNTER_NAME = re.compile(r"(^|/)(iteration|iterations|iter|global_step)(:\d+)?
 
 
 def step_counter(function: Any) -> Any | None:
-    """The optimizer's step counter the traced `function` captures, or None."""
     for variable in captured_variables(function):
         integer = getattr(getattr(variable, "dtype", None), "is_integer", False)
         name = str(getattr(variable, "name", ""))
@@ -46,9 +40,7 @@ def step_counter(function: Any) -> Any | None:
 
 
 def iterator_dataset(fed: Any) -> Any | None:
-    """The dataset a training function is fed: a tf.data dataset itself, or the one a tf.data
-    or tf.distribute iterator reads (a distributed iterator's first worker's, which is what
-    each of its replicas is fed from); None where unknown."""
+    """The dataset `fed` is or reads (a distributed iterator's first worker's); None if unknown."""
     if is_dataset(fed):
         return fed
     workers = getattr(fed, "_iterators", None)
@@ -66,20 +58,9 @@ def is_dataset(value: Any) -> bool:
 
 @dataclass
 class TrainCalls:
-    """The tf.function that trains, pulling from the iterator (or iterating the dataset) at
-    `slot` of its arguments, or from the iterator (or the dataset) it closes over.
-
-    Attributes:
-        function: the `tf.function` (a polymorphic `Function`).
-        call: `Function.__call__` as TensorFlow defines it (pipediag's wrapper bypassed).
-        slot: the iterator's or the dataset's position among the arguments, or its keyword;
-            None where the function closes over its iterator or dataset (`captured`).
-        counter: the optimizer's step counter the function captures; None where it
-            captures none and was named as training (`RunConfig.train_function`): each call
-            then counts as one step.
-        name: the function's name; `where`: `file.py:line` where the script defines it.
-        steps_per_call: the steps the last call ran.
-    """
+    """The tf.function that trains, and what it was last called with. `call`: TensorFlow's
+    `Function.__call__`. `slot`: where its data is among the arguments (None: `captured`).
+    `counter`: the optimizer's step counter (None: each call counts as one step)."""
 
     function: Any
     call: Callable[..., Any]
@@ -92,21 +73,19 @@ class TrainCalls:
     kwargs: dict[str, Any] = field(default_factory=dict)
     captured: Any = None
     calls_made: int = 0  # counted steps where there is no counter: calls x steps a call
-    # The cached batch the function ran alone on, and whether it has been traced for a
-    # tf.data iterator in place of its tf.distribute one (`trace_for_trials`).
     held_batch: Any = None
     traced_for_trials: bool = False
     # `trained_on`'s answer, found once: it reads every traced graph
     _trained: Callable[[Any], Any] | Reason | None = field(default=None, init=False, repr=False)
 
     def fed(self) -> Any:
-        """The iterator or the dataset the last call was given, or the one it closes over."""
+        """The iterator or dataset the last call was given, or the one it closes over."""
         if self.slot is None:
             return self.captured
         return self.args[self.slot] if isinstance(self.slot, int) else self.kwargs[self.slot]
 
     def passes_per_call(self) -> bool:
-        """Each call iterates a dataset from its start: one pass over the data a call."""
+        """Each call iterates a dataset from its start."""
         return is_dataset(self.fed())
 
     def run(self, args: Any, kwargs: Any) -> Any:
@@ -117,29 +96,20 @@ class TrainCalls:
         return result
 
     def count(self) -> int:
-        """The counter's value (reading it waits for the call's work to end); without a
-        counter, the steps counted by the calls."""
+        """The steps so far (reading the counter waits for the call's work to end)."""
         if self.counter is None:
             return self.calls_made
         return int(self.counter.numpy())
 
     def trained_on(self) -> Callable[[Any], Any] | Reason:
-        """How pipediag trains this function on another pipeline at once (the fixes' trials
-        on training): a call given a tf.data iterator in place of the loop's own, the rest
-        of the last call's arguments kept, waited for through the step counter. Or why not:
-        the function closes over its data, iterates a dataset each call, reads an iterator
-        that splits each batch among several replicas, reads its iterator to the end, or
-        uses a stateful random op. Found once, at the trials' first need. A one-replica
-        tf.distribute iterator is given a tf.data one in its place (the function is traced
-        once more): a copy of the pipeline rebuilt from its graph and distributed again
-        read every held element anew (a stage held in memory trained no faster)."""
+        """How the fixes' trials train this function: a call given a tf.data iterator in place
+        of the loop's own (a one-replica tf.distribute one too), waited for; or why not."""
         if self._trained is None:
             self._trained = self._train_at_once()
         return self._trained
 
     def _train_at_once(self) -> Callable[[Any], Any] | Reason:
-        strategy = getattr(self.fed(), "_strategy", None)
-        replicas = getattr(strategy, "num_replicas_in_sync", 1) if strategy is not None else 1
+        replicas = getattr(getattr(self.fed(), "_strategy", None), "num_replicas_in_sync", 1)
         if self.slot is None or replicas > 1 or self.passes_per_call():
             return Reason(CALLS_NO_FIX_TRIAL)
         if reads_to_end(self.function):
@@ -165,10 +135,8 @@ class TrainCalls:
         return train
 
     def trace_for_trials(self, train: Callable[[Any], Any]) -> None:
-        """Once, before any trial is timed: where the loop's own iterator is a tf.distribute
-        one, one call of `train` on a tf.data iterator over the cached batch, so that the
-        function's new trace for that kind of iterator falls off the clock. The caller puts
-        the variables back; a failure is left to the trials to meet."""
+        """Once, for a tf.distribute loop: a call of `train` on the cached batch, so that the
+        new trace falls off the clock (a failure is left to the trials)."""
         if self.traced_for_trials or getattr(self.fed(), "_strategy", None) is None:
             return
         self.traced_for_trials = True
@@ -181,7 +149,6 @@ class TrainCalls:
             train(held)
 
     def step_alone(self, batch: Any) -> CallStepAlone | Reason:
-        """What runs this function alone on `batch`, or why it cannot run."""
         if batch is None:
             return Reason(NO_BATCH_KEPT)
         blocker = stateful_random_op(self.function)
@@ -206,8 +173,7 @@ class TrainCalls:
 
 
 class CallStepAlone:
-    """The training function on an iterator over the cached batch (a `StepAlone`): each
-    call's steps are reported one by one, its time spread evenly over them."""
+    """The training function on the cached batch, each call's time spread over its steps."""
 
     per_call = 1  # steps are reported singly, not per call
     method: ComputeAloneMethod = TRAINING_FUNCTION
@@ -235,39 +201,31 @@ class CallStepAlone:
         return len(self._variables)
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
-        """`warmup` untimed calls, then calls until `step_ended` says the block is complete;
-        the variables are put back however it ends."""
         calls = self._calls
         counted = calls.calls_made  # put back too, as the counter is with the variables
         try:
-            self._block(step_ended, clock=clock, warmup=warmup)
+            with variables_put_back(self._variables), captured_swapped(calls.function, self._swap):
+                for _ in range(warmup):
+                    calls.run(self._args, self._kwargs)
+                count = calls.count()
+                while True:
+                    began = clock.now()
+                    calls.run(self._args, self._kwargs)
+                    after = calls.count()
+                    ended = clock.now()
+                    steps, count = after - count, after
+                    if steps <= 0:
+                        raise RuntimeError("the training function ran no step on the cached batch")
+                    for k in range(1, steps + 1):
+                        if step_ended(began + (ended - began) * k / steps):
+                            return
         finally:
             calls.calls_made = counted
-
-    def _block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
-        calls = self._calls
-        with variables_put_back(self._variables), captured_swapped(calls.function, self._swap):
-            for _ in range(warmup):
-                calls.run(self._args, self._kwargs)
-            count = calls.count()
-            while True:
-                began = clock.now()
-                calls.run(self._args, self._kwargs)
-                after = calls.count()
-                ended = clock.now()
-                steps, count = after - count, after
-                if steps <= 0:
-                    raise RuntimeError("the training function ran no step on the cached batch")
-                for k in range(1, steps + 1):
-                    if step_ended(began + (ended - began) * k / steps):
-                        return
 
 
 @contextlib.contextmanager
 def captured_swapped(function: Any, swap: tuple[Any, Any] | None) -> Iterator[None]:
-    """Within: every traced graph of `function` that captured `swap[0]` (an iterator's or a
-    dataset's handle, `data_handle`) reads `swap[1]` instead; put back on leaving, however
-    it is left. The function's own call then runs as written, on other data."""
+    """Within, `function`'s traced graphs read the handle `swap[1]` in place of `swap[0]`."""
     if swap is None:
         yield
         return
@@ -286,15 +244,12 @@ def captured_swapped(function: Any, swap: tuple[Any, Any] | None) -> Iterator[No
 
 
 def data_handle(fed: Any) -> Any:
-    """The tensor a graph captures for an iterator (its resource) or a dataset (its
-    variant)."""
+    """The tensor a graph captures for an iterator or a dataset."""
     return fed._variant_tensor if is_dataset(fed) else fed._iterator_resource
 
 
 def captured_data(function: Any, made: Callable[[int], Any | None]) -> Any | None:
-    """The eager tf.data iterator or dataset whose handle a traced graph of `function`
-    captures (a function that closes over its data), among those `made` knows by the id of
-    their handle; None where it captures none."""
+    """The iterator or dataset `made` knows by handle id that `function` captures, if any."""
     for concrete in function._list_all_concrete_functions():
         for value in concrete._captured_inputs:
             fed = made(id(value))
@@ -304,10 +259,8 @@ def captured_data(function: Any, made: Callable[[int], Any | None]) -> Any | Non
 
 
 def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False) -> Any | Reason:
-    """What feeds the training function `batch` in place of `fed`: for an iterator, an
-    iterator over `batch` forever, of the same kind (a tf.data one with `plain`) and element
-    spec; for a dataset, a dataset of `steps_per_call` copies of it, so each call runs as
-    many steps as the script's. Or why none can be made."""
+    """What feeds `batch` in place of `fed`, of the same kind (tf.data with `plain`) and
+    element spec, a dataset `steps_per_call` batches long; or why none can be made."""
     import tensorflow as tf
 
     dataset = iterator_dataset(fed)
@@ -319,8 +272,7 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False)
         return Reason(NOT_PLAIN_TENSORS)
 
     def relaxed(*parts: Any) -> Any:
-        # The cached batch's shapes are fully known; the iterator's may not be (a batch
-        # dimension of None). The same spec keeps the traced function from retracing.
+        # The iterator's spec (a batch dimension of None) keeps the function from retracing.
         element = parts if len(parts) > 1 else parts[0]
         flat = [
             tf.compat.v1.placeholder_with_default(t, s.shape)
@@ -328,8 +280,7 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False)
         ]
         return tf.nest.pack_sequence_as(spec, flat)
 
-    # One batch held in memory, as FastFlow's `take(1).cache().repeat()`: the map runs once,
-    # while the cache fills; every later pull is a read from memory.
+    # As FastFlow's `take(1).cache().repeat()`: the map runs once, while the cache fills.
     held = tf.data.Dataset.from_tensors(batch).map(relaxed).cache().repeat()
     if is_dataset(fed):
         return held.take(steps_per_call)
@@ -346,23 +297,18 @@ def _flat(result: Any) -> list[Any]:
 
 
 def reads_to_end(function: Any) -> bool:
-    """Whether a traced graph of `function` loops over an iterator until it ends (AutoGraph's
-    `for x in iterator`), which an iterator over a held batch that repeats would never end.
-    Such a loop reads through optionals: a tf.data iterator's with no `IteratorGetNext`
-    beside them, a tf.distribute iterator's with `OptionalNone` (its `next()` reads through
-    optionals too, to handle partial batches, but makes none)."""
+    """Whether `function` loops over an iterator to its end, which a held batch never has
+    (docs/design.md, "Loops that pull inside a tf.function")."""
     ops: set[str] = set()
-    for concrete in function._list_all_concrete_functions():
-        graph_def = concrete.graph.as_graph_def()
-        ops.update(node.op for node in graph_def.node)
-        for library_function in graph_def.library.function:
-            ops.update(node.op for node in library_function.node_def)
+    for graph_def in _graph_defs(function):
+        ops |= ops_in(graph_def)
     through_optionals = "IteratorGetNextAsOptional" in ops and "IteratorGetNext" not in ops
     return through_optionals or "OptionalNone" in ops
 
 
 def stateful_random_op(function: Any) -> str | None:
-    """The first of TensorFlow's stateful random ops in the traced function, if any."""
-    return stateful_random_op_in(
-        concrete.graph.as_graph_def() for concrete in function._list_all_concrete_functions()
-    )
+    return stateful_random_op_in(_graph_defs(function))
+
+
+def _graph_defs(function: Any) -> Iterator[Any]:
+    return (concrete.graph.as_graph_def() for concrete in function._list_all_concrete_functions())

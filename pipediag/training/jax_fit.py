@@ -1,12 +1,6 @@
-"""Keras 3 `fit` on the JAX backend: its jitted train step, run by pipediag on a copy of fit's
-state (docs/design.md, "JAX").
-
-Part of `training/`: `model.train_function` is `(state, iterator) -> (logs, state)` and its
-state argument is donated, so pipediag runs the step on a copy of fit's current state
-(`model._jax_state`); fit's own arrays are never passed nor written, and nothing needs
-restoring. Each call ends on `jax.block_until_ready`. JAX is imported only for a model whose
-backend is JAX.
-"""
+"""Keras 3 `fit` on the JAX backend: its jitted train step, whose state argument is donated,
+run on a copy of fit's current state, so fit's own arrays are never written (docs/design.md,
+"JAX"). JAX is imported only for a model whose backend is JAX."""
 
 from __future__ import annotations
 
@@ -16,6 +10,7 @@ from typing import Any
 from pipediag.clock import Clock
 from pipediag.report.reasons import JAX_STATE_PURGED, NO_COMPILED_TRAIN_FUNCTION, Reason
 from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
+from pipediag.training.compute_alone import run_block
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
 STATE_KEYS = (
@@ -27,10 +22,7 @@ STATE_KEYS = (
 
 
 def fit_state(model: Any) -> tuple[list[Any], ...] | Reason:
-    """fit's current state, as its next step would get it, or why it cannot be read.
-
-    Mid-fit the variables are purged and the state is `model._jax_state`; before fit's
-    first step and after fit returns, it is in the variables."""
+    """fit's state as its next step would get it (mid-fit: `model._jax_state`), or why not."""
     live = getattr(model, "_jax_state", None)
     if isinstance(live, dict) and all(live.get(key) is not None for key in STATE_KEYS):
         state = tuple(list(live[key]) for key in STATE_KEYS)
@@ -49,11 +41,7 @@ def fit_state(model: Any) -> tuple[list[Any], ...] | Reason:
 
 
 class JaxFitSteps:
-    """fit's train function on a private copy of fit's current state; each call synced.
-
-    Args:
-        model: the Keras model `fit` trains, on the JAX backend.
-    """
+    """fit's train function on a private copy of fit's current state; each call synced."""
 
     def __init__(self, model: Any) -> None:
         import jax
@@ -68,30 +56,14 @@ class JaxFitSteps:
         self._state = jax.tree.map(jnp.copy, state)
 
     def call(self, iterator: Iterator[Any], *, as_fit_feeds: bool = True) -> None:
-        """One call of the train function on `iterator`'s next batches, as fit feeds it
-        (`as_fit_feeds`; False: they are on the device already), waited for; raises
-        StopIteration when the iterator is spent."""
-        feeds = _AsFitFeeds(iterator) if as_fit_feeds else iterator
+        """One call on `iterator`'s next batches; StopIteration once it is spent."""
+        feeds = map(as_numpy, iterator) if as_fit_feeds else iterator
         logs, self._state = self._train(self._state, feeds)
         self._jax.block_until_ready((logs, self._state))
 
 
-class _AsFitFeeds:
-    """An iterator over a pipeline copy's elements as fit hands them to the JAX train step:
-    each TensorFlow tensor as a NumPy array (Keras's `TFDatasetAdapter.get_jax_iterator`)."""
-
-    def __init__(self, iterator: Iterator[Any]) -> None:
-        self._iterator = iterator
-
-    def __iter__(self) -> _AsFitFeeds:
-        return self
-
-    def __next__(self) -> Any:
-        return as_numpy(next(self._iterator))
-
-
 def as_numpy(element: Any) -> Any:
-    """A dataset element's tensors as NumPy arrays, its structure kept."""
+    """A dataset element's tensors as NumPy arrays, as fit hands them to the JAX train step."""
     import numpy as np
     import tensorflow as tf
 
@@ -110,12 +82,7 @@ def trainable(model: Any) -> Reason | None:
 
 
 class JaxStepAlone:
-    """fit's JAX train step on the cached batch, a block of calls at a time, each block on a
-    fresh copy of fit's state (as the TensorFlow runner puts the variables back after each
-    block). The batch is put on the device once: the step alone reads no input.
-
-    Made by `jax_step_alone`, which says instead why the step cannot run alone.
-    """
+    """fit's JAX train step on the cached batch, each block on a fresh copy of fit's state."""
 
     method: ComputeAloneMethod = KERAS_TRAIN_FUNCTION
 
@@ -134,17 +101,9 @@ class JaxStepAlone:
         return self._arrays
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
-        """`warmup` untimed calls, then calls until `step_ended(clock.now())` says the block
-        is complete, each waited for on the device."""
         steps = JaxFitSteps(self._model)
-        # The batch is on the device already: converting it back to NumPy every call, as
-        # fit's feed does for a pipeline's tensors, would time a copy the step never makes.
-        for _ in range(warmup):
-            steps.call(self._feed(), as_fit_feeds=False)
-        done = False
-        while not done:
-            steps.call(self._feed(), as_fit_feeds=False)
-            done = step_ended(clock.now())
+        # Not fit's NumPy feed: it would time a copy the step never makes.
+        run_block(lambda: steps.call(self._feed(), as_fit_feeds=False), step_ended, clock, warmup)
 
     def _feed(self) -> Iterator[Any]:
         for _ in range(self.per_call):
@@ -152,6 +111,5 @@ class JaxStepAlone:
 
 
 def jax_step_alone(model: Any, batch: Any) -> JaxStepAlone | Reason:
-    """What runs fit's JAX train step alone on `batch`, or why it cannot run."""
     blocker = trainable(model)
     return blocker if blocker is not None else JaxStepAlone(model, batch)

@@ -1,13 +1,5 @@
-"""The device sync that ends a JAX loop's timed blocks (docs/design.md, "JAX").
-
-A jitted JAX step returns as soon as its work is dispatched: a loop served a cached batch
-can run far ahead of its device, and timing it from pull to pull would count dispatch as
-speed. So the alternation's blocks start and end on `jax.block_until_ready` over every live
-JAX array, which includes the step's outputs (the loop holds them), and waits for them
-alone: one sync a block, never one a step, so that training keeps its overlap. JAX is
-taken from `sys.modules`, never imported: a script that did not import it has nothing to
-wait for.
-"""
+"""The device sync that ends a JAX loop's timed blocks: a jitted step returns once dispatched
+(docs/design.md, "JAX"). JAX is taken from `sys.modules`, never imported."""
 
 from __future__ import annotations
 
@@ -31,9 +23,7 @@ def device_sync() -> Callable[[], None] | None:
 
 
 def synced_step_s(timeline: StepTimeline, sync: Callable[[], None], clock: Clock) -> float | None:
-    """The measured steps' mean step, from the first one's start to the end of the work they
-    dispatched (`sync` waits for it): what sizes the blocks, where single durations are
-    dispatch times. None before any measured step."""
+    """The measured steps' mean up to the end of their device work (durations are dispatch)."""
     measured = timeline.steps[timeline.warmup_steps :]
     if not measured:
         return None

@@ -1,12 +1,6 @@
-"""Where the step's time goes: a TF profiler window over a few steps on the cached batch.
-
-Part of `training/`: at a custom loop's step budget, right before XLA is tried, the loop is
-served its cached batch while the profiler runs from one pull to `steps` pulls later, its own
-code between pulls included, and no train step needs to be found; under fit, calls of the
-train function drive the same window (`training/model_side.py`). Read and grouped by
-`training/op_profile.py` and `analysis/op_time.py`. Method: (docs/design.md, "When the model
-sets the rate").
-"""
+"""Where the step's time goes: a TF profiler window over a few steps on the cached batch,
+driven by a custom loop's pulls or by fit's calls (docs/design.md, "When the model sets the
+rate")."""
 
 from __future__ import annotations
 
@@ -16,6 +10,7 @@ from pipediag.analysis.op_time import ProfiledWindow, top_ops
 from pipediag.clock import Clock
 from pipediag.report.model_side import TopOp
 from pipediag.report.reasons import ERROR, NO_OP_EVENTS, PROFILE_STOPPED, Reason
+from pipediag.training.compute_alone import closed_over
 
 
 class Profiler(Protocol):
@@ -35,18 +30,10 @@ OpsFound = tuple[list[TopOp], Reason | None]
 
 
 class LoopProfile:
-    """Serves the loop its cached batch for `steps` steps under the profiler. `next_batch()`
-    answers each pull (None once over); `result()` ends the window (the profiler stopped,
-    even where the loop stopped first) and says what it found."""
+    """Serves the loop its cached batch for `steps` steps under the profiler."""
 
     def __init__(
-        self,
-        batch: Any,
-        *,
-        steps: int,
-        clock: Clock,
-        profiler: Profiler,
-        layer_names: list[str],
+        self, batch: Any, *, steps: int, clock: Clock, profiler: Profiler, layer_names: list[str]
     ) -> None:
         self._batch = batch
         self._steps = max(1, steps)
@@ -73,7 +60,7 @@ class LoopProfile:
         return self._batch
 
     def result(self) -> OpsFound:
-        """The window's reading, once; a window the loop cut short is stopped unread."""
+        """The window's reading, once; one the loop cut short is discarded."""
         if self._result is None:
             self._profiler.discard()
             self._result = ([], Reason(PROFILE_STOPPED))
@@ -102,25 +89,16 @@ class LoopProfile:
 
 
 def window_failure(exc: Exception) -> Reason:
-    """Why the window, or a step in it, raised: in one line."""
+    """Why the window, or a step in it, raised, in one line."""
     return Reason(ERROR, detail=f"{type(exc).__name__}: {str(exc)[:160]}")
 
 
 def keras_layer_names(function: Any) -> list[str]:
-    """The layer names of the Keras model whose step `function` is: the instance a method is
-    bound to, or a model the step's Python function closes over; [] where there is none."""
+    """The layer names of the Keras model `function` is bound to or closes over, if any."""
     python_function = getattr(function, "_python_function", function)
-    cells = getattr(python_function, "__closure__", None) or ()
-    candidates = [getattr(python_function, "__self__", None), *map(_cell_contents, cells)]
+    candidates = [getattr(python_function, "__self__", None), *closed_over(python_function)]
     for candidate in candidates:
         layers = getattr(candidate, "layers", None)
         if isinstance(layers, list) and layers:
             return [str(getattr(layer, "name", "")) for layer in layers]
     return []
-
-
-def _cell_contents(cell: Any) -> Any:
-    try:
-        return cell.cell_contents
-    except ValueError:  # an empty cell
-        return None

@@ -1,13 +1,5 @@
-"""A custom loop at its step budget, served a search of trials on training one at a time:
-the stage holds (docs/design.md, "Stage costs on training"), then the rewrites
-(docs/design.md, "The pipeline pipediag would write").
-
-Under fit a search calls the train function itself; a loop's train step runs only when the
-loop pulls, so here the search is driven by its pulls: each of its trials is one
-`FixRounds` over two copies, its steps timed from pull to pull, and when that trial's
-rounds are over its result decides the next trial. Everything served here runs before the
-budget ends the script, so nothing the loop would save sees these steps.
-"""
+"""A custom loop at its step budget, served a search's trials one at a time, each timed from
+pull to pull; all before the budget ends the script, so nothing the loop saves sees them."""
 
 from __future__ import annotations
 
@@ -25,8 +17,7 @@ from pipediag.training.training_trial import FixRounds
 
 @dataclass(frozen=True)
 class HoldPlan:
-    """The stage-hold search a loop is to run after its alternation: the held copies, the
-    seconds it may take, and the step-alone ceiling (None: not measured)."""
+    """The stage-hold search a loop is to run after its alternation."""
 
     copies: HeldCopies
     seconds: float
@@ -39,12 +30,7 @@ class HoldPlan:
 
 
 class LoopSearch:
-    """Serves a custom loop a search's trials, one after another, each from its two copies
-    in turn (`FixRounds` says which side is due, and for how long).
-
-    `next_batch()` answers each pull (None once the search is over or its time is spent);
-    `close()` records a trial the loop cut short, as it stands.
-    """
+    """Serves a custom loop a search's trials, each from its two copies in turn."""
 
     def __init__(self, search: Search, *, clock: Clock, step_s: float, teardown: TearDown):
         self._search = search
@@ -75,7 +61,6 @@ class LoopSearch:
             self._record()
 
     def close(self) -> None:
-        """A trial under way is read as it stands."""
         if self._trial is not None:
             self._record()
 
@@ -110,10 +95,13 @@ class LoopSearch:
 
     def _fail(self, trial: FixRounds, exc: BaseException) -> None:
         """The fixed pipeline failed in the loop: this trial is not measured."""
+        self._drop_slice(trial)
+        trial.fail(exc)
+
+    def _drop_slice(self, trial: FixRounds) -> None:
         if self._slice is not None:
             trial.side(self._slice.side).release(self._slice.iterator)
             self._slice = None
-        trial.fail(exc)
 
     def _finish_slice(self, trial: FixRounds, current: PullSlice) -> None:
         self._slice = None
@@ -124,7 +112,5 @@ class LoopSearch:
         """The trial's result goes to the search; a slice the loop cut short is not timed."""
         trial, self._trial = self._trial, None
         assert trial is not None
-        if self._slice is not None:
-            trial.side(self._slice.side).release(self._slice.iterator)
-            self._slice = None
+        self._drop_slice(trial)
         self._search.record(*trial.result())

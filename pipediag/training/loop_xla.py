@@ -1,12 +1,5 @@
-"""XLA tried on a custom loop's own train step, driven by the loop's pulls.
-
-Part of `training/`, the custom loop's counterpart of `training/model_side.py`: at the step
-budget the loop is served its cached batch, and in alternating slices its train step (found
-by `hooks/step_calls.py`) goes to itself or to its XLA twin, in the rounds of
-`bench/interleaved.py`. Every captured variable is put back and the redirect removed; a
-twin XLA cannot compile falls back to the original and names the op. Method:
-(docs/design.md, "When the model sets the rate").
-"""
+"""XLA tried on a custom loop's own train step, driven by the loop's pulls on its cached
+batch, every captured variable put back (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -26,15 +19,15 @@ from pipediag.report.reasons import (
     NO_PYTHON_FUNCTION,
     Reason,
 )
-from pipediag.training.compute_alone import variables_put_back
+from pipediag.training.compute_alone import each_once, variables_put_back
+from pipediag.training.model_variants import xla_failure
 from pipediag.training.pull_slice import PullSlice
 from pipediag.training.step_rounds import fewest_rounds_s, slice_seconds, trial_result
 
 
 @dataclass(frozen=True)
 class LoopStep:
-    """The loop's train step: the `Function` it calls once a step, its name, where the
-    script defines it, and the table through which its calls are redirected (by id)."""
+    """The `Function` the loop calls once a step, and the table redirecting its calls (by id)."""
 
     function: Any
     name: str
@@ -48,9 +41,7 @@ class LoopStep:
 
 
 def xla_twin(function: Any) -> Any | Reason:
-    """A new `tf.function` of `function`'s Python function with `jit_compile=True` and its
-    input signature, autograph and retracing settings; or why there is none. A method's
-    `Function` (from the descriptor) already holds the method bound to its instance."""
+    """`function`'s Python function as a new `tf.function` with `jit_compile=True`, or why not."""
     if getattr(function, "_jit_compile", None):
         return Reason(ALREADY_XLA)
     if getattr(function, "_run_functions_eagerly", False):
@@ -73,19 +64,13 @@ def xla_twin(function: Any) -> Any | Reason:
 
 
 def captured_variables(function: Any) -> list[Any]:
-    """Every variable the traced step captures (weights, optimizer slots and iterations,
-    metrics, random generators' states), each once."""
-    found: dict[int, Any] = {}
-    for concrete in function._list_all_concrete_functions():
-        for variable in concrete.variables:
-            found.setdefault(id(variable), variable)
-    return list(found.values())
+    """Every variable the traced step captures (random generators' states too), each once."""
+    concretes = function._list_all_concrete_functions()
+    return each_once(variable for concrete in concretes for variable in concrete.variables)
 
 
 class LoopXlaTrial:
-    """Serves the loop its cached batch while its train step's calls go to the original and
-    to the XLA twin in turn. `next_batch()` answers each pull (None once over); `result()`
-    ends the trial (redirect removed, variables put back) and says what it measured."""
+    """Serves the loop its cached batch, its step's calls going to the original or the twin."""
 
     def __init__(
         self,
@@ -110,7 +95,6 @@ class LoopXlaTrial:
         self._result: ModelTrial | None = None
         self._warm = 0  # untimed steps served before the rounds: the twin's, then the original's
         twin = make_twin(step.function)
-        # Closed by `result()`: the variables are put back there.
         self._put_back = contextlib.ExitStack()
         if isinstance(twin, Reason):
             self._failure = twin
@@ -125,58 +109,53 @@ class LoopXlaTrial:
         if self._warm < 2:
             return self._warm_step(now)
         current = self._slice
+        assert self._plan is not None
         if current is not None:
             current.pull(now)
             if not current.over(now):
                 return self._batch
-            self._finish_slice(current)
-        assert self._plan is not None
+            self._slice = None
+            self._plan.record(current.side, current.timing())
         due = self._plan.next_slice()
         if due is None:
             return None
         side, seconds = due
-        self._redirect(side == 1)
-        # Every step timed, the first too: the batch is the same cached one and both
-        # functions are warm, so a switch costs nothing to leave out.
+        self._redirect(self._twin if side == 1 else None)
+        # Every step timed, the first too: both functions are warm on the same cached batch.
         self._slice = PullSlice(side, seconds, now)
         self._slice.pull(now)
         return self._batch
 
     def result(self) -> ModelTrial:
-        """The trial's reading, once; the redirect is removed and the variables put back."""
+        """The trial's reading, once."""
         if self._result is not None:
             return self._result
         self._step.redirects.pop(id(self._step.function), None)
         self._put_back.close()
         code = self._step.code
         seconds = self._clock.now() - self.began
-        if self._failure is not None:
-            trial = ModelTrial(JIT_COMPILE, reason=self._failure, code=code, seconds=seconds)
-        elif self._plan is None:
-            trial = ModelTrial(JIT_COMPILE, reason=Reason(LOOP_STOPPED), code=code, seconds=seconds)
+        if self._failure is not None or self._plan is None:
+            reason = self._failure if self._failure is not None else Reason(LOOP_STOPPED)
+            trial = ModelTrial(JIT_COMPILE, reason=reason, code=code, seconds=seconds)
         else:
-            if self._slice is not None:
-                self._slice = None  # cut short by the loop: not timed
+            self._slice = None  # cut short by the loop: not timed
             rounds = self._plan.rounds()
             trial = trial_result(JIT_COMPILE, rounds, fit_per_s=None, seconds=seconds)
             trial = replace(trial, code=code, setting="True")
         self._result = trial
         return trial
 
-    # -- before the rounds --
     def _warm_step(self, now: float) -> Any:
-        """The twin's first step compiles it (untimed), the original's runs once; then
-        the rounds start with what is left of the budget."""
+        """The twin's first step compiles it (untimed), the original's runs once."""
         if self._warm == 0:
             self._warm = 1
-            self._redirect(True, first=True)
+            self._redirect(self._compiling)
             return self._batch
         self._warm = 2
         if self._failure is not None:
             return None
-        self._redirect(False)
-        # A long compilation still leaves the rounds twice their fewest: the trial is the
-        # loop's only model-side one, and five rounds at the shortest slices leave no slack.
+        self._redirect(None)
+        # A long compilation still leaves the rounds twice their fewest: the fewest leave no slack.
         left = max(self._end_s - now, 2 * fewest_rounds_s(self._step_s))
         # The original's warm step is served with this pull; the rounds begin at the next.
         self._plan = RoundPlan(
@@ -187,29 +166,18 @@ class LoopXlaTrial:
         )
         return self._batch
 
-    def _redirect(self, to_twin: bool, *, first: bool = False) -> None:
+    def _redirect(self, to: Callable[..., Any] | None) -> None:
         key = id(self._step.function)
-        if not to_twin:
+        if to is None:
             self._step.redirects.pop(key, None)
-        elif first:
-            self._step.redirects[key] = self._compiling
         else:
-            self._step.redirects[key] = self._twin
+            self._step.redirects[key] = to
 
     def _compiling(self, *args: Any, **kwargs: Any) -> Any:
-        """The twin's first call: XLA compiles it. A failure names the op, and the call goes
-        on to the original, whose step the loop then sees."""
-        from pipediag.training.model_variants import xla_failure
-
+        """The twin's first call, which compiles it; on failure the original runs."""
         try:
             return self._twin(*args, **kwargs)
         except Exception as exc:
             self._failure = xla_failure(exc)
             self._step.redirects.pop(id(self._step.function), None)
             return self._step.function(*args, **kwargs)
-
-    # -- one slice --
-    def _finish_slice(self, current: PullSlice) -> None:
-        self._slice = None
-        assert self._plan is not None
-        self._plan.record(current.side, current.timing())

@@ -1,13 +1,6 @@
-"""Model-side changes measured on the train step alone, under Keras `fit`.
-
-Part of `training/`: once the model sets the rate, each change (`jit_compile`,
-`steps_per_execution`, mixed precision on a clone from `training/model_variants.py`, and the
-host-to-device copy where there is a GPU, `training/device_copy.py`) is timed on the cached
-batch against the unchanged step in the rounds of `bench/interleaved.py`, within one budget.
-Every variable the steps write, and the model's train function and settings
-(`kept_train_settings`), are put back. Method: (docs/design.md, "When the model sets the
-rate").
-"""
+"""Model-side changes (XLA, `steps_per_execution`, mixed precision, the host-to-device copy)
+timed on fit's train step alone against the unchanged step within one budget, the model put
+back as it was (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -16,11 +9,11 @@ import math
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipediag.analysis.paired import OVERRUN
 from pipediag.analysis.run_terms import fit_added_s
-from pipediag.bench.device import DevicePlacement
+from pipediag.bench.device import DevicePlacement, gpu_placement
 from pipediag.clock import Clock
 from pipediag.report.model_side import (
     DEVICE_COPY,
@@ -41,21 +34,30 @@ from pipediag.report.reasons import (
     Reason,
     error_line,
 )
-from pipediag.training.compute_alone import cached_batch_feed
-from pipediag.training.step_rounds import (
-    Call,
-    FitFacts,
-    Side,
-    fewest_rounds_s,
-    measure,
+from pipediag.training.compute_alone import (
+    cached_batch_feed,
+    step_variables,
+    sync_logs,
+    variables_put_back,
 )
+from pipediag.training.device_copy import device_copy_trial, no_gpu_trial
+from pipediag.training.loop_profile import LoopProfile, OpsFound, window_failure
+from pipediag.training.model_variants import (
+    clone_blocker,
+    kept_train_settings,
+    mixed_precision_clone,
+    multi_step_train_function,
+    numerics_note,
+    output_layers,
+    traced_with_steps,
+    xla_failure,
+    xla_train_function,
+)
+from pipediag.training.op_profile import ProfilerSession, profiled_steps
+from pipediag.training.step_rounds import Call, FitFacts, Side, fewest_rounds_s, measure
 
-if TYPE_CHECKING:
-    from pipediag.training.loop_profile import OpsFound
-
-# steps_per_execution: a call of about this long (8 to 32 steps), and tried only where
-# fit's own time around the train function is at least this share of its step: below, N
-# steps a call cannot gain more than the noise.
+# steps_per_execution: a call of about this long (8 to 32 steps), read only where fit's own
+# time around the train function is at least this share of its step (below, within noise).
 SPE_CALL_S = 0.02
 SPE_MIN_STEPS = 8
 SPE_MAX_STEPS = 32
@@ -64,12 +66,9 @@ VISIBLE_FIT_SHARE = 0.03
 
 
 def spe_steps(step_s: float) -> int:
-    """Steps per execution to try: a call of about `SPE_CALL_S`, 8 to 32 steps."""
+    """Steps per execution to try: a call of about `SPE_CALL_S`."""
     wanted = math.ceil(SPE_CALL_S / step_s) if step_s > 0 else SPE_MAX_STEPS
     return max(SPE_MIN_STEPS, min(SPE_MAX_STEPS, wanted))
-
-
-# --- under Keras fit ---------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -91,14 +90,7 @@ def on_fit(
     quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
     placement: DevicePlacement | None = None,
 ) -> ModelSide:
-    """The profiler window, then each change, measured on fit's train step within
-    `budget_s` seconds; every variable the steps write, and the model's train function and
-    settings, put back afterwards. `placement` puts the batch on the host or the device for
-    the copy's trial (default: the first GPU where `facts.gpu`)."""
-    from pipediag.bench.device import gpu_placement
-    from pipediag.training.compute_alone import step_variables, variables_put_back
-    from pipediag.training.device_copy import no_gpu_trial
-
+    """The profiler window, then each change, on fit's train step within `budget_s`."""
     if placement is None and facts.gpu:
         placement = gpu_placement()
     end_s = clock.now() + budget_s
@@ -118,11 +110,7 @@ def _where_time_goes(
     clock: Clock,
     quiet_logs: Callable[[], AbstractContextManager[None]],
 ) -> OpsFound:
-    """The profiler window a custom loop's pulls drive (`training/loop_profile.py`), driven
-    here by calls of fit's train function on the cached batch."""
-    from pipediag.training.loop_profile import LoopProfile, window_failure
-    from pipediag.training.op_profile import ProfilerSession, profiled_steps
-
+    """The profiler window of `loop_profile.py`, driven by calls of fit's train function."""
     call = _caller(model.train_function, cached_batch_feed(model, batch))
     window = LoopProfile(
         batch,
@@ -151,11 +139,7 @@ def _trials(
     until_s: float,
     placement: DevicePlacement | None,
 ) -> list[ModelTrial]:
-    from pipediag.training.device_copy import device_copy_trial
-    from pipediag.training.model_variants import kept_train_settings
-
-    # XLA first, the change that most often pays; each trial's build (XLA's compilation can
-    # take seconds on a CPU) comes before its rounds, which get at least their fewest.
+    # XLA first, the change that most often pays; each build comes before its rounds.
     tries: list[tuple[ModelChange, Callable[[float], ModelTrial]]] = [
         (JIT_COMPILE, lambda share: _xla(model, batch, facts, clock=clock, share_s=share)),
         (
@@ -170,8 +154,8 @@ def _trials(
     if placement is not None:
         found = placement
 
-        def step(fed: Any) -> None:
-            _caller(model.train_function, _python_feed(fed))()
+        def step(fed: Any) -> None:  # the batch where the trial placed it, not fit's path
+            sync_logs(model.train_function(iter((fed,))))
 
         tries.append(
             (
@@ -181,9 +165,7 @@ def _trials(
                 ),
             )
         )
-    # Each trial gets an equal share, whatever the one before overran by its build: a long
-    # XLA compilation must not leave the next trials unmeasured (the total can pass the
-    # budget by the builds; docs/design.md, "When the model sets the rate").
+    # Equal shares, whatever a build overran: a long XLA compilation must not starve the rest.
     share = max(0.0, until_s - clock.now()) / len(tries)
     trials: list[ModelTrial] = []
     for change, attempt in tries:
@@ -193,13 +175,9 @@ def _trials(
 
 
 def guarded(
-    change: ModelChange,
-    attempt: Callable[[float], ModelTrial],
-    share_s: float,
-    step_s: float,
+    change: ModelChange, attempt: Callable[[float], ModelTrial], share_s: float, step_s: float
 ) -> ModelTrial:
-    """A trial in its `share_s` of the budget, or why it was not run: the fewest rounds do
-    not fit in it, or its failure in one line."""
+    """A trial in its `share_s` of the budget, or why it was not run."""
     if share_s * OVERRUN < fewest_rounds_s(step_s):
         return ModelTrial(change, reason=Reason(BUDGET_SHARE, value=share_s))
     try:
@@ -208,22 +186,11 @@ def guarded(
         return ModelTrial(change, reason=Reason(FAILED, detail=error_line(exc)))
 
 
-def _python_feed(batch: Any) -> Callable[[], Any]:
-    """The batch as it is, where it is (the device-copy trial places it): Keras then calls
-    its inner step function on it. The other trials read the cached batch through an
-    iterator, fit's own path (`compute_alone.cached_batch_feed`)."""
-    return lambda: iter((batch,))
-
-
 def _caller(function: Callable[[Any], Any], feed: Callable[[], Any]) -> Call:
-    from pipediag.training.compute_alone import sync_logs
-
     return lambda: sync_logs(function(feed()))
 
 
 def _xla(model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: float) -> ModelTrial:
-    from pipediag.training.model_variants import xla_failure, xla_train_function
-
     code = "model.compile(..., jit_compile=True)"
     built = xla_train_function(model)
     if isinstance(built, Reason):
@@ -234,24 +201,22 @@ def _xla(model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: floa
         _caller(built, feed)()  # compiles
     except Exception as exc:
         return ModelTrial(JIT_COMPILE, reason=xla_failure(exc), code=code)
-    compiled_s = clock.now() - began
     trial = measure(
         JIT_COMPILE,
         Side(_caller(model.train_function, feed)),
         Side(_caller(built, feed)),
         facts,
         clock=clock,
-        share_s=max(share_s - compiled_s, fewest_rounds_s(facts.step_s)),
+        share_s=share_s,
+        built_s=clock.now() - began,
     )
-    return replace(trial, code=code, seconds=trial.seconds + compiled_s, setting="True")
+    return replace(trial, code=code, setting="True")
 
 
 def _multi_step(
     model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: float
 ) -> ModelTrial:
     import tensorflow as tf
-
-    from pipediag.training.model_variants import multi_step_train_function, traced_with_steps
 
     current = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     steps = spe_steps(facts.step_s)
@@ -274,17 +239,17 @@ def _multi_step(
         _caller(built, lambda: variant_iterator)()  # traced with N steps a call
     baseline = Side(_caller(model.train_function, lambda: base_iterator))
     baseline.call()  # a retrace for the cached batch's iterator
-    built_s = clock.now() - began
     trial = measure(
         STEPS_PER_EXECUTION,
         baseline,
         Side(_caller(built, lambda: variant_iterator), steps),
         facts,
         clock=clock,
-        share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s * steps)),
+        share_s=share_s,
         shared_by=steps,
+        built_s=clock.now() - began,
     )
-    trial = replace(trial, code=code, setting=str(steps), seconds=trial.seconds + built_s)
+    trial = replace(trial, code=code, setting=str(steps))
     around = fit_added_s(facts.fit_overhead_s, facts.fit_steps_per_s, trial.baseline_steps_per_s)
     if around is not None and facts.fit_steps_per_s:
         share = around * facts.fit_steps_per_s
@@ -296,13 +261,6 @@ def _multi_step(
 def _mixed_precision(
     model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: float
 ) -> ModelTrial:
-    from pipediag.training.model_variants import (
-        clone_blocker,
-        mixed_precision_clone,
-        numerics_note,
-        output_layers,
-    )
-
     policy = facts.policy
     code = f'keras.mixed_precision.set_global_policy("{policy}")  # before the model is built'
     if facts.policy_reason is not None:
@@ -316,20 +274,14 @@ def _mixed_precision(
     feed = cached_batch_feed(model, batch)
     variant = Side(_caller(clone.train_function, feed))
     variant.call()  # traces
-    built_s = clock.now() - began
     trial = measure(
         MIXED_PRECISION,
         Side(_caller(model.train_function, feed)),
         variant,
         facts,
         clock=clock,
-        share_s=max(share_s - built_s, fewest_rounds_s(facts.step_s)),
+        share_s=share_s,
+        built_s=clock.now() - began,
     )
     kept = [layer.name for layer in model.layers if id(layer) in output_layers(model)]
-    return replace(
-        trial,
-        code=code,
-        numerics=numerics_note(policy, kept),
-        seconds=trial.seconds + built_s,
-        setting=policy,
-    )
+    return replace(trial, code=code, numerics=numerics_note(policy, kept), setting=policy)

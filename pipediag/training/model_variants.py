@@ -1,13 +1,6 @@
-"""The model-side changes pipediag tries, built on the user's Keras model and put back.
-
-Each builder returns the callable a trial times, or a one-line reason it cannot be built.
-What a builder changes on the model to build its variant (the train function, `jit_compile`,
-`steps_per_execution`, the global dtype policy, the random states a clone's initialisers
-draw from) is put back before it returns, so fit goes on with exactly what it had
-(docs/design.md, "When the model sets the rate"). Keras 3.15's TensorFlow trainer reads
-`jit_compile` and `steps_per_execution` when it builds (and traces) the train function, so
-a function built with them keeps them after the model's own settings are restored.
-"""
+"""The model-side variants built on the user's Keras model: each builder puts back what it
+changed before it returns; a function built keeps the settings it was traced with
+(docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -27,6 +20,7 @@ from pipediag.report.reasons import (
     XLA_OP,
     Reason,
 )
+from pipediag.training.op_profile import first_line
 
 # Keras keeps what its train function was built with in these attributes.
 TRAIN_SETTINGS = ("train_function", "_jit_compile", "steps_per_execution")
@@ -38,8 +32,7 @@ _NO_KERNEL = re.compile(r"No registered '([A-Za-z0-9_]+)' OpKernel for XLA")
 
 @contextlib.contextmanager
 def kept_train_settings(model: Any) -> Iterator[None]:
-    """Whatever happens inside, the model's train function and the settings it was built
-    with are as they were afterwards."""
+    """The model's train function and its build settings, as they were, afterwards."""
     saved = {name: model.__dict__[name] for name in TRAIN_SETTINGS if name in model.__dict__}
     try:
         yield
@@ -50,7 +43,6 @@ def kept_train_settings(model: Any) -> Iterator[None]:
 
 
 def xla_train_function(model: Any) -> Callable[[Any], Any] | Reason:
-    """The model's train function rebuilt with `jit_compile=True`, or why not."""
     if getattr(model, "run_eagerly", False):
         return Reason(RUNS_EAGERLY)
     with kept_train_settings(model), warnings.catch_warnings():
@@ -64,9 +56,7 @@ def xla_train_function(model: Any) -> Callable[[Any], Any] | Reason:
 
 
 def multi_step_train_function(model: Any, steps: int) -> Callable[[Any], Any]:
-    """The model's train function rebuilt to run `steps` batches a call
-    (`steps_per_execution`). It reads the setting when first traced: the caller traces it
-    (its first call) inside `traced_with_steps`."""
+    """The train function rebuilt for `steps` batches a call, to trace in `traced_with_steps`."""
     with kept_train_settings(model):
         model.steps_per_execution = steps
         model.make_train_function(force=True)
@@ -88,17 +78,11 @@ def xla_failure(exc: BaseException) -> Reason:
     found = _XLA_UNSUPPORTED.search(text) or _NO_KERNEL.search(text)
     if found:
         return Reason(XLA_OP, detail=found.group(1))
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return Reason(XLA_FAILED, detail=f"{type(exc).__name__}: {first[:200]}")
-
-
-# --- mixed precision ---------------------------------------------------------------------
+    return Reason(XLA_FAILED, detail=first_line(exc, 200))
 
 
 def policy_for(gpu: bool, cpu_flags: str) -> tuple[str, Reason | None]:
-    """The dtype policy to try and, where none fits, why: `mixed_float16` on a GPU,
-    `mixed_bfloat16` where the CPU has bfloat16 instructions (without them TensorFlow
-    emulates bfloat16 and it only slows the step)."""
+    """The dtype policy to try, and why none fits (emulated bfloat16 only slows a CPU step)."""
     if gpu:
         return "mixed_float16", None
     if any(flag in cpu_flags.split() for flag in ("avx512_bf16", "amx_bf16")):
@@ -107,7 +91,6 @@ def policy_for(gpu: bool, cpu_flags: str) -> tuple[str, Reason | None]:
 
 
 def has_gpu() -> bool:
-    """Whether TensorFlow sees a GPU."""
     import tensorflow as tf
 
     return bool(tf.config.list_physical_devices("GPU"))
@@ -137,9 +120,7 @@ def clone_blocker(model: Any) -> Reason | None:
 
 
 def mixed_precision_clone(model: Any, policy: str) -> Any:
-    """A clone of `model` built under `policy`, its output layers kept float32, with the
-    model's weights and a fresh optimizer of the same class and settings, compiled with the
-    same loss. The global policy and random states are put back afterwards."""
+    """A clone of `model` under `policy`, output layers kept float32, with a fresh optimizer."""
     import keras
 
     outputs = output_layers(model)
@@ -166,8 +147,7 @@ def mixed_precision_clone(model: Any, policy: str) -> Any:
 
 
 def output_layers(model: Any) -> set[int]:
-    """The ids of the layers that make the model's outputs (kept float32 under a mixed
-    policy, as the Keras mixed-precision guide advises for a softmax output)."""
+    """The ids of the output layers (kept float32, as the Keras mixed-precision guide advises)."""
     found: set[int] = set()
     for tensor in getattr(model, "outputs", None) or []:
         history = getattr(tensor, "_keras_history", None)

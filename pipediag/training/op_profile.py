@@ -1,12 +1,6 @@
-"""A short TF profiler window over a few train steps alone, read into plain op events.
-
-Part of `training/`: a window of a few steps, under a second, at host tracer level 2 (one
-event per executed op), read from the `/host:CPU` plane as the input-wait trace is; the
-caller's line is found by its thread's OS name, `python` or `pipediag`. One profiler session
-may run per process, so where another is active the window is not taken, with the reason.
-The grouping is `analysis/op_time.py`'s. Method: (docs/design.md, "When the model sets the
-rate"), (docs/design.md, "The host-to-device copy").
-"""
+"""A short TF profiler window over a few train steps, read into plain op events from the
+host plane. One profiler session may run per process: where another is active the window is
+not taken (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -40,9 +34,7 @@ def profiled_steps(step_s: float) -> int:
 
 
 class ProfilerSession:
-    """One TF profiler window at host tracer level 2, started and stopped by its owner
-    (`training/loop_profile.py`: a loop's pulls, or fit's calls, drive it).
-    `quiet_logs`: keeps TF's log lines about the profiler session out of the terminal."""
+    """One TF profiler window; `quiet_logs` keeps TF's log lines out of the terminal."""
 
     def __init__(
         self, quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
@@ -54,7 +46,7 @@ class ProfilerSession:
         self._caller_lines = caller_line_names()
 
     def start(self) -> Reason | None:
-        """Starts tracing into a new folder; or why it could not (another session active)."""
+        """Starts tracing into a new folder; or why it could not."""
         import tensorflow as tf
 
         logdir = Path(tempfile.mkdtemp(prefix="pipediag-ops-"))
@@ -66,12 +58,11 @@ class ProfilerSession:
                 tf.profiler.experimental.start(str(logdir), options=options)
         except Exception as exc:  # a single-session resource: another may be active
             shutil.rmtree(logdir, ignore_errors=True)
-            return Reason(PROFILER_NO_START, detail=_first_line(exc))
+            return Reason(PROFILER_NO_START, detail=first_line(exc))
         self.logdir, self.running = logdir, True
         return None
 
     def stop(self) -> None:
-        """Stops tracing (once; nothing where it never started)."""
         if not self.running:
             return
         self.running = False
@@ -91,7 +82,7 @@ class ProfilerSession:
             shutil.rmtree(logdir, ignore_errors=True)
 
     def discard(self) -> None:
-        """Stops tracing and removes the folder unread."""
+        """Stops tracing; the folder is removed unread."""
         self.stop()
         logdir, self.logdir = self.logdir, None
         if logdir is not None:
@@ -99,8 +90,7 @@ class ProfilerSession:
 
 
 def caller_line_names() -> frozenset[str]:
-    """The names TF may give the calling thread's line: `python`, and the thread's OS name
-    (Linux: `/proc/self/task/<id>/comm`, the process's name for the main thread)."""
+    """The names TF may give the calling thread's line: `python`, or its OS name."""
     names = {PYTHON_LINE}
     with contextlib.suppress(OSError, AttributeError):
         comm = Path(f"/proc/self/task/{threading.get_native_id()}/comm")
@@ -109,13 +99,9 @@ def caller_line_names() -> frozenset[str]:
 
 
 def read_window(
-    logdir: Path,
-    steps: int,
-    wall_ns: int,
-    caller_lines: frozenset[str] = frozenset({PYTHON_LINE}),
+    logdir: Path, steps: int, wall_ns: int, caller_lines: frozenset[str] = frozenset({PYTHON_LINE})
 ) -> ProfiledWindow | Reason:
-    """The op events and the calling thread's time in TensorFlow, from the window's trace;
-    `caller_lines`: the names its line may have (`caller_line_names`)."""
+    """The op events and the calling thread's time in TensorFlow, from the window's trace."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     ops: list[OpEvent] = []
@@ -162,15 +148,13 @@ def _top_level_ns(line: Any) -> int:
     total, reach = 0, -1
     for event in sorted(line.events, key=lambda e: e.offset_ps):
         start, end = event.offset_ps, event.offset_ps + event.duration_ps
-        if start >= reach:
-            total += end - start
-            reach = end
-        elif end > reach:
-            total += end - reach
+        if end > reach:
+            total += end - max(start, reach)
             reach = end
     return total // 1000
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException, limit: int = 160) -> str:
+    """An exception's type and its message's first line, cut at `limit`."""
     text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-    return f"{type(exc).__name__}: {text[:160]}"
+    return f"{type(exc).__name__}: {text[:limit]}"

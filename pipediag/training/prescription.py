@@ -1,13 +1,6 @@
 """The pipeline pipediag would write: every rewrite that applies, tried on the user's own
-training one at a time, each on top of the ones already kept (docs/design.md, "The pipeline
-pipediag would write").
-
-Part of `training/`: rewrites in the order of their pipeline-alone gain, those bounded out by
-a stage's measured cost not tried (`bounded_out`), each kept only on a clear gain of at least
-1.05; two or more kept are measured together for the prescription's gain. Under fit the
-search calls the train function (`phases.py`); a custom loop is served it at its budget
-(`training/loop_search.py`).
-"""
+training one at a time on top of those already kept (docs/design.md, "The pipeline pipediag
+would write")."""
 
 from __future__ import annotations
 
@@ -52,27 +45,23 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.stages import StageStats
 from pipediag.training.stage_cost import (
-    MIN_SHARE_S,
-    MIN_TRIAL_S,
     Searched,
     above_ceiling,
     freed_from,
     held_ceiling,
+    trial_share_s,
     with_freed,
 )
 from pipediag.training.training_trial import TrialResults, epoch_start_s, with_training
 
-# Builds a trial's two pipelines: the kept rewrites applied (baseline) and those with one
-# more (variant).
+# Builds a trial's pipelines: the kept rewrites (baseline) and those with one more (variant).
 Compose = Callable[[Sequence[FixPipelines], FixPipelines], FixPipelines]
 # The fix id of the last trial: every kept rewrite against the user's pipeline.
 COMBINED = "combined"
 
 
 def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> Reason | None:
-    """Why a rewrite cannot gain on training, or None to try it: the stage that bounds it
-    (`report.stage_facts.if_free_bound`) gained under the worth-it 1.05x when held, its
-    interval too where it has one (`report.stage_facts.if_free_clearly_under`)."""
+    """Why a rewrite cannot gain on training: its bounding stage's hold gained under 1.05x."""
     if not fix_facts(fix.fix).bounded_by_hold:
         return None  # a held stage is held on the host: the copy it moves is still paid
     bound = if_free_bound(stages, fix.stage_index)
@@ -82,21 +71,13 @@ def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> Reason | Non
 
 
 def kept_by(freed: Freed | None) -> bool:
-    """A rewrite is kept when its interval says it helps: clear of 1, and a median gain of
-    at least the worth-it 1.05."""
-    return (
-        freed is not None
-        and freed.speedup >= VERIFIED_MIN_GAIN
-        and freed.low is not None
-        and freed.low > 1.0
-    )
+    """Kept when its interval is clear of 1 and its median gain at least the worth-it 1.05."""
+    return freed is not None and freed.speedup >= VERIFIED_MIN_GAIN and (freed.low or 0.0) > 1.0
 
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """The rewrites to try on training after the stage holds, until `until_s`: the training
-    dataset (the copies are built from it), the rewrites the pipeline trials kept, the
-    stages as measured, and the step-alone ceiling (None: not measured)."""
+    """The rewrites to try on training after the stage holds, until `until_s`."""
 
     dataset: Any
     fixes: Sequence[FixPipelines]
@@ -107,8 +88,7 @@ class SearchPlan:
     compose: Compose | None = None
 
     def start(self, clock: Clock, held: Searched | None = None) -> PipelineSearch:
-        """The search, its rewrites bounded by the stages' costs to training (`held`: a
-        loop's stage holds, not in `stages` yet)."""
+        """The search (`held`: a loop's stage holds, not in `stages` yet)."""
         stages = self.stages
         bounded = with_freed(stages, held) if held is not None else list(stages)
         fixes, skipped = order_for_search(self.fixes, bounded)
@@ -125,33 +105,19 @@ class SearchPlan:
 
 @dataclass
 class SearchOutcome:
-    """What the search measured: each rewrite's trial (keyed as the pipeline trials are),
-    every rewrite tried or skipped, and the kept ones' trial together."""
+    """Each rewrite's trial, every rewrite tried or skipped, and the kept ones' together."""
 
     results: TrialResults = field(default_factory=dict)
     tried: list[PrescribedChange] = field(default_factory=list)
     combined: Rounds | None = None
     combined_reason: Reason | None = None
-    # The step-alone ceiling a trial's variant ran above, by trial key (its gain is taken
-    # at it: `at_ceiling`); the combined trial's apart.
+    # The step-alone ceiling a trial's variant ran above (`at_ceiling`), by trial key.
     capped: dict[tuple[str, int | None], float] = field(default_factory=dict)
     combined_ceiling: float | None = None
 
 
 class PipelineSearch:
-    """The greedy search's trials one at a time, each decided from the last one's result.
-
-    Args:
-        fixes: the rewrites to try, in order (`order_for_search`).
-        compose: builds a trial's pipelines from the kept rewrites and one more.
-        clock: the session's clock.
-        until_s: when the last trial is to end, on `clock`.
-        ceiling: the train step alone's rate with its noise: a variant above it is taken
-            at it (`at_ceiling`; None: not known).
-        skipped: rewrites not tried, with the reason, reported as they are.
-        stages: the user's stages: once a cache is kept, the rewrites of the stages it
-            serves from memory are not tried (`covered_by_cache`).
-    """
+    """The greedy search's trials one at a time, each decided from the last one's result."""
 
     def __init__(
         self,
@@ -177,7 +143,6 @@ class PipelineSearch:
         self.outcome = SearchOutcome(tried=list(skipped))
 
     def next_trial(self) -> tuple[FixPipelines, float] | None:
-        """The pipelines to try next and the seconds they get; None when the search is over."""
         while self._queue:
             fix = self._queue[0]
             share_s = self._share_s(planned=len(self._queue) + (1 if self._kept else 0))
@@ -218,7 +183,7 @@ class PipelineSearch:
         return None
 
     def record(self, rounds: Rounds | None, reason: Reason | None = None) -> None:
-        """The pending trial's rounds (None: it gave none, and `reason` says why)."""
+        """The pending trial's rounds (None: none, and `reason` says why)."""
         pending, self._pending = self._pending, None
         fix, self._pending_fix = self._pending_fix, None
         if pending is None:
@@ -250,8 +215,7 @@ class PipelineSearch:
             self._drop_covered(fix or pending)
 
     def prescription(self, stages: Sequence[StageStats] = ()) -> Prescription:
-        """The prescription as it stands (a search cut short keeps what it measured), with
-        the code of the user's chain (`stages`) rewritten by the kept rewrites."""
+        """The prescription as it stands, with the user's chain (`stages`) rewritten."""
         if self._pending is not None:
             self.record(None, Reason(TRAINING_STOPPED))
         self._skip_rest(Reason(TRAINING_OUT_OF_TIME))
@@ -297,11 +261,7 @@ class PipelineSearch:
         return Prescription(tried=list(self.outcome.tried), reason=reason)
 
     def _fell_back(self, kept: list[PrescribedChange], combined: Rounds | None) -> bool:
-        """Whether the kept rewrites together gained training less than the first one alone
-        (both measured against the user's pipeline), and the later ones were dropped for
-        it: each was kept on its own trial's interval, but the pipeline that has them all
-        is the one the user would run (docs/design.md, "The pipeline pipediag would
-        write")."""
+        """Whether the kept rewrites together gained less than the first alone (then kept)."""
         together = at_ceiling(freed_from(combined), self.outcome.combined_ceiling)
         first = kept[0]
         if together is None or first.training_speedup is None:
@@ -319,11 +279,8 @@ class PipelineSearch:
         self._kept = self._kept[:1]
         return True
 
-    # -- the parts --
     def _share_s(self, *, planned: int) -> float | None:
-        left_s = self._until_s - self._clock.now()
-        share_s = min(left_s, max(left_s / max(1, planned), MIN_TRIAL_S))
-        return share_s if share_s >= MIN_SHARE_S else None
+        return trial_share_s(self._until_s - self._clock.now(), planned)
 
     def _drop_covered(self, kept: FixPipelines) -> None:
         """The queued rewrites a kept cache makes moot, reported with why."""
@@ -331,8 +288,7 @@ class PipelineSearch:
         if reason is None or kept.stage_index is None:
             return
         covered = upstream_of(self._stages, kept.stage_index)
-        # A cheaper stage under the cache changes only the first epoch, which the trials
-        # (and a long training) do not see (`FixFacts.stage_work`).
+        # A cheaper stage under the cache changes only the first epoch (`FixFacts.stage_work`).
         moot = [f for f in self._queue if fix_facts(f.fix).stage_work and f.stage_index in covered]
         self._queue = [f for f in self._queue if f not in moot]
         for fix in moot:
@@ -393,13 +349,8 @@ class PipelineSearch:
 
 
 def at_ceiling(freed: Freed | None, ceiling: float | None) -> Freed | None:
-    """A rewrite's gain with its variant's rate taken at `ceiling`, the train step alone's
-    with its noise, where the variant ran above it (None: it did not). No pipeline feeds
-    a step faster than the step runs, so the rate above it says the step-alone blocks
-    were slowed (they run while the live pipeline refills its buffers), not that the
-    rewrite gains more; a cache of whole batches, read nearly free, is the usual case.
-    The whole interval is scaled alike: the gain kept is the most the step allows
-    (docs/design.md, "The pipeline pipediag would write")."""
+    """A rewrite's gain, the variant's rate taken at `ceiling` where it ran above: no pipeline
+    feeds a step faster than it runs (docs/design.md, "The pipeline pipediag would write")."""
     if freed is None or ceiling is None or freed.held_steps_per_s is None:
         return freed
     if freed.held_steps_per_s <= ceiling:
@@ -414,9 +365,7 @@ def at_ceiling(freed: Freed | None, ceiling: float | None) -> Freed | None:
 
 
 def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> Reason | None:
-    """Why the rewrites at and before a kept cache are not tried, or None where `kept` is
-    no cache (or its stage is not known): from the second epoch on its stage's output comes
-    from memory, so a cheaper stage under it changes only the first epoch's fill."""
+    """Why the rewrites at and before a kept cache are not tried; None for no cache."""
     if not fix_facts(kept.fix).caches or kept.stage_index is None:
         return None
     if not 0 <= kept.stage_index < len(stages):
@@ -426,8 +375,7 @@ def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> Reason
 
 
 def _not_kept(freed: Freed | None) -> Reason:
-    """Why a measured rewrite was not kept, without its figure: the report shows the figure
-    in the run's terms beside it (`analysis/run_terms.py`)."""
+    """Why a measured rewrite was not kept, without its figure (the report shows it)."""
     if freed is None:
         return Reason(TOO_FEW_STEPS)
     if freed.low is None:
@@ -442,8 +390,7 @@ def _not_kept(freed: Freed | None) -> Reason:
 def order_for_search(
     fixes: Sequence[FixPipelines], stages: Sequence[StageStats]
 ) -> tuple[list[FixPipelines], list[PrescribedChange]]:
-    """The rewrites to try, the largest pipeline-alone gain first (ties: the options, then
-    source-most first), and those bounded out by their stage's measured cost, with why."""
+    """The rewrites to try, largest pipeline-alone gain first, and those bounded out."""
     tried: list[FixPipelines] = []
     skipped: list[PrescribedChange] = []
     for fix in fixes:
@@ -466,8 +413,7 @@ def order_for_search(
 def with_prescription(
     pipeline: PipelineBenchmark, trials: PipelineSearch, *, ceiling: float | None
 ) -> PipelineBenchmark:
-    """The pipeline with what the rewrites measured on training: each trial's figures, on
-    top of the rewrites kept before it, and the prescription they make together."""
+    """The pipeline with each rewrite's trial on training and the prescription."""
     prescription = trials.prescription(pipeline.stages)
     after = {(c.fix, c.stage_index): c.after for c in prescription.tried if c.after}
     untried = {
@@ -498,12 +444,8 @@ def with_prescription(
 def with_training_results(
     trials: list[FixTrial], results: TrialResults, *, ceiling: float | None
 ) -> list[FixTrial]:
-    """The pipeline's fix trials, each with what it measured on training where it was tried.
-
-    A fixed rate above `ceiling`, the train step alone's, cannot be: the fixed rate and
-    the gain are taken at the ceiling, as the search takes them (`at_ceiling`), and the
-    trial is flagged.
-    """
+    """The pipeline's fix trials with what each measured on training; a fixed rate above
+    `ceiling` is taken at it, as `at_ceiling` does, and flagged."""
     updated = []
     for trial in trials:
         found = results.get((trial.fix, trial.stage_index))

@@ -1,7 +1,5 @@
-"""One slice of a trial served to a custom loop, timed by the loop's own pulls: step k runs
-from pull k to pull k + 1. Shared by the trials on training (`loop_search.py`) and XLA on
-the loop's step (`loop_xla.py`). `from_ends` makes every timing of train steps from when
-they ended: a slice's here, and those of the trials that call the train function itself."""
+"""One slice of a trial served to a custom loop, timed by its pulls (step k runs from pull k to
+pull k + 1), and `from_ends`, which makes every timing of train steps from when they ended."""
 
 from __future__ import annotations
 
@@ -25,9 +23,7 @@ def from_ends(
     cpu_s: float | None = None,
     opened_s: float | None = None,
 ) -> BatchTiming:
-    """A run's timing from when its timed calls ended, `ends[0]` when the first began: one
-    call trains `per_call` batches, so a latency per batch at the call's mean, as fit counts
-    steps (the rates and medians read from it do not depend on the latencies' order)."""
+    """A run's timing from its calls' ends: a latency per batch at its call's mean."""
     latencies = [
         (b - a) / per_call for a, b in zip(ends, ends[1:], strict=False) for _ in range(per_call)
     ]
@@ -36,12 +32,7 @@ def from_ends(
 
 @dataclass
 class PullSlice:
-    """A side's slice: `seconds` from `began`, and when each pull began.
-
-    `first_untimed`: the slice's first step reads a fresh iterator (`iterator`, made in
-    `opened_s`), whose start-up is the side's epoch start: it is timed apart
-    (`BatchTiming.first_batch_s`), the rest from its end. Otherwise every step is timed.
-    """
+    """A side's slice; `first_untimed`: a fresh `iterator`'s first step, timed apart."""
 
     side: int
     seconds: float
@@ -64,7 +55,7 @@ class PullSlice:
         return timed >= MAX_STEPS_PER_SLICE or now >= self.began + self.seconds
 
     def timing(self) -> BatchTiming:
-        """What the slice's timed steps took, and the process CPU they used."""
+        """What the slice's timed steps took, and their process CPU."""
         start = int(self.first_untimed)
         pulls = self.pulls
         if len(pulls) < start + 1 or (self.first_untimed and len(pulls) < 2):

@@ -1,11 +1,5 @@
-"""A search on training: trials decided one at a time, each from the last one's rounds.
-
-Part of `training/`: the stage holds (`training/stage_cost.py`, `StageSearch`) and the
-rewrites (`training/prescription.py`, `PipelineSearch`) are both searches. One driver runs
-either on a train function at once (`run_at_once`: fit's, or the tf.function a loop pulls
-inside); a custom loop's pulls run it instead (`training/loop_search.py`). Method:
-(docs/design.md, "Stage costs on training" and "The pipeline pipediag would write").
-"""
+"""A search on training (the stage holds' or the rewrites'): trials decided one at a time,
+each from the last one's rounds, run here on a train function pipediag calls at once."""
 
 from __future__ import annotations
 
@@ -39,9 +33,7 @@ def run(search: Search, try_one: TryOne) -> None:
 def run_at_once(
     search: Search, trainer: Any, *, clock: Clock, step_s: float, teardown: TearDown
 ) -> None:
-    """Run the search on what pipediag trains at once, fit's model or the tf.function a
-    loop pulls inside: each trial A/B on its two copies (`try_at_once`, which puts the
-    trained variables back after each)."""
+    """Run the search on fit's model or a loop's tf.function, each trial by `try_at_once`."""
 
     def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, Reason | None]:
         return try_at_once(

@@ -1,11 +1,6 @@
-"""A change measured on the train step alone: its two sides (a synced call of each train
-function), their interleaved rounds within a share of the budget, and their rates read as a
-whole run's gain, with fit's own time around the train function on both sides
-(`analysis/run_terms.py`; docs/design.md, "When the model sets the rate").
-
-Shared by the model-side trials under fit (`model_side.py`), the host-to-device copy
-(`device_copy.py`) and XLA on a custom loop's step (`loop_xla.py`).
-"""
+"""A change measured on the train step alone: interleaved rounds of a synced call of each
+side's train function, read as a whole run's gain with fit's own time around the train
+function (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -15,17 +10,14 @@ from dataclasses import dataclass
 
 from pipediag.analysis.paired import OVERRUN, SLICES_PER_SHARE, STEP_SLICES, TRIAL_MIN_ROUNDS
 from pipediag.analysis.run_terms import fit_added_s, in_run_terms
-from pipediag.bench.interleaved import (
-    Rounds,
-    run_rounds,
-)
+from pipediag.bench.interleaved import Rounds, run_rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial
 from pipediag.report.reasons import TOO_FEW_STEPS, Reason
 from pipediag.training.pull_slice import from_ends
 
-# One call of a side's train function, synced; the batches it trains.
+# One call of a side's train function, synced.
 Call = Callable[[], None]
 
 
@@ -38,18 +30,15 @@ class Side:
 
 
 def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
-    """A side's read for the rounds: calls until `seconds` have passed (one at least), a
-    latency per batch. Both sides are warm before the rounds, so no call is left untimed."""
+    """A side's read: calls until `seconds` have passed, all timed (both sides are warm)."""
 
     def run(seconds: float) -> BatchTiming:
         start = clock.now()
         cpu_from = time.process_time()
         ends = [start]
-        while True:
+        while len(ends) == 1 or ends[-1] < start + seconds:
             side.call()
             ends.append(clock.now())
-            if ends[-1] >= start + seconds:
-                break
         cpu_s = time.process_time() - cpu_from
         return from_ends(ends, per_call=side.batches_per_call, cpu_s=cpu_s)
 
@@ -70,9 +59,7 @@ def trial_result(
     seconds: float = 0.0,
     around_s: float | None = None,
 ) -> ModelTrial:
-    """A trial's rates and gain from its rounds, in the run's terms (`in_run_terms`, with
-    fit's time around the train function from `around_s` or `fit_per_s`); the interval's
-    ends go through the same arithmetic (it rises with the variant's rate)."""
+    """A trial's rates and gain from its rounds, in the run's terms (`in_run_terms`)."""
     base, variant = rounds.rates()
     if base is None or variant is None or base <= 0 or variant <= 0:
         return ModelTrial(change, reason=Reason(TOO_FEW_STEPS), seconds=seconds)
@@ -104,12 +91,13 @@ def measure(
     clock: Clock,
     share_s: float,
     shared_by: int = 1,
+    built_s: float | None = None,
 ) -> ModelTrial:
-    """The rounds of one change within `share_s` seconds, both sides warmed first; read in
-    the run's terms with fit's rate and its time around the train function from `facts`.
-    The slices are sized on the measured step, `shared_by` of them a call where the variant
-    runs several steps a call (steps_per_execution)."""
+    """The rounds of one change within `share_s`, both sides warmed first; `shared_by`: the
+    variant's steps a call. `built_s`: its build, counted in the trial's seconds."""
     call_s = facts.step_s * shared_by
+    if built_s is not None:
+        share_s = max(share_s - built_s, fewest_rounds_s(call_s))
     began = clock.now()
     baseline.call()
     variant.call()
@@ -128,16 +116,14 @@ def measure(
         rounds,
         fit_per_s=facts.fit_steps_per_s,
         shared_by=shared_by,
-        seconds=clock.now() - began,
+        seconds=clock.now() - began + (built_s or 0.0),
         around_s=facts.fit_overhead_s,
     )
 
 
 @dataclass(frozen=True)
 class FitFacts:
-    """What the trials need to know of the run: the measured step, fit's rate (A), whether
-    there is a GPU, the dtype policy to try with the reason where none fits, and what fit's
-    steps took beyond their train function where it was measured."""
+    """What the trials need to know of the run (`fit_overhead_s`: fit's own time a step)."""
 
     step_s: float
     fit_steps_per_s: float | None

@@ -1,28 +1,18 @@
 """A fix tried on training itself: the user's train step fed by the original pipeline and by
-the fixed one, in turn.
-
-Part of `training/`: under `fit` the compiled `train_function` runs on the unedited and the
-fixed copy in alternating slices, every variable it writes put back; a custom loop is served
-the two copies at its step budget (`training/loop_search.py`). Both sides run in the rounds of
-`bench/interleaved.py`; a slice's first step, with its `iter()`, is the side's epoch start.
-Method: (docs/design.md, "Fixes tried on training"), (docs/design.md, "Epoch starts in the
-gains").
-"""
+the fixed one in alternating slices, every variable it writes put back (docs/design.md,
+"Fixes tried on training"), (docs/design.md, "Epoch starts in the gains")."""
 
 from __future__ import annotations
 
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
 from pipediag.analysis.paired import OVERRUN, SLICES_PER_SHARE, TRAINING_SLICES
-from pipediag.bench.interleaved import (
-    RoundPlan,
-    Rounds,
-)
+from pipediag.bench.interleaved import RoundPlan, Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
@@ -43,14 +33,15 @@ from pipediag.training.compute_alone import (
     sync_logs,
     variables_put_back,
 )
+from pipediag.training.fit_backend import on_jax, undriven
 from pipediag.training.function_loop import TrainCalls
+from pipediag.training.jax_fit import JaxFitSteps, trainable
 from pipediag.training.loop_xla import captured_variables
 from pipediag.training.pull_slice import MAX_STEPS_PER_SLICE, from_ends
 
 # A trial's time where the caller gives none: five rounds of two slices of ~0.25 s.
 BUDGET_S = 3.0
-# Steps per timed slice: enough for the scheduler's noise to average out within a slice,
-# bounded in time so that five rounds fit a share of the budget.
+# Steps per slice: enough for the scheduler's noise to average out, bounded by the share.
 SLICE_STEPS = 8
 
 # What a fix measured on training: its rounds, or why none.
@@ -89,13 +80,8 @@ def with_training(trial: FixTrial, rounds: Rounds | None, reason: Reason | None)
 
 
 def epoch_start_s(runs: Sequence[BatchTiming]) -> float | None:
-    """What starting an epoch costs one side of a trial beyond a steady step: making a fresh
-    iterator, and its first step over the side's median step, the median over the side's
-    slices after its first, which may have traced the train function for the side's
-    pipeline (docs/design.md, "Epoch starts in the gains").
-
-    None where no slice tells.
-    """
+    """What starting an epoch costs one side beyond a steady step, its first slice (which may
+    have traced) left out (docs/design.md, "Epoch starts in the gains")."""
     starts = [s for s in (_start_s(run) for run in runs) if s is not None]
     if len(starts) >= 2:
         starts = starts[1:]
@@ -108,9 +94,6 @@ def _start_s(run: BatchTiming) -> float | None:
     return run.opened_s + run.first_batch_s - median(run.latencies_s)
 
 
-# --- what pipediag trains at once: fit's model, or the tf.function a loop pulls inside ---------
-
-
 def try_at_once(
     trainer: Any,
     fix: FixPipelines,
@@ -120,16 +103,8 @@ def try_at_once(
     budget_s: float = BUDGET_S,
     teardown: TearDown,
 ) -> Trial:
-    """The fix's rounds on fit's train function or on the tf.function a loop trains in
-    (`TrainCalls`), or why it was not tried; pipediag runs the slices itself.
-
-    Every variable the steps write is put back afterwards (a function's captured ones, the
-    optimizer's step counter with them); the caller keeps the pipeline's own variables
-    (`bench.isolate.preserved_variables`). The JAX backend's step runs on a copy of fit's
-    state instead (docs/design.md, "JAX"). A function is called on a fresh tf.data iterator
-    over each side (in place of the loop's own, a tf.distribute one included), its steps a
-    call as the loop's last call ran.
-    """
+    """The fix's rounds on fit's train function or a loop's tf.function, or why not tried;
+    the trained variables are put back, the caller keeps the pipeline's own."""
     with contextlib.ExitStack() as put_back:
         if isinstance(trainer, TrainCalls):
             steps = _calls_steps(trainer, clock, put_back)
@@ -137,7 +112,6 @@ def try_at_once(
             steps = _fit_steps(trainer, clock, put_back)
         if isinstance(steps, Reason):
             return None, steps
-        # Each side read with one call of the train function, `per_call` steps.
         plan = FixRounds(
             fix,
             clock=clock,
@@ -159,18 +133,13 @@ def try_at_once(
 
 
 def _fit_steps(model: Any, clock: Clock, put_back: contextlib.ExitStack) -> _FitSteps | Reason:
-    """fit's train function as the trials call it, its variables put back as `put_back`
-    closes; or why it cannot be tried."""
-    from pipediag.training.fit_backend import on_jax, undriven
-
+    """fit's train function as the trials call it, its variables put back by `put_back`."""
     backend = undriven(model)
     if backend is not None:
         return Reason(BACKEND_NO_FIX_TRIAL, detail=backend)
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     if on_jax(model):
         # fit's jitted step on one copy of fit's state (docs/design.md, "JAX")
-        from pipediag.training.jax_fit import JaxFitSteps, trainable
-
         blocked_by = trainable(model)
         if blocked_by is not None:
             return blocked_by
@@ -186,8 +155,7 @@ def _fit_steps(model: Any, clock: Clock, put_back: contextlib.ExitStack) -> _Fit
 def _calls_steps(
     calls: TrainCalls, clock: Clock, put_back: contextlib.ExitStack
 ) -> _FitSteps | Reason:
-    """The loop's tf.function as the trials call it, traced for a tf.data iterator off the
-    clock, every variable it captures put back as `put_back` closes; or why it cannot be."""
+    """The loop's tf.function as the trials call it, its variables put back by `put_back`."""
     train = calls.trained_on()
     if isinstance(train, Reason):
         return train
@@ -202,15 +170,8 @@ def _as_is(dataset: Any) -> Any:
 
 
 class FixRounds:
-    """One fix's rounds on training, within `budget_s` from now: which side runs next, for
-    how long, and what the fix measured, or why it was not tried. What pipediag trains at
-    once runs the slices itself (`try_at_once`); a custom loop's pulls run them
-    (`training/loop_search.py`).
-
-    `read` times a side's run on an iterator (a train function's calls; None where the loop's
-    own steps are timed); `distribute` hands a copy to the train function as fit would
-    (through the strategy).
-    """
+    """One fix's rounds on training within `budget_s`. `read` times a side on an iterator
+    (None: the loop's pulls time it); `distribute` hands fit a copy as fit would."""
 
     def __init__(
         self,
@@ -235,9 +196,7 @@ class FixRounds:
         self._result: Trial | None = None
 
     def next_slice(self) -> tuple[int, float] | None:
-        """The side due next (0 the copy as it is, 1 the fixed one) and its seconds; None
-        once the fix is done. A side that fails to be made (a cache that cannot fill) fails
-        the fix."""
+        """The side due next (1: the fixed one) and its seconds; None once the fix is done."""
         if self._plan is None and self._result is None:
             self._start()
         if self._plan is None:
@@ -248,21 +207,18 @@ class FixRounds:
         return due
 
     def side(self, index: int) -> TrialSide:
-        """The side `index`."""
         return self._sides[index]
 
     def record(self, side: int, timing: BatchTiming) -> None:
-        """The timing of the slice `next_slice` gave."""
         if self._plan is not None:
             self._plan.record(side, timing)
 
     def fail(self, exc: BaseException) -> None:
-        """The fix failed on training: not measured."""
-        self._finish((None, _failure(exc)))
+        # Keras wraps a layer's error in a generic first line: the lines are joined.
+        self._finish((None, Reason(FIXED_PIPELINE_FAILED, detail=error_line(exc, 240))))
 
     def result(self) -> Trial:
-        """What the fix measured; where the loop stopped pulling first, its rounds as they
-        stand (or, before any, that it stopped)."""
+        """What the fix measured; its rounds as they stand where the loop stopped first."""
         if self._plan is not None:
             self._finish((self._plan.rounds(), None))
         if self._result is None:
@@ -286,7 +242,7 @@ class FixRounds:
         except Exception as exc:
             self.fail(exc)
             return
-        # The share starts once a held copy or a cache is filled.
+        # The share starts once a held copy or a cache is filled (a fill that fails, fails it).
         now = self._clock.now()
         self._plan = RoundPlan(
             slice_s=slice_seconds(self._step_s, share_s),
@@ -304,8 +260,7 @@ class FixRounds:
 
 
 def _distributor(model: Any) -> Callable[[Any], Any]:
-    """How fit hands a dataset to its train function: through the strategy (a plain
-    dataset under the default one)."""
+    """How fit hands a dataset to its train function: through a multi-replica strategy."""
     strategy = getattr(model, "distribute_strategy", None)
     if strategy is None or getattr(strategy, "num_replicas_in_sync", 1) <= 1:
         return _as_is
@@ -313,55 +268,42 @@ def _distributor(model: Any) -> Callable[[Any], Any]:
     return distribute
 
 
+@dataclass(eq=False)
 class _FitSteps:
-    """Reads a run with a train function: one timed call after an untimed one, `per_call`
-    steps a call, each side's copy handed to it by `distribute`."""
+    """Reads a run with a train function, its first call timed apart (the epoch start)."""
 
-    def __init__(
-        self,
-        train_function: Callable[[Any], Any],
-        per_call: int,
-        clock: Clock,
-        distribute: Callable[[Any], Any] = _as_is,
-    ) -> None:
-        self._train = train_function
-        self.per_call = per_call
-        self._clock = clock
-        self.distribute = distribute
+    train: Callable[[Any], Any]
+    per_call: int
+    clock: Clock
+    distribute: Callable[[Any], Any] = _as_is
 
     def read(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
-        start = self._clock.now()
+        start = self.clock.now()
         if not self._step(iterator):
             return BatchTiming(None, [], 0.0, exhausted=True)
-        first_s = self._clock.now() - start
+        first_s = self.clock.now() - start
         cpu_from = time.process_time()
-        ends = [self._clock.now()]
+        ends = [self.clock.now()]
         deadline = start + max_seconds
         exhausted = False
         while len(ends) <= MAX_STEPS_PER_SLICE and ends[-1] < deadline:
             if not self._step(iterator):
                 exhausted = True
                 break
-            ends.append(self._clock.now())
+            ends.append(self.clock.now())
         cpu_s = time.process_time() - cpu_from
         timing = from_ends(ends, per_call=self.per_call, exhausted=exhausted, cpu_s=cpu_s)
         if timing.latencies_s and self.per_call > 1:
-            # The first batch's time, as a loop's is: the call's other batches at the steady step.
+            # The first batch alone, as a loop's: the call's others at the steady step.
             first_s -= (self.per_call - 1) * median(timing.latencies_s)
         return replace(timing, first_batch_s=first_s)
 
     def _step(self, iterator: Iterator[Any]) -> bool:
-        """One call of the train function; False when the iterator is spent."""
+        """False when the iterator is spent."""
         import tensorflow as tf
 
         try:
-            sync_logs(self._train(iterator))
+            sync_logs(self.train(iterator))
         except (StopIteration, tf.errors.OutOfRangeError):
             return False
         return True
-
-
-def _failure(exc: BaseException) -> Reason:
-    """In one line: Keras wraps a layer's error in a generic first line, so the lines that
-    say what went wrong are joined."""
-    return Reason(FIXED_PIPELINE_FAILED, detail=error_line(exc, 240))
