@@ -1,11 +1,6 @@
-"""Hooks into TensorFlow and Keras, installed when the user's script imports them.
-
-`install(session)` returns the installed hooks; `uninstall()` on it restores every patched
-attribute exactly, on every exit path.
-
-May import: `training` (what a custom loop is served at its step budget), `bench` (the
-dataset's description), `analysis` (statistics), `report`, `timeline`, `config`, `clock`. The
-session only through `HookHost` (`host.py`), never by import.
+"""Hooks into TensorFlow and Keras, installed when the user's script imports them; `uninstall()`
+restores every patched attribute exactly. May import: `training`, `bench`, `analysis`, `report`,
+`timeline`, `config`, `clock`; the session only through `HookHost` (`host.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +12,7 @@ from pipediag.hooks.function_loop import FunctionLoopTracker
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.imports import PostImportHook
 from pipediag.hooks.keras_fit import FitPatch, FitTracker
+from pipediag.hooks.patching import Patches
 from pipediag.hooks.step_calls import FunctionCallPatch, StepCalls
 from pipediag.hooks.tfdata import CustomLoopTracker, IteratorPatch
 from pipediag.hooks.train_evidence import GradientTapePatch, GradientWatch
@@ -29,21 +25,11 @@ class InstalledHooks:
     fit: FitTracker
     loop: CustomLoopTracker
     function_loop: FunctionLoopTracker
-    _fit_patch: FitPatch
-    _iterator_patch: IteratorPatch
-    _tape_patch: GradientTapePatch
-    _imports: PostImportHook
-    _call_sites: CallSitePatch
-    _function_calls: FunctionCallPatch | None = None
+    _patches: tuple[PostImportHook | Patches, ...]  # undone in this order
 
     def uninstall(self) -> None:
-        self._imports.uninstall()
-        self._call_sites.uninstall()
-        if self._function_calls is not None:
-            self._function_calls.uninstall()
-        self._fit_patch.uninstall()
-        self._iterator_patch.uninstall()
-        self._tape_patch.uninstall()
+        for patch in self._patches:
+            patch.uninstall()
         self.fit.finish()
         self.loop.finish()
 
@@ -70,17 +56,8 @@ def install(session: HookHost) -> InstalledHooks:
         function_call_patch.install()
 
     imports = PostImportHook({"tensorflow": on_tensorflow, "keras": fit_patch.install})
-    hooks = InstalledHooks(
-        fit,
-        loop,
-        function_loop,
-        fit_patch,
-        iterator_patch,
-        tape_patch,
-        imports,
-        call_site_patch,
-        function_call_patch,
-    )
+    patches = (imports, call_site_patch, function_call_patch, fit_patch, iterator_patch, tape_patch)
+    hooks = InstalledHooks(fit, loop, function_loop, patches)
     try:
         imports.install()
     except BaseException:

@@ -1,10 +1,6 @@
-"""Record where the script built each `tf.data.Dataset`: the script's own frame that called
-`Dataset.map`, `.batch`, `from_tensor_slices`...
-
-One wrapper around `DatasetV2.__init__`, which every dataset's constructor reaches: a walk
-of a few frames per dataset built, once, when the script builds its pipeline (never per
-element). Undone on `uninstall` (docs/design.md, "The pipeline pipediag would write").
-"""
+"""The script's line that built each `tf.data.Dataset`: a wrapper around `DatasetV2.__init__`
+walks a few frames per dataset built, never per element (docs/design.md, "The pipeline pipediag
+would write")."""
 
 from __future__ import annotations
 
@@ -16,14 +12,11 @@ from pipediag.hooks.pass_origin import pass_origin
 from pipediag.hooks.patching import Patches
 
 
-class CallSitePatch:
-    """Wraps `DatasetV2.__init__` to record each dataset's creating line in the script."""
-
-    def __init__(self) -> None:
-        self._patches = Patches()
+class CallSitePatch(Patches):
+    """Wraps `DatasetV2.__init__`."""
 
     def install(self, _module: object = None) -> None:
-        self.uninstall()
+        self.restore()
         try:
             from tensorflow.python.data.ops import dataset_ops
         except Exception:  # an unusual TF build: no call sites, nothing else changes
@@ -40,7 +33,4 @@ class CallSitePatch:
             if origin.where is not None:
                 call_sites.record(dataset, origin.where, origin.by)
 
-        self._patches.replace(owner, "__init__", __init__)
-
-    def uninstall(self) -> None:
-        self._patches.restore()
+        self.replace(owner, "__init__", __init__)

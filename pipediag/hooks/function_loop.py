@@ -1,11 +1,7 @@
-"""Loops that pull inside a `tf.function`: each call of the training function is timed.
-
-A hook (`hooks/`): such a loop pulls in the graph, where no iterator hook runs, so
-`Function.__call__` (wrapped by `hooks/step_calls.py`) hands every eager call of a script's
-own `tf.function` here until training is found. A call given an iterator (or a dataset it
-iterates) whose optimizer step counter moves (`training/function_loop.py::step_counter`)
-trains; each later call is timed as that many steps. Method: (docs/design.md, "Loops that
-pull inside a tf.function").
+"""Loops that pull inside a `tf.function`: every eager call of the script's own functions comes
+here (from `hooks/step_calls.py`) until one given (or closing over) its data moves its
+optimizer's step counter; its calls are then timed (docs/design.md, "Loops that pull inside a
+tf.function").
 """
 
 from __future__ import annotations
@@ -32,30 +28,25 @@ _NO_COUNTER = -1
 # Iterators and datasets kept known before the dead ones are first swept (a loop makes an
 # iterator an epoch; a pipeline, a dataset a stage); then whenever the live ones double.
 _MADE_KEPT = 256
+_Call = Callable[..., Any]
+_Slot = int | str | None  # the data's position among the arguments, or its keyword
 
 
 @dataclass
 class _Candidate:
-    """A tf.function seen given data (or closing over it): its optimizer's step counter,
-    that counter's last value, and the iterator or dataset it closes over."""
+    """A tf.function seen given data (or closing over it), and its step counter's last value."""
 
     function: weakref.ref[Any]
     counter: Any = None
     count: int = _NO_COUNTER
     captured: weakref.ref[Any] | None = None
-    # The script's eager pulls by its last call, and whether it was given its data.
-    pulls: int = 0
+    pulls: int = 0  # the script's eager pulls by its last call
     given_data: bool = True
 
 
 class FunctionLoopTracker:
-    """Finds the tf.function that trains on an iterator or a dataset it is given, and times
-    its calls.
-
-    `watching` is cleared once the session diagnoses training some other way; `call` then
-    is never reached. `on_found` runs once training is found (the eager loop hook stops
-    timing pulls then).
-    """
+    """Finds the tf.function that trains on the data it is given, and times its calls;
+    `watching` is cleared once training is diagnosed some other way."""
 
     def __init__(
         self,
@@ -69,8 +60,7 @@ class FunctionLoopTracker:
         self.watching = True
         self._data_types: tuple[type, ...] | None = None
         self._counts: dict[int, _Candidate] = {}
-        # The iterators and datasets the script made eagerly, by the id of their handle.
-        self._made: dict[int, weakref.ref[Any]] = {}
+        self._made: dict[int, weakref.ref[Any]] = {}  # made eagerly, by their handle's id
         self._sweep_at = _MADE_KEPT
         self.train: TrainCalls | None = None
         self._fed: weakref.ref[Any] | None = None
@@ -80,8 +70,7 @@ class FunctionLoopTracker:
         self.seen: list[str] = []  # candidates that never trained, for the no-verdict text
 
     def call(self, function: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        """One eager call of a `tf.function`: run it, and time it when it is the one that
-        trains."""
+        """One eager call of a `tf.function`: run, and timed when it trains."""
         train = self.train
         if train is not None:
             if function is train.function:
@@ -96,8 +85,8 @@ class FunctionLoopTracker:
         return self._probe(function, call, slot, args, kwargs)
 
     def data_made(self, fed: Any) -> None:
-        """The script made a tf.data iterator or dataset eagerly: known by its handle, for a
-        function that closes over it (`captured_data`). Never raises into the script."""
+        """An iterator or dataset made eagerly, known by its handle for a function that closes
+        over it (`captured_data`). Never raises into the script."""
         if self.train is not None or not self.watching:
             return
         try:
@@ -112,9 +101,8 @@ class FunctionLoopTracker:
         known = self._made.get(handle_id)
         return known() if known is not None else None
 
-    def _data_slot(self, args: Any, kwargs: Any) -> int | str | None:
-        """Where among the arguments the call is given an iterator over its data, or a
-        dataset it iterates; None where it is given neither."""
+    def _data_slot(self, args: Any, kwargs: Any) -> _Slot:
+        """Where among the arguments the call is given an iterator or a dataset, if it is."""
         types = self._data_types
         if types is None:
             import tensorflow as tf
@@ -130,17 +118,9 @@ class FunctionLoopTracker:
                 return str(key)
         return None
 
-    def _probe(
-        self,
-        function: Any,
-        call: Callable[..., Any],
-        slot: int | str | None,
-        args: Any,
-        kwargs: Any,
-    ) -> Any:
-        """A candidate's call: its counter (and, given no data, the iterator or dataset it
-        closes over) is found after its first (tracing) call; a later call that moves it
-        shows the function trains."""
+    def _probe(self, function: Any, call: _Call, slot: _Slot, args: Any, kwargs: Any) -> Any:
+        """A candidate's call: its counter is found after its first (tracing) call; a later
+        call that moves it trains."""
         known = self._counts.get(id(function))
         if known is not None and (
             known.function() is not function or (slot is not None and not known.given_data)
@@ -168,23 +148,27 @@ class FunctionLoopTracker:
             return result
         known.pulls = pulls
         if after > before and (slot is not None or captured is not None):
-            found = self._calls(
-                function, call, slot, counter, after - before, args, kwargs, captured
+            steps = after - before
+            self._found(
+                _calls(
+                    function,
+                    call,
+                    slot,
+                    args,
+                    kwargs,
+                    counter=counter,
+                    steps=steps,
+                    captured=captured,
+                ),
+                after,
             )
-            self._found(found, after)
         return result
 
     def _first_call(
-        self,
-        function: Any,
-        call: Callable[..., Any],
-        slot: int | str | None,
-        args: Any,
-        kwargs: Any,
-        pulls: int,
+        self, function: Any, call: _Call, slot: _Slot, args: Any, kwargs: Any, pulls: int
     ) -> None:
-        """After a function's first call (its trace): what it is given or closes over, and
-        its counter; a function named as training without a counter is taken at once."""
+        """After the first (tracing) call: the data it closes over, and its counter; one named
+        by --train-function without a counter is taken at once."""
         captured = None
         if slot is None:
             try:
@@ -197,17 +181,29 @@ class FunctionLoopTracker:
         counter = step_counter(function)
         named = function_name(function) == self._session.config.train_function
         if counter is None and named:
-            steps = _steps_a_pass(captured if slot is None else _argument(slot, args, kwargs))
+            if slot is None:
+                steps = _steps_a_pass(captured)
+            else:
+                steps = _steps_a_pass(args[slot] if isinstance(slot, int) else kwargs[slot])
             if steps is not None:
-                found = self._calls(function, call, slot, None, steps, args, kwargs, captured)
-                self._found(found, 0)
-                return
-            self.seen.append(
-                _seen_text(
-                    function,
-                    "is named by --train-function, but iterates a dataset of unknown length: "
-                    "its steps a call cannot be counted",
+                self._found(
+                    _calls(
+                        function,
+                        call,
+                        slot,
+                        args,
+                        kwargs,
+                        counter=None,
+                        steps=steps,
+                        captured=captured,
+                    ),
+                    0,
                 )
+                return
+            self._saw(
+                function,
+                "is named by --train-function, but iterates a dataset of unknown length: "
+                "its steps a call cannot be counted",
             )
             return
         before = int(counter.numpy()) if counter is not None else _NO_COUNTER
@@ -219,30 +215,16 @@ class FunctionLoopTracker:
             pulls=pulls,
         )
         if counter is None:
-            self.seen.append(
-                _seen_text(
-                    function,
-                    "takes the data it trains on, but steps no optimizer with a step counter "
-                    "(Keras' `iterations`); if it trains, run with --train-function "
-                    f"{function_name(function)} to count its steps by its calls",
-                )
+            self._saw(
+                function,
+                "takes the data it trains on, but steps no optimizer with a step counter "
+                "(Keras' `iterations`); if it trains, run with --train-function "
+                f"{function_name(function)} to count its steps by its calls",
             )
 
-    @staticmethod
-    def _calls(
-        function: Any,
-        call: Callable[..., Any],
-        slot: int | str | None,
-        counter: Any,
-        steps: int,
-        args: Any,
-        kwargs: Any,
-        captured: Any,
-    ) -> TrainCalls:
-        name, where = function_name(function), definition_site(function)
-        return TrainCalls(
-            function, call, slot, counter, name, where, steps, tuple(args), dict(kwargs), captured
-        )
+    def _saw(self, function: Any, why: str) -> None:
+        site = definition_site(function)
+        self.seen.append(f"{function_name(function)}{f' ({site})' if site else ''} {why}")
 
     def _found(self, train: TrainCalls, count: int) -> None:
         """`train` trains: its calls are timed from the next one on (`count`: its counter)."""
@@ -280,9 +262,8 @@ class FunctionLoopTracker:
         if each_call or self._fed is None or self._fed() is not fed:
             self._fed = weakref.ref(fed)
             self._epoch += 1
-            # A new iterator's first step is not timed in the alternation; where each call
-            # iterates its dataset anew, its start-up is inside the call, spread over its
-            # steps, on both sides alike (the held dataset is iterated anew too).
+            # A new iterator's first step is left out of the alternation, unless each call
+            # iterates its dataset anew: its start-up is then inside every call, both sides.
             if self._alternation is not None and not each_call:
                 self._alternation.skip_step()
         clock = session.clock
@@ -314,42 +295,29 @@ class FunctionLoopTracker:
             self._session.conclude()
             raise StepBudgetReached
         self._alternation = alternation
-        if alternation.wants_step_alone:
-            alternation.step_alone_block()
-        self._over()
+        self._block_ended(alternation)
 
     def _alternated(self, start: float, ends: list[float]) -> None:
         alternation = self._alternation
         for step_start, step_end in zip([start, *ends], ends, strict=False):
             if alternation.training_step(step_start, step_end):
-                # The call's later steps ran before the step-alone block that follows:
-                # they belong to no block.
-                if alternation.wants_step_alone:
-                    alternation.step_alone_block()
-                break
-        self._over()
+                # The call's later steps ran before the next step-alone block: in no block.
+                self._block_ended(alternation)
+                return
 
-    def _over(self) -> None:
-        alternation = self._alternation
-        if alternation is None or not alternation.done:
-            return
-        self._alternation = None
-        self._session.conclude()
-        raise StepBudgetReached
-
-
-def _seen_text(function: Any, why: str) -> str:
-    site = definition_site(function)
-    return f"{function_name(function)}{f' ({site})' if site else ''} {why}"
-
-
-def _argument(slot: int | str, args: Any, kwargs: Any) -> Any:
-    return args[slot] if isinstance(slot, int) else kwargs[slot]
+    def _block_ended(self, alternation: Any) -> None:
+        """The step alone's block, if due; once the alternation is done, the end."""
+        if alternation.wants_step_alone:
+            alternation.step_alone_block()
+        if alternation.done:
+            self._alternation = None
+            self._session.conclude()
+            raise StepBudgetReached
 
 
 def _steps_a_pass(fed: Any) -> int | None:
-    """The steps one call runs where a step counter cannot say: one for an iterator (a call
-    a step), a dataset's length for a dataset it iterates (None where unknown)."""
+    """The steps a call runs without a counter: 1 for an iterator, a dataset's length (None
+    unknown)."""
     if not is_dataset(fed):
         return 1
     try:
@@ -357,3 +325,20 @@ def _steps_a_pass(fed: Any) -> int | None:
     except Exception:
         return None
     return length if length > 0 else None
+
+
+def _calls(
+    function: Any,
+    call: _Call,
+    slot: _Slot,
+    args: Any,
+    kwargs: Any,
+    *,
+    counter: Any,
+    steps: int,
+    captured: Any,
+) -> TrainCalls:
+    name, where = function_name(function), definition_site(function)
+    return TrainCalls(
+        function, call, slot, counter, name, where, steps, tuple(args), dict(kwargs), captured
+    )

@@ -1,9 +1,5 @@
-"""Run a callback right after a module is imported, without importing it ourselves.
-
-pipediag must not import TensorFlow or Keras before the user's script does: scripts set
-`KERAS_BACKEND`, `CUDA_VISIBLE_DEVICES` or `TF_CPP_MIN_LOG_LEVEL` before their imports,
-and those must still take effect. So the hooks are installed when the script's own
-import of the module completes.
+"""Run a callback right after a module is imported, without importing it ourselves: scripts
+set `KERAS_BACKEND`, `CUDA_VISIBLE_DEVICES` or `TF_CPP_MIN_LOG_LEVEL` before their imports.
 """
 
 from __future__ import annotations
@@ -36,7 +32,7 @@ class _CallbackLoader(importlib.abc.Loader):
 
 
 class PostImportHook(importlib.abc.MetaPathFinder):
-    """A meta-path finder that wraps the loader of the watched modules."""
+    """Wraps the loader of the watched modules."""
 
     def __init__(self, callbacks: dict[str, ImportCallback]) -> None:
         self._callbacks = callbacks

@@ -1,11 +1,6 @@
-"""Keras `fit`: a callback marks each train step; batch stamps give its input wait.
-
-`Model.fit` is wrapped to hand pipediag's callback to the user's call (the official
-extension point), to benchmark the dataset given as `x` before training starts, and to
-stamp its batches (`hooks/batch_stamps.py`), which pass through with their values
-unchanged. The user's own callbacks, arguments and return value pass through untouched.
-When `x` is not a `tf.data.Dataset` (arrays, a generator), Keras builds the dataset
-itself; then the TF profiler traces the measured steps instead (`hooks/profiler_trace.py`).
+"""Keras `fit`: `Model.fit` is wrapped to add pipediag's callback, which marks each train step,
+benchmark the dataset given as `x`, and stamp its batches for their input waits; where `x` is not
+a `tf.data.Dataset`, the TF profiler traces the measured steps instead.
 """
 
 from __future__ import annotations
@@ -13,7 +8,7 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pipediag.analysis.paired import MAX_BLOCK_STEPS, MAX_ROUNDS
 from pipediag.hooks.batch_stamps import BatchStamps, wait_of
@@ -22,62 +17,49 @@ from pipediag.hooks.host import HookHost
 from pipediag.hooks.patching import Patches
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.timeline import MIN_MEASURED_STEPS, StepBudgetReached
-from pipediag.training.alternation import block_steps_for
+from pipediag.training.alternation import FitAlternation, block_steps_for
 
-if TYPE_CHECKING:
-    from pipediag.training.alternation import FitAlternation
-
-# With `--steps all`, the train step is run alone at the first safe point between steps:
-# the end of an epoch with at least this many measured steps, or this many measured steps,
-# whichever comes first (the default step budget), so the verdict comes early.
+# With `--steps all`, the step runs alone at the first epoch end with this many measured
+# steps, or at this many (the default step budget), so the verdict comes early.
 PROBE_MIN_STEPS = 5
 PROBE_MAX_STEPS = 100
 
-# Waits are settled together, every few seconds: reading the in-graph stamps back took
-# 1.4 ms here (eager queue ops, cache-cold between train steps), 22 us a step when it was
-# done every 64 steps of 9 ms. The cap on steps keeps unsettled steps among the newest
-# records, which the timeline never merges, however fast the steps.
+# Reading the in-graph stamps back took 1.4 ms (eager queue ops, cache-cold between steps),
+# 22 us a step when done every 64 steps of 9 ms. The step cap keeps unsettled steps among
+# the newest records, which the timeline never merges.
 SETTLE_EVERY_S = 2.0
-# The training blocks a full alternation runs on fit's steps: one a round, one more where
-# the measured steps cannot lead, and one to spare (`conclusion.py::alternate_fit`).
-ALTERNATION_BLOCKS = MAX_ROUNDS + 2
 SETTLE_MAX_STEPS = 4096
+# Training blocks of a full alternation on fit's steps: one a round, one where the measured
+# steps cannot lead, one to spare (`conclusion.py::alternate_fit`).
+ALTERNATION_BLOCKS = MAX_ROUNDS + 2
 
 
 class FitTracker:
-    """Step marks from callback events, and the profiler started for measured steps only.
-
-    With batch stamps, a step is recorded at its end with its wait unknown; its wait is
-    settled later, with the waits of the steps around it (every `SETTLE_EVERY_S` seconds or
-    `SETTLE_MAX_STEPS` steps, at each epoch's start, at the step budget and when `fit`
-    returns).
-    """
+    """Step marks from callback events, and the profiler for measured steps only. Stamped
+    steps get their waits later, together (at `SETTLE_*`, epoch starts, the budget, the end)."""
 
     def __init__(self, session: HookHost) -> None:
         self._session = session
         self.tracer = InputWaitTracer(clock=session.clock)
         self.stamps: BatchStamps | None = None
         self._step_start: float | None = None
-        self._first_batch = 0
-        self._chunk_steps = 0
-        self._epoch = 0
+        self._first_batch = self._chunk_steps = self._epoch = 0
         self._epoch_began: float | None = None
         self._epoch_steps: int | None = None
         self._unsettled: list[tuple[float, int]] = []  # (step start, batches it used)
         self._settled_at = session.clock.now()
-        # Only `--steps all` runs the step alone mid-run; checked once a step while pending.
-        # Watch mode never does, nor traces with the profiler (it costs up to 87% of the
-        # throughput: docs/design.md, "Keras fit internals"); without stamps, no waits then.
+        # Only `--steps all` runs the step alone mid-run. Watch mode never does, nor traces (up
+        # to 87% of throughput: docs/design.md, "Keras fit internals"): unstamped, no waits.
         watching = session.config.watch is not None
         self._probe_pending = session.config.measured_steps is None and not watching
         self._may_trace = not watching
-        # At the step budget (or the probe): fit's next steps alternate with the step alone.
+        # At the budget (or the probe): fit's next steps alternate with the step alone.
         self._alternation: FitAlternation | None = None
         self._planned: tuple[int, int] | None = None  # fit's epochs and steps per epoch
         self.timer: TrainFunctionTimer | None = None  # fit's train function, timed
         self._alternation_ends_fit = True  # False at the probe: training goes on after it
 
-    def on_epoch_end(self, epoch: int) -> None:
+    def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         if (
             self._probe_pending
             and self._alternation is None
@@ -91,7 +73,7 @@ class FitTracker:
         return len(timeline) - timeline.warmup_steps >= steps
 
     def _probe(self, batch: int) -> None:
-        """Compute alone and the verdict mid-run (`--steps all`); training goes on unchanged."""
+        """Compute alone and the verdict mid-run (`--steps all`); training goes on."""
         self._probe_pending = False
         self._settle_waits()
         self._close_chunk()
@@ -99,23 +81,20 @@ class FitTracker:
             self._session.conclude(deep=False)
 
     def on_train_begin(self, epochs: int | None, steps: int | None, model: Any = None) -> None:
-        """fit's plan: how many epochs of how many steps (either unknown: None); its
-        train function is timed during the measured steps (`hooks/fit_overhead.py`)."""
+        """fit's plan (epochs, steps; None unknown); its train function is timed from now."""
         self._planned = (epochs, steps) if epochs and steps else None
         if model is not None and self.timer is None:
             self.timer = TrainFunctionTimer(model, self._session.clock, sync=result_sync(model))
 
-    def on_train_end(self) -> None:
-        """fit is over: its train function is put back."""
+    def on_train_end(self, logs: Any = None) -> None:
         if self.timer is not None:
             self.timer.remove()
 
     def fit_overhead_s(self) -> float | None:
-        """What fit's measured steps took beyond their train function (median)."""
         return self.timer.overhead_s() if self.timer is not None else None
 
     def _steps_left(self, batch: int) -> int | None:
-        """fit's steps after this one (in callback steps), where its plan is known."""
+        """fit's callback steps after this one, where its plan is known."""
         if self._planned is None:
             return None
         epochs, steps = self._planned
@@ -124,12 +103,9 @@ class FitTracker:
         return max(0, batches // per_step)
 
     def _alternation_wants_the_rest(self, batch: int) -> bool:
-        """Whether fit's steps left are now what the alternation's full rounds want, with
-        `MIN_MEASURED_STEPS` measured: the budget is reached early rather than leave too
-        few for it, and the cost has its interval (a tutorial's 60 steps of 120 ms left 12
-        after the default budget: T was then timed in one piece, against A taken before it,
-        on a host whose rate moved 20% between epochs). Not at the `--steps all` probe.
-        """
+        """Whether fit's steps left are now what the alternation's full rounds want: the
+        budget ends early rather than leave too few (a tutorial's 60 steps of 120 ms left 12
+        after the default budget, T timed in one piece on a host whose rate moved 20%)."""
         steps_left = self._steps_left(batch)
         timeline = self._session.timeline
         if (
@@ -144,10 +120,8 @@ class FitTracker:
         return step_s is not None and steps_left <= ALTERNATION_BLOCKS * block_steps_for(step_s)
 
     def _alternate(self, *, ends_fit: bool, batch: int) -> bool:
-        """Start training and the step alone in turn (docs/design.md, "Rates in
-        alternation"); False where the step cannot run alone or fit has too few steps left.
-        The measured steps' last block leads unless the profiler traced them (it slows the
-        steps it traces)."""
+        """Training and the step alone in turn (docs/design.md, "Rates in alternation");
+        False where that cannot run. The measured steps lead unless traced (tracing slows)."""
         if self.timer is not None:
             self.timer.remove()  # the measured steps are over: pipediag calls it next
         alternation = self._session.alternate_fit(
@@ -157,60 +131,45 @@ class FitTracker:
             return False
         self._alternation = alternation
         self._alternation_ends_fit = ends_fit
-        if alternation.wants_step_alone:
-            alternation.step_alone_block()
-        self._alternation_over()
+        self._block_ended(alternation)
         return True
 
     def _alternated_step(self, start: float, end: float, batches: int) -> None:
-        """One of fit's steps during the alternation: timed for its training block, its
-        batch stamps taken with the rest. Past the budget it is not a measured step; at the
-        `--steps all` probe it is (the whole run is measured)."""
+        """A step of the alternation's training block; measured only at the `--steps all`
+        probe (the whole run is measured)."""
         alternation = self._alternation
         assert alternation is not None
         if not self._alternation_ends_fit:
             self._session.timeline.add(start, end, None, self._epoch)
         if self.stamps is not None:
             self._unsettled.append((start, batches))
-        if not alternation.training_step(start, end):
-            return
+        if alternation.training_step(start, end):
+            self._block_ended(alternation)
+
+    def _block_ended(self, alternation: FitAlternation) -> None:
+        """A training block ended: the step alone's block, if due; once the alternation is
+        done, the verdict, and at the budget the end of fit."""
         if alternation.wants_step_alone:
             alternation.step_alone_block()
-        self._alternation_over()
-
-    def _alternation_over(self) -> bool:
-        """When the alternation is done: the verdict, and at the budget the end of fit."""
-        alternation = self._alternation
-        if alternation is None or not alternation.done:
-            return False
+        if not alternation.done:
+            return
         self._alternation = None
         self._settle_waits()
-        session = self._session
         if not self._alternation_ends_fit:
-            session.conclude(deep=False)
-            return True
-        session.conclude()
+            self._session.conclude(deep=False)
+            return
+        self._session.conclude()
         raise StepBudgetReached
 
     def on_epoch_begin(self, epoch: int, steps: int | None = None) -> None:
-        # Keras may start a new iterator for the epoch (not yet made: it is made at the
-        # first step); the stamps of the last one are matched with its steps before then.
+        # Keras may make a new iterator at the epoch's first step: settle the last one's first.
         self._settle_waits()
         self._epoch = epoch
         if self._alternation is not None:
             self._alternation.skip_step()  # the epoch's first step carries its start-up
-        # The epoch's start-up runs from here to its first step (docs/design.md, "Epoch
-        # starts"); timed after pipediag's own settling above.
+        # The start-up runs from here to the first step (docs/design.md, "Epoch starts").
         self._epoch_steps = steps
         self._epoch_began = self._session.clock.now()
-
-    def _iterator_made_since(self, began: float) -> float:
-        """The input part of an epoch's start: how long Keras took to make the epoch's
-        iterator, 0 where it kept the last one. The rest of the boundary (Keras's own work,
-        the last iterator's tear-down) a cached batch pays too (docs/design.md, "Epoch
-        starts")."""
-        made = self._session.timeline.last_iterator_made
-        return made[1] if made is not None and made[0] >= began else 0.0
 
     def saw_callbacks(self, callbacks: Any) -> None:
         """The user's callbacks for `fit`: a TensorBoard one names the log directory."""
@@ -222,11 +181,7 @@ class FitTracker:
                 return
 
     def stamp(self, dataset: Any) -> Any:
-        """The dataset `fit` will read, stamped; waits then come from the stamps.
-
-        A dataset that cannot take the two extra stages is given to `fit` as it is, with a
-        note: its steps are still timed, without their input waits.
-        """
+        """The dataset `fit` will read, stamped; unstamped with a note where it cannot be."""
         stamps = BatchStamps(self._session.clock)
         try:
             stamped = stamps.attach(dataset)
@@ -239,17 +194,18 @@ class FitTracker:
         self.stamps = stamps
         return stamped
 
-    # The two per-step events are Keras's callback methods themselves (see make_callback),
-    # and with stamps they skip the profiler's bookkeeping: on the main thread, between
-    # train steps, each Python frame costs microseconds.
+    # Keras's callback methods themselves (`make_callback`): between train steps on the main
+    # thread, each Python frame costs microseconds.
     def on_batch_begin(self, batch: int = 0, logs: Any = None) -> None:
         session = self._session
         self._first_batch = batch
         if self._epoch_began is not None:
+            # The input part of an epoch's start: making its iterator (0 where Keras kept the
+            # last); a cached batch pays the rest too (docs/design.md, "Epoch starts").
             began, self._epoch_began = self._epoch_began, None
-            session.timeline.mark_epoch_start(
-                self._epoch, self._iterator_made_since(began), self._epoch_steps
-            )
+            made = session.timeline.last_iterator_made
+            made_s = made[1] if made is not None and made[0] >= began else 0.0
+            session.timeline.mark_epoch_start(self._epoch, made_s, self._epoch_steps)
         if (
             self.stamps is None
             and self._may_trace
@@ -308,13 +264,13 @@ class FitTracker:
             self._probe(batch)
 
     def finish(self) -> None:
-        """Settle waits, stop any trace still running; safe to call more than once."""
+        """Settle waits, stop any trace; safe to call more than once."""
         self._settle_waits()
         self._close_chunk()
         self._step_start = None
 
     def _settle_waits(self) -> None:
-        """Give the steps recorded since the last call their waits, from the batch stamps."""
+        """The steps recorded since the last call get their waits, from the batch stamps."""
         unsettled, self._unsettled = self._unsettled, []
         self._settled_at = self._session.clock.now()
         stamps = self.stamps
@@ -338,19 +294,12 @@ class FitTracker:
         )
 
     def _close_chunk(self) -> None:
-        """Stop tracing and give the chunk's steps their waits; the events are then dropped."""
+        """Stop tracing; the chunk's steps get their waits, and the events are dropped."""
         if not self.tracer.active:
             return
         self.tracer.stop()
         self._session.timeline.fill_waits(self.tracer.waits_for)
         self.tracer.events.clear()
-
-
-def _is_dataset(x: Any) -> bool:
-    """Whether fit was given a `tf.data.Dataset`, which pipediag can read alone and stamp."""
-    import tensorflow as tf
-
-    return isinstance(x, tf.data.Dataset)
 
 
 def make_callback(tracker: FitTracker) -> Any:
@@ -359,41 +308,35 @@ def make_callback(tracker: FitTracker) -> Any:
 
     class PipediagCallback(keras.callbacks.Callback):  # type: ignore[misc]
         def on_train_begin(self, logs: Any = None) -> None:
-            params = self.params or {}
-            epochs, steps = params.get("epochs"), params.get("steps")
-            tracker.on_train_begin(
-                epochs if isinstance(epochs, int) else None,
-                steps if isinstance(steps, int) else None,
-                getattr(self, "model", None),
-            )
-
-        def on_train_end(self, logs: Any = None) -> None:
-            tracker.on_train_end()
+            epochs, steps = self._param("epochs"), self._param("steps")
+            tracker.on_train_begin(epochs, steps, getattr(self, "model", None))
 
         def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            steps = (self.params or {}).get("steps")
-            tracker.on_epoch_begin(epoch, steps if isinstance(steps, int) else None)
+            tracker.on_epoch_begin(epoch, self._param("steps"))
 
-        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            tracker.on_epoch_end(epoch)
+        def _param(self, name: str) -> int | None:
+            value = (self.params or {}).get(name)
+            return value if isinstance(value, int) else None
 
     callback = PipediagCallback()
     # Bound to the tracker's methods directly: one frame less per event, two per step.
     callback.on_train_batch_begin = tracker.on_batch_begin
     callback.on_train_batch_end = tracker.on_batch_end
+    callback.on_epoch_end = tracker.on_epoch_end
+    callback.on_train_end = tracker.on_train_end
     return callback
 
 
-class FitPatch:
-    """Wraps `keras.Model.fit`; `uninstall` restores the class exactly as it was."""
+class FitPatch(Patches):
+    """Wraps `keras.Model.fit`."""
 
     def __init__(self, tracker: FitTracker, session: HookHost) -> None:
+        super().__init__()
         self._tracker = tracker
         self._session = session
-        self._patches = Patches()
 
     def install(self, _module: object = None) -> None:
-        if self._patches.installed:
+        if self.installed:
             return
         import keras
 
@@ -408,8 +351,10 @@ class FitPatch:
             callbacks = bound.arguments.get("callbacks")
             tracker.saw_callbacks(callbacks)
             bound.arguments["callbacks"] = [*(callbacks or []), make_callback(tracker)]
+            import tensorflow as tf
+
             x = bound.arguments.get("x")
-            dataset = x if _is_dataset(x) else None
+            dataset = x if isinstance(x, tf.data.Dataset) else None
             session.fit_called(model, dataset, given=type(x).__name__)
             if dataset is not None:
                 bound.arguments["x"] = tracker.stamp(dataset)
@@ -419,16 +364,12 @@ class FitPatch:
             finally:
                 tracker.finish()
 
-        self._patches.replace(keras.Model, "fit", fit)
-
-    def uninstall(self) -> None:
-        self._patches.restore()
+        self.replace(keras.Model, "fit", fit)
 
 
 def result_sync(model: Any) -> Callable[[Any], Any] | None:
-    """What waits for a train function's result where the call only dispatches its work:
-    `jax.block_until_ready` on Keras's JAX backend (JAX taken from `sys.modules`: Keras
-    imported it), else None."""
+    """`jax.block_until_ready` on Keras's JAX backend, where a call only dispatches its work
+    (JAX from `sys.modules`: Keras imported it); else None."""
     from pipediag.training.fit_backend import on_jax
 
     jax = sys.modules.get("jax")

@@ -1,8 +1,5 @@
-"""Who started a pass over a dataset: a Keras call (`adapt`, `evaluate`, `predict`), or the
-script's own loop, and at which line of the script.
-
-Read once per iterator, at its first pull, from the call stack: a walk of a few dozen frames,
-off the hot path (docs/design.md, "Finding the training").
+"""Who started a pass over a dataset (a Keras call, or the script's own loop) and at which
+line: read once per iterator from the call stack (docs/design.md, "Finding the training").
 """
 
 from __future__ import annotations
@@ -30,25 +27,12 @@ class PassOrigin:
     where: str | None
 
 
-def _package(frame: FrameType) -> str:
-    name = frame.f_globals.get("__name__", "")
-    return name.split(".", 1)[0] if isinstance(name, str) else ""
-
-
-def _keras_call(frame: FrameType) -> str:
-    """ "TextVectorization.adapt" for a method, "split_dataset" for a function."""
-    owner = _self_of(frame)
-    name = frame.f_code.co_name
-    return f"{type(owner).__name__}.{name}" if owner is not None else name
-
-
 def _self_of(frame: FrameType) -> object | None:
-    """A method's `self`, read without leaving the frame holding anything.
-
-    Before Python 3.13 `f_locals` is a snapshot the frame keeps until the next one: it would
-    hold fit's iterator of the epoch it was read in, idle, and the next snapshot would free
-    it on whichever thread took it, waiting out autotune's sleep (3.9 s inside stage timing
-    on the data augmentation tutorial; docs/design.md, "Iterator tear-down")."""
+    """A method's `self`, read without leaving the frame holding anything: before Python 3.13
+    the frame keeps its `f_locals` snapshot, which would hold fit's iterator idle until the
+    next snapshot freed it on whichever thread took it, waiting out autotune's sleep (3.9 s
+    inside stage timing on the data augmentation tutorial; docs/design.md, "Iterator
+    tear-down")."""
     code = frame.f_code
     if not code.co_argcount or code.co_varnames[0] != "self":
         return None
@@ -61,34 +45,28 @@ def _self_of(frame: FrameType) -> object | None:
     return owner
 
 
-def _line(frame: FrameType) -> str:
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
-
-
 def pass_origin(frame: FrameType | None) -> PassOrigin:
-    """Walk outwards from the pull's frame to the first frame of the script's own code.
-
-    Keras frames met on the way mean Keras made the pass; the one nearest the script that is
-    a public call (not a decorator's wrapper) names it.
-    """
+    """Walk out from the pull's frame to the script's own; Keras frames on the way mean Keras
+    made the pass, the public call nearest the script names it."""
     keras_call: str | None = None
     while frame is not None:
-        package = _package(frame)
+        module = frame.f_globals.get("__name__", "")
+        package = module.split(".", 1)[0] if isinstance(module, str) else ""
         if package == "keras":
             name = frame.f_code.co_name
             if not name.startswith("_") and name not in _KERAS_WRAPPERS:
-                keras_call = _keras_call(frame)
+                owner = _self_of(frame)  # "TextVectorization.adapt", or "split_dataset"
+                keras_call = f"{type(owner).__name__}.{name}" if owner is not None else name
         elif package not in _PLUMBING:
-            return PassOrigin(by=keras_call, where=_line(frame))
+            where = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+            return PassOrigin(by=keras_call, where=where)
         frame = frame.f_back
     return PassOrigin(by=keras_call, where=None)
 
 
 def script_uses_jax() -> bool:
-    """Whether the running script (`__main__`) holds a JAX module or function among its
-    names (`import jax`, `import jax.numpy as jnp`, `from flax import nnx`). Not `"jax" in
-    sys.modules`: Keras 3 imports JAX itself wherever it is installed (docs/design.md,
-    "JAX"). A scan of the script's names, never an import."""
+    """Whether `__main__` holds a JAX module or function among its names: not `"jax" in
+    sys.modules`, as Keras 3 imports JAX wherever it is installed (docs/design.md, "JAX")."""
     if "jax" not in sys.modules:
         return False
     names = getattr(sys.modules.get("__main__"), "__dict__", {})

@@ -1,8 +1,5 @@
-"""The attributes a hook replaced on TensorFlow's and Keras's classes, and how they go back.
-
-Every patch is undone exactly: the class gets back what its own namespace held, or loses the
-wrapper where it had inherited the attribute. Each wrapper's `__wrapped__` names what it
-replaced, which the tests' leak check looks for, and its name, module and docstring.
+"""The attributes a hook replaced on TensorFlow's and Keras's classes, undone exactly: the
+class gets back what its own namespace held, or loses the wrapper where it inherited it.
 """
 
 from __future__ import annotations
@@ -13,7 +10,8 @@ from typing import Any
 
 
 class Patches:
-    """The wrappers one hook put on classes; `restore()` undoes them, the last first."""
+    """The wrappers one hook put on classes; `restore()` undoes them, the last first. Each
+    hook's patch class is one, and the hooks call its `uninstall()`."""
 
     def __init__(self) -> None:
         # (class, attribute, what its own namespace held; None where it inherited it)
@@ -26,8 +24,8 @@ class Patches:
     def replace(self, owner: Any, name: str, wrapper: Callable[..., Any]) -> None:
         """Set `owner.<name>` to `wrapper`, which calls what stood there before."""
         original = getattr(owner, name)
-        # The original's name, module and docstring too: tools that look at them (autograph
-        # skips TensorFlow's own modules) see the method they know.
+        # Its `__wrapped__` (the tests' leak check), name, module and docstring: autograph
+        # skips TensorFlow's own modules.
         functools.update_wrapper(wrapper, original)
         self._made.append((owner, name, owner.__dict__.get(name)))
         setattr(owner, name, wrapper)
@@ -39,3 +37,6 @@ class Patches:
                 delattr(owner, name)
             else:
                 setattr(owner, name, own)
+
+    def uninstall(self) -> None:
+        self.restore()

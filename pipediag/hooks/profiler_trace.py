@@ -1,11 +1,6 @@
-"""Input waits that Python cannot see, read from TensorFlow profiler traces.
-
-Keras 3 `fit` pulls each batch inside its compiled train function, so no Python call
-brackets the wait. The TF profiler records it: on the `/host:CPU` plane, lines named
-`tf_data_iterator_get_next/<id>` hold one `IteratorGetNextOp::DoCompute` event per step,
-whose duration is the time the step waited for its batch (docs/design.md, "Keras fit internals").
-Tracing costs time and memory, so only measured steps are traced, in bounded chunks.
-"""
+"""Input waits under `fit` from TensorFlow profiler traces, where batch stamps cannot be: each
+step's `IteratorGetNextOp` event is its wait (docs/design.md, "Keras fit internals"). Tracing
+costs time and memory, so only measured steps are traced, in bounded chunks."""
 
 from __future__ import annotations
 
@@ -28,8 +23,9 @@ GET_NEXT_EVENT_PREFIX = "IteratorGetNext"
 HOST_PLANE = "/host:CPU"
 TASK_ENV_PLANE = "Task Environment"
 PROFILE_START_STAT = "profile_start_time"
-# 1 = "critical" host events only: the tf.data GetNext events are among them (checked on
-# TF 2.21: the same 401 GetNext events for 400 steps at levels 1, 2 and 3).
+# 1 = "critical" host events only, GetNext among them (TF 2.21: the same 401 GetNext events
+# for 400 steps at levels 1, 2 and 3). Level 2, the default, made a map of a hundred small ops
+# cut a Keras fit from 105 to 19 steps/s; level 1 costs a few percent.
 HOST_TRACER_LEVEL = 1
 # TF's C++ log lines about pipediag's own profiler sessions, e.g.
 # "I0000 00:00:1795995943.413364   16149 profiler_session.cc:132] Profiler session started."
@@ -74,7 +70,13 @@ class InputWaitTracer:
         logdir = Path(tempfile.mkdtemp(prefix="pipediag-trace-"))
         try:
             with quiet_profiler_logs():
-                profiler.experimental.start(str(logdir), options=_trace_options())
+                # No device or Python tracing: neither is read.
+                options = profiler.experimental.ProfilerOptions(
+                    host_tracer_level=HOST_TRACER_LEVEL,
+                    python_tracer_level=0,
+                    device_tracer_level=0,
+                )
+                profiler.experimental.start(str(logdir), options=options)
         except Exception as exc:  # the profiler is a shared, single-session resource
             shutil.rmtree(logdir, ignore_errors=True)
             self.failure = _one_line(exc)
@@ -109,11 +111,8 @@ class InputWaitTracer:
             self.overhead_s += self.clock.now() - began
 
     def waits_for(self, start: float, end: float) -> float | None:
-        """Time within [start, end] spent in input waits; None if it was not traced.
-
-        Waits are merged where they overlap: under a `tf.distribute` strategy each replica
-        pulls its shard at the same time, and the step waits once, not once per replica.
-        """
+        """Input wait within [start, end]; None if not traced. Overlaps merge: under
+        `tf.distribute` the replicas pull at once, and the step waits once."""
         if not any(lo <= start and end <= hi for lo, hi in self.windows):
             return None
         spans = sorted(
@@ -132,12 +131,8 @@ class InputWaitTracer:
 
 @contextlib.contextmanager
 def quiet_profiler_logs() -> Iterator[None]:
-    """Keep TF's C++ log lines about pipediag's profiler sessions out of the terminal.
-
-    Native code writes to file descriptor 2 directly, so it is captured for the duration
-    of the call; every line that is not one of those log lines (the user's own output from
-    another thread, say) is written back to stderr unchanged.
-    """
+    """Keep TF's C++ log lines about pipediag's profiler sessions out of the terminal: fd 2
+    is captured for the call, and every other line is written back to it unchanged."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -165,25 +160,19 @@ def read_get_next_events(logdir: Path) -> list[tuple[int, int]]:
     for path in sorted(logdir.glob("plugins/profile/*/*.xplane.pb")):
         space = xplane_pb2.XSpace()
         space.ParseFromString(path.read_bytes())
-        found.extend(_get_next_events(space))
-    return found
-
-
-def _get_next_events(space: Any) -> list[tuple[int, int]]:
-    base_ns = _profile_start_ns(space)
-    events: list[tuple[int, int]] = []
-    for plane in space.planes:
-        if plane.name != HOST_PLANE:
-            continue
-        names = {key: meta.name for key, meta in plane.event_metadata.items()}
-        for line in plane.lines:
-            if not line.name.startswith(GET_NEXT_LINE_PREFIX):
+        base_ns = _profile_start_ns(space)
+        for plane in space.planes:
+            if plane.name != HOST_PLANE:
                 continue
-            for event in line.events:
-                if names.get(event.metadata_id, "").startswith(GET_NEXT_EVENT_PREFIX):
-                    start_ns = base_ns + line.timestamp_ns + event.offset_ps // 1000
-                    events.append((start_ns, event.duration_ps // 1000))
-    return events
+            names = {key: meta.name for key, meta in plane.event_metadata.items()}
+            for line in plane.lines:
+                if not line.name.startswith(GET_NEXT_LINE_PREFIX):
+                    continue
+                for event in line.events:
+                    if names.get(event.metadata_id, "").startswith(GET_NEXT_EVENT_PREFIX):
+                        start_ns = base_ns + line.timestamp_ns + event.offset_ps // 1000
+                        found.append((start_ns, event.duration_ps // 1000))
+    return found
 
 
 def _profile_start_ns(space: Any) -> int:
@@ -197,32 +186,11 @@ def _profile_start_ns(space: Any) -> int:
     return 0
 
 
-def _trace_options() -> Any:
-    """Trace only what the input waits need.
-
-    Host level 1 keeps the `IteratorGetNextOp` events but not one event per executed op
-    (level 2, the default): a map with a hundred small ops per element made the default
-    trace cut a Keras fit from 105 to 19 steps/s, level 1 keeps the overhead to a few
-    percent. No device or Python tracing: neither is read.
-    """
-    from tensorflow import profiler
-
-    return profiler.experimental.ProfilerOptions(
-        host_tracer_level=HOST_TRACER_LEVEL, python_tracer_level=0, device_tracer_level=0
-    )
-
-
 def _wall_minus_clock(clock: Clock) -> float:
-    """Offset from the session clock to wall time, read as a tight pair of samples."""
-    best: tuple[float, float] | None = None
-    for _ in range(5):
-        before = clock.now()
-        wall = time.time_ns() / 1e9
-        after = clock.now()
-        if best is None or after - before < best[0]:
-            best = (after - before, wall - (before + after) / 2)
-    assert best is not None
-    return best[1]
+    """Wall time minus the session clock, from the tightest of 5 bracketing reads."""
+    reads = [(clock.now(), time.time_ns() / 1e9, clock.now()) for _ in range(5)]
+    before, wall, after = min(reads, key=lambda read: read[2] - read[0])
+    return wall - (before + after) / 2
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,11 +1,6 @@
-"""A custom loop's own train step: the `tf.function` its loop calls once between pulls.
-
-A hook (`hooks/`) for the XLA trial on a loop: one wrapper around `Function.__call__` counts,
-during the measured steps, which of the script's functions are called eagerly between two
-pulls (`StepCalls`); the one called exactly once in nearly every step is the train step. The
-same wrapper redirects one instance's calls to its XLA twin while a trial asks it to, and
-`uninstall` puts the original back exactly. Method: (docs/design.md, "When the model sets
-the rate").
+"""A custom loop's own train step: one wrapper around `Function.__call__` counts, during the
+measured steps, the functions called eagerly between two pulls, and redirects an instance's
+calls to its XLA twin during a trial (docs/design.md, "When the model sets the rate").
 """
 
 from __future__ import annotations
@@ -32,8 +27,7 @@ from pipediag.training.loop_xla import LoopStep
 
 
 class CallWatcher(Protocol):
-    """What watches eager calls for a loop that pulls inside a tf.function
-    (`hooks/function_loop.py`'s tracker): `call` runs the function, and may time it."""
+    """`hooks/function_loop.py`'s tracker: `call` runs the function, and may time it."""
 
     watching: bool
 
@@ -43,8 +37,7 @@ class CallWatcher(Protocol):
 # The train step is called once in at least this share of the counted steps (a first step
 # after an epoch's end may show an extra call of a function that runs once an epoch).
 ONCE_SHARE = 0.9
-# Too few steps to tell which function the loop calls each step.
-MIN_STEPS = 3
+MIN_STEPS = 3  # too few steps to tell which function the loop calls each step
 # Functions defined in these installed packages (or in pipediag) are never the train step.
 FRAMEWORK_PACKAGES = ("tensorflow", "keras", "tf_keras", "tensorflow_probability")
 _PIPEDIAG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,8 +45,6 @@ _PIPEDIAG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @dataclass
 class _Tally:
-    """One function's calls over the counted steps."""
-
     function: weakref.ref[Any]
     name: str
     steps_once: int = 0  # steps in which it was called exactly once
@@ -61,12 +52,8 @@ class _Tally:
 
 
 class StepCalls:
-    """Which user `tf.function`s the loop calls between consecutive pulls.
-
-    `called` runs on every eager call of any `Function` while `recording`; `pull` closes a
-    step (`counted`: a timed training step; False drops what was called since the last
-    pull, as at an epoch's start).
-    """
+    """Which user `tf.function`s the loop calls between consecutive pulls: `called` on every
+    eager call while `recording`; `pull` closes a step (`counted=False` drops it)."""
 
     def __init__(self) -> None:
         self.recording = False
@@ -92,7 +79,10 @@ class StepCalls:
             return
         self.steps += 1
         for key, (function, calls) in since.items():
-            if self._is_framework(key, function):
+            framework = self._framework.get(key)
+            if framework is None:
+                framework = self._framework[key] = is_framework_function(function)
+            if framework:
                 self._framework_steps[key] = self._framework_steps.get(key, 0) + 1
                 self._framework_names.setdefault(key, function_name(function))
                 continue
@@ -105,7 +95,7 @@ class StepCalls:
                 tally.steps_more += 1
 
     def stop(self) -> None:
-        """Recording ends (the measured steps are over); what was counted stays."""
+        """The measured steps are over; what was counted stays."""
         self.recording = False
         self._since = {}
 
@@ -125,18 +115,11 @@ class StepCalls:
             function = once[0].function()
             return LoopStep(function, once[0].name, definition_site(function), self.redirects)
         if len(once) > 1:
-            names = ", ".join(sorted(t.name for t in once))
-            return Reason(SEVERAL_ONCE, detail=names)
+            return Reason(SEVERAL_ONCE, detail=", ".join(sorted(t.name for t in once)))
         busiest = max(live, key=lambda t: t.steps_once + t.steps_more)
         if busiest.steps_more >= needed:
             return Reason(CALLED_SEVERAL, detail=busiest.name)
         return Reason(NONE_ONCE, detail=busiest.name, value=busiest.steps_once, limit=self.steps)
-
-    def _is_framework(self, key: int, function: Any) -> bool:
-        known = self._framework.get(key)
-        if known is None:
-            known = self._framework[key] = is_framework_function(function)
-        return known
 
 
 def function_name(function: Any) -> str:
@@ -173,14 +156,12 @@ def is_framework_function(function: Any) -> bool:
 def definition_site(function: Any) -> str | None:
     """`file.py:line` where the script defines the function, if its code can be read."""
     code = _code_of(function)
-    if code is None:
-        return None
-    return f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
+    return None if code is None else f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
-class FunctionCallPatch:
-    """Wraps `Function.__call__`: counts eager calls into `StepCalls`, and sends one
-    instance's calls to its redirect while one is set. `uninstall` restores the original."""
+class FunctionCallPatch(Patches):
+    """Wraps `Function.__call__`: counts eager calls, and sends an instance's calls to its
+    redirect while one is set."""
 
     def __init__(
         self,
@@ -188,13 +169,13 @@ class FunctionCallPatch:
         bypassed: Callable[[], bool],
         function_loop: CallWatcher | None = None,
     ) -> None:
+        super().__init__()
         self._calls = calls
         self._function_loop = function_loop
         self._bypassed = bypassed
-        self._patches = Patches()
 
     def install(self, _module: object = None) -> None:
-        if self._patches.installed:
+        if self.installed:
             return
         try:
             from tensorflow.python.eager import context
@@ -221,8 +202,8 @@ class FunctionCallPatch:
                     return loop.call(function, original, args, kwargs)
             return original(function, *args, **kwargs)
 
-        self._patches.replace(owner, "__call__", __call__)
+        self.replace(owner, "__call__", __call__)
 
     def uninstall(self) -> None:
         self._calls.redirects.clear()
-        self._patches.restore()
+        self.restore()

@@ -1,11 +1,6 @@
-"""Whether a train step ran between two pulls: the variables a gradient writes changed.
-
-A custom loop is training only once a train step is seen between its pulls (docs/design.md,
-"Finding the training"). `tf.GradientTape.gradient` is wrapped to learn which variables
-the script takes gradients for; it runs on every eager step, and once while a
-`tf.function` step is traced, so both are seen. A few of the smallest of those variables
-are read at a pull and compared at the next: an optimizer that applies the gradient
-changes them. Reading them costs microseconds, and only while a pass is undecided.
+"""Whether a train step ran between two pulls: `tf.GradientTape.gradient` is wrapped to learn
+which variables the script takes gradients for, and a few of the smallest are compared from
+one pull to the next (docs/design.md, "Finding the training").
 """
 
 from __future__ import annotations
@@ -33,8 +28,7 @@ class GradientWatch:
         self._variables: list[weakref.ref[Any]] = []
         self._known: set[int] = set()
         self.gradients_seen = 0
-        # Off once every loop is decided: the wrapper then only counts.
-        self.watching = True
+        self.watching = True  # off once every loop is decided: the wrapper then only counts
 
     def saw_gradient(self, sources: Any) -> None:
         self.gradients_seen += 1
@@ -55,7 +49,7 @@ class GradientWatch:
         self._known = {id(v) for _, v in chosen}
 
     def snapshot(self) -> tuple[Any, ...] | None:
-        """The watched variables' values now; None while no gradient has named any."""
+        """The watched variables' values now; None while no gradient named any."""
         values = []
         for ref in self._variables:
             variable = ref()
@@ -69,7 +63,7 @@ class GradientWatch:
 
 
 def changed(before: tuple[Any, ...] | None, after: tuple[Any, ...] | None) -> bool:
-    """Whether a train step ran between two snapshots: a watched variable moved."""
+    """Whether a watched variable moved between two snapshots."""
     if before is None or after is None or len(before) != len(after):
         return False
     import numpy as np
@@ -79,23 +73,19 @@ def changed(before: tuple[Any, ...] | None, after: tuple[Any, ...] | None) -> bo
 
 def _flatten(sources: Any) -> list[Any]:
     if isinstance(sources, (list, tuple)):
-        flat: list[Any] = []
-        for item in sources:
-            flat.extend(_flatten(item))
-        return flat
+        return [leaf for item in sources for leaf in _flatten(item)]
     if isinstance(sources, dict):
         return _flatten(list(sources.values()))
     return [sources]
 
 
 def _is_variable(value: Any) -> bool:
-    # tf.Variable and Keras 3 variables both have `assign` and `numpy`; a tensor watched
-    # with `tape.watch` has no `assign`.
+    # tf.Variable and Keras 3 variables have `assign` and `numpy`; a watched tensor has no `assign`.
     return hasattr(value, "assign") and hasattr(value, "numpy")
 
 
 def _size(variable: Any) -> int | None:
-    """The variable's element count; Keras 3 variables have a tuple for a shape."""
+    """The element count; Keras 3 variables have a tuple for a shape."""
     try:
         shape = variable.shape
         size = shape.num_elements() if hasattr(shape, "num_elements") else math.prod(shape)
@@ -104,15 +94,15 @@ def _size(variable: Any) -> int | None:
     return int(size) if size is not None and size > 0 else None
 
 
-class GradientTapePatch:
-    """Wraps `tf.GradientTape.gradient`; `uninstall` restores the original exactly."""
+class GradientTapePatch(Patches):
+    """Wraps `tf.GradientTape.gradient`."""
 
     def __init__(self, watch: GradientWatch) -> None:
+        super().__init__()
         self._watch = watch
-        self._patches = Patches()
 
     def install(self) -> None:
-        if self._patches.installed:
+        if self.installed:
             return
         from tensorflow.python.eager import backprop
 
@@ -126,7 +116,4 @@ class GradientTapePatch:
                 saw_gradient(sources)
             return original(tape, target, sources, *args, **kwargs)
 
-        self._patches.replace(owner, "gradient", gradient)
-
-    def uninstall(self) -> None:
-        self._patches.restore()
+        self.replace(owner, "gradient", gradient)

@@ -1,9 +1,6 @@
-"""Background samplers: host CPU/memory (psutil) and GPU activity (NVML).
-
-Importing this package imports neither TensorFlow nor pynvml: the GPU sampler imports pynvml
-inside `start()`, so the core runs, and is tested, on machines without either.
-
-May import: `report`, `clock`, `config` (the sampling defaults), `errors`.
+"""Background samplers: host CPU/memory (psutil) and GPU activity (NVML). Imports neither
+TensorFlow nor pynvml (pynvml only inside `start()`), so the core runs, and is tested, without
+either. May import: `report`, `clock`, `config`, `errors`.
 """
 
 from __future__ import annotations
@@ -38,9 +35,8 @@ def make_samplers(
 def stop_samplers(
     samplers: list[HostSampler | GpuSampler], origin: float, log: Callable[[str], None]
 ) -> tuple[HostSection, GpuSection]:
-    """Stop each sampler and give its section (times from `origin`); a sampler turned off
-    gives a section that says so. A sampler's trouble is never swallowed: it is in its
-    section, and said through `log`."""
+    """Stop each sampler and give its section (times from `origin`); a sampler's trouble is
+    in its section and said through `log`, never swallowed."""
     host = HostSection(available=False, reason=Reason(HOST_SAMPLING_OFF))
     gpu = GpuSection(available=False, reason=Reason(GPU_SAMPLING_OFF))
     for sampler in samplers:

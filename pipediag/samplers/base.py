@@ -1,11 +1,6 @@
-"""Thread plumbing shared by the background samplers: one small, boring class.
-
-Part of `samplers/`: a sampler reads every `interval_s` on a named daemon thread, in a
-`while not self._stop.wait(interval)` loop, into a bounded buffer (`DecimatingBuffer`: full,
-it merges adjacent pairs and doubles the interval). Nothing raised in the thread reaches the
-user's program; failures are one note per kind. Rationale: (docs/design.md, "Sampler
-threads").
-"""
+"""Thread plumbing shared by the samplers: a reading every `interval_s` on a daemon thread, into
+a buffer that halves its resolution when full; nothing raised in the thread reaches the user's
+program (docs/design.md, "Sampler threads")."""
 
 from __future__ import annotations
 
@@ -22,15 +17,11 @@ from pipediag.report.reasons import SAMPLER_SETUP_FAILED, Reason
 ItemT = TypeVar("ItemT")
 SamplerT = TypeVar("SamplerT", bound="ThreadedSampler[Any]")
 
-MIN_BUFFER_SAMPLES = 2
-"""A buffer must hold at least one pair to be able to halve its resolution."""
-
+MIN_BUFFER_SAMPLES = 2  # one pair, to be able to halve the resolution
+# A reading stuck in a driver call (NVML can block on a sick GPU) must not hang the user's
+# program at exit; the thread is a daemon, so it dies with it.
 STOP_JOIN_TIMEOUT_S = 2.0
-"""How long `stop()` waits for the thread. A reading stuck in a driver call (NVML can block on a
-sick GPU) must not hang the user's program at exit; the thread is a daemon, so it dies with it."""
-
-MAX_ERROR_TEXT_CHARS = 200
-"""Error messages go into one-line notes in the report; keep them to one readable line."""
+MAX_ERROR_TEXT_CHARS = 200  # error messages go into one-line report notes
 
 
 def describe_error(exc: BaseException) -> str:
@@ -45,31 +36,19 @@ def describe_error(exc: BaseException) -> str:
 
 def mean_or_none(a: float | None, b: float | None) -> float | None:
     """Mean of two optional readings; a missing one does not drag the other toward zero."""
-    if a is None:
-        return b
-    if b is None:
-        return a
+    if a is None or b is None:
+        return b if a is None else a
     return (a + b) / 2
 
 
 def mean_int_or_none(a: int | None, b: int | None) -> int | None:
-    """`mean_or_none` for integer quantities (bytes), rounded back to an int."""
     value = mean_or_none(a, b)
     return None if value is None else round(value)
 
 
 class DecimatingBuffer(Generic[ItemT]):
-    """A list of readings at a uniform interval that halves its resolution instead of growing.
-
-    When `max_items` is reached, adjacent pairs are merged with `merge(earlier, later)` and the
-    interval doubles. Dropping the oldest readings would lose the start of the run and dropping
-    the newest would lose its end; a diagnosis needs the whole run, coarser if need be.
-
-    Args:
-        max_items: the most readings kept; rounded down to an even number, at least 2.
-        interval_s: the interval between readings before any halving.
-        merge: combines two consecutive readings into one that covers both.
-    """
+    """Readings at a uniform interval: at `max_items` (rounded down to even), adjacent pairs
+    merge and the interval doubles: a diagnosis needs the whole run, coarser if need be."""
 
     def __init__(
         self, max_items: int, interval_s: float, merge: Callable[[ItemT, ItemT], ItemT]
@@ -97,31 +76,16 @@ class DecimatingBuffer(Generic[ItemT]):
     def items(self) -> list[ItemT]:
         return list(self._items)
 
-    def __len__(self) -> int:
-        return len(self._items)
-
 
 @dataclass
 class _Failure:
-    """One kind of failure: its first description, and how often it happened."""
-
-    text: str
+    text: str  # the first one's
     count: int = 0
 
 
 class ThreadedSampler(ABC, Generic[ItemT]):
-    """A background sampler: `_setup()` once, `_read()` every interval, `_teardown()` once.
-
-    Subclasses implement the three hooks and `section()`. `start()` and `stop()` are idempotent,
-    and a sampler runs once: `start()` after `stop()` does nothing. Tests can call
-    `start(background=False)` and drive `sample_once()` themselves with a fake clock.
-
-    Args:
-        interval_s: seconds between readings (the effective interval doubles each time the
-            buffer halves its resolution).
-        max_samples: the most readings kept in memory.
-        clock: the session clock; reading times are taken from it.
-    """
+    """`_setup()` once, `_read()` every interval, `_teardown()` once; runs once. Tests call
+    `start(background=False)` and drive `sample_once()` themselves."""
 
     thread_name: ClassVar[str] = "pipediag-sampler"
 
@@ -135,8 +99,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._started = False
-        self._stopped = False
+        self._started = self._stopped = False
         self._unavailable_reason: Reason | None = None
         self._failures: dict[str, _Failure] = {}
         self._sampler_cpu_s = 0.0
@@ -146,35 +109,25 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         # reading after it covers the gap, as the CPU readings are deltas.
         self.quiet: Quiet | None = None
 
-    # -- hooks for subclasses -------------------------------------------------------------
-
     @abstractmethod
     def _setup(self) -> Reason | None:
-        """Probe and prepare (import, init, prime). Return why sampling is impossible, or None."""
+        """Probe and prepare (import, init, prime): why sampling is impossible, or None."""
 
     @abstractmethod
     def _read(self) -> ItemT:
-        """Take one reading. May raise: the failure is counted and noted, never propagated."""
+        """One reading; what it raises is counted and noted, never propagated."""
 
     @abstractmethod
-    def _merge(self, earlier: ItemT, later: ItemT) -> ItemT:
-        """Combine two consecutive readings into one that covers both intervals."""
+    def _merge(self, earlier: ItemT, later: ItemT) -> ItemT: ...
 
     def _observe(self, item: ItemT) -> None:  # noqa: B027 (optional hook, empty by design)
-        """Update whole-run aggregates with a raw reading, before any halving (lock held)."""
+        """Whole-run aggregates from a raw reading, before any halving (lock held)."""
 
     def _teardown(self) -> None:  # noqa: B027 (optional hook, empty by design)
-        """Release what `_setup()` acquired; called once by `stop()`, only if setup succeeded."""
-
-    # -- lifecycle --------------------------------------------------------------------------
+        """Called once by `stop()`, only if setup succeeded."""
 
     def start(self, *, background: bool = True) -> None:
-        """Probe the source and start the sampling thread; a second call does nothing.
-
-        Args:
-            background: False prepares the sampler without a thread, for callers (tests) that
-                drive `sample_once()` themselves.
-        """
+        """Probe the source and start the thread (`background=False`: no thread)."""
         with self._lock:
             if self._started:
                 return
@@ -193,10 +146,9 @@ class ThreadedSampler(ABC, Generic[ItemT]):
     def stop(self) -> None:
         """Stop the thread and release the source; idempotent, never raises."""
         with self._lock:
-            if self._stopped or not self._started:
-                self._stopped = True
-                return
-            self._stopped = True
+            running, self._stopped = self._started and not self._stopped, True
+        if not running:
+            return
         self._stop.set()
         thread = self._thread
         if thread is not None:
@@ -240,12 +192,11 @@ class ThreadedSampler(ABC, Generic[ItemT]):
 
     @property
     def interval_s(self) -> float:
-        """The effective interval: the thread waits this long between readings."""
+        """The effective interval, doubled at each halving."""
         return self._buffer.interval_s
 
     @property
     def running(self) -> bool:
-        """Whether the sampling thread is alive."""
         return self._thread is not None and self._thread.is_alive()
 
     def __enter__(self: SamplerT) -> SamplerT:
@@ -255,20 +206,12 @@ class ThreadedSampler(ABC, Generic[ItemT]):
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    # -- failures -------------------------------------------------------------------------
-
-    def _record_failure(self, kind: str, text: str) -> bool:
-        """Count a failure of `kind`; the first one's text becomes a note. True if it is new."""
+    def _record_failure(self, kind: str, text: str) -> None:
+        """Count a failure of `kind`; the first one's text becomes a note."""
         with self._lock:
-            failure = self._failures.get(kind)
-            if failure is None:
-                self._failures[kind] = _Failure(text, 1)
-                return True
-            failure.count += 1
-            return False
+            self._failures.setdefault(kind, _Failure(text)).count += 1
 
     def _failure_notes(self) -> list[str]:
-        """One note per kind of failure, with how often it happened when more than once."""
         with self._lock:
             failures = list(self._failures.values())
         return [f.text if f.count == 1 else f"{f.text} ({f.count} times)" for f in failures]

@@ -1,11 +1,6 @@
-"""GPU activity over the run, from NVML (nvidia-ml-py) on a background thread.
-
-Only read-only NVML queries are made: no clock, power, accounting or persistence setting is
-ever changed (scalene's accounting-mode change is the counter-example). `pynvml` is imported
-inside `start()`, never at module import, so the core runs on machines without it. This
-module is the sampler thread's life (set-up, read loop, teardown, merging ticks, the report
-section); what is asked of NVML, device by device, is in `samplers/nvml_devices.py` and
-`samplers/nvml_readings.py` (docs/design.md, "NVML facts").
+"""GPU activity over the run, from NVML on a background thread: the sampler's life and report
+section (what is asked of NVML: `nvml_devices.py`, `nvml_readings.py`; docs/design.md, "NVML
+facts"). Read-only queries only: no clock, power, accounting or persistence setting changes.
 """
 
 from __future__ import annotations
@@ -19,17 +14,8 @@ from typing import Any
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_GPU_INTERVAL_S, DEFAULT_MAX_SAMPLES
 from pipediag.report.model import GpuSample, GpuSection
-from pipediag.report.reasons import (
-    GPU_DISCOVERY_FAILED,
-    GPU_SAMPLER_NOT_STARTED,
-    NO_PYNVML,
-    Reason,
-)
-from pipediag.samplers.base import (
-    ThreadedSampler,
-    mean_int_or_none,
-    mean_or_none,
-)
+from pipediag.report.reasons import GPU_DISCOVERY_FAILED, GPU_SAMPLER_NOT_STARTED, NO_PYNVML, Reason
+from pipediag.samplers.base import ThreadedSampler, mean_int_or_none, mean_or_none
 from pipediag.samplers.nvml_devices import NvmlDevices
 from pipediag.samplers.nvml_readings import NvmlReader
 
@@ -53,21 +39,8 @@ def merge_gpu_samples(earlier: GpuSample, later: GpuSample) -> GpuSample:
 
 
 class GpuSampler(ThreadedSampler[list[GpuSample]]):
-    """NVML readings of the GPUs this process can use, every `interval_s`.
-
-    Each tick yields one `GpuSample` per device. A call that fails is noted once per kind of
-    failure and the other readings go on; a metric the device does not support
-    (`NVMLError_NotSupported`) is not asked for again.
-
-    Args:
-        interval_s: seconds between ticks (default 10 Hz).
-        max_samples: ticks kept per device; beyond, the resolution halves.
-        clock: the session clock.
-        nvml: a module-like object with pynvml's API (tests pass `tests/fake_nvml.FakeNvml`);
-            None imports `pynvml` inside `start()`.
-        wall_clock: wall-clock seconds, to place driver timestamps on the session clock
-            (injectable so tests can pin the offset).
-    """
+    """One `GpuSample` per usable GPU a tick. `nvml`: pynvml's API (tests pass
+    `tests/fake_nvml.FakeNvml`), None to import `pynvml` in `start()`."""
 
     thread_name = "pipediag-gpu-sampler"
 
@@ -81,17 +54,11 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
     ) -> None:
         super().__init__(interval_s=interval_s, max_samples=max_samples, clock=clock)
         self._gpus = NvmlDevices(
-            nvml,
-            clock=clock,
-            wall_clock=wall_clock,
-            record_failure=self._record_failure,
+            nvml, clock=clock, wall_clock=wall_clock, record_failure=self._record_failure
         )
         self._reader = NvmlReader(self._gpus, record_failure=self._record_failure, lock=self._lock)
-        self._calls_at_sampling_start = 0
-        self._calls_through_last_read = 0
+        self._calls_at_sampling_start = self._calls_through_last_read = 0
         self._sampling_start_t: float | None = None
-
-    # -- setup and teardown -----------------------------------------------------------------
 
     def _setup(self) -> Reason | None:
         gpus = self._gpus
@@ -113,7 +80,7 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
             raise
         if reason is not None:
             gpus.shutdown()
-        if reason is None:
+        else:
             self._sampling_start_t = self._clock.now()
             self._calls_at_sampling_start = gpus.calls
         return reason
@@ -121,21 +88,16 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
     def _teardown(self) -> None:
         self._gpus.close()
 
-    # -- readings ---------------------------------------------------------------------------
-
     def _read(self) -> list[GpuSample]:
-        now = self._clock.now()
-        samples = self._reader.read(now)
+        samples = self._reader.read(self._clock.now())
         self._calls_through_last_read = self._gpus.calls
         return samples
 
     def _merge(self, earlier: list[GpuSample], later: list[GpuSample]) -> list[GpuSample]:
         return [merge_gpu_samples(a, b) for a, b in zip(earlier, later, strict=True)]
 
-    # -- the report section -----------------------------------------------------------------
-
     def section(self, t0: float) -> GpuSection:
-        """The report section; times in seconds since `t0`, the clock at the session's start."""
+        """The report section; times in seconds since `t0`, the session's start."""
         if not self._started:
             return GpuSection(available=False, reason=Reason(GPU_SAMPLER_NOT_STARTED))
         notes = list(self._gpus.setup_notes) + self._failure_notes()

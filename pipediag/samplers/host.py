@@ -1,10 +1,6 @@
-"""Host CPU and memory over the run, from psutil on a background thread.
-
-The CPU numbers tell an input-bound run apart from a compute-bound one on the host side: a
-tf.data pipeline starved of cores shows the process near `cpu_count * 100 %` while the steps
-wait for input. System and per-core percentages are computed here from `psutil.cpu_times()`
-deltas rather than with `psutil.cpu_percent()`, whose state is module-global: calling it from
-our thread would corrupt the readings of a user's script that calls it too.
+"""Host CPU and memory over the run, from psutil on a background thread. Percentages come from
+`psutil.cpu_times()` deltas, not `psutil.cpu_percent()`, whose module-global state our thread
+would corrupt for a script that calls it too.
 """
 
 from __future__ import annotations
@@ -17,41 +13,25 @@ from typing import TYPE_CHECKING, Any
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_HOST_INTERVAL_S, DEFAULT_MAX_SAMPLES
 from pipediag.report.model import HostSample, HostSection
-from pipediag.report.reasons import (
-    HOST_SAMPLER_NOT_STARTED,
-    NO_PSUTIL,
-    PSUTIL_CANNOT_READ,
-    Reason,
-)
-from pipediag.samplers.base import (
-    ThreadedSampler,
-    describe_error,
-    mean_int_or_none,
-    mean_or_none,
-)
+from pipediag.report.reasons import HOST_SAMPLER_NOT_STARTED, NO_PSUTIL, PSUTIL_CANNOT_READ, Reason
+from pipediag.samplers.base import ThreadedSampler, describe_error, mean_int_or_none, mean_or_none
 
 if TYPE_CHECKING:
     from types import ModuleType
 
 
+# Linux counts guest time inside user/nice too; psutil's own busy-time formula drops them.
 _GUEST_FIELDS = ("guest", "guest_nice")
-"""Linux counts guest time inside user/nice too; psutil's own busy-time formula drops them."""
-
-_IDLE_FIELDS = ("idle", "iowait")
-"""Time a core did no work: waiting for I/O is idle as far as the CPU is concerned."""
-
+_IDLE_FIELDS = ("idle", "iowait")  # waiting for I/O is idle as far as the CPU is concerned
+# The machine's memory is read at most this often, repeated between: it moves over seconds,
+# and `virtual_memory()` is a third of a reading's CPU (docs/design.md, "What pipediag costs
+# a step").
 SYSTEM_MEMORY_INTERVAL_S = 1.0
-"""The machine's memory use is read at most this often, and repeated in the readings
-between: it moves over seconds, and `virtual_memory()` (parsing /proc/meminfo) is a third
-of a reading's CPU (docs/design.md, "What pipediag costs a step")."""
 
 
 def cpu_percentages(before: list[Any], after: list[Any]) -> tuple[list[float], float, float | None]:
-    """Per-core busy %, system busy % and iowait % between two `cpu_times(percpu=True)` reads.
-
-    iowait is None on platforms that do not report it (macOS, Windows). Runs on every tick
-    for every core (96 on a large host), so the field positions are looked up once.
-    """
+    """Per-core busy %, system busy % and iowait % (None where not reported) between two
+    `cpu_times(percpu=True)` reads. Runs every tick for every core: fields looked up once."""
     if not after:
         return [], 0.0, None
     fields = after[0]._fields
@@ -59,9 +39,7 @@ def cpu_percentages(before: list[Any], after: list[Any]) -> tuple[list[float], f
     idle = [fields.index(f) for f in _IDLE_FIELDS if f in fields]
     io = fields.index("iowait") if "iowait" in fields else None
     per_core: list[float] = []
-    busy_sum = 0.0
-    total_sum = 0.0
-    iowait_sum = 0.0
+    busy_sum = total_sum = iowait_sum = 0.0
     for old, new in zip(before, after, strict=False):  # unequal if a core went offline
         total = sum(new) - sum(old) - sum(new[i] - old[i] for i in guest)
         busy = max(0.0, total - sum(new[i] - old[i] for i in idle))
@@ -77,8 +55,7 @@ def cpu_percentages(before: list[Any], after: list[Any]) -> tuple[list[float], f
 
 
 def steal_percentage(before: list[Any], after: list[Any]) -> float | None:
-    """The machine's time stolen by its hypervisor between two `cpu_times(percpu=True)`
-    reads, in % of the whole machine; None where the platform does not report it."""
+    """% of the machine's time stolen by its hypervisor; None where not reported."""
     if not after or "steal" not in after[0]._fields:
         return None
     at = after[0]._fields.index("steal")
@@ -88,7 +65,7 @@ def steal_percentage(before: list[Any], after: list[Any]) -> float | None:
 
 
 def merge_host_samples(earlier: HostSample, later: HostSample) -> HostSample:
-    """One sample covering both: means of the readings, timed at the end of the later window."""
+    """One sample covering both: means, timed at the later one."""
     if len(earlier.per_core_pct) == len(later.per_core_pct):
         per_core = [
             (a + b) / 2 for a, b in zip(earlier.per_core_pct, later.per_core_pct, strict=True)
@@ -108,18 +85,8 @@ def merge_host_samples(earlier: HostSample, later: HostSample) -> HostSample:
 
 
 class HostSampler(ThreadedSampler[HostSample]):
-    """psutil readings of this process and the machine, every `interval_s` (the machine's
-    memory at most every `SYSTEM_MEMORY_INTERVAL_S`, repeated between).
-
-    Readings are kept with absolute clock times; `section(t0)` puts them on the session axis.
-    Whole-run means and the RSS maximum are accumulated from every raw reading, so they stay
-    exact after the buffer has halved its resolution.
-
-    Args:
-        interval_s: seconds between readings (default 20 Hz).
-        max_samples: the most readings kept; beyond, the resolution halves.
-        clock: the session clock.
-    """
+    """psutil readings of this process and the machine, every `interval_s`. Whole-run means
+    and the RSS maximum come from every raw reading, exact after the buffer halves."""
 
     thread_name = "pipediag-host-sampler"
 
@@ -135,9 +102,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         self._last_cpu_times: list[Any] = []
         self._last_process_cpu: tuple[float, float] | None = None  # (real s, CPU s)
         self._cpu_count = 0
-        self._process_cpu_sum = 0.0
-        self._system_cpu_sum = 0.0
-        self._iowait_sum = 0.0
+        self._process_cpu_sum = self._system_cpu_sum = self._iowait_sum = 0.0
         self._iowait_count = 0
         self._rss_max: int | None = None
         self._system_memory: tuple[float, float] | None = None  # (read at, used %)
@@ -181,8 +146,6 @@ class HostSampler(ThreadedSampler[HostSample]):
         )
 
     def _system_memory_pct(self, t: float) -> float:
-        """The machine's memory in use, %, read again once `SYSTEM_MEMORY_INTERVAL_S` passed
-        on the session clock since the last read."""
         last = self._system_memory
         if last is None or t - last[0] >= SYSTEM_MEMORY_INTERVAL_S:
             assert self._psutil is not None
@@ -190,13 +153,9 @@ class HostSampler(ThreadedSampler[HostSample]):
         return last[1]
 
     def _process_cpu_pct(self, t: float, cpu_s: float) -> float:
-        """This process's CPU since the last reading, in % of one core (psutil's convention).
-
-        From `time.process_time()` (the process's CPU clock: no /proc file to read and parse)
-        rather than `Process.cpu_percent()`, which also counts the CPUs again on every call.
-        `t` is real time (`perf_counter`), not the session clock: a CPU rate needs both from
-        the machine, even when tests inject a fake clock for the sample times.
-        """
+        """This process's CPU since the last reading, % of one core. `time.process_time()`
+        reads no /proc file, unlike `Process.cpu_percent()`; `t` is real time, not the session
+        clock, which tests fake."""
         last, self._last_process_cpu = self._last_process_cpu, (t, cpu_s)
         if last is None or t <= last[0]:
             return 0.0
@@ -215,7 +174,7 @@ class HostSampler(ThreadedSampler[HostSample]):
             self._rss_max = item.process_rss_bytes
 
     def section(self, t0: float) -> HostSection:
-        """The report section; times in seconds since `t0`, the clock at the session's start."""
+        """The report section; times in seconds since `t0`, the session's start."""
         notes = self._failure_notes()
         if not self._started:
             return HostSection(available=False, reason=Reason(HOST_SAMPLER_NOT_STARTED))

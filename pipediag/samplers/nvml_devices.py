@@ -1,12 +1,6 @@
-"""The NVML device layer under the GPU sampler: which GPUs, opened how, closed how.
-
-`NvmlDevices` finds the GPUs this process can use (as CUDA reads `CUDA_VISIBLE_DEVICES`, MIG
-instances included), opens each one (names, memory size, the driver's utilization samples,
-GPM buffers), and closes them; every NVML call and the naming of NVML errors go through it.
-`NvmlReader` (`samplers/nvml_readings.py`) reads the open devices each tick, and
-`GpuSampler` (`samplers/gpu.py`) owns the thread and the report section around both. This
-module never imports `pynvml`: the sampler imports it in its thread's set-up and hands the
-module over, so tests can hand over `tests/fake_nvml.FakeNvml` instead.
+"""The NVML device layer under the GPU sampler: which GPUs (as CUDA reads
+`CUDA_VISIBLE_DEVICES`, MIG included), opened and closed how; every NVML call goes through it.
+Never imports `pynvml`: the sampler hands the module over (tests, `tests/fake_nvml.FakeNvml`).
 """
 
 from __future__ import annotations
@@ -36,17 +30,14 @@ from pipediag.samplers.base import describe_error
 T = TypeVar("T")
 
 
-US_PER_S = 1_000_000
-"""Driver sample timestamps are microseconds of wall-clock time."""
-
-
+US_PER_S = 1_000_000  # driver sample timestamps are microseconds of wall-clock time
+# The NVML initialisation failures a user can act on, by NVML's error.
 _INIT_REASONS: dict[str, ReasonCode] = {
     "NVMLError_LibraryNotFound": NVML_LIBRARY_NOT_FOUND,
     "NVMLError_DriverNotLoaded": NVML_DRIVER_NOT_LOADED,
     "NVMLError_NoPermission": NVML_NO_PERMISSION,
     "NVMLError_LibRmVersionMismatch": NVML_VERSION_MISMATCH,
 }
-"""The reasons for the NVML initialisation failures a user can act on, by NVML's error."""
 
 
 def _text(value: Any) -> str:
@@ -57,19 +48,10 @@ def _text(value: Any) -> str:
 def select_visible_devices(
     cuda_visible_devices: str | None, gpus: Sequence[tuple[str, Sequence[str]]]
 ) -> tuple[list[int], list[str]]:
-    """NVML indices of the GPUs this process can use, as CUDA reads `CUDA_VISIBLE_DEVICES`.
-
-    CUDA takes a comma-separated list of indices or UUID prefixes (`GPU-...`, `MIG-...`) and
-    stops at the first entry that matches nothing, so `""` and `-1` hide every GPU. A MIG UUID
-    selects its parent GPU here, since NVML has no per-MIG utilization.
-
-    Args:
-        cuda_visible_devices: the variable's value, None when unset.
-        gpus: per NVML index, (GPU UUID, UUIDs of its MIG devices).
-
-    Returns:
-        The selected NVML indices in the order given, and notes on entries CUDA would ignore.
-    """
+    """NVML indices of the GPUs this process can use, and notes on entries CUDA ignores;
+    `gpus`: per NVML index, (GPU UUID, its MIG devices' UUIDs). CUDA stops at the first entry
+    that matches nothing (`""` and `-1` hide every GPU). A MIG UUID selects its parent GPU:
+    NVML has no per-MIG utilization."""
     if cuda_visible_devices is None:
         return list(range(len(gpus))), []
     selected: list[int] = []
@@ -121,20 +103,8 @@ class NvmlDevice:
 
 
 class NvmlDevices:
-    """The visible GPUs through NVML: found, opened, closed; and the NVML plumbing for them.
-
-    Every NVML call goes through `call()`, so the sampler can report NVML's call rate, and NVML
-    errors are named and classified here (`error_name`, `is_permanent`). A device property
-    that cannot be read during `discover()` is a note in `setup_notes`, not a lost device.
-
-    Args:
-        nvml: a module-like object with pynvml's API, or None until the sampler's set-up
-            imports `pynvml` and assigns `nvml`.
-        clock: the session clock.
-        wall_clock: wall-clock seconds, to place driver timestamps on the session clock.
-        record_failure: the sampler's `_record_failure(kind, text)`, so a failure while
-            closing becomes one of the sampler's one-note-per-kind failure notes.
-    """
+    """The visible GPUs through NVML, and NVML's errors named and classified; a property
+    that cannot be read is a note in `setup_notes`, not a lost device."""
 
     def __init__(
         self,
@@ -142,7 +112,7 @@ class NvmlDevices:
         *,
         clock: Clock,
         wall_clock: Callable[[], float],
-        record_failure: Callable[[str, str], bool],
+        record_failure: Callable[[str, str], None],
     ) -> None:
         self.nvml: Any = nvml
         self._clock = clock
@@ -154,38 +124,28 @@ class NvmlDevices:
         self.setup_notes: list[str] = []
         self.calls = 0
 
-    # -- NVML plumbing ----------------------------------------------------------------------
-
     def call(self, name: str, *args: Any) -> Any:
-        """Every NVML call goes through here, so the call rate can be reported."""
+        """Counted, so the call rate can be reported."""
         self.calls += 1
         return getattr(self.nvml, name)(*args)
 
-    def _error_class(self, name: str) -> type[BaseException] | tuple[()]:
-        cls = getattr(self.nvml, name, None)
-        return cls if isinstance(cls, type) and issubclass(cls, BaseException) else ()
-
     def is_nvml_error(self, exc: BaseException, name: str = "NVMLError") -> bool:
-        cls = self._error_class(name)
-        return bool(cls) and isinstance(exc, cls)
+        cls = getattr(self.nvml, name, None)
+        return isinstance(cls, type) and issubclass(cls, BaseException) and isinstance(exc, cls)
 
     def is_permanent(self, exc: BaseException) -> bool:
-        """Errors that will not go away on retry: the device or driver lacks the feature."""
-        return self.is_nvml_error(exc, "NVMLError_NotSupported") or self.is_nvml_error(
-            exc, "NVMLError_FunctionNotFound"
-        )
+        """The device or driver lacks the feature: retrying will not help."""
+        names = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound")
+        return any(self.is_nvml_error(exc, name) for name in names)
 
     def error_name(self, exc: BaseException) -> str:
         return type(exc).__name__ if self.is_nvml_error(exc) else describe_error(exc)
 
     def to_clock(self, timestamp_us: int) -> float:
-        """A driver timestamp (µs of wall-clock time) on the session clock."""
         return timestamp_us / US_PER_S - self._wall_minus_clock_s
 
     def _wall_us(self) -> int:
         return int(self._wall_clock() * US_PER_S)
-
-    # -- discovery and opening --------------------------------------------------------------
 
     def init_reason(self, exc: BaseException) -> Reason:
         for name, code in _INIT_REASONS.items():
@@ -263,26 +223,20 @@ class NvmlDevices:
         return bool(current == getattr(self.nvml, "NVML_DEVICE_MIG_ENABLE", 1))
 
     def _mig_uuids(self, handle: Any) -> list[str]:
-        uuids: list[str] = []
         try:
             slots = int(self.call("nvmlDeviceGetMaxMigDeviceCount", handle))
         except Exception:
-            return uuids
-        for slot in range(slots):
-            uuid = self._mig_slot_uuid(handle, slot)
-            if uuid:
-                uuids.append(uuid)
-        return uuids
+            return []
+        return [uuid for slot in range(slots) if (uuid := self._mig_slot_uuid(handle, slot))]
 
     def _mig_slot_uuid(self, handle: Any, slot: int) -> str:
         try:
             child = self.call("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
-            return _text(self.call("nvmlDeviceGetUUID", child))
         except Exception:  # NotFound: an empty MIG slot
             return ""
+        return self._uuid(child)
 
     def _open_device(self, index: int, handle: Any, uuid: str, mig: bool) -> NvmlDevice:
-        nv = self.nvml
         name = self._optional(
             lambda: _text(self.call("nvmlDeviceGetName", handle)), "", f"GPU {index} name"
         )
@@ -299,7 +253,8 @@ class NvmlDevices:
             )
         # Probe the driver's sample buffer, and skip what it holds from before the session.
         try:
-            _, raw = self.call("nvmlDeviceGetSamples", handle, nv.NVML_GPU_UTILIZATION_SAMPLES, 0)
+            samples = self.nvml.NVML_GPU_UTILIZATION_SAMPLES
+            _, raw = self.call("nvmlDeviceGetSamples", handle, samples, 0)
             device.use_samples = True
             device.last_sample_us = max((int(s.timeStamp) for s in raw), default=self._wall_us())
         except Exception as exc:
@@ -341,8 +296,6 @@ class NvmlDevices:
             )
             return False
 
-    # -- teardown ---------------------------------------------------------------------------
-
     def _free_gpm(self, device: NvmlDevice) -> None:
         samples, device.gpm_samples = device.gpm_samples, []
         for sample in samples:
@@ -361,7 +314,6 @@ class NvmlDevices:
             self._record_failure("shutdown", f"nvmlShutdown failed: {self.error_name(exc)}")
 
     def close(self) -> None:
-        """Free the GPM sample buffers and shut NVML down (the sampler's teardown)."""
         for device in self.devices:
             self._free_gpm(device)
         self.shutdown()

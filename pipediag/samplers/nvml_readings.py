@@ -1,10 +1,5 @@
-"""The per-tick NVML readings of each open GPU, for the GPU sampler.
-
-Part of `samplers/`: `NvmlReader` reads every metric of every device `NvmlDevices` opened,
-once per tick, noting each kind of failure once and dropping unsupported metrics.
-Utilisation comes from the driver's time-stamped samples where it can, else the latest
-window; on Hopper and newer, GPM adds SM activity and occupancy. Facts and rationale:
-(docs/design.md, "NVML facts").
+"""The per-tick NVML readings of each open GPU, for the GPU sampler (docs/design.md, "NVML
+facts"): each kind of failure noted once, unsupported metrics dropped.
 """
 
 from __future__ import annotations
@@ -19,18 +14,12 @@ from pipediag.samplers.nvml_devices import NvmlDevice, NvmlDevices
 T = TypeVar("T")
 
 
-GPM_MIN_INTERVAL_S = 0.1
-"""NVML documents GPM metrics between two samples at least about 100 ms apart."""
-
+GPM_MIN_INTERVAL_S = 0.1  # NVML documents GPM metrics between samples >= ~100 ms apart
+# Ticks 0.1 s apart measure 0.0999... s in floating point; a millisecond short is close enough.
 GPM_INTERVAL_SLACK_S = 0.001
-"""Ticks 0.1 s apart measure 0.0999... s in floating point; a millisecond short is close enough."""
-
-MW_PER_W = 1000.0
-"""nvmlDeviceGetPowerUsage returns milliwatts."""
-
-BYTES_PER_NVML_KB = 1024
-"""nvmlDeviceGetPcieThroughput returns KB/s; NVML's KB are 1024 bytes."""
-
+MW_PER_W = 1000.0  # nvmlDeviceGetPowerUsage returns milliwatts
+BYTES_PER_NVML_KB = 1024  # nvmlDeviceGetPcieThroughput returns KB/s of 1024 bytes
+# nvmlSample_t carries a C union; the value type NVML returns says which member to read.
 _VALUE_FIELDS = {
     "NVML_VALUE_TYPE_DOUBLE": "dVal",
     "NVML_VALUE_TYPE_UNSIGNED_INT": "uiVal",
@@ -40,26 +29,14 @@ _VALUE_FIELDS = {
     "NVML_VALUE_TYPE_SIGNED_INT": "siVal",
     "NVML_VALUE_TYPE_UNSIGNED_SHORT": "usVal",
 }
-"""nvmlSample_t carries a C union; the value type NVML returns says which member to read."""
 
 
 class NvmlReader:
-    """One `GpuSample` per open device each tick, and the whole-run utilization totals.
-
-    Args:
-        gpus: the devices, opened by `NvmlDevices.discover()`; every call goes through it.
-        record_failure: the sampler's `_record_failure(kind, text)`, so a failed reading
-            becomes one of the sampler's one-note-per-kind failure notes.
-        lock: the sampler's lock; the utilization totals are updated under it, so the report
-            section reads them consistent with the sampler's reading count.
-    """
+    """One `GpuSample` per open device each tick, and the whole-run utilization totals
+    (updated under the sampler's `lock`, consistent with its reading count)."""
 
     def __init__(
-        self,
-        gpus: NvmlDevices,
-        *,
-        record_failure: Callable[[str, str], bool],
-        lock: threading.Lock,
+        self, gpus: NvmlDevices, *, record_failure: Callable[[str, str], None], lock: threading.Lock
     ) -> None:
         self._gpus = gpus
         self._record_failure = record_failure
@@ -68,29 +45,23 @@ class NvmlReader:
         self.util_count = 0
 
     def read(self, now: float) -> list[GpuSample]:
-        """One `GpuSample` per device for the tick at `now` (session clock)."""
         return [self._read_device(device, now) for device in self._gpus.devices]
 
     def _read_device(self, d: NvmlDevice, now: float) -> GpuSample:
         nv, h = self._gpus.nvml, d.handle
         util, util_t, mem_util = self._utilization(d)
+        call = self._gpus.call
         mem_used = self._metric(
-            d,
-            "memory",
-            "memory readings",
-            lambda: int(self._gpus.call("nvmlDeviceGetMemoryInfo", h).used),
+            d, "memory", "memory readings", lambda: int(call("nvmlDeviceGetMemoryInfo", h).used)
         )
         power = self._metric(
-            d,
-            "power",
-            "power readings",
-            lambda: self._gpus.call("nvmlDeviceGetPowerUsage", h) / MW_PER_W,
+            d, "power", "power readings", lambda: call("nvmlDeviceGetPowerUsage", h) / MW_PER_W
         )
         sm_clock = self._metric(
             d,
             "clock",
             "SM clock readings",
-            lambda: float(self._gpus.call("nvmlDeviceGetClockInfo", h, nv.NVML_CLOCK_SM)),
+            lambda: float(call("nvmlDeviceGetClockInfo", h, nv.NVML_CLOCK_SM)),
         )
         rx = self._pcie(d, "rx", nv.NVML_PCIE_UTIL_RX_BYTES)
         tx = self._pcie(d, "tx", nv.NVML_PCIE_UTIL_TX_BYTES)
@@ -112,13 +83,13 @@ class NvmlReader:
 
     def _pcie(self, d: NvmlDevice, way: str, counter: int) -> float | None:
         """PCIe throughput one way, in bytes/s."""
+        call = self._gpus.call
         return self._metric(
             d,
             f"pcie-{way}",
             f"PCIe {way.upper()} readings",
             lambda: (
-                float(self._gpus.call("nvmlDeviceGetPcieThroughput", d.handle, counter))
-                * BYTES_PER_NVML_KB
+                float(call("nvmlDeviceGetPcieThroughput", d.handle, counter)) * BYTES_PER_NVML_KB
             ),
         )
 
@@ -142,54 +113,53 @@ class NvmlReader:
 
     def _utilization(self, d: NvmlDevice) -> tuple[float | None, float | None, float | None]:
         """(GPU util %, its session-clock time or None, memory util %) for this tick."""
-        if d.use_samples:
-            try:
-                value_type, raw = self._gpus.call(
-                    "nvmlDeviceGetSamples",
-                    d.handle,
-                    self._gpus.nvml.NVML_GPU_UTILIZATION_SAMPLES,
-                    d.last_sample_us,
-                )
-            except Exception as exc:
-                if not self._gpus.is_nvml_error(exc, "NVMLError_NotFound"):  # NotFound: none new
-                    self._note_failure(d, "util-samples", "driver utilization samples", exc)
-                    if self._gpus.is_permanent(exc):
-                        d.use_samples = False
-                    return self._utilization_rates(d)
-                raw = []
-            fresh = [
-                (int(s.timeStamp), self._sample_value(value_type, s))
-                for s in raw
-                if int(s.timeStamp) > d.last_sample_us
-            ]
-            if fresh:
-                d.last_sample_us = max(ts for ts, _ in fresh)
-                values = [v for _, v in fresh]
-                d.last_util = (sum(values) / len(values), self._gpus.to_clock(d.last_sample_us))
-                with self._lock:
-                    self.util_sum += sum(values)
-                    self.util_count += len(values)
-            if d.last_util is None:
-                return None, None, None
-            d.util_readings += 1
-            return d.last_util[0], d.last_util[1], None
-        return self._utilization_rates(d)
+        if not d.use_samples:
+            return self._utilization_rates(d)
+        try:
+            value_type, raw = self._gpus.call(
+                "nvmlDeviceGetSamples",
+                d.handle,
+                self._gpus.nvml.NVML_GPU_UTILIZATION_SAMPLES,
+                d.last_sample_us,
+            )
+        except Exception as exc:
+            if not self._gpus.is_nvml_error(exc, "NVMLError_NotFound"):  # NotFound: none new
+                self._note_failure(d, "util-samples", "driver utilization samples", exc)
+                if self._gpus.is_permanent(exc):
+                    d.use_samples = False
+                return self._utilization_rates(d)
+            raw = []
+        fresh = [
+            (int(s.timeStamp), self._sample_value(value_type, s))
+            for s in raw
+            if int(s.timeStamp) > d.last_sample_us
+        ]
+        if fresh:
+            d.last_sample_us = max(ts for ts, _ in fresh)
+            values = [v for _, v in fresh]
+            d.last_util = (sum(values) / len(values), self._gpus.to_clock(d.last_sample_us))
+            self._add_util(sum(values), len(values))
+        if d.last_util is None:
+            return None, None, None
+        d.util_readings += 1
+        return d.last_util[0], d.last_util[1], None
 
     def _utilization_rates(self, d: NvmlDevice) -> tuple[float | None, float | None, float | None]:
+        call = self._gpus.call
         rates = self._metric(
-            d,
-            "util",
-            "GPU utilization",
-            lambda: self._gpus.call("nvmlDeviceGetUtilizationRates", d.handle),
+            d, "util", "GPU utilization", lambda: call("nvmlDeviceGetUtilizationRates", d.handle)
         )
         if rates is None:
             return None, None, None
         gpu = float(rates.gpu)
-        with self._lock:
-            self.util_sum += gpu
-            self.util_count += 1
+        self._add_util(gpu, 1)
         d.util_readings += 1
         return gpu, None, float(rates.memory)
+
+    def _add_util(self, total: float, count: int) -> None:
+        with self._lock:
+            self.util_sum += total
+            self.util_count += count
 
     def _sample_value(self, value_type: int, sample: Any) -> float:
         for constant, member in _VALUE_FIELDS.items():
