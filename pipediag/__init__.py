@@ -28,8 +28,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # `pipediag.keras` (the `Watch` callback) imports Keras, so it is loaded on first use:
-    # `import pipediag` stays free of TensorFlow and Keras.
+    # `pipediag.keras` imports Keras: loaded on first use, so `import pipediag` stays free of it.
     if name == "keras":
         return importlib.import_module("pipediag.keras")
     raise AttributeError(f"module 'pipediag' has no attribute {name!r}")

@@ -56,11 +56,8 @@ def run_and_report(
     out: str | os.PathLike[str] | None,
     log: Any,
 ) -> tuple[Report, list[Path]]:
-    """The whole `pipediag run`: check, run, stop, write. Returns the report and its files.
-
-    A task of a multi-worker job (`TF_CONFIG`) writes into its own directory under `out`,
-    so the workers of one job never overwrite each other's files.
-    """
+    """The whole `pipediag run`: check, run, stop, write; the report and its files (a
+    multi-worker job's task writes into its own directory under `out`)."""
     path = check_script(script)
     task = task_from_env()
     folder = None if out is None else task_out_dir(out, task)
@@ -70,8 +67,7 @@ def run_and_report(
         )
     session = DiagnosticSession(script, args, config, log=log, task=task)
     if session.watcher is not None and folder is not None:
-        # Watch mode's TensorBoard scalars, when neither --watch-logdir nor a Keras
-        # TensorBoard callback names a log directory: beside the report.
+        # Watch mode's scalars, where no --watch-logdir or Keras callback names a directory.
         session.watcher.default_logdir = str(folder / DEFAULT_WATCH_LOGDIR)
     outcome = _NOT_ENDED
     try:

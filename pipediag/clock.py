@@ -30,10 +30,8 @@ MONOTONIC = MonotonicClock()
 
 
 class Quiet:
-    """When pipediag's samplers skip their readings (the observer check's quiet blocks):
-    from `hold(seconds)` until `release()` or the hold's end, whichever comes first, so a
-    block that training cuts short never leaves them paused. One float, written by the
-    thread that trains and read by the samplers' threads."""
+    """When the samplers skip their readings (the observer check's quiet blocks): until
+    `release()` or the hold's end, so a block cut short never leaves them paused."""
 
     def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
         self._now = now
@@ -50,10 +48,7 @@ class Quiet:
 
 
 def wall_minus_clock(clock: Clock, wall_clock: Callable[[], float] = time.time) -> float:
-    """Wall-clock seconds minus `clock` seconds, to put wall-time stamps on the clock.
-
-    The wall clock is read between two reads of `clock`, so the error is half their gap.
-    """
+    """Wall-clock seconds minus `clock` seconds (read between two reads of `clock`)."""
     before = clock.now()
     wall = wall_clock()
     after = clock.now()

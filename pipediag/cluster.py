@@ -1,11 +1,6 @@
-"""Which task of a multi-worker job this process is, from `TF_CONFIG`.
-
-`tf.distribute`'s multi-worker strategies, and the launchers that start them, give each
-process a `TF_CONFIG` environment variable: JSON naming the cluster and this process's task,
-`{"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": 0}}`.
-`pipediag run` then writes its report into `<out>/<type>-<index>/`, so the workers of one job
-can share one `--out` without overwriting each other, and `pipediag merge <out>` finds them
-all (docs/design.md, "Multi-worker jobs").
+"""Which task of a multi-worker job this process is, from `TF_CONFIG`
+(`{"cluster": {...}, "task": {"type": "worker", "index": 0}}`): its report goes to
+`<out>/<type>-<index>/` (docs/design.md, "Multi-worker jobs").
 """
 
 from __future__ import annotations
@@ -21,16 +16,13 @@ from pipediag.errors import UsageError
 from pipediag.report.model import TaskInfo
 
 TF_CONFIG = "TF_CONFIG"
-# A task type becomes a directory name: letters, digits, '_', '-', '.' only ("worker",
-# "chief", "ps", "evaluator" are TensorFlow's own).
+# A task type ("worker", "chief", "ps", "evaluator") becomes a directory name.
 TASK_TYPE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def task_from_env(environ: Mapping[str, str] | None = None) -> TaskInfo | None:
-    """This process's task, or None when `TF_CONFIG` is unset, empty, or names no task.
-
-    Raises `UsageError` (one line) for a `TF_CONFIG` TensorFlow itself could not use.
-    """
+    """This process's task, or None when `TF_CONFIG` is unset, empty, or names no task;
+    `UsageError` for a `TF_CONFIG` TensorFlow itself could not use."""
     text = (os.environ if environ is None else environ).get(TF_CONFIG, "").strip()
     if not text:
         return None
@@ -58,11 +50,9 @@ def task_out_dir(out: str | os.PathLike[str], task: TaskInfo | None) -> Path:
 
 
 def _index(value: Any) -> int:
-    if isinstance(value, bool):
-        raise _bad(f"has task index {value!r}; expected a whole number")
     if isinstance(value, str) and value.isdigit():
         return int(value)
-    if isinstance(value, int) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     raise _bad(f"has task index {value!r}; expected a whole number")
 

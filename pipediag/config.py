@@ -6,52 +6,36 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-# About 100 steps give a stable median and p90 in seconds on typical models, which keeps
-# the time to a verdict under a minute (the mission) while averaging out jitter.
+# ~100 steps give a stable median and p90 while keeping the verdict under a minute.
 DEFAULT_MEASURED_STEPS = 100
-# Step 1 traces and compiles the train function; the next few fill prefetch buffers and
-# let autotune settle. Five steps cover both on the examples and test pipelines.
+# Step 1 traces and compiles; the next few fill prefetch buffers and let autotune settle.
 DEFAULT_WARMUP_STEPS = 5
-# ...or fewer when the steps are slow: the measured steps stop once they span this long (at
-# least 20 of them), so the verdict comes within ~10 s of the first step even for
-# 65-ms steps (100 of them took 7 s on the compute-bound example), and a 10-15 s script is
-# not measured for longer than it trains.
+# ...or fewer when steps are slow (at least 20): 100 65-ms steps took 7 s on the compute-bound
+# example; this keeps the verdict within ~10 s of the first step.
 DEFAULT_MEASURED_SECONDS = 3.0
-# psutil at 20 Hz is the issue's floor: fine enough to see per-step CPU patterns of steps of
-# 50 ms and longer, cheap enough (a few /proc reads per tick: measured 17 ms of CPU per 2 s,
-# under 1% of a core). NVML's utilization window is 1/6 s to 1 s, so sampling it faster than
-# 10 Hz only repeats values; at 10 Hz no driver sample is missed, and a handful of NVML calls
-# per device per tick costs little.
+# psutil at 20 Hz sees per-step CPU of 50-ms steps for 17 ms of CPU per 2 s (<1% of a core).
+# NVML's utilization window is 1/6-1 s: polling it faster than 10 Hz only repeats values.
 DEFAULT_HOST_INTERVAL_S = 0.05
 DEFAULT_GPU_INTERVAL_S = 0.1
-# Readings each sampler keeps (per device for the GPU) before its resolution halves: 4096
-# readings of a few numbers plus per-core lists are a few MB at most, whatever the run length.
+# Readings a sampler keeps before its resolution halves: a few MB at most, whatever the run.
 DEFAULT_MAX_SAMPLES = 4096
-# Profiler traces under `fit` are stopped and read every this many steps, bounding the
-# profiler's memory on long runs.
+# Under `fit`, traces are read every this many steps: the profiler's memory stays bounded.
 DEFAULT_TRACE_CHUNK_STEPS = 500
 DEFAULT_OUT_DIR = "pipediag-out"
-# The pipeline alone: a few seconds give hundreds of batches on typical pipelines, enough
-# for a stable rate, while keeping the time to a verdict well under a minute.
+# The pipeline alone: hundreds of batches on typical pipelines, a stable rate, in seconds.
 DEFAULT_BENCH_SECONDS = 3.0
 DEFAULT_BENCH_BATCHES = 200
-# Each candidate fix is timed beside the original in interleaved rounds; 8 s in all keeps
-# phase 1 short while giving each side a few hundred batches on typical pipelines.
+# The fixes timed beside the original in interleaved rounds: a few hundred batches a side.
 DEFAULT_VERIFY_SECONDS = 8.0
-# Stage timing, the fixes timed alone, the stage holds and the rewrites tried on training
-# share this budget, and run only when input matters, after the verdict (docs/design.md,
-# "The pipeline pipediag would write"). Every rewrite that applies is tried on training,
-# about 1.2 s each when clear, so 15 s holds a typical pipeline's three or four.
+# Shared by stage timing, fixes, holds and rewrites on training (docs/design.md, "The
+# pipeline pipediag would write"): ~1.2 s per clear rewrite, so a typical three or four fit.
 DEFAULT_DEEP_SECONDS = 15.0
-# Watch mode (`--watch`, `pipediag.keras.Watch`): an alert needs this many windows in a row
-# over the threshold, so one slow window (an epoch boundary, a checkpoint) does not page
-# anyone. With no threshold given but an alert hook, XProf's "highly input-bound" band.
+# Watch mode: K windows in a row over the threshold, so one slow window (an epoch boundary, a
+# checkpoint) pages no one; with a hook but no share, XProf's "highly input-bound" band.
 DEFAULT_ALERT_WINDOWS = 3
 DEFAULT_ALERT_INPUT_SHARE = 0.20
-# Watch mode samples the host and GPU for the whole run, so slower: its windows span
-# seconds to minutes, and psutil at 20 Hz costs ~0.7% of a core (docs/design.md, "Watching a
-# long run"), most of watch mode's 1% budget. NVML's driver samples since the last read are
-# all fetched, so a slower poll loses none of them where the driver keeps them.
+# psutil at 20 Hz costs ~0.7% of a core, most of watch mode's 1% budget (docs/design.md,
+# "Watching a long run"); NVML's samples since the last read are all fetched anyway.
 WATCH_HOST_INTERVAL_S = 0.5
 WATCH_GPU_INTERVAL_S = 0.5
 # Watch mode's TensorBoard scalars, when no log directory is named: under the report's.
@@ -60,21 +44,10 @@ DEFAULT_WATCH_LOGDIR = "tensorboard"
 
 @dataclass(frozen=True)
 class WatchConfig:
-    """Watch mode: per-window verdicts over a whole run, TensorBoard scalars, alerts.
-
-    Args:
-        every_steps: a window per this many steps; None for one per epoch.
-        alert_input_share: alert when a window's input wait share is at least this, for
-            `alert_windows` windows in a row; None for no alert.
-        alert_windows: K, the windows in a row an alert needs.
-        alert_command: a shell command run on each alert (figures in `PIPEDIAG_*`
-            environment variables and as JSON on its stdin); it is not waited for.
-        alert_hook: a Python callable given each alert (`report.model.WatchAlert`), on
-            pipediag's watch thread; what it raises is reported once, never re-raised.
-        logdir: TensorBoard's log directory; pipediag's scalars go to its `pipediag` run.
-            None: the `log_dir` of a `keras.callbacks.TensorBoard` given to `fit`, else
-            `tensorboard/` beside the report.
-    """
+    """Watch mode: per-window verdicts over a whole run, TensorBoard scalars, alerts (the
+    fields as `pipediag.keras.Watch` takes them). `every_steps` None: a window per epoch;
+    `logdir` None: a Keras TensorBoard callback's `log_dir`, else `tensorboard/` beside the
+    report."""
 
     every_steps: int | None = None
     alert_input_share: float | None = None
@@ -134,13 +107,12 @@ class RunConfig:
     data_service_train: bool = False
     train_function: str | None = None
     observer_check: bool = False
-    # Watch mode (`WatchConfig`); None for a diagnosis. Set through `watching()`.
+    # Watch mode (`WatchConfig`, set through `watching()`); None for a diagnosis.
     watch: WatchConfig | None = None
 
 
 def watching(config: RunConfig, watch: WatchConfig) -> RunConfig:
-    """`config` turned into watch mode: the whole run is measured (no step budget), with no
-    pipeline-alone phase, no compute-alone run and no fix trials, and slower samplers."""
+    """`config` in watch mode: the whole run measured, nothing run beside it, slower samplers."""
     return replace(
         config,
         measured_steps=None,

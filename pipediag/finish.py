@@ -1,8 +1,6 @@
-"""How a diagnosed run ends, the same under the three front doors (`pipediag run` and
-`diagnose()`, `Monitor`, `keras.Watch`): what its end is recorded as (`exit_info_of`,
-`stop_reason_of`), where its files may go (`check_writable`, before the run, since files
-that cannot be written are found out only at its end), and stopping the session and
-writing the files (`finish`).
+"""How a diagnosed run ends, the same under the three front doors: what its end is recorded
+as, whether its files can be written (checked before the run, not found out at its end), and
+stopping the session and writing the files.
 """
 
 from __future__ import annotations
@@ -27,11 +25,8 @@ class Stoppable(Protocol):
 
 
 def exit_info_of(exc: BaseException | None) -> ExitInfo:
-    """How code that raised `exc` (None: returned normally) ended, as the report records it.
-
-    A `SystemExit` keeps its code as Python's own exit would (`None` is 0, a message 1);
-    Ctrl-C and SIGTERM are the codes a shell reports for them (128 + the signal).
-    """
+    """How code that raised `exc` (None: returned normally) ended, as the report records it:
+    a `SystemExit`'s code as Python's exit gives it, Ctrl-C and SIGTERM as a shell does."""
     if exc is None:
         return ExitInfo("ok", 0)
     if isinstance(exc, StepBudgetReached):
@@ -61,11 +56,8 @@ def stop_reason_of(exit_info: ExitInfo) -> StopReason:
 
 
 def check_writable(path: Path, message: str, *, is_file: bool = False) -> None:
-    """Raise `UsageError(message)` unless `path` can be written, before the run.
-
-    `path` is a directory (or, with `is_file`, a file to append to) that need not exist
-    yet: then the nearest folder above it that exists must let us create it.
-    """
+    """Raise `UsageError(message)` unless `path`, a directory (`is_file`: a file to append
+    to), can be written; where it does not exist yet, the nearest folder that does decides."""
     if is_file and path.exists():
         writable = path.is_file() and os.access(path, os.W_OK)
     else:
@@ -99,10 +91,7 @@ def write_files(report: Report, out: Path | None, log: Callable[[str], None]) ->
 def finish(
     session: Stoppable, exit_info: ExitInfo, stop_reason: StopReason, out: Path | None
 ) -> tuple[Report, list[Path]]:
-    """Stop the session, build its report and write its files into `out` (None: none).
-
-    Never raises for a file that could not be written: the session logs it, and the
-    report (returned with the files written) is whole all the same.
-    """
+    """Stop the session, build its report and write its files into `out` (None: none); a
+    file that could not be written is logged, never raised."""
     report = session.stop(exit_info, stop_reason)
     return report, write_files(report, out, session.log)

@@ -1,10 +1,6 @@
-"""The user's training as the hooks found it, and the report's train section made of it.
-
-How the script trains (docs/design.md, "Finding the training"), its passes over the data
-that were not training, what the phases after the measured steps need of it (its dataset,
-a batch, fit's model, a loop's tf.function), and where its steps' input waits come from
-(docs/design.md, "Keras fit internals", "Batch stamps"). The session holds one and hands
-it the hooks' events about the training.
+"""The user's training as the hooks found it, and the report's train section made of it:
+how the script trains, its passes that were not training, what later phases need of it, and
+where its input waits come from (docs/design.md, "Finding the training", "Batch stamps").
 """
 
 from __future__ import annotations
@@ -43,14 +39,8 @@ class Notes(Protocol):
 
 class FoundTraining:
     """How the script trains and what of its training the later phases and the report need.
-
-    Args:
-        timeline: the measured steps (a custom loop's are dropped when fit replaces it).
-        warmup_steps: the first steps, which the train section does not count.
-        say: where notes go, and the train section's span on the phase list.
-        fit: what marks fit's steps, looked up when needed (None: no fit to read).
-        forget_loop: makes the hooks forget a custom loop's training, when fit replaces it.
-    """
+    `fit`: what marks fit's steps, looked up when needed; `forget_loop`: makes the hooks
+    forget a custom loop's training when fit replaces it."""
 
     def __init__(
         self,
@@ -62,11 +52,8 @@ class FoundTraining:
         forget_loop: Callable[[], None],
     ) -> None:
         self.style: TrainStyle = NO_TRAINING
-        # The passes over the data that were not training, passes alike merged.
-        self.passes: list[DataPass] = []
-        # What the compute-alone phase and the deep analysis need after the measured steps:
-        # the training dataset, a batch of it, and the model `fit` trains (strong references,
-        # released when the session stops).
+        self.passes: list[DataPass] = []  # not training; passes alike merged
+        # Strong references for the phases after the measured steps, released at the stop.
         self.dataset: Any = None
         self.batch: Any = None
         self.model: Any = None
@@ -80,11 +67,8 @@ class FoundTraining:
         self._forget_loop = forget_loop
 
     def mark_style(self, style: TrainStyle) -> bool:
-        """How the script trains; False when another style is diagnosed instead.
-
-        A script that runs `fit` is diagnosed as `keras-fit` whatever loop trained before
-        it: the loop's steps are dropped (docs/design.md, "Finding the training").
-        """
+        """How the script trains; False when another style is diagnosed instead (`fit` wins
+        over a loop that trained before it, whose steps are dropped)."""
         if self.style in (NO_TRAINING, style):
             self.style = style
             return True
@@ -102,9 +86,17 @@ class FoundTraining:
 
     def data_pass(self, record: DataPass) -> bool:
         """A pass over the data that was not training; False when merged into a pass alike
-        (a validation loop each epoch) already kept."""
-        if _merged_into(self.passes, record):
-            return False
+        (same reason, call, line and dataset: a validation loop each epoch) already kept."""
+        key = (record.reason, record.by, record.where, record.dataset)
+        for i, seen in enumerate(self.passes):
+            if (seen.reason, seen.by, seen.where, seen.dataset) == key:
+                self.passes[i] = dataclasses.replace(
+                    seen,
+                    passes=seen.passes + record.passes,
+                    batches=seen.batches + record.batches,
+                    duration_s=seen.duration_s + record.duration_s,
+                )
+                return False
         self.passes.append(record)
         return True
 
@@ -132,8 +124,7 @@ class FoundTraining:
         return fit is not None and fit.stamps is not None
 
     def wait_source(self, phases: dict[str, float]) -> InputWaitSource:
-        """Where the steps' waits come from; under fit without stamps, fills them from the
-        profiler's trace first (and counts the profiler's own cost among `phases`)."""
+        """Where the steps' waits come from; under fit without stamps, filled from the trace."""
         if self.calls is not None:
             return WAIT_UNAVAILABLE  # the pulls are inside the training function's graph
         fit = self._fit()
@@ -150,8 +141,7 @@ class FoundTraining:
         return WAIT_UNAVAILABLE
 
     def final_section(self, origin: float, phases: dict[str, float]) -> TrainSection:
-        """The report's train section: the steps' span joins the phase list, with a note
-        where older steps were merged to bound memory."""
+        """The report's train section; the steps' span joins the phase list."""
         raw = self._timeline.steps
         if self._timeline.merges:
             self._say.note(
@@ -163,8 +153,7 @@ class FoundTraining:
         return self.section(origin, phases)
 
     def section(self, origin: float, phases: dict[str, float]) -> TrainSection:
-        """The train section of the steps so far (`origin`: the session's start; `phases`:
-        the session's phase times, see `wait_source`)."""
+        """The train section of the steps so far (`phases`: see `wait_source`)."""
         overhead = self.fit_overhead_s()
         source = self.wait_source(phases)  # before the steps are read: it may fill their waits
         section = build_train_section(
@@ -179,18 +168,3 @@ class FoundTraining:
         return dataclasses.replace(
             section, keras_backend=self.keras_backend, fit_overhead_s=overhead
         )
-
-
-def _merged_into(passes: list[DataPass], record: DataPass) -> bool:
-    """Whether a pass alike (same reason, call, line and dataset) took `record` in."""
-    key = (record.reason, record.by, record.where, record.dataset)
-    for i, seen in enumerate(passes):
-        if (seen.reason, seen.by, seen.where, seen.dataset) == key:
-            passes[i] = dataclasses.replace(
-                seen,
-                passes=seen.passes + record.passes,
-                batches=seen.batches + record.batches,
-                duration_s=seen.duration_s + record.duration_s,
-            )
-            return True
-    return False

@@ -1,8 +1,5 @@
-"""`pipediag run --history FILE`: a run's key figures, appended as one line.
-
-The figures come from the report (`analysis/compare.py` `run_figures`, the same the
-comparison uses), the commit from `git rev-parse HEAD` in the script's folder when that is
-a git checkout; outside one, or without git, the commit is left out.
+"""`pipediag run --history FILE`: a run's key figures (those the comparison uses), appended as
+one line, with the script folder's git commit where there is one.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ def history_entry(
     verdict = report.verdict
     split = verdict.cost_split
     return HistoryEntry(
-        time_utc=report.created_utc or _now_utc(),
+        time_utc=report.created_utc or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         script=report.script,
         args=list(report.args),
         commit=commit,
@@ -79,7 +76,3 @@ def git_commit(folder: Path) -> str | None:
         return None
     commit = result.stdout.strip()
     return commit if result.returncode == 0 and commit else None
-
-
-def _now_utc() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,12 +1,8 @@
 """Ctrl-C and SIGTERM while the script runs: each one unwinds it, so a partial report is written.
 
-Python turns SIGINT into a KeyboardInterrupt raised wherever the main thread happens to be.
-When that is a finalizer (`__del__`, a weakref callback, often TensorFlow's own executor
-or iterator clean-up), Python prints "Exception ignored in ..." and carries on: the Ctrl-C
-is lost and the run goes on to its end. A user then presses it again; a test or a job
-scheduler sends it once. So while the script runs, an interrupt that a finalizer dropped is
-raised again at once, outside the finalizer. An interrupt the script catches on purpose
-(`except KeyboardInterrupt:`) is the script's business and is left alone.
+A KeyboardInterrupt raised inside a finalizer (`__del__`, a weakref callback, often
+TensorFlow's executor or iterator clean-up) is printed as "Exception ignored" and lost, and a
+job scheduler sends it only once: so one a finalizer dropped is raised again, outside it.
 """
 
 from __future__ import annotations
@@ -76,11 +72,8 @@ class _Redeliverer:
 
 @contextlib.contextmanager
 def interrupts_unwind_the_script() -> Iterator[None]:
-    """SIGTERM acts like a first Ctrl-C, and neither is lost in a finalizer.
-
-    An interrupt re-raised as the script ends comes out of this block, so the caller
-    reports the run as interrupted, as it was.
-    """
+    """SIGTERM acts like a first Ctrl-C, and neither is lost in a finalizer (one re-raised as
+    the script ends comes out of this block)."""
     redeliverer = _Redeliverer()
     try:
         previous_int = signal.getsignal(signal.SIGINT)

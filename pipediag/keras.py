@@ -3,10 +3,8 @@
     watch = pipediag.keras.Watch(every=500, alert=page_me, logdir="logs")
     model.fit(watch.dataset(train_ds), epochs=50, callbacks=[tensorboard, watch])
 
-A front door (with `api` and `monitor`), ending its run through `finish`. `watch.dataset`
-adds the batch stamps (`hooks/batch_stamps.py`), without which no callback sees the wait.
-Imports Keras; loaded only when `pipediag.keras` is used. Per-window output, alerts and
-rationale: (docs/design.md, "Watching a long run").
+`watch.dataset` adds the batch stamps, without which no callback sees the input wait. Imports
+Keras: loaded only when used (docs/design.md, "Watching a long run").
 """
 
 from __future__ import annotations
@@ -97,8 +95,6 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         self.written: list[Path] = []
         self._session, self._tracker = self._new_session()
 
-    # -- the user's side ----------------------------------------------------------------
-
     def dataset(self, dataset: Any) -> Any:
         """`dataset`, stamped so that each step's input wait is measured; give this to fit.
 
@@ -137,8 +133,6 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.close(exit_info_of(exc))
 
-    # -- Keras's side ---------------------------------------------------------------------
-
     def on_train_begin(self, logs: Any = None) -> None:
         if self._running:  # the last fit raised before its end: its report is built now
             self._finish(ExitInfo("exception", 1, "fit ended without on_train_end"), "script-error")
@@ -158,8 +152,6 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
 
     def on_train_end(self, logs: Any = None) -> None:
         self._finish(ExitInfo("ok", 0), "script-finished")
-
-    # -- internals ------------------------------------------------------------------------
 
     def _new_session(self) -> tuple[DiagnosticSession, FitTracker]:
         argv = list(sys.argv)

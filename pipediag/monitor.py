@@ -1,11 +1,6 @@
-"""The framework-neutral API: diagnose any training loop (PyTorch, JAX, plain Python).
-
-One of the three front doors (with `api` and `keras`). Loops with nothing to hook are marked
-by the caller: `mon.iterate(loader)` times each `next()` as the input wait; `mon.step()` with
-`mon.input_wait()`, or `mon.mark_step(start, end, input_wait_s)`, serve loops that cannot be
-wrapped. The same `DiagnosticSession` records the run, its TensorFlow hooks left out, and the
-step budget stops recording without ending the program. Imports no TensorFlow, pynvml or
-framework. Usage and rationale: (docs/design.md, "Loops pipediag cannot hook").
+"""The framework-neutral API: diagnose any training loop (PyTorch, JAX, plain Python), its
+steps marked by the caller. The step budget stops recording without ending the program.
+Imports no TensorFlow, pynvml or framework (docs/design.md, "Loops pipediag cannot hook").
 """
 
 from __future__ import annotations
@@ -27,10 +22,7 @@ from pipediag.session import DiagnosticSession
 
 T = TypeVar("T")
 
-STYLE: Final = "custom-loop"
-"""The session's style for steps timed around the caller's own `next()`: iterator timing."""
-
-
+STYLE: Final = "custom-loop"  # steps timed around the caller's own `next()`
 _ITERATE = "iterate()"
 _MARKS = "explicit marks"
 
@@ -77,8 +69,6 @@ class Monitor:
         self._open_wait = 0.0
         self._pending_start: float | None = None  # an input_wait() before its step()
         self._pending_wait = 0.0
-
-    # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> Monitor:
         """Start the samplers and open the timeline; a second call does nothing."""
@@ -141,8 +131,6 @@ class Monitor:
     def budget_reached(self) -> bool:
         return self.session.timeline.budget_reached
 
-    # -- marks ------------------------------------------------------------------------------
-
     def iterate(self, iterable: Iterable[T]) -> Iterator[T]:
         """Yield from `iterable`, timing each `next()` as the input wait of a step.
 
@@ -193,12 +181,9 @@ class Monitor:
         self._pending_start, self._pending_wait = None, 0.0
         try:
             yield
-        except BaseException:
+            end, wait = self.clock.now(), self._open_wait
+        finally:
             self._open_start, self._open_wait = None, 0.0  # a step that failed is no step
-            raise
-        end = self.clock.now()
-        wait = self._open_wait
-        self._open_start, self._open_wait = None, 0.0
         self._add(start, end, wait, max(self._epoch, 0))
 
     @contextlib.contextmanager
@@ -238,8 +223,6 @@ class Monitor:
             input_wait_s = min(max(0.0, input_wait_s), end - start)
         self._add(start, end, input_wait_s, max(self._epoch, 0))
 
-    # -- internals --------------------------------------------------------------------------
-
     def _require_started(self) -> None:
         if not self._started:
             raise RuntimeError(
@@ -247,10 +230,8 @@ class Monitor:
             )
 
     def _use(self, mode: str) -> bool:
-        """One way of marking per run: iterate() and explicit marks would count steps twice.
-
-        Returns whether marks of this kind are recorded; the other kind is noted and ignored.
-        """
+        """Whether marks of this kind are recorded: one way per run, since iterate() and
+        explicit marks would count steps twice (the other kind is noted and ignored)."""
         if self._mode is None:
             self._mode = mode
         if self._mode == mode:

@@ -1,10 +1,6 @@
-"""The phases of one diagnosis around the measured steps, as functions: data in, data out.
-
-The pipeline alone (phase 1), compute alone under fit (3), the deep analysis with the fixes
-tried on training (5 and 6), and the tf.data service check, in the order of docs/design.md,
-"The flow of one diagnosis". The session decides when each runs and keeps what it returns;
-a phase reads only its arguments and reports through `Narration` (its notes, its progress
-line, its span on the report's phase list).
+"""The phases of one diagnosis around the measured steps, as functions: data in, data out
+(docs/design.md, "The flow of one diagnosis"). The session decides when each runs; a phase
+reads only its arguments and reports through `Narration`.
 """
 
 from __future__ import annotations
@@ -17,8 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from pipediag.analysis.cost_rules import capped_threads
+from pipediag.analysis.input_cost import step_cores_of
+from pipediag.bench import teardown
+from pipediag.bench.hold import HeldCopies
+from pipediag.bench.isolate import preserved_variables
+from pipediag.bench.pipeline import benchmark_dataset, describe_chain
+from pipediag.bench.stages import measure_stages
+from pipediag.bench.structure import WalkedPipeline, effective_options, walk
+from pipediag.bench.whatif import FixPipelines, ForTraining, verify_fixes
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
+from pipediag.report import reasons
 from pipediag.report.model import (
     COST_CONTENTION,
     ComputeAlone,
@@ -28,55 +34,35 @@ from pipediag.report.model import (
     TrainStyle,
     Verdict,
 )
-from pipediag.report.reasons import (
-    DEEP_SKIPPED,
-    FAILED,
-    INPUT_COST_HIGH,
-    MODEL_SIDE_FIT_ONLY,
-    NO_STEP_TIME,
-    NO_VERIFY,
-    PIPELINE_FAILED,
-    STEP_ALONE_FAILED,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.timeline import RawStep, StepTimeline
+from pipediag.training import stage_cost
+from pipediag.training.function_loop import TrainCalls
+from pipediag.training.loop_search import HoldPlan
+from pipediag.training.search import run_at_once
+from pipediag.training.step_rounds import FitFacts
 
 if TYPE_CHECKING:
-    from pipediag.bench.structure import WalkedPipeline
-    from pipediag.bench.whatif import FixPipelines, ForTraining
     from pipediag.training.compute_alone import StepAlone
-    from pipediag.training.function_loop import TrainCalls
-    from pipediag.training.loop_search import HoldPlan
     from pipediag.training.prescription import SearchPlan
 
-# Stage timing and fix trials run when input costs at least this share of training: below
-# it no input fix can gain more than ~5%, XProf's line for "not input-bound".
+# Below this input cost no input fix gains more than ~5%, XProf's line for "not input-bound".
 DEEP_MIN_COST = 0.05
-# The deep-analysis budget, in order (docs/design.md, "The pipeline pipediag would write").
-# Stage timing may take up to this share: stages are quick on most pipelines (a few
-# prefixes, a fraction of a second each).
+# The deep budget's shares (docs/design.md, "The pipeline pipediag would write"): stage timing
+# (a fraction of a second a prefix), the rewrites alone until ALONE_UNTIL where they can be
+# tried on training, the stage holds at least HOLD_SHARE (the output stage's hold bounds
+# every rewrite; more lets the bisection name the stage), the last SEARCH_SHARE the rewrites.
 STAGES_SHARE = 0.2
-# The rewrites timed on the pipeline alone, a cheap first look that orders them, end by this
-# share where they can be tried on training (else they take the whole budget).
 ALONE_UNTIL = 0.35
-# With input cost material, each stage's cost measured on training comes next (docs/design.md,
-# "Stage costs on training"): at least this share, with whatever the steps before left over,
-# for the output stage's trial at least, which bounds every rewrite; a longer budget lets
-# the bisection name the stage.
 HOLD_SHARE = 0.2
-# The share kept at the end for the rewrites tried on training, one on top of another (the
-# holds take it all where no rewrite is left to try).
 SEARCH_SHARE = 0.35
 
-# A pipeline with a cache runs its first epoch uncached: at the budget, measuring goes on into
-# the second epoch, this many steps at a time, until the second epoch has as many (so each
-# phase has its own verdict), within the caps below.
+# A cache's first epoch is uncached: measuring goes on, this many steps at a time, until the
+# second epoch has as many (each its own verdict), within at most MAX_FACTOR budgets and MAX_S.
 PHASE_EXTENSION_STEPS = 20
-# Caps on that extension: at most this many times the step budget, and this long.
 PHASE_EXTENSION_MAX_FACTOR = 4
 PHASE_EXTENSION_MAX_S = 30.0
 
-# At the step budget: measure on into the next epoch, stop, or stop with epoch 1 unfinished.
 MeasureOn = Literal["extend", "stop", "outlasted"]
 
 
@@ -93,16 +79,14 @@ _HOLDING = "holding the stages in memory on training"
 
 
 def _failed(say: Narration, what: str, exc: Exception) -> None:
-    """A part of a phase failed: one note says which and why; what it measured before
-    stands, and the phases after it run."""
+    """A part of a phase failed: one note; what it measured stands, and later phases run."""
     say.note(f"{what} failed ({type(exc).__name__}: {exc})")
 
 
 @dataclass(frozen=True)
 class Seen:
-    """What the hooks saw of training: how it trains, its dataset, fit's model, the batch
-    the pipeline benchmark kept (strong references, while the session runs), and what fit's
-    steps took beyond their train function (`hooks/fit_overhead.py`)."""
+    """What the hooks saw of training (strong references, while the session runs), and what
+    fit's steps took beyond their train function (`hooks/fit_overhead.py`)."""
 
     style: TrainStyle
     dataset: Any
@@ -115,13 +99,8 @@ class Seen:
 
 @dataclass(frozen=True)
 class OnTraining:
-    """The user's train step, ready to be fed the fixed pipelines after their trials.
-
-    `trainer`: what pipediag calls to train on the fixed pipelines at once: fit's model, or
-    the tf.function a loop pulls inside (`TrainCalls`); None for a custom loop at its step
-    budget, whose next pulls are served the fixes (`training/budget.py`). `step_s`: the
-    measured steps' median.
-    """
+    """The user's train step, to be fed the fixed pipelines. `trainer`: fit's model or a loop's
+    `TrainCalls`, called at once; None for a custom loop at its budget, served the fixes."""
 
     step_s: float
     trainer: Any = None
@@ -144,12 +123,7 @@ class DeepAnalysis:
 def measure_on(
     timeline: StepTimeline, pipeline: PipelineBenchmark, config: RunConfig, now: float
 ) -> MeasureOn:
-    """Phase 2 at its step budget: whether the measured steps go on into the next epoch.
-
-    A pipeline with a cache that ends each epoch runs its first epoch uncached; measuring
-    goes on until the second epoch has `PHASE_EXTENSION_STEPS` steps of its own, within the
-    caps ("outlasted": the first epoch ran past them).
-    """
+    """Phase 2 at its budget: on into a cache's second epoch, or stop (epoch 1 "outlasted")."""
     if config.measured_steps is None or not pipeline.cache_ends_each_epoch:
         return "stop"
     steps = timeline.steps[config.warmup_steps :]
@@ -189,9 +163,6 @@ def pipeline_alone(
 
     A failure of the pipeline is the benchmark's result; an interruption is raised.
     """
-    from pipediag.bench import teardown
-    from pipediag.bench.pipeline import benchmark_dataset, describe_chain
-
     say.phase("benchmarking the input pipeline alone", config.bench_seconds)
     began = clock.now()
     try:
@@ -206,7 +177,7 @@ def pipeline_alone(
     except Exception as exc:
         return PipelineBenchmark(
             measured=False,
-            reason=Reason(PIPELINE_FAILED, detail=f"{type(exc).__name__}: {exc}"),
+            reason=Reason(reasons.PIPELINE_FAILED, detail=f"{type(exc).__name__}: {exc}"),
             dataset=describe_chain(dataset),
         )
     finally:
@@ -216,8 +187,7 @@ def pipeline_alone(
 def fit_compute_alone(
     runner: StepAlone, *, step_s: float, clock: Clock, origin: float, say: Narration
 ) -> ComputeAlone:
-    """Phase 3 under fit: the model's train function on the cached batch (`runner`; in a
-    loop that pulls inside a tf.function, that function)."""
+    """Phase 3 under fit: the train function (`runner`) on the cached batch."""
     from pipediag.training.compute_alone import MAX_SECONDS, measure_step_alone
 
     say.phase("measuring the train step alone on a cached batch", MAX_SECONDS)
@@ -227,7 +197,7 @@ def fit_compute_alone(
     except Exception as exc:
         result = ComputeAlone(
             measured=False,
-            reason=Reason(STEP_ALONE_FAILED, detail=f"{type(exc).__name__}: {exc}"),
+            reason=Reason(reasons.STEP_ALONE_FAILED, detail=f"{type(exc).__name__}: {exc}"),
         )
     say.add_phase("compute_alone", began, clock.now())
     return result
@@ -244,15 +214,17 @@ def deep_analysis(
     say: Narration,
     on_training: OnTraining | None,
 ) -> DeepAnalysis:
-    """Phases 5 and 6: stage timing and fix trials, only where they can change the advice,
-    then the best fixes tried on training (`on_training`; None where they cannot be)."""
+    """Phases 5 and 6 within one budget (`deep_seconds`, split by the shares above), only
+    where they can change the advice: per-stage rates, the rewrites timed alone, each stage's
+    cost to training, then the rewrites tried on training (`on_training`; None where they
+    cannot be). A failure keeps the benchmark itself."""
     if dataset is None or not pipeline.measured or not config.stages:
         return DeepAnalysis(pipeline)
     cost = verdict.input_cost_fraction if verdict is not None else None
     if not config.deep and cost is not None and cost < DEEP_MIN_COST:
         skipped = dataclasses.replace(
             pipeline,
-            deep_skipped_reason=Reason(DEEP_SKIPPED, value=cost, limit=DEEP_MIN_COST),
+            deep_skipped_reason=Reason(reasons.DEEP_SKIPPED, value=cost, limit=DEEP_MIN_COST),
         )
         return DeepAnalysis(skipped)
     began = clock.now()
@@ -282,20 +254,12 @@ def _examine_stages(
     thread_cap: int | None,
     hold_stages: bool = False,
 ) -> DeepAnalysis:
-    """Per-stage rates, the rewrites timed on the pipeline alone, each stage's cost to
-    training, then the rewrites tried on training, within one budget (`deep_seconds`,
-    split by `STAGES_SHARE`, `ALONE_UNTIL` and `HOLD_SHARE`). A failure here keeps the
-    benchmark itself."""
-    from pipediag.bench import teardown
-    from pipediag.bench.stages import measure_stages
-    from pipediag.bench.structure import effective_options, walk
-    from pipediag.bench.whatif import verify_fixes
     from pipediag.training.prescription import SearchPlan
 
     budget = config.deep_seconds
-    began = clock.now()
-    deadline = began + budget
-    alone_until = began + budget * ALONE_UNTIL if on_training is not None else deadline
+    start = clock.now()
+    deadline = start + budget
+    alone_until = start + budget * ALONE_UNTIL if on_training is not None else deadline
     holding = hold_stages and on_training is not None
     say.phase("timing each pipeline stage", budget * STAGES_SHARE)
     walked: WalkedPipeline | None = None
@@ -303,10 +267,7 @@ def _examine_stages(
         # Walked once, here; every later read of the pipeline takes this walk.
         walked = walk(dataset, effective_options(dataset))
         stages = measure_stages(
-            walked,
-            clock=clock,
-            deadline=began + budget * STAGES_SHARE,
-            teardown=teardown.SHARED,
+            walked, clock=clock, deadline=start + budget * STAGES_SHARE, teardown=teardown.SHARED
         )
         trials = []
         kept: list[FixPipelines] = []
@@ -358,16 +319,12 @@ def _examine_stages(
 def _for_training(
     on_training: OnTraining | None, kept: list[FixPipelines], thread_cap: int | None
 ) -> ForTraining | None:
-    """What the rewrites timed on the pipeline alone build for the trials on training: every
-    fix kept in `kept`, the thread cap, and the device prefetch where a train function is
-    called at once: fit's, or a tf.function fed a tf.data iterator (a JAX loop reads batches
-    into its own devices, not TensorFlow's; a tf.distribute iterator prefetches to its
-    devices already). None where there are no such trials."""
+    """What the rewrites timed alone build for the trials on training (None: no such trials),
+    with the device prefetch only where a train function is called at once (a JAX loop feeds
+    its own devices; a tf.distribute iterator prefetches already)."""
     if on_training is None:
         return None
     from pipediag.bench.device import prefetch_device
-    from pipediag.bench.whatif import ForTraining
-    from pipediag.training.function_loop import TrainCalls
 
     trainer = on_training.trainer
     distributed = isinstance(trainer, TrainCalls) and hasattr(trainer.fed(), "_strategy")
@@ -376,11 +333,7 @@ def _for_training(
 
 
 def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | None:
-    """Where contention dominates input cost: the pipeline threads that would leave the
-    train step the cores it uses alone (tried on training only)."""
-    from pipediag.analysis.cost_rules import capped_threads
-    from pipediag.analysis.input_cost import step_cores_of
-
+    """Where contention dominates: the pipeline threads leaving the step its cores alone."""
     split = verdict.cost_split if verdict is not None else None
     if split is None or split.dominant != COST_CONTENTION:
         return None
@@ -397,18 +350,12 @@ def _stage_costs_on_fit(
     say: Narration,
     until_s: float,
 ) -> list[StageStats]:
-    """fit: each stage's cost to training, by holding its output in memory, until `until_s`.
-    A failure keeps the stages as timed alone."""
-    from pipediag.bench import teardown
-    from pipediag.bench.hold import HeldCopies
-    from pipediag.bench.isolate import preserved_variables
-    from pipediag.training.stage_cost import on_fit
-
+    """fit: each stage's cost to training, by holding its output in memory, until `until_s`."""
     left = until_s - clock.now()
     say.phase("holding each stage in memory on training", max(0.0, left))
     try:
         with preserved_variables(walked.dataset, teardown.SHARED):
-            return on_fit(
+            return stage_cost.on_fit(
                 on_training.trainer,
                 HeldCopies(walked, pipeline.batches_per_s),
                 stages,
@@ -431,11 +378,7 @@ def _hold_plan(
     say: Narration,
     seconds: float,
 ) -> HoldPlan | None:
-    """A custom loop: the held copies its pulls are served before the rewrites, for the
-    time the budget kept (`HOLD_SHARE` or more). None when the graph cannot be held."""
-    from pipediag.bench.hold import HeldCopies
-    from pipediag.training.loop_search import HoldPlan
-
+    """A custom loop: the held copies served before the rewrites (None: cannot be held)."""
     try:
         copies = HeldCopies(walked, pipeline.batches_per_s)
     except Exception as exc:  # the stages keep their rates alone
@@ -454,13 +397,8 @@ def _search_on_fit(
     clock: Clock,
     say: Narration,
 ) -> PipelineBenchmark:
-    """The rewrites tried on the train function pipediag calls at once (fit's, or the
-    tf.function a loop pulls inside), one on top of another, now. A failure keeps the
-    pipeline as it was."""
-    from pipediag.bench import teardown
-    from pipediag.bench.isolate import preserved_variables
-    from pipediag.training.search import run_at_once
-
+    """The rewrites tried one on top of another on the train function called at once, now; a
+    failure keeps the pipeline as it was."""
     trials = plan.start(clock)
     say.phase("trying the rewrites on training", max(0.0, plan.until_s - clock.now()))
     began = clock.now()
@@ -494,10 +432,8 @@ def scale_out_check(
     clock: Clock,
     say: Narration,
 ) -> ScaleOut | None:
-    """Can the pipeline move to tf.data service, and, when asked, measured through one
-    (`scale_out/check.py`), on the deep analysis's walk of it (`walked`; None: walked here).
-    None when not wanted; a failure costs only this section."""
-    from pipediag.bench.structure import walk
+    """Can the pipeline move to tf.data service (and, asked, measured through one)? None when
+    not wanted; a failure costs only this section."""
     from pipediag.scale_out.check import check_scale_out, wanted
     from pipediag.scale_out.train import train_through
 
@@ -521,24 +457,20 @@ def scale_out_check(
         say.add_phase("scale_out", began, clock.now())
 
 
-# Model-side trials run when input costs under this share of training, XProf's line for
-# "highly input-bound": above it, the input pipeline's fixes come first (docs/design.md,
-# "When the model sets the rate").
+# Model-side trials run under XProf's "highly input-bound" line, in this share of the deep
+# budget: 6 s of 15, three trials of five rounds (docs/design.md, "When the model sets the rate").
 MODEL_SIDE_MAX_COST = 0.20
-# The model-side trials take this share of the deep budget (6 s at the default 15 s): three
-# trials of five rounds on the step alone, which is quick to time (docs/design.md, "When the
-# model sets the rate").
 MODEL_SIDE_SHARE = 0.4
 
 
 def model_side_gate(verdict: Verdict | None, config: RunConfig) -> Reason | None:
     """Why the model-side trials do not run (None: they do)."""
     if not config.verify:
-        return Reason(NO_VERIFY)
+        return Reason(reasons.NO_VERIFY)
     cost = verdict.input_cost_fraction if verdict is not None else None
     if config.deep or (cost is not None and cost < MODEL_SIDE_MAX_COST):
         return None
-    return Reason(INPUT_COST_HIGH, value=cost, limit=MODEL_SIDE_MAX_COST)
+    return Reason(reasons.INPUT_COST_HIGH, value=cost, limit=MODEL_SIDE_MAX_COST)
 
 
 def model_side(
@@ -551,11 +483,9 @@ def model_side(
     say: Narration,
     quiet_logs: Callable[[], Any] | None = None,
 ) -> ComputeAlone | None:
-    """After the verdict: where the step's time goes and the model-side changes, measured
-    on fit's train step alone (`seen`: fit's model and the cached batch) within
-    `MODEL_SIDE_SHARE` of `deep_seconds`; `alone` with them, or with the reason they did not
-    run. A failure costs only this part. What fit's steps took beyond their train function
-    (`seen.fit_overhead_s`) is kept on both sides of each gain."""
+    """`alone` with where fit's step time goes and the model-side changes timed on its train
+    step alone, or the reason they did not run; `seen.fit_overhead_s` is kept on both sides
+    of each gain. A failure costs only this part."""
     if alone is None or not alone.measured:
         return alone
     gate = model_side_gate(verdict, config)
@@ -563,14 +493,13 @@ def model_side(
         return dataclasses.replace(alone, model_side_reason=gate)
     model, batch = seen.model, seen.batch
     if seen.style != "keras-fit" or model is None or batch is None:
-        return dataclasses.replace(alone, model_side_reason=Reason(MODEL_SIDE_FIT_ONLY))
+        return dataclasses.replace(alone, model_side_reason=Reason(reasons.MODEL_SIDE_FIT_ONLY))
     from pipediag.training.model_side import on_fit
     from pipediag.training.model_variants import cpu_flags, has_gpu, policy_for
-    from pipediag.training.step_rounds import FitFacts
 
     step_s = alone.step_time.median_s if alone.step_time is not None else None
     if step_s is None or step_s <= 0:
-        return dataclasses.replace(alone, model_side_reason=Reason(NO_STEP_TIME))
+        return dataclasses.replace(alone, model_side_reason=Reason(reasons.NO_STEP_TIME))
     gpu = has_gpu()
     policy, policy_reason = policy_for(gpu, cpu_flags())
     facts = FitFacts(
@@ -595,7 +524,7 @@ def model_side(
         )
     except Exception as exc:
         _failed(say, "the model-side trials", exc)
-        failed = Reason(FAILED, detail=type(exc).__name__)
+        failed = Reason(reasons.FAILED, detail=type(exc).__name__)
         return dataclasses.replace(alone, model_side_reason=failed)
     finally:
         say.add_phase("model_side", began, clock.now())

@@ -1,10 +1,6 @@
-"""pipediag's progress lines: one updating line on a terminal, plain lines elsewhere.
-
-On a terminal each phase ("benchmarking the input pipeline alone") is one line that a small
-daemon thread redraws with the phase's remaining budget, so a user sees what runs and for
-how long; a message (a verdict, a note) ends the phase line first. Where the output is not a
-terminal (CI logs, files), every phase and message is one plain line, with its budget, and
-nothing is redrawn.
+"""pipediag's progress lines: on a terminal, each phase is one line a daemon thread redraws
+with its remaining budget; elsewhere (CI logs, files), every phase and message is one plain
+line, with its budget.
 """
 
 from __future__ import annotations
@@ -14,19 +10,14 @@ import time
 from typing import Any, TextIO
 
 PREFIX = "pipediag: "
-# Redraws per second on a terminal: smooth enough for a countdown in tenths of seconds,
-# cheap enough to be invisible beside the work it reports on.
+# A terminal's redraws: smooth for a countdown in tenths of seconds, cheap beside the work.
 REDRAW_INTERVAL_S = 0.25
 THREAD_NAME = "pipediag-progress"
 
 
 class Progress:
-    """Where pipediag says what it is doing.
-
-    Args:
-        stream: where the lines go; None for silence (`--quiet`).
-        live: redraw a phase line in place; by default, when `stream` is a terminal.
-    """
+    """Where pipediag says what it is doing (`stream` None: `--quiet`; `live`: redraw a phase
+    line in place, by default on a terminal)."""
 
     def __init__(self, stream: TextIO | Any | None, *, live: bool | None = None) -> None:
         self._stream = stream
@@ -53,11 +44,7 @@ class Progress:
             self._phase = self._deadline = None
 
     def phase(self, text: str, budget_s: float | None = None, *, redraw: bool = True) -> None:
-        """A phase starts: say what it does and, when bounded, for how long at most.
-
-        `redraw=False` for phases in which the user's own code runs and prints (the train
-        steps): a line redrawn in place would write over the script's output.
-        """
+        """A phase starts, with its budget (`redraw=False`: the user's code prints meanwhile)."""
         if self._stream is None:
             return
         with self._lock:
@@ -81,7 +68,7 @@ class Progress:
             self._end_phase_line()
             self._phase = self._deadline = None
 
-    # -- internals (the lock is held) -----------------------------------------------------
+    # Called with the lock held: _draw, _end_phase_line, _write.
     def _draw(self) -> None:
         if self._phase is None:
             return

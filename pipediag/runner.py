@@ -44,12 +44,9 @@ def check_script(path: str) -> Path:
 
 
 def run_script(script: Path, args: list[str], *, as_typed: str | None = None) -> RunOutcome:
-    """Run `script` as `__main__` with `sys.argv` and `sys.path[0]` as Python sets them.
-
-    Every way the script can end is caught and turned into a `RunOutcome`; the script's
-    own traceback is printed as Python would print it. `as_typed` is the path as the
-    user wrote it, which Python puts in `sys.argv[0]`.
-    """
+    """Run `script` as `__main__` with `sys.argv` (`as_typed`: its path as the user wrote it)
+    and `sys.path[0]` as Python sets them; every end becomes a `RunOutcome`, a traceback
+    printed as Python would."""
     saved_argv = sys.argv[:]
     saved_path0 = sys.path[0] if sys.path else None
     argv0 = as_typed or str(script)

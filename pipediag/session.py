@@ -16,15 +16,20 @@ from pipediag.analysis.alternation import slowed_step_alone_note, step_alone_cei
 from pipediag.analysis.classifier import judge
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.run_terms import with_prescription_in_run_terms
+from pipediag.bench import teardown
 from pipediag.bench.isolate import kept_random_states
+from pipediag.bench.pipeline import describe_chain
 from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
-from pipediag.conclusion import Conclusion, Teller, no_compute_alone_reason
+from pipediag.conclusion import Conclusion, no_compute_alone_reason
 from pipediag.config import RunConfig
 from pipediag.found import FoundTraining
+from pipediag.hooks import InstalledHooks, install
 from pipediag.hooks.host import HookGate
+from pipediag.hooks.keras_fit import FitTracker
 from pipediag.phases import DeepAnalysis, Seen, pipeline_alone
 from pipediag.progress import Progress
 from pipediag.renderers.run_words import data_pass_text
+from pipediag.report import reasons
 from pipediag.report.model import (
     ComputeAlone,
     DataPass,
@@ -39,32 +44,31 @@ from pipediag.report.model import (
     TaskInfo,
     TrainStyle,
 )
-from pipediag.report.reasons import (
-    BENCH_INTERRUPTED,
-    FIT_GIVEN,
-    NO_BENCH,
-    NO_DATASET,
-    WATCH_NO_BENCH,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import KERAS_FIT, NO_TRAINING
 from pipediag.scale_out.analysis import enrich_report as enrich_scale_out
 from pipediag.timeline import StepTimeline
+from pipediag.training.alternation import FitAlternation
+from pipediag.training.budget import (
+    BudgetServer,
+    CachedBatch,
+    Held,
+    LoopResult,
+    LoopWork,
+    ModelSide,
+)
+from pipediag.training.function_loop import TrainCalls
+from pipediag.training.loop_xla import LoopStep
+from pipediag.training.stage_cost import with_freed
+from pipediag.version import __version__
 
 if TYPE_CHECKING:
-    from pipediag.hooks import InstalledHooks
-    from pipediag.hooks.keras_fit import FitTracker
     from pipediag.samplers import GpuSampler, HostSampler
-    from pipediag.training.alternation import FitAlternation
-    from pipediag.training.budget import BudgetServer, CachedBatch, LoopResult, LoopWork
-    from pipediag.training.function_loop import TrainCalls
-    from pipediag.training.loop_xla import LoopStep
     from pipediag.watch.watcher import Watcher
 
 
-# A multi-worker job's train steps are collectives: every worker must run the same number,
-# so there the diagnosis counts its extra steps instead of timing them (docs/design.md,
-# "Multi-worker jobs").
+# Every worker of a job runs the same train steps (collectives), so extra steps are counted,
+# not timed (docs/design.md, "Multi-worker jobs").
 LOCKSTEP_NOTE = (
     "multi-worker job ({task}, {size} tasks): every worker must run the same train steps, so "
     "the step budget counts steps only, compute alone runs a fixed number of steps, and no "
@@ -75,16 +79,8 @@ LOCKSTEP_NOTE = (
 class DiagnosticSession:
     """Records one run of a training script and freezes it into a `Report`.
 
-    Args:
-        script: the script path as given, for the report.
-        args: the script's arguments.
-        config: what to measure and for how long.
-        clock: the clock every recorder reads (a fake one in tests).
-        log: where pipediag's progress lines go (stderr by default); None for silence.
-        install_hooks: False leaves TensorFlow and Keras unpatched, for the framework-neutral
-            API (`pipediag.monitor`), whose caller marks steps and input waits itself.
-        task: this process's task in a multi-worker job (`pipediag.cluster.task_from_env`);
-            with more than one task in the cluster, every extra train step is counted.
+    `install_hooks=False` leaves TensorFlow and Keras unpatched (`pipediag.monitor`: the caller
+    marks steps); `task`: a multi-worker job's, where every extra train step is counted.
     """
 
     def __init__(
@@ -103,8 +99,7 @@ class DiagnosticSession:
         self.config = config or RunConfig()
         self.clock = clock
         self.task = task
-        # Workers in lockstep reach a step count together; a time bound could end one of
-        # them a step before the others, whose next collective would then fail.
+        # A time bound could end one worker a step before the others: their next collective fails.
         self.lockstep = task is not None and task.cluster_size > 1
         self.timeline = StepTimeline(
             warmup_steps=self.config.warmup_steps,
@@ -114,9 +109,8 @@ class DiagnosticSession:
         )
         # Shared with the hooks: they pass calls through while pipediag reads or fit runs.
         self.gate = HookGate()
-        # A FitTracker fed by the caller rather than by installed hooks (`pipediag.keras.Watch`).
+        # A FitTracker the caller feeds (`pipediag.keras.Watch`), not the hooks.
         self.fit_tracker: FitTracker | None = None
-        # How the script trains, what the later phases need of it, its train section.
         self.found = FoundTraining(
             self.timeline,
             warmup_steps=self.config.warmup_steps,
@@ -124,7 +118,7 @@ class DiagnosticSession:
             fit=self._fit_tracker,
             forget_loop=self._forget_loop,
         )
-        self.pipeline = PipelineBenchmark(measured=False, reason=Reason(NO_DATASET))
+        self.pipeline = PipelineBenchmark(measured=False, reason=Reason(reasons.NO_DATASET))
         self._progress = Progress(log)
         self._notes: list[str] = []
         self._benchmarked: set[int] = set()
@@ -136,7 +130,6 @@ class DiagnosticSession:
         self._started_wall = ""
         self.origin = 0.0
         self._origin_unix_s: float | None = None
-        # Compute alone, the verdict, the deep analysis: what the measured steps lead to.
         self.conclusion = Conclusion(
             config=self.config,
             clock=clock,
@@ -147,13 +140,20 @@ class DiagnosticSession:
         # Watch mode: windows, TensorBoard scalars and alerts, read off the timeline.
         self.watcher: Watcher | None = None
         if self.config.watch is not None:
-            self.watcher = _watcher(self.config, self.timeline, clock, script, self)
+            from pipediag.watch.watcher import Watcher
+
+            self.watcher = Watcher(
+                self.config.watch,
+                self.timeline,
+                clock=clock,
+                warmup_steps=self.config.warmup_steps,
+                script=script,
+                log=self.log,
+                note=self.note_once,
+            )
             self.watcher.waits_deferred = self.found.waits_deferred
 
-    # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
-        from pipediag.hooks import install
-
         self.origin = self.clock.now()
         self._origin_unix_s = self.origin + wall_minus_clock(self.clock)
         self._started_wall = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -181,7 +181,8 @@ class DiagnosticSession:
             for seen in self._hooks.function_loop.seen:
                 self.note(f"the script called {seen}: its steps could not be counted")
         self.found.release()
-        _drain_teardowns(self.note)
+        if not teardown.drain():  # spent iterators released off the main thread (bench/)
+            self.note("some of pipediag's own iterators were still being released at the end")
         analysis_began = self.clock.now()
         self._progress.close()
         from pipediag.samplers import stop_samplers
@@ -220,7 +221,6 @@ class DiagnosticSession:
             watch=watch,
         )
 
-    # -- called by the hooks ---------------------------------------------------------
     def note(self, message: str) -> None:
         self._notes.append(message)
         self.log(message)
@@ -233,8 +233,7 @@ class DiagnosticSession:
         self._progress.message(message)
 
     def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None:
-        """A phase of the diagnosis starts: one updating line on a terminal (`redraw=False`
-        where the user's code runs and prints meanwhile)."""
+        """A phase starts (`redraw=False`: the user's code prints meanwhile)."""
         self._progress.phase(what, budget_s, redraw=redraw)
 
     @property
@@ -256,27 +255,23 @@ class DiagnosticSession:
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:
-        """pipediag's own reads of the data are not the user's steps, and draw none of the
-        random numbers the script's own epochs will (`bench/isolate.py`)."""
+        """pipediag's own reads: not the user's steps, drawing none of the script's randomness."""
         with self.gate.pipediag_reading(), kept_random_states():
             yield
 
     def benchmark_pipeline(self, dataset: Any, *, rebuilt: bool = False) -> None:
-        """Phase 1: the training dataset alone, once per dataset, before training pulls.
-
-        Only the rate: stage timing and fix trials wait for the verdict (`conclude`), which
-        says whether input matters at all. `rebuilt`: the training dataset made anew for a
-        new pass (`ds.take(n)` in an epoch loop), benchmarked only if the last one could not
-        be (it ran out first).
-        """
+        """Phase 1: the training dataset alone, once per dataset, before training pulls (its
+        stages wait for the verdict). `rebuilt`: made anew for a new pass (`ds.take(n)` in an
+        epoch loop), benchmarked only if the last one could not be (it ran out first)."""
         if id(dataset) in self._benchmarked or (rebuilt and self.pipeline.measured):
             return
         self._benchmarked.add(id(dataset))
         self.found.dataset = dataset
         if not self.config.bench:
-            # Watch mode measures the whole run and nothing beside it (docs/design.md,
-            # "Watching a long run").
-            reason = Reason(NO_BENCH if self.config.watch is None else WATCH_NO_BENCH)
+            # Watch mode measures the whole run and nothing beside it.
+            reason = Reason(
+                reasons.NO_BENCH if self.config.watch is None else reasons.WATCH_NO_BENCH
+            )
             self.pipeline = PipelineBenchmark(measured=False, reason=reason)
             return
         try:
@@ -289,11 +284,9 @@ class DiagnosticSession:
                     keep_first_batch=self.found.keep_batch,
                 )
         except BaseException:
-            from pipediag.bench.pipeline import describe_chain
-
             self.pipeline = PipelineBenchmark(
                 measured=False,
-                reason=Reason(BENCH_INTERRUPTED),
+                reason=Reason(reasons.BENCH_INTERRUPTED),
                 dataset=describe_chain(dataset),
             )
             raise
@@ -308,31 +301,29 @@ class DiagnosticSession:
         self.found.training_model(model)
 
     def train_calls(self, calls: TrainCalls) -> None:
-        """A loop trains in calls of a tf.function that pulls inside it: that function runs
-        alone on the cached batch after the measured steps."""
+        """A loop trains in calls of a tf.function that pulls inside it: it runs alone later."""
         self.found.calls = calls
 
     def training_log_dir(self, log_dir: str) -> None:
-        """The log directory of the training's own TensorBoard callback: watch mode's scalars
-        go there too."""
+        """The training's own TensorBoard log directory: watch mode's scalars go there too."""
         if self.watcher is not None:
             self.watcher.saw_logdir(log_dir)
 
     def fit_called(self, model: Any, dataset: Any, *, given: str) -> None:
-        """fit starts: `model` trains on `dataset`, benchmarked alone first (None: fit was
-        given a `given`, not a tf.data.Dataset, and Keras builds the dataset itself)."""
+        """fit starts: `model` trains on `dataset` (None: Keras builds it from a `given`)."""
         self.mark_style(KERAS_FIT)
         self.training_model(model)
         if dataset is not None:
             self.benchmark_pipeline(dataset)
-        elif not self.pipeline.measured and self.pipeline.reason == Reason(NO_DATASET):
-            self.pipeline = PipelineBenchmark(measured=False, reason=Reason(FIT_GIVEN, given))
+        elif not self.pipeline.measured and self.pipeline.reason == Reason(reasons.NO_DATASET):
+            self.pipeline = PipelineBenchmark(
+                measured=False, reason=Reason(reasons.FIT_GIVEN, given)
+            )
 
     def _fit_tracker(self) -> FitTracker | None:
         """What marks fit's steps: the hooks' tracker, or one the caller feeds (`fit_tracker`)."""
         return self._hooks.fit if self._hooks is not None else self.fit_tracker
 
-    # -- after the measured steps ----------------------------------------------------
     @property
     def compute_alone(self) -> ComputeAlone | None:
         return self.conclusion.compute_alone
@@ -352,20 +343,14 @@ class DiagnosticSession:
         return None
 
     def conclude(self, *, deep: bool = True) -> None:
-        """The measured steps are done: compute alone, the verdict line, then stages and fixes.
-
-        Called by the hooks at the step budget (under fit, compute alone is run here), at a
-        safe point between fit's steps with `--steps all` (`deep=False`: stages and fixes
-        wait for the end), or when the script ended first. Each part runs once.
-        """
+        """The measured steps are done: compute alone, the verdict line, then stages and fixes
+        (each once; `deep=False`: at a safe point of fit with `--steps all`, they wait)."""
         self._conclude(None, deep=deep)
 
     def _conclude(
         self, compute_alone: ComputeAlone | None, *, deep: bool = True, loop_serving: bool = False
     ) -> DeepAnalysis | None:
-        """`conclude`, given a custom loop's compute-alone run where it has one; returns the
-        deep analysis where it ran now, with what a loop still served at its budget
-        (`loop_serving`) is to try: stage holds, fixes."""
+        """`conclude`, with a custom loop's compute-alone run; the deep analysis if run now."""
         seen = self._seen()
         with self.suspended():
             outcome = self.conclusion.run(
@@ -397,8 +382,7 @@ class DiagnosticSession:
     def loop_at_budget(
         self, cached: CachedBatch, step: LoopStep | Reason | None
     ) -> BudgetServer | None:
-        """What serves a custom loop's pulls at its budget (each of its plans' results is
-        folded in by `loop_measured`); None: nothing to (concluded here)."""
+        """What serves a custom loop's pulls at its budget; None: nothing (concluded here)."""
         server = self.conclusion.serve_loop(
             cached, step, origin=self.origin, fold=self.loop_measured
         )
@@ -407,10 +391,7 @@ class DiagnosticSession:
         return server
 
     def loop_measured(self, result: LoopResult) -> LoopWork | None:
-        """What a plan served to a custom loop at its budget measured, on the phase list and
-        folded in; compute alone's answers what the verdict leaves to serve the loop next."""
-        from pipediag.training.budget import Held, LoopWork, ModelSide
-
+        """A plan served to a custom loop is over: folded in (compute alone's: what comes next)."""
         if isinstance(result, ModelSide):
             self.conclusion.model_side_measured(result)
             return None
@@ -423,10 +404,7 @@ class DiagnosticSession:
                 return None
             return LoopWork(outcome.loop_holds, outcome.loop_search, self.conclusion.loop_model_s)
         if isinstance(result, Held):
-            # Each held stage's speedup joins the pipeline's stages, as under fit
-            # (docs/design.md, "Stage costs on training").
-            from pipediag.training.stage_cost import with_freed
-
+            # Each held stage's speedup joins the pipeline's stages, as under fit.
             self.add_phase("stage_holds", result.began, self.clock.now())
             stages = with_freed(self.pipeline.stages, result.searched)
             self.pipeline = dataclasses.replace(self.pipeline, stages=stages)
@@ -450,26 +428,14 @@ class DiagnosticSession:
         except Exception as exc:
             self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
 
-    # -- building the report ---------------------------------------------------------
     def add_phase(self, name: str, start: float, end: float) -> None:
         """A phase of the diagnosis ran from `start` to `end`: on the report's phase list."""
         self._phases[name] = self._phases.get(name, 0.0) + end - start
         self._spans.append(PhaseSpan(name, start - self.origin, end - start))
 
 
-def _drain_teardowns(note: Callable[[str], None]) -> None:
-    """Wait for the spent iterators being released off the main thread (bench/)."""
-    if "pipediag.bench.teardown" not in sys.modules:
-        return
-    from pipediag.bench import teardown
-
-    if not teardown.drain():
-        note("some of pipediag's own iterators were still being released at the end")
-
-
 def _analysed(report: Report, note: Callable[[str], None]) -> Report:
-    """The report with the GPU analysis, the scale-out prediction, the prescription's figures
-    in the run's terms and the advice; a bug in one costs only its own part of the report."""
+    """The report with each analysis and the advice; a bug in one costs only its own part."""
 
     def guarded(what: str, step: Callable[[Report], Report], report: Report) -> Report:
         try:
@@ -493,39 +459,14 @@ def _with_slowed_step_alone_note(report: Report) -> Report:
     return dataclasses.replace(report, notes=[*report.notes, said])
 
 
-def _watcher(
-    config: RunConfig, timeline: StepTimeline, clock: Clock, script: str, say: Teller
-) -> Watcher:
-    """Watch mode's windows, TensorBoard scalars and alerts, read off the timeline."""
-    from pipediag.watch.watcher import Watcher
-
-    assert config.watch is not None
-    return Watcher(
-        config.watch,
-        timeline,
-        clock=clock,
-        warmup_steps=config.warmup_steps,
-        script=script,
-        log=say.log,
-        note=say.note_once,
-    )
-
-
 def _environment(gpu: GpuSection) -> Environment:
-    from pipediag.version import __version__
-
     return Environment(
         python_version=platform.python_version(),
         platform=platform.platform(),
         pipediag_version=__version__,
-        tensorflow_version=_module_version("tensorflow"),
-        keras_version=_module_version("keras"),
+        tensorflow_version=getattr(sys.modules.get("tensorflow"), "__version__", None),
+        keras_version=getattr(sys.modules.get("keras"), "__version__", None),
         cpu_count=os.cpu_count() or 0,
         gpus=[d.name for d in gpu.devices],
         gpu_reason=None if gpu.available else gpu.reason,
     )
-
-
-def _module_version(name: str) -> str | None:
-    module = sys.modules.get(name)
-    return getattr(module, "__version__", None) if module is not None else None

@@ -1,9 +1,7 @@
 """The step timeline as it is recorded: raw step marks, the warm-up, and the step budget.
 
-Framework-neutral: the TensorFlow hooks feed it, and so can any training loop. Memory is
-bounded: past `max_records`, the older half of the measured steps is merged in pairs, so
-a run of 100,000 steps keeps a whole-run picture (coarser the older it is), and totals stay
-exact.
+Framework-neutral. Past `max_records` the older half of the measured steps is merged in pairs:
+memory stays bounded, a long run keeps a whole-run picture, and totals stay exact.
 """
 
 from __future__ import annotations
@@ -14,20 +12,13 @@ from dataclasses import dataclass
 
 
 class StepBudgetReached(BaseException):  # noqa: N818 - a signal, not an error
-    """Raised inside the user's loop once enough steps are measured, to end the script.
-
-    A `BaseException`, so that the script's own `except Exception:` does not swallow it;
-    ending the script (rather than letting it run on) means no partially trained model is
-    saved over the user's files.
-    """
+    """Raised inside the user's loop once enough steps are measured, to end the script (so no
+    partly trained model is saved); a `BaseException`, past the script's `except Exception:`."""
 
 
-# The fewest measured steps a time-bounded window stops at: a median and p90 need a few
-# dozen steps to mean anything.
+# The fewest measured steps a time bound stops at: a median and p90 need a few dozen.
 MIN_MEASURED_STEPS = 20
-
-# About 20,000 step records keep the report under a few MB and its PNG quick, while a
-# typical diagnosis (hundreds of steps) is never merged.
+# ~20,000 records keep the report a few MB and its PNG quick; a typical diagnosis never merges.
 DEFAULT_MAX_RECORDS = 20_000
 # Epoch starts kept: a run of more epochs keeps its first ones (a few bytes each).
 MAX_EPOCH_STARTS = 10_000
@@ -35,11 +26,8 @@ MAX_EPOCH_STARTS = 10_000
 
 @dataclass(slots=True)  # one per step, made on the user's critical path: keep it cheap
 class RawStep:
-    """One step (or `count` consecutive steps, once merged), in clock seconds.
-
-    `input_wait_s` is None until known; `busy_s` is the summed duration of merged steps,
-    which excludes any gap between them.
-    """
+    """One step (or `count` consecutive steps, once merged), in clock seconds. `busy_s`: the
+    merged steps' summed durations, without the gaps between them."""
 
     start: float
     end: float
@@ -53,10 +41,8 @@ class RawStep:
         return self.busy_s if self.busy_s is not None else self.end - self.start
 
 
-# A step as stored: (start, end, input wait, epoch, count, busy_s), the fields of RawStep.
-# A tuple is what `add` makes on the user's critical path; building a RawStep there (a Python
-# __init__ frame) cost more than the rest of the iterator hook when run cache-cold between
-# train steps. Readers get RawStep objects.
+# A step as stored: RawStep's fields as a tuple. A RawStep's __init__ frame, made by `add` on
+# the user's critical path, cost more than the rest of the iterator hook when cache-cold.
 _Record = tuple[float, float, float | None, int, int, float | None]
 
 
@@ -72,21 +58,9 @@ def _busy(record: _Record) -> float:
 
 
 class StepTimeline:
-    """Thread-safe list of steps, with the warm-up and the step budget that ends the run.
-
-    Args:
-        warmup_steps: the first steps (tracing, compilation, buffers filling) kept out of
-            the verdict.
-        measured_steps: how many steps after the warm-up to measure before the budget is
-            reached; None measures until the script ends.
-        measured_seconds: the budget is also reached once the measured steps span this
-            long, with at least `MIN_MEASURED_STEPS` of them (slow steps: the verdict still
-            comes within seconds); None for no time bound.
-        max_records: step records kept before the oldest measured ones are merged
-            (default `DEFAULT_MAX_RECORDS`, read when the timeline is made).
-        fixed_end: the budget ends at its step count and nowhere else (workers in lockstep
-            must all stop at one step: `end_budget` then does nothing).
-    """
+    """Thread-safe list of steps, with the warm-up and the step budget that ends the run
+    (None: until the script ends). `measured_seconds` also reaches the budget, with at least
+    `MIN_MEASURED_STEPS`; `fixed_end`: only the step count does (workers in lockstep)."""
 
     def __init__(
         self,
@@ -144,13 +118,7 @@ class StepTimeline:
     def fill_waits(
         self, wait_for: Callable[[float, float], float | None], since: float | None = None
     ) -> None:
-        """Give steps whose wait is still unknown the wait `wait_for(start, end)` finds.
-
-        Args:
-            wait_for: the wait of the step from `start` to `end`, or None if unknown.
-            since: only steps that start at or after this time (the newest ones, found
-                from the end without reading the rest); None for every step.
-        """
+        """Fill unknown waits with `wait_for(start, end)`, from the end back to `since` if given."""
         with self._lock:
             steps = self._steps
             for i in range(len(steps) - 1, -1, -1):
@@ -176,11 +144,8 @@ class StepTimeline:
 
     def records_since(self, step: int) -> tuple[int, list[RawStep]]:
         """The newest records, from the one holding step number `step` on, and the number of
-        the first step they hold (below `step` only when a merged record straddles it).
-
-        Found from the end, so a reader that keeps up (watch mode, every half second) reads
-        only what is new, never the whole timeline.
-        """
+        the first step they hold; found from the end, so a reader that keeps up (watch mode)
+        reads only what is new."""
         with self._lock:
             records = self._steps
             first, i = self._count, len(records)
@@ -191,8 +156,7 @@ class StepTimeline:
         return first, [RawStep(*record) for record in new]
 
     def median_measured_step_s(self) -> float | None:
-        """The median measured step (a merged record counts as its mean step); None before
-        any step past the warm-up."""
+        """The median measured step (a merged record counts as its mean step), or None."""
         durations = sorted(s.duration_s / s.count for s in self.steps[self.warmup_steps :])
         return durations[len(durations) // 2] if durations else None
 
@@ -208,8 +172,7 @@ class StepTimeline:
                 self._time_bound = None  # the extension is counted in steps
 
     def end_budget(self) -> None:
-        """Reach the budget at the step just recorded (fit's steps left are wanted for the
-        alternation: `hooks/keras_fit.py`)."""
+        """Reach the budget now (fit's steps left are wanted for the alternation)."""
         with self._lock:
             if self._budget_end is not None and not self.fixed_end:
                 self._budget_end = self._count
@@ -223,11 +186,8 @@ class StepTimeline:
         return index >= self.warmup_steps
 
     def _merge_oldest(self) -> None:
-        """Merge the older half of the measured records in pairs; recent steps keep detail.
-
-        The newest half is left alone, so steps whose input wait is filled in later (from
-        a profiler trace still running) are never merged before they have it.
-        """
+        """Merge the older half of the measured records in pairs; the newest half, whose waits
+        a profiler trace may still fill in, keeps its detail."""
         head = self._steps[: self.warmup_steps]
         body = self._steps[self.warmup_steps :]
         half = len(body) // 2 // 2 * 2

@@ -1,10 +1,5 @@
-"""Scale-out, the pure part: what keeps a pipeline from tf.data service, and what moving it buys.
-
-Part of `scale_out/`, pure functions over the report model: `python_blockers` (stages a worker
-process cannot run), `distribute_point` (where the `distribute` call goes), `predict`
-(workers needed and the training rate to expect), `paste_code` (the dispatcher, workers and
-`distribute` line), and `host_cpu_is_limit` / `shows_scale_out` (when the summary shows the
-section). Method and facts: (docs/design.md, "tf.data service").
+"""Scale-out, the pure part: what keeps a pipeline from tf.data service, where `distribute`
+goes, what moving it buys, and when the summary shows it (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations
@@ -15,6 +10,7 @@ import os
 from collections.abc import Sequence
 
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, cpu_busy_pct
+from pipediag.report import reasons
 from pipediag.report.model import (
     BLOCKER_LOCAL_PATH,
     BLOCKER_PYTHON,
@@ -39,39 +35,23 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.names import stage_name
-from pipediag.report.reasons import (
-    NO_COMPUTE_RATE,
-    NO_PER_WORKER_RATE,
-    NOT_CHECKED,
-    NOTHING_TO_MOVE,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import prefix_cost_s, upstream_of
 from pipediag.report.vocabulary import LimitedBy, RateSource
 
-# The pipeline alone kept at least this share of the host's cores busy: making batches takes
-# the whole host (the issue's "every core busy in the pipeline-alone run"), so no setting on
-# this host can make them faster.
+# The pipeline alone kept this share of the host's cores busy: no setting here makes it faster.
 PIPELINE_CORES_SHARE = 0.8
-# When no cluster was measured, the network a transfer would cross is assumed to carry this
-# many bytes per second (10 Gbit/s, a common data-centre link); the local transfer ceiling
-# crosses no network at all.
+# With no cluster measured, a transfer is assumed to cross a 10 Gbit/s (data-centre) link.
 ASSUMED_NETWORK_BYTES_PER_S = 10e9 / 8
 # Below this share of the pipeline's own cost, what can move is not worth moving alone.
 MIN_MOVED_SHARE = 0.5
 # Local files named in a blocker's text (all are counted, a few more kept in `paths`).
 PATHS_SHOWN = 3
-
-# Placeholders in the code to paste when no dispatcher address was given.
 DISPATCHER_PLACEHOLDER = "DISPATCHER_HOST:5050"
 
-# Ops that call back into Python (bench/structure.py records them among a stage's stateful
-# ops), named as the user wrote them.
+# Ops that call back into Python (among a stage's stateful ops), named as the user wrote them.
 _PY_OPS = {"EagerPyFunc": "tf.py_function", "PyFunc": "tf.numpy_function"}
 _GENERATOR = "from_generator"
-
-
-# --- blockers --------------------------------------------------------------------------------
 
 
 def python_blockers(stages: Sequence[StageStats]) -> list[ServiceBlocker]:
@@ -150,15 +130,16 @@ def _files_text(paths: Sequence[str], total: int) -> str:
     return f"{count} ({', '.join(shown)}{more})"
 
 
+def stage_label(stage: StageStats) -> str:
+    return stage_name(stage) + (f" ({stage.source})" if stage.source else "")
+
+
 def refused_blocker(error: str, part: str) -> ServiceBlocker:
     """The service failed on the pipeline when tried, for a reason no static check found."""
     return ServiceBlocker(
         kind=BLOCKER_REFUSED,
         detail=f"the service failed on the {part} when tried: {error}",
     )
-
-
-# --- where the distribute call goes ----------------------------------------------------------
 
 
 def distribute_point(
@@ -199,20 +180,14 @@ def prefix_s_per_batch(stages: Sequence[StageStats], index: int) -> float | None
 
 def local_s_per_batch(stages: Sequence[StageStats], cut: int) -> float | None:
     """Time per output batch of the stages that stay on this host after the cut."""
-    whole = prefix_s_per_batch(stages, len(stages) - 1)
-    moved = prefix_s_per_batch(stages, cut)
-    if whole is None or moved is None:
-        return None
-    return max(0.0, whole - moved)
+    whole, moved = prefix_s_per_batch(stages, len(stages) - 1), prefix_s_per_batch(stages, cut)
+    return None if whole is None or moved is None else max(0.0, whole - moved)
 
 
 def moved_share(stages: Sequence[StageStats], cut: int) -> float | None:
     """Share of the pipeline's own cost that moves with a cut after stage `cut`."""
-    whole = prefix_s_per_batch(stages, len(stages) - 1)
-    moved = prefix_s_per_batch(stages, cut)
-    if not whole or moved is None:
-        return None
-    return min(1.0, moved / whole)
+    whole, moved = prefix_s_per_batch(stages, len(stages) - 1), prefix_s_per_batch(stages, cut)
+    return None if not whole or moved is None else min(1.0, moved / whole)
 
 
 def stays_local(stages: Sequence[StageStats], cut: int) -> list[StageStats]:
@@ -228,24 +203,17 @@ def stays_local(stages: Sequence[StageStats], cut: int) -> list[StageStats]:
 
 
 def checked_stages(report: Report) -> list[StageStats]:
-    """The stages the check's indices point into: its own walk when it kept one (the report
-    had no stage timing, or timing of another shape), else the report's."""
+    """The stages the check's indices point into: its own walk where it kept one."""
     section = report.scale_out
     if section is not None and section.stages:
         return list(section.stages)
     return list(report.pipeline.stages)
 
 
-# --- when it matters -------------------------------------------------------------------------
-
-
 def host_cpu_is_limit(report: Report) -> bool:
-    """Whether this host's CPU, not a setting, limits how fast batches are made.
-
-    Any of: the pipeline alone kept nearly every core busy; the cores were saturated while
-    training (the advisor's PD010 line); or contention dominates the input cost (the
-    pipeline's threads took the cores the step needed).
-    """
+    """Whether this host's CPU, not a setting, limits how fast batches are made: the pipeline
+    alone kept nearly every core busy, the cores were saturated while training (PD010), or
+    contention dominates the input cost."""
     cores = report.environment.cpu_count or report.host.cpu_count
     pipeline = report.pipeline
     pipeline_cores = (
@@ -263,8 +231,7 @@ def host_cpu_is_limit(report: Report) -> bool:
 
 
 def shows_scale_out(report: Report) -> bool:
-    """The summary shows the section when it was asked for (`--scale-out`, `--data-service`),
-    or when training is input-bound and the host CPU is the limit (the issue's condition)."""
+    """The summary shows the section when asked for, or input-bound with the host CPU the limit."""
     section = report.scale_out
     if section is None or not section.checked:
         return False
@@ -273,28 +240,17 @@ def shows_scale_out(report: Report) -> bool:
     return report.verdict.label == INPUT_BOUND and host_cpu_is_limit(report)
 
 
-# --- the prediction --------------------------------------------------------------------------
-
-
 def _measured(section: ScaleOut, where: str) -> ServiceMeasurement | None:
     return next((m for m in section.measurements if m.where == where and m.measured), None)
 
 
 def predict(report: Report) -> ScaleOutPrediction:
-    """Workers needed to feed the train step alone, and the training rate to expect.
-
-    The rate to feed is compute alone T (steps/s, one batch per step). A worker makes W
-    batches/s: measured per worker on a cluster; else the pipeline alone on this host (a
-    worker machine like this one gives it all its cores), or the movable part's own rate
-    from stage timing. Every batch must also cross to this host: at most X batches/s (the
-    transfer ceiling measured through the service; without a cluster, also what an
-    assumed 10 Gbit/s link carries). Receiving costs this host CPU that the train step then
-    lacks: with c CPU-seconds per batch and n cores, T becomes 1 / (1/T + c/n). The stages
-    after the cut still run here, at most 1/L batches/s.
-    """
+    """Workers needed to feed the train step alone, and the training rate to expect:
+    min(T', transfer ceiling, the stages left here), T' = 1 / (1/T + c/n) (docs/design.md,
+    "tf.data service"); the per-worker rate falls back to the movable part's stage timing."""
     section = report.scale_out
     if section is None:
-        return ScaleOutPrediction(reason=Reason(NOT_CHECKED))
+        return ScaleOutPrediction(reason=Reason(reasons.NOT_CHECKED))
     stages = checked_stages(report)
     verdict = report.verdict
     target = verdict.compute_alone_steps_per_s
@@ -304,7 +260,7 @@ def predict(report: Report) -> ScaleOutPrediction:
         return ScaleOutPrediction(
             target_steps_per_s=target,
             training_steps_per_s=training,
-            reason=Reason(NOTHING_TO_MOVE),
+            reason=Reason(reasons.NOTHING_TO_MOVE),
         )
     cluster = _measured(section, SERVICE_CLUSTER)
     local = _measured(section, SERVICE_LOCAL)
@@ -321,9 +277,9 @@ def predict(report: Report) -> ScaleOutPrediction:
         local_s_per_batch=local_cost,
     )
     if not target:
-        return dataclasses.replace(base, reason=Reason(NO_COMPUTE_RATE))
+        return dataclasses.replace(base, reason=Reason(reasons.NO_COMPUTE_RATE))
     if not per_worker:
-        return dataclasses.replace(base, reason=Reason(NO_PER_WORKER_RATE))
+        return dataclasses.replace(base, reason=Reason(reasons.NO_PER_WORKER_RATE))
     measured = cluster or local
     receiving = measured.consumer_cpu_s_per_batch if measured is not None else None
     cores = report.environment.cpu_count or report.host.cpu_count or 1
@@ -371,13 +327,7 @@ def _transfer(
     if local.bytes_per_batch:
         network = ASSUMED_NETWORK_BYTES_PER_S / local.bytes_per_batch
         candidates.append((network, FROM_ASSUMED_NETWORK))
-    if not candidates:
-        return None, ""
-    rate, source = min(candidates)
-    return rate, source
-
-
-# --- the code to paste -----------------------------------------------------------------------
+    return min(candidates) if candidates else (None, "")
 
 
 def paste_code(report: Report, prediction: ScaleOutPrediction, address: str | None) -> str:
@@ -391,10 +341,7 @@ def paste_code(report: Report, prediction: ScaleOutPrediction, address: str | No
     workers = prediction.workers_needed
     count = "the workers" if not workers else f"{workers} worker{'s' if workers > 1 else ''}"
     cut = section.distribute_after_index
-    after = ""
-    if 0 <= cut < len(stages):
-        stage = stages[cut]
-        after = f" after {stage_name(stage)}" + (f" ({stage.source})" if stage.source else "")
+    after = f" after {stage_label(stages[cut])}" if 0 <= cut < len(stages) else ""
     lines = [
         "# 1. one dispatcher (any machine), e.g. dispatcher.py:",
         "import tensorflow as tf",

@@ -1,27 +1,21 @@
-"""Scale-out, the measured part: can the training pipeline run on tf.data service, and how fast.
-
-Part of `scale_out/`, run after the verdict within the deep analysis's turn: the Python blockers
-(`scale_out/analysis.py`) and local files (`scale_out/local_files.py`) found statically, where
-`distribute` goes, and, only when asked (`--scale-out N` on local servers, or
-`--data-service` with an existing dispatcher), reads of a private copy of the movable part
-through a real service (`scale_out/service.py`). The prediction is made later, from the
-finished report (`scale_out/analysis.enrich_report`). Method: (docs/design.md, "tf.data
-service").
+"""Scale-out, the measured part, after the verdict: the blockers found statically, where
+`distribute` goes and, only when asked (`--scale-out N`, `--data-service`), reads of a private
+copy of the movable part through a real service (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pipediag.bench.structure import WalkedPipeline
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
+from pipediag.report import reasons
 from pipediag.report.model import (
     BLOCKER_PYTHON,
     SERVICE_CLUSTER,
@@ -32,16 +26,7 @@ from pipediag.report.model import (
     ServiceMeasurement,
     StageStats,
 )
-from pipediag.report.reasons import (
-    NO_TRAIN_STEP_SERVICE,
-    NO_WORKERS,
-    NOT_COPIED,
-    PART_ONLY,
-    SERVICE_ERROR,
-    SERVICE_REFUSED,
-    TOO_FEW_ELEMENTS,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import upstream_of
 from pipediag.report.vocabulary import PARALLEL_EPOCHS, ServiceWhere
 from pipediag.scale_out.analysis import (
@@ -51,6 +36,7 @@ from pipediag.scale_out.analysis import (
     moved_share,
     python_blockers,
     refused_blocker,
+    stage_label,
 )
 from pipediag.scale_out.local_files import find_local_files
 from pipediag.scale_out.service import (
@@ -68,14 +54,12 @@ from pipediag.scale_out.service import (
     transfer_ceiling,
 )
 
-# The user's train step fed by a dataset read through a service target: (steps/s, None), or
-# (None, why not). Given by the session from `scale_out/train.py`.
+# The user's train step fed through a service target: (steps/s, None) or (None, why not).
 TrainThrough = Callable[[Any, str], tuple[float | None, Reason | None]]
 
 
 def wanted(config: RunConfig, pipeline: PipelineBenchmark) -> bool:
-    """Whether to check at all: asked for, or the deep analysis ran (stages are known), for
-    which the static check costs one graph walk."""
+    """Whether to check: asked for, or stages are known (the static check is one walk)."""
     return _requested(config) or bool(pipeline.stages)
 
 
@@ -93,21 +77,9 @@ def check_scale_out(
     phase: Callable[[str, float | None], None] | None = None,
     train: TrainThrough | None = None,
 ) -> ScaleOut:
-    """Compatibility, the distribute point and, when asked, measurements through a service.
-
-    Args:
-        walked: the training `tf.data.Dataset`, walked (`structure.walk`; the dataset is
-            only copied here).
-        pipeline: the phase-1 benchmark, with stage timing when the deep analysis ran.
-        config: `scale_out_workers`, `data_service`, `data_service_train`.
-        clock: the session's clock.
-        note: where a one-line note goes when the service itself failed (an unreachable
-            dispatcher), besides the section.
-        phase: the session's progress line.
-        train: for `--data-service-train`, the user's train step fed by a dataset read
-            through a service target (`scale_out/train.py`): (steps/s, None) or (None, why
-            not). The hooks give it; the bench never runs the user's model itself.
-    """
+    """Compatibility, the distribute point and, when asked, measurements through a service
+    of a copy of `walked` (only copied). `note`: a one-line note where the service itself
+    failed (an unreachable dispatcher); `train`: for `--data-service-train`."""
     began = clock.now()
     walked_stats = [s.stats for s in walked.stages]
     same = [s.kind for s in pipeline.stages] == [s.kind for s in walked_stats]
@@ -124,7 +96,6 @@ def check_scale_out(
     if too_little is not None:
         notes.append(too_little)
         cut = None
-    whole = cut == len(stages) - 1
     measurements: list[ServiceMeasurement] = []
     if _requested(config):
         if cut is None:
@@ -132,18 +103,32 @@ def check_scale_out(
                 "nothing was sent through the service: no part worth moving can run on a worker"
             )
         else:
-            plan = _Plan.of(walked, stages, pipeline, cut, whole)
-            measurements = _measure(plan, config, clock, note, phase, train)
+            plan = _Plan.of(walked, stages, pipeline, cut)
+            say = phase or (lambda text, budget_s: None)
+            if config.scale_out_workers > 0:
+                workers = config.scale_out_workers
+                say(f"reading the pipeline through {workers} local tf.data service workers", None)
+                measurements.append(_measure_local(plan, workers, clock))
+            if config.data_service is not None:
+                service = config.data_service
+                say(f"reading the pipeline through the tf.data service at {service}", None)
+                measured = _measure_cluster(plan, config, clock, train)
+                failed = measured.reason
+                if failed is not None and failed.code == reasons.SERVICE_ERROR and note:
+                    note(f"--data-service: {failed.detail}")  # the service's own words
+                measurements.append(measured)
             refused = [
                 refused_blocker(m.reason.detail or "no batch came back", plan.part)
                 for m in measurements
-                if m.reason is not None and m.reason.code == SERVICE_REFUSED
+                if m.reason is not None and m.reason.code == reasons.SERVICE_REFUSED
             ]
             if refused:
                 # The same failure on each service tried: one blocker, and nothing moves as is.
                 blockers.append(refused[0])
                 cut = None
-    if cut is not None and cut < len(stages) - 1 and not _batched_at(stages, cut):
+    # A batching stage at or before the cut: batches cross to this host, not elements.
+    batched = cut is not None and any("batch" in stages[i].kind for i in upstream_of(stages, cut))
+    if cut is not None and cut < len(stages) - 1 and not batched:
         notes.append(
             "the distribute point is before the batch: elements would cross to this host one "
             "by one; batch before distribute if the stages after it allow"
@@ -153,7 +138,7 @@ def check_scale_out(
         compatible=not blockers,
         blockers=blockers,
         distribute_after_index=cut,
-        distribute_after=_label(stages, cut),
+        distribute_after="" if cut is None else stage_label(stages[cut]),
         moves_whole_pipeline=cut is not None and cut == len(stages) - 1,
         measurements=measurements,
         wall_time_s=clock.now() - began,
@@ -166,8 +151,7 @@ def check_scale_out(
 def _too_little_moves(
     stages: Sequence[StageStats], cut: int | None, blockers: Sequence[ServiceBlocker]
 ) -> str | None:
-    """Why the part that can move is not worth moving (too little of the pipeline's own
-    cost, by stage timing), or None. Moving it would only add transfer."""
+    """Why the part that can move is too little of the pipeline's cost to move, or None."""
     if cut is None or cut == len(stages) - 1:
         return None
     share = moved_share(stages, cut)
@@ -175,26 +159,11 @@ def _too_little_moves(
         return None
     pinned = ", ".join(b.stage for b in blockers if b.kind == BLOCKER_PYTHON)
     return (
-        f"only the stages up to {_label(stages, cut)} could move, {share:.0%} of the pipeline's "
-        f"work: not worth the transfer; port {pinned} to TF ops, then the whole pipeline can move"
+        f"only the stages up to {stage_label(stages[cut])} could move, {share:.0%} of the "
+        f"pipeline's work: not worth the transfer; port {pinned} to TF ops, then the whole "
+        "pipeline can move"
     )
 
-
-def _batched_at(stages: Sequence[StageStats], cut: int) -> bool:
-    """Whether a batching stage is at or upstream of the cut (so batches cross, not elements)."""
-    return any("batch" in stages[index].kind for index in upstream_of(stages, cut))
-
-
-def _label(stages: Sequence[StageStats], cut: int | None) -> str:
-    if cut is None:
-        return ""
-    from pipediag.report.names import stage_name
-
-    stage = stages[cut]
-    return stage_name(stage) + (f" ({stage.source})" if stage.source else "")
-
-
-# --- the measurements ------------------------------------------------------------------------
 
 WHOLE = "whole pipeline"
 
@@ -217,52 +186,24 @@ class _Plan:
         stages: Sequence[StageStats],
         pipeline: PipelineBenchmark,
         cut: int,
-        whole: bool,
     ) -> _Plan:
         from pipediag.bench.isolate import IsolationError, isolated_copy
         from pipediag.bench.stages import elements_per_output_batch
 
+        whole = cut == len(stages) - 1
         target = walked.dataset if whole else walked.stages[cut].dataset
-        part = WHOLE if whole else f"pipeline up to {_label(stages, cut)}"
+        part = WHOLE if whole else f"pipeline up to {stage_label(stages[cut])}"
         factor = 1.0 if whole else (elements_per_output_batch(walked.stages)[cut] or 1.0)
         local_rate = pipeline.batches_per_s if whole else stages[cut].batches_per_s
         try:
             copy, notes = isolated_copy(target)
         except IsolationError as exc:
-            return cls(None, part, factor, local_rate, [], Reason(NOT_COPIED, detail=str(exc)))
+            return cls(
+                None, part, factor, local_rate, [], Reason(reasons.NOT_COPIED, detail=str(exc))
+            )
         # Endless, so a short dataset does not end a read (or the training fed by it) early:
         # the reads are bounded by time and batches, as phase 1 is.
         return cls(copy.repeat(), part, factor, local_rate, notes)
-
-
-def _measure(
-    plan: _Plan,
-    config: RunConfig,
-    clock: Clock,
-    note: Callable[[str], None] | None,
-    phase: Callable[[str, float | None], None] | None,
-    train: TrainThrough | None,
-) -> list[ServiceMeasurement]:
-    found = []
-    if config.scale_out_workers > 0:
-        if phase is not None:
-            phase(
-                f"reading the pipeline through {config.scale_out_workers} local tf.data "
-                "service workers",
-                None,
-            )
-        found.append(_measure_local(plan, config.scale_out_workers, clock))
-    if config.data_service is not None:
-        if phase is not None:
-            phase(
-                f"reading the pipeline through the tf.data service at {config.data_service}", None
-            )
-        measured = _measure_cluster(plan, config, clock, train)
-        failed = measured.reason
-        if failed is not None and failed.code == SERVICE_ERROR and note is not None:
-            note(f"--data-service: {failed.detail}")  # the service's own words
-        found.append(measured)
-    return found
 
 
 def _planned(
@@ -283,16 +224,16 @@ def _planned(
 def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasurement:
     base = _planned(plan, where=SERVICE_LOCAL, workers=workers)
     if plan.error is not None:
-        return _replace(base, reason=plan.error)
+        return replace(base, reason=plan.error)
     began = clock.now()
     try:
         with LocalService(workers, clock=clock) as service:
-            base = _replace(base, address=service.address, startup_s=service.startup_s)
+            base = replace(base, address=service.address, startup_s=service.startup_s)
             measured = _read_and_transfer(plan, service.target, clock, service.worker_cpu_s)
     except (ServiceError, OSError) as exc:  # OSError: a server process could not be started
-        reason = Reason(SERVICE_ERROR, detail=_one_line(exc))
-        return _replace(base, reason=reason, wall_time_s=clock.now() - began)
-    return _replace(
+        reason = Reason(reasons.SERVICE_ERROR, detail=_one_line(exc))
+        return replace(base, reason=reason, wall_time_s=clock.now() - began)
+    return replace(
         _fill(base, plan, *measured),
         wall_time_s=clock.now() - began,
         notes=[
@@ -310,42 +251,42 @@ def _measure_cluster(
     try:
         address = parse_address(config.data_service)
     except ValueError as exc:  # the CLI checks it; an API caller may not have
-        reason = Reason(SERVICE_ERROR, detail=str(exc))
+        reason = Reason(reasons.SERVICE_ERROR, detail=str(exc))
         return ServiceMeasurement(where=SERVICE_CLUSTER, reason=reason, part=plan.part)
     base = _planned(plan, where=SERVICE_CLUSTER, address=address)
     if plan.error is not None:
-        return _replace(base, reason=plan.error)
+        return replace(base, reason=plan.error)
     began = clock.now()
     try:
         info = probe_dispatcher(address)
     except ServiceError as exc:
-        reason = Reason(SERVICE_ERROR, detail=str(exc))
-        return _replace(base, reason=reason, wall_time_s=clock.now() - began)
-    base = _replace(base, workers=len(info.workers))
+        reason = Reason(reasons.SERVICE_ERROR, detail=str(exc))
+        return replace(base, reason=reason, wall_time_s=clock.now() - began)
+    base = replace(base, workers=len(info.workers))
     if not info.workers:
-        return _replace(
+        return replace(
             base,
-            reason=Reason(NO_WORKERS, detail=address),
+            reason=Reason(reasons.NO_WORKERS, detail=address),
             wall_time_s=clock.now() - began,
         )
     try:
         measured = _fill(base, plan, *_read_and_transfer(plan, f"grpc://{address}", clock, None))
     except ServiceError as exc:
-        reason = Reason(SERVICE_ERROR, detail=str(exc))
-        return _replace(base, reason=reason, wall_time_s=clock.now() - began)
+        reason = Reason(reasons.SERVICE_ERROR, detail=str(exc))
+        return replace(base, reason=reason, wall_time_s=clock.now() - began)
     if measured.batches_per_s:
-        measured = _replace(
+        measured = replace(
             measured, per_worker_batches_per_s=measured.batches_per_s / len(info.workers)
         )
     if config.data_service_train and measured.measured:
         rate: float | None = None
-        why: Reason | None = Reason(PART_ONLY)
+        why: Reason | None = Reason(reasons.PART_ONLY)
         if train is None:
-            why = Reason(NO_TRAIN_STEP_SERVICE)
+            why = Reason(reasons.NO_TRAIN_STEP_SERVICE)
         elif plan.part == WHOLE:
             rate, why = train(plan.copy, f"grpc://{address}")
-        measured = _replace(measured, train_steps_per_s=rate, train_reason=why)
-    return _replace(measured, wall_time_s=clock.now() - began)
+        measured = replace(measured, train_steps_per_s=rate, train_reason=why)
+    return replace(measured, wall_time_s=clock.now() - began)
 
 
 def _read_and_transfer(
@@ -390,21 +331,20 @@ def _fill(
     error: str | None,
 ) -> ServiceMeasurement:
     if error is not None or read is None:
-        return _replace(base, reason=Reason(SERVICE_REFUSED, detail=error or ""))
+        return replace(base, reason=Reason(reasons.SERVICE_REFUSED, detail=error or ""))
     timing = read.timing
     factor = plan.elements_per_batch or 1.0
     rate = timing.batches_per_s
     if rate is None:
-        return _replace(base, reason=Reason(TOO_FEW_ELEMENTS))
+        return replace(base, reason=Reason(reasons.TOO_FEW_ELEMENTS))
     made = len(timing.latencies_s) + 1  # the warm-up element too
     ceiling = None if transfer is None else transfer.batches_per_s
-    # Receiving is timed where batches arrive back to back (the transfer read): in a slower
-    # read the client's threads also poll between batches, and that CPU is not a cost of
-    # the batch.
+    # Receiving is timed on the transfer read, batches back to back: in a slower read the
+    # client's threads also poll between batches, CPU no batch costs.
     receiving = transfer.cpu_s_per_batch if transfer is not None else None
     if receiving is None:
         receiving = timing.cpu_s_per_batch
-    return _replace(
+    return replace(
         base,
         measured=True,
         first_batch_s=timing.first_batch_s,
@@ -424,7 +364,3 @@ def _fill(
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-def _replace(measurement: ServiceMeasurement, **changes: Any) -> ServiceMeasurement:
-    return dataclasses.replace(measurement, **changes)

@@ -1,33 +1,25 @@
-"""Local files a tf.data pipeline names: what workers on other machines could not read.
-
-Part of `scale_out/`, for the scale-out check: the dataset graph's string constants (file lists,
-`list_files` results, paths in interleave or flat_map functions), each attributed to the
-stage that reads it and checked on this host; names with a scheme are not reported, files on
-a network filesystem are, with its type. Method: (docs/design.md, "tf.data service").
+"""Local files a tf.data pipeline names, found in its graph's string constants: what workers
+on other machines could not read (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations
 
 import glob
 import itertools
+import math
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pipediag.bench.structure import WalkedPipeline
 from pipediag.scale_out.service import read_varint
 
-# String constants examined for local paths: a file list of millions of names would
-# otherwise cost a `stat` each; the first ones say enough.
+# String constants examined: a file list of millions would cost a `stat` each; the first say enough.
 MAX_PATH_STRINGS = 10_000
-# Local files quoted in a blocker (all are counted).
-PATH_SAMPLE = 5
-# A path longer than this is not a path (PATH_MAX on Linux).
-MAX_PATH_LENGTH = 4096
-# Filesystems other machines can mount too (psutil's fstype): their files are a reminder
-# to mount them on the workers, not a blocker that needs the data moved.
+PATH_SAMPLE = 5  # local files quoted in a blocker (all are counted)
+MAX_PATH_LENGTH = 4096  # PATH_MAX on Linux
+# Filesystems other machines mount too (psutil's fstype): a reminder, not data to move.
 NETWORK_FILESYSTEMS = frozenset(
     {"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "ceph", "glusterfs", "beegfs"}
 )
@@ -46,8 +38,7 @@ class LocalFiles:
 
 
 def find_local_files(walked: WalkedPipeline) -> list[LocalFiles]:
-    """Files on this host the walked pipeline names: in file lists, `list_files` results
-    (made when the dataset was built), and paths inside its functions."""
+    """Files on this host the walked pipeline names (file lists, paths in its functions)."""
     graph, stage_nodes = walked.graph, walked.nodes
     if graph is None:
         return []
@@ -71,7 +62,8 @@ def find_local_files(walked: WalkedPipeline) -> list[LocalFiles]:
                 found.setdefault(function_stage.get(function.signature.name), []).extend(values)
     result = []
     for stage, values in found.items():
-        files = _local_files(values)
+        # the values naming files or folders on this host (globs expanded), deduplicated
+        files = list(dict.fromkeys(p for v in dict.fromkeys(values) for p in _local_matches(v)))
         if files:
             shared = _network_filesystem(files[0])
             result.append(LocalFiles(stage, files[:PATH_SAMPLE], len(files), shared))
@@ -93,15 +85,13 @@ def string_values(tensor: Any, limit: int) -> list[str]:
     elif tensor.tensor_content:
         # Serialised eager tensors pack strings as all their lengths (varints), then the
         # bytes one after another.
-        count = 1
-        for dim in tensor.tensor_shape.dim:
-            count *= dim.size
+        count = math.prod(dim.size for dim in tensor.tensor_shape.dim)
         data = tensor.tensor_content
         lengths, position = [], 0
-        for _ in range(min(count, limit)):
+        for index in range(count):
             length, position = read_varint(data, position)
-            lengths.append(length)
-        position = _skip_varints(data, position, count - len(lengths))
+            if index < limit:
+                lengths.append(length)
         raw = []
         for length in lengths:
             raw.append(data[position : position + length])
@@ -109,12 +99,6 @@ def string_values(tensor: Any, limit: int) -> list[str]:
     else:
         return []
     return [value.decode(errors="replace") for value in raw]
-
-
-def _skip_varints(data: bytes, position: int, count: int) -> int:
-    for _ in range(count):
-        _, position = read_varint(data, position)
-    return position
 
 
 def _consumer_stage(
@@ -164,18 +148,6 @@ def _called(node: Any) -> list[str]:
     return names
 
 
-def _local_files(values: Sequence[str]) -> list[str]:
-    """The values that name files or folders on this host (globs expanded), deduplicated."""
-    files: list[str] = []
-    seen: set[str] = set()
-    for value in dict.fromkeys(values):
-        for path in _local_matches(value):
-            if path not in seen:
-                seen.add(path)
-                files.append(path)
-    return files
-
-
 def _local_matches(value: str) -> list[str]:
     if not value or len(value) > MAX_PATH_LENGTH or "\n" in value or "\0" in value:
         return []
@@ -207,9 +179,6 @@ def _network_filesystem(path: str) -> str | None:
                 best = partition
     except Exception:
         return None
-    if best is None:
-        return None
-    fstype = str(best.fstype).lower()
-    if fstype in NETWORK_FILESYSTEMS or fstype.startswith(NETWORK_FUSE_PREFIXES):
-        return fstype
-    return None
+    fstype = "" if best is None else str(best.fstype).lower()
+    network = fstype in NETWORK_FILESYSTEMS or fstype.startswith(NETWORK_FUSE_PREFIXES)
+    return fstype if network else None

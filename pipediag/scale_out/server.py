@@ -41,9 +41,8 @@ def main(argv: list[str]) -> int:
     print(f"{READY} {role}", flush=True)
     sys.stdin.read()  # until the parent closes the pipe, or dies
     sys.stdout.flush()
-    # Exit with the server still referenced: its destructor stops it, and a worker's stop
-    # waits on a task still streaming to a client that has gone (5 s, then terminated, at
-    # the end of a test module here). Exiting closes its sockets at once.
+    # Exit with the server referenced: a worker's stop waits on a task streaming to a client
+    # that has gone (5 s, then terminated); exiting closes its sockets at once.
     os._exit(0 if server is not None else 1)
 
 

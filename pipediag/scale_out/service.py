@@ -1,12 +1,6 @@
-"""tf.data service for the what-if copy: local servers, a dispatcher probe, timed reads.
-
-Part of `scale_out/`, measuring the move to tf.data service on the user's own pipeline:
-`LocalService` starts a dispatcher and N workers on this host, each in a process of its own
-(`scale_out/server.py`), and always stops them (their standard input is a pipe from this
-process); `probe_dispatcher` asks a dispatcher for its workers before anything is
-registered; `read_through` and `transfer_ceiling` time reads on a helper thread with a
-deadline. Only pipediag's private copy is distributed (`bench/isolate.py`). TensorFlow is
-imported inside the functions only. Facts: (docs/design.md, "tf.data service").
+"""tf.data service for the what-if copy: local servers (each its own process, always stopped),
+a dispatcher probe before anything is registered, and reads timed with a deadline. TensorFlow
+is imported inside the functions only. Facts: (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -33,32 +27,24 @@ from pipediag.scale_out.server import DISPATCHER, READY, WORKER
 
 T = TypeVar("T")
 
-# Processing mode of every measurement: each worker makes the whole dataset, so any dataset
-# can be read (distributed_epoch needs a splittable source) and rates add up per worker.
+# Each worker makes the whole dataset: any dataset can be read (distributed_epoch needs a
+# splittable source), and rates add up per worker.
 PROCESSING_MODE = "parallel_epochs"
-# Starting a server is mostly importing TensorFlow: about 3 s alone here, 4.7 s for a
-# dispatcher and two workers started together on 2 cores. A loaded host may take much more;
-# past this, the check gives up rather than hold the diagnosis.
+# A server's start is mostly TensorFlow's import: 3 s alone, 4.7 s for a dispatcher and two
+# workers together on 2 cores; a loaded host may take much longer.
 START_TIMEOUT_S = 60.0
-# Closing a server's standard input ends it at once; a server still there after this is
-# terminated, then killed.
-STOP_TIMEOUT_S = 5.0
-# A dispatcher that answers at all answers a GetWorkers call in milliseconds.
-PROBE_TIMEOUT_S = 2.0
-# How often to ask the local dispatcher whether all its workers have registered.
+STOP_TIMEOUT_S = 5.0  # after its input closes, a server still there is terminated, then killed
+PROBE_TIMEOUT_S = 2.0  # a dispatcher that answers at all answers GetWorkers in milliseconds
 REGISTER_POLL_S = 0.05
-# Budget of one timed read through the service (the phase-1 benchmark's size, shorter: the
-# service adds its own start-up), and of the transfer ceiling's read.
+# One timed read through the service (phase 1's size, shorter: the service starts up too),
+# and the transfer ceiling's.
 READ_MAX_SECONDS = 2.0
 READ_MAX_BATCHES = 200
 TRANSFER_MAX_SECONDS = 1.0
 TRANSFER_MAX_BATCHES = 400
-# A read that has not returned this long after its budget is abandoned (a stalled service).
-READ_GRACE_S = 20.0
-# Batches whose size is averaged for the bytes per batch.
-SIZE_SAMPLE_BATCHES = 8
-# Lines of a failed server's own error output quoted in the one-line error.
-ERROR_TAIL_CHARS = 300
+READ_GRACE_S = 20.0  # past its budget, a read not returned is abandoned (a stalled service)
+SIZE_SAMPLE_BATCHES = 8  # batches averaged for the bytes per batch
+ERROR_TAIL_CHARS = 300  # of a failed server's error output, in the one-line error
 
 _DISPATCHER_METHOD = "/tensorflow.data.DispatcherService/GetWorkers"
 _THREAD_NAME = "pipediag-service-read"
@@ -66,9 +52,6 @@ _THREAD_NAME = "pipediag-service-read"
 
 class ServiceError(Exception):
     """The service could not be started, reached or read; the message is one line."""
-
-
-# --- addresses and the dispatcher probe ------------------------------------------------------
 
 
 def parse_address(text: str) -> str:
@@ -88,12 +71,8 @@ class DispatcherInfo:
 
 
 def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> DispatcherInfo:
-    """Ask the tf.data dispatcher at `address` (HOST:PORT) for its workers.
-
-    Raises:
-        ServiceError: nothing answered within `timeout_s`, or what answered is not a
-            tf.data dispatcher.
-    """
+    """Ask the tf.data dispatcher at `address` (HOST:PORT) for its workers; ServiceError if
+    nothing answered within `timeout_s`, or what answered is not a tf.data dispatcher."""
     try:
         import grpc
     except ImportError:  # pragma: no cover - TensorFlow depends on grpcio
@@ -101,7 +80,7 @@ def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> Dispat
     channel = grpc.insecure_channel(address)
     try:
         call = channel.unary_unary(
-            _DISPATCHER_METHOD, request_serializer=_same, response_deserializer=_same
+            _DISPATCHER_METHOD, request_serializer=bytes, response_deserializer=bytes
         )
         reply = call(b"", timeout=timeout_s)
     except grpc.RpcError as exc:
@@ -123,11 +102,7 @@ def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> Dispat
 
 
 def length_delimited(data: bytes, number: int) -> list[bytes]:
-    """The values of protobuf field `number` (wire type 2) in a serialized message.
-
-    TensorFlow ships no Python classes for the dispatcher's messages; these two are simple
-    enough to read from the wire format directly.
-    """
+    """Protobuf field `number`'s values (wire type 2): TF ships no classes for these messages."""
     found: list[bytes] = []
     position = 0
     while position < len(data):
@@ -162,13 +137,6 @@ def read_varint(data: bytes, position: int) -> tuple[int, int]:
         shift += 7
 
 
-def _same(payload: bytes) -> bytes:
-    return payload
-
-
-# --- local servers ---------------------------------------------------------------------------
-
-
 @dataclass
 class _Server:
     role: str
@@ -179,15 +147,7 @@ class _Server:
 
 
 class LocalService:
-    """A tf.data dispatcher and `workers` workers on this host, each in its own process.
-
-    Use as a context manager: the servers are stopped on exit, errors included.
-
-    Args:
-        workers: how many worker processes.
-        clock: times the start-up (`startup_s`).
-        start_timeout_s: the longest the servers may take to start and register.
-    """
+    """A tf.data dispatcher and `workers` workers on this host, each its own process."""
 
     def __init__(
         self, workers: int, *, clock: Clock = MONOTONIC, start_timeout_s: float = START_TIMEOUT_S
@@ -213,12 +173,8 @@ class LocalService:
         """The address `distribute(service=...)` takes."""
         return f"grpc://{self.address}"
 
-    def pids(self, role: str = WORKER) -> list[int]:
-        return [s.process.pid for s in self._servers if s.role == role]
-
     def start(self) -> None:
-        """Start every server at once (their TensorFlow imports overlap) and wait until the
-        dispatcher lists every worker. Raises ServiceError, with every server stopped."""
+        """Start every server at once (their TF imports overlap); ServiceError, all stopped."""
         began = self._clock.now()
         deadline = time.monotonic() + self._start_timeout_s
         port = _free_port()
@@ -235,11 +191,8 @@ class LocalService:
         self.startup_s = self._clock.now() - began
 
     def stop(self) -> None:
-        """Close every server's input, then terminate or kill what is still running.
-
-        A server still starting reads its input only once TensorFlow is imported (seconds):
-        it is terminated at once instead.
-        """
+        """Close every server's input, then terminate or kill what still runs; one still
+        starting reads its input only once TensorFlow is imported, so is terminated at once."""
         for server in self._servers:
             with contextlib.suppress(OSError):
                 if server.process.stdin is not None:
@@ -262,8 +215,7 @@ class LocalService:
             **os.environ,
             "PYTHONPATH": os.pathsep.join(paths),
             "TF_CPP_MIN_LOG_LEVEL": "3",
-            # The servers only run tf.data (CPU ops): they must not take the GPU's memory
-            # from the training process.
+            # tf.data only (CPU ops): the GPU's memory stays the training's.
             "CUDA_VISIBLE_DEVICES": "",
         }
         # Closed in stop(): the file outlives this call, as the process does.
@@ -275,8 +227,7 @@ class LocalService:
             stderr=errors,
             env=env,
             cwd=package_root,
-            # Its own session: a Ctrl-C at the terminal goes to the user's script, and pipediag
-            # stops the servers itself.
+            # A Ctrl-C at the terminal goes to the user's script; pipediag stops the servers.
             start_new_session=True,
         )
         self._servers.append(_Server(role, process, errors))
@@ -329,11 +280,9 @@ class LocalService:
         try:
             import psutil
 
-            total = 0.0
-            for pid in self.pids(WORKER):
-                times = psutil.Process(pid).cpu_times()
-                total += times.user + times.system
-            return total
+            workers = [s.process for s in self._servers if s.role == WORKER]
+            times = [psutil.Process(process.pid).cpu_times() for process in workers]
+            return sum((t.user + t.system for t in times), 0.0)
         except Exception:
             return None
 
@@ -358,9 +307,6 @@ def _end(process: subprocess.Popen[bytes], timeout_s: float) -> None:
             continue
 
 
-# --- reads through a service -----------------------------------------------------------------
-
-
 @dataclass
 class ServiceRead:
     """One timed read through a service, and what its batches held."""
@@ -369,7 +315,6 @@ class ServiceRead:
     bytes_per_batch: float | None = None
     sample: Any = None  # the first batch, for the transfer ceiling
     worker_cpu_s: float | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 def distributed(dataset: Any, target: str) -> Any:
@@ -391,11 +336,8 @@ def read_through(
     teardown: TearDown | None = None,
     worker_cpu: Callable[[], float | None] | None = None,
 ) -> ServiceRead:
-    """Time a read of `dataset` through the service at `target`, on a fresh iterator.
-
-    `worker_cpu` (local servers) gives the workers' CPU seconds so far: read before and
-    after, it is what making and sending the batches cost them.
-    """
+    """Time a read of `dataset` through the service at `target`, on a fresh iterator, with
+    what making and sending the batches cost the workers (`worker_cpu`: local servers)."""
     kept: list[Any] = []
     with owned(teardown) as releaser:
         raw = iter(distributed(dataset, target))
@@ -431,8 +373,7 @@ def transfer_ceiling(
     clock: Clock = MONOTONIC,
     teardown: TearDown | None = None,
 ) -> BatchTiming:
-    """One batch already made, read through the service again and again: the workers only
-    send it, so the rate is the most this consumer can receive batches of this size."""
+    """One batch already made, sent again and again: the most this consumer can receive."""
     import tensorflow as tf
 
     repeated = tf.data.Dataset.from_tensors(batch).repeat()
@@ -454,10 +395,7 @@ def _keeping(iterator: Iterator[Any], kept: list[Any], count: int) -> Iterator[A
 
 
 def batch_bytes(batch: Any) -> int | None:
-    """Bytes of tensor data in one batch (strings: their lengths); None if unreadable.
-
-    What the workers serialise per batch before compression, the service's default.
-    """
+    """Bytes a worker serialises per batch, before compression (strings: lengths), or None."""
     try:
         import tensorflow as tf
 
@@ -474,12 +412,7 @@ def batch_bytes(batch: Any) -> int | None:
 
 
 def bounded(work: Callable[[], T], timeout_s: float) -> T:
-    """Run `work` on a helper thread; ServiceError if it has not returned in `timeout_s`.
-
-    TensorFlow's service client has no timeout of its own: a dispatcher or worker that
-    stops answering mid-read would otherwise hold the diagnosis forever. A read abandoned
-    this way is left running on its daemon thread.
-    """
+    """`work` on a helper thread, ServiceError past `timeout_s`: TF's client has no timeout."""
     box: dict[str, Any] = {}
 
     def target() -> None:

@@ -1,12 +1,6 @@
-"""The user's train step fed by a tf.data service (`--data-service-train`).
-
-On a cluster, what training would gain is best measured, not predicted: pipediag calls the
-model's own compiled train function (Keras `fit`) on batches read through the service, for
-about as long as the compute-alone phase runs, and puts every variable the steps wrote back
-as it was (`training/compute_alone.py` copies and restores the same ones). Batches are pulled
-on a helper thread a few ahead (as a prefetch would) and taken with a timeout: a service
-that stalls ends the measurement with the variables restored, and the stuck pull never
-touches the model.
+"""The user's train step fed by a tf.data service (`--data-service-train`): on a cluster, what
+training would gain is best measured, not predicted. Batches are pulled a few ahead on a
+helper thread and taken with a timeout, so a stalled service never holds the model.
 """
 
 from __future__ import annotations
@@ -18,44 +12,32 @@ from typing import Any
 
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
-from pipediag.report.reasons import (
-    NO_COMPILED_TRAIN_FUNCTION,
-    SERVICE_ERROR,
-    SERVICE_FIT_ONLY,
-    SERVICE_MULTI_REPLICA,
-    SERVICE_TF_ONLY,
-    SERVICE_TRAIN_FAILED,
-    STATEFUL_RANDOM_OP,
-    Reason,
-)
+from pipediag.report import reasons
+from pipediag.report.reasons import Reason
 from pipediag.scale_out.service import ServiceError, distributed, tf_error_text
 
-# Training through the service (`--data-service-train`): timed steps after a short warm-up,
-# about the compute-alone phase's length (training/compute_alone.py).
+# Timed steps after a short warm-up, about as long as compute alone runs.
 TRAIN_WARMUP_STEPS = 3
 TRAIN_MAX_SECONDS = 2.0
-# Batches the service reader may hold ahead of the train step (a prefetch buffer).
-TRAIN_READ_AHEAD = 8
-# The longest the train step waits for one batch from the service before giving up.
-TRAIN_BATCH_TIMEOUT_S = 20.0
+TRAIN_READ_AHEAD = 8  # batches held ahead of the train step (a prefetch buffer)
+TRAIN_BATCH_TIMEOUT_S = 20.0  # the longest the train step waits for one batch
 
 
 def train_through(
     model: Any, style: str, dataset: Any, target: str, *, clock: Clock = MONOTONIC
 ) -> tuple[float | None, Reason | None]:
-    """The user's train step fed by `dataset` read through the service at `target`.
-
-    Returns (steps/s, None), or (None, why not). Keras `fit` only: the model's compiled
-    train function is called on the service's batches, after every variable a step writes
-    is copied, and they are assigned back after, as the compute-alone phase does.
-    """
+    """(steps/s, None), or (None, why not): Keras fit's compiled train function called on
+    `dataset` read through `target`, every variable it writes put back after, as compute
+    alone does (`training/compute_alone.py`)."""
     if style != "keras-fit" or model is None:
-        return None, Reason(SERVICE_FIT_ONLY)
+        return None, Reason(reasons.SERVICE_FIT_ONLY)
     from pipediag.training.fit_backend import BACKEND_NAMES, keras_backend
 
     backend = keras_backend(model)
     if backend not in (None, "tensorflow"):
-        return None, Reason(SERVICE_TF_ONLY, detail=BACKEND_NAMES.get(backend or "", backend or ""))
+        return None, Reason(
+            reasons.SERVICE_TF_ONLY, detail=BACKEND_NAMES.get(backend or "", backend or "")
+        )
     from pipediag.training.compute_alone import (
         stateful_random_op,
         step_variables,
@@ -66,12 +48,12 @@ def train_through(
     train_function = getattr(model, "train_function", None)
     strategy = getattr(model, "distribute_strategy", None)
     if train_function is None:
-        return None, Reason(NO_COMPILED_TRAIN_FUNCTION)
+        return None, Reason(reasons.NO_COMPILED_TRAIN_FUNCTION)
     if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
-        return None, Reason(SERVICE_MULTI_REPLICA)
+        return None, Reason(reasons.SERVICE_MULTI_REPLICA)
     blocker = stateful_random_op(train_function)
     if blocker is not None:
-        return None, Reason(STATEFUL_RANDOM_OP, detail=blocker)
+        return None, Reason(reasons.STATEFUL_RANDOM_OP, detail=blocker)
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     reader = _ServiceReader(dataset, target)
     try:
@@ -85,21 +67,16 @@ def train_through(
                 steps += per_call
             elapsed = clock.now() - start
     except ServiceError as exc:
-        return None, Reason(SERVICE_ERROR, detail=str(exc))
+        return None, Reason(reasons.SERVICE_ERROR, detail=str(exc))
     except Exception as exc:
-        return None, Reason(SERVICE_TRAIN_FAILED, detail=tf_error_text(exc))
+        return None, Reason(reasons.SERVICE_TRAIN_FAILED, detail=tf_error_text(exc))
     finally:
         reader.close()
     return (steps / elapsed if elapsed > 0 else None), None
 
 
 class _ServiceReader:
-    """Pulls batches from the service on a helper thread, a few ahead of the train step.
-
-    The train step runs on the caller's thread and takes batches with a timeout: a service
-    that stalls ends the measurement there (variables restored), and the stuck pull never
-    touches the model.
-    """
+    """Pulls batches from the service on a helper thread, a few ahead of the train step."""
 
     _END = object()
 
