@@ -1,9 +1,8 @@
 """Pure functions from the workers' reports to the fleet report: rows, clock, straggler.
 
-Part of `fleet/`, reading reports only. Under synchronous data parallelism every step ends
-in an all-reduce, so the workers' rates and input costs agree; the straggler is the slowest
-by steps/s when the rates differ, else the one whose own input wait stands out, then the
-one whose host or GPU was busiest. Method: (docs/design.md, "Multi-worker jobs").
+Under synchronous training the workers' rates agree, so the straggler is the slowest by
+steps/s only when they differ, else the one whose own input wait, then host or GPU, stands
+out (docs/design.md, "Multi-worker jobs").
 """
 
 from __future__ import annotations
@@ -25,17 +24,13 @@ from pipediag.fleet.model import (
 from pipediag.report.model import Report
 from pipediag.report.reasons import NONE_STANDS_OUT, ONE_WORKER, TOO_FEW_TIMED_WORKERS, Reason
 
-# Workers whose training rates differ by less than this (relative) ran in lockstep: each
-# worker times its own window of N measured steps, whose edges can sit up to a step apart
-# across workers, so synchronous rates differ by up to about 1/N (2.5% with 20 steps in the
-# two-worker test); never less than 2% (docs/design.md, "Multi-worker jobs").
+# Lockstep: rates within one step in the fewest measured steps, never under this (relative).
 RATE_TOLERANCE = 0.02
-# Under lockstep, a worker's input wait share must exceed the others' median by this much
-# (share of step time) to name it: XProf's own line between "not" and "moderately"
-# input-bound is 5% (docs/design.md, "Methods it builds on").
+# Under lockstep, how far over the others' median a worker's wait share must be to name it:
+# XProf's line between "not" and "moderately" input-bound.
 WAIT_GAP = 0.05
-# ...or, failing that, its host's other processes or its GPU must be this much busier
-# (percentage points): below it, host samples at 20 Hz and NVML's averaging windows blur.
+# ...else its host's other processes or its GPU, in percentage points: below it, 20-Hz host
+# samples and NVML's averaging windows blur.
 HOST_GAP_PCT = 10.0
 GPU_GAP_PCT = 10.0
 
@@ -45,7 +40,6 @@ CLOCK_NONE = "not aligned: no worker's report has a wall-clock anchor; each star
 
 
 def build_fleet(workers: Sequence[WorkerReport], *, created_utc: str = "") -> FleetReport:
-    """The fleet report of `workers` (ordered as given)."""
     anchors = [(w.label, *_anchor(w.report)) for w in workers]
     known = [a for _, a, _ in anchors if a is not None]
     zero = min(known) if known else None
@@ -66,7 +60,6 @@ def build_fleet(workers: Sequence[WorkerReport], *, created_utc: str = "") -> Fl
 
 
 def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRow:
-    """One worker's figures, from its report alone."""
     report = worker.report
     verdict = report.verdict
     training = verdict.training_steps_per_s or report.train.steps_per_s
@@ -121,36 +114,32 @@ def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason 
     slowest = min(timed, key=_rate)
     if not in_lockstep(timed):
         return _straggler(slowest, [r for r in timed if r is not slowest]), None
-    for pick, gap, value in (
-        (_by(timed, "input_wait_fraction"), WAIT_GAP, "input_wait_fraction"),
-        (_by(timed, "other_cpu_pct"), HOST_GAP_PCT, "other_cpu_pct"),
-        (_by(timed, "gpu_util_pct"), GPU_GAP_PCT, "gpu_util_pct"),
+    for value, gap in (
+        ("input_wait_fraction", WAIT_GAP),
+        ("other_cpu_pct", HOST_GAP_PCT),
+        ("gpu_util_pct", GPU_GAP_PCT),
     ):
-        if pick is None:
-            continue
+        pick = _by(timed, value)
         others = [r for r in timed if r is not pick]
-        if _stands_out(pick, others, value, gap):
+        if pick is not None and _stands_out(pick, others, value, gap):
             return _straggler(pick, others), None
     return None, Reason(NONE_STANDS_OUT, value=rate_tolerance(timed), limit=WAIT_GAP)
 
 
 def in_lockstep(rows: Sequence[WorkerRow]) -> bool:
-    """Whether at least two workers trained, all at one rate over their measured steps
-    (within `rate_tolerance`)."""
+    """Whether at least two workers trained, all at one rate (within `rate_tolerance`)."""
     timed = [r for r in rows if r.training_steps_per_s]
     rates = [r.window_steps_per_s or _rate(r) for r in timed]
     return len(rates) >= 2 and max(rates) <= min(rates) * (1 + rate_tolerance(timed))
 
 
 def rate_tolerance(rows: Sequence[WorkerRow]) -> float:
-    """How far apart the rates of workers in lockstep can be: one step in the fewest
-    measured steps, at least `RATE_TOLERANCE`."""
+    """One step in the fewest measured steps, at least `RATE_TOLERANCE`."""
     counts = [r.measured_steps for r in rows if r.measured_steps > 0]
     return max(RATE_TOLERANCE, 1.0 / min(counts)) if counts else RATE_TOLERANCE
 
 
 def _straggler(row: WorkerRow, others: list[WorkerRow]) -> Straggler:
-    """Which part of `row`'s step exceeds the others': its input wait or the rest."""
     others_rate = _median(_rate(r) for r in others)
     extra_wait = _excess(row.wait_s_per_step, [r.wait_s_per_step for r in others])
     extra_compute = _excess(_rest_s(row), [_rest_s(r) for r in others])
@@ -189,7 +178,7 @@ def _stands_out(row: WorkerRow, others: list[WorkerRow], field: str, gap: float)
 
 
 def _rest_s(row: WorkerRow) -> float | None:
-    """The step's time not spent waiting for input: compute, and the all-reduce's waits."""
+    """Compute, and the all-reduce's waits."""
     if row.step_s is None or row.wait_s_per_step is None:
         return None
     return row.step_s - row.wait_s_per_step
@@ -210,7 +199,7 @@ def _rate(row: WorkerRow) -> float:
 
 
 def _anchor(report: Report) -> tuple[float | None, bool]:
-    """The Unix time of the report's time zero, and whether it is the precise anchor."""
+    """The Unix time of the report's time zero, and whether it is precise."""
     if report.origin_unix_s is not None:
         return report.origin_unix_s, True
     try:

@@ -1,9 +1,5 @@
-"""Find and load the reports of a job's workers: `pipediag merge DIR...`.
-
-A DIR may be a report directory (it holds `report.json`), the parent of the workers' report
-directories (the `--out` every worker of the job was given: `out/worker-0/report.json`,
-...), or a `report.json` itself.
-"""
+"""Find and load the reports of a job's workers: `pipediag merge DIR...`, where a DIR is a
+report directory, the workers' shared `--out` (`out/worker-0/report.json`, ...) or a file."""
 
 from __future__ import annotations
 
@@ -18,7 +14,7 @@ from pipediag.report.io import load_report
 from pipediag.report.model import Report
 
 REPORT_NAME = "report.json"
-# Task types first in this order (the chief coordinates, the workers train), then any other.
+# Task types first in this order, then any other.
 TASK_TYPE_ORDER = ("chief", "worker")
 
 
@@ -55,11 +51,8 @@ def find_report_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
 
 
 def load_worker_reports(paths: Sequence[str | os.PathLike[str]]) -> list[WorkerReport]:
-    """Load every worker's report; one line naming the file if one cannot be used.
-
-    Reports of a newer schema than this pipediag reads are refused by `load_report`; reports
-    of different schema versions are refused here: their figures may not mean the same.
-    """
+    """Load every worker's report; `ReportError` naming the file if one cannot be used, or if
+    their schema versions differ (their figures may not mean the same)."""
     workers = []
     for path in find_report_files(paths):
         try:

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any, TypeVar
 
 from pipediag.errors import ReportError
+from pipediag.fleet.analysis import find_straggler
 from pipediag.fleet.model import FLEET_SCHEMA_VERSION, FleetReport, Straggler, WorkerRow
 from pipediag.report.reasons import AS_WRITTEN, Reason
 
@@ -32,21 +33,15 @@ def fleet_from_dict(data: Any) -> FleetReport:
         straggler = data.get("straggler")
         fields["straggler"] = None if straggler is None else _build(Straggler, straggler)
         if isinstance(straggler, dict) and "explanation" in straggler:
-            fields["straggler"] = _with_medians(fields["straggler"], fields["workers"])
+            # An older file's straggler, worded without medians: found again from the rows.
+            found, _ = find_straggler(fields["workers"])
+            if found is not None and found.task == fields["straggler"].task:
+                fields["straggler"] = found
         why = data.get("no_straggler_reason")
         fields["no_straggler_reason"] = _reason(why) if why else None
         return FleetReport(**fields)
     except (TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"malformed pipediag fleet report: {exc}") from exc
-
-
-def _with_medians(straggler: Straggler, rows: list[WorkerRow]) -> Straggler:
-    """An older file's straggler (worded, without the other workers' medians) with the
-    medians its words need, found again from the rows as `pipediag merge` finds them."""
-    from pipediag.fleet.analysis import find_straggler
-
-    found, _ = find_straggler(rows)
-    return found if found is not None and found.task == straggler.task else straggler
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,5 @@
-"""`pipediag merge DIR...`: load the workers' reports, build the fleet report, write its files.
-
-As with `renderers.write_outputs`, `fleet.json` comes first and a file that cannot be
-written never costs the others: its failure is returned, not raised.
+"""`pipediag merge DIR...`: load, build the fleet report, write its files. As with
+`renderers.write_outputs`, `fleet.json` comes first and a failed file is returned, not raised.
 """
 
 from __future__ import annotations
@@ -30,11 +28,8 @@ Writer = Callable[[Sequence[WorkerReport], FleetReport, Path], Path]
 def merge_reports(
     paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
 ) -> tuple[FleetReport, list[Path], list[str]]:
-    """Merge the reports found under `paths` into `out_dir`.
-
-    Returns the fleet report, the files written and one line per file that failed.
-    Raises `ReportError` (one line) when no usable reports are found.
-    """
+    """The fleet report, the files written and one line per file that failed; `ReportError`
+    when no usable reports are found."""
     workers = load_worker_reports(paths)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     fleet = build_fleet(workers, created_utc=created)

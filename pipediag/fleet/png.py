@@ -1,10 +1,5 @@
-"""`fleet.png`: where each worker's step time goes, and how fast each trained.
-
-Part of `fleet/`, drawn from the job's reports only: a headline naming the straggler over
-each worker's step time, stacked by part, and its training rate A beside compute alone T.
-It shares the colours of `renderers/png/`; matplotlib is imported lazily, through `Figure`
-and `FigureCanvasAgg` only. Layout: (docs/design.md, "The comparison and fleet pages").
-"""
+"""`fleet.png`: where each worker's step time goes, and how fast each trained
+(docs/design.md, "The comparison and fleet pages")."""
 
 from __future__ import annotations
 
@@ -41,38 +36,30 @@ PERCENT = 100.0
 
 
 def render_fleet_png(fleet: FleetReport, path: Path) -> Path:
-    """Draw the fleet page and write it atomically to `path`."""
     return write_png(build_fleet_figure(fleet), path)
 
 
 def build_fleet_figure(fleet: FleetReport) -> Figure:
-    """The fleet page as a matplotlib `Figure` (kept separate so tests can inspect it)."""
+    """The fleet page as a matplotlib `Figure` (tests inspect it)."""
     rows = fleet.workers
     height = min(MAX_HEIGHT_IN, BASE_HEIGHT_IN + ROW_HEIGHT_IN * max(1, len(rows)))
     figure = new_figure((WIDTH_IN, height))
-    figure.suptitle("\n".join(textwrap.wrap(_title(fleet), TITLE_WRAP_CHARS)), fontsize=13)
-    shares, rates = figure.subplots(1, 2, gridspec_kw={"width_ratios": (3, 2)})
     straggler = fleet.straggler.task if fleet.straggler is not None else None
+    if fleet.straggler is not None:
+        title = f"{fleet_heading(fleet)}; straggler {straggler} ({fleet.straggler.cause})"
+    else:
+        title = f"{fleet_heading(fleet)}; no straggler: {no_straggler_text(fleet)}"
+    figure.suptitle("\n".join(textwrap.wrap(title, TITLE_WRAP_CHARS)), fontsize=13)
+    shares, rates = figure.subplots(1, 2, gridspec_kw={"width_ratios": (3, 2)})
     _draw_shares(shares, rows, straggler, fleet.lockstep)
     _draw_rates(rates, rows, straggler)
     figure.subplots_adjust(left=0.08, right=0.98, bottom=0.22, top=0.80, wspace=0.2)
     return figure
 
 
-def _title(fleet: FleetReport) -> str:
-    head = fleet_heading(fleet)
-    if fleet.straggler is not None:
-        return f"{head}; straggler {fleet.straggler.task} ({fleet.straggler.cause})"
-    return f"{head}; no straggler: {no_straggler_text(fleet)}"
-
-
 def _parts(row: WorkerRow, lockstep: bool) -> list[tuple[str, float, str]]:
-    """The row's step time in shares: its input wait, the cost split's other parts, the rest.
-
-    In lockstep a worker's 1 - A/T is the cluster's, so its split into contention and fetch
-    says nothing of that worker: only its own input wait is drawn, beside the rest of its
-    step (where it also waits for the others in the all-reduce).
-    """
+    """The row's step time in shares; in lockstep only its own wait, as 1 - A/T's split
+    into contention and fetch is the cluster's."""
     wait = row.input_wait_fraction if row.input_wait_fraction is not None else row.cost_wait
     parts = [("input wait", wait or 0.0, COST_COLOURS[COST_WAIT])]
     if not lockstep:
@@ -85,9 +72,8 @@ def _parts(row: WorkerRow, lockstep: bool) -> list[tuple[str, float, str]]:
 
 
 def _draw_shares(axes: Axes, rows: list[WorkerRow], straggler: str | None, lockstep: bool) -> None:
-    positions = list(range(len(rows)))
     drawn: set[str] = set()
-    for y, row in zip(positions, rows, strict=True):
+    for y, row in enumerate(rows):
         left = 0.0
         for name, share, colour in _parts(row, lockstep):
             if share <= 0:
@@ -113,8 +99,7 @@ def _draw_shares(axes: Axes, rows: list[WorkerRow], straggler: str | None, locks
 
 
 def _draw_rates(axes: Axes, rows: list[WorkerRow], straggler: str | None) -> None:
-    positions = list(range(len(rows)))
-    for y, row in zip(positions, rows, strict=True):
+    for y, row in enumerate(rows):
         rate = row.training_steps_per_s or 0.0
         colour = STRAGGLER_EDGE_COLOUR if row.task == straggler else TRAINING_RATE_COLOUR
         axes.barh(y, rate, height=BAR_HEIGHT, color=colour)

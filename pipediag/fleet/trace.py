@@ -1,12 +1,6 @@
-"""`fleet_trace.json`: every worker's trace in one file, one process per worker, one clock.
-
-Each worker's events are its own `trace.json`'s (`renderers/chrome_trace.py`): phases,
-steps with their input waits, host and GPU counters. Here each worker becomes one process
-(its GPU counters join it), and its timestamps move by its clock offset: the seconds from
-the earliest worker's time zero to its own, from the reports' wall-clock anchors
-(`Report.origin_unix_s`; docs/design.md, "Multi-worker jobs"). So a step that ended
-together on every worker (an all-reduce) lines up across the processes.
-"""
+"""`fleet_trace.json`: every worker's own trace as one process (its GPU counters joined),
+moved by its clock offset so that an all-reduce lines up across the processes
+(docs/design.md, "Multi-worker jobs")."""
 
 from __future__ import annotations
 
@@ -50,7 +44,10 @@ def fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport) -> dict[str
         pid = position + 1
         events += _process_metadata(pid, position, row, straggler == row.task)
         offset_us = row.clock_offset_s * US_PER_S
-        events += [_moved(e, pid, offset_us) for e in _worker_events(worker)]
+        for event in trace_events(worker.report)["traceEvents"]:
+            # the process names the fleet gives anew
+            if not (event["ph"] == "M" and event["name"] in PROCESS_METADATA):
+                events.append(_moved(event, pid, offset_us))
     return {
         "traceEvents": events,
         "displayTimeUnit": DISPLAY_TIME_UNIT,
@@ -67,15 +64,6 @@ def fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport) -> dict[str
             "straggler": straggler,
         },
     }
-
-
-def _worker_events(worker: WorkerReport) -> list[Event]:
-    """The worker's own trace events, less the process names the fleet gives anew."""
-    return [
-        event
-        for event in trace_events(worker.report)["traceEvents"]
-        if not (event["ph"] == "M" and event["name"] in PROCESS_METADATA)
-    ]
 
 
 def _moved(event: Event, pid: int, offset_us: float) -> Event:

@@ -1,5 +1,5 @@
-"""The straggler in words: which worker held the others back and why, its figures set
-against the other workers' medians (`Straggler.others_*`), for the fleet's renderers."""
+"""The straggler in words, its figures set against the other workers' medians
+(`Straggler.others_*`), for the fleet's renderers."""
 
 from __future__ import annotations
 
@@ -12,31 +12,29 @@ from pipediag.fleet.model import (
     Straggler,
     WorkerRow,
 )
+from pipediag.renderers.numbers import counted
 from pipediag.renderers.reason_words import reason_words
 
+# What made it slow, by `Straggler.cause`.
 DOMINANT = {
     CAUSE_INPUT: "input dominates: its own pipeline kept it waiting",
     CAUSE_GPU: "its GPU dominates: it was busier than the others' for the same steps",
     CAUSE_HOST_CPU: "its host dominates: other processes took its cores",
     CAUSE_COMPUTE: "its train step dominates, not its input",
 }
-"""What made it slow, by `Straggler.cause`."""
 
 
 def fleet_heading(fleet: FleetReport) -> str:
     """`FLEET: 2 workers`, how fleet.txt's and fleet.png's titles begin."""
-    count = len(fleet.workers)
-    return f"FLEET: {count} worker{'s' if count != 1 else ''}"
+    return f"FLEET: {counted(len(fleet.workers), 'worker')}"
 
 
 def no_straggler_text(fleet: FleetReport) -> str:
-    """Why no worker is named the straggler."""
     return reason_words(fleet.no_straggler_reason) or "none named"
 
 
 def straggler_text(fleet: FleetReport, straggler: Straggler) -> str:
-    """Why `straggler` held the others back, in two or three sentences: its rate, its wait
-    and cost, which part of its step dominates, then its host and its GPU."""
+    """Its rate, wait and cost, which part of its step dominates, then its host and GPU."""
     row = next((r for r in fleet.workers if r.task == straggler.task), None)
     row = row or WorkerRow(task=straggler.task, report_path="")
     rate = f"{straggler.steps_per_s or 0.0:.1f} steps/s"
@@ -63,7 +61,9 @@ def straggler_text(fleet: FleetReport, straggler: Straggler) -> str:
         )
     dominant = DOMINANT.get(straggler.cause, straggler.cause)
     sentence = "; ".join(parts) + f": {dominant}."
-    return " ".join([sentence, _host(row, straggler), _gpu(row, straggler)])
+    busy = _vs(row.gpu_util_pct, straggler.others_gpu_util_pct, "{:.0f}%")
+    gpu = f"GPU: {busy} busy." if busy else "GPU: none sampled."
+    return " ".join([sentence, _host(row, straggler), gpu])
 
 
 def _host(row: WorkerRow, straggler: Straggler) -> str:
@@ -77,11 +77,6 @@ def _host(row: WorkerRow, straggler: Straggler) -> str:
     if other:
         text += f", other processes {other}"
     return text + "."
-
-
-def _gpu(row: WorkerRow, straggler: Straggler) -> str:
-    busy = _vs(row.gpu_util_pct, straggler.others_gpu_util_pct, "{:.0f}%")
-    return f"GPU: {busy} busy." if busy else "GPU: none sampled."
 
 
 def _vs(value: float | None, others: float | None, form: str) -> str:

@@ -1,11 +1,6 @@
-"""Renderers: read a report and write it out (text, JSON, PNG, Chrome trace).
-
-`write_outputs` writes every file of a report directory. The JSON report comes first and
-a renderer that fails never costs the others: the failure is returned, not raised.
-
-May import: `report` and `analysis` (the data types of a comparison or a history); never
-the measuring packages. matplotlib only inside the PNG renderers.
-"""
+"""Renderers: write a report out (text, JSON, PNG, Chrome trace); one failing never costs
+the others. May import: `report` and `analysis` (the data types of a comparison or a
+history); never the measuring packages. matplotlib only inside the PNG renderers."""
 
 from __future__ import annotations
 
@@ -68,9 +63,7 @@ def write_outputs(report: Report, out_dir: Path) -> tuple[list[Path], list[str]]
 
 
 def keep_previous(out_dir: Path) -> Path | None:
-    """Move an earlier run's report files in `out_dir` into `out_dir/previous` (the one
-    before it there is dropped), so a new run never overwrites a report unseen; returns
-    that folder, or None where `out_dir` held no report."""
+    """Move an earlier run's report into `out_dir/previous`, so none is overwritten unseen."""
     if not (out_dir / REPORT_JSON).is_file():
         return None
     previous = out_dir / PREVIOUS

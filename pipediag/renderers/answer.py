@@ -1,11 +1,5 @@
-"""The default answer on the terminal: one divider, then at most 12 lines a user acts on.
-
-In order: the verdict with its cost and interval; A, T and P once; how much faster training
-would run if input were free; the one change, measured on the user's training, with its
-code; at most three more lines (what else must be known); where the report went. Every other
-figure is in `summary.txt` (`render_text`), `pipediag run -v` and `pipediag report --full`.
-Words and figures come from the summary layer, so they are the full text's own.
-"""
+"""The default answer on the terminal: a divider, then at most 12 lines a user acts on (the
+verdict, A, T and P, the one change and its code); every other figure is in `summary.txt`."""
 
 from __future__ import annotations
 
@@ -50,8 +44,7 @@ def divider(width: int = WIDTH) -> str:
 def render_answer(
     report: Report, report_line: str, width: int = WIDTH, *, quiet: bool = False
 ) -> str:
-    """The answer's lines under the divider (at most `MAX_LINES`, none over `width`);
-    `quiet`: the verdict and where the report went."""
+    """At most `MAX_LINES` under the divider; `quiet`: the verdict and the report line."""
     width = max(MIN_WIDTH, min(width, WIDTH))
     verdict = report.verdict
     last = _wrap(report_line, width)
@@ -83,14 +76,11 @@ def _wrap(text: str, width: int, most: int = 2) -> list[str]:
 
 
 def verdict_text(report: Report) -> str:
-    """The verdict, with its cost and interval (the full text's headline)."""
     return headline(report).text.rstrip(".")
 
 
 def seen_text(report: Report) -> str:
-    """Without a verdict, what was still measured: "Seen: A training 12.0 steps/s · P
-    pipeline alone 3,524 batches/s · host CPU 93% busy, this process 85% of 200%"; "" where
-    nothing was."""
+    """Without a verdict, what was still measured: "Seen: A training 12.0 steps/s · ..."."""
     parts = []
     if report.train.steps_per_s:
         parts.append(f"A training {rate_text(report.train.steps_per_s)} steps/s")
@@ -117,8 +107,6 @@ def report_line(folder: object, names: list[str]) -> str:
 
 
 def _figures(report: Report) -> str:
-    """ "A training 57.7 steps/s · T compute alone 507 steps/s · P pipeline alone 68.3
-    batches/s · 8.8x faster if input were free"."""
     parts = []
     for rate in reversed(rates(report)):  # A, T, P: training first
         unit = ESTIMATED_WORD if rate.estimated else rate.unit
@@ -131,9 +119,7 @@ def _figures(report: Report) -> str:
 
 @dataclass(frozen=True)
 class Change:
-    """The one change: its words (after "Change: "), its code lines (only for a change
-    measured to help), the suggestion it is, where it is one (not said again), and whether
-    it is a change to the model."""
+    """The one change; its code only where measured to help."""
 
     words: str
     code: list[str] = field(default_factory=list)
@@ -142,29 +128,26 @@ class Change:
 
     @property
     def head(self) -> str:
-        """ "Change: <words>", or "Change (model): <words>" for a change to the model."""
         return ("Change (model): " if self.model else "Change: ") + self.words
 
 
 def the_change(report: Report) -> Change:
-    """The pipeline pipediag would write where training measured it faster, else the fix
-    measured fastest on training, else (compute-bound) the model-side change, else the first
-    fix not measured on training, said as such (a cache moved above its shuffle carries its
-    stage's hold, which measured its gain from epoch 2). Code only with a measured gain."""
+    """The kept rewrites, else the best fix on training, else the model change, else a fix."""
     prescription = report.pipeline.prescription
     value = prescription.shown[0] if prescription is not None else None
     words = measured_change_text(report)
     if prescription is not None and words is not None and value is not None and value > 1.0:
-        code = [c.text for c in prescription.code if c.change is not None] or [
-            c.text for c in prescription.code
-        ]
-        return Change(words, _code(code))
-    fix = _best_measured_fix(report)
+        code = [c.text for c in prescription.code if c.change is not None]
+        return Change(words, _code(code or [c.text for c in prescription.code]))
+    on_training = [
+        s
+        for s in report.suggestions
+        if s.kind == FIX and (s.gain.on(GAIN_ON_TRAINING) or 0.0) > 1.0
+    ]
+    fix = max(on_training, key=lambda s: s.gain.speedup or 0.0, default=None)
     if fix is not None:
-        measured = gain(fix.gain.speedup or 1.0)
-        return Change(
-            f"{fix.title}: {measured} measured on your training", _code(fix.code.splitlines()), fix
-        )
+        words = f"{fix.title}: {gain(fix.gain.speedup or 1.0)} measured on your training"
+        return Change(words, _code(fix.code.splitlines()), fix)
     if report.verdict.label == COMPUTE_BOUND:
         alone = model_side_of(report)
         worth = ranked(alone.trials).worth if alone is not None else []
@@ -176,7 +159,6 @@ def the_change(report: Report) -> Change:
     if not fixes:
         return Change(NO_CHANGE)
     fix = fixes[0]
-    free = speedup_if_input_free(report.verdict, training_rate(report))
     cached = from_epoch_two(report, fix)
     if cached is not None:
         words = f"{fix.title}: {gain(cached)} on your training from epoch 2 ({MEASURED_HELD})"
@@ -186,9 +168,9 @@ def the_change(report: Report) -> Change:
         words = f"{fix.title}: at most {gain(bound)} on your training (if all input were free)"
         return Change(words, suggestion=fix)
     if bound:
-        # Two measured bounds: the stage's output held, and all of input free; the lower
-        # holds (the hold can read above T/A by the host's noise).
+        # The lower of two bounds holds: the hold can read above T/A by the host's noise.
         held = gain(bound)
+        free = speedup_if_input_free(report.verdict, training_rate(report))
         if free is not None and free < bound:
             why = f"if all input were free; holding its output measured {held}"
             most = gain(free)
@@ -204,15 +186,6 @@ def _change(report: Report, width: int) -> list[str]:
     return [*_wrap(change.head, width), *(f"    {line}" for line in change.code)]
 
 
-def _best_measured_fix(report: Report) -> Suggestion | None:
-    measured = [
-        s
-        for s in report.suggestions
-        if s.kind == FIX and (s.gain.on(GAIN_ON_TRAINING) or 0.0) > 1.0
-    ]
-    return max(measured, key=lambda s: s.gain.speedup or 0.0, default=None)
-
-
 def _code(lines: list[str]) -> list[str]:
     """The code lines worth pasting: no comments, at most `CODE_LINES`."""
     code = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
@@ -221,11 +194,10 @@ def _code(lines: list[str]) -> list[str]:
 
 def _more(report: Report, width: int) -> list[str]:
     """What else must be known: a change that alters what is trained on, a run that did not
-    end as planned, notes on how the steps were seen."""
+    end as planned."""
     lines = []
     for warning in suggestions_of(report, WARNING)[:1]:
         lines += _wrap(f"Warning: {warning.title}", width, most=1)
-    status = run_status(report)
     if not report.complete:
-        lines += _wrap(f"Run: {status}", width, most=1)
+        lines += _wrap(f"Run: {run_status(report)}", width, most=1)
     return lines

@@ -1,11 +1,5 @@
-"""The report as a Chrome Trace Event Format file, for Perfetto (ui.perfetto.dev) and chrome://tracing.
-
-A renderer: it reads a Report and never measures. Process "pipediag: <script>" holds the
-phases and the train steps (each step's input wait nested at its start) as `X` events and
-host CPU and memory as `C` counters; process "GPU" holds one utilisation counter per device.
-Times are the report's clock in microseconds. Tracks and format: (docs/design.md, "The
-Chrome trace").
-"""
+"""The report as a Chrome Trace Event Format file, for Perfetto and chrome://tracing: phases
+and steps as `X` events, host and GPU as `C` counters (docs/design.md, "The Chrome trace")."""
 
 from __future__ import annotations
 
@@ -17,13 +11,7 @@ from typing import Any
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.io import write_atomically
-from pipediag.report.model import (
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    WARMUP,
-    Report,
-    StepRecord,
-)
+from pipediag.report.model import COMPUTE_BOUND, INPUT_BOUND, WARMUP, Report, StepRecord
 
 Event = dict[str, Any]
 
@@ -54,15 +42,7 @@ BYTES_PER_MIB = 2**20
 
 
 def render_trace(report: Report, path: Path) -> Path:
-    """Write the report's timeline as a Chrome trace JSON file, atomically.
-
-    Args:
-        report: the report to convert; it is only read.
-        path: where to write `trace.json` (parent folders are created).
-
-    Returns:
-        The path written.
-    """
+    """Write the report's timeline as a Chrome trace JSON file, atomically."""
     payload = json.dumps(trace_events(report), separators=(",", ":"), allow_nan=False)
     target = Path(path)
     write_atomically(target, payload.encode())
@@ -70,7 +50,6 @@ def render_trace(report: Report, path: Path) -> Path:
 
 
 def trace_events(report: Report) -> dict[str, Any]:
-    """The whole trace document: `traceEvents`, `displayTimeUnit` and `metadata`."""
     events = [
         *_metadata_events(report),
         *_phase_events(report),
@@ -78,11 +57,8 @@ def trace_events(report: Report) -> dict[str, Any]:
         *_host_counter_events(report),
         *_gpu_counter_events(report),
     ]
-    return {
-        "traceEvents": events,
-        "displayTimeUnit": DISPLAY_TIME_UNIT,
-        "metadata": _trace_metadata(report),
-    }
+    metadata = _trace_metadata(report)
+    return {"traceEvents": events, "displayTimeUnit": DISPLAY_TIME_UNIT, "metadata": metadata}
 
 
 def _us(seconds: float) -> float:
@@ -132,19 +108,13 @@ def _phase_events(report: Report) -> list[Event]:
         args: dict[str, Any] = {"duration_s": duration_s}
         if name == PIPELINE_PHASE:
             args.update(_pipeline_args(report))
-        events.append(
-            {
-                "name": name,
-                "cat": "phase",
-                "ph": "X",
-                "ts": _us(start_s),
-                "dur": _us(duration_s),
-                "pid": MAIN_PID,
-                "tid": PHASES_TID,
-                "args": args,
-            }
-        )
+        ts, dur = _us(start_s), _us(duration_s)
+        events.append(_span(name, category="phase", ts=ts, dur=dur, tid=PHASES_TID, args=args))
     return events
+
+
+def _span(name: str, *, category: str, ts: float, dur: float, tid: int, args: Event) -> Event:
+    return dict(name=name, cat=category, ph="X", ts=ts, dur=dur, pid=MAIN_PID, tid=tid, args=args)
 
 
 def _pipeline_args(report: Report) -> dict[str, Any]:
@@ -175,37 +145,23 @@ def _step_events(steps: list[StepRecord]) -> list[Event]:
     for step in steps:
         ts, dur = _us(step.start_s), _us(max(0.0, step.duration_s))
         wait_ms = _ms(step.input_wait_s) if step.input_wait_s is not None else None
-        events.append(
-            {
-                "name": STEP_EVENT_NAMES.get(step.label, f"{step.label} step"),
-                "cat": "step",
-                "ph": "X",
-                "ts": ts,
-                "dur": dur,
-                "pid": MAIN_PID,
-                "tid": STEPS_TID,
-                "args": {
-                    "index": step.index,
-                    "label": step.label,
-                    "epoch": step.epoch,
-                    "duration_ms": _ms(step.duration_s),
-                    "input_wait_ms": wait_ms,
-                },
-            }
-        )
+        name = STEP_EVENT_NAMES.get(step.label, f"{step.label} step")
+        args = {
+            "index": step.index,
+            "label": step.label,
+            "epoch": step.epoch,
+            "duration_ms": _ms(step.duration_s),
+            "input_wait_ms": wait_ms,
+        }
+        events.append(_span(name, category="step", ts=ts, dur=dur, tid=STEPS_TID, args=args))
         if step.input_wait_s is not None and step.input_wait_s > 0:
             # The wait opens the step, so it nests at the step's start; never past its end.
+            wait_us = min(dur, _us(step.input_wait_s))
+            wait = {"index": step.index, "input_wait_ms": wait_ms}
             events.append(
-                {
-                    "name": INPUT_WAIT_EVENT,
-                    "cat": "input",
-                    "ph": "X",
-                    "ts": ts,
-                    "dur": min(dur, _us(step.input_wait_s)),
-                    "pid": MAIN_PID,
-                    "tid": STEPS_TID,
-                    "args": {"index": step.index, "input_wait_ms": wait_ms},
-                }
+                _span(
+                    INPUT_WAIT_EVENT, category="input", ts=ts, dur=wait_us, tid=STEPS_TID, args=wait
+                )
             )
     return events
 
@@ -219,14 +175,8 @@ def _host_counter_events(report: Report) -> list[Event]:
         cpu = _finite({"process": sample.process_cpu_pct / cores, "system": sample.system_cpu_pct})
         if cpu:
             events.append(_counter(HOST_CPU_COUNTER, ts, MAIN_PID, cpu))
-        events.append(
-            _counter(
-                HOST_MEMORY_COUNTER,
-                ts,
-                MAIN_PID,
-                {"rss": round(sample.process_rss_bytes / BYTES_PER_MIB, 1)},
-            )
-        )
+        rss = {"rss": round(sample.process_rss_bytes / BYTES_PER_MIB, 1)}
+        events.append(_counter(HOST_MEMORY_COUNTER, ts, MAIN_PID, rss))
     return events
 
 
@@ -249,15 +199,7 @@ def _gpu_counter_events(report: Report) -> list[Event]:
 
 
 def _counter(name: str, ts: float, pid: int, values: dict[str, float]) -> Event:
-    return {
-        "name": name,
-        "cat": "counter",
-        "ph": "C",
-        "ts": ts,
-        "pid": pid,
-        "tid": COUNTERS_TID,
-        "args": values,
-    }
+    return dict(name=name, cat="counter", ph="C", ts=ts, pid=pid, tid=COUNTERS_TID, args=values)
 
 
 def _finite(values: dict[str, float | None]) -> dict[str, float]:

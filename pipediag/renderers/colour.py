@@ -1,8 +1,5 @@
-"""Colour for a terminal: the verdict's line marked by its label, and nothing else.
-
-Colour only where the output is a terminal and the user has not opted out: `NO_COLOR`
-(no-color.org) set to anything, or `TERM=dumb`. A pipe or a file gets plain text.
-"""
+"""Colour for a terminal: the verdict's line in its label's colour, and nothing else; none
+where `NO_COLOR` (no-color.org) is set, `TERM=dumb`, or the output is not a terminal."""
 
 from __future__ import annotations
 
@@ -12,8 +9,7 @@ from typing import TextIO
 from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNCERTAIN
 
 _RESET = "\033[0m"
-# Each label's SGR attributes: bold, and a colour that says how much input matters (red,
-# yellow, green); an uncertain verdict bold alone.
+# Bold, in red, yellow or green by how much input matters; an uncertain verdict bold alone.
 _SGR = {INPUT_BOUND: "1;31", BALANCED: "1;33", COMPUTE_BOUND: "1;32", UNCERTAIN: "1"}
 
 

@@ -1,10 +1,5 @@
-"""`pipediag compare --png`: two runs side by side on one page.
-
-A renderer of an `analysis/compare.py` `Comparison`: the judgement headline over three panels
-(the rates P, T, A; the input cost's parts, stacked; both runs' step times), in the one-run
-page's colours (`renderers/png/`). matplotlib is imported lazily, through `Figure` and
-`FigureCanvasAgg` only. Layout: (docs/design.md, "The comparison and fleet pages").
-"""
+"""`pipediag compare --png`: two runs side by side (docs/design.md, "The comparison and
+fleet pages"). matplotlib is imported lazily."""
 
 from __future__ import annotations
 
@@ -13,14 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pipediag.analysis.compare import Comparison, FigureChange
+from pipediag.analysis.compare import Comparison
 from pipediag.analysis.noise import measured_steps
-from pipediag.renderers.compare_text import (
-    RATE_WORDS,
-    headline_lines,
-    run_lines,
-    training_claim,
-)
+from pipediag.renderers.compare_text import RATE_WORDS, headline_lines, run_lines, training_claim
 from pipediag.renderers.cost_words import COMPUTE_PART_NAME, COST_PART_NAMES, COST_PARTS, cost_parts
 from pipediag.renderers.numbers import gain, percent
 from pipediag.renderers.png import new_figure, write_png
@@ -67,14 +57,7 @@ def render_comparison_png(
     path: Path,
     names: tuple[str, str] = ("base", "new"),
 ) -> Path:
-    """Draw the comparison on one page and write it atomically to `path`.
-
-    Args:
-        comparison: `compare_reports(base, new)`.
-        base, new: the two reports, for their step-time distributions.
-        path: where to write the PNG.
-        names: where each report came from, for the legend.
-    """
+    """Draw the comparison (base and new give the step times) and write it atomically."""
     return write_png(build_comparison_figure(comparison, base, new, names), path)
 
 
@@ -114,8 +97,8 @@ def _draw_rates(axes: Axes, comparison: Comparison) -> None:
     ]
     positions = np.arange(len(order), dtype=float)
     width = 0.38
-    base = [_or_zero(f.base if f else None) for _, f in order]
-    new = [_or_zero(f.new if f else None) for _, f in order]
+    base = [(f.base or 0.0) if f else 0.0 for _, f in order]
+    new = [(f.new or 0.0) if f else 0.0 for _, f in order]
     axes.bar(positions - width / 2, base, width, color=BASE_COLOUR, label="base", gid="base-rates")
     axes.bar(positions + width / 2, new, width, color=NEW_COLOUR, label="new", gid="new-rates")
     known = [v for v in (*base, *new) if v > 0]
@@ -135,10 +118,13 @@ def _draw_rates(axes: Axes, comparison: Comparison) -> None:
         for offset, value in ((-width / 2, figure.base), (width / 2, figure.new)):
             if value is not None:
                 axes.text(x + offset, value, f"{value:.0f}", ha="center", va="bottom", fontsize=8)
+        words = figure.judgement
+        if figure.change is not None:
+            words = f"{gain(figure.change)} {figure.judgement}"
         axes.text(
             x,
             label_y,
-            _change_words(figure),
+            words,
             ha="center",
             va="center",
             fontsize=9,
@@ -147,12 +133,6 @@ def _draw_rates(axes: Axes, comparison: Comparison) -> None:
             gid=f"change-{figure.name}",
         )
     _legend_under(axes, -0.12, columns=2)
-
-
-def _change_words(figure: FigureChange) -> str:
-    if figure.change is None:
-        return figure.judgement
-    return f"{gain(figure.change)} {figure.judgement}"
 
 
 def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
@@ -166,16 +146,12 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
     for index, (part, colour) in enumerate(zip(parts, colours, strict=True)):
         heights = [0.0 if shares is None else shares[index] for shares in rows]
         axes.bar(positions, heights, 0.55, bottom=bottoms, color=colour, label=part, gid=part)
+        ink = "white" if colour == COMPUTE_COLOUR else "black"
         for x, height, bottom in zip(positions, heights, bottoms, strict=True):
             if height >= 0.06:
+                middle = bottom + height / 2
                 axes.text(
-                    x,
-                    bottom + height / 2,
-                    percent(height),
-                    ha="center",
-                    va="center",
-                    fontsize=9,
-                    color="white" if colour == COMPUTE_COLOUR else "black",
+                    x, middle, percent(height), ha="center", va="center", fontsize=9, color=ink
                 )
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     for x, shares in zip(positions, rows, strict=True):
@@ -188,8 +164,7 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
 
 
 def _cost_shares(report: Report) -> list[float] | None:
-    """Compute, wait, contention, fetch, epoch start as shares of training time; None without
-    a cost."""
+    """Compute and the cost's parts as shares of training time; None without a cost."""
     verdict = report.verdict
     cost = verdict.input_cost_fraction
     if cost is None:
@@ -253,7 +228,3 @@ def _legend_under(axes: Axes, top: float, columns: int = 1) -> None:
     """The panel's legend under it from `top` (axes fraction), and no top or right spine."""
     axes.legend(loc="upper left", bbox_to_anchor=(0.0, top), ncol=columns, **LEGEND)
     axes.spines[["top", "right"]].set_visible(False)
-
-
-def _or_zero(value: float | None) -> float:
-    return 0.0 if value is None else value

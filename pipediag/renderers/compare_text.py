@@ -1,10 +1,5 @@
-"""`pipediag compare` in the terminal: the judgement first, then every figure that moved.
-
-The headline says whether training got faster, slower, or moved within noise, by how much
-and with what interval; a verdict that changed is always said, even when the cost behind it
-moved within noise (a cost near a band's edge). Then one table row per figure, the stages
-matched across runs, and the fixes that appeared or went away.
-"""
+"""`pipediag compare` in the terminal: the judgement of the training rate first (a changed
+verdict always said), then one row per figure, the stages, and the fixes that moved."""
 
 from __future__ import annotations
 
@@ -61,39 +56,46 @@ FIX_STATUS_WORDS = {APPEARED: "new", GONE: "gone", "kept": "kept"}
 def render_comparison(
     comparison: Comparison, base_name: str = "base", new_name: str = "new"
 ) -> str:
-    """The comparison as text; `base_name`/`new_name` say where each report came from."""
     lines = [*headline_lines(comparison), ""]
     lines += run_lines(comparison, base_name, new_name)
     lines.append("")
-    lines += _table(comparison)
+    rows = [_label_row(label) for label in comparison.labels]
+    rows += [_figure_row(f) for f in [*comparison.rates, *comparison.shares]]
+    lines += columns([COLUMNS, *rows])
     stages = _stages(comparison.stages, comparison)
     if stages:
         lines += ["", *stages]
     fixes = _fixes(comparison.fixes)
     if fixes:
         lines += ["", *fixes]
-    lines += ["", _noise_note(comparison)]
-    return "\n".join(lines) + "\n"
+    rules = comparison.rules
+    noise_note = (
+        "Noise: 95% intervals from each run's own spread (A and the wait: its steps, "
+        "resampled in blocks; P and T: their median and p90) and a run-to-run drift of "
+        f"{percent(rules.run_to_run)} per run ({rules.run_to_run_points * 100:.0f} points for "
+        "shares); a change inside its interval is noise."
+    )
+    return "\n".join([*lines, "", noise_note]) + "\n"
 
 
 def headline_lines(comparison: Comparison) -> list[str]:
-    """The judgement of the training rate, and the verdict's change when it changed."""
-    training = comparison.training
-    lines = [_training_headline(training)]
+    claim, detail = training_claim(comparison.training)
+    lines = [f"{claim}, {detail}" if detail else claim]
     verdict = next((label for label in comparison.labels if label.name == VERDICT), None)
-    if verdict is not None and verdict.judgement == CHANGED:
-        lines.append("  " + _verdict_change(verdict, comparison.input_cost))
-    return lines
-
-
-def _training_headline(training: FigureChange | None) -> str:
-    claim, detail = training_claim(training)
-    return f"{claim}, {detail}" if detail else claim
+    if verdict is None or verdict.judgement != CHANGED:
+        return lines
+    text = f"Verdict changed: {_label(verdict.base)} -> {_label(verdict.new)}"
+    cost = comparison.input_cost
+    if cost is not None and cost.base is not None and cost.new is not None:
+        text += f" (input cost {percent(cost.base)} -> {percent(cost.new)}"
+        if cost.judgement == NOISE:
+            text += ", a move within noise: the cost sits near a band's edge"
+        text += ")"
+    return [*lines, "  " + text]
 
 
 def training_claim(training: FigureChange | None) -> tuple[str, str]:
-    """The headline in two parts: the claim ("FASTER: training 1.78x faster") and the
-    figures behind it ("98.8 -> 175.5 steps/s (95% interval 1.59-1.99x)")."""
+    """ "FASTER: training 1.78x faster", and "98.8 -> 175.5 steps/s (95% interval ...)"."""
     if training is None or training.judgement == MISSING or training.change is None:
         side = "the base report" if training is None or training.base is None else "the new one"
         return f"{NO_COMPARISON}: no training rate in {side} (no measured steps)", ""
@@ -103,32 +105,13 @@ def training_claim(training: FigureChange | None) -> tuple[str, str]:
     if training.judgement == NOISE:
         claim = f"{HEADLINES[NOISE]}: training {gain(training.change)}"
         return claim, f"{rates}, within the runs' noise ({within})"
-    claim = f"{HEADLINES[training.judgement]}: training {_by_how_much(training)}"
-    return claim, f"{rates} ({within})"
-
-
-def _by_how_much(figure: FigureChange) -> str:
-    """ "1.78x faster" for gains, "15% slower" for losses (a ratio under 1 reads badly)."""
-    change = figure.change or 0.0
-    return f"{gain(change)} faster" if change >= 1.0 else slower(change)
-
-
-def _verdict_change(verdict: LabelChange, cost: FigureChange | None) -> str:
-    text = f"Verdict changed: {_label(verdict.base)} -> {_label(verdict.new)}"
-    if cost is not None and cost.base is not None and cost.new is not None:
-        text += f" (input cost {percent(cost.base)} -> {percent(cost.new)}"
-        if cost.judgement == NOISE:
-            text += ", a move within noise: the cost sits near a band's edge"
-        text += ")"
-    return text
+    change = training.change
+    how = f"{gain(change)} faster" if change >= 1.0 else slower(change)
+    return f"{HEADLINES[training.judgement]}: training {how}", f"{rates} ({within})"
 
 
 def run_lines(comparison: Comparison, base_name: str, new_name: str) -> list[str]:
-    """The two runs compared, one line each (`run_line`)."""
-    return [
-        run_line("base", comparison.base, base_name),
-        run_line("new", comparison.new, new_name),
-    ]
+    return [run_line("base", comparison.base, base_name), run_line("new", comparison.new, new_name)]
 
 
 def run_line(role: str, run: RunIdentity, name: str) -> str:
@@ -141,28 +124,18 @@ def run_line(role: str, run: RunIdentity, name: str) -> str:
     return f"  {role:<6}{command}  ({', '.join(facts)}){where}"
 
 
-def _table(comparison: Comparison) -> list[str]:
-    rows = [_label_row(label) for label in comparison.labels]
-    rows += [_figure_row(FIGURE_NAMES.get(f.name, f.name), f) for f in comparison.rates]
-    rows += [_figure_row(FIGURE_NAMES.get(f.name, f.name), f) for f in comparison.shares]
-    return columns([COLUMNS, *rows])
-
-
 def _label_row(label: LabelChange) -> tuple[str, ...]:
     name = "verdict" if label.name == VERDICT else "input cost, mostly"
     if label.name == DOMINANT:
         base, new = label.base or "-", label.new or "-"
     else:
         base, new = _label(label.base), _label(label.new)
-    judgement = label.judgement
-    if label.worse:
-        judgement += " (worse)"
-    return (name, base, new, "", "", judgement)
+    return (name, base, new, "", "", label.judgement + (" (worse)" if label.worse else ""))
 
 
-def _figure_row(name: str, figure: FigureChange) -> tuple[str, ...]:
+def _figure_row(figure: FigureChange) -> tuple[str, ...]:
     return (
-        name,
+        FIGURE_NAMES.get(figure.name, figure.name),
         _value(figure, figure.base),
         _value(figure, figure.new),
         _change(figure),
@@ -180,17 +153,10 @@ def _stages(stages: list[StageChange], comparison: Comparison) -> list[str]:
         f"{percent(rules.stage_floor)} of the stage and {percent(rules.stage_floor_of_batch)} "
         "of a batch)"
     )
-    rows = [
-        (
-            _stage_name(stage),
-            _ms(stage.figure.base),
-            _ms(stage.figure.new),
-            _stage_change(stage),
-            "",
-            stage.figure.judgement,
-        )
-        for stage in stages
-    ]
+    rows = []
+    for stage in stages:
+        figure, name, change = stage.figure, _stage_name(stage), _stage_change(stage)
+        rows.append((name, _ms(figure.base), _ms(figure.new), change, "", figure.judgement))
     return [header, *columns(rows)]
 
 
@@ -214,10 +180,10 @@ def _stage_change(stage: StageChange) -> str:
 
 
 def _fixes(fixes: list[FixChange]) -> list[str]:
-    moved = [f for f in fixes if f.status != "kept"]
-    kept = [f for f in fixes if f.status == "kept"]
     if not fixes:
         return []
+    moved = [f for f in fixes if f.status != "kept"]
+    kept = [f for f in fixes if f.status == "kept"]
     lines = ["Suggestions (by id and stage)"]
     for fix in [*moved, *kept]:
         status = FIX_STATUS_WORDS.get(fix.status, fix.status)
@@ -226,8 +192,7 @@ def _fixes(fixes: list[FixChange]) -> list[str]:
 
 
 def _fix_gain(fix: FixChange) -> str:
-    """Each run's measured gain of the fix ("on your training 1.40x -> on your training
-    1.10x"), or the one run's that has it; nothing where neither was measured."""
+    """Each run's measured gain of the fix, or the one run's that has it."""
     before, after = (gains_text(s) if s is not None else "" for s in (fix.base, fix.new))
     before, after = (g if g != NOT_MEASURED else "" for g in (before, after))
     if before and after:
@@ -236,19 +201,8 @@ def _fix_gain(fix: FixChange) -> str:
     return f"  ({known})" if known else ""
 
 
-def _noise_note(comparison: Comparison) -> str:
-    rules = comparison.rules
-    return (
-        "Noise: 95% intervals from each run's own spread (A and the wait: its steps, "
-        "resampled in blocks; P and T: their median and p90) and a run-to-run drift of "
-        f"{percent(rules.run_to_run)} per run ({rules.run_to_run_points * 100:.0f} points for "
-        "shares); a change inside its interval is noise."
-    )
-
-
 def columns(rows: Sequence[tuple[str, ...]], right: Collection[int] | None = None) -> list[str]:
-    """The rows as aligned columns, two spaces apart: the columns in `right` (by default
-    all but the first and the last: the figures) right-aligned, the others left-aligned."""
+    """Two spaces apart; `right` (default: all but the first and last) right-aligned."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     if right is None:
         right = range(1, len(widths) - 1)
@@ -269,17 +223,13 @@ def _label(label: str) -> str:
 def _value(figure: FigureChange, value: float | None) -> str:
     if value is None:
         return "-"
-    if figure.unit == "share":
-        return percent(value)
-    return f"{value:.1f}"
+    return percent(value) if figure.unit == "share" else f"{value:.1f}"
 
 
 def _change(figure: FigureChange) -> str:
     if figure.change is None:
         return ""
-    if figure.ratio:
-        return gain(figure.change)
-    return _points(figure.change)
+    return gain(figure.change) if figure.ratio else _points(figure.change)
 
 
 def _interval(figure: FigureChange) -> str:

@@ -1,7 +1,5 @@
-"""Input cost in words: its share of training time and 90% interval (or that it is not
-measurable above noise), its parts (wait, contention, fetch, epoch start) and the evidence
-for each, the speedup if input were free, the cost bar the PNG draws and the cost as a key
-figure."""
+"""Input cost in words: its share and interval (or not measurable above noise), its parts
+and their evidence, the speedup if input were free, and the PNG's cost bar."""
 
 from __future__ import annotations
 
@@ -20,10 +18,7 @@ from pipediag.report.model import (
 )
 from pipediag.report.vocabulary import CONTENDS_FOR_CORES, CONTENDS_FOR_GIL, COST_EPOCH_START
 
-# A cost whose interval reaches zero: training ran as fast as the step alone, within noise.
 NOT_MEASURABLE = "not measurable above noise"
-# A cost whose waits were not timed (`CostSplit.waits_timed` False): its wait part holds
-# waiting and contention together.
 WAITS_NOT_TIMED = (
     "Waiting and contention are not told apart: the pulls run inside a tf.function, where "
     "their waits are not timed."
@@ -40,7 +35,6 @@ COST_PART_NAMES = {
 COMPUTE_PART_NAME = "compute"
 UNSPLIT_PART_NAME = "input"  # input cost measured, its split not
 WAIT_SHARE_SOURCE = "XProf's figure"
-# What the pipeline contends for, said after the cores figures.
 CONTENTION_KIND_WORDS = {
     CONTENDS_FOR_CORES: "the host's cores were all busy",
     CONTENDS_FOR_GIL: "cores were free, but the pipeline runs Python: it contends for the GIL",
@@ -48,28 +42,22 @@ CONTENTION_KIND_WORDS = {
 
 
 def cost_not_measurable(verdict: Verdict) -> bool:
-    """Training ran as fast as the step alone within the interval: the cost is 0, and all
-    that can be said is how large it could be."""
+    """The interval reaches zero: all that can be said is how large the cost could be."""
     interval = verdict.input_cost_interval
     return interval is not None and interval[0] <= 0.0
 
 
 def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
-    """ "44% of training time", "44% of training time (90% interval 40-48%)", or for an
-    interval that reaches zero "not measurable above noise (at most 3% of training time)"."""
-    if interval is None:
-        return f"{percent(cost)} of training time"
-    if interval[0] <= 0.0:
+    """ "44% of training time (90% interval 40-48%)", or "not measurable above noise (...)"."""
+    if interval is not None and interval[0] <= 0.0:
         return f"{NOT_MEASURABLE} (at most {percent(interval[1])} of training time)"
     shown = shown_interval(interval)
-    if shown is None:
-        return f"{percent(cost)} of training time"
-    return f"{percent(cost)} of training time (90% interval {percent_range(*shown)})"
+    text = f"{percent(cost)} of training time"
+    return text if shown is None else f"{text} (90% interval {percent_range(*shown)})"
 
 
 def bar_title(cost: float, interval: list[float] | None) -> str:
-    """The cost bar's title, short enough for a narrow panel: "Input cost: 44% (40-48%)",
-    or "Input cost: not measurable (at most 3%)"."""
+    """Short enough for a narrow panel: "Input cost: 44% (40-48%)"."""
     if interval is not None and interval[0] <= 0.0:
         return f"Input cost: not measurable (at most {percent(interval[1])})"
     if shown_interval(interval) is None:
@@ -78,23 +66,16 @@ def bar_title(cost: float, interval: list[float] | None) -> str:
 
 
 def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | None:
-    """How much faster training would run if input cost nothing: 1 / (1 - input cost).
-
-    That is T/A where A and T were measured in one piece; in alternation, the pairs' cost
-    and the epoch starts decide it. Old reports without a cost fall back on T/A.
-    """
+    """1 / (1 - input cost); reports without a cost fall back on T/A."""
     cost = verdict.input_cost_fraction
     if cost is not None and cost < 1.0:
         return 1.0 / (1.0 - cost)
     compute = verdict.compute_alone_steps_per_s
-    if compute and training:
-        return compute / training
-    return None
+    return compute / training if compute and training else None
 
 
 def free_input_text(report: Report) -> str:
-    """ "1.8x faster if input were free", or "" when it cannot be told (or the cost is not
-    measurable: then there is nothing to gain that the run could see)."""
+    """ "1.8x faster if input were free"; "" when unknown or not measurable."""
     verdict = report.verdict
     if cost_not_measurable(verdict):
         return ""
@@ -103,19 +84,12 @@ def free_input_text(report: Report) -> str:
 
 
 def cost_parts(split: CostSplit) -> list[tuple[str, float]]:
-    """The parts of input cost as (part, share of training time), in drawing order."""
-    shares = {
-        COST_WAIT: split.wait,
-        COST_CONTENTION: split.contention,
-        COST_FETCH: split.fetch,
-        COST_EPOCH_START: split.epoch_start,
-    }
-    return [(part, shares[part]) for part in COST_PARTS]
+    shares = (split.wait, split.contention, split.fetch, split.epoch_start)
+    return list(zip(COST_PARTS, shares, strict=True))
 
 
 def shown_cost_parts(split: CostSplit) -> list[tuple[str, float]]:
-    """The parts a report lists: all but an epoch start that costs nothing (most runs have
-    none that counts: one epoch, or epochs of unknown length)."""
+    """All but an epoch start that costs nothing (most runs have none that counts)."""
     return [
         (part, share)
         for part, share in cost_parts(split)
@@ -124,15 +98,12 @@ def shown_cost_parts(split: CostSplit) -> list[tuple[str, float]]:
 
 
 def cost_split_text(split: CostSplit) -> str:
-    """ "wait 4%, contention 40%, fetch 0%", and ", epoch start 12%" where it counts."""
     return ", ".join(
         f"{COST_PART_NAMES[part]} {percent(share)}" for part, share in shown_cost_parts(split)
     )
 
 
 def contention_evidence(split: CostSplit) -> str:
-    """ "the pipeline kept 1.1 more cores busy while training; 0.1 cores free: the host's
-    cores were all busy", or ""."""
     busy, free = split.pipeline_cores_busy, split.free_cores
     if busy is None:
         text = "" if free is None else f"{free:.1f} cores free while training"
@@ -144,51 +115,42 @@ def contention_evidence(split: CostSplit) -> str:
 
 
 def fetch_evidence(split: CostSplit) -> str:
-    """ "next() took 0.4 ms per step on a ready batch", or ""."""
-    if split.pull_s is None:
-        return ""
-    return f"next() took {ms(split.pull_s)} per step on a ready batch"
+    return (
+        "" if split.pull_s is None else f"next() took {ms(split.pull_s)} per step on a ready batch"
+    )
 
 
 def epoch_start_evidence(split: CostSplit) -> str:
-    """ "a 1.80 s start-up before each epoch, likely shuffle(10000): 12% of an epoch of 140
-    steps", or "" where no epoch start counts."""
     if split.epoch_start_s is None or split.epoch_steps is None:
         return ""
     likely = f", likely {split.epoch_start_stage}" if split.epoch_start_stage else ""
-    return (
-        f"a {split.epoch_start_s:.2f} s start-up before each epoch{likely}: "
-        f"{percent(split.epoch_start)} of an epoch of {split.epoch_steps:,} steps"
-    )
+    start = f"a {split.epoch_start_s:.2f} s start-up before each epoch{likely}"
+    return f"{start}: {of_an_epoch(split.epoch_start, split.epoch_steps)}"
+
+
+def of_an_epoch(share: float, steps: int) -> str:
+    return f"{percent(share)} of an epoch of {steps:,} steps"
 
 
 @dataclass(frozen=True)
 class CostPart:
-    """One part of a training step's time: compute, or a part of input cost."""
-
     part: str  # "compute", a COST_* part, or "input" when the cost was not split
     share: float  # of training time
 
     @property
     def text(self) -> str:
-        """ "wait 4%"."""
         return f"{self.part} {percent(self.share)}"
 
 
 @dataclass(frozen=True)
 class CostBar:
-    """A training step's time split by cause: its parts left to right, a title, a caption."""
-
     parts: list[CostPart]
     title: str
     caption: str
 
 
 def cost_bar(report: Report) -> CostBar:
-    """Compute first (1 - input cost), then wait, contention, fetch and epoch start (where
-    it counts), as shares of training time. Without a split, the input cost is one part;
-    reports that predate input cost split the mean measured step into its input wait and
-    the rest."""
+    """Compute, then the cost's parts; before input cost, the mean step's wait and the rest."""
     verdict = report.verdict
     cost = verdict.input_cost_fraction
     if cost is not None:
@@ -219,12 +181,11 @@ def cost_bar(report: Report) -> CostBar:
 
 
 def input_cost_figure(verdict: Verdict) -> str:
-    """ "44%", "44% (40-48%)" with its interval, "at most 3%" where not measurable."""
     return cost_figure(verdict.input_cost_fraction or 0.0, verdict.input_cost_interval)
 
 
 def cost_figure(cost: float, interval: list[float] | None) -> str:
-    """A cost as a figure: "44%", "44% (40-48%)", or "at most 3%" where not measurable."""
+    """ "44%", "44% (40-48%)", or "at most 3%" where not measurable."""
     if interval is not None and interval[0] <= 0.0:
         return f"at most {percent(interval[1])}"
     shown = shown_interval(interval)

@@ -1,6 +1,5 @@
-"""The host and the GPU in words: other processes' share of the host, and the GPU's busy
-share, what its idle time went to and how that tracked the input waits, each worded from
-the record's own figures (`HostContention`, `GpuAnalysis`)."""
+"""The host and the GPU in words: other processes' share of the host; the GPU's busy share,
+what its idle time went to and how that tracked the input waits."""
 
 from __future__ import annotations
 
@@ -26,29 +25,22 @@ CAUSE_PHRASE: dict[GpuIdleCause, str] = {
     CAUSE_TRANSFER: "host-device transfer (PCIe busy while the SMs idled)",
 }
 
+# Pearson r as "tracked" from Cohen's large effect (0.5), "did not track" under his small (0.2).
 STRONG_CORRELATION = 0.5
 WEAK_CORRELATION = 0.2
-"""Wording for Pearson r: conventional 'large' (>= 0.5) and 'small' (< 0.2, Cohen 1988) effects."""
 
 
 def process_cpu_text(process_cpu_pct_mean: float, cpu_count: int) -> str:
-    """ "this process 85% of 200%": the process's CPU against all the host's cores."""
     return f"this process {process_cpu_pct_mean:.0f}% of {100 * cpu_count}%"
 
 
 def contention_text(contention: HostContention | None) -> str:
-    """ "Other processes took 40% of the host's CPU (0.8 of 2 cores) during the measured
-    steps: ..."; "" unless they took enough of it to matter and the verdict leaves room for
-    them to starve the input pipeline."""
-    if (
-        contention is None
-        or not contention.contended
-        or not contention.bears_on_verdict
-        or contention.other_cpu_pct_mean is None
-    ):
+    """'' unless enough to matter and the verdict leaves room to starve the input pipeline."""
+    if contention is None or not (contention.contended and contention.bears_on_verdict):
         return ""
-    share = contention.other_cpu_pct_mean
-    cores = contention.cpu_count
+    share, cores = contention.other_cpu_pct_mean, contention.cpu_count
+    if share is None:
+        return ""
     busy = contention.other_cores_mean
     busy = share / 100 * cores if busy is None else busy
     return (
@@ -59,9 +51,7 @@ def contention_text(contention: HostContention | None) -> str:
 
 
 def gpu_idle_text(analysis: GpuAnalysis | None) -> str:
-    """ "The GPU was busy 19% of the measured time (NVML utilization); 96% of its idle time
-    was waiting for input; GPU idle tracked input wait across 40 windows (r = 0.81)."; ""
-    without an analysis of a sampled GPU."""
+    """The GPU's busy share, where its idle time went, how that tracked the input waits."""
     if analysis is None or not analysis.available or analysis.attribution is None:
         return ""
     a = analysis.attribution
@@ -80,16 +70,13 @@ def gpu_idle_text(analysis: GpuAnalysis | None) -> str:
         text += f"; {percent(share)} of its idle time was {CAUSE_PHRASE[a.dominant]}"
     r = analysis.idle_input_wait_correlation
     if r is not None:
+        tracked = "loosely tracked"
+        if r >= STRONG_CORRELATION:
+            tracked = "tracked"
+        elif r < WEAK_CORRELATION:
+            tracked = "did not track"
         text += (
-            f"; GPU idle {_tracked(r)} input wait across {analysis.correlation_windows} "
+            f"; GPU idle {tracked} input wait across {analysis.correlation_windows} "
             f"windows (r = {r:.2f})"
         )
     return text + "."
-
-
-def _tracked(r: float) -> str:
-    if r >= STRONG_CORRELATION:
-        return "tracked"
-    if r < WEAK_CORRELATION:
-        return "did not track"
-    return "loosely tracked"

@@ -1,11 +1,5 @@
-"""`pipediag history FILE --png PATH`: the trend drawn, regressions marked.
-
-Two panels on one run axis (the runs' place in the file): the training rate of each run
-with its 95% noise bar (its own error and the run-to-run term, `analysis/noise.py`), one
-line per script; and the input cost, each point coloured by the run's verdict, as on the
-one-run page (`renderers/png/`). A regression gets a red ring and a label saying why.
-matplotlib is imported lazily, through `Figure` and `FigureCanvasAgg` only.
-"""
+"""`pipediag history FILE --png PATH`: training rate with noise bars and input cost by
+verdict, over the runs; regressions ringed in red. matplotlib is imported lazily."""
 
 from __future__ import annotations
 
@@ -34,7 +28,6 @@ MAX_SUBTITLE_REGRESSIONS = 3
 
 
 def render_history_png(trend: Trend, path: Path, source: str = "") -> Path:
-    """Draw the trend and write it atomically to `path`."""
     return write_png(build_history_figure(trend, source), path)
 
 
@@ -43,26 +36,15 @@ def build_history_figure(trend: Trend, source: str = "") -> Figure:
     regressions = len(trend.regressions)
     title = f"{len(trend.rows)} runs" + (f" in {source}" if source else "")
     title += f": {counted(regressions, 'regression')}" if regressions else ""
+    colour = REGRESSION_COLOUR if regressions else "black"
     figure.text(
-        0.02,
-        0.96,
-        title,
-        fontsize=16,
-        fontweight="bold",
-        color=REGRESSION_COLOUR if regressions else "black",
-        va="top",
-        gid="title",
+        0.02, 0.96, title, fontsize=16, fontweight="bold", color=colour, va="top", gid="title"
     )
     lines = regression_lines(trend)
     shown = lines[:1] if not regressions else lines[1 : 1 + MAX_SUBTITLE_REGRESSIONS]
+    subtitle = "\n".join(line.strip() for line in shown)
     figure.text(
-        0.02,
-        0.915,
-        "\n".join(line.strip() for line in shown),
-        fontsize=10,
-        color=MUTED_TEXT_COLOUR,
-        va="top",
-        gid="subtitle",
+        0.02, 0.915, subtitle, fontsize=10, color=MUTED_TEXT_COLOUR, va="top", gid="subtitle"
     )
     rates = figure.add_axes(RATE_RECT)
     costs = figure.add_axes(COST_RECT, sharex=rates)
@@ -129,7 +111,7 @@ def _draw_rates(axes: Axes, trend: Trend) -> None:
 
 
 def _noise_bar(row: TrendRow, trend: Trend) -> tuple[float, float]:
-    """Below and above the rate: its own error and the run-to-run term, at 95%."""
+    """Below and above the rate: its own error and the run-to-run term (95%)."""
     rate = row.entry.rates.training or 0.0
     rules = trend.rules
     half = rules.z * math.hypot(row.entry.training_log_se or 0.0, rules.run_to_run)

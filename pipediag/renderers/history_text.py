@@ -1,10 +1,5 @@
-"""`pipediag history FILE` in the terminal: one row per run, regressions marked.
-
-Runs are listed per script, oldest first. Each row holds the run's verdict, input cost and
-wait, its training rate, and how that rate compares with the fastest earlier run of the
-script; a regression (slower beyond noise, or a worse verdict) is marked on its row and
-listed again at the end, so a CI log shows it without scrolling.
-"""
+"""`pipediag history FILE` in the terminal: one row per run, per script; regressions
+marked, and listed again at the end so a CI log shows them without scrolling."""
 
 from __future__ import annotations
 
@@ -23,7 +18,6 @@ REGRESSION_MARK = "REGRESSION"
 
 
 def render_history(trend: Trend, source: str) -> str:
-    """The trend as text; `source` names the history file."""
     scripts = trend.scripts
     lines = [
         f"History: {source}, {counted(len(trend.rows), 'run')} of {counted(len(scripts), 'script')}"
@@ -38,7 +32,6 @@ def render_history(trend: Trend, source: str) -> str:
 
 
 def regression_lines(trend: Trend) -> list[str]:
-    """ "No regressions." or one line per regression, with the evidence."""
     regressions = trend.regressions
     if not regressions:
         return [
@@ -64,18 +57,18 @@ def regression_reasons(row: TrendRow) -> list[str]:
 
 
 def slower_than_text(ratio: float, best_earlier: int | None) -> str:
-    """ "15% slower than run 3": a run's rate against the fastest earlier run of its script."""
     return f"{slower(ratio)} than run {best_earlier}"
 
 
 def _cells(row: TrendRow) -> tuple[str, ...]:
     entry = row.entry
     shares, rates = entry.shares, entry.rates
+    args = shlex.join(entry.args) or "-"
     return (
         str(row.number),
         utc_time(entry.time_utc),
         (entry.commit or "-")[:COMMIT_CHARS],
-        _clip(shlex.join(entry.args), ARGS_MAX_CHARS) or "-",
+        args if len(args) <= ARGS_MAX_CHARS else args[: ARGS_MAX_CHARS - 3] + "...",
         entry.verdict,
         "-" if shares.input_cost is None else percent(shares.input_cost),
         "-" if shares.input_wait is None else percent(shares.input_wait),
@@ -85,17 +78,11 @@ def _cells(row: TrendRow) -> tuple[str, ...]:
 
 
 def _versus(row: TrendRow) -> str:
-    if row.change is None:
-        text = ""
-    else:
-        judged = "noise" if noise.is_noise(row.change) else ""
+    text = ""
+    if row.change is not None:
         text = f"{gain(row.change.change)} run {row.best_earlier}"
-        if judged:
-            text += f" ({judged})"
+        if noise.is_noise(row.change):
+            text += " (noise)"
     if row.regression:
         text = f"{text}  {REGRESSION_MARK}".strip()
     return text
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

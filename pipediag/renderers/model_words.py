@@ -1,10 +1,5 @@
-"""The model side in words: where the step's time goes, and "What to change in the model",
-ranked by the gain measured on the train step alone (docs/design.md, "When the model sets
-the rate"). The text renderer lays these lines out; the PNG's "Where the step's time
-goes" panel draws `time_bars` under `time_heading`, and lists `change_lines` as the text does.
-
-A change under the 1.05 worth-it gain is a note, not advice; one not measured says why.
-"""
+"""The model side in words: where the step's time goes, and the model changes ranked by
+gain (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -26,20 +21,13 @@ from pipediag.report.model_side import (
 )
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
-# The verdicts where the model, not the input, sets the rate.
 MODEL_SETS_THE_RATE = (COMPUTE_BOUND, BALANCED)
 TIME_HEADING = "Where the step's time goes"
 CHANGE_HEADING = "What to change in the model"
 # Op types listed by name in the text; the rest of the step is in the bar's "other".
 LISTED_OPS = 5
 LISTED_SCOPES = 4
-# The report's groupings of the step's time, as the PNG's legend names them.
-TIME_KIND_WORDS = {
-    OP_TYPE: "op type",
-    SCOPE: "layer or scope",
-    HOST_GAP: "host, outside any op",
-}
-# Each grouping's line in the text, in the order the bars are listed.
+TIME_KIND_WORDS = {OP_TYPE: "op type", SCOPE: "layer or scope", HOST_GAP: "host, outside any op"}
 TIME_LINE_LABELS = {OP_TYPE: "  ops     ", SCOPE: "  layers  ", HOST_GAP: "  host    "}
 CHANGE_NAMES = {
     JIT_COMPILE: "XLA (jit_compile=True)",
@@ -51,8 +39,7 @@ CHANGE_NAMES = {
 
 @dataclass(frozen=True)
 class RankedChanges:
-    """The measured changes worth making (best first), those under the floor, and those not
-    measured."""
+    """The measured changes worth making (best first), those under the floor, the rest."""
 
     worth: list[ModelTrial]
     notes: list[ModelTrial]
@@ -62,16 +49,13 @@ class RankedChanges:
 def model_side_of(report: Report) -> ComputeAlone | None:
     """The compute-alone section where it holds a model-side reading, else None."""
     alone = report.compute_alone
-    if alone is None:
-        return None
-    if alone.trials or alone.top_ops or alone.model_side_reason:
+    if alone is not None and (alone.trials or alone.top_ops or alone.model_side_reason):
         return alone
     return None
 
 
 def shown_model_side(report: Report) -> ComputeAlone | None:
-    """The model side where the report shows it: it ends the verdicts where the model sets
-    the rate (and any run where its trials ran); else None."""
+    """The model side where shown: where the model sets the rate, or its trials ran."""
     alone = model_side_of(report)
     if alone is None:
         return None
@@ -88,16 +72,14 @@ def ranked(trials: list[ModelTrial]) -> RankedChanges:
 
 
 def change_name(trial: ModelTrial) -> str:
-    name = CHANGE_NAMES.get(trial.change, trial.change or "change")
     if trial.change == STEPS_PER_EXECUTION and trial.setting:
         return f"steps_per_execution={trial.setting}"
     if trial.change == MIXED_PRECISION and trial.setting:
         return f"mixed precision ({trial.setting})"
-    return name
+    return CHANGE_NAMES.get(trial.change, trial.change or "change")
 
 
 def gain_text(trial: ModelTrial) -> str:
-    """ "1.32x (90% interval 1.21-1.40x)" and the rates behind it, per batch."""
     if trial.speedup is None:
         return ""
     text = gain(trial.speedup)
@@ -119,9 +101,7 @@ def groups(alone: ComputeAlone, kind: str) -> list[TopOp]:
 
 @dataclass(frozen=True)
 class TimeBar:
-    """One bar of the step's time: a group's `name` (the host gaps without their "host: "),
-    its `share` of the step, and `kind`, the report's grouping (op type, layer or scope, or
-    host time outside any op)."""
+    """One bar of the step's time: a group (host gaps without "host: "), its share, kind."""
 
     name: str
     share: float
@@ -129,14 +109,11 @@ class TimeBar:
 
     @property
     def share_text(self) -> str:
-        """The share as the text writes it: "27%"."""
         return percent(self.share)
 
 
 def time_bars(alone: ComputeAlone) -> list[TimeBar]:
-    """The bars of the step's time, as the text lists them: the top op types, then the top
-    layers and scopes, then the host gaps. Each kind's shares and the gaps add up to the
-    whole step, so the bars are shares of the step."""
+    """Top op types, top layers and scopes, host gaps: each kind adds up to the whole step."""
     chosen = [
         *groups(alone, OP_TYPE)[:LISTED_OPS],
         *groups(alone, SCOPE)[:LISTED_SCOPES],
@@ -150,13 +127,11 @@ def _short_name(op: TopOp) -> str:
 
 
 def time_heading(alone: ComputeAlone) -> str:
-    """ "Where the step's time goes (a step alone: 12.3 ms)"."""
     step = alone.step_time.median_s if alone.step_time is not None else None
     return TIME_HEADING + (f" (a step alone: {ms(step)})" if step else "")
 
 
 def time_lines(alone: ComputeAlone) -> list[str]:
-    """The step's time in a few lines: op types, layers and scopes, host gaps."""
     if not alone.top_ops:
         reason = alone.top_ops_reason
         return [f"{TIME_HEADING}: {reason_words(reason)}"] if reason else []
@@ -170,14 +145,10 @@ def time_lines(alone: ComputeAlone) -> list[str]:
 
 
 def change_lines(alone: ComputeAlone) -> list[str]:
-    """ "What to change in the model": the measured changes ranked, each with its code; the
-    ones under the floor as notes; what was not measured and why."""
+    """The measured changes ranked; those under the floor as notes; the rest and why."""
     if not alone.trials:
-        return (
-            [f"{CHANGE_HEADING}: not tried: {reason_words(alone.model_side_reason)}"]
-            if alone.model_side_reason
-            else []
-        )
+        reason = alone.model_side_reason
+        return [f"{CHANGE_HEADING}: not tried: {reason_words(reason)}"] if reason else []
     found = ranked(alone.trials)
     lines = [f"{CHANGE_HEADING} (measured on the train step alone)"]
     if not found.worth:
@@ -202,7 +173,7 @@ def change_lines(alone: ComputeAlone) -> list[str]:
 
 
 def model_lines(report: Report) -> list[str]:
-    """Both parts, for the end of the text summary; empty where the model side is not shown."""
+    """Both parts, for the end of the text summary."""
     alone = shown_model_side(report)
     if alone is None:
         return []

@@ -1,7 +1,5 @@
-"""Why there is no verdict, in words: each `NoVerdictReason` the analysis gives, worded from
-the report's own figures (the passes over the data that were not training, the steps seen,
-the training rate A and the pipeline-alone rate P). The headline says it after "NO VERDICT".
-"""
+"""Why there is no verdict, in words from the report's own figures; the headline says it
+after "NO VERDICT"."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ from pipediag.report.vocabulary import (
     NoVerdictReason,
 )
 
-# No reason known: a report's default verdict (never judged), or an older report's reason
-# that its train section does not tell.
+# A verdict never judged, or an older report's reason its train section does not tell.
 NOT_ENOUGH_MEASURED = "not enough was measured to tell"
 NO_STEPS_TEXT = (
     "No training steps were seen: the script did not call Keras fit, pull a tf.data dataset "
@@ -32,15 +29,14 @@ WAIT_NOT_MEASURED_TEXT = "The input wait of the measured steps could not be meas
 def no_verdict_text(
     reason: NoVerdictReason, train: TrainSection, pipeline_batches_per_s: float | None
 ) -> str:
-    """Why there is no verdict, in a sentence or two that stand on their own.
-
-    Args:
-        reason: the verdict's `no_verdict_because`.
-        train: the report's train section, whose passes and steps the words count.
-        pipeline_batches_per_s: the rate P of the pipeline read alone, if measured.
-    """
+    """A sentence or two that stand on their own."""
     if reason == NO_VERDICT_NO_TRAINING:
-        return _no_training_text(train)
+        passes = sum(p.passes for p in train.skipped_passes)
+        return (
+            f"No training was found: the script made {passes} pass(es) over its data, none of "
+            "them training (no train step between their pulls, or made by Keras), so there is "
+            "no verdict."
+        )
     if reason == NO_VERDICT_NO_STEPS:
         return NO_STEPS_TEXT
     if reason == NO_VERDICT_WARMUP_ONLY:
@@ -48,23 +44,10 @@ def no_verdict_text(
             f"Only {len(train.steps)} step(s) ran, all in the warm-up: run more steps or "
             "lower --warmup."
         )
-    if reason == NO_VERDICT_WAIT_NOT_MEASURED:
-        return _wait_not_measured_text(train.steps_per_s, pipeline_batches_per_s)
-    return NOT_ENOUGH_MEASURED
-
-
-def _no_training_text(train: TrainSection) -> str:
-    passes = sum(p.passes for p in train.skipped_passes)
-    return (
-        f"No training was found: the script made {passes} pass(es) over its data, none of "
-        "them training (no train step between their pulls, or made by Keras), so there is "
-        "no verdict."
-    )
-
-
-def _wait_not_measured_text(training: float | None, pipeline: float | None) -> str:
-    """Without waits, training's rate against the pipeline's alone is all there is to say:
-    close to it suggests the pipeline limits training (DS-Analyzer's differential reading)."""
+    if reason != NO_VERDICT_WAIT_NOT_MEASURED:
+        return NOT_ENOUGH_MEASURED
+    # Without waits, A against P: close suggests the pipeline limits training (DS-Analyzer).
+    training, pipeline = train.steps_per_s, pipeline_batches_per_s
     if training is None or not pipeline:
         return WAIT_NOT_MEASURED_TEXT + "."
     text = (

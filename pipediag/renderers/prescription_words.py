@@ -1,6 +1,5 @@
-"""The rewrites tried on training, in words: each with its gain on top of the ones kept
-before it, whether it was kept, and what the kept ones came to together (docs/design.md,
-"The pipeline pipediag would write")."""
+"""The rewrites tried on training, in words: each one's gain on top of those kept before
+it, and what the kept ones came to (docs/design.md, "The pipeline pipediag would write")."""
 
 from __future__ import annotations
 
@@ -15,23 +14,18 @@ from pipediag.report.prescription import PrescribedChange, Prescription
 from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import KERAS_FIT
 
-# The list's heading where it stands alone (the text's row is labelled "Rewrites").
 REWRITES_HEADING = "Rewrites tried on training, each on top of the ones kept before it"
 
 
 def rewrites_lines(report: Report) -> list[str]:
-    """One line per rewrite tried (or not), then the pipeline they make; [] when the search
-    did not run."""
+    """One line per rewrite tried (or not), then the pipeline they make."""
     prescription = report.pipeline.prescription
     if prescription is None:
         return []
-    timed = _timed_part(report)
-    lines = [
-        _change_line(change, _through_vectorized_map(report, change), timed)
-        for change in prescription.tried
-    ]
-    lines.append(together_text(prescription, timed))
-    return lines
+    # What a trial's own ratio times: the figure shown adds fit's time and epoch starts to it.
+    timed = "the train function" if report.train.style == KERAS_FIT else "the steps"
+    lines = [_change_line(_named(report, change), change, timed) for change in prescription.tried]
+    return [*lines, together_text(prescription, timed)]
 
 
 def _trial_of(report: Report, change: PrescribedChange) -> FixTrial | None:
@@ -40,26 +34,19 @@ def _trial_of(report: Report, change: PrescribedChange) -> FixTrial | None:
     return next((t for t in report.pipeline.trials if (t.fix, t.stage_index) == where), None)
 
 
-def _through_vectorized_map(report: Report, change: PrescribedChange) -> bool:
+def _named(report: Report, change: PrescribedChange) -> str:
     trial = _trial_of(report, change)
-    return trial is not None and trial.facts.vectorized_map
+    vectorized_map = trial is not None and trial.facts.vectorized_map
+    return fix_words_at(change.fix, change.stage, vectorized_map=vectorized_map)
 
 
-def _timed_part(report: Report) -> str:
-    """What a trial's own ratio times, where the figure shown adds to it: under fit the
-    train function (fit's time and the epoch starts are added), in a loop its steps (the
-    epoch starts are added)."""
-    return "the train function" if report.train.style == KERAS_FIT else "the steps"
-
-
-# Said of a gain whose fixed rate was taken at the step alone's (`at_step_alone`).
 AT_STEP_ALONE = " (at the train step alone's rate: it fed training faster)"
 
 
 def together_text(prescription: Prescription, timed: str = "the train function") -> str:
-    """ "together 2.10x (1.90-2.31x) over your pipeline", or why there is no figure: "kept:
-    none", not "the pipeline pipediag would write: none", which read as no change at all
-    beside a change measured another way (a cache's gain from its stage's hold)."""
+    """ "pipeline pipediag would write: the 2 kept rewrites together, training 2.10x
+    (1.90-2.31x) over yours", or "rewrites kept: none (<why>)": never "the pipeline pipediag
+    would write: none", which read as no change at all."""
     kept = prescription.kept
     value, low, high = prescription.shown
     if value is None:
@@ -73,11 +60,7 @@ def together_text(prescription: Prescription, timed: str = "the train function")
 
 
 def measured_change_text(report: Report) -> str | None:
-    """The kept rewrites as the answer's one change, named as the summary names them, with
-    the gain training measured: "cache() after the map, moved above its shuffle at map(parse)
-    (100.7 MB, fits): 2.10x (1.90-2.31x) measured on your training". Where the gain is all
-    that input costs (`most_input_gives` caps it), it says so. None where the search kept
-    nothing."""
+    """The kept rewrites as the answer's one change, with the gain training measured."""
     prescription = report.pipeline.prescription
     if prescription is None or not prescription.kept:
         return None
@@ -88,8 +71,7 @@ def measured_change_text(report: Report) -> str | None:
     if len(kept) == 1:
         only = kept[0]
         trial = _trial_of(report, only)
-        vectorized_map = _through_vectorized_map(report, only)
-        what = fix_words_at(only.fix, only.stage, vectorized_map=vectorized_map)
+        what = _named(report, only)
         size = trial.facts.cache_bytes if trial is not None else None
         if fix_facts(only.fix).caches and size is not None:
             what += f" ({bytes_text(size)}, fits)"
@@ -105,8 +87,7 @@ def measured_change_text(report: Report) -> str | None:
     return text
 
 
-def _change_line(change: PrescribedChange, vectorized_map: bool, timed: str) -> str:
-    what = fix_words_at(change.fix, change.stage, vectorized_map=vectorized_map)
+def _change_line(what: str, change: PrescribedChange, timed: str) -> str:
     value, low, high = change.shown
     why = reason_words(change.reason) if change.reason else ""
     if value is None:
@@ -120,8 +101,5 @@ def _change_line(change: PrescribedChange, vectorized_map: bool, timed: str) -> 
 
 
 def _raw_note(raw: float | None, shown: float, timed: str) -> str:
-    """The trial's own ratio, named after what it timed, where the figure shown adds fit's
-    time or the epoch starts to it (`analysis/run_terms.py`)."""
-    if raw is None or gain(raw) == gain(shown):
-        return ""
-    return f"; {gain(raw)} on {timed} alone"
+    """The trial's own ratio where the figure shown adds to it (`analysis/run_terms.py`)."""
+    return "" if raw is None or gain(raw) == gain(shown) else f"; {gain(raw)} on {timed} alone"

@@ -1,6 +1,5 @@
-"""The rates in words: DS-Analyzer's P (pipeline alone), T (compute alone) and A (training)
-as `Rate`s, and where T came from (measured on a cached batch, in turn with training, or
-estimated, and why). Also the one spelling of an estimate ("estimated", "~")."""
+"""The rates in words: DS-Analyzer's P (pipeline alone), T (compute alone) and A (training),
+where T came from, and the one spelling of an estimate ("estimated", "~")."""
 
 from __future__ import annotations
 
@@ -9,10 +8,9 @@ from dataclasses import dataclass
 from pipediag.analysis.compare import training_rate
 from pipediag.renderers.numbers import rate_text
 from pipediag.renderers.reason_words import reason_words
-from pipediag.report.model import ESTIMATED, MEASURED, Report, Verdict
+from pipediag.report.model import ESTIMATED, MEASURED, Report
 from pipediag.report.vocabulary import STEP_ALONE_BLOCK
 
-# Where the compute-alone rate T comes from.
 MEASURED_WORDS = "measured on a cached batch"
 # What reports written before ComputeAlone existed did (`Verdict.compute_alone_source` "").
 OLD_ESTIMATE_REASON = "median step time minus input wait"
@@ -33,41 +31,27 @@ class Rate:
 
     @property
     def number(self) -> str:
-        """ "76.6", "~44.6" for an estimate, or a dash."""
         mark = ESTIMATE_MARK if self.estimated and self.value is not None else ""
         return mark + rate_text(self.value)
 
     @property
     def title(self) -> str:
-        """ "P pipeline alone"."""
         return f"{self.letter} {self.name}"
 
 
 def rates(report: Report) -> list[Rate]:
-    """P, T and A, in that order (the order the text summary lists them)."""
     verdict = report.verdict
     compute = verdict.compute_alone_steps_per_s
+    estimated = compute is not None and verdict.compute_alone_source != MEASURED
+    origin = "" if compute is None else compute_alone_origin(report)
     return [
         Rate("P", "pipeline alone", "batches/s", report.pipeline.batches_per_s),
-        Rate(
-            "T",
-            "compute alone",
-            "steps/s",
-            compute,
-            estimated=compute is not None and compute_alone_estimated(verdict),
-            origin="" if compute is None else compute_alone_origin(report),
-        ),
+        Rate("T", "compute alone", "steps/s", compute, estimated=estimated, origin=origin),
         Rate("A", "training", "steps/s", training_rate(report)),
     ]
 
 
-def compute_alone_estimated(verdict: Verdict) -> bool:
-    """True when T is a guess (step time minus input wait), not the step run alone."""
-    return verdict.compute_alone_source != MEASURED
-
-
 def compute_alone_origin(report: Report) -> str:
-    """Where T comes from: "measured on a cached batch, 50 steps" or "estimated: <why>"."""
     verdict = report.verdict
     if verdict.compute_alone_source == MEASURED:
         alone = report.compute_alone

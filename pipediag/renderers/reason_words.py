@@ -53,8 +53,7 @@ _TFRECORD_ROUTE = (
     "tf.data.TFRecordDataset"
 )
 
-# Each code's words: a template over the reason's fields (`because` is worded first), or a
-# function where the words depend on which fields are set.
+# A template over the reason's fields (`because` worded first), or a function of the reason.
 WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     r.AS_WRITTEN: "{detail}",
     r.FAILED: "failed: {detail}",
@@ -346,8 +345,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
 
 
 def reason_words(reason: Reason | None) -> str:
-    """The reason in words ("" for none); a code this pipediag does not know shows as
-    stored."""
+    """'' for none; a code this pipediag does not know shows as stored."""
     if reason is None:
         return ""
     words = WORDS.get(reason.code)

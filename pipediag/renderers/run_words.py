@@ -1,6 +1,5 @@
-"""The run in words: its command line and how it ended, how its steps' waits were
-measured, its epoch starts and the passes it skipped, why its deep analysis did not run,
-the GPU it did not find."""
+"""The run in words: its command line and how it ended, how its waits were measured, its
+epoch starts and skipped passes, why its deep analysis did not run, the GPU it did not find."""
 
 from __future__ import annotations
 
@@ -8,15 +7,12 @@ import shlex
 import statistics
 
 from pipediag.analysis.input_cost import counted_epoch_starts
-from pipediag.renderers.numbers import NOT_MEASURED, counted, percent
+from pipediag.renderers.cost_words import of_an_epoch
+from pipediag.renderers.numbers import NOT_MEASURED, counted
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import CostSplit, DataPass, Report, TrainSection
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import (
-    WAIT_BATCH_STAMPS,
-    WAIT_ITERATOR_TIMING,
-    WAIT_PROFILER_TRACE,
-)
+from pipediag.report.vocabulary import WAIT_BATCH_STAMPS, WAIT_ITERATOR_TIMING, WAIT_PROFILER_TRACE
 
 NO_SCRIPT = "(no script)"
 STOP_REASONS = {
@@ -38,12 +34,11 @@ HOST_TIMING_ONLY = "Verdict from host timing alone."
 
 
 def command_line(report: Report) -> str:
-    """The script and its arguments as a shell would take them back (quoted where needed)."""
+    """The script and its arguments, quoted as a shell would take them back."""
     return shlex.join([report.script, *report.args]) if report.script else NO_SCRIPT
 
 
 def stop_reason_text(report: Report) -> str:
-    """Why the run ended, in words: "step budget reached, script stopped"."""
     words = STOP_REASONS.get(report.stop_reason)
     if words is None:
         return report.stop_reason or NO_REASON
@@ -51,23 +46,16 @@ def stop_reason_text(report: Report) -> str:
 
 
 def run_status(report: Report) -> str:
-    """ "complete: step budget reached, script stopped", "incomplete: interrupted"."""
     return f"{'complete' if report.complete else 'incomplete'}: {stop_reason_text(report)}"
 
 
 # An epoch start under this long is not worth a line: a few calls between two steps.
 EPOCH_START_SHOWN_S = 0.005
-# Why a start-up seen before each epoch is left out of the input cost.
 NOT_SPREAD = "not part of the input cost above: the epoch's length is unknown"
 
 
 def epoch_start_text(train: TrainSection, split: CostSplit | None = None) -> str:
-    """ "epoch starts: 1.20 s before each epoch's first step (median of 2 epochs); 12% of an
-    epoch of 140 steps, counted in the input cost above", or "" when short or unseen.
-
-    Reports whose cost split has no epoch-start part (written before it counted, or with the
-    epoch's length unknown) say that the start is not part of the input cost.
-    """
+    """'' when short or unseen; says whether the start is in the input cost."""
     later = counted_epoch_starts(train.epoch_starts)
     if not later:
         return ""
@@ -79,24 +67,18 @@ def epoch_start_text(train: TrainSection, split: CostSplit | None = None) -> str
         f"{counted(len(later), 'epoch')})"
     )
     if split is not None and split.epoch_steps is not None and split.epoch_start_s is not None:
-        of_epoch = _of_an_epoch(split.epoch_start, split.epoch_steps)
+        of_epoch = of_an_epoch(split.epoch_start, split.epoch_steps)
         return f"{text}; {of_epoch}, counted in the input cost above"
     steps = later[-1].steps_per_epoch
     step = train.step_time.median_s if train.step_time is not None else None
     if steps and step:
-        text += f"; {_of_an_epoch(duration / (duration + steps * step), steps)}"
+        text += f"; {of_an_epoch(duration / (duration + steps * step), steps)}"
     if not any(e.steps_per_epoch for e in later):
         return text + f"; {NOT_SPREAD}"
     return text + "; not part of the input cost above"
 
 
-def _of_an_epoch(share: float, steps: int) -> str:
-    """ "12% of an epoch of 140 steps"."""
-    return f"{percent(share)} of an epoch of {steps:,} steps"
-
-
 def data_pass_text(record: DataPass) -> str:
-    """ "a 50-batch pass by TextVectorization.adapt at train.py:58 (not training)"."""
     if record.passes > 1:
         text = f"{record.passes} passes ({record.batches:,} batches)"
     elif record.batches == 0:
@@ -117,38 +99,28 @@ def data_pass_text(record: DataPass) -> str:
 
 
 def deep_skipped_text(reason: Reason) -> str:
-    """Why stage timing and fix trials did not run, as one line."""
     return f"{NOT_MEASURED}: {reason_words(reason)}"
 
 
 def input_wait_source_text(train: TrainSection) -> str:
-    """How the steps' input wait was measured: "input wait from batch time stamps"."""
     return INPUT_WAIT_SOURCES.get(train.input_wait_source, INPUT_WAIT_UNMEASURED)
 
 
 def training_text(train: TrainSection) -> str:
-    """How the script trains and how its waits were measured: "keras-fit, input wait from
-    batch time stamps"."""
-    return f"{style_text(train)}, {input_wait_source_text(train)}"
+    style: str = train.style
+    backend = KERAS_BACKEND_NAMES.get(train.keras_backend or "")
+    if style == "keras-fit" and backend is not None:
+        style = f"{train.style} on the {backend} backend"
+    return f"{style}, {input_wait_source_text(train)}"
 
 
 # The Keras backends as the style line names them (the TensorFlow backend goes unsaid).
 KERAS_BACKEND_NAMES = {"jax": "JAX", "torch": "PyTorch"}
 
 
-def style_text(train: TrainSection) -> str:
-    """How the script trains: "keras-fit", "keras-fit on the JAX backend", "jax-loop"."""
-    backend = KERAS_BACKEND_NAMES.get(train.keras_backend or "")
-    if train.style == "keras-fit" and backend is not None:
-        return f"{train.style} on the {backend} backend"
-    return train.style
-
-
 def why_text(reason: Reason | None) -> str:
-    """The reason in words, or that none was recorded."""
     return reason_words(reason) if reason is not None else NO_REASON
 
 
 def no_gpu_text(reason: Reason | None) -> str:
-    """ "no GPU found: NVML library not found (...)"."""
     return f"{NO_GPU}: {why_text(reason)}"

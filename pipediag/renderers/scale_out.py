@@ -1,17 +1,11 @@
-"""The scale-out section in words, for the text summary and the PNG alike.
-
-`scale_out_lines(report)` gives the lines under the summary's "Scale out" row: whether the
-pipeline can run on tf.data service and what blocks it (stage and line), what was measured
-where, the prediction, and the code to paste. Empty unless the report should show it
-(`scale_out/analysis.shows_scale_out`: asked for, or input-bound with the host CPU the
-limit, decided by `scale_out/analysis.py` and stored as `ScaleOut.shown`). Pure string
-work over the report model.
-"""
+"""The tf.data service section in words, for the text and the PNG; shown only where
+`ScaleOut.shown` (docs/design.md, "tf.data service")."""
 
 from __future__ import annotations
 
 import textwrap
 
+from pipediag.renderers.numbers import counted
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import (
     FROM_ASSUMED_NETWORK,
@@ -29,7 +23,6 @@ from pipediag.report.model import (
     ServiceMeasurement,
 )
 
-# Where a rate in the prediction comes from, as the summary says it.
 SOURCE_WORDS = {
     FROM_CLUSTER: "measured per worker on the cluster",
     FROM_PIPELINE_ALONE: "the pipeline alone on this host",
@@ -46,7 +39,7 @@ CODE_INDENT = "  "
 
 
 def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
-    """The section as lines; [] when the report does not show it. `width` wraps prose."""
+    """`width` wraps the prose (not the code)."""
     section = report.scale_out
     if section is None or not section.shown:
         return []
@@ -66,8 +59,7 @@ def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
 
 
 def scale_out_headlines(report: Report) -> list[str]:
-    """The section in at most two lines, for the PNG's foot: whether and where the pipeline
-    can move, then the prediction (or the first blocker); [] when the report does not show it."""
+    """At most two lines for the PNG's foot: the status, then the prediction or a blocker."""
     section = report.scale_out
     if section is None or not section.shown:
         return []
@@ -84,8 +76,7 @@ def _wrap(line: str, width: int) -> list[str]:
 
 
 def _status(section: ScaleOut) -> str:
-    count = len(section.blockers)
-    blockers = f"{count} blocker{'s' if count != 1 else ''}"
+    blockers = counted(len(section.blockers), "blocker")
     if section.distribute_after_index is None:
         return (
             f"tf.data service: cannot move as is ({blockers}); "
@@ -100,11 +91,10 @@ def _status(section: ScaleOut) -> str:
 
 
 def _measurement(m: ServiceMeasurement) -> list[str]:
-    workers = f"{m.workers} worker{'s' if m.workers != 1 else ''}"
     if m.where == SERVICE_LOCAL:
-        where = f"this host, {m.workers} local {workers.split(' ', 1)[1]}"
+        where = f"this host, {counted(m.workers, 'local worker')}"
     else:
-        where = f"grpc://{m.address}" + (f", {workers}" if m.workers else "")
+        where = f"grpc://{m.address}" + (f", {counted(m.workers, 'worker')}" if m.workers else "")
     if m.startup_s is not None:
         where += f" (started in {m.startup_s:.1f} s)"
     if not m.measured:
@@ -134,15 +124,14 @@ def _measurement(m: ServiceMeasurement) -> list[str]:
     elif m.train_reason:
         facts.append(f"training not measured: {reason_words(m.train_reason)}")
     part = "" if m.part == "whole pipeline" else f" ({m.part})"
-    lines = [f"measured on {where}{part}: {'; '.join(facts)}"]
-    return lines + [f"note: {n}" for n in m.notes]
+    return [f"measured on {where}{part}: {'; '.join(facts)}", *(f"note: {n}" for n in m.notes)]
 
 
 def _prediction(p: ScaleOutPrediction) -> str:
     if p.workers_needed is None or p.predicted_steps_per_s is None:
         return f"prediction: none ({reason_words(p.reason)})" if p.reason else "prediction: none"
     assert p.per_worker_batches_per_s is not None
-    workers = f"{p.workers_needed} worker{'s' if p.workers_needed != 1 else ''}"
+    workers = counted(p.workers_needed, "worker")
     source = SOURCE_WORDS.get(p.per_worker_source, p.per_worker_source)
     text = (
         f"prediction: {workers} at {p.per_worker_batches_per_s:.1f} batches/s each ({source}) "

@@ -1,5 +1,5 @@
-"""Words for each stage's cost measured on training (docs/design.md, "Stage costs on
-training"): what holding a stage's output in memory did to the training rate."""
+"""What holding a stage's output in memory did to the training rate, in words
+(docs/design.md, "Stage costs on training")."""
 
 from __future__ import annotations
 
@@ -11,16 +11,13 @@ from pipediag.report.names import stage_name
 from pipediag.report.stage_facts import upstream_of
 from pipediag.report.stages import StageStats
 
-# Beside a stage's bar: what holding it measured, and the mark of the jump stage.
 IF_FREE = "if free"
 JUMP_MARK = "jump"
 UNUSED_WORDS = "if free: not used"
 
 
 def held_stage(stages: Sequence[StageStats]) -> StageStats | None:
-    """The stage to name: the jump stage, else the output-most one measured (nothing
-    material was found: holding the most shows how little the pipeline costs), else one
-    whose gain was not used (it says why)."""
+    """The jump stage, else the output-most one measured, else one whose gain was not used."""
     measured = [s for s in stages if s.training_speedup_if_free is not None]
     jump = next((s for s in measured if s.training_cost_jump), None)
     unused = [s for s in stages if s.training_speedup_if_free_unused]
@@ -28,11 +25,7 @@ def held_stage(stages: Sequence[StageStats]) -> StageStats | None:
 
 
 def costliest_stage(stages: Sequence[StageStats]) -> StageStats | None:
-    """The stage whose cost training pays: the bottleneck, which the jump measured on
-    training names where there is one (`training/stage_cost.py::bottleneck_at_jump`), else
-    prefix timing's; else the jump stage itself. Not the jump stage first: a jump at a zip
-    or a prefetch, which only passes elements on, read "slowest stage zip ... adds 0.0 ms
-    per batch" beside advice that named the stage before it."""
+    """The bottleneck the jump names, else the jump stage (a zip only passes elements on)."""
     marked = next((s for s in stages if s.bottleneck), None)
     jump = next((s for s in stages if s.training_cost_jump), None)
     if jump is None or (marked is not None and marked.index in upstream_of(stages, jump.index)):
@@ -41,7 +34,6 @@ def costliest_stage(stages: Sequence[StageStats]) -> StageStats | None:
 
 
 def if_free_text(stats: StageStats) -> str:
-    """ "2.4x if free", "2.4x if free (jump)"; "" when not measured."""
     value = stats.training_speedup_if_free
     if value is None:
         return UNUSED_WORDS if stats.training_speedup_if_free_unused else ""
@@ -50,8 +42,7 @@ def if_free_text(stats: StageStats) -> str:
 
 
 def held_text(stats: StageStats) -> str:
-    """ "holding map(parse) in memory: training 2.4x (2.1-2.7x)"; the reason where its gain
-    is not used; "" when not measured."""
+    """ "holding map(parse) in memory: training 2.4x (2.1-2.7x)", or why it is not used."""
     value = stats.training_speedup_if_free
     if value is None:
         unused = stats.training_speedup_if_free_unused

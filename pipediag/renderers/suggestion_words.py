@@ -1,5 +1,5 @@
-"""The suggestions in words: fixes, warnings and notes, their headings and one-line form,
-each one's measured gain, and the best fix as a key figure."""
+"""The suggestions in words: their headings, one-line form and measured gain, and the best
+fix as a key figure."""
 
 from __future__ import annotations
 
@@ -16,26 +16,20 @@ from pipediag.report.vocabulary import (
 )
 
 FIX, WARNING, NOTE = "fix", "warning", "note"
-# Said before the title of a fix that changes what the model trains on, so that a line cut
-# short never hides it.
+# Before the title, so that a line cut short never hides it.
 MAY_CHANGE_RESULTS = "may change results: "
 SUGGESTION_HEADINGS = {
     WARNING: "Warnings (these change what the model trains on):",
     FIX: "Fixes, best first, each with its gain where one was measured:",
     NOTE: "Notes from the checks:",
 }
-# Said of a fix whose gain nothing measured: an estimate only orders the fixes.
 NOT_MEASURED = "gain not measured"
-# The gains that are the most a change can give, measured on training: its stage held in
-# memory, or all input free.
+# The most a change can give, measured on training: its stage held, or all input free.
 BOUNDS = (GAIN_HELD, GAIN_INPUT_FREE)
 
 
 def gains_text(s: Suggestion) -> str:
-    """A suggestion's one gain, as measured: "on your training 1.30x (1.21-1.40x)", "on the
-    pipeline alone 1.62x", "at most 2.10x on your training", or "gain not measured" for a fix
-    nothing measured (a note or warning without a figure: ""). Estimates are never shown:
-    they only order the fixes (docs/design.md, "The advisor")."""
+    """A suggestion's one gain, as measured; estimates only order the fixes, never shown."""
     measured = s.gain
     if measured.speedup is None:
         return NOT_MEASURED if s.kind == FIX else ""
@@ -49,12 +43,7 @@ def gains_text(s: Suggestion) -> str:
 
 
 def suggestion_line(s: Suggestion, max_chars: int | None = None) -> str:
-    """One suggestion in one line, unnumbered (numbering is the renderer's layout):
-    "[PD002] may change results: vectorise (stage: map(f))  (on the pipeline alone 1.90x)".
-
-    The stage is added only where the title does not already name it. With `max_chars`, the
-    title is shortened (never the warning or the gains) so that the line fits.
-    """
+    """One line, unnumbered; with `max_chars`, only the title is shortened to fit."""
     head = f"[{s.id}] " + (MAY_CHANGE_RESULTS if s.correctness_warning else "")
     stage = f" (stage: {s.stage})" if s.stage and s.stage not in s.title else ""
     gains = gains_text(s)
@@ -67,64 +56,48 @@ def suggestion_line(s: Suggestion, max_chars: int | None = None) -> str:
 
 
 def suggestions_of(report: Report, kind: str) -> list[Suggestion]:
-    """The report's suggestions of one kind, best first (the advisor's order)."""
     return [s for s in report.suggestions if (s.kind or FIX) == kind]
 
 
 def actionable(report: Report) -> list[Suggestion]:
-    """Fixes and warnings, best first: the things to change. Notes (a check that found a fix
-    not worth making) are not."""
+    """Fixes and warnings, best first: the things to change (not the notes)."""
     return [s for s in report.suggestions if (s.kind or FIX) != NOTE]
 
 
 def best_fix(report: Report) -> tuple[Suggestion, float] | None:
-    """The fix measured to gain most, and that gain: on training where tried, else from
-    epoch 2 for a cache moved above its shuffle (its stage's hold), else on the pipeline
-    alone. Notes (fixes measured without gain), warnings and fixes nothing measured promise
-    nothing."""
+    """On training where tried, else from epoch 2, else on the pipeline alone."""
     best: tuple[Suggestion, float] | None = None
     for s in report.suggestions:
         if s.kind != FIX:
             continue
-        measured = next(
-            (
-                g
-                for g in (
-                    s.gain.on(GAIN_ON_TRAINING),
-                    from_epoch_two(report, s),
-                    # not where the CPU is saturated: more threads cannot run there
-                    s.gain.on(GAIN_PIPELINE_ALONE) if (s.estimate or 2.0) > 1.0 else None,
-                )
-                if g is not None
-            ),
-            None,
+        gains = (
+            s.gain.on(GAIN_ON_TRAINING),
+            from_epoch_two(report, s),
+            # not where the CPU is saturated: more threads cannot run there
+            s.gain.on(GAIN_PIPELINE_ALONE) if (s.estimate or 2.0) > 1.0 else None,
         )
+        measured = next((g for g in gains if g is not None), None)
         if measured is not None and measured > 1.0 and (best is None or measured > best[1]):
             best = (s, measured)
     return best
 
 
 def bound_of(fix: Suggestion) -> float | None:
-    """The most `fix` can give, measured on training (`BOUNDS`), else None."""
     return fix.gain.speedup if fix.gain.basis in BOUNDS else None
 
 
 def from_epoch_two(report: Report, fix: Suggestion) -> float | None:
-    """What a cache moved above its shuffle gains from the second epoch: its stage's hold,
-    measured on training, at most all of input's cost (the hold can read above T/A by the
-    host's noise). None for any other fix (`FixFacts.from_epoch_two`)."""
+    """What a cache moved above its shuffle gains from the second epoch: its stage's hold, at
+    most all of input's cost (the hold can read above T/A by noise). None for any other fix."""
     held = bound_of(fix)
     if fix.fix is None or not fix_facts(fix.fix).from_epoch_two or not held:
         return None
-    verdict = report.verdict
-    free = speedup_if_input_free(verdict, training_rate(report))
+    free = speedup_if_input_free(report.verdict, training_rate(report))
     return min(held, free) if free is not None else held
 
 
 def best_fix_figure(report: Report) -> tuple[str, str]:
-    """The best fix as a key figure, (label, value), with the gain measured: "Best fix (on
-    your training)", "(pipeline alone)", "(from epoch 2)" for a cache moved above its
-    shuffle, "(at most)" for a change no rewrite makes; "(not measured)" otherwise."""
+    """(label, value), the label saying where the gain was measured."""
     found = best_fix(report)
     fixes = suggestions_of(report, FIX)
     if found is None:

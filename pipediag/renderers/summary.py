@@ -1,12 +1,5 @@
-"""The key figures a report is read by (the PNG's header and the summary's top block).
-
-Each word and figure that more than one renderer shows is made once, by job, in its own
-module: `verdict_words` (the headline, the verdict line), `rate_words` (P, T and A),
-`cost_words` (input cost and its parts), `suggestion_words` (fixes and their gains),
-`run_words` (the command line, how the run ended, epoch starts) and `numbers`. Renderers
-import each from there; what is left here draws on all of them. Pure work over the report
-model: no matplotlib, no TensorFlow, nothing measured.
-"""
+"""The key figures a report is read by (the PNG's header). Each word that more than one
+renderer shows is made once in its `*_words.py` module; this draws on several."""
 
 from __future__ import annotations
 
@@ -18,9 +11,7 @@ from pipediag.report.model import Report
 
 
 def key_figures(report: Report) -> list[tuple[str, str]]:
-    """The figures a report is read by, (label, value): input cost, the three rates P, T and
-    A, the best fix and the steps measured. Without an input cost (no verdict, or a report
-    older than the cost) the input-wait share comes first."""
+    """(label, value): input cost (else the wait share), P, T, A, best fix, steps measured."""
     verdict, train = report.verdict, report.train
     if verdict.input_cost_fraction is not None:
         first = ("Input cost (of training time)", input_cost_figure(verdict))
@@ -32,8 +23,5 @@ def key_figures(report: Report) -> list[tuple[str, str]]:
         unit = ESTIMATED_WORD if rate.estimated else rate.unit
         figures.append((f"{rate.title} ({unit})", rate.number))
     warmup = f" (+{train.warmup_steps} warm-up)" if train.warmup_steps else ""
-    return [
-        *figures,
-        best_fix_figure(report),
-        (f"Steps measured{warmup}", f"{train.measured_steps:,}"),
-    ]
+    steps = (f"Steps measured{warmup}", f"{train.measured_steps:,}")
+    return [*figures, best_fix_figure(report), steps]

@@ -1,12 +1,5 @@
-"""The terminal summary: the verdict first, then the figures behind it.
-
-The verdict is input cost (1 - A/T, the share of training time input costs), so
-the lines under the headline show that cost and its parts, then the three rates it comes
-from: P (pipeline alone), T (compute alone) and A (training). Every word and figure that the
-PNG shows too comes from the renderers' word modules (`renderers/*_words.py`); this module
-lays them out as labelled rows. Reports written before these fields existed still render: each new
-line is left out, or falls back to what the old report has.
-"""
+"""The terminal summary: the verdict, then the figures behind it as labelled rows, in the
+word modules' words. An older report's missing rows are left out or fall back."""
 
 from __future__ import annotations
 
@@ -54,12 +47,19 @@ RATE_NAME_WIDTH = 16
 
 
 def render_text(report: Report) -> str:
-    lines = _headline(report)
+    head = headline(report)
+    lines = [head.text]
+    for detail in head.details:
+        lines += _wrapped(detail, "  ")
     lines.append("")
-    add = lines.append
+    deep_skipped = report.pipeline.deep_skipped_reason
+    # XProf's figure, kept beside the cost (it misses contention and fetch).
+    wait = report.verdict.input_wait_fraction
+    input_wait = "" if wait is None else f"{percent(wait)} of step time ({WAIT_SHARE_SOURCE})"
+    run = f"{run_status(report)}; {report.wall_time_s:.1f} s  [{command_line(report)}]"
     for label, text in (
         ("Input cost", _input_cost(report)),
-        ("Input wait", _input_wait(report)),
+        ("Input wait", input_wait),
         ("Rates", _rates(report)),
         ("Watching", _observer(report)),
         ("Phases", _phases(report)),
@@ -67,42 +67,30 @@ def render_text(report: Report) -> str:
         ("Pipeline alone", _pipeline(report)),
         ("Slowest stage", _slowest_stage(report)),
         ("Train step", _train(report)),
-        ("Stages/fixes", _deep_skipped(report)),
+        ("Stages/fixes", deep_skipped_text(deep_skipped) if deep_skipped else ""),
         ("Rewrites", f"\n{INDENT}".join(rewrites_lines(report))),
         ("Host CPU", _host(report)),
         ("GPU", _gpu(report)),
         ("Scale out", f"\n{INDENT}".join(scale_out_lines(report, EVIDENCE_WIDTH - len(INDENT)))),
-        ("Run", _run(report)),
+        ("Run", run),
     ):
         if text:
-            add(_row(label, text))
+            lines.append(f"  {label:<{LABEL_WIDTH}}{text}")
     lines.extend(_suggestions(report))
     model = model_lines(report)
     if model:
         lines += ["", *model]
-    for note in report.notes:
-        add(f"note: {note}")
+    lines += [f"note: {note}" for note in report.notes]
     return "\n".join(lines) + "\n"
 
 
-def _headline(report: Report) -> list[str]:
-    """The headline whole, then the details it leaves to the lines under it, wrapped."""
-    head = headline(report)
-    lines = [head.text]
-    for detail in head.details:
-        lines += _wrapped(detail, "  ")
-    return lines
-
-
 def _wrapped(text: str, indent: str) -> list[str]:
-    """`text` in lines of at most `EVIDENCE_WIDTH`, each indented by `indent`."""
     return textwrap.wrap(
         text, width=EVIDENCE_WIDTH, initial_indent=indent, subsequent_indent=indent
     )
 
 
 def _input_cost(report: Report) -> str:
-    """Input cost and its parts, with the evidence for each part; "" in old reports."""
     verdict = report.verdict
     cost = verdict.input_cost_fraction
     if cost is None:
@@ -114,29 +102,11 @@ def _input_cost(report: Report) -> str:
     split = verdict.cost_split
     if split is None:
         return text
-    evidence = [
-        e
-        for e in (
-            contention_evidence(split),
-            fetch_evidence(split),
-            epoch_start_evidence(split),
-        )
-        if e
-    ]
-    return f"\n{INDENT}".join([f"{text}: {cost_split_text(split)}", *evidence])
-
-
-def _input_wait(report: Report) -> str:
-    """The share of step time spent waiting for a batch: what XProf reports, kept beside the
-    cost (it misses contention and fetch), and the only figure old reports have."""
-    wait = report.verdict.input_wait_fraction
-    if wait is None:
-        return ""
-    return f"{percent(wait)} of step time ({WAIT_SHARE_SOURCE})"
+    evidence = (contention_evidence(split), fetch_evidence(split), epoch_start_evidence(split))
+    return f"\n{INDENT}".join([f"{text}: {cost_split_text(split)}", *filter(None, evidence)])
 
 
 def _rates(report: Report) -> str:
-    """P, T and A in one column, so the two rates measured alone read against training's."""
     shown = rates(report)
     if all(rate.value is None for rate in shown):
         return ""
@@ -153,15 +123,12 @@ def _rates(report: Report) -> str:
 
 
 def _observer(report: Report) -> str:
-    """What pipediag's samplers cost training (the observer check); "" where it did not run."""
     effect = report.verdict.observer_effect
     if effect is None:
         return ""
-    interval = (
-        f" ({effect.low:.2f}-{effect.high:.2f})"
-        if effect.low is not None and effect.high is not None
-        else ""
-    )
+    interval = ""
+    if effect.low is not None and effect.high is not None:
+        interval = f" ({effect.low:.2f}-{effect.high:.2f})"
     return (
         f"training ran at {gain(effect.ratio)}{interval} its rate with pipediag's samplers "
         f"paused ({counted(effect.pairs, 'pair')} of blocks in turn)"
@@ -169,7 +136,6 @@ def _observer(report: Report) -> str:
 
 
 def _phases(report: Report) -> str:
-    """One line per stretch of training whose input cost differs from the rest."""
     lines = []
     for phase in report.verdict.phases:
         facts = [f"{phase.steps} steps"]
@@ -179,16 +145,9 @@ def _phases(report: Report) -> str:
     return f"\n{INDENT}".join(lines)
 
 
-def _deep_skipped(report: Report) -> str:
-    reason = report.pipeline.deep_skipped_reason
-    return deep_skipped_text(reason) if reason else ""
-
-
 def _slowest_stage(report: Report) -> str:
     if report.verdict.label == COMPUTE_BOUND:
         return ""  # when the model sets the rate, the pipeline's slowest stage is no news
-    # The bottleneck, which the jump measured on training names where there is one
-    # (docs/design.md, "Stage costs on training"), beside the hold that measured it.
     stage = costliest_stage(report.pipeline.stages)
     held = held_stage(report.pipeline.stages)
     alone = _stage_alone(stage) if stage is not None else ""
@@ -197,7 +156,6 @@ def _slowest_stage(report: Report) -> str:
 
 
 def _stage_alone(stage: StageStats) -> str:
-    """The stage that costs most read alone (prefix timing), with its facts."""
     text = stage_name(stage) + (f" at {stage.source}" if stage.source else "")
     facts = []
     if stage.batches_per_s is not None:
@@ -212,7 +170,6 @@ def _stage_alone(stage: StageStats) -> str:
 
 
 def _suggestions(report: Report) -> list[str]:
-    """Warnings, fixes and notes, each group numbered from 1, with evidence and code."""
     lines: list[str] = []
     for kind, heading in SUGGESTION_HEADINGS.items():
         chosen = suggestions_of(report, kind)
@@ -227,19 +184,16 @@ def _suggestions(report: Report) -> list[str]:
 
 
 def _evidence(suggestion: Suggestion) -> str:
-    """The suggestion's evidence, then what the function as written did on a batch, why the
-    fix was not verified on the pipeline alone, why it was not tried on training and why no
-    fix was found, where it says."""
-    untried = suggestion.not_on_training
-    unverified = suggestion.not_verified
-    refused = suggestion.refused_as_written
-    parts = [
-        suggestion.evidence,
-        f"As written, {reason_words(refused)}." if refused is not None else "",
-        f"Not verified: {reason_words(unverified)}." if unverified is not None else "",
-        f"Not tried on training: {reason_words(untried)}." if untried is not None else "",
-        f"{reason_words(suggestion.reason)}." if suggestion.reason is not None else "",
-    ]
+    """The evidence, then why the fix was refused, not verified, not tried, or not found."""
+    parts = [suggestion.evidence]
+    for before, reason in (
+        ("As written, ", suggestion.refused_as_written),
+        ("Not verified: ", suggestion.not_verified),
+        ("Not tried on training: ", suggestion.not_on_training),
+        ("", suggestion.reason),
+    ):
+        if reason is not None:
+            parts.append(f"{before}{reason_words(reason)}.")
     return " ".join(part for part in parts if part)
 
 
@@ -247,14 +201,8 @@ def _why(what: str, reason: Reason | None) -> str:
     return f"{what}: {reason_words(reason)}" if reason else what
 
 
-def _row(label: str, text: str) -> str:
-    return f"  {label:<{LABEL_WIDTH}}{text}"
-
-
 def _dist(stats: LatencyStats | None) -> str:
-    if stats is None:
-        return ""
-    return f"median {ms(stats.median_s)}, p90 {ms(stats.p90_s)}"
+    return "" if stats is None else f"median {ms(stats.median_s)}, p90 {ms(stats.p90_s)}"
 
 
 def _pipeline(report: Report) -> str:
@@ -279,12 +227,9 @@ def _train(report: Report) -> str:
     text = f"{rate_text(t.steps_per_s)} steps/s, step {_dist(t.step_time)}"
     if t.input_wait is not None:
         text += f"; input wait {_dist(t.input_wait)}"
-    lines = [
-        text,
-        f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {training_text(t)}",
-    ]
+    steps = f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {training_text(t)}"
     epoch_starts = epoch_start_text(t, report.verdict.cost_split)
-    return f"\n{INDENT}".join([*lines, *([epoch_starts] if epoch_starts else []), *skipped])
+    return f"\n{INDENT}".join(filter(None, [text, steps, epoch_starts, *skipped]))
 
 
 def _host(report: Report) -> str:
@@ -322,10 +267,9 @@ def _gpu(report: Report) -> str:
     if not g.available:
         return f"{no_gpu_text(g.reason)}. {HOST_TIMING_ONLY}"
     names = ", ".join(d.name for d in g.devices)
-    if g.gpu_util_pct_mean is None:
-        text = f"{names}: utilization not available"
-    else:
-        text = f"{names}: mean utilization {g.gpu_util_pct_mean:.0f}%"
+    util = g.gpu_util_pct_mean
+    utilization = "utilization not available" if util is None else f"mean utilization {util:.0f}%"
+    text = f"{names}: {utilization}"
     analysis = report.gpu_analysis
     idle = gpu_idle_text(analysis)
     if idle:
@@ -333,7 +277,3 @@ def _gpu(report: Report) -> str:
     elif analysis is not None and not analysis.available and analysis.reason:
         text += f"\n{INDENT}no idle-gap analysis: {reason_words(analysis.reason)}"
     return text
-
-
-def _run(report: Report) -> str:
-    return f"{run_status(report)}; {report.wall_time_s:.1f} s  [{command_line(report)}]"

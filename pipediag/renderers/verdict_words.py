@@ -1,28 +1,19 @@
-"""The verdict in words: the headline (its title, claim and explanation), the one-line
-verdict a run's progress and a fleet's table show, and a phase's verdict.
-
-The title is read from the input cost's band, or two bands where its interval straddles a
-boundary ("BALANCED TO INPUT-BOUND"); the claim says the cost and its interval; the
-explanation says which part of the cost dominates and why, and which phase; the details
-under it say what the cost's figures add (the pipeline's headroom, a disturbed reading). A
-verdict without input cost is its title, then why there is none (`no_verdict_words.py`).
-"""
+"""The verdict in words: the headline (title, claim, explanation, details), the one-line
+verdict of a run's progress and a fleet's table, and a phase's verdict. Worded from the
+verdict's figures only (docs/design.md, "Too noisy to tell")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, pipeline_reading_disturbed
-from pipediag.analysis.input_cost import (
-    SATURATED_FREE_CORES,
-    interval_labels,
-    unspread_epoch_start,
-)
+from pipediag.analysis.input_cost import SATURATED_FREE_CORES, interval_labels, unspread_epoch_start
 from pipediag.renderers.cost_words import (
     NOT_MEASURABLE,
     WAITS_NOT_TIMED,
     cost_not_measurable,
     epoch_start_evidence,
+    input_cost_figure,
 )
 from pipediag.renderers.no_verdict_words import no_verdict_text
 from pipediag.renderers.numbers import percent, percent_range, rate_text, shown_interval, speedup
@@ -43,12 +34,10 @@ from pipediag.report.vocabulary import (
     UNCERTAIN_TOO_SHORT,
 )
 
-# The headline's explanation of a verdict by what dominates its input cost.
 TRAIN_STEP_SETS_THE_RATE = "the model's train step sets the rate"
 WAITING_EXPLAINED = "the train step waits for batches the pipeline has not made"
 ESTIMATED_NOTE = " (compute alone estimated: contention not measured)"
-# A labelled verdict from before input cost whose wait share was not measured either: its
-# label in plain words.
+# A labelled verdict from before input cost, without a wait share either.
 PLAIN_VERDICTS = {
     INPUT_BOUND: "training waits for its input pipeline",
     COMPUTE_BOUND: "the model, not the input, sets the pace",
@@ -58,14 +47,7 @@ PLAIN_VERDICTS = {
 
 @dataclass(frozen=True)
 class Headline:
-    """What a report leads with.
-
-    `text` is the whole headline (the text summary's first line); `claim` and `explanation`
-    are its two parts (the PNG draws the claim big and the explanation under it): the text
-    is the claim, then ": " or "; ", then the explanation. `details` follow it, each a
-    sentence: what the cost's figures add to the headline, or for a labelled verdict
-    without input cost the severity.
-    """
+    """`text` is `claim`, ": " or "; ", then `explanation`; `details` are sentences under it."""
 
     text: str
     claim: str
@@ -74,9 +56,6 @@ class Headline:
 
 
 def headline(report: Report) -> Headline:
-    """The verdict's label, its input cost and the part that dominates it, worded from the
-    verdict's figures; for a verdict without input cost, its title, then why there is no
-    verdict (or, for a report from before input cost was measured, its wait share)."""
     verdict = report.verdict
     worded = cost_headline(verdict, report.pipeline.batches_per_s)
     if worded is not None:
@@ -90,15 +69,7 @@ def headline(report: Report) -> Headline:
 def verdict_line(
     verdict: Verdict, pipeline_batches_per_s: float | None, train: TrainSection
 ) -> str:
-    """The verdict in one line, as a run's progress and a fleet's table say it: the
-    headline where input cost was measured, else why there is no verdict.
-
-    Args:
-        verdict: the analysis's verdict.
-        pipeline_batches_per_s: the rate P of the pipeline read alone, if measured.
-        train: the train section the verdict was judged on (its steps and passes, for the
-            words of why there is no verdict).
-    """
+    """The headline where input cost was measured, else why there is no verdict."""
     worded = cost_headline(verdict, pipeline_batches_per_s)
     if worded is not None:
         return worded.text
@@ -108,9 +79,7 @@ def verdict_line(
 def _without_cost_words(
     verdict: Verdict, train: TrainSection, pipeline_batches_per_s: float | None
 ) -> str:
-    """What follows the title of a verdict without input cost: why there is no verdict, or
-    for a verdict from before input cost was measured, its wait share ("71% of step time
-    spent waiting for input", "only 2% ..." when compute-bound) or its label in plain words."""
+    """Why there is no verdict; before input cost, the wait share or the label in words."""
     fraction = verdict.input_wait_fraction
     if verdict.no_verdict_because or fraction is None:
         plain = PLAIN_VERDICTS.get(verdict.label)
@@ -122,16 +91,7 @@ def _without_cost_words(
 
 
 def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Headline | None:
-    """ "INPUT-BOUND: input costs 44% of training time (40-48%), mostly CPU contention" (the
-    claim), then why ("the pipeline's threads take cores the train step needs (...)") and
-    the phase that dominates; None for a verdict without input cost.
-
-    The title is read from the cost's interval where it has one: an interval across a band
-    boundary says both bands ("BALANCED TO INPUT-BOUND"), so that two runs of one script,
-    whose points fall either side of 20%, are not called two things. Built from the
-    verdict's figures only: its label, input cost and interval, the cost split's dominant
-    part and evidence, the wait share, the rates P and A, where T came from, and the phases.
-    """
+    """Claim, why and dominant phase; None for a verdict without input cost."""
     cost, split = verdict.input_cost_fraction, verdict.cost_split
     if cost is None or split is None or verdict.label not in VERDICT_TITLES:
         return None
@@ -159,11 +119,12 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
 
 
 def _cost_details(verdict: Verdict, pipeline_batches_per_s: float | None) -> list[str]:
-    """The facts under a cost's headline that it does not say itself (the cost's parts and
-    the rates have rows of their own): waits not timed; where the cost is not measurable,
-    how the pairs read it; else what the rates add, and an epoch start left out of the cost."""
+    """What the headline does not say itself (the cost's parts and the rates have rows)."""
     if cost_not_measurable(verdict):
-        details = [_not_measurable_detail(verdict.alternation_pairs)]
+        details = [
+            "Training ran as fast as the train step alone within the 90% interval of "
+            f"{_pairs_text(verdict.alternation_pairs)}."
+        ]
     else:
         details = [_rates_detail(verdict, pipeline_batches_per_s), _unspread_detail(verdict)]
     return [d for d in (_untimed_detail(verdict), *details) if d]
@@ -175,8 +136,7 @@ def _untimed_detail(verdict: Verdict) -> str:
 
 
 def _rates_detail(verdict: Verdict, pipeline_batches_per_s: float | None) -> str:
-    """Where compute-bound, the pipeline's headroom; where input limits training, a
-    pipeline-alone reading that cannot be right; else ""."""
+    """The pipeline's headroom where compute-bound, else a pipeline-alone reading too slow."""
     pipeline, training = pipeline_batches_per_s, verdict.training_steps_per_s
     if verdict.label == COMPUTE_BOUND:
         headroom = verdict.pipeline_headroom
@@ -192,8 +152,7 @@ def _rates_detail(verdict: Verdict, pipeline_batches_per_s: float | None) -> str
 
 
 def _unspread_detail(verdict: Verdict) -> str:
-    """An epoch start long enough to matter that the cost leaves out, its epoch's length
-    unknown; else ""."""
+    """An epoch start that matters, left out of the cost (its epoch's length unknown)."""
     split = verdict.cost_split
     start = unspread_epoch_start(split, verdict.training_steps_per_s) if split else None
     if start is None:
@@ -205,16 +164,7 @@ def _unspread_detail(verdict: Verdict) -> str:
 
 
 def _pairs_text(pairs: int | None) -> str:
-    """ "3 alternating pairs", or "the alternating pairs" in a report that did not count
-    them."""
     return f"{pairs} alternating pairs" if pairs is not None else "the alternating pairs"
-
-
-def _not_measurable_detail(pairs: int | None) -> str:
-    return (
-        "Training ran as fast as the train step alone within the 90% interval of "
-        f"{_pairs_text(pairs)}."
-    )
 
 
 def _busy_words(cores: float) -> str:
@@ -224,16 +174,11 @@ def _busy_words(cores: float) -> str:
 def _uncertain_headline(
     verdict: Verdict, split: CostSplit, pipeline_batches_per_s: float | None
 ) -> Headline:
-    """ "UNCERTAIN: the host was busy (...): input costs 29% of training time (2-40%), mostly
-    CPU contention, perhaps theirs; run again on a quiet host", or "UNCERTAIN: too noisy to
-    tell: input costs 12% of training time (3-21%), ...; measure more: --steps 400", or
-    "UNCERTAIN: too short to tell: input read 14% of training time, ...; train for more
-    steps to measure them in turn"."""
+    """Too short, too noisy, or the host was busy: then the cost and what to do."""
     part, _ = _dominant_words(verdict, split, pipeline_batches_per_s)
     cost = verdict.input_cost_fraction or 0.0
     low, high = verdict.input_cost_interval or [cost, cost]
-    # The interval's low end may reach zero on a busy host: the others' share, not the
-    # pairs' noise, so the cost is still said.
+    # On a busy host the low end may reach zero (the others' share): the cost is still said.
     claim_cost = f"{_costs(cost)} ({percent_range(low, high)})"
     if verdict.uncertain_because == UNCERTAIN_TOO_SHORT:
         claim = f"{verdict_title(UNCERTAIN)}: too short to tell"
@@ -255,7 +200,6 @@ def _uncertain_headline(
             "a band's edge; the alternation runs longer with more steps."
         )
     else:
-        # The headline says the rest: the others' load, the cost, and to run again.
         claim = f"{verdict_title(UNCERTAIN)}: {_busy_words(verdict.busy_host_cores or 0.0)}"
         explanation = f"{claim_cost}{part}, perhaps theirs; run again on a quiet host"
         noisy = ""
@@ -264,29 +208,22 @@ def _uncertain_headline(
 
 
 def cost_title(verdict: Verdict) -> str:
-    """ "INPUT-BOUND", or "BALANCED TO INPUT-BOUND" where the cost's interval straddles the
-    boundary of two bands (XProf's 5% and 20%)."""
-    interval = verdict.input_cost_interval
-    if interval is None:
-        return verdict_title(verdict.label)
-    low, high = interval_labels(
-        interval,
-        high=DEFAULT_THRESHOLDS.highly_input_bound,
-        moderate=DEFAULT_THRESHOLDS.moderately_input_bound,
-    )
-    if low == high:
-        return verdict_title(verdict.label)
-    return f"{verdict_title(low)} TO {verdict_title(high)}"
+    """ "INPUT-BOUND", or "BALANCED TO INPUT-BOUND" for an interval across a band's edge."""
+    interval, bands = verdict.input_cost_interval, DEFAULT_THRESHOLDS
+    if interval is not None:
+        low, high = interval_labels(
+            interval, high=bands.highly_input_bound, moderate=bands.moderately_input_bound
+        )
+        if low != high:
+            return f"{verdict_title(low)} TO {verdict_title(high)}"
+    return verdict_title(verdict.label)
 
 
 def cost_claim(verdict: Verdict) -> str:
-    """ "input costs 44% of training time (40-48%)", or "input cost not measurable above
-    noise (at most 3%)"."""
-    interval = verdict.input_cost_interval
-    if interval is not None and cost_not_measurable(verdict):
-        return f"input cost {NOT_MEASURABLE} (at most {percent(interval[1])})"
+    if cost_not_measurable(verdict):
+        return f"input cost {NOT_MEASURABLE} ({input_cost_figure(verdict)})"
+    shown = shown_interval(verdict.input_cost_interval)
     text = _costs(verdict.input_cost_fraction or 0.0)
-    shown = shown_interval(interval)
     return text + (f" ({percent_range(*shown)})" if shown is not None else "")
 
 
@@ -295,9 +232,7 @@ def _costs(cost: float) -> str:
 
 
 def _cores_were_free(split: CostSplit) -> bool:
-    """Contention that is for neither the cores nor the GIL: the host had cores to spare and
-    the pipeline runs no Python (shared caches, memory bandwidth, thread switching), or the
-    report predates the kinds. Its free cores then say the threads did not take them."""
+    """Contention for neither cores nor GIL (caches, switching), or from before the kinds."""
     free = split.free_cores
     return split.contention_kind == "" and free is not None and free >= SATURATED_FREE_CORES
 
@@ -339,8 +274,7 @@ def _dominant_words(
 
 
 def _dominant_phase_text(phases: list[PhaseVerdict]) -> str:
-    """ "epoch 1 dominates the measured steps; after it (epochs 2-5) compute-bound, input
-    costs 3%": the phase that holds most of the input cost, and the last one if not it."""
+    """The phase that holds most of the input cost, and the last one if not it."""
     if not phases:
         return ""
     heavy = max(phases, key=lambda p: (p.input_cost_fraction or 0.0) * p.steps)
@@ -355,7 +289,6 @@ def _dominant_phase_text(phases: list[PhaseVerdict]) -> str:
 
 
 def sentence(text: str) -> str:
-    """The text with its first letter capitalised, to stand on its own."""
     return text[:1].upper() + text[1:]
 
 
@@ -368,6 +301,5 @@ def phase_text(phase: PhaseVerdict, *, first: bool = True) -> str:
             share = f"input costs {share}"
     elif phase.input_wait_fraction is not None:
         share = f"input wait {percent(phase.input_wait_fraction)}"
-    # As the headline names a phase's verdict: "balanced", "no verdict".
     label = verdict_title(phase.label).lower()
     return f"{phase.name}: {label}" + (f", {share}" if share else "")

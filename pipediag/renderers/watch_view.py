@@ -1,9 +1,5 @@
-"""Watch mode "over time": the windows of a watched run, as text and as a PNG panel.
-
-Reads `report.watch` only (no verdicts made here: each window's label is in the report).
-A handful of windows is shown one row each; more are drawn as a strip of wait shares, one
-character per group of windows, with the run's first and last rates and the alerts.
-"""
+"""Watch mode "over time": a watched run's windows, as text (a row each, or a strip) and as
+a PNG panel (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 
@@ -39,16 +35,18 @@ LABEL_BASIS = (
 
 
 def over_time_text(report: Report, indent: str = "") -> str:
-    """The "Over time" rows of the text summary; "" for a report without watch mode."""
     watch = report.watch
     if watch is None:
         return ""
     windows = watch.windows
     lines = [_heading(watch)]
     if len(windows) <= MAX_TABLE_ROWS:
-        lines += [_row(w, watch.every_steps, _alerted(watch)) for w in windows]
+        alerted = {alert.window_index for alert in watch.alerts}
+        lines += [_row(w, watch.every_steps, alerted) for w in windows]
     else:
-        lines.append(f"wait share {_strip(windows)}  (one mark per {_per_mark(windows)})")
+        per = len(windows) / min(STRIP_WIDTH, len(windows))
+        per_mark = "window" if per == 1 else f"~{per:.1f} windows"
+        lines.append(f"wait share {_strip(windows)}  (one mark per {per_mark})")
         lines.append(_run_course(windows, watch.every_steps))
     lines += _alert_lines(watch)
     if windows:
@@ -85,10 +83,6 @@ def _rate(window: WatchWindow) -> str:
     return "-" if window.steps_per_s is None else f"{window.steps_per_s:.1f}"
 
 
-def _alerted(watch: WatchSection) -> set[int]:
-    return {alert.window_index for alert in watch.alerts}
-
-
 def _row(window: WatchWindow, every_steps: int | None, alerted: set[int]) -> str:
     mark = "  ALERT" if window.index in alerted else ""
     return (
@@ -98,7 +92,6 @@ def _row(window: WatchWindow, every_steps: int | None, alerted: set[int]) -> str
 
 
 def group_windows(windows: Sequence[WatchWindow], groups: int) -> list[list[WatchWindow]]:
-    """Consecutive windows in at most `groups` groups of (nearly) equal size."""
     if not windows:
         return []
     count = min(groups, len(windows))
@@ -107,7 +100,7 @@ def group_windows(windows: Sequence[WatchWindow], groups: int) -> list[list[Watc
 
 
 def group_share(group: Sequence[WatchWindow]) -> float | None:
-    """The wait share of a group of windows, weighted by their step time."""
+    """Weighted by the windows' step time."""
     known = [w for w in group if w.input_wait_s is not None]
     time = sum(w.step_time_s for w in known)
     return sum(w.input_wait_s or 0.0 for w in known) / time if time > 0 else None
@@ -125,13 +118,7 @@ def _strip(windows: Sequence[WatchWindow]) -> str:
     return "|" + "".join(marks) + "|"
 
 
-def _per_mark(windows: Sequence[WatchWindow]) -> str:
-    per = len(windows) / min(STRIP_WIDTH, len(windows))
-    return "window" if per == 1 else f"~{per:.1f} windows"
-
-
 def _run_course(windows: Sequence[WatchWindow], every_steps: int | None) -> str:
-    """First and last window, and the extremes of the rate, in one line."""
     first, last = windows[0], windows[-1]
     rates = [w.steps_per_s for w in windows if w.steps_per_s is not None]
     extremes = f" (min {min(rates):.1f}, max {max(rates):.1f})" if rates else ""
@@ -157,12 +144,8 @@ def _alert_lines(watch: WatchSection) -> list[str]:
     return lines
 
 
-# ----------------------------------------------------------------------------- PNG panel
-
-
 def draw_watch_panel(axes: Axes, report: Report) -> None:
-    """Input wait share per window (bars, coloured by label) and steps/s (a line), over the
-    steps; the alert threshold dashed, alerts marked. For a watched run's report page."""
+    """Wait share bars by label, steps/s line, the alert threshold and alerts."""
     from pipediag.renderers.png.style import (
         MUTED_TEXT_COLOUR,
         TRAINING_RATE_COLOUR,
@@ -201,12 +184,9 @@ def draw_watch_panel(axes: Axes, report: Report) -> None:
         gid="watch-wait-bars",
     )
     if watch.alert_input_share is not None:
+        threshold = 100 * watch.alert_input_share
         axes.axhline(
-            100 * watch.alert_input_share,
-            color=WARNING_COLOUR,
-            linestyle="--",
-            linewidth=1,
-            gid="watch-threshold",
+            threshold, color=WARNING_COLOUR, linestyle="--", linewidth=1, gid="watch-threshold"
         )
     for alert in watch.alerts:
         axes.plot([alert.last_step], [102], marker="v", color=WARNING_COLOUR, gid="watch-alert")

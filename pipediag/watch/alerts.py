@@ -1,10 +1,6 @@
-"""Alerts: the input wait share at or over a threshold for K windows in a row.
-
-Part of watch mode (`watch/`): the rule (`AlertRule`) fires once per streak and is re-armed
-by a window under the threshold or one whose wait is unknown; the sinks (`AlertSinks`), a
-Python callable and a shell command, run on the watcher's thread, and their failures are
-said once and never reach training. Method: (docs/design.md, "Watching a long run").
-"""
+"""Alerts: the input wait share at or over a threshold for K windows in a row, delivered to
+a callable and a shell command whose failures are said once (docs/design.md, "Watching a
+long run")."""
 
 from __future__ import annotations
 
@@ -22,18 +18,13 @@ from pipediag.report.model import WatchAlert, WatchWindow
 from pipediag.samplers.base import describe_error
 from pipediag.watch.windows import merge_windows
 
-# At the end of the run, how long to wait for alert commands still running before leaving
-# them to finish on their own (they are never killed: a pager call may be slow).
+# At the end, how long to wait for alert commands (never killed: a pager call may be slow).
 COMMAND_WAIT_S = 5.0
 
 
 class AlertRule:
-    """K windows in a row at or over `threshold` fire one alert; a window under it re-arms.
-
-    Args:
-        threshold: the input wait share (0-1) that counts as too much.
-        windows: K, how many windows in a row.
-    """
+    """K (`windows`) windows in a row at or over `threshold` (a wait share, 0-1) fire one
+    alert; a window under it, or with an unknown wait, re-arms."""
 
     def __init__(self, threshold: float, windows: int) -> None:
         if not 0.0 <= threshold <= 1.0:
@@ -45,7 +36,6 @@ class AlertRule:
         self._streak: list[WatchWindow] = []
 
     def observe(self, window: WatchWindow) -> WatchAlert | None:
-        """Take the next closed window; returns the alert it fires, if any."""
         share = window.input_wait_fraction
         if share is None or share < self.threshold:
             self._streak = []
@@ -57,16 +47,15 @@ class AlertRule:
 
     def _alert(self, streak: Sequence[WatchWindow]) -> WatchAlert:
         first, last = streak[0], streak[-1]
-        # The streak as one window: its share over the steps whose wait is known, as each
-        # window's own share is, so an alert never reads under the threshold it crossed.
+        # Its share over the steps whose wait is known, as each window's own share is, so an
+        # alert never reads under the threshold it crossed.
         whole = functools.reduce(merge_windows, streak)
         share = whole.input_wait_fraction
         share = share if share is not None else last.input_wait_fraction or 0.0
-        rate = whole.steps_per_s
-        where = f"steps {first.first_step}-{last.last_step}"
         message = (
             f"input wait {share:.0%} of step time for {len(streak)} windows in a row "
-            f"({where}), at or over the {self.threshold:.0%} alert threshold"
+            f"(steps {first.first_step}-{last.last_step}), at or over the "
+            f"{self.threshold:.0%} alert threshold"
         )
         return WatchAlert(
             t_s=last.end_s,
@@ -76,7 +65,7 @@ class AlertRule:
             windows=len(streak),
             threshold=self.threshold,
             input_wait_fraction=share,
-            steps_per_s=rate,
+            steps_per_s=whole.steps_per_s,
             message=message,
             epoch=last.epoch,
         )
@@ -99,19 +88,13 @@ def alert_environment(alert: WatchAlert, script: str) -> dict[str, str]:
 
 
 def alert_json(alert: WatchAlert, script: str) -> str:
-    """The alert as the command reads it on stdin: one JSON object, one line."""
+    """The alert as the command reads it on stdin: one JSON line."""
     return json.dumps({**dataclasses.asdict(alert), "script": script}) + "\n"
 
 
 class AlertSinks:
-    """Delivers alerts to a callable and a command; reports each kind of failure once.
-
-    Args:
-        hook: a Python callable given each `WatchAlert`, or None.
-        command: a shell command run for each alert, or None.
-        script: the training script, for the command's environment and JSON.
-        report_failure: says a failure (one line) to the user; called once per kind.
-    """
+    """Delivers alerts to a callable and a shell command; each kind of failure is passed to
+    `report_failure` once."""
 
     def __init__(
         self,
@@ -140,11 +123,9 @@ class AlertSinks:
                     "goes on, and later alerts still call it)",
                 )
         if self.command is not None:
-            self._start_command(alert)
+            self._start_command(self.command, alert)
 
-    def _start_command(self, alert: WatchAlert) -> None:
-        command = self.command
-        assert command is not None
+    def _start_command(self, command: str, alert: WatchAlert) -> None:
         try:
             process = subprocess.Popen(  # noqa: S602 - the user's own shell command, by design
                 command,
@@ -155,12 +136,10 @@ class AlertSinks:
         except OSError as exc:
             self._once("start", f"the alert command could not start: {describe_error(exc)}")
             return
-        try:
+        with contextlib.suppress(OSError):  # it exited without reading its stdin: its choice
             assert process.stdin is not None
             process.stdin.write(alert_json(alert, self.script).encode())
             process.stdin.close()
-        except OSError:  # it exited without reading its stdin: its choice
-            pass
         self._running.append(process)
 
     def _reap(self) -> None:
@@ -172,8 +151,7 @@ class AlertSinks:
                 still.append(process)
             elif code != 0:
                 self._once(
-                    "exit",
-                    f"the alert command exited with code {code}: {self.command} (said once)",
+                    "exit", f"the alert command exited with code {code}: {self.command} (said once)"
                 )
         self._running = still
 

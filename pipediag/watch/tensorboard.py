@@ -1,12 +1,6 @@
-"""Each window as TensorBoard scalars, so input wait shows beside the loss.
-
-Part of watch mode (`watch/`), on the watcher's thread: the scalars go to their own run,
-`LOGDIR/pipediag`, beside the runs Keras's TensorBoard callback writes. Each window is one
-`Event` record, built as a protocol buffer in Python in the form `tf.summary.scalar` writes
-(no `tensorboard` package needed) and written by TensorFlow's C++ event writer; TensorFlow
-is imported when the first window is written. Run, x axis and cost: (docs/design.md,
-"Watching a long run").
-"""
+"""Each window as TensorBoard scalars in the run `LOGDIR/pipediag`, so input wait shows
+beside the loss: one `Event` record per window, as `tf.summary.scalar` writes it, through
+TensorFlow's C++ event writer (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 
@@ -30,7 +24,7 @@ TAGS = {
 
 
 def window_scalars(window: WatchWindow) -> dict[str, float]:
-    """The figures of one window, by tag (without the `pipediag/` prefix)."""
+    """The figures of one window, by tag (without `TAG_PREFIX`)."""
     values: dict[str, float] = {}
     if window.input_wait_fraction is not None:
         values["input_wait_share"] = window.input_wait_fraction
@@ -48,18 +42,13 @@ def run_directory(logdir: str | os.PathLike[str]) -> str:
 
 
 class ScalarWriter:
-    """TensorBoard's event file for the windows, made on the first write.
-
-    Args:
-        logdir: TensorBoard's log directory; the scalars go to its `pipediag` run.
-    """
+    """The windows' event file in `logdir`'s `pipediag` run, made on the first write."""
 
     def __init__(self, logdir: str | os.PathLike[str]) -> None:
         self.directory = run_directory(logdir)
         self._events: Any = None
 
     def write(self, window: WatchWindow, step: int) -> None:
-        """Write one window's scalars at `step` on TensorBoard's x axis."""
         if self._events is None:
             self._events = open_event_file(self.directory)
         self._events.WriteEvent(window_event(window, step, time.time()))
@@ -75,8 +64,7 @@ class ScalarWriter:
 
 
 def open_event_file(directory: str) -> Any:
-    """TensorFlow's event writer on a new `events.out.tfevents.*` file in `directory` (any
-    file system TensorFlow reads, `gs://` included); it starts the file with its version."""
+    """TensorFlow's event writer on a new `events.out.tfevents.*` file (`gs://` too)."""
     import tensorflow as tf
     from tensorflow.python.client import _pywrap_events_writer
 

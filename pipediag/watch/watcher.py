@@ -1,11 +1,7 @@
-"""The watcher: reads the step timeline on its own thread and turns it into windows.
-
-Part of watch mode (`watch/`), adding nothing to the training thread: every
-`POLL_INTERVAL_S` it reads the records added since its last read, closes the windows they
-complete, and for each writes TensorBoard scalars, says a line and runs the alert rule.
-Records whose wait `fit`'s batch stamps have not yet filled in are held back, up to
-`PENDING_MAX_S`. Method: (docs/design.md, "Watching a long run").
-"""
+"""The watcher: on its own thread, reads the records added to the step timeline, closes the
+windows they complete and, for each, writes scalars, says a line and runs the alert rule.
+Records still waiting for `fit`'s batch stamps to fill in their wait are held back, up to
+`PENDING_MAX_S` (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 
@@ -23,36 +19,20 @@ from pipediag.watch.tensorboard import ScalarWriter, run_directory
 from pipediag.watch.windows import WindowAccumulator, WindowList
 
 THREAD_NAME = "pipediag-watch"
-# Windows close within half a second of their last step; a poll reads only the new records
-# (hundreds at most), so it costs well under a millisecond of the watcher's thread.
+# A poll reads only the new records (hundreds at most): well under a millisecond.
 POLL_INTERVAL_S = 0.5
-# A record still without its wait after this long will not get one (batch stamps failed for
-# it): it is read as unknown. Longer than fit's settling interval (2 s) by far, and than a
-# validation pass between two settlings on most runs.
+# A record still without its wait after this long will not get one: read as unknown. Far
+# longer than fit's settling interval (2 s), and than most validation passes.
 PENDING_MAX_S = 30.0
 # At the end, how long to wait for the watcher's thread (an alert hook may be slow).
 JOIN_TIMEOUT_S = 10.0
 
 
 class Watcher:
-    """Windows, TensorBoard scalars and alerts over a whole run.
-
-    Args:
-        config: watch mode's settings.
-        timeline: the step timeline the hooks feed.
-        clock: the session clock.
-        warmup_steps: the first steps, in no window.
-        script: the training script, for alerts.
-        log: says a line to the user (a window, an alert); thread-safe.
-        note: records a note in the report and says it; thread-safe.
-
-    Set after the session builds the watcher, by whoever knows them:
-        default_logdir: TensorBoard's log directory when the config names none and no
-            `keras.callbacks.TensorBoard` is seen (`tensorboard/` beside the report, set by
-            `api.py`); None writes no scalars then.
-        step_offset: steps done before this run's first step (a `Watch` over several `fit`
-            calls, set by `keras.py`), added to TensorBoard's x axis for windows of N steps.
-    """
+    """Windows, TensorBoard scalars and alerts over a whole run; `log` and `note` must be
+    thread-safe. Set later: `default_logdir` (api.py: the log directory when neither the
+    config nor a `keras.callbacks.TensorBoard` names one; None writes no scalars) and
+    `step_offset` (keras.py: steps of earlier `fit` calls, added to TensorBoard's x axis)."""
 
     def __init__(
         self,
@@ -74,8 +54,7 @@ class Watcher:
         self._note = note
         self.default_logdir: str | None = None
         self._seen_logdir: str | None = None
-        # Whether the newest steps' waits are still to come (fit with batch stamps); set by
-        # whoever owns the hook that fills them in.
+        # Whether the newest steps' waits are still to come; set by the hook that fills them.
         self.waits_deferred: Callable[[], bool] = lambda: False
         threshold = config.alert_input_share
         if threshold is None and (config.alert_hook is not None or config.alert_command):
@@ -95,13 +74,9 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._finished: WatchSection | None = None
 
-    # -- lifecycle ------------------------------------------------------------------------
-
     def start(self, origin: float, *, background: bool = True) -> None:
-        """Start reading the timeline; windows are placed on the axis that starts at `origin`.
-
-        `background=False` starts no thread: the caller drives `poll()` (tests do).
-        """
+        """Start reading the timeline, windows on the axis that starts at `origin`;
+        `background=False` starts no thread (the caller drives `poll()`)."""
         if self._accumulator is not None:
             return
         self._accumulator = WindowAccumulator(
@@ -122,9 +97,7 @@ class Watcher:
 
     def finish(self) -> WatchSection:
         """Read what is left, close the last window, stop the thread; the report's section.
-
-        Safe to call more than once; never raises.
-        """
+        Safe to call more than once; never raises."""
         if self._finished is not None:
             return self._finished
         self._stop.set()
@@ -158,21 +131,16 @@ class Watcher:
             merged_windows=sum(1 for w in windows if w.windows > 1),
         )
 
-    # -- one pass ----------------------------------------------------------------------
-
     def poll(self, *, final: bool = False) -> list[WatchWindow]:
-        """Read the new records, close the windows they complete and deliver them.
-
-        Called by the watcher's thread every `POLL_INTERVAL_S`; tests call it directly.
-        `final`: the run is over, every record is read and the open window closed.
-        """
+        """Read the new records, close and deliver the windows they complete; `final` reads
+        every record and closes the open window."""
         with self._lock:
             accumulator = self._accumulator
             if accumulator is None:
                 return []
             first, records = self.timeline.records_since(self._read_to)
             if first + sum(r.count for r in records) < self._read_to:
-                # The timeline was cleared (a peek was not the training data): start again.
+                # The timeline was cleared (a peek was not the training data).
                 accumulator.reset()
                 self._read_to = 0
                 first, records = self.timeline.records_since(0)
@@ -180,18 +148,16 @@ class Watcher:
             closed = []
             step = first
             for record in ready:
-                # (a record merged across the last read, which only a reader lagging by
-                # thousands of records can meet, was read with its older half: skipped)
+                # A record merged across the last read (a reader lagging by thousands of
+                # records) was read with its older half: skipped.
                 if step >= self._read_to:
                     window = accumulator.add(step, record)
                     if window is not None:
                         closed.append(window)
                 step += record.count
             self._read_to = max(self._read_to, step)
-            if final:
-                last = accumulator.close()
-                if last is not None:
-                    closed.append(last)
+            if final and (last := accumulator.close()) is not None:
+                closed.append(last)
             for window in closed:
                 self._deliver(window)
             if closed and self._writer is not None:
@@ -199,8 +165,7 @@ class Watcher:
             return closed
 
     def _settled(self, records: list[RawStep]) -> list[RawStep]:
-        """The records whose wait is final: all but the newest unknown ones, while waits are
-        filled in later (see the module docstring)."""
+        """All but the newest records without a wait, while waits are filled in later."""
         if not records or records[-1].input_wait_s is not None or not self.waits_deferred():
             return records
         last_known = len(records) - 1
@@ -213,13 +178,10 @@ class Watcher:
         return records[:ready]
 
     def _deliver(self, window: WatchWindow) -> None:
-        """One closed window: kept, written to TensorBoard, said, and judged by the rule."""
         self._windows.append(window)
         self._guarded(lambda: self._write_scalars(window))
         self._log(window_line(window, self.config.every_steps))
-        if self.rule is None:
-            return
-        alert = self.rule.observe(window)
+        alert = None if self.rule is None else self.rule.observe(window)
         if alert is None:
             return
         self._alerts.append(alert)
@@ -254,14 +216,12 @@ class Watcher:
         if self._writer is not None:
             self._writer.close()
 
-    # -- the thread ----------------------------------------------------------------------
-
     def _loop(self) -> None:
         while not self._stop.wait(POLL_INTERVAL_S):
             self._guarded(self.poll)
 
     def _guarded(self, action: Callable[[], Any]) -> None:
-        """Run one part of the watcher; a bug in it is noted once, never raised."""
+        """A bug in one part of the watcher is noted, never raised."""
         try:
             action()
         except Exception as exc:
@@ -269,8 +229,7 @@ class Watcher:
 
 
 def window_line(window: WatchWindow, every_steps: int | None) -> str:
-    """One line per closed window: `epoch 3 (steps 905-1204): 81.2 steps/s, input wait 4%
-    of step time: compute-bound`."""
+    """`epoch 3 (steps 905-1204): 81.2 steps/s, input wait 4% of step time: compute-bound`."""
     where = (
         f"epoch {window.epoch + 1} (steps {window.first_step}-{window.last_step})"
         if every_steps is None

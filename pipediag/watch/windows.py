@@ -1,11 +1,5 @@
-"""Steps into windows, each with its own verdict: the whole run, seen over time.
-
-Part of watch mode (`watch/`): a window is N consecutive steps (`every_steps`) or one epoch,
-warm-up steps in none; each gets steps/s, the wait share over the steps whose wait is known,
-and a label by XProf's bands on the wait share (not input cost, which needs T). Past
-`max_windows` the older half is merged in pairs. Formulas and rationale: (docs/design.md,
-"Watching a long run").
-"""
+"""Steps into windows of N steps or an epoch, each labelled by its wait share; past
+`max_windows` the older half is merged in pairs (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 
@@ -33,7 +27,7 @@ def label_by_wait_share(
 
 @dataclass
 class _Open:
-    """The window being filled, as running sums."""
+    """Running sums of the window being filled."""
 
     epoch: int
     first_step: int
@@ -91,20 +85,13 @@ def merge_windows(
 
 
 def _waited_time_s(window: WatchWindow) -> float:
-    """The time of the window's steps whose wait is known (older reports: all of its steps)."""
+    """Older reports: all of the window's steps."""
     return window.step_time_s if window.waited_time_s is None else window.waited_time_s
 
 
 class WindowAccumulator:
-    """Turns step records, in order, into closed windows.
-
-    Args:
-        every_steps: a window per this many steps; None for one per epoch.
-        origin: the session clock's reading at the start, so windows are on the report's
-            time axis.
-        warmup_steps: the first steps, kept out of every window.
-        thresholds: the wait-share bands of the labels.
-    """
+    """Turns step records, in order, into closed windows: one per `every_steps` steps (None:
+    per epoch) after the first `warmup_steps`, on the time axis that starts at `origin`."""
 
     def __init__(
         self,
@@ -124,11 +111,8 @@ class WindowAccumulator:
         self._closed = 0
 
     def add(self, step: int, record: RawStep) -> WatchWindow | None:
-        """Take the record whose first step has number `step`; returns the window it closed.
-
-        A window closes when it holds `every_steps` steps, or (per epoch) when a record of a
-        later epoch comes. A merged record (several steps) stays in one window.
-        """
+        """Take the record whose first step is `step`; the window it closed, if any (a merged
+        record of several steps stays in one window)."""
         if step < self.warmup_steps:
             return None
         closed = None
@@ -152,11 +136,10 @@ class WindowAccumulator:
         return closed
 
     def close(self) -> WatchWindow | None:
-        """The window still open (the end of the run), or None if it holds no step."""
+        """The window still open at the end of the run, if any."""
         return self._close() if self._open is not None else None
 
     def reset(self) -> None:
-        """Forget the open window: the timeline was cleared (a peek was not the training data)."""
         self._open = None
 
     def _close(self) -> WatchWindow:

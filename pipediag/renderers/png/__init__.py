@@ -1,12 +1,6 @@
-"""One-page PNG report: the verdict first, then the evidence over time.
-
-A renderer: it reads a Report and never measures. One fixed 1400 x 1000 px page: the header
-(header.py) over the steps, GPU and host CPU panels on the left, the pipeline's rates or
-stages and the input cost (or, where the model sets the rate, where the step's time goes)
-on the right, and the suggestions and change lists across the foot. The words and figures
-come from the renderers' word modules (`renderers/*_words.py`); these modules only place,
-colour and fit them (style.py, text_fit.py). matplotlib is imported lazily, through `Figure` and
-`FigureCanvasAgg` only. Layout and rationale: (docs/design.md, "The PNG page").
+"""One-page PNG report: the verdict first, then the evidence over time. The words come from
+`renderers/*_words.py`; these modules place, colour and fit them, importing matplotlib lazily
+and only through `Figure` and `FigureCanvasAgg` (docs/design.md, "The PNG page").
 """
 
 from __future__ import annotations
@@ -50,21 +44,13 @@ __all__ = ["build_figure", "new_figure", "render_png", "write_png"]
 
 
 def render_png(report: Report, path: Path) -> Path:
-    """Draw the report as one PNG page and write it atomically to `path`.
-
-    Args:
-        report: the report to draw; it is only read.
-        path: where to write the PNG (parent folders are created).
-
-    Returns:
-        The path written.
-    """
+    """Draw the report as one PNG page and write it atomically to `path` (parents made)."""
     return write_png(build_figure(report), path)
 
 
 def new_figure(size_in: tuple[float, float]) -> Figure:
-    """A white page of `size_in` inches at the page's DPI, its Agg canvas attached: every
-    page's text is measured to keep lines on it (the report, comparison and history pages)."""
+    """A white page at the page's DPI, its Agg canvas attached: every page's text is measured
+    to keep lines on it."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -74,7 +60,6 @@ def new_figure(size_in: tuple[float, float]) -> Figure:
 
 
 def write_png(figure: Figure, path: Path) -> Path:
-    """Write a page built by `new_figure` atomically to `path` as a PNG; returns the path."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")  # through the Agg canvas new_figure attached
     target = Path(path)
@@ -83,10 +68,9 @@ def write_png(figure: Figure, path: Path) -> Path:
 
 
 def build_figure(report: Report) -> Figure:
-    """Build the report page as a matplotlib `Figure` (kept separate so tests can inspect it)."""
+    """The report page as a matplotlib `Figure` (tests inspect it)."""
     figure = new_figure(FIGURE_SIZE_IN)
     draw_header(figure, report)
-    # A GPU panel only where there is a GPU; otherwise one line says why.
     with_gpu = report.gpu.available
     timeline = figure.add_axes(
         TIMELINE_RECT if with_gpu else TIMELINE_NO_GPU_RECT, label="timeline"
@@ -96,33 +80,29 @@ def build_figure(report: Report) -> Figure:
     draw_timeline(timeline, report)
     if gpu is not None:
         draw_gpu(gpu, report)
+        timeline.tick_params(labelbottom=False)
     else:
         draw_no_gpu_line(figure, report)
+    (timeline if gpu is None else gpu).set_xlabel(TIME_AXIS_LABEL, fontsize=9)
     draw_cpu(cpu, report)
+    cpu.set_xlabel(f"{TIME_AXIS_LABEL}: the whole run", fontsize=9)
     timeline.set_xlim(*steps_time_range(report))
     cpu.set_xlim(*run_time_range(report))
-    for axes in (timeline, gpu, cpu):
-        if axes is None:
-            continue
-        # Phases are named on the steps panel, and on the CPU panel where it has data.
-        label = axes is timeline or (axes is cpu and bool(report.host.samples))
-        shade_phases(axes, report, label=label, whole_run=axes is cpu)
-    draw_phase_verdicts(timeline, report)
+    # Phases are named on the steps panel, and on the CPU panel where it has data.
+    shade_phases(timeline, report, label=True)
     if gpu is not None:
-        timeline.tick_params(labelbottom=False)
-        gpu.set_xlabel(TIME_AXIS_LABEL, fontsize=9)
-    else:
-        timeline.set_xlabel(TIME_AXIS_LABEL, fontsize=9)
-    cpu.set_xlabel(f"{TIME_AXIS_LABEL}: the whole run", fontsize=9)
-    if report.watch is not None:  # watch mode: no pipeline-alone phase; the run over time
+        shade_phases(gpu, report, label=False)
+    shade_phases(cpu, report, label=bool(report.host.samples), whole_run=True)
+    draw_phase_verdicts(timeline, report)
+    watch = report.watch is not None  # watch mode: no pipeline-alone phase; the run over time
+    side = figure.add_axes(PIPELINE_RECT, label="watch" if watch else "pipeline")
+    if watch:
         from pipediag.renderers.watch_view import draw_watch_panel
 
-        side = figure.add_axes(PIPELINE_RECT, label="watch")
         draw_watch_panel(side, report)
     else:
-        side = figure.add_axes(PIPELINE_RECT, label="pipeline")
         draw_pipeline(side, report)
-    if step_time_shown(report):  # the model sets the rate: see the layout above
+    if step_time_shown(report):  # the model sets the rate
         draw_step_time(figure.add_axes(step_time_rect(figure, side), label="step-time"), report)
     else:
         cost_rect = under(figure, side, COST_RECT, COST_TITLE_ROOM)

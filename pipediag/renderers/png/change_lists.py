@@ -1,11 +1,5 @@
-"""The lists the foot of the page adds under the fixes: "What to change in the model" where
-the model side is shown, and the rewrites tried on training where the search ran.
-
-Each line is the text summary's own (`model_words.change_lines`,
-`prescription_words.rewrites_lines`), so the page and the text give the same figures; this
-module only says which lines head a list and which read as set aside (a note, a rewrite not
-kept), for the colour.
-"""
+"""The lists under the fixes in the foot: "What to change in the model" and the rewrites
+tried on training, in the text summary's own lines, marked for bold or muted colour."""
 
 from __future__ import annotations
 
@@ -19,8 +13,8 @@ from pipediag.report.model import Report
 
 @dataclass(frozen=True)
 class ListLine:
-    """One line of a list: `heading` lines are drawn bold, `aside` ones muted; a list's
-    heading and its `conclusion` (what the kept rewrites came to) stay where room is short."""
+    """A list's heading and its `conclusion` (what the kept rewrites came to) stay where
+    room is short."""
 
     text: str
     heading: bool = False
@@ -30,16 +24,14 @@ class ListLine:
 
 
 def change_lists(report: Report) -> list[list[ListLine]]:
-    """The lists to draw under the fixes, each a heading and its lines; [] for a report with
-    neither part, which then draws as it always has."""
+    """Each list a heading and its lines; [] for a report with neither."""
     lists = [model_changes(report), rewrites(report)]
     return [found for found in lists if found]
 
 
 def model_changes(report: Report) -> list[ListLine]:
-    """The text's "What to change in the model", line for line. Where the page has no "Where
-    the step's time goes" panel (input sets the rate, or the step was not profiled), the
-    text's lines for it come first: the profile, or why there is none."""
+    """The text's "What to change in the model"; without the "Where the step's time goes"
+    panel, the text's profile lines (or why there are none) come first."""
     alone = shown_model_side(report)
     if alone is None:
         return []
@@ -58,7 +50,7 @@ def model_changes(report: Report) -> list[ListLine]:
 
 
 def rewrites(report: Report) -> list[ListLine]:
-    """Every rewrite tried on training, then what the kept ones came to: the text's rows."""
+    """Every rewrite tried on training, then what the kept ones came to."""
     prescription = report.pipeline.prescription
     rows = rewrites_lines(report)
     if prescription is None or not rows:

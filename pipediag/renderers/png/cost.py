@@ -1,8 +1,5 @@
-"""The input-cost panel: one training step's time as a stacked bar, compute first, then each
-part of input cost (wait, contention, fetch, and epoch start where it counts), with the share
-of each and what freeing input would gain. The parts, their shares and the words come from
-`summary.cost_bar`.
-"""
+"""The input-cost panel: one training step's time as a stacked bar, compute, then each part
+of input cost (`cost_words.cost_bar`)."""
 
 from __future__ import annotations
 
@@ -47,14 +44,12 @@ COST_LABEL_MIN_PX = 34.0  # a part narrower than this carries no percentage
 
 
 def draw_cost(axes: Axes, report: Report) -> None:
-    """One training step's time as a stacked bar: compute, then each part of input cost."""
     bar = cost_bar(report)
     title = axes.set_title(bar.title, loc="left", fontsize=PANEL_TITLE_FONT)
     fit_font(axes.get_figure(), title, RIGHT_EDGE, TITLE_MIN_FONT)  # type: ignore[arg-type]
     axes.set_yticks([])
     axes.set_xticks([])
-    for side in ("top", "right", "left", "bottom"):
-        axes.spines[side].set_visible(False)
+    axes.spines[:].set_visible(False)
     axes.set_xlim(0, 1)
     axes.set_ylim(-0.5, 0.5)
     if not bar.parts:

@@ -1,14 +1,10 @@
 """The top of the page: the verdict's claim, big, in its colour; the explanation and details
-under it; the key figures; the run line (and a banner when the run did not finish).
-
-Every word and number here comes from the renderers' word modules (`renderers/*_words.py`),
-so the page and the text summary say the same things; this module places and fits them.
-"""
+under it; the key figures; the run line (and a banner when the run did not finish)."""
 
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipediag.renderers.png.style import (
     BODY_FONT,
@@ -66,15 +62,8 @@ def draw_header(figure: Figure, report: Report) -> None:
     fit_font(figure, headline, RIGHT_EDGE, HEADLINE_MIN_FONT)
     wrapped = textwrap.wrap(subhead, SUMMARY_WRAP_CHARS)
     for i, line in enumerate(truncate_lines(wrapped, SUMMARY_MAX_LINES)):
-        text = figure.text(
-            LEFT_MARGIN,
-            SUMMARY_Y - i * SUMMARY_LINE_STEP,
-            line,
-            fontsize=SUBHEAD_FONT,
-            va="top",
-            gid="subhead",
-        )
-        fit_width(figure, text, RIGHT_EDGE)
+        y = SUMMARY_Y - i * SUMMARY_LINE_STEP
+        _fitted(figure, LEFT_MARGIN, y, line, RIGHT_EDGE, fontsize=SUBHEAD_FONT, gid="subhead")
     _draw_key_figures(figure, report)
     run_right = RIGHT_EDGE
     if not report.complete:
@@ -90,28 +79,19 @@ def draw_header(figure: Figure, report: Report) -> None:
             gid="incomplete",
         )
         run_right = left_edge(figure, banner) - TEXT_GAP
-    run = figure.text(
-        LEFT_MARGIN,
-        RUN_LINE_Y,
-        run_line(report),
-        fontsize=BODY_FONT,
-        color=MUTED_TEXT_COLOUR,
-        va="top",
-        gid="run-line",
-    )
-    fit_width(figure, run, run_right)
+    style = {"fontsize": BODY_FONT, "color": MUTED_TEXT_COLOUR, "gid": "run-line"}
+    _fitted(figure, LEFT_MARGIN, RUN_LINE_Y, run_line(report), run_right, **style)
 
 
 def header_lines(report: Report) -> tuple[str, str]:
-    """(headline, subhead): the headline's claim, drawn big; under it the rest of the
-    headline (its explanation), then the details the text summary prints under it."""
+    """(the headline's claim, its explanation and the text summary's details)."""
     head = headline(report)
     parts = [sentence(head.explanation), *head.details]
     return head.claim, SEPARATOR.join(p for p in parts if p)
 
 
 def incomplete_line(report: Report) -> str:
-    """The banner of a run that did not finish: why it stopped, and how the script exited."""
+    """Why an unfinished run stopped, and how the script exited."""
     reason = clip(stop_reason_text(report), INCOMPLETE_REASON_MAX_CHARS)
     exit_info = report.exit
     status = "" if exit_info.status == "ok" else f", exit: {exit_info.status} ({exit_info.code})"
@@ -134,10 +114,8 @@ def _draw_key_figures(figure: Figure, report: Report) -> None:
     for i, (label, value) in enumerate(cards):
         x = LEFT_MARGIN + i * width
         right = RIGHT_EDGE if i == len(cards) - 1 else x + width - KEY_FIGURE_GAP
-        label_text = figure.text(
-            x, KEY_LABEL_Y, label, fontsize=FIGURE_LABEL_FONT, color=MUTED_TEXT_COLOUR, va="top"
-        )
-        fit_width(figure, label_text, right)
+        style = {"fontsize": FIGURE_LABEL_FONT, "color": MUTED_TEXT_COLOUR}
+        _fitted(figure, x, KEY_LABEL_Y, label, right, **style)
         value_text = figure.text(
             x,
             KEY_VALUE_Y,
@@ -149,3 +127,8 @@ def _draw_key_figures(figure: Figure, report: Report) -> None:
             gid="key-figure",
         )
         fit_font(figure, value_text, right, FIGURE_LABEL_FONT + 1)
+
+
+def _fitted(figure: Figure, x: float, y: float, text: str, right: float, **style: Any) -> None:
+    """A one-line text hanging from `y`, shortened to end left of `right`."""
+    fit_width(figure, figure.text(x, y, text, va="top", **style), right)

@@ -1,8 +1,6 @@
-"""The pipeline panel: each stage's own time per batch, on a linear axis so that the
-costliest stage draws longest, with the step times of training (A) and of the step alone (T)
-marked over them; without stage timings, the three rates P, T and A side by side (the
-differential view of DS-Analyzer). Rates and stage names come from the summary layer.
-"""
+"""The pipeline panel: each stage's own time per batch with training's (A) and the step
+alone's (T) step times marked over them; without stage timings, the rates P, T and A side by
+side (DS-Analyzer's differential view)."""
 
 from __future__ import annotations
 
@@ -55,8 +53,8 @@ def draw_pipeline(axes: Axes, report: Report) -> None:
 
 
 def stage_ms(stages: Sequence[StageStats]) -> list[float]:
-    """Each stage's own milliseconds per batch: as timed where it was, else what the stage
-    adds to the time per batch of the pipeline cut before it (never below zero)."""
+    """Each stage's own milliseconds per batch: as timed, else what it adds to the pipeline
+    cut before it (never below zero)."""
     found, before = [], 0.0
     for stats in stages:
         prefix = 1000.0 / stats.batches_per_s if stats.batches_per_s else before
@@ -73,12 +71,10 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
         kept = sorted(stages, key=lambda s: own[s.index], reverse=True)[:MAX_STAGES]
         stages = sorted(kept, key=lambda s: s.index)
     values = [own[s.index] for s in stages]
-    # When the model sets the pace, the pipeline's slowest stage is not the run's
-    # bottleneck (and on a cached pipeline its rate is the first, filling pass): it is
-    # named, not painted as the input problem.
+    # When the model sets the pace, the slowest stage (on a cached pipeline, its rate is the
+    # first, filling pass) is not the run's bottleneck: named, not painted as the problem.
     input_problem = report.verdict.label != COMPUTE_BOUND
-    # The stage training pays for: the bottleneck, which the jump measured on training
-    # names where there is one (docs/design.md, "Stage costs on training").
+    # The bottleneck, named by the jump measured on training where there is one.
     costliest = costliest_stage(report.pipeline.stages)
     marked_index = costliest.index if costliest is not None else None
     colours = [
@@ -87,9 +83,7 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     positions = list(range(len(stages)))
     axes.barh(positions, values, color=colours, height=0.65, gid="stage-bars")
     axes.set_yticks(
-        positions,
-        [clip(stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages],
-        fontsize=9,
+        positions, [clip(stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages], fontsize=9
     )
     axes.invert_yaxis()  # source at the top, as the pipeline reads
     # The two step times the stages are read against: training's (A) and the step alone's
@@ -111,8 +105,7 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     axes.set_xlim(0, max([*values, *step_ms, 1e-3]) * 1.6)
     mark = " bottleneck" if input_problem else " slowest stage"
     marks = [mark if s.index == marked_index else "" for s in stages]
-    # Beside a column of gains if free the panel has no room for the word: the marked bar
-    # keeps its colour and bold figure, and the column names the jump.
+    # Beside a column of gains if free there is no room for the word: the column names it.
     worded = not any(if_free_text(s) for s in stages)
     labels = [f" {_ms_text(ms)}{m if worded else ''}" for ms, m in zip(values, marks, strict=True)]
     _room_for_if_free(axes, stages, values, labels)
@@ -124,15 +117,13 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
 
 
 def _ms_text(ms: float) -> str:
-    """ "25.1 ms", "0.11 ms"."""
     return f"{ms:.1f} ms" if ms >= 1.0 else f"{ms:.2f} ms"
 
 
 def _room_for_if_free(
     axes: Axes, stages: list[StageStats], values: list[float], labels: list[str]
 ) -> None:
-    """Widen the axis so that every bar's label ends inside the panel, left of the column
-    where the gains if free are written (char widths approximated at the labels' 9 pt)."""
+    """Widen the axis so that every bar's label ends left of the gains-if-free column."""
     column = max((len(if_free_text(s)) for s in stages), default=0)
     width_pt = axes.get_window_extent().width * 72 / axes.figure.dpi
     low, high = axes.get_xlim()
@@ -141,18 +132,16 @@ def _room_for_if_free(
             continue
         free = 1.0 - ((len(label) + column) * CHAR_PT + COLUMN_GAP_PT) / width_pt
         free = max(free, MIN_BAR_SHARE)
-        # the bar's end and its label within `free` of the panel's width
         high = max(high, value / free)
     shown = axes.get_xlim()[1]
     axes.set_xlim(low, high)
-    # the ticks stay over the rates: none out in the column's room
+    # no ticks out in the column's room
     axes.set_xticks([tick for tick in axes.get_xticks() if low <= tick <= shown])
     axes.set_xlim(low, high)
 
 
 def _label_if_free(axes: Axes, positions: list[int], stages: list[StageStats]) -> None:
-    """Each stage's gain on training if it were free, at the panel's right edge beside its
-    bar; the jump stage in bold."""
+    """Each stage's gain on training if it were free, at the panel's right edge."""
     from matplotlib.transforms import blended_transform_factory
 
     edge = blended_transform_factory(axes.transAxes, axes.transData)
@@ -175,7 +164,6 @@ def _label_if_free(axes: Axes, positions: list[int], stages: list[StageStats]) -
 
 
 def _draw_rate_comparison(axes: Axes, report: Report) -> None:
-    """No per-stage timing: compare the three rates (DS-Analyzer's differential view)."""
     axes.set_title("Pipeline vs model rates", loc="left", fontsize=PANEL_TITLE_FONT)
     by_letter = {rate.letter: rate for rate in rates(report)}
     rows = [by_letter[letter] for letter in RATE_BAR_ORDER]
@@ -201,8 +189,7 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
     axes.invert_yaxis()
     verdict = report.verdict
     marks = ["" for _ in rows]
-    # Without an input cost (no verdict, or a report older than the cost): training runs at
-    # best at the slower of the two rates measured alone, marked the limit.
+    # Without an input cost, training runs at best at the slower rate alone: the limit.
     alone = [rate for rate in rows if rate.letter in ("P", "T") and rate.value is not None]
     if verdict.input_cost_fraction is None and alone:
         limit = min(alone, key=lambda rate: rate.value or 0.0)
@@ -229,7 +216,6 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
 
 
 def _scale_rate_axis(axes: Axes, rates: list[float]) -> None:
-    """Linear axis with room for labels; log when rates span orders of magnitude."""
     positive = [r for r in rates if r > 0]
     if not positive:
         axes.set_xlim(0, 1)
@@ -247,23 +233,13 @@ def _label_bars(
 ) -> None:
     left = axes.get_xlim()[0] if axes.get_xscale() == "log" else 0.0
     for y, rate, mark in zip(positions, rates, marks, strict=True):
-        if rate is None:
-            axes.text(
-                left,
-                y,
-                f" {NOT_MEASURED}",
-                va="center",
-                ha="left",
-                fontsize=9,
-                color=NOTE_TEXT_COLOUR,
-            )
-            continue
         axes.text(
-            rate,
+            left if rate is None else rate,
             y,
-            f" {rate_text(rate)}{mark}",
+            f" {NOT_MEASURED}" if rate is None else f" {rate_text(rate)}{mark}",
             va="center",
             ha="left",
             fontsize=9,
             fontweight="bold" if mark else "normal",
+            color=NOTE_TEXT_COLOUR if rate is None else None,
         )

@@ -1,13 +1,6 @@
-"""The "Where the step's time goes" panel: the train step alone's profiled time as a bar per
-group, the top op types, then the top layers and scopes, then the host time outside any op
-(Python, launches and the gaps between ops) in a colour of its own
-(docs/design.md, "When the model sets the rate").
-
-The bars, their names, shares and the heading are the text's (`model_words.time_bars`,
-`time_heading`); this module places, colours and fits them. It takes the input-cost panel's
-place when the model sets the rate, growing up to just under what the panel above drew
-(docs/design.md, "The PNG page").
-"""
+"""The "Where the step's time goes" panel (`model_words.time_bars`): the train step alone's
+profiled time by op type, layer and host gap, in the input-cost panel's place when the model
+sets the rate (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 
@@ -57,14 +50,12 @@ GROUP_GAP = 0.5  # rows between two groupings
 
 
 def step_time_shown(report: Report) -> bool:
-    """Where the model sets the rate and its profile has top ops; where input does, the
-    input-cost panel keeps its place (the changes measured are still listed in the foot)."""
+    """Where the model sets the rate and its profile has top ops."""
     alone = shown_model_side(report)
     return alone is not None and report.verdict.label in MODEL_SETS_THE_RATE and bool(alone.top_ops)
 
 
 def step_time_rect(figure: Figure, above: Axes) -> tuple[float, float, float, float]:
-    """The bars' rectangle: from just under everything `above` drew down to the foot."""
     renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     drawn = above.get_tightbbox(renderer)
     top = TOP_MAX if drawn is None else min(TOP_MAX, drawn.y0 / figure.bbox.height - TITLE_ROOM)
@@ -106,7 +97,6 @@ def draw_step_time(axes: Axes, report: Report) -> None:
 
 
 def bar_positions(bars: list[TimeBar]) -> list[float]:
-    """Each bar's row, top down, a little apart where the grouping changes."""
     positions: list[float] = []
     y = 0.0
     for i, bar in enumerate(bars):
@@ -118,8 +108,6 @@ def bar_positions(bars: list[TimeBar]) -> list[float]:
 
 
 def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[float]) -> None:
-    """Each bar's name left of it (shortened to start right of the names' column) and its
-    share right of it."""
     from matplotlib.transforms import blended_transform_factory
 
     names_at = blended_transform_factory(figure.transFigure, axes.transData)
@@ -149,7 +137,6 @@ def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[
 
 
 def _legend(figure: Figure, axes: Axes, bars: list[TimeBar]) -> None:
-    """What each colour groups by, under the bars, from the names' column."""
     from matplotlib.patches import Patch
 
     kinds = [kind for kind in TIME_KIND_WORDS if any(bar.kind == kind for bar in bars)]

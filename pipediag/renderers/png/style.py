@@ -1,7 +1,4 @@
-"""The page's geometry, colours and fonts: what every panel of the PNG report shares.
-
-Limits that only one panel uses live in that panel's module.
-"""
+"""The geometry, colours and fonts every panel of the PNG report shares."""
 
 from __future__ import annotations
 

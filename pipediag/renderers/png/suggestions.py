@@ -1,13 +1,6 @@
-"""The foot of the page, "What to change": the one change the answer names, where it was
-measured to help, with its code (`renderers/answer.py::the_change`), then the other top fixes
-and warnings, one line each, then the lists the report adds (`change_lists.py`): "What to
-change in the model" where the model sets the rate, the rewrites tried on training where the
-search ran.
-
-The fixes' lines are the text summary's, numbered in one list, notes left out; the page's
-height is fixed, so with lists the foot's lines close up and what still does not fit is cut
-from the end. Layout and rationale: (docs/design.md, "The PNG page").
-"""
+"""The foot of the page, "What to change": the change the answer names with its code, the
+other top fixes, then the lists of `change_lists.py`; with lists the lines close up and what
+still does not fit is cut from the end (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 
@@ -39,15 +32,14 @@ SUGGESTION_FIRST_Y = 0.118
 SUGGESTION_LINE_STEP = 0.023
 MAX_SUGGESTIONS = 5
 CHANGE_CODE_LINES = 3  # of the change's code: one place of the five stays a fix's
-# The change's words stay whole down to this much under the foot's font, then are cut: at
-# the foot's own size the README's run lost "(measured with its output held in memory)".
+# The change's font may shrink this much before it is cut: at the foot's own size the
+# README's run lost "(measured with its output held in memory)".
 CHANGE_FONT_SHRINK = 3.0
 CHANGE_MAX_CHARS = 220
 SUGGESTION_MAX_CHARS = 150
-# Before the line of a fix that changes what the model trains on.
 WARNING_SIGN = "\N{WARNING SIGN} "
-# With lists added: the foot starts just under the host CPU panel's axis label, the last
-# line's top stays above the page's edge, and lines close up to the floor step at most.
+# With lists: the foot starts just under the host CPU panel's axis label, and lines close
+# up to `MIN_LINE_STEP` at most.
 LISTS_TOP_Y = 0.162
 LISTS_FIRST_Y = 0.137
 LAST_LINE_Y = 0.018
@@ -63,8 +55,6 @@ MORE_IN_TEXT = ELLIPSIS + " {count} more lines in the text summary"
 
 @dataclass(frozen=True)
 class FootLine:
-    """One line of the foot, as drawn."""
-
     text: str
     gid: str
     colour: str = "black"
@@ -108,9 +98,8 @@ def draw_suggestions(figure: Figure, report: Report) -> None:
 
 
 def line_tops(lines: list[FootLine], first_y: float, *, with_lists: bool) -> list[float]:
-    """Where each line's top goes: a fixed step without lists; with them, the step that
-    fits the lines into the foot, and a little space before each list's heading where
-    there is room for it."""
+    """Each line's top: a fixed step without lists; with them, the step that fits the foot,
+    and a little space before each list's heading where there is room."""
     if not with_lists:
         return [first_y - i * SUGGESTION_LINE_STEP for i in range(len(lines))]
     room = first_y - LAST_LINE_Y
@@ -133,15 +122,13 @@ def lines_that_fit() -> int:
 
 
 def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> list[FootLine]:
-    """The foot's lines top to bottom: the fixes and the service check, then each list."""
     lists = change_lists(report) if lists is None else lists
     change = the_change(report)
-    # A change with code was measured to help: it leads, with the code; the rest are listed.
+    # A change with code was measured to help: it leads, with the code.
     said = _change_lines(change) if change.code and not change.model else []
     prescribed = bool(said) and change.suggestion is None
     if prescribed:
-        # The change is the pipeline pipediag would write: its list's conclusion says the
-        # same gain again, so it goes (docs/design.md, "The PNG page").
+        # The change is the pipeline pipediag would write: its list's conclusion would repeat it.
         lists = [[line for line in found if not line.conclusion] for found in lists]
     scale_out = [
         FootLine(clip(text, SUGGESTION_MAX_CHARS), "scale-out", MUTED_TEXT_COLOUR)
@@ -151,8 +138,7 @@ def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> lis
     room = MAX_SUGGESTIONS - len(scale_out) - len(said)
     if lists:
         room = min(
-            room,
-            max(FIXES_KEPT_MIN, lines_that_fit() - len(scale_out) - len(listed) - len(said)),
+            room, max(FIXES_KEPT_MIN, lines_that_fit() - len(scale_out) - len(listed) - len(said))
         )
     if prescribed:
         said_already = _kept_rewrites(report)
@@ -173,8 +159,7 @@ def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> lis
 
 
 def _cut_to_fit(lines: list[FootLine], room: int) -> list[FootLine]:
-    """The lines with the last droppable ones left out, one line saying how many, where the
-    first of them was: a list keeps its heading and its conclusion."""
+    """The last droppable lines left out, one line saying how many where the first was."""
     dropped: list[int] = []
     for i in reversed(range(len(lines))):
         if len(lines) - len(dropped) + 1 <= room:
@@ -198,8 +183,7 @@ def _foot_line(line: ListLine) -> FootLine:
 
 
 def _change_lines(change: Change) -> list[FootLine]:
-    """The change, bold, and its code under it in a fixed-width face (its first lines: the
-    foot keeps room for one more fix)."""
+    """The change, bold, and the first lines of its code in a fixed-width face."""
     head = FootLine(clip(change.head, CHANGE_MAX_CHARS), CHANGE, bold=True)
     code = [
         FootLine(clip(line, SUGGESTION_MAX_CHARS), "change-code", indent=LIST_INDENT, mono=True)
@@ -209,8 +193,7 @@ def _change_lines(change: Change) -> list[FootLine]:
 
 
 def _kept_rewrites(report: Report) -> list[Suggestion]:
-    """The fixes the pipeline pipediag would write holds, each measured on training: said
-    by that change, not again as a fix of their own."""
+    """The fixes in the pipeline pipediag would write, measured on training: said by it."""
     prescription = report.pipeline.prescription
     kept = {(c.fix, c.stage_index) for c in prescription.kept} if prescription else set()
     return [
@@ -223,8 +206,8 @@ def _kept_rewrites(report: Report) -> list[Suggestion]:
 def suggestion_lines(
     report: Report, said_already: Sequence[Suggestion] = ()
 ) -> list[tuple[str, bool]]:
-    """One numbered line per top fix or warning (not those `said_already` by the change
-    above them), and whether it may change results."""
+    """One numbered line per top fix or warning not `said_already`, and whether it may
+    change results."""
     lines = []
     shown = [s for s in actionable(report) if not any(s is said for said in said_already)]
     for rank, s in enumerate(shown[:MAX_SUGGESTIONS], start=1):

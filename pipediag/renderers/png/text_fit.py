@@ -1,8 +1,5 @@
-"""Keeping text on the page: texts are measured, then shortened or shrunk to fit.
-
-Character counts cannot tell how wide a text is drawn, so the fitting functions measure the
-artist with the figure's renderer (the canvas is attached when the figure is built).
-"""
+"""Keeping text on the page: character counts cannot tell how wide a text is drawn, so texts
+are measured with the figure's renderer, then shortened or shrunk to fit."""
 
 from __future__ import annotations
 
@@ -22,7 +19,7 @@ ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
 
 
 def note(axes: Axes, text: str, gid: str = "note") -> None:
-    """A grey note in the middle of a panel that has nothing to draw, saying why."""
+    """A grey note in the middle of a panel with nothing to draw, saying why."""
     axes.text(
         0.5,
         0.5,
@@ -38,21 +35,18 @@ def note(axes: Axes, text: str, gid: str = "note") -> None:
 
 
 def fit_width(figure: Figure, artist: Text, right: float) -> None:
-    """Shorten a one-line text, with an ellipsis, until it ends left of `right` (figure
-    fraction)."""
+    """Shorten a one-line text, with an ellipsis, to end left of `right` (figure fraction)."""
     limit_px = right * figure.bbox.width
     _shorten(figure, artist, lambda box: box.x1 <= limit_px)
 
 
 def fit_left(figure: Figure, artist: Text, left: float) -> None:
-    """Shorten a right-aligned one-line text, with an ellipsis, until it starts right of
-    `left` (figure fraction)."""
+    """Shorten a right-aligned one-line text to start right of `left` (figure fraction)."""
     limit_px = left * figure.bbox.width
     _shorten(figure, artist, lambda box: box.x0 >= limit_px)
 
 
 def _shorten(figure: Figure, artist: Text, fits: Callable[[Bbox], bool]) -> None:
-    """Cut the text to its longest prefix (and an ellipsis) whose drawn box `fits`."""
     renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     full = artist.get_text()
     if fits(artist.get_window_extent(renderer)):
@@ -69,8 +63,8 @@ def _shorten(figure: Figure, artist: Text, fits: Callable[[Bbox], bool]) -> None
 
 
 def fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> None:
-    """Shrink a one-line text's font, down to `min_size`, until it ends left of `right`; then
-    shorten it (`fit_width`). A long headline stays whole where a smaller font allows."""
+    """Shrink a one-line text's font, down to `min_size`, to end left of `right`; then shorten
+    it."""
     renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     limit_px = right * figure.bbox.width
     size = float(artist.get_fontsize())
@@ -81,7 +75,6 @@ def fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> Non
 
 
 def left_edge(figure: Figure, artist: Text) -> float:
-    """Where a drawn text starts, in figure fractions."""
     renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     return float(artist.get_window_extent(renderer).x0 / figure.bbox.width)
 
@@ -103,8 +96,7 @@ def truncate_lines(lines: list[str], limit: int) -> list[str]:
 def under(
     figure: Figure, above: Axes, rect: tuple[float, float, float, float], room: float
 ) -> tuple[float, float, float, float]:
-    """`rect` (figure fractions), moved down where what `above` drew (its legend, a note
-    under it) reaches into the `room` kept over the rect for its title."""
+    """`rect`, moved down where what `above` drew reaches into the `room` kept over it."""
     renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     drawn = above.get_tightbbox(renderer)
     left, bottom, width, height = rect

@@ -1,9 +1,6 @@
-"""The steps panel and the time axes: each train step's wait and compute share over time, the
-phases of the diagnosis shaded behind the time panels, and phase verdicts over their epochs.
-
-The steps get their own time axis: the pipeline-alone benchmark runs before training and,
-on an axis shared with it, would take most of the width and leave the steps a thin strip.
-The host CPU panel keeps the whole run, where the phases' CPU use can be compared.
+"""The steps panel (each step's wait and compute share, phase verdicts over their epochs),
+the phases shaded behind the time panels, and the time axes: the steps get their own, as the
+pipeline-alone benchmark would leave them a thin strip; the host CPU panel keeps the run's.
 """
 
 from __future__ import annotations
@@ -36,7 +33,6 @@ from pipediag.report.vocabulary import STEP_ALONE_BLOCK
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-# Limits that keep the panel legible for any run length.
 MAX_STEP_BARS = 300  # above this many steps, aggregate into time bins
 TIME_BINS = 150  # bins used when aggregating
 # The y axis: share of step time (%), with a label strip above 100%.
@@ -190,7 +186,6 @@ class StepBin:
 
     @property
     def label(self) -> str:
-        """The label that covers most step time in the bin."""
         if not self.labels:
             return UNKNOWN
         return max(self.labels, key=lambda label: self.labels[label])
@@ -231,10 +226,9 @@ def _timeline_legend(axes: Axes) -> None:
 
 
 def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = False) -> None:
-    """Mark the pipeline-alone benchmark and the compute-alone run, so the time outside
-    training is explained; `label` names them where they are shown. On the whole run's axis
-    the training steps and the phases after the verdict (stage timing and fix trials, fixes
-    tried on training) are named too, so the CPU of each phase reads side by side."""
+    """Shade the pipeline-alone and compute-alone phases (`label`: and name them); on the whole
+    run's axis name training and the later phases too, so the CPU there is not read as
+    training's."""
     spans: list[tuple[float, float, str | None, str, str]] = [
         (p.start_s, p.start_s + p.duration_s, PHASE_SHADE_COLOR, "pipeline\nalone", "phase")
         for p in report.phases
@@ -245,8 +239,6 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
     if whole_run and steps:
         spans.append((*steps_span(steps), None, "training", "training"))
     if whole_run:
-        # What runs after the verdict (often a third of the run) is named too, so the
-        # CPU there is not read as training's.
         spans.extend(
             (p.start_s, p.start_s + p.duration_s, None, LATE_PHASE_LABELS[p.name], "late-phase")
             for p in report.phases
@@ -277,8 +269,8 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
 
 
 def compute_alone_spans(report: Report) -> list[tuple[float, float, str | None, str, str]]:
-    """The train step alone: one shaded span, or, where it alternated with training, each
-    step-alone block shaded and the whole alternation named once."""
+    """One shaded span, or where the step alone alternated with training, each block shaded
+    and the alternation named once."""
     alone = report.compute_alone
     if alone is None or alone.start_s is None:
         return []
@@ -297,8 +289,7 @@ def compute_alone_spans(report: Report) -> list[tuple[float, float, str | None, 
 
 
 def steps_time_range(report: Report) -> tuple[float, float]:
-    """The steps panel's own x range: the recorded steps and the compute-alone run, with a
-    small margin; the whole run when neither was recorded."""
+    """The steps and the compute-alone run with a margin; else the whole run."""
     starts = [s.start_s for s in report.train.steps]
     ends = [s.start_s + s.duration_s for s in report.train.steps]
     alone = report.compute_alone
@@ -313,7 +304,6 @@ def steps_time_range(report: Report) -> tuple[float, float]:
 
 
 def run_time_range(report: Report) -> tuple[float, float]:
-    """The whole run on one axis, from the diagnosis's start."""
     ends = [s.start_s + s.duration_s for s in report.train.steps]
     ends += [s.t_s for s in report.gpu.samples]
     ends += [s.t_s for s in report.host.samples]
@@ -325,8 +315,8 @@ def run_time_range(report: Report) -> tuple[float, float]:
 
 
 def draw_phase_verdicts(axes: Axes, report: Report) -> None:
-    """Above the steps: each phase of training (e.g. epoch 1 filling a cache, the epochs
-    after reading it) with its own verdict, between dashed lines at the phase boundaries."""
+    """Each phase of training (e.g. epoch 1 filling a cache) with its own verdict, over its
+    steps, between dashed lines."""
     spans = phase_spans(report)
     if not spans:
         return
@@ -364,8 +354,8 @@ def draw_phase_verdicts(axes: Axes, report: Report) -> None:
 
 
 def phase_spans(report: Report) -> list[tuple[PhaseVerdict, float, float]]:
-    """Each phase verdict with the time its steps span. Phases and steps count epochs alike,
-    from 0 (the analysis names epoch 0 "epoch 1"); a phase with no steps here is left out."""
+    """Each phase verdict with the time its steps span (epochs counted from 0 in both); a phase
+    with no steps here is left out."""
     steps = report.train.steps
     spans = []
     for phase in report.verdict.phases:
@@ -376,5 +366,4 @@ def phase_spans(report: Report) -> list[tuple[PhaseVerdict, float, float]]:
 
 
 def steps_span(steps: Sequence[StepRecord]) -> tuple[float, float]:
-    """When the first of `steps` started and the last ended (there is at least one)."""
     return min(s.start_s for s in steps), max(s.start_s + s.duration_s for s in steps)

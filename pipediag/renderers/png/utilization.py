@@ -1,8 +1,4 @@
-"""The utilization panels: GPU utilization on the steps' time axis, host CPU over the whole run.
-
-A panel with nothing to draw says why (no GPU found, the host not sampled), in the words the
-text summary uses.
-"""
+"""The utilization panels: GPU on the steps' time axis, host CPU over the whole run."""
 
 from __future__ import annotations
 
@@ -33,7 +29,6 @@ NO_GPU_LINE_CHARS = 110
 
 
 def draw_no_gpu_line(figure: Figure, report: Report) -> None:
-    """The one line that stands for the GPU panel on a host without a GPU."""
     figure.text(
         LEFT_X,
         NO_GPU_LINE_Y,
@@ -45,8 +40,7 @@ def draw_no_gpu_line(figure: Figure, report: Report) -> None:
 
 
 def percent_panel(axes: Axes, title: str, ylabel: str) -> None:
-    """Title and a 0-100% y axis with its grid: the frame of every panel of shares over
-    time (these two, watch mode's), drawn or not."""
+    """The frame of every panel of shares over time (these two, watch mode's)."""
     axes.set_title(title, loc="left", fontsize=PANEL_TITLE_FONT)
     axes.set_ylim(0, UTIL_YMAX_PCT)
     axes.set_ylabel(ylabel)
@@ -54,14 +48,12 @@ def percent_panel(axes: Axes, title: str, ylabel: str) -> None:
 
 
 def _legend_over(axes: Axes, columns: int) -> None:
-    """The lines' names in a row over the panel's right end."""
     axes.legend(
         loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=columns, **LEGEND, borderaxespad=0.2
     )
 
 
 def draw_gpu(axes: Axes, report: Report) -> None:
-    """The GPU panel, drawn only where a GPU was found (`draw_no_gpu_line` otherwise)."""
     gpu = report.gpu
     percent_panel(axes, "GPU utilization", "util %")
     names = {d.index: d.name for d in gpu.devices}
@@ -70,7 +62,7 @@ def draw_gpu(axes: Axes, report: Report) -> None:
         note(axes, "GPU found, but no utilization samples were recorded")
         return
     for k, index in enumerate(indices):
-        # The driver's own sample time, when known, places the reading where it was measured.
+        # The driver's own sample time, when known.
         points = [
             (s.gpu_util_t_s if s.gpu_util_t_s is not None else s.t_s, s.gpu_util_pct)
             for s in gpu.samples
