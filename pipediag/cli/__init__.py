@@ -1,9 +1,7 @@
-"""The command line: `pipediag COMMAND ...`, one module per command, listed in one table
-(`commands.COMMANDS`); the argument checks they share are in `argtypes`.
+"""The command line: `pipediag COMMAND ...`, one module per command (`commands.COMMANDS`).
 
-`main` imports the commands when it is called, not when this package is imported: the
-front doors below the command line (`pipediag.keras`) share `argtypes`, and importing it
-must not load the command line above them.
+`main` imports the commands when called: `pipediag.keras` shares `argtypes`, and importing
+it must not load the command line above it.
 """
 
 from __future__ import annotations

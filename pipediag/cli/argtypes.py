@@ -1,9 +1,6 @@
 """The checks of every argument pipediag takes: argparse types for the command line, and
-the checks of `pipediag.keras.Watch`'s keyword arguments (same rules, Python values).
-
-A bad command-line value is an `argparse.ArgumentTypeError`, which `OneLineParser` turns
-into one line and exit code 2; a bad keyword argument is a `ValueError` naming it. This
-module imports no other part of the command line, so `keras.py` can share it.
+the checks of `pipediag.keras.Watch`'s keyword arguments (same rules, a `ValueError` naming
+the argument). It imports no other part of the command line, so `keras.py` can share it.
 
 May import: `errors`, `scale_out` (the tf.data service address, inside a function).
 """
@@ -21,9 +18,6 @@ ALL: Final = "all"
 
 EPOCH: Final = "epoch"
 """`--watch-every epoch`, `Watch(every="epoch")`: a window per epoch."""
-
-
-# -- argparse types: text from the command line ------------------------------------------
 
 
 def number(kind: type[N], lowest: N, what: str, *, inclusive: bool = True) -> Callable[[str], N]:
@@ -107,14 +101,9 @@ def service_address(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-# -- keyword arguments: Python values (`pipediag.keras.Watch`) ----------------------------
-
-
 def whole_number(name: str, value: int, lowest: int) -> int:
-    """`value`, a whole number of at least `lowest`; a ValueError naming `name` otherwise.
-
-    A bool is refused: `True` is an int to Python, never a count to a user.
-    """
+    """`value`, a whole number of at least `lowest`. A bool is refused: `True` is an int to
+    Python, never a count to a user."""
     if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
         raise ValueError(f"{name}: a whole number, {lowest} or more, got {value!r}")
     return value

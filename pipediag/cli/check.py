@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from pipediag.cli.argtypes import positive_rate, share
-from pipediag.cli.common import Command
-from pipediag.cli.reports import add_run_noise, noise_rules
+from pipediag.cli.common import Command, add_run_noise, noise_rules
 from pipediag.errors import UsageError
 
 # Every threshold held / one or more broke. Usage errors and unreadable reports exit with 2

@@ -1,9 +1,6 @@
-"""`pipediag COMMAND ...`: every command in one table, and `main`, which runs one.
-
-Each command is a module with a `COMMAND` record (`common.Command`); adding one is adding
-its module and its row here. Errors the user can fix (`errors.PipediagError`) are caught
-here only, and become one line and their exit code.
-"""
+"""`pipediag COMMAND ...`: every command in one table (each a module with a `COMMAND`), and
+`main`, which runs one; errors the user can fix (`errors.PipediagError`) are caught here
+only, and become one line and their exit code."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """What every command is made of: its record in the table, the parser that says a usage
-error in one line, and the short answer `run` and `report` print."""
+error in one line, the short answer `run` and `report` print, and the options of the commands
+over saved reports (`compare`, `check`, `history`: no TensorFlow, one-line errors)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import argparse
 import shutil
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
+
+from pipediag.analysis.noise import DEFAULT_RULES, NoiseRules
+from pipediag.cli.argtypes import share
 
 if TYPE_CHECKING:
     from pipediag.report.model import Report
@@ -26,28 +30,17 @@ class OneLineParser(argparse.ArgumentParser):
 
 @dataclass(frozen=True)
 class Command:
-    """One `pipediag COMMAND`: its help, its options, and what it does.
+    """One `pipediag COMMAND`: its help, its options, and what it does."""
 
-    Args:
-        name: the word after `pipediag`.
-        help: its line in `pipediag --help`.
-        description: the paragraph of `pipediag COMMAND --help`.
-        add_arguments: adds its options and positionals to its parser.
-        run: does the command with the parsed options and its own parser (for a usage
-            error found after parsing); returns the exit code.
-        usage: its usage line, where argparse's own would mislead.
-        allow_abbrev: whether a long option may be shortened.
-        examples: command lines shown at the end of its `--help`, one a line.
-    """
-
-    name: str
-    help: str
-    description: str
+    name: str  # the word after `pipediag`
+    help: str  # its line in `pipediag --help`
+    description: str  # the paragraph of `pipediag COMMAND --help`
     add_arguments: Callable[[argparse.ArgumentParser], None]
+    # Given its own parser too, for a usage error found after parsing; returns the exit code.
     run: Callable[[argparse.Namespace, argparse.ArgumentParser], int]
-    usage: str | None = None
+    usage: str | None = None  # where argparse's own would mislead
     allow_abbrev: bool = True
-    examples: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()  # command lines shown at the end of its `--help`
 
 
 EXAMPLES_HEADING = "examples:"
@@ -95,3 +88,35 @@ def in_colour(report: Report, text: str) -> str:
     from pipediag.renderers.colour import mark_verdict, use_colour
 
     return mark_verdict(text, report.verdict.label) if use_colour(sys.stdout) else text
+
+
+def add_run_noise(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--run-noise",
+        type=share,
+        default=DEFAULT_RULES.run_to_run,
+        metavar="F",
+        help="how much a rate moves between two runs of the same script beyond each run's own "
+        f"spread (default {DEFAULT_RULES.run_to_run:.0%}%, measured on a shared 2-core host; "
+        "0 on a quiet, dedicated machine)",
+    )
+
+
+def noise_rules(options: argparse.Namespace) -> NoiseRules:
+    """The noise rules with `--run-noise`'s run-to-run share."""
+    scale = options.run_noise / DEFAULT_RULES.run_to_run if DEFAULT_RULES.run_to_run else 0.0
+    return replace(
+        DEFAULT_RULES,
+        run_to_run=options.run_noise,
+        run_to_run_points=DEFAULT_RULES.run_to_run_points * scale,
+    )
+
+
+def write_png(draw: Callable[[Path], Path], path: str) -> int:
+    """Draw the PNG `--png PATH` asked for; the exit code (1: it could not be written)."""
+    try:
+        written = draw(Path(path))
+    except OSError as exc:
+        print(f"pipediag: error: could not write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    return said_written([written], [])

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from pipediag.cli.common import Command
-from pipediag.cli.reports import add_run_noise, noise_rules, write_png
+from pipediag.cli.common import Command, add_run_noise, noise_rules, write_png
 
 
 def add_arguments(compare: argparse.ArgumentParser) -> None:

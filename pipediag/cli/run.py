@@ -6,7 +6,6 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pipediag.cli import argtypes
 from pipediag.cli.common import Command, answer_text, in_colour
@@ -21,9 +20,6 @@ from pipediag.config import (
     watching,
 )
 from pipediag.finish import check_writable
-
-if TYPE_CHECKING:
-    from pipediag.report.model import Report
 
 
 def add_arguments(run: argparse.ArgumentParser) -> None:
@@ -134,13 +130,11 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("script", help="the training script; ARGS after it go to the script")
 
 
-_Budget = tuple[str, Callable[[str], float], str]
-"""A budget option: its flag, its argparse type and what it bounds."""
-
-
-def _add_budgets(run: argparse.ArgumentParser, *budgets: _Budget) -> None:
-    """Options whose default is RunConfig's field of the same name, said in their help, so
-    that the command line cannot drift from the Python API's defaults."""
+def _add_budgets(
+    run: argparse.ArgumentParser, *budgets: tuple[str, Callable[[str], float], str]
+) -> None:
+    """Options (flag, argparse type, what it bounds) whose default is RunConfig's field of the
+    same name, said in their help: the command line cannot drift from the Python API's."""
     for flag, kind, what in budgets:
         default = getattr(RunConfig, flag.removeprefix("--").replace("-", "_"))
         run.add_argument(
@@ -153,12 +147,9 @@ def _add_budgets(run: argparse.ArgumentParser, *budgets: _Budget) -> None:
 
 
 def split_script_args(argv: list[str], run: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
-    """Split `run [options] SCRIPT ARGS...` at SCRIPT: nothing after it is pipediag's.
-
-    argparse alone would still match the script's own flags against pipediag's options
-    (`--b` for `--bench-seconds`, or a script's own `--steps`). `run` is the command's
-    parser; a command line of another command is returned whole.
-    """
+    """Split `run [options] SCRIPT ARGS...` at SCRIPT: argparse alone would still match the
+    script's own flags against pipediag's (`--b` for `--bench-seconds`, a script's `--steps`).
+    A command line of another command is returned whole."""
     if not argv or argv[0] != COMMAND.name:
         return argv, []
     takes_value = {
@@ -226,30 +217,19 @@ def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) ->
     print("\n" + in_colour(report, text), end="")
     if written and report.task is not None:
         print(f"Once every worker is done: pipediag merge {options.out}")
-    if options.history:
-        return _append_history(
-            report, options.history, script_folder, report_json if written else None
-        )
-    return report.exit.code
-
-
-def _append_history(
-    report: Report, history: str, script_folder: Path, report_json: Path | None
-) -> int:
-    """Append the run's line; a failure is said, and fails a run that otherwise passed."""
+    if not options.history:
+        return report.exit.code
     from pipediag.history import record_run
 
+    history_file: str = options.history
+    report_path = str(report_json) if written else None
     try:
-        record_run(
-            report,
-            history,
-            script_folder=script_folder,
-            report_path=None if report_json is None else str(report_json),
-        )
+        record_run(report, history_file, script_folder=script_folder, report_path=report_path)
     except OSError as exc:
-        print(f"pipediag: error: could not append to {history}: {exc}", file=sys.stderr)
+        # Said, and fails a run that otherwise passed.
+        print(f"pipediag: error: could not append to {history_file}: {exc}", file=sys.stderr)
         return report.exit.code or 1
-    print(f"History: appended to {history} (see: pipediag history {history})")
+    print(f"History: appended to {history_file} (see: pipediag history {history_file})")
     return report.exit.code
 
 

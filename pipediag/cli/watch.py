@@ -1,11 +1,5 @@
-"""`pipediag run --watch`: the options of watch mode, and their checks.
-
-Watch mode measures a whole run (the script runs to its end) with no pipeline-alone phase,
-no compute-alone run and no fix trials; per window (N steps or an epoch) it writes a
-verdict to the report and TensorBoard, and alerts when the input wait share stays at or
-over a threshold for K windows in a row (docs/design.md, "Watching a long run"). Bad input
-is one line and exit code 2, as everywhere in the CLI.
-"""
+"""`pipediag run --watch`: the options of watch mode, and their checks (docs/design.md,
+"Watching a long run")."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The fixes pipediag knows, one record each: what every layer needs to know of a fix that is
-data, not logic (docs/design.md, "Every applicable rewrite").
-
-A fix's id, words, its place in the order edits are re-applied (`bench/compose.py`), how the
-code writer writes it (`analysis/pipeline_code.py`), what it changes in the data, and whether
-it caches are spelled here once. How a fix edits a graph (`bench/fix_candidates.py`) and when
-a rule proposes it (`analysis/stage_rules.py`) stay with that code, keyed by the fix's id.
-Pure declarations.
-"""
+"""The fixes pipediag knows, one record each: what every layer needs of a fix that is data,
+not logic (docs/design.md, "Every applicable rewrite"). How a fix edits a graph and when a
+rule proposes it stay with that code, keyed by the fix's id."""
 
 from __future__ import annotations
 
@@ -30,10 +24,10 @@ FIX_MATERIALISE: Final = "materialise-generator"
 # host-to-device copy overlaps the train step (docs/design.md, "The host-to-device copy").
 FIX_DEVICE_PREFETCH: Final = "prefetch-to-device"
 
-# How a fix changes the stage lines of the pipeline written out as code: the stage's call
-# made parallel, a prefetch raised to AUTOTUNE (or added at the end), a cache after the
-# stage, the map moved after its batch, the map moved above its shuffle and cached, the
-# generator source read into arrays. Fixes without one change options or add last lines.
+# How a fix changes the stage lines of the pipeline written out as code (the call made
+# parallel, a prefetch raised to AUTOTUNE or added, a cache after the stage, the map moved
+# after its batch, or above its shuffle and cached, the generator read into arrays); fixes
+# without one change options or add last lines.
 CodeEdit = Literal["parallel", "prefetch", "cache", "vectorize", "hoist-cache", "materialise"]
 
 # Changes in what the pipeline yields, as each rewrite names its own.
@@ -54,8 +48,7 @@ SEMANTICS_MATERIALISED: Final = (
     "first epoch's elements, and randomness in the generator is frozen"
 )
 
-# The last line of a pipeline prefetched to the GPU (`bench/device.py` GPU_DEVICE): after
-# the options, as tf.data wants it last.
+# The last line of a pipeline prefetched to the GPU: after the options, as tf.data wants it.
 DEVICE_PREFETCH_TEXT: Final = 'ds = ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))'
 
 
@@ -63,17 +56,14 @@ DEVICE_PREFETCH_TEXT: Final = 'ds = ds.apply(tf.data.experimental.prefetch_to_de
 class FixFacts:
     """One fix as data.
 
-    `words` name it in titles and the code's comments; `code` is how it changes the stage
-    lines of the pipeline written out. `edit_rank` is its edit's place when
-    kept edits are re-applied together (moves, changes in place, caches, the final prefetch;
-    None: after those, in the order kept). `option_line` is the `tf.data.Options` line it
-    sets (`{value}`: its number), `last_line` the line it adds after the options, which also
-    applies it after every other fix. `semantics` is what it changes in what the pipeline
-    yields (None: nothing). `caches`: it keeps its stage's output in memory from the second
-    epoch; `stage_work`: it makes a stage's own work cheaper, so under a kept cache it
-    changes only the first epoch. `bounded_by_hold`: holding a stage's output on the host
-    bounds what it gains there. `from_epoch_two`: its suggestion's bound is what it gains
-    from the second epoch on.
+    `edit_rank` is its edit's place when kept edits are re-applied together (moves, changes
+    in place, caches, the final prefetch; None: after those, in the order kept).
+    `option_line` is the `tf.data.Options` line it sets (`{value}`: its number), `last_line`
+    the line it adds after the options, which applies it after every other fix. `caches`: it
+    keeps its stage's output in memory from the second epoch; `stage_work`: it makes a
+    stage's own work cheaper, so under a kept cache it changes only the first epoch.
+    `bounded_by_hold`: holding a stage's output on the host bounds what it gains.
+    `from_epoch_two`: its suggestion's bound is what it gains from the second epoch on.
     """
 
     name: str

@@ -1,11 +1,6 @@
-"""The history file: one JSON line of key figures per run, appended by `pipediag run
---history FILE` and read by `pipediag history FILE`.
-
-Part of `report/`: a line is versioned like the report (`history_version`), written in one
-append, and read tolerantly; one from a newer pipediag is refused. `training_log_se` lets the
-trend tell a regression from noise without the reports. Format and an example line:
-(docs/design.md, "History, trend and check").
-"""
+"""The history file: one JSON line of key figures per run, appended by `pipediag run --history
+FILE`, read by `pipediag history FILE`. Versioned like the report; a line from a newer
+pipediag is refused (docs/design.md, "History, trend and check")."""
 
 from __future__ import annotations
 
@@ -51,6 +46,7 @@ class HistoryEntry:
     verdict: str = "unknown"
     shares: HistoryShares = field(default_factory=HistoryShares)
     rates: HistoryRates = field(default_factory=HistoryRates)
+    # The training rate's own error: the trend tells a regression from noise without the reports.
     training_log_se: float | None = None
     steps: int = 0
     report: str | None = None
@@ -115,13 +111,13 @@ def _entry(line: str, where: str) -> HistoryEntry:
             time_utc=str(data.get("time_utc", "")),
             script=str(data["script"]),
             args=[str(a) for a in data.get("args", [])],
-            commit=_optional_str(data.get("commit")),
+            commit=None if data.get("commit") is None else str(data["commit"]),
             verdict=str(data.get("verdict", "unknown")),
             shares=HistoryShares(**_numbers(data.get("shares"), HistoryShares)),
             rates=HistoryRates(**_numbers(data.get("rates"), HistoryRates)),
             training_log_se=_number(data.get("training_log_se")),
             steps=int(data.get("steps", 0)),
-            report=_optional_str(data.get("report")),
+            report=None if data.get("report") is None else str(data["report"]),
             history_version=version,
         )
     except (KeyError, TypeError, ValueError) as exc:
@@ -144,7 +140,3 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"expected a number, got {value!r}")
     return float(value)
-
-
-def _optional_str(value: Any) -> str | None:
-    return None if value is None else str(value)

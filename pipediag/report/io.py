@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -30,6 +31,7 @@ from pipediag.report.vocabulary import (
 )
 
 T = TypeVar("T")
+_Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def to_dict(report: Report) -> dict[str, Any]:
@@ -49,21 +51,9 @@ def from_dict(data: dict[str, Any]) -> Report:
             f"report schema version {version} is newer than this pipediag reads "
             f"({SCHEMA_VERSION}); upgrade pipediag"
         )
-    if version < 2:
-        data = _from_version_1(data)
-    if version < 3:
-        data = _from_version_2(data)
-    if version < 4:
-        data = _from_version_3(data)
-    if version < 5:
-        data = _from_version_4(data)
-    if version < 6:
-        data = _from_version_5(data)
-    if version < 7:
-        # Version 6 worded its reasons; `_convert` keeps each as written (`AS_WRITTEN`).
-        data = dict(data, schema_version=7)
-    if version < 8:
-        data = _from_version_7(data)
+    for target, upgrade in _UPGRADES:
+        if version < target:
+            data = upgrade(data)
     data = _without_contention_finding(data)
     try:
         return _build(Report, data)
@@ -79,11 +69,9 @@ _FINDING_SCOPES = (
 
 
 def _without_contention_finding(data: dict[str, Any]) -> dict[str, Any]:
-    """A report whose host contention still has its prose `finding` (version 7 and older),
-    with the two facts it held that no field did: that the verdict made it worth saying
-    (a finding was written only then) and which samples it was read over. The GPU's prose
-    (`finding`, `advice`, the verdict's `gpu_finding`) held no fact that its figures lack,
-    so `_build` simply leaves it out."""
+    """A version 7 or older host contention's prose `finding` as the two facts it held that no
+    field did: that the verdict made it worth saying (it was written only then) and which
+    samples it was read over. The GPU's prose held no such fact: `_build` leaves it out."""
     contention = data.get("host_contention")
     if not isinstance(contention, dict) or "finding" not in contention:
         return data
@@ -98,21 +86,20 @@ def _without_contention_finding(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-1 report in version 2's shape: pipediag's own findings about stages and fix
-    trials were "true" strings in `settings` and `details`; they are typed fields now."""
     data = dict(data, schema_version=2)
-    pipeline = data.get("pipeline")
-    if not isinstance(pipeline, dict):
-        return data
-    data["pipeline"] = dict(
-        pipeline,
-        stages=_each_object(pipeline.get("stages"), _stage_v2),
-        trials=_each_object(pipeline.get("trials"), _trial_v2),
-    )
+    _upgrade_lists_in(data, "pipeline", {"stages": _stage_v2, "trials": _trial_v2})
     return data
 
 
-def _each_object(items: Any, upgrade: Callable[[dict[str, Any]], dict[str, Any]]) -> list[Any]:
+def _upgrade_lists_in(data: dict[str, Any], key: str, upgrades: dict[str, _Upgrade]) -> None:
+    """Replaces the section `data[key]` (an object) with a copy, its `upgrades` lists upgraded."""
+    section = data.get(key)
+    if isinstance(section, dict):
+        lists = {name: _each_object(section.get(name), up) for name, up in upgrades.items()}
+        data[key] = dict(section, **lists)
+
+
+def _each_object(items: Any, upgrade: _Upgrade) -> list[Any]:
     """`upgrade` applied to each object of a list read from JSON; anything else stays as
     read, for `_build` to refuse with its reason."""
     return [upgrade(item) if isinstance(item, dict) else item for item in items or []]
@@ -142,9 +129,8 @@ def _trial_v2(trial: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_version_3(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-3 report in version 4's shape: its cost was capped by a model of cores, and
-    the part the cap left out (`CostSplit.unexplained`) has no field now; the cost stands as
-    measured then, without an interval."""
+    """The part a version-3 cost's cap left out has no field now: the cost stands as measured
+    then, without an interval."""
     data = dict(data, schema_version=4)
     verdict = data.get("verdict")
     if isinstance(verdict, dict) and isinstance(verdict.get("cost_split"), dict):
@@ -170,35 +156,16 @@ _DETAIL_TEXTS = ("stopped", "training_stopped", "isolation", "existing_buffer")
 
 
 def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-2 report in version 3's shape.
-
-    What pipediag decided about a stage left `settings` for typed fields (`auto_parallel`
-    "yes" / "no: <why>", `not_measured`, `graph` "unavailable: <why>"); and a fix trial's
-    `details` strings became `facts`, numbers as numbers.
-    """
+    """Stage findings were `settings` strings (`auto_parallel` "yes" / "no: <why>",
+    `not_measured`, `graph` "unavailable: <why>"); the headline was prose (now worded from
+    the verdict's figures, renderers/verdict_words.py), so it goes."""
     data = dict(data, schema_version=3)
     verdict = data.get("verdict")
     if isinstance(verdict, dict):
-        data["verdict"] = _verdict_v3(verdict)
-    pipeline = data.get("pipeline")
-    if isinstance(pipeline, dict):
-        data["pipeline"] = dict(
-            pipeline,
-            stages=_each_object(pipeline.get("stages"), _stage_v3),
-            trials=_each_object(pipeline.get("trials"), _trial_v3),
-        )
-    scale_out = data.get("scale_out")
-    if isinstance(scale_out, dict):
-        data["scale_out"] = dict(scale_out, stages=_each_object(scale_out.get("stages"), _stage_v3))
+        data["verdict"] = {key: value for key, value in verdict.items() if key != "headline"}
+    _upgrade_lists_in(data, "pipeline", {"stages": _stage_v3, "trials": _trial_v3})
+    _upgrade_lists_in(data, "scale_out", {"stages": _stage_v3})
     return data
-
-
-def _verdict_v3(verdict: dict[str, Any]) -> dict[str, Any]:
-    """Version 2 stored the headline as prose; version 3 words it from the verdict's figures
-    (renderers/verdict_words.py), so the text goes."""
-    verdict = dict(verdict)
-    verdict.pop("headline", None)
-    return verdict
 
 
 # Version 4's summary named the alternation's pairs only in words: "(in alternation, 6
@@ -207,9 +174,8 @@ _PAIRS_IN_WORDS = re.compile(r"(\d+) (?:alternating )?pairs\b")
 
 
 def _from_version_4(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-4 report in version 5's shape: the verdict's prose `summary` goes (the
-    renderers word the verdict from its figures). The two facts it held that no field did
-    become fields: the alternation's pairs, and why there is no verdict, read from the train
+    """The verdict's prose `summary` goes; the two facts it held that no field did become
+    fields: the alternation's pairs, and why there is no verdict, read from the train
     section as the analysis reads it. A verdict with no summary (a report's default, judged
     never) says no reason."""
     data = dict(data, schema_version=5)
@@ -230,13 +196,12 @@ def _from_version_4(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_version_5(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-5 report in version 6's shape: each suggestion's five speedups become its
-    one gain, where it was measured (on training, a stage held, the pipeline alone), and
-    one estimate that only orders the fixes."""
+    """Each suggestion's five speedups become its one gain, where it was measured (on
+    training, a stage held, the pipeline alone), and one estimate."""
     data = dict(data, schema_version=6)
     suggestions = data.get("suggestions")
     if isinstance(suggestions, list):
-        data["suggestions"] = [_suggestion_v5(s) if isinstance(s, dict) else s for s in suggestions]
+        data["suggestions"] = _each_object(suggestions, _suggestion_v5)
     return data
 
 
@@ -291,15 +256,12 @@ def _trial_v3(trial: dict[str, Any]) -> dict[str, Any]:
     trial = dict(trial)
     details = trial.pop("details", None) or {}
     facts: dict[str, Any] = {}
-    for key in _DETAIL_FLOATS:
-        if key in details:
-            facts[key] = _number(details[key], float)
-    for key in _DETAIL_INTS:
-        if key in details:
-            facts[key] = _number(details[key], int)
-    for key in _DETAIL_TEXTS:
-        if key in details:
-            facts[key] = str(details[key])
+    for keys, read in (
+        (_DETAIL_FLOATS, functools.partial(_number, kind=float)),
+        (_DETAIL_INTS, functools.partial(_number, kind=int)),
+        (_DETAIL_TEXTS, str),
+    ):
+        facts.update({key: read(details[key]) for key in keys if key in details})
     # "infinite" or "unknown" elements: None in version 3 (the trial's reason says which).
     facts["elements"] = _number(details.get("elements"), int)
     trial["facts"] = facts
@@ -321,25 +283,23 @@ _MINUS_ONE_WORDS = {"AUTOTUNE": AUTOTUNE, "unbounded": UNBOUNDED}
 _IN_MEMORY = "memory"
 
 
+def _from_version_6(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 6 worded its reasons; `_convert` keeps each as written (`AS_WRITTEN`).
+    return dict(data, schema_version=7)
+
+
 def _from_version_7(data: dict[str, Any]) -> dict[str, Any]:
-    """A version-7 report in version 8's shape: the pipeline's options and each stage's
-    settings were strings ("true", "AUTOTUNE", "32", "default (2 cores)", "memory"); they
-    are typed now. An option or a setting whose string reads as neither (a stage's
+    """Options and stage settings were strings ("true", "AUTOTUNE", "32", "default (2
+    cores)", "memory"). An option or a setting whose string reads as neither (a stage's
     "default" order, a thread pool left to TF) takes its field's default; options never
     read (`{}`) are None."""
     data = dict(data, schema_version=8)
+    _upgrade_lists_in(data, "pipeline", {"stages": _stage_v8})
+    _upgrade_lists_in(data, "scale_out", {"stages": _stage_v8})
     pipeline = data.get("pipeline")
-    if isinstance(pipeline, dict):
-        pipeline = dict(pipeline, stages=_each_object(pipeline.get("stages"), _stage_v8))
-        options = pipeline.get("options")
-        if isinstance(options, dict):
-            pipeline["options"] = (
-                _typed_strings(model.PipelineOptions, options) if options else None
-            )
-        data["pipeline"] = pipeline
-    scale_out = data.get("scale_out")
-    if isinstance(scale_out, dict):
-        data["scale_out"] = dict(scale_out, stages=_each_object(scale_out.get("stages"), _stage_v8))
+    if isinstance(pipeline, dict) and isinstance(pipeline.get("options"), dict):
+        options = pipeline["options"]
+        pipeline["options"] = _typed_strings(model.PipelineOptions, options) if options else None
     return data
 
 
@@ -370,6 +330,30 @@ def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
         if value is not None:
             typed[name] = value
     return typed
+
+
+# What each version changed, and the step that brings a report of the version before to it:
+# 2: pipediag's own findings about stages and fix trials are typed fields, not "true" strings.
+# 3: a stage's `auto_parallel`, `not_measured` and `graph_error` left `settings`; a fix
+#    trial's `details` strings became `facts`, numbers as numbers; no headline text.
+# 4: T measured in alternation (`ComputeAlone.blocks`), the cost's 90% interval
+#    (`Verdict.input_cost_interval`), no core-count cap (`CostSplit.unexplained` gone), and
+#    each epoch's start-up a fourth part of the cost (`CostSplit.epoch_start`).
+# 5: no verdict prose: `summary` is gone, `Verdict.no_verdict_because` says why there is none.
+# 6: a fix carries one gain (`Suggestion.gain`) and one estimate that only orders the fixes.
+# 7: why something was not measured is a code with its parameters (`report/reasons.py`); a
+#    version-6 report's words are kept as written (`AS_WRITTEN`, in `_convert`).
+# 8: the pipeline's options and a stage's settings are typed (`PipelineOptions`,
+#    `StageSettings`), not strings.
+_UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
+    (2, _from_version_1),
+    (3, _from_version_2),
+    (4, _from_version_3),
+    (5, _from_version_4),
+    (6, _from_version_5),
+    (7, _from_version_6),
+    (8, _from_version_7),
+)
 
 
 def dumps(report: Report) -> str:

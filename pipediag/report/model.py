@@ -87,11 +87,7 @@ from pipediag.report.vocabulary import (
     UncertainReason,
     VerdictLabel,
 )
-from pipediag.report.watch import (
-    WatchAlert,
-    WatchSection,
-    WatchWindow,
-)
+from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 
 # The vocabulary is typed in `report/vocabulary.py`; the words code imported from here before
 # that module existed are re-exported (mypy reads `__all__` as the re-exports).
@@ -157,31 +153,7 @@ __all__ = [
     "WARMUP",
 ]
 
-# 3: what pipediag itself found about a stage or a fix trial is typed: a stage's
-# `auto_parallel`, `not_measured` and `graph_error` left `settings` (which keeps the raw
-# tf.data attributes); `FixTrial.details` strings became `FixTrial.facts`, numbers written as
-# numbers; the verdict's headline is not stored as text (the renderers word it
-# from the verdict's figures).
-# 4: training and the train step alone are measured in alternation (`ComputeAlone.blocks`),
-# the input cost carries its 90% interval (`Verdict.input_cost_interval`), no core-count
-# model caps it (`CostSplit.unexplained` is gone), and each epoch's start-up is a fourth part
-# of it (`CostSplit.epoch_start`).
-# 5: the verdict holds no prose: its `summary` sentence is gone, and where there is no
-# verdict a typed code says why (`Verdict.no_verdict_because`); the renderers word both
-# from the verdict's and the train section's figures. Version 1 to 4 reports are read and
-# converted (`report/io.py`).
-# 6: a fix carries one gain (`Suggestion.gain`: where it was measured, the speedup, its
-# interval) and one estimate that only orders the fixes nothing measured
-# (`Suggestion.estimate`); the five speedups per suggestion are gone.
-# 7: why something was not measured is a code with its parameters (`report/reasons.py`), not
-# words: the pipeline benchmark's, compute alone's, the model-side trials', scale-out's, the
-# host and GPU sections', the stages', the prescription's, a fix's on training and a fix's
-# on the pipeline alone (`FixTrial.reason`, `TrialFacts.batch_refusal`); a suggestion
-# carries the reasons its evidence gives. An older report's words are kept as
-# written (`AS_WRITTEN`).
-# 8: the pipeline's options and a stage's settings are typed (`PipelineOptions`,
-# `StageSettings`: flags as booleans, numbers as numbers, tf.data's AUTOTUNE and an
-# unbounded count as its -1, a cache in memory as its "" filename), not strings.
+# What each version changed, and how older reports are converted: `report/io.py`.
 SCHEMA_VERSION = 8
 
 
@@ -202,13 +174,10 @@ class PipelineOptions:
     map_and_batch_fusion: bool = True
     parallel_batch: bool = True
     map_fusion: bool = False
-    # None: TF sizes the pool from the cores at run time (`cpu_count` of them).
-    private_threadpool_size: int | None = None
-    # None: TF's default.
-    max_intra_op_parallelism: int | None = None
+    private_threadpool_size: int | None = None  # None: TF sizes it from `cpu_count` at run time
+    max_intra_op_parallelism: int | None = None  # None: TF's default
     deterministic: bool = True
-    # The cores this process could use when the options were read.
-    cpu_count: int | None = None
+    cpu_count: int | None = None  # the cores this process could use when the options were read
 
 
 @dataclass(frozen=True)
@@ -222,14 +191,12 @@ class PipelineBenchmark:
     duration_s: float = 0.0
     first_batch_s: float | None = None
     batches_per_s: float | None = None
-    # Process CPU seconds per batch while read alone, every thread counted.
-    cpu_s_per_batch: float | None = None
+    cpu_s_per_batch: float | None = None  # process CPU seconds, every thread counted
     latency: LatencyStats | None = None
     exhausted: bool = False
     stages: list[StageStats] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # The options in force, read where the stages were; None where they were not read.
-    options: PipelineOptions | None = None
+    options: PipelineOptions | None = None  # None where they were not read
     # What-if pipelines measured beside the original (`bench.whatif.verify_fixes`).
     trials: list[FixTrial] = field(default_factory=list)
     # Why stage timing and fix trials did not run (input costs too little to matter); None
@@ -238,10 +205,9 @@ class PipelineBenchmark:
     # A `cache()` whose stream ends each epoch (no `repeat()` after it): a later epoch reads
     # the filled cache, so measuring goes on into it (`phases.measure_on`).
     cache_ends_each_epoch: bool = False
-    # The rewrites tried on training, greedily, and the pipeline they make together.
     prescription: Prescription | None = None
-    # Batches in one pass over the dataset (its cardinality): a run's iterator restarts every
-    # that many steps. None: infinite (repeated) or unknown.
+    # Batches in one pass (its cardinality): a run's iterator restarts every that many steps.
+    # None: infinite (repeated) or unknown.
     pass_batches: int | None = None
 
 
@@ -255,8 +221,8 @@ class StepRecord:
     input_wait_s: float | None
     label: StepLabel
     epoch: int = 0
-    # Consecutive steps this record stands for: long runs merge old steps to bound memory;
-    # then duration_s and input_wait_s are totals over them.
+    # Long runs merge old steps to bound memory: then duration_s and input_wait_s are totals
+    # over the `count` steps this record stands for.
     count: int = 1
 
     @property
@@ -292,8 +258,7 @@ class EpochStart:
 
     epoch: int
     duration_s: float
-    # The epoch's length as fit was told it (`steps_per_epoch` or the dataset's cardinality);
-    # None when unknown.
+    # `steps_per_epoch` or the dataset's cardinality, as fit was told; None when unknown.
     steps_per_epoch: int | None = None
 
 
@@ -312,20 +277,16 @@ class TrainSection:
     steps: list[StepRecord] = field(default_factory=list)
     # Passes over the data before or beside training that were not taken for train steps.
     skipped_passes: list[DataPass] = field(default_factory=list)
-    # Under fit: each epoch's start-up before its first step, as the run crossed them.
-    epoch_starts: list[EpochStart] = field(default_factory=list)
-    # Under fit: the Keras backend that ran it (None: not Keras 3, or no fit).
-    keras_backend: KerasBackend | None = None
+    epoch_starts: list[EpochStart] = field(default_factory=list)  # under fit
+    keras_backend: KerasBackend | None = None  # under fit; None: not Keras 3, or no fit
     # Under fit: what its measured steps took beyond their train function's call (median),
     # added to both sides of a gain measured on the train function alone.
     fit_overhead_s: float | None = None
 
 
 def no_verdict_reason(train: TrainSection) -> NoVerdictReason:
-    """Why a train section whose steps give no verdict gives none: no training among the
-    passes over the data, no steps at all, only warm-up steps, or measured steps of which
-    none had its input wait timed. Kept here, below the analysis, because reading a report
-    written before the code was typed gives it the same way (`report/io.py`)."""
+    """Why a train section whose steps give no verdict gives none. Here, below the analysis,
+    because reading a report written before the code was typed gives it too (`report/io.py`)."""
     if not train.steps:
         return NO_VERDICT_NO_TRAINING if train.skipped_passes else NO_VERDICT_NO_STEPS
     if train.measured_steps == 0:
@@ -342,9 +303,9 @@ class RateBlock:
 
     `kind` "training" is the script's own steps fed by its pipeline (A), "step-alone" the
     same train step on a cached batch (T), "quiet-training" A with pipediag's sampler
-    threads paused (the observer check, `ObserverEffect`). `steps` and `seconds` are the
-    block's steady part: `dropped_steps` leading steps were the transition from the block
-    before (a prefetch buffer refilled while the step ran alone, or drained after it).
+    threads paused (`ObserverEffect`). `steps` and `seconds` are the block's steady part:
+    `dropped_steps` leading steps were the transition from the block before (a prefetch
+    buffer refilled while the step ran alone, or drained after it).
     """
 
     kind: RateBlockKind
@@ -352,8 +313,7 @@ class RateBlock:
     steps: int
     seconds: float
     dropped_steps: int = 0
-    # Process CPU seconds per step over the whole block, all threads; None where not timed.
-    cpu_s_per_step: float | None = None
+    cpu_s_per_step: float | None = None  # process CPU over the block, all threads
 
     @property
     def steps_per_s(self) -> float | None:
@@ -364,13 +324,8 @@ class RateBlock:
 class ComputeAlone:
     """The train step alone: the user's own step on one cached batch, the pipeline idle.
 
-    `method` says how it was run: "keras-train-function" (the model's compiled train function
-    on a repeated cached batch, every variable it touches restored afterwards) or
-    "cached-batch-loop" (the user's custom loop served the same cached batch for its last
-    steps, before the step budget ended the script) or "training-function" (a loop's own
-    `tf.function` that pulls inside it, given an iterator over a repeated cached batch,
-    variables restored). `start_s` places it on the report's time
-    axis. When `measured` is False, `reason` says why the rate is estimated instead.
+    `method` is how it was run (`ComputeAloneMethod`); when `measured` is False, `reason`
+    says why the rate is estimated instead.
     """
 
     measured: bool
@@ -385,14 +340,13 @@ class ComputeAlone:
     restored_variables: int = 0
     # Process CPU seconds per step, all threads: the step's own appetite for cores.
     cpu_s_per_step: float | None = None
-    # The blocks of training and of the step alone, in the order they ran; empty when the
-    # step alone ran in one piece (a multi-worker job's fixed steps, older reports).
-    # `steps_per_s` above is then the step-alone blocks' pooled rate.
+    # Training's and the step alone's blocks, in the order they ran; empty when the step
+    # alone ran in one piece (a multi-worker job, older reports). `steps_per_s` above is
+    # then the step-alone blocks' pooled rate.
     blocks: list[RateBlock] = field(default_factory=list)
     block_steps: int = 0  # steps per block, before the transition is dropped
     # Where the step's time goes, and model-side changes measured on the step alone
-    # (`report/model_side.py`); `model_side_reason` says why they were not run, and
-    # `model_side_s` is the time they added.
+    # (`report/model_side.py`); `model_side_s` is the time they added.
     top_ops: list[TopOp] = field(default_factory=list)
     trials: list[ModelTrial] = field(default_factory=list)
     top_ops_reason: Reason | None = None
@@ -406,9 +360,8 @@ class CostSplit:
 
     `wait + contention + fetch + epoch_start == Verdict.input_cost_fraction`. Evidence for
     contention: `pipeline_cores_busy` is how many more cores the process kept busy in the
-    training blocks than in the step-alone blocks of the alternation (the pipeline's threads),
-    `free_cores` how many of the host's cores were idle while training (host samples); None
-    where not measured. `contention_kind` names what the pipeline contends for.
+    training blocks than in the step-alone blocks (the pipeline's threads), `free_cores` how
+    many of the host's cores were idle while training; None where not measured.
     """
 
     wait: float = 0.0
@@ -431,10 +384,8 @@ class CostSplit:
 
 @dataclass(frozen=True)
 class PhaseVerdict:
-    """The verdict over one stretch of training whose input cost differs from the rest.
-
-    E.g. epoch 1 filling a `cache()` and the epochs after reading from it.
-    """
+    """The verdict over one stretch of training whose input cost differs from the rest
+    (epoch 1 filling a `cache()`, the epochs after reading from it)."""
 
     name: str  # "epoch 1", "epochs 2-3"
     first_epoch: int
@@ -458,50 +409,40 @@ class Verdict:
     compute_bound_steps: int = 0
     compute_alone_steps_per_s: float | None = None
     pipeline_headroom: float | None = None
-    # What the GPU idled on most (`GpuAnalysis.attribution`), when a GPU was sampled and idle.
-    gpu_idle_cause: GpuIdleCause | None = None
-    # The three rates of DS-Analyzer: pipeline alone P (`PipelineBenchmark.batches_per_s`),
-    # compute alone T (`compute_alone_steps_per_s`) and training A (`training_steps_per_s`).
-    # Input cost = 1 - A/T: the share of training time input costs, so T/A is the speedup if
-    # input were free. It decides the label (XProf's bands); the wait share stays beside it.
+    gpu_idle_cause: GpuIdleCause | None = None  # where a GPU was sampled and idle
+    # DS-Analyzer's three rates: pipeline alone P, compute alone T and training A. Input cost
+    # = 1 - A/T, so T/A is the speedup if input were free; it decides the label (XProf's
+    # bands), the wait share stays beside it.
     input_cost_fraction: float | None = None
     training_steps_per_s: float | None = None
     compute_alone_source: ComputeAloneSource = ""
     compute_alone_reason: Reason | None = None  # why estimated
     cost_split: CostSplit | None = None
     phases: list[PhaseVerdict] = field(default_factory=list)
-    # The input cost's 90% interval, [low, high], from the alternation's blocks; None where
-    # T was not measured in alternation. A cost whose interval reaches zero is reported as 0.
-    # On a busy host its low end is lowered by the share of the host other processes took.
+    # The cost's 90% interval [low, high] from the alternation's blocks (None without it); a
+    # cost whose interval reaches zero is reported as 0. On a busy host the low end is
+    # lowered by the share other processes took.
     input_cost_interval: list[float] | None = None
-    # The cores other processes kept busy, on average, while training and the step alone
-    # were measured, where that was a measurable share of the host (`BUSY_HOST_SHARE` in
-    # analysis/classifier.py); None on a quiet host or where the host was not sampled.
+    # The cores other processes kept busy while training and the step alone were measured,
+    # where a measurable share of the host (`BUSY_HOST_SHARE`, analysis/classifier.py).
     busy_host_cores: float | None = None
-    # Why the label is "uncertain" ("" otherwise); for "too-noisy", the `--steps` that would
-    # likely narrow the interval enough to place the cost in one band.
+    # Why the label is "uncertain"; for "too-noisy", the `--steps` likely to narrow the
+    # interval enough to place the cost in one band.
     uncertain_because: UncertainReason = ""
     steps_to_tell: int | None = None
-    # The pairs of training and step-alone blocks the cost and its interval were read from;
-    # None where T was not measured in alternation.
-    alternation_pairs: int | None = None
-    # Why there is no verdict (label "unknown"); "" where there is one.
-    no_verdict_because: NoVerdictReason = ""
-    # Training's rate with pipediag's threads running against with them paused, in one
-    # run; None unless the observer check ran (`--observer-check`).
-    observer_effect: ObserverEffect | None = None
+    alternation_pairs: int | None = None  # None where T was not measured in alternation
+    no_verdict_because: NoVerdictReason = ""  # "" where there is a verdict
+    observer_effect: ObserverEffect | None = None  # None unless `--observer-check` ran
 
 
 @dataclass(frozen=True)
 class ObserverEffect:
     """What pipediag's sampler threads cost the training they watch, measured in one run.
 
-    Every other training block of the alternation is a quiet one (the script's own steps
-    with the samplers paused); `ratio` is the watched training blocks' rate over the quiet
-    ones' (the mean log ratio over `pairs`, each quiet block against the watched blocks
-    either side), `low`/`high` its 90% interval (None under two pairs). Under 1 means
-    training ran slower while pipediag watched (docs/design.md, "What pipediag costs a
-    step").
+    Every other training block is a quiet one (samplers paused); `ratio` is the watched
+    blocks' rate over the quiet ones' (mean log ratio over `pairs`, each quiet block against
+    the watched blocks either side), `low`/`high` its 90% interval (None under two pairs).
+    Under 1: training ran slower while watched (docs/design.md, "What pipediag costs a step").
     """
 
     ratio: float
@@ -512,10 +453,8 @@ class ObserverEffect:
 
 @dataclass(frozen=True)
 class Gain:
-    """A fix's one gain, where it was measured: on training with the fix in place, with its
-    90% interval `[low, high]`; else on training with its stage's output held in memory
-    (`held`: the most a port can gain, or a cache's gain from epoch 2); else on the pipeline
-    alone; else not measured (`speedup` None)."""
+    """A fix's one gain, where it was measured (`GainBasis`), with its 90% interval
+    `[low, high]` where measured on training; `speedup` None where not measured."""
 
     basis: GainBasis = GAIN_NOT_MEASURED
     speedup: float | None = None
@@ -540,18 +479,15 @@ class Suggestion:
     # pipeline's speedup (measured alone, else estimated from stage timings). Never shown.
     estimate: float | None = None
     correctness_warning: bool = False
-    # "fix" (changes the speed), "warning" (changes what is trained on) or "note".
     kind: SuggestionKind = "fix"
     stage_index: int | None = None
-    # The rewrite whose trial the suggestion reports (None: a rule with no trial).
-    fix: FixName | None = None
-    # Why no fix was found or measured, why the fix was not verified on the pipeline alone
-    # and why it was not tried on training: worded by the renderers after the evidence.
+    fix: FixName | None = None  # the rewrite whose trial it reports; None: a rule, no trial
+    # Why no fix was found or measured, why it was not verified on the pipeline alone, why
+    # not tried on training, and (a vectorise through tf.vectorized_map) what the function as
+    # written did on a batch (`TrialFacts.batch_refusal`).
     reason: Reason | None = None
     not_on_training: Reason | None = None
     not_verified: Reason | None = None
-    # A vectorise run through tf.vectorized_map: what the function as written did on a
-    # batch (`TrialFacts.batch_refusal`), worded by the renderers after the evidence.
     refused_as_written: Reason | None = None
 
 
@@ -630,16 +566,12 @@ class Report:
     gpu_analysis: GpuAnalysis | None = None
     host_contention: HostContention | None = None
     compute_alone: ComputeAlone | None = None
-    # Seconds from the start of the diagnosis to the first verdict line (printed as soon as
-    # the measured steps and the compute-alone phase are done); None if none was printed.
+    # Seconds to the first verdict line (printed once the measured steps and the
+    # compute-alone phase are done); None if none was printed.
     first_verdict_s: float | None = None
-    # The task of a multi-worker job (`TF_CONFIG`); None for a single process.
-    task: TaskInfo | None = None
-    # Unix time (seconds) of the report's time zero: puts the reports of a job's workers on
-    # one clock (`pipediag merge`); `created_utc` has whole seconds only. None in older reports.
+    task: TaskInfo | None = None  # None for a single process
+    # Unix time of the report's time zero: puts a job's workers on one clock (`pipediag
+    # merge`); `created_utc` has whole seconds only.
     origin_unix_s: float | None = None
-    # tf.data service compatibility, measurements and prediction; None when not
-    # checked (reports written before it, or no dataset to check).
-    scale_out: ScaleOut | None = None
-    # Watch mode (`pipediag run --watch`, `pipediag.keras.Watch`); None for a diagnosis.
-    watch: WatchSection | None = None
+    scale_out: ScaleOut | None = None  # None when not checked
+    watch: WatchSection | None = None  # None for a diagnosis

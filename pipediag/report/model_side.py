@@ -1,9 +1,6 @@
-"""The model side of a compute-bound run: where the step's time goes, and model-side changes
-measured on the train step alone (docs/design.md, "When the model sets the rate").
-
-Plain frozen data, like the rest of the report; `ComputeAlone` holds it (`top_ops`,
-`trials`). Every field has a default, so reports written before it still load.
-"""
+"""The model side of a compute-bound run, held by `ComputeAlone`: where the step's time goes,
+and model-side changes measured on the train step alone (docs/design.md, "When the model sets
+the rate")."""
 
 from __future__ import annotations
 
@@ -43,12 +40,10 @@ class TopOp:
 class ModelTrial:
     """One model-side change, measured on the train step alone against the unchanged step.
 
-    `baseline_steps_per_s` is the rounds' median rate, per batch, and `variant_steps_per_s`
-    that times the rounds' figure (`analysis/paired.py`);
-    `speedup` is the gain a whole run would see (for `steps_per_execution`, with fit's own
-    per-step time added to both sides), `interval` its 90% interval ([low, high]) when the
-    rounds gave one. `reason` says why it was not measured (or what limits the reading);
-    `code` is what to write to make the change; `numerics` what the change means for them.
+    `variant_steps_per_s` is `baseline_steps_per_s` (the rounds' median, per batch) times the
+    rounds' figure (`analysis/paired.py`); `speedup` is the gain a whole run would see (for
+    `steps_per_execution`, with fit's own per-step time added to both sides), `interval` its
+    90% interval; `numerics` is what the change means for them.
     """
 
     change: ModelChange
@@ -61,8 +56,7 @@ class ModelTrial:
     reason: Reason | None = None
     code: str = ""
     numerics: str = ""
-    # Seconds the trial took, its build and compilation included.
-    seconds: float = 0.0
+    seconds: float = 0.0  # the trial's, its build and compilation included
     # The value tried: steps per execution, or the dtype policy's name (for the copy: the
     # device the batch was placed on).
     setting: str = ""

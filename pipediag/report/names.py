@@ -1,10 +1,6 @@
-"""How the parts of a report are named to the user, by every layer that names them.
-
-The summary layer writes verdict labels into the headline and the advisor writes stage names
-into suggestion titles, and the renderers print both: each is spelled here once, below all of
+"""How the parts of a report are named to the user, spelled once below every layer that names
 them, so a verdict or a stage reads the same in the headline, a fix's title, the text summary
-and the PNG. Pure string work over the report model.
-"""
+and the PNG."""
 
 from __future__ import annotations
 
@@ -24,8 +20,7 @@ VERDICT_TITLES = {
 
 
 def verdict_title(label: str) -> str:
-    """ "INPUT-BOUND", "COMPUTE-BOUND", "BALANCED", "UNCERTAIN", or NO_VERDICT for anything
-    else."""
+    """The label's title, or NO_VERDICT for anything else."""
     return VERDICT_TITLES.get(label, NO_VERDICT)
 
 

@@ -1,11 +1,6 @@
-"""The pipeline pipediag would write, as the report holds it: lines of tf.data code, each
-changed line with the fix that changed it, where the script made the stage, and what the
-change does to the data (docs/design.md, "The pipeline pipediag would write").
-
-With it, the rewrites tried on training greedily and what the kept ones came to together.
-Each rewrite's words and its change in semantics are in `report/fixes.py`. Pure
-declarations.
-"""
+"""The pipeline pipediag would write, as the report holds it: its lines of tf.data code, and
+the rewrites tried on training greedily with what the kept ones came to together
+(docs/design.md, "The pipeline pipediag would write")."""
 
 from __future__ import annotations
 
@@ -49,11 +44,9 @@ class StageChange:
 class GainOnTraining:
     """A rewrite's gain tried on training, or the kept ones' together.
 
-    `training_speedup` is the variant's training rate over the baseline's (the paired
-    engine's figure from interleaved rounds, `variant_steps_per_s` over
-    `baseline_steps_per_s`) with its 90% interval. `on_training` is that ratio in the run's
-    own terms (under `fit`, with what fit adds around each step on both sides:
-    `analysis/run_terms.py`), filled in by the analysis; it is the figure the report shows.
+    `training_speedup` is the paired engine's variant rate over the baseline's, with its 90%
+    interval; `on_training` is that ratio in the run's own terms (under `fit`, what fit adds
+    around each step on both sides: `analysis/run_terms.py`), the figure the report shows.
     """
 
     training_speedup: float | None = None
@@ -64,7 +57,7 @@ class GainOnTraining:
     on_training: float | None = None
     on_training_low: float | None = None
     on_training_high: float | None = None
-    # What an epoch's start cost each side beyond a steady step (`FixTrial`'s, alike).
+    # What an epoch's start cost each side beyond a steady step (as `FixTrial`'s).
     baseline_start_s: float | None = None
     variant_start_s: float | None = None
     # The variant fed training faster than the train step alone ran: its rate (and the

@@ -12,12 +12,10 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 ReasonCode = Literal[
-    # any measurement
     "as-written",
     "failed",
     "error",
     "too-few-steps",
-    # the pipeline read alone
     "no-dataset",
     "pipeline-failed",
     "no-bench",
@@ -31,7 +29,6 @@ ReasonCode = Literal[
     "empty-dataset",
     "one-batch",
     "deep-skipped",
-    # the train step alone
     "no-batch-kept",
     "no-cached-batch",
     "no-compiled-train-function",
@@ -52,7 +49,6 @@ ReasonCode = Literal[
     "marked-steps",
     "loop-steps-all",
     "loop-ended-early",
-    # the model-side trials
     "no-verify",
     "input-cost-high",
     "model-side-fit-only",
@@ -81,13 +77,11 @@ ReasonCode = Literal[
     "several-once",
     "called-several",
     "none-once",
-    # where the step's time goes
     "profiler-no-start",
     "profiler-not-started",
     "no-host-trace",
     "no-op-events",
     "profile-stopped",
-    # scale-out through the tf.data service
     "service-error",
     "not-copied",
     "no-workers",
@@ -103,7 +97,6 @@ ReasonCode = Literal[
     "nothing-to-move",
     "no-compute-rate",
     "no-per-worker-rate",
-    # host and GPU sampling
     "host-sampling-off",
     "gpu-sampling-off",
     "host-sampler-not-started",
@@ -129,7 +122,6 @@ ReasonCode = Literal[
     "steps-span",
     "host-not-sampled",
     "no-host-samples",
-    # fixes tried on training, and the pipeline pipediag would write
     "backend-no-fix-trial",
     "calls-no-fix-trial",
     "fix-trial-budget-spent",
@@ -149,11 +141,9 @@ ReasonCode = Literal[
     "slower",
     "interval-reaches-one",
     "bounded-out",
-    # the fleet of a multi-worker job
     "one-worker",
     "too-few-timed-workers",
     "none-stands-out",
-    # stage timing, and stages held on training
     "stage-out-of-time",
     "stages-capped",
     "partial-file-cache",
@@ -161,7 +151,6 @@ ReasonCode = Literal[
     "stage-not-read-alone",
     "too-few-stage-elements",
     "held-above-step-alone",
-    # fixes timed on the pipeline alone: why a rewrite was not verified
     "not-run-no-verify",
     "no-whatif-run",
     "graph-unavailable",
@@ -198,11 +187,13 @@ ReasonCode = Literal[
     "not-elementwise",
 ]
 
+# any measurement
 AS_WRITTEN: Final = "as-written"  # an older report's words, kept as they were
 FAILED: Final = "failed"  # detail: the exception, in one line
 ERROR: Final = "error"  # not measured: detail, an exception in one line
 TOO_FEW_STEPS: Final = "too-few-steps"
 
+# the pipeline read alone
 NO_DATASET: Final = "no-dataset"
 PIPELINE_FAILED: Final = "pipeline-failed"
 NO_BENCH: Final = "no-bench"
@@ -217,6 +208,7 @@ EMPTY_DATASET: Final = "empty-dataset"
 ONE_BATCH: Final = "one-batch"
 DEEP_SKIPPED: Final = "deep-skipped"  # value: the input cost; limit: the floor
 
+# the train step alone
 NO_BATCH_KEPT: Final = "no-batch-kept"
 NO_CACHED_BATCH: Final = "no-cached-batch"  # because: why
 NO_COMPILED_TRAIN_FUNCTION: Final = "no-compiled-train-function"
@@ -238,6 +230,7 @@ MARKED_STEPS: Final = "marked-steps"
 LOOP_STEPS_ALL: Final = "loop-steps-all"
 LOOP_ENDED_EARLY: Final = "loop-ended-early"
 
+# the model-side trials
 NO_VERIFY: Final = "no-verify"
 INPUT_COST_HIGH: Final = "input-cost-high"  # value: the cost (None: unknown); limit
 MODEL_SIDE_FIT_ONLY: Final = "model-side-fit-only"
@@ -267,12 +260,14 @@ SEVERAL_ONCE: Final = "several-once"  # detail: the functions' names
 CALLED_SEVERAL: Final = "called-several"  # detail: the function
 NONE_ONCE: Final = "none-once"  # detail: the most called; value: its steps; limit: all
 
+# where the step's time goes
 PROFILER_NO_START: Final = "profiler-no-start"  # detail: the error
 PROFILER_NOT_STARTED: Final = "profiler-not-started"
 NO_HOST_TRACE: Final = "no-host-trace"
 NO_OP_EVENTS: Final = "no-op-events"
 PROFILE_STOPPED: Final = "profile-stopped"
 
+# scale-out through the tf.data service
 SERVICE_ERROR: Final = "service-error"  # detail: the service's or the server's error
 NOT_COPIED: Final = "not-copied"  # detail: why the pipeline could not be copied
 NO_WORKERS: Final = "no-workers"  # detail: the dispatcher's address
@@ -316,7 +311,6 @@ STEPS_SPAN: Final = "steps-span"  # value: the measured steps' span, in seconds
 HOST_NOT_SAMPLED: Final = "host-not-sampled"
 NO_HOST_SAMPLES: Final = "no-host-samples"
 
-
 # fixes tried on training, and the pipeline pipediag would write
 BACKEND_NO_FIX_TRIAL: Final = "backend-no-fix-trial"  # detail: the Keras backend
 CALLS_NO_FIX_TRIAL: Final = "calls-no-fix-trial"
@@ -338,12 +332,10 @@ SLOWER: Final = "slower"  # its whole interval under 1
 INTERVAL_REACHES_ONE: Final = "interval-reaches-one"
 BOUNDED_OUT: Final = "bounded-out"  # detail: the held stage; value: its gain held
 
-
 # the fleet of a multi-worker job
 ONE_WORKER: Final = "one-worker"
 TOO_FEW_TIMED_WORKERS: Final = "too-few-timed-workers"
 NONE_STANDS_OUT: Final = "none-stands-out"  # value: the rate tolerance; limit: the wait gap
-
 
 # stage timing, and stages held on training
 STAGE_OUT_OF_TIME: Final = "stage-out-of-time"
@@ -353,7 +345,6 @@ CANNOT_ITERATE: Final = "cannot-iterate"  # detail: the error's type
 STAGE_NOT_READ_ALONE: Final = "stage-not-read-alone"  # detail: why it cannot be copied
 TOO_FEW_STAGE_ELEMENTS: Final = "too-few-stage-elements"
 HELD_ABOVE_STEP_ALONE: Final = "held-above-step-alone"  # value: held rate; limit: step alone
-
 
 # fixes timed on the pipeline alone: why a rewrite was not verified
 NOT_RUN_NO_VERIFY: Final = "not-run-no-verify"

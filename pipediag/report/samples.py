@@ -1,5 +1,4 @@
-"""The host and GPU sections of the report: samples over time, and what the analysis read
-in them."""
+"""The host and GPU sections of the report: samples over time, and what analysis read there."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ class HostSample:
     per_core_pct: list[float]
     process_rss_bytes: int
     system_mem_used_pct: float
-    # The share of the machine's time its hypervisor gave to other guests (counted busy in
-    # `system_cpu_pct`); None where the platform does not report it.
+    # The machine's time its hypervisor gave other guests (counted busy in `system_cpu_pct`).
     steal_pct: float | None = None
 
 
@@ -74,8 +72,8 @@ class GpuSample:
     sm_clock_mhz: float | None = None
     pcie_rx_bytes_per_s: float | None = None
     pcie_tx_bytes_per_s: float | None = None
-    # Session time of the newest driver utilization sample behind gpu_util_pct (driver
-    # timestamps converted to the session clock); None when read with GetUtilizationRates.
+    # Session time of the newest driver sample behind gpu_util_pct; None when read with
+    # GetUtilizationRates.
     gpu_util_t_s: float | None = None
     sm_active_pct: float | None = None  # GPM SM activity since the previous GPM reading
     sm_occupancy_pct: float | None = None  # GPM SM occupancy since the previous GPM reading
@@ -99,11 +97,8 @@ class GpuSection:
 
 @dataclass(frozen=True)
 class GpuWindow:
-    """One aggregation window: what the GPU and the host did over the same stretch of time.
-
-    NVML averages over about 1/6 s to 1 s, so a window holds many short steps; the fractions
-    are shares of the window, never per-step figures.
-    """
+    """What the GPU and the host did over one stretch of time. NVML averages over about 1/6 s
+    to 1 s, so a window holds many short steps: its fractions are never per-step figures."""
 
     start_s: float
     end_s: float
@@ -152,11 +147,8 @@ class GpuAnalysis:
 
 @dataclass(frozen=True)
 class HostContention:
-    """How much of the host's CPU other processes took while the steps were measured.
-
-    From the host sampler: system busy share minus this process's share (psutil's process
-    percent is per core, the system one is of the whole machine).
-    """
+    """How much of the host's CPU other processes took while the steps were measured: system
+    busy share minus this process's (psutil's process percent is per core)."""
 
     available: bool
     reason: Reason | None = None
@@ -168,8 +160,7 @@ class HostContention:
     process_cpu_pct_mean: float | None = None  # per core, as psutil reports it
     system_cpu_pct_mean: float | None = None
     contended: bool = False
-    # Which samples the figures above were read over.
-    scope: ContentionScope = ""
-    # Whether the verdict leaves room for other processes to starve the input pipeline
-    # (input-bound, balanced or uncertain): only then is the contention worth naming.
+    scope: ContentionScope = ""  # which samples the figures above were read over
+    # The verdict leaves room for other processes to starve the input pipeline (input-bound,
+    # balanced or uncertain): only then is the contention worth naming.
     bears_on_verdict: bool = False

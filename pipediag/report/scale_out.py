@@ -1,5 +1,4 @@
-"""The scale-out section of the report: whether the pipeline can move to a tf.data service, and what
-that would give."""
+"""The scale-out section: can the pipeline move to a tf.data service, and what would it give."""
 
 from __future__ import annotations
 
@@ -18,12 +17,8 @@ from pipediag.report.vocabulary import (
 
 @dataclass(frozen=True)
 class ServiceBlocker:
-    """One reason the training dataset cannot run on tf.data service workers as it is.
-
-    `stage_index`/`stage`/`source` locate it (the stage and the user's function, "file.py:LINE"),
-    `detail` says what fails and how to fix it; `paths` are the local files of a local-path
-    blocker (a sample, `paths_total` in all).
-    """
+    """One reason the training dataset cannot run on tf.data service workers as it is;
+    `paths` are a sample of a local-path blocker's files (`paths_total` in all)."""
 
     kind: BlockerKind
     detail: str
@@ -38,14 +33,11 @@ class ServiceBlocker:
 class ServiceMeasurement:
     """The pipeline (or its movable part) read through a real tf.data service.
 
-    `where` is "local" (a dispatcher and workers pipediag started on this host, sharing its
-    cores: it shows the pipeline runs there and what transfer costs, not a cluster's speed) or
-    "cluster" (an existing dispatcher, `--data-service`). Rates are in the pipeline's output
-    batches. `transfer_batches_per_s` is a batch already made, sent through the same service
-    again and again: the most it can deliver to this consumer, so `transfer_s_per_batch`
-    (its inverse) is what moving one batch costs. CPU figures are per batch: this process's
-    (receiving, timed in the transfer read, where batches arrive back to back) and the
-    workers' (making and sending; local workers only).
+    Local workers share this host's cores: they show the pipeline runs there and what
+    transfer costs, not a cluster's speed. Rates are in output batches.
+    `transfer_batches_per_s` is one batch already made, sent again and again: the most the
+    service delivers to this consumer. CPU figures are per batch: this process's (receiving,
+    timed in the transfer read) and the workers' (making and sending; local workers only).
     """
 
     where: ServiceWhere
@@ -100,10 +92,8 @@ class ScaleOutPrediction:
 class ScaleOut:
     """Can the training pipeline move to tf.data service, and what would it take.
 
-    `compatible` is True when nothing blocks it; `blockers` say what does, with the stage and
-    line. `distribute_after_index`/`distribute_after` place the `distribute` call (the last
-    stage that can move: everything up to it runs on workers, the rest stays here); None when
-    nothing worth moving can. `code` is ready to paste.
+    `distribute_after_index` places the `distribute` call: the last stage that can move
+    (everything up to it runs on workers); None when nothing worth moving can.
     """
 
     checked: bool = False

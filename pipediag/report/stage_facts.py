@@ -1,14 +1,11 @@
-"""Facts about a pipeline's stages that both the what-if trials (`bench/`) and the advisor
-(`analysis/`) rely on: which stages run sequentially, which map can move after its batch,
-where a cache keeps the most work, and the gain under which a fix is not worth making.
-
-They read only the report's `StageStats`, so they live here, below both: the trials pick
-the fixes to measure with the same predicates the advisor uses to suggest them.
-"""
+"""Facts about a pipeline's stages that the what-if trials (`bench/`) and the advisor
+(`analysis/`) share: which stages run sequentially, which map can move after its batch, where
+a cache keeps the most work, and the gain under which a fix is not worth making. They read
+only `StageStats`, so they live below both: the trials measure what the advisor suggests."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from pipediag.report.model import StageStats
 from pipediag.report.stages import AUTOTUNE
@@ -90,13 +87,9 @@ NOT_CACHEABLE_KINDS: frozenset[StageKind] = frozenset(
 )
 
 
-# --- predicates ------------------------------------------------------------------------------
-
-
 def runs_sequential_map(stats: StageStats, cores: int) -> bool:
-    """A map that really runs one element at a time (judge what runs, not what was written:
-    docs/design.md, "tf.data behaviours"): `map_parallelization` parallelises stateless maps, so
-    `auto_parallel` decides."""
+    """A map that really runs one element at a time: `map_parallelization` parallelises
+    stateless maps, so `auto_parallel` decides (docs/design.md, "tf.data behaviours")."""
     if stats.kind == KIND_MAP:
         return stats.auto_parallel is not True
     if stats.kind == KIND_PARALLEL_MAP:
@@ -149,9 +142,7 @@ def if_free_clearly_under(stats: StageStats) -> bool:
 
 def vectorizable(stats: StageStats, stages: Sequence[StageStats]) -> bool:
     """A stateless, TF-only map whose output goes straight into a batch."""
-    if stats.kind not in MAP_KINDS or stats.uses_py_function or stats.stateful:
-        return False
-    if stats.tf_internal:
+    if stats.kind not in MAP_KINDS or stats.uses_py_function or stats.stateful or stats.tf_internal:
         return False
     consumers = [s for s in stages if stats.index in s.inputs]
     return len(consumers) == 1 and consumers[0].kind in BATCHING_KINDS
@@ -188,11 +179,10 @@ def cache_point(stages: Sequence[StageStats]) -> int | None:
 
 
 def batch_caching(stages: Sequence[StageStats], point: int) -> int | None:
-    """The batch to put a cache after instead of stage `point`, or None: `point`'s only
-    reader, a plain or padded batch, which (deterministic itself) yields the same batches
-    every epoch. Cached batches are read whole; cached elements are batched again every
-    epoch, at tf.data's cost per element: on the decode case, 1.33x the training rate
-    (docs/design.md, "Every applicable rewrite")."""
+    """The batch to put a cache after instead of stage `point`: `point`'s only reader, a
+    deterministic plain or padded batch. Cached batches are read whole; cached elements are
+    batched again every epoch: on the decode case, 1.33x the training rate (docs/design.md,
+    "Every applicable rewrite")."""
     readers = [s for s in stages if point in s.inputs]
     if len(readers) != 1:
         return None
@@ -204,16 +194,9 @@ def batch_caching(stages: Sequence[StageStats], point: int) -> int | None:
 
 def prefix_cost_s(stages: Sequence[StageStats], index: int) -> float:
     """Own cost per batch of a stage and everything upstream of it (unknown counts as 0)."""
-    seen: set[int] = set()
-    pending = [index]
     total = 0.0
-    while pending:
-        i = pending.pop()
-        if i in seen:
-            continue
-        seen.add(i)
+    for i in _walk_upstream(stages, index):
         total += stages[i].own_s_per_batch or 0.0
-        pending.extend(stages[i].inputs)
     return total
 
 
@@ -264,11 +247,16 @@ def downstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
 
 def upstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
     """Stage `index` and every stage it reads, however far back."""
+    return set(_walk_upstream(stages, index))
+
+
+def _walk_upstream(stages: Sequence[StageStats], index: int) -> Iterator[int]:
+    """`upstream_of`'s stages in one fixed order, so sums over them round alike every run."""
     seen: set[int] = set()
     pending = [index]
     while pending:
         i = pending.pop()
         if i not in seen:
             seen.add(i)
+            yield i
             pending.extend(stages[i].inputs)
-    return seen

@@ -8,11 +8,8 @@ from typing import Final
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import AutoParallelBlocker
 
-# tf.data's AUTOTUNE, as the graph holds it in a parallelism or buffer setting
-# (`num_parallel_calls`, `cycle_length`, `block_length`, `buffer_size`, ...).
-AUTOTUNE: Final = -1
-# `repeat()` and `take(-1)` hold -1 as their `count`: forever, everything.
-UNBOUNDED: Final = -1
+AUTOTUNE: Final = -1  # tf.data's AUTOTUNE, as the graph holds it in a parallelism or buffer
+UNBOUNDED: Final = -1  # `repeat()`'s and `take(-1)`'s `count`: forever, everything
 
 
 @dataclass(frozen=True)
@@ -30,11 +27,7 @@ class LatencyStats:
 @dataclass(frozen=True)
 class StageSettings:
     """A stage's own tf.data settings, read from the dataset graph as the user would write
-    them; None where the op has no such setting, or its value is computed at run time.
-
-    The parallelism and buffer settings hold `AUTOTUNE` where tf.data tunes them, and
-    `count` holds `UNBOUNDED` for a `repeat()` without a count.
-    """
+    them; None where the op has no such setting, or its value is computed at run time."""
 
     # RangeDataset.
     start: int | None = None
@@ -75,14 +68,9 @@ class StageStats:
     concatenate, choose) keep the pipeline's shape in a flat list. `function` and `source`
     name the user's Python callable and where it is defined ("file.py:LINE"). Rates come from
     benchmarking the pipeline cut after this stage: `elements_per_s` counts what the stage
-    itself yields (elements before a batch stage), `batches_per_s` is that rate expressed in
-    the pipeline's output batches, and `own_s_per_batch` is the time this stage adds per
-    output batch over its inputs.
-
-    `kind` is a `StageKind`, or for a dataset op pipediag does not know, the op's own name
-    kebab-cased (tf.data has more ops than pipediag names): hence `str`. `settings` are the
-    tf.data settings read from the dataset graph (`num_parallel_calls`, `batch_size`, ...),
-    as the user would write them; what pipediag decides about a stage has its own fields.
+    itself yields, `batches_per_s` that rate in output batches, and `own_s_per_batch` the
+    time this stage adds per output batch over its inputs. `kind` is a `StageKind`, or an op
+    pipediag does not know, kebab-cased: hence `str`.
     """
 
     index: int
@@ -103,17 +91,17 @@ class StageStats:
     stateful_ops: list[str] = field(default_factory=list)
     elements_per_s: float | None = None
     own_s_per_batch: float | None = None
-    # A sequential map: whether tf.data's `map_parallelization` runs it in parallel anyway,
-    # and if not, why (`bench/structure.py`); None for other stages or options unreadable.
+    # A sequential map: whether `map_parallelization` runs it in parallel anyway, and if not,
+    # why; None for other stages or options unreadable.
     auto_parallel: bool | None = None
     auto_parallel_blocker: AutoParallelBlocker | None = None
     # Why stage timing gave this stage no rate (the time ran out, a file cache); None if timed.
     not_measured: Reason | None = None
     # Why the dataset graph could not be read (on the last stage only); None when it was.
     graph_error: str | None = None
-    # The training rate with this stage's output held in memory (it and every stage before
-    # it free) over the unchanged pipeline's, on the user's train step, with its 90%
-    # interval (docs/design.md, "Stage costs on training"); None where not measured.
+    # Training's rate with this stage's output held in memory (it and every stage before it
+    # free) over the unchanged pipeline's, with its 90% interval (docs/design.md, "Stage
+    # costs on training"); None where not measured.
     training_speedup_if_free: float | None = None
     training_speedup_if_free_low: float | None = None
     training_speedup_if_free_high: float | None = None
@@ -123,13 +111,10 @@ class StageStats:
     # The training rate with this stage held, steps/s: for the output stage, the train step
     # alone on held batches, at a time the live pipeline sat idle.
     training_held_steps_per_s: float | None = None
-    # The stage where that speedup jumps past half the whole pipeline's: its cost is the one
-    # training pays.
+    # Where that speedup jumps past half the whole pipeline's: the cost training pays.
     training_cost_jump: bool = False
-    # Where the script created this stage ("train.py:23": its own line that called
-    # `Dataset.map`, `.batch`, `from_tensor_slices`...); None where not recorded.
+    # The script's line that created this stage ("train.py:23"); None where not recorded.
     created_at: str | None = None
-    # The library call that built this stage for the script at `created_at`
-    # ("image_dataset_from_directory"): its settings are that call's, which the script
-    # cannot edit. None where the script built the stage itself.
+    # The library call that built this stage at `created_at` ("image_dataset_from_directory"):
+    # its settings are that call's, which the script cannot edit.
     made_by: str | None = None

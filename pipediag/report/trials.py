@@ -13,10 +13,9 @@ from pipediag.report.vocabulary import FixName, TrialStop
 class TrialFacts:
     """What a what-if trial found beside its rates: the facts a rule needs to explain a fix.
 
-    `stopped` says why the interleaved rounds ended and `speedup_low`/`speedup_high` give the
-    90% interval of their ratios (`bench/interleaved.py`); the `training_` ones are the same
-    for the fix tried on training. The rest belong to one fix each; None where they do not
-    apply or were not found.
+    `stopped` says why the interleaved rounds ended, `speedup_low`/`speedup_high` give their
+    ratios' 90% interval; the `training_` ones are the same on training. The rest belong to
+    one fix each; None where they do not apply or were not found.
     """
 
     stopped: TrialStop = ""
@@ -29,11 +28,9 @@ class TrialFacts:
     isolation: str = ""
     # vectorize: elements the function was checked on, both ways.
     sample_elements: int | None = None
-    # vectorize: the function as written failed or differed on a batch (`batch_refusal`
-    # says how: `FAILS_ON_BATCH` or `NOT_ELEMENTWISE`), and the variant runs it on each
-    # element through `tf.vectorized_map`, which passed the same check; `element_unpacked`:
-    # a tuple element, passed to the function as its arguments (docs/design.md, "Every
-    # applicable rewrite").
+    # vectorize: the function as written failed or differed on a batch (`batch_refusal` says
+    # how), and the variant runs it through `tf.vectorized_map`, which passed the same check;
+    # `element_unpacked`: a tuple element passed as the function's arguments.
     vectorized_map: bool = False
     batch_refusal: Reason | None = None
     element_unpacked: bool = False
@@ -50,24 +47,22 @@ class TrialFacts:
     cache_bytes: int | None = None
     available_bytes: int | None = None
     fill_s: float | None = None
-    # cache: placed after the batch that reads the stage (`report.stage_facts.batch_caching`),
-    # so whole batches are cached; the stage is still the work it keeps.
+    # cache: placed after the batch that reads the stage (`stage_facts.batch_caching`); the
+    # stage is still the work it keeps.
     cached_in_batches: bool = False
     # cache, hoist-cache: the Python stages it keeps gave the same values for the same
     # elements read twice (`bench/repeatable.py`); None: no Python there, or not checked.
     python_repeatable: bool | None = None
-    # The fix's rate on training was faster than the train step alone ran in the alternation
-    # (its fastest block, with its noise): its rate and gain are taken at that ceiling.
+    # The fix fed training faster than the step alone ran (its fastest block, with its
+    # noise): its rate and gain are taken at that ceiling.
     above_step_alone: bool = False
     # Not tried on training: a cache kept before it serves its stage from memory after the
     # first epoch (`training/prescription.py::covered_by_cache`); `training_reason` says so.
     covered_by_cache: bool = False
-    # The rewrites already kept when this one was tried on training: its training figures
-    # are over the pipeline with those applied (docs/design.md, "The pipeline pipediag would
-    # write"); empty: over the user's pipeline.
+    # The rewrites already kept when this one was tried on training, its figures over the
+    # pipeline with them applied; empty: over the user's pipeline.
     training_after: list[FixName] = field(default_factory=list)
-    # What the rewrite changes in what the pipeline yields, in words (`report/prescription.py`);
-    # None: nothing (a parallel map keeps the order).
+    # What the rewrite changes in what the pipeline yields, in words; None: nothing.
     semantics: str | None = None
 
 
@@ -75,12 +70,9 @@ class TrialFacts:
 class FixTrial:
     """One what-if pipeline: a fix applied to a copy of the dataset graph, timed beside it.
 
-    `speedup` is the measured pipeline-alone speedup (variant over original, from
-    interleaved rounds in the same process: `analysis/paired.py`), not the end-to-end one: that is
-    `training_speedup` where the fix was tried on training, and the advisor predicts it
-    otherwise.
-    `verified` is False when the fix could not be rewritten or run, and `reason` says why;
-    `facts` carries the facts a rule needs to explain the fix (e.g. a cache's size).
+    `speedup` is the pipeline-alone speedup (variant over original, interleaved rounds), not
+    the end-to-end one (`training_speedup` where tried on training, else the advisor's
+    prediction). `verified` is False when the fix could not be rewritten or run (`reason`).
     """
 
     fix: FixName
@@ -97,19 +89,17 @@ class FixTrial:
     # faster yet cost the cores more (parallel calls) or less (vectorised, cached).
     baseline_cpu_s_per_batch: float | None = None
     variant_cpu_s_per_batch: float | None = None
-    # The fix tried on training itself (`training/training_trial.py`): the user's train step fed
-    # by the unedited copy and by the fixed one in turn, steps/s each (medians over
-    # `training_rounds` interleaved rounds); `training_reason` says why it was not tried.
+    # The fix tried on training: the user's train step fed by the unedited copy and the
+    # fixed one in turn, steps/s (medians over `training_rounds` interleaved rounds).
     training_baseline_steps_per_s: float | None = None
     training_variant_steps_per_s: float | None = None
     training_speedup: float | None = None
     training_rounds: int = 0
     training_reason: Reason | None = None
-    # What an epoch's start cost each side beyond a steady step, seconds (a fresh iterator
-    # made, its first step; a cache's read after its filling epoch); None: not measured.
+    # What an epoch's start cost each side beyond a steady step, seconds (a fresh iterator,
+    # its first step; a cache's read after its filling epoch).
     training_baseline_start_s: float | None = None
     training_variant_start_s: float | None = None
     # The vectorise check found the function not elementwise (or failing on a batch).
     unsafe: bool = False
-    # A cache trial: whether the cached data fits in the memory available (None: other fixes).
-    fits_in_memory: bool | None = None
+    fits_in_memory: bool | None = None  # a cache trial's data fits the memory available

@@ -1,24 +1,19 @@
 """The report's vocabulary: every word a report field may hold, typed once.
 
-Each `Literal` lists the values one field may take, and each `Final` constant spells one of
-them, so that code names a value through its constant and mypy rejects a word that is not
-in the list. The JSON report keeps the plain strings. Pure declarations: no logic, imported
-by the report model and by every layer that writes or reads these fields.
+Each `Literal` lists the values one field may take and each `Final` constant spells one, so
+mypy rejects a word not in the list; the JSON report keeps the plain strings.
 """
 
 from __future__ import annotations
 
 from typing import Final, Literal
 
-# --- verdicts --------------------------------------------------------------------------------
-
 # Verdict labels, for the run, a phase, one step, or a watch window.
 VerdictLabel = Literal["input-bound", "compute-bound", "balanced", "uncertain", "unknown"]
 INPUT_BOUND: Final = "input-bound"
 COMPUTE_BOUND: Final = "compute-bound"
 BALANCED: Final = "balanced"
-# The run's verdict only: other processes took enough of the host while it was measured
-# that the input cost may be theirs (docs/design.md, "A busy host").
+# The run's verdict only: the input cost may be other processes' (docs/design.md, "A busy host").
 UNCERTAIN: Final = "uncertain"
 # Why a verdict is uncertain: other processes' load, or a cost too noisy to place in a band.
 UncertainReason = Literal["", "busy-host", "too-noisy", "too-short"]
@@ -26,18 +21,17 @@ UNCERTAIN_BUSY_HOST: Final = "busy-host"
 UNCERTAIN_TOO_NOISY: Final = "too-noisy"
 UNCERTAIN_TOO_SHORT: Final = "too-short"
 UNKNOWN: Final = "unknown"
-# Why a run has no verdict (`Verdict.no_verdict_because`); "" where it has one, or where
-# none was judged (a report's default verdict).
+# Why a run has no verdict (`Verdict.no_verdict_because`); "" where it has one, or none was
+# judged (a report's default verdict).
 NoVerdictReason = Literal[
     "", "no-training", "no-steps", "warmup-only", "wait-not-measured", "unknown"
 ]
-# The script passed over its data, but none of its passes was training.
-NO_VERDICT_NO_TRAINING: Final = "no-training"
+NO_VERDICT_NO_TRAINING: Final = "no-training"  # passes over the data, none of them training
 NO_VERDICT_NO_STEPS: Final = "no-steps"  # no pass over the data, no train step seen
 NO_VERDICT_WARMUP_ONLY: Final = "warmup-only"  # every step ran in the warm-up
 # Steps were measured, but not one step's input wait (nor the rates in alternation).
 NO_VERDICT_WAIT_NOT_MEASURED: Final = "wait-not-measured"
-# A report written before the reason was typed, whose train section tells none of these.
+# An older report whose train section tells none of these.
 NO_VERDICT_UNKNOWN: Final = "unknown"
 # Step label for steps kept out of the verdict (tracing, compilation, buffers filling).
 StepLabel = Literal["input-bound", "compute-bound", "balanced", "unknown", "warmup"]
@@ -55,14 +49,14 @@ ComputeAloneSource = Literal["measured", "estimated", ""]
 MEASURED: Final = "measured"  # the user's train step run on one cached batch, the pipeline idle
 ESTIMATED: Final = "estimated"  # step time minus input wait: blind to CPU contention
 
-# How the train step was run alone (`ComputeAlone.method`); "" when it was not.
+# How the train step was run alone (`ComputeAlone.method`); "" when it was not. Variables are
+# restored after `keras-train-function` and `training-function`.
 ComputeAloneMethod = Literal["keras-train-function", "cached-batch-loop", "training-function", ""]
-# The model's compiled train function on a repeated cached batch, variables restored after.
+# The model's compiled train function on a repeated cached batch.
 KERAS_TRAIN_FUNCTION: Final = "keras-train-function"
 # The user's custom loop served one cached batch for its last steps.
 CACHED_BATCH_LOOP: Final = "cached-batch-loop"
-# A loop's own tf.function that pulls inside it, given an iterator over a repeated cached
-# batch, variables restored after.
+# A loop's own tf.function that pulls inside it, given an iterator over a repeated cached batch.
 TRAINING_FUNCTION: Final = "training-function"
 
 # The parts of input cost (`CostSplit`), named as the headline names them.
@@ -72,8 +66,7 @@ COST_CONTENTION: Final = "contention"  # the pipeline's threads took cores the t
 COST_FETCH: Final = "fetch"  # the per-pull overhead of next() on a batch that was ready
 COST_EPOCH_START: Final = "epoch-start"  # each epoch's start-up before its first batch
 
-# What the pipeline contends for (`CostSplit.contention_kind`); "" when there is no contention
-# or nothing says which.
+# What the pipeline contends for (`CostSplit.contention_kind`); "" when none, or unknown.
 ContentionKind = Literal["cores", "gil", ""]
 CONTENDS_FOR_CORES: Final = "cores"  # the host's cores were all busy while training
 CONTENDS_FOR_GIL: Final = "gil"  # the pipeline runs Python while cores are free
@@ -87,8 +80,6 @@ QUIET_TRAINING_BLOCK: Final = "quiet-training"
 
 # What the GPU idled on (`Verdict.gpu_idle_cause`, `IdleAttribution.dominant`).
 GpuIdleCause = Literal["input-wait", "host-overhead", "transfer"]
-
-# --- training ----------------------------------------------------------------------------------
 
 # How the script trains (`TrainSection.style`).
 TrainStyle = Literal["keras-fit", "custom-loop", "jax-loop", "none"]
@@ -115,19 +106,16 @@ WAIT_PROFILER_TRACE: Final = "profiler-trace"  # fit on arrays or a generator
 WAIT_ITERATOR_TIMING: Final = "iterator-timing"  # custom loops: next() timed at the iterator
 WAIT_UNAVAILABLE: Final = "unavailable"
 
-# Why a pass over a dataset was not taken for training (`DataPass.reason`): Keras made it
-# (`adapt`, `evaluate`, `predict`), or no train step ran between its pulls.
+# Why a pass over a dataset was not taken for training (`DataPass.reason`).
 DataPassReason = Literal["keras", "no-train-step"]
-KERAS_PASS: Final = "keras"
-NO_TRAIN_STEP: Final = "no-train-step"
+KERAS_PASS: Final = "keras"  # `adapt`, `evaluate`, `predict`
+NO_TRAIN_STEP: Final = "no-train-step"  # no train step ran between its pulls
 
 # Why the run stopped (`Report.stop_reason`) and how the script ended (`ExitInfo.status`).
 StopReason = Literal[
     "step-budget", "script-finished", "system-exit", "script-error", "interrupted", ""
 ]
 ExitStatus = Literal["ok", "step-budget", "system-exit", "exception", "interrupted"]
-
-# --- the input pipeline ------------------------------------------------------------------------
 
 # Stage kinds pipediag knows (`StageStats.kind`, as `bench/structure.py` names them). A
 # dataset op it does not know keeps its own name, kebab-cased, so the field stays `str`.
@@ -188,8 +176,7 @@ KIND_OPTIONS: Final = "options"
 KIND_SCAN: Final = "scan"
 KIND_SNAPSHOT: Final = "snapshot"
 
-# Why tf.data's `map_parallelization` leaves a sequential map sequential
-# (`StageStats.auto_parallel_blocker`), in the words the user reads.
+# Why `map_parallelization` leaves a map sequential (`StageStats.auto_parallel_blocker`).
 AutoParallelBlocker = Literal["option off", "autotune off", "stateful function"]
 BLOCKED_BY_OPTION: Final = "option off"  # map_parallelization turned off
 BLOCKED_BY_AUTOTUNE: Final = "autotune off"
@@ -210,17 +197,14 @@ FixName = Literal[
     "prefetch-to-device",
 ]
 
-# Why interleaved A/B rounds stopped (`TrialFacts.stopped`, `training_stopped`); "" when
-# they did not run.
+# Why interleaved A/B rounds stopped (`TrialFacts.stopped`); "" when they did not run.
 TrialStop = Literal["clear gain", "clear no gain", "outranked", "budget", ""]
 STOP_GAIN: Final = "clear gain"
 STOP_NO_GAIN: Final = "clear no gain"
 STOP_OUTRANKED: Final = "outranked"
 STOP_BUDGET: Final = "budget"
 
-# --- suggestions -----------------------------------------------------------------------------
-
-# What a suggestion is: a change to the speed, a change to what is trained on, or a note.
+# A change to the speed, a change to what is trained on, or a note.
 SuggestionKind = Literal["fix", "warning", "note"]
 FIX: Final = "fix"
 WARNING: Final = "warning"
@@ -236,15 +220,10 @@ GAIN_INPUT_FREE: Final = "input-free"
 GAIN_PIPELINE_ALONE: Final = "pipeline-alone"
 GAIN_NOT_MEASURED: Final = "not-measured"
 
-# --- the host ----------------------------------------------------------------------------------
-
-# Which host samples other processes' share was read over (`HostContention.scope`); "" in
-# reports before it, and where the host was not sampled.
+# The host samples other processes' share was read over (`HostContention.scope`).
 ContentionScope = Literal["measured-steps", "whole-run", ""]
 OVER_MEASURED_STEPS: Final = "measured-steps"  # the samples inside the measured steps
 OVER_WHOLE_RUN: Final = "whole-run"  # every sample: no measured step, or none inside them
-
-# --- the GPU -----------------------------------------------------------------------------------
 
 # How a device's utilization was read (`GpuDevice.util_source`); "" in reports before it.
 UtilSource = Literal["driver-samples", "utilization-rates", "none", ""]
@@ -262,8 +241,6 @@ TIME_DRIVER: Final = "driver-timestamps"
 TIME_GPM: Final = "gpm-sample-times"
 TIME_TICKS: Final = "sampler-ticks"
 TIME_MIXED: Final = "mixed"
-
-# --- scale-out -------------------------------------------------------------------------------
 
 # Kinds of `ServiceBlocker`: what keeps a pipeline from running on tf.data service workers.
 BlockerKind = Literal["python-function", "local-path", "refused"]
@@ -295,8 +272,6 @@ LimitedBy = Literal["compute", "transfer", "local-stages", ""]
 LIMITED_BY_COMPUTE: Final = "compute"
 LIMITED_BY_TRANSFER: Final = "transfer"
 LIMITED_BY_LOCAL: Final = "local-stages"
-
-# --- watch mode --------------------------------------------------------------------------------
 
 # What a watch window's label is judged by (`WatchSection.label_basis`).
 LabelBasis = Literal["input-wait-share"]

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipediag.report.vocabulary import (
-    INPUT_WAIT_SHARE,
-    UNKNOWN,
-    LabelBasis,
-    VerdictLabel,
-)
+from pipediag.report.vocabulary import INPUT_WAIT_SHARE, UNKNOWN, LabelBasis, VerdictLabel
 
 
 @dataclass(frozen=True)
@@ -18,10 +13,9 @@ class WatchWindow:
 
     The label is by input wait share, in XProf's bands (20%, 5%): input cost needs the train
     step run alone, which watch mode does not do (docs/design.md, "Watching a long run").
-    `step_time_s` sums the steps' own times; `input_wait_s` sums the waits that are known
-    (None when none is), `waited_time_s` those steps' time (None in reports before it was
-    kept), and `input_wait_fraction` is the one's share of the other.
-    `windows` counts the windows this one stands for: past a bound, older ones are merged.
+    `input_wait_s` sums the waits that are known, `waited_time_s` those steps' time, and
+    `input_wait_fraction` is the one's share of the other. Past a bound, older windows are
+    merged (`windows` counts them).
     """
 
     index: int
@@ -42,10 +36,8 @@ class WatchWindow:
 
 @dataclass(frozen=True)
 class WatchAlert:
-    """An alert: the input wait share was at or over the threshold for K windows in a row.
-
-    Figures are over those K windows; `t_s` is when the last of them ended.
-    """
+    """The input wait share was at or over the threshold for K windows in a row: figures
+    over those windows; `t_s` is when the last ended."""
 
     t_s: float
     window_index: int
