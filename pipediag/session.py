@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pipediag.analysis.advisor import advise
-from pipediag.analysis.alternation import slowed_step_alone_note, step_alone_ceiling
+from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import judge
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.run_terms import with_prescription_in_run_terms
@@ -447,16 +447,7 @@ def _analysed(report: Report, note: Callable[[str], None]) -> Report:
     report = guarded("the GPU analysis", enrich_report, report)
     report = guarded("the scale-out prediction", enrich_scale_out, report)
     report = guarded("the prescription's figures", with_prescription_in_run_terms, report)
-    report = guarded("the step-alone check", _with_slowed_step_alone_note, report)
     return guarded("the advisor", lambda r: dataclasses.replace(r, suggestions=advise(r)), report)
-
-
-def _with_slowed_step_alone_note(report: Report) -> Report:
-    alone = report.compute_alone
-    said = slowed_step_alone_note(alone.blocks if alone else [], report.pipeline.stages)
-    if said is None or said in report.notes:
-        return report
-    return dataclasses.replace(report, notes=[*report.notes, said])
 
 
 def _environment(gpu: GpuSection) -> Environment:

@@ -203,19 +203,15 @@ def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
     return max(0.0, (statistics.fmean(training) - statistics.fmean(alone)) * rate)
 
 
-def slowed_step_alone_note(blocks: Sequence[RateBlock], stages: Sequence[StageStats]) -> str | None:
-    """Where the whole pipeline held fed training faster than any step-alone block ran: the
-    live pipeline's refills slowed those blocks, so the cost read is a lower bound."""
+def held_beyond_step_alone(
+    blocks: Sequence[RateBlock], stages: Sequence[StageStats]
+) -> tuple[float, float] | None:
+    """The whole pipeline held in memory fed training faster than any step-alone block ran:
+    (its rate, the fastest block's). The live pipeline's refills slowed those blocks, so the
+    input cost read from them is a lower bound."""
     ceiling = step_alone_ceiling(blocks)
     held = [s for s in stages if s.training_held_steps_per_s is not None]
     if ceiling is None or not held:
         return None
     rate = max(held, key=lambda s: s.index).training_held_steps_per_s or 0.0
-    if rate <= ceiling:
-        return None
-    fastest = ceiling / ABOVE_STEP_ALONE
-    return (
-        f"the train step on the whole pipeline held in memory ran {rate:.1f} steps/s, faster "
-        f"than any step-alone block ({fastest:.1f}): the pipeline's own work slowed those "
-        "blocks, so the input cost read from them is a lower bound"
-    )
+    return (rate, ceiling / ABOVE_STEP_ALONE) if rate > ceiling else None

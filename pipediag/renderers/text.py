@@ -13,6 +13,7 @@ from pipediag.renderers.cost_words import (
     fetch_evidence,
     free_input_text,
     input_cost_text,
+    lower_bound_evidence,
 )
 from pipediag.renderers.hardware_words import contention_text, gpu_idle_text, process_cpu_text
 from pipediag.renderers.model_words import model_lines
@@ -100,9 +101,15 @@ def _input_cost(report: Report) -> str:
     if free:
         text += f" ({free})"
     split = verdict.cost_split
+    lower_bound = lower_bound_evidence(report)
     if split is None:
-        return text
-    evidence = (contention_evidence(split), fetch_evidence(split), epoch_start_evidence(split))
+        return f"\n{INDENT}".join(filter(None, (text, lower_bound)))
+    evidence = (
+        contention_evidence(split),
+        fetch_evidence(split),
+        epoch_start_evidence(split),
+        lower_bound,
+    )
     return f"\n{INDENT}".join([f"{text}: {cost_split_text(split)}", *filter(None, evidence)])
 
 

@@ -623,3 +623,17 @@ def test_a_recorded_reports_settings_and_options_read_in_the_same_words() -> Non
     # THEN the evidence words the settings and options as they were written
     assert "(cycle_length=AUTOTUNE, num_parallel_calls=AUTOTUNE);" in interleave.evidence
     assert "(inject_prefetch=false, autotune=true)" in prefetch.evidence
+
+
+def test_a_schema_8_note_that_the_step_alone_blocks_were_slowed_is_left_to_the_renderers() -> None:
+    # GIVEN a report written while the analysis worded this as a note; the renderers now say it
+    # in the input cost's row, from the blocks and the holds
+    data = to_dict(synthetic_report())
+    worded = (
+        "the train step on the whole pipeline held in memory ran 639.7 steps/s, faster than any "
+        "step-alone block (399.7): the pipeline's own work slowed those blocks, so the input "
+        "cost read from them is a lower bound"
+    )
+    data["notes"] = ["a note of the session's own", worded]
+    # WHEN it is read, THEN only that note goes: the words would otherwise be said twice
+    assert from_dict(data).notes == ["a note of the session's own"]
