@@ -53,3 +53,15 @@ def wall_minus_clock(clock: Clock, wall_clock: Callable[[], float] = time.time) 
     wall = wall_clock()
     after = clock.now()
     return wall - (before + after) / 2
+
+
+def run_block(
+    call: Callable[[], None], step_ended: Callable[[float], bool], clock: Clock, warmup: int
+) -> None:
+    """`warmup` untimed calls, then calls until `step_ended(clock.now())`."""
+    for _ in range(warmup):
+        call()
+    done = False
+    while not done:
+        call()
+        done = step_ended(clock.now())

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from pipediag.analysis.stats import latency_stats
-from pipediag.clock import Clock
+from pipediag.clock import Clock, run_block
 from pipediag.report.model import ComputeAlone
 from pipediag.report.reasons import (
     BACKEND_NO_STEP_ALONE,
@@ -77,18 +77,6 @@ class FitStepAlone:
             run_block(
                 lambda: sync_logs(self._train_function(self._feed())), step_ended, clock, warmup
             )
-
-
-def run_block(
-    call: Callable[[], None], step_ended: Callable[[float], bool], clock: Clock, warmup: int
-) -> None:
-    """`warmup` untimed calls, then calls until `step_ended(clock.now())`."""
-    for _ in range(warmup):
-        call()
-    done = False
-    while not done:
-        call()
-        done = step_ended(clock.now())
 
 
 class StepAlone(Protocol):

@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pipediag.clock import Clock
+from pipediag.clock import Clock, run_block
 from pipediag.report.reasons import JAX_STATE_PURGED, NO_COMPILED_TRAIN_FUNCTION, Reason
 from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
-from pipediag.training.compute_alone import run_block
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
 STATE_KEYS = (
