@@ -76,18 +76,26 @@ def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | N
 
 
 def free_input_text(report: Report) -> str:
-    """ "1.8x faster if input were free"; "" when unknown or not measurable."""
+    """ "1.8x faster if input were free", "at least 1.8x ..." where the cost is a lower bound
+    (`lower_bound_evidence`); "" when unknown or not measurable."""
     verdict = report.verdict
     if cost_not_measurable(verdict):
         return ""
     free = speedup_if_input_free(verdict, training_rate(report))
-    return f"{speedup(free)} faster if input were free" if free else ""
+    if not free:
+        return ""
+    at_least = "at least " if _held_beyond(report) is not None else ""
+    return f"{at_least}{speedup(free)} faster if input were free"
+
+
+def _held_beyond(report: Report) -> tuple[float, float] | None:
+    alone = report.compute_alone
+    return held_beyond_step_alone(alone.blocks if alone else [], report.pipeline.stages)
 
 
 def lower_bound_evidence(report: Report) -> str:
     """Why the cost is at least what it reads, where a hold trained faster than T."""
-    alone = report.compute_alone
-    held = held_beyond_step_alone(alone.blocks if alone else [], report.pipeline.stages)
+    held = _held_beyond(report)
     if held is None:
         return ""
     rate, fastest = held

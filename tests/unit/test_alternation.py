@@ -464,6 +464,7 @@ def test_a_whole_pipeline_held_faster_than_every_step_alone_block_bounds_the_cos
     from synthetic_reports import synthetic_cost_report
 
     from pipediag.analysis.alternation import held_beyond_step_alone
+    from pipediag.renderers.answer import render_answer
     from pipediag.renderers.text import render_text
     from pipediag.report.model import StageStats
 
@@ -493,7 +494,10 @@ def test_a_whole_pipeline_held_faster_than_every_step_alone_block_bounds_the_cos
         row.split()
     )
     assert "faster than any step-alone block (104.0)" in " ".join(row.split())
+    # and the gain if input were free is a floor, in the row as in the answer
+    assert "(at least " in row and "faster if input were free)" in row
+    assert "at least" in " ".join(render_answer(report, "Report: x").split())
     plain = dataclasses.replace(
         report, pipeline=dataclasses.replace(report.pipeline, stages=within)
     )
-    assert "lower bound" not in render_text(plain)
+    assert "lower bound" not in render_text(plain) and "at least" not in render_text(plain)
