@@ -149,19 +149,7 @@ class FunctionLoopTracker:
         known.pulls = pulls
         if after > before and (slot is not None or captured is not None):
             steps = after - before
-            self._found(
-                _calls(
-                    function,
-                    call,
-                    slot,
-                    args,
-                    kwargs,
-                    counter=counter,
-                    steps=steps,
-                    captured=captured,
-                ),
-                after,
-            )
+            self._found(_calls(function, call, slot, args, kwargs, counter, steps, captured), after)
         return result
 
     def _first_call(
@@ -186,19 +174,7 @@ class FunctionLoopTracker:
             else:
                 steps = _steps_a_pass(args[slot] if isinstance(slot, int) else kwargs[slot])
             if steps is not None:
-                self._found(
-                    _calls(
-                        function,
-                        call,
-                        slot,
-                        args,
-                        kwargs,
-                        counter=None,
-                        steps=steps,
-                        captured=captured,
-                    ),
-                    0,
-                )
+                self._found(_calls(function, call, slot, args, kwargs, None, steps, captured), 0)
                 return
             self._saw(
                 function,
@@ -333,11 +309,12 @@ def _calls(
     slot: _Slot,
     args: Any,
     kwargs: Any,
-    *,
     counter: Any,
     steps: int,
     captured: Any,
 ) -> TrainCalls:
+    """The training function found: the call's five facts, then its step counter (None: each
+    call counts `steps`), its steps a call, and the data it closes over."""
     name, where = function_name(function), definition_site(function)
     return TrainCalls(
         function, call, slot, counter, name, where, steps, tuple(args), dict(kwargs), captured
