@@ -728,11 +728,11 @@ def reason_text(stored: Any) -> str | None:
     if not stored:
         return None
     from pipediag.renderers.reason_words import reason_words
-    from pipediag.report.reasons import AS_WRITTEN, Reason
+    from pipediag.report.reasons import Reason
 
     def built(value: Any) -> Reason:
         if isinstance(value, str):
-            return Reason(AS_WRITTEN, detail=value)
+            return Reason("as-written", detail=value)
         because = value.get("because")
         return Reason(**{**value, "because": built(because) if because else None})
 

@@ -20,7 +20,6 @@ from pipediag.config import DEFAULT_MEASURED_STEPS, RunConfig
 from pipediag.hooks.profiler_trace import quiet_profiler_logs
 from pipediag.phases import DeepAnalysis, Narration, OnTraining, Seen
 from pipediag.renderers.verdict_words import verdict_line
-from pipediag.report import reasons
 from pipediag.report.model import (
     ComputeAlone,
     HostSection,
@@ -323,20 +322,18 @@ class Conclusion:
                 return ComputeAlone(measured=False, reason=runner)
             return self._timed_alone(runner, origin)
         if seen.style != "keras-fit":
-            return ComputeAlone(measured=False, reason=Reason(reasons.NO_TRAIN_STEP_TO_RUN))
+            return ComputeAlone(measured=False, reason=Reason("no-train-step-to-run"))
         if self._lockstep:
-            return ComputeAlone(measured=False, reason=Reason(reasons.LOCKSTEP_FIT))
+            return ComputeAlone(measured=False, reason=Reason("lockstep-fit"))
         if seen.model is None or seen.batch is None:
             because = (
                 pipeline.reason
                 if not pipeline.measured and pipeline.reason
-                else Reason(reasons.NO_BATCH_KEPT)
+                else Reason("no-batch-kept")
             )
-            return ComputeAlone(
-                measured=False, reason=Reason(reasons.NO_CACHED_BATCH, because=because)
-            )
+            return ComputeAlone(measured=False, reason=Reason("no-cached-batch", because=because))
         if self._timeline.median_measured_step_s() is None:  # before the step alone is built
-            return ComputeAlone(measured=False, reason=Reason(reasons.NO_MEASURED_STEP))
+            return ComputeAlone(measured=False, reason=Reason("no-measured-step"))
         runner = _step_alone(seen)
         if isinstance(runner, Reason):
             return ComputeAlone(measured=False, reason=runner)
@@ -345,7 +342,7 @@ class Conclusion:
     def _timed_alone(self, runner: StepAlone, origin: float) -> ComputeAlone:
         hint = self._timeline.median_measured_step_s()
         if hint is None:
-            return ComputeAlone(measured=False, reason=Reason(reasons.NO_MEASURED_STEP))
+            return ComputeAlone(measured=False, reason=Reason("no-measured-step"))
         return phases.fit_compute_alone(
             runner, step_s=hint, clock=self._clock, origin=origin, say=self._say
         )
@@ -357,7 +354,7 @@ class Conclusion:
             return
         gate = phases.model_side_gate(self.verdict, self._config)
         if gate is None and (alone.step_time is None or alone.step_time.median_s <= 0):
-            gate = Reason(reasons.NO_STEP_TIME)
+            gate = Reason("no-step-time")
         if gate is not None:
             self.compute_alone = dataclasses.replace(alone, model_side_reason=gate)
             return
@@ -409,13 +406,11 @@ def no_compute_alone_reason(
 ) -> Reason | None:
     """Why compute alone cannot run once the script has ended; None where it still can."""
     if config.watch is not None:
-        return Reason(reasons.WATCH_NO_STEP_ALONE)
+        return Reason("watch-no-step-alone")
     if not hooked:
-        return Reason(reasons.MARKED_STEPS)
+        return Reason("marked-steps")
     if style in LOOP_STYLES and calls is None:
-        return Reason(
-            reasons.LOOP_STEPS_ALL if config.measured_steps is None else reasons.LOOP_ENDED_EARLY
-        )
+        return Reason("loop-steps-all" if config.measured_steps is None else "loop-ended-early")
     return None
 
 

@@ -17,7 +17,7 @@ from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
 from pipediag.finish import exit_info_of, stop_reason_of, write_files
 from pipediag.report.model import ExitInfo, PipelineBenchmark, Report, StopReason
-from pipediag.report.reasons import NO_PIPELINE_BENCHMARK, Reason
+from pipediag.report.reasons import Reason
 from pipediag.session import DiagnosticSession
 
 T = TypeVar("T")
@@ -77,7 +77,7 @@ class Monitor:
         self._started = True
         self._recording = True
         self.session.pipeline = PipelineBenchmark(
-            measured=False, reason=Reason(NO_PIPELINE_BENCHMARK)
+            measured=False, reason=Reason("no-pipeline-benchmark")
         )
         self.session.start()
         return self

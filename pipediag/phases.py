@@ -24,7 +24,6 @@ from pipediag.bench.structure import WalkedPipeline, effective_options, walk
 from pipediag.bench.whatif import FixPipelines, ForTraining, verify_fixes
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
-from pipediag.report import reasons
 from pipediag.report.model import (
     COST_CONTENTION,
     ComputeAlone,
@@ -177,7 +176,7 @@ def pipeline_alone(
     except Exception as exc:
         return PipelineBenchmark(
             measured=False,
-            reason=Reason(reasons.PIPELINE_FAILED, detail=f"{type(exc).__name__}: {exc}"),
+            reason=Reason("pipeline-failed", detail=f"{type(exc).__name__}: {exc}"),
             dataset=describe_chain(dataset),
         )
     finally:
@@ -197,7 +196,7 @@ def fit_compute_alone(
     except Exception as exc:
         result = ComputeAlone(
             measured=False,
-            reason=Reason(reasons.STEP_ALONE_FAILED, detail=f"{type(exc).__name__}: {exc}"),
+            reason=Reason("step-alone-failed", detail=f"{type(exc).__name__}: {exc}"),
         )
     say.add_phase("compute_alone", began, clock.now())
     return result
@@ -224,7 +223,7 @@ def deep_analysis(
     if not config.deep and cost is not None and cost < DEEP_MIN_COST:
         skipped = dataclasses.replace(
             pipeline,
-            deep_skipped_reason=Reason(reasons.DEEP_SKIPPED, value=cost, limit=DEEP_MIN_COST),
+            deep_skipped_reason=Reason("deep-skipped", value=cost, limit=DEEP_MIN_COST),
         )
         return DeepAnalysis(skipped)
     began = clock.now()
@@ -466,11 +465,11 @@ MODEL_SIDE_SHARE = 0.4
 def model_side_gate(verdict: Verdict | None, config: RunConfig) -> Reason | None:
     """Why the model-side trials do not run (None: they do)."""
     if not config.verify:
-        return Reason(reasons.NO_VERIFY)
+        return Reason("no-verify")
     cost = verdict.input_cost_fraction if verdict is not None else None
     if config.deep or (cost is not None and cost < MODEL_SIDE_MAX_COST):
         return None
-    return Reason(reasons.INPUT_COST_HIGH, value=cost, limit=MODEL_SIDE_MAX_COST)
+    return Reason("input-cost-high", value=cost, limit=MODEL_SIDE_MAX_COST)
 
 
 def model_side(
@@ -493,13 +492,13 @@ def model_side(
         return dataclasses.replace(alone, model_side_reason=gate)
     model, batch = seen.model, seen.batch
     if seen.style != "keras-fit" or model is None or batch is None:
-        return dataclasses.replace(alone, model_side_reason=Reason(reasons.MODEL_SIDE_FIT_ONLY))
+        return dataclasses.replace(alone, model_side_reason=Reason("model-side-fit-only"))
     from pipediag.training.model_side import on_fit
     from pipediag.training.model_variants import cpu_flags, has_gpu, policy_for
 
     step_s = alone.step_time.median_s if alone.step_time is not None else None
     if step_s is None or step_s <= 0:
-        return dataclasses.replace(alone, model_side_reason=Reason(reasons.NO_STEP_TIME))
+        return dataclasses.replace(alone, model_side_reason=Reason("no-step-time"))
     gpu = has_gpu()
     policy, policy_reason = policy_for(gpu, cpu_flags())
     facts = FitFacts(
@@ -524,7 +523,7 @@ def model_side(
         )
     except Exception as exc:
         _failed(say, "the model-side trials", exc)
-        failed = Reason(reasons.FAILED, detail=type(exc).__name__)
+        failed = Reason("failed", detail=type(exc).__name__)
         return dataclasses.replace(alone, model_side_reason=failed)
     finally:
         say.add_phase("model_side", began, clock.now())

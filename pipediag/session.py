@@ -29,7 +29,6 @@ from pipediag.hooks.keras_fit import FitTracker
 from pipediag.phases import DeepAnalysis, Seen, pipeline_alone
 from pipediag.progress import Progress
 from pipediag.renderers.run_words import data_pass_text
-from pipediag.report import reasons
 from pipediag.report.model import (
     ComputeAlone,
     DataPass,
@@ -118,7 +117,7 @@ class DiagnosticSession:
             fit=self._fit_tracker,
             forget_loop=self._forget_loop,
         )
-        self.pipeline = PipelineBenchmark(measured=False, reason=Reason(reasons.NO_DATASET))
+        self.pipeline = PipelineBenchmark(measured=False, reason=Reason("no-dataset"))
         self._progress = Progress(log)
         self._notes: list[str] = []
         self._benchmarked: set[int] = set()
@@ -269,9 +268,7 @@ class DiagnosticSession:
         self.found.dataset = dataset
         if not self.config.bench:
             # Watch mode measures the whole run and nothing beside it.
-            reason = Reason(
-                reasons.NO_BENCH if self.config.watch is None else reasons.WATCH_NO_BENCH
-            )
+            reason = Reason("no-bench" if self.config.watch is None else "watch-no-bench")
             self.pipeline = PipelineBenchmark(measured=False, reason=reason)
             return
         try:
@@ -286,7 +283,7 @@ class DiagnosticSession:
         except BaseException:
             self.pipeline = PipelineBenchmark(
                 measured=False,
-                reason=Reason(reasons.BENCH_INTERRUPTED),
+                reason=Reason("bench-interrupted"),
                 dataset=describe_chain(dataset),
             )
             raise
@@ -315,10 +312,8 @@ class DiagnosticSession:
         self.training_model(model)
         if dataset is not None:
             self.benchmark_pipeline(dataset)
-        elif not self.pipeline.measured and self.pipeline.reason == Reason(reasons.NO_DATASET):
-            self.pipeline = PipelineBenchmark(
-                measured=False, reason=Reason(reasons.FIT_GIVEN, given)
-            )
+        elif not self.pipeline.measured and self.pipeline.reason == Reason("no-dataset"):
+            self.pipeline = PipelineBenchmark(measured=False, reason=Reason("fit-given", given))
 
     def _fit_tracker(self) -> FitTracker | None:
         """What marks fit's steps: the hooks' tracker, or one the caller feeds (`fit_tracker`)."""

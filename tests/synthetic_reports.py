@@ -31,7 +31,7 @@ from pipediag.report.model import (
     Verdict,
     VerdictLabel,
 )
-from pipediag.report.reasons import LOOP_ENDED_EARLY, NVML_NO_GPU, Reason
+from pipediag.report.reasons import Reason
 
 
 class FakeClock:
@@ -97,7 +97,7 @@ def synthetic_report(
             gpu_util_pct_mean=100 * compute_s / (wait_s + compute_s),
         )
     else:
-        gpu = GpuSection(available=False, reason=Reason(NVML_NO_GPU))
+        gpu = GpuSection(available=False, reason=Reason("nvml-no-gpu"))
     step_s = wait_s + compute_s
     return Report(
         script="train.py",
@@ -177,7 +177,7 @@ class CostEvidence:
 
 DEFAULT_LAYOUT = RunLayout()
 DEFAULT_EVIDENCE = CostEvidence()
-ENDED_EARLY = Reason(LOOP_ENDED_EARLY)
+ENDED_EARLY = Reason("loop-ended-early")
 
 
 def synthetic_cost_report(

@@ -19,7 +19,7 @@ from pipediag.report.model import (
     timed_steps,
 )
 from pipediag.report.names import stage_name
-from pipediag.report.reasons import NO_WHATIF_RUN, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
     STAGE_MIN_SHARE,
     VERIFIED_MIN_GAIN,
@@ -169,7 +169,7 @@ def trial_text(trial: FixTrial | None) -> str:
 
 def not_verified(trial: FixTrial | None) -> Reason | None:
     if trial is None:
-        return Reason(NO_WHATIF_RUN)
+        return Reason("no-whatif-run")
     if trial.verified and trial.speedup is not None:
         return None
     return trial.reason

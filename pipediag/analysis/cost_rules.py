@@ -20,7 +20,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.names import fix_words_at, stage_name
-from pipediag.report.reasons import PIPELINE_NOT_READ, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.vocabulary import (
     CONTENDS_FOR_GIL,
@@ -240,7 +240,7 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     if pipeline.deep_skipped_reason:
         reason = pipeline.deep_skipped_reason
     elif not pipeline.measured:
-        reason = Reason(PIPELINE_NOT_READ, because=pipeline.reason)
+        reason = Reason("pipeline-not-read", because=pipeline.reason)
     elif not pipeline.stages:
         why = "the pipeline's stages were not timed (--no-stages)"
     elif pipeline.prescription is not None and pipeline.prescription.tried:

@@ -30,15 +30,7 @@ from pipediag.report.model import (
     Verdict,
     timed_steps,
 )
-from pipediag.report.reasons import (
-    FEW_GPU_WINDOWS,
-    NO_BUSY_READING,
-    NO_GPU_READING,
-    NO_GPU_SAMPLED,
-    NO_TIMED_WAIT_STEP,
-    STEPS_SPAN,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
     BUSY_UTILIZATION,
@@ -123,10 +115,10 @@ def analyze_gpu(
     "auto": GPM SM activity where reported (utilization counts any kernel as busy)."""
     th = thresholds
     if not gpu.available:
-        return _unavailable(Reason(NO_GPU_SAMPLED, because=gpu.reason))
+        return _unavailable(Reason("no-gpu-sampled", because=gpu.reason))
     steps = measured_steps(train)
     if not steps:
-        return _unavailable(Reason(NO_TIMED_WAIT_STEP))
+        return _unavailable(Reason("no-timed-wait-step"))
     by_device: dict[int, list[GpuSample]] = {}
     for sample in gpu.samples:
         by_device.setdefault(sample.device_index, []).append(sample)
@@ -137,7 +129,7 @@ def analyze_gpu(
     }
     if not with_readings:
         about_util = [n for n in gpu.notes if "utilization" in n.lower()] or gpu.notes
-        return _unavailable(Reason(NO_GPU_READING, detail=about_util[0] if about_util else ""))
+        return _unavailable(Reason("no-gpu-reading", detail=about_util[0] if about_util else ""))
     notes: list[str] = []
     device = max(with_readings, key=lambda i: (_device_busy_mean(with_readings[i]), -i))
     if len(by_device) > 1:
@@ -149,7 +141,7 @@ def analyze_gpu(
     source = _choose_source(samples, busy_metric, th)
     points = busy_points(samples, source)
     if not points:
-        return _unavailable(Reason(NO_BUSY_READING, detail=source, value=device))
+        return _unavailable(Reason("no-busy-reading", detail=source, value=device))
     fallback = gpu.interval_s if gpu.interval_s > 0 else th.untimed_window_s
     intervals = reading_intervals(points, fallback, th.max_window_s)
     intervals = merge_untimed(intervals, th.untimed_window_s)
@@ -188,10 +180,10 @@ def analyze_gpu(
         return GpuAnalysis(
             available=False,
             reason=Reason(
-                FEW_GPU_WINDOWS,
+                "few-gpu-windows",
                 value=len(windows),
                 limit=th.min_windows,
-                because=Reason(STEPS_SPAN, value=span),
+                because=Reason("steps-span", value=span),
             ),
             device_index=device,
             busy_source=source,

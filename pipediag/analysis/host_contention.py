@@ -15,7 +15,7 @@ from pipediag.report.model import (
     Verdict,
     timed_steps,
 )
-from pipediag.report.reasons import HOST_NOT_SAMPLED, NO_HOST_SAMPLES, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import OVER_MEASURED_STEPS, OVER_WHOLE_RUN, ContentionScope
 
 
@@ -44,10 +44,10 @@ def host_contention(
     """Per sample: system busy % - this process's % / cores (psutil counts a process 100 per
     core). It bears on the verdict only where input may limit training."""
     if not host.available:
-        return HostContention(available=False, reason=host.reason or Reason(HOST_NOT_SAMPLED))
+        return HostContention(available=False, reason=host.reason or Reason("host-not-sampled"))
     cores = _cores(host)
     if cores <= 0 or not host.samples:
-        return HostContention(available=False, reason=Reason(NO_HOST_SAMPLES))
+        return HostContention(available=False, reason=Reason("no-host-samples"))
     steps = measured_steps(train) or timed_steps(train.steps)
     samples = list(host.samples)
     scope: ContentionScope = OVER_WHOLE_RUN

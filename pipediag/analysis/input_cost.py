@@ -35,7 +35,7 @@ from pipediag.report.model import (
     VerdictLabel,
 )
 from pipediag.report.names import stage_name
-from pipediag.report.reasons import STEP_NOT_RUN_ALONE, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import (
     CONTENDS_FOR_CORES,
     CONTENDS_FOR_GIL,
@@ -121,7 +121,7 @@ def rates_of(
     estimate = 1.0 / median if median > 0 else None
     reason = compute_alone.reason if compute_alone is not None else None
     source: ComputeAloneSource = ESTIMATED if estimate is not None else ""
-    return Rates(rate, estimate, training_rate, source, reason or Reason(STEP_NOT_RUN_ALONE))
+    return Rates(rate, estimate, training_rate, source, reason or Reason("step-not-run-alone"))
 
 
 def not_measurable(paired: PairedCost) -> bool:

@@ -16,16 +16,7 @@ from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
 from pipediag.config import DEFAULT_BENCH_SECONDS
 from pipediag.report.model import TrialFacts
-from pipediag.report.reasons import (
-    CACHE_SIZE_UNKNOWN,
-    CACHE_TOO_BIG,
-    COUNT_TOO_LONG,
-    FILL_TIME_UNKNOWN,
-    FILL_TOO_LONG,
-    INFINITE_OR_UNKNOWN_SIZE,
-    PYTHON_NOT_REPEATABLE,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import KIND_MAP, KIND_PARALLEL_MAP, FixName
 
 # Filling a cache takes one epoch of the prefix; verify only when it takes at most twice the
@@ -69,7 +60,7 @@ def check_python_repeats(candidate: Candidate, dataset: Any | None, python: list
     candidate.facts = replace(candidate.facts, python_repeatable=repeats)
     if repeats is False and candidate.reason is None:
         candidate.reason = Reason(
-            PYTHON_NOT_REPEATABLE, detail=", ".join(python), value=CHECK_ELEMENTS
+            "python-not-repeatable", detail=", ".join(python), value=CHECK_ELEMENTS
         )
 
 
@@ -110,14 +101,14 @@ def size_cache(
                     return refusal, unsafe
             counted = counter(graph_def, teardown)
             if counted is None:
-                return Reason(COUNT_TOO_LONG, limit=cache_sizing.COUNT_MAX_S), False
+                return Reason("count-too-long", limit=cache_sizing.COUNT_MAX_S), False
             _sized(candidate, walked, prefix, point, elements_per_s, sample, counted)
             return candidate.reason, False
 
         candidate.check = check
         return
     if elements is None or elements < 0:
-        candidate.reason = Reason(INFINITE_OR_UNKNOWN_SIZE)
+        candidate.reason = Reason("infinite-or-unknown-size")
         return
     _sized(candidate, walked, prefix, point, elements_per_s, sample, elements)
 
@@ -167,7 +158,7 @@ def _sized(
     candidate.fits_in_memory = cache_sizing.fits_in_memory(size, available)
     if not candidate.fits_in_memory:
         candidate.reason = Reason(
-            CACHE_SIZE_UNKNOWN if size is None or available is None else CACHE_TOO_BIG
+            "cache-size-unknown" if size is None or available is None else "cache-too-big"
         )
         return
     fill_s = elements / elements_per_s if elements_per_s else None
@@ -175,8 +166,8 @@ def _sized(
         candidate.facts = replace(candidate.facts, fill_s=fill_s)
     factor = elements_per_output_batch(walked)[point]
     if fill_s is None or factor is None:
-        candidate.reason = Reason(FILL_TIME_UNKNOWN)
+        candidate.reason = Reason("fill-time-unknown")
     elif fill_s > CACHE_FILL_MAX_S:
-        candidate.reason = Reason(FILL_TOO_LONG, value=fill_s)
+        candidate.reason = Reason("fill-too-long", value=fill_s)
     else:
         candidate.fill_batches = math.ceil(elements / factor) + CACHE_FILL_MARGIN_BATCHES

@@ -44,14 +44,7 @@ from pipediag.report.fixes import (
 )
 from pipediag.report.model import PipelineOptions, StageStats, TrialFacts
 from pipediag.report.names import stage_name
-from pipediag.report.reasons import (
-    GENERATOR_NOT_IN_GRAPH,
-    MAP_INPUT_UNKNOWN,
-    MAP_OR_BATCH_NOT_IN_GRAPH,
-    MAP_OR_SHUFFLE_NOT_IN_GRAPH,
-    STAGE_NOT_IN_GRAPH,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
     MAP_KINDS,
     batch_caching,
@@ -154,7 +147,7 @@ def _in_place(
     """A stage's op changed in place: `edit(graph, node)`, where the stage is in the graph."""
     candidate = _at_stage(fix, stats)
     if node is None:
-        candidate.reason = Reason(STAGE_NOT_IN_GRAPH)
+        candidate.reason = Reason("stage-not-in-graph")
     else:
         candidate.edit = lambda graph: edit(graph, node)
     return candidate
@@ -171,12 +164,12 @@ def _vectorize_candidate(
     batch_node = nodes.get(consumer.index) if consumer is not None else None
     batch = downstream_batch_size(stages, stats.index)
     if map_node is None or batch_node is None or consumer is None or not batch:
-        candidate.reason = Reason(MAP_OR_BATCH_NOT_IN_GRAPH)
+        candidate.reason = Reason("map-or-batch-not-in-graph")
         return candidate
     mapped = walked[stats.index].dataset
     map_inputs = python_chain.python_inputs(python_chain.unwrap(mapped))
     if len(map_inputs) != 1:
-        candidate.reason = Reason(MAP_INPUT_UNKNOWN)
+        candidate.reason = Reason("map-input-unknown")
         return candidate
     input_spec = map_inputs[0].element_spec
     batch_spec = walked[consumer.index].dataset.element_spec
@@ -243,7 +236,7 @@ def hoist_candidate(
     check_python_repeats(candidate, sample, python)
     if candidate.reason is None:
         if map_node is None or shuffle_node is None:
-            candidate.reason = Reason(MAP_OR_SHUFFLE_NOT_IN_GRAPH)
+            candidate.reason = Reason("map-or-shuffle-not-in-graph")
         else:
             candidate.edit = lambda graph: graph.hoist_above_shuffle(map_node, shuffle_node)
     return candidate
@@ -278,7 +271,7 @@ def generator_candidate(
     dataset = walked[stats.index].dataset
     generator = python_chain.generator_function(dataset)
     if node is None or generator is None:
-        candidate.reason = Reason(GENERATOR_NOT_IN_GRAPH)
+        candidate.reason = Reason("generator-not-in-graph")
         return candidate
     spec = dataset.element_spec
     read = Once(lambda: read_generator(generator, spec))
@@ -366,7 +359,7 @@ def _cache_candidate(
     python = _python_names(stages, upstream_of(stages, point))
     check_python_repeats(candidate, walked[point].dataset, python)
     if candidate.reason is None and node is None:
-        candidate.reason = Reason(STAGE_NOT_IN_GRAPH)
+        candidate.reason = Reason("stage-not-in-graph")
     batch = batch_caching(stages, point)
     batch_node = nodes.get(batch) if batch is not None else None
     if batch_node is not None:  # whole batches cached: read without batching them again

@@ -8,15 +8,7 @@ from typing import Any
 
 from pipediag.bench import cache_sizing
 from pipediag.bench.isolate import kept_random_states
-from pipediag.report.reasons import (
-    GENERATOR_EMPTY,
-    GENERATOR_FAILED,
-    GENERATOR_RAGGED,
-    GENERATOR_SHAPES_DIFFER,
-    GENERATOR_TOO_BIG,
-    GENERATOR_TOO_SLOW,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 
 # Reading a generator's epoch stops past the phase-1 benchmark's length.
 GENERATOR_READ_MAX_S = 3.0
@@ -31,7 +23,7 @@ def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, Reason 
 
     components = tf.nest.flatten(spec)
     if not all(isinstance(c, tf.TensorSpec) for c in components):
-        return None, Reason(GENERATOR_RAGGED)
+        return None, Reason("generator-ragged")
     available = cache_sizing.available_memory_bytes()
     limit = GENERATOR_MAX_BYTES
     if available is not None:
@@ -45,16 +37,16 @@ def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, Reason 
                 values = [np.asarray(v) for v in tf.nest.flatten(element)]
                 used += sum(v.nbytes for v in values)
                 if used > limit:
-                    return None, Reason(GENERATOR_TOO_BIG)
+                    return None, Reason("generator-too-big")
                 if time.perf_counter() - began > GENERATOR_READ_MAX_S:
-                    return None, Reason(GENERATOR_TOO_SLOW, limit=GENERATOR_READ_MAX_S)
+                    return None, Reason("generator-too-slow", limit=GENERATOR_READ_MAX_S)
                 for column, value, component in zip(columns, values, components, strict=True):
                     column.append(value.astype(component.dtype.as_numpy_dtype, copy=False))
     except Exception as exc:
-        return None, Reason(GENERATOR_FAILED, detail=f"{type(exc).__name__}: {exc}")
+        return None, Reason("generator-failed", detail=f"{type(exc).__name__}: {exc}")
     if not columns or not columns[0]:
-        return None, Reason(GENERATOR_EMPTY)
+        return None, Reason("generator-empty")
     try:
         return [np.stack(column) for column in columns], None
     except ValueError:
-        return None, Reason(GENERATOR_SHAPES_DIFFER)
+        return None, Reason("generator-shapes-differ")

@@ -20,13 +20,7 @@ from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_BENCH_BATCHES, DEFAULT_BENCH_SECONDS
 from pipediag.report.model import PipelineBenchmark
-from pipediag.report.reasons import (
-    DISTRIBUTED_FEED,
-    EMPTY_DATASET,
-    NOT_READ_ALONE,
-    ONE_BATCH,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 
 # The defaults are the run's (`pipediag/config.py`, which owns every default).
 DEFAULT_MAX_SECONDS = DEFAULT_BENCH_SECONDS
@@ -121,13 +115,13 @@ def benchmark_dataset(
 
     shared = shared_stream_stage(dataset)
     if shared is not None:
-        return unmeasured(Reason(DISTRIBUTED_FEED, detail=shared))
+        return unmeasured(Reason("distributed-feed", detail=shared))
     notes: list[str] = []
     try:
         target, notes = isolated_copy(dataset)
     except IsolationError as exc:
         if has_shared_state(stages):
-            return unmeasured(Reason(NOT_READ_ALONE, detail=str(exc)))
+            return unmeasured(Reason("not-read-alone", detail=str(exc)))
         target = dataset
     with (
         owned(teardown) as releaser,
@@ -144,7 +138,7 @@ def benchmark_dataset(
             del iterator, raw
     if not timing.latencies_s:
         return unmeasured(
-            Reason(EMPTY_DATASET if timing.first_batch_s is None else ONE_BATCH),
+            Reason("empty-dataset" if timing.first_batch_s is None else "one-batch"),
             first_batch_s=timing.first_batch_s,
             exhausted=True,
             notes=notes,

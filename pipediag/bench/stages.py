@@ -19,16 +19,7 @@ from pipediag.bench.structure import Stage, WalkedPipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.model import StageStats
-from pipediag.report.reasons import (
-    CANNOT_ITERATE,
-    FAILED,
-    PARTIAL_FILE_CACHE,
-    STAGE_NOT_READ_ALONE,
-    STAGE_OUT_OF_TIME,
-    STAGES_CAPPED,
-    TOO_FEW_STAGE_ELEMENTS,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import BATCHING_KINDS, MAP_KINDS, SHUFFLE_KINDS, upstream_of
 from pipediag.report.vocabulary import (
     KIND_CACHE,
@@ -137,9 +128,9 @@ def _measure(
         reason = None
         # Reading through a file cache not complete on disk would write the user's file.
         if any(_partial_file_cache(every[i]) for i in upstream_of(every, stats.index)):
-            reason = Reason(PARTIAL_FILE_CACHE)
+            reason = Reason("partial-file-cache")
         elif stats.index >= MAX_MEASURED_STAGES:
-            reason = Reason(STAGES_CAPPED, limit=MAX_MEASURED_STAGES)
+            reason = Reason("stages-capped", limit=MAX_MEASURED_STAGES)
         reasons[stats.index] = reason
     measured = [
         s
@@ -294,7 +285,7 @@ def _measure_in_rounds(
             if not reader.has_time(read_s):  # prefixes never read get the deadline as reason
                 for unread, found in rates.items():
                     if not found and reasons.get(unread) is None:
-                        reasons[unread] = Reason(STAGE_OUT_OF_TIME)
+                        reasons[unread] = Reason("stage-out-of-time")
                 return rates
             began = reader.clock.now()
             rate, reason, first_s, groups[index] = _measure_prefix(
@@ -317,7 +308,7 @@ def _measure_in_rounds(
                         max_elements=max_elements,
                     )
                     if reader.has_time(max_seconds + (first_s or 0.0))
-                    else (None, Reason(STAGE_OUT_OF_TIME), None, groups[index])
+                    else (None, Reason("stage-out-of-time"), None, groups[index])
                 )
             if rate is None:
                 reasons[index] = reason
@@ -338,13 +329,13 @@ def _measure_prefix(
     try:
         runnable = prefix.with_options(options) if options is not None else prefix
     except Exception as exc:  # e.g. a prefix that cannot stand alone
-        return None, Reason(CANNOT_ITERATE, detail=type(exc).__name__), None, group
+        return None, Reason("cannot-iterate", detail=type(exc).__name__), None, group
     try:
         # A private copy: the prefix itself would move the user's shuffle seeds and caches.
         runnable, _ = isolated_copy(runnable)
     except IsolationError as exc:
         if has_shared_state(stage_names(prefix)):
-            return None, Reason(STAGE_NOT_READ_ALONE, detail=str(exc)), None, group
+            return None, Reason("stage-not-read-alone", detail=str(exc)), None, group
     timing = None
     if group > 1:
         try:
@@ -355,13 +346,13 @@ def _measure_prefix(
         try:
             timing = _time_fresh_iterator(runnable, max_elements, max_seconds, reader)
         except _CannotIterate as exc:
-            failure = Reason(CANNOT_ITERATE, detail=type(exc.__cause__).__name__)
+            failure = Reason("cannot-iterate", detail=type(exc.__cause__).__name__)
             return None, failure, None, group
         except Exception as exc:  # the user's function failed: report, do not raise
-            failure = Reason(FAILED, detail=f"{type(exc).__name__}: {exc}"[:192])
+            failure = Reason("failed", detail=f"{type(exc).__name__}: {exc}"[:192])
             return None, failure, None, group
     if not timing.latencies_s or timing.duration_s <= 0:
-        return None, Reason(TOO_FEW_STAGE_ELEMENTS), timing.first_batch_s, group
+        return None, Reason("too-few-stage-elements"), timing.first_batch_s, group
     per_read_s = timing.duration_s / len(timing.latencies_s)
     # Remove the consumer's cost per `next()`, never all of it: very fast, not infinitely.
     corrected_s = max(per_read_s - reader.overhead_s, per_read_s * 0.05)

@@ -29,7 +29,7 @@ from pipediag.bench.python_chain import (
 )
 from pipediag.errors import describe_error
 from pipediag.report.model import PipelineOptions, StageSettings, StageStats
-from pipediag.report.reasons import GRAPH_UNAVAILABLE, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import (
     BLOCKED_BY_AUTOTUNE,
     BLOCKED_BY_OPTION,
@@ -142,7 +142,7 @@ def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline
     try:
         graph = dataset_graph_def(dataset, warn=True)
     except Exception as exc:  # any failure only costs the graph facts
-        graph_error = Reason(GRAPH_UNAVAILABLE, detail=describe_error(exc))
+        graph_error = Reason("graph-unavailable", detail=describe_error(exc))
     if options is None:
         with contextlib.suppress(Exception):  # unreadable: say nothing rather than guess
             options = effective_options(dataset)

@@ -14,14 +14,7 @@ from pipediag.bench.graph_edit import BatchedFunction, PipelineGraph, RewriteErr
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.vectorized_map import on_whole_batches, quiet_tensorflow_logger, unpacks_element
 from pipediag.errors import tf_error_text
-from pipediag.report.reasons import (
-    FAILS_ON_BATCH,
-    NO_SAMPLE,
-    NOT_ELEMENTWISE,
-    SAMPLE_RAGGED,
-    UNSAFE_KEEP_MAP,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 
 # Elements a vectorised function is checked on (two batches at most), and their memory cap.
 VECTORIZE_SAMPLE_MAX_ELEMENTS = 512
@@ -55,14 +48,14 @@ class CheckSample:
         import tensorflow as tf
 
         if not all(isinstance(c, tf.TensorSpec) for c in tf.nest.flatten(input_spec)):
-            return Reason(SAMPLE_RAGGED)
+            return Reason("sample-ragged")
         sample_graph = PipelineGraph.copy_of(graph_def)
         map_def = sample_graph.node(map_node)
         sample_graph.set_output(sample_graph.data_inputs(map_def)[0].split(":")[0])
         sample_graph.isolate()
         sample = _read_sample(sample_graph.rebuild(input_spec), input_spec, sample_size, teardown)
         if sample is None:
-            return Reason(NO_SAMPLE)
+            return Reason("no-sample")
         return cls(graph_def, map_node, input_spec, sample, teardown)
 
     def check(
@@ -81,12 +74,12 @@ class CheckSample:
         except RewriteError:
             raise  # the graph, not the function: not checked
         except Exception as exc:
-            failed = Reason(FAILS_ON_BATCH, detail=tf_error_text(exc))
-            return Reason(UNSAFE_KEEP_MAP, because=failed), True
+            failed = Reason("fails-on-batch", detail=tf_error_text(exc))
+            return Reason("unsafe-keep-map", because=failed), True
         difference = _first_difference(self.expected, actual)
         if difference is not None:
-            differs = Reason(NOT_ELEMENTWISE, detail=difference, value=len(self.sample[0]))
-            return Reason(UNSAFE_KEEP_MAP, because=differs), True
+            differs = Reason("not-elementwise", detail=difference, value=len(self.sample[0]))
+            return Reason("unsafe-keep-map", because=differs), True
         return None, False
 
     def _batches(

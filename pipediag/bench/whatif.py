@@ -28,17 +28,7 @@ from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.errors import describe_error
 from pipediag.report.model import FixTrial, PipelineOptions, StageStats
-from pipediag.report.reasons import (
-    CANNOT_REWRITE,
-    CHECK_FAILED,
-    GRAPH_NOT_REBUILT,
-    LEFT_TO_TRAINING,
-    NO_DATASET_GRAPH,
-    REWRITTEN_FAILED,
-    TOO_FEW_BATCHES,
-    VERIFICATION_BUDGET_SPENT,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 
 # Total time for all trials: about the phase-1 benchmark (3 s) per fix, for a typical two or three.
 DEFAULT_BUDGET_S = 8.0
@@ -106,9 +96,9 @@ def verify_fixes(
             notes = baseline_graph.isolate()
             baseline = baseline_graph.rebuild(dataset.element_spec)
         except Exception as exc:
-            error = Reason(GRAPH_NOT_REBUILT, detail=describe_error(exc))
+            error = Reason("graph-not-rebuilt", detail=describe_error(exc))
     if error is not None or baseline is None or graph is None:
-        why = error or Reason(NO_DATASET_GRAPH)
+        why = error or Reason("no-dataset-graph")
         return [_unverified(c, c.reason or why) for c in candidates]
     for candidate in candidates:
         if notes:
@@ -193,7 +183,7 @@ class _Trials:
         try:
             rounds = self._rounds(candidate, built, share_s)
         except Exception as exc:  # the user's function failed in the copy: report, do not raise
-            failed = Reason(REWRITTEN_FAILED, detail=describe_error(exc))
+            failed = Reason("rewritten-failed", detail=describe_error(exc))
             return _unverified(candidate, failed)
         trial = self._measured(candidate, rounds)
         self._keep(candidate, built, trial.speedup)
@@ -202,12 +192,12 @@ class _Trials:
     def untimed(self, candidate: Candidate) -> FixTrial:
         """Past the budget: the variant checked and built, not timed, kept for training."""
         if self.keep is None:
-            return _unverified(candidate, Reason(VERIFICATION_BUDGET_SPENT))
+            return _unverified(candidate, Reason("verification-budget-spent"))
         built = self._built(candidate)
         if isinstance(built, FixTrial):
             return built
         self._keep(candidate, built, None)
-        return _unverified(candidate, Reason(LEFT_TO_TRAINING))
+        return _unverified(candidate, Reason("left-to-training"))
 
     def _built(self, candidate: Candidate) -> Any:
         """The variant, or the unverified trial that says why there is none."""
@@ -224,9 +214,9 @@ class _Trials:
             candidate.edit(edited)
             return edited.rebuild(self.dataset.element_spec)
         except RewriteError as exc:
-            return _unverified(candidate, Reason(CANNOT_REWRITE, detail=str(exc)))
+            return _unverified(candidate, Reason("cannot-rewrite", detail=str(exc)))
         except Exception as exc:
-            return _unverified(candidate, Reason(CANNOT_REWRITE, detail=describe_error(exc)))
+            return _unverified(candidate, Reason("cannot-rewrite", detail=describe_error(exc)))
 
     def _keep(self, candidate: Candidate, variant: Any, speedup: float | None) -> None:
         if self.keep is None:  # every fix built and safe: the search on training decides
@@ -255,7 +245,7 @@ class _Trials:
         try:
             refusal, unsafe = candidate.check(self.graph, self.teardown)
         except Exception as exc:
-            refusal, unsafe = Reason(CHECK_FAILED, detail=describe_error(exc)), False
+            refusal, unsafe = Reason("check-failed", detail=describe_error(exc)), False
         if unsafe:
             candidate.unsafe = True
         return refusal
@@ -283,7 +273,7 @@ class _Trials:
     def _measured(self, candidate: Candidate, rounds: Rounds) -> FixTrial:
         base, fixed = rounds.rates()
         if base is None or fixed is None:
-            return _unverified(candidate, Reason(TOO_FEW_BATCHES))
+            return _unverified(candidate, Reason("too-few-batches"))
         facts = replace(candidate.facts, stopped=rounds.stopped)
         if rounds.interval is not None:
             low, high = rounds.interval

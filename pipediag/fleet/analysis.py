@@ -22,7 +22,7 @@ from pipediag.fleet.model import (
     WorkerRow,
 )
 from pipediag.report.model import Report
-from pipediag.report.reasons import NONE_STANDS_OUT, ONE_WORKER, TOO_FEW_TIMED_WORKERS, Reason
+from pipediag.report.reasons import Reason
 
 # Lockstep: rates within one step in the fewest measured steps, never under this (relative).
 RATE_TOLERANCE = 0.02
@@ -107,10 +107,10 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
 def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason | None]:
     """The worker that held the others back, or None and why none is named."""
     if len(rows) < 2:
-        return None, Reason(ONE_WORKER)
+        return None, Reason("one-worker")
     timed = [r for r in rows if r.training_steps_per_s]
     if len(timed) < 2:
-        return None, Reason(TOO_FEW_TIMED_WORKERS)
+        return None, Reason("too-few-timed-workers")
     slowest = min(timed, key=_rate)
     if not in_lockstep(timed):
         return _straggler(slowest, [r for r in timed if r is not slowest]), None
@@ -123,7 +123,7 @@ def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason 
         others = [r for r in timed if r is not pick]
         if pick is not None and _stands_out(pick, others, value, gap):
             return _straggler(pick, others), None
-    return None, Reason(NONE_STANDS_OUT, value=rate_tolerance(timed), limit=WAIT_GAP)
+    return None, Reason("none-stands-out", value=rate_tolerance(timed), limit=WAIT_GAP)
 
 
 def in_lockstep(rows: Sequence[WorkerRow]) -> bool:

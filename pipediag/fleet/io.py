@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from pipediag.errors import ReportError
 from pipediag.fleet.analysis import find_straggler
 from pipediag.fleet.model import FLEET_SCHEMA_VERSION, FleetReport, Straggler, WorkerRow
-from pipediag.report.reasons import AS_WRITTEN, Reason
+from pipediag.report.reasons import Reason
 
 T = TypeVar("T")
 
@@ -58,6 +58,6 @@ def _build(cls: type[T], data: Any) -> T:
 def _reason(stored: Any) -> Reason:
     """A stored reason: version 1 wrote words, kept as written."""
     if isinstance(stored, str):
-        return Reason(AS_WRITTEN, detail=stored)
+        return Reason("as-written", detail=stored)
     because = stored.get("because")
     return Reason(**{**_known(Reason, stored), "because": _reason(because) if because else None})

@@ -14,15 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pipediag.hooks.patching import Patches
-from pipediag.report.reasons import (
-    CALLED_SEVERAL,
-    FRAMEWORK_STEP,
-    NO_FUNCTION,
-    NONE_ONCE,
-    SEVERAL_ONCE,
-    STEPS_TOO_FEW_TO_FIND,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.training.loop_xla import LoopStep
 
 
@@ -102,24 +94,24 @@ class StepCalls:
     def train_step(self) -> LoopStep | Reason:
         """The function called exactly once in nearly every counted step, or why none is."""
         if self.steps < MIN_STEPS:
-            return Reason(STEPS_TOO_FEW_TO_FIND, value=self.steps)
+            return Reason("steps-too-few-to-find", value=self.steps)
         live = [t for t in self._tallies.values() if t.function() is not None]
         needed = ONCE_SHARE * self.steps
         if not live:
             keras_own = [k for k, n in self._framework_steps.items() if n >= needed]
             if keras_own:
-                return Reason(FRAMEWORK_STEP, detail=self._framework_names[keras_own[0]])
-            return Reason(NO_FUNCTION)
+                return Reason("framework-step", detail=self._framework_names[keras_own[0]])
+            return Reason("no-function")
         once = [t for t in live if t.steps_once >= needed]
         if len(once) == 1:
             function = once[0].function()
             return LoopStep(function, once[0].name, definition_site(function), self.redirects)
         if len(once) > 1:
-            return Reason(SEVERAL_ONCE, detail=", ".join(sorted(t.name for t in once)))
+            return Reason("several-once", detail=", ".join(sorted(t.name for t in once)))
         busiest = max(live, key=lambda t: t.steps_once + t.steps_more)
         if busiest.steps_more >= needed:
-            return Reason(CALLED_SEVERAL, detail=busiest.name)
-        return Reason(NONE_ONCE, detail=busiest.name, value=busiest.steps_once, limit=self.steps)
+            return Reason("called-several", detail=busiest.name)
+        return Reason("none-once", detail=busiest.name, value=busiest.steps_once, limit=self.steps)
 
 
 def function_name(function: Any) -> str:

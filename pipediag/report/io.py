@@ -17,7 +17,7 @@ from typing import Any, TypeVar, Union
 from pipediag.errors import ReportError
 from pipediag.report import model
 from pipediag.report.model import SCHEMA_VERSION, Report
-from pipediag.report.reasons import AS_WRITTEN, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
 from pipediag.report.vocabulary import (
     GAIN_HELD,
@@ -297,7 +297,7 @@ _IN_MEMORY = "memory"
 
 
 def _from_version_6(data: dict[str, Any]) -> dict[str, Any]:
-    # Version 6 worded its reasons; `_convert` keeps each as written (`AS_WRITTEN`).
+    # Version 6 worded its reasons; `_convert` keeps each as written ("as-written").
     return dict(data, schema_version=7)
 
 
@@ -355,7 +355,7 @@ def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
 # 5: no verdict prose: `summary` is gone, `Verdict.no_verdict_because` says why there is none.
 # 6: a fix carries one gain (`Suggestion.gain`) and one estimate that only orders the fixes.
 # 7: why something was not measured is a code with its parameters (`report/reasons.py`); a
-#    version-6 report's words are kept as written (`AS_WRITTEN`, in `_convert`).
+#    version-6 report's words are kept as written ("as-written", in `_convert`).
 # 8: the pipeline's options and a stage's settings are typed (`PipelineOptions`,
 #    `StageSettings`), not strings.
 _UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
@@ -463,7 +463,7 @@ def _convert(hint: Any, value: Any) -> Any:
         _, item = typing.get_args(hint)
         return {str(k): _convert(item, v) for k, v in value.items()}
     if hint is Reason and isinstance(value, str):
-        return Reason(AS_WRITTEN, detail=value)  # a version-6 report's words
+        return Reason("as-written", detail=value)  # a version-6 report's words
     if dataclasses.is_dataclass(hint):
         return _build(hint, value)  # type: ignore[arg-type]
     if hint is float and isinstance(value, int):

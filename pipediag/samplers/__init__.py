@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pipediag.clock import Clock, Quiet
 from pipediag.config import RunConfig
 from pipediag.report.model import GpuSection, HostSection
-from pipediag.report.reasons import GPU_SAMPLING_OFF, HOST_SAMPLING_OFF, Reason
+from pipediag.report.reasons import Reason
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.samplers.host import HostSampler
 
@@ -37,8 +37,8 @@ def stop_samplers(
 ) -> tuple[HostSection, GpuSection]:
     """Stop each sampler and give its section (times from `origin`); a sampler's trouble is
     in its section and said through `log`, never swallowed."""
-    host = HostSection(available=False, reason=Reason(HOST_SAMPLING_OFF))
-    gpu = GpuSection(available=False, reason=Reason(GPU_SAMPLING_OFF))
+    host = HostSection(available=False, reason=Reason("host-sampling-off"))
+    gpu = GpuSection(available=False, reason=Reason("gpu-sampling-off"))
     for sampler in samplers:
         sampler.stop()
         section = sampler.section(origin)

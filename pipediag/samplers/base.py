@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pipediag.clock import Clock, Quiet
-from pipediag.report.reasons import SAMPLER_SETUP_FAILED, Reason
+from pipediag.report.reasons import Reason
 
 ItemT = TypeVar("ItemT")
 SamplerT = TypeVar("SamplerT", bound="ThreadedSampler[Any]")
@@ -135,7 +135,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         try:
             reason = self._setup()
         except Exception as exc:  # a probe must never break the user's program
-            reason = Reason(SAMPLER_SETUP_FAILED, detail=describe_error(exc))
+            reason = Reason("sampler-setup-failed", detail=describe_error(exc))
         if reason is not None:
             self._unavailable_reason = reason
             return

@@ -14,7 +14,7 @@ from typing import Any
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_GPU_INTERVAL_S, DEFAULT_MAX_SAMPLES
 from pipediag.report.model import GpuSample, GpuSection
-from pipediag.report.reasons import GPU_DISCOVERY_FAILED, GPU_SAMPLER_NOT_STARTED, NO_PYNVML, Reason
+from pipediag.report.reasons import Reason
 from pipediag.samplers.base import ThreadedSampler, mean_int_or_none, mean_or_none
 from pipediag.samplers.nvml_devices import NvmlDevices
 from pipediag.samplers.nvml_readings import NvmlReader
@@ -66,7 +66,7 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
             try:
                 gpus.nvml = importlib.import_module("pynvml")
             except ImportError:
-                return Reason(NO_PYNVML)
+                return Reason("no-pynvml")
         try:
             gpus.call("nvmlInit")
         except Exception as exc:
@@ -74,7 +74,7 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
         try:
             reason = gpus.discover()
         except Exception as exc:
-            reason = Reason(GPU_DISCOVERY_FAILED, detail=gpus.error_name(exc))
+            reason = Reason("gpu-discovery-failed", detail=gpus.error_name(exc))
         except BaseException:
             gpus.shutdown()
             raise
@@ -99,7 +99,7 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
     def section(self, t0: float) -> GpuSection:
         """The report section; times in seconds since `t0`, the session's start."""
         if not self._started:
-            return GpuSection(available=False, reason=Reason(GPU_SAMPLER_NOT_STARTED))
+            return GpuSection(available=False, reason=Reason("gpu-sampler-not-started"))
         notes = list(self._gpus.setup_notes) + self._failure_notes()
         if self._unavailable_reason is not None:
             return GpuSection(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_HOST_INTERVAL_S, DEFAULT_MAX_SAMPLES
 from pipediag.report.model import HostSample, HostSection
-from pipediag.report.reasons import HOST_SAMPLER_NOT_STARTED, NO_PSUTIL, PSUTIL_CANNOT_READ, Reason
+from pipediag.report.reasons import Reason
 from pipediag.samplers.base import ThreadedSampler, describe_error, mean_int_or_none, mean_or_none
 
 if TYPE_CHECKING:
@@ -111,14 +111,14 @@ class HostSampler(ThreadedSampler[HostSample]):
         try:
             psutil = importlib.import_module("psutil")
         except ImportError:
-            return Reason(NO_PSUTIL)
+            return Reason("no-psutil")
         try:
             self._process = psutil.Process()
             self._last_process_cpu = (time.perf_counter(), time.process_time())
             self._last_cpu_times = list(psutil.cpu_times(percpu=True))
             self._cpu_count = psutil.cpu_count() or len(self._last_cpu_times)
         except Exception as exc:
-            return Reason(PSUTIL_CANNOT_READ, detail=describe_error(exc))
+            return Reason("psutil-cannot-read", detail=describe_error(exc))
         self._psutil = psutil
         return None
 
@@ -177,7 +177,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         """The report section; times in seconds since `t0`, the session's start."""
         notes = self._failure_notes()
         if not self._started:
-            return HostSection(available=False, reason=Reason(HOST_SAMPLER_NOT_STARTED))
+            return HostSection(available=False, reason=Reason("host-sampler-not-started"))
         if self._unavailable_reason is not None:
             return HostSection(available=False, reason=self._unavailable_reason, notes=notes)
         items, interval_s = self._snapshot()

@@ -12,18 +12,7 @@ from typing import Any, TypeVar
 
 from pipediag.clock import Clock, wall_minus_clock
 from pipediag.report.model import GpuDevice
-from pipediag.report.reasons import (
-    CUDA_HIDES_GPUS,
-    NO_GPU_OPENED,
-    NVML_DRIVER_NOT_LOADED,
-    NVML_INIT_FAILED,
-    NVML_LIBRARY_NOT_FOUND,
-    NVML_NO_GPU,
-    NVML_NO_PERMISSION,
-    NVML_VERSION_MISMATCH,
-    Reason,
-    ReasonCode,
-)
+from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.vocabulary import UTIL_SOURCE_RATES, UTIL_SOURCE_SAMPLES
 from pipediag.samplers.base import describe_error
 
@@ -33,10 +22,10 @@ T = TypeVar("T")
 US_PER_S = 1_000_000  # driver sample timestamps are microseconds of wall-clock time
 # The NVML initialisation failures a user can act on, by NVML's error.
 _INIT_REASONS: dict[str, ReasonCode] = {
-    "NVMLError_LibraryNotFound": NVML_LIBRARY_NOT_FOUND,
-    "NVMLError_DriverNotLoaded": NVML_DRIVER_NOT_LOADED,
-    "NVMLError_NoPermission": NVML_NO_PERMISSION,
-    "NVMLError_LibRmVersionMismatch": NVML_VERSION_MISMATCH,
+    "NVMLError_LibraryNotFound": "nvml-library-not-found",
+    "NVMLError_DriverNotLoaded": "nvml-driver-not-loaded",
+    "NVMLError_NoPermission": "nvml-no-permission",
+    "NVMLError_LibRmVersionMismatch": "nvml-version-mismatch",
 }
 
 
@@ -151,7 +140,7 @@ class NvmlDevices:
         for name, code in _INIT_REASONS.items():
             if self.is_nvml_error(exc, name):
                 return Reason(code)
-        return Reason(NVML_INIT_FAILED, detail=self.error_name(exc))
+        return Reason("nvml-init-failed", detail=self.error_name(exc))
 
     def discover(self) -> Reason | None:
         """Find the visible GPUs and probe what each supports; a reason if there are none."""
@@ -161,7 +150,7 @@ class NvmlDevices:
             self.setup_notes.append(f"driver version unavailable: {self.error_name(exc)}")
         count = int(self.call("nvmlDeviceGetCount"))
         if count == 0:
-            return Reason(NVML_NO_GPU)
+            return Reason("nvml-no-gpu")
         handles: list[Any] = []
         uuids: list[str] = []
         for index in range(count):
@@ -197,8 +186,8 @@ class NvmlDevices:
                 self.devices.append(device)
         if not self.devices:
             if visible is not None and not selected:
-                return Reason(CUDA_HIDES_GPUS, detail=visible)
-            return Reason(NO_GPU_OPENED)
+                return Reason("cuda-hides-gpus", detail=visible)
+            return Reason("no-gpu-opened")
         return None
 
     def _uuid(self, handle: Any) -> str:

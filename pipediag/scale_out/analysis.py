@@ -10,7 +10,6 @@ import os
 from collections.abc import Sequence
 
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, cpu_busy_pct
-from pipediag.report import reasons
 from pipediag.report.model import (
     BLOCKER_LOCAL_PATH,
     BLOCKER_PYTHON,
@@ -250,7 +249,7 @@ def predict(report: Report) -> ScaleOutPrediction:
     "tf.data service"); the per-worker rate falls back to the movable part's stage timing."""
     section = report.scale_out
     if section is None:
-        return ScaleOutPrediction(reason=Reason(reasons.NOT_CHECKED))
+        return ScaleOutPrediction(reason=Reason("not-checked"))
     stages = checked_stages(report)
     verdict = report.verdict
     target = verdict.compute_alone_steps_per_s
@@ -260,7 +259,7 @@ def predict(report: Report) -> ScaleOutPrediction:
         return ScaleOutPrediction(
             target_steps_per_s=target,
             training_steps_per_s=training,
-            reason=Reason(reasons.NOTHING_TO_MOVE),
+            reason=Reason("nothing-to-move"),
         )
     cluster = _measured(section, SERVICE_CLUSTER)
     local = _measured(section, SERVICE_LOCAL)
@@ -277,9 +276,9 @@ def predict(report: Report) -> ScaleOutPrediction:
         local_s_per_batch=local_cost,
     )
     if not target:
-        return dataclasses.replace(base, reason=Reason(reasons.NO_COMPUTE_RATE))
+        return dataclasses.replace(base, reason=Reason("no-compute-rate"))
     if not per_worker:
-        return dataclasses.replace(base, reason=Reason(reasons.NO_PER_WORKER_RATE))
+        return dataclasses.replace(base, reason=Reason("no-per-worker-rate"))
     measured = cluster or local
     receiving = measured.consumer_cpu_s_per_batch if measured is not None else None
     cores = report.environment.cpu_count or report.host.cpu_count or 1

@@ -15,7 +15,6 @@ from pipediag.bench.structure import WalkedPipeline
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
-from pipediag.report import reasons
 from pipediag.report.model import (
     BLOCKER_PYTHON,
     SERVICE_CLUSTER,
@@ -114,13 +113,13 @@ def check_scale_out(
                 say(f"reading the pipeline through the tf.data service at {service}", None)
                 measured = _measure_cluster(plan, config, clock, train)
                 failed = measured.reason
-                if failed is not None and failed.code == reasons.SERVICE_ERROR and note:
+                if failed is not None and failed.code == "service-error" and note:
                     note(f"--data-service: {failed.detail}")  # the service's own words
                 measurements.append(measured)
             refused = [
                 refused_blocker(m.reason.detail or "no batch came back", plan.part)
                 for m in measurements
-                if m.reason is not None and m.reason.code == reasons.SERVICE_REFUSED
+                if m.reason is not None and m.reason.code == "service-refused"
             ]
             if refused:
                 # The same failure on each service tried: one blocker, and nothing moves as is.
@@ -198,9 +197,7 @@ class _Plan:
         try:
             copy, notes = isolated_copy(target)
         except IsolationError as exc:
-            return cls(
-                None, part, factor, local_rate, [], Reason(reasons.NOT_COPIED, detail=str(exc))
-            )
+            return cls(None, part, factor, local_rate, [], Reason("not-copied", detail=str(exc)))
         # Endless, so a short dataset does not end a read (or the training fed by it) early:
         # the reads are bounded by time and batches, as phase 1 is.
         return cls(copy.repeat(), part, factor, local_rate, notes)
@@ -231,7 +228,7 @@ def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasuremen
             base = replace(base, address=service.address, startup_s=service.startup_s)
             measured = _read_and_transfer(plan, service.target, clock, service.worker_cpu_s)
     except (ServiceError, OSError) as exc:  # OSError: a server process could not be started
-        reason = Reason(reasons.SERVICE_ERROR, detail=_one_line(exc))
+        reason = Reason("service-error", detail=_one_line(exc))
         return replace(base, reason=reason, wall_time_s=clock.now() - began)
     return replace(
         _fill(base, plan, *measured),
@@ -251,7 +248,7 @@ def _measure_cluster(
     try:
         address = parse_address(config.data_service)
     except ValueError as exc:  # the CLI checks it; an API caller may not have
-        reason = Reason(reasons.SERVICE_ERROR, detail=str(exc))
+        reason = Reason("service-error", detail=str(exc))
         return ServiceMeasurement(where=SERVICE_CLUSTER, reason=reason, part=plan.part)
     base = _planned(plan, where=SERVICE_CLUSTER, address=address)
     if plan.error is not None:
@@ -260,19 +257,19 @@ def _measure_cluster(
     try:
         info = probe_dispatcher(address)
     except ServiceError as exc:
-        reason = Reason(reasons.SERVICE_ERROR, detail=str(exc))
+        reason = Reason("service-error", detail=str(exc))
         return replace(base, reason=reason, wall_time_s=clock.now() - began)
     base = replace(base, workers=len(info.workers))
     if not info.workers:
         return replace(
             base,
-            reason=Reason(reasons.NO_WORKERS, detail=address),
+            reason=Reason("no-workers", detail=address),
             wall_time_s=clock.now() - began,
         )
     try:
         measured = _fill(base, plan, *_read_and_transfer(plan, f"grpc://{address}", clock, None))
     except ServiceError as exc:
-        reason = Reason(reasons.SERVICE_ERROR, detail=str(exc))
+        reason = Reason("service-error", detail=str(exc))
         return replace(base, reason=reason, wall_time_s=clock.now() - began)
     if measured.batches_per_s:
         measured = replace(
@@ -280,9 +277,9 @@ def _measure_cluster(
         )
     if config.data_service_train and measured.measured:
         rate: float | None = None
-        why: Reason | None = Reason(reasons.PART_ONLY)
+        why: Reason | None = Reason("part-only")
         if train is None:
-            why = Reason(reasons.NO_TRAIN_STEP_SERVICE)
+            why = Reason("no-train-step-service")
         elif plan.part == WHOLE:
             rate, why = train(plan.copy, f"grpc://{address}")
         measured = replace(measured, train_steps_per_s=rate, train_reason=why)
@@ -331,12 +328,12 @@ def _fill(
     error: str | None,
 ) -> ServiceMeasurement:
     if error is not None or read is None:
-        return replace(base, reason=Reason(reasons.SERVICE_REFUSED, detail=error or ""))
+        return replace(base, reason=Reason("service-refused", detail=error or ""))
     timing = read.timing
     factor = plan.elements_per_batch or 1.0
     rate = timing.batches_per_s
     if rate is None:
-        return replace(base, reason=Reason(reasons.TOO_FEW_ELEMENTS))
+        return replace(base, reason=Reason("too-few-elements"))
     made = len(timing.latencies_s) + 1  # the warm-up element too
     ceiling = None if transfer is None else transfer.batches_per_s
     # Receiving is timed on the transfer read, batches back to back: in a slower read the

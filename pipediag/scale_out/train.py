@@ -12,7 +12,6 @@ from typing import Any
 
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
-from pipediag.report import reasons
 from pipediag.report.reasons import Reason
 from pipediag.scale_out.service import ServiceError, distributed, tf_error_text
 
@@ -30,13 +29,13 @@ def train_through(
     `dataset` read through `target`, every variable it writes put back after, as compute
     alone does (`training/compute_alone.py`)."""
     if style != "keras-fit" or model is None:
-        return None, Reason(reasons.SERVICE_FIT_ONLY)
+        return None, Reason("service-fit-only")
     from pipediag.training.fit_backend import BACKEND_NAMES, keras_backend
 
     backend = keras_backend(model)
     if backend not in (None, "tensorflow"):
         return None, Reason(
-            reasons.SERVICE_TF_ONLY, detail=BACKEND_NAMES.get(backend or "", backend or "")
+            "service-tf-only", detail=BACKEND_NAMES.get(backend or "", backend or "")
         )
     from pipediag.training.compute_alone import (
         stateful_random_op,
@@ -48,12 +47,12 @@ def train_through(
     train_function = getattr(model, "train_function", None)
     strategy = getattr(model, "distribute_strategy", None)
     if train_function is None:
-        return None, Reason(reasons.NO_COMPILED_TRAIN_FUNCTION)
+        return None, Reason("no-compiled-train-function")
     if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
-        return None, Reason(reasons.SERVICE_MULTI_REPLICA)
+        return None, Reason("service-multi-replica")
     blocker = stateful_random_op(train_function)
     if blocker is not None:
-        return None, Reason(reasons.STATEFUL_RANDOM_OP, detail=blocker)
+        return None, Reason("stateful-random-op", detail=blocker)
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     reader = _ServiceReader(dataset, target)
     try:
@@ -67,9 +66,9 @@ def train_through(
                 steps += per_call
             elapsed = clock.now() - start
     except ServiceError as exc:
-        return None, Reason(reasons.SERVICE_ERROR, detail=str(exc))
+        return None, Reason("service-error", detail=str(exc))
     except Exception as exc:
-        return None, Reason(reasons.SERVICE_TRAIN_FAILED, detail=tf_error_text(exc))
+        return None, Reason("service-train-failed", detail=tf_error_text(exc))
     finally:
         reader.close()
     return (steps / elapsed if elapsed > 0 else None), None

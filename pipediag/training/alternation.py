@@ -25,7 +25,7 @@ from pipediag.analysis.paired import (
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
-from pipediag.report.reasons import NO_STEP_IN_BLOCKS, STEP_ALONE_FAILED, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import (
     QUIET_TRAINING_BLOCK,
     STEP_ALONE_BLOCK,
@@ -243,7 +243,7 @@ class Alternation:
         steps = sum(b.steps for b in alone)
         seconds = sum(b.seconds for b in alone)
         if not steps or seconds <= 0:
-            return ComputeAlone(measured=False, reason=Reason(NO_STEP_IN_BLOCKS))
+            return ComputeAlone(measured=False, reason=Reason("no-step-in-blocks"))
         return ComputeAlone(
             measured=True,
             method=method,
@@ -295,7 +295,7 @@ class FitAlternation:
 
             self._runner.block(step_ended, clock=self._clock, warmup=warmup)
         except Exception as exc:  # the phase is lost, never the user's training
-            self.failure = Reason(STEP_ALONE_FAILED, detail=f"{type(exc).__name__}: {exc}")
+            self.failure = Reason("step-alone-failed", detail=f"{type(exc).__name__}: {exc}")
 
     def training_step(self, start: float, end: float) -> bool:
         """One of fit's steps, from its start to its end; True when its block is complete."""

@@ -13,7 +13,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
-from pipediag.report.reasons import NO_TRAIN_STEP_FOUND, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import CACHED_BATCH_LOOP, STEP_ALONE_BLOCK, RateBlockKind
 from pipediag.training.alternation import Alternation
 from pipediag.training.compute_alone import WARMUP_STEPS
@@ -232,7 +232,7 @@ def _model_side(
         if not running:
             return
     if not isinstance(step, LoopStep) or batch is None:
-        reason = step if isinstance(step, Reason) else Reason(NO_TRAIN_STEP_FOUND)
+        reason = step if isinstance(step, Reason) else Reason("no-train-step-found")
         fold(ModelSide(ModelTrial(JIT_COMPILE, reason=reason), clock.now()))
         return
     serving.phase("trying XLA on the loop's train step", seconds, redraw=False)

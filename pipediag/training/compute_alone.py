@@ -14,13 +14,7 @@ from typing import Any, Protocol
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, run_block
 from pipediag.report.model import ComputeAlone
-from pipediag.report.reasons import (
-    BACKEND_NO_STEP_ALONE,
-    NO_COMPILED_TRAIN_FUNCTION,
-    NO_STEP_ALONE,
-    STATEFUL_RANDOM_OP,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
 from pipediag.training.fit_backend import on_jax, undriven
 
@@ -95,7 +89,7 @@ def fit_step_alone(model: Any, batch: Any) -> StepAlone | Reason:
     """What runs fit's train step alone for the model's backend, or why it cannot run."""
     backend = undriven(model)
     if backend is not None:
-        return Reason(BACKEND_NO_STEP_ALONE, detail=backend)
+        return Reason("backend-no-step-alone", detail=backend)
     if on_jax(model):
         from pipediag.training.jax_fit import jax_step_alone
 
@@ -110,10 +104,10 @@ def compiled_train_function(model: Any) -> Any:
     """fit's compiled train function, or why it cannot run apart from fit."""
     train_function = getattr(model, "train_function", None)
     if train_function is None:
-        return Reason(NO_COMPILED_TRAIN_FUNCTION)
+        return Reason("no-compiled-train-function")
     blocker = stateful_random_op(train_function)
     if blocker is not None:
-        return Reason(STATEFUL_RANDOM_OP, detail=blocker)
+        return Reason("stateful-random-op", detail=blocker)
     return train_function
 
 
@@ -139,7 +133,7 @@ def measure_step_alone(
     now = clock.now()
     durations = [b - a for a, b in zip(ends, ends[1:], strict=False)]
     if not durations:
-        return ComputeAlone(measured=False, reason=Reason(NO_STEP_ALONE))
+        return ComputeAlone(measured=False, reason=Reason("no-step-alone"))
     span = ends[-1] - ends[0]
     result = ComputeAlone(
         measured=True,

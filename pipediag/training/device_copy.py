@@ -11,7 +11,7 @@ from typing import Any
 from pipediag.bench.device import DevicePlacement
 from pipediag.clock import Clock
 from pipediag.report.model_side import DEVICE_COPY, ModelTrial
-from pipediag.report.reasons import COPY_AT_MOST, NO_GPU_COPY, Reason
+from pipediag.report.reasons import Reason
 from pipediag.training.step_rounds import FitFacts, Side, measure
 
 DEVICE_COPY_CODE = 'dataset = dataset.apply(tf.data.experimental.prefetch_to_device("{device}"))'
@@ -44,7 +44,7 @@ def device_copy_trial(
         setting=placement.name,
         share=share,
         # The fix overlaps the copy with the step, it does not remove it.
-        reason=trial.reason or (Reason(COPY_AT_MOST) if share else None),
+        reason=trial.reason or (Reason("copy-at-most") if share else None),
     )
 
 
@@ -58,4 +58,4 @@ def copy_share(trial: ModelTrial) -> float | None:
 
 def no_gpu_trial() -> ModelTrial:
     """The trial where TensorFlow sees no GPU: the batch is already where the step runs."""
-    return ModelTrial(DEVICE_COPY, reason=Reason(NO_GPU_COPY))
+    return ModelTrial(DEVICE_COPY, reason=Reason("no-gpu-copy"))

@@ -12,15 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.clock import Clock
-from pipediag.report.reasons import (
-    CALLS_NO_FIX_TRIAL,
-    ITERATOR_UNREADABLE,
-    NO_BATCH_KEPT,
-    NOT_PLAIN_TENSORS,
-    READS_ITERATOR_TO_END,
-    STATEFUL_RANDOM_OP,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import TRAINING_FUNCTION, ComputeAloneMethod
 from pipediag.training.compute_alone import ops_in, stateful_random_op_in, variables_put_back
 from pipediag.training.loop_xla import captured_variables
@@ -111,12 +103,12 @@ class TrainCalls:
     def _train_at_once(self) -> Callable[[Any], Any] | Reason:
         replicas = getattr(getattr(self.fed(), "_strategy", None), "num_replicas_in_sync", 1)
         if self.slot is None or replicas > 1 or self.passes_per_call():
-            return Reason(CALLS_NO_FIX_TRIAL)
+            return Reason("calls-no-fix-trial")
         if reads_to_end(self.function):
-            return Reason(READS_ITERATOR_TO_END)
+            return Reason("reads-iterator-to-end")
         blocker = stateful_random_op(self.function)
         if blocker is not None:
-            return Reason(STATEFUL_RANDOM_OP, detail=blocker)
+            return Reason("stateful-random-op", detail=blocker)
         slot, args, kwargs = self.slot, self.args, self.kwargs
 
         def train(iterator: Any) -> Any:
@@ -150,12 +142,12 @@ class TrainCalls:
 
     def step_alone(self, batch: Any) -> CallStepAlone | Reason:
         if batch is None:
-            return Reason(NO_BATCH_KEPT)
+            return Reason("no-batch-kept")
         blocker = stateful_random_op(self.function)
         if blocker is not None:
-            return Reason(STATEFUL_RANDOM_OP, detail=blocker)
+            return Reason("stateful-random-op", detail=blocker)
         if not self.passes_per_call() and reads_to_end(self.function):
-            return Reason(READS_ITERATOR_TO_END)
+            return Reason("reads-iterator-to-end")
         held = held_feed(self.fed(), batch, self.steps_per_call)
         if isinstance(held, Reason):
             return held
@@ -266,10 +258,10 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False)
     dataset = iterator_dataset(fed)
     spec = getattr(dataset, "element_spec", None)
     if spec is None:
-        return Reason(ITERATOR_UNREADABLE)
+        return Reason("iterator-unreadable")
     flat_specs = tf.nest.flatten(spec)
     if not all(isinstance(s, tf.TensorSpec) for s in flat_specs):
-        return Reason(NOT_PLAIN_TENSORS)
+        return Reason("not-plain-tensors")
 
     def relaxed(*parts: Any) -> Any:
         # The iterator's spec (a batch dimension of None) keeps the function from retracing.

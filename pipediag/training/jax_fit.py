@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipediag.clock import Clock, run_block
-from pipediag.report.reasons import JAX_STATE_PURGED, NO_COMPILED_TRAIN_FUNCTION, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
@@ -35,7 +35,7 @@ def fit_state(model: Any) -> tuple[list[Any], ...] | Reason:
         )
         state = tuple([v.value for v in group] for group in groups)
     if any(value is None for group in state for value in group):
-        return Reason(JAX_STATE_PURGED)
+        return Reason("jax-state-purged")
     return state
 
 
@@ -75,7 +75,7 @@ def as_numpy(element: Any) -> Any:
 def trainable(model: Any) -> Reason | None:
     """Why fit's JAX train step cannot run alone, or None."""
     if getattr(model, "train_function", None) is None:
-        return Reason(NO_COMPILED_TRAIN_FUNCTION)
+        return Reason("no-compiled-train-function")
     state = fit_state(model)
     return state if isinstance(state, Reason) else None
 

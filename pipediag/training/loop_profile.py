@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from pipediag.analysis.op_time import ProfiledWindow, top_ops
 from pipediag.clock import Clock
 from pipediag.report.model_side import TopOp
-from pipediag.report.reasons import ERROR, NO_OP_EVENTS, PROFILE_STOPPED, Reason
+from pipediag.report.reasons import Reason
 from pipediag.training.compute_alone import closed_over
 
 
@@ -63,7 +63,7 @@ class LoopProfile:
         """The window's reading, once; one the loop cut short is discarded."""
         if self._result is None:
             self._profiler.discard()
-            self._result = ([], Reason(PROFILE_STOPPED))
+            self._result = ([], Reason("profile-stopped"))
         return self._result
 
     def _start(self) -> Reason | None:
@@ -85,12 +85,12 @@ class LoopProfile:
         if isinstance(window, Reason):
             return [], window
         found = top_ops(window, self._layer_names)
-        return found, None if found else Reason(NO_OP_EVENTS)
+        return found, None if found else Reason("no-op-events")
 
 
 def window_failure(exc: Exception) -> Reason:
     """Why the window, or a step in it, raised, in one line."""
-    return Reason(ERROR, detail=f"{type(exc).__name__}: {str(exc)[:160]}")
+    return Reason("error", detail=f"{type(exc).__name__}: {str(exc)[:160]}")
 
 
 def keras_layer_names(function: Any) -> list[str]:

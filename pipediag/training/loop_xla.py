@@ -12,13 +12,7 @@ from pipediag.analysis.paired import OVERRUN
 from pipediag.bench.interleaved import RoundPlan
 from pipediag.clock import Clock
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
-from pipediag.report.reasons import (
-    ALREADY_XLA,
-    FUNCTIONS_EAGER,
-    LOOP_STOPPED,
-    NO_PYTHON_FUNCTION,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.training.compute_alone import each_once, variables_put_back
 from pipediag.training.model_variants import xla_failure
 from pipediag.training.pull_slice import PullSlice
@@ -43,12 +37,12 @@ class LoopStep:
 def xla_twin(function: Any) -> Any | Reason:
     """`function`'s Python function as a new `tf.function` with `jit_compile=True`, or why not."""
     if getattr(function, "_jit_compile", None):
-        return Reason(ALREADY_XLA)
+        return Reason("already-xla")
     if getattr(function, "_run_functions_eagerly", False):
-        return Reason(FUNCTIONS_EAGER)
+        return Reason("functions-eager")
     python_function = getattr(function, "_python_function", None)
     if python_function is None:
-        return Reason(NO_PYTHON_FUNCTION)
+        return Reason("no-python-function")
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
     return polymorphic_function.Function(
@@ -135,7 +129,7 @@ class LoopXlaTrial:
         code = self._step.code
         seconds = self._clock.now() - self.began
         if self._failure is not None or self._plan is None:
-            reason = self._failure if self._failure is not None else Reason(LOOP_STOPPED)
+            reason = self._failure if self._failure is not None else Reason("loop-stopped")
             trial = ModelTrial(JIT_COMPILE, reason=reason, code=code, seconds=seconds)
         else:
             self._slice = None  # cut short by the loop: not timed

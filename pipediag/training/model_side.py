@@ -24,16 +24,7 @@ from pipediag.report.model_side import (
     ModelTrial,
     TopOp,
 )
-from pipediag.report.reasons import (
-    BUDGET_SHARE,
-    FAILED,
-    SPE_ALREADY,
-    SPE_FIT_SHARE,
-    SPE_MULTI_REPLICA,
-    SPE_STEP_LONG,
-    Reason,
-    error_line,
-)
+from pipediag.report.reasons import Reason, error_line
 from pipediag.training.compute_alone import (
     cached_batch_feed,
     step_variables,
@@ -179,11 +170,11 @@ def guarded(
 ) -> ModelTrial:
     """A trial in its `share_s` of the budget, or why it was not run."""
     if share_s * OVERRUN < fewest_rounds_s(step_s):
-        return ModelTrial(change, reason=Reason(BUDGET_SHARE, value=share_s))
+        return ModelTrial(change, reason=Reason("budget-share", value=share_s))
     try:
         return attempt(share_s)
     except Exception as exc:
-        return ModelTrial(change, reason=Reason(FAILED, detail=error_line(exc)))
+        return ModelTrial(change, reason=Reason("failed", detail=error_line(exc)))
 
 
 def _caller(function: Callable[[Any], Any], feed: Callable[[], Any]) -> Call:
@@ -222,14 +213,14 @@ def _multi_step(
     steps = spe_steps(facts.step_s)
     code = f"model.compile(..., steps_per_execution={steps})"
     if current > 1:
-        reason = Reason(SPE_ALREADY, value=current)
+        reason = Reason("spe-already", value=current)
         return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(current))
     if steps * facts.step_s > SPE_MAX_CALL_S:
-        reason = Reason(SPE_STEP_LONG, value=facts.step_s)
+        reason = Reason("spe-step-long", value=facts.step_s)
         return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(steps))
     strategy = getattr(model, "distribute_strategy", None)
     if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
-        reason = Reason(SPE_MULTI_REPLICA)
+        reason = Reason("spe-multi-replica")
         return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(steps))
     began = clock.now()
     built = multi_step_train_function(model, steps)
@@ -254,7 +245,7 @@ def _multi_step(
     if around is not None and facts.fit_steps_per_s:
         share = around * facts.fit_steps_per_s
         if share < VISIBLE_FIT_SHARE:
-            trial = replace(trial, reason=Reason(SPE_FIT_SHARE, value=share))
+            trial = replace(trial, reason=Reason("spe-fit-share", value=share))
     return trial
 
 

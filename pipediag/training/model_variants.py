@@ -11,15 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipediag.bench.isolate import kept_random_states
-from pipediag.report.reasons import (
-    NO_BFLOAT16,
-    NO_JIT_SUPPORT,
-    RUNS_EAGERLY,
-    SUBCLASSED_MODEL,
-    XLA_FAILED,
-    XLA_OP,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.training.op_profile import first_line
 
 # Keras keeps what its train function was built with in these attributes.
@@ -44,12 +36,12 @@ def kept_train_settings(model: Any) -> Iterator[None]:
 
 def xla_train_function(model: Any) -> Callable[[Any], Any] | Reason:
     if getattr(model, "run_eagerly", False):
-        return Reason(RUNS_EAGERLY)
+        return Reason("runs-eagerly")
     with kept_train_settings(model), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.jit_compile = True
         if not model.jit_compile:
-            return Reason(NO_JIT_SUPPORT)
+            return Reason("no-jit-support")
         model.make_train_function(force=True)
         built: Callable[[Any], Any] = model.train_function
     return built
@@ -77,8 +69,8 @@ def xla_failure(exc: BaseException) -> Reason:
     text = str(exc)
     found = _XLA_UNSUPPORTED.search(text) or _NO_KERNEL.search(text)
     if found:
-        return Reason(XLA_OP, detail=found.group(1))
-    return Reason(XLA_FAILED, detail=first_line(exc, 200))
+        return Reason("xla-op", detail=found.group(1))
+    return Reason("xla-failed", detail=first_line(exc, 200))
 
 
 def policy_for(gpu: bool, cpu_flags: str) -> tuple[str, Reason | None]:
@@ -87,7 +79,7 @@ def policy_for(gpu: bool, cpu_flags: str) -> tuple[str, Reason | None]:
         return "mixed_float16", None
     if any(flag in cpu_flags.split() for flag in ("avx512_bf16", "amx_bf16")):
         return "mixed_bfloat16", None
-    return "mixed_bfloat16", Reason(NO_BFLOAT16)
+    return "mixed_bfloat16", Reason("no-bfloat16")
 
 
 def has_gpu() -> bool:
@@ -116,7 +108,7 @@ def clone_blocker(model: Any) -> Reason | None:
         return None
     if type(model).__name__ == "Functional":
         return None
-    return Reason(SUBCLASSED_MODEL, detail=type(model).__name__)
+    return Reason("subclassed-model", detail=type(model).__name__)
 
 
 def mixed_precision_clone(model: Any, policy: str) -> Any:

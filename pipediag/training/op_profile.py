@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipediag.analysis.op_time import OpEvent, ProfiledWindow
-from pipediag.report.reasons import NO_HOST_TRACE, PROFILER_NO_START, PROFILER_NOT_STARTED, Reason
+from pipediag.report.reasons import Reason
 
 # Steps profiled, and the most seconds the window may take (a long step gets fewer).
 PROFILED_STEPS = 5
@@ -58,7 +58,7 @@ class ProfilerSession:
                 tf.profiler.experimental.start(str(logdir), options=options)
         except Exception as exc:  # a single-session resource: another may be active
             shutil.rmtree(logdir, ignore_errors=True)
-            return Reason(PROFILER_NO_START, detail=first_line(exc))
+            return Reason("profiler-no-start", detail=first_line(exc))
         self.logdir, self.running = logdir, True
         return None
 
@@ -75,7 +75,7 @@ class ProfilerSession:
         """The stopped window's op events; its folder is removed."""
         logdir, self.logdir = self.logdir, None
         if logdir is None:
-            return Reason(PROFILER_NOT_STARTED)
+            return Reason("profiler-not-started")
         try:
             return read_window(logdir, steps, wall_ns, self._caller_lines)
         finally:
@@ -118,7 +118,7 @@ def read_window(
             ops.extend(events)
             in_tensorflow += inside
     if not found:
-        return Reason(NO_HOST_TRACE)
+        return Reason("no-host-trace")
     return ProfiledWindow(steps, wall_ns, min(in_tensorflow, wall_ns), ops)
 
 

@@ -20,23 +20,7 @@ from pipediag.report.fixes import fix_facts
 from pipediag.report.model import FixTrial, PipelineBenchmark
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
-from pipediag.report.reasons import (
-    BOUNDED_OUT,
-    COVERED_BY_CACHE,
-    FELL_BACK,
-    INTERVAL_REACHES_ONE,
-    NO_REWRITE_HELPED,
-    NO_REWRITE_TRIED,
-    NOT_BUILT,
-    NOT_BUILT_ON_TOP,
-    SLOWER,
-    TOO_FEW_ROUNDS,
-    TOO_FEW_STEPS,
-    TRAINING_OUT_OF_TIME,
-    TRAINING_STOPPED,
-    UNDER_WORTH_IT,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
     VERIFIED_MIN_GAIN,
     if_free_bound,
@@ -67,7 +51,7 @@ def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> Reason | Non
     bound = if_free_bound(stages, fix.stage_index)
     if bound is None or not if_free_clearly_under(bound):
         return None
-    return Reason(BOUNDED_OUT, detail=stage_name(bound), value=bound.training_speedup_if_free)
+    return Reason("bounded-out", detail=stage_name(bound), value=bound.training_speedup_if_free)
 
 
 def kept_by(freed: Freed | None) -> bool:
@@ -147,14 +131,16 @@ class PipelineSearch:
             fix = self._queue[0]
             share_s = self._share_s(planned=len(self._queue) + (1 if self._kept else 0))
             if share_s is None:
-                self._skip_rest(Reason(TRAINING_OUT_OF_TIME))
+                self._skip_rest(Reason("training-out-of-time"))
                 break
             self._queue.pop(0)
             try:
                 pipelines = self._compose(self._kept, fix)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
-                built = Reason(NOT_BUILT_ON_TOP, error) if self._kept else Reason(NOT_BUILT, error)
+                built = (
+                    Reason("not-built-on-top", error) if self._kept else Reason("not-built", error)
+                )
                 self._add(fix, reason=built)
                 continue
             self._pending, self._pending_fix = pipelines, fix
@@ -163,12 +149,12 @@ class PipelineSearch:
             self._combined_due = False
             share_s = self._share_s(planned=1)
             if share_s is None:
-                self.outcome.combined_reason = Reason(TRAINING_OUT_OF_TIME)
+                self.outcome.combined_reason = Reason("training-out-of-time")
                 return None
             try:
                 last = self._compose(self._kept[:-1], self._kept[-1])
             except Exception as exc:  # built before, so not expected
-                built = Reason(NOT_BUILT, detail=f"{type(exc).__name__}: {exc}")
+                built = Reason("not-built", detail=f"{type(exc).__name__}: {exc}")
                 self.outcome.combined_reason = built
                 return None
             combined = dataclasses.replace(
@@ -217,8 +203,8 @@ class PipelineSearch:
     def prescription(self, stages: Sequence[StageStats] = ()) -> Prescription:
         """The prescription as it stands, with the user's chain (`stages`) rewritten."""
         if self._pending is not None:
-            self.record(None, Reason(TRAINING_STOPPED))
-        self._skip_rest(Reason(TRAINING_OUT_OF_TIME))
+            self.record(None, Reason("training-stopped"))
+        self._skip_rest(Reason("training-out-of-time"))
         prescription = self._measured()
         if not self._kept or not stages:
             return prescription
@@ -257,7 +243,7 @@ class PipelineSearch:
         if len(kept) >= 2:
             reason = None if combined else self.outcome.combined_reason
             return self._prescribed(combined, reason, self.outcome.combined_ceiling)
-        reason = Reason(NO_REWRITE_HELPED if self.outcome.tried else NO_REWRITE_TRIED)
+        reason = Reason("no-rewrite-helped" if self.outcome.tried else "no-rewrite-tried")
         return Prescription(tried=list(self.outcome.tried), reason=reason)
 
     def _fell_back(self, kept: list[PrescribedChange], combined: Rounds | None) -> bool:
@@ -268,7 +254,7 @@ class PipelineSearch:
             return False
         if together.speedup >= first.training_speedup:
             return False
-        fell_back = Reason(FELL_BACK, detail=fix_words_at(first.fix, first.stage))
+        fell_back = Reason("fell-back", detail=fix_words_at(first.fix, first.stage))
         dropped = set(map(id, kept[1:]))
         self.outcome.tried = [
             dataclasses.replace(change, kept=False, reason=fell_back)
@@ -371,20 +357,20 @@ def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> Reason
     if not 0 <= kept.stage_index < len(stages):
         return None
     name = kept.stage or stages[kept.stage_index].name or stages[kept.stage_index].kind
-    return Reason(COVERED_BY_CACHE, detail=name)
+    return Reason("covered-by-cache", detail=name)
 
 
 def _not_kept(freed: Freed | None) -> Reason:
     """Why a measured rewrite was not kept, without its figure (the report shows it)."""
     if freed is None:
-        return Reason(TOO_FEW_STEPS)
+        return Reason("too-few-steps")
     if freed.low is None:
-        return Reason(TOO_FEW_ROUNDS)
+        return Reason("too-few-rounds")
     if freed.high is not None and freed.high < 1.0:
-        return Reason(SLOWER)  # not "under the worth-it 1.05x": 0.71x (0.64-0.78x) is a loss
+        return Reason("slower")  # not "under the worth-it 1.05x": 0.71x (0.64-0.78x) is a loss
     if freed.speedup < VERIFIED_MIN_GAIN:
-        return Reason(UNDER_WORTH_IT, limit=VERIFIED_MIN_GAIN)
-    return Reason(INTERVAL_REACHES_ONE)
+        return Reason("under-worth-it", limit=VERIFIED_MIN_GAIN)
+    return Reason("interval-reaches-one")
 
 
 def order_for_search(

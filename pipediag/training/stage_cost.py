@@ -18,7 +18,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.model import StageStats
-from pipediag.report.reasons import HELD_ABOVE_STEP_ALONE, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
     NO_OWN_WORK_KINDS,
     VERIFIED_MIN_GAIN,
@@ -67,7 +67,7 @@ def above_ceiling(rounds: Rounds | None, ceiling: float | None) -> Reason | None
     held = rounds.rates()[1] if rounds is not None else None
     if ceiling is None or held is None or held <= ceiling:
         return None
-    return Reason(HELD_ABOVE_STEP_ALONE, value=held, limit=ceiling)
+    return Reason("held-above-step-alone", value=held, limit=ceiling)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from pipediag.bench.interleaved import Rounds, run_rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial
-from pipediag.report.reasons import TOO_FEW_STEPS, Reason
+from pipediag.report.reasons import Reason
 from pipediag.training.pull_slice import from_ends
 
 # One call of a side's train function, synced.
@@ -62,7 +62,7 @@ def trial_result(
     """A trial's rates and gain from its rounds, in the run's terms (`in_run_terms`)."""
     base, variant = rounds.rates()
     if base is None or variant is None or base <= 0 or variant <= 0:
-        return ModelTrial(change, reason=Reason(TOO_FEW_STEPS), seconds=seconds)
+        return ModelTrial(change, reason=Reason("too-few-steps"), seconds=seconds)
     added_s = fit_added_s(around_s, fit_per_s, base)
     interval = None
     if rounds.interval is not None:

@@ -18,15 +18,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
 from pipediag.report.model import FixTrial
-from pipediag.report.reasons import (
-    BACKEND_NO_FIX_TRIAL,
-    FIX_TRIAL_BUDGET_SPENT,
-    FIXED_PIPELINE_FAILED,
-    LOOP_STOPPED_FIRST,
-    TOO_FEW_STEPS,
-    Reason,
-    error_line,
-)
+from pipediag.report.reasons import Reason, error_line
 from pipediag.training.compute_alone import (
     compiled_train_function,
     step_variables,
@@ -62,7 +54,7 @@ def with_training(trial: FixTrial, rounds: Rounds | None, reason: Reason | None)
         return replace(trial, training_reason=reason)
     base, fixed = rounds.rates()
     if base is None or fixed is None:
-        return replace(trial, training_reason=reason or Reason(TOO_FEW_STEPS))
+        return replace(trial, training_reason=reason or Reason("too-few-steps"))
     facts = replace(trial.facts, training_stopped=rounds.stopped)
     if rounds.interval is not None:
         low, high = rounds.interval
@@ -136,7 +128,7 @@ def _fit_steps(model: Any, clock: Clock, put_back: contextlib.ExitStack) -> _Fit
     """fit's train function as the trials call it, its variables put back by `put_back`."""
     backend = undriven(model)
     if backend is not None:
-        return Reason(BACKEND_NO_FIX_TRIAL, detail=backend)
+        return Reason("backend-no-fix-trial", detail=backend)
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     if on_jax(model):
         # fit's jitted step on one copy of fit's state (docs/design.md, "JAX")
@@ -215,20 +207,20 @@ class FixRounds:
 
     def fail(self, exc: BaseException) -> None:
         # Keras wraps a layer's error in a generic first line: the lines are joined.
-        self._finish((None, Reason(FIXED_PIPELINE_FAILED, detail=error_line(exc, 240))))
+        self._finish((None, Reason("fixed-pipeline-failed", detail=error_line(exc, 240))))
 
     def result(self) -> Trial:
         """What the fix measured; its rounds as they stand where the loop stopped first."""
         if self._plan is not None:
             self._finish((self._plan.rounds(), None))
         if self._result is None:
-            return None, Reason(LOOP_STOPPED_FIRST)
+            return None, Reason("loop-stopped-first")
         return self._result
 
     def _start(self) -> None:
         share_s = max(0.0, self._end_s - self._clock.now())
         if share_s < 4 * TRAINING_SLICES.shortest_s:
-            self._result = (None, Reason(FIX_TRIAL_BUDGET_SPENT))
+            self._result = (None, Reason("fix-trial-budget-spent"))
             return
         fix = self._fix
         try:

@@ -11,7 +11,7 @@ import pytest
 
 import pipediag
 from pipediag.report.model import ESTIMATED, MEASURED
-from pipediag.report.reasons import STATEFUL_RANDOM_OP, Reason
+from pipediag.report.reasons import Reason
 
 pytestmark = pytest.mark.tensorflow
 
@@ -166,7 +166,7 @@ def test_a_stateful_random_op_in_the_train_step_keeps_compute_alone_estimated(
     )
     alone = report.compute_alone
     assert alone is not None and not alone.measured
-    assert alone.reason == Reason(STATEFUL_RANDOM_OP, detail="RandomUniform")
+    assert alone.reason == Reason("stateful-random-op", detail="RandomUniform")
     assert report.verdict.compute_alone_source == ESTIMATED
     assert report.verdict.compute_alone_reason == alone.reason
 

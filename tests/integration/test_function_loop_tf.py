@@ -425,7 +425,7 @@ def test_a_fix_is_tried_on_the_multi_step_function_itself(tmp_path: Path) -> Non
 
 
 def test_a_function_that_closes_over_its_data_says_why_no_fix_is_tried_on_it() -> None:
-    from pipediag.report.reasons import CALLS_NO_FIX_TRIAL, Reason
+    from pipediag.report.reasons import Reason
     from pipediag.training.function_loop import TrainCalls
 
     calls = TrainCalls(
@@ -438,7 +438,7 @@ def test_a_function_that_closes_over_its_data_says_why_no_fix_is_tried_on_it() -
         steps_per_call=4,
     )
     trained = calls.trained_on()
-    assert isinstance(trained, Reason) and trained.code == CALLS_NO_FIX_TRIAL
+    assert isinstance(trained, Reason) and trained.code == "calls-no-fix-trial"
 
 
 def test_the_trials_on_the_function_leave_its_variables_and_iterator_as_they_were() -> None:

@@ -12,7 +12,6 @@ from pipelines import input_bound_or_host_busy
 import pipediag
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.model import UNKNOWN
-from pipediag.report.reasons import FIT_GIVEN
 from pipediag.report.vocabulary import NO_VERDICT_NO_TRAINING, NO_VERDICT_WAIT_NOT_MEASURED
 
 pytestmark = pytest.mark.tensorflow
@@ -236,7 +235,7 @@ def test_fit_on_arrays_uses_the_profiler(tmp_path: Path) -> None:
     )
     assert report.train.input_wait_source == "profiler-trace"
     reason = report.pipeline.reason
-    assert reason is not None and reason.code == FIT_GIVEN
+    assert reason is not None and reason.code == "fit-given"
     assert "NDArray" in reason.detail or "ndarray" in reason.detail
     assert report.verdict.input_wait_fraction is not None
 

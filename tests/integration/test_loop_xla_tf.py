@@ -11,7 +11,7 @@ import pytest
 
 from pipediag.hooks.step_calls import FunctionCallPatch, StepCalls
 from pipediag.report.model_side import HOST_GAP, OP_TYPE
-from pipediag.report.reasons import XLA_OP, Reason
+from pipediag.report.reasons import Reason
 from pipediag.training.loop_xla import LoopStep
 
 pytestmark = pytest.mark.tensorflow
@@ -158,5 +158,5 @@ def test_an_op_xla_cannot_compile_is_named_and_the_loop_sees_an_ordinary_step() 
     finally:
         patch.uninstall()
     assert answers == [8]  # the failed compilation's call went on to the original
-    assert result.reason == Reason(XLA_OP, detail="AsString")
+    assert result.reason == Reason("xla-op", detail="AsString")
     assert float(counter.numpy()) == 6.0  # the served step's write put back

@@ -21,7 +21,7 @@ from pipediag.report.model_side import (
     OP_TYPE,
     SCOPE,
 )
-from pipediag.report.reasons import NO_GPU_COPY, Reason
+from pipediag.report.reasons import Reason
 
 pytestmark = pytest.mark.tensorflow
 
@@ -107,7 +107,7 @@ def test_fit_reports_the_trials_and_the_step_s_top_ops(tmp_path: Path) -> None:
     xla = changes[JIT_COMPILE]
     assert xla.speedup is not None or xla.reason, xla
     assert changes[MIXED_PRECISION].reason  # no GPU, and no bfloat16 on the test hosts' CPUs
-    assert changes[DEVICE_COPY].reason == Reason(NO_GPU_COPY)
+    assert changes[DEVICE_COPY].reason == Reason("no-gpu-copy")
     assert alone.top_ops, alone.top_ops_reason
     gaps = sum(t.share for t in alone.top_ops if t.kind == HOST_GAP)
     for kind in (OP_TYPE, SCOPE):

@@ -32,7 +32,7 @@ from pipediag.report.model import (
     TrialFacts,
     Verdict,
 )
-from pipediag.report.reasons import FAILS_ON_BATCH, UNSAFE_KEEP_MAP, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import cache_point
 from pipediag.report.stages import AUTOTUNE
 from pipediag.report.vocabulary import (
@@ -395,7 +395,7 @@ def test_vectorising_is_dropped_when_the_check_found_it_unsafe() -> None:
         fix="vectorize",
         stage_index=1,
         verified=False,
-        reason=Reason(UNSAFE_KEEP_MAP, because=Reason(FAILS_ON_BATCH, detail="ValueError")),
+        reason=Reason("unsafe-keep-map", because=Reason("fails-on-batch", detail="ValueError")),
         unsafe=True,
     )
     assert "PD004-vectorize-map" in _ids(_report(_vectorizable_pipeline()))
@@ -424,7 +424,7 @@ def test_a_map_timed_costlier_than_the_guess_is_still_vectorised_where_measured_
 
 def test_a_vectorisation_through_vectorized_map_writes_that_code_and_why() -> None:
     # GIVEN a map whose function fails on a batch as written, checked through vectorized_map
-    refusal = Reason(FAILS_ON_BATCH, detail="ValueError: Input serialized must be a scalar")
+    refusal = Reason("fails-on-batch", detail="ValueError: Input serialized must be a scalar")
     checked = _trial(
         "vectorize", 1, 1.7, sample_elements=512, vectorized_map=True, batch_refusal=refusal
     )

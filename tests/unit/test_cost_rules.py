@@ -12,7 +12,7 @@ from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.answer import the_change
 from pipediag.renderers.text import render_text
 from pipediag.report.model import Report, StageStats, TrialFacts
-from pipediag.report.reasons import DEEP_SKIPPED, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
 
 
@@ -53,14 +53,14 @@ def test_an_input_cost_with_no_fix_says_why() -> None:
     # GIVEN input costing 30%, but stage timing skipped and nothing else to suggest
     report = synthetic_cost_report(wait=0.30, contention=0.0)
     pipeline = dataclasses.replace(
-        report.pipeline, stages=[], deep_skipped_reason=Reason(DEEP_SKIPPED, value=0.3, limit=0.4)
+        report.pipeline, stages=[], deep_skipped_reason=Reason("deep-skipped", value=0.3, limit=0.4)
     )
     report = dataclasses.replace(report, pipeline=pipeline)
     suggestions = advise(report)
     assert not [s for s in suggestions if s.kind == "fix"]
     note = next(s for s in suggestions if s.id == "PD014-no-input-fix")
     assert note.title.startswith("input costs 30%")
-    assert note.reason == Reason(DEEP_SKIPPED, value=0.3, limit=0.4)
+    assert note.reason == Reason("deep-skipped", value=0.3, limit=0.4)
     text = render_text(dataclasses.replace(report, suggestions=suggestions))
     assert "input costs 30% of training (under 40%): no pipeline fix can gain more" in text
 

@@ -15,7 +15,7 @@ from pipediag.renderers.text import render_text
 from pipediag.report import io
 from pipediag.report.model import COMPUTE_BOUND, ComputeAlone, Report
 from pipediag.report.model_side import DEVICE_COPY, ModelTrial
-from pipediag.report.reasons import COPY_AT_MOST, FAILED, NO_GPU_COPY, Reason
+from pipediag.report.reasons import Reason
 from pipediag.training.device_copy import (
     DEVICE_COPY_CODE,
     copy_share,
@@ -119,13 +119,13 @@ def test_a_device_that_cannot_place_the_batch_is_one_line() -> None:
         3.0,
         STEP_S,
     )
-    assert trial.reason == Reason(FAILED, detail="RuntimeError: out of memory on /gpu:0")
+    assert trial.reason == Reason("failed", detail="RuntimeError: out of memory on /gpu:0")
 
 
 def test_without_a_gpu_the_copy_is_plainly_not_measured() -> None:
     trial = no_gpu_trial()
     assert trial.change == DEVICE_COPY and not trial.measured
-    assert trial.reason == Reason(NO_GPU_COPY)
+    assert trial.reason == Reason("no-gpu-copy")
     assert reason_words(trial.reason).startswith("not measured: no GPU")
 
 
@@ -153,14 +153,14 @@ def test_the_measured_copy_is_a_change_to_make_with_its_share_and_code() -> None
     assert lines[1].startswith(" 1. host-to-device copy: 2.00x (90% interval 2.00-2.00x)")
     assert "the copy is 50% of the step fed from the host" in lines[1]
     assert 'prefetch_to_device("/gpu:0")' in lines[2]
-    assert lines[3] == f"      ({reason_words(Reason(COPY_AT_MOST))})"
+    assert lines[3] == f"      ({reason_words(Reason('copy-at-most'))})"
     assert lines[3].startswith("      (at most: prefetch_to_device overlaps the copy")
     assert 'prefetch_to_device("/gpu:0")' in render_text(_report(_measured()))
 
 
 def test_without_a_gpu_the_words_say_not_measured() -> None:
     lines = change_lines(ComputeAlone(measured=True, trials=[no_gpu_trial()]))
-    assert f"  host-to-device copy: {reason_words(Reason(NO_GPU_COPY))}" in lines
+    assert f"  host-to-device copy: {reason_words(Reason('no-gpu-copy'))}" in lines
 
 
 def test_the_copy_s_share_round_trips() -> None:

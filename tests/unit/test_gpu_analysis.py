@@ -45,15 +45,7 @@ from pipediag.report.model import (
     TrainSection,
     Verdict,
 )
-from pipediag.report.reasons import (
-    FEW_GPU_WINDOWS,
-    NO_GPU_READING,
-    NO_GPU_SAMPLED,
-    NO_PSUTIL,
-    NO_TIMED_WAIT_STEP,
-    NVML_NO_GPU,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import OVER_MEASURED_STEPS, OVER_WHOLE_RUN
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.timeline import RawStep
@@ -317,10 +309,10 @@ def test_several_gpus_analyse_the_busiest_and_say_so() -> None:
 
 
 def test_no_gpu_gives_no_analysis_with_reason() -> None:
-    gpu = GpuSection(available=False, reason=Reason(NVML_NO_GPU))
+    gpu = GpuSection(available=False, reason=Reason("nvml-no-gpu"))
     a = analyze_gpu(gpu, train_from(ALTERNATING))
     assert not a.available
-    assert a.reason == Reason(NO_GPU_SAMPLED, because=Reason(NVML_NO_GPU))
+    assert a.reason == Reason("no-gpu-sampled", because=Reason("nvml-no-gpu"))
     assert reason_words(a.reason) == "no GPU was sampled: NVML found no GPU"
     verdict = Verdict(label=INPUT_BOUND, input_wait_fraction=0.5)
     assert with_gpu_idle_cause(verdict, a) == verdict
@@ -328,14 +320,14 @@ def test_no_gpu_gives_no_analysis_with_reason() -> None:
 
 def test_no_measured_steps_gives_no_analysis() -> None:
     a = analyze_gpu(section_from(lambda _t: 0.5), TrainSection())
-    assert not a.available and a.reason == Reason(NO_TIMED_WAIT_STEP)
+    assert not a.available and a.reason == Reason("no-timed-wait-step")
 
 
 def test_too_short_a_run_says_how_many_windows() -> None:
     phases: list[Phase] = [(1.0, 1.3, 0.5, 0.5)]
     a = analyze_gpu(section_from(busy_at(phases)), train_from(phases))
     assert not a.available
-    assert a.reason is not None and a.reason.code == FEW_GPU_WINDOWS
+    assert a.reason is not None and a.reason.code == "few-gpu-windows"
     assert (a.reason.value, a.reason.limit) == (2, 3)
     assert reason_words(a.reason) == (
         "only 2 NVML window(s) fell inside the measured steps (0.30 s of steps; need 3): NVML "
@@ -444,7 +436,7 @@ def test_fake_nvml_readings_failing_throughout_make_the_analysis_unavailable() -
     a = analyze_gpu(gpu, train_from(ALTERNATING))
     assert gpu.available and gpu.notes
     assert not a.available
-    assert a.reason is not None and a.reason.code == NO_GPU_READING
+    assert a.reason is not None and a.reason.code == "no-gpu-reading"
     words = reason_words(a.reason)
     assert words.startswith("no GPU utilization reading succeeded")
     assert "NVMLError_GpuIsLost" in words
@@ -509,8 +501,8 @@ def test_contention_does_not_bear_on_a_compute_bound_verdict_or_an_unsampled_hos
     # no measured step: read over the whole run
     whole = host_contention(host_with(100.0, 75.0), TrainSection(), Verdict(label=INPUT_BOUND))
     assert whole.scope == OVER_WHOLE_RUN and whole.bears_on_verdict
-    none = host_contention(HostSection(available=False, reason=Reason(NO_PSUTIL)), train)
-    assert not none.available and none.reason == Reason(NO_PSUTIL)
+    none = host_contention(HostSection(available=False, reason=Reason("no-psutil")), train)
+    assert not none.available and none.reason == Reason("no-psutil")
 
 
 # -- the report -------------------------------------------------------------------------------

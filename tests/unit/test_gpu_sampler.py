@@ -18,15 +18,7 @@ from pipediag.clock import MONOTONIC
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import dumps, from_dict, to_dict
 from pipediag.report.model import GpuDevice, Report
-from pipediag.report.reasons import (
-    CUDA_HIDES_GPUS,
-    NVML_DRIVER_NOT_LOADED,
-    NVML_INIT_FAILED,
-    NVML_LIBRARY_NOT_FOUND,
-    NVML_NO_GPU,
-    NVML_NO_PERMISSION,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.samplers.nvml_devices import select_visible_devices
 
@@ -147,22 +139,22 @@ def test_falls_back_to_utilization_rates_without_driver_samples() -> None:
     [
         (
             {"library_missing": True},
-            Reason(NVML_LIBRARY_NOT_FOUND),
+            Reason("nvml-library-not-found"),
             "NVML library not found (no NVIDIA driver): no GPU on this machine",
         ),
         (
             {"init_error": fn.NVML_ERROR_DRIVER_NOT_LOADED},
-            Reason(NVML_DRIVER_NOT_LOADED),
+            Reason("nvml-driver-not-loaded"),
             "NVMLError_DriverNotLoaded",
         ),
         (
             {"init_error": fn.NVML_ERROR_NO_PERMISSION},
-            Reason(NVML_NO_PERMISSION),
+            Reason("nvml-no-permission"),
             "NVMLError_NoPermission",
         ),
         (
             {"init_error": fn.NVML_ERROR_UNKNOWN},
-            Reason(NVML_INIT_FAILED, detail="NVMLError_Unknown"),
+            Reason("nvml-init-failed", detail="NVMLError_Unknown"),
             "NVML failed to initialise: NVMLError_Unknown",
         ),
     ],
@@ -185,7 +177,7 @@ def test_no_devices_is_unavailable_and_nvml_is_shut_down() -> None:
     rig = Rig([])
     rig.run(2)
     section = rig.sampler.section(rig.t0)
-    assert not section.available and section.reason == Reason(NVML_NO_GPU)
+    assert not section.available and section.reason == Reason("nvml-no-gpu")
     assert not rig.nvml.initialised
 
 
@@ -241,7 +233,7 @@ def test_cuda_visible_devices_hiding_every_gpu(
     rig.run(1)
     section = rig.sampler.section(rig.t0)
     assert not section.available
-    assert section.reason == Reason(CUDA_HIDES_GPUS, detail=visible)
+    assert section.reason == Reason("cuda-hides-gpus", detail=visible)
     assert reason_words(section.reason) == (
         f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from this process"
     )

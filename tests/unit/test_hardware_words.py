@@ -14,7 +14,7 @@ from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
 from pipediag.renderers.hardware_words import contention_text, gpu_idle_text
 from pipediag.renderers.text import render_text
 from pipediag.report.model import GpuAnalysis, GpuIdleCause, HostContention, IdleAttribution
-from pipediag.report.reasons import NO_TIMED_WAIT_STEP, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
     BUSY_UTILIZATION,
@@ -121,7 +121,7 @@ def test_the_correlation_is_worded_by_its_strength(r: float, words: str) -> None
 
 def test_no_gpu_analysis_gets_no_words() -> None:
     assert gpu_idle_text(None) == ""
-    assert gpu_idle_text(GpuAnalysis(available=False, reason=Reason(NO_TIMED_WAIT_STEP))) == ""
+    assert gpu_idle_text(GpuAnalysis(available=False, reason=Reason("no-timed-wait-step"))) == ""
 
 
 def test_the_text_summary_words_the_gpu_and_the_host_on_their_rows() -> None:

@@ -14,7 +14,7 @@ from synthetic_reports import FakeClock
 from pipediag.clock import MONOTONIC, Quiet
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import HostSample
-from pipediag.report.reasons import HOST_SAMPLER_NOT_STARTED, NO_PSUTIL, Reason
+from pipediag.report.reasons import Reason
 from pipediag.samplers.base import DecimatingBuffer
 from pipediag.samplers.host import HostSampler, cpu_percentages, merge_host_samples
 
@@ -173,7 +173,7 @@ def test_missing_psutil_gives_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     sampler.stop()
     section = sampler.section(0.0)
     assert not section.available
-    assert section.reason == Reason(NO_PSUTIL)
+    assert section.reason == Reason("no-psutil")
     assert reason_words(section.reason) == "psutil is not installed: pip install psutil"
 
 
@@ -202,7 +202,7 @@ def test_unstarted_sampler_is_unavailable() -> None:
     sampler = HostSampler()
     sampler.stop()
     reason = sampler.section(0.0).reason
-    assert reason == Reason(HOST_SAMPLER_NOT_STARTED)
+    assert reason == Reason("host-sampler-not-started")
     assert reason_words(reason) == "host sampler was not started"
 
 

@@ -14,7 +14,7 @@ from pipediag.conclusion import Conclusion
 from pipediag.config import RunConfig
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import HOST_GAP, OP_TYPE
-from pipediag.report.reasons import PROFILE_STOPPED, PROFILER_NO_START, Reason
+from pipediag.report.reasons import Reason
 from pipediag.timeline import StepTimeline
 from pipediag.training.budget import LoopResult, LoopWork, ModelSide
 from pipediag.training.loop_profile import LoopProfile, keras_layer_names
@@ -81,14 +81,14 @@ def test_a_loop_stopping_inside_the_window_stops_the_profiler_with_a_reason() ->
     profiler = FakeProfiler(clock)
     window = LoopProfile("cached", steps=5, clock=clock, profiler=profiler, layer_names=[])
     assert _drive(window, clock, pulls=2) == ["cached"] * 2
-    assert window.result() == ([], Reason(PROFILE_STOPPED))
+    assert window.result() == ([], Reason("profile-stopped"))
     assert profiler.calls == ["start", "discard"]
     assert window.next_batch() is None
 
 
 def test_a_profiler_that_cannot_start_serves_nothing_and_says_why() -> None:
     clock = FakeClock()
-    busy = Reason(PROFILER_NO_START, detail="another session is active")
+    busy = Reason("profiler-no-start", detail="another session is active")
     window = LoopProfile(
         "cached", steps=5, clock=clock, profiler=FakeProfiler(clock, busy), layer_names=[]
     )

@@ -37,18 +37,7 @@ from pipediag.report.model_side import (
     ModelTrial,
     TopOp,
 )
-from pipediag.report.reasons import (
-    BUDGET_SHARE,
-    FAILED,
-    INPUT_COST_HIGH,
-    MODEL_SIDE_FIT_ONLY,
-    NO_BFLOAT16,
-    NO_GPU_COPY,
-    NO_VERIFY,
-    SUBCLASSED_MODEL,
-    TOO_FEW_STEPS,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import VerdictLabel
 from pipediag.training.model_side import SPE_MAX_STEPS, SPE_MIN_STEPS, guarded, spe_steps
 from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
@@ -85,7 +74,7 @@ def test_a_trial_result_maps_its_interval_through_the_same_arithmetic() -> None:
 
 def test_rounds_without_rates_say_so() -> None:
     empty = Rounds([], [], [], None, "budget")
-    assert trial_result(JIT_COMPILE, empty, fit_per_s=None).reason == Reason(TOO_FEW_STEPS)
+    assert trial_result(JIT_COMPILE, empty, fit_per_s=None).reason == Reason("too-few-steps")
 
 
 def test_steps_per_execution_is_8_to_32() -> None:
@@ -158,7 +147,7 @@ def test_too_little_budget_is_a_reason_not_a_trial() -> None:
 
     trial = guarded(JIT_COMPILE, never, 0.2, 0.05)
     assert trial.change == JIT_COMPILE
-    assert trial.reason == Reason(BUDGET_SHARE, value=0.2)
+    assert trial.reason == Reason("budget-share", value=0.2)
     assert reason_words(trial.reason) == "not measured: its share of the budget is 0.2 s"
 
 
@@ -167,7 +156,7 @@ def test_a_failed_trial_is_one_line() -> None:
         raise ValueError("bad\nthing")
 
     trial = guarded(MIXED_PRECISION, fails, 5.0, 0.01)
-    assert trial.reason == Reason(FAILED, detail="ValueError: bad thing")
+    assert trial.reason == Reason("failed", detail="ValueError: bad thing")
     assert reason_words(trial.reason) == "failed: ValueError: bad thing"
 
 
@@ -189,7 +178,7 @@ def test_the_policy_follows_the_hardware() -> None:
     assert policy_for(True, "") == ("mixed_float16", None)
     assert policy_for(False, "fpu avx512_bf16 sse") == ("mixed_bfloat16", None)
     policy, reason = policy_for(False, "fpu avx2")
-    assert policy == "mixed_bfloat16" and reason == Reason(NO_BFLOAT16)
+    assert policy == "mixed_bfloat16" and reason == Reason("no-bfloat16")
 
 
 def test_the_numerics_note_names_loss_scaling_and_float32_layers() -> None:
@@ -255,8 +244,8 @@ def test_an_empty_window_has_no_top_ops() -> None:
 TRIALS = [
     ModelTrial(JIT_COMPILE, 40.0, 60.0, 1.45, [1.3, 1.6], 5, "clear gain", code="jit"),
     ModelTrial(STEPS_PER_EXECUTION, 40.0, 41.0, 1.02, None, 5, "clear no gain", setting="8"),
-    ModelTrial(MIXED_PRECISION, reason=Reason(SUBCLASSED_MODEL, detail="Net")),
-    ModelTrial(DEVICE_COPY, reason=Reason(NO_GPU_COPY)),
+    ModelTrial(MIXED_PRECISION, reason=Reason("subclassed-model", detail="Net")),
+    ModelTrial(DEVICE_COPY, reason=Reason("no-gpu-copy")),
 ]
 TOP = [
     TopOp("Conv2D", OP_TYPE, 0.6, 0.012),
@@ -303,7 +292,7 @@ def test_an_input_bound_verdict_without_trials_does_not() -> None:
 
 
 def test_a_reason_alone_is_said() -> None:
-    alone = ComputeAlone(measured=True, model_side_reason=Reason(MODEL_SIDE_FIT_ONLY))
+    alone = ComputeAlone(measured=True, model_side_reason=Reason("model-side-fit-only"))
     assert change_lines(alone) == [
         "What to change in the model: not tried: model-side trials run under Keras fit, and on "
         "a custom TF loop at its step budget"
@@ -345,13 +334,13 @@ def _gate(cost: float, *, style: str = "keras-fit", **settings: object) -> Reaso
 
 def test_an_input_cost_of_20_percent_or_more_skips_the_model_side() -> None:
     gate = _gate(0.25)
-    assert gate == Reason(INPUT_COST_HIGH, value=0.25, limit=0.2)
+    assert gate == Reason("input-cost-high", value=0.25, limit=0.2)
     assert "input costs 25% of training (model-side trials run under 20%" in reason_words(gate)
 
 
 def test_no_verify_skips_the_model_side() -> None:
-    assert _gate(0.01, verify=False) == Reason(NO_VERIFY)
+    assert _gate(0.01, verify=False) == Reason("no-verify")
 
 
 def test_a_loop_not_served_at_its_budget_is_told_where_the_trials_run() -> None:
-    assert _gate(0.01, style="custom-loop") == Reason(MODEL_SIDE_FIT_ONLY)
+    assert _gate(0.01, style="custom-loop") == Reason("model-side-fit-only")

@@ -27,7 +27,7 @@ from pipediag.renderers import REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.hardware_words import gpu_idle_text
 from pipediag.report import load_report
 from pipediag.report.model import COMPUTE_BOUND, INPUT_BOUND, WARMUP
-from pipediag.report.reasons import NO_PIPELINE_BENCHMARK, Reason
+from pipediag.report.reasons import Reason
 
 NO_SAMPLERS = RunConfig(warmup_steps=2, measured_steps=None, sample_host=False, sample_gpu=False)
 
@@ -73,7 +73,7 @@ def test_sleeping_loader_is_input_bound() -> None:
     assert report.verdict.input_wait_fraction == pytest.approx(SLOW_S / (SLOW_S + FAST_S))
     assert report.train.style == "custom-loop"
     assert report.train.input_wait_source == "iterator-timing"
-    assert report.pipeline.reason == Reason(NO_PIPELINE_BENCHMARK)
+    assert report.pipeline.reason == Reason("no-pipeline-benchmark")
     assert report.complete and report.stop_reason == "script-finished"
     assert report.exit.status == "ok"
     # AND the GPU analysis says why it is absent

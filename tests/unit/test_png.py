@@ -50,7 +50,7 @@ from pipediag.report.model import (
     Suggestion,
 )
 from pipediag.report.names import NO_VERDICT
-from pipediag.report.reasons import DEEP_SKIPPED, NO_PSUTIL, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import COST_EPOCH_START, GAIN_PIPELINE_ALONE, NO_VERDICT_NO_STEPS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -166,7 +166,7 @@ def test_no_gpu_report_says_why_in_one_line_and_gives_the_steps_its_room() -> No
 
 def test_unavailable_host_section_is_noted() -> None:
     report = dataclasses.replace(
-        synthetic_report(), host=HostSection(available=False, reason=Reason(NO_PSUTIL))
+        synthetic_report(), host=HostSection(available=False, reason=Reason("no-psutil"))
     )
     figure = build_figure(report)
     assert [t.get_text() for t in _axes(figure, "cpu").texts] == [
@@ -608,7 +608,7 @@ def test_stage_bars_are_named_as_the_text_names_them_and_marked_with_t_and_a() -
 def test_rates_panel_says_why_stages_were_not_timed_and_marks_no_limit() -> None:
     # GIVEN a new report whose deep analysis was skipped (input costs too little)
     base = synthetic_cost_report(wait=0.01, contention=0.01, fetch=0.0)
-    reason = Reason(DEEP_SKIPPED, value=0.02, limit=0.05)
+    reason = Reason("deep-skipped", value=0.02, limit=0.05)
     report = dataclasses.replace(
         base, pipeline=dataclasses.replace(base.pipeline, deep_skipped_reason=reason)
     )

@@ -53,15 +53,7 @@ from pipediag.report.model_side import (
     TopOp,
 )
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
-from pipediag.report.reasons import (
-    DEEP_SKIPPED,
-    INTERVAL_REACHES_ONE,
-    NO_BFLOAT16,
-    NO_GPU_COPY,
-    PROFILER_NO_START,
-    TRAINING_OUT_OF_TIME,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
 
 PYTHON_GAP = "host: Python (outside TensorFlow's calls)"
@@ -86,8 +78,8 @@ TOP = [
 TRIALS = [
     ModelTrial(JIT_COMPILE, 40.0, 58.0, 1.45, [1.3, 1.6], 5, code="model.compile(..., jit=1)"),
     ModelTrial(STEPS_PER_EXECUTION, 45.4, 44.0, 0.97, [0.8, 1.09], 5, setting="8"),
-    ModelTrial(MIXED_PRECISION, reason=Reason(NO_BFLOAT16)),
-    ModelTrial(DEVICE_COPY, reason=Reason(NO_GPU_COPY)),
+    ModelTrial(MIXED_PRECISION, reason=Reason("no-bfloat16")),
+    ModelTrial(DEVICE_COPY, reason=Reason("no-gpu-copy")),
 ]
 
 
@@ -117,16 +109,16 @@ def _rewrites_report(tried: int = 3) -> Report:
             training_speedup=0.98,
             training_speedup_low=0.9,
             training_speedup_high=1.06,
-            reason=Reason(INTERVAL_REACHES_ONE),
+            reason=Reason("interval-reaches-one"),
             after=[FIX_PARALLEL_MAP],
             on_training=0.97,
             on_training_low=0.88,
             on_training_high=1.05,
         ),
-        PrescribedChange(FIX_CACHE, 1, "map(parse)", reason=Reason(TRAINING_OUT_OF_TIME)),
+        PrescribedChange(FIX_CACHE, 1, "map(parse)", reason=Reason("training-out-of-time")),
     ]
     changes += [
-        PrescribedChange(FIX_MAP_FUSION, 1, f"map(f{k})", reason=Reason(TRAINING_OUT_OF_TIME))
+        PrescribedChange(FIX_MAP_FUSION, 1, f"map(f{k})", reason=Reason("training-out-of-time"))
         for k in range(max(0, tried - len(changes)))
     ]
     prescription = Prescription(
@@ -238,7 +230,7 @@ def test_a_step_not_profiled_says_why_in_the_foot_and_keeps_the_cost_panel() -> 
     report = _model_side_report(top=[])
     alone = dataclasses.replace(
         report.compute_alone or ComputeAlone(),
-        top_ops_reason=Reason(PROFILER_NO_START, detail="another session is active"),
+        top_ops_reason=Reason("profiler-no-start", detail="another session is active"),
     )
     report = dataclasses.replace(report, compute_alone=alone)
     figure = build_figure(report)
@@ -375,7 +367,7 @@ def test_the_cost_panel_moves_under_a_long_note_and_its_title_stays_on_the_page(
     # GIVEN a compute-bound custom loop (no model side) whose rates panel explains at length
     # why stages were not timed, and whose cost has the long "not measurable" title
     report = synthetic_cost_report(wait=0.0, contention=0.0, cost_interval=(0.0, 0.12))
-    reason = Reason(DEEP_SKIPPED, value=0.0, limit=0.05)
+    reason = Reason("deep-skipped", value=0.0, limit=0.05)
     report = dataclasses.replace(
         report,
         verdict=dataclasses.replace(report.verdict, label=COMPUTE_BOUND),

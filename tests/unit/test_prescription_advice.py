@@ -17,7 +17,7 @@ from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
 from pipediag.renderers.text import render_text
 from pipediag.report.model import FixTrial, Gain, Report, StageStats, TrialFacts
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
-from pipediag.report.reasons import COVERED_BY_CACHE, NO_REWRITE_HELPED, UNDER_WORTH_IT, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import GAIN_HELD, GAIN_INPUT_FREE, GAIN_ON_TRAINING
 
 
@@ -83,7 +83,7 @@ def _two_kept() -> Prescription:
                 training_speedup=1.01,
                 training_speedup_low=0.98,
                 training_speedup_high=1.04,
-                reason=Reason(UNDER_WORTH_IT, limit=1.05),
+                reason=Reason("under-worth-it", limit=1.05),
                 after=["vectorize"],
             ),
             PrescribedChange(
@@ -254,7 +254,7 @@ def test_with_every_rewrite_tried_and_none_kept_the_note_says_so() -> None:
                 reason="under",
             ),
         ],
-        reason=Reason(NO_REWRITE_HELPED),
+        reason=Reason("no-rewrite-helped"),
     )
     # (the stage's own cost is too small for a stage rule: 0.1 ms a batch everywhere)
     stages = [dataclasses.replace(s, own_s_per_batch=0.0001) for s in _stages()]
@@ -271,7 +271,7 @@ def test_with_every_rewrite_tried_and_none_kept_the_note_says_so() -> None:
 def test_a_stage_fix_under_a_kept_cache_is_a_note_without_a_forecast() -> None:
     # GIVEN the sequential map's parallel-map rewrite was not tried: a cache kept before it
     # serves that stage from memory after the first epoch
-    reason = Reason(COVERED_BY_CACHE, detail="map(decode)")
+    reason = Reason("covered-by-cache", detail="map(decode)")
     covered = FixTrial(
         "parallel-map",
         1,

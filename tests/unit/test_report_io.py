@@ -37,13 +37,7 @@ from pipediag.report.model import (
     TrialFacts,
 )
 from pipediag.report.names import NO_VERDICT, verdict_title
-from pipediag.report.reasons import (
-    AS_WRITTEN,
-    FAILS_ON_BATCH,
-    NOT_ELEMENTWISE,
-    UNSAFE_KEEP_MAP,
-    Reason,
-)
+from pipediag.report.reasons import Reason
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED
 from pipediag.report.vocabulary import (
     NO_VERDICT_NO_STEPS,
@@ -72,7 +66,7 @@ def test_a_vectorise_through_vectorized_map_round_trips(tmp_path: Path) -> None:
     facts = TrialFacts(
         sample_elements=64,
         vectorized_map=True,
-        batch_refusal=Reason(FAILS_ON_BATCH, detail="ValueError: Input must be a scalar"),
+        batch_refusal=Reason("fails-on-batch", detail="ValueError: Input must be a scalar"),
         element_unpacked=True,
     )
     report = synthetic_report(steps=5)
@@ -81,7 +75,7 @@ def test_a_vectorise_through_vectorized_map_round_trips(tmp_path: Path) -> None:
         "vectorize",
         2,
         "map(parse)",
-        reason=Reason(UNSAFE_KEEP_MAP, because=Reason(NOT_ELEMENTWISE, "values differ", 64)),
+        reason=Reason("unsafe-keep-map", because=Reason("not-elementwise", "values differ", 64)),
         unsafe=True,
     )
     report = dataclasses.replace(
@@ -94,8 +88,8 @@ def test_a_vectorise_through_vectorized_map_round_trips(tmp_path: Path) -> None:
     old["pipeline"]["trials"][0]["facts"]["batch_refusal"] = "the function fails on a batch"
     old["pipeline"]["trials"][1]["reason"] = "unsafe: it is not elementwise"
     trials = from_dict(old).pipeline.trials
-    assert trials[0].facts.batch_refusal == Reason(AS_WRITTEN, "the function fails on a batch")
-    assert trials[1].reason == Reason(AS_WRITTEN, "unsafe: it is not elementwise")
+    assert trials[0].facts.batch_refusal == Reason("as-written", "the function fails on a batch")
+    assert trials[1].reason == Reason("as-written", "unsafe: it is not elementwise")
     # and a report from before these fields reads them as the plain form
     data = to_dict(report)
     for key in ("vectorized_map", "batch_refusal", "element_unpacked"):
@@ -269,7 +263,7 @@ def test_a_version_2_report_reads_its_stage_and_trial_strings_as_typed_fields() 
     # THEN each is a typed field with its value, and the settings keep only tf.data's own
     first, second = report.pipeline.stages
     assert (first.auto_parallel, first.auto_parallel_blocker) == (False, "autotune off")
-    assert first.not_measured == Reason(AS_WRITTEN, detail="out of time")
+    assert first.not_measured == Reason("as-written", detail="out of time")
     assert first.settings == StageSettings()
     assert (second.auto_parallel, second.auto_parallel_blocker) == (True, None)
     assert second.graph_error == "E"

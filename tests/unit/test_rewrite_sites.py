@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipediag.bench.fix_candidates import fix_candidates
 from pipediag.report.model import PipelineOptions, StageStats
-from pipediag.report.reasons import HELD_ABOVE_STEP_ALONE, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import rewrite_site
 
 
@@ -54,7 +54,7 @@ def test_an_unused_measure_leaves_the_stage_a_site() -> None:
         1,
         "map",
         training_speedup_if_free=1.0,
-        training_speedup_if_free_unused=Reason(HELD_ABOVE_STEP_ALONE, value=9.0, limit=8.0),
+        training_speedup_if_free_unused=Reason("held-above-step-alone", value=9.0, limit=8.0),
     )
 
     assert rewrite_site(stats)

@@ -21,7 +21,7 @@ from pipediag.analysis.run_terms import (
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.report.model import FixTrial, Report, TrialFacts
 from pipediag.report.prescription import PrescribedChange, Prescription
-from pipediag.report.reasons import UNDER_WORTH_IT, Reason
+from pipediag.report.reasons import Reason
 
 # fit's steps at 20 steps/s (50 ms); the trials' train function at 25 steps/s (40 ms): fit
 # adds 10 ms a step, as measured around its train function
@@ -42,7 +42,7 @@ def _report(style: str = "keras-fit") -> Report:
             training_speedup=0.66,
             training_speedup_low=0.60,
             training_speedup_high=0.72,
-            reason=Reason(UNDER_WORTH_IT, limit=1.05),
+            reason=Reason("under-worth-it", limit=1.05),
             baseline_steps_per_s=BASE,
             variant_steps_per_s=BASE * 0.66,
         ),

@@ -32,7 +32,7 @@ from pipediag.report.model import (
     ServiceMeasurement,
     StageStats,
 )
-from pipediag.report.reasons import SERVICE_ERROR, Reason
+from pipediag.report.reasons import Reason
 from pipediag.scale_out.analysis import (
     ASSUMED_NETWORK_BYTES_PER_S,
     distribute_point,
@@ -332,7 +332,7 @@ def test_summary_lines_say_what_was_measured_where() -> None:
             ServiceMeasurement(
                 where="cluster",
                 address="10.0.0.9:5050",
-                reason=Reason(SERVICE_ERROR, detail="no tf.data dispatcher answered"),
+                reason=Reason("service-error", detail="no tf.data dispatcher answered"),
             ),
         ],
     )

@@ -10,7 +10,7 @@ from fake_nvml import FakeGpu, FakeNvml, constant
 
 import pipediag
 from pipediag.renderers.text import render_text
-from pipediag.report.reasons import NVML_LIBRARY_NOT_FOUND, NVML_NO_GPU, Reason
+from pipediag.report.reasons import Reason
 
 CONFIG = pipediag.RunConfig(bench=False)
 SCRIPT = "import time\ntime.sleep(0.6)\nprint('trained')\n"
@@ -45,7 +45,7 @@ def test_no_gpu_says_why_and_uses_host_timing(
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(library_missing=True))
     report = _run(tmp_path)
     assert not report.gpu.available
-    assert report.gpu.reason == Reason(NVML_LIBRARY_NOT_FOUND)
+    assert report.gpu.reason == Reason("nvml-library-not-found")
     assert report.environment.gpu_reason == report.gpu.reason
     assert "Verdict from host timing alone" in render_text(report)
     assert report.host.available and report.host.samples
@@ -55,4 +55,4 @@ def test_nvml_with_no_devices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(gpus=[]))
     report = _run(tmp_path)
     assert not report.gpu.available
-    assert report.gpu.reason == Reason(NVML_NO_GPU)
+    assert report.gpu.reason == Reason("nvml-no-gpu")

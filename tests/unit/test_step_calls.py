@@ -14,7 +14,7 @@ from pipediag.hooks.step_calls import StepCalls, definition_site
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import JIT_COMPILE, ModelTrial
-from pipediag.report.reasons import ALREADY_XLA, FRAMEWORK_STEP, NO_FUNCTION, XLA_OP, Reason
+from pipediag.report.reasons import Reason
 from pipediag.training.budget import LoopWork
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
 
@@ -66,18 +66,18 @@ def test_the_function_called_once_between_pulls_is_the_train_step() -> None:
 
 
 def test_a_loop_that_calls_no_tf_function_is_told_its_step_runs_eagerly() -> None:
-    assert _counted(StepCalls(), [[] for _ in range(10)]) == Reason(NO_FUNCTION)
+    assert _counted(StepCalls(), [[] for _ in range(10)]) == Reason("no-function")
     keras_now_and_then = _framework_function()
     steps = [[keras_now_and_then] if n % 3 == 0 else [] for n in range(10)]
-    assert _counted(StepCalls(), steps) == Reason(NO_FUNCTION)
-    assert "its step runs eagerly" in reason_words(Reason(NO_FUNCTION))
+    assert _counted(StepCalls(), steps) == Reason("no-function")
+    assert "its step runs eagerly" in reason_words(Reason("no-function"))
 
 
 def test_a_loop_stepping_through_keras_own_function_is_told_the_model_s_setting() -> None:
     # `model.train_on_batch` in a loop: the function called each step is Keras'
     keras_train_function = _framework_function()
     reason = _counted(StepCalls(), [[keras_train_function] for _ in range(10)])
-    assert reason == Reason(FRAMEWORK_STEP, detail="update")
+    assert reason == Reason("framework-step", detail="update")
     words = reason_words(reason)
     assert "framework's own (update)" in words
     assert "model.compile(..., jit_compile=True)" in words
@@ -216,7 +216,7 @@ def test_an_op_xla_cannot_compile_is_named_and_its_call_runs_the_original() -> N
         answers.append(loop.call(batch))
     result = trial.result()
     assert answers == ["cached"]
-    assert result.reason == Reason(XLA_OP, detail="AsString") and not result.measured
+    assert result.reason == Reason("xla-op", detail="AsString") and not result.measured
     assert loop.weight.value == 1.0 and not loop.step.redirects
 
 
@@ -225,15 +225,15 @@ def test_a_step_already_under_xla_is_not_tried() -> None:
 
     function = _Function(train_step)
     function._jit_compile = True  # type: ignore[attr-defined]
-    assert xla_twin(function) == Reason(ALREADY_XLA)
+    assert xla_twin(function) == Reason("already-xla")
 
 
 def test_the_budget_server_reports_why_no_step_was_tried_once_the_rewrites_are_over() -> None:
     clock = FakeClock()
     results = RecordedResults(work=LoopWork(model_s=2.0))
-    server = loop_server(clock, results, step=Reason(NO_FUNCTION))
+    server = loop_server(clock, results, step=Reason("no-function"))
     while server.next_batch() is not None:
         clock.advance(0.01)
     server.finish()
     tried = results.model_trials
-    assert [t.reason for t in tried] == [Reason(NO_FUNCTION)]
+    assert [t.reason for t in tried] == [Reason("no-function")]

@@ -26,7 +26,7 @@ from pipediag.report.model import (
     StageStats,
 )
 from pipediag.report.names import NO_VERDICT, stage_name
-from pipediag.report.reasons import DEEP_SKIPPED, MARKED_STEPS, Reason
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import NO_VERDICT_NO_STEPS
 
 # Where a row's text starts: two spaces, a 16-wide label.
@@ -94,7 +94,7 @@ def test_the_cost_comes_first_then_the_rates_then_the_details() -> None:
         synthetic_cost_report(),
         pipeline=dataclasses.replace(
             synthetic_cost_report().pipeline,
-            deep_skipped_reason=Reason(DEEP_SKIPPED, value=0.02, limit=0.05),
+            deep_skipped_reason=Reason("deep-skipped", value=0.02, limit=0.05),
         ),
     )
     assert _labels(_lines(report)) == [
@@ -132,7 +132,7 @@ def test_fetch_case_shows_the_pull_overhead_and_no_contention_evidence() -> None
 
 def test_estimated_compute_alone_says_so_and_why() -> None:
     # GIVEN a run where the step could not be run alone: T is an estimate
-    report = synthetic_cost_report(measured=False, estimate_reason=Reason(MARKED_STEPS))
+    report = synthetic_cost_report(measured=False, estimate_reason=Reason("marked-steps"))
     assert report.compute_alone is None
     rates = _row(_lines(report), "Rates")
     assert rates[1] == (
@@ -173,7 +173,7 @@ def test_phase_without_cost_falls_back_on_its_wait_and_unknown_reads_no_verdict(
 
 def test_skipped_deep_analysis_is_one_line() -> None:
     base = synthetic_cost_report(wait=0.01, contention=0.01, fetch=0.0)
-    reason = Reason(DEEP_SKIPPED, value=0.02, limit=0.05)
+    reason = Reason("deep-skipped", value=0.02, limit=0.05)
     report = dataclasses.replace(
         base, pipeline=dataclasses.replace(base.pipeline, deep_skipped_reason=reason)
     )
