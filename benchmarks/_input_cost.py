@@ -51,14 +51,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from benchmarks._common import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    UNKNOWN,
-    load_case,
-    median,
-)
+from benchmarks._common import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNKNOWN, load_case, median
 
 # --- truth bands on input cost --------------------------------------------------------------
 # XProf's input-pipeline analyzer words a wait share of 20% or more "HIGHLY input-bound" and

@@ -42,7 +42,9 @@ from benchmarks import _common
 from pipediag.analysis.gpu import BUSY_UTILIZATION, analyze_gpu
 from pipediag.config import RunConfig
 from pipediag.renderers.reason_words import reason_words
-from pipediag.report.model import WARMUP, GpuAnalysis, GpuWindow, Report
+from pipediag.report.model import Report
+from pipediag.report.samples import GpuAnalysis, GpuWindow
+from pipediag.report.vocabulary import WARMUP
 
 NAME = "device_check"
 EXIT_OK = 0

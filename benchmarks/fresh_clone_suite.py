@@ -32,13 +32,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import (
-    base_parser,
-    format_table,
-    run_stamp,
-    spread_summary,
-    write_results,
-)
+from benchmarks._common import base_parser, format_table, run_stamp, spread_summary, write_results
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 README = REPO_ROOT / "README.md"

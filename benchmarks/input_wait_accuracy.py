@@ -68,7 +68,7 @@ def error_stats(waits_s: list[float], delay_s: float) -> dict[str, float | int |
 
 def diagnose_one(style: str, delay_ms: float, steps: int) -> dict[str, Any]:
     import pipediag
-    from pipediag.report.model import WARMUP
+    from pipediag.report.vocabulary import WARMUP
 
     with tempfile.TemporaryDirectory(prefix="pipediag-wait-") as out:
         report = pipediag.diagnose(

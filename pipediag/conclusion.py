@@ -20,18 +20,12 @@ from pipediag.config import DEFAULT_MEASURED_STEPS, RunConfig
 from pipediag.hooks.profiler_trace import quiet_profiler_logs
 from pipediag.phases import DeepAnalysis, Narration, OnTraining, Seen
 from pipediag.renderers.verdict_words import verdict_line
-from pipediag.report.model import (
-    ComputeAlone,
-    HostSection,
-    PipelineBenchmark,
-    ScaleOut,
-    TrainSection,
-    TrainStyle,
-    Verdict,
-)
+from pipediag.report.model import ComputeAlone, PipelineBenchmark, TrainSection, Verdict
 from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import CUSTOM_LOOP, LOOP_STYLES
+from pipediag.report.samples import HostSection
+from pipediag.report.scale_out import ScaleOut
+from pipediag.report.vocabulary import CUSTOM_LOOP, LOOP_STYLES, TrainStyle
 from pipediag.timeline import StepTimeline
 from pipediag.training.alternation import (
     Alternation,

@@ -12,7 +12,8 @@ from typing import Protocol
 
 from pipediag.errors import UsageError
 from pipediag.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, TerminationRequested
-from pipediag.report.model import ExitInfo, Report, StopReason
+from pipediag.report.model import ExitInfo, Report
+from pipediag.report.vocabulary import StopReason
 from pipediag.timeline import StepBudgetReached
 
 

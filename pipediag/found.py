@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pipediag.analysis.classifier import build_train_section
-from pipediag.report.model import DataPass, TrainSection, TrainStyle
+from pipediag.report.model import DataPass, TrainSection
 from pipediag.report.vocabulary import (
     KERAS_FIT,
     LOOP_STYLES,
@@ -21,6 +21,7 @@ from pipediag.report.vocabulary import (
     WAIT_UNAVAILABLE,
     InputWaitSource,
     KerasBackend,
+    TrainStyle,
 )
 from pipediag.timeline import StepTimeline
 

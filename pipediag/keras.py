@@ -28,7 +28,9 @@ from pipediag.config import (
 )
 from pipediag.finish import exit_info_of, finish
 from pipediag.hooks.keras_fit import FitTracker
-from pipediag.report.model import ExitInfo, Report, StopReason, WatchAlert, WatchWindow
+from pipediag.report.model import ExitInfo, Report
+from pipediag.report.vocabulary import StopReason
+from pipediag.report.watch import WatchAlert, WatchWindow
 from pipediag.session import DiagnosticSession
 
 

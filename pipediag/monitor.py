@@ -16,8 +16,9 @@ from typing import Any, Final, TypeVar
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
 from pipediag.finish import exit_info_of, stop_reason_of, write_files
-from pipediag.report.model import ExitInfo, PipelineBenchmark, Report, StopReason
+from pipediag.report.model import ExitInfo, PipelineBenchmark, Report
 from pipediag.report.reasons import Reason
+from pipediag.report.vocabulary import StopReason
 from pipediag.session import DiagnosticSession
 
 T = TypeVar("T")

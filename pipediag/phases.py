@@ -24,16 +24,11 @@ from pipediag.bench.structure import WalkedPipeline, effective_options, walk
 from pipediag.bench.whatif import FixPipelines, ForTraining, verify_fixes
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
-from pipediag.report.model import (
-    COST_CONTENTION,
-    ComputeAlone,
-    PipelineBenchmark,
-    ScaleOut,
-    StageStats,
-    TrainStyle,
-    Verdict,
-)
+from pipediag.report.model import ComputeAlone, PipelineBenchmark, Verdict
 from pipediag.report.reasons import Reason
+from pipediag.report.scale_out import ScaleOut
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import COST_CONTENTION, TrainStyle
 from pipediag.timeline import RawStep, StepTimeline
 from pipediag.training import stage_cost
 from pipediag.training.function_loop import TrainCalls

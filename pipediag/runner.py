@@ -12,7 +12,8 @@ from types import TracebackType
 from pipediag.errors import UsageError
 from pipediag.finish import exit_info_of, stop_reason_of
 from pipediag.interrupts import interrupts_unwind_the_script
-from pipediag.report.model import ExitInfo, StopReason
+from pipediag.report.model import ExitInfo
+from pipediag.report.vocabulary import StopReason
 
 
 @dataclass(frozen=True)

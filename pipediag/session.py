@@ -34,17 +34,14 @@ from pipediag.report.model import (
     DataPass,
     Environment,
     ExitInfo,
-    GpuSection,
-    HostSection,
     PhaseSpan,
     PipelineBenchmark,
     Report,
-    StopReason,
     TaskInfo,
-    TrainStyle,
 )
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import KERAS_FIT, NO_TRAINING
+from pipediag.report.samples import GpuSection, HostSection
+from pipediag.report.vocabulary import KERAS_FIT, NO_TRAINING, StopReason, TrainStyle
 from pipediag.scale_out.analysis import enrich_report as enrich_scale_out
 from pipediag.timeline import StepTimeline
 from pipediag.training.alternation import FitAlternation

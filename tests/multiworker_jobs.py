@@ -10,7 +10,8 @@ from pathlib import Path
 from synthetic_reports import RunLayout, synthetic_cost_report, synthetic_report
 
 from pipediag.report.io import save_report
-from pipediag.report.model import HostContention, Report, TaskInfo
+from pipediag.report.model import Report, TaskInfo
+from pipediag.report.samples import HostContention
 
 T0 = 1_800_000_000.0  # a Unix time, for the workers' anchors
 

@@ -13,14 +13,8 @@ from typing import Any
 
 import pytest
 
-from pipediag.report.model import (
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    PipelineBenchmark,
-    Report,
-    TrainSection,
-    Verdict,
-)
+from pipediag.report.model import PipelineBenchmark, Report, TrainSection, Verdict
+from pipediag.report.vocabulary import COMPUTE_BOUND, INPUT_BOUND
 
 SLEEP_S = 0.005  # per element in the Python-bound stages
 BATCH = 4

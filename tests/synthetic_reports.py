@@ -8,30 +8,28 @@ from dataclasses import dataclass, replace
 
 from pipediag.analysis.input_cost import contention_kind, dominant_part
 from pipediag.report.model import (
+    ComputeAlone,
+    CostSplit,
+    PhaseSpan,
+    PipelineBenchmark,
+    Report,
+    StepRecord,
+    TrainSection,
+    Verdict,
+)
+from pipediag.report.reasons import Reason
+from pipediag.report.samples import GpuDevice, GpuSample, GpuSection, HostSample, HostSection
+from pipediag.report.stages import LatencyStats
+from pipediag.report.vocabulary import (
     BALANCED,
     COMPUTE_BOUND,
     ESTIMATED,
     INPUT_BOUND,
     MEASURED,
     WARMUP,
-    ComputeAlone,
-    CostSplit,
-    GpuDevice,
-    GpuSample,
-    GpuSection,
-    HostSample,
-    HostSection,
-    LatencyStats,
-    PhaseSpan,
-    PipelineBenchmark,
-    Report,
     StepLabel,
-    StepRecord,
-    TrainSection,
-    Verdict,
     VerdictLabel,
 )
-from pipediag.report.reasons import Reason
 
 
 class FakeClock:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from synthetic_reports import FakeClock
 
 from pipediag.config import WatchConfig
-from pipediag.report.model import WatchAlert
+from pipediag.report.watch import WatchAlert
 from pipediag.timeline import StepTimeline
 from pipediag.watch.watcher import Watcher
 

@@ -8,16 +8,7 @@ from dataclasses import dataclass
 
 from pipediag.analysis.input_cost import samples_during
 from pipediag.analysis.run_terms import fit_adds_s, trial_in_run_terms
-from pipediag.report.model import (
-    FixTrial,
-    Gain,
-    PipelineOptions,
-    Report,
-    StageStats,
-    Suggestion,
-    SuggestionKind,
-    timed_steps,
-)
+from pipediag.report.model import Gain, PipelineOptions, Report, Suggestion, timed_steps
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
@@ -26,6 +17,8 @@ from pipediag.report.stage_facts import (
     if_free_bound,
     if_free_clearly_under,
 )
+from pipediag.report.stages import StageStats
+from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import (
     FIX,
     GAIN_ON_TRAINING,
@@ -33,6 +26,7 @@ from pipediag.report.vocabulary import (
     KERAS_FIT,
     NOTE,
     FixName,
+    SuggestionKind,
 )
 
 # The GIL: a sleeping py_function map went 53 -> 81 batches/s (1.5x) on 2 cores

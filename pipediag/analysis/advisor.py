@@ -34,9 +34,16 @@ from pipediag.analysis.stage_rules import (
     check_shuffle_buffer,
     check_vectorize,
 )
-from pipediag.report.model import COMPUTE_BOUND, Report, Suggestion
+from pipediag.report.model import Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import FIX, GAIN_HELD, GAIN_INPUT_FREE, GAIN_ON_TRAINING, NOTE
+from pipediag.report.vocabulary import (
+    COMPUTE_BOUND,
+    FIX,
+    GAIN_HELD,
+    GAIN_INPUT_FREE,
+    GAIN_ON_TRAINING,
+    NOTE,
+)
 
 CONTENTION_RULE = "PD012-input-contention"
 # The fixes that make a stage cheaper, not faster with more threads (`_said_once`).

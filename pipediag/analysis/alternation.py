@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipediag.analysis.paired import disturbed, log_interval
-from pipediag.report.model import ObserverEffect, RateBlock, StageStats
+from pipediag.report.model import ObserverEffect, RateBlock
+from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import (
     QUIET_TRAINING_BLOCK,
     STEP_ALONE_BLOCK,

@@ -21,37 +21,37 @@ from pipediag.analysis.input_cost import (
 )
 from pipediag.analysis.stats import latency_stats
 from pipediag.report.model import (
-    BALANCED,
-    COMPUTE_BOUND,
-    ESTIMATED,
-    INPUT_BOUND,
-    UNCERTAIN,
-    UNKNOWN,
-    WARMUP,
     ComputeAlone,
     DataPass,
     EpochStart,
-    HostSection,
     PipelineBenchmark,
-    StepLabel,
     StepRecord,
     TrainSection,
-    TrainStyle,
     Verdict,
     no_verdict_reason,
     timed_steps,
 )
+from pipediag.report.samples import HostSection
 from pipediag.report.vocabulary import (
+    BALANCED,
+    COMPUTE_BOUND,
+    ESTIMATED,
+    INPUT_BOUND,
     SEVERITY_HIGH,
     SEVERITY_MODERATE,
     SEVERITY_NONE,
     SEVERITY_UNKNOWN,
+    UNCERTAIN,
     UNCERTAIN_BUSY_HOST,
     UNCERTAIN_TOO_NOISY,
     UNCERTAIN_TOO_SHORT,
+    UNKNOWN,
     WAIT_UNAVAILABLE,
+    WARMUP,
     InputWaitSource,
     Severity,
+    StepLabel,
+    TrainStyle,
     UncertainReason,
 )
 from pipediag.timeline import RawStep

@@ -8,19 +8,18 @@ from dataclasses import dataclass, field
 
 from pipediag.analysis import noise
 from pipediag.analysis.noise import DEFAULT_RULES, Estimate, NoiseRules
-from pipediag.report.model import (
+from pipediag.report.model import Report, Suggestion
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import (
     BALANCED,
     COMPUTE_BOUND,
     COST_CONTENTION,
+    COST_EPOCH_START,
     COST_FETCH,
     COST_WAIT,
     INPUT_BOUND,
     MEASURED,
-    Report,
-    StageStats,
-    Suggestion,
 )
-from pipediag.report.vocabulary import COST_EPOCH_START
 
 FASTER = "faster"
 SLOWER = "slower"

@@ -10,27 +10,23 @@ from pipediag.analysis.input_cost import python_stages, step_cores_of
 from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.analysis.run_terms import trial_in_run_terms
 from pipediag.report.fixes import FIX_THREAD_CAP
-from pipediag.report.model import (
-    COMPUTE_BOUND,
-    COST_CONTENTION,
-    COST_FETCH,
-    CostPart,
-    CostSplit,
-    Gain,
-    Suggestion,
-)
+from pipediag.report.model import CostSplit, Gain, Suggestion
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.vocabulary import (
+    COMPUTE_BOUND,
     CONTENDS_FOR_GIL,
+    COST_CONTENTION,
     COST_EPOCH_START,
+    COST_FETCH,
     FIX,
     GAIN_HELD,
     GAIN_ON_TRAINING,
     KERAS_FIT,
     KIND_SHUFFLE,
     NOTE,
+    CostPart,
 )
 
 

@@ -18,19 +18,9 @@ from pipediag.analysis.gpu_windows import (
     reading_intervals,
     with_pcie,
 )
-from pipediag.report.model import (
-    GpuAnalysis,
-    GpuIdleCause,
-    GpuSample,
-    GpuSection,
-    GpuWindow,
-    IdleAttribution,
-    StepRecord,
-    TrainSection,
-    Verdict,
-    timed_steps,
-)
+from pipediag.report.model import StepRecord, TrainSection, Verdict, timed_steps
 from pipediag.report.reasons import Reason
+from pipediag.report.samples import GpuAnalysis, GpuSample, GpuSection, GpuWindow, IdleAttribution
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
     BUSY_UTILIZATION,
@@ -39,6 +29,7 @@ from pipediag.report.vocabulary import (
     TIME_MIXED,
     TIME_TICKS,
     BusySource,
+    GpuIdleCause,
     TimeSource,
 )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pipediag.report.model import GpuIdleCause
+from pipediag.report.vocabulary import GpuIdleCause
 
 CAUSE_INPUT: Final = "input-wait"
 CAUSE_HOST: Final = "host-overhead"

@@ -8,7 +8,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pipediag.report.model import GpuSample, StepRecord
+from pipediag.report.model import StepRecord
+from pipediag.report.samples import GpuSample
 from pipediag.report.vocabulary import BUSY_SM_ACTIVE, BusySource
 
 # Tick times are sums of float intervals: 10 ticks of 0.1 s can span 0.9999999 s.

@@ -4,19 +4,17 @@ pipeline can be slow because something else on the host takes its cores."""
 from __future__ import annotations
 
 from pipediag.analysis.gpu import DEFAULT_GPU_THRESHOLDS, GpuThresholds, measured_steps
-from pipediag.report.model import (
+from pipediag.report.model import TrainSection, Verdict, timed_steps
+from pipediag.report.reasons import Reason
+from pipediag.report.samples import HostContention, HostSample, HostSection
+from pipediag.report.vocabulary import (
     BALANCED,
     INPUT_BOUND,
+    OVER_MEASURED_STEPS,
+    OVER_WHOLE_RUN,
     UNCERTAIN,
-    HostContention,
-    HostSample,
-    HostSection,
-    TrainSection,
-    Verdict,
-    timed_steps,
+    ContentionScope,
 )
-from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import OVER_MEASURED_STEPS, OVER_WHOLE_RUN, ContentionScope
 
 
 def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float) -> float | None:

@@ -12,42 +12,41 @@ import numpy as np
 
 from pipediag.analysis.alternation import PairedCost, paired_cost, pipeline_cores
 from pipediag.report.model import (
+    ComputeAlone,
+    CostSplit,
+    EpochStart,
+    PhaseVerdict,
+    PipelineBenchmark,
+    StepRecord,
+)
+from pipediag.report.names import stage_name
+from pipediag.report.reasons import Reason
+from pipediag.report.samples import HostSample, HostSection
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import (
     BALANCED,
     COMPUTE_BOUND,
+    CONTENDS_FOR_CORES,
+    CONTENDS_FOR_GIL,
     COST_CONTENTION,
+    COST_EPOCH_START,
     COST_FETCH,
     COST_WAIT,
     ESTIMATED,
     INPUT_BOUND,
-    MEASURED,
-    UNKNOWN,
-    ComputeAlone,
-    ComputeAloneSource,
-    CostPart,
-    CostSplit,
-    EpochStart,
-    HostSample,
-    HostSection,
-    PhaseVerdict,
-    PipelineBenchmark,
-    StageStats,
-    StepRecord,
-    VerdictLabel,
-)
-from pipediag.report.names import stage_name
-from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import (
-    CONTENDS_FOR_CORES,
-    CONTENDS_FOR_GIL,
-    COST_EPOCH_START,
     KIND_CACHE,
     KIND_INTERLEAVE,
     KIND_PARALLEL_INTERLEAVE,
     KIND_SHUFFLE,
     KIND_SHUFFLE_AND_REPEAT,
+    MEASURED,
+    UNKNOWN,
     WAIT_ITERATOR_TIMING,
     WAIT_UNAVAILABLE,
+    ComputeAloneSource,
     ContentionKind,
+    CostPart,
+    VerdictLabel,
 )
 
 # P this many times A: the step's time in next() is the pull itself, not a wait

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipediag.report.model import LatencyStats, StepRecord, timed_steps
+from pipediag.report.model import StepRecord, timed_steps
+from pipediag.report.stages import LatencyStats
 
 # Two-sided 95% and 90% normal quantiles.
 Z_95 = 1.959964

@@ -8,10 +8,9 @@ import dataclasses
 from collections.abc import Sequence
 
 from pipediag.report.fixes import CodeEdit, fix_facts
-from pipediag.report.model import StageStats
 from pipediag.report.prescription import CodeLine, StageChange
 from pipediag.report.stage_facts import MAP_KINDS
-from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
+from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings, StageStats
 from pipediag.report.vocabulary import (
     KIND_BATCH,
     KIND_CACHE,

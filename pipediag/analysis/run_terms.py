@@ -8,8 +8,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pipediag.report.model import FixTrial, Report
+from pipediag.report.model import Report
 from pipediag.report.prescription import GainOnTraining
+from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import KERAS_FIT, MEASURED
 
 

@@ -37,7 +37,7 @@ from pipediag.report.fixes import (
     FIXES,
     VECTORIZED_MAP_WORDS,
 )
-from pipediag.report.model import FixTrial, StageStats, Suggestion
+from pipediag.report.model import Suggestion
 from pipediag.report.names import flag_text, stage_name, tuned_text
 from pipediag.report.prescription import StageChange
 from pipediag.report.stage_facts import (
@@ -55,6 +55,8 @@ from pipediag.report.stage_facts import (
     upstream_of,
     vectorizable,
 )
+from pipediag.report.stages import StageStats
+from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import KIND_CACHE, KIND_OPTIONS, KIND_PREFETCH, KIND_SOURCE, WARNING
 
 _PREFETCH_LINE = "ds = ds.prefetch(tf.data.AUTOTUNE)"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pipediag.report.model import LatencyStats
+from pipediag.report.stages import LatencyStats
 
 
 def latency_stats(durations_s: Sequence[float]) -> LatencyStats | None:

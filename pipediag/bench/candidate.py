@@ -15,8 +15,8 @@ from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
 from pipediag.config import DEFAULT_BENCH_SECONDS
-from pipediag.report.model import TrialFacts
 from pipediag.report.reasons import Reason
+from pipediag.report.trials import TrialFacts
 from pipediag.report.vocabulary import KIND_MAP, KIND_PARALLEL_MAP, FixName
 
 # Filling a cache takes one epoch of the prefix; verify only when it takes at most twice the

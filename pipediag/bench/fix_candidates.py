@@ -42,7 +42,7 @@ from pipediag.report.fixes import (
     FIXES,
     SEMANTICS_VECTORIZED_MAP,
 )
-from pipediag.report.model import PipelineOptions, StageStats, TrialFacts
+from pipediag.report.model import PipelineOptions
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
@@ -58,7 +58,8 @@ from pipediag.report.stage_facts import (
     upstream_of,
     vectorizable,
 )
-from pipediag.report.stages import AUTOTUNE
+from pipediag.report.stages import AUTOTUNE, StageStats
+from pipediag.report.trials import TrialFacts
 from pipediag.report.vocabulary import (
     KIND_BATCH,
     KIND_CACHE,

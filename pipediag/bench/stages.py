@@ -18,9 +18,9 @@ from pipediag.bench.pipeline import BatchTiming, has_shared_state, stage_names, 
 from pipediag.bench.structure import Stage, WalkedPipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
-from pipediag.report.model import StageStats
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import BATCHING_KINDS, MAP_KINDS, SHUFFLE_KINDS, upstream_of
+from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import (
     KIND_CACHE,
     KIND_FILTER,

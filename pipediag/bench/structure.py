@@ -28,8 +28,9 @@ from pipediag.bench.python_chain import (
     user_function,
 )
 from pipediag.errors import describe_error
-from pipediag.report.model import PipelineOptions, StageSettings, StageStats
+from pipediag.report.model import PipelineOptions
 from pipediag.report.reasons import Reason
+from pipediag.report.stages import StageSettings, StageStats
 from pipediag.report.vocabulary import (
     BLOCKED_BY_AUTOTUNE,
     BLOCKED_BY_OPTION,

@@ -27,8 +27,10 @@ from pipediag.bench.structure import WalkedPipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.errors import describe_error
-from pipediag.report.model import FixTrial, PipelineOptions, StageStats
+from pipediag.report.model import PipelineOptions
 from pipediag.report.reasons import Reason
+from pipediag.report.stages import StageStats
+from pipediag.report.trials import FixTrial
 
 # Total time for all trials: about the phase-1 benchmark (3 s) per fix, for a typical two or three.
 DEFAULT_BUDGET_S = 8.0

@@ -17,7 +17,7 @@ from pipediag.renderers.png.style import (
     TRAINING_RATE_COLOUR,
     WARNING_COLOUR,
 )
-from pipediag.report.model import COST_CONTENTION, COST_FETCH, COST_WAIT
+from pipediag.report.vocabulary import COST_CONTENTION, COST_FETCH, COST_WAIT
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

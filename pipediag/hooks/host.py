@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
-from pipediag.report.model import DataPass, TrainStyle
+from pipediag.report.model import DataPass
 from pipediag.report.reasons import Reason
+from pipediag.report.vocabulary import TrainStyle
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:

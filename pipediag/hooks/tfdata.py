@@ -18,8 +18,8 @@ from pipediag.hooks.pass_origin import pass_origin, script_uses_jax
 from pipediag.hooks.patching import Patches
 from pipediag.hooks.step_calls import StepCalls
 from pipediag.hooks.train_evidence import GradientWatch, changed
-from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass
-from pipediag.report.vocabulary import CUSTOM_LOOP, JAX_LOOP
+from pipediag.report.model import DataPass
+from pipediag.report.vocabulary import CUSTOM_LOOP, JAX_LOOP, KERAS_PASS, NO_TRAIN_STEP
 from pipediag.timeline import StepBudgetReached
 from pipediag.training.budget import PULL, BudgetServer, CachedBatch
 

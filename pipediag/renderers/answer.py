@@ -23,9 +23,9 @@ from pipediag.renderers.suggestion_words import (
     suggestions_of,
 )
 from pipediag.renderers.verdict_words import headline
-from pipediag.report.model import COMPUTE_BOUND, Report, Suggestion
+from pipediag.report.model import Report, Suggestion
 from pipediag.report.names import VERDICT_TITLES
-from pipediag.report.vocabulary import GAIN_INPUT_FREE, GAIN_ON_TRAINING
+from pipediag.report.vocabulary import COMPUTE_BOUND, GAIN_INPUT_FREE, GAIN_ON_TRAINING
 
 DIVIDER = "── pipediag "
 MAX_LINES = 12

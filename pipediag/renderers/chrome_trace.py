@@ -11,7 +11,8 @@ from typing import Any
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.io import write_atomically
-from pipediag.report.model import COMPUTE_BOUND, INPUT_BOUND, WARMUP, Report, StepRecord
+from pipediag.report.model import Report, StepRecord
+from pipediag.report.vocabulary import COMPUTE_BOUND, INPUT_BOUND, WARMUP
 
 Event = dict[str, Any]
 

@@ -8,16 +8,16 @@ from dataclasses import dataclass
 from pipediag.analysis.alternation import held_beyond_step_alone
 from pipediag.analysis.compare import training_rate
 from pipediag.renderers.numbers import ms, percent, percent_range, shown_interval, speedup
-from pipediag.report.model import (
+from pipediag.report.model import CostSplit, Report, Verdict
+from pipediag.report.vocabulary import (
+    CONTENDS_FOR_CORES,
+    CONTENDS_FOR_GIL,
     COST_CONTENTION,
+    COST_EPOCH_START,
     COST_FETCH,
     COST_WAIT,
     WARMUP,
-    CostSplit,
-    Report,
-    Verdict,
 )
-from pipediag.report.vocabulary import CONTENDS_FOR_CORES, CONTENDS_FOR_GIL, COST_EPOCH_START
 
 NOT_MEASURABLE = "not measurable above noise"
 WAITS_NOT_TIMED = (

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
 from pipediag.renderers.numbers import percent
-from pipediag.report.model import GpuAnalysis, GpuIdleCause, HostContention
+from pipediag.report.samples import GpuAnalysis, HostContention
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
     OVER_MEASURED_STEPS,
     OVER_WHOLE_RUN,
     ContentionScope,
+    GpuIdleCause,
 )
 
 SCOPES: dict[ContentionScope, str] = {

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pipediag.renderers.numbers import NOT_MEASURED, gain, gain_range, ms, percent
 from pipediag.renderers.reason_words import reason_words
-from pipediag.report.model import BALANCED, COMPUTE_BOUND, ComputeAlone, Report
+from pipediag.report.model import ComputeAlone, Report
 from pipediag.report.model_side import (
     DEVICE_COPY,
     HOST_GAP,
@@ -20,6 +20,7 @@ from pipediag.report.model_side import (
     TopOp,
 )
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND
 
 MODEL_SETS_THE_RATE = (COMPUTE_BOUND, BALANCED)
 TIME_HEADING = "Where the step's time goes"

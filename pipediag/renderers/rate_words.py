@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pipediag.analysis.compare import training_rate
 from pipediag.renderers.numbers import rate_text
 from pipediag.renderers.reason_words import reason_words
-from pipediag.report.model import ESTIMATED, MEASURED, Report
-from pipediag.report.vocabulary import STEP_ALONE_BLOCK
+from pipediag.report.model import Report
+from pipediag.report.vocabulary import ESTIMATED, MEASURED, STEP_ALONE_BLOCK
 
 MEASURED_WORDS = "measured on a cached batch"
 # What reports written before ComputeAlone existed did (`Verdict.compute_alone_source` "").

@@ -7,7 +7,9 @@ import textwrap
 
 from pipediag.renderers.numbers import counted
 from pipediag.renderers.reason_words import reason_words
-from pipediag.report.model import (
+from pipediag.report.model import Report
+from pipediag.report.scale_out import ScaleOut, ScaleOutPrediction, ServiceMeasurement
+from pipediag.report.vocabulary import (
     FROM_ASSUMED_NETWORK,
     FROM_CLUSTER,
     FROM_LOCAL_SERVICE,
@@ -17,10 +19,6 @@ from pipediag.report.model import (
     LIMITED_BY_LOCAL,
     LIMITED_BY_TRANSFER,
     SERVICE_LOCAL,
-    Report,
-    ScaleOut,
-    ScaleOutPrediction,
-    ServiceMeasurement,
 )
 
 SOURCE_WORDS = {

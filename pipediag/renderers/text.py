@@ -36,9 +36,11 @@ from pipediag.renderers.stage_cost_words import costliest_stage, held_stage, hel
 from pipediag.renderers.suggestion_words import SUGGESTION_HEADINGS, suggestion_line, suggestions_of
 from pipediag.renderers.verdict_words import headline, phase_text
 from pipediag.renderers.watch_view import over_time_text
-from pipediag.report.model import COMPUTE_BOUND, LatencyStats, Report, StageStats, Suggestion
+from pipediag.report.model import Report, Suggestion
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
+from pipediag.report.stages import LatencyStats, StageStats
+from pipediag.report.vocabulary import COMPUTE_BOUND
 
 LABEL_WIDTH = 16
 EVIDENCE_WIDTH = 100

@@ -8,16 +8,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pipediag.renderers.numbers import percent
-from pipediag.report.model import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    UNKNOWN,
-    Report,
-    VerdictLabel,
-    WatchSection,
-    WatchWindow,
-)
+from pipediag.report.model import Report
+from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNKNOWN, VerdictLabel
+from pipediag.report.watch import WatchSection, WatchWindow
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -27,6 +27,7 @@ from pipediag.report.vocabulary import (
     NO_VERDICT_UNKNOWN,
     OVER_MEASURED_STEPS,
     OVER_WHOLE_RUN,
+    UNKNOWN,
     NoVerdictReason,
 )
 
@@ -202,7 +203,7 @@ def _from_version_4(data: dict[str, Any]) -> dict[str, Any]:
     pairs = _PAIRS_IN_WORDS.search(summary)
     if pairs is not None and verdict.get("alternation_pairs") is None:
         verdict["alternation_pairs"] = int(pairs.group(1))
-    if summary and verdict.get("label", model.UNKNOWN) == model.UNKNOWN:
+    if summary and verdict.get("label", UNKNOWN) == UNKNOWN:
         verdict["no_verdict_because"] = _no_verdict_reason(data.get("train"))
     data["verdict"] = verdict
     return data

@@ -14,56 +14,19 @@ from dataclasses import dataclass, field
 from pipediag.report.model_side import ModelTrial, TopOp
 from pipediag.report.prescription import Prescription
 from pipediag.report.reasons import Reason
-from pipediag.report.samples import (
-    GpuAnalysis,
-    GpuDevice,
-    GpuSample,
-    GpuSection,
-    GpuWindow,
-    HostContention,
-    HostSample,
-    HostSection,
-    IdleAttribution,
-)
-from pipediag.report.scale_out import (
-    ScaleOut,
-    ScaleOutPrediction,
-    ServiceBlocker,
-    ServiceMeasurement,
-)
-from pipediag.report.stages import LatencyStats, StageSettings, StageStats
-from pipediag.report.trials import FixTrial, TrialFacts
+from pipediag.report.samples import GpuAnalysis, GpuSection, HostContention, HostSection
+from pipediag.report.scale_out import ScaleOut
+from pipediag.report.stages import LatencyStats, StageStats
+from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import (
-    BALANCED,
-    BLOCKER_LOCAL_PATH,
-    BLOCKER_PYTHON,
-    BLOCKER_REFUSED,
     COMPUTE_BOUND,
-    COST_CONTENTION,
-    COST_FETCH,
-    COST_WAIT,
-    ESTIMATED,
-    FROM_ASSUMED_NETWORK,
-    FROM_CLUSTER,
-    FROM_LOCAL_SERVICE,
-    FROM_PIPELINE_ALONE,
-    FROM_STAGE_TIMING,
     GAIN_NOT_MEASURED,
     INPUT_BOUND,
-    KERAS_PASS,
-    LIMITED_BY_COMPUTE,
-    LIMITED_BY_LOCAL,
-    LIMITED_BY_TRANSFER,
-    MEASURED,
-    NO_TRAIN_STEP,
     NO_VERDICT_NO_STEPS,
     NO_VERDICT_NO_TRAINING,
     NO_VERDICT_UNKNOWN,
     NO_VERDICT_WAIT_NOT_MEASURED,
     NO_VERDICT_WARMUP_ONLY,
-    SERVICE_CLUSTER,
-    SERVICE_LOCAL,
-    UNCERTAIN,
     UNKNOWN,
     WARMUP,
     ComputeAloneMethod,
@@ -87,71 +50,7 @@ from pipediag.report.vocabulary import (
     UncertainReason,
     VerdictLabel,
 )
-from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
-
-# The vocabulary is typed in `report/vocabulary.py`; the words code imported from here before
-# that module existed are re-exported (mypy reads `__all__` as the re-exports).
-__all__ = [
-    "FixTrial",
-    "TrialFacts",
-    "LatencyStats",
-    "StageSettings",
-    "StageStats",
-    "GpuAnalysis",
-    "GpuDevice",
-    "GpuSample",
-    "GpuSection",
-    "GpuWindow",
-    "HostContention",
-    "HostSample",
-    "HostSection",
-    "IdleAttribution",
-    "ScaleOut",
-    "ScaleOutPrediction",
-    "ServiceBlocker",
-    "ServiceMeasurement",
-    "WatchAlert",
-    "WatchSection",
-    "WatchWindow",
-    "ModelTrial",
-    "TopOp",
-    "BALANCED",
-    "BLOCKER_LOCAL_PATH",
-    "BLOCKER_PYTHON",
-    "BLOCKER_REFUSED",
-    "COMPUTE_BOUND",
-    "COST_CONTENTION",
-    "COST_FETCH",
-    "COST_WAIT",
-    "ComputeAloneSource",
-    "CostPart",
-    "DataPassReason",
-    "ESTIMATED",
-    "ExitStatus",
-    "FROM_ASSUMED_NETWORK",
-    "FROM_CLUSTER",
-    "FROM_LOCAL_SERVICE",
-    "FROM_PIPELINE_ALONE",
-    "FROM_STAGE_TIMING",
-    "GpuIdleCause",
-    "INPUT_BOUND",
-    "KERAS_PASS",
-    "LIMITED_BY_COMPUTE",
-    "LIMITED_BY_LOCAL",
-    "LIMITED_BY_TRANSFER",
-    "MEASURED",
-    "NO_TRAIN_STEP",
-    "SERVICE_CLUSTER",
-    "SERVICE_LOCAL",
-    "StepLabel",
-    "StopReason",
-    "SuggestionKind",
-    "TrainStyle",
-    "UNCERTAIN",
-    "UNKNOWN",
-    "VerdictLabel",
-    "WARMUP",
-]
+from pipediag.report.watch import WatchSection
 
 # What each version changed, and how older reports are converted: `report/io.py`.
 SCHEMA_VERSION = 8

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from pipediag.report.fixes import VECTORIZED_MAP_WORDS, fix_words
-from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNCERTAIN, StageStats
-from pipediag.report.stages import AUTOTUNE
+from pipediag.report.stages import AUTOTUNE, StageStats
+from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNCERTAIN
 
 NO_VERDICT = "NO VERDICT"
 VERDICT_TITLES = {

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from pipediag.report.model import StageStats
-from pipediag.report.stages import AUTOTUNE
+from pipediag.report.stages import AUTOTUNE, StageStats
 from pipediag.report.vocabulary import (
     KIND_BATCH,
     KIND_CACHE,

@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from pipediag.clock import Clock, Quiet
 from pipediag.config import RunConfig
-from pipediag.report.model import GpuSection, HostSection
 from pipediag.report.reasons import Reason
+from pipediag.report.samples import GpuSection, HostSection
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.samplers.host import HostSampler
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_GPU_INTERVAL_S, DEFAULT_MAX_SAMPLES
-from pipediag.report.model import GpuSample, GpuSection
 from pipediag.report.reasons import Reason
+from pipediag.report.samples import GpuSample, GpuSection
 from pipediag.samplers.base import ThreadedSampler, mean_int_or_none, mean_or_none
 from pipediag.samplers.nvml_devices import NvmlDevices
 from pipediag.samplers.nvml_readings import NvmlReader

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_HOST_INTERVAL_S, DEFAULT_MAX_SAMPLES
-from pipediag.report.model import HostSample, HostSection
 from pipediag.report.reasons import Reason
+from pipediag.report.samples import HostSample, HostSection
 from pipediag.samplers.base import ThreadedSampler, describe_error, mean_int_or_none, mean_or_none
 
 if TYPE_CHECKING:

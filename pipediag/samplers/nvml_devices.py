@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pipediag.clock import Clock, wall_minus_clock
-from pipediag.report.model import GpuDevice
 from pipediag.report.reasons import Reason, ReasonCode
+from pipediag.report.samples import GpuDevice
 from pipediag.report.vocabulary import UTIL_SOURCE_RATES, UTIL_SOURCE_SAMPLES
 from pipediag.samplers.base import describe_error
 

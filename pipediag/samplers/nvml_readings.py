@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pipediag.report.model import GpuSample
+from pipediag.report.samples import GpuSample
 from pipediag.samplers.nvml_devices import NvmlDevice, NvmlDevices
 
 T = TypeVar("T")

@@ -10,7 +10,18 @@ import os
 from collections.abc import Sequence
 
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, cpu_busy_pct
-from pipediag.report.model import (
+from pipediag.report.model import Report
+from pipediag.report.names import stage_name
+from pipediag.report.reasons import Reason
+from pipediag.report.scale_out import (
+    ScaleOut,
+    ScaleOutPrediction,
+    ServiceBlocker,
+    ServiceMeasurement,
+)
+from pipediag.report.stage_facts import prefix_cost_s, upstream_of
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import (
     BLOCKER_LOCAL_PATH,
     BLOCKER_PYTHON,
     BLOCKER_REFUSED,
@@ -26,17 +37,9 @@ from pipediag.report.model import (
     LIMITED_BY_TRANSFER,
     SERVICE_CLUSTER,
     SERVICE_LOCAL,
-    Report,
-    ScaleOut,
-    ScaleOutPrediction,
-    ServiceBlocker,
-    ServiceMeasurement,
-    StageStats,
+    LimitedBy,
+    RateSource,
 )
-from pipediag.report.names import stage_name
-from pipediag.report.reasons import Reason
-from pipediag.report.stage_facts import prefix_cost_s, upstream_of
-from pipediag.report.vocabulary import LimitedBy, RateSource
 
 # The pipeline alone kept this share of the host's cores busy: no setting here makes it faster.
 PIPELINE_CORES_SHARE = 0.8

@@ -15,19 +15,18 @@ from pipediag.bench.structure import WalkedPipeline
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
-from pipediag.report.model import (
+from pipediag.report.model import PipelineBenchmark
+from pipediag.report.reasons import Reason
+from pipediag.report.scale_out import ScaleOut, ServiceBlocker, ServiceMeasurement
+from pipediag.report.stage_facts import upstream_of
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import (
     BLOCKER_PYTHON,
+    PARALLEL_EPOCHS,
     SERVICE_CLUSTER,
     SERVICE_LOCAL,
-    PipelineBenchmark,
-    ScaleOut,
-    ServiceBlocker,
-    ServiceMeasurement,
-    StageStats,
+    ServiceWhere,
 )
-from pipediag.report.reasons import Reason
-from pipediag.report.stage_facts import upstream_of
-from pipediag.report.vocabulary import PARALLEL_EPOCHS, ServiceWhere
 from pipediag.scale_out.analysis import (
     MIN_MOVED_SHARE,
     distribute_point,

@@ -17,7 +17,7 @@ from pipediag.bench.interleaved import Rounds, median_rate
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.fixes import fix_facts
-from pipediag.report.model import FixTrial, PipelineBenchmark
+from pipediag.report.model import PipelineBenchmark
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
 from pipediag.report.reasons import Reason
@@ -28,6 +28,7 @@ from pipediag.report.stage_facts import (
     upstream_of,
 )
 from pipediag.report.stages import StageStats
+from pipediag.report.trials import FixTrial
 from pipediag.training.stage_cost import (
     Searched,
     above_ceiling,

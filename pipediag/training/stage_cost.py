@@ -17,7 +17,6 @@ from pipediag.bench.interleaved import Rounds
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
-from pipediag.report.model import StageStats
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
     NO_OWN_WORK_KINDS,
@@ -25,6 +24,7 @@ from pipediag.report.stage_facts import (
     if_free_clearly_under,
     upstream_of,
 )
+from pipediag.report.stages import StageStats
 from pipediag.training.search import TryOne, run, run_at_once
 
 # A trial with less time than this cannot run its five rounds (`FixRounds` refuses it).

@@ -17,8 +17,8 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
-from pipediag.report.model import FixTrial
 from pipediag.report.reasons import Reason, error_line
+from pipediag.report.trials import FixTrial
 from pipediag.training.compute_alone import (
     compiled_train_function,
     step_variables,

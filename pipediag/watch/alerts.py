@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pipediag.report.model import WatchAlert, WatchWindow
+from pipediag.report.watch import WatchAlert, WatchWindow
 from pipediag.samplers.base import describe_error
 from pipediag.watch.windows import merge_windows
 

@@ -8,7 +8,7 @@ import os
 import time
 from typing import Any
 
-from pipediag.report.model import WatchWindow
+from pipediag.report.watch import WatchWindow
 
 RUN_NAME = "pipediag"
 SCALAR_PLUGIN = "scalars"

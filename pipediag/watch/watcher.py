@@ -11,7 +11,7 @@ from typing import Any
 
 from pipediag.clock import Clock
 from pipediag.config import DEFAULT_ALERT_INPUT_SHARE, WatchConfig
-from pipediag.report.model import WatchAlert, WatchSection, WatchWindow
+from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 from pipediag.samplers.base import describe_error
 from pipediag.timeline import RawStep, StepTimeline
 from pipediag.watch.alerts import AlertRule, AlertSinks, describe_hook

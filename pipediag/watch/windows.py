@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, Thresholds
 from pipediag.analysis.input_cost import label_of
-from pipediag.report.model import UNKNOWN, VerdictLabel, WatchWindow
+from pipediag.report.vocabulary import UNKNOWN, VerdictLabel
+from pipediag.report.watch import WatchWindow
 from pipediag.timeline import RawStep
 
 # 10,000 windows (a window per 100 steps over a million steps) keep the report's watch

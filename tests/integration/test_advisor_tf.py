@@ -9,14 +9,9 @@ from typing import Any
 import pipelines  # tests/ is on sys.path under pytest (rootdir-relative prepend)
 import pytest
 
-from pipediag.analysis.advisor import (
-    advise,
-)
-from pipediag.report.model import (
-    COMPUTE_BOUND,
-)
+from pipediag.analysis.advisor import advise
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import GAIN_ON_TRAINING
+from pipediag.report.vocabulary import COMPUTE_BOUND, GAIN_ON_TRAINING
 
 # --- real pipelines ------------------------------------------------------------------------------
 

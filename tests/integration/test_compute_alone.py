@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import pipediag
-from pipediag.report.model import ESTIMATED, MEASURED
 from pipediag.report.reasons import Reason
+from pipediag.report.vocabulary import ESTIMATED, MEASURED
 
 pytestmark = pytest.mark.tensorflow
 

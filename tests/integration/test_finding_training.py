@@ -14,8 +14,7 @@ import pytest
 
 import pipediag
 from pipediag.renderers.verdict_words import headline
-from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, UNKNOWN
-from pipediag.report.vocabulary import NO_VERDICT_NO_TRAINING
+from pipediag.report.vocabulary import KERAS_PASS, NO_TRAIN_STEP, NO_VERDICT_NO_TRAINING, UNKNOWN
 
 pytestmark = pytest.mark.tensorflow
 

@@ -19,8 +19,7 @@ from pipelines import bands_reached, input_bound_or_host_busy
 import pipediag
 from pipediag.renderers.cost_words import WAITS_NOT_TIMED
 from pipediag.renderers.verdict_words import headline
-from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND
-from pipediag.report.vocabulary import NO_VERDICT_NO_STEPS
+from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, NO_VERDICT_NO_STEPS
 
 pytestmark = pytest.mark.tensorflow
 

@@ -11,8 +11,7 @@ from pipelines import input_bound_or_host_busy
 
 import pipediag
 from pipediag.renderers.verdict_words import headline
-from pipediag.report.model import UNKNOWN
-from pipediag.report.vocabulary import NO_VERDICT_NO_TRAINING, NO_VERDICT_WAIT_NOT_MEASURED
+from pipediag.report.vocabulary import NO_VERDICT_NO_TRAINING, NO_VERDICT_WAIT_NOT_MEASURED, UNKNOWN
 
 pytestmark = pytest.mark.tensorflow
 

@@ -10,9 +10,7 @@ import pytest
 
 from pipediag.cli import main
 from pipediag.history import git_commit
-from pipediag.report.history import (
-    read_history,
-)
+from pipediag.report.history import read_history
 
 
 def test_git_commit_is_read_in_a_checkout_and_none_outside(tmp_path: Path) -> None:

@@ -26,14 +26,11 @@ from cli_runner import ENV
 from pipediag.bench.pipeline import benchmark_dataset
 from pipediag.bench.structure import walk
 from pipediag.config import RunConfig
-from pipediag.report.model import BLOCKER_LOCAL_PATH, BLOCKER_PYTHON, PipelineBenchmark
+from pipediag.report.model import PipelineBenchmark
+from pipediag.report.vocabulary import BLOCKER_LOCAL_PATH, BLOCKER_PYTHON
 from pipediag.scale_out.check import check_scale_out
 from pipediag.scale_out.local_files import find_local_files
-from pipediag.scale_out.service import (
-    LocalService,
-    ServiceError,
-    probe_dispatcher,
-)
+from pipediag.scale_out.service import LocalService, ServiceError, probe_dispatcher
 from pipediag.scale_out.train import train_through
 
 pytestmark = pytest.mark.tensorflow

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from pipediag.bench.structure import walk
-from pipediag.report.model import StageStats
 from pipediag.report.reasons import Reason
+from pipediag.report.stages import StageStats
 
 # A short budget per prefix keeps each pipeline under ~3 s.
 STAGE_BUDGET_S = 0.3

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from pipediag.bench.structure import effective_options, walk_pipeline
-from pipediag.report.model import PipelineOptions, StageSettings, StageStats
-from pipediag.report.stages import AUTOTUNE, UNBOUNDED
+from pipediag.report.model import PipelineOptions
+from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings, StageStats
 
 pytestmark = pytest.mark.tensorflow
 

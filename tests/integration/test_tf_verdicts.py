@@ -17,7 +17,7 @@ import pytest
 from pipelines import bands_reached, input_bound_or_host_busy
 
 import pipediag
-from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, WARMUP
+from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, WARMUP
 
 pytestmark = pytest.mark.tensorflow
 

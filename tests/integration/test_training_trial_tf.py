@@ -12,7 +12,7 @@ import pytest
 from pipediag.bench.structure import walk
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
-from pipediag.report.model import FixTrial
+from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
 from pipediag.training.prescription import order_for_search
 from pipediag.training.training_trial import with_training

@@ -17,7 +17,7 @@ from cli_runner import ENV, run_pipediag
 from synthetic_reports import FakeClock
 
 import pipediag
-from pipediag.report.model import INPUT_BOUND, UNKNOWN
+from pipediag.report.vocabulary import INPUT_BOUND, UNKNOWN
 
 pytestmark = pytest.mark.tensorflow
 

@@ -14,33 +14,29 @@ from pipediag.analysis.advisor import advise
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    FixTrial,
     Gain,
-    HostSample,
-    HostSection,
     PipelineBenchmark,
     PipelineOptions,
     Report,
-    StageSettings,
-    StageStats,
     StepRecord,
     Suggestion,
     TrainSection,
-    TrialFacts,
     Verdict,
 )
 from pipediag.report.reasons import Reason
+from pipediag.report.samples import HostSample, HostSection
 from pipediag.report.stage_facts import cache_point
-from pipediag.report.stages import AUTOTUNE
+from pipediag.report.stages import AUTOTUNE, StageSettings, StageStats
+from pipediag.report.trials import FixTrial, TrialFacts
 from pipediag.report.vocabulary import (
+    BALANCED,
     BLOCKED_BY_OPTION,
     BLOCKED_BY_STATE,
+    COMPUTE_BOUND,
     GAIN_HELD,
     GAIN_ON_TRAINING,
     GAIN_PIPELINE_ALONE,
+    INPUT_BOUND,
     AutoParallelBlocker,
     FixName,
 )
@@ -497,7 +493,7 @@ def test_a_measured_prefetch_gain_does_not_fire_when_tf_data_injects_one() -> No
 
 
 def _gpu_report(dominant: str, *, input_s: float, host_s: float, transfer_s: float) -> Report:
-    from pipediag.report.model import GpuAnalysis, IdleAttribution
+    from pipediag.report.samples import GpuAnalysis, IdleAttribution
 
     idle = input_s + host_s + transfer_s
     analysis = GpuAnalysis(

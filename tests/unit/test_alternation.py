@@ -26,13 +26,10 @@ from pipediag.analysis.paired import (
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Quiet
-from pipediag.report.model import ComputeAlone, FixTrial, RateBlock
+from pipediag.report.model import ComputeAlone, RateBlock
+from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import QUIET_TRAINING_BLOCK, STEP_ALONE_BLOCK, TRAINING_BLOCK
-from pipediag.training.alternation import (
-    WARMUP_STEPS,
-    Alternation,
-    block_steps_for,
-)
+from pipediag.training.alternation import WARMUP_STEPS, Alternation, block_steps_for
 from pipediag.training.budget import PULL, BudgetServer, CachedBatch
 from pipediag.training.prescription import with_training_results
 
@@ -466,7 +463,7 @@ def test_a_whole_pipeline_held_faster_than_every_step_alone_block_bounds_the_cos
     from pipediag.analysis.alternation import held_beyond_step_alone
     from pipediag.renderers.answer import render_answer
     from pipediag.renderers.text import render_text
-    from pipediag.report.model import StageStats
+    from pipediag.report.stages import StageStats
 
     # GIVEN step-alone blocks at most 104 steps/s, and the output stage (the whole pipeline)
     # held in memory training at 150: over 104 x 1.05

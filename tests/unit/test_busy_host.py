@@ -15,20 +15,22 @@ from pipediag.analysis.host_contention import other_processes_cores
 from pipediag.renderers.text import render_text
 from pipediag.renderers.verdict_words import cost_headline, verdict_line
 from pipediag.report.model import (
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    UNCERTAIN,
     ComputeAlone,
     EpochStart,
-    HostSample,
-    HostSection,
     PipelineBenchmark,
     RateBlock,
     Report,
-    StageStats,
     TrainSection,
 )
-from pipediag.report.vocabulary import STEP_ALONE_BLOCK, TRAINING_BLOCK
+from pipediag.report.samples import HostSample, HostSection
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import (
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    STEP_ALONE_BLOCK,
+    TRAINING_BLOCK,
+    UNCERTAIN,
+)
 from pipediag.timeline import RawStep
 
 ORIGIN = 100.0

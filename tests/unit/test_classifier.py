@@ -5,22 +5,18 @@ from __future__ import annotations
 import pytest
 
 from pipediag.analysis.classifier import build_train_section, judge, label_step
-from pipediag.report.model import (
+from pipediag.report.model import ComputeAlone, DataPass, PipelineBenchmark
+from pipediag.report.vocabulary import (
     BALANCED,
     COMPUTE_BOUND,
     INPUT_BOUND,
     NO_TRAIN_STEP,
-    UNKNOWN,
-    WARMUP,
-    ComputeAlone,
-    DataPass,
-    PipelineBenchmark,
-)
-from pipediag.report.vocabulary import (
     NO_VERDICT_NO_STEPS,
     NO_VERDICT_NO_TRAINING,
     NO_VERDICT_WAIT_NOT_MEASURED,
     NO_VERDICT_WARMUP_ONLY,
+    UNKNOWN,
+    WARMUP,
 )
 from pipediag.timeline import RawStep
 

@@ -29,7 +29,8 @@ from pipediag.renderers import REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.text import render_text
 from pipediag.report.history import read_history
 from pipediag.report.io import load_report
-from pipediag.report.model import INPUT_BOUND, ExitInfo
+from pipediag.report.model import ExitInfo
+from pipediag.report.vocabulary import INPUT_BOUND
 from pipediag.runner import RunOutcome
 from pipediag.session import DiagnosticSession
 

@@ -17,16 +17,9 @@ from pipediag.cli import main
 from pipediag.renderers.compare_png import render_comparison_png
 from pipediag.renderers.compare_text import render_comparison
 from pipediag.report.io import load_report, save_report
-from pipediag.report.model import (
-    BALANCED,
-    INPUT_BOUND,
-    CostSplit,
-    Gain,
-    Report,
-    StageStats,
-    Suggestion,
-)
-from pipediag.report.vocabulary import GAIN_ON_TRAINING
+from pipediag.report.model import CostSplit, Gain, Report, Suggestion
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import BALANCED, GAIN_ON_TRAINING, INPUT_BOUND
 
 
 def scaled(report: Report, factor: float) -> Report:

@@ -11,8 +11,10 @@ from pipediag.analysis.advisor import advise
 from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.answer import the_change
 from pipediag.renderers.text import render_text
-from pipediag.report.model import Report, StageStats, TrialFacts
+from pipediag.report.model import Report
 from pipediag.report.reasons import Reason
+from pipediag.report.stages import StageStats
+from pipediag.report.trials import TrialFacts
 from pipediag.report.vocabulary import GAIN_ON_TRAINING
 
 
@@ -74,7 +76,7 @@ def test_a_compute_bound_run_gets_no_cost_advice() -> None:
 
 
 def _with_thread_cap(training_speedup: float) -> object:
-    from pipediag.report.model import FixTrial
+    from pipediag.report.trials import FixTrial
 
     report = synthetic_cost_report(wait=0.04, contention=0.40)
     cap = FixTrial(

@@ -13,9 +13,10 @@ from pipediag.renderers.model_words import change_lines
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report import io
-from pipediag.report.model import COMPUTE_BOUND, ComputeAlone, Report
+from pipediag.report.model import ComputeAlone, Report
 from pipediag.report.model_side import DEVICE_COPY, ModelTrial
 from pipediag.report.reasons import Reason
+from pipediag.report.vocabulary import COMPUTE_BOUND
 from pipediag.training.device_copy import (
     DEVICE_COPY_CODE,
     copy_share,

@@ -13,8 +13,8 @@ from pipediag.report.fixes import (
     FIX_THREAD_CAP,
     fix_words,
 )
-from pipediag.report.model import StageStats
 from pipediag.report.prescription import StageChange
+from pipediag.report.stages import StageStats
 from pipediag.training.prescription import bounded_out
 
 

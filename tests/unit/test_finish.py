@@ -12,7 +12,8 @@ import pipediag.renderers
 from pipediag.errors import UsageError
 from pipediag.finish import check_writable, exit_info_of, finish, stop_reason_of
 from pipediag.interrupts import EXIT_INTERRUPTED, EXIT_TERMINATED, TerminationRequested
-from pipediag.report.model import ExitInfo, Report, StopReason
+from pipediag.report.model import ExitInfo, Report
+from pipediag.report.vocabulary import StopReason
 from pipediag.timeline import StepBudgetReached
 
 

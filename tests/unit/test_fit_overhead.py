@@ -11,7 +11,7 @@ from synthetic_reports import FakeClock, synthetic_report
 from pipediag.analysis.advice_context import build_context
 from pipediag.analysis.run_terms import trial_in_run_terms
 from pipediag.hooks.fit_overhead import TrainFunctionTimer
-from pipediag.report.model import FixTrial
+from pipediag.report.trials import FixTrial
 
 
 class _Model:

@@ -33,20 +33,22 @@ from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
 from pipediag.analysis.host_contention import host_contention
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import from_dict, to_dict
-from pipediag.report.model import (
-    COMPUTE_BOUND,
-    INPUT_BOUND,
+from pipediag.report.model import TrainSection, Verdict
+from pipediag.report.reasons import Reason
+from pipediag.report.samples import (
     GpuDevice,
     GpuSample,
     GpuSection,
     GpuWindow,
     HostSample,
     HostSection,
-    TrainSection,
-    Verdict,
 )
-from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import OVER_MEASURED_STEPS, OVER_WHOLE_RUN
+from pipediag.report.vocabulary import (
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    OVER_MEASURED_STEPS,
+    OVER_WHOLE_RUN,
+)
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.timeline import RawStep
 

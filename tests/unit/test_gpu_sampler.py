@@ -17,8 +17,9 @@ import pipediag.samplers.base as base
 from pipediag.clock import MONOTONIC
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import dumps, from_dict, to_dict
-from pipediag.report.model import GpuDevice, Report
+from pipediag.report.model import Report
 from pipediag.report.reasons import Reason
+from pipediag.report.samples import GpuDevice
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.samplers.nvml_devices import select_visible_devices
 

@@ -13,13 +13,14 @@ from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
 from pipediag.renderers.hardware_words import contention_text, gpu_idle_text
 from pipediag.renderers.text import render_text
-from pipediag.report.model import GpuAnalysis, GpuIdleCause, HostContention, IdleAttribution
 from pipediag.report.reasons import Reason
+from pipediag.report.samples import GpuAnalysis, HostContention, IdleAttribution
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
     BUSY_UTILIZATION,
     OVER_MEASURED_STEPS,
     OVER_WHOLE_RUN,
+    GpuIdleCause,
 )
 
 CONTENDED = HostContention(

@@ -13,8 +13,8 @@ from synthetic_reports import FakeClock
 
 from pipediag.clock import MONOTONIC, Quiet
 from pipediag.renderers.reason_words import reason_words
-from pipediag.report.model import HostSample
 from pipediag.report.reasons import Reason
+from pipediag.report.samples import HostSample
 from pipediag.samplers.base import DecimatingBuffer
 from pipediag.samplers.host import HostSampler, cpu_percentages, merge_host_samples
 

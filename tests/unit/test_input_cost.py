@@ -9,29 +9,26 @@ from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.input_cost import epoch_start_stage
 from pipediag.renderers.verdict_words import cost_headline, verdict_line
 from pipediag.report.model import (
+    ComputeAlone,
+    EpochStart,
+    PipelineBenchmark,
+    RateBlock,
+    TrainSection,
+)
+from pipediag.report.samples import HostSample, HostSection
+from pipediag.report.stages import LatencyStats, StageSettings, StageStats
+from pipediag.report.vocabulary import (
     BALANCED,
     COMPUTE_BOUND,
+    CONTENDS_FOR_CORES,
+    CONTENDS_FOR_GIL,
     COST_CONTENTION,
+    COST_EPOCH_START,
     COST_FETCH,
     COST_WAIT,
     ESTIMATED,
     INPUT_BOUND,
     MEASURED,
-    ComputeAlone,
-    EpochStart,
-    HostSample,
-    HostSection,
-    LatencyStats,
-    PipelineBenchmark,
-    RateBlock,
-    StageSettings,
-    StageStats,
-    TrainSection,
-)
-from pipediag.report.vocabulary import (
-    CONTENDS_FOR_CORES,
-    CONTENDS_FOR_GIL,
-    COST_EPOCH_START,
     STEP_ALONE_BLOCK,
     TRAINING_BLOCK,
 )

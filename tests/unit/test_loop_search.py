@@ -16,16 +16,10 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.renderers.reason_words import reason_words
-from pipediag.report.model import StageStats
+from pipediag.report.stages import StageStats
 from pipediag.training.budget import PULL, BudgetServer, LoopWork
 from pipediag.training.loop_search import HoldPlan, LoopSearch
-from pipediag.training.stage_cost import (
-    Searched,
-    StageSearch,
-    held_ceiling,
-    search,
-    with_freed,
-)
+from pipediag.training.stage_cost import Searched, StageSearch, held_ceiling, search, with_freed
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 SLOW_S = 0.020  # a batch of the unchanged pipeline

@@ -25,7 +25,7 @@ from pipediag.renderers.model_words import change_lines, model_lines, ranked
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report import io
-from pipediag.report.model import BALANCED, COMPUTE_BOUND, INPUT_BOUND, ComputeAlone, Report
+from pipediag.report.model import ComputeAlone, Report
 from pipediag.report.model_side import (
     DEVICE_COPY,
     HOST_GAP,
@@ -38,7 +38,7 @@ from pipediag.report.model_side import (
     TopOp,
 )
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import VerdictLabel
+from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, VerdictLabel
 from pipediag.training.model_side import SPE_MAX_STEPS, SPE_MIN_STEPS, guarded, spe_steps
 from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
 from pipediag.training.step_rounds import FitFacts, Side, measure, slice_seconds, trial_result

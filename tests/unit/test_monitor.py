@@ -26,8 +26,8 @@ from pipediag.monitor import Monitor, monitor
 from pipediag.renderers import REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.hardware_words import gpu_idle_text
 from pipediag.report import load_report
-from pipediag.report.model import COMPUTE_BOUND, INPUT_BOUND, WARMUP
 from pipediag.report.reasons import Reason
+from pipediag.report.vocabulary import COMPUTE_BOUND, INPUT_BOUND, WARMUP
 
 NO_SAMPLERS = RunConfig(warmup_steps=2, measured_steps=None, sample_host=False, sample_gpu=False)
 

@@ -9,7 +9,9 @@ import pytest
 
 from pipediag.analysis import noise
 from pipediag.analysis.noise import Estimate, NoiseRules
-from pipediag.report.model import COMPUTE_BOUND, WARMUP, LatencyStats, StepRecord
+from pipediag.report.model import StepRecord
+from pipediag.report.stages import LatencyStats
+from pipediag.report.vocabulary import COMPUTE_BOUND, WARMUP
 
 
 def _steps(durations: list[float], wait_share: float = 0.5, warmup: int = 0) -> list[StepRecord]:

@@ -7,13 +7,7 @@ import math
 
 import pytest
 
-from pipediag.analysis.paired import (
-    TRIAL_MIN_ROUNDS,
-    disturbed,
-    log_interval,
-    ratio_figure,
-    t90,
-)
+from pipediag.analysis.paired import TRIAL_MIN_ROUNDS, disturbed, log_interval, ratio_figure, t90
 from pipediag.bench.interleaved import STOP_GAIN, stop_reason
 
 

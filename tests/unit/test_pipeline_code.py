@@ -6,8 +6,8 @@ import dataclasses
 
 from pipediag.analysis.pipeline_code import rewritten_chain
 from pipediag.report.fixes import SEMANTICS_BATCHED, SEMANTICS_HOIST_CACHE, fix_words
-from pipediag.report.model import StageSettings, StageStats
 from pipediag.report.prescription import CodeLine, StageChange
+from pipediag.report.stages import StageSettings, StageStats
 
 
 def _mnist_chain() -> list[StageStats]:

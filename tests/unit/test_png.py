@@ -34,24 +34,20 @@ from pipediag.renderers.suggestion_words import best_fix, best_fix_figure
 from pipediag.renderers.summary import key_figures
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
-from pipediag.report.model import (
-    COMPUTE_BOUND,
-    COST_CONTENTION,
-    INPUT_BOUND,
-    UNKNOWN,
-    Gain,
-    GpuSection,
-    HostSection,
-    PhaseSpan,
-    PhaseVerdict,
-    Report,
-    StageStats,
-    StepRecord,
-    Suggestion,
-)
+from pipediag.report.model import Gain, PhaseSpan, PhaseVerdict, Report, StepRecord, Suggestion
 from pipediag.report.names import NO_VERDICT
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import COST_EPOCH_START, GAIN_PIPELINE_ALONE, NO_VERDICT_NO_STEPS
+from pipediag.report.samples import GpuSection, HostSection
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import (
+    COMPUTE_BOUND,
+    COST_CONTENTION,
+    COST_EPOCH_START,
+    GAIN_PIPELINE_ALONE,
+    INPUT_BOUND,
+    NO_VERDICT_NO_STEPS,
+    UNKNOWN,
+)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LONG_RUN_STEPS = 10_000

@@ -30,17 +30,7 @@ from pipediag.renderers.prescription_words import (
 )
 from pipediag.renderers.text import render_text
 from pipediag.report.fixes import FIX_CACHE, FIX_MAP_FUSION, FIX_PARALLEL_MAP, FIX_PREFETCH
-from pipediag.report.model import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    ComputeAlone,
-    Gain,
-    Report,
-    StageStats,
-    Suggestion,
-    VerdictLabel,
-)
+from pipediag.report.model import ComputeAlone, Gain, Report, Suggestion
 from pipediag.report.model_side import (
     DEVICE_COPY,
     HOST_GAP,
@@ -54,7 +44,14 @@ from pipediag.report.model_side import (
 )
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import GAIN_ON_TRAINING
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import (
+    BALANCED,
+    COMPUTE_BOUND,
+    GAIN_ON_TRAINING,
+    INPUT_BOUND,
+    VerdictLabel,
+)
 
 PYTHON_GAP = "host: Python (outside TensorFlow's calls)"
 LAUNCH_GAP = "host: launch overhead and time between ops"

@@ -15,8 +15,10 @@ from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.whatif import FixPipelines
 from pipediag.renderers.reason_words import reason_words
-from pipediag.report.model import FixTrial, PipelineBenchmark, StageSettings, StageStats
+from pipediag.report.model import PipelineBenchmark
 from pipediag.report.reasons import Reason
+from pipediag.report.stages import StageSettings, StageStats
+from pipediag.report.trials import FixTrial
 from pipediag.training.prescription import (
     COMBINED,
     PipelineSearch,
@@ -349,7 +351,7 @@ def test_the_search_order_is_the_pipeline_alone_gain_and_bounded_rewrites_are_sk
 def test_a_kept_vectorise_through_vectorized_map_is_written_so() -> None:
     from pipediag.bench.candidate import Candidate
     from pipediag.report.fixes import SEMANTICS_VECTORIZED_MAP
-    from pipediag.report.model import TrialFacts
+    from pipediag.report.trials import TrialFacts
 
     # GIVEN a vectorise whose check passed only through tf.vectorized_map, kept on training
     facts = TrialFacts(vectorized_map=True, element_unpacked=True)

@@ -15,9 +15,11 @@ from pipediag.analysis.run_terms import with_prescription_in_run_terms
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
 from pipediag.renderers.text import render_text
-from pipediag.report.model import FixTrial, Gain, Report, StageStats, TrialFacts
+from pipediag.report.model import Gain, Report
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
 from pipediag.report.reasons import Reason
+from pipediag.report.stages import StageStats
+from pipediag.report.trials import FixTrial, TrialFacts
 from pipediag.report.vocabulary import GAIN_HELD, GAIN_INPUT_FREE, GAIN_ON_TRAINING
 
 

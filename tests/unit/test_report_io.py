@@ -19,33 +19,32 @@ from pipediag.renderers.text import render_text
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.io import dumps, from_dict, load_report, save_report, to_dict
 from pipediag.report.model import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    NO_TRAIN_STEP,
     SCHEMA_VERSION,
-    UNKNOWN,
-    WARMUP,
     DataPass,
     Gain,
     PipelineOptions,
     Report,
-    StageSettings,
-    StepLabel,
     StepRecord,
     TrainSection,
-    TrialFacts,
 )
 from pipediag.report.names import NO_VERDICT, verdict_title
 from pipediag.report.reasons import Reason
-from pipediag.report.stages import AUTOTUNE, UNBOUNDED
+from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
+from pipediag.report.trials import TrialFacts
 from pipediag.report.vocabulary import (
+    BALANCED,
+    COMPUTE_BOUND,
+    INPUT_BOUND,
+    NO_TRAIN_STEP,
     NO_VERDICT_NO_STEPS,
     NO_VERDICT_NO_TRAINING,
     NO_VERDICT_UNKNOWN,
     NO_VERDICT_WAIT_NOT_MEASURED,
     NO_VERDICT_WARMUP_ONLY,
     OVER_WHOLE_RUN,
+    UNKNOWN,
+    WARMUP,
+    StepLabel,
 )
 
 
@@ -61,7 +60,7 @@ def test_round_trip(tmp_path: Path, with_gpu: bool) -> None:
 def test_a_vectorise_through_vectorized_map_round_trips(tmp_path: Path) -> None:
     import dataclasses
 
-    from pipediag.report.model import FixTrial
+    from pipediag.report.trials import FixTrial
 
     facts = TrialFacts(
         sample_elements=64,

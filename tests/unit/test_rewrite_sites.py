@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pipediag.bench.fix_candidates import fix_candidates
-from pipediag.report.model import PipelineOptions, StageStats
+from pipediag.report.model import PipelineOptions
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import rewrite_site
+from pipediag.report.stages import StageStats
 
 
 def _sequential_map(**changes: object) -> list[StageStats]:

@@ -19,9 +19,10 @@ from pipediag.analysis.run_terms import (
     with_prescription_in_run_terms,
 )
 from pipediag.renderers.prescription_words import rewrites_lines
-from pipediag.report.model import FixTrial, Report, TrialFacts
+from pipediag.report.model import Report
 from pipediag.report.prescription import PrescribedChange, Prescription
 from pipediag.report.reasons import Reason
+from pipediag.report.trials import FixTrial, TrialFacts
 
 # fit's steps at 20 steps/s (50 ms); the trials' train function at 25 steps/s (40 ms): fit
 # adds 10 ms a step, as measured around its train function

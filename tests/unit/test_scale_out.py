@@ -15,7 +15,11 @@ from synthetic_reports import CostEvidence, synthetic_cost_report
 from pipediag.renderers.scale_out import scale_out_lines
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
-from pipediag.report.model import (
+from pipediag.report.model import Report
+from pipediag.report.reasons import Reason
+from pipediag.report.scale_out import ScaleOut, ServiceMeasurement
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import (
     BLOCKER_LOCAL_PATH,
     BLOCKER_PYTHON,
     COMPUTE_BOUND,
@@ -27,12 +31,7 @@ from pipediag.report.model import (
     LIMITED_BY_COMPUTE,
     LIMITED_BY_LOCAL,
     LIMITED_BY_TRANSFER,
-    Report,
-    ScaleOut,
-    ServiceMeasurement,
-    StageStats,
 )
-from pipediag.report.reasons import Reason
 from pipediag.scale_out.analysis import (
     ASSUMED_NETWORK_BYTES_PER_S,
     distribute_point,

@@ -21,7 +21,7 @@ from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
-from pipediag.report.model import StageStats
+from pipediag.report.stages import StageStats
 from pipediag.training.stage_cost import Searched, freed_from, search, with_freed
 
 

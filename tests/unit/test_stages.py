@@ -14,7 +14,7 @@ from pipediag.bench.stages import (
     pick_bottleneck,
 )
 from pipediag.bench.structure import Stage
-from pipediag.report.model import StageStats
+from pipediag.report.stages import StageStats
 
 
 def _stage(index: int, kind: str, inputs: list[int], batch_size: int | None = None) -> Stage:

@@ -33,36 +33,36 @@ from pipediag.renderers.suggestion_words import (
 from pipediag.renderers.verdict_words import headline, phase_text, verdict_line
 from pipediag.report.io import load_report, to_dict
 from pipediag.report.model import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    KERAS_PASS,
-    NO_TRAIN_STEP,
-    UNKNOWN,
-    WARMUP,
     DataPass,
     ExitInfo,
     Gain,
     PipelineBenchmark,
     Report,
-    StageStats,
-    StepLabel,
     StepRecord,
     Suggestion,
     TrainSection,
     Verdict,
 )
 from pipediag.report.names import NO_VERDICT, stage_name, verdict_title
+from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import (
+    BALANCED,
+    COMPUTE_BOUND,
     GAIN_HELD,
     GAIN_ON_TRAINING,
     GAIN_PIPELINE_ALONE,
+    INPUT_BOUND,
+    KERAS_PASS,
+    NO_TRAIN_STEP,
     NO_VERDICT_NO_STEPS,
     NO_VERDICT_NO_TRAINING,
     NO_VERDICT_UNKNOWN,
     NO_VERDICT_WAIT_NOT_MEASURED,
     NO_VERDICT_WARMUP_ONLY,
+    UNKNOWN,
+    WARMUP,
     NoVerdictReason,
+    StepLabel,
 )
 
 EXPECTED_LABELS = {

@@ -16,18 +16,11 @@ from pipediag.renderers.run_words import epoch_start_text
 from pipediag.renderers.text import render_text
 from pipediag.renderers.verdict_words import headline, phase_text
 from pipediag.report.io import from_dict, to_dict
-from pipediag.report.model import (
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    UNKNOWN,
-    EpochStart,
-    PhaseVerdict,
-    Report,
-    StageStats,
-)
+from pipediag.report.model import EpochStart, PhaseVerdict, Report
 from pipediag.report.names import NO_VERDICT, stage_name
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import NO_VERDICT_NO_STEPS
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import COMPUTE_BOUND, INPUT_BOUND, NO_VERDICT_NO_STEPS, UNKNOWN
 
 # Where a row's text starts: two spaces, a 16-wide label.
 INDENT = " " * 18

@@ -16,7 +16,8 @@ from pipediag.hooks.pass_origin import pass_origin
 from pipediag.hooks.tfdata import CustomLoopTracker
 from pipediag.hooks.train_evidence import WATCHED_VARIABLES, GradientWatch, changed
 from pipediag.renderers.run_words import data_pass_text
-from pipediag.report.model import KERAS_PASS, NO_TRAIN_STEP, DataPass, PipelineBenchmark
+from pipediag.report.model import DataPass, PipelineBenchmark
+from pipediag.report.vocabulary import KERAS_PASS, NO_TRAIN_STEP
 from pipediag.session import DiagnosticSession
 from pipediag.timeline import StepTimeline
 

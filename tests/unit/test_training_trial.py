@@ -19,16 +19,13 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
-from pipediag.report.model import FixTrial, StageSettings, StageStats, Suggestion, TrialFacts
+from pipediag.report.model import Suggestion
 from pipediag.report.reasons import Reason
+from pipediag.report.stages import StageSettings, StageStats
+from pipediag.report.trials import FixTrial, TrialFacts
 from pipediag.report.vocabulary import GAIN_ON_TRAINING, GAIN_PIPELINE_ALONE
 from pipediag.training.loop_search import LoopSearch
-from pipediag.training.training_trial import (
-    BUDGET_S,
-    TrialResults,
-    epoch_start_s,
-    with_training,
-)
+from pipediag.training.training_trial import BUDGET_S, TrialResults, epoch_start_s, with_training
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 

@@ -14,7 +14,8 @@ from pipediag.renderers.png import build_figure, render_png
 from pipediag.renderers.text import render_text
 from pipediag.renderers.watch_view import STRIP_WIDTH, group_windows, over_time_text
 from pipediag.report.io import from_dict, load_report, save_report, to_dict
-from pipediag.report.model import Report, WatchAlert, WatchSection, WatchWindow
+from pipediag.report.model import Report
+from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 from pipediag.watch.windows import label_by_wait_share
 
 

@@ -8,7 +8,8 @@ from synthetic_reports import FakeClock
 from watch_helpers import Said, make_watcher, train_steps
 
 from pipediag.config import WatchConfig
-from pipediag.report.model import INPUT_BOUND, UNKNOWN, WatchAlert
+from pipediag.report.vocabulary import INPUT_BOUND, UNKNOWN
+from pipediag.report.watch import WatchAlert
 from pipediag.timeline import StepTimeline
 from pipediag.watch.watcher import PENDING_MAX_S, Watcher
 

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipediag.report.model import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    UNKNOWN,
-    WatchWindow,
-)
+from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNKNOWN
+from pipediag.report.watch import WatchWindow
 from pipediag.timeline import RawStep
 from pipediag.watch.alerts import AlertRule
-from pipediag.watch.windows import (
-    WindowAccumulator,
-    WindowList,
-    label_by_wait_share,
-    merge_windows,
-)
+from pipediag.watch.windows import WindowAccumulator, WindowList, label_by_wait_share, merge_windows
 
 ORIGIN = 100.0
 

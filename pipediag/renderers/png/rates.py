@@ -23,8 +23,10 @@ from pipediag.renderers.png.text_fit import clip, note
 from pipediag.renderers.rate_words import ESTIMATED_WORD, rates
 from pipediag.renderers.run_words import deep_skipped_text
 from pipediag.renderers.stage_cost_words import costliest_stage, if_free_text
-from pipediag.report.model import COMPUTE_BOUND, Report, StageStats
+from pipediag.report.model import Report
 from pipediag.report.names import stage_name
+from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import COMPUTE_BOUND
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -27,8 +27,8 @@ from pipediag.renderers.png.style import (
 )
 from pipediag.renderers.png.text_fit import note
 from pipediag.renderers.verdict_words import phase_text
-from pipediag.report.model import UNKNOWN, WARMUP, PhaseVerdict, Report, StepRecord
-from pipediag.report.vocabulary import STEP_ALONE_BLOCK
+from pipediag.report.model import PhaseVerdict, Report, StepRecord
+from pipediag.report.vocabulary import STEP_ALONE_BLOCK, UNKNOWN, WARMUP
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
