@@ -211,7 +211,7 @@ def compare(
         dominant_idle_cause=attribution.dominant if attribution is not None else None,
         expected_cause=EXPECTED_CAUSE.get(scenario),
         gpu_reason=_reason_text(analysis),
-        notes=list(analysis.notes) if analysis is not None else [],
+        notes=[reason_words(n) for n in analysis.notes] if analysis is not None else [],
     )
 
 

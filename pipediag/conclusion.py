@@ -62,7 +62,7 @@ class Teller(Narration, Protocol):
     """A phase's narration, a line for the user only (the verdict), a note said once."""
 
     def log(self, message: str) -> None: ...
-    def note_once(self, message: str) -> None: ...
+    def note_once(self, reason: Reason) -> None: ...
 
 
 class Conclusion:
@@ -101,10 +101,7 @@ class Conclusion:
             return False  # how far to go on depends on time: workers could disagree
         decision = phases.measure_on(self._timeline, pipeline, self._config, self._clock.now())
         if decision == "outlasted":
-            self._say.note_once(
-                "the pipeline caches, but its first epoch outlasted the measuring bound: "
-                "the verdict describes epoch 1 only (--steps N measures more)"
-            )
+            self._say.note_once(Reason("cache-epoch-outlasted"))
         if decision != "extend":
             return False
         if not self._extended:

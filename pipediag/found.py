@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pipediag.analysis.classifier import build_train_section
 from pipediag.report.model import DataPass, TrainSection
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import (
     KERAS_FIT,
     LOOP_STYLES,
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
 class Notes(Protocol):
     """Where what the user should know goes, and the phase list (the session's)."""
 
-    def note(self, message: str) -> None: ...
-    def note_once(self, message: str) -> None: ...
+    def note(self, reason: Reason) -> None: ...
+    def note_once(self, reason: Reason) -> None: ...
     def add_phase(self, name: str, start: float, end: float) -> None: ...
 
 
@@ -74,15 +75,13 @@ class FoundTraining:
             self.style = style
             return True
         if style == KERAS_FIT and self.style in LOOP_STYLES:
-            self._say.note(
-                f"the script trained in a custom loop ({len(self._timeline)} steps) before "
-                "calling fit: fit's training is diagnosed"
-            )
+            self._say.note(Reason("loop-before-fit", value=len(self._timeline)))
             self.style = style
             self._timeline.clear()
             self._forget_loop()
             return True
-        self._say.note_once(f"the script trains both with {self.style} and {style}")
+        other = Reason("train-style", detail=style)
+        self._say.note_once(Reason("two-train-styles", detail=self.style, because=other))
         return False
 
     def data_pass(self, record: DataPass) -> bool:
@@ -145,10 +144,7 @@ class FoundTraining:
         """The report's train section; the steps' span joins the phase list."""
         raw = self._timeline.steps
         if self._timeline.merges:
-            self._say.note(
-                f"{len(self._timeline)} steps were kept as {len(raw)} records: older steps "
-                "were merged in pairs to bound memory (totals are exact)"
-            )
+            self._say.note(Reason("steps-merged", value=len(self._timeline), limit=len(raw)))
         if raw:
             self._say.add_phase("train", raw[0].start, raw[-1].end)
         return self.section(origin, phases)

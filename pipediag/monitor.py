@@ -17,7 +17,7 @@ from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import DEFAULT_OUT_DIR, RunConfig
 from pipediag.finish import exit_info_of, stop_reason_of, write_files
 from pipediag.report.model import ExitInfo, PipelineBenchmark, Report
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.vocabulary import StopReason
 from pipediag.session import DiagnosticSession
 
@@ -26,6 +26,8 @@ T = TypeVar("T")
 STYLE: Final = "custom-loop"  # steps timed around the caller's own `next()`
 _ITERATE = "iterate()"
 _MARKS = "explicit marks"
+# The note when a way of marking steps is ignored, the other one having come first.
+_IGNORED: Final[dict[str, ReasonCode]] = {_ITERATE: "iterate-ignored", _MARKS: "marks-ignored"}
 
 
 class Monitor:
@@ -174,7 +176,7 @@ class Monitor:
             yield
             return
         if self._open_start is not None:
-            self.session.note_once("a step() inside another step() was ignored")
+            self.session.note_once(Reason("nested-step"))
             yield
             return
         start = self._pending_start if self._pending_start is not None else self.clock.now()
@@ -237,10 +239,7 @@ class Monitor:
             self._mode = mode
         if self._mode == mode:
             return True
-        self.session.note_once(
-            f"steps are marked with {self._mode}; {mode} were ignored "
-            "(mixing them would count steps twice)"
-        )
+        self.session.note_once(Reason(_IGNORED[mode]))
         return False
 
     def _add(self, start: float, end: float, input_wait_s: float | None, epoch: int) -> None:
@@ -249,11 +248,8 @@ class Monitor:
         session = self.session
         session.mark_style(STYLE)
         if session.timeline.add(start, end, input_wait_s, epoch):
-            measured = self.config.measured_steps
-            session.note(
-                f"step budget reached ({self.config.warmup_steps} warm-up + {measured} measured "
-                "steps): the rest of the run was not recorded"
-            )
+            warmup, measured = self.config.warmup_steps, self.config.measured_steps
+            session.note(Reason("step-budget-reached", value=warmup, limit=measured))
             self._finish(ExitInfo("ok", 0), "step-budget")
 
     def _finish(self, exit_info: ExitInfo, stop_reason: StopReason) -> None:

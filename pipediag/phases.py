@@ -25,7 +25,7 @@ from pipediag.bench.whatif import FixPipelines, ForTraining, verify_fixes
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.report.model import ComputeAlone, PipelineBenchmark, Verdict
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.scale_out import ScaleOut
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import COST_CONTENTION, TrainStyle
@@ -63,18 +63,14 @@ MeasureOn = Literal["extend", "stop", "outlasted"]
 class Narration(Protocol):
     """What a phase tells: notes for the user and the report, the progress line, its span."""
 
-    def note(self, message: str) -> None: ...
+    def note(self, reason: Reason) -> None: ...
     def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None: ...
     def add_phase(self, name: str, start: float, end: float) -> None: ...
 
 
-# What failed where the stage holds on training could not run.
-_HOLDING = "holding the stages in memory on training"
-
-
-def _failed(say: Narration, what: str, exc: Exception) -> None:
+def _failed(say: Narration, failed: ReasonCode, exc: Exception) -> None:
     """A part of a phase failed: one note; what it measured stands, and later phases run."""
-    say.note(f"{what} failed ({type(exc).__name__}: {exc})")
+    say.note(Reason(failed, detail=f"{type(exc).__name__}: {exc}"))
 
 
 @dataclass(frozen=True)
@@ -278,7 +274,7 @@ def _examine_stages(
                 training=_for_training(on_training, kept, thread_cap),
             )
     except Exception as exc:
-        _failed(say, "the per-stage analysis", exc)
+        _failed(say, "stage-analysis-failed", exc)
         return DeepAnalysis(pipeline, walked=walked)
     examined = dataclasses.replace(pipeline, stages=stages, options=walked.options, trials=trials)
     if on_training is None or not stages:
@@ -360,7 +356,7 @@ def _stage_costs_on_fit(
                 ceiling=on_training.ceiling,
             )
     except Exception as exc:
-        _failed(say, _HOLDING, exc)
+        _failed(say, "stage-holds-failed", exc)
         return stages
 
 
@@ -376,7 +372,7 @@ def _hold_plan(
     try:
         copies = HeldCopies(walked, pipeline.batches_per_s)
     except Exception as exc:  # the stages keep their rates alone
-        _failed(say, _HOLDING, exc)
+        _failed(say, "stage-holds-failed", exc)
         return None
     if not copies.chain:
         return None
@@ -406,7 +402,7 @@ def _search_on_fit(
                 teardown=teardown.SHARED,
             )
     except Exception as exc:
-        _failed(say, "trying the fixes on training", exc)
+        _failed(say, "fix-trials-failed", exc)
         return pipeline
     finally:
         say.add_phase("training_trial", began, clock.now())
@@ -445,7 +441,7 @@ def scale_out_check(
             train=functools.partial(train_through, model, style, clock=clock),
         )
     except Exception as exc:
-        _failed(say, "the tf.data service check", exc)
+        _failed(say, "service-check-failed", exc)
         return None
     finally:
         say.add_phase("scale_out", began, clock.now())
@@ -517,7 +513,7 @@ def model_side(
             quiet_logs=quiet_logs or contextlib.nullcontext,
         )
     except Exception as exc:
-        _failed(say, "the model-side trials", exc)
+        _failed(say, "model-side-failed", exc)
         failed = Reason("failed", detail=type(exc).__name__)
         return dataclasses.replace(alone, model_side_reason=failed)
     finally:

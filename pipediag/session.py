@@ -28,6 +28,8 @@ from pipediag.hooks.host import HookGate
 from pipediag.hooks.keras_fit import FitTracker
 from pipediag.phases import DeepAnalysis, Seen, pipeline_alone
 from pipediag.progress import Progress
+from pipediag.renderers.hardware_words import sampler_note_lines
+from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.run_words import data_pass_text
 from pipediag.report.model import (
     ComputeAlone,
@@ -39,7 +41,7 @@ from pipediag.report.model import (
     Report,
     TaskInfo,
 )
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuSection, HostSection
 from pipediag.report.vocabulary import KERAS_FIT, NO_TRAINING, StopReason, TrainStyle
 from pipediag.scale_out.analysis import enrich_report as enrich_scale_out
@@ -61,15 +63,6 @@ from pipediag.version import __version__
 if TYPE_CHECKING:
     from pipediag.samplers import GpuSampler, HostSampler
     from pipediag.watch.watcher import Watcher
-
-
-# Every worker of a job runs the same train steps (collectives), so extra steps are counted,
-# not timed (docs/design.md, "Multi-worker jobs").
-LOCKSTEP_NOTE = (
-    "multi-worker job ({task}, {size} tasks): every worker must run the same train steps, so "
-    "the step budget counts steps only, compute alone runs a fixed number of steps, and no "
-    "fix is tried on training"
-)
 
 
 class DiagnosticSession:
@@ -116,7 +109,7 @@ class DiagnosticSession:
         )
         self.pipeline = PipelineBenchmark(measured=False, reason=Reason("no-dataset"))
         self._progress = Progress(log)
-        self._notes: list[str] = []
+        self._notes: list[Reason] = []
         self._benchmarked: set[int] = set()
         self._phases: dict[str, float] = {}
         self._spans: list[PhaseSpan] = []
@@ -155,7 +148,11 @@ class DiagnosticSession:
         self._started_wall = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         if self.lockstep:
             assert self.task is not None
-            self.note(LOCKSTEP_NOTE.format(task=self.task.name, size=self.task.cluster_size))
+            # Every worker of a job runs the same train steps (collectives), so extra steps are
+            # counted, not timed (docs/design.md, "Multi-worker jobs").
+            self.note(
+                Reason("multi-worker-job", detail=self.task.name, value=self.task.cluster_size)
+            )
         from pipediag.samplers import make_samplers
 
         self._samplers = make_samplers(self.config, self.clock, self.conclusion.quiet)
@@ -175,15 +172,17 @@ class DiagnosticSession:
             self._conclude_after_the_script()
         if self.style == NO_TRAINING and self._hooks is not None:
             for seen in self._hooks.function_loop.seen:
-                self.note(f"the script called {seen}: its steps could not be counted")
+                self.note(seen)
         self.found.release()
         if not teardown.drain():  # spent iterators released off the main thread (bench/)
-            self.note("some of pipediag's own iterators were still being released at the end")
+            self.note(Reason("iterators-still-releasing"))
         analysis_began = self.clock.now()
         self._progress.close()
         from pipediag.samplers import stop_samplers
 
-        host, gpu = stop_samplers(self._samplers, self.origin, self.log)
+        host, gpu = stop_samplers(self._samplers, self.origin)
+        for line in sampler_note_lines(host, gpu):
+            self.log(line)
         train = self.found.final_section(self.origin, self._phases)
         conclusion = self.conclusion
         report = Report(
@@ -217,13 +216,13 @@ class DiagnosticSession:
             watch=watch,
         )
 
-    def note(self, message: str) -> None:
-        self._notes.append(message)
-        self.log(message)
+    def note(self, reason: Reason) -> None:
+        self._notes.append(reason)
+        self.log(reason_words(reason))
 
-    def note_once(self, message: str) -> None:
-        if message not in self._notes:
-            self.note(message)
+    def note_once(self, reason: Reason) -> None:
+        if reason not in self._notes:
+            self.note(reason)
 
     def log(self, message: str) -> None:
         self._progress.message(message)
@@ -418,7 +417,7 @@ class DiagnosticSession:
             # (a verdict already said keeps its compute-alone run: this one is ignored)
             self._conclude(ComputeAlone(measured=False, reason=reason) if reason else None)
         except Exception as exc:
-            self.note(f"the analysis after the measured steps failed ({type(exc).__name__}: {exc})")
+            self.note(Reason("late-analysis-failed", detail=f"{type(exc).__name__}: {exc}"))
 
     def add_phase(self, name: str, start: float, end: float) -> None:
         """A phase of the diagnosis ran from `start` to `end`: on the report's phase list."""
@@ -426,20 +425,22 @@ class DiagnosticSession:
         self._spans.append(PhaseSpan(name, start - self.origin, end - start))
 
 
-def _analysed(report: Report, note: Callable[[str], None]) -> Report:
+def _analysed(report: Report, note: Callable[[Reason], None]) -> Report:
     """The report with each analysis and the advice; a bug in one costs only its own part."""
 
-    def guarded(what: str, step: Callable[[Report], Report], report: Report) -> Report:
+    def guarded(failed: ReasonCode, step: Callable[[Report], Report], report: Report) -> Report:
         try:
             return step(report)
         except Exception as exc:
-            note(f"{what} failed ({type(exc).__name__}: {exc}); it is left out")
+            note(Reason(failed, detail=f"{type(exc).__name__}: {exc}"))
             return report
 
-    report = guarded("the GPU analysis", enrich_report, report)
-    report = guarded("the scale-out prediction", enrich_scale_out, report)
-    report = guarded("the prescription's figures", with_prescription_in_run_terms, report)
-    return guarded("the advisor", lambda r: dataclasses.replace(r, suggestions=advise(r)), report)
+    report = guarded("gpu-analysis-failed", enrich_report, report)
+    report = guarded("scale-out-prediction-failed", enrich_scale_out, report)
+    report = guarded("prescription-figures-failed", with_prescription_in_run_terms, report)
+    return guarded(
+        "advisor-failed", lambda r: dataclasses.replace(r, suggestions=advise(r)), report
+    )
 
 
 def _environment(gpu: GpuSection) -> Environment:

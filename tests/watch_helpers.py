@@ -6,6 +6,7 @@ from __future__ import annotations
 from synthetic_reports import FakeClock
 
 from pipediag.config import WatchConfig
+from pipediag.report.reasons import Reason
 from pipediag.report.watch import WatchAlert
 from pipediag.timeline import StepTimeline
 from pipediag.watch.watcher import Watcher
@@ -18,7 +19,7 @@ class Said:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.notes: list[str] = []
+        self.notes: list[Reason] = []
 
 
 def make_watcher(

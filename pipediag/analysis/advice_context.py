@@ -127,9 +127,7 @@ def predict_end_to_end(
 ) -> float | None:
     """DS-Analyzer: new rate = min(compute alone, fixed pipeline), over the measured rate,
     discounted for shared cores; 1.0 when the CPU is saturated and the fix only adds threads."""
-    if pipeline_speedup is None or not ctx.pipeline_rate or not ctx.train_rate:
-        return None
-    if not ctx.compute_rate:
+    if pipeline_speedup is None or not (ctx.pipeline_rate and ctx.train_rate and ctx.compute_rate):
         return None
     if adds_threads and ctx.saturated:
         return 1.0
@@ -176,6 +174,16 @@ def verified_gain(trial: FixTrial | None) -> float | None:
 def verified_to_gain(trial: FixTrial | None) -> bool:
     speedup = verified_gain(trial)
     return speedup is not None and speedup >= VERIFIED_MIN_GAIN
+
+
+def share_fix(
+    rule_id: str, title: str, evidence: str, code: str, share: float | None
+) -> Suggestion:
+    """A fix that removes `share` of training time: at best 1 / (1 - share) as fast."""
+    estimate = None if share is None else 1.0 / max(1e-9, 1.0 - share)
+    return Suggestion(
+        id=rule_id, title=title, evidence=evidence, code=code, estimate=estimate, kind=FIX
+    )
 
 
 @dataclass(frozen=True)

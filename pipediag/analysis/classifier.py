@@ -216,7 +216,6 @@ def judge(
     elif label in (BALANCED, INPUT_BOUND) and measured is not None:
         # An interval across a band's lower edge claims only its low end's band.
         label = label_of(measured[0], high=high, moderate=moderate)
-    found = InputCost(found.cost, found.split, interval)
     severities: dict[str, Severity] = {
         INPUT_BOUND: SEVERITY_HIGH,
         BALANCED: SEVERITY_MODERATE,
@@ -243,7 +242,7 @@ def judge(
         compute_alone_reason=rates.reason if rates.source == ESTIMATED else None,
         cost_split=found.split,
         phases=phases_of(timed, compute_rate, high=high, moderate=moderate),
-        input_cost_interval=found.interval,
+        input_cost_interval=interval,
         busy_host_cores=others if busy is not None else None,
         uncertain_because=because,
         steps_to_tell=steps_to_tell,

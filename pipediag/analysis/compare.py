@@ -193,23 +193,6 @@ def compare_reports(base: Report, new: Report, rules: NoiseRules = DEFAULT_RULES
     )
 
 
-def judge(
-    base: Estimate | None,
-    new: Estimate | None,
-    rules: NoiseRules,
-    higher_better: bool | None,
-) -> tuple[noise.Interval | None, str]:
-    if base is None or new is None:
-        return None, MISSING
-    change = noise.interval(base, new, rules)
-    if noise.is_noise(change):
-        return change, NOISE
-    if higher_better is None:
-        return change, CHANGED
-    up = change.change > (1.0 if change.ratio else 0.0)
-    return change, FASTER if up == higher_better else SLOWER
-
-
 def _figure(
     name: str,
     unit: str,
@@ -218,7 +201,16 @@ def _figure(
     rules: NoiseRules,
     higher_better: bool | None,
 ) -> FigureChange:
-    change, judgement = judge(base, new, rules, higher_better)
+    change = None if base is None or new is None else noise.interval(base, new, rules)
+    if change is None:
+        judgement = MISSING
+    elif noise.is_noise(change):
+        judgement = NOISE
+    elif higher_better is None:
+        judgement = CHANGED
+    else:
+        up = change.change > (1.0 if change.ratio else 0.0)
+        judgement = FASTER if up == higher_better else SLOWER
     known = [e for e in (base, new) if e is not None]
     if any(e.se is None for e in known):
         how = noise.NO_SPREAD_HOW
@@ -241,10 +233,8 @@ def _figure(
 def _with_spread(
     value: float | None, spread: Estimate | None, *, log_scale: bool = True
 ) -> Estimate | None:
-    if value is None or (log_scale and value <= 0):
-        return None
-    if spread is None:
-        return noise.bare(value, log_scale=log_scale)
+    if spread is None or value is None or (log_scale and value <= 0):
+        return noise.bare(value, log_scale=log_scale)  # None where the value is not usable
     return Estimate(value, spread.se, log_scale=log_scale, how=spread.how)
 
 

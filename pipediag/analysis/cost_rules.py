@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipediag.analysis.advice_context import Context, stage_at, stage_cost_text, training_text
+from pipediag.analysis.advice_context import (
+    Context,
+    share_fix,
+    stage_at,
+    stage_cost_text,
+    training_text,
+)
 from pipediag.analysis.input_cost import python_stages, step_cores_of
 from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.analysis.run_terms import trial_in_run_terms
@@ -35,17 +41,6 @@ def _led_by(ctx: Context, part: CostPart) -> CostSplit | None:
     return split if split is not None and split.dominant == part else None
 
 
-def _cost_fix(rule_id: str, title: str, evidence: str, code: str, share: float) -> Suggestion:
-    return Suggestion(
-        id=rule_id,
-        title=title,
-        evidence=evidence,
-        code=code,
-        estimate=1.0 / max(1e-9, 1.0 - share),
-        kind=FIX,
-    )
-
-
 def _rates_text(ctx: Context) -> str:
     verdict = ctx.report.verdict
     train, compute = verdict.training_steps_per_s, verdict.compute_alone_steps_per_s
@@ -69,11 +64,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         return []
     if split.contention_kind == CONTENDS_FOR_GIL:
         return _gil_contention(ctx, rule_id, split)
-    wait = ctx.report.verdict.input_wait_fraction or 0.0
-    evidence = [
-        f"{_rates_text(ctx)}: input costs {split.contention:.0%} of training time through "
-        f"contention, yet the step waited only {wait:.0%} of the time"
-    ]
+    evidence = [_contention_text(ctx, split)]
     if split.pipeline_cores_busy is not None:
         busy = f"the pipeline kept {split.pipeline_cores_busy:.1f} more cores busy while training"
         if split.free_cores is not None:
@@ -113,17 +104,17 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     )
     title = "the input pipeline takes the cores the train step needs: make it cheaper"
     if measured is not None and measured >= VERIFIED_MIN_GAIN:
-        fix = _cost_fix(rule_id, title, text, code, split.contention)
+        fix = share_fix(rule_id, title, text, code, split.contention)
         return [replace(fix, gain=Gain(GAIN_ON_TRAINING, measured, interval))]
     # The cap is not the way: the costliest stage is, with what its hold gave training.
     costly = next((st for st in ctx.stages if st.bottleneck), None)
     if costly is None:
-        return [_cost_fix(rule_id, title, text, code, split.contention)]
+        return [share_fix(rule_id, title, text, code, split.contention)]
     text += f" Make it cheaper where it costs: {stage_cost_text(ctx, costly)}"
     if costly.random:
         text += " It draws random numbers, so a cache would repeat them every epoch."
     fix = replace(
-        _cost_fix(rule_id, f"make {stage_at(costly)} cheaper", text, code, split.contention),
+        share_fix(rule_id, f"make {stage_at(costly)} cheaper", text, code, split.contention),
         stage_index=costly.index,  # not `stage`: one contention fix to compare across runs
     )
     # The most it gives: its hold, or T/A where the hold read above it (the host's noise)
@@ -138,27 +129,32 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     return [replace(fix, evidence=text, gain=bound.gain)]
 
 
+def _contention_text(ctx: Context, split: CostSplit) -> str:
+    wait = ctx.report.verdict.input_wait_fraction or 0.0
+    return (
+        f"{_rates_text(ctx)}: input costs {split.contention:.0%} of training time through "
+        f"contention, yet the step waited only {wait:.0%} of the time"
+    )
+
+
 def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Suggestion]:
     """A cap on tf.data's threads does not release the interpreter lock."""
-    wait = ctx.report.verdict.input_wait_fraction or 0.0
     python = ", ".join(stage_name(s) for s in python_stages(ctx.stages)) or "its functions"
     free = "cores"
     if split.free_cores is not None:
         free = f"{split.free_cores:.1f} of {ctx.cores} cores"
     evidence = (
-        f"{_rates_text(ctx)}: input costs {split.contention:.0%} of training time through "
-        f"contention, yet the step waited only {wait:.0%} of the time and {free} were free "
-        f"while training. The pipeline runs Python ({python}), "
-        "which holds the interpreter lock the train step's own Python needs. Take the Python "
-        "out of the pipeline: port the function to TensorFlow ops, or run it once and write "
-        "its output to files the pipeline reads."
+        f"{_contention_text(ctx, split)} and {free} were free while training. The pipeline "
+        f"runs Python ({python}), which holds the interpreter lock the train step's own Python "
+        "needs. Take the Python out of the pipeline: port the function to TensorFlow ops, or "
+        "run it once and write its output to files the pipeline reads."
     )
     code = (
         "ds = ds.map(tf_ops_fn, num_parallel_calls=tf.data.AUTOTUNE)  # no py_function\n"
         "# or run the Python once: ds.save(path); later tf.data.Dataset.load(path)"
     )
     title = "the input pipeline's Python holds the interpreter lock the train step needs"
-    return [_cost_fix(rule_id, title, evidence, code, split.contention)]
+    return [share_fix(rule_id, title, evidence, code, split.contention)]
 
 
 def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
@@ -188,7 +184,7 @@ def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
         )
     )
     title = "each epoch makes a new iterator: one repeating iterator for the whole run"
-    return [_cost_fix(rule_id, title, evidence, code, split.epoch_start)]
+    return [share_fix(rule_id, title, evidence, code, split.epoch_start)]
 
 
 def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
@@ -207,10 +203,9 @@ def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
         f"{split.fetch:.0%} of training time. Pull fewer, larger batches: raise the batch "
         "size, or run several steps per Python call."
     )
-    fit = ctx.report.train.style == KERAS_FIT
     code = (
         "model.compile(..., steps_per_execution=32)  # 32 steps per call of the train function"
-        if fit
+        if ctx.report.train.style == KERAS_FIT
         else (
             "@tf.function\n"
             "def train_many(iterator, steps):\n"
@@ -221,7 +216,7 @@ def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
         )
     )
     title = "each step pulls one small batch: fewer, larger pulls"
-    return [_cost_fix(rule_id, title, evidence, code, split.fetch)]
+    return [share_fix(rule_id, title, evidence, code, split.fetch)]
 
 
 def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:

@@ -19,7 +19,7 @@ from pipediag.analysis.gpu_windows import (
     with_pcie,
 )
 from pipediag.report.model import StepRecord, TrainSection, Verdict, timed_steps
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuAnalysis, GpuSample, GpuSection, GpuWindow, IdleAttribution
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
@@ -55,6 +55,18 @@ DEFAULT_GPU_THRESHOLDS = GpuThresholds()
 _CONSTANT_EPSILON = 1e-9  # below this standard deviation Pearson r is undefined
 # Windows holding less of the measured step time describe a minority of the run: say so.
 LOW_COVERAGE_NOTE = 0.5
+# The sampler's notes on utilization readings: the likeliest why, where none succeeded (MIG
+# first: NVML gives no per-MIG utilization). A reading's failure whose error text names
+# utilization is not among them.
+_UTILIZATION_NOTES: frozenset[ReasonCode] = frozenset(
+    {
+        "gpu-mig-enabled",
+        "gpu-driver-samples-setup-failed",
+        "gpu-util-samples-unavailable",
+        "gpu-util-unavailable",
+        "no-util-reading-on-gpu",
+    }
+)
 
 
 def measured_steps(train: TrainSection) -> list[StepRecord]:
@@ -74,6 +86,11 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
         return None
     sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
     return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def _about_utilization(note: Reason) -> bool:
+    first = note.because if note.code == "repeated-failure" else note
+    return first is not None and first.code in _UTILIZATION_NOTES
 
 
 def _unavailable(reason: Reason) -> GpuAnalysis:
@@ -119,15 +136,12 @@ def analyze_gpu(
         if any(s.gpu_util_pct is not None or s.sm_active_pct is not None for s in samples)
     }
     if not with_readings:
-        about_util = [n for n in gpu.notes if "utilization" in n.lower()] or gpu.notes
-        return _unavailable(Reason("no-gpu-reading", detail=about_util[0] if about_util else ""))
-    notes: list[str] = []
+        about_util = [n for n in gpu.notes if _about_utilization(n)] or gpu.notes
+        return _unavailable(Reason("no-gpu-reading", because=about_util[0] if about_util else None))
+    notes: list[Reason] = []
     device = max(with_readings, key=lambda i: (_device_busy_mean(with_readings[i]), -i))
     if len(by_device) > 1:
-        notes.append(
-            f"GPU {device} analysed, the busiest of the {len(by_device)} GPUs sampled; "
-            "data-parallel GPUs idle together when input-bound"
-        )
+        notes.append(Reason("busiest-gpu-analysed", value=device, limit=len(by_device)))
     samples = sorted(with_readings[device], key=lambda s: s.t_s)
     source = _choose_source(samples, busy_metric, th)
     points = busy_points(samples, source)
@@ -143,10 +157,7 @@ def analyze_gpu(
         time_source = TIME_GPM if source == BUSY_SM_ACTIVE else TIME_DRIVER
     elif timed == {False}:
         time_source = TIME_TICKS
-        notes.append(
-            "no driver timestamps: utilization readings were placed at the sampler's ticks and "
-            f"merged into windows of at least {th.untimed_window_s:g} s"
-        )
+        notes.append(Reason("untimed-readings", limit=th.untimed_window_s))
     else:
         time_source = TIME_MIXED
     index = StepIndex(steps)
@@ -187,10 +198,7 @@ def analyze_gpu(
     in_windows = sum(w.step_coverage * length for w, length in pairs)
     coverage_fraction = clip01(in_windows / step_time) if step_time > 0 else None
     if coverage_fraction is not None and coverage_fraction < LOW_COVERAGE_NOTE:
-        notes.append(
-            f"GPU windows cover only {coverage_fraction:.0%} of the measured step time "
-            "(readings missing or failing during the run)"
-        )
+        notes.append(Reason("low-window-coverage", value=coverage_fraction))
     attribution = attribute_idle(windows, thresholds=th)
     busy = sum(w.gpu_busy_fraction * length for w, length in pairs) / sum(lengths)
     wait = sum(w.input_wait_fraction * w.step_coverage * length for w, length in pairs) / in_windows
@@ -201,15 +209,10 @@ def analyze_gpu(
             [w.input_wait_fraction for w in windows],
         )
         if r is None:
-            notes.append(
-                "GPU idle or input wait did not vary across windows: their correlation is "
-                "undefined (a steady run); the idle attribution still holds"
-            )
+            notes.append(Reason("steady-run"))
     else:
-        notes.append(
-            f"{len(windows)} windows are too few for a correlation "
-            f"(need {th.min_correlation_windows})"
-        )
+        limit = th.min_correlation_windows
+        notes.append(Reason("few-correlation-windows", value=len(windows), limit=limit))
     return GpuAnalysis(
         available=True,
         device_index=device,

@@ -153,7 +153,7 @@ class StepIndex:
             inside = max(0.0, min(end, b) - max(start, a))
             covered += inside
             wait = min(step.input_wait_s or 0.0, step.duration_s)
-            if getattr(step, "count", 1) > 1:
+            if step.count > 1:
                 # A record that merges several steps (long runs, timeline.py) holds their
                 # total wait: spread it evenly rather than pile it up at the record's start.
                 waited += inside * (wait / step.duration_s if step.duration_s > 0 else 0.0)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pipediag.analysis.advice_context import CPU_SATURATED_PCT, Context
+from pipediag.analysis.advice_context import CPU_SATURATED_PCT, Context, share_fix
 from pipediag.analysis.gpu_causes import CAUSE_FIXES
 from pipediag.report.model import Suggestion
 from pipediag.report.vocabulary import FIX, NOTE
@@ -66,20 +66,10 @@ def check_gpu_idle_cause(ctx: Context, rule_id: str) -> list[Suggestion]:
         else f"{share:.0%} of the GPU's idle time was {cause.replace('-', ' ')}."
     )
     # Removing that idle time at best: busy share / (busy share + the rest of the idle time).
-    gain = None
+    removed = None
     if busy and attribution.window_s > 0:
-        idle_share = attribution.idle_s / attribution.window_s
-        gain = 1.0 / max(1e-9, 1.0 - idle_share * share)
-    return [
-        Suggestion(
-            id=rule_id,
-            title=title,
-            evidence=evidence,
-            code=code,
-            estimate=gain,
-            kind=FIX,
-        )
-    ]
+        removed = attribution.idle_s / attribution.window_s * share
+    return [share_fix(rule_id, title, evidence, code, removed)]
 
 
 def check_pipeline_fine(ctx: Context, rule_id: str) -> list[Suggestion]:

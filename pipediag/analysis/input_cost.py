@@ -331,16 +331,14 @@ def input_cost(
     rest = 1.0 - share
     cost = with_epoch_start(steps.cost, share)
     free = cpu.free_cores if cpu is not None else None
+    waits_timed = wait_source != WAIT_UNAVAILABLE
+    wait, contention, fetch = (part * rest for part in (steps.wait, steps.contention, steps.fetch))
     split = CostSplit(
-        wait=steps.wait * rest,
-        contention=steps.contention * rest,
-        fetch=steps.fetch * rest,
+        wait=wait,
+        contention=contention,
+        fetch=fetch,
         # Waits not timed: the wait part holds waiting and contention, so neither leads.
-        dominant=dominant_part(
-            steps.wait * rest, steps.contention * rest, steps.fetch * rest, share
-        )
-        if wait_source != WAIT_UNAVAILABLE
-        else None,
+        dominant=dominant_part(wait, contention, fetch, share) if waits_timed else None,
         pipeline_cores_busy=cpu.pipeline_cores if cpu is not None else None,
         free_cores=free,
         pull_s=steps.pull_s,
@@ -349,7 +347,7 @@ def input_cost(
         epoch_start_s=start.start_s if start is not None else None,
         epoch_steps=start.steps if start is not None else None,
         epoch_start_stage=epoch_start_stage(stages) if start is not None else "",
-        waits_timed=wait_source != WAIT_UNAVAILABLE,
+        waits_timed=waits_timed,
     )
     floor = split.wait if split.wait >= MATERIAL_WAIT and split.waits_timed else 0.0
     return InputCost(cost, split, cost_interval(rates.paired, share, cost, floor=floor))

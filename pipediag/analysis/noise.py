@@ -121,10 +121,8 @@ def _resampled_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
 def summary_rate(
     rate: float | None, stats: LatencyStats | None, rules: NoiseRules = DEFAULT_RULES
 ) -> Estimate | None:
-    if rate is None or rate <= 0:
-        return None
-    if stats is None or stats.count < 2 or stats.mean_s <= 0:
-        return Estimate(rate, None, log_scale=True, how=NO_SPREAD_HOW)
+    if rate is None or rate <= 0 or stats is None or stats.count < 2 or stats.mean_s <= 0:
+        return bare(rate, log_scale=True)
     sigma = max(0.0, stats.p90_s - stats.median_s) / P90_SIGMAS
     se = rules.summary_drift * sigma / stats.mean_s / math.sqrt(stats.count)
     return Estimate(rate, se, log_scale=True, how=SUMMARY_HOW)

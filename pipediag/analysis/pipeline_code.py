@@ -115,11 +115,11 @@ def _linear(
         line = _stage_line(stats, own)
         if "vectorize" in own:
             change = own["vectorize"]
-            text = (
-                vectorized_map_line(stats.function or "fn", change.element_unpacked)
-                if change.vectorized_map
-                else _call(stats, own, parallel=True)
-            )
+            if change.vectorized_map:
+                function = vectorized_map_lambda(stats.function or "fn", change.element_unpacked)
+                text = f"ds = ds.map({function}, num_parallel_calls={AUTOTUNE_TEXT})"
+            else:
+                text = _call(stats, own, parallel=True)
             deferred.append(_line(text, stats, change))
             if "cache" in own:  # the map now yields batches: its cache follows it
                 deferred.append(_line("ds = ds.cache()", stats, own["cache"]))
@@ -141,11 +141,6 @@ def _by_code(changes: Sequence[StageChange]) -> dict[CodeEdit, StageChange]:
     return {code: c for c in changes if (code := fix_facts(c.fix).code) is not None}
 
 
-def vectorized_map_line(function: str, unpacked: bool) -> str:
-    body = vectorized_map_lambda(function, unpacked)
-    return f"ds = ds.map({body}, num_parallel_calls={AUTOTUNE_TEXT})"
-
-
 def vectorized_map_lambda(function: str, unpacked: bool) -> str:
     """`unpacked`: a tuple element's parts go to the function's arguments, as tf.data does."""
     if unpacked:
@@ -157,8 +152,6 @@ def vectorized_map_lambda(function: str, unpacked: bool) -> str:
 
 
 def _main_chain(stages: Sequence[StageStats]) -> list[StageStats]:
-    if not stages:
-        return []
     chain = [stages[-1]]
     while chain[-1].inputs and len(chain) <= len(stages):
         chain.append(stages[chain[-1].inputs[0]])

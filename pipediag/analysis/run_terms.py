@@ -184,8 +184,6 @@ def _filled(report: Report, tried: _Tried, *, on_top: bool) -> _Tried:
 
 
 def _added_on_top_s(report: Report) -> float | None:
-    if report.train.style != KERAS_FIT:
-        return None
     if report.train.fit_overhead_s is not None:
         return fit_adds_s(report, None)
     for trial in report.pipeline.trials:

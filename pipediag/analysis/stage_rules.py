@@ -66,12 +66,15 @@ def _stages_to_fix(ctx: Context, applies: Callable[[StageStats], bool]) -> list[
     return [stats for stats in ctx.stages if applies(stats) and worth_fixing(ctx, stats)]
 
 
+def _sequential(
+    ctx: Context, runs_sequential: Callable[[StageStats, int], bool]
+) -> list[StageStats]:
+    return _stages_to_fix(ctx, lambda s: not s.tf_internal and runs_sequential(s, ctx.cores))
+
+
 def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
-    sequential = _stages_to_fix(
-        ctx, lambda s: not s.tf_internal and runs_sequential_map(s, ctx.cores)
-    )
-    for stats in sequential:
+    for stats in _sequential(ctx, runs_sequential_map):
         why = (
             stats.auto_parallel_blocker
             or f"num_parallel_calls={tuned_text(stats.settings.num_parallel_calls)}"
@@ -97,10 +100,7 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
-    sequential = _stages_to_fix(
-        ctx, lambda s: not s.tf_internal and runs_sequential_interleave(s, ctx.cores)
-    )
-    for stats in sequential:
+    for stats in _sequential(ctx, runs_sequential_interleave):
         shown = (
             ("cycle_length", stats.settings.cycle_length),
             ("num_parallel_calls", stats.settings.num_parallel_calls),
@@ -185,65 +185,60 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
             continue
         if trial is not None and trial.unsafe:
             continue  # run on a batch, the function failed or gave other results
+        cost = f"{stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element"
+        function = fn_name(stats)
+        refusal = None
         if trial is not None and trial.facts.vectorized_map:
-            found.append(_vectorized_map_suggestion(ctx, rule_id, stats, trial, batch))
-            continue
-        if trial is not None and trial.verified:
-            checked = trial.facts.sample_elements
-            safety = (
-                f"On {'a sample of' if checked is None else checked} of your elements "
-                "the function gave the same results on whole batches as element by element."
-            )
+            refusal = trial.facts.batch_refusal
+            title = f"{stage_name(stats)}: vectorise {VECTORIZED_MAP_WORDS}, map after batch"
+            evidence = f"{cost}. {_vectorized_map_check(trial)}"
+            function = vectorized_map_lambda(function, trial.facts.element_unpacked)
+            must = ""
         else:
-            safety = "Only safe if the function works on a batch (elementwise ops)."
-        evidence = (
-            f"{stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element, "
-            f"mostly per-element call overhead; applied after batch({batch}) it runs once per "
-            f"batch. {safety}"
-        )
+            title = f"{stage_name(stats)}: vectorise, map after batch"
+            evidence = (
+                f"{cost}, mostly per-element call overhead; applied after batch({batch}) it runs "
+                f"once per batch. {_batch_check(trial)}"
+            )
+            must = f"  # {function} must accept a batch"
+        code = f"ds = ds.batch({batch}).map({function}, num_parallel_calls=tf.data.AUTOTUNE)"
         proposal = FixProposal(
-            title=f"{stage_name(stats)}: vectorise, map after batch",
+            title=title,
             stats=stats,
             evidence=evidence,
-            code=(
-                f"ds = ds.batch({batch}).map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)"
-                f"  # {fn_name(stats)} must accept a batch"
-            ),
+            code=code + must,
             estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
         )
-        found.append(fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False))
+        suggestion = fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False)
+        found.append(replace(suggestion, refused_as_written=refusal))
     return found
 
 
-def _vectorized_map_suggestion(
-    ctx: Context, rule_id: str, stats: StageStats, trial: FixTrial, batch: int
-) -> Suggestion:
-    """PD004 where the function takes no batch as written but passed the check through
+def _batch_check(trial: FixTrial | None) -> str:
+    if trial is None or not trial.verified:
+        return "Only safe if the function works on a batch (elementwise ops)."
+    checked = trial.facts.sample_elements
+    return (
+        f"On {'a sample of' if checked is None else checked} of your elements "
+        "the function gave the same results on whole batches as element by element."
+    )
+
+
+def _vectorized_map_check(trial: FixTrial) -> str:
+    """Where the function takes no batch as written but passed the check through
     `tf.vectorized_map` (docs/design.md, "Every applicable rewrite")."""
     checked = trial.facts.sample_elements
-    own = stats.own_s_per_batch or 0.0
     refusal = trial.facts.batch_refusal
     run = (
         "As written, the function does not take a batch; run through tf.vectorized_map, on"
         if refusal is None
         else "Run through tf.vectorized_map, on"
     )
-    evidence = (
-        f"{stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element. {run} "
-        f"{'a sample of' if checked is None else checked} of your elements "
+    return (
+        f"{run} {'a sample of' if checked is None else checked} of your elements "
         f"{'it' if refusal is None else 'the function'} gave the same results as element by "
         "element: pfor vectorises the ops it knows and loops over the rest, once per batch."
     )
-    function = vectorized_map_lambda(fn_name(stats), trial.facts.element_unpacked)
-    proposal = FixProposal(
-        title=f"{stage_name(stats)}: vectorise {VECTORIZED_MAP_WORDS}, map after batch",
-        stats=stats,
-        evidence=evidence,
-        code=f"ds = ds.batch({batch}).map({function}, num_parallel_calls=tf.data.AUTOTUNE)",
-        estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
-    )
-    suggestion = fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False)
-    return replace(suggestion, refused_as_written=refusal)
 
 
 def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:

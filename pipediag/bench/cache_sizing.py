@@ -45,9 +45,9 @@ def cardinality(dataset: Any) -> int | None:
         return None
 
 
-def dataset_bytes(dataset: Any, elements: int, spec: Any | None = None) -> int | None:
+def dataset_bytes(dataset: Any, elements: int, spec: Any) -> int | None:
     """Memory of one epoch: from `spec`'s static shapes, else from a few elements sampled."""
-    static = static_element_bytes(dataset.element_spec if spec is None else spec)
+    static = static_element_bytes(spec)
     if static is not None:
         return static * elements
     sampled = _sampled_element_bytes(dataset)

@@ -18,17 +18,8 @@ def record(dataset: Any, site: str, made_by: str | None = None) -> None:
         _SITES.setdefault(dataset, (site, made_by))
 
 
-def _site(dataset: Any) -> tuple[str, str | None] | None:
+def site(dataset: Any) -> tuple[str | None, str | None]:
+    """The script's line that created `dataset`, and the library call that built it, if known."""
     with contextlib.suppress(TypeError):
-        return _SITES.get(dataset)
-    return None
-
-
-def created_at(dataset: Any) -> str | None:
-    site = _site(dataset)
-    return None if site is None else site[0]
-
-
-def made_by(dataset: Any) -> str | None:
-    site = _site(dataset)
-    return None if site is None else site[1]
+        return _SITES.get(dataset, (None, None))
+    return None, None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from pipediag.bench import cache_sizing
 from pipediag.bench.graph_edit import PipelineGraph
@@ -15,17 +15,18 @@ from pipediag.bench.stages import elements_per_output_batch
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
 from pipediag.config import DEFAULT_BENCH_SECONDS
+from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
+from pipediag.report.stage_facts import MAP_KINDS
+from pipediag.report.stages import StageStats
 from pipediag.report.trials import TrialFacts
-from pipediag.report.vocabulary import KIND_MAP, KIND_PARALLEL_MAP, FixName
+from pipediag.report.vocabulary import FixName
 
 # Filling a cache takes one epoch of the prefix; verify only when it takes at most twice the
 # phase-1 benchmark (docs/design.md, "Fixes timed on the pipeline alone").
 CACHE_FILL_MAX_S = 2 * DEFAULT_BENCH_SECONDS
 # Extra batches read past the filling epoch's estimated end: buffers downstream read ahead.
 CACHE_FILL_MARGIN_BATCHES = 4
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -52,8 +53,12 @@ class Candidate:
     semantics: str | None = None
 
 
-def check_python_repeats(candidate: Candidate, dataset: Any | None, python: list[str]) -> None:
-    """No cache over Python stages (`python`) whose output differs when `dataset` is read twice."""
+def check_python_repeats(
+    candidate: Candidate, dataset: Any | None, stages: list[StageStats], indices: set[int]
+) -> None:
+    """No cache over the Python stages among `indices` whose output differs when `dataset` is
+    read twice."""
+    python = [stage_name(stages[i]) for i in sorted(indices) if stages[i].uses_py_function]
     if not python or dataset is None:
         return
     repeats = same_elements_twice(dataset)
@@ -64,33 +69,17 @@ def check_python_repeats(candidate: Candidate, dataset: Any | None, python: list
         )
 
 
-class Once(Generic[T]):
-    """A value computed on first use and kept: a trace or a read shared by check and edit."""
-
-    def __init__(self, make: Callable[[], T]) -> None:
-        self._make = make
-        self._done = False
-        self._value: T | None = None
-
-    def __call__(self) -> T:
-        if not self._done:
-            self._value, self._done = self._make(), True
-        return self._value  # type: ignore[return-value]
-
-
 def size_cache(
     candidate: Candidate,
     walked: list[Stage],
-    prefix: Any,
-    point: int,
-    elements_per_s: float | None,
+    stats: StageStats,
     sample: Any | None = None,
     counter: Counter | None = None,
 ) -> None:
-    """Fill in a cache of `prefix`'s size, fill time and fill batches, or `candidate.reason`.
-    Sizes not static are read from `sample`; a length tf.data does not know is counted
-    (`counter`) when the candidate is checked, and the cache sized then."""
-    elements = cache_sizing.cardinality(prefix)
+    """Fill in a cache after `stats`' stage: its size, fill time and fill batches, or
+    `candidate.reason`. Sizes not static are read from `sample`; a length tf.data does not
+    know is counted (`counter`) when the candidate is checked, and the cache sized then."""
+    elements = cache_sizing.cardinality(walked[stats.index].dataset)
     if elements == cache_sizing.UNKNOWN and counter is not None:
         earlier = candidate.check
 
@@ -102,7 +91,7 @@ def size_cache(
             counted = counter(graph_def, teardown)
             if counted is None:
                 return Reason("count-too-long", limit=cache_sizing.COUNT_MAX_S), False
-            _sized(candidate, walked, prefix, point, elements_per_s, sample, counted)
+            _sized(candidate, walked, stats, sample, counted)
             return candidate.reason, False
 
         candidate.check = check
@@ -110,11 +99,9 @@ def size_cache(
     if elements is None or elements < 0:
         candidate.reason = Reason("infinite-or-unknown-size")
         return
-    _sized(candidate, walked, prefix, point, elements_per_s, sample, elements)
+    _sized(candidate, walked, stats, sample, elements)
 
 
-# Stages that yield one element per input element.
-_ONE_TO_ONE = (KIND_MAP, KIND_PARALLEL_MAP)
 # Counts the elements at a cache point on a graph copy; None where not counted in time.
 Counter = Callable[[Any, TearDown], "int | None"]
 
@@ -123,7 +110,7 @@ def element_counter(walked: list[Stage], nodes: dict[int, str], point: int) -> C
     """How to count one pass at stage `point`: at the first stage above it that is not a map
     (its input counts the same, no slower), on an isolated copy; None where not in the graph."""
     index = point
-    while walked[index].stats.kind in _ONE_TO_ONE and len(walked[index].stats.inputs) == 1:
+    while walked[index].stats.kind in MAP_KINDS and len(walked[index].stats.inputs) == 1:
         index = walked[index].stats.inputs[0]
     node = nodes.get(index)
     if node is None:
@@ -140,14 +127,9 @@ def element_counter(walked: list[Stage], nodes: dict[int, str], point: int) -> C
 
 
 def _sized(
-    candidate: Candidate,
-    walked: list[Stage],
-    prefix: Any,
-    point: int,
-    elements_per_s: float | None,
-    sample: Any | None,
-    elements: int,
+    candidate: Candidate, walked: list[Stage], stats: StageStats, sample: Any | None, elements: int
 ) -> None:
+    prefix = walked[stats.index].dataset
     size = cache_sizing.dataset_bytes(
         prefix if sample is None else sample, elements, prefix.element_spec
     )
@@ -161,10 +143,10 @@ def _sized(
             "cache-size-unknown" if size is None or available is None else "cache-too-big"
         )
         return
-    fill_s = elements / elements_per_s if elements_per_s else None
+    fill_s = elements / stats.elements_per_s if stats.elements_per_s else None
     if fill_s is not None:
         candidate.facts = replace(candidate.facts, fill_s=fill_s)
-    factor = elements_per_output_batch(walked)[point]
+    factor = elements_per_output_batch(walked)[stats.index]
     if fill_s is None or factor is None:
         candidate.reason = Reason("fill-time-unknown")
     elif fill_s > CACHE_FILL_MAX_S:

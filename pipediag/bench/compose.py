@@ -5,6 +5,7 @@ were kept in (docs/design.md, "Composing rewrites")."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pipediag.bench.candidate import Candidate
@@ -17,26 +18,21 @@ from pipediag.report.fixes import FIXES, fix_facts
 
 def compose_fixes(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipelines) -> FixPipelines:
     """`kept` applied as the baseline, `kept` and `extra` as the variant."""
-    graph, spec = _graph_of(dataset, [*kept, extra])
+    fixes = [*kept, extra]
+    graph, spec = _graph_of(dataset, fixes)
     if any(k.fix == extra.fix and k.stage_index == extra.stage_index for k in kept):
         raise RewriteError(f"{extra.fix} is already kept")
-    baseline = apply_fixes(graph, spec, kept)
-    variant = apply_fixes(graph, spec, [*kept, extra])
-    return FixPipelines(
-        fix=extra.fix,
-        stage_index=extra.stage_index,
-        baseline=baseline,
-        variant=variant,
-        fill_batches=max((f.fill_batches for f in [*kept, extra]), default=0),
-        pipeline_speedup=extra.pipeline_speedup,
-        tried_on_training=extra.tried_on_training,
-        stage=extra.stage,
-        candidate=extra.candidate,
+    # Every field not set here is extra's own (its fix, stage and candidate).
+    return replace(
+        extra,
+        baseline=apply_fixes(graph, spec, kept),
+        variant=apply_fixes(graph, spec, fixes),
+        fill_batches=max(f.fill_batches for f in fixes),
         graph=graph,
         element_spec=spec,
         baseline_fill_batches=max((f.fill_batches for f in kept), default=0),
-        semantics=tuple(s for f in [*kept, extra] for s in f.semantics),
-        applied=tuple(f.fix for f in [*kept, extra]),
+        semantics=tuple(s for f in fixes for s in f.semantics),
+        applied=tuple(f.fix for f in fixes),
     )
 
 

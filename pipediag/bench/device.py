@@ -3,6 +3,7 @@ drive the copy's trial with a fake device (docs/design.md, "The host-to-device c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 # The device the fixes and the copy's trial name: the first GPU, as TensorFlow calls it.
@@ -22,21 +23,17 @@ class DevicePlacement(Protocol):
         """The batch copied to the device once: a step fed with it copies nothing."""
 
 
+@dataclass(frozen=True)
 class TensorFlowPlacement:
     """Placement with `tf.device`: an identity of each tensor made on the host or the device."""
 
-    def __init__(self, device: str = GPU_DEVICE) -> None:
-        self._device = device
-
-    @property
-    def name(self) -> str:
-        return self._device
+    name: str = GPU_DEVICE
 
     def on_host(self, batch: Any) -> Any:
         return _placed(batch, "/cpu:0")
 
     def on_device(self, batch: Any) -> Any:
-        return _placed(batch, self._device)
+        return _placed(batch, self.name)
 
 
 def gpu_placement() -> TensorFlowPlacement | None:

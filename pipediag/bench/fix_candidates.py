@@ -4,20 +4,16 @@ suggest it; the rewrites no rule proposes are built here too."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from pipediag.bench import cache_sizing, python_chain
-from pipediag.bench.candidate import (
-    Candidate,
-    Once,
-    check_python_repeats,
-    element_counter,
-    size_cache,
-)
+from pipediag.bench.candidate import Candidate, check_python_repeats, element_counter, size_cache
 from pipediag.bench.generator_source import read_generator
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
+from pipediag.bench.stages import leading_dimension
 from pipediag.bench.structure import Stage
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.vectorize_check import (
@@ -95,8 +91,7 @@ def fix_candidates(
         if generator is not None:
             found.append(generator)
         if runs_sequential_map(stats, cores):
-            parallel = _in_place(FIX_PARALLEL_MAP, stats, node, lambda g, n: g.parallelize_map(n))
-            found.append(parallel)
+            found.append(_in_place(FIX_PARALLEL_MAP, stats, node, PipelineGraph.parallelize_map))
         if runs_sequential_interleave(stats, cores):
             interleave = _in_place(
                 FIX_PARALLEL_INTERLEAVE,
@@ -117,10 +112,10 @@ def fix_candidates(
     cache = _cache_candidate(walked, stages, nodes)
     if cache is not None:
         found.append(cache)
-    last = _last_real_stage(stages)
+    last = next((s for s in reversed(stages) if s.kind != KIND_OPTIONS), None)  # options aside
     if last is not None and not rewrite_site(last):
         return found  # the whole pipeline held in memory gains nothing: no end-of-chain fix
-    prefetch = _prefetch_candidate(stages)
+    prefetch = None if last is None else _prefetch_candidate(last)
     # tf.data injects that prefetch itself after a synchronous last stage: a gain measured for
     # adding it is noise (time series tutorial: 1.08-1.20x on training, 0.99-1.01x alone)
     injected = (
@@ -130,15 +125,8 @@ def fix_candidates(
         prefetch.tried_on_training = prefetch.facts.existing_buffer is None
         found.append(prefetch)
     if not options.autotune:
-        found.append(
-            Candidate(
-                FIX_AUTOTUNE,
-                None,
-                "options",
-                cost_s=0.0,
-                with_options=_set_option("autotune", "enabled", True),
-            )
-        )
+        autotune = _set_option("autotune", "enabled", True)
+        found.append(Candidate(FIX_AUTOTUNE, None, "options", with_options=autotune))
     return found
 
 
@@ -176,16 +164,14 @@ def _vectorize_candidate(
     batch_spec = walked[consumer.index].dataset.element_spec
     sample_size = min(2 * batch, VECTORIZE_SAMPLE_MAX_ELEMENTS)
     candidate.facts = replace(candidate.facts, sample_elements=sample_size)
-
-    import tensorflow as tf
-
-    components = tf.nest.flatten(batch_spec)
-    shape = getattr(components[0], "shape", None) if components else None
     # A static batch size: the pipeline drops the remainder.
-    drop = bool(shape is not None and shape.rank and shape[0] is not None)
+    drop = leading_dimension(walked[consumer.index].dataset) is not None
+    # Each form traced once, on first use, for both the check and the edit.
     forms = VectorizeForms(
-        plain=Once(lambda: trace_on_batches(mapped, batch, drop)),
-        per_element=Once(lambda: trace_on_batches(mapped, batch, drop, vectorized_map=True)),
+        plain=functools.cache(lambda: trace_on_batches(mapped, batch, drop)),
+        per_element=functools.cache(
+            lambda: trace_on_batches(mapped, batch, drop, vectorized_map=True)
+        ),
     )
 
     def check(graph_def: Any, teardown: TearDown) -> tuple[Reason | None, bool]:
@@ -230,11 +216,8 @@ def hoist_candidate(
     # Sizes are sampled from the map over the shuffle's input, never through the user's
     # shuffle (a fresh iterator on it would move its seed: the user's order).
     sample = _unshuffled_map(walked, stats.index, shuffle.inputs[0])
-    size_cache(
-        candidate, walked, walked[stats.index].dataset, stats.index, stats.elements_per_s, sample
-    )
-    python = _python_names(stages, upstream | {stats.index, shuffle.index})
-    check_python_repeats(candidate, sample, python)
+    size_cache(candidate, walked, stats, sample)
+    check_python_repeats(candidate, sample, stages, upstream | {stats.index, shuffle.index})
     if candidate.reason is None:
         if map_node is None or shuffle_node is None:
             candidate.reason = Reason("map-or-shuffle-not-in-graph")
@@ -275,7 +258,7 @@ def generator_candidate(
         candidate.reason = Reason("generator-not-in-graph")
         return candidate
     spec = dataset.element_spec
-    read = Once(lambda: read_generator(generator, spec))
+    read = functools.cache(lambda: read_generator(generator, spec))  # one read: check and edit
 
     def check(_graph_def: Any, _teardown: Any) -> tuple[Reason | None, bool]:
         columns, reason = read()
@@ -311,17 +294,14 @@ def device_prefetch_candidate(device: str, stages: list[StageStats]) -> Candidat
         FIX_DEVICE_PREFETCH,
         None,
         f"the end of the pipeline, to {device}",
-        cost_s=0.0,
         with_options=prefetched,
         tried_on_training=True,
     )
 
 
-def _prefetch_candidate(stages: list[StageStats]) -> Candidate | None:
-    """Add a prefetch at the end, or raise a fixed-size one to AUTOTUNE; measured either way."""
-    last = _last_real_stage(stages)
-    if last is None:
-        return None
+def _prefetch_candidate(last: StageStats) -> Candidate | None:
+    """Add a prefetch after the last stage, or raise a fixed-size one to AUTOTUNE; measured
+    either way."""
     buffer = last.settings.buffer_size
     if last.kind == KIND_PREFETCH and buffer in (AUTOTUNE, None):
         return None
@@ -329,7 +309,6 @@ def _prefetch_candidate(stages: list[StageStats]) -> Candidate | None:
         FIX_PREFETCH,
         last.index,
         stage_name(last),
-        cost_s=0.0,
         edit=lambda graph: graph.prefetch_at_end(),
         facts=TrialFacts(existing_buffer=str(buffer))
         if last.kind == KIND_PREFETCH
@@ -353,12 +332,8 @@ def _cache_candidate(
     )
     candidate.facts = TrialFacts(prefix_s_per_batch=prefix_s)
     node = nodes.get(point)
-    counter = element_counter(walked, nodes, point)
-    size_cache(
-        candidate, walked, walked[point].dataset, point, stats.elements_per_s, counter=counter
-    )
-    python = _python_names(stages, upstream_of(stages, point))
-    check_python_repeats(candidate, walked[point].dataset, python)
+    size_cache(candidate, walked, stats, counter=element_counter(walked, nodes, point))
+    check_python_repeats(candidate, walked[point].dataset, stages, upstream_of(stages, point))
     if candidate.reason is None and node is None:
         candidate.reason = Reason("stage-not-in-graph")
     batch = batch_caching(stages, point)
@@ -381,11 +356,6 @@ def _cache_candidate(
     return candidate
 
 
-def _python_names(stages: list[StageStats], indices: set[int]) -> list[str]:
-    """The names of the Python stages among `indices`, in stage order."""
-    return [stage_name(stages[i]) for i in sorted(indices) if stages[i].uses_py_function]
-
-
 def _runs_ahead(stats: StageStats) -> bool:
     """Whether the stage runs ahead in threads of its own: tf.data injects no prefetch after it."""
     if stats.kind in (KIND_PARALLEL_MAP, KIND_PARALLEL_INTERLEAVE, KIND_MAP_AND_BATCH):
@@ -393,16 +363,11 @@ def _runs_ahead(stats: StageStats) -> bool:
     return stats.kind == KIND_BATCH and stats.settings.num_parallel_calls is not None
 
 
-def _last_real_stage(stages: Sequence[StageStats]) -> StageStats | None:
-    return next((stats for stats in reversed(stages) if stats.kind != KIND_OPTIONS), None)
-
-
 def thread_cap_candidate(threads: int) -> Candidate:
     return Candidate(
         FIX_THREAD_CAP,
         None,
         "options",
-        cost_s=0.0,
         with_options=_set_option("threading", "private_threadpool_size", threads),
         facts=TrialFacts(threads=threads),
         tried_on_training=True,

@@ -8,20 +8,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipediag.bench.isolate import isolate_graph_def
+from pipediag.report.reasons import Reason
+from pipediag.report.stages import AUTOTUNE
 
 # Batching ops a map can move behind (padding or sparse batching would change what it sees).
 _BATCH_OPS = frozenset({"BatchDatasetV2", "ParallelBatchDataset"})
 _MAP_OPS = frozenset({"MapDataset", "ParallelMapDatasetV2"})
 
-# tf.data's AUTOTUNE value for parallelism and buffer sizes.
-AUTOTUNE = -1
 # DataType enum values (tensorflow/core/framework/types.proto).
 _DT_STRING = 7
 _DT_INT64 = 9
 
-_PARALLEL_MAP_OPS = frozenset({"ParallelMapDatasetV2"})
-# Attributes of a MapDataset that ParallelMapDatasetV2 does not have.
-_SEQUENTIAL_ONLY_ATTRS = ("force_synchronous",)
 _PASS_THROUGH_OPS = frozenset({"OptionsDataset"})
 _SHUFFLE_OPS = frozenset({"ShuffleDataset", "ShuffleDatasetV2", "ShuffleDatasetV3"})
 
@@ -157,7 +154,7 @@ class PipelineGraph:
 
     def parallelize_map(self, name: str) -> None:
         node = self.node(name)
-        if node.op in _PARALLEL_MAP_OPS:
+        if node.op == "ParallelMapDatasetV2":
             self.set_input(node, -1, AUTOTUNE)
             return
         if node.op != "MapDataset":
@@ -165,9 +162,8 @@ class PipelineGraph:
         # ParallelMapDatasetV2(input, other_arguments..., num_parallel_calls), then controls.
         node.op = "ParallelMapDatasetV2"
         node.input.insert(len(self.data_inputs(node)), self.const(AUTOTUNE))
-        for attr in _SEQUENTIAL_ONLY_ATTRS:
-            if attr in node.attr:
-                del node.attr[attr]
+        if "force_synchronous" in node.attr:  # a MapDataset attribute ParallelMapDatasetV2 lacks
+            del node.attr["force_synchronous"]
         node.attr["deterministic"].s = b"default"
         node.attr["use_unbounded_threadpool"].b = False
 
@@ -187,14 +183,8 @@ class PipelineGraph:
         else:
             raise RewriteError(f"{node.op} is not an interleave this rewrite knows")
         # ParallelInterleaveDatasetV4(input, other_arguments..., cycle_length, block_length,
-        # buffer_output_elements, prefetch_input_elements, num_parallel_calls).
-        tail = [
-            self.const(cycle_length),
-            block,
-            self.const(AUTOTUNE),
-            self.const(AUTOTUNE),
-            self.const(AUTOTUNE),
-        ]
+        # buffer_output_elements, prefetch_input_elements, num_parallel_calls): the last 3 AUTOTUNE.
+        tail = [self.const(cycle_length), block, *(self.const(AUTOTUNE) for _ in range(3))]
         del node.input[:]
         node.input.extend([*head, *tail, *controls])
         node.op = "ParallelInterleaveDatasetV4"
@@ -295,7 +285,7 @@ class PipelineGraph:
         take = self.insert_after(target, "TakeDataset", [self.const(count)])
         self.cache_after(str(take.name), repeat=True)
 
-    def isolate(self) -> list[str]:
+    def isolate(self) -> list[Reason]:
         """Share no per-iterator state with the user's dataset (`bench.isolate`)."""
         return isolate_graph_def(self.graph_def)
 

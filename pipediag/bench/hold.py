@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipediag.bench import cache_sizing
 from pipediag.bench.graph_edit import PipelineGraph
 from pipediag.bench.stages import PASS_THROUGH_KINDS, elements_per_output_batch
 from pipediag.bench.structure import Stage, WalkedPipeline
@@ -61,24 +62,18 @@ def holdable_chain(walked: Sequence[Stage], nodes: dict[int, str]) -> list[Holda
 
 
 def element_bytes(spec: Any) -> int | None:
-    """One element's size from its spec; None when a shape or a size is not static."""
+    """One element's size from its spec; None where a shape is not static, or for strings,
+    variants and nested datasets."""
     if spec is None:
         return None
     try:
         import tensorflow as tf
 
-        total = 0
-        for component in tf.nest.flatten(spec):
-            shape = getattr(component, "shape", None)
-            dtype = getattr(component, "dtype", None)
-            if shape is None or dtype is None or not shape.is_fully_defined():
-                return None
-            if dtype == tf.string or dtype == tf.variant:
-                return None
-            total += max(1, shape.num_elements() or 0) * dtype.size
+        if any(getattr(c, "dtype", None) == tf.variant for c in tf.nest.flatten(spec)):
+            return None
+        return cache_sizing.static_element_bytes(spec)
     except Exception:
         return None
-    return total
 
 
 def held_count(stage: Holdable, pipeline_batches_per_s: float | None) -> int:

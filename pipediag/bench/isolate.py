@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipediag.report.reasons import Reason
+
 if TYPE_CHECKING:
     from pipediag.bench.teardown import TearDown
 
@@ -26,7 +28,7 @@ class IsolationError(Exception):
     """The dataset cannot be copied; the message says why in one line."""
 
 
-def isolated_copy(dataset: Any) -> tuple[Any, list[str]]:
+def isolated_copy(dataset: Any) -> tuple[Any, list[Reason]]:
     """A copy of `dataset` sharing none of its per-iterator state, and notes on what changed."""
     import tensorflow as tf
 
@@ -82,10 +84,10 @@ def dataset_ancestors(dataset: Any, limit: int = 64) -> list[Any]:
     return found
 
 
-def isolate_graph_def(graph_def: Any) -> list[str]:
+def isolate_graph_def(graph_def: Any) -> list[Reason]:
     """Give every per-iterator resource in `graph_def` a private replacement, in place."""
     nodes = {node.name: node for node in graph_def.node}
-    notes: list[str] = []
+    notes: list[Reason] = []
     for node in list(graph_def.node):
         if node.op in SEEDED_OPS:
             _replace_resource_inputs(graph_def, nodes, node, "DummySeedGenerator")
@@ -100,10 +102,7 @@ def isolate_graph_def(graph_def: Any) -> list[str]:
                     for position, name in enumerate(other.input):
                         if _source(name) == node.name:
                             other.input[position] = node.input[0]
-                notes.append(
-                    f"the file cache {filename!r} is not complete yet: pipediag read the "
-                    "pipeline without it, so it never writes your cache files"
-                )
+                notes.append(Reason("file-cache-bypassed", detail=filename))
     return notes
 
 

@@ -22,9 +22,6 @@ from pipediag.config import DEFAULT_BENCH_BATCHES, DEFAULT_BENCH_SECONDS
 from pipediag.report.model import PipelineBenchmark
 from pipediag.report.reasons import Reason
 
-# The defaults are the run's (`pipediag/config.py`, which owns every default).
-DEFAULT_MAX_SECONDS = DEFAULT_BENCH_SECONDS
-DEFAULT_MAX_BATCHES = DEFAULT_BENCH_BATCHES
 # Python-chain stage names whose per-iterator state the user's iterators share.
 SHARED_STATE_STAGES = ("Shuffle", "Cache", "Random", "DirectedInterleave")
 # The first batch pays for starting worker threads and filling buffers: timed apart.
@@ -60,8 +57,8 @@ class BatchTiming:
 def time_iterator(
     iterator: Iterator[Any],
     *,
-    max_batches: int = DEFAULT_MAX_BATCHES,
-    max_seconds: float = DEFAULT_MAX_SECONDS,
+    max_batches: int = DEFAULT_BENCH_BATCHES,
+    max_seconds: float = DEFAULT_BENCH_SECONDS,
     clock: Clock = MONOTONIC,
 ) -> BatchTiming:
     """Pull up to `max_batches` batches (after warm-up) or for `max_seconds`, timing each."""
@@ -95,8 +92,8 @@ def time_iterator(
 def benchmark_dataset(
     dataset: Any,
     *,
-    max_batches: int = DEFAULT_MAX_BATCHES,
-    max_seconds: float = DEFAULT_MAX_SECONDS,
+    max_batches: int = DEFAULT_BENCH_BATCHES,
+    max_seconds: float = DEFAULT_BENCH_SECONDS,
     clock: Clock = MONOTONIC,
     keep_first_batch: Callable[[Any], None] | None = None,
     teardown: TearDown | None = None,
@@ -116,7 +113,7 @@ def benchmark_dataset(
     shared = shared_stream_stage(dataset)
     if shared is not None:
         return unmeasured(Reason("distributed-feed", detail=shared))
-    notes: list[str] = []
+    notes: list[Reason] = []
     try:
         target, notes = isolated_copy(dataset)
     except IsolationError as exc:
@@ -161,15 +158,13 @@ def benchmark_dataset(
 
 
 def _handing_over_first(iterator: Iterator[Any], keep: Callable[[Any], None]) -> Iterator[Any]:
-    first = next(iterator, _END)
-    if first is _END:
+    try:
+        first = next(iterator)
+    except StopIteration:
         return
     keep(first)
     yield first
     yield from iterator
-
-
-_END = object()
 
 
 def stage_names(dataset: Any, limit: int = 32) -> list[str]:

@@ -51,6 +51,5 @@ def _equal(a: Any, b: Any) -> bool:
     left, right = np.asarray(a), np.asarray(b)
     if left.shape != right.shape or left.dtype != right.dtype:
         return False
-    if left.dtype.kind in "fc":
-        return bool(np.array_equal(left, right, equal_nan=True))
-    return bool(np.array_equal(left, right))
+    # NaN equals NaN only where a NaN can be: np.array_equal refuses it on other types.
+    return bool(np.array_equal(left, right, equal_nan=left.dtype.kind in "fc"))

@@ -19,15 +19,19 @@ from pipediag.bench.structure import Stage, WalkedPipeline
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.reasons import Reason
-from pipediag.report.stage_facts import BATCHING_KINDS, MAP_KINDS, SHUFFLE_KINDS, upstream_of
+from pipediag.report.stage_facts import (
+    BATCHING_KINDS,
+    MAP_KINDS,
+    NO_OWN_WORK_KINDS,
+    SHUFFLE_KINDS,
+    upstream_of,
+)
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import (
     KIND_CACHE,
     KIND_FILTER,
     KIND_OPTIONS,
     KIND_PARALLEL_FILTER,
-    KIND_PREFETCH,
-    KIND_REPEAT,
     KIND_SCAN,
     KIND_SNAPSHOT,
 )
@@ -47,28 +51,21 @@ MAX_GROUP = 256
 # Beyond this many stages, later ones are left unmeasured.
 MAX_MEASURED_STAGES = 24
 
-# Stages that emit one element per input element (filter, take, unique: at most one, assumed one).
+# Stages that emit one element per input element (filter, take, unique: at most one, assumed
+# one). The stages that do no work of their own each emit at most one per input too.
 ONE_TO_ONE_KINDS: frozenset[str] = frozenset(
     {
+        *NO_OWN_WORK_KINDS,
         *MAP_KINDS,
         *SHUFFLE_KINDS,
         KIND_FILTER,
         KIND_PARALLEL_FILTER,
         KIND_CACHE,
-        KIND_PREFETCH,
-        KIND_REPEAT,
-        KIND_OPTIONS,
         KIND_SCAN,
         KIND_SNAPSHOT,
         # Kinds with no constant of their own in the vocabulary.
-        "assert-cardinality",
         "choose",
         "concatenate",
-        "ignore-errors",
-        "shard",
-        "skip",
-        "take",
-        "take-while",
         "unique",
         "zip",
     }
@@ -407,12 +404,12 @@ def _input_elements_per_element(stage: Stage, stages: Sequence[Stage]) -> float 
     if kind in BATCHING_KINDS:
         return float(stage.batch_size) if stage.batch_size else None
     if kind == "unbatch" and len(stage.stats.inputs) == 1:
-        size = _leading_dimension(stages[stage.stats.inputs[0]].dataset)
+        size = leading_dimension(stages[stage.stats.inputs[0]].dataset)
         return 1.0 / size if size else None
     return None
 
 
-def _leading_dimension(dataset: Any) -> int | None:
+def leading_dimension(dataset: Any) -> int | None:
     """The static batch size of a dataset's elements (first component), if known."""
     try:
         import tensorflow as tf

@@ -121,7 +121,6 @@ class Stage:
     stats: StageStats
     dataset: Any
     batch_size: int | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -159,7 +158,6 @@ def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline
         _mark_auto_parallel(stages, options)
     if graph_error is not None and stages:
         detail = graph_error.detail
-        stages[-1].notes.append(f"dataset graph unavailable: {detail}")
         stages[-1].stats = dataclasses.replace(stages[-1].stats, graph_error=detail)
     nodes: dict[int, str] = {}
     if graph is not None:
@@ -281,6 +279,7 @@ class _Builder:
                 settings = _node_settings(node, self.nodes)
         function_name, source = describe_callable(func) if func is not None else (None, None)
         ops, stateful_ops = self._function_ops(ds, node)
+        created_at, made_by = call_sites.site(ds)
         stats = StageStats(
             index=index,
             kind=kind,
@@ -295,8 +294,8 @@ class _Builder:
             tf_internal=func is not None and defined_in_tensorflow(func),
             random=any(_is_random_op(op) for op in ops),
             stateful_ops=sorted(stateful_ops),
-            created_at=call_sites.created_at(ds),
-            made_by=call_sites.made_by(ds),
+            created_at=created_at,
+            made_by=made_by,
         )
         self.stages.append(Stage(stats, ds, batch_size=settings.batch_size))
         self._seen[id(ds)] = index

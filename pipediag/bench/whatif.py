@@ -91,7 +91,7 @@ def verify_fixes(
     candidates = _candidates(walked, stages, training)
     dataset, graph, error = walked.dataset, walked.graph, walked.graph_error
     baseline = None
-    notes: list[str] = []
+    notes: list[Reason] = []
     if error is None and graph is not None:
         try:
             baseline_graph = PipelineGraph.copy_of(graph)
@@ -104,7 +104,7 @@ def verify_fixes(
         return [_unverified(c, c.reason or why) for c in candidates]
     for candidate in candidates:
         if notes:
-            candidate.facts = replace(candidate.facts, isolation="; ".join(notes))
+            candidate.facts = replace(candidate.facts, isolation=notes)
     end_s, hard_end_s = _time_window(clock, budget_s, deadline)
     keep = training.keep if training is not None else None
     # Variables a copy still shares (a tf.random.Generator) are put back after.
@@ -215,10 +215,9 @@ class _Trials:
             edited.isolate()
             candidate.edit(edited)
             return edited.rebuild(self.dataset.element_spec)
-        except RewriteError as exc:
-            return _unverified(candidate, Reason("cannot-rewrite", detail=str(exc)))
-        except Exception as exc:
-            return _unverified(candidate, Reason("cannot-rewrite", detail=describe_error(exc)))
+        except Exception as exc:  # a RewriteError's message is written for the user as it is
+            detail = str(exc) if isinstance(exc, RewriteError) else describe_error(exc)
+            return _unverified(candidate, Reason("cannot-rewrite", detail=detail))
 
     def _keep(self, candidate: Candidate, variant: Any, speedup: float | None) -> None:
         if self.keep is None:  # every fix built and safe: the search on training decides
@@ -259,18 +258,15 @@ class _Trials:
         planned_s = SLICE_SHARE * (share_s - fill_s) / (2 * TRIAL_MIN_ROUNDS)
         baseline = TrialSide(self.baseline, self.teardown, self.clock)
         fixed = TrialSide(variant, self.teardown, self.clock, candidate.fill_batches)
-        try:
-            return run_rounds(
-                baseline.run,
-                fixed.run,
-                slice_s=PIPELINE_SLICES.clamp(planned_s),
-                until_s=until_s,
-                hard_until_s=self.hard_end_s,
-                clock=self.clock,
-                best_low=self.best_low,
-            )
-        finally:
-            fixed.close()
+        return run_rounds(
+            baseline.run,
+            fixed.run,
+            slice_s=PIPELINE_SLICES.clamp(planned_s),
+            until_s=until_s,
+            hard_until_s=self.hard_end_s,
+            clock=self.clock,
+            best_low=self.best_low,
+        )
 
     def _measured(self, candidate: Candidate, rounds: Rounds) -> FixTrial:
         base, fixed = rounds.rates()

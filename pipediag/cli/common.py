@@ -14,18 +14,17 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pipediag.analysis.noise import DEFAULT_RULES, NoiseRules
 from pipediag.cli.argtypes import share
+from pipediag.errors import UsageError
 
 if TYPE_CHECKING:
     from pipediag.report.model import Report
-
-USAGE_EXIT = 2
 
 
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors in one line that says where to look, instead of argparse's usage dump."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_EXIT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(UsageError.exit_code, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 @dataclass(frozen=True)

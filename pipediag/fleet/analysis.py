@@ -222,15 +222,15 @@ def _clock_description(anchors: list[tuple[str, float | None, bool]]) -> str:
     return "; ".join(parts)
 
 
-def _notes(workers: Sequence[WorkerReport]) -> list[str]:
+def _notes(workers: Sequence[WorkerReport]) -> list[Reason]:
     notes = []
     scripts = sorted({w.report.script for w in workers})
     if len(scripts) > 1:
-        notes.append(f"the workers ran different scripts: {', '.join(scripts)}")
+        notes.append(Reason("different-scripts", detail=", ".join(scripts)))
     sizes = sorted({w.report.task.cluster_size for w in workers if w.report.task is not None})
     if sizes and sizes[-1] > len(workers):
-        notes.append(f"the cluster has {sizes[-1]} tasks; {len(workers)} reports were merged")
+        notes.append(Reason("cluster-partly-merged", value=sizes[-1], limit=len(workers)))
     incomplete = [w.label for w in workers if not w.report.complete]
     if incomplete:
-        notes.append(f"incomplete runs (the script ended early or failed): {', '.join(incomplete)}")
+        notes.append(Reason("incomplete-runs", detail=", ".join(incomplete)))
     return notes

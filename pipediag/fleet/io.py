@@ -39,6 +39,7 @@ def fleet_from_dict(data: Any) -> FleetReport:
                 fields["straggler"] = found
         why = data.get("no_straggler_reason")
         fields["no_straggler_reason"] = _reason(why) if why else None
+        fields["notes"] = [_reason(note) for note in data.get("notes", [])]
         return FleetReport(**fields)
     except (TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"malformed pipediag fleet report: {exc}") from exc
@@ -56,7 +57,8 @@ def _build(cls: type[T], data: Any) -> T:
 
 
 def _reason(stored: Any) -> Reason:
-    """A stored reason: version 1 wrote words, kept as written."""
+    """A stored reason: versions 1 (the no-straggler reason) and 2 (the notes) wrote words,
+    kept as written."""
     if isinstance(stored, str):
         return Reason("as-written", detail=stored)
     because = stored.get("because")

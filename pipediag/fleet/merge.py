@@ -51,15 +51,12 @@ def write_fleet(
 
 
 def _json(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
-    return _written(path, json.dumps(fleet_to_dict(fleet), indent=1, allow_nan=False))
+    write_atomically(path, json.dumps(fleet_to_dict(fleet), indent=1, allow_nan=False).encode())
+    return path
 
 
 def _text(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
-    return _written(path, render_fleet_text(fleet))
-
-
-def _written(path: Path, text: str) -> Path:
-    write_atomically(path, text.encode())
+    write_atomically(path, render_fleet_text(fleet).encode())
     return path
 
 

@@ -9,7 +9,8 @@ from pipediag.report.reasons import Reason
 
 # 2: the no-straggler reason is a code (version 1's words kept as written); the straggler
 # is figures only, worded by `fleet/words.py` (an older `explanation` is dropped on reading).
-FLEET_SCHEMA_VERSION = 2
+# 3: the notes are reasons too (older notes' words kept as written).
+FLEET_SCHEMA_VERSION = 3
 
 # What made the straggler slow (`Straggler.cause`; words: `fleet/words.py`).
 CAUSE_INPUT = "input"
@@ -83,4 +84,4 @@ class FleetReport:
     schema_version: int = FLEET_SCHEMA_VERSION
     created_utc: str = ""
     clock: str = ""
-    notes: list[str] = field(default_factory=list)
+    notes: list[Reason] = field(default_factory=list)

@@ -6,6 +6,7 @@ import textwrap
 
 from pipediag.fleet.model import FleetReport, WorkerRow
 from pipediag.fleet.words import fleet_heading, no_straggler_text, straggler_text
+from pipediag.renderers.reason_words import reason_words
 
 WIDTH = 100
 MISSING = "-"
@@ -44,7 +45,7 @@ def render_fleet_text(fleet: FleetReport) -> str:
     offsets = ", ".join(f"{row.task} +{row.clock_offset_s * 1e3:.1f} ms" for row in fleet.workers)
     lines += _wrapped(f"Clock: {fleet.clock}; offsets {offsets}")
     for note in fleet.notes:
-        lines += _wrapped(f"Note: {note}")
+        lines += _wrapped(f"Note: {reason_words(note)}")
     return "\n".join(lines) + "\n"
 
 

@@ -31,9 +31,8 @@ PROCESS_METADATA = frozenset({"process_name", "process_sort_index"})
 def render_fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
     """Write the merged trace atomically; `workers` in the order of `fleet.workers`."""
     payload = json.dumps(fleet_trace(workers, fleet), separators=(",", ":"), allow_nan=False)
-    target = Path(path)
-    write_atomically(target, payload.encode())
-    return target
+    write_atomically(path, payload.encode())
+    return path
 
 
 def fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.step_calls import definition_site, function_name, is_framework_function
+from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.vocabulary import CUSTOM_LOOP, NO_TRAINING
 from pipediag.timeline import StepBudgetReached
 from pipediag.training.function_loop import (
@@ -67,7 +68,7 @@ class FunctionLoopTracker:
         self._count = 0
         self._epoch = -1
         self._alternation: Any = None
-        self.seen: list[str] = []  # candidates that never trained, for the no-verdict text
+        self.seen: list[Reason] = []  # candidates that never trained, for the no-verdict text
 
     def call(self, function: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """One eager call of a `tf.function`: run, and timed when it trains."""
@@ -176,11 +177,7 @@ class FunctionLoopTracker:
             if steps is not None:
                 self._found(_calls(function, call, slot, args, kwargs, None, steps, captured), 0)
                 return
-            self._saw(
-                function,
-                "is named by --train-function, but iterates a dataset of unknown length: "
-                "its steps a call cannot be counted",
-            )
+            self._saw(function, "named-function-uncountable")
             return
         before = int(counter.numpy()) if counter is not None else _NO_COUNTER
         self._counts[id(function)] = _Candidate(
@@ -191,16 +188,11 @@ class FunctionLoopTracker:
             pulls=pulls,
         )
         if counter is None:
-            self._saw(
-                function,
-                "takes the data it trains on, but steps no optimizer with a step counter "
-                "(Keras' `iterations`); if it trains, run with --train-function "
-                f"{function_name(function)} to count its steps by its calls",
-            )
+            self._saw(function, "function-without-step-counter")
 
-    def _saw(self, function: Any, why: str) -> None:
-        site = definition_site(function)
-        self.seen.append(f"{function_name(function)}{f' ({site})' if site else ''} {why}")
+    def _saw(self, function: Any, why: ReasonCode) -> None:
+        site = _defined_at(definition_site(function))
+        self.seen.append(Reason(why, detail=function_name(function), because=site))
 
     def _found(self, train: TrainCalls, count: int) -> None:
         """`train` trains: its calls are timed from the next one on (`count`: its counter)."""
@@ -213,17 +205,12 @@ class FunctionLoopTracker:
         self.train = train
         self._count = count
         self._on_found()
-        site = f" ({train.where})" if train.where else ""
-        per_call = f"{train.steps_per_call} steps a call"
-        if train.counter is None:
-            per_call += (
-                " (named by --train-function: it steps no optimizer with a step counter, so a "
-                "call counts one step, or its dataset's length)"
-            )
+        pulls_inside: ReasonCode = (
+            "loop-pulls-inside" if train.counter is not None else "loop-pulls-inside-named"
+        )
+        site = _defined_at(train.where)
         session.note(
-            f"the loop pulls inside the tf.function {train.name}{site}, {per_call}: "
-            "each call is timed and its time spread over its steps; input waits inside it "
-            "are not measured"
+            Reason(pulls_inside, detail=train.name, value=train.steps_per_call, because=site)
         )
         session.train_calls(train)
         dataset = iterator_dataset(train.fed())
@@ -301,6 +288,10 @@ def _steps_a_pass(fed: Any) -> int | None:
     except Exception:
         return None
     return length if length > 0 else None
+
+
+def _defined_at(site: str | None) -> Reason | None:
+    return Reason("defined-at", detail=site) if site else None
 
 
 def _calls(

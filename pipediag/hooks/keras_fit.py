@@ -16,6 +16,7 @@ from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.patching import Patches
 from pipediag.hooks.profiler_trace import InputWaitTracer
+from pipediag.report.reasons import Reason
 from pipediag.timeline import MIN_MEASURED_STEPS, StepBudgetReached
 from pipediag.training.alternation import FitAlternation, block_steps_for
 
@@ -186,10 +187,8 @@ class FitTracker:
         try:
             stamped = stamps.attach(dataset)
         except Exception as exc:
-            self._session.note_once(
-                f"the training dataset could not be time-stamped ({type(exc).__name__}: "
-                f"{exc}): input wait under fit was not measured"
-            )
+            error = f"{type(exc).__name__}: {exc}"
+            self._session.note_once(Reason("stamps-not-attached", detail=error))
             return dataset
         self.stamps = stamps
         return stamped
@@ -216,10 +215,7 @@ class FitTracker:
             if self.tracer.start():
                 self._chunk_steps = 0
             elif self.tracer.failure is not None:
-                session.note_once(
-                    f"the TF profiler could not be started ({self.tracer.failure}): "
-                    "input wait under fit was not measured"
-                )
+                session.note_once(Reason("fit-profiler-no-start", detail=self.tracer.failure))
         self._step_start = session.clock.now()
 
     def on_batch_end(self, batch: int = 0, logs: Any = None) -> None:
@@ -279,10 +275,8 @@ class FitTracker:
         try:
             stamps.collect()
         except Exception as exc:  # the stamps are lost, never the user's run
-            self._session.note_once(
-                f"batch stamps could not be read ({type(exc).__name__}: {exc}): some steps "
-                "under fit have no input wait"
-            )
+            error = f"{type(exc).__name__}: {exc}"
+            self._session.note_once(Reason("stamps-unread", detail=error))
             return
         taken = stamps.take([batches for _, batches in unsettled])
         waits = {

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pipediag.bench.cache_sizing import cardinality
 from pipediag.bench.isolate import dataset_ancestors
 from pipediag.bench.pipeline import describe_chain
 from pipediag.hooks.host import HookHost
@@ -122,12 +123,8 @@ class CustomLoopTracker:
         made_s = getattr(iterator, MADE_S, None)
         if made_s is None:
             return
-        dataset = getattr(iterator, "_dataset", None)
-        try:
-            cardinality = int(dataset.cardinality()) if dataset is not None else -1
-        except Exception:
-            cardinality = -1
-        steps = cardinality if cardinality > 0 else None
+        length = cardinality(getattr(iterator, "_dataset", None))
+        steps = length if length is not None and length > 0 else None
         self._timeline.mark_epoch_start(self._epoch, float(made_s), steps)
 
     def forget_training(self) -> None:
@@ -171,7 +168,7 @@ class CustomLoopTracker:
             if origin.by is not None:
                 judged.kind = KERAS
             elif self._train_dataset is not None:
-                if self._same_stream(dataset):
+                if self._same_stream(judged, dataset):
                     self._start_training(judged, dataset)
                 else:
                     judged.kind = BESIDE
@@ -225,7 +222,7 @@ class CustomLoopTracker:
         if known:  # rebuilt for a new pass (`ds.take(n)` in an epoch loop)
             self._session.benchmark_pipeline(dataset, rebuilt=True)
             return True
-        self._train_signature = _signature(dataset)
+        self._train_signature = _signature(judged.chain, dataset)
         self._train_ancestors = [weakref.ref(d) for d in dataset_ancestors(dataset)[1:]]
         self._session.benchmark_pipeline(dataset)
         return True
@@ -294,21 +291,22 @@ class CustomLoopTracker:
     def _current_dataset(self) -> Any:
         return self._train_dataset() if self._train_dataset is not None else None
 
-    def _same_stream(self, dataset: Any) -> bool:
-        """The training data again: sharing a parent (`train.take(n)` each epoch), or built
-        from the same code once the previous one is gone (not a live validation dataset)."""
+    def _same_stream(self, judged: _Pass, dataset: Any) -> bool:
+        """The training data again: sharing a parent (`train.take(n)` each epoch), or the same
+        stages and element types once the previous one is gone (not a live validation dataset)."""
         current = self._current_dataset()
         if current is dataset:
             return True
         parents = {id(p) for ref in self._train_ancestors if (p := ref()) is not None}
         if parents and any(id(node) in parents for node in dataset_ancestors(dataset)):
             return True
-        return current is None and _signature(dataset) == self._train_signature
+        return current is None and _signature(judged.chain, dataset) == self._train_signature
 
 
-def _signature(dataset: Any) -> tuple[str, str]:
-    """What identifies a dataset rebuilt from the same code: its stages and element types."""
-    return describe_chain(dataset), repr(dataset.element_spec)
+def _signature(chain: str, dataset: Any) -> tuple[str, str]:
+    """What identifies a dataset rebuilt from the same code: its stages (`chain`, as
+    `describe_chain` gives them) and element types."""
+    return chain, repr(dataset.element_spec)
 
 
 def _is_end_of_sequence(exc: BaseException | None) -> bool:

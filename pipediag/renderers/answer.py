@@ -13,7 +13,7 @@ from pipediag.renderers.hardware_words import process_cpu_text
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
 from pipediag.renderers.numbers import gain, rate_text
 from pipediag.renderers.prescription_words import measured_change_text
-from pipediag.renderers.rate_words import ESTIMATED_WORD, rates
+from pipediag.renderers.rate_words import rates
 from pipediag.renderers.run_words import run_status
 from pipediag.renderers.suggestion_words import (
     FIX,
@@ -35,6 +35,7 @@ CODE_LINES = 4  # of the change's code, at most
 MORE_LINES = 3
 NO_CHANGE = "none measured to help on your training"
 MEASURED_HELD = "measured with its output held in memory"  # a gain read on its stage's hold
+IF_INPUT_FREE = "if all input were free"
 
 
 def divider(width: int = WIDTH) -> str:
@@ -99,18 +100,15 @@ def report_line(folder: object, names: list[str]) -> str:
     """Where the report went: the folder, summary.txt first (it holds every figure)."""
     if not names:
         return "Report: not written (see the lines above)"
-    rest = [n for n in names if n not in (REPORT_TEXT, TRACE_JSON)]
-    also = f"; also {', '.join(rest)}" if rest else ""
+    rest = ", ".join(n for n in names if n not in (REPORT_TEXT, TRACE_JSON))
     if REPORT_TEXT not in names:
-        return f"Report: {folder}/{also[len('; also ') :]}"
-    return f"Report: {folder}/{REPORT_TEXT} has every figure{also}"
+        return f"Report: {folder}/{rest}"
+    return f"Report: {folder}/{REPORT_TEXT} has every figure" + (f"; also {rest}" if rest else "")
 
 
 def _figures(report: Report) -> str:
-    parts = []
-    for rate in reversed(rates(report)):  # A, T, P: training first
-        unit = ESTIMATED_WORD if rate.estimated else rate.unit
-        parts.append(f"{rate.title} {rate.number} {unit}")
+    # A, T, P: training first
+    parts = [f"{rate.title} {rate.number} {rate.shown_unit}" for rate in reversed(rates(report))]
     free = free_input_text(report)
     if free:
         parts.append(free)
@@ -164,20 +162,18 @@ def the_change(report: Report) -> Change:
         words = f"{fix.title}: {gain(cached)} on your training from epoch 2 ({MEASURED_HELD})"
         return Change(words, _code(fix.code.splitlines()), fix)
     bound = bound_of(fix)
-    if bound and fix.gain.basis == GAIN_INPUT_FREE:
-        words = f"{fix.title}: at most {gain(bound)} on your training (if all input were free)"
-        return Change(words, suggestion=fix)
-    if bound:
-        # The lower of two bounds holds: the hold can read above T/A by the host's noise.
-        held = gain(bound)
-        free = speedup_if_input_free(report.verdict, training_rate(report))
-        if free is not None and free < bound:
-            why = f"if all input were free; holding its output measured {held}"
-            most = gain(free)
-        else:
-            why, most = MEASURED_HELD, held
-        return Change(f"{fix.title}: at most {most} on your training ({why})", suggestion=fix)
-    return Change(f"{fix.title} (not measured on your training)", suggestion=fix)
+    if not bound:
+        return Change(f"{fix.title} (not measured on your training)", suggestion=fix)
+    held = gain(bound)
+    # The lower of two bounds holds: the hold can read above T/A by the host's noise.
+    free = speedup_if_input_free(report.verdict, training_rate(report))
+    if fix.gain.basis == GAIN_INPUT_FREE:
+        most, why = held, IF_INPUT_FREE
+    elif free is not None and free < bound:
+        most, why = gain(free), f"{IF_INPUT_FREE}; holding its output measured {held}"
+    else:
+        most, why = held, MEASURED_HELD
+    return Change(f"{fix.title}: at most {most} on your training ({why})", suggestion=fix)
 
 
 def _change(report: Report, width: int) -> list[str]:

@@ -14,9 +14,9 @@ from pipediag.renderers.compare_text import RATE_WORDS, headline_lines, run_line
 from pipediag.renderers.cost_words import COMPUTE_PART_NAME, COST_PART_NAMES, COST_PARTS, cost_parts
 from pipediag.renderers.numbers import gain, percent
 from pipediag.renderers.png import new_figure, write_png
+from pipediag.renderers.png.cost import PART_COLOURS
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
-    COST_COLOURS,
     LEGEND,
     MUTED_TEXT_COLOUR,
     NOTE_TEXT_COLOUR,
@@ -139,11 +139,11 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
     """Training time as compute plus each part of input cost, one bar per run."""
     axes.set_title("Share of training time", loc="left", fontsize=PANEL_TITLE_FONT)
     parts = [COMPUTE_PART_NAME, *(COST_PART_NAMES[p] for p in COST_PARTS)]
-    colours = [COMPUTE_COLOUR, *(COST_COLOURS[p] for p in COST_PARTS)]
     rows = [_cost_shares(report) for report in (base, new)]
     positions = [0, 1]
     bottoms = [0.0, 0.0]
-    for index, (part, colour) in enumerate(zip(parts, colours, strict=True)):
+    for index, part in enumerate(parts):
+        colour = PART_COLOURS[part]
         heights = [0.0 if shares is None else shares[index] for shares in rows]
         axes.bar(positions, heights, 0.55, bottom=bottoms, color=colour, label=part, gid=part)
         ink = "white" if colour == COMPUTE_COLOUR else "black"

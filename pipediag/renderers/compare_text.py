@@ -32,14 +32,15 @@ from pipediag.analysis.compare import (
 )
 from pipediag.renderers.cost_words import COST_PART_NAMES
 from pipediag.renderers.numbers import gain, gain_range, percent, slower, utc_time
+from pipediag.renderers.rate_words import COMPUTE_ALONE_WORDS, PIPELINE_ALONE_WORDS, TRAINING_WORDS
 from pipediag.renderers.suggestion_words import NOT_MEASURED, gains_text
 from pipediag.report.names import VERDICT_TITLES, stage_name
 
 # The rates compared, in the order the page draws them: (letter, name, unit).
 RATE_WORDS = {
-    PIPELINE_ALONE: ("P", "pipeline alone", "batches/s"),
-    COMPUTE_ALONE: ("T", "compute alone", "steps/s"),
-    TRAINING: ("A", "training", "steps/s"),
+    PIPELINE_ALONE: PIPELINE_ALONE_WORDS,
+    COMPUTE_ALONE: COMPUTE_ALONE_WORDS,
+    TRAINING: TRAINING_WORDS,
 }
 FIGURE_NAMES = {
     **{key: f"{letter}  {name}, {unit}" for key, (letter, name, unit) in RATE_WORDS.items()},
@@ -182,10 +183,8 @@ def _stage_change(stage: StageChange) -> str:
 def _fixes(fixes: list[FixChange]) -> list[str]:
     if not fixes:
         return []
-    moved = [f for f in fixes if f.status != "kept"]
-    kept = [f for f in fixes if f.status == "kept"]
     lines = ["Suggestions (by id and stage)"]
-    for fix in [*moved, *kept]:
+    for fix in sorted(fixes, key=lambda f: f.status == "kept"):  # those that moved first
         status = FIX_STATUS_WORDS.get(fix.status, fix.status)
         lines.append(f"  {status:<5} [{fix.id}] {fix.title}{_fix_gain(fix)}")
     return lines

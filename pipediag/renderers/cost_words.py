@@ -4,6 +4,7 @@ and their evidence, the speedup if input were free, and the PNG's cost bar."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from pipediag.analysis.alternation import held_beyond_step_alone
 from pipediag.analysis.compare import training_rate
@@ -42,16 +43,19 @@ CONTENTION_KIND_WORDS = {
 }
 
 
-def cost_not_measurable(verdict: Verdict) -> bool:
+def _not_measurable(interval: list[float] | None) -> TypeGuard[list[float]]:
     """The interval reaches zero: all that can be said is how large the cost could be."""
-    interval = verdict.input_cost_interval
     return interval is not None and interval[0] <= 0.0
+
+
+def cost_not_measurable(verdict: Verdict) -> bool:
+    return _not_measurable(verdict.input_cost_interval)
 
 
 def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
     """ "44% of training time (90% interval 40-48%)", or "not measurable above noise (...)"."""
-    if interval is not None and interval[0] <= 0.0:
-        return f"{NOT_MEASURABLE} (at most {percent(interval[1])} of training time)"
+    if _not_measurable(interval):
+        return f"{NOT_MEASURABLE} ({cost_figure(cost, interval)} of training time)"
     shown = shown_interval(interval)
     text = f"{percent(cost)} of training time"
     return text if shown is None else f"{text} (90% interval {percent_range(*shown)})"
@@ -59,8 +63,8 @@ def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
 
 def bar_title(cost: float, interval: list[float] | None) -> str:
     """Short enough for a narrow panel: "Input cost: 44% (40-48%)"."""
-    if interval is not None and interval[0] <= 0.0:
-        return f"Input cost: not measurable (at most {percent(interval[1])})"
+    if _not_measurable(interval):
+        return f"Input cost: not measurable ({cost_figure(cost, interval)})"
     if shown_interval(interval) is None:
         return f"Input cost: {percent(cost)} of training time"
     return f"Input cost: {cost_figure(cost, interval)}"
@@ -209,7 +213,7 @@ def input_cost_figure(verdict: Verdict) -> str:
 
 def cost_figure(cost: float, interval: list[float] | None) -> str:
     """ "44%", "44% (40-48%)", or "at most 3%" where not measurable."""
-    if interval is not None and interval[0] <= 0.0:
+    if _not_measurable(interval):
         return f"at most {percent(interval[1])}"
     shown = shown_interval(interval)
     return percent(cost) if shown is None else f"{percent(cost)} ({percent_range(*shown)})"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
 from pipediag.renderers.numbers import percent
-from pipediag.report.samples import GpuAnalysis, HostContention
+from pipediag.renderers.reason_words import reason_words
+from pipediag.report.samples import GpuAnalysis, GpuSection, HostContention, HostSection
 from pipediag.report.vocabulary import (
     BUSY_SM_ACTIVE,
     OVER_MEASURED_STEPS,
@@ -81,3 +82,9 @@ def gpu_idle_text(analysis: GpuAnalysis | None) -> str:
             f"windows (r = {r:.2f})"
         )
     return text + "."
+
+
+def sampler_note_lines(host: HostSection, gpu: GpuSection) -> list[str]:
+    """The samplers' notes as said at the end of a run, each after the sampler it is from."""
+    sections = (("host sampler", host.notes), ("GPU sampler", gpu.notes))
+    return [f"{where}: {reason_words(note)}" for where, notes in sections for note in notes]

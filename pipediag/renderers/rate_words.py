@@ -16,6 +16,10 @@ MEASURED_WORDS = "measured on a cached batch"
 OLD_ESTIMATE_REASON = "median step time minus input wait"
 ESTIMATED_WORD = "estimated"
 ESTIMATE_MARK = "~"  # before a number that is an estimate
+# The three rates as every page names them (the comparison's rows too): letter, name, unit.
+PIPELINE_ALONE_WORDS = ("P", "pipeline alone", "batches/s")
+COMPUTE_ALONE_WORDS = ("T", "compute alone", "steps/s")
+TRAINING_WORDS = ("A", "training", "steps/s")
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,11 @@ class Rate:
     def title(self) -> str:
         return f"{self.letter} {self.name}"
 
+    @property
+    def shown_unit(self) -> str:
+        """The unit, or "estimated" in its place where the figure is an estimate."""
+        return ESTIMATED_WORD if self.estimated else self.unit
+
 
 def rates(report: Report) -> list[Rate]:
     verdict = report.verdict
@@ -45,9 +54,9 @@ def rates(report: Report) -> list[Rate]:
     estimated = compute is not None and verdict.compute_alone_source != MEASURED
     origin = "" if compute is None else compute_alone_origin(report)
     return [
-        Rate("P", "pipeline alone", "batches/s", report.pipeline.batches_per_s),
-        Rate("T", "compute alone", "steps/s", compute, estimated=estimated, origin=origin),
-        Rate("A", "training", "steps/s", training_rate(report)),
+        Rate(*PIPELINE_ALONE_WORDS, report.pipeline.batches_per_s),
+        Rate(*COMPUTE_ALONE_WORDS, compute, estimated=estimated, origin=origin),
+        Rate(*TRAINING_WORDS, training_rate(report)),
     ]
 
 

@@ -37,8 +37,58 @@ def _no_gpu_sampled(reason: Reason) -> str:
 
 
 def _no_gpu_reading(reason: Reason) -> str:
-    note = f" ({reason.detail})" if reason.detail else ""
+    said = reason_words(reason.because) or reason.detail  # detail: an older report's note
+    note = f" ({said})" if said else ""
     return f"no GPU utilization reading succeeded{note}"
+
+
+def _one_host(reason: Reason) -> str:
+    cores = "None" if reason.limit is None else f"{reason.limit:.0f}"  # os.cpu_count() unknown
+    return (
+        f"one host: the {reason.value:.0f} workers shared its {cores} cores; this shows the "
+        "pipeline runs on workers and what transfer costs, not a cluster's speed"
+    )
+
+
+def _function_at(reason: Reason) -> str:
+    """A function of the script: its name, and where it is defined where known."""
+    site = f" ({reason_words(reason.because)})" if reason.because is not None else ""
+    return reason.detail + site
+
+
+def _named_uncountable(reason: Reason) -> str:
+    return (
+        f"the script called {_function_at(reason)} is named by --train-function, but iterates "
+        "a dataset of unknown length: its steps a call cannot be counted: its steps could not "
+        "be counted"
+    )
+
+
+def _no_step_counter(reason: Reason) -> str:
+    return (
+        f"the script called {_function_at(reason)} takes the data it trains on, but steps no "
+        "optimizer with a step counter (Keras' `iterations`); if it trains, run with "
+        f"--train-function {reason.detail} to count its steps by its calls: its steps could "
+        "not be counted"
+    )
+
+
+_PULLS_INSIDE = (
+    "each call is timed and its time spread over its steps; input waits inside it are not measured"
+)
+
+
+def _pulls_inside(reason: Reason) -> str:
+    steps = f"{reason.value:.0f} steps a call"
+    return f"the loop pulls inside the tf.function {_function_at(reason)}, {steps}: {_PULLS_INSIDE}"
+
+
+def _pulls_inside_uncounted(reason: Reason) -> str:
+    steps = (
+        f"{reason.value:.0f} steps a call (named by --train-function: it steps no optimizer "
+        "with a step counter, so a call counts one step, or its dataset's length)"
+    )
+    return f"the loop pulls inside the tf.function {_function_at(reason)}, {steps}: {_PULLS_INSIDE}"
 
 
 _UNDRIVEN = (
@@ -58,6 +108,85 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "failed": "failed: {detail}",
     "error": "not measured: {detail}",
     "too-few-steps": "too few steps to time",
+    # notes on the run
+    "multi-worker-job": (
+        "multi-worker job ({detail}, {value:.0f} tasks): every worker must run the same train "
+        "steps, so the step budget counts steps only, compute alone runs a fixed number of "
+        "steps, and no fix is tried on training"
+    ),
+    "defined-at": "{detail}",
+    "exception": "{detail}",
+    "named-function-uncountable": _named_uncountable,
+    "function-without-step-counter": _no_step_counter,
+    "iterators-still-releasing": (
+        "some of pipediag's own iterators were still being released at the end"
+    ),
+    "late-analysis-failed": "the analysis after the measured steps failed ({detail})",
+    "gpu-analysis-failed": "the GPU analysis failed ({detail}); it is left out",
+    "scale-out-prediction-failed": "the scale-out prediction failed ({detail}); it is left out",
+    "prescription-figures-failed": "the prescription's figures failed ({detail}); it is left out",
+    "advisor-failed": "the advisor failed ({detail}); it is left out",
+    "stage-analysis-failed": "the per-stage analysis failed ({detail})",
+    "stage-holds-failed": "holding the stages in memory on training failed ({detail})",
+    "fix-trials-failed": "trying the fixes on training failed ({detail})",
+    "service-check-failed": "the tf.data service check failed ({detail})",
+    "model-side-failed": "the model-side trials failed ({detail})",
+    "nested-step": "a step() inside another step() was ignored",
+    "iterate-ignored": (
+        "steps are marked with explicit marks; iterate() were ignored (mixing them would count "
+        "steps twice)"
+    ),
+    "marks-ignored": (
+        "steps are marked with iterate(); explicit marks were ignored (mixing them would count "
+        "steps twice)"
+    ),
+    "step-budget-reached": (
+        "step budget reached ({value:.0f} warm-up + {limit:.0f} measured steps): the rest of "
+        "the run was not recorded"
+    ),
+    "loop-before-fit": (
+        "the script trained in a custom loop ({value:.0f} steps) before calling fit: fit's "
+        "training is diagnosed"
+    ),
+    "two-train-styles": "the script trains both with {detail} and {because}",
+    "train-style": "{detail}",
+    "steps-merged": (
+        "{value:.0f} steps were kept as {limit:.0f} records: older steps were merged in pairs "
+        "to bound memory (totals are exact)"
+    ),
+    "cache-epoch-outlasted": (
+        "the pipeline caches, but its first epoch outlasted the measuring bound: the verdict "
+        "describes epoch 1 only (--steps N measures more)"
+    ),
+    "stamps-not-attached": (
+        "the training dataset could not be time-stamped ({detail}): input wait under fit was "
+        "not measured"
+    ),
+    "fit-profiler-no-start": (
+        "the TF profiler could not be started ({detail}): input wait under fit was not measured"
+    ),
+    "stamps-unread": (
+        "batch stamps could not be read ({detail}): some steps under fit have no input wait"
+    ),
+    "loop-pulls-inside": _pulls_inside,
+    "loop-pulls-inside-named": _pulls_inside_uncounted,
+    "watch-thread-busy": (
+        "the watch thread was still busy at the end (a slow alert hook?): the last windows may "
+        "be missing"
+    ),
+    "scalars-not-written": (
+        "TensorBoard scalars could not be written to {detail} ({because}): the windows are in "
+        "the report only"
+    ),
+    "watch-failed": "watch mode failed ({detail}): some windows may be missing",
+    "alert-hook-raised": (
+        "the alert hook raised {detail} (said once; training goes on, and later alerts still "
+        "call it)"
+    ),
+    "alert-command-no-start": "the alert command could not start: {detail}",
+    "alert-command-exit": "the alert command exited with code {value:.0f}: {detail} (said once)",
+    "alert-command-running": "the alert command was still running at the end: {detail}",
+    "data-service-failed": "--data-service: {because}",
     "no-dataset": "no tf.data training dataset was seen",
     "pipeline-failed": "the pipeline failed when read alone: {detail}",
     "no-bench": "skipped (--no-bench)",
@@ -340,6 +469,91 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
         "on {value:.0f} of your elements the function gives other results on a batch "
         "({detail}): it is not elementwise"
     ),
+    # notes on sampling, the pipeline, scale-out and the fleet
+    "repeated-failure": "{because} ({value:.0f} times)",
+    "sampler-stuck": "sampler thread did not stop within {limit:g} s",
+    "cleanup-failed": "cleanup failed: {detail}",
+    "reading-failed": "reading failed: {detail}",
+    "sampler-thread-died": "sampler thread died: {detail}",
+    "gpm-free-failed": "GPM sample free failed: {detail}",
+    "nvml-shutdown-failed": "nvmlShutdown failed: {detail}",
+    "gpu-memory-unavailable": "memory readings unavailable on GPU {value:.0f}: {detail}",
+    "gpu-power-unavailable": "power readings unavailable on GPU {value:.0f}: {detail}",
+    "gpu-clock-unavailable": "SM clock readings unavailable on GPU {value:.0f}: {detail}",
+    "gpu-pcie-rx-unavailable": "PCIe RX readings unavailable on GPU {value:.0f}: {detail}",
+    "gpu-pcie-tx-unavailable": "PCIe TX readings unavailable on GPU {value:.0f}: {detail}",
+    "gpu-util-samples-unavailable": (
+        "driver utilization samples unavailable on GPU {value:.0f}: {detail}"
+    ),
+    "gpu-util-unavailable": "GPU utilization unavailable on GPU {value:.0f}: {detail}",
+    "gpu-gpm-unavailable": (
+        "SM activity/occupancy (GPM) readings unavailable on GPU {value:.0f}: {detail}"
+    ),
+    "driver-version-unavailable": "driver version unavailable: {detail}",
+    "gpu-skipped": "GPU {value:.0f} skipped: {detail}",
+    "cuda-entry-unmatched": (
+        "CUDA_VISIBLE_DEVICES entry {detail!r} matches no single GPU; CUDA ignores it and every "
+        "entry after it"
+    ),
+    "cuda-order-unsure": (
+        "CUDA_VISIBLE_DEVICES indices were read in NVML (PCI bus) order; CUDA's default order "
+        "can differ on mixed GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to be sure"
+    ),
+    "gpu-name-unavailable": "GPU {value:.0f} name unavailable: {detail}",
+    "gpu-memory-size-unavailable": "GPU {value:.0f} memory size unavailable: {detail}",
+    "gpu-mig-enabled": (
+        "GPU {value:.0f} has MIG enabled: NVML gives no per-MIG utilization, so readings are "
+        "the whole GPU's (every MIG instance together)"
+    ),
+    "gpu-driver-samples-setup-failed": (
+        "GPU {value:.0f}: driver utilization samples unavailable ({detail}); using "
+        "nvmlDeviceGetUtilizationRates"
+    ),
+    "gpu-gpm-setup-failed": "GPU {value:.0f}: SM activity/occupancy (GPM) unavailable: {detail}",
+    "gpu-not-gpm-device": (
+        "GPU {value:.0f}: SM activity/occupancy (GPM) unavailable: not a GPM device (needs "
+        "Hopper or newer)"
+    ),
+    "no-util-reading-on-gpu": "no GPU utilization reading succeeded on GPU {value:.0f}",
+    "busiest-gpu-analysed": (
+        "GPU {value:.0f} analysed, the busiest of the {limit:.0f} GPUs sampled; data-parallel "
+        "GPUs idle together when input-bound"
+    ),
+    "untimed-readings": (
+        "no driver timestamps: utilization readings were placed at the sampler's ticks and "
+        "merged into windows of at least {limit:g} s"
+    ),
+    "low-window-coverage": (
+        "GPU windows cover only {value:.0%} of the measured step time (readings missing or "
+        "failing during the run)"
+    ),
+    "steady-run": (
+        "GPU idle or input wait did not vary across windows: their correlation is undefined "
+        "(a steady run); the idle attribution still holds"
+    ),
+    "few-correlation-windows": (
+        "{value:.0f} windows are too few for a correlation (need {limit:.0f})"
+    ),
+    "file-cache-bypassed": (
+        "the file cache {detail!r} is not complete yet: pipediag read the pipeline without "
+        "it, so it never writes your cache files"
+    ),
+    "too-little-moves": (
+        "only the stages up to {detail} could move, {value:.0%} of the pipeline's work: not "
+        "worth the transfer; {because}"
+    ),
+    "port-to-tf": "port {detail} to TF ops, then the whole pipeline can move",
+    "nothing-sent": (
+        "nothing was sent through the service: no part worth moving can run on a worker"
+    ),
+    "distribute-before-batch": (
+        "the distribute point is before the batch: elements would cross to this host one by "
+        "one; batch before distribute if the stages after it allow"
+    ),
+    "one-host": _one_host,
+    "different-scripts": "the workers ran different scripts: {detail}",
+    "cluster-partly-merged": "the cluster has {value:.0f} tasks; {limit:.0f} reports were merged",
+    "incomplete-runs": "incomplete runs (the script ended early or failed): {detail}",
 }
 
 

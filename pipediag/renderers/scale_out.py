@@ -47,7 +47,7 @@ def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
         lines += _measurement(measurement)
     if section.prediction is not None:
         lines.append(_prediction(section.prediction))
-    lines += [f"note: {n}" for n in section.notes]
+    lines += [f"note: {reason_words(n)}" for n in section.notes]
     if width is not None:
         lines = [part for line in lines for part in _wrap(line, width)]
     if section.code:
@@ -122,7 +122,8 @@ def _measurement(m: ServiceMeasurement) -> list[str]:
     elif m.train_reason:
         facts.append(f"training not measured: {reason_words(m.train_reason)}")
     part = "" if m.part == "whole pipeline" else f" ({m.part})"
-    return [f"measured on {where}{part}: {'; '.join(facts)}", *(f"note: {n}" for n in m.notes)]
+    notes = [f"note: {reason_words(n)}" for n in m.notes]
+    return [f"measured on {where}{part}: {'; '.join(facts)}", *notes]
 
 
 def _prediction(p: ScaleOutPrediction) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pipediag.renderers.cost_words import input_cost_figure
 from pipediag.renderers.numbers import DASH, percent
-from pipediag.renderers.rate_words import ESTIMATED_WORD, rates
+from pipediag.renderers.rate_words import rates
 from pipediag.renderers.suggestion_words import best_fix_figure
 from pipediag.report.model import Report
 
@@ -18,10 +18,7 @@ def key_figures(report: Report) -> list[tuple[str, str]]:
     else:
         fraction = verdict.input_wait_fraction
         first = ("Input-wait share", percent(fraction) if fraction is not None else DASH)
-    figures = [first]
-    for rate in rates(report):
-        unit = ESTIMATED_WORD if rate.estimated else rate.unit
-        figures.append((f"{rate.title} ({unit})", rate.number))
+    shown_rates = [(f"{rate.title} ({rate.shown_unit})", rate.number) for rate in rates(report)]
     warmup = f" (+{train.warmup_steps} warm-up)" if train.warmup_steps else ""
     steps = (f"Steps measured{warmup}", f"{train.measured_steps:,}")
-    return [*figures, best_fix_figure(report), steps]
+    return [first, *shown_rates, best_fix_figure(report), steps]

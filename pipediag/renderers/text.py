@@ -4,6 +4,7 @@ word modules' words. An older report's missing rows are left out or fall back.""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterable
 
 from pipediag.renderers.cost_words import (
     WAIT_SHARE_SOURCE,
@@ -71,10 +72,10 @@ def render_text(report: Report) -> str:
         ("Slowest stage", _slowest_stage(report)),
         ("Train step", _train(report)),
         ("Stages/fixes", deep_skipped_text(deep_skipped) if deep_skipped else ""),
-        ("Rewrites", f"\n{INDENT}".join(rewrites_lines(report))),
+        ("Rewrites", _rows(rewrites_lines(report))),
         ("Host CPU", _host(report)),
         ("GPU", _gpu(report)),
-        ("Scale out", f"\n{INDENT}".join(scale_out_lines(report, EVIDENCE_WIDTH - len(INDENT)))),
+        ("Scale out", _rows(scale_out_lines(report, EVIDENCE_WIDTH - len(INDENT)))),
         ("Run", run),
     ):
         if text:
@@ -83,8 +84,13 @@ def render_text(report: Report) -> str:
     model = model_lines(report)
     if model:
         lines += ["", *model]
-    lines += [f"note: {note}" for note in report.notes]
+    lines += [f"note: {reason_words(note)}" for note in report.notes]
     return "\n".join(lines) + "\n"
+
+
+def _rows(lines: Iterable[str]) -> str:
+    """A row's lines, each after the first under the row's text; empty ones left out."""
+    return f"\n{INDENT}".join(line for line in lines if line)
 
 
 def _wrapped(text: str, indent: str) -> list[str]:
@@ -105,14 +111,9 @@ def _input_cost(report: Report) -> str:
     split = verdict.cost_split
     lower_bound = lower_bound_evidence(report)
     if split is None:
-        return f"\n{INDENT}".join(filter(None, (text, lower_bound)))
-    evidence = (
-        contention_evidence(split),
-        fetch_evidence(split),
-        epoch_start_evidence(split),
-        lower_bound,
-    )
-    return f"\n{INDENT}".join([f"{text}: {cost_split_text(split)}", *filter(None, evidence)])
+        return _rows([text, lower_bound])
+    evidence = [contention_evidence(split), fetch_evidence(split), epoch_start_evidence(split)]
+    return _rows([f"{text}: {cost_split_text(split)}", *evidence, lower_bound])
 
 
 def _rates(report: Report) -> str:
@@ -128,7 +129,7 @@ def _rates(report: Report) -> str:
             continue
         line = f"{start}{rate.number:>{width}} {rate.unit}"
         lines.append(line + (f"  ({rate.origin})" if rate.origin else ""))
-    return f"\n{INDENT}".join(lines)
+    return _rows(lines)
 
 
 def _observer(report: Report) -> str:
@@ -151,7 +152,7 @@ def _phases(report: Report) -> str:
         if phase.steps_per_s is not None:
             facts.append(f"{rate_text(phase.steps_per_s)} steps/s")
         lines.append(f"{phase_text(phase)} ({', '.join(facts)})")
-    return f"\n{INDENT}".join(lines)
+    return _rows(lines)
 
 
 def _slowest_stage(report: Report) -> str:
@@ -232,13 +233,13 @@ def _train(report: Report) -> str:
     t = report.train
     skipped = [f"skipped {data_pass_text(p)}" for p in t.skipped_passes]
     if t.steps_per_s is None:
-        return f"\n{INDENT}".join([f"no measured steps ({len(t.steps)} seen)", *skipped])
+        return _rows([f"no measured steps ({len(t.steps)} seen)", *skipped])
     text = f"{rate_text(t.steps_per_s)} steps/s, step {_dist(t.step_time)}"
     if t.input_wait is not None:
         text += f"; input wait {_dist(t.input_wait)}"
     steps = f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {training_text(t)}"
     epoch_starts = epoch_start_text(t, report.verdict.cost_split)
-    return f"\n{INDENT}".join(filter(None, [text, steps, epoch_starts, *skipped]))
+    return _rows([text, steps, epoch_starts, *skipped])
 
 
 def _host(report: Report) -> str:
@@ -257,9 +258,7 @@ def _host(report: Report) -> str:
     samplers = _samplers_cpu(report)
     if samplers:
         parts.append(samplers)
-    text = ", ".join(parts) or "sampled"
-    contention = contention_text(report.host_contention)
-    return f"{text}\n{INDENT}{contention}" if contention else text
+    return _rows([", ".join(parts) or "sampled", contention_text(report.host_contention)])
 
 
 def _samplers_cpu(report: Report) -> str:
@@ -278,11 +277,8 @@ def _gpu(report: Report) -> str:
     names = ", ".join(d.name for d in g.devices)
     util = g.gpu_util_pct_mean
     utilization = "utilization not available" if util is None else f"mean utilization {util:.0f}%"
-    text = f"{names}: {utilization}"
     analysis = report.gpu_analysis
     idle = gpu_idle_text(analysis)
-    if idle:
-        text += f"\n{INDENT}{idle}"
-    elif analysis is not None and not analysis.available and analysis.reason:
-        text += f"\n{INDENT}no idle-gap analysis: {reason_words(analysis.reason)}"
-    return text
+    if not idle and analysis is not None and not analysis.available and analysis.reason:
+        idle = f"no idle-gap analysis: {reason_words(analysis.reason)}"
+    return _rows([f"{names}: {utilization}", idle])

@@ -165,7 +165,7 @@ def draw_watch_panel(axes: Axes, report: Report) -> None:
     lefts = [g[0].first_step for g in groups]
     widths = [g[-1].last_step + 1 - g[0].first_step for g in groups]
     shares = [group_share(g) for g in groups]
-    colours = [VERDICT_COLOURS.get(_group_label(g), VERDICT_COLOURS[UNKNOWN]) for g in groups]
+    colours = [VERDICT_COLOURS[_group_label(g)] for g in groups]
     axes.bar(
         lefts,
         [100 * (s or 0.0) for s in shares],

@@ -346,6 +346,11 @@ def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
     return typed
 
 
+def _from_version_8(data: dict[str, Any]) -> dict[str, Any]:
+    # Version 8 worded its notes; `_convert` keeps each as written ("as-written").
+    return dict(data, schema_version=9)
+
+
 # What each version changed, and the step that brings a report of the version before to it:
 # 2: pipediag's own findings about stages and fix trials are typed fields, not "true" strings.
 # 3: a stage's `auto_parallel`, `not_measured` and `graph_error` left `settings`; a fix
@@ -359,6 +364,7 @@ def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
 #    version-6 report's words are kept as written ("as-written", in `_convert`).
 # 8: the pipeline's options and a stage's settings are typed (`PipelineOptions`,
 #    `StageSettings`), not strings.
+# 9: notes are reasons (codes with parameters), not words.
 _UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),
@@ -367,6 +373,7 @@ _UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
     (6, _from_version_5),
     (7, _from_version_6),
     (8, _from_version_7),
+    (9, _from_version_8),
 )
 
 
@@ -459,12 +466,14 @@ def _convert(hint: Any, value: Any) -> Any:
         return _convert(options[0], value)
     if origin is list:
         (item,) = typing.get_args(hint)
+        if isinstance(value, str):  # an older report's words where reasons are now listed
+            value = [value] if value else []
         return [_convert(item, v) for v in value]
     if origin is dict:
         _, item = typing.get_args(hint)
         return {str(k): _convert(item, v) for k, v in value.items()}
     if hint is Reason and isinstance(value, str):
-        return Reason("as-written", detail=value)  # a version-6 report's words
+        return Reason("as-written", detail=value)  # an older report's words (version 6, 8)
     if dataclasses.is_dataclass(hint):
         return _build(hint, value)  # type: ignore[arg-type]
     if hint is float and isinstance(value, int):

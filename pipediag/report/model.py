@@ -53,7 +53,7 @@ from pipediag.report.vocabulary import (
 from pipediag.report.watch import WatchSection
 
 # What each version changed, and how older reports are converted: `report/io.py`.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
@@ -94,7 +94,7 @@ class PipelineBenchmark:
     latency: LatencyStats | None = None
     exhausted: bool = False
     stages: list[StageStats] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Reason] = field(default_factory=list)  # what the private copy left out
     options: PipelineOptions | None = None  # None where they were not read
     # What-if pipelines measured beside the original (`bench.whatif.verify_fixes`).
     trials: list[FixTrial] = field(default_factory=list)
@@ -461,7 +461,7 @@ class Report:
     wall_time_s: float = 0.0
     phase_times_s: dict[str, float] = field(default_factory=dict)
     phases: list[PhaseSpan] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Reason] = field(default_factory=list)
     gpu_analysis: GpuAnalysis | None = None
     host_contention: HostContention | None = None
     compute_alone: ComputeAlone | None = None

@@ -18,6 +18,45 @@ ReasonCode = Literal[
     "failed",  # detail: the exception, in one line
     "error",  # not measured: detail, an exception in one line
     "too-few-steps",
+    # notes on the run
+    "multi-worker-job",  # detail: this task; value: the job's tasks
+    "defined-at",  # detail: file.py:line where the script defines a function
+    "exception",  # detail: an exception in one line, inside another reason's words
+    "named-function-uncountable",  # detail: the function; because: "defined-at"
+    "function-without-step-counter",  # detail: the function; because: "defined-at"
+    "iterators-still-releasing",
+    "late-analysis-failed",  # detail: the error
+    "gpu-analysis-failed",  # detail: the error
+    "scale-out-prediction-failed",  # detail: the error
+    "prescription-figures-failed",  # detail: the error
+    "advisor-failed",  # detail: the error
+    "stage-analysis-failed",  # detail: the error
+    "stage-holds-failed",  # detail: the error
+    "fix-trials-failed",  # detail: the error
+    "service-check-failed",  # detail: the error
+    "model-side-failed",  # detail: the error
+    "nested-step",
+    "iterate-ignored",  # steps were marked first by explicit marks
+    "marks-ignored",  # steps were marked first by iterate()
+    "step-budget-reached",  # value: the warm-up steps; limit: the measured steps
+    "loop-before-fit",  # value: the loop's steps
+    "two-train-styles",  # detail: the style diagnosed; because: the other ("train-style")
+    "train-style",  # detail: a `TrainStyle`
+    "steps-merged",  # value: the steps; limit: the records kept
+    "cache-epoch-outlasted",
+    "stamps-not-attached",  # detail: the error
+    "fit-profiler-no-start",  # detail: the error
+    "stamps-unread",  # detail: the error
+    "loop-pulls-inside",  # detail: the function; value: steps a call; because: "defined-at"
+    "loop-pulls-inside-named",  # as "loop-pulls-inside": no step counter, named by the user
+    "watch-thread-busy",
+    "scalars-not-written",  # detail: the directory; because: "exception"
+    "watch-failed",  # detail: the error
+    "alert-hook-raised",  # detail: the error
+    "alert-command-no-start",  # detail: the error
+    "alert-command-exit",  # value: its exit code; detail: the command
+    "alert-command-running",  # detail: the command
+    "data-service-failed",  # because: the service's error (`service-error`)
     # the pipeline read alone
     "no-dataset",
     "pipeline-failed",
@@ -124,7 +163,7 @@ ReasonCode = Literal[
     "no-gpu-opened",
     "no-gpu-sampled",  # because: the GPU section's reason (None: unknown)
     "no-timed-wait-step",
-    "no-gpu-reading",  # detail: the GPU section's note on it, if any
+    "no-gpu-reading",  # because: the GPU section's note on it, if any (older: detail)
     "no-busy-reading",  # value: the GPU's index; detail: the busy source
     "few-gpu-windows",  # value: windows; limit: needed; because: "steps-span"
     "steps-span",  # value: the measured steps' span, in seconds
@@ -197,6 +236,49 @@ ReasonCode = Literal[
     "unsafe-keep-map",  # because: what the function did on a batch
     "fails-on-batch",  # detail: the error
     "not-elementwise",  # value: elements checked; detail: the difference
+    # notes on sampling, the pipeline, scale-out and the fleet ("NVML's error name": or, for
+    # an error that is not NVML's, its type and message in one line)
+    "repeated-failure",  # value: how many times; because: the first
+    "sampler-stuck",  # limit: the seconds it was given to stop
+    "cleanup-failed",  # detail: the error
+    "reading-failed",  # detail: the error
+    "sampler-thread-died",  # detail: the error
+    "gpm-free-failed",  # detail: NVML's error name
+    "nvml-shutdown-failed",  # detail: NVML's error name
+    "gpu-memory-unavailable",  # value: the GPU; detail: NVML's error name
+    "gpu-power-unavailable",  # value: the GPU; detail: NVML's error name
+    "gpu-clock-unavailable",  # value: the GPU; detail: NVML's error name
+    "gpu-pcie-rx-unavailable",  # value: the GPU; detail: NVML's error name
+    "gpu-pcie-tx-unavailable",  # value: the GPU; detail: NVML's error name
+    "gpu-util-samples-unavailable",  # value: the GPU; detail: NVML's error name
+    "gpu-util-unavailable",  # value: the GPU; detail: NVML's error name
+    "gpu-gpm-unavailable",  # value: the GPU; detail: NVML's error name
+    "driver-version-unavailable",  # detail: NVML's error name
+    "gpu-skipped",  # value: the GPU; detail: NVML's error name
+    "cuda-entry-unmatched",  # detail: the CUDA_VISIBLE_DEVICES entry
+    "cuda-order-unsure",
+    "gpu-name-unavailable",  # value: the GPU; detail: NVML's error name
+    "gpu-memory-size-unavailable",  # value: the GPU; detail: NVML's error name
+    "gpu-mig-enabled",  # value: the GPU
+    "gpu-driver-samples-setup-failed",  # value: the GPU; detail: NVML's error name
+    "gpu-gpm-setup-failed",  # value: the GPU; detail: NVML's error name
+    "gpu-not-gpm-device",  # value: the GPU
+    "no-util-reading-on-gpu",  # value: the GPU
+    "busiest-gpu-analysed",  # value: the GPU; limit: the GPUs sampled
+    "untimed-readings",  # limit: the shortest window, in seconds
+    "low-window-coverage",  # value: the share of step time covered
+    "steady-run",
+    "few-correlation-windows",  # value: the windows; limit: those needed
+    "file-cache-bypassed",  # detail: the cache's file name
+    "too-little-moves",  # detail: the last stage that can move; value: the share of the
+    # pipeline's work up to it; because: "port-to-tf"
+    "port-to-tf",  # detail: the stages held to Python
+    "nothing-sent",
+    "distribute-before-batch",
+    "one-host",  # value: the workers; limit: the host's cores (None: unknown)
+    "different-scripts",  # detail: the scripts
+    "cluster-partly-merged",  # value: the cluster's tasks; limit: the reports merged
+    "incomplete-runs",  # detail: the workers
 ]
 
 

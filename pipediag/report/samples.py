@@ -43,7 +43,7 @@ class HostSection:
     iowait_pct_mean: float | None = None
     process_rss_bytes_max: int | None = None
     sampler_cpu_s: float | None = None
-    notes: list[str] = field(default_factory=list)  # sampler failures, one line per kind
+    notes: list[Reason] = field(default_factory=list)  # sampler failures, one per kind
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class GpuSection:
     interval_s: float = 0.0
     samples: list[GpuSample] = field(default_factory=list)
     gpu_util_pct_mean: float | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Reason] = field(default_factory=list)
     sampler_cpu_s: float | None = None
     calls_per_s: float | None = None  # NVML calls the sampler made per second of sampling
 
@@ -142,7 +142,7 @@ class GpuAnalysis:
     correlation_windows: int = 0
     attribution: IdleAttribution | None = None
     coverage_fraction: float | None = None  # share of measured step time inside a window
-    notes: list[str] = field(default_factory=list)
+    notes: list[Reason] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ class ServiceMeasurement:
     train_steps_per_s: float | None = None
     train_reason: Reason | None = None
     wall_time_s: float = 0.0
-    notes: list[str] = field(default_factory=list)
+    notes: list[Reason] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class ScaleOut:
     requested: bool = False  # --scale-out or --data-service was given
     # Whether summaries show it: asked for, or input-bound with the host CPU the limit.
     shown: bool = False
-    notes: list[str] = field(default_factory=list)
+    notes: list[Reason] = field(default_factory=list)
     # The stages as walked for this check, only when the report has no stage timing
     # (`PipelineBenchmark.stages` empty): `distribute_after_index` points into these then.
     stages: list[StageStats] = field(default_factory=list)

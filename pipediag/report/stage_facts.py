@@ -66,7 +66,8 @@ CACHE_POINT_KINDS: frozenset[StageKind] = frozenset(
         KIND_SCAN,
     }
 )
-# Stages that compute nothing of their own: they buffer elements or pass them on.
+# Stages that compute nothing of their own: they buffer elements or pass them on, at most one
+# per input (`bench/stages.ONE_TO_ONE_KINDS` counts on it).
 NO_OWN_WORK_KINDS: frozenset[str] = frozenset(
     {
         KIND_PREFETCH,
@@ -122,9 +123,7 @@ def rewrite_site(stats: StageStats) -> bool:
     rate with it and everything before it held in memory) reaches `VERIFIED_MIN_GAIN`, or it
     was not measured, or its measure was not used (the search on training decides then:
     docs/design.md, "Every applicable rewrite")."""
-    if stats.training_speedup_if_free_unused is not None:
-        return True
-    return not if_free_clearly_under(stats)
+    return stats.training_speedup_if_free_unused is not None or not if_free_clearly_under(stats)
 
 
 def if_free_clearly_under(stats: StageStats) -> bool:

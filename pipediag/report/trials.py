@@ -25,7 +25,7 @@ class TrialFacts:
     training_speedup_low: float | None = None
     training_speedup_high: float | None = None
     # What was made private in the copies so the user's state is untouched (a file cache).
-    isolation: str = ""
+    isolation: list[Reason] = field(default_factory=list)
     # vectorize: elements the function was checked on, both ways.
     sample_elements: int | None = None
     # vectorize: the function as written failed or differed on a batch (`batch_refusal` says

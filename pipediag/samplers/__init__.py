@@ -5,8 +5,6 @@ either. May import: `report`, `clock`, `config`, `errors`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from pipediag.clock import Clock, Quiet
 from pipediag.config import RunConfig
 from pipediag.report.reasons import Reason
@@ -33,10 +31,10 @@ def make_samplers(
 
 
 def stop_samplers(
-    samplers: list[HostSampler | GpuSampler], origin: float, log: Callable[[str], None]
+    samplers: list[HostSampler | GpuSampler], origin: float
 ) -> tuple[HostSection, GpuSection]:
     """Stop each sampler and give its section (times from `origin`); a sampler's trouble is
-    in its section and said through `log`, never swallowed."""
+    in its section's notes, never swallowed."""
     host = HostSection(available=False, reason=Reason("host-sampling-off"))
     gpu = GpuSection(available=False, reason=Reason("gpu-sampling-off"))
     for sampler in samplers:
@@ -46,7 +44,4 @@ def stop_samplers(
             host = section
         else:
             gpu = section
-    for where, notes in (("host sampler", host.notes), ("GPU sampler", gpu.notes)):
-        for message in notes:
-            log(f"{where}: {message}")
     return host, gpu

@@ -79,7 +79,7 @@ class DecimatingBuffer(Generic[ItemT]):
 
 @dataclass
 class _Failure:
-    text: str  # the first one's
+    first: Reason
     count: int = 0
 
 
@@ -154,15 +154,14 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         if thread is not None:
             thread.join(timeout=STOP_JOIN_TIMEOUT_S)
             if thread.is_alive():
-                self._record_failure(
-                    "stop", f"sampler thread did not stop within {STOP_JOIN_TIMEOUT_S:g} s"
-                )
+                self._record_failure("stop", Reason("sampler-stuck", limit=STOP_JOIN_TIMEOUT_S))
                 return  # a reading is stuck in the source: tearing it down now could crash it
         if self._unavailable_reason is None:
             try:
                 self._teardown()
             except Exception as exc:
-                self._record_failure("teardown", f"cleanup failed: {describe_error(exc)}")
+                failed = Reason("cleanup-failed", detail=describe_error(exc))
+                self._record_failure("teardown", failed)
 
     def sample_once(self) -> None:
         """Take one reading now and keep it; failures become notes. Never raises."""
@@ -171,7 +170,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
             item = self._read()
         except Exception as exc:
             kind = f"read:{type(exc).__name__}"
-            self._record_failure(kind, f"reading failed: {describe_error(exc)}")
+            self._record_failure(kind, Reason("reading-failed", detail=describe_error(exc)))
         else:
             now = self._clock.now()
             with self._lock:
@@ -188,7 +187,8 @@ class ThreadedSampler(ABC, Generic[ItemT]):
                 if self.quiet is None or not self.quiet.holding():
                     self.sample_once()
         except BaseException as exc:  # sample_once never raises; keep the thread's death visible
-            self._record_failure("thread", f"sampler thread died: {describe_error(exc)}")
+            died = Reason("sampler-thread-died", detail=describe_error(exc))
+            self._record_failure("thread", died)
 
     @property
     def interval_s(self) -> float:
@@ -206,15 +206,19 @@ class ThreadedSampler(ABC, Generic[ItemT]):
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    def _record_failure(self, kind: str, text: str) -> None:
-        """Count a failure of `kind`; the first one's text becomes a note."""
+    def _record_failure(self, kind: str, reason: Reason) -> None:
+        """Count a failure of `kind` (internal, never stored); the first one's reason becomes
+        a note."""
         with self._lock:
-            self._failures.setdefault(kind, _Failure(text)).count += 1
+            self._failures.setdefault(kind, _Failure(reason)).count += 1
 
-    def _failure_notes(self) -> list[str]:
+    def _failure_notes(self) -> list[Reason]:
         with self._lock:
             failures = list(self._failures.values())
-        return [f.text if f.count == 1 else f"{f.text} ({f.count} times)" for f in failures]
+        return [
+            f.first if f.count == 1 else Reason("repeated-failure", value=f.count, because=f.first)
+            for f in failures
+        ]
 
     def _snapshot(self) -> tuple[list[ItemT], float]:
         """The kept readings and their effective interval, consistent with each other."""

@@ -115,7 +115,7 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
             last_t = self._last_reading_t
             calls = self._calls_through_last_read - self._calls_at_sampling_start
         notes.extend(
-            f"no GPU utilization reading succeeded on GPU {d.index}"
+            Reason("no-util-reading-on-gpu", value=d.index)
             for d in self._gpus.devices
             if readings and not d.util_readings
         )

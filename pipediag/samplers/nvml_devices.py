@@ -36,7 +36,7 @@ def _text(value: Any) -> str:
 
 def select_visible_devices(
     cuda_visible_devices: str | None, gpus: Sequence[tuple[str, Sequence[str]]]
-) -> tuple[list[int], list[str]]:
+) -> tuple[list[int], list[Reason]]:
     """NVML indices of the GPUs this process can use, and notes on entries CUDA ignores;
     `gpus`: per NVML index, (GPU UUID, its MIG devices' UUIDs). CUDA stops at the first entry
     that matches nothing (`""` and `-1` hide every GPU). A MIG UUID selects its parent GPU:
@@ -44,16 +44,13 @@ def select_visible_devices(
     if cuda_visible_devices is None:
         return list(range(len(gpus))), []
     selected: list[int] = []
-    notes: list[str] = []
+    notes: list[Reason] = []
     for raw in cuda_visible_devices.split(","):
         token = raw.strip()
         index = _match_device(token, gpus)
         if index is None:
             if token and not token.startswith("-"):
-                notes.append(
-                    f"CUDA_VISIBLE_DEVICES entry {token!r} matches no single GPU; CUDA ignores "
-                    "it and every entry after it"
-                )
+                notes.append(Reason("cuda-entry-unmatched", detail=token))
             break
         if index not in selected:
             selected.append(index)
@@ -85,7 +82,8 @@ class NvmlDevice:
     use_samples: bool = False
     last_sample_us: int = 0
     last_util: tuple[float, float] | None = None  # (pct, clock time) of the newest driver sample
-    disabled: set[str] = field(default_factory=set)  # metrics the device does not support
+    # Metrics the device does not support, by the code of their failure.
+    disabled: set[ReasonCode] = field(default_factory=set)
     gpm_samples: list[Any] = field(default_factory=list)  # [previous, next] GPM sample buffers
     gpm_t: float = 0.0
     util_readings: int = 0
@@ -101,7 +99,7 @@ class NvmlDevices:
         *,
         clock: Clock,
         wall_clock: Callable[[], float],
-        record_failure: Callable[[str, str], None],
+        record_failure: Callable[[str, Reason], None],
     ) -> None:
         self.nvml: Any = nvml
         self._clock = clock
@@ -110,7 +108,7 @@ class NvmlDevices:
         self._wall_minus_clock_s = 0.0
         self.driver_version: str | None = None
         self.devices: list[NvmlDevice] = []
-        self.setup_notes: list[str] = []
+        self.setup_notes: list[Reason] = []
         self.calls = 0
 
     def call(self, name: str, *args: Any) -> Any:
@@ -147,7 +145,8 @@ class NvmlDevices:
         try:
             self.driver_version = _text(self.call("nvmlSystemGetDriverVersion"))
         except Exception as exc:
-            self.setup_notes.append(f"driver version unavailable: {self.error_name(exc)}")
+            unread = Reason("driver-version-unavailable", detail=self.error_name(exc))
+            self.setup_notes.append(unread)
         count = int(self.call("nvmlDeviceGetCount"))
         if count == 0:
             return Reason("nvml-no-gpu")
@@ -158,7 +157,8 @@ class NvmlDevices:
                 handle = self.call("nvmlDeviceGetHandleByIndex", index)
             except Exception as exc:
                 handle = None
-                self.setup_notes.append(f"GPU {index} skipped: {self.error_name(exc)}")
+                skipped = Reason("gpu-skipped", value=index, detail=self.error_name(exc))
+                self.setup_notes.append(skipped)
             handles.append(handle)
             uuids.append(self._uuid(handle) if handle is not None else "")
         mig = [h is not None and self._mig_enabled(h) for h in handles]
@@ -175,10 +175,7 @@ class NvmlDevices:
             and any(t.strip().isdigit() for t in visible.split(","))
             and os.environ.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID"
         ):
-            self.setup_notes.append(
-                "CUDA_VISIBLE_DEVICES indices were read in NVML (PCI bus) order; CUDA's default "
-                "order can differ on mixed GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID to be sure"
-            )
+            self.setup_notes.append(Reason("cuda-order-unsure"))
         self._wall_minus_clock_s = wall_minus_clock(self._clock, self._wall_clock)
         for index in selected:
             if handles[index] is not None:
@@ -196,12 +193,14 @@ class NvmlDevices:
         except Exception:
             return ""
 
-    def _optional(self, read: Callable[[], T], default: T, what: str) -> T:
-        """A static property of a device; a failure is a note, not a lost device."""
+    def _optional(
+        self, read: Callable[[], T], default: T, unavailable: ReasonCode, index: int
+    ) -> T:
+        """A static property of GPU `index`; a failure is a note, not a lost device."""
         try:
             return read()
         except Exception as exc:
-            self.setup_notes.append(f"{what} unavailable: {self.error_name(exc)}")
+            self.setup_notes.append(Reason(unavailable, value=index, detail=self.error_name(exc)))
             return default
 
     def _mig_enabled(self, handle: Any) -> bool:
@@ -227,19 +226,17 @@ class NvmlDevices:
 
     def _open_device(self, index: int, handle: Any, uuid: str, mig: bool) -> NvmlDevice:
         name = self._optional(
-            lambda: _text(self.call("nvmlDeviceGetName", handle)), "", f"GPU {index} name"
+            lambda: _text(self.call("nvmlDeviceGetName", handle)), "", "gpu-name-unavailable", index
         )
         memory_total = self._optional(
             lambda: int(self.call("nvmlDeviceGetMemoryInfo", handle).total),
             None,
-            f"GPU {index} memory size",
+            "gpu-memory-size-unavailable",
+            index,
         )
         device = NvmlDevice(index=index, handle=handle, info=GpuDevice(index, name))
         if mig:
-            self.setup_notes.append(
-                f"GPU {index} has MIG enabled: NVML gives no per-MIG utilization, so readings "
-                "are the whole GPU's (every MIG instance together)"
-            )
+            self.setup_notes.append(Reason("gpu-mig-enabled", value=index))
         # Probe the driver's sample buffer, and skip what it holds from before the session.
         try:
             samples = self.nvml.NVML_GPU_UTILIZATION_SAMPLES
@@ -251,10 +248,10 @@ class NvmlDevices:
                 device.use_samples = True
                 device.last_sample_us = self._wall_us()
             else:
-                self.setup_notes.append(
-                    f"GPU {index}: driver utilization samples unavailable "
-                    f"({self.error_name(exc)}); using nvmlDeviceGetUtilizationRates"
+                unread = Reason(
+                    "gpu-driver-samples-setup-failed", value=index, detail=self.error_name(exc)
                 )
+                self.setup_notes.append(unread)
         gpm = self._open_gpm(device)
         device.info = GpuDevice(
             index=index,
@@ -272,17 +269,16 @@ class NvmlDevices:
         try:
             support = self.call("nvmlGpmQueryDeviceSupport", device.handle)
             if not support.isSupportedDevice:
-                raise LookupError("not a GPM device (needs Hopper or newer)")
+                self.setup_notes.append(Reason("gpu-not-gpm-device", value=device.index))
+                return False
             device.gpm_samples = [self.call("nvmlGpmSampleAlloc") for _ in range(2)]
             self.call("nvmlGpmSampleGet", device.handle, device.gpm_samples[0])
             device.gpm_t = self._clock.now()
             return True
         except Exception as exc:
             self._free_gpm(device)
-            why = str(exc) if isinstance(exc, LookupError) else self.error_name(exc)
-            self.setup_notes.append(
-                f"GPU {device.index}: SM activity/occupancy (GPM) unavailable: {why}"
-            )
+            unread = Reason("gpu-gpm-setup-failed", value=device.index, detail=self.error_name(exc))
+            self.setup_notes.append(unread)
             return False
 
     def _free_gpm(self, device: NvmlDevice) -> None:
@@ -294,13 +290,15 @@ class NvmlDevices:
         try:
             self.call("nvmlGpmSampleFree", sample)
         except Exception as exc:
-            self._record_failure("gpm-free", f"GPM sample free failed: {self.error_name(exc)}")
+            failed = Reason("gpm-free-failed", detail=self.error_name(exc))
+            self._record_failure("gpm-free", failed)
 
     def shutdown(self) -> None:
         try:
             self.call("nvmlShutdown")
         except Exception as exc:
-            self._record_failure("shutdown", f"nvmlShutdown failed: {self.error_name(exc)}")
+            failed = Reason("nvml-shutdown-failed", detail=self.error_name(exc))
+            self._record_failure("shutdown", failed)
 
     def close(self) -> None:
         for device in self.devices:

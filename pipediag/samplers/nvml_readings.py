@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuSample
 from pipediag.samplers.nvml_devices import NvmlDevice, NvmlDevices
 
@@ -36,7 +37,11 @@ class NvmlReader:
     (updated under the sampler's `lock`, consistent with its reading count)."""
 
     def __init__(
-        self, gpus: NvmlDevices, *, record_failure: Callable[[str, str], None], lock: threading.Lock
+        self,
+        gpus: NvmlDevices,
+        *,
+        record_failure: Callable[[str, Reason], None],
+        lock: threading.Lock,
     ) -> None:
         self._gpus = gpus
         self._record_failure = record_failure
@@ -52,19 +57,18 @@ class NvmlReader:
         util, util_t, mem_util = self._utilization(d)
         call = self._gpus.call
         mem_used = self._metric(
-            d, "memory", "memory readings", lambda: int(call("nvmlDeviceGetMemoryInfo", h).used)
+            d, "gpu-memory-unavailable", lambda: int(call("nvmlDeviceGetMemoryInfo", h).used)
         )
         power = self._metric(
-            d, "power", "power readings", lambda: call("nvmlDeviceGetPowerUsage", h) / MW_PER_W
+            d, "gpu-power-unavailable", lambda: call("nvmlDeviceGetPowerUsage", h) / MW_PER_W
         )
         sm_clock = self._metric(
             d,
-            "clock",
-            "SM clock readings",
+            "gpu-clock-unavailable",
             lambda: float(call("nvmlDeviceGetClockInfo", h, nv.NVML_CLOCK_SM)),
         )
-        rx = self._pcie(d, "rx", nv.NVML_PCIE_UTIL_RX_BYTES)
-        tx = self._pcie(d, "tx", nv.NVML_PCIE_UTIL_TX_BYTES)
+        rx = self._pcie(d, "gpu-pcie-rx-unavailable", nv.NVML_PCIE_UTIL_RX_BYTES)
+        tx = self._pcie(d, "gpu-pcie-tx-unavailable", nv.NVML_PCIE_UTIL_TX_BYTES)
         sm_active, sm_occupancy = self._gpm(d, now)
         return GpuSample(
             t_s=now,
@@ -81,35 +85,33 @@ class NvmlReader:
             sm_occupancy_pct=sm_occupancy,
         )
 
-    def _pcie(self, d: NvmlDevice, way: str, counter: int) -> float | None:
+    def _pcie(self, d: NvmlDevice, unavailable: ReasonCode, counter: int) -> float | None:
         """PCIe throughput one way, in bytes/s."""
         call = self._gpus.call
         return self._metric(
             d,
-            f"pcie-{way}",
-            f"PCIe {way.upper()} readings",
+            unavailable,
             lambda: (
                 float(call("nvmlDeviceGetPcieThroughput", d.handle, counter)) * BYTES_PER_NVML_KB
             ),
         )
 
-    def _metric(self, d: NvmlDevice, key: str, label: str, read: Callable[[], T]) -> T | None:
+    def _metric(self, d: NvmlDevice, unavailable: ReasonCode, read: Callable[[], T]) -> T | None:
         """One reading; a failure is noted once per kind and gives None for this tick."""
-        if key in d.disabled:
+        if unavailable in d.disabled:
             return None
         try:
             return read()
         except Exception as exc:
-            self._note_failure(d, key, label, exc)
+            self._note_failure(d, unavailable, exc)
             return None
 
-    def _note_failure(self, d: NvmlDevice, key: str, label: str, exc: BaseException) -> None:
-        name = self._gpus.error_name(exc)
-        self._record_failure(
-            f"{key}:{d.index}:{type(exc).__name__}", f"{label} unavailable on GPU {d.index}: {name}"
-        )
+    def _note_failure(self, d: NvmlDevice, unavailable: ReasonCode, exc: BaseException) -> None:
+        """`unavailable`: the metric's code, which also keys its failures and its switch-off."""
+        reason = Reason(unavailable, value=d.index, detail=self._gpus.error_name(exc))
+        self._record_failure(f"{unavailable}:{d.index}:{type(exc).__name__}", reason)
         if self._gpus.is_permanent(exc):
-            d.disabled.add(key)
+            d.disabled.add(unavailable)
 
     def _utilization(self, d: NvmlDevice) -> tuple[float | None, float | None, float | None]:
         """(GPU util %, its session-clock time or None, memory util %) for this tick."""
@@ -124,7 +126,7 @@ class NvmlReader:
             )
         except Exception as exc:
             if not self._gpus.is_nvml_error(exc, "NVMLError_NotFound"):  # NotFound: none new
-                self._note_failure(d, "util-samples", "driver utilization samples", exc)
+                self._note_failure(d, "gpu-util-samples-unavailable", exc)
                 if self._gpus.is_permanent(exc):
                     d.use_samples = False
                 return self._utilization_rates(d)
@@ -147,7 +149,7 @@ class NvmlReader:
     def _utilization_rates(self, d: NvmlDevice) -> tuple[float | None, float | None, float | None]:
         call = self._gpus.call
         rates = self._metric(
-            d, "util", "GPU utilization", lambda: call("nvmlDeviceGetUtilizationRates", d.handle)
+            d, "gpu-util-unavailable", lambda: call("nvmlDeviceGetUtilizationRates", d.handle)
         )
         if rates is None:
             return None, None, None
@@ -171,7 +173,7 @@ class NvmlReader:
         """SM activity and occupancy since the last GPM sample, once it is old enough."""
         if (
             not d.gpm_samples
-            or "gpm" in d.disabled
+            or "gpu-gpm-unavailable" in d.disabled
             or now - d.gpm_t < GPM_MIN_INTERVAL_S - GPM_INTERVAL_SLACK_S
         ):
             return None, None
@@ -188,7 +190,7 @@ class NvmlReader:
             request.metrics[1].metricId = nv.NVML_GPM_METRIC_SM_OCCUPANCY
             self._gpus.call("nvmlGpmMetricsGet", request)
         except Exception as exc:
-            self._note_failure(d, "gpm", "SM activity/occupancy (GPM) readings", exc)
+            self._note_failure(d, "gpu-gpm-unavailable", exc)
             return None, None
         d.gpm_samples = [following, previous]
         d.gpm_t = now

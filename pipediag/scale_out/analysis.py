@@ -218,12 +218,9 @@ def host_cpu_is_limit(report: Report) -> bool:
     contention dominates the input cost."""
     cores = report.environment.cpu_count or report.host.cpu_count
     pipeline = report.pipeline
-    pipeline_cores = (
-        pipeline.cpu_s_per_batch * pipeline.batches_per_s
-        if pipeline.cpu_s_per_batch and pipeline.batches_per_s
-        else None
-    )
-    if cores and pipeline_cores is not None and pipeline_cores >= PIPELINE_CORES_SHARE * cores:
+    # An unknown CPU time or rate counts as no cores busy.
+    pipeline_cores = (pipeline.cpu_s_per_batch or 0.0) * (pipeline.batches_per_s or 0.0)
+    if cores and pipeline_cores >= PIPELINE_CORES_SHARE * cores:
         return True
     busy = cpu_busy_pct(report)
     if busy is not None and busy >= CPU_SATURATED_PCT:
@@ -257,21 +254,17 @@ def predict(report: Report) -> ScaleOutPrediction:
     verdict = report.verdict
     target = verdict.compute_alone_steps_per_s
     training = verdict.training_steps_per_s or report.train.steps_per_s
+    base = ScaleOutPrediction(target_steps_per_s=target, training_steps_per_s=training)
     cut = section.distribute_after_index
     if cut is None:
-        return ScaleOutPrediction(
-            target_steps_per_s=target,
-            training_steps_per_s=training,
-            reason=Reason("nothing-to-move"),
-        )
+        return dataclasses.replace(base, reason=Reason("nothing-to-move"))
     cluster = _measured(section, SERVICE_CLUSTER)
     local = _measured(section, SERVICE_LOCAL)
     per_worker, per_worker_source = _per_worker(report, cluster, cut)
     transfer, transfer_source = _transfer(cluster, local)
     local_cost = None if section.moves_whole_pipeline else local_s_per_batch(stages, cut)
-    base = ScaleOutPrediction(
-        target_steps_per_s=target,
-        training_steps_per_s=training,
+    base = dataclasses.replace(
+        base,
         per_worker_batches_per_s=per_worker,
         per_worker_source=per_worker_source,
         transfer_batches_per_s=transfer,

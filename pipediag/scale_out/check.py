@@ -71,7 +71,7 @@ def check_scale_out(
     config: RunConfig,
     *,
     clock: Clock = MONOTONIC,
-    note: Callable[[str], None] | None = None,
+    note: Callable[[Reason], None] | None = None,
     phase: Callable[[str, float | None], None] | None = None,
     train: TrainThrough | None = None,
 ) -> ScaleOut:
@@ -89,7 +89,7 @@ def check_scale_out(
             local_path_blocker(stage, files.paths, files.total, shared_fs=files.shared_fs)
         )
     cut = distribute_point(stages, blockers)
-    notes: list[str] = []
+    notes: list[Reason] = []
     too_little = _too_little_moves(stages, cut, blockers)
     if too_little is not None:
         notes.append(too_little)
@@ -97,9 +97,7 @@ def check_scale_out(
     measurements: list[ServiceMeasurement] = []
     if _requested(config):
         if cut is None:
-            notes.append(
-                "nothing was sent through the service: no part worth moving can run on a worker"
-            )
+            notes.append(Reason("nothing-sent"))
         else:
             plan = _Plan.of(walked, stages, pipeline, cut)
             say = phase or (lambda text, budget_s: None)
@@ -113,7 +111,7 @@ def check_scale_out(
                 measured = _measure_cluster(plan, config, clock, train)
                 failed = measured.reason
                 if failed is not None and failed.code == "service-error" and note:
-                    note(f"--data-service: {failed.detail}")  # the service's own words
+                    note(Reason("data-service-failed", because=failed))
                 measurements.append(measured)
             refused = [
                 refused_blocker(m.reason.detail or "no batch came back", plan.part)
@@ -127,10 +125,7 @@ def check_scale_out(
     # A batching stage at or before the cut: batches cross to this host, not elements.
     batched = cut is not None and any("batch" in stages[i].kind for i in upstream_of(stages, cut))
     if cut is not None and cut < len(stages) - 1 and not batched:
-        notes.append(
-            "the distribute point is before the batch: elements would cross to this host one "
-            "by one; batch before distribute if the stages after it allow"
-        )
+        notes.append(Reason("distribute-before-batch"))
     return ScaleOut(
         checked=True,
         compatible=not blockers,
@@ -148,7 +143,7 @@ def check_scale_out(
 
 def _too_little_moves(
     stages: Sequence[StageStats], cut: int | None, blockers: Sequence[ServiceBlocker]
-) -> str | None:
+) -> Reason | None:
     """Why the part that can move is too little of the pipeline's cost to move, or None."""
     if cut is None or cut == len(stages) - 1:
         return None
@@ -156,10 +151,11 @@ def _too_little_moves(
     if share is None or share >= MIN_MOVED_SHARE:
         return None
     pinned = ", ".join(b.stage for b in blockers if b.kind == BLOCKER_PYTHON)
-    return (
-        f"only the stages up to {stage_label(stages[cut])} could move, {share:.0%} of the "
-        f"pipeline's work: not worth the transfer; port {pinned} to TF ops, then the whole "
-        "pipeline can move"
+    return Reason(
+        "too-little-moves",
+        detail=stage_label(stages[cut]),
+        value=share,
+        because=Reason("port-to-tf", detail=pinned),
     )
 
 
@@ -174,7 +170,7 @@ class _Plan:
     part: str
     elements_per_batch: float  # the part's elements per output batch of the pipeline
     local_batches_per_s: float | None
-    notes: list[str]
+    notes: list[Reason]
     error: Reason | None = None
 
     @classmethod
@@ -232,11 +228,7 @@ def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasuremen
     return replace(
         _fill(base, plan, *measured),
         wall_time_s=clock.now() - began,
-        notes=[
-            *base.notes,
-            f"one host: the {workers} workers shared its {os.cpu_count()} cores; this shows the "
-            "pipeline runs on workers and what transfer costs, not a cluster's speed",
-        ],
+        notes=[*base.notes, Reason("one-host", value=workers, limit=os.cpu_count())],
     )
 
 

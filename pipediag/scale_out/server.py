@@ -18,9 +18,6 @@ DISPATCHER = "dispatcher"
 WORKER = "worker"
 
 
-USAGE = f"usage: {DISPATCHER} PORT | {WORKER} DISPATCHER_ADDRESS"
-
-
 def serve(role: str, argument: str) -> object:
     """Start the server named by `role`; returns it (it serves while referenced)."""
     import tensorflow as tf
@@ -34,7 +31,7 @@ def serve(role: str, argument: str) -> object:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] not in (DISPATCHER, WORKER):
-        print(USAGE, file=sys.stderr)
+        print(f"usage: {DISPATCHER} PORT | {WORKER} DISPATCHER_ADDRESS", file=sys.stderr)
         return 2
     role, argument = argv
     server = serve(role, argument)

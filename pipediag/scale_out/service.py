@@ -64,9 +64,8 @@ def parse_address(text: str) -> str:
 
 @dataclass(frozen=True)
 class DispatcherInfo:
-    """What a dispatcher said about itself: its address and its registered workers."""
+    """What a dispatcher said about itself: its registered workers."""
 
-    address: str
     workers: list[str]
 
 
@@ -98,7 +97,7 @@ def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> Dispat
         b"".join(length_delimited(info, 1)).decode(errors="replace")
         for info in length_delimited(reply, 1)
     ]
-    return DispatcherInfo(address, workers)
+    return DispatcherInfo(workers)
 
 
 def length_delimited(data: bytes, number: int) -> list[bytes]:
@@ -369,7 +368,6 @@ def transfer_ceiling(
     batch: Any,
     target: str,
     *,
-    max_seconds: float = TRANSFER_MAX_SECONDS,
     clock: Clock = MONOTONIC,
     teardown: TearDown | None = None,
 ) -> BatchTiming:
@@ -381,7 +379,7 @@ def transfer_ceiling(
         repeated,
         target,
         max_batches=TRANSFER_MAX_BATCHES,
-        max_seconds=max_seconds,
+        max_seconds=TRANSFER_MAX_SECONDS,
         clock=clock,
         teardown=teardown,
     ).timing

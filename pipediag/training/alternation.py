@@ -4,7 +4,6 @@ callback, or a loop's budget server) runs each block and hands it the step ends.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from pipediag.report.vocabulary import (
     ComputeAloneMethod,
     RateBlockKind,
 )
-from pipediag.training.compute_alone import WARMUP_STEPS, StepAlone
+from pipediag.training.compute_alone import WARMUP_STEPS, StepAlone, steps_lasting
 
 # The longest the samplers pause for a quiet block with no training block's rate to size it.
 QUIET_MAX_S = 10.0
@@ -68,9 +67,7 @@ def scaled_rounds(scale: float) -> int:
 
 
 def block_steps_for(step_s: float, most: int = MAX_BLOCK_STEPS) -> int:
-    if step_s <= 0:
-        return most
-    return max(MIN_BLOCK_STEPS, min(most, math.ceil(BLOCK_S / step_s)))
+    return steps_lasting(BLOCK_S, step_s, fewest=MIN_BLOCK_STEPS, most=most)
 
 
 class Alternation:
@@ -234,9 +231,7 @@ class Alternation:
             and _spans_an_edge(cost)
         )
 
-    def result(
-        self, method: ComputeAloneMethod, *, restored: int = 0, warmup_steps: int = WARMUP_STEPS
-    ) -> ComputeAlone:
+    def result(self, method: ComputeAloneMethod, *, restored: int = 0) -> ComputeAlone:
         """T from the step-alone blocks, with every block for the verdict's pairs."""
         self.release_samplers()
         alone = [b for b in self.blocks if b.kind == STEP_ALONE_BLOCK]
@@ -249,7 +244,7 @@ class Alternation:
             method=method,
             start_s=self.began - self._origin,
             duration_s=self._clock.now() - self.began,
-            warmup_steps=warmup_steps,
+            warmup_steps=WARMUP_STEPS,
             steps=steps,
             steps_per_s=steps / seconds,
             step_time=latency_stats(self._alone_durations),

@@ -14,9 +14,10 @@ from typing import Any, Protocol
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, run_block
 from pipediag.report.model import ComputeAlone
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
 from pipediag.training.fit_backend import on_jax, undriven
+from pipediag.training.jax_fit import JaxStepAlone, trainable
 
 # The issue's bound: about 2 s or 50 steps, whichever first.
 MAX_SECONDS = 2.0
@@ -45,10 +46,12 @@ STATEFUL_RANDOM_OPS = frozenset(
 )
 
 
-def steps_wanted(step_s: float) -> int:
+def steps_lasting(seconds: float, step_s: float, *, fewest: int, most: int) -> int:
+    """The steps of `step_s` that last about `seconds`, within `fewest` and `most` (`most`
+    where the step is not known)."""
     if step_s <= 0:
-        return MAX_STEPS
-    return max(MIN_STEPS, min(MAX_STEPS, math.ceil(MIN_SECONDS / step_s)))
+        return most
+    return max(fewest, min(most, math.ceil(seconds / step_s)))
 
 
 class FitStepAlone:
@@ -87,17 +90,22 @@ class StepAlone(Protocol):
 
 def fit_step_alone(model: Any, batch: Any) -> StepAlone | Reason:
     """What runs fit's train step alone for the model's backend, or why it cannot run."""
+    blocker = fit_step_blocker(model, "backend-no-step-alone")
+    if blocker is not None:
+        return blocker
+    return JaxStepAlone(model, batch) if on_jax(model) else FitStepAlone(model, batch)
+
+
+def fit_step_blocker(model: Any, undriven_code: ReasonCode) -> Reason | None:
+    """Why fit's train step cannot run apart from fit, or None; `undriven_code` where
+    pipediag does not drive the model's backend."""
     backend = undriven(model)
     if backend is not None:
-        return Reason("backend-no-step-alone", detail=backend)
+        return Reason(undriven_code, detail=backend)
     if on_jax(model):
-        from pipediag.training.jax_fit import jax_step_alone
-
-        return jax_step_alone(model, batch)
+        return trainable(model)
     train_function = compiled_train_function(model)
-    if isinstance(train_function, Reason):
-        return train_function
-    return FitStepAlone(model, batch)
+    return train_function if isinstance(train_function, Reason) else None
 
 
 def compiled_train_function(model: Any) -> Any:
@@ -116,7 +124,7 @@ def measure_step_alone(
 ) -> ComputeAlone:
     """The train step alone in one run, where training ended with no steps to alternate."""
     per_call = runner.per_call
-    wanted = steps_wanted(step_s_hint * per_call)
+    wanted = steps_lasting(MIN_SECONDS, step_s_hint * per_call, fewest=MIN_STEPS, most=MAX_STEPS)
     began = clock.now()
     ends: list[float] = []  # the first is where the first timed step starts
     cpu_from = 0.0
@@ -161,12 +169,21 @@ def cached_batch_feed(model: Any, batch: Any) -> Callable[[], Any]:
     options = tf.data.Options()
     options.autotune.enabled = False
     cached = tf.data.Dataset.from_tensors(batch).repeat().with_options(options)
-    strategy = getattr(model, "distribute_strategy", None)
-    if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
-        iterator = iter(strategy.experimental_distribute_dataset(cached))
-    else:
-        iterator = iter(cached)
+    iterator = iter(fit_distributor(model)(cached))
     return lambda: iterator
+
+
+def as_is(dataset: Any) -> Any:
+    return dataset
+
+
+def fit_distributor(model: Any) -> Callable[[Any], Any]:
+    """How fit hands a dataset to its train function: through a multi-replica strategy."""
+    strategy = getattr(model, "distribute_strategy", None)
+    if strategy is None or getattr(strategy, "num_replicas_in_sync", 1) <= 1:
+        return as_is
+    distribute: Callable[[Any], Any] = strategy.experimental_distribute_dataset
+    return distribute
 
 
 def _per_batch(result: ComputeAlone, per_call: int) -> ComputeAlone:
@@ -235,8 +252,8 @@ def stateful_random_op(train_function: Any) -> str | None:
     return stateful_random_op_in(_traced_graphs(train_function))
 
 
-def stateful_random_op_in(graph_defs: Iterable[Any]) -> str | None:
-    for graph_def in graph_defs:
+def stateful_random_op_in(graphs: Iterable[Any]) -> str | None:
+    for graph_def in graphs:
         hit = sorted(ops_in(graph_def) & STATEFUL_RANDOM_OPS)
         if hit:
             return str(hit[0])
@@ -251,18 +268,20 @@ def ops_in(graph_def: Any) -> set[str]:
     return ops
 
 
+def graph_defs(function: Any) -> Iterator[Any]:
+    """The GraphDefs of a tf.function's traced concrete functions."""
+    return (concrete.graph.as_graph_def() for concrete in function._list_all_concrete_functions())
+
+
 def _traced_graphs(train_function: Any) -> list[Any]:
     """The GraphDefs of the tf.functions Keras' train function closes over."""
     graphs: list[Any] = []
     for target in closed_over(train_function):
         for inner in (target, *closed_over(target)):
-            lister = getattr(inner, "_list_all_concrete_functions", None)
-            if lister is None:
-                continue
-            try:
-                graphs.extend(f.graph.as_graph_def() for f in lister())
-            except Exception:  # noqa: S112 - a function that cannot be listed hides nothing new
-                continue
+            if hasattr(inner, "_list_all_concrete_functions"):
+                # a function that cannot be listed hides nothing new
+                with contextlib.suppress(Exception):
+                    graphs.extend(graph_defs(inner))
     return graphs
 
 

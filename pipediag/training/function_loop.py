@@ -14,7 +14,12 @@ from typing import Any
 from pipediag.clock import Clock
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import TRAINING_FUNCTION, ComputeAloneMethod
-from pipediag.training.compute_alone import ops_in, stateful_random_op_in, variables_put_back
+from pipediag.training.compute_alone import (
+    graph_defs,
+    ops_in,
+    stateful_random_op_in,
+    variables_put_back,
+)
 from pipediag.training.loop_xla import captured_variables
 
 # The optimizer's step counter among the variables a function captures: Keras 3's
@@ -164,45 +169,35 @@ class TrainCalls:
         return CallStepAlone(self, tuple(args), kwargs, variables, swap=swap, held=held)
 
 
+@dataclass(eq=False)
 class CallStepAlone:
     """The training function on the cached batch, each call's time spread over its steps."""
 
-    per_call = 1  # steps are reported singly, not per call
-    method: ComputeAloneMethod = TRAINING_FUNCTION
-
-    def __init__(
-        self,
-        calls: TrainCalls,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        variables: list[Any],
-        *,
-        swap: tuple[Any, Any] | None = None,
-        held: Any = None,
-    ) -> None:
-        self._calls = calls
-        self._args = args
-        self._kwargs = kwargs
-        self._variables = variables
-        # A function that closes over its iterator reads the held one's in its place.
-        self._swap = swap
-        self._held = held  # kept alive while its resource may be read
+    calls: TrainCalls
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    variables: list[Any]
+    # A function that closes over its iterator reads the held one's in its place.
+    swap: tuple[Any, Any] | None = None
+    held: Any = None  # kept alive while its resource may be read
+    per_call: int = field(default=1, init=False)  # steps are reported singly, not per call
+    method: ComputeAloneMethod = field(default=TRAINING_FUNCTION, init=False)
 
     @property
     def restored_variables(self) -> int:
-        return len(self._variables)
+        return len(self.variables)
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
-        calls = self._calls
+        calls = self.calls
         counted = calls.calls_made  # put back too, as the counter is with the variables
         try:
-            with variables_put_back(self._variables), captured_swapped(calls.function, self._swap):
+            with variables_put_back(self.variables), captured_swapped(calls.function, self.swap):
                 for _ in range(warmup):
-                    calls.run(self._args, self._kwargs)
+                    calls.run(self.args, self.kwargs)
                 count = calls.count()
                 while True:
                     began = clock.now()
-                    calls.run(self._args, self._kwargs)
+                    calls.run(self.args, self.kwargs)
                     after = calls.count()
                     ended = clock.now()
                     steps, count = after - count, after
@@ -292,15 +287,11 @@ def reads_to_end(function: Any) -> bool:
     """Whether `function` loops over an iterator to its end, which a held batch never has
     (docs/design.md, "Loops that pull inside a tf.function")."""
     ops: set[str] = set()
-    for graph_def in _graph_defs(function):
+    for graph_def in graph_defs(function):
         ops |= ops_in(graph_def)
     through_optionals = "IteratorGetNextAsOptional" in ops and "IteratorGetNext" not in ops
     return through_optionals or "OptionalNone" in ops
 
 
 def stateful_random_op(function: Any) -> str | None:
-    return stateful_random_op_in(_graph_defs(function))
-
-
-def _graph_defs(function: Any) -> Iterator[Any]:
-    return (concrete.graph.as_graph_def() for concrete in function._list_all_concrete_functions())
+    return stateful_random_op_in(graph_defs(function))

@@ -107,8 +107,3 @@ class JaxStepAlone:
     def _feed(self) -> Iterator[Any]:
         for _ in range(self.per_call):
             yield self._batch
-
-
-def jax_step_alone(model: Any, batch: Any) -> JaxStepAlone | Reason:
-    blocker = trainable(model)
-    return blocker if blocker is not None else JaxStepAlone(model, batch)

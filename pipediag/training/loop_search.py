@@ -79,7 +79,8 @@ class LoopSearch:
                     except Exception as exc:
                         self._fail(trial, exc)
                         continue
-                self._finish_slice(trial, current)
+                self._drop_slice(trial)
+                trial.record(current.side, current.timing())
             due = trial.next_slice()
             if due is None:
                 return None
@@ -102,11 +103,6 @@ class LoopSearch:
         if self._slice is not None:
             trial.side(self._slice.side).release(self._slice.iterator)
             self._slice = None
-
-    def _finish_slice(self, trial: FixRounds, current: PullSlice) -> None:
-        self._slice = None
-        trial.side(current.side).release(current.iterator)
-        trial.record(current.side, current.timing())
 
     def _record(self) -> None:
         """The trial's result goes to the search; a slice the loop cut short is not timed."""

@@ -124,7 +124,7 @@ class LoopXlaTrial:
         """The trial's reading, once."""
         if self._result is not None:
             return self._result
-        self._step.redirects.pop(id(self._step.function), None)
+        self._redirect(None)
         self._put_back.close()
         code = self._step.code
         seconds = self._clock.now() - self.began
@@ -173,5 +173,5 @@ class LoopXlaTrial:
             return self._twin(*args, **kwargs)
         except Exception as exc:
             self._failure = xla_failure(exc)
-            self._step.redirects.pop(id(self._step.function), None)
+            self._redirect(None)
             return self._step.function(*args, **kwargs)

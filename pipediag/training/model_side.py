@@ -5,7 +5,7 @@ back as it was (docs/design.md, "When the model sets the rate")."""
 from __future__ import annotations
 
 import contextlib
-import math
+import functools
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
@@ -28,6 +28,7 @@ from pipediag.report.reasons import Reason, error_line
 from pipediag.training.compute_alone import (
     cached_batch_feed,
     step_variables,
+    steps_lasting,
     sync_logs,
     variables_put_back,
 )
@@ -58,8 +59,7 @@ VISIBLE_FIT_SHARE = 0.03
 
 def spe_steps(step_s: float) -> int:
     """Steps per execution to try: a call of about `SPE_CALL_S`."""
-    wanted = math.ceil(SPE_CALL_S / step_s) if step_s > 0 else SPE_MAX_STEPS
-    return max(SPE_MIN_STEPS, min(SPE_MAX_STEPS, wanted))
+    return steps_lasting(SPE_CALL_S, step_s, fewest=SPE_MIN_STEPS, most=SPE_MAX_STEPS)
 
 
 @dataclass(frozen=True)
@@ -131,35 +131,18 @@ def _trials(
     placement: DevicePlacement | None,
 ) -> list[ModelTrial]:
     # XLA first, the change that most often pays; each build comes before its rounds.
-    tries: list[tuple[ModelChange, Callable[[float], ModelTrial]]] = [
-        (JIT_COMPILE, lambda share: _xla(model, batch, facts, clock=clock, share_s=share)),
-        (
-            STEPS_PER_EXECUTION,
-            lambda share: _multi_step(model, batch, facts, clock=clock, share_s=share),
-        ),
-        (
-            MIXED_PRECISION,
-            lambda share: _mixed_precision(model, batch, facts, clock=clock, share_s=share),
-        ),
+    tries: list[tuple[ModelChange, Callable[..., ModelTrial]]] = [
+        (JIT_COMPILE, _xla),
+        (STEPS_PER_EXECUTION, _multi_step),
+        (MIXED_PRECISION, _mixed_precision),
     ]
     if placement is not None:
-        found = placement
-
-        def step(fed: Any) -> None:  # the batch where the trial placed it, not fit's path
-            sync_logs(model.train_function(iter((fed,))))
-
-        tries.append(
-            (
-                DEVICE_COPY,
-                lambda share: device_copy_trial(
-                    step, batch, found, facts, clock=clock, share_s=share
-                ),
-            )
-        )
+        tries.append((DEVICE_COPY, functools.partial(_device_copy, placement=placement)))
     # Equal shares, whatever a build overran: a long XLA compilation must not starve the rest.
     share = max(0.0, until_s - clock.now()) / len(tries)
     trials: list[ModelTrial] = []
-    for change, attempt in tries:
+    for change, build in tries:
+        attempt = functools.partial(build, model, batch, facts, clock=clock)
         with kept_train_settings(model):
             trials.append(guarded(change, attempt, share, facts.step_s))
     return trials
@@ -177,11 +160,26 @@ def guarded(
         return ModelTrial(change, reason=Reason("failed", detail=error_line(exc)))
 
 
+def _device_copy(
+    model: Any,
+    batch: Any,
+    facts: FitFacts,
+    share_s: float,
+    *,
+    clock: Clock,
+    placement: DevicePlacement,
+) -> ModelTrial:
+    def step(fed: Any) -> None:  # the batch where the trial placed it, not fit's path
+        sync_logs(model.train_function(iter((fed,))))
+
+    return device_copy_trial(step, batch, placement, facts, clock=clock, share_s=share_s)
+
+
 def _caller(function: Callable[[Any], Any], feed: Callable[[], Any]) -> Call:
     return lambda: sync_logs(function(feed()))
 
 
-def _xla(model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: float) -> ModelTrial:
+def _xla(model: Any, batch: Any, facts: FitFacts, share_s: float, *, clock: Clock) -> ModelTrial:
     code = "model.compile(..., jit_compile=True)"
     built = xla_train_function(model)
     if isinstance(built, Reason):
@@ -205,7 +203,7 @@ def _xla(model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: floa
 
 
 def _multi_step(
-    model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: float
+    model: Any, batch: Any, facts: FitFacts, share_s: float, *, clock: Clock
 ) -> ModelTrial:
     import tensorflow as tf
 
@@ -250,7 +248,7 @@ def _multi_step(
 
 
 def _mixed_precision(
-    model: Any, batch: Any, facts: FitFacts, *, clock: Clock, share_s: float
+    model: Any, batch: Any, facts: FitFacts, share_s: float, *, clock: Clock
 ) -> ModelTrial:
     policy = facts.policy
     code = f'keras.mixed_precision.set_global_policy("{policy}")  # before the model is built'

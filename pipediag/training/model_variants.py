@@ -49,8 +49,7 @@ def xla_train_function(model: Any) -> Callable[[Any], Any] | Reason:
 
 def multi_step_train_function(model: Any, steps: int) -> Callable[[Any], Any]:
     """The train function rebuilt for `steps` batches a call, to trace in `traced_with_steps`."""
-    with kept_train_settings(model):
-        model.steps_per_execution = steps
+    with traced_with_steps(model, steps):
         model.make_train_function(force=True)
         built: Callable[[Any], Any] = model.train_function
     return built
@@ -58,7 +57,7 @@ def multi_step_train_function(model: Any, steps: int) -> Callable[[Any], Any]:
 
 @contextlib.contextmanager
 def traced_with_steps(model: Any, steps: int) -> Iterator[None]:
-    """`steps_per_execution` set while a function from `multi_step_train_function` traces."""
+    """`steps_per_execution` at `steps` within; the train settings as they were after."""
     with kept_train_settings(model):
         model.steps_per_execution = steps
         yield

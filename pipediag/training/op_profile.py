@@ -99,7 +99,7 @@ def caller_line_names() -> frozenset[str]:
 
 
 def read_window(
-    logdir: Path, steps: int, wall_ns: int, caller_lines: frozenset[str] = frozenset({PYTHON_LINE})
+    logdir: Path, steps: int, wall_ns: int, caller_lines: frozenset[str]
 ) -> ProfiledWindow | Reason:
     """The op events and the calling thread's time in TensorFlow, from the window's trace."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2

@@ -19,7 +19,7 @@ from pipediag.clock import Clock
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import PipelineBenchmark
 from pipediag.report.names import fix_words_at, stage_name
-from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
+from pipediag.report.prescription import GainOnTraining, PrescribedChange, Prescription, StageChange
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
     VERIFIED_MIN_GAIN,
@@ -302,18 +302,12 @@ class PipelineSearch:
                 fix=fix.fix,  # type: ignore[arg-type]
                 stage_index=fix.stage_index,
                 stage=fix.stage,
-                training_speedup=freed.speedup if freed else None,
-                training_speedup_low=freed.low if freed else None,
-                training_speedup_high=freed.high if freed else None,
                 kept=kept,
                 reason=reason,
                 after=[k.fix for k in self._kept],  # type: ignore[misc]
-                baseline_steps_per_s=median_rate(rounds.baseline) if freed and rounds else None,
-                variant_steps_per_s=freed.held_steps_per_s if freed and rounds else None,
-                at_step_alone=at_step_alone and freed is not None,
-                baseline_start_s=epoch_start_s(rounds.baseline) if freed and rounds else None,
-                variant_start_s=epoch_start_s(rounds.variant) if freed and rounds else None,
                 covered_by_cache=covered_by_cache,
+                # a rewrite with no gain shows no rates either
+                **_gain_fields(freed, rounds if freed else None, at_step_alone=at_step_alone),
             )
         )
 
@@ -323,16 +317,27 @@ class PipelineSearch:
         freed = at_ceiling(freed_from(rounds), ceiling)
         return Prescription(
             tried=list(self.outcome.tried),
-            training_speedup=freed.speedup if freed else None,
-            training_speedup_low=freed.low if freed else None,
-            training_speedup_high=freed.high if freed else None,
-            baseline_steps_per_s=median_rate(rounds.baseline) if rounds else None,
-            variant_steps_per_s=freed.held_steps_per_s if freed else None,
-            at_step_alone=ceiling is not None and freed is not None,
-            baseline_start_s=epoch_start_s(rounds.baseline) if rounds else None,
-            variant_start_s=epoch_start_s(rounds.variant) if rounds else None,
             reason=reason if freed is None else None,
+            **_gain_fields(freed, rounds, at_step_alone=ceiling is not None),
         )
+
+
+def _gain_fields(
+    freed: Freed | None, rounds: Rounds | None, *, at_step_alone: bool
+) -> dict[str, Any]:
+    """A trial's gain on training as `GainOnTraining`'s fields; the baseline's rate and the
+    epoch starts are `rounds`' (None: not shown)."""
+    gain = GainOnTraining(
+        training_speedup=freed.speedup if freed else None,
+        training_speedup_low=freed.low if freed else None,
+        training_speedup_high=freed.high if freed else None,
+        baseline_steps_per_s=median_rate(rounds.baseline) if rounds else None,
+        variant_steps_per_s=freed.held_steps_per_s if freed else None,
+        at_step_alone=at_step_alone and freed is not None,
+        baseline_start_s=epoch_start_s(rounds.baseline) if rounds else None,
+        variant_start_s=epoch_start_s(rounds.variant) if rounds else None,
+    )
+    return dataclasses.asdict(gain)
 
 
 def at_ceiling(freed: Freed | None, ceiling: float | None) -> Freed | None:

@@ -58,7 +58,7 @@ class PullSlice:
         """What the slice's timed steps took, and their process CPU."""
         start = int(self.first_untimed)
         pulls = self.pulls
-        if len(pulls) < start + 1 or (self.first_untimed and len(pulls) < 2):
+        if len(pulls) <= start:
             return BatchTiming(None, [], 0.0, exhausted=True)
         return from_ends(
             pulls[start:],

@@ -20,14 +20,16 @@ from pipediag.clock import Clock
 from pipediag.report.reasons import Reason, error_line
 from pipediag.report.trials import FixTrial
 from pipediag.training.compute_alone import (
-    compiled_train_function,
+    as_is,
+    fit_distributor,
+    fit_step_blocker,
     step_variables,
     sync_logs,
     variables_put_back,
 )
-from pipediag.training.fit_backend import on_jax, undriven
+from pipediag.training.fit_backend import on_jax
 from pipediag.training.function_loop import TrainCalls
-from pipediag.training.jax_fit import JaxFitSteps, trainable
+from pipediag.training.jax_fit import JaxFitSteps
 from pipediag.training.loop_xla import captured_variables
 from pipediag.training.pull_slice import MAX_STEPS_PER_SLICE, from_ends
 
@@ -126,22 +128,16 @@ def try_at_once(
 
 def _fit_steps(model: Any, clock: Clock, put_back: contextlib.ExitStack) -> _FitSteps | Reason:
     """fit's train function as the trials call it, its variables put back by `put_back`."""
-    backend = undriven(model)
-    if backend is not None:
-        return Reason("backend-no-fix-trial", detail=backend)
+    blocker = fit_step_blocker(model, "backend-no-fix-trial")
+    if blocker is not None:
+        return blocker
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     if on_jax(model):
         # fit's jitted step on one copy of fit's state (docs/design.md, "JAX")
-        blocked_by = trainable(model)
-        if blocked_by is not None:
-            return blocked_by
         return _FitSteps(JaxFitSteps(model).call, per_call, clock)
-    train_function = compiled_train_function(model)
-    if isinstance(train_function, Reason):
-        return train_function
-    distribute = _distributor(model)
+    distribute = fit_distributor(model)
     put_back.enter_context(variables_put_back(step_variables(model)))
-    return _FitSteps(train_function, per_call, clock, distribute)
+    return _FitSteps(model.train_function, per_call, clock, distribute)
 
 
 def _calls_steps(
@@ -157,10 +153,6 @@ def _calls_steps(
     return steps
 
 
-def _as_is(dataset: Any) -> Any:
-    return dataset
-
-
 class FixRounds:
     """One fix's rounds on training within `budget_s`. `read` times a side on an iterator
     (None: the loop's pulls time it); `distribute` hands fit a copy as fit would."""
@@ -174,7 +166,7 @@ class FixRounds:
         budget_s: float,
         teardown: TearDown,
         read: Callable[[Iterator[Any], float], BatchTiming] | None = None,
-        distribute: Callable[[Any], Any] = _as_is,
+        distribute: Callable[[Any], Any] = as_is,
     ) -> None:
         self._fix = fix
         self._clock = clock
@@ -251,15 +243,6 @@ class FixRounds:
         self._sides = []
 
 
-def _distributor(model: Any) -> Callable[[Any], Any]:
-    """How fit hands a dataset to its train function: through a multi-replica strategy."""
-    strategy = getattr(model, "distribute_strategy", None)
-    if strategy is None or getattr(strategy, "num_replicas_in_sync", 1) <= 1:
-        return _as_is
-    distribute: Callable[[Any], Any] = strategy.experimental_distribute_dataset
-    return distribute
-
-
 @dataclass(eq=False)
 class _FitSteps:
     """Reads a run with a train function, its first call timed apart (the epoch start)."""
@@ -267,7 +250,7 @@ class _FitSteps:
     train: Callable[[Any], Any]
     per_call: int
     clock: Clock
-    distribute: Callable[[Any], Any] = _as_is
+    distribute: Callable[[Any], Any] = as_is
 
     def read(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
         start = self.clock.now()

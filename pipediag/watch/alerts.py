@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pipediag.report.reasons import Reason
 from pipediag.report.watch import WatchAlert, WatchWindow
 from pipediag.samplers.base import describe_error
 from pipediag.watch.windows import merge_windows
@@ -102,7 +103,7 @@ class AlertSinks:
         command: str | None,
         *,
         script: str,
-        report_failure: Callable[[str], None],
+        report_failure: Callable[[Reason], None],
     ) -> None:
         self.hook = hook
         self.command = command
@@ -117,11 +118,7 @@ class AlertSinks:
             try:
                 self.hook(alert)
             except Exception as exc:
-                self._once(
-                    "hook",
-                    f"the alert hook raised {describe_error(exc)} (said once; training "
-                    "goes on, and later alerts still call it)",
-                )
+                self._once("hook", Reason("alert-hook-raised", detail=describe_error(exc)))
         if self.command is not None:
             self._start_command(self.command, alert)
 
@@ -134,7 +131,7 @@ class AlertSinks:
                 env={**os.environ, **alert_environment(alert, self.script)},
             )
         except OSError as exc:
-            self._once("start", f"the alert command could not start: {describe_error(exc)}")
+            self._once("start", Reason("alert-command-no-start", detail=describe_error(exc)))
             return
         with contextlib.suppress(OSError):  # it exited without reading its stdin: its choice
             assert process.stdin is not None
@@ -150,9 +147,8 @@ class AlertSinks:
             if code is None:
                 still.append(process)
             elif code != 0:
-                self._once(
-                    "exit", f"the alert command exited with code {code}: {self.command} (said once)"
-                )
+                failed = Reason("alert-command-exit", detail=self.command or "", value=code)
+                self._once("exit", failed)
         self._running = still
 
     def close(self, wait_s: float = COMMAND_WAIT_S) -> None:
@@ -163,12 +159,12 @@ class AlertSinks:
                 process.wait(timeout=max(0.0, deadline - time.monotonic()))
         self._reap()
         if self._running:
-            self._once("running", f"the alert command was still running at the end: {self.command}")
+            self._once("running", Reason("alert-command-running", detail=self.command or ""))
 
-    def _once(self, kind: str, message: str) -> None:
+    def _once(self, kind: str, failure: Reason) -> None:
         if kind not in self._reported:
             self._reported.add(kind)
-            self._report_failure(message)
+            self._report_failure(failure)
 
 
 def describe_hook(hook: Any) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from pipediag.clock import Clock
 from pipediag.config import DEFAULT_ALERT_INPUT_SHARE, WatchConfig
+from pipediag.report.reasons import Reason
 from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 from pipediag.samplers.base import describe_error
 from pipediag.timeline import RawStep, StepTimeline
@@ -43,7 +44,7 @@ class Watcher:
         warmup_steps: int,
         script: str,
         log: Callable[[str], None],
-        note: Callable[[str], None],
+        note: Callable[[Reason], None],
     ) -> None:
         self.config = config
         self.timeline = timeline
@@ -105,10 +106,7 @@ class Watcher:
         if thread is not None:
             thread.join(timeout=JOIN_TIMEOUT_S)
             if thread.is_alive():
-                self._note(
-                    "the watch thread was still busy at the end (a slow alert hook?): the "
-                    "last windows may be missing"
-                )
+                self._note(Reason("watch-thread-busy"))
         if thread is None or not thread.is_alive():
             self._guarded(lambda: self.poll(final=True))
         self._guarded(self.sinks.close)
@@ -207,10 +205,8 @@ class Watcher:
             self._writer.write(window, step)
         except Exception as exc:
             self._writer_failed = True
-            self._note(
-                f"TensorBoard scalars could not be written to {self._writer.directory} "
-                f"({describe_error(exc)}): the windows are in the report only"
-            )
+            error = Reason("exception", detail=describe_error(exc))
+            self._note(Reason("scalars-not-written", detail=self._writer.directory, because=error))
 
     def _close_writer(self) -> None:
         if self._writer is not None:
@@ -225,7 +221,7 @@ class Watcher:
         try:
             action()
         except Exception as exc:
-            self._note(f"watch mode failed ({describe_error(exc)}): some windows may be missing")
+            self._note(Reason("watch-failed", detail=describe_error(exc)))
 
 
 def window_line(window: WatchWindow, every_steps: int | None) -> str:

@@ -117,10 +117,9 @@ class WindowAccumulator:
         if step < self.warmup_steps:
             return None
         closed = None
+        if self.every_steps is None and self._open is not None and record.epoch != self._open.epoch:
+            closed = self.close()
         sums = self._open
-        if sums is not None and self.every_steps is None and record.epoch != sums.epoch:
-            closed = self._close()
-            sums = None
         if sums is None:
             sums = self._open = _Open(record.epoch, step, record.start, record.end)
         duration = record.duration_s
@@ -133,20 +132,17 @@ class WindowAccumulator:
             sums.waited_time_s += duration
             sums.waits_known += 1
         if self.every_steps is not None and sums.steps >= self.every_steps:
-            closed = self._close()
+            closed = self.close()
         return closed
-
-    def close(self) -> WatchWindow | None:
-        """The window still open at the end of the run, if any."""
-        return self._close() if self._open is not None else None
 
     def reset(self) -> None:
         self._open = None
 
-    def _close(self) -> WatchWindow:
-        sums = self._open
-        assert sums is not None
-        self._open = None
+    def close(self) -> WatchWindow | None:
+        """The window still open (at the end of the run), closed; None if none is."""
+        sums, self._open = self._open, None
+        if sums is None:
+            return None
         window = _window(self._closed, sums, self.origin, self.thresholds)
         self._closed += 1
         return window

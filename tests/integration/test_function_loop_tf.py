@@ -19,6 +19,7 @@ from pipelines import bands_reached, input_bound_or_host_busy
 import pipediag
 from pipediag.renderers.cost_words import WAITS_NOT_TIMED
 from pipediag.renderers.verdict_words import headline
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, NO_VERDICT_NO_STEPS
 
 pytestmark = pytest.mark.tensorflow
@@ -84,6 +85,15 @@ raise SystemExit("unreachable: pipediag ends the script after its step budget")
 """
 
 
+def _note(report: pipediag.Report, code: str, function: str) -> Reason:
+    """The report's note of this code on the script's `function`, defined in train.py."""
+    found = [note for note in report.notes if note.code == code and note.detail == function]
+    assert found, report.notes
+    site = found[0].because
+    assert site is not None and site.detail.startswith("train.py:"), found[0]
+    return found[0]
+
+
 def _diagnose(tmp_path: Path, **shape: object) -> pipediag.Report:
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT.format(**shape)))
@@ -97,10 +107,7 @@ def test_a_slow_map_under_a_multi_step_function_is_input_bound(tmp_path: Path) -
     assert report.train.style == "custom-loop"
     assert report.train.measured_steps >= CONFIG.measured_steps
     assert report.train.input_wait_source == "unavailable"
-    assert any(
-        "train_steps (train.py:" in note and f"{STEPS_PER_CALL} steps a call" in note
-        for note in report.notes
-    ), report.notes
+    assert _note(report, "loop-pulls-inside", "train_steps").value == STEPS_PER_CALL
     alone = report.compute_alone
     assert alone is not None and alone.measured and alone.blocks, alone
     assert alone.restored_variables > 0
@@ -159,12 +166,7 @@ def test_a_function_loop_without_a_step_counter_is_named_with_how_to_get_a_verdi
     assert report.verdict.label == "unknown"
     assert report.verdict.no_verdict_because == NO_VERDICT_NO_STEPS
     assert "pipediag.monitor()" in headline(report).text
-    assert any(
-        "sgd_steps (train.py:" in note
-        and "step counter" in note
-        and "--train-function sgd_steps" in note
-        for note in report.notes
-    ), report.notes
+    assert _note(report, "function-without-step-counter", "sgd_steps")
 
 
 def test_a_function_named_as_training_counts_each_call_as_a_step(tmp_path: Path) -> None:
@@ -176,10 +178,7 @@ def test_a_function_named_as_training_counts_each_call_as_a_step(tmp_path: Path)
     report = pipediag.diagnose(script, config=config, out=tmp_path / "out", log=None)
     # THEN its calls are the steps: timed, the function run alone, a verdict given
     assert report.complete and report.stop_reason == "step-budget", report.exit
-    assert any(
-        "sgd_steps (train.py:" in note and "1 steps a call (named by --train-function" in note
-        for note in report.notes
-    ), report.notes
+    assert _note(report, "loop-pulls-inside-named", "sgd_steps").value == 1
     alone = report.compute_alone
     assert alone is not None and alone.measured and alone.blocks, alone
     verdict = report.verdict
@@ -227,7 +226,8 @@ def test_an_eager_loop_whose_step_closes_over_a_second_iterator_stays_an_eager_l
     # THEN the eager loop's pulls are timed: the step is not taken for a loop in the graph
     assert report.train.style == "custom-loop"
     assert report.train.input_wait_source == "iterator-timing", report.train
-    assert not any("pulls inside the tf.function" in note for note in report.notes)
+    pulls_inside = ("loop-pulls-inside", "loop-pulls-inside-named")
+    assert not any(note.code in pulls_inside for note in report.notes)
 
 
 EPOCH_SCRIPT = """
@@ -284,9 +284,7 @@ def test_an_epoch_function_that_iterates_its_dataset_is_timed_per_step(
     # alone on a dataset of the cached batch, and the verdict reads input-bound
     assert report.complete and report.stop_reason == "step-budget", report.exit
     assert report.train.style == "custom-loop"
-    assert any(
-        "train_epoch (train.py:" in note and "8 steps a call" in note for note in report.notes
-    ), report.notes
+    assert _note(report, "loop-pulls-inside", "train_epoch").value == 8
     assert report.pipeline.batches_per_s == pytest.approx(20, rel=0.4)
     alone = report.compute_alone
     assert alone is not None and alone.measured and alone.blocks, alone
@@ -338,9 +336,7 @@ def test_a_function_that_closes_over_its_iterator_is_found_and_run_alone(tmp_pat
     # THEN it is found training, 4 steps a call, the pipeline read alone, and the function
     # run alone with the cached batch's iterator in place of the one it closes over
     assert report.complete and report.stop_reason == "step-budget", report.exit
-    assert any(
-        "train_steps (train.py:" in note and "4 steps a call" in note for note in report.notes
-    ), report.notes
+    assert _note(report, "loop-pulls-inside", "train_steps").value == 4
     assert report.pipeline.batches_per_s == pytest.approx(20, rel=0.4)
     alone = report.compute_alone
     assert alone is not None and alone.measured and alone.blocks, alone

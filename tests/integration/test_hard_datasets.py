@@ -10,6 +10,7 @@ from cli_runner import run_pipediag
 from pipelines import input_bound_or_host_busy
 
 import pipediag
+from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.vocabulary import NO_VERDICT_NO_TRAINING, NO_VERDICT_WAIT_NOT_MEASURED, UNKNOWN
 
@@ -200,7 +201,7 @@ def test_script_running_its_own_profiler(tmp_path: Path) -> None:
         """,
     )
     assert report.verdict.label == UNKNOWN
-    assert any("TF profiler could not be started" in note for note in report.notes)
+    assert any(note.code == "fit-profiler-no-start" for note in report.notes)
     assert report.verdict.no_verdict_because == NO_VERDICT_WAIT_NOT_MEASURED
     assert "could not be measured" in headline(report).text
     assert report.train.measured_steps == 10 and report.complete
@@ -221,7 +222,7 @@ def test_fit_on_a_dataset_needs_no_profiler(tmp_path: Path) -> None:
     )
     assert report.train.input_wait_source == "batch-stamps"
     assert _input_bound(report)
-    assert not any("profiler" in note for note in report.notes)
+    assert not any("profiler" in reason_words(note) for note in report.notes)
 
 
 def test_fit_on_arrays_uses_the_profiler(tmp_path: Path) -> None:

@@ -43,4 +43,4 @@ def test_steps_all_on_more_steps_than_the_records_kept(
     assert sum(s.count for s in steps) == STEPS - 2
     assert report.complete and report.stop_reason == "script-finished"
     assert report.host.process_rss_bytes_max
-    assert any("merged in pairs" in note for note in report.notes)
+    assert any(note.code == "steps-merged" for note in report.notes)

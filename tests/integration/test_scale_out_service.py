@@ -26,7 +26,9 @@ from cli_runner import ENV
 from pipediag.bench.pipeline import benchmark_dataset
 from pipediag.bench.structure import walk
 from pipediag.config import RunConfig
+from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import PipelineBenchmark
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import BLOCKER_LOCAL_PATH, BLOCKER_PYTHON
 from pipediag.scale_out.check import check_scale_out
 from pipediag.scale_out.local_files import find_local_files
@@ -164,7 +166,7 @@ def test_a_python_source_moves_nothing_and_sends_nothing(tf: Any, cluster: Local
     section = check_scale_out(walk(ds), _pipeline(), RunConfig(data_service=cluster.target))
     assert section.distribute_after_index is None and section.measurements == []
     assert [b.stage_index for b in section.blockers] == [0]
-    assert any("nothing was sent" in n for n in section.notes)
+    assert Reason("nothing-sent") in section.notes
 
 
 def test_local_files_are_found_with_the_stage_that_reads_them(tf: Any, tmp_path: Path) -> None:
@@ -222,7 +224,7 @@ def test_scale_out_starts_its_own_workers_and_stops_them(tf: Any) -> None:
     assert (m.where, m.workers) == ("local", 2)
     assert m.startup_s is not None and 0 < m.startup_s <= m.wall_time_s
     assert m.worker_cpu_s_per_batch is not None and m.worker_cpu_s_per_batch > 0
-    assert any("one host" in n for n in m.notes)
+    assert Reason("one-host", value=2, limit=os.cpu_count()) in m.notes
     assert section.wall_time_s <= time.monotonic() - began
     assert set(_servers()) == before
 
@@ -255,7 +257,7 @@ def test_what_the_service_refuses_when_tried_becomes_a_blocker(
 
 def test_an_unanswered_dispatcher_is_one_note_and_the_rest_stays(tf: Any) -> None:
     ds = tf.data.Dataset.range(1000).map(features).batch(8)
-    notes: list[str] = []
+    notes: list[Reason] = []
     address = f"grpc://127.0.0.1:{_closed_port()}"
     section = check_scale_out(
         walk(ds), _pipeline(), RunConfig(data_service=address), note=notes.append
@@ -263,7 +265,8 @@ def test_an_unanswered_dispatcher_is_one_note_and_the_rest_stays(tf: Any) -> Non
     (m,) = section.measurements
     assert not m.measured and m.reason is not None and m.reason.code == "service-error"
     assert "no tf.data dispatcher answered" in m.reason.detail
-    assert len(notes) == 1 and "\n" not in notes[0]
+    assert len(notes) == 1 and notes[0].code == "data-service-failed"
+    assert "\n" not in reason_words(notes[0])
     # the static check still stands
     assert section.compatible and section.distribute_after_index is not None
 
@@ -376,8 +379,8 @@ def test_cli_scale_out_and_an_unanswered_data_service(tmp_path: Path) -> None:
     local, remote = section["measurements"]
     assert local["where"] == "local" and local["measured"], local["reason"]
     assert remote["where"] == "cluster" and not remote["measured"]
-    notes = [n for n in report["notes"] if "--data-service" in n]
-    assert len(notes) == 1 and "no tf.data dispatcher answered" in notes[0]
+    notes = [n for n in report["notes"] if n["code"] == "data-service-failed"]
+    assert len(notes) == 1 and "no tf.data dispatcher answered" in notes[0]["because"]["detail"]
     summary = (out / "summary.txt").read_text()
     assert "Scale out" in summary and "through the service" in summary
     assert "processing_mode=" in summary

@@ -108,8 +108,8 @@ def test_a_raising_alert_hook_leaves_training_as_it_was() -> None:
     # THEN the losses are the same, the hook was called, and its error was said once
     assert _losses(history) == expected
     assert calls and len(calls) == len(watch.alerts) == 1  # one streak: every window is slow
-    failures = [n for n in watch.report.notes if "the alert hook raised" in n]
-    assert len(failures) == 1 and "ValueError: no pager configured" in failures[0]
+    failures = [n for n in watch.report.notes if n.code == "alert-hook-raised"]
+    assert len(failures) == 1 and "ValueError: no pager configured" in failures[0].detail
 
 
 def test_without_stamps_the_callback_times_steps_but_no_wait() -> None:

@@ -13,6 +13,8 @@ from synthetic_reports import FakeClock
 from watch_helpers import Said, alert, make_watcher, train_steps
 
 from pipediag.config import WatchConfig
+from pipediag.renderers.reason_words import reason_words
+from pipediag.report.reasons import Reason
 from pipediag.watch.alerts import AlertSinks
 
 
@@ -27,7 +29,7 @@ def test_the_command_gets_the_figures_in_its_environment_and_as_json_on_stdin(
         f"json.dump(env, open({str(tmp_path / 'env.json')!r}, 'w'))"
     )
     command = f"{shlex.quote(sys.executable)} -c {shlex.quote(saver)}"
-    failures: list[str] = []
+    failures: list[Reason] = []
     sinks = AlertSinks(None, command, script="train.py", report_failure=failures.append)
     # WHEN an alert is delivered, and the run ends (commands are waited for a little then)
     sinks.deliver(alert())
@@ -50,12 +52,13 @@ def test_the_command_gets_the_figures_in_its_environment_and_as_json_on_stdin(
 def test_a_failing_command_is_reported_once_and_a_slow_one_is_not_waited_for(
     tmp_path: Path,
 ) -> None:
-    failures: list[str] = []
+    failures: list[Reason] = []
     sinks = AlertSinks(None, "exit 3", script="train.py", report_failure=failures.append)
     sinks.deliver(alert(1))
     sinks.deliver(alert(2))
     sinks.close()
-    assert failures == ["the alert command exited with code 3: exit 3 (said once)"]
+    assert failures == [Reason("alert-command-exit", detail="exit 3", value=3)]
+    assert reason_words(failures[0]) == "the alert command exited with code 3: exit 3 (said once)"
 
     done = tmp_path / "done"
     slow = AlertSinks(
@@ -67,7 +70,7 @@ def test_a_failing_command_is_reported_once_and_a_slow_one_is_not_waited_for(
     slow.deliver(alert())  # returns at once: the command runs on its own
     assert not done.exists()
     slow.close(wait_s=0.0)
-    assert failures[-1].startswith("the alert command was still running at the end")
+    assert failures[-1].code == "alert-command-running"
     for process in slow._running:  # the test's own leftover
         process.kill()
         process.wait()

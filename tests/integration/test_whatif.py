@@ -129,7 +129,7 @@ def test_file_cache_not_on_disk_is_bypassed_and_never_written(tmp_path: Path) ->
     (trial,) = trials
     assert trial.fix == FIX_PARALLEL_MAP and trial.verified, trial.reason
     assert trial.baseline_cpu_s_per_batch and trial.variant_cpu_s_per_batch  # both sides timed
-    assert "file cache" in trial.facts.isolation
+    assert [note.code for note in trial.facts.isolation] == ["file-cache-bypassed"]
     assert list(tmp_path.iterdir()) == []
 
 

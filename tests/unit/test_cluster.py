@@ -18,6 +18,7 @@ from pipediag.cluster import task_from_env, task_out_dir
 from pipediag.config import RunConfig
 from pipediag.errors import UsageError
 from pipediag.report.model import ExitInfo, TaskInfo
+from pipediag.report.reasons import Reason
 from pipediag.session import DiagnosticSession
 from pipediag.training.alternation import WARMUP_STEPS, Alternation
 from pipediag.training.budget import CachedBatch
@@ -108,7 +109,7 @@ def test_a_multi_worker_session_notes_why_and_limits_compute_alone() -> None:
     assert session.keep_measuring() is False
     report = session.stop(ExitInfo(), "script-finished")
     assert report.task == task
-    assert any(note.startswith("multi-worker job (worker-1, 2 tasks)") for note in report.notes)
+    assert Reason("multi-worker-job", detail="worker-1", value=2) in report.notes
     alone = DiagnosticSession("t.py", [], config, clock=FakeClock(), log=None)
     assert alone.conclusion.lockstep_steps() is None
 

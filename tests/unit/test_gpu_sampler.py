@@ -98,7 +98,7 @@ def test_gpu_present_readings_and_shutdown() -> None:
     assert section.sampler_cpu_s is not None and section.sampler_cpu_s >= 0.0
     assert not rig.nvml.initialised
     assert not [name for name in rig.nvml.calls if "Set" in name]  # read-only
-    assert any("GPM" in note for note in section.notes)  # not a GPM device in this script
+    assert Reason("gpu-not-gpm-device", value=0) in section.notes  # not one in this script
 
 
 def test_driver_timestamps_are_converted_to_session_time() -> None:
@@ -129,10 +129,8 @@ def test_falls_back_to_utilization_rates_without_driver_samples() -> None:
     assert section.devices[0].util_source == "utilization-rates"
     assert [s.gpu_util_pct for s in section.samples] == [30.0, 30.0, 30.0]
     assert all(s.gpu_util_t_s is None and s.mem_util_pct == 10.0 for s in section.samples)
-    assert any(
-        "driver utilization samples unavailable (NVMLError_NotSupported)" in n
-        for n in section.notes
-    )
+    unread = Reason("gpu-driver-samples-setup-failed", value=0, detail="NVMLError_NotSupported")
+    assert unread in section.notes
 
 
 @pytest.mark.parametrize(
@@ -219,10 +217,10 @@ def test_cuda_visible_devices_selects_gpus(
     for s in section.samples:
         assert s.gpu_util_pct == 10.0 * (s.device_index + 1)
     if "bogus" in visible:
-        assert any("'bogus' matches no single GPU" in n for n in section.notes)
+        assert Reason("cuda-entry-unmatched", detail="bogus") in section.notes
     if 2 in expected:
         assert section.devices[expected.index(2)].mig_enabled
-        assert any("MIG enabled" in n for n in section.notes)
+        assert Reason("gpu-mig-enabled", value=2) in section.notes
 
 
 @pytest.mark.parametrize("visible", ["", "-1", "NoDevFiles"])
@@ -245,11 +243,11 @@ def test_cuda_device_order_note_for_indices(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
     rig = Rig(_three_gpus())
     rig.run(1)
-    assert any("CUDA_DEVICE_ORDER=PCI_BUS_ID" in n for n in rig.sampler.section(rig.t0).notes)
+    assert Reason("cuda-order-unsure") in rig.sampler.section(rig.t0).notes
     monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     rig = Rig(_three_gpus())
     rig.run(1)
-    assert not any("CUDA_DEVICE_ORDER" in n for n in rig.sampler.section(rig.t0).notes)
+    assert Reason("cuda-order-unsure") not in rig.sampler.section(rig.t0).notes
 
 
 def test_select_visible_devices_unset_means_all() -> None:
@@ -271,8 +269,9 @@ def test_failure_mid_run_is_noted_once_and_other_readings_continue() -> None:
     assert [s.power_w for s in section.samples] == [300.0, 300.0, None, None, None]
     assert [s.mem_used_bytes for s in section.samples] == [None, None] + [2 * 2**30] * 3
     assert all(s.gpu_util_pct == 50.0 and s.sm_clock_mhz == 1980.0 for s in section.samples)
-    assert "power readings unavailable on GPU 0: NVMLError_NotSupported" in section.notes
-    assert "memory readings unavailable on GPU 0: NVMLError_Unknown (2 times)" in section.notes
+    notes = [reason_words(n) for n in section.notes]
+    assert "power readings unavailable on GPU 0: NVMLError_NotSupported" in notes
+    assert "memory readings unavailable on GPU 0: NVMLError_Unknown (2 times)" in notes
     # and an unsupported reading is not asked for again
     assert rig.nvml.calls["nvmlDeviceGetPowerUsage"] == 3
 
@@ -285,8 +284,9 @@ def test_utilization_that_keeps_failing_is_marked() -> None:
     assert section.available
     assert all(s.gpu_util_pct is None and s.power_w == 300.0 for s in section.samples)
     assert section.gpu_util_pct_mean is None
-    assert "GPU utilization unavailable on GPU 0: NVMLError_GpuIsLost (4 times)" in section.notes
-    assert "no GPU utilization reading succeeded on GPU 0" in section.notes
+    notes = [reason_words(n) for n in section.notes]
+    assert "GPU utilization unavailable on GPU 0: NVMLError_GpuIsLost (4 times)" in notes
+    assert "no GPU utilization reading succeeded on GPU 0" in notes
 
 
 def test_driver_samples_failing_mid_run_fall_back_for_that_tick() -> None:
@@ -296,7 +296,8 @@ def test_driver_samples_failing_mid_run_fall_back_for_that_tick() -> None:
     section = rig.sampler.section(rig.t0)
     assert [s.gpu_util_pct for s in section.samples] == [50.0, 50.0, 50.0]
     assert section.samples[1].gpu_util_t_s is None  # that tick came from GetUtilizationRates
-    assert "driver utilization samples unavailable on GPU 0: NVMLError_Unknown" in section.notes
+    failed = Reason("gpu-util-samples-unavailable", value=0, detail="NVMLError_Unknown")
+    assert failed in section.notes
 
 
 def test_gpm_metrics_on_hopper() -> None:
@@ -394,7 +395,7 @@ def test_stop_never_hangs_on_a_stuck_nvml_call(monkeypatch: pytest.MonkeyPatch) 
     # THEN stop returns promptly, says why, and leaves NVML alone under the stuck call
     assert time.monotonic() - started < THREAD_WAIT_S / 2
     section = sampler.section(MONOTONIC.now())
-    assert any("did not stop" in n for n in section.notes)
+    assert Reason("sampler-stuck", limit=base.STOP_JOIN_TIMEOUT_S) in section.notes
     assert nvml.initialised
     release.set()
     _wait_for(lambda: not sampler.running)

@@ -193,9 +193,11 @@ def test_failing_reading_becomes_one_note_and_never_raises() -> None:
     sampler.stop()
     section = sampler.section(t0)
     assert section.available and len(section.samples) == 1
-    assert len(section.notes) == 1
-    assert section.notes[0].startswith("reading failed: AccessDenied")
-    assert section.notes[0].endswith("(2 times)")
+    [note] = section.notes
+    assert note.code == "repeated-failure" and note.value == 2
+    assert note.because is not None and note.because.code == "reading-failed"
+    assert reason_words(note).startswith("reading failed: AccessDenied")
+    assert reason_words(note).endswith("(2 times)")
 
 
 def test_unstarted_sampler_is_unavailable() -> None:

@@ -628,5 +628,25 @@ def test_a_schema_8_note_that_the_step_alone_blocks_were_slowed_is_left_to_the_r
         "cost read from them is a lower bound"
     )
     data["notes"] = ["a note of the session's own", worded]
+    data["schema_version"] = 8
     # WHEN it is read, THEN only that note goes: the words would otherwise be said twice
-    assert from_dict(data).notes == ["a note of the session's own"]
+    assert from_dict(data).notes == [Reason("as-written", detail="a note of the session's own")]
+
+
+def test_a_schema_8_reports_notes_load_as_written_and_read_as_before() -> None:
+    # GIVEN a report of schema 8, whose notes were words
+    data = to_dict(synthetic_report())
+    data["schema_version"] = 8
+    data["notes"] = [
+        "step budget reached (5 warm-up + 100 measured steps): the rest of the run was not "
+        "recorded",
+        "the script trains both with keras-fit and custom-loop",
+    ]
+    # WHEN it is read
+    report = from_dict(data)
+    # THEN each note is kept as written, and the text says it as it did
+    assert report.notes == [Reason("as-written", detail=n) for n in data["notes"]]
+    text = render_text(report)
+    assert all(f"note: {n}" in text for n in data["notes"])
+    # ... and written again, it reads back the same
+    assert from_dict(to_dict(report)) == report

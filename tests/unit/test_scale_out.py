@@ -326,7 +326,7 @@ def test_summary_lines_say_what_was_measured_where() -> None:
                 "local",
                 startup_s=4.5,
                 local_batches_per_s=60.0,
-                notes=["one host: the 2 workers shared its 2 cores"],
+                notes=[Reason("one-host", value=2, limit=2)],
             ),
             ServiceMeasurement(
                 where="cluster",
@@ -341,7 +341,7 @@ def test_summary_lines_say_what_was_measured_where() -> None:
     assert "this host, 2 local workers (started in 4.5 s)" in text
     assert "100.0 batches/s through the service vs 60.0 in this process" in text
     assert "3.8 MiB per batch" in text and "transfer 2.00 ms per batch" in text
-    assert "one host" in text
+    assert "note: one host: the 2 workers shared its 2 cores;" in text
     assert "grpc://10.0.0.9:5050: not measured: no tf.data dispatcher answered" in text
     assert "prediction:" in text and "code:" in text
     assert "Scale out" in render_text(report)

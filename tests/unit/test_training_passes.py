@@ -17,6 +17,7 @@ from pipediag.hooks.tfdata import CustomLoopTracker
 from pipediag.hooks.train_evidence import WATCHED_VARIABLES, GradientWatch, changed
 from pipediag.renderers.run_words import data_pass_text
 from pipediag.report.model import DataPass, PipelineBenchmark
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import KERAS_PASS, NO_TRAIN_STEP
 from pipediag.session import DiagnosticSession
 from pipediag.timeline import StepTimeline
@@ -260,7 +261,7 @@ def test_fit_is_diagnosed_whatever_loop_trained_before_it() -> None:
     session.timeline.add(t, t + 0.01, 0.0)
     assert session.mark_style("keras-fit")
     assert session.style == "keras-fit" and len(session.timeline) == 0
-    assert any("before calling fit" in note for note in session._notes)
+    assert Reason("loop-before-fit", value=1) in session._notes
     # a loop after fit is not what is diagnosed
     assert not session.mark_style("custom-loop")
 

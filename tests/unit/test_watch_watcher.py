@@ -8,6 +8,8 @@ from synthetic_reports import FakeClock
 from watch_helpers import Said, make_watcher, train_steps
 
 from pipediag.config import WatchConfig
+from pipediag.renderers.reason_words import reason_words
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import INPUT_BOUND, UNKNOWN
 from pipediag.report.watch import WatchAlert
 from pipediag.timeline import StepTimeline
@@ -96,7 +98,8 @@ def test_a_callable_that_raises_is_reported_once_and_still_called() -> None:
     section = watcher.finish()
     assert len(calls) == 3 and len(section.alerts) == 3
     assert len(said.notes) == 1
-    assert "RuntimeError: pager is down" in said.notes[0] and "once" in said.notes[0]
+    assert said.notes[0] == Reason("alert-hook-raised", detail="RuntimeError: pager is down")
+    assert "once" in reason_words(said.notes[0])
 
 
 def test_a_thread_reads_the_timeline_until_finish() -> None:

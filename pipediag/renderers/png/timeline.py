@@ -56,6 +56,8 @@ LATE_PHASE_LABELS = {
 PHASE_LABEL_Y_PCT = {False: 50.0, True: 80.0}  # steps panel, whole-run CPU panel
 TIME_MARGIN = 0.01  # of the shown span, either side of the steps' own axis
 TIMELINE_TITLE_PAD_PT = 20.0  # room for the legend row between title and axes
+# A shaded or named stretch of time: start, end, shade (None: named only), name, gid.
+Span = tuple[float, float, str | None, str, str]
 
 
 def draw_timeline(axes: Axes, report: Report) -> None:
@@ -170,15 +172,15 @@ def _draw_binned_steps(axes: Axes, steps: Sequence[StepRecord]) -> None:
     )
 
 
+@dataclass
 class StepBin:
     """Steps that started within one time bin, summed."""
 
-    def __init__(self, start_s: float, width_s: float) -> None:
-        self.start_s = start_s
-        self.width_s = width_s
-        self.wait_s = 0.0
-        self.total_s = 0.0
-        self.labels: dict[str, float] = {}  # step time by step label
+    start_s: float
+    width_s: float
+    wait_s: float = 0.0
+    total_s: float = 0.0
+    labels: dict[str, float] = field(default_factory=dict)  # step time by step label
 
     @property
     def wait_share(self) -> float:
@@ -229,7 +231,7 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
     """Shade the pipeline-alone and compute-alone phases (`label`: and name them); on the whole
     run's axis name training and the later phases too, so the CPU there is not read as
     training's."""
-    spans: list[tuple[float, float, str | None, str, str]] = [
+    spans: list[Span] = [
         (p.start_s, p.start_s + p.duration_s, PHASE_SHADE_COLOR, "pipeline\nalone", "phase")
         for p in report.phases
         if p.name == "pipeline_benchmark"
@@ -268,7 +270,7 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
             )
 
 
-def compute_alone_spans(report: Report) -> list[tuple[float, float, str | None, str, str]]:
+def compute_alone_spans(report: Report) -> list[Span]:
     """One shaded span, or where the step alone alternated with training, each block shaded
     and the alternation named once."""
     alone = report.compute_alone
@@ -277,7 +279,7 @@ def compute_alone_spans(report: Report) -> list[tuple[float, float, str | None, 
     end = alone.start_s + alone.duration_s
     if not alone.blocks:
         return [(alone.start_s, end, COMPUTE_ALONE_SHADE_COLOR, "compute\nalone", "compute-alone")]
-    spans: list[tuple[float, float, str | None, str, str]] = []
+    spans: list[Span] = []
     blocks = alone.blocks
     for i, block in enumerate(blocks):
         if block.kind != STEP_ALONE_BLOCK:
