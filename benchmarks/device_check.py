@@ -39,12 +39,11 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _common
-from pipediag.analysis.gpu import BUSY_UTILIZATION, analyze_gpu
+from pipediag.analysis.gpu import analyze_gpu
 from pipediag.config import RunConfig
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import Report
 from pipediag.report.samples import GpuAnalysis, GpuWindow
-from pipediag.report.vocabulary import WARMUP
 
 NAME = "device_check"
 EXIT_OK = 0
@@ -160,7 +159,9 @@ def event_busy_fraction(report: Report, timings: Sequence[StepTiming]) -> float 
     `timings` are per step in the report's step order (warm-up included).
     """
     steps = report.train.steps
-    measured = [i for i, s in enumerate(steps) if s.label != WARMUP and s.input_wait_s is not None]
+    measured = [
+        i for i, s in enumerate(steps) if s.label != "warmup" and s.input_wait_s is not None
+    ]
     if not measured or len(timings) < len(steps):
         return None
     first, last = steps[measured[0]], steps[measured[-1]]
@@ -404,7 +405,7 @@ def run_scenario(torch: Any, scenario: str, args: argparse.Namespace) -> Scenari
                 )
             )
     report = mon.report
-    util = analyze_gpu(report.gpu, report.train, busy_metric=BUSY_UTILIZATION)
+    util = analyze_gpu(report.gpu, report.train, busy_metric="utilization")
     return compare(scenario, report, timings[: len(report.train.steps)], util)
 
 

@@ -68,7 +68,6 @@ def error_stats(waits_s: list[float], delay_s: float) -> dict[str, float | int |
 
 def diagnose_one(style: str, delay_ms: float, steps: int) -> dict[str, Any]:
     import pipediag
-    from pipediag.report.vocabulary import WARMUP
 
     with tempfile.TemporaryDirectory(prefix="pipediag-wait-") as out:
         report = pipediag.diagnose(
@@ -87,7 +86,7 @@ def diagnose_one(style: str, delay_ms: float, steps: int) -> dict[str, Any]:
     waits = [
         s.input_wait_s
         for s in report.train.steps
-        if s.label != WARMUP and s.input_wait_s is not None
+        if s.label != "warmup" and s.input_wait_s is not None
     ]
     result: dict[str, Any] = {
         "style": style,

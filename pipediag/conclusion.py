@@ -25,7 +25,7 @@ from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostSection
 from pipediag.report.scale_out import ScaleOut
-from pipediag.report.vocabulary import CUSTOM_LOOP, LOOP_STYLES, TrainStyle
+from pipediag.report.vocabulary import LOOP_STYLES, TrainStyle
 from pipediag.timeline import StepTimeline
 from pipediag.training.alternation import (
     Alternation,
@@ -273,7 +273,7 @@ class Conclusion:
         """The model side, kept with compute alone (a served loop: XLA's seconds); not lockstep."""
         if self._lockstep:
             return
-        if loop_serving and seen.style == CUSTOM_LOOP:
+        if loop_serving and seen.style == "custom-loop":
             self._loop_model_side()
             return
         self.compute_alone = phases.model_side(

@@ -12,18 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pipediag.analysis.classifier import build_train_section
 from pipediag.report.model import DataPass, TrainSection
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import (
-    KERAS_FIT,
-    LOOP_STYLES,
-    NO_TRAINING,
-    WAIT_BATCH_STAMPS,
-    WAIT_ITERATOR_TIMING,
-    WAIT_PROFILER_TRACE,
-    WAIT_UNAVAILABLE,
-    InputWaitSource,
-    KerasBackend,
-    TrainStyle,
-)
+from pipediag.report.vocabulary import LOOP_STYLES, InputWaitSource, KerasBackend, TrainStyle
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -53,7 +42,7 @@ class FoundTraining:
         fit: Callable[[], FitTracker | None],
         forget_loop: Callable[[], None],
     ) -> None:
-        self.style: TrainStyle = NO_TRAINING
+        self.style: TrainStyle = "none"
         self.passes: list[DataPass] = []  # not training; passes alike merged
         # Strong references for the phases after the measured steps, released at the stop.
         self.dataset: Any = None
@@ -71,10 +60,10 @@ class FoundTraining:
     def mark_style(self, style: TrainStyle) -> bool:
         """How the script trains; False when another style is diagnosed instead (`fit` wins
         over a loop that trained before it, whose steps are dropped)."""
-        if self.style in (NO_TRAINING, style):
+        if self.style in ("none", style):
             self.style = style
             return True
-        if style == KERAS_FIT and self.style in LOOP_STYLES:
+        if style == "keras-fit" and self.style in LOOP_STYLES:
             self._say.note(Reason("loop-before-fit", value=len(self._timeline)))
             self.style = style
             self._timeline.clear()
@@ -126,19 +115,19 @@ class FoundTraining:
     def wait_source(self, phases: dict[str, float]) -> InputWaitSource:
         """Where the steps' waits come from; under fit without stamps, filled from the trace."""
         if self.calls is not None:
-            return WAIT_UNAVAILABLE  # the pulls are inside the training function's graph
+            return "unavailable"  # the pulls are inside the training function's graph
         fit = self._fit()
         if self.style in LOOP_STYLES:
-            return WAIT_ITERATOR_TIMING
-        if self.style == KERAS_FIT and fit is not None:
+            return "iterator-timing"
+        if self.style == "keras-fit" and fit is not None:
             if fit.stamps is not None:
-                return WAIT_BATCH_STAMPS
+                return "batch-stamps"
             tracer = fit.tracer
             self._timeline.fill_waits(tracer.waits_for)
             if tracer.overhead_s:
                 phases["profiler_overhead"] = tracer.overhead_s
-            return WAIT_PROFILER_TRACE
-        return WAIT_UNAVAILABLE
+            return "profiler-trace"
+        return "unavailable"
 
     def final_section(self, origin: float, phases: dict[str, float]) -> TrainSection:
         """The report's train section; the steps' span joins the phase list."""

@@ -28,7 +28,7 @@ from pipediag.report.model import ComputeAlone, PipelineBenchmark, Verdict
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.scale_out import ScaleOut
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import COST_CONTENTION, TrainStyle
+from pipediag.report.vocabulary import TrainStyle
 from pipediag.timeline import RawStep, StepTimeline
 from pipediag.training import stage_cost
 from pipediag.training.function_loop import TrainCalls
@@ -325,7 +325,7 @@ def _for_training(
 def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | None:
     """Where contention dominates: the pipeline threads leaving the step its cores alone."""
     split = verdict.cost_split if verdict is not None else None
-    if split is None or split.dominant != COST_CONTENTION:
+    if split is None or split.dominant != "contention":
         return None
     return capped_threads(os.cpu_count() or 1, step_cores_of(alone))
 

@@ -43,7 +43,7 @@ from pipediag.report.model import (
 )
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuSection, HostSection
-from pipediag.report.vocabulary import KERAS_FIT, NO_TRAINING, StopReason, TrainStyle
+from pipediag.report.vocabulary import StopReason, TrainStyle
 from pipediag.scale_out.analysis import enrich_report as enrich_scale_out
 from pipediag.timeline import StepTimeline
 from pipediag.training.alternation import FitAlternation
@@ -170,7 +170,7 @@ class DiagnosticSession:
         watch = self.watcher.finish() if self.watcher is not None else None
         if not self.conclusion.concluded and stop_reason != "interrupted":
             self._conclude_after_the_script()
-        if self.style == NO_TRAINING and self._hooks is not None:
+        if self.style == "none" and self._hooks is not None:
             for seen in self._hooks.function_loop.seen:
                 self.note(seen)
         self.found.release()
@@ -304,7 +304,7 @@ class DiagnosticSession:
 
     def fit_called(self, model: Any, dataset: Any, *, given: str) -> None:
         """fit starts: `model` trains on `dataset` (None: Keras builds it from a `given`)."""
-        self.mark_style(KERAS_FIT)
+        self.mark_style("keras-fit")
         self.training_model(model)
         if dataset is not None:
             self.benchmark_pipeline(dataset)

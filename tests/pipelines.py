@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from pipediag.report.model import PipelineBenchmark, Report, TrainSection, Verdict
-from pipediag.report.vocabulary import COMPUTE_BOUND, INPUT_BOUND
 
 SLEEP_S = 0.005  # per element in the Python-bound stages
 BATCH = 4
@@ -199,7 +198,7 @@ def well_tuned() -> Any:
 def diagnose(
     dataset: Any,
     *,
-    label: str = INPUT_BOUND,
+    label: str = "input-bound",
     compute_factor: float = 3.0,
     overlapped: bool = True,
 ) -> Report:
@@ -238,7 +237,7 @@ def diagnose(
         trials=trials,
     )
     rate = bench.batches_per_s or 1.0
-    if label == COMPUTE_BOUND:
+    if label == "compute-bound":
         compute, wait = rate / compute_factor, 0.01
     else:
         compute, wait = rate * compute_factor, 0.6

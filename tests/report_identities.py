@@ -22,7 +22,6 @@ from pathlib import Path
 from pipediag.renderers.stage_cost_words import costliest_stage
 from pipediag.report.io import load_report
 from pipediag.report.model import Report
-from pipediag.report.vocabulary import GAIN_ON_TRAINING
 
 SPREAD = 0.03  # of training time
 
@@ -48,7 +47,7 @@ def identity_problems(report: Report) -> list[str]:
     top = max(cost, interval[1]) if interval and not measurable else cost
     most = 1 / (1 - top) if top < 1 else None
     prescription = report.pipeline.prescription
-    gains = [(s.id, s.gain.on(GAIN_ON_TRAINING)) for s in report.suggestions]
+    gains = [(s.id, s.gain.on("training")) for s in report.suggestions]
     if prescription is not None:
         gains.append(("the prescription", prescription.on_training))
     for name, gain in gains:

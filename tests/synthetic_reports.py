@@ -20,16 +20,7 @@ from pipediag.report.model import (
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import GpuDevice, GpuSample, GpuSection, HostSample, HostSection
 from pipediag.report.stages import LatencyStats
-from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    ESTIMATED,
-    INPUT_BOUND,
-    MEASURED,
-    WARMUP,
-    StepLabel,
-    VerdictLabel,
-)
+from pipediag.report.vocabulary import StepLabel, VerdictLabel
 
 
 class FakeClock:
@@ -64,7 +55,7 @@ def synthetic_report(
         warm = i < warmup_steps
         duration = (0.4 if warm else 0.0) + wait_s + compute_s
         label: StepLabel = (
-            WARMUP if warm else (INPUT_BOUND if wait_s / duration > 0.2 else COMPUTE_BOUND)
+            "warmup" if warm else ("input-bound" if wait_s / duration > 0.2 else "compute-bound")
         )
         records.append(StepRecord(i, t, duration, wait_s, label))
         t += duration
@@ -102,7 +93,7 @@ def synthetic_report(
         args=["--epochs", "1"],
         created_utc="2026-01-01T00:00:00Z",
         verdict=Verdict(
-            label=INPUT_BOUND if fraction > 0.2 else COMPUTE_BOUND,
+            label="input-bound" if fraction > 0.2 else "compute-bound",
             input_wait_fraction=fraction,
             severity="highly input-bound" if fraction > 0.2 else "not input-bound",
             input_bound_steps=steps if fraction > 0.2 else 0,
@@ -201,7 +192,7 @@ def synthetic_cost_report(
     training = 1.0 / step_s
     compute = training / (1.0 - cost)
     label: VerdictLabel = (
-        INPUT_BOUND if cost >= 0.20 else (BALANCED if cost >= 0.05 else COMPUTE_BOUND)
+        "input-bound" if cost >= 0.20 else ("balanced" if cost >= 0.05 else "compute-bound")
     )
     dominant = dominant_part(wait, contention, fetch)
     base = synthetic_report(layout.steps, wait_s=wait * step_s, compute_s=(1 - wait) * step_s)
@@ -270,7 +261,7 @@ def synthetic_cost_report(
         compute_alone_steps_per_s=compute,
         input_cost_fraction=cost,
         training_steps_per_s=training,
-        compute_alone_source=MEASURED if measured else ESTIMATED,
+        compute_alone_source="measured" if measured else "estimated",
         compute_alone_reason=None if measured else estimate_reason,
         cost_split=CostSplit(
             wait=wait,

@@ -19,15 +19,7 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import (
-    FIX,
-    GAIN_ON_TRAINING,
-    GAIN_PIPELINE_ALONE,
-    KERAS_FIT,
-    NOTE,
-    FixName,
-    SuggestionKind,
-)
+from pipediag.report.vocabulary import FixName, SuggestionKind
 
 # The GIL: a sleeping py_function map went 53 -> 81 batches/s (1.5x) on 2 cores
 # (docs/design.md, "tf.data behaviours").
@@ -182,7 +174,7 @@ def share_fix(
     """A fix that removes `share` of training time: at best 1 / (1 - share) as fast."""
     estimate = None if share is None else 1.0 / max(1e-9, 1.0 - share)
     return Suggestion(
-        id=rule_id, title=title, evidence=evidence, code=code, estimate=estimate, kind=FIX
+        id=rule_id, title=title, evidence=evidence, code=code, estimate=estimate, kind="fix"
     )
 
 
@@ -219,7 +211,7 @@ def fix_suggestion(
         trial_in_run_terms(ctx.report, trial) if trial is not None else (None, None)
     )
     verified_alone = verified  # what orders the fix after the prediction, unless ruled out
-    kind: SuggestionKind = FIX
+    kind: SuggestionKind = "fix"
     not_on_training: Reason | None = None
     if on_training is not None:
         assert trial is not None
@@ -234,17 +226,17 @@ def fix_suggestion(
             )
             on_training = None
         elif on_training < VERIFIED_MIN_GAIN:
-            kind = NOTE
+            kind = "note"
             title += f" (measured {on_training:.2f}x on your training: not worth it)"
     elif trial is not None and trial.facts.covered_by_cache:
         # The search kept a cache over this stage: the fix would change the first epoch
         # only, so no gain is forecast or ranked.
-        kind, predicted, estimated, verified_alone = NOTE, None, None, None
+        kind, predicted, estimated, verified_alone = "note", None, None, None
         title += " (not needed under the kept cache)"
         not_on_training = trial.training_reason
     elif measured_gate and verified is not None and verified < VERIFIED_MIN_GAIN:
         # Measured not to help: no end-to-end forecast, which could read as a gain.
-        kind, predicted = NOTE, 1.0
+        kind, predicted = "note", 1.0
         title += f" (measured {verified:.2f}x here: not worth it)"
     else:
         # The prediction itself is never said: it only orders the fixes nothing measured.
@@ -253,9 +245,9 @@ def fix_suggestion(
         if trial is not None and trial.training_reason:
             not_on_training = trial.training_reason
     if on_training is not None:
-        measured = Gain(GAIN_ON_TRAINING, on_training, interval)
+        measured = Gain("training", on_training, interval)
     elif verified is not None:
-        measured = Gain(GAIN_PIPELINE_ALONE, verified)
+        measured = Gain("pipeline-alone", verified)
     else:
         measured = Gain()
     return Suggestion(
@@ -323,7 +315,7 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
     interval = (
         f", 90% interval {low:.2f}-{high:.2f}x" if low is not None and high is not None else ""
     )
-    what = "train function" if ctx.report.train.style == KERAS_FIT else "training"
+    what = "train function" if ctx.report.train.style == "keras-fit" else "training"
     text = (
         f" Tried on your {what}: {trial.training_baseline_steps_per_s:.1f} -> "
         f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "

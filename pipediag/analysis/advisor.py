@@ -36,14 +36,6 @@ from pipediag.analysis.stage_rules import (
 )
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import (
-    COMPUTE_BOUND,
-    FIX,
-    GAIN_HELD,
-    GAIN_INPUT_FREE,
-    GAIN_ON_TRAINING,
-    NOTE,
-)
 
 CONTENTION_RULE = "PD012-input-contention"
 # The fixes that make a stage cheaper, not faster with more threads (`_said_once`).
@@ -61,7 +53,7 @@ CHEAPER_RULES = frozenset(
 def advise(report: Report) -> list[Suggestion]:
     """Every suggestion the rules make for this report, best first (`_sort_key`)."""
     context = build_context(report)
-    compute_bound = report.verdict.label == COMPUTE_BOUND
+    compute_bound = report.verdict.label == "compute-bound"
     # Passes over the data but no training: nothing input could cost.
     untrained = bool(report.train.skipped_passes) and not report.train.steps
     found: list[tuple[int, Suggestion]] = []
@@ -84,9 +76,9 @@ def _said_once(found: list[Suggestion]) -> list[Suggestion]:
     how = {
         s.stage_index
         for s in found
-        if s.kind == FIX
+        if s.kind == "fix"
         and s.id != CONTENTION_RULE
-        and (s.id in CHEAPER_RULES or (s.gain.on(GAIN_ON_TRAINING) or 0.0) >= VERIFIED_MIN_GAIN)
+        and (s.id in CHEAPER_RULES or (s.gain.on("training") or 0.0) >= VERIFIED_MIN_GAIN)
     }
     return [
         s
@@ -119,12 +111,12 @@ RULES: tuple[Rule, ...] = (
 def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, int, int]:
     """Correctness warnings, fixes and warnings, then notes; among fixes, gains on training
     first, then by estimate or the bound carried; one measured below the floor last."""
-    group = 0 if suggestion.correctness_warning else (2 if suggestion.kind == NOTE else 1)
+    group = 0 if suggestion.correctness_warning else (2 if suggestion.kind == "note" else 1)
     gain = suggestion.gain
-    if gain.basis == GAIN_ON_TRAINING and gain.speedup is not None:
+    if gain.basis == "training" and gain.speedup is not None:
         tier, figure = (0 if gain.speedup >= VERIFIED_MIN_GAIN else 2), gain.speedup
     else:
-        bound = gain.speedup if gain.basis in (GAIN_HELD, GAIN_INPUT_FREE) else None
+        bound = gain.speedup if gain.basis in ("held", "input-free") else None
         tier, figure = 1, suggestion.estimate or bound or 1.0
     stage = -1 if suggestion.stage_index is None else suggestion.stage_index
     return (group, tier, -round(figure, 6), position, stage)

@@ -11,15 +11,10 @@ from dataclasses import dataclass
 from pipediag.analysis.paired import disturbed, log_interval
 from pipediag.report.model import ObserverEffect, RateBlock
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    QUIET_TRAINING_BLOCK,
-    STEP_ALONE_BLOCK,
-    TRAINING_BLOCK,
-    RateBlockKind,
-)
+from pipediag.report.vocabulary import RateBlockKind
 
 # Watched or with the samplers paused: training blocks alike for the cost.
-TRAINING_KINDS: tuple[RateBlockKind, ...] = (TRAINING_BLOCK, QUIET_TRAINING_BLOCK)
+TRAINING_KINDS: tuple[RateBlockKind, ...] = ("training", "quiet-training")
 
 # A leading step under this share of its block's steady median (served from a refilled
 # buffer), or over this multiple (beside the refill), is the block's transition.
@@ -82,7 +77,7 @@ def disturbed_blocks(blocks: Sequence[RateBlock]) -> set[int]:
     """Blocks whose rate is far off the median of their own kind's (a host stall: one block
     at 27 steps/s between blocks at 40-42 made a compute-bound loop's cost 11%)."""
     found: set[int] = set()
-    for kinds in (TRAINING_KINDS, (STEP_ALONE_BLOCK,)):
+    for kinds in (TRAINING_KINDS, ("step-alone",)):
         found |= disturbed(
             {
                 i: math.log(rate)
@@ -98,13 +93,13 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
     the script's loop adds around each step (fit's callbacks), is added to each T step."""
     left_out = disturbed_blocks(blocks)
     kept = [b for i, b in enumerate(blocks) if i not in left_out]
-    ratios = _logs_against_training(blocks, STEP_ALONE_BLOCK, left_out, around_s)  # log(T/A)
+    ratios = _logs_against_training(blocks, "step-alone", left_out, around_s)  # log(T/A)
     found = log_interval(ratios)
     if found is None:
         return None
     return PairedCost(
         training=_pooled(kept, *TRAINING_KINDS),
-        compute=_pooled(kept, STEP_ALONE_BLOCK, around_s=around_s),
+        compute=_pooled(kept, "step-alone", around_s=around_s),
         cost=_cost(found.mean),
         low=None if found.low is None else _cost(found.low),
         high=None if found.high is None else _cost(found.high),
@@ -128,7 +123,7 @@ def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
 def observer_logs(blocks: Sequence[RateBlock]) -> list[float]:
     """`observer_effect`'s pairs as log ratios, for pooling over runs."""
     logs = _logs_against_training(
-        blocks, QUIET_TRAINING_BLOCK, disturbed_blocks(blocks), against=(TRAINING_BLOCK,)
+        blocks, "quiet-training", disturbed_blocks(blocks), against=("training",)
     )
     return [-value for value in logs]
 
@@ -144,7 +139,7 @@ def _logs_against_training(
     """log(rate / training's) per block of `kind`, against the mean log rate of the `against`
     blocks either side (cancelling a linear drift), past step-alone blocks for training."""
     logs: list[float] = []
-    skip = kind != STEP_ALONE_BLOCK
+    skip = kind != "step-alone"
     for i, block in enumerate(blocks):
         if block.kind != kind or block.steps_per_s is None or i in left_out:
             continue
@@ -165,7 +160,7 @@ def _logs_against_training(
 
 def _beside(blocks: Sequence[RateBlock], i: int, step: int, past_step_alone: bool) -> int | None:
     j = i + step
-    while past_step_alone and 0 <= j < len(blocks) and blocks[j].kind == STEP_ALONE_BLOCK:
+    while past_step_alone and 0 <= j < len(blocks) and blocks[j].kind == "step-alone":
         j += step
     return j if 0 <= j < len(blocks) else None
 
@@ -186,9 +181,7 @@ ABOVE_STEP_ALONE = 1.05
 
 def step_alone_ceiling(blocks: Sequence[RateBlock]) -> float | None:
     """The fastest training rate a fix can honestly show."""
-    rates = [
-        rate for b in blocks if b.kind == STEP_ALONE_BLOCK and (rate := b.steps_per_s) is not None
-    ]
+    rates = [rate for b in blocks if b.kind == "step-alone" and (rate := b.steps_per_s) is not None]
     return max(rates) * ABOVE_STEP_ALONE if rates else None
 
 
@@ -197,7 +190,7 @@ def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
     training rate."""
     timed = [(b.kind, b.cpu_s_per_step) for b in blocks if b.cpu_s_per_step is not None]
     training = [cpu for kind, cpu in timed if kind in TRAINING_KINDS]
-    alone = [cpu for kind, cpu in timed if kind == STEP_ALONE_BLOCK]
+    alone = [cpu for kind, cpu in timed if kind == "step-alone"]
     rate = _pooled(blocks, *TRAINING_KINDS)
     if not training or not alone or rate <= 0:
         return None

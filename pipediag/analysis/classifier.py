@@ -33,21 +33,6 @@ from pipediag.report.model import (
 )
 from pipediag.report.samples import HostSection
 from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    ESTIMATED,
-    INPUT_BOUND,
-    SEVERITY_HIGH,
-    SEVERITY_MODERATE,
-    SEVERITY_NONE,
-    SEVERITY_UNKNOWN,
-    UNCERTAIN,
-    UNCERTAIN_BUSY_HOST,
-    UNCERTAIN_TOO_NOISY,
-    UNCERTAIN_TOO_SHORT,
-    UNKNOWN,
-    WAIT_UNAVAILABLE,
-    WARMUP,
     InputWaitSource,
     Severity,
     StepLabel,
@@ -98,11 +83,11 @@ def label_step(
     raw: RawStep, *, warmup: bool, thresholds: Thresholds = DEFAULT_THRESHOLDS
 ) -> StepLabel:
     if warmup:
-        return WARMUP
+        return "warmup"
     if raw.input_wait_s is None or raw.duration_s <= 0:
-        return UNKNOWN
+        return "unknown"
     share = raw.input_wait_s / raw.duration_s
-    return INPUT_BOUND if share >= thresholds.highly_input_bound else COMPUTE_BOUND
+    return "input-bound" if share >= thresholds.highly_input_bound else "compute-bound"
 
 
 def build_train_section(
@@ -140,7 +125,7 @@ def build_train_section(
     total = sum(s.duration_s for s in measured)
     return TrainSection(
         style=style,
-        input_wait_source=input_wait_source if waits else WAIT_UNAVAILABLE,
+        input_wait_source=input_wait_source if waits else "unavailable",
         warmup_steps=min(warmup_steps, index),
         measured_steps=count,
         merged_records=sum(s.count > 1 for s in steps),
@@ -163,11 +148,11 @@ def judge(
 ) -> Verdict:
     """The overall verdict from input cost, with the figures behind it; where there is
     none, the code of why."""
-    timed = [s for s in train.steps if s.label in (INPUT_BOUND, COMPUTE_BOUND)]
-    untimed = train.input_wait_source == WAIT_UNAVAILABLE
+    timed = [s for s in train.steps if s.label in ("input-bound", "compute-bound")]
+    untimed = train.input_wait_source == "unavailable"
     if not timed and untimed and compute_alone is not None and compute_alone.measured:
         # Waits not timed (pulls inside a tf.function): the cost is read from A and T alone.
-        timed = [s for s in train.steps if s.label == UNKNOWN]
+        timed = [s for s in train.steps if s.label == "unknown"]
     if not timed:
         return Verdict(no_verdict_because=no_verdict_reason(train))
     total = sum(s.duration_s for s in timed)
@@ -193,34 +178,34 @@ def judge(
     if busy is not None and busy < BUSY_HOST_SHARE:
         busy = None
     interval = found.interval
-    if busy is not None and label != COMPUTE_BOUND:
+    if busy is not None and label != "compute-bound":
         # Their share of the host may be that much of the cost: the low end widens by it,
         # and a label the cost less their share no longer holds is not given.
         low, top = interval if interval is not None else (found.cost, found.cost)
         interval = [low if low <= 0.0 else max(BUSY_LOW_FLOOR, low - busy), top]
         if label_of(max(0.0, found.cost - busy), high=high, moderate=moderate) != label:
-            label = UNCERTAIN
-    because: UncertainReason = UNCERTAIN_BUSY_HOST if label == UNCERTAIN else ""
+            label = "uncertain"
+    because: UncertainReason = "busy-host" if label == "uncertain" else ""
     steps_to_tell = None
     measured = found.interval  # the pairs' own, before any widening for a busy host
     if (
-        label != UNCERTAIN
+        label != "uncertain"
         and measured is not None
         and not (rates.paired is not None and not_measurable(rates.paired))
         and _too_noisy(measured, high=high, moderate=moderate)
     ):
-        label, because = UNCERTAIN, UNCERTAIN_TOO_NOISY
+        label, because = "uncertain", "too-noisy"
         steps_to_tell = _steps_to_tell(measured, train.measured_steps)
-    elif label != UNCERTAIN and _too_short(found, compute_alone, high=high, moderate=moderate):
-        label, because = UNCERTAIN, UNCERTAIN_TOO_SHORT
-    elif label in (BALANCED, INPUT_BOUND) and measured is not None:
+    elif label != "uncertain" and _too_short(found, compute_alone, high=high, moderate=moderate):
+        label, because = "uncertain", "too-short"
+    elif label in ("balanced", "input-bound") and measured is not None:
         # An interval across a band's lower edge claims only its low end's band.
         label = label_of(measured[0], high=high, moderate=moderate)
     severities: dict[str, Severity] = {
-        INPUT_BOUND: SEVERITY_HIGH,
-        BALANCED: SEVERITY_MODERATE,
-        COMPUTE_BOUND: SEVERITY_NONE,
-        UNCERTAIN: SEVERITY_UNKNOWN,
+        "input-bound": "highly input-bound",
+        "balanced": "moderately input-bound",
+        "compute-bound": "not input-bound",
+        "uncertain": "unknown",
     }
     compute_rate = rates.compute
     headroom = (
@@ -232,14 +217,14 @@ def judge(
         label=label,
         input_wait_fraction=fraction if found.split.waits_timed else None,
         severity=severities[label],
-        input_bound_steps=sum(s.count for s in timed if s.label == INPUT_BOUND),
-        compute_bound_steps=sum(s.count for s in timed if s.label == COMPUTE_BOUND),
+        input_bound_steps=sum(s.count for s in timed if s.label == "input-bound"),
+        compute_bound_steps=sum(s.count for s in timed if s.label == "compute-bound"),
         compute_alone_steps_per_s=compute_rate,
         pipeline_headroom=headroom,
         input_cost_fraction=found.cost,
         training_steps_per_s=rates.training,
         compute_alone_source=rates.source,
-        compute_alone_reason=rates.reason if rates.source == ESTIMATED else None,
+        compute_alone_reason=rates.reason if rates.source == "estimated" else None,
         cost_split=found.split,
         phases=phases_of(timed, compute_rate, high=high, moderate=moderate),
         input_cost_interval=interval,
@@ -271,7 +256,7 @@ def _too_short(
     if found.interval is not None or compute_alone is None or not compute_alone.measured:
         return False
     label = label_of(found.cost, high=high, moderate=moderate)
-    if label == COMPUTE_BOUND:
+    if label == "compute-bound":
         return False
     split = found.split
     stepwise = split.epoch_start + (split.wait + split.fetch if split.waits_timed else 0.0)

@@ -10,16 +10,6 @@ from pipediag.analysis import noise
 from pipediag.analysis.noise import DEFAULT_RULES, Estimate, NoiseRules
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    COST_CONTENTION,
-    COST_EPOCH_START,
-    COST_FETCH,
-    COST_WAIT,
-    INPUT_BOUND,
-    MEASURED,
-)
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -33,7 +23,7 @@ GONE = "gone"
 KEPT = "kept"
 
 # A higher rank is a worse verdict.
-VERDICT_RANK = {COMPUTE_BOUND: 0, BALANCED: 1, INPUT_BOUND: 2}
+VERDICT_RANK = {"compute-bound": 0, "balanced": 1, "input-bound": 2}
 
 # Figure names: keys the renderers word (`renderers/compare_text.py`).
 TRAINING = "training"
@@ -42,14 +32,14 @@ PIPELINE_ALONE = "pipeline-alone"
 INPUT_COST = "input-cost"
 INPUT_WAIT = "input-wait"
 COST_PART_FIGURES = {
-    part: f"cost-{part}" for part in (COST_WAIT, COST_CONTENTION, COST_FETCH, COST_EPOCH_START)
+    part: f"cost-{part}" for part in ("wait", "contention", "fetch", "epoch-start")
 }
 # The `CostSplit` field each part is kept in.
 COST_PART_FIELDS = {
-    COST_WAIT: "wait",
-    COST_CONTENTION: "contention",
-    COST_FETCH: "fetch",
-    COST_EPOCH_START: "epoch_start",
+    "wait": "wait",
+    "contention": "contention",
+    "fetch": "fetch",
+    "epoch-start": "epoch_start",
 }
 STAGE = "stage"
 VERDICT = "verdict"
@@ -149,7 +139,7 @@ def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures
     spread = noise.step_spread(report.train.steps, rules)
     training = _with_spread(training_rate(report), spread.rate)
     alone = report.compute_alone
-    if verdict.compute_alone_source == MEASURED and alone is not None:
+    if verdict.compute_alone_source == "measured" and alone is not None:
         compute = noise.summary_rate(verdict.compute_alone_steps_per_s, alone.step_time, rules)
     else:  # estimated from the steps themselves: no spread of its own
         compute = noise.bare(verdict.compute_alone_steps_per_s, log_scale=True)
@@ -249,7 +239,7 @@ def _cost_parts(
     errors = [_part_error(figures) for figures in (before, after)]
     figures = []
     for part, name in COST_PART_FIGURES.items():
-        if part == COST_EPOCH_START and not any(s is not None and s.epoch_start for s in splits):
+        if part == "epoch-start" and not any(s is not None and s.epoch_start for s in splits):
             continue
         estimates = [
             None

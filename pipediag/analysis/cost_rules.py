@@ -20,20 +20,7 @@ from pipediag.report.model import CostSplit, Gain, Suggestion
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import (
-    COMPUTE_BOUND,
-    CONTENDS_FOR_GIL,
-    COST_CONTENTION,
-    COST_EPOCH_START,
-    COST_FETCH,
-    FIX,
-    GAIN_HELD,
-    GAIN_ON_TRAINING,
-    KERAS_FIT,
-    KIND_SHUFFLE,
-    NOTE,
-    CostPart,
-)
+from pipediag.report.vocabulary import CostPart
 
 
 def _led_by(ctx: Context, part: CostPart) -> CostSplit | None:
@@ -59,10 +46,10 @@ def capped_threads(cores: int, step_cores: float | None) -> int:
 
 
 def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
-    split = _led_by(ctx, COST_CONTENTION)
+    split = _led_by(ctx, "contention")
     if split is None:
         return []
-    if split.contention_kind == CONTENDS_FOR_GIL:
+    if split.contention_kind == "gil":
         return _gil_contention(ctx, rule_id, split)
     evidence = [_contention_text(ctx, split)]
     if split.pipeline_cores_busy is not None:
@@ -105,7 +92,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     title = "the input pipeline takes the cores the train step needs: make it cheaper"
     if measured is not None and measured >= VERIFIED_MIN_GAIN:
         fix = share_fix(rule_id, title, text, code, split.contention)
-        return [replace(fix, gain=Gain(GAIN_ON_TRAINING, measured, interval))]
+        return [replace(fix, gain=Gain("training", measured, interval))]
     # The cap is not the way: the costliest stage is, with what its hold gave training.
     costly = next((st for st in ctx.stages if st.bottleneck), None)
     if costly is None:
@@ -122,7 +109,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
     if bound is None or bound.speedup < VERIFIED_MIN_GAIN:
         return [fix]
     most, what, basis = bound
-    if basis == GAIN_HELD:
+    if basis == "held":
         text += f" {what.capitalize()} ran training {most:.2f}x faster: the most it gives."
     else:
         text += f" With input free, training would run {most:.2f}x faster: the most it gives."
@@ -159,7 +146,7 @@ def _gil_contention(ctx: Context, rule_id: str, split: CostSplit) -> list[Sugges
 
 def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
     """Keras 3 keeps its iterator across epochs when `steps_per_epoch` is set."""
-    split = _led_by(ctx, COST_EPOCH_START)
+    split = _led_by(ctx, "epoch-start")
     if split is None or split.epoch_steps is None:
         return []
     start = split.epoch_start_s or 0.0
@@ -170,12 +157,12 @@ def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
         "dropped. Make the dataset repeat and give the epoch's length, so that one iterator "
         "serves every epoch."
     )
-    if any(s.kind == KIND_SHUFFLE for s in ctx.stages):
+    if any(s.kind == "shuffle" for s in ctx.stages):
         evidence += " A shuffle before the repeat still refills its buffer each epoch."
     steps = split.epoch_steps
     code = (
         f"model.fit(ds.repeat(), epochs=epochs, steps_per_epoch={steps})  # one iterator"
-        if ctx.report.train.style == KERAS_FIT
+        if ctx.report.train.style == "keras-fit"
         else (
             "iterator = iter(ds.repeat())  # made once, for every epoch\n"
             "for epoch in range(epochs):\n"
@@ -188,7 +175,7 @@ def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 
 def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
-    split = _led_by(ctx, COST_FETCH)
+    split = _led_by(ctx, "fetch")
     if split is None:
         return []
     pull = f"{split.pull_s * 1e3:.2f} ms" if split.pull_s is not None else "a fixed cost"
@@ -205,7 +192,7 @@ def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
     )
     code = (
         "model.compile(..., steps_per_execution=32)  # 32 steps per call of the train function"
-        if ctx.report.train.style == KERAS_FIT
+        if ctx.report.train.style == "keras-fit"
         else (
             "@tf.function\n"
             "def train_many(iterator, steps):\n"
@@ -221,9 +208,9 @@ def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     verdict = ctx.report.verdict
-    if verdict.label == COMPUTE_BOUND or verdict.input_cost_fraction is None:
+    if verdict.label == "compute-bound" or verdict.input_cost_fraction is None:
         return []
-    if any(s.kind == FIX for s in found):
+    if any(s.kind == "fix" for s in found):
         return []
     pipeline = ctx.report.pipeline
     reason: Reason | None = None
@@ -262,7 +249,7 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
                 f"input costs {verdict.input_cost_fraction:.0%}, but no input-side change applies"
             ),
             evidence=why + "." if why else "",
-            kind=NOTE,
+            kind="note",
             reason=reason,
         )
     ]

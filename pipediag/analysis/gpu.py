@@ -21,17 +21,7 @@ from pipediag.analysis.gpu_windows import (
 from pipediag.report.model import StepRecord, TrainSection, Verdict, timed_steps
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuAnalysis, GpuSample, GpuSection, GpuWindow, IdleAttribution
-from pipediag.report.vocabulary import (
-    BUSY_SM_ACTIVE,
-    BUSY_UTILIZATION,
-    TIME_DRIVER,
-    TIME_GPM,
-    TIME_MIXED,
-    TIME_TICKS,
-    BusySource,
-    GpuIdleCause,
-    TimeSource,
-)
+from pipediag.report.vocabulary import BusySource, GpuIdleCause, TimeSource
 
 BUSY_AUTO = "auto"  # a setting: SM activity where GPM has enough windows, else utilization
 
@@ -98,12 +88,12 @@ def _unavailable(reason: Reason) -> GpuAnalysis:
 
 
 def _choose_source(samples: Sequence[GpuSample], busy_metric: str, th: GpuThresholds) -> BusySource:
-    if busy_metric == BUSY_SM_ACTIVE:
-        return BUSY_SM_ACTIVE
-    if busy_metric == BUSY_UTILIZATION:
-        return BUSY_UTILIZATION
+    if busy_metric == "sm-active":
+        return "sm-active"
+    if busy_metric == "utilization":
+        return "utilization"
     gpm = sum(s.sm_active_pct is not None for s in samples)
-    return BUSY_SM_ACTIVE if gpm >= th.min_windows else BUSY_UTILIZATION
+    return "sm-active" if gpm >= th.min_windows else "utilization"
 
 
 def _device_busy_mean(samples: Sequence[GpuSample]) -> float:
@@ -154,12 +144,12 @@ def analyze_gpu(
     timed = {i.timed for i in intervals}
     time_source: TimeSource
     if timed == {True}:
-        time_source = TIME_GPM if source == BUSY_SM_ACTIVE else TIME_DRIVER
+        time_source = "gpm-sample-times" if source == "sm-active" else "driver-timestamps"
     elif timed == {False}:
-        time_source = TIME_TICKS
+        time_source = "sampler-ticks"
         notes.append(Reason("untimed-readings", limit=th.untimed_window_s))
     else:
-        time_source = TIME_MIXED
+        time_source = "mixed"
     index = StepIndex(steps)
     windows: list[GpuWindow] = []
     for interval in intervals:

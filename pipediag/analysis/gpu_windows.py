@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from pipediag.report.model import StepRecord
 from pipediag.report.samples import GpuSample
-from pipediag.report.vocabulary import BUSY_SM_ACTIVE, BusySource
+from pipediag.report.vocabulary import BusySource
 
 # Tick times are sums of float intervals: 10 ticks of 0.1 s can span 0.9999999 s.
 _TIME_SLACK_S = 1e-6
@@ -44,7 +44,7 @@ def busy_points(
     points: list[tuple[float, float, bool]] = []
     seen_driver_t: set[float] = set()
     for s in samples:
-        if source == BUSY_SM_ACTIVE:
+        if source == "sm-active":
             if s.sm_active_pct is None:
                 continue
             points.append((s.t_s, clip01(s.sm_active_pct / 100), True))

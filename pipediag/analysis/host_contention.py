@@ -7,14 +7,7 @@ from pipediag.analysis.gpu import DEFAULT_GPU_THRESHOLDS, GpuThresholds, measure
 from pipediag.report.model import TrainSection, Verdict, timed_steps
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostContention, HostSample, HostSection
-from pipediag.report.vocabulary import (
-    BALANCED,
-    INPUT_BOUND,
-    OVER_MEASURED_STEPS,
-    OVER_WHOLE_RUN,
-    UNCERTAIN,
-    ContentionScope,
-)
+from pipediag.report.vocabulary import ContentionScope
 
 
 def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float) -> float | None:
@@ -48,17 +41,17 @@ def host_contention(
         return HostContention(available=False, reason=Reason("no-host-samples"))
     steps = measured_steps(train) or timed_steps(train.steps)
     samples = list(host.samples)
-    scope: ContentionScope = OVER_WHOLE_RUN
+    scope: ContentionScope = "whole-run"
     if steps:
         begin = min(s.start_s for s in steps)
         end = max(s.start_s + s.duration_s for s in steps)
         inside = _samples_within(host, begin, end)
         if inside:
-            samples, scope = inside, OVER_MEASURED_STEPS
+            samples, scope = inside, "measured-steps"
     others = [max(0.0, s.system_cpu_pct - s.process_cpu_pct / cores) for s in samples]
     other_mean = sum(others) / len(others)
     contended = other_mean / 100 >= thresholds.contention_share
-    bears = verdict is not None and verdict.label in (INPUT_BOUND, BALANCED, UNCERTAIN)
+    bears = verdict is not None and verdict.label in ("input-bound", "balanced", "uncertain")
     return HostContention(
         available=True,
         cpu_count=cores,

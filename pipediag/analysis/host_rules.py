@@ -6,7 +6,6 @@ from __future__ import annotations
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, Context, share_fix
 from pipediag.analysis.gpu_causes import CAUSE_FIXES
 from pipediag.report.model import Suggestion
-from pipediag.report.vocabulary import FIX, NOTE
 
 
 def check_cpu_saturated(ctx: Context, rule_id: str) -> list[Suggestion]:
@@ -31,7 +30,7 @@ def check_cpu_saturated(ctx: Context, rule_id: str) -> list[Suggestion]:
                 "# 3. run the pipeline on other machines with tf.data service "
                 "(tf.data.experimental.service.distribute)"
             ),
-            kind=FIX,
+            kind="fix",
         )
     ]
 
@@ -92,6 +91,6 @@ def check_pipeline_fine(ctx: Context, rule_id: str) -> list[Suggestion]:
             id=rule_id,
             title=title,
             evidence=(evidence + ". Input fixes would not speed up training.").lstrip(". "),
-            kind=NOTE,
+            kind="note",
         )
     ]

@@ -23,31 +23,7 @@ from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostSample, HostSection
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    CONTENDS_FOR_CORES,
-    CONTENDS_FOR_GIL,
-    COST_CONTENTION,
-    COST_EPOCH_START,
-    COST_FETCH,
-    COST_WAIT,
-    ESTIMATED,
-    INPUT_BOUND,
-    KIND_CACHE,
-    KIND_INTERLEAVE,
-    KIND_PARALLEL_INTERLEAVE,
-    KIND_SHUFFLE,
-    KIND_SHUFFLE_AND_REPEAT,
-    MEASURED,
-    UNKNOWN,
-    WAIT_ITERATOR_TIMING,
-    WAIT_UNAVAILABLE,
-    ComputeAloneSource,
-    ContentionKind,
-    CostPart,
-    VerdictLabel,
-)
+from pipediag.report.vocabulary import ComputeAloneSource, ContentionKind, CostPart, VerdictLabel
 
 # P this many times A: the step's time in next() is the pull itself, not a wait
 # (docs/design.md, "Input cost": 5,100 batches/s alone, 700 steps/s, 25% in next()).
@@ -60,7 +36,7 @@ MAX_PULL_S = 1e-3
 PHASE_COST_GAP = 0.25
 PHASE_MIN_STEPS = 10
 # Iterator timing includes the pull in the wait; batch stamps under fit do not.
-WAIT_INCLUDES_PULL = frozenset({WAIT_ITERATOR_TIMING})
+WAIT_INCLUDES_PULL = frozenset({"iterator-timing"})
 # Fewer idle cores than this while training: the host is saturated (a busy host still shows
 # a little idle time between its few samples a second).
 SATURATED_FREE_CORES = 0.5
@@ -112,14 +88,16 @@ def rates_of(
             # T as the pairs read it, so that 1 - A/T is the cost the report states (the
             # pooled step-alone rate can differ by the blocks' drift).
             compute = paired.training / (1.0 - paired.cost) if paired.cost < 1.0 else None
-            return Rates(rate, compute or paired.compute, paired.training, MEASURED, paired=paired)
+            return Rates(
+                rate, compute or paired.compute, paired.training, "measured", paired=paired
+            )
         if compute_alone.steps_per_s:
-            return Rates(rate, compute_alone.steps_per_s, training_rate, MEASURED)
+            return Rates(rate, compute_alone.steps_per_s, training_rate, "measured")
     computes = [s.compute_s / s.count for s in steps if s.compute_s is not None]
     median = float(np.median(computes)) if computes else 0.0
     estimate = 1.0 / median if median > 0 else None
     reason = compute_alone.reason if compute_alone is not None else None
-    source: ComputeAloneSource = ESTIMATED if estimate is not None else ""
+    source: ComputeAloneSource = "estimated" if estimate is not None else ""
     return Rates(rate, estimate, training_rate, source, reason or Reason("step-not-run-alone"))
 
 
@@ -133,10 +111,10 @@ def dominant_part(
 ) -> CostPart | None:
     """None under 5% of training time (the compute-bound band)."""
     parts: dict[CostPart, float] = {
-        COST_WAIT: wait,
-        COST_CONTENTION: contention,
-        COST_FETCH: fetch,
-        COST_EPOCH_START: epoch_start,
+        "wait": wait,
+        "contention": contention,
+        "fetch": fetch,
+        "epoch-start": epoch_start,
     }
     largest = max(parts, key=parts.__getitem__)
     return largest if sum(parts.values()) >= 0.05 else None
@@ -172,9 +150,9 @@ def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpo
     if rates.paired is not None and not_measurable(rates.paired):
         # The gap is within noise: nothing is read from it; a wait measured step by step stands.
         return InEpochCost(wait, 0.0, 0.0, None)
-    if rates.source == ESTIMATED:
+    if rates.source == "estimated":
         gap = min(gap, wait + fetch)  # step time minus wait: contention cannot be seen
-    if wait_source == WAIT_UNAVAILABLE:
+    if wait_source == "unavailable":
         # The pulls run inside a tf.function: the gap is read whole.
         return InEpochCost(max(0.0, gap), 0.0, 0.0, None)
     return InEpochCost(wait, fetch, max(0.0, gap - wait - fetch), pull_s)
@@ -226,18 +204,18 @@ def epoch_start_stage(stages: Sequence[StageStats]) -> str:
     shuffles = [
         (buffer, stage)
         for stage in stages
-        if stage.kind in (KIND_SHUFFLE, KIND_SHUFFLE_AND_REPEAT)
+        if stage.kind in ("shuffle", "shuffle-and-repeat")
         and (buffer := stage.settings.buffer_size) is not None
         and buffer > 1
     ]
     if shuffles:
         return f"shuffle({max(shuffles, key=lambda item: item[0])[0]})"
     for stage in stages:
-        if stage.kind in (KIND_INTERLEAVE, KIND_PARALLEL_INTERLEAVE):
+        if stage.kind in ("interleave", "parallel-interleave"):
             return stage_name(stage)
     for stage in stages:
         filename = stage.settings.filename
-        if stage.kind == KIND_CACHE and filename:  # "" caches in memory
+        if stage.kind == "cache" and filename:  # "" caches in memory
             return f"cache({filename})"
     return ""
 
@@ -254,8 +232,8 @@ def contention_kind(
     if contention <= 0.0 or free_cores is None:
         return ""
     if free_cores < SATURATED_FREE_CORES:
-        return CONTENDS_FOR_CORES
-    return CONTENDS_FOR_GIL if python_stages(stages) else ""
+        return "cores"
+    return "gil" if python_stages(stages) else ""
 
 
 @dataclass(frozen=True)
@@ -331,7 +309,7 @@ def input_cost(
     rest = 1.0 - share
     cost = with_epoch_start(steps.cost, share)
     free = cpu.free_cores if cpu is not None else None
-    waits_timed = wait_source != WAIT_UNAVAILABLE
+    waits_timed = wait_source != "unavailable"
     wait, contention, fetch = (part * rest for part in (steps.wait, steps.contention, steps.fetch))
     split = CostSplit(
         wait=wait,
@@ -373,10 +351,10 @@ def cost_interval(
 
 def label_of(cost: float, *, high: float, moderate: float) -> VerdictLabel:
     if cost >= high:
-        return INPUT_BOUND
+        return "input-bound"
     if cost >= moderate:
-        return BALANCED
-    return COMPUTE_BOUND
+        return "balanced"
+    return "compute-bound"
 
 
 def interval_labels(
@@ -448,5 +426,5 @@ def _phase(
         else None
     )
     name = f"epoch {first + 1}" if first == last else f"epochs {first + 1}-{last + 1}"
-    label = UNKNOWN if cost is None else label_of(cost, high=high, moderate=moderate)
+    label = "unknown" if cost is None else label_of(cost, high=high, moderate=moderate)
     return PhaseVerdict(name, first, last, count, rate, wait, cost, label)

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pipediag.report.model_side import HOST_GAP, OP_TYPE, SCOPE, TopOp, TopOpKind
+from pipediag.report.model_side import TopOp, TopOpKind
 
 TOP_OP_TYPES = 8
 TOP_SCOPES = 6
@@ -117,8 +117,8 @@ def top_ops(window: ProfiledWindow, layer_names: Sequence[str] = ()) -> list[Top
     ranked_types = sorted(by_type.items(), key=lambda kv: -kv[1])[:TOP_OP_TYPES]
     ranked_scopes = sorted(by_scope.items(), key=lambda kv: -kv[1])[:TOP_SCOPES]
     return [
-        *(op(name, OP_TYPE, ns) for name, ns in ranked_types),
-        *(op(name, SCOPE, ns) for name, ns in ranked_scopes),
-        op(PYTHON_GAP, HOST_GAP, python_ns),
-        op(LAUNCH_GAP, HOST_GAP, launch_ns),
+        *(op(name, "op_type", ns) for name, ns in ranked_types),
+        *(op(name, "scope", ns) for name, ns in ranked_scopes),
+        op(PYTHON_GAP, "host_gap", python_ns),
+        op(LAUNCH_GAP, "host_gap", launch_ns),
     ]

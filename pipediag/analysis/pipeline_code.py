@@ -11,21 +11,6 @@ from pipediag.report.fixes import CodeEdit, fix_facts
 from pipediag.report.prescription import CodeLine, StageChange
 from pipediag.report.stage_facts import MAP_KINDS
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings, StageStats
-from pipediag.report.vocabulary import (
-    KIND_BATCH,
-    KIND_CACHE,
-    KIND_FILTER,
-    KIND_FLAT_MAP,
-    KIND_INTERLEAVE,
-    KIND_OPTIONS,
-    KIND_PADDED_BATCH,
-    KIND_PARALLEL_FILTER,
-    KIND_PARALLEL_INTERLEAVE,
-    KIND_PREFETCH,
-    KIND_REPEAT,
-    KIND_SHUFFLE,
-    KIND_SOURCE,
-)
 
 AUTOTUNE_TEXT = "tf.data.AUTOTUNE"
 # Sources written as their tf.data constructor; others keep their op's name in a comment.
@@ -105,7 +90,7 @@ def _linear(
         if position == 0 and head is not None:
             lines.append(CodeLine(head, stats.created_at, None, None))
             continue
-        if "hoist-cache" in own and position > 0 and chain[position - 1].kind == KIND_SHUFFLE:
+        if "hoist-cache" in own and position > 0 and chain[position - 1].kind == "shuffle":
             change = own["hoist-cache"]
             shuffle = lines.pop()  # the shuffle goes after the map and its cache
             lines.append(_line(_call(stats, own), stats, change))
@@ -125,7 +110,7 @@ def _linear(
                 deferred.append(_line("ds = ds.cache()", stats, own["cache"]))
             continue
         lines.append(line)
-        if stats.kind in (KIND_BATCH, KIND_PADDED_BATCH):
+        if stats.kind in ("batch", "padded-batch"):
             lines.extend(deferred)
             deferred = []
         if "cache" in own:
@@ -159,7 +144,7 @@ def _main_chain(stages: Sequence[StageStats]) -> list[StageStats]:
 
 
 def _stage_line(stats: StageStats, own: dict[CodeEdit, StageChange]) -> CodeLine:
-    if "materialise" in own and stats.kind == KIND_SOURCE:
+    if "materialise" in own and stats.kind == "source":
         change = own["materialise"]
         generator = stats.function or "generator"
         text = (
@@ -167,7 +152,7 @@ def _stage_line(stats: StageStats, own: dict[CodeEdit, StageChange]) -> CodeLine
             f"tuple(np.stack(part) for part in zip(*{generator}())))"
         )
         return _line(text, stats, change)
-    if "prefetch" in own and stats.kind == KIND_PREFETCH:
+    if "prefetch" in own and stats.kind == "prefetch":
         return _line(f"ds = ds.prefetch({AUTOTUNE_TEXT})", stats, own["prefetch"])
     if "parallel" in own:
         return _line(_call(stats, own, parallel=True), stats, own["parallel"])
@@ -183,7 +168,7 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
     function = stats.function or "fn"
     calls = AUTOTUNE_TEXT if parallel else _parallel_calls(settings.num_parallel_calls)
     kind = stats.kind
-    if kind == KIND_SOURCE:
+    if kind == "source":
         if stats.name == "from_generator":
             return f"ds = tf.data.Dataset.from_generator({function}, output_signature=...)"
         template = _SOURCE_CALLS.get(stats.name)
@@ -194,9 +179,9 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
         )
     if kind in MAP_KINDS:
         return f"ds = ds.map({function}{_kw('num_parallel_calls', calls)})"
-    if kind in (KIND_FILTER, KIND_PARALLEL_FILTER):
+    if kind in ("filter", "parallel-filter"):
         return f"ds = ds.filter({function}{_kw('num_parallel_calls', calls)})"
-    if kind in (KIND_INTERLEAVE, KIND_PARALLEL_INTERLEAVE):
+    if kind in ("interleave", "parallel-interleave"):
         cycle = settings.cycle_length
         cycle_text = None if cycle in (None, AUTOTUNE) else str(cycle)
         interleave = own.get("parallel")
@@ -206,22 +191,22 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
             f"ds = ds.interleave({function}{_kw('cycle_length', cycle_text)}"
             f"{_kw('num_parallel_calls', calls)})"
         )
-    if kind == KIND_FLAT_MAP:
+    if kind == "flat-map":
         return f"ds = ds.flat_map({function})"
-    if kind == KIND_BATCH:
+    if kind == "batch":
         drop = ", drop_remainder=True" if settings.drop_remainder else ""
         return f"ds = ds.batch({_or(settings.batch_size, '...')}{drop})"
-    if kind == KIND_SHUFFLE:
+    if kind == "shuffle":
         return f"ds = ds.shuffle({_or(settings.buffer_size, '...')}{_shuffle_order(settings)})"
-    if kind == KIND_PREFETCH:
+    if kind == "prefetch":
         return f"ds = ds.prefetch({_parallel_calls(settings.buffer_size) or '...'})"
-    if kind == KIND_CACHE:
+    if kind == "cache":
         filename = settings.filename
         return f"ds = ds.cache({filename!r})" if filename else "ds = ds.cache()"
-    if kind == KIND_REPEAT:
+    if kind == "repeat":
         count = settings.count
         return "ds = ds.repeat()" if count in (None, UNBOUNDED) else f"ds = ds.repeat({count})"
-    if kind == KIND_OPTIONS:
+    if kind == "options":
         return "ds = ds.with_options(options)  # your options"
     return f"ds = ds.{kind.replace('-', '_')}(...)"
 
@@ -229,10 +214,10 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
 def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> list[CodeLine]:
     """The prefetch at the end, the options the changes set, then the lines that go last."""
     lines: list[CodeLine] = []
-    last = next((s for s in reversed(chain) if s.kind != KIND_OPTIONS), None)
+    last = next((s for s in reversed(chain) if s.kind != "options"), None)
     for change in changes:
         if fix_facts(change.fix).code != "prefetch" or (
-            last is not None and last.kind == KIND_PREFETCH
+            last is not None and last.kind == "prefetch"
         ):
             continue  # a final prefetch is raised in place
         site = last.created_at if last is not None else None

@@ -13,7 +13,7 @@ from pipediag.report.model import Gain, Suggestion
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import FIX, GAIN_HELD, GAIN_INPUT_FREE, GAIN_ON_TRAINING, GainBasis
+from pipediag.report.vocabulary import GainBasis
 
 PRESCRIPTION_RULE = "PD016-rewritten-pipeline"
 MEASURED_RULE = "PD017-measured-rewrite"
@@ -55,8 +55,8 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
             title=f"rewrite the pipeline ({len(prescription.kept)} changes, measured together)",
             evidence=evidence,
             code=code,
-            gain=Gain(GAIN_ON_TRAINING, gain, gain_interval),
-            kind=FIX,
+            gain=Gain("training", gain, gain_interval),
+            kind="fix",
         )
     ]
 
@@ -85,8 +85,8 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
                 stage_index=trial.stage_index,
                 evidence=training_text(ctx, trial).strip(),
                 code=f"# {fix_words_at(trial.fix, trial.stage)}",
-                gain=Gain(GAIN_ON_TRAINING, gain, interval),
-                kind=FIX,
+                gain=Gain("training", gain, interval),
+                kind="fix",
                 fix=trial.fix,
             )
         )
@@ -111,9 +111,9 @@ def stage_bound(ctx: Context, stats: StageStats) -> Bound | None:
     if bound is not None and bound.training_speedup_if_free is not None:
         held = bound.training_speedup_if_free
         if most is not None and held > most:  # the host's noise: no hold gives back more
-            return Bound(most, "input free", GAIN_INPUT_FREE)
-        return Bound(held, f"holding {stage_name(bound)} in memory", GAIN_HELD)
+            return Bound(most, "input free", "input-free")
+        return Bound(held, f"holding {stage_name(bound)} in memory", "held")
     cost = ctx.report.verdict.input_cost_fraction
     if cost is None or not 0.0 < cost < 1.0:
         return None
-    return Bound(1.0 / (1.0 - cost), "input free", GAIN_INPUT_FREE)
+    return Bound(1.0 / (1.0 - cost), "input free", "input-free")

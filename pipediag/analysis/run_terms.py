@@ -11,7 +11,6 @@ from typing import TypeVar
 from pipediag.report.model import Report
 from pipediag.report.prescription import GainOnTraining
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import KERAS_FIT, MEASURED
 
 
 def fit_added_s(
@@ -46,7 +45,7 @@ def in_run_terms(
 
 def fit_adds_s(report: Report, base: float | None) -> float | None:
     """`fit_added_s` against a baseline at `base` steps/s; None outside `fit` or where 0."""
-    if report.train.style != KERAS_FIT:
+    if report.train.style != "keras-fit":
         return None
     added = fit_added_s(report.train.fit_overhead_s, report.train.steps_per_s, base)
     return added or None
@@ -93,7 +92,7 @@ def most_input_gives(report: Report) -> float | None:
     reaches zero ("at most N%"); None where T was not measured."""
     verdict = report.verdict
     cost = verdict.input_cost_fraction
-    if verdict.compute_alone_source != MEASURED or cost is None:
+    if verdict.compute_alone_source != "measured" or cost is None:
         return None
     interval = verdict.input_cost_interval
     top = max(cost, interval[1]) if interval and interval[0] <= 0.0 else cost

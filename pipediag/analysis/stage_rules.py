@@ -57,7 +57,6 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import KIND_CACHE, KIND_OPTIONS, KIND_PREFETCH, KIND_SOURCE, WARNING
 
 _PREFETCH_LINE = "ds = ds.prefetch(tf.data.AUTOTUNE)"
 
@@ -133,11 +132,11 @@ def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
 def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
     """Only where the options leave no prefetch (one added beside inject_prefetch measured 0.99x:
     docs/design.md, "tf.data behaviours"), or a measured run shows a gain."""
-    last = next((s for s in reversed(ctx.stages) if s.kind != KIND_OPTIONS), None)
+    last = next((s for s in reversed(ctx.stages) if s.kind != "options"), None)
     if last is None:
         return []
     trial = ctx.trial(FIX_PREFETCH, last.index)
-    if last.kind == KIND_PREFETCH:
+    if last.kind == "prefetch":
         if not verified_to_gain(trial):
             return []
         evidence = f"The final prefetch has buffer_size={tuned_text(last.settings.buffer_size)}."
@@ -244,7 +243,7 @@ def _vectorized_map_check(trial: FixTrial) -> str:
 def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
     """Needs the what-if facts (size, memory): the trial carries them even when not run."""
     point = cache_point(ctx.stages)
-    if any(s.kind == KIND_CACHE for s in ctx.stages) or point is None:
+    if any(s.kind == "cache" for s in ctx.stages) or point is None:
         return []
     trial = ctx.trial(FIX_CACHE, point)
     if not _cacheable(trial):
@@ -371,7 +370,7 @@ def _hoisted_lines(ctx: Context, stats: StageStats) -> list[str]:
 def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
     for stats in ctx.stages:
-        if stats.kind != KIND_CACHE:
+        if stats.kind != "cache":
             continue
         # A shuffle after the cache reorders the cached elements every epoch, so only an
         # order frozen before it is replayed; random values (augmentation) still are.
@@ -402,11 +401,9 @@ def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
 
 def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
     found = []
-    python = _stages_to_fix(
-        ctx, lambda s: s.uses_py_function and s.kind in (*MAP_KINDS, KIND_SOURCE)
-    )
+    python = _stages_to_fix(ctx, lambda s: s.uses_py_function and s.kind in (*MAP_KINDS, "source"))
     for stats in python:
-        source = "from_generator" if stats.kind == KIND_SOURCE else "tf.py_function/numpy_function"
+        source = "from_generator" if stats.kind == "source" else "tf.py_function/numpy_function"
         bound = stage_bound(ctx, stats)
         bounded = (
             f" With {bound.what}, your training would run {bound.speedup:.2f}x faster (measured): "
@@ -475,7 +472,7 @@ def _stage_warning(
         stage_index=stats.index,
         evidence=evidence,
         code=code,
-        kind=WARNING,
+        kind="warning",
     )
 
 

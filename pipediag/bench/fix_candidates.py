@@ -56,18 +56,7 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.stages import AUTOTUNE, StageStats
 from pipediag.report.trials import TrialFacts
-from pipediag.report.vocabulary import (
-    KIND_BATCH,
-    KIND_CACHE,
-    KIND_MAP_AND_BATCH,
-    KIND_OPTIONS,
-    KIND_PARALLEL_INTERLEAVE,
-    KIND_PARALLEL_MAP,
-    KIND_PREFETCH,
-    KIND_SHUFFLE,
-    KIND_SOURCE,
-    FixName,
-)
+from pipediag.report.vocabulary import FixName
 
 # The stage `copy_to_device` (and so `prefetch_to_device`) makes, as the walk names it.
 KIND_COPY_TO_DEVICE = "copy-to-device"
@@ -112,7 +101,7 @@ def fix_candidates(
     cache = _cache_candidate(walked, stages, nodes)
     if cache is not None:
         found.append(cache)
-    last = next((s for s in reversed(stages) if s.kind != KIND_OPTIONS), None)  # options aside
+    last = next((s for s in reversed(stages) if s.kind != "options"), None)  # options aside
     if last is not None and not rewrite_site(last):
         return found  # the whole pipeline held in memory gains nothing: no end-of-chain fix
     prefetch = None if last is None else _prefetch_candidate(last)
@@ -201,7 +190,7 @@ def hoist_candidate(
     if stats.kind not in MAP_KINDS or len(stats.inputs) != 1 or not deterministic(stats):
         return None
     shuffle = stages[stats.inputs[0]]
-    if shuffle.kind != KIND_SHUFFLE or len(shuffle.inputs) != 1:
+    if shuffle.kind != "shuffle" or len(shuffle.inputs) != 1:
         return None
     if (
         sum(stats.index in s.inputs for s in stages) > 1
@@ -249,7 +238,7 @@ def generator_candidate(
     stats: StageStats, walked: list[Stage], node: str | None
 ) -> Candidate | None:
     """A `from_generator` source read once into arrays that become a `from_tensor_slices` one."""
-    if stats.kind != KIND_SOURCE or stats.name != "from_generator":
+    if stats.kind != "source" or stats.name != "from_generator":
         return None
     candidate = _at_stage(FIX_MATERIALISE, stats)
     dataset = walked[stats.index].dataset
@@ -303,16 +292,14 @@ def _prefetch_candidate(last: StageStats) -> Candidate | None:
     """Add a prefetch after the last stage, or raise a fixed-size one to AUTOTUNE; measured
     either way."""
     buffer = last.settings.buffer_size
-    if last.kind == KIND_PREFETCH and buffer in (AUTOTUNE, None):
+    if last.kind == "prefetch" and buffer in (AUTOTUNE, None):
         return None
     return Candidate(
         FIX_PREFETCH,
         last.index,
         stage_name(last),
         edit=lambda graph: graph.prefetch_at_end(),
-        facts=TrialFacts(existing_buffer=str(buffer))
-        if last.kind == KIND_PREFETCH
-        else TrialFacts(),
+        facts=TrialFacts(existing_buffer=str(buffer)) if last.kind == "prefetch" else TrialFacts(),
     )
 
 
@@ -320,7 +307,7 @@ def _cache_candidate(
     walked: list[Stage], stages: list[StageStats], nodes: dict[int, str]
 ) -> Candidate | None:
     """Cache after the costliest deterministic prefix, when the pipeline has no cache yet."""
-    if any(s.kind == KIND_CACHE for s in stages):
+    if any(s.kind == "cache" for s in stages):
         return None
     point = cache_point(stages)
     if point is None or not rewrite_site(stages[point]):
@@ -358,9 +345,9 @@ def _cache_candidate(
 
 def _runs_ahead(stats: StageStats) -> bool:
     """Whether the stage runs ahead in threads of its own: tf.data injects no prefetch after it."""
-    if stats.kind in (KIND_PARALLEL_MAP, KIND_PARALLEL_INTERLEAVE, KIND_MAP_AND_BATCH):
+    if stats.kind in ("parallel-map", "parallel-interleave", "map-and-batch"):
         return True
-    return stats.kind == KIND_BATCH and stats.settings.num_parallel_calls is not None
+    return stats.kind == "batch" and stats.settings.num_parallel_calls is not None
 
 
 def thread_cap_candidate(threads: int) -> Candidate:

@@ -12,13 +12,7 @@ from pipediag.analysis.paired import TRIAL_MIN_ROUNDS, RatioFigure, ratio_figure
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import (
-    STOP_BUDGET,
-    STOP_GAIN,
-    STOP_NO_GAIN,
-    STOP_OUTRANKED,
-    TrialStop,
-)
+from pipediag.report.vocabulary import TrialStop
 
 # One side's read: given the time it may take, the timing of a fresh (or kept) iterator.
 Run = Callable[[float], BatchTiming]
@@ -52,11 +46,11 @@ def stop_reason(interval: tuple[float, float] | None, best_low: float | None) ->
         return None
     low, high = interval
     if low > 1.0:
-        return STOP_GAIN
+        return "clear gain"
     if high < VERIFIED_MIN_GAIN:
-        return STOP_NO_GAIN
+        return "clear no gain"
     if best_low is not None and high < best_low:
-        return STOP_OUTRANKED
+        return "outranked"
     return None
 
 
@@ -96,7 +90,7 @@ class RoundPlan:
             done = len(self._runs[0])
             soft_limit = self._until_s if done >= TRIAL_MIN_ROUNDS else self._hard_until_s
             if now + self._round_s > min(soft_limit, self._hard_until_s):
-                self.stopped = STOP_BUDGET
+                self.stopped = "budget"
                 return None
             self._round_began = now
             self._pending = [0, 1] if done % 2 == 0 else [1, 0]
@@ -134,7 +128,7 @@ class RoundPlan:
             self._runs[1][: len(self._runs[0])] if self._pending else self._runs[1],
             list(self._ratios),
             self._interval(),
-            self.stopped or STOP_BUDGET,
+            self.stopped or "budget",
             None if self._figure is None else self._figure.speedup,
         )
 

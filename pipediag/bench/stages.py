@@ -27,14 +27,6 @@ from pipediag.report.stage_facts import (
     upstream_of,
 )
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    KIND_CACHE,
-    KIND_FILTER,
-    KIND_OPTIONS,
-    KIND_PARALLEL_FILTER,
-    KIND_SCAN,
-    KIND_SNAPSHOT,
-)
 
 # Half a second per prefix gives hundreds of elements for any stage fast enough to matter,
 # and keeps a 6-stage pipeline under ~5 s (2-core CI machine).
@@ -58,11 +50,11 @@ ONE_TO_ONE_KINDS: frozenset[str] = frozenset(
         *NO_OWN_WORK_KINDS,
         *MAP_KINDS,
         *SHUFFLE_KINDS,
-        KIND_FILTER,
-        KIND_PARALLEL_FILTER,
-        KIND_CACHE,
-        KIND_SCAN,
-        KIND_SNAPSHOT,
+        "filter",
+        "parallel-filter",
+        "cache",
+        "scan",
+        "snapshot",
         # Kinds with no constant of their own in the vocabulary.
         "choose",
         "concatenate",
@@ -73,7 +65,7 @@ ONE_TO_ONE_KINDS: frozenset[str] = frozenset(
 # Zip pulls one element from each input in turn, on one thread: the input costs add up.
 SUMMED_INPUT_KINDS = frozenset({"zip"})
 # Stages that only carry options: measuring them would re-measure their input.
-PASS_THROUGH_KINDS = frozenset({KIND_OPTIONS})
+PASS_THROUGH_KINDS = frozenset({"options"})
 
 
 def measure_stages(
@@ -394,7 +386,7 @@ def _iteration_overhead_s(reader: _Reader) -> float:
 
 def _partial_file_cache(stats: StageStats) -> bool:
     filename = stats.settings.filename
-    return stats.kind == KIND_CACHE and bool(filename) and not os.path.exists(f"{filename}.index")
+    return stats.kind == "cache" and bool(filename) and not os.path.exists(f"{filename}.index")
 
 
 def _input_elements_per_element(stage: Stage, stages: Sequence[Stage]) -> float | None:

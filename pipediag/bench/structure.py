@@ -31,15 +31,7 @@ from pipediag.errors import describe_error
 from pipediag.report.model import PipelineOptions
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageSettings, StageStats
-from pipediag.report.vocabulary import (
-    BLOCKED_BY_AUTOTUNE,
-    BLOCKED_BY_OPTION,
-    BLOCKED_BY_STATE,
-    KIND_MAP,
-    KIND_SOURCE,
-    AutoParallelBlocker,
-    StageKind,
-)
+from pipediag.report.vocabulary import AutoParallelBlocker, StageKind
 
 # Ops that call back into Python: they hold the GIL, so parallelism barely helps.
 PY_FUNCTION_OPS = frozenset({"EagerPyFunc", "PyFunc", "PyFuncStateless"})
@@ -201,15 +193,15 @@ def _mark_auto_parallel(stages: list[Stage], options: PipelineOptions) -> None:
     """Whether tf.data's `map_parallelization` runs each sequential map in parallel anyway (not
     with autotune off, read from TF's C++ source, nor for stateful functions)."""
     for stage in stages:
-        if stage.stats.kind != KIND_MAP:
+        if stage.stats.kind != "map":
             continue
         blocker: AutoParallelBlocker | None = None
         if not options.map_parallelization:
-            blocker = BLOCKED_BY_OPTION
+            blocker = "option off"
         elif not options.autotune:
-            blocker = BLOCKED_BY_AUTOTUNE
+            blocker = "autotune off"
         elif stage.stats.stateful:
-            blocker = BLOCKED_BY_STATE
+            blocker = "stateful function"
         stage.stats = dataclasses.replace(
             stage.stats, auto_parallel=blocker is None, auto_parallel_blocker=blocker
         )
@@ -270,7 +262,7 @@ class _Builder:
         index = len(self.stages)
         settings = StageSettings()
         if generator is not None:
-            kind, name = KIND_SOURCE, "from_generator"
+            kind, name = "source", "from_generator"
             func: Any = generator
         else:
             kind, name = kind_and_name(ds, node, has_inputs=bool(inputs))
@@ -448,7 +440,7 @@ def _cpu_count() -> int:
 def kind_and_name(ds: Any, node: Any | None, *, has_inputs: bool) -> tuple[str, str]:
     name = node.op if node is not None else type(ds).__name__.lstrip("_")
     if not has_inputs:
-        return KIND_SOURCE, name
+        return "source", name
     base = re.sub(r"V\d+$", "", name)
     return _OP_KINDS.get(base, kebab(base.removesuffix("Dataset"))), name
 

@@ -17,7 +17,6 @@ from pipediag.renderers.png.style import (
     TRAINING_RATE_COLOUR,
     WARNING_COLOUR,
 )
-from pipediag.report.vocabulary import COST_CONTENTION, COST_FETCH, COST_WAIT
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -61,11 +60,11 @@ def _parts(row: WorkerRow, lockstep: bool) -> list[tuple[str, float, str]]:
     """The row's step time in shares; in lockstep only its own wait, as 1 - A/T's split
     into contention and fetch is the cluster's."""
     wait = row.input_wait_fraction if row.input_wait_fraction is not None else row.cost_wait
-    parts = [("input wait", wait or 0.0, COST_COLOURS[COST_WAIT])]
+    parts = [("input wait", wait or 0.0, COST_COLOURS["wait"])]
     if not lockstep:
         parts += [
-            ("contention", row.cost_contention or 0.0, COST_COLOURS[COST_CONTENTION]),
-            ("fetch", row.cost_fetch or 0.0, COST_COLOURS[COST_FETCH]),
+            ("contention", row.cost_contention or 0.0, COST_COLOURS["contention"]),
+            ("fetch", row.cost_fetch or 0.0, COST_COLOURS["fetch"]),
         ]
     rest = max(0.0, 1.0 - sum(share for _, share, _ in parts))
     return [*parts, (REST_LABELS[lockstep], rest, REST_COLOUR)]

@@ -14,7 +14,6 @@ from typing import Any
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.step_calls import definition_site, function_name, is_framework_function
 from pipediag.report.reasons import Reason, ReasonCode
-from pipediag.report.vocabulary import CUSTOM_LOOP, NO_TRAINING
 from pipediag.timeline import StepBudgetReached
 from pipediag.training.function_loop import (
     TrainCalls,
@@ -77,7 +76,7 @@ class FunctionLoopTracker:
             if function is train.function:
                 return self._timed(train, args, kwargs)
             return call(function, *args, **kwargs)
-        if self._session.style != NO_TRAINING:
+        if self._session.style != "none":
             self.watching = False
             return call(function, *args, **kwargs)
         slot = self._data_slot(args, kwargs)
@@ -197,7 +196,7 @@ class FunctionLoopTracker:
     def _found(self, train: TrainCalls, count: int) -> None:
         """`train` trains: its calls are timed from the next one on (`count`: its counter)."""
         session = self._session
-        if not session.mark_style(CUSTOM_LOOP):
+        if not session.mark_style("custom-loop"):
             self.watching = False
             return
         self._counts.clear()

@@ -20,7 +20,6 @@ from pipediag.hooks.patching import Patches
 from pipediag.hooks.step_calls import StepCalls
 from pipediag.hooks.train_evidence import GradientWatch, changed
 from pipediag.report.model import DataPass
-from pipediag.report.vocabulary import CUSTOM_LOOP, JAX_LOOP, KERAS_PASS, NO_TRAIN_STEP
 from pipediag.timeline import StepBudgetReached
 from pipediag.training.budget import PULL, BudgetServer, CachedBatch
 
@@ -210,7 +209,7 @@ class CustomLoopTracker:
 
     def _start_training(self, judged: _Pass, dataset: Any) -> bool:
         """The pass trains on its dataset (benchmarked alone); False when fit is diagnosed."""
-        if not self._session.mark_style(JAX_LOOP if self._jax_loop() else CUSTOM_LOOP):
+        if not self._session.mark_style("jax-loop" if self._jax_loop() else "custom-loop"):
             judged.kind = UNTRACKED
             return False
         judged.kind = TRAINING
@@ -235,7 +234,7 @@ class CustomLoopTracker:
         self._session.data_pass(
             DataPass(
                 batches=judged.batches,
-                reason=KERAS_PASS if judged.by is not None else NO_TRAIN_STEP,
+                reason="keras" if judged.by is not None else "no-train-step",
                 where=judged.where,
                 by=judged.by,
                 dataset=judged.chain,

@@ -25,7 +25,6 @@ from pipediag.renderers.suggestion_words import (
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.names import VERDICT_TITLES
-from pipediag.report.vocabulary import COMPUTE_BOUND, GAIN_INPUT_FREE, GAIN_ON_TRAINING
 
 DIVIDER = "── pipediag "
 MAX_LINES = 12
@@ -138,22 +137,20 @@ def the_change(report: Report) -> Change:
         code = [c.text for c in prescription.code if c.change is not None]
         return Change(words, _code(code or [c.text for c in prescription.code]))
     on_training = [
-        s
-        for s in report.suggestions
-        if s.kind == FIX and (s.gain.on(GAIN_ON_TRAINING) or 0.0) > 1.0
+        s for s in report.suggestions if s.kind == FIX and (s.gain.on("training") or 0.0) > 1.0
     ]
     fix = max(on_training, key=lambda s: s.gain.speedup or 0.0, default=None)
     if fix is not None:
         words = f"{fix.title}: {gain(fix.gain.speedup or 1.0)} measured on your training"
         return Change(words, _code(fix.code.splitlines()), fix)
-    if report.verdict.label == COMPUTE_BOUND:
+    if report.verdict.label == "compute-bound":
         alone = model_side_of(report)
         worth = ranked(alone.trials).worth if alone is not None else []
         if worth:
             best = worth[0]
             words = f"{change_name(best)}: {gain_text(best)}"
             return Change(words, _code(best.code.splitlines()), model=True)
-    fixes = [s for s in suggestions_of(report, FIX) if s.gain.basis != GAIN_ON_TRAINING]
+    fixes = [s for s in suggestions_of(report, FIX) if s.gain.basis != "training"]
     if not fixes:
         return Change(NO_CHANGE)
     fix = fixes[0]
@@ -167,7 +164,7 @@ def the_change(report: Report) -> Change:
     held = gain(bound)
     # The lower of two bounds holds: the hold can read above T/A by the host's noise.
     free = speedup_if_input_free(report.verdict, training_rate(report))
-    if fix.gain.basis == GAIN_INPUT_FREE:
+    if fix.gain.basis == "input-free":
         most, why = held, IF_INPUT_FREE
     elif free is not None and free < bound:
         most, why = gain(free), f"{IF_INPUT_FREE}; holding its output measured {held}"

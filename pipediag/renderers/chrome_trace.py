@@ -12,7 +12,6 @@ from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.io import write_atomically
 from pipediag.report.model import Report, StepRecord
-from pipediag.report.vocabulary import COMPUTE_BOUND, INPUT_BOUND, WARMUP
 
 Event = dict[str, Any]
 
@@ -32,9 +31,9 @@ PHASE_ORDER = ("pipeline_benchmark", "train")
 PIPELINE_PHASE = "pipeline_benchmark"
 
 STEP_EVENT_NAMES = {
-    INPUT_BOUND: "input-bound step",
-    COMPUTE_BOUND: "compute-bound step",
-    WARMUP: "warm-up step",
+    "input-bound": "input-bound step",
+    "compute-bound": "compute-bound step",
+    "warmup": "warm-up step",
 }
 INPUT_WAIT_EVENT = "input wait"
 HOST_CPU_COUNTER = "host CPU %"

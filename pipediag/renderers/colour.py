@@ -6,11 +6,9 @@ from __future__ import annotations
 import os
 from typing import TextIO
 
-from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNCERTAIN
-
 _RESET = "\033[0m"
 # Bold, in red, yellow or green by how much input matters; an uncertain verdict bold alone.
-_SGR = {INPUT_BOUND: "1;31", BALANCED: "1;33", COMPUTE_BOUND: "1;32", UNCERTAIN: "1"}
+_SGR = {"input-bound": "1;31", "balanced": "1;33", "compute-bound": "1;32", "uncertain": "1"}
 
 
 def use_colour(stream: TextIO) -> bool:

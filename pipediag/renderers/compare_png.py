@@ -15,12 +15,7 @@ from pipediag.renderers.cost_words import COMPUTE_PART_NAME, COST_PART_NAMES, CO
 from pipediag.renderers.numbers import gain, percent
 from pipediag.renderers.png import new_figure, write_png
 from pipediag.renderers.png.cost import PART_COLOURS
-from pipediag.renderers.png.style import (
-    COMPUTE_COLOUR,
-    LEGEND,
-    MUTED_TEXT_COLOUR,
-    NOTE_TEXT_COLOUR,
-)
+from pipediag.renderers.png.style import COMPUTE_COLOUR, LEGEND, MUTED_TEXT_COLOUR, NOTE_TEXT_COLOUR
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:

@@ -10,15 +10,6 @@ from pipediag.analysis.alternation import held_beyond_step_alone
 from pipediag.analysis.compare import training_rate
 from pipediag.renderers.numbers import ms, percent, percent_range, shown_interval, speedup
 from pipediag.report.model import CostSplit, Report, Verdict
-from pipediag.report.vocabulary import (
-    CONTENDS_FOR_CORES,
-    CONTENDS_FOR_GIL,
-    COST_CONTENTION,
-    COST_EPOCH_START,
-    COST_FETCH,
-    COST_WAIT,
-    WARMUP,
-)
 
 NOT_MEASURABLE = "not measurable above noise"
 WAITS_NOT_TIMED = (
@@ -27,19 +18,19 @@ WAITS_NOT_TIMED = (
 )
 
 # The parts of input cost, in the order they are listed and drawn (after compute).
-COST_PARTS = (COST_WAIT, COST_CONTENTION, COST_FETCH, COST_EPOCH_START)
+COST_PARTS = ("wait", "contention", "fetch", "epoch-start")
 COST_PART_NAMES = {
-    COST_WAIT: "wait",
-    COST_CONTENTION: "contention",
-    COST_FETCH: "fetch",
-    COST_EPOCH_START: "epoch start",
+    "wait": "wait",
+    "contention": "contention",
+    "fetch": "fetch",
+    "epoch-start": "epoch start",
 }
 COMPUTE_PART_NAME = "compute"
 UNSPLIT_PART_NAME = "input"  # input cost measured, its split not
 WAIT_SHARE_SOURCE = "XProf's figure"
 CONTENTION_KIND_WORDS = {
-    CONTENDS_FOR_CORES: "the host's cores were all busy",
-    CONTENDS_FOR_GIL: "cores were free, but the pipeline runs Python: it contends for the GIL",
+    "cores": "the host's cores were all busy",
+    "gil": "cores were free, but the pipeline runs Python: it contends for the GIL",
 }
 
 
@@ -118,9 +109,7 @@ def cost_parts(split: CostSplit) -> list[tuple[str, float]]:
 def shown_cost_parts(split: CostSplit) -> list[tuple[str, float]]:
     """All but an epoch start that costs nothing (most runs have none that counts)."""
     return [
-        (part, share)
-        for part, share in cost_parts(split)
-        if part != COST_EPOCH_START or share > 0.0
+        (part, share) for part, share in cost_parts(split) if part != "epoch-start" or share > 0.0
     ]
 
 
@@ -190,7 +179,7 @@ def cost_bar(report: Report) -> CostBar:
                 CostPart(COST_PART_NAMES[part], share) for part, share in shown_cost_parts(split)
             ]
         return CostBar(parts, bar_title(cost, verdict.input_cost_interval), free_input_text(report))
-    measured = [s for s in report.train.steps if s.label != WARMUP and s.input_wait_s is not None]
+    measured = [s for s in report.train.steps if s.label != "warmup" and s.input_wait_s is not None]
     total_s = sum(s.duration_s for s in measured)
     if total_s <= 0:
         return CostBar([], "Input cost", "")
@@ -202,7 +191,7 @@ def cost_bar(report: Report) -> CostBar:
     )
     parts = [
         CostPart(COMPUTE_PART_NAME, 1.0 - wait_s / total_s),
-        CostPart(COST_PART_NAMES[COST_WAIT], wait_s / total_s),
+        CostPart(COST_PART_NAMES["wait"], wait_s / total_s),
     ]
     return CostBar(parts, "Mean step time", caption)
 

@@ -7,17 +7,11 @@ from pipediag.analysis.gpu_causes import CAUSE_HOST, CAUSE_INPUT, CAUSE_TRANSFER
 from pipediag.renderers.numbers import percent
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.samples import GpuAnalysis, GpuSection, HostContention, HostSection
-from pipediag.report.vocabulary import (
-    BUSY_SM_ACTIVE,
-    OVER_MEASURED_STEPS,
-    OVER_WHOLE_RUN,
-    ContentionScope,
-    GpuIdleCause,
-)
+from pipediag.report.vocabulary import ContentionScope, GpuIdleCause
 
 SCOPES: dict[ContentionScope, str] = {
-    OVER_MEASURED_STEPS: "the measured steps",
-    OVER_WHOLE_RUN: "the whole run",
+    "measured-steps": "the measured steps",
+    "whole-run": "the whole run",
     "": "the run",  # a report from before the scope was kept
 }
 
@@ -57,7 +51,7 @@ def gpu_idle_text(analysis: GpuAnalysis | None) -> str:
     if analysis is None or not analysis.available or analysis.attribution is None:
         return ""
     a = analysis.attribution
-    metric = "SM activity, GPM" if analysis.busy_source == BUSY_SM_ACTIVE else "NVML utilization"
+    metric = "SM activity, GPM" if analysis.busy_source == "sm-active" else "NVML utilization"
     busy = analysis.gpu_busy_fraction or 0.0
     text = f"The GPU was busy {percent(busy)} of the measured time ({metric})"
     if a.dominant is None:

@@ -8,33 +8,26 @@ from dataclasses import dataclass
 from pipediag.renderers.numbers import NOT_MEASURED, gain, gain_range, ms, percent
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import ComputeAlone, Report
-from pipediag.report.model_side import (
-    DEVICE_COPY,
-    HOST_GAP,
-    JIT_COMPILE,
-    MIXED_PRECISION,
-    OP_TYPE,
-    SCOPE,
-    STEPS_PER_EXECUTION,
-    ModelTrial,
-    TopOp,
-)
+from pipediag.report.model_side import ModelTrial, TopOp
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND
 
-MODEL_SETS_THE_RATE = (COMPUTE_BOUND, BALANCED)
+MODEL_SETS_THE_RATE = ("compute-bound", "balanced")
 TIME_HEADING = "Where the step's time goes"
 CHANGE_HEADING = "What to change in the model"
 # Op types listed by name in the text; the rest of the step is in the bar's "other".
 LISTED_OPS = 5
 LISTED_SCOPES = 4
-TIME_KIND_WORDS = {OP_TYPE: "op type", SCOPE: "layer or scope", HOST_GAP: "host, outside any op"}
-TIME_LINE_LABELS = {OP_TYPE: "  ops     ", SCOPE: "  layers  ", HOST_GAP: "  host    "}
+TIME_KIND_WORDS = {
+    "op_type": "op type",
+    "scope": "layer or scope",
+    "host_gap": "host, outside any op",
+}
+TIME_LINE_LABELS = {"op_type": "  ops     ", "scope": "  layers  ", "host_gap": "  host    "}
 CHANGE_NAMES = {
-    JIT_COMPILE: "XLA (jit_compile=True)",
-    STEPS_PER_EXECUTION: "steps_per_execution",
-    MIXED_PRECISION: "mixed precision",
-    DEVICE_COPY: "host-to-device copy",
+    "jit_compile": "XLA (jit_compile=True)",
+    "steps_per_execution": "steps_per_execution",
+    "mixed_precision": "mixed precision",
+    "device_copy": "host-to-device copy",
 }
 
 
@@ -73,9 +66,9 @@ def ranked(trials: list[ModelTrial]) -> RankedChanges:
 
 
 def change_name(trial: ModelTrial) -> str:
-    if trial.change == STEPS_PER_EXECUTION and trial.setting:
+    if trial.change == "steps_per_execution" and trial.setting:
         return f"steps_per_execution={trial.setting}"
-    if trial.change == MIXED_PRECISION and trial.setting:
+    if trial.change == "mixed_precision" and trial.setting:
         return f"mixed precision ({trial.setting})"
     return CHANGE_NAMES.get(trial.change, trial.change or "change")
 
@@ -91,7 +84,7 @@ def gain_text(trial: ModelTrial) -> str:
             f": the step alone ran {trial.variant_steps_per_s:.1f} steps/s against "
             f"{trial.baseline_steps_per_s:.1f} unchanged, {trial.rounds} rounds"
         )
-    if trial.change == DEVICE_COPY and trial.share is not None:
+    if trial.change == "device_copy" and trial.share is not None:
         text += f"; the copy is {percent(trial.share)} of the step fed from the host"
     return text
 
@@ -116,15 +109,15 @@ class TimeBar:
 def time_bars(alone: ComputeAlone) -> list[TimeBar]:
     """Top op types, top layers and scopes, host gaps: each kind adds up to the whole step."""
     chosen = [
-        *groups(alone, OP_TYPE)[:LISTED_OPS],
-        *groups(alone, SCOPE)[:LISTED_SCOPES],
-        *groups(alone, HOST_GAP),
+        *groups(alone, "op_type")[:LISTED_OPS],
+        *groups(alone, "scope")[:LISTED_SCOPES],
+        *groups(alone, "host_gap"),
     ]
     return [TimeBar(_short_name(op), op.share, op.kind) for op in chosen]
 
 
 def _short_name(op: TopOp) -> str:
-    return op.name.removeprefix("host: ") if op.kind == HOST_GAP else op.name
+    return op.name.removeprefix("host: ") if op.kind == "host_gap" else op.name
 
 
 def time_heading(alone: ComputeAlone) -> str:
@@ -140,7 +133,7 @@ def time_lines(alone: ComputeAlone) -> list[str]:
     bars = time_bars(alone)
     for kind, label in TIME_LINE_LABELS.items():
         listed = [f"{bar.name} {percent(bar.share)}" for bar in bars if bar.kind == kind]
-        if listed or kind == OP_TYPE:  # the op types' line even when empty
+        if listed or kind == "op_type":  # the op types' line even when empty
             lines.append(label + ", ".join(listed))
     return lines
 

@@ -6,13 +6,7 @@ from __future__ import annotations
 from pipediag.analysis.classifier import pipeline_seems_limiting
 from pipediag.renderers.numbers import percent, rate_text
 from pipediag.report.model import TrainSection
-from pipediag.report.vocabulary import (
-    NO_VERDICT_NO_STEPS,
-    NO_VERDICT_NO_TRAINING,
-    NO_VERDICT_WAIT_NOT_MEASURED,
-    NO_VERDICT_WARMUP_ONLY,
-    NoVerdictReason,
-)
+from pipediag.report.vocabulary import NoVerdictReason
 
 # A verdict never judged, or an older report's reason its train section does not tell.
 NOT_ENOUGH_MEASURED = "not enough was measured to tell"
@@ -30,21 +24,21 @@ def no_verdict_text(
     reason: NoVerdictReason, train: TrainSection, pipeline_batches_per_s: float | None
 ) -> str:
     """A sentence or two that stand on their own."""
-    if reason == NO_VERDICT_NO_TRAINING:
+    if reason == "no-training":
         passes = sum(p.passes for p in train.skipped_passes)
         return (
             f"No training was found: the script made {passes} pass(es) over its data, none of "
             "them training (no train step between their pulls, or made by Keras), so there is "
             "no verdict."
         )
-    if reason == NO_VERDICT_NO_STEPS:
+    if reason == "no-steps":
         return NO_STEPS_TEXT
-    if reason == NO_VERDICT_WARMUP_ONLY:
+    if reason == "warmup-only":
         return (
             f"Only {len(train.steps)} step(s) ran, all in the warm-up: run more steps or "
             "lower --warmup."
         )
-    if reason != NO_VERDICT_WAIT_NOT_MEASURED:
+    if reason != "wait-not-measured":
         return NOT_ENOUGH_MEASURED
     # Without waits, A against P: close suggests the pipeline limits training (DS-Analyzer).
     training, pipeline = train.steps_per_s, pipeline_batches_per_s

@@ -12,7 +12,6 @@ from pipediag.report.model import Report
 from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import KERAS_FIT
 
 REWRITES_HEADING = "Rewrites tried on training, each on top of the ones kept before it"
 
@@ -23,7 +22,7 @@ def rewrites_lines(report: Report) -> list[str]:
     if prescription is None:
         return []
     # What a trial's own ratio times: the figure shown adds fit's time and epoch starts to it.
-    timed = "the train function" if report.train.style == KERAS_FIT else "the steps"
+    timed = "the train function" if report.train.style == "keras-fit" else "the steps"
     lines = [_change_line(_named(report, change), change, timed) for change in prescription.tried]
     return [*lines, together_text(prescription, timed)]
 

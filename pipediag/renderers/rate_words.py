@@ -9,7 +9,6 @@ from pipediag.analysis.compare import training_rate
 from pipediag.renderers.numbers import rate_text
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import Report
-from pipediag.report.vocabulary import ESTIMATED, MEASURED, STEP_ALONE_BLOCK
 
 MEASURED_WORDS = "measured on a cached batch"
 # What reports written before ComputeAlone existed did (`Verdict.compute_alone_source` "").
@@ -51,7 +50,7 @@ class Rate:
 def rates(report: Report) -> list[Rate]:
     verdict = report.verdict
     compute = verdict.compute_alone_steps_per_s
-    estimated = compute is not None and verdict.compute_alone_source != MEASURED
+    estimated = compute is not None and verdict.compute_alone_source != "measured"
     origin = "" if compute is None else compute_alone_origin(report)
     return [
         Rate(*PIPELINE_ALONE_WORDS, report.pipeline.batches_per_s),
@@ -62,10 +61,10 @@ def rates(report: Report) -> list[Rate]:
 
 def compute_alone_origin(report: Report) -> str:
     verdict = report.verdict
-    if verdict.compute_alone_source == MEASURED:
+    if verdict.compute_alone_source == "measured":
         alone = report.compute_alone
         if alone is not None and alone.blocks:
-            rounds = sum(b.kind == STEP_ALONE_BLOCK for b in alone.blocks)
+            rounds = sum(b.kind == "step-alone" for b in alone.blocks)
             return (
                 f"{MEASURED_WORDS}, in turn with training: {rounds} rounds of "
                 f"{alone.block_steps} steps"
@@ -73,6 +72,6 @@ def compute_alone_origin(report: Report) -> str:
         steps = f", {alone.steps} steps" if alone is not None and alone.steps else ""
         return MEASURED_WORDS + steps
     reason = OLD_ESTIMATE_REASON
-    if verdict.compute_alone_source == ESTIMATED and verdict.compute_alone_reason:
+    if verdict.compute_alone_source == "estimated" and verdict.compute_alone_reason:
         reason = reason_words(verdict.compute_alone_reason)
     return f"{ESTIMATED_WORD}: {reason}"

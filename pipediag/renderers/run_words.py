@@ -12,7 +12,6 @@ from pipediag.renderers.numbers import NOT_MEASURED, counted
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import CostSplit, DataPass, Report, TrainSection
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import WAIT_BATCH_STAMPS, WAIT_ITERATOR_TIMING, WAIT_PROFILER_TRACE
 
 NO_SCRIPT = "(no script)"
 STOP_REASONS = {
@@ -24,9 +23,9 @@ STOP_REASONS = {
 }
 NO_REASON = "no reason recorded"
 INPUT_WAIT_SOURCES = {
-    WAIT_PROFILER_TRACE: "input wait from TF profiler trace",
-    WAIT_BATCH_STAMPS: "input wait from batch time stamps",
-    WAIT_ITERATOR_TIMING: "input wait timed at the iterator",
+    "profiler-trace": "input wait from TF profiler trace",
+    "batch-stamps": "input wait from batch time stamps",
+    "iterator-timing": "input wait timed at the iterator",
 }
 INPUT_WAIT_UNMEASURED = "input wait not measured"
 NO_GPU = "no GPU found"

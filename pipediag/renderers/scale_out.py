@@ -9,29 +9,18 @@ from pipediag.renderers.numbers import counted
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import Report
 from pipediag.report.scale_out import ScaleOut, ScaleOutPrediction, ServiceMeasurement
-from pipediag.report.vocabulary import (
-    FROM_ASSUMED_NETWORK,
-    FROM_CLUSTER,
-    FROM_LOCAL_SERVICE,
-    FROM_PIPELINE_ALONE,
-    FROM_STAGE_TIMING,
-    LIMITED_BY_COMPUTE,
-    LIMITED_BY_LOCAL,
-    LIMITED_BY_TRANSFER,
-    SERVICE_LOCAL,
-)
 
 SOURCE_WORDS = {
-    FROM_CLUSTER: "measured per worker on the cluster",
-    FROM_PIPELINE_ALONE: "the pipeline alone on this host",
-    FROM_STAGE_TIMING: "the movable part alone on this host, from stage timing",
-    FROM_LOCAL_SERVICE: "measured through the local service",
-    FROM_ASSUMED_NETWORK: "what an assumed 10 Gbit/s link carries",
+    "cluster": "measured per worker on the cluster",
+    "pipeline-alone": "the pipeline alone on this host",
+    "stage-timing": "the movable part alone on this host, from stage timing",
+    "local-service": "measured through the local service",
+    "assumed-network": "what an assumed 10 Gbit/s link carries",
 }
 LIMIT_WORDS = {
-    LIMITED_BY_COMPUTE: "the train step itself",
-    LIMITED_BY_TRANSFER: "moving batches to this host",
-    LIMITED_BY_LOCAL: "the stages that stay on this host",
+    "compute": "the train step itself",
+    "transfer": "moving batches to this host",
+    "local-stages": "the stages that stay on this host",
 }
 CODE_INDENT = "  "
 
@@ -89,7 +78,7 @@ def _status(section: ScaleOut) -> str:
 
 
 def _measurement(m: ServiceMeasurement) -> list[str]:
-    if m.where == SERVICE_LOCAL:
+    if m.where == "local":
         where = f"this host, {counted(m.workers, 'local worker')}"
     else:
         where = f"grpc://{m.address}" + (f", {counted(m.workers, 'worker')}" if m.workers else "")
@@ -139,7 +128,7 @@ def _prediction(p: ScaleOutPrediction) -> str:
     if p.predicted_speedup is not None and p.training_steps_per_s:
         text += f", training {p.predicted_speedup:.1f}x its {p.training_steps_per_s:.1f} steps/s"
     text += f"; limited by {LIMIT_WORDS.get(p.limited_by, p.limited_by)}"
-    if p.limited_by == LIMITED_BY_TRANSFER and p.transfer_source:
+    if p.limited_by == "transfer" and p.transfer_source:
         text += f" ({SOURCE_WORDS.get(p.transfer_source, p.transfer_source)})"
     if p.target_steps_per_s:
         text += f"; the train step alone runs {p.target_steps_per_s:.1f} steps/s"

@@ -8,12 +8,6 @@ from pipediag.renderers.cost_words import speedup_if_input_free
 from pipediag.renderers.numbers import DASH, gain, gain_within
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report, Suggestion
-from pipediag.report.vocabulary import (
-    GAIN_HELD,
-    GAIN_INPUT_FREE,
-    GAIN_ON_TRAINING,
-    GAIN_PIPELINE_ALONE,
-)
 
 FIX, WARNING, NOTE = "fix", "warning", "note"
 # Before the title, so that a line cut short never hides it.
@@ -25,7 +19,7 @@ SUGGESTION_HEADINGS = {
 }
 NOT_MEASURED = "gain not measured"
 # The most a change can give, measured on training: its stage held, or all input free.
-BOUNDS = (GAIN_HELD, GAIN_INPUT_FREE)
+BOUNDS = ("held", "input-free")
 
 
 def gains_text(s: Suggestion) -> str:
@@ -34,7 +28,7 @@ def gains_text(s: Suggestion) -> str:
     if measured.speedup is None:
         return NOT_MEASURED if s.kind == FIX else ""
     figure = gain(measured.speedup)
-    if measured.basis == GAIN_ON_TRAINING:
+    if measured.basis == "training":
         low, high = measured.interval or (None, None)  # both ends at a ceiling: no interval
         return f"on your training {gain_within(measured.speedup, low, high)}"
     if measured.basis in BOUNDS:
@@ -71,10 +65,10 @@ def best_fix(report: Report) -> tuple[Suggestion, float] | None:
         if s.kind != FIX:
             continue
         gains = (
-            s.gain.on(GAIN_ON_TRAINING),
+            s.gain.on("training"),
             from_epoch_two(report, s),
             # not where the CPU is saturated: more threads cannot run there
-            s.gain.on(GAIN_PIPELINE_ALONE) if (s.estimate or 2.0) > 1.0 else None,
+            s.gain.on("pipeline-alone") if (s.estimate or 2.0) > 1.0 else None,
         )
         measured = next((g for g in gains if g is not None), None)
         if measured is not None and measured > 1.0 and (best is None or measured > best[1]):
@@ -109,7 +103,7 @@ def best_fix_figure(report: Report) -> tuple[str, str]:
             return ("Best fix (measured)", "no gain")
         return ("Best fix (not measured)" if fixes else "Best fix (none found)", DASH)
     fix, measured = found
-    if fix.gain.basis == GAIN_ON_TRAINING:
+    if fix.gain.basis == "training":
         return ("Best fix (on your training)", gain(measured))
     if from_epoch_two(report, fix) is not None:
         return ("Best fix (from epoch 2)", gain(measured))

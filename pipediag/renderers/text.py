@@ -41,7 +41,6 @@ from pipediag.report.model import Report, Suggestion
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import LatencyStats, StageStats
-from pipediag.report.vocabulary import COMPUTE_BOUND
 
 LABEL_WIDTH = 16
 EVIDENCE_WIDTH = 100
@@ -156,7 +155,7 @@ def _phases(report: Report) -> str:
 
 
 def _slowest_stage(report: Report) -> str:
-    if report.verdict.label == COMPUTE_BOUND:
+    if report.verdict.label == "compute-bound":
         return ""  # when the model sets the rate, the pipeline's slowest stage is no news
     stage = costliest_stage(report.pipeline.stages)
     held = held_stage(report.pipeline.stages)

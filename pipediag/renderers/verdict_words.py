@@ -19,29 +19,15 @@ from pipediag.renderers.no_verdict_words import no_verdict_text
 from pipediag.renderers.numbers import percent, percent_range, rate_text, shown_interval, speedup
 from pipediag.report.model import CostSplit, PhaseVerdict, Report, TrainSection, Verdict
 from pipediag.report.names import VERDICT_TITLES, verdict_title
-from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    CONTENDS_FOR_GIL,
-    COST_CONTENTION,
-    COST_EPOCH_START,
-    COST_FETCH,
-    COST_WAIT,
-    ESTIMATED,
-    INPUT_BOUND,
-    UNCERTAIN,
-    UNCERTAIN_TOO_NOISY,
-    UNCERTAIN_TOO_SHORT,
-)
 
 TRAIN_STEP_SETS_THE_RATE = "the model's train step sets the rate"
 WAITING_EXPLAINED = "the train step waits for batches the pipeline has not made"
 ESTIMATED_NOTE = " (compute alone estimated: contention not measured)"
 # A labelled verdict from before input cost, without a wait share either.
 PLAIN_VERDICTS = {
-    INPUT_BOUND: "training waits for its input pipeline",
-    COMPUTE_BOUND: "the model, not the input, sets the pace",
-    BALANCED: "input pipeline and model both limit training",
+    "input-bound": "training waits for its input pipeline",
+    "compute-bound": "the model, not the input, sets the pace",
+    "balanced": "input pipeline and model both limit training",
 }
 
 
@@ -87,7 +73,7 @@ def _without_cost_words(
             return plain
         return no_verdict_text(verdict.no_verdict_because, train, pipeline_batches_per_s)
     share = f"{percent(fraction)} of step time spent waiting for input"
-    return f"only {share}" if verdict.label == COMPUTE_BOUND else share
+    return f"only {share}" if verdict.label == "compute-bound" else share
 
 
 def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Headline | None:
@@ -95,16 +81,16 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
     cost, split = verdict.input_cost_fraction, verdict.cost_split
     if cost is None or split is None or verdict.label not in VERDICT_TITLES:
         return None
-    if verdict.label == UNCERTAIN:
+    if verdict.label == "uncertain":
         return _uncertain_headline(verdict, split, pipeline_batches_per_s)
     claim = f"{cost_title(verdict)}: {cost_claim(verdict)}"
     part, explanation = _dominant_words(verdict, split, pipeline_batches_per_s)
     claim += part
-    if verdict.busy_host_cores is not None and verdict.label != COMPUTE_BOUND:
+    if verdict.busy_host_cores is not None and verdict.label != "compute-bound":
         busy = _busy_words(verdict.busy_host_cores)
         explanation = f"{explanation}; {busy}" if explanation else busy
     separator = ": "
-    if verdict.compute_alone_source == ESTIMATED:
+    if verdict.compute_alone_source == "estimated":
         if explanation:
             explanation += ESTIMATED_NOTE
         else:
@@ -138,7 +124,7 @@ def _untimed_detail(verdict: Verdict) -> str:
 def _rates_detail(verdict: Verdict, pipeline_batches_per_s: float | None) -> str:
     """The pipeline's headroom where compute-bound, else a pipeline-alone reading too slow."""
     pipeline, training = pipeline_batches_per_s, verdict.training_steps_per_s
-    if verdict.label == COMPUTE_BOUND:
+    if verdict.label == "compute-bound":
         headroom = verdict.pipeline_headroom
         if headroom is None or pipeline is None:
             return ""
@@ -180,8 +166,8 @@ def _uncertain_headline(
     low, high = verdict.input_cost_interval or [cost, cost]
     # On a busy host the low end may reach zero (the others' share): the cost is still said.
     claim_cost = f"{_costs(cost)} ({percent_range(low, high)})"
-    if verdict.uncertain_because == UNCERTAIN_TOO_SHORT:
-        claim = f"{verdict_title(UNCERTAIN)}: too short to tell"
+    if verdict.uncertain_because == "too-short":
+        claim = f"{verdict_title('uncertain')}: too short to tell"
         explanation = (
             f"input read {percent(cost)} of training time{part}, from training and the train "
             "step alone timed once each; train for more steps to measure them in turn"
@@ -191,8 +177,8 @@ def _uncertain_headline(
             "the step alone, and two readings seconds apart differ by more than the bands "
             "on a shared host."
         )
-    elif verdict.uncertain_because == UNCERTAIN_TOO_NOISY:
-        claim = f"{verdict_title(UNCERTAIN)}: too noisy to tell"
+    elif verdict.uncertain_because == "too-noisy":
+        claim = f"{verdict_title('uncertain')}: too noisy to tell"
         steps = f" --steps {verdict.steps_to_tell}" if verdict.steps_to_tell else ""
         explanation = f"{claim_cost}{part}; measure more:{steps}" if steps else claim_cost + part
         noisy = (
@@ -200,7 +186,7 @@ def _uncertain_headline(
             "a band's edge; the alternation runs longer with more steps."
         )
     else:
-        claim = f"{verdict_title(UNCERTAIN)}: {_busy_words(verdict.busy_host_cores or 0.0)}"
+        claim = f"{verdict_title('uncertain')}: {_busy_words(verdict.busy_host_cores or 0.0)}"
         explanation = f"{claim_cost}{part}, perhaps theirs; run again on a quiet host"
         noisy = ""
     details = [d for d in (_untimed_detail(verdict), noisy) if d]
@@ -242,33 +228,33 @@ def _dominant_words(
 ) -> tuple[str, str]:
     """(what the claim adds, the explanation): the part that dominates, and why."""
     wait = percent(verdict.input_wait_fraction or 0.0)
-    if verdict.label == COMPUTE_BOUND:
+    if verdict.label == "compute-bound":
         return "", TRAIN_STEP_SETS_THE_RATE
-    if split.dominant == COST_CONTENTION and split.contention_kind == CONTENDS_FOR_GIL:
+    if split.dominant == "contention" and split.contention_kind == "gil":
         return ", mostly contention for Python's GIL", (
             "the pipeline's Python code holds the interpreter lock the train step needs, "
             f"though cores are free (it waited only {wait} of the time)"
         )
-    if split.dominant == COST_CONTENTION and _cores_were_free(split):
+    if split.dominant == "contention" and _cores_were_free(split):
         return ", mostly contention", (
             "the train step runs slower beside the pipeline's threads though "
             f"{split.free_cores:.1f} cores were free (it waited only {wait} of the time)"
         )
-    if split.dominant == COST_CONTENTION:
+    if split.dominant == "contention":
         return ", mostly CPU contention", (
             f"the pipeline's threads take cores the train step needs (it waited only {wait} "
             "of the time)"
         )
-    if split.dominant == COST_FETCH:
+    if split.dominant == "fetch":
         training = verdict.training_steps_per_s
         faster = pipeline_batches_per_s / training if pipeline_batches_per_s and training else None
         how = f"{faster:.0f}x faster than training" if faster else "far faster than training"
         return ", mostly the per-pull overhead of next()", (
             f"the pipeline is {how}, but each step pulls one small batch"
         )
-    if split.dominant == COST_WAIT:
+    if split.dominant == "wait":
         return ", mostly waiting", WAITING_EXPLAINED
-    if split.dominant == COST_EPOCH_START:
+    if split.dominant == "epoch-start":
         return ", mostly epoch starts", epoch_start_evidence(split)
     return "", ""
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pipediag.renderers.numbers import percent
 from pipediag.report.model import Report
-from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNKNOWN, VerdictLabel
+from pipediag.report.vocabulary import VerdictLabel
 from pipediag.report.watch import WatchSection, WatchWindow
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ STRIP_WIDTH = 60  # characters in the strip of wait shares
 SHARE_BLOCKS = " ▁▂▃▄▅▆▇█"  # 0% .. 100% of step time spent waiting
 MAX_ALERT_LINES = 3
 MAX_PANEL_BARS = 200  # above this many windows, the panel groups them
-LABEL_ORDER: tuple[VerdictLabel, ...] = (INPUT_BOUND, BALANCED, COMPUTE_BOUND, UNKNOWN)
+LABEL_ORDER: tuple[VerdictLabel, ...] = ("input-bound", "balanced", "compute-bound", "unknown")
 LABEL_BASIS = (
     "windows are labelled by input wait share (XProf's bands: 20%, 5%); input cost needs "
     "the train step run alone, which watch mode does not do"
@@ -212,7 +212,7 @@ def draw_watch_panel(axes: Axes, report: Report) -> None:
 def _group_label(group: Sequence[WatchWindow]) -> str:
     """The worst label in a group (input-bound first): the panel must not hide one."""
     labels = {w.label for w in group}
-    return next((label for label in LABEL_ORDER if label in labels), UNKNOWN)
+    return next((label for label in LABEL_ORDER if label in labels), "unknown")
 
 
 def _group_rate(group: Sequence[WatchWindow]) -> float | None:

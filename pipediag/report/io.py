@@ -19,17 +19,7 @@ from pipediag.report import model
 from pipediag.report.model import SCHEMA_VERSION, Report
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
-from pipediag.report.vocabulary import (
-    GAIN_HELD,
-    GAIN_NOT_MEASURED,
-    GAIN_ON_TRAINING,
-    GAIN_PIPELINE_ALONE,
-    NO_VERDICT_UNKNOWN,
-    OVER_MEASURED_STEPS,
-    OVER_WHOLE_RUN,
-    UNKNOWN,
-    NoVerdictReason,
-)
+from pipediag.report.vocabulary import NoVerdictReason
 
 T = TypeVar("T")
 _Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
@@ -77,8 +67,8 @@ def _without_worded_lower_bound(data: dict[str, Any]) -> dict[str, Any]:
 
 # Where an older report's contention finding says its samples were read.
 _FINDING_SCOPES = (
-    ("during the measured steps", OVER_MEASURED_STEPS),
-    ("during the whole run", OVER_WHOLE_RUN),
+    ("during the measured steps", "measured-steps"),
+    ("during the whole run", "whole-run"),
 )
 
 
@@ -203,7 +193,7 @@ def _from_version_4(data: dict[str, Any]) -> dict[str, Any]:
     pairs = _PAIRS_IN_WORDS.search(summary)
     if pairs is not None and verdict.get("alternation_pairs") is None:
         verdict["alternation_pairs"] = int(pairs.group(1))
-    if summary and verdict.get("label", UNKNOWN) == UNKNOWN:
+    if summary and verdict.get("label", "unknown") == "unknown":
         verdict["no_verdict_because"] = _no_verdict_reason(data.get("train"))
     data["verdict"] = verdict
     return data
@@ -227,13 +217,13 @@ def _suggestion_v5(suggestion: dict[str, Any]) -> dict[str, Any]:
     verified = suggestion.pop("verified_speedup", None)
     predicted = suggestion.pop("predicted_speedup", None)
     estimated = suggestion.pop("estimated_speedup", None)
-    gain: dict[str, Any] = {"basis": GAIN_NOT_MEASURED}
+    gain: dict[str, Any] = {"basis": "not-measured"}
     if training is not None:
-        gain = {"basis": GAIN_ON_TRAINING, "speedup": training, "interval": interval}
+        gain = {"basis": "training", "speedup": training, "interval": interval}
     elif bound is not None:
-        gain = {"basis": GAIN_HELD, "speedup": bound}
+        gain = {"basis": "held", "speedup": bound}
     elif verified is not None:
-        gain = {"basis": GAIN_PIPELINE_ALONE, "speedup": verified}
+        gain = {"basis": "pipeline-alone", "speedup": verified}
     suggestion["gain"] = gain
     suggestion["estimate"] = next(
         (e for e in (predicted, verified, estimated) if e is not None), None
@@ -246,7 +236,7 @@ def _no_verdict_reason(train: Any) -> NoVerdictReason:
     try:
         return model.no_verdict_reason(_build(model.TrainSection, train or {}))
     except (TypeError, ValueError, KeyError):
-        return NO_VERDICT_UNKNOWN
+        return "unknown"
 
 
 def _stage_v3(stage: dict[str, Any]) -> dict[str, Any]:

@@ -19,16 +19,6 @@ from pipediag.report.scale_out import ScaleOut
 from pipediag.report.stages import LatencyStats, StageStats
 from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import (
-    COMPUTE_BOUND,
-    GAIN_NOT_MEASURED,
-    INPUT_BOUND,
-    NO_VERDICT_NO_STEPS,
-    NO_VERDICT_NO_TRAINING,
-    NO_VERDICT_UNKNOWN,
-    NO_VERDICT_WAIT_NOT_MEASURED,
-    NO_VERDICT_WARMUP_ONLY,
-    UNKNOWN,
-    WARMUP,
     ComputeAloneMethod,
     ComputeAloneSource,
     ContentionKind,
@@ -58,7 +48,7 @@ SCHEMA_VERSION = 9
 
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
     """The steps a verdict reads: every one but the warm-up."""
-    return [s for s in steps if s.label != WARMUP]
+    return [s for s in steps if s.label != "warmup"]
 
 
 @dataclass(frozen=True)
@@ -187,13 +177,13 @@ def no_verdict_reason(train: TrainSection) -> NoVerdictReason:
     """Why a train section whose steps give no verdict gives none. Here, below the analysis,
     because reading a report written before the code was typed gives it too (`report/io.py`)."""
     if not train.steps:
-        return NO_VERDICT_NO_TRAINING if train.skipped_passes else NO_VERDICT_NO_STEPS
+        return "no-training" if train.skipped_passes else "no-steps"
     if train.measured_steps == 0:
-        return NO_VERDICT_WARMUP_ONLY
-    if any(s.label in (INPUT_BOUND, COMPUTE_BOUND) for s in train.steps):
+        return "warmup-only"
+    if any(s.label in ("input-bound", "compute-bound") for s in train.steps):
         # Steps a verdict could read: an older report's own reason, not one of these.
-        return NO_VERDICT_UNKNOWN
-    return NO_VERDICT_WAIT_NOT_MEASURED
+        return "unknown"
+    return "wait-not-measured"
 
 
 @dataclass(frozen=True)
@@ -293,7 +283,7 @@ class PhaseVerdict:
     steps_per_s: float | None
     input_wait_fraction: float | None
     input_cost_fraction: float | None
-    label: VerdictLabel = UNKNOWN
+    label: VerdictLabel = "unknown"
 
 
 @dataclass(frozen=True)
@@ -301,7 +291,7 @@ class Verdict:
     """The answer: what limits the training rate, how badly, and the figures behind it, in
     numbers and typed codes only (the renderers word them)."""
 
-    label: VerdictLabel = UNKNOWN
+    label: VerdictLabel = "unknown"
     input_wait_fraction: float | None = None
     severity: Severity = "unknown"
     input_bound_steps: int = 0
@@ -355,7 +345,7 @@ class Gain:
     """A fix's one gain, where it was measured (`GainBasis`), with its 90% interval
     `[low, high]` where measured on training; `speedup` None where not measured."""
 
-    basis: GainBasis = GAIN_NOT_MEASURED
+    basis: GainBasis = "not-measured"
     speedup: float | None = None
     interval: list[float] | None = None
 

@@ -5,24 +5,17 @@ the rate")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Literal
 
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import TrialStop
 
 # The changes a model-side trial measures, as the report names them.
 ModelChange = Literal["jit_compile", "steps_per_execution", "mixed_precision", "device_copy", ""]
-JIT_COMPILE: Final = "jit_compile"
-STEPS_PER_EXECUTION: Final = "steps_per_execution"
-MIXED_PRECISION: Final = "mixed_precision"
-DEVICE_COPY: Final = "device_copy"
 
 # What a profiled operation's time is grouped by: its op type, the layer or name scope it
 # belongs to, or host time outside any op (Python, launches, gaps between ops).
 TopOpKind = Literal["op_type", "scope", "host_gap", ""]
-OP_TYPE: Final = "op_type"
-SCOPE: Final = "scope"
-HOST_GAP: Final = "host_gap"
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,10 @@ import re
 
 from pipediag.report.fixes import VECTORIZED_MAP_WORDS, fix_words
 from pipediag.report.stages import AUTOTUNE, StageStats
-from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNCERTAIN
 
 NO_VERDICT = "NO VERDICT"
 VERDICT_TITLES = {
-    label: label.upper() for label in (INPUT_BOUND, COMPUTE_BOUND, BALANCED, UNCERTAIN)
+    label: label.upper() for label in ("input-bound", "compute-bound", "balanced", "uncertain")
 }
 
 

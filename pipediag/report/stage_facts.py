@@ -8,28 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from pipediag.report.stages import AUTOTUNE, StageStats
-from pipediag.report.vocabulary import (
-    KIND_BATCH,
-    KIND_CACHE,
-    KIND_FILTER,
-    KIND_FLAT_MAP,
-    KIND_INTERLEAVE,
-    KIND_MAP,
-    KIND_MAP_AND_BATCH,
-    KIND_OPTIONS,
-    KIND_PADDED_BATCH,
-    KIND_PARALLEL_FILTER,
-    KIND_PARALLEL_INTERLEAVE,
-    KIND_PARALLEL_MAP,
-    KIND_PREFETCH,
-    KIND_REPEAT,
-    KIND_SCAN,
-    KIND_SHUFFLE,
-    KIND_SHUFFLE_AND_REPEAT,
-    KIND_SNAPSHOT,
-    KIND_SPARSE_BATCH,
-    StageKind,
-)
+from pipediag.report.vocabulary import StageKind
 
 # A stage must add at least this share of the pipeline's time per batch to be worth a fix:
 # below it a fix changes the pipeline rate by under ~10%, within run-to-run noise on a shared
@@ -49,30 +28,30 @@ VECTORIZE_MAX_ELEMENT_S = 200e-6
 
 # Stage kinds the rules look for (as `bench/structure.py` names them).
 BATCHING_KINDS: frozenset[StageKind] = frozenset(
-    {KIND_BATCH, KIND_PADDED_BATCH, KIND_MAP_AND_BATCH, KIND_SPARSE_BATCH}
+    {"batch", "padded-batch", "map-and-batch", "sparse-batch"}
 )
-MAP_KINDS: frozenset[StageKind] = frozenset({KIND_MAP, KIND_PARALLEL_MAP})
-SHUFFLE_KINDS: frozenset[StageKind] = frozenset({KIND_SHUFFLE, KIND_SHUFFLE_AND_REPEAT})
+MAP_KINDS: frozenset[StageKind] = frozenset({"map", "parallel-map"})
+SHUFFLE_KINDS: frozenset[StageKind] = frozenset({"shuffle", "shuffle-and-repeat"})
 # Stages that do work worth caching after (bench/structure.py kinds).
 CACHE_POINT_KINDS: frozenset[StageKind] = frozenset(
     {
         *MAP_KINDS,
-        KIND_INTERLEAVE,
-        KIND_PARALLEL_INTERLEAVE,
-        KIND_FLAT_MAP,
-        KIND_FILTER,
-        KIND_PARALLEL_FILTER,
-        KIND_MAP_AND_BATCH,
-        KIND_SCAN,
+        "interleave",
+        "parallel-interleave",
+        "flat-map",
+        "filter",
+        "parallel-filter",
+        "map-and-batch",
+        "scan",
     }
 )
 # Stages that compute nothing of their own: they buffer elements or pass them on, at most one
 # per input (`bench/stages.ONE_TO_ONE_KINDS` counts on it).
 NO_OWN_WORK_KINDS: frozenset[str] = frozenset(
     {
-        KIND_PREFETCH,
-        KIND_OPTIONS,
-        KIND_REPEAT,
+        "prefetch",
+        "options",
+        "repeat",
         "assert-cardinality",
         "ignore-errors",
         "shard",
@@ -83,16 +62,16 @@ NO_OWN_WORK_KINDS: frozenset[str] = frozenset(
 )
 # Stages that make a prefix non-deterministic, or unfit to cache (repeat: infinite).
 NOT_CACHEABLE_KINDS: frozenset[StageKind] = frozenset(
-    {*SHUFFLE_KINDS, KIND_REPEAT, KIND_CACHE, KIND_SNAPSHOT}
+    {*SHUFFLE_KINDS, "repeat", "cache", "snapshot"}
 )
 
 
 def runs_sequential_map(stats: StageStats, cores: int) -> bool:
     """A map that really runs one element at a time: `map_parallelization` parallelises
     stateless maps, so `auto_parallel` decides (docs/design.md, "tf.data behaviours")."""
-    if stats.kind == KIND_MAP:
+    if stats.kind == "map":
         return stats.auto_parallel is not True
-    if stats.kind == KIND_PARALLEL_MAP:
+    if stats.kind == "parallel-map":
         calls = stats.settings.num_parallel_calls
         return calls is not None and 0 < calls < cores
     return False
@@ -105,9 +84,9 @@ def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
     not run in parallel on 2 cores (40.3 ms/batch vs 22.4 with 4; docs/design.md,
     "tf.data behaviours").
     """
-    if stats.kind in (KIND_INTERLEAVE, KIND_FLAT_MAP):
+    if stats.kind in ("interleave", "flat-map"):
         return True
-    if stats.kind != KIND_PARALLEL_INTERLEAVE:
+    if stats.kind != "parallel-interleave":
         return False
     cycle = stats.settings.cycle_length
     calls = stats.settings.num_parallel_calls
@@ -185,7 +164,7 @@ def batch_caching(stages: Sequence[StageStats], point: int) -> int | None:
     if len(readers) != 1:
         return None
     batch = readers[0]
-    if batch.kind not in (KIND_BATCH, KIND_PADDED_BATCH) or len(batch.inputs) != 1:
+    if batch.kind not in ("batch", "padded-batch") or len(batch.inputs) != 1:
         return None
     return batch.index if deterministic(batch) else None
 
@@ -225,7 +204,7 @@ def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats
     held = [
         s
         for s in stages
-        if s.training_speedup_if_free is not None and s.kind != KIND_OPTIONS and s.index in reach
+        if s.training_speedup_if_free is not None and s.kind != "options" and s.index in reach
     ]
     return min(held, key=lambda s: s.index, default=None)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipediag.report.vocabulary import INPUT_WAIT_SHARE, UNKNOWN, LabelBasis, VerdictLabel
+from pipediag.report.vocabulary import LabelBasis, VerdictLabel
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class WatchWindow:
     steps_per_s: float | None
     input_wait_s: float | None
     input_wait_fraction: float | None
-    label: VerdictLabel = UNKNOWN
+    label: VerdictLabel = "unknown"
     epoch: int = 0
     windows: int = 1
     waited_time_s: float | None = None
@@ -63,5 +63,5 @@ class WatchSection:
     alert_command: str | None = None
     alert_hook: str | None = None  # the callable's name
     tensorboard_logdir: str | None = None  # the run directory the scalars were written to
-    label_basis: LabelBasis = INPUT_WAIT_SHARE
+    label_basis: LabelBasis = "input-wait-share"
     merged_windows: int = 0

@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 from pipediag.clock import Clock, wall_minus_clock
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuDevice
-from pipediag.report.vocabulary import UTIL_SOURCE_RATES, UTIL_SOURCE_SAMPLES
 from pipediag.samplers.base import describe_error
 
 T = TypeVar("T")
@@ -259,7 +258,7 @@ class NvmlDevices:
             uuid=uuid,
             memory_total_bytes=memory_total,
             mig_enabled=mig,
-            util_source=UTIL_SOURCE_SAMPLES if device.use_samples else UTIL_SOURCE_RATES,
+            util_source="driver-samples" if device.use_samples else "utilization-rates",
             gpm_supported=gpm,
         )
         return device

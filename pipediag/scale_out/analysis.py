@@ -21,25 +21,7 @@ from pipediag.report.scale_out import (
 )
 from pipediag.report.stage_facts import prefix_cost_s, upstream_of
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    BLOCKER_LOCAL_PATH,
-    BLOCKER_PYTHON,
-    BLOCKER_REFUSED,
-    COST_CONTENTION,
-    FROM_ASSUMED_NETWORK,
-    FROM_CLUSTER,
-    FROM_LOCAL_SERVICE,
-    FROM_PIPELINE_ALONE,
-    FROM_STAGE_TIMING,
-    INPUT_BOUND,
-    LIMITED_BY_COMPUTE,
-    LIMITED_BY_LOCAL,
-    LIMITED_BY_TRANSFER,
-    SERVICE_CLUSTER,
-    SERVICE_LOCAL,
-    LimitedBy,
-    RateSource,
-)
+from pipediag.report.vocabulary import LimitedBy, RateSource
 
 # The pipeline alone kept this share of the host's cores busy: no setting here makes it faster.
 PIPELINE_CORES_SHARE = 0.8
@@ -77,7 +59,7 @@ def python_blockers(stages: Sequence[StageStats]) -> list[ServiceBlocker]:
             )
         found.append(
             ServiceBlocker(
-                kind=BLOCKER_PYTHON,
+                kind="python-function",
                 detail=detail,
                 stage_index=stage.index,
                 stage=stage_name(stage),
@@ -110,7 +92,7 @@ def local_path_blocker(
             "from there; workers on this host (--scale-out) can read them"
         )
     return ServiceBlocker(
-        kind=BLOCKER_LOCAL_PATH,
+        kind="local-path",
         detail=f"{reader} reads {_files_text(paths, total)}: {fix}",
         stage_index=None if stage is None else stage.index,
         stage="" if stage is None else stage_name(stage),
@@ -139,7 +121,7 @@ def stage_label(stage: StageStats) -> str:
 def refused_blocker(error: str, part: str) -> ServiceBlocker:
     """The service failed on the pipeline when tried, for a reason no static check found."""
     return ServiceBlocker(
-        kind=BLOCKER_REFUSED,
+        kind="refused",
         detail=f"the service failed on the {part} when tried: {error}",
     )
 
@@ -155,7 +137,7 @@ def distribute_point(
     """
     if not stages:
         return None
-    pinned = {b.stage_index for b in blockers if b.kind == BLOCKER_PYTHON}
+    pinned = {b.stage_index for b in blockers if b.kind == "python-function"}
     movable: dict[int, bool] = {}
 
     def can_move(index: int) -> bool:
@@ -226,7 +208,7 @@ def host_cpu_is_limit(report: Report) -> bool:
     if busy is not None and busy >= CPU_SATURATED_PCT:
         return True
     split = report.verdict.cost_split
-    return split is not None and split.dominant == COST_CONTENTION
+    return split is not None and split.dominant == "contention"
 
 
 def shows_scale_out(report: Report) -> bool:
@@ -236,7 +218,7 @@ def shows_scale_out(report: Report) -> bool:
         return False
     if section.requested:
         return True
-    return report.verdict.label == INPUT_BOUND and host_cpu_is_limit(report)
+    return report.verdict.label == "input-bound" and host_cpu_is_limit(report)
 
 
 def _measured(section: ScaleOut, where: str) -> ServiceMeasurement | None:
@@ -258,8 +240,8 @@ def predict(report: Report) -> ScaleOutPrediction:
     cut = section.distribute_after_index
     if cut is None:
         return dataclasses.replace(base, reason=Reason("nothing-to-move"))
-    cluster = _measured(section, SERVICE_CLUSTER)
-    local = _measured(section, SERVICE_LOCAL)
+    cluster = _measured(section, "cluster")
+    local = _measured(section, "local")
     per_worker, per_worker_source = _per_worker(report, cluster, cut)
     transfer, transfer_source = _transfer(cluster, local)
     local_cost = None if section.moves_whole_pipeline else local_s_per_batch(stages, cut)
@@ -279,11 +261,11 @@ def predict(report: Report) -> ScaleOutPrediction:
     receiving = measured.consumer_cpu_s_per_batch if measured is not None else None
     cores = report.environment.cpu_count or report.host.cpu_count or 1
     fed_target = 1.0 / (1.0 / target + (receiving or 0.0) / cores)
-    limits: dict[LimitedBy, float] = {LIMITED_BY_COMPUTE: fed_target}
+    limits: dict[LimitedBy, float] = {"compute": fed_target}
     if transfer:
-        limits[LIMITED_BY_TRANSFER] = transfer
+        limits["transfer"] = transfer
     if local_cost:
-        limits[LIMITED_BY_LOCAL] = 1.0 / local_cost
+        limits["local-stages"] = 1.0 / local_cost
     limited_by = min(limits, key=lambda k: limits[k])
     rate = limits[limited_by]
     return dataclasses.replace(
@@ -299,13 +281,13 @@ def _per_worker(
     report: Report, cluster: ServiceMeasurement | None, cut: int
 ) -> tuple[float | None, RateSource]:
     if cluster is not None and cluster.per_worker_batches_per_s:
-        return cluster.per_worker_batches_per_s, FROM_CLUSTER
+        return cluster.per_worker_batches_per_s, "cluster"
     section = report.scale_out
     if section is not None and section.moves_whole_pipeline and report.pipeline.batches_per_s:
-        return report.pipeline.batches_per_s, FROM_PIPELINE_ALONE
+        return report.pipeline.batches_per_s, "pipeline-alone"
     stages = checked_stages(report)
     if 0 <= cut < len(stages) and stages[cut].batches_per_s:
-        return stages[cut].batches_per_s, FROM_STAGE_TIMING
+        return stages[cut].batches_per_s, "stage-timing"
     return None, ""
 
 
@@ -313,15 +295,15 @@ def _transfer(
     cluster: ServiceMeasurement | None, local: ServiceMeasurement | None
 ) -> tuple[float | None, RateSource]:
     if cluster is not None and cluster.transfer_batches_per_s:
-        return cluster.transfer_batches_per_s, FROM_CLUSTER
+        return cluster.transfer_batches_per_s, "cluster"
     if local is None:
         return None, ""
     candidates: list[tuple[float, RateSource]] = []
     if local.transfer_batches_per_s:
-        candidates.append((local.transfer_batches_per_s, FROM_LOCAL_SERVICE))
+        candidates.append((local.transfer_batches_per_s, "local-service"))
     if local.bytes_per_batch:
         network = ASSUMED_NETWORK_BYTES_PER_S / local.bytes_per_batch
-        candidates.append((network, FROM_ASSUMED_NETWORK))
+        candidates.append((network, "assumed-network"))
     return min(candidates) if candidates else (None, "")
 
 
@@ -371,7 +353,7 @@ def enrich_report(report: Report) -> Report:
     if section is None or not section.checked:
         return report
     prediction = predict(report)
-    cluster = next((m for m in section.measurements if m.where == SERVICE_CLUSTER), None)
+    cluster = next((m for m in section.measurements if m.where == "cluster"), None)
     address = cluster.address if cluster is not None and cluster.address else None
     code = paste_code(report, prediction, address)
     shown = shows_scale_out(report)

@@ -20,13 +20,7 @@ from pipediag.report.reasons import Reason
 from pipediag.report.scale_out import ScaleOut, ServiceBlocker, ServiceMeasurement
 from pipediag.report.stage_facts import upstream_of
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    BLOCKER_PYTHON,
-    PARALLEL_EPOCHS,
-    SERVICE_CLUSTER,
-    SERVICE_LOCAL,
-    ServiceWhere,
-)
+from pipediag.report.vocabulary import ServiceWhere
 from pipediag.scale_out.analysis import (
     MIN_MOVED_SHARE,
     distribute_point,
@@ -150,7 +144,7 @@ def _too_little_moves(
     share = moved_share(stages, cut)
     if share is None or share >= MIN_MOVED_SHARE:
         return None
-    pinned = ", ".join(b.stage for b in blockers if b.kind == BLOCKER_PYTHON)
+    pinned = ", ".join(b.stage for b in blockers if b.kind == "python-function")
     return Reason(
         "too-little-moves",
         detail=stage_label(stages[cut]),
@@ -206,7 +200,7 @@ def _planned(
         where=where,
         address=address,
         workers=workers,
-        processing_mode=PARALLEL_EPOCHS,
+        processing_mode="parallel_epochs",
         part=plan.part,
         local_batches_per_s=plan.local_batches_per_s,
         notes=list(plan.notes),
@@ -214,7 +208,7 @@ def _planned(
 
 
 def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasurement:
-    base = _planned(plan, where=SERVICE_LOCAL, workers=workers)
+    base = _planned(plan, where="local", workers=workers)
     if plan.error is not None:
         return replace(base, reason=plan.error)
     began = clock.now()
@@ -240,8 +234,8 @@ def _measure_cluster(
         address = parse_address(config.data_service)
     except ValueError as exc:  # the CLI checks it; an API caller may not have
         reason = Reason("service-error", detail=str(exc))
-        return ServiceMeasurement(where=SERVICE_CLUSTER, reason=reason, part=plan.part)
-    base = _planned(plan, where=SERVICE_CLUSTER, address=address)
+        return ServiceMeasurement(where="cluster", reason=reason, part=plan.part)
+    base = _planned(plan, where="cluster", address=address)
     if plan.error is not None:
         return replace(base, reason=plan.error)
     began = clock.now()

@@ -25,13 +25,7 @@ from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import (
-    QUIET_TRAINING_BLOCK,
-    STEP_ALONE_BLOCK,
-    TRAINING_BLOCK,
-    ComputeAloneMethod,
-    RateBlockKind,
-)
+from pipediag.report.vocabulary import ComputeAloneMethod, RateBlockKind
 from pipediag.training.compute_alone import WARMUP_STEPS, StepAlone, steps_lasting
 
 # The longest the samplers pause for a quiet block with no training block's rate to size it.
@@ -107,7 +101,7 @@ class Alternation:
         self.began = clock.now()
         self._next: Next = "training"
         if lead is not None and lead[1]:
-            self.blocks.append(block_of(TRAINING_BLOCK, lead[0] - origin, lead[1]))
+            self.blocks.append(block_of("training", lead[0] - origin, lead[1]))
             self._next = "step-alone"
         self._open: _OpenBlock | None = None
 
@@ -131,10 +125,10 @@ class Alternation:
 
     @property
     def rounds(self) -> int:
-        return sum(b.kind == STEP_ALONE_BLOCK for b in self.blocks)
+        return sum(b.kind == "step-alone" for b in self.blocks)
 
     def start_block(self, kind: RateBlockKind, at: float) -> None:
-        if kind == QUIET_TRAINING_BLOCK:
+        if kind == "quiet-training":
             self._hold_quiet()
         self._open = _OpenBlock(kind, at, at, [], time.process_time())
 
@@ -179,7 +173,7 @@ class Alternation:
             kind, opened.start - self._origin, durations, cpu_s=cpu, whole=self._whole_blocks
         )
         self.blocks.append(block)
-        if kind == STEP_ALONE_BLOCK:
+        if kind == "step-alone":
             self._alone_durations.extend(durations[block.dropped_steps :])
             self._alone_cpu_s += cpu
             self._alone_steps += len(durations)
@@ -194,7 +188,7 @@ class Alternation:
         if self._quiet is None:
             return False
         last = self._last_training_block()
-        return last is not None and last.kind == TRAINING_BLOCK
+        return last is not None and last.kind == "training"
 
     def release_samplers(self) -> None:
         """The samplers read again (the alternation is over, or failed)."""
@@ -211,7 +205,7 @@ class Alternation:
 
     def _last_training_block(self) -> RateBlock | None:
         """The newest block of the script's own steps, watched or quiet."""
-        return next((b for b in reversed(self.blocks) if b.kind != STEP_ALONE_BLOCK), None)
+        return next((b for b in reversed(self.blocks) if b.kind != "step-alone"), None)
 
     def _wants_another_round(self) -> bool:
         rounds = self.rounds
@@ -234,7 +228,7 @@ class Alternation:
     def result(self, method: ComputeAloneMethod, *, restored: int = 0) -> ComputeAlone:
         """T from the step-alone blocks, with every block for the verdict's pairs."""
         self.release_samplers()
-        alone = [b for b in self.blocks if b.kind == STEP_ALONE_BLOCK]
+        alone = [b for b in self.blocks if b.kind == "step-alone"]
         steps = sum(b.steps for b in alone)
         seconds = sum(b.seconds for b in alone)
         if not steps or seconds <= 0:
@@ -284,7 +278,7 @@ class FitAlternation:
             def step_ended(at: float) -> bool:
                 # The block starts after the warm-up: its first step starts at the first end.
                 if alternation.open_kind is None:
-                    alternation.start_block(STEP_ALONE_BLOCK, at)
+                    alternation.start_block("step-alone", at)
                     return False
                 return alternation.step_ended(at)
 
@@ -299,8 +293,8 @@ class FitAlternation:
             return False
         alternation = self.alternation
         if alternation.open_kind is None:
-            quiet = alternation.next == QUIET_TRAINING_BLOCK
-            alternation.start_block(QUIET_TRAINING_BLOCK if quiet else TRAINING_BLOCK, start)
+            quiet = alternation.next == "quiet-training"
+            alternation.start_block("quiet-training" if quiet else "training", start)
         return alternation.step_timed(end - start)
 
     def skip_step(self) -> None:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
-from pipediag.report.model_side import JIT_COMPILE, ModelTrial
+from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import CACHED_BATCH_LOOP, STEP_ALONE_BLOCK, RateBlockKind
+from pipediag.report.vocabulary import RateBlockKind
 from pipediag.training.alternation import Alternation
 from pipediag.training.compute_alone import WARMUP_STEPS
 from pipediag.training.loop_profile import LoopProfile, OpsFound, Profiler, keras_layer_names
@@ -138,7 +138,7 @@ class AlternatedBlocks:
         if following == "done":
             return None
         kind: RateBlockKind = following
-        if kind == STEP_ALONE_BLOCK and self._warmup_left > 0:
+        if kind == "step-alone" and self._warmup_left > 0:
             self._warmup_left -= 1  # the first block's first steps are not timed
         else:
             alternation.start_block(kind, now)
@@ -153,7 +153,7 @@ class AlternatedBlocks:
         """The blocks so far (an open one ended now); the cached batch is released."""
         self.batch = self._pull = None
         self._alternation.end_block()
-        return self._alternation.result(CACHED_BATCH_LOOP)
+        return self._alternation.result("cached-batch-loop")
 
     def _synced_now(self) -> float:
         """Synced where a block starts or ends: dispatch is not speed (docs/design.md, "JAX")."""
@@ -165,7 +165,7 @@ class AlternatedBlocks:
         return self._clock.now()
 
     def _answer(self, kind: str) -> Any:
-        if kind != STEP_ALONE_BLOCK:
+        if kind != "step-alone":
             return PULL
         if self._pull is not None:
             self._pull()
@@ -233,7 +233,7 @@ def _model_side(
             return
     if not isinstance(step, LoopStep) or batch is None:
         reason = step if isinstance(step, Reason) else Reason("no-train-step-found")
-        fold(ModelSide(ModelTrial(JIT_COMPILE, reason=reason), clock.now()))
+        fold(ModelSide(ModelTrial("jit_compile", reason=reason), clock.now()))
         return
     serving.phase("trying XLA on the loop's train step", seconds, redraw=False)
     trial = LoopXlaTrial(step, batch, clock=clock, step_s=serving.step_s, budget_s=seconds)

@@ -15,7 +15,7 @@ from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, run_block
 from pipediag.report.model import ComputeAlone
 from pipediag.report.reasons import Reason, ReasonCode
-from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
+from pipediag.report.vocabulary import ComputeAloneMethod
 from pipediag.training.fit_backend import on_jax, undriven
 from pipediag.training.jax_fit import JaxStepAlone, trainable
 
@@ -57,7 +57,7 @@ def steps_lasting(seconds: float, step_s: float, *, fewest: int, most: int) -> i
 class FitStepAlone:
     """fit's compiled train function on the cached batch, variables put back after a block."""
 
-    method: ComputeAloneMethod = KERAS_TRAIN_FUNCTION
+    method: ComputeAloneMethod = "keras-train-function"
 
     def __init__(self, model: Any, batch: Any) -> None:
         self._train_function = model.train_function

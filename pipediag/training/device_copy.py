@@ -10,7 +10,7 @@ from typing import Any
 
 from pipediag.bench.device import DevicePlacement
 from pipediag.clock import Clock
-from pipediag.report.model_side import DEVICE_COPY, ModelTrial
+from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
 from pipediag.training.step_rounds import FitFacts, Side, measure
 
@@ -30,7 +30,7 @@ def device_copy_trial(
     host = placement.on_host(batch)
     on_device = placement.on_device(batch)
     trial = measure(
-        DEVICE_COPY,
+        "device_copy",
         Side(lambda: step(host)),
         Side(lambda: step(on_device)),
         facts,
@@ -58,4 +58,4 @@ def copy_share(trial: ModelTrial) -> float | None:
 
 def no_gpu_trial() -> ModelTrial:
     """The trial where TensorFlow sees no GPU: the batch is already where the step runs."""
-    return ModelTrial(DEVICE_COPY, reason=Reason("no-gpu-copy"))
+    return ModelTrial("device_copy", reason=Reason("no-gpu-copy"))

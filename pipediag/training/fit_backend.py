@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipediag.report.vocabulary import JAX_BACKEND, TENSORFLOW_BACKEND, TORCH_BACKEND, KerasBackend
+from pipediag.report.vocabulary import KerasBackend
 
 _TRAINER_MODULES: dict[str, KerasBackend] = {
-    "keras.src.backend.jax.trainer": JAX_BACKEND,
-    "keras.src.backend.torch.trainer": TORCH_BACKEND,
-    "keras.src.backend.tensorflow.trainer": TENSORFLOW_BACKEND,
+    "keras.src.backend.jax.trainer": "jax",
+    "keras.src.backend.torch.trainer": "torch",
+    "keras.src.backend.tensorflow.trainer": "tensorflow",
 }
 BACKEND_NAMES: dict[str, str] = {
-    TENSORFLOW_BACKEND: "TensorFlow",
-    JAX_BACKEND: "JAX",
-    TORCH_BACKEND: "PyTorch",
+    "tensorflow": "TensorFlow",
+    "jax": "JAX",
+    "torch": "PyTorch",
 }
 
 
@@ -31,10 +31,10 @@ def keras_backend(model: Any) -> KerasBackend | None:
 def undriven(model: Any) -> str | None:
     """The name of `model`'s backend where pipediag does not drive its train step."""
     backend = keras_backend(model)
-    if backend in (None, TENSORFLOW_BACKEND, JAX_BACKEND):
+    if backend in (None, "tensorflow", "jax"):
         return None
     return BACKEND_NAMES.get(backend or "", backend or "")
 
 
 def on_jax(model: Any) -> bool:
-    return keras_backend(model) == JAX_BACKEND
+    return keras_backend(model) == "jax"

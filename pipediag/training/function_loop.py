@@ -13,7 +13,7 @@ from typing import Any
 
 from pipediag.clock import Clock
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import TRAINING_FUNCTION, ComputeAloneMethod
+from pipediag.report.vocabulary import ComputeAloneMethod
 from pipediag.training.compute_alone import (
     graph_defs,
     ops_in,
@@ -181,7 +181,7 @@ class CallStepAlone:
     swap: tuple[Any, Any] | None = None
     held: Any = None  # kept alive while its resource may be read
     per_call: int = field(default=1, init=False)  # steps are reported singly, not per call
-    method: ComputeAloneMethod = field(default=TRAINING_FUNCTION, init=False)
+    method: ComputeAloneMethod = field(default="training-function", init=False)
 
     @property
     def restored_variables(self) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pipediag.clock import Clock, run_block
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import KERAS_TRAIN_FUNCTION, ComputeAloneMethod
+from pipediag.report.vocabulary import ComputeAloneMethod
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
 STATE_KEYS = (
@@ -83,7 +83,7 @@ def trainable(model: Any) -> Reason | None:
 class JaxStepAlone:
     """fit's JAX train step on the cached batch, each block on a fresh copy of fit's state."""
 
-    method: ComputeAloneMethod = KERAS_TRAIN_FUNCTION
+    method: ComputeAloneMethod = "keras-train-function"
 
     def __init__(self, model: Any, batch: Any) -> None:
         import jax

@@ -11,7 +11,7 @@ from typing import Any
 from pipediag.analysis.paired import OVERRUN
 from pipediag.bench.interleaved import RoundPlan
 from pipediag.clock import Clock
-from pipediag.report.model_side import JIT_COMPILE, ModelTrial
+from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
 from pipediag.training.compute_alone import each_once, variables_put_back
 from pipediag.training.model_variants import xla_failure
@@ -130,11 +130,11 @@ class LoopXlaTrial:
         seconds = self._clock.now() - self.began
         if self._failure is not None or self._plan is None:
             reason = self._failure if self._failure is not None else Reason("loop-stopped")
-            trial = ModelTrial(JIT_COMPILE, reason=reason, code=code, seconds=seconds)
+            trial = ModelTrial("jit_compile", reason=reason, code=code, seconds=seconds)
         else:
             self._slice = None  # cut short by the loop: not timed
             rounds = self._plan.rounds()
-            trial = trial_result(JIT_COMPILE, rounds, fit_per_s=None, seconds=seconds)
+            trial = trial_result("jit_compile", rounds, fit_per_s=None, seconds=seconds)
             trial = replace(trial, code=code, setting="True")
         self._result = trial
         return trial

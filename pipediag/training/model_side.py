@@ -15,15 +15,7 @@ from pipediag.analysis.paired import OVERRUN
 from pipediag.analysis.run_terms import fit_added_s
 from pipediag.bench.device import DevicePlacement, gpu_placement
 from pipediag.clock import Clock
-from pipediag.report.model_side import (
-    DEVICE_COPY,
-    JIT_COMPILE,
-    MIXED_PRECISION,
-    STEPS_PER_EXECUTION,
-    ModelChange,
-    ModelTrial,
-    TopOp,
-)
+from pipediag.report.model_side import ModelChange, ModelTrial, TopOp
 from pipediag.report.reasons import Reason, error_line
 from pipediag.training.compute_alone import (
     cached_batch_feed,
@@ -132,12 +124,12 @@ def _trials(
 ) -> list[ModelTrial]:
     # XLA first, the change that most often pays; each build comes before its rounds.
     tries: list[tuple[ModelChange, Callable[..., ModelTrial]]] = [
-        (JIT_COMPILE, _xla),
-        (STEPS_PER_EXECUTION, _multi_step),
-        (MIXED_PRECISION, _mixed_precision),
+        ("jit_compile", _xla),
+        ("steps_per_execution", _multi_step),
+        ("mixed_precision", _mixed_precision),
     ]
     if placement is not None:
-        tries.append((DEVICE_COPY, functools.partial(_device_copy, placement=placement)))
+        tries.append(("device_copy", functools.partial(_device_copy, placement=placement)))
     # Equal shares, whatever a build overran: a long XLA compilation must not starve the rest.
     share = max(0.0, until_s - clock.now()) / len(tries)
     trials: list[ModelTrial] = []
@@ -183,15 +175,15 @@ def _xla(model: Any, batch: Any, facts: FitFacts, share_s: float, *, clock: Cloc
     code = "model.compile(..., jit_compile=True)"
     built = xla_train_function(model)
     if isinstance(built, Reason):
-        return ModelTrial(JIT_COMPILE, reason=built, code=code)
+        return ModelTrial("jit_compile", reason=built, code=code)
     feed = cached_batch_feed(model, batch)
     began = clock.now()
     try:
         _caller(built, feed)()  # compiles
     except Exception as exc:
-        return ModelTrial(JIT_COMPILE, reason=xla_failure(exc), code=code)
+        return ModelTrial("jit_compile", reason=xla_failure(exc), code=code)
     trial = measure(
-        JIT_COMPILE,
+        "jit_compile",
         Side(_caller(model.train_function, feed)),
         Side(_caller(built, feed)),
         facts,
@@ -212,14 +204,14 @@ def _multi_step(
     code = f"model.compile(..., steps_per_execution={steps})"
     if current > 1:
         reason = Reason("spe-already", value=current)
-        return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(current))
+        return ModelTrial("steps_per_execution", reason=reason, setting=str(current))
     if steps * facts.step_s > SPE_MAX_CALL_S:
         reason = Reason("spe-step-long", value=facts.step_s)
-        return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(steps))
+        return ModelTrial("steps_per_execution", reason=reason, setting=str(steps))
     strategy = getattr(model, "distribute_strategy", None)
     if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
         reason = Reason("spe-multi-replica")
-        return ModelTrial(STEPS_PER_EXECUTION, reason=reason, setting=str(steps))
+        return ModelTrial("steps_per_execution", reason=reason, setting=str(steps))
     began = clock.now()
     built = multi_step_train_function(model, steps)
     cached = tf.data.Dataset.from_tensors(batch).repeat()
@@ -229,7 +221,7 @@ def _multi_step(
     baseline = Side(_caller(model.train_function, lambda: base_iterator))
     baseline.call()  # a retrace for the cached batch's iterator
     trial = measure(
-        STEPS_PER_EXECUTION,
+        "steps_per_execution",
         baseline,
         Side(_caller(built, lambda: variant_iterator), steps),
         facts,
@@ -253,10 +245,10 @@ def _mixed_precision(
     policy = facts.policy
     code = f'keras.mixed_precision.set_global_policy("{policy}")  # before the model is built'
     if facts.policy_reason is not None:
-        return ModelTrial(MIXED_PRECISION, reason=facts.policy_reason, code=code, setting=policy)
+        return ModelTrial("mixed_precision", reason=facts.policy_reason, code=code, setting=policy)
     blocker = clone_blocker(model)
     if blocker is not None:
-        return ModelTrial(MIXED_PRECISION, reason=blocker, code=code, setting=policy)
+        return ModelTrial("mixed_precision", reason=blocker, code=code, setting=policy)
     began = clock.now()
     clone = mixed_precision_clone(model, policy)
     clone.make_train_function()
@@ -264,7 +256,7 @@ def _mixed_precision(
     variant = Side(_caller(clone.train_function, feed))
     variant.call()  # traces
     trial = measure(
-        MIXED_PRECISION,
+        "mixed_precision",
         Side(_caller(model.train_function, feed)),
         variant,
         facts,

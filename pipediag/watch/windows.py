@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, Thresholds
 from pipediag.analysis.input_cost import label_of
-from pipediag.report.vocabulary import UNKNOWN, VerdictLabel
+from pipediag.report.vocabulary import VerdictLabel
 from pipediag.report.watch import WatchWindow
 from pipediag.timeline import RawStep
 
@@ -21,7 +21,7 @@ def label_by_wait_share(
 ) -> VerdictLabel:
     """XProf's wording for a share of step time spent waiting for input."""
     if share is None:
-        return UNKNOWN
+        return "unknown"
     high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
     return label_of(share, high=high, moderate=moderate)
 

@@ -11,7 +11,6 @@ import pytest
 
 from pipediag.analysis.advisor import advise
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import COMPUTE_BOUND, GAIN_ON_TRAINING
 
 # --- real pipelines ------------------------------------------------------------------------------
 
@@ -52,7 +51,7 @@ def _ahead_of(earlier: Any, later: Any) -> bool:
     on training (at least 1.05x) before any that is not, by that gain; else by estimate."""
 
     def measured(s: Any) -> float | None:
-        gain = s.gain.on(GAIN_ON_TRAINING)
+        gain = s.gain.on("training")
         return gain if gain is not None and gain >= VERIFIED_MIN_GAIN else None
 
     first, second = measured(earlier), measured(later)
@@ -106,7 +105,7 @@ def test_well_tuned_pipeline_gets_no_input_fix() -> None:
     ds = pipelines.well_tuned()
 
     input_bound = advise(pipelines.diagnose(ds))
-    compute_bound = advise(pipelines.diagnose(ds, label=COMPUTE_BOUND))
+    compute_bound = advise(pipelines.diagnose(ds, label="compute-bound"))
 
     assert [s.id for s in input_bound if s.kind != "note"] == []
     assert [s.id for s in compute_bound] == ["PD000-pipeline-fine"]

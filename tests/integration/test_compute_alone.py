@@ -11,7 +11,6 @@ import pytest
 
 import pipediag
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import ESTIMATED, MEASURED
 
 pytestmark = pytest.mark.tensorflow
 
@@ -103,7 +102,7 @@ def test_fit_runs_the_train_function_alone_after_the_measured_steps(tmp_path: Pa
     assert kinds.count("step-alone") >= 3 and kinds.count("training") >= 3
     assert {b.steps + b.dropped_steps for b in alone.blocks} == {alone.block_steps}
     verdict = report.verdict
-    assert verdict.compute_alone_source == MEASURED
+    assert verdict.compute_alone_source == "measured"
     # T is the step alone with fit's own time around each step added, as fit would run it
     # on a cached batch (docs/design.md, "Rates in alternation"), read through the pairs:
     # training's rate over their mean ratio, so 1 - A/T is the cost within epochs
@@ -129,7 +128,7 @@ def test_a_custom_loop_alternates_its_last_batch_and_its_own_pulls_at_the_budget
     assert report.stop_reason == "step-budget"
     alone = report.compute_alone
     assert alone is not None and alone.measured and alone.method == "cached-batch-loop"
-    assert report.verdict.compute_alone_source == MEASURED
+    assert report.verdict.compute_alone_source == "measured"
     # the blocks alternate, training first (20 measured steps are fewer than a block), at
     # least 3 of each kind, every one of the same step count
     kinds = [block.kind for block in alone.blocks]
@@ -167,7 +166,7 @@ def test_a_stateful_random_op_in_the_train_step_keeps_compute_alone_estimated(
     alone = report.compute_alone
     assert alone is not None and not alone.measured
     assert alone.reason == Reason("stateful-random-op", detail="RandomUniform")
-    assert report.verdict.compute_alone_source == ESTIMATED
+    assert report.verdict.compute_alone_source == "estimated"
     assert report.verdict.compute_alone_reason == alone.reason
 
 

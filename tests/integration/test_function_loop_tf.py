@@ -20,7 +20,6 @@ import pipediag
 from pipediag.renderers.cost_words import WAITS_NOT_TIMED
 from pipediag.renderers.verdict_words import headline
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, NO_VERDICT_NO_STEPS
 
 pytestmark = pytest.mark.tensorflow
 
@@ -113,7 +112,7 @@ def test_a_slow_map_under_a_multi_step_function_is_input_bound(tmp_path: Path) -
     assert alone.restored_variables > 0
     verdict = report.verdict
     assert input_bound_or_host_busy(verdict.label, verdict.uncertain_because), verdict
-    if verdict.label == INPUT_BOUND:
+    if verdict.label == "input-bound":
         assert verdict.cost_split is not None and not verdict.cost_split.waits_timed
         assert WAITS_NOT_TIMED in headline(report).details
     # Training runs at the pipeline's pace: about 20 batches/s, each batch one step.
@@ -131,7 +130,7 @@ def test_a_heavy_model_under_a_multi_step_function_is_compute_bound(tmp_path: Pa
     assert verdict.compute_alone_source == "measured", verdict
     # (its cost read near 5%, the band edge a host's noise moves either way)
     reached = bands_reached(verdict.label, verdict.input_cost_interval)
-    assert verdict.label != INPUT_BOUND and reached & {COMPUTE_BOUND, BALANCED}, verdict
+    assert verdict.label != "input-bound" and reached & {"compute-bound", "balanced"}, verdict
     assert verdict.pipeline_headroom is not None and verdict.pipeline_headroom > 1
 
 
@@ -164,7 +163,7 @@ def test_a_function_loop_without_a_step_counter_is_named_with_how_to_get_a_verdi
 
     assert report.complete and report.stop_reason == "script-finished", report.exit
     assert report.verdict.label == "unknown"
-    assert report.verdict.no_verdict_because == NO_VERDICT_NO_STEPS
+    assert report.verdict.no_verdict_because == "no-steps"
     assert "pipediag.monitor()" in headline(report).text
     assert _note(report, "function-without-step-counter", "sgd_steps")
 

@@ -12,7 +12,6 @@ from pipelines import input_bound_or_host_busy
 import pipediag
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.verdict_words import headline
-from pipediag.report.vocabulary import NO_VERDICT_NO_TRAINING, NO_VERDICT_WAIT_NOT_MEASURED, UNKNOWN
 
 pytestmark = pytest.mark.tensorflow
 
@@ -74,8 +73,8 @@ def test_empty_dataset(tmp_path: Path) -> None:
     (skipped,) = report.train.skipped_passes
     assert skipped.batches == 0
     assert report.pipeline.measured is False
-    assert report.verdict.label == UNKNOWN and report.complete
-    assert report.verdict.no_verdict_because == NO_VERDICT_NO_TRAINING
+    assert report.verdict.label == "unknown" and report.complete
+    assert report.verdict.no_verdict_because == "no-training"
     text = (tmp_path / "out" / "summary.txt").read_text()
     assert text.startswith("NO VERDICT: No training was found")
     assert "skipped an empty pass at train.py:" in text and "(the dataset was empty)" in text
@@ -86,7 +85,7 @@ def test_single_element(tmp_path: Path) -> None:
     # one step cannot be seen between two pulls: one batch is never a training run
     (skipped,) = report.train.skipped_passes
     assert skipped.batches == 1
-    assert report.verdict.label == UNKNOWN
+    assert report.verdict.label == "unknown"
 
 
 def test_dict_and_ragged_elements(tmp_path: Path) -> None:
@@ -200,9 +199,9 @@ def test_script_running_its_own_profiler(tmp_path: Path) -> None:
             tf.profiler.experimental.stop()
         """,
     )
-    assert report.verdict.label == UNKNOWN
+    assert report.verdict.label == "unknown"
     assert any(note.code == "fit-profiler-no-start" for note in report.notes)
-    assert report.verdict.no_verdict_because == NO_VERDICT_WAIT_NOT_MEASURED
+    assert report.verdict.no_verdict_because == "wait-not-measured"
     assert "could not be measured" in headline(report).text
     assert report.train.measured_steps == 10 and report.complete
 

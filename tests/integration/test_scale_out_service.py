@@ -29,7 +29,6 @@ from pipediag.config import RunConfig
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import PipelineBenchmark
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import BLOCKER_LOCAL_PATH, BLOCKER_PYTHON
 from pipediag.scale_out.check import check_scale_out
 from pipediag.scale_out.local_files import find_local_files
 from pipediag.scale_out.service import LocalService, ServiceError, probe_dispatcher
@@ -134,7 +133,7 @@ def test_a_py_function_pipeline_gets_its_blocker_with_the_line(
     # THEN the blocker names the map and the line of its function
     line = inspect.getsourcelines(python_map)[1]
     (blocker,) = section.blockers
-    assert blocker.kind == BLOCKER_PYTHON
+    assert blocker.kind == "python-function"
     assert blocker.source == f"test_scale_out_service.py:{line}"
     assert blocker.stage == "map(python_map)" and "tf.py_function" in blocker.detail
     assert section.compatible is False
@@ -190,7 +189,7 @@ def test_local_files_are_found_with_the_stage_that_reads_them(tf: Any, tmp_path:
     assert find_local_files(walk(remote)) == []
     section = check_scale_out(walk(listed), _pipeline(), RunConfig())
     (blocker,) = section.blockers
-    assert blocker.kind == BLOCKER_LOCAL_PATH and blocker.paths_total == 4
+    assert blocker.kind == "local-path" and blocker.paths_total == 4
     # local files do not pin any stage: the whole pipeline can move once they are shared
     assert section.moves_whole_pipeline
 

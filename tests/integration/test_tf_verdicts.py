@@ -17,7 +17,6 @@ import pytest
 from pipelines import bands_reached, input_bound_or_host_busy
 
 import pipediag
-from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, WARMUP
 
 pytestmark = pytest.mark.tensorflow
 
@@ -117,10 +116,10 @@ def test_input_bound_pipeline(tmp_path: Path, style: str) -> None:
     # (a loaded host's honest "uncertain: the host was busy" is allowed, as in every test of
     # a verdict on real timings: a fresh-clone run with one core taken read it here)
     assert input_bound_or_host_busy(verdict.label, verdict.uncertain_because), verdict
-    if verdict.label == INPUT_BOUND:
+    if verdict.label == "input-bound":
         assert verdict.severity == "highly input-bound"
     assert report.train.style == ("keras-fit" if style == "fit" else "custom-loop")
-    measured = [s for s in report.train.steps if s.label != WARMUP]
+    measured = [s for s in report.train.steps if s.label != "warmup"]
     assert len(measured) == MEASURED
     waits = [step.input_wait_s for step in measured]
     assert all(wait is not None for wait in waits)
@@ -148,7 +147,7 @@ def test_compute_bound_model(tmp_path: Path, style: str) -> None:
     # not this test's; the rates say the model sets the pace.
     verdict = report.verdict
     reached = bands_reached(verdict.label, verdict.input_cost_interval)
-    assert verdict.label != INPUT_BOUND and reached & {COMPUTE_BOUND, BALANCED}, verdict
+    assert verdict.label != "input-bound" and reached & {"compute-bound", "balanced"}, verdict
     assert verdict.input_wait_fraction is not None
     assert report.verdict.input_wait_fraction < 0.10
     assert report.verdict.pipeline_headroom is not None and report.verdict.pipeline_headroom > 1

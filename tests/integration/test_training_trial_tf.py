@@ -13,7 +13,6 @@ from pipediag.bench.structure import walk
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import GAIN_ON_TRAINING
 from pipediag.training.prescription import order_for_search
 from pipediag.training.training_trial import with_training
 
@@ -99,7 +98,7 @@ def test_a_sequential_python_map_is_tried_on_training(tmp_path: Path, style: str
     assert trial.training_speedup is not None
     assert "training_trial" in [p.name for p in report.phases]
     (fix,) = [s for s in report.suggestions if s.id.startswith("PD001")]
-    assert fix.gain.on(GAIN_ON_TRAINING) == pytest.approx(_expected_gain(report, trial))
+    assert fix.gain.on("training") == pytest.approx(_expected_gain(report, trial))
 
 
 def _expected_gain(report: Any, trial: Any) -> float:

@@ -221,7 +221,6 @@ def test_a_file_source_of_unknown_length_is_counted_for_its_cache(
 
 def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
     from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
-    from pipediag.bench.interleaved import STOP_GAIN
     from pipediag.bench.stages import measure_stages
     from pipediag.bench.whatif import verify_fixes
     from pipediag.report.fixes import FIX_PARALLEL_MAP
@@ -236,7 +235,7 @@ def test_sequential_map_fix_is_verified_faster_on_two_cores() -> None:
     (trial,) = [t for t in trials if t.fix == FIX_PARALLEL_MAP]
     assert trial.verified, trial.reason
     assert trial.stage == "map(slow_py_map)"
-    assert trial.facts.stopped == STOP_GAIN
+    assert trial.facts.stopped == "clear gain"
     assert trial.rounds >= TRIAL_MIN_ROUNDS
     # A clear gain: its interval's low end above 1 (about 1.5x on 2 cores; the two threads
     # AUTOTUNE gives it there leave a loaded host's gain too close to any fixed bar)
@@ -373,7 +372,6 @@ def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
     from synthetic_reports import FakeClock
 
     from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
-    from pipediag.bench.interleaved import STOP_BUDGET
     from pipediag.bench.whatif import verify_fixes
 
     clock = FakeClock()
@@ -386,7 +384,7 @@ def test_an_unclear_trial_runs_until_the_deadline_not_past_it(
 
     # THEN it ran more than the minimum rounds, stopped for time, and ended by the deadline
     assert trial.verified, trial.reason
-    assert trial.facts.stopped == STOP_BUDGET
+    assert trial.facts.stopped == "budget"
     assert trial.rounds > TRIAL_MIN_ROUNDS
     assert clock.now() <= deadline
 
@@ -397,7 +395,6 @@ def test_a_clear_trial_stops_early_and_records_its_interval(
     from synthetic_reports import FakeClock
 
     from pipediag.analysis.paired import PIPELINE_SLICES, TRIAL_MIN_ROUNDS
-    from pipediag.bench.interleaved import STOP_GAIN
     from pipediag.bench.whatif import verify_fixes
 
     clock = FakeClock()
@@ -406,7 +403,7 @@ def test_a_clear_trial_stops_early_and_records_its_interval(
 
     (trial,) = verify_fixes(walk(pipelines.sequential_map()), clock=clock, budget_s=8.0)
 
-    assert trial.facts.stopped == STOP_GAIN
+    assert trial.facts.stopped == "clear gain"
     assert trial.rounds == TRIAL_MIN_ROUNDS
     assert (trial.facts.speedup_low, trial.facts.speedup_high) == (2.0, 2.0)
     assert trial.speedup == pytest.approx(2.0)

@@ -28,18 +28,7 @@ from pipediag.report.samples import HostSample, HostSection
 from pipediag.report.stage_facts import cache_point
 from pipediag.report.stages import AUTOTUNE, StageSettings, StageStats
 from pipediag.report.trials import FixTrial, TrialFacts
-from pipediag.report.vocabulary import (
-    BALANCED,
-    BLOCKED_BY_OPTION,
-    BLOCKED_BY_STATE,
-    COMPUTE_BOUND,
-    GAIN_HELD,
-    GAIN_ON_TRAINING,
-    GAIN_PIPELINE_ALONE,
-    INPUT_BOUND,
-    AutoParallelBlocker,
-    FixName,
-)
+from pipediag.report.vocabulary import AutoParallelBlocker, FixName
 
 DEFAULT_OPTIONS = PipelineOptions(cpu_count=2)
 
@@ -52,7 +41,7 @@ def _chain(*stages: StageStats) -> list[StageStats]:
 
 
 def _seq_map_pipeline(own_s: float = 0.020, auto_parallel: bool = False) -> list[StageStats]:
-    blocker: AutoParallelBlocker | None = None if auto_parallel else BLOCKED_BY_STATE
+    blocker: AutoParallelBlocker | None = None if auto_parallel else "stateful function"
     return _chain(
         StageStats(0, "source", own_s_per_batch=0.0005),
         StageStats(0, "map", function="decode", source="train.py:12",
@@ -67,7 +56,7 @@ def _seq_map_pipeline(own_s: float = 0.020, auto_parallel: bool = False) -> list
 def _report(
     stages: list[StageStats],
     *,
-    label: str = INPUT_BOUND,
+    label: str = "input-bound",
     pipeline_rate: float = 40.0,
     compute_rate: float = 160.0,
     train_rate: float = 38.0,
@@ -78,7 +67,7 @@ def _report(
     host = HostSection(available=False)
     steps: list[StepRecord] = []
     if busy_pct is not None:
-        steps = [StepRecord(i, 1.0 + i * 0.1, 0.1, 0.05, INPUT_BOUND) for i in range(10)]
+        steps = [StepRecord(i, 1.0 + i * 0.1, 0.1, 0.05, "input-bound") for i in range(10)]
         host = HostSection(
             available=True,
             cpu_count=2,
@@ -91,7 +80,7 @@ def _report(
         script="train.py",
         verdict=Verdict(
             label=label,
-            input_wait_fraction=0.7 if label == INPUT_BOUND else 0.02,
+            input_wait_fraction=0.7 if label == "input-bound" else 0.02,
             compute_alone_steps_per_s=compute_rate,
             pipeline_headroom=pipeline_rate / compute_rate,
         ),
@@ -141,7 +130,7 @@ def test_sequential_map_fix_carries_evidence_code_its_gain_and_an_estimate() -> 
     assert top.code == "ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)"
     assert "train.py:12" in top.evidence and "stateful function" in top.evidence
     # its one gain, measured on the pipeline alone; the end-to-end estimate only orders it
-    assert top.gain == Gain(GAIN_PIPELINE_ALONE, 2.0)
+    assert top.gain == Gain("pipeline-alone", 2.0)
     assert top.estimate == pytest.approx(1 + (80 / 38 - 1) * FEW_CORES_GAIN_SHARE)
     assert top.estimate < 2.0
 
@@ -160,7 +149,7 @@ def test_a_cheap_sequential_map_is_not_worth_a_fix() -> None:
 
 def test_compute_bound_gets_one_note_and_no_input_fix() -> None:
     report = _report(
-        _seq_map_pipeline(), label=COMPUTE_BOUND, pipeline_rate=300.0, compute_rate=100.0
+        _seq_map_pipeline(), label="compute-bound", pipeline_rate=300.0, compute_rate=100.0
     )
 
     (note,) = advise(report)
@@ -171,7 +160,7 @@ def test_compute_bound_gets_one_note_and_no_input_fix() -> None:
 
 
 def test_balanced_runs_still_get_input_fixes() -> None:
-    assert "PD001-sequential-map" in _ids(_report(_seq_map_pipeline(), label=BALANCED))
+    assert "PD001-sequential-map" in _ids(_report(_seq_map_pipeline(), label="balanced"))
 
 
 def test_a_stage_cost_a_hair_over_the_whole_reads_as_all_of_it() -> None:
@@ -261,7 +250,7 @@ def test_cache_after_a_random_map_is_reported_even_when_compute_bound() -> None:
         StageStats(0, "cache", settings=StageSettings(filename="")),
     )
 
-    ids = _ids(_report(stages, label=COMPUTE_BOUND))
+    ids = _ids(_report(stages, label="compute-bound"))
 
     assert ids == ["PD006-cache-after-random", "PD000-pipeline-fine"]
 
@@ -284,7 +273,7 @@ def test_the_tutorials_cache_then_shuffle_is_no_cache_after_random() -> None:
         StageStats(0, "prefetch"),
     )
 
-    ids = _ids(_report(stages, label=COMPUTE_BOUND))
+    ids = _ids(_report(stages, label="compute-bound"))
 
     # THEN neither the cache nor the loader's buffer, which the script cannot set, is warned of
     assert "PD006-cache-after-random" not in ids
@@ -404,7 +393,7 @@ def test_a_checked_vectorisation_says_so_and_uses_its_measured_gain() -> None:
 
     (vectorize,) = [s for s in advise(report) if s.id == "PD004-vectorize-map"]
 
-    assert vectorize.gain == Gain(GAIN_PIPELINE_ALONE, 12.0)
+    assert vectorize.gain == Gain("pipeline-alone", 12.0)
     assert "On 512 of your elements" in vectorize.evidence
 
 
@@ -438,7 +427,7 @@ def test_a_vectorisation_through_vectorized_map_writes_that_code_and_why() -> No
         "ds = ds.batch(256).map(lambda batch: tf.vectorized_map(scale, batch, "
         "fallback_to_while_loop=True), num_parallel_calls=tf.data.AUTOTUNE)"
     )
-    assert vectorize.gain == Gain(GAIN_PIPELINE_ALONE, 1.7)
+    assert vectorize.gain == Gain("pipeline-alone", 1.7)
 
 
 def test_autotune_off_is_named_with_its_measured_gain() -> None:
@@ -450,7 +439,7 @@ def test_autotune_off_is_named_with_its_measured_gain() -> None:
 
     (fix,) = [s for s in advise(report) if s.id == "PD009-autotune-off"]
 
-    assert fix.gain == Gain(GAIN_PIPELINE_ALONE, 1.5)
+    assert fix.gain == Gain("pipeline-alone", 1.5)
     assert "options.autotune.enabled = True" in fix.code
 
 
@@ -458,10 +447,10 @@ def test_output_is_sorted_by_predicted_gain_and_deterministic() -> None:
     stages = _chain(
         StageStats(0, "source", own_s_per_batch=0.0),
         StageStats(0, "map", function="small", auto_parallel=False,
-                   auto_parallel_blocker=BLOCKED_BY_OPTION,
+                   auto_parallel_blocker="option off",
                    own_s_per_batch=0.005),
         StageStats(0, "map", function="big", auto_parallel=False,
-                   auto_parallel_blocker=BLOCKED_BY_OPTION,
+                   auto_parallel_blocker="option off",
                    own_s_per_batch=0.015),
         StageStats(0, "batch", settings=StageSettings(batch_size=8)),
         StageStats(0, "prefetch", settings=StageSettings(buffer_size=AUTOTUNE)),
@@ -508,7 +497,7 @@ def _gpu_report(dominant: str, *, input_s: float, host_s: float, transfer_s: flo
             dominant=dominant,
         ),
     )
-    base = _report(_seq_map_pipeline(), label=COMPUTE_BOUND)
+    base = _report(_seq_map_pipeline(), label="compute-bound")
     return dataclasses.replace(base, gpu_analysis=analysis)
 
 
@@ -569,7 +558,7 @@ def test_a_map_under_a_shuffle_is_offered_hoisted_and_cached_with_its_hold_as_th
     (hoist,) = [s for s in found if s.id == "PD018-hoist-cache"]
     # THEN the change is offered with that gain, the code moves the map above the shuffle
     assert hoist.title == "cache() after map(to_example), moved above shuffle (100.0 MB, fits)"
-    assert hoist.gain == Gain(GAIN_HELD, 6.5)
+    assert hoist.gain == Gain("held", 6.5)
     assert hoist.code.splitlines() == [
         "ds = ds.map(to_example)",
         "ds = ds.cache()",
@@ -598,8 +587,8 @@ def test_a_gain_measured_on_training_outranks_any_predicted_one() -> None:
     from pipediag.analysis.advisor import _sort_key
 
     predicted = Suggestion("PD012-input-contention", "make it cheaper", estimate=1.64)
-    measured = Suggestion("PD001-sequential-map", "parallel map", gain=Gain(GAIN_ON_TRAINING, 1.21))
-    no_gain = Suggestion("PD003-no-prefetch", "prefetch", gain=Gain(GAIN_ON_TRAINING, 1.02))
+    measured = Suggestion("PD001-sequential-map", "parallel map", gain=Gain("training", 1.21))
+    no_gain = Suggestion("PD003-no-prefetch", "prefetch", gain=Gain("training", 1.02))
     warning = Suggestion("PD006-cache-after-random", "cache after random", correctness_warning=True)
     found = [(2, predicted), (6, no_gain), (5, measured), (14, warning)]
 
@@ -614,7 +603,7 @@ def test_a_fix_without_a_prediction_ranks_by_the_bound_it_carries() -> None:
     from pipediag.analysis.advisor import _sort_key
 
     saturated = Suggestion("PD010-cpu-saturated", "the host CPU is saturated")
-    port = Suggestion("PD007-py-function", "port it", gain=Gain(GAIN_HELD, 1.57))
+    port = Suggestion("PD007-py-function", "port it", gain=Gain("held", 1.57))
     predicted = Suggestion("PD012-input-contention", "make it cheaper", estimate=1.2)
     found = [(1, saturated), (2, predicted), (13, port)]
 

@@ -28,7 +28,6 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import QUIET_TRAINING_BLOCK, STEP_ALONE_BLOCK, TRAINING_BLOCK
 from pipediag.training.alternation import WARMUP_STEPS, Alternation, block_steps_for
 from pipediag.training.budget import PULL, BudgetServer, CachedBatch
 from pipediag.training.prescription import with_training_results
@@ -36,10 +35,10 @@ from pipediag.training.prescription import with_training_results
 
 def _blocks(training: list[float], alone: list[float], steps: int = 10) -> list[RateBlock]:
     """A0 T1 A1 ... with the given rates (steps/s)."""
-    blocks = [RateBlock(TRAINING_BLOCK, 0.0, steps, steps / training[0])]
+    blocks = [RateBlock("training", 0.0, steps, steps / training[0])]
     for t_rate, a_rate in zip(alone, training[1:], strict=True):
-        blocks.append(RateBlock(STEP_ALONE_BLOCK, 0.0, steps, steps / t_rate))
-        blocks.append(RateBlock(TRAINING_BLOCK, 0.0, steps, steps / a_rate))
+        blocks.append(RateBlock("step-alone", 0.0, steps, steps / t_rate))
+        blocks.append(RateBlock("training", 0.0, steps, steps / a_rate))
     return blocks
 
 
@@ -65,7 +64,7 @@ def test_at_most_half_a_block_is_a_transition() -> None:
 
 
 def test_a_block_keeps_its_steady_steps_and_the_cpu_of_all() -> None:
-    block = block_of(TRAINING_BLOCK, 2.0, [0.001, 0.010, 0.010, 0.010], cpu_s=0.08)
+    block = block_of("training", 2.0, [0.001, 0.010, 0.010, 0.010], cpu_s=0.08)
     assert (block.steps, block.dropped_steps) == (3, 1)
     assert block.seconds == pytest.approx(0.030)
     assert block.cpu_s_per_step == pytest.approx(0.02)
@@ -123,8 +122,8 @@ def test_training_faster_than_the_step_alone_reads_as_a_negative_cost() -> None:
 
 def test_the_pipelines_cores_are_the_cpu_training_adds_over_the_step_alone() -> None:
     blocks = [
-        RateBlock(TRAINING_BLOCK, 0.0, 10, 0.1, cpu_s_per_step=0.015),
-        RateBlock(STEP_ALONE_BLOCK, 0.0, 10, 0.05, cpu_s_per_step=0.005),
+        RateBlock("training", 0.0, 10, 0.1, cpu_s_per_step=0.015),
+        RateBlock("step-alone", 0.0, 10, 0.05, cpu_s_per_step=0.005),
     ]
     # 10 ms more CPU per step at 100 steps/s: one core
     assert pipeline_cores(blocks) == pytest.approx(1.0)
@@ -144,7 +143,7 @@ def test_blocks_are_sized_from_the_measured_step() -> None:
 def _run(alternation: Alternation, clock: FakeClock, rates: dict[str, float]) -> None:
     """Run the schedule to its end, each kind's steps at its rate."""
     while alternation.next != "done":
-        kind = STEP_ALONE_BLOCK if alternation.next == "step-alone" else TRAINING_BLOCK
+        kind = "step-alone" if alternation.next == "step-alone" else "training"
         alternation.start_block(kind, clock.now())
         done = False
         while not done:
@@ -156,10 +155,10 @@ def test_the_schedule_alternates_from_the_lead_and_stops_when_the_interval_is_na
     clock = FakeClock()
     alternation = Alternation(clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5))
     assert alternation.next == "step-alone"
-    _run(alternation, clock, {TRAINING_BLOCK: 50.0, STEP_ALONE_BLOCK: 100.0})
+    _run(alternation, clock, {"training": 50.0, "step-alone": 100.0})
     kinds = [b.kind for b in alternation.blocks]
     # steady rates: the interval is nil after the minimum of 3 rounds
-    assert kinds == [TRAINING_BLOCK, STEP_ALONE_BLOCK] * 3 + [TRAINING_BLOCK]
+    assert kinds == ["training", "step-alone"] * 3 + ["training"]
     result = alternation.result("cached-batch-loop")
     assert isinstance(result, ComputeAlone) and result.measured
     assert result.steps_per_s == pytest.approx(100.0)
@@ -172,8 +171,8 @@ def test_without_a_lead_the_schedule_starts_with_training() -> None:
     clock = FakeClock()
     alternation = Alternation(clock=clock, origin=0.0, block_steps=5, lead=None)
     assert alternation.next == "training"
-    _run(alternation, clock, {TRAINING_BLOCK: 50.0, STEP_ALONE_BLOCK: 100.0})
-    assert [b.kind for b in alternation.blocks][:2] == [TRAINING_BLOCK, STEP_ALONE_BLOCK]
+    _run(alternation, clock, {"training": 50.0, "step-alone": 100.0})
+    assert [b.kind for b in alternation.blocks][:2] == ["training", "step-alone"]
     assert alternation.rounds == 3
 
 
@@ -182,13 +181,13 @@ def test_a_wide_interval_adds_rounds_up_to_the_bound() -> None:
     alternation = Alternation(
         clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5), max_rounds=5
     )
-    rates = {TRAINING_BLOCK: 50.0, STEP_ALONE_BLOCK: 100.0}
+    rates = {"training": 50.0, "step-alone": 100.0}
     while alternation.next != "done":
-        kind = STEP_ALONE_BLOCK if alternation.next == "step-alone" else TRAINING_BLOCK
+        kind = "step-alone" if alternation.next == "step-alone" else "training"
         alternation.start_block(kind, clock.now())
         # every other step-alone block runs 1.2x as fast: the pairs disagree (not so far
         # that a block reads as disturbed)
-        fast = kind == STEP_ALONE_BLOCK and alternation.rounds % 2 == 0
+        fast = kind == "step-alone" and alternation.rounds % 2 == 0
         done = False
         while not done:
             clock.advance(1.0 / rates[kind] / (1.2 if fast else 1.0))
@@ -204,9 +203,9 @@ def _disagreeing(max_rounds: int | None) -> Alternation:
         clock=clock, origin=0.0, block_steps=5, lead=(0.0, [1 / 85] * 5), max_rounds=max_rounds
     )
     while alternation.next != "done":
-        kind = STEP_ALONE_BLOCK if alternation.next == "step-alone" else TRAINING_BLOCK
+        kind = "step-alone" if alternation.next == "step-alone" else "training"
         alternation.start_block(kind, clock.now())
-        rate = 85.0 if kind == TRAINING_BLOCK else (125.0 if alternation.rounds % 2 else 100.0)
+        rate = 85.0 if kind == "training" else (125.0 if alternation.rounds % 2 else 100.0)
         done = False
         while not done:
             clock.advance(1.0 / rate)
@@ -256,11 +255,11 @@ def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> No
     alternation = Alternation(
         clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5), quiet=quiet
     )
-    rates = {TRAINING_BLOCK: 50.0, QUIET_TRAINING_BLOCK: 55.0, STEP_ALONE_BLOCK: 100.0}
+    rates = {"training": 50.0, "quiet-training": 55.0, "step-alone": 100.0}
     held_quiet = []
     while (kind := alternation.next) != "done":
         # held before a quiet block's first step: fit runs it before its callback opens it
-        assert quiet.holding() == (kind == QUIET_TRAINING_BLOCK)
+        assert quiet.holding() == (kind == "quiet-training")
         alternation.start_block(kind, clock.now())
         done = False
         while not done:
@@ -271,15 +270,15 @@ def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> No
     # samplers held only through the quiet blocks
     kinds = [b.kind for b in alternation.blocks]
     assert kinds == [
-        TRAINING_BLOCK,
-        STEP_ALONE_BLOCK,
-        QUIET_TRAINING_BLOCK,
-        STEP_ALONE_BLOCK,
-        TRAINING_BLOCK,
-        STEP_ALONE_BLOCK,
-        QUIET_TRAINING_BLOCK,
+        "training",
+        "step-alone",
+        "quiet-training",
+        "step-alone",
+        "training",
+        "step-alone",
+        "quiet-training",
     ]
-    assert all(held == (kind == QUIET_TRAINING_BLOCK) for kind, held in held_quiet)
+    assert all(held == (kind == "quiet-training") for kind, held in held_quiet)
     assert not quiet.holding()
     # AND each quiet block reads against the watched blocks past the step-alone ones beside
     # it, while the cost reads each step-alone block against both kinds of training beside it
@@ -298,16 +297,16 @@ def test_training_cut_short_never_leaves_the_samplers_paused_for_long() -> None:
     alternation = Alternation(
         clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5), quiet=quiet
     )
-    alternation.start_block(STEP_ALONE_BLOCK, clock.now())
+    alternation.start_block("step-alone", clock.now())
     for _ in range(5):
         clock.advance(0.01)
         alternation.step_ended(clock.now())
-    assert alternation.next == QUIET_TRAINING_BLOCK and quiet.holding()
+    assert alternation.next == "quiet-training" and quiet.holding()
     # WHEN training stops there: the samplers read again after three blocks' time and a
     # second, and at once when the alternation's result is taken
     clock.advance(3 * 5 / 50 + 1.0 + 0.01)
     assert not quiet.holding()
-    alternation.start_block(QUIET_TRAINING_BLOCK, clock.now())
+    alternation.start_block("quiet-training", clock.now())
     assert quiet.holding()
     alternation.result("cached-batch-loop")
     assert not quiet.holding()
@@ -339,7 +338,7 @@ def test_a_loop_is_served_its_own_pulls_in_the_quiet_blocks_too() -> None:
 def test_an_untimed_step_is_left_out_of_its_block() -> None:
     clock = FakeClock()
     alternation = Alternation(clock=clock, origin=0.0, block_steps=3, lead=None)
-    alternation.start_block(TRAINING_BLOCK, clock.now())
+    alternation.start_block("training", clock.now())
     clock.advance(0.01)
     assert not alternation.step_ended(clock.now())
     alternation.skip_step()  # an epoch ended: the next iterator's start-up is not timed

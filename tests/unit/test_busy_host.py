@@ -24,13 +24,6 @@ from pipediag.report.model import (
 )
 from pipediag.report.samples import HostSample, HostSection
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    STEP_ALONE_BLOCK,
-    TRAINING_BLOCK,
-    UNCERTAIN,
-)
 from pipediag.timeline import RawStep
 
 ORIGIN = 100.0
@@ -48,10 +41,10 @@ def _blocks(training: Sequence[float], alone: Sequence[float], start_s: float) -
     """A0 T1 A1 T2 ... blocks of 10 steps at the given rates (steps/s), from `start_s`."""
     blocks, t = [], start_s
     for i, rate in enumerate(training):
-        blocks.append(RateBlock(TRAINING_BLOCK, t, 10, 10 / rate, 0))
+        blocks.append(RateBlock("training", t, 10, 10 / rate, 0))
         t += 10 / rate
         if i < len(alone):
-            blocks.append(RateBlock(STEP_ALONE_BLOCK, t, 10, 10 / alone[i], 0))
+            blocks.append(RateBlock("step-alone", t, 10, 10 / alone[i], 0))
             t += 10 / alone[i]
     return ComputeAlone(
         measured=True,
@@ -97,7 +90,7 @@ def test_contention_read_while_others_took_the_host_is_uncertain() -> None:
     # THEN the cost is still measured, but not called input-bound: their 40% of the host may
     # be all of it, and the interval's low end says so
     assert verdict.input_cost_fraction == pytest.approx(1 - 16 / 31, abs=0.02)
-    assert verdict.label == UNCERTAIN and verdict.severity == "unknown"
+    assert verdict.label == "uncertain" and verdict.severity == "unknown"
     assert verdict.busy_host_cores == pytest.approx(0.8)
     low, high = verdict.input_cost_interval or [0.0, 0.0]
     assert low == pytest.approx(max(0.0, 1 - 16.2 / 31 - 0.4), abs=0.03) and high > 0.45
@@ -112,7 +105,7 @@ def test_contention_read_while_others_took_the_host_is_uncertain() -> None:
     # with the others on a whole core, the low end reaches zero: still a measured cost,
     # never "not measurable above noise" (the pairs' own interval held well above zero)
     busier = judge(train, PIPELINE, compute_alone=alone, host=_host(others=1.0))
-    assert busier.label == UNCERTAIN
+    assert busier.label == "uncertain"
     assert (busier.input_cost_interval or [1.0])[0] == pytest.approx(0.0, abs=0.002)
     assert "input costs 48% of training time (0-" in verdict_line(busier, 40.0, train)
     report = Report(script="train.py", verdict=busier, pipeline=PIPELINE, train=train)
@@ -125,7 +118,7 @@ def test_a_cost_that_holds_beyond_the_others_share_keeps_its_label_and_names_the
     alone = _alternation(10.0, 25.0, start_s=7.0)
     verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(others=0.3))
     # THEN input-bound stands (its low end minus 15% is still over 20%), the host named
-    assert verdict.label == INPUT_BOUND
+    assert verdict.label == "input-bound"
     assert verdict.busy_host_cores == pytest.approx(0.3)
     low, _ = verdict.input_cost_interval or [0.0, 0.0]
     assert 0.2 < low < 0.6 - 0.1
@@ -143,7 +136,7 @@ def test_a_cost_far_above_the_others_share_stays_input_bound_however_wide_its_pa
     verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(others=1.0))
 
     assert verdict.input_cost_fraction is not None and verdict.input_cost_fraction > 0.7
-    assert verdict.label == INPUT_BOUND, verdict
+    assert verdict.label == "input-bound", verdict
     assert verdict.busy_host_cores == pytest.approx(1.0)
 
 
@@ -151,14 +144,14 @@ def test_a_quiet_host_and_a_compute_bound_run_say_nothing_of_others() -> None:
     train = _train(1 / 16.0, 0.001)
     alone = _alternation(16.0, 31.0, start_s=4.0)
     quiet = judge(train, PIPELINE, compute_alone=alone, host=_host(others=0.04))
-    assert quiet.label == INPUT_BOUND and quiet.busy_host_cores is None
+    assert quiet.label == "input-bound" and quiet.busy_host_cores is None
     assert "busy" not in verdict_line(quiet, 40.0, train)
     # a busy host cannot make a compute-bound run less so
     fast = _train(1 / 30.0, 0.0)
     compute = judge(
         fast, PIPELINE, compute_alone=_alternation(30.0, 30.2, 4.0), host=_host(others=0.8)
     )
-    assert compute.label == COMPUTE_BOUND and "busy" not in verdict_line(compute, 40.0, fast)
+    assert compute.label == "compute-bound" and "busy" not in verdict_line(compute, 40.0, fast)
 
 
 def test_others_count_only_while_training_and_the_step_alone_were_measured() -> None:
@@ -205,7 +198,7 @@ def test_a_cost_too_noisy_for_one_band_is_uncertain_with_the_steps_to_tell() -> 
     low, high = verdict.input_cost_interval or [0.0, 0.0]
     assert low < 0.2 < high and (high - low) / 2 > 0.05
     # THEN no band is claimed: the label is uncertain, and says how to narrow it
-    assert verdict.label == UNCERTAIN and verdict.uncertain_because == "too-noisy"
+    assert verdict.label == "uncertain" and verdict.uncertain_because == "too-noisy"
     assert verdict.busy_host_cores is None
     steps = verdict.steps_to_tell
     assert steps is not None and steps % 100 == 0 and 2 * 60 <= steps <= 2000
@@ -232,9 +225,9 @@ def test_pairs_that_reach_zero_are_no_cost_however_an_epoch_start_lifts_the_inte
     assert 0.0 < low < 0.05 < high and (high - low) / 2 > 0.05
     # THEN the pairs measured no cost above noise: compute-bound, not "too noisy to tell",
     # as where no epoch start lifts it
-    assert verdict.label == COMPUTE_BOUND and verdict.uncertain_because == ""
+    assert verdict.label == "compute-bound" and verdict.uncertain_because == ""
     plain = judge(_train(0.1, 0.001), PIPELINE, compute_alone=_noisy_alternation((9.0, 10.5, 12.0)))
-    assert plain.label == COMPUTE_BOUND and (plain.input_cost_interval or [1.0])[0] == 0.0
+    assert plain.label == "compute-bound" and (plain.input_cost_interval or [1.0])[0] == 0.0
 
 
 def test_a_wide_interval_inside_one_band_keeps_its_label() -> None:
@@ -243,7 +236,7 @@ def test_a_wide_interval_inside_one_band_keeps_its_label() -> None:
     alone = _noisy_alternation((25.0, 28.0, 32.0))
     verdict = judge(train, PIPELINE, compute_alone=alone, host=_host(0.0))
     low, _ = verdict.input_cost_interval or [0.0, 0.0]
-    assert low > 0.2 and verdict.label == INPUT_BOUND and verdict.uncertain_because == ""
+    assert low > 0.2 and verdict.label == "input-bound" and verdict.uncertain_because == ""
 
 
 def test_a_narrow_interval_across_an_edge_claims_the_band_of_its_low_end() -> None:
@@ -257,7 +250,7 @@ def test_a_narrow_interval_across_an_edge_claims_the_band_of_its_low_end() -> No
     cost = verdict.input_cost_fraction or 0.0
     assert low < 0.05 < cost < high and (high - low) / 2 <= 0.05
     # THEN the label is the band the low end supports, and the title names both
-    assert verdict.label == COMPUTE_BOUND and verdict.uncertain_because == ""
+    assert verdict.label == "compute-bound" and verdict.uncertain_because == ""
     assert verdict_line(verdict, 40.0, train).startswith("COMPUTE-BOUND TO BALANCED: ")
 
 
@@ -304,16 +297,16 @@ def test_a_cost_read_from_one_piece_of_the_step_alone_is_too_short_to_tell() -> 
     verdict = judge(train, PIPELINE, compute_alone=_one_piece(11.6), host=_host(0.0))
     # THEN no band is claimed: the label is uncertain, and says how to get an interval
     assert verdict.input_cost_interval is None and verdict.input_cost_fraction is not None
-    assert verdict.label == UNCERTAIN and verdict.uncertain_because == "too-short"
+    assert verdict.label == "uncertain" and verdict.uncertain_because == "too-short"
     line = verdict_line(verdict, 40.0, train)
     assert line.startswith("UNCERTAIN: too short to tell: input read 14% of training time")
     assert line.endswith("train for more steps to measure them in turn")
     # and a wait measured step by step that carries the band alone keeps its label
     waiting = judge(_train(0.1, 0.025), PIPELINE, compute_alone=_one_piece(13.5), host=_host(0.0))
-    assert waiting.label == INPUT_BOUND and waiting.input_cost_fraction < 0.4
+    assert waiting.label == "input-bound" and waiting.input_cost_fraction < 0.4
     # as does a cost that holds its band 20 points lower
     far = judge(train, PIPELINE, compute_alone=_one_piece(20.0), host=_host(0.0))
-    assert far.label == INPUT_BOUND
+    assert far.label == "input-bound"
     # and a cost under 5% keeps compute-bound
     fine = judge(train, PIPELINE, compute_alone=_one_piece(10.2), host=_host(0.0))
-    assert fine.label == COMPUTE_BOUND
+    assert fine.label == "compute-bound"

@@ -6,18 +6,6 @@ import pytest
 
 from pipediag.analysis.classifier import build_train_section, judge, label_step
 from pipediag.report.model import ComputeAlone, DataPass, PipelineBenchmark
-from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    NO_TRAIN_STEP,
-    NO_VERDICT_NO_STEPS,
-    NO_VERDICT_NO_TRAINING,
-    NO_VERDICT_WAIT_NOT_MEASURED,
-    NO_VERDICT_WARMUP_ONLY,
-    UNKNOWN,
-    WARMUP,
-)
 from pipediag.timeline import RawStep
 
 
@@ -45,7 +33,7 @@ PIPELINE = PipelineBenchmark(measured=True, batches_per_s=40.0)
 
 def test_steps_are_put_on_the_report_axis_and_warmup_is_kept_out() -> None:
     train = _train(_steps(10, 0.02, 0.01))
-    assert [s.label for s in train.steps[:2]] == [WARMUP, WARMUP]
+    assert [s.label for s in train.steps[:2]] == ["warmup", "warmup"]
     assert train.steps[0].start_s == pytest.approx(0.0)
     assert train.steps[3].start_s == pytest.approx(0.09)
     assert train.measured_steps == 8 and train.warmup_steps == 2
@@ -56,9 +44,9 @@ def test_steps_are_put_on_the_report_axis_and_warmup_is_kept_out() -> None:
 @pytest.mark.parametrize(
     ("wait", "compute", "label", "severity"),
     [
-        (0.020, 0.010, INPUT_BOUND, "highly input-bound"),
-        (0.001, 0.099, COMPUTE_BOUND, "not input-bound"),
-        (0.010, 0.090, BALANCED, "moderately input-bound"),
+        (0.020, 0.010, "input-bound", "highly input-bound"),
+        (0.001, 0.099, "compute-bound", "not input-bound"),
+        (0.010, 0.090, "balanced", "moderately input-bound"),
     ],
 )
 def test_verdict_follows_the_xprof_thresholds(
@@ -77,23 +65,23 @@ def test_the_warmup_does_not_sway_the_verdict() -> None:
     # GIVEN a first step that waited 10 s (buffers filling) and then compute-bound steps
     raw = [RawStep(100.0, 110.0, 10.0), *_steps(20, 0.0001, 0.05, start=110.0)]
     verdict = judge(_train(raw, warmup=1), PIPELINE)
-    assert verdict.label == COMPUTE_BOUND
+    assert verdict.label == "compute-bound"
 
 
 def test_each_step_gets_its_own_label() -> None:
     raw = _steps(3, 0.001, 0.05) + _steps(3, 0.05, 0.001, start=200.0)
     train = _train(raw, warmup=0)
-    assert [s.label for s in train.steps] == [COMPUTE_BOUND] * 3 + [INPUT_BOUND] * 3
+    assert [s.label for s in train.steps] == ["compute-bound"] * 3 + ["input-bound"] * 3
     verdict = judge(train, PIPELINE)
     assert (verdict.input_bound_steps, verdict.compute_bound_steps) == (3, 3)
 
 
 def test_unmeasured_waits_give_no_verdict_and_say_why() -> None:
     raw = [RawStep(100.0 + i, 100.5 + i, None) for i in range(5)]
-    assert label_step(raw[0], warmup=False) == UNKNOWN
+    assert label_step(raw[0], warmup=False) == "unknown"
     verdict = judge(_train(raw, warmup=1), PIPELINE)
-    assert verdict.label == UNKNOWN
-    assert verdict.no_verdict_because == NO_VERDICT_WAIT_NOT_MEASURED
+    assert verdict.label == "unknown"
+    assert verdict.no_verdict_because == "wait-not-measured"
 
 
 def test_untimed_waits_with_the_step_alone_timed_in_one_piece_are_judged_from_the_rates() -> None:
@@ -108,7 +96,7 @@ def test_untimed_waits_with_the_step_alone_timed_in_one_piece_are_judged_from_th
         input_wait_source="unavailable",
         skipped_passes=[],
     )
-    for step_alone_per_s, label in ((2.02, COMPUTE_BOUND), (8.0, INPUT_BOUND)):
+    for step_alone_per_s, label in ((2.02, "compute-bound"), (8.0, "input-bound")):
         alone = ComputeAlone(measured=True, steps_per_s=step_alone_per_s)
         # WHEN judged
         verdict = judge(train, PIPELINE, compute_alone=alone)
@@ -119,10 +107,10 @@ def test_untimed_waits_with_the_step_alone_timed_in_one_piece_are_judged_from_th
 
 
 def test_no_steps_no_training_and_only_warmup_are_told_apart() -> None:
-    assert judge(_train([]), PIPELINE).no_verdict_because == NO_VERDICT_NO_STEPS
+    assert judge(_train([]), PIPELINE).no_verdict_because == "no-steps"
     warm = judge(_train(_steps(2, 0.01, 0.01), warmup=5), PIPELINE)
-    assert (warm.label, warm.no_verdict_because) == (UNKNOWN, NO_VERDICT_WARMUP_ONLY)
+    assert (warm.label, warm.no_verdict_because) == ("unknown", "warmup-only")
     # passes over the data, none of them training: no training found, rather than no steps
-    passes = [DataPass(batches=10, reason=NO_TRAIN_STEP, passes=2)]
+    passes = [DataPass(batches=10, reason="no-train-step", passes=2)]
     skipped = judge(_train([], skipped=passes), PIPELINE)
-    assert skipped.no_verdict_because == NO_VERDICT_NO_TRAINING
+    assert skipped.no_verdict_because == "no-training"

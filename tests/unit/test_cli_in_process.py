@@ -30,7 +30,6 @@ from pipediag.renderers.text import render_text
 from pipediag.report.history import read_history
 from pipediag.report.io import load_report
 from pipediag.report.model import ExitInfo
-from pipediag.report.vocabulary import INPUT_BOUND
 from pipediag.runner import RunOutcome
 from pipediag.session import DiagnosticSession
 
@@ -222,7 +221,7 @@ def test_a_run_to_its_step_budget_prints_the_verdict_and_the_next_commands(
     assert "pipediag: verdict: INPUT-BOUND" in err
     report = load_report(Path("o") / REPORT_JSON)
     assert report.stop_reason == "step-budget" and report.complete
-    assert report.verdict.label == INPUT_BOUND
+    assert report.verdict.label == "input-bound"
     assert report.verdict.input_wait_fraction == pytest.approx(2 / 3)
     assert report.train.measured_steps == 20 and report.train.style == "custom-loop"
     # AND printed the short answer (every figure went to summary.txt) and where it went
@@ -377,7 +376,7 @@ def test_history_appends_the_runs_line(
     assert code == 0
     assert out.endswith("History: appended to h.jsonl (see: pipediag history h.jsonl)\n")
     (entry,) = read_history(Path("h.jsonl"))
-    assert entry.commit == "abc123" and entry.verdict == INPUT_BOUND
+    assert entry.commit == "abc123" and entry.verdict == "input-bound"
     assert entry.report == str(Path("pipediag-out") / REPORT_JSON)
 
 

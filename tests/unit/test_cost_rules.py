@@ -15,7 +15,6 @@ from pipediag.report.model import Report
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import TrialFacts
-from pipediag.report.vocabulary import GAIN_ON_TRAINING
 
 
 def _ids(report) -> list[str]:  # type: ignore[no-untyped-def]
@@ -97,7 +96,7 @@ def _with_thread_cap(training_speedup: float) -> object:
 def test_a_thread_cap_measured_faster_on_training_backs_the_contention_fix() -> None:
     suggestions = advise(_with_thread_cap(1.25))
     contention = next(s for s in suggestions if s.id == "PD012-input-contention")
-    assert contention.gain.on(GAIN_ON_TRAINING) == 1.25
+    assert contention.gain.on("training") == 1.25
     assert "Capped at 1 thread: Tried on your train function: 20.0 -> 25.0 steps/s" in (
         contention.evidence
     )
@@ -170,7 +169,7 @@ def test_contention_names_the_costliest_stage_with_what_holding_it_gave_training
     capped = next(
         s for s in advise(_with_augmentation_map(1.25, 1.3)) if s.id == "PD012-input-contention"
     )
-    assert "make it cheaper" in capped.title and capped.gain.on(GAIN_ON_TRAINING) == 1.25
+    assert "make it cheaper" in capped.title and capped.gain.on("training") == 1.25
 
 
 def test_contention_gives_way_to_the_fix_that_says_how_at_its_stage() -> None:

@@ -14,9 +14,8 @@ from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report import io
 from pipediag.report.model import ComputeAlone, Report
-from pipediag.report.model_side import DEVICE_COPY, ModelTrial
+from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import COMPUTE_BOUND
 from pipediag.training.device_copy import (
     DEVICE_COPY_CODE,
     copy_share,
@@ -66,7 +65,7 @@ def test_a_copy_of_20_ms_is_half_of_a_40_ms_step() -> None:
     trial = device_copy_trial(_step(clock), "batch", device, _facts(), clock=clock, share_s=3.0)
     # THEN the copy is half of the host-fed step, and keeping the batch on the device is 2x
     assert device.placed == ["host", "device"]  # each placed once, before the rounds
-    assert trial.change == DEVICE_COPY
+    assert trial.change == "device_copy"
     assert trial.baseline_steps_per_s == pytest.approx(25.0)
     assert trial.variant_steps_per_s == pytest.approx(50.0)
     assert trial.speedup == pytest.approx(2.0)
@@ -101,9 +100,9 @@ def test_a_free_copy_has_no_share() -> None:
 
 
 def test_a_device_measured_slower_is_not_a_negative_copy() -> None:
-    trial = ModelTrial(DEVICE_COPY, baseline_steps_per_s=50.0, variant_steps_per_s=40.0)
+    trial = ModelTrial("device_copy", baseline_steps_per_s=50.0, variant_steps_per_s=40.0)
     assert copy_share(trial) == 0.0
-    assert copy_share(ModelTrial(DEVICE_COPY)) is None
+    assert copy_share(ModelTrial("device_copy")) is None
 
 
 def test_a_device_that_cannot_place_the_batch_is_one_line() -> None:
@@ -113,7 +112,7 @@ def test_a_device_that_cannot_place_the_batch_is_one_line() -> None:
 
     clock = FakeClock()
     trial = guarded(
-        DEVICE_COPY,
+        "device_copy",
         lambda share: device_copy_trial(
             _step(clock), "batch", Broken(), _facts(), clock=clock, share_s=share
         ),
@@ -125,7 +124,7 @@ def test_a_device_that_cannot_place_the_batch_is_one_line() -> None:
 
 def test_without_a_gpu_the_copy_is_plainly_not_measured() -> None:
     trial = no_gpu_trial()
-    assert trial.change == DEVICE_COPY and not trial.measured
+    assert trial.change == "device_copy" and not trial.measured
     assert trial.reason == Reason("no-gpu-copy")
     assert reason_words(trial.reason).startswith("not measured: no GPU")
 
@@ -143,7 +142,7 @@ def _measured() -> ModelTrial:
 def _report(trial: ModelTrial) -> Report:
     report = synthetic_cost_report(wait=0.0, contention=0.01)
     alone = report.compute_alone or ComputeAlone(measured=True)
-    verdict = dataclasses.replace(report.verdict, label=COMPUTE_BOUND)
+    verdict = dataclasses.replace(report.verdict, label="compute-bound")
     return dataclasses.replace(
         report, compute_alone=dataclasses.replace(alone, trials=[trial]), verdict=verdict
     )

@@ -18,12 +18,7 @@ from synthetic_reports import FakeClock, synthetic_report
 from pipediag.analysis.classifier import build_train_section
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.gpu import (
-    BUSY_SM_ACTIVE,
-    BUSY_UTILIZATION,
     DEFAULT_GPU_THRESHOLDS,
-    TIME_DRIVER,
-    TIME_GPM,
-    TIME_TICKS,
     analyze_gpu,
     attribute_idle,
     pearson,
@@ -42,12 +37,6 @@ from pipediag.report.samples import (
     GpuWindow,
     HostSample,
     HostSection,
-)
-from pipediag.report.vocabulary import (
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    OVER_MEASURED_STEPS,
-    OVER_WHOLE_RUN,
 )
 from pipediag.samplers.gpu import GpuSampler
 from pipediag.timeline import RawStep
@@ -153,7 +142,7 @@ def test_idle_during_input_waits_is_attributed_to_input_and_correlates() -> None
     a = analyze_gpu(gpu, train)
     # THEN the windows are the driver's, inside the measured steps only (1 s to 9 s)
     assert a.available and a.reason is None
-    assert a.busy_source == BUSY_UTILIZATION and a.time_source == TIME_DRIVER
+    assert a.busy_source == "utilization" and a.time_source == "driver-timestamps"
     assert a.window_s_median == pytest.approx(DRIVER_PERIOD_S)
     assert len(a.windows) == 48
     assert min(w.start_s for w in a.windows) == pytest.approx(1.0)
@@ -228,9 +217,9 @@ def test_gpm_sm_activity_is_preferred_to_utilization() -> None:
     gpu = section_from(busy_at(ALTERNATING), gpm=True, period_s=TICK_S)
     # WHEN analysed by default, and forced to utilization
     a = analyze_gpu(gpu, train)
-    forced = analyze_gpu(gpu, train, busy_metric=BUSY_UTILIZATION)
+    forced = analyze_gpu(gpu, train, busy_metric="utilization")
     # THEN SM activity finds the input-wait idle; utilization sees none
-    assert a.busy_source == BUSY_SM_ACTIVE and a.time_source == TIME_GPM
+    assert a.busy_source == "sm-active" and a.time_source == "gpm-sample-times"
     assert a.attribution is not None and a.attribution.dominant == CAUSE_INPUT
     assert a.attribution.input_wait_s == pytest.approx(3.0)
     assert a.idle_input_wait_correlation == pytest.approx(1.0)
@@ -247,7 +236,7 @@ def test_without_timestamps_readings_are_merged_into_longer_windows() -> None:
     gpu = section_from(busy_at(phases), period_s=TICK_S, timed=False)
     a = analyze_gpu(gpu, train_from(phases))
     # THEN windows are at least 1 s long, and the constructed figures still come out
-    assert a.time_source == TIME_TICKS
+    assert a.time_source == "sampler-ticks"
     assert a.window_s_median == pytest.approx(1.0)
     assert Reason("untimed-readings", limit=1.0) in a.notes
     assert a.attribution is not None
@@ -316,7 +305,7 @@ def test_no_gpu_gives_no_analysis_with_reason() -> None:
     assert not a.available
     assert a.reason == Reason("no-gpu-sampled", because=Reason("nvml-no-gpu"))
     assert reason_words(a.reason) == "no GPU was sampled: NVML found no GPU"
-    verdict = Verdict(label=INPUT_BOUND, input_wait_fraction=0.5)
+    verdict = Verdict(label="input-bound", input_wait_fraction=0.5)
     assert with_gpu_idle_cause(verdict, a) == verdict
 
 
@@ -392,7 +381,7 @@ def test_fake_nvml_driver_samples_give_the_constructed_attribution() -> None:
     # WHEN the sampled section is analysed against the constructed steps
     a = analyze_gpu(gpu, train_from(ALTERNATING))
     # THEN the driver's timestamps place the windows, and the figures come out as constructed
-    assert a.time_source == TIME_DRIVER and a.busy_source == BUSY_UTILIZATION
+    assert a.time_source == "driver-timestamps" and a.busy_source == "utilization"
     assert a.window_s_median == pytest.approx(DRIVER_PERIOD_S, abs=1e-5)
     assert a.attribution is not None
     assert a.attribution.input_wait_s == pytest.approx(3.0, abs=0.01)
@@ -408,7 +397,7 @@ def test_fake_nvml_without_driver_samples_uses_ticks() -> None:
     trace = _window_trace(busy_at(phases), TICK_S)
     rig = Rig(FakeGpu(supports_samples=False, utilization=trace))
     a = analyze_gpu(rig.run(10.0), train_from(phases))
-    assert a.time_source == TIME_TICKS
+    assert a.time_source == "sampler-ticks"
     assert a.attribution is not None
     assert a.attribution.input_wait_s == pytest.approx(3.0, abs=0.01)
     assert a.idle_input_wait_correlation == pytest.approx(1.0, abs=1e-3)
@@ -422,10 +411,10 @@ def test_fake_nvml_gpm_present_and_absent() -> None:
     a = analyze_gpu(with_gpm.run(10.0), train_from(ALTERNATING))
     b = analyze_gpu(without.run(10.0), train_from(ALTERNATING))
     # THEN GPM's SM activity exposes the input-wait idle that utilization (100%) hides
-    assert a.busy_source == BUSY_SM_ACTIVE and a.time_source == TIME_GPM
+    assert a.busy_source == "sm-active" and a.time_source == "gpm-sample-times"
     assert a.attribution is not None and a.attribution.dominant == CAUSE_INPUT
     assert a.attribution.input_wait_s == pytest.approx(3.0, abs=0.01)
-    assert b.busy_source == BUSY_UTILIZATION
+    assert b.busy_source == "utilization"
     assert b.gpu_busy_fraction == pytest.approx(1.0)
     assert b.attribution is not None and b.attribution.dominant is None
 
@@ -483,14 +472,14 @@ def host_with(process_pct: float, system_pct: float, cores: int = 4) -> HostSect
 def test_contention_other_processes_share_when_input_bound() -> None:
     # GIVEN 4 cores, this process using one (25% of the machine), the machine 75% busy
     train = train_from([(1.0, 9.0, 0.75, 0.25)])
-    verdict = Verdict(label=INPUT_BOUND)
+    verdict = Verdict(label="input-bound")
     c = host_contention(host_with(100.0, 75.0), train, verdict)
     # THEN others took half the machine: two cores
     assert c.available and c.contended
     assert c.other_cpu_pct_mean == pytest.approx(50.0)
     assert c.other_cores_mean == pytest.approx(2.0)
     # AND read over the measured steps, where it bears on an input-bound verdict
-    assert c.scope == OVER_MEASURED_STEPS and c.bears_on_verdict
+    assert c.scope == "measured-steps" and c.bears_on_verdict
     # AND a quiet machine is not contended
     quiet = host_contention(host_with(100.0, 26.0), train, verdict)
     assert not quiet.contended and quiet.other_cpu_pct_mean == pytest.approx(1.0)
@@ -498,11 +487,11 @@ def test_contention_other_processes_share_when_input_bound() -> None:
 
 def test_contention_does_not_bear_on_a_compute_bound_verdict_or_an_unsampled_host() -> None:
     train = train_from([(1.0, 9.0, 0.0, 1.0)])
-    c = host_contention(host_with(100.0, 75.0), train, Verdict(label=COMPUTE_BOUND))
+    c = host_contention(host_with(100.0, 75.0), train, Verdict(label="compute-bound"))
     assert c.contended and not c.bears_on_verdict
     # no measured step: read over the whole run
-    whole = host_contention(host_with(100.0, 75.0), TrainSection(), Verdict(label=INPUT_BOUND))
-    assert whole.scope == OVER_WHOLE_RUN and whole.bears_on_verdict
+    whole = host_contention(host_with(100.0, 75.0), TrainSection(), Verdict(label="input-bound"))
+    assert whole.scope == "whole-run" and whole.bears_on_verdict
     none = host_contention(HostSection(available=False, reason=Reason("no-psutil")), train)
     assert not none.available and none.reason == Reason("no-psutil")
 

@@ -15,13 +15,7 @@ from pipediag.renderers.hardware_words import contention_text, gpu_idle_text
 from pipediag.renderers.text import render_text
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import GpuAnalysis, HostContention, IdleAttribution
-from pipediag.report.vocabulary import (
-    BUSY_SM_ACTIVE,
-    BUSY_UTILIZATION,
-    OVER_MEASURED_STEPS,
-    OVER_WHOLE_RUN,
-    GpuIdleCause,
-)
+from pipediag.report.vocabulary import GpuIdleCause
 
 CONTENDED = HostContention(
     available=True,
@@ -30,7 +24,7 @@ CONTENDED = HostContention(
     other_cpu_pct_mean=40.0,
     other_cores_mean=0.8,
     contended=True,
-    scope=OVER_MEASURED_STEPS,
+    scope="measured-steps",
     bears_on_verdict=True,
 )
 
@@ -43,7 +37,7 @@ def test_a_contended_host_is_worded_from_its_figures() -> None:
         "steps: the input pipeline competes with them for cores; free the machine or give "
         "the pipeline fewer, dedicated threads."
     )
-    whole = contention_text(replace(CONTENDED, scope=OVER_WHOLE_RUN))
+    whole = contention_text(replace(CONTENDED, scope="whole-run"))
     assert "(0.8 of 2 cores) during the whole run: " in whole
 
 
@@ -72,7 +66,7 @@ def analysis(
     overhead, 1 s transfer."""
     return GpuAnalysis(
         available=True,
-        busy_source=BUSY_SM_ACTIVE if gpm else BUSY_UTILIZATION,
+        busy_source="sm-active" if gpm else "utilization",
         gpu_busy_fraction=0.4,
         idle_input_wait_correlation=r,
         correlation_windows=12 if r is not None else 0,

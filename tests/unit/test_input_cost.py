@@ -17,21 +17,6 @@ from pipediag.report.model import (
 )
 from pipediag.report.samples import HostSample, HostSection
 from pipediag.report.stages import LatencyStats, StageSettings, StageStats
-from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    CONTENDS_FOR_CORES,
-    CONTENDS_FOR_GIL,
-    COST_CONTENTION,
-    COST_EPOCH_START,
-    COST_FETCH,
-    COST_WAIT,
-    ESTIMATED,
-    INPUT_BOUND,
-    MEASURED,
-    STEP_ALONE_BLOCK,
-    TRAINING_BLOCK,
-)
 from pipediag.timeline import RawStep
 
 ORIGIN = 100.0
@@ -81,10 +66,10 @@ def test_contention_is_the_gap_that_waiting_does_not_explain() -> None:
     assert verdict.input_cost_fraction == pytest.approx(1 - 50 / (1 / 0.011))
     assert verdict.input_wait_fraction == pytest.approx(0.05)
     split = verdict.cost_split
-    assert split is not None and split.dominant == COST_CONTENTION
+    assert split is not None and split.dominant == "contention"
     assert split.wait == pytest.approx(0.05)
     assert split.wait + split.contention + split.fetch == pytest.approx(verdict.input_cost_fraction)
-    assert verdict.label == INPUT_BOUND and verdict.compute_alone_source == MEASURED
+    assert verdict.label == "input-bound" and verdict.compute_alone_source == "measured"
     # the process kept 1.9 cores busy while training, the step alone 1.0: 0.9 for the pipeline
     assert split.pipeline_cores_busy == pytest.approx(0.9)
     assert split.free_cores == pytest.approx(0.06)
@@ -104,9 +89,9 @@ def test_a_pull_from_a_far_faster_pipeline_is_fetch_not_wait() -> None:
     split = verdict.cost_split
     assert split is not None
     # THEN the measured wait is the per-pull overhead, and it dominates
-    assert split.dominant == COST_FETCH and split.wait == 0.0
+    assert split.dominant == "fetch" and split.wait == 0.0
     assert split.fetch == pytest.approx(0.34 / 1.4)
-    assert verdict.label == INPUT_BOUND
+    assert verdict.label == "input-bound"
     assert "mostly the per-pull overhead of next()" in verdict_line(verdict, 5100.0, train)
 
 
@@ -116,9 +101,9 @@ def test_a_slow_pipeline_makes_the_step_wait() -> None:
         train, PipelineBenchmark(measured=True, batches_per_s=35.0), compute_alone=_alone(0.010)
     )
     split = verdict.cost_split
-    assert split is not None and split.dominant == COST_WAIT
+    assert split is not None and split.dominant == "wait"
     assert verdict.input_cost_fraction == pytest.approx(2 / 3)
-    assert verdict.label == INPUT_BOUND
+    assert verdict.label == "input-bound"
 
 
 def test_measured_wait_stands_when_the_short_compute_alone_run_was_slower() -> None:
@@ -141,12 +126,12 @@ def test_without_a_compute_alone_run_the_rate_is_estimated_and_says_why() -> Non
         PipelineBenchmark(measured=True, batches_per_s=100.0),
         compute_alone=ComputeAlone(measured=False, reason="--steps all: no safe point"),
     )
-    assert verdict.compute_alone_source == ESTIMATED
+    assert verdict.compute_alone_source == "estimated"
     assert verdict.compute_alone_reason == "--steps all: no safe point"
     assert verdict.compute_alone_steps_per_s == pytest.approx(1 / 0.018)
     # step minus wait cannot see contention: the cost is the wait
     assert verdict.input_cost_fraction == pytest.approx(0.1)
-    assert verdict.label == BALANCED
+    assert verdict.label == "balanced"
     assert "(compute alone estimated: contention not measured)" in verdict_line(
         verdict, 100.0, train
     )
@@ -161,8 +146,8 @@ def test_a_cache_filling_in_epoch_one_gives_two_phases() -> None:
     # THEN one verdict per phase; the headline says which dominates and what comes after
     assert [p.name for p in verdict.phases] == ["epoch 1", "epochs 2-3"]
     first, after = verdict.phases
-    assert first.label == INPUT_BOUND and first.input_cost_fraction == pytest.approx(2 / 3)
-    assert after.label == COMPUTE_BOUND and after.steps == 60
+    assert first.label == "input-bound" and first.input_cost_fraction == pytest.approx(2 / 3)
+    assert after.label == "compute-bound" and after.steps == 60
     line = verdict_line(verdict, 40.0, train)
     assert "epoch 1 dominates" in line
     assert "after it (epochs 2-3) compute-bound" in line
@@ -206,10 +191,10 @@ def _blocks(
     blocks = []
     t = 10.0
     for i, rate in enumerate(training):
-        blocks.append(RateBlock(TRAINING_BLOCK, t, steps, steps / rate, 0, training_cpu_s))
+        blocks.append(RateBlock("training", t, steps, steps / rate, 0, training_cpu_s))
         t += steps / rate
         if i < len(alone):
-            blocks.append(RateBlock(STEP_ALONE_BLOCK, t, steps, steps / alone[i], 0, alone_cpu_s))
+            blocks.append(RateBlock("step-alone", t, steps, steps / alone[i], 0, alone_cpu_s))
             t += steps / alone[i]
     return ComputeAlone(
         measured=True,
@@ -259,13 +244,13 @@ def test_a_large_gap_with_little_pipeline_cpu_stands_in_full() -> None:
     assert verdict.training_steps_per_s == pytest.approx(16.1, abs=0.05)
     assert verdict.compute_alone_steps_per_s == pytest.approx(30.77, abs=0.05)
     split = verdict.cost_split
-    assert split is not None and split.dominant == COST_CONTENTION
+    assert split is not None and split.dominant == "contention"
     assert split.wait == pytest.approx(0.002 * 16.1)
     assert split.wait + split.contention + split.fetch == pytest.approx(verdict.input_cost_fraction)
     # the pipeline's cores come from the blocks' own CPU, and cores were free: the GIL
     assert split.pipeline_cores_busy == pytest.approx(0.1, abs=0.01)
-    assert split.contention_kind == CONTENDS_FOR_GIL
-    assert verdict.label == INPUT_BOUND
+    assert split.contention_kind == "gil"
+    assert verdict.label == "input-bound"
     low, high = verdict.input_cost_interval or [0.0, 0.0]
     assert low < verdict.input_cost_fraction < high and high - low < 0.03
     assert verdict_line(verdict, 40.0, train).startswith(
@@ -279,7 +264,7 @@ def test_a_saturated_host_is_contention_for_the_cores_even_beside_python() -> No
     alone = _blocks([16.1, 16.0, 16.2, 16.1], [30.8, 30.5, 31.0])
     verdict = judge(train, GENERATOR, compute_alone=alone, host=_host(free_cores=0.2))
     split = verdict.cost_split
-    assert split is not None and split.contention_kind == CONTENDS_FOR_CORES
+    assert split is not None and split.contention_kind == "cores"
     assert "mostly CPU contention" in verdict_line(verdict, 40.0, train)
     # without host samples nothing says what it contends for
     unknown = judge(train, GENERATOR, compute_alone=alone).cost_split
@@ -311,7 +296,7 @@ def test_an_interval_across_a_band_boundary_is_worded_as_both_bands() -> None:
     )
     # THEN each claims the band its low end supports, and the headline reads the interval:
     # neither flips
-    assert (lower.label, higher.label) == (BALANCED, BALANCED)
+    assert (lower.label, higher.label) == ("balanced", "balanced")
     assert verdict_line(lower, 40.0, train).startswith(
         "BALANCED TO INPUT-BOUND: input costs 20% of training time (16-23%)"
     )
@@ -330,7 +315,7 @@ def test_an_interval_that_reaches_zero_is_not_measurable() -> None:
     )
     # THEN nothing is read from the gap: the cost is the wait measured step by step, the
     # label compute-bound, and the words say how large it could be rather than a cost
-    assert verdict.input_cost_fraction == pytest.approx(0.02) and verdict.label == COMPUTE_BOUND
+    assert verdict.input_cost_fraction == pytest.approx(0.02) and verdict.label == "compute-bound"
     split = verdict.cost_split
     assert split is not None and (split.contention, split.fetch) == (0.0, 0.0)
     assert split.wait == pytest.approx(0.02) and split.dominant is None
@@ -358,7 +343,7 @@ def test_a_material_wait_is_measured_cost_whatever_the_pairs_noise() -> None:
         compute_alone=_blocks([10.0] * 4, [10 / 0.98, 10 / 1.01, 10 / 0.99]),
     )
     # THEN the wait is the cost and holds the interval's low end up: it is measured
-    assert verdict.input_cost_fraction == pytest.approx(0.12) and verdict.label == BALANCED
+    assert verdict.input_cost_fraction == pytest.approx(0.12) and verdict.label == "balanced"
     interval = verdict.input_cost_interval
     assert interval is not None and interval[0] == pytest.approx(0.12)
     assert "not measurable" not in verdict_line(verdict, 40.0, train)
@@ -371,7 +356,7 @@ def test_training_as_fast_as_the_step_alone_costs_nothing_with_one_pair() -> Non
         PipelineBenchmark(measured=True, batches_per_s=40.0),
         compute_alone=_blocks([10.0, 10.2], [9.9]),
     )
-    assert verdict.input_cost_fraction == 0.0 and verdict.label == COMPUTE_BOUND
+    assert verdict.input_cost_fraction == 0.0 and verdict.label == "compute-bound"
     assert verdict.input_cost_interval is None  # one pair has no spread
 
 
@@ -384,7 +369,7 @@ def test_a_pull_explains_the_gap_measured_in_alternation_but_never_enlarges_it()
     verdict = judge(train, pipeline, compute_alone=alone)
     # THEN the pull is the gap: fetch 10%, not 30%, and nothing is left for contention
     split = verdict.cost_split
-    assert split is not None and split.dominant == COST_FETCH
+    assert split is not None and split.dominant == "fetch"
     assert split.fetch == pytest.approx(0.10, abs=0.005) and split.wait == 0.0
     assert verdict.input_cost_fraction == pytest.approx(0.10, abs=0.005)
     # and under fit's batch stamps (the pull not in the wait), waiting 9%: the pull's estimate
@@ -411,7 +396,7 @@ def test_a_heavy_pipeline_s_time_a_batch_is_no_pull_under_fit_s_batch_stamps() -
     split = verdict.cost_split
     assert split is not None and split.pull_s == pytest.approx(0.001)
     assert split.fetch == pytest.approx(0.0108, abs=0.002)
-    assert split.dominant == COST_CONTENTION and split.contention > 0.1
+    assert split.dominant == "contention" and split.contention > 0.1
 
 
 def test_a_measured_wait_above_the_gap_stands_and_the_interval_holds_it() -> None:
@@ -476,7 +461,7 @@ def test_each_epochs_start_is_a_part_of_the_cost_spread_over_its_steps() -> None
         verdict.input_cost_fraction
     )
     # the start-up dominates, and the shuffle buffer is named as its likely maker
-    assert split.dominant == COST_EPOCH_START and split.epoch_start_stage == "shuffle(10000)"
+    assert split.dominant == "epoch-start" and split.epoch_start_stage == "shuffle(10000)"
     assert verdict_line(verdict, 200.0, train) == (
         "INPUT-BOUND: input costs 28% of training time, mostly epoch starts: a 1.80 s start-up "
         "before each epoch, likely shuffle(10000): 20% of an epoch of 140 steps"
@@ -537,9 +522,9 @@ def test_under_fit_t_carries_fit_s_own_time_around_each_step() -> None:
     alone = _blocks([1 / 0.0033] * 4, [1 / 0.003] * 3)
     pipeline = PipelineBenchmark(measured=True, batches_per_s=3000.0)
     bare = judge(train, pipeline, compute_alone=alone)
-    assert bare.label == BALANCED  # 9% read as input cost
+    assert bare.label == "balanced"  # 9% read as input cost
     # WHEN fit's time around its train function was measured on the steps
     fitted = judge(dataclasses.replace(train, fit_overhead_s=0.0003), pipeline, compute_alone=alone)
     # THEN T is the rate fit would reach on a cached batch, and nothing is input cost
-    assert fitted.label == COMPUTE_BOUND
+    assert fitted.label == "compute-bound"
     assert fitted.compute_alone_steps_per_s == pytest.approx(1 / 0.0033, rel=1e-6)

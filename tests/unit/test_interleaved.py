@@ -14,16 +14,7 @@ import pytest
 from synthetic_reports import FakeClock
 
 from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
-from pipediag.bench.interleaved import (
-    STOP_BUDGET,
-    STOP_GAIN,
-    STOP_NO_GAIN,
-    STOP_OUTRANKED,
-    Rounds,
-    Run,
-    run_rounds,
-    stop_reason,
-)
+from pipediag.bench.interleaved import Rounds, Run, run_rounds, stop_reason
 from pipediag.bench.pipeline import BatchTiming, time_iterator
 
 SLICE_S = 0.2
@@ -65,13 +56,13 @@ def _side(
     ("interval", "best_low", "expected"),
     [
         (None, None, None),
-        ((1.2, 2.5), None, STOP_GAIN),
-        ((0.7, 0.95), None, STOP_NO_GAIN),
-        ((0.97, 1.04), None, STOP_NO_GAIN),  # any gain is under the advisor's 1.05 floor
+        ((1.2, 2.5), None, "clear gain"),
+        ((0.7, 0.95), None, "clear no gain"),
+        ((0.97, 1.04), None, "clear no gain"),  # any gain is under the advisor's 1.05 floor
         ((0.9, 1.3), None, None),
-        ((0.9, 1.3), 1.5, STOP_OUTRANKED),
+        ((0.9, 1.3), 1.5, "outranked"),
         ((0.9, 1.3), 1.2, None),  # the intervals overlap: it may still be the best
-        ((1.1, 1.3), 2.0, STOP_GAIN),  # a clear gain is said so, even if not the best
+        ((1.1, 1.3), 2.0, "clear gain"),  # a clear gain is said so, even if not the best
     ],
 )
 def test_stop_reason(
@@ -109,7 +100,7 @@ def test_a_clear_gain_stops_after_the_minimum_rounds() -> None:
     # GIVEN a baseline at 20 ms per batch and a variant at 0.1 ms
     rounds = _rounds([0.020], [0.0001])
 
-    assert rounds.stopped == STOP_GAIN
+    assert rounds.stopped == "clear gain"
     assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
     assert rounds.ratios == pytest.approx([200.0] * TRIAL_MIN_ROUNDS)
 
@@ -117,7 +108,7 @@ def test_a_clear_gain_stops_after_the_minimum_rounds() -> None:
 def test_a_fix_that_changes_nothing_stops_as_no_gain() -> None:
     rounds = _rounds([0.010], [0.010])
 
-    assert rounds.stopped == STOP_NO_GAIN
+    assert rounds.stopped == "clear no gain"
     assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
 
 
@@ -126,14 +117,14 @@ def test_an_unclear_fix_runs_until_its_time_is_spent() -> None:
     rounds = _rounds([0.010], [0.0125, 0.008], until_s=3.0)
 
     # THEN it stops at the budget: rounds of ~0.4 s, none started that would end after 3 s
-    assert rounds.stopped == STOP_BUDGET
+    assert rounds.stopped == "budget"
     assert TRIAL_MIN_ROUNDS < len(rounds.ratios) <= 3.0 / (2 * SLICE_S)
 
 
 def test_an_unclear_fix_that_cannot_beat_the_best_stops_as_outranked() -> None:
     rounds = _rounds([0.010], [0.0125, 0.008], best_low=1.5)
 
-    assert rounds.stopped == STOP_OUTRANKED
+    assert rounds.stopped == "outranked"
     assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
 
 
@@ -178,7 +169,7 @@ def test_a_slow_first_batch_gets_its_time_back_in_later_rounds() -> None:
     # THEN round 1 has no baseline rate, and later rounds give it the slice plus that second
     assert rounds.baseline[0].batches_per_s is None
     assert given[1:] == pytest.approx([SLICE_S + 1.0] * (len(given) - 1))
-    assert rounds.stopped == STOP_GAIN
+    assert rounds.stopped == "clear gain"
     assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
 
 
@@ -196,7 +187,7 @@ def test_no_round_starts_past_the_hard_limit() -> None:
         clock=clock,
     )
 
-    assert rounds.stopped == STOP_BUDGET and rounds.baseline == [] and rounds.ratios == []
+    assert rounds.stopped == "budget" and rounds.baseline == [] and rounds.ratios == []
 
 
 def test_a_stalled_round_is_left_out_of_the_figure_and_its_interval() -> None:
@@ -204,7 +195,7 @@ def test_a_stalled_round_is_left_out_of_the_figure_and_its_interval() -> None:
     rounds = _rounds([0.010], [0.005, 0.005, 0.005, 0.005, 0.008])
 
     # THEN the trial stops at its fewest rounds on a clear gain of 2x, the stall left out
-    assert rounds.stopped == STOP_GAIN
+    assert rounds.stopped == "clear gain"
     assert len(rounds.ratios) == TRIAL_MIN_ROUNDS
     assert min(rounds.ratios) == pytest.approx(1.25)
     assert rounds.interval == pytest.approx((2.0, 2.0))

@@ -13,7 +13,6 @@ from pipediag.analysis.op_time import OpEvent, ProfiledWindow
 from pipediag.conclusion import Conclusion
 from pipediag.config import RunConfig
 from pipediag.report.model import ComputeAlone
-from pipediag.report.model_side import HOST_GAP, OP_TYPE
 from pipediag.report.reasons import Reason
 from pipediag.timeline import StepTimeline
 from pipediag.training.budget import LoopResult, LoopWork, ModelSide
@@ -71,8 +70,8 @@ def test_the_window_covers_its_steps_pulls_and_groups_their_ops() -> None:
     assert profiler.calls == ["start", "stop", "read"]
     assert profiler.read_with == (3, int(3 * STEP_S * 1e9))
     assert reason is None
-    assert [op.name for op in top if op.kind == OP_TYPE] == ["MatMul"]
-    assert any(op.kind == HOST_GAP for op in top)
+    assert [op.name for op in top if op.kind == "op_type"] == ["MatMul"]
+    assert any(op.kind == "host_gap" for op in top)
     assert sum(op.share for op in top if op.kind != "scope") <= 1.0 + 1e-9
 
 

@@ -26,19 +26,9 @@ from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report import io
 from pipediag.report.model import ComputeAlone, Report
-from pipediag.report.model_side import (
-    DEVICE_COPY,
-    HOST_GAP,
-    JIT_COMPILE,
-    MIXED_PRECISION,
-    OP_TYPE,
-    SCOPE,
-    STEPS_PER_EXECUTION,
-    ModelTrial,
-    TopOp,
-)
+from pipediag.report.model_side import ModelTrial, TopOp
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, VerdictLabel
+from pipediag.report.vocabulary import VerdictLabel
 from pipediag.training.model_side import SPE_MAX_STEPS, SPE_MIN_STEPS, guarded, spe_steps
 from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
 from pipediag.training.step_rounds import FitFacts, Side, measure, slice_seconds, trial_result
@@ -62,7 +52,7 @@ def test_a_trial_result_maps_its_interval_through_the_same_arithmetic() -> None:
     fast = [BatchTiming(None, [0.05] * 20, 1.0, False)]
     rounds = Rounds(timing * 5, fast * 5, [2.0] * 5, (1.8, 2.2), "clear gain")
     # WHEN read against fit at 8 steps/s (25 ms around the train function)
-    trial = trial_result(JIT_COMPILE, rounds, fit_per_s=8.0)
+    trial = trial_result("jit_compile", rounds, fit_per_s=8.0)
     # THEN the gain and both ends carry fit's time
     assert trial.speedup == pytest.approx(0.125 / (0.05 + 0.025))
     assert trial.interval is not None
@@ -74,7 +64,7 @@ def test_a_trial_result_maps_its_interval_through_the_same_arithmetic() -> None:
 
 def test_rounds_without_rates_say_so() -> None:
     empty = Rounds([], [], [], None, "budget")
-    assert trial_result(JIT_COMPILE, empty, fit_per_s=None).reason == Reason("too-few-steps")
+    assert trial_result("jit_compile", empty, fit_per_s=None).reason == Reason("too-few-steps")
 
 
 def test_steps_per_execution_is_8_to_32() -> None:
@@ -95,7 +85,7 @@ def test_a_faster_variant_stops_on_a_clear_gain() -> None:
     # GIVEN a baseline of 20 ms a step and a variant of 10 ms, on a fake clock
     clock = FakeClock()
     trial = measure(
-        JIT_COMPILE,
+        "jit_compile",
         _sleeper(clock, 0.02),
         _sleeper(clock, 0.01),
         _step(0.02),
@@ -113,7 +103,7 @@ def test_a_faster_variant_stops_on_a_clear_gain() -> None:
 def test_an_equal_variant_stops_on_no_gain() -> None:
     clock = FakeClock()
     trial = measure(
-        MIXED_PRECISION,
+        "mixed_precision",
         _sleeper(clock, 0.02),
         _sleeper(clock, 0.02),
         _step(0.02),
@@ -129,7 +119,7 @@ def test_a_multi_step_side_counts_its_batches() -> None:
     clock = FakeClock()
     variant = Side(lambda: clock.sleep(0.04), batches_per_call=8)
     trial = measure(
-        STEPS_PER_EXECUTION,
+        "steps_per_execution",
         _sleeper(clock, 0.01),
         variant,
         _step(0.005),  # a call: 8 steps of 5 ms
@@ -145,8 +135,8 @@ def test_too_little_budget_is_a_reason_not_a_trial() -> None:
     def never(share: float) -> ModelTrial:
         raise AssertionError("not to be run")
 
-    trial = guarded(JIT_COMPILE, never, 0.2, 0.05)
-    assert trial.change == JIT_COMPILE
+    trial = guarded("jit_compile", never, 0.2, 0.05)
+    assert trial.change == "jit_compile"
     assert trial.reason == Reason("budget-share", value=0.2)
     assert reason_words(trial.reason) == "not measured: its share of the budget is 0.2 s"
 
@@ -155,7 +145,7 @@ def test_a_failed_trial_is_one_line() -> None:
     def fails(share: float) -> ModelTrial:
         raise ValueError("bad\nthing")
 
-    trial = guarded(MIXED_PRECISION, fails, 5.0, 0.01)
+    trial = guarded("mixed_precision", fails, 5.0, 0.01)
     assert trial.reason == Reason("failed", detail="ValueError: bad thing")
     assert reason_words(trial.reason) == "failed: ValueError: bad thing"
 
@@ -223,14 +213,16 @@ def test_scopes_are_layers_or_the_optimizer() -> None:
 
 def test_top_ops_shares_of_each_kind_add_up_to_one_with_the_gaps() -> None:
     found = top_ops(_window(), ["dense", "conv_a"])
-    by_kind = {kind: [t for t in found if t.kind == kind] for kind in (OP_TYPE, SCOPE, HOST_GAP)}
-    gaps = sum(t.share for t in by_kind[HOST_GAP])
-    assert sum(t.share for t in by_kind[OP_TYPE]) + gaps == pytest.approx(1.0)
-    assert sum(t.share for t in by_kind[SCOPE]) + gaps == pytest.approx(1.0)
-    first = by_kind[OP_TYPE][0]
+    by_kind = {
+        kind: [t for t in found if t.kind == kind] for kind in ("op_type", "scope", "host_gap")
+    }
+    gaps = sum(t.share for t in by_kind["host_gap"])
+    assert sum(t.share for t in by_kind["op_type"]) + gaps == pytest.approx(1.0)
+    assert sum(t.share for t in by_kind["scope"]) + gaps == pytest.approx(1.0)
+    first = by_kind["op_type"][0]
     assert first.name == "MatMul"
     assert first.self_s == pytest.approx(0.0025)
-    gap_names = {t.name: t.self_s for t in by_kind[HOST_GAP]}
+    gap_names = {t.name: t.self_s for t in by_kind["host_gap"]}
     assert gap_names[PYTHON_GAP] == pytest.approx(0.004)
     assert gap_names[LAUNCH_GAP] == pytest.approx(0.003)
 
@@ -242,19 +234,19 @@ def test_an_empty_window_has_no_top_ops() -> None:
 # --- the report and its words ----------------------------------------------------------------
 
 TRIALS = [
-    ModelTrial(JIT_COMPILE, 40.0, 60.0, 1.45, [1.3, 1.6], 5, "clear gain", code="jit"),
-    ModelTrial(STEPS_PER_EXECUTION, 40.0, 41.0, 1.02, None, 5, "clear no gain", setting="8"),
-    ModelTrial(MIXED_PRECISION, reason=Reason("subclassed-model", detail="Net")),
-    ModelTrial(DEVICE_COPY, reason=Reason("no-gpu-copy")),
+    ModelTrial("jit_compile", 40.0, 60.0, 1.45, [1.3, 1.6], 5, "clear gain", code="jit"),
+    ModelTrial("steps_per_execution", 40.0, 41.0, 1.02, None, 5, "clear no gain", setting="8"),
+    ModelTrial("mixed_precision", reason=Reason("subclassed-model", detail="Net")),
+    ModelTrial("device_copy", reason=Reason("no-gpu-copy")),
 ]
 TOP = [
-    TopOp("Conv2D", OP_TYPE, 0.6, 0.012),
-    TopOp("conv_a", SCOPE, 0.6, 0.012),
-    TopOp(PYTHON_GAP, HOST_GAP, 0.1, 0.002),
+    TopOp("Conv2D", "op_type", 0.6, 0.012),
+    TopOp("conv_a", "scope", 0.6, 0.012),
+    TopOp(PYTHON_GAP, "host_gap", 0.1, 0.002),
 ]
 
 
-def _report(label: VerdictLabel = COMPUTE_BOUND) -> Report:
+def _report(label: VerdictLabel = "compute-bound") -> Report:
     report = synthetic_cost_report(wait=0.0, contention=0.01)
     alone = report.compute_alone or ComputeAlone(measured=True)
     alone = dataclasses.replace(alone, trials=TRIALS, top_ops=TOP)
@@ -264,9 +256,9 @@ def _report(label: VerdictLabel = COMPUTE_BOUND) -> Report:
 
 def test_changes_are_ranked_with_notes_under_the_floor() -> None:
     found = ranked(TRIALS)
-    assert [t.change for t in found.worth] == [JIT_COMPILE]
-    assert [t.change for t in found.notes] == [STEPS_PER_EXECUTION]
-    assert [t.change for t in found.not_measured] == [MIXED_PRECISION, DEVICE_COPY]
+    assert [t.change for t in found.worth] == ["jit_compile"]
+    assert [t.change for t in found.notes] == ["steps_per_execution"]
+    assert [t.change for t in found.not_measured] == ["mixed_precision", "device_copy"]
 
 
 def test_the_text_ends_with_what_to_change_in_the_model() -> None:
@@ -279,13 +271,13 @@ def test_the_text_ends_with_what_to_change_in_the_model() -> None:
     assert "host-to-device copy: not measured: no GPU (the batch is already where" in text
 
 
-@pytest.mark.parametrize("label", [COMPUTE_BOUND, BALANCED])
+@pytest.mark.parametrize("label", ["compute-bound", "balanced"])
 def test_compute_bound_and_balanced_verdicts_show_the_model_side(label: VerdictLabel) -> None:
     assert model_lines(_report(label))
 
 
 def test_an_input_bound_verdict_without_trials_does_not() -> None:
-    report = _report(INPUT_BOUND)
+    report = _report("input-bound")
     assert report.compute_alone is not None
     alone = dataclasses.replace(report.compute_alone, trials=[])
     assert model_lines(dataclasses.replace(report, compute_alone=alone)) == []

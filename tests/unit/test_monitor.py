@@ -27,7 +27,6 @@ from pipediag.renderers import REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.hardware_words import gpu_idle_text
 from pipediag.report import load_report
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import COMPUTE_BOUND, INPUT_BOUND, WARMUP
 
 NO_SAMPLERS = RunConfig(warmup_steps=2, measured_steps=None, sample_host=False, sample_gpu=False)
 
@@ -64,12 +63,12 @@ def test_sleeping_loader_is_input_bound() -> None:
     report = mon.report
     # THEN 12 steps closed (the final, exhausted next() ends the last one), 2 in the warm-up
     assert len(report.train.steps) == 12
-    assert [s.label for s in report.train.steps[:2]] == [WARMUP, WARMUP]
+    assert [s.label for s in report.train.steps[:2]] == ["warmup", "warmup"]
     assert report.train.measured_steps == 10
     assert report.train.steps[0].duration_s == pytest.approx(SLOW_S + FAST_S)
     assert report.train.steps[0].input_wait_s == pytest.approx(SLOW_S)
     # AND the same classifier as `pipediag run` says input-bound, from iterator timing
-    assert report.verdict.label == INPUT_BOUND
+    assert report.verdict.label == "input-bound"
     assert report.verdict.input_wait_fraction == pytest.approx(SLOW_S / (SLOW_S + FAST_S))
     assert report.train.style == "custom-loop"
     assert report.train.input_wait_source == "iterator-timing"
@@ -85,7 +84,7 @@ def test_sleeping_step_is_compute_bound() -> None:
     with mon:
         for _batch in mon.iterate(loader(clock, 12, FAST_S)):
             clock.sleep(SLOW_S)
-    assert mon.report.verdict.label == COMPUTE_BOUND
+    assert mon.report.verdict.label == "compute-bound"
     assert mon.report.verdict.input_wait_fraction == pytest.approx(FAST_S / (SLOW_S + FAST_S))
 
 

@@ -11,14 +11,13 @@ from pipediag.analysis import noise
 from pipediag.analysis.noise import Estimate, NoiseRules
 from pipediag.report.model import StepRecord
 from pipediag.report.stages import LatencyStats
-from pipediag.report.vocabulary import COMPUTE_BOUND, WARMUP
 
 
 def _steps(durations: list[float], wait_share: float = 0.5, warmup: int = 0) -> list[StepRecord]:
     steps = []
     start = 0.0
     for i, duration in enumerate(durations):
-        label = WARMUP if i < warmup else COMPUTE_BOUND
+        label = "warmup" if i < warmup else "compute-bound"
         steps.append(StepRecord(i, start, duration, duration * wait_share, label))
         start += duration
     return steps
@@ -39,7 +38,7 @@ def test_the_rate_is_steps_over_time_and_skips_the_warmup() -> None:
 def test_a_merged_record_counts_as_the_steps_it_stands_for() -> None:
     # GIVEN 10 steps of 10 ms, then one record merging 30 steps of 20 ms
     steps = _steps([0.01] * 10)
-    steps.append(StepRecord(10, 0.1, 0.6, 0.3, COMPUTE_BOUND, count=30))
+    steps.append(StepRecord(10, 0.1, 0.6, 0.3, "compute-bound", count=30))
     # THEN the rate is 40 steps over 0.7 s
     spread = noise.step_spread(steps)
     assert spread.steps == 40

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from pipediag.analysis.paired import TRIAL_MIN_ROUNDS, disturbed, log_interval, ratio_figure, t90
-from pipediag.bench.interleaved import STOP_GAIN, stop_reason
+from pipediag.bench.interleaved import stop_reason
 
 
 def test_t90_matches_the_tables_and_refuses_a_single_pair() -> None:
@@ -50,7 +50,7 @@ def test_a_stalled_round_is_left_out_of_a_clear_gain() -> None:
     assert figure.speedup == pytest.approx(2.0, abs=0.01)
     assert figure.low == pytest.approx(1.93, abs=0.01)
     assert figure.high == pytest.approx(2.08, abs=0.01)
-    assert stop_reason((figure.low, figure.high), None) == STOP_GAIN
+    assert stop_reason((figure.low, figure.high), None) == "clear gain"
 
 
 def test_a_wide_spread_leaves_nothing_out() -> None:

@@ -39,15 +39,6 @@ from pipediag.report.names import NO_VERDICT
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import GpuSection, HostSection
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    COMPUTE_BOUND,
-    COST_CONTENTION,
-    COST_EPOCH_START,
-    GAIN_PIPELINE_ALONE,
-    INPUT_BOUND,
-    NO_VERDICT_NO_STEPS,
-    UNKNOWN,
-)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 LONG_RUN_STEPS = 10_000
@@ -228,7 +219,7 @@ def test_suggestions_are_listed_with_gains_and_warnings() -> None:
         Suggestion(f"PD00{i}", f"fix {i}", estimate=1.1 + i / 10, correctness_warning=i == 2)
         for i in range(7)
     ]
-    suggestions[0] = dataclasses.replace(suggestions[0], gain=Gain(GAIN_PIPELINE_ALONE, 2.5))
+    suggestions[0] = dataclasses.replace(suggestions[0], gain=Gain("pipeline-alone", 2.5))
     report = dataclasses.replace(synthetic_report(), suggestions=suggestions)
     figure = build_figure(report)
     lines = [t for t in figure.texts if t.get_gid() == "suggestion"]
@@ -305,8 +296,8 @@ def _by_gid(artists: Sequence[Artist], prefix: str) -> list[Artist]:
 def _with_phases(report: Report) -> Report:
     # epochs counted from 0, as the hooks and the analysis count them
     phases = [
-        PhaseVerdict("epoch 1", 0, 0, 12, 8.4, 0.58, 0.66, INPUT_BOUND),
-        PhaseVerdict("epochs 2-5", 1, 4, 48, 31.0, 0.01, 0.03, COMPUTE_BOUND),
+        PhaseVerdict("epoch 1", 0, 0, 12, 8.4, 0.58, 0.66, "input-bound"),
+        PhaseVerdict("epochs 2-5", 1, 4, 48, 31.0, 0.01, 0.03, "compute-bound"),
     ]
     return dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, phases=phases))
 
@@ -328,7 +319,7 @@ def test_cost_bar_stacks_compute_and_the_three_parts_of_input_cost() -> None:
     # in the page's colours: blue compute, orange input (the wait as the per-step bars)
     assert bars[0].get_facecolor()[:3] == _rgb(COMPUTE_COLOUR)
     assert bars[1].get_facecolor()[:3] == _rgb(INPUT_COLOUR)
-    assert bars[2].get_facecolor()[:3] == _rgb(COST_COLOURS[COST_CONTENTION])
+    assert bars[2].get_facecolor()[:3] == _rgb(COST_COLOURS["contention"])
     # percentages: inside the segments wide enough to hold one, all of them in the legend
     assert [t.get_text() for t in _by_gid(cost.texts, "cost-share")] == ["56%", "40%"]
     legend = cost.get_legend()
@@ -357,7 +348,7 @@ def test_cost_bar_draws_an_epoch_start_part_and_titles_the_cost_with_its_interva
     bars = _by_gid(cost.patches, "cost-")
     assert [b.get_gid() for b in bars][-1] == "cost-epoch start"
     assert bars[-1].get_width() == pytest.approx(0.20)
-    assert bars[-1].get_facecolor()[:3] == _rgb(COST_COLOURS[COST_EPOCH_START])
+    assert bars[-1].get_facecolor()[:3] == _rgb(COST_COLOURS["epoch-start"])
     assert cost.get_title(loc="left") == "Input cost: 28% (25-31%)"
 
 
@@ -472,7 +463,7 @@ def test_phase_spans_follow_the_steps_epochs() -> None:
     assert end1 == pytest.approx(start2)
     assert end2 == pytest.approx(steps[-1].start_s + steps[-1].duration_s)
     # a phase whose epochs have no recorded steps (merged away, or beyond them) is left out
-    ghost = PhaseVerdict("epoch 9", 8, 8, 5, None, None, None, UNKNOWN)
+    ghost = PhaseVerdict("epoch 9", 8, 8, 5, None, None, None, "unknown")
     report = dataclasses.replace(
         report,
         verdict=dataclasses.replace(report.verdict, phases=[*report.verdict.phases, ghost]),
@@ -495,12 +486,12 @@ def test_best_fix_shows_only_a_measured_gain() -> None:
     assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
     assert not any("1.42x" in t for t in _texts(build_figure(report)))
     # measured on the pipeline alone, it says so, and not the prediction from it
-    verified = dataclasses.replace(estimated, gain=Gain(GAIN_PIPELINE_ALONE, 1.6), estimate=1.3)
+    verified = dataclasses.replace(estimated, gain=Gain("pipeline-alone", 1.6), estimate=1.3)
     report = dataclasses.replace(report, suggestions=[verified])
     assert best_fix_figure(report) == ("Best fix (pipeline alone)", "1.60x")
     assert "1.60x" in _texts(build_figure(report))
     # a fix measured without gain says so, and no fix at all is a dash
-    slower = dataclasses.replace(estimated, gain=Gain(GAIN_PIPELINE_ALONE, 0.8))
+    slower = dataclasses.replace(estimated, gain=Gain("pipeline-alone", 0.8))
     report = dataclasses.replace(report, suggestions=[slower])
     assert best_fix_figure(report) == ("Best fix (measured)", "no gain")
     report = dataclasses.replace(report, suggestions=[])
@@ -558,9 +549,7 @@ def test_no_verdict_is_said_the_same_way_in_the_image_and_the_text() -> None:
     base = synthetic_report()
     report = dataclasses.replace(
         base,
-        verdict=dataclasses.replace(
-            base.verdict, label=UNKNOWN, no_verdict_because=NO_VERDICT_NO_STEPS
-        ),
+        verdict=dataclasses.replace(base.verdict, label="unknown", no_verdict_because="no-steps"),
     )
     assert header_lines(report) == (NO_VERDICT, NO_STEPS_TEXT)
     assert render_text(report).startswith(f"{NO_VERDICT}: {NO_STEPS_TEXT}\n")

@@ -42,7 +42,6 @@ from pipediag.renderers.verdict_words import headline, phase_text, sentence
 from pipediag.report.io import load_report
 from pipediag.report.model import Report
 from pipediag.report.names import stage_name, verdict_title
-from pipediag.report.vocabulary import OVER_MEASURED_STEPS
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -140,7 +139,7 @@ def test_text_host_row_names_other_processes_where_they_bear_on_the_verdict(
     assert contention is not None
     if contention.contended and contention.bears_on_verdict:
         # THEN the row words it from the figures, over the samples the finding named
-        assert contention.scope == OVER_MEASURED_STEPS
+        assert contention.scope == "measured-steps"
         assert host[1] == contention_text(contention)
         share = f"{contention.other_cpu_pct_mean:.0f}% of the host's CPU"
         assert host[1].startswith(f"Other processes took {share} (")

@@ -31,21 +31,7 @@ from pipediag.report.names import NO_VERDICT, verdict_title
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
 from pipediag.report.trials import TrialFacts
-from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    INPUT_BOUND,
-    NO_TRAIN_STEP,
-    NO_VERDICT_NO_STEPS,
-    NO_VERDICT_NO_TRAINING,
-    NO_VERDICT_UNKNOWN,
-    NO_VERDICT_WAIT_NOT_MEASURED,
-    NO_VERDICT_WARMUP_ONLY,
-    OVER_WHOLE_RUN,
-    UNKNOWN,
-    WARMUP,
-    StepLabel,
-)
+from pipediag.report.vocabulary import StepLabel
 
 
 @pytest.mark.parametrize("with_gpu", [False, True])
@@ -287,10 +273,10 @@ def test_a_version_2_verdict_loses_its_headline_text_and_keeps_its_figures() -> 
 @pytest.mark.parametrize(
     ("label", "fraction", "words"),
     [
-        (INPUT_BOUND, 0.71, "71% of step time spent waiting for input"),
-        (COMPUTE_BOUND, 0.02, "only 2% of step time spent waiting for input"),
-        (BALANCED, None, "input pipeline and model both limit training"),
-        (UNKNOWN, None, NOT_ENOUGH_MEASURED),
+        ("input-bound", 0.71, "71% of step time spent waiting for input"),
+        ("compute-bound", 0.02, "only 2% of step time spent waiting for input"),
+        ("balanced", None, "input pipeline and model both limit training"),
+        ("unknown", None, NOT_ENOUGH_MEASURED),
     ],
 )
 def test_a_version_2_verdict_without_input_cost_is_worded_from_its_wait_share(
@@ -330,11 +316,11 @@ def test_a_version_4_verdict_loses_its_summary_and_keeps_the_pairs_it_named() ->
 def _train(*labels: StepLabel, skipped: bool = False) -> dict[str, object]:
     """A version-4 train section of steps with these labels (warm-up steps first)."""
     steps = [StepRecord(i, 0.1 * i, 0.1, None, label) for i, label in enumerate(labels)]
-    passes = [DataPass(10, NO_TRAIN_STEP, passes=2)] if skipped else []
+    passes = [DataPass(10, "no-train-step", passes=2)] if skipped else []
     train = TrainSection(
         steps=steps,
-        measured_steps=sum(label != WARMUP for label in labels),
-        warmup_steps=sum(label == WARMUP for label in labels),
+        measured_steps=sum(label != "warmup" for label in labels),
+        warmup_steps=sum(label == "warmup" for label in labels),
         skipped_passes=passes,
     )
     return to_dict(Report(script="t.py", train=train))["train"]
@@ -343,12 +329,12 @@ def _train(*labels: StepLabel, skipped: bool = False) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("train", "reason"),
     [
-        (_train(skipped=True), NO_VERDICT_NO_TRAINING),
-        (_train(), NO_VERDICT_NO_STEPS),
-        (_train(WARMUP, WARMUP), NO_VERDICT_WARMUP_ONLY),
-        (_train(WARMUP, UNKNOWN, UNKNOWN), NO_VERDICT_WAIT_NOT_MEASURED),
+        (_train(skipped=True), "no-training"),
+        (_train(), "no-steps"),
+        (_train("warmup", "warmup"), "warmup-only"),
+        (_train("warmup", "unknown", "unknown"), "wait-not-measured"),
         # steps a verdict could have read: the old report's reason is not one of these
-        (_train(WARMUP, INPUT_BOUND, COMPUTE_BOUND), NO_VERDICT_UNKNOWN),
+        (_train("warmup", "input-bound", "compute-bound"), "unknown"),
     ],
 )
 def test_a_version_4_report_without_a_verdict_gets_the_code_its_train_section_tells(
@@ -358,7 +344,7 @@ def test_a_version_4_report_without_a_verdict_gets_the_code_its_train_section_te
     data = to_dict(Report(script="t.py"))
     data["schema_version"] = 4
     data["train"] = train
-    data["verdict"] = {"label": UNKNOWN, "summary": "No training steps were seen: ..."}
+    data["verdict"] = {"label": "unknown", "summary": "No training steps were seen: ..."}
     # WHEN read  THEN the sentence is gone and the code says why
     report = from_dict(data)
     assert "summary" not in to_dict(report)["verdict"]
@@ -369,7 +355,7 @@ def test_a_version_4_report_with_a_malformed_train_section_fails_as_malformed() 
     data = to_dict(Report(script="t.py"))
     data["schema_version"] = 4
     data["train"] = {"steps": [7]}
-    data["verdict"] = {"label": UNKNOWN, "summary": "No training steps were seen: ..."}
+    data["verdict"] = {"label": "unknown", "summary": "No training steps were seen: ..."}
     with pytest.raises(ReportError, match="malformed pipediag report"):
         from_dict(data)
 
@@ -378,7 +364,7 @@ def test_a_version_4_report_never_judged_gets_no_reason() -> None:
     # a report's default verdict, with no summary: nothing said, nothing made up
     data = to_dict(Report(script="t.py"))
     data["schema_version"] = 4
-    data["verdict"] = {"label": UNKNOWN, "summary": ""}
+    data["verdict"] = {"label": "unknown", "summary": ""}
     report = from_dict(data)
     assert report.verdict.no_verdict_because == ""
     assert headline(report).text == f"{NO_VERDICT}: {NOT_ENOUGH_MEASURED}"
@@ -463,7 +449,7 @@ def test_a_report_with_the_host_and_gpu_findings_in_words_reads_their_facts() ->
     # THEN the words are gone, the facts they held are fields, and the rest is as written
     assert read.host_contention is not None
     assert read.host_contention.bears_on_verdict
-    assert read.host_contention.scope == OVER_WHOLE_RUN
+    assert read.host_contention.scope == "whole-run"
     assert read.gpu_analysis == report.gpu_analysis
     assert read.verdict == report.verdict
     assert "during the whole run: the input pipeline competes" in render_text(read)

@@ -13,7 +13,7 @@ from synthetic_reports import FakeClock
 from pipediag.hooks.step_calls import StepCalls, definition_site
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import ComputeAlone
-from pipediag.report.model_side import JIT_COMPILE, ModelTrial
+from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
 from pipediag.training.budget import LoopWork
 from pipediag.training.loop_xla import LoopStep, LoopXlaTrial
@@ -87,7 +87,7 @@ def test_the_loop_s_trial_shows_under_what_to_change_in_the_model_with_its_code(
     from pipediag.renderers.model_words import change_lines
 
     code = "@tf.function(jit_compile=True)  # on train_step (train.py:12)"
-    trial = ModelTrial(JIT_COMPILE, 100.0, 140.0, 1.4, [1.2, 1.6], 5, "clear gain", code=code)
+    trial = ModelTrial("jit_compile", 100.0, 140.0, 1.4, [1.2, 1.6], 5, "clear gain", code=code)
     lines = change_lines(ComputeAlone(measured=True, trials=[trial]))
     assert any(line.startswith(" 1. XLA (jit_compile=True): 1.40x") for line in lines)
     assert f"      {code}" in lines
@@ -182,7 +182,7 @@ def test_the_twin_twice_as_fast_measures_about_2x_and_the_variables_are_put_back
         served += 1
         assert served < 10_000
     result = trial.result()
-    assert result.change == JIT_COMPILE and result.setting == "True"
+    assert result.change == "jit_compile" and result.setting == "True"
     assert result.speedup is not None and 1.8 < result.speedup < 2.2
     assert result.interval is not None and result.interval[0] > 1.5
     assert result.code.endswith("# on train_step (train.py:3)")

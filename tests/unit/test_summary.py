@@ -45,32 +45,14 @@ from pipediag.report.model import (
 )
 from pipediag.report.names import NO_VERDICT, stage_name, verdict_title
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    GAIN_HELD,
-    GAIN_ON_TRAINING,
-    GAIN_PIPELINE_ALONE,
-    INPUT_BOUND,
-    KERAS_PASS,
-    NO_TRAIN_STEP,
-    NO_VERDICT_NO_STEPS,
-    NO_VERDICT_NO_TRAINING,
-    NO_VERDICT_UNKNOWN,
-    NO_VERDICT_WAIT_NOT_MEASURED,
-    NO_VERDICT_WARMUP_ONLY,
-    UNKNOWN,
-    WARMUP,
-    NoVerdictReason,
-    StepLabel,
-)
+from pipediag.report.vocabulary import NoVerdictReason, StepLabel
 
 EXPECTED_LABELS = {
-    fx.INPUT_BOUND_FIT: INPUT_BOUND,
-    fx.COMPUTE_BOUND_LOOP: COMPUTE_BOUND,
-    fx.CACHE_PHASES_FIT: INPUT_BOUND,
-    fx.GPU_INPUT_BOUND_FIT: INPUT_BOUND,
-    fx.GPU_COMPUTE_BOUND_LOOP: COMPUTE_BOUND,
+    fx.INPUT_BOUND_FIT: "input-bound",
+    fx.COMPUTE_BOUND_LOOP: "compute-bound",
+    fx.CACHE_PHASES_FIT: "input-bound",
+    fx.GPU_INPUT_BOUND_FIT: "input-bound",
+    fx.GPU_COMPUTE_BOUND_LOOP: "compute-bound",
 }
 
 
@@ -93,7 +75,7 @@ def test_headline_of_a_recorded_run_is_a_claim_then_its_explanation(
     # under it only what it does not say itself (the cost's parts and the rates have rows of
     # their own): where the model sets the rate, the pipeline's headroom
     headroom = report.verdict.pipeline_headroom
-    if report.verdict.label == COMPUTE_BOUND:
+    if report.verdict.label == "compute-bound":
         assert headroom is not None
         assert head.details == [
             f"The pipeline alone delivers {speedup(headroom)} what the train step needs."
@@ -157,8 +139,8 @@ def test_phases_of_the_cache_run_name_each_epoch_and_its_verdict() -> None:
     # GIVEN a run whose first epoch fills a cache: input-bound, then reading it is not
     report = fx.load(fx.CACHE_PHASES_FIT)
     first, *later = report.verdict.phases
-    assert first.name == "epoch 1" and first.label == INPUT_BOUND
-    assert later and all(p.label in (BALANCED, COMPUTE_BOUND) for p in later)
+    assert first.name == "epoch 1" and first.label == "input-bound"
+    assert later and all(p.label in ("balanced", "compute-bound") for p in later)
     # THEN each phase reads "<name>: <label>, input costs N%"
     assert phase_text(first) == (
         f"epoch 1: input-bound, input costs {percent(first.input_cost_fraction or 0)}"
@@ -207,7 +189,7 @@ def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
         "PD004",
         "map(f): vectorise, map after batch",
         stage="map(f)",
-        gain=Gain(GAIN_PIPELINE_ALONE, 1.62),
+        gain=Gain("pipeline-alone", 1.62),
         estimate=1.42,
     )
     # measured on the pipeline alone, labelled so; the estimates only order the fixes
@@ -216,12 +198,12 @@ def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
     assert suggestion_line(fix) == (
         "[PD004] map(f): vectorise, map after batch  (on the pipeline alone 1.62x)"
     )
-    tried = dataclasses.replace(fix, gain=Gain(GAIN_ON_TRAINING, 1.3, [1.21, 1.4]))
+    tried = dataclasses.replace(fix, gain=Gain("training", 1.3, [1.21, 1.4]))
     assert gains_text(tried) == "on your training 1.30x (1.21-1.40x)"
     # an interval whose ends were both taken at the step alone's rate is none
-    capped = dataclasses.replace(fix, gain=Gain(GAIN_ON_TRAINING, 5.67, [5.67, 5.67]))
+    capped = dataclasses.replace(fix, gain=Gain("training", 5.67, [5.67, 5.67]))
     assert gains_text(capped) == "on your training 5.67x"
-    held = Suggestion("PD007", "port to TF ops", gain=Gain(GAIN_HELD, 2.1), estimate=3.0)
+    held = Suggestion("PD007", "port to TF ops", gain=Gain("held", 2.1), estimate=3.0)
     assert gains_text(held) == "at most 2.10x on your training"
     estimated = dataclasses.replace(fix, gain=Gain())
     assert gains_text(estimated) == NOT_MEASURED
@@ -240,7 +222,7 @@ def test_a_shortened_suggestion_line_keeps_its_warning_and_gains() -> None:
     fix = Suggestion(
         "PD001",
         "a very long title " * 10,
-        gain=Gain(GAIN_PIPELINE_ALONE, 1.5),
+        gain=Gain("pipeline-alone", 1.5),
         correctness_warning=True,
     )
     line = suggestion_line(fix, max_chars=80)
@@ -250,14 +232,14 @@ def test_a_shortened_suggestion_line_keeps_its_warning_and_gains() -> None:
 
 
 def test_best_fix_promises_only_a_measured_gain_and_notes_promise_nothing() -> None:
-    note = Suggestion("PD001", "parallelise", kind="note", gain=Gain(GAIN_PIPELINE_ALONE, 0.7))
+    note = Suggestion("PD001", "parallelise", kind="note", gain=Gain("pipeline-alone", 0.7))
     fix = Suggestion("PD004", "vectorise", estimate=1.42)
     report = dataclasses.replace(synthetic_cost_report(), suggestions=[note, fix])
     assert best_fix(report) is None
     assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
     assert actionable(report) == [fix]
     assert suggestions_of(report, NOTE) == [note]
-    verified = dataclasses.replace(fix, gain=Gain(GAIN_PIPELINE_ALONE, 1.6))
+    verified = dataclasses.replace(fix, gain=Gain("pipeline-alone", 1.6))
     report = dataclasses.replace(report, suggestions=[note, verified])
     assert best_fix(report) == (verified, 1.6)
     assert best_fix_figure(report) == ("Best fix (pipeline alone)", "1.60x")
@@ -344,11 +326,11 @@ def _steps(count: int, label: StepLabel) -> list[StepRecord]:
     ("reason", "train", "batches_per_s", "words"),
     [
         (
-            NO_VERDICT_NO_TRAINING,
+            "no-training",
             TrainSection(
                 skipped_passes=[
-                    DataPass(10, NO_TRAIN_STEP, passes=2),
-                    DataPass(5, KERAS_PASS, by="TextVectorization.adapt"),
+                    DataPass(10, "no-train-step", passes=2),
+                    DataPass(5, "keras", by="TextVectorization.adapt"),
                 ]
             ),
             40.0,
@@ -356,35 +338,35 @@ def _steps(count: int, label: StepLabel) -> list[StepRecord]:
             "training (no train step between their pulls, or made by Keras), so there is no "
             "verdict.",
         ),
-        (NO_VERDICT_NO_STEPS, TrainSection(), 40.0, NO_STEPS_TEXT),
+        ("no-steps", TrainSection(), 40.0, NO_STEPS_TEXT),
         (
-            NO_VERDICT_WARMUP_ONLY,
-            TrainSection(steps=_steps(2, WARMUP), warmup_steps=2),
+            "warmup-only",
+            TrainSection(steps=_steps(2, "warmup"), warmup_steps=2),
             40.0,
             "Only 2 step(s) ran, all in the warm-up: run more steps or lower --warmup.",
         ),
         (
-            NO_VERDICT_WAIT_NOT_MEASURED,
-            TrainSection(steps=_steps(20, UNKNOWN), measured_steps=20, steps_per_s=10.0),
+            "wait-not-measured",
+            TrainSection(steps=_steps(20, "unknown"), measured_steps=20, steps_per_s=10.0),
             11.0,
             "The input wait of the measured steps could not be measured. Training ran at 10.0 "
             "steps/s, 91% of the 11.0 batches/s the pipeline delivers alone, which suggests "
             "the input pipeline limits it.",
         ),
         (
-            NO_VERDICT_WAIT_NOT_MEASURED,
-            TrainSection(steps=_steps(20, UNKNOWN), measured_steps=20, steps_per_s=10.0),
+            "wait-not-measured",
+            TrainSection(steps=_steps(20, "unknown"), measured_steps=20, steps_per_s=10.0),
             40.0,
             "The input wait of the measured steps could not be measured. Training ran at 10.0 "
             "steps/s, 25% of the 40.0 batches/s the pipeline delivers alone.",
         ),
         (
-            NO_VERDICT_WAIT_NOT_MEASURED,
-            TrainSection(steps=_steps(20, UNKNOWN), measured_steps=20, steps_per_s=10.0),
+            "wait-not-measured",
+            TrainSection(steps=_steps(20, "unknown"), measured_steps=20, steps_per_s=10.0),
             None,
             "The input wait of the measured steps could not be measured.",
         ),
-        (NO_VERDICT_UNKNOWN, TrainSection(), 40.0, NOT_ENOUGH_MEASURED),
+        ("unknown", TrainSection(), 40.0, NOT_ENOUGH_MEASURED),
     ],
 )
 def test_no_verdict_is_worded_from_its_code_and_the_train_sections_figures(
@@ -404,7 +386,7 @@ def test_a_fix_tried_on_training_shows_that_gain_and_leads_the_key_figures() -> 
     tried = Suggestion(
         id="PD001-sequential-map",
         title="map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
-        gain=Gain(GAIN_ON_TRAINING, 1.3),
+        gain=Gain("training", 1.3),
         estimate=1.2,
     )
     predicted = Suggestion(id="PD002-x", title="another fix", estimate=1.25)

@@ -20,7 +20,6 @@ from pipediag.report.model import EpochStart, PhaseVerdict, Report
 from pipediag.report.names import NO_VERDICT, stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import COMPUTE_BOUND, INPUT_BOUND, NO_VERDICT_NO_STEPS, UNKNOWN
 
 # Where a row's text starts: two spaces, a 16-wide label.
 INDENT = " " * 18
@@ -146,8 +145,8 @@ def test_phases_get_one_line_each() -> None:
     # GIVEN epoch 1 filling a cache (input-bound) and epochs 2-5 reading it
     base = synthetic_cost_report(RunLayout(epochs=5))
     phases = [
-        PhaseVerdict("epoch 1", 1, 1, 12, 8.4, 0.58, 0.66, INPUT_BOUND),
-        PhaseVerdict("epochs 2-5", 2, 5, 48, 31.0, 0.01, 0.03, COMPUTE_BOUND),
+        PhaseVerdict("epoch 1", 1, 1, 12, 8.4, 0.58, 0.66, "input-bound"),
+        PhaseVerdict("epochs 2-5", 2, 5, 48, 31.0, 0.01, 0.03, "compute-bound"),
     ]
     report = dataclasses.replace(base, verdict=dataclasses.replace(base.verdict, phases=phases))
     assert _row(_lines(report), "Phases") == [
@@ -157,7 +156,7 @@ def test_phases_get_one_line_each() -> None:
 
 
 def test_phase_without_cost_falls_back_on_its_wait_and_unknown_reads_no_verdict() -> None:
-    phase = PhaseVerdict("epoch 3", 3, 3, 10, None, 0.4, None, UNKNOWN)
+    phase = PhaseVerdict("epoch 3", 3, 3, 10, None, 0.4, None, "unknown")
     assert phase_text(phase) == "epoch 3: no verdict, input wait 40%"
     assert phase_text(dataclasses.replace(phase, input_wait_fraction=None)) == (
         "epoch 3: no verdict"
@@ -221,7 +220,7 @@ def test_empty_report() -> None:
 def test_unknown_verdict_says_why_from_its_code() -> None:
     report = Report(script="t.py")
     report = dataclasses.replace(
-        report, verdict=dataclasses.replace(report.verdict, no_verdict_because=NO_VERDICT_NO_STEPS)
+        report, verdict=dataclasses.replace(report.verdict, no_verdict_because="no-steps")
     )
     assert _lines(report)[:2] == [f"NO VERDICT: {NO_STEPS_TEXT}", ""]
 
@@ -274,7 +273,7 @@ def test_headline_is_worded_from_the_verdict_as_a_claim_then_its_explanation() -
         estimated,
         verdict=dataclasses.replace(
             estimated.verdict,
-            label=INPUT_BOUND,
+            label="input-bound",
             cost_split=dataclasses.replace(estimated.verdict.cost_split, dominant=None),
         ),
     )
@@ -289,8 +288,8 @@ def test_headline_is_worded_from_the_verdict_as_a_claim_then_its_explanation() -
     )
     # phases with no explanation before them: they follow the claim after "; "
     phases = [
-        PhaseVerdict("epoch 1", 0, 0, 12, 8.4, 0.6, 0.66, INPUT_BOUND),
-        PhaseVerdict("epochs 2-5", 1, 4, 48, 31.0, 0.02, 0.03, COMPUTE_BOUND),
+        PhaseVerdict("epoch 1", 0, 0, 12, 8.4, 0.6, 0.66, "input-bound"),
+        PhaseVerdict("epochs 2-5", 1, 4, 48, 31.0, 0.02, 0.03, "compute-bound"),
     ]
     phased = dataclasses.replace(
         estimated, verdict=dataclasses.replace(estimated.verdict, phases=phases)
@@ -304,7 +303,7 @@ def test_headline_is_worded_from_the_verdict_as_a_claim_then_its_explanation() -
 
 def test_no_verdict_leads_with_its_title_then_why() -> None:
     report = Report(script="t.py")
-    verdict = dataclasses.replace(report.verdict, no_verdict_because=NO_VERDICT_NO_STEPS)
+    verdict = dataclasses.replace(report.verdict, no_verdict_because="no-steps")
     head = headline(dataclasses.replace(report, verdict=verdict))
     assert head.text == f"NO VERDICT: {NO_STEPS_TEXT}"
     assert head.claim == "NO VERDICT"
@@ -337,7 +336,7 @@ def test_a_cost_with_its_interval_says_it_and_a_straddling_one_names_both_bands(
         "BALANCED TO INPUT-BOUND: input costs 21% of training time (17-24%), mostly CPU "
         "contention: "
     )
-    assert report.verdict.label == INPUT_BOUND  # the point's band, for check and compare
+    assert report.verdict.label == "input-bound"  # the point's band, for check and compare
     assert _row(lines, "Input cost")[0].startswith(
         "  Input cost      21% of training time (90% interval 17-24%) (1.3x faster if input "
         "were free): wait 1%, contention 20%, fetch 0%"
@@ -385,7 +384,7 @@ def test_an_epoch_start_part_is_listed_with_its_evidence_and_counted_in_the_trai
     report = dataclasses.replace(
         base,
         verdict=dataclasses.replace(
-            base.verdict, cost_split=split, input_cost_fraction=0.28, label=INPUT_BOUND
+            base.verdict, cost_split=split, input_cost_fraction=0.28, label="input-bound"
         ),
         train=dataclasses.replace(base.train, epoch_starts=starts),
     )

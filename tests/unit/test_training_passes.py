@@ -18,7 +18,6 @@ from pipediag.hooks.train_evidence import WATCHED_VARIABLES, GradientWatch, chan
 from pipediag.renderers.run_words import data_pass_text
 from pipediag.report.model import DataPass, PipelineBenchmark
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import KERAS_PASS, NO_TRAIN_STEP
 from pipediag.session import DiagnosticSession
 from pipediag.timeline import StepTimeline
 
@@ -115,7 +114,7 @@ def test_a_pass_with_no_train_step_is_skipped_and_never_timed() -> None:
     assert len(session.timeline) == 0  # the budget of 6 steps never counted it
     assert session.benchmarked == [] and session.styles == []
     (record,) = session.passes
-    assert record.reason == NO_TRAIN_STEP and record.by is None
+    assert record.reason == "no-train-step" and record.by is None
     assert record.batches == 40
     assert record.where is not None and record.where.startswith("test_training_passes.py:")
 
@@ -186,7 +185,7 @@ def test_a_pass_keras_makes_is_named_and_never_training() -> None:
 
     assert len(session.timeline) == 0 and session.benchmarked == []
     (record,) = session.passes
-    assert (record.reason, record.by, record.batches) == (KERAS_PASS, "Normalization.adapt", 8)
+    assert (record.reason, record.by, record.batches) == ("keras", "Normalization.adapt", 8)
 
 
 def test_pass_origin_outside_keras_is_the_scripts_line() -> None:
@@ -230,11 +229,11 @@ def test_pass_origin_names_the_keras_call_and_holds_none_of_its_locals() -> None
 
 
 def test_data_pass_words() -> None:
-    keras_pass = DataPass(50, KERAS_PASS, "train.py:58", "TextVectorization.adapt")
+    keras_pass = DataPass(50, "keras", "train.py:58", "TextVectorization.adapt")
     assert data_pass_text(keras_pass) == (
         "a 50-batch pass by TextVectorization.adapt at train.py:58 (not training)"
     )
-    loop = DataPass(1875, NO_TRAIN_STEP, "stats.py:6", passes=3)
+    loop = DataPass(1875, "no-train-step", "stats.py:6", passes=3)
     assert data_pass_text(loop) == (
         "3 passes (1,875 batches) at stats.py:6 (no train step between its pulls)"
     )
@@ -248,8 +247,8 @@ def _session() -> DiagnosticSession:
 def test_passes_alike_are_one_record() -> None:
     session = _session()
     for _ in range(3):
-        session.data_pass(DataPass(10, NO_TRAIN_STEP, "val.py:9", dataset="Batch <- Range"))
-    session.data_pass(DataPass(4, KERAS_PASS, "val.py:3", "Sequential.predict"))
+        session.data_pass(DataPass(10, "no-train-step", "val.py:9", dataset="Batch <- Range"))
+    session.data_pass(DataPass(4, "keras", "val.py:3", "Sequential.predict"))
     records = session.found.passes
     assert [(r.passes, r.batches) for r in records] == [(3, 30), (1, 4)]
 

@@ -13,7 +13,7 @@ from synthetic_reports import FakeClock, synthetic_report
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
-from pipediag.bench.interleaved import STOP_BUDGET, STOP_GAIN, RoundPlan, Rounds
+from pipediag.bench.interleaved import RoundPlan, Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
@@ -23,7 +23,6 @@ from pipediag.report.model import Suggestion
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageSettings, StageStats
 from pipediag.report.trials import FixTrial, TrialFacts
-from pipediag.report.vocabulary import GAIN_ON_TRAINING, GAIN_PIPELINE_ALONE
 from pipediag.training.loop_search import LoopSearch
 from pipediag.training.training_trial import BUDGET_S, TrialResults, epoch_start_s, with_training
 
@@ -137,7 +136,7 @@ def test_a_plan_cut_short_keeps_only_whole_rounds() -> None:
         plan.record(due[0], BatchTiming(0.0, [0.01] * 10, 0.1, False))
     rounds = plan.rounds()
     assert len(rounds.baseline) == len(rounds.variant) == 1
-    assert rounds.stopped == STOP_BUDGET
+    assert rounds.stopped == "budget"
 
 
 # --- a custom loop served from the two copies ------------------------------------------------
@@ -152,7 +151,7 @@ def test_a_loop_fed_by_a_faster_pipeline_measures_the_training_gain() -> None:
     steps = _drive(trials, clock, teardown)
     ((rounds, reason),) = trials.results.values()
     assert reason is None and rounds is not None
-    assert rounds.stopped == STOP_GAIN and len(rounds.ratios) == TRIAL_MIN_ROUNDS
+    assert rounds.stopped == "clear gain" and len(rounds.ratios) == TRIAL_MIN_ROUNDS
     trial = with_training(FixTrial(fix="parallel-map", stage_index=2, verified=True), rounds, None)
     assert trial.training_speedup == pytest.approx(0.0300 / 0.0101, rel=0.01)
     assert trial.training_baseline_steps_per_s == pytest.approx(1 / 0.030, rel=0.01)
@@ -204,7 +203,7 @@ def test_a_failing_fix_is_reported_and_the_next_fix_is_still_tried() -> None:
     assert rounds is None and "failed on the fixed pipeline" in reason_words(reason)
     assert "ValueError" in reason_words(reason)
     rounds, reason = results[("parallel-map", 2)]
-    assert reason is None and rounds is not None and rounds.stopped == STOP_GAIN
+    assert reason is None and rounds is not None and rounds.stopped == "clear gain"
 
 
 def test_a_copy_that_cannot_fill_fails_only_its_trial() -> None:
@@ -222,7 +221,7 @@ def test_a_copy_that_cannot_fill_fails_only_its_trial() -> None:
     rounds, reason = trials.results[("cache", 1)]
     assert rounds is None and "ValueError" in reason_words(reason)
     rounds, reason = trials.results[("parallel-map", 2)]
-    assert reason is None and rounds is not None and rounds.stopped == STOP_GAIN
+    assert reason is None and rounds is not None and rounds.stopped == "clear gain"
 
 
 def test_a_loop_that_stops_pulling_leaves_its_fixes_with_a_reason() -> None:
@@ -302,7 +301,7 @@ def _trial(training_speedup: float | None, reason: Reason | None = None) -> FixT
 def test_a_fix_measured_faster_on_training_is_ranked_by_that_gain() -> None:
     fix = _map_fix(advise(_report_with(_trial(1.3))))
     assert fix.kind == "fix"
-    assert fix.gain.on(GAIN_ON_TRAINING) == pytest.approx(1.3)
+    assert fix.gain.on("training") == pytest.approx(1.3)
     assert "Tried on your train function: 30.0 -> 39.0 steps/s (1.30x" in fix.evidence
 
 
@@ -311,14 +310,14 @@ def test_a_fix_that_helps_the_pipeline_but_not_training_becomes_a_note() -> None
     assert fix.kind == "note"
     assert "measured 0.97x on your training: not worth it" in fix.title
     # its one gain is the one measured on training; the pipeline alone's is in the evidence
-    assert fix.gain.on(GAIN_ON_TRAINING) == pytest.approx(0.97)
+    assert fix.gain.on("training") == pytest.approx(0.97)
     assert "(1.75x over" in fix.evidence
 
 
 def test_a_fix_not_tried_on_training_says_why_and_keeps_its_prediction() -> None:
     report = _report_with(_trial(None, Reason("fix-trial-budget-spent")))
     fix = _map_fix(advise(report))
-    assert fix.kind == "fix" and fix.gain.basis != GAIN_ON_TRAINING
+    assert fix.kind == "fix" and fix.gain.basis != "training"
     assert fix.estimate is not None
     assert fix.not_on_training == Reason("fix-trial-budget-spent")
     text = " ".join(render_text(dataclasses.replace(report, suggestions=[fix])).split())
@@ -371,13 +370,13 @@ def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> 
     )
     fix = _map_fix(advise(report))
     # THEN training gains 40 / (10 + 20) = 1.33x, not the train function's 2x
-    assert fix.gain.on(GAIN_ON_TRAINING) == pytest.approx(40 / 30)
+    assert fix.gain.on("training") == pytest.approx(40 / 30)
     assert "Counting the 20.0 ms fit adds around each step, training runs 1.33x as fast" in (
         fix.evidence
     )
     # and a custom loop's trial, run in the loop itself, is its own gain
     loop = dataclasses.replace(report, train=dataclasses.replace(report.train, style="custom-loop"))
-    assert _map_fix(advise(loop)).gain.on(GAIN_ON_TRAINING) == pytest.approx(2.0)
+    assert _map_fix(advise(loop)).gain.on("training") == pytest.approx(2.0)
 
 
 def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> None:
@@ -389,12 +388,12 @@ def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> No
     )
     fix = _map_fix(advise(_report_with(unclear)))
     # THEN the fix stays a fix, ranked by its prediction, and says the trial could not tell
-    assert fix.kind == "fix" and fix.gain.basis != GAIN_ON_TRAINING
+    assert fix.kind == "fix" and fix.gain.basis != "training"
     assert fix.estimate is not None
     assert "On training the result was unclear: the gain shown is the pipeline alone's." in (
         fix.evidence
     )
-    assert fix.gain.basis == GAIN_PIPELINE_ALONE
+    assert fix.gain.basis == "pipeline-alone"
 
 
 def test_a_cache_side_fills_on_an_iterator_of_its_own_then_times_a_fresh_one_each_run() -> None:

@@ -10,7 +10,6 @@ from watch_helpers import Said, make_watcher, train_steps
 from pipediag.config import WatchConfig
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import INPUT_BOUND, UNKNOWN
 from pipediag.report.watch import WatchAlert
 from pipediag.timeline import StepTimeline
 from pipediag.watch.watcher import PENDING_MAX_S, Watcher
@@ -31,8 +30,8 @@ def test_windows_close_as_steps_come_and_an_alert_reaches_the_callable() -> None
     # THEN two more windows closed (the last 5 steps wait for the end), and the second of
     # the two input-bound ones fired the alert, once
     assert [(w.first_step, w.last_step, w.label) for w in closed] == [
-        (12, 21, INPUT_BOUND),
-        (22, 31, INPUT_BOUND),
+        (12, 21, "input-bound"),
+        (22, 31, "input-bound"),
     ]
     assert [a.window_index for a in alerts] == [2]
     assert isinstance(alerts[0], WatchAlert) and alerts[0].input_wait_fraction == pytest.approx(0.8)
@@ -63,7 +62,7 @@ def test_waits_filled_in_later_hold_a_window_back_until_they_come() -> None:
     assert watcher.poll() == []
     clock.advance(PENDING_MAX_S + 1)
     (late,) = watcher.poll()
-    assert late.label == UNKNOWN
+    assert late.label == "unknown"
     watcher.finish()
 
 
@@ -79,7 +78,7 @@ def test_a_window_per_epoch_and_a_cleared_timeline() -> None:
     section = watcher.finish()
     assert [(w.epoch, w.steps, w.label) for w in section.windows] == [
         (0, 6, "compute-bound"),
-        (1, 6, INPUT_BOUND),
+        (1, 6, "input-bound"),
     ]
     assert said.lines[-1].startswith("epoch 2 (steps 6-11)")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from pipediag.report.vocabulary import BALANCED, COMPUTE_BOUND, INPUT_BOUND, UNKNOWN
 from pipediag.report.watch import WatchWindow
 from pipediag.timeline import RawStep
 from pipediag.watch.alerts import AlertRule
@@ -46,13 +45,13 @@ def _window(index: int, share: float | None, steps: int = 10) -> WatchWindow:
 @pytest.mark.parametrize(
     ("share", "label"),
     [
-        (None, UNKNOWN),
-        (0.0, COMPUTE_BOUND),
-        (0.049, COMPUTE_BOUND),
-        (0.05, BALANCED),
-        (0.199, BALANCED),
-        (0.20, INPUT_BOUND),
-        (1.0, INPUT_BOUND),
+        (None, "unknown"),
+        (0.0, "compute-bound"),
+        (0.049, "compute-bound"),
+        (0.05, "balanced"),
+        (0.199, "balanced"),
+        (0.20, "input-bound"),
+        (1.0, "input-bound"),
     ],
 )
 def test_windows_are_labelled_by_xprofs_wait_share_bands(share: float | None, label: str) -> None:
@@ -73,9 +72,9 @@ def test_windows_of_n_steps_with_their_rate_and_wait_share() -> None:
     first, second = closed
     assert first.steps_per_s == pytest.approx(100.0)
     assert first.input_wait_fraction == pytest.approx(0.5)
-    assert first.label == INPUT_BOUND
+    assert first.label == "input-bound"
     assert second.input_wait_fraction == pytest.approx(0.05)
-    assert second.label == BALANCED
+    assert second.label == "balanced"
     assert first.start_s == pytest.approx(0.02) and first.end_s == pytest.approx(0.12)
     assert acc.close() is None  # nothing left open
 
@@ -85,7 +84,7 @@ def test_a_window_per_epoch_closes_when_the_next_epoch_starts_and_at_the_end() -
     epoch0 = _steps([0.0] * 5, epoch=0)
     epoch1 = _steps([0.009] * 3, epoch=1, t0=ORIGIN + 1.0)
     closed = _feed(acc, epoch0 + epoch1)
-    assert [(w.epoch, w.steps, w.label) for w in closed] == [(0, 5, COMPUTE_BOUND)]
+    assert [(w.epoch, w.steps, w.label) for w in closed] == [(0, 5, "compute-bound")]
     last = acc.close()
     assert last is not None and (last.epoch, last.steps, last.first_step) == (1, 3, 5)
     assert last.input_wait_fraction == pytest.approx(0.9)
@@ -98,14 +97,14 @@ def test_unknown_waits_leave_the_share_to_the_known_steps() -> None:
     assert window.input_wait_s == pytest.approx(0.006)
     assert window.input_wait_fraction == pytest.approx(0.3)  # 6 ms of the 20 ms known
     (blind,) = _feed(acc, _steps([None] * 4), first=4)
-    assert blind.input_wait_fraction is None and blind.label == UNKNOWN
+    assert blind.input_wait_fraction is None and blind.label == "unknown"
 
 
 def test_merged_windows_weight_their_share_by_step_time_and_the_list_stays_bounded() -> None:
     merged = merge_windows(_window(0, 0.5, steps=10), _window(1, 0.0, steps=30))
     assert (merged.first_step, merged.last_step, merged.steps, merged.windows) == (0, 59, 40, 2)
     assert merged.input_wait_fraction == pytest.approx(0.125)  # 0.05 s of 0.4 s
-    assert merged.label == BALANCED
+    assert merged.label == "balanced"
     windows = WindowList(max_windows=8)
     for index in range(100):
         windows.append(_window(index, 0.1))

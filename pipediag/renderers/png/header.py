@@ -25,7 +25,6 @@ from pipediag.renderers.run_words import command_line, stop_reason_text, trainin
 from pipediag.renderers.summary import key_figures
 from pipediag.renderers.verdict_words import headline, sentence
 from pipediag.report.model import Report
-from pipediag.report.vocabulary import NO_TRAINING
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -101,7 +100,7 @@ def incomplete_line(report: Report) -> str:
 def run_line(report: Report) -> str:
     """ "$ pipediag run train.py --epochs 2 · keras-fit, input wait from ... · <time>"."""
     parts = [f"$ pipediag run {command_line(report)}"]
-    if report.train.style != NO_TRAINING:
+    if report.train.style != "none":
         parts.append(training_text(report.train))
     if report.created_utc:
         parts.append(report.created_utc)

@@ -26,7 +26,6 @@ from pipediag.renderers.stage_cost_words import costliest_stage, if_free_text
 from pipediag.report.model import Report
 from pipediag.report.names import stage_name
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import COMPUTE_BOUND
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -75,7 +74,7 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     values = [own[s.index] for s in stages]
     # When the model sets the pace, the slowest stage (on a cached pipeline, its rate is the
     # first, filling pass) is not the run's bottleneck: named, not painted as the problem.
-    input_problem = report.verdict.label != COMPUTE_BOUND
+    input_problem = report.verdict.label != "compute-bound"
     # The bottleneck, named by the jump measured on training where there is one.
     costliest = costliest_stage(report.pipeline.stages)
     marked_index = costliest.index if costliest is not None else None

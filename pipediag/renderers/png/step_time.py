@@ -25,13 +25,12 @@ from pipediag.renderers.png.style import (
 )
 from pipediag.renderers.png.text_fit import fit_font, fit_left
 from pipediag.report.model import Report
-from pipediag.report.model_side import HOST_GAP, OP_TYPE, SCOPE
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-KIND_COLOURS = {OP_TYPE: COMPUTE_COLOUR, SCOPE: SCOPE_COLOUR, HOST_GAP: HOST_GAP_COLOUR}
+KIND_COLOURS = {"op_type": COMPUTE_COLOUR, "scope": SCOPE_COLOUR, "host_gap": HOST_GAP_COLOUR}
 # Geometry in figure fractions. The names column starts right of the host CPU panel's last
 # tick label; the bars start where the longest TF op names (about 35 characters,
 # "DepthwiseConv2dNativeBackpropFilter") end at the bars' font.
@@ -120,7 +119,7 @@ def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[
             va="center",
             ha="right",
             fontsize=BAR_FONT,
-            color=HOST_GAP_COLOUR if bar.kind == HOST_GAP else "black",
+            color=HOST_GAP_COLOUR if bar.kind == "host_gap" else "black",
             gid="step-time-name",
         )
         fit_left(figure, name, NAMES_LEFT)

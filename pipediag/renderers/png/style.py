@@ -5,19 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from pipediag.report.vocabulary import (
-    BALANCED,
-    COMPUTE_BOUND,
-    COST_CONTENTION,
-    COST_EPOCH_START,
-    COST_FETCH,
-    COST_WAIT,
-    INPUT_BOUND,
-    UNCERTAIN,
-    UNKNOWN,
-    WARMUP,
-)
-
 # Page geometry: a fixed pixel size, so the report looks the same everywhere.
 FIGURE_SIZE_IN = (14.0, 10.0)
 DPI = 100
@@ -56,10 +43,10 @@ PHASE_SHADE_COLOR = "#dfe8d8"  # the pipeline-alone benchmark, behind the time p
 COMPUTE_ALONE_SHADE_COLOR = "#d0ebff"  # the train step run alone on a cached batch
 # The parts of input cost: shades of the input colour, darkest for the plain wait.
 COST_COLOURS = {
-    COST_WAIT: INPUT_COLOUR,
-    COST_CONTENTION: "#ff922b",
-    COST_FETCH: "#ffc078",
-    COST_EPOCH_START: "#ffe8cc",
+    "wait": INPUT_COLOUR,
+    "contention": "#ff922b",
+    "fetch": "#ffc078",
+    "epoch-start": "#ffe8cc",
 }
 # The step's time by group: op types in the compute colour, layers lighter, and the host
 # time outside any op apart, in violet.
@@ -68,13 +55,13 @@ HOST_GAP_COLOUR = "#9c36b5"
 TRAINING_RATE_COLOUR = "#495057"  # A, the training rate, as a line over other rates
 GPU_COLOURS = ("#1864ab", "#5f3dc4", "#0b7285", "#a61e4d", "#5c940d", "#862e9c")
 VERDICT_COLOURS = {
-    INPUT_BOUND: INPUT_COLOUR,
-    COMPUTE_BOUND: COMPUTE_COLOUR,
-    BALANCED: BALANCED_COLOUR,
-    UNCERTAIN: UNKNOWN_COLOUR,
-    UNKNOWN: UNKNOWN_COLOUR,
+    "input-bound": INPUT_COLOUR,
+    "compute-bound": COMPUTE_COLOUR,
+    "balanced": BALANCED_COLOUR,
+    "uncertain": UNKNOWN_COLOUR,
+    "unknown": UNKNOWN_COLOUR,
 }
-LABEL_COLOURS = {**VERDICT_COLOURS, WARMUP: WARMUP_COLOUR}
+LABEL_COLOURS = {**VERDICT_COLOURS, "warmup": WARMUP_COLOUR}
 
 # Font sizes (points).
 HEADLINE_FONT = 24

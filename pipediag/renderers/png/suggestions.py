@@ -22,7 +22,6 @@ from pipediag.renderers.png.text_fit import ELLIPSIS, clip, fit_font, fit_width
 from pipediag.renderers.scale_out import scale_out_headlines
 from pipediag.renderers.suggestion_words import actionable, suggestion_line
 from pipediag.report.model import Report, Suggestion
-from pipediag.report.vocabulary import GAIN_ON_TRAINING
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -199,7 +198,7 @@ def _kept_rewrites(report: Report) -> list[Suggestion]:
     return [
         s
         for s in report.suggestions
-        if (s.fix, s.stage_index) in kept and s.gain.on(GAIN_ON_TRAINING) is not None
+        if (s.fix, s.stage_index) in kept and s.gain.on("training") is not None
     ]
 
 

@@ -28,7 +28,6 @@ from pipediag.renderers.png.style import (
 from pipediag.renderers.png.text_fit import note
 from pipediag.renderers.verdict_words import phase_text
 from pipediag.report.model import PhaseVerdict, Report, StepRecord
-from pipediag.report.vocabulary import STEP_ALONE_BLOCK, UNKNOWN, WARMUP
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -132,7 +131,7 @@ def _draw_share_bars(
 def _draw_each_step(axes: Axes, steps: Sequence[StepRecord]) -> None:
     bars = ShareBars(starts=[s.start_s for s in steps], widths=[s.duration_s for s in steps])
     for step in steps:
-        warm = step.label == WARMUP
+        warm = step.label == "warmup"
         if step.input_wait_s is None or step.duration_s <= 0:
             bars.wait_pct.append(0.0)
             bars.compute_colours.append(WARMUP_COLOUR if warm else NO_SPLIT_COLOUR)
@@ -149,7 +148,7 @@ def _draw_each_step(axes: Axes, steps: Sequence[StepRecord]) -> None:
 def _draw_binned_steps(axes: Axes, steps: Sequence[StepRecord]) -> None:
     """Aggregate steps into time bins: stacked wait/compute share, majority label per bin."""
     bins = bin_steps(steps, TIME_BINS)
-    warm = [b.label == WARMUP for b in bins]
+    warm = [b.label == "warmup" for b in bins]
     bars = ShareBars(
         starts=[b.start_s for b in bins],
         widths=bins[0].width_s if bins else 0.0,
@@ -189,7 +188,7 @@ class StepBin:
     @property
     def label(self) -> str:
         if not self.labels:
-            return UNKNOWN
+            return "unknown"
         return max(self.labels, key=lambda label: self.labels[label])
 
 
@@ -282,7 +281,7 @@ def compute_alone_spans(report: Report) -> list[Span]:
     spans: list[Span] = []
     blocks = alone.blocks
     for i, block in enumerate(blocks):
-        if block.kind != STEP_ALONE_BLOCK:
+        if block.kind != "step-alone":
             continue
         block_end = blocks[i + 1].start_s if i + 1 < len(blocks) else end
         spans.append((block.start_s, block_end, COMPUTE_ALONE_SHADE_COLOR, "", "compute-alone"))
