@@ -59,6 +59,5 @@ def alert(index: int = 3) -> WatchAlert:
         threshold=0.2,
         input_wait_fraction=0.41,
         steps_per_s=55.5,
-        message="input wait 41% of step time for 3 windows in a row",
         epoch=2,
     )

@@ -88,13 +88,13 @@ def _linear(
     for position, stats in enumerate(chain):
         own = _by_code(by_stage.get(stats.index, []))
         if position == 0 and head is not None:
-            lines.append(CodeLine(head, stats.created_at, None, None))
+            lines.append(CodeLine(head, stats.created_at))
             continue
         if "hoist-cache" in own and position > 0 and chain[position - 1].kind == "shuffle":
             change = own["hoist-cache"]
             shuffle = lines.pop()  # the shuffle goes after the map and its cache
             lines.append(_line(_call(stats, own), stats, change))
-            lines.append(CodeLine("ds = ds.cache()", stats.created_at, change.fix, None))
+            lines.append(CodeLine("ds = ds.cache()", stats.created_at, change.fix))
             lines.append(dataclasses.replace(shuffle, change=change.fix))  # moved by it
             continue
         line = _stage_line(stats, own)
@@ -156,11 +156,11 @@ def _stage_line(stats: StageStats, own: dict[CodeEdit, StageChange]) -> CodeLine
         return _line(f"ds = ds.prefetch({AUTOTUNE_TEXT})", stats, own["prefetch"])
     if "parallel" in own:
         return _line(_call(stats, own, parallel=True), stats, own["parallel"])
-    return CodeLine(_call(stats, own), stats.created_at, None, None)
+    return CodeLine(_call(stats, own), stats.created_at)
 
 
 def _line(text: str, stats: StageStats, change: StageChange) -> CodeLine:
-    return CodeLine(text, stats.created_at, change.fix, change.semantics)
+    return CodeLine(text, stats.created_at, change.fix, list(change.semantics))
 
 
 def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool = False) -> str:
@@ -221,16 +221,16 @@ def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> l
         ):
             continue  # a final prefetch is raised in place
         site = last.created_at if last is not None else None
-        lines.append(CodeLine(f"ds = ds.prefetch({AUTOTUNE_TEXT})", site, change.fix, None))
+        lines.append(CodeLine(f"ds = ds.prefetch({AUTOTUNE_TEXT})", site, change.fix))
     options = [(c, line) for c in changes if (line := fix_facts(c.fix).option_line) is not None]
     if options:
         lines.append(CodeLine("options = tf.data.Options()"))
         for change, line in options:
             text = line.format(value=change.value or "...")
-            lines.append(CodeLine(text, None, change.fix, change.semantics))
+            lines.append(CodeLine(text, None, change.fix, list(change.semantics)))
         lines.append(CodeLine("ds = ds.with_options(options)"))
     lines += [
-        CodeLine(last_line, None, change.fix, None)
+        CodeLine(last_line, None, change.fix)
         for change in changes
         if (last_line := fix_facts(change.fix).last_line) is not None
     ]

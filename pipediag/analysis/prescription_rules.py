@@ -43,9 +43,8 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
         f"{prescription.variant_steps_per_s:.1f} steps/s "
         f"({prescription.training_speedup:.2f}x{interval})."
     )
-    changes = [line.semantics for line in prescription.code if line.semantics]
-    if changes:
-        evidence += " What changes besides the speed: " + "; ".join(changes) + "."
+    # What the rewritten lines change in what the pipeline yields is said by the renderer
+    # after this (`renderers/prescription_words.py::changes_besides_speed`).
     code = "\n".join(line.text for line in prescription.code) or "\n".join(
         f"# {fix_words_at(c.fix, c.stage)}" for c in prescription.kept
     )

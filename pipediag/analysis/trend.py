@@ -9,6 +9,7 @@ from pipediag.analysis import noise
 from pipediag.analysis.compare import verdict_worse
 from pipediag.analysis.noise import DEFAULT_RULES, Estimate, Interval, NoiseRules
 from pipediag.report.history import HistoryEntry
+from pipediag.report.vocabulary import VerdictLabel
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class TrendRow:
     best_earlier: int | None = None  # number of the fastest earlier run of this script
     change: Interval | None = None  # training rate against that run
     slower: bool = False  # beyond noise
-    previous_verdict: str | None = None  # the previous run of this script
+    previous_verdict: VerdictLabel | None = None  # the previous run of this script
     verdict_worse: bool = False
 
     @property

@@ -20,7 +20,7 @@ from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import MAP_KINDS
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import TrialFacts
-from pipediag.report.vocabulary import FixName
+from pipediag.report.vocabulary import FixName, SemanticsChange
 
 # Filling a cache takes one epoch of the prefix; verify only when it takes at most twice the
 # phase-1 benchmark (docs/design.md, "Fixes timed on the pipeline alone").
@@ -49,8 +49,8 @@ class Candidate:
     tried_on_training: bool = False
     unsafe: bool = False  # the vectorise check refused the function
     fits_in_memory: bool | None = None  # a cache's data, in the memory available
-    # What the rewrite changes in what the pipeline yields, in words; None: nothing.
-    semantics: str | None = None
+    # What the rewrite changes in what the pipeline yields; empty: nothing.
+    semantics: tuple[SemanticsChange, ...] = ()
 
 
 def check_python_repeats(

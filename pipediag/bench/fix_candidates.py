@@ -36,7 +36,6 @@ from pipediag.report.fixes import (
     FIX_THREAD_CAP,
     FIX_VECTORIZE,
     FIXES,
-    SEMANTICS_VECTORIZED_MAP,
 )
 from pipediag.report.model import PipelineOptions
 from pipediag.report.names import stage_name
@@ -173,7 +172,7 @@ def _vectorize_candidate(
                 batch_refusal=forms.plain_refusal,
                 element_unpacked=unpacks_element(input_spec),
             )
-            candidate.semantics = SEMANTICS_VECTORIZED_MAP
+            candidate.semantics = ("vectorized-map",)
         return result
 
     candidate.check = check

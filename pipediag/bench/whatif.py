@@ -31,6 +31,7 @@ from pipediag.report.model import PipelineOptions
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
+from pipediag.report.vocabulary import SemanticsChange
 
 # Total time for all trials: about the phase-1 benchmark (3 s) per fix, for a typical two or three.
 DEFAULT_BUDGET_S = 8.0
@@ -59,7 +60,8 @@ class FixPipelines:
     graph: Any = None  # the user's GraphDef, unedited, that `candidate` edits
     element_spec: Any = None
     baseline_fill_batches: int = 0  # as `fill_batches`, for a cache among the fixes kept
-    semantics: tuple[str, ...] = ()  # what the fixes in `variant` change in what it yields
+    # What the fixes in `variant` change in what it yields.
+    semantics: tuple[SemanticsChange, ...] = ()
     applied: tuple[str, ...] = ()  # the fixes in `variant`, in order: those kept, then this
 
 
@@ -129,7 +131,7 @@ def _candidates(
         if device_prefetch is not None:
             candidates.append(device_prefetch)
     for candidate in candidates:
-        candidate.facts = replace(candidate.facts, semantics=candidate.semantics)
+        candidate.facts = replace(candidate.facts, semantics=list(candidate.semantics))
     return candidates
 
 
@@ -235,7 +237,7 @@ class _Trials:
                 candidate=candidate,
                 graph=self.graph,
                 element_spec=self.dataset.element_spec,
-                semantics=() if candidate.semantics is None else (candidate.semantics,),
+                semantics=candidate.semantics,
                 applied=(candidate.fix,),
             )
         )

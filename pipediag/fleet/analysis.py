@@ -12,15 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from pipediag.fleet.collect import WorkerReport
-from pipediag.fleet.model import (
-    CAUSE_COMPUTE,
-    CAUSE_GPU,
-    CAUSE_HOST_CPU,
-    CAUSE_INPUT,
-    FleetReport,
-    Straggler,
-    WorkerRow,
-)
+from pipediag.fleet.model import ClockAnchor, FleetReport, Straggler, StragglerCause, WorkerRow
 from pipediag.report.model import Report
 from pipediag.report.reasons import Reason
 
@@ -34,18 +26,14 @@ WAIT_GAP = 0.05
 HOST_GAP_PCT = 10.0
 GPU_GAP_PCT = 10.0
 
-CLOCK_ANCHORS = "wall-clock anchors (origin_unix_s), one per worker"
-CLOCK_CREATED = "created_utc for {tasks} (older reports: whole seconds)"
-CLOCK_NONE = "not aligned: no worker's report has a wall-clock anchor; each starts at 0"
-
 
 def build_fleet(workers: Sequence[WorkerReport], *, created_utc: str = "") -> FleetReport:
-    anchors = [(w.label, *_anchor(w.report)) for w in workers]
-    known = [a for _, a, _ in anchors if a is not None]
+    anchors = [_anchor(w.report) for w in workers]
+    known = [unix_s for unix_s, _ in anchors if unix_s is not None]
     zero = min(known) if known else None
     rows = [
-        worker_row(w, clock_offset_s=0.0 if zero is None or a is None else a - zero)
-        for w, (_, a, _) in zip(workers, anchors, strict=True)
+        worker_row(w, clock_offset_s=0.0 if zero is None or unix_s is None else unix_s - zero)
+        for w, (unix_s, _) in zip(workers, anchors, strict=True)
     ]
     straggler, no_straggler = find_straggler(rows)
     return FleetReport(
@@ -54,7 +42,6 @@ def build_fleet(workers: Sequence[WorkerReport], *, created_utc: str = "") -> Fl
         no_straggler_reason=no_straggler,
         lockstep=in_lockstep(rows),
         created_utc=created_utc,
-        clock=_clock_description(anchors),
         notes=_notes(workers),
     )
 
@@ -101,6 +88,7 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
         cost_fetch=split.fetch if split else None,
         origin_unix_s=report.origin_unix_s,
         clock_offset_s=clock_offset_s,
+        clock_anchor=_anchor(report)[1],
     )
 
 
@@ -143,14 +131,15 @@ def _straggler(row: WorkerRow, others: list[WorkerRow]) -> Straggler:
     others_rate = _median(_rate(r) for r in others)
     extra_wait = _excess(row.wait_s_per_step, [r.wait_s_per_step for r in others])
     extra_compute = _excess(_rest_s(row), [_rest_s(r) for r in others])
+    cause: StragglerCause
     if extra_wait is not None and extra_wait > max(0.0, extra_compute or 0.0):
-        cause = CAUSE_INPUT
+        cause = "input"
     elif _stands_out(row, others, "gpu_util_pct", GPU_GAP_PCT):
-        cause = CAUSE_GPU
+        cause = "gpu"
     elif _stands_out(row, others, "other_cpu_pct", HOST_GAP_PCT):
-        cause = CAUSE_HOST_CPU
+        cause = "host-cpu"
     else:
-        cause = CAUSE_COMPUTE
+        cause = "compute"
     return Straggler(
         task=row.task,
         cause=cause,
@@ -198,28 +187,15 @@ def _rate(row: WorkerRow) -> float:
     return row.training_steps_per_s or 0.0
 
 
-def _anchor(report: Report) -> tuple[float | None, bool]:
-    """The Unix time of the report's time zero, and whether it is precise."""
+def _anchor(report: Report) -> tuple[float | None, ClockAnchor]:
+    """The Unix time of the report's time zero, and what it was read from."""
     if report.origin_unix_s is not None:
-        return report.origin_unix_s, True
+        return report.origin_unix_s, "origin-unix"
     try:
         created = datetime.strptime(report.created_utc, "%Y-%m-%dT%H:%M:%SZ")
     except ValueError:
-        return None, False
-    return created.replace(tzinfo=timezone.utc).timestamp(), False
-
-
-def _clock_description(anchors: list[tuple[str, float | None, bool]]) -> str:
-    if all(a is None for _, a, _ in anchors):
-        return CLOCK_NONE
-    coarse = [task for task, a, precise in anchors if a is not None and not precise]
-    missing = [task for task, a, _ in anchors if a is None]
-    parts = [CLOCK_ANCHORS] if len(coarse) + len(missing) < len(anchors) else []
-    if coarse:
-        parts.append(CLOCK_CREATED.format(tasks=", ".join(coarse)))
-    if missing:
-        parts.append(f"{', '.join(missing)} at 0 (no time stamp)")
-    return "; ".join(parts)
+        return None, "none"
+    return created.replace(tzinfo=timezone.utc).timestamp(), "created-utc"
 
 
 def _notes(workers: Sequence[WorkerReport]) -> list[Reason]:

@@ -7,7 +7,14 @@ from typing import Any, TypeVar
 
 from pipediag.errors import ReportError
 from pipediag.fleet.analysis import find_straggler
-from pipediag.fleet.model import FLEET_SCHEMA_VERSION, FleetReport, Straggler, WorkerRow
+from pipediag.fleet.model import (
+    FLEET_SCHEMA_VERSION,
+    ClockAnchor,
+    FleetReport,
+    Straggler,
+    WorkerRow,
+)
+from pipediag.fleet.words import CLOCK_CREATED
 from pipediag.report.reasons import Reason
 
 T = TypeVar("T")
@@ -30,6 +37,8 @@ def fleet_from_dict(data: Any) -> FleetReport:
     try:
         fields = _known(FleetReport, data)
         fields["workers"] = [_build(WorkerRow, row) for row in data.get("workers", [])]
+        if isinstance(data.get("clock"), str):
+            fields["workers"] = _anchored(fields["workers"], data["clock"])
         straggler = data.get("straggler")
         fields["straggler"] = None if straggler is None else _build(Straggler, straggler)
         if isinstance(straggler, dict) and "explanation" in straggler:
@@ -43,6 +52,26 @@ def fleet_from_dict(data: Any) -> FleetReport:
         return FleetReport(**fields)
     except (TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"malformed pipediag fleet report: {exc}") from exc
+
+
+def _anchored(rows: list[WorkerRow], clock: str) -> list[WorkerRow]:
+    """An older fleet's rows, each anchor read back from its `clock` words: a row with a
+    wall-clock anchor has one; the words list those placed by their creation time, in row
+    order (a label may hold ", ", and two runs outside a job may share one)."""
+    prefix, suffix = CLOCK_CREATED.split("{tasks}")
+    start = clock.find(prefix)
+    end = clock.find(suffix, start + len(prefix)) if start >= 0 else -1
+    coarse = clock[start + len(prefix) : end] if end >= 0 else ""
+    anchored = []
+    for row in rows:
+        anchor: ClockAnchor = "none"
+        if row.origin_unix_s is not None:
+            anchor = "origin-unix"
+        elif coarse == row.task or coarse.startswith(f"{row.task}, "):
+            anchor = "created-utc"
+            coarse = coarse.removeprefix(row.task).removeprefix(", ")
+        anchored.append(dataclasses.replace(row, clock_anchor=anchor))
+    return anchored
 
 
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:

@@ -4,19 +4,32 @@ per-worker report. Fields added later need defaults, so older fleet reports stil
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pipediag.report.reasons import Reason
+from pipediag.report.vocabulary import ComputeAloneSource, VerdictLabel
 
 # 2: the no-straggler reason is a code (version 1's words kept as written); the straggler
 # is figures only, worded by `fleet/words.py` (an older `explanation` is dropped on reading).
-# 3: the notes are reasons too (older notes' words kept as written).
+# 3: the notes are reasons too (older notes' words kept as written); each row names what put
+# it on the fleet's clock (`clock_anchor`), worded by `fleet/words.py` (an older fleet's
+# `clock` words are read back into the rows).
 FLEET_SCHEMA_VERSION = 3
 
 # What made the straggler slow (`Straggler.cause`; words: `fleet/words.py`).
-CAUSE_INPUT = "input"
-CAUSE_COMPUTE = "compute"
-CAUSE_HOST_CPU = "host-cpu"
-CAUSE_GPU = "gpu"
+StragglerCause = Literal[
+    "input",  # its own input wait per step exceeds the others'
+    "gpu",  # its GPU was busier than the others'
+    "host-cpu",  # other processes took its host's cores
+    "compute",  # the rest of its step: none of the above stands out
+]
+
+# What places a worker's time zero on the fleet's clock (`WorkerRow.clock_anchor`).
+ClockAnchor = Literal[
+    "origin-unix",  # its report's wall-clock anchor (`origin_unix_s`)
+    "created-utc",  # an older report's creation time, in whole seconds
+    "none",  # no time stamp: it starts at 0
+]
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,7 @@ class WorkerRow:
     task_type: str | None = None
     task_index: int | None = None
     script: str = ""
-    verdict: str = "unknown"
+    verdict: VerdictLabel = "unknown"
     measured_steps: int = 0
     input_cost_fraction: float | None = None
     input_wait_fraction: float | None = None
@@ -37,7 +50,7 @@ class WorkerRow:
     step_s: float | None = None
     pipeline_batches_per_s: float | None = None
     compute_alone_steps_per_s: float | None = None
-    compute_alone_source: str = ""
+    compute_alone_source: ComputeAloneSource = ""
     training_steps_per_s: float | None = None
     # Its measured steps' rate, one unbroken window: lockstep is judged on it, not on the
     # rate pooled from alternation blocks (docs/design.md, "Multi-worker jobs").
@@ -53,6 +66,7 @@ class WorkerRow:
     origin_unix_s: float | None = None
     # Seconds from the earliest worker's time zero to this worker's.
     clock_offset_s: float = 0.0
+    clock_anchor: ClockAnchor = "none"
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,7 @@ class Straggler:
     other timed workers' medians (None where none has the figure)."""
 
     task: str
-    cause: str
+    cause: StragglerCause
     steps_per_s: float | None = None
     others_steps_per_s: float | None = None
     # Seconds per step its input wait and the rest of its step exceed the others' medians by.
@@ -83,5 +97,4 @@ class FleetReport:
     lockstep: bool = False
     schema_version: int = FLEET_SCHEMA_VERSION
     created_utc: str = ""
-    clock: str = ""
     notes: list[Reason] = field(default_factory=list)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from pipediag.fleet.model import FleetReport, WorkerRow
-from pipediag.fleet.words import fleet_heading, no_straggler_text, straggler_text
+from pipediag.fleet.words import clock_text, fleet_heading, no_straggler_text, straggler_text
 from pipediag.renderers.reason_words import reason_words
 
 WIDTH = 100
@@ -43,7 +43,7 @@ def render_fleet_text(fleet: FleetReport) -> str:
     else:
         lines += _wrapped(f"Straggler: {no_straggler_text(fleet)}")
     offsets = ", ".join(f"{row.task} +{row.clock_offset_s * 1e3:.1f} ms" for row in fleet.workers)
-    lines += _wrapped(f"Clock: {fleet.clock}; offsets {offsets}")
+    lines += _wrapped(f"Clock: {clock_text(fleet)}; offsets {offsets}")
     for note in fleet.notes:
         lines += _wrapped(f"Note: {reason_words(note)}")
     return "\n".join(lines) + "\n"

@@ -11,6 +11,7 @@ from typing import Any
 
 from pipediag.fleet.collect import WorkerReport
 from pipediag.fleet.model import FLEET_SCHEMA_VERSION, FleetReport, WorkerRow
+from pipediag.fleet.words import clock_text
 from pipediag.renderers.chrome_trace import (
     COUNTERS_TID,
     DISPLAY_TIME_UNIT,
@@ -55,7 +56,7 @@ def fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport) -> dict[str
             "kind": "fleet",
             "fleet_schema_version": FLEET_SCHEMA_VERSION,
             "clock": f"seconds since the earliest worker's diagnosis started, in microseconds; "
-            f"aligned on {fleet.clock}",
+            f"aligned on {clock_text(fleet)}",
             "clock_offsets_us": {
                 row.task: round(row.clock_offset_s * US_PER_S, TS_DECIMALS) for row in fleet.workers
             },

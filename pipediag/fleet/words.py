@@ -3,25 +3,39 @@
 
 from __future__ import annotations
 
-from pipediag.fleet.model import (
-    CAUSE_COMPUTE,
-    CAUSE_GPU,
-    CAUSE_HOST_CPU,
-    CAUSE_INPUT,
-    FleetReport,
-    Straggler,
-    WorkerRow,
-)
+from pipediag.fleet.model import FleetReport, Straggler, StragglerCause, WorkerRow
 from pipediag.renderers.numbers import counted
 from pipediag.renderers.reason_words import reason_words
 
 # What made it slow, by `Straggler.cause`.
-DOMINANT = {
-    CAUSE_INPUT: "input dominates: its own pipeline kept it waiting",
-    CAUSE_GPU: "its GPU dominates: it was busier than the others' for the same steps",
-    CAUSE_HOST_CPU: "its host dominates: other processes took its cores",
-    CAUSE_COMPUTE: "its train step dominates, not its input",
+DOMINANT: dict[StragglerCause, str] = {
+    "input": "input dominates: its own pipeline kept it waiting",
+    "gpu": "its GPU dominates: it was busier than the others' for the same steps",
+    "host-cpu": "its host dominates: other processes took its cores",
+    "compute": "its train step dominates, not its input",
 }
+
+
+# How the workers' timelines were put on one clock, by their rows' `clock_anchor`.
+CLOCK_ANCHORS = "wall-clock anchors (origin_unix_s), one per worker"
+CLOCK_CREATED = "created_utc for {tasks} (older reports: whole seconds)"
+CLOCK_MISSING = "{tasks} at 0 (no time stamp)"
+CLOCK_NONE = "not aligned: no worker's report has a wall-clock anchor; each starts at 0"
+
+
+def clock_text(fleet: FleetReport) -> str:
+    """What aligned the workers: their wall-clock anchors, then those placed otherwise."""
+    rows = fleet.workers
+    if all(row.clock_anchor == "none" for row in rows):
+        return CLOCK_NONE
+    coarse = [row.task for row in rows if row.clock_anchor == "created-utc"]
+    missing = [row.task for row in rows if row.clock_anchor == "none"]
+    parts = [CLOCK_ANCHORS] if len(coarse) + len(missing) < len(rows) else []
+    if coarse:
+        parts.append(CLOCK_CREATED.format(tasks=", ".join(coarse)))
+    if missing:
+        parts.append(CLOCK_MISSING.format(tasks=", ".join(missing)))
+    return "; ".join(parts)
 
 
 def fleet_heading(fleet: FleetReport) -> str:

@@ -138,6 +138,20 @@ def time_lines(alone: ComputeAlone) -> list[str]:
     return lines
 
 
+def numerics_words(trial: ModelTrial) -> str:
+    """What a mixed-precision trial's policy (`setting`) means for the numerics, in one line."""
+    kept = ", ".join(trial.float32_layers or []) or "none"
+    if trial.setting == "mixed_float16":
+        return (
+            "float16 compute with float32 variables; the loss is scaled (Keras wraps the "
+            f"optimizer in a LossScaleOptimizer); layers kept float32: {kept}"
+        )
+    return (
+        "bfloat16 compute with float32 variables (no loss scaling needed); layers kept "
+        f"float32: {kept}"
+    )
+
+
 def change_lines(alone: ComputeAlone) -> list[str]:
     """The measured changes ranked; those under the floor as notes; the rest and why."""
     if not alone.trials:
@@ -151,8 +165,8 @@ def change_lines(alone: ComputeAlone) -> list[str]:
         lines.append(f" {n}. {change_name(trial)}: {gain_text(trial)}")
         if trial.code:
             lines.append(f"      {trial.code}")
-        if trial.numerics:
-            lines.append(f"      numerics: {trial.numerics}")
+        if trial.float32_layers is not None:
+            lines.append(f"      numerics: {numerics_words(trial)}")
         if trial.reason:
             lines.append(f"      ({reason_words(trial.reason)})")
     lines += [

@@ -3,17 +3,57 @@ it, and what the kept ones came to (docs/design.md, "The pipeline pipediag would
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Final
+
 from pipediag.analysis.advice_context import bytes_text
+from pipediag.analysis.prescription_rules import PRESCRIPTION_RULE
 from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.numbers import gain, gain_within
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.fixes import fix_facts
-from pipediag.report.model import Report
+from pipediag.report.model import Report, Suggestion
 from pipediag.report.names import fix_words_at
 from pipediag.report.prescription import PrescribedChange, Prescription
 from pipediag.report.trials import FixTrial
+from pipediag.report.vocabulary import SemanticsChange
 
 REWRITES_HEADING = "Rewrites tried on training, each on top of the ones kept before it"
+
+# What a rewrite changes in what the pipeline yields, in the words each code stands for.
+SEMANTICS_WORDS: Final[dict[SemanticsChange, str]] = {
+    "element-order": "element order: the map now runs before the shuffle",
+    "batched": "the function is applied to whole batches",
+    "vectorized-map": (
+        "the function runs once per batch through tf.vectorized_map: each element's result is "
+        "unchanged (to float rounding)"
+    ),
+    "cache": (
+        "a cache: the elements are read once and kept in memory; randomness before it is frozen"
+    ),
+    "materialised": (
+        "the generator is read once and its elements kept in memory: every epoch yields the "
+        "first epoch's elements, and randomness in the generator is frozen"
+    ),
+}
+
+
+def semantics_words(changes: Iterable[SemanticsChange]) -> str:
+    """The changes in what the pipeline yields, in words, one after another; a code this
+    version does not know reads as itself."""
+    return "; ".join(SEMANTICS_WORDS.get(change, change) for change in changes)
+
+
+def changes_besides_speed(report: Report, suggestion: Suggestion) -> str:
+    """What the rewritten pipeline's lines change in what it yields, said after the evidence
+    of its suggestion (PD016); "" for any other suggestion, or where they change nothing."""
+    prescription = report.pipeline.prescription
+    if suggestion.id != PRESCRIPTION_RULE or prescription is None:
+        return ""
+    changes = [change for line in prescription.code for change in line.semantics]
+    if not changes:
+        return ""
+    return f"What changes besides the speed: {semantics_words(changes)}."
 
 
 def rewrites_lines(report: Report) -> list[str]:

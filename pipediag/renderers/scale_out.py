@@ -110,7 +110,7 @@ def _measurement(m: ServiceMeasurement) -> list[str]:
         facts.append(f"training fed by it {m.train_steps_per_s:.1f} steps/s")
     elif m.train_reason:
         facts.append(f"training not measured: {reason_words(m.train_reason)}")
-    part = "" if m.part == "whole pipeline" else f" ({m.part})"
+    part = f" (pipeline up to {m.up_to})" if m.up_to else ""
     notes = [f"note: {reason_words(n)}" for n in m.notes]
     return [f"measured on {where}{part}: {'; '.join(facts)}", *notes]
 

@@ -19,7 +19,7 @@ from pipediag.renderers.cost_words import (
 from pipediag.renderers.hardware_words import contention_text, gpu_idle_text, process_cpu_text
 from pipediag.renderers.model_words import model_lines
 from pipediag.renderers.numbers import NOT_MEASURED, counted, gain, ms, percent, rate_text
-from pipediag.renderers.prescription_words import rewrites_lines
+from pipediag.renderers.prescription_words import changes_besides_speed, rewrites_lines
 from pipediag.renderers.rate_words import rates
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.run_words import (
@@ -187,14 +187,15 @@ def _suggestions(report: Report) -> list[str]:
         lines += ["", heading]
         for n, s in enumerate(chosen, 1):
             lines.append(f" {n}. {suggestion_line(s)}")
-            lines += _wrapped(_evidence(s), CODE_INDENT)
+            lines += _wrapped(_evidence(report, s), CODE_INDENT)
             lines += [CODE_INDENT + line for line in s.code.splitlines()]
     return lines
 
 
-def _evidence(suggestion: Suggestion) -> str:
-    """The evidence, then why the fix was refused, not verified, not tried, or not found."""
-    parts = [suggestion.evidence]
+def _evidence(report: Report, suggestion: Suggestion) -> str:
+    """The evidence (with what the rewritten pipeline changes besides the speed), then why
+    the fix was refused, not verified, not tried, or not found."""
+    parts = [suggestion.evidence, changes_besides_speed(report, suggestion)]
     for before, reason in (
         ("As written, ", suggestion.refused_as_written),
         ("Not verified: ", suggestion.not_verified),

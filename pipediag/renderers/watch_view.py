@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pipediag.renderers.numbers import percent
 from pipediag.report.model import Report
 from pipediag.report.vocabulary import VerdictLabel
-from pipediag.report.watch import WatchSection, WatchWindow
+from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -131,10 +131,20 @@ def _alert_lines(watch: WatchSection) -> list[str]:
     if not watch.alerts:
         return [f"no alert ({rule})"]
     lines = [f"{len(watch.alerts)} alert(s) ({rule}):"]
-    lines += [f"  at {a.t_s:.1f} s: {a.message}" for a in watch.alerts[:MAX_ALERT_LINES]]
+    lines += [f"  at {a.t_s:.1f} s: {alert_text(a)}" for a in watch.alerts[:MAX_ALERT_LINES]]
     if len(watch.alerts) > MAX_ALERT_LINES:
         lines.append(f"  ... and {len(watch.alerts) - MAX_ALERT_LINES} more in report.json")
     return lines
+
+
+def alert_text(alert: WatchAlert) -> str:
+    """The alert in words: in the run's log, the text view, and an alert command's
+    `PIPEDIAG_ALERT` and stdin."""
+    return (
+        f"input wait {alert.input_wait_fraction:.0%} of step time for {alert.windows} windows "
+        f"in a row (steps {alert.first_step}-{alert.last_step}), at or over the "
+        f"{alert.threshold:.0%} alert threshold"
+    )
 
 
 def draw_watch_panel(axes: Axes, report: Report) -> None:

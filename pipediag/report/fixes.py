@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from pipediag.report.vocabulary import SemanticsChange
+
 FIX_PARALLEL_MAP: Final = "parallel-map"
 FIX_PARALLEL_INTERLEAVE: Final = "parallel-interleave"
 FIX_PREFETCH: Final = "prefetch-end"
@@ -30,24 +32,8 @@ FIX_DEVICE_PREFETCH: Final = "prefetch-to-device"
 # without one change options or add last lines.
 CodeEdit = Literal["parallel", "prefetch", "cache", "vectorize", "hoist-cache", "materialise"]
 
-# Changes in what the pipeline yields, as each rewrite names its own.
-SEMANTICS_ORDER: Final = "element order: the map now runs before the shuffle"
-SEMANTICS_BATCHED: Final = "the function is applied to whole batches"
-SEMANTICS_VECTORIZED_MAP: Final = (
-    "the function runs once per batch through tf.vectorized_map: each element's result is "
-    "unchanged (to float rounding)"
-)
 # Added to a vectorise's words where it runs through `tf.vectorized_map`.
 VECTORIZED_MAP_WORDS: Final = "with tf.vectorized_map"
-SEMANTICS_CACHE: Final = (
-    "a cache: the elements are read once and kept in memory; randomness before it is frozen"
-)
-SEMANTICS_HOIST_CACHE: Final = f"{SEMANTICS_ORDER}; {SEMANTICS_CACHE}"
-SEMANTICS_MATERIALISED: Final = (
-    "the generator is read once and its elements kept in memory: every epoch yields the "
-    "first epoch's elements, and randomness in the generator is frozen"
-)
-
 # The last line of a pipeline prefetched to the GPU: after the options, as tf.data wants it.
 DEVICE_PREFETCH_TEXT: Final = 'ds = ds.apply(tf.data.experimental.prefetch_to_device("/gpu:0"))'
 
@@ -64,6 +50,7 @@ class FixFacts:
     stage's own work cheaper, so under a kept cache it changes only the first epoch.
     `bounded_by_hold`: holding a stage's output on the host bounds what it gains.
     `from_epoch_two`: its suggestion's bound is what it gains from the second epoch on.
+    `semantics`: what it changes in what the pipeline yields (empty: nothing).
     """
 
     name: str
@@ -72,7 +59,7 @@ class FixFacts:
     edit_rank: int | None = None
     option_line: str | None = None
     last_line: str | None = None
-    semantics: str | None = None
+    semantics: tuple[SemanticsChange, ...] = ()
     caches: bool = False
     stage_work: bool = False
     bounded_by_hold: bool = True
@@ -102,7 +89,7 @@ FIXES: Final[dict[str, FixFacts]] = {
             "cache after the deterministic work",
             code="cache",
             edit_rank=5,
-            semantics=SEMANTICS_CACHE,
+            semantics=("cache",),
             caches=True,
             stage_work=True,
         ),
@@ -111,7 +98,7 @@ FIXES: Final[dict[str, FixFacts]] = {
             "vectorise: map after the batch",
             code="vectorize",
             edit_rank=2,
-            semantics=SEMANTICS_BATCHED,
+            semantics=("batched",),
             stage_work=True,
         ),
         FixFacts(
@@ -127,7 +114,7 @@ FIXES: Final[dict[str, FixFacts]] = {
             "cache() after the map, moved above its shuffle",
             code="hoist-cache",
             edit_rank=1,
-            semantics=SEMANTICS_HOIST_CACHE,
+            semantics=("element-order", "cache"),
             caches=True,
             stage_work=True,
             from_epoch_two=True,
@@ -143,7 +130,7 @@ FIXES: Final[dict[str, FixFacts]] = {
             "read the generator once: from_tensor_slices",
             code="materialise",
             edit_rank=0,
-            semantics=SEMANTICS_MATERIALISED,
+            semantics=("materialised",),
             stage_work=True,
         ),
         FixFacts(

@@ -8,11 +8,14 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pipediag.errors import ReportError
+from pipediag.report.vocabulary import VerdictLabel
 
 HISTORY_VERSION = 1
+
+_VERDICTS: dict[str, VerdictLabel] = {label: label for label in get_args(VerdictLabel)}
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class HistoryEntry:
     script: str
     args: list[str] = field(default_factory=list)
     commit: str | None = None
-    verdict: str = "unknown"
+    verdict: VerdictLabel = "unknown"
     shares: HistoryShares = field(default_factory=HistoryShares)
     rates: HistoryRates = field(default_factory=HistoryRates)
     # The training rate's own error: the trend tells a regression from noise without the reports.
@@ -112,7 +115,8 @@ def _entry(line: str, where: str) -> HistoryEntry:
             script=str(data["script"]),
             args=[str(a) for a in data.get("args", [])],
             commit=None if data.get("commit") is None else str(data["commit"]),
-            verdict=str(data.get("verdict", "unknown")),
+            # Every line ever written holds one of the labels: any other reads as unknown.
+            verdict=_VERDICTS.get(str(data.get("verdict")), "unknown"),
             shares=HistoryShares(**_numbers(data.get("shares"), HistoryShares)),
             rates=HistoryRates(**_numbers(data.get("rates"), HistoryRates)),
             training_log_se=_number(data.get("training_log_se")),

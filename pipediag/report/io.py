@@ -12,14 +12,14 @@ import types
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, Union
+from typing import Any, Final, TypeVar, Union
 
 from pipediag.errors import ReportError
 from pipediag.report import model
 from pipediag.report.model import SCHEMA_VERSION, Report
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
-from pipediag.report.vocabulary import NoVerdictReason
+from pipediag.report.vocabulary import NoVerdictReason, SemanticsChange
 
 T = TypeVar("T")
 _Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
@@ -338,7 +338,101 @@ def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
 
 def _from_version_8(data: dict[str, Any]) -> dict[str, Any]:
     # Version 8 worded its notes; `_convert` keeps each as written ("as-written").
-    return dict(data, schema_version=9)
+    data = dict(data, schema_version=9)
+    _upgrade_lists_in(data, "scale_out", {"measurements": _measurement_v9})
+    _semantics_and_numerics_v9(data)
+    return data
+
+
+# Version 8's words for what a service measurement read: the stage's label after the prefix.
+_WHOLE_PIPELINE = "whole pipeline"
+_PIPELINE_UP_TO = "pipeline up to "
+
+
+def _measurement_v9(measurement: dict[str, Any]) -> dict[str, Any]:
+    """A measurement's `part`, words around a stage's label, as `up_to`: the label alone, ""
+    for the whole pipeline."""
+    upgraded = dict(measurement)
+    part = upgraded.pop("part", None)
+    if isinstance(part, str):
+        upgraded["up_to"] = "" if part == _WHOLE_PIPELINE else part.removeprefix(_PIPELINE_UP_TO)
+    return upgraded
+
+
+# Version 8's words for what a rewrite changes in what the pipeline yields: one record held
+# one fix's sentence, a hoist-cache's two joined by "; " (the cache's own has a "; ").
+_ELEMENT_ORDER = "element order: the map now runs before the shuffle"
+_CACHE = "a cache: the elements are read once and kept in memory; randomness before it is frozen"
+_SEMANTICS_AS_WORDED: dict[str, tuple[SemanticsChange, ...]] = {
+    _ELEMENT_ORDER: ("element-order",),
+    "the function is applied to whole batches": ("batched",),
+    "the function runs once per batch through tf.vectorized_map: each element's result is "
+    "unchanged (to float rounding)": ("vectorized-map",),
+    _CACHE: ("cache",),
+    f"{_ELEMENT_ORDER}; {_CACHE}": ("element-order", "cache"),
+    "the generator is read once and its elements kept in memory: every epoch yields the "
+    "first epoch's elements, and randomness in the generator is frozen": ("materialised",),
+}
+# Where version 8 added those sentences to the rewritten pipeline's evidence (its rule's
+# id below); the renderer says them now.
+_CHANGES_SAID = " What changes besides the speed: "
+_REWRITTEN_PIPELINE_RULE = "PD016-rewritten-pipeline"
+# Version 8's numerics note for each policy, before the layers kept float32 (", "-joined, or
+# "none").
+_NUMERICS_AS_WORDED: Final[dict[str, str]] = {
+    "mixed_float16": "float16 compute with float32 variables; the loss is scaled (Keras wraps "
+    "the optimizer in a LossScaleOptimizer); layers kept float32: ",
+    "mixed_bfloat16": "bfloat16 compute with float32 variables (no loss scaling needed); "
+    "layers kept float32: ",
+}
+
+
+def _semantics_and_numerics_v9(data: dict[str, Any]) -> None:
+    """Each rewrite's `semantics` sentence as its codes; a sentence pipediag never wrote (a
+    hand edit) is dropped, as nothing said. A model trial's `numerics` note as the layers
+    it kept float32, its policy as `setting` (a note in neither policy's words is dropped:
+    the notes are parsed, not kept, so a trial holds one form of its numerics)."""
+    _upgrade_lists_in(data, "pipeline", {"trials": _fix_trial_v9})
+    pipeline = data.get("pipeline")
+    if isinstance(pipeline, dict) and isinstance(pipeline.get("prescription"), dict):
+        prescription = pipeline["prescription"]
+        lines = _each_object(prescription.get("code"), _semantics_coded)
+        data["pipeline"] = dict(pipeline, prescription=dict(prescription, code=lines))
+    if isinstance(data.get("suggestions"), list):
+        data["suggestions"] = _each_object(data["suggestions"], _suggestion_v9)
+    _upgrade_lists_in(data, "compute_alone", {"trials": _model_trial_v9})
+
+
+def _fix_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
+    facts = trial.get("facts")
+    return dict(trial, facts=_semantics_coded(facts)) if isinstance(facts, dict) else trial
+
+
+def _semantics_coded(record: dict[str, Any]) -> dict[str, Any]:
+    words = record.get("semantics")
+    codes = _SEMANTICS_AS_WORDED.get(words, ()) if isinstance(words, str) else ()
+    return dict(record, semantics=list(codes))
+
+
+def _suggestion_v9(suggestion: dict[str, Any]) -> dict[str, Any]:
+    evidence = suggestion.get("evidence")
+    if suggestion.get("id") != _REWRITTEN_PIPELINE_RULE or not isinstance(evidence, str):
+        return suggestion
+    return dict(suggestion, evidence=evidence.partition(_CHANGES_SAID)[0])
+
+
+def _model_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
+    upgraded = dict(trial)
+    words = upgraded.pop("numerics", None)
+    if not isinstance(words, str):
+        return upgraded
+    for policy, opening in _NUMERICS_AS_WORDED.items():
+        if words.startswith(opening):
+            kept = words.removeprefix(opening)
+            upgraded["float32_layers"] = [] if kept == "none" else kept.split(", ")
+            upgraded.setdefault("setting", policy)
+            break
+    return upgraded
 
 
 # What each version changed, and the step that brings a report of the version before to it:
@@ -354,7 +448,9 @@ def _from_version_8(data: dict[str, Any]) -> dict[str, Any]:
 #    version-6 report's words are kept as written ("as-written", in `_convert`).
 # 8: the pipeline's options and a stage's settings are typed (`PipelineOptions`,
 #    `StageSettings`), not strings.
-# 9: notes are reasons (codes with parameters), not words.
+# 9: notes are reasons (codes with parameters), not words; a service measurement's `part`
+#    (words) is `up_to`, the label of its last stage; what a rewrite changes in what the
+#    pipeline yields (`semantics`) is codes, and a model trial's numerics its float32 layers.
 _UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),

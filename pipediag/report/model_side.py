@@ -36,7 +36,9 @@ class ModelTrial:
     `variant_steps_per_s` is `baseline_steps_per_s` (the rounds' median, per batch) times the
     rounds' figure (`analysis/paired.py`); `speedup` is the gain a whole run would see (for
     `steps_per_execution`, with fit's own per-step time added to both sides), `interval` its
-    90% interval; `numerics` is what the change means for them.
+    90% interval. A mixed-precision trial's `float32_layers` are the layers its clone kept in
+    float32 (None: no clone was built), which with the policy (`setting`) say what the
+    change means for the numerics.
     """
 
     change: ModelChange
@@ -48,11 +50,11 @@ class ModelTrial:
     stopped: TrialStop = ""
     reason: Reason | None = None
     code: str = ""
-    numerics: str = ""
     seconds: float = 0.0  # the trial's, its build and compilation included
     # The value tried: steps per execution, or the dtype policy's name (for the copy: the
     # device the batch was placed on).
     setting: str = ""
+    float32_layers: list[str] | None = None
     # The host-to-device copy's share of the step fed from the host, from the step alone's
     # median rates (`1 - baseline / variant`); None for the other changes.
     share: float | None = None

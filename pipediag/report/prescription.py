@@ -7,19 +7,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import FixName
+from pipediag.report.vocabulary import FixName, SemanticsChange
 
 
 @dataclass(frozen=True)
 class CodeLine:
     """One line of the rewritten pipeline: `change` is the fix that made or moved it (None:
     the user's line as written), `site` the script line that created the stage
-    ("train.py:23"), `semantics` what the change does to the data (None: nothing)."""
+    ("train.py:23"), `semantics` what the change does to the data (empty: nothing)."""
 
     text: str
     site: str | None = None
     change: FixName | None = None
-    semantics: str | None = None
+    semantics: list[SemanticsChange] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class StageChange:
 
     fix: FixName
     stage_index: int | None = None
-    semantics: str | None = None
+    semantics: tuple[SemanticsChange, ...] = ()
     value: int | None = None  # cycle_length for an interleave, threads for a cap
     # A vectorise that runs the function through `tf.vectorized_map`, and whether the
     # element is a tuple passed to the function as its arguments (`TrialFacts`).

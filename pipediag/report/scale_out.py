@@ -46,7 +46,8 @@ class ServiceMeasurement:
     processing_mode: ProcessingMode = ""
     measured: bool = False
     reason: Reason | None = None
-    part: str = "whole pipeline"  # or "up to <stage>": what was distributed
+    # What was distributed: the pipeline up to this stage (its label); "" when the whole.
+    up_to: str = ""
     startup_s: float | None = None  # starting the local dispatcher and workers
     first_batch_s: float | None = None
     batches: int = 0

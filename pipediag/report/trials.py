@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import FixName, TrialStop
+from pipediag.report.vocabulary import FixName, SemanticsChange, TrialStop
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ class TrialFacts:
     # The rewrites already kept when this one was tried on training, its figures over the
     # pipeline with them applied; empty: over the user's pipeline.
     training_after: list[FixName] = field(default_factory=list)
-    # What the rewrite changes in what the pipeline yields, in words; None: nothing.
-    semantics: str | None = None
+    # What the rewrite changes in what the pipeline yields; empty: nothing.
+    semantics: list[SemanticsChange] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,16 @@ FixName = Literal[
     "prefetch-to-device",
 ]
 
+# What a rewrite changes in what the pipeline yields (`TrialFacts.semantics`), one code a
+# change; a hoist-cache makes two. The words: `renderers/prescription_words.py`.
+SemanticsChange = Literal[
+    "element-order",  # the map runs before the shuffle
+    "batched",  # the function is applied to whole batches
+    "vectorized-map",  # once per batch through tf.vectorized_map, each result unchanged
+    "cache",  # elements read once and kept in memory, randomness before it frozen
+    "materialised",  # the generator read once: every epoch yields the first's elements
+]
+
 # Why interleaved A/B rounds stopped (`TrialFacts.stopped`); "" when they did not run.
 TrialStop = Literal["clear gain", "clear no gain", "outranked", "budget", ""]
 

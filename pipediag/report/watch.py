@@ -37,7 +37,8 @@ class WatchWindow:
 @dataclass(frozen=True)
 class WatchAlert:
     """The input wait share was at or over the threshold for K windows in a row: figures
-    over those windows; `t_s` is when the last ended."""
+    over those windows; `t_s` is when the last ended. Its words are made from them
+    (`renderers/watch_view.alert_text`), for the log, the report and the alert command."""
 
     t_s: float
     window_index: int
@@ -47,7 +48,6 @@ class WatchAlert:
     threshold: float
     input_wait_fraction: float
     steps_per_s: float | None
-    message: str
     epoch: int = 0
 
 

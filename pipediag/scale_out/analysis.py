@@ -118,8 +118,10 @@ def stage_label(stage: StageStats) -> str:
     return stage_name(stage) + (f" ({stage.source})" if stage.source else "")
 
 
-def refused_blocker(error: str, part: str) -> ServiceBlocker:
-    """The service failed on the pipeline when tried, for a reason no static check found."""
+def refused_blocker(error: str, up_to: str) -> ServiceBlocker:
+    """The service failed on the pipeline (up to the stage labelled `up_to`; "" for the
+    whole) when tried, for a reason no static check found."""
+    part = f"pipeline up to {up_to}" if up_to else "whole pipeline"
     return ServiceBlocker(
         kind="refused",
         detail=f"the service failed on the {part} when tried: {error}",

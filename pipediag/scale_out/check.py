@@ -108,7 +108,7 @@ def check_scale_out(
                     note(Reason("data-service-failed", because=failed))
                 measurements.append(measured)
             refused = [
-                refused_blocker(m.reason.detail or "no batch came back", plan.part)
+                refused_blocker(m.reason.detail or "no batch came back", plan.up_to)
                 for m in measurements
                 if m.reason is not None and m.reason.code == "service-refused"
             ]
@@ -153,15 +153,12 @@ def _too_little_moves(
     )
 
 
-WHOLE = "whole pipeline"
-
-
 @dataclass
 class _Plan:
     """What is sent through the service: a private copy of the part that can move."""
 
     copy: Any
-    part: str
+    up_to: str  # the label of the part's last stage; "" when the whole pipeline moves
     elements_per_batch: float  # the part's elements per output batch of the pipeline
     local_batches_per_s: float | None
     notes: list[Reason]
@@ -180,16 +177,16 @@ class _Plan:
 
         whole = cut == len(stages) - 1
         target = walked.dataset if whole else walked.stages[cut].dataset
-        part = WHOLE if whole else f"pipeline up to {stage_label(stages[cut])}"
+        up_to = "" if whole else stage_label(stages[cut])
         factor = 1.0 if whole else (elements_per_output_batch(walked.stages)[cut] or 1.0)
         local_rate = pipeline.batches_per_s if whole else stages[cut].batches_per_s
         try:
             copy, notes = isolated_copy(target)
         except IsolationError as exc:
-            return cls(None, part, factor, local_rate, [], Reason("not-copied", detail=str(exc)))
+            return cls(None, up_to, factor, local_rate, [], Reason("not-copied", detail=str(exc)))
         # Endless, so a short dataset does not end a read (or the training fed by it) early:
         # the reads are bounded by time and batches, as phase 1 is.
-        return cls(copy.repeat(), part, factor, local_rate, notes)
+        return cls(copy.repeat(), up_to, factor, local_rate, notes)
 
 
 def _planned(
@@ -201,7 +198,7 @@ def _planned(
         address=address,
         workers=workers,
         processing_mode="parallel_epochs",
-        part=plan.part,
+        up_to=plan.up_to,
         local_batches_per_s=plan.local_batches_per_s,
         notes=list(plan.notes),
     )
@@ -234,7 +231,7 @@ def _measure_cluster(
         address = parse_address(config.data_service)
     except ValueError as exc:  # the CLI checks it; an API caller may not have
         reason = Reason("service-error", detail=str(exc))
-        return ServiceMeasurement(where="cluster", reason=reason, part=plan.part)
+        return ServiceMeasurement(where="cluster", reason=reason, up_to=plan.up_to)
     base = _planned(plan, where="cluster", address=address)
     if plan.error is not None:
         return replace(base, reason=plan.error)
@@ -265,7 +262,7 @@ def _measure_cluster(
         why: Reason | None = Reason("part-only")
         if train is None:
             why = Reason("no-train-step-service")
-        elif plan.part == WHOLE:
+        elif not plan.up_to:  # the whole pipeline
             rate, why = train(plan.copy, f"grpc://{address}")
         measured = replace(measured, train_steps_per_s=rate, train_reason=why)
     return replace(measured, wall_time_s=clock.now() - began)

@@ -31,7 +31,6 @@ from pipediag.training.model_variants import (
     kept_train_settings,
     mixed_precision_clone,
     multi_step_train_function,
-    numerics_note,
     output_layers,
     traced_with_steps,
     xla_failure,
@@ -265,4 +264,4 @@ def _mixed_precision(
         built_s=clock.now() - began,
     )
     kept = [layer.name for layer in model.layers if id(layer) in output_layers(model)]
-    return replace(trial, code=code, numerics=numerics_note(policy, kept), setting=policy)
+    return replace(trial, code=code, float32_layers=kept, setting=policy)

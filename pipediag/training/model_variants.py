@@ -147,17 +147,3 @@ def output_layers(model: Any) -> set[int]:
     if not found and getattr(model, "layers", None):
         found.add(id(model.layers[-1]))
     return found
-
-
-def numerics_note(policy: str, float32_layers: list[str]) -> str:
-    """What the change means for the numerics, in one line."""
-    kept = ", ".join(float32_layers) or "none"
-    if policy == "mixed_float16":
-        return (
-            "float16 compute with float32 variables; the loss is scaled (Keras wraps the "
-            f"optimizer in a LossScaleOptimizer); layers kept float32: {kept}"
-        )
-    return (
-        "bfloat16 compute with float32 variables (no loss scaling needed); layers kept "
-        f"float32: {kept}"
-    )

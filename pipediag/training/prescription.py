@@ -222,7 +222,7 @@ class PipelineSearch:
                 StageChange(
                     fix=fix.fix,  # type: ignore[arg-type]
                     stage_index=fix.stage_index,
-                    semantics=candidate.semantics if candidate is not None else None,
+                    semantics=candidate.semantics if candidate is not None else (),
                     value=value,
                     vectorized_map=facts is not None and facts.vectorized_map,
                     element_unpacked=facts is not None and facts.element_unpacked,

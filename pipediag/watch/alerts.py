@@ -12,8 +12,10 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from pipediag.renderers.watch_view import alert_text
 from pipediag.report.reasons import Reason
 from pipediag.report.watch import WatchAlert, WatchWindow
 from pipediag.samplers.base import describe_error
@@ -53,11 +55,6 @@ class AlertRule:
         whole = functools.reduce(merge_windows, streak)
         share = whole.input_wait_fraction
         share = share if share is not None else last.input_wait_fraction or 0.0
-        message = (
-            f"input wait {share:.0%} of step time for {len(streak)} windows in a row "
-            f"(steps {first.first_step}-{last.last_step}), at or over the "
-            f"{self.threshold:.0%} alert threshold"
-        )
         return WatchAlert(
             t_s=last.end_s,
             window_index=last.index,
@@ -67,7 +64,6 @@ class AlertRule:
             threshold=self.threshold,
             input_wait_fraction=share,
             steps_per_s=whole.steps_per_s,
-            message=message,
             epoch=last.epoch,
         )
 
@@ -76,7 +72,7 @@ def alert_environment(alert: WatchAlert, script: str) -> dict[str, str]:
     """The `PIPEDIAG_*` variables an alert command gets, beside the caller's environment."""
     rate = "" if alert.steps_per_s is None else f"{alert.steps_per_s:.6g}"
     return {
-        "PIPEDIAG_ALERT": alert.message,
+        "PIPEDIAG_ALERT": alert_text(alert),
         "PIPEDIAG_INPUT_WAIT_SHARE": f"{alert.input_wait_fraction:.6g}",
         "PIPEDIAG_THRESHOLD": f"{alert.threshold:.6g}",
         "PIPEDIAG_WINDOWS": str(alert.windows),
@@ -89,8 +85,23 @@ def alert_environment(alert: WatchAlert, script: str) -> dict[str, str]:
 
 
 def alert_json(alert: WatchAlert, script: str) -> str:
-    """The alert as the command reads it on stdin: one JSON line."""
-    return json.dumps({**dataclasses.asdict(alert), "script": script}) + "\n"
+    """The alert as the command reads it on stdin: one JSON line, its figures and words."""
+    fields = dataclasses.asdict(alert)
+    epoch = fields.pop("epoch")  # after the words, in the order commands have always read
+    fields |= {"message": alert_text(alert), "epoch": epoch, "script": script}
+    return json.dumps(fields) + "\n"
+
+
+@dataclass(frozen=True)
+class WordedAlert(WatchAlert):
+    """An alert as a hook is given it: the report's figures, and `message`, their words (the
+    report keeps only the figures)."""
+
+    message: str = ""
+
+
+def worded(alert: WatchAlert) -> WordedAlert:
+    return WordedAlert(**dataclasses.asdict(alert), message=alert_text(alert))
 
 
 class AlertSinks:
@@ -116,7 +127,7 @@ class AlertSinks:
         self._reap()
         if self.hook is not None:
             try:
-                self.hook(alert)
+                self.hook(worded(alert))
             except Exception as exc:
                 self._once("hook", Reason("alert-hook-raised", detail=describe_error(exc)))
         if self.command is not None:

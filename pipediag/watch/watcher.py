@@ -11,6 +11,7 @@ from typing import Any
 
 from pipediag.clock import Clock
 from pipediag.config import DEFAULT_ALERT_INPUT_SHARE, WatchConfig
+from pipediag.renderers.watch_view import alert_text
 from pipediag.report.reasons import Reason
 from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 from pipediag.samplers.base import describe_error
@@ -183,7 +184,7 @@ class Watcher:
         if alert is None:
             return
         self._alerts.append(alert)
-        self._log(f"ALERT: {alert.message}")
+        self._log(f"ALERT: {alert_text(alert)}")
         self.sinks.deliver(alert)
 
     def _write_scalars(self, window: WatchWindow) -> None:

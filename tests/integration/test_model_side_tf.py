@@ -67,6 +67,9 @@ class Trials(keras.callbacks.Callback):
                 (t.change, t.speedup, t.reason and t.reason.code, t.seconds) for t in side.trials
             ]
             found["top_ops"] = len(side.top_ops)
+            found["numerics"] = [
+                (t.setting, t.float32_layers) for t in side.trials if t.change == "mixed_precision"
+            ]
             found["same_function"] = model.train_function is function
             found["settings"] = [bool(model.jit_compile), int(model.steps_per_execution)]
             found["policy"] = keras.mixed_precision.global_policy().name
@@ -141,6 +144,9 @@ def test_the_trials_leave_training_as_it_was(tmp_path: Path) -> None:
         "mixed_precision",
         "device_copy",
     ]
+    # its numerics as facts: the policy, and the output layer kept float32
+    ((policy, float32_layers),) = found["numerics"]
+    assert policy == "mixed_bfloat16" and len(float32_layers) == 1, found["numerics"]
     copy = found["trials"][3]
     assert copy[1] is not None, copy  # measured: the batch placed on the host and the "device"
     assert tried["losses"] == plain["losses"]

@@ -140,7 +140,7 @@ def test_a_py_function_pipeline_gets_its_blocker_with_the_line(
     # the range before it could move, but stage costs are unknown here: it is measured
     assert section.distribute_after_index == 0
     (measured,) = section.measurements
-    assert measured.measured and measured.part.startswith("pipeline up to source")
+    assert measured.measured and measured.up_to.startswith("source")
     # its rate is in output batches: 8 elements make one
     assert measured.bytes_per_batch == 8 * 8
 

@@ -96,7 +96,6 @@ def test_a_parse_single_example_map_is_vectorised_through_vectorized_map(
 
     from pipediag.analysis.pipeline_code import rewritten_chain
     from pipediag.bench.structure import walk_pipeline
-    from pipediag.report.fixes import SEMANTICS_VECTORIZED_MAP
     from pipediag.report.prescription import StageChange
 
     tf = _tf()
@@ -114,7 +113,7 @@ def test_a_parse_single_example_map_is_vectorised_through_vectorized_map(
     assert reason_words(candidate.facts.batch_refusal) == (
         "the function fails on a batch (ValueError: Input serialized must be a scalar)"
     )
-    assert candidate.semantics == SEMANTICS_VECTORIZED_MAP
+    assert candidate.semantics == ("vectorized-map",)
     assert not [r for r in caplog.records if "while_loop" in r.getMessage()]
     assert logging.getLogger("tensorflow").level == level
     # and the variant yields the same batches, the short last one included
@@ -164,8 +163,6 @@ def test_a_tuple_element_is_unpacked_into_the_functions_arguments() -> None:
 def test_a_batch_safe_function_keeps_the_plain_form() -> None:
     import numpy as np
 
-    from pipediag.report.fixes import SEMANTICS_BATCHED
-
     tf = _tf()
     vectors = np.arange(1, 41, dtype=np.float32).reshape(10, 4)
     ds = tf.data.Dataset.from_tensor_slices(vectors).map(lambda x: x * 2 + 1).batch(4)
@@ -174,7 +171,7 @@ def test_a_batch_safe_function_keeps_the_plain_form() -> None:
 
     assert said == (None, False)
     assert not candidate.facts.vectorized_map and candidate.facts.batch_refusal is None
-    assert candidate.semantics == SEMANTICS_BATCHED
+    assert candidate.semantics == ("batched",)
 
 
 def test_a_function_that_is_not_elementwise_runs_per_element_through_vectorized_map() -> None:

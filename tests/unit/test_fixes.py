@@ -58,7 +58,7 @@ def test_only_the_caching_fixes_cache_and_only_the_device_prefetch_goes_last() -
 def test_an_unknown_fix_is_named_by_its_id_and_has_no_facts() -> None:
     facts = fix_facts("from-a-later-version")
     assert fix_words("from-a-later-version") == "from-a-later-version"
-    assert facts.edit_rank is None and facts.option_line is None and facts.semantics is None
+    assert facts.edit_rank is None and facts.option_line is None and facts.semantics == ()
     assert not facts.caches and not facts.stage_work and facts.last_line is None
 
 

@@ -16,19 +16,11 @@ from pipediag.fleet.analysis import build_fleet, find_straggler, worker_row
 from pipediag.fleet.collect import WorkerReport, load_worker_reports
 from pipediag.fleet.io import fleet_from_dict, fleet_to_dict
 from pipediag.fleet.merge import merge_reports
-from pipediag.fleet.model import (
-    CAUSE_COMPUTE,
-    CAUSE_GPU,
-    CAUSE_HOST_CPU,
-    CAUSE_INPUT,
-    FleetReport,
-    Straggler,
-    WorkerRow,
-)
+from pipediag.fleet.model import FleetReport, Straggler, WorkerRow
 from pipediag.fleet.png import build_fleet_figure
 from pipediag.fleet.text import render_fleet_text
 from pipediag.fleet.trace import fleet_trace
-from pipediag.fleet.words import straggler_text
+from pipediag.fleet.words import clock_text, straggler_text
 from pipediag.renderers.chrome_trace import trace_events
 from pipediag.report.io import save_report
 from pipediag.report.model import Report
@@ -92,7 +84,7 @@ def test_in_lockstep_the_straggler_is_the_worker_waiting_for_its_own_input() -> 
     straggler = fleet.straggler
     assert fleet.lockstep is True
     assert straggler is not None and straggler.task == "worker-1"
-    assert straggler.cause == CAUSE_INPUT
+    assert straggler.cause == "input"
     assert straggler.extra_wait_s == pytest.approx((0.45 - 0.04) * 0.04)
     assert straggler.extra_compute_s == pytest.approx(-(0.45 - 0.04) * 0.04)
     assert straggler.others_input_wait_fraction == pytest.approx(0.04)
@@ -115,7 +107,7 @@ def test_rates_within_one_step_of_the_window_are_lockstep() -> None:
     # THEN they count as lockstep, and the straggler is the one waiting for its input
     assert fleet.lockstep is True
     assert fleet.straggler is not None and fleet.straggler.task == "worker-1"
-    assert fleet.straggler.cause == CAUSE_INPUT
+    assert fleet.straggler.cause == "input"
     # the same rates over 100 steps each are told apart: the slower one is named
     slow = build_fleet(
         loaded(replace_steps(first, 100), replace_steps(second, 100)),
@@ -135,7 +127,7 @@ def test_lockstep_is_judged_on_the_measured_window_not_the_pooled_training_rate(
     # not the one whose blocks timed slower
     assert fleet.lockstep is True
     assert fleet.straggler is not None and fleet.straggler.task == "worker-1"
-    assert fleet.straggler.cause == CAUSE_INPUT
+    assert fleet.straggler.cause == "input"
 
 
 def replace_steps(report: Report, measured: int) -> Report:
@@ -153,7 +145,7 @@ def test_the_slowest_worker_is_the_straggler_when_rates_differ() -> None:
     assert straggler.task == "worker-0"
     assert straggler.steps_per_s == pytest.approx(12.5)
     assert straggler.others_steps_per_s == pytest.approx((25.0 + 1 / 0.041) / 2)
-    assert straggler.cause == CAUSE_COMPUTE
+    assert straggler.cause == "compute"
     fleet = build_fleet(
         loaded(worker(0, step_s=0.08, wait=0.05), worker(1), worker(2, step_s=0.041))
     )
@@ -165,7 +157,7 @@ def test_a_slower_worker_waiting_for_input_is_slow_by_its_input() -> None:
     fleet = build_fleet(loaded(worker(0), worker(1, step_s=0.08, wait=0.60)))
     straggler = fleet.straggler
     assert straggler is not None and straggler.task == "worker-1"
-    assert straggler.cause == CAUSE_INPUT
+    assert straggler.cause == "input"
     assert not fleet.lockstep
     assert straggler.others_input_cost_fraction == pytest.approx(0.02)
     words = straggler_text(fleet, straggler)
@@ -177,13 +169,13 @@ def test_a_busy_host_or_gpu_names_the_straggler_when_waits_are_alike() -> None:
     # GIVEN synchronous workers that waited alike; worker 1's host was shared
     host = build_fleet(loaded(worker(0, other_cpu_pct=5.0), worker(1, other_cpu_pct=40.0)))
     assert host.straggler is not None and host.straggler.task == "worker-1"
-    assert host.straggler.cause == CAUSE_HOST_CPU
+    assert host.straggler.cause == "host-cpu"
     assert host.straggler.others_other_cpu_pct == pytest.approx(5.0)
     assert "other processes 40% (others 5%)" in straggler_text(host, host.straggler)
     # ...or worker 0's GPU was the busy one (the others waited for it in the all-reduce)
     gpu = build_fleet(loaded(worker(0, gpu_util_pct=90.0), worker(1, gpu_util_pct=45.0)))
     assert gpu.straggler is not None and gpu.straggler.task == "worker-0"
-    assert gpu.straggler.cause == CAUSE_GPU
+    assert gpu.straggler.cause == "gpu"
     assert gpu.straggler.others_gpu_util_pct == pytest.approx(45.0)
     assert "GPU: 90% (others 45%) busy." in straggler_text(gpu, gpu.straggler)
 
@@ -203,7 +195,7 @@ def test_the_straggler_is_worded_from_its_figures_against_the_others_medians() -
     )
     straggler = Straggler(
         task="worker-1",
-        cause=CAUSE_INPUT,
+        cause="input",
         steps_per_s=12.5,
         others_steps_per_s=25.0,
         extra_wait_s=0.0472,
@@ -251,6 +243,61 @@ def test_a_fleet_report_with_the_straggler_in_words_still_loads_and_renders() ->
     assert "as it was worded then" not in text
     assert text == render_fleet_text(fleet)
     assert "its steps waited 45% (others 3%) of their time for input" in " ".join(text.split())
+
+
+def test_an_older_fleet_with_its_words_as_strings_loads_and_renders_the_same() -> None:
+    # GIVEN a version 2 fleet.json: verdicts, cause and compute sources plain strings, and
+    # the clock in words, with no anchor on the rows
+    unanchored = replace(worker(2), origin_unix_s=None, created_utc="")
+    created = replace(worker(3), origin_unix_s=None, created_utc="2027-01-15T08:00:00Z")
+    workers = loaded(worker(0, wait=0.03), worker(1, wait=0.45), unanchored, created)
+    fleet = build_fleet(workers)
+    data = json.loads(json.dumps({**fleet_to_dict(fleet), "schema_version": 2}))
+    for row in data["workers"]:
+        del row["clock_anchor"]
+    data["clock"] = (
+        "wall-clock anchors (origin_unix_s), one per worker; created_utc for worker-3 (older "
+        "reports: whole seconds); worker-2 at 0 (no time stamp)"
+    )
+    assert data["straggler"]["cause"] == "input"
+    assert data["workers"][1]["verdict"] == "input-bound"
+    assert {row["compute_alone_source"] for row in data["workers"]} == {"measured"}
+    # WHEN it is read
+    read = fleet_from_dict(data)
+    # THEN the same strings are the typed values, each row's anchor is read from the words,
+    # and it renders as the fleet did
+    assert [row.clock_anchor for row in read.workers] == [
+        "origin-unix",
+        "origin-unix",
+        "none",
+        "created-utc",
+    ]
+    assert replace(read, schema_version=fleet.schema_version) == fleet
+    assert clock_text(read) == data["clock"]
+    assert render_fleet_text(read) == render_fleet_text(fleet)
+    assert fleet_trace(workers, read) == fleet_trace(workers, fleet)
+
+
+@pytest.mark.parametrize(
+    ("labels", "coarse", "anchors"),
+    [
+        # a run's label may hold ", ": the words list labels in row order
+        (["run a, b", "c"], "run a, b", ["created-utc", "none"]),
+        # two runs outside a job may share a label: the first one named was placed
+        (["run", "run"], "run", ["created-utc", "none"]),
+        (["run", "run"], "run, run", ["created-utc", "created-utc"]),
+    ],
+)
+def test_an_older_fleets_clock_words_are_read_back_row_by_row(
+    labels: list[str], coarse: str, anchors: list[str]
+) -> None:
+    rows = [replace(worker_row(w), origin_unix_s=None) for w in loaded(worker(0), worker(1))]
+    rows = [replace(row, task=label) for row, label in zip(rows, labels, strict=True)]
+    data = fleet_to_dict(FleetReport(workers=rows))
+    for row in data["workers"]:
+        del row["clock_anchor"]
+    data["clock"] = f"created_utc for {coarse} (older reports: whole seconds)"
+    assert [row.clock_anchor for row in fleet_from_dict(data).workers] == anchors
 
 
 def test_no_straggler_among_alike_workers_or_for_one_worker() -> None:
@@ -302,9 +349,10 @@ def test_older_reports_align_on_their_creation_second() -> None:
     second = replace(worker(1), origin_unix_s=None, created_utc="2026-01-01T00:00:02Z")
     fleet = build_fleet(loaded(first, second))
     assert [r.clock_offset_s for r in fleet.workers] == [0.0, 2.0]
-    assert "created_utc for worker-0, worker-1" in fleet.clock
+    assert [r.clock_anchor for r in fleet.workers] == ["created-utc", "created-utc"]
+    assert clock_text(fleet) == "created_utc for worker-0, worker-1 (older reports: whole seconds)"
     none = build_fleet(loaded(replace(first, created_utc=""), replace(second, created_utc="")))
-    assert none.clock.startswith("not aligned")
+    assert clock_text(none).startswith("not aligned")
     assert [r.clock_offset_s for r in none.workers] == [0.0, 0.0]
 
 

@@ -15,6 +15,7 @@ from pipediag.cli import main
 from pipediag.errors import ReportError
 from pipediag.history import history_entry
 from pipediag.renderers.history_png import render_history_png
+from pipediag.renderers.history_text import render_history
 from pipediag.report.history import (
     HISTORY_VERSION,
     HistoryEntry,
@@ -24,12 +25,13 @@ from pipediag.report.history import (
     read_history,
 )
 from pipediag.report.io import load_report
+from pipediag.report.vocabulary import VerdictLabel
 
 
 def _entry(
     rate: float | None,
     *,
-    verdict: str = "input-bound",
+    verdict: VerdictLabel = "input-bound",
     script: str = "train.py",
     log_se: float | None = 0.01,
 ) -> HistoryEntry:
@@ -79,6 +81,26 @@ def test_unknown_fields_are_ignored_and_missing_ones_defaulted(tmp_path: Path) -
     (entry,) = read_history(path)
     assert entry.script == "a.py" and entry.rates.training == 5.0
     assert entry.verdict == "unknown" and entry.commit is None
+
+
+def test_an_older_history_reads_its_verdicts_as_the_labels_and_renders_the_same(
+    tmp_path: Path,
+) -> None:
+    # GIVEN lines written before the verdict was typed: the label as a plain string, and one
+    # hand-edited to a word that is no label
+    path = tmp_path / "h.jsonl"
+    lines = [
+        {"history_version": 1, "script": "a.py", "verdict": verdict, "rates": {"training": 5}}
+        for verdict in ("input-bound", "compute-bound", "uncertain", "mixed")
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    # WHEN read
+    entries = read_history(path)
+    # THEN the labels are the typed values, the other word reads as unknown
+    assert [e.verdict for e in entries] == ["input-bound", "compute-bound", "uncertain", "unknown"]
+    # AND are shown as written
+    text = render_history(trend(entries), "h")
+    assert all(f" {verdict} " in text for verdict in ("input-bound", "uncertain", "unknown"))
 
 
 @pytest.mark.parametrize(

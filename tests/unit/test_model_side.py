@@ -21,7 +21,7 @@ from pipediag.analysis.op_time import (
 )
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
-from pipediag.renderers.model_words import change_lines, model_lines, ranked
+from pipediag.renderers.model_words import change_lines, model_lines, numerics_words, ranked
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report import io
@@ -30,7 +30,7 @@ from pipediag.report.model_side import ModelTrial, TopOp
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import VerdictLabel
 from pipediag.training.model_side import SPE_MAX_STEPS, SPE_MIN_STEPS, guarded, spe_steps
-from pipediag.training.model_variants import numerics_note, policy_for, xla_failure
+from pipediag.training.model_variants import policy_for, xla_failure
 from pipediag.training.step_rounds import FitFacts, Side, measure, slice_seconds, trial_result
 
 
@@ -171,9 +171,23 @@ def test_the_policy_follows_the_hardware() -> None:
     assert policy == "mixed_bfloat16" and reason == Reason("no-bfloat16")
 
 
-def test_the_numerics_note_names_loss_scaling_and_float32_layers() -> None:
-    assert "loss is scaled" in numerics_note("mixed_float16", ["dense"])
-    assert "float32: dense" in numerics_note("mixed_bfloat16", ["dense"])
+# The numerics notes as schema-8 reports stored them, word for word.
+FLOAT16_NOTE = (
+    "float16 compute with float32 variables; the loss is scaled (Keras wraps the optimizer in "
+    "a LossScaleOptimizer); layers kept float32: dense, head"
+)
+BFLOAT16_NOTE = (
+    "bfloat16 compute with float32 variables (no loss scaling needed); layers kept float32: none"
+)
+
+
+def test_the_numerics_words_are_the_notes_reports_stored() -> None:
+    float16 = ModelTrial(
+        "mixed_precision", setting="mixed_float16", float32_layers=["dense", "head"]
+    )
+    bfloat16 = ModelTrial("mixed_precision", setting="mixed_bfloat16", float32_layers=[])
+    assert numerics_words(float16) == FLOAT16_NOTE
+    assert numerics_words(bfloat16) == BFLOAT16_NOTE
 
 
 # --- where the step's time goes --------------------------------------------------------------
@@ -294,6 +308,44 @@ def test_a_reason_alone_is_said() -> None:
 def test_the_model_side_round_trips() -> None:
     report = _report()
     assert io.from_dict(io.to_dict(report)) == report
+
+
+def _measured_mixed_precision(
+    policy: str = "", float32_layers: list[str] | None = None
+) -> ModelTrial:
+    measured = ModelTrial("mixed_precision", 40.0, 60.0, 1.5, [1.3, 1.7], 5, "clear gain")
+    return dataclasses.replace(measured, setting=policy, float32_layers=float32_layers)
+
+
+@pytest.mark.parametrize(
+    ("note", "policy", "layers"),
+    [(FLOAT16_NOTE, "mixed_float16", ["dense", "head"]), (BFLOAT16_NOTE, "mixed_bfloat16", [])],
+    ids=["float16", "bfloat16"],
+)
+def test_a_schema_8_numerics_note_loads_as_its_layers_and_reads_as_written(
+    note: str, policy: str, layers: list[str]
+) -> None:
+    # GIVEN a schema-8 report whose mixed-precision trial stored its numerics as words
+    report = _report()
+    assert report.compute_alone is not None
+    trial = _measured_mixed_precision(policy, layers)
+    alone = dataclasses.replace(report.compute_alone, trials=[trial])
+    data = io.to_dict(dataclasses.replace(report, compute_alone=alone))
+    data["schema_version"] = 8
+    stored = data["compute_alone"]["trials"][0]
+    del stored["float32_layers"], stored["setting"]
+    stored["numerics"] = note
+    # WHEN it is read
+    loaded = io.from_dict(data)
+    # THEN the note is its facts again, and the text says it as before
+    assert loaded.compute_alone is not None
+    assert loaded.compute_alone.trials == [trial]
+    assert f"      numerics: {note}" in change_lines(loaded.compute_alone)
+
+
+def test_a_trial_without_a_clone_says_nothing_of_numerics() -> None:
+    lines = change_lines(ComputeAlone(measured=True, trials=[_measured_mixed_precision()]))
+    assert not any("numerics" in line for line in lines)
 
 
 # --- when it runs ----------------------------------------------------------------------------

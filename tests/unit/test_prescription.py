@@ -350,14 +350,11 @@ def test_the_search_order_is_the_pipeline_alone_gain_and_bounded_rewrites_are_sk
 
 def test_a_kept_vectorise_through_vectorized_map_is_written_so() -> None:
     from pipediag.bench.candidate import Candidate
-    from pipediag.report.fixes import SEMANTICS_VECTORIZED_MAP
     from pipediag.report.trials import TrialFacts
 
     # GIVEN a vectorise whose check passed only through tf.vectorized_map, kept on training
     facts = TrialFacts(vectorized_map=True, element_unpacked=True)
-    candidate = Candidate(
-        "vectorize", 1, "map(decode)", facts=facts, semantics=SEMANTICS_VECTORIZED_MAP
-    )
+    candidate = Candidate("vectorize", 1, "map(decode)", facts=facts, semantics=("vectorized-map",))
     fix = FixPipelines(fix="vectorize", stage_index=1, baseline=(), variant=(), candidate=candidate)
     clock = FakeClock()
     trainer = _Trainer(clock, {"vectorize": 1.6})
@@ -377,4 +374,4 @@ def test_a_kept_vectorise_through_vectorized_map_is_written_so() -> None:
         "ds = ds.map(lambda *batch: tf.vectorized_map(lambda e: decode(*e), batch, "
         "fallback_to_while_loop=True), num_parallel_calls=tf.data.AUTOTUNE)"
     )
-    assert code[-1].semantics == SEMANTICS_VECTORIZED_MAP
+    assert code[-1].semantics == ["vectorized-map"]

@@ -6,20 +6,27 @@ pipediag would write")."""
 from __future__ import annotations
 
 import dataclasses
+from typing import get_args
 
 import pytest
 from synthetic_reports import synthetic_report
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.run_terms import with_prescription_in_run_terms
-from pipediag.renderers.prescription_words import rewrites_lines
+from pipediag.renderers.prescription_words import (
+    SEMANTICS_WORDS,
+    changes_besides_speed,
+    rewrites_lines,
+)
 from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
 from pipediag.renderers.text import render_text
+from pipediag.report import io
 from pipediag.report.model import Gain, Report
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial, TrialFacts
+from pipediag.report.vocabulary import SemanticsChange
 
 
 def _stages(if_free: dict[int, float] | None = None, python: bool = False) -> list[StageStats]:
@@ -105,9 +112,7 @@ def _two_kept() -> Prescription:
         variant_steps_per_s=100.0,
         code=[
             CodeLine("ds = tf.data.Dataset.from_tensor_slices(x)", "train.py:10"),
-            CodeLine(
-                "ds = ds.cache()", change="cache", semantics="the elements are kept in memory"
-            ),
+            CodeLine("ds = ds.cache()", change="cache", semantics=["cache"]),
             CodeLine("ds = ds.batch(32)", "train.py:12"),
             CodeLine("ds = ds.map(decode)", "train.py:11", change="vectorize"),
         ],
@@ -122,7 +127,14 @@ def test_two_kept_rewrites_make_one_fix_ranked_by_their_gain_together() -> None:
     assert top.gain == Gain("training", 2.5, [2.3, 2.7])
     assert "on your training 2.50x (2.30-2.70x)" in suggestion_line(top)
     assert "ds = ds.cache()" in top.code and top.code.count("\n") == 3
-    assert "kept in memory" in top.evidence  # what changes besides the speed is named
+    # what changes besides the speed is named after the evidence, in the renderer's words
+    said = (
+        "What changes besides the speed: a cache: the elements are read once and kept in "
+        "memory; randomness before it is frozen."
+    )
+    assert changes_besides_speed(report, top) == said
+    advised = dataclasses.replace(report, suggestions=suggestions)
+    assert f"{top.evidence} {said}" in " ".join(render_text(advised).split())
     assert "40.0 -> 100.0 steps/s" in top.evidence
     # and the text shows every rewrite tried, kept or not, and the total
     lines = rewrites_lines(report)
@@ -134,6 +146,59 @@ def test_two_kept_rewrites_make_one_fix_ranked_by_their_gain_together() -> None:
         "2.50x (2.30-2.70x) over yours"
     )
     assert "Rewrites" in render_text(report)
+
+
+# What each change in what the pipeline yields read as, word for word, in schema-8 reports.
+ELEMENT_ORDER = "element order: the map now runs before the shuffle"
+CACHE = "a cache: the elements are read once and kept in memory; randomness before it is frozen"
+SENTENCES: dict[SemanticsChange, str] = {
+    "element-order": ELEMENT_ORDER,
+    "batched": "the function is applied to whole batches",
+    "vectorized-map": "the function runs once per batch through tf.vectorized_map: each "
+    "element's result is unchanged (to float rounding)",
+    "cache": CACHE,
+    "materialised": "the generator is read once and its elements kept in memory: every epoch "
+    "yields the first epoch's elements, and randomness in the generator is frozen",
+}
+
+
+def test_each_change_in_what_the_pipeline_yields_reads_as_before() -> None:
+    assert set(SENTENCES) == set(get_args(SemanticsChange))
+    assert SEMANTICS_WORDS == SENTENCES
+
+
+def test_a_schema_8_report_s_sentences_load_as_codes_and_render_as_before() -> None:
+    # GIVEN a report whose kept rewrites change the data (a hoist-cache: two changes)
+    prescription = _two_kept()
+    hoisted = CodeLine(
+        "ds = ds.cache()", change="hoist-cache", semantics=["element-order", "cache"]
+    )
+    prescription = dataclasses.replace(prescription, code=[*prescription.code, hoisted])
+    trial = FixTrial("cache", 1, "map(decode)", facts=TrialFacts(semantics=["cache"]))
+    report = _report(_stages({2: 3.0}), [trial], prescription)
+    report = dataclasses.replace(report, suggestions=advise(report))
+    # ... stored as schema 8 stored it: sentences, and the PD016 evidence saying them
+    data = io.to_dict(report)
+    data["schema_version"] = 8
+    data["pipeline"]["trials"][0]["facts"]["semantics"] = CACHE
+    for line in data["pipeline"]["prescription"]["code"]:
+        line["semantics"] = "; ".join(SENTENCES[code] for code in line["semantics"]) or None
+    (rewritten,) = [s for s in data["suggestions"] if s["id"].startswith("PD016")]
+    rewritten["evidence"] += " " + changes_besides_speed(report, report.suggestions[0])
+    assert f"{ELEMENT_ORDER}; {CACHE}" in rewritten["evidence"]
+    # WHEN it is read
+    loaded = io.from_dict(data)
+    # THEN it holds the codes, and its text is the same, the changes said once
+    assert loaded == report
+    assert render_text(loaded) == render_text(report)
+
+
+def test_a_sentence_pipediag_never_wrote_is_dropped() -> None:
+    report = _report(_stages(), [FixTrial("cache", 1, "map(decode)")])
+    data = io.to_dict(report)
+    data["schema_version"] = 8
+    data["pipeline"]["trials"][0]["facts"]["semantics"] = "edited by hand"
+    assert io.from_dict(data).pipeline.trials[0].facts.semantics == []
 
 
 def test_the_rewritten_pipeline_s_gain_is_the_figure_its_line_shows_epoch_starts_included() -> None:

@@ -350,7 +350,7 @@ def test_old_reports_and_empty_ones_render_without_the_section() -> None:
 def test_the_section_round_trips_through_json() -> None:
     section = ScaleOut(
         checked=True,
-        blockers=[refused_blocker("InvalidArgumentError: boom", "whole pipeline")],
+        blockers=[refused_blocker("InvalidArgumentError: boom", up_to="")],
         measurements=[_measured("local")],
         stages=_chain(),
     )
@@ -360,6 +360,39 @@ def test_the_section_round_trips_through_json() -> None:
     old = to_dict(report)
     del old["scale_out"]
     assert from_dict(old).scale_out is None
+
+
+@pytest.mark.parametrize(
+    ("part", "up_to", "shown"),
+    [
+        ("whole pipeline", "", "measured on this host, 2 local workers (started"),
+        (
+            "pipeline up to map (py_function)",
+            "map (py_function)",
+            "measured on this host, 2 local workers (started in 4.5 s) (pipeline up to "
+            "map (py_function)): ",
+        ),
+    ],
+)
+def test_a_version_8_measurement_in_words_reads_as_its_stage(
+    part: str, up_to: str, shown: str
+) -> None:
+    # GIVEN a version 8 report, whose measurement said in words what it read
+    section = ScaleOut(checked=True, compatible=True, requested=True)
+    measured = _measured("local", startup_s=4.5, up_to=up_to)
+    report = enrich_report(_report(dataclasses.replace(section, measurements=[measured])))
+    old = to_dict(report)
+    (stored,) = old["scale_out"]["measurements"]
+    del stored["up_to"]
+    stored["part"] = part
+    old["schema_version"] = 8
+    # WHEN it is read
+    read = from_dict(old)
+    # THEN the words are the stage's label alone, and it renders as a report made now
+    assert read.scale_out is not None and read.scale_out.measurements == [measured]
+    text = "\n".join(scale_out_lines(read))
+    assert text == "\n".join(scale_out_lines(report))
+    assert shown in " ".join(text.split())
 
 
 # --- small parsers -----------------------------------------------------------------------------

@@ -52,7 +52,6 @@ def _alert(window: WatchWindow) -> WatchAlert:
         threshold=0.2,
         input_wait_fraction=0.5,
         steps_per_s=50.0,
-        message="input wait 50% of step time for 3 windows in a row",
         epoch=window.epoch,
     )
 
@@ -79,6 +78,22 @@ def test_the_watch_section_round_trips_and_old_reports_load_without_it(tmp_path:
     old = to_dict(synthetic_report(steps=5))
     del old["watch"]
     assert from_dict(json.loads(json.dumps(old))).watch is None
+
+
+def test_an_older_alert_stored_with_its_words_shows_the_same_words() -> None:
+    # GIVEN a report written when an alert kept its words beside its figures
+    report = _watched([0.01, 0.1, 0.5, 0.6, 0.7])
+    words = (
+        "input wait 50% of step time for 3 windows in a row (steps 205-504), at or over the "
+        "20% alert threshold"
+    )
+    old = to_dict(report)
+    old["watch"]["alerts"][0]["message"] = words
+    # WHEN it is read
+    read = from_dict(json.loads(json.dumps(old)))
+    # THEN the stored words are dropped, and the figures word the alert as they did
+    assert read == report
+    assert f"  at 11.0 s: {words}\n" in over_time_text(read)
 
 
 def test_few_windows_get_a_row_each_with_the_alert_marked() -> None:

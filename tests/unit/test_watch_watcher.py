@@ -35,6 +35,8 @@ def test_windows_close_as_steps_come_and_an_alert_reaches_the_callable() -> None
     ]
     assert [a.window_index for a in alerts] == [2]
     assert isinstance(alerts[0], WatchAlert) and alerts[0].input_wait_fraction == pytest.approx(0.8)
+    # a hook is given the alert's words too, as the log line says them
+    assert alerts[0].message.startswith("input wait 80% of step time for 2 windows in a row")
     section = watcher.finish()
     assert [w.steps for w in section.windows] == [10, 10, 10, 5]
     assert [a.first_step for a in section.alerts] == [12]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from pipediag.renderers.watch_view import alert_text
 from pipediag.report.watch import WatchWindow
 from pipediag.timeline import RawStep
-from pipediag.watch.alerts import AlertRule
+from pipediag.watch.alerts import AlertRule, alert_environment, alert_json
 from pipediag.watch.windows import WindowAccumulator, WindowList, label_by_wait_share, merge_windows
 
 ORIGIN = 100.0
@@ -127,7 +130,15 @@ def test_an_alert_fires_on_the_kth_window_in_a_row_once_per_streak() -> None:
     assert (first.first_step, first.last_step, first.windows) == (30, 59, 3)
     assert first.input_wait_fraction == pytest.approx((0.2 + 0.25 + 0.5) / 3)
     assert first.threshold == 0.20 and first.t_s == pytest.approx(0.6)
-    assert "3 windows in a row" in first.message and "steps 30-59" in first.message
+    words = alert_text(first)
+    assert words == (
+        "input wait 32% of step time for 3 windows in a row (steps 30-59), at or over the 20% "
+        "alert threshold"
+    )
+    # AND an alert command gets the same words, beside the figures
+    assert alert_environment(first, "train.py")["PIPEDIAG_ALERT"] == words
+    sent = json.loads(alert_json(first, "train.py"))
+    assert sent["message"] == words and sent["windows"] == 3 and sent["script"] == "train.py"
 
 
 def test_an_alert_reads_the_share_of_the_steps_whose_wait_is_known_as_its_windows_do() -> None:
@@ -143,7 +154,7 @@ def test_an_alert_reads_the_share_of_the_steps_whose_wait_is_known_as_its_window
     # THEN each alert says 40%, the windows' share, not the wait over all the steps' time (20%)
     assert one is not None and one.input_wait_fraction == pytest.approx(0.4)
     assert fired[1] is not None and fired[1].input_wait_fraction == pytest.approx(0.4)
-    assert "input wait 40%" in one.message and fired[1].steps_per_s == pytest.approx(100.0)
+    assert "input wait 40%" in alert_text(one) and fired[1].steps_per_s == pytest.approx(100.0)
     # AND merged windows keep that share too
     assert merge_windows(*windows).input_wait_fraction == pytest.approx(0.4)
 
