@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 from pipediag.renderers.numbers import counted
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import Report
-from pipediag.report.scale_out import ScaleOut, ScaleOutPrediction, ServiceMeasurement
+from pipediag.report.scale_out import (
+    ScaleOut,
+    ScaleOutPrediction,
+    ServiceBlocker,
+    ServiceMeasurement,
+)
 
 SOURCE_WORDS = {
     "cluster": "measured per worker on the cluster",
@@ -23,6 +29,8 @@ LIMIT_WORDS = {
     "local-stages": "the stages that stay on this host",
 }
 CODE_INDENT = "  "
+# Local files a blocker names (all are counted; `ServiceBlocker.paths` keeps a few more).
+PATHS_SHOWN = 3
 
 
 def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
@@ -31,7 +39,7 @@ def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
     if section is None or not section.shown:
         return []
     lines = [_status(section)]
-    lines += [f"blocker: {b.detail}" for b in section.blockers]
+    lines += [f"blocker: {blocker_words(b)}" for b in section.blockers]
     for measurement in section.measurements:
         lines += _measurement(measurement)
     if section.prediction is not None:
@@ -54,8 +62,73 @@ def scale_out_headlines(report: Report) -> list[str]:
     if section.prediction is not None and section.prediction.workers_needed is not None:
         lines.append(_prediction(section.prediction))
     elif section.blockers:
-        lines.append(f"blocker: {section.blockers[0].detail}")
+        lines.append(f"blocker: {blocker_words(section.blockers[0])}")
     return lines
+
+
+def blocker_words(blocker: ServiceBlocker) -> str:
+    """What keeps the pipeline from the service as it is, and what to do about it."""
+    if blocker.detail_as_written:
+        return blocker.detail_as_written
+    if blocker.kind == "python-function":
+        return _python_function_words(blocker)
+    if blocker.kind == "local-path":
+        return _local_path_words(blocker)
+    return _refused_words(blocker)
+
+
+def _python_function_words(blocker: ServiceBlocker) -> str:
+    if blocker.generator:
+        return (
+            f"{_stage_at(blocker)} runs a Python generator in this process: workers "
+            "cannot call it. Write the data to TFRecord files, or build it with TF ops "
+            "(from_tensor_slices, list_files + TFRecordDataset)"
+        )
+    ops = " and ".join(blocker.python_ops) or "Python (tf.py_function or tf.numpy_function)"
+    return (
+        f"{_stage_at(blocker)} calls {ops}: a worker cannot run this process's Python "
+        "functions. Port it to TF ops (tf.image, tf.io, tf.strings), or keep it and the "
+        "stages after it on this host"
+    )
+
+
+def _local_path_words(blocker: ServiceBlocker) -> str:
+    reader = "the pipeline" if blocker.stage_index is None else _stage_at(blocker)
+    if blocker.shared_fs:
+        fix = (
+            f"they are on a {blocker.shared_fs} filesystem: mount it at the same path on "
+            "every worker"
+        )
+    else:
+        fix = (
+            "workers on other machines cannot see them: put them on a shared filesystem "
+            "(NFS, mounted at the same path) or an object store (gs://, s3://) and read them "
+            "from there; workers on this host (--scale-out) can read them"
+        )
+    return f"{reader} reads {_files(blocker.paths, blocker.paths_total)}: {fix}"
+
+
+def _files(paths: list[str], total: int) -> str:
+    """ "16 local files in /data/ (shard-000.tfrecord, shard-001.tfrecord, ...)"."""
+    count = counted(total, "local file")
+    shown = paths[:PATHS_SHOWN]
+    more = ", ..." if total > len(shown) else ""
+    folder = os.path.commonpath(shown) if shown else ""
+    if folder and all(os.path.dirname(p) == folder for p in shown):
+        names = ", ".join(os.path.basename(p) for p in shown)
+        return f"{count} in {folder}{os.sep} ({names}{more})"
+    return f"{count} ({', '.join(shown)}{more})"
+
+
+def _refused_words(blocker: ServiceBlocker) -> str:
+    part = f"pipeline up to {blocker.up_to}" if blocker.up_to else "whole pipeline"
+    error = blocker.error or "no batch came back"
+    return f"the service failed on the {part} when tried: {error}"
+
+
+def _stage_at(blocker: ServiceBlocker) -> str:
+    """ "map(parse) at train.py:12": the stage, and where the script builds it."""
+    return blocker.stage + (f" at {blocker.source}" if blocker.source else "")
 
 
 def _wrap(line: str, width: int) -> list[str]:

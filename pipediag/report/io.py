@@ -46,6 +46,7 @@ def from_dict(data: dict[str, Any]) -> Report:
         if version < target:
             data = upgrade(data)
     data = _without_worded_lower_bound(_without_contention_finding(data))
+    data = _blockers_as_written(data)
     try:
         return _build(Report, data)
     except (TypeError, ValueError, KeyError) as exc:
@@ -63,6 +64,23 @@ def _without_worded_lower_bound(data: dict[str, Any]) -> dict[str, Any]:
         return data
     kept = [n for n in notes if not (isinstance(n, str) and n.startswith(_WORDED_LOWER_BOUND))]
     return data if len(kept) == len(notes) else {**data, "notes": kept}
+
+
+def _blockers_as_written(data: dict[str, Any]) -> dict[str, Any]:
+    """Each service blocker's sentence (`detail`, written before schema 9 typed its facts) as
+    `detail_as_written`: it does not parse back into the facts reliably. Run for every
+    version: schema-9 reports written before that typing skip the upgrades."""
+    data = dict(data)
+    _upgrade_lists_in(data, "scale_out", {"blockers": _blocker_as_written})
+    return data
+
+
+def _blocker_as_written(blocker: dict[str, Any]) -> dict[str, Any]:
+    upgraded = dict(blocker)
+    words = upgraded.pop("detail", None)
+    if isinstance(words, str):
+        upgraded.setdefault("detail_as_written", words)
+    return upgraded
 
 
 # Where an older report's contention finding says its samples were read.
@@ -450,7 +468,8 @@ def _model_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
 #    `StageSettings`), not strings.
 # 9: notes are reasons (codes with parameters), not words; a service measurement's `part`
 #    (words) is `up_to`, the label of its last stage; what a rewrite changes in what the
-#    pipeline yields (`semantics`) is codes, and a model trial's numerics its float32 layers.
+#    pipeline yields (`semantics`) is codes, and a model trial's numerics its float32 layers;
+#    a service blocker's facts are typed, an older one's sentence kept (`detail_as_written`).
 _UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),

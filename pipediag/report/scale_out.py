@@ -17,16 +17,32 @@ from pipediag.report.vocabulary import (
 
 @dataclass(frozen=True)
 class ServiceBlocker:
-    """One reason the training dataset cannot run on tf.data service workers as it is;
-    `paths` are a sample of a local-path blocker's files (`paths_total` in all)."""
+    """One reason the training dataset cannot run on tf.data service workers as it is.
+
+    Its facts, by kind (`renderers/scale_out.py` words them):
+    - "python-function": the stage, whether it is a `generator` source, and the
+      `python_ops` it calls (`tf.py_function`, `tf.numpy_function`; none when its ops do
+      not say which);
+    - "local-path": the stage that reads the files (no `stage_index`: the pipeline), a
+      sample of them in `paths` (`paths_total` in all), and `shared_fs`, the filesystem
+      they are on when other machines mount it too;
+    - "refused": the service's `error` ("" when no batch came back) on the pipeline up to
+      the stage labelled `up_to` ("" for the whole).
+    `detail_as_written`: an older report's sentence (schema 9 typed the facts), kept as is.
+    """
 
     kind: BlockerKind
-    detail: str
     stage_index: int | None = None
     stage: str = ""
     source: str | None = None
+    generator: bool = False
+    python_ops: list[str] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     paths_total: int = 0
+    shared_fs: str | None = None
+    error: str = ""
+    up_to: str = ""
+    detail_as_written: str = ""
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Sequence
 
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, cpu_busy_pct
@@ -29,8 +28,6 @@ PIPELINE_CORES_SHARE = 0.8
 ASSUMED_NETWORK_BYTES_PER_S = 10e9 / 8
 # Below this share of the pipeline's own cost, what can move is not worth moving alone.
 MIN_MOVED_SHARE = 0.5
-# Local files named in a blocker's text (all are counted, a few more kept in `paths`).
-PATHS_SHOWN = 3
 DISPATCHER_PLACEHOLDER = "DISPATCHER_HOST:5050"
 
 # Ops that call back into Python (among a stage's stateful ops), named as the user wrote them.
@@ -44,35 +41,21 @@ def python_blockers(stages: Sequence[StageStats]) -> list[ServiceBlocker]:
     for stage in stages:
         if not stage.uses_py_function:
             continue
-        where = f" at {stage.source}" if stage.source else ""
-        if stage.name == _GENERATOR:
-            detail = (
-                f"{stage_name(stage)}{where} runs a Python generator in this process: workers "
-                "cannot call it. Write the data to TFRecord files, or build it with TF ops "
-                "(from_tensor_slices, list_files + TFRecordDataset)"
-            )
-        else:
-            detail = (
-                f"{stage_name(stage)}{where} calls {_python_ops(stage)}: a worker cannot run "
-                "this process's Python functions. Port it to TF ops (tf.image, tf.io, tf.strings),"
-                " or keep it and the stages after it on this host"
-            )
         found.append(
             ServiceBlocker(
                 kind="python-function",
-                detail=detail,
                 stage_index=stage.index,
                 stage=stage_name(stage),
                 source=stage.source,
+                generator=stage.name == _GENERATOR,
+                python_ops=_python_ops(stage),
             )
         )
     return found
 
 
-def _python_ops(stage: StageStats) -> str:
-    ops = stage.stateful_ops
-    named = sorted({_PY_OPS[op] for op in ops if op in _PY_OPS})
-    return " and ".join(named) if named else "Python (tf.py_function or tf.numpy_function)"
+def _python_ops(stage: StageStats) -> list[str]:
+    return sorted({_PY_OPS[op] for op in stage.stateful_ops if op in _PY_OPS})
 
 
 def local_path_blocker(
@@ -80,38 +63,15 @@ def local_path_blocker(
 ) -> ServiceBlocker:
     """Files only this host can read (unless `shared_fs`, the filesystem they are on, is one
     that other machines mount too: then it is a reminder, not a fix)."""
-    reader = "the pipeline"
-    if stage is not None:
-        reader = stage_name(stage) + (f" at {stage.source}" if stage.source else "")
-    if shared_fs:
-        fix = f"they are on a {shared_fs} filesystem: mount it at the same path on every worker"
-    else:
-        fix = (
-            "workers on other machines cannot see them: put them on a shared filesystem "
-            "(NFS, mounted at the same path) or an object store (gs://, s3://) and read them "
-            "from there; workers on this host (--scale-out) can read them"
-        )
     return ServiceBlocker(
         kind="local-path",
-        detail=f"{reader} reads {_files_text(paths, total)}: {fix}",
         stage_index=None if stage is None else stage.index,
         stage="" if stage is None else stage_name(stage),
         source=None if stage is None else stage.source,
         paths=list(paths),
         paths_total=total,
+        shared_fs=shared_fs,
     )
-
-
-def _files_text(paths: Sequence[str], total: int) -> str:
-    """ "16 local files in /data/ (shard-000.tfrecord, shard-001.tfrecord, ...)"."""
-    count = f"{total} local file{'s' if total != 1 else ''}"
-    shown = list(paths[:PATHS_SHOWN])
-    more = ", ..." if total > len(shown) else ""
-    folder = os.path.commonpath(shown) if shown else ""
-    if folder and all(os.path.dirname(p) == folder for p in shown):
-        names = ", ".join(os.path.basename(p) for p in shown)
-        return f"{count} in {folder}{os.sep} ({names}{more})"
-    return f"{count} ({', '.join(shown)}{more})"
 
 
 def stage_label(stage: StageStats) -> str:
@@ -120,12 +80,9 @@ def stage_label(stage: StageStats) -> str:
 
 def refused_blocker(error: str, up_to: str) -> ServiceBlocker:
     """The service failed on the pipeline (up to the stage labelled `up_to`; "" for the
-    whole) when tried, for a reason no static check found."""
-    part = f"pipeline up to {up_to}" if up_to else "whole pipeline"
-    return ServiceBlocker(
-        kind="refused",
-        detail=f"the service failed on the {part} when tried: {error}",
-    )
+    whole) when tried, for a reason no static check found: `error` ("" when no batch came
+    back)."""
+    return ServiceBlocker(kind="refused", error=error, up_to=up_to)
 
 
 def distribute_point(

@@ -108,7 +108,7 @@ def check_scale_out(
                     note(Reason("data-service-failed", because=failed))
                 measurements.append(measured)
             refused = [
-                refused_blocker(m.reason.detail or "no batch came back", plan.up_to)
+                refused_blocker(m.reason.detail, plan.up_to)
                 for m in measurements
                 if m.reason is not None and m.reason.code == "service-refused"
             ]

@@ -135,7 +135,7 @@ def test_a_py_function_pipeline_gets_its_blocker_with_the_line(
     (blocker,) = section.blockers
     assert blocker.kind == "python-function"
     assert blocker.source == f"test_scale_out_service.py:{line}"
-    assert blocker.stage == "map(python_map)" and "tf.py_function" in blocker.detail
+    assert blocker.stage == "map(python_map)" and blocker.python_ops == ["tf.py_function"]
     assert section.compatible is False
     # the range before it could move, but stage costs are unknown here: it is measured
     assert section.distribute_after_index == 0
@@ -248,7 +248,7 @@ def test_what_the_service_refuses_when_tried_becomes_a_blocker(
     # THEN its error is a blocker, in one line, and nothing is said to move as is
     (blocker,) = section.blockers
     assert blocker.kind == "refused"
-    assert "NotFoundError: /only/here.bin" in blocker.detail and "\n" not in blocker.detail
+    assert "NotFoundError: /only/here.bin" in blocker.error and "\n" not in blocker.error
     assert section.compatible is False and section.distribute_after_index is None
     (m,) = section.measurements
     assert not m.measured

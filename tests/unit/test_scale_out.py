@@ -12,12 +12,12 @@ import math
 import pytest
 from synthetic_reports import CostEvidence, synthetic_cost_report
 
-from pipediag.renderers.scale_out import scale_out_lines
+from pipediag.renderers.scale_out import blocker_words, scale_out_lines
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import Report
 from pipediag.report.reasons import Reason
-from pipediag.report.scale_out import ScaleOut, ServiceMeasurement
+from pipediag.report.scale_out import ScaleOut, ServiceBlocker, ServiceMeasurement
 from pipediag.report.stages import StageStats
 from pipediag.scale_out.analysis import (
     ASSUMED_NETWORK_BYTES_PER_S,
@@ -92,7 +92,8 @@ def test_a_python_map_is_a_blocker_with_its_stage_and_line() -> None:
     # THEN it names the stage, the line and the op, and says what to do
     assert blocker.kind == "python-function"
     assert (blocker.stage_index, blocker.stage, blocker.source) == (1, "map(decode)", "train.py:12")
-    assert "tf.numpy_function" in blocker.detail and "Port it to TF ops" in blocker.detail
+    assert (blocker.python_ops, blocker.generator) == (["tf.numpy_function"], False)
+    assert "Port it to TF ops" in blocker_words(blocker)
 
 
 def test_a_generator_source_says_to_write_files() -> None:
@@ -101,8 +102,8 @@ def test_a_generator_source_says_to_write_files() -> None:
         stages[0], name="from_generator", function="gen", uses_py_function=True
     )
     (blocker,) = python_blockers(stages)
-    assert blocker.stage_index == 0 and "generator" in blocker.detail
-    assert "TFRecord" in blocker.detail
+    assert blocker.stage_index == 0 and blocker.generator
+    assert "TFRecord" in blocker_words(blocker)
 
 
 @pytest.mark.parametrize(
@@ -146,11 +147,94 @@ def test_local_files_are_named_by_folder_with_the_fix() -> None:
     paths = [f"/data/shard-{i}.tfrecord" for i in range(3)]
     blocker = local_path_blocker(stages[0], paths, 16)
     assert blocker.kind == "local-path" and blocker.paths_total == 16
-    assert "16 local files in /data/ (shard-0.tfrecord" in blocker.detail
-    assert "source: TensorSlice" in blocker.detail
-    assert "object store" in blocker.detail
+    words = blocker_words(blocker)
+    assert "16 local files in /data/ (shard-0.tfrecord" in words
+    assert "source: TensorSlice" in words
+    assert "object store" in words
     shared = local_path_blocker(stages[0], paths[:1], 1, shared_fs="nfs4")
-    assert "nfs4" in shared.detail and "object store" not in shared.detail
+    assert shared.shared_fs == "nfs4"
+    assert "nfs4" in blocker_words(shared) and "object store" not in blocker_words(shared)
+
+
+def _sample_blockers() -> list[ServiceBlocker]:
+    """One blocker of each kind and each wording, from hand-made stages."""
+    stages = _chain(py_at=1)
+    both_ops = dataclasses.replace(
+        stages[1], source=None, stateful_ops=["EagerPyFunc", "PyFunc", "EagerPyFunc"]
+    )
+    no_ops = dataclasses.replace(stages[1], stateful_ops=[])
+    generator = dataclasses.replace(
+        stages[0], name="from_generator", function="gen", source="gen.py:3", uses_py_function=True
+    )
+    shards = [f"/data/shard-{i}.tfrecord" for i in range(3)]
+    return [
+        *python_blockers([stages[1], both_ops, no_ops, generator]),
+        local_path_blocker(stages[0], shards, 16),
+        local_path_blocker(None, shards[:1], 1, shared_fs="nfs4"),
+        local_path_blocker(stages[1], ["/a/x.bin", "/b/y.bin"], 2),
+        refused_blocker("InvalidArgumentError: boom", up_to=""),
+        refused_blocker("", up_to="map(decode) (train.py:12)"),  # check.py said why
+    ]
+
+
+# Each sample's sentence as pipediag wrote it in `detail` before schema 9 typed the facts
+# (an empty error was "no batch came back" in scale_out/check.py).
+_PORT = (
+    ": a worker cannot run this process's Python functions. Port it to TF ops (tf.image, "
+    "tf.io, tf.strings), or keep it and the stages after it on this host"
+)
+_ELSEWHERE = (
+    ": workers on other machines cannot see them: put them on a shared filesystem (NFS, "
+    "mounted at the same path) or an object store (gs://, s3://) and read them from there; "
+    "workers on this host (--scale-out) can read them"
+)
+_SENTENCES_AS_WRITTEN = [
+    "map(decode) at train.py:12 calls tf.numpy_function" + _PORT,
+    "map(decode) calls tf.numpy_function and tf.py_function" + _PORT,
+    "map(decode) at train.py:12 calls Python (tf.py_function or tf.numpy_function)" + _PORT,
+    "source(gen) at gen.py:3 runs a Python generator in this process: workers cannot call "
+    "it. Write the data to TFRecord files, or build it with TF ops (from_tensor_slices, "
+    "list_files + TFRecordDataset)",
+    "source: TensorSlice reads 16 local files in /data/ (shard-0.tfrecord, shard-1.tfrecord, "
+    "shard-2.tfrecord, ...)" + _ELSEWHERE,
+    "the pipeline reads 1 local file (/data/shard-0.tfrecord): they are on a nfs4 filesystem: "
+    "mount it at the same path on every worker",
+    "map(decode) at train.py:12 reads 2 local files (/a/x.bin, /b/y.bin)" + _ELSEWHERE,
+    "the service failed on the whole pipeline when tried: InvalidArgumentError: boom",
+    "the service failed on the pipeline up to map(decode) (train.py:12) when tried: no batch "
+    "came back",
+]
+
+
+def test_each_blocker_reads_as_the_sentence_it_replaced() -> None:
+    # GIVEN blockers of each kind, holding facts
+    blockers = _sample_blockers()
+    # THEN their words are the sentences pipediag stored before, byte for byte
+    assert [blocker_words(b) for b in blockers] == _SENTENCES_AS_WRITTEN
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_an_older_reports_blocker_sentence_renders_as_written(version: int) -> None:
+    # GIVEN a report whose blockers held their sentence (`detail`), as schema 8 and schema 9
+    # before its typing of the facts wrote them
+    section = ScaleOut(checked=True, requested=True, blockers=_sample_blockers())
+    report = enrich_report(_report(section))
+    old = to_dict(report)
+    old["schema_version"] = version
+    kept = ("kind", "stage_index", "stage", "source", "paths", "paths_total")
+    old["scale_out"]["blockers"] = [
+        {**{key: stored[key] for key in kept}, "detail": sentence}
+        for stored, sentence in zip(
+            old["scale_out"]["blockers"], _SENTENCES_AS_WRITTEN, strict=True
+        )
+    ]
+    # WHEN it is read
+    read = from_dict(old)
+    # THEN each sentence is kept as written, and the section renders as the report made now
+    assert read.scale_out is not None
+    assert [b.detail_as_written for b in read.scale_out.blockers] == _SENTENCES_AS_WRITTEN
+    assert scale_out_lines(read) == scale_out_lines(report)
+    assert [f"blocker: {s}" for s in _SENTENCES_AS_WRITTEN] == scale_out_lines(report)[1:10]
 
 
 # --- when the summary shows it -----------------------------------------------------------------
