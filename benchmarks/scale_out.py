@@ -65,7 +65,7 @@ def figures(report: Mapping[str, Any]) -> dict[str, Any]:
         "distribute_after": section.get("distribute_after"),
         "measured": bool(local.get("measured")),
         "not_measured_reason": reason_text(local.get("reason"))
-        or "; ".join(section.get("notes", [])),
+        or "; ".join(filter(None, map(reason_text, section.get("notes", [])))),
         "local_batches_per_s": local.get("local_batches_per_s"),
         "service_batches_per_s": local.get("batches_per_s"),
         "bytes_per_batch": local.get("bytes_per_batch"),

@@ -67,7 +67,7 @@ class FunctionLoopTracker:
         self._count = 0
         self._epoch = -1
         self._alternation: Any = None
-        self.seen: list[Reason] = []  # candidates that never trained, for the no-verdict text
+        self.seen: list[Reason] = []  # candidates that never trained, noted in the run's notes
 
     def call(self, function: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """One eager call of a `tf.function`: run, and timed when it trains."""

@@ -16,7 +16,7 @@ from pipediag.session import DiagnosticSession
 _AT = Reason("defined-at", detail="train.py:12")
 _ERROR = "RuntimeError: boom"
 
-# Each note's reason, and the sentence it was before (from `git show HEAD:<file>` at schema 8).
+# Each note's reason, and the sentence it was before (from `git show e296404:<file>`, schema 8).
 OLD_SENTENCES = [
     (
         Reason("multi-worker-job", detail="worker-1", value=2),

@@ -30,7 +30,7 @@ from pipediag.samplers import GpuSampler, HostSampler, stop_samplers
 _STUCK = Reason("gpu-util-unavailable", value=0, detail="NVMLError_GpuIsLost")
 
 # Each new code with sample parameters, and the sentence pipediag wrote for them before
-# (`git show HEAD:<file>`: samplers/, analysis/gpu.py, bench/isolate.py, scale_out/check.py,
+# (`git show e296404:<file>`: samplers/, analysis/gpu.py, bench/isolate.py, scale_out/check.py,
 # fleet/analysis.py), written out.
 OLD_SENTENCES = [
     # samplers/base.py
@@ -281,13 +281,15 @@ def test_a_schema_8_reports_section_notes_load_as_written_and_render_as_before()
     data["scale_out"]["measurements"][0]["notes"] = _worded(typed.scale_out.measurements[0].notes)
     # WHEN it is read
     read = from_dict(json.loads(json.dumps(data)))
-    # THEN each note is its words kept as written, and the text renders as before
+    # THEN each note is its words kept as written, and the text and the samplers' lines
+    # read as before
     for section in ("host", "gpu", "gpu_analysis", "pipeline", "scale_out"):
         assert getattr(read, section).notes == _as_written(getattr(typed, section).notes)
     assert read.scale_out.measurements[0].notes == _as_written(
         typed.scale_out.measurements[0].notes
     )
     assert render_text(read) == render_text(typed)
+    assert sampler_note_lines(read.host, read.gpu) == sampler_note_lines(typed.host, typed.gpu)
     assert "note: nothing was sent through the service" in render_text(read)
     # ...and the typed report round-trips its codes
     assert from_dict(json.loads(json.dumps(to_dict(typed)))) == typed
