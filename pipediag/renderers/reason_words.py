@@ -28,8 +28,12 @@ def _not_read(reason: Reason) -> str:
     return f"the pipeline could not be read alone{why}"
 
 
+# What the tf.data service refused with where its error said nothing.
+NO_BATCH_CAME_BACK = "no batch came back"
+
+
 def _refused(reason: Reason) -> str:
-    return f"refused: {reason.detail or 'no batch came back'}"
+    return f"refused: {reason.detail or NO_BATCH_CAME_BACK}"
 
 
 def _no_gpu_sampled(reason: Reason) -> str:

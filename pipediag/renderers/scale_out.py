@@ -7,7 +7,7 @@ import os
 import textwrap
 
 from pipediag.renderers.numbers import counted
-from pipediag.renderers.reason_words import reason_words
+from pipediag.renderers.reason_words import NO_BATCH_CAME_BACK, reason_words
 from pipediag.report.model import Report
 from pipediag.report.scale_out import (
     ScaleOut,
@@ -122,7 +122,7 @@ def _files(paths: list[str], total: int) -> str:
 
 def _refused_words(blocker: ServiceBlocker) -> str:
     part = f"pipeline up to {blocker.up_to}" if blocker.up_to else "whole pipeline"
-    error = blocker.error or "no batch came back"
+    error = blocker.error or NO_BATCH_CAME_BACK
     return f"the service failed on the {part} when tried: {error}"
 
 
