@@ -56,8 +56,7 @@ def run_and_report(
     out: str | os.PathLike[str] | None,
     log: Any,
 ) -> tuple[Report, list[Path]]:
-    """The whole `pipediag run`: check, run, stop, write; the report and its files (a
-    multi-worker job's task writes into its own directory under `out`)."""
+    """The whole `pipediag run`: check, run, stop, write; the report and the files written."""
     path = check_script(script)
     task = task_from_env()
     folder = None if out is None else task_out_dir(out, task)

@@ -1,7 +1,6 @@
-"""The step budget and after: measuring on into a cached epoch, what serves a custom loop at
-its budget, then compute alone, the verdict line, the deep analysis and the tf.data service
-check, each once, kept for the report (docs/design.md, "The flow of one diagnosis").
-"""
+"""The step budget and after, each part once: measuring on into a cached epoch, serving a custom
+loop, compute alone, the verdict, the deep analysis, the tf.data service check (docs/design.md,
+"The flow of one diagnosis")."""
 
 from __future__ import annotations
 
@@ -406,7 +405,7 @@ def no_compute_alone_reason(
 
 
 def _step_alone(seen: Seen) -> StepAlone | Reason:
-    """What runs the train step alone on the cached batch (fit's, or a loop's tf.function)."""
+    """What runs the train step alone on the cached batch."""
     if seen.calls is not None:
         return seen.calls.step_alone(seen.batch)
     return fit_step_alone(seen.model, seen.batch)

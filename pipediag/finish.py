@@ -1,7 +1,5 @@
-"""How a diagnosed run ends, the same under the three front doors: what its end is recorded
-as, whether its files can be written (checked before the run, not found out at its end), and
-stopping the session and writing the files.
-"""
+"""How a diagnosed run ends, the same under the three front doors: its exit as recorded, a
+check before the run that its files can be written, and stopping and writing them."""
 
 from __future__ import annotations
 
@@ -92,7 +90,6 @@ def write_files(report: Report, out: Path | None, log: Callable[[str], None]) ->
 def finish(
     session: Stoppable, exit_info: ExitInfo, stop_reason: StopReason, out: Path | None
 ) -> tuple[Report, list[Path]]:
-    """Stop the session, build its report and write its files into `out` (None: none); a
-    file that could not be written is logged, never raised."""
+    """Stop the session, then `write_files` its report into `out`."""
     report = session.stop(exit_info, stop_reason)
     return report, write_files(report, out, session.log)

@@ -1,7 +1,5 @@
-"""The user's training as the hooks found it, and the report's train section made of it:
-how the script trains, its passes that were not training, what later phases need of it, and
-where its input waits come from (docs/design.md, "Finding the training", "Batch stamps").
-"""
+"""The user's training as the hooks found it, and the report's train section made of it
+(docs/design.md, "Finding the training", "Batch stamps")."""
 
 from __future__ import annotations
 
@@ -29,9 +27,8 @@ class Notes(Protocol):
 
 
 class FoundTraining:
-    """How the script trains and what of its training the later phases and the report need.
-    `fit`: what marks fit's steps, looked up when needed; `forget_loop`: makes the hooks
-    forget a custom loop's training when fit replaces it."""
+    """How the script trains, and what later phases need of it. `fit`: what marks fit's steps,
+    looked up when needed; `forget_loop`: the hooks forget a custom loop that fit replaces."""
 
     def __init__(
         self,

@@ -42,10 +42,9 @@ if TYPE_CHECKING:
 
 # Below this input cost no input fix gains more than ~5%, XProf's line for "not input-bound".
 DEEP_MIN_COST = 0.05
-# The deep budget's shares (docs/design.md, "The pipeline pipediag would write"): stage timing
-# (a fraction of a second a prefix), the rewrites alone until ALONE_UNTIL where they can be
-# tried on training, the stage holds at least HOLD_SHARE (the output stage's hold bounds
-# every rewrite; more lets the bisection name the stage), the last SEARCH_SHARE the rewrites.
+# The deep budget's shares: stage timing, the rewrites alone until ALONE_UNTIL, the stage holds
+# at least HOLD_SHARE, the last SEARCH_SHARE the rewrites on training (docs/design.md, "The
+# pipeline pipediag would write"); the output stage's hold bounds every rewrite.
 STAGES_SHARE = 0.2
 ALONE_UNTIL = 0.35
 HOLD_SHARE = 0.2
@@ -83,7 +82,6 @@ class Seen:
     model: Any
     batch: Any
     fit_overhead_s: float | None = None
-    # A loop that pulls inside a tf.function: the function that trains.
     calls: TrainCalls | None = None
 
 
@@ -149,10 +147,8 @@ def pipeline_alone(
     say: Narration,
     keep_first_batch: Callable[[Any], None],
 ) -> PipelineBenchmark:
-    """Phase 1: the training dataset read alone, on a private copy, for a bounded time.
-
-    A failure of the pipeline is the benchmark's result; an interruption is raised.
-    """
+    """Phase 1: the training dataset read alone, on a private copy, for a bounded time; a
+    failure of the pipeline is the benchmark's result, an interruption is raised."""
     say.phase("benchmarking the input pipeline alone", config.bench_seconds)
     began = clock.now()
     try:
@@ -448,7 +444,7 @@ def scale_out_check(
 
 
 # Model-side trials run under XProf's "highly input-bound" line, in this share of the deep
-# budget: 6 s of 15, three trials of five rounds (docs/design.md, "When the model sets the rate").
+# budget (docs/design.md, "When the model sets the rate").
 MODEL_SIDE_MAX_COST = 0.20
 MODEL_SIDE_SHARE = 0.4
 

@@ -88,7 +88,8 @@ class DiagnosticSession:
         self.config = config or RunConfig()
         self.clock = clock
         self.task = task
-        # A time bound could end one worker a step before the others: their next collective fails.
+        # Workers must run the same train steps: a time bound could end one a step before the
+        # others, and their next collective fails (docs/design.md, "Multi-worker jobs").
         self.lockstep = task is not None and task.cluster_size > 1
         self.timeline = StepTimeline(
             warmup_steps=self.config.warmup_steps,
@@ -148,8 +149,6 @@ class DiagnosticSession:
         self._started_wall = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         if self.lockstep:
             assert self.task is not None
-            # Every worker of a job runs the same train steps (collectives), so extra steps are
-            # counted, not timed (docs/design.md, "Multi-worker jobs").
             self.note(
                 Reason("multi-worker-job", detail=self.task.name, value=self.task.cluster_size)
             )
@@ -211,7 +210,6 @@ class DiagnosticSession:
             wall_time_s=self.clock.now() - self.origin,
             phase_times_s=dict(self._phases),
             phases=sorted(self._spans, key=lambda span: span.start_s),
-            # the session's notes, then those the analysis added to the report
             notes=[*self._notes, *(n for n in report.notes if n not in self._notes)],
             watch=watch,
         )
@@ -228,7 +226,6 @@ class DiagnosticSession:
         self._progress.message(message)
 
     def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None:
-        """A phase starts (`redraw=False`: the user's code prints meanwhile)."""
         self._progress.phase(what, budget_s, redraw=redraw)
 
     @property
@@ -263,7 +260,6 @@ class DiagnosticSession:
         self._benchmarked.add(id(dataset))
         self.found.dataset = dataset
         if not self.config.bench:
-            # Watch mode measures the whole run and nothing beside it.
             reason = Reason("no-bench" if self.config.watch is None else "watch-no-bench")
             self.pipeline = PipelineBenchmark(measured=False, reason=reason)
             return

@@ -186,8 +186,7 @@ class StepTimeline:
         return index >= self.warmup_steps
 
     def _merge_oldest(self) -> None:
-        """Merge the older half of the measured records in pairs; the newest half, whose waits
-        a profiler trace may still fill in, keeps its detail."""
+        """Merge the older half in pairs; the newest, whose waits a trace may fill, keeps detail."""
         head = self._steps[: self.warmup_steps]
         body = self._steps[self.warmup_steps :]
         half = len(body) // 2 // 2 * 2

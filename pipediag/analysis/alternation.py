@@ -74,8 +74,8 @@ class PairedCost:
 
 
 def disturbed_blocks(blocks: Sequence[RateBlock]) -> set[int]:
-    """Blocks whose rate is far off the median of their own kind's (a host stall: one block
-    at 27 steps/s between blocks at 40-42 made a compute-bound loop's cost 11%)."""
+    """Blocks whose rate is far off the median of their own kind's: a host stall
+    (docs/design.md, "Rates in alternation")."""
     found: set[int] = set()
     for kinds in (TRAINING_KINDS, ("step-alone",)):
         found |= disturbed(

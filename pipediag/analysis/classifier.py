@@ -44,11 +44,9 @@ from pipediag.timeline import RawStep
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Input-wait shares that decide the wording, XProf's bands (openxla/xprof,
-    convert/op_stats_to_input_pipeline_analysis.cc):
-    kHighlyInfeedBoundThresholdInPercent = 20,
-    kModeratelyInfeedBoundThresholdInPercent = 5.
-    At 20% or more input is the first thing to fix; from 5% to 20% both input and compute
+    """XProf's bands (openxla/xprof, convert/op_stats_to_input_pipeline_analysis.cc:
+    kHighlyInfeedBoundThresholdInPercent = 20, kModeratelyInfeedBoundThresholdInPercent = 5):
+    at 20% or more input is the first thing to fix; from 5% to 20% both input and compute
     need work; under 5% the model limits the rate."""
 
     highly_input_bound: float = 0.20

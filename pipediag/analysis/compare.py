@@ -224,7 +224,7 @@ def _with_spread(
     value: float | None, spread: Estimate | None, *, log_scale: bool = True
 ) -> Estimate | None:
     if spread is None or value is None or (log_scale and value <= 0):
-        return noise.bare(value, log_scale=log_scale)  # None where the value is not usable
+        return noise.bare(value, log_scale=log_scale)
     return Estimate(value, spread.se, log_scale=log_scale, how=spread.how)
 
 

@@ -1,6 +1,6 @@
-"""What the GPU's own counters say: busy share, why it sat idle (per NVML window, far longer
-than a step: input wait first, then transfer, then host overhead, after HTA), and how GPU
-idle tracks input wait across windows (docs/design.md, "GPU idle causes")."""
+"""What the GPU's own counters say: busy share, why it sat idle per NVML window (far longer
+than a step; HTA's causes), and how GPU idle tracks input wait across windows
+(docs/design.md, "GPU idle causes")."""
 
 from __future__ import annotations
 

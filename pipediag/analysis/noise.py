@@ -28,8 +28,7 @@ class NoiseRules:
     run_to_run_points: float = 0.03  # the same for shares, in points
     stage_floor: float = 0.15  # a stage's change counts over this share of its own time...
     stage_floor_of_batch: float = 0.05  # ...and of the pipeline's time per batch
-    # A summary (P, T) lost its events' order, so the run's drift: the block bootstrap gave
-    # a median 1.5x (0.85-2.05x) the error of independent steps over nine runs.
+    # Summaries (P, T) hide drift: block-bootstrap error ran 1.5x (0.85-2.05x) that of iid steps.
     summary_drift: float = 2.0
     z: float = Z_95
     resamples: int = 2000

@@ -68,7 +68,7 @@ def busy_ns(events: Iterable[OpEvent]) -> int:
     )
     total, reached = 0, None
     for start, end in spans:
-        if reached is not None and start <= reached:  # overlaps the union so far
+        if reached is not None and start <= reached:
             total += max(0, end - reached)
             reached = max(reached, end)
         else:

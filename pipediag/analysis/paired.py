@@ -34,18 +34,15 @@ class SliceBounds:
         return max(self.shortest_s, min(self.longest_s, seconds))
 
 
-# The pipeline alone: under 0.15 s a slice is mostly its first batch; over 0.4 s slices only
-# delay a clear result, which 5 rounds reach in about 4.5 s.
+# The pipeline alone (slice lengths: docs/design.md, "The paired engine").
 PIPELINE_SLICES = SliceBounds(0.15, 0.4)
-# Training (fix trials, stage holds): a slice of a few steps from a fresh iterator, whose
-# first step is timed apart.
+# Training (fix trials, stage holds), from a fresh iterator whose first step is timed apart.
 TRAINING_SLICES = SliceBounds(0.1, 0.5)
 # The step alone on a held batch: no iterator to start, so shorter.
 STEP_SLICES = SliceBounds(0.05, 0.5)
 
 # --- training against the step alone (training/alternation.py): A0 T1 A1 T2 A2 ...
-# Three blocks of each kind cost about one 2 s compute-alone run; sub-second drifts still
-# fall on both kinds.
+# Three rounds cost about one 2 s run of the step alone (docs/design.md, "The paired engine").
 BLOCK_S = 0.4
 # Steps in a block: blocks of 64 steps (0.19 s at 3 ms) left short-step scripts "too noisy";
 # where the steps left are unknown, 64 (docs/design.md, "Rates in alternation").
@@ -62,8 +59,7 @@ TARGET_HALF_WIDTH = 0.03
 # Rounds go on up to this many times `MAX_ROUNDS` and `MAX_SECONDS`, within the steps left,
 # where the interval spans a band's edge too widely (docs/design.md, "Rates in alternation").
 EDGE_EXTENSION = 2
-# The verdict is due within 10 s of the first step (a custom loop's alternation took 7.8 s
-# of its 11.7 s with a 15 s bound).
+# The verdict is due within 10 s of the first step (docs/design.md, "The paired engine").
 MAX_SECONDS = 6.0
 
 

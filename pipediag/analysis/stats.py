@@ -10,7 +10,6 @@ from pipediag.report.stages import LatencyStats
 
 
 def latency_stats(durations_s: Sequence[float]) -> LatencyStats | None:
-    """Mean, median, p90, min and max of a list of durations; None when empty."""
     if not durations_s:
         return None
     values = np.asarray(durations_s, dtype=float)

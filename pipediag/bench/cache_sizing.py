@@ -10,7 +10,6 @@ from typing import Any
 CACHE_MAX_MEMORY_SHARE = 0.5
 # Elements read to estimate the size of elements whose shapes are not static.
 CACHE_SIZE_SAMPLE = 8
-# tf.data's cardinality of a dataset whose length it does not know.
 UNKNOWN = -2
 # Counting a dataset whose length tf.data does not know: in batches of this many, at most this long.
 COUNT_BATCH = 1024

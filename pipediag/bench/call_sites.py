@@ -12,8 +12,7 @@ _SITES: weakref.WeakKeyDictionary[Any, tuple[str, str | None]] = weakref.WeakKey
 
 
 def record(dataset: Any, site: str, made_by: str | None = None) -> None:
-    """Keep the first site seen: a dataset's own constructor runs before its wrappers'.
-    `made_by`: the library call that built it, if any."""
+    """Keep the first site seen: a dataset's own constructor runs before its wrappers'."""
     with contextlib.suppress(TypeError):  # not weakly referenceable: no site, no leak
         _SITES.setdefault(dataset, (site, made_by))
 

@@ -1,6 +1,5 @@
-"""Rewrites applied together: the pipeline with the fixes kept so far, and with one more, for
-the greedy search on training. Edits are re-applied in one fixed order whatever order they
-were kept in (docs/design.md, "Composing rewrites")."""
+"""Rewrites applied together, for the greedy search on training: the fixes kept so far, and
+one more, re-applied in one fixed order (docs/design.md, "Composing rewrites")."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ def compose_fixes(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipeline
     graph, spec = _graph_of(dataset, fixes)
     if any(k.fix == extra.fix and k.stage_index == extra.stage_index for k in kept):
         raise RewriteError(f"{extra.fix} is already kept")
-    # Every field not set here is extra's own (its fix, stage and candidate).
     return replace(
         extra,
         baseline=apply_fixes(graph, spec, kept),

@@ -37,7 +37,6 @@ class TensorFlowPlacement:
 
 
 def gpu_placement() -> TensorFlowPlacement | None:
-    """The placement on the first GPU TensorFlow sees, or None where it sees none."""
     import tensorflow as tf
 
     if not tf.config.list_physical_devices("GPU"):
@@ -52,7 +51,6 @@ def prefetch_device() -> str | None:
 
 
 def _placed(batch: Any, device: str) -> Any:
-    """Each tensor or array of the batch copied onto `device`; anything else as it was."""
     import numpy as np
     import tensorflow as tf
 

@@ -1,6 +1,5 @@
-"""Which fixes to try on a pipeline, and how each is built. The stage predicates are the
-advisor's own (`report/stage_facts.py`), so a fix is measured exactly where a rule would
-suggest it; the rewrites no rule proposes are built here too."""
+"""Which fixes to try on a pipeline, and how each is built, with the advisor's own stage
+predicates (`report/stage_facts.py`): a fix is measured where a rule would suggest it."""
 
 from __future__ import annotations
 
@@ -100,7 +99,7 @@ def fix_candidates(
     cache = _cache_candidate(walked, stages, nodes)
     if cache is not None:
         found.append(cache)
-    last = next((s for s in reversed(stages) if s.kind != "options"), None)  # options aside
+    last = next((s for s in reversed(stages) if s.kind != "options"), None)
     if last is not None and not rewrite_site(last):
         return found  # the whole pipeline held in memory gains nothing: no end-of-chain fix
     prefetch = None if last is None else _prefetch_candidate(last)
@@ -121,7 +120,6 @@ def fix_candidates(
 def _in_place(
     fix: FixName, stats: StageStats, node: str | None, edit: Callable[[PipelineGraph, str], None]
 ) -> Candidate:
-    """A stage's op changed in place: `edit(graph, node)`, where the stage is in the graph."""
     candidate = _at_stage(fix, stats)
     if node is None:
         candidate.reason = Reason("stage-not-in-graph")
@@ -218,7 +216,7 @@ def fusion_candidate(
     stats: StageStats, stages: list[StageStats], options: PipelineOptions
 ) -> Candidate | None:
     """A map read only by another map, fused by tf.data's `map_fusion` option: one call per
-    element instead of two (tf.data composes the functions and their captured inputs)."""
+    element instead of two (docs/design.md, "Every applicable rewrite")."""
     if stats.kind not in MAP_KINDS or options.map_fusion:
         return None
     readers = [s for s in stages if stats.index in s.inputs]
@@ -288,8 +286,7 @@ def device_prefetch_candidate(device: str, stages: list[StageStats]) -> Candidat
 
 
 def _prefetch_candidate(last: StageStats) -> Candidate | None:
-    """Add a prefetch after the last stage, or raise a fixed-size one to AUTOTUNE; measured
-    either way."""
+    """A prefetch added after the last stage, or a fixed-size one raised to AUTOTUNE."""
     buffer = last.settings.buffer_size
     if last.kind == "prefetch" and buffer in (AUTOTUNE, None):
         return None
@@ -384,7 +381,6 @@ def _unshuffled_map(walked: list[Stage], map_index: int, input_index: int) -> An
 
 
 def _at_stage(fix: FixName, stats: StageStats) -> Candidate:
-    """A rewrite of one stage, costed at its own cost, with its fix's change in semantics."""
     return Candidate(
         fix,
         stats.index,

@@ -1,6 +1,5 @@
 """The GraphDef editor behind the what-if trials: a copy of a dataset's graph, edited op by op
-and rebuilt with `DatasetFromGraph` (docs/design.md, "Reading and rewriting a pipeline"). An
-op it cannot rewrite raises `RewriteError`, whose message is shown to the user."""
+and rebuilt with `DatasetFromGraph` (docs/design.md, "Reading and rewriting a pipeline")."""
 
 from __future__ import annotations
 
@@ -54,7 +53,6 @@ class PipelineGraph:
         return cls(copy)
 
     def rebuild(self, element_spec: Any) -> Any:
-        """The edited graph as a dataset, with the original's element spec."""
         import tensorflow as tf
 
         variant = tf.raw_ops.DatasetFromGraph(graph_def=self.graph_def.SerializeToString())
@@ -92,11 +90,9 @@ class PipelineGraph:
         ]
 
     def set_output(self, name: str) -> None:
-        """Make `name` the dataset the graph returns (its `_Retval` input)."""
         self.retval().input[0] = name
 
     def redirect(self, old: str, new: str) -> None:
-        """Every node that reads `old`, except `new`, reads `new`."""
         for other in self.graph_def.node:
             for position, name in enumerate(other.input):
                 if name in (old, f"{old}:0") and other.name != new:
@@ -290,7 +286,6 @@ class PipelineGraph:
         return isolate_graph_def(self.graph_def)
 
     def _add(self, op: str) -> Any:
-        """A new node of `op`, under a name no other node has."""
         self._added += 1
         node = self.graph_def.node.add()
         node.name = f"pipediag_whatif/{op}_{self._added}"

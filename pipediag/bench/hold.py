@@ -1,6 +1,5 @@
-"""Copies of a pipeline with one stage's output held in memory (`take(N) -> cache("") ->
-repeat(-1)` after it), beside the unchanged copy, both isolated: what each stage costs
-training (docs/design.md, "Stage costs on training")."""
+"""Copies of a pipeline with one stage's output held in memory, `take(N) -> cache("") ->
+repeat(-1)` after it (docs/design.md, "Stage costs on training")."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from pipediag.bench.stages import PASS_THROUGH_KINDS, elements_per_output_batch
 from pipediag.bench.structure import Stage, WalkedPipeline
 from pipediag.bench.whatif import FixPipelines
 
-# The fix id the held copies are tried under (their trials and results carry it).
 HOLD = "hold-in-memory"
 # Elements held at most: batches not all alike, yet a first pass that fits a trial.
 MAX_HELD_ELEMENTS = 256
@@ -31,8 +29,6 @@ _FILTER_KINDS = frozenset({"filter"})
 
 @dataclass(frozen=True)
 class Holdable:
-    """A stage that can be held."""
-
     index: int
     node: str
     elements_per_batch: float
@@ -62,8 +58,7 @@ def holdable_chain(walked: Sequence[Stage], nodes: dict[int, str]) -> list[Holda
 
 
 def element_bytes(spec: Any) -> int | None:
-    """One element's size from its spec; None where a shape is not static, or for strings,
-    variants and nested datasets."""
+    """One element's size from its spec; None where not static (strings, variants, datasets)."""
     if spec is None:
         return None
     try:

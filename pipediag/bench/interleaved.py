@@ -1,6 +1,5 @@
-"""A change's trial: rounds of the original (A) and the changed side (B), alternating which
-goes first, each one ratio of rates. From `TRIAL_MIN_ROUNDS` on, the paired engine's interval
-stops it: a clear gain, clear no gain, outranked, or its budget spent. Every trial uses it."""
+"""Every change's trial: rounds of the original (A) and the changed side (B), alternating
+which goes first, each one ratio of rates (docs/design.md, "The paired engine")."""
 
 from __future__ import annotations
 
@@ -115,7 +114,6 @@ class RoundPlan:
         self.stopped = stop_reason(self._interval(), self._best_low)
 
     def _interval(self) -> tuple[float, float] | None:
-        """The figure's interval, from `TRIAL_MIN_ROUNDS` rounds on."""
         figure = self._figure
         if len(self._ratios) < TRIAL_MIN_ROUNDS or figure is None or figure.low is None:
             return None
@@ -157,6 +155,5 @@ def run_rounds(
 
 
 def median_rate(runs: Sequence[BatchTiming]) -> float | None:
-    """The median batches per second over the runs that have a rate."""
     rates = [r for r in (t.batches_per_s for t in runs) if r is not None]
     return median(rates) if rates else None

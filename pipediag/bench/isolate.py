@@ -1,6 +1,5 @@
-"""A copy of the user's dataset that pipediag can read without changing the user's run:
-rebuilt from its graph with private seed generators and memory caches, incomplete file
-caches bypassed (docs/design.md, "The private copy")."""
+"""A copy of the user's dataset that pipediag can read without changing the user's run,
+rebuilt from its graph with private per-iterator state (docs/design.md, "The private copy")."""
 
 from __future__ import annotations
 
@@ -67,7 +66,6 @@ def shared_stream_stage(dataset: Any, limit: int = 64) -> str | None:
 
 
 def dataset_ancestors(dataset: Any, limit: int = 64) -> list[Any]:
-    """The dataset and every dataset it reads from, breadth first, at most `limit` of them."""
     found: list[Any] = []
     queue, seen = [dataset], set()
     while queue and len(found) < limit:
@@ -149,9 +147,8 @@ def kept_random_states() -> Iterator[None]:
 def preserved_variables(
     dataset: Any, teardown: TearDown | None = None, *, copies: bool = True
 ) -> Iterator[None]:
-    """Restore every captured variable (a `tf.random.Generator`) that pipediag's read shares,
-    once `teardown`'s iterators are done: with `copies`, only those a copy still shares, as
-    restoring more would undo the user's own draws (docs/design.md, "The private copy")."""
+    """Put back the captured variables (a `tf.random.Generator`) a read shares, after `teardown`'s
+    iterators; `copies`: only those a copy still shares (docs/design.md, "The private copy")."""
     import tensorflow as tf
 
     captured = _captured_variables(dataset)

@@ -99,8 +99,7 @@ def benchmark_dataset(
     teardown: TearDown | None = None,
 ) -> PipelineBenchmark:
     """Benchmark a `tf.data.Dataset` alone, on a fresh iterator over a private copy.
-    `keep_first_batch` receives the untimed warm-up batch, for the compute-alone phase.
-    `teardown` None: a private one, drained before returning, so no thread outlives the call."""
+    `keep_first_batch` receives the untimed warm-up batch, for the compute-alone phase."""
     stages = stage_names(dataset)
     description = " <- ".join(stages)
     ends = cache_ends_each_epoch(stages)

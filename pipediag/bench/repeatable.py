@@ -1,6 +1,5 @@
-"""Whether a pipeline gives the same elements when read twice: tf.data cannot see whether a
-`py_function` is random, and a cache over it would replay the first epoch ever after
-(docs/design.md, "Every applicable rewrite"). Global random states are put back after."""
+"""Whether a pipeline gives the same elements when read twice, before a cache over a
+`py_function` tf.data cannot see into (docs/design.md, "Every applicable rewrite")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Per-stage rates: read each prefix of the pipeline alone, and find the costly stage.
-
-A stage's own cost is its prefix's time per output batch less its inputs' (after Plumber);
-the bottleneck has the largest. Method and caveats: (docs/design.md, "Stage timing")."""
+"""Per-stage rates: each prefix of the pipeline read alone; a stage's own cost is its prefix's
+time per output batch less its inputs' (docs/design.md, "Stage timing")."""
 
 from __future__ import annotations
 
@@ -38,9 +36,7 @@ OVERHEAD_CALIBRATION_S = 0.1
 OVERHEAD_CALIBRATION_ELEMENTS = 500
 # Slices per prefix; the per-stage budget is shared between them.
 ROUNDS = 3
-# Largest group an element-level prefix is read in.
 MAX_GROUP = 256
-# Beyond this many stages, later ones are left unmeasured.
 MAX_MEASURED_STAGES = 24
 
 # Stages that emit one element per input element (filter, take, unique: at most one, assumed
@@ -78,8 +74,7 @@ def measure_stages(
     teardown: TearDown | None = None,
 ) -> list[StageStats]:
     """Every stage's rate and own cost, read on fresh iterators over its prefix (never the
-    dataset's own); no prefix read ends past `deadline`, and unmeasured stages say why.
-    `teardown` None: a private one, drained before returning, so no thread outlives the call."""
+    dataset's own); no prefix read ends past `deadline`, and unmeasured stages say why."""
     stages = walked.stages
     if not stages:
         return []
@@ -197,9 +192,8 @@ def own_costs(
 
 
 def _inputs_s(stats: StageStats, per_batch_s: Sequence[float | None]) -> float:
-    """Summed for zip (one thread reads each input in turn), else the mean (concatenate and
-    choose read one input per element); an input with no known time counts as free, so an
-    interleave owns its whole time."""
+    """Summed for zip, else the mean (concatenate and choose read one input per element); an
+    input with no known time counts as free, so an interleave owns its whole time."""
     inputs_s = [v for v in (per_batch_s[i] for i in stats.inputs) if v is not None]
     if not inputs_s:
         return 0.0

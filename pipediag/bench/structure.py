@@ -1,8 +1,5 @@
-"""Read a `tf.data.Dataset`'s stages, from source to output, without running it.
-
-The Python dataset objects (the user's callables, the prefixes stage timing reads) and the
-GraphDef (ops, settings, traced functions) are walked in step; where they disagree a stage
-keeps its Python facts (docs/design.md, "Reading and rewriting a pipeline")."""
+"""Read a `tf.data.Dataset`'s stages, source first, without running it: its Python dataset
+objects and its GraphDef walked in step (docs/design.md, "Reading and rewriting a pipeline")."""
 
 from __future__ import annotations
 
@@ -40,9 +37,8 @@ HARMLESS_STATEFUL_OPS = frozenset({"Assert"})
 # Stateful random ops that do not contain "Random" in their name.
 EXTRA_RANDOM_OPS = frozenset({"Multinomial", "TruncatedNormal", "ParameterizedTruncatedNormal"})
 
-# Dataset ops whose stage kind is not their name in kebab case (the rest fall back to kebab
-# case: `FlatMapDataset` -> `flat-map`). Version suffixes (V2, V3...) are dropped before the
-# lookup.
+# Dataset ops whose stage kind is not their name, less any V2, V3... suffix, in kebab case
+# (`FlatMapDataset` -> `flat-map`).
 _OP_KINDS: dict[str, StageKind] = {
     "LegacyParallelInterleaveDataset": "parallel-interleave",
     "ParallelBatchDataset": "batch",
@@ -349,7 +345,6 @@ def _is_random_op(op: str) -> bool:
 
 
 def graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
-    """The dataset op feeding the graph's `_Retval` node."""
     for node in graph.node:
         if node.op == "_Retval" and node.input:
             return nodes.get(node.input[0].split(":")[0])
@@ -408,7 +403,6 @@ def _node_settings(node: Any, nodes: dict[str, Any]) -> StageSettings:
 
 
 def _setting_type(setting: str) -> type:
-    """The type `StageSettings` holds `setting` as."""
     if setting in _BOOL_SETTINGS:
         return bool
     return str if setting in _TEXT_SETTINGS else int

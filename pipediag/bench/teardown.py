@@ -1,6 +1,5 @@
-"""Iterator tear-down off the main thread: deleting a tf.data iterator can block up to
-autotune's 60-s period, so each spent iterator goes to a short-lived daemon thread. Whoever
-owns a `TearDown` drains it at the end (docs/design.md, "Iterator tear-down")."""
+"""Iterator tear-down on short-lived daemon threads: deleting a tf.data iterator can block up
+to autotune's 60-s period (docs/design.md, "Iterator tear-down")."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ class TearDown:
     def discard(self, iterator: Any) -> None:
         """Release `iterator`'s resource on a helper thread; the caller must not use it again."""
         holder = [_detach(iterator), iterator]
-        # `list.clear` drops the references on the helper thread; a finalizer's error there
-        # goes to `sys.unraisablehook`, as it would on the main thread.
+        # The references are dropped on the helper thread (docs/design.md, "Iterator tear-down").
         thread = threading.Thread(target=holder.clear, name=THREAD_NAME, daemon=True)
         try:
             thread.start()
@@ -41,7 +39,6 @@ class TearDown:
             self._threads.append(thread)
 
     def pending(self) -> int:
-        """Tear-downs still running."""
         with self._lock:
             return sum(t.is_alive() for t in self._threads)
 
@@ -62,7 +59,6 @@ def _detach(iterator: Any) -> Any:
     return state.pop(_RESOURCE_ATTRIBUTE, None) if isinstance(state, dict) else None
 
 
-# The session's, drained once at its end.
 SHARED = TearDown()
 
 

@@ -1,7 +1,5 @@
 """Is a map safe to move after its batch? The user's function run both ways on a sample of
-their elements: map then batch, and batch then map. A difference or an error refuses the fix
-(equal results are evidence, not proof); a refused function is checked again through
-`tf.vectorized_map` (`VectorizeForms`)."""
+their elements; a difference or an error refuses the fix (equal results: evidence, not proof)."""
 
 from __future__ import annotations
 

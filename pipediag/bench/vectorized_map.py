@@ -36,8 +36,6 @@ def on_whole_batches(func: Callable[..., Any], unpacked: bool) -> Callable[..., 
 
 
 class _ThisThreadOnly(logging.Filter):
-    """Drops the records logged on one thread; every other thread's pass."""
-
     def __init__(self) -> None:
         super().__init__()
         self._thread = threading.get_ident()
@@ -48,8 +46,7 @@ class _ThisThreadOnly(logging.Filter):
 
 @contextlib.contextmanager
 def quiet_tensorflow_logger() -> Iterator[None]:
-    """TensorFlow's Python logger silenced on this thread only (pfor's trace), while the user's
-    own threads still log."""
+    """TensorFlow's Python logger silenced on this thread only (pfor's trace); others still log."""
     logger = logging.getLogger(TF_LOGGER)
     quiet = _ThisThreadOnly()
     logger.addFilter(quiet)

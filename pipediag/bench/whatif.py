@@ -1,7 +1,5 @@
-"""What-if pipelines: apply a fix to a copy of the dataset graph and time it beside the original.
-
-Each fix is rebuilt beside the unedited copy and read alone in alternation; its gain orders
-the trials on training (docs/design.md, "Fixes timed on the pipeline alone")."""
+"""What-if pipelines: each fix applied to a copy of the dataset graph and read alone, in turn
+with the unedited copy (docs/design.md, "Fixes timed on the pipeline alone")."""
 
 from __future__ import annotations
 
@@ -88,8 +86,7 @@ def verify_fixes(
 ) -> list[FixTrial]:
     """One `FixTrial` per applicable fix, in stage order, timed on copies of the dataset;
     `stages` (None: unmeasured) order the trials by own cost. `budget_s` (a run may overrun
-    it by half) and `deadline` both bound the trials; both None: `DEFAULT_BUDGET_S`.
-    `teardown` None: a private one, drained before returning, so no thread outlives the call."""
+    it by half) and `deadline` both bound the trials; both None: `DEFAULT_BUDGET_S`."""
     candidates = _candidates(walked, stages, training)
     dataset, graph, error = walked.dataset, walked.graph, walked.graph_error
     baseline = None
@@ -109,7 +106,6 @@ def verify_fixes(
             candidate.facts = replace(candidate.facts, isolation=notes)
     end_s, hard_end_s = _time_window(clock, budget_s, deadline)
     keep = training.keep if training is not None else None
-    # Variables a copy still shares (a tf.random.Generator) are put back after.
     with owned(teardown) as releaser, preserved_variables(dataset, releaser):
         trials = _Trials(graph, baseline, dataset, clock, releaser, end_s, hard_end_s, keep)
         return trials.run_all(candidates)

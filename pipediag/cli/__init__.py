@@ -1,8 +1,5 @@
-"""The command line: `pipediag COMMAND ...`, one module per command (`commands.COMMANDS`).
-
-`main` imports the commands when called: `pipediag.keras` shares `argtypes`, and importing
-it must not load the command line above it.
-"""
+"""The command line, one module per command (`commands.COMMANDS`). `main` imports them when
+called: `pipediag.keras` imports `argtypes`, and so this package, but must not load a command."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Pure functions from the workers' reports to the fleet report: rows, clock, straggler.
-
-Under synchronous training the workers' rates agree, so the straggler is the slowest by
-steps/s only when they differ, else the one whose own input wait, then host or GPU, stands
-out (docs/design.md, "Multi-worker jobs").
-"""
+"""Pure functions from the workers' reports to the fleet report: rows, clock, straggler."""
 
 from __future__ import annotations
 
@@ -93,7 +88,9 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
 
 
 def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason | None]:
-    """The worker that held the others back, or None and why none is named."""
+    """The worker that held the others back, or None and why none is named. Synchronous
+    workers' rates agree: then it is the one whose input wait, then host or GPU, stands out
+    (docs/design.md, "Multi-worker jobs")."""
     if len(rows) < 2:
         return None, Reason("one-worker")
     timed = [r for r in rows if r.training_steps_per_s]

@@ -1,6 +1,4 @@
-"""`pipediag merge DIR...`: load, build the fleet report, write its files. As with
-`renderers.write_outputs`, `fleet.json` comes first and a failed file is returned, not raised.
-"""
+"""`pipediag merge DIR...`: load, build the fleet report, write its files (`fleet.json` first)."""
 
 from __future__ import annotations
 

@@ -9,11 +9,8 @@ from typing import Literal
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import ComputeAloneSource, VerdictLabel
 
-# 2: the no-straggler reason is a code (version 1's words kept as written); the straggler
-# is figures only, worded by `fleet/words.py` (an older `explanation` is dropped on reading).
-# 3: the notes are reasons too (older notes' words kept as written); each row names what put
-# it on the fleet's clock (`clock_anchor`), worded by `fleet/words.py` (an older fleet's
-# `clock` words are read back into the rows).
+# 2: the no-straggler reason a code, the straggler figures only; 3: the notes reasons, each
+# row its `clock_anchor`. `fleet/io.py` converts older files.
 FLEET_SCHEMA_VERSION = 3
 
 # What made the straggler slow (`Straggler.cause`; words: `fleet/words.py`).
@@ -52,8 +49,8 @@ class WorkerRow:
     compute_alone_steps_per_s: float | None = None
     compute_alone_source: ComputeAloneSource = ""
     training_steps_per_s: float | None = None
-    # Its measured steps' rate, one unbroken window: lockstep is judged on it, not on the
-    # rate pooled from alternation blocks (docs/design.md, "Multi-worker jobs").
+    # The measured window's rate, not the pooled one: lockstep is judged on it
+    # (docs/design.md, "Multi-worker jobs").
     window_steps_per_s: float | None = None
     process_cpu_pct: float | None = None
     system_cpu_pct: float | None = None

@@ -57,8 +57,7 @@ def build_fleet_figure(fleet: FleetReport) -> Figure:
 
 
 def _parts(row: WorkerRow, lockstep: bool) -> list[tuple[str, float, str]]:
-    """The row's step time in shares; in lockstep only its own wait, as 1 - A/T's split
-    into contention and fetch is the cluster's."""
+    """The row's step time in shares; in lockstep only its own wait (`FleetReport.lockstep`)."""
     wait = row.input_wait_fraction if row.input_wait_fraction is not None else row.cost_wait
     parts = [("input wait", wait or 0.0, COST_COLOURS["wait"])]
     if not lockstep:

@@ -37,7 +37,6 @@ def render_fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport, path
 
 
 def fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport) -> dict[str, Any]:
-    """The merged trace document: `traceEvents`, `displayTimeUnit` and `metadata`."""
     straggler = fleet.straggler.task if fleet.straggler is not None else None
     events: list[Event] = []
     for position, (worker, row) in enumerate(zip(workers, fleet.workers, strict=True)):

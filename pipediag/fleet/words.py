@@ -7,7 +7,6 @@ from pipediag.fleet.model import FleetReport, Straggler, StragglerCause, WorkerR
 from pipediag.renderers.numbers import counted
 from pipediag.renderers.reason_words import reason_words
 
-# What made it slow, by `Straggler.cause`.
 DOMINANT: dict[StragglerCause, str] = {
     "input": "input dominates: its own pipeline kept it waiting",
     "gpu": "its GPU dominates: it was busier than the others' for the same steps",
@@ -66,7 +65,7 @@ def straggler_text(fleet: FleetReport, straggler: Straggler) -> str:
     if wait:
         parts.append(f"its steps waited {wait} of their time for input")
     cost = _vs(row.input_cost_fraction, straggler.others_input_cost_fraction, "{:.0%}")
-    if cost and not fleet.lockstep:  # in lockstep, 1 - A/T is the cluster's, not the worker's
+    if cost and not fleet.lockstep:
         parts.append(f"input costs it {cost} of training")
     if straggler.extra_wait_s is not None and straggler.extra_compute_s is not None:
         parts.append(

@@ -78,11 +78,10 @@ class BatchStamps:
 
     def take(self, counts: list[int]) -> list[list[float] | None]:
         """The stamps of consecutive steps using `counts` batches each; None where they are
-        not there. For one pass (or a pass and the next's start): batches of a replaced
-        iterator that training never used are dropped once, before the first step."""
+        not there. For one pass (or a pass and the next's start): batches of an iterator a
+        newer one replaced (index back at 0) were never used, and are dropped first."""
         with self._lock:
             pending = self._pending
-            # Drop batches of an iterator a newer one (index back at 0) replaced.
             restarts = [i for i, (index, _) in enumerate(pending) if index == 0 and i > 0]
             for _ in range(restarts[-1] if restarts else 0):
                 pending.popleft()

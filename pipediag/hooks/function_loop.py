@@ -1,7 +1,6 @@
-"""Loops that pull inside a `tf.function`: every eager call of the script's own functions comes
-here (from `hooks/step_calls.py`) until one given (or closing over) its data moves its
-optimizer's step counter; its calls are then timed (docs/design.md, "Loops that pull inside a
-tf.function").
+"""Loops that pull inside a `tf.function`: the script's own functions' eager calls come here
+(from `hooks/step_calls.py`) until one given (or closing over) its data moves its optimizer's
+step counter; its calls are then timed (docs/design.md, "Loops that pull inside a tf.function").
 """
 
 from __future__ import annotations
@@ -278,8 +277,7 @@ class FunctionLoopTracker:
 
 
 def _steps_a_pass(fed: Any) -> int | None:
-    """The steps a call runs without a counter: 1 for an iterator, a dataset's length (None
-    unknown)."""
+    """The steps a call runs without a counter: 1 for an iterator, a dataset's length, or None."""
     if not is_dataset(fed):
         return 1
     try:
@@ -303,8 +301,7 @@ def _calls(
     steps: int,
     captured: Any,
 ) -> TrainCalls:
-    """The training function found: the call's five facts, then its step counter (None: each
-    call counts `steps`), its steps a call, and the data it closes over."""
+    """The training function found; `counter` None: each call counts `steps`."""
     name, where = function_name(function), definition_site(function)
     return TrainCalls(
         function, call, slot, counter, name, where, steps, tuple(args), dict(kwargs), captured

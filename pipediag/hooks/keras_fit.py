@@ -1,7 +1,6 @@
-"""Keras `fit`: `Model.fit` is wrapped to add pipediag's callback, which marks each train step,
-benchmark the dataset given as `x`, and stamp its batches for their input waits; where `x` is not
-a `tf.data.Dataset`, the TF profiler traces the measured steps instead.
-"""
+"""Keras `fit`, wrapped: pipediag's callback marks each train step; the dataset given as `x` is
+benchmarked and its batches stamped for their input waits, or where `x` is no `tf.data.Dataset`,
+the TF profiler traces the measured steps."""
 
 from __future__ import annotations
 
@@ -25,9 +24,7 @@ from pipediag.training.alternation import FitAlternation, block_steps_for
 PROBE_MIN_STEPS = 5
 PROBE_MAX_STEPS = 100
 
-# Reading the in-graph stamps back took 1.4 ms (eager queue ops, cache-cold between steps),
-# 22 us a step when done every 64 steps of 9 ms. The step cap keeps unsettled steps among
-# the newest records, which the timeline never merges.
+# When stamped steps get their waits, read back together (docs/design.md, "Batch stamps").
 SETTLE_EVERY_S = 2.0
 SETTLE_MAX_STEPS = 4096
 # Training blocks of a full alternation on fit's steps: one a round, one where the measured
@@ -57,7 +54,7 @@ class FitTracker:
         # At the budget (or the probe): fit's next steps alternate with the step alone.
         self._alternation: FitAlternation | None = None
         self._planned: tuple[int, int] | None = None  # fit's epochs and steps per epoch
-        self.timer: TrainFunctionTimer | None = None  # fit's train function, timed
+        self.timer: TrainFunctionTimer | None = None
         self._alternation_ends_fit = True  # False at the probe: training goes on after it
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
@@ -105,8 +102,7 @@ class FitTracker:
 
     def _alternation_wants_the_rest(self, batch: int) -> bool:
         """Whether fit's steps left are now what the alternation's full rounds want: the
-        budget ends early rather than leave too few (a tutorial's 60 steps of 120 ms left 12
-        after the default budget, T timed in one piece on a host whose rate moved 20%)."""
+        budget ends early rather than leave too few (docs/design.md, "Rates in alternation")."""
         steps_left = self._steps_left(batch)
         timeline = self._session.timeline
         if (
@@ -136,8 +132,7 @@ class FitTracker:
         return True
 
     def _alternated_step(self, start: float, end: float, batches: int) -> None:
-        """A step of the alternation's training block; measured only at the `--steps all`
-        probe (the whole run is measured)."""
+        """A step of the alternation's training block; measured only at the `--steps all` probe."""
         alternation = self._alternation
         assert alternation is not None
         if not self._alternation_ends_fit:
@@ -168,7 +163,6 @@ class FitTracker:
         self._epoch = epoch
         if self._alternation is not None:
             self._alternation.skip_step()  # the epoch's first step carries its start-up
-        # The start-up runs from here to the first step (docs/design.md, "Epoch starts").
         self._epoch_steps = steps
         self._epoch_began = self._session.clock.now()
 
@@ -193,8 +187,7 @@ class FitTracker:
         self.stamps = stamps
         return stamped
 
-    # Keras's callback methods themselves (`make_callback`): between train steps on the main
-    # thread, each Python frame costs microseconds.
+    # Keras's callback methods themselves (bound in `make_callback`).
     def on_batch_begin(self, batch: int = 0, logs: Any = None) -> None:
         session = self._session
         self._first_batch = batch

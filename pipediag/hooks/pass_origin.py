@@ -29,10 +29,8 @@ class PassOrigin:
 
 def _self_of(frame: FrameType) -> object | None:
     """A method's `self`, read without leaving the frame holding anything: before Python 3.13
-    the frame keeps its `f_locals` snapshot, which would hold fit's iterator idle until the
-    next snapshot freed it on whichever thread took it, waiting out autotune's sleep (3.9 s
-    inside stage timing on the data augmentation tutorial; docs/design.md, "Iterator
-    tear-down")."""
+    the frame's `f_locals` snapshot would keep fit's iterator until a later read freed it, on
+    whatever thread, waiting out autotune's sleep (docs/design.md, "Iterator tear-down")."""
     code = frame.f_code
     if not code.co_argcount or code.co_varnames[0] != "self":
         return None

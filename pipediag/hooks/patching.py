@@ -10,8 +10,7 @@ from typing import Any
 
 
 class Patches:
-    """The wrappers one hook put on classes; `restore()` undoes them, the last first. Each
-    hook's patch class is one, and the hooks call its `uninstall()`."""
+    """The wrappers one hook's patch put on classes; `restore()` undoes them, the last first."""
 
     def __init__(self) -> None:
         # (class, attribute, what its own namespace held; None where it inherited it)

@@ -303,8 +303,7 @@ class CustomLoopTracker:
 
 
 def _signature(chain: str, dataset: Any) -> tuple[str, str]:
-    """What identifies a dataset rebuilt from the same code: its stages (`chain`, as
-    `describe_chain` gives them) and element types."""
+    """What identifies a dataset rebuilt from the same code: its stages and element types."""
     return chain, repr(dataset.element_spec)
 
 
@@ -327,7 +326,7 @@ class IteratorPatch(Patches):
         super().__init__()
         self._tracker = tracker
         self._session = session
-        self._on_made = on_made  # each iterator and dataset the script makes eagerly
+        self._on_made = on_made
 
     def install(self, _module: object = None) -> None:
         if self.installed:
@@ -361,7 +360,7 @@ class IteratorPatch(Patches):
             made = now()
             setattr(iterator, MADE_S, made - began)
             timeline.last_iterator_made = (made, made - began)
-            on_made(iterator)  # never raises
+            on_made(iterator)
             return result
 
         self.replace(owner, "_next_internal", _next_internal)

@@ -42,7 +42,6 @@ BYTES_PER_MIB = 2**20
 
 
 def render_trace(report: Report, path: Path) -> Path:
-    """Write the report's timeline as a Chrome trace JSON file, atomically."""
     payload = json.dumps(trace_events(report), separators=(",", ":"), allow_nan=False)
     target = Path(path)
     write_atomically(target, payload.encode())

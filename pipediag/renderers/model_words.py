@@ -133,7 +133,7 @@ def time_lines(alone: ComputeAlone) -> list[str]:
     bars = time_bars(alone)
     for kind, label in TIME_LINE_LABELS.items():
         listed = [f"{bar.name} {percent(bar.share)}" for bar in bars if bar.kind == kind]
-        if listed or kind == "op_type":  # the op types' line even when empty
+        if listed or kind == "op_type":
             lines.append(label + ", ".join(listed))
     return lines
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 DASH = "\N{EM DASH}"  # a figure that was not measured, where a number would stand
 NOT_MEASURED = "not measured"
-RATE_DECIMALS_BELOW = 100.0  # rates below this keep one decimal: 76.6, 714, 2,646
+RATE_DECIMALS_BELOW = 100.0
 
 
 def percent(fraction: float) -> str:

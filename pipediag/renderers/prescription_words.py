@@ -20,7 +20,6 @@ from pipediag.report.vocabulary import SemanticsChange
 
 REWRITES_HEADING = "Rewrites tried on training, each on top of the ones kept before it"
 
-# What a rewrite changes in what the pipeline yields, in the words each code stands for.
 SEMANTICS_WORDS: Final[dict[SemanticsChange, str]] = {
     "element-order": "element order: the map now runs before the shuffle",
     "batched": "the function is applied to whole batches",
@@ -39,8 +38,7 @@ SEMANTICS_WORDS: Final[dict[SemanticsChange, str]] = {
 
 
 def semantics_words(changes: Iterable[SemanticsChange]) -> str:
-    """The changes in what the pipeline yields, in words, one after another; a code this
-    version does not know reads as itself."""
+    """The changes in what the pipeline yields, in words; an unknown code reads as itself."""
     return "; ".join(SEMANTICS_WORDS.get(change, change) for change in changes)
 
 

@@ -138,8 +138,7 @@ def _alert_lines(watch: WatchSection) -> list[str]:
 
 
 def alert_text(alert: WatchAlert) -> str:
-    """The alert in words: in the run's log, the text view, and an alert command's
-    `PIPEDIAG_ALERT` and stdin."""
+    """The alert in words, the same in the run's log, the text view and alert commands."""
     return (
         f"input wait {alert.input_wait_fraction:.0%} of step time for {alert.windows} windows "
         f"in a row (steps {alert.first_step}-{alert.last_step}), at or over the "

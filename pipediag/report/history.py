@@ -40,8 +40,6 @@ class HistoryRates:
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One run's key figures."""
-
     time_utc: str
     script: str
     args: list[str] = field(default_factory=list)
@@ -65,8 +63,7 @@ def entry_line(entry: HistoryEntry) -> str:
 
 
 def append_entry(path: str | os.PathLike[str], entry: HistoryEntry) -> Path:
-    """Append one line; the folder is made if needed. One write of the whole line, so
-    runs appending to one file at once never interleave their lines."""
+    """One write of the whole line, so runs appending to one file at once never interleave."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     payload = (entry_line(entry) + "\n").encode()

@@ -1,6 +1,5 @@
-"""The pipeline pipediag would write, as the report holds it: its lines of tf.data code, and
-the rewrites tried on training greedily with what the kept ones came to together
-(docs/design.md, "The pipeline pipediag would write")."""
+"""The pipeline pipediag would write, as the report holds it: its tf.data code and the rewrites
+tried greedily on training (docs/design.md, "The pipeline pipediag would write")."""
 
 from __future__ import annotations
 
@@ -24,30 +23,25 @@ class CodeLine:
 
 @dataclass(frozen=True)
 class StageChange:
-    """One rewrite kept for the pipeline pipediag would write: the fix, the stage it applies
-    to (None: the whole pipeline's options), what it changes in the data, and for an
-    interleave or a thread cap the number it sets."""
+    """One rewrite kept for the pipeline pipediag would write; `stage_index` None: the whole
+    pipeline's options."""
 
     fix: FixName
     stage_index: int | None = None
     semantics: tuple[SemanticsChange, ...] = ()
     value: int | None = None  # cycle_length for an interleave, threads for a cap
-    # A vectorise that runs the function through `tf.vectorized_map`, and whether the
-    # element is a tuple passed to the function as its arguments (`TrialFacts`).
+    # These three: as `TrialFacts`'s fields of the same names.
     vectorized_map: bool = False
     element_unpacked: bool = False
-    # A cache written after the batch that reads its stage (`TrialFacts.cached_in_batches`).
     cached_in_batches: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
 class GainOnTraining:
-    """A rewrite's gain tried on training, or the kept ones' together.
-
-    `training_speedup` is the paired engine's variant rate over the baseline's, with its 90%
-    interval; `on_training` is that ratio in the run's own terms (under `fit`, what fit adds
-    around each step on both sides: `analysis/run_terms.py`), the figure the report shows.
-    """
+    """A rewrite's gain tried on training, or the kept ones' together. `training_speedup` is
+    the paired engine's variant rate over the baseline's, with its 90% interval; `on_training`
+    is that ratio in the run's own terms (under `fit`, what fit adds around each step on both
+    sides: `analysis/run_terms.py`), the figure the report shows."""
 
     training_speedup: float | None = None
     training_speedup_low: float | None = None
@@ -60,8 +54,7 @@ class GainOnTraining:
     # What an epoch's start cost each side beyond a steady step (as `FixTrial`'s).
     baseline_start_s: float | None = None
     variant_start_s: float | None = None
-    # The variant fed training faster than the train step alone ran: its rate (and the
-    # gain) is taken at the step alone's ceiling, the most a pipeline can give.
+    # As `TrialFacts.above_step_alone`: the rate and gain are taken at that ceiling.
     at_step_alone: bool = False
 
     @property

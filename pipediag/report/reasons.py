@@ -1,12 +1,9 @@
 """Why something was not measured, or what limits a reading: a code with its parameters.
-
 A report stores the code, so a tool reading the JSON can branch on it; the words are made
 from it in one place (`renderers/reason_words.py`). `detail` holds only words from outside
-pipediag (an exception's message, an op's or a class's name) or a word of the report's own
-vocabulary (a `TrainStyle`); `value` and `limit` the figures the words give; `because` the
-reason behind this one. Code writes each code as its string: mypy checks it against
-`ReasonCode`, so the list below is the only place codes are named.
-"""
+pipediag (an exception's message, an op's or a class's name) or a `TrainStyle`; `value` and
+`limit` the figures the words give; `because` the reason behind this one. Code writes each
+code as its string, checked by mypy: `ReasonCode` is the only place codes are named."""
 
 from __future__ import annotations
 

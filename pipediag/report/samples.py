@@ -110,12 +110,10 @@ class GpuWindow:
 
 @dataclass(frozen=True)
 class IdleAttribution:
-    """GPU idle time split by cause, HTA-style, over the windows the measured steps cover.
-
-    `input_wait_s`: idle while the host waited for the input pipeline; `transfer_s`: idle
-    while PCIe was busy (copies, not kernels); `host_overhead_s`: the rest (Python, kernel
-    launches, synchronisation). The three add up to `idle_s`.
-    """
+    """GPU idle time split by cause, HTA-style, over the windows the measured steps cover:
+    `input_wait_s` idle while the host waited for the input pipeline; `transfer_s` idle while
+    PCIe was busy (copies, not kernels); `host_overhead_s` the rest (Python, kernel launches,
+    synchronisation). The three add up to `idle_s`."""
 
     window_s: float
     idle_s: float

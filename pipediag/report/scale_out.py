@@ -47,14 +47,11 @@ class ServiceBlocker:
 
 @dataclass(frozen=True)
 class ServiceMeasurement:
-    """The pipeline (or its movable part) read through a real tf.data service.
-
-    Local workers share this host's cores: they show the pipeline runs there and what
-    transfer costs, not a cluster's speed. Rates are in output batches.
-    `transfer_batches_per_s` is one batch already made, sent again and again: the most the
-    service delivers to this consumer. CPU figures are per batch: this process's (receiving,
-    timed in the transfer read) and the workers' (making and sending; local workers only).
-    """
+    """The pipeline (or its movable part) read through a real tf.data service; local workers
+    share this host's cores (docs/design.md, "tf.data service"). Rates are in output batches;
+    `transfer_batches_per_s`: one batch already made, sent again and again (the transfer
+    ceiling). CPU figures are per batch: this process's (receiving, timed in the transfer
+    read) and the workers' (making and sending; local workers only)."""
 
     where: ServiceWhere
     address: str = ""
@@ -85,11 +82,9 @@ class ServiceMeasurement:
 
 @dataclass(frozen=True)
 class ScaleOutPrediction:
-    """How many workers would feed the train step, and what training would then gain.
-
+    """How many workers would feed the train step, and what training would then gain:
     `workers_needed` = ceil(target / per-worker rate); the predicted rate is
-    min(compute alone, transfer ceiling, local stages' rate); `limited_by` names which.
-    """
+    min(compute alone, transfer ceiling, local stages' rate); `limited_by` names which."""
 
     target_steps_per_s: float | None = None  # compute alone T: the rate to feed
     training_steps_per_s: float | None = None  # A, as trained now
@@ -107,11 +102,8 @@ class ScaleOutPrediction:
 
 @dataclass(frozen=True)
 class ScaleOut:
-    """Can the training pipeline move to tf.data service, and what would it take.
-
-    `distribute_after_index` places the `distribute` call: the last stage that can move
-    (everything up to it runs on workers); None when nothing worth moving can.
-    """
+    """`distribute_after_index` places the `distribute` call: the last stage that can move
+    (everything up to it runs on workers); None when nothing worth moving can."""
 
     checked: bool = False
     compatible: bool | None = None

@@ -1,7 +1,6 @@
 """Facts about a pipeline's stages that the what-if trials (`bench/`) and the advisor
-(`analysis/`) share: which stages run sequentially, which map can move after its batch, where
-a cache keeps the most work, and the gain under which a fix is not worth making. They read
-only `StageStats`, so they live below both: the trials measure what the advisor suggests."""
+(`analysis/`) share. They read only `StageStats`, so they live below both: the trials measure
+what the advisor suggests."""
 
 from __future__ import annotations
 
@@ -26,7 +25,6 @@ VERIFIED_MIN_GAIN = 1.05
 # ~33 us per element on 2 cores, nearly all of it that overhead.
 VECTORIZE_MAX_ELEMENT_S = 200e-6
 
-# Stage kinds the rules look for (as `bench/structure.py` names them).
 BATCHING_KINDS: frozenset[StageKind] = frozenset(
     {"batch", "padded-batch", "map-and-batch", "sparse-batch"}
 )
@@ -78,12 +76,8 @@ def runs_sequential_map(stats: StageStats, cores: int) -> bool:
 
 
 def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
-    """Sequential interleave/flat_map, or a parallel one that does not run in parallel.
-
-    `interleave(num_parallel_calls=AUTOTUNE)` with the default (AUTOTUNE) `cycle_length` did
-    not run in parallel on 2 cores (40.3 ms/batch vs 22.4 with 4; docs/design.md,
-    "tf.data behaviours").
-    """
+    """Sequential interleave/flat_map, or a parallel one that does not run in parallel: the
+    default (AUTOTUNE) `cycle_length` did not (docs/design.md, "tf.data behaviours")."""
     if stats.kind in ("interleave", "flat-map"):
         return True
     if stats.kind != "parallel-interleave":
@@ -98,18 +92,16 @@ def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
 
 
 def rewrite_site(stats: StageStats) -> bool:
-    """Whether rewrites are tried on this stage: its measured cost to training (the training
-    rate with it and everything before it held in memory) reaches `VERIFIED_MIN_GAIN`, or it
-    was not measured, or its measure was not used (the search on training decides then:
-    docs/design.md, "Every applicable rewrite")."""
+    """Whether rewrites are tried on this stage: its hold's gain on training reaches
+    `VERIFIED_MIN_GAIN`, or was not measured or not used (the search on training decides
+    then: docs/design.md, "Every applicable rewrite")."""
     return stats.training_speedup_if_free_unused is not None or not if_free_clearly_under(stats)
 
 
 def if_free_clearly_under(stats: StageStats) -> bool:
-    """Whether holding this stage in memory gained training under the worth-it
-    `VERIFIED_MIN_GAIN`, its interval too where it has one: then no change up to it can
-    gain more. One hold's median under it with an interval reaching it bounds nothing (a
-    hold read 1.03x on a loop whose hoisted cache gained 1.5x in the next diagnosis)."""
+    """Whether holding this stage in memory gained training under `VERIFIED_MIN_GAIN`, its
+    interval too where it has one (one hold is one noisy trial): then no change up to it can
+    gain more (docs/design.md, "Every applicable rewrite")."""
     gain = stats.training_speedup_if_free
     if gain is None or gain >= VERIFIED_MIN_GAIN:
         return False
@@ -135,12 +127,10 @@ def deterministic(stats: StageStats) -> bool:
 
 def cache_point(stages: Sequence[StageStats]) -> int | None:
     """The stage after which a cache keeps the most work: the end of the deterministic prefix.
-
-    Of the stages that do work (maps, interleaves, filters: not batch/prefetch/take, where a
-    cache stores the same data and only moves) and whose whole upstream is deterministic,
-    the one with the largest upstream cost; a later stage wins only when it adds at least
-    `STAGE_MIN_SHARE` more, so the cache goes right after the costly work.
-    """
+    Of the stages that do work (maps, interleaves, filters: after batch/prefetch/take a cache
+    stores the same data, only moved) with a deterministic upstream, the one with the largest
+    upstream cost; a later one wins only by `STAGE_MIN_SHARE` more, so the cache goes right
+    after the costly work."""
     clean: dict[int, bool] = {}
     for stats in stages:
         clean[stats.index] = deterministic(stats) and all(clean.get(i, False) for i in stats.inputs)
@@ -158,8 +148,7 @@ def cache_point(stages: Sequence[StageStats]) -> int | None:
 def batch_caching(stages: Sequence[StageStats], point: int) -> int | None:
     """The batch to put a cache after instead of stage `point`: `point`'s only reader, a
     deterministic plain or padded batch. Cached batches are read whole; cached elements are
-    batched again every epoch: on the decode case, 1.33x the training rate (docs/design.md,
-    "Every applicable rewrite")."""
+    batched again every epoch (docs/design.md, "Every applicable rewrite")."""
     readers = [s for s in stages if point in s.inputs]
     if len(readers) != 1:
         return None
@@ -192,11 +181,10 @@ def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | Non
 
 def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats | None:
     """The held stage whose training speedup bounds any change at stage `index` (None: the
-    options or the end): that stage itself where it was held, else the nearest held stage
-    after it, since holding a stage frees every stage before it and along a chain the
-    speedup only grows toward the output (docs/design.md, "Stage costs on training").
-    None where no stage at or after it was held. "After" is downstream, reading it: in a zip
-    a later index on the other branch holds nothing of it."""
+    options or the end): itself where held, else the nearest held stage downstream, since a
+    hold frees every stage before it (docs/design.md, "Every applicable rewrite"); None
+    where there is none. Downstream means reading it: in a zip a later index on the other
+    branch holds nothing of it."""
     if index is None:
         reach = {max((s.index for s in stages), default=0)}
     else:

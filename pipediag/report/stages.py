@@ -40,7 +40,6 @@ class StageSettings:
     block_length: int | None = None
     buffer_output_elements: int | None = None
     prefetch_input_elements: int | None = None
-    # Batches.
     batch_size: int | None = None
     drop_remainder: bool | None = None
     # Shuffle and prefetch.
@@ -52,7 +51,6 @@ class StageSettings:
     filename: str | None = None
     # Repeat, take, skip.
     count: int | None = None
-    # Shard.
     num_shards: int | None = None
     index: int | None = None
     # A parallel stage's own order: None also where it follows the pipeline's
@@ -62,16 +60,13 @@ class StageSettings:
 
 @dataclass(frozen=True)
 class StageStats:
-    """One stage of the input pipeline, listed from source (index 0) to output.
-
-    `inputs` holds the indices of the stages this one reads, so multi-input stages (zip,
-    concatenate, choose) keep the pipeline's shape in a flat list. `function` and `source`
-    name the user's Python callable and where it is defined ("file.py:LINE"). Rates come from
-    benchmarking the pipeline cut after this stage: `elements_per_s` counts what the stage
-    itself yields, `batches_per_s` that rate in output batches, and `own_s_per_batch` the
-    time this stage adds per output batch over its inputs. `kind` is a `StageKind`, or an op
-    pipediag does not know, kebab-cased: hence `str`.
-    """
+    """One stage of the input pipeline, listed from source (index 0) to output. `inputs`: the
+    indices of the stages it reads, so multi-input stages (zip, concatenate, choose) keep the
+    pipeline's shape in a flat list. `function`/`source`: the user's Python callable and where
+    it is defined ("file.py:LINE"). Rates come from the pipeline cut after this stage:
+    `elements_per_s` what the stage itself yields, `batches_per_s` that in output batches,
+    `own_s_per_batch` the time it adds per output batch over its inputs. `kind` is `str`,
+    not `StageKind`, for ops pipediag does not know."""
 
     index: int
     kind: str

@@ -1,5 +1,5 @@
-"""A what-if pipeline in the report: a fix applied to a copy of the dataset graph and timed
-beside it, alone and on training, with the facts a rule needs to explain it."""
+"""A what-if trial in the report: a fix on a copy of the dataset graph, timed beside the
+original, alone and on training."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ from pipediag.report.vocabulary import FixName, SemanticsChange, TrialStop
 
 @dataclass(frozen=True)
 class TrialFacts:
-    """What a what-if trial found beside its rates: the facts a rule needs to explain a fix.
-
-    `stopped` says why the interleaved rounds ended, `speedup_low`/`speedup_high` give their
-    ratios' 90% interval; the `training_` ones are the same on training. The rest belong to
-    one fix each; None where they do not apply or were not found.
+    """What a trial found beside its rates: the facts a rule needs to explain a fix.
+    `speedup_low`/`speedup_high`: the rounds' 90% interval; the `training_` ones the same on
+    training. The rest belong to one fix each; None where they do not apply or were not found.
     """
 
     stopped: TrialStop = ""
@@ -68,9 +66,7 @@ class TrialFacts:
 
 @dataclass(frozen=True)
 class FixTrial:
-    """One what-if pipeline: a fix applied to a copy of the dataset graph, timed beside it.
-
-    `speedup` is the pipeline-alone speedup (variant over original, interleaved rounds), not
+    """`speedup` is the pipeline-alone speedup (variant over original, interleaved rounds), not
     the end-to-end one (`training_speedup` where tried on training, else the advisor's
     prediction). `verified` is False when the fix could not be rewritten or run (`reason`).
     """

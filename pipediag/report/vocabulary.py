@@ -1,9 +1,6 @@
-"""The report's vocabulary: every word a report field may hold, typed once.
-
-Each `Literal` lists the values one field may take. Code writes a value as its string, and
-mypy rejects a word not in the list (in an assignment, an argument or a comparison); the
-JSON report keeps the plain strings.
-"""
+"""The report's vocabulary: every word a report field may hold, typed once. Code writes a
+value as its string, and mypy rejects a word not in its `Literal` (in an assignment, an
+argument or a comparison); the JSON report keeps the plain strings."""
 
 from __future__ import annotations
 
@@ -28,8 +25,7 @@ NoVerdictReason = Literal[
     "no-training",  # passes over the data, none of them training
     "no-steps",  # no pass over the data, no train step seen
     "warmup-only",  # every step ran in the warm-up
-    # Steps were measured, but not one step's input wait (nor the rates in alternation).
-    "wait-not-measured",
+    "wait-not-measured",  # steps measured, but no input wait nor rates in alternation
     "unknown",  # an older report whose train section tells none of these
 ]
 # Step label; "warmup" for steps kept out of the verdict (tracing, compilation, buffers filling).
@@ -50,9 +46,7 @@ ComputeAloneSource = Literal[
 ComputeAloneMethod = Literal[
     "keras-train-function",  # the model's compiled train function on a repeated cached batch
     "cached-batch-loop",  # the user's custom loop served one cached batch for its last steps
-    # A loop's own tf.function that pulls inside it, given an iterator over a repeated cached
-    # batch.
-    "training-function",
+    "training-function",  # a loop's own pulling tf.function, on a repeated cached batch
     "",
 ]
 

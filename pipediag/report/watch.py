@@ -9,14 +9,10 @@ from pipediag.report.vocabulary import LabelBasis, VerdictLabel
 
 @dataclass(frozen=True)
 class WatchWindow:
-    """Watch mode: one window of training (N steps, or an epoch) and its verdict.
-
-    The label is by input wait share, in XProf's bands (20%, 5%): input cost needs the train
-    step run alone, which watch mode does not do (docs/design.md, "Watching a long run").
-    `input_wait_s` sums the waits that are known, `waited_time_s` those steps' time, and
-    `input_wait_fraction` is the one's share of the other. Past a bound, older windows are
-    merged (`windows` counts them).
-    """
+    """One window of training (N steps, or an epoch), labelled by input wait share, not input
+    cost (docs/design.md, "Watching a long run"). `input_wait_s` sums the waits that are
+    known, `waited_time_s` those steps' time, and `input_wait_fraction` is the one's share of
+    the other. Past a bound, older windows are merged (`windows` counts them)."""
 
     index: int
     first_step: int
@@ -53,8 +49,6 @@ class WatchAlert:
 
 @dataclass(frozen=True)
 class WatchSection:
-    """Watch mode over a whole run: the windows, the alerts fired, and where scalars went."""
-
     every_steps: int | None = None  # None: a window per epoch
     windows: list[WatchWindow] = field(default_factory=list)
     alerts: list[WatchAlert] = field(default_factory=list)

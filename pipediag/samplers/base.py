@@ -207,8 +207,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self.stop()
 
     def _record_failure(self, kind: str, reason: Reason) -> None:
-        """Count a failure of `kind` (internal, never stored); the first one's reason becomes
-        a note."""
+        """Count a failure by `kind`, an internal key; the first one's reason becomes a note."""
         with self._lock:
             self._failures.setdefault(kind, _Failure(reason)).count += 1
 

@@ -1,7 +1,6 @@
-"""GPU activity over the run, from NVML on a background thread: the sampler's life and report
-section (what is asked of NVML: `nvml_devices.py`, `nvml_readings.py`; docs/design.md, "NVML
-facts"). Read-only queries only: no clock, power, accounting or persistence setting changes.
-"""
+"""GPU activity over the run, from read-only NVML queries on a background thread: the sampler's
+life and report section (the queries: `nvml_devices.py`, `nvml_readings.py`; docs/design.md,
+"NVML facts")."""
 
 from __future__ import annotations
 

@@ -23,9 +23,8 @@ if TYPE_CHECKING:
 # Linux counts guest time inside user/nice too; psutil's own busy-time formula drops them.
 _GUEST_FIELDS = ("guest", "guest_nice")
 _IDLE_FIELDS = ("idle", "iowait")  # waiting for I/O is idle as far as the CPU is concerned
-# The machine's memory is read at most this often, repeated between: it moves over seconds,
-# and `virtual_memory()` is a third of a reading's CPU (docs/design.md, "What pipediag costs
-# a step").
+# The machine's memory, which moves over seconds, is read at most this often (docs/design.md,
+# "What pipediag costs a step").
 SYSTEM_MEMORY_INTERVAL_S = 1.0
 
 
@@ -153,9 +152,8 @@ class HostSampler(ThreadedSampler[HostSample]):
         return last[1]
 
     def _process_cpu_pct(self, t: float, cpu_s: float) -> float:
-        """This process's CPU since the last reading, % of one core. `time.process_time()`
-        reads no /proc file, unlike `Process.cpu_percent()`; `t` is real time, not the session
-        clock, which tests fake."""
+        """This process's CPU since the last reading, % of one core; `t` is real time, never
+        the session clock, which tests fake (docs/design.md, "What pipediag costs a step")."""
         last, self._last_process_cpu = self._last_process_cpu, (t, cpu_s)
         if last is None or t <= last[0]:
             return 0.0

@@ -1,7 +1,6 @@
 """The NVML device layer under the GPU sampler: which GPUs (as CUDA reads
-`CUDA_VISIBLE_DEVICES`, MIG included), opened and closed how; every NVML call goes through it.
-Never imports `pynvml`: the sampler hands the module over (tests, `tests/fake_nvml.FakeNvml`).
-"""
+`CUDA_VISIBLE_DEVICES`, MIG included), opened and closed how; every NVML call goes through it,
+on the module the sampler hands over (never imported here)."""
 
 from __future__ import annotations
 
@@ -89,8 +88,7 @@ class NvmlDevice:
 
 
 class NvmlDevices:
-    """The visible GPUs through NVML, and NVML's errors named and classified; a property
-    that cannot be read is a note in `setup_notes`, not a lost device."""
+    """The visible GPUs through NVML, and NVML's errors named and classified."""
 
     def __init__(
         self,

@@ -79,21 +79,17 @@ def stage_label(stage: StageStats) -> str:
 
 
 def refused_blocker(error: str, up_to: str) -> ServiceBlocker:
-    """The service failed on the pipeline (up to the stage labelled `up_to`; "" for the
-    whole) when tried, for a reason no static check found: `error` ("" when no batch came
-    back)."""
+    """The service failed on the pipeline up to stage `up_to` ("" for the whole), for a reason
+    no static check found; `error` is "" when no batch came back."""
     return ServiceBlocker(kind="refused", error=error, up_to=up_to)
 
 
 def distribute_point(
     stages: Sequence[StageStats], blockers: Sequence[ServiceBlocker]
 ) -> int | None:
-    """The last stage, on the chain from the output, that can move with all its inputs.
-
-    Python blockers pin their stage and everything after it to this host; local paths do
-    not (shared storage fixes them without moving any stage). None when nothing can move:
-    the source itself is blocked, or a multi-input stage has a blocked input.
-    """
+    """The last stage, on the chain from the output, that can move with all its inputs; None
+    when none can. Python blockers pin their stage and everything after it to this host;
+    local paths do not (shared storage fixes them without moving any stage)."""
     if not stages:
         return None
     pinned = {b.stage_index for b in blockers if b.kind == "python-function"}
@@ -154,12 +150,9 @@ def checked_stages(report: Report) -> list[StageStats]:
 
 
 def host_cpu_is_limit(report: Report) -> bool:
-    """Whether this host's CPU, not a setting, limits how fast batches are made: the pipeline
-    alone kept nearly every core busy, the cores were saturated while training (PD010), or
-    contention dominates the input cost."""
+    """Whether this host's CPU, not a setting, limits how fast batches are made."""
     cores = report.environment.cpu_count or report.host.cpu_count
     pipeline = report.pipeline
-    # An unknown CPU time or rate counts as no cores busy.
     pipeline_cores = (pipeline.cpu_s_per_batch or 0.0) * (pipeline.batches_per_s or 0.0)
     if cores and pipeline_cores >= PIPELINE_CORES_SHARE * cores:
         return True
@@ -185,9 +178,8 @@ def _measured(section: ScaleOut, where: str) -> ServiceMeasurement | None:
 
 
 def predict(report: Report) -> ScaleOutPrediction:
-    """Workers needed to feed the train step alone, and the training rate to expect:
-    min(T', transfer ceiling, the stages left here), T' = 1 / (1/T + c/n) (docs/design.md,
-    "tf.data service"); the per-worker rate falls back to the movable part's stage timing."""
+    """Workers needed to feed the train step alone, and the training rate to expect
+    (docs/design.md, "tf.data service"); the per-worker rate falls back to stage timing."""
     section = report.scale_out
     if section is None:
         return ScaleOutPrediction(reason=Reason("not-checked"))

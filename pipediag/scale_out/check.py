@@ -1,6 +1,5 @@
-"""Scale-out, the measured part, after the verdict: the blockers found statically, where
-`distribute` goes and, only when asked (`--scale-out N`, `--data-service`), reads of a private
-copy of the movable part through a real service (docs/design.md, "tf.data service").
+"""Scale-out, the measured part, after the verdict: the static check and, only when asked,
+reads of a copy of the movable part through a real service (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations
@@ -70,8 +69,8 @@ def check_scale_out(
     train: TrainThrough | None = None,
 ) -> ScaleOut:
     """Compatibility, the distribute point and, when asked, measurements through a service
-    of a copy of `walked` (only copied). `note`: a one-line note where the service itself
-    failed (an unreachable dispatcher); `train`: for `--data-service-train`."""
+    of a copy of `walked`. `note` takes a failure of the service itself (an unreachable
+    dispatcher); `train` is for `--data-service-train`."""
     began = clock.now()
     walked_stats = [s.stats for s in walked.stages]
     same = [s.kind for s in pipeline.stages] == [s.kind for s in walked_stats]
@@ -184,8 +183,7 @@ class _Plan:
             copy, notes = isolated_copy(target)
         except IsolationError as exc:
             return cls(None, up_to, factor, local_rate, [], Reason("not-copied", detail=str(exc)))
-        # Endless, so a short dataset does not end a read (or the training fed by it) early:
-        # the reads are bounded by time and batches, as phase 1 is.
+        # Endless, so a short dataset does not end a read early: reads are bounded by time.
         return cls(copy.repeat(), up_to, factor, local_rate, notes)
 
 

@@ -83,8 +83,7 @@ def string_values(tensor: Any, limit: int) -> list[str]:
     if len(tensor.string_val):
         raw = list(itertools.islice(tensor.string_val, limit))
     elif tensor.tensor_content:
-        # Serialised eager tensors pack strings as all their lengths (varints), then the
-        # bytes one after another.
+        # Serialised eager tensors pack all the lengths (varints), then the bytes.
         count = math.prod(dim.size for dim in tensor.tensor_shape.dim)
         data = tensor.tensor_content
         lengths, position = [], 0

@@ -1,11 +1,10 @@
-"""One tf.data service server in its own process: `python -m pipediag.scale_out.server`.
+"""One tf.data service server in its own process, started by `service.LocalService`:
 
     python -m pipediag.scale_out.server dispatcher PORT
     python -m pipediag.scale_out.server worker DISPATCHER_HOST:PORT
 
-Started by `pipediag.scale_out.service.LocalService`; prints `READY <role>` once it listens and
-serves until its standard input closes, so it never outlives the diagnosis. Out of process,
-a worker fails on what a real worker cannot run (docs/design.md, "tf.data service").
+It says `READY <role>` once it listens, and serves until its standard input closes
+(docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations

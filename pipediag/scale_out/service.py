@@ -1,6 +1,5 @@
-"""tf.data service for the what-if copy: local servers (each its own process, always stopped),
-a dispatcher probe before anything is registered, and reads timed with a deadline. TensorFlow
-is imported inside the functions only. Facts: (docs/design.md, "tf.data service").
+"""tf.data service for the what-if copy: local servers, a dispatcher probe and reads with a
+deadline; TensorFlow imported inside the functions only (docs/design.md, "tf.data service").
 """
 
 from __future__ import annotations
@@ -27,17 +26,14 @@ from pipediag.scale_out.server import DISPATCHER, READY, WORKER
 
 T = TypeVar("T")
 
-# Each worker makes the whole dataset: any dataset can be read (distributed_epoch needs a
-# splittable source), and rates add up per worker.
+# Each worker makes the whole dataset: any source can be read, and rates add up per worker.
 PROCESSING_MODE = "parallel_epochs"
-# A server's start is mostly TensorFlow's import: 3 s alone, 4.7 s for a dispatcher and two
-# workers together on 2 cores; a loaded host may take much longer.
+# A start is TensorFlow's import: 4.7 s for three servers on 2 idle cores, more when loaded.
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0  # after its input closes, a server still there is terminated, then killed
 PROBE_TIMEOUT_S = 2.0  # a dispatcher that answers at all answers GetWorkers in milliseconds
 REGISTER_POLL_S = 0.05
-# One timed read through the service (phase 1's size, shorter: the service starts up too),
-# and the transfer ceiling's.
+# One timed read (phase 1's size, shorter: the service starts up too), and the transfer ceiling's.
 READ_MAX_SECONDS = 2.0
 READ_MAX_BATCHES = 200
 TRANSFER_MAX_SECONDS = 1.0

@@ -1,7 +1,6 @@
 """The user's train step fed by a tf.data service (`--data-service-train`): on a cluster, what
-training would gain is best measured, not predicted. Batches are pulled a few ahead on a
-helper thread and taken with a timeout, so a stalled service never holds the model.
-"""
+training would gain is best measured, not predicted. Batches are taken with a timeout, so a
+stalled service never holds the model."""
 
 from __future__ import annotations
 

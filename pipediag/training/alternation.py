@@ -204,7 +204,6 @@ class Alternation:
         self._quiet.hold(3 * self.block_steps / rate + 1.0 if rate else QUIET_MAX_S)
 
     def _last_training_block(self) -> RateBlock | None:
-        """The newest block of the script's own steps, watched or quiet."""
         return next((b for b in reversed(self.blocks) if b.kind != "step-alone"), None)
 
     def _wants_another_round(self) -> bool:
@@ -269,7 +268,6 @@ class FitAlternation:
         return self.failure is None and self.alternation.next == "step-alone"
 
     def step_alone_block(self) -> None:
-        """Run the next step-alone block now, between two of fit's steps."""
         alternation = self.alternation
         warmup = 0 if self._warmed else WARMUP_STEPS
         self._warmed = True

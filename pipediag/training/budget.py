@@ -91,7 +91,6 @@ class ModelSide:
     began: float
 
 
-# A plan's result (`ComputeAlone`: the alternation's); the session folds each in.
 LoopResult = ComputeAlone | Held | Tried | ModelSide
 Fold = Callable[[LoopResult], LoopWork | None]
 

@@ -19,7 +19,6 @@ from pipediag.report.vocabulary import ComputeAloneMethod
 from pipediag.training.fit_backend import on_jax, undriven
 from pipediag.training.jax_fit import JaxStepAlone, trainable
 
-# The issue's bound: about 2 s or 50 steps, whichever first.
 MAX_SECONDS = 2.0
 MIN_STEPS = 50
 # Sub-millisecond steps: 50 of them are too short to average the scheduler's noise out.
@@ -89,7 +88,6 @@ class StepAlone(Protocol):
 
 
 def fit_step_alone(model: Any, batch: Any) -> StepAlone | Reason:
-    """What runs fit's train step alone for the model's backend, or why it cannot run."""
     blocker = fit_step_blocker(model, "backend-no-step-alone")
     if blocker is not None:
         return blocker
@@ -220,7 +218,6 @@ def sync_logs(logs: Any) -> None:
 
 @contextlib.contextmanager
 def variables_put_back(variables: Iterable[Any]) -> Iterator[None]:
-    """Copy every variable now and assign each its copy on leaving, however it is left."""
     saved = [(v, v.numpy()) for v in variables]
     try:
         yield
@@ -269,7 +266,6 @@ def ops_in(graph_def: Any) -> set[str]:
 
 
 def graph_defs(function: Any) -> Iterator[Any]:
-    """The GraphDefs of a tf.function's traced concrete functions."""
     return (concrete.graph.as_graph_def() for concrete in function._list_all_concrete_functions())
 
 
@@ -286,7 +282,6 @@ def _traced_graphs(train_function: Any) -> list[Any]:
 
 
 def closed_over(function: Any) -> list[Any]:
-    """The values `function`'s closure holds (empty cells skipped)."""
     values = []
     for cell in getattr(function, "__closure__", None) or ():
         with contextlib.suppress(ValueError):  # an empty cell raises

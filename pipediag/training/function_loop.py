@@ -1,7 +1,6 @@
 """A loop that pulls inside a `tf.function`: the training function, and it run alone on a feed
-of the cached batch of the user's kind and element spec, so its traced graph is reused; the
-optimizer's step counter counts the steps (docs/design.md, "Loops that pull inside a
-tf.function")."""
+of the cached batch, its steps counted by the optimizer's step counter (docs/design.md, "Loops
+that pull inside a tf.function")."""
 
 from __future__ import annotations
 
@@ -47,7 +46,6 @@ def iterator_dataset(fed: Any) -> Any | None:
 
 
 def is_dataset(value: Any) -> bool:
-    """A tf.data dataset (which a function iterates from its start at each call)."""
     import tensorflow as tf
 
     return isinstance(value, tf.data.Dataset)
@@ -86,7 +84,6 @@ class TrainCalls:
         return is_dataset(self.fed())
 
     def run(self, args: Any, kwargs: Any) -> Any:
-        """One call of the function; without a counter, its steps counted."""
         result = self.call(self.function, *args, **kwargs)
         if self.counter is None:
             self.calls_made += self.steps_per_call

@@ -89,7 +89,6 @@ class LoopProfile:
 
 
 def window_failure(exc: Exception) -> Reason:
-    """Why the window, or a step in it, raised, in one line."""
     return Reason("error", detail=f"{type(exc).__name__}: {str(exc)[:160]}")
 
 

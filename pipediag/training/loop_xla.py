@@ -121,7 +121,6 @@ class LoopXlaTrial:
         return self._batch
 
     def result(self) -> ModelTrial:
-        """The trial's reading, once."""
         if self._result is not None:
             return self._result
         self._redirect(None)

@@ -49,7 +49,6 @@ VISIBLE_FIT_SHARE = 0.03
 
 
 def spe_steps(step_s: float) -> int:
-    """Steps per execution to try: a call of about `SPE_CALL_S`."""
     return steps_lasting(SPE_CALL_S, step_s, fewest=SPE_MIN_STEPS, most=SPE_MAX_STEPS)
 
 

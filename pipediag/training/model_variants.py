@@ -57,7 +57,6 @@ def multi_step_train_function(model: Any, steps: int) -> Callable[[Any], Any]:
 
 @contextlib.contextmanager
 def traced_with_steps(model: Any, steps: int) -> Iterator[None]:
-    """`steps_per_execution` at `steps` within; the train settings as they were after."""
     with kept_train_settings(model):
         model.steps_per_execution = steps
         yield

@@ -1,6 +1,5 @@
 """A short TF profiler window over a few train steps, read into plain op events from the
-host plane. One profiler session may run per process: where another is active the window is
-not taken (docs/design.md, "When the model sets the rate")."""
+host plane (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -27,7 +26,6 @@ OP_TRACER_LEVEL = 2
 
 
 def profiled_steps(step_s: float) -> int:
-    """Steps for the window: `PROFILED_STEPS`, fewer where they would pass `MAX_WINDOW_S`."""
     if step_s <= 0:
         return PROFILED_STEPS
     return max(1, min(PROFILED_STEPS, int(MAX_WINDOW_S / step_s)))
@@ -155,6 +153,5 @@ def _top_level_ns(line: Any) -> int:
 
 
 def first_line(exc: BaseException, limit: int = 160) -> str:
-    """An exception's type and its message's first line, cut at `limit`."""
     text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     return f"{type(exc).__name__}: {text[:limit]}"

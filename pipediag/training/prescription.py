@@ -56,7 +56,6 @@ def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> Reason | Non
 
 
 def kept_by(freed: Freed | None) -> bool:
-    """Kept when its interval is clear of 1 and its median gain at least the worth-it 1.05."""
     return freed is not None and freed.speedup >= VERIFIED_MIN_GAIN and (freed.low or 0.0) > 1.0
 
 

@@ -107,7 +107,6 @@ class StageSearch:
         return self._copies.pipelines(self._by_index[index]), share_s
 
     def record(self, rounds: Rounds | None, reason: Reason | None = None) -> None:
-        """The pending trial's rounds (None: none, and `reason` may say why)."""
         index, self._pending = self._pending, None
         if index is None:
             return
@@ -211,10 +210,9 @@ def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
 
 
 def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) -> int:
-    """The bottleneck the jump names, among the stages its hold frees that the hold before
-    did not: prefix timing's bottleneck, else the costliest read alone, else the script's
-    function, else one that computes, else the jump (docs/design.md, "Stage costs on
-    training")."""
+    """The bottleneck among the stages the jump's hold frees and the hold before did not:
+    prefix timing's, else the costliest read alone, else the script's function, else one
+    that computes, else the jump (docs/design.md, "Stage costs on training")."""
     freed = upstream_of(stages, jump)
     for index in held:
         if index != jump and index in freed:

@@ -133,7 +133,6 @@ def _fit_steps(model: Any, clock: Clock, put_back: contextlib.ExitStack) -> _Fit
         return blocker
     per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
     if on_jax(model):
-        # fit's jitted step on one copy of fit's state (docs/design.md, "JAX")
         return _FitSteps(JaxFitSteps(model).call, per_call, clock)
     distribute = fit_distributor(model)
     put_back.enter_context(variables_put_back(step_variables(model)))

@@ -1,6 +1,5 @@
 """Alerts: the input wait share at or over a threshold for K windows in a row, delivered to
-a callable and a shell command whose failures are said once (docs/design.md, "Watching a
-long run")."""
+a callable and a shell command (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Each window as TensorBoard scalars in the run `LOGDIR/pipediag`, so input wait shows
-beside the loss: one `Event` record per window, as `tf.summary.scalar` writes it, through
-TensorFlow's C++ event writer (docs/design.md, "Watching a long run")."""
+beside the loss (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The watcher: on its own thread, reads the records added to the step timeline, closes the
-windows they complete and, for each, writes scalars, says a line and runs the alert rule.
-Records still waiting for `fit`'s batch stamps to fill in their wait are held back, up to
-`PENDING_MAX_S` (docs/design.md, "Watching a long run")."""
+"""The watcher: on its own thread, reads the new step records, closes the windows they
+complete and, for each, writes scalars, says a line and runs the alert rule
+(docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 
@@ -164,7 +163,8 @@ class Watcher:
             return closed
 
     def _settled(self, records: list[RawStep]) -> list[RawStep]:
-        """All but the newest records without a wait, while waits are filled in later."""
+        """All but the newest records without a wait, while `fit`'s batch stamps are still to
+        fill them in (up to `PENDING_MAX_S`)."""
         if not records or records[-1].input_wait_s is not None or not self.waits_deferred():
             return records
         last_known = len(records) - 1

@@ -1,6 +1,5 @@
-"""One-page PNG report: the verdict first, then the evidence over time. The words come from
-`renderers/*_words.py`; these modules place, colour and fit them, importing matplotlib lazily
-and only through `Figure` and `FigureCanvasAgg` (docs/design.md, "The PNG page").
+"""One-page PNG report: the verdict first, then the evidence over time. matplotlib is
+imported lazily, only through `Figure` and `FigureCanvasAgg` (docs/design.md, "The PNG page").
 """
 
 from __future__ import annotations
@@ -88,7 +87,6 @@ def build_figure(report: Report) -> Figure:
     cpu.set_xlabel(f"{TIME_AXIS_LABEL}: the whole run", fontsize=9)
     timeline.set_xlim(*steps_time_range(report))
     cpu.set_xlim(*run_time_range(report))
-    # Phases are named on the steps panel, and on the CPU panel where it has data.
     shade_phases(timeline, report, label=True)
     if gpu is not None:
         shade_phases(gpu, report, label=False)
@@ -102,7 +100,7 @@ def build_figure(report: Report) -> Figure:
         draw_watch_panel(side, report)
     else:
         draw_pipeline(side, report)
-    if step_time_shown(report):  # the model sets the rate
+    if step_time_shown(report):
         draw_step_time(figure.add_axes(step_time_rect(figure, side), label="step-time"), report)
     else:
         cost_rect = under(figure, side, COST_RECT, COST_TITLE_ROOM)

@@ -31,9 +31,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 KIND_COLOURS = {"op_type": COMPUTE_COLOUR, "scope": SCOPE_COLOUR, "host_gap": HOST_GAP_COLOUR}
-# Geometry in figure fractions. The names column starts right of the host CPU panel's last
-# tick label; the bars start where the longest TF op names (about 35 characters,
-# "DepthwiseConv2dNativeBackpropFilter") end at the bars' font.
+# Geometry in figure fractions: the names start right of the host CPU panel's last tick label,
+# the bars where TF's longest op name ends at `BAR_FONT` (docs/design.md, "The PNG page").
 NAMES_LEFT = 0.633
 BARS_LEFT = 0.80
 BARS_WIDTH = RIGHT_EDGE - 0.005 - BARS_LEFT

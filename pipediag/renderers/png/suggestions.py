@@ -1,6 +1,5 @@
-"""The foot of the page, "What to change": the change the answer names with its code, the
-other top fixes, then the lists of `change_lists.py`; with lists the lines close up and what
-still does not fit is cut from the end (docs/design.md, "The PNG page")."""
+"""The foot of the page, "What to change": the answer's change with its code, the other top
+fixes, then the lists of `change_lists.py` (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ CHANGE_FONT_SHRINK = 3.0
 CHANGE_MAX_CHARS = 220
 SUGGESTION_MAX_CHARS = 150
 WARNING_SIGN = "\N{WARNING SIGN} "
-# With lists: the foot starts just under the host CPU panel's axis label, and lines close
-# up to `MIN_LINE_STEP` at most.
+# With lists: the foot starts just under the host CPU panel's axis label.
 LISTS_TOP_Y = 0.162
 LISTS_FIRST_Y = 0.137
 LAST_LINE_Y = 0.018

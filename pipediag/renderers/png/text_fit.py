@@ -80,7 +80,6 @@ def left_edge(figure: Figure, artist: Text) -> float:
 
 
 def clip(text: str, limit: int) -> str:
-    """At most `limit` characters, the last an ellipsis when cut."""
     return text if len(text) <= limit else text[: limit - 1] + ELLIPSIS
 
 

@@ -33,13 +33,12 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 MAX_STEP_BARS = 300  # above this many steps, aggregate into time bins
-TIME_BINS = 150  # bins used when aggregating
+TIME_BINS = 150
 # The y axis: share of step time (%), with a label strip above 100%.
 SHARE_MAX_PCT = 100.0
 LABEL_STRIP_BOTTOM_PCT = 104.0
 LABEL_STRIP_HEIGHT_PCT = 10.0
 TIMELINE_YMAX_PCT = 116.0
-# The y axis's ticks and their labels: the shares, and the label strip's middle.
 SHARE_TICKS = (
     [0, 50, 100, LABEL_STRIP_BOTTOM_PCT + LABEL_STRIP_HEIGHT_PCT / 2],
     ["0%", "50%", "100%", "label"],
@@ -316,8 +315,7 @@ def run_time_range(report: Report) -> tuple[float, float]:
 
 
 def draw_phase_verdicts(axes: Axes, report: Report) -> None:
-    """Each phase of training (e.g. epoch 1 filling a cache) with its own verdict, over its
-    steps, between dashed lines."""
+    """Each phase of training with its own verdict, over its steps, between dashed lines."""
     spans = phase_spans(report)
     if not spans:
         return
