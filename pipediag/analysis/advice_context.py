@@ -7,8 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipediag.analysis.input_cost import samples_during
-from pipediag.analysis.run_terms import fit_adds_s, trial_in_run_terms
-from pipediag.report.model import Gain, PipelineOptions, Report, Suggestion, timed_steps
+from pipediag.analysis.run_terms import trial_in_run_terms
+from pipediag.report.model import (
+    Gain,
+    PipelineOptions,
+    Report,
+    Suggestion,
+    timed_steps,
+)
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
@@ -19,7 +25,7 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import FixName, SuggestionKind
+from pipediag.report.vocabulary import FixName, SuggestionKind, TrialOutcome
 
 # The GIL: a sleeping py_function map went 53 -> 81 batches/s (1.5x) on 2 cores
 # (docs/design.md, "tf.data behaviours").
@@ -141,16 +147,6 @@ def parallel_estimate(ctx: Context, own_s: float | None, parallelism: float) -> 
     return total / fixed if fixed > 0 else None
 
 
-def trial_text(trial: FixTrial | None) -> str:
-    if trial is not None and trial.verified and trial.speedup is not None:
-        return (
-            f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"
-            f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x over"
-            f" {_rounds(trial.rounds)})."
-        )
-    return ""
-
-
 def not_verified(trial: FixTrial | None) -> Reason | None:
     if trial is None:
         return Reason("no-whatif-run")
@@ -168,14 +164,10 @@ def verified_to_gain(trial: FixTrial | None) -> bool:
     return speedup is not None and speedup >= VERIFIED_MIN_GAIN
 
 
-def share_fix(
-    rule_id: str, title: str, evidence: str, code: str, share: float | None
-) -> Suggestion:
+def share_fix(rule_id: str, code: str, share: float | None) -> Suggestion:
     """A fix that removes `share` of training time: at best 1 / (1 - share) as fast."""
     estimate = None if share is None else 1.0 / max(1e-9, 1.0 - share)
-    return Suggestion(
-        id=rule_id, title=title, evidence=evidence, code=code, estimate=estimate, kind="fix"
-    )
+    return Suggestion(id=rule_id, code=code, estimate=estimate, kind="fix")
 
 
 @dataclass(frozen=True)
@@ -183,9 +175,7 @@ class FixProposal:
     """A stage rule's fix before any trial judges it; `stats` None: the whole pipeline,
     `estimated`: the pipeline speedup guessed without running anything."""
 
-    title: str
     stats: StageStats | None
-    evidence: str
     code: str
     estimated: float | None
 
@@ -201,8 +191,7 @@ def fix_suggestion(
 ) -> Suggestion:
     """Measured on training beats on the pipeline alone (where a prefetch shows nothing and a
     parallel map may gain yet take the step's cores), which beats estimated."""
-    title, stats = proposal.title, proposal.stats
-    evidence = proposal.evidence + trial_text(trial)
+    stats = proposal.stats
     estimated = proposal.estimated
     verified = verified_gain(trial)
     basis = verified if verified is not None else estimated
@@ -212,36 +201,30 @@ def fix_suggestion(
     )
     verified_alone = verified  # what orders the fix after the prediction, unless ruled out
     kind: SuggestionKind = "fix"
+    outcome: TrialOutcome | None = None
     not_on_training: Reason | None = None
     if on_training is not None:
         assert trial is not None
-        evidence += training_text(ctx, trial)
+        outcome = "on-training"
         high = trial.facts.training_speedup_high
         if high is not None and high >= VERIFIED_MIN_GAIN and on_training < VERIFIED_MIN_GAIN:
             # The rounds could not tell (a busy host): neither a gain nor a loss is shown.
-            evidence += " On training the result was unclear: " + (
-                "the gain shown is the pipeline alone's."
-                if verified is not None
-                else "its gain is not measured."
-            )
-            on_training = None
+            outcome, on_training = "unclear-on-training", None
         elif on_training < VERIFIED_MIN_GAIN:
-            kind = "note"
-            title += f" (measured {on_training:.2f}x on your training: not worth it)"
+            kind, outcome = "note", "under-worth-it-on-training"
     elif trial is not None and trial.facts.covered_by_cache:
         # The search kept a cache over this stage: the fix would change the first epoch
         # only, so no gain is forecast or ranked.
         kind, predicted, estimated, verified_alone = "note", None, None, None
-        title += " (not needed under the kept cache)"
+        outcome = "covered-by-cache"
         not_on_training = trial.training_reason
     elif measured_gate and verified is not None and verified < VERIFIED_MIN_GAIN:
         # Measured not to help: no end-to-end forecast, which could read as a gain.
-        kind, predicted = "note", 1.0
-        title += f" (measured {verified:.2f}x here: not worth it)"
+        kind, predicted, outcome = "note", 1.0, "under-worth-it-alone"
     else:
         # The prediction itself is never said: it only orders the fixes nothing measured.
         if ctx.saturated and predicted == 1.0:
-            evidence += " The CPU is saturated, so more threads cannot run."
+            outcome = "saturated"
         if trial is not None and trial.training_reason:
             not_on_training = trial.training_reason
     if on_training is not None:
@@ -252,45 +235,17 @@ def fix_suggestion(
         measured = Gain()
     return Suggestion(
         id=rule_id,
-        title=title,
         stage=stage_name(stats) if stats is not None else None,
         stage_index=stats.index if stats is not None else None,
-        evidence=evidence.strip(),
         code=proposal.code,
         gain=measured,
         estimate=next((e for e in (predicted, verified_alone, estimated) if e is not None), None),
         kind=kind,
         fix=trial.fix if trial is not None else None,
+        outcome=outcome,
         not_on_training=not_on_training,
         not_verified=not_verified(trial),
     )
-
-
-def stage_at(stats: StageStats) -> str:
-    return f"{stage_name(stats)} at {stats.source}" if stats.source else stage_name(stats)
-
-
-def stage_cost_text(ctx: Context, stats: StageStats) -> str:
-    own = stats.own_s_per_batch
-    share = ctx.share(own)
-    text = stage_at(stats)
-    if own is not None:
-        text += f" adds {own * 1000:.1f} ms per batch"
-        # Up to 5% over the whole is a difference of noisy rates, not a real excess: "all of
-        # it" ("11.2 ms, more than the pipeline's 11.2 ms" read as a contradiction).
-        if share is not None and ctx.time_per_batch_s is not None and share <= 1.05:
-            text += f" of the pipeline's {ctx.time_per_batch_s * 1000:.1f} ms ({min(share, 1):.0%})"
-        elif ctx.time_per_batch_s is not None:
-            # Timed up to this stage, tf.data cannot overlap it with what follows (no
-            # injected prefetch, no map-and-batch fusion), so it can exceed the whole.
-            text += (
-                f" when timed up to this stage, more than the whole pipeline's "
-                f"{ctx.time_per_batch_s * 1000:.1f} ms, where tf.data overlaps it with the "
-                "stages after it: it is nearly all of the pipeline's cost"
-            )
-    if ctx.pipeline_rate:
-        text += f"; the pipeline alone delivers {ctx.pipeline_rate:.1f} batches/s"
-    return text + "."
 
 
 def worth_fixing(ctx: Context, stats: StageStats) -> bool:
@@ -307,43 +262,3 @@ def fn_name(stats: StageStats) -> str:
     """A lambda gets a placeholder."""
     name = stats.function
     return name if name and all(p.isidentifier() for p in name.split(".")) else "fn"
-
-
-def training_text(ctx: Context, trial: FixTrial) -> str:
-    assert trial.training_speedup is not None
-    low, high = trial.facts.training_speedup_low, trial.facts.training_speedup_high
-    interval = (
-        f", 90% interval {low:.2f}-{high:.2f}x" if low is not None and high is not None else ""
-    )
-    what = "train function" if ctx.report.train.style == "keras-fit" else "training"
-    text = (
-        f" Tried on your {what}: {trial.training_baseline_steps_per_s:.1f} -> "
-        f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
-        f"over {_rounds(trial.training_rounds)}{interval})."
-    )
-    if trial.facts.above_step_alone:
-        text += (
-            " The fixed pipeline fed it faster than the train step alone ran, so its rate "
-            "is taken at the step alone's: the most a pipeline can give."
-        )
-    added_s = fit_adds_s(ctx.report, trial.training_baseline_steps_per_s)
-    gain, _ = trial_in_run_terms(ctx.report, trial)
-    if added_s is not None and gain is not None:
-        text += (
-            f" Counting the {added_s * 1e3:.1f} ms fit adds around each step, training runs "
-            f"{gain:.2f}x as fast."
-        )
-    return text
-
-
-def _rounds(count: int) -> str:
-    return f"{count} interleaved round{'s' if count != 1 else ''}"
-
-
-def bytes_text(count: int | None) -> str:
-    if count is None:
-        return "unknown size"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if count >= scale:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count} B"

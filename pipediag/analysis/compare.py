@@ -3,7 +3,7 @@ Stages are matched by what they do, fixes by id and stage (docs/design.md, "Comp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pipediag.analysis import noise
@@ -82,13 +82,15 @@ class StageChange:
 
 @dataclass(frozen=True)
 class FixChange:
-    """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT."""
+    """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT. `shown` is the
+    suggestion whose words are shown (the new run's, where it has one), `report` its run's."""
 
     id: str
-    title: str
     stage: str | None
     kind: str
     status: str
+    shown: Suggestion
+    report: Report
     base: Suggestion | None = None
     new: Suggestion | None = None
 
@@ -179,7 +181,7 @@ def compare_reports(base: Report, new: Report, rules: NoiseRules = DEFAULT_RULES
         rates=rates,
         shares=shares,
         stages=_stages(base, new, rules),
-        fixes=_fixes(base.suggestions, new.suggestions),
+        fixes=_fixes(base, new),
     )
 
 
@@ -347,16 +349,16 @@ def _stage_judgement(base: float, new: float, batch_s: float | None, rules: Nois
     return FASTER if new < base else SLOWER
 
 
-def _fixes(base: Iterable[Suggestion], new: Iterable[Suggestion]) -> list[FixChange]:
-    before = {(s.id, s.stage): s for s in base}
-    after = {(s.id, s.stage): s for s in new}
+def _fixes(base: Report, new: Report) -> list[FixChange]:
+    before = {(s.id, s.stage): s for s in base.suggestions}
+    after = {(s.id, s.stage): s for s in new.suggestions}
     changes = []
     for key, s in after.items():
         old = before.get(key)
         status = KEPT if old is not None else APPEARED
-        changes.append(FixChange(s.id, s.title, s.stage, s.kind, status, old, s))
+        changes.append(FixChange(s.id, s.stage, s.kind, status, s, new, old, s))
     changes += [
-        FixChange(s.id, s.title, s.stage, s.kind, GONE, s)
+        FixChange(s.id, s.stage, s.kind, GONE, s, base, s)
         for key, s in before.items()
         if key not in after
     ]

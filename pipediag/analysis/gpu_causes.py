@@ -13,16 +13,15 @@ CAUSE_HOST: Final = "host-overhead"
 CAUSE_TRANSFER: Final = "transfer"
 # In the order idle time is attributed to them.
 CAUSES: tuple[GpuIdleCause, ...] = (CAUSE_INPUT, CAUSE_TRANSFER, CAUSE_HOST)
-# The advisor's (title, code) for a cause other than input.
-CAUSE_FIXES: dict[GpuIdleCause, tuple[str, str]] = {
+# The code of the advisor's fix for a cause other than input (its words:
+# renderers/advice_words.py).
+CAUSE_FIX_CODE: dict[GpuIdleCause, str] = {
     CAUSE_HOST: (
-        "the GPU idles on host-side overhead: fewer, larger steps",
         "model.compile(..., steps_per_execution=32, jit_compile=True)  # Keras\n"
-        "# or raise the batch size so each step launches more work per Python call",
+        "# or raise the batch size so each step launches more work per Python call"
     ),
     CAUSE_TRANSFER: (
-        "the GPU idles on host-to-device copies: overlap them with compute",
         "ds = ds.apply(tf.data.experimental.prefetch_to_device('/gpu:0'))\n"
-        "# or copy fewer bytes: cast to uint8/bfloat16 on the host, decode on the device",
+        "# or copy fewer bytes: cast to uint8/bfloat16 on the host, decode on the device"
     ),
 }

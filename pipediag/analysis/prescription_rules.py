@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pipediag.analysis.advice_context import Context, training_text
+from pipediag.analysis.advice_context import Context
 from pipediag.analysis.run_terms import most_input_gives, rewrite_in_run_terms, trial_in_run_terms
-from pipediag.report.fixes import fix_words
 from pipediag.report.model import Gain, Suggestion
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
@@ -24,35 +23,15 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
     prescription = ctx.report.pipeline.prescription
     if prescription is None or len(prescription.kept) < 2:
         return []
-    low, high = prescription.training_speedup_low, prescription.training_speedup_high
     gain, gain_interval = rewrite_in_run_terms(ctx.report, prescription)
     if gain is None or gain < VERIFIED_MIN_GAIN:
         return []
-    steps = "; ".join(
-        f"{fix_words_at(c.fix, c.stage)}: {c.training_speedup:.2f}x"
-        + (" on top of the ones before" if c.after else "")
-        for c in prescription.kept
-        if c.training_speedup is not None
-    )
-    interval = ""
-    if low is not None and high is not None:
-        interval = f", 90% interval {low:.2f}x-{high:.2f}x"
-    evidence = (
-        f"Each rewrite was tried on your training on top of the ones kept before it ({steps}). "
-        f"Together against your pipeline: {prescription.baseline_steps_per_s:.1f} -> "
-        f"{prescription.variant_steps_per_s:.1f} steps/s "
-        f"({prescription.training_speedup:.2f}x{interval})."
-    )
-    # What the rewritten lines change in what the pipeline yields is said by the renderer
-    # after this (`renderers/prescription_words.py::changes_besides_speed`).
     code = "\n".join(line.text for line in prescription.code) or "\n".join(
         f"# {fix_words_at(c.fix, c.stage)}" for c in prescription.kept
     )
     return [
         Suggestion(
             id=rule_id,
-            title=f"rewrite the pipeline ({len(prescription.kept)} changes, measured together)",
-            evidence=evidence,
             code=code,
             gain=Gain("training", gain, gain_interval),
             kind="fix",
@@ -71,18 +50,11 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
         low = trial.facts.training_speedup_low
         if gain is None or gain < VERIFIED_MIN_GAIN or low is None or low <= 1.0:
             continue  # no gain, or one its interval does not make clear
-        on_top = (
-            f" (on top of {', '.join(fix_words(f) for f in trial.facts.training_after)})"
-            if trial.facts.training_after
-            else ""
-        )
         extra.append(
             Suggestion(
                 id=MEASURED_RULE,
-                title=f"{fix_words_at(trial.fix, trial.stage)}{on_top}",
                 stage=trial.stage or None,
                 stage_index=trial.stage_index,
-                evidence=training_text(ctx, trial).strip(),
                 code=f"# {fix_words_at(trial.fix, trial.stage)}",
                 gain=Gain("training", gain, interval),
                 kind="fix",

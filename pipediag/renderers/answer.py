@@ -7,6 +7,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from pipediag.analysis.compare import training_rate
+from pipediag.renderers.advice_words import title_of
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
 from pipediag.renderers.files import REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.hardware_words import process_cpu_text
@@ -141,7 +142,9 @@ def the_change(report: Report) -> Change:
     ]
     fix = max(on_training, key=lambda s: s.gain.speedup or 0.0, default=None)
     if fix is not None:
-        words = f"{fix.title}: {gain(fix.gain.speedup or 1.0)} measured on your training"
+        words = (
+            f"{title_of(fix, report)}: {gain(fix.gain.speedup or 1.0)} measured on your training"
+        )
         return Change(words, _code(fix.code.splitlines()), fix)
     if report.verdict.label == "compute-bound":
         alone = model_side_of(report)
@@ -154,13 +157,14 @@ def the_change(report: Report) -> Change:
     if not fixes:
         return Change(NO_CHANGE)
     fix = fixes[0]
+    title = title_of(fix, report)
     cached = from_epoch_two(report, fix)
     if cached is not None:
-        words = f"{fix.title}: {gain(cached)} on your training from epoch 2 ({MEASURED_HELD})"
+        words = f"{title}: {gain(cached)} on your training from epoch 2 ({MEASURED_HELD})"
         return Change(words, _code(fix.code.splitlines()), fix)
     bound = bound_of(fix)
     if not bound:
-        return Change(f"{fix.title} (not measured on your training)", suggestion=fix)
+        return Change(f"{title} (not measured on your training)", suggestion=fix)
     held = gain(bound)
     # The lower of two bounds holds: the hold can read above T/A by the host's noise.
     free = speedup_if_input_free(report.verdict, training_rate(report))
@@ -170,7 +174,7 @@ def the_change(report: Report) -> Change:
         most, why = gain(free), f"{IF_INPUT_FREE}; holding its output measured {held}"
     else:
         most, why = held, MEASURED_HELD
-    return Change(f"{fix.title}: at most {most} on your training ({why})", suggestion=fix)
+    return Change(f"{title}: at most {most} on your training ({why})", suggestion=fix)
 
 
 def _change(report: Report, width: int) -> list[str]:
@@ -190,7 +194,7 @@ def _more(report: Report, width: int) -> list[str]:
     end as planned."""
     lines = []
     for warning in suggestions_of(report, WARNING)[:1]:
-        lines += _wrap(f"Warning: {warning.title}", width, most=1)
+        lines += _wrap(f"Warning: {title_of(warning, report)}", width, most=1)
     if not report.complete:
         lines += _wrap(f"Run: {run_status(report)}", width, most=1)
     return lines

@@ -30,6 +30,7 @@ from pipediag.analysis.compare import (
     RunIdentity,
     StageChange,
 )
+from pipediag.renderers.advice_words import title_of
 from pipediag.renderers.cost_words import COST_PART_NAMES
 from pipediag.renderers.numbers import gain, gain_range, percent, slower, utc_time
 from pipediag.renderers.rate_words import COMPUTE_ALONE_WORDS, PIPELINE_ALONE_WORDS, TRAINING_WORDS
@@ -186,7 +187,8 @@ def _fixes(fixes: list[FixChange]) -> list[str]:
     lines = ["Suggestions (by id and stage)"]
     for fix in sorted(fixes, key=lambda f: f.status == "kept"):  # those that moved first
         status = FIX_STATUS_WORDS.get(fix.status, fix.status)
-        lines.append(f"  {status:<5} [{fix.id}] {fix.title}{_fix_gain(fix)}")
+        title = title_of(fix.shown, fix.report)
+        lines.append(f"  {status:<5} [{fix.id}] {title}{_fix_gain(fix)}")
     return lines
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from pipediag.analysis.advice_context import bytes_text
 from pipediag.analysis.prescription_rules import PRESCRIPTION_RULE
 from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.numbers import gain, gain_within
 from pipediag.renderers.reason_words import reason_words
+from pipediag.renderers.stage_advice_words import bytes_text
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.names import fix_words_at

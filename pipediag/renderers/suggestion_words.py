@@ -4,6 +4,7 @@ fix as a key figure."""
 from __future__ import annotations
 
 from pipediag.analysis.compare import training_rate
+from pipediag.renderers.advice_words import title_of
 from pipediag.renderers.cost_words import speedup_if_input_free
 from pipediag.renderers.numbers import DASH, gain, gain_within
 from pipediag.report.fixes import fix_facts
@@ -36,13 +37,13 @@ def gains_text(s: Suggestion) -> str:
     return f"on the pipeline alone {figure}"
 
 
-def suggestion_line(s: Suggestion, max_chars: int | None = None) -> str:
+def suggestion_line(s: Suggestion, report: Report, max_chars: int | None = None) -> str:
     """One line, unnumbered; with `max_chars`, only the title is shortened to fit."""
     head = f"[{s.id}] " + (MAY_CHANGE_RESULTS if s.correctness_warning else "")
-    stage = f" (stage: {s.stage})" if s.stage and s.stage not in s.title else ""
+    title = title_of(s, report)
+    stage = f" (stage: {s.stage})" if s.stage and s.stage not in title else ""
     gains = gains_text(s)
     tail = stage + (f"  ({gains})" if gains else "")
-    title = s.title
     if max_chars is not None and len(head) + len(title) + len(tail) > max_chars:
         room = max(1, max_chars - len(head) - len(tail))
         title = title[: room - 1].rstrip() + "\N{HORIZONTAL ELLIPSIS}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable
 
+from pipediag.renderers.advice_words import suggestion_words
 from pipediag.renderers.cost_words import (
     WAIT_SHARE_SOURCE,
     contention_evidence,
@@ -186,7 +187,7 @@ def _suggestions(report: Report) -> list[str]:
             continue
         lines += ["", heading]
         for n, s in enumerate(chosen, 1):
-            lines.append(f" {n}. {suggestion_line(s)}")
+            lines.append(f" {n}. {suggestion_line(s, report)}")
             lines += _wrapped(_evidence(report, s), CODE_INDENT)
             lines += [CODE_INDENT + line for line in s.code.splitlines()]
     return lines
@@ -195,7 +196,8 @@ def _suggestions(report: Report) -> list[str]:
 def _evidence(report: Report, suggestion: Suggestion) -> str:
     """The evidence (with what the rewritten pipeline changes besides the speed), then why
     the fix was refused, not verified, not tried, or not found."""
-    parts = [suggestion.evidence, changes_besides_speed(report, suggestion)]
+    evidence = suggestion_words(suggestion, report).evidence
+    parts = [evidence, changes_besides_speed(report, suggestion)]
     for before, reason in (
         ("As written, ", suggestion.refused_as_written),
         ("Not verified: ", suggestion.not_verified),

@@ -121,6 +121,11 @@ def _upgrade_lists_in(data: dict[str, Any], key: str, upgrades: dict[str, _Upgra
         data[key] = dict(section, **lists)
 
 
+def _upgrade_suggestions(data: dict[str, Any], upgrade: _Upgrade) -> None:
+    if isinstance(data.get("suggestions"), list):
+        data["suggestions"] = _each_object(data["suggestions"], upgrade)
+
+
 def _each_object(items: Any, upgrade: _Upgrade) -> list[Any]:
     """`upgrade` applied to each object of a list read from JSON; anything else stays as
     read, for `_build` to refuse with its reason."""
@@ -221,9 +226,7 @@ def _from_version_5(data: dict[str, Any]) -> dict[str, Any]:
     """Each suggestion's five speedups become its one gain, where it was measured (on
     training, a stage held, the pipeline alone), and one estimate."""
     data = dict(data, schema_version=6)
-    suggestions = data.get("suggestions")
-    if isinstance(suggestions, list):
-        data["suggestions"] = _each_object(suggestions, _suggestion_v5)
+    _upgrade_suggestions(data, _suggestion_v5)
     return data
 
 
@@ -416,8 +419,7 @@ def _semantics_and_numerics_v9(data: dict[str, Any]) -> None:
         prescription = pipeline["prescription"]
         lines = _each_object(prescription.get("code"), _semantics_coded)
         data["pipeline"] = dict(pipeline, prescription=dict(prescription, code=lines))
-    if isinstance(data.get("suggestions"), list):
-        data["suggestions"] = _each_object(data["suggestions"], _suggestion_v9)
+    _upgrade_suggestions(data, _suggestion_v9)
     _upgrade_lists_in(data, "compute_alone", {"trials": _model_trial_v9})
 
 
@@ -453,6 +455,18 @@ def _model_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
+def _from_version_9(data: dict[str, Any]) -> dict[str, Any]:
+    data = dict(data, schema_version=10)
+    _upgrade_suggestions(data, _suggestion_words_kept)
+    return data
+
+
+def _suggestion_words_kept(suggestion: dict[str, Any]) -> dict[str, Any]:
+    kept = dict(suggestion)
+    words = {"title": kept.pop("title", ""), "evidence": kept.pop("evidence", "")}
+    return dict(kept, as_written=words)
+
+
 # What each version changed, and the step that brings a report of the version before to it:
 # 2: pipediag's own findings about stages and fix trials are typed fields, not "true" strings.
 # 3: a stage's `auto_parallel`, `not_measured` and `graph_error` left `settings`; a fix
@@ -470,6 +484,8 @@ def _model_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
 #    (words) is `up_to`, the label of its last stage; what a rewrite changes in what the
 #    pipeline yields (`semantics`) is codes, and a model trial's numerics its float32 layers;
 #    a service blocker's facts are typed, an older one's sentence kept (`detail_as_written`).
+# 10: a suggestion's words are made from the report's facts (`Suggestion.outcome` says how
+#    its trial was read); an older one's title and evidence are kept (`as_written`).
 _UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),
@@ -479,6 +495,7 @@ _UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
     (7, _from_version_6),
     (8, _from_version_7),
     (9, _from_version_8),
+    (10, _from_version_9),
 )
 
 

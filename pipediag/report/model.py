@@ -37,13 +37,14 @@ from pipediag.report.vocabulary import (
     StopReason,
     SuggestionKind,
     TrainStyle,
+    TrialOutcome,
     UncertainReason,
     VerdictLabel,
 )
 from pipediag.report.watch import WatchSection
 
 # What each version changed, and how older reports are converted: `report/io.py`.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
@@ -355,13 +356,21 @@ class Gain:
 
 
 @dataclass(frozen=True)
+class SuggestionWords:
+    """A suggestion's heading and the evidence for it, in words."""
+
+    title: str
+    evidence: str = ""
+
+
+@dataclass(frozen=True)
 class Suggestion:
-    """One fix, with the evidence for it, the code to write and its one measured gain."""
+    """One fix or finding of a rule (`id`), the code to write and its one measured gain. Its
+    words are made from the report's facts (`renderers/advice_words.py`): its stage, its
+    trial (`fix`) and how that trial was read (`outcome`)."""
 
     id: str
-    title: str
     stage: str | None = None
-    evidence: str = ""
     code: str = ""
     gain: Gain = field(default_factory=Gain)
     # What orders the fixes nothing measured on training: the end-to-end prediction from the
@@ -371,6 +380,7 @@ class Suggestion:
     kind: SuggestionKind = "fix"
     stage_index: int | None = None
     fix: FixName | None = None  # the rewrite whose trial it reports; None: a rule, no trial
+    outcome: TrialOutcome | None = None
     # Why no fix was found or measured, why it was not verified on the pipeline alone, why
     # not tried on training, and (a vectorise through tf.vectorized_map) what the function as
     # written did on a batch (`TrialFacts.batch_refusal`).
@@ -378,6 +388,8 @@ class Suggestion:
     not_on_training: Reason | None = None
     not_verified: Reason | None = None
     refused_as_written: Reason | None = None
+    # A report before schema 10 stored the words, not the facts they were made from.
+    as_written: SuggestionWords | None = None
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,16 @@ SemanticsChange = Literal[
 # Why interleaved A/B rounds stopped (`TrialFacts.stopped`); "" when they did not run.
 TrialStop = Literal["clear gain", "clear no gain", "outranked", "budget", ""]
 
+# How a stage rule read its fix's trial (`Suggestion.outcome`).
+TrialOutcome = Literal[
+    "on-training",  # measured on training
+    "unclear-on-training",  # tried on training, the rounds could not tell
+    "under-worth-it-on-training",  # measured on training under the worth-it 1.05x
+    "covered-by-cache",  # not needed under the cache the search kept
+    "under-worth-it-alone",  # measured on the pipeline alone under the worth-it 1.05x
+    "saturated",  # not tried on training; only more threads, on a saturated CPU
+]
+
 # A change to the speed, a change to what is trained on, or a note.
 SuggestionKind = Literal["fix", "warning", "note"]
 # Where a fix's one gain was measured (`Gain.basis`): on training with the fix in place; on

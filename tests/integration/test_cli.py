@@ -115,14 +115,14 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     for s in suggestions:
         assert {
             "id",
-            "title",
             "stage",
-            "evidence",
             "code",
             "gain",
             "estimate",
             "correctness_warning",
+            "outcome",
         } <= set(s)
+        assert "title" not in s and s["as_written"] is None  # the renderers word it
         assert {"basis", "speedup", "interval"} <= set(s["gain"])
     if verdict == "input-bound":
         # the slow stage is the numpy_function map, and a fix names it

@@ -8,6 +8,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from worded import worded_advice
 
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, FEW_CORES_GAIN_SHARE
 from pipediag.analysis.advisor import advise
@@ -97,7 +98,7 @@ def _report(
 
 
 def _ids(report: Report) -> list[str]:
-    return [s.id for s in advise(report)]
+    return [s.id for s in worded_advice(report)]
 
 
 def _trial(fix: FixName, stage: int | None, speedup: float, **facts: Any) -> FixTrial:
@@ -121,7 +122,7 @@ def test_sequential_map_fix_carries_evidence_code_its_gain_and_an_estimate() -> 
     report = _report(_seq_map_pipeline(), trials=[_trial("parallel-map", 1, 2.0)])
 
     # WHEN advised
-    (top, *_) = advise(report)
+    (top, *_) = worded_advice(report)
 
     # THEN the map is named, with the user's function in the code, and the DS-Analyzer
     # prediction min(160, 40 * 2.0) / 38 is discounted for 2 shared cores
@@ -152,7 +153,7 @@ def test_compute_bound_gets_one_note_and_no_input_fix() -> None:
         _seq_map_pipeline(), label="compute-bound", pipeline_rate=300.0, compute_rate=100.0
     )
 
-    (note,) = advise(report)
+    (note,) = worded_advice(report)
 
     assert note.id == "PD000-pipeline-fine" and note.kind == "note"
     assert "3.0x" in note.title
@@ -166,8 +167,8 @@ def test_balanced_runs_still_get_input_fixes() -> None:
 def test_a_stage_cost_a_hair_over_the_whole_reads_as_all_of_it() -> None:
     # GIVEN a map measured at 25.5 ms on a 25 ms pipeline (noise), and one at 40 ms (timed up
     # to the stage, without the overlap the whole pipeline gets)
-    near = advise(_report(_seq_map_pipeline(own_s=0.0255)))[0].evidence
-    over = advise(_report(_seq_map_pipeline(own_s=0.040)))[0].evidence
+    near = worded_advice(_report(_seq_map_pipeline(own_s=0.0255)))[0].evidence
+    over = worded_advice(_report(_seq_map_pipeline(own_s=0.040)))[0].evidence
 
     # THEN the first is all of the pipeline's time, the second is explained as more than it
     assert "adds 25.5 ms per batch of the pipeline's 25.0 ms (100%)" in near
@@ -181,7 +182,7 @@ def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() 
         busy_pct=CPU_SATURATED_PCT + 5,
     )
 
-    found = {s.id: s for s in advise(report)}
+    found = {s.id: s for s in worded_advice(report)}
 
     saturated = found["PD010-cpu-saturated"]
     assert "95% busy" in saturated.evidence
@@ -199,10 +200,10 @@ def test_busy_but_not_saturated_cpu_is_not_reported() -> None:
 def test_a_fix_measured_without_gain_becomes_a_note_at_the_end() -> None:
     report = _report(_seq_map_pipeline(), trials=[_trial("parallel-map", 1, 0.99)])
 
-    (last,) = [s for s in advise(report) if s.id == "PD001-sequential-map"]
+    (last,) = [s for s in worded_advice(report) if s.id == "PD001-sequential-map"]
 
     assert last.kind == "note" and "not worth it" in last.title
-    assert advise(report)[-1] == last
+    assert worded_advice(report)[-1] == last
     # AND it forecasts no end-to-end gain that its title contradicts
     assert last.estimate == 1.0 and "End to end" not in last.evidence
 
@@ -218,7 +219,7 @@ def test_missing_prefetch_only_when_the_options_leave_none() -> None:
     )
 
     assert "PD003-no-prefetch" not in _ids(injected)
-    (fix,) = [s for s in advise(not_injected) if s.id == "PD003-no-prefetch"]
+    (fix,) = [s for s in worded_advice(not_injected) if s.id == "PD003-no-prefetch"]
     assert "inject_prefetch=false" in fix.evidence
     assert fix.code.startswith("ds = ds.prefetch(tf.data.AUTOTUNE)")
 
@@ -234,7 +235,7 @@ def test_cache_after_a_random_map_is_a_correctness_warning_ranked_first() -> Non
     report = _report(stages, trials=[_trial("parallel-map", 1, 2.0)])
 
     # WHEN advised
-    first, second, *_ = advise(report)
+    first, second, *_ = worded_advice(report)
 
     # THEN the warning comes before the speed fix
     assert first.id == "PD006-cache-after-random"
@@ -289,7 +290,7 @@ def test_a_shuffle_after_the_cache_does_not_unfreeze_random_augmentation() -> No
         StageStats(0, "shuffle", settings=StageSettings(buffer_size=5000)),
     )
 
-    (warning,) = [s for s in advise(_report(stages)) if s.id == "PD006-cache-after-random"]
+    (warning,) = [s for s in worded_advice(_report(stages)) if s.id == "PD006-cache-after-random"]
 
     assert "map(augment)" in warning.title and "shuffle" not in warning.title
 
@@ -319,7 +320,7 @@ def test_shuffle_buffer_thresholds_say_which(buffer: int, batch: int, expected: 
         StageStats(0, "batch", settings=StageSettings(batch_size=batch)),
     )
 
-    found = [s for s in advise(_report(stages)) if s.id == "PD008-small-shuffle-buffer"]
+    found = [s for s in worded_advice(_report(stages)) if s.id == "PD008-small-shuffle-buffer"]
 
     if expected is None:
         assert found == []
@@ -360,7 +361,9 @@ def test_cache_needs_a_fitting_size_and_a_costly_deterministic_prefix() -> None:
     )
     too_big = dataclasses.replace(fits, fits_in_memory=False)
 
-    (cache,) = [s for s in advise(_report(stages, trials=[fits])) if s.id == "PD005-cache-prefix"]
+    (cache,) = [
+        s for s in worded_advice(_report(stages, trials=[fits])) if s.id == "PD005-cache-prefix"
+    ]
     assert "4.0 MB" in cache.title and "from epoch 2" in cache.title
     assert cache.stage == "parallel-map(decode)"
     assert "PD005-cache-prefix" not in _ids(_report(stages, trials=[too_big]))
@@ -391,7 +394,7 @@ def test_a_checked_vectorisation_says_so_and_uses_its_measured_gain() -> None:
     checked = _trial("vectorize", 1, 12.0, sample_elements=512)
     report = _report(_vectorizable_pipeline(), trials=[checked])
 
-    (vectorize,) = [s for s in advise(report) if s.id == "PD004-vectorize-map"]
+    (vectorize,) = [s for s in worded_advice(report) if s.id == "PD004-vectorize-map"]
 
     assert vectorize.gain == Gain("pipeline-alone", 12.0)
     assert "On 512 of your elements" in vectorize.evidence
@@ -415,7 +418,7 @@ def test_a_vectorisation_through_vectorized_map_writes_that_code_and_why() -> No
     )
     report = _report(_vectorizable_pipeline(), trials=[checked])
 
-    (vectorize,) = [s for s in advise(report) if s.id == "PD004-vectorize-map"]
+    (vectorize,) = [s for s in worded_advice(report) if s.id == "PD004-vectorize-map"]
 
     assert "with tf.vectorized_map" in vectorize.title
     assert vectorize.refused_as_written == refusal
@@ -437,7 +440,7 @@ def test_autotune_off_is_named_with_its_measured_gain() -> None:
         trials=[_trial("autotune-on", None, 1.5)],
     )
 
-    (fix,) = [s for s in advise(report) if s.id == "PD009-autotune-off"]
+    (fix,) = [s for s in worded_advice(report) if s.id == "PD009-autotune-off"]
 
     assert fix.gain == Gain("pipeline-alone", 1.5)
     assert "options.autotune.enabled = True" in fix.code
@@ -457,10 +460,10 @@ def test_output_is_sorted_by_predicted_gain_and_deterministic() -> None:
     )  # fmt: skip
     report = _report(stages)
 
-    first = advise(report)
+    first = worded_advice(report)
 
     assert [s.stage for s in first] == ["map(big)", "map(small)"]
-    assert advise(report) == first
+    assert worded_advice(report) == first
     predicted = [s.estimate or 0 for s in first]
     assert predicted == sorted(predicted, reverse=True)
 
@@ -504,7 +507,7 @@ def _gpu_report(dominant: str, *, input_s: float, host_s: float, transfer_s: flo
 def test_gpu_idle_on_host_overhead_gets_the_launch_overhead_fix() -> None:
     # GIVEN a GPU idle 40% of the time, 3 of those 4 seconds on host-side overhead
     report = _gpu_report("host-overhead", input_s=0.5, host_s=3.0, transfer_s=0.5)
-    (fix,) = [s for s in advise(report) if s.id == "PD011-gpu-idle-cause"]
+    (fix,) = [s for s in worded_advice(report) if s.id == "PD011-gpu-idle-cause"]
     assert "steps_per_execution" in fix.code
     assert "75% of its idle time" in fix.evidence
     # removing 3 s of idle out of 10 s: 10 / 7
@@ -513,7 +516,7 @@ def test_gpu_idle_on_host_overhead_gets_the_launch_overhead_fix() -> None:
 
 def test_gpu_idle_on_transfer_gets_the_prefetch_to_device_fix() -> None:
     report = _gpu_report("transfer", input_s=0.2, host_s=0.3, transfer_s=2.0)
-    (fix,) = [s for s in advise(report) if s.id == "PD011-gpu-idle-cause"]
+    (fix,) = [s for s in worded_advice(report) if s.id == "PD011-gpu-idle-cause"]
     assert "prefetch_to_device" in fix.code
 
 
@@ -554,7 +557,7 @@ def test_a_map_under_a_shuffle_is_offered_hoisted_and_cached_with_its_hold_as_th
     # GIVEN the map's cache too slow to fill in a trial, its output held on training at 6.5x,
     # and its Python checked to give the same values twice
     report = _report(_hoist_pipeline(), trials=[_hoist_trial(python_repeatable=True)])
-    found = advise(report)
+    found = worded_advice(report)
     (hoist,) = [s for s in found if s.id == "PD018-hoist-cache"]
     # THEN the change is offered with that gain, the code moves the map above the shuffle
     assert hoist.title == "cache() after map(to_example), moved above shuffle (100.0 MB, fits)"
@@ -586,10 +589,10 @@ def test_no_hoisted_cache_over_python_that_gave_other_values_or_without_a_hold()
 def test_a_gain_measured_on_training_outranks_any_predicted_one() -> None:
     from pipediag.analysis.advisor import _sort_key
 
-    predicted = Suggestion("PD012-input-contention", "make it cheaper", estimate=1.64)
-    measured = Suggestion("PD001-sequential-map", "parallel map", gain=Gain("training", 1.21))
-    no_gain = Suggestion("PD003-no-prefetch", "prefetch", gain=Gain("training", 1.02))
-    warning = Suggestion("PD006-cache-after-random", "cache after random", correctness_warning=True)
+    predicted = Suggestion("PD012-input-contention", estimate=1.64)
+    measured = Suggestion("PD001-sequential-map", gain=Gain("training", 1.21))
+    no_gain = Suggestion("PD003-no-prefetch", gain=Gain("training", 1.02))
+    warning = Suggestion("PD006-cache-after-random", correctness_warning=True)
     found = [(2, predicted), (6, no_gain), (5, measured), (14, warning)]
 
     ranked = [s.id for _, s in sorted(found, key=lambda item: _sort_key(*item))]
@@ -602,9 +605,9 @@ def test_a_gain_measured_on_training_outranks_any_predicted_one() -> None:
 def test_a_fix_without_a_prediction_ranks_by_the_bound_it_carries() -> None:
     from pipediag.analysis.advisor import _sort_key
 
-    saturated = Suggestion("PD010-cpu-saturated", "the host CPU is saturated")
-    port = Suggestion("PD007-py-function", "port it", gain=Gain("held", 1.57))
-    predicted = Suggestion("PD012-input-contention", "make it cheaper", estimate=1.2)
+    saturated = Suggestion("PD010-cpu-saturated")
+    port = Suggestion("PD007-py-function", gain=Gain("held", 1.57))
+    predicted = Suggestion("PD012-input-contention", estimate=1.2)
     found = [(1, saturated), (2, predicted), (13, port)]
 
     ranked = [s.id for _, s in sorted(found, key=lambda item: _sort_key(*item))]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from synthetic_reports import synthetic_cost_report, synthetic_report
+from worded import written
 
 from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.answer import MAX_LINES, WIDTH, render_answer, report_line
@@ -48,13 +49,13 @@ def _with(report: Report, *suggestions: Suggestion) -> Report:
 def test_the_change_measured_fastest_on_training_leads_with_its_code() -> None:
     report = _with(
         synthetic_cost_report(cost_interval=(0.35, 0.5)),
-        Suggestion(
+        written(
             "PD001-sequential-map",
             "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
             code="ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
             gain=Gain("training", 1.8),
         ),
-        Suggestion(
+        written(
             "PD002-no-prefetch",
             "add prefetch(tf.data.AUTOTUNE) at the end",
             code="ds = ds.prefetch(tf.data.AUTOTUNE)",
@@ -78,7 +79,7 @@ def test_the_change_measured_fastest_on_training_leads_with_its_code() -> None:
 def test_no_code_for_a_change_not_measured_to_help() -> None:
     report = _with(
         synthetic_cost_report(cost_interval=(0.35, 0.5)),
-        Suggestion(
+        written(
             "PD001-sequential-map",
             "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
             code="ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
@@ -95,7 +96,7 @@ def test_no_code_for_a_change_not_measured_to_help() -> None:
 def test_a_fix_not_tried_on_training_is_named_as_not_measured_without_code() -> None:
     report = _with(
         synthetic_cost_report(cost_interval=(0.35, 0.5)),
-        Suggestion(
+        written(
             "PD007-py-function",
             "map(to_example) runs Python: port it to TF ops",
             code="# rewrite to_example with TensorFlow ops",
@@ -115,7 +116,7 @@ def test_a_held_stage_s_bound_above_t_over_a_is_capped_at_t_over_a() -> None:
     free = 1 / (1 - (base.verdict.input_cost_fraction or 0.0))
     report = _with(
         base,
-        Suggestion(
+        written(
             "PD007-py-function",
             "map(to_example) runs Python: port it to TF ops",
             gain=Gain("held", free * 1.2),
@@ -130,7 +131,7 @@ def test_a_cache_moved_above_its_shuffle_shows_its_held_gain_from_epoch_2_and_it
     base = synthetic_cost_report(cost_interval=(0.35, 0.5))
     report = _with(
         base,
-        Suggestion(
+        written(
             "PD018-hoist-cache",
             "cache() after map(to_example), moved above shuffle(1024) (24.0 MiB, fits)",
             code="ds = ds.map(to_example)\nds = ds.cache()\nds = ds.shuffle(1024)",
@@ -138,7 +139,7 @@ def test_a_cache_moved_above_its_shuffle_shows_its_held_gain_from_epoch_2_and_it
             estimate=1.5,
             fix="hoist-cache",
         ),
-        Suggestion(
+        written(
             "PD007-py-function",
             "map(to_example) runs Python: port it to TF ops",
             code="# rewrite to_example with TensorFlow ops",

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from report_fixtures import AFTER, BEFORE, COMPUTE_BOUND_RUN, RUN1, RUN2
 from synthetic_reports import synthetic_cost_report, synthetic_report
+from worded import written
 
 from pipediag.analysis import compare
 from pipediag.analysis.compare import compare_reports
@@ -17,7 +18,7 @@ from pipediag.cli import main
 from pipediag.renderers.compare_png import render_comparison_png
 from pipediag.renderers.compare_text import render_comparison
 from pipediag.report.io import load_report, save_report
-from pipediag.report.model import CostSplit, Gain, Report, Suggestion
+from pipediag.report.model import CostSplit, Gain, Report
 from pipediag.report.stages import StageStats
 
 
@@ -160,7 +161,7 @@ def test_stages_are_matched_by_what_they_do() -> None:
 
 def test_fixes_are_matched_by_id_and_stage() -> None:
     report = synthetic_report(steps=30)
-    fix_a = Suggestion(
+    fix_a = written(
         "PD001-sequential-map", "parallelise", stage="map(a)", gain=Gain("training", 1.4)
     )
     fix_b = replace(fix_a, stage="map(b)")

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 from synthetic_reports import CostEvidence, synthetic_cost_report
+from worded import worded_advice
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.run_terms import most_input_gives
@@ -18,13 +19,13 @@ from pipediag.report.trials import TrialFacts
 
 
 def _ids(report) -> list[str]:  # type: ignore[no-untyped-def]
-    return [s.id for s in advise(report)]
+    return [s.id for s in worded_advice(report)]
 
 
 def test_contention_gets_a_cheaper_pipeline_with_its_cores_left_to_the_step() -> None:
     # GIVEN input costing 44%, 40 points of it contention, the step waiting 4%
     report = synthetic_cost_report(wait=0.04, contention=0.40)
-    suggestions = advise(report)
+    suggestions = worded_advice(report)
     contention = next(s for s in suggestions if s.id == "PD012-input-contention")
     # THEN the fix says what contention is, with its evidence and the code to write
     assert "yet the step waited only 4% of the time" in contention.evidence
@@ -42,7 +43,7 @@ def test_per_pull_overhead_gets_fewer_larger_pulls() -> None:
         fetch=0.24,
         evidence=CostEvidence(pipeline_batches_per_s=5100.0, pull_s=0.0002),
     )
-    fetch = next(s for s in advise(report) if s.id == "PD013-per-pull-overhead")
+    fetch = next(s for s in worded_advice(report) if s.id == "PD013-per-pull-overhead")
     assert "0.20 ms" in fetch.evidence and "24% of training time" in fetch.evidence
     # the report's style decides the code: a custom loop gets the loop inside tf.function
     expected = "steps_per_execution" if report.train.style == "keras-fit" else "tf.range"
@@ -57,7 +58,7 @@ def test_an_input_cost_with_no_fix_says_why() -> None:
         report.pipeline, stages=[], deep_skipped_reason=Reason("deep-skipped", value=0.3, limit=0.4)
     )
     report = dataclasses.replace(report, pipeline=pipeline)
-    suggestions = advise(report)
+    suggestions = worded_advice(report)
     assert not [s for s in suggestions if s.kind == "fix"]
     note = next(s for s in suggestions if s.id == "PD014-no-input-fix")
     assert note.title.startswith("input costs 30%")
@@ -94,7 +95,7 @@ def _with_thread_cap(training_speedup: float) -> object:
 
 
 def test_a_thread_cap_measured_faster_on_training_backs_the_contention_fix() -> None:
-    suggestions = advise(_with_thread_cap(1.25))
+    suggestions = worded_advice(_with_thread_cap(1.25))
     contention = next(s for s in suggestions if s.id == "PD012-input-contention")
     assert contention.gain.on("training") == 1.25
     assert "Capped at 1 thread: Tried on your train function: 20.0 -> 25.0 steps/s" in (
@@ -105,7 +106,9 @@ def test_a_thread_cap_measured_faster_on_training_backs_the_contention_fix() -> 
 
 
 def test_a_thread_cap_that_does_not_help_training_is_not_suggested() -> None:
-    contention = next(s for s in advise(_with_thread_cap(0.97)) if s.id == "PD012-input-contention")
+    contention = next(
+        s for s in worded_advice(_with_thread_cap(0.97)) if s.id == "PD012-input-contention"
+    )
     # the cap is dropped from the code; cutting the pipeline's CPU per batch remains
     assert "private_threadpool_size" not in contention.code
     assert "Not the way here" in contention.evidence
@@ -141,7 +144,7 @@ def test_contention_names_the_costliest_stage_with_what_holding_it_gave_training
     # GIVEN contention dominating, a thread cap that did not help, and a random augmentation
     # map costing nearly all of each batch, the prefetch after it held in memory at 1.3x
     report = _with_augmentation_map(0.97, 1.3)
-    contention = next(s for s in advise(report) if s.id == "PD012-input-contention")
+    contention = next(s for s in worded_advice(report) if s.id == "PD012-input-contention")
     # THEN the change names that stage and line, and its gain is the hold's bound
     assert contention.title == "make parallel-map(augment) at train.py:147 cheaper"
     assert (contention.gain.basis, contention.gain.speedup) == ("held", 1.3)
@@ -156,18 +159,22 @@ def test_contention_names_the_costliest_stage_with_what_holding_it_gave_training
     )
     # a hold under the worth-it 1.05x is no gain to show
     under = next(
-        s for s in advise(_with_augmentation_map(0.97, 1.02)) if s.id == "PD012-input-contention"
+        s
+        for s in worded_advice(_with_augmentation_map(0.97, 1.02))
+        if s.id == "PD012-input-contention"
     )
     assert under.gain.speedup is None and "ran training" not in under.evidence
     # a hold read above what all input free gives (the host's noise) gives that bound
     noisy = _with_augmentation_map(0.97, 9.0)
-    above = next(s for s in advise(noisy) if s.id == "PD012-input-contention")
+    above = next(s for s in worded_advice(noisy) if s.id == "PD012-input-contention")
     assert above.gain.basis == "input-free"
     assert above.gain.speedup == pytest.approx(most_input_gives(noisy))
     assert "With input free, training would run" in above.evidence
     # and where the cap helped, the cap is the change, with its own gain
     capped = next(
-        s for s in advise(_with_augmentation_map(1.25, 1.3)) if s.id == "PD012-input-contention"
+        s
+        for s in worded_advice(_with_augmentation_map(1.25, 1.3))
+        if s.id == "PD012-input-contention"
     )
     assert "make it cheaper" in capped.title and capped.gain.on("training") == 1.25
 
@@ -180,7 +187,7 @@ def test_contention_gives_way_to_the_fix_that_says_how_at_its_stage() -> None:
     report = dataclasses.replace(
         report, pipeline=dataclasses.replace(report.pipeline, stages=stages)
     )
-    ids = [s.id for s in advise(report)]
+    ids = [s.id for s in worded_advice(report)]
     # THEN the fix that says how to make that stage cheaper is said, not both
     assert "PD007-py-function" in ids and "PD012-input-contention" not in ids
     # but more threads for it (a sequential map made parallel, not measured on training)
@@ -190,7 +197,7 @@ def test_contention_gives_way_to_the_fix_that_says_how_at_its_stage() -> None:
     threads = dataclasses.replace(
         report, pipeline=dataclasses.replace(report.pipeline, stages=sequential)
     )
-    found = {s.id: s for s in advise(threads)}
+    found = {s.id: s for s in worded_advice(threads)}
     assert "PD001-sequential-map" in found
     assert found["PD012-input-contention"].stage_index == found["PD001-sequential-map"].stage_index
 
@@ -208,7 +215,7 @@ def test_contention_beside_python_with_cores_free_gets_the_python_taken_out() ->
         verdict=dataclasses.replace(base.verdict, cost_split=split),
         pipeline=dataclasses.replace(base.pipeline, stages=stages),
     )
-    contention = next(s for s in advise(report) if s.id == "PD012-input-contention")
+    contention = next(s for s in worded_advice(report) if s.id == "PD012-input-contention")
     # THEN the fix names the Python stage and the lock; a thread cap is not the cure
     assert "interpreter lock" in contention.title
     assert "source(rows)" in contention.evidence and "1.2 of 2 cores" in contention.evidence
@@ -235,7 +242,7 @@ def test_an_epoch_start_that_dominates_gets_one_repeating_iterator() -> None:
         ),
         train=dataclasses.replace(base.train, style="keras-fit"),
     )
-    suggestions = advise(report)
+    suggestions = worded_advice(report)
     start = next(s for s in suggestions if s.id == "PD015-epoch-start")
     assert "1.80 s late (shuffle(10000) likely makes it)" in start.evidence
     assert "steps_per_epoch=140" in start.code and "ds.repeat()" in start.code

@@ -13,6 +13,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from synthetic_reports import RunLayout, synthetic_cost_report, synthetic_report
+from worded import written
 
 from pipediag.renderers.cost_words import cost_bar
 from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT
@@ -34,7 +35,7 @@ from pipediag.renderers.suggestion_words import best_fix, best_fix_figure
 from pipediag.renderers.summary import key_figures
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
-from pipediag.report.model import Gain, PhaseSpan, PhaseVerdict, Report, StepRecord, Suggestion
+from pipediag.report.model import Gain, PhaseSpan, PhaseVerdict, Report, StepRecord
 from pipediag.report.names import NO_VERDICT
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import GpuSection, HostSection
@@ -216,7 +217,7 @@ def test_bins_keep_total_wait_share() -> None:
 
 def test_suggestions_are_listed_with_gains_and_warnings() -> None:
     suggestions = [
-        Suggestion(f"PD00{i}", f"fix {i}", estimate=1.1 + i / 10, correctness_warning=i == 2)
+        written(f"PD00{i}", f"fix {i}", estimate=1.1 + i / 10, correctness_warning=i == 2)
         for i in range(7)
     ]
     suggestions[0] = dataclasses.replace(suggestions[0], gain=Gain("pipeline-alone", 2.5))
@@ -277,8 +278,8 @@ def test_what_to_change_lists_fixes_not_notes() -> None:
     report = dataclasses.replace(
         synthetic_report(),
         suggestions=[
-            Suggestion("PD001-sequential-map", "map(f): parallelise (measured 0.74x)", kind="note"),
-            Suggestion("PD007-py-function", "map(f): port it to TF ops"),
+            written("PD001-sequential-map", "map(f): parallelise (measured 0.74x)", kind="note"),
+            written("PD007-py-function", "map(f): port it to TF ops"),
         ],
     )
     # THEN only the fix is a thing to change, numbered first
@@ -480,7 +481,7 @@ def test_no_phases_no_phase_strip() -> None:
 
 def test_best_fix_shows_only_a_measured_gain() -> None:
     # GIVEN a fix whose gain rests on stage timings only
-    estimated = Suggestion("PD002", "vectorise", estimate=1.42)
+    estimated = written("PD002", "vectorise", estimate=1.42)
     report = dataclasses.replace(synthetic_cost_report(), suggestions=[estimated])
     # THEN the key figure says it was not measured, and no estimate is drawn
     assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
@@ -608,7 +609,7 @@ def test_rates_panel_says_why_stages_were_not_timed_and_marks_no_limit() -> None
 
 
 def test_suggestion_lines_give_the_measured_gain_as_the_text_does() -> None:
-    fix = Suggestion("PD002", "vectorise", estimate=1.42)
+    fix = written("PD002", "vectorise", estimate=1.42)
     report = dataclasses.replace(synthetic_report(), suggestions=[fix])
     ((line, _),) = suggestion_lines(report)
     assert line == "1. [PD002] vectorise  (gain not measured)"

@@ -10,6 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from synthetic_reports import synthetic_cost_report, synthetic_report
+from worded import written
 
 from pipediag.renderers.model_words import change_lines, time_bars, time_lines
 from pipediag.renderers.png import build_figure
@@ -30,7 +31,7 @@ from pipediag.renderers.prescription_words import (
 )
 from pipediag.renderers.text import render_text
 from pipediag.report.fixes import FIX_CACHE, FIX_MAP_FUSION, FIX_PARALLEL_MAP, FIX_PREFETCH
-from pipediag.report.model import ComputeAlone, Gain, Report, Suggestion
+from pipediag.report.model import ComputeAlone, Gain, Report
 from pipediag.report.model_side import ModelTrial, TopOp
 from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
 from pipediag.report.reasons import Reason
@@ -113,7 +114,7 @@ def _rewrites_report(tried: int = 3) -> Report:
         StageStats(2, "batch", "batch(32)", batches_per_s=35.0),
     ]
     pipeline = dataclasses.replace(report.pipeline, stages=stages, prescription=prescription)
-    fix = Suggestion(
+    fix = written(
         "PD001-sequential-map",
         "map(parse): add num_parallel_calls=tf.data.AUTOTUNE",
         stage="map(parse)",
@@ -330,7 +331,7 @@ def test_nothing_overlaps_and_everything_stays_on_the_page(build: object) -> Non
 def test_a_report_without_these_parts_draws_as_before() -> None:
     report = dataclasses.replace(
         synthetic_report(),
-        suggestions=[Suggestion("PD007-py-function", "map(f): port it to TF ops")],
+        suggestions=[written("PD007-py-function", "map(f): port it to TF ops")],
     )
     assert change_lists(report) == []
     figure = build_figure(report)
@@ -367,13 +368,13 @@ def test_the_cost_panel_moves_under_a_long_note_and_its_title_stays_on_the_page(
 
 
 def test_the_change_measured_to_help_leads_the_foot_with_its_code_and_is_not_listed_again() -> None:
-    measured = Suggestion(
+    measured = written(
         "PD001-sequential-map",
         "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
         code="ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)",
         gain=Gain("training", 1.8),
     )
-    other = Suggestion("PD007-py-function", "map(f): port it to TF ops")
+    other = written("PD007-py-function", "map(f): port it to TF ops")
     figure = build_figure(dataclasses.replace(synthetic_report(), suggestions=[measured, other]))
     (change,) = _by_gid(figure, "change")
     assert change.get_text() == (
@@ -395,8 +396,8 @@ def test_a_long_change_is_drawn_whole_in_a_smaller_font() -> None:
         "and map(augment) in parallel with num_parallel_calls=AUTOTUNE"
     )
     code = "ds = ds.map(to_example)\nds = ds.cache()\nds = ds.shuffle(1024, seed=0)"
-    measured = Suggestion("PD001-sequential-map", title, code=code, gain=Gain("training", 1.8))
-    other = Suggestion("PD007-py-function", "map(f): port it to TF ops")
+    measured = written("PD001-sequential-map", title, code=code, gain=Gain("training", 1.8))
+    other = written("PD007-py-function", "map(f): port it to TF ops")
     figure = build_figure(dataclasses.replace(synthetic_report(), suggestions=[measured, other]))
     # THEN every word is drawn, on one bold line, smaller than the code under it
     (change,) = _by_gid(figure, "change")

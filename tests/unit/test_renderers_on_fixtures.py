@@ -173,7 +173,7 @@ def test_text_suggestions_are_the_summary_lines_grouped_by_kind(
         start = lines.index(heading)
         numbered = [line for line in lines[start + 1 :] if line[:4].strip().endswith(".")]
         for n, s in enumerate(chosen, 1):
-            assert numbered[n - 1] == f" {n}. {suggestion_line(s)}"
+            assert numbered[n - 1] == f" {n}. {suggestion_line(s, report)}"
 
 
 def test_phases_row_of_the_cache_run() -> None:
@@ -237,8 +237,8 @@ def test_png_suggestion_lines_are_the_texts(recorded: tuple[Report, str, list[st
     assert len(lines) == min(len(listed), 5)
     for (line, _), s in zip(lines, listed, strict=False):
         # the page numbers one list, the text one per group: the rest of the line is the same
-        assert line.split(". ", 1)[1] == suggestion_line(s)
-        assert suggestion_line(s) in text
+        assert line.split(". ", 1)[1] == suggestion_line(s, report)
+        assert suggestion_line(s, report) in text
     # the page draws them in order, as many as its foot has room for beside the change
     on_page = [line for line, _ in lines if line in png]
     assert on_page == [line for line, _ in lines][: len(on_page)]

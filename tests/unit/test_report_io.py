@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from synthetic_reports import synthetic_cost_report, synthetic_report
+from worded import worded, worded_advice
 
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.enrich import enrich_report
@@ -597,8 +598,10 @@ def test_a_recorded_reports_settings_and_options_read_in_the_same_words() -> Non
     no_prefetch["pipeline"]["stages"].pop()
     no_prefetch["pipeline"]["options"]["inject_prefetch"] = "false"
     # WHEN advised
-    interleave = next(s for s in advise(from_dict(data)) if s.id == "PD002-sequential-interleave")
-    prefetch = next(s for s in advise(from_dict(no_prefetch)) if s.id == "PD003-no-prefetch")
+    interleave = next(
+        s for s in worded_advice(from_dict(data)) if s.id == "PD002-sequential-interleave"
+    )
+    prefetch = next(s for s in worded_advice(from_dict(no_prefetch)) if s.id == "PD003-no-prefetch")
     # THEN the evidence words the settings and options as they were written
     assert "(cycle_length=AUTOTUNE, num_parallel_calls=AUTOTUNE);" in interleave.evidence
     assert "(inject_prefetch=false, autotune=true)" in prefetch.evidence
@@ -636,3 +639,34 @@ def test_a_schema_8_reports_notes_load_as_written_and_read_as_before() -> None:
     assert all(f"note: {n}" in text for n in data["notes"])
     # ... and written again, it reads back the same
     assert from_dict(to_dict(report)) == report
+
+
+def test_a_schema_9_reports_suggestion_words_load_as_written_and_read_as_before() -> None:
+    # GIVEN a report of schema 9, whose suggestions stored their words
+    report = synthetic_cost_report()
+    report = dataclasses.replace(report, suggestions=advise(report))
+    data = to_dict(report)
+    data["schema_version"] = 9
+    said = worded(report.suggestions, report)
+    assert said
+    for stored, words in zip(data["suggestions"], said, strict=True):
+        del stored["outcome"], stored["as_written"]
+        stored.update(title=words.title + " (as it was)", evidence=words.evidence)
+    # WHEN it is read
+    loaded = from_dict(data)
+    # THEN each suggestion keeps its words as written, and the text shows them
+    assert [s.as_written.title for s in loaded.suggestions if s.as_written] == [
+        w.title + " (as it was)" for w in said
+    ]
+    assert all(f"{w.title} (as it was)" in render_text(loaded) for w in said)
+    # ... and written again, it reads back the same
+    assert from_dict(to_dict(loaded)) == loaded
+
+
+def test_a_suggestion_stores_its_facts_and_no_words() -> None:
+    report = synthetic_cost_report()
+    data = to_dict(dataclasses.replace(report, suggestions=advise(report)))
+    assert data["suggestions"]
+    for stored in data["suggestions"]:
+        assert "title" not in stored and "evidence" not in stored
+        assert stored["as_written"] is None

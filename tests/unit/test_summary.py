@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import report_fixtures as fx
 from synthetic_reports import synthetic_cost_report, synthetic_report
+from worded import written
 
 from pipediag.renderers import summary
 from pipediag.renderers.cost_words import cost_bar
@@ -39,7 +40,6 @@ from pipediag.report.model import (
     PipelineBenchmark,
     Report,
     StepRecord,
-    Suggestion,
     TrainSection,
     Verdict,
 )
@@ -185,7 +185,7 @@ def test_key_figures_are_the_cost_the_three_rates_the_best_fix_and_the_steps(nam
 
 
 def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
-    fix = Suggestion(
+    fix = written(
         "PD004",
         "map(f): vectorise, map after batch",
         stage="map(f)",
@@ -195,7 +195,7 @@ def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
     # measured on the pipeline alone, labelled so; the estimates only order the fixes
     assert gains_text(fix) == "on the pipeline alone 1.62x"
     # the stage is in the title already: not said twice
-    assert suggestion_line(fix) == (
+    assert suggestion_line(fix, synthetic_report()) == (
         "[PD004] map(f): vectorise, map after batch  (on the pipeline alone 1.62x)"
     )
     tried = dataclasses.replace(fix, gain=Gain("training", 1.3, [1.21, 1.4]))
@@ -203,7 +203,7 @@ def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
     # an interval whose ends were both taken at the step alone's rate is none
     capped = dataclasses.replace(fix, gain=Gain("training", 5.67, [5.67, 5.67]))
     assert gains_text(capped) == "on your training 5.67x"
-    held = Suggestion("PD007", "port to TF ops", gain=Gain("held", 2.1), estimate=3.0)
+    held = written("PD007", "port to TF ops", gain=Gain("held", 2.1), estimate=3.0)
     assert gains_text(held) == "at most 2.10x on your training"
     estimated = dataclasses.replace(fix, gain=Gain())
     assert gains_text(estimated) == NOT_MEASURED
@@ -211,29 +211,29 @@ def test_a_fix_shows_one_gain_and_never_an_estimate() -> None:
 
 
 def test_a_suggestion_line_names_a_stage_its_title_does_not_and_warns_first() -> None:
-    warning = Suggestion("PD009", "cache() before the random map", stage="map(augment)")
+    warning = written("PD009", "cache() before the random map", stage="map(augment)")
     warning = dataclasses.replace(warning, correctness_warning=True, kind="warning")
-    assert suggestion_line(warning) == (
+    assert suggestion_line(warning, synthetic_report()) == (
         "[PD009] may change results: cache() before the random map (stage: map(augment))"
     )
 
 
 def test_a_shortened_suggestion_line_keeps_its_warning_and_gains() -> None:
-    fix = Suggestion(
+    fix = written(
         "PD001",
         "a very long title " * 10,
         gain=Gain("pipeline-alone", 1.5),
         correctness_warning=True,
     )
-    line = suggestion_line(fix, max_chars=80)
+    line = suggestion_line(fix, synthetic_report(), max_chars=80)
     assert 78 <= len(line) <= 80  # cut at a space, the space goes
     assert line.startswith("[PD001] may change results: a very long title")
     assert line.endswith("\N{HORIZONTAL ELLIPSIS}  (on the pipeline alone 1.50x)")
 
 
 def test_best_fix_promises_only_a_measured_gain_and_notes_promise_nothing() -> None:
-    note = Suggestion("PD001", "parallelise", kind="note", gain=Gain("pipeline-alone", 0.7))
-    fix = Suggestion("PD004", "vectorise", estimate=1.42)
+    note = written("PD001", "parallelise", kind="note", gain=Gain("pipeline-alone", 0.7))
+    fix = written("PD004", "vectorise", estimate=1.42)
     report = dataclasses.replace(synthetic_cost_report(), suggestions=[note, fix])
     assert best_fix(report) is None
     assert best_fix_figure(report) == ("Best fix (not measured)", "\N{EM DASH}")
@@ -383,13 +383,13 @@ def test_no_verdict_is_worded_from_its_code_and_the_train_sections_figures(
 
 
 def test_a_fix_tried_on_training_shows_that_gain_and_leads_the_key_figures() -> None:
-    tried = Suggestion(
-        id="PD001-sequential-map",
-        title="map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
+    tried = written(
+        "PD001-sequential-map",
+        "map(decode): add num_parallel_calls=tf.data.AUTOTUNE",
         gain=Gain("training", 1.3),
         estimate=1.2,
     )
-    predicted = Suggestion(id="PD002-x", title="another fix", estimate=1.25)
+    predicted = written("PD002-x", "another fix", estimate=1.25)
     assert gains_text(tried) == "on your training 1.30x"
     report = dataclasses.replace(synthetic_report(), suggestions=[predicted, tried])
     # the fix counts with its gain measured on training, not its predicted one (1.2x)

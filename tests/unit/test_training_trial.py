@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 from synthetic_reports import FakeClock, synthetic_report
+from worded import worded_advice
 
-from pipediag.analysis.advisor import advise
 from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
 from pipediag.bench.interleaved import RoundPlan, Rounds
 from pipediag.bench.pipeline import BatchTiming
@@ -299,14 +299,14 @@ def _trial(training_speedup: float | None, reason: Reason | None = None) -> FixT
 
 
 def test_a_fix_measured_faster_on_training_is_ranked_by_that_gain() -> None:
-    fix = _map_fix(advise(_report_with(_trial(1.3))))
+    fix = _map_fix(worded_advice(_report_with(_trial(1.3))))
     assert fix.kind == "fix"
     assert fix.gain.on("training") == pytest.approx(1.3)
     assert "Tried on your train function: 30.0 -> 39.0 steps/s (1.30x" in fix.evidence
 
 
 def test_a_fix_that_helps_the_pipeline_but_not_training_becomes_a_note() -> None:
-    fix = _map_fix(advise(_report_with(_trial(0.97))))
+    fix = _map_fix(worded_advice(_report_with(_trial(0.97))))
     assert fix.kind == "note"
     assert "measured 0.97x on your training: not worth it" in fix.title
     # its one gain is the one measured on training; the pipeline alone's is in the evidence
@@ -316,7 +316,7 @@ def test_a_fix_that_helps_the_pipeline_but_not_training_becomes_a_note() -> None
 
 def test_a_fix_not_tried_on_training_says_why_and_keeps_its_prediction() -> None:
     report = _report_with(_trial(None, Reason("fix-trial-budget-spent")))
-    fix = _map_fix(advise(report))
+    fix = _map_fix(worded_advice(report))
     assert fix.kind == "fix" and fix.gain.basis != "training"
     assert fix.estimate is not None
     assert fix.not_on_training == Reason("fix-trial-budget-spent")
@@ -333,7 +333,7 @@ def test_a_fix_not_verified_on_the_pipeline_says_why_before_why_not_on_training(
         reason=Reason("left-to-training"),
     )
     report = _report_with(untimed)
-    fix = _map_fix(advise(report))
+    fix = _map_fix(worded_advice(report))
     assert fix.not_verified == Reason("left-to-training")
     assert "Not verified" not in fix.evidence  # the analysis words no reason
     text = " ".join(render_text(dataclasses.replace(report, suggestions=[fix])).split())
@@ -346,7 +346,7 @@ def test_a_fix_not_verified_on_the_pipeline_says_why_before_why_not_on_training(
 def test_a_fix_with_no_what_if_run_says_so() -> None:
     report = _report_with(_trial(None))
     report = dataclasses.replace(report, pipeline=dataclasses.replace(report.pipeline, trials=[]))
-    fix = _map_fix(advise(report))
+    fix = _map_fix(worded_advice(report))
     assert fix.not_verified == Reason("no-whatif-run")
     text = " ".join(render_text(dataclasses.replace(report, suggestions=[fix])).split())
     assert "Not verified: no what-if run." in text
@@ -368,7 +368,7 @@ def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> 
         pipeline=dataclasses.replace(report.pipeline, trials=[trial]),
         train=dataclasses.replace(report.train, steps_per_s=25.0),
     )
-    fix = _map_fix(advise(report))
+    fix = _map_fix(worded_advice(report))
     # THEN training gains 40 / (10 + 20) = 1.33x, not the train function's 2x
     assert fix.gain.on("training") == pytest.approx(40 / 30)
     assert "Counting the 20.0 ms fit adds around each step, training runs 1.33x as fast" in (
@@ -376,7 +376,7 @@ def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> 
     )
     # and a custom loop's trial, run in the loop itself, is its own gain
     loop = dataclasses.replace(report, train=dataclasses.replace(report.train, style="custom-loop"))
-    assert _map_fix(advise(loop)).gain.on("training") == pytest.approx(2.0)
+    assert _map_fix(worded_advice(loop)).gain.on("training") == pytest.approx(2.0)
 
 
 def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> None:
@@ -386,7 +386,7 @@ def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> No
     unclear = dataclasses.replace(
         _trial(0.97), facts=TrialFacts(training_speedup_low=0.6, training_speedup_high=1.4)
     )
-    fix = _map_fix(advise(_report_with(unclear)))
+    fix = _map_fix(worded_advice(_report_with(unclear)))
     # THEN the fix stays a fix, ranked by its prediction, and says the trial could not tell
     assert fix.kind == "fix" and fix.gain.basis != "training"
     assert fix.estimate is not None

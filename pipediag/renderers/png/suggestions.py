@@ -209,6 +209,6 @@ def suggestion_lines(
     shown = [s for s in actionable(report) if not any(s is said for said in said_already)]
     for rank, s in enumerate(shown[:MAX_SUGGESTIONS], start=1):
         start = f"{rank}. " + (WARNING_SIGN if s.correctness_warning else "")
-        line = suggestion_line(s, max_chars=SUGGESTION_MAX_CHARS - len(start))
+        line = suggestion_line(s, report, max_chars=SUGGESTION_MAX_CHARS - len(start))
         lines.append((clip(start + line, SUGGESTION_MAX_CHARS), s.correctness_warning))
     return lines
