@@ -235,6 +235,7 @@ def pipediag_worker(
 ) -> dict[str, Any]:
     """One diagnosis of the unmodified case script, in this process."""
     import pipediag
+    from pipediag.renderers.verdict_words import phase_name
 
     module = load_case(case)
     if epoch_length is None:
@@ -267,7 +268,10 @@ def pipediag_worker(
         "input_cost_fraction": getattr(verdict, "input_cost_fraction", None),
         "input_cost_interval": list(interval) if interval is not None else None,
         "cost_split": dataclasses.asdict(split) if split is not None else None,
-        "phases": [dataclasses.asdict(p) for p in getattr(verdict, "phases", None) or []],
+        "phases": [
+            dict(dataclasses.asdict(p), name=phase_name(p))
+            for p in getattr(verdict, "phases", None) or []
+        ],
         "pipediag_pipeline_batches_per_s": report.pipeline.batches_per_s,
         "pipediag_compute_alone_steps_per_s": verdict.compute_alone_steps_per_s,
         "pipediag_compute_alone_source": getattr(verdict, "compute_alone_source", None) or None,

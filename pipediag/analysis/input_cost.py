@@ -425,6 +425,13 @@ def _phase(
         if known
         else None
     )
-    name = f"epoch {first + 1}" if first == last else f"epochs {first + 1}-{last + 1}"
     label = "unknown" if cost is None else label_of(cost, high=high, moderate=moderate)
-    return PhaseVerdict(name, first, last, count, rate, wait, cost, label)
+    return PhaseVerdict(
+        first_epoch=first,
+        last_epoch=last,
+        steps=count,
+        steps_per_s=rate,
+        input_wait_fraction=wait,
+        input_cost_fraction=cost,
+        label=label,
+    )

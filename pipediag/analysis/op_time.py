@@ -12,8 +12,6 @@ from pipediag.report.model_side import TopOp, TopOpKind
 
 TOP_OP_TYPES = 8
 TOP_SCOPES = 6
-PYTHON_GAP = "host: Python (outside TensorFlow's calls)"
-LAUNCH_GAP = "host: launch overhead and time between ops"
 OPTIMIZER_SCOPE = "optimizer"
 # `name/scope:OpType`: an executed op (not `Class::Method` tracing events).
 _OP_EVENT = re.compile(r"^(?P<name>[^:]+):(?P<type>[A-Za-z0-9_]+)$")
@@ -119,6 +117,6 @@ def top_ops(window: ProfiledWindow, layer_names: Sequence[str] = ()) -> list[Top
     return [
         *(op(name, "op_type", ns) for name, ns in ranked_types),
         *(op(name, "scope", ns) for name, ns in ranked_scopes),
-        op(PYTHON_GAP, "host_gap", python_ns),
-        op(LAUNCH_GAP, "host_gap", launch_ns),
+        op("", "host-python", python_ns),
+        op("", "host-launch", launch_ns),
     ]

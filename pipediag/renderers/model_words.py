@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pipediag.renderers.numbers import NOT_MEASURED, gain, gain_range, ms, percent
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import ComputeAlone, Report
-from pipediag.report.model_side import ModelTrial, TopOp
+from pipediag.report.model_side import HOST_GAP_KINDS, ModelTrial, TopOp, TopOpKind
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
 MODEL_SETS_THE_RATE = ("compute-bound", "balanced")
@@ -17,12 +17,19 @@ CHANGE_HEADING = "What to change in the model"
 # Op types listed by name in the text; the rest of the step is in the bar's "other".
 LISTED_OPS = 5
 LISTED_SCOPES = 4
-TIME_KIND_WORDS = {
+# The bars' groups (`TimeBar.group`): op types, layers and scopes, and the host gaps together.
+HOST = "host"
+TIME_GROUP_WORDS = {
     "op_type": "op type",
     "scope": "layer or scope",
-    "host_gap": "host, outside any op",
+    HOST: "host, outside any op",
 }
-TIME_LINE_LABELS = {"op_type": "  ops     ", "scope": "  layers  ", "host_gap": "  host    "}
+TIME_LINE_LABELS = {"op_type": "  ops     ", "scope": "  layers  ", HOST: "  host    "}
+# A host gap's bar: the profile names the ops and scopes, pipediag the gaps.
+HOST_GAP_NAMES: dict[TopOpKind, str] = {
+    "host-python": "Python (outside TensorFlow's calls)",
+    "host-launch": "launch overhead and time between ops",
+}
 CHANGE_NAMES = {
     "jit_compile": "XLA (jit_compile=True)",
     "steps_per_execution": "steps_per_execution",
@@ -93,13 +100,18 @@ def groups(alone: ComputeAlone, kind: str) -> list[TopOp]:
     return [op for op in alone.top_ops if op.kind == kind]
 
 
+def host_gaps(alone: ComputeAlone) -> list[TopOp]:
+    return [op for op in alone.top_ops if op.kind in HOST_GAP_KINDS]
+
+
 @dataclass(frozen=True)
 class TimeBar:
-    """One bar of the step's time: a group (host gaps without "host: "), its share, kind."""
+    """One bar of the step's time: an op type, a layer or a host gap, its share, its `group`
+    ("op_type", "scope" or `HOST`)."""
 
     name: str
     share: float
-    kind: str
+    group: str
 
     @property
     def share_text(self) -> str:
@@ -111,13 +123,15 @@ def time_bars(alone: ComputeAlone) -> list[TimeBar]:
     chosen = [
         *groups(alone, "op_type")[:LISTED_OPS],
         *groups(alone, "scope")[:LISTED_SCOPES],
-        *groups(alone, "host_gap"),
+        *host_gaps(alone),
     ]
-    return [TimeBar(_short_name(op), op.share, op.kind) for op in chosen]
+    return [_bar(op) for op in chosen]
 
 
-def _short_name(op: TopOp) -> str:
-    return op.name.removeprefix("host: ") if op.kind == "host_gap" else op.name
+def _bar(op: TopOp) -> TimeBar:
+    if op.kind in HOST_GAP_KINDS:
+        return TimeBar(HOST_GAP_NAMES[op.kind], op.share, HOST)
+    return TimeBar(op.name, op.share, op.kind)
 
 
 def time_heading(alone: ComputeAlone) -> str:
@@ -131,9 +145,9 @@ def time_lines(alone: ComputeAlone) -> list[str]:
         return [f"{TIME_HEADING}: {reason_words(reason)}"] if reason else []
     lines = [time_heading(alone)]
     bars = time_bars(alone)
-    for kind, label in TIME_LINE_LABELS.items():
-        listed = [f"{bar.name} {percent(bar.share)}" for bar in bars if bar.kind == kind]
-        if listed or kind == "op_type":
+    for group, label in TIME_LINE_LABELS.items():
+        listed = [f"{bar.name} {percent(bar.share)}" for bar in bars if bar.group == group]
+        if listed or group == "op_type":
             lines.append(label + ", ".join(listed))
     return lines
 

@@ -265,10 +265,10 @@ def _dominant_phase_text(phases: list[PhaseVerdict]) -> str:
         return ""
     heavy = max(phases, key=lambda p: (p.input_cost_fraction or 0.0) * p.steps)
     last = phases[-1]
-    text = f"{heavy.name} dominates the measured steps"
+    text = f"{phase_name(heavy)} dominates the measured steps"
     if last is not heavy and last.input_cost_fraction is not None:
         text += (
-            f"; after it ({last.name}) {verdict_title(last.label).lower()}, "
+            f"; after it ({phase_name(last)}) {verdict_title(last.label).lower()}, "
             f"input costs {percent(last.input_cost_fraction)}"
         )
     return text
@@ -276,6 +276,12 @@ def _dominant_phase_text(phases: list[PhaseVerdict]) -> str:
 
 def sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+def phase_name(phase: PhaseVerdict) -> str:
+    """ "epoch 1", "epochs 2-3": counted from 1, as a user counts them (the report from 0)."""
+    first, last = phase.first_epoch + 1, phase.last_epoch + 1
+    return f"epoch {first}" if first == last else f"epochs {first}-{last}"
 
 
 def phase_text(phase: PhaseVerdict, *, first: bool = True) -> str:
@@ -288,4 +294,4 @@ def phase_text(phase: PhaseVerdict, *, first: bool = True) -> str:
     elif phase.input_wait_fraction is not None:
         share = f"input wait {percent(phase.input_wait_fraction)}"
     label = verdict_title(phase.label).lower()
-    return f"{phase.name}: {label}" + (f", {share}" if share else "")
+    return f"{phase_name(phase)}: {label}" + (f", {share}" if share else "")

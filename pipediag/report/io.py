@@ -17,6 +17,7 @@ from typing import Any, Final, TypeVar, Union
 from pipediag.errors import ReportError
 from pipediag.report import model
 from pipediag.report.model import SCHEMA_VERSION, Report
+from pipediag.report.model_side import TopOpKind
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
 from pipediag.report.vocabulary import NoVerdictReason, SemanticsChange
@@ -458,6 +459,8 @@ def _model_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
 def _from_version_9(data: dict[str, Any]) -> dict[str, Any]:
     data = dict(data, schema_version=10)
     _upgrade_suggestions(data, _suggestion_words_kept)
+    _upgrade_lists_in(data, "verdict", {"phases": _phase_unnamed})
+    _upgrade_lists_in(data, "compute_alone", {"top_ops": _host_gap_kind})
     return data
 
 
@@ -465,6 +468,30 @@ def _suggestion_words_kept(suggestion: dict[str, Any]) -> dict[str, Any]:
     kept = dict(suggestion)
     words = {"title": kept.pop("title", ""), "evidence": kept.pop("evidence", "")}
     return dict(kept, as_written=words)
+
+
+def _phase_unnamed(phase: dict[str, Any]) -> dict[str, Any]:
+    """A phase's `name` ("epochs 2-3") said only its epochs; the renderers word them now."""
+    return {key: value for key, value in phase.items() if key != "name"}
+
+
+# Version 9's words for the two host gaps among the top ops (kind "host_gap"), now kinds.
+_HOST_GAPS_AS_WORDED: Final[dict[str, TopOpKind]] = {
+    "host: Python (outside TensorFlow's calls)": "host-python",
+    "host: launch overhead and time between ops": "host-launch",
+}
+
+
+def _host_gap_kind(top_op: dict[str, Any]) -> dict[str, Any]:
+    """A host gap's words as its kind, its name "" (the name is the profile's, for an op).
+    A gap in other words (a hand edit) keeps them, of no kind ("")."""
+    if top_op.get("kind") != "host_gap":
+        return top_op
+    words = top_op.get("name")
+    kind = _HOST_GAPS_AS_WORDED.get(words) if isinstance(words, str) else None
+    if kind is None:
+        return dict(top_op, kind="")
+    return dict(top_op, kind=kind, name="")
 
 
 # What each version changed, and the step that brings a report of the version before to it:
@@ -485,7 +512,9 @@ def _suggestion_words_kept(suggestion: dict[str, Any]) -> dict[str, Any]:
 #    pipeline yields (`semantics`) is codes, and a model trial's numerics its float32 layers;
 #    a service blocker's facts are typed, an older one's sentence kept (`detail_as_written`).
 # 10: a suggestion's words are made from the report's facts (`Suggestion.outcome` says how
-#    its trial was read); an older one's title and evidence are kept (`as_written`).
+#    its trial was read); an older one's title and evidence are kept (`as_written`). A phase
+#    has no `name` (its epochs say it); a host gap among the top ops is a kind
+#    ("host-python", "host-launch"), its name "".
 _UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),

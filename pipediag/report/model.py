@@ -275,9 +275,8 @@ class CostSplit:
 @dataclass(frozen=True)
 class PhaseVerdict:
     """The verdict over one stretch of training whose input cost differs from the rest
-    (epoch 1 filling a `cache()`, the epochs after reading from it)."""
+    (epoch 1 filling a `cache()`, the epochs after reading from it). Epochs count from 0."""
 
-    name: str  # "epoch 1", "epochs 2-3"
     first_epoch: int
     last_epoch: int
     steps: int

@@ -14,14 +14,17 @@ from pipediag.report.vocabulary import TrialStop
 ModelChange = Literal["jit_compile", "steps_per_execution", "mixed_precision", "device_copy", ""]
 
 # What a profiled operation's time is grouped by: its op type, the layer or name scope it
-# belongs to, or host time outside any op (Python, launches, gaps between ops).
-TopOpKind = Literal["op_type", "scope", "host_gap", ""]
+# belongs to; or one of the two host gaps outside any op: the Python thread's time outside
+# TensorFlow's calls, and launch overhead with the time between ops.
+TopOpKind = Literal["op_type", "scope", "host-python", "host-launch", ""]
+HOST_GAP_KINDS: tuple[TopOpKind, ...] = ("host-python", "host-launch")
 
 
 @dataclass(frozen=True)
 class TopOp:
     """One group of the profiled step's time: `share` of the step, `self_s` seconds per step
-    (an op's own time, its children's excluded)."""
+    (an op's own time, its children's excluded). `name`: the op type or scope as the profile
+    names it; "" for a host gap (its kind says which)."""
 
     name: str
     kind: TopOpKind = ""

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from pipediag.hooks.step_calls import FunctionCallPatch, StepCalls
+from pipediag.report.model_side import HOST_GAP_KINDS
 from pipediag.report.reasons import Reason
 from pipediag.training.loop_xla import LoopStep
 
@@ -105,11 +106,11 @@ def test_the_loop_s_step_is_found_and_its_xla_twin_is_timed_with_every_variable_
     assert np.isclose(losses[0], float(train_step(*batch)), rtol=1e-4)
     # AND the window grouped the steps' ops by type, with the host's gaps
     assert reason is None and top, reason
-    assert {op.kind for op in top} >= {"op_type", "host_gap"}
+    assert {op.kind for op in top} >= {"op_type", *HOST_GAP_KINDS}
     # Named as the host's kernels ran them: "MatMul", or oneDNN's "_MklMatMul" and
     # "_MklNativeFusedMatMul" (a 2-core host read 22% and 16% for those two).
     assert any("MatMul" in op.name for op in top if op.kind == "op_type"), top
-    assert sum(op.share for op in top if op.kind in ("op_type", "host_gap")) <= 1.0 + 1e-9
+    assert sum(op.share for op in top if op.kind in ("op_type", *HOST_GAP_KINDS)) <= 1.0 + 1e-9
 
 
 def _profiled(found: LoopStep, batch: Any) -> Any:

@@ -7,7 +7,7 @@ import pytest
 from pipediag.analysis.alternation import paired_cost
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.input_cost import epoch_start_stage
-from pipediag.renderers.verdict_words import cost_headline, verdict_line
+from pipediag.renderers.verdict_words import cost_headline, phase_name, verdict_line
 from pipediag.report.model import (
     ComputeAlone,
     EpochStart,
@@ -144,7 +144,8 @@ def test_a_cache_filling_in_epoch_one_gives_two_phases() -> None:
         train, PipelineBenchmark(measured=True, batches_per_s=40.0), compute_alone=_alone(0.010)
     )
     # THEN one verdict per phase; the headline says which dominates and what comes after
-    assert [p.name for p in verdict.phases] == ["epoch 1", "epochs 2-3"]
+    assert [(p.first_epoch, p.last_epoch) for p in verdict.phases] == [(0, 0), (1, 2)]
+    assert [phase_name(p) for p in verdict.phases] == ["epoch 1", "epochs 2-3"]
     first, after = verdict.phases
     assert first.label == "input-bound" and first.input_cost_fraction == pytest.approx(2 / 3)
     assert after.label == "compute-bound" and after.steps == 60

@@ -10,8 +10,6 @@ import pytest
 from synthetic_reports import FakeClock, synthetic_cost_report
 
 from pipediag.analysis.op_time import (
-    LAUNCH_GAP,
-    PYTHON_GAP,
     OpEvent,
     ProfiledWindow,
     busy_ns,
@@ -21,12 +19,18 @@ from pipediag.analysis.op_time import (
 )
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
-from pipediag.renderers.model_words import change_lines, model_lines, numerics_words, ranked
+from pipediag.renderers.model_words import (
+    change_lines,
+    model_lines,
+    numerics_words,
+    ranked,
+    time_lines,
+)
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report import io
 from pipediag.report.model import ComputeAlone, Report
-from pipediag.report.model_side import ModelTrial, TopOp
+from pipediag.report.model_side import HOST_GAP_KINDS, ModelTrial, TopOp
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import VerdictLabel
 from pipediag.training.model_side import SPE_MAX_STEPS, SPE_MIN_STEPS, guarded, spe_steps
@@ -227,18 +231,19 @@ def test_scopes_are_layers_or_the_optimizer() -> None:
 
 def test_top_ops_shares_of_each_kind_add_up_to_one_with_the_gaps() -> None:
     found = top_ops(_window(), ["dense", "conv_a"])
-    by_kind = {
-        kind: [t for t in found if t.kind == kind] for kind in ("op_type", "scope", "host_gap")
-    }
-    gaps = sum(t.share for t in by_kind["host_gap"])
+    by_kind = {kind: [t for t in found if t.kind == kind] for kind in ("op_type", "scope")}
+    gaps = sum(t.share for t in found if t.kind in HOST_GAP_KINDS)
     assert sum(t.share for t in by_kind["op_type"]) + gaps == pytest.approx(1.0)
     assert sum(t.share for t in by_kind["scope"]) + gaps == pytest.approx(1.0)
     first = by_kind["op_type"][0]
     assert first.name == "MatMul"
     assert first.self_s == pytest.approx(0.0025)
-    gap_names = {t.name: t.self_s for t in by_kind["host_gap"]}
-    assert gap_names[PYTHON_GAP] == pytest.approx(0.004)
-    assert gap_names[LAUNCH_GAP] == pytest.approx(0.003)
+    # THEN the two host gaps close the list, each a kind of its own with no name
+    python, launch = found[-2:]
+    assert (python.kind, python.name) == ("host-python", "")
+    assert python.self_s == pytest.approx(0.004)
+    assert (launch.kind, launch.name) == ("host-launch", "")
+    assert launch.self_s == pytest.approx(0.003)
 
 
 def test_an_empty_window_has_no_top_ops() -> None:
@@ -256,7 +261,8 @@ TRIALS = [
 TOP = [
     TopOp("Conv2D", "op_type", 0.6, 0.012),
     TopOp("conv_a", "scope", 0.6, 0.012),
-    TopOp(PYTHON_GAP, "host_gap", 0.1, 0.002),
+    TopOp("", "host-python", 0.1, 0.002),
+    TopOp("", "host-launch", 0.05, 0.001),
 ]
 
 
@@ -308,6 +314,39 @@ def test_a_reason_alone_is_said() -> None:
 def test_the_model_side_round_trips() -> None:
     report = _report()
     assert io.from_dict(io.to_dict(report)) == report
+
+
+def test_the_host_gaps_are_worded_by_the_renderer() -> None:
+    report = _report()
+    assert report.compute_alone is not None
+    assert time_lines(report.compute_alone)[-1] == (
+        "  host    Python (outside TensorFlow's calls) 10%, launch overhead and time between ops 5%"
+    )
+
+
+def test_a_schema_9_reports_worded_host_gaps_load_as_their_kinds() -> None:
+    # GIVEN a schema-9 report whose host gaps stored pipediag's words as their names
+    report = _report()
+    data = io.to_dict(report)
+    data["schema_version"] = 9
+    python, launch = data["compute_alone"]["top_ops"][-2:]
+    python.update(kind="host_gap", name="host: Python (outside TensorFlow's calls)")
+    launch.update(kind="host_gap", name="host: launch overhead and time between ops")
+    # WHEN it is read
+    loaded = io.from_dict(data)
+    # THEN the gaps are their kinds again, and the text says them as before
+    assert loaded.compute_alone is not None and report.compute_alone is not None
+    assert loaded.compute_alone.top_ops == report.compute_alone.top_ops
+    assert time_lines(loaded.compute_alone) == time_lines(report.compute_alone)
+
+
+def test_a_schema_9_host_gap_in_other_words_is_kept_of_no_kind() -> None:
+    data = io.to_dict(_report())
+    data["schema_version"] = 9
+    data["compute_alone"]["top_ops"][-1].update(kind="host_gap", name="host: edited")
+    loaded = io.from_dict(data)
+    assert loaded.compute_alone is not None
+    assert loaded.compute_alone.top_ops[-1] == TopOp("host: edited", "", 0.05, 0.001)
 
 
 def _measured_mixed_precision(

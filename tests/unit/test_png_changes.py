@@ -38,8 +38,6 @@ from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import VerdictLabel
 
-PYTHON_GAP = "host: Python (outside TensorFlow's calls)"
-LAUNCH_GAP = "host: launch overhead and time between ops"
 # As a residual conv net's step profiles on TF 2.21 (docs/design.md, "When the model sets
 # the rate"): more op types and layers than the page lists, the longest op name TF has.
 TOP = [
@@ -54,8 +52,8 @@ TOP = [
     TopOp("global_average_pooling2d", "scope", 0.04, 0.0007),
     TopOp("add", "scope", 0.03, 0.0005),
     TopOp("dense", "scope", 0.01, 0.0002),
-    TopOp(PYTHON_GAP, "host_gap", 0.01, 0.0002),
-    TopOp(LAUNCH_GAP, "host_gap", 0.05, 0.0009),
+    TopOp("", "host-python", 0.01, 0.0002),
+    TopOp("", "host-launch", 0.05, 0.0009),
 ]
 TRIALS = [
     ModelTrial("jit_compile", 40.0, 58.0, 1.45, [1.3, 1.6], 5, code="model.compile(..., jit=1)"),

@@ -23,6 +23,7 @@ from pipediag.report.model import (
     SCHEMA_VERSION,
     DataPass,
     Gain,
+    PhaseVerdict,
     PipelineOptions,
     Report,
     StepRecord,
@@ -661,6 +662,20 @@ def test_a_schema_9_reports_suggestion_words_load_as_written_and_read_as_before(
     assert all(f"{w.title} (as it was)" in render_text(loaded) for w in said)
     # ... and written again, it reads back the same
     assert from_dict(to_dict(loaded)) == loaded
+
+
+def test_a_schema_9_phases_name_is_dropped_and_the_text_words_its_epochs() -> None:
+    # GIVEN a schema-9 report whose phases stored their names beside their epochs
+    report = synthetic_cost_report()
+    phases = [PhaseVerdict(0, 0, 12, 8.4, 0.58, 0.66, "input-bound")]
+    report = dataclasses.replace(report, verdict=dataclasses.replace(report.verdict, phases=phases))
+    data = to_dict(report)
+    data["schema_version"] = 9
+    data["verdict"]["phases"][0]["name"] = "epoch 1"
+    # WHEN it is read, THEN the phase is its facts, worded from its epochs as before
+    loaded = from_dict(data)
+    assert loaded.verdict.phases == phases
+    assert "epoch 1: input-bound, input costs 66%" in render_text(loaded)
 
 
 def test_a_suggestion_stores_its_facts_and_no_words() -> None:

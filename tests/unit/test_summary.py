@@ -31,7 +31,7 @@ from pipediag.renderers.suggestion_words import (
     suggestion_line,
     suggestions_of,
 )
-from pipediag.renderers.verdict_words import headline, phase_text, verdict_line
+from pipediag.renderers.verdict_words import headline, phase_name, phase_text, verdict_line
 from pipediag.report.io import load_report, to_dict
 from pipediag.report.model import (
     DataPass,
@@ -139,7 +139,7 @@ def test_phases_of_the_cache_run_name_each_epoch_and_its_verdict() -> None:
     # GIVEN a run whose first epoch fills a cache: input-bound, then reading it is not
     report = fx.load(fx.CACHE_PHASES_FIT)
     first, *later = report.verdict.phases
-    assert first.name == "epoch 1" and first.label == "input-bound"
+    assert phase_name(first) == "epoch 1" and first.label == "input-bound"
     assert later and all(p.label in ("balanced", "compute-bound") for p in later)
     # THEN each phase reads "<name>: <label>, input costs N%"
     assert phase_text(first) == (

@@ -145,8 +145,8 @@ def test_phases_get_one_line_each() -> None:
     # GIVEN epoch 1 filling a cache (input-bound) and epochs 2-5 reading it
     base = synthetic_cost_report(RunLayout(epochs=5))
     phases = [
-        PhaseVerdict("epoch 1", 1, 1, 12, 8.4, 0.58, 0.66, "input-bound"),
-        PhaseVerdict("epochs 2-5", 2, 5, 48, 31.0, 0.01, 0.03, "compute-bound"),
+        PhaseVerdict(0, 0, 12, 8.4, 0.58, 0.66, "input-bound"),
+        PhaseVerdict(1, 4, 48, 31.0, 0.01, 0.03, "compute-bound"),
     ]
     report = dataclasses.replace(base, verdict=dataclasses.replace(base.verdict, phases=phases))
     assert _row(_lines(report), "Phases") == [
@@ -156,7 +156,7 @@ def test_phases_get_one_line_each() -> None:
 
 
 def test_phase_without_cost_falls_back_on_its_wait_and_unknown_reads_no_verdict() -> None:
-    phase = PhaseVerdict("epoch 3", 3, 3, 10, None, 0.4, None, "unknown")
+    phase = PhaseVerdict(2, 2, 10, None, 0.4, None, "unknown")
     assert phase_text(phase) == "epoch 3: no verdict, input wait 40%"
     assert phase_text(dataclasses.replace(phase, input_wait_fraction=None)) == (
         "epoch 3: no verdict"
@@ -288,8 +288,8 @@ def test_headline_is_worded_from_the_verdict_as_a_claim_then_its_explanation() -
     )
     # phases with no explanation before them: they follow the claim after "; "
     phases = [
-        PhaseVerdict("epoch 1", 0, 0, 12, 8.4, 0.6, 0.66, "input-bound"),
-        PhaseVerdict("epochs 2-5", 1, 4, 48, 31.0, 0.02, 0.03, "compute-bound"),
+        PhaseVerdict(0, 0, 12, 8.4, 0.6, 0.66, "input-bound"),
+        PhaseVerdict(1, 4, 48, 31.0, 0.02, 0.03, "compute-bound"),
     ]
     phased = dataclasses.replace(
         estimated, verdict=dataclasses.replace(estimated.verdict, phases=phases)

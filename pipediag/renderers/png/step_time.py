@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pipediag.renderers.model_words import (
+    HOST,
     MODEL_SETS_THE_RATE,
-    TIME_KIND_WORDS,
+    TIME_GROUP_WORDS,
     TimeBar,
     model_side_of,
     shown_model_side,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-KIND_COLOURS = {"op_type": COMPUTE_COLOUR, "scope": SCOPE_COLOUR, "host_gap": HOST_GAP_COLOUR}
+GROUP_COLOURS = {"op_type": COMPUTE_COLOUR, "scope": SCOPE_COLOUR, HOST: HOST_GAP_COLOUR}
 # Geometry in figure fractions: the names start right of the host CPU panel's last tick label,
 # the bars where TF's longest op name ends at `BAR_FONT` (docs/design.md, "The PNG page").
 NAMES_LEFT = 0.633
@@ -81,7 +82,7 @@ def draw_step_time(axes: Axes, report: Report) -> None:
         positions,
         [bar.share for bar in bars],
         height=0.7,
-        color=[KIND_COLOURS.get(bar.kind, COMPUTE_COLOUR) for bar in bars],
+        color=[GROUP_COLOURS.get(bar.group, COMPUTE_COLOUR) for bar in bars],
         gid="step-time-bars",
     )
     axes.set_ylim(positions[-1] + 0.5, -0.5)  # the largest op type at the top, as the text lists
@@ -98,7 +99,7 @@ def bar_positions(bars: list[TimeBar]) -> list[float]:
     positions: list[float] = []
     y = 0.0
     for i, bar in enumerate(bars):
-        if i and bar.kind != bars[i - 1].kind:
+        if i and bar.group != bars[i - 1].group:
             y += GROUP_GAP
         positions.append(y)
         y += 1.0
@@ -118,7 +119,7 @@ def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[
             va="center",
             ha="right",
             fontsize=BAR_FONT,
-            color=HOST_GAP_COLOUR if bar.kind == "host_gap" else "black",
+            color=HOST_GAP_COLOUR if bar.group == HOST else "black",
             gid="step-time-name",
         )
         fit_left(figure, name, NAMES_LEFT)
@@ -137,13 +138,15 @@ def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[
 def _legend(figure: Figure, axes: Axes, bars: list[TimeBar]) -> None:
     from matplotlib.patches import Patch
 
-    kinds = [kind for kind in TIME_KIND_WORDS if any(bar.kind == kind for bar in bars)]
+    shown = [group for group in TIME_GROUP_WORDS if any(bar.group == group for bar in bars)]
     axes.legend(
-        handles=[Patch(color=KIND_COLOURS[kind], label=TIME_KIND_WORDS[kind]) for kind in kinds],
+        handles=[
+            Patch(color=GROUP_COLOURS[group], label=TIME_GROUP_WORDS[group]) for group in shown
+        ],
         loc="upper left",
         bbox_to_anchor=(NAMES_LEFT, axes.get_position().y0 - LEGEND_GAP),
         bbox_transform=figure.transFigure,
-        ncol=len(kinds),
+        ncol=len(shown),
         fontsize=BAR_FONT,
         frameon=False,
         borderaxespad=0.0,
