@@ -18,11 +18,23 @@ DISTURBED_SPREADS = 4.0
 _MAD_TO_SD = 1.4826
 
 # --- the trials of a change (bench/interleaved.py): rounds of two slices, order alternating
+# A trial may stop on its interval from this many rounds on, and plans its slices for them:
+# kept from the sign-test interval, which needed 5 at 90% (docs/design.md, "The paired engine").
 TRIAL_MIN_ROUNDS = 5
 OVERRUN = 1.3  # rounds may overrun a trial's share of the budget by this before none starts
 # Slices planned in a trial's share: `TRIAL_MIN_ROUNDS` rounds of two, with their untimed
 # first steps and the checks between them.
 SLICES_PER_SHARE = 12
+# The pipeline alone plans this share of a trial's time as timed reads; iterators and first
+# batches take the rest.
+PIPELINE_SLICE_SHARE = 0.8
+# A read of the pipeline alone stops here: fast pipelines reach a stable rate long before it.
+PIPELINE_SLICE_MAX_BATCHES = 2000
+# A fix's trial on training where the caller gives no time: five rounds of two ~0.25 s slices.
+TRAINING_TRIAL_S = 3.0
+# Steps a slice of training plans for: enough for the scheduler's noise to average out,
+# bounded by the share.
+TRAINING_SLICE_STEPS = 8
 
 
 @dataclass(frozen=True)
@@ -40,6 +52,21 @@ PIPELINE_SLICES = SliceBounds(0.15, 0.4)
 TRAINING_SLICES = SliceBounds(0.1, 0.5)
 # The step alone on a held batch: no iterator to start, so shorter.
 STEP_SLICES = SliceBounds(0.05, 0.5)
+# A fix's trial on training starts only with this many shortest slices left in its share
+# (two rounds); with less, its budget is spent.
+TRIAL_MIN_SHARE_SLICES = 4
+# A stage hold's trial (training/stage_cost.py): with less time than this it cannot run its
+# five rounds, and is not started.
+HOLD_MIN_SHARE_S = 6 * TRAINING_SLICES.shortest_s
+# A stage hold's trial is given at least this (five rounds of two shortest slices, with
+# untimed first steps) where left: a short budget still measures the output stage, worth
+# searching or not.
+HOLD_MIN_TRIAL_S = SLICES_PER_SHARE * TRAINING_SLICES.shortest_s
+
+# --- stage timing (bench/stages.py): each prefix read in this many slices, the rounds going
+# forwards, then backwards, against the host's noise; the per-stage budget is shared between
+# them (docs/design.md, "Stage timing").
+STAGE_ROUNDS = 3
 
 # --- training against the step alone (training/alternation.py): A0 T1 A1 T2 A2 ...
 # Three rounds cost about one 2 s run of the step alone (docs/design.md, "The paired engine").
@@ -49,6 +76,7 @@ BLOCK_S = 0.4
 MIN_BLOCK_STEPS = 4
 MAX_BLOCK_STEPS = 1024
 MAX_BLOCK_STEPS_UNBOUNDED = 64
+# The fewest rounds: the three blocks of each kind that `BLOCK_S` is sized for.
 ALTERNATION_MIN_ROUNDS = 3
 MAX_ROUNDS = 6
 # A multi-worker job's rounds: exactly this many: every worker must run as many steps
@@ -61,6 +89,23 @@ TARGET_HALF_WIDTH = 0.03
 EDGE_EXTENSION = 2
 # The verdict is due within 10 s of the first step (docs/design.md, "The paired engine").
 MAX_SECONDS = 6.0
+
+
+def planned_slice_s(
+    share_s: float,
+    *,
+    slices: float,
+    bounds: SliceBounds,
+    at_most_s: float | None = None,
+    at_least_s: float | None = None,
+) -> float:
+    """A slice of a trial: `share_s` over the `slices` planned in it, cut to `at_most_s`
+    (the time enough steps take), within `bounds`, then raised to `at_least_s` (one call)."""
+    planned_s = share_s / slices
+    if at_most_s is not None:
+        planned_s = min(at_most_s, planned_s)
+    bounded_s = bounds.clamp(planned_s)
+    return bounded_s if at_least_s is None else max(at_least_s, bounded_s)
 
 
 def t90(degrees: int) -> float:

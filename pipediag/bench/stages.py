@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from pipediag.analysis.paired import STAGE_ROUNDS as ROUNDS
 from pipediag.bench.isolate import IsolationError, isolated_copy
 from pipediag.bench.pipeline import BatchTiming, has_shared_state, stage_names, time_iterator
 from pipediag.bench.structure import Stage, WalkedPipeline
@@ -34,8 +35,6 @@ MAX_ELEMENTS_PER_STAGE = 2000
 # Time spent measuring the cost of one eager `next()` on a trivial dataset.
 OVERHEAD_CALIBRATION_S = 0.1
 OVERHEAD_CALIBRATION_ELEMENTS = 500
-# Slices per prefix; the per-stage budget is shared between them.
-ROUNDS = 3
 MAX_GROUP = 256
 MAX_MEASURED_STAGES = 24
 

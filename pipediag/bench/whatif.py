@@ -10,7 +10,13 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
-from pipediag.analysis.paired import PIPELINE_SLICES, TRIAL_MIN_ROUNDS
+from pipediag.analysis.paired import (
+    PIPELINE_SLICE_MAX_BATCHES,
+    PIPELINE_SLICE_SHARE,
+    PIPELINE_SLICES,
+    TRIAL_MIN_ROUNDS,
+    planned_slice_s,
+)
 from pipediag.bench.candidate import Candidate
 from pipediag.bench.fix_candidates import (
     device_prefetch_candidate,
@@ -33,10 +39,6 @@ from pipediag.report.vocabulary import SemanticsChange
 
 # Total time for all trials: about the phase-1 benchmark (3 s) per fix, for a typical two or three.
 DEFAULT_BUDGET_S = 8.0
-# Share of a trial's time planned as timed reads; iterators and first batches take the rest.
-SLICE_SHARE = 0.8
-# Per-run batch cap: fast pipelines reach a stable rate long before it.
-MAX_BATCHES_PER_RUN = 2000
 # A run stopped this far over the budget leaves the remaining fixes unmeasured.
 BUDGET_OVERRUN = 1.5
 
@@ -253,13 +255,13 @@ class _Trials:
         """A/B rounds, slices planned for `TRIAL_MIN_ROUNDS` rounds in `share_s` less the fill."""
         until_s = self.clock.now() + share_s
         fill_s = candidate.facts.fill_s or 0.0
-        planned_s = SLICE_SHARE * (share_s - fill_s) / (2 * TRIAL_MIN_ROUNDS)
+        timed_s = PIPELINE_SLICE_SHARE * (share_s - fill_s)
         baseline = TrialSide(self.baseline, self.teardown, self.clock)
         fixed = TrialSide(variant, self.teardown, self.clock, candidate.fill_batches)
         return run_rounds(
             baseline.run,
             fixed.run,
-            slice_s=PIPELINE_SLICES.clamp(planned_s),
+            slice_s=planned_slice_s(timed_s, slices=2 * TRIAL_MIN_ROUNDS, bounds=PIPELINE_SLICES),
             until_s=until_s,
             hard_until_s=self.hard_end_s,
             clock=self.clock,
@@ -333,7 +335,10 @@ class TrialSide:
 
     def _alone(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
         return time_iterator(
-            iterator, max_batches=MAX_BATCHES_PER_RUN, max_seconds=max_seconds, clock=self._clock
+            iterator,
+            max_batches=PIPELINE_SLICE_MAX_BATCHES,
+            max_seconds=max_seconds,
+            clock=self._clock,
         )
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.analysis.alternation import ABOVE_STEP_ALONE
-from pipediag.analysis.paired import TRAINING_SLICES
+from pipediag.analysis.paired import HOLD_MIN_SHARE_S, HOLD_MIN_TRIAL_S
 from pipediag.analysis.stage_bisect import Freed, jump_stage, next_stage, planned_trials
 from pipediag.bench.hold import HeldCopies
 from pipediag.bench.interleaved import Rounds
@@ -27,17 +27,11 @@ from pipediag.report.stage_facts import (
 from pipediag.report.stages import StageStats
 from pipediag.training.search import TryOne, run, run_at_once
 
-# A trial with less time than this cannot run its five rounds (`FixRounds` refuses it).
-MIN_SHARE_S = 6 * TRAINING_SLICES.shortest_s
-# A trial is given at least this (five rounds of two shortest slices, with untimed first
-# steps) where left: a short budget still measures the output stage, worth searching or not.
-MIN_TRIAL_S = 12 * TRAINING_SLICES.shortest_s
-
 
 def trial_share_s(left_s: float, planned: int) -> float | None:
-    """An equal share of `left_s` over the trials `planned`; None under `MIN_SHARE_S`."""
-    share_s = min(left_s, max(left_s / max(1, planned), MIN_TRIAL_S))
-    return share_s if share_s >= MIN_SHARE_S else None
+    """An equal share of `left_s` over the trials `planned`; None under `HOLD_MIN_SHARE_S`."""
+    share_s = min(left_s, max(left_s / max(1, planned), HOLD_MIN_TRIAL_S))
+    return share_s if share_s >= HOLD_MIN_SHARE_S else None
 
 
 def freed_from(rounds: Rounds | None) -> Freed | None:

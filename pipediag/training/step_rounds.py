@@ -8,7 +8,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipediag.analysis.paired import OVERRUN, SLICES_PER_SHARE, STEP_SLICES, TRIAL_MIN_ROUNDS
+from pipediag.analysis.paired import (
+    OVERRUN,
+    SLICES_PER_SHARE,
+    STEP_SLICES,
+    TRIAL_MIN_ROUNDS,
+    planned_slice_s,
+)
 from pipediag.analysis.run_terms import fit_added_s, in_run_terms
 from pipediag.bench.interleaved import Rounds, run_rounds
 from pipediag.bench.pipeline import BatchTiming
@@ -47,7 +53,7 @@ def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
 
 def slice_seconds(call_s: float, share_s: float) -> float:
     """A slice for `SLICES_PER_SHARE` in the share, and never shorter than one call."""
-    return max(call_s, STEP_SLICES.clamp(share_s / SLICES_PER_SHARE))
+    return planned_slice_s(share_s, slices=SLICES_PER_SHARE, bounds=STEP_SLICES, at_least_s=call_s)
 
 
 def trial_result(

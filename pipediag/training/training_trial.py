@@ -11,7 +11,15 @@ from dataclasses import dataclass, replace
 from statistics import median
 from typing import Any
 
-from pipediag.analysis.paired import OVERRUN, SLICES_PER_SHARE, TRAINING_SLICES
+from pipediag.analysis.paired import (
+    OVERRUN,
+    SLICES_PER_SHARE,
+    TRAINING_SLICE_STEPS,
+    TRAINING_SLICES,
+    TRAINING_TRIAL_S,
+    TRIAL_MIN_SHARE_SLICES,
+    planned_slice_s,
+)
 from pipediag.bench.interleaved import RoundPlan, Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
@@ -33,11 +41,6 @@ from pipediag.training.jax_fit import JaxFitSteps
 from pipediag.training.loop_xla import captured_variables
 from pipediag.training.pull_slice import MAX_STEPS_PER_SLICE, from_ends
 
-# A trial's time where the caller gives none: five rounds of two slices of ~0.25 s.
-BUDGET_S = 3.0
-# Steps per slice: enough for the scheduler's noise to average out, bounded by the share.
-SLICE_STEPS = 8
-
 # What a fix measured on training: its rounds, or why none.
 Trial = tuple[Rounds | None, Reason | None]
 # Each fix's, by (fix, stage index).
@@ -45,9 +48,14 @@ TrialResults = dict[tuple[str, int | None], Trial]
 
 
 def slice_seconds(step_s: float, share_s: float) -> float:
-    """A slice long enough for `SLICE_STEPS` steps, short enough for five rounds in `share_s`."""
-    by_share = max(share_s / SLICES_PER_SHARE, TRAINING_SLICES.shortest_s)
-    return TRAINING_SLICES.clamp(min(SLICE_STEPS * step_s, by_share))
+    """A slice long enough for `TRAINING_SLICE_STEPS` steps, short enough for five rounds in
+    `share_s`."""
+    return planned_slice_s(
+        share_s,
+        slices=SLICES_PER_SHARE,
+        bounds=TRAINING_SLICES,
+        at_most_s=TRAINING_SLICE_STEPS * step_s,
+    )
 
 
 def with_training(trial: FixTrial, rounds: Rounds | None, reason: Reason | None) -> FixTrial:
@@ -94,7 +102,7 @@ def try_at_once(
     *,
     clock: Clock,
     step_s: float,
-    budget_s: float = BUDGET_S,
+    budget_s: float = TRAINING_TRIAL_S,
     teardown: TearDown,
 ) -> Trial:
     """The fix's rounds on fit's train function or a loop's tf.function, or why not tried;
@@ -210,7 +218,7 @@ class FixRounds:
 
     def _start(self) -> None:
         share_s = max(0.0, self._end_s - self._clock.now())
-        if share_s < 4 * TRAINING_SLICES.shortest_s:
+        if share_s < TRIAL_MIN_SHARE_SLICES * TRAINING_SLICES.shortest_s:
             self._result = (None, Reason("fix-trial-budget-spent"))
             return
         fix = self._fix

@@ -12,7 +12,7 @@ import pytest
 from synthetic_reports import FakeClock, synthetic_report
 from worded import worded_advice
 
-from pipediag.analysis.paired import TRIAL_MIN_ROUNDS
+from pipediag.analysis.paired import TRAINING_TRIAL_S, TRIAL_MIN_ROUNDS
 from pipediag.bench.interleaved import RoundPlan, Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
@@ -24,7 +24,7 @@ from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageSettings, StageStats
 from pipediag.report.trials import FixTrial, TrialFacts
 from pipediag.training.loop_search import LoopSearch
-from pipediag.training.training_trial import BUDGET_S, TrialResults, epoch_start_s, with_training
+from pipediag.training.training_trial import TrialResults, epoch_start_s, with_training
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 
@@ -73,7 +73,7 @@ class _Trials:
     """A search that tries the given fixes in turn, `seconds` each, and keeps what each
     measured."""
 
-    def __init__(self, *fixes: FixPipelines, seconds: float = BUDGET_S) -> None:
+    def __init__(self, *fixes: FixPipelines, seconds: float = TRAINING_TRIAL_S) -> None:
         self._due = list(fixes)
         self._seconds = seconds
         self._key: tuple[str, int | None] | None = None
