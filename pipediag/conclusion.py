@@ -18,9 +18,11 @@ from pipediag.clock import Clock, Quiet
 from pipediag.config import DEFAULT_MEASURED_STEPS, RunConfig
 from pipediag.hooks.profiler_trace import quiet_profiler_logs
 from pipediag.phases import DeepAnalysis, Narration, OnTraining, Seen
+from pipediag.renderers.progress_words import progress_words
 from pipediag.renderers.verdict_words import verdict_line
 from pipediag.report.model import ComputeAlone, PipelineBenchmark, TrainSection, Verdict
 from pipediag.report.model_side import ModelTrial
+from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostSection
 from pipediag.report.scale_out import ScaleOut
@@ -105,9 +107,7 @@ class Conclusion:
             return False
         if not self._extended:
             self._extended = True
-            self._say.log(
-                "the pipeline caches: measuring on into the next epoch, where it reads the cache"
-            )
+            self._say.log(progress_words(ProgressStep("cached-epoch")))
         self._timeline.extend_budget(phases.PHASE_EXTENSION_STEPS)
         return True
 
@@ -163,7 +163,7 @@ class Conclusion:
             scale=scale,
             quiet=self.quiet,
         )
-        self._say.phase("measuring training and the train step alone in turn", redraw=False)
+        self._say.phase(ProgressStep("alternation"), redraw=False)
         self._fit_alternation = FitAlternation(runner, alternation, clock=self._clock)
         return self._fit_alternation
 

@@ -25,6 +25,7 @@ from pipediag.bench.whatif import FixPipelines, ForTraining, verify_fixes
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.report.model import ComputeAlone, PipelineBenchmark, Verdict
+from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.scale_out import ScaleOut
 from pipediag.report.stages import StageStats
@@ -63,7 +64,9 @@ class Narration(Protocol):
     """What a phase tells: notes for the user and the report, the progress line, its span."""
 
     def note(self, reason: Reason) -> None: ...
-    def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None: ...
+    def phase(
+        self, step: ProgressStep, budget_s: float | None = None, *, redraw: bool = True
+    ) -> None: ...
     def add_phase(self, name: str, start: float, end: float) -> None: ...
 
 
@@ -149,7 +152,7 @@ def pipeline_alone(
 ) -> PipelineBenchmark:
     """Phase 1: the training dataset read alone, on a private copy, for a bounded time; a
     failure of the pipeline is the benchmark's result, an interruption is raised."""
-    say.phase("benchmarking the input pipeline alone", config.bench_seconds)
+    say.phase(ProgressStep("pipeline-alone"), config.bench_seconds)
     began = clock.now()
     try:
         return benchmark_dataset(
@@ -176,7 +179,7 @@ def fit_compute_alone(
     """Phase 3 under fit: the train function (`runner`) on the cached batch."""
     from pipediag.training.compute_alone import MAX_SECONDS, measure_step_alone
 
-    say.phase("measuring the train step alone on a cached batch", MAX_SECONDS)
+    say.phase(ProgressStep("step-alone"), MAX_SECONDS)
     began = clock.now()
     try:
         result = measure_step_alone(runner, clock=clock, origin=origin, step_s_hint=step_s)
@@ -247,7 +250,7 @@ def _examine_stages(
     deadline = start + budget
     alone_until = start + budget * ALONE_UNTIL if on_training is not None else deadline
     holding = hold_stages and on_training is not None
-    say.phase("timing each pipeline stage", budget * STAGES_SHARE)
+    say.phase(ProgressStep("stage-timing"), budget * STAGES_SHARE)
     walked: WalkedPipeline | None = None
     try:
         # Walked once, here; every later read of the pipeline takes this walk.
@@ -259,7 +262,7 @@ def _examine_stages(
         kept: list[FixPipelines] = []
         left = alone_until - clock.now()
         if config.verify and stages and left > 0:
-            say.phase("measuring candidate fixes", left)
+            say.phase(ProgressStep("candidate-fixes"), left)
             trials = verify_fixes(
                 walked,
                 stages,
@@ -338,7 +341,7 @@ def _stage_costs_on_fit(
 ) -> list[StageStats]:
     """fit: each stage's cost to training, by holding its output in memory, until `until_s`."""
     left = until_s - clock.now()
-    say.phase("holding each stage in memory on training", max(0.0, left))
+    say.phase(ProgressStep("stage-holds"), max(0.0, left))
     try:
         with preserved_variables(walked.dataset, teardown.SHARED):
             return stage_cost.on_fit(
@@ -386,7 +389,7 @@ def _search_on_fit(
     """The rewrites tried one on top of another on the train function called at once, now; a
     failure keeps the pipeline as it was."""
     trials = plan.start(clock)
-    say.phase("trying the rewrites on training", max(0.0, plan.until_s - clock.now()))
+    say.phase(ProgressStep("rewrites-on-training"), max(0.0, plan.until_s - clock.now()))
     began = clock.now()
     try:
         with preserved_variables(plan.dataset, teardown.SHARED):
@@ -497,7 +500,7 @@ def model_side(
         fit_overhead_s=seen.fit_overhead_s,
     )
     budget_s = config.deep_seconds * MODEL_SIDE_SHARE
-    say.phase("trying model-side changes on the train step alone", budget_s)
+    say.phase(ProgressStep("model-side"), budget_s)
     began = clock.now()
     try:
         found = on_fit(

@@ -29,6 +29,7 @@ from pipediag.hooks.keras_fit import FitTracker
 from pipediag.phases import DeepAnalysis, Seen, pipeline_alone
 from pipediag.progress import Progress
 from pipediag.renderers.hardware_words import sampler_note_lines
+from pipediag.renderers.progress_words import progress_words
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.run_words import data_pass_text
 from pipediag.report.model import (
@@ -41,6 +42,7 @@ from pipediag.report.model import (
     Report,
     TaskInfo,
 )
+from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuSection, HostSection
 from pipediag.report.vocabulary import StopReason, TrainStyle
@@ -225,8 +227,10 @@ class DiagnosticSession:
     def log(self, message: str) -> None:
         self._progress.message(message)
 
-    def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None:
-        self._progress.phase(what, budget_s, redraw=redraw)
+    def phase(
+        self, step: ProgressStep, budget_s: float | None = None, *, redraw: bool = True
+    ) -> None:
+        self._progress.phase(progress_words(step), budget_s, redraw=redraw)
 
     @property
     def style(self) -> TrainStyle:
@@ -279,7 +283,7 @@ class DiagnosticSession:
                 dataset=describe_chain(dataset),
             )
             raise
-        self.phase("measuring train steps", redraw=False)
+        self.phase(ProgressStep("train-steps"), redraw=False)
 
     def keep_measuring(self) -> bool:
         """At the step budget: True when it was extended (a filling cache), False to stop."""

@@ -15,6 +15,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
 from pipediag.report.model import PipelineBenchmark
+from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason
 from pipediag.report.scale_out import ScaleOut, ServiceBlocker, ServiceMeasurement
 from pipediag.report.stage_facts import upstream_of
@@ -65,7 +66,7 @@ def check_scale_out(
     *,
     clock: Clock = MONOTONIC,
     note: Callable[[Reason], None] | None = None,
-    phase: Callable[[str, float | None], None] | None = None,
+    phase: Callable[[ProgressStep, float | None], None] | None = None,
     train: TrainThrough | None = None,
 ) -> ScaleOut:
     """Compatibility, the distribute point and, when asked, measurements through a service
@@ -93,14 +94,13 @@ def check_scale_out(
             notes.append(Reason("nothing-sent"))
         else:
             plan = _Plan.of(walked, stages, pipeline, cut)
-            say = phase or (lambda text, budget_s: None)
+            say = phase or (lambda step, budget_s: None)
             if config.scale_out_workers > 0:
                 workers = config.scale_out_workers
-                say(f"reading the pipeline through {workers} local tf.data service workers", None)
+                say(ProgressStep("service-local", workers=workers), None)
                 measurements.append(_measure_local(plan, workers, clock))
             if config.data_service is not None:
-                service = config.data_service
-                say(f"reading the pipeline through the tf.data service at {service}", None)
+                say(ProgressStep("service-cluster", service=config.data_service), None)
                 measured = _measure_cluster(plan, config, clock, train)
                 failed = measured.reason
                 if failed is not None and failed.code == "service-error" and note:

@@ -13,6 +13,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import ModelTrial
+from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import RateBlockKind
 from pipediag.training.alternation import Alternation
@@ -57,7 +58,7 @@ class Phase(Protocol):
     """The session's progress line (`redraw=False`: the user's code prints meanwhile)."""
 
     def __call__(
-        self, what: str, budget_s: float | None = None, *, redraw: bool = True
+        self, step: ProgressStep, budget_s: float | None = None, *, redraw: bool = True
     ) -> None: ...
 
 
@@ -179,7 +180,7 @@ def loop_plans(
     blocks: AlternatedBlocks, step: LoopStep | Reason | None, serving: Serving, fold: Fold
 ) -> Plans:
     """The plans served to a loop at its budget, each made once the last is folded in."""
-    serving.phase("measuring training and the train step alone in turn", redraw=False)
+    serving.phase(ProgressStep("alternation"), redraw=False)
     running = yield blocks
     batch = blocks.batch
     work = fold(blocks.result()) or LoopWork()
@@ -189,7 +190,7 @@ def loop_plans(
         return
     searched: Searched | None = None
     if work.holds is not None:
-        serving.phase("holding each stage in memory on training", work.holds.seconds, redraw=False)
+        serving.phase(ProgressStep("stage-holds"), work.holds.seconds, redraw=False)
         stages = work.holds.start(serving.clock)
         running, began = yield from _searched(stages, serving)
         searched = stages.searched
@@ -199,7 +200,7 @@ def loop_plans(
             return
     if work.search is not None:
         left_s = max(0.0, work.search.until_s - serving.clock.now())
-        serving.phase("trying the rewrites on training", left_s, redraw=False)
+        serving.phase(ProgressStep("rewrites-on-training"), left_s, redraw=False)
         rewrites = work.search.start(serving.clock, held=searched)
         running, began = yield from _searched(rewrites, serving)
         fold(Tried(rewrites, began))
@@ -216,7 +217,7 @@ def _model_side(
     """A profiler window on the cached batch, then XLA with the seconds left."""
     clock = serving.clock
     if serving.profiler is not None and batch is not None:
-        serving.phase("profiling where the loop's step time goes", redraw=False)
+        serving.phase(ProgressStep("loop-profile"), redraw=False)
         window = LoopProfile(
             batch,
             steps=profiled_steps(serving.step_s),
@@ -234,7 +235,7 @@ def _model_side(
         reason = step if isinstance(step, Reason) else Reason("no-train-step-found")
         fold(ModelSide(ModelTrial("jit_compile", reason=reason), clock.now()))
         return
-    serving.phase("trying XLA on the loop's train step", seconds, redraw=False)
+    serving.phase(ProgressStep("loop-xla"), seconds, redraw=False)
     trial = LoopXlaTrial(step, batch, clock=clock, step_s=serving.step_s, budget_s=seconds)
     yield trial
     fold(ModelSide(trial.result(), trial.began))
