@@ -9,7 +9,7 @@ from typing import NamedTuple
 from pipediag.analysis.advice_context import Context
 from pipediag.analysis.run_terms import most_input_gives, rewrite_in_run_terms, trial_in_run_terms
 from pipediag.report.model import Gain, Suggestion
-from pipediag.report.names import fix_words_at, stage_name
+from pipediag.report.names import fix_words_at
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import GainBasis
@@ -65,9 +65,11 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
 
 
 class Bound(NamedTuple):
+    """`held`: the stage whose hold measured it; None: input free (T/A)."""
+
     speedup: float
-    what: str
     basis: GainBasis
+    held: StageStats | None = None
 
     @property
     def gain(self) -> Gain:
@@ -82,9 +84,9 @@ def stage_bound(ctx: Context, stats: StageStats) -> Bound | None:
     if bound is not None and bound.training_speedup_if_free is not None:
         held = bound.training_speedup_if_free
         if most is not None and held > most:  # the host's noise: no hold gives back more
-            return Bound(most, "input free", "input-free")
-        return Bound(held, f"holding {stage_name(bound)} in memory", "held")
+            return Bound(most, "input-free")
+        return Bound(held, "held", bound)
     cost = ctx.report.verdict.input_cost_fraction
     if cost is None or not 0.0 < cost < 1.0:
         return None
-    return Bound(1.0 / (1.0 - cost), "input free", "input-free")
+    return Bound(1.0 / (1.0 - cost), "input-free")

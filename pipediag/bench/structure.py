@@ -154,11 +154,6 @@ def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline
     return WalkedPipeline(dataset, stages, graph, graph_error, nodes, options)
 
 
-def walk_pipeline(dataset: Any) -> list[Stage]:
-    """The stages of `dataset`, source first, rates left empty for `measure_stages`."""
-    return walk(dataset).stages
-
-
 def effective_options(dataset: Any) -> PipelineOptions:
     """The `tf.data.Options` in force that change what runs, with TF 2.21's defaults filled in
     (an option left None is TF's default, not False: `data/ops/options.py`)."""

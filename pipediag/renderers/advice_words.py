@@ -13,6 +13,7 @@ from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.analysis.run_terms import trial_in_run_terms
 from pipediag.renderers.stage_advice_words import (
     STAGE_WORDINGS,
+    bound_words,
     stage_at,
     stage_cost_text,
     stage_of,
@@ -112,11 +113,14 @@ def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
         text += " It draws random numbers, so a cache would repeat them every epoch."
     bound = stage_bound(ctx, costly)
     if bound is not None and bound.speedup >= VERIFIED_MIN_GAIN:
-        most, what, basis = bound
-        if basis == "held":
-            text += f" {what.capitalize()} ran training {most:.2f}x faster: the most it gives."
+        if bound.held is not None:
+            held = bound_words(bound).capitalize()
+            text += f" {held} ran training {bound.speedup:.2f}x faster: the most it gives."
         else:
-            text += f" With input free, training would run {most:.2f}x faster: the most it gives."
+            text += (
+                f" With input free, training would run {bound.speedup:.2f}x faster: the most it "
+                "gives."
+            )
     return SuggestionWords(f"make {stage_at(costly)} cheaper", text.strip())
 
 

@@ -12,7 +12,7 @@ from pipediag.analysis.advice_context import (
     Context,
     verified_gain,
 )
-from pipediag.analysis.prescription_rules import stage_bound
+from pipediag.analysis.prescription_rules import Bound, stage_bound
 from pipediag.analysis.run_terms import fit_adds_s, trial_in_run_terms
 from pipediag.analysis.stage_rules import (
     interleave_cycle,
@@ -52,6 +52,11 @@ def stage_cost_text(ctx: Context, stats: StageStats) -> str:
     if ctx.pipeline_rate:
         text += f"; the pipeline alone delivers {ctx.pipeline_rate:.1f} batches/s"
     return text + "."
+
+
+def bound_words(bound: Bound) -> str:
+    """What measured the most a change gains: a stage's hold, or input free."""
+    return "input free" if bound.held is None else f"holding {stage_name(bound.held)} in memory"
 
 
 def bytes_text(count: int | None) -> str:
@@ -297,8 +302,8 @@ def _hoist_cache(ctx: Context, s: Suggestion) -> SuggestionWords:
         f"epoch, and one epoch of it is {trial.facts.elements} elements, ~{size}, with "
         f"{bytes_text(trial.facts.available_bytes)} of memory available: moved above "
         f"{stage_name(shuffle)} and cached, it runs once; the shuffle still reorders "
-        f"every epoch.{fill} With {bound.what}, your training ran {bound.speedup:.2f}x faster "
-        "(measured): what the cache gives from the second epoch."
+        f"every epoch.{fill} With {bound_words(bound)}, your training ran "
+        f"{bound.speedup:.2f}x faster (measured): what the cache gives from the second epoch."
     ) + _python_repeat_text(ctx, trial, stats.index)
     title = f"cache() after {stage_name(stats)}, moved above {stage_name(shuffle)} ({size}, fits)"
     # Its trial is not tried on training: the hold measured what it gives.
@@ -320,8 +325,8 @@ def _py_function(ctx: Context, s: Suggestion) -> SuggestionWords:
     source = "from_generator" if stats.kind == "source" else "tf.py_function/numpy_function"
     bound = stage_bound(ctx, stats)
     bounded = (
-        f" With {bound.what}, your training would run {bound.speedup:.2f}x faster (measured): "
-        "the most this change can gain."
+        f" With {bound_words(bound)}, your training would run {bound.speedup:.2f}x faster "
+        "(measured): the most this change can gain."
         if bound is not None
         else ""
     )

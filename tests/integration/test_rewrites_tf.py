@@ -443,14 +443,14 @@ def test_the_device_prefetch_stays_last_under_options_composed_on_top() -> None:
     # tf.data wants `prefetch_to_device` as the last transformation; the CPU stands in for
     # the GPU here, so this checks the order and the elements, not the copy
     from pipediag.bench.fix_candidates import device_prefetch_candidate
-    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.structure import walk
     from pipediag.bench.whatif import FixPipelines
     from pipediag.report.fixes import FIX_DEVICE_PREFETCH, FIX_MAP_FUSION
 
     tf = _tf()
     ds = tf.data.Dataset.range(12).map(lambda x: x + 1).map(lambda x: x * 3).batch(5)
     fusion = _kept(ds, FIX_MAP_FUSION)
-    walked = walk_pipeline(ds)
+    walked = walk(ds).stages
     candidate = device_prefetch_candidate("/cpu:0", [s.stats for s in walked])
     assert candidate is not None
     device = FixPipelines(
@@ -461,14 +461,12 @@ def test_the_device_prefetch_stays_last_under_options_composed_on_top() -> None:
 
     # the options go on the pipeline before the copy (a copy-to-device does not pass its
     # input's options up: they are read below it)
-    kinds = [s.stats.kind for s in walk_pipeline(both.variant)]
+    kinds = [s.stats.kind for s in walk(both.variant).stages]
     assert kinds[-3:] == ["options", "copy-to-device", "prefetch"]
     below_copy = both.variant._input_dataset._input_dataset
     assert below_copy.options().experimental_optimization.map_fusion is True
     assert _rows(both.variant) == _rows(ds)
-    assert (
-        device_prefetch_candidate("/cpu:0", [s.stats for s in walk_pipeline(both.variant)]) is None
-    )
+    assert device_prefetch_candidate("/cpu:0", [s.stats for s in walk(both.variant).stages]) is None
 
 
 def test_the_device_prefetch_is_a_candidate_only_with_a_device_and_no_copy_yet() -> None:
@@ -514,7 +512,7 @@ def test_a_rewrite_that_cannot_go_on_top_is_refused_with_a_reason() -> None:
 def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone() -> None:
     import inspect
 
-    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.structure import walk
     from pipediag.hooks.call_sites import CallSitePatch
 
     tf = _tf()
@@ -529,7 +527,7 @@ def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone
     finally:
         patch.uninstall()
 
-    sites = [s.stats.created_at for s in walk_pipeline(ds)]
+    sites = [s.stats.created_at for s in walk(ds).stages]
     assert sites == [f"test_rewrites_tf.py:{line + n}" for n in range(3)]
     assert tf.data.Dataset.__init__ is original
 
@@ -537,7 +535,7 @@ def test_each_stage_records_the_script_line_that_built_it_and_the_hook_is_undone
 def test_a_library_call_s_own_stages_name_it_and_the_script_s_line(tmp_path: Any) -> None:
     import inspect
 
-    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.structure import walk
     from pipediag.hooks.call_sites import CallSitePatch
 
     tf = _tf()
@@ -556,7 +554,7 @@ def test_a_library_call_s_own_stages_name_it_and_the_script_s_line(tmp_path: Any
     finally:
         patch.uninstall()
 
-    stages = [s.stats for s in walk_pipeline(ds)]
+    stages = [s.stats for s in walk(ds).stages]
     # the loader's stages are its own, at the script's line; the script's shuffle is the script's
     inside = [s for s in stages if s.made_by == "image_dataset_from_directory"]
     assert inside and all(s.created_at == f"test_rewrites_tf.py:{line}" for s in inside)

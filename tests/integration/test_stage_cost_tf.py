@@ -60,9 +60,9 @@ def test_the_chain_stops_at_a_filter_and_skips_options() -> None:
 
 
 def _stats(ds: object) -> list:  # type: ignore[type-arg]
-    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.structure import walk
 
-    return [stage.stats for stage in walk_pipeline(ds)]
+    return [stage.stats for stage in walk(ds).stages]
 
 
 SCRIPT = """

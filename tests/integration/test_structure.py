@@ -1,4 +1,4 @@
-"""walk_pipeline / effective_options on real, small tf.data pipelines (no TF mocks)."""
+"""walk / effective_options on real, small tf.data pipelines (no TF mocks)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pipediag.bench.structure import effective_options, walk_pipeline
+from pipediag.bench.structure import effective_options, walk
 from pipediag.report.model import PipelineOptions
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings, StageStats
 
@@ -25,7 +25,7 @@ tf: Any = None
 
 def describe(dataset: Any) -> list[StageStats]:
     """The stages as found, without their dataset objects."""
-    return [stage.stats for stage in walk_pipeline(dataset)]
+    return [stage.stats for stage in walk(dataset).stages]
 
 
 @pytest.fixture(autouse=True, scope="module")

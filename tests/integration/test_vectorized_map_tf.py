@@ -95,7 +95,7 @@ def test_a_parse_single_example_map_is_vectorised_through_vectorized_map(
     import numpy as np
 
     from pipediag.analysis.pipeline_code import rewritten_chain
-    from pipediag.bench.structure import walk_pipeline
+    from pipediag.bench.structure import walk
     from pipediag.report.prescription import StageChange
 
     tf = _tf()
@@ -131,7 +131,7 @@ def test_a_parse_single_example_map_is_vectorised_through_vectorized_map(
         vectorized_map=candidate.facts.vectorized_map,
         element_unpacked=candidate.facts.element_unpacked,
     )
-    lines = rewritten_chain([s.stats for s in walk_pipeline(ds)], [change])
+    lines = rewritten_chain([s.stats for s in walk(ds).stages], [change])
     assert [line.text for line in lines][-2:] == [
         "ds = ds.batch(8)",
         "ds = ds.map(lambda batch: tf.vectorized_map(decode_one, batch, "
