@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,11 +147,7 @@ def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline
     if graph_error is not None and stages:
         detail = graph_error.detail
         stages[-1].stats = dataclasses.replace(stages[-1].stats, graph_error=detail)
-    nodes: dict[int, str] = {}
-    if graph is not None:
-        with contextlib.suppress(Exception):  # unmatched stages are estimated, not rewritten
-            nodes = stage_nodes(dataset, stages, graph)
-    return WalkedPipeline(dataset, stages, graph, graph_error, nodes, options)
+    return WalkedPipeline(dataset, stages, graph, graph_error, builder.stage_nodes, options)
 
 
 def effective_options(dataset: Any) -> PipelineOptions:
@@ -205,6 +201,7 @@ class _Builder:
         self.nodes = nodes
         self.functions = functions
         self.stages: list[Stage] = []
+        self.stage_nodes: dict[int, str] = {}
         self._seen: dict[int, int] = {}
 
     def visit(self, ds: Any, node: Any | None) -> int | None:
@@ -215,8 +212,10 @@ class _Builder:
             return None
         generator = generator_function(ds)
         if generator is not None:
-            return self._add(ds, node, [], generator=generator)
+            added = self._add(ds, node, [], generator=generator)
+            return self._matched(added, node, "FlatMapDataset")
         inputs = [skip_passthrough(unwrap(i)) for i in python_inputs(ds)]
+        given = node  # matched by op even where the inputs below disagree
         graph_inputs = self._graph_inputs(node)
         if node is not None and (graph_inputs is None or len(graph_inputs) != len(inputs)):
             node, graph_inputs = None, None  # the walks disagree: trust no node below here
@@ -226,7 +225,15 @@ class _Builder:
             index = self.visit(child, child_node)
             if index is not None:
                 input_indices.append(index)
-        return self._add(ds, node, input_indices)
+        added = self._add(ds, node, input_indices)
+        return self._matched(added, given, self.stages[added].stats.name)
+
+    def _matched(self, index: int, node: Any | None, op: str) -> int:
+        """The stage is the node where their ops agree (`from_generator` is the flat_map it
+        builds): the node its rewrites edit. An unmatched stage is estimated, not rewritten."""
+        if node is not None and node.op == op:
+            self.stage_nodes[index] = node.name
+        return index
 
     def _graph_inputs(self, node: Any | None) -> list[Any] | None:
         if node is None:
@@ -344,35 +351,6 @@ def graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
         if node.op == "_Retval" and node.input:
             return nodes.get(node.input[0].split(":")[0])
     return None
-
-
-def stage_nodes(dataset: Any, walked: Sequence[Stage], graph: Any) -> dict[int, str]:
-    """Match stages to graph nodes, only where a stage's op is the node's."""
-    nodes = {node.name: node for node in graph.node}
-    by_object = {id(stage.dataset): stage.stats for stage in walked}
-    found: dict[int, str] = {}
-
-    def visit(ds: Any, node: Any | None, depth: int) -> None:
-        ds = skip_passthrough(ds)
-        stats = by_object.get(id(ds))
-        if stats is None or node is None or stats.index in found or depth > len(walked):
-            return
-        generated = generator_function(ds) is not None
-        # `from_generator` is named for the user; its op is the flat_map it builds.
-        if node.op != ("FlatMapDataset" if generated else stats.name):
-            return
-        found[stats.index] = node.name
-        if generated:
-            return
-        inputs = [skip_passthrough(unwrap(i)) for i in python_inputs(ds)]
-        names = [name.split(":")[0] for name in node.input if not name.startswith("^")]
-        children = [nodes[name] for name in names if name in nodes and "Dataset" in nodes[name].op]
-        if len(children) == len(inputs):
-            for child, child_node in zip(inputs, children, strict=True):
-                visit(child, child_node, depth + 1)
-
-    visit(unwrap(dataset), graph_root(graph, nodes), 0)
-    return found
 
 
 def _node_settings(node: Any, nodes: dict[str, Any]) -> StageSettings:
