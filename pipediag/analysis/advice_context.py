@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipediag.analysis.input_cost import samples_during
-from pipediag.analysis.run_terms import trial_in_run_terms
+from pipediag.analysis.run_terms import gain_in_run_terms
 from pipediag.report.model import (
     Gain,
     PipelineOptions,
@@ -196,17 +196,16 @@ def fix_suggestion(
     verified = verified_gain(trial)
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
-    on_training, interval = (
-        trial_in_run_terms(ctx.report, trial) if trial is not None else (None, None)
-    )
+    training = trial.training if trial is not None else None
+    on_training, interval = gain_in_run_terms(ctx.report, training)
     verified_alone = verified  # what orders the fix after the prediction, unless ruled out
     kind: SuggestionKind = "fix"
     outcome: TrialOutcome | None = None
     not_on_training: Reason | None = None
     if on_training is not None:
-        assert trial is not None
+        assert training is not None
         outcome = "on-training"
-        high = trial.facts.training_speedup_high
+        high = training.training_speedup_high
         if high is not None and high >= VERIFIED_MIN_GAIN and on_training < VERIFIED_MIN_GAIN:
             # The rounds could not tell (a busy host): neither a gain nor a loss is shown.
             outcome, on_training = "unclear-on-training", None

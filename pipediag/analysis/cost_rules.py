@@ -8,7 +8,7 @@ from dataclasses import replace
 from pipediag.analysis.advice_context import Context, share_fix
 from pipediag.analysis.input_cost import step_cores_of
 from pipediag.analysis.prescription_rules import stage_bound
-from pipediag.analysis.run_terms import trial_in_run_terms
+from pipediag.analysis.run_terms import gain_in_run_terms
 from pipediag.report.fixes import FIX_THREAD_CAP
 from pipediag.report.model import CostSplit, Gain, Suggestion
 from pipediag.report.reasons import Reason
@@ -42,7 +42,7 @@ def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
         return [share_fix(rule_id, _GIL_CODE, split.contention)]
     threads = capped_threads(ctx.cores, step_cores_of(ctx.report.compute_alone))
     cap = thread_cap_trial(ctx)
-    measured, interval = trial_in_run_terms(ctx.report, cap) if cap is not None else (None, None)
+    measured, interval = gain_in_run_terms(ctx.report, cap.training if cap is not None else None)
     cap_code = (
         "options = tf.data.Options()\n"
         f"options.threading.private_threadpool_size = {threads}  # step keeps the rest\n"

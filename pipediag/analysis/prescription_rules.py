@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from pipediag.analysis.advice_context import Context
-from pipediag.analysis.run_terms import most_input_gives, rewrite_in_run_terms, trial_in_run_terms
+from pipediag.analysis.run_terms import gain_in_run_terms, most_input_gives
 from pipediag.report.model import Gain, Suggestion
 from pipediag.report.names import fix_words_at
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
@@ -23,7 +23,7 @@ def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
     prescription = ctx.report.pipeline.prescription
     if prescription is None or len(prescription.kept) < 2:
         return []
-    gain, gain_interval = rewrite_in_run_terms(ctx.report, prescription)
+    gain, gain_interval = gain_in_run_terms(ctx.report, prescription)
     if gain is None or gain < VERIFIED_MIN_GAIN:
         return []
     code = "\n".join(line.text for line in prescription.code) or "\n".join(
@@ -44,10 +44,11 @@ def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]
     said = {(s.fix, s.stage_index) for s in found if s.fix is not None}
     extra = []
     for trial in ctx.report.pipeline.trials:
-        if (trial.fix, trial.stage_index) in said or trial.training_speedup is None:
+        training = trial.training
+        if (trial.fix, trial.stage_index) in said or training is None:
             continue
-        gain, interval = trial_in_run_terms(ctx.report, trial)
-        low = trial.facts.training_speedup_low
+        gain, interval = gain_in_run_terms(ctx.report, training)
+        low = training.training_speedup_low
         if gain is None or gain < VERIFIED_MIN_GAIN or low is None or low <= 1.0:
             continue  # no gain, or one its interval does not make clear
         extra.append(

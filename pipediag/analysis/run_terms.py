@@ -5,12 +5,10 @@ spread over the pass (docs/design.md, "Epoch starts in the gains"), never above 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TypeVar
 
 from pipediag.report.model import Report
 from pipediag.report.prescription import GainOnTraining
-from pipediag.report.trials import FixTrial
 
 
 def fit_added_s(
@@ -51,32 +49,35 @@ def fit_adds_s(report: Report, base: float | None) -> float | None:
     return added or None
 
 
-@dataclass(frozen=True)
-class Starts:
-    """What an epoch's start cost each side of a trial beyond a steady step, seconds."""
+def gain_in_run_terms(
+    report: Report, gain: GainOnTraining | None
+) -> tuple[float | None, list[float] | None]:
+    """A gain on training and each end of its 90% interval as the run would see them; (None,
+    None) where not tried."""
+    if gain is None:
+        return None, None
+    base = gain.baseline_steps_per_s
+    ratio = _ratio_in_run_terms(report, gain, gain.training_speedup, gain.variant_steps_per_s)
+    low, high = gain.training_speedup_low, gain.training_speedup_high
+    if low is None or high is None:
+        return ratio, None
+    ends = [
+        _ratio_in_run_terms(report, gain, end, base * end if base else None) for end in (low, high)
+    ]
+    return ratio, [e for e in ends if e is not None] if None not in ends else None
 
-    baseline_s: float | None = None
-    variant_s: float | None = None
 
-
-NO_STARTS = Starts()
-
-
-def ratio_in_run_terms(
-    report: Report,
-    raw: float | None,
-    base: float | None,
-    fixed: float | None,
-    *,
-    on_top: bool = False,
-    starts: Starts = NO_STARTS,
+def _ratio_in_run_terms(
+    report: Report, gain: GainOnTraining, raw: float | None, fixed: float | None
 ) -> float | None:
-    """`raw`, from rates `base` and `fixed` (steps/s), as the run would see it. A trial on top
-    of kept rewrites reads fit's time, where not measured, off the first trials'."""
+    """`raw`, from `gain`'s baseline rate and `fixed` (steps/s), as the run would see it. A
+    trial on top of kept rewrites reads fit's time, where not measured, off the first
+    trials'."""
+    base = gain.baseline_steps_per_s
     if raw is None or not base or not fixed:
         return raw
-    added_s = _added_on_top_s(report) if on_top else fit_adds_s(report, base)
-    spread = _spread_starts(report, starts)
+    added_s = _added_on_top_s(report) if gain.after else fit_adds_s(report, base)
+    spread = _spread_starts(report, gain)
     ratio = raw
     if added_s is not None or spread is not None:
         base_start_s, fixed_start_s = spread or (0.0, 0.0)
@@ -99,51 +100,15 @@ def most_input_gives(report: Report) -> float | None:
     return 1.0 / (1.0 - top) if top < 1.0 else None
 
 
-def _spread_starts(report: Report, starts: Starts) -> tuple[float, float] | None:
+def _spread_starts(report: Report, gain: GainOnTraining) -> tuple[float, float] | None:
     """Each side's epoch start per step of a pass, where both were measured."""
     steps = report.pipeline.pass_batches
-    if not steps or starts.baseline_s is None or starts.variant_s is None:
+    base_s, variant_s = gain.baseline_start_s, gain.variant_start_s
+    if not steps or base_s is None or variant_s is None:
         return None
-    if starts.baseline_s == 0.0 and starts.variant_s == 0.0:
+    if base_s == 0.0 and variant_s == 0.0:
         return None
-    return starts.baseline_s / steps, starts.variant_s / steps
-
-
-def gain_in_run_terms(
-    report: Report,
-    raw: float | None,
-    low: float | None,
-    high: float | None,
-    base: float | None,
-    fixed: float | None,
-    *,
-    on_top: bool = False,
-    starts: Starts = NO_STARTS,
-) -> tuple[float | None, list[float] | None]:
-    """The ratio and each end of its 90% interval read as `ratio_in_run_terms` reads it."""
-    gain = ratio_in_run_terms(report, raw, base, fixed, on_top=on_top, starts=starts)
-    if low is None or high is None:
-        return gain, None
-    ends = [
-        ratio_in_run_terms(
-            report, end, base, base * end if base else None, on_top=on_top, starts=starts
-        )
-        for end in (low, high)
-    ]
-    return gain, [e for e in ends if e is not None] if None not in ends else None
-
-
-def trial_in_run_terms(report: Report, trial: FixTrial) -> tuple[float | None, list[float] | None]:
-    return gain_in_run_terms(
-        report,
-        trial.training_speedup,
-        trial.facts.training_speedup_low,
-        trial.facts.training_speedup_high,
-        trial.training_baseline_steps_per_s,
-        trial.training_variant_steps_per_s,
-        on_top=bool(trial.facts.training_after),
-        starts=Starts(trial.training_baseline_start_s, trial.training_variant_start_s),
-    )
+    return base_s / steps, variant_s / steps
 
 
 def with_prescription_in_run_terms(report: Report) -> Report:
@@ -151,8 +116,8 @@ def with_prescription_in_run_terms(report: Report) -> Report:
     prescription = report.pipeline.prescription
     if prescription is None:
         return report
-    tried = [_filled(report, change, on_top=bool(change.after)) for change in prescription.tried]
-    updated = _filled(report, dataclasses.replace(prescription, tried=tried), on_top=False)
+    tried = [_filled(report, change) for change in prescription.tried]
+    updated = _filled(report, dataclasses.replace(prescription, tried=tried))
     return dataclasses.replace(
         report, pipeline=dataclasses.replace(report.pipeline, prescription=updated)
     )
@@ -161,23 +126,8 @@ def with_prescription_in_run_terms(report: Report) -> Report:
 _Tried = TypeVar("_Tried", bound=GainOnTraining)
 
 
-def rewrite_in_run_terms(
-    report: Report, tried: GainOnTraining, *, on_top: bool = False
-) -> tuple[float | None, list[float] | None]:
-    return gain_in_run_terms(
-        report,
-        tried.training_speedup,
-        tried.training_speedup_low,
-        tried.training_speedup_high,
-        tried.baseline_steps_per_s,
-        tried.variant_steps_per_s,
-        on_top=on_top,
-        starts=Starts(tried.baseline_start_s, tried.variant_start_s),
-    )
-
-
-def _filled(report: Report, tried: _Tried, *, on_top: bool) -> _Tried:
-    gain, interval = rewrite_in_run_terms(report, tried, on_top=on_top)
+def _filled(report: Report, tried: _Tried) -> _Tried:
+    gain, interval = gain_in_run_terms(report, tried)
     low, high = interval or (None, None)
     return dataclasses.replace(tried, on_training=gain, on_training_low=low, on_training_high=high)
 
@@ -186,8 +136,9 @@ def _added_on_top_s(report: Report) -> float | None:
     if report.train.fit_overhead_s is not None:
         return fit_adds_s(report, None)
     for trial in report.pipeline.trials:
-        if trial.training_speedup is not None and not trial.facts.training_after:
-            added = fit_adds_s(report, trial.training_baseline_steps_per_s)
+        training = trial.training
+        if training is not None and training.training_speedup is not None and not training.after:
+            added = fit_adds_s(report, training.baseline_steps_per_s)
             if added is not None:
                 return added
     return None

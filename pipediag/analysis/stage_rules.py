@@ -206,7 +206,7 @@ def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
             trial.fix != FIX_HOIST_CACHE
             or trial.stage_index is None
             or not 0 <= trial.stage_index < len(ctx.stages)
-            or trial.training_speedup is not None
+            or trial.training is not None
             or not _cacheable(trial)
         ):
             continue

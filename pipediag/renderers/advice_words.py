@@ -10,7 +10,7 @@ from pipediag.analysis.advice_context import CPU_SATURATED_PCT, Context, build_c
 from pipediag.analysis.cost_rules import capped_threads, thread_cap_trial
 from pipediag.analysis.input_cost import python_stages, step_cores_of
 from pipediag.analysis.prescription_rules import stage_bound
-from pipediag.analysis.run_terms import trial_in_run_terms
+from pipediag.analysis.run_terms import gain_in_run_terms
 from pipediag.renderers.stage_advice_words import (
     STAGE_WORDINGS,
     bound_words,
@@ -97,7 +97,7 @@ def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
         "(tf.data service)."
     )
     cap = thread_cap_trial(ctx)
-    measured = trial_in_run_terms(ctx.report, cap)[0] if cap is not None else None
+    measured = gain_in_run_terms(ctx.report, cap.training if cap is not None else None)[0]
     if cap is not None and measured is not None:
         threads = capped_threads(ctx.cores, needs)
         capped = threads if cap.facts.threads is None else cap.facts.threads
@@ -303,12 +303,9 @@ def _prescription(ctx: Context, s: Suggestion) -> SuggestionWords:
 
 def _measured_rewrite(ctx: Context, s: Suggestion) -> SuggestionWords:
     trial = trial_of(ctx, s)
-    assert trial is not None
-    on_top = (
-        f" (on top of {', '.join(fix_words(f) for f in trial.facts.training_after)})"
-        if trial.facts.training_after
-        else ""
-    )
+    assert trial is not None and trial.training is not None
+    after = trial.training.after
+    on_top = f" (on top of {', '.join(fix_words(f) for f in after)})" if after else ""
     return SuggestionWords(
         f"{fix_words_at(trial.fix, trial.stage)}{on_top}", training_text(ctx, trial).strip()
     )

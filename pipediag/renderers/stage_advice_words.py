@@ -13,7 +13,7 @@ from pipediag.analysis.advice_context import (
     verified_gain,
 )
 from pipediag.analysis.prescription_rules import Bound, stage_bound
-from pipediag.analysis.run_terms import fit_adds_s, trial_in_run_terms
+from pipediag.analysis.run_terms import fit_adds_s, gain_in_run_terms
 from pipediag.analysis.stage_rules import (
     interleave_cycle,
     random_before_cache,
@@ -83,24 +83,25 @@ def _trial_text(trial: FixTrial | None) -> str:
 
 
 def training_text(ctx: Context, trial: FixTrial) -> str:
-    assert trial.training_speedup is not None
-    low, high = trial.facts.training_speedup_low, trial.facts.training_speedup_high
+    training = trial.training
+    assert training is not None and training.training_speedup is not None
+    low, high = training.training_speedup_low, training.training_speedup_high
     interval = (
         f", 90% interval {low:.2f}-{high:.2f}x" if low is not None and high is not None else ""
     )
     what = "train function" if ctx.report.train.style == "keras-fit" else "training"
     text = (
-        f" Tried on your {what}: {trial.training_baseline_steps_per_s:.1f} -> "
-        f"{trial.training_variant_steps_per_s:.1f} steps/s ({trial.training_speedup:.2f}x, "
-        f"over {_rounds(trial.training_rounds)}{interval})."
+        f" Tried on your {what}: {training.baseline_steps_per_s:.1f} -> "
+        f"{training.variant_steps_per_s:.1f} steps/s ({training.training_speedup:.2f}x, "
+        f"over {_rounds(training.rounds)}{interval})."
     )
-    if trial.facts.above_step_alone:
+    if training.at_step_alone:
         text += (
             " The fixed pipeline fed it faster than the train step alone ran, so its rate "
             "is taken at the step alone's: the most a pipeline can give."
         )
-    added_s = fit_adds_s(ctx.report, trial.training_baseline_steps_per_s)
-    gain, _ = trial_in_run_terms(ctx.report, trial)
+    added_s = fit_adds_s(ctx.report, training.baseline_steps_per_s)
+    gain, _ = gain_in_run_terms(ctx.report, training)
     if added_s is not None and gain is not None:
         text += (
             f" Counting the {added_s * 1e3:.1f} ms fit adds around each step, training runs "

@@ -461,7 +461,42 @@ def _from_version_9(data: dict[str, Any]) -> dict[str, Any]:
     _upgrade_suggestions(data, _suggestion_words_kept)
     _upgrade_lists_in(data, "verdict", {"phases": _phase_unnamed})
     _upgrade_lists_in(data, "compute_alone", {"top_ops": _host_gap_kind})
+    _upgrade_lists_in(data, "pipeline", {"trials": _fix_trial_training_v10})
     return data
+
+
+# Version 9's figures of a fix trial on training, on the trial and on its facts, by the
+# field of its `training` record (`GainOnTraining`) that holds each now.
+_TRAINING_ON_TRIAL_V9: Final = {
+    "training_speedup": "training_speedup",
+    "training_baseline_steps_per_s": "baseline_steps_per_s",
+    "training_variant_steps_per_s": "variant_steps_per_s",
+    "training_rounds": "rounds",
+    "training_baseline_start_s": "baseline_start_s",
+    "training_variant_start_s": "variant_start_s",
+}
+_TRAINING_IN_FACTS_V9: Final = {
+    "training_speedup_low": "training_speedup_low",
+    "training_speedup_high": "training_speedup_high",
+    "training_stopped": "stopped",
+    "above_step_alone": "at_step_alone",
+    "training_after": "after",
+}
+
+
+def _fix_trial_training_v10(trial: dict[str, Any]) -> dict[str, Any]:
+    """A fix trial's figures on training as one record; none where it measured no speedup
+    there (the figures came together; `training_reason` says why not)."""
+    upgraded = {key: value for key, value in trial.items() if key not in _TRAINING_ON_TRIAL_V9}
+    training = {new: trial[old] for old, new in _TRAINING_ON_TRIAL_V9.items() if old in trial}
+    facts = trial.get("facts")
+    if isinstance(facts, dict):
+        upgraded["facts"] = {k: v for k, v in facts.items() if k not in _TRAINING_IN_FACTS_V9}
+        training.update(
+            {new: facts[old] for old, new in _TRAINING_IN_FACTS_V9.items() if old in facts}
+        )
+    upgraded["training"] = training if training.get("training_speedup") is not None else None
+    return upgraded
 
 
 def _suggestion_words_kept(suggestion: dict[str, Any]) -> dict[str, Any]:
@@ -514,7 +549,8 @@ def _host_gap_kind(top_op: dict[str, Any]) -> dict[str, Any]:
 # 10: a suggestion's words are made from the report's facts (`Suggestion.outcome` says how
 #    its trial was read); an older one's title and evidence are kept (`as_written`). A phase
 #    has no `name` (its epochs say it); a host gap among the top ops is a kind
-#    ("host-python", "host-launch"), its name "".
+#    ("host-python", "host-launch"), its name "". A fix trial's figures on training are one
+#    record (`FixTrial.training`, a `GainOnTraining` as a prescribed change's).
 _UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import FixName, SemanticsChange
+from pipediag.report.vocabulary import FixName, SemanticsChange, TrialStop
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,12 @@ class StageChange:
 
 @dataclass(frozen=True, kw_only=True)
 class GainOnTraining:
-    """A rewrite's gain tried on training, or the kept ones' together. `training_speedup` is
-    the paired engine's variant rate over the baseline's, with its 90% interval; `on_training`
-    is that ratio in the run's own terms (under `fit`, what fit adds around each step on both
-    sides: `analysis/run_terms.py`), the figure the report shows."""
+    """A rewrite's gain tried on training (a fix trial's, a prescribed change's), or the kept
+    ones' together. `training_speedup` is the paired engine's variant rate over the
+    baseline's (steps/s, medians over `rounds` interleaved rounds), with its 90% interval;
+    `on_training` is that ratio in the run's own terms (under `fit`, what fit adds around each
+    step on both sides: `analysis/run_terms.py`), the figure the report shows: filled in for
+    the prescription, read by the advice for a fix trial."""
 
     training_speedup: float | None = None
     training_speedup_low: float | None = None
@@ -51,11 +53,18 @@ class GainOnTraining:
     on_training: float | None = None
     on_training_low: float | None = None
     on_training_high: float | None = None
-    # What an epoch's start cost each side beyond a steady step (as `FixTrial`'s).
+    # What an epoch's start cost each side beyond a steady step, seconds (a fresh iterator,
+    # its first step; a cache's read after its filling epoch).
     baseline_start_s: float | None = None
     variant_start_s: float | None = None
-    # As `TrialFacts.above_step_alone`: the rate and gain are taken at that ceiling.
+    # The fixed pipeline fed training faster than the step alone ran (its fastest block, with
+    # its noise): the rate and gain are taken at that ceiling.
     at_step_alone: bool = False
+    rounds: int = 0
+    stopped: TrialStop = ""
+    # The rewrites kept before it, in order: its figures are over the pipeline with them
+    # applied; empty: over the user's pipeline.
+    after: list[FixName] = field(default_factory=list)
 
     @property
     def shown(self) -> tuple[float | None, float | None, float | None]:
@@ -77,8 +86,6 @@ class PrescribedChange(GainOnTraining):
     stage: str = ""
     kept: bool = False
     reason: Reason | None = None
-    # The changes it was tried on top of (the ones kept before it), in order.
-    after: list[FixName] = field(default_factory=list)
     # Not tried: a cache kept before it serves its stage from memory after the first epoch.
     covered_by_cache: bool = False
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipediag.report.prescription import GainOnTraining
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import FixName, SemanticsChange, TrialStop
 
@@ -12,16 +13,13 @@ from pipediag.report.vocabulary import FixName, SemanticsChange, TrialStop
 @dataclass(frozen=True)
 class TrialFacts:
     """What a trial found beside its rates: the facts a rule needs to explain a fix.
-    `speedup_low`/`speedup_high`: the rounds' 90% interval; the `training_` ones the same on
-    training. The rest belong to one fix each; None where they do not apply or were not found.
+    `speedup_low`/`speedup_high`: the rounds' 90% interval. The rest belong to one fix each;
+    None where they do not apply or were not found.
     """
 
     stopped: TrialStop = ""
     speedup_low: float | None = None
     speedup_high: float | None = None
-    training_stopped: TrialStop = ""
-    training_speedup_low: float | None = None
-    training_speedup_high: float | None = None
     # What was made private in the copies so the user's state is untouched (a file cache).
     isolation: list[Reason] = field(default_factory=list)
     # vectorize: elements the function was checked on, both ways.
@@ -51,15 +49,9 @@ class TrialFacts:
     # cache, hoist-cache: the Python stages it keeps gave the same values for the same
     # elements read twice (`bench/repeatable.py`); None: no Python there, or not checked.
     python_repeatable: bool | None = None
-    # The fix fed training faster than the step alone ran (its fastest block, with its
-    # noise): its rate and gain are taken at that ceiling.
-    above_step_alone: bool = False
     # Not tried on training: a cache kept before it serves its stage from memory after the
     # first epoch (`training/prescription.py::covered_by_cache`); `training_reason` says so.
     covered_by_cache: bool = False
-    # The rewrites already kept when this one was tried on training, its figures over the
-    # pipeline with them applied; empty: over the user's pipeline.
-    training_after: list[FixName] = field(default_factory=list)
     # What the rewrite changes in what the pipeline yields; empty: nothing.
     semantics: list[SemanticsChange] = field(default_factory=list)
 
@@ -67,8 +59,8 @@ class TrialFacts:
 @dataclass(frozen=True)
 class FixTrial:
     """`speedup` is the pipeline-alone speedup (variant over original, interleaved rounds), not
-    the end-to-end one (`training_speedup` where tried on training, else the advisor's
-    prediction). `verified` is False when the fix could not be rewritten or run (`reason`).
+    the end-to-end one (`training` where tried on training, else the advisor's prediction).
+    `verified` is False when the fix could not be rewritten or run (`reason`).
     """
 
     fix: FixName
@@ -86,16 +78,9 @@ class FixTrial:
     baseline_cpu_s_per_batch: float | None = None
     variant_cpu_s_per_batch: float | None = None
     # The fix tried on training: the user's train step fed by the unedited copy and the
-    # fixed one in turn, steps/s (medians over `training_rounds` interleaved rounds).
-    training_baseline_steps_per_s: float | None = None
-    training_variant_steps_per_s: float | None = None
-    training_speedup: float | None = None
-    training_rounds: int = 0
+    # fixed one in turn; None where not tried, and `training_reason` says why.
+    training: GainOnTraining | None = None
     training_reason: Reason | None = None
-    # What an epoch's start cost each side beyond a steady step, seconds (a fresh iterator,
-    # its first step; a cache's read after its filling epoch).
-    training_baseline_start_s: float | None = None
-    training_variant_start_s: float | None = None
     # The vectorise check found the function not elementwise (or failing on a batch).
     unsafe: bool = False
     fits_in_memory: bool | None = None  # a cache trial's data fits the memory available

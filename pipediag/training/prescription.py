@@ -303,10 +303,14 @@ class PipelineSearch:
                 stage=fix.stage,
                 kept=kept,
                 reason=reason,
-                after=[k.fix for k in self._kept],  # type: ignore[misc]
                 covered_by_cache=covered_by_cache,
                 # a rewrite with no gain shows no rates either
-                **_gain_fields(freed, rounds if freed else None, at_step_alone=at_step_alone),
+                **_gain_fields(
+                    freed,
+                    rounds if freed else None,
+                    at_step_alone=at_step_alone,
+                    after=[k.fix for k in self._kept],
+                ),
             )
         )
 
@@ -322,10 +326,10 @@ class PipelineSearch:
 
 
 def _gain_fields(
-    freed: Freed | None, rounds: Rounds | None, *, at_step_alone: bool
+    freed: Freed | None, rounds: Rounds | None, *, at_step_alone: bool, after: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """A trial's gain on training as `GainOnTraining`'s fields; the baseline's rate and the
-    epoch starts are `rounds`' (None: not shown)."""
+    """A trial's gain on training as `GainOnTraining`'s fields; the baseline's rate, the
+    epoch starts and the rounds are `rounds`' (None: not shown)."""
     gain = GainOnTraining(
         training_speedup=freed.speedup if freed else None,
         training_speedup_low=freed.low if freed else None,
@@ -335,6 +339,9 @@ def _gain_fields(
         at_step_alone=at_step_alone and freed is not None,
         baseline_start_s=epoch_start_s(rounds.baseline) if rounds else None,
         variant_start_s=epoch_start_s(rounds.variant) if rounds else None,
+        rounds=len(rounds.ratios) if rounds else 0,
+        stopped=rounds.stopped if rounds else "",
+        after=list(after),  # type: ignore[arg-type]
     )
     return dataclasses.asdict(gain)
 
@@ -416,13 +423,11 @@ def with_prescription(
     ceiling = held_ceiling(pipeline.stages, ceiling)
     for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):
         key = (trial.fix, trial.stage_index)
-        below = after.get(key)
-        if below:
-            trial = dataclasses.replace(
-                trial, facts=dataclasses.replace(trial.facts, training_after=below)
-            )
+        if trial.training is not None and key in after:
+            training = dataclasses.replace(trial.training, after=after[key])
+            trial = dataclasses.replace(trial, training=training)
         change = untried.get(key)
-        if change is not None and trial.training_speedup is None and not trial.training_reason:
+        if change is not None and trial.training is None and not trial.training_reason:
             trial = dataclasses.replace(
                 trial,
                 training_reason=change.reason,
@@ -436,28 +441,9 @@ def with_training_results(
     trials: list[FixTrial], results: TrialResults, *, ceiling: float | None
 ) -> list[FixTrial]:
     """The pipeline's fix trials with what each measured on training; a fixed rate above
-    `ceiling` is taken at it, as `at_ceiling` does, and flagged."""
+    `ceiling` is taken at it, as `at_ceiling` does (`with_training`)."""
     updated = []
     for trial in trials:
         found = results.get((trial.fix, trial.stage_index))
-        if found is not None:
-            trial = with_training(trial, *found)
-            fixed = trial.training_variant_steps_per_s
-            base = trial.training_baseline_steps_per_s
-            if ceiling is not None and fixed is not None and fixed > ceiling and base:
-                scale = ceiling / fixed
-                facts = trial.facts
-                low, high = facts.training_speedup_low, facts.training_speedup_high
-                trial = dataclasses.replace(
-                    trial,
-                    training_variant_steps_per_s=ceiling,
-                    training_speedup=ceiling / base,
-                    facts=dataclasses.replace(
-                        facts,
-                        above_step_alone=True,
-                        training_speedup_low=None if low is None else low * scale,
-                        training_speedup_high=None if high is None else high * scale,
-                    ),
-                )
-        updated.append(trial)
+        updated.append(trial if found is None else with_training(trial, *found, ceiling=ceiling))
     return updated

@@ -25,6 +25,7 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
+from pipediag.report.prescription import GainOnTraining
 from pipediag.report.reasons import Reason, error_line
 from pipediag.report.trials import FixTrial
 from pipediag.training.compute_alone import (
@@ -58,27 +59,36 @@ def slice_seconds(step_s: float, share_s: float) -> float:
     )
 
 
-def with_training(trial: FixTrial, rounds: Rounds | None, reason: Reason | None) -> FixTrial:
-    """`trial` with what its fix measured on training (or why it was not tried)."""
+def with_training(
+    trial: FixTrial, rounds: Rounds | None, reason: Reason | None, *, ceiling: float | None = None
+) -> FixTrial:
+    """`trial` with what its fix measured on training (or why it was not tried); a fixed rate
+    above `ceiling` is taken at it, its interval scaled with it, and flagged."""
     if rounds is None:
         return replace(trial, training_reason=reason)
-    base, fixed = rounds.rates()
+    base, fixed = rounds.rates()  # a base rate is above 0
     if base is None or fixed is None:
         return replace(trial, training_reason=reason or Reason("too-few-steps"))
-    facts = replace(trial.facts, training_stopped=rounds.stopped)
-    if rounds.interval is not None:
-        low, high = rounds.interval
-        facts = replace(facts, training_speedup_low=low, training_speedup_high=high)
-    return replace(
-        trial,
-        training_baseline_steps_per_s=base,
-        training_variant_steps_per_s=fixed,
-        training_speedup=fixed / base if base > 0 else None,
-        training_rounds=len(rounds.ratios),
-        training_baseline_start_s=epoch_start_s(rounds.baseline),
-        training_variant_start_s=epoch_start_s(rounds.variant),
-        facts=facts,
+    low, high = rounds.interval or (None, None)
+    at_step_alone = ceiling is not None and fixed > ceiling
+    if ceiling is not None and at_step_alone:
+        scale = ceiling / fixed
+        low = None if low is None else low * scale
+        high = None if high is None else high * scale
+        fixed = ceiling
+    training = GainOnTraining(
+        training_speedup=fixed / base,
+        training_speedup_low=low,
+        training_speedup_high=high,
+        baseline_steps_per_s=base,
+        variant_steps_per_s=fixed,
+        baseline_start_s=epoch_start_s(rounds.baseline),
+        variant_start_s=epoch_start_s(rounds.variant),
+        at_step_alone=at_step_alone,
+        rounds=len(rounds.ratios),
+        stopped=rounds.stopped,
     )
+    return replace(trial, training=training)
 
 
 def epoch_start_s(runs: Sequence[BatchTiming]) -> float | None:

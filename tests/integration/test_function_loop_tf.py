@@ -407,7 +407,7 @@ def test_a_fix_is_tried_on_the_multi_step_function_itself(tmp_path: Path) -> Non
     # THEN a rewrite is tried on the training function itself, fed a tf.data iterator over
     # the rewritten pipeline in place of its one-replica tf.distribute one, and reads far
     # faster (the map runs in parallel: several sleeps at once, against one at a time)
-    tried = [t for t in report.pipeline.trials if t.training_rounds]
+    tried = [t.training for t in report.pipeline.trials if t.training is not None]
     assert tried, [(t.fix, t.training_reason) for t in report.pipeline.trials]
     best = max(tried, key=lambda t: t.training_speedup or 0.0)
     assert best.training_speedup is not None and best.training_speedup > 1.3, best

@@ -114,7 +114,7 @@ def _diagnose(tmp_path: Path, body: str, mode: str, *options: str) -> dict[str, 
 
 def _tried_on_training(report: dict[str, Any]) -> list[str]:
     """The fixes and held stages that measured a speedup on the script's own training."""
-    fixes = [t["fix"] for t in report["pipeline"]["trials"] if t.get("training_speedup")]
+    fixes = [t["fix"] for t in report["pipeline"]["trials"] if t.get("training")]
     held = [s["name"] for s in report["pipeline"]["stages"] if s.get("training_speedup_if_free")]
     return fixes + held
 

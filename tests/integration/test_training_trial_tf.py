@@ -64,7 +64,8 @@ def test_fit_train_function_on_two_pipelines_measures_the_gain_and_restores_ever
     teardown.drain()
     assert reason is None and rounds is not None
     trial = with_training(FixTrial(fix="parallel-map", stage_index=1, verified=True), rounds, None)
-    assert trial.training_speedup is not None and trial.training_speedup > 3.0, trial
+    assert trial.training is not None, trial
+    assert trial.training.training_speedup is not None and trial.training.training_speedup > 3.0
     after = [v.numpy() for v in step_variables(model)]
     assert len(before) >= 8  # weights, dropout's seed, Adam's slots and iterations, metrics
     for old, new in zip(before, after, strict=True):
@@ -93,15 +94,16 @@ def test_a_sequential_python_map_is_tried_on_training(tmp_path: Path, style: str
     report = pipediag.diagnose(script, [style], config=config, out=None, log=None)
     (trial,) = [t for t in report.pipeline.trials if t.fix == "parallel-map"]
     assert trial.verified, trial.reason
-    assert trial.training_rounds >= 3, trial
-    assert trial.training_baseline_steps_per_s and trial.training_variant_steps_per_s
-    assert trial.training_speedup is not None
+    training = trial.training
+    assert training is not None and training.rounds >= 3, trial
+    assert training.baseline_steps_per_s and training.variant_steps_per_s
+    assert training.training_speedup is not None
     assert "training_trial" in [p.name for p in report.phases]
     (fix,) = [s for s in report.suggestions if s.id.startswith("PD001")]
-    assert fix.gain.on("training") == pytest.approx(_expected_gain(report, trial))
+    assert fix.gain.on("training") == pytest.approx(_expected_gain(report, training))
 
 
-def _expected_gain(report: Any, trial: Any) -> float:
+def _expected_gain(report: Any, training: Any) -> float:
     """The suggestion's gain from the trial: the trial's own rates, with, under `fit`, what
     `fit`'s steps were timed to take beyond their train function added to both sides (when
     positive), and each side's epoch start spread over a pass of the dataset (where it is
@@ -110,8 +112,8 @@ def _expected_gain(report: Any, trial: Any) -> float:
     if report.train.style == "keras-fit":
         assert report.train.fit_overhead_s is not None  # timed on fit's measured steps
         added_s = max(0.0, report.train.fit_overhead_s)
-    base, fixed = trial.training_baseline_steps_per_s, trial.training_variant_steps_per_s
-    starts = (trial.training_baseline_start_s, trial.training_variant_start_s)
+    base, fixed = training.baseline_steps_per_s, training.variant_steps_per_s
+    starts = (training.baseline_start_s, training.variant_start_s)
     steps = report.pipeline.pass_batches
     spread = (0.0, 0.0)
     if steps and None not in starts and starts != (0.0, 0.0):

@@ -438,12 +438,13 @@ def test_a_fix_faster_on_training_than_the_step_alone_is_flagged_and_taken_at_it
         # 130 steps/s: faster than the train step alone ever ran
         ("prefetch", 2): (Rounds([_timing(50.0)], [_timing(130.0)], [2.6], None, ""), None),
     }
-    honest, disturbed = with_training_results(trials, rounds, ceiling=ceiling)
+    honest, disturbed = (t.training for t in with_training_results(trials, rounds, ceiling=ceiling))
+    assert honest is not None and disturbed is not None
     # THEN the first keeps its gain; the second is flagged, its rate taken at the ceiling
     assert honest.training_speedup == pytest.approx(98.0 / 50.0)
-    assert not honest.facts.above_step_alone
-    assert disturbed.facts.above_step_alone
-    assert disturbed.training_variant_steps_per_s == pytest.approx(ceiling)
+    assert not honest.at_step_alone
+    assert disturbed.at_step_alone
+    assert disturbed.variant_steps_per_s == pytest.approx(ceiling)
     assert disturbed.training_speedup == pytest.approx(ceiling / 50.0)
 
 

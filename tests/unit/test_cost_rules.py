@@ -76,6 +76,7 @@ def test_a_compute_bound_run_gets_no_cost_advice() -> None:
 
 
 def _with_thread_cap(training_speedup: float) -> object:
+    from pipediag.report.prescription import GainOnTraining
     from pipediag.report.trials import FixTrial
 
     report = synthetic_cost_report(wait=0.04, contention=0.40)
@@ -84,11 +85,15 @@ def _with_thread_cap(training_speedup: float) -> object:
         stage="options",
         verified=True,
         speedup=0.8,
-        facts=TrialFacts(threads=1, training_speedup_low=1.1, training_speedup_high=1.4),
-        training_baseline_steps_per_s=20.0,
-        training_variant_steps_per_s=20.0 * training_speedup,
-        training_speedup=training_speedup,
-        training_rounds=5,
+        facts=TrialFacts(threads=1),
+        training=GainOnTraining(
+            training_speedup=training_speedup,
+            training_speedup_low=1.1,
+            training_speedup_high=1.4,
+            baseline_steps_per_s=20.0,
+            variant_steps_per_s=20.0 * training_speedup,
+            rounds=5,
+        ),
     )
     pipeline = dataclasses.replace(report.pipeline, trials=[cap])
     return dataclasses.replace(report, pipeline=pipeline)

@@ -9,9 +9,9 @@ import pytest
 from synthetic_reports import FakeClock, synthetic_report
 
 from pipediag.analysis.advice_context import build_context
-from pipediag.analysis.run_terms import trial_in_run_terms
+from pipediag.analysis.run_terms import gain_in_run_terms
 from pipediag.hooks.fit_overhead import TrainFunctionTimer
-from pipediag.report.trials import FixTrial
+from pipediag.report.prescription import GainOnTraining
 
 
 class _Model:
@@ -47,11 +47,8 @@ def test_the_fit_correction_adds_what_fit_was_measured_to_add_to_both_sides() ->
     # the gap (7.8 ms a step) is not all fit's own work, which was measured at 0.5 ms
     report = synthetic_report(steps=60, wait_s=0.02, compute_s=0.0078)
     train = dataclasses.replace(report.train, style="keras-fit", steps_per_s=36.0)
-    trial = FixTrial(
-        fix="cache",
-        training_baseline_steps_per_s=50.0,
-        training_variant_steps_per_s=550.0,
-        training_speedup=11.0,
+    trial = GainOnTraining(
+        baseline_steps_per_s=50.0, variant_steps_per_s=550.0, training_speedup=11.0
     )
     unmeasured = build_context(dataclasses.replace(report, train=train))
     measured = build_context(
@@ -62,12 +59,12 @@ def test_the_fit_correction_adds_what_fit_was_measured_to_add_to_both_sides() ->
     # THEN with the measure both sides of the trial get fit's 0.5 ms: the gain keeps most of
     # the trial's, and the gap between A and the trial's baseline (read at other times) is
     # no part of it
-    assert trial_in_run_terms(measured.report, trial)[0] == pytest.approx(
+    assert gain_in_run_terms(measured.report, trial)[0] == pytest.approx(
         (1 / 50 + 0.0005) / (1 / 550 + 0.0005)
     )
     # without it, a report from before the measure reads the gap as fit's time
     gap = 1 / rate - 1 / 50
-    assert trial_in_run_terms(unmeasured.report, trial)[0] == pytest.approx(
+    assert gain_in_run_terms(unmeasured.report, trial)[0] == pytest.approx(
         (1 / 50 + gap) / (1 / 550 + gap)
     )
 
@@ -79,13 +76,10 @@ def test_a_trial_that_did_not_gain_does_not_gain_through_a_drift_between_reads()
     train = dataclasses.replace(
         report.train, style="keras-fit", steps_per_s=150.0, fit_overhead_s=0.0001
     )
-    trial = FixTrial(
-        fix="parallel-map",
-        training_baseline_steps_per_s=250.0,
-        training_variant_steps_per_s=246.5,
-        training_speedup=0.986,
+    trial = GainOnTraining(
+        baseline_steps_per_s=250.0, variant_steps_per_s=246.5, training_speedup=0.986
     )
-    gain, _ = trial_in_run_terms(dataclasses.replace(report, train=train), trial)
+    gain, _ = gain_in_run_terms(dataclasses.replace(report, train=train), trial)
     # THEN it is still under 1 (it read 1.65x when the numerator was fit's own rate)
     assert gain is not None and gain < 1.0
 

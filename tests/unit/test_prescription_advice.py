@@ -23,7 +23,12 @@ from pipediag.renderers.suggestion_words import best_fix_figure, suggestion_line
 from pipediag.renderers.text import render_text
 from pipediag.report import io
 from pipediag.report.model import Gain, Report
-from pipediag.report.prescription import CodeLine, PrescribedChange, Prescription
+from pipediag.report.prescription import (
+    CodeLine,
+    GainOnTraining,
+    PrescribedChange,
+    Prescription,
+)
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial, TrialFacts
@@ -255,12 +260,14 @@ def test_a_rewrite_measured_on_training_that_no_rule_speaks_for_is_suggested() -
         stage="map(decode)",
         verified=True,
         speedup=1.2,
-        training_baseline_steps_per_s=40.0,
-        training_variant_steps_per_s=52.0,
-        training_speedup=1.3,
-        training_rounds=5,
-        facts=TrialFacts(
-            training_after=["vectorize"], training_speedup_low=1.2, training_speedup_high=1.4
+        training=GainOnTraining(
+            baseline_steps_per_s=40.0,
+            variant_steps_per_s=52.0,
+            training_speedup=1.3,
+            training_speedup_low=1.2,
+            training_speedup_high=1.4,
+            rounds=5,
+            after=["vectorize"],
         ),
     )
     suggestions = worded_advice(_report(_stages(), trials=[trial]))
@@ -269,8 +276,9 @@ def test_a_rewrite_measured_on_training_that_no_rule_speaks_for_is_suggested() -
     assert "(on top of vectorise: map after the batch)" in measured.title
     assert "40.0 -> 52.0 steps/s" in measured.evidence
     # one whose interval reaches 1 is not suggested
+    assert trial.training is not None
     unclear = dataclasses.replace(
-        trial, facts=dataclasses.replace(trial.facts, training_speedup_low=0.97)
+        trial, training=dataclasses.replace(trial.training, training_speedup_low=0.97)
     )
     assert not any(
         s.id.startswith("PD017") for s in worded_advice(_report(_stages(), trials=[unclear]))

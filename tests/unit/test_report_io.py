@@ -30,6 +30,7 @@ from pipediag.report.model import (
     TrainSection,
 )
 from pipediag.report.names import NO_VERDICT, verdict_title
+from pipediag.report.prescription import GainOnTraining
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
 from pipediag.report.trials import TrialFacts
@@ -676,6 +677,52 @@ def test_a_schema_9_phases_name_is_dropped_and_the_text_words_its_epochs() -> No
     loaded = from_dict(data)
     assert loaded.verdict.phases == phases
     assert "epoch 1: input-bound, input costs 66%" in render_text(loaded)
+
+
+def test_a_schema_9_trials_figures_on_training_read_as_one_record() -> None:
+    # GIVEN a schema-9 report: a trial's figures on training flat on it and on its facts,
+    # and a trial not measured there (the search had kept a rewrite before it)
+    data = to_dict(synthetic_report())
+    data["schema_version"] = 9
+    data["pipeline"]["trials"] = [
+        {
+            "fix": "cache",
+            "training_baseline_steps_per_s": 20.0,
+            "training_variant_steps_per_s": 30.0,
+            "training_speedup": 1.5,
+            "training_rounds": 6,
+            "training_baseline_start_s": 0.4,
+            "training_variant_start_s": 0.1,
+            "facts": {
+                "stopped": "clear gain",
+                "training_stopped": "budget",
+                "training_speedup_low": 1.4,
+                "training_speedup_high": 1.6,
+                "above_step_alone": True,
+                "training_after": ["vectorize"],
+            },
+        },
+        {"fix": "vectorize", "training_rounds": 0, "facts": {"training_after": ["cache"]}},
+    ]
+    # WHEN read
+    tried, untried = from_dict(data).pipeline.trials
+    # THEN the first's figures are its one record, and its facts keep their own
+    assert tried.training == GainOnTraining(
+        training_speedup=1.5,
+        training_speedup_low=1.4,
+        training_speedup_high=1.6,
+        baseline_steps_per_s=20.0,
+        variant_steps_per_s=30.0,
+        baseline_start_s=0.4,
+        variant_start_s=0.1,
+        at_step_alone=True,
+        rounds=6,
+        stopped="budget",
+        after=["vectorize"],
+    )
+    assert tried.facts == TrialFacts(stopped="clear gain")
+    # the second has none
+    assert untried.training is None and untried.facts == TrialFacts()
 
 
 def test_a_suggestion_stores_its_facts_and_no_words() -> None:

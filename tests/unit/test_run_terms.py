@@ -14,15 +14,15 @@ from pipediag.analysis.advisor import advise
 from pipediag.analysis.run_terms import (
     fit_added_s,
     fit_adds_s,
+    gain_in_run_terms,
     in_run_terms,
-    ratio_in_run_terms,
     with_prescription_in_run_terms,
 )
 from pipediag.renderers.prescription_words import rewrites_lines
 from pipediag.report.model import Report
-from pipediag.report.prescription import PrescribedChange, Prescription
+from pipediag.report.prescription import GainOnTraining, PrescribedChange, Prescription
 from pipediag.report.reasons import Reason
-from pipediag.report.trials import FixTrial, TrialFacts
+from pipediag.report.trials import FixTrial
 
 # fit's steps at 20 steps/s (50 ms); the trials' train function at 25 steps/s (40 ms): fit
 # adds 10 ms a step, as measured around its train function
@@ -85,16 +85,27 @@ def _report(style: str = "keras-fit") -> Report:
             fix="parallel-map",
             stage_index=1,
             stage="map(decode)",
-            training_baseline_steps_per_s=BASE,
-            training_variant_steps_per_s=BASE * 0.66,
-            training_speedup=0.66,
-            facts=TrialFacts(training_speedup_low=0.60, training_speedup_high=0.72),
+            training=GainOnTraining(
+                baseline_steps_per_s=BASE,
+                variant_steps_per_s=BASE * 0.66,
+                training_speedup=0.66,
+                training_speedup_low=0.60,
+                training_speedup_high=0.72,
+            ),
         )
     ]
     pipeline = dataclasses.replace(
         report.pipeline, measured=True, trials=trials, prescription=prescription
     )
     return dataclasses.replace(report, train=train, pipeline=pipeline)
+
+
+def _read(report: Report, ratio: float, base: float = BASE) -> float | None:
+    """A trial's ratio, its rates `base` and `base * ratio`, as the run would see it."""
+    trial = GainOnTraining(
+        training_speedup=ratio, baseline_steps_per_s=base, variant_steps_per_s=base * ratio
+    )
+    return gain_in_run_terms(report, trial)[0]
 
 
 def test_under_fit_each_row_shows_the_gain_with_fit_s_time_and_names_the_raw_ratio() -> None:
@@ -138,7 +149,7 @@ def test_a_custom_loop_s_ratio_is_its_gain_as_measured() -> None:
     assert prescription is not None
     assert [c.on_training for c in prescription.tried] == [0.66, 2.0, 2.0]
     assert "on the train function alone" not in "\n".join(rewrites_lines(report))
-    assert ratio_in_run_terms(report, 0.66, BASE, BASE * 0.66) == 0.66
+    assert _read(report, 0.66) == 0.66
 
 
 def test_a_report_written_before_the_figures_were_filled_in_shows_the_raw_ratio() -> None:
@@ -201,17 +212,14 @@ def test_no_gain_on_training_exceeds_what_all_of_input_gives_back() -> None:
     most = 1 / (1 - 0.42)
     # THEN a cache read at 2.5x against its trial's own, slower baseline is kept at that
     # most, as are the rewrites read at 2x, and a gain under it is kept as measured
-    assert ratio_in_run_terms(report, 2.5, BASE, BASE * 2.5) == pytest.approx(most)
-    assert ratio_in_run_terms(report, 1.5, BASE, BASE * 1.5) == 1.5
+    assert _read(report, 2.5) == pytest.approx(most)
+    assert _read(report, 1.5) == 1.5
     prescription = report.pipeline.prescription
     assert prescription is not None
     assert [c.on_training for c in prescription.tried] == [0.66, most, most]
     # AND where T is an estimate nothing is capped: there is no measured T/A to keep to
     estimated = dataclasses.replace(verdict, compute_alone_source="estimated")
-    assert (
-        ratio_in_run_terms(dataclasses.replace(report, verdict=estimated), 2.5, BASE, BASE * 2.5)
-        == 2.5
-    )
+    assert _read(dataclasses.replace(report, verdict=estimated), 2.5) == 2.5
 
 
 # --- the arithmetic, shared with the model-side trials (`training/step_rounds.py`) ----------
@@ -258,7 +266,7 @@ def test_fit_faster_than_the_step_alone_adds_nothing() -> None:
     ):
         nothing_added = dataclasses.replace(report, train=train)
         assert fit_adds_s(nothing_added, 50.0) is None
-        assert ratio_in_run_terms(nothing_added, 0.66, 50.0, 33.0) == 0.66
+        assert _read(nothing_added, 0.66, base=50.0) == 0.66
 
 
 def test_an_epoch_start_counts_without_fit_s_time() -> None:

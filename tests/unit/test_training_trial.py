@@ -20,9 +20,10 @@ from pipediag.bench.whatif import FixPipelines
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.text import render_text
 from pipediag.report.model import Suggestion
+from pipediag.report.prescription import GainOnTraining
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageSettings, StageStats
-from pipediag.report.trials import FixTrial, TrialFacts
+from pipediag.report.trials import FixTrial
 from pipediag.training.loop_search import LoopSearch
 from pipediag.training.training_trial import TrialResults, epoch_start_s, with_training
 
@@ -153,10 +154,12 @@ def test_a_loop_fed_by_a_faster_pipeline_measures_the_training_gain() -> None:
     assert reason is None and rounds is not None
     assert rounds.stopped == "clear gain" and len(rounds.ratios) == TRIAL_MIN_ROUNDS
     trial = with_training(FixTrial(fix="parallel-map", stage_index=2, verified=True), rounds, None)
-    assert trial.training_speedup == pytest.approx(0.0300 / 0.0101, rel=0.01)
-    assert trial.training_baseline_steps_per_s == pytest.approx(1 / 0.030, rel=0.01)
-    assert trial.training_rounds == TRIAL_MIN_ROUNDS
-    assert (trial.facts.training_speedup_low or 0.0) > 1.0
+    training = trial.training
+    assert training is not None
+    assert training.training_speedup == pytest.approx(0.0300 / 0.0101, rel=0.01)
+    assert training.baseline_steps_per_s == pytest.approx(1 / 0.030, rel=0.01)
+    assert training.rounds == TRIAL_MIN_ROUNDS
+    assert (training.training_speedup_low or 0.0) > 1.0
     # each slice started a fresh iterator, and every step served was one the loop ran
     assert slow.iterators == fast.iterators == TRIAL_MIN_ROUNDS
     assert steps > 10 * TRIAL_MIN_ROUNDS
@@ -175,10 +178,12 @@ def test_each_sides_epoch_start_is_what_a_fresh_iterator_costs_beyond_a_steady_s
     ((rounds, _),) = trials.results.values()
     assert rounds is not None
     trial = with_training(FixTrial(fix="hoist-cache", stage_index=2, verified=True), rounds, None)
-    assert trial.training_baseline_start_s == pytest.approx(0.4, abs=1e-6)
-    assert trial.training_variant_start_s == pytest.approx(0.0, abs=1e-6)
+    training = trial.training
+    assert training is not None
+    assert training.baseline_start_s == pytest.approx(0.4, abs=1e-6)
+    assert training.variant_start_s == pytest.approx(0.0, abs=1e-6)
     # the steps' own rates leave the starts out
-    assert trial.training_speedup == pytest.approx(0.0300 / 0.0101, rel=0.01)
+    assert training.training_speedup == pytest.approx(0.0300 / 0.0101, rel=0.01)
     teardown.drain()
 
 
@@ -231,7 +236,7 @@ def test_a_loop_that_stops_pulling_leaves_its_fixes_with_a_reason() -> None:
     ((rounds, reason),) = trials.results.values()
     # no whole round was timed: the fix has no training figures, and nothing raised
     trial = with_training(FixTrial(fix="parallel-map", verified=True), rounds, reason)
-    assert trial.training_speedup is None
+    assert trial.training is None
     assert trial.training_reason
 
 
@@ -281,6 +286,14 @@ def _map_fix(suggestions: list[Suggestion]) -> Suggestion:
 
 def _trial(training_speedup: float | None, reason: Reason | None = None) -> FixTrial:
     base = 30.0
+    training = None
+    if training_speedup is not None:
+        training = GainOnTraining(
+            baseline_steps_per_s=base,
+            variant_steps_per_s=base * training_speedup,
+            training_speedup=training_speedup,
+            rounds=6,
+        )
     return FixTrial(
         fix="parallel-map",
         stage_index=2,
@@ -290,10 +303,7 @@ def _trial(training_speedup: float | None, reason: Reason | None = None) -> FixT
         variant_batches_per_s=70.0,
         speedup=1.75,
         rounds=5,
-        training_baseline_steps_per_s=None if training_speedup is None else base,
-        training_variant_steps_per_s=None if training_speedup is None else base * training_speedup,
-        training_speedup=training_speedup,
-        training_rounds=0 if training_speedup is None else 6,
+        training=training,
         training_reason=reason,
     )
 
@@ -358,11 +368,12 @@ def test_under_fit_the_gain_counts_what_fit_adds_around_the_train_function() -> 
     # GIVEN fit training at 25 steps/s (40 ms a step) while its train function alone ran at
     # 50 steps/s on the unedited copy (20 ms) and 100 on the fixed one (10 ms): fit adds 20 ms
     report = _report_with(_trial(2.0))
-    trial = dataclasses.replace(
-        report.pipeline.trials[0],
-        training_baseline_steps_per_s=50.0,
-        training_variant_steps_per_s=100.0,
+    trial = report.pipeline.trials[0]
+    assert trial.training is not None
+    training = dataclasses.replace(
+        trial.training, baseline_steps_per_s=50.0, variant_steps_per_s=100.0
     )
+    trial = dataclasses.replace(trial, training=training)
     report = dataclasses.replace(
         report,
         pipeline=dataclasses.replace(report.pipeline, trials=[trial]),
@@ -383,9 +394,12 @@ def test_an_unclear_result_on_training_neither_demotes_nor_ranks_the_fix() -> No
     import dataclasses
 
     # GIVEN rounds whose 90% interval spans 0.6x to 1.4x (a busy host): median 0.97x
-    unclear = dataclasses.replace(
-        _trial(0.97), facts=TrialFacts(training_speedup_low=0.6, training_speedup_high=1.4)
+    trial = _trial(0.97)
+    assert trial.training is not None
+    training = dataclasses.replace(
+        trial.training, training_speedup_low=0.6, training_speedup_high=1.4
     )
+    unclear = dataclasses.replace(trial, training=training)
     fix = _map_fix(worded_advice(_report_with(unclear)))
     # THEN the fix stays a fix, ranked by its prediction, and says the trial could not tell
     assert fix.kind == "fix" and fix.gain.basis != "training"
