@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from pipediag.analysis.input_cost import samples_during
 from pipediag.analysis.run_terms import gain_in_run_terms
@@ -25,7 +26,7 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import FixName, SuggestionKind, TrialOutcome
+from pipediag.report.vocabulary import FixName, RuleId, SuggestionKind, TrialOutcome
 
 # The GIL: a sleeping py_function map went 53 -> 81 batches/s (1.5x) on 2 cores
 # (docs/design.md, "tf.data behaviours").
@@ -84,9 +85,9 @@ class Rule:
     """One check. `when`: "input" runs only when input may limit training (not compute-bound),
     "compute-bound" only then, "always" whatever the verdict (correctness)."""
 
-    id: str
-    when: str
-    check: Callable[[Context, str], list[Suggestion]]
+    id: RuleId
+    when: Literal["input", "compute-bound", "always"]
+    check: Callable[[Context, RuleId], list[Suggestion]]
 
 
 def build_context(report: Report) -> Context:
@@ -164,7 +165,7 @@ def verified_to_gain(trial: FixTrial | None) -> bool:
     return speedup is not None and speedup >= VERIFIED_MIN_GAIN
 
 
-def share_fix(rule_id: str, code: str, share: float | None) -> Suggestion:
+def share_fix(rule_id: RuleId, code: str, share: float | None) -> Suggestion:
     """A fix that removes `share` of training time: at best 1 / (1 - share) as fast."""
     estimate = None if share is None else 1.0 / max(1e-9, 1.0 - share)
     return Suggestion(id=rule_id, code=code, estimate=estimate, kind="fix")
@@ -182,7 +183,7 @@ class FixProposal:
 
 def fix_suggestion(
     ctx: Context,
-    rule_id: str,
+    rule_id: RuleId,
     proposal: FixProposal,
     *,
     trial: FixTrial | None,

@@ -36,8 +36,9 @@ from pipediag.analysis.stage_rules import (
 )
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
+from pipediag.report.vocabulary import RuleId
 
-CONTENTION_RULE = "PD012-input-contention"
+CONTENTION_RULE: RuleId = "PD012-input-contention"
 # The fixes that make a stage cheaper, not faster with more threads (`_said_once`).
 CHEAPER_RULES = frozenset(
     {

@@ -10,6 +10,7 @@ from pipediag.analysis import noise
 from pipediag.analysis.noise import DEFAULT_RULES, Estimate, NoiseRules
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stages import StageStats
+from pipediag.report.vocabulary import RuleId
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -85,7 +86,7 @@ class FixChange:
     """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT. `shown` is the
     suggestion whose words are shown (the new run's, where it has one), `report` its run's."""
 
-    id: str
+    id: RuleId
     stage: str | None
     kind: str
     status: str

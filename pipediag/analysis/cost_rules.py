@@ -14,7 +14,7 @@ from pipediag.report.model import CostSplit, Gain, Suggestion
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import CostPart
+from pipediag.report.vocabulary import CostPart, RuleId
 
 
 def _led_by(ctx: Context, part: CostPart) -> CostSplit | None:
@@ -33,7 +33,7 @@ def thread_cap_trial(ctx: Context) -> FixTrial | None:
     return ctx.trial(FIX_THREAD_CAP, None)
 
 
-def check_contention(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_contention(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     split = _led_by(ctx, "contention")
     if split is None:
         return []
@@ -76,7 +76,7 @@ _GIL_CODE = (
 )
 
 
-def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_epoch_start(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """Keras 3 keeps its iterator across epochs when `steps_per_epoch` is set."""
     split = _led_by(ctx, "epoch-start")
     if split is None or split.epoch_steps is None:
@@ -95,7 +95,7 @@ def check_epoch_start(ctx: Context, rule_id: str) -> list[Suggestion]:
     return [share_fix(rule_id, code, split.epoch_start)]
 
 
-def check_fetch(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_fetch(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     split = _led_by(ctx, "fetch")
     if split is None:
         return []

@@ -6,9 +6,10 @@ from __future__ import annotations
 from pipediag.analysis.advice_context import Context, share_fix
 from pipediag.analysis.gpu_causes import CAUSE_FIX_CODE
 from pipediag.report.model import Suggestion
+from pipediag.report.vocabulary import RuleId
 
 
-def check_cpu_saturated(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_cpu_saturated(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     if not ctx.saturated or ctx.cpu_busy_pct is None:
         return []
     code = (
@@ -21,7 +22,7 @@ def check_cpu_saturated(ctx: Context, rule_id: str) -> list[Suggestion]:
     return [Suggestion(id=rule_id, code=code, kind="fix")]
 
 
-def check_gpu_idle_cause(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_gpu_idle_cause(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """HTA's idle categories other than input wait (host overhead, transfer)."""
     analysis = ctx.report.gpu_analysis
     if analysis is None or not analysis.available or analysis.attribution is None:
@@ -40,5 +41,5 @@ def check_gpu_idle_cause(ctx: Context, rule_id: str) -> list[Suggestion]:
     return [share_fix(rule_id, CAUSE_FIX_CODE[cause], removed)]
 
 
-def check_pipeline_fine(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_pipeline_fine(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     return [Suggestion(id=rule_id, kind="note")]

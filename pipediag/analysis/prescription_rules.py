@@ -12,13 +12,13 @@ from pipediag.report.model import Gain, Suggestion
 from pipediag.report.names import fix_words_at
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import GainBasis
+from pipediag.report.vocabulary import GainBasis, RuleId
 
-PRESCRIPTION_RULE = "PD016-rewritten-pipeline"
-MEASURED_RULE = "PD017-measured-rewrite"
+PRESCRIPTION_RULE: RuleId = "PD016-rewritten-pipeline"
+MEASURED_RULE: RuleId = "PD017-measured-rewrite"
 
 
-def check_prescription(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_prescription(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """Two or more rewrites kept on training, as one fix with their gain measured together."""
     prescription = ctx.report.pipeline.prescription
     if prescription is None or len(prescription.kept) < 2:

@@ -55,6 +55,7 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
+from pipediag.report.vocabulary import RuleId
 
 _PREFETCH_LINE = "ds = ds.prefetch(tf.data.AUTOTUNE)"
 
@@ -69,7 +70,7 @@ def _sequential(
     return _stages_to_fix(ctx, lambda s: not s.tf_internal and runs_sequential(s, ctx.cores))
 
 
-def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_sequential_map(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     for stats in _sequential(ctx, runs_sequential_map):
         gain = min(ctx.cores, PY_FUNCTION_PARALLEL_GAIN) if stats.uses_py_function else ctx.cores
@@ -83,7 +84,7 @@ def check_sequential_map(ctx: Context, rule_id: str) -> list[Suggestion]:
     return found
 
 
-def check_sequential_interleave(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_sequential_interleave(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     for stats in _sequential(ctx, runs_sequential_interleave):
         trial = ctx.trial(FIX_PARALLEL_INTERLEAVE, stats.index)
@@ -105,7 +106,7 @@ def interleave_cycle(ctx: Context, trial: FixTrial | None) -> int:
     return (trial.facts.cycle_length if trial is not None else None) or ctx.cores
 
 
-def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_prefetch_at_end(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """Only where the options leave no prefetch (one added beside inject_prefetch measured 0.99x:
     docs/design.md, "tf.data behaviours"), or a measured run shows a gain."""
     last = next((s for s in reversed(ctx.stages) if s.kind != "options"), None)
@@ -130,7 +131,7 @@ def check_prefetch_at_end(ctx: Context, rule_id: str) -> list[Suggestion]:
     ]
 
 
-def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_vectorize(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     for stats in _stages_to_fix(ctx, lambda s: vectorizable(s, ctx.stages)):
         batch = downstream_batch_size(ctx.stages, stats.index)
@@ -163,7 +164,7 @@ def check_vectorize(ctx: Context, rule_id: str) -> list[Suggestion]:
     return found
 
 
-def check_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """Needs the what-if facts (size, memory): the trial carries them even when not run."""
     point = cache_point(ctx.stages)
     if any(s.kind == "cache" for s in ctx.stages) or point is None:
@@ -197,7 +198,7 @@ def _cacheable(trial: FixTrial | None) -> TypeGuard[FixTrial]:
     )
 
 
-def check_hoist_cache(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_hoist_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """A map moved above its shuffle and cached, unmeasured on training (too slow to fill): its
     hold measured what the cache gives from epoch 2 (docs/design.md, "Every applicable rewrite")."""
     found = []
@@ -245,7 +246,7 @@ def _hoisted_lines(ctx: Context, stats: StageStats) -> list[str]:
     return [line.text for line in lines[changed[0] : changed[-1] + 1]]
 
 
-def check_cache_after_random(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_cache_after_random(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     for stats in ctx.stages:
         random = random_before_cache(ctx.stages, stats) if stats.kind == "cache" else []
@@ -271,7 +272,7 @@ def random_before_cache(stages: list[StageStats], cache: StageStats) -> list[Sta
     ]
 
 
-def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_py_function(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     python = _stages_to_fix(ctx, lambda s: s.uses_py_function and s.kind in (*MAP_KINDS, "source"))
     for stats in python:
@@ -289,7 +290,7 @@ def check_py_function(ctx: Context, rule_id: str) -> list[Suggestion]:
     return found
 
 
-def check_shuffle_buffer(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_shuffle_buffer(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     for stats in ctx.stages:
         if stats.kind not in SHUFFLE_KINDS or stats.made_by is not None:
@@ -315,14 +316,14 @@ def shuffle_shortfall(stats: StageStats, stages: list[StageStats]) -> tuple[bool
     return buffer < SHUFFLE_MIN_ELEMENTS, few_batches
 
 
-def _stage_warning(rule_id: str, stats: StageStats, code: str) -> Suggestion:
+def _stage_warning(rule_id: RuleId, stats: StageStats, code: str) -> Suggestion:
     """A suggestion that changes what is trained on, not the speed."""
     return Suggestion(
         id=rule_id, stage=stage_name(stats), stage_index=stats.index, code=code, kind="warning"
     )
 
 
-def check_autotune_off(ctx: Context, rule_id: str) -> list[Suggestion]:
+def check_autotune_off(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     if ctx.options.autotune:
         return []
     proposal = FixProposal(

@@ -24,7 +24,7 @@ from pipediag.report.fixes import fix_words
 from pipediag.report.model import CostSplit, Report, Suggestion, SuggestionWords
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import GpuIdleCause
+from pipediag.report.vocabulary import GpuIdleCause, RuleId
 
 
 def suggestion_words(suggestion: Suggestion, report: Report) -> SuggestionWords:
@@ -311,7 +311,7 @@ def _measured_rewrite(ctx: Context, s: Suggestion) -> SuggestionWords:
     )
 
 
-_WORDINGS: dict[str, Callable[[Context, Suggestion], SuggestionWords]] = {
+_WORDINGS: dict[RuleId, Callable[[Context, Suggestion], SuggestionWords]] = {
     **STAGE_WORDINGS,
     "PD000-pipeline-fine": _pipeline_fine,
     "PD010-cpu-saturated": _cpu_saturated,

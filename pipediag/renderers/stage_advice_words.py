@@ -25,6 +25,7 @@ from pipediag.report.names import flag_text, stage_name, tuned_text
 from pipediag.report.stage_facts import downstream_batch_size, prefix_cost_s, upstream_of
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
+from pipediag.report.vocabulary import RuleId
 
 
 def stage_at(stats: StageStats) -> str:
@@ -369,7 +370,7 @@ def _autotune_off(ctx: Context, s: Suggestion) -> SuggestionWords:
     return _fix_words(ctx, s, title, evidence, trial_of(ctx, s))
 
 
-STAGE_WORDINGS: dict[str, Callable[[Context, Suggestion], SuggestionWords]] = {
+STAGE_WORDINGS: dict[RuleId, Callable[[Context, Suggestion], SuggestionWords]] = {
     "PD001-sequential-map": _sequential_map,
     "PD002-sequential-interleave": _sequential_interleave,
     "PD003-no-prefetch": _prefetch_at_end,

@@ -32,6 +32,7 @@ from pipediag.report.vocabulary import (
     KerasBackend,
     NoVerdictReason,
     RateBlockKind,
+    RuleId,
     Severity,
     StepLabel,
     StopReason,
@@ -368,7 +369,7 @@ class Suggestion:
     words are made from the report's facts (`renderers/advice_words.py`): its stage, its
     trial (`fix`) and how that trial was read (`outcome`)."""
 
-    id: str
+    id: RuleId
     stage: str | None = None
     code: str = ""
     gain: Gain = field(default_factory=Gain)

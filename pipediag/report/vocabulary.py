@@ -180,6 +180,29 @@ SemanticsChange = Literal[
 # Why interleaved A/B rounds stopped (`TrialFacts.stopped`); "" when they did not run.
 TrialStop = Literal["clear gain", "clear no gain", "outranked", "budget", ""]
 
+# The advisor's rules (`Suggestion.id`; analysis/advisor.py's table, renderers/advice_words.py
+# words each).
+RuleId = Literal[
+    "PD000-pipeline-fine",
+    "PD001-sequential-map",
+    "PD002-sequential-interleave",
+    "PD003-no-prefetch",
+    "PD004-vectorize-map",
+    "PD005-cache-prefix",
+    "PD006-cache-after-random",
+    "PD007-py-function",
+    "PD008-small-shuffle-buffer",
+    "PD009-autotune-off",
+    "PD010-cpu-saturated",
+    "PD011-gpu-idle-cause",
+    "PD012-input-contention",
+    "PD013-per-pull-overhead",
+    "PD014-no-input-fix",
+    "PD015-epoch-start",
+    "PD016-rewritten-pipeline",
+    "PD017-measured-rewrite",
+    "PD018-hoist-cache",
+]
 # How a stage rule read its fix's trial (`Suggestion.outcome`).
 TrialOutcome = Literal[
     "on-training",  # measured on training
