@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pipediag.analysis.classifier import build_train_section
 from pipediag.report.model import DataPass, TrainSection
 from pipediag.report.reasons import Reason
-from pipediag.report.vocabulary import LOOP_STYLES, InputWaitSource, KerasBackend, TrainStyle
+from pipediag.report.vocabulary import (
+    LOOP_STYLES,
+    InputWaitSource,
+    KerasBackend,
+    PhaseName,
+    TrainStyle,
+)
 from pipediag.timeline import StepTimeline
 
 if TYPE_CHECKING:
@@ -23,7 +29,7 @@ class Notes(Protocol):
 
     def note(self, reason: Reason) -> None: ...
     def note_once(self, reason: Reason) -> None: ...
-    def add_phase(self, name: str, start: float, end: float) -> None: ...
+    def add_phase(self, name: PhaseName, start: float, end: float) -> None: ...
 
 
 class FoundTraining:
@@ -109,7 +115,7 @@ class FoundTraining:
         fit = self._fit()
         return fit is not None and fit.stamps is not None
 
-    def wait_source(self, phases: dict[str, float]) -> InputWaitSource:
+    def wait_source(self, phases: dict[PhaseName, float]) -> InputWaitSource:
         """Where the steps' waits come from; under fit without stamps, filled from the trace."""
         if self.calls is not None:
             return "unavailable"  # the pulls are inside the training function's graph
@@ -126,7 +132,7 @@ class FoundTraining:
             return "profiler-trace"
         return "unavailable"
 
-    def final_section(self, origin: float, phases: dict[str, float]) -> TrainSection:
+    def final_section(self, origin: float, phases: dict[PhaseName, float]) -> TrainSection:
         """The report's train section; the steps' span joins the phase list."""
         raw = self._timeline.steps
         if self._timeline.merges:
@@ -135,7 +141,7 @@ class FoundTraining:
             self._say.add_phase("train", raw[0].start, raw[-1].end)
         return self.section(origin, phases)
 
-    def section(self, origin: float, phases: dict[str, float]) -> TrainSection:
+    def section(self, origin: float, phases: dict[PhaseName, float]) -> TrainSection:
         """The train section of the steps so far (`phases`: see `wait_source`)."""
         overhead = self.fit_overhead_s()
         source = self.wait_source(phases)  # before the steps are read: it may fill their waits

@@ -29,7 +29,7 @@ from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.scale_out import ScaleOut
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import TrainStyle
+from pipediag.report.vocabulary import PhaseName, TrainStyle
 from pipediag.timeline import RawStep, StepTimeline
 from pipediag.training import stage_cost
 from pipediag.training.function_loop import TrainCalls
@@ -67,7 +67,7 @@ class Narration(Protocol):
     def phase(
         self, step: ProgressStep, budget_s: float | None = None, *, redraw: bool = True
     ) -> None: ...
-    def add_phase(self, name: str, start: float, end: float) -> None: ...
+    def add_phase(self, name: PhaseName, start: float, end: float) -> None: ...
 
 
 def _failed(say: Narration, failed: ReasonCode, exc: Exception) -> None:

@@ -45,7 +45,7 @@ from pipediag.report.model import (
 from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuSection, HostSection
-from pipediag.report.vocabulary import StopReason, TrainStyle
+from pipediag.report.vocabulary import PhaseName, StopReason, TrainStyle
 from pipediag.scale_out.analysis import enrich_report as enrich_scale_out
 from pipediag.timeline import StepTimeline
 from pipediag.training.alternation import FitAlternation
@@ -114,7 +114,7 @@ class DiagnosticSession:
         self._progress = Progress(log)
         self._notes: list[Reason] = []
         self._benchmarked: set[int] = set()
-        self._phases: dict[str, float] = {}
+        self._phases: dict[PhaseName, float] = {}
         self._spans: list[PhaseSpan] = []
         self._hooks: InstalledHooks | None = None
         self._install_hooks = install_hooks
@@ -419,7 +419,7 @@ class DiagnosticSession:
         except Exception as exc:
             self.note(Reason("late-analysis-failed", detail=f"{type(exc).__name__}: {exc}"))
 
-    def add_phase(self, name: str, start: float, end: float) -> None:
+    def add_phase(self, name: PhaseName, start: float, end: float) -> None:
         """A phase of the diagnosis ran from `start` to `end`: on the report's phase list."""
         self._phases[name] = self._phases.get(name, 0.0) + end - start
         self._spans.append(PhaseSpan(name, start - self.origin, end - start))

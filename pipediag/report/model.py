@@ -31,6 +31,7 @@ from pipediag.report.vocabulary import (
     InputWaitSource,
     KerasBackend,
     NoVerdictReason,
+    PhaseName,
     RateBlockKind,
     RuleId,
     Severity,
@@ -437,7 +438,7 @@ class TaskInfo:
 class PhaseSpan:
     """One phase of the diagnosis on the report's time axis (e.g. the pipeline benchmark)."""
 
-    name: str
+    name: PhaseName
     start_s: float
     duration_s: float
 
@@ -461,7 +462,7 @@ class Report:
     stop_reason: StopReason = ""
     exit: ExitInfo = field(default_factory=ExitInfo)
     wall_time_s: float = 0.0
-    phase_times_s: dict[str, float] = field(default_factory=dict)
+    phase_times_s: dict[PhaseName, float] = field(default_factory=dict)
     phases: list[PhaseSpan] = field(default_factory=list)
     notes: list[Reason] = field(default_factory=list)
     gpu_analysis: GpuAnalysis | None = None

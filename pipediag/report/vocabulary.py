@@ -180,6 +180,20 @@ SemanticsChange = Literal[
 # Why interleaved A/B rounds stopped (`TrialFacts.stopped`); "" when they did not run.
 TrialStop = Literal["clear gain", "clear no gain", "outranked", "budget", ""]
 
+# The parts of a diagnosis on the report's time axis (`PhaseSpan.name`, the keys of
+# `Report.phase_times_s`).
+PhaseName = Literal[
+    "train",
+    "pipeline_benchmark",
+    "compute_alone",
+    "deep_analysis",
+    "stage_holds",
+    "training_trial",
+    "model_side",
+    "scale_out",
+    "analysis",
+    "profiler_overhead",  # the profiler trace's own cost (no span: a duration only)
+]
 # The advisor's rules (`Suggestion.id`; analysis/advisor.py's table, renderers/advice_words.py
 # words each).
 RuleId = Literal[
