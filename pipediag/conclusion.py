@@ -18,11 +18,11 @@ from pipediag.clock import Clock, Quiet
 from pipediag.config import DEFAULT_MEASURED_STEPS, RunConfig
 from pipediag.hooks.profiler_trace import quiet_profiler_logs
 from pipediag.phases import DeepAnalysis, Narration, OnTraining, Seen
+from pipediag.progress import ProgressStep
 from pipediag.renderers.progress_words import progress_words
 from pipediag.renderers.verdict_words import verdict_line
 from pipediag.report.model import ComputeAlone, PipelineBenchmark, TrainSection, Verdict
 from pipediag.report.model_side import ModelTrial
-from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostSection
 from pipediag.report.scale_out import ScaleOut

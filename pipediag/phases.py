@@ -24,8 +24,8 @@ from pipediag.bench.structure import WalkedPipeline, effective_options, walk
 from pipediag.bench.whatif import FixPipelines, ForTraining, verify_fixes
 from pipediag.clock import Clock
 from pipediag.config import RunConfig
+from pipediag.progress import ProgressStep
 from pipediag.report.model import ComputeAlone, PipelineBenchmark, Verdict
-from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.scale_out import ScaleOut
 from pipediag.report.stages import StageStats

@@ -27,7 +27,7 @@ from pipediag.hooks import InstalledHooks, install
 from pipediag.hooks.host import HookGate
 from pipediag.hooks.keras_fit import FitTracker
 from pipediag.phases import DeepAnalysis, Seen, pipeline_alone
-from pipediag.progress import Progress
+from pipediag.progress import Progress, ProgressStep
 from pipediag.renderers.hardware_words import sampler_note_lines
 from pipediag.renderers.progress_words import progress_words
 from pipediag.renderers.reason_words import reason_words
@@ -42,7 +42,6 @@ from pipediag.report.model import (
     Report,
     TaskInfo,
 )
-from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuSection, HostSection
 from pipediag.report.vocabulary import PhaseName, StopReason, TrainStyle

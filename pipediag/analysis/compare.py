@@ -83,17 +83,22 @@ class StageChange:
 
 @dataclass(frozen=True)
 class FixChange:
-    """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT. `shown` is the
-    suggestion whose words are shown (the new run's, where it has one), `report` its run's."""
+    """A suggestion in one run or both; `status` is APPEARED, GONE or KEPT. `report` is the
+    run of the suggestion `shown` (the new run's, where it has one)."""
 
     id: RuleId
     stage: str | None
     kind: str
     status: str
-    shown: Suggestion
     report: Report
     base: Suggestion | None = None
     new: Suggestion | None = None
+
+    @property
+    def shown(self) -> Suggestion:
+        shown = self.new or self.base
+        assert shown is not None
+        return shown
 
 
 @dataclass(frozen=True)
@@ -357,9 +362,13 @@ def _fixes(base: Report, new: Report) -> list[FixChange]:
     for key, s in after.items():
         old = before.get(key)
         status = KEPT if old is not None else APPEARED
-        changes.append(FixChange(s.id, s.stage, s.kind, status, s, new, old, s))
+        changes.append(
+            FixChange(
+                id=s.id, stage=s.stage, kind=s.kind, status=status, report=new, base=old, new=s
+            )
+        )
     changes += [
-        FixChange(s.id, s.stage, s.kind, GONE, s, base, s)
+        FixChange(id=s.id, stage=s.stage, kind=s.kind, status=GONE, report=base, base=s)
         for key, s in before.items()
         if key not in after
     ]

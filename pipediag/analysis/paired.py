@@ -18,8 +18,8 @@ DISTURBED_SPREADS = 4.0
 _MAD_TO_SD = 1.4826
 
 # --- the trials of a change (bench/interleaved.py): rounds of two slices, order alternating
-# A trial may stop on its interval from this many rounds on, and plans its slices for them:
-# kept from the sign-test interval, which needed 5 at 90% (docs/design.md, "The paired engine").
+# A trial may stop on its interval from this many rounds on, and plans its slices for them
+# (docs/design.md, "The paired engine").
 TRIAL_MIN_ROUNDS = 5
 OVERRUN = 1.3  # rounds may overrun a trial's share of the budget by this before none starts
 # Slices planned in a trial's share: `TRIAL_MIN_ROUNDS` rounds of two, with their untimed
@@ -94,13 +94,13 @@ MAX_SECONDS = 6.0
 def planned_slice_s(
     share_s: float,
     *,
-    slices: float,
+    slices: int,
     bounds: SliceBounds,
     at_most_s: float | None = None,
     at_least_s: float | None = None,
 ) -> float:
     """A slice of a trial: `share_s` over the `slices` planned in it, cut to `at_most_s`
-    (the time enough steps take), within `bounds`, then raised to `at_least_s` (one call)."""
+    (the time enough steps take), within `bounds`, then raised to `at_least_s`."""
     planned_s = share_s / slices
     if at_most_s is not None:
         planned_s = min(at_most_s, planned_s)

@@ -1,6 +1,6 @@
 """Advisor rules over the pipeline's stages (PD001-PD009, PD018): each reads the context
-(`advice_context.py`) and returns suggestions with their code; `renderers/advice_words.py`
-words them."""
+(`advice_context.py`) and returns suggestions with their code;
+`renderers/stage_advice_words.py` words them."""
 
 from __future__ import annotations
 

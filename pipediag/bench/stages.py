@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from pipediag.analysis.paired import STAGE_ROUNDS as ROUNDS
+from pipediag.analysis.paired import STAGE_ROUNDS
 from pipediag.bench.isolate import IsolationError, isolated_copy
 from pipediag.bench.pipeline import BatchTiming, has_shared_state, stage_names, time_iterator
 from pipediag.bench.structure import Stage, WalkedPipeline
@@ -82,7 +82,7 @@ def measure_stages(
         options = walked.dataset.options()
     with owned(teardown) as releaser:
         reader = _Reader(options, 0.0, clock, releaser, deadline)
-        if reader.has_time(OVERHEAD_CALIBRATION_S + max_seconds_per_stage / ROUNDS):
+        if reader.has_time(OVERHEAD_CALIBRATION_S + max_seconds_per_stage / STAGE_ROUNDS):
             reader = dataclasses.replace(reader, overhead_s=_iteration_overhead_s(reader))
         return _measure(stages, reader, max_seconds_per_stage, max_elements_per_stage)
 
@@ -252,13 +252,13 @@ def _measure_in_rounds(
     max_seconds: float,
     max_elements: int,
 ) -> dict[int, list[float]]:
-    """Each prefix's rate in `ROUNDS` slices, forwards then backwards, until the deadline."""
-    slice_s = max_seconds / ROUNDS
-    slice_elements = max(1, max_elements // ROUNDS)
+    """Each prefix's rate in `STAGE_ROUNDS` slices, forwards then backwards, until the deadline."""
+    slice_s = max_seconds / STAGE_ROUNDS
+    slice_elements = max(1, max_elements // STAGE_ROUNDS)
     rates: dict[int, list[float]] = {s.stats.index: [] for s in stages}
     done: set[int] = set()
     read_s = slice_s  # what a read takes, set-up included: the last one's, once measured
-    for round_index in range(ROUNDS):
+    for round_index in range(STAGE_ROUNDS):
         order = list(stages) if round_index % 2 == 0 else list(reversed(stages))
         for stage in order:
             index = stage.stats.index

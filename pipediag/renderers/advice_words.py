@@ -34,7 +34,10 @@ def suggestion_words(suggestion: Suggestion, report: Report) -> SuggestionWords:
     wording = _WORDINGS.get(suggestion.id)
     if wording is None:
         return SuggestionWords(suggestion.id)
-    return wording(build_context(report), suggestion)
+    try:
+        return wording(build_context(report), suggestion)
+    except Exception:  # a report whose facts its rule cannot word: the rule's id, not no file
+        return SuggestionWords(suggestion.id)
 
 
 def title_of(suggestion: Suggestion, report: Report) -> str:

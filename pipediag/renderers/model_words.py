@@ -129,6 +129,8 @@ def time_bars(alone: ComputeAlone) -> list[TimeBar]:
 
 
 def _bar(op: TopOp) -> TimeBar:
+    if op.kind == "host-as-written":
+        return TimeBar(str(op.name).removeprefix("host: "), op.share, HOST)
     if op.kind in HOST_GAP_KINDS:
         return TimeBar(HOST_GAP_NAMES[op.kind], op.share, HOST)
     return TimeBar(op.name, op.share, op.kind)

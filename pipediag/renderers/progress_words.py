@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pipediag.report.progress_steps import ProgressStep, ProgressStepName
+from pipediag.progress import ProgressStep, ProgressStepName
 
 # `{workers}` and `{service}`: the step's figures.
 STEP_WORDS: Final[dict[ProgressStepName, str]] = {

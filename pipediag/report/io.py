@@ -506,7 +506,8 @@ def _suggestion_words_kept(suggestion: dict[str, Any]) -> dict[str, Any]:
 
 
 def _phase_unnamed(phase: dict[str, Any]) -> dict[str, Any]:
-    """A phase's `name` ("epochs 2-3") said only its epochs; the renderers word them now."""
+    """A phase's `name` ("epochs 2-3"): pipediag wrote only its epochs, which the renderers
+    word now (a name edited by hand is dropped)."""
     return {key: value for key, value in phase.items() if key != "name"}
 
 
@@ -519,13 +520,13 @@ _HOST_GAPS_AS_WORDED: Final[dict[str, TopOpKind]] = {
 
 def _host_gap_kind(top_op: dict[str, Any]) -> dict[str, Any]:
     """A host gap's words as its kind, its name "" (the name is the profile's, for an op).
-    A gap in other words (a hand edit) keeps them, of no kind ("")."""
+    A gap in other words (a hand edit) keeps them as written ("host-as-written")."""
     if top_op.get("kind") != "host_gap":
         return top_op
     words = top_op.get("name")
     kind = _HOST_GAPS_AS_WORDED.get(words) if isinstance(words, str) else None
     if kind is None:
-        return dict(top_op, kind="")
+        return dict(top_op, kind="host-as-written")
     return dict(top_op, kind=kind, name="")
 
 

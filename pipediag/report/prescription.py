@@ -43,7 +43,7 @@ class GainOnTraining:
     baseline's (steps/s, medians over `rounds` interleaved rounds), with its 90% interval;
     `on_training` is that ratio in the run's own terms (under `fit`, what fit adds around each
     step on both sides: `analysis/run_terms.py`), the figure the report shows: filled in for
-    the prescription, read by the advice for a fix trial."""
+    the prescription; for a fix trial the advice computes it (`gain_in_run_terms`)."""
 
     training_speedup: float | None = None
     training_speedup_low: float | None = None

@@ -224,7 +224,7 @@ TrialOutcome = Literal[
     "under-worth-it-on-training",  # measured on training under the worth-it 1.05x
     "covered-by-cache",  # not needed under the cache the search kept
     "under-worth-it-alone",  # measured on the pipeline alone under the worth-it 1.05x
-    "saturated",  # not tried on training; only more threads, on a saturated CPU
+    "saturated",  # not tried on training; the CPU is saturated and no gain is forecast
 ]
 
 # A change to the speed, a change to what is trained on, or a note.

@@ -14,8 +14,8 @@ from pipediag.bench.structure import WalkedPipeline
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
+from pipediag.progress import ProgressStep
 from pipediag.report.model import PipelineBenchmark
-from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason
 from pipediag.report.scale_out import ScaleOut, ServiceBlocker, ServiceMeasurement
 from pipediag.report.stage_facts import upstream_of

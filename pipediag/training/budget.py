@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
+from pipediag.progress import ProgressStep
 from pipediag.report.model import ComputeAlone
 from pipediag.report.model_side import ModelTrial
-from pipediag.report.progress_steps import ProgressStep
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import RateBlockKind
 from pipediag.training.alternation import Alternation

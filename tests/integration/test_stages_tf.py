@@ -196,14 +196,15 @@ def test_a_deadline_keeps_the_stages_read_and_lists_the_rest_without_rates(
 ) -> None:
     from synthetic_reports import FakeClock
 
-    from pipediag.bench.stages import OVERHEAD_CALIBRATION_S, ROUNDS, measure_stages
+    from pipediag.analysis.paired import STAGE_ROUNDS
+    from pipediag.bench.stages import OVERHEAD_CALIBRATION_S, measure_stages
 
     tf = _tf()
     _fake_reads(monkeypatch)
     clock = FakeClock()
     ds = tf.data.Dataset.range(100).map(lambda x: x * 2).batch(BATCH).prefetch(1)
     # GIVEN time for the calibration and two and a half slices
-    slice_s = STAGE_BUDGET_S / ROUNDS
+    slice_s = STAGE_BUDGET_S / STAGE_ROUNDS
     deadline = clock.now() + OVERHEAD_CALIBRATION_S + 2.5 * slice_s
 
     # WHEN the stages are measured against it

@@ -18,16 +18,34 @@ ALLOWED = {
     "report": {"errors"},
     "analysis": {"report", "timeline", "errors"},
     "samplers": {"clock", "config", "report", "errors"},
-    "renderers": {"analysis", "report", "errors"},
+    "renderers": {"analysis", "report", "progress", "errors"},
     "fleet": {"renderers", "report", "errors"},
     "bench": {"analysis", "report", "clock", "config", "errors"},
     # The code that runs the user's model: compute alone, fixes tried on training, training
     # through a service, and what a custom loop is served at its step budget.
-    "training": {"analysis", "bench", "report", "clock", "config", "timeline", "errors"},
+    "training": {
+        "analysis",
+        "bench",
+        "report",
+        "clock",
+        "config",
+        "progress",
+        "timeline",
+        "errors",
+    },
     "hooks": {"analysis", "bench", "training", "report", "clock", "config", "timeline", "errors"},
     # The tf.data service check, a slice of its own: its pure analysis, its reads of pipeline
     # copies through a service, and the user's train step fed by one.
-    "scale_out": {"analysis", "bench", "training", "report", "clock", "config", "errors"},
+    "scale_out": {
+        "analysis",
+        "bench",
+        "training",
+        "report",
+        "clock",
+        "config",
+        "progress",
+        "errors",
+    },
     # The session's phases, as functions: they run the pipeline copies and the user's model.
     "phases": {
         "analysis",
@@ -37,6 +55,7 @@ ALLOWED = {
         "report",
         "clock",
         "config",
+        "progress",
         "timeline",
         "errors",
     },

@@ -19,6 +19,7 @@ from pipediag.analysis.op_time import (
 )
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
+from pipediag.progress import ProgressStep
 from pipediag.renderers.model_words import (
     change_lines,
     model_lines,
@@ -340,13 +341,17 @@ def test_a_schema_9_reports_worded_host_gaps_load_as_their_kinds() -> None:
     assert time_lines(loaded.compute_alone) == time_lines(report.compute_alone)
 
 
-def test_a_schema_9_host_gap_in_other_words_is_kept_of_no_kind() -> None:
+def test_a_schema_9_host_gap_in_other_words_is_kept_as_written() -> None:
     data = io.to_dict(_report())
     data["schema_version"] = 9
     data["compute_alone"]["top_ops"][-1].update(kind="host_gap", name="host: edited")
     loaded = io.from_dict(data)
     assert loaded.compute_alone is not None
-    assert loaded.compute_alone.top_ops[-1] == TopOp("host: edited", "", 0.05, 0.001)
+    assert loaded.compute_alone.top_ops[-1] == TopOp("host: edited", "host-as-written", 0.05, 0.001)
+    # ... and shown on the host line, as it was
+    assert time_lines(loaded.compute_alone)[-1] == (
+        "  host    Python (outside TensorFlow's calls) 10%, edited 5%"
+    )
 
 
 def _measured_mixed_precision(
@@ -392,7 +397,9 @@ def test_a_trial_without_a_clone_says_nothing_of_numerics() -> None:
 
 class _Quiet:
     def note(self, message: str) -> None: ...
-    def phase(self, what: str, budget_s: float | None = None, *, redraw: bool = True) -> None: ...
+    def phase(
+        self, step: ProgressStep, budget_s: float | None = None, *, redraw: bool = True
+    ) -> None: ...
     def add_phase(self, name: str, start: float, end: float) -> None: ...
 
 

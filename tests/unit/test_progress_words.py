@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import get_args
 
+from pipediag.progress import ProgressStep, ProgressStepName
 from pipediag.renderers.progress_words import STEP_WORDS, progress_words
-from pipediag.report.progress_steps import ProgressStep, ProgressStepName
 
 
 def test_every_step_has_its_words() -> None:
