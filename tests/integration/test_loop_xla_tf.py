@@ -106,7 +106,7 @@ def test_the_loop_s_step_is_found_and_its_xla_twin_is_timed_with_every_variable_
     assert np.isclose(losses[0], float(train_step(*batch)), rtol=1e-4)
     # AND the window grouped the steps' ops by type, with the host's gaps
     assert reason is None and top, reason
-    assert {op.kind for op in top} >= {"op_type", *HOST_GAP_KINDS}
+    assert {op.kind for op in top} >= {"op_type", "host-python", "host-launch"}
     # Named as the host's kernels ran them: "MatMul", or oneDNN's "_MklMatMul" and
     # "_MklNativeFusedMatMul" (a 2-core host read 22% and 16% for those two).
     assert any("MatMul" in op.name for op in top if op.kind == "op_type"), top
