@@ -14,6 +14,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pipediag"
 
 # What each part may import of pipediag besides itself. Parts not listed may import any
 # part below them; the top (cli, api, the package root) is listed by what must not import it.
+# The small shared pieces the code that measures may use.
+_SHARED = {"clock", "config", "progress", "errors"}
 ALLOWED = {
     "report": {"errors"},
     "analysis": {"report", "timeline", "errors"},
@@ -23,42 +25,13 @@ ALLOWED = {
     "bench": {"analysis", "report", "clock", "config", "errors"},
     # The code that runs the user's model: compute alone, fixes tried on training, training
     # through a service, and what a custom loop is served at its step budget.
-    "training": {
-        "analysis",
-        "bench",
-        "report",
-        "clock",
-        "config",
-        "progress",
-        "timeline",
-        "errors",
-    },
+    "training": {"analysis", "bench", "report", "timeline", *_SHARED},
     "hooks": {"analysis", "bench", "training", "report", "clock", "config", "timeline", "errors"},
     # The tf.data service check, a slice of its own: its pure analysis, its reads of pipeline
     # copies through a service, and the user's train step fed by one.
-    "scale_out": {
-        "analysis",
-        "bench",
-        "training",
-        "report",
-        "clock",
-        "config",
-        "progress",
-        "errors",
-    },
+    "scale_out": {"analysis", "bench", "training", "report", *_SHARED},
     # The session's phases, as functions: they run the pipeline copies and the user's model.
-    "phases": {
-        "analysis",
-        "bench",
-        "training",
-        "scale_out",
-        "report",
-        "clock",
-        "config",
-        "progress",
-        "timeline",
-        "errors",
-    },
+    "phases": {"analysis", "bench", "training", "scale_out", "report", "timeline", *_SHARED},
     # The argument checks the command line shares with `keras.Watch`: a part of its own,
     # so that sharing them does not import the command line from below it.
     "cli.argtypes": {"scale_out", "errors"},
