@@ -12,7 +12,7 @@ from pipediag.report.model import Gain, Suggestion
 from pipediag.report.names import fix_words_at
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN, if_free_bound
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import GainBasis, RuleId
+from pipediag.report.vocabulary import RuleId
 
 PRESCRIPTION_RULE: RuleId = "PD016-rewritten-pipeline"
 MEASURED_RULE: RuleId = "PD017-measured-rewrite"
@@ -69,12 +69,11 @@ class Bound(NamedTuple):
     """`held`: the stage whose hold measured it; None: input free (T/A)."""
 
     speedup: float
-    basis: GainBasis
     held: StageStats | None = None
 
     @property
     def gain(self) -> Gain:
-        return Gain(self.basis, self.speedup)
+        return Gain("input-free" if self.held is None else "held", self.speedup)
 
 
 def stage_bound(ctx: Context, stats: StageStats) -> Bound | None:
@@ -85,9 +84,9 @@ def stage_bound(ctx: Context, stats: StageStats) -> Bound | None:
     if bound is not None and bound.training_speedup_if_free is not None:
         held = bound.training_speedup_if_free
         if most is not None and held > most:  # the host's noise: no hold gives back more
-            return Bound(most, "input-free")
-        return Bound(held, "held", bound)
+            return Bound(most)
+        return Bound(held, bound)
     cost = ctx.report.verdict.input_cost_fraction
     if cost is None or not 0.0 < cost < 1.0:
         return None
-    return Bound(1.0 / (1.0 - cost), "input-free")
+    return Bound(1.0 / (1.0 - cost))
