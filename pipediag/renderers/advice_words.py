@@ -35,9 +35,24 @@ def suggestion_words(suggestion: Suggestion, report: Report) -> SuggestionWords:
     if wording is None:
         return SuggestionWords(suggestion.id)
     try:
-        return wording(build_context(report), suggestion)
+        return wording(_context_of(report), suggestion)
     except Exception:  # a report whose facts its rule cannot word: the rule's id, not no file
         return SuggestionWords(suggestion.id)
+
+
+# The last report's context: a page words each suggestion several times (text, answer, PNG),
+# and a context reads every host sample.
+_last_context: tuple[Report, Context] | None = None
+
+
+def _context_of(report: Report) -> Context:
+    global _last_context
+    last = _last_context
+    if last is not None and last[0] is report:
+        return last[1]
+    context = build_context(report)
+    _last_context = (report, context)
+    return context
 
 
 def title_of(suggestion: Suggestion, report: Report) -> str:
