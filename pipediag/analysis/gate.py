@@ -25,11 +25,33 @@ class Thresholds:
         return any(value is not None for value in limits)
 
 
+# The checks, named by the option that sets each.
+MAX_INPUT_COST = "max-input-cost"
+MAX_INPUT_WAIT = "max-input-wait"
+MIN_STEPS_PER_S = "min-steps-per-s"
+MAX_SLOWDOWN = "max-slowdown"
+
+
+@dataclass(frozen=True)
+class RateChange:
+    """The training rates of the baseline and the report, new/base with its 95% interval."""
+
+    baseline: float
+    new: float
+    change: noise.Interval
+    within_noise: bool  # the interval holds no change
+
+
 @dataclass(frozen=True)
 class CheckResult:
-    name: str  # the option that set it: "max-input-cost"
+    """One threshold's facts; `renderers/check_words.py` words them."""
+
+    name: str  # MAX_INPUT_COST, ...
     passed: bool
-    line: str
+    limit: float
+    value: float | None  # a share, steps/s, or how much slower (0.07); None: not measured
+    lacking_in: str = "report"  # where `value` is None: the run without it, or "baseline"
+    rates: RateChange | None = None  # MAX_SLOWDOWN's, where both runs have a rate
 
 
 def check_report(
@@ -42,19 +64,16 @@ def check_report(
     results = []
     verdict = report.verdict
     if thresholds.max_input_cost is not None:
-        lacking = "no input cost (no compute-alone rate, or no measured steps)"
         cost = verdict.input_cost_fraction
-        results.append(
-            _at_most("max-input-cost", "input cost", cost, thresholds.max_input_cost, lacking)
-        )
+        results.append(_at_most(MAX_INPUT_COST, cost, thresholds.max_input_cost))
     if thresholds.max_input_wait is not None:
-        lacking = "no input wait (the steps' waits were not measured)"
         wait = verdict.input_wait_fraction
-        results.append(
-            _at_most("max-input-wait", "input wait", wait, thresholds.max_input_wait, lacking)
-        )
+        results.append(_at_most(MAX_INPUT_WAIT, wait, thresholds.max_input_wait))
     if thresholds.min_steps_per_s is not None:
-        results.append(_min_rate(report, thresholds.min_steps_per_s))
+        limit = thresholds.min_steps_per_s
+        rate = training_rate(report)
+        passed = rate is not None and rate >= limit
+        results.append(CheckResult(MIN_STEPS_PER_S, passed, limit=limit, value=rate))
     if thresholds.max_slowdown is not None:
         if baseline is None:
             raise ValueError("max_slowdown needs a baseline report")
@@ -62,73 +81,19 @@ def check_report(
     return results
 
 
-def _at_most(name: str, what: str, value: float | None, limit: float, lacking: str) -> CheckResult:
-    if value is None:
-        return _unchecked(name, what, lacking)
-    passed = value <= limit
-    sign = "<=" if passed else ">"
-    status = "ok  " if passed else "FAIL"
-    shown, allowed = _pcts(value, limit)
-    return CheckResult(name, passed, f"{status} {what} {shown} {sign} {allowed} allowed (--{name})")
-
-
-def _min_rate(report: Report, limit: float) -> CheckResult:
-    name = "min-steps-per-s"
-    rate = training_rate(report)
-    if rate is None:
-        return _unchecked(name, "training rate", "no measured steps")
-    passed = rate >= limit
-    sign = ">=" if passed else "<"
-    status = "ok  " if passed else "FAIL"
-    return CheckResult(
-        name, passed, f"{status} training {rate:.1f} steps/s {sign} {limit:g} required (--{name})"
-    )
+def _at_most(name: str, value: float | None, limit: float) -> CheckResult:
+    passed = value is not None and value <= limit
+    return CheckResult(name, passed, limit=limit, value=value)
 
 
 def _slowdown(baseline: Report, report: Report, limit: float, rules: NoiseRules) -> CheckResult:
-    name = "max-slowdown"
     base, new = run_figures(baseline, rules).training, run_figures(report, rules).training
     if base is None or new is None:
-        which = "baseline" if base is None else "report"
-        return _unchecked(name, "training rate", "no measured steps", which)
+        lacking_in = "baseline" if base is None else "report"
+        return CheckResult(MAX_SLOWDOWN, False, limit=limit, value=None, lacking_in=lacking_in)
     change = noise.interval(base, new, rules)
     slowdown = 1.0 - change.change
-    rates = (
-        f"{base.value:.1f} -> {new.value:.1f} steps/s, 95% interval "
-        f"{change.low:.2f}-{change.high:.2f}x"
-    )
-    if slowdown <= 0:
-        how = f"{change.change:.2f}x faster" if change.change > 1 else "as fast"
-        return CheckResult(name, True, f"ok   training {how} than the baseline ({rates})")
-    slower = f"training {_pct(slowdown)} slower than the baseline ({rates})"
-    if slowdown <= limit:
-        return CheckResult(name, True, f"ok   {slower}, within the {_pct(limit)} allowed")
-    if noise.is_noise(change):
-        line = f"ok   {slower}: over the {_pct(limit)} allowed but within the runs' noise"
-        return CheckResult(name, True, line)
-    line = f"FAIL {slower}: over the {_pct(limit)} allowed (--{name}), beyond the runs' noise"
-    return CheckResult(name, False, line)
-
-
-def _unchecked(name: str, what: str, lacking: str, which: str = "report") -> CheckResult:
-    return CheckResult(
-        name, False, f"FAIL {what}: the {which} has {lacking}; --{name} cannot be checked"
-    )
-
-
-def _pct(fraction: float, digits: int | None = None) -> str:
-    """A share as a percentage: whole points, tenths under 10% (5% stays "5%")."""
-    if digits is None:
-        digits = 1 if abs(fraction) < 0.1 else 0
-    text = f"{fraction * 100:.{digits}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return f"{text}%"
-
-
-def _pcts(value: float, limit: float) -> tuple[str, str]:
-    """Two shares with enough digits to tell them apart: never "20% > 20%"."""
-    digits = 1 if min(abs(value), abs(limit)) < 0.1 else 0
-    while _pct(value, digits) == _pct(limit, digits) and value != limit and digits < 4:
-        digits += 1
-    return _pct(value, digits), _pct(limit, digits)
+    within_noise = noise.is_noise(change)
+    passed = slowdown <= max(0.0, limit) or within_noise  # no slowdown always passes
+    rates = RateChange(baseline=base.value, new=new.value, change=change, within_noise=within_noise)
+    return CheckResult(MAX_SLOWDOWN, passed, limit=limit, value=slowdown, rates=rates)

@@ -34,6 +34,7 @@ def add_arguments(check: argparse.ArgumentParser) -> None:
 
 def check_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from pipediag.analysis.gate import Thresholds, check_report
+    from pipediag.renderers.check_words import check_line
     from pipediag.report.io import load_report
 
     thresholds = Thresholds(
@@ -53,7 +54,7 @@ def check_command(options: argparse.Namespace, parser: argparse.ArgumentParser) 
     baseline = None if options.baseline is None else load_report(options.baseline)
     results = check_report(report, thresholds, baseline, noise_rules(options))
     for result in results:
-        print(result.line)
+        print(check_line(result))
     return CHECK_PASSED if all(r.passed for r in results) else CHECK_FAILED
 
 

@@ -12,6 +12,7 @@ from test_compare import scaled
 from pipediag.analysis.gate import Thresholds, check_report
 from pipediag.cli import main
 from pipediag.cli.argtypes import share
+from pipediag.renderers.check_words import check_line
 from pipediag.report.io import load_report, save_report
 from pipediag.report.model import Report
 
@@ -78,22 +79,24 @@ def test_a_slowdown_within_noise_does_not_fail() -> None:
     slower = scaled(load_report(RUN1), 1.075)
     results = check_report(slower, Thresholds(max_slowdown=0.05), load_report(RUN1))
     (result,) = results
+    line = check_line(result)
     assert result.passed
-    assert result.line.startswith("ok   training 7% slower than the baseline")
-    assert result.line.endswith("over the 5% allowed but within the runs' noise")
+    assert line.startswith("ok   training 7% slower than the baseline")
+    assert line.endswith("over the 5% allowed but within the runs' noise")
 
 
 def test_a_large_slowdown_fails() -> None:
     slower = scaled(load_report(RUN1), 1.5)
     (result,) = check_report(slower, Thresholds(max_slowdown=0.05), load_report(RUN1))
-    assert not result.passed and result.line.startswith("FAIL training 33% slower")
+    assert not result.passed and check_line(result).startswith("FAIL training 33% slower")
 
 
 def test_a_small_slowdown_within_the_allowance_passes() -> None:
     (result,) = check_report(load_report(RUN1), Thresholds(max_slowdown=0.05), load_report(RUN2))
+    line = check_line(result)
     assert result.passed
-    assert result.line.startswith("ok   training 3.1% slower than the baseline")
-    assert result.line.endswith("within the 5% allowed")
+    assert line.startswith("ok   training 3.1% slower than the baseline")
+    assert line.endswith("within the 5% allowed")
 
 
 def test_a_figure_the_report_lacks_fails_with_a_clear_line(
@@ -133,8 +136,8 @@ def test_close_figures_are_never_shown_equal() -> None:
     assert cost is not None
     (result,) = check_report(report, Thresholds(max_input_cost=round(cost, 3) - 0.001))
     assert not result.passed
-    shown, limit = result.line.split()[3], result.line.split()[5]
-    assert shown != limit
+    words = check_line(result).split()
+    assert words[3] != words[5]  # the value shown, the limit
 
 
 @pytest.mark.parametrize(("text", "value"), [("0.2", 0.2), ("20%", 0.2), ("5%", 0.05), ("1", 1.0)])
