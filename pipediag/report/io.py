@@ -24,6 +24,8 @@ from pipediag.report.vocabulary import NoVerdictReason, SemanticsChange
 
 T = TypeVar("T")
 _Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
+# A step to the next schema: it converts, in place, a copy `from_dict` stamped with that schema.
+_Step = Callable[[dict[str, Any]], None]
 
 
 def to_dict(report: Report) -> dict[str, Any]:
@@ -45,7 +47,8 @@ def from_dict(data: dict[str, Any]) -> Report:
         )
     for target, upgrade in _UPGRADES:
         if version < target:
-            data = upgrade(data)
+            data = dict(data, schema_version=target)
+            upgrade(data)
     data = _without_worded_lower_bound(_without_contention_finding(data))
     data = _blockers_as_written(data)
     try:
@@ -108,10 +111,8 @@ def _without_contention_finding(data: dict[str, Any]) -> dict[str, Any]:
     return dict(data, host_contention=contention)
 
 
-def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
-    data = dict(data, schema_version=2)
+def _from_version_1(data: dict[str, Any]) -> None:
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v2, "trials": _trial_v2})
-    return data
 
 
 def _upgrade_lists_in(data: dict[str, Any], key: str, upgrades: dict[str, _Upgrade]) -> None:
@@ -156,16 +157,14 @@ def _trial_v2(trial: dict[str, Any]) -> dict[str, Any]:
     return trial
 
 
-def _from_version_3(data: dict[str, Any]) -> dict[str, Any]:
+def _from_version_3(data: dict[str, Any]) -> None:
     """The part a version-3 cost's cap left out has no field now: the cost stands as measured
     then, without an interval."""
-    data = dict(data, schema_version=4)
     verdict = data.get("verdict")
     if isinstance(verdict, dict) and isinstance(verdict.get("cost_split"), dict):
         split = dict(verdict["cost_split"])
         split.pop("unexplained", None)
         data["verdict"] = dict(verdict, cost_split=split)
-    return data
 
 
 # Version 2 spelled pipediag's own stage findings as `settings` strings; version 3 types them.
@@ -183,17 +182,15 @@ _DETAIL_INTS = ("sample_elements", "cycle_length", "threads", "cache_bytes", "av
 _DETAIL_TEXTS = ("stopped", "training_stopped", "isolation", "existing_buffer")
 
 
-def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
+def _from_version_2(data: dict[str, Any]) -> None:
     """Stage findings were `settings` strings (`auto_parallel` "yes" / "no: <why>",
     `not_measured`, `graph` "unavailable: <why>"); the headline was prose (now worded from
     the verdict's figures, renderers/verdict_words.py), so it goes."""
-    data = dict(data, schema_version=3)
     verdict = data.get("verdict")
     if isinstance(verdict, dict):
         data["verdict"] = {key: value for key, value in verdict.items() if key != "headline"}
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v3, "trials": _trial_v3})
     _upgrade_lists_in(data, "scale_out", {"stages": _stage_v3})
-    return data
 
 
 # Version 4's summary named the alternation's pairs only in words: "(in alternation, 6
@@ -201,15 +198,14 @@ def _from_version_2(data: dict[str, Any]) -> dict[str, Any]:
 _PAIRS_IN_WORDS = re.compile(r"(\d+) (?:alternating )?pairs\b")
 
 
-def _from_version_4(data: dict[str, Any]) -> dict[str, Any]:
+def _from_version_4(data: dict[str, Any]) -> None:
     """The verdict's prose `summary` goes; the two facts it held that no field did become
     fields: the alternation's pairs, and why there is no verdict, read from the train
     section as the analysis reads it. A verdict with no summary (a report's default, judged
     never) says no reason."""
-    data = dict(data, schema_version=5)
     verdict = data.get("verdict")
     if not isinstance(verdict, dict):
-        return data
+        return
     verdict = dict(verdict)
     summary = verdict.pop("summary", None)
     if not isinstance(summary, str):
@@ -220,15 +216,10 @@ def _from_version_4(data: dict[str, Any]) -> dict[str, Any]:
     if summary and verdict.get("label", "unknown") == "unknown":
         verdict["no_verdict_because"] = _no_verdict_reason(data.get("train"))
     data["verdict"] = verdict
-    return data
 
 
-def _from_version_5(data: dict[str, Any]) -> dict[str, Any]:
-    """Each suggestion's five speedups become its one gain, where it was measured (on
-    training, a stage held, the pipeline alone), and one estimate."""
-    data = dict(data, schema_version=6)
+def _from_version_5(data: dict[str, Any]) -> None:
     _upgrade_suggestions(data, _suggestion_v5)
-    return data
 
 
 def _suggestion_v5(suggestion: dict[str, Any]) -> dict[str, Any]:
@@ -309,24 +300,17 @@ _MINUS_ONE_WORDS = {"AUTOTUNE": AUTOTUNE, "unbounded": UNBOUNDED}
 _IN_MEMORY = "memory"
 
 
-def _from_version_6(data: dict[str, Any]) -> dict[str, Any]:
-    # Version 6 worded its reasons; `_convert` keeps each as written ("as-written").
-    return dict(data, schema_version=7)
-
-
-def _from_version_7(data: dict[str, Any]) -> dict[str, Any]:
+def _from_version_7(data: dict[str, Any]) -> None:
     """Options and stage settings were strings ("true", "AUTOTUNE", "32", "default (2
     cores)", "memory"). An option or a setting whose string reads as neither (a stage's
     "default" order, a thread pool left to TF) takes its field's default; options never
     read (`{}`) are None."""
-    data = dict(data, schema_version=8)
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v8})
     _upgrade_lists_in(data, "scale_out", {"stages": _stage_v8})
     pipeline = data.get("pipeline")
     if isinstance(pipeline, dict) and isinstance(pipeline.get("options"), dict):
         options = pipeline["options"]
         pipeline["options"] = _typed_strings(model.PipelineOptions, options) if options else None
-    return data
 
 
 def _stage_v8(stage: dict[str, Any]) -> dict[str, Any]:
@@ -358,12 +342,21 @@ def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
     return typed
 
 
-def _from_version_8(data: dict[str, Any]) -> dict[str, Any]:
-    # Version 8 worded its notes; `_convert` keeps each as written ("as-written").
-    data = dict(data, schema_version=9)
+def _from_version_8(data: dict[str, Any]) -> None:
+    """Version 8 worded its notes; `_convert` keeps each as written ("as-written"). Each
+    rewrite's `semantics` sentence becomes its codes; a sentence pipediag never wrote (a
+    hand edit) is dropped, as nothing said. A model trial's `numerics` note becomes the
+    layers it kept float32, its policy `setting` (a note in neither policy's words is
+    dropped: the notes are parsed, not kept, so a trial holds one form of its numerics)."""
     _upgrade_lists_in(data, "scale_out", {"measurements": _measurement_v9})
-    _semantics_and_numerics_v9(data)
-    return data
+    _upgrade_lists_in(data, "pipeline", {"trials": _fix_trial_v9})
+    pipeline = data.get("pipeline")
+    if isinstance(pipeline, dict) and isinstance(pipeline.get("prescription"), dict):
+        prescription = pipeline["prescription"]
+        lines = _each_object(prescription.get("code"), _semantics_coded)
+        data["pipeline"] = dict(pipeline, prescription=dict(prescription, code=lines))
+    _upgrade_suggestions(data, _suggestion_v9)
+    _upgrade_lists_in(data, "compute_alone", {"trials": _model_trial_v9})
 
 
 # Version 8's words for what a service measurement read: the stage's label after the prefix.
@@ -409,21 +402,6 @@ _NUMERICS_AS_WORDED: Final[dict[str, str]] = {
 }
 
 
-def _semantics_and_numerics_v9(data: dict[str, Any]) -> None:
-    """Each rewrite's `semantics` sentence as its codes; a sentence pipediag never wrote (a
-    hand edit) is dropped, as nothing said. A model trial's `numerics` note as the layers
-    it kept float32, its policy as `setting` (a note in neither policy's words is dropped:
-    the notes are parsed, not kept, so a trial holds one form of its numerics)."""
-    _upgrade_lists_in(data, "pipeline", {"trials": _fix_trial_v9})
-    pipeline = data.get("pipeline")
-    if isinstance(pipeline, dict) and isinstance(pipeline.get("prescription"), dict):
-        prescription = pipeline["prescription"]
-        lines = _each_object(prescription.get("code"), _semantics_coded)
-        data["pipeline"] = dict(pipeline, prescription=dict(prescription, code=lines))
-    _upgrade_suggestions(data, _suggestion_v9)
-    _upgrade_lists_in(data, "compute_alone", {"trials": _model_trial_v9})
-
-
 def _fix_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
     facts = trial.get("facts")
     return dict(trial, facts=_semantics_coded(facts)) if isinstance(facts, dict) else trial
@@ -456,13 +434,11 @@ def _model_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
-def _from_version_9(data: dict[str, Any]) -> dict[str, Any]:
-    data = dict(data, schema_version=10)
+def _from_version_9(data: dict[str, Any]) -> None:
     _upgrade_suggestions(data, _suggestion_words_kept)
     _upgrade_lists_in(data, "verdict", {"phases": _phase_unnamed})
     _upgrade_lists_in(data, "compute_alone", {"top_ops": _host_gap_kind})
     _upgrade_lists_in(data, "pipeline", {"trials": _fix_trial_training_v10})
-    return data
 
 
 # Version 9's figures of a fix trial on training, on the trial and on its facts, by the
@@ -530,35 +506,15 @@ def _host_gap_kind(top_op: dict[str, Any]) -> dict[str, Any]:
     return dict(top_op, kind=kind, name="")
 
 
-# What each version changed, and the step that brings a report of the version before to it:
-# 2: pipediag's own findings about stages and fix trials are typed fields, not "true" strings.
-# 3: a stage's `auto_parallel`, `not_measured` and `graph_error` left `settings`; a fix
-#    trial's `details` strings became `facts`, numbers as numbers; no headline text.
-# 4: T measured in alternation (`ComputeAlone.blocks`), the cost's 90% interval
-#    (`Verdict.input_cost_interval`), no core-count cap (`CostSplit.unexplained` gone), and
-#    each epoch's start-up a fourth part of the cost (`CostSplit.epoch_start`).
-# 5: no verdict prose: `summary` is gone, `Verdict.no_verdict_because` says why there is none.
-# 6: a fix carries one gain (`Suggestion.gain`) and one estimate that only orders the fixes.
-# 7: why something was not measured is a code with its parameters (`report/reasons.py`); a
-#    version-6 report's words are kept as written ("as-written", in `_convert`).
-# 8: the pipeline's options and a stage's settings are typed (`PipelineOptions`,
-#    `StageSettings`), not strings.
-# 9: notes are reasons (codes with parameters), not words; a service measurement's `part`
-#    (words) is `up_to`, the label of its last stage; what a rewrite changes in what the
-#    pipeline yields (`semantics`) is codes, and a model trial's numerics its float32 layers;
-#    a service blocker's facts are typed, an older one's sentence kept (`detail_as_written`).
-# 10: a suggestion's words are made from the report's facts (`Suggestion.outcome` says how
-#    its trial was read); an older one's title and evidence are kept (`as_written`). A phase
-#    has no `name` (its epochs say it); a host gap among the top ops is a kind
-#    ("host-python", "host-launch"), its name "". A fix trial's figures on training are one
-#    record (`FixTrial.training`, a `GainOnTraining` as a prescribed change's).
-_UPGRADES: tuple[tuple[int, _Upgrade], ...] = (
+# The step that brings a report of the version before to each version; what each version
+# changed: CHANGELOG.md ("Report schema N"). Version 7 needs no step: `_convert` keeps a
+# version-6 report's worded reasons as written ("as-written").
+_UPGRADES: tuple[tuple[int, _Step], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),
     (4, _from_version_3),
     (5, _from_version_4),
     (6, _from_version_5),
-    (7, _from_version_6),
     (8, _from_version_7),
     (9, _from_version_8),
     (10, _from_version_9),

@@ -45,7 +45,7 @@ from pipediag.report.vocabulary import (
 )
 from pipediag.report.watch import WatchSection
 
-# What each version changed, and how older reports are converted: `report/io.py`.
+# What each version changed: CHANGELOG.md; how older reports are converted: `report/io.py`.
 SCHEMA_VERSION = 10
 
 
