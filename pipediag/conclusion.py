@@ -5,7 +5,7 @@ loop, compute alone, the verdict, the deep analysis, the tf.data service check (
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from pipediag import phases
@@ -13,11 +13,10 @@ from pipediag.analysis import paired
 from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import judge
 from pipediag.bench import teardown
-from pipediag.bench.structure import WalkedPipeline
 from pipediag.clock import Clock, Quiet
 from pipediag.config import DEFAULT_MEASURED_STEPS, RunConfig
 from pipediag.hooks.profiler_trace import quiet_profiler_logs
-from pipediag.phases import DeepAnalysis, Narration, OnTraining, Seen
+from pipediag.phases import Narration, OnTraining, Seen
 from pipediag.progress import ProgressStep
 from pipediag.renderers.progress_words import progress_words
 from pipediag.renderers.verdict_words import verdict_line
@@ -39,6 +38,9 @@ from pipediag.training.budget import (
     BudgetServer,
     CachedBatch,
     Fold,
+    Held,
+    LoopResult,
+    LoopWork,
     ModelSide,
     Serving,
     loop_plans,
@@ -47,6 +49,7 @@ from pipediag.training.compute_alone import StepAlone, fit_step_alone
 from pipediag.training.function_loop import TrainCalls
 from pipediag.training.loop_profile import Profiler
 from pipediag.training.loop_xla import LoopStep
+from pipediag.training.stage_cost import with_freed
 
 # A multi-worker loop's blocks: a fixed size, whatever each worker's own timing says.
 LOCKSTEP_BLOCK_STEPS = 16
@@ -66,8 +69,25 @@ class Teller(Narration, Protocol):
     def note_once(self, reason: Reason) -> None: ...
 
 
+@dataclass
+class Diagnosis:
+    """What the diagnosis has found so far, each part filled in as it is measured."""
+
+    pipeline: PipelineBenchmark
+    compute_alone: ComputeAlone | None = None
+    verdict: Verdict | None = None  # said once, after the measured steps
+    first_verdict_s: float | None = None
+    scale_out: ScaleOut | None = None
+
+    def step_alone_ceiling(self) -> float | None:
+        """The fastest rate a fix can show on training: the step alone's (None: not measured)."""
+        alone = self.compute_alone
+        return step_alone_ceiling(alone.blocks) if alone is not None else None
+
+
 class Conclusion:
-    """The measured steps' conclusion, each part once (`lockstep`: nothing bounded by time)."""
+    """The measured steps' conclusion, each part once (`lockstep`: nothing bounded by time),
+    into its `diagnosis`."""
 
     def __init__(
         self,
@@ -83,11 +103,8 @@ class Conclusion:
         self._timeline = timeline
         self._say = say
         self._lockstep = lockstep
-        self.compute_alone: ComputeAlone | None = None
-        self.verdict: Verdict | None = None  # said once, after the measured steps
-        self.first_verdict_s: float | None = None
-        self.scale_out: ScaleOut | None = None
-        self._walked: WalkedPipeline | None = None  # its walk, until the scale-out check
+        self.origin = 0.0  # the session's start, on `clock` (`DiagnosticSession.start` sets it)
+        self.diagnosis = Diagnosis(PipelineBenchmark(measured=False, reason=Reason("no-dataset")))
         self.concluded = False  # the deep analysis ran (or had its chance)
         self._extended = False  # the step budget was extended into a cached epoch
         self._fit_alternation: FitAlternation | None = None
@@ -96,10 +113,11 @@ class Conclusion:
         # The samplers pause on it in the observer check's quiet blocks (None: no check).
         self.quiet = Quiet() if config.observer_check else None
 
-    def keep_measuring(self, pipeline: PipelineBenchmark) -> bool:
+    def keep_measuring(self) -> bool:
         """At the step budget: True when extended into the epoch after a filling cache."""
         if self._lockstep:
             return False  # how far to go on depends on time: workers could disagree
+        pipeline = self.diagnosis.pipeline
         decision = phases.measure_on(self._timeline, pipeline, self._config, self._clock.now())
         if decision == "outlasted":
             self._say.note_once(Reason("cache-epoch-outlasted"))
@@ -118,7 +136,7 @@ class Conclusion:
         return min(LOCKSTEP_BLOCK_STEPS, self._config.measured_steps or LOCKSTEP_BLOCK_STEPS)
 
     def alternate_fit(
-        self, seen: Seen, *, origin: float, lead: bool, steps_left: int | None
+        self, seen: Seen, *, lead: bool, steps_left: int | None
     ) -> FitAlternation | None:
         """Under fit: training and the step alone in alternation, or None where the step cannot
         run alone or `steps_left` are too few for the blocks (it then runs in one piece). `lead`:
@@ -128,7 +146,7 @@ class Conclusion:
         if (
             not (driven or seen.calls is not None)
             or self._lockstep
-            or self.verdict is not None
+            or self.diagnosis.verdict is not None
             or seen.batch is None
             or step_s is None
         ):
@@ -156,7 +174,7 @@ class Conclusion:
             max_rounds = steps_left // block_steps - 1 - (first is None)
         alternation = Alternation(
             clock=self._clock,
-            origin=origin,
+            origin=self.origin,
             block_steps=block_steps,
             lead=first,
             max_rounds=max_rounds,
@@ -168,12 +186,7 @@ class Conclusion:
         return self._fit_alternation
 
     def serve_loop(
-        self,
-        cached: CachedBatch,
-        step: LoopStep | Reason | None,
-        *,
-        origin: float,
-        fold: Fold,
+        self, cached: CachedBatch, step: LoopStep | Reason | None, *, fold: Fold
     ) -> BudgetServer | None:
         """What serves a custom loop at its step budget, or None with no batch kept or no
         measured step. Its first training block is served too: the measured steps, watched
@@ -192,7 +205,7 @@ class Conclusion:
         )
         alternation = Alternation(
             clock=self._clock,
-            origin=origin,
+            origin=self.origin,
             block_steps=block_steps,
             lead=None,
             fixed_rounds=paired.LOCKSTEP_ROUNDS if self._lockstep else None,
@@ -206,67 +219,83 @@ class Conclusion:
         serving = Serving(self._clock, step_s, self._say.phase, teardown.SHARED, _quiet_profiler)
         return BudgetServer(loop_plans(blocks, step, serving, fold))
 
-    def run(
-        self,
-        seen: Seen,
-        pipeline: PipelineBenchmark,
-        *,
-        origin: float,
-        train_so_far: Callable[[], TrainSection],
-        host_so_far: Callable[[], HostSection | None] = lambda: None,
-        compute_alone: ComputeAlone | None = None,
-        deep: bool = True,
-        loop_serving: bool = False,
-    ) -> DeepAnalysis | None:
-        """The verdict (once; `compute_alone`: a custom loop's, else measured here under fit),
-        then, with `deep`, the deep analysis and the model side (once): the pipeline and what a
-        loop still served at its budget is to try; None if not now."""
-        if self.verdict is None:
-            if compute_alone is None and self._fit_alternation is not None:
-                compute_alone = self._fit_alternation.result()
-                self._fit_alternation = None
-                if compute_alone.start_s is not None:
-                    began = origin + compute_alone.start_s
-                    self._say.add_phase("compute_alone", began, began + compute_alone.duration_s)
-            if compute_alone is None:
-                compute_alone = self._fit_compute_alone(seen, pipeline, origin)
-            self.compute_alone = compute_alone
-            train = train_so_far()
-            verdict = judge(train, pipeline, compute_alone=compute_alone, host=host_so_far())
-            self.first_verdict_s = self._clock.now() - origin
-            self._say.log(f"verdict: {verdict_line(verdict, pipeline.batches_per_s, train)}")
-            self.verdict = verdict
-        if not deep or self.concluded:
+    def settle_compute_alone(self, seen: Seen, given: ComputeAlone | None) -> None:
+        """Compute alone for the verdict: `given` (a custom loop's, or why none can run), else
+        fit's alternation's, else the train step alone measured now."""
+        alone = given
+        if alone is None and self._fit_alternation is not None:
+            alone = self._fit_alternation.result()
+            self._fit_alternation = None
+            self._alternation_span(alone)
+        if alone is None:
+            alone = self._fit_compute_alone(seen)
+        self.diagnosis.compute_alone = alone
+
+    def say_verdict(self, train: TrainSection, host: HostSection | None) -> None:
+        """The verdict on the steps so far and compute alone, said once."""
+        diagnosis = self.diagnosis
+        verdict = judge(train, diagnosis.pipeline, compute_alone=diagnosis.compute_alone, host=host)
+        diagnosis.first_verdict_s = self._clock.now() - self.origin
+        self._say.log(f"verdict: {verdict_line(verdict, diagnosis.pipeline.batches_per_s, train)}")
+        diagnosis.verdict = verdict
+
+    def deep_analysis(self, seen: Seen, *, loop_serving: bool = False) -> LoopWork | None:
+        """After the verdict, once: the deep analysis, the model side, the tf.data service
+        check; what a custom loop still served at its budget is to try (None: not now)."""
+        if self.concluded:
             return None
         self.concluded = True
+        diagnosis = self.diagnosis
         examined = phases.deep_analysis(
             seen.dataset,
-            pipeline,
-            self.verdict,
-            self.compute_alone,
+            diagnosis.pipeline,
+            diagnosis.verdict,
+            diagnosis.compute_alone,
             config=self._config,
             clock=self._clock,
             say=self._say,
             on_training=self._on_training(seen, loop_serving),
         )
         self._model_side(seen, loop_serving)
-        self._walked = examined.walked
-        return examined
-
-    def check_scale_out(self, seen: Seen, pipeline: PipelineBenchmark) -> None:
-        """After the deep analysis, once the session holds its pipeline (an interrupt here
-        keeps it in the partial report): the tf.data service check."""
-        walked, self._walked = self._walked, None
-        self.scale_out = phases.scale_out_check(
+        # Before the service check: an interrupt there still leaves the stages in the report.
+        diagnosis.pipeline = examined.pipeline
+        diagnosis.scale_out = phases.scale_out_check(
             seen.dataset,
-            pipeline,
-            walked=walked,
+            diagnosis.pipeline,
+            walked=examined.walked,
             model=seen.model,
             style=seen.style,
             config=self._config,
             clock=self._clock,
             say=self._say,
         )
+        return LoopWork(examined.loop_holds, examined.loop_search, self.loop_model_s)
+
+    def fold(self, result: LoopResult) -> None:
+        """A plan served to a custom loop is over: its finding joins the diagnosis (compute
+        alone's only its span here; it joins at the verdict)."""
+        pipeline = self.diagnosis.pipeline
+        if isinstance(result, ComputeAlone):
+            self._alternation_span(result)
+        elif isinstance(result, ModelSide):
+            self._model_side_measured(result)
+        elif isinstance(result, Held):
+            # Each held stage's speedup joins the pipeline's stages, as under fit.
+            self._say.add_phase("stage_holds", result.began, self._clock.now())
+            stages = with_freed(pipeline.stages, result.searched)
+            self.diagnosis.pipeline = dataclasses.replace(pipeline, stages=stages)
+        else:
+            from pipediag.training.prescription import with_prescription
+
+            self._say.add_phase("training_trial", result.began, self._clock.now())
+            ceiling = self.diagnosis.step_alone_ceiling()
+            self.diagnosis.pipeline = with_prescription(pipeline, result.search, ceiling=ceiling)
+
+    def _alternation_span(self, alone: ComputeAlone) -> None:
+        """The alternation's blocks on the phase list, as compute alone's span."""
+        if alone.start_s is not None:
+            began = self.origin + alone.start_s
+            self._say.add_phase("compute_alone", began, began + alone.duration_s)
 
     def _model_side(self, seen: Seen, loop_serving: bool = False) -> None:
         """The model side, kept with compute alone (a served loop: XLA's seconds); not lockstep."""
@@ -275,10 +304,11 @@ class Conclusion:
         if loop_serving and seen.style == "custom-loop":
             self._loop_model_side()
             return
-        self.compute_alone = phases.model_side(
+        diagnosis = self.diagnosis
+        diagnosis.compute_alone = phases.model_side(
             seen,
-            self.compute_alone,
-            self.verdict,
+            diagnosis.compute_alone,
+            diagnosis.verdict,
             config=self._config,
             clock=self._clock,
             say=self._say,
@@ -291,7 +321,7 @@ class Conclusion:
         step_s = self._timeline.median_measured_step_s()
         if self._lockstep or step_s is None:
             return None
-        ceiling = step_alone_ceiling(self.compute_alone.blocks) if self.compute_alone else None
+        ceiling = self.diagnosis.step_alone_ceiling()
         if seen.style == "keras-fit":
             if seen.model is None:
                 return None
@@ -302,68 +332,52 @@ class Conclusion:
             return OnTraining(step_s, trainer=seen.calls, ceiling=ceiling)
         return OnTraining(step_s, ceiling=ceiling) if loop_serving else None
 
-    def _fit_compute_alone(
-        self, seen: Seen, pipeline: PipelineBenchmark, origin: float
-    ) -> ComputeAlone:
+    def _fit_compute_alone(self, seen: Seen) -> ComputeAlone:
         """The train step alone on the cached batch (fit's, or a loop's tf.function)."""
-        if seen.calls is not None and seen.batch is not None and not self._lockstep:
-            runner = _step_alone(seen)
-            if isinstance(runner, Reason):
-                return ComputeAlone(measured=False, reason=runner)
-            return self._timed_alone(runner, origin)
-        if seen.style != "keras-fit":
-            return ComputeAlone(measured=False, reason=Reason("no-train-step-to-run"))
-        if self._lockstep:
-            return ComputeAlone(measured=False, reason=Reason("lockstep-fit"))
-        if seen.model is None or seen.batch is None:
-            because = (
-                pipeline.reason
-                if not pipeline.measured and pipeline.reason
-                else Reason("no-batch-kept")
-            )
-            return ComputeAlone(measured=False, reason=Reason("no-cached-batch", because=because))
-        if self._timeline.median_measured_step_s() is None:  # before the step alone is built
-            return ComputeAlone(measured=False, reason=Reason("no-measured-step"))
+        if seen.calls is None or seen.batch is None or self._lockstep:
+            step_s = self._timeline.median_measured_step_s()
+            missing = _no_fit_step(seen, self.diagnosis.pipeline, self._lockstep, step_s)
+            if missing is not None:
+                return ComputeAlone(measured=False, reason=missing)
         runner = _step_alone(seen)
         if isinstance(runner, Reason):
             return ComputeAlone(measured=False, reason=runner)
-        return self._timed_alone(runner, origin)
-
-    def _timed_alone(self, runner: StepAlone, origin: float) -> ComputeAlone:
         hint = self._timeline.median_measured_step_s()
         if hint is None:
             return ComputeAlone(measured=False, reason=Reason("no-measured-step"))
         return phases.fit_compute_alone(
-            runner, step_s=hint, clock=self._clock, origin=origin, say=self._say
+            runner, step_s=hint, clock=self._clock, origin=self.origin, say=self._say
         )
 
     def _loop_model_side(self) -> None:
         """A custom loop at its budget: the seconds XLA gets on its own train step, or why none."""
-        alone = self.compute_alone
+        diagnosis = self.diagnosis
+        alone = diagnosis.compute_alone
         if alone is None or not alone.measured:
             return
-        gate = phases.model_side_gate(self.verdict, self._config)
+        gate = phases.model_side_gate(diagnosis.verdict, self._config)
         if gate is None and (alone.step_time is None or alone.step_time.median_s <= 0):
             gate = Reason("no-step-time")
         if gate is not None:
-            self.compute_alone = dataclasses.replace(alone, model_side_reason=gate)
+            diagnosis.compute_alone = dataclasses.replace(alone, model_side_reason=gate)
             return
         self.loop_model_s = self._config.deep_seconds * phases.MODEL_SIDE_SHARE
 
-    def model_side_measured(self, result: ModelSide) -> None:
+    def _model_side_measured(self, result: ModelSide) -> None:
         """A custom loop's model-side plan is over: its finding joins compute alone."""
         now = self._clock.now()
         self._say.add_phase("model_side", result.began, now)
-        alone = self.compute_alone
+        diagnosis = self.diagnosis
+        alone = diagnosis.compute_alone
         if alone is None:
             return
         spent = alone.model_side_s + now - result.began
         if isinstance(result.found, ModelTrial):
             trials = [*alone.trials, result.found]
-            self.compute_alone = dataclasses.replace(alone, trials=trials, model_side_s=spent)
+            diagnosis.compute_alone = dataclasses.replace(alone, trials=trials, model_side_s=spent)
             return
         top, reason = result.found
-        self.compute_alone = dataclasses.replace(
+        diagnosis.compute_alone = dataclasses.replace(
             alone, top_ops=top, top_ops_reason=reason, model_side_s=spent
         )
 
@@ -401,6 +415,26 @@ def no_compute_alone_reason(
         return Reason("marked-steps")
     if style in LOOP_STYLES and calls is None:
         return Reason("loop-steps-all" if config.measured_steps is None else "loop-ended-early")
+    return None
+
+
+def _no_fit_step(
+    seen: Seen, pipeline: PipelineBenchmark, lockstep: bool, step_s: float | None
+) -> Reason | None:
+    """Why fit's train step cannot run alone now (None: it can)."""
+    if seen.style != "keras-fit":
+        return Reason("no-train-step-to-run")
+    if lockstep:
+        return Reason("lockstep-fit")
+    if seen.model is None or seen.batch is None:
+        because = (
+            pipeline.reason
+            if not pipeline.measured and pipeline.reason
+            else Reason("no-batch-kept")
+        )
+        return Reason("no-cached-batch", because=because)
+    if step_s is None:  # before the step alone is built
+        return Reason("no-measured-step")
     return None
 
 

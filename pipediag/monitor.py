@@ -79,7 +79,7 @@ class Monitor:
             return self
         self._started = True
         self._recording = True
-        self.session.pipeline = PipelineBenchmark(
+        self.session.conclusion.diagnosis.pipeline = PipelineBenchmark(
             measured=False, reason=Reason("no-pipeline-benchmark")
         )
         self.session.start()

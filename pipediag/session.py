@@ -12,7 +12,6 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pipediag.analysis.advisor import advise
-from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import judge
 from pipediag.analysis.enrich import enrich_report
 from pipediag.analysis.run_terms import with_prescription_in_run_terms
@@ -26,7 +25,7 @@ from pipediag.found import FoundTraining
 from pipediag.hooks import InstalledHooks, install
 from pipediag.hooks.host import HookGate
 from pipediag.hooks.keras_fit import FitTracker
-from pipediag.phases import DeepAnalysis, Seen, pipeline_alone
+from pipediag.phases import Seen, pipeline_alone
 from pipediag.progress import Progress, ProgressStep
 from pipediag.renderers.hardware_words import sampler_note_lines
 from pipediag.renderers.progress_words import progress_words
@@ -48,17 +47,9 @@ from pipediag.report.vocabulary import PhaseName, StopReason, TrainStyle
 from pipediag.scale_out.analysis import enrich_report as enrich_scale_out
 from pipediag.timeline import StepTimeline
 from pipediag.training.alternation import FitAlternation
-from pipediag.training.budget import (
-    BudgetServer,
-    CachedBatch,
-    Held,
-    LoopResult,
-    LoopWork,
-    ModelSide,
-)
+from pipediag.training.budget import BudgetServer, CachedBatch, LoopResult, LoopWork
 from pipediag.training.function_loop import TrainCalls
 from pipediag.training.loop_xla import LoopStep
-from pipediag.training.stage_cost import with_freed
 from pipediag.version import __version__
 
 if TYPE_CHECKING:
@@ -109,7 +100,6 @@ class DiagnosticSession:
             fit=self._fit_tracker,
             forget_loop=self._forget_loop,
         )
-        self.pipeline = PipelineBenchmark(measured=False, reason=Reason("no-dataset"))
         self._progress = Progress(log)
         self._notes: list[Reason] = []
         self._benchmarked: set[int] = set()
@@ -146,6 +136,7 @@ class DiagnosticSession:
 
     def start(self) -> None:
         self.origin = self.clock.now()
+        self.conclusion.origin = self.origin
         self._origin_unix_s = self.origin + wall_minus_clock(self.clock)
         self._started_wall = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         if self.lockstep:
@@ -184,25 +175,27 @@ class DiagnosticSession:
         for line in sampler_note_lines(host, gpu):
             self.log(line)
         train = self.found.final_section(self.origin, self._phases)
-        conclusion = self.conclusion
+        diagnosis = self.conclusion.diagnosis
         report = Report(
             script=self.script,
             args=self.args,
             created_utc=self._started_wall,
             environment=_environment(gpu),
-            verdict=judge(train, self.pipeline, compute_alone=conclusion.compute_alone, host=host),
-            pipeline=self.pipeline,
+            verdict=judge(
+                train, diagnosis.pipeline, compute_alone=diagnosis.compute_alone, host=host
+            ),
+            pipeline=diagnosis.pipeline,
             train=train,
             host=host,
             gpu=gpu,
             complete=stop_reason in ("step-budget", "script-finished"),
             stop_reason=stop_reason,
             exit=exit_info,
-            compute_alone=conclusion.compute_alone,
-            first_verdict_s=conclusion.first_verdict_s,
+            compute_alone=diagnosis.compute_alone,
+            first_verdict_s=diagnosis.first_verdict_s,
             task=self.task,
             origin_unix_s=self._origin_unix_s,
-            scale_out=conclusion.scale_out,
+            scale_out=diagnosis.scale_out,
         )
         report = _analysed(report, self.note)
         self.add_phase("analysis", analysis_began, self.clock.now())
@@ -258,17 +251,18 @@ class DiagnosticSession:
         """Phase 1: the training dataset alone, once per dataset, before training pulls (its
         stages wait for the verdict). `rebuilt`: made anew for a new pass (`ds.take(n)` in an
         epoch loop), benchmarked only if the last one could not be (it ran out first)."""
-        if id(dataset) in self._benchmarked or (rebuilt and self.pipeline.measured):
+        diagnosis = self.conclusion.diagnosis
+        if id(dataset) in self._benchmarked or (rebuilt and diagnosis.pipeline.measured):
             return
         self._benchmarked.add(id(dataset))
         self.found.dataset = dataset
         if not self.config.bench:
             reason = Reason("no-bench" if self.config.watch is None else "watch-no-bench")
-            self.pipeline = PipelineBenchmark(measured=False, reason=reason)
+            diagnosis.pipeline = PipelineBenchmark(measured=False, reason=reason)
             return
         try:
             with self.suspended():
-                self.pipeline = pipeline_alone(
+                diagnosis.pipeline = pipeline_alone(
                     dataset,
                     config=self.config,
                     clock=self.clock,
@@ -276,7 +270,7 @@ class DiagnosticSession:
                     keep_first_batch=self.found.keep_batch,
                 )
         except BaseException:
-            self.pipeline = PipelineBenchmark(
+            diagnosis.pipeline = PipelineBenchmark(
                 measured=False,
                 reason=Reason("bench-interrupted"),
                 dataset=describe_chain(dataset),
@@ -286,7 +280,7 @@ class DiagnosticSession:
 
     def keep_measuring(self) -> bool:
         """At the step budget: True when it was extended (a filling cache), False to stop."""
-        return self.conclusion.keep_measuring(self.pipeline)
+        return self.conclusion.keep_measuring()
 
     def training_model(self, model: Any) -> None:
         """The model `fit` trains: its train step is run alone after the measured steps."""
@@ -305,22 +299,16 @@ class DiagnosticSession:
         """fit starts: `model` trains on `dataset` (None: Keras builds it from a `given`)."""
         self.mark_style("keras-fit")
         self.training_model(model)
+        diagnosis = self.conclusion.diagnosis
         if dataset is not None:
             self.benchmark_pipeline(dataset)
-        elif not self.pipeline.measured and self.pipeline.reason == Reason("no-dataset"):
-            self.pipeline = PipelineBenchmark(measured=False, reason=Reason("fit-given", given))
+        elif not diagnosis.pipeline.measured and diagnosis.pipeline.reason == Reason("no-dataset"):
+            given_instead = Reason("fit-given", given)
+            diagnosis.pipeline = PipelineBenchmark(measured=False, reason=given_instead)
 
     def _fit_tracker(self) -> FitTracker | None:
         """What marks fit's steps: the hooks' tracker, or one the caller feeds (`fit_tracker`)."""
         return self._hooks.fit if self._hooks is not None else self.fit_tracker
-
-    @property
-    def compute_alone(self) -> ComputeAlone | None:
-        return self.conclusion.compute_alone
-
-    @property
-    def first_verdict_s(self) -> float | None:
-        return self.conclusion.first_verdict_s
 
     def _host_so_far(self) -> HostSection | None:
         """The host's samples so far, for the first verdict (the samplers run on)."""
@@ -339,30 +327,21 @@ class DiagnosticSession:
 
     def _conclude(
         self, compute_alone: ComputeAlone | None, *, deep: bool = True, loop_serving: bool = False
-    ) -> DeepAnalysis | None:
-        """`conclude`, with a custom loop's compute-alone run; the deep analysis if run now."""
+    ) -> LoopWork | None:
+        """`conclude`, with a custom loop's compute-alone run; what the loop tries next, if the
+        deep analysis ran now."""
         seen = self._seen()
+        conclusion = self.conclusion
         with self.suspended():
-            outcome = self.conclusion.run(
-                seen,
-                self.pipeline,
-                origin=self.origin,
-                train_so_far=lambda: self.found.section(self.origin, self._phases),
-                host_so_far=self._host_so_far,
-                compute_alone=compute_alone,
-                deep=deep,
-                loop_serving=loop_serving,
-            )
-            if outcome is not None:
-                self.pipeline = outcome.pipeline
-                self.conclusion.check_scale_out(seen, self.pipeline)
-        return outcome
+            if conclusion.diagnosis.verdict is None:
+                conclusion.settle_compute_alone(seen, compute_alone)
+                train = self.found.section(self.origin, self._phases)
+                conclusion.say_verdict(train, self._host_so_far())
+            return conclusion.deep_analysis(seen, loop_serving=loop_serving) if deep else None
 
     def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
         """Under fit, at the step budget: training and the step alone in turn, or None."""
-        return self.conclusion.alternate_fit(
-            self._seen(), origin=self.origin, lead=lead, steps_left=steps_left
-        )
+        return self.conclusion.alternate_fit(self._seen(), lead=lead, steps_left=steps_left)
 
     def _seen(self) -> Seen:
         found = self.found
@@ -373,39 +352,18 @@ class DiagnosticSession:
         self, cached: CachedBatch, step: LoopStep | Reason | None
     ) -> BudgetServer | None:
         """What serves a custom loop's pulls at its budget; None: nothing (concluded here)."""
-        server = self.conclusion.serve_loop(
-            cached, step, origin=self.origin, fold=self.loop_measured
-        )
+        server = self.conclusion.serve_loop(cached, step, fold=self._loop_measured)
         if server is None:
             self.conclude()
         return server
 
-    def loop_measured(self, result: LoopResult) -> LoopWork | None:
-        """A plan served to a custom loop is over: folded in (compute alone's: what comes next)."""
-        if isinstance(result, ModelSide):
-            self.conclusion.model_side_measured(result)
+    def _loop_measured(self, result: LoopResult) -> LoopWork | None:
+        """A plan served to a custom loop is over: folded in; compute alone's concludes (what
+        the loop is served next)."""
+        self.conclusion.fold(result)
+        if not isinstance(result, ComputeAlone):
             return None
-        if isinstance(result, ComputeAlone):
-            if result.start_s is not None:
-                began = self.origin + result.start_s
-                self.add_phase("compute_alone", began, began + result.duration_s)
-            outcome = self._conclude(result, loop_serving=True)
-            if outcome is None:
-                return None
-            return LoopWork(outcome.loop_holds, outcome.loop_search, self.conclusion.loop_model_s)
-        if isinstance(result, Held):
-            # Each held stage's speedup joins the pipeline's stages, as under fit.
-            self.add_phase("stage_holds", result.began, self.clock.now())
-            stages = with_freed(self.pipeline.stages, result.searched)
-            self.pipeline = dataclasses.replace(self.pipeline, stages=stages)
-            return None
-        from pipediag.training.prescription import with_prescription
-
-        self.add_phase("training_trial", result.began, self.clock.now())
-        alone = self.conclusion.compute_alone
-        ceiling = step_alone_ceiling(alone.blocks) if alone is not None else None
-        self.pipeline = with_prescription(self.pipeline, result.search, ceiling=ceiling)
-        return None
+        return self._conclude(result, loop_serving=True)
 
     def _conclude_after_the_script(self) -> None:
         """The script ended before the step budget: conclude with what can still be run."""

@@ -16,7 +16,7 @@ from pipediag.progress import ProgressStep
 from pipediag.report.model import ComputeAlone
 from pipediag.report.reasons import Reason
 from pipediag.timeline import StepTimeline
-from pipediag.training.budget import LoopResult, LoopWork, ModelSide
+from pipediag.training.budget import LoopResult, LoopWork
 from pipediag.training.loop_profile import LoopProfile, keras_layer_names
 
 STEP_S = 0.01
@@ -133,12 +133,11 @@ def test_the_budget_server_profiles_before_xla_and_the_reading_reaches_compute_a
         say=_Say(),
         lockstep=False,
     )
-    conclusion.compute_alone = ComputeAlone(measured=True)
+    conclusion.diagnosis.compute_alone = ComputeAlone(measured=True)
 
     class ToConclusion(RecordedResults):
         def __call__(self, result: LoopResult) -> LoopWork:
-            if isinstance(result, ModelSide):
-                conclusion.model_side_measured(result)
+            conclusion.fold(result)
             return super().__call__(result)
 
     results = ToConclusion(work=LoopWork(model_s=2.0))
@@ -149,7 +148,7 @@ def test_the_budget_server_profiles_before_xla_and_the_reading_reaches_compute_a
         clock.advance(STEP_S)
     server.finish()
     assert results.order == ["concluded", "profiled", "xla"]
-    alone = conclusion.compute_alone
+    alone = conclusion.diagnosis.compute_alone
     assert alone is not None and alone.top_ops and alone.top_ops_reason is None
     assert profiler.read_with is not None and profiler.read_with[0] == 5
     assert alone.model_side_s > 0

@@ -20,7 +20,7 @@ def _session(chain: str, wait_s: float, *, epochs: tuple[int, ...] = (0,)) -> Di
     clock = FakeClock()
     config = RunConfig(measured_steps=20, warmup_steps=2, sample_host=False, sample_gpu=False)
     session = DiagnosticSession("x", [], config, clock=clock, log=None, install_hooks=False)
-    session.pipeline = PipelineBenchmark(
+    session.conclusion.diagnosis.pipeline = PipelineBenchmark(
         measured=True,
         dataset=chain,
         batches_per_s=50.0,

@@ -16,7 +16,7 @@ from pipediag.hooks.pass_origin import pass_origin
 from pipediag.hooks.tfdata import CustomLoopTracker
 from pipediag.hooks.train_evidence import WATCHED_VARIABLES, GradientWatch, changed
 from pipediag.renderers.run_words import data_pass_text
-from pipediag.report.model import DataPass, PipelineBenchmark
+from pipediag.report.model import DataPass
 from pipediag.report.reasons import Reason
 from pipediag.session import DiagnosticSession
 from pipediag.timeline import StepTimeline
@@ -59,7 +59,6 @@ class StandInSession:
         self.config = RunConfig(measured_steps=5, warmup_steps=1)
         self.timeline = StepTimeline(warmup_steps=1, measured_steps=5, measured_seconds=None)
         self.origin = 0.0
-        self.pipeline = PipelineBenchmark(measured=False)
         self.paused = self.in_fit = False
         self.benchmarked: list[Any] = []
         self.passes: list[DataPass] = []
