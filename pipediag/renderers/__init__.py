@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from pipediag.renderers.chrome_trace import render_trace
 from pipediag.renderers.files import PREVIOUS, REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.text import render_text
 from pipediag.report.io import save_report, write_atomically
@@ -36,17 +37,11 @@ def _write_png(report: Report, path: Path) -> Path:
     return render_png(report, path)
 
 
-def _write_trace(report: Report, path: Path) -> Path:
-    from pipediag.renderers.chrome_trace import render_trace
-
-    return render_trace(report, path)
-
-
 WRITERS: dict[str, Callable[[Report, Path], Path]] = {
     REPORT_JSON: save_report,
     REPORT_TEXT: _write_text,
     REPORT_PNG: _write_png,
-    TRACE_JSON: _write_trace,
+    TRACE_JSON: render_trace,
 }
 
 

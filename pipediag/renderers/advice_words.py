@@ -11,6 +11,7 @@ from pipediag.analysis.cost_rules import capped_threads, thread_cap_trial
 from pipediag.analysis.input_cost import python_stages, step_cores_of
 from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.analysis.run_terms import gain_in_run_terms
+from pipediag.renderers.numbers import counted
 from pipediag.renderers.stage_advice_words import (
     STAGE_WORDINGS,
     bound_words,
@@ -119,7 +120,7 @@ def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
     if cap is not None and measured is not None:
         threads = capped_threads(ctx.cores, needs)
         capped = threads if cap.facts.threads is None else cap.facts.threads
-        text += f" Capped at {capped} thread{'s' if capped != 1 else ''}:" + training_text(ctx, cap)
+        text += f" Capped at {counted(capped, 'thread')}:" + training_text(ctx, cap)
         if measured < VERIFIED_MIN_GAIN:
             text += " Not the way here: the pipeline's CPU per batch must go down."
     if s.stage_index is None:

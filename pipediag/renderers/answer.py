@@ -6,7 +6,6 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 
-from pipediag.analysis.compare import training_rate
 from pipediag.renderers.advice_words import title_of
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
 from pipediag.renderers.files import REPORT_TEXT, TRACE_JSON
@@ -38,10 +37,6 @@ MEASURED_HELD = "measured with its output held in memory"  # a gain read on its 
 IF_INPUT_FREE = "if all input were free"
 
 
-def divider(width: int = WIDTH) -> str:
-    return DIVIDER + "─" * max(0, width - len(DIVIDER))
-
-
 def render_answer(
     report: Report, report_line: str, width: int = WIDTH, *, quiet: bool = False
 ) -> str:
@@ -64,7 +59,8 @@ def render_answer(
         room = MAX_LINES - len(head) - len(figures) - len(change) - len(last)
         more = [line[:width] for line in _more(report, width)][: max(0, min(MORE_LINES, room))]
         lines = [*head, *figures, *change, *more, *last][:MAX_LINES]
-    return "\n".join([divider(width), *lines]) + "\n"
+    divider = DIVIDER + "─" * max(0, width - len(DIVIDER))
+    return "\n".join([divider, *lines]) + "\n"
 
 
 def _wrap(text: str, width: int, most: int = 2) -> list[str]:
@@ -167,7 +163,7 @@ def the_change(report: Report) -> Change:
         return Change(f"{title} (not measured on your training)", suggestion=fix)
     held = gain(bound)
     # The lower of two bounds holds: the hold can read above T/A by the host's noise.
-    free = speedup_if_input_free(report.verdict, training_rate(report))
+    free = speedup_if_input_free(report)
     if fix.gain.basis == "input-free":
         most, why = held, IF_INPUT_FREE
     elif free is not None and free < bound:

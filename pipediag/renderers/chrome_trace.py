@@ -30,11 +30,7 @@ COUNTERS_TID = 3  # counters are per process in the viewers; the tid is only req
 PHASE_ORDER = ("pipeline_benchmark", "train")
 PIPELINE_PHASE = "pipeline_benchmark"
 
-STEP_EVENT_NAMES = {
-    "input-bound": "input-bound step",
-    "compute-bound": "compute-bound step",
-    "warmup": "warm-up step",
-}
+STEP_EVENT_NAMES = {"warmup": "warm-up step"}  # any other label: "<label> step"
 INPUT_WAIT_EVENT = "input wait"
 HOST_CPU_COUNTER = "host CPU %"
 HOST_MEMORY_COUNTER = "process RSS (MiB)"

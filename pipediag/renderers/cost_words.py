@@ -61,22 +61,22 @@ def bar_title(cost: float, interval: list[float] | None) -> str:
     return f"Input cost: {cost_figure(cost, interval)}"
 
 
-def speedup_if_input_free(verdict: Verdict, training: float | None) -> float | None:
+def speedup_if_input_free(report: Report) -> float | None:
     """1 / (1 - input cost); reports without a cost fall back on T/A."""
+    verdict = report.verdict
     cost = verdict.input_cost_fraction
     if cost is not None and cost < 1.0:
         return 1.0 / (1.0 - cost)
-    compute = verdict.compute_alone_steps_per_s
+    compute, training = verdict.compute_alone_steps_per_s, training_rate(report)
     return compute / training if compute and training else None
 
 
 def free_input_text(report: Report) -> str:
     """ "1.8x faster if input were free", "at least 1.8x ..." where the cost is a lower bound
     (`lower_bound_evidence`); "" when unknown or not measurable."""
-    verdict = report.verdict
-    if cost_not_measurable(verdict):
+    if cost_not_measurable(report.verdict):
         return ""
-    free = speedup_if_input_free(verdict, training_rate(report))
+    free = speedup_if_input_free(report)
     if not free:
         return ""
     at_least = "at least " if _held_beyond(report) is not None else ""

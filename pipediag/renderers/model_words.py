@@ -32,7 +32,6 @@ HOST_GAP_NAMES: dict[TopOpKind, str] = {
 }
 CHANGE_NAMES = {
     "jit_compile": "XLA (jit_compile=True)",
-    "steps_per_execution": "steps_per_execution",
     "mixed_precision": "mixed precision",
     "device_copy": "host-to-device copy",
 }
@@ -96,14 +95,6 @@ def gain_text(trial: ModelTrial) -> str:
     return text
 
 
-def groups(alone: ComputeAlone, kind: str) -> list[TopOp]:
-    return [op for op in alone.top_ops if op.kind == kind]
-
-
-def host_gaps(alone: ComputeAlone) -> list[TopOp]:
-    return [op for op in alone.top_ops if op.kind in HOST_GAP_KINDS]
-
-
 @dataclass(frozen=True)
 class TimeBar:
     """One bar of the step's time: an op type, a layer or a host gap, its share, its `group`
@@ -120,10 +111,11 @@ class TimeBar:
 
 def time_bars(alone: ComputeAlone) -> list[TimeBar]:
     """Top op types, top layers and scopes, host gaps: each kind adds up to the whole step."""
+    ops = alone.top_ops
     chosen = [
-        *groups(alone, "op_type")[:LISTED_OPS],
-        *groups(alone, "scope")[:LISTED_SCOPES],
-        *host_gaps(alone),
+        *[op for op in ops if op.kind == "op_type"][:LISTED_OPS],
+        *[op for op in ops if op.kind == "scope"][:LISTED_SCOPES],
+        *[op for op in ops if op.kind in HOST_GAP_KINDS],
     ]
     return [_bar(op) for op in chosen]
 

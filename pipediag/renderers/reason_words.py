@@ -271,9 +271,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "xla-failed": "XLA failed to compile the train step: {detail}",
     "spe-already": "not measured: the model already runs steps_per_execution={value:.0f}",
     "spe-step-long": _spe_step_long,
-    "spe-multi-replica": (
-        "not measured: a multi-replica strategy (its iterator is the strategy's)"
-    ),
+    "spe-multi-replica": "not measured: a multi-replica strategy (its iterator is the strategy's)",
     "spe-fit-share": "fit's own time is {value:.0%} of its step: the gain is the call's",
     "no-bfloat16": "not measured: this CPU has no bfloat16 instructions (no GPU)",
     "subclassed-model": (
@@ -345,9 +343,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "psutil-cannot-read": "psutil cannot read this process: {detail}",
     "no-pynvml": "nvidia-ml-py (pynvml) is not installed: pip install nvidia-ml-py",
     "nvml-library-not-found": "NVML library not found (no NVIDIA driver): no GPU on this machine",
-    "nvml-driver-not-loaded": (
-        "NVIDIA driver not loaded (NVMLError_DriverNotLoaded): no usable GPU"
-    ),
+    "nvml-driver-not-loaded": "NVIDIA driver not loaded (NVMLError_DriverNotLoaded): no usable GPU",
     "nvml-no-permission": "no permission to query the GPU through NVML (NVMLError_NoPermission)",
     "nvml-version-mismatch": (
         "NVML library and kernel driver versions differ (NVMLError_LibRmVersionMismatch): "
@@ -431,7 +427,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "graph-not-rebuilt": "the dataset graph cannot be rebuilt: {detail}",
     "no-dataset-graph": "no dataset graph",
     "verification-budget-spent": "not measured: verification budget spent",
-    "left-to-training": ("not measured: verification budget spent; left to the trials on training"),
+    "left-to-training": "not measured: verification budget spent; left to the trials on training",
     "rewritten-failed": "the rewritten pipeline failed: {detail}",
     "cannot-rewrite": "cannot rewrite: {detail}",
     "check-failed": "could not be checked: {detail}",
@@ -465,7 +461,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "cache-too-big": "the cache would not fit comfortably in memory",
     "fill-time-unknown": "cannot tell how long filling the cache takes: estimated only",
     "fill-too-long": "filling the cache takes about {value:.0f} s (one epoch): estimated only",
-    "sample-ragged": ("not checked: the map's input has ragged or sparse parts; estimated only"),
+    "sample-ragged": "not checked: the map's input has ragged or sparse parts; estimated only",
     "no-sample": "not checked: no sample of the map's input could be read; estimated only",
     "unsafe-keep-map": "unsafe: {because}; keep the map before the batch",
     "fails-on-batch": "the function fails on a batch ({detail})",

@@ -19,6 +19,8 @@ from pipediag.analysis.stage_rules import (
     random_before_cache,
     shuffle_shortfall,
 )
+from pipediag.renderers.numbers import counted, gain_range
+from pipediag.renderers.stage_cost_words import holding_text
 from pipediag.report.fixes import VECTORIZED_MAP_WORDS
 from pipediag.report.model import Suggestion, SuggestionWords
 from pipediag.report.names import flag_text, stage_name, tuned_text
@@ -57,7 +59,7 @@ def stage_cost_text(ctx: Context, stats: StageStats) -> str:
 
 def bound_words(bound: Bound) -> str:
     """What measured the most a change gains: a stage's hold, or input free."""
-    return "input free" if bound.held is None else f"holding {stage_name(bound.held)} in memory"
+    return "input free" if bound.held is None else holding_text(bound.held)
 
 
 def bytes_text(count: int | None) -> str:
@@ -69,16 +71,12 @@ def bytes_text(count: int | None) -> str:
     return f"{count} B"
 
 
-def _rounds(count: int) -> str:
-    return f"{count} interleaved round{'s' if count != 1 else ''}"
-
-
 def _trial_text(trial: FixTrial | None) -> str:
     if trial is not None and trial.verified and trial.speedup is not None:
         return (
             f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"
             f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x over"
-            f" {_rounds(trial.rounds)})."
+            f" {counted(trial.rounds, 'interleaved round')})."
         )
     return ""
 
@@ -88,13 +86,13 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
     assert training is not None and training.training_speedup is not None
     low, high = training.training_speedup_low, training.training_speedup_high
     interval = (
-        f", 90% interval {low:.2f}-{high:.2f}x" if low is not None and high is not None else ""
+        f", 90% interval {gain_range(low, high)}" if low is not None and high is not None else ""
     )
     what = "train function" if ctx.report.train.style == "keras-fit" else "training"
     text = (
         f" Tried on your {what}: {training.baseline_steps_per_s:.1f} -> "
         f"{training.variant_steps_per_s:.1f} steps/s ({training.training_speedup:.2f}x, "
-        f"over {_rounds(training.rounds)}{interval})."
+        f"over {counted(training.rounds, 'interleaved round')}{interval})."
     )
     if training.at_step_alone:
         text += (

@@ -41,13 +41,17 @@ def if_free_text(stats: StageStats) -> str:
     return f"{text} ({JUMP_MARK})" if stats.training_cost_jump else text
 
 
+def holding_text(stats: StageStats) -> str:
+    return f"holding {stage_name(stats)} in memory"
+
+
 def held_text(stats: StageStats) -> str:
     """ "holding map(parse) in memory: training 2.4x (2.1-2.7x)", or why it is not used."""
     value = stats.training_speedup_if_free
     if value is None:
         unused = stats.training_speedup_if_free_unused
-        return f"holding {stage_name(stats)} in memory: {reason_words(unused)}" if unused else ""
-    text = f"holding {stage_name(stats)} in memory: training {speedup(value)}"
+        return f"{holding_text(stats)}: {reason_words(unused)}" if unused else ""
+    text = f"{holding_text(stats)}: training {speedup(value)}"
     low, high = stats.training_speedup_if_free_low, stats.training_speedup_if_free_high
     if low is not None and high is not None:
         text += f" ({low:.1f}-{speedup(high)})"

@@ -3,7 +3,6 @@ fix as a key figure."""
 
 from __future__ import annotations
 
-from pipediag.analysis.compare import training_rate
 from pipediag.renderers.advice_words import title_of
 from pipediag.renderers.cost_words import speedup_if_input_free
 from pipediag.renderers.numbers import DASH, gain, gain_within
@@ -87,7 +86,7 @@ def from_epoch_two(report: Report, fix: Suggestion) -> float | None:
     held = bound_of(fix)
     if fix.fix is None or not fix_facts(fix.fix).from_epoch_two or not held:
         return None
-    free = speedup_if_input_free(report.verdict, training_rate(report))
+    free = speedup_if_input_free(report)
     return min(held, free) if free is not None else held
 
 

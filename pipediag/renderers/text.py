@@ -34,12 +34,12 @@ from pipediag.renderers.run_words import (
     training_text,
 )
 from pipediag.renderers.scale_out import scale_out_lines
+from pipediag.renderers.stage_advice_words import stage_at
 from pipediag.renderers.stage_cost_words import costliest_stage, held_stage, held_text
 from pipediag.renderers.suggestion_words import SUGGESTION_HEADINGS, suggestion_line, suggestions_of
 from pipediag.renderers.verdict_words import headline, phase_text
 from pipediag.renderers.watch_view import over_time_text
 from pipediag.report.model import Report, Suggestion
-from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import LatencyStats, StageStats
 
@@ -166,7 +166,7 @@ def _slowest_stage(report: Report) -> str:
 
 
 def _stage_alone(stage: StageStats) -> str:
-    text = stage_name(stage) + (f" at {stage.source}" if stage.source else "")
+    text = stage_at(stage)
     facts = []
     if stage.batches_per_s is not None:
         facts.append(f"{rate_text(stage.batches_per_s)} batches/s up to here")

@@ -12,7 +12,7 @@ from worded import written
 
 from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.answer import MAX_LINES, WIDTH, render_answer, report_line
-from pipediag.renderers.summary import key_figures
+from pipediag.renderers.png.header import key_figures
 from pipediag.report.fixes import FIX_HOIST_CACHE, FIX_VECTORIZE
 from pipediag.report.io import load_report
 from pipediag.report.model import Gain, Report, Suggestion, Verdict

@@ -18,7 +18,7 @@ from worded import written
 from pipediag.renderers.cost_words import cost_bar
 from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT
 from pipediag.renderers.png import build_figure, render_png
-from pipediag.renderers.png.header import header_lines
+from pipediag.renderers.png.header import header_lines, key_figures
 from pipediag.renderers.png.rates import stage_ms
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
@@ -32,7 +32,6 @@ from pipediag.renderers.png.suggestions import MAX_SUGGESTIONS, suggestion_lines
 from pipediag.renderers.png.timeline import MAX_STEP_BARS, bin_steps, phase_spans
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.suggestion_words import best_fix, best_fix_figure
-from pipediag.renderers.summary import key_figures
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import Gain, PhaseSpan, PhaseVerdict, Report, StepRecord

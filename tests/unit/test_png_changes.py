@@ -18,11 +18,11 @@ from pipediag.renderers.png.change_lists import change_lists
 from pipediag.renderers.png.step_time import step_time_shown
 from pipediag.renderers.png.style import COMPUTE_COLOUR, HOST_GAP_COLOUR
 from pipediag.renderers.png.suggestions import (
+    LINES_THAT_FIT,
     LIST_HEADING,
     SUGGESTION_FIRST_Y,
     SUGGESTION_LINE_STEP,
     foot_lines,
-    lines_that_fit,
 )
 from pipediag.renderers.prescription_words import (
     REWRITES_HEADING,
@@ -259,7 +259,7 @@ def test_the_rewrites_list_is_the_texts_rows_in_the_runs_terms() -> None:
 def test_a_long_list_keeps_its_heading_and_conclusion_and_says_what_it_left_out() -> None:
     report = _rewrites_report(tried=12)
     lines = foot_lines(report)
-    assert len(lines) == lines_that_fit()
+    assert len(lines) == LINES_THAT_FIT
     texts = [line.text for line in lines]
     assert REWRITES_HEADING in texts
     assert texts[-1] == rewrites_lines(report)[-1]  # what the kept ones came to

@@ -15,13 +15,13 @@ import report_fixtures as fx
 from matplotlib.figure import Figure
 
 from pipediag.cli import main
-from pipediag.renderers import REPORT_PNG, REPORT_TEXT, TRACE_JSON, summary
+from pipediag.renderers import REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.answer import the_change
 from pipediag.renderers.cost_words import cost_bar, cost_split_text, free_input_text
 from pipediag.renderers.hardware_words import contention_text, gpu_idle_text
 from pipediag.renderers.numbers import percent
 from pipediag.renderers.png import build_figure
-from pipediag.renderers.png.header import header_lines
+from pipediag.renderers.png.header import header_lines, key_figures
 from pipediag.renderers.png.suggestions import foot_lines, suggestion_lines
 from pipediag.renderers.rate_words import rates
 from pipediag.renderers.run_words import (
@@ -209,7 +209,7 @@ def test_png_says_the_headline_and_the_key_figures_in_the_texts_words(
     assert claim == head.claim and text.splitlines()[0].startswith(claim)
     assert claim in png
     # key figures: the labels and values, numbers as the text's rates row gives them
-    for label, value in summary.key_figures(report):
+    for label, value in key_figures(report):
         assert label in png and value in png
     for rate in rates(report):
         assert rate.number in " ".join(_text_row(text, "Rates"))

@@ -15,10 +15,10 @@ import report_fixtures as fx
 from synthetic_reports import synthetic_cost_report, synthetic_report
 from worded import written
 
-from pipediag.renderers import summary
 from pipediag.renderers.cost_words import cost_bar
 from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT, NOT_ENOUGH_MEASURED
 from pipediag.renderers.numbers import DASH, percent, rate_text, speedup
+from pipediag.renderers.png.header import key_figures
 from pipediag.renderers.rate_words import Rate, rates
 from pipediag.renderers.run_words import NO_SCRIPT, command_line, input_wait_source_text, run_status
 from pipediag.renderers.suggestion_words import (
@@ -171,7 +171,7 @@ def test_stage_names_add_the_dataset_op_where_the_kind_says_less() -> None:
 @pytest.mark.parametrize("name", fx.ALL)
 def test_key_figures_are_the_cost_the_three_rates_the_best_fix_and_the_steps(name: str) -> None:
     report = fx.load(name)
-    figures = summary.key_figures(report)
+    figures = key_figures(report)
     labels = [label for label, _ in figures]
     assert labels[0] == "Input cost (of training time)"
     assert labels[1:4] == [

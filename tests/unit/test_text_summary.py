@@ -9,9 +9,9 @@ import dataclasses
 
 from synthetic_reports import CostEvidence, RunLayout, synthetic_cost_report, synthetic_report
 
-from pipediag.renderers import summary
 from pipediag.renderers.cost_words import contention_evidence, cost_bar
 from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT, NOT_ENOUGH_MEASURED
+from pipediag.renderers.png.header import key_figures
 from pipediag.renderers.run_words import epoch_start_text
 from pipediag.renderers.text import render_text
 from pipediag.renderers.verdict_words import headline, phase_text
@@ -341,7 +341,7 @@ def test_a_cost_with_its_interval_says_it_and_a_straddling_one_names_both_bands(
         "  Input cost      21% of training time (90% interval 17-24%) (1.3x faster if input "
         "were free): wait 1%, contention 20%, fetch 0%"
     )
-    assert dict(summary.key_figures(report))["Input cost (of training time)"] == "21% (17-24%)"
+    assert dict(key_figures(report))["Input cost (of training time)"] == "21% (17-24%)"
     # one band for the whole interval: one title
     inside = synthetic_cost_report(wait=0.04, contention=0.40, cost_interval=(0.40, 0.48))
     assert _lines(inside)[0].startswith("INPUT-BOUND: input costs 44% of training time (40-48%)")
@@ -360,7 +360,7 @@ def test_a_cost_not_measurable_above_noise_says_how_large_it_could_be() -> None:
         "  Input cost      not measurable above noise (at most 3% of training time): "
         "wait 0%, contention 0%, fetch 0%"
     )
-    assert dict(summary.key_figures(base))["Input cost (of training time)"] == "at most 3%"
+    assert dict(key_figures(base))["Input cost (of training time)"] == "at most 3%"
     # an interval reaching past 5% straddles a band boundary too
     wider = synthetic_cost_report(wait=0.0, contention=0.0, cost_interval=(0.0, 0.09))
     assert _lines(wider)[0].startswith(

@@ -57,9 +57,7 @@ def draw_cost(axes: Axes, report: Report) -> None:
         return
     from matplotlib.patches import Patch
 
-    figure = axes.get_figure()
-    renderer = figure.canvas.get_renderer()  # type: ignore[union-attr]
-    px_per_share = axes.get_window_extent(renderer).width
+    px_per_share = axes.get_window_extent().width
     left = 0.0
     for part in bar.parts:
         colour = PART_COLOURS[part.part]

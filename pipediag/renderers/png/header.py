@@ -6,6 +6,8 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from pipediag.renderers.cost_words import input_cost_figure
+from pipediag.renderers.numbers import DASH, percent
 from pipediag.renderers.png.style import (
     BODY_FONT,
     FIGURE_LABEL_FONT,
@@ -21,8 +23,9 @@ from pipediag.renderers.png.style import (
     WARNING_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, fit_font, fit_width, left_edge, truncate_lines
+from pipediag.renderers.rate_words import rates
 from pipediag.renderers.run_words import command_line, stop_reason_text, training_text
-from pipediag.renderers.summary import key_figures
+from pipediag.renderers.suggestion_words import best_fix_figure
 from pipediag.renderers.verdict_words import headline, sentence
 from pipediag.report.model import Report
 
@@ -105,6 +108,20 @@ def run_line(report: Report) -> str:
     if report.created_utc:
         parts.append(report.created_utc)
     return RUN_LINE_SEPARATOR.join(parts)
+
+
+def key_figures(report: Report) -> list[tuple[str, str]]:
+    """(label, value): input cost (else the wait share), P, T, A, best fix, steps measured."""
+    verdict, train = report.verdict, report.train
+    if verdict.input_cost_fraction is not None:
+        first = ("Input cost (of training time)", input_cost_figure(verdict))
+    else:
+        fraction = verdict.input_wait_fraction
+        first = ("Input-wait share", percent(fraction) if fraction is not None else DASH)
+    shown_rates = [(f"{rate.title} ({rate.shown_unit})", rate.number) for rate in rates(report)]
+    warmup = f" (+{train.warmup_steps} warm-up)" if train.warmup_steps else ""
+    steps = (f"Steps measured{warmup}", f"{train.measured_steps:,}")
+    return [first, *shown_rates, best_fix_figure(report), steps]
 
 
 def _draw_key_figures(figure: Figure, report: Report) -> None:

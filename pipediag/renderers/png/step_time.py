@@ -55,8 +55,7 @@ def step_time_shown(report: Report) -> bool:
 
 
 def step_time_rect(figure: Figure, above: Axes) -> tuple[float, float, float, float]:
-    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
-    drawn = above.get_tightbbox(renderer)
+    drawn = above.get_tightbbox()
     top = TOP_MAX if drawn is None else min(TOP_MAX, drawn.y0 / figure.bbox.height - TITLE_ROOM)
     return (BARS_LEFT, BARS_BOTTOM, BARS_WIDTH, max(top - BARS_BOTTOM, 0.08))
 

@@ -41,6 +41,7 @@ LISTS_TOP_Y = 0.162
 LISTS_FIRST_Y = 0.137
 LAST_LINE_Y = 0.018
 MIN_LINE_STEP = 0.0165
+LINES_THAT_FIT = int((LISTS_FIRST_Y - LAST_LINE_Y) / MIN_LINE_STEP + 1e-9) + 1
 LISTS_FONT = BODY_FONT - 0.5
 FIXES_KEPT_MIN = 2  # fixes kept when the lists need the room
 LIST_INDENT = 0.012  # a rewrite's row under its list's heading (figure fraction)
@@ -114,10 +115,6 @@ def line_tops(lines: list[FootLine], first_y: float, *, with_lists: bool) -> lis
     return tops
 
 
-def lines_that_fit() -> int:
-    return int((LISTS_FIRST_Y - LAST_LINE_Y) / MIN_LINE_STEP + 1e-9) + 1
-
-
 def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> list[FootLine]:
     lists = change_lists(report) if lists is None else lists
     change = the_change(report)
@@ -135,7 +132,7 @@ def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> lis
     room = MAX_SUGGESTIONS - len(scale_out) - len(said)
     if lists:
         room = min(
-            room, max(FIXES_KEPT_MIN, lines_that_fit() - len(scale_out) - len(listed) - len(said))
+            room, max(FIXES_KEPT_MIN, LINES_THAT_FIT - len(scale_out) - len(listed) - len(said))
         )
     if prescribed:
         said_already = _kept_rewrites(report)
@@ -150,9 +147,9 @@ def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> lis
     if not lines and not lists:
         return [FootLine("No suggestions", "no-suggestions", MUTED_TEXT_COLOUR)]
     lines += listed
-    if not lists or len(lines) <= lines_that_fit():
+    if not lists or len(lines) <= LINES_THAT_FIT:
         return lines
-    return _cut_to_fit(lines, lines_that_fit())
+    return _cut_to_fit(lines, LINES_THAT_FIT)
 
 
 def _cut_to_fit(lines: list[FootLine], room: int) -> list[FootLine]:

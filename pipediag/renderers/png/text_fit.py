@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
 
 
-def note(axes: Axes, text: str, gid: str = "note") -> None:
+def note(axes: Axes, text: str) -> None:
     """A grey note in the middle of a panel with nothing to draw, saying why."""
     axes.text(
         0.5,
@@ -30,32 +30,31 @@ def note(axes: Axes, text: str, gid: str = "note") -> None:
         fontsize=NOTE_FONT,
         color=NOTE_TEXT_COLOUR,
         wrap=True,
-        gid=gid,
+        gid="note",
     )
 
 
 def fit_width(figure: Figure, artist: Text, right: float) -> None:
     """Shorten a one-line text, with an ellipsis, to end left of `right` (figure fraction)."""
     limit_px = right * figure.bbox.width
-    _shorten(figure, artist, lambda box: box.x1 <= limit_px)
+    _shorten(artist, lambda box: box.x1 <= limit_px)
 
 
 def fit_left(figure: Figure, artist: Text, left: float) -> None:
     """Shorten a right-aligned one-line text to start right of `left` (figure fraction)."""
     limit_px = left * figure.bbox.width
-    _shorten(figure, artist, lambda box: box.x0 >= limit_px)
+    _shorten(artist, lambda box: box.x0 >= limit_px)
 
 
-def _shorten(figure: Figure, artist: Text, fits: Callable[[Bbox], bool]) -> None:
-    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+def _shorten(artist: Text, fits: Callable[[Bbox], bool]) -> None:
     full = artist.get_text()
-    if fits(artist.get_window_extent(renderer)):
+    if fits(artist.get_window_extent()):
         return
     low, high = 0, len(full)  # longest prefix that fits lies in [low, high)
     while low < high - 1:
         middle = (low + high) // 2
         artist.set_text(full[:middle] + ELLIPSIS)
-        if fits(artist.get_window_extent(renderer)):
+        if fits(artist.get_window_extent()):
             low = middle
         else:
             high = middle
@@ -65,18 +64,16 @@ def _shorten(figure: Figure, artist: Text, fits: Callable[[Bbox], bool]) -> None
 def fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> None:
     """Shrink a one-line text's font, down to `min_size`, to end left of `right`; then shorten
     it."""
-    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     limit_px = right * figure.bbox.width
     size = float(artist.get_fontsize())
-    while artist.get_window_extent(renderer).x1 > limit_px and size > min_size:
+    while artist.get_window_extent().x1 > limit_px and size > min_size:
         size = max(min_size, size - 1.0)
         artist.set_fontsize(size)
     fit_width(figure, artist, right)
 
 
 def left_edge(figure: Figure, artist: Text) -> float:
-    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
-    return float(artist.get_window_extent(renderer).x0 / figure.bbox.width)
+    return float(artist.get_window_extent().x0 / figure.bbox.width)
 
 
 def clip(text: str, limit: int) -> str:
@@ -96,8 +93,7 @@ def under(
     figure: Figure, above: Axes, rect: tuple[float, float, float, float], room: float
 ) -> tuple[float, float, float, float]:
     """`rect`, moved down where what `above` drew reaches into the `room` kept over it."""
-    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
-    drawn = above.get_tightbbox(renderer)
+    drawn = above.get_tightbbox()
     left, bottom, width, height = rect
     if drawn is None:
         return rect

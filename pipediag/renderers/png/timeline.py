@@ -172,7 +172,7 @@ def _draw_binned_steps(axes: Axes, steps: Sequence[StepRecord]) -> None:
 
 @dataclass
 class StepBin:
-    """Steps that started within one time bin, summed."""
+    """Steps that started within one time bin, summed (`bin_steps` keeps those with time)."""
 
     start_s: float
     width_s: float
@@ -182,12 +182,10 @@ class StepBin:
 
     @property
     def wait_share(self) -> float:
-        return min(1.0, self.wait_s / self.total_s) if self.total_s > 0 else 0.0
+        return min(1.0, self.wait_s / self.total_s)
 
     @property
     def label(self) -> str:
-        if not self.labels:
-            return "unknown"
         return max(self.labels, key=lambda label: self.labels[label])
 
 
@@ -322,8 +320,6 @@ def draw_phase_verdicts(axes: Axes, report: Report) -> None:
     axes.set_ylim(0, TIMELINE_YMAX_PHASES_PCT)
     ticks, labels = SHARE_TICKS
     axes.set_yticks([*ticks, PHASE_STRIP_Y_PCT], [*labels, "phase"])
-    figure = axes.get_figure()
-    renderer = figure.canvas.get_renderer()  # type: ignore[union-attr]
     for i, (phase, start, end) in enumerate(spans):
         if i > 0:
             axes.axvline(
@@ -348,7 +344,7 @@ def draw_phase_verdicts(axes: Axes, report: Report) -> None:
         )
         for candidate in candidates:  # the longest wording that fits the phase's width
             text.set_text(candidate)
-            if text.get_window_extent(renderer).width <= right - left - 4:
+            if text.get_window_extent().width <= right - left - 4:
                 break
 
 
