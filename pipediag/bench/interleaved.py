@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import median
+from typing import Protocol
 
 from pipediag.analysis.paired import TRIAL_MIN_ROUNDS, RatioFigure, ratio_figure
 from pipediag.bench.pipeline import BatchTiming
@@ -148,10 +149,26 @@ def run_rounds(
         slice_s=slice_s, until_s=until_s, hard_until_s=hard_until_s, clock=clock, best_low=best_low
     )
     sides = (baseline, variant)
+    run_slices(plan, lambda side, seconds: sides[side](seconds))
+    return plan.rounds()
+
+
+class SlicePlan(Protocol):
+    """A measurement as a plan: the side due next and its seconds, then what its slice read."""
+
+    def next_slice(self) -> tuple[int, float] | None: ...
+
+    def record(self, side: int, timing: BatchTiming) -> None: ...
+
+
+def run_slices(plan: SlicePlan, run: Callable[[int, float], BatchTiming | None]) -> None:
+    """Every slice the plan asks for, run at once by `run` (not by a loop's pulls) and recorded;
+    a run that returns None has told the plan why it read nothing."""
     while (due := plan.next_slice()) is not None:
         side, seconds = due
-        plan.record(side, sides[side](seconds))
-    return plan.rounds()
+        timing = run(side, seconds)
+        if timing is not None:
+            plan.record(side, timing)
 
 
 def median_rate(runs: Sequence[BatchTiming]) -> float | None:

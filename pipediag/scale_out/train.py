@@ -36,12 +36,8 @@ def train_through(
         return None, Reason(
             "service-tf-only", detail=BACKEND_NAMES.get(backend or "", backend or "")
         )
-    from pipediag.training.compute_alone import (
-        stateful_random_op,
-        step_variables,
-        sync_logs,
-        variables_put_back,
-    )
+    from pipediag.training.compute_alone import sync_logs
+    from pipediag.training.driver import TrainDriver, stateful_random_op
 
     train_function = getattr(model, "train_function", None)
     strategy = getattr(model, "distribute_strategy", None)
@@ -52,16 +48,17 @@ def train_through(
     blocker = stateful_random_op(train_function)
     if blocker is not None:
         return None, Reason("stateful-random-op", detail=blocker)
-    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    driver = TrainDriver.keras_fit(model)
+    per_call = driver.batches_per_call
     reader = _ServiceReader(dataset, target)
     try:
-        with variables_put_back(step_variables(model)):
+        with driver.restoring():
             for _ in range(TRAIN_WARMUP_STEPS):
-                sync_logs(train_function(reader.take(per_call)))
+                sync_logs(driver.train(reader.take(per_call)))
             start = clock.now()
             steps = 0
             while clock.now() - start < TRAIN_MAX_SECONDS:
-                sync_logs(train_function(reader.take(per_call)))
+                sync_logs(driver.train(reader.take(per_call)))
                 steps += per_call
             elapsed = clock.now() - start
     except ServiceError as exc:

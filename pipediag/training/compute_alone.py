@@ -4,20 +4,20 @@ Method: (docs/design.md, "Input cost"), (docs/design.md, "Rates in alternation")
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, run_block
 from pipediag.report.model import ComputeAlone
-from pipediag.report.reasons import Reason, ReasonCode
+from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import ComputeAloneMethod
-from pipediag.training.fit_backend import on_jax, undriven
-from pipediag.training.jax_fit import JaxStepAlone, trainable
+from pipediag.training.driver import TrainDriver, fit_distributor, fit_step_blocker
+from pipediag.training.fit_backend import on_jax
+from pipediag.training.jax_fit import JaxStepAlone
 
 MAX_SECONDS = 2.0
 MIN_STEPS = 50
@@ -27,22 +27,6 @@ MAX_STEPS = 2000
 # Untimed first calls: under fit the cached batch's static shapes may retrace the step; in a
 # loop the pipeline's prefetch buffer refills during the first steps served from the cache.
 WARMUP_STEPS = 3
-# Hidden state no variable holds: extra steps would change what training draws later. Keras'
-# own layers use SeedGenerator variables (restored), not these.
-STATEFUL_RANDOM_OPS = frozenset(
-    {
-        "RandomUniform",
-        "RandomUniformInt",
-        "RandomStandardNormal",
-        "TruncatedNormal",
-        "RandomShuffle",
-        "Multinomial",
-        "RandomGamma",
-        "RandomPoisson",
-        "RandomPoissonV2",
-        "ParameterizedTruncatedNormal",
-    }
-)
 
 
 def steps_lasting(seconds: float, step_s: float, *, fewest: int, most: int) -> int:
@@ -59,19 +43,19 @@ class FitStepAlone:
     method: ComputeAloneMethod = "keras-train-function"
 
     def __init__(self, model: Any, batch: Any) -> None:
-        self._train_function = model.train_function
-        self._variables = step_variables(model)
-        self.per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+        self._driver = TrainDriver.keras_fit(model)
+        self.per_call = self._driver.batches_per_call
         self._feed = cached_batch_feed(model, batch)
 
     @property
     def restored_variables(self) -> int:
-        return len(self._variables)
+        return len(self._driver.variables)
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
-        with variables_put_back(self._variables):
+        # Fit's own training goes on between blocks: each block puts its variables back.
+        with self._driver.restoring():
             run_block(
-                lambda: sync_logs(self._train_function(self._feed())), step_ended, clock, warmup
+                lambda: sync_logs(self._driver.train(self._feed())), step_ended, clock, warmup
             )
 
 
@@ -92,29 +76,6 @@ def fit_step_alone(model: Any, batch: Any) -> StepAlone | Reason:
     if blocker is not None:
         return blocker
     return JaxStepAlone(model, batch) if on_jax(model) else FitStepAlone(model, batch)
-
-
-def fit_step_blocker(model: Any, undriven_code: ReasonCode) -> Reason | None:
-    """Why fit's train step cannot run apart from fit, or None; `undriven_code` where
-    pipediag does not drive the model's backend."""
-    backend = undriven(model)
-    if backend is not None:
-        return Reason(undriven_code, detail=backend)
-    if on_jax(model):
-        return trainable(model)
-    train_function = compiled_train_function(model)
-    return train_function if isinstance(train_function, Reason) else None
-
-
-def compiled_train_function(model: Any) -> Any:
-    """fit's compiled train function, or why it cannot run apart from fit."""
-    train_function = getattr(model, "train_function", None)
-    if train_function is None:
-        return Reason("no-compiled-train-function")
-    blocker = stateful_random_op(train_function)
-    if blocker is not None:
-        return Reason("stateful-random-op", detail=blocker)
-    return train_function
 
 
 def measure_step_alone(
@@ -171,19 +132,6 @@ def cached_batch_feed(model: Any, batch: Any) -> Callable[[], Any]:
     return lambda: iterator
 
 
-def as_is(dataset: Any) -> Any:
-    return dataset
-
-
-def fit_distributor(model: Any) -> Callable[[Any], Any]:
-    """How fit hands a dataset to its train function: through a multi-replica strategy."""
-    strategy = getattr(model, "distribute_strategy", None)
-    if strategy is None or getattr(strategy, "num_replicas_in_sync", 1) <= 1:
-        return as_is
-    distribute: Callable[[Any], Any] = strategy.experimental_distribute_dataset
-    return distribute
-
-
 def _per_batch(result: ComputeAlone, per_call: int) -> ComputeAlone:
     """With steps_per_execution, one call trains `per_call` batches: rates per batch."""
     rate = None if result.steps_per_s is None else result.steps_per_s * per_call
@@ -214,76 +162,3 @@ def sync_logs(logs: Any) -> None:
             if hasattr(value, "numpy"):
                 value.numpy()
                 return
-
-
-@contextlib.contextmanager
-def variables_put_back(variables: Iterable[Any]) -> Iterator[None]:
-    saved = [(v, v.numpy()) for v in variables]
-    try:
-        yield
-    finally:
-        for variable, value in saved:
-            variable.assign(value)
-
-
-def step_variables(model: Any) -> list[Any]:
-    """Every variable a train step writes (seed-generator states among them), each once."""
-    groups = [
-        getattr(model, "trainable_variables", []),
-        getattr(model, "non_trainable_variables", []),
-        getattr(getattr(model, "optimizer", None), "variables", []) or [],
-        getattr(model, "metrics_variables", []),
-    ]
-    return each_once(variable for group in groups for variable in group)
-
-
-def each_once(variables: Iterable[Any]) -> list[Any]:
-    """The variables in order, each once (by identity)."""
-    found: dict[int, Any] = {}
-    for variable in variables:
-        found.setdefault(id(variable), variable)
-    return list(found.values())
-
-
-def stateful_random_op(train_function: Any) -> str | None:
-    return stateful_random_op_in(_traced_graphs(train_function))
-
-
-def stateful_random_op_in(graphs: Iterable[Any]) -> str | None:
-    for graph_def in graphs:
-        hit = sorted(ops_in(graph_def) & STATEFUL_RANDOM_OPS)
-        if hit:
-            return str(hit[0])
-    return None
-
-
-def ops_in(graph_def: Any) -> set[str]:
-    """The op types of a GraphDef, its library functions' included."""
-    ops = {node.op for node in graph_def.node}
-    for function in graph_def.library.function:
-        ops.update(node.op for node in function.node_def)
-    return ops
-
-
-def graph_defs(function: Any) -> Iterator[Any]:
-    return (concrete.graph.as_graph_def() for concrete in function._list_all_concrete_functions())
-
-
-def _traced_graphs(train_function: Any) -> list[Any]:
-    """The GraphDefs of the tf.functions Keras' train function closes over."""
-    graphs: list[Any] = []
-    for target in closed_over(train_function):
-        for inner in (target, *closed_over(target)):
-            if hasattr(inner, "_list_all_concrete_functions"):
-                # a function that cannot be listed hides nothing new
-                with contextlib.suppress(Exception):
-                    graphs.extend(graph_defs(inner))
-    return graphs
-
-
-def closed_over(function: Any) -> list[Any]:
-    values = []
-    for cell in getattr(function, "__closure__", None) or ():
-        with contextlib.suppress(ValueError):  # an empty cell raises
-            values.append(cell.cell_contents)
-    return values

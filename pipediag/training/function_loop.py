@@ -5,6 +5,7 @@ that pull inside a tf.function")."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -13,13 +14,13 @@ from typing import Any
 from pipediag.clock import Clock
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import ComputeAloneMethod
-from pipediag.training.compute_alone import (
+from pipediag.training.driver import (
+    TrainDriver,
+    captured_variables,
     graph_defs,
     ops_in,
     stateful_random_op_in,
-    variables_put_back,
 )
-from pipediag.training.loop_xla import captured_variables
 
 # The optimizer's step counter among the variables a function captures: Keras 3's
 # `iteration`, tf_keras' `iter`, other optimizers' `iterations` (a scalar integer).
@@ -102,6 +103,13 @@ class TrainCalls:
             self._trained = self._train_at_once()
         return self._trained
 
+    def driver(self) -> TrainDriver | Reason:
+        """This function as the fixes' trials drive it (`trained_on`), or why they cannot."""
+        train = self.trained_on()
+        if isinstance(train, Reason):
+            return train
+        return TrainDriver(train, max(1, self.steps_per_call), captured_variables(self.function))
+
     def _train_at_once(self) -> Callable[[Any], Any] | Reason:
         replicas = getattr(getattr(self.fed(), "_strategy", None), "num_replicas_in_sync", 1)
         if self.slot is None or replicas > 1 or self.passes_per_call():
@@ -162,8 +170,11 @@ class TrainCalls:
             args[self.slot] = held
         else:
             kwargs[self.slot] = held
-        variables = captured_variables(self.function)
-        return CallStepAlone(self, tuple(args), kwargs, variables, swap=swap, held=held)
+        on_held = functools.partial(self.run, tuple(args), kwargs)
+        driver = TrainDriver(
+            on_held, max(1, self.steps_per_call), captured_variables(self.function)
+        )
+        return CallStepAlone(self, driver, swap=swap, held=held)
 
 
 @dataclass(eq=False)
@@ -171,9 +182,7 @@ class CallStepAlone:
     """The training function on the cached batch, each call's time spread over its steps."""
 
     calls: TrainCalls
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    variables: list[Any]
+    driver: TrainDriver  # `train`: a call on the held batch
     # A function that closes over its iterator reads the held one's in its place.
     swap: tuple[Any, Any] | None = None
     held: Any = None  # kept alive while its resource may be read
@@ -182,19 +191,20 @@ class CallStepAlone:
 
     @property
     def restored_variables(self) -> int:
-        return len(self.variables)
+        return len(self.driver.variables)
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
         calls = self.calls
+        call = self.driver.train
         counted = calls.calls_made  # put back too, as the counter is with the variables
         try:
-            with variables_put_back(self.variables), captured_swapped(calls.function, self.swap):
+            with self.driver.restoring(), captured_swapped(calls.function, self.swap):
                 for _ in range(warmup):
-                    calls.run(self.args, self.kwargs)
+                    call()
                 count = calls.count()
                 while True:
                     began = clock.now()
-                    calls.run(self.args, self.kwargs)
+                    call()
                     after = calls.count()
                     ended = clock.now()
                     steps, count = after - count, after

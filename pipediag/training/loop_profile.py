@@ -10,7 +10,7 @@ from pipediag.analysis.op_time import ProfiledWindow, top_ops
 from pipediag.clock import Clock
 from pipediag.report.model_side import TopOp
 from pipediag.report.reasons import Reason
-from pipediag.training.compute_alone import closed_over
+from pipediag.training.driver import closed_over
 
 
 class Profiler(Protocol):

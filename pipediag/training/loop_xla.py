@@ -13,7 +13,7 @@ from pipediag.bench.interleaved import RoundPlan
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
-from pipediag.training.compute_alone import each_once, variables_put_back
+from pipediag.training.driver import TrainDriver, captured_variables
 from pipediag.training.model_variants import xla_failure
 from pipediag.training.pull_slice import PullSlice
 from pipediag.training.step_rounds import fewest_rounds_s, slice_seconds, trial_result
@@ -57,12 +57,6 @@ def xla_twin(function: Any) -> Any | Reason:
     )
 
 
-def captured_variables(function: Any) -> list[Any]:
-    """Every variable the traced step captures (random generators' states too), each once."""
-    concretes = function._list_all_concrete_functions()
-    return each_once(variable for concrete in concretes for variable in concrete.variables)
-
-
 class LoopXlaTrial:
     """Serves the loop its cached batch, its step's calls going to the original or the twin."""
 
@@ -94,7 +88,9 @@ class LoopXlaTrial:
             self._failure = twin
             return
         self._twin = twin
-        self._put_back.enter_context(variables_put_back(variables_of(step.function)))
+        driver = TrainDriver(step.function, 1, variables_of(step.function))
+        # From the first served step to the last: the loop calls its step between pulls.
+        self._put_back.enter_context(driver.restoring())
 
     def next_batch(self) -> Any | None:
         if self._failure is not None or self._result is not None:

@@ -17,14 +17,9 @@ from pipediag.bench.device import DevicePlacement, gpu_placement
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial, TopOp
 from pipediag.report.reasons import Reason, error_line
-from pipediag.training.compute_alone import (
-    cached_batch_feed,
-    step_variables,
-    steps_lasting,
-    sync_logs,
-    variables_put_back,
-)
+from pipediag.training.compute_alone import cached_batch_feed, steps_lasting, sync_logs
 from pipediag.training.device_copy import device_copy_trial, no_gpu_trial
+from pipediag.training.driver import TrainDriver, fit_batches_per_call
 from pipediag.training.loop_profile import LoopProfile, OpsFound, window_failure
 from pipediag.training.model_variants import (
     clone_blocker,
@@ -75,7 +70,8 @@ def on_fit(
     if placement is None and facts.gpu:
         placement = gpu_placement()
     end_s = clock.now() + budget_s
-    with variables_put_back(step_variables(model)):
+    # Put back once, after the window and every trial.
+    with TrainDriver.keras_fit(model).restoring():
         top, why = _where_time_goes(model, batch, facts, clock=clock, quiet_logs=quiet_logs)
         trials = _trials(model, batch, facts, clock=clock, until_s=end_s, placement=placement)
     if placement is None:
@@ -197,7 +193,7 @@ def _multi_step(
 ) -> ModelTrial:
     import tensorflow as tf
 
-    current = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    current = fit_batches_per_call(model)
     steps = spe_steps(facts.step_s)
     code = f"model.compile(..., steps_per_execution={steps})"
     if current > 1:

@@ -4,7 +4,6 @@ the fixed one in alternating slices, every variable it writes put back (docs/des
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -20,7 +19,7 @@ from pipediag.analysis.paired import (
     TRIAL_MIN_SHARE_SLICES,
     planned_slice_s,
 )
-from pipediag.bench.interleaved import RoundPlan, Rounds
+from pipediag.bench.interleaved import RoundPlan, Rounds, run_slices
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
@@ -28,18 +27,9 @@ from pipediag.clock import Clock
 from pipediag.report.prescription import GainOnTraining
 from pipediag.report.reasons import Reason, error_line
 from pipediag.report.trials import FixTrial
-from pipediag.training.compute_alone import (
-    as_is,
-    fit_distributor,
-    fit_step_blocker,
-    step_variables,
-    sync_logs,
-    variables_put_back,
-)
-from pipediag.training.fit_backend import on_jax
+from pipediag.training.compute_alone import sync_logs
+from pipediag.training.driver import as_is, fit_driver
 from pipediag.training.function_loop import TrainCalls
-from pipediag.training.jax_fit import JaxFitSteps
-from pipediag.training.loop_xla import captured_variables
 from pipediag.training.pull_slice import MAX_STEPS_PER_SLICE, from_ends
 
 # What a fix measured on training: its rounds, or why none.
@@ -116,58 +106,27 @@ def try_at_once(
     teardown: TearDown,
 ) -> Trial:
     """The fix's rounds on fit's train function or a loop's tf.function, or why not tried;
-    the trained variables are put back, the caller keeps the pipeline's own."""
-    with contextlib.ExitStack() as put_back:
+    the trained variables are put back after the trial, the caller keeps the pipeline's own."""
+    if isinstance(trainer, TrainCalls):
+        driver = trainer.driver()
+    else:
+        driver = fit_driver(trainer, "backend-no-fix-trial")
+    if isinstance(driver, Reason):
+        return None, driver
+    with driver.restoring():
         if isinstance(trainer, TrainCalls):
-            steps = _calls_steps(trainer, clock, put_back)
-        else:
-            steps = _fit_steps(trainer, clock, put_back)
-        if isinstance(steps, Reason):
-            return None, steps
+            trainer.trace_for_trials(driver.train)
         plan = FixRounds(
             fix,
             clock=clock,
-            step_s=step_s * steps.per_call,
+            step_s=step_s * driver.batches_per_call,
             budget_s=budget_s,
             teardown=teardown,
-            read=steps.read,
-            distribute=steps.distribute,
+            read=_FitSteps(driver.train, driver.batches_per_call, clock).read,
+            distribute=driver.distribute,
         )
-        while (due := plan.next_slice()) is not None:
-            side, seconds = due
-            try:
-                timing = plan.side(side).run(seconds)
-            except Exception as exc:
-                plan.fail(exc)
-                continue
-            plan.record(side, timing)
+        run_slices(plan, plan.run_at_once)
         return plan.result()
-
-
-def _fit_steps(model: Any, clock: Clock, put_back: contextlib.ExitStack) -> _FitSteps | Reason:
-    """fit's train function as the trials call it, its variables put back by `put_back`."""
-    blocker = fit_step_blocker(model, "backend-no-fix-trial")
-    if blocker is not None:
-        return blocker
-    per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-    if on_jax(model):
-        return _FitSteps(JaxFitSteps(model).call, per_call, clock)
-    distribute = fit_distributor(model)
-    put_back.enter_context(variables_put_back(step_variables(model)))
-    return _FitSteps(model.train_function, per_call, clock, distribute)
-
-
-def _calls_steps(
-    calls: TrainCalls, clock: Clock, put_back: contextlib.ExitStack
-) -> _FitSteps | Reason:
-    """The loop's tf.function as the trials call it, its variables put back by `put_back`."""
-    train = calls.trained_on()
-    if isinstance(train, Reason):
-        return train
-    steps = _FitSteps(train, max(1, calls.steps_per_call), clock)
-    put_back.enter_context(variables_put_back(captured_variables(calls.function)))
-    calls.trace_for_trials(train)
-    return steps
 
 
 class FixRounds:
@@ -213,6 +172,14 @@ class FixRounds:
     def record(self, side: int, timing: BatchTiming) -> None:
         if self._plan is not None:
             self._plan.record(side, timing)
+
+    def run_at_once(self, side: int, seconds: float) -> BatchTiming | None:
+        """A slice run here, not by a loop's pulls; None where the fixed pipeline failed."""
+        try:
+            return self._sides[side].run(seconds)
+        except Exception as exc:
+            self.fail(exc)
+            return None
 
     def fail(self, exc: BaseException) -> None:
         # Keras wraps a layer's error in a generic first line: the lines are joined.
@@ -267,7 +234,6 @@ class _FitSteps:
     train: Callable[[Any], Any]
     per_call: int
     clock: Clock
-    distribute: Callable[[Any], Any] = as_is
 
     def read(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
         start = self.clock.now()

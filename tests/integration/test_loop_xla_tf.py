@@ -65,7 +65,8 @@ def test_the_loop_s_step_is_found_and_its_xla_twin_is_timed_with_every_variable_
     import numpy as np
 
     from pipediag.clock import MONOTONIC
-    from pipediag.training.loop_xla import LoopXlaTrial, captured_variables
+    from pipediag.training.driver import captured_variables
+    from pipediag.training.loop_xla import LoopXlaTrial
 
     train_step, dataset, variables = _mlp_loop()
     calls = StepCalls()

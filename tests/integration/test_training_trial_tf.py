@@ -28,7 +28,7 @@ def test_fit_train_function_on_two_pipelines_measures_the_gain_and_restores_ever
     import tensorflow as tf
 
     from pipediag.clock import MONOTONIC
-    from pipediag.training.compute_alone import step_variables
+    from pipediag.training.driver import step_variables
     from pipediag.training.training_trial import try_at_once
 
     keras.utils.set_random_seed(1)

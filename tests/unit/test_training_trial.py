@@ -13,7 +13,7 @@ from synthetic_reports import FakeClock, synthetic_report
 from worded import worded_advice
 
 from pipediag.analysis.paired import TRAINING_TRIAL_S, TRIAL_MIN_ROUNDS
-from pipediag.bench.interleaved import RoundPlan, Rounds
+from pipediag.bench.interleaved import RoundPlan, Rounds, run_slices
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
@@ -25,7 +25,12 @@ from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageSettings, StageStats
 from pipediag.report.trials import FixTrial
 from pipediag.training.loop_search import LoopSearch
-from pipediag.training.training_trial import TrialResults, epoch_start_s, with_training
+from pipediag.training.training_trial import (
+    FixRounds,
+    TrialResults,
+    epoch_start_s,
+    with_training,
+)
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 
@@ -209,6 +214,19 @@ def test_a_failing_fix_is_reported_and_the_next_fix_is_still_tried() -> None:
     assert "ValueError" in reason_words(reason)
     rounds, reason = results[("parallel-map", 2)]
     assert reason is None and rounds is not None and rounds.stopped == "clear gain"
+
+
+def test_a_fix_run_at_once_whose_fixed_pipeline_fails_is_not_measured_and_says_why() -> None:
+    # GIVEN a fix whose fixed pipeline fails after a few batches
+    clock = FakeClock()
+    broken = _fix("vectorize", _Source(clock, 0.020), _Source(clock, 0.001, fail_after=3))
+    plan = FixRounds(broken, clock=clock, step_s=0.03, budget_s=1.5, teardown=TearDown())
+    # WHEN its slices run at once
+    run_slices(plan, plan.run_at_once)
+    # THEN no slice is left to run and the trial says why it measured nothing
+    rounds, reason = plan.result()
+    assert plan.next_slice() is None
+    assert rounds is None and reason is not None and reason.code == "fixed-pipeline-failed"
 
 
 def test_a_copy_that_cannot_fill_fails_only_its_trial() -> None:
