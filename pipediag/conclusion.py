@@ -79,15 +79,15 @@ class Diagnosis:
     first_verdict_s: float | None = None
     scale_out: ScaleOut | None = None
 
-    def step_alone_ceiling(self) -> float | None:
+    def ceiling_on_training(self) -> float | None:
         """The fastest rate a fix can show on training: the step alone's (None: not measured)."""
         alone = self.compute_alone
         return step_alone_ceiling(alone.blocks) if alone is not None else None
 
 
 class Conclusion:
-    """The measured steps' conclusion, each part once (`lockstep`: nothing bounded by time),
-    into its `diagnosis`."""
+    """The measured steps' conclusion, each part once (`lockstep`: nothing bounded by time);
+    what each part finds goes into `diagnosis`."""
 
     def __init__(
         self,
@@ -103,7 +103,8 @@ class Conclusion:
         self._timeline = timeline
         self._say = say
         self._lockstep = lockstep
-        self.origin = 0.0  # the session's start, on `clock` (`DiagnosticSession.start` sets it)
+        # The session's start on `clock`: `DiagnosticSession.start` sets both to one reading.
+        self.origin = 0.0
         self.diagnosis = Diagnosis(PipelineBenchmark(measured=False, reason=Reason("no-dataset")))
         self.concluded = False  # the deep analysis ran (or had its chance)
         self._extended = False  # the step budget was extended into a cached epoch
@@ -274,7 +275,7 @@ class Conclusion:
     def fold(self, result: LoopResult) -> None:
         """A plan served to a custom loop is over: its finding joins the diagnosis (compute
         alone's only its span here; it joins at the verdict)."""
-        pipeline = self.diagnosis.pipeline
+        diagnosis = self.diagnosis
         if isinstance(result, ComputeAlone):
             self._alternation_span(result)
         elif isinstance(result, ModelSide):
@@ -282,14 +283,16 @@ class Conclusion:
         elif isinstance(result, Held):
             # Each held stage's speedup joins the pipeline's stages, as under fit.
             self._say.add_phase("stage_holds", result.began, self._clock.now())
-            stages = with_freed(pipeline.stages, result.searched)
-            self.diagnosis.pipeline = dataclasses.replace(pipeline, stages=stages)
+            stages = with_freed(diagnosis.pipeline.stages, result.searched)
+            diagnosis.pipeline = dataclasses.replace(diagnosis.pipeline, stages=stages)
         else:
             from pipediag.training.prescription import with_prescription
 
             self._say.add_phase("training_trial", result.began, self._clock.now())
-            ceiling = self.diagnosis.step_alone_ceiling()
-            self.diagnosis.pipeline = with_prescription(pipeline, result.search, ceiling=ceiling)
+            ceiling = diagnosis.ceiling_on_training()
+            diagnosis.pipeline = with_prescription(
+                diagnosis.pipeline, result.search, ceiling=ceiling
+            )
 
     def _alternation_span(self, alone: ComputeAlone) -> None:
         """The alternation's blocks on the phase list, as compute alone's span."""
@@ -321,7 +324,7 @@ class Conclusion:
         step_s = self._timeline.median_measured_step_s()
         if self._lockstep or step_s is None:
             return None
-        ceiling = self.diagnosis.step_alone_ceiling()
+        ceiling = self.diagnosis.ceiling_on_training()
         if seen.style == "keras-fit":
             if seen.model is None:
                 return None
@@ -333,20 +336,20 @@ class Conclusion:
         return OnTraining(step_s, ceiling=ceiling) if loop_serving else None
 
     def _fit_compute_alone(self, seen: Seen) -> ComputeAlone:
-        """The train step alone on the cached batch (fit's, or a loop's tf.function)."""
-        if seen.calls is None or seen.batch is None or self._lockstep:
-            step_s = self._timeline.median_measured_step_s()
-            missing = _no_fit_step(seen, self.diagnosis.pipeline, self._lockstep, step_s)
+        """The train step alone on the cached batch (a loop's tf.function, else fit's)."""
+        step_s = self._timeline.median_measured_step_s()
+        loop_step_runs = seen.calls is not None and seen.batch is not None and not self._lockstep
+        if not loop_step_runs:
+            missing = _why_no_fit_step_alone(seen, self.diagnosis.pipeline, self._lockstep, step_s)
             if missing is not None:
                 return ComputeAlone(measured=False, reason=missing)
         runner = _step_alone(seen)
         if isinstance(runner, Reason):
             return ComputeAlone(measured=False, reason=runner)
-        hint = self._timeline.median_measured_step_s()
-        if hint is None:
+        if step_s is None:
             return ComputeAlone(measured=False, reason=Reason("no-measured-step"))
         return phases.fit_compute_alone(
-            runner, step_s=hint, clock=self._clock, origin=self.origin, say=self._say
+            runner, step_s=step_s, clock=self._clock, origin=self.origin, say=self._say
         )
 
     def _loop_model_side(self) -> None:
@@ -418,10 +421,11 @@ def no_compute_alone_reason(
     return None
 
 
-def _no_fit_step(
+def _why_no_fit_step_alone(
     seen: Seen, pipeline: PipelineBenchmark, lockstep: bool, step_s: float | None
 ) -> Reason | None:
-    """Why fit's train step cannot run alone now (None: it can)."""
+    """Why fit's train step cannot run alone now (None: it can); a loop that trains in no
+    tf.function pipediag can call has no step to run."""
     if seen.style != "keras-fit":
         return Reason("no-train-step-to-run")
     if lockstep:

@@ -115,13 +115,13 @@ def test_with_steps_all_the_verdict_comes_after_100_measured_steps_with_their_wa
     session, tracker = _fit_tracker(clock, measured_steps=None)
     for index in range(99):
         _step(clock, tracker, index, wait_s=0.002)
-    found = session.conclusion.diagnosis
-    assert found.compute_alone is None and found.first_verdict_s is None
+    diagnosis = session.conclusion.diagnosis
+    assert diagnosis.compute_alone is None and diagnosis.first_verdict_s is None
     # WHEN the 100th measured step ends
     _step(clock, tracker, 99, wait_s=0.002)
     # THEN the waits are settled and the verdict said, mid-run, and training goes on
     assert all(s.input_wait_s == pytest.approx(0.002) for s in session.timeline.steps)
-    assert found.first_verdict_s is not None
-    assert found.compute_alone is not None and not found.compute_alone.measured
+    assert diagnosis.first_verdict_s is not None
+    assert diagnosis.compute_alone is not None and not diagnosis.compute_alone.measured
     _step(clock, tracker, 100, wait_s=0.002)
     assert len(session.timeline) == 101
