@@ -4,6 +4,7 @@ slowdown fails only beyond the runs' noise (docs/design.md, "History, trend and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pipediag.analysis import noise
 from pipediag.analysis.compare import run_figures, training_rate
@@ -50,7 +51,8 @@ class CheckResult:
     passed: bool
     limit: float
     value: float | None  # a share, steps/s, or how much slower (0.07); None: not measured
-    lacking_in: str = "report"  # where `value` is None: the run without it, or "baseline"
+    # Where `value` is None, the run that lacked it (None: the report).
+    lacking_in: Literal["report", "baseline"] | None = None
     rates: RateChange | None = None  # MAX_SLOWDOWN's, where both runs have a rate
 
 
@@ -89,11 +91,11 @@ def _at_most(name: str, value: float | None, limit: float) -> CheckResult:
 def _slowdown(baseline: Report, report: Report, limit: float, rules: NoiseRules) -> CheckResult:
     base, new = run_figures(baseline, rules).training, run_figures(report, rules).training
     if base is None or new is None:
-        lacking_in = "baseline" if base is None else "report"
+        lacking_in: Literal["report", "baseline"] = "baseline" if base is None else "report"
         return CheckResult(MAX_SLOWDOWN, False, limit=limit, value=None, lacking_in=lacking_in)
     change = noise.interval(base, new, rules)
     slowdown = 1.0 - change.change
     within_noise = noise.is_noise(change)
-    passed = slowdown <= max(0.0, limit) or within_noise  # no slowdown always passes
+    passed = slowdown <= 0 or slowdown <= limit or within_noise
     rates = RateChange(baseline=base.value, new=new.value, change=change, within_noise=within_noise)
     return CheckResult(MAX_SLOWDOWN, passed, limit=limit, value=slowdown, rates=rates)

@@ -26,9 +26,10 @@ def check_line(result: CheckResult) -> str:
     name = result.name
     value = result.value
     if value is None:
-        return f"FAIL {LACKING[name].format(run=result.lacking_in)}; --{name} cannot be checked"
+        lacking = LACKING[name].format(run=result.lacking_in or "report")
+        return f"FAIL {lacking}; --{name} cannot be checked"
     if result.rates is not None:
-        return _slowdown_line(result.rates, value, result.limit)
+        return _slowdown_line(result.rates, value, result.limit, passed=result.passed)
     status = "ok  " if result.passed else "FAIL"
     if name == MIN_STEPS_PER_S:
         sign = ">=" if result.passed else "<"
@@ -38,7 +39,7 @@ def check_line(result: CheckResult) -> str:
     return f"{status} {SHARE_NAMES[name]} {shown} {sign} {allowed} allowed (--{name})"
 
 
-def _slowdown_line(rates: RateChange, slowdown: float, limit: float) -> str:
+def _slowdown_line(rates: RateChange, slowdown: float, limit: float, *, passed: bool) -> str:
     change = rates.change
     figures = (
         f"{rates.baseline:.1f} -> {rates.new:.1f} steps/s, 95% interval "
@@ -50,7 +51,7 @@ def _slowdown_line(rates: RateChange, slowdown: float, limit: float) -> str:
     slower = f"training {_pct(slowdown)} slower than the baseline ({figures})"
     if slowdown <= limit:
         return f"ok   {slower}, within the {_pct(limit)} allowed"
-    if rates.within_noise:
+    if passed:  # within the runs' noise
         return f"ok   {slower}: over the {_pct(limit)} allowed but within the runs' noise"
     return (
         f"FAIL {slower}: over the {_pct(limit)} allowed (--{MAX_SLOWDOWN}), beyond the runs' noise"

@@ -23,8 +23,10 @@ from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings
 from pipediag.report.vocabulary import NoVerdictReason, SemanticsChange
 
 T = TypeVar("T")
-_Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
-# A step to the next schema: it converts, in place, a copy `from_dict` stamped with that schema.
+_ItemUpgrade = Callable[[dict[str, Any]], dict[str, Any]]
+# A step to the next schema, given a shallow copy `from_dict` stamped with that schema: it sets
+# top-level keys; a nested section is the caller's, replaced (`dict(section, ...)`), never
+# changed in place.
 _Step = Callable[[dict[str, Any]], None]
 
 
@@ -115,7 +117,7 @@ def _from_version_1(data: dict[str, Any]) -> None:
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v2, "trials": _trial_v2})
 
 
-def _upgrade_lists_in(data: dict[str, Any], key: str, upgrades: dict[str, _Upgrade]) -> None:
+def _upgrade_lists_in(data: dict[str, Any], key: str, upgrades: dict[str, _ItemUpgrade]) -> None:
     """Replaces the section `data[key]` (an object) with a copy, its `upgrades` lists upgraded."""
     section = data.get(key)
     if isinstance(section, dict):
@@ -123,12 +125,12 @@ def _upgrade_lists_in(data: dict[str, Any], key: str, upgrades: dict[str, _Upgra
         data[key] = dict(section, **lists)
 
 
-def _upgrade_suggestions(data: dict[str, Any], upgrade: _Upgrade) -> None:
+def _upgrade_suggestions(data: dict[str, Any], upgrade: _ItemUpgrade) -> None:
     if isinstance(data.get("suggestions"), list):
         data["suggestions"] = _each_object(data["suggestions"], upgrade)
 
 
-def _each_object(items: Any, upgrade: _Upgrade) -> list[Any]:
+def _each_object(items: Any, upgrade: _ItemUpgrade) -> list[Any]:
     """`upgrade` applied to each object of a list read from JSON; anything else stays as
     read, for `_build` to refuse with its reason."""
     return [upgrade(item) if isinstance(item, dict) else item for item in items or []]
@@ -219,6 +221,8 @@ def _from_version_4(data: dict[str, Any]) -> None:
 
 
 def _from_version_5(data: dict[str, Any]) -> None:
+    """Each suggestion's five speedups become its one gain, where it was measured (on
+    training, a stage held, the pipeline alone), and one estimate."""
     _upgrade_suggestions(data, _suggestion_v5)
 
 
@@ -506,9 +510,17 @@ def _host_gap_kind(top_op: dict[str, Any]) -> dict[str, Any]:
     return dict(top_op, kind=kind, name="")
 
 
-# The step that brings a report of the version before to each version; what each version
-# changed: CHANGELOG.md ("Report schema N"). Version 7 needs no step: `_convert` keeps a
-# version-6 report's worded reasons as written ("as-written").
+# The step that brings a report of the version before to each version. What versions 6 to 10
+# changed: CHANGELOG.md ("Report schema N"); before:
+# 2: pipediag's own findings about stages and fix trials are typed fields, not "true" strings.
+# 3: a stage's `auto_parallel`, `not_measured` and `graph_error` left `settings`; a fix
+#    trial's `details` strings became `facts`, numbers as numbers; no headline text.
+# 4: T measured in alternation (`ComputeAlone.blocks`), the cost's 90% interval
+#    (`Verdict.input_cost_interval`), no core-count cap (`CostSplit.unexplained` gone), and
+#    each epoch's start-up a fourth part of the cost (`CostSplit.epoch_start`).
+# 5: no verdict prose: `summary` is gone, `Verdict.no_verdict_because` says why there is none.
+# Version 7 needs no step: `_convert` keeps a version-6 report's worded reasons as written
+# ("as-written").
 _UPGRADES: tuple[tuple[int, _Step], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),
