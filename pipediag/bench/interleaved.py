@@ -163,12 +163,13 @@ class SlicePlan(Protocol):
 
 def run_slices(plan: SlicePlan, run: Callable[[int, float], BatchTiming | None]) -> None:
     """Every slice the plan asks for, run at once by `run` (not by a loop's pulls) and recorded;
-    a run that returns None has told the plan why it read nothing."""
+    a run that returns None failed, and has told the plan why: no slice runs after it."""
     while (due := plan.next_slice()) is not None:
         side, seconds = due
         timing = run(side, seconds)
-        if timing is not None:
-            plan.record(side, timing)
+        if timing is None:
+            return
+        plan.record(side, timing)
 
 
 def median_rate(runs: Sequence[BatchTiming]) -> float | None:

@@ -48,10 +48,10 @@ def train_through(
     blocker = stateful_random_op(train_function)
     if blocker is not None:
         return None, Reason("stateful-random-op", detail=blocker)
-    driver = TrainDriver.keras_fit(model)
-    per_call = driver.batches_per_call
     reader = _ServiceReader(dataset, target)
     try:
+        driver = TrainDriver.keras_fit(model)
+        per_call = driver.batches_per_call
         with driver.restoring():
             for _ in range(TRAIN_WARMUP_STEPS):
                 sync_logs(driver.train(reader.take(per_call)))

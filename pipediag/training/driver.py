@@ -38,7 +38,7 @@ def as_is(dataset: Any) -> Any:
 @dataclass(frozen=True)
 class TrainDriver:
     """`train`: one call of the user's train function (given an iterator under fit and in the
-    fix trials; on its held batch for a loop's step alone; a loop's step the loop calls)."""
+    fix trials; on its held batch for a loop's step alone)."""
 
     train: Callable[..., Any]
     batches_per_call: int
@@ -60,11 +60,9 @@ class TrainDriver:
         """fit's JAX train step on a copy of fit's state: none of fit's arrays is written."""
         return cls(JaxFitSteps(model).call, fit_batches_per_call(model))
 
-    @contextlib.contextmanager
-    def restoring(self) -> Iterator[None]:
+    def restoring(self) -> contextlib.AbstractContextManager[None]:
         """Within, the calls train; after, every variable holds what it held before."""
-        with variables_put_back(self.variables):
-            yield
+        return variables_put_back(self.variables)
 
 
 def fit_driver(model: Any, undriven_code: ReasonCode) -> TrainDriver | Reason:

@@ -96,6 +96,10 @@ class TrainCalls:
             return self.calls_made
         return int(self.counter.numpy())
 
+    @property
+    def batches_per_call(self) -> int:
+        return max(1, self.steps_per_call)
+
     def trained_on(self) -> Callable[[Any], Any] | Reason:
         """How the fixes' trials train this function: a call given a tf.data iterator in place
         of the loop's own (a one-replica tf.distribute one too), waited for; or why not."""
@@ -108,7 +112,11 @@ class TrainCalls:
         train = self.trained_on()
         if isinstance(train, Reason):
             return train
-        return TrainDriver(train, max(1, self.steps_per_call), captured_variables(self.function))
+        return TrainDriver(
+            train=train,
+            batches_per_call=self.batches_per_call,
+            variables=captured_variables(self.function),
+        )
 
     def _train_at_once(self) -> Callable[[Any], Any] | Reason:
         replicas = getattr(getattr(self.fed(), "_strategy", None), "num_replicas_in_sync", 1)
@@ -172,7 +180,9 @@ class TrainCalls:
             kwargs[self.slot] = held
         on_held = functools.partial(self.run, tuple(args), kwargs)
         driver = TrainDriver(
-            on_held, max(1, self.steps_per_call), captured_variables(self.function)
+            train=on_held,
+            batches_per_call=self.batches_per_call,
+            variables=captured_variables(self.function),
         )
         return CallStepAlone(self, driver, swap=swap, held=held)
 

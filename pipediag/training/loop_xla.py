@@ -13,7 +13,7 @@ from pipediag.bench.interleaved import RoundPlan
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
-from pipediag.training.driver import TrainDriver, captured_variables
+from pipediag.training.driver import captured_variables, variables_put_back
 from pipediag.training.model_variants import xla_failure
 from pipediag.training.pull_slice import PullSlice
 from pipediag.training.step_rounds import fewest_rounds_s, slice_seconds, trial_result
@@ -88,9 +88,8 @@ class LoopXlaTrial:
             self._failure = twin
             return
         self._twin = twin
-        driver = TrainDriver(step.function, 1, variables_of(step.function))
         # From the first served step to the last: the loop calls its step between pulls.
-        self._put_back.enter_context(driver.restoring())
+        self._put_back.enter_context(variables_put_back(variables_of(step.function)))
 
     def next_batch(self) -> Any | None:
         if self._failure is not None or self._result is not None:

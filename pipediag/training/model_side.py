@@ -19,7 +19,7 @@ from pipediag.report.model_side import ModelChange, ModelTrial, TopOp
 from pipediag.report.reasons import Reason, error_line
 from pipediag.training.compute_alone import cached_batch_feed, steps_lasting, sync_logs
 from pipediag.training.device_copy import device_copy_trial, no_gpu_trial
-from pipediag.training.driver import TrainDriver, fit_batches_per_call
+from pipediag.training.driver import fit_batches_per_call, step_variables, variables_put_back
 from pipediag.training.loop_profile import LoopProfile, OpsFound, window_failure
 from pipediag.training.model_variants import (
     clone_blocker,
@@ -71,7 +71,7 @@ def on_fit(
         placement = gpu_placement()
     end_s = clock.now() + budget_s
     # Put back once, after the window and every trial.
-    with TrainDriver.keras_fit(model).restoring():
+    with variables_put_back(step_variables(model)):
         top, why = _where_time_goes(model, batch, facts, clock=clock, quiet_logs=quiet_logs)
         trials = _trials(model, batch, facts, clock=clock, until_s=end_s, placement=placement)
     if placement is None:

@@ -28,7 +28,7 @@ from pipediag.report.prescription import GainOnTraining
 from pipediag.report.reasons import Reason, error_line
 from pipediag.report.trials import FixTrial
 from pipediag.training.compute_alone import sync_logs
-from pipediag.training.driver import as_is, fit_driver
+from pipediag.training.driver import TrainDriver, as_is, fit_driver
 from pipediag.training.function_loop import TrainCalls
 from pipediag.training.pull_slice import MAX_STEPS_PER_SLICE, from_ends
 
@@ -115,6 +115,7 @@ def try_at_once(
         return None, driver
     with driver.restoring():
         if isinstance(trainer, TrainCalls):
+            # Its warm-up call trains: within the put-back.
             trainer.trace_for_trials(driver.train)
         plan = FixRounds(
             fix,
@@ -122,7 +123,7 @@ def try_at_once(
             step_s=step_s * driver.batches_per_call,
             budget_s=budget_s,
             teardown=teardown,
-            read=_FitSteps(driver.train, driver.batches_per_call, clock).read,
+            read=_FitSteps(driver, clock).read,
             distribute=driver.distribute,
         )
         run_slices(plan, plan.run_at_once)
@@ -231,8 +232,7 @@ class FixRounds:
 class _FitSteps:
     """Reads a run with a train function, its first call timed apart (the epoch start)."""
 
-    train: Callable[[Any], Any]
-    per_call: int
+    driver: TrainDriver
     clock: Clock
 
     def read(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
@@ -250,10 +250,11 @@ class _FitSteps:
                 break
             ends.append(self.clock.now())
         cpu_s = time.process_time() - cpu_from
-        timing = from_ends(ends, per_call=self.per_call, exhausted=exhausted, cpu_s=cpu_s)
-        if timing.latencies_s and self.per_call > 1:
+        per_call = self.driver.batches_per_call
+        timing = from_ends(ends, per_call=per_call, exhausted=exhausted, cpu_s=cpu_s)
+        if timing.latencies_s and per_call > 1:
             # The first batch alone, as a loop's: the call's others at the steady step.
-            first_s -= (self.per_call - 1) * median(timing.latencies_s)
+            first_s -= (per_call - 1) * median(timing.latencies_s)
         return replace(timing, first_batch_s=first_s)
 
     def _step(self, iterator: Iterator[Any]) -> bool:
@@ -261,7 +262,7 @@ class _FitSteps:
         import tensorflow as tf
 
         try:
-            sync_logs(self.train(iterator))
+            sync_logs(self.driver.train(iterator))
         except (StopIteration, tf.errors.OutOfRangeError):
             return False
         return True
