@@ -33,12 +33,14 @@ or more.
     python benchmarks/corpus.py --alternated-only --with-pipediag --scripts mixup
     python benchmarks/corpus.py --beside-whole           # pipediag in turn with A and T
     python benchmarks/corpus.py --readme                 # also write the table into the README
+    python benchmarks/corpus.py --keep /tmp/corpus-runs  # keep each run's report to read
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import json
 import os
 import statistics
@@ -295,12 +297,22 @@ def run_mode(script: Script, mode: str, work: Path) -> tuple[dict[str, Any], flo
     return json.loads(out.read_text()), wall
 
 
+def unused(path: Path) -> Path:
+    """`path`, or the first of `path-2`, `path-3`, ... that does not exist: each run's report
+    is kept apart, so a run judged wrong can be read afterwards (`--keep`)."""
+    found, number = path, 1
+    while found.exists():
+        number += 1
+        found = path.with_name(f"{path.name}-{number}")
+    return found
+
+
 def run_pipediag(
     script: Script, work: Path, options: Sequence[str] = ()
 ) -> tuple[dict[str, Any], float]:
     """`pipediag run` on the plain script, with pipediag's `options`: the verdict's figures
     and the wall time."""
-    out = work / f"{script.path.stem}-{script.variant}-report"
+    out = unused(work / f"{script.path.stem}-{script.variant}-report")
     start = time.monotonic()
     done = subprocess.run(
         [
@@ -610,6 +622,13 @@ def corpus_parser(name: str, description: str | None) -> argparse.ArgumentParser
     parser.add_argument("--scripts", default="", help="comma-separated script names")
     parser.add_argument("--split", choices=("tune", "held-out"), default=None)
     parser.add_argument("--readme", action="store_true", help="write the table into the README")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep every run's files here (each pipediag report in its own folder), not in a "
+        "scratch folder deleted at the end",
+    )
     return parser
 
 
@@ -617,14 +636,19 @@ def each_script(
     args: argparse.Namespace, measure_one: Callable[[Script, Path], dict[str, Any]]
 ) -> tuple[list[Script], list[dict[str, Any]]]:
     """The scripts `args` chose, and the case `measure_one` made of each in a scratch
-    folder; a script that failed or ran too long is said and skipped."""
+    folder (`--keep`'s, kept); a script that failed or ran too long is said and skipped."""
     chosen = scripts([n for n in args.scripts.split(",") if n], args.split)
     cases = []
-    with tempfile.TemporaryDirectory(prefix="pipediag-corpus-") as tmp:
+    with contextlib.ExitStack() as stack:
+        if args.keep is None:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pipediag-corpus-")))
+        else:
+            work = args.keep
+            work.mkdir(parents=True, exist_ok=True)
         for script in chosen:
             print(f"{script.name} ({script.split}, {script.style})", flush=True)
             try:
-                cases.append(measure_one(script, Path(tmp)))
+                cases.append(measure_one(script, work))
             except (RuntimeError, subprocess.TimeoutExpired) as error:
                 print(f"  skipped: {error}", flush=True)
     return chosen, cases

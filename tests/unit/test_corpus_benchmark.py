@@ -362,3 +362,13 @@ def test_the_corpus_reads_each_script_s_hand_tuned_variant() -> None:
     assert len(tuned) >= 6
     assert tuned["mixup"] == "prefetch-end"
     assert tuned["from_generator_fit"] == "port-to-tf-ops"
+
+
+def test_each_pipediag_run_s_report_gets_its_own_folder(tmp_path: Path) -> None:
+    # GIVEN a kept folder that already holds two runs' reports of one script
+    first = tmp_path / "mixup-default-report"
+    first.mkdir()
+    (tmp_path / "mixup-default-report-2").mkdir()
+    # WHEN the next run's folder is chosen THEN it is the first name not taken
+    assert corpus.unused(first) == tmp_path / "mixup-default-report-3"
+    assert corpus.unused(tmp_path / "other-report") == tmp_path / "other-report"
