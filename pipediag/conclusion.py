@@ -103,8 +103,7 @@ class Conclusion:
         self._timeline = timeline
         self._say = say
         self._lockstep = lockstep
-        # The session's start on `clock`: `DiagnosticSession.start` sets both to one reading.
-        self.origin = 0.0
+        self.origin = 0.0  # the session's start on `clock` (`DiagnosticSession.start` sets it)
         self.diagnosis = Diagnosis(PipelineBenchmark(measured=False, reason=Reason("no-dataset")))
         self.concluded = False  # the deep analysis ran (or had its chance)
         self._extended = False  # the step budget was extended into a cached epoch

@@ -109,7 +109,6 @@ class DiagnosticSession:
         self._install_hooks = install_hooks
         self._samplers: list[HostSampler | GpuSampler] = []
         self._started_wall = ""
-        self.origin = 0.0
         self._origin_unix_s: float | None = None
         self.conclusion = Conclusion(
             config=self.config,
@@ -135,8 +134,7 @@ class DiagnosticSession:
             self.watcher.waits_deferred = self.found.waits_deferred
 
     def start(self) -> None:
-        self.origin = self.clock.now()
-        self.conclusion.origin = self.origin
+        self.conclusion.origin = self.clock.now()
         self._origin_unix_s = self.origin + wall_minus_clock(self.clock)
         self._started_wall = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         if self.lockstep:
@@ -223,6 +221,11 @@ class DiagnosticSession:
         self, step: ProgressStep, budget_s: float | None = None, *, redraw: bool = True
     ) -> None:
         self._progress.phase(progress_words(step), budget_s, redraw=redraw)
+
+    @property
+    def origin(self) -> float:
+        """The session's start on its clock (0.0 before `start`); the conclusion holds it."""
+        return self.conclusion.origin
 
     @property
     def style(self) -> TrainStyle:

@@ -53,10 +53,9 @@ class FitStepAlone:
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
         # Fit's own training goes on between blocks: each block puts its variables back.
+        train, feed = self._driver.train, self._feed
         with self._driver.restoring():
-            run_block(
-                lambda: sync_logs(self._driver.train(self._feed())), step_ended, clock, warmup
-            )
+            run_block(lambda: sync_logs(train(feed())), step_ended, clock, warmup)
 
 
 class StepAlone(Protocol):
