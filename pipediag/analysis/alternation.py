@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipediag.analysis.paired import disturbed, log_interval
+from pipediag.analysis.paired import disturbed, log_interval, robust_sd
 from pipediag.report.model import ObserverEffect, RateBlock
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import RateBlockKind
@@ -22,6 +22,13 @@ FAST_LEADING = 0.8
 SLOW_LEADING = 1.25
 # At most this share of a block is ever dropped as its transition.
 MAX_DROPPED_SHARE = 0.5
+# Blocks whose rates fall in two groups at least this far apart (and as many spreads of
+# each), each group holding both kinds of block, ran in two modes of the host; a block
+# further from its mode's median than this share of the modes' distance straddled a switch
+# (docs/design.md, "Rates in alternation").
+HOST_MODE_GAP = 1.15
+MODE_SPREADS = 2.0
+MODE_REACH = 1 / 3
 
 
 def steady_part(durations: Sequence[float]) -> tuple[list[float], int]:
@@ -73,27 +80,73 @@ class PairedCost:
         return (self.high - self.low) / 2
 
 
-def disturbed_blocks(blocks: Sequence[RateBlock]) -> set[int]:
-    """Blocks whose rate is far off the median of their own kind's: a host stall
-    (docs/design.md, "Rates in alternation")."""
+def host_modes(blocks: Sequence[RateBlock]) -> dict[int, int] | None:
+    """Each block's mode, 0 slow and 1 fast, where the host ran at two speeds and both kinds
+    of block saw each (docs/design.md, "Rates in alternation"); None where it did not. A
+    block far from its mode's median rate straddled a switch: it has no mode."""
+    logs = _log_rates(blocks, (*TRAINING_KINDS, "step-alone"))
+    order = sorted(logs, key=logs.__getitem__)
+    if len(order) < 4:
+        return None
+    gap, split = max((logs[order[k + 1]] - logs[order[k]], k + 1) for k in range(len(order) - 1))
+    sides = (order[:split], order[split:])
+    if gap < math.log(HOST_MODE_GAP) or not all(_both_kinds(blocks, side) for side in sides):
+        return None
+    if any(gap < MODE_SPREADS * robust_sd(logs[i] for i in side) for side in sides):
+        return None  # a wide spread with a gap in it, not two levels
+    middles = [statistics.median(logs[i] for i in side) for side in sides]
+    reach = (middles[1] - middles[0]) * MODE_REACH
+    return {
+        i: mode
+        for mode, side in enumerate(sides)
+        for i in side
+        if abs(logs[i] - middles[mode]) <= reach
+    }
+
+
+def disturbed_blocks(blocks: Sequence[RateBlock], modes: dict[int, int] | None = None) -> set[int]:
+    """Blocks whose rate is far off the median of their own kind's, in their own host mode:
+    a host stall (docs/design.md, "Rates in alternation")."""
     found: set[int] = set()
     for kinds in (TRAINING_KINDS, ("step-alone",)):
-        found |= disturbed(
-            {
-                i: math.log(rate)
-                for i, b in enumerate(blocks)
-                if b.kind in kinds and (rate := b.steps_per_s) is not None and rate > 0
-            }
-        )
+        logs = _log_rates(blocks, kinds)
+        for group in [logs] if modes is None else _by_mode(logs, modes):
+            found |= disturbed(group)
     return found
+
+
+def _by_mode(logs: dict[int, float], modes: dict[int, int]) -> list[dict[int, float]]:
+    return [{i: value for i, value in logs.items() if modes.get(i) == mode} for mode in (0, 1)]
+
+
+def _log_rates(blocks: Sequence[RateBlock], kinds: tuple[RateBlockKind, ...]) -> dict[int, float]:
+    return {
+        i: math.log(rate)
+        for i, b in enumerate(blocks)
+        if b.kind in kinds and (rate := b.steps_per_s) is not None and rate > 0
+    }
+
+
+def _both_kinds(blocks: Sequence[RateBlock], indices: Sequence[int]) -> bool:
+    kinds = {blocks[i].kind for i in indices}
+    return "step-alone" in kinds and any(kind in kinds for kind in TRAINING_KINDS)
+
+
+def _left_out(blocks: Sequence[RateBlock]) -> tuple[set[int], dict[int, int] | None]:
+    """The blocks no pair reads (stalled, or between the host's modes), and the modes."""
+    modes = host_modes(blocks)
+    left_out = disturbed_blocks(blocks, modes)
+    if modes is not None:
+        left_out |= {i for i in range(len(blocks)) if i not in modes}
+    return left_out, modes
 
 
 def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost | None:
     """None without a T block beside an A block; disturbed blocks left out. `around_s`, what
     the script's loop adds around each step (fit's callbacks), is added to each T step."""
-    left_out = disturbed_blocks(blocks)
+    left_out, modes = _left_out(blocks)
     kept = [b for i, b in enumerate(blocks) if i not in left_out]
-    ratios = _logs_against_training(blocks, "step-alone", left_out, around_s)  # log(T/A)
+    ratios = _logs_against_training(blocks, "step-alone", left_out, modes, around_s)  # log(T/A)
     found = log_interval(ratios)
     if found is None:
         return None
@@ -122,9 +175,8 @@ def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
 
 def observer_logs(blocks: Sequence[RateBlock]) -> list[float]:
     """`observer_effect`'s pairs as log ratios, for pooling over runs."""
-    logs = _logs_against_training(
-        blocks, "quiet-training", disturbed_blocks(blocks), against=("training",)
-    )
+    left_out, modes = _left_out(blocks)
+    logs = _logs_against_training(blocks, "quiet-training", left_out, modes, against=("training",))
     return [-value for value in logs]
 
 
@@ -132,12 +184,14 @@ def _logs_against_training(
     blocks: Sequence[RateBlock],
     kind: RateBlockKind,
     left_out: set[int],
+    modes: dict[int, int] | None,
     around_s: float = 0.0,
     *,
     against: tuple[RateBlockKind, ...] = TRAINING_KINDS,
 ) -> list[float]:
     """log(rate / training's) per block of `kind`, against the mean log rate of the `against`
-    blocks either side (cancelling a linear drift), past step-alone blocks for training."""
+    blocks either side (cancelling a linear drift), past step-alone blocks for training; where
+    the host had two modes, only the blocks in the block's own mode."""
     logs: list[float] = []
     skip = kind != "step-alone"
     for i, block in enumerate(blocks):
@@ -148,6 +202,7 @@ def _logs_against_training(
             for j in (_beside(blocks, i, -1, skip), _beside(blocks, i, 1, skip))
             if j is not None
             and j not in left_out
+            and (modes is None or modes.get(j) == modes.get(i))
             and blocks[j].kind in against
             and (rate := blocks[j].steps_per_s) is not None
         ]

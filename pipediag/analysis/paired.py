@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 # Two-sided 90% quantiles of Student's t, by degrees of freedom (1 to 10). Every interval is
@@ -120,10 +120,16 @@ def disturbed(logs: Mapping[int, float]) -> set[int]:
     if len(logs) < 3:
         return set()
     middle = statistics.median(logs.values())
-    spread = statistics.median(abs(value - middle) for value in logs.values())
-    limit = max(math.log(DISTURBED_FACTOR), DISTURBED_SPREADS * _MAD_TO_SD * spread)
+    limit = max(math.log(DISTURBED_FACTOR), DISTURBED_SPREADS * robust_sd(logs.values()))
     found = {key for key, value in logs.items() if abs(value - middle) > limit}
     return found if len(found) <= max(1, len(logs) // 3) else set()
+
+
+def robust_sd(values: Iterable[float]) -> float:
+    """The median absolute deviation, scaled to a normal distribution's standard deviation."""
+    found = list(values)
+    middle = statistics.median(found)
+    return _MAD_TO_SD * statistics.median(abs(value - middle) for value in found)
 
 
 @dataclass(frozen=True)

@@ -498,3 +498,29 @@ def test_a_whole_pipeline_held_faster_than_every_step_alone_block_bounds_the_cos
         report, pipeline=dataclasses.replace(report.pipeline, stages=within)
     )
     assert "lower bound" not in render_text(plain) and "at least" not in render_text(plain)
+
+
+def test_a_host_running_at_two_speeds_is_read_within_each_speed() -> None:
+    from pipediag.analysis.alternation import host_modes
+
+    # GIVEN the text classification tutorial's blocks in one run: the host ran at about 260
+    # or 385 steps/s, four of the seven training blocks and one step-alone block slow, and
+    # one step-alone block (320) between the two
+    rates = [259, 257, 260, 389, 371, 384, 274, 396, 360, 395, 254, 320, 383]
+    blocks = _blocks([float(r) for r in rates[0::2]], [float(r) for r in rates[1::2]])
+    # THEN each block has the mode it ran in, the one between them none
+    modes = host_modes(blocks)
+    assert modes is not None
+    assert {i for i, mode in modes.items() if mode == 0} == {0, 1, 2, 6, 10}
+    assert 11 not in modes
+    # AND the cost is read within each mode: about 5%, not the 17% that pairing a fast
+    # step-alone block with a slow training block read
+    cost = paired_cost(blocks)
+    assert cost is not None and cost.pairs == 5
+    assert cost.cost == pytest.approx(0.051, abs=0.005)
+    # AND a real cost with one stalled step-alone block is no second mode: only training
+    # blocks would be slow, so the stall is left out and the cost stays
+    stalled = _blocks([300.0, 300.0, 305.0, 298.0, 302.0], [400.0, 300.0, 400.0, 405.0])
+    assert host_modes(stalled) is None
+    stalled_cost = paired_cost(stalled)
+    assert stalled_cost is not None and stalled_cost.cost == pytest.approx(0.25, abs=0.01)
