@@ -6,7 +6,8 @@ each block's rate 380 steps/s (times 1 - cost for a training block), times 0.67 
 a stall of 0.6 with chance `--stall`, with 4% log-normal noise. Each alternation is read by
 `paired_cost` as it is, and with `host_modes` switched off (the reading before the modes,
 docs/design.md, "Rates in alternation"). Per true cost it prints the median |read - true|,
-its 90th percentile, and the share of runs that read 5% or more.
+its 90th percentile, the share of runs that read 5% or more, and the share with no reading
+(no pair left).
 
     python benchmarks/host_modes.py            # results/host_modes.json
     python benchmarks/host_modes.py --quick
@@ -69,6 +70,7 @@ def summary_of(costs: Sequence[float | None], truth: float) -> dict[str, float]:
         "median_error": median(errors),
         "p90_error": quantile(errors, 0.9),
         "share_at_5pct": sum(c >= 0.05 for c in read_costs) / len(read_costs),
+        "share_unread": 1 - len(read_costs) / len(costs),
     }
 
 
@@ -100,14 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{c['modes_found']:.2f}",
             *(
                 f"{c[side]['median_error']:.3f} / {c[side]['p90_error']:.3f} / "
-                f"{c[side]['share_at_5pct']:.3f}"
+                f"{c[side]['share_at_5pct']:.3f} / {c[side]['share_unread']:.3f}"
                 for side in ("without_modes", "with_modes")
             ),
         ]
         for c in cases
     ]
     headers = ["p slow", "cost", "modes found", "without modes", "with modes"]
-    print("median error / p90 error / share read at 5% or more")
+    print("median error / p90 error / share read at 5% or more / share with no reading")
     print(format_table(headers, rows))
     write_results(
         args.json,

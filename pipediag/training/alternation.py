@@ -216,7 +216,7 @@ class Alternation:
         cost = paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None
         if rounds < self._max_rounds and elapsed < self._max_seconds:
-            return width is not None and width > TARGET_HALF_WIDTH
+            return width is None or width > TARGET_HALF_WIDTH
         return (
             rounds < self._most_rounds
             and elapsed < EDGE_EXTENSION * self._max_seconds

@@ -524,3 +524,25 @@ def test_a_host_running_at_two_speeds_is_read_within_each_speed() -> None:
     assert host_modes(stalled) is None
     stalled_cost = paired_cost(stalled)
     assert stalled_cost is not None and stalled_cost.cost == pytest.approx(0.25, abs=0.01)
+
+
+def test_rounds_go_on_while_the_host_s_modes_leave_too_few_pairs_for_an_interval() -> None:
+    # GIVEN blocks whose first three rounds ran in two host modes, so that only one pair
+    # is read within a mode (no interval), then steady blocks
+    rates = [354.0, 267.0, 339.0, 384.0, 226.0, 256.0, 345.0] + [350.0, 380.0] * 6
+    clock = FakeClock()
+    alternation = Alternation(clock=clock, origin=0.0, block_steps=5, lead=None)
+    while alternation.next != "done":
+        kind = "step-alone" if alternation.next == "step-alone" else "training"
+        rate = rates[len(alternation.blocks)]
+        alternation.start_block(kind, clock.now())
+        done = False
+        while not done:
+            clock.advance(1.0 / rate)
+            done = alternation.step_ended(clock.now())
+    # THEN the schedule does not stop at the third round without an interval
+    first = paired_cost(alternation.blocks[:7])
+    assert first is not None and first.half_width is None
+    assert alternation.rounds > 3
+    cost = paired_cost(alternation.blocks)
+    assert cost is not None and cost.half_width is not None
