@@ -1,14 +1,16 @@
 """Keeping text on the page: character counts cannot tell how wide a text is drawn, so texts
-are measured with the figure's renderer, then shortened or shrunk to fit."""
+are measured with the figure's renderer, then shortened or shrunk to fit, and labels moved
+apart where they would overlap."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
-from pipediag.renderers.png.style import NOTE_FONT, NOTE_TEXT_COLOUR
+from pipediag.renderers.png.style import MUTED_TEXT_COLOUR, NOTE_FONT, NOTE_TEXT_COLOUR
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -16,6 +18,12 @@ if TYPE_CHECKING:
     from matplotlib.transforms import Bbox
 
 ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
+LABEL_GAP_PX = 2.0  # kept clear around a label: its white box's 1-pt pad, and a hair
+MOVED_LABEL_GAP_LINES = 0.5  # more between a moved label and the text it avoided, in lines
+UNLABELLED_GID = "unlabelled"
+UNLABELLED_PREFIX = "not labelled above: "
+UNLABELLED_FONT = 8
+UNLABELLED_INDENT_PX = 12.0  # between the x label and the caption right of it
 
 
 def note(axes: Axes, text: str) -> None:
@@ -50,15 +58,26 @@ def _shorten(artist: Text, fits: Callable[[Bbox], bool]) -> None:
     full = artist.get_text()
     if fits(artist.get_window_extent()):
         return
-    low, high = 0, len(full)  # longest prefix that fits lies in [low, high)
+
+    def prefix_fits(length: int) -> bool:
+        artist.set_text(full[:length] + ELLIPSIS)
+        return fits(artist.get_window_extent())
+
+    kept = _most_that_fit(len(full) - 1, prefix_fits)
+    artist.set_text(full[:kept].rstrip() + ELLIPSIS)
+
+
+def _most_that_fit(most: int, fits: Callable[[int], bool]) -> int:
+    """The largest count up to `most` that `fits`, else 0 (never tried), where every count
+    below one that fits fits too."""
+    low, high = 0, most + 1  # the largest that fits lies in [low, high)
     while low < high - 1:
         middle = (low + high) // 2
-        artist.set_text(full[:middle] + ELLIPSIS)
-        if fits(artist.get_window_extent()):
+        if fits(middle):
             low = middle
         else:
             high = middle
-    artist.set_text(full[:low].rstrip() + ELLIPSIS)
+    return low
 
 
 def fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> None:
@@ -99,3 +118,168 @@ def under(
         return rect
     over = bottom + height + room - drawn.y0 / figure.bbox.height
     return rect if over <= 0 else (left, bottom - over, width, height)
+
+
+@dataclass
+class ClearLabels:
+    """Labels on one panel that must not overlap, placed in turn: each takes its first
+    wording and height where its drawn extent stays inside the panel and clear of every text
+    already there; one that fits nowhere is removed (what it marks stays drawn) and named in
+    the panel's caption, or counted there where the caption has no room for its name."""
+
+    axes: Axes
+    taken: list[Bbox] = field(init=False)  # the extents of the texts placed, with a gap
+    unlabelled: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.taken = [_clearance(t) for t in self.axes.texts if t.get_visible() and t.get_text()]
+
+    def place(
+        self, label: Text, wordings: Sequence[str], *, movable: bool = True, name: str = ""
+    ) -> None:
+        """The first of `wordings` (the fullest first) that fits where `label` is or, when
+        `movable`, nearest above or below; else none, and the caption names it (`name`, by
+        default the first wording)."""
+        panel = self.axes.get_window_extent()
+        preferred = label.get_position()
+        for wording in wordings:
+            label.set_text(wording)
+            label.set_position(preferred)  # where drawn: the last wording tried may have moved it
+            _within_width(label, panel)
+            start = label.get_position()
+            for rise_px in self._rises(label, movable):
+                label.set_position(start)
+                _shift(label, 0.0, rise_px)
+                extent = _clearance(label)
+                inside = panel.y0 <= extent.y0 and extent.y1 <= panel.y1
+                if inside and not any(extent.overlaps(other) for other in self.taken):
+                    self.taken.append(extent)
+                    return
+        label.remove()
+        self.unlabelled.append(" ".join((name or wordings[0]).split()))
+
+    def place_tallest_first(self, labels: Sequence[Text]) -> None:
+        """Each label in its own words, the tallest first (it has the fewest places to go),
+        and each wording once before any is repeated: six labels of one wording must not
+        crowd out a label of another."""
+        firsts: list[Text] = []
+        repeats: list[Text] = []
+        wordings: set[str] = set()
+        for label in sorted(labels, key=_height, reverse=True):
+            if label.get_text() in wordings:
+                repeats.append(label)
+            else:
+                firsts.append(label)
+                wordings.add(label.get_text())
+        for label in [*firsts, *repeats]:
+            self.place(label, [label.get_text()])
+
+    def _rises(self, label: Text, movable: bool) -> list[float]:
+        """How far up the label may move (display pixels, down where negative): not at all;
+        then, if `movable`, to just below or above each text it would meet, the nearest
+        first, with half a line between so that the two are not read as one label."""
+        if not movable:
+            return [0.0]
+        extent = _clearance(label)
+        middle = (extent.y0 + extent.y1) / 2
+        line_px = label.get_fontproperties().get_size_in_points() * self.axes.figure.dpi / 72
+        # LABEL_GAP_PX / 2: clear of `overlaps`, which counts touching
+        half = extent.height / 2 + LABEL_GAP_PX / 2 + MOVED_LABEL_GAP_LINES * line_px
+        met = [t for t in self.taken if t.x0 <= extent.x1 and extent.x0 <= t.x1]
+        rises = [height - middle for t in met for height in (t.y0 - half, t.y1 + half)]
+        return [0.0, *sorted(rises, key=abs)]
+
+    def caption(self) -> None:
+        """Name the labels that fitted nowhere, under the panel (see `name_unlabelled`)."""
+        if self.unlabelled:
+            name_unlabelled(self.axes, list(dict.fromkeys(self.unlabelled)))  # each name once
+
+
+def _within_width(label: Text, panel: Bbox) -> None:
+    """Moved sideways where it would reach past the panel's edge, which clips it."""
+    extent = label.get_window_extent()
+    shift_px = max(0.0, panel.x0 - extent.x0) - max(0.0, extent.x1 - panel.x1)
+    if shift_px:
+        _shift(label, shift_px, 0.0)
+
+
+def _shift(label: Text, right_px: float, up_px: float) -> None:
+    """Moved by display pixels, in the label's own coordinates (data, axes or other), so its
+    alignment and transform hold."""
+    transform = label.get_transform()
+    x_px, y_px = transform.transform(label.get_position())
+    x, y = transform.inverted().transform((x_px + right_px, y_px + up_px))
+    label.set_position((x, y))
+
+
+def _height(label: Text) -> float:
+    return float(label.get_window_extent().height)
+
+
+def _clearance(label: Text) -> Bbox:
+    return label.get_window_extent().padded(LABEL_GAP_PX)
+
+
+def name_unlabelled(axes: Axes, names: Sequence[str]) -> None:
+    """A muted line under `axes` naming what is drawn there without a label: right of its x
+    label where every name fits there, else on a line of its own under the x label (under
+    the ticks where it has none), as many names as fit and then how many more; a second
+    call writes a line below the first."""
+    panel = axes.get_window_extent()
+    ticks_and_label = axes.xaxis.get_tightbbox()  # places the x label, measured next
+    axis_label = axes.xaxis.label
+    earlier = [t for t in axes.texts if t.get_gid() == UNLABELLED_GID]
+    caption = axes.text(
+        1.0,
+        0.0,
+        UNLABELLED_PREFIX + _listed(names, len(names)),
+        transform=axes.transAxes,
+        ha="right",
+        va="top",
+        fontsize=UNLABELLED_FONT,
+        color=MUTED_TEXT_COLOUR,
+        gid=UNLABELLED_GID,
+    )
+    if earlier:
+        top_px = earlier[-1].get_window_extent().y0
+    elif axis_label.get_visible() and axis_label.get_text():
+        extent = axis_label.get_window_extent()
+        _set_top(caption, panel, extent.y1)
+        if caption.get_window_extent().x0 >= extent.x1 + UNLABELLED_INDENT_PX:
+            return
+        top_px = extent.y0
+    else:  # the tick marks count in no tight box where their labels are hidden
+        top_px = panel.y0 - _tick_room_px(axes)
+    if ticks_and_label is not None:  # under the tick labels and the x label, whichever line
+        top_px = min(top_px, ticks_and_label.y0)
+    _set_top(caption, panel, top_px - LABEL_GAP_PX)
+
+    def names_fit(shown: int) -> bool:
+        caption.set_text(UNLABELLED_PREFIX + _listed(names, shown))
+        return bool(caption.get_window_extent().x0 >= panel.x0)
+
+    # Counted from one short of all: "; and 1 more" may be longer than the last name.
+    shown = len(names) if names_fit(len(names)) else _most_that_fit(len(names) - 1, names_fit)
+    caption.set_text(UNLABELLED_PREFIX + _listed(names, shown))
+
+
+def _set_top(caption: Text, panel: Bbox, top_px: float) -> None:
+    caption.set_y((top_px - panel.y0) / panel.height)  # in the panel's fractions
+
+
+def _listed(names: Sequence[str], shown: int) -> str:
+    """The first `shown` names, then how many more. Semicolons part them: a phase's name
+    holds commas ("epoch 2: input-bound, 45%")."""
+    if shown == 0:
+        return f"{len(names)} label" + ("" if len(names) == 1 else "s")
+    listed = "; ".join(names[:shown])
+    more = len(names) - shown
+    return f"{listed}; and {more} more" if more else listed
+
+
+def _tick_room_px(axes: Axes) -> float:
+    """How far the x axis's tick marks and their pad reach below the panel."""
+    # matplotlib's stub types Tick.get_pad as returning None; it returns the pad in points.
+    pad_pt = cast("float", axes.xaxis.majorTicks[0].get_pad())
+    reach_pt = axes.xaxis.get_tick_padding() + pad_pt
+    return float(reach_pt * axes.figure.dpi / 72)

@@ -25,12 +25,13 @@ from pipediag.renderers.png.style import (
     WARMUP_COLOUR,
     WARMUP_EDGE_COLOUR,
 )
-from pipediag.renderers.png.text_fit import note
+from pipediag.renderers.png.text_fit import ClearLabels, note
 from pipediag.renderers.verdict_words import phase_text
 from pipediag.report.model import PhaseVerdict, Report, StepRecord
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.text import Text
 
 MAX_STEP_BARS = 300  # above this many steps, aggregate into time bins
 TIME_BINS = 150
@@ -66,8 +67,7 @@ def draw_timeline(axes: Axes, report: Report) -> None:
         fontsize=PANEL_TITLE_FONT,
         pad=TIMELINE_TITLE_PAD_PT,
     )
-    axes.set_ylim(0, TIMELINE_YMAX_PCT)
-    axes.set_yticks(*SHARE_TICKS)
+    _share_axis(axes, with_phase_strip=bool(phase_spans(report)))
     axes.set_ylabel("% of step")
     axes.grid(axis="y", alpha=0.3)
     if not steps:
@@ -78,6 +78,18 @@ def draw_timeline(axes: Axes, report: Report) -> None:
     else:
         _draw_each_step(axes, steps)
     _timeline_legend(axes)
+
+
+def _share_axis(axes: Axes, *, with_phase_strip: bool) -> None:
+    """The y axis, with the phase verdicts' strip from the start: labels are placed where
+    they stay clear of each other, which holds only while the scale stays."""
+    ticks, labels = SHARE_TICKS
+    if with_phase_strip:
+        axes.set_ylim(0, TIMELINE_YMAX_PHASES_PCT)
+        axes.set_yticks([*ticks, PHASE_STRIP_Y_PCT], [*labels, "phase"])
+    else:
+        axes.set_ylim(0, TIMELINE_YMAX_PCT)
+        axes.set_yticks(ticks, labels)
 
 
 @dataclass
@@ -243,6 +255,8 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
             if p.name in LATE_PHASE_LABELS
         )
     low, high = axes.get_xlim()
+    labels = ClearLabels(axes)  # a label that would overlap another moves up or down
+    drawn: list[Text] = []
     for start, end, colour, text, gid in spans:
         if end <= start:
             continue
@@ -250,20 +264,26 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
             axes.axvspan(start, end, color=colour, alpha=0.6, lw=0, zorder=0, gid=f"{gid}-span")
         middle = (start + end) / 2
         if label and text and low <= middle <= high:
-            axes.text(
-                middle,
-                PHASE_LABEL_Y_PCT[whole_run],
-                text,
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="#555555",
-                clip_on=True,
-                gid=f"{gid}-label",
-                bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
-                if whole_run
-                else None,
-            )
+            drawn.append(_span_label(axes, middle, text, gid, whole_run=whole_run))
+    labels.place_tallest_first(drawn)
+    labels.caption()
+
+
+def _span_label(axes: Axes, middle: float, text: str, gid: str, *, whole_run: bool) -> Text:
+    return axes.text(
+        middle,
+        PHASE_LABEL_Y_PCT[whole_run],
+        text,
+        ha="center",
+        va="center",
+        fontsize=8,
+        color="#555555",
+        clip_on=True,
+        gid=f"{gid}-label",
+        bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
+        if whole_run
+        else None,
+    )
 
 
 def compute_alone_spans(report: Report) -> list[Span]:
@@ -315,11 +335,8 @@ def run_time_range(report: Report) -> tuple[float, float]:
 def draw_phase_verdicts(axes: Axes, report: Report) -> None:
     """Each phase of training with its own verdict, over its steps, between dashed lines."""
     spans = phase_spans(report)
-    if not spans:
-        return
-    axes.set_ylim(0, TIMELINE_YMAX_PHASES_PCT)
-    ticks, labels = SHARE_TICKS
-    axes.set_yticks([*ticks, PHASE_STRIP_Y_PCT], [*labels, "phase"])
+    # After shade_phases: a ClearLabels clears only texts already drawn, so the verdicts yield.
+    labels = ClearLabels(axes)
     for i, (phase, start, end) in enumerate(spans):
         if i > 0:
             axes.axvline(
@@ -342,10 +359,19 @@ def draw_phase_verdicts(axes: Axes, report: Report) -> None:
             clip_on=True,
             gid="phase-verdict",
         )
-        for candidate in candidates:  # the longest wording that fits the phase's width
-            text.set_text(candidate)
-            if text.get_window_extent().width <= right - left - 4:
-                break
+        wordings = _fitting_from(text, candidates, right - left - 4)
+        # Where none fits, the shortest may reach over a neighbour's: then it is left out.
+        labels.place(text, wordings, movable=False, name=candidates[1])
+    labels.caption()
+
+
+def _fitting_from(text: Text, wordings: list[str], width_px: float) -> list[str]:
+    """`wordings` from the longest that `text` fits in `width_px`, else the shortest alone."""
+    for index, wording in enumerate(wordings):
+        text.set_text(wording)
+        if text.get_window_extent().width <= width_px:
+            return wordings[index:]
+    return wordings[-1:]
 
 
 def phase_spans(report: Report) -> list[tuple[PhaseVerdict, float, float]]:
