@@ -26,7 +26,7 @@ from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.progress import ProgressStep
 from pipediag.report.model import ComputeAlone, PipelineBenchmark, Verdict
-from pipediag.report.reasons import Reason, ReasonCode
+from pipediag.report.reasons import Reason, ReasonCode, error_reason
 from pipediag.report.scale_out import ScaleOut
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import PhaseName, TrainStyle
@@ -72,7 +72,7 @@ class Narration(Protocol):
 
 def _failed(say: Narration, failed: ReasonCode, exc: Exception) -> None:
     """A part of a phase failed: one note; what it measured stands, and later phases run."""
-    say.note(Reason(failed, detail=f"{type(exc).__name__}: {exc}"))
+    say.note(error_reason(failed, exc))
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ def compose_fixes(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipeline
     fixes = [*kept, extra]
     graph, spec = _graph_of(dataset, fixes)
     if any(k.fix == extra.fix and k.stage_index == extra.stage_index for k in kept):
-        raise RewriteError(f"{extra.fix} is already kept")
+        raise RewriteError("already-kept", detail=extra.fix)
     return replace(
         extra,
         baseline=apply_fixes(graph, spec, kept),
@@ -51,7 +51,7 @@ def apply_fixes(graph: Any, spec: Any, fixes: Sequence[FixPipelines]) -> Any:
 
 def _candidate(fix: FixPipelines) -> Candidate:
     if fix.candidate is None or (fix.candidate.edit is None and fix.candidate.with_options is None):
-        raise RewriteError(f"{fix.fix} cannot be applied again: no rewrite kept with it")
+        raise RewriteError("no-rewrite-kept", detail=fix.fix)
     return fix.candidate
 
 
@@ -67,4 +67,4 @@ def _graph_of(dataset: Any, fixes: Sequence[FixPipelines]) -> tuple[Any, Any]:
     for fix in fixes:
         if fix.graph is not None:
             return fix.graph, fix.element_spec or dataset.element_spec
-    raise RewriteError("the dataset graph is unavailable: no fix kept the walked graph")
+    raise RewriteError("walked-graph-not-kept")

@@ -258,7 +258,7 @@ def generator_candidate(
     def edit(graph: PipelineGraph) -> None:
         columns, why = read()
         if columns is None:
-            raise RewriteError((why.detail if why else "") or "the generator could not be read")
+            raise RewriteError("generator-unread", detail=why.detail if why else "")
         graph.replace_source(node, columns, spec)
 
     candidate.check, candidate.edit = check, edit

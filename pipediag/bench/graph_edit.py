@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipediag.bench.isolate import isolate_graph_def
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, ReasonedError, RewriteFailure
 from pipediag.report.stages import AUTOTUNE
 
 # Batching ops a map can move behind (padding or sparse batching would change what it sees).
@@ -22,8 +22,13 @@ _PASS_THROUGH_OPS = frozenset({"OptionsDataset"})
 _SHUFFLE_OPS = frozenset({"ShuffleDataset", "ShuffleDatasetV2", "ShuffleDatasetV3"})
 
 
-class RewriteError(Exception):
-    """A fix that cannot be applied to this graph; the message is shown to the user."""
+class RewriteError(ReasonedError):
+    """A fix that cannot be applied to this graph."""
+
+    def __init__(
+        self, code: RewriteFailure, *, detail: str = "", value: float | None = None
+    ) -> None:
+        super().__init__(Reason(code, detail=detail, value=value))
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,7 @@ class PipelineGraph:
         for node in self.graph_def.node:
             if node.name == name:
                 return node
-        raise RewriteError(f"no node {name!r}")
+        raise RewriteError("no-graph-node", detail=name)
 
     def data_inputs(self, node: Any) -> list[str]:
         return [name for name in node.input if not name.startswith("^")]
@@ -72,7 +77,7 @@ class PipelineGraph:
         for node in self.graph_def.node:
             if node.op == "_Retval" and node.input:
                 return node
-        raise RewriteError("the graph has no output node")
+        raise RewriteError("no-output-node")
 
     def root(self) -> Any:
         """The dataset op below the trailing options: where an end stage goes."""
@@ -145,7 +150,7 @@ class PipelineGraph:
         data = self.data_inputs(node)
         index = position if position >= 0 else len(data) + position
         if not 0 <= index < len(data):
-            raise RewriteError(f"{node.op} has no input {position}")
+            raise RewriteError("op-has-no-input", detail=node.op, value=position)
         node.input[index] = self.const(value)
 
     def parallelize_map(self, name: str) -> None:
@@ -154,7 +159,7 @@ class PipelineGraph:
             self.set_input(node, -1, AUTOTUNE)
             return
         if node.op != "MapDataset":
-            raise RewriteError(f"{node.op} is not a map this rewrite knows")
+            raise RewriteError("not-a-known-map", detail=node.op)
         # ParallelMapDatasetV2(input, other_arguments..., num_parallel_calls), then controls.
         node.op = "ParallelMapDatasetV2"
         node.input.insert(len(self.data_inputs(node)), self.const(AUTOTUNE))
@@ -177,7 +182,7 @@ class PipelineGraph:
         elif node.op == "FlatMapDataset":
             head, block = data, self.const(1)
         else:
-            raise RewriteError(f"{node.op} is not an interleave this rewrite knows")
+            raise RewriteError("not-a-known-interleave", detail=node.op)
         # ParallelInterleaveDatasetV4(input, other_arguments..., cycle_length, block_length,
         # buffer_output_elements, prefetch_input_elements, num_parallel_calls): the last 3 AUTOTUNE.
         tail = [self.const(cycle_length), block, *(self.const(AUTOTUNE) for _ in range(3))]
@@ -194,13 +199,13 @@ class PipelineGraph:
         rank-dependent shape logic). Both node names survive."""
         mapped, batch = self.node(map_name), self.node(batch_name)
         if mapped.op not in _MAP_OPS:
-            raise RewriteError(f"{mapped.op} is not a map this rewrite knows")
+            raise RewriteError("not-a-known-map", detail=mapped.op)
         if batch.op not in _BATCH_OPS:
-            raise RewriteError(f"{batch.op} is not a plain batch: the map cannot move after it")
+            raise RewriteError("not-a-plain-batch", detail=batch.op)
         if [n.name for n in self.consumers(map_name)] != [batch_name]:
-            raise RewriteError("the map's output is read by more than its batch")
+            raise RewriteError("map-read-elsewhere")
         if self.data_inputs(batch)[0].split(":")[0] != map_name:
-            raise RewriteError("the batch does not read the map")
+            raise RewriteError("batch-not-after-map")
         source = self.node(self.data_inputs(mapped)[0].split(":")[0])
         lead = _leading_dim(batch)
         self.redirect(batch_name, map_name)  # the batch's readers now read the map
@@ -221,7 +226,7 @@ class PipelineGraph:
         """`mapped` runs `function` (added to the library) on the same captured inputs."""
         have = tuple(mapped.attr["Targuments"].list.type)
         if have != function.argument_types:
-            raise RewriteError("the function captures other values when traced on a batch")
+            raise RewriteError("captures-differ-on-batch")
         known = {f.signature.name for f in self.graph_def.library.function}
         for function_def in function.library:
             if function_def.signature.name not in known:
@@ -254,13 +259,13 @@ class PipelineGraph:
         `cache_after`). The map and shuffle keep their names."""
         mapped, shuffle = self.node(map_name), self.node(shuffle_name)
         if mapped.op not in _MAP_OPS:
-            raise RewriteError(f"{mapped.op} is not a map this rewrite knows")
+            raise RewriteError("not-a-known-map", detail=mapped.op)
         if shuffle.op not in _SHUFFLE_OPS:
-            raise RewriteError(f"{shuffle.op} is not a shuffle this rewrite knows")
+            raise RewriteError("not-a-known-shuffle", detail=shuffle.op)
         if self.data_inputs(mapped)[0].split(":")[0] != shuffle_name:
-            raise RewriteError("the map does not read the shuffle")
+            raise RewriteError("map-not-after-shuffle")
         if [n.name for n in self.consumers(shuffle_name)] != [map_name]:
-            raise RewriteError("the shuffle's output is read by more than the map")
+            raise RewriteError("shuffle-read-elsewhere")
         source = self.data_inputs(shuffle)[0]
         self.redirect(map_name, shuffle_name)  # the map's readers now read the shuffle
         mapped.input[0] = source

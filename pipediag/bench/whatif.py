@@ -32,7 +32,7 @@ from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.errors import describe_error
 from pipediag.report.model import PipelineOptions
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, error_reason
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import SemanticsChange
@@ -210,14 +210,15 @@ class _Trials:
             if candidate.with_options is not None:
                 return candidate.with_options(self.baseline)
             if candidate.edit is None:
-                raise RewriteError("no rewrite for this fix")
+                raise RewriteError("no-rewrite-for-fix")
             edited = PipelineGraph.copy_of(self.graph)
             edited.isolate()
             candidate.edit(edited)
             return edited.rebuild(self.dataset.element_spec)
-        except Exception as exc:  # a RewriteError's message is written for the user as it is
-            detail = str(exc) if isinstance(exc, RewriteError) else describe_error(exc)
-            return _unverified(candidate, Reason("cannot-rewrite", detail=detail))
+        except RewriteError as exc:
+            return _unverified(candidate, Reason("cannot-rewrite", because=exc.reason))
+        except Exception as exc:
+            return _unverified(candidate, Reason("cannot-rewrite", detail=describe_error(exc)))
 
     def _keep(self, candidate: Candidate, variant: Any, speedup: float | None) -> None:
         if self.keep is None:  # every fix built and safe: the search on training decides
@@ -246,7 +247,7 @@ class _Trials:
         try:
             refusal, unsafe = candidate.check(self.graph, self.teardown)
         except Exception as exc:
-            refusal, unsafe = Reason("check-failed", detail=describe_error(exc)), False
+            refusal, unsafe = error_reason("check-failed", exc, describe_error), False
         if unsafe:
             candidate.unsafe = True
         return refusal

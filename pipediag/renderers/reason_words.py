@@ -32,6 +32,24 @@ def _not_read(reason: Reason) -> str:
 NO_BATCH_CAME_BACK = "no batch came back"
 
 
+def _grpc_status(reason: Reason) -> str:
+    return reason.detail or "no answer"
+
+
+def _generator_unread(reason: Reason) -> str:
+    return reason.detail or "the generator could not be read"
+
+
+# A check's error is cut where `errors.describe_error` cuts it (the words of a report whose
+# `detail` holds that line are the same).
+CHECK_ERROR_CHARS = 200
+
+
+def _check_failed(reason: Reason) -> str:
+    cause = reason_words(reason.because) or reason.detail
+    return f"could not be checked: {cause[:CHECK_ERROR_CHARS]}"
+
+
 def _refused(reason: Reason) -> str:
     return f"refused: {reason.detail or NO_BATCH_CAME_BACK}"
 
@@ -106,8 +124,43 @@ _TFRECORD_ROUTE = (
     "tf.data.TFRecordDataset"
 )
 
-# A template over the reason's fields (`because` worded first), or a function of the reason.
+# A template over the reason's fields (`because` worded first; `cause`: `because` or, where none,
+# `detail`: an error not pipediag's own, or a report written before the error was typed), or
+# a function of the reason.
 WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
+    # why a fix cannot be applied to a dataset's graph
+    "no-graph-node": "no node {detail!r}",
+    "no-output-node": "the graph has no output node",
+    "op-has-no-input": "{detail} has no input {value:.0f}",
+    "not-a-known-map": "{detail} is not a map this rewrite knows",
+    "not-a-known-interleave": "{detail} is not an interleave this rewrite knows",
+    "not-a-known-shuffle": "{detail} is not a shuffle this rewrite knows",
+    "not-a-plain-batch": "{detail} is not a plain batch: the map cannot move after it",
+    "map-read-elsewhere": "the map's output is read by more than its batch",
+    "batch-not-after-map": "the batch does not read the map",
+    "map-not-after-shuffle": "the map does not read the shuffle",
+    "shuffle-read-elsewhere": "the shuffle's output is read by more than the map",
+    "captures-differ-on-batch": "the function captures other values when traced on a batch",
+    "already-kept": "{detail} is already kept",
+    "no-rewrite-kept": "{detail} cannot be applied again: no rewrite kept with it",
+    "walked-graph-not-kept": "the dataset graph is unavailable: no fix kept the walked graph",
+    "no-rewrite-for-fix": "no rewrite for this fix",
+    "generator-unread": _generator_unread,
+    # why the tf.data service could not be started, reached or read
+    "no-grpcio": "grpcio is not installed: cannot reach a dispatcher",
+    "not-a-dispatcher": "{detail} answers gRPC but is not a tf.data dispatcher",
+    "no-dispatcher-answer": (
+        "no tf.data dispatcher answered at {detail} within {limit:g} s ({because})"
+    ),
+    "servers-not-started": "the local tf.data servers did not start within {limit:g} s",
+    "server-failed-to-start": "the local tf.data {detail} failed to start: {because}",
+    "workers-not-registered": (
+        "only {value:.0f} of {limit:.0f} local workers registered {because}"
+    ),
+    "service-stalled": "the service delivered nothing more within {limit:.0f} s",
+    "no-batch-within": "the service delivered no batch within {limit:.0f} s",
+    "service-dataset-ended": "the service's dataset ended during the training read",
+    # any measurement
     "as-written": "{detail}",
     "failed": "failed: {detail}",
     "error": "not measured: {detail}",
@@ -120,6 +173,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     ),
     "defined-at": "{detail}",
     "exception": "{detail}",
+    "own-error": "{detail}: {because}",
     "named-function-uncountable": _named_uncountable,
     "function-without-step-counter": _no_step_counter,
     "iterators-still-releasing": (
@@ -130,11 +184,11 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "scale-out-prediction-failed": "the scale-out prediction failed ({detail}); it is left out",
     "prescription-figures-failed": "the prescription's figures failed ({detail}); it is left out",
     "advisor-failed": "the advisor failed ({detail}); it is left out",
-    "stage-analysis-failed": "the per-stage analysis failed ({detail})",
-    "stage-holds-failed": "holding the stages in memory on training failed ({detail})",
-    "fix-trials-failed": "trying the fixes on training failed ({detail})",
-    "service-check-failed": "the tf.data service check failed ({detail})",
-    "model-side-failed": "the model-side trials failed ({detail})",
+    "stage-analysis-failed": "the per-stage analysis failed ({cause})",
+    "stage-holds-failed": "holding the stages in memory on training failed ({cause})",
+    "fix-trials-failed": "trying the fixes on training failed ({cause})",
+    "service-check-failed": "the tf.data service check failed ({cause})",
+    "model-side-failed": "the model-side trials failed ({cause})",
     "nested-step": "a step() inside another step() was ignored",
     "iterate-ignored": (
         "steps are marked with explicit marks; iterate() were ignored (mixing them would count "
@@ -313,7 +367,10 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "no-host-trace": "not measured: the profiler wrote no host trace",
     "no-op-events": "not measured: the trace held no op events",
     "profile-stopped": "not measured: the loop stopped before the profiled steps were over",
-    "service-error": "{detail}",
+    "service-error": "{cause}",
+    "grpc-status": _grpc_status,
+    "start-timeout": "within {limit:g} s",
+    "no-error-output": "no error output",
     "not-copied": "not copied: {detail}",
     "no-workers": "the dispatcher at {detail} has no workers registered",
     "service-refused": _refused,
@@ -379,8 +436,8 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "not-tried": "not tried",
     "fixed-pipeline-failed": "the train step failed on the fixed pipeline: {detail}",
     "training-out-of-time": "the time for trials on training ran out first",
-    "not-built": "could not be built: {detail}",
-    "not-built-on-top": "could not be built on top of the kept rewrites: {detail}",
+    "not-built": "could not be built: {cause}",
+    "not-built-on-top": "could not be built on top of the kept rewrites: {cause}",
     "training-stopped": "the training stopped before this trial ended",
     "no-rewrite-tried": "no rewrite was tried on training",
     "no-rewrite-helped": "no rewrite helped training clearly",
@@ -429,8 +486,8 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "verification-budget-spent": "not measured: verification budget spent",
     "left-to-training": "not measured: verification budget spent; left to the trials on training",
     "rewritten-failed": "the rewritten pipeline failed: {detail}",
-    "cannot-rewrite": "cannot rewrite: {detail}",
-    "check-failed": "could not be checked: {detail}",
+    "cannot-rewrite": "cannot rewrite: {cause}",
+    "check-failed": _check_failed,
     "too-few-batches": "too few batches to time",
     "stage-not-in-graph": "the stage was not found in the dataset graph",
     "map-or-batch-not-in-graph": "the map or its batch was not found in the dataset graph",
@@ -568,5 +625,9 @@ def reason_words(reason: Reason | None) -> str:
         return words(reason)
     because = reason_words(reason.because)
     return words.format(
-        detail=reason.detail, value=reason.value, limit=reason.limit, because=because
+        detail=reason.detail,
+        value=reason.value,
+        limit=reason.limit,
+        because=because,
+        cause=because or reason.detail,
     )

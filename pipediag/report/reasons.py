@@ -3,14 +3,52 @@ A report stores the code, so a tool reading the JSON can branch on it; the words
 from it in one place (`renderers/reason_words.py`). `detail` holds only words from outside
 pipediag (an exception's message, an op's or a class's name) or a `TrainStyle`; `value` and
 `limit` the figures the words give; `because` the reason behind this one. Code writes each
-code as its string, checked by mypy: `ReasonCode` is the only place codes are named."""
+code as its string, checked by mypy: `ReasonCode` (with the failures pipediag's own errors
+carry) is the only place codes are named."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+# Why a fix cannot be applied to a dataset's graph (`bench.graph_edit.RewriteError`).
+RewriteFailure = Literal[
+    "no-graph-node",  # detail: the node's name
+    "no-output-node",
+    "op-has-no-input",  # detail: the op; value: the input's position
+    "not-a-known-map",  # detail: the op
+    "not-a-known-interleave",  # detail: the op
+    "not-a-known-shuffle",  # detail: the op
+    "not-a-plain-batch",  # detail: the op
+    "map-read-elsewhere",
+    "batch-not-after-map",
+    "map-not-after-shuffle",
+    "shuffle-read-elsewhere",
+    "captures-differ-on-batch",
+    "already-kept",  # detail: the fix
+    "no-rewrite-kept",  # detail: the fix
+    "walked-graph-not-kept",
+    "no-rewrite-for-fix",
+    "generator-unread",  # detail: the generator's error ("": unknown)
+]
+
+# Why the tf.data service could not be started, reached or read (`scale_out.service.ServiceError`).
+ServiceFailure = Literal[
+    "no-grpcio",
+    "not-a-dispatcher",  # detail: the address
+    "no-dispatcher-answer",  # detail: the address; limit: seconds; because: "grpc-status"
+    "servers-not-started",  # limit: the seconds they were given
+    "server-failed-to-start",  # detail: its role; because: its error output ("exception")
+    "workers-not-registered",  # value: registered; limit: started; because: "start-timeout"
+    "service-stalled",  # limit: the seconds waited
+    "no-batch-within",  # limit: the seconds waited
+    "service-dataset-ended",
+]
+
 ReasonCode = Literal[
+    RewriteFailure,
+    ServiceFailure,
     # any measurement
     "as-written",  # an older report's words, kept as they were
     "failed",  # detail: the exception, in one line
@@ -20,6 +58,7 @@ ReasonCode = Literal[
     "multi-worker-job",  # detail: this task; value: the job's tasks
     "defined-at",  # detail: file.py:line where the script defines a function
     "exception",  # detail: an exception in one line, inside another reason's words
+    "own-error",  # a `ReasonedError` in one line: detail: its class; because: its failure
     "named-function-uncountable",  # detail: the function; because: "defined-at"
     "function-without-step-counter",  # detail: the function; because: "defined-at"
     "iterators-still-releasing",
@@ -28,11 +67,12 @@ ReasonCode = Literal[
     "scale-out-prediction-failed",  # detail: the error
     "prescription-figures-failed",  # detail: the error
     "advisor-failed",  # detail: the error
-    "stage-analysis-failed",  # detail: the error
-    "stage-holds-failed",  # detail: the error
-    "fix-trials-failed",  # detail: the error
-    "service-check-failed",  # detail: the error
-    "model-side-failed",  # detail: the error
+    # a part of a phase that failed (`phases._failed`); because: "own-error"; or detail: the error
+    "stage-analysis-failed",
+    "stage-holds-failed",
+    "fix-trials-failed",
+    "service-check-failed",
+    "model-side-failed",
     "nested-step",
     "iterate-ignored",  # steps were marked first by explicit marks
     "marks-ignored",  # steps were marked first by iterate()
@@ -126,7 +166,11 @@ ReasonCode = Literal[
     "no-op-events",
     "profile-stopped",
     # scale-out through the tf.data service
-    "service-error",  # detail: the service's or the server's error
+    "service-error",  # because: a `ServiceFailure`; or detail: an OS or address error
+    # word fragments, parameters of a `ServiceFailure`'s words (its `because`), not causes:
+    "grpc-status",  # detail: gRPC's status code name ("": no answer)
+    "start-timeout",  # limit: the seconds the local servers were given
+    "no-error-output",  # a server failed with nothing on stderr (else "exception")
     "not-copied",  # detail: why the pipeline could not be copied
     "no-workers",  # detail: the dispatcher's address
     "service-refused",  # detail: the pipeline's error on a worker
@@ -175,8 +219,8 @@ ReasonCode = Literal[
     "not-tried",
     "fixed-pipeline-failed",  # detail: the error
     "training-out-of-time",
-    "not-built",  # detail: the error
-    "not-built-on-top",  # detail: the error
+    "not-built",  # because: "own-error"; or detail: the error
+    "not-built-on-top",  # because: "own-error"; or detail: the error
     "training-stopped",
     "no-rewrite-tried",
     "no-rewrite-helped",
@@ -208,8 +252,8 @@ ReasonCode = Literal[
     "verification-budget-spent",
     "left-to-training",  # built, not timed: the budget was spent
     "rewritten-failed",  # detail: the error
-    "cannot-rewrite",  # detail: the error
-    "check-failed",  # detail: the error
+    "cannot-rewrite",  # because: a `RewriteFailure`; or detail: the error
+    "check-failed",  # because: "own-error"; or detail: the error
     "too-few-batches",
     "stage-not-in-graph",
     "map-or-batch-not-in-graph",
@@ -293,3 +337,32 @@ def error_line(exc: BaseException, limit: int = 200) -> str:
     """An exception in one line: its type and its message's lines joined, cut at `limit`."""
     lines = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
     return f"{type(exc).__name__}: {lines}"[: len(type(exc).__name__) + 2 + limit]
+
+
+class ReasonedError(Exception):
+    """An error of pipediag's own whose why is a reason the renderers word, not a sentence
+    (`RewriteError`, `ServiceError`); its `str()` is the reason's fields, for tests and logs."""
+
+    def __init__(self, reason: Reason) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+    def one_line_reason(self) -> Reason:
+        """This error as a handler of any error puts it: its type, then why."""
+        return Reason("own-error", detail=type(self).__name__, because=self.reason)
+
+
+def type_and_message(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def error_reason(
+    code: ReasonCode,
+    exc: BaseException,
+    describe: Callable[[BaseException], str] = type_and_message,
+) -> Reason:
+    """`code` for an error caught whatever it is: a `ReasonedError` as its reason, any other
+    in the words `describe` gives it."""
+    if isinstance(exc, ReasonedError):
+        return Reason(code, because=exc.one_line_reason())
+    return Reason(code, detail=describe(exc))

@@ -211,7 +211,10 @@ def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasuremen
         with LocalService(workers, clock=clock) as service:
             base = replace(base, address=service.address, startup_s=service.startup_s)
             measured = _read_and_transfer(plan, service.target, clock, service.worker_cpu_s)
-    except (ServiceError, OSError) as exc:  # OSError: a server process could not be started
+    except ServiceError as exc:
+        reason = Reason("service-error", because=exc.reason)
+        return replace(base, reason=reason, wall_time_s=clock.now() - began)
+    except OSError as exc:  # a server process could not be started
         reason = Reason("service-error", detail=_one_line(exc))
         return replace(base, reason=reason, wall_time_s=clock.now() - began)
     return replace(
@@ -237,7 +240,7 @@ def _measure_cluster(
     try:
         info = probe_dispatcher(address)
     except ServiceError as exc:
-        reason = Reason("service-error", detail=str(exc))
+        reason = Reason("service-error", because=exc.reason)
         return replace(base, reason=reason, wall_time_s=clock.now() - began)
     base = replace(base, workers=len(info.workers))
     if not info.workers:
@@ -249,7 +252,7 @@ def _measure_cluster(
     try:
         measured = _fill(base, plan, *_read_and_transfer(plan, f"grpc://{address}", clock, None))
     except ServiceError as exc:
-        reason = Reason("service-error", detail=str(exc))
+        reason = Reason("service-error", because=exc.reason)
         return replace(base, reason=reason, wall_time_s=clock.now() - began)
     if measured.batches_per_s:
         measured = replace(

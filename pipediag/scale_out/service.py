@@ -22,6 +22,7 @@ from typing import IO, Any, TypeVar
 from pipediag.bench.pipeline import BatchTiming, time_iterator
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
+from pipediag.report.reasons import Reason, ReasonedError, ServiceFailure
 from pipediag.scale_out.server import DISPATCHER, READY, WORKER
 
 T = TypeVar("T")
@@ -46,8 +47,19 @@ _DISPATCHER_METHOD = "/tensorflow.data.DispatcherService/GetWorkers"
 _THREAD_NAME = "pipediag-service-read"
 
 
-class ServiceError(Exception):
-    """The service could not be started, reached or read; the message is one line."""
+class ServiceError(ReasonedError):
+    """The service could not be started, reached or read."""
+
+    def __init__(
+        self,
+        code: ServiceFailure,
+        *,
+        detail: str = "",
+        value: float | None = None,
+        limit: float | None = None,
+        because: Reason | None = None,
+    ) -> None:
+        super().__init__(Reason(code, detail=detail, value=value, limit=limit, because=because))
 
 
 def parse_address(text: str) -> str:
@@ -71,7 +83,7 @@ def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> Dispat
     try:
         import grpc
     except ImportError:  # pragma: no cover - TensorFlow depends on grpcio
-        raise ServiceError("grpcio is not installed: cannot reach a dispatcher") from None
+        raise ServiceError("no-grpcio") from None
     channel = grpc.insecure_channel(address)
     try:
         call = channel.unary_unary(
@@ -81,10 +93,10 @@ def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> Dispat
     except grpc.RpcError as exc:
         code = exc.code() if callable(getattr(exc, "code", None)) else None
         if code == grpc.StatusCode.UNIMPLEMENTED:
-            raise ServiceError(f"{address} answers gRPC but is not a tf.data dispatcher") from None
-        name = getattr(code, "name", "no answer")
+            raise ServiceError("not-a-dispatcher", detail=address) from None
+        status = Reason("grpc-status", detail=getattr(code, "name", ""))
         raise ServiceError(
-            f"no tf.data dispatcher answered at {address} within {timeout_s:g} s ({name})"
+            "no-dispatcher-answer", detail=address, limit=timeout_s, because=status
         ) from None
     finally:
         channel.close()
@@ -235,16 +247,13 @@ class LocalService:
             while not all(s.ready for s in self._servers):
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise ServiceError(
-                        f"the local tf.data servers did not start within "
-                        f"{self._start_timeout_s:g} s"
-                    )
+                    raise ServiceError("servers-not-started", limit=self._start_timeout_s)
                 for key, _ in selector.select(timeout=min(left, 0.5)):
                     server = key.data
                     chunk = os.read(key.fd, 4096)
                     if not chunk:
                         selector.unregister(key.fileobj)
-                        raise ServiceError(self._failure(server))
+                        raise self._failure(server)
                     server.output += chunk
                     if f"{READY} {server.role}".encode() in server.output:
                         server.ready = True
@@ -257,18 +266,24 @@ class LocalService:
                 return
             if time.monotonic() >= deadline:
                 raise ServiceError(
-                    f"only {len(info.workers)} of {self.workers} local workers registered "
-                    f"within {self._start_timeout_s:g} s"
+                    "workers-not-registered",
+                    value=len(info.workers),
+                    limit=self.workers,
+                    because=Reason("start-timeout", limit=self._start_timeout_s),
                 )
             time.sleep(REGISTER_POLL_S)
 
-    def _failure(self, server: _Server) -> str:
+    def _failure(self, server: _Server) -> ServiceError:
         with contextlib.suppress(subprocess.TimeoutExpired):
             server.process.wait(timeout=1.0)
         server.errors.seek(0)
         lines = server.errors.read().decode(errors="replace").strip().splitlines()
-        last = lines[-1][-ERROR_TAIL_CHARS:] if lines else "no error output"
-        return f"the local tf.data {server.role} failed to start: {last}"
+        said = (
+            Reason("exception", detail=lines[-1][-ERROR_TAIL_CHARS:])
+            if lines
+            else Reason("no-error-output")
+        )
+        return ServiceError("server-failed-to-start", detail=server.role, because=said)
 
     def worker_cpu_s(self) -> float | None:
         """CPU seconds the worker processes have used so far (None if psutil cannot say)."""
@@ -419,7 +434,7 @@ def bounded(work: Callable[[], T], timeout_s: float) -> T:
     thread.start()
     thread.join(timeout_s)
     if thread.is_alive():
-        raise ServiceError(f"the service delivered nothing more within {timeout_s:.0f} s")
+        raise ServiceError("service-stalled", limit=timeout_s)
     if "error" in box:
         raise box["error"]
     return box["value"]  # type: ignore[no-any-return]

@@ -62,7 +62,7 @@ def train_through(
                 steps += per_call
             elapsed = clock.now() - start
     except ServiceError as exc:
-        return None, Reason("service-error", detail=str(exc))
+        return None, Reason("service-error", because=exc.reason)
     except Exception as exc:
         return None, Reason("service-train-failed", detail=tf_error_text(exc))
     finally:
@@ -109,11 +109,9 @@ class _ServiceReader:
             try:
                 item = self._queue.get(timeout=TRAIN_BATCH_TIMEOUT_S)
             except queue.Empty:
-                raise ServiceError(
-                    f"the service delivered no batch within {TRAIN_BATCH_TIMEOUT_S:.0f} s"
-                ) from None
+                raise ServiceError("no-batch-within", limit=TRAIN_BATCH_TIMEOUT_S) from None
             if item is self._END:
-                raise ServiceError("the service's dataset ended during the training read")
+                raise ServiceError("service-dataset-ended")
             if isinstance(item, Exception):
                 raise item
             yield item

@@ -20,7 +20,7 @@ from pipediag.report.fixes import fix_facts
 from pipediag.report.model import PipelineBenchmark
 from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.prescription import GainOnTraining, PrescribedChange, Prescription, StageChange
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, ReasonCode, error_reason
 from pipediag.report.stage_facts import (
     VERIFIED_MIN_GAIN,
     if_free_bound,
@@ -137,11 +137,8 @@ class PipelineSearch:
             try:
                 pipelines = self._compose(self._kept, fix)
             except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                built = (
-                    Reason("not-built-on-top", error) if self._kept else Reason("not-built", error)
-                )
-                self._add(fix, reason=built)
+                code: ReasonCode = "not-built-on-top" if self._kept else "not-built"
+                self._add(fix, reason=error_reason(code, exc))
                 continue
             self._pending, self._pending_fix = pipelines, fix
             return pipelines, share_s
@@ -154,8 +151,7 @@ class PipelineSearch:
             try:
                 last = self._compose(self._kept[:-1], self._kept[-1])
             except Exception as exc:  # built before, so not expected
-                built = Reason("not-built", detail=f"{type(exc).__name__}: {exc}")
-                self.outcome.combined_reason = built
+                self.outcome.combined_reason = error_reason("not-built", exc)
                 return None
             combined = dataclasses.replace(
                 last,

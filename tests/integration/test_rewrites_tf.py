@@ -502,8 +502,10 @@ def test_a_rewrite_that_cannot_go_on_top_is_refused_with_a_reason() -> None:
 
     # both move the same map: hoisted first (the order edits go in), it no longer feeds
     # its batch alone
-    with pytest.raises(RewriteError, match="more than its batch"):
+    with pytest.raises(RewriteError) as error:
         compose(ds, [vectorize], hoist)
+    assert error.value.reason == Reason("map-read-elsewhere")
+    assert reason_words(error.value.reason) == "the map's output is read by more than its batch"
 
 
 # --- where the script built each stage -----------------------------------------------------

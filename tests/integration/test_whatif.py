@@ -88,8 +88,10 @@ def test_a_rewrite_of_the_wrong_op_is_refused_with_a_reason() -> None:
     tf = _tf()
     ds = tf.data.Dataset.range(10).batch(2)
 
-    with pytest.raises(RewriteError, match="not a map"):
+    with pytest.raises(RewriteError) as error:
         _rewritten(ds, lambda g, ops: g.parallelize_map(ops["BatchDatasetV2"]))
+    assert error.value.reason == Reason("not-a-known-map", detail="BatchDatasetV2")
+    assert reason_words(error.value.reason) == "BatchDatasetV2 is not a map this rewrite knows"
 
 
 def test_copies_do_not_fill_the_users_memory_cache() -> None:
@@ -153,15 +155,18 @@ def test_a_failing_rewrite_is_reported_not_raised(monkeypatch: pytest.MonkeyPatc
     from pipediag.bench import graph_edit, whatif
 
     def broken(self: Any, name: str) -> None:
-        raise graph_edit.RewriteError("unknown op FancyMapDataset")
+        raise graph_edit.RewriteError("not-a-known-map", detail="FancyMapDataset")
 
     monkeypatch.setattr(graph_edit.PipelineGraph, "parallelize_map", broken)
 
     (trial,) = whatif.verify_fixes(walk(pipelines.sequential_map()), budget_s=1.0)
 
     assert not trial.verified
-    assert trial.reason == Reason("cannot-rewrite", detail="unknown op FancyMapDataset")
-    assert reason_words(trial.reason) == "cannot rewrite: unknown op FancyMapDataset"
+    because = Reason("not-a-known-map", detail="FancyMapDataset")
+    assert trial.reason == Reason("cannot-rewrite", because=because)
+    assert reason_words(trial.reason) == (
+        "cannot rewrite: FancyMapDataset is not a map this rewrite knows"
+    )
 
 
 def test_finite_deterministic_prefix_gets_a_cache_trial_with_its_size(
