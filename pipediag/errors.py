@@ -31,5 +31,9 @@ def tf_error_text(exc: BaseException) -> str:
     return (inner.group(1) if inner else message)[:160]
 
 
+# An error in a note is cut here.
+DESCRIBED_CHARS = 200
+
+
 def describe_error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:200]
+    return f"{type(exc).__name__}: {exc}"[:DESCRIBED_CHARS]

@@ -116,6 +116,7 @@ def disturbed_blocks(blocks: Sequence[RateBlock], modes: dict[int, int] | None =
 
 
 def _by_mode(logs: dict[int, float], modes: dict[int, int]) -> list[dict[int, float]]:
+    # a block between the modes is in neither
     return [{i: value for i, value in logs.items() if modes.get(i) == mode} for mode in (0, 1)]
 
 
@@ -202,7 +203,7 @@ def _logs_against_training(
             for j in (_beside(blocks, i, -1, skip), _beside(blocks, i, 1, skip))
             if j is not None
             and j not in left_out
-            and (modes is None or modes.get(j) == modes.get(i))
+            and (modes is None or modes[j] == modes[i])
             and blocks[j].kind in against
             and (rate := blocks[j].steps_per_s) is not None
         ]

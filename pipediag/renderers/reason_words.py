@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pipediag.errors import DESCRIBED_CHARS
 from pipediag.renderers.numbers import percent
 from pipediag.report.reasons import Reason, ReasonCode
 
@@ -40,14 +41,10 @@ def _generator_unread(reason: Reason) -> str:
     return reason.detail or "the generator could not be read"
 
 
-# A check's error is cut where `errors.describe_error` cuts it (the words of a report whose
-# `detail` holds that line are the same).
-CHECK_ERROR_CHARS = 200
-
-
 def _check_failed(reason: Reason) -> str:
     cause = reason_words(reason.because) or reason.detail
-    return f"could not be checked: {cause[:CHECK_ERROR_CHARS]}"
+    # cut where `errors.describe_error` cuts a detail, so older reports read the same
+    return f"could not be checked: {cause[:DESCRIBED_CHARS]}"
 
 
 def _refused(reason: Reason) -> str:

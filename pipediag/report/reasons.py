@@ -2,9 +2,10 @@
 A report stores the code, so a tool reading the JSON can branch on it; the words are made
 from it in one place (`renderers/reason_words.py`). `detail` holds only words from outside
 pipediag (an exception's message, an op's or a class's name) or a `TrainStyle`; `value` and
-`limit` the figures the words give; `because` the reason behind this one. Code writes each
-code as its string, checked by mypy: `ReasonCode` (with the failures pipediag's own errors
-carry) is the only place codes are named."""
+`limit` the figures the words give; `because` the reason behind this one, or for a few
+service failures a worded parameter of it (`grpc-status`, `start-timeout`,
+`no-error-output`). Code writes each code as its string, checked by mypy: `ReasonCode`
+(with the failures pipediag's own errors carry) is the only place codes are named."""
 
 from __future__ import annotations
 
@@ -352,14 +353,14 @@ class ReasonedError(Exception):
         return Reason("own-error", detail=type(self).__name__, because=self.reason)
 
 
-def type_and_message(exc: BaseException) -> str:
+def _type_and_message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
 def error_reason(
     code: ReasonCode,
     exc: BaseException,
-    describe: Callable[[BaseException], str] = type_and_message,
+    describe: Callable[[BaseException], str] = _type_and_message,
 ) -> Reason:
     """`code` for an error caught whatever it is: a `ReasonedError` as its reason, any other
     in the words `describe` gives it."""

@@ -18,15 +18,13 @@ from matplotlib.transforms import Bbox
 from synthetic_reports import RunLayout, synthetic_cost_report, synthetic_report
 
 from pipediag.renderers.png import build_figure
-from pipediag.renderers.png.text_fit import ClearLabels
+from pipediag.renderers.png.text_fit import UNLABELLED_GID, UNLABELLED_PREFIX, ClearLabels
 from pipediag.report.model import PhaseSpan, PhaseVerdict, RateBlock, Report
 
 ALTERNATION_BLOCK_S = 0.3
 ALTERNATION_BLOCKS = 6
 STAGE_TIMING_S = 150.0  # long enough to leave the earlier phases a few pixels each
 TRIAL_S = 3.0  # a fix trial, narrower than its label
-UNLABELLED_GID = "unlabelled"  # the line naming what has no label on a panel
-UNLABELLED_PREFIX = "not labelled above: "
 LONG_WORDING = "a wording too long for the edge"
 MOVED_GAP_PT = 4.0  # half a line of a span label's 8-pt font: kept by a label moved off another
 

@@ -190,9 +190,9 @@ class ClearLabels:
         return [0.0, *sorted(rises, key=abs)]
 
     def caption(self) -> None:
-        """Name the labels that fitted nowhere, under the panel (see `name_unlabelled`)."""
+        """Name the labels that fitted nowhere, under the panel (see `_name_unlabelled`)."""
         if self.unlabelled:
-            name_unlabelled(self.axes, list(dict.fromkeys(self.unlabelled)))  # each name once
+            _name_unlabelled(self.axes, list(dict.fromkeys(self.unlabelled)))  # each name once
 
 
 def _within_width(label: Text, panel: Bbox) -> None:
@@ -220,7 +220,7 @@ def _clearance(label: Text) -> Bbox:
     return label.get_window_extent().padded(LABEL_GAP_PX)
 
 
-def name_unlabelled(axes: Axes, names: Sequence[str]) -> None:
+def _name_unlabelled(axes: Axes, names: Sequence[str]) -> None:
     """A muted line under `axes` naming what is drawn there without a label: right of its x
     label where every name fits there, else on a line of its own under the x label (under
     the ticks where it has none), as many names as fit and then how many more; a second
