@@ -11,7 +11,6 @@ class Clock(Protocol):
     """Seconds on a monotonic scale, and a way to wait on it."""
 
     def now(self) -> float: ...
-
     def sleep(self, seconds: float) -> None: ...
 
 
@@ -58,7 +57,6 @@ def wall_minus_clock(clock: Clock, wall_clock: Callable[[], float] = time.time) 
 def run_block(
     call: Callable[[], None], step_ended: Callable[[float], bool], clock: Clock, warmup: int
 ) -> None:
-    """`warmup` untimed calls, then calls until `step_ended(clock.now())`."""
     for _ in range(warmup):
         call()
     done = False

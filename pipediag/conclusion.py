@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Protocol
 
 from pipediag import phases
 from pipediag.analysis import paired
@@ -62,13 +61,6 @@ def alternation_scale(measured_steps: int | None) -> float:
     return max(1.0, measured_steps / DEFAULT_MEASURED_STEPS)
 
 
-class Teller(Narration, Protocol):
-    """A phase's narration, a line for the user only (the verdict), a note said once."""
-
-    def log(self, message: str) -> None: ...
-    def note_once(self, reason: Reason) -> None: ...
-
-
 @dataclass
 class Diagnosis:
     """What the diagnosis has found so far, each part filled in as it is measured."""
@@ -95,7 +87,7 @@ class Conclusion:
         config: RunConfig,
         clock: Clock,
         timeline: StepTimeline,
-        say: Teller,
+        say: Narration,
         lockstep: bool,
     ) -> None:
         self._config = config
@@ -442,7 +434,6 @@ def _why_no_fit_step_alone(
 
 
 def _step_alone(seen: Seen) -> StepAlone | Reason:
-    """What runs the train step alone on the cached batch."""
     if seen.calls is not None:
         return seen.calls.step_alone(seen.batch)
     return fit_step_alone(seen.model, seen.batch)

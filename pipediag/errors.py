@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class PipediagError(Exception):
     """A problem the user can fix; `str()` is the one-line message that says how."""
@@ -20,8 +22,6 @@ class ReportError(PipediagError):
 def tf_error_text(exc: BaseException) -> str:
     """The part of a tf.data error that says what went wrong, without the iterator plumbing:
     `Incompatible shapes: [4] vs. [16]` rather than the function node and iterator path."""
-    import re
-
     lines = [line.strip() for line in str(getattr(exc, "message", exc)).splitlines()]
     lines = [line for line in lines if line] or [""]
     # A trace error (autograph's "in user code:", then the frames) ends with what went wrong.

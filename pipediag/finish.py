@@ -19,7 +19,6 @@ class Stoppable(Protocol):
     """What `finish` needs of a `DiagnosticSession`."""
 
     def stop(self, exit_info: ExitInfo, stop_reason: StopReason) -> Report: ...
-
     def log(self, message: str) -> None: ...
 
 
@@ -42,7 +41,6 @@ def exit_info_of(exc: BaseException | None) -> ExitInfo:
 
 
 def stop_reason_of(exit_info: ExitInfo) -> StopReason:
-    """The report's `stop_reason` for a run that ended as `exit_info` says."""
     if exit_info.status == "step-budget":
         return "step-budget"
     if exit_info.status == "interrupted":
@@ -90,6 +88,5 @@ def write_files(report: Report, out: Path | None, log: Callable[[str], None]) ->
 def finish(
     session: Stoppable, exit_info: ExitInfo, stop_reason: StopReason, out: Path | None
 ) -> tuple[Report, list[Path]]:
-    """Stop the session, then `write_files` its report into `out`."""
     report = session.stop(exit_info, stop_reason)
     return report, write_files(report, out, session.log)

@@ -40,7 +40,6 @@ class FoundTraining:
         self,
         timeline: StepTimeline,
         *,
-        warmup_steps: int,
         say: Notes,
         fit: Callable[[], FitTracker | None],
         forget_loop: Callable[[], None],
@@ -55,7 +54,6 @@ class FoundTraining:
         self.calls: TrainCalls | None = None
         self.keras_backend: KerasBackend | None = None
         self._timeline = timeline
-        self._warmup_steps = warmup_steps
         self._say = say
         self._fit = fit
         self._forget_loop = forget_loop
@@ -96,7 +94,8 @@ class FoundTraining:
         self.batch = batch
 
     def training_model(self, model: Any) -> None:
-        """The model `fit` trains, and the Keras backend that runs it."""
+        """The model `fit` trains (its train step runs alone after the measured steps), and the
+        Keras backend that runs it."""
         self.model = model
         from pipediag.training.fit_backend import keras_backend
 
@@ -148,7 +147,7 @@ class FoundTraining:
         section = build_train_section(
             self._timeline.steps,
             origin=origin,
-            warmup_steps=self._warmup_steps,
+            warmup_steps=self._timeline.warmup_steps,
             style=self.style,
             input_wait_source=source,
             skipped_passes=self.passes,

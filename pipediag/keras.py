@@ -144,7 +144,7 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         session = self._session
         session.start()
         session.mark_style("keras-fit")
-        session.training_model(self.model)
+        session.found.training_model(self.model)
         self._running = True
 
     def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:

@@ -26,7 +26,7 @@ from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.progress import ProgressStep
 from pipediag.report.model import ComputeAlone, PipelineBenchmark, Verdict
-from pipediag.report.reasons import Reason, ReasonCode, error_reason
+from pipediag.report.reasons import Reason, error_reason
 from pipediag.report.scale_out import ScaleOut
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import PhaseName, TrainStyle
@@ -61,18 +61,16 @@ MeasureOn = Literal["extend", "stop", "outlasted"]
 
 
 class Narration(Protocol):
-    """What a phase tells: notes for the user and the report, the progress line, its span."""
+    """What a phase tells (the session): notes for the user and the report (`note_once`: said
+    once), a line for the user only (the verdict), the progress line, its span."""
 
     def note(self, reason: Reason) -> None: ...
+    def note_once(self, reason: Reason) -> None: ...
+    def log(self, message: str) -> None: ...
     def phase(
         self, step: ProgressStep, budget_s: float | None = None, *, redraw: bool = True
     ) -> None: ...
     def add_phase(self, name: PhaseName, start: float, end: float) -> None: ...
-
-
-def _failed(say: Narration, failed: ReasonCode, exc: Exception) -> None:
-    """A part of a phase failed: one note; what it measured stands, and later phases run."""
-    say.note(error_reason(failed, exc))
 
 
 @dataclass(frozen=True)
@@ -273,7 +271,7 @@ def _examine_stages(
                 training=_for_training(on_training, kept, thread_cap),
             )
     except Exception as exc:
-        _failed(say, "stage-analysis-failed", exc)
+        say.note(error_reason("stage-analysis-failed", exc))
         return DeepAnalysis(pipeline, walked=walked)
     examined = dataclasses.replace(pipeline, stages=stages, options=walked.options, trials=trials)
     if on_training is None or not stages:
@@ -355,7 +353,7 @@ def _stage_costs_on_fit(
                 ceiling=on_training.ceiling,
             )
     except Exception as exc:
-        _failed(say, "stage-holds-failed", exc)
+        say.note(error_reason("stage-holds-failed", exc))
         return stages
 
 
@@ -371,7 +369,7 @@ def _hold_plan(
     try:
         copies = HeldCopies(walked, pipeline.batches_per_s)
     except Exception as exc:  # the stages keep their rates alone
-        _failed(say, "stage-holds-failed", exc)
+        say.note(error_reason("stage-holds-failed", exc))
         return None
     if not copies.chain:
         return None
@@ -401,7 +399,7 @@ def _search_on_fit(
                 teardown=teardown.SHARED,
             )
     except Exception as exc:
-        _failed(say, "fix-trials-failed", exc)
+        say.note(error_reason("fix-trials-failed", exc))
         return pipeline
     finally:
         say.add_phase("training_trial", began, clock.now())
@@ -440,7 +438,7 @@ def scale_out_check(
             train=functools.partial(train_through, model, style, clock=clock),
         )
     except Exception as exc:
-        _failed(say, "service-check-failed", exc)
+        say.note(error_reason("service-check-failed", exc))
         return None
     finally:
         say.add_phase("scale_out", began, clock.now())
@@ -512,7 +510,7 @@ def model_side(
             quiet_logs=quiet_logs or contextlib.nullcontext,
         )
     except Exception as exc:
-        _failed(say, "model-side-failed", exc)
+        say.note(error_reason("model-side-failed", exc))
         failed = Reason("failed", detail=type(exc).__name__)
         return dataclasses.replace(alone, model_side_reason=failed)
     finally:

@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 
 
 class DiagnosticSession:
-    """Records one run of a training script and freezes it into a `Report`.
+    """Records one run of a training script and freezes it into a `Report`. The methods the
+    hooks call are described where they see them: `hooks.host.HookHost`.
 
     `install_hooks=False` leaves TensorFlow and Keras unpatched (`pipediag.monitor`: the caller
     marks steps); `task`: a multi-worker job's, where every extra train step is counted.
@@ -95,7 +96,6 @@ class DiagnosticSession:
         self.fit_tracker: FitTracker | None = None
         self.found = FoundTraining(
             self.timeline,
-            warmup_steps=self.config.warmup_steps,
             say=self,
             fit=self._fit_tracker,
             forget_loop=self._forget_loop,
@@ -232,7 +232,6 @@ class DiagnosticSession:
         return self.found.style
 
     def mark_style(self, style: TrainStyle) -> bool:
-        """How the script trains; False when another style is diagnosed instead."""
         return self.found.mark_style(style)
 
     def _forget_loop(self) -> None:
@@ -240,7 +239,6 @@ class DiagnosticSession:
             self._hooks.loop.forget_training()
 
     def data_pass(self, record: DataPass) -> None:
-        """A pass over the data that was not training: kept for the report."""
         if self.found.data_pass(record):
             self.log(f"skipped {data_pass_text(record)}")
 
@@ -282,15 +280,9 @@ class DiagnosticSession:
         self.phase(ProgressStep("train-steps"), redraw=False)
 
     def keep_measuring(self) -> bool:
-        """At the step budget: True when it was extended (a filling cache), False to stop."""
         return self.conclusion.keep_measuring()
 
-    def training_model(self, model: Any) -> None:
-        """The model `fit` trains: its train step is run alone after the measured steps."""
-        self.found.training_model(model)
-
     def train_calls(self, calls: TrainCalls) -> None:
-        """A loop trains in calls of a tf.function that pulls inside it: it runs alone later."""
         self.found.calls = calls
 
     def training_log_dir(self, log_dir: str) -> None:
@@ -299,9 +291,8 @@ class DiagnosticSession:
             self.watcher.saw_logdir(log_dir)
 
     def fit_called(self, model: Any, dataset: Any, *, given: str) -> None:
-        """fit starts: `model` trains on `dataset` (None: Keras builds it from a `given`)."""
         self.mark_style("keras-fit")
-        self.training_model(model)
+        self.found.training_model(model)
         diagnosis = self.conclusion.diagnosis
         if dataset is not None:
             self.benchmark_pipeline(dataset)
@@ -343,7 +334,6 @@ class DiagnosticSession:
             return conclusion.deep_analysis(seen, loop_serving=loop_serving) if deep else None
 
     def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None:
-        """Under fit, at the step budget: training and the step alone in turn, or None."""
         return self.conclusion.alternate_fit(self._seen(), lead=lead, steps_left=steps_left)
 
     def _seen(self) -> Seen:
@@ -354,7 +344,6 @@ class DiagnosticSession:
     def loop_at_budget(
         self, cached: CachedBatch, step: LoopStep | Reason | None
     ) -> BudgetServer | None:
-        """What serves a custom loop's pulls at its budget; None: nothing (concluded here)."""
         server = self.conclusion.serve_loop(cached, step, fold=self._loop_measured)
         if server is None:
             self.conclude()

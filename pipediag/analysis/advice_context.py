@@ -9,13 +9,7 @@ from typing import Literal
 
 from pipediag.analysis.input_cost import samples_during
 from pipediag.analysis.run_terms import gain_in_run_terms
-from pipediag.report.model import (
-    Gain,
-    PipelineOptions,
-    Report,
-    Suggestion,
-    timed_steps,
-)
+from pipediag.report.model import Gain, PipelineOptions, Report, Suggestion, timed_steps
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import (
@@ -40,12 +34,6 @@ MANY_CORES_GAIN_SHARE = 0.6
 # Mean per-core busy % over the measured steps at which the CPU is saturated (the usual
 # ">90% busy" line of capacity planning).
 CPU_SATURATED_PCT = 90.0
-# Share of a cheap map's cost vectorising is assumed to remove (conservative).
-VECTORIZE_SAVED_SHARE = 0.5
-# Below this share of the time per batch, a cached prefix gains under 1.25x from epoch 2.
-CACHE_MIN_SHARE = 0.20
-# A cached stream still costs something to read; never predict it as free.
-CACHE_READ_FLOOR = 0.05
 # A shuffle buffer under 10 batches' worth, or 1000 elements, is flagged.
 SHUFFLE_MIN_BATCHES = 10
 SHUFFLE_MIN_ELEMENTS = 1000
@@ -72,9 +60,7 @@ class Context:
 
     def share(self, seconds: float | None) -> float | None:
         total = self.time_per_batch_s
-        if seconds is None or not total:
-            return None
-        return seconds / total
+        return seconds / total if seconds is not None and total else None
 
     def trial(self, fix: FixName, stage_index: int | None) -> FixTrial | None:
         return self.trials.get((fix, stage_index))
@@ -192,8 +178,7 @@ def fix_suggestion(
 ) -> Suggestion:
     """Measured on training beats on the pipeline alone (where a prefetch shows nothing and a
     parallel map may gain yet take the step's cores), which beats estimated."""
-    stats = proposal.stats
-    estimated = proposal.estimated
+    stats, estimated = proposal.stats, proposal.estimated
     verified = verified_gain(trial)
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)

@@ -4,36 +4,8 @@ order. The kinds of speedup and the order: (docs/design.md, "The advisor")."""
 
 from __future__ import annotations
 
+from pipediag.analysis import cost_rules, prescription_rules, stage_rules
 from pipediag.analysis.advice_context import Rule, build_context
-from pipediag.analysis.cost_rules import (
-    check_contention,
-    check_epoch_start,
-    check_fetch,
-    why_no_input_fix,
-)
-from pipediag.analysis.host_rules import (
-    check_cpu_saturated,
-    check_gpu_idle_cause,
-    check_pipeline_fine,
-)
-from pipediag.analysis.prescription_rules import (
-    MEASURED_RULE,
-    PRESCRIPTION_RULE,
-    check_prescription,
-    measured_rewrites,
-)
-from pipediag.analysis.stage_rules import (
-    check_autotune_off,
-    check_cache,
-    check_cache_after_random,
-    check_hoist_cache,
-    check_prefetch_at_end,
-    check_py_function,
-    check_sequential_interleave,
-    check_sequential_map,
-    check_shuffle_buffer,
-    check_vectorize,
-)
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.vocabulary import RuleId
@@ -46,7 +18,7 @@ CHEAPER_RULES = frozenset(
         "PD005-cache-prefix",
         "PD007-py-function",
         "PD018-hoist-cache",
-        MEASURED_RULE,
+        prescription_rules.MEASURED_RULE,
     }
 )
 
@@ -65,8 +37,10 @@ def advise(report: Report) -> list[Suggestion]:
             continue
         found.extend((position, s) for s in rule.check(context, rule.id))
     if not (compute_bound or untrained):
-        found.extend((len(RULES), s) for s in measured_rewrites(context, [s for _, s in found]))
-    found.extend((len(RULES), s) for s in why_no_input_fix(context, [s for _, s in found]))
+        measured = prescription_rules.measured_rewrites(context, [s for _, s in found])
+        found.extend((len(RULES), s) for s in measured)
+    why_none = cost_rules.why_no_input_fix(context, [s for _, s in found])
+    found.extend((len(RULES), s) for s in why_none)
     found.sort(key=lambda item: _sort_key(item[0], item[1]))
     return _said_once([s for _, s in found])
 
@@ -89,23 +63,23 @@ def _said_once(found: list[Suggestion]) -> list[Suggestion]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("PD000-pipeline-fine", "compute-bound", check_pipeline_fine),
-    Rule("PD010-cpu-saturated", "input", check_cpu_saturated),
-    Rule(CONTENTION_RULE, "input", check_contention),
-    Rule("PD013-per-pull-overhead", "input", check_fetch),
-    Rule("PD015-epoch-start", "input", check_epoch_start),
-    Rule(PRESCRIPTION_RULE, "input", check_prescription),
-    Rule("PD001-sequential-map", "input", check_sequential_map),
-    Rule("PD002-sequential-interleave", "input", check_sequential_interleave),
-    Rule("PD005-cache-prefix", "input", check_cache),
-    Rule("PD018-hoist-cache", "input", check_hoist_cache),
-    Rule("PD004-vectorize-map", "input", check_vectorize),
-    Rule("PD003-no-prefetch", "input", check_prefetch_at_end),
-    Rule("PD009-autotune-off", "input", check_autotune_off),
-    Rule("PD007-py-function", "input", check_py_function),
-    Rule("PD006-cache-after-random", "always", check_cache_after_random),
-    Rule("PD008-small-shuffle-buffer", "always", check_shuffle_buffer),
-    Rule("PD011-gpu-idle-cause", "always", check_gpu_idle_cause),
+    Rule("PD000-pipeline-fine", "compute-bound", cost_rules.check_pipeline_fine),
+    Rule("PD010-cpu-saturated", "input", cost_rules.check_cpu_saturated),
+    Rule(CONTENTION_RULE, "input", cost_rules.check_contention),
+    Rule("PD013-per-pull-overhead", "input", cost_rules.check_fetch),
+    Rule("PD015-epoch-start", "input", cost_rules.check_epoch_start),
+    Rule(prescription_rules.PRESCRIPTION_RULE, "input", prescription_rules.check_prescription),
+    Rule("PD001-sequential-map", "input", stage_rules.check_sequential_map),
+    Rule("PD002-sequential-interleave", "input", stage_rules.check_sequential_interleave),
+    Rule("PD005-cache-prefix", "input", stage_rules.check_cache),
+    Rule("PD018-hoist-cache", "input", stage_rules.check_hoist_cache),
+    Rule("PD004-vectorize-map", "input", stage_rules.check_vectorize),
+    Rule("PD003-no-prefetch", "input", stage_rules.check_prefetch_at_end),
+    Rule("PD009-autotune-off", "input", stage_rules.check_autotune_off),
+    Rule("PD007-py-function", "input", stage_rules.check_py_function),
+    Rule("PD006-cache-after-random", "always", stage_rules.check_cache_after_random),
+    Rule("PD008-small-shuffle-buffer", "always", stage_rules.check_shuffle_buffer),
+    Rule("PD011-gpu-idle-cause", "always", cost_rules.check_gpu_idle_cause),
 )
 
 

@@ -151,12 +151,13 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
     found = log_interval(ratios)
     if found is None:
         return None
+    low, high = found.ends(_cost)
     return PairedCost(
         training=_pooled(kept, *TRAINING_KINDS),
         compute=_pooled(kept, "step-alone", around_s=around_s),
         cost=_cost(found.mean),
-        low=None if found.low is None else _cost(found.low),
-        high=None if found.high is None else _cost(found.high),
+        low=low,
+        high=high,
         pairs=found.pairs,
     )
 
@@ -166,12 +167,8 @@ def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
     found = log_interval(observer_logs(blocks))
     if found is None:
         return None
-    return ObserverEffect(
-        ratio=math.exp(found.mean),
-        low=None if found.low is None else math.exp(found.low),
-        high=None if found.high is None else math.exp(found.high),
-        pairs=found.pairs,
-    )
+    low, high = found.ends(math.exp)
+    return ObserverEffect(ratio=math.exp(found.mean), low=low, high=high, pairs=found.pairs)
 
 
 def observer_logs(blocks: Sequence[RateBlock]) -> list[float]:
@@ -242,8 +239,7 @@ def step_alone_ceiling(blocks: Sequence[RateBlock]) -> float | None:
 
 
 def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
-    """The process's CPU per step in training blocks over that in step-alone blocks, at the
-    training rate."""
+    """The process's CPU per step in training blocks over that in step-alone blocks, at A."""
     timed = [(b.kind, b.cpu_s_per_step) for b in blocks if b.cpu_s_per_step is not None]
     training = [cpu for kind, cpu in timed if kind in TRAINING_KINDS]
     alone = [cpu for kind, cpu in timed if kind == "step-alone"]
@@ -256,9 +252,8 @@ def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
 def held_beyond_step_alone(
     blocks: Sequence[RateBlock], stages: Sequence[StageStats]
 ) -> tuple[float, float] | None:
-    """The whole pipeline held in memory fed training faster than any step-alone block ran:
-    (its rate, the fastest block's). The live pipeline's refills slowed those blocks, so the
-    input cost read from them is a lower bound."""
+    """The whole pipeline held fed training faster than any step-alone block: (its rate, the
+    fastest block's); the live pipeline's refills slowed those, so their cost is a lower bound."""
     ceiling = step_alone_ceiling(blocks)
     held = [s for s in stages if s.training_held_steps_per_s is not None]
     if ceiling is None or not held:

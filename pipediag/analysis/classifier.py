@@ -20,17 +20,7 @@ from pipediag.analysis.input_cost import (
     rates_of,
 )
 from pipediag.analysis.stats import latency_stats
-from pipediag.report.model import (
-    ComputeAlone,
-    DataPass,
-    EpochStart,
-    PipelineBenchmark,
-    StepRecord,
-    TrainSection,
-    Verdict,
-    no_verdict_reason,
-    timed_steps,
-)
+from pipediag.report import model
 from pipediag.report.samples import HostSection
 from pipediag.report.vocabulary import (
     InputWaitSource,
@@ -96,16 +86,16 @@ def build_train_section(
     style: TrainStyle,
     input_wait_source: InputWaitSource,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
-    skipped_passes: Sequence[DataPass] = (),
+    skipped_passes: Sequence[model.DataPass] = (),
     epoch_starts: Sequence[tuple[int, float, int | None]] = (),
-) -> TrainSection:
+) -> model.TrainSection:
     """Steps on the report's time axis, labelled, with rates. A merged record's index is
     its first step's; per-step statistics use its mean step."""
-    steps: list[StepRecord] = []
+    steps: list[model.StepRecord] = []
     index = 0
     for raw in raw_steps:
         steps.append(
-            StepRecord(
+            model.StepRecord(
                 index=index,
                 start_s=raw.start - origin,
                 duration_s=raw.duration_s,
@@ -116,12 +106,12 @@ def build_train_section(
             )
         )
         index += raw.count
-    measured = timed_steps(steps)
+    measured = model.timed_steps(steps)
     count = sum(s.count for s in measured)
     durations = [s.duration_s / s.count for s in measured]
     waits = [s.input_wait_s / s.count for s in measured if s.input_wait_s is not None]
     total = sum(s.duration_s for s in measured)
-    return TrainSection(
+    return model.TrainSection(
         style=style,
         input_wait_source=input_wait_source if waits else "unavailable",
         warmup_steps=min(warmup_steps, index),
@@ -132,27 +122,26 @@ def build_train_section(
         input_wait=latency_stats(waits),
         steps=steps,
         skipped_passes=list(skipped_passes),
-        epoch_starts=[EpochStart(e, d, n) for e, d, n in epoch_starts],
+        epoch_starts=[model.EpochStart(e, d, n) for e, d, n in epoch_starts],
     )
 
 
 def judge(
-    train: TrainSection,
-    pipeline: PipelineBenchmark,
+    train: model.TrainSection,
+    pipeline: model.PipelineBenchmark,
     *,
-    compute_alone: ComputeAlone | None = None,
+    compute_alone: model.ComputeAlone | None = None,
     host: HostSection | None = None,
     thresholds: Thresholds = DEFAULT_THRESHOLDS,
-) -> Verdict:
-    """The overall verdict from input cost, with the figures behind it; where there is
-    none, the code of why."""
+) -> model.Verdict:
+    """The verdict from input cost, with the figures behind it; where none, the code of why."""
     timed = [s for s in train.steps if s.label in ("input-bound", "compute-bound")]
     untimed = train.input_wait_source == "unavailable"
     if not timed and untimed and compute_alone is not None and compute_alone.measured:
         # Waits not timed (pulls inside a tf.function): the cost is read from A and T alone.
         timed = [s for s in train.steps if s.label == "unknown"]
     if not timed:
-        return Verdict(no_verdict_because=no_verdict_reason(train))
+        return model.Verdict(no_verdict_because=model.no_verdict_reason(train))
     total = sum(s.duration_s for s in timed)
     wait = sum(s.input_wait_s or 0.0 for s in timed)
     fraction = wait / total if total > 0 else 0.0
@@ -211,7 +200,7 @@ def judge(
         if pipeline.batches_per_s is not None and compute_rate
         else None
     )
-    return Verdict(
+    return model.Verdict(
         label=label,
         input_wait_fraction=fraction if found.split.waits_timed else None,
         severity=severities[label],
@@ -247,7 +236,7 @@ def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) ->
 
 
 def _too_short(
-    found: InputCost, compute_alone: ComputeAlone | None, *, high: float, moderate: float
+    found: InputCost, compute_alone: model.ComputeAlone | None, *, high: float, moderate: float
 ) -> bool:
     """A cost on T timed in one piece whose band neither the parts measured step by step carry
     alone nor holds `ONE_PIECE_NOISE` lower (docs/design.md, "Too short to tell")."""
@@ -272,7 +261,9 @@ def _steps_to_tell(interval: list[float], measured_steps: int) -> int:
 
 
 def _other_processes_cores(
-    host: HostSection | None, timed: Sequence[StepRecord], compute_alone: ComputeAlone | None
+    host: HostSection | None,
+    timed: Sequence[model.StepRecord],
+    compute_alone: model.ComputeAlone | None,
 ) -> float | None:
     if host is None or not timed:
         return None

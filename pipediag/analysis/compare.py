@@ -35,13 +35,6 @@ INPUT_WAIT = "input-wait"
 COST_PART_FIGURES = {
     part: f"cost-{part}" for part in ("wait", "contention", "fetch", "epoch-start")
 }
-# The `CostSplit` field each part is kept in.
-COST_PART_FIELDS = {
-    "wait": "wait",
-    "contention": "contention",
-    "fetch": "fetch",
-    "epoch-start": "epoch_start",
-}
 STAGE = "stage"
 VERDICT = "verdict"
 DOMINANT = "dominant-part"
@@ -177,11 +170,10 @@ def compare_reports(base: Report, new: Report, rules: NoiseRules = DEFAULT_RULES
         _figure(INPUT_WAIT, "share", before.input_wait, after.input_wait, rules, None),
         *_cost_parts(base, new, before, after, rules),
     ]
-    training = rates[0]
     return Comparison(
         base=_identity(base, before),
         new=_identity(new, after),
-        judgement=training.judgement,
+        judgement=rates[0].judgement,
         rules=rules,
         labels=_labels(base, new),
         rates=rates,
@@ -252,7 +244,7 @@ def _cost_parts(
         estimates = [
             None
             if split is None
-            else Estimate(getattr(split, COST_PART_FIELDS[part]), se, log_scale=False, how=how)
+            else Estimate(getattr(split, part.replace("-", "_")), se, log_scale=False, how=how)
             for split, (se, how) in zip(splits, errors, strict=True)
         ]
         figures.append(_figure(name, "share", estimates[0], estimates[1], rules, None))
@@ -268,17 +260,12 @@ def _part_error(figures: RunFigures) -> tuple[float | None, str]:
 
 
 def _labels(base: Report, new: Report) -> list[LabelChange]:
-    before, after = base.verdict, new.verdict
-    verdict = LabelChange(
-        VERDICT,
-        before.label,
-        after.label,
-        SAME if before.label == after.label else CHANGED,
-        worse=verdict_worse(before.label, after.label),
-    )
+    before, after = base.verdict.label, new.verdict.label
+    judgement = SAME if before == after else CHANGED
+    verdict = LabelChange(VERDICT, before, after, judgement, worse=verdict_worse(before, after))
     dominant = [
         (split.dominant or "") if split is not None else ""
-        for split in (before.cost_split, after.cost_split)
+        for split in (base.verdict.cost_split, new.verdict.cost_split)
     ]
     if not any(dominant):
         return [verdict]

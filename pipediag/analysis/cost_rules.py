@@ -1,11 +1,13 @@
-"""Advice that follows the part of input cost that dominates, with T/A for the part removed
-as its (upper-bound) gain, and why no fix where none applies (docs/design.md, "The advisor")."""
+"""Advice that follows the part of input cost that dominates (T/A for the part removed as its
+upper-bound gain), why no fix where none applies, and the host's and GPU's rules: a saturated
+CPU, the GPU's idle cause, the pipeline fine when compute-bound (docs/design.md, "The advisor")."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from pipediag.analysis.advice_context import Context, share_fix
+from pipediag.analysis.gpu_causes import CAUSE_FIX_CODE
 from pipediag.analysis.input_cost import step_cores_of
 from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.analysis.run_terms import gain_in_run_terms
@@ -23,9 +25,7 @@ def _led_by(ctx: Context, part: CostPart) -> CostSplit | None:
 
 
 def capped_threads(cores: int, step_cores: float | None) -> int:
-    if step_cores is None:
-        return max(1, cores // 2)
-    return max(1, round(cores - step_cores))
+    return max(1, cores // 2) if step_cores is None else max(1, round(cores - step_cores))
 
 
 def thread_cap_trial(ctx: Context) -> FixTrial | None:
@@ -50,11 +50,8 @@ def check_contention(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     )
     if measured is not None and measured < VERIFIED_MIN_GAIN:
         cap_code = ""  # not the way here: the pipeline's CPU per batch must go down
-    code = (
-        cap_code
-        + "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()"
-    )
-    fix = share_fix(rule_id, code, split.contention)
+    cut = "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()"
+    fix = share_fix(rule_id, cap_code + cut, split.contention)
     if measured is not None and measured >= VERIFIED_MIN_GAIN:
         return [replace(fix, gain=Gain("training", measured, interval))]
     # The cap is not the way: the costliest stage is, with what its hold gave training.
@@ -127,3 +124,39 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     elif not pipeline.measured:
         reason = Reason("pipeline-not-read", because=pipeline.reason)
     return [Suggestion(id="PD014-no-input-fix", kind="note", reason=reason)]
+
+
+def check_cpu_saturated(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
+    if not ctx.saturated or ctx.cpu_busy_pct is None:
+        return []
+    code = (
+        "# 1. precompute the expensive preprocessing once and store it as TFRecord\n"
+        "# 2. offload preprocessing to the accelerator (e.g. Keras preprocessing layers "
+        "in the model)\n"
+        "# 3. run the pipeline on other machines with tf.data service "
+        "(tf.data.experimental.service.distribute)"
+    )
+    return [Suggestion(id=rule_id, code=code, kind="fix")]
+
+
+def check_gpu_idle_cause(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
+    """HTA's idle categories other than input wait (host overhead, transfer)."""
+    analysis = ctx.report.gpu_analysis
+    if analysis is None or not analysis.available or analysis.attribution is None:
+        return []
+    attribution = analysis.attribution
+    cause = attribution.dominant
+    if cause not in CAUSE_FIX_CODE or attribution.idle_s <= 0:
+        return []
+    seconds = attribution.host_overhead_s if cause == "host-overhead" else attribution.transfer_s
+    share = seconds / attribution.idle_s
+    busy = analysis.gpu_busy_fraction
+    # Removing that idle time at best: busy share / (busy share + the rest of the idle time).
+    removed = None
+    if busy and attribution.window_s > 0:
+        removed = attribution.idle_s / attribution.window_s * share
+    return [share_fix(rule_id, CAUSE_FIX_CODE[cause], removed)]
+
+
+def check_pipeline_fine(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
+    return [Suggestion(id=rule_id, kind="note")]

@@ -17,14 +17,10 @@ from pipediag.report.model import Report
 
 def enrich_report(report: Report, *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS) -> Report:
     """Idempotent: parts already present are kept."""
-    analysis = report.gpu_analysis
-    if analysis is None:
-        analysis = analyze_gpu(report.gpu, report.train, thresholds=thresholds)
-    contention = report.host_contention
-    if contention is None:
-        contention = host_contention(
-            report.host, report.train, report.verdict, thresholds=thresholds
-        )
+    analysis = report.gpu_analysis or analyze_gpu(report.gpu, report.train, thresholds=thresholds)
+    contention = report.host_contention or host_contention(
+        report.host, report.train, report.verdict, thresholds=thresholds
+    )
     verdict = report.verdict
     if verdict.gpu_idle_cause is None:
         verdict = with_gpu_idle_cause(verdict, analysis)

@@ -50,7 +50,6 @@ def host_contention(
             samples, scope = inside, "measured-steps"
     others = [max(0.0, s.system_cpu_pct - s.process_cpu_pct / cores) for s in samples]
     other_mean = sum(others) / len(others)
-    contended = other_mean / 100 >= thresholds.contention_share
     bears = verdict is not None and verdict.label in ("input-bound", "balanced", "uncertain")
     return HostContention(
         available=True,
@@ -61,7 +60,7 @@ def host_contention(
         other_cores_mean=other_mean / 100 * cores,
         process_cpu_pct_mean=sum(s.process_cpu_pct for s in samples) / len(samples),
         system_cpu_pct_mean=sum(s.system_cpu_pct for s in samples) / len(samples),
-        contended=contended,
+        contended=other_mean / 100 >= thresholds.contention_share,
         scope=scope,
         bears_on_verdict=bears,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from pipediag.report.model import (
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostSample, HostSection
+from pipediag.report.stage_facts import SHUFFLE_KINDS
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import ComputeAloneSource, ContentionKind, CostPart, VerdictLabel
 
@@ -35,13 +37,9 @@ MAX_PULL_S = 1e-3
 # noise: two epochs of the image classification tutorial read 2% and 21% (whole runs: -8%).
 PHASE_COST_GAP = 0.25
 PHASE_MIN_STEPS = 10
-# Iterator timing includes the pull in the wait; batch stamps under fit do not.
-WAIT_INCLUDES_PULL = frozenset({"iterator-timing"})
 # Fewer idle cores than this while training: the host is saturated (a busy host still shows
 # a little idle time between its few samples a second).
 SATURATED_FREE_CORES = 0.5
-# Sources that run Python for every element (built on py_function: they hold the GIL).
-PYTHON_SOURCES = frozenset({"from_generator"})
 # The first epoch's start is the run's own start-up: only later epochs' (counted from 0)
 # are input cost (docs/design.md, "Epoch starts").
 FIRST_COUNTED_EPOCH = 1
@@ -140,7 +138,7 @@ def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpo
     pipeline, training = rates.pipeline, rates.training
     if pipeline and training and pipeline >= FETCH_PIPELINE_MARGIN * training:
         pull_s = 1.0 / pipeline
-        if wait_source in WAIT_INCLUDES_PULL:
+        if wait_source == "iterator-timing":  # its wait holds the pull; fit's stamps do not
             fetch, wait = wait, 0.0  # the measured wait is the pull itself
             if rates.paired is not None:
                 fetch = min(fetch, max(0.0, gap))
@@ -201,15 +199,15 @@ def with_epoch_start(in_epoch: float, epoch_start: float) -> float:
 def epoch_start_stage(stages: Sequence[StageStats]) -> str:
     """The stage that likely makes each epoch's start-up: the largest shuffle buffer, else an
     interleave, else a cache read from files."""
-    shuffles = [
-        (buffer, stage)
+    buffers = [
+        buffer
         for stage in stages
-        if stage.kind in ("shuffle", "shuffle-and-repeat")
+        if stage.kind in SHUFFLE_KINDS
         and (buffer := stage.settings.buffer_size) is not None
         and buffer > 1
     ]
-    if shuffles:
-        return f"shuffle({max(shuffles, key=lambda item: item[0])[0]})"
+    if buffers:
+        return f"shuffle({max(buffers)})"
     for stage in stages:
         if stage.kind in ("interleave", "parallel-interleave"):
             return stage_name(stage)
@@ -221,7 +219,8 @@ def epoch_start_stage(stages: Sequence[StageStats]) -> str:
 
 
 def python_stages(stages: Sequence[StageStats]) -> list[StageStats]:
-    return [s for s in stages if s.uses_py_function or s.name in PYTHON_SOURCES]
+    """from_generator runs Python for every element too (built on py_function: the GIL)."""
+    return [s for s in stages if s.uses_py_function or s.name == "from_generator"]
 
 
 def contention_kind(
@@ -238,16 +237,12 @@ def contention_kind(
 
 @dataclass(frozen=True)
 class ContentionEvidence:
-    """The pipeline's cores busy while training and the host's idle cores."""
-
-    pipeline_cores: float | None
-    free_cores: float | None
+    pipeline_cores: float | None  # busy while training
+    free_cores: float | None  # the host's idle cores
 
 
 def contention_evidence(
-    host: HostSection | None,
-    steps: Sequence[StepRecord],
-    compute_alone: ComputeAlone | None,
+    host: HostSection | None, steps: Sequence[StepRecord], compute_alone: ComputeAlone | None
 ) -> ContentionEvidence:
     """The pipeline's cores from the alternation's blocks where timed, else the host samples
     against the step alone's own; the free cores from the samples of the measured steps."""
@@ -365,15 +360,18 @@ def interval_labels(
     return label_of(low, high=high, moderate=moderate), label_of(top, high=high, moderate=moderate)
 
 
+class _EpochFigures(NamedTuple):
+    epoch: int
+    steps: int
+    seconds: float
+    cost: float  # its own 1 - A/T against the run's T, at least its measured wait
+    wait: float | None
+
+
 def phases_of(
-    steps: Sequence[StepRecord],
-    compute_rate: float | None,
-    *,
-    high: float,
-    moderate: float,
+    steps: Sequence[StepRecord], compute_rate: float | None, *, high: float, moderate: float
 ) -> list[PhaseVerdict]:
-    """One verdict per run of epochs whose input cost is alike; empty when there is one.
-    An epoch's cost is its own 1 - A/T against the run's T, at least its measured wait."""
+    """One verdict per run of epochs whose input cost is alike; empty when there is one."""
     by_epoch: dict[int, list[StepRecord]] = {}
     for step in steps:
         by_epoch.setdefault(step.epoch, []).append(step)
@@ -384,54 +382,41 @@ def phases_of(
     ]
     if len(epochs) < 2 or not compute_rate:
         return []
-    figures = [(epoch, *_epoch_figures(group, compute_rate)) for epoch, group in epochs]
-    runs: list[list[tuple[int, int, float, float, float | None]]] = [[figures[0]]]
-    for item in figures[1:]:
-        if abs(item[3] - runs[-1][-1][3]) > PHASE_COST_GAP:
-            runs.append([item])
+    runs: list[list[_EpochFigures]] = []
+    for epoch, group in epochs:
+        figures = _epoch_figures(epoch, group, compute_rate)
+        if not runs or abs(figures.cost - runs[-1][-1].cost) > PHASE_COST_GAP:
+            runs.append([figures])
         else:
-            runs[-1].append(item)
+            runs[-1].append(figures)
     if len(runs) < 2:
         return []
     return [_phase(run, high=high, moderate=moderate) for run in runs]
 
 
-def _epoch_figures(
-    group: Sequence[StepRecord], compute_rate: float
-) -> tuple[int, float, float, float | None]:
+def _epoch_figures(epoch: int, group: Sequence[StepRecord], compute_rate: float) -> _EpochFigures:
     count = sum(s.count for s in group)
     seconds = sum(s.duration_s for s in group)
     rate = count / seconds if seconds > 0 else 0.0
     waits = [s for s in group if s.input_wait_s is not None]
     wait = sum(s.input_wait_s or 0.0 for s in waits) / seconds if waits and seconds > 0 else None
     cost = max(0.0, 1.0 - rate / compute_rate)
-    return count, seconds, max(cost, wait or 0.0), wait
+    return _EpochFigures(epoch, count, seconds, max(cost, wait or 0.0), wait)
 
 
-def _phase(
-    run: Sequence[tuple[int, int, float, float, float | None]],
-    *,
-    high: float,
-    moderate: float,
-) -> PhaseVerdict:
-    first, last = run[0][0], run[-1][0]
-    count = sum(item[1] for item in run)
-    seconds = sum(item[2] for item in run)
-    rate = count / seconds if seconds > 0 else None
-    cost = sum(item[3] * item[2] for item in run) / seconds if seconds > 0 else None
-    known = [item for item in run if item[4] is not None]
-    wait = (
-        sum((item[4] or 0.0) * item[2] for item in known) / sum(item[2] for item in known)
-        if known
-        else None
-    )
-    label = "unknown" if cost is None else label_of(cost, high=high, moderate=moderate)
+def _phase(run: Sequence[_EpochFigures], *, high: float, moderate: float) -> PhaseVerdict:
+    count = sum(e.steps for e in run)
+    seconds = sum(e.seconds for e in run)
+    cost = sum(e.cost * e.seconds for e in run) / seconds if seconds > 0 else None
+    known = [e for e in run if e.wait is not None]
+    known_s = sum(e.seconds for e in known)
+    wait = sum((e.wait or 0.0) * e.seconds for e in known) / known_s if known else None
     return PhaseVerdict(
-        first_epoch=first,
-        last_epoch=last,
+        first_epoch=run[0].epoch,
+        last_epoch=run[-1].epoch,
         steps=count,
-        steps_per_s=rate,
+        steps_per_s=count / seconds if seconds > 0 else None,
         input_wait_fraction=wait,
         input_cost_fraction=cost,
-        label=label,
+        label="unknown" if cost is None else label_of(cost, high=high, moderate=moderate),
     )

@@ -16,7 +16,6 @@ OPTIMIZER_SCOPE = "optimizer"
 # `name/scope:OpType`: an executed op (not `Class::Method` tracing events).
 _OP_EVENT = re.compile(r"^(?P<name>[^:]+):(?P<type>[A-Za-z0-9_]+)$")
 _UNIQUIFIED = re.compile(r"_\d+$")
-_SCOPE_PREFIXES = ("gradient_tape/",)
 
 
 @dataclass(frozen=True)
@@ -77,9 +76,7 @@ def busy_ns(events: Iterable[OpEvent]) -> int:
 
 def scope_of(op_name: str, layer_names: Sequence[str]) -> str:
     """`sequential/conv_a_1/Relu` is in layer `conv_a`; update ops are `optimizer`'s."""
-    name = op_name
-    for prefix in _SCOPE_PREFIXES:
-        name = name.removeprefix(prefix)
+    name = op_name.removeprefix("gradient_tape/")  # a gradient's ops are its layer's
     parts = name.split("/")
     known = set(layer_names)
     for part in parts[:-1]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 # Two-sided 90% quantiles of Student's t, by degrees of freedom (1 to 10). Every interval is
@@ -139,6 +139,12 @@ class LogInterval:
     high: float | None
     pairs: int
 
+    def ends(self, to: Callable[[float], float]) -> tuple[float | None, float | None]:
+        """Both ends through `to`; None with one pair."""
+        if self.low is None or self.high is None:
+            return None, None
+        return to(self.low), to(self.high)
+
 
 def log_interval(logs: Sequence[float]) -> LogInterval | None:
     if not logs:
@@ -166,6 +172,4 @@ def ratio_figure(ratios: Sequence[float]) -> RatioFigure | None:
     found = log_interval([value for i, value in logs.items() if i not in left_out])
     if found is None:
         return None
-    if found.low is None or found.high is None:
-        return RatioFigure(math.exp(found.mean), None, None)
-    return RatioFigure(math.exp(found.mean), math.exp(found.low), math.exp(found.high))
+    return RatioFigure(math.exp(found.mean), *found.ends(math.exp))

@@ -1,6 +1,5 @@
-"""The user's pipeline written out as tf.data code with the kept rewrites applied, each
-stage's call rebuilt from its kind, function and settings (docs/design.md, "The pipeline
-pipediag would write")."""
+"""The user's pipeline as tf.data code, the kept rewrites applied, each stage's call rebuilt
+from its kind, function and settings (docs/design.md, "The pipeline pipediag would write")."""
 
 from __future__ import annotations
 
@@ -97,7 +96,6 @@ def _linear(
             lines.append(CodeLine("ds = ds.cache()", stats.created_at, change.fix))
             lines.append(dataclasses.replace(shuffle, change=change.fix))  # moved by it
             continue
-        line = _stage_line(stats, own)
         if "vectorize" in own:
             change = own["vectorize"]
             if change.vectorized_map:
@@ -109,15 +107,14 @@ def _linear(
             if "cache" in own:  # the map now yields batches: its cache follows it
                 deferred.append(_line("ds = ds.cache()", stats, own["cache"]))
             continue
-        lines.append(line)
+        lines.append(_stage_line(stats, own))
         if stats.kind in ("batch", "padded-batch"):
             lines.extend(deferred)
             deferred = []
         if "cache" in own:
-            cache = own["cache"]
             # Whole batches cached: the line waits for the batch that reads this stage.
-            cached = _line("ds = ds.cache()", stats, cache)
-            (deferred if cache.cached_in_batches else lines).append(cached)
+            cached = _line("ds = ds.cache()", stats, own["cache"])
+            (deferred if own["cache"].cached_in_batches else lines).append(cached)
     lines.extend(deferred)
     return lines
 
@@ -215,11 +212,10 @@ def _end_lines(chain: Sequence[StageStats], changes: Sequence[StageChange]) -> l
     """The prefetch at the end, the options the changes set, then the lines that go last."""
     lines: list[CodeLine] = []
     last = next((s for s in reversed(chain) if s.kind != "options"), None)
+    in_place = last is not None and last.kind == "prefetch"  # a final prefetch is raised
     for change in changes:
-        if fix_facts(change.fix).code != "prefetch" or (
-            last is not None and last.kind == "prefetch"
-        ):
-            continue  # a final prefetch is raised in place
+        if fix_facts(change.fix).code != "prefetch" or in_place:
+            continue
         site = last.created_at if last is not None else None
         lines.append(CodeLine(f"ds = ds.prefetch({AUTOTUNE_TEXT})", site, change.fix))
     options = [(c, line) for c in changes if (line := fix_facts(c.fix).option_line) is not None]

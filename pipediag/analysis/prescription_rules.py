@@ -30,12 +30,7 @@ def check_prescription(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
         f"# {fix_words_at(c.fix, c.stage)}" for c in prescription.kept
     )
     return [
-        Suggestion(
-            id=rule_id,
-            code=code,
-            gain=Gain("training", gain, gain_interval),
-            kind="fix",
-        )
+        Suggestion(id=rule_id, code=code, gain=Gain("training", gain, gain_interval), kind="fix")
     ]
 
 

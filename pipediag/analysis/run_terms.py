@@ -70,9 +70,8 @@ def gain_in_run_terms(
 def _ratio_in_run_terms(
     report: Report, gain: GainOnTraining, raw: float | None, fixed: float | None
 ) -> float | None:
-    """`raw`, from `gain`'s baseline rate and `fixed` (steps/s), as the run would see it. A
-    trial on top of kept rewrites reads fit's time, where not measured, off the first
-    trials'."""
+    """`raw` (from `gain`'s baseline rate and `fixed`, steps/s) as the run would see it; a trial
+    on top of kept rewrites reads fit's time, where unmeasured, off the first trials'."""
     base = gain.baseline_steps_per_s
     if raw is None or not base or not fixed:
         return raw
@@ -104,9 +103,7 @@ def _spread_starts(report: Report, gain: GainOnTraining) -> tuple[float, float] 
     """Each side's epoch start per step of a pass, where both were measured."""
     steps = report.pipeline.pass_batches
     base_s, variant_s = gain.baseline_start_s, gain.variant_start_s
-    if not steps or base_s is None or variant_s is None:
-        return None
-    if base_s == 0.0 and variant_s == 0.0:
+    if not steps or base_s is None or variant_s is None or (base_s == 0.0 and variant_s == 0.0):
         return None
     return base_s / steps, variant_s / steps
 

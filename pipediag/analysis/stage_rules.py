@@ -1,6 +1,5 @@
 """Advisor rules over the pipeline's stages (PD001-PD009, PD018): each reads the context
-(`advice_context.py`) and returns suggestions with their code;
-`renderers/stage_advice_words.py` words them."""
+(`advice_context.py`) and returns its code; `renderers/stage_advice_words.py` words them."""
 
 from __future__ import annotations
 
@@ -9,12 +8,9 @@ from dataclasses import replace
 from typing import TypeGuard
 
 from pipediag.analysis.advice_context import (
-    CACHE_MIN_SHARE,
-    CACHE_READ_FLOOR,
     PY_FUNCTION_PARALLEL_GAIN,
     SHUFFLE_MIN_BATCHES,
     SHUFFLE_MIN_ELEMENTS,
-    VECTORIZE_SAVED_SHARE,
     Context,
     FixProposal,
     fix_suggestion,
@@ -25,39 +21,21 @@ from pipediag.analysis.advice_context import (
 )
 from pipediag.analysis.pipeline_code import rewritten_chain, vectorized_map_lambda
 from pipediag.analysis.prescription_rules import stage_bound
-from pipediag.report.fixes import (
-    FIX_AUTOTUNE,
-    FIX_CACHE,
-    FIX_HOIST_CACHE,
-    FIX_PARALLEL_INTERLEAVE,
-    FIX_PARALLEL_MAP,
-    FIX_PREFETCH,
-    FIX_VECTORIZE,
-    FIXES,
-)
+from pipediag.report import fixes, stage_facts
 from pipediag.report.model import Suggestion
 from pipediag.report.names import stage_name
 from pipediag.report.prescription import StageChange
-from pipediag.report.stage_facts import (
-    MAP_KINDS,
-    SHUFFLE_KINDS,
-    VECTORIZE_MAX_ELEMENT_S,
-    VERIFIED_MIN_GAIN,
-    cache_point,
-    downstream_batch_size,
-    downstream_of,
-    if_free_bound,
-    prefix_cost_s,
-    runs_sequential_interleave,
-    runs_sequential_map,
-    upstream_of,
-    vectorizable,
-)
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
-from pipediag.report.vocabulary import RuleId
+from pipediag.report.vocabulary import FixName, RuleId
 
 _PREFETCH_LINE = "ds = ds.prefetch(tf.data.AUTOTUNE)"
+# Share of a cheap map's cost vectorising is assumed to remove (conservative).
+VECTORIZE_SAVED_SHARE = 0.5
+# Below this share of the time per batch, a cached prefix gains under 1.25x from epoch 2.
+CACHE_MIN_SHARE = 0.20
+# A cached stream still costs something to read; never predict it as free.
+CACHE_READ_FLOOR = 0.05
 
 
 def _stages_to_fix(ctx: Context, applies: Callable[[StageStats], bool]) -> list[StageStats]:
@@ -72,22 +50,22 @@ def _sequential(
 
 def check_sequential_map(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
-    for stats in _sequential(ctx, runs_sequential_map):
+    for stats in _sequential(ctx, stage_facts.runs_sequential_map):
         gain = min(ctx.cores, PY_FUNCTION_PARALLEL_GAIN) if stats.uses_py_function else ctx.cores
         proposal = FixProposal(
             stats=stats,
             code=f"ds = ds.map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)",
             estimated=parallel_estimate(ctx, stats.own_s_per_batch, gain),
         )
-        trial = ctx.trial(FIX_PARALLEL_MAP, stats.index)
+        trial = ctx.trial(fixes.FIX_PARALLEL_MAP, stats.index)
         found.append(fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=True))
     return found
 
 
 def check_sequential_interleave(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
-    for stats in _sequential(ctx, runs_sequential_interleave):
-        trial = ctx.trial(FIX_PARALLEL_INTERLEAVE, stats.index)
+    for stats in _sequential(ctx, stage_facts.runs_sequential_interleave):
+        trial = ctx.trial(fixes.FIX_PARALLEL_INTERLEAVE, stats.index)
         cycle = interleave_cycle(ctx, trial)
         proposal = FixProposal(
             stats=stats,
@@ -102,7 +80,6 @@ def check_sequential_interleave(ctx: Context, rule_id: RuleId) -> list[Suggestio
 
 
 def interleave_cycle(ctx: Context, trial: FixTrial | None) -> int:
-    """The cycle_length the parallel read was tried with, else the cores."""
     return (trial.facts.cycle_length if trial is not None else None) or ctx.cores
 
 
@@ -112,7 +89,7 @@ def check_prefetch_at_end(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     last = next((s for s in reversed(ctx.stages) if s.kind != "options"), None)
     if last is None:
         return []
-    trial = ctx.trial(FIX_PREFETCH, last.index)
+    trial = ctx.trial(fixes.FIX_PREFETCH, last.index)
     if last.kind == "prefetch":
         if not verified_to_gain(trial):
             return []
@@ -122,9 +99,7 @@ def check_prefetch_at_end(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
         return []  # tf.data appends the prefetch itself; a pipeline-alone "gain" here is noise
     # Overlap: the pipeline-alone rate stays, the step stops paying for it serially.
     proposal = FixProposal(
-        stats=last,
-        code=f"{_PREFETCH_LINE}  # the last transformation",
-        estimated=1.0,
+        stats=last, code=f"{_PREFETCH_LINE}  # the last transformation", estimated=1.0
     )
     return [
         fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False, measured_gate=False)
@@ -133,15 +108,17 @@ def check_prefetch_at_end(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
 
 def check_vectorize(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
-    for stats in _stages_to_fix(ctx, lambda s: vectorizable(s, ctx.stages)):
-        batch = downstream_batch_size(ctx.stages, stats.index)
+    for stats in _stages_to_fix(ctx, lambda s: stage_facts.vectorizable(s, ctx.stages)):
+        batch = stage_facts.downstream_batch_size(ctx.stages, stats.index)
         own = stats.own_s_per_batch
-        trial = ctx.trial(FIX_VECTORIZE, stats.index)
+        trial = ctx.trial(fixes.FIX_VECTORIZE, stats.index)
         # A costly function gains little from running once per batch, unless the rewrite
         # was measured to gain (on a loaded host a cheap map timed 229 us an element, over
         # the 200 us guess).
         measured = verified_to_gain(trial)
-        if own is None or not batch or (own / batch > VECTORIZE_MAX_ELEMENT_S and not measured):
+        if own is None or not batch:
+            continue
+        if own / batch > stage_facts.VECTORIZE_MAX_ELEMENT_S and not measured:
             continue
         if trial is not None and trial.unsafe:
             continue  # run on a batch, the function failed or gave other results
@@ -166,14 +143,14 @@ def check_vectorize(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
 
 def check_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """Needs the what-if facts (size, memory): the trial carries them even when not run."""
-    point = cache_point(ctx.stages)
+    point = stage_facts.cache_point(ctx.stages)
     if any(s.kind == "cache" for s in ctx.stages) or point is None:
         return []
-    trial = ctx.trial(FIX_CACHE, point)
+    trial = ctx.trial(fixes.FIX_CACHE, point)
     if not _cacheable(trial):
         return []
     stats = ctx.stages[point]
-    prefix_s = prefix_cost_s(ctx.stages, point)
+    prefix_s = stage_facts.prefix_cost_s(ctx.stages, point)
     share = ctx.share(prefix_s)
     total = ctx.time_per_batch_s
     if share is None or total is None or share < CACHE_MIN_SHARE:
@@ -204,7 +181,7 @@ def check_hoist_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     for trial in ctx.report.pipeline.trials:
         if (
-            trial.fix != FIX_HOIST_CACHE
+            trial.fix != fixes.FIX_HOIST_CACHE
             or trial.stage_index is None
             or not 0 <= trial.stage_index < len(ctx.stages)
             or trial.training is not None
@@ -213,34 +190,33 @@ def check_hoist_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
             continue
         stats = ctx.stages[trial.stage_index]
         share = ctx.share(stats.own_s_per_batch)
-        if if_free_bound(ctx.stages, stats.index) is None:
+        if stage_facts.if_free_bound(ctx.stages, stats.index) is None:
             continue  # no stage's hold measured what the cache would give
         bound = stage_bound(ctx, stats)
         if (
             share is None
             or share < CACHE_MIN_SHARE
             or bound is None
-            or bound.speedup < VERIFIED_MIN_GAIN
+            or bound.speedup < stage_facts.VERIFIED_MIN_GAIN
         ):
             continue
         proposal = FixProposal(
-            stats=stats,
-            code="\n".join(_hoisted_lines(ctx, stats)),
-            estimated=None,
+            stats=stats, code="\n".join(_hoisted_lines(ctx, stats)), estimated=None
         )
         # The hold ranks the change, where a port's bound does not (it is what the stage
         # costs, not what a port gains).
         suggestion = fix_suggestion(ctx, rule_id, proposal, trial=None, adds_threads=False)
         found.append(
-            replace(suggestion, gain=bound.gain, estimate=bound.speedup, fix=FIX_HOIST_CACHE)
+            replace(suggestion, gain=bound.gain, estimate=bound.speedup, fix=fixes.FIX_HOIST_CACHE)
         )
     return found
 
 
 def _hoisted_lines(ctx: Context, stats: StageStats) -> list[str]:
-    change = StageChange(FIX_HOIST_CACHE, stats.index, FIXES[FIX_HOIST_CACHE].semantics)
+    hoist: FixName = fixes.FIX_HOIST_CACHE
+    change = StageChange(hoist, stats.index, fixes.FIXES[hoist].semantics)
     lines = rewritten_chain(ctx.stages, [change])
-    changed = [i for i, line in enumerate(lines) if line.change == FIX_HOIST_CACHE]
+    changed = [i for i, line in enumerate(lines) if line.change == hoist]
     if not changed:
         return ["ds = ds.cache()  # after the map, with the map moved above the shuffle"]
     return [line.text for line in lines[changed[0] : changed[-1] + 1]]
@@ -264,17 +240,20 @@ def random_before_cache(stages: list[StageStats], cache: StageStats) -> list[Sta
     """The random stages whose output the cache freezes. A shuffle after the cache reorders
     the cached elements every epoch, so only an order frozen before it is replayed; random
     values (augmentation) still are."""
-    reshuffled = any(stages[i].kind in SHUFFLE_KINDS for i in downstream_of(stages, cache.index))
+    after = stage_facts.downstream_of(stages, cache.index)
+    reshuffled = any(stages[i].kind in stage_facts.SHUFFLE_KINDS for i in after)
     return [
         stages[i]
-        for i in sorted(upstream_of(stages, cache.index) - {cache.index})
-        if stages[i].random or (stages[i].kind in SHUFFLE_KINDS and not reshuffled)
+        for i in sorted(stage_facts.upstream_of(stages, cache.index) - {cache.index})
+        if stages[i].random or (stages[i].kind in stage_facts.SHUFFLE_KINDS and not reshuffled)
     ]
 
 
 def check_py_function(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
-    python = _stages_to_fix(ctx, lambda s: s.uses_py_function and s.kind in (*MAP_KINDS, "source"))
+    python = _stages_to_fix(
+        ctx, lambda s: s.uses_py_function and s.kind in (*stage_facts.MAP_KINDS, "source")
+    )
     for stats in python:
         bound = stage_bound(ctx, stats)
         proposal = FixProposal(
@@ -293,14 +272,14 @@ def check_py_function(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
 def check_shuffle_buffer(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     for stats in ctx.stages:
-        if stats.kind not in SHUFFLE_KINDS or stats.made_by is not None:
+        if stats.kind not in stage_facts.SHUFFLE_KINDS or stats.made_by is not None:
             # A library call's own shuffle (image_dataset_from_directory's 8 x batch_size)
             # is not the script's to size.
             continue
         buffer = stats.settings.buffer_size
         if buffer is None or buffer <= 0 or not any(shuffle_shortfall(stats, ctx.stages)):
             continue
-        batch = downstream_batch_size(ctx.stages, stats.index)
+        batch = stage_facts.downstream_batch_size(ctx.stages, stats.index)
         wanted = max(SHUFFLE_MIN_ELEMENTS, SHUFFLE_MIN_BATCHES * (batch or 0))
         code = f"ds = ds.shuffle({wanted})  # or the dataset size, if it fits in memory"
         found.append(_stage_warning(rule_id, stats, code))
@@ -308,10 +287,9 @@ def check_shuffle_buffer(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
 
 
 def shuffle_shortfall(stats: StageStats, stages: list[StageStats]) -> tuple[bool, bool]:
-    """Whether the shuffle's buffer holds under SHUFFLE_MIN_ELEMENTS elements, and under
-    SHUFFLE_MIN_BATCHES of the batches after it."""
+    """Whether the buffer holds under SHUFFLE_MIN_ELEMENTS, and SHUFFLE_MIN_BATCHES batches."""
     buffer = stats.settings.buffer_size or 0
-    batch = downstream_batch_size(stages, stats.index)
+    batch = stage_facts.downstream_batch_size(stages, stats.index)
     few_batches = batch is not None and batch > 0 and buffer < SHUFFLE_MIN_BATCHES * batch
     return buffer < SHUFFLE_MIN_ELEMENTS, few_batches
 
@@ -331,5 +309,5 @@ def check_autotune_off(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
         code="options.autotune.enabled = True  # or drop the line that turns it off",
         estimated=None,
     )
-    trial = ctx.trial(FIX_AUTOTUNE, None)
+    trial = ctx.trial(fixes.FIX_AUTOTUNE, None)
     return [fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=True)]

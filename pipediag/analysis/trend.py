@@ -54,10 +54,7 @@ def trend(entries: list[HistoryEntry], rules: NoiseRules = DEFAULT_RULES) -> Tre
 
 
 def _row(
-    number: int,
-    entry: HistoryEntry,
-    before: list[tuple[int, HistoryEntry]],
-    rules: NoiseRules,
+    number: int, entry: HistoryEntry, before: list[tuple[int, HistoryEntry]], rules: NoiseRules
 ) -> TrendRow:
     if not before:
         return TrendRow(number, entry)

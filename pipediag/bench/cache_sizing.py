@@ -20,8 +20,7 @@ def counted_elements(dataset: Any, teardown: Any = None) -> int | None:
     """One pass's elements, counted by reading it in batches; None past `COUNT_MAX_S`."""
     import tensorflow as tf
 
-    ones = dataset.map(lambda *_: tf.zeros([], tf.int8)).batch(COUNT_BATCH)
-    iterator = iter(ones)
+    iterator = iter(dataset.map(lambda *_: tf.zeros([], tf.int8)).batch(COUNT_BATCH))
     deadline = time.monotonic() + COUNT_MAX_S
     count = 0
     try:

@@ -144,8 +144,7 @@ def _sized(
         )
         return
     fill_s = elements / stats.elements_per_s if stats.elements_per_s else None
-    if fill_s is not None:
-        candidate.facts = replace(candidate.facts, fill_s=fill_s)
+    candidate.facts = replace(candidate.facts, fill_s=fill_s)
     factor = elements_per_output_batch(walked)[stats.index]
     if fill_s is None or factor is None:
         candidate.reason = Reason("fill-time-unknown")

@@ -37,11 +37,9 @@ def apply_fixes(graph: Any, spec: Any, fixes: Sequence[FixPipelines]) -> Any:
     candidates = [_candidate(f) for f in fixes]
     edited = PipelineGraph.copy_of(graph)
     edited.isolate()
-    for candidate in sorted(
-        (c for c in candidates if c.edit is not None), key=lambda c: _edit_rank(c.fix)
-    ):
-        assert candidate.edit is not None
-        candidate.edit(edited)
+    for candidate in sorted(candidates, key=lambda c: _edit_rank(c.fix)):
+        if candidate.edit is not None:
+            candidate.edit(edited)
     dataset = edited.rebuild(spec)
     for candidate in sorted(candidates, key=lambda c: fix_facts(c.fix).last_line is not None):
         if candidate.with_options is not None:

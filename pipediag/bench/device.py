@@ -39,9 +39,7 @@ class TensorFlowPlacement:
 def gpu_placement() -> TensorFlowPlacement | None:
     import tensorflow as tf
 
-    if not tf.config.list_physical_devices("GPU"):
-        return None
-    return TensorFlowPlacement(GPU_DEVICE)
+    return TensorFlowPlacement(GPU_DEVICE) if tf.config.list_physical_devices("GPU") else None
 
 
 def prefetch_device() -> str | None:

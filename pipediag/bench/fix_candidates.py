@@ -74,28 +74,23 @@ def fix_candidates(
         if stats.tf_internal or not rewrite_site(stats):
             continue
         node = nodes.get(stats.index)
-        generator = generator_candidate(stats, walked, node)
-        if generator is not None:
-            found.append(generator)
         if runs_sequential_map(stats, cores):
             found.append(_in_place(FIX_PARALLEL_MAP, stats, node, PipelineGraph.parallelize_map))
         if runs_sequential_interleave(stats, cores):
-            interleave = _in_place(
-                FIX_PARALLEL_INTERLEAVE,
-                stats,
-                node,
-                lambda graph, name: graph.parallelize_interleave(name, cores),
-            )
+            edit = functools.partial(PipelineGraph.parallelize_interleave, cycle_length=cores)
+            interleave = _in_place(FIX_PARALLEL_INTERLEAVE, stats, node, edit)
             interleave.facts = TrialFacts(cycle_length=cores)
             found.append(interleave)
         if vectorizable(stats, stages):
             found.append(_vectorize_candidate(stats, walked, stages, nodes))
-        hoist = hoist_candidate(stats, walked, stages, nodes)
-        if hoist is not None:
-            found.append(hoist)
-        fusion = fusion_candidate(stats, stages, options)
-        if fusion is not None:
-            found.append(fusion)
+        # A generator candidate is for a source stage only, where none of the others apply:
+        # the order within a stage is unchanged.
+        optional = (
+            generator_candidate(stats, walked, node),
+            hoist_candidate(stats, walked, stages, nodes),
+            fusion_candidate(stats, stages, options),
+        )
+        found.extend(candidate for candidate in optional if candidate is not None)
     cache = _cache_candidate(walked, stages, nodes)
     if cache is not None:
         found.append(cache)
@@ -310,9 +305,7 @@ def _cache_candidate(
         return None
     stats = stages[point]
     prefix_s = prefix_cost_s(stages, point)
-    candidate = Candidate(
-        FIX_CACHE, point, stage_name(stats), cost_s=prefix_s, semantics=FIXES[FIX_CACHE].semantics
-    )
+    candidate = _at_stage(FIX_CACHE, stats, cost_s=prefix_s)
     candidate.facts = TrialFacts(prefix_s_per_batch=prefix_s)
     node = nodes.get(point)
     size_cache(candidate, walked, stats, counter=element_counter(walked, nodes, point))
@@ -380,11 +373,11 @@ def _unshuffled_map(walked: list[Stage], map_index: int, input_index: int) -> An
         return None
 
 
-def _at_stage(fix: FixName, stats: StageStats) -> Candidate:
+def _at_stage(fix: FixName, stats: StageStats, cost_s: float | None = None) -> Candidate:
     return Candidate(
         fix,
         stats.index,
         stage_name(stats),
-        cost_s=stats.own_s_per_batch or 0.0,
+        cost_s=(stats.own_s_per_batch or 0.0) if cost_s is None else cost_s,
         semantics=FIXES[fix].semantics,
     )

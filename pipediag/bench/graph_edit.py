@@ -224,8 +224,7 @@ class PipelineGraph:
 
     def use_function(self, mapped: Any, function: BatchedFunction) -> None:
         """`mapped` runs `function` (added to the library) on the same captured inputs."""
-        have = tuple(mapped.attr["Targuments"].list.type)
-        if have != function.argument_types:
+        if tuple(mapped.attr["Targuments"].list.type) != function.argument_types:
             raise RewriteError("captures-differ-on-batch")
         known = {f.signature.name for f in self.graph_def.library.function}
         for function_def in function.library:
@@ -249,8 +248,7 @@ class PipelineGraph:
 
     def cache_after(self, name: str, *, repeat: bool) -> None:
         """An in-memory cache after `name`; with `repeat`, read again from memory forever."""
-        target = self.node(name)
-        cache = self.insert_after(target, "CacheDataset", [self.const("")])
+        cache = self.insert_after(self.node(name), "CacheDataset", [self.const("")])
         if repeat:
             self.insert_after(cache, "RepeatDataset", [self.const(-1)])
 
@@ -276,14 +274,12 @@ class PipelineGraph:
 
     def replace_source(self, name: str, columns: list[Any], spec: Any) -> None:
         """The source `name` becomes a `TensorSliceDataset` of `columns` under the same name."""
-        old = self.node(name)
-        self.graph_def.node.remove(old)
+        self.graph_def.node.remove(self.node(name))
         self.node(self.tensor_slices(columns, spec)).name = name
 
     def hold_after(self, name: str, count: int) -> None:
         """`name`'s first `count` elements held in memory and repeated forever."""
-        target = self.node(name)
-        take = self.insert_after(target, "TakeDataset", [self.const(count)])
+        take = self.insert_after(self.node(name), "TakeDataset", [self.const(count)])
         self.cache_after(str(take.name), repeat=True)
 
     def isolate(self) -> list[Reason]:

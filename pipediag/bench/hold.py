@@ -93,15 +93,14 @@ class HeldCopies:
     """The unchanged copy of a walked dataset and, per stage, a copy with that stage held."""
 
     def __init__(self, walked: WalkedPipeline, pipeline_batches_per_s: float | None) -> None:
-        graph = walked.graph
-        if graph is None:
+        if walked.graph is None:
             detail = walked.graph_error.detail if walked.graph_error is not None else "no graph"
             raise ValueError(f"the dataset graph is unavailable: {detail}")
-        self._graph = graph
+        self._graph = walked.graph
         self._spec = walked.dataset.element_spec
         self._rate = pipeline_batches_per_s
         self.chain = holdable_chain(walked.stages, walked.nodes)
-        baseline = PipelineGraph.copy_of(graph)
+        baseline = PipelineGraph.copy_of(walked.graph)
         baseline.isolate()
         self.baseline = baseline.rebuild(self._spec)
 

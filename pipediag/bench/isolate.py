@@ -170,8 +170,7 @@ def _copies_share_variables(dataset: Any) -> bool:
         graph_def = dataset_graph_def(dataset)
     except Exception:
         return True
-    functions = graph_def.library.function
-    for node in [*graph_def.node, *(n for f in functions for n in f.node_def)]:
+    for node in [*graph_def.node, *(n for f in graph_def.library.function for n in f.node_def)]:
         if node.op != "Const" or node.attr["dtype"].type != DT_RESOURCE:
             continue
         for handle in node.attr["value"].tensor.resource_handle_val:

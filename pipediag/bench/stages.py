@@ -74,8 +74,7 @@ def measure_stages(
 ) -> list[StageStats]:
     """Every stage's rate and own cost, read on fresh iterators over its prefix (never the
     dataset's own); no prefix read ends past `deadline`, and unmeasured stages say why."""
-    stages = walked.stages
-    if not stages:
+    if not walked.stages:
         return []
     options = None
     with contextlib.suppress(Exception):
@@ -84,7 +83,7 @@ def measure_stages(
         reader = _Reader(options, 0.0, clock, releaser, deadline)
         if reader.has_time(OVERHEAD_CALIBRATION_S + max_seconds_per_stage / STAGE_ROUNDS):
             reader = dataclasses.replace(reader, overhead_s=_iteration_overhead_s(reader))
-        return _measure(stages, reader, max_seconds_per_stage, max_elements_per_stage)
+        return _measure(walked.stages, reader, max_seconds_per_stage, max_elements_per_stage)
 
 
 @dataclass(frozen=True)
@@ -106,15 +105,13 @@ def _measure(
 ) -> list[StageStats]:
     factors = elements_per_output_batch(stages)
     every = [s.stats for s in stages]
-    reasons: dict[int, Reason | None] = {}
+    reasons: dict[int, Reason | None] = {stats.index: None for stats in every}
     for stats in every:
-        reason = None
         # Reading through a file cache not complete on disk would write the user's file.
         if any(_partial_file_cache(every[i]) for i in upstream_of(every, stats.index)):
-            reason = Reason("partial-file-cache")
+            reasons[stats.index] = Reason("partial-file-cache")
         elif stats.index >= MAX_MEASURED_STAGES:
-            reason = Reason("stages-capped", limit=MAX_MEASURED_STAGES)
-        reasons[stats.index] = reason
+            reasons[stats.index] = Reason("stages-capped", limit=MAX_MEASURED_STAGES)
     measured = [
         s
         for s in stages
@@ -127,8 +124,7 @@ def _measure(
     )
     per_batch_s: list[float | None] = [None] * len(stages)
     updated: list[StageStats] = []
-    for stage in stages:
-        stats = stage.stats
+    for stats in every:
         index = stats.index
         factor = factors[index]
         elements_per_s: float | None = None
@@ -259,8 +255,7 @@ def _measure_in_rounds(
     done: set[int] = set()
     read_s = slice_s  # what a read takes, set-up included: the last one's, once measured
     for round_index in range(STAGE_ROUNDS):
-        order = list(stages) if round_index % 2 == 0 else list(reversed(stages))
-        for stage in order:
+        for stage in stages if round_index % 2 == 0 else reversed(stages):
             index = stage.stats.index
             if index in done:
                 continue
@@ -281,17 +276,16 @@ def _measure_in_rounds(
             slow_start = first_s is not None and first_s > slice_s / 2
             if rate is None and slow_start and round_index == 0:
                 # The first element ate the slice: read once more, with the whole budget.
-                rate, reason, _, groups[index] = (
-                    _measure_prefix(
+                whole_s = max_seconds + (first_s or 0.0)
+                rate, reason = None, Reason("stage-out-of-time")
+                if reader.has_time(whole_s):
+                    rate, reason, _, groups[index] = _measure_prefix(
                         stage.dataset,
                         reader,
                         group=groups[index],
-                        max_seconds=max_seconds + (first_s or 0.0),
+                        max_seconds=whole_s,
                         max_elements=max_elements,
                     )
-                    if reader.has_time(max_seconds + (first_s or 0.0))
-                    else (None, Reason("stage-out-of-time"), None, groups[index])
-                )
             if rate is None:
                 reasons[index] = reason
                 done.add(index)
@@ -307,9 +301,8 @@ def _measure_prefix(
 ) -> tuple[float | None, Reason | None, float | None, int]:
     """Elements per second of one prefix on a fresh iterator, `group` per `next()`, or why
     there is none; its first read's time; and the group size used (1 where it cannot batch)."""
-    options = reader.options
     try:
-        runnable = prefix.with_options(options) if options is not None else prefix
+        runnable = prefix if reader.options is None else prefix.with_options(reader.options)
     except Exception as exc:  # e.g. a prefix that cannot stand alone
         return None, Reason("cannot-iterate", detail=type(exc).__name__), None, group
     try:
@@ -321,18 +314,23 @@ def _measure_prefix(
     timing = None
     if group > 1:
         try:
-            timing = _time_fresh_iterator(runnable.batch(group), max_elements, max_seconds, reader)
+            timing = _time_and_release(
+                iter(runnable.batch(group)), max_elements, max_seconds, reader
+            )
         except Exception:  # shapes that vary, nested datasets: read one by one instead
             group = 1
     if timing is None:
         try:
-            timing = _time_fresh_iterator(runnable, max_elements, max_seconds, reader)
-        except _CannotIterate as exc:
-            failure = Reason("cannot-iterate", detail=type(exc.__cause__).__name__)
-            return None, failure, None, group
+            iterator = iter(runnable)
+        except Exception as exc:
+            return None, Reason("cannot-iterate", detail=type(exc).__name__), None, group
+        try:
+            timing = _time_and_release(iterator, max_elements, max_seconds, reader)
         except Exception as exc:  # the user's function failed: report, do not raise
             failure = Reason("failed", detail=f"{type(exc).__name__}: {exc}"[:192])
             return None, failure, None, group
+        finally:
+            del iterator
     if not timing.latencies_s or timing.duration_s <= 0:
         return None, Reason("too-few-stage-elements"), timing.first_batch_s, group
     per_read_s = timing.duration_s / len(timing.latencies_s)
@@ -341,17 +339,9 @@ def _measure_prefix(
     return group / corrected_s, None, timing.first_batch_s, group
 
 
-class _CannotIterate(Exception):
-    """`iter()` itself failed on a prefix (raised from the original error)."""
-
-
-def _time_fresh_iterator(
-    dataset: Any, max_reads: int, max_seconds: float, reader: _Reader
+def _time_and_release(
+    iterator: Any, max_reads: int, max_seconds: float, reader: _Reader
 ) -> BatchTiming:
-    try:
-        iterator = iter(dataset)
-    except Exception as exc:
-        raise _CannotIterate from exc
     try:
         return time_iterator(
             iterator, max_batches=max_reads, max_seconds=max_seconds, clock=reader.clock
@@ -366,8 +356,8 @@ def _iteration_overhead_s(reader: _Reader) -> float:
     try:
         import tensorflow as tf
 
-        timing = _time_fresh_iterator(
-            tf.data.Dataset.range(10**9),
+        timing = _time_and_release(
+            iter(tf.data.Dataset.range(10**9)),
             OVERHEAD_CALIBRATION_ELEMENTS,
             OVERHEAD_CALIBRATION_S,
             reader,

@@ -134,19 +134,13 @@ def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline
     if options is None:
         with contextlib.suppress(Exception):  # unreadable: say nothing rather than guess
             options = effective_options(dataset)
-    functions: dict[str, Any] = {}
-    graph_nodes: dict[str, Any] = {}
-    if graph is not None:
-        functions = {f.signature.name: f for f in graph.library.function}
-        graph_nodes = {node.name: node for node in graph.node}
-    builder = _Builder(graph_nodes, functions)
-    builder.visit(unwrap(dataset), None if graph is None else graph_root(graph, graph_nodes))
+    builder = _Builder(graph)
+    builder.visit(unwrap(dataset), builder.root())
     stages = builder.stages
     if options is not None:
         _mark_auto_parallel(stages, options)
     if graph_error is not None and stages:
-        detail = graph_error.detail
-        stages[-1].stats = dataclasses.replace(stages[-1].stats, graph_error=detail)
+        stages[-1].stats = dataclasses.replace(stages[-1].stats, graph_error=graph_error.detail)
     return WalkedPipeline(dataset, stages, graph, graph_error, builder.stage_nodes, options)
 
 
@@ -197,9 +191,10 @@ def _mark_auto_parallel(stages: list[Stage], options: PipelineOptions) -> None:
 class _Builder:
     """Post-order walk of the Python datasets and the graph together; sources come first."""
 
-    def __init__(self, nodes: dict[str, Any], functions: dict[str, Any]) -> None:
-        self.nodes = nodes
-        self.functions = functions
+    def __init__(self, graph: Any | None) -> None:
+        self.nodes = {} if graph is None else {node.name: node for node in graph.node}
+        library = [] if graph is None else graph.library.function
+        self.functions = {f.signature.name: f for f in library}
         self.stages: list[Stage] = []
         self.stage_nodes: dict[int, str] = {}
         self._seen: dict[int, int] = {}
@@ -221,12 +216,18 @@ class _Builder:
             node, graph_inputs = None, None  # the walks disagree: trust no node below here
         input_indices: list[int] = []
         for position, child in enumerate(inputs):
-            child_node = graph_inputs[position] if graph_inputs else None
-            index = self.visit(child, child_node)
+            index = self.visit(child, graph_inputs[position] if graph_inputs else None)
             if index is not None:
                 input_indices.append(index)
         added = self._add(ds, node, input_indices)
         return self._matched(added, given, self.stages[added].stats.name)
+
+    def root(self) -> Any | None:
+        """The dataset node the graph returns (its `_Retval`'s input)."""
+        for node in self.nodes.values():
+            if node.op == "_Retval" and node.input:
+                return self.nodes.get(node.input[0].split(":")[0])
+        return None
 
     def _matched(self, index: int, node: Any | None, op: str) -> int:
         """The stage is the node where their ops agree (`from_generator` is the flat_map it
@@ -236,18 +237,10 @@ class _Builder:
         return index
 
     def _graph_inputs(self, node: Any | None) -> list[Any] | None:
-        if node is None:
+        inputs = None if node is None else _input_nodes(node, self.nodes)
+        if inputs is None or any(child is None for child in inputs):
             return None
-        found = []
-        for name in node.input:
-            if name.startswith("^"):
-                continue
-            child = self.nodes.get(name.split(":")[0])
-            if child is None:
-                return None
-            if "Dataset" in child.op:
-                found.append(child)
-        return found
+        return [child for child in inputs if "Dataset" in child.op]
 
     def _add(
         self,
@@ -346,17 +339,14 @@ def _is_random_op(op: str) -> bool:
     return "Random" in op or op in EXTRA_RANDOM_OPS or op.startswith("StatefulUniform")
 
 
-def graph_root(graph: Any, nodes: dict[str, Any]) -> Any | None:
-    for node in graph.node:
-        if node.op == "_Retval" and node.input:
-            return nodes.get(node.input[0].split(":")[0])
-    return None
+def _input_nodes(node: Any, nodes: dict[str, Any]) -> list[Any]:
+    """The nodes of `node`'s data inputs, in order (None: not in the graph)."""
+    return [nodes.get(name.split(":")[0]) for name in node.input if not name.startswith("^")]
 
 
 def _node_settings(node: Any, nodes: dict[str, Any]) -> StageSettings:
     settings: dict[str, Any] = {}
-    inputs = [nodes.get(name.split(":")[0]) for name in node.input if not name.startswith("^")]
-    scalar_inputs = [i for i in inputs if i is None or "Dataset" not in i.op]
+    scalar_inputs = [i for i in _input_nodes(node, nodes) if i is None or "Dataset" not in i.op]
     for setting, position in _OP_INPUT_SETTINGS.get(node.op, ()):
         if not -len(scalar_inputs) <= position < len(scalar_inputs):
             continue
@@ -392,9 +382,7 @@ def _const_value(node: Any | None) -> int | bool | str | None:
     for values, convert in typed:
         if len(values):
             return convert(values[0])
-    if len(tensor.string_val):
-        return str(tensor.string_val[0].decode(errors="replace"))
-    return None
+    return str(tensor.string_val[0].decode(errors="replace")) if len(tensor.string_val) else None
 
 
 def _cpu_count() -> int:

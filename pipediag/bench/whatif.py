@@ -104,8 +104,7 @@ def verify_fixes(
         why = error or Reason("no-dataset-graph")
         return [_unverified(c, c.reason or why) for c in candidates]
     for candidate in candidates:
-        if notes:
-            candidate.facts = replace(candidate.facts, isolation=notes)
+        candidate.facts = replace(candidate.facts, isolation=notes)
     end_s, hard_end_s = _time_window(clock, budget_s, deadline)
     keep = training.keep if training is not None else None
     with owned(teardown) as releaser, preserved_variables(dataset, releaser):
@@ -185,8 +184,7 @@ class _Trials:
         try:
             rounds = self._rounds(candidate, built, share_s)
         except Exception as exc:  # the user's function failed in the copy: report, do not raise
-            failed = Reason("rewritten-failed", detail=describe_error(exc))
-            return _unverified(candidate, failed)
+            return _unverified(candidate, Reason("rewritten-failed", detail=describe_error(exc)))
         trial = self._measured(candidate, rounds)
         self._keep(candidate, built, trial.speedup)
         return trial
@@ -255,8 +253,7 @@ class _Trials:
     def _rounds(self, candidate: Candidate, variant: Any, share_s: float) -> Rounds:
         """A/B rounds, slices planned for `TRIAL_MIN_ROUNDS` rounds in `share_s` less the fill."""
         until_s = self.clock.now() + share_s
-        fill_s = candidate.facts.fill_s or 0.0
-        timed_s = PIPELINE_SLICE_SHARE * (share_s - fill_s)
+        timed_s = PIPELINE_SLICE_SHARE * (share_s - (candidate.facts.fill_s or 0.0))
         baseline = TrialSide(self.baseline, self.teardown, self.clock)
         fixed = TrialSide(variant, self.teardown, self.clock, candidate.fill_batches)
         return run_rounds(
@@ -324,7 +321,6 @@ class TrialSide:
             del iterator
 
     def open(self) -> Iterator[Any]:
-        """A fresh iterator for the next run."""
         return iter(self._dataset)
 
     def release(self, iterator: Iterator[Any]) -> None:

@@ -119,7 +119,6 @@ def steps_or_epoch(name: str, value: int | str | None) -> int | None:
 
 
 def share_value(name: str, value: float | None) -> float | None:
-    """A share from 0 to 1, or None."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
@@ -128,7 +127,6 @@ def share_value(name: str, value: float | None) -> float | None:
 
 
 def hook_or_command(name: str, value: Any) -> Any:
-    """An alert: a callable given each alert, or a shell command (str)."""
     if not isinstance(value, str) and not callable(value):
         raise ValueError(
             f"{name}: a callable (given each WatchAlert) or a shell command (str), got {value!r}"

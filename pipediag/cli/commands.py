@@ -14,15 +14,10 @@ from pipediag.cli.common import Command, ExamplesHelpFormatter, OneLineParser, e
 from pipediag.errors import PipediagError
 from pipediag.version import __version__
 
-COMMANDS: tuple[Command, ...] = (
-    run.COMMAND,
-    report.COMMAND,
-    compare.COMMAND,
-    check.COMMAND,
-    history.COMMAND,
-    merge.COMMAND,
+# In the order `pipediag --help` lists them.
+COMMANDS: tuple[Command, ...] = tuple(
+    module.COMMAND for module in (run, report, compare, check, history, merge)
 )
-"""In the order `pipediag --help` lists them."""
 
 EXAMPLES = (
     "pipediag run train.py --epochs 3          # diagnose; the script's own args follow it",

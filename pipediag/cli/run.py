@@ -1,4 +1,5 @@
-"""`pipediag run [options] SCRIPT [ARGS...]`: run a training script under pipediag."""
+"""`pipediag run [options] SCRIPT [ARGS...]`: run a training script under pipediag, and the
+options of watch mode, `--watch` (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ from pathlib import Path
 
 from pipediag.cli import argtypes
 from pipediag.cli.common import Command, answer_text, in_colour
-from pipediag.cli.watch import add_watch_options, watch_config
 from pipediag.cluster import task_out_dir
 from pipediag.config import (
+    DEFAULT_ALERT_INPUT_SHARE,
+    DEFAULT_ALERT_WINDOWS,
     DEFAULT_MEASURED_SECONDS,
     DEFAULT_MEASURED_STEPS,
     DEFAULT_OUT_DIR,
     DEFAULT_WARMUP_STEPS,
     RunConfig,
+    WatchConfig,
     watching,
 )
+from pipediag.errors import UsageError
 from pipediag.finish import check_writable
 
 
@@ -46,19 +50,17 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
         ("--bench-seconds", argtypes.seconds, "time budget of the pipeline-alone benchmark"),
         ("--bench-batches", argtypes.positive_int, "batch budget of the pipeline-alone benchmark"),
     )
-    run.add_argument("--no-bench", action="store_true", help="skip the pipeline-alone benchmark")
-    run.add_argument("--no-gpu", action="store_true", help="do not sample the GPU with NVML")
-    run.add_argument(
-        "--no-stages", action="store_true", help="do not time each pipeline stage alone"
-    )
-    run.add_argument(
-        "--no-verify",
-        action="store_true",
-        help=(
-            "do not build and measure the suggested pipeline fixes (they stay estimates), "
-            "nor the model-side changes"
+    for flag, what in (
+        ("--no-bench", "skip the pipeline-alone benchmark"),
+        ("--no-gpu", "do not sample the GPU with NVML"),
+        ("--no-stages", "do not time each pipeline stage alone"),
+        (
+            "--no-verify",
+            "do not build and measure the suggested pipeline fixes (they stay "
+            "estimates), nor the model-side changes",
         ),
-    )
+    ):
+        run.add_argument(flag, action="store_true", help=what)
     _add_budgets(
         run,
         ("--verify-seconds", argtypes.seconds, "time budget for measuring fixes"),
@@ -144,6 +146,83 @@ def _add_budgets(
             metavar="S" if kind is argtypes.seconds else "N",
             help=f"{what} (default {default:g})",
         )
+
+
+# The options that only mean something with --watch: each option's dest; its flag is `--` plus
+# the dest with dashes.
+WATCH_ONLY = ("watch_every", "alert_input_share", "alert_windows", "alert_command", "watch_logdir")
+
+
+def add_watch_options(run: argparse.ArgumentParser) -> None:
+    group = run.add_argument_group(
+        "watch a long run",
+        "keep the per-step wait and the samplers on for the whole run (no pipeline-alone "
+        "phase, no fix trials; the script runs to its end) and judge it window by window",
+    )
+    group.add_argument(
+        "--watch",
+        action="store_true",
+        help="watch mode: a verdict per window in the report, TensorBoard scalars, alerts",
+    )
+    group.add_argument(
+        "--watch-every",
+        type=argtypes.every,
+        metavar="N|epoch",
+        help="a window per N train steps, or per epoch (default)",
+    )
+    group.add_argument(
+        "--alert-input-share",
+        type=argtypes.share,
+        metavar="F",
+        help="alert when the share of step time spent waiting for input is at least F "
+        "(0.2 or 20%%) for K windows in a row (default "
+        f"{DEFAULT_ALERT_INPUT_SHARE * 100:.0f}%% with --alert-command)",
+    )
+    group.add_argument(
+        "--alert-windows",
+        type=argtypes.windows,
+        metavar="K",
+        help=f"the windows in a row an alert needs (default {DEFAULT_ALERT_WINDOWS})",
+    )
+    group.add_argument(
+        "--alert-command",
+        metavar="CMD",
+        help="shell command run on each alert, not waited for: the figures in PIPEDIAG_* "
+        "environment variables and as JSON on its stdin",
+    )
+    group.add_argument(
+        "--watch-logdir",
+        metavar="DIR",
+        help="TensorBoard log directory for the scalars (run 'pipediag' in it); default: the "
+        "log_dir of a keras.callbacks.TensorBoard given to fit, else OUT/tensorboard",
+    )
+
+
+def watch_config(options: argparse.Namespace, *, steps_given: bool) -> WatchConfig | None:
+    """The watch settings `run` was given, or None without --watch; UsageError on a misuse."""
+    given = [dest for dest in WATCH_ONLY if getattr(options, dest) is not None]
+    if not options.watch:
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise UsageError(f"{flag} is a watch-mode option: add --watch")
+        return None
+    if steps_given:
+        raise UsageError("--watch measures the whole run, to the script's end: drop --steps")
+    if options.deep:
+        raise UsageError("--watch runs no stage timing or fix trials: drop --deep")
+    if options.watch_logdir is not None:
+        # Before the run: scalars that cannot be written are found out at its first window.
+        logdir = Path(options.watch_logdir)
+        check_writable(
+            logdir, f"cannot write TensorBoard logs to {logdir}: choose a writable --watch-logdir"
+        )
+    return WatchConfig(
+        every_steps=options.watch_every,
+        alert_input_share=options.alert_input_share,
+        alert_windows=options.alert_windows or DEFAULT_ALERT_WINDOWS,
+        alert_command=options.alert_command,
+        logdir=options.watch_logdir,
+    )
 
 
 def split_script_args(argv: list[str], run: argparse.ArgumentParser) -> tuple[list[str], list[str]]:

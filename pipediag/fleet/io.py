@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import Any
 
 from pipediag.errors import ReportError
 from pipediag.fleet.analysis import find_straggler
-from pipediag.fleet.model import (
-    FLEET_SCHEMA_VERSION,
-    ClockAnchor,
-    FleetReport,
-    Straggler,
-    WorkerRow,
-)
+from pipediag.fleet.model import FLEET_SCHEMA_VERSION, ClockAnchor, FleetReport, WorkerRow
 from pipediag.fleet.words import CLOCK_CREATED
-from pipediag.report.reasons import Reason
 
-T = TypeVar("T")
+# The per-worker report's tolerant reader: unknown fields ignored, a stored reason in words
+# read as written (versions 1 and 2 wrote the no-straggler reason and the notes in words).
+from pipediag.report.io import build_dataclass
 
 
 def fleet_to_dict(fleet: FleetReport) -> dict[str, Any]:
@@ -35,21 +30,19 @@ def fleet_from_dict(data: Any) -> FleetReport:
             f"({FLEET_SCHEMA_VERSION}); upgrade pipediag"
         )
     try:
-        fields = _known(FleetReport, data)
-        fields["workers"] = [_build(WorkerRow, row) for row in data.get("workers", [])]
+        # Version 1 wrote "" for no reason.
+        fleet = build_dataclass(
+            FleetReport, {**data, "no_straggler_reason": data.get("no_straggler_reason") or None}
+        )
         if isinstance(data.get("clock"), str):
-            fields["workers"] = _anchored(fields["workers"], data["clock"])
+            fleet = dataclasses.replace(fleet, workers=_anchored(fleet.workers, data["clock"]))
         straggler = data.get("straggler")
-        fields["straggler"] = None if straggler is None else _build(Straggler, straggler)
         if isinstance(straggler, dict) and "explanation" in straggler:
             # An older file's straggler, worded without medians: found again from the rows.
-            found, _ = find_straggler(fields["workers"])
-            if found is not None and found.task == fields["straggler"].task:
-                fields["straggler"] = found
-        why = data.get("no_straggler_reason")
-        fields["no_straggler_reason"] = _reason(why) if why else None
-        fields["notes"] = [_reason(note) for note in data.get("notes", [])]
-        return FleetReport(**fields)
+            found, _ = find_straggler(fleet.workers)
+            if found is not None and found.task == straggler.get("task"):
+                fleet = dataclasses.replace(fleet, straggler=found)
+        return fleet
     except (TypeError, ValueError, AttributeError) as exc:
         raise ReportError(f"malformed pipediag fleet report: {exc}") from exc
 
@@ -72,23 +65,3 @@ def _anchored(rows: list[WorkerRow], clock: str) -> list[WorkerRow]:
             coarse = coarse.removeprefix(row.task).removeprefix(", ")
         anchored.append(dataclasses.replace(row, clock_anchor=anchor))
     return anchored
-
-
-def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {key: value for key, value in data.items() if key in names}
-
-
-def _build(cls: type[T], data: Any) -> T:
-    if not isinstance(data, dict):
-        raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
-    return cls(**_known(cls, data))
-
-
-def _reason(stored: Any) -> Reason:
-    """A stored reason: versions 1 (the no-straggler reason) and 2 (the notes) wrote words,
-    kept as written."""
-    if isinstance(stored, str):
-        return Reason("as-written", detail=stored)
-    because = stored.get("because")
-    return Reason(**{**_known(Reason, stored), "because": _reason(because) if because else None})

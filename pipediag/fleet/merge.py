@@ -13,12 +13,8 @@ from pipediag.fleet.collect import WorkerReport, load_worker_reports
 from pipediag.fleet.io import fleet_to_dict
 from pipediag.fleet.model import FleetReport
 from pipediag.fleet.text import render_fleet_text
+from pipediag.fleet.trace import render_fleet_trace
 from pipediag.report.io import write_atomically
-
-FLEET_JSON = "fleet.json"
-FLEET_TEXT = "fleet.txt"
-FLEET_TRACE = "fleet_trace.json"
-FLEET_PNG = "fleet.png"
 
 Writer = Callable[[Sequence[WorkerReport], FleetReport, Path], Path]
 
@@ -58,12 +54,6 @@ def _text(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> P
     return path
 
 
-def _trace(workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
-    from pipediag.fleet.trace import render_fleet_trace
-
-    return render_fleet_trace(workers, fleet, path)
-
-
 def _png(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
     from pipediag.fleet.png import render_fleet_png
 
@@ -71,8 +61,8 @@ def _png(_workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Pa
 
 
 WRITERS: dict[str, Writer] = {
-    FLEET_JSON: _json,
-    FLEET_TEXT: _text,
-    FLEET_TRACE: _trace,
-    FLEET_PNG: _png,
+    "fleet.json": _json,
+    "fleet.txt": _text,
+    "fleet_trace.json": render_fleet_trace,
+    "fleet.png": _png,
 }

@@ -108,7 +108,6 @@ def split_final_prefetch(dataset: Any) -> tuple[Any, Callable[[Any], Any]]:
 
 
 def _with_stamp(dataset: Any, stamp_op: Callable[[Any], Any]) -> Any:
-    """`dataset` with the two stamping stages, before its final prefetch if it ends in one."""
     import tensorflow as tf
 
     inner, restore_prefetch = split_final_prefetch(dataset)

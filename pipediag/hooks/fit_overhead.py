@@ -45,11 +45,9 @@ class TrainFunctionTimer:
             self.overheads_s.append(max(0.0, step_s - call_s))
 
     def remove(self) -> None:
-        """Put the train function back (where nothing has replaced it since)."""
         if self._wrapper is not None and self._model.train_function is self._wrapper:
             self._model.train_function = self._original
         self._wrapper = None
 
     def overhead_s(self) -> float | None:
-        """The median; None unmeasured."""
         return median(self.overheads_s) if self.overheads_s else None

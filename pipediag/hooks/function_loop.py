@@ -48,10 +48,7 @@ class FunctionLoopTracker:
     `watching` is cleared once training is diagnosed some other way."""
 
     def __init__(
-        self,
-        session: HookHost,
-        on_found: Callable[[], None] = lambda: None,
-        pulls: Callable[[], int] = lambda: 0,
+        self, session: HookHost, on_found: Callable[[], None], pulls: Callable[[], int]
     ) -> None:
         self._session = session
         self._on_found = on_found
@@ -101,7 +98,6 @@ class FunctionLoopTracker:
         return known() if known is not None else None
 
     def _data_slot(self, args: Any, kwargs: Any) -> _Slot:
-        """Where among the arguments the call is given an iterator or a dataset, if it is."""
         types = self._data_types
         if types is None:
             import tensorflow as tf
@@ -267,7 +263,6 @@ class FunctionLoopTracker:
                 return
 
     def _block_ended(self, alternation: Any) -> None:
-        """The step alone's block, if due; once the alternation is done, the end."""
         if alternation.wants_step_alone:
             alternation.step_alone_block()
         if alternation.done:

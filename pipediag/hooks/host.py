@@ -57,14 +57,11 @@ class HookGate:
 class HookHost(Protocol):
     """The diagnosis, as the fit and custom-loop hooks see it."""
 
-    @property
-    def clock(self) -> Clock: ...
-    @property
-    def config(self) -> RunConfig: ...
-    @property
-    def timeline(self) -> StepTimeline: ...
-    @property
-    def gate(self) -> HookGate: ...
+    clock: Clock
+    config: RunConfig
+    timeline: StepTimeline
+    gate: HookGate
+
     @property
     def style(self) -> TrainStyle: ...
     def mark_style(self, style: TrainStyle) -> bool: ...  # False: fit is diagnosed instead

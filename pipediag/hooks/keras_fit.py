@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pipediag.analysis.paired import MAX_BLOCK_STEPS, MAX_ROUNDS
@@ -224,8 +225,7 @@ class FitTracker:
         if self.timer is not None:
             self.timer.step_ended(end - start)
         budget_reached = session.timeline.add(start, end, None, self._epoch)
-        if budget_reached and session.keep_measuring():
-            budget_reached = False
+        budget_reached = budget_reached and not session.keep_measuring()
         # After any extension into a cached epoch: the alternation's steps come first.
         if not budget_reached and self._alternation_wants_the_rest(batch):
             session.timeline.end_budget()
@@ -314,13 +314,12 @@ def make_callback(tracker: FitTracker) -> Any:
     return callback
 
 
+@dataclass(eq=False)
 class FitPatch(Patches):
     """Wraps `keras.Model.fit`."""
 
-    def __init__(self, tracker: FitTracker, session: HookHost) -> None:
-        super().__init__()
-        self._tracker = tracker
-        self._session = session
+    tracker: FitTracker
+    session: HookHost
 
     def install(self, _module: object = None) -> None:
         if self.installed:
@@ -329,7 +328,7 @@ class FitPatch(Patches):
 
         original = keras.Model.fit
         signature = inspect.signature(original)
-        tracker, session, gate = self._tracker, self._session, self._session.gate
+        tracker, session, gate = self.tracker, self.session, self.session.gate
 
         def fit(model: Any, *args: Any, **kwargs: Any) -> Any:
             if gate.bypassed():

@@ -6,22 +6,22 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 
+@dataclass(eq=False)
 class Patches:
     """The wrappers one hook's patch put on classes; `restore()` undoes them, the last first."""
 
-    def __init__(self) -> None:
-        # (class, attribute, what its own namespace held; None where it inherited it)
-        self._made: list[tuple[Any, str, Any]] = []
+    # (class, attribute, what its own namespace held; None where it inherited it)
+    _made: list[tuple[Any, str, Any]] = field(default_factory=list, init=False)
 
     @property
     def installed(self) -> bool:
         return bool(self._made)
 
     def replace(self, owner: Any, name: str, wrapper: Callable[..., Any]) -> None:
-        """Set `owner.<name>` to `wrapper`, which calls what stood there before."""
         original = getattr(owner, name)
         # Its `__wrapped__` (the tests' leak check), name, module and docstring: autograph
         # skips TensorFlow's own modules.

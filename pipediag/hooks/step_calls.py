@@ -151,20 +151,14 @@ def definition_site(function: Any) -> str | None:
     return None if code is None else f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
+@dataclass(eq=False)
 class FunctionCallPatch(Patches):
     """Wraps `Function.__call__`: counts eager calls, and sends an instance's calls to its
     redirect while one is set."""
 
-    def __init__(
-        self,
-        calls: StepCalls,
-        bypassed: Callable[[], bool],
-        function_loop: CallWatcher | None = None,
-    ) -> None:
-        super().__init__()
-        self._calls = calls
-        self._function_loop = function_loop
-        self._bypassed = bypassed
+    calls: StepCalls
+    bypassed: Callable[[], bool]
+    function_loop: CallWatcher | None = None
 
     def install(self, _module: object = None) -> None:
         if self.installed:
@@ -176,8 +170,8 @@ class FunctionCallPatch(Patches):
             return
         owner = polymorphic_function.Function
         original = owner.__dict__["__call__"]
-        calls, redirects, bypassed = self._calls, self._calls.redirects, self._bypassed
-        loop = self._function_loop
+        calls, redirects, bypassed = self.calls, self.calls.redirects, self.bypassed
+        loop = self.function_loop
         executing_eagerly = context.executing_eagerly
 
         def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -197,5 +191,5 @@ class FunctionCallPatch(Patches):
         self.replace(owner, "__call__", __call__)
 
     def uninstall(self) -> None:
-        self._calls.redirects.clear()
+        self.calls.redirects.clear()
         self.restore()

@@ -55,17 +55,14 @@ class CustomLoopTracker:
     """Turns pulls on the training dataset's iterators into timed steps."""
 
     def __init__(
-        self,
-        session: HookHost,
-        watch: GradientWatch | None = None,
-        step_calls: StepCalls | None = None,
+        self, session: HookHost, watch: GradientWatch, step_calls: StepCalls | None = None
     ) -> None:
         self._session = session
         # The tf.functions called between the measured pulls: the train step XLA is tried on.
         self.step_calls = step_calls or StepCalls()
         self._timeline = session.timeline
         self._now = session.clock.now
-        self._watch = watch or GradientWatch()
+        self._watch = watch
         self._train_dataset: weakref.ref[Any] | None = None
         self._train_signature: tuple[str, str] | None = None
         self._train_ancestors: list[weakref.ref[Any]] = []
@@ -314,19 +311,13 @@ def _is_end_of_sequence(exc: BaseException | None) -> bool:
     return errors is not None and isinstance(exc, errors.OutOfRangeError)
 
 
+@dataclass(eq=False)
 class IteratorPatch(Patches):
     """Wraps `OwnedIterator._next_internal` and `_create_iterator`, and `DatasetV2.__init__`."""
 
-    def __init__(
-        self,
-        tracker: CustomLoopTracker,
-        session: HookHost,
-        on_made: Callable[[Any], None] = lambda made: None,
-    ) -> None:
-        super().__init__()
-        self._tracker = tracker
-        self._session = session
-        self._on_made = on_made
+    tracker: CustomLoopTracker
+    session: HookHost
+    on_made: Callable[[Any], None]
 
     def install(self, _module: object = None) -> None:
         if self.installed:
@@ -336,8 +327,8 @@ class IteratorPatch(Patches):
 
         owner = iterator_ops.OwnedIterator
         original = owner.__dict__["_next_internal"]
-        bypassed = self._session.gate.bypassed
-        on_next = self._tracker.on_next
+        bypassed = self.session.gate.bypassed
+        on_next = self.tracker.on_next
         executing_eagerly = context.executing_eagerly
 
         def _next_internal(iterator: Any) -> Any:
@@ -346,10 +337,10 @@ class IteratorPatch(Patches):
             return on_next(iterator, original)
 
         original_create = owner.__dict__["_create_iterator"]
-        now = self._session.clock.now
-        reading = self._session.gate.pipediag_is_reading
-        timeline = self._session.timeline
-        on_made = self._on_made
+        now = self.session.clock.now
+        reading = self.session.gate.pipediag_is_reading
+        timeline = self.session.timeline
+        on_made = self.on_made
 
         def _create_iterator(iterator: Any, dataset: Any) -> Any:
             # Each epoch's start-up, in a custom loop (`iter()`) and under fit alike.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import math
 import weakref
+from dataclasses import dataclass
 from typing import Any
 
 from pipediag.hooks.patching import Patches
@@ -63,7 +64,6 @@ class GradientWatch:
 
 
 def changed(before: tuple[Any, ...] | None, after: tuple[Any, ...] | None) -> bool:
-    """Whether a watched variable moved between two snapshots."""
     if before is None or after is None or len(before) != len(after):
         return False
     import numpy as np
@@ -94,12 +94,11 @@ def _size(variable: Any) -> int | None:
     return int(size) if size is not None and size > 0 else None
 
 
+@dataclass(eq=False)
 class GradientTapePatch(Patches):
     """Wraps `tf.GradientTape.gradient`."""
 
-    def __init__(self, watch: GradientWatch) -> None:
-        super().__init__()
-        self._watch = watch
+    watch: GradientWatch
 
     def install(self) -> None:
         if self.installed:
@@ -108,7 +107,7 @@ class GradientTapePatch(Patches):
 
         owner = backprop.GradientTape
         original = owner.__dict__["gradient"]
-        saw_gradient = self._watch.saw_gradient
+        saw_gradient = self.watch.saw_gradient
 
         def gradient(tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
             # Watching must never break the user's step.

@@ -29,7 +29,6 @@ from pipediag.report.vocabulary import GpuIdleCause, RuleId
 
 
 def suggestion_words(suggestion: Suggestion, report: Report) -> SuggestionWords:
-    """The suggestion's title and evidence, as the report's facts say them."""
     if suggestion.as_written is not None:
         return suggestion.as_written
     wording = _WORDINGS.get(suggestion.id)
@@ -88,9 +87,6 @@ def _contention_text(ctx: Context, split: CostSplit) -> str:
     )
 
 
-_CONTENTION_TITLE = "the input pipeline takes the cores the train step needs: make it cheaper"
-
-
 def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
     split = _split(ctx)
     if split.contention_kind == "gil":
@@ -124,7 +120,8 @@ def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
         if measured < VERIFIED_MIN_GAIN:
             text += " Not the way here: the pipeline's CPU per batch must go down."
     if s.stage_index is None:
-        return SuggestionWords(_CONTENTION_TITLE, text.strip())
+        title = "the input pipeline takes the cores the train step needs: make it cheaper"
+        return SuggestionWords(title, text.strip())
     # The cap is not the way: the costliest stage is, with what its hold gave training.
     costly = stage_of(ctx, s)
     text += f" Make it cheaper where it costs: {stage_cost_text(ctx, costly)}"
@@ -132,14 +129,10 @@ def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
         text += " It draws random numbers, so a cache would repeat them every epoch."
     bound = stage_bound(ctx, costly)
     if bound is not None and bound.speedup >= VERIFIED_MIN_GAIN:
+        ran = "With input free, training would run"
         if bound.held is not None:
-            held = bound_words(bound).capitalize()
-            text += f" {held} ran training {bound.speedup:.2f}x faster: the most it gives."
-        else:
-            text += (
-                f" With input free, training would run {bound.speedup:.2f}x faster: the most it "
-                "gives."
-            )
+            ran = f"{bound_words(bound).capitalize()} ran training"
+        text += f" {ran} {bound.speedup:.2f}x faster: the most it gives."
     return SuggestionWords(f"make {stage_at(costly)} cheaper", text.strip())
 
 
@@ -221,9 +214,6 @@ def _no_input_fix(ctx: Context, s: Suggestion) -> SuggestionWords:
                 f"{worst.own_s_per_batch * 1e3:.1f} ms per batch)"
             )
     return SuggestionWords(title, why + ".")
-
-
-# The host rules (analysis/host_rules.py)
 
 
 def _cpu_saturated(ctx: Context, s: Suggestion) -> SuggestionWords:

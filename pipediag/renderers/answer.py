@@ -55,10 +55,12 @@ def render_answer(
     else:
         head = _wrap(verdict_text(report), width)
         figures = _wrap(_figures(report), width)
-        change = [line[:width] for line in _change(report, width)]
-        room = MAX_LINES - len(head) - len(figures) - len(change) - len(last)
+        change = the_change(report)  # its words, then its code, indented
+        code = [f"    {line}" for line in change.code]
+        said = [line[:width] for line in [*_wrap(change.head, width), *code]]
+        room = MAX_LINES - len(head) - len(figures) - len(said) - len(last)
         more = [line[:width] for line in _more(report, width)][: max(0, min(MORE_LINES, room))]
-        lines = [*head, *figures, *change, *more, *last][:MAX_LINES]
+        lines = [*head, *figures, *said, *more, *last][:MAX_LINES]
     divider = DIVIDER + "─" * max(0, width - len(DIVIDER))
     return "\n".join([divider, *lines]) + "\n"
 
@@ -171,12 +173,6 @@ def the_change(report: Report) -> Change:
     else:
         most, why = held, MEASURED_HELD
     return Change(f"{title}: at most {most} on your training ({why})", suggestion=fix)
-
-
-def _change(report: Report, width: int) -> list[str]:
-    """The one change as the answer's lines: its words, then its code, indented."""
-    change = the_change(report)
-    return [*_wrap(change.head, width), *(f"    {line}" for line in change.code)]
 
 
 def _code(lines: list[str]) -> list[str]:

@@ -108,7 +108,9 @@ def _phase_events(report: Report) -> list[Event]:
     return events
 
 
-def _span(name: str, *, category: str, ts: float, dur: float, tid: int, args: Event) -> Event:
+def _span(
+    name: str, *, category: str, ts: float, dur: float, args: Event, tid: int = STEPS_TID
+) -> Event:
     return dict(name=name, cat=category, ph="X", ts=ts, dur=dur, pid=MAIN_PID, tid=tid, args=args)
 
 
@@ -148,16 +150,12 @@ def _step_events(steps: list[StepRecord]) -> list[Event]:
             "duration_ms": _ms(step.duration_s),
             "input_wait_ms": wait_ms,
         }
-        events.append(_span(name, category="step", ts=ts, dur=dur, tid=STEPS_TID, args=args))
+        events.append(_span(name, category="step", ts=ts, dur=dur, args=args))
         if step.input_wait_s is not None and step.input_wait_s > 0:
             # The wait opens the step, so it nests at the step's start; never past its end.
             wait_us = min(dur, _us(step.input_wait_s))
             wait = {"index": step.index, "input_wait_ms": wait_ms}
-            events.append(
-                _span(
-                    INPUT_WAIT_EVENT, category="input", ts=ts, dur=wait_us, tid=STEPS_TID, args=wait
-                )
-            )
+            events.append(_span(INPUT_WAIT_EVENT, category="input", ts=ts, dur=wait_us, args=wait))
     return events
 
 

@@ -20,7 +20,6 @@ from pipediag.report.model import Report
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 FIGURE_SIZE_IN = (14.0, 7.0)
 BASE_COLOUR = "#adb5bd"
@@ -53,12 +52,6 @@ def render_comparison_png(
     names: tuple[str, str] = ("base", "new"),
 ) -> Path:
     """Draw the comparison (base and new give the step times) and write it atomically."""
-    return write_png(build_comparison_figure(comparison, base, new, names), path)
-
-
-def build_comparison_figure(
-    comparison: Comparison, base: Report, new: Report, names: tuple[str, str] = ("base", "new")
-) -> Figure:
     figure = new_figure(FIGURE_SIZE_IN)
     claim, detail = training_claim(comparison.training)
     _, *more = headline_lines(comparison)
@@ -79,7 +72,7 @@ def build_comparison_figure(
     _draw_rates(figure.add_axes(PANEL_RECTS["rates"]), comparison)
     _draw_cost(figure.add_axes(PANEL_RECTS["cost"]), base, new)
     _draw_steps(figure.add_axes(PANEL_RECTS["steps"]), base, new)
-    return figure
+    return write_png(figure, path)
 
 
 def _draw_rates(axes: Axes, comparison: Comparison) -> None:

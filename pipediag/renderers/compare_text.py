@@ -64,12 +64,9 @@ def render_comparison(
     rows = [_label_row(label) for label in comparison.labels]
     rows += [_figure_row(f) for f in [*comparison.rates, *comparison.shares]]
     lines += columns([COLUMNS, *rows])
-    stages = _stages(comparison.stages, comparison)
-    if stages:
-        lines += ["", *stages]
-    fixes = _fixes(comparison.fixes)
-    if fixes:
-        lines += ["", *fixes]
+    for section in (_stages(comparison.stages, comparison), _fixes(comparison.fixes)):
+        if section:
+            lines += ["", *section]
     rules = comparison.rules
     noise_note = (
         "Noise: 95% intervals from each run's own spread (A and the wait: its steps, "
@@ -193,13 +190,10 @@ def _fixes(fixes: list[FixChange]) -> list[str]:
 
 
 def _fix_gain(fix: FixChange) -> str:
-    """Each run's measured gain of the fix, or the one run's that has it."""
-    before, after = (gains_text(s) if s is not None else "" for s in (fix.base, fix.new))
-    before, after = (g if g != NOT_MEASURED else "" for g in (before, after))
-    if before and after:
-        return f"  ({before} -> {after})" if before != after else f"  ({after})"
-    known = after or before
-    return f"  ({known})" if known else ""
+    """Each run's measured gain of the fix, once where both read the same."""
+    gains = [gains_text(s) for s in (fix.base, fix.new) if s is not None]
+    shown = [g for g in dict.fromkeys(gains) if g not in ("", NOT_MEASURED)]
+    return f"  ({' -> '.join(shown)})" if shown else ""
 
 
 def columns(rows: Sequence[tuple[str, ...]], right: Collection[int] | None = None) -> list[str]:

@@ -19,12 +19,7 @@ WAITS_NOT_TIMED = (
 
 # The parts of input cost, in the order they are listed and drawn (after compute).
 COST_PARTS = ("wait", "contention", "fetch", "epoch-start")
-COST_PART_NAMES = {
-    "wait": "wait",
-    "contention": "contention",
-    "fetch": "fetch",
-    "epoch-start": "epoch start",
-}
+COST_PART_NAMES = {part: part.replace("-", " ") for part in COST_PARTS}
 COMPUTE_PART_NAME = "compute"
 UNSPLIT_PART_NAME = "input"  # input cost measured, its split not
 WAIT_SHARE_SOURCE = "XProf's figure"

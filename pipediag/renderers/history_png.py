@@ -15,7 +15,6 @@ from pipediag.renderers.png.style import MUTED_TEXT_COLOUR, UNKNOWN_COLOUR, VERD
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
 
 FIGURE_SIZE_IN = (12.0, 7.5)
 SCRIPT_COLOURS = ("#343a40", "#1864ab", "#5f3dc4", "#0b7285", "#a61e4d", "#5c940d")
@@ -28,10 +27,6 @@ MAX_SUBTITLE_REGRESSIONS = 3
 
 
 def render_history_png(trend: Trend, path: Path, source: str = "") -> Path:
-    return write_png(build_history_figure(trend, source), path)
-
-
-def build_history_figure(trend: Trend, source: str = "") -> Figure:
     figure = new_figure(FIGURE_SIZE_IN)
     regressions = len(trend.regressions)
     title = f"{len(trend.rows)} runs" + (f" in {source}" if source else "")
@@ -54,7 +49,7 @@ def build_history_figure(trend: Trend, source: str = "") -> Figure:
     if numbers and len(numbers) <= MAX_TICK_LABELS:
         costs.set_xticks(numbers)
     costs.set_xlabel("run (line of the history file)")
-    return figure
+    return write_png(figure, path)
 
 
 def _draw_rates(axes: Axes, trend: Trend) -> None:

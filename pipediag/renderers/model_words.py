@@ -47,7 +47,6 @@ class RankedChanges:
 
 
 def model_side_of(report: Report) -> ComputeAlone | None:
-    """The compute-alone section where it holds a model-side reading, else None."""
     alone = report.compute_alone
     if alone is not None and (alone.trials or alone.top_ops or alone.model_side_reason):
         return alone
@@ -149,15 +148,13 @@ def time_lines(alone: ComputeAlone) -> list[str]:
 def numerics_words(trial: ModelTrial) -> str:
     """What a mixed-precision trial's policy (`setting`) means for the numerics, in one line."""
     kept = ", ".join(trial.float32_layers or []) or "none"
+    compute = "bfloat16 compute with float32 variables (no loss scaling needed)"
     if trial.setting == "mixed_float16":
-        return (
+        compute = (
             "float16 compute with float32 variables; the loss is scaled (Keras wraps the "
-            f"optimizer in a LossScaleOptimizer); layers kept float32: {kept}"
+            "optimizer in a LossScaleOptimizer)"
         )
-    return (
-        "bfloat16 compute with float32 variables (no loss scaling needed); layers kept "
-        f"float32: {kept}"
-    )
+    return f"{compute}; layers kept float32: {kept}"
 
 
 def change_lines(alone: ComputeAlone) -> list[str]:
@@ -189,7 +186,6 @@ def change_lines(alone: ComputeAlone) -> list[str]:
 
 
 def model_lines(report: Report) -> list[str]:
-    """Both parts, for the end of the text summary."""
     alone = shown_model_side(report)
     if alone is None:
         return []

@@ -3,7 +3,6 @@ it, and what the kept ones came to (docs/design.md, "The pipeline pipediag would
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Final
 
 from pipediag.analysis.prescription_rules import PRESCRIPTION_RULE
@@ -37,21 +36,15 @@ SEMANTICS_WORDS: Final[dict[SemanticsChange, str]] = {
 }
 
 
-def semantics_words(changes: Iterable[SemanticsChange]) -> str:
-    """The changes in what the pipeline yields, in words; an unknown code reads as itself."""
-    return "; ".join(SEMANTICS_WORDS.get(change, change) for change in changes)
-
-
 def changes_besides_speed(report: Report, suggestion: Suggestion) -> str:
     """What the rewritten pipeline's lines change in what it yields, said after the evidence
     of its suggestion (PD016); "" for any other suggestion, or where they change nothing."""
     prescription = report.pipeline.prescription
     if suggestion.id != PRESCRIPTION_RULE or prescription is None:
         return ""
-    changes = [change for line in prescription.code for change in line.semantics]
-    if not changes:
-        return ""
-    return f"What changes besides the speed: {semantics_words(changes)}."
+    # an unknown code reads as itself
+    changes = [SEMANTICS_WORDS.get(c, c) for line in prescription.code for c in line.semantics]
+    return f"What changes besides the speed: {'; '.join(changes)}." if changes else ""
 
 
 def rewrites_lines(report: Report) -> list[str]:

@@ -29,5 +29,4 @@ STEP_WORDS: Final[dict[ProgressStepName, str]] = {
 
 
 def progress_words(step: ProgressStep) -> str:
-    """What pipediag says it is doing at `step`."""
     return STEP_WORDS[step.name].format(workers=step.workers, service=step.service)

@@ -43,7 +43,6 @@ class Rate:
 
     @property
     def shown_unit(self) -> str:
-        """The unit, or "estimated" in its place where the figure is an estimate."""
         return ESTIMATED_WORD if self.estimated else self.unit
 
 

@@ -24,11 +24,6 @@ def _spe_step_long(reason: Reason) -> str:
     )
 
 
-def _not_read(reason: Reason) -> str:
-    why = f" ({reason_words(reason.because)})" if reason.because is not None else ""
-    return f"the pipeline could not be read alone{why}"
-
-
 # What the tf.data service refused with where its error said nothing.
 NO_BATCH_CAME_BACK = "no batch came back"
 
@@ -55,12 +50,6 @@ def _no_gpu_sampled(reason: Reason) -> str:
     return f"no GPU was sampled: {reason_words(reason.because) or 'unknown reason'}"
 
 
-def _no_gpu_reading(reason: Reason) -> str:
-    said = reason_words(reason.because) or reason.detail  # detail: an older report's note
-    note = f" ({said})" if said else ""
-    return f"no GPU utilization reading succeeded{note}"
-
-
 def _one_host(reason: Reason) -> str:
     cores = "None" if reason.limit is None else f"{reason.limit:.0f}"  # os.cpu_count() unknown
     return (
@@ -69,45 +58,9 @@ def _one_host(reason: Reason) -> str:
     )
 
 
-def _function_at(reason: Reason) -> str:
-    """A function of the script: its name, and where it is defined where known."""
-    site = f" ({reason_words(reason.because)})" if reason.because is not None else ""
-    return reason.detail + site
-
-
-def _named_uncountable(reason: Reason) -> str:
-    return (
-        f"the script called {_function_at(reason)} is named by --train-function, but iterates "
-        "a dataset of unknown length: its steps a call cannot be counted: its steps could not "
-        "be counted"
-    )
-
-
-def _no_step_counter(reason: Reason) -> str:
-    return (
-        f"the script called {_function_at(reason)} takes the data it trains on, but steps no "
-        "optimizer with a step counter (Keras' `iterations`); if it trains, run with "
-        f"--train-function {reason.detail} to count its steps by its calls: its steps could "
-        "not be counted"
-    )
-
-
 _PULLS_INSIDE = (
     "each call is timed and its time spread over its steps; input waits inside it are not measured"
 )
-
-
-def _pulls_inside(reason: Reason) -> str:
-    steps = f"{reason.value:.0f} steps a call"
-    return f"the loop pulls inside the tf.function {_function_at(reason)}, {steps}: {_PULLS_INSIDE}"
-
-
-def _pulls_inside_uncounted(reason: Reason) -> str:
-    steps = (
-        f"{reason.value:.0f} steps a call (named by --train-function: it steps no optimizer "
-        "with a step counter, so a call counts one step, or its dataset's length)"
-    )
-    return f"the loop pulls inside the tf.function {_function_at(reason)}, {steps}: {_PULLS_INSIDE}"
 
 
 _UNDRIVEN = (
@@ -122,8 +75,9 @@ _TFRECORD_ROUTE = (
 )
 
 # A template over the reason's fields (`because` worded first; `cause`: `because` or, where none,
-# `detail`: an error not pipediag's own, or a report written before the error was typed), or
-# a function of the reason.
+# `detail`: an error not pipediag's own, or a report written before the error was typed;
+# `because_note`, `cause_note`: " (<because>)" where one is stored, " (<cause>)" where there is
+# one, else ""), or a function of the reason.
 WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     # why a fix cannot be applied to a dataset's graph
     "no-graph-node": "no node {detail!r}",
@@ -171,8 +125,17 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "defined-at": "{detail}",
     "exception": "{detail}",
     "own-error": "{detail}: {because}",
-    "named-function-uncountable": _named_uncountable,
-    "function-without-step-counter": _no_step_counter,
+    # a function of the script: its name, and where it is defined where known
+    "named-function-uncountable": (
+        "the script called {detail}{because_note} is named by --train-function, but iterates "
+        "a dataset of unknown length: its steps a call cannot be counted: its steps could not "
+        "be counted"
+    ),
+    "function-without-step-counter": (
+        "the script called {detail}{because_note} takes the data it trains on, but steps no "
+        "optimizer with a step counter (Keras' `iterations`); if it trains, run with "
+        "--train-function {detail} to count its steps by its calls: its steps could not be counted"
+    ),
     "iterators-still-releasing": (
         "some of pipediag's own iterators were still being released at the end"
     ),
@@ -223,8 +186,15 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "stamps-unread": (
         "batch stamps could not be read ({detail}): some steps under fit have no input wait"
     ),
-    "loop-pulls-inside": _pulls_inside,
-    "loop-pulls-inside-named": _pulls_inside_uncounted,
+    "loop-pulls-inside": (
+        "the loop pulls inside the tf.function {detail}{because_note}, {value:.0f} steps a call: "
+        + _PULLS_INSIDE
+    ),
+    "loop-pulls-inside-named": (
+        "the loop pulls inside the tf.function {detail}{because_note}, {value:.0f} steps a call "
+        "(named by --train-function: it steps no optimizer with a step counter, so a call counts "
+        "one step, or its dataset's length): " + _PULLS_INSIDE
+    ),
     "watch-thread-busy": (
         "the watch thread was still busy at the end (a slow alert hook?): the last windows may "
         "be missing"
@@ -257,7 +227,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "not-read-alone": (
         "not read alone: {detail}, and reading it directly would change your shuffle order or cache"
     ),
-    "pipeline-not-read": _not_read,
+    "pipeline-not-read": "the pipeline could not be read alone{because_note}",
     "fit-given": "fit was given a {detail}, not a tf.data.Dataset: nothing to benchmark alone",
     "empty-dataset": "the dataset is empty",
     "one-batch": "the dataset has only one batch: nothing to time after warm-up",
@@ -412,7 +382,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "no-timed-wait-step": (
         "no measured step with a timed input wait to compare the GPU's activity with"
     ),
-    "no-gpu-reading": _no_gpu_reading,
+    "no-gpu-reading": "no GPU utilization reading succeeded{cause_note}",
     "no-busy-reading": "GPU {value:.0f} reported no {detail} reading",
     "few-gpu-windows": (
         "only {value:.0f} NVML window(s) fell inside the measured steps ({because}; need "
@@ -621,10 +591,13 @@ def reason_words(reason: Reason | None) -> str:
     if callable(words):
         return words(reason)
     because = reason_words(reason.because)
+    cause = because or reason.detail
     return words.format(
         detail=reason.detail,
         value=reason.value,
         limit=reason.limit,
         because=because,
-        cause=because or reason.detail,
+        cause=cause,
+        because_note=f" ({because})" if reason.because is not None else "",
+        cause_note=f" ({cause})" if cause else "",
     )

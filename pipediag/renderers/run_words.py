@@ -27,8 +27,6 @@ INPUT_WAIT_SOURCES = {
     "batch-stamps": "input wait from batch time stamps",
     "iterator-timing": "input wait timed at the iterator",
 }
-INPUT_WAIT_UNMEASURED = "input wait not measured"
-NO_GPU = "no GPU found"
 HOST_TIMING_ONLY = "Verdict from host timing alone."
 
 
@@ -50,7 +48,6 @@ def run_status(report: Report) -> str:
 
 # An epoch start under this long is not worth a line: a few calls between two steps.
 EPOCH_START_SHOWN_S = 0.005
-NOT_SPREAD = "not part of the input cost above: the epoch's length is unknown"
 
 
 def epoch_start_text(train: TrainSection, split: CostSplit | None = None) -> str:
@@ -73,11 +70,12 @@ def epoch_start_text(train: TrainSection, split: CostSplit | None = None) -> str
     if steps and step:
         text += f"; {of_an_epoch(duration / (duration + steps * step), steps)}"
     if not any(e.steps_per_epoch for e in later):
-        return text + f"; {NOT_SPREAD}"
+        return text + "; not part of the input cost above: the epoch's length is unknown"
     return text + "; not part of the input cost above"
 
 
 def data_pass_text(record: DataPass) -> str:
+    why = "the dataset was empty" if record.batches == 0 else "no train step between its pulls"
     if record.passes > 1:
         text = f"{record.passes} passes ({record.batches:,} batches)"
     elif record.batches == 0:
@@ -86,14 +84,9 @@ def data_pass_text(record: DataPass) -> str:
         text = f"a {record.batches:,}-batch pass"
     if record.by:
         text += f" by {record.by}"
+        why = "not training"
     if record.where:
         text += f" at {record.where}"
-    if record.by:
-        why = "not training"
-    elif record.batches == 0:
-        why = "the dataset was empty"
-    else:
-        why = "no train step between its pulls"
     return f"{text} ({why})"
 
 
@@ -102,7 +95,7 @@ def deep_skipped_text(reason: Reason) -> str:
 
 
 def input_wait_source_text(train: TrainSection) -> str:
-    return INPUT_WAIT_SOURCES.get(train.input_wait_source, INPUT_WAIT_UNMEASURED)
+    return INPUT_WAIT_SOURCES.get(train.input_wait_source, "input wait not measured")
 
 
 def training_text(train: TrainSection) -> str:
@@ -122,4 +115,4 @@ def why_text(reason: Reason | None) -> str:
 
 
 def no_gpu_text(reason: Reason | None) -> str:
-    return f"{NO_GPU}: {why_text(reason)}"
+    return f"no GPU found: {why_text(reason)}"

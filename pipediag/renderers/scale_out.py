@@ -46,7 +46,8 @@ def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
         lines.append(_prediction(section.prediction))
     lines += [f"note: {reason_words(n)}" for n in section.notes]
     if width is not None:
-        lines = [part for line in lines for part in _wrap(line, width)]
+        wrapped = [textwrap.wrap(line, width, subsequent_indent="  ") or [line] for line in lines]
+        lines = [part for parts in wrapped for part in parts]
     if section.code:
         lines.append("code:")
         lines += [f"{CODE_INDENT}{line}" for line in section.code.splitlines()]
@@ -74,7 +75,8 @@ def blocker_words(blocker: ServiceBlocker) -> str:
         return _python_function_words(blocker)
     if blocker.kind == "local-path":
         return _local_path_words(blocker)
-    return _refused_words(blocker)
+    part = f"pipeline up to {blocker.up_to}" if blocker.up_to else "whole pipeline"
+    return f"the service failed on the {part} when tried: {blocker.error or NO_BATCH_CAME_BACK}"
 
 
 def _python_function_words(blocker: ServiceBlocker) -> str:
@@ -120,19 +122,9 @@ def _files(paths: list[str], total: int) -> str:
     return f"{count} ({', '.join(shown)}{more})"
 
 
-def _refused_words(blocker: ServiceBlocker) -> str:
-    part = f"pipeline up to {blocker.up_to}" if blocker.up_to else "whole pipeline"
-    error = blocker.error or NO_BATCH_CAME_BACK
-    return f"the service failed on the {part} when tried: {error}"
-
-
 def _stage_at(blocker: ServiceBlocker) -> str:
     """ "map(parse) at train.py:12": the stage, and where the script builds it."""
     return blocker.stage + (f" at {blocker.source}" if blocker.source else "")
-
-
-def _wrap(line: str, width: int) -> list[str]:
-    return textwrap.wrap(line, width=width, subsequent_indent="  ") or [line]
 
 
 def _status(section: ScaleOut) -> str:

@@ -71,16 +71,6 @@ def bytes_text(count: int | None) -> str:
     return f"{count} B"
 
 
-def _trial_text(trial: FixTrial | None) -> str:
-    if trial is not None and trial.verified and trial.speedup is not None:
-        return (
-            f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"
-            f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x over"
-            f" {counted(trial.rounds, 'interleaved round')})."
-        )
-    return ""
-
-
 def training_text(ctx: Context, trial: FixTrial) -> str:
     training = trial.training
     assert training is not None and training.training_speedup is not None
@@ -114,7 +104,12 @@ def _fix_words(
 ) -> SuggestionWords:
     """A stage rule's words with what its trial showed (`analysis/advice_context.fix_suggestion`
     reads the trial; `outcome` says how)."""
-    evidence += _trial_text(trial)
+    if trial is not None and trial.verified and trial.speedup is not None:
+        evidence += (
+            f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"
+            f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x over"
+            f" {counted(trial.rounds, 'interleaved round')})."
+        )
     if trial is not None and s.outcome in (
         "on-training",
         "unclear-on-training",

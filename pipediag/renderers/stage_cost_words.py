@@ -11,10 +11,6 @@ from pipediag.report.names import stage_name
 from pipediag.report.stage_facts import upstream_of
 from pipediag.report.stages import StageStats
 
-IF_FREE = "if free"
-JUMP_MARK = "jump"
-UNUSED_WORDS = "if free: not used"
-
 
 def held_stage(stages: Sequence[StageStats]) -> StageStats | None:
     """The jump stage, else the output-most one measured, else one whose gain was not used."""
@@ -36,9 +32,9 @@ def costliest_stage(stages: Sequence[StageStats]) -> StageStats | None:
 def if_free_text(stats: StageStats) -> str:
     value = stats.training_speedup_if_free
     if value is None:
-        return UNUSED_WORDS if stats.training_speedup_if_free_unused else ""
-    text = f"{speedup(value)} {IF_FREE}"
-    return f"{text} ({JUMP_MARK})" if stats.training_cost_jump else text
+        return "if free: not used" if stats.training_speedup_if_free_unused else ""
+    text = f"{speedup(value)} if free"
+    return f"{text} (jump)" if stats.training_cost_jump else text
 
 
 def holding_text(stats: StageStats) -> str:

@@ -20,8 +20,6 @@ from pipediag.renderers.numbers import percent, percent_range, rate_text, shown_
 from pipediag.report.model import CostSplit, PhaseVerdict, Report, TrainSection, Verdict
 from pipediag.report.names import VERDICT_TITLES, verdict_title
 
-TRAIN_STEP_SETS_THE_RATE = "the model's train step sets the rate"
-WAITING_EXPLAINED = "the train step waits for batches the pipeline has not made"
 ESTIMATED_NOTE = " (compute alone estimated: contention not measured)"
 # A labelled verdict from before input cost, without a wait share either.
 PLAIN_VERDICTS = {
@@ -68,10 +66,9 @@ def _without_cost_words(
     """Why there is no verdict; before input cost, the wait share or the label in words."""
     fraction = verdict.input_wait_fraction
     if verdict.no_verdict_because or fraction is None:
-        plain = PLAIN_VERDICTS.get(verdict.label)
-        if plain is not None:
-            return plain
-        return no_verdict_text(verdict.no_verdict_because, train, pipeline_batches_per_s)
+        return PLAIN_VERDICTS.get(verdict.label) or no_verdict_text(
+            verdict.no_verdict_because, train, pipeline_batches_per_s
+        )
     share = f"{percent(fraction)} of step time spent waiting for input"
     return f"only {share}" if verdict.label == "compute-bound" else share
 
@@ -229,7 +226,7 @@ def _dominant_words(
     """(what the claim adds, the explanation): the part that dominates, and why."""
     wait = percent(verdict.input_wait_fraction or 0.0)
     if verdict.label == "compute-bound":
-        return "", TRAIN_STEP_SETS_THE_RATE
+        return "", "the model's train step sets the rate"
     if split.dominant == "contention" and split.contention_kind == "gil":
         return ", mostly contention for Python's GIL", (
             "the pipeline's Python code holds the interpreter lock the train step needs, "
@@ -253,7 +250,7 @@ def _dominant_words(
             f"the pipeline is {how}, but each step pulls one small batch"
         )
     if split.dominant == "wait":
-        return ", mostly waiting", WAITING_EXPLAINED
+        return ", mostly waiting", "the train step waits for batches the pipeline has not made"
     if split.dominant == "epoch-start":
         return ", mostly epoch starts", epoch_start_evidence(split)
     return "", ""

@@ -1,25 +1,20 @@
-"""Watch mode "over time": a watched run's windows, as text (a row each, or a strip) and as
-a PNG panel (docs/design.md, "Watching a long run")."""
+"""Watch mode "over time": a watched run's windows as text (a row each, or a strip), and
+grouped for the PNG panel (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from pipediag.renderers.numbers import percent
 from pipediag.report.model import Report
 from pipediag.report.vocabulary import VerdictLabel
 from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-
 MAX_TABLE_ROWS = 10  # up to this many windows get a row each
 STRIP_WIDTH = 60  # characters in the strip of wait shares
 SHARE_BLOCKS = " ▁▂▃▄▅▆▇█"  # 0% .. 100% of step time spent waiting
 MAX_ALERT_LINES = 3
-MAX_PANEL_BARS = 200  # above this many windows, the panel groups them
 LABEL_ORDER: tuple[VerdictLabel, ...] = ("input-bound", "balanced", "compute-bound", "unknown")
 LABEL_BASIS = (
     "windows are labelled by input wait share (XProf's bands: 20%, 5%); input cost needs "
@@ -146,84 +141,12 @@ def alert_text(alert: WatchAlert) -> str:
     )
 
 
-def draw_watch_panel(axes: Axes, report: Report) -> None:
-    """Wait share bars by label, steps/s line, the alert threshold and alerts."""
-    from pipediag.renderers.png.style import (
-        MUTED_TEXT_COLOUR,
-        TRAINING_RATE_COLOUR,
-        VERDICT_COLOURS,
-        WARNING_COLOUR,
-    )
-    from pipediag.renderers.png.utilization import percent_panel
-
-    watch = report.watch
-    percent_panel(axes, "Over time", "input wait, % of step (bars)")
-    axes.set_xlabel("train step", fontsize=9)
-    if watch is None or not watch.windows:
-        axes.text(
-            0.5,
-            0.5,
-            "No window closed",
-            transform=axes.transAxes,
-            ha="center",
-            color=MUTED_TEXT_COLOUR,
-            gid="note",
-        )
-        return
-    groups = group_windows(watch.windows, MAX_PANEL_BARS)
-    lefts = [g[0].first_step for g in groups]
-    widths = [g[-1].last_step + 1 - g[0].first_step for g in groups]
-    shares = [group_share(g) for g in groups]
-    colours = [VERDICT_COLOURS[_group_label(g)] for g in groups]
-    axes.bar(
-        lefts,
-        [100 * (s or 0.0) for s in shares],
-        width=widths,
-        align="edge",
-        color=colours,
-        edgecolor="white",
-        linewidth=0.5,
-        gid="watch-wait-bars",
-    )
-    if watch.alert_input_share is not None:
-        threshold = 100 * watch.alert_input_share
-        axes.axhline(
-            threshold, color=WARNING_COLOUR, linestyle="--", linewidth=1, gid="watch-threshold"
-        )
-    for alert in watch.alerts:
-        axes.plot([alert.last_step], [102], marker="v", color=WARNING_COLOUR, gid="watch-alert")
-    rate_axes = axes.twinx()
-    middles = [left + width / 2 for left, width in zip(lefts, widths, strict=True)]
-    rates = [_group_rate(g) for g in groups]
-    rate_axes.plot(
-        [m for m, r in zip(middles, rates, strict=True) if r is not None],
-        [r for r in rates if r is not None],
-        color=TRAINING_RATE_COLOUR,
-        marker="." if len(groups) <= 50 else None,
-        linewidth=1.2,
-        gid="watch-rate",
-    )
-    rate_axes.set_ylim(bottom=0)
-    rate_axes.tick_params(labelsize=8, colors=TRAINING_RATE_COLOUR)
-    # Above the right axis, not beside it: a label there would run off the page.
-    rate_axes.text(
-        1.0,
-        1.01,
-        "steps/s (line)",
-        transform=rate_axes.transAxes,
-        ha="right",
-        va="bottom",
-        fontsize=8,
-        color=TRAINING_RATE_COLOUR,
-    )
-
-
-def _group_label(group: Sequence[WatchWindow]) -> str:
+def group_label(group: Sequence[WatchWindow]) -> str:
     """The worst label in a group (input-bound first): the panel must not hide one."""
     labels = {w.label for w in group}
     return next((label for label in LABEL_ORDER if label in labels), "unknown")
 
 
-def _group_rate(group: Sequence[WatchWindow]) -> float | None:
+def group_rate(group: Sequence[WatchWindow]) -> float | None:
     time = sum(w.step_time_s for w in group)
     return sum(w.steps for w in group) / time if time > 0 else None

@@ -26,7 +26,8 @@ T = TypeVar("T")
 _ItemUpgrade = Callable[[dict[str, Any]], dict[str, Any]]
 # A step to the next schema, given a shallow copy `from_dict` stamped with that schema: it sets
 # top-level keys; a nested section is the caller's, replaced (`dict(section, ...)`), never
-# changed in place.
+# changed in place unless the step copied it first. A key no field reads any more is left:
+# `build_dataclass` ignores it, as do the steps that type a section's strings (`_typed_strings`).
 _Step = Callable[[dict[str, Any]], None]
 
 
@@ -51,10 +52,11 @@ def from_dict(data: dict[str, Any]) -> Report:
         if version < target:
             data = dict(data, schema_version=target)
             upgrade(data)
-    data = _without_worded_lower_bound(_without_contention_finding(data))
-    data = _blockers_as_written(data)
+    data = dict(data)  # for every version: some reports predate their schema's last change
+    for tidy in (_without_contention_finding, _without_worded_lower_bound, _blockers_as_written):
+        tidy(data)
     try:
-        return _build(Report, data)
+        return build_dataclass(Report, data)
     except (TypeError, ValueError, KeyError) as exc:
         raise ReportError(f"malformed pipediag report: {exc}") from exc
 
@@ -64,29 +66,26 @@ def from_dict(data: dict[str, Any]) -> Report:
 _WORDED_LOWER_BOUND = "the train step on the whole pipeline held in memory ran "
 
 
-def _without_worded_lower_bound(data: dict[str, Any]) -> dict[str, Any]:
+def _without_worded_lower_bound(data: dict[str, Any]) -> None:
     notes = data.get("notes")
-    if not isinstance(notes, list):
-        return data
-    kept = [n for n in notes if not (isinstance(n, str) and n.startswith(_WORDED_LOWER_BOUND))]
-    return data if len(kept) == len(notes) else {**data, "notes": kept}
+    if isinstance(notes, list):
+        data["notes"] = [
+            n for n in notes if not (isinstance(n, str) and n.startswith(_WORDED_LOWER_BOUND))
+        ]
 
 
-def _blockers_as_written(data: dict[str, Any]) -> dict[str, Any]:
+def _blockers_as_written(data: dict[str, Any]) -> None:
     """Each service blocker's sentence (`detail`, written before schema 9 typed its facts) as
     `detail_as_written`: it does not parse back into the facts reliably. Run for every
     version: schema-9 reports written before that typing skip the upgrades."""
-    data = dict(data)
     _upgrade_lists_in(data, "scale_out", {"blockers": _blocker_as_written})
-    return data
 
 
 def _blocker_as_written(blocker: dict[str, Any]) -> dict[str, Any]:
-    upgraded = dict(blocker)
-    words = upgraded.pop("detail", None)
-    if isinstance(words, str):
-        upgraded.setdefault("detail_as_written", words)
-    return upgraded
+    words = blocker.get("detail")
+    if not isinstance(words, str):
+        return blocker
+    return dict(blocker, detail_as_written=blocker.get("detail_as_written", words))
 
 
 # Where an older report's contention finding says its samples were read.
@@ -96,13 +95,13 @@ _FINDING_SCOPES = (
 )
 
 
-def _without_contention_finding(data: dict[str, Any]) -> dict[str, Any]:
+def _without_contention_finding(data: dict[str, Any]) -> None:
     """A version 7 or older host contention's prose `finding` as the two facts it held that no
     field did: that the verdict made it worth saying (it was written only then) and which
-    samples it was read over. The GPU's prose held no such fact: `_build` leaves it out."""
+    samples it was read over. The GPU's prose held no such fact: `build_dataclass` leaves it out."""
     contention = data.get("host_contention")
     if not isinstance(contention, dict) or "finding" not in contention:
-        return data
+        return
     contention = dict(contention)
     finding = contention.pop("finding")
     if isinstance(finding, str) and finding:
@@ -110,7 +109,7 @@ def _without_contention_finding(data: dict[str, Any]) -> dict[str, Any]:
         scope = next((code for words, code in _FINDING_SCOPES if words in finding), None)
         if scope is not None:
             contention.setdefault("scope", scope)
-    return dict(data, host_contention=contention)
+    data["host_contention"] = contention
 
 
 def _from_version_1(data: dict[str, Any]) -> None:
@@ -132,41 +131,27 @@ def _upgrade_suggestions(data: dict[str, Any], upgrade: _ItemUpgrade) -> None:
 
 def _each_object(items: Any, upgrade: _ItemUpgrade) -> list[Any]:
     """`upgrade` applied to each object of a list read from JSON; anything else stays as
-    read, for `_build` to refuse with its reason."""
+    read, for `build_dataclass` to refuse with its reason."""
     return [upgrade(item) if isinstance(item, dict) else item for item in items or []]
 
 
 def _stage_v2(stage: dict[str, Any]) -> dict[str, Any]:
-    stage = dict(stage)
-    settings = dict(stage.get("settings") or {})
-    stage["tf_internal"] = settings.pop("tf_internal", None) == "true"
-    stage["random"] = settings.pop("random", None) == "true"
-    ops = settings.pop("stateful_ops", "")
-    stage["stateful_ops"] = [op for op in ops.split(",") if op]
-    settings.pop("py_function", None)  # the same as `uses_py_function`
-    settings.pop("stateful", None)  # the same as `stateful`
-    stage["settings"] = settings
-    return stage
+    settings = stage.get("settings") or {}
+    ops = settings.get("stateful_ops", "")
+    return dict(
+        stage,
+        settings=settings,
+        tf_internal=settings.get("tf_internal") == "true",
+        random=settings.get("random") == "true",
+        stateful_ops=[op for op in ops.split(",") if op],
+    )
 
 
 def _trial_v2(trial: dict[str, Any]) -> dict[str, Any]:
-    trial = dict(trial)
-    details = dict(trial.get("details") or {})
-    trial["unsafe"] = details.pop("unsafe", None) == "true"
-    fits = details.pop("fits", None)
-    trial["fits_in_memory"] = None if fits is None else fits == "true"
-    trial["details"] = details
-    return trial
-
-
-def _from_version_3(data: dict[str, Any]) -> None:
-    """The part a version-3 cost's cap left out has no field now: the cost stands as measured
-    then, without an interval."""
-    verdict = data.get("verdict")
-    if isinstance(verdict, dict) and isinstance(verdict.get("cost_split"), dict):
-        split = dict(verdict["cost_split"])
-        split.pop("unexplained", None)
-        data["verdict"] = dict(verdict, cost_split=split)
+    details = trial.get("details") or {}
+    fits = details.get("fits")
+    fits_in_memory = None if fits is None else fits == "true"
+    return dict(trial, unsafe=details.get("unsafe") == "true", fits_in_memory=fits_in_memory)
 
 
 # Version 2 spelled pipediag's own stage findings as `settings` strings; version 3 types them.
@@ -187,10 +172,7 @@ _DETAIL_TEXTS = ("stopped", "training_stopped", "isolation", "existing_buffer")
 def _from_version_2(data: dict[str, Any]) -> None:
     """Stage findings were `settings` strings (`auto_parallel` "yes" / "no: <why>",
     `not_measured`, `graph` "unavailable: <why>"); the headline was prose (now worded from
-    the verdict's figures, renderers/verdict_words.py), so it goes."""
-    verdict = data.get("verdict")
-    if isinstance(verdict, dict):
-        data["verdict"] = {key: value for key, value in verdict.items() if key != "headline"}
+    the verdict's figures, renderers/verdict_words.py): it is left unread."""
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v3, "trials": _trial_v3})
     _upgrade_lists_in(data, "scale_out", {"stages": _stage_v3})
 
@@ -227,55 +209,50 @@ def _from_version_5(data: dict[str, Any]) -> None:
 
 
 def _suggestion_v5(suggestion: dict[str, Any]) -> dict[str, Any]:
-    suggestion = dict(suggestion)
-    training = suggestion.pop("training_speedup", None)
-    interval = suggestion.pop("training_interval", None)
-    bound = suggestion.pop("bound_speedup", None)
-    verified = suggestion.pop("verified_speedup", None)
-    predicted = suggestion.pop("predicted_speedup", None)
-    estimated = suggestion.pop("estimated_speedup", None)
+    training = suggestion.get("training_speedup")
+    bound = suggestion.get("bound_speedup")
+    verified = suggestion.get("verified_speedup")
+    predicted = suggestion.get("predicted_speedup")
+    estimated = suggestion.get("estimated_speedup")
     gain: dict[str, Any] = {"basis": "not-measured"}
     if training is not None:
+        interval = suggestion.get("training_interval")
         gain = {"basis": "training", "speedup": training, "interval": interval}
     elif bound is not None:
         gain = {"basis": "held", "speedup": bound}
     elif verified is not None:
         gain = {"basis": "pipeline-alone", "speedup": verified}
-    suggestion["gain"] = gain
-    suggestion["estimate"] = next(
-        (e for e in (predicted, verified, estimated) if e is not None), None
-    )
-    return suggestion
+    estimate = next((e for e in (predicted, verified, estimated) if e is not None), None)
+    return dict(suggestion, gain=gain, estimate=estimate)
 
 
 def _no_verdict_reason(train: Any) -> NoVerdictReason:
     """Why an older report's train section gave no verdict; "unknown" where it is malformed."""
     try:
-        return model.no_verdict_reason(_build(model.TrainSection, train or {}))
+        return model.no_verdict_reason(build_dataclass(model.TrainSection, train or {}))
     except (TypeError, ValueError, KeyError):
         return "unknown"
 
 
 def _stage_v3(stage: dict[str, Any]) -> dict[str, Any]:
     stage = dict(stage)
-    settings = dict(stage.get("settings") or {})
-    auto = settings.pop("auto_parallel", None)
+    settings = stage.get("settings") or {}
+    auto = settings.get("auto_parallel")
     if auto is not None:
         blocker = str(auto).removeprefix("no: ")
         stage["auto_parallel"] = auto == "yes"
         if blocker in _AUTO_PARALLEL_BLOCKERS:
             stage["auto_parallel_blocker"] = blocker
     if "not_measured" in settings:
-        stage["not_measured"] = settings.pop("not_measured")
+        stage["not_measured"] = settings["not_measured"]
     if "graph" in settings:
-        stage["graph_error"] = str(settings.pop("graph")).removeprefix("unavailable: ")
+        stage["graph_error"] = str(settings["graph"]).removeprefix("unavailable: ")
     stage["settings"] = settings
     return stage
 
 
 def _trial_v3(trial: dict[str, Any]) -> dict[str, Any]:
-    trial = dict(trial)
-    details = trial.pop("details", None) or {}
+    details = trial.get("details") or {}
     facts: dict[str, Any] = {}
     for keys, read in (
         (_DETAIL_FLOATS, functools.partial(_number, kind=float)),
@@ -285,8 +262,7 @@ def _trial_v3(trial: dict[str, Any]) -> dict[str, Any]:
         facts.update({key: read(details[key]) for key in keys if key in details})
     # "infinite" or "unknown" elements: None in version 3 (the trial's reason says which).
     facts["elements"] = _number(details.get("elements"), int)
-    trial["facts"] = facts
-    return trial
+    return dict(trial, facts=facts)
 
 
 def _number(text: Any, kind: type[float] | type[int]) -> Any:
@@ -327,7 +303,7 @@ def _stage_v8(stage: dict[str, Any]) -> dict[str, Any]:
 def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
     """The strings of `strings` that name a field of `cls`, each as its field's type; those
     that do not read as it are left out, for the field's default. A value that is not a
-    string is kept as it is, for `_build` to take or refuse."""
+    string is kept as it is, for `build_dataclass` to take or refuse."""
     typed: dict[str, Any] = {}
     for name, hint in _hints(cls).items():
         text = strings.get(name)
@@ -354,11 +330,8 @@ def _from_version_8(data: dict[str, Any]) -> None:
     dropped: the notes are parsed, not kept, so a trial holds one form of its numerics)."""
     _upgrade_lists_in(data, "scale_out", {"measurements": _measurement_v9})
     _upgrade_lists_in(data, "pipeline", {"trials": _fix_trial_v9})
-    pipeline = data.get("pipeline")
-    if isinstance(pipeline, dict) and isinstance(pipeline.get("prescription"), dict):
-        prescription = pipeline["prescription"]
-        lines = _each_object(prescription.get("code"), _semantics_coded)
-        data["pipeline"] = dict(pipeline, prescription=dict(prescription, code=lines))
+    if isinstance(data.get("pipeline"), dict):  # the copy just made: it may be changed
+        _upgrade_lists_in(data["pipeline"], "prescription", {"code": _semantics_coded})
     _upgrade_suggestions(data, _suggestion_v9)
     _upgrade_lists_in(data, "compute_alone", {"trials": _model_trial_v9})
 
@@ -440,7 +413,6 @@ def _model_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
 
 def _from_version_9(data: dict[str, Any]) -> None:
     _upgrade_suggestions(data, _suggestion_words_kept)
-    _upgrade_lists_in(data, "verdict", {"phases": _phase_unnamed})
     _upgrade_lists_in(data, "compute_alone", {"top_ops": _host_gap_kind})
     _upgrade_lists_in(data, "pipeline", {"trials": _fix_trial_training_v10})
 
@@ -467,28 +439,19 @@ _TRAINING_IN_FACTS_V9: Final = {
 def _fix_trial_training_v10(trial: dict[str, Any]) -> dict[str, Any]:
     """A fix trial's figures on training as one record; none where it measured no speedup
     there (the figures came together; `training_reason` says why not)."""
-    upgraded = {key: value for key, value in trial.items() if key not in _TRAINING_ON_TRIAL_V9}
     training = {new: trial[old] for old, new in _TRAINING_ON_TRIAL_V9.items() if old in trial}
     facts = trial.get("facts")
     if isinstance(facts, dict):
-        upgraded["facts"] = {k: v for k, v in facts.items() if k not in _TRAINING_IN_FACTS_V9}
         training.update(
             {new: facts[old] for old, new in _TRAINING_IN_FACTS_V9.items() if old in facts}
         )
-    upgraded["training"] = training if training.get("training_speedup") is not None else None
-    return upgraded
+    return dict(trial, training=training if training.get("training_speedup") is not None else None)
 
 
 def _suggestion_words_kept(suggestion: dict[str, Any]) -> dict[str, Any]:
     kept = dict(suggestion)
     words = {"title": kept.pop("title", ""), "evidence": kept.pop("evidence", "")}
     return dict(kept, as_written=words)
-
-
-def _phase_unnamed(phase: dict[str, Any]) -> dict[str, Any]:
-    """A phase's `name` ("epochs 2-3"): pipediag wrote only its epochs, which the renderers
-    word now (a name edited by hand is dropped)."""
-    return {key: value for key, value in phase.items() if key != "name"}
 
 
 # Version 9's words for the two host gaps among the top ops (kind "host_gap"), now kinds.
@@ -516,15 +479,15 @@ def _host_gap_kind(top_op: dict[str, Any]) -> dict[str, Any]:
 # 3: a stage's `auto_parallel`, `not_measured` and `graph_error` left `settings`; a fix
 #    trial's `details` strings became `facts`, numbers as numbers; no headline text.
 # 4: T measured in alternation (`ComputeAlone.blocks`), the cost's 90% interval
-#    (`Verdict.input_cost_interval`), no core-count cap (`CostSplit.unexplained` gone), and
-#    each epoch's start-up a fourth part of the cost (`CostSplit.epoch_start`).
+#    (`Verdict.input_cost_interval`), no core-count cap (`CostSplit.unexplained` gone: a
+#    version-3 cost stands as measured then, without an interval), and each epoch's start-up
+#    a fourth part of the cost (`CostSplit.epoch_start`).
 # 5: no verdict prose: `summary` is gone, `Verdict.no_verdict_because` says why there is none.
-# Version 7 needs no step: `_convert` keeps a version-6 report's worded reasons as written
-# ("as-written").
+# Versions 4 and 7 need no step: what 4 dropped no field reads, and `_convert` keeps a
+# version-6 report's worded reasons as written ("as-written").
 _UPGRADES: tuple[tuple[int, _Step], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),
-    (4, _from_version_3),
     (5, _from_version_4),
     (6, _from_version_5),
     (8, _from_version_7),
@@ -601,7 +564,9 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
-def _build(cls: type[T], data: Any) -> T:
+def build_dataclass(cls: type[T], data: Any) -> T:
+    """`cls` from a JSON object: keys no field reads are ignored, each value converted to its
+    field's type."""
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
     hints = _hints(cls)
@@ -629,9 +594,9 @@ def _convert(hint: Any, value: Any) -> Any:
         _, item = typing.get_args(hint)
         return {str(k): _convert(item, v) for k, v in value.items()}
     if hint is Reason and isinstance(value, str):
-        return Reason("as-written", detail=value)  # an older report's words (version 6, 8)
+        return Reason("as-written", detail=value)  # older words (reports 6, 8; fleets 1, 2)
     if dataclasses.is_dataclass(hint):
-        return _build(hint, value)  # type: ignore[arg-type]
+        return build_dataclass(hint, value)  # type: ignore[arg-type]
     if hint is float and isinstance(value, int):
         return float(value)
     return value

@@ -191,14 +191,10 @@ def no_verdict_reason(train: TrainSection) -> NoVerdictReason:
 
 @dataclass(frozen=True)
 class RateBlock:
-    """One block of the alternation of rates (docs/design.md, "Rates in alternation").
-
-    `kind` "training" is the script's own steps fed by its pipeline (A), "step-alone" the
-    same train step on a cached batch (T), "quiet-training" A with pipediag's sampler
-    threads paused (`ObserverEffect`). `steps` and `seconds` are the block's steady part:
-    `dropped_steps` leading steps were the transition from the block before (a prefetch
-    buffer refilled while the step ran alone, or drained after it).
-    """
+    """One block of the alternation of rates (docs/design.md, "Rates in alternation"), of a
+    `RateBlockKind`. `steps` and `seconds` are the block's steady part: `dropped_steps`
+    leading steps were the transition from the block before (a prefetch buffer refilled
+    while the step ran alone, or drained after it)."""
 
     kind: RateBlockKind
     start_s: float

@@ -16,7 +16,6 @@ VERDICT_TITLES = {
 
 
 def verdict_title(label: str) -> str:
-    """The label's title, or NO_VERDICT for anything else."""
     return VERDICT_TITLES.get(label, NO_VERDICT)
 
 

@@ -68,7 +68,7 @@ ReasonCode = Literal[
     "scale-out-prediction-failed",  # detail: the error
     "prescription-figures-failed",  # detail: the error
     "advisor-failed",  # detail: the error
-    # a part of a phase that failed (`phases._failed`); because: "own-error"; or detail: the error
+    # a part of a phase that failed (`phases.py`); because: "own-error"; or detail: the error
     "stage-analysis-failed",
     "stage-holds-failed",
     "fix-trials-failed",

@@ -160,10 +160,7 @@ def batch_caching(stages: Sequence[StageStats], point: int) -> int | None:
 
 def prefix_cost_s(stages: Sequence[StageStats], index: int) -> float:
     """Own cost per batch of a stage and everything upstream of it (unknown counts as 0)."""
-    total = 0.0
-    for i in _walk_upstream(stages, index):
-        total += stages[i].own_s_per_batch or 0.0
-    return total
+    return sum((stages[i].own_s_per_batch or 0.0 for i in _walk_upstream(stages, index)), 0.0)
 
 
 def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | None:

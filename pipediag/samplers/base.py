@@ -65,11 +65,10 @@ class DecimatingBuffer(Generic[ItemT]):
         self._items.append(item)
         if len(self._items) >= self.max_items:
             items = self._items
+            # Full at an even count (`max_items` is even, and items come one at a time).
             self._items = [
                 self._merge(a, b) for a, b in zip(items[0::2], items[1::2], strict=False)
             ]
-            if len(items) % 2:
-                self._items.append(items[-1])
             self.interval_s *= 2
             self.halvings += 1
 

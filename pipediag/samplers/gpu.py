@@ -21,9 +21,8 @@ from pipediag.samplers.nvml_readings import NvmlReader
 
 def merge_gpu_samples(earlier: GpuSample, later: GpuSample) -> GpuSample:
     """One sample covering both ticks: means of what was read, timed at the later tick."""
-    return GpuSample(
-        t_s=later.t_s,
-        device_index=later.device_index,
+    return replace(
+        later,
         gpu_util_pct=mean_or_none(earlier.gpu_util_pct, later.gpu_util_pct),
         mem_util_pct=mean_or_none(earlier.mem_util_pct, later.mem_util_pct),
         mem_used_bytes=mean_int_or_none(earlier.mem_used_bytes, later.mem_used_bytes),

@@ -7,15 +7,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from pipediag.clock import Clock, wall_minus_clock
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.report.samples import GpuDevice
 from pipediag.samplers.base import describe_error
-
-T = TypeVar("T")
-
 
 US_PER_S = 1_000_000  # driver sample timestamps are microseconds of wall-clock time
 # The NVML initialisation failures a user can act on, by NVML's error.
@@ -154,8 +151,7 @@ class NvmlDevices:
                 handle = self.call("nvmlDeviceGetHandleByIndex", index)
             except Exception as exc:
                 handle = None
-                skipped = Reason("gpu-skipped", value=index, detail=self.error_name(exc))
-                self.setup_notes.append(skipped)
+                self._note("gpu-skipped", index, exc)
             handles.append(handle)
             uuids.append(self._uuid(handle) if handle is not None else "")
         mig = [h is not None and self._mig_enabled(h) for h in handles]
@@ -190,15 +186,8 @@ class NvmlDevices:
         except Exception:
             return ""
 
-    def _optional(
-        self, read: Callable[[], T], default: T, unavailable: ReasonCode, index: int
-    ) -> T:
-        """A static property of GPU `index`; a failure is a note, not a lost device."""
-        try:
-            return read()
-        except Exception as exc:
-            self.setup_notes.append(Reason(unavailable, value=index, detail=self.error_name(exc)))
-            return default
+    def _note(self, code: ReasonCode, index: int, exc: BaseException) -> None:
+        self.setup_notes.append(Reason(code, value=index, detail=self.error_name(exc)))
 
     def _mig_enabled(self, handle: Any) -> bool:
         try:
@@ -222,15 +211,17 @@ class NvmlDevices:
         return self._uuid(child)
 
     def _open_device(self, index: int, handle: Any, uuid: str, mig: bool) -> NvmlDevice:
-        name = self._optional(
-            lambda: _text(self.call("nvmlDeviceGetName", handle)), "", "gpu-name-unavailable", index
-        )
-        memory_total = self._optional(
-            lambda: int(self.call("nvmlDeviceGetMemoryInfo", handle).total),
-            None,
-            "gpu-memory-size-unavailable",
-            index,
-        )
+        # Static properties: a failure is a note, not a lost device.
+        try:
+            name = _text(self.call("nvmlDeviceGetName", handle))
+        except Exception as exc:
+            name = ""
+            self._note("gpu-name-unavailable", index, exc)
+        memory_total: int | None = None
+        try:
+            memory_total = int(self.call("nvmlDeviceGetMemoryInfo", handle).total)
+        except Exception as exc:
+            self._note("gpu-memory-size-unavailable", index, exc)
         device = NvmlDevice(index=index, handle=handle, info=GpuDevice(index, name))
         if mig:
             self.setup_notes.append(Reason("gpu-mig-enabled", value=index))
@@ -245,10 +236,7 @@ class NvmlDevices:
                 device.use_samples = True
                 device.last_sample_us = self._wall_us()
             else:
-                unread = Reason(
-                    "gpu-driver-samples-setup-failed", value=index, detail=self.error_name(exc)
-                )
-                self.setup_notes.append(unread)
+                self._note("gpu-driver-samples-setup-failed", index, exc)
         gpm = self._open_gpm(device)
         device.info = GpuDevice(
             index=index,
@@ -274,28 +262,23 @@ class NvmlDevices:
             return True
         except Exception as exc:
             self._free_gpm(device)
-            unread = Reason("gpu-gpm-setup-failed", value=device.index, detail=self.error_name(exc))
-            self.setup_notes.append(unread)
+            self._note("gpu-gpm-setup-failed", device.index, exc)
             return False
 
     def _free_gpm(self, device: NvmlDevice) -> None:
         samples, device.gpm_samples = device.gpm_samples, []
         for sample in samples:
-            self._free_gpm_sample(sample)
-
-    def _free_gpm_sample(self, sample: Any) -> None:
-        try:
-            self.call("nvmlGpmSampleFree", sample)
-        except Exception as exc:
-            failed = Reason("gpm-free-failed", detail=self.error_name(exc))
-            self._record_failure("gpm-free", failed)
+            self._release("nvmlGpmSampleFree", sample, kind="gpm-free", failed="gpm-free-failed")
 
     def shutdown(self) -> None:
+        self._release("nvmlShutdown", kind="shutdown", failed="nvml-shutdown-failed")
+
+    def _release(self, name: str, *args: Any, kind: str, failed: ReasonCode) -> None:
+        """A call that frees what NVML holds: its failure is counted by `kind`, never raised."""
         try:
-            self.call("nvmlShutdown")
+            self.call(name, *args)
         except Exception as exc:
-            failed = Reason("nvml-shutdown-failed", detail=self.error_name(exc))
-            self._record_failure("shutdown", failed)
+            self._record_failure(kind, Reason(failed, detail=self.error_name(exc)))
 
     def close(self) -> None:
         for device in self.devices:

@@ -37,25 +37,18 @@ _GENERATOR = "from_generator"
 
 def python_blockers(stages: Sequence[StageStats]) -> list[ServiceBlocker]:
     """One blocker per stage whose functions call this process's Python."""
-    found = []
-    for stage in stages:
-        if not stage.uses_py_function:
-            continue
-        found.append(
-            ServiceBlocker(
-                kind="python-function",
-                stage_index=stage.index,
-                stage=stage_name(stage),
-                source=stage.source,
-                generator=stage.name == _GENERATOR,
-                python_ops=_python_ops(stage),
-            )
+    return [
+        ServiceBlocker(
+            kind="python-function",
+            stage_index=stage.index,
+            stage=stage_name(stage),
+            source=stage.source,
+            generator=stage.name == _GENERATOR,
+            python_ops=sorted({_PY_OPS[op] for op in stage.stateful_ops if op in _PY_OPS}),
         )
-    return found
-
-
-def _python_ops(stage: StageStats) -> list[str]:
-    return sorted({_PY_OPS[op] for op in stage.stateful_ops if op in _PY_OPS})
+        for stage in stages
+        if stage.uses_py_function
+    ]
 
 
 def local_path_blocker(

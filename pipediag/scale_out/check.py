@@ -211,12 +211,8 @@ def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasuremen
         with LocalService(workers, clock=clock) as service:
             base = replace(base, address=service.address, startup_s=service.startup_s)
             measured = _read_and_transfer(plan, service.target, clock, service.worker_cpu_s)
-    except ServiceError as exc:
-        reason = Reason("service-error", because=exc.reason)
-        return replace(base, reason=reason, wall_time_s=clock.now() - began)
-    except OSError as exc:  # a server process could not be started
-        reason = Reason("service-error", detail=_one_line(exc))
-        return replace(base, reason=reason, wall_time_s=clock.now() - began)
+    except (ServiceError, OSError) as exc:
+        return replace(base, reason=_service_failed(exc), wall_time_s=clock.now() - began)
     return replace(
         _fill(base, plan, *measured),
         wall_time_s=clock.now() - began,
@@ -239,21 +235,13 @@ def _measure_cluster(
     began = clock.now()
     try:
         info = probe_dispatcher(address)
-    except ServiceError as exc:
-        reason = Reason("service-error", because=exc.reason)
-        return replace(base, reason=reason, wall_time_s=clock.now() - began)
-    base = replace(base, workers=len(info.workers))
-    if not info.workers:
-        return replace(
-            base,
-            reason=Reason("no-workers", detail=address),
-            wall_time_s=clock.now() - began,
-        )
-    try:
+        base = replace(base, workers=len(info.workers))
+        if not info.workers:
+            reason = Reason("no-workers", detail=address)
+            return replace(base, reason=reason, wall_time_s=clock.now() - began)
         measured = _fill(base, plan, *_read_and_transfer(plan, f"grpc://{address}", clock, None))
     except ServiceError as exc:
-        reason = Reason("service-error", because=exc.reason)
-        return replace(base, reason=reason, wall_time_s=clock.now() - began)
+        return replace(base, reason=_service_failed(exc), wall_time_s=clock.now() - began)
     if measured.batches_per_s:
         measured = replace(
             measured, per_worker_batches_per_s=measured.batches_per_s / len(info.workers)
@@ -272,11 +260,9 @@ def _measure_cluster(
 def _read_and_transfer(
     plan: _Plan, target: str, clock: Clock, worker_cpu: Callable[[], float | None] | None
 ) -> tuple[ServiceRead | None, Any, str | None]:
-    """The part read through the service, then its first batch sent again and again.
-
-    Returns (the read, the transfer timing, the pipeline's own error); ServiceError for a
-    service that stalls. Spent iterators are released before the caller stops any server.
-    """
+    """The part read through the service, then its first batch sent again and again: (the
+    read, the transfer timing, the pipeline's own error); ServiceError for a service that
+    stalls. Spent iterators are released before the caller stops any server."""
     releaser = TearDown()
     try:
         try:
@@ -341,6 +327,9 @@ def _fill(
     )
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+def _service_failed(exc: ServiceError | OSError) -> Reason:
+    if isinstance(exc, ServiceError):
+        return Reason("service-error", because=exc.reason)
+    # A server process could not be started: the error's first line.
+    lines = str(exc).strip().splitlines()
+    return Reason("service-error", detail=lines[0] if lines else type(exc).__name__)

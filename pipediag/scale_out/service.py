@@ -72,8 +72,6 @@ def parse_address(text: str) -> str:
 
 @dataclass(frozen=True)
 class DispatcherInfo:
-    """What a dispatcher said about itself: its registered workers."""
-
     workers: list[str]
 
 
@@ -310,11 +308,9 @@ def _end(process: subprocess.Popen[bytes], timeout_s: float) -> None:
         if signal_it is not None:
             with contextlib.suppress(OSError):
                 signal_it()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=timeout_s if signal_it is None else STOP_TIMEOUT_S)
             return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @dataclass
@@ -376,11 +372,7 @@ def read_through(
 
 
 def transfer_ceiling(
-    batch: Any,
-    target: str,
-    *,
-    clock: Clock = MONOTONIC,
-    teardown: TearDown | None = None,
+    batch: Any, target: str, *, clock: Clock = MONOTONIC, teardown: TearDown | None = None
 ) -> BatchTiming:
     """One batch already made, sent again and again: the most this consumer can receive."""
     import tensorflow as tf

@@ -4,6 +4,7 @@ stalled service never holds the model."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Iterator
@@ -33,9 +34,7 @@ def train_through(
 
     backend = keras_backend(model)
     if backend not in (None, "tensorflow"):
-        return None, Reason(
-            "service-tf-only", detail=BACKEND_NAMES.get(backend or "", backend or "")
-        )
+        return None, Reason("service-tf-only", detail=BACKEND_NAMES.get(backend, backend))
     from pipediag.training.compute_alone import sync_logs
     from pipediag.training.driver import TrainDriver, stateful_random_op
 
@@ -97,11 +96,9 @@ class _ServiceReader:
     def _offer(self, item: Any) -> bool:
         """Queue `item` unless told to stop first; False when stopped."""
         while not self._stop.is_set():
-            try:
+            with contextlib.suppress(queue.Full):  # the wait is the point: check stop, retry
                 self._queue.put(item, timeout=0.1)
                 return True
-            except queue.Full:  # noqa: PERF203 - the wait is the point: check stop, retry
-                continue
         return False
 
     def take(self, count: int) -> Iterator[Any]:

@@ -9,18 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pipediag.analysis import paired
 from pipediag.analysis.alternation import PairedCost, block_of, paired_cost
 from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, LABEL_MAX_HALF_WIDTH
-from pipediag.analysis.paired import (
-    ALTERNATION_MIN_ROUNDS,
-    BLOCK_S,
-    EDGE_EXTENSION,
-    MAX_BLOCK_STEPS,
-    MAX_ROUNDS,
-    MAX_SECONDS,
-    MIN_BLOCK_STEPS,
-    TARGET_HALF_WIDTH,
-)
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
@@ -50,18 +41,16 @@ def _spans_an_edge(cost: PairedCost) -> bool:
     if cost.low is None or cost.high is None or cost.half_width is None:
         return False
     edges = (DEFAULT_THRESHOLDS.moderately_input_bound, DEFAULT_THRESHOLDS.highly_input_bound)
-    return cost.half_width > LABEL_MAX_HALF_WIDTH and any(
-        cost.low < edge <= cost.high for edge in edges
-    )
+    straddled = any(cost.low < edge <= cost.high for edge in edges)
+    return cost.half_width > LABEL_MAX_HALF_WIDTH and straddled
 
 
 def scaled_rounds(scale: float) -> int:
-    """The most adaptive rounds at `scale` times the default bound."""
-    return max(MAX_ROUNDS, round(MAX_ROUNDS * scale))
+    return max(paired.MAX_ROUNDS, round(paired.MAX_ROUNDS * scale))
 
 
-def block_steps_for(step_s: float, most: int = MAX_BLOCK_STEPS) -> int:
-    return steps_lasting(BLOCK_S, step_s, fewest=MIN_BLOCK_STEPS, most=most)
+def block_steps_for(step_s: float, most: int = paired.MAX_BLOCK_STEPS) -> int:
+    return steps_lasting(paired.BLOCK_S, step_s, fewest=paired.MIN_BLOCK_STEPS, most=most)
 
 
 class Alternation:
@@ -87,10 +76,9 @@ class Alternation:
         self._whole_blocks = whole_blocks
         soft = scaled_rounds(scale)
         self._max_rounds = soft if max_rounds is None else min(soft, max_rounds)
-        self._most_rounds = (
-            self._max_rounds if max_rounds is None else min(EDGE_EXTENSION * soft, max_rounds)
-        )
-        self._max_seconds = MAX_SECONDS * scale
+        extended = paired.EDGE_EXTENSION * soft
+        self._most_rounds = self._max_rounds if max_rounds is None else min(extended, max_rounds)
+        self._max_seconds = paired.MAX_SECONDS * scale
         self._origin = origin
         self.block_steps = block_steps
         self._fixed_rounds = fixed_rounds
@@ -107,6 +95,7 @@ class Alternation:
 
     @property
     def next(self) -> Next:
+        """What runs next; only `end_block` decides it."""
         return self._next
 
     @property
@@ -117,11 +106,9 @@ class Alternation:
     def closes_with_next_step(self) -> bool:
         """Whether the next step that ends (`step_ended`) completes the open block."""
         opened = self._open
-        return (
-            opened is not None
-            and opened.last_end is not None
-            and len(opened.durations) + 1 >= self.block_steps
-        )
+        if opened is None or opened.last_end is None:
+            return False
+        return len(opened.durations) + 1 >= self.block_steps
 
     @property
     def rounds(self) -> int:
@@ -168,12 +155,10 @@ class Alternation:
             self._next = "done"
             return
         cpu = time.process_time() - opened.cpu_from
-        kind = opened.kind
-        block = block_of(
-            kind, opened.start - self._origin, durations, cpu_s=cpu, whole=self._whole_blocks
-        )
+        start_s = opened.start - self._origin
+        block = block_of(opened.kind, start_s, durations, cpu_s=cpu, whole=self._whole_blocks)
         self.blocks.append(block)
-        if kind == "step-alone":
+        if opened.kind == "step-alone":
             self._alone_durations.extend(durations[block.dropped_steps :])
             self._alone_cpu_s += cpu
             self._alone_steps += len(durations)
@@ -210,23 +195,21 @@ class Alternation:
         rounds = self.rounds
         if self._fixed_rounds is not None:
             return rounds < self._fixed_rounds
-        if rounds < ALTERNATION_MIN_ROUNDS:
+        if rounds < paired.ALTERNATION_MIN_ROUNDS:
             return True
         elapsed = self._clock.now() - self.began
         cost = paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None
         if rounds < self._max_rounds and elapsed < self._max_seconds:
-            return width is None or width > TARGET_HALF_WIDTH
-        return (
-            rounds < self._most_rounds
-            and elapsed < EDGE_EXTENSION * self._max_seconds
-            and cost is not None
-            and _spans_an_edge(cost)
-        )
+            return width is None or width > paired.TARGET_HALF_WIDTH
+        if rounds >= self._most_rounds or elapsed >= paired.EDGE_EXTENSION * self._max_seconds:
+            return False
+        return cost is not None and _spans_an_edge(cost)
 
     def result(self, method: ComputeAloneMethod, *, restored: int = 0) -> ComputeAlone:
-        """T from the step-alone blocks, with every block for the verdict's pairs."""
-        self.release_samplers()
+        """T from the step-alone blocks (an open one closed), and every block for the pairs."""
+        self.end_block()
+        self.release_samplers()  # closing a step-alone block may have paused them
         alone = [b for b in self.blocks if b.kind == "step-alone"]
         steps = sum(b.steps for b in alone)
         seconds = sum(b.seconds for b in alone)
@@ -304,7 +287,5 @@ class FitAlternation:
         if self.failure is not None:
             self.alternation.release_samplers()
             return ComputeAlone(measured=False, reason=self.failure)
-        self.alternation.end_block()
-        return self.alternation.result(
-            self._runner.method, restored=self._runner.restored_variables
-        )
+        runner = self._runner
+        return self.alternation.result(runner.method, restored=runner.restored_variables)

@@ -47,11 +47,8 @@ class CachedBatch:
     pull: Callable[[], object] | None = None
 
 
-class _Pull:
-    """Lets a pull through to the loop's own pipeline (a training block)."""
-
-
-PULL = _Pull()
+# The answer that lets a pull through to the loop's own pipeline (a training block).
+PULL = object()
 
 
 class Phase(Protocol):
@@ -134,10 +131,9 @@ class AlternatedBlocks:
         now = self._synced_now()
         if alternation.open_kind is not None and not alternation.step_ended(now):
             return self._answer(alternation.open_kind)
-        following = alternation.next
-        if following == "done":
+        if alternation.next == "done":
             return None
-        kind: RateBlockKind = following
+        kind: RateBlockKind = alternation.next
         if kind == "step-alone" and self._warmup_left > 0:
             self._warmup_left -= 1  # the first block's first steps are not timed
         else:
@@ -152,7 +148,6 @@ class AlternatedBlocks:
     def result(self) -> ComputeAlone:
         """The blocks so far (an open one ended now); the cached batch is released."""
         self.batch = self._pull = None
-        self._alternation.end_block()
         return self._alternation.result("cached-batch-loop")
 
     def _synced_now(self) -> float:
@@ -218,12 +213,10 @@ def _model_side(
     clock = serving.clock
     if serving.profiler is not None and batch is not None:
         serving.phase(ProgressStep("loop-profile"), redraw=False)
+        steps = profiled_steps(serving.step_s)
+        layers = keras_layer_names(step.function) if isinstance(step, LoopStep) else []
         window = LoopProfile(
-            batch,
-            steps=profiled_steps(serving.step_s),
-            clock=clock,
-            profiler=serving.profiler(),
-            layer_names=keras_layer_names(step.function) if isinstance(step, LoopStep) else [],
+            batch, steps=steps, clock=clock, profiler=serving.profiler(), layer_names=layers
         )
         running = yield window
         fold(ModelSide(window.result(), window.began))

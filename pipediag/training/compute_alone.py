@@ -30,8 +30,7 @@ WARMUP_STEPS = 3
 
 
 def steps_lasting(seconds: float, step_s: float, *, fewest: int, most: int) -> int:
-    """The steps of `step_s` that last about `seconds`, within `fewest` and `most` (`most`
-    where the step is not known)."""
+    """The steps of `step_s` in about `seconds`, within `fewest` and `most` (no step: `most`)."""
     if step_s <= 0:
         return most
     return max(fewest, min(most, math.ceil(seconds / step_s)))
@@ -45,11 +44,8 @@ class FitStepAlone:
     def __init__(self, model: Any, batch: Any) -> None:
         self._driver = TrainDriver.keras_fit(model)
         self.per_call = self._driver.batches_per_call
+        self.restored_variables = len(self._driver.variables)
         self._feed = cached_batch_feed(model, batch)
-
-    @property
-    def restored_variables(self) -> int:
-        return len(self._driver.variables)
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
         # Fit's own training goes on between blocks: each block puts its variables back.
@@ -63,9 +59,7 @@ class StepAlone(Protocol):
 
     per_call: int
     method: ComputeAloneMethod
-
-    @property
-    def restored_variables(self) -> int: ...
+    restored_variables: int
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None: ...
 
@@ -113,9 +107,7 @@ def measure_step_alone(
         restored_variables=runner.restored_variables,
         cpu_s_per_step=cpu_s / len(durations),
     )
-    if per_call > 1 and result.step_time is not None:
-        return _per_batch(result, per_call)
-    return result
+    return _per_batch(result, per_call) if per_call > 1 else result
 
 
 def cached_batch_feed(model: Any, batch: Any) -> Callable[[], Any]:
@@ -145,13 +137,8 @@ def _per_batch(result: ComputeAlone, per_call: int) -> ComputeAlone:
         min_s=stats.min_s / per_call,
         max_s=stats.max_s / per_call,
     )
-    return replace(
-        result,
-        steps=result.steps * per_call,
-        steps_per_s=rate,
-        cpu_s_per_step=cpu,
-        step_time=scaled,
-    )
+    steps = result.steps * per_call
+    return replace(result, steps=steps, steps_per_s=rate, cpu_s_per_step=cpu, step_time=scaled)
 
 
 def sync_logs(logs: Any) -> None:

@@ -29,14 +29,8 @@ def device_copy_trial(
     """The step on the host batch (baseline) against the device batch (variant)."""
     host = placement.on_host(batch)
     on_device = placement.on_device(batch)
-    trial = measure(
-        "device_copy",
-        Side(lambda: step(host)),
-        Side(lambda: step(on_device)),
-        facts,
-        clock=clock,
-        share_s=share_s,
-    )
+    baseline, variant = Side(lambda: step(host)), Side(lambda: step(on_device))
+    trial = measure("device_copy", baseline, variant, facts, clock=clock, share_s=share_s)
     share = copy_share(trial)
     return replace(
         trial,

@@ -48,12 +48,8 @@ class TrainDriver:
     @classmethod
     def keras_fit(cls, model: Any) -> TrainDriver:
         """fit's compiled train function on the TensorFlow backend."""
-        return cls(
-            model.train_function,
-            fit_batches_per_call(model),
-            step_variables(model),
-            fit_distributor(model),
-        )
+        per_call = fit_batches_per_call(model)
+        return cls(model.train_function, per_call, step_variables(model), fit_distributor(model))
 
     @classmethod
     def jax_fit(cls, model: Any) -> TrainDriver:
@@ -74,8 +70,7 @@ def fit_driver(model: Any, undriven_code: ReasonCode) -> TrainDriver | Reason:
 
 
 def fit_step_blocker(model: Any, undriven_code: ReasonCode) -> Reason | None:
-    """Why fit's train step cannot run apart from fit, or None; `undriven_code` where
-    pipediag does not drive the model's backend."""
+    """Why fit's train step cannot run apart from fit (`undriven_code`: a backend not driven)."""
     backend = undriven(model)
     if backend is not None:
         return Reason(undriven_code, detail=backend)
@@ -130,14 +125,7 @@ def captured_variables(function: Any) -> list[Any]:
 
 def each_once(variables: Iterable[Any]) -> list[Any]:
     """The variables in order, each once (by identity)."""
-    found: dict[int, Any] = {}
-    for variable in variables:
-        found.setdefault(id(variable), variable)
-    return list(found.values())
-
-
-def stateful_random_op(train_function: Any) -> str | None:
-    return stateful_random_op_in(_traced_graphs(train_function))
+    return list({id(variable): variable for variable in variables}.values())
 
 
 def stateful_random_op_in(graphs: Iterable[Any]) -> str | None:
@@ -160,8 +148,8 @@ def graph_defs(function: Any) -> Iterator[Any]:
     return (concrete.graph.as_graph_def() for concrete in function._list_all_concrete_functions())
 
 
-def _traced_graphs(train_function: Any) -> list[Any]:
-    """The GraphDefs of the tf.functions Keras' train function closes over."""
+def stateful_random_op(train_function: Any) -> str | None:
+    """The first stateful random op in the tf.functions Keras' train function closes over."""
     graphs: list[Any] = []
     for target in closed_over(train_function):
         for inner in (target, *closed_over(target)):
@@ -169,7 +157,7 @@ def _traced_graphs(train_function: Any) -> list[Any]:
                 # a function that cannot be listed hides nothing new
                 with contextlib.suppress(Exception):
                     graphs.extend(graph_defs(inner))
-    return graphs
+    return stateful_random_op_in(graphs)
 
 
 def closed_over(function: Any) -> list[Any]:

@@ -12,11 +12,7 @@ _TRAINER_MODULES: dict[str, KerasBackend] = {
     "keras.src.backend.torch.trainer": "torch",
     "keras.src.backend.tensorflow.trainer": "tensorflow",
 }
-BACKEND_NAMES: dict[str, str] = {
-    "tensorflow": "TensorFlow",
-    "jax": "JAX",
-    "torch": "PyTorch",
-}
+BACKEND_NAMES: dict[str, str] = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}
 
 
 def keras_backend(model: Any) -> KerasBackend | None:

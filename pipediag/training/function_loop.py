@@ -110,13 +110,11 @@ class TrainCalls:
     def driver(self) -> TrainDriver | Reason:
         """This function as the fixes' trials drive it (`trained_on`), or why they cannot."""
         train = self.trained_on()
-        if isinstance(train, Reason):
-            return train
-        return TrainDriver(
-            train=train,
-            batches_per_call=self.batches_per_call,
-            variables=captured_variables(self.function),
-        )
+        return train if isinstance(train, Reason) else self._driver(train)
+
+    def _driver(self, train: Callable[..., Any]) -> TrainDriver:
+        variables = captured_variables(self.function)
+        return TrainDriver(train=train, batches_per_call=self.batches_per_call, variables=variables)
 
     def _train_at_once(self) -> Callable[[Any], Any] | Reason:
         replicas = getattr(getattr(self.fed(), "_strategy", None), "num_replicas_in_sync", 1)
@@ -124,7 +122,7 @@ class TrainCalls:
             return Reason("calls-no-fix-trial")
         if reads_to_end(self.function):
             return Reason("reads-iterator-to-end")
-        blocker = stateful_random_op(self.function)
+        blocker = stateful_random_op_in(graph_defs(self.function))
         if blocker is not None:
             return Reason("stateful-random-op", detail=blocker)
         slot, args, kwargs = self.slot, self.args, self.kwargs
@@ -161,7 +159,7 @@ class TrainCalls:
     def step_alone(self, batch: Any) -> CallStepAlone | Reason:
         if batch is None:
             return Reason("no-batch-kept")
-        blocker = stateful_random_op(self.function)
+        blocker = stateful_random_op_in(graph_defs(self.function))
         if blocker is not None:
             return Reason("stateful-random-op", detail=blocker)
         if not self.passes_per_call() and reads_to_end(self.function):
@@ -179,12 +177,7 @@ class TrainCalls:
         else:
             kwargs[self.slot] = held
         on_held = functools.partial(self.run, tuple(args), kwargs)
-        driver = TrainDriver(
-            train=on_held,
-            batches_per_call=self.batches_per_call,
-            variables=captured_variables(self.function),
-        )
-        return CallStepAlone(self, driver, swap=swap, held=held)
+        return CallStepAlone(self, self._driver(on_held), swap=swap, held=held)
 
 
 @dataclass(eq=False)
@@ -198,10 +191,10 @@ class CallStepAlone:
     held: Any = None  # kept alive while its resource may be read
     per_call: int = field(default=1, init=False)  # steps are reported singly, not per call
     method: ComputeAloneMethod = field(default="training-function", init=False)
+    restored_variables: int = field(init=False)
 
-    @property
-    def restored_variables(self) -> int:
-        return len(self.driver.variables)
+    def __post_init__(self) -> None:
+        self.restored_variables = len(self.driver.variables)
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
         calls = self.calls
@@ -303,12 +296,6 @@ def _flat(result: Any) -> list[Any]:
 def reads_to_end(function: Any) -> bool:
     """Whether `function` loops over an iterator to its end, which a held batch never has
     (docs/design.md, "Loops that pull inside a tf.function")."""
-    ops: set[str] = set()
-    for graph_def in graph_defs(function):
-        ops |= ops_in(graph_def)
+    ops = {op for graph_def in graph_defs(function) for op in ops_in(graph_def)}
     through_optionals = "IteratorGetNextAsOptional" in ops and "IteratorGetNext" not in ops
     return through_optionals or "OptionalNone" in ops
-
-
-def stateful_random_op(function: Any) -> str | None:
-    return stateful_random_op_in(graph_defs(function))

@@ -92,12 +92,8 @@ class JaxStepAlone:
         self.per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
         self._batch = jax.device_put(as_numpy(batch))
         state = fit_state(model)
-        self._arrays = 0 if isinstance(state, Reason) else sum(len(g) for g in state)
-
-    @property
-    def restored_variables(self) -> int:
-        """The state arrays the step ran on copies of: none of fit's was written."""
-        return self._arrays
+        # The state arrays the step ran on copies of: none of fit's was written.
+        self.restored_variables = 0 if isinstance(state, Reason) else sum(len(g) for g in state)
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
         steps = JaxFitSteps(self._model)

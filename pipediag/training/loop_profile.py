@@ -1,6 +1,5 @@
-"""Where the step's time goes: a TF profiler window over a few steps on the cached batch,
-driven by a custom loop's pulls or by fit's calls (docs/design.md, "When the model sets the
-rate")."""
+"""Where the step's time goes: a TF profiler window over a few steps on the cached batch, driven by
+a custom loop's pulls or by fit's calls (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -17,11 +16,8 @@ class Profiler(Protocol):
     """The profiler session the window drives (`op_profile.ProfilerSession`)."""
 
     def start(self) -> Reason | None: ...
-
     def stop(self) -> None: ...
-
     def read(self, steps: int, wall_ns: int) -> ProfiledWindow | Reason: ...
-
     def discard(self) -> None: ...
 
 

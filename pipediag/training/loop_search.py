@@ -9,10 +9,9 @@ from typing import Any
 from pipediag.bench.hold import HeldCopies
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import Clock
-from pipediag.training.pull_slice import PullSlice
 from pipediag.training.search import Search
 from pipediag.training.stage_cost import StageSearch
-from pipediag.training.training_trial import FixRounds
+from pipediag.training.training_trial import FixRounds, PullSlice
 
 
 @dataclass(frozen=True)
@@ -24,9 +23,8 @@ class HoldPlan:
     ceiling: float | None = None
 
     def start(self, clock: Clock) -> StageSearch:
-        return StageSearch(
-            self.copies, clock=clock, until_s=clock.now() + self.seconds, ceiling=self.ceiling
-        )
+        until_s = clock.now() + self.seconds
+        return StageSearch(self.copies, clock=clock, until_s=until_s, ceiling=self.ceiling)
 
 
 class LoopSearch:
@@ -58,11 +56,14 @@ class LoopSearch:
             batch = self._serve(self._trial)
             if batch is not None:
                 return batch
-            self._record()
+            self.close()
 
     def close(self) -> None:
-        if self._trial is not None:
-            self._record()
+        """The trial served goes to the search; a slice the loop cut short is not timed."""
+        trial, self._trial = self._trial, None
+        if trial is not None:
+            self._drop_slice(trial)
+            self._search.record(*trial.result())
 
     def _serve(self, trial: FixRounds) -> Any | None:
         """A batch from the side that is due; None once the trial is over."""
@@ -103,10 +104,3 @@ class LoopSearch:
         if self._slice is not None:
             trial.side(self._slice.side).release(self._slice.iterator)
             self._slice = None
-
-    def _record(self) -> None:
-        """The trial's result goes to the search; a slice the loop cut short is not timed."""
-        trial, self._trial = self._trial, None
-        assert trial is not None
-        self._drop_slice(trial)
-        self._search.record(*trial.result())

@@ -8,15 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pipediag.analysis.paired import OVERRUN
 from pipediag.bench.interleaved import RoundPlan
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
 from pipediag.training.driver import captured_variables, variables_put_back
 from pipediag.training.model_variants import xla_failure
-from pipediag.training.pull_slice import PullSlice
 from pipediag.training.step_rounds import fewest_rounds_s, slice_seconds, trial_result
+from pipediag.training.training_trial import PullSlice, round_plan
 
 
 @dataclass(frozen=True)
@@ -146,12 +145,7 @@ class LoopXlaTrial:
         # A long compilation still leaves the rounds twice their fewest: the fewest leave no slack.
         left = max(self._end_s - now, 2 * fewest_rounds_s(self._step_s))
         # The original's warm step is served with this pull; the rounds begin at the next.
-        self._plan = RoundPlan(
-            slice_s=slice_seconds(self._step_s, left),
-            until_s=now + left,
-            hard_until_s=now + left * OVERRUN,
-            clock=self._clock,
-        )
+        self._plan = round_plan(slice_seconds(self._step_s, left), left, now=now, clock=self._clock)
         return self._batch
 
     def _redirect(self, to: Callable[..., Any] | None) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,21 +16,12 @@ from pipediag.bench.device import DevicePlacement, gpu_placement
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial, TopOp
 from pipediag.report.reasons import Reason, error_line
+from pipediag.training import model_variants
 from pipediag.training.compute_alone import cached_batch_feed, steps_lasting, sync_logs
 from pipediag.training.device_copy import device_copy_trial, no_gpu_trial
 from pipediag.training.driver import fit_batches_per_call, step_variables, variables_put_back
 from pipediag.training.loop_profile import LoopProfile, OpsFound, window_failure
-from pipediag.training.model_variants import (
-    clone_blocker,
-    kept_train_settings,
-    mixed_precision_clone,
-    multi_step_train_function,
-    output_layers,
-    traced_with_steps,
-    xla_failure,
-    xla_train_function,
-)
-from pipediag.training.op_profile import ProfilerSession, profiled_steps
+from pipediag.training.op_profile import ProfilerSession, QuietLogs, profiled_steps
 from pipediag.training.step_rounds import Call, FitFacts, Side, fewest_rounds_s, measure
 
 # steps_per_execution: a call of about this long (8 to 32 steps), read only where fit's own
@@ -63,7 +53,7 @@ def on_fit(
     *,
     clock: Clock,
     budget_s: float,
-    quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
+    quiet_logs: QuietLogs = contextlib.nullcontext,
     placement: DevicePlacement | None = None,
 ) -> ModelSide:
     """The profiler window, then each change, on fit's train step within `budget_s`."""
@@ -80,21 +70,14 @@ def on_fit(
 
 
 def _where_time_goes(
-    model: Any,
-    batch: Any,
-    facts: FitFacts,
-    *,
-    clock: Clock,
-    quiet_logs: Callable[[], AbstractContextManager[None]],
+    model: Any, batch: Any, facts: FitFacts, *, clock: Clock, quiet_logs: QuietLogs
 ) -> OpsFound:
     """The profiler window of `loop_profile.py`, driven by calls of fit's train function."""
     call = _caller(model.train_function, cached_batch_feed(model, batch))
+    steps = profiled_steps(facts.step_s)
+    layers = [layer.name for layer in getattr(model, "layers", [])]
     window = LoopProfile(
-        batch,
-        steps=profiled_steps(facts.step_s),
-        clock=clock,
-        profiler=ProfilerSession(quiet_logs),
-        layer_names=[layer.name for layer in getattr(model, "layers", [])],
+        batch, steps=steps, clock=clock, profiler=ProfilerSession(quiet_logs), layer_names=layers
     )
     try:
         call()  # warm: a retrace would fill the window
@@ -129,7 +112,7 @@ def _trials(
     trials: list[ModelTrial] = []
     for change, build in tries:
         attempt = functools.partial(build, model, batch, facts, clock=clock)
-        with kept_train_settings(model):
+        with model_variants.kept_train_settings(model):
             trials.append(guarded(change, attempt, share, facts.step_s))
     return trials
 
@@ -167,23 +150,20 @@ def _caller(function: Callable[[Any], Any], feed: Callable[[], Any]) -> Call:
 
 def _xla(model: Any, batch: Any, facts: FitFacts, share_s: float, *, clock: Clock) -> ModelTrial:
     code = "model.compile(..., jit_compile=True)"
-    built = xla_train_function(model)
+    built = model_variants.xla_train_function(model)
     if isinstance(built, Reason):
         return ModelTrial("jit_compile", reason=built, code=code)
     feed = cached_batch_feed(model, batch)
+    variant = Side(_caller(built, feed))
     began = clock.now()
     try:
-        _caller(built, feed)()  # compiles
+        variant.call()  # compiles
     except Exception as exc:
-        return ModelTrial("jit_compile", reason=xla_failure(exc), code=code)
+        return ModelTrial("jit_compile", reason=model_variants.xla_failure(exc), code=code)
+    baseline = Side(_caller(model.train_function, feed))
+    built_s = clock.now() - began
     trial = measure(
-        "jit_compile",
-        Side(_caller(model.train_function, feed)),
-        Side(_caller(built, feed)),
-        facts,
-        clock=clock,
-        share_s=share_s,
-        built_s=clock.now() - began,
+        "jit_compile", baseline, variant, facts, clock=clock, share_s=share_s, built_s=built_s
     )
     return replace(trial, code=code, setting="True")
 
@@ -207,17 +187,18 @@ def _multi_step(
         reason = Reason("spe-multi-replica")
         return ModelTrial("steps_per_execution", reason=reason, setting=str(steps))
     began = clock.now()
-    built = multi_step_train_function(model, steps)
+    built = model_variants.multi_step_train_function(model, steps)
     cached = tf.data.Dataset.from_tensors(batch).repeat()
     base_iterator, variant_iterator = iter(cached), iter(cached)
-    with traced_with_steps(model, steps):
-        _caller(built, lambda: variant_iterator)()  # traced with N steps a call
+    variant = Side(_caller(built, lambda: variant_iterator), steps)
+    with model_variants.traced_with_steps(model, steps):
+        variant.call()  # traced with N steps a call
     baseline = Side(_caller(model.train_function, lambda: base_iterator))
     baseline.call()  # a retrace for the cached batch's iterator
     trial = measure(
         "steps_per_execution",
         baseline,
-        Side(_caller(built, lambda: variant_iterator), steps),
+        variant,
         facts,
         clock=clock,
         share_s=share_s,
@@ -238,25 +219,20 @@ def _mixed_precision(
 ) -> ModelTrial:
     policy = facts.policy
     code = f'keras.mixed_precision.set_global_policy("{policy}")  # before the model is built'
-    if facts.policy_reason is not None:
-        return ModelTrial("mixed_precision", reason=facts.policy_reason, code=code, setting=policy)
-    blocker = clone_blocker(model)
+    blocker = facts.policy_reason or model_variants.clone_blocker(model)
     if blocker is not None:
         return ModelTrial("mixed_precision", reason=blocker, code=code, setting=policy)
     began = clock.now()
-    clone = mixed_precision_clone(model, policy)
+    clone = model_variants.mixed_precision_clone(model, policy)
     clone.make_train_function()
     feed = cached_batch_feed(model, batch)
     variant = Side(_caller(clone.train_function, feed))
     variant.call()  # traces
+    baseline = Side(_caller(model.train_function, feed))
+    built_s = clock.now() - began
     trial = measure(
-        "mixed_precision",
-        Side(_caller(model.train_function, feed)),
-        variant,
-        facts,
-        clock=clock,
-        share_s=share_s,
-        built_s=clock.now() - began,
+        "mixed_precision", baseline, variant, facts, clock=clock, share_s=share_s, built_s=built_s
     )
-    kept = [layer.name for layer in model.layers if id(layer) in output_layers(model)]
+    outputs = model_variants.output_layers(model)
+    kept = [layer.name for layer in model.layers if id(layer) in outputs]
     return replace(trial, code=code, float32_layers=kept, setting=policy)

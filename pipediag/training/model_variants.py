@@ -88,13 +88,10 @@ def has_gpu() -> bool:
 
 def cpu_flags() -> str:
     """The CPU's feature flags (Linux); empty where they cannot be read."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("flags"):
-                    return line.partition(":")[2]
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("flags"):
+                return line.partition(":")[2]
     return ""
 
 
@@ -102,9 +99,7 @@ def clone_blocker(model: Any) -> Reason | None:
     """Why the model cannot be cloned under another policy, or None."""
     import keras
 
-    if model.__class__ in (keras.Sequential, keras.Model):
-        return None
-    if type(model).__name__ == "Functional":
+    if model.__class__ in (keras.Sequential, keras.Model) or type(model).__name__ == "Functional":
         return None
     return Reason("subclassed-model", detail=type(model).__name__)
 

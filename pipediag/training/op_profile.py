@@ -8,7 +8,6 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ COMPUTE_LINE_PREFIXES = ("tf_Compute", "tf_inter_op", "tf_XLA")
 HOST_PLANE = "/host:CPU"
 # Level 2 records each executed op; Python tracing is not read, and costs more.
 OP_TRACER_LEVEL = 2
+QuietLogs = Callable[[], contextlib.AbstractContextManager[None]]
 
 
 def profiled_steps(step_s: float) -> int:
@@ -34,9 +34,7 @@ def profiled_steps(step_s: float) -> int:
 class ProfilerSession:
     """One TF profiler window; `quiet_logs` keeps TF's log lines out of the terminal."""
 
-    def __init__(
-        self, quiet_logs: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
-    ) -> None:
+    def __init__(self, quiet_logs: QuietLogs = contextlib.nullcontext) -> None:
         self._quiet_logs = quiet_logs
         self.logdir: Path | None = None
         self.running = False
@@ -128,16 +126,10 @@ def _host_events(plane: Any, caller_lines: frozenset[str]) -> tuple[list[OpEvent
         if line.name in caller_lines:
             inside += _top_level_ns(line)
         elif line.name.startswith(COMPUTE_LINE_PREFIXES):
-            base = line.timestamp_ns
-            ops.extend(
-                OpEvent(
-                    names.get(event.metadata_id, ""),
-                    base + event.offset_ps // 1000,
-                    event.duration_ps // 1000,
-                    index,
-                )
-                for event in line.events
-            )
+            for event in line.events:
+                start_ns = line.timestamp_ns + event.offset_ps // 1000
+                name = names.get(event.metadata_id, "")
+                ops.append(OpEvent(name, start_ns, event.duration_ps // 1000, index))
     return ops, inside
 
 

@@ -1,43 +1,29 @@
-"""The pipeline pipediag would write: every rewrite that applies, tried on the user's own
-training one at a time on top of those already kept (docs/design.md, "The pipeline pipediag
-would write")."""
+"""The pipeline pipediag would write: every rewrite that applies, tried on the user's own training
+one at a time on top of those already kept (docs/design.md, "The pipeline pipediag would write")."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pipediag.analysis.pipeline_code import rewritten_chain
 from pipediag.analysis.stage_bisect import Freed
 from pipediag.bench.compose import compose_fixes
-from pipediag.bench.interleaved import Rounds, median_rate
+from pipediag.bench.interleaved import Rounds
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
+from pipediag.report import stage_facts
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import PipelineBenchmark
 from pipediag.report.names import fix_words_at, stage_name
-from pipediag.report.prescription import GainOnTraining, PrescribedChange, Prescription, StageChange
+from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
 from pipediag.report.reasons import Reason, ReasonCode, error_reason
-from pipediag.report.stage_facts import (
-    VERIFIED_MIN_GAIN,
-    if_free_bound,
-    if_free_clearly_under,
-    upstream_of,
-)
 from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
-from pipediag.training.stage_cost import (
-    Searched,
-    above_ceiling,
-    freed_from,
-    held_ceiling,
-    trial_share_s,
-    with_freed,
-)
-from pipediag.training.training_trial import TrialResults, epoch_start_s, with_training
+from pipediag.training import stage_cost
+from pipediag.training.training_trial import TrialResults, gain_on_training, with_training
 
 # Builds a trial's pipelines: the kept rewrites (baseline) and those with one more (variant).
 Compose = Callable[[Sequence[FixPipelines], FixPipelines], FixPipelines]
@@ -49,14 +35,16 @@ def bounded_out(fix: FixPipelines, stages: Sequence[StageStats]) -> Reason | Non
     """Why a rewrite cannot gain on training: its bounding stage's hold gained under 1.05x."""
     if not fix_facts(fix.fix).bounded_by_hold:
         return None  # a held stage is held on the host: the copy it moves is still paid
-    bound = if_free_bound(stages, fix.stage_index)
-    if bound is None or not if_free_clearly_under(bound):
+    bound = stage_facts.if_free_bound(stages, fix.stage_index)
+    if bound is None or not stage_facts.if_free_clearly_under(bound):
         return None
     return Reason("bounded-out", detail=stage_name(bound), value=bound.training_speedup_if_free)
 
 
 def kept_by(freed: Freed | None) -> bool:
-    return freed is not None and freed.speedup >= VERIFIED_MIN_GAIN and (freed.low or 0.0) > 1.0
+    if freed is None:
+        return False
+    return freed.speedup >= stage_facts.VERIFIED_MIN_GAIN and (freed.low or 0.0) > 1.0
 
 
 @dataclass(frozen=True)
@@ -71,17 +59,17 @@ class SearchPlan:
     # How a trial's pipelines are built (None: `bench.compose.compose_fixes` over `dataset`).
     compose: Compose | None = None
 
-    def start(self, clock: Clock, held: Searched | None = None) -> PipelineSearch:
+    def start(self, clock: Clock, held: stage_cost.Searched | None = None) -> PipelineSearch:
         """The search (`held`: a loop's stage holds, not in `stages` yet)."""
         stages = self.stages
-        bounded = with_freed(stages, held) if held is not None else list(stages)
+        bounded = stage_cost.with_freed(stages, held) if held is not None else list(stages)
         fixes, skipped = order_for_search(self.fixes, bounded)
         return PipelineSearch(
             fixes,
             compose=self.compose or functools.partial(compose_fixes, self.dataset),
             clock=clock,
             until_s=self.until_s,
-            ceiling=held_ceiling(bounded, self.ceiling),
+            ceiling=stage_cost.held_ceiling(bounded, self.ceiling),
             skipped=skipped,
             stages=stages,
         )
@@ -153,12 +141,9 @@ class PipelineSearch:
             except Exception as exc:  # built before, so not expected
                 self.outcome.combined_reason = error_reason("not-built", exc)
                 return None
-            combined = dataclasses.replace(
-                last,
-                fix=COMBINED,
-                stage_index=None,
-                baseline=self._kept[0].baseline,
-                baseline_fill_batches=0,
+            baseline = self._kept[0].baseline
+            combined = replace(
+                last, fix=COMBINED, stage_index=None, baseline=baseline, baseline_fill_batches=0
             )
             self._pending = combined
             return combined, share_s
@@ -170,41 +155,36 @@ class PipelineSearch:
         fix, self._pending_fix = self._pending_fix, None
         if pending is None:
             return
-        capped = self._ceiling if above_ceiling(rounds, self._ceiling) else None
+        capped = self._ceiling if stage_cost.above_ceiling(rounds, self._ceiling) else None
         if pending.fix == COMBINED:
             self.outcome.combined = rounds
             self.outcome.combined_ceiling = capped
             self.outcome.combined_reason = reason
             return
-        freed = at_ceiling(freed_from(rounds), capped)
+        freed = at_ceiling(stage_cost.freed_from(rounds), capped)
         keep = kept_by(freed)
-        why = reason
-        if why is None and not keep:
-            why = _not_kept(freed)
-        self.outcome.results[(pending.fix, pending.stage_index)] = (rounds, reason)
+        why = _not_kept(freed) if reason is None and not keep else reason
+        key = (pending.fix, pending.stage_index)
+        self.outcome.results[key] = (rounds, reason)
         if capped is not None:
-            self.outcome.capped[(pending.fix, pending.stage_index)] = capped
+            self.outcome.capped[key] = capped
+        tried = fix or pending
+        at_step_alone = capped is not None
         self._add(
-            fix or pending,
-            freed=freed,
-            rounds=rounds,
-            kept=keep,
-            reason=why,
-            at_step_alone=capped is not None,
+            tried, freed=freed, rounds=rounds, kept=keep, reason=why, at_step_alone=at_step_alone
         )
         if keep:
-            self._kept.append(fix or pending)
-            self._drop_covered(fix or pending)
+            self._kept.append(tried)
+            self._drop_covered(tried)
 
     def prescription(self, stages: Sequence[StageStats] = ()) -> Prescription:
         """The prescription as it stands, with the user's chain (`stages`) rewritten."""
-        if self._pending is not None:
-            self.record(None, Reason("training-stopped"))
+        self.record(None, Reason("training-stopped"))  # a trial cut short, if one is pending
         self._skip_rest(Reason("training-out-of-time"))
         prescription = self._measured()
         if not self._kept or not stages:
             return prescription
-        return dataclasses.replace(prescription, code=rewritten_chain(stages, self.changes()))
+        return replace(prescription, code=rewritten_chain(stages, self.changes()))
 
     def changes(self) -> list[StageChange]:
         """The kept rewrites, as the code writer takes them."""
@@ -230,8 +210,7 @@ class PipelineSearch:
         kept = [c for c in self.outcome.tried if c.kept]
         combined = self.outcome.combined
         if len(kept) == 1:
-            only = kept[0]
-            key = (only.fix, only.stage_index)
+            key = (kept[0].fix, kept[0].stage_index)
             rates = self.outcome.results.get(key, (None, None))[0]
             return self._prescribed(rates, None, self.outcome.capped.get(key))
         if len(kept) >= 2 and self._fell_back(kept, combined):
@@ -244,7 +223,7 @@ class PipelineSearch:
 
     def _fell_back(self, kept: list[PrescribedChange], combined: Rounds | None) -> bool:
         """Whether the kept rewrites together gained less than the first alone (then kept)."""
-        together = at_ceiling(freed_from(combined), self.outcome.combined_ceiling)
+        together = at_ceiling(stage_cost.freed_from(combined), self.outcome.combined_ceiling)
         first = kept[0]
         if together is None or first.training_speedup is None:
             return False
@@ -253,23 +232,21 @@ class PipelineSearch:
         fell_back = Reason("fell-back", detail=fix_words_at(first.fix, first.stage))
         dropped = set(map(id, kept[1:]))
         self.outcome.tried = [
-            dataclasses.replace(change, kept=False, reason=fell_back)
-            if id(change) in dropped
-            else change
+            replace(change, kept=False, reason=fell_back) if id(change) in dropped else change
             for change in self.outcome.tried
         ]
         self._kept = self._kept[:1]
         return True
 
     def _share_s(self, *, planned: int) -> float | None:
-        return trial_share_s(self._until_s - self._clock.now(), planned)
+        return stage_cost.trial_share_s(self._until_s - self._clock.now(), planned)
 
     def _drop_covered(self, kept: FixPipelines) -> None:
         """The queued rewrites a kept cache makes moot, reported with why."""
         reason = covered_by_cache(kept, self._stages)
         if reason is None or kept.stage_index is None:
             return
-        covered = upstream_of(self._stages, kept.stage_index)
+        covered = stage_facts.upstream_of(self._stages, kept.stage_index)
         # A cheaper stage under the cache changes only the first epoch (`FixFacts.stage_work`).
         moot = [f for f in self._queue if fix_facts(f.fix).stage_work and f.stage_index in covered]
         self._queue = [f for f in self._queue if f not in moot]
@@ -292,6 +269,9 @@ class PipelineSearch:
         at_step_alone: bool = False,
         covered_by_cache: bool = False,
     ) -> None:
+        shown = rounds if freed else None  # a rewrite with no gain shows no rates either
+        after = [k.fix for k in self._kept]
+        gain = gain_on_training(freed, shown, at_step_alone=at_step_alone, after=after)
         self.outcome.tried.append(
             PrescribedChange(
                 fix=fix.fix,  # type: ignore[arg-type]
@@ -300,46 +280,20 @@ class PipelineSearch:
                 kept=kept,
                 reason=reason,
                 covered_by_cache=covered_by_cache,
-                # a rewrite with no gain shows no rates either
-                **_gain_fields(
-                    freed,
-                    rounds if freed else None,
-                    at_step_alone=at_step_alone,
-                    after=[k.fix for k in self._kept],
-                ),
+                **asdict(gain),
             )
         )
 
     def _prescribed(
         self, rounds: Rounds | None, reason: Reason | None, ceiling: float | None = None
     ) -> Prescription:
-        freed = at_ceiling(freed_from(rounds), ceiling)
+        freed = at_ceiling(stage_cost.freed_from(rounds), ceiling)
+        gain = gain_on_training(freed, rounds, at_step_alone=ceiling is not None)
         return Prescription(
             tried=list(self.outcome.tried),
             reason=reason if freed is None else None,
-            **_gain_fields(freed, rounds, at_step_alone=ceiling is not None),
+            **asdict(gain),
         )
-
-
-def _gain_fields(
-    freed: Freed | None, rounds: Rounds | None, *, at_step_alone: bool, after: Sequence[str] = ()
-) -> dict[str, Any]:
-    """A trial's gain on training as `GainOnTraining`'s fields; the baseline's rate, the
-    epoch starts and the rounds are `rounds`' (None: not shown)."""
-    gain = GainOnTraining(
-        training_speedup=freed.speedup if freed else None,
-        training_speedup_low=freed.low if freed else None,
-        training_speedup_high=freed.high if freed else None,
-        baseline_steps_per_s=median_rate(rounds.baseline) if rounds else None,
-        variant_steps_per_s=freed.held_steps_per_s if freed else None,
-        at_step_alone=at_step_alone and freed is not None,
-        baseline_start_s=epoch_start_s(rounds.baseline) if rounds else None,
-        variant_start_s=epoch_start_s(rounds.variant) if rounds else None,
-        rounds=len(rounds.ratios) if rounds else 0,
-        stopped=rounds.stopped if rounds else "",
-        after=list(after),  # type: ignore[arg-type]
-    )
-    return dataclasses.asdict(gain)
 
 
 def at_ceiling(freed: Freed | None, ceiling: float | None) -> Freed | None:
@@ -350,12 +304,9 @@ def at_ceiling(freed: Freed | None, ceiling: float | None) -> Freed | None:
     if freed.held_steps_per_s <= ceiling:
         return freed
     scale = ceiling / freed.held_steps_per_s
-    return Freed(
-        freed.speedup * scale,
-        None if freed.low is None else freed.low * scale,
-        None if freed.high is None else freed.high * scale,
-        ceiling,
-    )
+    low = None if freed.low is None else freed.low * scale
+    high = None if freed.high is None else freed.high * scale
+    return Freed(freed.speedup * scale, low, high, ceiling)
 
 
 def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> Reason | None:
@@ -376,8 +327,8 @@ def _not_kept(freed: Freed | None) -> Reason:
         return Reason("too-few-rounds")
     if freed.high is not None and freed.high < 1.0:
         return Reason("slower")  # not "under the worth-it 1.05x": 0.71x (0.64-0.78x) is a loss
-    if freed.speedup < VERIFIED_MIN_GAIN:
-        return Reason("under-worth-it", limit=VERIFIED_MIN_GAIN)
+    if freed.speedup < stage_facts.VERIFIED_MIN_GAIN:
+        return Reason("under-worth-it", limit=stage_facts.VERIFIED_MIN_GAIN)
     return Reason("interval-reaches-one")
 
 
@@ -416,28 +367,24 @@ def with_prescription(
         if c.training_speedup is None and c.reason
     }
     updated = []
-    ceiling = held_ceiling(pipeline.stages, ceiling)
+    ceiling = stage_cost.held_ceiling(pipeline.stages, ceiling)
     for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):
         key = (trial.fix, trial.stage_index)
         if trial.training is not None and key in after:
-            training = dataclasses.replace(trial.training, after=after[key])
-            trial = dataclasses.replace(trial, training=training)
+            training = replace(trial.training, after=after[key])
+            trial = replace(trial, training=training)
         change = untried.get(key)
         if change is not None and trial.training is None and not trial.training_reason:
-            trial = dataclasses.replace(
-                trial,
-                training_reason=change.reason,
-                facts=dataclasses.replace(trial.facts, covered_by_cache=change.covered_by_cache),
-            )
+            facts = replace(trial.facts, covered_by_cache=change.covered_by_cache)
+            trial = replace(trial, training_reason=change.reason, facts=facts)
         updated.append(trial)
-    return dataclasses.replace(pipeline, trials=updated, prescription=prescription)
+    return replace(pipeline, trials=updated, prescription=prescription)
 
 
 def with_training_results(
     trials: list[FixTrial], results: TrialResults, *, ceiling: float | None
 ) -> list[FixTrial]:
-    """The pipeline's fix trials with what each measured on training; a fixed rate above
-    `ceiling` is taken at it, as `at_ceiling` does (`with_training`)."""
+    """The fix trials with what each measured on training, at most `ceiling` (`with_training`)."""
     updated = []
     for trial in trials:
         found = results.get((trial.fix, trial.stage_index))

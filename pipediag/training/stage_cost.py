@@ -4,9 +4,8 @@ the jump (docs/design.md, "Stage costs on training")."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pipediag.analysis.alternation import ABOVE_STEP_ALONE
@@ -17,13 +16,8 @@ from pipediag.bench.interleaved import Rounds
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
+from pipediag.report import stage_facts
 from pipediag.report.reasons import Reason
-from pipediag.report.stage_facts import (
-    NO_OWN_WORK_KINDS,
-    VERIFIED_MIN_GAIN,
-    if_free_clearly_under,
-    upstream_of,
-)
 from pipediag.report.stages import StageStats
 from pipediag.training.search import TryOne, run, run_at_once
 
@@ -156,7 +150,7 @@ def with_freed(stages: Sequence[StageStats], searched: Searched) -> list[StageSt
         freed = searched.measured.get(stats.index)
         unused = searched.unused.get(stats.index)
         if freed is not None:
-            stats = dataclasses.replace(
+            stats = replace(
                 stats,
                 training_speedup_if_free=freed.speedup,
                 training_speedup_if_free_low=freed.low,
@@ -164,20 +158,18 @@ def with_freed(stages: Sequence[StageStats], searched: Searched) -> list[StageSt
                 training_held_steps_per_s=freed.held_steps_per_s,
             )
         if unused is not None:
-            stats = dataclasses.replace(stats, training_speedup_if_free_unused=unused)
+            stats = replace(stats, training_speedup_if_free_unused=unused)
         if searched.jump is not None and stats.index == searched.jump:
-            stats = dataclasses.replace(stats, training_cost_jump=True)
+            stats = replace(stats, training_cost_jump=True)
         updated.append(stats)
     if searched.jump is None:
         return _bottleneck_not_freed(updated)
     named = bottleneck_at_jump(updated, searched.jump, set(searched.measured))
-    return [dataclasses.replace(s, bottleneck=s.index == named) for s in updated]
+    return [replace(s, bottleneck=s.index == named) for s in updated]
 
 
 def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
-    """Where the search ended before its jump: the stages its largest step between holds
-    freed, where that step gained training; else prefix timing's bottleneck, unless a hold
-    cleared it (docs/design.md, "Stage costs on training")."""
+    """Where the search ended before its jump (docs/design.md, "Stage costs on training")."""
     held = sorted((s for s in stages if s.training_speedup_if_free), key=lambda s: s.index)
     steps, before = {}, 1.0
     for stats in held:
@@ -185,32 +177,30 @@ def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
         steps[stats.index] = gain / before
         before = max(before, gain)
     largest = max(steps, key=lambda index: steps[index], default=None)
-    if largest is not None and steps[largest] >= VERIFIED_MIN_GAIN:
+    if largest is not None and steps[largest] >= stage_facts.VERIFIED_MIN_GAIN:
         named = bottleneck_at_jump(stages, largest, set(steps))
-        return [dataclasses.replace(s, bottleneck=s.index == named) for s in stages]
+        return [replace(s, bottleneck=s.index == named) for s in stages]
     cleared: set[int] = set()
     for stats in stages:
-        if if_free_clearly_under(stats):
-            cleared |= upstream_of(stages, stats.index)
+        if stage_facts.if_free_clearly_under(stats):
+            cleared |= stage_facts.upstream_of(stages, stats.index)
     marked = next((s for s in stages if s.bottleneck), None)
     if marked is None or marked.index not in cleared:
         return stages
     left = [s for s in stages if s.index not in cleared and s.own_s_per_batch]
     named_stage = max(left, key=lambda s: s.own_s_per_batch or 0.0, default=None)
-    return [
-        dataclasses.replace(s, bottleneck=named_stage is not None and s.index == named_stage.index)
-        for s in stages
-    ]
+    named_index = None if named_stage is None else named_stage.index
+    return [replace(s, bottleneck=s.index == named_index) for s in stages]
 
 
 def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) -> int:
     """The bottleneck among the stages the jump's hold frees and the hold before did not:
     prefix timing's, else the costliest read alone, else the script's function, else one
     that computes, else the jump (docs/design.md, "Stage costs on training")."""
-    freed = upstream_of(stages, jump)
+    freed = stage_facts.upstream_of(stages, jump)
     for index in held:
         if index != jump and index in freed:
-            freed -= upstream_of(stages, index)
+            freed -= stage_facts.upstream_of(stages, index)
     marked = [i for i in freed if stages[i].bottleneck]
     if marked:
         return marked[0]
@@ -219,7 +209,7 @@ def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) 
         (
             stages[i].own_s_per_batch or 0.0,
             stages[i].function is not None,
-            stages[i].kind not in NO_OWN_WORK_KINDS,
+            stages[i].kind not in stage_facts.NO_OWN_WORK_KINDS,
             i == jump,
             i,
         )

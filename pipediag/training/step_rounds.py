@@ -5,23 +5,16 @@ function (docs/design.md, "When the model sets the rate")."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pipediag.analysis.paired import (
-    OVERRUN,
-    SLICES_PER_SHARE,
-    STEP_SLICES,
-    TRIAL_MIN_ROUNDS,
-    planned_slice_s,
-)
+from pipediag.analysis import paired
 from pipediag.analysis.run_terms import fit_added_s, in_run_terms
 from pipediag.bench.interleaved import Rounds, run_rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial
 from pipediag.report.reasons import Reason
-from pipediag.training.pull_slice import from_ends
 
 # One call of a side's train function, synced.
 Call = Callable[[], None]
@@ -53,7 +46,9 @@ def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
 
 def slice_seconds(call_s: float, share_s: float) -> float:
     """A slice for `SLICES_PER_SHARE` in the share, and never shorter than one call."""
-    return planned_slice_s(share_s, slices=SLICES_PER_SHARE, bounds=STEP_SLICES, at_least_s=call_s)
+    return paired.planned_slice_s(
+        share_s, slices=paired.SLICES_PER_SHARE, bounds=paired.STEP_SLICES, at_least_s=call_s
+    )
 
 
 def trial_result(
@@ -72,9 +67,8 @@ def trial_result(
     added_s = fit_added_s(around_s, fit_per_s, base)
     interval = None
     if rounds.interval is not None:
-        low, high = rounds.interval
         interval = [
-            in_run_terms(base, base * ratio, added_s, shared_by=shared_by) for ratio in (low, high)
+            in_run_terms(base, base * r, added_s, shared_by=shared_by) for r in rounds.interval
         ]
     return ModelTrial(
         change,
@@ -114,7 +108,7 @@ def measure(
         timed(variant, clock),
         slice_s=slice_seconds(call_s, left),
         until_s=now + left,
-        hard_until_s=now + left * OVERRUN,
+        hard_until_s=now + left * paired.OVERRUN,
         clock=clock,
     )
     return trial_result(
@@ -141,4 +135,20 @@ class FitFacts:
 
 def fewest_rounds_s(call_s: float) -> float:
     """The time a trial's fewest rounds take, at the shortest slices."""
-    return 2 * TRIAL_MIN_ROUNDS * max(call_s, STEP_SLICES.shortest_s)
+    return 2 * paired.TRIAL_MIN_ROUNDS * max(call_s, paired.STEP_SLICES.shortest_s)
+
+
+def from_ends(
+    ends: Sequence[float],
+    *,
+    per_call: int = 1,
+    first_s: float | None = None,
+    exhausted: bool = False,
+    cpu_s: float | None = None,
+    opened_s: float | None = None,
+) -> BatchTiming:
+    """A run's timing from its calls' ends: a latency per batch at its call's mean."""
+    latencies = [
+        (b - a) / per_call for a, b in zip(ends, ends[1:], strict=False) for _ in range(per_call)
+    ]
+    return BatchTiming(first_s, latencies, ends[-1] - ends[0], exhausted, cpu_s, opened_s)

@@ -1,25 +1,19 @@
 """A fix tried on training itself: the user's train step fed by the original pipeline and by
-the fixed one in alternating slices, every variable it writes put back (docs/design.md,
-"Fixes tried on training"), (docs/design.md, "Epoch starts in the gains")."""
+the fixed one in alternating slices, every variable it writes put back; a loop's slices are
+timed by its pulls (`PullSlice`). (docs/design.md, "Fixes tried on training", "Epoch starts
+in the gains")."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any
 
-from pipediag.analysis.paired import (
-    OVERRUN,
-    SLICES_PER_SHARE,
-    TRAINING_SLICE_STEPS,
-    TRAINING_SLICES,
-    TRAINING_TRIAL_S,
-    TRIAL_MIN_SHARE_SLICES,
-    planned_slice_s,
-)
-from pipediag.bench.interleaved import RoundPlan, Rounds, run_slices
+from pipediag.analysis import paired
+from pipediag.analysis.stage_bisect import Freed
+from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate, run_slices
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
@@ -30,8 +24,10 @@ from pipediag.report.trials import FixTrial
 from pipediag.training.compute_alone import sync_logs
 from pipediag.training.driver import TrainDriver, as_is, fit_driver
 from pipediag.training.function_loop import TrainCalls
-from pipediag.training.pull_slice import MAX_STEPS_PER_SLICE, from_ends
+from pipediag.training.step_rounds import from_ends
 
+# A slice never times more steps than this (sub-millisecond steps).
+MAX_STEPS_PER_SLICE = 2000
 # What a fix measured on training: its rounds, or why none.
 Trial = tuple[Rounds | None, Reason | None]
 # Each fix's, by (fix, stage index).
@@ -39,21 +35,24 @@ TrialResults = dict[tuple[str, int | None], Trial]
 
 
 def slice_seconds(step_s: float, share_s: float) -> float:
-    """A slice long enough for `TRAINING_SLICE_STEPS` steps, short enough for five rounds in
-    `share_s`."""
-    return planned_slice_s(
-        share_s,
-        slices=SLICES_PER_SHARE,
-        bounds=TRAINING_SLICES,
-        at_most_s=TRAINING_SLICE_STEPS * step_s,
+    """A slice of at most `TRAINING_SLICE_STEPS` steps, short enough for five rounds a share."""
+    at_most_s = paired.TRAINING_SLICE_STEPS * step_s
+    return paired.planned_slice_s(
+        share_s, slices=paired.SLICES_PER_SHARE, bounds=paired.TRAINING_SLICES, at_most_s=at_most_s
     )
+
+
+def round_plan(slice_s: float, share_s: float, *, now: float, clock: Clock) -> RoundPlan:
+    """The rounds of a share from `now`: none starts past `OVERRUN` times the share."""
+    hard_until_s = now + share_s * paired.OVERRUN
+    return RoundPlan(slice_s=slice_s, until_s=now + share_s, hard_until_s=hard_until_s, clock=clock)
 
 
 def with_training(
     trial: FixTrial, rounds: Rounds | None, reason: Reason | None, *, ceiling: float | None = None
 ) -> FixTrial:
-    """`trial` with what its fix measured on training (or why it was not tried); a fixed rate
-    above `ceiling` is taken at it, its interval scaled with it, and flagged."""
+    """`trial` with what its fix measured on training (or why not); a fixed rate above
+    `ceiling` is taken at it, its interval scaled and `at_step_alone` set."""
     if rounds is None:
         return replace(trial, training_reason=reason)
     base, fixed = rounds.rates()  # a base rate is above 0
@@ -66,19 +65,27 @@ def with_training(
         low = None if low is None else low * scale
         high = None if high is None else high * scale
         fixed = ceiling
-    training = GainOnTraining(
-        training_speedup=fixed / base,
-        training_speedup_low=low,
-        training_speedup_high=high,
-        baseline_steps_per_s=base,
-        variant_steps_per_s=fixed,
-        baseline_start_s=epoch_start_s(rounds.baseline),
-        variant_start_s=epoch_start_s(rounds.variant),
-        at_step_alone=at_step_alone,
-        rounds=len(rounds.ratios),
-        stopped=rounds.stopped,
+    freed = Freed(fixed / base, low=low, high=high, held_steps_per_s=fixed)
+    return replace(trial, training=gain_on_training(freed, rounds, at_step_alone=at_step_alone))
+
+
+def gain_on_training(
+    freed: Freed | None, rounds: Rounds | None, *, at_step_alone: bool, after: Sequence[str] = ()
+) -> GainOnTraining:
+    """A trial's gain on training; its baseline rate, epoch starts and rounds from `rounds`."""
+    return GainOnTraining(
+        training_speedup=freed.speedup if freed else None,
+        training_speedup_low=freed.low if freed else None,
+        training_speedup_high=freed.high if freed else None,
+        baseline_steps_per_s=median_rate(rounds.baseline) if rounds else None,
+        variant_steps_per_s=freed.held_steps_per_s if freed else None,
+        at_step_alone=at_step_alone and freed is not None,
+        baseline_start_s=epoch_start_s(rounds.baseline) if rounds else None,
+        variant_start_s=epoch_start_s(rounds.variant) if rounds else None,
+        rounds=len(rounds.ratios) if rounds else 0,
+        stopped=rounds.stopped if rounds else "",
+        after=list(after),  # type: ignore[arg-type]
     )
-    return replace(trial, training=training)
 
 
 def epoch_start_s(runs: Sequence[BatchTiming]) -> float | None:
@@ -102,21 +109,19 @@ def try_at_once(
     *,
     clock: Clock,
     step_s: float,
-    budget_s: float = TRAINING_TRIAL_S,
+    budget_s: float = paired.TRAINING_TRIAL_S,
     teardown: TearDown,
 ) -> Trial:
     """The fix's rounds on fit's train function or a loop's tf.function, or why not tried;
     the trained variables are put back after the trial, the caller keeps the pipeline's own."""
-    if isinstance(trainer, TrainCalls):
-        driver = trainer.driver()
-    else:
-        driver = fit_driver(trainer, "backend-no-fix-trial")
+    calls = trainer if isinstance(trainer, TrainCalls) else None
+    driver = calls.driver() if calls is not None else fit_driver(trainer, "backend-no-fix-trial")
     if isinstance(driver, Reason):
         return None, driver
     with driver.restoring():
-        if isinstance(trainer, TrainCalls):
+        if calls is not None:
             # Its warm-up call trains: within the put-back.
-            trainer.trace_for_trials(driver.train)
+            calls.trace_for_trials(driver.train)
         plan = FixRounds(
             fix,
             clock=clock,
@@ -190,35 +195,26 @@ class FixRounds:
         """What the fix measured; its rounds as they stand where the loop stopped first."""
         if self._plan is not None:
             self._finish((self._plan.rounds(), None))
-        if self._result is None:
-            return None, Reason("loop-stopped-first")
-        return self._result
+        return self._result or (None, Reason("loop-stopped-first"))
 
     def _start(self) -> None:
         share_s = max(0.0, self._end_s - self._clock.now())
-        if share_s < TRIAL_MIN_SHARE_SLICES * TRAINING_SLICES.shortest_s:
+        if share_s < paired.TRIAL_MIN_SHARE_SLICES * paired.TRAINING_SLICES.shortest_s:
             self._result = (None, Reason("fix-trial-budget-spent"))
             return
         fix = self._fix
+        inputs = ((fix.baseline, fix.baseline_fill_batches), (fix.variant, fix.fill_batches))
         try:
             self._sides = [
                 TrialSide(self._distribute(d), self._teardown, self._clock, f, self._read)
-                for d, f in (
-                    (fix.baseline, fix.baseline_fill_batches),
-                    (fix.variant, fix.fill_batches),
-                )
+                for d, f in inputs
             ]
         except Exception as exc:
             self.fail(exc)
             return
         # The share starts once a held copy or a cache is filled (a fill that fails, fails it).
-        now = self._clock.now()
-        self._plan = RoundPlan(
-            slice_s=slice_seconds(self._step_s, share_s),
-            until_s=now + share_s,
-            hard_until_s=now + share_s * OVERRUN,
-            clock=self._clock,
-        )
+        slice_s = slice_seconds(self._step_s, share_s)
+        self._plan = round_plan(slice_s, share_s, now=self._clock.now(), clock=self._clock)
 
     def _finish(self, result: Trial) -> None:
         self._result = result
@@ -266,3 +262,42 @@ class _FitSteps:
         except (StopIteration, tf.errors.OutOfRangeError):
             return False
         return True
+
+
+@dataclass
+class PullSlice:
+    """A side's slice; `first_untimed`: a fresh `iterator`'s first step, timed apart."""
+
+    side: int
+    seconds: float
+    began: float
+    first_untimed: bool = False
+    iterator: Any = None
+    opened_s: float | None = None
+    pulls: list[float] = field(default_factory=list)
+    cpu_from: float | None = None
+    exhausted: bool = False
+
+    def pull(self, now: float) -> None:
+        """A pull at `now`: the step before it ends, the next begins."""
+        self.pulls.append(now)
+        if self.cpu_from is None and len(self.pulls) == 1 + self.first_untimed:
+            self.cpu_from = time.process_time()
+
+    def over(self, now: float) -> bool:
+        timed = len(self.pulls) - 1 - self.first_untimed
+        return timed >= MAX_STEPS_PER_SLICE or now >= self.began + self.seconds
+
+    def timing(self) -> BatchTiming:
+        """What the slice's timed steps took, and their process CPU."""
+        start = int(self.first_untimed)
+        pulls = self.pulls
+        if len(pulls) <= start:
+            return BatchTiming(None, [], 0.0, exhausted=True)
+        return from_ends(
+            pulls[start:],
+            first_s=pulls[1] - pulls[0] if self.first_untimed else None,
+            exhausted=self.exhausted,
+            cpu_s=None if self.cpu_from is None else time.process_time() - self.cpu_from,
+            opened_s=self.opened_s,
+        )

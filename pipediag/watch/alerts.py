@@ -99,10 +99,6 @@ class WordedAlert(WatchAlert):
     message: str = ""
 
 
-def worded(alert: WatchAlert) -> WordedAlert:
-    return WordedAlert(**dataclasses.asdict(alert), message=alert_text(alert))
-
-
 class AlertSinks:
     """Delivers alerts to a callable and a shell command; each kind of failure is passed to
     `report_failure` once."""
@@ -126,7 +122,7 @@ class AlertSinks:
         self._reap()
         if self.hook is not None:
             try:
-                self.hook(worded(alert))
+                self.hook(WordedAlert(**dataclasses.asdict(alert), message=alert_text(alert)))
             except Exception as exc:
                 self._once("hook", Reason("alert-hook-raised", detail=describe_error(exc)))
         if self.command is not None:

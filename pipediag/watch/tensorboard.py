@@ -36,15 +36,11 @@ def window_scalars(window: WatchWindow) -> dict[str, float]:
     return values
 
 
-def run_directory(logdir: str | os.PathLike[str]) -> str:
-    return os.path.join(os.fspath(logdir), RUN_NAME)
-
-
 class ScalarWriter:
     """The windows' event file in `logdir`'s `pipediag` run, made on the first write."""
 
     def __init__(self, logdir: str | os.PathLike[str]) -> None:
-        self.directory = run_directory(logdir)
+        self.directory = os.path.join(os.fspath(logdir), RUN_NAME)
         self._events: Any = None
 
     def write(self, window: WatchWindow, step: int) -> None:

@@ -16,7 +16,7 @@ from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 from pipediag.samplers.base import describe_error
 from pipediag.timeline import RawStep, StepTimeline
 from pipediag.watch.alerts import AlertRule, AlertSinks, describe_hook
-from pipediag.watch.tensorboard import ScalarWriter, run_directory
+from pipediag.watch.tensorboard import ScalarWriter
 from pipediag.watch.windows import WindowAccumulator, WindowList
 
 THREAD_NAME = "pipediag-watch"
@@ -110,7 +110,8 @@ class Watcher:
         if thread is None or not thread.is_alive():
             self._guarded(lambda: self.poll(final=True))
         self._guarded(self.sinks.close)
-        self._guarded(self._close_writer)
+        if self._writer is not None:
+            self._guarded(self._writer.close)
         self._finished = self.section()
         return self._finished
 
@@ -195,9 +196,8 @@ class Watcher:
             if logdir is None:
                 return
             self._writer = ScalarWriter(logdir)
-            self._log(
-                f"TensorBoard scalars: {run_directory(logdir)} (see: tensorboard --logdir {logdir})"
-            )
+            where = self._writer.directory
+            self._log(f"TensorBoard scalars: {where} (see: tensorboard --logdir {logdir})")
         if self.config.every_steps is None:
             step = window.epoch
         else:
@@ -208,10 +208,6 @@ class Watcher:
             self._writer_failed = True
             error = Reason("exception", detail=describe_error(exc))
             self._note(Reason("scalars-not-written", detail=self._writer.directory, because=error))
-
-    def _close_writer(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
 
     def _loop(self) -> None:
         while not self._stop.wait(POLL_INTERVAL_S):

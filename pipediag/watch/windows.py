@@ -170,6 +170,3 @@ class WindowList:
 
     def items(self) -> list[WatchWindow]:
         return list(self._windows)
-
-    def __len__(self) -> int:
-        return len(self._windows)

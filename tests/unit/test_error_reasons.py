@@ -10,7 +10,6 @@ from typing import get_args
 import pytest
 from synthetic_reports import synthetic_report
 
-from pipediag import phases
 from pipediag.bench.graph_edit import PipelineGraph, RewriteError
 from pipediag.errors import describe_error
 from pipediag.renderers.reason_words import reason_words
@@ -233,7 +232,7 @@ def test_a_failure_caught_by_a_phase_reads_as_before_in_the_report() -> None:
     with pytest.raises(RewriteError) as raised:
         PipelineGraph(SimpleNamespace(node=[])).node("ParallelMapDatasetV2/_4")
     # WHEN the phase notes it
-    phases._failed(say, "stage-holds-failed", raised.value)
+    say.note(error_reason("stage-holds-failed", raised.value))  # as phases.py does
     # THEN the report reads as it did when the error was a sentence
     report = io.from_dict(io.to_dict(dataclasses.replace(synthetic_report(), notes=notes)))
     assert report.notes == notes
@@ -246,7 +245,7 @@ def test_a_failure_caught_by_a_phase_reads_as_before_in_the_report() -> None:
     old = Reason("stage-holds-failed", detail="RewriteError: no node 'ParallelMapDatasetV2/_4'")
     assert reason_words(old) == sentence
     # AND an error not pipediag's own is its line, as before
-    phases._failed(say, "service-check-failed", OSError("no room"))
+    say.note(error_reason("service-check-failed", OSError("no room")))
     assert notes[-1] == Reason("service-check-failed", detail="OSError: no room")
     assert reason_words(notes[-1]) == "the tf.data service check failed (OSError: no room)"
 

@@ -32,7 +32,7 @@ from pipediag.renderers.png.timeline import (
     shade_phases,
     steps_time_range,
 )
-from pipediag.renderers.png.utilization import draw_cpu, draw_gpu, draw_no_gpu_line
+from pipediag.renderers.png.utilization import draw_cpu, draw_gpu, draw_no_gpu_line, draw_watch
 from pipediag.report.io import write_atomically
 from pipediag.report.model import Report
 
@@ -48,8 +48,7 @@ def render_png(report: Report, path: Path) -> Path:
 
 
 def new_figure(size_in: tuple[float, float]) -> Figure:
-    """A white page at the page's DPI, its Agg canvas attached: every page's text is measured
-    to keep lines on it."""
+    """A white page, its Agg canvas attached: every page's text is measured to fit."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -79,6 +78,7 @@ def build_figure(report: Report) -> Figure:
     draw_timeline(timeline, report)
     if gpu is not None:
         draw_gpu(gpu, report)
+        shade_phases(gpu, report, label=False)  # unlabelled: needs no final time axis
         timeline.tick_params(labelbottom=False)
     else:
         draw_no_gpu_line(figure, report)
@@ -88,16 +88,12 @@ def build_figure(report: Report) -> Figure:
     timeline.set_xlim(*steps_time_range(report))
     cpu.set_xlim(*run_time_range(report))
     shade_phases(timeline, report, label=True)
-    if gpu is not None:
-        shade_phases(gpu, report, label=False)
     shade_phases(cpu, report, label=bool(report.host.samples), whole_run=True)
     draw_phase_verdicts(timeline, report)
     watch = report.watch is not None  # watch mode: no pipeline-alone phase; the run over time
     side = figure.add_axes(PIPELINE_RECT, label="watch" if watch else "pipeline")
     if watch:
-        from pipediag.renderers.watch_view import draw_watch_panel
-
-        draw_watch_panel(side, report)
+        draw_watch(side, report)
     else:
         draw_pipeline(side, report)
     if step_time_shown(report):

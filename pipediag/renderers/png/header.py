@@ -22,7 +22,7 @@ from pipediag.renderers.png.style import (
     VERDICT_COLOURS,
     WARNING_COLOUR,
 )
-from pipediag.renderers.png.text_fit import clip, fit_font, fit_width, left_edge, truncate_lines
+from pipediag.renderers.png.text_fit import clip, fit_font, fit_width, truncate_lines
 from pipediag.renderers.rate_words import rates
 from pipediag.renderers.run_words import command_line, stop_reason_text, training_text
 from pipediag.renderers.suggestion_words import best_fix_figure
@@ -80,7 +80,7 @@ def draw_header(figure: Figure, report: Report) -> None:
             va="top",
             gid="incomplete",
         )
-        run_right = left_edge(figure, banner) - TEXT_GAP
+        run_right = banner.get_window_extent().x0 / figure.bbox.width - TEXT_GAP
     style = {"fontsize": BODY_FONT, "color": MUTED_TEXT_COLOUR, "gid": "run-line"}
     _fitted(figure, LEFT_MARGIN, RUN_LINE_Y, run_line(report), run_right, **style)
 

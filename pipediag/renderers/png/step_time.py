@@ -66,10 +66,9 @@ def draw_step_time(axes: Axes, report: Report) -> None:
     if alone is None or not bars:
         return
     figure: Figure = axes.get_figure()  # type: ignore[assignment]
-    top = axes.get_position().y1
     title = figure.text(
         NAMES_LEFT,
-        top + 0.008,
+        axes.get_position().y1 + 0.008,
         time_heading(alone),
         fontsize=PANEL_TITLE_FONT,
         va="bottom",

@@ -81,18 +81,13 @@ def _most_that_fit(most: int, fits: Callable[[int], bool]) -> int:
 
 
 def fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> None:
-    """Shrink a one-line text's font, down to `min_size`, to end left of `right`; then shorten
-    it."""
+    """Shrink a one-line text's font, down to `min_size`, to end left of `right`, then cut it."""
     limit_px = right * figure.bbox.width
     size = float(artist.get_fontsize())
     while artist.get_window_extent().x1 > limit_px and size > min_size:
         size = max(min_size, size - 1.0)
         artist.set_fontsize(size)
     fit_width(figure, artist, right)
-
-
-def left_edge(figure: Figure, artist: Text) -> float:
-    return float(artist.get_window_extent().x0 / figure.bbox.width)
 
 
 def clip(text: str, limit: int) -> str:
@@ -145,7 +140,10 @@ class ClearLabels:
         for wording in wordings:
             label.set_text(wording)
             label.set_position(preferred)  # where drawn: the last wording tried may have moved it
-            _within_width(label, panel)
+            extent = label.get_window_extent()  # moved in where the panel's edge would clip it
+            shift_px = max(0.0, panel.x0 - extent.x0) - max(0.0, extent.x1 - panel.x1)
+            if shift_px:
+                _shift(label, shift_px, 0.0)
             start = label.get_position()
             for rise_px in self._rises(label, movable):
                 label.set_position(start)
@@ -162,16 +160,12 @@ class ClearLabels:
         """Each label in its own words, the tallest first (it has the fewest places to go),
         and each wording once before any is repeated: six labels of one wording must not
         crowd out a label of another."""
-        firsts: list[Text] = []
-        repeats: list[Text] = []
-        wordings: set[str] = set()
-        for label in sorted(labels, key=_height, reverse=True):
-            if label.get_text() in wordings:
-                repeats.append(label)
-            else:
-                firsts.append(label)
-                wordings.add(label.get_text())
-        for label in [*firsts, *repeats]:
+        tallest = sorted(labels, key=lambda label: label.get_window_extent().height, reverse=True)
+        first_of_wording: dict[str, Text] = {}
+        for label in tallest:
+            first_of_wording.setdefault(label.get_text(), label)
+        firsts = list(first_of_wording.values())
+        for label in [*firsts, *(label for label in tallest if label not in firsts)]:
             self.place(label, [label.get_text()])
 
     def _rises(self, label: Text, movable: bool) -> list[float]:
@@ -195,14 +189,6 @@ class ClearLabels:
             _name_unlabelled(self.axes, list(dict.fromkeys(self.unlabelled)))  # each name once
 
 
-def _within_width(label: Text, panel: Bbox) -> None:
-    """Moved sideways where it would reach past the panel's edge, which clips it."""
-    extent = label.get_window_extent()
-    shift_px = max(0.0, panel.x0 - extent.x0) - max(0.0, extent.x1 - panel.x1)
-    if shift_px:
-        _shift(label, shift_px, 0.0)
-
-
 def _shift(label: Text, right_px: float, up_px: float) -> None:
     """Moved by display pixels, in the label's own coordinates (data, axes or other), so its
     alignment and transform hold."""
@@ -210,10 +196,6 @@ def _shift(label: Text, right_px: float, up_px: float) -> None:
     x_px, y_px = transform.transform(label.get_position())
     x, y = transform.inverted().transform((x_px + right_px, y_px + up_px))
     label.set_position((x, y))
-
-
-def _height(label: Text) -> float:
-    return float(label.get_window_extent().height)
 
 
 def _clearance(label: Text) -> Bbox:

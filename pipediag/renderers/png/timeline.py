@@ -67,7 +67,15 @@ def draw_timeline(axes: Axes, report: Report) -> None:
         fontsize=PANEL_TITLE_FONT,
         pad=TIMELINE_TITLE_PAD_PT,
     )
-    _share_axis(axes, with_phase_strip=bool(phase_spans(report)))
+    # The phase verdicts' strip is there from the start: labels are placed where they stay
+    # clear of each other, which holds only while the scale stays.
+    ticks, labels = SHARE_TICKS
+    if phase_spans(report):
+        axes.set_ylim(0, TIMELINE_YMAX_PHASES_PCT)
+        axes.set_yticks([*ticks, PHASE_STRIP_Y_PCT], [*labels, "phase"])
+    else:
+        axes.set_ylim(0, TIMELINE_YMAX_PCT)
+        axes.set_yticks(ticks, labels)
     axes.set_ylabel("% of step")
     axes.grid(axis="y", alpha=0.3)
     if not steps:
@@ -80,46 +88,42 @@ def draw_timeline(axes: Axes, report: Report) -> None:
     _timeline_legend(axes)
 
 
-def _share_axis(axes: Axes, *, with_phase_strip: bool) -> None:
-    """The y axis, with the phase verdicts' strip from the start: labels are placed where
-    they stay clear of each other, which holds only while the scale stays."""
-    ticks, labels = SHARE_TICKS
-    if with_phase_strip:
-        axes.set_ylim(0, TIMELINE_YMAX_PHASES_PCT)
-        axes.set_yticks([*ticks, PHASE_STRIP_Y_PCT], [*labels, "phase"])
-    else:
-        axes.set_ylim(0, TIMELINE_YMAX_PCT)
-        axes.set_yticks(ticks, labels)
+@dataclass(frozen=True)
+class ShareBar:
+    """A step or a time bin, drawn as its wait share under its compute share, and its label's
+    colour in the strip above both."""
 
+    start_s: float
+    width_s: float
+    wait_share: float | None  # None: the wait was not measured
+    label: str
 
-@dataclass
-class ShareBars:
-    """Bars side by side in time, one a step or a time bin: its wait share under its compute
-    share, its label's colour in the strip above both."""
-
-    starts: list[float] = field(default_factory=list)
-    widths: float | list[float] = field(default_factory=list)  # one width for bins
-    wait_pct: list[float] = field(default_factory=list)
-    wait_colours: list[str] = field(default_factory=list)
-    compute_colours: list[str] = field(default_factory=list)
-    labels: list[str] = field(default_factory=list)
+    @property
+    def colours(self) -> tuple[str, str]:
+        """The wait's colour and the compute's (one colour for a step whose wait is unknown)."""
+        if self.label == "warmup":
+            return WARMUP_EDGE_COLOUR, WARMUP_COLOUR
+        return INPUT_COLOUR, (COMPUTE_COLOUR if self.wait_share is not None else NO_SPLIT_COLOUR)
 
 
 def _draw_share_bars(
-    axes: Axes, bars: ShareBars, gid: str, *, edgecolor: str, linewidth: float | None = None
+    axes: Axes, bars: list[ShareBar], gid: str, *, edgecolor: str, linewidth: float | None = None
 ) -> None:
     """The wait and compute bars with `edgecolor`, and the label strip without an edge; each
     gid is `gid` and its part ("step-wait", "bin-label")."""
-    compute_pct = [SHARE_MAX_PCT - wait for wait in bars.wait_pct]
+    starts = [bar.start_s for bar in bars]
+    widths = [bar.width_s for bar in bars]
+    wait_pct = [(bar.wait_share or 0.0) * SHARE_MAX_PCT for bar in bars]
+    compute_pct = [SHARE_MAX_PCT - wait for wait in wait_pct]
     stacked: list[tuple[str, list[float], list[float] | None, list[str]]] = [
-        ("wait", bars.wait_pct, None, bars.wait_colours),
-        ("compute", compute_pct, bars.wait_pct, bars.compute_colours),
+        ("wait", wait_pct, None, [bar.colours[0] for bar in bars]),
+        ("compute", compute_pct, wait_pct, [bar.colours[1] for bar in bars]),
     ]
     for part, heights, bottom, colours in stacked:
         axes.bar(
-            bars.starts,
+            starts,
             heights,
-            width=bars.widths,
+            width=widths,
             bottom=bottom,
             align="edge",
             color=colours,
@@ -128,46 +132,34 @@ def _draw_share_bars(
             gid=f"{gid}-{part}",
         )
     axes.bar(
-        bars.starts,
-        [LABEL_STRIP_HEIGHT_PCT] * len(bars.labels),
-        width=bars.widths,
+        starts,
+        [LABEL_STRIP_HEIGHT_PCT] * len(bars),
+        width=widths,
         bottom=LABEL_STRIP_BOTTOM_PCT,
         align="edge",
-        color=[LABEL_COLOURS.get(label, UNKNOWN_COLOUR) for label in bars.labels],
+        color=[LABEL_COLOURS.get(bar.label, UNKNOWN_COLOUR) for bar in bars],
         edgecolor="none",
         gid=f"{gid}-label",
     )
 
 
 def _draw_each_step(axes: Axes, steps: Sequence[StepRecord]) -> None:
-    bars = ShareBars(starts=[s.start_s for s in steps], widths=[s.duration_s for s in steps])
-    for step in steps:
-        warm = step.label == "warmup"
-        if step.input_wait_s is None or step.duration_s <= 0:
-            bars.wait_pct.append(0.0)
-            bars.compute_colours.append(WARMUP_COLOUR if warm else NO_SPLIT_COLOUR)
-        else:
-            bars.wait_pct.append(min(1.0, step.input_wait_s / step.duration_s) * SHARE_MAX_PCT)
-            bars.compute_colours.append(WARMUP_COLOUR if warm else COMPUTE_COLOUR)
-        bars.wait_colours.append(WARMUP_EDGE_COLOUR if warm else INPUT_COLOUR)
-        bars.labels.append(step.label)
+    bars = [ShareBar(s.start_s, s.duration_s, _wait_share(s), s.label) for s in steps]
     # Few enough bars to tell apart: a thin white edge between them.
     edge = "white" if len(steps) <= MAX_STEP_BARS // 3 else "none"
     _draw_share_bars(axes, bars, "step", edgecolor=edge, linewidth=0.4)
 
 
+def _wait_share(step: StepRecord) -> float | None:
+    if step.input_wait_s is None or step.duration_s <= 0:
+        return None
+    return min(1.0, step.input_wait_s / step.duration_s)
+
+
 def _draw_binned_steps(axes: Axes, steps: Sequence[StepRecord]) -> None:
     """Aggregate steps into time bins: stacked wait/compute share, majority label per bin."""
     bins = bin_steps(steps, TIME_BINS)
-    warm = [b.label == "warmup" for b in bins]
-    bars = ShareBars(
-        starts=[b.start_s for b in bins],
-        widths=bins[0].width_s if bins else 0.0,
-        wait_pct=[b.wait_share * SHARE_MAX_PCT for b in bins],
-        wait_colours=[WARMUP_EDGE_COLOUR if w else INPUT_COLOUR for w in warm],
-        compute_colours=[WARMUP_COLOUR if w else COMPUTE_COLOUR for w in warm],
-        labels=[b.label for b in bins],
-    )
+    bars = [ShareBar(b.start_s, b.width_s, b.wait_share, b.label) for b in bins]
     _draw_share_bars(axes, bars, "bin", edgecolor="none")
     axes.text(
         0.995,
@@ -245,9 +237,8 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
         if p.name == "pipeline_benchmark"
     ]
     spans.extend(compute_alone_spans(report))
-    steps = report.train.steps
-    if whole_run and steps:
-        spans.append((*steps_span(steps), None, "training", "training"))
+    if whole_run and report.train.steps:
+        spans.append((*steps_span(report.train.steps), None, "training", "training"))
     if whole_run:
         spans.extend(
             (p.start_s, p.start_s + p.duration_s, None, LATE_PHASE_LABELS[p.name], "late-phase")
@@ -255,6 +246,7 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
             if p.name in LATE_PHASE_LABELS
         )
     low, high = axes.get_xlim()
+    box = {"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
     labels = ClearLabels(axes)  # a label that would overlap another moves up or down
     drawn: list[Text] = []
     for start, end, colour, text, gid in spans:
@@ -263,27 +255,24 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
         if colour is not None:
             axes.axvspan(start, end, color=colour, alpha=0.6, lw=0, zorder=0, gid=f"{gid}-span")
         middle = (start + end) / 2
-        if label and text and low <= middle <= high:
-            drawn.append(_span_label(axes, middle, text, gid, whole_run=whole_run))
+        if not (label and text and low <= middle <= high):
+            continue
+        drawn.append(
+            axes.text(
+                middle,
+                PHASE_LABEL_Y_PCT[whole_run],
+                text,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#555555",
+                clip_on=True,
+                gid=f"{gid}-label",
+                bbox=box if whole_run else None,
+            )
+        )
     labels.place_tallest_first(drawn)
     labels.caption()
-
-
-def _span_label(axes: Axes, middle: float, text: str, gid: str, *, whole_run: bool) -> Text:
-    return axes.text(
-        middle,
-        PHASE_LABEL_Y_PCT[whole_run],
-        text,
-        ha="center",
-        va="center",
-        fontsize=8,
-        color="#555555",
-        clip_on=True,
-        gid=f"{gid}-label",
-        bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
-        if whole_run
-        else None,
-    )
 
 
 def compute_alone_spans(report: Report) -> list[Span]:

@@ -1,4 +1,5 @@
-"""The utilization panels: GPU on the steps' time axis, host CPU over the whole run."""
+"""The panels of shares over time: GPU utilization on the steps' time axis, host CPU over the
+whole run, and watch mode's windows."""
 
 from __future__ import annotations
 
@@ -8,15 +9,20 @@ from pipediag.renderers.png.style import (
     GPU_COLOURS,
     LEFT_X,
     LEGEND,
+    MUTED_TEXT_COLOUR,
     NO_GPU_LINE_Y,
     NOTE_TEXT_COLOUR,
     PANEL_TITLE_FONT,
     PROCESS_CPU_COLOUR,
     SYSTEM_CPU_COLOUR,
+    TRAINING_RATE_COLOUR,
+    VERDICT_COLOURS,
+    WARNING_COLOUR,
 )
 from pipediag.renderers.png.text_fit import clip, note
 from pipediag.renderers.run_words import no_gpu_text, why_text
 from pipediag.renderers.verdict_words import sentence
+from pipediag.renderers.watch_view import group_label, group_rate, group_share, group_windows
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
 UTIL_YMAX_PCT = 105.0
 # The no-GPU line runs under the steps panel, as wide as it (10-pt characters).
 NO_GPU_LINE_CHARS = 110
+MAX_PANEL_BARS = 200  # above this many windows, the watch panel groups them
 
 
 def draw_no_gpu_line(figure: Figure, report: Report) -> None:
@@ -40,7 +47,6 @@ def draw_no_gpu_line(figure: Figure, report: Report) -> None:
 
 
 def percent_panel(axes: Axes, title: str, ylabel: str) -> None:
-    """The frame of every panel of shares over time (these two, watch mode's)."""
     axes.set_title(title, loc="left", fontsize=PANEL_TITLE_FONT)
     axes.set_ylim(0, UTIL_YMAX_PCT)
     axes.set_ylabel(ylabel)
@@ -105,3 +111,64 @@ def draw_cpu(axes: Axes, report: Report) -> None:
         label="whole system",
     )
     _legend_over(axes, 2)
+
+
+def draw_watch(axes: Axes, report: Report) -> None:
+    """Watch mode's windows, in the pipeline panel's place: wait share bars by label, a
+    steps/s line, the alert threshold and the alerts."""
+    watch = report.watch
+    percent_panel(axes, "Over time", "input wait, % of step (bars)")
+    axes.set_xlabel("train step", fontsize=9)
+    if watch is None or not watch.windows:
+        axes.text(
+            0.5,
+            0.5,
+            "No window closed",
+            transform=axes.transAxes,
+            ha="center",
+            color=MUTED_TEXT_COLOUR,
+            gid="note",
+        )
+        return
+    groups = group_windows(watch.windows, MAX_PANEL_BARS)
+    lefts = [g[0].first_step for g in groups]
+    widths = [g[-1].last_step + 1 - g[0].first_step for g in groups]
+    axes.bar(
+        lefts,
+        [100 * (group_share(g) or 0.0) for g in groups],
+        width=widths,
+        align="edge",
+        color=[VERDICT_COLOURS[group_label(g)] for g in groups],
+        edgecolor="white",
+        linewidth=0.5,
+        gid="watch-wait-bars",
+    )
+    if watch.alert_input_share is not None:
+        threshold = 100 * watch.alert_input_share
+        axes.axhline(threshold, color=WARNING_COLOUR, ls="--", lw=1, gid="watch-threshold")
+    for alert in watch.alerts:
+        axes.plot([alert.last_step], [102], marker="v", color=WARNING_COLOUR, gid="watch-alert")
+    rate_axes = axes.twinx()
+    middles = [left + width / 2 for left, width in zip(lefts, widths, strict=True)]
+    rates = [group_rate(g) for g in groups]
+    rate_axes.plot(
+        [m for m, r in zip(middles, rates, strict=True) if r is not None],
+        [r for r in rates if r is not None],
+        color=TRAINING_RATE_COLOUR,
+        marker="." if len(groups) <= 50 else None,
+        linewidth=1.2,
+        gid="watch-rate",
+    )
+    rate_axes.set_ylim(bottom=0)
+    rate_axes.tick_params(labelsize=8, colors=TRAINING_RATE_COLOUR)
+    # Above the right axis, not beside it: a label there would run off the page.
+    rate_axes.text(
+        1.0,
+        1.01,
+        "steps/s (line)",
+        transform=rate_axes.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=8,
+        color=TRAINING_RATE_COLOUR,
+    )
