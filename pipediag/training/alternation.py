@@ -77,7 +77,9 @@ class Alternation:
         soft = scaled_rounds(scale)
         self._max_rounds = soft if max_rounds is None else min(soft, max_rounds)
         extended = paired.EDGE_EXTENSION * soft
-        self._most_rounds = self._max_rounds if max_rounds is None else min(extended, max_rounds)
+        # A loop's steps left are unknown: its end ends the rounds (docs/design.md, "Rates in
+        # alternation").
+        self._most_rounds = extended if max_rounds is None else min(extended, max_rounds)
         self._max_seconds = paired.MAX_SECONDS * scale
         self._origin = origin
         self.block_steps = block_steps
