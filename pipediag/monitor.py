@@ -141,7 +141,6 @@ class Monitor:
         work done on it. Each call is a new pass (epoch); a loop left early drops its last,
         unfinished step. After the step budget the items pass through untimed.
         """
-        self._require_started()
         if not self._use(_ITERATE):
             yield from iterable
             return
@@ -171,7 +170,6 @@ class Monitor:
         A wait marked just before the step (outside any step) opens the step at the wait's
         start, so the step always holds its own wait.
         """
-        self._require_started()
         if not self._use(_MARKS):
             yield
             return
@@ -192,7 +190,6 @@ class Monitor:
     @contextlib.contextmanager
     def input_wait(self) -> Iterator[None]:
         """Time a wait for input (e.g. `batch = next(it)`) inside or just before a step()."""
-        self._require_started()
         if not self._use(_MARKS):
             yield
             return
@@ -233,8 +230,10 @@ class Monitor:
             )
 
     def _use(self, mode: str) -> bool:
-        """Whether marks of this kind are recorded: one way per run, since iterate() and
-        explicit marks would count steps twice (the other kind is noted and ignored)."""
+        """Whether marks of this kind are recorded (the monitor must have started): one way per
+        run, since iterate() and explicit marks would count steps twice (the other kind is
+        noted and ignored)."""
+        self._require_started()
         if self._mode is None:
             self._mode = mode
         if self._mode == mode:

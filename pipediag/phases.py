@@ -299,7 +299,7 @@ def _examine_stages(
         plan = SearchPlan(
             dataset, kept, examined.stages, until_s=deadline, ceiling=on_training.ceiling
         )
-        examined = _search_on_fit(examined, plan, on_training, clock=clock, say=say)
+        examined = _search_on_fit(walked, examined, plan, on_training, clock=clock, say=say)
     return DeepAnalysis(examined, walked=walked)
 
 
@@ -341,7 +341,7 @@ def _stage_costs_on_fit(
     left = until_s - clock.now()
     say.phase(ProgressStep("stage-holds"), max(0.0, left))
     try:
-        with preserved_variables(walked.dataset, teardown.SHARED):
+        with preserved_variables(walked.dataset, teardown.SHARED, graph_def=walked.graph):
             return stage_cost.on_fit(
                 on_training.trainer,
                 HeldCopies(walked, pipeline.batches_per_s),
@@ -377,6 +377,7 @@ def _hold_plan(
 
 
 def _search_on_fit(
+    walked: WalkedPipeline,
     pipeline: PipelineBenchmark,
     plan: SearchPlan,
     on_training: OnTraining,
@@ -390,7 +391,7 @@ def _search_on_fit(
     say.phase(ProgressStep("rewrites-on-training"), max(0.0, plan.until_s - clock.now()))
     began = clock.now()
     try:
-        with preserved_variables(plan.dataset, teardown.SHARED):
+        with preserved_variables(walked.dataset, teardown.SHARED, graph_def=walked.graph):
             run_at_once(
                 trials,
                 on_training.trainer,

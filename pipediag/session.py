@@ -137,8 +137,7 @@ class DiagnosticSession:
         self.conclusion.origin = self.clock.now()
         self._origin_unix_s = self.origin + wall_minus_clock(self.clock)
         self._started_wall = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if self.lockstep:
-            assert self.task is not None
+        if self.lockstep and self.task is not None:
             self.note(
                 Reason("multi-worker-job", detail=self.task.name, value=self.task.cluster_size)
             )

@@ -54,9 +54,9 @@ BUSY_HOST_SHARE = 0.10
 # A busy host lowers an interval's low end to no less (zero would mean "no cost above noise").
 BUSY_LOW_FLOOR = 0.001
 # An interval wider than this either side across a band's edge gets no band; the steps
-# suggested aim at `TARGET_HALF_WIDTH` (docs/design.md, "Too noisy to tell").
+# suggested aim at `SUGGESTED_HALF_WIDTH` (docs/design.md, "Too noisy to tell").
 LABEL_MAX_HALF_WIDTH = 0.05
-TARGET_HALF_WIDTH = 0.04
+SUGGESTED_HALF_WIDTH = 0.04
 # How far a cost from A and T taken once each may stray: the image classification tutorial
 # read 14% where whole runs put it at -8% (docs/design.md, "Too short to tell").
 ONE_PIECE_NOISE = 0.20
@@ -255,7 +255,7 @@ def _too_short(
 def _steps_to_tell(interval: list[float], measured_steps: int) -> int:
     """An interval narrows with the square root of its pairs, whose number grows with steps."""
     half_width = (interval[1] - interval[0]) / 2
-    wanted = STEPS_UNIT * (half_width / TARGET_HALF_WIDTH) ** 2
+    wanted = STEPS_UNIT * (half_width / SUGGESTED_HALF_WIDTH) ** 2
     steps = max(wanted, 2 * measured_steps)
     return int(min(MOST_STEPS_SUGGESTED, math.ceil(steps / STEPS_UNIT) * STEPS_UNIT))
 

@@ -50,9 +50,9 @@ class FigureChange:
     new: float | None
     change: float | None
     ratio: bool
-    low: float | None
-    high: float | None
     judgement: str
+    low: float | None = None
+    high: float | None = None
     how: str = ""  # where the interval comes from (noise.BOOTSTRAP_HOW, ...)
 
 
@@ -323,8 +323,6 @@ def _stages(base: Report, new: Report, rules: NoiseRules) -> list[StageChange]:
             new=new_s,
             change=change,
             ratio=True,
-            low=None,
-            high=None,
             judgement=judgement,
             how=noise.NO_SPREAD_HOW,
         )

@@ -81,13 +81,8 @@ def size_cache(
     know is counted (`counter`) when the candidate is checked, and the cache sized then."""
     elements = cache_sizing.cardinality(walked[stats.index].dataset)
     if elements == cache_sizing.UNKNOWN and counter is not None:
-        earlier = candidate.check
 
         def check(graph_def: Any, teardown: TearDown) -> tuple[Reason | None, bool]:
-            if earlier is not None:
-                refusal, unsafe = earlier(graph_def, teardown)
-                if refusal is not None:
-                    return refusal, unsafe
             counted = counter(graph_def, teardown)
             if counted is None:
                 return Reason("count-too-long", limit=cache_sizing.COUNT_MAX_S), False

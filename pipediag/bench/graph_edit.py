@@ -217,10 +217,7 @@ class PipelineGraph:
             _set_batched_shapes(mapped, mapped.attr["output_shapes"], lead)
         else:
             self.use_function(mapped, batched)
-        if mapped.op == "MapDataset":
-            self.parallelize_map(map_name)
-        else:
-            self.set_input(mapped, -1, AUTOTUNE)
+        self.parallelize_map(map_name)
 
     def use_function(self, mapped: Any, function: BatchedFunction) -> None:
         """`mapped` runs `function` (added to the library) on the same captured inputs."""

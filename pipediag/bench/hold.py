@@ -100,9 +100,8 @@ class HeldCopies:
         self._spec = walked.dataset.element_spec
         self._rate = pipeline_batches_per_s
         self.chain = holdable_chain(walked.stages, walked.nodes)
-        baseline = PipelineGraph.copy_of(walked.graph)
-        baseline.isolate()
-        self.baseline = baseline.rebuild(self._spec)
+        isolated, _ = walked.isolated
+        self.baseline = isolated.rebuild(self._spec)
 
     def pipelines(self, stage: Holdable) -> FixPipelines:
         """Both copies for holding `stage`, as a fix trial on training takes them."""

@@ -145,14 +145,19 @@ def kept_random_states() -> Iterator[None]:
 
 @contextlib.contextmanager
 def preserved_variables(
-    dataset: Any, teardown: TearDown | None = None, *, copies: bool = True
+    dataset: Any,
+    teardown: TearDown | None = None,
+    *,
+    copies: bool = True,
+    graph_def: Any = None,
 ) -> Iterator[None]:
     """Put back the captured variables (a `tf.random.Generator`) a read shares, after `teardown`'s
-    iterators; `copies`: only those a copy still shares (docs/design.md, "The private copy")."""
+    iterators; `copies`: only those a copy still shares, as `graph_def` (None: `dataset`
+    serialised again) says (docs/design.md, "The private copy")."""
     import tensorflow as tf
 
     captured = _captured_variables(dataset)
-    if copies and captured and not _copies_share_variables(dataset):
+    if copies and captured and not _copies_share_variables(dataset, graph_def):
         captured = []
     saved = [(handle, tf.identity(value)) for handle, value in captured]
     try:
@@ -164,10 +169,10 @@ def preserved_variables(
             tf.raw_ops.AssignVariableOp(resource=handle, value=value)
 
 
-def _copies_share_variables(dataset: Any) -> bool:
+def _copies_share_variables(dataset: Any, graph_def: Any = None) -> bool:
     """Whether the graph holds a live variable handle a copy would share (True: unreadable)."""
     try:
-        graph_def = dataset_graph_def(dataset)
+        graph_def = dataset_graph_def(dataset) if graph_def is None else graph_def
     except Exception:
         return True
     for node in [*graph_def.node, *(n for f in graph_def.library.function for n in f.node_def)]:

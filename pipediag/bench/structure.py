@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipediag.bench import call_sites
+from pipediag.bench.graph_edit import PipelineGraph
 from pipediag.bench.isolate import dataset_graph_def
 from pipediag.bench.python_chain import (
     MAX_STAGES,
@@ -122,6 +124,14 @@ class WalkedPipeline:
     graph_error: Reason | None = None
     nodes: dict[int, str] = field(default_factory=dict)
     options: PipelineOptions | None = None
+
+    @functools.cached_property
+    def isolated(self) -> tuple[PipelineGraph, list[Reason]]:
+        """`graph` sharing no per-iterator state with the user's dataset, and what isolating it
+        changed: made once per walk (a failure raises, and is tried again on the next read).
+        Each reader rebuilds its own baseline from it, so its caches start empty."""
+        copy = PipelineGraph.copy_of(self.graph)
+        return copy, copy.isolate()
 
 
 def walk(dataset: Any, options: PipelineOptions | None = None) -> WalkedPipeline:

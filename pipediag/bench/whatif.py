@@ -95,9 +95,8 @@ def verify_fixes(
     notes: list[Reason] = []
     if error is None and graph is not None:
         try:
-            baseline_graph = PipelineGraph.copy_of(graph)
-            notes = baseline_graph.isolate()
-            baseline = baseline_graph.rebuild(dataset.element_spec)
+            isolated, notes = walked.isolated  # isolated once: the stage holds rebuild it too
+            baseline = isolated.rebuild(dataset.element_spec)
         except Exception as exc:
             error = Reason("graph-not-rebuilt", detail=describe_error(exc))
     if error is not None or baseline is None or graph is None:
@@ -107,7 +106,7 @@ def verify_fixes(
         candidate.facts = replace(candidate.facts, isolation=notes)
     end_s, hard_end_s = _time_window(clock, budget_s, deadline)
     keep = training.keep if training is not None else None
-    with owned(teardown) as releaser, preserved_variables(dataset, releaser):
+    with owned(teardown) as releaser, preserved_variables(dataset, releaser, graph_def=graph):
         trials = _Trials(graph, baseline, dataset, clock, releaser, end_s, hard_end_s, keep)
         return trials.run_all(candidates)
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipediag.errors import ReportError
+from pipediag.renderers.files import REPORT_JSON
 from pipediag.report.io import load_report
 from pipediag.report.model import Report
 
-REPORT_NAME = "report.json"
 # Task types first in this order, then any other.
 TASK_TYPE_ORDER = ("chief", "worker")
 
@@ -37,12 +37,12 @@ def find_report_files(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
         if path.is_file():
             files = [path]
         elif path.is_dir():
-            own = path / REPORT_NAME
-            files = [own] if own.is_file() else sorted(path.glob(f"*/{REPORT_NAME}"))
+            own = path / REPORT_JSON
+            files = [own] if own.is_file() else sorted(path.glob(f"*/{REPORT_JSON}"))
             if not files:
                 raise ReportError(
                     f"no pipediag reports in {path} (looked for {own} and "
-                    f"{path / '*' / REPORT_NAME}): give the --out directory of `pipediag run`"
+                    f"{path / '*' / REPORT_JSON}): give the --out directory of `pipediag run`"
                 )
         else:
             raise ReportError(f"{path} does not exist: give the --out directory of `pipediag run`")

@@ -17,6 +17,7 @@ from pipediag.renderers.png.style import (
     TRAINING_RATE_COLOUR,
     WARNING_COLOUR,
 )
+from pipediag.renderers.png.text_fit import end_label
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -102,7 +103,7 @@ def _draw_rates(axes: Axes, rows: list[WorkerRow], straggler: str | None) -> Non
         colour = STRAGGLER_EDGE_COLOUR if row.task == straggler else TRAINING_RATE_COLOUR
         axes.barh(y, rate, height=BAR_HEIGHT, color=colour)
         if row.training_steps_per_s is not None:
-            axes.text(rate, y, f" {rate:.1f}", va="center", fontsize=10, color=MUTED_TEXT_COLOUR)
+            end_label(axes, rate, y, f" {rate:.1f}", fontsize=10, color=MUTED_TEXT_COLOUR)
         if row.compute_alone_steps_per_s is not None:
             axes.plot(
                 [row.compute_alone_steps_per_s] * 2,

@@ -4,7 +4,6 @@ moved by its clock offset so that an all-reduce lines up across the processes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,10 @@ from pipediag.renderers.chrome_trace import (
     GPU_PID,
     TS_DECIMALS,
     US_PER_S,
+    metadata_event,
     trace_events,
+    write_trace,
 )
-from pipediag.report.io import write_atomically
 
 Event = dict[str, Any]
 
@@ -31,9 +31,7 @@ PROCESS_METADATA = frozenset({"process_name", "process_sort_index"})
 
 def render_fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
     """Write the merged trace atomically; `workers` in the order of `fleet.workers`."""
-    payload = json.dumps(fleet_trace(workers, fleet), separators=(",", ":"), allow_nan=False)
-    write_atomically(path, payload.encode())
-    return path
+    return write_trace(fleet_trace(workers, fleet), path)
 
 
 def fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport) -> dict[str, Any]:
@@ -81,13 +79,9 @@ def _process_metadata(pid: int, position: int, row: WorkerRow, straggler: bool) 
     )
     name = f"{row.task}: {row.verdict}{rate}"
     events = [
-        _meta("process_name", pid, {"name": name}),
-        _meta("process_sort_index", pid, {"sort_index": position}),
+        metadata_event("process_name", pid, 0, {"name": name}),
+        metadata_event("process_sort_index", pid, 0, {"sort_index": position}),
     ]
     if straggler:
-        events.append(_meta("process_labels", pid, {"labels": "straggler"}))
+        events.append(metadata_event("process_labels", pid, 0, {"labels": "straggler"}))
     return events
-
-
-def _meta(name: str, pid: int, args: dict[str, Any]) -> Event:
-    return {"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": 0, "args": args}

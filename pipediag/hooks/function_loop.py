@@ -11,13 +11,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipediag.hooks.host import HookHost
-from pipediag.hooks.step_calls import definition_site, function_name, is_framework_function
+from pipediag.hooks.step_calls import is_framework_function
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.timeline import StepBudgetReached
+from pipediag.training.alternation import FitAlternation
 from pipediag.training.function_loop import (
     TrainCalls,
     captured_data,
     data_handle,
+    definition_site,
+    function_name,
     is_dataset,
     iterator_dataset,
     step_counter,
@@ -62,7 +65,7 @@ class FunctionLoopTracker:
         self._fed: weakref.ref[Any] | None = None
         self._count = 0
         self._epoch = -1
-        self._alternation: Any = None
+        self._alternation: FitAlternation | None = None
         self.seen: list[Reason] = []  # candidates that never trained, noted in the run's notes
 
     def call(self, function: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
@@ -144,7 +147,10 @@ class FunctionLoopTracker:
         known.pulls = pulls
         if after > before and (slot is not None or captured is not None):
             steps = after - before
-            self._found(_calls(function, call, slot, args, kwargs, counter, steps, captured), after)
+            train = TrainCalls.found(
+                function, call, slot, args, kwargs, counter=counter, steps=steps, captured=captured
+            )
+            self._found(train, after)
         return result
 
     def _first_call(
@@ -164,12 +170,14 @@ class FunctionLoopTracker:
         counter = step_counter(function)
         named = function_name(function) == self._session.config.train_function
         if counter is None and named:
-            if slot is None:
-                steps = _steps_a_pass(captured)
-            else:
-                steps = _steps_a_pass(args[slot] if isinstance(slot, int) else kwargs[slot])
+            # No counter: each call counts the steps a pass runs, set once the data is read.
+            train = TrainCalls.found(
+                function, call, slot, args, kwargs, counter=None, steps=1, captured=captured
+            )
+            steps = _steps_a_pass(train.fed())
             if steps is not None:
-                self._found(_calls(function, call, slot, args, kwargs, None, steps, captured), 0)
+                train.steps_per_call = steps
+                self._found(train, 0)
                 return
             self._saw(function, "named-function-uncountable")
             return
@@ -247,25 +255,22 @@ class FunctionLoopTracker:
 
     def _at_budget(self) -> None:
         """Training and the function alone on the cached batch in turn, then the end."""
-        alternation = self._session.alternate_fit(lead=True, steps_left=None)
-        if alternation is None:
-            self._session.conclude()
-            raise StepBudgetReached
-        self._alternation = alternation
-        self._block_ended(alternation)
+        self._alternation = self._session.alternate_fit(lead=True, steps_left=None)
+        self._block_ended()
 
     def _alternated(self, start: float, ends: list[float]) -> None:
         alternation = self._alternation
+        assert alternation is not None
         for step_start, step_end in zip([start, *ends], ends, strict=False):
             if alternation.training_step(step_start, step_end):
                 # The call's later steps ran before the next step-alone block: in no block.
-                self._block_ended(alternation)
+                self._block_ended()
                 return
 
-    def _block_ended(self, alternation: Any) -> None:
-        if alternation.wants_step_alone:
-            alternation.step_alone_block()
-        if alternation.done:
+    def _block_ended(self) -> None:
+        """A training block ended (or none could start): the step alone's block, if due; once
+        all are done, the verdict and the end of the loop's measured steps."""
+        if self._alternation is None or self._alternation.after_training_block():
             self._alternation = None
             self._session.conclude()
             raise StepBudgetReached
@@ -284,20 +289,3 @@ def _steps_a_pass(fed: Any) -> int | None:
 
 def _defined_at(site: str | None) -> Reason | None:
     return Reason("defined-at", detail=site) if site else None
-
-
-def _calls(
-    function: Any,
-    call: _Call,
-    slot: _Slot,
-    args: Any,
-    kwargs: Any,
-    counter: Any,
-    steps: int,
-    captured: Any,
-) -> TrainCalls:
-    """The training function found; `counter` None: each call counts `steps`."""
-    name, where = function_name(function), definition_site(function)
-    return TrainCalls(
-        function, call, slot, counter, name, where, steps, tuple(args), dict(kwargs), captured
-    )

@@ -16,7 +16,7 @@ from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.hooks.host import HookHost
 from pipediag.hooks.patching import Patches
 from pipediag.hooks.profiler_trace import InputWaitTracer
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, error_reason
 from pipediag.timeline import MIN_MEASURED_STEPS, StepBudgetReached
 from pipediag.training.alternation import FitAlternation, block_steps_for
 
@@ -76,8 +76,7 @@ class FitTracker:
         self._probe_pending = False
         self._settle_waits()
         self._close_chunk()
-        if not self._alternate(ends_fit=False, batch=batch):
-            self._session.conclude(deep=False)
+        self._alternate(ends_fit=False, batch=batch)
 
     def on_train_begin(self, epochs: int | None, steps: int | None, model: Any = None) -> None:
         """fit's plan (epochs, steps; None unknown); its train function is timed from now."""
@@ -117,20 +116,16 @@ class FitTracker:
         step_s = timeline.median_measured_step_s()
         return step_s is not None and steps_left <= ALTERNATION_BLOCKS * block_steps_for(step_s)
 
-    def _alternate(self, *, ends_fit: bool, batch: int) -> bool:
-        """Training and the step alone in turn (docs/design.md, "Rates in alternation");
-        False where that cannot run. The measured steps lead unless traced (tracing slows)."""
+    def _alternate(self, *, ends_fit: bool, batch: int) -> None:
+        """Training and the step alone in turn (docs/design.md, "Rates in alternation"), where
+        that can run. The measured steps lead unless traced (tracing slows)."""
         if self.timer is not None:
             self.timer.remove()  # the measured steps are over: pipediag calls it next
-        alternation = self._session.alternate_fit(
+        self._alternation = self._session.alternate_fit(
             lead=self.stamps is not None, steps_left=self._steps_left(batch)
         )
-        if alternation is None:
-            return False
-        self._alternation = alternation
         self._alternation_ends_fit = ends_fit
-        self._block_ended(alternation)
-        return True
+        self._block_ended()
 
     def _alternated_step(self, start: float, end: float, batches: int) -> None:
         """A step of the alternation's training block; measured only at the `--steps all` probe."""
@@ -141,17 +136,17 @@ class FitTracker:
         if self.stamps is not None:
             self._unsettled.append((start, batches))
         if alternation.training_step(start, end):
-            self._block_ended(alternation)
+            self._block_ended()
 
-    def _block_ended(self, alternation: FitAlternation) -> None:
-        """A training block ended: the step alone's block, if due; once the alternation is
-        done, the verdict, and at the budget the end of fit."""
-        if alternation.wants_step_alone:
-            alternation.step_alone_block()
-        if not alternation.done:
-            return
+    def _block_ended(self) -> None:
+        """A training block ended (or none could start): the step alone's block, if due; once
+        all are done, the verdict, and at the budget the end of fit."""
+        alternation = self._alternation
+        if alternation is not None:
+            if not alternation.after_training_block():
+                return
+            self._settle_waits()
         self._alternation = None
-        self._settle_waits()
         if not self._alternation_ends_fit:
             self._session.conclude(deep=False)
             return
@@ -182,8 +177,7 @@ class FitTracker:
         try:
             stamped = stamps.attach(dataset)
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            self._session.note_once(Reason("stamps-not-attached", detail=error))
+            self._session.note_once(error_reason("stamps-not-attached", exc))
             return dataset
         self.stamps = stamps
         return stamped
@@ -245,10 +239,8 @@ class FitTracker:
                 self._close_chunk()
         if budget_reached:
             self._close_chunk()
-            if self._alternate(ends_fit=True, batch=batch):
-                return
-            session.conclude()
-            raise StepBudgetReached
+            self._alternate(ends_fit=True, batch=batch)
+            return
         if self._probe_pending and self._measured_at_least(PROBE_MAX_STEPS):
             self._probe(batch)
 
@@ -268,8 +260,7 @@ class FitTracker:
         try:
             stamps.collect()
         except Exception as exc:  # the stamps are lost, never the user's run
-            error = f"{type(exc).__name__}: {exc}"
-            self._session.note_once(Reason("stamps-unread", detail=error))
+            self._session.note_once(error_reason("stamps-unread", exc))
             return
         taken = stamps.take([batches for _, batches in unsettled])
         waits = {

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from pipediag.clock import MONOTONIC, Clock
+from pipediag.training.op_profile import host_planes
 
 GET_NEXT_LINE_PREFIX = "tf_data_iterator_get_next"
 GET_NEXT_EVENT_PREFIX = "IteratorGetNext"
-HOST_PLANE = "/host:CPU"
 TASK_ENV_PLANE = "Task Environment"
 PROFILE_START_STAT = "profile_start_time"
 # 1 = "critical" host events only, GetNext among them (TF 2.21: the same 401 GetNext events
@@ -154,24 +154,17 @@ def quiet_profiler_logs() -> Iterator[None]:
 
 def read_get_next_events(logdir: Path) -> list[tuple[int, int]]:
     """(wall-clock start ns, duration ns) of every GetNext event in the traces under logdir."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
     found: list[tuple[int, int]] = []
-    for path in sorted(logdir.glob("plugins/profile/*/*.xplane.pb")):
-        space = xplane_pb2.XSpace()
-        space.ParseFromString(path.read_bytes())
+    for space, plane in host_planes(logdir):
         base_ns = _profile_start_ns(space)
-        for plane in space.planes:
-            if plane.name != HOST_PLANE:
+        names = {key: meta.name for key, meta in plane.event_metadata.items()}
+        for line in plane.lines:
+            if not line.name.startswith(GET_NEXT_LINE_PREFIX):
                 continue
-            names = {key: meta.name for key, meta in plane.event_metadata.items()}
-            for line in plane.lines:
-                if not line.name.startswith(GET_NEXT_LINE_PREFIX):
-                    continue
-                for event in line.events:
-                    if names.get(event.metadata_id, "").startswith(GET_NEXT_EVENT_PREFIX):
-                        start_ns = base_ns + line.timestamp_ns + event.offset_ps // 1000
-                        found.append((start_ns, event.duration_ps // 1000))
+            for event in line.events:
+                if names.get(event.metadata_id, "").startswith(GET_NEXT_EVENT_PREFIX):
+                    start_ns = base_ns + line.timestamp_ns + event.offset_ps // 1000
+                    found.append((start_ns, event.duration_ps // 1000))
     return found
 
 

@@ -5,8 +5,6 @@ calls to its XLA twin during a trial (docs/design.md, "When the model sets the r
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 import os
 import weakref
 from collections.abc import Callable
@@ -15,6 +13,7 @@ from typing import Any, Protocol
 
 from pipediag.hooks.patching import Patches
 from pipediag.report.reasons import Reason
+from pipediag.training.function_loop import code_of, definition_site, function_name
 from pipediag.training.loop_xla import LoopStep
 
 
@@ -114,25 +113,9 @@ class StepCalls:
         return Reason("none-once", detail=busiest.name, value=busiest.steps_once, limit=self.steps)
 
 
-def function_name(function: Any) -> str:
-    python = getattr(function, "_python_function", None)
-    name = getattr(python, "__qualname__", None) or getattr(function, "__name__", None)
-    return str(name or getattr(function, "_name", "tf.function"))
-
-
-def _code_of(function: Any) -> Any:
-    python = getattr(function, "_python_function", None)
-    if python is None:
-        return None
-    python = getattr(python, "__func__", python)
-    with contextlib.suppress(Exception):  # a chain that cannot be followed: the outer one
-        python = inspect.unwrap(python)
-    return getattr(python, "__code__", None)
-
-
 def is_framework_function(function: Any) -> bool:
     """Defined inside pipediag, or in an installed TensorFlow or Keras (by its code's file)."""
-    code = _code_of(function)
+    code = code_of(function)
     if code is None:
         return True
     path = os.path.normpath(code.co_filename)
@@ -143,12 +126,6 @@ def is_framework_function(function: Any) -> bool:
         part in ("site-packages", "dist-packages") and parts[n + 1] in FRAMEWORK_PACKAGES
         for n, part in enumerate(parts[:-1])
     )
-
-
-def definition_site(function: Any) -> str | None:
-    """`file.py:line` where the script defines the function, if its code can be read."""
-    code = _code_of(function)
-    return None if code is None else f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
 @dataclass(eq=False)

@@ -5,7 +5,8 @@ history); never the measuring packages. matplotlib only inside the PNG renderers
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 
 from pipediag.renderers.chrome_trace import render_trace
@@ -22,6 +23,7 @@ __all__ = [
     "TRACE_JSON",
     "WRITERS",
     "keep_previous",
+    "write_files",
     "write_outputs",
 ]
 
@@ -47,11 +49,19 @@ WRITERS: dict[str, Callable[[Report, Path], Path]] = {
 
 def write_outputs(report: Report, out_dir: Path) -> tuple[list[Path], list[str]]:
     """Write every output file; returns (written paths, one-line failures)."""
+    return write_files(out_dir, {name: partial(write, report) for name, write in WRITERS.items()})
+
+
+def write_files(
+    out_dir: Path, writers: Mapping[str, Callable[[Path], Path]]
+) -> tuple[list[Path], list[str]]:
+    """Each file in `out_dir` by its writer (a report's, a fleet's); returns (written paths,
+    one-line failures)."""
     written: list[Path] = []
     failures: list[str] = []
-    for name, writer in WRITERS.items():
+    for name, writer in writers.items():
         try:
-            written.append(writer(report, out_dir / name))
+            written.append(writer(out_dir / name))
         except Exception as exc:  # noqa: PERF203 - one renderer's failure is reported, not fatal
             failures.append(f"could not write {out_dir / name}: {type(exc).__name__}: {exc}")
     return written, failures

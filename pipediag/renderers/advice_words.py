@@ -11,7 +11,7 @@ from pipediag.analysis.cost_rules import capped_threads, thread_cap_trial
 from pipediag.analysis.input_cost import python_stages, step_cores_of
 from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.analysis.run_terms import gain_in_run_terms
-from pipediag.renderers.numbers import counted
+from pipediag.renderers.numbers import counted, ms
 from pipediag.renderers.stage_advice_words import (
     STAGE_WORDINGS,
     bound_words,
@@ -210,8 +210,7 @@ def _no_input_fix(ctx: Context, s: Suggestion) -> SuggestionWords:
         why = "no stage adds enough of the time per batch for a stage fix to gain over noise"
         if worst is not None and worst.own_s_per_batch is not None:
             why += (
-                f" (the costliest, {stage_name(worst)}, adds "
-                f"{worst.own_s_per_batch * 1e3:.1f} ms per batch)"
+                f" (the costliest, {stage_name(worst)}, adds {ms(worst.own_s_per_batch)} per batch)"
             )
     return SuggestionWords(title, why + ".")
 

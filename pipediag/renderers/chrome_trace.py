@@ -38,7 +38,12 @@ BYTES_PER_MIB = 2**20
 
 
 def render_trace(report: Report, path: Path) -> Path:
-    payload = json.dumps(trace_events(report), separators=(",", ":"), allow_nan=False)
+    return write_trace(trace_events(report), path)
+
+
+def write_trace(trace: dict[str, Any], path: Path) -> Path:
+    """Compact JSON, written atomically (a fleet's trace too)."""
+    payload = json.dumps(trace, separators=(",", ":"), allow_nan=False)
     target = Path(path)
     write_atomically(target, payload.encode())
     return target
@@ -64,24 +69,25 @@ def _ms(seconds: float) -> float:
     return round(seconds * MS_PER_S, TS_DECIMALS)
 
 
-def _metadata_events(report: Report) -> list[Event]:
-    def meta(name: str, pid: int, tid: int, args: dict[str, Any]) -> Event:
-        return {"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": args}
+def metadata_event(name: str, pid: int, tid: int, args: dict[str, Any]) -> Event:
+    return {"name": name, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": args}
 
+
+def _metadata_events(report: Report) -> list[Event]:
     events = [
-        meta("process_name", MAIN_PID, 0, {"name": f"pipediag: {report.script}"}),
-        meta("process_sort_index", MAIN_PID, 0, {"sort_index": 0}),
-        meta("thread_name", MAIN_PID, PHASES_TID, {"name": "phases"}),
-        meta("thread_sort_index", MAIN_PID, PHASES_TID, {"sort_index": 0}),
-        meta("thread_name", MAIN_PID, STEPS_TID, {"name": "train steps"}),
-        meta("thread_sort_index", MAIN_PID, STEPS_TID, {"sort_index": 1}),
-        meta("thread_name", MAIN_PID, COUNTERS_TID, {"name": "host"}),
+        metadata_event("process_name", MAIN_PID, 0, {"name": f"pipediag: {report.script}"}),
+        metadata_event("process_sort_index", MAIN_PID, 0, {"sort_index": 0}),
+        metadata_event("thread_name", MAIN_PID, PHASES_TID, {"name": "phases"}),
+        metadata_event("thread_sort_index", MAIN_PID, PHASES_TID, {"sort_index": 0}),
+        metadata_event("thread_name", MAIN_PID, STEPS_TID, {"name": "train steps"}),
+        metadata_event("thread_sort_index", MAIN_PID, STEPS_TID, {"sort_index": 1}),
+        metadata_event("thread_name", MAIN_PID, COUNTERS_TID, {"name": "host"}),
     ]
     if report.gpu.samples:
         events += [
-            meta("process_name", GPU_PID, 0, {"name": "GPU"}),
-            meta("process_sort_index", GPU_PID, 0, {"sort_index": 1}),
-            meta("thread_name", GPU_PID, COUNTERS_TID, {"name": "NVML"}),
+            metadata_event("process_name", GPU_PID, 0, {"name": "GPU"}),
+            metadata_event("process_sort_index", GPU_PID, 0, {"sort_index": 1}),
+            metadata_event("thread_name", GPU_PID, COUNTERS_TID, {"name": "NVML"}),
         ]
     return events
 

@@ -4,7 +4,7 @@ fleet pages"). matplotlib is imported lazily."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from pipediag.renderers.numbers import gain, percent
 from pipediag.renderers.png import new_figure, write_png
 from pipediag.renderers.png.cost import PART_COLOURS
 from pipediag.renderers.png.style import COMPUTE_COLOUR, LEGEND, MUTED_TEXT_COLOUR, NOTE_TEXT_COLOUR
+from pipediag.renderers.png.text_fit import centred_label
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
@@ -55,16 +56,9 @@ def render_comparison_png(
     figure = new_figure(FIGURE_SIZE_IN)
     claim, detail = training_claim(comparison.training)
     _, *more = headline_lines(comparison)
-    figure.text(
-        0.02,
-        0.95,
-        claim,
-        fontsize=HEADLINE_FONT,
-        fontweight="bold",
-        color=JUDGEMENT_COLOURS.get(comparison.judgement, NEW_COLOUR),
-        va="top",
-        gid="headline",
-    )
+    colour = JUDGEMENT_COLOURS.get(comparison.judgement, NEW_COLOUR)
+    style: dict[str, Any] = {"fontsize": HEADLINE_FONT, "fontweight": "bold", "color": colour}
+    figure.text(0.02, 0.95, claim, va="top", gid="headline", **style)
     below = [detail, *(line.strip() for line in [*more, *run_lines(comparison, *names)])]
     figure.text(
         0.02, 0.89, "\n".join(below), fontsize=10, color=MUTED_TEXT_COLOUR, va="top", gid="runs"
@@ -109,17 +103,8 @@ def _draw_rates(axes: Axes, comparison: Comparison) -> None:
         words = figure.judgement
         if figure.change is not None:
             words = f"{gain(figure.change)} {figure.judgement}"
-        axes.text(
-            x,
-            label_y,
-            words,
-            ha="center",
-            va="center",
-            fontsize=9,
-            fontweight="bold",
-            color=JUDGEMENT_COLOURS.get(figure.judgement, NEW_COLOUR),
-            gid=f"change-{figure.name}",
-        )
+        colour = JUDGEMENT_COLOURS.get(figure.judgement, NEW_COLOUR)
+        centred_label(axes, x, label_y, words, color=colour, gid=f"change-{figure.name}")
     _legend_under(axes, -0.12, columns=2)
 
 
@@ -137,10 +122,8 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
         ink = "white" if colour == COMPUTE_COLOUR else "black"
         for x, height, bottom in zip(positions, heights, bottoms, strict=True):
             if height >= 0.06:
-                middle = bottom + height / 2
-                axes.text(
-                    x, middle, percent(height), ha="center", va="center", fontsize=9, color=ink
-                )
+                share = percent(height)
+                centred_label(axes, x, bottom + height / 2, share, bold=False, color=ink)
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     for x, shares in zip(positions, rows, strict=True):
         if shares is None:

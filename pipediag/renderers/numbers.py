@@ -65,3 +65,17 @@ def rate_text(value: float | None) -> str:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
+
+
+# Decimal where a size is set beside the memory free; binary for the service's batches.
+DECIMAL_UNITS = (("GB", 1e9), ("MB", 1e6), ("KB", 1e3))
+BINARY_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+def bytes_text(count: float | None, units: tuple[tuple[str, float], ...] = DECIMAL_UNITS) -> str:
+    if count is None:
+        return "unknown size"
+    for unit, scale in units:
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count:.0f} B"

@@ -7,9 +7,8 @@ from typing import Final
 
 from pipediag.analysis.prescription_rules import PRESCRIPTION_RULE
 from pipediag.analysis.run_terms import most_input_gives
-from pipediag.renderers.numbers import gain, gain_within
+from pipediag.renderers.numbers import bytes_text, gain, gain_within
 from pipediag.renderers.reason_words import reason_words
-from pipediag.renderers.stage_advice_words import bytes_text
 from pipediag.report.fixes import fix_facts
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.names import fix_words_at

@@ -27,23 +27,19 @@ def _spe_step_long(reason: Reason) -> str:
 # What the tf.data service refused with where its error said nothing.
 NO_BATCH_CAME_BACK = "no batch came back"
 
-
-def _grpc_status(reason: Reason) -> str:
-    return reason.detail or "no answer"
-
-
-def _generator_unread(reason: Reason) -> str:
-    return reason.detail or "the generator could not be read"
+# Said in place of `detail` where a reason of these codes stores none (other codes word an
+# empty or missing detail as stored).
+_MISSING_DETAIL: dict[ReasonCode, str] = {
+    "grpc-status": "no answer",
+    "generator-unread": "the generator could not be read",
+    "service-refused": NO_BATCH_CAME_BACK,
+}
 
 
 def _check_failed(reason: Reason) -> str:
     cause = reason_words(reason.because) or reason.detail
     # cut where `errors.describe_error` cuts a detail, so older reports read the same
     return f"could not be checked: {cause[:DESCRIBED_CHARS]}"
-
-
-def _refused(reason: Reason) -> str:
-    return f"refused: {reason.detail or NO_BATCH_CAME_BACK}"
 
 
 def _no_gpu_sampled(reason: Reason) -> str:
@@ -96,7 +92,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "no-rewrite-kept": "{detail} cannot be applied again: no rewrite kept with it",
     "walked-graph-not-kept": "the dataset graph is unavailable: no fix kept the walked graph",
     "no-rewrite-for-fix": "no rewrite for this fix",
-    "generator-unread": _generator_unread,
+    "generator-unread": "{detail}",
     # why the tf.data service could not be started, reached or read
     "no-grpcio": "grpcio is not installed: cannot reach a dispatcher",
     "not-a-dispatcher": "{detail} answers gRPC but is not a tf.data dispatcher",
@@ -335,12 +331,12 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "no-op-events": "not measured: the trace held no op events",
     "profile-stopped": "not measured: the loop stopped before the profiled steps were over",
     "service-error": "{cause}",
-    "grpc-status": _grpc_status,
+    "grpc-status": "{detail}",
     "start-timeout": "within {limit:g} s",
     "no-error-output": "no error output",
     "not-copied": "not copied: {detail}",
     "no-workers": "the dispatcher at {detail} has no workers registered",
-    "service-refused": _refused,
+    "service-refused": "refused: {detail}",
     "too-few-elements": "the service returned too few elements to time",
     "part-only": "only part of the pipeline can move: training is not measured",
     "no-train-step-service": "no train step to feed from the service",
@@ -593,7 +589,7 @@ def reason_words(reason: Reason | None) -> str:
     because = reason_words(reason.because)
     cause = because or reason.detail
     return words.format(
-        detail=reason.detail,
+        detail=reason.detail or _MISSING_DETAIL.get(reason.code, reason.detail),
         value=reason.value,
         limit=reason.limit,
         because=because,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import textwrap
 
-from pipediag.renderers.numbers import counted
+from pipediag.renderers.numbers import BINARY_UNITS, bytes_text, counted, ms
 from pipediag.renderers.reason_words import NO_BATCH_CAME_BACK, reason_words
 from pipediag.report.model import Report
 from pipediag.report.scale_out import (
@@ -158,7 +158,7 @@ def _measurement(m: ServiceMeasurement) -> list[str]:
     if m.per_worker_batches_per_s:
         facts.append(f"{m.per_worker_batches_per_s:.1f} per worker")
     if m.bytes_per_batch is not None:
-        facts.append(f"{_bytes(m.bytes_per_batch)} per batch")
+        facts.append(f"{bytes_text(m.bytes_per_batch, BINARY_UNITS)} per batch")
     if m.transfer_s_per_batch and m.transfer_batches_per_s:
         facts.append(
             f"transfer {m.transfer_s_per_batch * 1e3:.2f} ms per batch "
@@ -166,9 +166,9 @@ def _measurement(m: ServiceMeasurement) -> list[str]:
         )
     cpu = []
     if m.consumer_cpu_s_per_batch is not None:
-        cpu.append(f"this process {m.consumer_cpu_s_per_batch * 1e3:.1f} ms")
+        cpu.append(f"this process {ms(m.consumer_cpu_s_per_batch)}")
     if m.worker_cpu_s_per_batch is not None:
-        cpu.append(f"the workers {m.worker_cpu_s_per_batch * 1e3:.1f} ms")
+        cpu.append(f"the workers {ms(m.worker_cpu_s_per_batch)}")
     if cpu:
         facts.append(f"CPU per batch: {', '.join(cpu)}")
     if m.train_steps_per_s is not None:
@@ -198,10 +198,3 @@ def _prediction(p: ScaleOutPrediction) -> str:
     if p.target_steps_per_s:
         text += f"; the train step alone runs {p.target_steps_per_s:.1f} steps/s"
     return text
-
-
-def _bytes(count: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if count >= size:
-            return f"{count / size:.1f} {unit}"
-    return f"{count:.0f} B"

@@ -14,20 +14,27 @@ from pipediag.analysis.advice_context import (
 )
 from pipediag.analysis.prescription_rules import Bound, stage_bound
 from pipediag.analysis.run_terms import fit_adds_s, gain_in_run_terms
-from pipediag.analysis.stage_rules import (
-    interleave_cycle,
-    random_before_cache,
-    shuffle_shortfall,
-)
-from pipediag.renderers.numbers import counted, gain_range
+from pipediag.analysis.stage_rules import interleave_cycle, random_before_cache, shuffle_shortfall
+from pipediag.renderers.numbers import bytes_text, counted, gain_range, ms
 from pipediag.renderers.stage_cost_words import holding_text
 from pipediag.report.fixes import VECTORIZED_MAP_WORDS
 from pipediag.report.model import Suggestion, SuggestionWords
-from pipediag.report.names import flag_text, stage_name, tuned_text
+from pipediag.report.names import stage_name
 from pipediag.report.stage_facts import downstream_batch_size, prefix_cost_s, upstream_of
-from pipediag.report.stages import StageStats
+from pipediag.report.stages import AUTOTUNE, StageStats
 from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import RuleId
+
+
+def tuned_text(value: int | None) -> str:
+    """A parallelism or buffer setting as the user would write it: "AUTOTUNE" where tf.data
+    tunes it, else its number ("None" where the graph did not hold it)."""
+    return "AUTOTUNE" if value == AUTOTUNE else str(value)
+
+
+def flag_text(value: bool) -> str:
+    """An option that is on or off, as `option=true` reads."""
+    return "true" if value else "false"
 
 
 def stage_at(stats: StageStats) -> str:
@@ -39,17 +46,17 @@ def stage_cost_text(ctx: Context, stats: StageStats) -> str:
     share = ctx.share(own)
     text = stage_at(stats)
     if own is not None:
-        text += f" adds {own * 1000:.1f} ms per batch"
+        text += f" adds {ms(own)} per batch"
         # Up to 5% over the whole is a difference of noisy rates, not a real excess: "all of
         # it" ("11.2 ms, more than the pipeline's 11.2 ms" read as a contradiction).
         if share is not None and ctx.time_per_batch_s is not None and share <= 1.05:
-            text += f" of the pipeline's {ctx.time_per_batch_s * 1000:.1f} ms ({min(share, 1):.0%})"
+            text += f" of the pipeline's {ms(ctx.time_per_batch_s)} ({min(share, 1):.0%})"
         elif ctx.time_per_batch_s is not None:
             # Timed up to this stage, tf.data cannot overlap it with what follows (no
             # injected prefetch, no map-and-batch fusion), so it can exceed the whole.
             text += (
                 f" when timed up to this stage, more than the whole pipeline's "
-                f"{ctx.time_per_batch_s * 1000:.1f} ms, where tf.data overlaps it with the "
+                f"{ms(ctx.time_per_batch_s)}, where tf.data overlaps it with the "
                 "stages after it: it is nearly all of the pipeline's cost"
             )
     if ctx.pipeline_rate:
@@ -60,15 +67,6 @@ def stage_cost_text(ctx: Context, stats: StageStats) -> str:
 def bound_words(bound: Bound) -> str:
     """What measured the most a change gains: a stage's hold, or input free."""
     return "input free" if bound.held is None else holding_text(bound.held)
-
-
-def bytes_text(count: int | None) -> str:
-    if count is None:
-        return "unknown size"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if count >= scale:
-            return f"{count / scale:.1f} {unit}"
-    return f"{count} B"
 
 
 def training_text(ctx: Context, trial: FixTrial) -> str:
@@ -93,7 +91,7 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
     gain, _ = gain_in_run_terms(ctx.report, training)
     if added_s is not None and gain is not None:
         text += (
-            f" Counting the {added_s * 1e3:.1f} ms fit adds around each step, training runs "
+            f" Counting the {ms(added_s)} fit adds around each step, training runs "
             f"{gain:.2f}x as fast."
         )
     return text
@@ -141,6 +139,9 @@ def stage_of(ctx: Context, s: Suggestion) -> StageStats:
 
 def trial_of(ctx: Context, s: Suggestion) -> FixTrial | None:
     return ctx.trial(s.fix, s.stage_index) if s.fix is not None else None
+
+
+# The stage rules (analysis/stage_rules.py)
 
 
 def _sequential_map(ctx: Context, s: Suggestion) -> SuggestionWords:
@@ -255,7 +256,7 @@ def _cache(ctx: Context, s: Suggestion) -> SuggestionWords:
     size = bytes_text(trial.facts.cache_bytes)
     evidence = (
         f"Everything up to {stage_name(stats)} is deterministic and costs "
-        f"{prefix_s * 1000:.1f} ms of the pipeline's {total * 1000:.1f} ms per batch "
+        f"{ms(prefix_s)} of the pipeline's {ms(total)} per batch "
         f"({share:.0%}). One epoch there is {trial.facts.elements} elements, "
         f"~{size}, with {bytes_text(trial.facts.available_bytes)} of memory available. From "
         "the second epoch a cache serves it from memory."

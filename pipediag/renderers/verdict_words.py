@@ -55,9 +55,7 @@ def verdict_line(
 ) -> str:
     """The headline where input cost was measured, else why there is no verdict."""
     worded = cost_headline(verdict, pipeline_batches_per_s)
-    if worded is not None:
-        return worded.text
-    return _without_cost_words(verdict, train, pipeline_batches_per_s)
+    return worded.text if worded else _without_cost_words(verdict, train, pipeline_batches_per_s)
 
 
 def _without_cost_words(

@@ -1,5 +1,5 @@
-"""Watch mode "over time": a watched run's windows as text (a row each, or a strip), and
-grouped for the PNG panel (docs/design.md, "Watching a long run")."""
+"""Watch mode "over time": a watched run's windows as text (the run's log lines, a row each,
+or a strip), and grouped for the PNG panel (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 
@@ -69,6 +69,18 @@ def _share(window: WatchWindow) -> str:
 
 def _rate(window: WatchWindow) -> str:
     return "-" if window.steps_per_s is None else f"{window.steps_per_s:.1f}"
+
+
+def window_line(window: WatchWindow, every_steps: int | None) -> str:
+    """`epoch 3 (steps 905-1204): 81.2 steps/s, input wait 4% of step time: compute-bound`."""
+    where = (
+        f"epoch {window.epoch + 1} (steps {window.first_step}-{window.last_step})"
+        if every_steps is None
+        else f"steps {window.first_step}-{window.last_step}"
+    )
+    share = window.input_wait_fraction
+    wait = "input wait not measured" if share is None else f"input wait {share:.0%} of step time"
+    return f"{where}: {_rate(window)} steps/s, {wait}: {window.label}"
 
 
 def _row(window: WatchWindow, every_steps: int | None, alerted: set[int]) -> str:

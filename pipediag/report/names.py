@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from pipediag.report.fixes import VECTORIZED_MAP_WORDS, fix_words
-from pipediag.report.stages import AUTOTUNE, StageStats
+from pipediag.report.stages import StageStats
 
 NO_VERDICT = "NO VERDICT"
 VERDICT_TITLES = {
@@ -31,17 +31,6 @@ def stage_name(stage: StageStats) -> str:
     if name.lower().startswith(kind):
         return name
     return f"{stage.kind}: {name}"
-
-
-def tuned_text(value: int | None) -> str:
-    """A parallelism or buffer setting as the user would write it: "AUTOTUNE" where tf.data
-    tunes it, else its number ("None" where the graph did not hold it)."""
-    return "AUTOTUNE" if value == AUTOTUNE else str(value)
-
-
-def flag_text(value: bool) -> str:
-    """An option or setting that is on or off, as `option=true` reads: "true" or "false"."""
-    return "true" if value else "false"
 
 
 def fix_words_at(fix: str, stage: str | None = None, *, vectorized_map: bool = False) -> str:

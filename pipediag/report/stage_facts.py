@@ -4,7 +4,7 @@ what the advisor suggests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from pipediag.report.stages import AUTOTUNE, StageStats
 from pipediag.report.vocabulary import StageKind
@@ -196,15 +196,7 @@ def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats
 
 def downstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
     """Every stage that reads stage `index`, however far on (not `index` itself)."""
-    seen: set[int] = set()
-    pending = [index]
-    while pending:
-        current = pending.pop()
-        for stage in stages:
-            if current in stage.inputs and stage.index not in seen:
-                seen.add(stage.index)
-                pending.append(stage.index)
-    return seen
+    return set(_walk(index, lambda i: [s.index for s in stages if i in s.inputs])) - {index}
 
 
 def upstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
@@ -214,11 +206,16 @@ def upstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
 
 def _walk_upstream(stages: Sequence[StageStats], index: int) -> Iterator[int]:
     """`upstream_of`'s stages in one fixed order, so sums over them round alike every run."""
+    return _walk(index, lambda i: stages[i].inputs)
+
+
+def _walk(start: int, neighbours: Callable[[int], Iterable[int]]) -> Iterator[int]:
+    """`start`, then every stage `neighbours` leads to, each once, depth first."""
     seen: set[int] = set()
-    pending = [index]
+    pending = [start]
     while pending:
         i = pending.pop()
         if i not in seen:
             seen.add(i)
             yield i
-            pending.extend(stages[i].inputs)
+            pending.extend(neighbours(i))

@@ -136,22 +136,17 @@ class NvmlDevices:
 
     def discover(self) -> Reason | None:
         """Find the visible GPUs and probe what each supports; a reason if there are none."""
-        try:
-            self.driver_version = _text(self.call("nvmlSystemGetDriverVersion"))
-        except Exception as exc:
-            unread = Reason("driver-version-unavailable", detail=self.error_name(exc))
-            self.setup_notes.append(unread)
+        version = self._optional("nvmlSystemGetDriverVersion", failed="driver-version-unavailable")
+        self.driver_version = None if version is None else _text(version)
         count = int(self.call("nvmlDeviceGetCount"))
         if count == 0:
             return Reason("nvml-no-gpu")
         handles: list[Any] = []
         uuids: list[str] = []
         for index in range(count):
-            try:
-                handle = self.call("nvmlDeviceGetHandleByIndex", index)
-            except Exception as exc:
-                handle = None
-                self._note("gpu-skipped", index, exc)
+            handle = self._optional(
+                "nvmlDeviceGetHandleByIndex", index, failed="gpu-skipped", gpu=index
+            )
             handles.append(handle)
             uuids.append(self._uuid(handle) if handle is not None else "")
         mig = [h is not None and self._mig_enabled(h) for h in handles]
@@ -180,48 +175,46 @@ class NvmlDevices:
             return Reason("no-gpu-opened")
         return None
 
-    def _uuid(self, handle: Any) -> str:
+    def _optional(
+        self, name: str, *args: Any, failed: ReasonCode | None = None, gpu: int | None = None
+    ) -> Any:
+        """An NVML answer the diagnosis can do without: None where the call failed, a setup
+        note `failed` (on GPU `gpu`) where given."""
         try:
-            return _text(self.call("nvmlDeviceGetUUID", handle))
-        except Exception:
-            return ""
+            return self.call(name, *args)
+        except Exception as exc:
+            if failed is not None:
+                self._note(failed, gpu, exc)
+            return None
 
-    def _note(self, code: ReasonCode, index: int, exc: BaseException) -> None:
+    def _uuid(self, handle: Any) -> str:
+        uuid = self._optional("nvmlDeviceGetUUID", handle)
+        return "" if uuid is None else _text(uuid)
+
+    def _note(self, code: ReasonCode, index: int | None, exc: BaseException) -> None:
         self.setup_notes.append(Reason(code, value=index, detail=self.error_name(exc)))
 
     def _mig_enabled(self, handle: Any) -> bool:
-        try:
-            current = self.call("nvmlDeviceGetMigMode", handle)[0]
-        except Exception:  # NotSupported on GPUs without MIG
-            return False
-        return bool(current == getattr(self.nvml, "NVML_DEVICE_MIG_ENABLE", 1))
+        mode = self._optional("nvmlDeviceGetMigMode", handle)  # None: a GPU without MIG
+        return mode is not None and bool(mode[0] == getattr(self.nvml, "NVML_DEVICE_MIG_ENABLE", 1))
 
     def _mig_uuids(self, handle: Any) -> list[str]:
-        try:
-            slots = int(self.call("nvmlDeviceGetMaxMigDeviceCount", handle))
-        except Exception:
-            return []
-        return [uuid for slot in range(slots) if (uuid := self._mig_slot_uuid(handle, slot))]
-
-    def _mig_slot_uuid(self, handle: Any, slot: int) -> str:
-        try:
-            child = self.call("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
-        except Exception:  # NotFound: an empty MIG slot
-            return ""
-        return self._uuid(child)
+        slots = int(self._optional("nvmlDeviceGetMaxMigDeviceCount", handle) or 0)
+        # An empty MIG slot has no handle: None.
+        children = (
+            self._optional("nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+            for slot in range(slots)
+        )
+        return [uuid for child in children if child is not None and (uuid := self._uuid(child))]
 
     def _open_device(self, index: int, handle: Any, uuid: str, mig: bool) -> NvmlDevice:
         # Static properties: a failure is a note, not a lost device.
-        try:
-            name = _text(self.call("nvmlDeviceGetName", handle))
-        except Exception as exc:
-            name = ""
-            self._note("gpu-name-unavailable", index, exc)
-        memory_total: int | None = None
-        try:
-            memory_total = int(self.call("nvmlDeviceGetMemoryInfo", handle).total)
-        except Exception as exc:
-            self._note("gpu-memory-size-unavailable", index, exc)
+        name = self._optional("nvmlDeviceGetName", handle, failed="gpu-name-unavailable", gpu=index)
+        name = "" if name is None else _text(name)
+        memory = self._optional(
+            "nvmlDeviceGetMemoryInfo", handle, failed="gpu-memory-size-unavailable", gpu=index
+        )
+        memory_total = None if memory is None else int(memory.total)
         device = NvmlDevice(index=index, handle=handle, info=GpuDevice(index, name))
         if mig:
             self.setup_notes.append(Reason("gpu-mig-enabled", value=index))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, cpu_busy_pct
 from pipediag.report.model import Report
@@ -93,15 +93,18 @@ def distribute_point(
             movable[index] = index not in pinned and all(can_move(i) for i in stages[index].inputs)
         return movable[index]
 
+    return next((index for index in _chain_from_output(stages) if can_move(index)), None)
+
+
+def _chain_from_output(stages: Sequence[StageStats]) -> Iterator[int]:
+    """Stage indices from the output back along single inputs, up to and including the first
+    stage that has not exactly one input."""
     current = len(stages) - 1  # the walk lists the output stage last
     for _ in range(len(stages)):
-        if can_move(current):
-            return current
-        inputs = stages[current].inputs
-        if len(inputs) != 1:
-            return None
-        current = inputs[0]
-    return None
+        yield current
+        if len(stages[current].inputs) != 1:
+            return
+        current = stages[current].inputs[0]
 
 
 def prefix_s_per_batch(stages: Sequence[StageStats], index: int) -> float | None:
@@ -125,12 +128,10 @@ def moved_share(stages: Sequence[StageStats], cut: int) -> float | None:
 def stays_local(stages: Sequence[StageStats], cut: int) -> list[StageStats]:
     """The stages after the cut, on the chain to the output, in pipeline order."""
     chain = []
-    current = len(stages) - 1
-    while current != cut:
-        chain.append(stages[current])
-        if len(stages[current].inputs) != 1:
+    for index in _chain_from_output(stages):
+        if index == cut:
             break
-        current = stages[current].inputs[0]
+        chain.append(stages[index])
     return list(reversed(chain))
 
 

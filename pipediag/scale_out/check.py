@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.structure import WalkedPipeline
 from pipediag.bench.teardown import TearDown
 from pipediag.clock import MONOTONIC, Clock
@@ -37,7 +38,6 @@ from pipediag.scale_out.service import (
     TRANSFER_MAX_SECONDS,
     LocalService,
     ServiceError,
-    ServiceRead,
     bounded,
     parse_address,
     probe_dispatcher,
@@ -210,11 +210,11 @@ def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasuremen
     try:
         with LocalService(workers, clock=clock) as service:
             base = replace(base, address=service.address, startup_s=service.startup_s)
-            measured = _read_and_transfer(plan, service.target, clock, service.worker_cpu_s)
+            measured = _measured_through(base, plan, service.target, clock, service.worker_cpu_s)
     except (ServiceError, OSError) as exc:
         return replace(base, reason=_service_failed(exc), wall_time_s=clock.now() - began)
     return replace(
-        _fill(base, plan, *measured),
+        measured,
         wall_time_s=clock.now() - began,
         notes=[*base.notes, Reason("one-host", value=workers, limit=os.cpu_count())],
     )
@@ -239,7 +239,7 @@ def _measure_cluster(
         if not info.workers:
             reason = Reason("no-workers", detail=address)
             return replace(base, reason=reason, wall_time_s=clock.now() - began)
-        measured = _fill(base, plan, *_read_and_transfer(plan, f"grpc://{address}", clock, None))
+        measured = _measured_through(base, plan, f"grpc://{address}", clock, None)
     except ServiceError as exc:
         return replace(base, reason=_service_failed(exc), wall_time_s=clock.now() - began)
     if measured.batches_per_s:
@@ -257,12 +257,16 @@ def _measure_cluster(
     return replace(measured, wall_time_s=clock.now() - began)
 
 
-def _read_and_transfer(
-    plan: _Plan, target: str, clock: Clock, worker_cpu: Callable[[], float | None] | None
-) -> tuple[ServiceRead | None, Any, str | None]:
-    """The part read through the service, then its first batch sent again and again: (the
-    read, the transfer timing, the pipeline's own error); ServiceError for a service that
-    stalls. Spent iterators are released before the caller stops any server."""
+def _measured_through(
+    base: ServiceMeasurement,
+    plan: _Plan,
+    target: str,
+    clock: Clock,
+    worker_cpu: Callable[[], float | None] | None,
+) -> ServiceMeasurement:
+    """`base` measured: the part read through the service, then its first batch sent again
+    and again; ServiceError for a service that stalls. Spent iterators are released before
+    the caller stops any server."""
     releaser = TearDown()
     try:
         try:
@@ -275,8 +279,8 @@ def _read_and_transfer(
         except ServiceError:
             raise
         except Exception as exc:  # the user's pipeline failed on a worker: a blocker
-            return None, None, tf_error_text(exc)
-        transfer = None
+            return replace(base, reason=Reason("service-refused", detail=tf_error_text(exc)))
+        transfer: BatchTiming | None = None
         if read.sample is not None:
             sample = read.sample
             with contextlib.suppress(Exception):  # the ceiling is a bonus: keep the read
@@ -284,20 +288,8 @@ def _read_and_transfer(
                     lambda: transfer_ceiling(sample, target, clock=clock, teardown=releaser),
                     TRANSFER_MAX_SECONDS + READ_GRACE_S,
                 )
-        return read, transfer, None
     finally:
         releaser.drain()
-
-
-def _fill(
-    base: ServiceMeasurement,
-    plan: _Plan,
-    read: ServiceRead | None,
-    transfer: Any,
-    error: str | None,
-) -> ServiceMeasurement:
-    if error is not None or read is None:
-        return replace(base, reason=Reason("service-refused", detail=error or ""))
     timing = read.timing
     factor = plan.elements_per_batch or 1.0
     rate = timing.batches_per_s

@@ -15,7 +15,7 @@ from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, LABEL_MAX_HALF_WIDT
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
-from pipediag.report.reasons import Reason
+from pipediag.report.reasons import Reason, error_reason
 from pipediag.report.vocabulary import ComputeAloneMethod, RateBlockKind
 from pipediag.training.compute_alone import WARMUP_STEPS, StepAlone, steps_lasting
 
@@ -248,11 +248,7 @@ class FitAlternation:
     def done(self) -> bool:
         return self.failure is not None or self.alternation.next == "done"
 
-    @property
-    def wants_step_alone(self) -> bool:
-        return self.failure is None and self.alternation.next == "step-alone"
-
-    def step_alone_block(self) -> None:
+    def _step_alone_block(self) -> None:
         alternation = self.alternation
         warmup = 0 if self._warmed else WARMUP_STEPS
         self._warmed = True
@@ -267,7 +263,14 @@ class FitAlternation:
 
             self._runner.block(step_ended, clock=self._clock, warmup=warmup)
         except Exception as exc:  # the phase is lost, never the user's training
-            self.failure = Reason("step-alone-failed", detail=f"{type(exc).__name__}: {exc}")
+            self.failure = error_reason("step-alone-failed", exc)
+
+    def after_training_block(self) -> bool:
+        """A training block ended: the step alone's block runs, if due; True once all are
+        done."""
+        if self.failure is None and self.alternation.next == "step-alone":
+            self._step_alone_block()
+        return self.done
 
     def training_step(self, start: float, end: float) -> bool:
         """One of fit's steps, from its start to its end; True when its block is complete."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipediag.report.reasons import Reason, ReasonCode
-from pipediag.training.fit_backend import on_jax, undriven
+from pipediag.training.fit_backend import fit_batches_per_call, on_jax, undriven
 from pipediag.training.jax_fit import JaxFitSteps, trainable
 
 # Hidden state no variable holds: extra steps would change what training draws later. Keras'
@@ -91,10 +91,6 @@ def variables_put_back(variables: Iterable[Any]) -> Iterator[None]:
     finally:
         for variable, value in saved:
             variable.assign(value)
-
-
-def fit_batches_per_call(model: Any) -> int:
-    return max(1, int(getattr(model, "steps_per_execution", 1) or 1))
 
 
 def fit_distributor(model: Any) -> Callable[[Any], Any]:

@@ -34,3 +34,7 @@ def undriven(model: Any) -> str | None:
 
 def on_jax(model: Any) -> bool:
     return keras_backend(model) == "jax"
+
+
+def fit_batches_per_call(model: Any) -> int:
+    return max(1, int(getattr(model, "steps_per_execution", 1) or 1))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,6 +36,28 @@ def step_counter(function: Any) -> Any | None:
         if integer and tuple(variable.shape) == () and _COUNTER_NAME.search(name):
             return variable
     return None
+
+
+def function_name(function: Any) -> str:
+    python = getattr(function, "_python_function", None)
+    name = getattr(python, "__qualname__", None) or getattr(function, "__name__", None)
+    return str(name or getattr(function, "_name", "tf.function"))
+
+
+def code_of(function: Any) -> Any:
+    python = getattr(function, "_python_function", None)
+    if python is None:
+        return None
+    python = getattr(python, "__func__", python)
+    with contextlib.suppress(Exception):  # a chain that cannot be followed: the outer one
+        python = inspect.unwrap(python)
+    return getattr(python, "__code__", None)
+
+
+def definition_site(function: Any) -> str | None:
+    """`file.py:line` where the script defines the function, if its code can be read."""
+    code = code_of(function)
+    return None if code is None else f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}"
 
 
 def iterator_dataset(fed: Any) -> Any | None:
@@ -73,6 +97,25 @@ class TrainCalls:
     traced_for_trials: bool = False
     # `trained_on`'s answer, found once: it reads every traced graph
     _trained: Callable[[Any], Any] | Reason | None = field(default=None, init=False, repr=False)
+
+    @classmethod
+    def found(
+        cls,
+        function: Any,
+        call: Callable[..., Any],
+        slot: int | str | None,
+        args: Any,
+        kwargs: Any,
+        *,
+        counter: Any,
+        steps: int,
+        captured: Any,
+    ) -> TrainCalls:
+        """The training function found; `counter` None: each call counts `steps`."""
+        name, where = function_name(function), definition_site(function)
+        return cls(
+            function, call, slot, counter, name, where, steps, tuple(args), dict(kwargs), captured
+        )
 
     def fed(self) -> Any:
         """The iterator or dataset the last call was given, or the one it closes over."""
@@ -117,6 +160,8 @@ class TrainCalls:
         return TrainDriver(train=train, batches_per_call=self.batches_per_call, variables=variables)
 
     def _train_at_once(self) -> Callable[[Any], Any] | Reason:
+        import tensorflow as tf
+
         replicas = getattr(getattr(self.fed(), "_strategy", None), "num_replicas_in_sync", 1)
         if self.slot is None or replicas > 1 or self.passes_per_call():
             return Reason("calls-no-fix-trial")
@@ -135,7 +180,7 @@ class TrainCalls:
                 given_kwargs[slot] = iterator
             result = self.call(self.function, *given_args, **given_kwargs)
             # the call's work is done once its counter, or else its first output, reads
-            waited = [self.counter] if self.counter is not None else _flat(result)
+            waited = [self.counter] if self.counter is not None else tf.nest.flatten(result)
             if waited and hasattr(waited[0], "numpy"):
                 waited[0].numpy()
             return result
@@ -285,12 +330,6 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False)
     if strategy is None or plain:
         return iter(held)
     return iter(strategy.distribute_datasets_from_function(lambda _context: held))
-
-
-def _flat(result: Any) -> list[Any]:
-    import tensorflow as tf
-
-    return tf.nest.flatten(result) if result is not None else []
 
 
 def reads_to_end(function: Any) -> bool:

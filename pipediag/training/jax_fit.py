@@ -10,6 +10,7 @@ from typing import Any
 from pipediag.clock import Clock, run_block
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import ComputeAloneMethod
+from pipediag.training.fit_backend import fit_batches_per_call
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
 STATE_KEYS = (
@@ -89,7 +90,7 @@ class JaxStepAlone:
         import jax
 
         self._model = model
-        self.per_call = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+        self.per_call = fit_batches_per_call(model)
         self._batch = jax.device_put(as_numpy(batch))
         state = fit_state(model)
         # The state arrays the step ran on copies of: none of fit's was written.

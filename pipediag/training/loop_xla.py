@@ -14,8 +14,8 @@ from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
 from pipediag.training.driver import captured_variables, variables_put_back
 from pipediag.training.model_variants import xla_failure
-from pipediag.training.step_rounds import fewest_rounds_s, slice_seconds, trial_result
-from pipediag.training.training_trial import PullSlice, round_plan
+from pipediag.training.step_rounds import fewest_rounds_s, round_plan, slice_seconds, trial_result
+from pipediag.training.training_trial import PullSlice
 
 
 @dataclass(frozen=True)

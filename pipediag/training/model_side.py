@@ -19,7 +19,8 @@ from pipediag.report.reasons import Reason, error_line
 from pipediag.training import model_variants
 from pipediag.training.compute_alone import cached_batch_feed, steps_lasting, sync_logs
 from pipediag.training.device_copy import device_copy_trial, no_gpu_trial
-from pipediag.training.driver import fit_batches_per_call, step_variables, variables_put_back
+from pipediag.training.driver import step_variables, variables_put_back
+from pipediag.training.fit_backend import fit_batches_per_call
 from pipediag.training.loop_profile import LoopProfile, OpsFound, window_failure
 from pipediag.training.op_profile import ProfilerSession, QuietLogs, profiled_steps
 from pipediag.training.step_rounds import Call, FitFacts, Side, fewest_rounds_s, measure

@@ -7,7 +7,7 @@ import contextlib
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,24 +98,29 @@ def read_window(
     logdir: Path, steps: int, wall_ns: int, caller_lines: frozenset[str]
 ) -> ProfiledWindow | Reason:
     """The op events and the calling thread's time in TensorFlow, from the window's trace."""
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-
     ops: list[OpEvent] = []
     in_tensorflow = 0
     found = False
+    for _space, plane in host_planes(logdir):
+        found = True
+        events, inside = _host_events(plane, caller_lines)
+        ops.extend(events)
+        in_tensorflow += inside
+    if not found:
+        return Reason("no-host-trace")
+    return ProfiledWindow(steps, wall_ns, min(in_tensorflow, wall_ns), ops)
+
+
+def host_planes(logdir: Path) -> Iterator[tuple[Any, Any]]:
+    """The host plane of each trace under `logdir` (a TF profiler's), with its XSpace."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
     for path in sorted(logdir.glob("plugins/profile/*/*.xplane.pb")):
         space = xplane_pb2.XSpace()
         space.ParseFromString(path.read_bytes())
         for plane in space.planes:
-            if plane.name != HOST_PLANE:
-                continue
-            found = True
-            events, inside = _host_events(plane, caller_lines)
-            ops.extend(events)
-            in_tensorflow += inside
-    if not found:
-        return Reason("no-host-trace")
-    return ProfiledWindow(steps, wall_ns, min(in_tensorflow, wall_ns), ops)
+            if plane.name == HOST_PLANE:
+                yield space, plane
 
 
 def _host_events(plane: Any, caller_lines: frozenset[str]) -> tuple[list[OpEvent], int]:

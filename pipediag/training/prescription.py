@@ -272,17 +272,10 @@ class PipelineSearch:
         shown = rounds if freed else None  # a rewrite with no gain shows no rates either
         after = [k.fix for k in self._kept]
         gain = gain_on_training(freed, shown, at_step_alone=at_step_alone, after=after)
-        self.outcome.tried.append(
-            PrescribedChange(
-                fix=fix.fix,  # type: ignore[arg-type]
-                stage_index=fix.stage_index,
-                stage=fix.stage,
-                kept=kept,
-                reason=reason,
-                covered_by_cache=covered_by_cache,
-                **asdict(gain),
-            )
+        tried = _prescribed_change(
+            fix, reason, kept=kept, covered_by_cache=covered_by_cache, **asdict(gain)
         )
+        self.outcome.tried.append(tried)
 
     def _prescribed(
         self, rounds: Rounds | None, reason: Reason | None, ceiling: float | None = None
@@ -343,16 +336,20 @@ def order_for_search(
         if why is None:
             tried.append(fix)
         else:
-            skipped.append(
-                PrescribedChange(
-                    fix=fix.fix,  # type: ignore[arg-type]
-                    stage_index=fix.stage_index,
-                    stage=fix.stage,
-                    reason=why,
-                )
-            )
+            skipped.append(_prescribed_change(fix, why))
     tried.sort(key=lambda f: (-f.pipeline_speedup, -1 if f.stage_index is None else f.stage_index))
     return tried, skipped
+
+
+def _prescribed_change(fix: FixPipelines, reason: Reason | None, **fields: Any) -> PrescribedChange:
+    """A rewrite as the prescription lists it, tried (`fields`: its gain) or skipped."""
+    return PrescribedChange(
+        fix=fix.fix,  # type: ignore[arg-type]
+        stage_index=fix.stage_index,
+        stage=fix.stage,
+        reason=reason,
+        **fields,
+    )
 
 
 def with_prescription(

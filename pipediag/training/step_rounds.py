@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pipediag.analysis import paired
 from pipediag.analysis.run_terms import fit_added_s, in_run_terms
-from pipediag.bench.interleaved import Rounds, run_rounds
+from pipediag.bench.interleaved import RoundPlan, Rounds, run_rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial
@@ -42,6 +42,13 @@ def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
         return from_ends(ends, per_call=side.batches_per_call, cpu_s=cpu_s)
 
     return run
+
+
+def round_plan(slice_s: float, share_s: float, *, now: float, clock: Clock) -> RoundPlan:
+    """The rounds of a share from `now`, fit's or a loop's: none starts past `OVERRUN` times
+    the share."""
+    hard_until_s = now + share_s * paired.OVERRUN
+    return RoundPlan(slice_s=slice_s, until_s=now + share_s, hard_until_s=hard_until_s, clock=clock)
 
 
 def slice_seconds(call_s: float, share_s: float) -> float:

@@ -24,7 +24,7 @@ from pipediag.report.trials import FixTrial
 from pipediag.training.compute_alone import sync_logs
 from pipediag.training.driver import TrainDriver, as_is, fit_driver
 from pipediag.training.function_loop import TrainCalls
-from pipediag.training.step_rounds import from_ends
+from pipediag.training.step_rounds import from_ends, round_plan
 
 # A slice never times more steps than this (sub-millisecond steps).
 MAX_STEPS_PER_SLICE = 2000
@@ -40,12 +40,6 @@ def slice_seconds(step_s: float, share_s: float) -> float:
     return paired.planned_slice_s(
         share_s, slices=paired.SLICES_PER_SHARE, bounds=paired.TRAINING_SLICES, at_most_s=at_most_s
     )
-
-
-def round_plan(slice_s: float, share_s: float, *, now: float, clock: Clock) -> RoundPlan:
-    """The rounds of a share from `now`: none starts past `OVERRUN` times the share."""
-    hard_until_s = now + share_s * paired.OVERRUN
-    return RoundPlan(slice_s=slice_s, until_s=now + share_s, hard_until_s=hard_until_s, clock=clock)
 
 
 def with_training(

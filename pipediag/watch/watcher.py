@@ -10,7 +10,7 @@ from typing import Any
 
 from pipediag.clock import Clock
 from pipediag.config import DEFAULT_ALERT_INPUT_SHARE, WatchConfig
-from pipediag.renderers.watch_view import alert_text
+from pipediag.renderers.watch_view import alert_text, window_line
 from pipediag.report.reasons import Reason
 from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 from pipediag.samplers.base import describe_error
@@ -219,16 +219,3 @@ class Watcher:
             action()
         except Exception as exc:
             self._note(Reason("watch-failed", detail=describe_error(exc)))
-
-
-def window_line(window: WatchWindow, every_steps: int | None) -> str:
-    """`epoch 3 (steps 905-1204): 81.2 steps/s, input wait 4% of step time: compute-bound`."""
-    where = (
-        f"epoch {window.epoch + 1} (steps {window.first_step}-{window.last_step})"
-        if every_steps is None
-        else f"steps {window.first_step}-{window.last_step}"
-    )
-    rate = "-" if window.steps_per_s is None else f"{window.steps_per_s:.1f}"
-    share = window.input_wait_fraction
-    wait = "input wait not measured" if share is None else f"input wait {share:.0%} of step time"
-    return f"{where}: {rate} steps/s, {wait}: {window.label}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, Thresholds
+from pipediag.analysis.classifier import DEFAULT_THRESHOLDS
 from pipediag.analysis.input_cost import label_of
 from pipediag.report.vocabulary import VerdictLabel
 from pipediag.report.watch import WatchWindow
@@ -16,14 +16,12 @@ from pipediag.timeline import RawStep
 DEFAULT_MAX_WINDOWS = 10_000
 
 
-def label_by_wait_share(
-    share: float | None, thresholds: Thresholds = DEFAULT_THRESHOLDS
-) -> VerdictLabel:
+def label_by_wait_share(share: float | None) -> VerdictLabel:
     """XProf's wording for a share of step time spent waiting for input."""
     if share is None:
         return "unknown"
-    high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
-    return label_of(share, high=high, moderate=moderate)
+    bands = DEFAULT_THRESHOLDS
+    return label_of(share, high=bands.highly_input_bound, moderate=bands.moderately_input_bound)
 
 
 @dataclass
@@ -43,7 +41,7 @@ class _Open:
     windows: int = 1  # the windows it stands for, once merged
 
 
-def _window(index: int, sums: _Open, origin: float, thresholds: Thresholds) -> WatchWindow:
+def _window(index: int, sums: _Open, origin: float) -> WatchWindow:
     known = sums.waits_known and sums.waited_time_s > 0
     share = sums.wait_s / sums.waited_time_s if known else None
     return WatchWindow(
@@ -57,16 +55,14 @@ def _window(index: int, sums: _Open, origin: float, thresholds: Thresholds) -> W
         steps_per_s=sums.steps / sums.step_time_s if sums.step_time_s > 0 else None,
         input_wait_s=sums.wait_s if sums.waits_known else None,
         input_wait_fraction=share,
-        label=label_by_wait_share(share, thresholds),
+        label=label_by_wait_share(share),
         epoch=sums.epoch,
         windows=sums.windows,
         waited_time_s=sums.waited_time_s if sums.waits_known else None,
     )
 
 
-def merge_windows(
-    earlier: WatchWindow, later: WatchWindow, thresholds: Thresholds = DEFAULT_THRESHOLDS
-) -> WatchWindow:
+def merge_windows(earlier: WatchWindow, later: WatchWindow) -> WatchWindow:
     """One window standing for two consecutive ones; its share is weighted by step time."""
     known = [w for w in (earlier, later) if w.input_wait_s is not None]
     sums = _Open(
@@ -78,36 +74,26 @@ def merge_windows(
         steps=earlier.steps + later.steps,
         step_time_s=earlier.step_time_s + later.step_time_s,
         wait_s=sum(w.input_wait_s or 0.0 for w in known),
-        waited_time_s=sum(_waited_time_s(w) for w in known),
+        # An older report's window kept no waited time: all of its steps count.
+        waited_time_s=sum(
+            w.step_time_s if w.waited_time_s is None else w.waited_time_s for w in known
+        ),
         waits_known=len(known),
         windows=earlier.windows + later.windows,
     )
-    return _window(earlier.index, sums, 0.0, thresholds)
-
-
-def _waited_time_s(window: WatchWindow) -> float:
-    """Older reports: all of the window's steps."""
-    return window.step_time_s if window.waited_time_s is None else window.waited_time_s
+    return _window(earlier.index, sums, 0.0)
 
 
 class WindowAccumulator:
     """Turns step records, in order, into closed windows: one per `every_steps` steps (None:
     per epoch) after the first `warmup_steps`, on the time axis that starts at `origin`."""
 
-    def __init__(
-        self,
-        every_steps: int | None,
-        *,
-        origin: float,
-        warmup_steps: int,
-        thresholds: Thresholds = DEFAULT_THRESHOLDS,
-    ) -> None:
+    def __init__(self, every_steps: int | None, *, origin: float, warmup_steps: int) -> None:
         if every_steps is not None and every_steps < 1:
             raise ValueError(f"a window needs at least one step, got {every_steps}")
         self.every_steps = every_steps
         self.origin = origin
         self.warmup_steps = warmup_steps
-        self.thresholds = thresholds
         self._open: _Open | None = None
         self._closed = 0
 
@@ -143,7 +129,7 @@ class WindowAccumulator:
         sums, self._open = self._open, None
         if sums is None:
             return None
-        window = _window(self._closed, sums, self.origin, self.thresholds)
+        window = _window(self._closed, sums, self.origin)
         self._closed += 1
         return window
 
@@ -151,11 +137,8 @@ class WindowAccumulator:
 class WindowList:
     """The closed windows of a run, bounded: past `max_windows` the older half is merged."""
 
-    def __init__(
-        self, max_windows: int = DEFAULT_MAX_WINDOWS, thresholds: Thresholds = DEFAULT_THRESHOLDS
-    ) -> None:
+    def __init__(self, max_windows: int = DEFAULT_MAX_WINDOWS) -> None:
         self.max_windows = max(2, max_windows)
-        self.thresholds = thresholds
         self.merges = 0
         self._windows: list[WatchWindow] = []
 
@@ -164,7 +147,7 @@ class WindowList:
         if len(self._windows) > self.max_windows:
             half = len(self._windows) // 2 // 2 * 2
             old = self._windows[:half]
-            merged = [merge_windows(old[i], old[i + 1], self.thresholds) for i in range(0, half, 2)]
+            merged = [merge_windows(old[i], old[i + 1]) for i in range(0, half, 2)]
             self._windows = merged + self._windows[half:]
             self.merges += 1
 

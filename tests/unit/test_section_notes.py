@@ -95,7 +95,7 @@ OLD_SENTENCES = [
         Reason("gpu-not-gpm-device", value=0),
         "GPU 0: SM activity/occupancy (GPM) unavailable: not a GPM device (needs Hopper or newer)",
     ),
-    # samplers/nvml_readings.py
+    # samplers/gpu.py
     (
         Reason("gpu-memory-unavailable", value=0, detail="NVMLError_Unknown"),
         "memory readings unavailable on GPU 0: NVMLError_Unknown",

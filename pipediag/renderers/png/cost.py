@@ -4,7 +4,7 @@ of input cost (`cost_words.cost_bar`)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipediag.renderers.cost_words import (
     COMPUTE_PART_NAME,
@@ -22,7 +22,7 @@ from pipediag.renderers.png.style import (
     PANEL_TITLE_FONT,
     RIGHT_EDGE,
 )
-from pipediag.renderers.png.text_fit import fit_font, note
+from pipediag.renderers.png.text_fit import centred_label, fit_font, note
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
@@ -63,17 +63,9 @@ def draw_cost(axes: Axes, report: Report) -> None:
         colour = PART_COLOURS[part.part]
         axes.barh([0], [part.share], left=[left], color=colour, height=1.0, gid=f"cost-{part.part}")
         if part.share * px_per_share >= COST_LABEL_MIN_PX:
-            axes.text(
-                left + part.share / 2,
-                0,
-                percent(part.share),
-                ha="center",
-                va="center",
-                fontsize=9,
-                fontweight="bold",
-                color="white" if colour in DARK_PART_COLOURS else "black",
-                gid="cost-share",
-            )
+            ink = "white" if colour in DARK_PART_COLOURS else "black"
+            share = percent(part.share)
+            centred_label(axes, left + part.share / 2, 0, share, color=ink, gid="cost-share")
         left += part.share
     axes.legend(
         handles=[Patch(color=PART_COLOURS[p.part], label=p.text) for p in bar.parts],
@@ -87,13 +79,6 @@ def draw_cost(axes: Axes, report: Report) -> None:
     )
     if bar.caption:
         rows = math.ceil(len(bar.parts) / COST_LEGEND_COLUMNS)
-        axes.text(
-            0.0,
-            COST_CAPTION_TOP_Y - COST_LEGEND_ROW_H * rows,
-            bar.caption,
-            ha="left",
-            va="top",
-            fontsize=9,
-            color=MUTED_TEXT_COLOUR,
-            gid="cost-caption",
-        )
+        top_y = COST_CAPTION_TOP_Y - COST_LEGEND_ROW_H * rows
+        muted: dict[str, Any] = {"va": "top", "fontsize": 9, "color": MUTED_TEXT_COLOUR}
+        axes.text(0.0, top_y, bar.caption, gid="cost-caption", **muted)

@@ -51,16 +51,8 @@ RUN_LINE_SEPARATOR = "   \N{MIDDLE DOT}   "
 def draw_header(figure: Figure, report: Report) -> None:
     colour = VERDICT_COLOURS.get(report.verdict.label, UNKNOWN_COLOUR)
     head, subhead = header_lines(report)
-    headline = figure.text(
-        LEFT_MARGIN,
-        HEADLINE_Y,
-        head,
-        fontsize=HEADLINE_FONT,
-        fontweight="bold",
-        color=colour,
-        va="top",
-        gid="headline",
-    )
+    style: dict[str, Any] = {"fontsize": HEADLINE_FONT, "fontweight": "bold", "color": colour}
+    headline = figure.text(LEFT_MARGIN, HEADLINE_Y, head, va="top", gid="headline", **style)
     fit_font(figure, headline, RIGHT_EDGE, HEADLINE_MIN_FONT)
     wrapped = textwrap.wrap(subhead, SUMMARY_WRAP_CHARS)
     for i, line in enumerate(truncate_lines(wrapped, SUMMARY_MAX_LINES)):
@@ -132,16 +124,8 @@ def _draw_key_figures(figure: Figure, report: Report) -> None:
         right = RIGHT_EDGE if i == len(cards) - 1 else x + width - KEY_FIGURE_GAP
         style = {"fontsize": FIGURE_LABEL_FONT, "color": MUTED_TEXT_COLOUR}
         _fitted(figure, x, KEY_LABEL_Y, label, right, **style)
-        value_text = figure.text(
-            x,
-            KEY_VALUE_Y,
-            value,
-            fontsize=FIGURE_VALUE_FONT,
-            fontweight="bold",
-            color="black",
-            va="top",
-            gid="key-figure",
-        )
+        value_style: dict[str, Any] = {"fontsize": FIGURE_VALUE_FONT, "fontweight": "bold"}
+        value_text = figure.text(x, KEY_VALUE_Y, value, va="top", gid="key-figure", **value_style)
         fit_font(figure, value_text, right, FIGURE_LABEL_FONT + 1)
 
 

@@ -13,13 +13,12 @@ from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     INPUT_COLOUR,
     LEGEND,
-    MUTED_TEXT_COLOUR,
     NOTE_TEXT_COLOUR,
     PANEL_TITLE_FONT,
     STAGE_COLOUR,
     TRAINING_RATE_COLOUR,
 )
-from pipediag.renderers.png.text_fit import clip, note
+from pipediag.renderers.png.text_fit import caption, clip, end_label, note, row_label
 from pipediag.renderers.rate_words import ESTIMATED_WORD, rates
 from pipediag.renderers.run_words import deep_skipped_text
 from pipediag.renderers.stage_cost_words import costliest_stage, if_free_text
@@ -83,9 +82,8 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     ]
     positions = list(range(len(stages)))
     axes.barh(positions, values, color=colours, height=0.65, gid="stage-bars")
-    axes.set_yticks(
-        positions, [clip(stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages], fontsize=9
-    )
+    names = [clip(stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages]
+    axes.set_yticks(positions, names, fontsize=9)
     axes.invert_yaxis()  # source at the top, as the pipeline reads
     # The two step times the stages are read against: training's (A) and the step alone's
     # (T). A stage's own time above T's keeps the step waiting unless it runs in parallel.
@@ -111,9 +109,7 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     labels = [f" {_ms_text(ms)}{m if worded else ''}" for ms, m in zip(values, marks, strict=True)]
     _room_for_if_free(axes, stages, values, labels)
     for y, ms, label, m in zip(positions, values, labels, marks, strict=True):
-        axes.text(
-            ms, y, label, va="center", ha="left", fontsize=9, fontweight="bold" if m else "normal"
-        )
+        end_label(axes, ms, y, label, bold=bool(m))
     _label_if_free(axes, positions, stages)
 
 
@@ -143,25 +139,14 @@ def _room_for_if_free(
 
 def _label_if_free(axes: Axes, positions: list[int], stages: list[StageStats]) -> None:
     """Each stage's gain on training if it were free, at the panel's right edge."""
-    from matplotlib.transforms import blended_transform_factory
-
-    edge = blended_transform_factory(axes.transAxes, axes.transData)
     for y, stats in zip(positions, stages, strict=True):
         text = if_free_text(stats)
         if not text:
             continue
-        axes.text(
-            0.99,
-            y,
-            text,
-            transform=edge,
-            va="center",
-            ha="right",
-            fontsize=9,
-            fontweight="bold" if stats.training_cost_jump else "normal",
-            color=TRAINING_RATE_COLOUR if stats.training_speedup_if_free else NOTE_TEXT_COLOUR,
-            gid="stage-if-free",
-        )
+        weight = "bold" if stats.training_cost_jump else "normal"
+        colour = TRAINING_RATE_COLOUR if stats.training_speedup_if_free else NOTE_TEXT_COLOUR
+        style = {"fontweight": weight, "color": colour, "gid": "stage-if-free"}
+        row_label(axes, axes.transAxes, 0.99, y, text, **style)
 
 
 def _draw_rate_comparison(axes: Axes, report: Report) -> None:
@@ -175,13 +160,9 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
         axes.set_yticks([])
         return
     positions = list(range(len(rows)))
-    axes.barh(
-        positions,
-        [value or 0.0 for value in values],
-        height=0.6,
-        color=[RATE_COLOURS[rate.letter] for rate in rows],
-        gid="rate-bars",
-    )
+    colours = [RATE_COLOURS[rate.letter] for rate in rows]
+    lengths = [value or 0.0 for value in values]
+    axes.barh(positions, lengths, height=0.6, color=colours, gid="rate-bars")
     labels = [
         f"{rate.title}\n({rate.unit}{', ' + ESTIMATED_WORD if rate.estimated else ''})"
         for rate in rows
@@ -203,17 +184,8 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
         reading = "training (A) would run at T if input cost nothing."
     skipped = report.pipeline.deep_skipped_reason
     why = f"Stages/fixes {deep_skipped_text(skipped)}" if skipped else "No per-stage timing"
-    axes.text(
-        0.0,
-        -0.1,
-        "\n".join(textwrap.wrap(f"{why}; {reading}", RATE_NOTE_WRAP_CHARS)),
-        transform=axes.transAxes,
-        ha="left",
-        va="top",
-        fontsize=9,
-        color=MUTED_TEXT_COLOUR,
-        gid="rate-note",
-    )
+    wrapped = "\n".join(textwrap.wrap(f"{why}; {reading}", RATE_NOTE_WRAP_CHARS))
+    caption(axes, 0.0, -0.1, wrapped, gid="rate-note")
 
 
 def _scale_rate_axis(axes: Axes, rates: list[float]) -> None:
@@ -234,13 +206,7 @@ def _label_bars(
 ) -> None:
     left = axes.get_xlim()[0] if axes.get_xscale() == "log" else 0.0
     for y, rate, mark in zip(positions, rates, marks, strict=True):
-        axes.text(
-            left if rate is None else rate,
-            y,
-            f" {NOT_MEASURED}" if rate is None else f" {rate_text(rate)}{mark}",
-            va="center",
-            ha="left",
-            fontsize=9,
-            fontweight="bold" if mark else "normal",
-            color=NOTE_TEXT_COLOUR if rate is None else None,
-        )
+        if rate is None:
+            end_label(axes, left, y, f" {NOT_MEASURED}", color=NOTE_TEXT_COLOUR)
+        else:
+            end_label(axes, rate, y, f" {rate_text(rate)}{mark}", bold=bool(mark))

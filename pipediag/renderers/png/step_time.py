@@ -4,7 +4,7 @@ sets the rate (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipediag.renderers.model_words import (
     HOST,
@@ -24,7 +24,7 @@ from pipediag.renderers.png.style import (
     RIGHT_EDGE,
     SCOPE_COLOUR,
 )
-from pipediag.renderers.png.text_fit import fit_font, fit_left
+from pipediag.renderers.png.text_fit import end_label, fit_font, fit_left, row_label
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
@@ -76,12 +76,9 @@ def draw_step_time(axes: Axes, report: Report) -> None:
     )
     fit_font(figure, title, RIGHT_EDGE, TITLE_MIN_FONT)
     positions = bar_positions(bars)
+    colours = [GROUP_COLOURS.get(bar.group, COMPUTE_COLOUR) for bar in bars]
     axes.barh(
-        positions,
-        [bar.share for bar in bars],
-        height=0.7,
-        color=[GROUP_COLOURS.get(bar.group, COMPUTE_COLOUR) for bar in bars],
-        gid="step-time-bars",
+        positions, [bar.share for bar in bars], height=0.7, color=colours, gid="step-time-bars"
     )
     axes.set_ylim(positions[-1] + 0.5, -0.5)  # the largest op type at the top, as the text lists
     axes.set_xlim(0, max(bar.share for bar in bars) * SHARE_ROOM)
@@ -105,32 +102,17 @@ def bar_positions(bars: list[TimeBar]) -> list[float]:
 
 
 def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[float]) -> None:
-    from matplotlib.transforms import blended_transform_factory
-
-    names_at = blended_transform_factory(figure.transFigure, axes.transData)
     for y, bar in zip(positions, bars, strict=True):
-        name = axes.text(
-            BARS_LEFT - NAME_PAD,
-            y,
-            bar.name,
-            transform=names_at,
-            va="center",
-            ha="right",
-            fontsize=BAR_FONT,
-            color=HOST_GAP_COLOUR if bar.group == HOST else "black",
-            gid="step-time-name",
-        )
+        colour = HOST_GAP_COLOUR if bar.group == HOST else "black"
+        name_style = {"fontsize": BAR_FONT, "color": colour, "gid": "step-time-name"}
+        name = row_label(axes, figure.transFigure, BARS_LEFT - NAME_PAD, y, bar.name, **name_style)
         fit_left(figure, name, NAMES_LEFT)
-        axes.text(
-            bar.share,
-            y,
-            f" {bar.share_text}",
-            va="center",
-            ha="left",
-            fontsize=BAR_FONT,
-            color=MUTED_TEXT_COLOUR,
-            gid="step-time-share",
-        )
+        share_style: dict[str, Any] = {
+            "fontsize": BAR_FONT,
+            "color": MUTED_TEXT_COLOUR,
+            "gid": "step-time-share",
+        }
+        end_label(axes, bar.share, y, f" {bar.share_text}", **share_style)
 
 
 def _legend(figure: Figure, axes: Axes, bars: list[TimeBar]) -> None:

@@ -1,11 +1,11 @@
-"""Keeping text on the page: character counts cannot tell how wide a text is drawn, so texts
-are measured with the figure's renderer, then shortened or shrunk to fit, and labels moved
-apart where they would overlap."""
+"""The texts the panels draw alike (captions, bar labels, notes), and keeping text on the page:
+character counts cannot tell how wide a text is drawn, so texts are measured with the figure's
+renderer, then shortened or shrunk to fit, and labels moved apart where they would overlap."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pipediag.renderers.png.style import MUTED_TEXT_COLOUR, NOTE_FONT, NOTE_TEXT_COLOUR
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
     from matplotlib.text import Text
-    from matplotlib.transforms import Bbox
+    from matplotlib.transforms import Bbox, Transform
 
 ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
 LABEL_GAP_PX = 2.0  # kept clear around a label: its white box's 1-pt pad, and a hair
@@ -26,20 +26,49 @@ UNLABELLED_FONT = 8
 UNLABELLED_INDENT_PX = 12.0  # between the x label and the caption right of it
 
 
+def caption(axes: Axes, x: float, y: float, text: str, **style: Any) -> Text:
+    """Muted 9-pt text hanging from (x, y) in the panel's fractions; `style` overrides."""
+    muted: dict[str, Any] = {"va": "top", "fontsize": 9, "color": MUTED_TEXT_COLOUR}
+    return axes.text(x, y, text, **({"transform": axes.transAxes} | muted | style))
+
+
+def end_label(
+    axes: Axes, x: float, row: float, text: str, *, bold: bool = False, **style: Any
+) -> Text:
+    """A bar's figure just right of where it ends, on its row; 9 pt unless `style` says."""
+    weight = "bold" if bold else "normal"
+    beside: dict[str, Any] = {"va": "center", "ha": "left", "fontsize": 9, "fontweight": weight}
+    return axes.text(x, row, text, **(beside | style))
+
+
+def centred_label(
+    axes: Axes, x: float, y: float, text: str, *, bold: bool = True, **style: Any
+) -> Text:
+    """A label centred on what it marks (a bar's part, a change, a phase); 9 pt unless `style`
+    says."""
+    weight = "bold" if bold else "normal"
+    centred: dict[str, Any] = {"ha": "center", "va": "center", "fontsize": 9, "fontweight": weight}
+    return axes.text(x, y, text, **(centred | style))
+
+
+def row_label(axes: Axes, x_in: Transform, x: float, row: float, text: str, **style: Any) -> Text:
+    """Text ending at `x` (in `x_in`'s units: the panel's, the page's) on a bar's row."""
+    from matplotlib.transforms import blended_transform_factory
+
+    at = blended_transform_factory(x_in, axes.transData)
+    ending: dict[str, Any] = {"va": "center", "ha": "right", "fontsize": 9}
+    return axes.text(x, row, text, transform=at, **(ending | style))
+
+
 def note(axes: Axes, text: str) -> None:
     """A grey note in the middle of a panel with nothing to draw, saying why."""
-    axes.text(
-        0.5,
-        0.5,
-        text,
-        transform=axes.transAxes,
-        ha="center",
-        va="center",
-        fontsize=NOTE_FONT,
-        color=NOTE_TEXT_COLOUR,
-        wrap=True,
-        gid="note",
-    )
+    style: dict[str, Any] = {
+        "ha": "center",
+        "va": "center",
+        "fontsize": NOTE_FONT,
+        "color": NOTE_TEXT_COLOUR,
+    }
+    axes.text(0.5, 0.5, text, transform=axes.transAxes, wrap=True, gid="note", **style)
 
 
 def fit_width(figure: Figure, artist: Text, right: float) -> None:
@@ -211,42 +240,33 @@ def _name_unlabelled(axes: Axes, names: Sequence[str]) -> None:
     ticks_and_label = axes.xaxis.get_tightbbox()  # places the x label, measured next
     axis_label = axes.xaxis.label
     earlier = [t for t in axes.texts if t.get_gid() == UNLABELLED_GID]
-    caption = axes.text(
-        1.0,
-        0.0,
-        UNLABELLED_PREFIX + _listed(names, len(names)),
-        transform=axes.transAxes,
-        ha="right",
-        va="top",
-        fontsize=UNLABELLED_FONT,
-        color=MUTED_TEXT_COLOUR,
-        gid=UNLABELLED_GID,
-    )
+    listed = UNLABELLED_PREFIX + _listed(names, len(names))
+    line = caption(axes, 1.0, 0.0, listed, ha="right", fontsize=UNLABELLED_FONT, gid=UNLABELLED_GID)
     if earlier:
         top_px = earlier[-1].get_window_extent().y0
     elif axis_label.get_visible() and axis_label.get_text():
         extent = axis_label.get_window_extent()
-        _set_top(caption, panel, extent.y1)
-        if caption.get_window_extent().x0 >= extent.x1 + UNLABELLED_INDENT_PX:
+        _set_top(line, panel, extent.y1)
+        if line.get_window_extent().x0 >= extent.x1 + UNLABELLED_INDENT_PX:
             return
         top_px = extent.y0
     else:  # the tick marks count in no tight box where their labels are hidden
         top_px = panel.y0 - _tick_room_px(axes)
     if ticks_and_label is not None:  # under the tick labels and the x label, whichever line
         top_px = min(top_px, ticks_and_label.y0)
-    _set_top(caption, panel, top_px - LABEL_GAP_PX)
+    _set_top(line, panel, top_px - LABEL_GAP_PX)
 
     def names_fit(shown: int) -> bool:
-        caption.set_text(UNLABELLED_PREFIX + _listed(names, shown))
-        return bool(caption.get_window_extent().x0 >= panel.x0)
+        line.set_text(UNLABELLED_PREFIX + _listed(names, shown))
+        return bool(line.get_window_extent().x0 >= panel.x0)
 
     # Counted from one short of all: "; and 1 more" may be longer than the last name.
     shown = len(names) if names_fit(len(names)) else _most_that_fit(len(names) - 1, names_fit)
-    caption.set_text(UNLABELLED_PREFIX + _listed(names, shown))
+    line.set_text(UNLABELLED_PREFIX + _listed(names, shown))
 
 
-def _set_top(caption: Text, panel: Bbox, top_px: float) -> None:
-    caption.set_y((top_px - panel.y0) / panel.height)  # in the panel's fractions
+def _set_top(line: Text, panel: Bbox, top_px: float) -> None:
+    line.set_y((top_px - panel.y0) / panel.height)  # in the panel's fractions
 
 
 def _listed(names: Sequence[str], shown: int) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipediag.renderers.numbers import percent
 from pipediag.renderers.png.style import (
@@ -25,7 +25,7 @@ from pipediag.renderers.png.style import (
     WARMUP_COLOUR,
     WARMUP_EDGE_COLOUR,
 )
-from pipediag.renderers.png.text_fit import ClearLabels, note
+from pipediag.renderers.png.text_fit import ClearLabels, caption, centred_label, note
 from pipediag.renderers.verdict_words import phase_text
 from pipediag.report.model import PhaseVerdict, Report, StepRecord
 
@@ -88,15 +88,39 @@ def draw_timeline(axes: Axes, report: Report) -> None:
     _timeline_legend(axes)
 
 
-@dataclass(frozen=True)
+@dataclass
 class ShareBar:
-    """A step or a time bin, drawn as its wait share under its compute share, and its label's
-    colour in the strip above both."""
+    """A step, or the steps that started in one time bin summed (`bin_steps`): drawn as its
+    wait share under its compute share, and its label's colour in the strip above both."""
 
     start_s: float
     width_s: float
-    wait_share: float | None  # None: the wait was not measured
-    label: str
+    wait_s: float = 0.0
+    total_s: float = 0.0
+    labels: dict[str, float] = field(default_factory=dict)  # step time by step label
+    wait_measured: bool = True
+
+    @classmethod
+    def of_step(cls, step: StepRecord) -> ShareBar:
+        duration, wait = step.duration_s, step.input_wait_s
+        return cls(
+            step.start_s,
+            duration,
+            wait_s=wait or 0.0,
+            total_s=duration,
+            labels={step.label: duration},
+            wait_measured=wait is not None,
+        )
+
+    @property
+    def wait_share(self) -> float | None:
+        if not self.wait_measured or self.total_s <= 0:
+            return None
+        return min(1.0, self.wait_s / self.total_s)
+
+    @property
+    def label(self) -> str:
+        return max(self.labels, key=lambda label: self.labels[label])
 
     @property
     def colours(self) -> tuple[str, str]:
@@ -115,11 +139,14 @@ def _draw_share_bars(
     widths = [bar.width_s for bar in bars]
     wait_pct = [(bar.wait_share or 0.0) * SHARE_MAX_PCT for bar in bars]
     compute_pct = [SHARE_MAX_PCT - wait for wait in wait_pct]
-    stacked: list[tuple[str, list[float], list[float] | None, list[str]]] = [
-        ("wait", wait_pct, None, [bar.colours[0] for bar in bars]),
-        ("compute", compute_pct, wait_pct, [bar.colours[1] for bar in bars]),
+    labels = [LABEL_COLOURS.get(bar.label, UNKNOWN_COLOUR) for bar in bars]
+    strip = [LABEL_STRIP_HEIGHT_PCT] * len(bars)
+    parts: list[tuple[str, list[float], list[float] | float | None, list[str], str]] = [
+        ("wait", wait_pct, None, [bar.colours[0] for bar in bars], edgecolor),
+        ("compute", compute_pct, wait_pct, [bar.colours[1] for bar in bars], edgecolor),
+        ("label", strip, LABEL_STRIP_BOTTOM_PCT, labels, "none"),
     ]
-    for part, heights, bottom, colours in stacked:
+    for part, heights, bottom, colours, edge in parts:
         axes.bar(
             starts,
             heights,
@@ -127,79 +154,35 @@ def _draw_share_bars(
             bottom=bottom,
             align="edge",
             color=colours,
-            edgecolor=edgecolor,
+            edgecolor=edge,
             linewidth=linewidth,
             gid=f"{gid}-{part}",
         )
-    axes.bar(
-        starts,
-        [LABEL_STRIP_HEIGHT_PCT] * len(bars),
-        width=widths,
-        bottom=LABEL_STRIP_BOTTOM_PCT,
-        align="edge",
-        color=[LABEL_COLOURS.get(bar.label, UNKNOWN_COLOUR) for bar in bars],
-        edgecolor="none",
-        gid=f"{gid}-label",
-    )
 
 
 def _draw_each_step(axes: Axes, steps: Sequence[StepRecord]) -> None:
-    bars = [ShareBar(s.start_s, s.duration_s, _wait_share(s), s.label) for s in steps]
     # Few enough bars to tell apart: a thin white edge between them.
     edge = "white" if len(steps) <= MAX_STEP_BARS // 3 else "none"
+    bars = [ShareBar.of_step(step) for step in steps]
     _draw_share_bars(axes, bars, "step", edgecolor=edge, linewidth=0.4)
-
-
-def _wait_share(step: StepRecord) -> float | None:
-    if step.input_wait_s is None or step.duration_s <= 0:
-        return None
-    return min(1.0, step.input_wait_s / step.duration_s)
 
 
 def _draw_binned_steps(axes: Axes, steps: Sequence[StepRecord]) -> None:
     """Aggregate steps into time bins: stacked wait/compute share, majority label per bin."""
     bins = bin_steps(steps, TIME_BINS)
-    bars = [ShareBar(b.start_s, b.width_s, b.wait_share, b.label) for b in bins]
-    _draw_share_bars(axes, bars, "bin", edgecolor="none")
-    axes.text(
-        0.995,
-        0.03,
-        f"{len(steps):,} steps shown in {len(bins)} time bins",
-        transform=axes.transAxes,
-        ha="right",
-        va="bottom",
-        fontsize=9,
-        color=MUTED_TEXT_COLOUR,
-        bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"},
-    )
+    _draw_share_bars(axes, bins, "bin", edgecolor="none")
+    shown = f"{len(steps):,} steps shown in {len(bins)} time bins"
+    box = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none"}
+    caption(axes, 0.995, 0.03, shown, ha="right", va="bottom", bbox=box)
 
 
-@dataclass
-class StepBin:
-    """Steps that started within one time bin, summed (`bin_steps` keeps those with time)."""
-
-    start_s: float
-    width_s: float
-    wait_s: float = 0.0
-    total_s: float = 0.0
-    labels: dict[str, float] = field(default_factory=dict)  # step time by step label
-
-    @property
-    def wait_share(self) -> float:
-        return min(1.0, self.wait_s / self.total_s)
-
-    @property
-    def label(self) -> str:
-        return max(self.labels, key=lambda label: self.labels[label])
-
-
-def bin_steps(steps: Sequence[StepRecord], count: int) -> list[StepBin]:
+def bin_steps(steps: Sequence[StepRecord], count: int) -> list[ShareBar]:
     """Sum steps into `count` equal time bins by start time; empty bins are dropped."""
     if not steps:
         return []
     first, last = steps_span(steps)
     width = max(last - first, 1e-9) / count
-    bins = [StepBin(first + i * width, width) for i in range(count)]
+    bins = [ShareBar(first + i * width, width) for i in range(count)]
     for step in steps:
         target = bins[min(count - 1, int((step.start_s - first) / width))]
         target.total_s += step.duration_s
@@ -247,6 +230,8 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
         )
     low, high = axes.get_xlim()
     box = {"facecolor": "white", "alpha": 0.7, "edgecolor": "none", "pad": 1.0}
+    plain = {"fontsize": 8, "color": "#555555", "clip_on": True, "bbox": box if whole_run else None}
+    label_y = PHASE_LABEL_Y_PCT[whole_run]
     labels = ClearLabels(axes)  # a label that would overlap another moves up or down
     drawn: list[Text] = []
     for start, end, colour, text, gid in spans:
@@ -258,18 +243,7 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
         if not (label and text and low <= middle <= high):
             continue
         drawn.append(
-            axes.text(
-                middle,
-                PHASE_LABEL_Y_PCT[whole_run],
-                text,
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="#555555",
-                clip_on=True,
-                gid=f"{gid}-label",
-                bbox=box if whole_run else None,
-            )
+            centred_label(axes, middle, label_y, text, bold=False, gid=f"{gid}-label", **plain)
         )
     labels.place_tallest_first(drawn)
     labels.caption()
@@ -336,18 +310,9 @@ def draw_phase_verdicts(axes: Axes, report: Report) -> None:
         candidates = [phase_text(phase), phase_text(phase, first=False)]
         if phase.input_cost_fraction is not None:
             candidates.append(percent(phase.input_cost_fraction))
-        text = axes.text(
-            (start + end) / 2,
-            PHASE_STRIP_Y_PCT,
-            candidates[0],
-            ha="center",
-            va="center",
-            fontsize=9,
-            fontweight="bold",
-            color=VERDICT_COLOURS.get(phase.label, UNKNOWN_COLOUR),
-            clip_on=True,
-            gid="phase-verdict",
-        )
+        colour = VERDICT_COLOURS.get(phase.label, UNKNOWN_COLOUR)
+        style: dict[str, Any] = {"color": colour, "clip_on": True, "gid": "phase-verdict"}
+        text = centred_label(axes, (start + end) / 2, PHASE_STRIP_Y_PCT, candidates[0], **style)
         wordings = _fitting_from(text, candidates, right - left - 4)
         # Where none fits, the shortest may reach over a neighbour's: then it is left out.
         labels.place(text, wordings, movable=False, name=candidates[1])

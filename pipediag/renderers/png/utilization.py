@@ -9,7 +9,6 @@ from pipediag.renderers.png.style import (
     GPU_COLOURS,
     LEFT_X,
     LEGEND,
-    MUTED_TEXT_COLOUR,
     NO_GPU_LINE_Y,
     NOTE_TEXT_COLOUR,
     PANEL_TITLE_FONT,
@@ -19,7 +18,7 @@ from pipediag.renderers.png.style import (
     VERDICT_COLOURS,
     WARNING_COLOUR,
 )
-from pipediag.renderers.png.text_fit import clip, note
+from pipediag.renderers.png.text_fit import caption, clip, note
 from pipediag.renderers.run_words import no_gpu_text, why_text
 from pipediag.renderers.verdict_words import sentence
 from pipediag.renderers.watch_view import group_label, group_rate, group_share, group_windows
@@ -36,14 +35,8 @@ MAX_PANEL_BARS = 200  # above this many windows, the watch panel groups them
 
 
 def draw_no_gpu_line(figure: Figure, report: Report) -> None:
-    figure.text(
-        LEFT_X,
-        NO_GPU_LINE_Y,
-        clip(sentence(no_gpu_text(report.gpu.reason)), NO_GPU_LINE_CHARS),
-        fontsize=10,
-        color=NOTE_TEXT_COLOUR,
-        gid="no-gpu",
-    )
+    why = clip(sentence(no_gpu_text(report.gpu.reason)), NO_GPU_LINE_CHARS)
+    figure.text(LEFT_X, NO_GPU_LINE_Y, why, fontsize=10, color=NOTE_TEXT_COLOUR, gid="no-gpu")
 
 
 def percent_panel(axes: Axes, title: str, ylabel: str) -> None:
@@ -120,15 +113,7 @@ def draw_watch(axes: Axes, report: Report) -> None:
     percent_panel(axes, "Over time", "input wait, % of step (bars)")
     axes.set_xlabel("train step", fontsize=9)
     if watch is None or not watch.windows:
-        axes.text(
-            0.5,
-            0.5,
-            "No window closed",
-            transform=axes.transAxes,
-            ha="center",
-            color=MUTED_TEXT_COLOUR,
-            gid="note",
-        )
+        axes.text(0.5, 0.5, "No window closed", transform=axes.transAxes, ha="center", gid="note")
         return
     groups = group_windows(watch.windows, MAX_PANEL_BARS)
     lefts = [g[0].first_step for g in groups]
@@ -162,13 +147,5 @@ def draw_watch(axes: Axes, report: Report) -> None:
     rate_axes.set_ylim(bottom=0)
     rate_axes.tick_params(labelsize=8, colors=TRAINING_RATE_COLOUR)
     # Above the right axis, not beside it: a label there would run off the page.
-    rate_axes.text(
-        1.0,
-        1.01,
-        "steps/s (line)",
-        transform=rate_axes.transAxes,
-        ha="right",
-        va="bottom",
-        fontsize=8,
-        color=TRAINING_RATE_COLOUR,
-    )
+    style = {"ha": "right", "va": "bottom", "fontsize": 8, "color": TRAINING_RATE_COLOUR}
+    caption(rate_axes, 1.0, 1.01, "steps/s (line)", **style)
