@@ -148,8 +148,7 @@ def check_gpu_idle_cause(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     cause = attribution.dominant
     if cause not in CAUSE_FIX_CODE or attribution.idle_s <= 0:
         return []
-    seconds = attribution.host_overhead_s if cause == "host-overhead" else attribution.transfer_s
-    share = seconds / attribution.idle_s
+    share = attribution.share_of(cause)
     busy = analysis.gpu_busy_fraction
     # Removing that idle time at best: busy share / (busy share + the rest of the idle time).
     removed = None

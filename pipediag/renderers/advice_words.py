@@ -249,8 +249,8 @@ def _gpu_idle_cause(ctx: Context, s: Suggestion) -> SuggestionWords:
     attribution = analysis.attribution
     cause = attribution.dominant
     assert cause in _IDLE_CAUSE_TITLES
-    seconds = attribution.host_overhead_s if cause == "host-overhead" else attribution.transfer_s
-    share = seconds / attribution.idle_s
+    seconds = attribution.seconds_of(cause)
+    share = attribution.share_of(cause)
     busy = analysis.gpu_busy_fraction
     evidence = (
         f"The GPU was busy {busy:.0%} of the measured time; {share:.0%} of its idle time "

@@ -57,12 +57,7 @@ def gpu_idle_text(analysis: GpuAnalysis | None) -> str:
     if a.dominant is None:
         text += ": it was hardly ever idle, so the device itself sets the rate"
     else:
-        seconds = {
-            CAUSE_INPUT: a.input_wait_s,
-            CAUSE_TRANSFER: a.transfer_s,
-            CAUSE_HOST: a.host_overhead_s,
-        }[a.dominant]
-        share = seconds / a.idle_s if a.idle_s > 0 else 0.0
+        share = a.share_of(a.dominant)
         text += f"; {percent(share)} of its idle time was {CAUSE_PHRASE[a.dominant]}"
     r = analysis.idle_input_wait_correlation
     if r is not None:
