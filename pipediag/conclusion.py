@@ -31,6 +31,7 @@ from pipediag.training.alternation import (
     FitAlternation,
     block_steps_for,
     scaled_rounds,
+    unbounded_block_steps,
 )
 from pipediag.training.budget import (
     AlternatedBlocks,
@@ -144,10 +145,11 @@ class Conclusion:
         ):
             return None
         scale = alternation_scale(self._config.measured_steps)
-        most = (
-            paired.MAX_BLOCK_STEPS if steps_left is not None else paired.MAX_BLOCK_STEPS_UNBOUNDED
-        )
-        block_steps, max_rounds = block_steps_for(step_s, most), scaled_rounds(scale)
+        if steps_left is None:
+            per_call = 1 if seen.calls is None else seen.calls.steps_per_call
+            block_steps = unbounded_block_steps(step_s, per_call)
+        else:
+            block_steps = block_steps_for(step_s)
         if steps_left is not None:
             # fit's steps left hold the blocks and one to spare: training goes on after them
             block_steps = min(block_steps, steps_left // (paired.ALTERNATION_MIN_ROUNDS + 2))
@@ -161,6 +163,8 @@ class Conclusion:
         first = (
             newest_steps(self._timeline, block_steps, one_epoch=self._extended) if lead else None
         )
+        # None: the script's end ends the rounds (docs/design.md, "Rates in alternation")
+        max_rounds = None
         if steps_left is not None:
             # the most the steps left allow; the alternation stops before it
             max_rounds = steps_left // block_steps - 1 - (first is None)
@@ -192,9 +196,7 @@ class Conclusion:
         if sync is not None:
             # Asynchronous steps' durations are dispatch times (docs/design.md, "JAX").
             step_s = synced_step_s(self._timeline, sync, self._clock) or step_s
-        block_steps = self.lockstep_steps() or block_steps_for(
-            step_s, paired.MAX_BLOCK_STEPS_UNBOUNDED
-        )
+        block_steps = self.lockstep_steps() or unbounded_block_steps(step_s)
         alternation = Alternation(
             clock=self._clock,
             origin=self.origin,

@@ -76,6 +76,10 @@ BLOCK_S = 0.4
 MIN_BLOCK_STEPS = 4
 MAX_BLOCK_STEPS = 1024
 MAX_BLOCK_STEPS_UNBOUNDED = 64
+# Where nothing bounds a block, steps shorter than this over 64 still fill a block this long:
+# 64 steps of Orbit's 0.1 ms read 5,250-11,800 steps/s in one run (docs/design.md, "Rates in
+# alternation").
+UNBOUNDED_BLOCK_S = 0.1
 # The fewest rounds: the three blocks of each kind that `BLOCK_S` is sized for.
 ALTERNATION_MIN_ROUNDS = 3
 MAX_ROUNDS = 6

@@ -4,6 +4,7 @@ callback, or a loop's budget server) runs each block and hands it the step ends.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,6 +52,16 @@ def scaled_rounds(scale: float) -> int:
 
 def block_steps_for(step_s: float, most: int = paired.MAX_BLOCK_STEPS) -> int:
     return steps_lasting(paired.BLOCK_S, step_s, fewest=paired.MIN_BLOCK_STEPS, most=most)
+
+
+def unbounded_block_steps(step_s: float, per_call: int = 1) -> int:
+    """A block's steps where nothing bounds them (a loop's steps left are unknown): at most
+    64, or as many as last `UNBOUNDED_BLOCK_S` at very short steps; in whole calls of
+    `per_call` steps, as a block ending inside a call leaves the call's rest in no block."""
+    most = paired.MAX_BLOCK_STEPS_UNBOUNDED
+    if step_s > 0:
+        most = max(most, math.ceil(paired.UNBOUNDED_BLOCK_S / step_s))
+    return per_call * math.ceil(block_steps_for(step_s, most) / per_call)
 
 
 class Alternation:

@@ -22,13 +22,19 @@ from pipediag.analysis.paired import (
     MAX_BLOCK_STEPS_UNBOUNDED,
     MAX_ROUNDS,
     MIN_BLOCK_STEPS,
+    UNBOUNDED_BLOCK_S,
 )
 from pipediag.bench.interleaved import Rounds
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.clock import Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
 from pipediag.report.trials import FixTrial
-from pipediag.training.alternation import WARMUP_STEPS, Alternation, block_steps_for
+from pipediag.training.alternation import (
+    WARMUP_STEPS,
+    Alternation,
+    block_steps_for,
+    unbounded_block_steps,
+)
 from pipediag.training.budget import PULL, BudgetServer, CachedBatch
 from pipediag.training.prescription import with_training_results
 
@@ -138,6 +144,20 @@ def test_blocks_are_sized_from_the_measured_step() -> None:
     # the script may end soon after the budget
     assert block_steps_for(0.003) == 134
     assert block_steps_for(0.003, MAX_BLOCK_STEPS_UNBOUNDED) == MAX_BLOCK_STEPS_UNBOUNDED
+
+
+def test_a_block_with_nothing_to_bound_it_lasts_long_enough_and_in_whole_calls() -> None:
+    # GIVEN a loop whose steps left are unknown
+    # WHEN its steps take 3 ms, THEN a block is the 64 steps it always was
+    assert unbounded_block_steps(0.003) == MAX_BLOCK_STEPS_UNBOUNDED
+    # WHEN they take 0.1 ms (64 of them: 6.4 ms, a scheduler's slice), THEN as many as last
+    # UNBOUNDED_BLOCK_S
+    assert unbounded_block_steps(0.0001) == round(UNBOUNDED_BLOCK_S / 0.0001)
+    # WHEN each call of its function runs 100 steps, THEN whole calls: a block ending inside
+    # a call would leave the call's rest in no block
+    assert unbounded_block_steps(0.00015, per_call=100) == 700
+    assert unbounded_block_steps(0.01, per_call=100) == 100
+    assert unbounded_block_steps(0.003, per_call=4) == MAX_BLOCK_STEPS_UNBOUNDED
 
 
 def _run(alternation: Alternation, clock: FakeClock, rates: dict[str, float]) -> None:
