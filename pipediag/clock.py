@@ -46,11 +46,13 @@ class Quiet:
         return self._now() < self._until
 
 
-def wall_minus_clock(clock: Clock, wall_clock: Callable[[], float] = time.time) -> float:
-    """Wall-clock seconds minus `clock` seconds (read between two reads of `clock`)."""
-    before = clock.now()
-    wall = wall_clock()
-    after = clock.now()
+def wall_minus_clock(
+    clock: Clock, wall_clock: Callable[[], float] = time.time, *, reads: int = 1
+) -> float:
+    """Wall-clock seconds minus `clock` seconds, from the tightest of `reads` wall-clock reads
+    each between two reads of `clock`."""
+    brackets = [(clock.now(), wall_clock(), clock.now()) for _ in range(reads)]
+    before, wall, after = min(brackets, key=lambda read: read[2] - read[0])
     return wall - (before + after) / 2
 
 

@@ -5,32 +5,28 @@ loop, compute alone, the verdict, the deep analysis, the tf.data service check (
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 from pipediag import phases
 from pipediag.analysis import paired
-from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.classifier import judge
 from pipediag.bench import teardown
 from pipediag.clock import Clock, Quiet
 from pipediag.config import DEFAULT_MEASURED_STEPS, RunConfig
 from pipediag.hooks.profiler_trace import quiet_profiler_logs
-from pipediag.phases import Narration, OnTraining, Seen
+from pipediag.phases import Diagnosis, Narration, OnTraining, Seen
 from pipediag.progress import ProgressStep
 from pipediag.renderers.progress_words import progress_words
 from pipediag.renderers.verdict_words import verdict_line
-from pipediag.report.model import ComputeAlone, PipelineBenchmark, TrainSection, Verdict
+from pipediag.report.model import ComputeAlone, PipelineBenchmark, TrainSection
 from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostSection
-from pipediag.report.scale_out import ScaleOut
 from pipediag.report.vocabulary import LOOP_STYLES, TrainStyle
 from pipediag.timeline import StepTimeline
 from pipediag.training.alternation import (
     Alternation,
     FitAlternation,
     block_steps_for,
-    scaled_rounds,
     unbounded_block_steps,
 )
 from pipediag.training.budget import (
@@ -60,22 +56,6 @@ def alternation_scale(measured_steps: int | None) -> float:
     if measured_steps is None:
         return 1.0
     return max(1.0, measured_steps / DEFAULT_MEASURED_STEPS)
-
-
-@dataclass
-class Diagnosis:
-    """What the diagnosis has found so far, each part filled in as it is measured."""
-
-    pipeline: PipelineBenchmark
-    compute_alone: ComputeAlone | None = None
-    verdict: Verdict | None = None  # said once, after the measured steps
-    first_verdict_s: float | None = None
-    scale_out: ScaleOut | None = None
-
-    def ceiling_on_training(self) -> float | None:
-        """The fastest rate a fix can show on training: the step alone's (None: not measured)."""
-        alone = self.compute_alone
-        return step_alone_ceiling(alone.blocks) if alone is not None else None
 
 
 class Conclusion:
@@ -241,10 +221,8 @@ class Conclusion:
         self.concluded = True
         diagnosis = self.diagnosis
         examined = phases.deep_analysis(
-            seen.dataset,
-            diagnosis.pipeline,
-            diagnosis.verdict,
-            diagnosis.compute_alone,
+            seen,
+            diagnosis,
             config=self._config,
             clock=self._clock,
             say=self._say,
@@ -254,14 +232,7 @@ class Conclusion:
         # Before the service check: an interrupt there still leaves the stages in the report.
         diagnosis.pipeline = examined.pipeline
         diagnosis.scale_out = phases.scale_out_check(
-            seen.dataset,
-            diagnosis.pipeline,
-            walked=examined.walked,
-            model=seen.model,
-            style=seen.style,
-            config=self._config,
-            clock=self._clock,
-            say=self._say,
+            seen, examined, config=self._config, clock=self._clock, say=self._say
         )
         return LoopWork(examined.loop_holds, examined.loop_search, self.loop_model_s)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.cost_rules import capped_threads
 from pipediag.analysis.input_cost import step_cores_of
 from pipediag.bench import teardown
@@ -84,6 +85,23 @@ class Seen:
     batch: Any
     fit_overhead_s: float | None = None
     calls: TrainCalls | None = None
+
+
+@dataclass
+class Diagnosis:
+    """What the diagnosis has found so far (the conclusion's), each part filled in as it is
+    measured."""
+
+    pipeline: PipelineBenchmark
+    compute_alone: ComputeAlone | None = None
+    verdict: Verdict | None = None  # said once, after the measured steps
+    first_verdict_s: float | None = None
+    scale_out: ScaleOut | None = None
+
+    def ceiling_on_training(self) -> float | None:
+        """The fastest rate a fix can show on training: the step alone's (None: not measured)."""
+        alone = self.compute_alone
+        return step_alone_ceiling(alone.blocks) if alone is not None else None
 
 
 @dataclass(frozen=True)
@@ -191,10 +209,8 @@ def fit_compute_alone(
 
 
 def deep_analysis(
-    dataset: Any,
-    pipeline: PipelineBenchmark,
-    verdict: Verdict | None,
-    compute_alone: ComputeAlone | None,
+    seen: Seen,
+    diagnosis: Diagnosis,
     *,
     config: RunConfig,
     clock: Clock,
@@ -205,7 +221,8 @@ def deep_analysis(
     where they can change the advice: per-stage rates, the rewrites timed alone, each stage's
     cost to training, then the rewrites tried on training (`on_training`; None where they
     cannot be). A failure keeps the benchmark itself."""
-    if dataset is None or not pipeline.measured or not config.stages:
+    pipeline, verdict = diagnosis.pipeline, diagnosis.verdict
+    if seen.dataset is None or not pipeline.measured or not config.stages:
         return DeepAnalysis(pipeline)
     cost = verdict.input_cost_fraction if verdict is not None else None
     if not config.deep and cost is not None and cost < DEEP_MIN_COST:
@@ -217,13 +234,13 @@ def deep_analysis(
     began = clock.now()
     try:
         return _examine_stages(
-            dataset,
+            seen.dataset,
             pipeline,
             config=config,
             clock=clock,
             say=say,
             on_training=on_training,
-            thread_cap=thread_cap(verdict, compute_alone) if on_training else None,
+            thread_cap=thread_cap(verdict, diagnosis.compute_alone) if on_training else None,
             hold_stages=cost is not None and cost >= DEEP_MIN_COST,
         )
     finally:
@@ -410,33 +427,26 @@ def _search_on_fit(
 
 
 def scale_out_check(
-    dataset: Any,
-    pipeline: PipelineBenchmark,
-    *,
-    walked: WalkedPipeline | None = None,
-    model: Any,
-    style: TrainStyle,
-    config: RunConfig,
-    clock: Clock,
-    say: Narration,
+    seen: Seen, examined: DeepAnalysis, *, config: RunConfig, clock: Clock, say: Narration
 ) -> ScaleOut | None:
-    """Can the pipeline move to tf.data service (and, asked, measured through one)? None when
-    not wanted; a failure costs only this section."""
+    """Can the examined pipeline move to tf.data service (and, asked, measured through one)?
+    None when not wanted; a failure costs only this section."""
     from pipediag.scale_out.check import check_scale_out, wanted
     from pipediag.scale_out.train import train_through
 
-    if dataset is None or not wanted(config, pipeline):
+    pipeline = examined.pipeline
+    if seen.dataset is None or not wanted(config, pipeline):
         return None
     began = clock.now()
     try:
         return check_scale_out(
-            walked or walk(dataset),
+            examined.walked or walk(seen.dataset),
             pipeline,
             config,
             clock=clock,
             note=say.note,
             phase=say.phase,
-            train=functools.partial(train_through, model, style, clock=clock),
+            train=functools.partial(train_through, seen.model, seen.style, clock=clock),
         )
     except Exception as exc:
         say.note(error_reason("service-check-failed", exc))

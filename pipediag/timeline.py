@@ -181,10 +181,6 @@ class StepTimeline:
     def budget_reached(self) -> bool:
         return self._budget_end is not None and self._count >= self._budget_end
 
-    def is_measured(self, index: int) -> bool:
-        """Whether the step with this index counts (past the warm-up, within the budget)."""
-        return index >= self.warmup_steps
-
     def _merge_oldest(self) -> None:
         """Merge the older half in pairs; the newest, whose waits a trace may fill, keeps detail."""
         head = self._steps[: self.warmup_steps]

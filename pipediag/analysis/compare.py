@@ -343,15 +343,12 @@ def _stage_judgement(base: float, new: float, batch_s: float | None, rules: Nois
 def _fixes(base: Report, new: Report) -> list[FixChange]:
     before = {(s.id, s.stage): s for s in base.suggestions}
     after = {(s.id, s.stage): s for s in new.suggestions}
-    changes = []
-    for key, s in after.items():
-        old = before.get(key)
-        status = KEPT if old is not None else APPEARED
-        changes.append(
-            FixChange(
-                id=s.id, stage=s.stage, kind=s.kind, status=status, report=new, base=old, new=s
-            )
+    changes = [
+        FixChange(
+            s.id, s.stage, s.kind, KEPT if key in before else APPEARED, new, before.get(key), s
         )
+        for key, s in after.items()
+    ]
     changes += [
         FixChange(id=s.id, stage=s.stage, kind=s.kind, status=GONE, report=base, base=s)
         for key, s in before.items()

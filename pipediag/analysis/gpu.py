@@ -216,7 +216,8 @@ def attribute_idle(
 ) -> IdleAttribution:
     """Per window of length L: idle = (1 - busy) L; input wait takes min(idle, wait share x L),
     transfer min(rest, PCIe busy share x L); host overhead is what remains."""
-    window_s = idle_s = input_s = transfer_s = host_s = 0.0
+    window_s = idle_s = 0.0
+    seconds: dict[GpuIdleCause, float] = dict.fromkeys(CAUSES, 0.0)
     for w in windows:
         length = w.end_s - w.start_s
         idle = (1.0 - w.gpu_busy_fraction) * length
@@ -224,24 +225,19 @@ def attribute_idle(
         transfer = min(idle - waiting, (w.pcie_busy_fraction or 0.0) * length)
         window_s += length
         idle_s += idle
-        input_s += waiting
-        transfer_s += transfer
-        host_s += idle - waiting - transfer
-    shares: dict[GpuIdleCause, float] = {
-        CAUSE_INPUT: input_s,
-        CAUSE_TRANSFER: transfer_s,
-        CAUSE_HOST: host_s,
-    }
+        seconds[CAUSE_INPUT] += waiting
+        seconds[CAUSE_TRANSFER] += transfer
+        seconds[CAUSE_HOST] += idle - waiting - transfer
     dominant: GpuIdleCause | None = None
     if window_s > 0 and idle_s / window_s >= thresholds.min_idle_fraction:
-        worst = max(CAUSES, key=shares.__getitem__)
+        worst = max(CAUSES, key=seconds.__getitem__)
         dominant = worst
     return IdleAttribution(
         window_s=window_s,
         idle_s=idle_s,
-        input_wait_s=input_s,
-        host_overhead_s=host_s,
-        transfer_s=transfer_s,
+        input_wait_s=seconds[CAUSE_INPUT],
+        host_overhead_s=seconds[CAUSE_HOST],
+        transfer_s=seconds[CAUSE_TRANSFER],
         dominant=dominant,
     )
 
@@ -289,12 +285,10 @@ def busy_points(
             driver_t = s.gpu_util_t_s
             end = s.t_s if driver_t is None else driver_t
             points.append((end, clip01(s.gpu_util_pct / 100), driver_t is not None))
-    points.sort(key=lambda p: p[0])  # stable: the first reading of a time stays first
-    ordered: list[tuple[float, float, bool]] = []
-    for p in points:
-        if not ordered or p[0] > ordered[-1][0]:
-            ordered.append(p)
-    return ordered
+    firsts: dict[float, tuple[float, float, bool]] = {}
+    for p in sorted(points, key=lambda p: p[0]):  # stable: a time's first reading stays first
+        firsts.setdefault(p[0], p)
+    return list(firsts.values())
 
 
 def reading_intervals(

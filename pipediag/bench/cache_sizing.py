@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pipediag.bench.teardown import released_after
+
 # A cache must fit in half the memory available now: the rest of the training needs room too.
 CACHE_MAX_MEMORY_SHARE = 0.5
 # Elements read to estimate the size of elements whose shapes are not static.
@@ -20,19 +22,15 @@ def counted_elements(dataset: Any, teardown: Any = None) -> int | None:
     """One pass's elements, counted by reading it in batches; None past `COUNT_MAX_S`."""
     import tensorflow as tf
 
-    iterator = iter(dataset.map(lambda *_: tf.zeros([], tf.int8)).batch(COUNT_BATCH))
+    counted = dataset.map(lambda *_: tf.zeros([], tf.int8)).batch(COUNT_BATCH)
+    batches = released_after(iter(counted), teardown)
     deadline = time.monotonic() + COUNT_MAX_S
     count = 0
-    try:
-        for batch in iterator:
-            count += int(batch.shape[0])
-            if time.monotonic() > deadline:
-                return None
-        return count
-    finally:
-        if teardown is not None:
-            teardown.discard(iterator)
-        del iterator
+    for batch in batches:
+        count += int(batch.shape[0])
+        if time.monotonic() > deadline:
+            return None
+    return count
 
 
 def cardinality(dataset: Any) -> int | None:

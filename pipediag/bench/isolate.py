@@ -4,10 +4,12 @@ rebuilt from its graph with private per-iterator state (docs/design.md, "The pri
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pipediag.bench.python_chain import wrappers
 from pipediag.report.reasons import Reason
 
 if TYPE_CHECKING:
@@ -189,15 +191,8 @@ def _captured_variables(dataset: Any) -> list[tuple[Any, Any]]:
     from tensorflow.python.ops import resource_variable_ops
 
     found: list[tuple[Any, Any]] = []
-    seen: set[int] = set()
-    stack = [dataset]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        functions = getattr(node, "_functions", None)
-        for wrapper in functions() if callable(functions) else []:
+    for node in dataset_ancestors(dataset, limit=sys.maxsize):  # every stage, however many
+        for wrapper in wrappers(node):
             for captured in getattr(wrapper.function, "captured_inputs", []):
                 if captured.dtype != tf.resource:
                     continue
@@ -209,6 +204,4 @@ def _captured_variables(dataset: Any) -> list[tuple[Any, Any]]:
                     )
                 except Exception:  # noqa: S112 - not a variable (a table, an iterator): skip
                     continue
-        inputs = getattr(node, "_inputs", None)
-        stack.extend(inputs() if callable(inputs) else [])
     return found

@@ -59,6 +59,16 @@ def _detach(iterator: Any) -> Any:
     return state.pop(_RESOURCE_ATTRIBUTE, None) if isinstance(state, dict) else None
 
 
+def released_after(iterator: Iterator[Any], teardown: TearDown | None) -> Iterator[Any]:
+    """`iterator`'s elements; once read (or left), it is released by `teardown` (None: here)."""
+    try:
+        yield from iterator
+    finally:
+        if teardown is not None:
+            teardown.discard(iterator)
+        del iterator
+
+
 SHARED = TearDown()
 
 

@@ -3,13 +3,13 @@ their elements; a difference or an error refuses the fix (equal results: evidenc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pipediag.bench import python_chain
 from pipediag.bench.graph_edit import BatchedFunction, PipelineGraph, RewriteError
-from pipediag.bench.teardown import TearDown
+from pipediag.bench.teardown import TearDown, released_after
 from pipediag.bench.vectorized_map import on_whole_batches, quiet_tensorflow_logger, unpacks_element
 from pipediag.errors import tf_error_text
 from pipediag.report.reasons import Reason
@@ -96,7 +96,7 @@ class CheckSample:
         check_graph.set_output(self.map_node if vectorized else batch_node)
         import tensorflow as tf
 
-        batches = _elements(check_graph.rebuild(batch_spec), self.teardown)
+        batches = released_after(iter(check_graph.rebuild(batch_spec)), self.teardown)
         return [[t.numpy() for t in tf.nest.flatten(batch)] for batch in batches]
 
 
@@ -183,7 +183,7 @@ def _read_sample(
 
     columns: list[list[Any]] = [[] for _ in tf.nest.flatten(spec)]
     used = 0
-    for element in _elements(dataset.take(size), teardown):
+    for element in released_after(iter(dataset.take(size)), teardown):
         values = [t.numpy() for t in tf.nest.flatten(element)]
         used += sum(getattr(v, "nbytes", 0) for v in values)
         if used > VECTORIZE_SAMPLE_MAX_BYTES:
@@ -197,17 +197,6 @@ def _read_sample(
     # Strings stay Python bytes: NumPy's fixed-width bytes drop trailing NULs, which end a
     # serialized `tf.train.Example` whose last field is a zero.
     return [np.array(c, dtype=object) if isinstance(c[0], bytes) else np.stack(c) for c in columns]
-
-
-def _elements(dataset: Any, teardown: TearDown | None) -> Iterator[Any]:
-    """The dataset's elements, read on an iterator that `teardown` releases (None: here)."""
-    iterator = iter(dataset)
-    try:
-        yield from iterator
-    finally:
-        if teardown is not None:
-            teardown.discard(iterator)
-        del iterator
 
 
 def _first_difference(expected: list[list[Any]], actual: list[list[Any]]) -> str | None:

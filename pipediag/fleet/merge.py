@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
@@ -14,8 +14,9 @@ from pipediag.fleet.collect import load_worker_reports
 from pipediag.fleet.io import fleet_to_dict
 from pipediag.fleet.model import FleetReport
 from pipediag.fleet.text import render_fleet_text
-from pipediag.fleet.trace import render_fleet_trace
+from pipediag.fleet.trace import fleet_trace
 from pipediag.renderers import write_files
+from pipediag.renderers.chrome_trace import write_trace
 from pipediag.report.io import write_atomically
 
 
@@ -27,27 +28,25 @@ def merge_reports(
     workers = load_worker_reports(paths)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     fleet = build_fleet(workers, created_utc=created)
-    writers = {
-        "fleet.json": partial(_json, fleet),
-        "fleet.txt": partial(_text, fleet),
-        "fleet_trace.json": partial(render_fleet_trace, workers, fleet),
+    writers: dict[str, Callable[[Path], Path]] = {
+        "fleet.json": lambda path: _atomic(
+            path, json.dumps(fleet_to_dict(fleet), indent=1, allow_nan=False)
+        ),
+        "fleet.txt": lambda path: _atomic(path, render_fleet_text(fleet)),
+        "fleet_trace.json": lambda path: write_trace(fleet_trace(workers, fleet), path),
         "fleet.png": partial(_png, fleet),
     }
     written, failures = write_files(Path(out_dir), writers)
     return fleet, written, failures
 
 
-def _json(fleet: FleetReport, path: Path) -> Path:
-    write_atomically(path, json.dumps(fleet_to_dict(fleet), indent=1, allow_nan=False).encode())
-    return path
-
-
-def _text(fleet: FleetReport, path: Path) -> Path:
-    write_atomically(path, render_fleet_text(fleet).encode())
+def _atomic(path: Path, text: str) -> Path:
+    write_atomically(path, text.encode())
     return path
 
 
 def _png(fleet: FleetReport, path: Path) -> Path:
-    from pipediag.fleet.png import render_fleet_png
+    from pipediag.fleet.png import build_fleet_figure
+    from pipediag.renderers.png import write_png
 
-    return render_fleet_png(fleet, path)
+    return write_png(build_fleet_figure(fleet), path)

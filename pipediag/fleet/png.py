@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipediag.fleet.model import FleetReport, WorkerRow
 from pipediag.fleet.words import fleet_heading, no_straggler_text
-from pipediag.renderers.png import new_figure, write_png
+from pipediag.renderers.png import new_figure
 from pipediag.renderers.png.style import (
     COMPUTE_COLOUR,
     COST_COLOURS,
@@ -33,10 +32,6 @@ STRAGGLER_EDGE_COLOUR = WARNING_COLOUR
 BAR_HEIGHT = 0.6
 REST_LABELS = {True: "train step and all-reduce", False: "train step"}
 PERCENT = 100.0
-
-
-def render_fleet_png(fleet: FleetReport, path: Path) -> Path:
-    return write_png(build_fleet_figure(fleet), path)
 
 
 def build_fleet_figure(fleet: FleetReport) -> Figure:

@@ -5,7 +5,6 @@ moved by its clock offset so that an all-reduce lines up across the processes
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from pipediag.fleet.collect import WorkerReport
@@ -19,7 +18,6 @@ from pipediag.renderers.chrome_trace import (
     US_PER_S,
     metadata_event,
     trace_events,
-    write_trace,
 )
 
 Event = dict[str, Any]
@@ -29,12 +27,8 @@ GPU_TID = COUNTERS_TID + 1
 PROCESS_METADATA = frozenset({"process_name", "process_sort_index"})
 
 
-def render_fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport, path: Path) -> Path:
-    """Write the merged trace atomically; `workers` in the order of `fleet.workers`."""
-    return write_trace(fleet_trace(workers, fleet), path)
-
-
 def fleet_trace(workers: Sequence[WorkerReport], fleet: FleetReport) -> dict[str, Any]:
+    """The merged trace; `workers` in the order of `fleet.workers`."""
     straggler = fleet.straggler.task if fleet.straggler is not None else None
     events: list[Event] = []
     for position, (worker, row) in enumerate(zip(workers, fleet.workers, strict=True)):

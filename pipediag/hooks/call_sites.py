@@ -16,7 +16,7 @@ class CallSitePatch(Patches):
     """Wraps `DatasetV2.__init__`."""
 
     def install(self, _module: object = None) -> None:
-        self.restore()
+        self.uninstall()
         try:
             from tensorflow.python.data.ops import dataset_ops
         except Exception:  # an unusual TF build: no call sites, nothing else changes

@@ -197,7 +197,7 @@ class FitTracker:
             self.stamps is None
             and self._may_trace
             and self._alternation is None
-            and session.timeline.is_measured(len(session.timeline))
+            and len(session.timeline) >= session.timeline.warmup_steps
             and not self.tracer.active
         ):
             if self.tracer.start():

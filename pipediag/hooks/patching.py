@@ -12,7 +12,7 @@ from typing import Any
 
 @dataclass(eq=False)
 class Patches:
-    """The wrappers one hook's patch put on classes; `restore()` undoes them, the last first."""
+    """The wrappers one hook's patch put on classes; `uninstall()` undoes them, the last first."""
 
     # (class, attribute, what its own namespace held; None where it inherited it)
     _made: list[tuple[Any, str, Any]] = field(default_factory=list, init=False)
@@ -29,13 +29,10 @@ class Patches:
         self._made.append((owner, name, owner.__dict__.get(name)))
         setattr(owner, name, wrapper)
 
-    def restore(self) -> None:
+    def uninstall(self) -> None:
         while self._made:
             owner, name, own = self._made.pop()
             if own is None:
                 delattr(owner, name)
             else:
                 setattr(owner, name, own)
-
-    def uninstall(self) -> None:
-        self.restore()

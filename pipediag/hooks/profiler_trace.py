@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipediag.clock import MONOTONIC, Clock
+from pipediag.clock import MONOTONIC, Clock, wall_minus_clock
 from pipediag.training.op_profile import host_planes
 
 GET_NEXT_LINE_PREFIX = "tf_data_iterator_get_next"
@@ -82,7 +82,7 @@ class InputWaitTracer:
             self.failure = _one_line(exc)
             return False
         self._logdir = logdir
-        self._clock_offset_s = _wall_minus_clock(self.clock)
+        self._clock_offset_s = wall_minus_clock(self.clock, lambda: time.time_ns() / 1e9, reads=5)
         self._window_start = self.clock.now()
         self.overhead_s += self._window_start - began
         return True
@@ -177,13 +177,6 @@ def _profile_start_ns(space: Any) -> int:
             if plane.stat_metadata[stat.metadata_id].name == PROFILE_START_STAT:
                 return int(stat.uint64_value)
     return 0
-
-
-def _wall_minus_clock(clock: Clock) -> float:
-    """Wall time minus the session clock, from the tightest of 5 bracketing reads."""
-    reads = [(clock.now(), time.time_ns() / 1e9, clock.now()) for _ in range(5)]
-    before, wall, after = min(reads, key=lambda read: read[2] - read[0])
-    return wall - (before + after) / 2
 
 
 def _one_line(exc: BaseException) -> str:

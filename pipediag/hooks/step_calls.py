@@ -169,4 +169,4 @@ class FunctionCallPatch(Patches):
 
     def uninstall(self) -> None:
         self.calls.redirects.clear()
-        self.restore()
+        super().uninstall()

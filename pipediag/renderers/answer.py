@@ -11,9 +11,9 @@ from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
 from pipediag.renderers.files import REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.hardware_words import process_cpu_text
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
-from pipediag.renderers.numbers import gain, rate_text
+from pipediag.renderers.numbers import gain
 from pipediag.renderers.prescription_words import measured_change_text
-from pipediag.renderers.rate_words import rates
+from pipediag.renderers.rate_words import PIPELINE_ALONE_WORDS, TRAINING_WORDS, Rate, rates
 from pipediag.renderers.run_words import run_status
 from pipediag.renderers.suggestion_words import (
     FIX,
@@ -22,9 +22,8 @@ from pipediag.renderers.suggestion_words import (
     from_epoch_two,
     suggestions_of,
 )
-from pipediag.renderers.verdict_words import headline
+from pipediag.renderers.verdict_words import VERDICT_TITLES, headline
 from pipediag.report.model import Report, Suggestion
-from pipediag.report.names import VERDICT_TITLES
 
 DIVIDER = "── pipediag "
 MAX_LINES = 12
@@ -80,11 +79,10 @@ def verdict_text(report: Report) -> str:
 
 def seen_text(report: Report) -> str:
     """Without a verdict, what was still measured: "Seen: A training 12.0 steps/s · ..."."""
-    parts = []
-    if report.train.steps_per_s:
-        parts.append(f"A training {rate_text(report.train.steps_per_s)} steps/s")
-    if report.pipeline.measured and report.pipeline.batches_per_s:
-        parts.append(f"P pipeline alone {rate_text(report.pipeline.batches_per_s)} batches/s")
+    seen = [Rate(*TRAINING_WORDS, report.train.steps_per_s)]
+    if report.pipeline.measured:
+        seen.append(Rate(*PIPELINE_ALONE_WORDS, report.pipeline.batches_per_s))
+    parts = [f"{rate.title} {rate.number} {rate.unit}" for rate in seen if rate.value]
     host = report.host
     if host.available and host.system_cpu_pct_mean is not None:
         cpu = f"host CPU {host.system_cpu_pct_mean:.0f}% busy"

@@ -35,7 +35,8 @@ from pipediag.renderers.cost_words import COST_PART_NAMES
 from pipediag.renderers.numbers import gain, gain_range, percent, slower, utc_time
 from pipediag.renderers.rate_words import COMPUTE_ALONE_WORDS, PIPELINE_ALONE_WORDS, TRAINING_WORDS
 from pipediag.renderers.suggestion_words import NOT_MEASURED, gains_text
-from pipediag.report.names import VERDICT_TITLES, stage_name
+from pipediag.renderers.verdict_words import VERDICT_TITLES
+from pipediag.report.names import stage_name
 
 # The rates compared, in the order the page draws them: (letter, name, unit).
 RATE_WORDS = {

@@ -18,8 +18,11 @@ from pipediag.renderers.cost_words import (
 from pipediag.renderers.no_verdict_words import no_verdict_text
 from pipediag.renderers.numbers import percent, percent_range, rate_text, shown_interval, speedup
 from pipediag.report.model import CostSplit, PhaseVerdict, Report, TrainSection, Verdict
-from pipediag.report.names import VERDICT_TITLES, verdict_title
 
+NO_VERDICT = "NO VERDICT"
+VERDICT_TITLES = {
+    label: label.upper() for label in ("input-bound", "compute-bound", "balanced", "uncertain")
+}
 ESTIMATED_NOTE = " (compute alone estimated: contention not measured)"
 # A labelled verdict from before input cost, without a wait share either.
 PLAIN_VERDICTS = {
@@ -27,6 +30,10 @@ PLAIN_VERDICTS = {
     "compute-bound": "the model, not the input, sets the pace",
     "balanced": "input pipeline and model both limit training",
 }
+
+
+def verdict_title(label: str) -> str:
+    return VERDICT_TITLES.get(label, NO_VERDICT)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Times are seconds from the start of the diagnosis (`t_s`, `start_s`) on the session's
 monotonic clock, so the step timeline, host samples and GPU samples share one axis.
 Units are in the field names. Fields added later must have defaults, so that older
-reports still load (see `report/io.py`).
+reports still load (see `report/upgrades.py`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from pipediag.report.vocabulary import (
 )
 from pipediag.report.watch import WatchSection
 
-# What each version changed: CHANGELOG.md; how older reports are converted: `report/io.py`.
+# What each version changed: CHANGELOG.md; how older reports are converted: `report/upgrades.py`.
 SCHEMA_VERSION = 10
 
 
@@ -178,7 +178,8 @@ class TrainSection:
 
 def no_verdict_reason(train: TrainSection) -> NoVerdictReason:
     """Why a train section whose steps give no verdict gives none. Here, below the analysis,
-    because reading a report written before the code was typed gives it too (`report/io.py`)."""
+    because reading a report written before the code was typed gives it too
+    (`report/upgrades.py`)."""
     if not train.steps:
         return "no-training" if train.skipped_passes else "no-steps"
     if train.measured_steps == 0:

@@ -1,5 +1,5 @@
-"""How the parts of a report are named to the user, spelled once below every layer that names
-them, so a verdict or a stage reads the same in the headline, a fix's title, the text summary
+"""How a stage and a rewrite are named to the user, spelled once below every layer that names
+them (the analysis's reasons too), so a stage reads the same in a fix's title, the text summary
 and the PNG."""
 
 from __future__ import annotations
@@ -8,15 +8,6 @@ import re
 
 from pipediag.report.fixes import VECTORIZED_MAP_WORDS, fix_words
 from pipediag.report.stages import StageStats
-
-NO_VERDICT = "NO VERDICT"
-VERDICT_TITLES = {
-    label: label.upper() for label in ("input-bound", "compute-bound", "balanced", "uncertain")
-}
-
-
-def verdict_title(label: str) -> str:
-    return VERDICT_TITLES.get(label, NO_VERDICT)
 
 
 def stage_name(stage: StageStats) -> str:

@@ -28,39 +28,37 @@ _IDLE_FIELDS = ("idle", "iowait")  # waiting for I/O is idle as far as the CPU i
 SYSTEM_MEMORY_INTERVAL_S = 1.0
 
 
-def cpu_percentages(before: list[Any], after: list[Any]) -> tuple[list[float], float, float | None]:
-    """Per-core busy %, system busy % and iowait % (None where not reported) between two
+def cpu_percentages(
+    before: list[Any], after: list[Any]
+) -> tuple[list[float], float, float | None, float | None]:
+    """Per-core busy %, system busy %, iowait % and steal % (of the machine's whole time,
+    stolen by its hypervisor; each None where not reported) between two
     `cpu_times(percpu=True)` reads. Runs every tick for every core: fields looked up once."""
     if not after:
-        return [], 0.0, None
+        return [], 0.0, None, None
     fields = after[0]._fields
     guest = [fields.index(f) for f in _GUEST_FIELDS if f in fields]
     idle = [fields.index(f) for f in _IDLE_FIELDS if f in fields]
     io = fields.index("iowait") if "iowait" in fields else None
+    at = fields.index("steal") if "steal" in fields else None
     per_core: list[float] = []
-    busy_sum = total_sum = iowait_sum = 0.0
+    busy_sum = total_sum = iowait_sum = whole_sum = stolen_sum = 0.0
     for old, new in zip(before, after, strict=False):  # unequal if a core went offline
-        total = sum(new) - sum(old) - sum(new[i] - old[i] for i in guest)
+        whole = sum(new) - sum(old)
+        total = whole - sum(new[i] - old[i] for i in guest)
         busy = max(0.0, total - sum(new[i] - old[i] for i in idle))
         per_core.append(min(100.0, 100.0 * busy / total) if total > 0 else 0.0)
         busy_sum += busy
         total_sum += total
+        whole_sum += whole
         if io is not None:
             iowait_sum += max(0.0, new[io] - old[io])
+        if at is not None:
+            stolen_sum += max(0.0, new[at] - old[at])
     system = min(100.0, 100.0 * busy_sum / total_sum) if total_sum > 0 else 0.0
-    if io is None:
-        return per_core, system, None
-    return per_core, system, 100.0 * iowait_sum / total_sum if total_sum > 0 else 0.0
-
-
-def steal_percentage(before: list[Any], after: list[Any]) -> float | None:
-    """% of the machine's time stolen by its hypervisor; None where not reported."""
-    if not after or "steal" not in after[0]._fields:
-        return None
-    at = after[0]._fields.index("steal")
-    stolen = sum(max(0.0, new[at] - old[at]) for old, new in zip(before, after, strict=False))
-    total = sum(sum(new) - sum(old) for old, new in zip(before, after, strict=False))
-    return 100.0 * stolen / total if total > 0 else 0.0
+    iowait = 100.0 * iowait_sum / total_sum if total_sum > 0 else 0.0
+    steal = 100.0 * stolen_sum / whole_sum if whole_sum > 0 else 0.0
+    return per_core, system, None if io is None else iowait, None if at is None else steal
 
 
 def merge_host_samples(earlier: HostSample, later: HostSample) -> HostSample:
@@ -129,8 +127,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         process_pct = self._process_cpu_pct(time.perf_counter(), time.process_time())
         rss = int(self._process.memory_info().rss)
         times = list(psutil.cpu_times(percpu=True))
-        per_core, system, iowait = cpu_percentages(self._last_cpu_times, times)
-        steal = steal_percentage(self._last_cpu_times, times)
+        per_core, system, iowait, steal = cpu_percentages(self._last_cpu_times, times)
         self._last_cpu_times = times
         mem_pct = self._system_memory_pct(t)
         return HostSample(

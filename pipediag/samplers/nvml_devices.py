@@ -141,14 +141,11 @@ class NvmlDevices:
         count = int(self.call("nvmlDeviceGetCount"))
         if count == 0:
             return Reason("nvml-no-gpu")
-        handles: list[Any] = []
-        uuids: list[str] = []
-        for index in range(count):
-            handle = self._optional(
-                "nvmlDeviceGetHandleByIndex", index, failed="gpu-skipped", gpu=index
-            )
-            handles.append(handle)
-            uuids.append(self._uuid(handle) if handle is not None else "")
+        handles = [
+            self._optional("nvmlDeviceGetHandleByIndex", index, failed="gpu-skipped", gpu=index)
+            for index in range(count)
+        ]
+        uuids = [self._uuid(h) if h is not None else "" for h in handles]
         mig = [h is not None and self._mig_enabled(h) for h in handles]
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         mig_uuids = [

@@ -12,7 +12,7 @@ from typing import Any
 
 from pipediag.bench.pipeline import BatchTiming
 from pipediag.bench.structure import WalkedPipeline
-from pipediag.bench.teardown import TearDown
+from pipediag.bench.teardown import owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.config import RunConfig
 from pipediag.progress import ProgressStep
@@ -21,7 +21,6 @@ from pipediag.report.reasons import Reason
 from pipediag.report.scale_out import ScaleOut, ServiceBlocker, ServiceMeasurement
 from pipediag.report.stage_facts import upstream_of
 from pipediag.report.stages import StageStats
-from pipediag.report.vocabulary import ServiceWhere
 from pipediag.scale_out.analysis import (
     MIN_MOVED_SHARE,
     distribute_point,
@@ -33,6 +32,7 @@ from pipediag.scale_out.analysis import (
 )
 from pipediag.scale_out.local_files import find_local_files
 from pipediag.scale_out.service import (
+    PROCESSING_MODE,
     READ_GRACE_S,
     READ_MAX_SECONDS,
     TRANSFER_MAX_SECONDS,
@@ -107,7 +107,7 @@ def check_scale_out(
                     note(Reason("data-service-failed", because=failed))
                 measurements.append(measured)
             refused = [
-                refused_blocker(m.reason.detail, plan.up_to)
+                refused_blocker(m.reason.detail, plan.base.up_to)
                 for m in measurements
                 if m.reason is not None and m.reason.code == "service-refused"
             ]
@@ -154,14 +154,12 @@ def _too_little_moves(
 
 @dataclass
 class _Plan:
-    """What is sent through the service: a private copy of the part that can move."""
+    """What is sent through the service: a private copy of the part that can move, and its
+    measurement before anything is read (`base`; each measurement sets its own `where`)."""
 
     copy: Any
-    up_to: str  # the label of the part's last stage; "" when the whole pipeline moves
     elements_per_batch: float  # the part's elements per output batch of the pipeline
-    local_batches_per_s: float | None
-    notes: list[Reason]
-    error: Reason | None = None
+    base: ServiceMeasurement  # with a reason when the part could not be copied
 
     @classmethod
     def of(
@@ -176,36 +174,25 @@ class _Plan:
 
         whole = cut == len(stages) - 1
         target = walked.dataset if whole else walked.stages[cut].dataset
-        up_to = "" if whole else stage_label(stages[cut])
         factor = 1.0 if whole else (elements_per_output_batch(walked.stages)[cut] or 1.0)
-        local_rate = pipeline.batches_per_s if whole else stages[cut].batches_per_s
+        base = ServiceMeasurement(
+            where="local",
+            processing_mode=PROCESSING_MODE,
+            up_to="" if whole else stage_label(stages[cut]),  # "" when the whole pipeline moves
+            local_batches_per_s=pipeline.batches_per_s if whole else stages[cut].batches_per_s,
+        )
         try:
             copy, notes = isolated_copy(target)
         except IsolationError as exc:
-            return cls(None, up_to, factor, local_rate, [], Reason("not-copied", detail=str(exc)))
+            return cls(None, factor, replace(base, reason=Reason("not-copied", detail=str(exc))))
         # Endless, so a short dataset does not end a read early: reads are bounded by time.
-        return cls(copy.repeat(), up_to, factor, local_rate, notes)
-
-
-def _planned(
-    plan: _Plan, *, where: ServiceWhere, workers: int = 0, address: str = ""
-) -> ServiceMeasurement:
-    """A measurement of the plan's part through a service, before anything is read."""
-    return ServiceMeasurement(
-        where=where,
-        address=address,
-        workers=workers,
-        processing_mode="parallel_epochs",
-        up_to=plan.up_to,
-        local_batches_per_s=plan.local_batches_per_s,
-        notes=list(plan.notes),
-    )
+        return cls(copy.repeat(), factor, replace(base, notes=notes))
 
 
 def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasurement:
-    base = _planned(plan, where="local", workers=workers)
-    if plan.error is not None:
-        return replace(base, reason=plan.error)
+    base = replace(plan.base, where="local", workers=workers)
+    if base.reason is not None:
+        return base
     began = clock.now()
     try:
         with LocalService(workers, clock=clock) as service:
@@ -228,30 +215,28 @@ def _measure_cluster(
         address = parse_address(config.data_service)
     except ValueError as exc:  # the CLI checks it; an API caller may not have
         reason = Reason("service-error", detail=str(exc))
-        return ServiceMeasurement(where="cluster", reason=reason, up_to=plan.up_to)
-    base = _planned(plan, where="cluster", address=address)
-    if plan.error is not None:
-        return replace(base, reason=plan.error)
+        return ServiceMeasurement(where="cluster", reason=reason, up_to=plan.base.up_to)
+    base = replace(plan.base, where="cluster", address=address)
+    if base.reason is not None:
+        return base
     began = clock.now()
     try:
-        info = probe_dispatcher(address)
-        base = replace(base, workers=len(info.workers))
-        if not info.workers:
+        workers = probe_dispatcher(address)
+        base = replace(base, workers=len(workers))
+        if not workers:
             reason = Reason("no-workers", detail=address)
             return replace(base, reason=reason, wall_time_s=clock.now() - began)
         measured = _measured_through(base, plan, f"grpc://{address}", clock, None)
     except ServiceError as exc:
         return replace(base, reason=_service_failed(exc), wall_time_s=clock.now() - began)
     if measured.batches_per_s:
-        measured = replace(
-            measured, per_worker_batches_per_s=measured.batches_per_s / len(info.workers)
-        )
+        measured = replace(measured, per_worker_batches_per_s=measured.batches_per_s / len(workers))
     if config.data_service_train and measured.measured:
         rate: float | None = None
         why: Reason | None = Reason("part-only")
         if train is None:
             why = Reason("no-train-step-service")
-        elif not plan.up_to:  # the whole pipeline
+        elif not plan.base.up_to:  # the whole pipeline
             rate, why = train(plan.copy, f"grpc://{address}")
         measured = replace(measured, train_steps_per_s=rate, train_reason=why)
     return replace(measured, wall_time_s=clock.now() - began)
@@ -267,8 +252,7 @@ def _measured_through(
     """`base` measured: the part read through the service, then its first batch sent again
     and again; ServiceError for a service that stalls. Spent iterators are released before
     the caller stops any server."""
-    releaser = TearDown()
-    try:
+    with owned(None) as releaser:
         try:
             read = bounded(
                 lambda: read_through(
@@ -288,8 +272,6 @@ def _measured_through(
                     lambda: transfer_ceiling(sample, target, clock=clock, teardown=releaser),
                     TRANSFER_MAX_SECONDS + READ_GRACE_S,
                 )
-    finally:
-        releaser.drain()
     timing = read.timing
     factor = plan.elements_per_batch or 1.0
     rate = timing.batches_per_s

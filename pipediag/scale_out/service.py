@@ -23,12 +23,13 @@ from pipediag.bench.pipeline import BatchTiming, time_iterator
 from pipediag.bench.teardown import TearDown, owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.reasons import Reason, ReasonedError, ServiceFailure
+from pipediag.report.vocabulary import ProcessingMode
 from pipediag.scale_out.server import DISPATCHER, READY, WORKER
 
 T = TypeVar("T")
 
 # Each worker makes the whole dataset: any source can be read, and rates add up per worker.
-PROCESSING_MODE = "parallel_epochs"
+PROCESSING_MODE: ProcessingMode = "parallel_epochs"
 # A start is TensorFlow's import: 4.7 s for three servers on 2 idle cores, more when loaded.
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0  # after its input closes, a server still there is terminated, then killed
@@ -70,14 +71,9 @@ def parse_address(text: str) -> str:
     return f"{match.group(1)}:{match.group(2)}"
 
 
-@dataclass(frozen=True)
-class DispatcherInfo:
-    workers: list[str]
-
-
-def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> DispatcherInfo:
-    """Ask the tf.data dispatcher at `address` (HOST:PORT) for its workers; ServiceError if
-    nothing answered within `timeout_s`, or what answered is not a tf.data dispatcher."""
+def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> list[str]:
+    """The addresses of the workers of the tf.data dispatcher at `address` (HOST:PORT);
+    ServiceError if nothing answered within `timeout_s`, or what answered is no dispatcher."""
     try:
         import grpc
     except ImportError:  # pragma: no cover - TensorFlow depends on grpcio
@@ -99,11 +95,10 @@ def probe_dispatcher(address: str, timeout_s: float = PROBE_TIMEOUT_S) -> Dispat
     finally:
         channel.close()
     # GetWorkersResponse { repeated WorkerInfo workers = 1; }, WorkerInfo { string address = 1; }
-    workers = [
+    return [
         b"".join(length_delimited(info, 1)).decode(errors="replace")
         for info in length_delimited(reply, 1)
     ]
-    return DispatcherInfo(workers)
 
 
 def length_delimited(data: bytes, number: int) -> list[bytes]:
@@ -259,13 +254,13 @@ class LocalService:
 
     def _wait_registered(self, deadline: float) -> None:
         while True:
-            info = probe_dispatcher(self.address)
-            if len(info.workers) >= self.workers:
+            registered = probe_dispatcher(self.address)
+            if len(registered) >= self.workers:
                 return
             if time.monotonic() >= deadline:
                 raise ServiceError(
                     "workers-not-registered",
-                    value=len(info.workers),
+                    value=len(registered),
                     limit=self.workers,
                     because=Reason("start-timeout", limit=self._start_timeout_s),
                 )

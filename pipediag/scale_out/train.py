@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from pipediag.bench.teardown import TearDown
+from pipediag.bench.teardown import owned
 from pipediag.clock import MONOTONIC, Clock
 from pipediag.report.reasons import Reason
 from pipediag.scale_out.service import ServiceError, distributed, tf_error_text
@@ -117,6 +117,5 @@ class _ServiceReader:
         self._stop.set()
         self._thread.join(TRAIN_BATCH_TIMEOUT_S)
         if not self._thread.is_alive():
-            releaser = TearDown()
-            releaser.discard(self._iterator)
-            releaser.drain()
+            with owned(None) as releaser:
+                releaser.discard(self._iterator)

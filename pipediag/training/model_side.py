@@ -162,9 +162,8 @@ def _xla(model: Any, batch: Any, facts: FitFacts, share_s: float, *, clock: Cloc
     except Exception as exc:
         return ModelTrial("jit_compile", reason=model_variants.xla_failure(exc), code=code)
     baseline = Side(_caller(model.train_function, feed))
-    built_s = clock.now() - began
     trial = measure(
-        "jit_compile", baseline, variant, facts, clock=clock, share_s=share_s, built_s=built_s
+        "jit_compile", baseline, variant, facts, clock=clock, share_s=share_s, built_from=began
     )
     return replace(trial, code=code, setting="True")
 
@@ -204,7 +203,7 @@ def _multi_step(
         clock=clock,
         share_s=share_s,
         shared_by=steps,
-        built_s=clock.now() - began,
+        built_from=began,
     )
     trial = replace(trial, code=code, setting=str(steps))
     around = fit_added_s(facts.fit_overhead_s, facts.fit_steps_per_s, trial.baseline_steps_per_s)
@@ -230,9 +229,8 @@ def _mixed_precision(
     variant = Side(_caller(clone.train_function, feed))
     variant.call()  # traces
     baseline = Side(_caller(model.train_function, feed))
-    built_s = clock.now() - began
     trial = measure(
-        "mixed_precision", baseline, variant, facts, clock=clock, share_s=share_s, built_s=built_s
+        "mixed_precision", baseline, variant, facts, clock=clock, share_s=share_s, built_from=began
     )
     outputs = model_variants.output_layers(model)
     kept = [layer.name for layer in model.layers if id(layer) in outputs]

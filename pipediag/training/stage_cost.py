@@ -19,7 +19,7 @@ from pipediag.clock import Clock
 from pipediag.report import stage_facts
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageStats
-from pipediag.training.search import TryOne, run, run_at_once
+from pipediag.training.search import run_at_once
 
 
 def trial_share_s(left_s: float, planned: int) -> float | None:
@@ -110,20 +110,6 @@ class StageSearch:
             freed = None  # the bisection cannot read a disturbed trial
         searched.measured[index] = freed
         searched.jump = jump_stage(self._chain, searched.measured)
-
-
-def search(
-    copies: HeldCopies,
-    try_one: TryOne,
-    *,
-    clock: Clock,
-    until_s: float,
-    ceiling: float | None = None,
-) -> Searched:
-    """Hold stages in the bisection's order until it ends or the time does."""
-    stages = StageSearch(copies, clock=clock, until_s=until_s, ceiling=ceiling)
-    run(stages, try_one)
-    return stages.searched
 
 
 def on_fit(

@@ -98,10 +98,11 @@ def measure(
     clock: Clock,
     share_s: float,
     shared_by: int = 1,
-    built_s: float | None = None,
+    built_from: float | None = None,
 ) -> ModelTrial:
     """The rounds of one change within `share_s`, both sides warmed first; `shared_by`: the
-    variant's steps a call. `built_s`: its build, counted in the trial's seconds."""
+    variant's steps a call. `built_from`: its build's start, counted in the trial's seconds."""
+    built_s = None if built_from is None else clock.now() - built_from
     call_s = facts.step_s * shared_by
     if built_s is not None:
         share_s = max(share_s - built_s, fewest_rounds_s(call_s))

@@ -4,7 +4,6 @@ beside the loss (docs/design.md, "Watching a long run")."""
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from pipediag.report.watch import WatchWindow
@@ -34,28 +33,6 @@ def window_scalars(window: WatchWindow) -> dict[str, float]:
         if window.input_wait_s is not None:
             values["input_wait_ms"] = window.input_wait_s / window.steps * 1e3
     return values
-
-
-class ScalarWriter:
-    """The windows' event file in `logdir`'s `pipediag` run, made on the first write."""
-
-    def __init__(self, logdir: str | os.PathLike[str]) -> None:
-        self.directory = os.path.join(os.fspath(logdir), RUN_NAME)
-        self._events: Any = None
-
-    def write(self, window: WatchWindow, step: int) -> None:
-        if self._events is None:
-            self._events = open_event_file(self.directory)
-        self._events.WriteEvent(window_event(window, step, time.time()))
-
-    def flush(self) -> None:
-        if self._events is not None:
-            self._events.Flush()
-
-    def close(self) -> None:
-        events, self._events = self._events, None
-        if events is not None:
-            events.Close()
 
 
 def open_event_file(directory: str) -> Any:

@@ -4,7 +4,9 @@ complete and, for each, writes scalars, says a line and runs the alert rule
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +18,7 @@ from pipediag.report.watch import WatchAlert, WatchSection, WatchWindow
 from pipediag.samplers.base import describe_error
 from pipediag.timeline import RawStep, StepTimeline
 from pipediag.watch.alerts import AlertRule, AlertSinks, describe_hook
-from pipediag.watch.tensorboard import ScalarWriter
+from pipediag.watch.tensorboard import RUN_NAME, open_event_file, window_event
 from pipediag.watch.windows import WindowAccumulator, WindowList
 
 THREAD_NAME = "pipediag-watch"
@@ -68,7 +70,8 @@ class Watcher:
         self._windows = WindowList()
         self._alerts: list[WatchAlert] = []
         self._read_to = 0  # the number of the next step to read
-        self._writer: ScalarWriter | None = None
+        self._scalars: str | None = None  # LOGDIR/pipediag, where the scalars go
+        self._events: Any = None  # its event file, opened on the first write
         self._writer_failed = False
         self._lock = threading.Lock()  # one poll at a time: the thread's, or finish()'s
         self._stop = threading.Event()
@@ -110,14 +113,14 @@ class Watcher:
         if thread is None or not thread.is_alive():
             self._guarded(lambda: self.poll(final=True))
         self._guarded(self.sinks.close)
-        if self._writer is not None:
-            self._guarded(self._writer.close)
+        events, self._events = self._events, None
+        if events is not None:
+            self._guarded(events.Close)
         self._finished = self.section()
         return self._finished
 
     def section(self) -> WatchSection:
         windows = self._windows.items()
-        writer = self._writer
         return WatchSection(
             every_steps=self.config.every_steps,
             windows=windows,
@@ -126,7 +129,7 @@ class Watcher:
             alert_windows=0 if self.rule is None else self.rule.windows,
             alert_command=self.config.alert_command,
             alert_hook=describe_hook(self.config.alert_hook),
-            tensorboard_logdir=None if writer is None or self._writer_failed else writer.directory,
+            tensorboard_logdir=None if self._writer_failed else self._scalars,
             merged_windows=sum(1 for w in windows if w.windows > 1),
         )
 
@@ -159,8 +162,8 @@ class Watcher:
                 closed.append(last)
             for window in closed:
                 self._deliver(window)
-            if closed and self._writer is not None:
-                self._guarded(self._writer.flush)
+            if closed and self._events is not None:
+                self._guarded(self._events.Flush)
             return closed
 
     def _settled(self, records: list[RawStep]) -> list[RawStep]:
@@ -191,23 +194,24 @@ class Watcher:
     def _write_scalars(self, window: WatchWindow) -> None:
         if self._writer_failed:
             return
-        if self._writer is None:
+        if self._scalars is None:
             logdir = self.logdir
             if logdir is None:
                 return
-            self._writer = ScalarWriter(logdir)
-            where = self._writer.directory
-            self._log(f"TensorBoard scalars: {where} (see: tensorboard --logdir {logdir})")
+            self._scalars = os.path.join(os.fspath(logdir), RUN_NAME)
+            self._log(f"TensorBoard scalars: {self._scalars} (see: tensorboard --logdir {logdir})")
         if self.config.every_steps is None:
             step = window.epoch
         else:
             step = self.step_offset + window.last_step + 1
         try:
-            self._writer.write(window, step)
+            if self._events is None:
+                self._events = open_event_file(self._scalars)
+            self._events.WriteEvent(window_event(window, step, time.time()))
         except Exception as exc:
             self._writer_failed = True
             error = Reason("exception", detail=describe_error(exc))
-            self._note(Reason("scalars-not-written", detail=self._writer.directory, because=error))
+            self._note(Reason("scalars-not-written", detail=self._scalars, because=error))
 
     def _loop(self) -> None:
         while not self._stop.wait(POLL_INTERVAL_S):

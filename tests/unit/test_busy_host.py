@@ -273,14 +273,14 @@ def test_time_the_hypervisor_gave_to_other_guests_is_not_other_processes() -> No
 def test_the_sampler_reads_the_stolen_share_of_the_whole_machine() -> None:
     from collections import namedtuple
 
-    from pipediag.samplers.host import steal_percentage
+    from pipediag.samplers.host import cpu_percentages
 
     times = namedtuple("times", ["user", "idle", "steal"])
     before = [times(0.0, 0.0, 0.0), times(0.0, 0.0, 0.0)]
     after = [times(0.6, 0.2, 0.2), times(0.1, 0.9, 0.0)]  # 0.2 s of 2 core-seconds stolen
-    assert steal_percentage(before, after) == pytest.approx(10.0)
+    assert cpu_percentages(before, after)[3] == pytest.approx(10.0)
     no_steal = namedtuple("no_steal", ["user", "idle"])
-    assert steal_percentage([no_steal(0.0, 0.0)], [no_steal(1.0, 0.0)]) is None
+    assert cpu_percentages([no_steal(0.0, 0.0)], [no_steal(1.0, 0.0)])[3] is None
 
 
 def _one_piece(alone: float) -> ComputeAlone:

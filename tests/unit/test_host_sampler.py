@@ -156,12 +156,12 @@ def test_cpu_percentages_from_cpu_times_deltas() -> None:
     before = [times(10, 0, 0, 10, 0, 0, 0), times(0, 0, 0, 20, 0, 0, 0)]
     # core 0: 3 s busy of 4 (1 s idle); core 1: 1 s iowait of 4 (guest time counted in user)
     after = [times(12, 0, 1, 11, 0, 1, 0), times(1, 0, 0, 22, 1, 1, 0)]
-    per_core, system, iowait = cpu_percentages(before, after)
+    per_core, system, iowait, _ = cpu_percentages(before, after)
     assert per_core == pytest.approx([75.0, 25.0])
     assert system == pytest.approx(50.0)
     assert iowait == pytest.approx(100 * 1 / 8)
     no_iowait = namedtuple("scputimes", "user system idle")
-    _, _, missing = cpu_percentages([no_iowait(0, 0, 0)], [no_iowait(1, 0, 1)])
+    _, _, missing, _ = cpu_percentages([no_iowait(0, 0, 0)], [no_iowait(1, 0, 1)])
     assert missing is None
 
 

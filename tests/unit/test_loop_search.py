@@ -19,7 +19,8 @@ from pipediag.renderers.reason_words import reason_words
 from pipediag.report.stages import StageStats
 from pipediag.training.budget import PULL, BudgetServer, LoopWork
 from pipediag.training.loop_search import HoldPlan, LoopSearch
-from pipediag.training.stage_cost import Searched, StageSearch, held_ceiling, search, with_freed
+from pipediag.training.search import run
+from pipediag.training.stage_cost import Searched, StageSearch, held_ceiling, with_freed
 
 STEP_S = 0.010  # the loop's own train step, in fake seconds
 SLOW_S = 0.020  # a batch of the unchanged pipeline
@@ -164,7 +165,9 @@ def test_a_held_rate_above_the_step_alone_ceiling_is_flagged_and_stops_the_bisec
         return Rounds([_timing(30.0)] * 5, [_timing(held)] * 5, [held / 30.0] * 5, None, ""), None
 
     # WHEN the stages are searched
-    found = search(copies, try_one, clock=clock, until_s=clock.now() + 10.0, ceiling=105.0)  # type: ignore[arg-type]
+    bisection = StageSearch(copies, clock=clock, until_s=clock.now() + 10.0, ceiling=105.0)  # type: ignore[arg-type]
+    run(bisection, try_one)  # type: ignore[arg-type]
+    found = bisection.searched
     # THEN the output stage's hold counts, and raises the ceiling to its own rate (136.5)
     freed = found.measured[3]
     assert freed is not None and freed.held_steps_per_s == pytest.approx(130.0)
@@ -183,7 +186,9 @@ def test_a_held_rate_above_the_step_alone_ceiling_is_flagged_and_stops_the_bisec
 
     # WHEN the held rates are within the ceiling, the same search goes on to the jump
     copies = _Copies(clock)
-    found = search(copies, try_one, clock=clock, until_s=clock.now() + 10.0, ceiling=160.0)  # type: ignore[arg-type]
+    bisection = StageSearch(copies, clock=clock, until_s=clock.now() + 10.0, ceiling=160.0)  # type: ignore[arg-type]
+    run(bisection, try_one)  # type: ignore[arg-type]
+    found = bisection.searched
     assert copies.held[0] == 3 and found.measured[3] is not None and not found.unused
 
 

@@ -43,7 +43,7 @@ def test_a_patch_wraps_and_restores_an_own_and_an_inherited_attribute() -> None:
     assert wrapped_own.__wrapped__ is own  # type: ignore[attr-defined]
     assert wrapped_inherited.__doc__ == "The base's own."
     # WHEN restored, THEN the class holds its own method again and inherits the other anew
-    patches.restore()
+    patches.uninstall()
     assert not patches.installed
     assert _Owner.__dict__["own"] is own
     assert "inherited" not in _Owner.__dict__

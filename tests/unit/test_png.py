@@ -33,9 +33,9 @@ from pipediag.renderers.png.timeline import MAX_STEP_BARS, bin_steps, phase_span
 from pipediag.renderers.reason_words import reason_words
 from pipediag.renderers.suggestion_words import best_fix, best_fix_figure
 from pipediag.renderers.text import render_text
+from pipediag.renderers.verdict_words import NO_VERDICT
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import Gain, PhaseSpan, PhaseVerdict, Report, StepRecord
-from pipediag.report.names import NO_VERDICT
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import GpuSection, HostSection
 from pipediag.report.stages import StageStats

@@ -38,10 +38,10 @@ from pipediag.renderers.suggestion_words import (
     suggestions_of,
 )
 from pipediag.renderers.text import render_text
-from pipediag.renderers.verdict_words import headline, phase_text, sentence
+from pipediag.renderers.verdict_words import headline, phase_text, sentence, verdict_title
 from pipediag.report.io import load_report
 from pipediag.report.model import Report
-from pipediag.report.names import stage_name, verdict_title
+from pipediag.report.names import stage_name
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -17,7 +17,7 @@ from pipediag.analysis.pipeline_code import rewritten_chain
 from pipediag.errors import ReportError
 from pipediag.renderers.no_verdict_words import NOT_ENOUGH_MEASURED
 from pipediag.renderers.text import render_text
-from pipediag.renderers.verdict_words import headline
+from pipediag.renderers.verdict_words import NO_VERDICT, headline, verdict_title
 from pipediag.report.io import dumps, from_dict, load_report, save_report, to_dict
 from pipediag.report.model import (
     SCHEMA_VERSION,
@@ -29,7 +29,6 @@ from pipediag.report.model import (
     StepRecord,
     TrainSection,
 )
-from pipediag.report.names import NO_VERDICT, verdict_title
 from pipediag.report.prescription import GainOnTraining
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings

@@ -22,7 +22,8 @@ from pipediag.bench.pipeline import BatchTiming
 from pipediag.renderers.text import render_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.stages import StageStats
-from pipediag.training.stage_cost import Searched, freed_from, search, with_freed
+from pipediag.training.search import run
+from pipediag.training.stage_cost import Searched, StageSearch, freed_from, with_freed
 
 
 def _searched(gains: dict[int, float], chain: list[int]) -> tuple[list[int], int | None]:
@@ -146,7 +147,9 @@ def test_search_shares_the_time_left_and_stops_when_it_runs_out() -> None:
         return _rounds(10.0, 10.0 * gains[index], (gains[index] * 0.9, gains[index] * 1.1)), None
 
     # WHEN there is time for all three trials
-    found = search(copies, try_one, clock=clock, until_s=clock.now() + 6.0)  # type: ignore[arg-type]
+    bisection = StageSearch(copies, clock=clock, until_s=clock.now() + 6.0)  # type: ignore[arg-type]
+    run(bisection, try_one)  # type: ignore[arg-type]
+    found = bisection.searched
     # THEN the output, then the bisection; the first share plans for three trials
     assert copies.held == [3, 1, 0] and found.jump == 1
     assert abs(shares[0] - 2.0) < 1e-9
@@ -154,12 +157,15 @@ def test_search_shares_the_time_left_and_stops_when_it_runs_out() -> None:
 
     # WHEN the time left is short, the output stage still gets a whole trial's minimum
     copies, shares = _FakeCopies(), []
-    search(copies, try_one, clock=clock, until_s=clock.now() + 1.8)  # type: ignore[arg-type]
+    bisection = StageSearch(copies, clock=clock, until_s=clock.now() + 1.8)  # type: ignore[arg-type]
+    run(bisection, try_one)  # type: ignore[arg-type]
     assert copies.held == [3] and shares == [pytest.approx(1.2)]
 
     # WHEN there is time for less than one trial, nothing runs
     copies = _FakeCopies()
-    found = search(copies, try_one, clock=clock, until_s=clock.now() + 0.5)  # type: ignore[arg-type]
+    bisection = StageSearch(copies, clock=clock, until_s=clock.now() + 0.5)  # type: ignore[arg-type]
+    run(bisection, try_one)  # type: ignore[arg-type]
+    found = bisection.searched
     assert copies.held == [] and found.measured == {} and found.jump is None
 
 

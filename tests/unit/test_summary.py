@@ -31,7 +31,14 @@ from pipediag.renderers.suggestion_words import (
     suggestion_line,
     suggestions_of,
 )
-from pipediag.renderers.verdict_words import headline, phase_name, phase_text, verdict_line
+from pipediag.renderers.verdict_words import (
+    NO_VERDICT,
+    headline,
+    phase_name,
+    phase_text,
+    verdict_line,
+    verdict_title,
+)
 from pipediag.report.io import load_report, to_dict
 from pipediag.report.model import (
     DataPass,
@@ -43,7 +50,7 @@ from pipediag.report.model import (
     TrainSection,
     Verdict,
 )
-from pipediag.report.names import NO_VERDICT, stage_name, verdict_title
+from pipediag.report.names import stage_name
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import NoVerdictReason, StepLabel
 

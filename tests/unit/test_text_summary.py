@@ -14,10 +14,10 @@ from pipediag.renderers.no_verdict_words import NO_STEPS_TEXT, NOT_ENOUGH_MEASUR
 from pipediag.renderers.png.header import key_figures
 from pipediag.renderers.run_words import epoch_start_text
 from pipediag.renderers.text import render_text
-from pipediag.renderers.verdict_words import headline, phase_text
+from pipediag.renderers.verdict_words import NO_VERDICT, headline, phase_text
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import EpochStart, PhaseVerdict, Report
-from pipediag.report.names import NO_VERDICT, stage_name
+from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.stages import StageStats
 
