@@ -126,7 +126,7 @@ class Conclusion:
             return None
         scale = alternation_scale(self._config.measured_steps)
         if steps_left is None:
-            per_call = 1 if seen.calls is None else seen.calls.steps_per_call
+            per_call = 1 if seen.calls is None else seen.calls.batches_per_call
             block_steps = unbounded_block_steps(step_s, per_call)
         else:
             block_steps = block_steps_for(step_s)
@@ -143,7 +143,8 @@ class Conclusion:
         first = (
             newest_steps(self._timeline, block_steps, one_epoch=self._extended) if lead else None
         )
-        # None: the script's end ends the rounds (docs/design.md, "Rates in alternation")
+        # None: up to the alternation's own bound, unless the script ends first
+        # (docs/design.md, "Rates in alternation")
         max_rounds = None
         if steps_left is not None:
             # the most the steps left allow; the alternation stops before it

@@ -12,7 +12,7 @@ from pipediag.fleet.words import CLOCK_CREATED
 
 # The per-worker report's tolerant reader: unknown fields ignored, a stored reason in words
 # read as written (versions 1 and 2 wrote the no-straggler reason and the notes in words).
-from pipediag.report.io import build_dataclass
+from pipediag.report.upgrades import build_dataclass
 
 
 def fleet_to_dict(fleet: FleetReport) -> dict[str, Any]:

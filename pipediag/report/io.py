@@ -12,10 +12,7 @@ from typing import Any
 
 from pipediag.errors import ReportError
 from pipediag.report.model import SCHEMA_VERSION, Report
-
-# build_dataclass is read from here by the fleet's JSON too.
-from pipediag.report.upgrades import build_dataclass as build_dataclass
-from pipediag.report.upgrades import upgraded
+from pipediag.report.upgrades import build_dataclass, upgraded
 
 
 def to_dict(report: Report) -> dict[str, Any]:

@@ -190,7 +190,7 @@ class _Plan:
 
 
 def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasurement:
-    base = replace(plan.base, where="local", workers=workers)
+    base = replace(plan.base, where="local", workers=workers, notes=list(plan.base.notes))
     if base.reason is not None:
         return base
     began = clock.now()
@@ -216,7 +216,7 @@ def _measure_cluster(
     except ValueError as exc:  # the CLI checks it; an API caller may not have
         reason = Reason("service-error", detail=str(exc))
         return ServiceMeasurement(where="cluster", reason=reason, up_to=plan.base.up_to)
-    base = replace(plan.base, where="cluster", address=address)
+    base = replace(plan.base, where="cluster", address=address, notes=list(plan.base.notes))
     if base.reason is not None:
         return base
     began = clock.now()
