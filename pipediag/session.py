@@ -162,7 +162,7 @@ class DiagnosticSession:
             for seen in self._hooks.function_loop.seen:
                 self.note(seen)
         self.found.release()
-        if not teardown.drain():  # spent iterators released off the main thread (bench/)
+        if not teardown.SHARED.drain():  # spent iterators released off the main thread (bench/)
             self.note(Reason("iterators-still-releasing"))
         analysis_began = self.clock.now()
         self._progress.close()

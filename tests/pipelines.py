@@ -224,7 +224,7 @@ def diagnose(
     collector = threading.Thread(target=gc.collect, name="pipelines-collection", daemon=True)
     collector.start()
     collector.join(COLLECT_WAIT_S)
-    teardown.drain()
+    teardown.SHARED.drain()
     walked = walk(dataset, effective_options(dataset))
     stages = measure_stages(walked, max_seconds_per_stage=STAGE_BUDGET_S)
     bench = benchmark_dataset(dataset, max_seconds=BENCH_SECONDS)

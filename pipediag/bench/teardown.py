@@ -72,11 +72,6 @@ def released_after(iterator: Iterator[Any], teardown: TearDown | None) -> Iterat
 SHARED = TearDown()
 
 
-def drain(timeout_s: float = DRAIN_TIMEOUT_S) -> bool:
-    """Wait for the shared tear-downs (call once when the diagnosis ends); False on timeout."""
-    return SHARED.drain(timeout_s)
-
-
 @contextlib.contextmanager
 def owned(teardown: TearDown | None) -> Iterator[TearDown]:
     """`teardown` itself, or a private one drained on exit: no thread left behind."""

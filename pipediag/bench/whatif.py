@@ -326,9 +326,6 @@ class TrialSide:
         """A run is over: its iterator is torn down off the main thread."""
         self._teardown.discard(iterator)
 
-    def close(self) -> None:
-        """Nothing outlives a run; kept for the callers that close every side."""
-
     def _alone(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
         return time_iterator(
             iterator,

@@ -213,9 +213,7 @@ class FixRounds:
     def _finish(self, result: Trial) -> None:
         self._result = result
         self._plan = None
-        for side in self._sides:
-            side.close()
-        self._sides = []
+        self._sides = []  # nothing outlives a run: each run's iterator is torn down
 
 
 @dataclass(eq=False)

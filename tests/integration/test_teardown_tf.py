@@ -38,5 +38,5 @@ def test_a_caller_that_shares_the_teardown_drains_it_at_its_end() -> None:
 
     # THEN its iterator may still be going away; one drain at the end leaves no thread
     assert bench.measured, bench.reason
-    assert teardown.drain(timeout_s=30.0)
+    assert teardown.SHARED.drain(timeout_s=30.0)
     assert teardown.SHARED.pending() == 0

@@ -453,5 +453,4 @@ def test_a_cache_side_fills_on_an_iterator_of_its_own_then_times_a_fresh_one_eac
     assert cached.run(1.0).opened_s == pytest.approx(0.25)
     assert cached.run(1.0).opened_s == pytest.approx(0.25)
     assert cached_source.iterators == 3
-    cached.close()
     teardown.drain()
