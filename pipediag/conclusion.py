@@ -129,10 +129,9 @@ class Conclusion:
             per_call = 1 if seen.calls is None else seen.calls.batches_per_call
             block_steps = unbounded_block_steps(step_s, per_call)
         else:
-            block_steps = block_steps_for(step_s)
-        if steps_left is not None:
             # fit's steps left hold the blocks and one to spare: training goes on after them
-            block_steps = min(block_steps, steps_left // (paired.ALTERNATION_MIN_ROUNDS + 2))
+            spare = steps_left // (paired.ALTERNATION_MIN_ROUNDS + 2)
+            block_steps = min(block_steps_for(step_s), spare)
             if block_steps < paired.MIN_BLOCK_STEPS:
                 return None
         runner = _step_alone(seen)

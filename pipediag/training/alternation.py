@@ -55,8 +55,8 @@ def block_steps_for(step_s: float, most: int = paired.MAX_BLOCK_STEPS) -> int:
 
 
 def unbounded_block_steps(step_s: float, per_call: int = 1) -> int:
-    """A block's steps where nothing bounds them (a loop's steps left are unknown): at most
-    64, or as many as last `UNBOUNDED_BLOCK_S` at very short steps; in whole calls of
+    """A block's steps where nothing bounds them (a loop's steps left are unknown): about
+    `BLOCK_S` of steps, at most 64 unless 64 last under `UNBOUNDED_BLOCK_S`; in whole calls of
     `per_call` steps, as a block ending inside a call leaves the call's rest in no block."""
     most = paired.MAX_BLOCK_STEPS_UNBOUNDED
     if step_s > 0:
