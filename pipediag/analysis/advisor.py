@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from pipediag.analysis import cost_rules, prescription_rules, stage_rules
 from pipediag.analysis.advice_context import Rule, build_context
+from pipediag.analysis.cost_rules import CONTENTION_RULE
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
-from pipediag.report.vocabulary import RuleId
 
-CONTENTION_RULE: RuleId = "PD012-input-contention"
 # The fixes that make a stage cheaper, not faster with more threads (`_said_once`).
 CHEAPER_RULES = frozenset(
     {

@@ -18,6 +18,8 @@ from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import CostPart, RuleId
 
+CONTENTION_RULE: RuleId = "PD012-input-contention"
+
 
 def _led_by(ctx: Context, part: CostPart) -> CostSplit | None:
     split = ctx.report.verdict.cost_split
@@ -48,12 +50,14 @@ def check_contention(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
         f"options.threading.private_threadpool_size = {threads}  # step keeps the rest\n"
         "ds = ds.with_options(options)\n"
     )
-    if measured is not None and measured < VERIFIED_MIN_GAIN:
-        cap_code = ""  # not the way here: the pipeline's CPU per batch must go down
     cut = "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()"
     fix = share_fix(rule_id, cap_code + cut, split.contention)
     if measured is not None and measured >= VERIFIED_MIN_GAIN:
         return [replace(fix, gain=Gain("training", measured, interval))]
+    if measured is not None:
+        # The one change this rule makes did not help training: where the pipeline's CPU
+        # goes is a note, with no code to paste (docs/design.md, "The advisor").
+        fix = replace(fix, kind="note", code="")
     # The cap is not the way: the costliest stage is, with what its hold gave training.
     costly = next((st for st in ctx.stages if st.bottleneck), None)
     if costly is None:
@@ -115,7 +119,9 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     verdict = ctx.report.verdict
     if verdict.label == "compute-bound" or verdict.input_cost_fraction is None:
         return []
-    if any(s.kind == "fix" for s in found):
+    # The contention note already says that its one change did not help, and where the
+    # pipeline's CPU goes.
+    if any(s.kind == "fix" or s.id == CONTENTION_RULE for s in found):
         return []
     pipeline = ctx.report.pipeline
     reason: Reason | None = None

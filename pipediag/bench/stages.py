@@ -61,6 +61,7 @@ ONE_TO_ONE_KINDS: frozenset[str] = frozenset(
 SUMMED_INPUT_KINDS = frozenset({"zip"})
 # Stages that only carry options: measuring them would re-measure their input.
 PASS_THROUGH_KINDS = frozenset({"options"})
+BOTTLENECK_MIN_SHARE = 0.1  # of the stages' summed own time
 
 
 def measure_stages(
@@ -150,7 +151,7 @@ def _measure(
     own = own_costs(updated, per_batch_s)
     spread = [_per_batch_spread(rates.get(s.index), factors[s.index]) for s in updated]
     clear = clear_of_noise(updated, [low for low, _ in spread], [high for _, high in spread], own)
-    bottleneck = pick_bottleneck(own, clear)
+    bottleneck = pick_bottleneck(own, clear, kinds=[s.kind for s in updated])
     return [
         dataclasses.replace(s, own_s_per_batch=own[s.index], bottleneck=s.index == bottleneck)
         for s in updated
@@ -213,14 +214,26 @@ def clear_of_noise(
 
 
 def pick_bottleneck(
-    own_s_per_batch: Sequence[float | None], clear: Sequence[bool] | None = None
+    own_s_per_batch: Sequence[float | None],
+    clear: Sequence[bool] | None = None,
+    kinds: Sequence[str] | None = None,
 ) -> int | None:
-    """The stage with the largest own cost, among those clear of noise where any is."""
-    candidates = list(range(len(own_s_per_batch)))
-    if clear is not None and any(clear):
-        candidates = [i for i in candidates if clear[i]]
-    costs = {i: cost for i in candidates if (cost := own_s_per_batch[i]) is not None and cost > 0}
-    return max(costs, key=costs.__getitem__) if costs else None
+    """The stage with the largest own cost, among those clear of noise that own at least
+    `BOTTLENECK_MIN_SHARE` of the time where any do; never one that does no work of its own
+    (a prefetch: reading through it adds only its input's time)."""
+    costs = {
+        i: cost
+        for i, cost in enumerate(own_s_per_batch)
+        if cost is not None and cost > 0 and (kinds is None or kinds[i] not in NO_OWN_WORK_KINDS)
+    }
+    total = sum(costs.values())
+    # A sliver clear of noise is no bottleneck beside a large cost inside it.
+    sure = [
+        i
+        for i, cost in costs.items()
+        if clear is not None and clear[i] and cost >= BOTTLENECK_MIN_SHARE * total
+    ]
+    return max(sure or costs, key=costs.__getitem__) if costs else None
 
 
 def _per_batch_spread(

@@ -17,6 +17,7 @@ from pipediag.renderers.rate_words import PIPELINE_ALONE_WORDS, TRAINING_WORDS, 
 from pipediag.renderers.run_words import run_status
 from pipediag.renderers.suggestion_words import (
     FIX,
+    NOTE,
     WARNING,
     bound_of,
     from_epoch_two,
@@ -151,16 +152,25 @@ def the_change(report: Report) -> Change:
             return Change(words, _code(best.code.splitlines()), model=True)
     fixes = [s for s in suggestions_of(report, FIX) if s.gain.basis != "training"]
     if not fixes:
-        return Change(NO_CHANGE)
+        # Where the cost lies still guides, with the most it can give: no code to paste.
+        where = next((s for s in suggestions_of(report, NOTE) if bound_of(s)), None)
+        if where is None:
+            return Change(NO_CHANGE)
+        return Change(f"{NO_CHANGE}; {_at_most(report, where)}", suggestion=where)
     fix = fixes[0]
     title = title_of(fix, report)
     cached = from_epoch_two(report, fix)
     if cached is not None:
         words = f"{title}: {gain(cached)} on your training from epoch 2 ({MEASURED_HELD})"
         return Change(words, _code(fix.code.splitlines()), fix)
-    bound = bound_of(fix)
-    if not bound:
+    if not bound_of(fix):
         return Change(f"{title} (not measured on your training)", suggestion=fix)
+    return Change(_at_most(report, fix), suggestion=fix)
+
+
+def _at_most(report: Report, fix: Suggestion) -> str:
+    """A change's title and the most it can give training, as its bound says."""
+    bound = bound_of(fix) or 1.0
     held = gain(bound)
     # The lower of two bounds holds: the hold can read above T/A by the host's noise.
     free = speedup_if_input_free(report)
@@ -170,7 +180,7 @@ def the_change(report: Report) -> Change:
         most, why = gain(free), f"{IF_INPUT_FREE}; holding its output measured {held}"
     else:
         most, why = held, MEASURED_HELD
-    return Change(f"{title}: at most {most} on your training ({why})", suggestion=fix)
+    return f"{title_of(fix, report)}: at most {most} on your training ({why})"
 
 
 def _code(lines: list[str]) -> list[str]:

@@ -181,8 +181,8 @@ def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
 
 def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) -> int:
     """The bottleneck among the stages the jump's hold frees and the hold before did not:
-    prefix timing's, else the costliest read alone, else the script's function, else one
-    that computes, else the jump (docs/design.md, "Stage costs on training")."""
+    prefix timing's, else of those that compute the costliest read alone, else the
+    script's function, else the jump (docs/design.md, "Stage costs on training")."""
     freed = stage_facts.upstream_of(stages, jump)
     for index in held:
         if index != jump and index in freed:
@@ -190,12 +190,13 @@ def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) 
     marked = [i for i in freed if stages[i].bottleneck]
     if marked:
         return marked[0]
-    # Holding a prefetch frees the map before it: computing stages go before passing ones.
+    # Holding a prefetch frees the map before it: computing stages go before passing ones,
+    # whatever reading through a prefetch added.
     costs = [
         (
+            stages[i].kind not in stage_facts.NO_OWN_WORK_KINDS,
             stages[i].own_s_per_batch or 0.0,
             stages[i].function is not None,
-            stages[i].kind not in stage_facts.NO_OWN_WORK_KINDS,
             i == jump,
             i,
         )

@@ -262,6 +262,13 @@ def test_unread_alone_the_jump_names_the_stage_that_computes_not_the_prefetch() 
     plain = [dataclasses.replace(s, function=None) for s in stages]
     updated = with_freed(plain, Searched(measured, jump=5))
     assert [s.index for s in updated if s.bottleneck] == [3]
+    # and read alone, reading through the prefetch adding more than the map (its thread
+    # beside the map's on busy cores) names the map still
+    timed = list(stages)
+    timed[2] = dataclasses.replace(stages[2], own_s_per_batch=0.0001)
+    timed[5] = dataclasses.replace(stages[5], own_s_per_batch=0.0015)
+    updated = with_freed(timed, Searched(measured, jump=5))
+    assert [s.index for s in updated if s.bottleneck] == [2]
 
 
 def test_the_stage_named_is_the_bottleneck_the_jump_frees_not_the_zip_it_was_held_at() -> None:

@@ -108,3 +108,18 @@ def test_a_cost_inside_its_input_s_noise_is_not_the_bottleneck() -> None:
     assert pick_bottleneck(heavy, heavy_clear) == 2
     # and where no cost is clear, the largest by medians
     assert pick_bottleneck([0.001, 0.002], [False, False]) == 1
+
+
+def test_a_prefetch_is_never_the_bottleneck() -> None:
+    # GIVEN a time-series pipeline read on 2 busy cores: its gather map owns 1.1 ms a
+    # batch but reads within its input's noise, and reading through the prefetch after it
+    # adds 0.3 ms, clear of noise (the prefetch's thread beside the map's)
+    own = [0.0011, 0.0003, 0.0002]
+    clear = [False, True, False]
+    kinds = ["parallel-map", "prefetch", "batch"]
+    # WHEN the bottleneck is picked
+    # THEN the map is: a prefetch does no work of its own to make cheaper
+    assert pick_bottleneck(own, clear, kinds) == 0
+    # and a stage clear of noise that adds a sliver of the time is not it either
+    assert pick_bottleneck([0.0011, 0.00004], [False, True]) == 0
+    assert pick_bottleneck([0.0011, 0.0003], [False, True]) == 1
