@@ -13,6 +13,7 @@ from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.analysis.run_terms import gain_in_run_terms
 from pipediag.report.fixes import FIX_THREAD_CAP
 from pipediag.report.model import CostSplit, Gain, Suggestion
+from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 from pipediag.report.trials import FixTrial
@@ -53,7 +54,8 @@ def check_contention(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     cut = "# and cut its CPU per batch: ds.batch(n).map(f_on_batches), ds.map(decode).cache()"
     fix = share_fix(rule_id, cap_code + cut, split.contention)
     if measured is not None and measured >= VERIFIED_MIN_GAIN:
-        return [replace(fix, gain=Gain("training", measured, interval))]
+        # `fix`: the cap's trial is said here, not again as a measured rewrite.
+        return [replace(fix, gain=Gain("training", measured, interval), fix=FIX_THREAD_CAP)]
     if measured is not None:
         # The one change this rule makes did not help training: where the pipeline's CPU
         # goes is a note, with no code to paste (docs/design.md, "The advisor").
@@ -96,13 +98,26 @@ def check_epoch_start(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     return [share_fix(rule_id, code, split.epoch_start)]
 
 
+def multi_step_trial(ctx: Context) -> ModelTrial | None:
+    """`steps_per_execution` measured on fit's train step alone, where it was."""
+    alone = ctx.report.compute_alone
+    trials = alone.trials if alone is not None else []
+    return next((t for t in trials if t.change == "steps_per_execution" and t.speedup), None)
+
+
 def check_fetch(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     split = _led_by(ctx, "fetch")
     if split is None:
         return []
+    fit = ctx.report.train.style == "keras-fit"
+    tried = multi_step_trial(ctx) if fit else None
+    if tried is not None and (tried.speedup or 0.0) < VERIFIED_MIN_GAIN:
+        # The rule's change, tried on the step alone, did not help: a note, no code.
+        return [Suggestion(id=rule_id, kind="note")]
+    steps = tried.setting if tried is not None else "32"
     code = (
-        "model.compile(..., steps_per_execution=32)  # 32 steps per call of the train function"
-        if ctx.report.train.style == "keras-fit"
+        f"model.compile(..., steps_per_execution={steps})  # {steps} steps per call"
+        if fit
         else (
             "@tf.function\n"
             "def train_many(iterator, steps):\n"

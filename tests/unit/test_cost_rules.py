@@ -51,6 +51,39 @@ def test_per_pull_overhead_gets_fewer_larger_pulls() -> None:
     assert "PD012-input-contention" not in _ids(report)
 
 
+def test_per_pull_overhead_under_fit_takes_the_calls_size_measured_on_the_step_alone() -> None:
+    # GIVEN per-pull overhead leading under fit, and steps_per_execution=8 measured 1.41x
+    # on the train step alone (the model-side trials)
+    from pipediag.report.model_side import ModelTrial
+
+    def with_multi_step(speedup: float) -> Report:
+        report = synthetic_cost_report(
+            wait=0.0,
+            contention=0.02,
+            fetch=0.24,
+            evidence=CostEvidence(pipeline_batches_per_s=5100.0, pull_s=0.0002),
+        )
+        train = dataclasses.replace(report.train, style="keras-fit")
+        tried = ModelTrial("steps_per_execution", speedup=speedup, setting="8", code="...")
+        assert report.compute_alone is not None
+        alone = dataclasses.replace(report.compute_alone, trials=[tried])
+        return dataclasses.replace(report, train=train, compute_alone=alone)
+
+    fetch = next(
+        s for s in worded_advice(with_multi_step(1.41)) if s.id == "PD013-per-pull-overhead"
+    )
+    # THEN the fix writes the size measured, and says what it measured where
+    assert fetch.kind == "fix"
+    assert "steps_per_execution=8" in fetch.code and "=32" not in fetch.code
+    assert "steps_per_execution=8 measured 1.41x on the train step alone" in fetch.evidence
+    # and where the step alone gained nothing from it, the rule is a note with no code
+    none = next(
+        s for s in worded_advice(with_multi_step(1.01)) if s.id == "PD013-per-pull-overhead"
+    )
+    assert (none.kind, none.code) == ("note", "")
+    assert "1.01x on the train step alone" in none.evidence and "not the way" in none.evidence
+
+
 def test_an_input_cost_with_no_fix_says_why() -> None:
     # GIVEN input costing 30%, but stage timing skipped and nothing else to suggest
     report = synthetic_cost_report(wait=0.30, contention=0.0)
@@ -108,6 +141,8 @@ def test_a_thread_cap_measured_faster_on_training_backs_the_contention_fix() -> 
     )
     assert "90% interval 1.10-1.40x" in contention.evidence
     assert "private_threadpool_size = " in contention.code
+    # and the cap is said once: no second fix for the same trial
+    assert [s.id for s in suggestions if s.kind == "fix"] == ["PD012-input-contention"]
 
 
 def test_a_thread_cap_that_does_not_help_training_is_not_suggested() -> None:
