@@ -74,6 +74,7 @@ CLAIM_KINDS = {
     "held": "at most",
     "input-free": "at most",
     "pipeline-alone": "pipeline alone",
+    "step-alone": "step alone",
 }
 
 

@@ -116,6 +116,7 @@ GAIN_KINDS = {
     "held": "at most, its stage held on training",
     "input-free": "at most, all input free on training",
     "pipeline-alone": "measured on the pipeline alone",
+    "step-alone": "measured on the train step alone",
 }
 
 

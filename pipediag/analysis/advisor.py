@@ -90,7 +90,7 @@ def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, i
     if gain.basis == "training" and gain.speedup is not None:
         tier, figure = (0 if gain.speedup >= VERIFIED_MIN_GAIN else 2), gain.speedup
     else:
-        bound = gain.speedup if gain.basis in ("held", "input-free") else None
+        bound = gain.speedup if gain.basis in ("held", "input-free", "step-alone") else None
         tier, figure = 1, suggestion.estimate or bound or 1.0
     stage = -1 if suggestion.stage_index is None else suggestion.stage_index
     return (group, tier, -round(figure, 6), position, stage)

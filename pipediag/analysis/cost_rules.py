@@ -127,7 +127,10 @@ def check_fetch(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
             "train_many(iterator, tf.constant(100))"
         )
     )
-    return [share_fix(rule_id, code, split.fetch)]
+    fix = share_fix(rule_id, code, split.fetch)
+    if tried is None:
+        return [fix]
+    return [replace(fix, gain=Gain("step-alone", tried.speedup, tried.interval))]
 
 
 def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:

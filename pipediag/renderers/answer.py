@@ -163,6 +163,9 @@ def the_change(report: Report) -> Change:
     if cached is not None:
         words = f"{title}: {gain(cached)} on your training from epoch 2 ({MEASURED_HELD})"
         return Change(words, _code(fix.code.splitlines()), fix)
+    if fix.gain.basis == "step-alone" and fix.gain.speedup is not None:
+        words = f"{title}: {gain(fix.gain.speedup)} on the train step alone, not on your training"
+        return Change(words, _code(fix.code.splitlines()), fix)
     if not bound_of(fix):
         return Change(f"{title} (not measured on your training)", suggestion=fix)
     return Change(_at_most(report, fix), suggestion=fix)

@@ -33,6 +33,8 @@ def gains_text(s: Suggestion) -> str:
         return f"on your training {gain_within(measured.speedup, low, high)}"
     if measured.basis in BOUNDS:
         return f"at most {figure} on your training"
+    if measured.basis == "step-alone":
+        return f"on the train step alone {figure}"
     return f"on the pipeline alone {figure}"
 
 
@@ -59,7 +61,7 @@ def actionable(report: Report) -> list[Suggestion]:
 
 
 def best_fix(report: Report) -> tuple[Suggestion, float] | None:
-    """On training where tried, else from epoch 2, else on the pipeline alone."""
+    """On training where tried, else from epoch 2, else on the pipeline or the step alone."""
     best: tuple[Suggestion, float] | None = None
     for s in report.suggestions:
         if s.kind != FIX:
@@ -69,6 +71,7 @@ def best_fix(report: Report) -> tuple[Suggestion, float] | None:
             from_epoch_two(report, s),
             # not where the CPU is saturated: more threads cannot run there
             s.gain.on("pipeline-alone") if (s.estimate or 2.0) > 1.0 else None,
+            s.gain.on("step-alone"),
         )
         measured = next((g for g in gains if g is not None), None)
         if measured is not None and measured > 1.0 and (best is None or measured > best[1]):
@@ -107,4 +110,6 @@ def best_fix_figure(report: Report) -> tuple[str, str]:
         return ("Best fix (on your training)", gain(measured))
     if from_epoch_two(report, fix) is not None:
         return ("Best fix (from epoch 2)", gain(measured))
+    if fix.gain.basis == "step-alone":
+        return ("Best fix (step alone)", gain(measured))
     return ("Best fix (pipeline alone)", gain(measured))

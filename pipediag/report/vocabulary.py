@@ -233,7 +233,9 @@ SuggestionKind = Literal["fix", "warning", "note"]
 # training with its stage's output held in memory (the most a port can gain, or a cache's
 # gain from epoch 2); as training's speedup if input were free (T/A: the most where no hold
 # was usable); on the pipeline alone; or nowhere.
-GainBasis = Literal["training", "held", "input-free", "pipeline-alone", "not-measured"]
+GainBasis = Literal[
+    "training", "held", "input-free", "pipeline-alone", "step-alone", "not-measured"
+]
 
 # The host samples other processes' share was read over (`HostContention.scope`).
 ContentionScope = Literal[

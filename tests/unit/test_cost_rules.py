@@ -11,6 +11,7 @@ from worded import worded_advice
 from pipediag.analysis.advisor import advise
 from pipediag.analysis.run_terms import most_input_gives
 from pipediag.renderers.answer import the_change
+from pipediag.renderers.suggestion_words import best_fix_figure
 from pipediag.renderers.text import render_text
 from pipediag.report.model import Report
 from pipediag.report.reasons import Reason
@@ -76,6 +77,17 @@ def test_per_pull_overhead_under_fit_takes_the_calls_size_measured_on_the_step_a
     assert fetch.kind == "fix"
     assert "steps_per_execution=8" in fetch.code and "=32" not in fetch.code
     assert "steps_per_execution=8 measured 1.41x on the train step alone" in fetch.evidence
+    assert (fetch.gain.basis, fetch.gain.speedup) == ("step-alone", 1.41)
+    # and the answer gives that gain, labelled, with the code
+    report = with_multi_step(1.41)
+    change = the_change(dataclasses.replace(report, suggestions=advise(report)))
+    assert change.words == (
+        "each step pulls one small batch: fewer, larger pulls: 1.41x on the train step alone, "
+        "not on your training"
+    )
+    assert change.code == ["model.compile(..., steps_per_execution=8)  # 8 steps per call"]
+    advised = dataclasses.replace(report, suggestions=advise(report))
+    assert best_fix_figure(advised) == ("Best fix (step alone)", "1.41x")
     # and where the step alone gained nothing from it, the rule is a note with no code
     none = next(
         s for s in worded_advice(with_multi_step(1.01)) if s.id == "PD013-per-pull-overhead"
