@@ -80,8 +80,8 @@ CLAIM_KINDS = {
 
 def first_change(suggestions: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The first suggestion that changes the speed, with the one gain it claims and where it
-    was measured (on training, a stage held, the pipeline alone); no claim where nothing
-    measured it (an estimate is no claim)."""
+    was measured (on training, a stage held, the pipeline or the step alone); no claim where
+    nothing measured it (an estimate is no claim)."""
     for s in suggestions:
         if s.get("kind", "fix") != "fix":
             continue

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pipediag.analysis import cost_rules, prescription_rules, stage_rules
 from pipediag.analysis.advice_context import Rule, build_context
-from pipediag.analysis.cost_rules import CONTENTION_RULE
+from pipediag.analysis.cost_rules import CONTENTION_RULE, FETCH_RULE
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
@@ -65,7 +65,7 @@ RULES: tuple[Rule, ...] = (
     Rule("PD000-pipeline-fine", "compute-bound", cost_rules.check_pipeline_fine),
     Rule("PD010-cpu-saturated", "input", cost_rules.check_cpu_saturated),
     Rule(CONTENTION_RULE, "input", cost_rules.check_contention),
-    Rule("PD013-per-pull-overhead", "input", cost_rules.check_fetch),
+    Rule(FETCH_RULE, "input", cost_rules.check_fetch),
     Rule("PD015-epoch-start", "input", cost_rules.check_epoch_start),
     Rule(prescription_rules.PRESCRIPTION_RULE, "input", prescription_rules.check_prescription),
     Rule("PD001-sequential-map", "input", stage_rules.check_sequential_map),
@@ -84,13 +84,14 @@ RULES: tuple[Rule, ...] = (
 
 def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, int, int]:
     """Correctness warnings, fixes and warnings, then notes; among fixes, gains on training
-    first, then by estimate or the bound carried; one measured below the floor last."""
+    first, then by estimate or the gain measured elsewhere (a bound, or on the step alone);
+    one measured below the floor last."""
     group = 0 if suggestion.correctness_warning else (2 if suggestion.kind == "note" else 1)
     gain = suggestion.gain
     if gain.basis == "training" and gain.speedup is not None:
         tier, figure = (0 if gain.speedup >= VERIFIED_MIN_GAIN else 2), gain.speedup
     else:
-        bound = gain.speedup if gain.basis in ("held", "input-free", "step-alone") else None
-        tier, figure = 1, suggestion.estimate or bound or 1.0
+        elsewhere = gain.speedup if gain.basis in ("held", "input-free", "step-alone") else None
+        tier, figure = 1, suggestion.estimate or elsewhere or 1.0
     stage = -1 if suggestion.stage_index is None else suggestion.stage_index
     return (group, tier, -round(figure, 6), position, stage)

@@ -20,6 +20,7 @@ from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import CostPart, RuleId
 
 CONTENTION_RULE: RuleId = "PD012-input-contention"
+FETCH_RULE: RuleId = "PD013-per-pull-overhead"
 
 
 def _led_by(ctx: Context, part: CostPart) -> CostSplit | None:
@@ -137,9 +138,8 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     verdict = ctx.report.verdict
     if verdict.label == "compute-bound" or verdict.input_cost_fraction is None:
         return []
-    # The contention note already says that its one change did not help, and where the
-    # pipeline's CPU goes.
-    if any(s.kind == "fix" or s.id == CONTENTION_RULE for s in found):
+    # A cost rule's note already says that its one change did not help.
+    if any(s.kind == "fix" or s.id in (CONTENTION_RULE, FETCH_RULE) for s in found):
         return []
     pipeline = ctx.report.pipeline
     reason: Reason | None = None

@@ -61,7 +61,9 @@ ONE_TO_ONE_KINDS: frozenset[str] = frozenset(
 SUMMED_INPUT_KINDS = frozenset({"zip"})
 # Stages that only carry options: measuring them would re-measure their input.
 PASS_THROUGH_KINDS = frozenset({"options"})
-BOTTLENECK_MIN_SHARE = 0.1  # of the stages' summed own time
+# Of the stages' summed own time, for a cost clear of noise to name the bottleneck: a
+# judgement call (docs/design.md, "Stage timing").
+BOTTLENECK_MIN_SHARE = 0.1
 
 
 def measure_stages(

@@ -183,14 +183,12 @@ def _fetch(ctx: Context, s: Suggestion) -> SuggestionWords:
     )
     tried = multi_step_trial(ctx) if ctx.report.train.style == "keras-fit" else None
     if tried is not None:
+        # Its figure is said once: the fix's gain, or the model-side section's note.
         evidence += (
-            f" steps_per_execution={tried.setting} measured {tried.speedup:.2f}x on the train "
-            "step alone, the pulls of a call made inside it"
+            f" steps_per_execution={tried.setting} was tried on the train step alone, the "
+            "pulls of a call made inside it"
+            + (": it did not help, not the way here." if s.kind == "note" else ".")
         )
-        if s.kind == "note":
-            evidence += ": not the way here."
-        else:
-            evidence += " (not measured on your training)."
     return SuggestionWords("each step pulls one small batch: fewer, larger pulls", evidence)
 
 

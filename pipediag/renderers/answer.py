@@ -127,7 +127,8 @@ class Change:
 
 
 def the_change(report: Report) -> Change:
-    """The kept rewrites, else the best fix on training, else the model change, else a fix."""
+    """The kept rewrites, else the best fix on training, else the model change, else a fix,
+    else none, with the cost rule's note saying where the cost lies."""
     prescription = report.pipeline.prescription
     value = prescription.shown[0] if prescription is not None else None
     words = measured_change_text(report)

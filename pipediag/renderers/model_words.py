@@ -3,7 +3,7 @@ gain (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipediag.renderers.numbers import NOT_MEASURED, gain, gain_range, ms, percent
 from pipediag.renderers.reason_words import reason_words
@@ -54,10 +54,15 @@ def model_side_of(report: Report) -> ComputeAlone | None:
 
 
 def shown_model_side(report: Report) -> ComputeAlone | None:
-    """The model side where shown: where the model sets the rate, or its trials ran."""
+    """The model side where shown: where the model sets the rate, or its trials ran; less a
+    change a fix already gives with its gain (`steps_per_execution` against the per-pull
+    overhead)."""
     alone = model_side_of(report)
     if alone is None:
         return None
+    if any(s.gain.basis == "step-alone" for s in report.suggestions):
+        trials = [t for t in alone.trials if t.change != "steps_per_execution"]
+        alone = replace(alone, trials=trials)
     return alone if report.verdict.label in MODEL_SETS_THE_RATE or alone.trials else None
 
 

@@ -28,13 +28,13 @@ def gains_text(s: Suggestion) -> str:
     if measured.speedup is None:
         return NOT_MEASURED if s.kind == FIX else ""
     figure = gain(measured.speedup)
+    low, high = measured.interval or (None, None)  # both ends at a ceiling: no interval
     if measured.basis == "training":
-        low, high = measured.interval or (None, None)  # both ends at a ceiling: no interval
         return f"on your training {gain_within(measured.speedup, low, high)}"
     if measured.basis in BOUNDS:
         return f"at most {figure} on your training"
     if measured.basis == "step-alone":
-        return f"on the train step alone {figure}"
+        return f"on the train step alone {gain_within(measured.speedup, low, high)}"
     return f"on the pipeline alone {figure}"
 
 

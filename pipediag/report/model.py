@@ -342,7 +342,8 @@ class ObserverEffect:
 @dataclass(frozen=True)
 class Gain:
     """A fix's one gain, where it was measured (`GainBasis`), with its 90% interval
-    `[low, high]` where measured on training; `speedup` None where not measured."""
+    `[low, high]` where measured on training or the step alone; `speedup` None where not
+    measured."""
 
     basis: GainBasis = "not-measured"
     speedup: float | None = None

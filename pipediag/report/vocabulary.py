@@ -232,7 +232,8 @@ SuggestionKind = Literal["fix", "warning", "note"]
 # Where a fix's one gain was measured (`Gain.basis`): on training with the fix in place; on
 # training with its stage's output held in memory (the most a port can gain, or a cache's
 # gain from epoch 2); as training's speedup if input were free (T/A: the most where no hold
-# was usable); on the pipeline alone; or nowhere.
+# was usable); on the pipeline alone; on the train step alone (`steps_per_execution` against
+# the per-pull overhead); or nowhere.
 GainBasis = Literal[
     "training", "held", "input-free", "pipeline-alone", "step-alone", "not-measured"
 ]

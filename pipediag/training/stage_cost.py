@@ -173,7 +173,13 @@ def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
     marked = next((s for s in stages if s.bottleneck), None)
     if marked is None or marked.index not in cleared:
         return stages
-    left = [s for s in stages if s.index not in cleared and s.own_s_per_batch]
+    left = [
+        s
+        for s in stages
+        if s.index not in cleared
+        and s.own_s_per_batch
+        and s.kind not in stage_facts.NO_OWN_WORK_KINDS
+    ]
     named_stage = max(left, key=lambda s: s.own_s_per_batch or 0.0, default=None)
     named_index = None if named_stage is None else named_stage.index
     return [replace(s, bottleneck=s.index == named_index) for s in stages]
@@ -181,8 +187,8 @@ def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
 
 def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) -> int:
     """The bottleneck among the stages the jump's hold frees and the hold before did not:
-    prefix timing's, else of those that compute the costliest read alone, else the
-    script's function, else the jump (docs/design.md, "Stage costs on training")."""
+    prefix timing's, else the costliest read alone, those that compute first, ties to the
+    script's function, then the jump (docs/design.md, "Stage costs on training")."""
     freed = stage_facts.upstream_of(stages, jump)
     for index in held:
         if index != jump and index in freed:

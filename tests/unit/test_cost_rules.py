@@ -76,7 +76,7 @@ def test_per_pull_overhead_under_fit_takes_the_calls_size_measured_on_the_step_a
     # THEN the fix writes the size measured, and says what it measured where
     assert fetch.kind == "fix"
     assert "steps_per_execution=8" in fetch.code and "=32" not in fetch.code
-    assert "steps_per_execution=8 measured 1.41x on the train step alone" in fetch.evidence
+    assert "steps_per_execution=8 was tried on the train step alone" in fetch.evidence
     assert (fetch.gain.basis, fetch.gain.speedup) == ("step-alone", 1.41)
     # and the answer gives that gain, labelled, with the code
     report = with_multi_step(1.41)
@@ -88,12 +88,16 @@ def test_per_pull_overhead_under_fit_takes_the_calls_size_measured_on_the_step_a
     assert change.code == ["model.compile(..., steps_per_execution=8)  # 8 steps per call"]
     advised = dataclasses.replace(report, suggestions=advise(report))
     assert best_fix_figure(advised) == ("Best fix (step alone)", "1.41x")
+    # and the summary says its figure once: on the fix, not again among the model's changes
+    assert render_text(advised).count("1.41x") == 1
     # and where the step alone gained nothing from it, the rule is a note with no code
     none = next(
         s for s in worded_advice(with_multi_step(1.01)) if s.id == "PD013-per-pull-overhead"
     )
     assert (none.kind, none.code) == ("note", "")
-    assert "1.01x on the train step alone" in none.evidence and "not the way" in none.evidence
+    assert "it did not help, not the way here" in none.evidence
+    # with no second note saying no input-side change helped
+    assert "PD014-no-input-fix" not in _ids(with_multi_step(1.01))
 
 
 def test_an_input_cost_with_no_fix_says_why() -> None:

@@ -236,6 +236,11 @@ def test_a_search_ended_before_its_jump_names_what_its_largest_step_freed() -> N
     # and so does a hold whose interval reaches a gain: the output's hold freed 4.7x more
     unclear = {1: Freed(1.02, 0.98, 1.2), 4: Freed(4.8, 4.5, 5.0)}
     assert [s.index for s in with_freed(stages, Searched(unclear)) if s.bottleneck] == [3]
+    # and where the map's hold clearly gained nothing, the costliest stage after it that
+    # computes is named: never the prefetch, however much reading through it added
+    cleared = {1: Freed(1.0, 0.98, 1.02)}
+    timed = [*stages[:4], dataclasses.replace(stages[4], own_s_per_batch=0.05)]
+    assert [s.index for s in with_freed(timed, Searched(cleared)) if s.bottleneck] == [3]
     # and where no step between holds gained, a hold that could have clears nothing
     flat = {1: Freed(1.02, 0.98, 1.2), 4: Freed(1.04, 0.99, 1.1)}
     assert [s.index for s in with_freed(stages, Searched(flat)) if s.bottleneck] == [1]
