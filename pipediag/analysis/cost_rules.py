@@ -178,7 +178,11 @@ def check_gpu_idle_cause(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     removed = None
     if busy and attribution.window_s > 0:
         removed = attribution.idle_s / attribution.window_s * share
-    return [share_fix(rule_id, CAUSE_FIX_CODE[cause], removed)]
+    code = CAUSE_FIX_CODE[cause]
+    tried = multi_step_trial(ctx)
+    if tried is not None:  # one size for one setting, the one measured
+        code = code.replace("steps_per_execution=32", f"steps_per_execution={tried.setting}")
+    return [share_fix(rule_id, code, removed)]
 
 
 def check_pipeline_fine(ctx: Context, rule_id: RuleId) -> list[Suggestion]:

@@ -512,6 +512,17 @@ def test_gpu_idle_on_host_overhead_gets_the_launch_overhead_fix() -> None:
     assert "75% of its idle time" in fix.evidence
     # removing 3 s of idle out of 10 s: 10 / 7
     assert fix.estimate == pytest.approx(10 / 7)
+    assert "steps_per_execution=32" in fix.code
+    # and where the model-side trials measured a size on the step alone, it writes that one
+    from pipediag.report.model import ComputeAlone
+    from pipediag.report.model_side import ModelTrial
+
+    tried = ModelTrial("steps_per_execution", speedup=1.3, setting="16")
+    measured = dataclasses.replace(
+        report, compute_alone=ComputeAlone(measured=True, trials=[tried])
+    )
+    (sized,) = [s for s in worded_advice(measured) if s.id == "PD011-gpu-idle-cause"]
+    assert "steps_per_execution=16," in sized.code
 
 
 def test_gpu_idle_on_transfer_gets_the_prefetch_to_device_fix() -> None:
