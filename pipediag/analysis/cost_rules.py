@@ -178,10 +178,8 @@ def check_gpu_idle_cause(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     removed = None
     if busy and attribution.window_s > 0:
         removed = attribution.idle_s / attribution.window_s * share
-    code = CAUSE_FIX_CODE[cause]
-    tried = multi_step_trial(ctx)
-    if tried is not None:  # one size for one setting, the one measured
-        code = code.replace("steps_per_execution=32", f"steps_per_execution={tried.setting}")
+    tried = multi_step_trial(ctx)  # one size for one setting: the one measured, if any
+    code = CAUSE_FIX_CODE[cause].format(steps=tried.setting if tried is not None else 32)
     return [share_fix(rule_id, code, removed)]
 
 

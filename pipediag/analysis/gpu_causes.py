@@ -14,10 +14,10 @@ CAUSE_TRANSFER: Final = "transfer"
 # In the order idle time is attributed to them.
 CAUSES: tuple[GpuIdleCause, ...] = (CAUSE_INPUT, CAUSE_TRANSFER, CAUSE_HOST)
 # The code of the advisor's fix for a cause other than input (its words:
-# renderers/advice_words.py).
+# renderers/advice_words.py); `{steps}`: the steps per call to write.
 CAUSE_FIX_CODE: dict[GpuIdleCause, str] = {
     CAUSE_HOST: (
-        "model.compile(..., steps_per_execution=32, jit_compile=True)  # Keras\n"
+        "model.compile(..., steps_per_execution={steps}, jit_compile=True)  # Keras\n"
         "# or raise the batch size so each step launches more work per Python call"
     ),
     CAUSE_TRANSFER: (
