@@ -171,6 +171,14 @@ class StepTimeline:
                 self._budget_end = max(self._budget_end, self._count) + steps
                 self._time_bound = None  # the extension is counted in steps
 
+    def measure_fewest(self) -> None:
+        """End the measured steps at the fewest the budget allows, `MIN_MEASURED_STEPS`: a
+        loop whose waits are not timed gains nothing a step from more, and a script of fixed
+        length gives its steps to the alternation's pairs instead."""
+        with self._lock:
+            if self._time_bound is not None and not self.fixed_end:
+                self._time_bound = 0.0
+
     def end_budget(self) -> None:
         """Reach the budget now (fit's steps left are wanted for the alternation)."""
         with self._lock:

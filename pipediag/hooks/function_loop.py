@@ -207,6 +207,8 @@ class FunctionLoopTracker:
         self.train = train
         self._count = count
         self._on_found()
+        # The calls' input waits are not timed: the pairs are the only measure of the cost.
+        session.timeline.measure_fewest()
         pulls_inside: ReasonCode = (
             "loop-pulls-inside" if train.counter is not None else "loop-pulls-inside-named"
         )

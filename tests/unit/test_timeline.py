@@ -48,3 +48,21 @@ def test_an_extended_budget_goes_on_after_the_time_bound() -> None:
     timeline.extend_budget(20)
     assert not any(_add(timeline, 19, 0.125, t=3.0))
     assert _add(timeline, 1, 0.125, t=6.0) == [True]
+
+
+def test_a_loop_whose_waits_are_not_timed_measures_the_fewest_steps() -> None:
+    # GIVEN fast steps that would run to the step count, then the fewest asked for
+    timeline = StepTimeline(warmup_steps=5, measured_steps=100, measured_seconds=3.0)
+    timeline.measure_fewest()
+    reached = _add(timeline, 40, 0.01)
+    # THEN the budget is reached after the warm-up and the fewest measured steps
+    assert reached.index(True) == 5 + MIN_MEASURED_STEPS - 1
+
+
+def test_the_fewest_steps_leave_an_exact_count_and_all_steps_alone() -> None:
+    exact = StepTimeline(warmup_steps=0, measured_steps=30, measured_seconds=None)
+    every = StepTimeline(warmup_steps=0, measured_steps=None, measured_seconds=3.0)
+    for timeline in (exact, every):
+        timeline.measure_fewest()
+    assert _add(exact, 30, 0.01).index(True) == 29
+    assert not any(_add(every, 200, 0.01))
