@@ -64,8 +64,8 @@ HOLD_MIN_SHARE_S = 6 * TRAINING_SLICES.shortest_s
 HOLD_MIN_TRIAL_S = SLICES_PER_SHARE * TRAINING_SLICES.shortest_s
 
 # --- stage timing (bench/stages.py): each prefix read in this many slices, the rounds going
-# forwards, then backwards, against the host's noise; the per-stage budget is shared between
-# them (docs/design.md, "Stage timing").
+# forwards, then backwards, against the host's noise; a stage and its input in one round are
+# a pair; the per-stage budget is shared between them (docs/design.md, "Stage timing").
 STAGE_ROUNDS = 3
 
 # --- training against the step alone (training/alternation.py): A0 T1 A1 T2 A2 ...

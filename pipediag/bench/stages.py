@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
-from pipediag.analysis.paired import STAGE_ROUNDS
+from pipediag.analysis.paired import STAGE_ROUNDS, ratio_figure
 from pipediag.bench.isolate import IsolationError, isolated_copy
 from pipediag.bench.pipeline import BatchTiming, has_shared_state, stage_names, time_iterator
 from pipediag.bench.structure import Stage, WalkedPipeline
@@ -151,8 +151,7 @@ def _measure(
             )
         )
     own = own_costs(updated, per_batch_s)
-    spread = [_per_batch_spread(rates.get(s.index), factors[s.index]) for s in updated]
-    clear = clear_of_noise(updated, [low for low, _ in spread], [high for _, high in spread], own)
+    clear = clear_of_noise(updated, _per_batch_rounds(updated, rates, factors), own)
     bottleneck = pick_bottleneck(own, clear, kinds=[s.kind for s in updated])
     return [
         dataclasses.replace(s, own_s_per_batch=own[s.index], bottleneck=s.index == bottleneck)
@@ -201,17 +200,26 @@ def _inputs_s(stats: StageStats, per_batch_s: Sequence[float | None]) -> float:
 
 def clear_of_noise(
     stages: Sequence[StageStats],
-    low_s: Sequence[float | None],
-    high_s: Sequence[float | None],
+    rounds_s: Sequence[Sequence[float]],
     own_s_per_batch: Sequence[float | None],
 ) -> list[bool]:
-    """Whether each stage's fastest reading per batch is slower than its inputs' slowest."""
+    """Whether each stage is slower than its inputs beyond the host's noise: the paired
+    engine's interval on its time per batch over its inputs', read in the same rounds, is
+    above 1. A stage with no input read owns all its time: clear where it has any."""
     clear = []
     for stats in stages:
-        own, low = own_s_per_batch[stats.index], low_s[stats.index]
-        clear.append(
-            own is not None and own > 0 and low is not None and low > _inputs_s(stats, high_s)
-        )
+        own = own_s_per_batch[stats.index]
+        read = [i for i in stats.inputs if rounds_s[i]]
+        if own is None or own <= 0 or not rounds_s[stats.index] or not read:
+            clear.append(own is not None and own > 0 and bool(rounds_s[stats.index]))
+            continue
+        ratios = [
+            mine / _inputs_s(stats, [r[k] if k < len(r) else None for r in rounds_s])
+            for k, mine in enumerate(rounds_s[stats.index])
+            if all(k < len(rounds_s[i]) for i in read)
+        ]
+        figure = ratio_figure(ratios)
+        clear.append(figure is not None and (figure.low or 0.0) > 1.0)
     return clear
 
 
@@ -238,13 +246,21 @@ def pick_bottleneck(
     return max(sure or costs, key=costs.__getitem__) if costs else None
 
 
-def _per_batch_spread(
-    rates: Sequence[float] | None, elements_per_batch: float | None
-) -> tuple[float | None, float | None]:
-    """A prefix's fastest and slowest reading, in seconds per output batch."""
-    if not rates or elements_per_batch is None or elements_per_batch <= 0 or min(rates) <= 0:
-        return None, None
-    return elements_per_batch / max(rates), elements_per_batch / min(rates)
+def _per_batch_rounds(
+    stages: Sequence[StageStats], rates: dict[int, list[float]], factors: Sequence[float | None]
+) -> list[list[float]]:
+    """Each stage's seconds per output batch in each round it was read (a round's reading
+    sits at its round's place: reads stop, never skip); a pass-through has its input's."""
+    rounds: list[list[float]] = []
+    for stats in stages:
+        factor, found = factors[stats.index], rates.get(stats.index) or []
+        if stats.kind in PASS_THROUGH_KINDS and len(stats.inputs) == 1:
+            rounds.append(rounds[stats.inputs[0]])
+        elif factor is None or factor <= 0 or any(rate <= 0 for rate in found):
+            rounds.append([])
+        else:
+            rounds.append([factor / rate for rate in found])
+    return rounds
 
 
 def group_size(elements_per_output_batch: float | None) -> int:

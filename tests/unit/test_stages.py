@@ -87,27 +87,39 @@ def test_no_bottleneck_when_nothing_costs_anything() -> None:
 
 
 def test_a_cost_inside_its_input_s_noise_is_not_the_bottleneck() -> None:
-    # GIVEN a sequential map read at 11-18 ms a batch, and the batch after it at 15-20 ms:
-    # by medians (14 and 18 ms) the batch owns 4 ms, the map 14 ms less its near-free source
+    # GIVEN a sequential map read at 11-18 ms a batch in three rounds, and the batch after it
+    # at 15-17 ms in the same rounds, once faster: by medians (14 and 16 ms) the batch owns
+    # 2 ms, the map 14 ms less its near-free source
     stages = [
         StageStats(0, "source"),
         StageStats(1, "map", inputs=[0]),
         StageStats(2, "batch", inputs=[1]),
     ]
-    median_s = [0.0001, 0.014, 0.018]
-    low_s, high_s = [0.0001, 0.011, 0.015], [0.0002, 0.018, 0.020]
-    own = own_costs(stages, median_s)
-    # WHEN the bottleneck is picked with the readings' spread
-    clear = clear_of_noise(stages, low_s, high_s, own)
+    rounds_s = [[0.0001, 0.0002, 0.0001], [0.011, 0.018, 0.014], [0.015, 0.017, 0.016]]
+    own = own_costs(stages, [0.0001, 0.014, 0.016])
+    # WHEN the bottleneck is picked with the rounds' pairs
+    clear = clear_of_noise(stages, rounds_s, own)
     # THEN only the map's cost stands clear of its input's noise
     assert clear == [True, True, False]
     assert pick_bottleneck(own, clear) == 1
-    # and where the batch's fastest reading is slower than the map's slowest, it stands
+    # and where the batch reads well over the map in every round, it stands
+    heavy_rounds = [*rounds_s[:2], [0.035, 0.045, 0.040]]
     heavy = own_costs(stages, [0.0001, 0.014, 0.040])
-    heavy_clear = clear_of_noise(stages, [0.0001, 0.011, 0.035], [0.0002, 0.018, 0.045], heavy)
-    assert pick_bottleneck(heavy, heavy_clear) == 2
+    assert pick_bottleneck(heavy, clear_of_noise(stages, heavy_rounds, heavy)) == 2
     # and where no cost is clear, the largest by medians
     assert pick_bottleneck([0.001, 0.002], [False, False]) == 1
+
+
+def test_a_cost_is_read_against_its_input_in_the_same_round() -> None:
+    # GIVEN a host that slowed down over the rounds: each reading of the map is 10% over
+    # its input's in the same round, though its fastest is not over its input's slowest
+    stages = [StageStats(0, "source"), StageStats(1, "map", inputs=[0])]
+    rounds_s = [[0.010, 0.015, 0.020], [0.011, 0.0166, 0.0219]]
+    own = own_costs(stages, [0.015, 0.0166])
+    # THEN the pairs see its cost: the host's drift falls on both sides alike
+    assert clear_of_noise(stages, rounds_s, own) == [True, True]
+    # and one round is no pair to judge by
+    assert clear_of_noise(stages, [r[:1] for r in rounds_s], own) == [True, False]
 
 
 def test_a_prefetch_is_never_the_bottleneck() -> None:
