@@ -21,6 +21,7 @@ from pipediag.report.vocabulary import CostPart, RuleId
 
 CONTENTION_RULE: RuleId = "PD012-input-contention"
 FETCH_RULE: RuleId = "PD013-per-pull-overhead"
+SATURATED_RULE: RuleId = "PD010-cpu-saturated"
 
 
 def _led_by(ctx: Context, part: CostPart) -> CostSplit | None:
@@ -139,7 +140,7 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     if verdict.label == "compute-bound" or verdict.input_cost_fraction is None:
         return []
     # A cost rule's note already says that its one change did not help.
-    if any(s.kind == "fix" or s.id in (CONTENTION_RULE, FETCH_RULE) for s in found):
+    if any(s.kind == "fix" or s.id in (CONTENTION_RULE, FETCH_RULE, SATURATED_RULE) for s in found):
         return []
     pipeline = ctx.report.pipeline
     reason: Reason | None = None
@@ -151,16 +152,10 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
 
 
 def check_cpu_saturated(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
+    # A note: no tf.data setting helps, and moving the work is not a line of code to paste.
     if not ctx.saturated or ctx.cpu_busy_pct is None:
         return []
-    code = (
-        "# 1. precompute the expensive preprocessing once and store it as TFRecord\n"
-        "# 2. offload preprocessing to the accelerator (e.g. Keras preprocessing layers "
-        "in the model)\n"
-        "# 3. run the pipeline on other machines with tf.data service "
-        "(tf.data.experimental.service.distribute)"
-    )
-    return [Suggestion(id=rule_id, code=code, kind="fix")]
+    return [Suggestion(id=rule_id, kind="note")]
 
 
 def check_gpu_idle_cause(ctx: Context, rule_id: RuleId) -> list[Suggestion]:

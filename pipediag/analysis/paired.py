@@ -86,7 +86,7 @@ MAX_ROUNDS = 6
 # A multi-worker job's rounds: exactly this many: every worker must run as many steps
 # (docs/design.md, "Multi-worker jobs").
 LOCKSTEP_ROUNDS = 3
-# Rounds go on while the cost's interval is wider than this either side.
+# Rounds go on while the cost's interval is wider than this either side, or holds an edge.
 TARGET_HALF_WIDTH = 0.03
 # Rounds go on up to this many times `MAX_ROUNDS` and `MAX_SECONDS`, within the steps left,
 # where the interval spans a band's edge too widely (docs/design.md, "Rates in alternation").

@@ -230,7 +230,9 @@ def _cpu_saturated(ctx: Context, s: Suggestion) -> SuggestionWords:
         f"{wait_text}all {ctx.cores} cores are {ctx.cpu_busy_pct:.0f}% busy on average "
         f"during the measured steps (>= {CPU_SATURATED_PCT:.0f}%)"
         f"{_other_processes_text(ctx)}. More parallel calls only add threads to busy cores; "
-        "the input work itself must shrink or move."
+        "the input work itself must shrink or move: computed once and stored (TFRecord "
+        "files), into the model (Keras preprocessing layers, on the accelerator), or onto "
+        "other machines (tf.data service)."
     )
     return SuggestionWords("the host CPU is saturated: no tf.data setting can help", evidence)
 

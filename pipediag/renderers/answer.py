@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 
+from pipediag.analysis.cost_rules import SATURATED_RULE
 from pipediag.renderers.advice_words import title_of
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
 from pipediag.renderers.files import REPORT_TEXT, TRACE_JSON
@@ -151,13 +152,17 @@ def the_change(report: Report) -> Change:
             best = worth[0]
             words = f"{change_name(best)}: {gain_text(best)}"
             return Change(words, _code(best.code.splitlines()), model=True)
-    fixes = [s for s in suggestions_of(report, FIX) if s.gain.basis != "training"]
+    fixes = [s for s in suggestions_of(report, FIX) if s.gain.basis != "training" and _may_help(s)]
     if not fixes:
         # Where the cost lies still guides, with the most it can give: no code to paste.
-        where = next((s for s in suggestions_of(report, NOTE) if bound_of(s)), None)
-        if where is None:
-            return Change(NO_CHANGE)
-        return Change(f"{NO_CHANGE}; {_at_most(report, where)}", suggestion=where)
+        notes = suggestions_of(report, NOTE)
+        where = next((s for s in notes if bound_of(s)), None)
+        if where is not None:
+            return Change(f"{NO_CHANGE}; {_at_most(report, where)}", suggestion=where)
+        saturated = next((s for s in notes if s.id == SATURATED_RULE), None)
+        if saturated is not None:
+            return Change(f"{NO_CHANGE}; {title_of(saturated, report)}", suggestion=saturated)
+        return Change(NO_CHANGE)
     fix = fixes[0]
     title = title_of(fix, report)
     cached = from_epoch_two(report, fix)
@@ -170,6 +175,13 @@ def the_change(report: Report) -> Change:
     if not bound_of(fix):
         return Change(f"{title} (not measured on your training)", suggestion=fix)
     return Change(_at_most(report, fix), suggestion=fix)
+
+
+def _may_help(fix: Suggestion) -> bool:
+    """Not a fix predicted to give nothing, with no bound or step-alone gain to say otherwise
+    (more parallel calls on saturated cores)."""
+    nothing = fix.estimate is not None and fix.estimate <= 1.0
+    return not nothing or bool(bound_of(fix)) or fix.gain.basis == "step-alone"
 
 
 def _at_most(report: Report, fix: Suggestion) -> str:

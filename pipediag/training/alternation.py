@@ -37,13 +37,18 @@ class _OpenBlock:
     cpu_from: float
 
 
-def _spans_an_edge(cost: PairedCost) -> bool:
-    """Whether the interval is too wide for a label where it lies ("too noisy to tell")."""
-    if cost.low is None or cost.high is None or cost.half_width is None:
+def _straddles(cost: PairedCost) -> bool:
+    """Whether the interval holds a band's edge: the label is then its low end's."""
+    if cost.low is None or cost.high is None:
         return False
     edges = (DEFAULT_THRESHOLDS.moderately_input_bound, DEFAULT_THRESHOLDS.highly_input_bound)
-    straddled = any(cost.low < edge <= cost.high for edge in edges)
-    return cost.half_width > LABEL_MAX_HALF_WIDTH and straddled
+    return any(cost.low < edge <= cost.high for edge in edges)
+
+
+def _spans_an_edge(cost: PairedCost) -> bool:
+    """Whether the interval is too wide for a label where it lies ("too noisy to tell")."""
+    width = cost.half_width
+    return width is not None and width > LABEL_MAX_HALF_WIDTH and _straddles(cost)
 
 
 def scaled_rounds(scale: float) -> int:
@@ -214,7 +219,11 @@ class Alternation:
         cost = paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None
         if rounds < self._max_rounds and elapsed < self._max_seconds:
-            return width is None or width > paired.TARGET_HALF_WIDTH
+            # A narrow interval across an edge still reads on: 3 pairs at 5-9% labelled
+            # SimCLR's 13% compute-bound.
+            return (
+                width is None or width > paired.TARGET_HALF_WIDTH or bool(cost and _straddles(cost))
+            )
         if rounds >= self._most_rounds or elapsed >= paired.EDGE_EXTENSION * self._max_seconds:
             return False
         return cost is not None and _spans_an_edge(cost)

@@ -12,6 +12,7 @@ from worded import worded_advice
 
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, FEW_CORES_GAIN_SHARE
 from pipediag.analysis.advisor import advise
+from pipediag.renderers.answer import the_change
 from pipediag.renderers.reason_words import reason_words
 from pipediag.report.io import from_dict, to_dict
 from pipediag.report.model import (
@@ -186,9 +187,19 @@ def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() 
 
     saturated = found["PD010-cpu-saturated"]
     assert "95% busy" in saturated.evidence
-    assert "tf.data service" in saturated.code and "TFRecord" in saturated.code
+    assert "tf.data service" in saturated.evidence and "TFRecord" in saturated.evidence
     assert found["PD001-sequential-map"].estimate == 1.0
-    assert _ids(report)[0] == "PD010-cpu-saturated"
+    # a note, with no code: moving the work is no line to paste, and no other note repeats
+    # that nothing helps
+    assert (saturated.kind, saturated.code) == ("note", "")
+    assert "PD014-no-input-fix" not in found
+    # and the answer says that no change helped, and why
+    change = the_change(dataclasses.replace(report, suggestions=advise(report)))
+    assert change.words == (
+        "none measured to help on your training; the host CPU is saturated: "
+        "no tf.data setting can help"
+    )
+    assert change.code == []
 
 
 def test_busy_but_not_saturated_cpu_is_not_reported() -> None:
