@@ -18,6 +18,9 @@ class StepBudgetReached(BaseException):  # noqa: N818 - a signal, not an error
 
 # The fewest measured steps a time bound stops at: a median and p90 need a few dozen.
 MIN_MEASURED_STEPS = 20
+# The time bound of a loop whose waits are not timed: twenty host readings at 20 Hz still
+# fall within its measured steps, for the CPU's figures.
+BRIEF_MEASURED_S = 1.0
 # ~20,000 records keep the report a few MB and its PNG quick; a typical diagnosis never merges.
 DEFAULT_MAX_RECORDS = 20_000
 # Epoch starts kept: a run of more epochs keeps its first ones (a few bytes each).
@@ -171,13 +174,14 @@ class StepTimeline:
                 self._budget_end = max(self._budget_end, self._count) + steps
                 self._time_bound = None  # the extension is counted in steps
 
-    def measure_fewest(self) -> None:
-        """End the measured steps at the fewest the budget allows, `MIN_MEASURED_STEPS`: a
-        loop whose waits are not timed gains nothing a step from more, and a script of fixed
-        length gives its steps to the alternation's pairs instead."""
+    def measure_briefly(self) -> None:
+        """End the measured steps after `BRIEF_MEASURED_S` (and `MIN_MEASURED_STEPS`): a loop
+        whose waits are not timed gains nothing a step from more, and a script of fixed
+        length gives its steps to the alternation's pairs instead. Nothing changes for an
+        exact step count, an extended budget or workers in lockstep."""
         with self._lock:
             if self._time_bound is not None and not self.fixed_end:
-                self._time_bound = 0.0
+                self._time_bound = min(self._time_bound, BRIEF_MEASURED_S)
 
     def end_budget(self) -> None:
         """Reach the budget now (fit's steps left are wanted for the alternation)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pipediag.analysis import cost_rules, prescription_rules, stage_rules
 from pipediag.analysis.advice_context import Rule, build_context
-from pipediag.analysis.cost_rules import CONTENTION_RULE, FETCH_RULE
+from pipediag.analysis.cost_rules import CONTENTION_RULE, FETCH_RULE, SATURATED_RULE
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
@@ -63,7 +63,7 @@ def _said_once(found: list[Suggestion]) -> list[Suggestion]:
 
 RULES: tuple[Rule, ...] = (
     Rule("PD000-pipeline-fine", "compute-bound", cost_rules.check_pipeline_fine),
-    Rule("PD010-cpu-saturated", "input", cost_rules.check_cpu_saturated),
+    Rule(SATURATED_RULE, "input", cost_rules.check_cpu_saturated),
     Rule(CONTENTION_RULE, "input", cost_rules.check_contention),
     Rule(FETCH_RULE, "input", cost_rules.check_fetch),
     Rule("PD015-epoch-start", "input", cost_rules.check_epoch_start),

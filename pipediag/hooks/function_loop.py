@@ -208,7 +208,7 @@ class FunctionLoopTracker:
         self._count = count
         self._on_found()
         # The calls' input waits are not timed: the pairs are the only measure of the cost.
-        session.timeline.measure_fewest()
+        session.timeline.measure_briefly()
         pulls_inside: ReasonCode = (
             "loop-pulls-inside" if train.counter is not None else "loop-pulls-inside-named"
         )

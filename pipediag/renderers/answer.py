@@ -128,8 +128,9 @@ class Change:
 
 
 def the_change(report: Report) -> Change:
-    """The kept rewrites, else the best fix on training, else the model change, else a fix,
-    else none, with the cost rule's note saying where the cost lies."""
+    """The kept rewrites, else the best fix on training, else the model change, else a fix
+    that may help, else none, with the note saying where the cost lies (or that the host's
+    CPU is saturated)."""
     prescription = report.pipeline.prescription
     value = prescription.shown[0] if prescription is not None else None
     words = measured_change_text(report)
@@ -178,8 +179,9 @@ def the_change(report: Report) -> Change:
 
 
 def _may_help(fix: Suggestion) -> bool:
-    """Not a fix predicted to give nothing, with no bound or step-alone gain to say otherwise
-    (more parallel calls on saturated cores)."""
+    """Not a fix whose end-to-end prediction is no gain (more parallel calls on saturated
+    cores, a pipeline already faster than the step), unless a bound or a gain on the step
+    alone says more."""
     nothing = fix.estimate is not None and fix.estimate <= 1.0
     return not nothing or bool(bound_of(fix)) or fix.gain.basis == "step-alone"
 

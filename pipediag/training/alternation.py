@@ -219,10 +219,12 @@ class Alternation:
         cost = paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None
         if rounds < self._max_rounds and elapsed < self._max_seconds:
-            # A narrow interval across an edge still reads on: 3 pairs at 5-9% labelled
-            # SimCLR's 13% compute-bound.
+            # A narrow interval across an edge still reads on: its label would be its low
+            # end's (docs/design.md, "Rates in alternation").
             return (
-                width is None or width > paired.TARGET_HALF_WIDTH or bool(cost and _straddles(cost))
+                width is None
+                or width > paired.TARGET_HALF_WIDTH
+                or (cost is not None and _straddles(cost))
             )
         if rounds >= self._most_rounds or elapsed >= paired.EDGE_EXTENSION * self._max_seconds:
             return False

@@ -93,10 +93,12 @@ def _note(report: pipediag.Report, code: str, function: str) -> Reason:
     return found[0]
 
 
-def _diagnose(tmp_path: Path, **shape: object) -> pipediag.Report:
+def _diagnose(
+    tmp_path: Path, config: pipediag.RunConfig = CONFIG, **shape: object
+) -> pipediag.Report:
     script = tmp_path / "train.py"
     script.write_text(textwrap.dedent(SCRIPT.format(**shape)))
-    return pipediag.diagnose(script, config=CONFIG, out=tmp_path / "out", log=None)
+    return pipediag.diagnose(script, config=config, out=tmp_path / "out", log=None)
 
 
 def test_a_slow_map_under_a_multi_step_function_is_input_bound(tmp_path: Path) -> None:
@@ -122,10 +124,16 @@ def test_a_slow_map_under_a_multi_step_function_is_input_bound(tmp_path: Path) -
 
 def test_a_heavy_model_under_a_multi_step_function_is_compute_bound(tmp_path: Path) -> None:
     # Narrow batches (64 features: 64 KB a batch) into a wide model: copying a batch is a
-    # sliver of the step, on both sides of every pair.
-    report = _diagnose(tmp_path, slow=False, width=64, hidden=1024, layers=3)
+    # sliver of the step, on both sides of every pair. 400 steps asked for (about 12 s),
+    # bounded by 30 s.
+    config = dataclasses.replace(CONFIG, measured_steps=400, measured_seconds=30.0)
+    report = _diagnose(tmp_path, config, slow=False, width=64, hidden=1024, layers=3)
 
     assert report.complete and report.stop_reason == "step-budget", report.exit
+    # the waits inside the function are not timed: the measured steps end after 1 s
+    measured = [s for s in report.train.steps if s.label != "warmup"][: report.train.measured_steps]
+    assert report.train.measured_steps < 400
+    assert measured[-1].start_s - measured[0].start_s < 5.0
     verdict = report.verdict
     assert verdict.compute_alone_source == "measured", verdict
     # (its cost read near 5%, the band edge a host's noise moves either way)

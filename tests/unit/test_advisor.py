@@ -189,10 +189,8 @@ def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() 
     assert "95% busy" in saturated.evidence
     assert "tf.data service" in saturated.evidence and "TFRecord" in saturated.evidence
     assert found["PD001-sequential-map"].estimate == 1.0
-    # a note, with no code: moving the work is no line to paste, and no other note repeats
-    # that nothing helps
+    # a note, with no code: moving the work is no line to paste
     assert (saturated.kind, saturated.code) == ("note", "")
-    assert "PD014-no-input-fix" not in found
     # and the answer says that no change helped, and why
     change = the_change(dataclasses.replace(report, suggestions=advise(report)))
     assert change.words == (
@@ -200,6 +198,24 @@ def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() 
         "no tf.data setting can help"
     )
     assert change.code == []
+
+
+def test_a_saturated_cpu_with_no_fix_is_said_once_and_the_answer_says_why() -> None:
+    # GIVEN input costing half of training, no fix for its pipeline, and the cores full
+    stages = _chain(StageStats(0, "source"), StageStats(0, "prefetch"))
+
+    def costing(busy_pct: float) -> Report:
+        report = _report(stages, busy_pct=busy_pct)
+        verdict = dataclasses.replace(report.verdict, input_cost_fraction=0.5)
+        return dataclasses.replace(report, verdict=verdict)
+
+    saturated = costing(CPU_SATURATED_PCT + 5)
+    # THEN one note says so, and none repeats that no rule found a change
+    assert [(s.id, s.kind) for s in advise(saturated)] == [("PD010-cpu-saturated", "note")]
+    change = the_change(dataclasses.replace(saturated, suggestions=advise(saturated)))
+    assert change.words.endswith("the host CPU is saturated: no tf.data setting can help")
+    # and with cores to spare, the note that no rule found a change
+    assert [s.id for s in advise(costing(CPU_SATURATED_PCT - 30))] == ["PD014-no-input-fix"]
 
 
 def test_busy_but_not_saturated_cpu_is_not_reported() -> None:
@@ -627,13 +643,13 @@ def test_a_gain_measured_on_training_outranks_any_predicted_one() -> None:
 def test_a_fix_without_a_prediction_ranks_by_the_bound_it_carries() -> None:
     from pipediag.analysis.advisor import _sort_key
 
-    saturated = Suggestion("PD010-cpu-saturated")
+    idle = Suggestion("PD011-gpu-idle-cause")
     port = Suggestion("PD007-py-function", gain=Gain("held", 1.57))
     predicted = Suggestion("PD012-input-contention", estimate=1.2)
-    found = [(1, saturated), (2, predicted), (13, port)]
+    found = [(1, idle), (2, predicted), (13, port)]
 
     ranked = [s.id for _, s in sorted(found, key=lambda item: _sort_key(*item))]
 
     # THEN the port's bound (at most 1.57x) orders it among the predictions, and a fix
     # with neither comes after both
-    assert ranked == [port.id, predicted.id, saturated.id]
+    assert ranked == [port.id, predicted.id, idle.id]

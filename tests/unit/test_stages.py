@@ -118,8 +118,19 @@ def test_a_cost_is_read_against_its_input_in_the_same_round() -> None:
     own = own_costs(stages, [0.015, 0.0166])
     # THEN the pairs see its cost: the host's drift falls on both sides alike
     assert clear_of_noise(stages, rounds_s, own) == [True, True]
-    # and one round is no pair to judge by
-    assert clear_of_noise(stages, [r[:1] for r in rounds_s], own) == [True, False]
+    # and one round's pair, with no interval, is read as it stands
+    assert clear_of_noise(stages, [r[:1] for r in rounds_s], own) == [True, True]
+    assert clear_of_noise(stages, [[0.012], [0.011]], own) == [True, False]
+
+
+def test_a_costly_stage_read_once_is_still_the_bottleneck() -> None:
+    # GIVEN a 20 ms source read in three rounds, and a 150 ms decode map after it whose slow
+    # first element had its prefix read once
+    stages = [StageStats(0, "source"), StageStats(1, "map", inputs=[0])]
+    rounds_s = [[0.020, 0.021, 0.019], [0.170]]
+    own = own_costs(stages, [0.020, 0.170])
+    # THEN the map, not the source that owns an eighth of the time
+    assert pick_bottleneck(own, clear_of_noise(stages, rounds_s, own)) == 1
 
 
 def test_a_prefetch_is_never_the_bottleneck() -> None:

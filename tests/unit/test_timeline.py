@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pipediag.timeline import MIN_MEASURED_STEPS, StepTimeline
+import math
+
+from pipediag.timeline import BRIEF_MEASURED_S, MIN_MEASURED_STEPS, StepTimeline
 
 
 def _add(timeline: StepTimeline, count: int, step_s: float, t: float = 0.0) -> list[bool]:
@@ -50,19 +52,23 @@ def test_an_extended_budget_goes_on_after_the_time_bound() -> None:
     assert _add(timeline, 1, 0.125, t=6.0) == [True]
 
 
-def test_a_loop_whose_waits_are_not_timed_measures_the_fewest_steps() -> None:
-    # GIVEN fast steps that would run to the step count, then the fewest asked for
+def test_a_loop_whose_waits_are_not_timed_measures_briefly() -> None:
+    # GIVEN 30 ms steps and a 3 s bound, then the brief bound asked for
     timeline = StepTimeline(warmup_steps=5, measured_steps=100, measured_seconds=3.0)
-    timeline.measure_fewest()
-    reached = _add(timeline, 40, 0.01)
-    # THEN the budget is reached after the warm-up and the fewest measured steps
-    assert reached.index(True) == 5 + MIN_MEASURED_STEPS - 1
+    timeline.measure_briefly()
+    reached = _add(timeline, 100, 0.03)
+    # THEN the budget is reached once the measured steps span BRIEF_MEASURED_S (34 steps)
+    assert reached.index(True) == 5 + math.ceil(BRIEF_MEASURED_S / 0.03) - 1
+    # and slow steps still measure the fewest steps
+    slow = StepTimeline(warmup_steps=0, measured_steps=100, measured_seconds=3.0)
+    slow.measure_briefly()
+    assert _add(slow, 40, 0.5).index(True) == MIN_MEASURED_STEPS - 1
 
 
-def test_the_fewest_steps_leave_an_exact_count_and_all_steps_alone() -> None:
+def test_the_brief_bound_leaves_an_exact_count_and_workers_in_lockstep_alone() -> None:
     exact = StepTimeline(warmup_steps=0, measured_steps=30, measured_seconds=None)
-    every = StepTimeline(warmup_steps=0, measured_steps=None, measured_seconds=3.0)
-    for timeline in (exact, every):
-        timeline.measure_fewest()
-    assert _add(exact, 30, 0.01).index(True) == 29
-    assert not any(_add(every, 200, 0.01))
+    lockstep = StepTimeline(warmup_steps=0, measured_steps=30, measured_seconds=3.0, fixed_end=True)
+    for timeline in (exact, lockstep):
+        timeline.measure_briefly()
+    assert _add(exact, 30, 0.1).index(True) == 29
+    assert not any(_add(lockstep, 29, 0.1))

@@ -118,8 +118,10 @@ def line_tops(lines: list[FootLine], first_y: float, *, with_lists: bool) -> lis
 def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> list[FootLine]:
     lists = change_lists(report) if lists is None else lists
     change = the_change(report)
-    # A change with code was measured to help: it leads, with the code.
-    said = _change_lines(change) if change.code and not change.model else []
+    # A change with code was measured to help: it leads, with the code; so does the note
+    # the answer gives where none helped (where the cost lies, or why nothing can help).
+    noted = change.suggestion is not None and change.suggestion.kind == "note"
+    said = _change_lines(change) if (change.code or noted) and not change.model else []
     prescribed = bool(said) and change.suggestion is None
     if prescribed:
         # The change is the pipeline pipediag would write: its list's conclusion would repeat it.
