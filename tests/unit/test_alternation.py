@@ -215,41 +215,40 @@ def test_a_wide_interval_adds_rounds_up_to_the_bound() -> None:
     assert alternation.rounds == 5
 
 
-def test_a_narrow_interval_across_a_band_s_edge_goes_on_to_the_bound() -> None:
-    # GIVEN training at 95 steps/s and the step alone at 100 and 101.5 in turn: costs of 5%
-    # and 6.4%, an interval narrow after 3 rounds (4.4-7.1%) that holds the 5% edge
+def _in_turn(training: float, alone: tuple[float, float], max_rounds: int | None) -> Alternation:
+    """The schedule run with training at `training` steps/s and the step alone at each of
+    `alone` in turn (the first on even rounds)."""
     clock = FakeClock()
     alternation = Alternation(
-        clock=clock, origin=0.0, block_steps=5, lead=(0.0, [1 / 95] * 5), max_rounds=5
+        clock=clock,
+        origin=0.0,
+        block_steps=5,
+        lead=(0.0, [1 / training] * 5),
+        max_rounds=max_rounds,
     )
     while alternation.next != "done":
         kind = "step-alone" if alternation.next == "step-alone" else "training"
         alternation.start_block(kind, clock.now())
-        rate = 95.0 if kind == "training" else (101.5 if alternation.rounds % 2 else 100.0)
-        done = False
-        while not done:
-            clock.advance(1.0 / rate)
-            done = alternation.step_ended(clock.now())
-    # THEN the rounds go on to the bound rather than stop on a label its low end sets
-    assert alternation.rounds == 5
-
-
-def _disagreeing(max_rounds: int | None) -> Alternation:
-    """The schedule run with training at 85 steps/s and the step alone at 100 and 125 in
-    turn: costs of 15% and 32%, an interval across the 20% edge."""
-    clock = FakeClock()
-    alternation = Alternation(
-        clock=clock, origin=0.0, block_steps=5, lead=(0.0, [1 / 85] * 5), max_rounds=max_rounds
-    )
-    while alternation.next != "done":
-        kind = "step-alone" if alternation.next == "step-alone" else "training"
-        alternation.start_block(kind, clock.now())
-        rate = 85.0 if kind == "training" else (125.0 if alternation.rounds % 2 else 100.0)
+        rate = training if kind == "training" else alone[alternation.rounds % 2]
         done = False
         while not done:
             clock.advance(1.0 / rate)
             done = alternation.step_ended(clock.now())
     return alternation
+
+
+def test_a_narrow_interval_across_a_band_s_edge_goes_on_to_the_bound() -> None:
+    # GIVEN training at 95 steps/s and the step alone at 100 and 101.5 in turn: costs of 5%
+    # and 6.4%, an interval narrow after 3 rounds (4.4-7.1%) that holds the 5% edge
+    alternation = _in_turn(95.0, (100.0, 101.5), max_rounds=5)
+    # THEN the rounds go on to the bound rather than stop on a label its low end sets
+    assert alternation.rounds == 5
+
+
+def _disagreeing(max_rounds: int | None) -> Alternation:
+    """Training at 85 steps/s and the step alone at 100 and 125 in turn: costs of 15% and
+    32%, an interval across the 20% edge."""
+    return _in_turn(85.0, (100.0, 125.0), max_rounds)
 
 
 def test_an_interval_across_a_band_s_edge_goes_on_within_the_steps_left_if_known() -> None:
