@@ -209,14 +209,14 @@ def clear_of_noise(
     A stage with no input read owns all its time: clear where it has any."""
     clear = []
     for stats in stages:
-        own = own_s_per_batch[stats.index]
+        own, mine = own_s_per_batch[stats.index], rounds_s[stats.index]
         read = [i for i in stats.inputs if rounds_s[i]]
-        if own is None or own <= 0 or not rounds_s[stats.index] or not read:
-            clear.append(own is not None and own > 0 and bool(rounds_s[stats.index]))
+        if own is None or own <= 0 or not mine or not read:
+            clear.append(own is not None and own > 0 and bool(mine))  # all its time its own
             continue
         ratios = [
-            mine / _inputs_s(stats, [r[k] if k < len(r) else None for r in rounds_s])
-            for k, mine in enumerate(rounds_s[stats.index])
+            time_s / _inputs_s(stats, [r[k] if k < len(r) else None for r in rounds_s])
+            for k, time_s in enumerate(mine)
             if all(k < len(rounds_s[i]) for i in read)
         ]
         figure = ratio_figure(ratios)
