@@ -41,8 +41,6 @@ SHUFFLE_MIN_ELEMENTS = 1000
 
 @dataclass(frozen=True)
 class Context:
-    """Figures derived once from the report, shared by every rule."""
-
     report: Report
     stages: list[StageStats]
     options: PipelineOptions  # TF's defaults where they were not read

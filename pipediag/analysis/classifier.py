@@ -34,10 +34,8 @@ from pipediag.timeline import RawStep
 
 @dataclass(frozen=True)
 class Thresholds:
-    """XProf's bands (openxla/xprof, convert/op_stats_to_input_pipeline_analysis.cc:
-    kHighlyInfeedBoundThresholdInPercent = 20, kModeratelyInfeedBoundThresholdInPercent = 5):
-    at 20% or more input is the first thing to fix; from 5% to 20% both input and compute
-    need work; under 5% the model limits the rate."""
+    """XProf's bands (docs/design.md, "Input cost"), from openxla/xprof's
+    kHighlyInfeedBoundThresholdInPercent = 20, kModeratelyInfeedBoundThresholdInPercent = 5."""
 
     highly_input_bound: float = 0.20
     moderately_input_bound: float = 0.05

@@ -292,9 +292,8 @@ def _keyed(stages: Sequence[StageStats]) -> dict[tuple[str, str, int], StageStat
     keyed = {}
     for stage in stages:
         key = stage_key(stage)
-        rank = seen.get(key, 0)
-        seen[key] = rank + 1
-        keyed[(key[0], key[1], rank)] = stage
+        seen[key] = seen.get(key, 0) + 1
+        keyed[(key[0], key[1], seen[key] - 1)] = stage
     return keyed
 
 

@@ -34,7 +34,6 @@ def capped_threads(cores: int, step_cores: float | None) -> int:
 
 
 def thread_cap_trial(ctx: Context) -> FixTrial | None:
-    """The cap on tf.data's threads, tried on training."""
     return ctx.trial(FIX_THREAD_CAP, None)
 
 

@@ -63,14 +63,12 @@ def check_report(
     rules: NoiseRules = DEFAULT_RULES,
 ) -> list[CheckResult]:
     """Every threshold given, in the order of the options."""
-    results = []
     verdict = report.verdict
-    if thresholds.max_input_cost is not None:
-        cost = verdict.input_cost_fraction
-        results.append(_at_most(MAX_INPUT_COST, cost, thresholds.max_input_cost))
-    if thresholds.max_input_wait is not None:
-        wait = verdict.input_wait_fraction
-        results.append(_at_most(MAX_INPUT_WAIT, wait, thresholds.max_input_wait))
+    most = (
+        (MAX_INPUT_COST, verdict.input_cost_fraction, thresholds.max_input_cost),
+        (MAX_INPUT_WAIT, verdict.input_wait_fraction, thresholds.max_input_wait),
+    )
+    results = [_at_most(name, value, limit) for name, value, limit in most if limit is not None]
     if thresholds.min_steps_per_s is not None:
         limit = thresholds.min_steps_per_s
         rate = training_rate(report)
@@ -84,8 +82,7 @@ def check_report(
 
 
 def _at_most(name: str, value: float | None, limit: float) -> CheckResult:
-    passed = value is not None and value <= limit
-    return CheckResult(name, passed, limit=limit, value=value)
+    return CheckResult(name, value is not None and value <= limit, limit=limit, value=value)
 
 
 def _slowdown(baseline: Report, report: Report, limit: float, rules: NoiseRules) -> CheckResult:

@@ -55,12 +55,10 @@ _UTILIZATION_NOTES: frozenset[ReasonCode] = frozenset(
 
 
 def measured_steps(train: TrainSection) -> list[StepRecord]:
-    """Steps past the warm-up whose input wait was measured."""
     return [s for s in timed_steps(train.steps) if s.input_wait_s is not None]
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """None when a series is constant or too short."""
     n = len(x)
     if n < 2 or n != len(y):
         return None
@@ -342,7 +340,6 @@ def merge_untimed(intervals: list[Interval], target_s: float) -> list[Interval]:
 def with_pcie(
     intervals: list[Interval], samples: Sequence[GpuSample], link_bytes_per_s: float
 ) -> list[Interval]:
-    """The mean PCIe busy share of the ticks inside each interval."""
     ticks = sorted(
         (s.t_s, max(s.pcie_rx_bytes_per_s or 0.0, s.pcie_tx_bytes_per_s or 0.0))
         for s in samples

@@ -208,14 +208,11 @@ def epoch_start_stage(stages: Sequence[StageStats]) -> str:
     ]
     if buffers:
         return f"shuffle({max(buffers)})"
-    for stage in stages:
-        if stage.kind in ("interleave", "parallel-interleave"):
-            return stage_name(stage)
-    for stage in stages:
-        filename = stage.settings.filename
-        if stage.kind == "cache" and filename:  # "" caches in memory
-            return f"cache({filename})"
-    return ""
+    interleave = next((s for s in stages if s.kind in ("interleave", "parallel-interleave")), None)
+    if interleave is not None:
+        return stage_name(interleave)
+    files = [s.settings.filename for s in stages if s.kind == "cache" and s.settings.filename]
+    return f"cache({files[0]})" if files else ""  # a cache() of "" is in memory
 
 
 def python_stages(stages: Sequence[StageStats]) -> list[StageStats]:
@@ -255,16 +252,14 @@ def contention_evidence(
     if busy is None and alone is not None:
         training = float(np.mean([s.process_cpu_pct for s in during])) / 100.0
         busy = max(0.0, training - alone)
-    cores = host.cpu_count or 0
-    free = None
-    if cores:
-        busy_cores = float(np.mean([s.system_cpu_pct for s in during])) / 100.0 * cores
-        free = max(0.0, cores - busy_cores)
-    return ContentionEvidence(busy, free)
+    cores = host.cpu_count
+    if not cores:
+        return ContentionEvidence(busy, None)
+    busy_cores = float(np.mean([s.system_cpu_pct for s in during])) / 100.0 * cores
+    return ContentionEvidence(busy, max(0.0, cores - busy_cores))
 
 
 def step_cores_of(compute_alone: ComputeAlone | None) -> float | None:
-    """Process CPU over wall time of the step alone."""
     if compute_alone is None or not compute_alone.measured:
         return None
     stats = compute_alone.step_time
@@ -355,7 +350,6 @@ def label_of(cost: float, *, high: float, moderate: float) -> VerdictLabel:
 def interval_labels(
     interval: Sequence[float], *, high: float, moderate: float
 ) -> tuple[VerdictLabel, VerdictLabel]:
-    """The bands of an interval's two ends, low first."""
     low, top = interval[0], interval[-1]
     return label_of(low, high=high, moderate=moderate), label_of(top, high=high, moderate=moderate)
 

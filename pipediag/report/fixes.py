@@ -151,5 +151,4 @@ def fix_facts(fix: str) -> FixFacts:
 
 
 def fix_words(fix: str) -> str:
-    """The rewrite in words; the id itself for one this version does not know."""
     return fix_facts(fix).words

@@ -86,11 +86,8 @@ def read_history(path: str | os.PathLike[str]) -> list[HistoryEntry]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ReportError(f"cannot read {source}: {exc}") from None
-    entries = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            entries.append(_entry(line, f"{source} line {number}"))
-    return entries
+    lines = enumerate(text.splitlines(), 1)
+    return [_entry(line, f"{source} line {number}") for number, line in lines if line.strip()]
 
 
 def _entry(line: str, where: str) -> HistoryEntry:

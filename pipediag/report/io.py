@@ -16,7 +16,6 @@ from pipediag.report.upgrades import build_dataclass, upgraded
 
 
 def to_dict(report: Report) -> dict[str, Any]:
-    """The report as plain JSON-ready data."""
     return dataclasses.asdict(report)
 
 
@@ -45,9 +44,8 @@ def dumps(report: Report) -> str:
 
 def save_report(report: Report, path: str | os.PathLike[str]) -> Path:
     """Write the JSON report atomically: a crash never leaves a half-written file."""
-    target = Path(path)
-    write_atomically(target, dumps(report).encode())
-    return target
+    write_atomically(Path(path), dumps(report).encode())
+    return Path(path)
 
 
 def load_report(path: str | os.PathLike[str]) -> Report:
@@ -71,7 +69,6 @@ def load_report(path: str | os.PathLike[str]) -> Report:
 
 
 def write_atomically(target: Path, payload: bytes) -> None:
-    """Write to a temporary file beside `target`, then rename it into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:

@@ -298,9 +298,7 @@ class Verdict:
     compute_alone_steps_per_s: float | None = None
     pipeline_headroom: float | None = None
     gpu_idle_cause: GpuIdleCause | None = None  # where a GPU was sampled and idle
-    # DS-Analyzer's three rates: pipeline alone P, compute alone T and training A. Input cost
-    # = 1 - A/T, so T/A is the speedup if input were free; it decides the label (XProf's
-    # bands), the wait share stays beside it.
+    # Input cost 1 - A/T decides the label, the wait share beside it (docs/design.md, "Input cost").
     input_cost_fraction: float | None = None
     training_steps_per_s: float | None = None
     compute_alone_source: ComputeAloneSource = ""
@@ -350,7 +348,6 @@ class Gain:
     interval: list[float] | None = None
 
     def on(self, basis: GainBasis) -> float | None:
-        """The speedup where it was measured on `basis`, else None."""
         return self.speedup if self.basis == basis else None
 
 

@@ -123,13 +123,10 @@ class IdleAttribution:
     dominant: GpuIdleCause | None = None  # the largest cause; None when hardly idle
 
     def seconds_of(self, cause: GpuIdleCause) -> float:
-        """The idle seconds put down to `cause`."""
-        if cause == "input-wait":
-            return self.input_wait_s
-        return self.transfer_s if cause == "transfer" else self.host_overhead_s
+        by_cause = {"input-wait": self.input_wait_s, "transfer": self.transfer_s}
+        return by_cause.get(cause, self.host_overhead_s)
 
     def share_of(self, cause: GpuIdleCause) -> float:
-        """`cause`'s share of the idle time; 0 where the GPU was never idle."""
         return self.seconds_of(cause) / self.idle_s if self.idle_s > 0 else 0.0
 
 

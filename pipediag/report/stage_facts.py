@@ -164,7 +164,6 @@ def prefix_cost_s(stages: Sequence[StageStats], index: int) -> float:
 
 
 def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | None:
-    """The batch size of the first batching stage after `index`, following consumers."""
     current = index
     for _ in range(len(stages)):
         consumers = [s for s in stages if current in s.inputs]

@@ -95,7 +95,6 @@ def _from_version_1(data: dict[str, Any]) -> None:
 
 
 def _upgrade_lists_in(data: dict[str, Any], key: str, upgrades: dict[str, _ItemUpgrade]) -> None:
-    """Replaces the section `data[key]` (an object) with a copy, its `upgrades` lists upgraded."""
     section = data.get(key)
     if isinstance(section, dict):
         lists = {name: _each_object(section.get(name), up) for name, up in upgrades.items()}
@@ -161,10 +160,8 @@ _PAIRS_IN_WORDS = re.compile(r"(\d+) (?:alternating )?pairs\b")
 
 
 def _from_version_4(data: dict[str, Any]) -> None:
-    """The verdict's prose `summary` goes; the two facts it held that no field did become
-    fields: the alternation's pairs, and why there is no verdict, read from the train
-    section as the analysis reads it. A verdict with no summary (a report's default, judged
-    never) says no reason."""
+    """The prose `summary` goes, its facts kept (docs/design.md, "Rules of the house"); a
+    verdict with no summary (a report's default, judged never) says no reason."""
     verdict = data.get("verdict")
     if not isinstance(verdict, dict):
         return
@@ -259,10 +256,8 @@ _IN_MEMORY = "memory"
 
 
 def _from_version_7(data: dict[str, Any]) -> None:
-    """Options and stage settings were strings ("true", "AUTOTUNE", "32", "default (2
-    cores)", "memory"). An option or a setting whose string reads as neither (a stage's
-    "default" order, a thread pool left to TF) takes its field's default; options never
-    read (`{}`) are None."""
+    """Options and settings typed (docs/design.md, "Rules of the house"); options never read
+    (`{}`) are None."""
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v8})
     _upgrade_lists_in(data, "scale_out", {"stages": _stage_v8})
     pipeline = data.get("pipeline")
@@ -301,11 +296,9 @@ def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_version_8(data: dict[str, Any]) -> None:
-    """Version 8 worded its notes; `_convert` keeps each as written ("as-written"). Each
-    rewrite's `semantics` sentence becomes its codes; a sentence pipediag never wrote (a
-    hand edit) is dropped, as nothing said. A model trial's `numerics` note becomes the
-    layers it kept float32, its policy `setting` (a note in neither policy's words is
-    dropped: the notes are parsed, not kept, so a trial holds one form of its numerics)."""
+    """Words read back into facts (docs/design.md, "Rules of the house"). A sentence pipediag
+    never wrote (a hand edit) is dropped, as nothing said: a semantics sentence, or a
+    `numerics` note in neither policy's words (a trial holds one form of its numerics)."""
     _upgrade_lists_in(data, "scale_out", {"measurements": _measurement_v9})
     _upgrade_lists_in(data, "pipeline", {"trials": _fix_trial_v9})
     if isinstance(data.get("pipeline"), dict):  # the copy just made: it may be changed
