@@ -22,8 +22,7 @@ from pipediag.report.stages import StageStats
 from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import FixName, RuleId, SuggestionKind, TrialOutcome
 
-# The GIL: a sleeping py_function map went 53 -> 81 batches/s (1.5x) on 2 cores
-# (docs/design.md, "tf.data behaviours").
+# The GIL bounds a py_function map run in parallel (docs/design.md, "tf.data behaviours").
 PY_FUNCTION_PARALLEL_GAIN = 1.5
 # On this many cores or fewer only this share of the ideal DS-Analyzer gain is predicted
 # (1.6x alone gave 1.18x end to end on 2 cores: docs/design.md, "Costs that are not waiting").

@@ -1,6 +1,5 @@
-"""The advisor: a table of rules over the report, each a small function with a stable id,
-whose suggestions carry the numbers behind them and the code to write, in a deterministic
-order. The kinds of speedup and the order: (docs/design.md, "The advisor")."""
+"""The advisor: a table of rules over the report, each with a stable id, whose suggestions
+carry their numbers and code, in a deterministic order (docs/design.md, "The advisor")."""
 
 from __future__ import annotations
 

@@ -16,16 +16,10 @@ from pipediag.report.vocabulary import RateBlockKind
 # Watched or with the samplers paused: training blocks alike for the cost.
 TRAINING_KINDS: tuple[RateBlockKind, ...] = ("training", "quiet-training")
 
-# A leading step under this share of its block's steady median (served from a refilled
-# buffer), or over this multiple (beside the refill), is the block's transition.
+# A block's transition, and the host's two modes (docs/design.md, "Rates in alternation").
 FAST_LEADING = 0.8
 SLOW_LEADING = 1.25
-# At most this share of a block is ever dropped as its transition.
 MAX_DROPPED_SHARE = 0.5
-# Blocks whose rates fall in two groups at least this far apart (and as many spreads of
-# each), each group holding both kinds of block, ran in two modes of the host; a block
-# further from its mode's median than this share of the modes' distance straddled a switch
-# (docs/design.md, "Rates in alternation").
 HOST_MODE_GAP = 1.15
 MODE_SPREADS = 2.0
 MODE_REACH = 1 / 3
@@ -81,9 +75,8 @@ class PairedCost:
 
 
 def host_modes(blocks: Sequence[RateBlock]) -> dict[int, int] | None:
-    """Each block's mode, 0 slow and 1 fast, where the host ran at two speeds and both kinds
-    of block saw each (docs/design.md, "Rates in alternation"); None where it did not. A
-    block far from its mode's median rate straddled a switch: it has no mode."""
+    """Each block's mode, 0 slow and 1 fast; None where the host had no two modes, and none
+    for a block that straddled a switch (docs/design.md, "Rates in alternation")."""
     logs = _log_rates(blocks, (*TRAINING_KINDS, "step-alone"))
     order = sorted(logs, key=logs.__getitem__)
     if len(order) < 4:

@@ -55,8 +55,7 @@ BUSY_LOW_FLOOR = 0.001
 # suggested aim at `SUGGESTED_HALF_WIDTH` (docs/design.md, "Too noisy to tell").
 LABEL_MAX_HALF_WIDTH = 0.05
 SUGGESTED_HALF_WIDTH = 0.04
-# How far a cost from A and T taken once each may stray: the image classification tutorial
-# read 14% where whole runs put it at -8% (docs/design.md, "Too short to tell").
+# How far a cost from A and T taken once each may stray (docs/design.md, "Too short to tell").
 ONE_PIECE_NOISE = 0.20
 STEPS_UNIT = 100  # `--steps` suggested: a multiple of this, at most `MOST_STEPS_SUGGESTED`
 MOST_STEPS_SUGGESTED = 2000

@@ -1,6 +1,5 @@
-"""Advice that follows the part of input cost that dominates (T/A for the part removed as its
-upper-bound gain), why no fix where none applies, and the host's and GPU's rules: a saturated
-CPU, the GPU's idle cause, the pipeline fine when compute-bound (docs/design.md, "The advisor")."""
+"""Advice on the dominant part of input cost, why no fix where none applies, and the host's
+and GPU's rules (docs/design.md, "The advisor")."""
 
 from __future__ import annotations
 

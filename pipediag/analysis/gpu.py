@@ -1,6 +1,5 @@
-"""What the GPU's own counters say: its readings as windows of one busy share each, why it sat
-idle per window (far longer than a step; HTA's causes), and how GPU idle tracks input wait
-across windows (docs/design.md, "GPU idle causes", "NVML facts")."""
+"""What the GPU's own counters say: windows of one busy share each, why the GPU sat idle, and
+how its idle tracks input wait (docs/design.md, "GPU idle causes", "NVML facts")."""
 
 from __future__ import annotations
 

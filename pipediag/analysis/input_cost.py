@@ -1,6 +1,5 @@
-"""Input cost, the verdict's arithmetic (DS-Analyzer): from the pipeline alone P, the train
-step alone T and training A, input costs 1 - A/T of training time, split into parts that add
-up (wait, fetch, contention, epoch start). Method: (docs/design.md, "Input cost")."""
+"""Input cost 1 - A/T from DS-Analyzer's rates P, T and A, split into parts that add up:
+wait, fetch, contention, epoch start (docs/design.md, "Input cost")."""
 
 from __future__ import annotations
 
@@ -27,14 +26,12 @@ from pipediag.report.stage_facts import SHUFFLE_KINDS
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import ComputeAloneSource, ContentionKind, CostPart, VerdictLabel
 
-# P this many times A: the step's time in next() is the pull itself, not a wait
-# (docs/design.md, "Input cost": 5,100 batches/s alone, 700 steps/s, 25% in next()).
+# P this many times A: time in next() is the pull itself, not a wait (docs/design.md, "Input cost").
 FETCH_PIPELINE_MARGIN = 5.0
-# The most a pull of a ready batch costs where estimated from P (fit's stamps do not time
-# it): about 0.7 ms eager on a 2-core host (docs/design.md, "Rates in alternation").
+# The most a ready pull costs, where estimated from P (docs/design.md, "Rates in alternation").
 MAX_PULL_S = 1e-3
 # Epochs whose costs differ by more are two phases (a cache filling in epoch 1); less is
-# noise: two epochs of the image classification tutorial read 2% and 21% (whole runs: -8%).
+# noise (docs/design.md, "Input cost").
 PHASE_COST_GAP = 0.25
 PHASE_MIN_STEPS = 10
 # Fewer idle cores than this while training: the host is saturated (a busy host still shows

@@ -1,6 +1,5 @@
-"""How much a figure of one run would move if the run were made again: each figure as an
-`Estimate` (a value and a standard error), so that a change between runs is judged against
-both runs' spread (docs/design.md, "Comparing runs")."""
+"""Each figure of a run as an `Estimate` (a value and a standard error), so that a change
+between runs is judged against both runs' spread (docs/design.md, "Comparing runs")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The paired engine: the one interval, and the one home of the knobs, of every comparison
-run as alternating blocks: disturbed pairs left out, the mean log ratio's 90% Student-t
-interval (docs/design.md, "The paired engine")."""
+run as alternating blocks (docs/design.md, "The paired engine")."""
 
 from __future__ import annotations
 
@@ -63,22 +62,18 @@ HOLD_MIN_SHARE_S = 6 * TRAINING_SLICES.shortest_s
 # searching or not.
 HOLD_MIN_TRIAL_S = SLICES_PER_SHARE * TRAINING_SLICES.shortest_s
 
-# --- stage timing (bench/stages.py): each prefix read in this many slices, the rounds going
-# forwards, then backwards, against the host's noise; a stage and its input in one round are
-# a pair; the per-stage budget is shared between them (docs/design.md, "Stage timing").
+# --- stage timing (bench/stages.py): rounds per prefix (docs/design.md, "Stage timing").
 STAGE_ROUNDS = 3
 
 # --- training against the step alone (training/alternation.py): A0 T1 A1 T2 A2 ...
 # Three rounds cost about one 2 s run of the step alone (docs/design.md, "The paired engine").
 BLOCK_S = 0.4
-# Steps in a block: blocks of 64 steps (0.19 s at 3 ms) left short-step scripts "too noisy";
-# where the steps left are unknown, 64 (docs/design.md, "Rates in alternation").
+# Steps in a block; where the steps left are unknown, 64 (docs/design.md, "Rates in alternation").
 MIN_BLOCK_STEPS = 4
 MAX_BLOCK_STEPS = 1024
 MAX_BLOCK_STEPS_UNBOUNDED = 64
-# Where nothing bounds a block, steps shorter than this over 64 still fill a block this long:
-# 64 steps of Orbit's 0.1 ms read 5,250-11,800 steps/s in one run (docs/design.md, "Rates in
-# alternation").
+# Where nothing bounds a block, steps shorter than this over 64 still fill a block this long
+# (docs/design.md, "Rates in alternation").
 UNBOUNDED_BLOCK_S = 0.1
 # The fewest rounds: the three blocks of each kind that `BLOCK_S` is sized for.
 ALTERNATION_MIN_ROUNDS = 3
@@ -119,8 +114,7 @@ def t90(degrees: int) -> float:
 
 
 def disturbed(logs: Mapping[int, float]) -> set[int]:
-    """The keys of log values far off their median. A stall is rare: where more than a third
-    (and more than one) would go, they are the host's noise and none is left out."""
+    """The keys of log values far off their median (docs/design.md, "The paired engine")."""
     if len(logs) < 3:
         return set()
     middle = statistics.median(logs.values())

@@ -1,6 +1,5 @@
-"""Advisor rules over the rewrites tried on training: the pipeline pipediag would write
-(PD016), a measured rewrite no stage rule speaks for (PD017), and a stage's bound
-(docs/design.md, "The pipeline pipediag would write")."""
+"""Rules over rewrites tried on training: PD016, PD017 (a measured rewrite no stage rule
+speaks for) and a stage's bound (docs/design.md, "The pipeline pipediag would write")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Which stage to hold in memory next when each stage's cost is measured on training: the
-output-most first, then a bisection for where the gain crosses half of the whole
-pipeline's (docs/design.md, "Stage costs on training")."""
+"""Which stage to hold in memory next when stage costs are measured on training: the
+output-most, then a bisection (docs/design.md, "Stage costs on training")."""
 
 from __future__ import annotations
 

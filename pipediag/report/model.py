@@ -192,10 +192,8 @@ def no_verdict_reason(train: TrainSection) -> NoVerdictReason:
 
 @dataclass(frozen=True)
 class RateBlock:
-    """One block of the alternation of rates (docs/design.md, "Rates in alternation"), of a
-    `RateBlockKind`. `steps` and `seconds` are the block's steady part: `dropped_steps`
-    leading steps were the transition from the block before (a prefetch buffer refilled
-    while the step ran alone, or drained after it)."""
+    """One block of the alternation of rates (docs/design.md, "Rates in alternation"):
+    `steps` and `seconds` are its steady part, after `dropped_steps` of transition."""
 
     kind: RateBlockKind
     start_s: float
