@@ -191,26 +191,22 @@ def judge(
         "compute-bound": "not input-bound",
         "uncertain": "unknown",
     }
-    compute_rate = rates.compute
-    headroom = (
-        pipeline.batches_per_s / compute_rate
-        if pipeline.batches_per_s is not None and compute_rate
-        else None
-    )
+    batches = pipeline.batches_per_s
+    headroom = batches / rates.compute if batches is not None and rates.compute else None
     return model.Verdict(
         label=label,
         input_wait_fraction=fraction if found.split.waits_timed else None,
         severity=severities[label],
         input_bound_steps=sum(s.count for s in timed if s.label == "input-bound"),
         compute_bound_steps=sum(s.count for s in timed if s.label == "compute-bound"),
-        compute_alone_steps_per_s=compute_rate,
+        compute_alone_steps_per_s=rates.compute,
         pipeline_headroom=headroom,
         input_cost_fraction=found.cost,
         training_steps_per_s=rates.training,
         compute_alone_source=rates.source,
         compute_alone_reason=rates.reason if rates.source == "estimated" else None,
         cost_split=found.split,
-        phases=phases_of(timed, compute_rate, high=high, moderate=moderate),
+        phases=phases_of(timed, rates.compute, high=high, moderate=moderate),
         input_cost_interval=interval,
         busy_host_cores=others if busy is not None else None,
         uncertain_because=because,

@@ -142,13 +142,12 @@ def _main_chain(stages: Sequence[StageStats]) -> list[StageStats]:
 
 def _stage_line(stats: StageStats, own: dict[CodeEdit, StageChange]) -> CodeLine:
     if "materialise" in own and stats.kind == "source":
-        change = own["materialise"]
         generator = stats.function or "generator"
         text = (
             "ds = tf.data.Dataset.from_tensor_slices("
             f"tuple(np.stack(part) for part in zip(*{generator}())))"
         )
-        return _line(text, stats, change)
+        return _line(text, stats, own["materialise"])
     if "prefetch" in own and stats.kind == "prefetch":
         return _line(f"ds = ds.prefetch({AUTOTUNE_TEXT})", stats, own["prefetch"])
     if "parallel" in own:

@@ -1,6 +1,5 @@
 """The fixes pipediag knows, one record each: what every layer needs of a fix that is data,
-not logic (docs/design.md, "Every applicable rewrite"). How a fix edits a graph and when a
-rule proposes it stay with that code, keyed by the fix's id."""
+not logic (docs/design.md, "Composing rewrites")."""
 
 from __future__ import annotations
 
@@ -40,18 +39,10 @@ DEVICE_PREFETCH_TEXT: Final = 'ds = ds.apply(tf.data.experimental.prefetch_to_de
 
 @dataclass(frozen=True)
 class FixFacts:
-    """One fix as data.
-
-    `edit_rank` is its edit's place when kept edits are re-applied together (moves, changes
-    in place, caches, the final prefetch; None: after those, in the order kept).
-    `option_line` is the `tf.data.Options` line it sets (`{value}`: its number), `last_line`
-    the line it adds after the options, which applies it after every other fix. `caches`: it
-    keeps its stage's output in memory from the second epoch; `stage_work`: it makes a
-    stage's own work cheaper, so under a kept cache it changes only the first epoch.
-    `bounded_by_hold`: holding a stage's output on the host bounds what it gains.
-    `from_epoch_two`: its suggestion's bound is what it gains from the second epoch on.
-    `semantics`: what it changes in what the pipeline yields (empty: nothing).
-    """
+    """One fix as data (docs/design.md, "Composing rewrites"). `edit_rank`: its edit's place
+    in the order kept edits are re-applied (None: after those, in the order kept);
+    `option_line`'s `{value}`: its number. `stage_work`: it makes a stage's own work cheaper,
+    so under a kept cache it changes only the first epoch."""
 
     name: str
     words: str

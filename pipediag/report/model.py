@@ -1,10 +1,6 @@
-"""The report: plain, frozen data that every renderer reads and the JSON file stores.
-
-Times are seconds from the start of the diagnosis (`t_s`, `start_s`) on the session's
-monotonic clock, so the step timeline, host samples and GPU samples share one axis.
-Units are in the field names. Fields added later must have defaults, so that older
-reports still load (see `report/upgrades.py`).
-"""
+"""The report: plain, frozen data that every renderer reads and the JSON file stores. Times
+(`t_s`, `start_s`) are seconds on the session's clock from the diagnosis's start, one axis for
+steps and samples; later fields have defaults (docs/design.md, "Rules of the house")."""
 
 from __future__ import annotations
 

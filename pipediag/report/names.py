@@ -1,6 +1,5 @@
 """How a stage and a rewrite are named to the user, spelled once below every layer that names
-them (the analysis's reasons too), so a stage reads the same in a fix's title, the text summary
-and the PNG."""
+them, so a stage reads the same everywhere (docs/design.md, "Architecture")."""
 
 from __future__ import annotations
 

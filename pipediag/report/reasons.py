@@ -1,11 +1,5 @@
-"""Why something was not measured, or what limits a reading: a code with its parameters.
-A report stores the code, so a tool reading the JSON can branch on it; the words are made
-from it in one place (`renderers/reason_words.py`). `detail` holds only words from outside
-pipediag (an exception's message, an op's or a class's name) or a `TrainStyle`; `value` and
-`limit` the figures the words give; `because` the reason behind this one, or for a few
-service failures a worded parameter of it (`grpc-status`, `start-timeout`,
-`no-error-output`). Code writes each code as its string, checked by mypy: `ReasonCode`
-(with the failures pipediag's own errors carry) is the only place codes are named."""
+"""Why something was not measured, or what limits a reading: a code with its parameters,
+`ReasonCode` the one list of codes (docs/design.md, "Architecture")."""
 
 from __future__ import annotations
 

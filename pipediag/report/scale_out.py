@@ -47,11 +47,9 @@ class ServiceBlocker:
 
 @dataclass(frozen=True)
 class ServiceMeasurement:
-    """The pipeline (or its movable part) read through a real tf.data service; local workers
-    share this host's cores (docs/design.md, "tf.data service"). Rates are in output batches;
-    `transfer_batches_per_s`: one batch already made, sent again and again (the transfer
-    ceiling). CPU figures are per batch: this process's (receiving, timed in the transfer
-    read) and the workers' (making and sending; local workers only)."""
+    """The pipeline (or its movable part) read through a real tf.data service, and one batch
+    sent again and again, the transfer ceiling (docs/design.md, "tf.data service"). Rates are
+    in output batches; the workers' CPU per batch is known for local workers only."""
 
     where: ServiceWhere
     address: str = ""
@@ -82,9 +80,8 @@ class ServiceMeasurement:
 
 @dataclass(frozen=True)
 class ScaleOutPrediction:
-    """How many workers would feed the train step, and what training would then gain:
-    `workers_needed` = ceil(target / per-worker rate); the predicted rate is
-    min(compute alone, transfer ceiling, local stages' rate); `limited_by` names which."""
+    """How many workers would feed the train step, and what training would then gain; the
+    predicted rate is a min, `limited_by` names which (docs/design.md, "tf.data service")."""
 
     target_steps_per_s: float | None = None  # compute alone T: the rate to feed
     training_steps_per_s: float | None = None  # A, as trained now

@@ -1,6 +1,5 @@
-"""Facts about a pipeline's stages that the what-if trials (`bench/`) and the advisor
-(`analysis/`) share. They read only `StageStats`, so they live below both: the trials measure
-what the advisor suggests."""
+"""Facts about a pipeline's stages that the what-if trials and the advisor share, below both
+so the trials measure what the advisor suggests (docs/design.md, "Architecture")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Reading a report's JSON tolerantly: an older schema brought to the current one a step per
-version, then each object built into its dataclass (unknown keys ignored, older words kept as
-written)."""
+version, then built into dataclasses (docs/design.md, "Rules of the house")."""
 
 from __future__ import annotations
 

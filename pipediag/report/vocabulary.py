@@ -1,6 +1,5 @@
-"""The report's vocabulary: every word a report field may hold, typed once. Code writes a
-value as its string, and mypy rejects a word not in its `Literal` (in an assignment, an
-argument or a comparison); the JSON report keeps the plain strings."""
+"""The report's vocabulary: every word a report field may hold, each `Literal` the one list
+of a field's values (docs/design.md, "Architecture")."""
 
 from __future__ import annotations
 
