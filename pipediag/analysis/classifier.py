@@ -64,15 +64,13 @@ MOST_STEPS_SUGGESTED = 2000
 PIPELINE_BELOW_TRAINING = 1.2
 
 
-def label_step(
-    raw: RawStep, *, warmup: bool, thresholds: Thresholds = DEFAULT_THRESHOLDS
-) -> StepLabel:
+def label_step(raw: RawStep, *, warmup: bool) -> StepLabel:
     if warmup:
         return "warmup"
     if raw.input_wait_s is None or raw.duration_s <= 0:
         return "unknown"
     share = raw.input_wait_s / raw.duration_s
-    return "input-bound" if share >= thresholds.highly_input_bound else "compute-bound"
+    return "input-bound" if share >= DEFAULT_THRESHOLDS.highly_input_bound else "compute-bound"
 
 
 def build_train_section(
@@ -82,7 +80,6 @@ def build_train_section(
     warmup_steps: int,
     style: TrainStyle,
     input_wait_source: InputWaitSource,
-    thresholds: Thresholds = DEFAULT_THRESHOLDS,
     skipped_passes: Sequence[model.DataPass] = (),
     epoch_starts: Sequence[tuple[int, float, int | None]] = (),
 ) -> model.TrainSection:
@@ -97,7 +94,7 @@ def build_train_section(
                 start_s=raw.start - origin,
                 duration_s=raw.duration_s,
                 input_wait_s=raw.input_wait_s,
-                label=label_step(raw, warmup=index < warmup_steps, thresholds=thresholds),
+                label=label_step(raw, warmup=index < warmup_steps),
                 epoch=raw.epoch,
                 count=raw.count,
             )
@@ -129,7 +126,6 @@ def judge(
     *,
     compute_alone: model.ComputeAlone | None = None,
     host: HostSection | None = None,
-    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> model.Verdict:
     """The verdict from input cost, with the figures behind it; where none, the code of why."""
     timed = [s for s in train.steps if s.label in ("input-bound", "compute-bound")]
@@ -154,7 +150,8 @@ def judge(
         stages=pipeline.stages,
         cpu=contention_evidence(host, timed, compute_alone),
     )
-    high, moderate = thresholds.highly_input_bound, thresholds.moderately_input_bound
+    bands = DEFAULT_THRESHOLDS
+    high, moderate = bands.highly_input_bound, bands.moderately_input_bound
     label = label_of(found.cost, high=high, moderate=moderate)
     others = _other_processes_cores(host, timed, compute_alone)
     cores = host.cpu_count if host is not None else None

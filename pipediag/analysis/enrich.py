@@ -5,21 +5,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pipediag.analysis.gpu import (
-    DEFAULT_GPU_THRESHOLDS,
-    GpuThresholds,
-    analyze_gpu,
-    with_gpu_idle_cause,
-)
+from pipediag.analysis.gpu import analyze_gpu, with_gpu_idle_cause
 from pipediag.analysis.host_contention import host_contention
 from pipediag.report.model import Report
 
 
-def enrich_report(report: Report, *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS) -> Report:
+def enrich_report(report: Report) -> Report:
     """Idempotent: parts already present are kept."""
-    analysis = report.gpu_analysis or analyze_gpu(report.gpu, report.train, thresholds=thresholds)
+    analysis = report.gpu_analysis or analyze_gpu(report.gpu, report.train)
     contention = report.host_contention or host_contention(
-        report.host, report.train, report.verdict, thresholds=thresholds
+        report.host, report.train, report.verdict
     )
     verdict = report.verdict
     if verdict.gpu_idle_cause is None:

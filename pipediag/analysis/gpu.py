@@ -95,15 +95,11 @@ def _device_busy_mean(samples: Sequence[GpuSample]) -> float:
 
 
 def analyze_gpu(
-    gpu: GpuSection,
-    train: TrainSection,
-    *,
-    busy_metric: str = BUSY_AUTO,
-    thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS,
+    gpu: GpuSection, train: TrainSection, *, busy_metric: str = BUSY_AUTO
 ) -> GpuAnalysis:
     """Per-window busy and input-wait shares, idle causes and their correlation. `busy_metric`
     "auto": GPM SM activity where reported (utilization counts any kernel as busy)."""
-    th = thresholds
+    th = DEFAULT_GPU_THRESHOLDS
     if not gpu.available:
         return _unavailable(Reason("no-gpu-sampled", because=gpu.reason))
     steps = measured_steps(train)
@@ -178,7 +174,7 @@ def analyze_gpu(
     coverage_fraction = clip01(in_windows / step_time) if step_time > 0 else None
     if coverage_fraction is not None and coverage_fraction < LOW_COVERAGE_NOTE:
         notes.append(Reason("low-window-coverage", value=coverage_fraction))
-    attribution = attribute_idle(windows, thresholds=th)
+    attribution = attribute_idle(windows)
     busy = sum(w.gpu_busy_fraction * length for w, length in pairs) / sum(lengths)
     wait = sum(w.input_wait_fraction * w.step_coverage * length for w, length in pairs) / in_windows
     r: float | None = None
@@ -208,9 +204,7 @@ def analyze_gpu(
     )
 
 
-def attribute_idle(
-    windows: Sequence[GpuWindow], *, thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS
-) -> IdleAttribution:
+def attribute_idle(windows: Sequence[GpuWindow]) -> IdleAttribution:
     """Per window of length L: idle = (1 - busy) L; input wait takes min(idle, wait share x L),
     transfer min(rest, PCIe busy share x L); host overhead is what remains."""
     window_s = idle_s = 0.0
@@ -226,7 +220,7 @@ def attribute_idle(
         seconds[CAUSE_TRANSFER] += transfer
         seconds[CAUSE_HOST] += idle - waiting - transfer
     dominant: GpuIdleCause | None = None
-    if window_s > 0 and idle_s / window_s >= thresholds.min_idle_fraction:
+    if window_s > 0 and idle_s / window_s >= DEFAULT_GPU_THRESHOLDS.min_idle_fraction:
         worst = max(CAUSES, key=seconds.__getitem__)
         dominant = worst
     return IdleAttribution(

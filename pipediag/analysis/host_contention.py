@@ -3,7 +3,7 @@ pipeline can be slow because something else on the host takes its cores."""
 
 from __future__ import annotations
 
-from pipediag.analysis.gpu import DEFAULT_GPU_THRESHOLDS, GpuThresholds, measured_steps
+from pipediag.analysis.gpu import DEFAULT_GPU_THRESHOLDS, measured_steps
 from pipediag.report.model import TrainSection, Verdict, timed_steps
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostContention, HostSample, HostSection
@@ -26,11 +26,7 @@ def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float
 
 
 def host_contention(
-    host: HostSection,
-    train: TrainSection,
-    verdict: Verdict | None = None,
-    *,
-    thresholds: GpuThresholds = DEFAULT_GPU_THRESHOLDS,
+    host: HostSection, train: TrainSection, verdict: Verdict | None = None
 ) -> HostContention:
     """Per sample: system busy % - this process's % / cores (psutil counts a process 100 per
     core). It bears on the verdict only where input may limit training."""
@@ -60,7 +56,7 @@ def host_contention(
         other_cores_mean=other_mean / 100 * cores,
         process_cpu_pct_mean=sum(s.process_cpu_pct for s in samples) / len(samples),
         system_cpu_pct_mean=sum(s.system_cpu_pct for s in samples) / len(samples),
-        contended=other_mean / 100 >= thresholds.contention_share,
+        contended=other_mean / 100 >= DEFAULT_GPU_THRESHOLDS.contention_share,
         scope=scope,
         bears_on_verdict=bears,
     )
