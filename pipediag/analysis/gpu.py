@@ -97,8 +97,8 @@ def _device_busy_mean(samples: Sequence[GpuSample]) -> float:
 def analyze_gpu(
     gpu: GpuSection, train: TrainSection, *, busy_metric: str = BUSY_AUTO
 ) -> GpuAnalysis:
-    """Per-window busy and input-wait shares, idle causes and their correlation. `busy_metric`
-    "auto": GPM SM activity where reported (utilization counts any kernel as busy)."""
+    """Per-window busy and input-wait shares, idle causes and their correlation; `busy_metric`
+    as docs/design.md, "GPU idle causes" describes."""
     th = DEFAULT_GPU_THRESHOLDS
     if not gpu.available:
         return _unavailable(Reason("no-gpu-sampled", because=gpu.reason))
@@ -205,8 +205,7 @@ def analyze_gpu(
 
 
 def attribute_idle(windows: Sequence[GpuWindow]) -> IdleAttribution:
-    """Per window of length L: idle = (1 - busy) L; input wait takes min(idle, wait share x L),
-    transfer min(rest, PCIe busy share x L); host overhead is what remains."""
+    """Each window's idle split by cause, input wait first (docs/design.md, "GPU idle causes")."""
     window_s = idle_s = 0.0
     seconds: dict[GpuIdleCause, float] = dict.fromkeys(CAUSES, 0.0)
     for w in windows:

@@ -317,13 +317,9 @@ class Verdict:
 
 @dataclass(frozen=True)
 class ObserverEffect:
-    """What pipediag's sampler threads cost the training they watch, measured in one run.
-
-    Every other training block is a quiet one (samplers paused); `ratio` is the watched
-    blocks' rate over the quiet ones' (mean log ratio over `pairs`, each quiet block against
-    the watched blocks either side), `low`/`high` its 90% interval (None under two pairs).
-    Under 1: training ran slower while watched (docs/design.md, "What pipediag costs a step").
-    """
+    """What pipediag's sampler threads cost the training they watch: `ratio`, the watched
+    blocks' rate over the quiet ones', and its 90% interval (None under two pairs); under 1,
+    training ran slower while watched (docs/design.md, "What pipediag costs a step")."""
 
     ratio: float
     low: float | None
@@ -407,11 +403,8 @@ class ExitInfo:
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """This process's task in a multi-worker job, from `TF_CONFIG` (`pipediag/cluster.py`).
-
-    `cluster_size` counts every task of the cluster (all types); above 1 the workers train in
-    lockstep, and the diagnosis counts its extra steps instead of timing them.
-    """
+    """This process's task in a multi-worker job, from `TF_CONFIG`; `cluster_size` counts
+    every task of the cluster, all types (docs/design.md, "Multi-worker jobs")."""
 
     type: str
     index: int
@@ -461,8 +454,7 @@ class Report:
     # compute-alone phase are done); None if none was printed.
     first_verdict_s: float | None = None
     task: TaskInfo | None = None  # None for a single process
-    # Unix time of the report's time zero: puts a job's workers on one clock (`pipediag
-    # merge`); `created_utc` has whole seconds only.
+    # Unix time of time zero: a job's workers on one clock (docs/design.md, "Multi-worker jobs").
     origin_unix_s: float | None = None
     scale_out: ScaleOut | None = None  # None when not checked
     watch: WatchSection | None = None  # None for a diagnosis

@@ -35,13 +35,11 @@ class TopOp:
 
 @dataclass(frozen=True)
 class ModelTrial:
-    """One model-side change, measured on the train step alone against the unchanged step.
-    `variant_steps_per_s` is `baseline_steps_per_s` (the rounds' median, per batch) times the
-    rounds' figure (`analysis/paired.py`); `speedup` is the gain a whole run would see (for
-    `steps_per_execution`, with fit's own per-step time added to both sides), `interval` its
-    90% interval. A mixed-precision trial's `float32_layers`: the layers its clone kept in
-    float32 (None: no clone was built), which with the policy (`setting`) say what the change
-    means for the numerics."""
+    """One model-side change, measured on the train step alone against the unchanged step, its
+    rates read through the pairs (docs/design.md, "The paired engine"). `speedup` is the gain
+    a whole run would see (for `steps_per_execution`, with fit's own per-step time added to
+    both sides). A mixed-precision trial's `float32_layers`: the layers its clone kept in
+    float32 (None: no clone was built)."""
 
     change: ModelChange
     baseline_steps_per_s: float | None = None

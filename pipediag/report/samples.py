@@ -110,10 +110,8 @@ class GpuWindow:
 
 @dataclass(frozen=True)
 class IdleAttribution:
-    """GPU idle time split by cause, HTA-style, over the windows the measured steps cover:
-    `input_wait_s` idle while the host waited for the input pipeline; `transfer_s` idle while
-    PCIe was busy (copies, not kernels); `host_overhead_s` the rest (Python, kernel launches,
-    synchronisation). The three add up to `idle_s`."""
+    """GPU idle time split by cause over the windows the measured steps cover; the three add
+    up to `idle_s` (docs/design.md, "GPU idle causes")."""
 
     window_s: float
     idle_s: float
