@@ -218,8 +218,7 @@ def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) ->
     leaves out pairs that reached zero (then the parts measured step by step label it)."""
     if interval is None or interval[0] <= 0.0:
         return False
-    low, top = interval
-    if (top - low) / 2 <= LABEL_MAX_HALF_WIDTH:
+    if (interval[1] - interval[0]) / 2 <= LABEL_MAX_HALF_WIDTH:
         return False
     low_label, top_label = interval_labels(interval, high=high, moderate=moderate)
     return low_label != top_label

@@ -40,7 +40,6 @@ class RateChange:
     baseline: float
     new: float
     change: noise.Interval
-    within_noise: bool  # the interval holds no change
 
 
 @dataclass(frozen=True)
@@ -92,7 +91,6 @@ def _slowdown(baseline: Report, report: Report, limit: float, rules: NoiseRules)
         return CheckResult(MAX_SLOWDOWN, False, limit=limit, value=None, lacking_in=lacking_in)
     change = noise.interval(base, new, rules)
     slowdown = 1.0 - change.change
-    within_noise = noise.is_noise(change)
-    passed = slowdown <= 0 or slowdown <= limit or within_noise
-    rates = RateChange(baseline=base.value, new=new.value, change=change, within_noise=within_noise)
+    passed = slowdown <= 0 or slowdown <= limit or noise.is_noise(change)
+    rates = RateChange(baseline=base.value, new=new.value, change=change)
     return CheckResult(MAX_SLOWDOWN, passed, limit=limit, value=slowdown, rates=rates)

@@ -223,9 +223,8 @@ class ComputeAlone:
     restored_variables: int = 0
     # Process CPU seconds per step, all threads: the step's own appetite for cores.
     cpu_s_per_step: float | None = None
-    # Training's and the step alone's blocks, in the order they ran; empty when the step
-    # alone ran in one piece (a multi-worker job, older reports). `steps_per_s` above is
-    # then the step-alone blocks' pooled rate.
+    # Training's and the step alone's blocks, in the order they ran; empty where the step
+    # alone ran in one piece (docs/design.md, "Input cost").
     blocks: list[RateBlock] = field(default_factory=list)
     block_steps: int = 0  # steps per block, before the transition is dropped
     # Where the step's time goes, and model-side changes measured on the step alone
@@ -299,15 +298,13 @@ class Verdict:
     compute_alone_reason: Reason | None = None  # why estimated
     cost_split: CostSplit | None = None
     phases: list[PhaseVerdict] = field(default_factory=list)
-    # The cost's 90% interval [low, high] from the alternation's blocks (None without it); a
-    # cost whose interval reaches zero is reported as 0. On a busy host the low end is
-    # lowered by the share other processes took.
+    # The cost's 90% interval [low, high], None without the alternation (docs/design.md,
+    # "Input cost", "A busy host").
     input_cost_interval: list[float] | None = None
     # The cores other processes kept busy while training and the step alone were measured,
     # where a measurable share of the host (`BUSY_HOST_SHARE`, analysis/classifier.py).
     busy_host_cores: float | None = None
-    # Why the label is "uncertain"; for "too-noisy", the `--steps` likely to narrow the
-    # interval enough to place the cost in one band.
+    # Why the label is "uncertain"; the `--steps` suggested (docs/design.md, "Too noisy to tell").
     uncertain_because: UncertainReason = ""
     steps_to_tell: int | None = None
     alternation_pairs: int | None = None  # None where T was not measured in alternation
@@ -367,9 +364,7 @@ class Suggestion:
     stage_index: int | None = None
     fix: FixName | None = None  # the rewrite whose trial it reports; None: a rule, no trial
     outcome: TrialOutcome | None = None
-    # Why no fix was found or measured, why it was not verified on the pipeline alone, why
-    # not tried on training, and (a vectorise through tf.vectorized_map) what the function as
-    # written did on a batch (`TrialFacts.batch_refusal`).
+    # The reasons its evidence gives (docs/design.md, "Architecture").
     reason: Reason | None = None
     not_on_training: Reason | None = None
     not_verified: Reason | None = None
