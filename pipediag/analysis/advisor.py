@@ -82,9 +82,7 @@ RULES: tuple[Rule, ...] = (
 
 
 def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, int, int]:
-    """Correctness warnings, fixes and warnings, then notes; among fixes, gains on training
-    first, then by estimate or the gain measured elsewhere (a bound, or on the step alone);
-    one measured below the floor last."""
+    """The advisor's order (docs/design.md, "The advisor")."""
     group = 0 if suggestion.correctness_warning else (2 if suggestion.kind == "note" else 1)
     gain = suggestion.gain
     if gain.basis == "training" and gain.speedup is not None:

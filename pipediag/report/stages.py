@@ -63,10 +63,8 @@ class StageStats:
     """One stage of the input pipeline, listed from source (index 0) to output. `inputs`: the
     indices of the stages it reads, so multi-input stages (zip, concatenate, choose) keep the
     pipeline's shape in a flat list. `function`/`source`: the user's Python callable and where
-    it is defined ("file.py:LINE"). Rates come from the pipeline cut after this stage:
-    `elements_per_s` what the stage itself yields, `batches_per_s` that in output batches,
-    `own_s_per_batch` the time it adds per output batch over its inputs. `kind` is `str`,
-    not `StageKind`, for ops pipediag does not know."""
+    it is defined ("file.py:LINE"). Rates are its prefix's, `own_s_per_batch` its own cost
+    (docs/design.md, "Stage timing"). `kind` is `str`, not `StageKind`, for unknown ops."""
 
     index: int
     kind: str

@@ -146,9 +146,7 @@ _DETAIL_TEXTS = ("stopped", "training_stopped", "isolation", "existing_buffer")
 
 
 def _from_version_2(data: dict[str, Any]) -> None:
-    """Stage findings were `settings` strings (`auto_parallel` "yes" / "no: <why>",
-    `not_measured`, `graph` "unavailable: <why>"); the headline was prose (now worded from
-    the verdict's figures, renderers/verdict_words.py): it is left unread."""
+    """Version 2's findings and details typed (`_UPGRADES`); its prose headline left unread."""
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v3, "trials": _trial_v3})
     _upgrade_lists_in(data, "scale_out", {"stages": _stage_v3})
 
@@ -177,8 +175,7 @@ def _from_version_4(data: dict[str, Any]) -> None:
 
 
 def _from_version_5(data: dict[str, Any]) -> None:
-    """Each suggestion's five speedups become its one gain, where it was measured (on
-    training, a stage held, the pipeline alone), and one estimate."""
+    """A suggestion's five speedups as one gain and an estimate (docs/design.md, "The advisor")."""
     _upgrade_suggestions(data, _suggestion_v5)
 
 

@@ -74,9 +74,7 @@ RateBlockKind = Literal[
 # What the GPU idled on (`Verdict.gpu_idle_cause`, `IdleAttribution.dominant`).
 GpuIdleCause = Literal["input-wait", "host-overhead", "transfer"]
 
-# How the script trains (`TrainSection.style`). "jax-loop": a JAX or Flax loop over tf.data
-# (`as_numpy_iterator()`, `iter(ds)` with `np.asarray`), a custom loop whose step is JAX's,
-# measured as one (docs/design.md, "JAX").
+# How the script trains (`TrainSection.style`); "jax-loop": docs/design.md, "JAX".
 TrainStyle = Literal["keras-fit", "custom-loop", "jax-loop", "none"]
 # The styles where the script's own loop pulls its batches (the loop hook times them).
 LOOP_STYLES: Final = frozenset({"custom-loop", "jax-loop"})
@@ -228,11 +226,7 @@ TrialOutcome = Literal[
 
 # A change to the speed, a change to what is trained on, or a note.
 SuggestionKind = Literal["fix", "warning", "note"]
-# Where a fix's one gain was measured (`Gain.basis`): on training with the fix in place; on
-# training with its stage's output held in memory (the most a port can gain, or a cache's
-# gain from epoch 2); as training's speedup if input were free (T/A: the most where no hold
-# was usable); on the pipeline alone; on the train step alone (`steps_per_execution` against
-# the per-pull overhead); or nowhere.
+# Where a fix's one gain was measured (`Gain.basis`; docs/design.md, "The advisor").
 GainBasis = Literal[
     "training", "held", "input-free", "pipeline-alone", "step-alone", "not-measured"
 ]
