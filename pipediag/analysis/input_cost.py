@@ -128,8 +128,7 @@ class InEpochCost:
 
 
 def split_cost(rates: Rates, wait_fraction: float, *, wait_source: str) -> InEpochCost:
-    """The gap 1 - A/T split: wait is measured per step and stands even above the gap; fetch,
-    read from the rates, may explain the gap but never enlarge it; contention is the rest."""
+    """The gap 1 - A/T split into wait, fetch and contention (docs/design.md, "Input cost")."""
     gap = rates.gap
     wait, fetch, pull_s = wait_fraction, 0.0, None
     pipeline, training = rates.pipeline, rates.training
@@ -194,8 +193,7 @@ def with_epoch_start(in_epoch: float, epoch_start: float) -> float:
 
 
 def epoch_start_stage(stages: Sequence[StageStats]) -> str:
-    """The stage that likely makes each epoch's start-up: the largest shuffle buffer, else an
-    interleave, else a cache read from files."""
+    """The stage that likely makes each epoch's start-up (docs/design.md, "Input cost")."""
     buffers = [
         buffer
         for stage in stages
@@ -220,8 +218,7 @@ def python_stages(stages: Sequence[StageStats]) -> list[StageStats]:
 def contention_kind(
     contention: float, free_cores: float | None, stages: Sequence[StageStats]
 ) -> ContentionKind:
-    """The host's cores where few were free, the GIL where cores were free and the pipeline
-    runs Python; "" where the evidence does not say."""
+    """What the pipeline contends for, "" where unknown (docs/design.md, "Input cost")."""
     if contention <= 0.0 or free_cores is None:
         return ""
     if free_cores < SATURATED_FREE_CORES:
@@ -238,8 +235,7 @@ class ContentionEvidence:
 def contention_evidence(
     host: HostSection | None, steps: Sequence[StepRecord], compute_alone: ComputeAlone | None
 ) -> ContentionEvidence:
-    """The pipeline's cores from the alternation's blocks where timed, else the host samples
-    against the step alone's own; the free cores from the samples of the measured steps."""
+    """The pipeline's cores and the host's free ones (docs/design.md, "Input cost")."""
     blocks = compute_alone.blocks if compute_alone is not None else []
     busy = pipeline_cores(blocks) if blocks else None
     during = samples_during(host.samples, steps) if host and host.samples and steps else []
@@ -288,8 +284,7 @@ def input_cost(
     stages: Sequence[StageStats] = (),
     cpu: ContentionEvidence | None = None,
 ) -> InputCost:
-    """The steps' parts scaled to the share of an epoch they fill, plus each epoch's start-up;
-    the interval goes through the same steps."""
+    """The split, each epoch's start-up added, and its interval (docs/design.md, "Input cost")."""
     steps = split_cost(rates, wait_fraction, wait_source=wait_source)
     start = epoch_start_part(epoch_starts, rates.training)
     share = start.share if start is not None else 0.0

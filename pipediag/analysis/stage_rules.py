@@ -115,10 +115,9 @@ def check_vectorize(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
         # A costly function gains little from running once per batch, unless the rewrite
         # was measured to gain (on a loaded host a cheap map timed 229 us an element, over
         # the 200 us guess).
-        measured = verified_to_gain(trial)
         if own is None or not batch:
             continue
-        if own / batch > stage_facts.VECTORIZE_MAX_ELEMENT_S and not measured:
+        if own / batch > stage_facts.VECTORIZE_MAX_ELEMENT_S and not verified_to_gain(trial):
             continue
         if trial is not None and trial.unsafe:
             continue  # run on a batch, the function failed or gave other results

@@ -94,8 +94,7 @@ class PipelineBenchmark:
     # the filled cache, so measuring goes on into it (`phases.measure_on`).
     cache_ends_each_epoch: bool = False
     prescription: Prescription | None = None
-    # Batches in one pass (its cardinality): a run's iterator restarts every that many steps.
-    # None: infinite (repeated) or unknown.
+    # Batches in one pass; None: infinite or unknown (docs/design.md, "Epoch starts in the gains").
     pass_batches: int | None = None
 
 
@@ -167,8 +166,7 @@ class TrainSection:
     skipped_passes: list[DataPass] = field(default_factory=list)
     epoch_starts: list[EpochStart] = field(default_factory=list)  # under fit
     keras_backend: KerasBackend | None = None  # under fit; None: not Keras 3, or no fit
-    # Under fit: what its measured steps took beyond their train function's call (median),
-    # added to both sides of a gain measured on the train function alone.
+    # Under fit: its time around the train function (docs/design.md, "Fixes tried on training").
     fit_overhead_s: float | None = None
 
 
@@ -238,13 +236,9 @@ class ComputeAlone:
 
 @dataclass(frozen=True)
 class CostSplit:
-    """What input costs, as shares of training time, in parts that add up to the whole.
-
-    `wait + contention + fetch + epoch_start == Verdict.input_cost_fraction`. Evidence for
-    contention: `pipeline_cores_busy` is how many more cores the process kept busy in the
-    training blocks than in the step-alone blocks (the pipeline's threads), `free_cores` how
-    many of the host's cores were idle while training; None where not measured.
-    """
+    """What input costs, as shares of training time, in parts that add up to
+    `Verdict.input_cost_fraction`, and the evidence for contention (docs/design.md, "Input
+    cost"); None where not measured."""
 
     wait: float = 0.0
     contention: float = 0.0

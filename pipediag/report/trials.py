@@ -24,9 +24,8 @@ class TrialFacts:
     isolation: list[Reason] = field(default_factory=list)
     # vectorize: elements the function was checked on, both ways.
     sample_elements: int | None = None
-    # vectorize: the function as written failed or differed on a batch (`batch_refusal` says
-    # how), and the variant runs it through `tf.vectorized_map`, which passed the same check;
-    # `element_unpacked`: a tuple element passed as the function's arguments.
+    # vectorize: run through `tf.vectorized_map`, as written it was refused on a batch
+    # (docs/design.md, "Every applicable rewrite").
     vectorized_map: bool = False
     batch_refusal: Reason | None = None
     element_unpacked: bool = False
@@ -43,14 +42,13 @@ class TrialFacts:
     cache_bytes: int | None = None
     available_bytes: int | None = None
     fill_s: float | None = None
-    # cache: placed after the batch that reads the stage (`stage_facts.batch_caching`); the
-    # stage is still the work it keeps.
+    # cache: after the batch that reads the stage (docs/design.md, "Every applicable rewrite").
     cached_in_batches: bool = False
     # cache, hoist-cache: the Python stages it keeps gave the same values for the same
     # elements read twice (`bench/repeatable.py`); None: no Python there, or not checked.
     python_repeatable: bool | None = None
-    # Not tried on training: a cache kept before it serves its stage from memory after the
-    # first epoch (`training/prescription.py::covered_by_cache`); `training_reason` says so.
+    # Not tried on training, under a kept cache (docs/design.md, "The pipeline pipediag would
+    # write"); `training_reason` says so.
     covered_by_cache: bool = False
     # What the rewrite changes in what the pipeline yields; empty: nothing.
     semantics: list[SemanticsChange] = field(default_factory=list)

@@ -52,9 +52,8 @@ def _without_worded_lower_bound(data: dict[str, Any]) -> None:
 
 
 def _blockers_as_written(data: dict[str, Any]) -> None:
-    """Each service blocker's sentence (`detail`, written before schema 9 typed its facts) as
-    `detail_as_written`: it does not parse back into the facts reliably. Run for every
-    version: schema-9 reports written before that typing skip the upgrades."""
+    """A blocker's `detail` as `detail_as_written` (docs/design.md, "Rules of the house"), for
+    every version: schema-9 reports written before that typing skip the upgrades."""
     _upgrade_lists_in(data, "scale_out", {"blockers": _blocker_as_written})
 
 
