@@ -26,8 +26,7 @@ MODE_REACH = 1 / 3
 
 
 def steady_part(durations: Sequence[float]) -> tuple[list[float], int]:
-    """Without its leading steps far off the second half's median, and how many were dropped:
-    never more than `MAX_DROPPED_SHARE` of the block."""
+    """The block's steady part and the steps dropped (docs/design.md, "Rates in alternation")."""
     if len(durations) < 2:
         return list(durations), 0
     steady = statistics.median(durations[len(durations) // 2 :])
@@ -98,8 +97,7 @@ def host_modes(blocks: Sequence[RateBlock]) -> dict[int, int] | None:
 
 
 def disturbed_blocks(blocks: Sequence[RateBlock], modes: dict[int, int] | None = None) -> set[int]:
-    """Blocks whose rate is far off the median of their own kind's, in their own host mode:
-    a host stall (docs/design.md, "Rates in alternation")."""
+    """Blocks a host stall slowed, in each mode (docs/design.md, "Rates in alternation")."""
     found: set[int] = set()
     for kinds in (TRAINING_KINDS, ("step-alone",)):
         logs = _log_rates(blocks, kinds)
@@ -180,9 +178,8 @@ def _logs_against_training(
     *,
     against: tuple[RateBlockKind, ...] = TRAINING_KINDS,
 ) -> list[float]:
-    """log(rate / training's) per block of `kind`, against the mean log rate of the `against`
-    blocks either side (cancelling a linear drift), past step-alone blocks for training; where
-    the host had two modes, only the blocks in the block's own mode."""
+    """log(rate / training's) per block of `kind`, against the `against` blocks either side in
+    its own host mode (docs/design.md, "Rates in alternation")."""
     logs: list[float] = []
     skip = kind != "step-alone"
     for i, block in enumerate(blocks):

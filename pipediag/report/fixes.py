@@ -25,10 +25,8 @@ FIX_MATERIALISE: Final = "materialise-generator"
 # host-to-device copy overlaps the train step (docs/design.md, "The host-to-device copy").
 FIX_DEVICE_PREFETCH: Final = "prefetch-to-device"
 
-# How a fix changes the stage lines of the pipeline written out as code (the call made
-# parallel, a prefetch raised to AUTOTUNE or added, a cache after the stage, the map moved
-# after its batch, or above its shuffle and cached, the generator read into arrays); fixes
-# without one change options or add last lines.
+# How a fix changes the stage lines of the pipeline written out as code; fixes without one
+# change options or add last lines (docs/design.md, "Composing rewrites").
 CodeEdit = Literal["parallel", "prefetch", "cache", "vectorize", "hoist-cache", "materialise"]
 
 # Added to a vectorise's words where it runs through `tf.vectorized_map`.

@@ -52,8 +52,7 @@ def timed_steps(steps: Iterable[StepRecord]) -> list[StepRecord]:
 
 @dataclass(frozen=True)
 class PipelineOptions:
-    """The `tf.data.Options` in force that change what runs, with TF's defaults filled in
-    (`bench.structure.effective_options`): an option left unset reads as TF runs it."""
+    """The options in force, TF's defaults filled in (docs/design.md, "tf.data behaviours")."""
 
     autotune: bool = True
     apply_default_optimizations: bool = True
@@ -203,11 +202,8 @@ class RateBlock:
 
 @dataclass(frozen=True)
 class ComputeAlone:
-    """The train step alone: the user's own step on one cached batch, the pipeline idle.
-
-    `method` is how it was run (`ComputeAloneMethod`); when `measured` is False, `reason`
-    says why the rate is estimated instead.
-    """
+    """The train step alone, T: the user's own step on one cached batch, the pipeline idle
+    (docs/design.md, "Input cost"); where not `measured`, `reason` says why T is estimated."""
 
     measured: bool
     reason: Reason | None = None

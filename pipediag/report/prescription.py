@@ -39,11 +39,9 @@ class StageChange:
 @dataclass(frozen=True, kw_only=True)
 class GainOnTraining:
     """A rewrite's gain tried on training (a fix trial's, a prescribed change's), or the kept
-    ones' together. `training_speedup` is the paired engine's variant rate over the
-    baseline's (steps/s, medians over `rounds` interleaved rounds), with its 90% interval;
-    `on_training` is that ratio in the run's own terms (under `fit`, what fit adds around each
-    step on both sides: `analysis/run_terms.py`), the figure the report shows: filled in for
-    the prescription; for a fix trial the advice computes it (`gain_in_run_terms`)."""
+    ones' together: `training_speedup` from the paired engine, `on_training` that ratio in the
+    run's own terms (docs/design.md, "Fixes tried on training"), the figure the report shows,
+    filled in for the prescription; for a fix trial the advice computes it."""
 
     training_speedup: float | None = None
     training_speedup_low: float | None = None
@@ -92,10 +90,8 @@ class PrescribedChange(GainOnTraining):
 
 @dataclass(frozen=True)
 class Prescription(GainOnTraining):
-    """The rewrites tried greedily on training and what they came to together: the gain is
-    the kept rewrites' together over the user's pipeline (measured in one trial where two
-    or more were kept, else the one kept's); None with nothing kept, and `reason` then says
-    why."""
+    """The rewrites tried greedily on training and their gain together over the user's pipeline
+    (docs/design.md, "The pipeline pipediag would write"); None with nothing kept, `reason` why."""
 
     tried: list[PrescribedChange] = field(default_factory=list)
     code: list[CodeLine] = field(default_factory=list)

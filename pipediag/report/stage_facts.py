@@ -176,10 +176,8 @@ def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | Non
 
 def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats | None:
     """The held stage whose training speedup bounds any change at stage `index` (None: the
-    options or the end): itself where held, else the nearest held stage downstream, since a
-    hold frees every stage before it (docs/design.md, "Every applicable rewrite"); None
-    where there is none. Downstream means reading it: in a zip a later index on the other
-    branch holds nothing of it."""
+    options or the end), or None (docs/design.md, "The pipeline pipediag would write").
+    Downstream means reading it: in a zip a later index on the other branch holds nothing of it."""
     if index is None:
         reach = {max((s.index for s in stages), default=0)}
     else:

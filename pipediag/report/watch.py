@@ -10,9 +10,8 @@ from pipediag.report.vocabulary import LabelBasis, VerdictLabel
 @dataclass(frozen=True)
 class WatchWindow:
     """One window of training (N steps, or an epoch), labelled by input wait share, not input
-    cost (docs/design.md, "Watching a long run"). `input_wait_s` sums the waits that are
-    known, `waited_time_s` those steps' time, and `input_wait_fraction` is the one's share of
-    the other. Past a bound, older windows are merged (`windows` counts them)."""
+    cost (docs/design.md, "Watching a long run"): `input_wait_s` over `waited_time_s`, the
+    time of the steps whose wait is known. Older windows merged count in `windows`."""
 
     index: int
     first_step: int
