@@ -1,6 +1,5 @@
-"""Why a GPU sat idle: each cause's name, and the fix the advisor suggests with its code (HTA's
-idle-time categories, docs/design.md, "Methods it builds on"). The GPU analysis and the
-advisor's GPU rule both read it; the renderers word each cause (renderers/hardware_words.py)."""
+"""Why a GPU sat idle: each cause's name and the code of the advisor's fix, read by the GPU
+analysis and the advisor's GPU rule (docs/design.md, "GPU idle causes")."""
 
 from __future__ import annotations
 

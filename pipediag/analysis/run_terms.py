@@ -1,6 +1,5 @@
-"""A trial's ratio in the run's own terms: under `fit`, fit's time around the train function
-added to both sides (docs/design.md, "Fixes tried on training"), each side's epoch start
-spread over the pass (docs/design.md, "Epoch starts in the gains"), never above T/A."""
+"""A trial's ratio in the run's own terms, never above T/A (docs/design.md, "Fixes tried on
+training", "Epoch starts in the gains")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The history file: one JSON line of key figures per run, appended by `pipediag run --history
-FILE`, read by `pipediag history FILE`. Versioned like the report; a line from a newer
-pipediag is refused (docs/design.md, "History, trend and check")."""
+"""The history file: one JSON line of key figures per run, versioned like the report
+(docs/design.md, "History, trend and check")."""
 
 from __future__ import annotations
 

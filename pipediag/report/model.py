@@ -121,11 +121,9 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class DataPass:
-    """A pass over a dataset that was not training, and so was neither timed nor counted.
-
-    `by` names the Keras call that made it ("TextVectorization.adapt"), None for the
-    script's own loop; `where` is the script's line that started it ("train.py:58").
-    """
+    """A pass over a dataset that was not training, and so was neither timed nor counted:
+    `by` names the Keras call that made it ("TextVectorization.adapt"), None for the script's
+    own loop; `where` is the script's line that started it ("train.py:58")."""
 
     batches: int
     reason: DataPassReason
@@ -316,9 +314,8 @@ class ObserverEffect:
 
 @dataclass(frozen=True)
 class Gain:
-    """A fix's one gain, where it was measured (`GainBasis`), with its 90% interval
-    `[low, high]` where measured on training or the step alone; `speedup` None where not
-    measured."""
+    """A fix's one gain, where it was measured, its interval where measured on training or the
+    step alone; `speedup` None where not measured (docs/design.md, "The advisor")."""
 
     basis: GainBasis = "not-measured"
     speedup: float | None = None
@@ -338,16 +335,14 @@ class SuggestionWords:
 
 @dataclass(frozen=True)
 class Suggestion:
-    """One fix or finding of a rule (`id`), the code to write and its one measured gain. Its
-    words are made from the report's facts (`renderers/advice_words.py`): its stage, its
-    trial (`fix`) and how that trial was read (`outcome`)."""
+    """One fix or finding of a rule (`id`), the code to write and its one measured gain, and
+    the facts its words are made from (docs/design.md, "The advisor")."""
 
     id: RuleId
     stage: str | None = None
     code: str = ""
     gain: Gain = field(default_factory=Gain)
-    # What orders the fixes nothing measured on training: the end-to-end prediction from the
-    # pipeline's speedup (measured alone, else estimated from stage timings). Never shown.
+    # Orders the fixes not measured on training; never shown (docs/design.md, "The advisor").
     estimate: float | None = None
     correctness_warning: bool = False
     kind: SuggestionKind = "fix"

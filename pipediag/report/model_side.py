@@ -1,6 +1,5 @@
 """The model side of a compute-bound run, held by `ComputeAlone`: where the step's time goes,
-and model-side changes measured on the train step alone (docs/design.md, "When the model sets
-the rate")."""
+and changes measured on the step alone (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -13,9 +12,8 @@ from pipediag.report.vocabulary import TrialStop
 # The changes a model-side trial measures, as the report names them.
 ModelChange = Literal["jit_compile", "steps_per_execution", "mixed_precision", "device_copy", ""]
 
-# What a profiled operation's time is grouped by: its op type, the layer or name scope it
-# belongs to; or one of the two host gaps outside any op: the Python thread's time outside
-# TensorFlow's calls, and launch overhead with the time between ops.
+# What a profiled operation's time is grouped by: its op type or scope, or one of the two
+# host gaps outside any op (docs/design.md, "When the model sets the rate").
 TopOpKind = Literal["op_type", "scope", "host-python", "host-launch", "host-as-written", ""]
 # "host-as-written": an older report's gap in words pipediag did not write, kept as its name.
 HOST_GAP_KINDS: tuple[TopOpKind, ...] = ("host-python", "host-launch", "host-as-written")

@@ -17,19 +17,14 @@ from pipediag.report.vocabulary import (
 
 @dataclass(frozen=True)
 class ServiceBlocker:
-    """One reason the training dataset cannot run on tf.data service workers as it is.
-
-    Its facts, by kind (`renderers/scale_out.py` words them):
-    - "python-function": the stage, whether it is a `generator` source, and the
-      `python_ops` it calls (`tf.py_function`, `tf.numpy_function`; none when its ops do
-      not say which);
-    - "local-path": the stage that reads the files (no `stage_index`: the pipeline), a
-      sample of them in `paths` (`paths_total` in all), and `shared_fs`, the filesystem
-      they are on when other machines mount it too;
-    - "refused": the service's `error` ("" when no batch came back) on the pipeline up to
-      the stage labelled `up_to` ("" for the whole).
-    `detail_as_written`: an older report's sentence (schema 9 typed the facts), kept as is.
-    """
+    """One reason the training dataset cannot run on tf.data service workers as it is
+    (docs/design.md, "tf.data service"). Its facts, by kind (`renderers/scale_out.py` words
+    them): "python-function": the stage, whether it is a `generator` source, and the
+    `python_ops` it calls (none when its ops do not say which); "local-path": the stage that
+    reads the files (no `stage_index`: the pipeline), a sample in `paths` (`paths_total` in
+    all) and `shared_fs`, their filesystem where other machines mount it too; "refused": the
+    service's `error` ("" when no batch came back) on the pipeline up to the stage labelled
+    `up_to` ("" for the whole). `detail_as_written`: an older report's sentence, as is."""
 
     kind: BlockerKind
     stage_index: int | None = None

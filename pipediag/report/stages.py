@@ -92,9 +92,8 @@ class StageStats:
     not_measured: Reason | None = None
     # Why the dataset graph could not be read (on the last stage only); None when it was.
     graph_error: str | None = None
-    # Training's rate with this stage's output held in memory (it and every stage before it
-    # free) over the unchanged pipeline's, with its 90% interval (docs/design.md, "Stage
-    # costs on training"); None where not measured.
+    # Training's speedup with this stage's output held in memory, and its 90% interval
+    # (docs/design.md, "Stage costs on training"); None where not measured.
     training_speedup_if_free: float | None = None
     training_speedup_if_free_low: float | None = None
     training_speedup_if_free_high: float | None = None

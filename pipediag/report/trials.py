@@ -12,10 +12,9 @@ from pipediag.report.vocabulary import FixName, SemanticsChange, TrialStop
 
 @dataclass(frozen=True)
 class TrialFacts:
-    """What a trial found beside its rates: the facts a rule needs to explain a fix.
-    `speedup_low`/`speedup_high`: the rounds' 90% interval. The rest belong to one fix each;
-    None where they do not apply or were not found.
-    """
+    """What a trial found beside its rates: the facts a rule needs to explain a fix. After
+    the rounds' 90% interval, each belongs to one fix; None where it does not apply or was
+    not found."""
 
     stopped: TrialStop = ""
     speedup_low: float | None = None
@@ -57,9 +56,8 @@ class TrialFacts:
 @dataclass(frozen=True)
 class FixTrial:
     """`speedup` is the pipeline-alone speedup (variant over original, interleaved rounds), not
-    the end-to-end one (`training` where tried on training, else the advisor's prediction).
-    `verified` is False when the fix could not be rewritten or run (`reason`).
-    """
+    the end-to-end one (`training` where tried on training, else the advisor's prediction);
+    `verified` is False when the fix could not be rewritten or run (`reason`)."""
 
     fix: FixName
     stage_index: int | None = None
