@@ -24,8 +24,7 @@ from pipediag.report.vocabulary import FixName, RuleId, SuggestionKind, TrialOut
 
 # The GIL bounds a py_function map run in parallel (docs/design.md, "tf.data behaviours").
 PY_FUNCTION_PARALLEL_GAIN = 1.5
-# On this many cores or fewer only this share of the ideal DS-Analyzer gain is predicted
-# (1.6x alone gave 1.18x end to end on 2 cores: docs/design.md, "Costs that are not waiting").
+# On this many cores or fewer, this share of the ideal gain (docs/design.md, "The advisor").
 FEW_CORES = 4
 FEW_CORES_GAIN_SHARE = 0.3
 # Not measured: assumed half-way to the ideal gain.

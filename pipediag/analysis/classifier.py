@@ -46,8 +46,7 @@ DEFAULT_THRESHOLDS = Thresholds()
 # Without measured waits, training at 80% or more of P suggests the pipeline limits it.
 PIPELINE_LIMITED_SHARE = 0.8
 
-# Other processes' share of the cores that makes contention possibly theirs (a quiet 2-core
-# host shows 1-3%: docs/design.md, "A busy host").
+# Other processes' share of the cores that may be the contention (docs/design.md, "A busy host").
 BUSY_HOST_SHARE = 0.10
 # A busy host lowers an interval's low end to no less (zero would mean "no cost above noise").
 BUSY_LOW_FLOOR = 0.001

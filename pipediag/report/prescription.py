@@ -11,9 +11,8 @@ from pipediag.report.vocabulary import FixName, SemanticsChange, TrialStop
 
 @dataclass(frozen=True)
 class CodeLine:
-    """One line of the rewritten pipeline: `change` is the fix that made or moved it (None:
-    the user's line as written), `site` the script line that created the stage
-    ("train.py:23"), `semantics` what the change does to the data (empty: nothing)."""
+    """One line of the rewritten pipeline (docs/design.md, "The pipeline pipediag would
+    write"); `change` None: the user's line as written."""
 
     text: str
     site: str | None = None

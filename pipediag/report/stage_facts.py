@@ -13,8 +13,7 @@ from pipediag.report.vocabulary import StageKind
 # 2-core machine (pipediag's own repeated benchmarks vary by 5-10%).
 STAGE_MIN_SHARE = 0.10
 
-# A verified fix that measured less than this pipeline-alone gain is not recommended: 5% is
-# the noise floor of the interleaved A/B medians (bench/whatif.py) on 2 cores.
+# The worth-it gain: under it a fix is not recommended (docs/design.md, "The paired engine").
 VERIFIED_MIN_GAIN = 1.05
 
 # A map is "cheap" per element below this cost: its time is mostly tf.data's per-element
@@ -146,8 +145,7 @@ def cache_point(stages: Sequence[StageStats]) -> int | None:
 
 def batch_caching(stages: Sequence[StageStats], point: int) -> int | None:
     """The batch to put a cache after instead of stage `point`: `point`'s only reader, a
-    deterministic plain or padded batch. Cached batches are read whole; cached elements are
-    batched again every epoch (docs/design.md, "Every applicable rewrite")."""
+    deterministic plain or padded batch (docs/design.md, "Every applicable rewrite")."""
     readers = [s for s in stages if point in s.inputs]
     if len(readers) != 1:
         return None

@@ -31,9 +31,8 @@ class WatchWindow:
 
 @dataclass(frozen=True)
 class WatchAlert:
-    """The input wait share was at or over the threshold for K windows in a row: figures
-    over those windows; `t_s` is when the last ended. Its words are made from them
-    (`renderers/watch_view.alert_text`), for the log, the report and the alert command."""
+    """The wait share at or over the threshold for K windows in a row (docs/design.md,
+    "Watching a long run"): figures over those windows; `t_s` is when the last ended."""
 
     t_s: float
     window_index: int
