@@ -229,7 +229,6 @@ def step_alone_ceiling(blocks: Sequence[RateBlock]) -> float | None:
 
 
 def pipeline_cores(blocks: Sequence[RateBlock]) -> float | None:
-    """The process's CPU per step in training blocks over that in step-alone blocks, at A."""
     timed = [(b.kind, b.cpu_s_per_step) for b in blocks if b.cpu_s_per_step is not None]
     training = [cpu for kind, cpu in timed if kind in TRAINING_KINDS]
     alone = [cpu for kind, cpu in timed if kind == "step-alone"]

@@ -135,8 +135,7 @@ def judge(
     if not timed:
         return model.Verdict(no_verdict_because=model.no_verdict_reason(train))
     total = sum(s.duration_s for s in timed)
-    wait = sum(s.input_wait_s or 0.0 for s in timed)
-    fraction = wait / total if total > 0 else 0.0
+    fraction = sum(s.input_wait_s or 0.0 for s in timed) / total if total > 0 else 0.0
     steps_rate = sum(s.count for s in timed) / total if total > 0 else None
     rates = rates_of(
         timed, steps_rate, pipeline, compute_alone, around_s=train.fit_overhead_s or 0.0
@@ -241,7 +240,7 @@ def _too_short(
 
 
 def _steps_to_tell(interval: list[float], measured_steps: int) -> int:
-    """An interval narrows with the square root of its pairs, whose number grows with steps."""
+    """The `--steps` likely to narrow the interval (docs/design.md, "Too noisy to tell")."""
     half_width = (interval[1] - interval[0]) / 2
     wanted = STEPS_UNIT * (half_width / SUGGESTED_HALF_WIDTH) ** 2
     steps = max(wanted, 2 * measured_steps)

@@ -166,12 +166,10 @@ def check_gpu_idle_cause(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     cause = attribution.dominant
     if cause not in CAUSE_FIX_CODE or attribution.idle_s <= 0:
         return []
-    share = attribution.share_of(cause)
-    busy = analysis.gpu_busy_fraction
     # Removing that idle time at best: busy share / (busy share + the rest of the idle time).
     removed = None
-    if busy and attribution.window_s > 0:
-        removed = attribution.idle_s / attribution.window_s * share
+    if analysis.gpu_busy_fraction and attribution.window_s > 0:
+        removed = attribution.idle_s / attribution.window_s * attribution.share_of(cause)
     tried = multi_step_trial(ctx)  # one size for one setting: the one measured, if any
     code = CAUSE_FIX_CODE[cause].format(steps=tried.setting if tried is not None else 32)
     return [share_fix(rule_id, code, removed)]

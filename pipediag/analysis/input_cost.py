@@ -243,8 +243,7 @@ def contention_evidence(
         return ContentionEvidence(busy, None)
     alone = step_cores_of(compute_alone)
     if busy is None and alone is not None:
-        training = float(np.mean([s.process_cpu_pct for s in during])) / 100.0
-        busy = max(0.0, training - alone)
+        busy = max(0.0, float(np.mean([s.process_cpu_pct for s in during])) / 100.0 - alone)
     cores = host.cpu_count
     if not cores:
         return ContentionEvidence(busy, None)

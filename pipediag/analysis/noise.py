@@ -146,8 +146,7 @@ def input_cost_estimate(
         return Estimate(cost, reach / Z_90, log_scale=False, how=ALTERNATION_HOW)
     if training is None or compute is None or training.se is None or compute.se is None:
         return Estimate(cost, None, log_scale=False, how=NO_SPREAD_HOW)
-    a_over_t = training.value / compute.value
-    se = a_over_t * math.hypot(training.se, compute.se)
+    se = training.value / compute.value * math.hypot(training.se, compute.se)
     how = training.how if training.how == compute.how else f"{training.how}; {compute.how}"
     return Estimate(cost, se, log_scale=False, how=how)
 

@@ -98,8 +98,7 @@ def planned_slice_s(
     at_most_s: float | None = None,
     at_least_s: float | None = None,
 ) -> float:
-    """A slice of a trial: `share_s` over the `slices` planned in it, cut to `at_most_s`
-    (the time enough steps take), within `bounds`, then raised to `at_least_s`."""
+    """A slice of a trial (docs/design.md, "The paired engine"); `at_most_s`: enough steps' time."""
     planned_s = share_s / slices
     if at_most_s is not None:
         planned_s = min(at_most_s, planned_s)
@@ -138,7 +137,6 @@ class LogInterval:
     pairs: int
 
     def ends(self, to: Callable[[float], float]) -> tuple[float | None, float | None]:
-        """Both ends through `to`; None with one pair."""
         if self.low is None or self.high is None:
             return None, None
         return to(self.low), to(self.high)

@@ -44,8 +44,7 @@ def fit_adds_s(report: Report, base: float | None) -> float | None:
     """`fit_added_s` against a baseline at `base` steps/s; None outside `fit` or where 0."""
     if report.train.style != "keras-fit":
         return None
-    added = fit_added_s(report.train.fit_overhead_s, report.train.steps_per_s, base)
-    return added or None
+    return fit_added_s(report.train.fit_overhead_s, report.train.steps_per_s, base) or None
 
 
 def gain_in_run_terms(

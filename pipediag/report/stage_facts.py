@@ -204,7 +204,6 @@ def _walk_upstream(stages: Sequence[StageStats], index: int) -> Iterator[int]:
 
 
 def _walk(start: int, neighbours: Callable[[int], Iterable[int]]) -> Iterator[int]:
-    """`start`, then every stage `neighbours` leads to, each once, depth first."""
     seen: set[int] = set()
     pending = [start]
     while pending:
