@@ -3,7 +3,7 @@ slowdown fails only beyond the runs' noise (docs/design.md, "History, trend and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Literal
 
 from pipediag.analysis import noise
@@ -22,8 +22,7 @@ class Thresholds:
     max_slowdown: float | None = None  # against a baseline report
 
     def any(self) -> bool:
-        limits = (self.max_input_cost, self.max_input_wait, self.min_steps_per_s, self.max_slowdown)
-        return any(value is not None for value in limits)
+        return any(value is not None for value in astuple(self))
 
 
 # The checks, named by the option that sets each.

@@ -163,5 +163,4 @@ def interval(base: Estimate, new: Estimate, rules: NoiseRules = DEFAULT_RULES) -
 
 
 def is_noise(change: Interval) -> bool:
-    none = 1.0 if change.ratio else 0.0
-    return change.low <= none <= change.high
+    return change.low <= (1.0 if change.ratio else 0.0) <= change.high
