@@ -44,8 +44,9 @@ def dumps(report: Report) -> str:
 
 def save_report(report: Report, path: str | os.PathLike[str]) -> Path:
     """Write the JSON report atomically: a crash never leaves a half-written file."""
-    write_atomically(Path(path), dumps(report).encode())
-    return Path(path)
+    target = Path(path)
+    write_atomically(target, dumps(report).encode())
+    return target
 
 
 def load_report(path: str | os.PathLike[str]) -> Report:

@@ -90,9 +90,8 @@ def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
 
 
 def rewrite_site(stats: StageStats) -> bool:
-    """Whether rewrites are tried on this stage: its hold's gain on training reaches
-    `VERIFIED_MIN_GAIN`, or was not measured or not used (the search on training decides
-    then: docs/design.md, "Every applicable rewrite")."""
+    """Whether rewrites are tried on this stage: its hold's gain on training reaches the worth-it
+    gain, or was not measured or used (docs/design.md, "Every applicable rewrite")."""
     return stats.training_speedup_if_free_unused is not None or not if_free_clearly_under(stats)
 
 
