@@ -289,8 +289,7 @@ class Verdict:
     # The cost's 90% interval [low, high], None without the alternation (docs/design.md,
     # "Input cost", "A busy host").
     input_cost_interval: list[float] | None = None
-    # The cores other processes kept busy while training and the step alone were measured,
-    # where a measurable share of the host (`BUSY_HOST_SHARE`, analysis/classifier.py).
+    # Other processes' cores while A and T ran, where material (docs/design.md, "A busy host").
     busy_host_cores: float | None = None
     # Why the label is "uncertain"; the `--steps` suggested (docs/design.md, "Too noisy to tell").
     uncertain_because: UncertainReason = ""

@@ -97,8 +97,7 @@ class GpuSection:
 
 @dataclass(frozen=True)
 class GpuWindow:
-    """What the GPU and the host did over one stretch of time. NVML averages over about 1/6 s
-    to 1 s, so a window holds many short steps: its fractions are never per-step figures."""
+    """What the GPU and the host did over one NVML window (docs/design.md, "GPU idle causes")."""
 
     start_s: float
     end_s: float

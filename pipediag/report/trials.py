@@ -73,8 +73,7 @@ class FixTrial:
     # faster yet cost the cores more (parallel calls) or less (vectorised, cached).
     baseline_cpu_s_per_batch: float | None = None
     variant_cpu_s_per_batch: float | None = None
-    # The fix tried on training: the user's train step fed by the unedited copy and the
-    # fixed one in turn; None where not tried, and `training_reason` says why.
+    # Tried on training (docs/design.md, "Fixes tried on training"); None: `training_reason`.
     training: GainOnTraining | None = None
     training_reason: Reason | None = None
     # The vectorise check found the function not elementwise (or failing on a batch).
