@@ -47,12 +47,9 @@ _last_context: tuple[Report, Context] | None = None
 
 def _context_of(report: Report) -> Context:
     global _last_context
-    last = _last_context
-    if last is not None and last[0] is report:
-        return last[1]
-    context = build_context(report)
-    _last_context = (report, context)
-    return context
+    if _last_context is None or _last_context[0] is not report:
+        _last_context = (report, build_context(report))
+    return _last_context[1]
 
 
 def title_of(suggestion: Suggestion, report: Report) -> str:
@@ -98,9 +95,8 @@ def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
             busy += f", leaving {split.free_cores:.1f} of {ctx.cores} free"
         evidence.append(busy)
     cost = ctx.report.pipeline.cpu_s_per_batch
-    rate = ctx.pipeline_rate
-    if cost is not None and rate:
-        evidence.append(f"read alone it keeps {cost * rate:.1f} cores busy")
+    if cost is not None and ctx.pipeline_rate:
+        evidence.append(f"read alone it keeps {cost * ctx.pipeline_rate:.1f} cores busy")
     needs = step_cores_of(ctx.report.compute_alone)
     if needs is not None:
         evidence.append(f"the train step alone uses {needs:.1f} of {ctx.cores} cores")
@@ -138,9 +134,7 @@ def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
 
 def _gil_contention(ctx: Context, split: CostSplit) -> SuggestionWords:
     python = ", ".join(stage_name(s) for s in python_stages(ctx.stages)) or "its functions"
-    free = "cores"
-    if split.free_cores is not None:
-        free = f"{split.free_cores:.1f} of {ctx.cores} cores"
+    free = "cores" if split.free_cores is None else f"{split.free_cores:.1f} of {ctx.cores} cores"
     evidence = (
         f"{_contention_text(ctx, split)} and {free} were free while training. The pipeline "
         f"runs Python ({python}), which holds the interpreter lock the train step's own Python "
@@ -170,11 +164,9 @@ def _epoch_start(ctx: Context, s: Suggestion) -> SuggestionWords:
 def _fetch(ctx: Context, s: Suggestion) -> SuggestionWords:
     split = _split(ctx)
     pull = f"{split.pull_s * 1e3:.2f} ms" if split.pull_s is not None else "a fixed cost"
-    faster = (
-        f"{ctx.pipeline_rate / ctx.train_rate:.0f}x"
-        if ctx.pipeline_rate and ctx.train_rate
-        else "far"
-    )
+    faster = "far"
+    if ctx.pipeline_rate and ctx.train_rate:
+        faster = f"{ctx.pipeline_rate / ctx.train_rate:.0f}x"
     evidence = (
         f"{_rates_text(ctx)}; the pipeline alone is {faster} faster than training, so no "
         f"step waited on its work, yet pulling each batch costs about {pull}: "

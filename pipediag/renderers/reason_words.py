@@ -101,9 +101,7 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     ),
     "servers-not-started": "the local tf.data servers did not start within {limit:g} s",
     "server-failed-to-start": "the local tf.data {detail} failed to start: {because}",
-    "workers-not-registered": (
-        "only {value:.0f} of {limit:.0f} local workers registered {because}"
-    ),
+    "workers-not-registered": "only {value:.0f} of {limit:.0f} local workers registered {because}",
     "service-stalled": "the service delivered nothing more within {limit:.0f} s",
     "no-batch-within": "the service delivered no batch within {limit:.0f} s",
     "service-dataset-ended": "the service's dataset ended during the training read",

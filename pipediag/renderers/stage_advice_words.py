@@ -25,6 +25,8 @@ from pipediag.report.stages import AUTOTUNE, StageStats
 from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import RuleId
 
+ON_TRAINING_OUTCOMES = ("on-training", "unclear-on-training", "under-worth-it-on-training")
+
 
 def tuned_text(value: int | None) -> str:
     """A parallelism or buffer setting as the user would write it: "AUTOTUNE" where tf.data
@@ -108,11 +110,7 @@ def _fix_words(
             f" -> {trial.variant_batches_per_s:.1f} batches/s ({trial.speedup:.2f}x over"
             f" {counted(trial.rounds, 'interleaved round')})."
         )
-    if trial is not None and s.outcome in (
-        "on-training",
-        "unclear-on-training",
-        "under-worth-it-on-training",
-    ):
+    if trial is not None and s.outcome in ON_TRAINING_OUTCOMES:
         evidence += training_text(ctx, trial)
     if s.outcome == "unclear-on-training":
         # The rounds could not tell (a busy host): neither a gain nor a loss is shown.
@@ -234,11 +232,9 @@ def _vectorized_map_check(trial: FixTrial) -> str:
     `tf.vectorized_map` (docs/design.md, "Every applicable rewrite")."""
     checked = trial.facts.sample_elements
     refusal = trial.facts.batch_refusal
-    run = (
-        "As written, the function does not take a batch; run through tf.vectorized_map, on"
-        if refusal is None
-        else "Run through tf.vectorized_map, on"
-    )
+    run = "Run through tf.vectorized_map, on"
+    if refusal is None:
+        run = "As written, the function does not take a batch; run through tf.vectorized_map, on"
     return (
         f"{run} {'a sample of' if checked is None else checked} of your elements "
         f"{'it' if refusal is None else 'the function'} gave the same results as element by "
@@ -288,11 +284,9 @@ def _hoist_cache(ctx: Context, s: Suggestion) -> SuggestionWords:
     assert trial is not None and bound is not None
     shuffle = ctx.stages[stats.inputs[0]]
     size = bytes_text(trial.facts.cache_bytes)
-    fill = (
-        f" The first epoch fills it (about {trial.facts.fill_s:.0f} s)."
-        if trial.facts.fill_s is not None
-        else ""
-    )
+    fill = ""
+    if trial.facts.fill_s is not None:
+        fill = f" The first epoch fills it (about {trial.facts.fill_s:.0f} s)."
     evidence = (
         f"{stage_cost_text(ctx, stats)} It makes the same output from each element every "
         f"epoch, and one epoch of it is {trial.facts.elements} elements, ~{size}, with "
@@ -360,8 +354,7 @@ def _autotune_off(ctx: Context, s: Suggestion) -> SuggestionWords:
         "tuning, and tf.data's default optimisations that need it (injected prefetch, "
         "map parallelisation) do not run."
     )
-    title = "autotune is turned off: turn it back on"
-    return _fix_words(ctx, s, title, evidence, trial_of(ctx, s))
+    return _fix_words(ctx, s, "autotune is turned off: turn it back on", evidence, trial_of(ctx, s))
 
 
 STAGE_WORDINGS: dict[RuleId, Callable[[Context, Suggestion], SuggestionWords]] = {

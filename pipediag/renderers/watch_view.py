@@ -73,11 +73,9 @@ def _rate(window: WatchWindow) -> str:
 
 def window_line(window: WatchWindow, every_steps: int | None) -> str:
     """`epoch 3 (steps 905-1204): 81.2 steps/s, input wait 4% of step time: compute-bound`."""
-    where = (
-        f"epoch {window.epoch + 1} (steps {window.first_step}-{window.last_step})"
-        if every_steps is None
-        else f"steps {window.first_step}-{window.last_step}"
-    )
+    where = f"steps {window.first_step}-{window.last_step}"
+    if every_steps is None:
+        where = f"epoch {window.epoch + 1} ({where})"
     share = window.input_wait_fraction
     wait = "input wait not measured" if share is None else f"input wait {share:.0%} of step time"
     return f"{where}: {_rate(window)} steps/s, {wait}: {window.label}"

@@ -146,10 +146,8 @@ def under(
 
 @dataclass
 class ClearLabels:
-    """Labels on one panel that must not overlap, placed in turn: each takes its first
-    wording and height where its drawn extent stays inside the panel and clear of every text
-    already there; one that fits nowhere is removed (what it marks stays drawn) and named in
-    the panel's caption, or counted there where the caption has no room for its name."""
+    """Labels on one panel placed in turn, inside it and clear of every text already there; one
+    that fits nowhere is removed and named under the panel (docs/design.md, "The PNG page")."""
 
     axes: Axes
     taken: list[Bbox] = field(init=False)  # the extents of the texts placed, with a gap
@@ -161,9 +159,8 @@ class ClearLabels:
     def place(
         self, label: Text, wordings: Sequence[str], *, movable: bool = True, name: str = ""
     ) -> None:
-        """The first of `wordings` (the fullest first) that fits where `label` is or, when
-        `movable`, nearest above or below; else none, and the caption names it (`name`, by
-        default the first wording)."""
+        """The first of `wordings` (fullest first) that fits where `label` is or, when `movable`,
+        nearest above or below; else none, named by `name` (by default the first wording)."""
         panel = self.axes.get_window_extent()
         preferred = label.get_position()
         for wording in wordings:
@@ -186,9 +183,7 @@ class ClearLabels:
         self.unlabelled.append(" ".join((name or wordings[0]).split()))
 
     def place_tallest_first(self, labels: Sequence[Text]) -> None:
-        """Each label in its own words, the tallest first (it has the fewest places to go),
-        and each wording once before any is repeated: six labels of one wording must not
-        crowd out a label of another."""
+        """Each label in its own words, the tallest first, each wording once before any repeats."""
         tallest = sorted(labels, key=lambda label: label.get_window_extent().height, reverse=True)
         first_of_wording: dict[str, Text] = {}
         for label in tallest:
@@ -198,9 +193,7 @@ class ClearLabels:
             self.place(label, [label.get_text()])
 
     def _rises(self, label: Text, movable: bool) -> list[float]:
-        """How far up the label may move (display pixels, down where negative): not at all;
-        then, if `movable`, to just below or above each text it would meet, the nearest
-        first, with half a line between so that the two are not read as one label."""
+        """How far up the label may move (display pixels, down where negative), nearest first."""
         if not movable:
             return [0.0]
         extent = _clearance(label)
@@ -232,10 +225,8 @@ def _clearance(label: Text) -> Bbox:
 
 
 def _name_unlabelled(axes: Axes, names: Sequence[str]) -> None:
-    """A muted line under `axes` naming what is drawn there without a label: right of its x
-    label where every name fits there, else on a line of its own under the x label (under
-    the ticks where it has none), as many names as fit and then how many more; a second
-    call writes a line below the first."""
+    """A muted line under `axes` naming what is drawn there without a label (docs/design.md,
+    "The PNG page"); a second call writes a line below the first."""
     panel = axes.get_window_extent()
     ticks_and_label = axes.xaxis.get_tightbbox()  # places the x label, measured next
     axis_label = axes.xaxis.label
