@@ -55,8 +55,7 @@ def write_outputs(report: Report, out_dir: Path) -> tuple[list[Path], list[str]]
 def write_files(
     out_dir: Path, writers: Mapping[str, Callable[[Path], Path]]
 ) -> tuple[list[Path], list[str]]:
-    """Each file in `out_dir` by its writer (a report's, a fleet's); returns (written paths,
-    one-line failures)."""
+    """Each file in `out_dir` by its writer (a report's, a fleet's): (written, failures)."""
     written: list[Path] = []
     failures: list[str] = []
     for name, writer in writers.items():

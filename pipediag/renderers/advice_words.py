@@ -1,6 +1,5 @@
-"""A suggestion's title and evidence, made from the report's facts: the rule that made it
-(`Suggestion.id`), its stage, its trial (`fix`) and how the advisor read that trial
-(`outcome`). An older report's words are shown as written."""
+"""A suggestion's title and evidence, worded from the report's facts by the rule that made
+it; an older report's words are shown as written."""
 
 from __future__ import annotations
 

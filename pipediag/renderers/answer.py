@@ -129,8 +129,7 @@ class Change:
 
 def the_change(report: Report) -> Change:
     """The kept rewrites, else the best fix on training, else the model change, else a fix
-    that may help, else none, with the note saying where the cost lies (or that the host's
-    CPU is saturated)."""
+    that may help, else none, with the note saying where the cost lies or that none can help."""
     prescription = report.pipeline.prescription
     value = prescription.shown[0] if prescription is not None else None
     words = measured_change_text(report)
@@ -208,8 +207,7 @@ def _code(lines: list[str]) -> list[str]:
 
 
 def _more(report: Report, width: int) -> list[str]:
-    """What else must be known: a change that alters what is trained on, a run that did not
-    end as planned."""
+    """What else must be known: a warning, a run that did not end as planned."""
     lines = []
     for warning in suggestions_of(report, WARNING)[:1]:
         lines += _wrap(f"Warning: {title_of(warning, report)}", width, most=1)

@@ -1,5 +1,4 @@
-"""The report as a Chrome Trace Event Format file, for Perfetto and chrome://tracing: phases
-and steps as `X` events, host and GPU as `C` counters (docs/design.md, "The Chrome trace")."""
+"""The report as a Chrome Trace Event Format file (docs/design.md, "The Chrome trace")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""`pipediag compare --png`: two runs side by side (docs/design.md, "The comparison and
-fleet pages"). matplotlib is imported lazily."""
+"""`pipediag compare --png` (docs/design.md, "The comparison and fleet pages")."""
 
 from __future__ import annotations
 

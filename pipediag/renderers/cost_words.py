@@ -1,5 +1,4 @@
-"""Input cost in words: its share and interval (or not measurable above noise), its parts
-and their evidence, the speedup if input were free, and the PNG's cost bar."""
+"""Input cost in words: its share, its parts and their evidence, and the PNG's cost bar."""
 
 from __future__ import annotations
 
@@ -69,10 +68,8 @@ def speedup_if_input_free(report: Report) -> float | None:
 def free_input_text(report: Report) -> str:
     """ "1.8x faster if input were free", "at least 1.8x ..." where the cost is a lower bound
     (`lower_bound_evidence`); "" when unknown or not measurable."""
-    if cost_not_measurable(report.verdict):
-        return ""
     free = speedup_if_input_free(report)
-    if not free:
+    if not free or cost_not_measurable(report.verdict):
         return ""
     at_least = "at least " if _held_beyond(report) is not None else ""
     return f"{at_least}{speedup(free)} faster if input were free"
@@ -103,15 +100,11 @@ def cost_parts(split: CostSplit) -> list[tuple[str, float]]:
 
 def shown_cost_parts(split: CostSplit) -> list[tuple[str, float]]:
     """All but an epoch start that costs nothing (most runs have none that counts)."""
-    return [
-        (part, share) for part, share in cost_parts(split) if part != "epoch-start" or share > 0.0
-    ]
+    return [(p, share) for p, share in cost_parts(split) if p != "epoch-start" or share > 0.0]
 
 
 def cost_split_text(split: CostSplit) -> str:
-    return ", ".join(
-        f"{COST_PART_NAMES[part]} {percent(share)}" for part, share in shown_cost_parts(split)
-    )
+    return ", ".join(f"{COST_PART_NAMES[p]} {percent(s)}" for p, s in shown_cost_parts(split))
 
 
 def contention_evidence(split: CostSplit) -> str:
@@ -170,9 +163,7 @@ def cost_bar(report: Report) -> CostBar:
         if split is None:
             parts.append(CostPart(UNSPLIT_PART_NAME, cost))
         else:
-            parts += [
-                CostPart(COST_PART_NAMES[part], share) for part, share in shown_cost_parts(split)
-            ]
+            parts += [CostPart(COST_PART_NAMES[p], share) for p, share in shown_cost_parts(split)]
         return CostBar(parts, bar_title(cost, verdict.input_cost_interval), free_input_text(report))
     measured = [s for s in report.train.steps if s.label != "warmup" and s.input_wait_s is not None]
     total_s = sum(s.duration_s for s in measured)

@@ -1,5 +1,4 @@
-"""The host and the GPU in words: other processes' share of the host; the GPU's busy share,
-what its idle time went to and how that tracked the input waits."""
+"""The host and the GPU in words: other processes' share of the host, the GPU's idle time."""
 
 from __future__ import annotations
 

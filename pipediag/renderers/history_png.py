@@ -1,5 +1,4 @@
-"""`pipediag history FILE --png PATH`: training rate with noise bars and input cost by
-verdict, over the runs; regressions ringed in red. matplotlib is imported lazily."""
+"""`pipediag history FILE --png PATH`: training rate and input cost over the runs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The model side in words: where the step's time goes, and the model changes ranked by
-gain (docs/design.md, "When the model sets the rate")."""
+"""The model side in words (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -101,8 +100,7 @@ def gain_text(trial: ModelTrial) -> str:
 
 @dataclass(frozen=True)
 class TimeBar:
-    """One bar of the step's time: an op type, a layer or a host gap, its share, its `group`
-    ("op_type", "scope" or `HOST`)."""
+    """One bar of the step's time: an op type, a layer or scope, or a host gap (`HOST`)."""
 
     name: str
     share: float

@@ -1,5 +1,4 @@
-"""Why there is no verdict, in words from the report's own figures; the headline says it
-after "NO VERDICT"."""
+"""Why there is no verdict, in words from the report's own figures."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The rewrites tried on training, in words: each one's gain on top of those kept before
-it, and what the kept ones came to (docs/design.md, "The pipeline pipediag would write")."""
+"""The rewrites tried on training in words (docs/design.md, "The pipeline pipediag would write")."""
 
 from __future__ import annotations
 

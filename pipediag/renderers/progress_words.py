@@ -1,5 +1,4 @@
-"""The progress lines' words: what pipediag says it is doing, one entry per step. The session
-words a step for its progress line (`progress.py` adds the prefix and the budget)."""
+"""The progress lines' words, one entry per step (`progress.py` adds the prefix and budget)."""
 
 from __future__ import annotations
 

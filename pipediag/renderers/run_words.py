@@ -1,5 +1,4 @@
-"""The run in words: its command line and how it ended, how its waits were measured, its
-epoch starts and skipped passes, why its deep analysis did not run, the GPU it did not find."""
+"""The run in words: how it ran and ended, and what it could not measure."""
 
 from __future__ import annotations
 

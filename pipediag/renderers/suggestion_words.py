@@ -1,5 +1,4 @@
-"""The suggestions in words: their headings, one-line form and measured gain, and the best
-fix as a key figure."""
+"""The suggestions in words: headings, one-line form, measured gain, the best fix."""
 
 from __future__ import annotations
 

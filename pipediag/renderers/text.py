@@ -148,10 +148,8 @@ def _observer(report: Report) -> str:
 def _phases(report: Report) -> str:
     lines = []
     for phase in report.verdict.phases:
-        facts = [f"{phase.steps} steps"]
-        if phase.steps_per_s is not None:
-            facts.append(f"{rate_text(phase.steps_per_s)} steps/s")
-        lines.append(f"{phase_text(phase)} ({', '.join(facts)})")
+        rate = "" if phase.steps_per_s is None else f", {rate_text(phase.steps_per_s)} steps/s"
+        lines.append(f"{phase_text(phase)} ({phase.steps} steps{rate})")
     return _rows(lines)
 
 
@@ -221,8 +219,7 @@ def _pipeline(report: Report) -> str:
     p = report.pipeline
     if not p.measured or p.batches_per_s is None:
         return _why(NOT_MEASURED, p.reason)
-    rate = rate_text(p.batches_per_s)
-    text = f"{rate} batches/s over {p.batches} batches, {_dist(p.latency)}"
+    text = f"{rate_text(p.batches_per_s)} batches/s over {p.batches} batches, {_dist(p.latency)}"
     if p.cpu_s_per_batch is not None:
         # Near 0: the pipeline mostly waits (storage, sleeps); 1 or more: it computes.
         text += f", {p.cpu_s_per_batch * p.batches_per_s:.1f} cores busy"
@@ -268,8 +265,7 @@ def _samplers_cpu(report: Report) -> str:
     spent = [s for s in (report.host.sampler_cpu_s, report.gpu.sampler_cpu_s) if s is not None]
     if not spent or report.wall_time_s <= 0:
         return ""
-    share = sum(spent) / report.wall_time_s
-    return f"pipediag's samplers {100 * share:.1f}% of a core"
+    return f"pipediag's samplers {100 * (sum(spent) / report.wall_time_s):.1f}% of a core"
 
 
 def _gpu(report: Report) -> str:

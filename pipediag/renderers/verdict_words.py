@@ -1,5 +1,4 @@
-"""The verdict in words: the headline (title, claim, explanation, details), the one-line
-verdict of a run's progress and a fleet's table, and a phase's verdict. Worded from the
+"""The verdict in words: the headline, a one-line verdict, a phase's verdict; worded from the
 verdict's figures only (docs/design.md, "Too noisy to tell")."""
 
 from __future__ import annotations
@@ -85,9 +84,8 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
         return None
     if verdict.label == "uncertain":
         return _uncertain_headline(verdict, split, pipeline_batches_per_s)
-    claim = f"{cost_title(verdict)}: {cost_claim(verdict)}"
     part, explanation = _dominant_words(verdict, split, pipeline_batches_per_s)
-    claim += part
+    claim = f"{cost_title(verdict)}: {cost_claim(verdict)}{part}"
     if verdict.busy_host_cores is not None and verdict.label != "compute-bound":
         busy = _busy_words(verdict.busy_host_cores)
         explanation = f"{explanation}; {busy}" if explanation else busy

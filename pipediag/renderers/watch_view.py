@@ -105,14 +105,9 @@ def group_share(group: Sequence[WatchWindow]) -> float | None:
 
 
 def _strip(windows: Sequence[WatchWindow]) -> str:
-    marks = []
-    for group in group_windows(windows, STRIP_WIDTH):
-        share = group_share(group)
-        if share is None:
-            marks.append("?")
-        else:
-            level = min(len(SHARE_BLOCKS) - 1, round(share * (len(SHARE_BLOCKS) - 1)))
-            marks.append(SHARE_BLOCKS[level])
+    top = len(SHARE_BLOCKS) - 1
+    shares = [group_share(group) for group in group_windows(windows, STRIP_WIDTH)]
+    marks = ["?" if s is None else SHARE_BLOCKS[min(top, round(s * top))] for s in shares]
     return "|" + "".join(marks) + "|"
 
 

@@ -1,6 +1,5 @@
-"""One-page PNG report: the verdict first, then the evidence over time. matplotlib is
-imported lazily, only through `Figure` and `FigureCanvasAgg` (docs/design.md, "The PNG page").
-"""
+"""One-page PNG report; matplotlib is imported lazily, only through `Figure` and
+`FigureCanvasAgg` (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 

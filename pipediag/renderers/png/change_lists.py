@@ -1,5 +1,4 @@
-"""The lists under the fixes in the foot: "What to change in the model" and the rewrites
-tried on training, in the text summary's own lines, marked for bold or muted colour."""
+"""The lists under the fixes in the foot, in the text summary's own lines."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The input-cost panel: one training step's time as a stacked bar, compute, then each part
-of input cost (`cost_words.cost_bar`)."""
+"""The input-cost panel: training time as one stacked bar (`cost_words.cost_bar`)."""
 
 from __future__ import annotations
 

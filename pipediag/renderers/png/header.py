@@ -1,5 +1,4 @@
-"""The top of the page: the verdict's claim, big, in its colour; the explanation and details
-under it; the key figures; the run line (and a banner when the run did not finish)."""
+"""The top of the page: the verdict's claim and explanation, the key figures, the run line."""
 
 from __future__ import annotations
 

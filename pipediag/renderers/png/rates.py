@@ -1,6 +1,5 @@
-"""The pipeline panel: each stage's own time per batch with training's (A) and the step
-alone's (T) step times marked over them; without stage timings, the rates P, T and A side by
-side (DS-Analyzer's differential view)."""
+"""The pipeline panel: the stages' own times per batch against A's and T's step times, else
+the rates P, T and A side by side (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 
@@ -53,8 +52,7 @@ def draw_pipeline(axes: Axes, report: Report) -> None:
 
 
 def stage_ms(stages: Sequence[StageStats]) -> list[float]:
-    """Each stage's own milliseconds per batch: as timed, else what it adds to the pipeline
-    cut before it (never below zero)."""
+    """Each stage's own milliseconds per batch (docs/design.md, "The PNG page")."""
     found, before = [], 0.0
     for stats in stages:
         prefix = 1000.0 / stats.batches_per_s if stats.batches_per_s else before

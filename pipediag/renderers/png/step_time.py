@@ -1,6 +1,4 @@
-"""The "Where the step's time goes" panel (`model_words.time_bars`): the train step alone's
-profiled time by op type, layer and host gap, in the input-cost panel's place when the model
-sets the rate (docs/design.md, "The PNG page")."""
+"""The "Where the step's time goes" panel (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 

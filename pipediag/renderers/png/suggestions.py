@@ -1,5 +1,4 @@
-"""The foot of the page, "What to change": the answer's change with its code, the other top
-fixes, then the lists of `change_lists.py` (docs/design.md, "The PNG page")."""
+"""The foot of the page, "What to change" (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 
@@ -96,8 +95,7 @@ def draw_suggestions(figure: Figure, report: Report) -> None:
 
 
 def line_tops(lines: list[FootLine], first_y: float, *, with_lists: bool) -> list[float]:
-    """Each line's top: a fixed step without lists; with them, the step that fits the foot,
-    and a little space before each list's heading where there is room."""
+    """Each line's top: a fixed step without lists; with them, the step that fits the foot."""
     if not with_lists:
         return [first_y - i * SUGGESTION_LINE_STEP for i in range(len(lines))]
     room = first_y - LAST_LINE_Y

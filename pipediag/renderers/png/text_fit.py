@@ -44,8 +44,7 @@ def end_label(
 def centred_label(
     axes: Axes, x: float, y: float, text: str, *, bold: bool = True, **style: Any
 ) -> Text:
-    """A label centred on what it marks (a bar's part, a change, a phase); 9 pt unless `style`
-    says."""
+    """A label centred on what it marks; 9 pt unless `style` says."""
     weight = "bold" if bold else "normal"
     centred: dict[str, Any] = {"ha": "center", "va": "center", "fontsize": 9, "fontweight": weight}
     return axes.text(x, y, text, **(centred | style))

@@ -1,7 +1,5 @@
-"""The steps panel (each step's wait and compute share, phase verdicts over their epochs),
-the phases shaded behind the time panels, and the time axes: the steps get their own, as the
-pipeline-alone benchmark would leave them a thin strip; the host CPU panel keeps the run's.
-"""
+"""The steps panel, the phases shaded behind the time panels, and the time axes: the steps
+get their own, as the pipeline-alone benchmark would leave them a thin strip."""
 
 from __future__ import annotations
 
@@ -211,9 +209,8 @@ def _timeline_legend(axes: Axes) -> None:
 
 
 def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = False) -> None:
-    """Shade the pipeline-alone and compute-alone phases (`label`: and name them); on the whole
-    run's axis name training and the later phases too, so the CPU there is not read as
-    training's."""
+    """Shade the phases run alone (`label`: and name them); on the whole run's axis name the
+    others too, so their CPU is not read as training's."""
     spans: list[Span] = [
         (p.start_s, p.start_s + p.duration_s, PHASE_SHADE_COLOR, "pipeline\nalone", "phase")
         for p in report.phases
@@ -258,13 +255,12 @@ def compute_alone_spans(report: Report) -> list[Span]:
     end = alone.start_s + alone.duration_s
     if not alone.blocks:
         return [(alone.start_s, end, COMPUTE_ALONE_SHADE_COLOR, "compute\nalone", "compute-alone")]
-    spans: list[Span] = []
-    blocks = alone.blocks
-    for i, block in enumerate(blocks):
-        if block.kind != "step-alone":
-            continue
-        block_end = blocks[i + 1].start_s if i + 1 < len(blocks) else end
-        spans.append((block.start_s, block_end, COMPUTE_ALONE_SHADE_COLOR, "", "compute-alone"))
+    ends = [*(block.start_s for block in alone.blocks[1:]), end]  # each ends as the next starts
+    spans: list[Span] = [
+        (block.start_s, block_end, COMPUTE_ALONE_SHADE_COLOR, "", "compute-alone")
+        for block, block_end in zip(alone.blocks, ends, strict=True)
+        if block.kind == "step-alone"
+    ]
     spans.append((alone.start_s, end, None, "training and\nstep alone\nin turn", "alternation"))
     return spans
 

@@ -1,5 +1,4 @@
-"""The panels of shares over time: GPU utilization on the steps' time axis, host CPU over the
-whole run, and watch mode's windows."""
+"""The panels of shares over time: GPU utilization, host CPU, watch mode's windows."""
 
 from __future__ import annotations
 
@@ -107,8 +106,7 @@ def draw_cpu(axes: Axes, report: Report) -> None:
 
 
 def draw_watch(axes: Axes, report: Report) -> None:
-    """Watch mode's windows, in the pipeline panel's place: wait share bars by label, a
-    steps/s line, the alert threshold and the alerts."""
+    """Watch mode's windows, in the pipeline panel's place."""
     watch = report.watch
     percent_panel(axes, "Over time", "input wait, % of step (bars)")
     axes.set_xlabel("train step", fontsize=9)
