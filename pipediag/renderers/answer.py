@@ -62,8 +62,7 @@ def render_answer(
         room = MAX_LINES - len(head) - len(figures) - len(said) - len(last)
         more = [line[:width] for line in _more(report, width)][: max(0, min(MORE_LINES, room))]
         lines = [*head, *figures, *said, *more, *last][:MAX_LINES]
-    divider = DIVIDER + "─" * max(0, width - len(DIVIDER))
-    return "\n".join([divider, *lines]) + "\n"
+    return "\n".join([DIVIDER + "─" * max(0, width - len(DIVIDER)), *lines]) + "\n"
 
 
 def _wrap(text: str, width: int, most: int = 2) -> list[str]:
@@ -107,10 +106,7 @@ def report_line(folder: object, names: list[str]) -> str:
 def _figures(report: Report) -> str:
     # A, T, P: training first
     parts = [f"{rate.title} {rate.number} {rate.shown_unit}" for rate in reversed(rates(report))]
-    free = free_input_text(report)
-    if free:
-        parts.append(free)
-    return " · ".join(parts)
+    return " · ".join(part for part in [*parts, free_input_text(report)] if part)
 
 
 @dataclass(frozen=True)

@@ -121,8 +121,7 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
         ink = "white" if colour == COMPUTE_COLOUR else "black"
         for x, height, bottom in zip(positions, heights, bottoms, strict=True):
             if height >= 0.06:
-                share = percent(height)
-                centred_label(axes, x, bottom + height / 2, share, bold=False, color=ink)
+                centred_label(axes, x, bottom + height / 2, percent(height), bold=False, color=ink)
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     for x, shares in zip(positions, rows, strict=True):
         if shares is None:

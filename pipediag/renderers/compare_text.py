@@ -117,11 +117,9 @@ def run_lines(comparison: Comparison, base_name: str, new_name: str) -> list[str
 def run_line(role: str, run: RunIdentity, name: str) -> str:
     """ "  base  train.py --epochs 2  (2026-01-01 10:00:00 UTC, 100 steps)  base.json"."""
     command = shlex.join([run.script, *run.args])
-    facts = [f"{run.measured_steps} steps"]
-    if run.created_utc:
-        facts.insert(0, utc_time(run.created_utc) + " UTC")
+    when = f"{utc_time(run.created_utc)} UTC, " if run.created_utc else ""
     where = f"  {name}" if name and name != role else ""
-    return f"  {role:<6}{command}  ({', '.join(facts)}){where}"
+    return f"  {role:<6}{command}  ({when}{run.measured_steps} steps){where}"
 
 
 def _label_row(label: LabelChange) -> tuple[str, ...]:
@@ -185,8 +183,7 @@ def _fixes(fixes: list[FixChange]) -> list[str]:
     lines = ["Suggestions (by id and stage)"]
     for fix in sorted(fixes, key=lambda f: f.status == "kept"):  # those that moved first
         status = FIX_STATUS_WORDS.get(fix.status, fix.status)
-        title = title_of(fix.shown, fix.report)
-        lines.append(f"  {status:<5} [{fix.id}] {title}{_fix_gain(fix)}")
+        lines.append(f"  {status:<5} [{fix.id}] {title_of(fix.shown, fix.report)}{_fix_gain(fix)}")
     return lines
 
 

@@ -301,8 +301,7 @@ def _hoist_cache(ctx: Context, s: Suggestion) -> SuggestionWords:
 
 
 def _cache_after_random(ctx: Context, s: Suggestion) -> SuggestionWords:
-    random = random_before_cache(ctx.stages, stage_of(ctx, s))
-    names = ", ".join(stage_name(r) for r in random)
+    names = ", ".join(stage_name(r) for r in random_before_cache(ctx.stages, stage_of(ctx, s)))
     return SuggestionWords(
         f"cache() after a random transform ({names}): every epoch repeats epoch 1",
         f"{names} runs before the cache, so its random output is frozen the first "

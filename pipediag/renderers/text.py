@@ -237,8 +237,7 @@ def _train(report: Report) -> str:
     if t.input_wait is not None:
         text += f"; input wait {_dist(t.input_wait)}"
     steps = f"{t.measured_steps} measured + {t.warmup_steps} warm-up steps, {training_text(t)}"
-    epoch_starts = epoch_start_text(t, report.verdict.cost_split)
-    return _rows([text, steps, epoch_starts, *skipped])
+    return _rows([text, steps, epoch_start_text(t, report.verdict.cost_split), *skipped])
 
 
 def _host(report: Report) -> str:

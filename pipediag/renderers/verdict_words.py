@@ -89,17 +89,14 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
     if verdict.busy_host_cores is not None and verdict.label != "compute-bound":
         busy = _busy_words(verdict.busy_host_cores)
         explanation = f"{explanation}; {busy}" if explanation else busy
-    separator = ": "
     if verdict.compute_alone_source == "estimated":
         if explanation:
             explanation += ESTIMATED_NOTE
         else:
             claim += ESTIMATED_NOTE
     phases = _dominant_phase_text(verdict.phases)
-    if phases and explanation:
-        explanation += f"; {phases}"
-    elif phases:
-        separator, explanation = "; ", phases
+    separator = ": " if explanation or not phases else "; "
+    explanation = "; ".join(text for text in (explanation, phases) if text)
     text = claim + (separator + explanation if explanation else "")
     return Headline(text, claim, explanation, _cost_details(verdict, pipeline_batches_per_s))
 

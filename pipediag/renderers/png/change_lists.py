@@ -24,8 +24,7 @@ class ListLine:
 
 def change_lists(report: Report) -> list[list[ListLine]]:
     """Each list a heading and its lines; [] for a report with neither."""
-    lists = [model_changes(report), rewrites(report)]
-    return [found for found in lists if found]
+    return [found for found in [model_changes(report), rewrites(report)] if found]
 
 
 def model_changes(report: Report) -> list[ListLine]:

@@ -79,8 +79,7 @@ def draw_header(figure: Figure, report: Report) -> None:
 def header_lines(report: Report) -> tuple[str, str]:
     """(the headline's claim, its explanation and the text summary's details)."""
     head = headline(report)
-    parts = [sentence(head.explanation), *head.details]
-    return head.claim, SEPARATOR.join(p for p in parts if p)
+    return head.claim, SEPARATOR.join(p for p in [sentence(head.explanation), *head.details] if p)
 
 
 def incomplete_line(report: Report) -> str:

@@ -121,17 +121,15 @@ def _room_for_if_free(
     """Widen the axis so that every bar's label ends left of the gains-if-free column."""
     column = max((len(if_free_text(s)) for s in stages), default=0)
     width_pt = axes.get_window_extent().width * 72 / axes.figure.dpi
-    low, high = axes.get_xlim()
+    low, shown = axes.get_xlim()
+    high = shown
     for value, label in zip(values, labels, strict=True):
         if value <= 0:
             continue
         free = 1.0 - ((len(label) + column) * CHAR_PT + COLUMN_GAP_PT) / width_pt
-        free = max(free, MIN_BAR_SHARE)
-        high = max(high, value / free)
-    shown = axes.get_xlim()[1]
+        high = max(high, value / max(free, MIN_BAR_SHARE))
     axes.set_xlim(low, high)
-    # no ticks out in the column's room
-    axes.set_xticks([tick for tick in axes.get_xticks() if low <= tick <= shown])
+    axes.set_xticks([tick for tick in axes.get_xticks() if low <= tick <= shown])  # none past it
     axes.set_xlim(low, high)
 
 

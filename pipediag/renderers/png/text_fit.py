@@ -72,14 +72,12 @@ def note(axes: Axes, text: str) -> None:
 
 def fit_width(figure: Figure, artist: Text, right: float) -> None:
     """Shorten a one-line text, with an ellipsis, to end left of `right` (figure fraction)."""
-    limit_px = right * figure.bbox.width
-    _shorten(artist, lambda box: box.x1 <= limit_px)
+    _shorten(artist, lambda box: box.x1 <= right * figure.bbox.width)
 
 
 def fit_left(figure: Figure, artist: Text, left: float) -> None:
     """Shorten a right-aligned one-line text to start right of `left` (figure fraction)."""
-    limit_px = left * figure.bbox.width
-    _shorten(artist, lambda box: box.x0 >= limit_px)
+    _shorten(artist, lambda box: box.x0 >= left * figure.bbox.width)
 
 
 def _shorten(artist: Text, fits: Callable[[Bbox], bool]) -> None:
