@@ -83,8 +83,7 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     names = [clip(stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages]
     axes.set_yticks(positions, names, fontsize=9)
     axes.invert_yaxis()  # source at the top, as the pipeline reads
-    # The two step times the stages are read against: training's (A) and the step alone's
-    # (T). A stage's own time above T's keeps the step waiting unless it runs in parallel.
+    # The step times the stages are read against, A's and T's (docs/design.md, "The PNG page").
     by_letter = {rate.letter: rate for rate in rates(report)}
     marked = [by_letter[letter] for letter in ("A", "T")]
     step_ms = [1000.0 / rate.value if rate.value else 0.0 for rate in marked]

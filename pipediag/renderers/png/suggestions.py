@@ -154,12 +154,9 @@ def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> lis
 
 def _cut_to_fit(lines: list[FootLine], room: int) -> list[FootLine]:
     """The last droppable lines left out, one line saying how many where the first was."""
-    dropped: list[int] = []
-    for i in reversed(range(len(lines))):
-        if len(lines) - len(dropped) + 1 <= room:
-            break
-        if not lines[i].keep:
-            dropped.append(i)
+    need = len(lines) + 1 - room  # with the line saying how many
+    droppable = [i for i, line in enumerate(lines) if not line.keep]
+    dropped = droppable[max(0, len(droppable) - need) :] if need > 0 else []
     if not dropped:
         return lines[:room]
     at = min(dropped)

@@ -65,8 +65,7 @@ def draw_timeline(axes: Axes, report: Report) -> None:
         fontsize=PANEL_TITLE_FONT,
         pad=TIMELINE_TITLE_PAD_PT,
     )
-    # The phase verdicts' strip is there from the start: labels are placed where they stay
-    # clear of each other, which holds only while the scale stays.
+    # The scale is set before any label is placed (docs/design.md, "The PNG page").
     ticks, labels = SHARE_TICKS
     if phase_spans(report):
         axes.set_ylim(0, TIMELINE_YMAX_PHASES_PCT)
