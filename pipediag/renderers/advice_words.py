@@ -1,5 +1,4 @@
-"""A suggestion's title and evidence, worded from the report's facts by the rule that made
-it; an older report's words are shown as written."""
+"""A suggestion's title and evidence, worded by its rule; an older report's as written."""
 
 from __future__ import annotations
 

@@ -140,8 +140,7 @@ def _cost_shares(report: Report) -> list[float] | None:
         return None
     split = verdict.cost_split
     if split is None:
-        parts = [0.0] * len(COST_PARTS)
-        parts[0] = cost  # unsplit: drawn as waiting, the part every report has
+        parts = [cost] + [0.0] * (len(COST_PARTS) - 1)  # unsplit: drawn as waiting, which all have
     else:
         parts = [share for _, share in cost_parts(split)]
     return [max(0.0, 1.0 - cost), *parts]

@@ -1,5 +1,4 @@
-"""The files of a report directory, by name: the package's writers and the short answer's
-pointer to them both name them here."""
+"""The files of a report directory, named once for the writers and the answer's pointer."""
 
 from __future__ import annotations
 

@@ -47,9 +47,8 @@ class RankedChanges:
 
 def model_side_of(report: Report) -> ComputeAlone | None:
     alone = report.compute_alone
-    if alone is not None and (alone.trials or alone.top_ops or alone.model_side_reason):
-        return alone
-    return None
+    shown = alone is not None and (alone.trials or alone.top_ops or alone.model_side_reason)
+    return alone if shown else None
 
 
 def shown_model_side(report: Report) -> ComputeAlone | None:

@@ -1,5 +1,4 @@
-"""The stage rules' suggestions in words (`analysis/stage_rules.py`), and the pieces every
-rule's words share: a stage's cost, a trial's rates on the pipeline alone and on training."""
+"""The stage rules' suggestions in words, and the pieces every rule's words share."""
 
 from __future__ import annotations
 
@@ -334,9 +333,7 @@ def _shuffle_buffer(ctx: Context, s: Suggestion) -> SuggestionWords:
     buffer = stats.settings.buffer_size
     batch = downstream_batch_size(ctx.stages, stats.index)
     few_elements, few_batches = shuffle_shortfall(stats, ctx.stages)
-    reasons = []
-    if few_elements:
-        reasons.append(f"under {SHUFFLE_MIN_ELEMENTS} elements")
+    reasons = [f"under {SHUFFLE_MIN_ELEMENTS} elements"] if few_elements else []
     if few_batches:
         reasons.append(f"under {SHUFFLE_MIN_BATCHES} batches of {batch}")
     return SuggestionWords(

@@ -1,5 +1,4 @@
-"""Watch mode "over time": a watched run's windows as text (the run's log lines, a row each,
-or a strip), and grouped for the PNG panel (docs/design.md, "Watching a long run")."""
+"""Watch mode's windows as text, and grouped for the PNG (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 

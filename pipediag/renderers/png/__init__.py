@@ -1,5 +1,4 @@
-"""One-page PNG report; matplotlib is imported lazily, only through `Figure` and
-`FigureCanvasAgg` (docs/design.md, "The PNG page")."""
+"""The one-page PNG report; matplotlib is imported lazily (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The pipeline panel: the stages' own times per batch against A's and T's step times, else
-the rates P, T and A side by side (docs/design.md, "The PNG page")."""
+"""The pipeline panel: stages against A and T, else P, T and A (docs/design.md, "The PNG page")."""
 
 from __future__ import annotations
 

@@ -197,8 +197,7 @@ def _kept_rewrites(report: Report) -> list[Suggestion]:
 def suggestion_lines(
     report: Report, said_already: Sequence[Suggestion] = ()
 ) -> list[tuple[str, bool]]:
-    """One numbered line per top fix or warning not `said_already`, and whether it may
-    change results."""
+    """A numbered line per top fix or warning not `said_already`; whether it may change results."""
     lines = []
     shown = [s for s in actionable(report) if not any(s is said for said in said_already)]
     for rank, s in enumerate(shown[:MAX_SUGGESTIONS], start=1):

@@ -87,8 +87,7 @@ def draw_timeline(axes: Axes, report: Report) -> None:
 
 @dataclass
 class ShareBar:
-    """A step, or the steps that started in one time bin summed (`bin_steps`): drawn as its
-    wait share under its compute share, and its label's colour in the strip above both."""
+    """A step, or the steps that started in one time bin summed (`bin_steps`)."""
 
     start_s: float
     width_s: float
@@ -246,8 +245,7 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
 
 
 def compute_alone_spans(report: Report) -> list[Span]:
-    """One shaded span, or where the step alone alternated with training, each block shaded
-    and the alternation named once."""
+    """One shaded span, or each step-alone block shaded and the alternation named once."""
     alone = report.compute_alone
     if alone is None or alone.start_s is None:
         return []
@@ -327,12 +325,11 @@ def phase_spans(report: Report) -> list[tuple[PhaseVerdict, float, float]]:
     """Each phase verdict with the time its steps span (epochs counted from 0 in both); a phase
     with no steps here is left out."""
     steps = report.train.steps
-    spans = []
-    for phase in report.verdict.phases:
-        chosen = [s for s in steps if phase.first_epoch <= s.epoch <= phase.last_epoch]
-        if chosen:
-            spans.append((phase, *steps_span(chosen)))
-    return spans
+    chosen = [
+        (phase, [s for s in steps if phase.first_epoch <= s.epoch <= phase.last_epoch])
+        for phase in report.verdict.phases
+    ]
+    return [(phase, *steps_span(its)) for phase, its in chosen if its]
 
 
 def steps_span(steps: Sequence[StepRecord]) -> tuple[float, float]:
