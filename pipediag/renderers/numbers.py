@@ -5,6 +5,9 @@ from __future__ import annotations
 DASH = "\N{EM DASH}"  # a figure that was not measured, where a number would stand
 NOT_MEASURED = "not measured"
 RATE_DECIMALS_BELOW = 100.0
+# Decimal where a size is set beside the memory free; binary for the service's batches.
+DECIMAL_UNITS = (("GB", 1e9), ("MB", 1e6), ("KB", 1e3))
+BINARY_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
 
 def percent(fraction: float) -> str:
@@ -65,11 +68,6 @@ def rate_text(value: float | None) -> str:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
-
-
-# Decimal where a size is set beside the memory free; binary for the service's batches.
-DECIMAL_UNITS = (("GB", 1e9), ("MB", 1e6), ("KB", 1e3))
-BINARY_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
 
 
 def bytes_text(count: float | None, units: tuple[tuple[str, float], ...] = DECIMAL_UNITS) -> str:

@@ -16,6 +16,7 @@ from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import SemanticsChange
 
 REWRITES_HEADING = "Rewrites tried on training, each on top of the ones kept before it"
+AT_STEP_ALONE = " (at the train step alone's rate: it fed training faster)"
 
 SEMANTICS_WORDS: Final[dict[SemanticsChange, str]] = {
     "element-order": "element order: the map now runs before the shuffle",
@@ -66,9 +67,6 @@ def _named(report: Report, change: PrescribedChange) -> str:
     trial = _trial_of(report, change)
     vectorized_map = trial is not None and trial.facts.vectorized_map
     return fix_words_at(change.fix, change.stage, vectorized_map=vectorized_map)
-
-
-AT_STEP_ALONE = " (at the train step alone's rate: it fed training faster)"
 
 
 def together_text(prescription: Prescription, timed: str = "the train function") -> str:

@@ -8,6 +8,28 @@ from pipediag.errors import DESCRIBED_CHARS
 from pipediag.renderers.numbers import percent
 from pipediag.report.reasons import Reason, ReasonCode
 
+# What the tf.data service refused with where its error said nothing.
+NO_BATCH_CAME_BACK = "no batch came back"
+# Said in place of `detail` where a reason of these codes stores none (other codes word an
+# empty or missing detail as stored).
+_MISSING_DETAIL: dict[ReasonCode, str] = {
+    "grpc-status": "no answer",
+    "generator-unread": "the generator could not be read",
+    "service-refused": NO_BATCH_CAME_BACK,
+}
+_PULLS_INSIDE = (
+    "each call is timed and its time spread over its steps; input waits inside it are not measured"
+)
+_UNDRIVEN = (
+    "is not run on Keras's {detail} backend: pipediag drives the train step of the TensorFlow "
+    "and JAX backends only"
+)
+# How a generator too big, too slow or too odd to hold is written once and read back.
+_TFRECORD_ROUTE = (
+    "write its elements once to TFRecord files (tf.io.TFRecordWriter) and read them with "
+    "tf.data.TFRecordDataset"
+)
+
 
 def _input_cost(reason: Reason) -> str:
     share = "unknown" if reason.value is None else percent(reason.value)
@@ -22,18 +44,6 @@ def _spe_step_long(reason: Reason) -> str:
         f"not measured: a step of {(reason.value or 0) * 1e3:.0f} ms leaves fit's own time "
         "per step too small a share to matter"
     )
-
-
-# What the tf.data service refused with where its error said nothing.
-NO_BATCH_CAME_BACK = "no batch came back"
-
-# Said in place of `detail` where a reason of these codes stores none (other codes word an
-# empty or missing detail as stored).
-_MISSING_DETAIL: dict[ReasonCode, str] = {
-    "grpc-status": "no answer",
-    "generator-unread": "the generator could not be read",
-    "service-refused": NO_BATCH_CAME_BACK,
-}
 
 
 def _check_failed(reason: Reason) -> str:
@@ -53,22 +63,6 @@ def _one_host(reason: Reason) -> str:
         "pipeline runs on workers and what transfer costs, not a cluster's speed"
     )
 
-
-_PULLS_INSIDE = (
-    "each call is timed and its time spread over its steps; input waits inside it are not measured"
-)
-
-
-_UNDRIVEN = (
-    "is not run on Keras's {detail} backend: pipediag drives the train step of the TensorFlow "
-    "and JAX backends only"
-)
-
-# How a generator too big, too slow or too odd to hold is written once and read back.
-_TFRECORD_ROUTE = (
-    "write its elements once to TFRecord files (tf.io.TFRecordWriter) and read them with "
-    "tf.data.TFRecordDataset"
-)
 
 # A template over the reason's fields (`because` worded first; `cause`: `because` or, where none,
 # `detail`: an error not pipediag's own, or a report written before the error was typed;

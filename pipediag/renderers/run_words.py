@@ -27,6 +27,10 @@ INPUT_WAIT_SOURCES = {
     "iterator-timing": "input wait timed at the iterator",
 }
 HOST_TIMING_ONLY = "Verdict from host timing alone."
+# An epoch start under this long is not worth a line: a few calls between two steps.
+EPOCH_START_SHOWN_S = 0.005
+# The Keras backends as the style line names them (the TensorFlow backend goes unsaid).
+KERAS_BACKEND_NAMES = {"jax": "JAX", "torch": "PyTorch"}
 
 
 def command_line(report: Report) -> str:
@@ -43,10 +47,6 @@ def stop_reason_text(report: Report) -> str:
 
 def run_status(report: Report) -> str:
     return f"{'complete' if report.complete else 'incomplete'}: {stop_reason_text(report)}"
-
-
-# An epoch start under this long is not worth a line: a few calls between two steps.
-EPOCH_START_SHOWN_S = 0.005
 
 
 def epoch_start_text(train: TrainSection, split: CostSplit | None = None) -> str:
@@ -103,10 +103,6 @@ def training_text(train: TrainSection) -> str:
     if style == "keras-fit" and backend is not None:
         style = f"{train.style} on the {backend} backend"
     return f"{style}, {input_wait_source_text(train)}"
-
-
-# The Keras backends as the style line names them (the TensorFlow backend goes unsaid).
-KERAS_BACKEND_NAMES = {"jax": "JAX", "torch": "PyTorch"}
 
 
 def why_text(reason: Reason | None) -> str:
