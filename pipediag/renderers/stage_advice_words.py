@@ -159,10 +159,8 @@ def _sequential_map(ctx: Context, s: Suggestion) -> SuggestionWords:
 
 def _sequential_interleave(ctx: Context, s: Suggestion) -> SuggestionWords:
     stats = stage_of(ctx, s)
-    shown = (
-        ("cycle_length", stats.settings.cycle_length),
-        ("num_parallel_calls", stats.settings.num_parallel_calls),
-    )
+    opts = stats.settings
+    shown = (("cycle_length", opts.cycle_length), ("num_parallel_calls", opts.num_parallel_calls))
     settings = ", ".join(f"{k}={tuned_text(v)}" for k, v in shown if v is not None)
     trial = trial_of(ctx, s)
     cycle = interleave_cycle(ctx, trial)

@@ -19,6 +19,7 @@ SUGGESTION_HEADINGS = {
 NOT_MEASURED = "gain not measured"
 # The most a change can give, measured on training: its stage held, or all input free.
 BOUNDS = ("held", "input-free")
+BEST_FIX_WHERE = {"training": "on your training", "step-alone": "step alone"}
 
 
 def gains_text(s: Suggestion) -> str:
@@ -105,10 +106,7 @@ def best_fix_figure(report: Report) -> tuple[str, str]:
             return ("Best fix (measured)", "no gain")
         return ("Best fix (not measured)" if fixes else "Best fix (none found)", DASH)
     fix, measured = found
-    if fix.gain.basis == "training":
-        return ("Best fix (on your training)", gain(measured))
-    if from_epoch_two(report, fix) is not None:
-        return ("Best fix (from epoch 2)", gain(measured))
-    if fix.gain.basis == "step-alone":
-        return ("Best fix (step alone)", gain(measured))
-    return ("Best fix (pipeline alone)", gain(measured))
+    where = BEST_FIX_WHERE.get(fix.gain.basis, "pipeline alone")
+    if fix.gain.basis != "training" and from_epoch_two(report, fix) is not None:
+        where = "from epoch 2"
+    return (f"Best fix ({where})", gain(measured))

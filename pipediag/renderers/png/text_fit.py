@@ -61,13 +61,8 @@ def row_label(axes: Axes, x_in: Transform, x: float, row: float, text: str, **st
 
 def note(axes: Axes, text: str) -> None:
     """A grey note in the middle of a panel with nothing to draw, saying why."""
-    style: dict[str, Any] = {
-        "ha": "center",
-        "va": "center",
-        "fontsize": NOTE_FONT,
-        "color": NOTE_TEXT_COLOUR,
-    }
-    axes.text(0.5, 0.5, text, transform=axes.transAxes, wrap=True, gid="note", **style)
+    style: dict[str, Any] = {"fontsize": NOTE_FONT, "color": NOTE_TEXT_COLOUR, "wrap": True}
+    centred_label(axes, 0.5, 0.5, text, bold=False, transform=axes.transAxes, gid="note", **style)
 
 
 def fit_width(figure: Figure, artist: Text, right: float) -> None:
