@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipediag.renderers.cost_words import (
     COMPUTE_PART_NAME,
@@ -17,11 +17,10 @@ from pipediag.renderers.png.style import (
     COST_COLOURS,
     INPUT_COLOUR,
     LEGEND,
-    MUTED_TEXT_COLOUR,
     PANEL_TITLE_FONT,
     RIGHT_EDGE,
 )
-from pipediag.renderers.png.text_fit import centred_label, fit_font, note
+from pipediag.renderers.png.text_fit import caption, centred_label, fit_font, note
 from pipediag.report.model import Report
 
 if TYPE_CHECKING:
@@ -79,5 +78,4 @@ def draw_cost(axes: Axes, report: Report) -> None:
     if bar.caption:
         rows = math.ceil(len(bar.parts) / COST_LEGEND_COLUMNS)
         top_y = COST_CAPTION_TOP_Y - COST_LEGEND_ROW_H * rows
-        muted: dict[str, Any] = {"va": "top", "fontsize": 9, "color": MUTED_TEXT_COLOUR}
-        axes.text(0.0, top_y, bar.caption, gid="cost-caption", **muted)
+        caption(axes, 0.0, top_y, bar.caption, transform=axes.transData, gid="cost-caption")

@@ -100,17 +100,13 @@ def bar_positions(bars: list[TimeBar]) -> list[float]:
 
 
 def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[float]) -> None:
+    muted: dict[str, Any] = {"fontsize": BAR_FONT, "color": MUTED_TEXT_COLOUR}
     for y, bar in zip(positions, bars, strict=True):
         colour = HOST_GAP_COLOUR if bar.group == HOST else "black"
         name_style = {"fontsize": BAR_FONT, "color": colour, "gid": "step-time-name"}
         name = row_label(axes, figure.transFigure, BARS_LEFT - NAME_PAD, y, bar.name, **name_style)
         fit_left(figure, name, NAMES_LEFT)
-        share_style: dict[str, Any] = {
-            "fontsize": BAR_FONT,
-            "color": MUTED_TEXT_COLOUR,
-            "gid": "step-time-share",
-        }
-        end_label(axes, bar.share, y, f" {bar.share_text}", **share_style)
+        end_label(axes, bar.share, y, f" {bar.share_text}", gid="step-time-share", **muted)
 
 
 def _legend(figure: Figure, axes: Axes, bars: list[TimeBar]) -> None:
