@@ -87,20 +87,13 @@ def draw_cpu(axes: Axes, report: Report) -> None:
     xs = [s.t_s for s in host.samples]
     cores = host.cpu_count if host.cpu_count > 0 else 1
     core_note = f"/ {host.cpu_count} cores" if host.cpu_count > 0 else "(core count unknown)"
+    process = [s.process_cpu_pct / cores for s in host.samples]
     axes.plot(
-        xs,
-        [s.process_cpu_pct / cores for s in host.samples],
-        color=PROCESS_CPU_COLOUR,
-        linewidth=1.3,
-        label=f"this process {core_note}",
+        xs, process, color=PROCESS_CPU_COLOUR, linewidth=1.3, label=f"this process {core_note}"
     )
+    system = [s.system_cpu_pct for s in host.samples]
     axes.plot(
-        xs,
-        [s.system_cpu_pct for s in host.samples],
-        color=SYSTEM_CPU_COLOUR,
-        linewidth=1.0,
-        linestyle="--",
-        label="whole system",
+        xs, system, color=SYSTEM_CPU_COLOUR, linewidth=1.0, linestyle="--", label="whole system"
     )
     _legend_over(axes, 2)
 
