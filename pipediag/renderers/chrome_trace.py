@@ -42,9 +42,8 @@ def render_trace(report: Report, path: Path) -> Path:
 
 def write_trace(trace: dict[str, Any], path: Path) -> Path:
     """Compact JSON, written atomically (a fleet's trace too)."""
-    payload = json.dumps(trace, separators=(",", ":"), allow_nan=False)
     target = Path(path)
-    write_atomically(target, payload.encode())
+    write_atomically(target, json.dumps(trace, separators=(",", ":"), allow_nan=False).encode())
     return target
 
 

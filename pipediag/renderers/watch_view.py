@@ -81,10 +81,9 @@ def window_line(window: WatchWindow, every_steps: int | None) -> str:
 
 
 def _row(window: WatchWindow, every_steps: int | None, alerted: set[int]) -> str:
-    mark = "  ALERT" if window.index in alerted else ""
     return (
         f"{_where(window, every_steps):<26}{_rate(window):>9} steps/s  {_share(window):<10}"
-        f"{window.label}{mark}"
+        f"{window.label}{'  ALERT' if window.index in alerted else ''}"
     )
 
 

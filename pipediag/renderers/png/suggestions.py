@@ -138,10 +138,9 @@ def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> lis
         said_already = _kept_rewrites(report)
     else:
         said_already = [change.suggestion] if said and change.suggestion is not None else []
-    others = suggestion_lines(report, said_already=said_already)
     fixes = [
         FootLine(text, "suggestion", WARNING_COLOUR if warning else "black")
-        for text, warning in others[: max(0, room)]
+        for text, warning in suggestion_lines(report, said_already=said_already)[: max(0, room)]
     ]
     lines = [*said, *fixes, *scale_out]
     if not lines and not lists:

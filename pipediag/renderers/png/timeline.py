@@ -136,11 +136,10 @@ def _draw_share_bars(
     wait_pct = [(bar.wait_share or 0.0) * SHARE_MAX_PCT for bar in bars]
     compute_pct = [SHARE_MAX_PCT - wait for wait in wait_pct]
     labels = [LABEL_COLOURS.get(bar.label, UNKNOWN_COLOUR) for bar in bars]
-    strip = [LABEL_STRIP_HEIGHT_PCT] * len(bars)
     parts: list[tuple[str, list[float], list[float] | float | None, list[str], str]] = [
         ("wait", wait_pct, None, [bar.colours[0] for bar in bars], edgecolor),
         ("compute", compute_pct, wait_pct, [bar.colours[1] for bar in bars], edgecolor),
-        ("label", strip, LABEL_STRIP_BOTTOM_PCT, labels, "none"),
+        ("label", [LABEL_STRIP_HEIGHT_PCT] * len(bars), LABEL_STRIP_BOTTOM_PCT, labels, "none"),
     ]
     for part, heights, bottom, colours, edge in parts:
         axes.bar(
@@ -290,10 +289,9 @@ def run_time_range(report: Report) -> tuple[float, float]:
 
 def draw_phase_verdicts(axes: Axes, report: Report) -> None:
     """Each phase of training with its own verdict, over its steps, between dashed lines."""
-    spans = phase_spans(report)
     # After shade_phases: a ClearLabels clears only texts already drawn, so the verdicts yield.
     labels = ClearLabels(axes)
-    for i, (phase, start, end) in enumerate(spans):
+    for i, (phase, start, end) in enumerate(phase_spans(report)):
         if i > 0:
             axes.axvline(
                 start, color=MUTED_TEXT_COLOUR, linestyle="--", linewidth=1.0, gid="phase-boundary"
