@@ -45,11 +45,8 @@ def draw_cost(axes: Axes, report: Report) -> None:
     bar = cost_bar(report)
     title = axes.set_title(bar.title, loc="left", fontsize=PANEL_TITLE_FONT)
     fit_font(axes.get_figure(), title, RIGHT_EDGE, TITLE_MIN_FONT)  # type: ignore[arg-type]
-    axes.set_yticks([])
-    axes.set_xticks([])
+    axes.set(xticks=[], yticks=[], xlim=(0, 1), ylim=(-0.5, 0.5))
     axes.spines[:].set_visible(False)
-    axes.set_xlim(0, 1)
-    axes.set_ylim(-0.5, 0.5)
     if not bar.parts:
         note(axes, "No input-cost or input-wait timings")
         return

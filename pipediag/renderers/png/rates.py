@@ -150,8 +150,7 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
     values = [rate.value for rate in rows]
     if all(value is None for value in values):
         note(axes, "No rates measured")
-        axes.set_xticks([])
-        axes.set_yticks([])
+        axes.set(xticks=[], yticks=[])
         return
     positions = list(range(len(rows)))
     colours = [RATE_COLOURS[rate.letter] for rate in rows]

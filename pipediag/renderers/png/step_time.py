@@ -80,10 +80,8 @@ def draw_step_time(axes: Axes, report: Report) -> None:
     )
     axes.set_ylim(positions[-1] + 0.5, -0.5)  # the largest op type at the top, as the text lists
     axes.set_xlim(0, max(bar.share for bar in bars) * SHARE_ROOM)
-    axes.set_xticks([])
-    axes.set_yticks([])
-    for side in ("top", "right", "bottom"):
-        axes.spines[side].set_visible(False)
+    axes.set(xticks=[], yticks=[])
+    axes.spines[["top", "right", "bottom"]].set_visible(False)
     _name_bars(figure, axes, bars, positions)
     _legend(figure, axes, bars)
 

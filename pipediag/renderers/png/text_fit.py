@@ -36,9 +36,7 @@ def end_label(
     axes: Axes, x: float, row: float, text: str, *, bold: bool = False, **style: Any
 ) -> Text:
     """A bar's figure just right of where it ends, on its row; 9 pt unless `style` says."""
-    weight = "bold" if bold else "normal"
-    beside: dict[str, Any] = {"va": "center", "ha": "left", "fontsize": 9, "fontweight": weight}
-    return axes.text(x, row, text, **(beside | style))
+    return centred_label(axes, x, row, text, bold=bold, **({"ha": "left"} | style))
 
 
 def centred_label(
