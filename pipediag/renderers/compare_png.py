@@ -187,8 +187,7 @@ def _draw_steps(axes: Axes, base: Report, new: Report) -> None:
             gid=f"steps-{name}",
         )
         axes.axvline(median, color=colour, linestyle="--", linewidth=1.2)
-    axes.set_xlabel("step time (ms)")
-    axes.set_ylabel("share of steps")
+    axes.set(xlabel="step time (ms)", ylabel="share of steps")
     _legend_under(axes, -0.14)
 
 

@@ -144,6 +144,5 @@ def _draw_costs(axes: Axes, trend: Trend) -> None:
     )
     for band in (5, 20):  # the verdict's bands (docs/design.md, "Input cost")
         axes.axhline(band, color=MUTED_TEXT_COLOUR, linewidth=0.8, linestyle=":")
-    axes.set_ylim(0, 100)
-    axes.set_ylabel("%")
+    axes.set(ylim=(0, 100), ylabel="%")
     axes.spines[["top", "right"]].set_visible(False)

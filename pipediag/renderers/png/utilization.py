@@ -40,8 +40,7 @@ def draw_no_gpu_line(figure: Figure, report: Report) -> None:
 
 def percent_panel(axes: Axes, title: str, ylabel: str) -> None:
     axes.set_title(title, loc="left", fontsize=PANEL_TITLE_FONT)
-    axes.set_ylim(0, UTIL_YMAX_PCT)
-    axes.set_ylabel(ylabel)
+    axes.set(ylim=(0, UTIL_YMAX_PCT), ylabel=ylabel)
     axes.grid(axis="y", alpha=0.3)
 
 
