@@ -52,6 +52,7 @@ LATE_PHASE_LABELS = {
 }
 PHASE_LABEL_Y_PCT = {False: 50.0, True: 80.0}  # steps panel, whole-run CPU panel
 TIME_MARGIN = 0.01  # of the shown span, either side of the steps' own axis
+TIMELINE_TITLE = "Train steps: share of each step spent waiting for input"
 TIMELINE_TITLE_PAD_PT = 20.0  # room for the legend row between title and axes
 # A shaded or named stretch of time: start, end, shade (None: named only), name, gid.
 Span = tuple[float, float, str | None, str, str]
@@ -59,12 +60,7 @@ Span = tuple[float, float, str | None, str, str]
 
 def draw_timeline(axes: Axes, report: Report) -> None:
     steps = report.train.steps
-    axes.set_title(
-        "Train steps: share of each step spent waiting for input",
-        loc="left",
-        fontsize=PANEL_TITLE_FONT,
-        pad=TIMELINE_TITLE_PAD_PT,
-    )
+    axes.set_title(TIMELINE_TITLE, loc="left", fontsize=PANEL_TITLE_FONT, pad=TIMELINE_TITLE_PAD_PT)
     # The scale is set before any label is placed (docs/design.md, "The PNG page").
     ticks, labels = SHARE_TICKS
     if phase_spans(report):
