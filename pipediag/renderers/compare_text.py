@@ -59,9 +59,7 @@ FIX_STATUS_WORDS = {APPEARED: "new", GONE: "gone", "kept": "kept"}
 def render_comparison(
     comparison: Comparison, base_name: str = "base", new_name: str = "new"
 ) -> str:
-    lines = [*headline_lines(comparison), ""]
-    lines += run_lines(comparison, base_name, new_name)
-    lines.append("")
+    lines = [*headline_lines(comparison), "", *run_lines(comparison, base_name, new_name), ""]
     rows = [_label_row(label) for label in comparison.labels]
     rows += [_figure_row(f) for f in [*comparison.rates, *comparison.shares]]
     lines += columns([COLUMNS, *rows])

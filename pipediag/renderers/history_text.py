@@ -26,8 +26,7 @@ def render_history(trend: Trend, source: str) -> str:
         lines += ["", script]
         rows = [row for row in trend.rows if row.entry.script == script]
         lines += columns([HEADER, *(_cells(row) for row in rows)], right=NUMBER_COLUMNS)
-    lines.append("")
-    lines += regression_lines(trend)
+    lines += ["", *regression_lines(trend)]
     return "\n".join(lines) + "\n"
 
 

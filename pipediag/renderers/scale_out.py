@@ -40,8 +40,7 @@ def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
         return []
     lines = [_status(section)]
     lines += [f"blocker: {blocker_words(b)}" for b in section.blockers]
-    for measurement in section.measurements:
-        lines += _measurement(measurement)
+    lines += [line for measurement in section.measurements for line in _measurement(measurement)]
     if section.prediction is not None:
         lines.append(_prediction(section.prediction))
     lines += [f"note: {reason_words(n)}" for n in section.notes]
