@@ -140,7 +140,7 @@ def _cost_shares(report: Report) -> list[float] | None:
         return None
     split = verdict.cost_split
     if split is None:
-        parts = [cost] + [0.0] * (len(COST_PARTS) - 1)  # unsplit: drawn as waiting, which all have
+        parts = [cost] + [0.0] * (len(COST_PARTS) - 1)  # unsplit: as the wait every report has
     else:
         parts = [share for _, share in cost_parts(split)]
     return [max(0.0, 1.0 - cost), *parts]

@@ -127,7 +127,8 @@ def _room_for_if_free(
         free = 1.0 - ((len(label) + column) * CHAR_PT + COLUMN_GAP_PT) / width_pt
         high = max(high, value / max(free, MIN_BAR_SHARE))
     axes.set_xlim(low, high)
-    axes.set_xticks([tick for tick in axes.get_xticks() if low <= tick <= shown])  # none past it
+    # no ticks out in the column's room
+    axes.set_xticks([tick for tick in axes.get_xticks() if low <= tick <= shown])
     axes.set_xlim(low, high)
 
 

@@ -323,7 +323,7 @@ def phase_spans(report: Report) -> list[tuple[PhaseVerdict, float, float]]:
         (phase, [s for s in steps if phase.first_epoch <= s.epoch <= phase.last_epoch])
         for phase in report.verdict.phases
     ]
-    return [(phase, *steps_span(its)) for phase, its in chosen if its]
+    return [(phase, *steps_span(in_phase)) for phase, in_phase in chosen if in_phase]
 
 
 def steps_span(steps: Sequence[StepRecord]) -> tuple[float, float]:
