@@ -69,7 +69,6 @@ def render_comparison_png(
 
 
 def _draw_rates(axes: Axes, comparison: Comparison) -> None:
-    """P, T and A, base beside new; the change and its judgement over each pair."""
     axes.set_title("Rates (P, T, A)", loc="left", fontsize=PANEL_TITLE_FONT)
     figures = {f.name: f for f in comparison.rates}
     order = [
@@ -108,7 +107,6 @@ def _draw_rates(axes: Axes, comparison: Comparison) -> None:
 
 
 def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
-    """Training time as compute plus each part of input cost, one bar per run."""
     axes.set_title("Share of training time", loc="left", fontsize=PANEL_TITLE_FONT)
     parts = [COMPUTE_PART_NAME, *(COST_PART_NAMES[p] for p in COST_PARTS)]
     rows = [_cost_shares(report) for report in (base, new)]
@@ -156,7 +154,6 @@ def step_times_s(report: Report) -> np.ndarray:
 
 
 def _draw_steps(axes: Axes, base: Report, new: Report) -> None:
-    """Both runs' step times on one axis, their medians marked."""
     axes.set_title("Step time (measured steps)", loc="left", fontsize=PANEL_TITLE_FONT)
     runs = [
         ("base", step_times_s(base) * 1e3, BASE_COLOUR),

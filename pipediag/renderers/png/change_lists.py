@@ -48,7 +48,6 @@ def model_changes(report: Report) -> list[ListLine]:
 
 
 def rewrites(report: Report) -> list[ListLine]:
-    """Every rewrite tried on training, then what the kept ones came to."""
     prescription = report.pipeline.prescription
     rows = rewrites_lines(report)
     if prescription is None or not rows:

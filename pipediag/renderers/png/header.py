@@ -83,7 +83,6 @@ def header_lines(report: Report) -> tuple[str, str]:
 
 
 def incomplete_line(report: Report) -> str:
-    """Why an unfinished run stopped, and how the script exited."""
     reason = clip(stop_reason_text(report), INCOMPLETE_REASON_MAX_CHARS)
     exit_info = report.exit
     status = "" if exit_info.status == "ok" else f", exit: {exit_info.status} ({exit_info.code})"
@@ -128,5 +127,4 @@ def _draw_key_figures(figure: Figure, report: Report) -> None:
 
 
 def _fitted(figure: Figure, x: float, y: float, text: str, right: float, **style: Any) -> None:
-    """A one-line text hanging from `y`, shortened to end left of `right`."""
     fit_width(figure, figure.text(x, y, text, va="top", **style), right)

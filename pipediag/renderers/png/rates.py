@@ -133,7 +133,6 @@ def _room_for_if_free(
 
 
 def _label_if_free(axes: Axes, positions: list[int], stages: list[StageStats]) -> None:
-    """Each stage's gain on training if it were free, at the panel's right edge."""
     for y, stats in zip(positions, stages, strict=True):
         text = if_free_text(stats)
         if not text:

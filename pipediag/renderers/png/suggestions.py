@@ -173,7 +173,6 @@ def _foot_line(line: ListLine) -> FootLine:
 
 
 def _change_lines(change: Change) -> list[FootLine]:
-    """The change, bold, and the first lines of its code in a fixed-width face."""
     head = FootLine(clip(change.head, CHANGE_MAX_CHARS), CHANGE, bold=True)
     code = [
         FootLine(clip(line, SUGGESTION_MAX_CHARS), "change-code", indent=LIST_INDENT, mono=True)

@@ -159,7 +159,6 @@ def _draw_each_step(axes: Axes, steps: Sequence[StepRecord]) -> None:
 
 
 def _draw_binned_steps(axes: Axes, steps: Sequence[StepRecord]) -> None:
-    """Aggregate steps into time bins: stacked wait/compute share, majority label per bin."""
     bins = bin_steps(steps, TIME_BINS)
     _draw_share_bars(axes, bins, "bin", edgecolor="none")
     shown = f"{len(steps):,} steps shown in {len(bins)} time bins"
