@@ -334,9 +334,8 @@ def _cache_candidate(
 
 def _runs_ahead(stats: StageStats) -> bool:
     """Whether the stage runs ahead in threads of its own: tf.data injects no prefetch after it."""
-    if stats.kind in ("parallel-map", "parallel-interleave", "map-and-batch"):
-        return True
-    return stats.kind == "batch" and stats.settings.num_parallel_calls is not None
+    parallel_batch = stats.kind == "batch" and stats.settings.num_parallel_calls is not None
+    return parallel_batch or stats.kind in ("parallel-map", "parallel-interleave", "map-and-batch")
 
 
 def thread_cap_candidate(threads: int) -> Candidate:

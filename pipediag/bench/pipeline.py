@@ -24,8 +24,6 @@ from pipediag.report.reasons import Reason
 
 # Python-chain stage names whose per-iterator state the user's iterators share.
 SHARED_STATE_STAGES = ("Shuffle", "Cache", "Random", "DirectedInterleave")
-# The first batch pays for starting worker threads and filling buffers: timed apart.
-WARMUP_BATCHES = 1
 
 
 @dataclass(frozen=True)
@@ -63,13 +61,11 @@ def time_iterator(
 ) -> BatchTiming:
     """Pull up to `max_batches` batches (after warm-up) or for `max_seconds`, timing each."""
     start = clock.now()
-    first_batch_s: float | None = None
-    for _ in range(WARMUP_BATCHES):
-        try:
-            next(iterator)
-        except StopIteration:
-            return BatchTiming(None, [], 0.0, exhausted=True)
-        first_batch_s = clock.now() - start
+    try:
+        next(iterator)  # starts worker threads and fills buffers: timed apart
+    except StopIteration:
+        return BatchTiming(None, [], 0.0, exhausted=True)
+    first_batch_s = clock.now() - start
     latencies: list[float] = []
     cpu_from = time.process_time()
     measured_from = clock.now()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -302,12 +303,9 @@ def _measure_in_rounds(
                         reasons[unread] = Reason("stage-out-of-time")
                 return rates
             began = reader.clock.now()
-            rate, reason, first_s, groups[index] = _measure_prefix(
-                stage.dataset,
-                reader,
-                group=groups[index],
-                max_seconds=slice_s,
-                max_elements=slice_elements,
+            read = functools.partial(_measure_prefix, stage.dataset, reader)
+            rate, reason, first_s, groups[index] = read(
+                group=groups[index], max_seconds=slice_s, max_elements=slice_elements
             )
             read_s = max(slice_s, reader.clock.now() - began)
             slow_start = first_s is not None and first_s > slice_s / 2
@@ -316,12 +314,8 @@ def _measure_in_rounds(
                 whole_s = max_seconds + (first_s or 0.0)
                 rate, reason = None, Reason("stage-out-of-time")
                 if reader.has_time(whole_s):
-                    rate, reason, _, groups[index] = _measure_prefix(
-                        stage.dataset,
-                        reader,
-                        group=groups[index],
-                        max_seconds=whole_s,
-                        max_elements=max_elements,
+                    rate, reason, _, groups[index] = read(
+                        group=groups[index], max_seconds=whole_s, max_elements=max_elements
                     )
             if rate is None:
                 reasons[index] = reason

@@ -51,10 +51,6 @@ def _spans_an_edge(cost: PairedCost) -> bool:
     return width is not None and width > LABEL_MAX_HALF_WIDTH and _straddles(cost)
 
 
-def scaled_rounds(scale: float) -> int:
-    return max(paired.MAX_ROUNDS, round(paired.MAX_ROUNDS * scale))
-
-
 def block_steps_for(step_s: float, most: int = paired.MAX_BLOCK_STEPS) -> int:
     return steps_lasting(paired.BLOCK_S, step_s, fewest=paired.MIN_BLOCK_STEPS, most=most)
 
@@ -90,7 +86,7 @@ class Alternation:
         self._clock = clock
         self._quiet = quiet
         self._whole_blocks = whole_blocks
-        soft = scaled_rounds(scale)
+        soft = max(paired.MAX_ROUNDS, round(paired.MAX_ROUNDS * scale))
         self._max_rounds = soft if max_rounds is None else min(soft, max_rounds)
         extended = paired.EDGE_EXTENSION * soft
         # A loop's steps left are unknown: its end ends the rounds (docs/design.md, "Rates in

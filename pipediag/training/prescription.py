@@ -292,11 +292,10 @@ class PipelineSearch:
 def at_ceiling(freed: Freed | None, ceiling: float | None) -> Freed | None:
     """A rewrite's gain, the variant's rate taken at `ceiling` where it ran above: no pipeline
     feeds a step faster than it runs (docs/design.md, "The pipeline pipediag would write")."""
-    if freed is None or ceiling is None or freed.held_steps_per_s is None:
+    held = None if freed is None else freed.held_steps_per_s
+    if freed is None or ceiling is None or held is None or held <= ceiling:
         return freed
-    if freed.held_steps_per_s <= ceiling:
-        return freed
-    scale = ceiling / freed.held_steps_per_s
+    scale = ceiling / held
     low = None if freed.low is None else freed.low * scale
     high = None if freed.high is None else freed.high * scale
     return Freed(freed.speedup * scale, low, high, ceiling)
@@ -304,11 +303,10 @@ def at_ceiling(freed: Freed | None, ceiling: float | None) -> Freed | None:
 
 def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> Reason | None:
     """Why the rewrites at and before a kept cache are not tried; None for no cache."""
-    if not fix_facts(kept.fix).caches or kept.stage_index is None:
+    index = kept.stage_index
+    if not fix_facts(kept.fix).caches or index is None or not 0 <= index < len(stages):
         return None
-    if not 0 <= kept.stage_index < len(stages):
-        return None
-    name = kept.stage or stages[kept.stage_index].name or stages[kept.stage_index].kind
+    name = kept.stage or stages[index].name or stages[index].kind
     return Reason("covered-by-cache", detail=name)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from pipediag.analysis import paired
 from pipediag.analysis.stage_bisect import Freed
 from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate, run_slices
-from pipediag.bench.pipeline import BatchTiming
+from pipediag.bench.pipeline import BatchTiming, time_iterator
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
@@ -224,36 +224,28 @@ class _FitSteps:
     clock: Clock
 
     def read(self, iterator: Iterator[Any], max_seconds: float) -> BatchTiming:
-        start = self.clock.now()
-        if not self._step(iterator):
-            return BatchTiming(None, [], 0.0, exhausted=True)
-        first_s = self.clock.now() - start
-        cpu_from = time.process_time()
-        ends = [self.clock.now()]
-        deadline = start + max_seconds
-        exhausted = False
-        while len(ends) <= MAX_STEPS_PER_SLICE and ends[-1] < deadline:
-            if not self._step(iterator):
-                exhausted = True
-                break
-            ends.append(self.clock.now())
-        cpu_s = time.process_time() - cpu_from
+        calls = self._calls(iterator)
+        timing = time_iterator(
+            calls, max_batches=MAX_STEPS_PER_SLICE, max_seconds=max_seconds, clock=self.clock
+        )
         per_call = self.driver.batches_per_call
-        timing = from_ends(ends, per_call=per_call, exhausted=exhausted, cpu_s=cpu_s)
-        if timing.latencies_s and per_call > 1:
-            # The first batch alone, as a loop's: the call's others at the steady step.
-            first_s -= (per_call - 1) * median(timing.latencies_s)
-        return replace(timing, first_batch_s=first_s)
+        if per_call == 1 or not timing.latencies_s:
+            return timing
+        latencies = [s / per_call for s in timing.latencies_s for _ in range(per_call)]
+        # The first batch alone, as a loop's: the call's others at the steady step.
+        first_s = (timing.first_batch_s or 0.0) - (per_call - 1) * median(latencies)
+        return replace(timing, latencies_s=latencies, first_batch_s=first_s)
 
-    def _step(self, iterator: Iterator[Any]) -> bool:
-        """False when the iterator is spent."""
+    def _calls(self, iterator: Iterator[Any]) -> Iterator[None]:
+        """One call of the train function a `next()`, until the iterator is spent."""
         import tensorflow as tf
 
-        try:
-            sync_logs(self.driver.train(iterator))
-        except (StopIteration, tf.errors.OutOfRangeError):
-            return False
-        return True
+        while True:
+            try:
+                sync_logs(self.driver.train(iterator))
+            except (StopIteration, tf.errors.OutOfRangeError):
+                return
+            yield
 
 
 @dataclass
