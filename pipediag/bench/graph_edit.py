@@ -230,8 +230,7 @@ class PipelineGraph:
                 known.add(function_def.signature.name)
         mapped.attr["f"].func.name = function.name
         del mapped.attr["output_shapes"].list.shape[:]
-        for shape in function.output_shapes:
-            mapped.attr["output_shapes"].list.shape.add().CopyFrom(shape)
+        mapped.attr["output_shapes"].list.shape.extend(function.output_shapes)
 
     def prefetch_at_end(self) -> None:
         root = self.root()
@@ -314,5 +313,4 @@ def _set_batched_shapes(node: Any, element_shapes: Any, lead: int) -> None:
         for shape in element_shapes.list.shape
     ]
     del node.attr["output_shapes"].list.shape[:]
-    for proto in batched:
-        node.attr["output_shapes"].list.shape.add().CopyFrom(proto)
+    node.attr["output_shapes"].list.shape.extend(batched)

@@ -59,8 +59,6 @@ def holdable_chain(walked: Sequence[Stage], nodes: dict[int, str]) -> list[Holda
 
 def element_bytes(spec: Any) -> int | None:
     """One element's size from its spec; None where not static (strings, variants, datasets)."""
-    if spec is None:
-        return None
     try:
         import tensorflow as tf
 
@@ -79,8 +77,7 @@ def held_count(stage: Holdable, pipeline_batches_per_s: float | None) -> int:
     elif stage.element_bytes > 0:
         count = min(count, MAX_HELD_BYTES // stage.element_bytes)
     if pipeline_batches_per_s is not None and pipeline_batches_per_s > 0:
-        by_time = MAX_FILL_S * pipeline_batches_per_s * stage.elements_per_batch
-        count = min(count, int(by_time))
+        count = min(count, int(MAX_FILL_S * pipeline_batches_per_s * stage.elements_per_batch))
     return max(1, count)
 
 

@@ -199,9 +199,8 @@ def _captured_variables(dataset: Any) -> list[tuple[Any, Any]]:
                 try:
                     data = resource_variable_ops.get_eager_safe_handle_data(captured)
                     dtype = data.shape_and_type[0].dtype
-                    found.append(
-                        (captured, tf.raw_ops.ReadVariableOp(resource=captured, dtype=dtype))
-                    )
+                    value = tf.raw_ops.ReadVariableOp(resource=captured, dtype=dtype)
+                    found.append((captured, value))
                 except Exception:  # noqa: S112 - not a variable (a table, an iterator): skip
                     continue
     return found

@@ -358,8 +358,7 @@ def _measure_prefix(
         try:
             timing = _time_and_release(iterator, max_elements, max_seconds, reader)
         except Exception as exc:  # the user's function failed: report, do not raise
-            failure = Reason("failed", detail=f"{type(exc).__name__}: {exc}"[:192])
-            return None, failure, None, group
+            return None, Reason("failed", detail=f"{type(exc).__name__}: {exc}"[:192]), None, group
         finally:
             del iterator
     if not timing.latencies_s or timing.duration_s <= 0:

@@ -159,19 +159,16 @@ def trace_on_batches(
 def _batched_function(batched_map: Any) -> BatchedFunction | None:
     """The map function of `batched_map` (a map over batches), ready for a graph copy."""
     concrete = batched_map._map_func.function
-    library = (concrete.function_def, *concrete.graph.as_graph_def().library.function)
     import tensorflow as tf
 
     outputs = tf.nest.flatten(batched_map.element_spec)
     if not all(isinstance(c, tf.TensorSpec) for c in outputs):
         return None  # ragged or sparse outputs: their graph shapes are not their specs'
-    shapes = tuple(component.shape.as_proto() for component in outputs)
-    types = tuple(t.dtype.as_datatype_enum for t in concrete.captured_inputs)
     return BatchedFunction(
         name=concrete.function_def.signature.name,
-        library=library,
-        output_shapes=shapes,
-        argument_types=types,
+        library=(concrete.function_def, *concrete.graph.as_graph_def().library.function),
+        output_shapes=tuple(component.shape.as_proto() for component in outputs),
+        argument_types=tuple(t.dtype.as_datatype_enum for t in concrete.captured_inputs),
     )
 
 

@@ -37,18 +37,12 @@ class _OpenBlock:
     cpu_from: float
 
 
-def _straddles(cost: PairedCost) -> bool:
+def _straddles(cost: PairedCost | None) -> bool:
     """Whether the interval holds a band's edge: the label is then its low end's."""
-    if cost.low is None or cost.high is None:
+    if cost is None or cost.low is None or cost.high is None:
         return False
     edges = (DEFAULT_THRESHOLDS.moderately_input_bound, DEFAULT_THRESHOLDS.highly_input_bound)
     return any(cost.low < edge <= cost.high for edge in edges)
-
-
-def _spans_an_edge(cost: PairedCost) -> bool:
-    """Whether the interval is too wide for a label where it lies ("too noisy to tell")."""
-    width = cost.half_width
-    return width is not None and width > LABEL_MAX_HALF_WIDTH and _straddles(cost)
 
 
 def block_steps_for(step_s: float, most: int = paired.MAX_BLOCK_STEPS) -> int:
@@ -217,14 +211,11 @@ class Alternation:
         if rounds < self._max_rounds and elapsed < self._max_seconds:
             # A narrow interval across an edge still reads on: its label would be its low
             # end's (docs/design.md, "Rates in alternation").
-            return (
-                width is None
-                or width > paired.TARGET_HALF_WIDTH
-                or (cost is not None and _straddles(cost))
-            )
+            return width is None or width > paired.TARGET_HALF_WIDTH or _straddles(cost)
         if rounds >= self._most_rounds or elapsed >= paired.EDGE_EXTENSION * self._max_seconds:
             return False
-        return cost is not None and _spans_an_edge(cost)
+        # Past the bounds, only an interval too wide for a label where it lies (too noisy to tell).
+        return width is not None and width > LABEL_MAX_HALF_WIDTH and _straddles(cost)
 
     def result(self, method: ComputeAloneMethod, *, restored: int = 0) -> ComputeAlone:
         """T from the step-alone blocks (an open one closed), and every block for the pairs."""

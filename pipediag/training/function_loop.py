@@ -305,8 +305,7 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False)
     element spec, a dataset `steps_per_call` batches long; or why none can be made."""
     import tensorflow as tf
 
-    dataset = iterator_dataset(fed)
-    spec = getattr(dataset, "element_spec", None)
+    spec = getattr(iterator_dataset(fed), "element_spec", None)
     if spec is None:
         return Reason("iterator-unreadable")
     flat_specs = tf.nest.flatten(spec)

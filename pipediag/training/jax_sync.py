@@ -28,5 +28,4 @@ def synced_step_s(timeline: StepTimeline, sync: Callable[[], None], clock: Clock
     if not measured:
         return None
     sync()
-    steps = sum(s.count for s in measured)
-    return max(0.0, clock.now() - measured[0].start) / steps
+    return max(0.0, clock.now() - measured[0].start) / sum(s.count for s in measured)

@@ -91,8 +91,7 @@ def window_failure(exc: Exception) -> Reason:
 def keras_layer_names(function: Any) -> list[str]:
     """The layer names of the Keras model `function` is bound to or closes over, if any."""
     python_function = getattr(function, "_python_function", function)
-    candidates = [getattr(python_function, "__self__", None), *closed_over(python_function)]
-    for candidate in candidates:
+    for candidate in [getattr(python_function, "__self__", None), *closed_over(python_function)]:
         layers = getattr(candidate, "layers", None)
         if isinstance(layers, list) and layers:
             return [str(getattr(layer, "name", "")) for layer in layers]

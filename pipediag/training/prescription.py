@@ -192,13 +192,12 @@ class PipelineSearch:
         for fix in self._kept:
             candidate = fix.candidate
             facts = candidate.facts if candidate is not None else None
-            value = facts.cycle_length or facts.threads if facts is not None else None
             changes.append(
                 StageChange(
                     fix=fix.fix,  # type: ignore[arg-type]
                     stage_index=fix.stage_index,
                     semantics=candidate.semantics if candidate is not None else (),
-                    value=value,
+                    value=facts.cycle_length or facts.threads if facts is not None else None,
                     vectorized_map=facts is not None and facts.vectorized_map,
                     element_unpacked=facts is not None and facts.element_unpacked,
                     cached_in_batches=facts is not None and facts.cached_in_batches,
@@ -366,8 +365,7 @@ def with_prescription(
     for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):
         key = (trial.fix, trial.stage_index)
         if trial.training is not None and key in after:
-            training = replace(trial.training, after=after[key])
-            trial = replace(trial, training=training)
+            trial = replace(trial, training=replace(trial.training, after=after[key]))
         change = untried.get(key)
         if change is not None and trial.training is None and not trial.training_reason:
             facts = replace(trial.facts, covered_by_cache=change.covered_by_cache)

@@ -102,8 +102,7 @@ class StageSearch:
         freed = freed_from(rounds)
         if index == self._chain[-1] and self._ceiling is not None and freed is not None:
             # A faster whole-pipeline hold says the step-alone blocks were slowed (`held_ceiling`).
-            held = freed.held_steps_per_s or 0.0
-            self._ceiling = max(self._ceiling, held * ABOVE_STEP_ALONE)
+            self._ceiling = max(self._ceiling, (freed.held_steps_per_s or 0.0) * ABOVE_STEP_ALONE)
         unused = above_ceiling(rounds, self._ceiling)
         if unused is not None:
             searched.unused[index] = unused

@@ -38,8 +38,7 @@ def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
         while len(ends) == 1 or ends[-1] < start + seconds:
             side.call()
             ends.append(clock.now())
-        cpu_s = time.process_time() - cpu_from
-        return from_ends(ends, per_call=side.batches_per_call, cpu_s=cpu_s)
+        return from_ends(ends, per_call=side.batches_per_call, cpu_s=time.process_time() - cpu_from)
 
     return run
 
