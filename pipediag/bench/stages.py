@@ -71,7 +71,6 @@ def measure_stages(
     walked: WalkedPipeline,
     *,
     max_seconds_per_stage: float = DEFAULT_SECONDS_PER_STAGE,
-    max_elements_per_stage: int = MAX_ELEMENTS_PER_STAGE,
     clock: Clock = MONOTONIC,
     deadline: float | None = None,
     teardown: TearDown | None = None,
@@ -87,7 +86,7 @@ def measure_stages(
         reader = _Reader(options, 0.0, clock, releaser, deadline)
         if reader.has_time(OVERHEAD_CALIBRATION_S + max_seconds_per_stage / STAGE_ROUNDS):
             reader = dataclasses.replace(reader, overhead_s=_iteration_overhead_s(reader))
-        return _measure(walked.stages, reader, max_seconds_per_stage, max_elements_per_stage)
+        return _measure(walked.stages, reader, max_seconds_per_stage)
 
 
 @dataclass(frozen=True)
@@ -104,9 +103,7 @@ class _Reader:
         return self.deadline is None or self.clock.now() + seconds <= self.deadline
 
 
-def _measure(
-    stages: list[Stage], reader: _Reader, max_seconds: float, max_elements: int
-) -> list[StageStats]:
+def _measure(stages: list[Stage], reader: _Reader, max_seconds: float) -> list[StageStats]:
     factors = elements_per_output_batch(stages)
     every = [s.stats for s in stages]
     reasons: dict[int, Reason | None] = {stats.index: None for stats in every}
@@ -123,9 +120,7 @@ def _measure(
         and not (s.stats.kind in PASS_THROUGH_KINDS and len(s.stats.inputs) == 1)
     ]
     groups = {s.stats.index: group_size(factors[s.stats.index]) for s in measured}
-    rates = _measure_in_rounds(
-        measured, reader, reasons, groups, max_seconds=max_seconds, max_elements=max_elements
-    )
+    rates = _measure_in_rounds(measured, reader, reasons, groups, max_seconds=max_seconds)
     per_batch_s: list[float | None] = [None] * len(stages)
     updated: list[StageStats] = []
     for stats in every:
@@ -204,10 +199,8 @@ def clear_of_noise(
     rounds_s: Sequence[Sequence[float]],
     own_s_per_batch: Sequence[float | None],
 ) -> list[bool]:
-    """Whether each stage is slower than its inputs beyond the host's noise: the paired
-    engine's interval on its time per batch over its inputs', read in the same rounds, is
-    above 1; with one pair (a slow first element reads a prefix once), the pair itself is.
-    A stage with no input read owns all its time: clear where it has any."""
+    """Whether each stage's time per batch over its inputs', paired by round, is above 1 beyond
+    noise (docs/design.md, "Stage timing"); one with no input read is clear where it owns any."""
     clear = []
     for stats in stages:
         own, mine = own_s_per_batch[stats.index], rounds_s[stats.index]
@@ -224,8 +217,7 @@ def clear_of_noise(
         if figure is None:
             clear.append(False)
             continue
-        # One pair has no interval: it is read as it stands, or a costly stage read once
-        # would lose the bottleneck to a cheap one read three times.
+        # One pair has no interval: it is read as it stands (docs/design.md, "Stage timing").
         clear.append((figure.speedup if figure.low is None else figure.low) > 1.0)
     return clear
 
@@ -284,11 +276,10 @@ def _measure_in_rounds(
     groups: dict[int, int],
     *,
     max_seconds: float,
-    max_elements: int,
 ) -> dict[int, list[float]]:
     """Each prefix's rate in `STAGE_ROUNDS` slices, forwards then backwards, until the deadline."""
     slice_s = max_seconds / STAGE_ROUNDS
-    slice_elements = max(1, max_elements // STAGE_ROUNDS)
+    slice_elements = max(1, MAX_ELEMENTS_PER_STAGE // STAGE_ROUNDS)
     rates: dict[int, list[float]] = {s.stats.index: [] for s in stages}
     done: set[int] = set()
     read_s = slice_s  # what a read takes, set-up included: the last one's, once measured
@@ -315,7 +306,9 @@ def _measure_in_rounds(
                 rate, reason = None, Reason("stage-out-of-time")
                 if reader.has_time(whole_s):
                     rate, reason, _, groups[index] = read(
-                        group=groups[index], max_seconds=whole_s, max_elements=max_elements
+                        group=groups[index],
+                        max_seconds=whole_s,
+                        max_elements=MAX_ELEMENTS_PER_STAGE,
                     )
             if rate is None:
                 reasons[index] = reason
