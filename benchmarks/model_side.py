@@ -130,16 +130,17 @@ def fit_rate(model: Any, ds: Any, steps: int, *, overhead: list[float] | None = 
 def claim(model: Any, ds: Any) -> tuple[dict[str, Any], float]:
     """pipediag's trials on the model (fit's rate A and what fit adds around its train
     function measured first, as pipediag measures them), and their seconds."""
+    from pipediag.bench.device import gpu_placement
     from pipediag.clock import MONOTONIC
     from pipediag.training.model_side import on_fit
-    from pipediag.training.model_variants import cpu_flags, has_gpu, policy_for
+    from pipediag.training.model_variants import cpu_flags, policy_for
     from pipediag.training.step_rounds import FitFacts
 
     fit_rate(model, ds, 10)  # builds the train function
     overhead: list[float] = []
     a = fit_rate(model, ds, FIT_STEPS, overhead=overhead)
     batch = next(iter(ds))
-    gpu = has_gpu()
+    gpu = gpu_placement() is not None
     policy, why = policy_for(gpu, cpu_flags())
     facts = FitFacts(1 / a, a, gpu, policy, why, fit_overhead_s=overhead[0] if overhead else None)
     began = time.perf_counter()

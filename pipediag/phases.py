@@ -492,13 +492,14 @@ def model_side(
     model, batch = seen.model, seen.batch
     if seen.style != "keras-fit" or model is None or batch is None:
         return dataclasses.replace(alone, model_side_reason=Reason("model-side-fit-only"))
+    from pipediag.bench.device import gpu_placement
     from pipediag.training.model_side import on_fit
-    from pipediag.training.model_variants import cpu_flags, has_gpu, policy_for
+    from pipediag.training.model_variants import cpu_flags, policy_for
 
     step_s = alone.step_time.median_s if alone.step_time is not None else None
     if step_s is None or step_s <= 0:
         return dataclasses.replace(alone, model_side_reason=Reason("no-step-time"))
-    gpu = has_gpu()
+    gpu = gpu_placement() is not None
     policy, policy_reason = policy_for(gpu, cpu_flags())
     facts = FitFacts(
         step_s,

@@ -80,12 +80,6 @@ def policy_for(gpu: bool, cpu_flags: str) -> tuple[str, Reason | None]:
     return "mixed_bfloat16", Reason("no-bfloat16")
 
 
-def has_gpu() -> bool:
-    import tensorflow as tf
-
-    return bool(tf.config.list_physical_devices("GPU"))
-
-
 def cpu_flags() -> str:
     """The CPU's feature flags (Linux); empty where they cannot be read."""
     with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as handle:
