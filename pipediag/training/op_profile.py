@@ -98,16 +98,11 @@ def read_window(
     logdir: Path, steps: int, wall_ns: int, caller_lines: frozenset[str]
 ) -> ProfiledWindow | Reason:
     """The op events and the calling thread's time in TensorFlow, from the window's trace."""
-    ops: list[OpEvent] = []
-    in_tensorflow = 0
-    found = False
-    for _space, plane in host_planes(logdir):
-        found = True
-        events, inside = _host_events(plane, caller_lines)
-        ops.extend(events)
-        in_tensorflow += inside
-    if not found:
+    planes = [_host_events(plane, caller_lines) for _space, plane in host_planes(logdir)]
+    if not planes:
         return Reason("no-host-trace")
+    ops = [op for events, _ in planes for op in events]
+    in_tensorflow = sum(inside for _, inside in planes)
     return ProfiledWindow(steps, wall_ns, min(in_tensorflow, wall_ns), ops)
 
 
