@@ -170,7 +170,7 @@ class Conclusion:
         step_s = self._timeline.median_measured_step_s()
         if cached.batch is None or step_s is None:
             return None
-        from pipediag.training.jax_sync import device_sync, synced_step_s
+        from pipediag.training.jax_fit import device_sync, synced_step_s
 
         sync = device_sync()
         if sync is not None:

@@ -1,11 +1,12 @@
-"""The Python side of a tf.data pipeline: the dataset objects the user's code built and the
-user's functions in them, with their file:line, which the graph does not say."""
+"""The Python side of a tf.data pipeline: the dataset objects the user's code built, where it
+built them and the user's functions in them, with their file:line, which the graph does not say."""
 
 from __future__ import annotations
 
 import contextlib
 import inspect
 import os
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,22 @@ from typing import Any
 MAX_STAGES = 64
 # How deep to look into a function's closures for from_generator's hidden state.
 MAX_CLOSURE_DEPTH = 3
+# dataset -> (the script's line, the library call between it and the dataset or None), recorded
+# by `hooks/call_sites.py` so the pipeline pipediag would write names each changed line.
+_SITES: weakref.WeakKeyDictionary[Any, tuple[str, str | None]] = weakref.WeakKeyDictionary()
+
+
+def record_site(dataset: Any, site: str, made_by: str | None = None) -> None:
+    """Keep the first site seen: a dataset's own constructor runs before its wrappers'."""
+    with contextlib.suppress(TypeError):  # not weakly referenceable: no site, no leak
+        _SITES.setdefault(dataset, (site, made_by))
+
+
+def call_site(dataset: Any) -> tuple[str | None, str | None]:
+    """The script's line that created `dataset`, and the library call that built it, if known."""
+    with contextlib.suppress(TypeError):
+        return _SITES.get(dataset, (None, None))
+    return None, None
 
 
 def python_inputs(ds: Any) -> list[Any]:

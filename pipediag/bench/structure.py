@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipediag.bench import call_sites
 from pipediag.bench.graph_edit import PipelineGraph
 from pipediag.bench.isolate import dataset_graph_def
 from pipediag.bench.python_chain import (
     MAX_STAGES,
+    call_site,
     defined_in_tensorflow,
     describe_callable,
     generator_function,
@@ -272,7 +272,7 @@ class _Builder:
                 settings = _node_settings(node, self.nodes)
         function_name, source = describe_callable(func) if func is not None else (None, None)
         ops, stateful_ops = self._function_ops(ds, node)
-        created_at, made_by = call_sites.site(ds)
+        created_at, made_by = call_site(ds)
         stats = StageStats(
             index=index,
             kind=kind,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from pipediag.bench import call_sites
+from pipediag.bench.python_chain import record_site
 from pipediag.hooks.pass_origin import pass_origin
 from pipediag.hooks.patching import Patches
 
@@ -31,6 +31,6 @@ class CallSitePatch(Patches):
             except Exception:
                 return
             if origin.where is not None:
-                call_sites.record(dataset, origin.where, origin.by)
+                record_site(dataset, origin.where, origin.by)
 
         self.replace(owner, "__init__", __init__)

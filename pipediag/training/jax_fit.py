@@ -1,15 +1,19 @@
 """Keras 3 `fit` on the JAX backend: its jitted train step, whose state argument is donated,
-run on a copy of fit's current state, so fit's own arrays are never written (docs/design.md,
-"JAX"). JAX is imported only for a model whose backend is JAX."""
+run on a copy of fit's current state, so fit's own arrays are never written; and the device
+sync that ends a JAX loop's timed blocks, a jitted step returning once dispatched
+(docs/design.md, "JAX"). JAX is imported only for a model whose backend is JAX; the loop's
+sync takes it from `sys.modules`, never importing it."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipediag.clock import Clock, run_block
 from pipediag.report.reasons import Reason
 from pipediag.report.vocabulary import ComputeAloneMethod
+from pipediag.timeline import StepTimeline
 from pipediag.training.fit_backend import fit_batches_per_call
 
 # The order of `train_step`'s state tuple, as `fit` builds it (`JAXTrainer._get_jax_state`).
@@ -104,3 +108,24 @@ class JaxStepAlone:
     def _feed(self) -> Iterator[Any]:
         for _ in range(self.per_call):
             yield self._batch
+
+
+def device_sync() -> Callable[[], None] | None:
+    """What waits for the JAX work in flight, or None where the script has not imported JAX."""
+    jax = sys.modules.get("jax")
+    if jax is None or not hasattr(jax, "live_arrays"):
+        return None
+
+    def sync() -> None:
+        jax.block_until_ready(jax.live_arrays())
+
+    return sync
+
+
+def synced_step_s(timeline: StepTimeline, sync: Callable[[], None], clock: Clock) -> float | None:
+    """The measured steps' mean up to the end of their device work (durations are dispatch)."""
+    measured = timeline.steps[timeline.warmup_steps :]
+    if not measured:
+        return None
+    sync()
+    return max(0.0, clock.now() - measured[0].start) / sum(s.count for s in measured)
