@@ -44,8 +44,7 @@ def gpu_placement() -> TensorFlowPlacement | None:
 
 def prefetch_device() -> str | None:
     """The device a pipeline's batches may be prefetched to: the first GPU, or None."""
-    placement = gpu_placement()
-    return None if placement is None else placement.name
+    return None if gpu_placement() is None else GPU_DEVICE
 
 
 def _placed(batch: Any, device: str) -> Any:

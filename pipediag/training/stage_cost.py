@@ -179,9 +179,8 @@ def _bottleneck_not_freed(stages: list[StageStats]) -> list[StageStats]:
         and s.own_s_per_batch
         and s.kind not in stage_facts.NO_OWN_WORK_KINDS
     ]
-    named_stage = max(left, key=lambda s: s.own_s_per_batch or 0.0, default=None)
-    named_index = None if named_stage is None else named_stage.index
-    return [replace(s, bottleneck=s.index == named_index) for s in stages]
+    costliest = max(left, key=lambda s: s.own_s_per_batch or 0.0, default=None)
+    return [replace(s, bottleneck=s is costliest) for s in stages]
 
 
 def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) -> int:
