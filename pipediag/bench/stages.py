@@ -121,7 +121,6 @@ def _measure(stages: list[Stage], reader: _Reader, max_seconds: float) -> list[S
     ]
     groups = {s.stats.index: group_size(factors[s.stats.index]) for s in measured}
     rates = _measure_in_rounds(measured, reader, reasons, groups, max_seconds=max_seconds)
-    per_batch_s: list[float | None] = [None] * len(stages)
     updated: list[StageStats] = []
     for stats in every:
         index = stats.index
@@ -134,18 +133,16 @@ def _measure(stages: list[Stage], reader: _Reader, max_seconds: float) -> list[S
         batches_per_s: float | None = None
         if elements_per_s is not None and factor is not None and factor > 0:
             batches_per_s = elements_per_s / factor
-            per_batch_s[index] = 1.0 / batches_per_s if batches_per_s > 0 else None
-        not_measured = stats.not_measured
-        if reasons[index] is not None and elements_per_s is None:
-            not_measured = reasons[index]
+        not_measured = reasons[index] if elements_per_s is None else None
         updated.append(
             dataclasses.replace(
                 stats,
-                not_measured=not_measured,
+                not_measured=not_measured or stats.not_measured,
                 elements_per_s=elements_per_s,
                 batches_per_s=batches_per_s,
             )
         )
+    per_batch_s = [1.0 / s.batches_per_s if s.batches_per_s else None for s in updated]
     own = own_costs(updated, per_batch_s)
     clear = clear_of_noise(updated, _per_batch_rounds(updated, rates, factors), own)
     bottleneck = pick_bottleneck(own, clear, kinds=[s.kind for s in updated])
