@@ -296,13 +296,12 @@ class _Builder:
 
     def _function_ops(self, ds: Any, node: Any | None) -> tuple[set[str], set[str]]:
         """All ops in the stage's functions, following nested calls; and the stateful ones."""
-        roots: list[str] = []
-        if node is not None:
-            roots = [
-                node.attr[a].func.name
-                for a in node.attr
-                if node.attr[a].func.name and a in (*_FUNCTION_ATTRS, "next_func", "init_func")
-            ]
+        attrs = {} if node is None else node.attr
+        roots = [
+            attrs[a].func.name
+            for a in attrs
+            if attrs[a].func.name and a in (*_FUNCTION_ATTRS, "next_func", "init_func")
+        ]
         if not roots:
             roots = python_function_names(ds)
         return _collect_ops(roots, self.functions)
