@@ -182,10 +182,10 @@ def hoist_candidate(
     if stats.kind not in MAP_KINDS or len(stats.inputs) != 1 or not deterministic(stats):
         return None
     shuffle = stages[stats.inputs[0]]
-    if shuffle.kind != "shuffle" or len(shuffle.inputs) != 1:
-        return None
     if (
-        sum(stats.index in s.inputs for s in stages) > 1
+        shuffle.kind != "shuffle"
+        or len(shuffle.inputs) != 1
+        or sum(stats.index in s.inputs for s in stages) > 1
         or sum(shuffle.index in s.inputs for s in stages) != 1
     ):
         return None
