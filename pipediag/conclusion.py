@@ -53,9 +53,7 @@ LOCKSTEP_BLOCK_STEPS = 16
 
 def alternation_scale(measured_steps: int | None) -> float:
     """How much longer than its default bound the alternation may run (never less)."""
-    if measured_steps is None:
-        return 1.0
-    return max(1.0, measured_steps / DEFAULT_MEASURED_STEPS)
+    return 1.0 if measured_steps is None else max(1.0, measured_steps / DEFAULT_MEASURED_STEPS)
 
 
 class Conclusion:

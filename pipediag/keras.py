@@ -99,10 +99,8 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         self._session, self._tracker = self._new_session()
 
     def dataset(self, dataset: Any) -> Any:
-        """`dataset`, stamped so that each step's input wait is measured; give this to fit.
-
-        The batches pass through unchanged; two stages are added (before a final prefetch).
-        """
+        """`dataset`, stamped so that each step's input wait is measured; give this to fit. The
+        batches pass through unchanged; two stages are added (before a final prefetch)."""
         stamped = self._tracker.stamp(dataset)
         self._stamps = self._tracker.stamps
         return stamped

@@ -5,6 +5,7 @@ step counter; its calls are then timed (docs/design.md, "Loops that pull inside 
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -160,10 +161,9 @@ class FunctionLoopTracker:
         by --train-function without a counter is taken at once."""
         captured = None
         if slot is None:
-            try:
+            # TensorFlow's private attributes moved: no closure found
+            with contextlib.suppress(Exception):
                 captured = captured_data(function, self._made_data)
-            except Exception:  # TensorFlow's private attributes moved: no closure found
-                captured = None
             if captured is None:
                 self._counts[id(function)] = _Candidate(weakref.ref(function), given_data=False)
                 return

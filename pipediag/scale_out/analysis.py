@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterator, Sequence
+from itertools import takewhile
 
 from pipediag.analysis.advice_context import CPU_SATURATED_PCT, cpu_busy_pct
 from pipediag.report.model import Report
@@ -127,12 +128,8 @@ def moved_share(stages: Sequence[StageStats], cut: int) -> float | None:
 
 def stays_local(stages: Sequence[StageStats], cut: int) -> list[StageStats]:
     """The stages after the cut, on the chain to the output, in pipeline order."""
-    chain = []
-    for index in _chain_from_output(stages):
-        if index == cut:
-            break
-        chain.append(stages[index])
-    return list(reversed(chain))
+    after = takewhile(lambda index: index != cut, _chain_from_output(stages))
+    return [stages[index] for index in after][::-1]
 
 
 def checked_stages(report: Report) -> list[StageStats]:
@@ -162,9 +159,9 @@ def shows_scale_out(report: Report) -> bool:
     section = report.scale_out
     if section is None or not section.checked:
         return False
-    if section.requested:
-        return True
-    return report.verdict.label == "input-bound" and host_cpu_is_limit(report)
+    return section.requested or (
+        report.verdict.label == "input-bound" and host_cpu_is_limit(report)
+    )
 
 
 def _measured(section: ScaleOut, where: str) -> ServiceMeasurement | None:

@@ -200,10 +200,8 @@ class Watcher:
                 return
             self._scalars = os.path.join(os.fspath(logdir), RUN_NAME)
             self._log(f"TensorBoard scalars: {self._scalars} (see: tensorboard --logdir {logdir})")
-        if self.config.every_steps is None:
-            step = window.epoch
-        else:
-            step = self.step_offset + window.last_step + 1
+        every = self.config.every_steps
+        step = window.epoch if every is None else self.step_offset + window.last_step + 1
         try:
             if self._events is None:
                 self._events = open_event_file(self._scalars)
