@@ -62,8 +62,7 @@ def _cluster_size(config: dict[str, Any]) -> int:
     cluster = config.get("cluster")
     if not isinstance(cluster, dict):
         return 1
-    size = sum(len(tasks) for tasks in cluster.values() if isinstance(tasks, (list, dict)))
-    return max(1, size)
+    return max(1, sum(len(tasks) for tasks in cluster.values() if isinstance(tasks, (list, dict))))
 
 
 def _bad(problem: str) -> UsageError:

@@ -94,8 +94,7 @@ class FoundTraining:
         self.batch = batch
 
     def training_model(self, model: Any) -> None:
-        """The model `fit` trains (its train step runs alone after the measured steps), and the
-        Keras backend that runs it."""
+        """The model `fit` trains (its step runs alone after the measured steps), its backend."""
         self.model = model
         from pipediag.training.fit_backend import keras_backend
 

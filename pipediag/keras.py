@@ -41,9 +41,8 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
         every: a window per this many steps, or "epoch" (default) for one per epoch.
         alert: called on each alert: a Python callable (given the alert's figures and
             `message`, its words; run on pipediag's thread, what it raises is reported once
-            and never reaches training),
-            or a shell command (str; the figures in `PIPEDIAG_*` environment variables and
-            as JSON on its stdin; not waited for).
+            and never reaches training), or a shell command (str; the figures in `PIPEDIAG_*`
+            environment variables and as JSON on its stdin; not waited for).
         alert_input_share: the input wait share (0-1) an alert needs, K windows in a row;
             default 0.2 (XProf's "highly input-bound") when `alert` is given.
         alert_windows: K, the windows in a row an alert needs.

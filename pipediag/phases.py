@@ -89,8 +89,7 @@ class Seen:
 
 @dataclass
 class Diagnosis:
-    """What the diagnosis has found so far (the conclusion's), each part filled in as it is
-    measured."""
+    """What the diagnosis has found so far (the conclusion's), each part as it is measured."""
 
     pipeline: PipelineBenchmark
     compute_alone: ComputeAlone | None = None

@@ -73,8 +73,7 @@ def said_written(written: Sequence[Path], failures: Sequence[str]) -> int:
 def answer_text(
     report: Report, folder: Path, written: Sequence[Path], *, quiet: bool = False
 ) -> str:
-    """The short answer (with `quiet`, the verdict and where the report is), no wider than
-    the terminal."""
+    """The short answer (`quiet`: the verdict, where the report is), no wider than the terminal."""
     from pipediag.renderers import answer
 
     width = min(answer.WIDTH, shutil.get_terminal_size((answer.WIDTH, 24)).columns)

@@ -23,8 +23,7 @@ from pipediag.report.io import write_atomically
 def merge_reports(
     paths: Sequence[str | os.PathLike[str]], out_dir: str | os.PathLike[str]
 ) -> tuple[FleetReport, list[Path], list[str]]:
-    """The fleet report, the files written and one line per file that failed; `ReportError`
-    when no usable reports are found."""
+    """The fleet report, files written, a line per failed file; `ReportError` if none is usable."""
     workers = load_worker_reports(paths)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     fleet = build_fleet(workers, created_utc=created)

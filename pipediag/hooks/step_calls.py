@@ -130,8 +130,7 @@ def is_framework_function(function: Any) -> bool:
 
 @dataclass(eq=False)
 class FunctionCallPatch(Patches):
-    """Wraps `Function.__call__`: counts eager calls, and sends an instance's calls to its
-    redirect while one is set."""
+    """Wraps `Function.__call__`: counts eager calls, sends an instance's to its redirect if set."""
 
     calls: StepCalls
     bypassed: Callable[[], bool]

@@ -174,8 +174,7 @@ class CustomLoopTracker:
     def _pull_outside_training(
         self, judged: _Pass, iterator: Any, fetch: Callable[[Any], Any]
     ) -> Any:
-        """A pull that is not a timed step: counted, and checked for a train step while the
-        pass is undecided."""
+        """A pull that is not a timed step: counted, and checked for a train step if undecided."""
         if judged.kind == UNDECIDED:
             snapshot = self._watch.snapshot()
             if changed(judged.snapshot, snapshot) or (

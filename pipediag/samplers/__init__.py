@@ -18,8 +18,7 @@ __all__ = ["GpuSampler", "HostSampler", "make_samplers", "stop_samplers"]
 def make_samplers(
     config: RunConfig, clock: Clock, quiet: Quiet | None = None
 ) -> list[HostSampler | GpuSampler]:
-    """The samplers a run's configuration asks for, not yet started; none reads while
-    `quiet` holds."""
+    """The samplers the configuration asks for, not yet started; none reads while `quiet` holds."""
     samplers: list[HostSampler | GpuSampler] = []
     if config.sample_host:
         samplers.append(HostSampler(interval_s=config.host_interval_s, clock=clock))

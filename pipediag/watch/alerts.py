@@ -100,8 +100,7 @@ class WordedAlert(WatchAlert):
 
 
 class AlertSinks:
-    """Delivers alerts to a callable and a shell command; each kind of failure is passed to
-    `report_failure` once."""
+    """Delivers alerts to a callable and a shell command; each kind of failure reported once."""
 
     def __init__(
         self,
