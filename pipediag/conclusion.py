@@ -162,9 +162,8 @@ class Conclusion:
     def serve_loop(
         self, cached: CachedBatch, step: LoopStep | Reason | None, *, fold: Fold
     ) -> BudgetServer | None:
-        """What serves a custom loop at its step budget, or None with no batch kept or no
-        measured step. Its first training block is served too: the measured steps, watched
-        for the train step, read 2-27% slower (docs/design.md, "Rates in alternation")."""
+        """What serves a custom loop at its step budget (None: no batch kept or no measured
+        step), its first training block too (docs/design.md, "Rates in alternation")."""
         step_s = self._timeline.median_measured_step_s()
         if cached.batch is None or step_s is None:
             return None

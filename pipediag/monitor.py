@@ -220,9 +220,8 @@ class Monitor:
             )
 
     def _use(self, mode: str) -> bool:
-        """Whether marks of this kind are recorded (the monitor must have started): one way per
-        run, since iterate() and explicit marks would count steps twice (the other kind is
-        noted and ignored)."""
+        """Whether marks of this kind are recorded (once started): one way per run, as iterate()
+        and explicit marks would count steps twice; the other kind is noted and ignored."""
         self._require_started()
         if self._mode is None:
             self._mode = mode

@@ -116,9 +116,8 @@ class OnTraining:
 
 @dataclass(frozen=True)
 class DeepAnalysis:
-    """The pipeline with its stages and fix trials, what a custom loop is to try (the stage
-    holds, then the rewrites), and the pipeline as walked, for the scale-out check (None:
-    not walked)."""
+    """The pipeline with its stages and fix trials, what a custom loop is to try (stage holds,
+    then rewrites), and the walked pipeline for the scale-out check (None: not walked)."""
 
     pipeline: PipelineBenchmark
     loop_holds: HoldPlan | None = None

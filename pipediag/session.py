@@ -58,12 +58,10 @@ if TYPE_CHECKING:
 
 
 class DiagnosticSession:
-    """Records one run of a training script and freezes it into a `Report`. The methods the
-    hooks call are described where they see them: `hooks.host.HookHost`.
-
-    `install_hooks=False` leaves TensorFlow and Keras unpatched (`pipediag.monitor`: the caller
-    marks steps); `task`: a multi-worker job's, where every extra train step is counted.
-    """
+    """Records one run of a training script and freezes it into a `Report`; the methods the
+    hooks call are described in `hooks.host.HookHost`. `install_hooks=False` leaves TensorFlow
+    and Keras unpatched (`pipediag.monitor`: the caller marks steps); `task`: a multi-worker
+    job's, where every extra train step is counted."""
 
     def __init__(
         self,

@@ -175,10 +175,9 @@ class StepTimeline:
                 self._time_bound = None  # the extension is counted in steps
 
     def measure_briefly(self) -> None:
-        """End the measured steps after `BRIEF_MEASURED_S` (and `MIN_MEASURED_STEPS`): a loop
-        whose waits are not timed gains nothing a step from more, and a script of fixed
-        length gives its steps to the alternation's pairs instead. Nothing changes for an
-        exact step count, an extended budget or workers in lockstep."""
+        """End the measured steps after `BRIEF_MEASURED_S` (and `MIN_MEASURED_STEPS`), for a loop
+        whose waits are not timed (docs/design.md, "Loops that pull inside a tf.function"); not
+        for an exact step count, an extended budget or workers in lockstep."""
         with self._lock:
             if self._time_bound is not None and not self.fixed_end:
                 self._time_bound = min(self._time_bound, BRIEF_MEASURED_S)

@@ -123,9 +123,8 @@ def _with_stamp(dataset: Any, stamp_op: Callable[[Any], Any]) -> Any:
 
 
 def serial_map(dataset: Any, function: Callable[..., Any]) -> Any:
-    """`dataset.map(function)` run on the thread that asks for the element: a plain map's
-    handoff to the inter-op pool cost the stamp 85 us of CPU a batch, against 3 us
-    (docs/design.md, "Watching a long run"). Only the class behind `map` takes the option."""
+    """`dataset.map(function)` run on the thread that asks for the element, not the inter-op
+    pool (docs/design.md, "Batch stamps"); only the class behind `map` takes the option."""
     try:
         from tensorflow.python.data.ops import map_op
 

@@ -28,9 +28,8 @@ class PassOrigin:
 
 
 def _self_of(frame: FrameType) -> object | None:
-    """A method's `self`, read without leaving the frame holding anything: before Python 3.13
-    the frame's `f_locals` snapshot would keep fit's iterator until a later read freed it, on
-    whatever thread, waiting out autotune's sleep (docs/design.md, "Iterator tear-down")."""
+    """A method's `self`, read without leaving the frame holding it: before Python 3.13, its
+    `f_locals` snapshot (docs/design.md, "Iterator tear-down")."""
     code = frame.f_code
     if not code.co_argcount or code.co_varnames[0] != "self":
         return None
