@@ -250,9 +250,8 @@ class Conclusion:
             from pipediag.training.prescription import with_prescription
 
             self._say.add_phase("training_trial", result.began, self._clock.now())
-            ceiling = diagnosis.ceiling_on_training()
             diagnosis.pipeline = with_prescription(
-                diagnosis.pipeline, result.search, ceiling=ceiling
+                diagnosis.pipeline, result.search, ceiling=diagnosis.ceiling_on_training()
             )
 
     def _alternation_span(self, alone: ComputeAlone) -> None:

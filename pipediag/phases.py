@@ -353,8 +353,7 @@ def _stage_costs_on_fit(
     until_s: float,
 ) -> list[StageStats]:
     """fit: each stage's cost to training, by holding its output in memory, until `until_s`."""
-    left = until_s - clock.now()
-    say.phase(ProgressStep("stage-holds"), max(0.0, left))
+    say.phase(ProgressStep("stage-holds"), max(0.0, until_s - clock.now()))
     try:
         with preserved_variables(walked.dataset, teardown.SHARED, graph_def=walked.graph):
             return stage_cost.on_fit(

@@ -71,9 +71,8 @@ def _process_metadata(pid: int, position: int, row: WorkerRow, straggler: bool) 
     rate = (
         f", {row.training_steps_per_s:.1f} steps/s" if row.training_steps_per_s is not None else ""
     )
-    name = f"{row.task}: {row.verdict}{rate}"
     events = [
-        metadata_event("process_name", pid, 0, {"name": name}),
+        metadata_event("process_name", pid, 0, {"name": f"{row.task}: {row.verdict}{rate}"}),
         metadata_event("process_sort_index", pid, 0, {"sort_index": position}),
     ]
     if straggler:

@@ -355,14 +355,13 @@ def read_through(
             releaser.discard(raw)
             del raw
     sizes = [size for size in (batch_bytes(b) for b in kept) if size is not None]
-    worker_cpu_s = (
-        cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
-    )
     return ServiceRead(
         timing=timing,
         bytes_per_batch=sum(sizes) / len(sizes) if sizes else None,
         sample=kept[0] if kept else None,
-        worker_cpu_s=worker_cpu_s,
+        worker_cpu_s=(
+            cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+        ),
     )
 
 
