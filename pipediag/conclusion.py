@@ -122,7 +122,6 @@ class Conclusion:
             or step_s is None
         ):
             return None
-        scale = alternation_scale(self._config.measured_steps)
         if steps_left is None:
             per_call = 1 if seen.calls is None else seen.calls.batches_per_call
             block_steps = unbounded_block_steps(step_s, per_call)
@@ -152,7 +151,7 @@ class Conclusion:
             block_steps=block_steps,
             lead=first,
             max_rounds=max_rounds,
-            scale=scale,
+            scale=alternation_scale(self._config.measured_steps),
             quiet=self.quiet,
         )
         self._say.phase(ProgressStep("alternation"), redraw=False)

@@ -8,8 +8,7 @@ from pipediag.cli.argtypes import positive_rate, share
 from pipediag.cli.common import Command, add_run_noise, noise_rules
 from pipediag.errors import UsageError
 
-# Every threshold held / one or more broke. Usage errors and unreadable reports exit with 2
-# (`errors.PipediagError`).
+# Every threshold held / one or more broke; bad input exits with 2 (`errors.PipediagError`).
 CHECK_PASSED = 0
 CHECK_FAILED = 1
 

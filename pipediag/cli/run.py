@@ -148,8 +148,7 @@ def _add_budgets(
         )
 
 
-# The options that only mean something with --watch: each option's dest; its flag is `--` plus
-# the dest with dashes.
+# The options that mean something only with --watch, by dest (the flag: `--`, then dashes).
 WATCH_ONLY = ("watch_every", "alert_input_share", "alert_windows", "alert_command", "watch_logdir")
 
 
