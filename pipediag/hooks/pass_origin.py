@@ -28,8 +28,8 @@ class PassOrigin:
 
 
 def _self_of(frame: FrameType) -> object | None:
-    """A method's `self`, read without leaving the frame holding it: before Python 3.13, its
-    `f_locals` snapshot (docs/design.md, "Iterator tear-down")."""
+    """A method's `self`, read without leaving the frame's `f_locals` snapshot holding anything
+    (before Python 3.13; docs/design.md, "Iterator tear-down")."""
     code = frame.f_code
     if not code.co_argcount or code.co_varnames[0] != "self":
         return None
