@@ -89,8 +89,12 @@ class Monitor:
         self, exit_info: ExitInfo | None = None, stop_reason: StopReason = "script-finished"
     ) -> Report:
         """Stop recording, build the report and write its files; later calls return it again.
-        `exit_info`: how the code ended (None: normally); `stop_reason`: the report's, unless
-        the step budget was reached."""
+
+        Args:
+            exit_info: how the monitored code ended (`__exit__` fills it in); None means it
+                ended normally.
+            stop_reason: the report's `stop_reason` when the step budget was not reached.
+        """
         exit_info = exit_info or ExitInfo("ok", 0)
         if not self._started:
             self.start()
@@ -202,8 +206,14 @@ class Monitor:
                 self._pending_wait += waited
 
     def mark_step(self, start: float, end: float, input_wait_s: float | None = None) -> None:
-        """Record a step measured by the caller, with times from `mon.clock.now()`; `start`
-        includes its wait for input, `input_wait_s` None if unknown (kept out of the verdict)."""
+        """Record a step measured by the caller, with times from `mon.clock.now()`.
+
+        Args:
+            start: when the step began (including its wait for input).
+            end: when it ended.
+            input_wait_s: how long of it was spent waiting for input; None if unknown
+                (such a step is kept out of the verdict).
+        """
         self._require_started()
         if end < start:
             raise ValueError(f"a step cannot end ({end}) before it starts ({start})")

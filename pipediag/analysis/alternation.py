@@ -16,17 +16,24 @@ from pipediag.report.vocabulary import RateBlockKind
 # Watched or with the samplers paused: training blocks alike for the cost.
 TRAINING_KINDS: tuple[RateBlockKind, ...] = ("training", "quiet-training")
 
-# A block's transition, and the host's two modes (docs/design.md, "Rates in alternation").
+# A leading step under this share of its block's steady median (served from a refilled
+# buffer), or over this multiple (beside the refill), is the block's transition.
 FAST_LEADING = 0.8
 SLOW_LEADING = 1.25
+# At most this share of a block is ever dropped as its transition.
 MAX_DROPPED_SHARE = 0.5
+# Blocks whose rates fall in two groups at least this far apart (and as many spreads of
+# each), each group holding both kinds of block, ran in two modes of the host; a block
+# further from its mode's median than this share of the modes' distance straddled a switch
+# (docs/design.md, "Rates in alternation").
 HOST_MODE_GAP = 1.15
 MODE_SPREADS = 2.0
 MODE_REACH = 1 / 3
 
 
 def steady_part(durations: Sequence[float]) -> tuple[list[float], int]:
-    """The block's steady part and the steps dropped (docs/design.md, "Rates in alternation")."""
+    """Without its leading steps far off the second half's median, and how many were dropped:
+    never more than `MAX_DROPPED_SHARE` of the block."""
     if len(durations) < 2:
         return list(durations), 0
     steady = statistics.median(durations[len(durations) // 2 :])

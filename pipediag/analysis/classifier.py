@@ -34,8 +34,10 @@ from pipediag.timeline import RawStep
 
 @dataclass(frozen=True)
 class Thresholds:
-    """XProf's bands (docs/design.md, "Input cost"), from openxla/xprof's
-    kHighlyInfeedBoundThresholdInPercent = 20, kModeratelyInfeedBoundThresholdInPercent = 5."""
+    """XProf's bands (openxla/xprof's kHighlyInfeedBoundThresholdInPercent = 20,
+    kModeratelyInfeedBoundThresholdInPercent = 5): at 20% or more input is the first thing to
+    fix; from 5% to 20% both input and compute need work; under 5% the model limits the rate
+    (docs/design.md, "Methods it builds on")."""
 
     highly_input_bound: float = 0.20
     moderately_input_bound: float = 0.05

@@ -58,6 +58,7 @@ def measured_steps(train: TrainSection) -> list[StepRecord]:
 
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """None when a series is constant or too short."""
     n = len(x)
     if n < 2 or n != len(y):
         return None

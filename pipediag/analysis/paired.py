@@ -113,7 +113,9 @@ def t90(degrees: int) -> float:
 
 
 def disturbed(logs: Mapping[int, float]) -> set[int]:
-    """The keys of log values far off their median (docs/design.md, "The paired engine")."""
+    """The keys of log values far off their median. A stall is rare: where more than a third
+    (and more than one) would go, they are the host's noise and none is left out
+    (docs/design.md, "The paired engine", "Rates in alternation")."""
     if len(logs) < 3:
         return set()
     middle = statistics.median(logs.values())

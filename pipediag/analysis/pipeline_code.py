@@ -173,9 +173,10 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
         return "ds = " + template.format(
             start=_or(settings.start, "0"), stop=_or(settings.stop, "...")
         )
-    if kind in (*MAP_KINDS, "filter", "parallel-filter"):
-        method = kind.removeprefix("parallel-")
-        return f"ds = ds.{method}({function}{_kw('num_parallel_calls', calls)})"
+    if kind in MAP_KINDS:
+        return f"ds = ds.map({function}{_kw('num_parallel_calls', calls)})"
+    if kind in ("filter", "parallel-filter"):
+        return f"ds = ds.filter({function}{_kw('num_parallel_calls', calls)})"
     if kind in ("interleave", "parallel-interleave"):
         cycle = settings.cycle_length
         cycle_text = None if cycle in (None, AUTOTUNE) else str(cycle)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -291,9 +290,12 @@ def _measure_in_rounds(
                         reasons[unread] = Reason("stage-out-of-time")
                 return rates
             began = reader.clock.now()
-            read = functools.partial(_measure_prefix, stage.dataset, reader)
-            rate, reason, first_s, groups[index] = read(
-                group=groups[index], max_seconds=slice_s, max_elements=slice_elements
+            rate, reason, first_s, groups[index] = _measure_prefix(
+                stage.dataset,
+                reader,
+                group=groups[index],
+                max_seconds=slice_s,
+                max_elements=slice_elements,
             )
             read_s = max(slice_s, reader.clock.now() - began)
             slow_start = first_s is not None and first_s > slice_s / 2
@@ -302,7 +304,9 @@ def _measure_in_rounds(
                 whole_s = max_seconds + (first_s or 0.0)
                 rate, reason = None, Reason("stage-out-of-time")
                 if reader.has_time(whole_s):
-                    rate, reason, _, groups[index] = read(
+                    rate, reason, _, groups[index] = _measure_prefix(
+                        stage.dataset,
+                        reader,
                         group=groups[index],
                         max_seconds=whole_s,
                         max_elements=MAX_ELEMENTS_PER_STAGE,

@@ -12,9 +12,9 @@ from pipediag.report.vocabulary import FixName, SemanticsChange, TrialStop
 
 @dataclass(frozen=True)
 class TrialFacts:
-    """What a trial found beside its rates: the facts a rule needs to explain a fix. After
-    the rounds' 90% interval, each belongs to one fix; None where it does not apply or was
-    not found."""
+    """What a trial found beside its rates: the facts a rule needs to explain a fix.
+    `speedup_low`/`speedup_high`: the rounds' 90% interval. The rest belong to one fix each;
+    None where they do not apply or were not found."""
 
     stopped: TrialStop = ""
     speedup_low: float | None = None
@@ -23,8 +23,9 @@ class TrialFacts:
     isolation: list[Reason] = field(default_factory=list)
     # vectorize: elements the function was checked on, both ways.
     sample_elements: int | None = None
-    # vectorize: run through `tf.vectorized_map`, as written it was refused on a batch
-    # (docs/design.md, "Every applicable rewrite").
+    # vectorize: the function as written failed or differed on a batch (`batch_refusal` says
+    # how), and the variant runs it through `tf.vectorized_map`, which passed the same check;
+    # `element_unpacked`: a tuple element passed as the function's arguments.
     vectorized_map: bool = False
     batch_refusal: Reason | None = None
     element_unpacked: bool = False
@@ -44,7 +45,8 @@ class TrialFacts:
     # cache: after the batch that reads the stage (docs/design.md, "Every applicable rewrite").
     cached_in_batches: bool = False
     # cache, hoist-cache: the Python stages it keeps gave the same values for the same
-    # elements read twice (`bench/repeatable.py`); None: no Python there, or not checked.
+    # elements read twice (`bench/candidate.py::same_elements_twice`); None: no Python
+    # there, or not checked.
     python_repeatable: bool | None = None
     # Not tried on training, under a kept cache (docs/design.md, "The pipeline pipediag would
     # write"); `training_reason` says so.

@@ -145,7 +145,9 @@ _DETAIL_TEXTS = ("stopped", "training_stopped", "isolation", "existing_buffer")
 
 
 def _from_version_2(data: dict[str, Any]) -> None:
-    """Version 2's findings and details typed (`_UPGRADES`); its prose headline left unread."""
+    """Stage findings were `settings` strings (`auto_parallel` "yes" / "no: <why>",
+    `not_measured`, `graph` "unavailable: <why>"); the headline was prose (now worded from
+    the verdict's figures, renderers/verdict_words.py): it is left unread."""
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v3, "trials": _trial_v3})
     _upgrade_lists_in(data, "scale_out", {"stages": _stage_v3})
 

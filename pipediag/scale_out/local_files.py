@@ -91,8 +91,10 @@ def string_values(tensor: Any, limit: int) -> list[str]:
             length, position = read_varint(data, position)
             if index < limit:
                 lengths.append(length)
-        starts = itertools.accumulate(lengths, initial=position)
-        raw = [data[start : start + length] for start, length in zip(starts, lengths, strict=False)]
+        raw = []
+        for length in lengths:
+            raw.append(data[position : position + length])
+            position += length
     else:
         return []
     return [value.decode(errors="replace") for value in raw]
