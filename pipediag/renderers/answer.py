@@ -7,9 +7,9 @@ import textwrap
 from dataclasses import dataclass, field
 
 from pipediag.analysis.cost_rules import SATURATED_RULE
+from pipediag.renderers import REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.advice_words import title_of
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
-from pipediag.renderers.files import REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.hardware_words import process_cpu_text
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
 from pipediag.renderers.numbers import gain
@@ -127,9 +127,8 @@ def the_change(report: Report) -> Change:
     """The kept rewrites, else the best fix on training, else the model change, else a fix
     that may help, else none, with the note saying where the cost lies or that none can help."""
     prescription = report.pipeline.prescription
-    value = prescription.shown[0] if prescription is not None else None
     words = measured_change_text(report)
-    if prescription is not None and words is not None and value is not None and value > 1.0:
+    if prescription is not None and words is not None and (prescription.shown[0] or 0.0) > 1.0:
         code = [c.text for c in prescription.code if c.change is not None]
         return Change(words, _code(code or [c.text for c in prescription.code]))
     on_training = [
