@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipediag.renderers.answer import Change, the_change
-from pipediag.renderers.png.change_lists import ListLine, change_lists
+from pipediag.renderers.png.change_lists import LIST_HEADING, LIST_INDENT, FootLine, change_lists
 from pipediag.renderers.png.style import (
     BODY_FONT,
     LEFT_MARGIN,
@@ -43,32 +42,16 @@ MIN_LINE_STEP = 0.0165
 LINES_THAT_FIT = int((LISTS_FIRST_Y - LAST_LINE_Y) / MIN_LINE_STEP + 1e-9) + 1
 LISTS_FONT = BODY_FONT - 0.5
 FIXES_KEPT_MIN = 2  # fixes kept when the lists need the room
-LIST_INDENT = 0.012  # a rewrite's row under its list's heading (figure fraction)
 HEADING_SPACE = 0.4  # of a line, before a list's heading
-LIST_HEADING = "list-heading"
 CHANGE = "change"
 MORE_IN_TEXT = ELLIPSIS + " {count} more lines in the text summary"
 
 
-@dataclass(frozen=True)
-class FootLine:
-    text: str
-    gid: str
-    colour: str = "black"
-    bold: bool = False
-    indent: float = 0.0
-    keep: bool = True  # False: a list's line that may be left to the text summary
-    mono: bool = False  # code
-
-
 def draw_suggestions(figure: Figure, report: Report) -> None:
     lists = change_lists(report)
-    top_y, first_y = (
-        (LISTS_TOP_Y, LISTS_FIRST_Y) if lists else (SUGGESTIONS_TOP_Y, SUGGESTION_FIRST_Y)
-    )
     figure.text(
         LEFT_MARGIN,
-        top_y,
+        LISTS_TOP_Y if lists else SUGGESTIONS_TOP_Y,
         "What to change",
         fontsize=PANEL_TITLE_FONT + 1,
         fontweight="bold",
@@ -76,7 +59,7 @@ def draw_suggestions(figure: Figure, report: Report) -> None:
     )
     lines = foot_lines(report, lists)
     font = LISTS_FONT if lists else BODY_FONT + 0.5
-    for foot, y in zip(lines, line_tops(lines, first_y, with_lists=bool(lists)), strict=True):
+    for foot, y in zip(lines, line_tops(lines, with_lists=bool(lists)), strict=True):
         text = figure.text(
             LEFT_MARGIN + foot.indent,
             y,
@@ -94,17 +77,17 @@ def draw_suggestions(figure: Figure, report: Report) -> None:
             fit_width(figure, text, RIGHT_EDGE)
 
 
-def line_tops(lines: list[FootLine], first_y: float, *, with_lists: bool) -> list[float]:
+def line_tops(lines: list[FootLine], *, with_lists: bool) -> list[float]:
     """Each line's top: a fixed step without lists; with them, the step that fits the foot."""
     if not with_lists:
-        return [first_y - i * SUGGESTION_LINE_STEP for i in range(len(lines))]
-    room = first_y - LAST_LINE_Y
+        return [SUGGESTION_FIRST_Y - i * SUGGESTION_LINE_STEP for i in range(len(lines))]
+    room = LISTS_FIRST_Y - LAST_LINE_Y
     spaced = sum(1 for i, line in enumerate(lines) if i and line.gid == LIST_HEADING)
     step = room / max(1.0, len(lines) - 1 + HEADING_SPACE * spaced)
     if step < MIN_LINE_STEP:  # no room for the space: lines close up instead
         spaced, step = 0, room / max(1.0, len(lines) - 1)
     step = max(MIN_LINE_STEP, min(SUGGESTION_LINE_STEP, step))
-    tops, y = [], first_y
+    tops, y = [], LISTS_FIRST_Y
     for i, line in enumerate(lines):
         if i and spaced and line.gid == LIST_HEADING:
             y -= HEADING_SPACE * step
@@ -113,7 +96,7 @@ def line_tops(lines: list[FootLine], first_y: float, *, with_lists: bool) -> lis
     return tops
 
 
-def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> list[FootLine]:
+def foot_lines(report: Report, lists: list[list[FootLine]] | None = None) -> list[FootLine]:
     lists = change_lists(report) if lists is None else lists
     change = the_change(report)
     # A change with code was measured to help: it leads, with the code; so does the note
@@ -128,7 +111,7 @@ def foot_lines(report: Report, lists: list[list[ListLine]] | None = None) -> lis
         FootLine(clip(text, SUGGESTION_MAX_CHARS), "scale-out", MUTED_TEXT_COLOUR)
         for text in scale_out_headlines(report)
     ]
-    listed = [_foot_line(line) for found in lists for line in found]
+    listed = [line for found in lists for line in found]
     room = MAX_SUGGESTIONS - len(scale_out) - len(said)
     if lists:
         room = min(
@@ -163,13 +146,6 @@ def _cut_to_fit(lines: list[FootLine], room: int) -> list[FootLine]:
     more = FootLine(words, "more-in-text", MUTED_TEXT_COLOUR, indent=lines[at].indent)
     kept = [line for i, line in enumerate(lines) if i not in dropped]
     return (kept[:at] + [more] + kept[at:])[:room]
-
-
-def _foot_line(line: ListLine) -> FootLine:
-    colour = MUTED_TEXT_COLOUR if line.aside else "black"
-    gid = LIST_HEADING if line.heading else "list-line"
-    indent = LIST_INDENT if line.indented else 0.0
-    return FootLine(line.text, gid, colour, line.heading, indent, line.heading or line.conclusion)
 
 
 def _change_lines(change: Change) -> list[FootLine]:
