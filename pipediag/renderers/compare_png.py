@@ -171,11 +171,10 @@ def _draw_steps(axes: Axes, base: Report, new: Report) -> None:
         if not values.size:
             continue
         median = float(np.median(values))
-        weights = np.full(values.size, 1.0 / values.size)
         axes.hist(
             np.clip(values, None, bins[-1]),
             bins=bins.tolist(),
-            weights=weights,
+            weights=np.full(values.size, 1.0 / values.size),
             histtype="stepfilled" if name == "base" else "step",
             color=colour,
             alpha=0.7 if name == "base" else 1.0,

@@ -58,12 +58,10 @@ def _draw_rates(axes: Axes, trend: Trend) -> None:
         rows = [r for r in trend.rows if r.entry.script == script and r.entry.rates.training]
         if not rows:
             continue
-        xs = [r.number for r in rows]
-        ys = [r.entry.rates.training or 0.0 for r in rows]
         low, high = zip(*(_noise_bar(r, trend) for r in rows), strict=True)
         axes.errorbar(
-            xs,
-            ys,
+            [r.number for r in rows],
+            [r.entry.rates.training or 0.0 for r in rows],
             yerr=[low, high],
             color=colour,
             marker="o",

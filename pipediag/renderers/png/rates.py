@@ -74,9 +74,9 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     # The bottleneck, named by the jump measured on training where there is one.
     costliest = costliest_stage(report.pipeline.stages)
     marked_index = costliest.index if costliest is not None else None
-    colours = [
-        INPUT_COLOUR if s.index == marked_index and input_problem else STAGE_COLOUR for s in stages
-    ]
+    mark = " bottleneck" if input_problem else " slowest stage"
+    marks = [mark if s.index == marked_index else "" for s in stages]
+    colours = [INPUT_COLOUR if m and input_problem else STAGE_COLOUR for m in marks]
     positions = list(range(len(stages)))
     axes.barh(positions, values, color=colours, height=0.65, gid="stage-bars")
     names = [clip(stage_name(s), STAGE_LABEL_MAX_CHARS) for s in stages]
@@ -98,26 +98,21 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
     if any(step_ms):
         axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.08), **LEGEND, borderaxespad=0.0)
     axes.set_xlim(0, max([*values, *step_ms, 1e-3]) * 1.6)
-    mark = " bottleneck" if input_problem else " slowest stage"
-    marks = [mark if s.index == marked_index else "" for s in stages]
     # Beside a column of gains if free there is no room for the word: the column names it.
-    worded = not any(if_free_text(s) for s in stages)
-    labels = [f" {_ms_text(ms)}{m if worded else ''}" for ms, m in zip(values, marks, strict=True)]
-    _room_for_if_free(axes, stages, values, labels)
+    column = max(len(if_free_text(s)) for s in stages)
+    labels = [f" {_ms_text(ms)}{'' if column else m}" for ms, m in zip(values, marks, strict=True)]
+    _room_for_if_free(axes, column, values, labels)
     for y, ms, label, m in zip(positions, values, labels, marks, strict=True):
         end_label(axes, ms, y, label, bold=bool(m))
-    _label_if_free(axes, positions, stages)
+    _label_if_free(axes, stages)
 
 
 def _ms_text(ms: float) -> str:
     return f"{ms:.1f} ms" if ms >= 1.0 else f"{ms:.2f} ms"
 
 
-def _room_for_if_free(
-    axes: Axes, stages: list[StageStats], values: list[float], labels: list[str]
-) -> None:
+def _room_for_if_free(axes: Axes, column: int, values: list[float], labels: list[str]) -> None:
     """Widen the axis so that every bar's label ends left of the gains-if-free column."""
-    column = max((len(if_free_text(s)) for s in stages), default=0)
     width_pt = axes.get_window_extent().width * 72 / axes.figure.dpi
     low, shown = axes.get_xlim()
     high = shown
@@ -127,13 +122,12 @@ def _room_for_if_free(
         free = 1.0 - ((len(label) + column) * CHAR_PT + COLUMN_GAP_PT) / width_pt
         high = max(high, value / max(free, MIN_BAR_SHARE))
     axes.set_xlim(low, high)
-    # no ticks out in the column's room
+    # no ticks out in the column's room (set_xticks only widens the limits)
     axes.set_xticks([tick for tick in axes.get_xticks() if low <= tick <= shown])
-    axes.set_xlim(low, high)
 
 
-def _label_if_free(axes: Axes, positions: list[int], stages: list[StageStats]) -> None:
-    for y, stats in zip(positions, stages, strict=True):
+def _label_if_free(axes: Axes, stages: list[StageStats]) -> None:
+    for y, stats in enumerate(stages):
         text = if_free_text(stats)
         if not text:
             continue
@@ -154,8 +148,7 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
         return
     positions = list(range(len(rows)))
     colours = [RATE_COLOURS[rate.letter] for rate in rows]
-    lengths = [value or 0.0 for value in values]
-    axes.barh(positions, lengths, height=0.6, color=colours, gid="rate-bars")
+    axes.barh(positions, [v or 0.0 for v in values], height=0.6, color=colours, gid="rate-bars")
     labels = [
         f"{rate.title}\n({rate.unit}{', ' + ESTIMATED_WORD if rate.estimated else ''})"
         for rate in rows
@@ -170,7 +163,12 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
         limit = min(alone, key=lambda rate: rate.value or 0.0)
         marks[rows.index(limit)] = " \N{LEFTWARDS ARROW} limit"
     _scale_rate_axis(axes, [value for value in values if value is not None])
-    _label_bars(axes, positions, values, marks)
+    left = axes.get_xlim()[0] if axes.get_xscale() == "log" else 0.0
+    for y, (rate, mark) in enumerate(zip(values, marks, strict=True)):
+        if rate is None:
+            end_label(axes, left, y, f" {NOT_MEASURED}", color=NOTE_TEXT_COLOUR)
+        else:
+            end_label(axes, rate, y, f" {rate_text(rate)}{mark}", bold=bool(mark))
     if verdict.input_cost_fraction is None:
         reading = "the slower of pipeline alone and compute alone limits training."
     else:
@@ -192,14 +190,3 @@ def _scale_rate_axis(axes: Axes, rates: list[float]) -> None:
         axes.set_xlim(low / 2, high * 12)
     else:
         axes.set_xlim(0, high * 1.6)
-
-
-def _label_bars(
-    axes: Axes, positions: list[int], rates: Sequence[float | None], marks: list[str]
-) -> None:
-    left = axes.get_xlim()[0] if axes.get_xscale() == "log" else 0.0
-    for y, rate, mark in zip(positions, rates, marks, strict=True):
-        if rate is None:
-            end_label(axes, left, y, f" {NOT_MEASURED}", color=NOTE_TEXT_COLOUR)
-        else:
-            end_label(axes, rate, y, f" {rate_text(rate)}{mark}", bold=bool(mark))

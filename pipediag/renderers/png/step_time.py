@@ -87,14 +87,10 @@ def draw_step_time(axes: Axes, report: Report) -> None:
 
 
 def bar_positions(bars: list[TimeBar]) -> list[float]:
-    positions: list[float] = []
-    y = 0.0
-    for i, bar in enumerate(bars):
-        if i and bar.group != bars[i - 1].group:
-            y += GROUP_GAP
-        positions.append(y)
-        y += 1.0
-    return positions
+    """A row per bar, `GROUP_GAP` rows more before each grouping after the first (`time_bars`
+    keeps each grouping's bars together)."""
+    groups = list(dict.fromkeys(bar.group for bar in bars))
+    return [i + GROUP_GAP * groups.index(bar.group) for i, bar in enumerate(bars)]
 
 
 def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[float]) -> None:

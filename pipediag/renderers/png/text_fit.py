@@ -136,8 +136,7 @@ def under(
 
 @dataclass
 class ClearLabels:
-    """Labels on one panel placed in turn, inside it and clear of every text already there; one
-    that fits nowhere is removed and named under the panel (docs/design.md, "The PNG page")."""
+    """Labels on one panel placed clear of every text there (docs/design.md, "The PNG page")."""
 
     axes: Axes
     taken: list[Bbox] = field(init=False)  # the extents of the texts placed, with a gap
@@ -251,8 +250,7 @@ def _set_top(line: Text, panel: Bbox, top_px: float) -> None:
 
 
 def _listed(names: Sequence[str], shown: int) -> str:
-    """The first `shown` names, then how many more. Semicolons part them: a phase's name
-    holds commas ("epoch 2: input-bound, 45%")."""
+    """The first `shown` names, then how many more (docs/design.md, "The PNG page")."""
     if shown == 0:
         return f"{len(names)} label" + ("" if len(names) == 1 else "s")
     listed = "; ".join(names[:shown])
@@ -264,5 +262,4 @@ def _tick_room_px(axes: Axes) -> float:
     """How far the x axis's tick marks and their pad reach below the panel."""
     # matplotlib's stub types Tick.get_pad as returning None; it returns the pad in points.
     pad_pt = cast("float", axes.xaxis.majorTicks[0].get_pad())
-    reach_pt = axes.xaxis.get_tick_padding() + pad_pt
-    return float(reach_pt * axes.figure.dpi / 72)
+    return float((axes.xaxis.get_tick_padding() + pad_pt) * axes.figure.dpi / 72)

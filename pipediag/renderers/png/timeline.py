@@ -75,9 +75,15 @@ def draw_timeline(axes: Axes, report: Report) -> None:
         note(axes, "No train steps recorded")
         return
     if len(steps) > MAX_STEP_BARS:
-        _draw_binned_steps(axes, steps)
-    else:
-        _draw_each_step(axes, steps)
+        bins = bin_steps(steps, TIME_BINS)
+        _draw_share_bars(axes, bins, "bin", edgecolor="none")
+        shown = f"{len(steps):,} steps shown in {len(bins)} time bins"
+        box = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none"}
+        caption(axes, 0.995, 0.03, shown, ha="right", va="bottom", bbox=box)
+    else:  # few enough bars to tell apart: a thin white edge between them
+        edge = "white" if len(steps) <= MAX_STEP_BARS // 3 else "none"
+        bars = [ShareBar.of_step(step) for step in steps]
+        _draw_share_bars(axes, bars, "step", edgecolor=edge, linewidth=0.4)
     _timeline_legend(axes)
 
 
@@ -151,21 +157,6 @@ def _draw_share_bars(
         )
 
 
-def _draw_each_step(axes: Axes, steps: Sequence[StepRecord]) -> None:
-    # Few enough bars to tell apart: a thin white edge between them.
-    edge = "white" if len(steps) <= MAX_STEP_BARS // 3 else "none"
-    bars = [ShareBar.of_step(step) for step in steps]
-    _draw_share_bars(axes, bars, "step", edgecolor=edge, linewidth=0.4)
-
-
-def _draw_binned_steps(axes: Axes, steps: Sequence[StepRecord]) -> None:
-    bins = bin_steps(steps, TIME_BINS)
-    _draw_share_bars(axes, bins, "bin", edgecolor="none")
-    shown = f"{len(steps):,} steps shown in {len(bins)} time bins"
-    box = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none"}
-    caption(axes, 0.995, 0.03, shown, ha="right", va="bottom", bbox=box)
-
-
 def bin_steps(steps: Sequence[StepRecord], count: int) -> list[ShareBar]:
     """Sum steps into `count` equal time bins by start time; empty bins are dropped."""
     if not steps:
@@ -184,13 +175,12 @@ def bin_steps(steps: Sequence[StepRecord], count: int) -> list[ShareBar]:
 def _timeline_legend(axes: Axes) -> None:
     from matplotlib.patches import Patch
 
-    handles = [
-        Patch(color=INPUT_COLOUR, label="input wait / input-bound step"),
-        Patch(color=COMPUTE_COLOUR, label="compute / compute-bound step"),
-        Patch(facecolor=WARMUP_COLOUR, edgecolor=WARMUP_EDGE_COLOUR, label="warm-up step"),
-    ]
     axes.legend(
-        handles=handles,
+        handles=[
+            Patch(color=INPUT_COLOUR, label="input wait / input-bound step"),
+            Patch(color=COMPUTE_COLOUR, label="compute / compute-bound step"),
+            Patch(facecolor=WARMUP_COLOUR, edgecolor=WARMUP_EDGE_COLOUR, label="warm-up step"),
+        ],
         loc="lower left",
         bbox_to_anchor=(0.0, 1.0),
         ncol=3,
