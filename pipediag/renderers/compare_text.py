@@ -63,7 +63,7 @@ def render_comparison(
     rows = [_label_row(label) for label in comparison.labels]
     rows += [_figure_row(f) for f in [*comparison.rates, *comparison.shares]]
     lines += columns([COLUMNS, *rows])
-    for section in (_stages(comparison.stages, comparison), _fixes(comparison.fixes)):
+    for section in (_stages(comparison), _fixes(comparison.fixes)):
         if section:
             lines += ["", *section]
     rules = comparison.rules
@@ -140,8 +140,8 @@ def _figure_row(figure: FigureChange) -> tuple[str, ...]:
     )
 
 
-def _stages(stages: list[StageChange], comparison: Comparison) -> list[str]:
-    if not stages:
+def _stages(comparison: Comparison) -> list[str]:
+    if not comparison.stages:
         return []
     rules = comparison.rules
     header = (
@@ -150,7 +150,7 @@ def _stages(stages: list[StageChange], comparison: Comparison) -> list[str]:
         "of a batch)"
     )
     rows = []
-    for stage in stages:
+    for stage in comparison.stages:
         figure, name, change = stage.figure, _stage_name(stage), _stage_change(stage)
         rows.append((name, _ms(figure.base), _ms(figure.new), change, "", figure.judgement))
     return [header, *columns(rows)]

@@ -17,9 +17,13 @@ _MISSING_DETAIL: dict[ReasonCode, str] = {
     "generator-unread": "the generator could not be read",
     "service-refused": NO_BATCH_CAME_BACK,
 }
+_PULLS_AT = "the loop pulls inside the tf.function {detail}{because_note}, {value:.0f} steps a call"
 _PULLS_INSIDE = (
     "each call is timed and its time spread over its steps; input waits inside it are not measured"
 )
+_MIXED = "(mixing them would count steps twice)"
+_ON_GPU = " unavailable on GPU {value:.0f}: {detail}"
+_NO_GPM = "GPU {value:.0f}: SM activity/occupancy (GPM) unavailable: "
 _UNDRIVEN = (
     "is not run on Keras's {detail} backend: pipediag drives the train step of the TensorFlow "
     "and JAX backends only"
@@ -138,14 +142,8 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "service-check-failed": "the tf.data service check failed ({cause})",
     "model-side-failed": "the model-side trials failed ({cause})",
     "nested-step": "a step() inside another step() was ignored",
-    "iterate-ignored": (
-        "steps are marked with explicit marks; iterate() were ignored (mixing them would count "
-        "steps twice)"
-    ),
-    "marks-ignored": (
-        "steps are marked with iterate(); explicit marks were ignored (mixing them would count "
-        "steps twice)"
-    ),
+    "iterate-ignored": "steps are marked with explicit marks; iterate() were ignored " + _MIXED,
+    "marks-ignored": "steps are marked with iterate(); explicit marks were ignored " + _MIXED,
     "step-budget-reached": (
         "step budget reached ({value:.0f} warm-up + {limit:.0f} measured steps): the rest of "
         "the run was not recorded"
@@ -174,14 +172,10 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "stamps-unread": (
         "batch stamps could not be read ({detail}): some steps under fit have no input wait"
     ),
-    "loop-pulls-inside": (
-        "the loop pulls inside the tf.function {detail}{because_note}, {value:.0f} steps a call: "
-        + _PULLS_INSIDE
-    ),
+    "loop-pulls-inside": _PULLS_AT + ": " + _PULLS_INSIDE,
     "loop-pulls-inside-named": (
-        "the loop pulls inside the tf.function {detail}{because_note}, {value:.0f} steps a call "
-        "(named by --train-function: it steps no optimizer with a step counter, so a call counts "
-        "one step, or its dataset's length): " + _PULLS_INSIDE
+        _PULLS_AT + " (named by --train-function: it steps no optimizer with a step counter, so "
+        "a call counts one step, or its dataset's length): " + _PULLS_INSIDE
     ),
     "watch-thread-busy": (
         "the watch thread was still busy at the end (a slow alert hook?): the last windows may "
@@ -489,18 +483,14 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "sampler-thread-died": "sampler thread died: {detail}",
     "gpm-free-failed": "GPM sample free failed: {detail}",
     "nvml-shutdown-failed": "nvmlShutdown failed: {detail}",
-    "gpu-memory-unavailable": "memory readings unavailable on GPU {value:.0f}: {detail}",
-    "gpu-power-unavailable": "power readings unavailable on GPU {value:.0f}: {detail}",
-    "gpu-clock-unavailable": "SM clock readings unavailable on GPU {value:.0f}: {detail}",
-    "gpu-pcie-rx-unavailable": "PCIe RX readings unavailable on GPU {value:.0f}: {detail}",
-    "gpu-pcie-tx-unavailable": "PCIe TX readings unavailable on GPU {value:.0f}: {detail}",
-    "gpu-util-samples-unavailable": (
-        "driver utilization samples unavailable on GPU {value:.0f}: {detail}"
-    ),
-    "gpu-util-unavailable": "GPU utilization unavailable on GPU {value:.0f}: {detail}",
-    "gpu-gpm-unavailable": (
-        "SM activity/occupancy (GPM) readings unavailable on GPU {value:.0f}: {detail}"
-    ),
+    "gpu-memory-unavailable": "memory readings" + _ON_GPU,
+    "gpu-power-unavailable": "power readings" + _ON_GPU,
+    "gpu-clock-unavailable": "SM clock readings" + _ON_GPU,
+    "gpu-pcie-rx-unavailable": "PCIe RX readings" + _ON_GPU,
+    "gpu-pcie-tx-unavailable": "PCIe TX readings" + _ON_GPU,
+    "gpu-util-samples-unavailable": "driver utilization samples" + _ON_GPU,
+    "gpu-util-unavailable": "GPU utilization" + _ON_GPU,
+    "gpu-gpm-unavailable": "SM activity/occupancy (GPM) readings" + _ON_GPU,
     "driver-version-unavailable": "driver version unavailable: {detail}",
     "gpu-skipped": "GPU {value:.0f} skipped: {detail}",
     "cuda-entry-unmatched": (
@@ -521,11 +511,8 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
         "GPU {value:.0f}: driver utilization samples unavailable ({detail}); using "
         "nvmlDeviceGetUtilizationRates"
     ),
-    "gpu-gpm-setup-failed": "GPU {value:.0f}: SM activity/occupancy (GPM) unavailable: {detail}",
-    "gpu-not-gpm-device": (
-        "GPU {value:.0f}: SM activity/occupancy (GPM) unavailable: not a GPM device (needs "
-        "Hopper or newer)"
-    ),
+    "gpu-gpm-setup-failed": _NO_GPM + "{detail}",
+    "gpu-not-gpm-device": _NO_GPM + "not a GPM device (needs Hopper or newer)",
     "no-util-reading-on-gpu": "no GPU utilization reading succeeded on GPU {value:.0f}",
     "busiest-gpu-analysed": (
         "GPU {value:.0f} analysed, the busiest of the {limit:.0f} GPUs sampled; data-parallel "

@@ -10,9 +10,9 @@ from pipediag.analysis.input_cost import SATURATED_FREE_CORES, interval_labels, 
 from pipediag.renderers.cost_words import (
     NOT_MEASURABLE,
     WAITS_NOT_TIMED,
-    cost_not_measurable,
     epoch_start_evidence,
     input_cost_figure,
+    not_measurable,
 )
 from pipediag.renderers.no_verdict_words import no_verdict_text
 from pipediag.renderers.numbers import percent, percent_range, rate_text, shown_interval, speedup
@@ -103,7 +103,7 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
 
 def _cost_details(verdict: Verdict, pipeline_batches_per_s: float | None) -> list[str]:
     """What the headline does not say itself (the cost's parts and the rates have rows)."""
-    if cost_not_measurable(verdict):
+    if not_measurable(verdict.input_cost_interval):
         details = [
             "Training ran as fast as the train step alone within the 90% interval of "
             f"{_pairs_text(verdict.alternation_pairs)}."
@@ -203,7 +203,7 @@ def cost_title(verdict: Verdict) -> str:
 
 
 def cost_claim(verdict: Verdict) -> str:
-    if cost_not_measurable(verdict):
+    if not_measurable(verdict.input_cost_interval):
         return f"input cost {NOT_MEASURABLE} ({input_cost_figure(verdict)})"
     shown = shown_interval(verdict.input_cost_interval)
     text = _costs(verdict.input_cost_fraction or 0.0)
@@ -224,23 +224,22 @@ def _dominant_words(
     verdict: Verdict, split: CostSplit, pipeline_batches_per_s: float | None
 ) -> tuple[str, str]:
     """(what the claim adds, the explanation): the part that dominates, and why."""
-    wait = percent(verdict.input_wait_fraction or 0.0)
+    waited = f"(it waited only {percent(verdict.input_wait_fraction or 0.0)} of the time)"
     if verdict.label == "compute-bound":
         return "", "the model's train step sets the rate"
     if split.dominant == "contention" and split.contention_kind == "gil":
         return ", mostly contention for Python's GIL", (
             "the pipeline's Python code holds the interpreter lock the train step needs, "
-            f"though cores are free (it waited only {wait} of the time)"
+            f"though cores are free {waited}"
         )
     if split.dominant == "contention" and _cores_were_free(split):
         return ", mostly contention", (
             "the train step runs slower beside the pipeline's threads though "
-            f"{split.free_cores:.1f} cores were free (it waited only {wait} of the time)"
+            f"{split.free_cores:.1f} cores were free {waited}"
         )
     if split.dominant == "contention":
         return ", mostly CPU contention", (
-            f"the pipeline's threads take cores the train step needs (it waited only {wait} "
-            "of the time)"
+            f"the pipeline's threads take cores the train step needs {waited}"
         )
     if split.dominant == "fetch":
         training = verdict.training_steps_per_s
