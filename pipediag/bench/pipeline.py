@@ -4,7 +4,7 @@ each batch. Neither the user's iterator nor the state their future iterators dra
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,24 +65,36 @@ def time_iterator(
         next(iterator)  # starts worker threads and fills buffers: timed apart
     except StopIteration:
         return BatchTiming(None, [], 0.0, exhausted=True)
-    first_batch_s = clock.now() - start
-    latencies: list[float] = []
+    first_s = clock.now() - start
     cpu_from = time.process_time()
-    measured_from = clock.now()
+    ends = [clock.now()]
     deadline = start + max_seconds
     exhausted = False
-    before = measured_from
-    while len(latencies) < max_batches and before < deadline:
+    while len(ends) <= max_batches and ends[-1] < deadline:
         try:
             next(iterator)
         except StopIteration:
             exhausted = True
             break
-        after = clock.now()
-        latencies.append(after - before)
-        before = after
+        ends.append(clock.now())
     cpu_s = time.process_time() - cpu_from
-    return BatchTiming(first_batch_s, latencies, before - measured_from, exhausted, cpu_s)
+    return from_ends(ends, first_s=first_s, exhausted=exhausted, cpu_s=cpu_s)
+
+
+def from_ends(
+    ends: Sequence[float],
+    *,
+    per_call: int = 1,
+    first_s: float | None = None,
+    exhausted: bool = False,
+    cpu_s: float | None = None,
+    opened_s: float | None = None,
+) -> BatchTiming:
+    """A run's timing from its calls' ends: a latency per batch at its call's mean."""
+    latencies = [
+        (b - a) / per_call for a, b in zip(ends, ends[1:], strict=False) for _ in range(per_call)
+    ]
+    return BatchTiming(first_s, latencies, ends[-1] - ends[0], exhausted, cpu_s, opened_s)
 
 
 def benchmark_dataset(

@@ -5,13 +5,13 @@ function (docs/design.md, "When the model sets the rate")."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipediag.analysis import paired
 from pipediag.analysis.run_terms import fit_added_s, in_run_terms
-from pipediag.bench.interleaved import RoundPlan, Rounds, run_rounds
-from pipediag.bench.pipeline import BatchTiming
+from pipediag.bench.interleaved import RoundPlan, Rounds, run_slices
+from pipediag.bench.pipeline import BatchTiming, from_ends
 from pipediag.clock import Clock
 from pipediag.report.model_side import ModelChange, ModelTrial
 from pipediag.report.reasons import Reason
@@ -44,8 +44,7 @@ def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
 
 
 def round_plan(slice_s: float, share_s: float, *, now: float, clock: Clock) -> RoundPlan:
-    """The rounds of a share from `now`, fit's or a loop's: none starts past `OVERRUN` times
-    the share."""
+    """A share's rounds from `now`, fit's or a loop's: none starts past `OVERRUN` shares."""
     hard_until_s = now + share_s * paired.OVERRUN
     return RoundPlan(slice_s=slice_s, until_s=now + share_s, hard_until_s=hard_until_s, clock=clock)
 
@@ -110,17 +109,12 @@ def measure(
     variant.call()
     now = clock.now()
     left = max(0.0, began + share_s - now)
-    rounds = run_rounds(
-        timed(baseline, clock),
-        timed(variant, clock),
-        slice_s=slice_seconds(call_s, left),
-        until_s=now + left,
-        hard_until_s=now + left * paired.OVERRUN,
-        clock=clock,
-    )
+    plan = round_plan(slice_seconds(call_s, left), left, now=now, clock=clock)
+    sides = (timed(baseline, clock), timed(variant, clock))
+    run_slices(plan, lambda side, seconds: sides[side](seconds))
     return trial_result(
         change,
-        rounds,
+        plan.rounds(),
         fit_per_s=facts.fit_steps_per_s,
         shared_by=shared_by,
         seconds=clock.now() - began + (built_s or 0.0),
@@ -143,19 +137,3 @@ class FitFacts:
 def fewest_rounds_s(call_s: float) -> float:
     """The time a trial's fewest rounds take, at the shortest slices."""
     return 2 * paired.TRIAL_MIN_ROUNDS * max(call_s, paired.STEP_SLICES.shortest_s)
-
-
-def from_ends(
-    ends: Sequence[float],
-    *,
-    per_call: int = 1,
-    first_s: float | None = None,
-    exhausted: bool = False,
-    cpu_s: float | None = None,
-    opened_s: float | None = None,
-) -> BatchTiming:
-    """A run's timing from its calls' ends: a latency per batch at its call's mean."""
-    latencies = [
-        (b - a) / per_call for a, b in zip(ends, ends[1:], strict=False) for _ in range(per_call)
-    ]
-    return BatchTiming(first_s, latencies, ends[-1] - ends[0], exhausted, cpu_s, opened_s)

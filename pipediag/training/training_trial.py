@@ -14,7 +14,7 @@ from typing import Any
 from pipediag.analysis import paired
 from pipediag.analysis.stage_bisect import Freed
 from pipediag.bench.interleaved import RoundPlan, Rounds, median_rate, run_slices
-from pipediag.bench.pipeline import BatchTiming, time_iterator
+from pipediag.bench.pipeline import BatchTiming, from_ends, time_iterator
 from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines, TrialSide
 from pipediag.clock import Clock
@@ -24,7 +24,7 @@ from pipediag.report.trials import FixTrial
 from pipediag.training.compute_alone import sync_logs
 from pipediag.training.driver import TrainDriver, as_is, fit_driver
 from pipediag.training.function_loop import TrainCalls
-from pipediag.training.step_rounds import from_ends, round_plan
+from pipediag.training.step_rounds import round_plan
 
 # A slice never times more steps than this (sub-millisecond steps).
 MAX_STEPS_PER_SLICE = 2000
@@ -85,16 +85,14 @@ def gain_on_training(
 def epoch_start_s(runs: Sequence[BatchTiming]) -> float | None:
     """What starting an epoch costs one side beyond a steady step, its first slice (which may
     have traced) left out (docs/design.md, "Epoch starts in the gains")."""
-    starts = [s for s in (_start_s(run) for run in runs) if s is not None]
+    starts = [
+        run.opened_s + run.first_batch_s - median(run.latencies_s)
+        for run in runs
+        if run.opened_s is not None and run.first_batch_s is not None and run.latencies_s
+    ]
     if len(starts) >= 2:
         starts = starts[1:]
     return max(0.0, median(starts)) if starts else None
-
-
-def _start_s(run: BatchTiming) -> float | None:
-    if run.opened_s is None or run.first_batch_s is None or not run.latencies_s:
-        return None
-    return run.opened_s + run.first_batch_s - median(run.latencies_s)
 
 
 def try_at_once(
