@@ -115,12 +115,16 @@ def generator_function(ds: Any) -> Callable[..., Any] | None:
     return generator if callable(generator) else None
 
 
+def closed_over(function: Any) -> list[Any]:
+    values = []
+    for cell in getattr(function, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # an empty cell raises
+            values.append(cell.cell_contents)
+    return values
+
+
 def find_in_closure(func: Any, wanted: Callable[[Any], bool], depth: int) -> Any | None:
-    for cell in getattr(func, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
+    for value in closed_over(func):
         if wanted(value):
             return value
         if depth > 0 and inspect.isfunction(value):

@@ -112,12 +112,7 @@ def _measure(stages: list[Stage], reader: _Reader, max_seconds: float) -> list[S
             reasons[stats.index] = Reason("partial-file-cache")
         elif stats.index >= MAX_MEASURED_STAGES:
             reasons[stats.index] = Reason("stages-capped", limit=MAX_MEASURED_STAGES)
-    measured = [
-        s
-        for s in stages
-        if reasons[s.stats.index] is None
-        and not (s.stats.kind in PASS_THROUGH_KINDS and len(s.stats.inputs) == 1)
-    ]
+    measured = [s for s in stages if reasons[s.stats.index] is None and not _pass_through(s.stats)]
     groups = {s.stats.index: group_size(factors[s.stats.index]) for s in measured}
     rates = _measure_in_rounds(measured, reader, reasons, groups, max_seconds=max_seconds)
     updated: list[StageStats] = []
@@ -125,7 +120,7 @@ def _measure(stages: list[Stage], reader: _Reader, max_seconds: float) -> list[S
         index = stats.index
         factor = factors[index]
         elements_per_s: float | None = None
-        if stats.kind in PASS_THROUGH_KINDS and len(stats.inputs) == 1:
+        if _pass_through(stats):
             elements_per_s = updated[stats.inputs[0]].elements_per_s
         elif rates.get(index):
             elements_per_s = median(rates[index])
@@ -249,7 +244,7 @@ def _per_batch_rounds(
     rounds: list[list[float]] = []
     for stats in stages:
         factor, found = factors[stats.index], rates.get(stats.index) or []
-        if stats.kind in PASS_THROUGH_KINDS and len(stats.inputs) == 1:
+        if _pass_through(stats):
             rounds.append(rounds[stats.inputs[0]])
         elif factor is None or factor <= 0 or any(rate <= 0 for rate in found):
             rounds.append([])
@@ -394,6 +389,10 @@ def _iteration_overhead_s(reader: _Reader) -> float:
 def _partial_file_cache(stats: StageStats) -> bool:
     filename = stats.settings.filename
     return stats.kind == "cache" and bool(filename) and not os.path.exists(f"{filename}.index")
+
+
+def _pass_through(stats: StageStats) -> bool:
+    return stats.kind in PASS_THROUGH_KINDS and len(stats.inputs) == 1
 
 
 def _input_elements_per_element(stage: Stage, stages: Sequence[Stage]) -> float | None:

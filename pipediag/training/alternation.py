@@ -170,18 +170,14 @@ class Alternation:
             self._alone_durations.extend(durations[block.dropped_steps :])
             self._alone_cpu_s += cpu
             self._alone_steps += len(durations)
-            self._next = "quiet-training" if self._quiet_due() else "training"
-            if self._next == "quiet-training":
+            # Every other training block is a quiet one, from the second.
+            last = self._last_training_block()
+            quiet = self._quiet is not None and last is not None and last.kind == "training"
+            self._next = "quiet-training" if quiet else "training"
+            if quiet:
                 self._hold_quiet()
         else:
             self._next = "step-alone" if self._wants_another_round() else "done"
-
-    def _quiet_due(self) -> bool:
-        """Whether the next training block is a quiet one: every other, from the second."""
-        if self._quiet is None:
-            return False
-        last = self._last_training_block()
-        return last is not None and last.kind == "training"
 
     def release_samplers(self) -> None:
         """The samplers read again (the alternation is over, or failed)."""
@@ -257,28 +253,25 @@ class FitAlternation:
     def done(self) -> bool:
         return self.failure is not None or self.alternation.next == "done"
 
-    def _step_alone_block(self) -> None:
+    def after_training_block(self) -> bool:
+        """A training block ended: the step alone's block runs, if due; True once all are done."""
         alternation = self.alternation
+        if self.failure is not None or alternation.next != "step-alone":
+            return self.done
         warmup = 0 if self._warmed else WARMUP_STEPS
         self._warmed = True
+
+        def step_ended(at: float) -> bool:
+            # The block starts after the warm-up: its first step starts at the first end.
+            if alternation.open_kind is None:
+                alternation.start_block("step-alone", at)
+                return False
+            return alternation.step_ended(at)
+
         try:
-
-            def step_ended(at: float) -> bool:
-                # The block starts after the warm-up: its first step starts at the first end.
-                if alternation.open_kind is None:
-                    alternation.start_block("step-alone", at)
-                    return False
-                return alternation.step_ended(at)
-
             self._runner.block(step_ended, clock=self._clock, warmup=warmup)
         except Exception as exc:  # the phase is lost, never the user's training
             self.failure = error_reason("step-alone-failed", exc)
-
-    def after_training_block(self) -> bool:
-        """A training block ended: the step alone's block runs, if due; True once all are
-        done."""
-        if self.failure is None and self.alternation.next == "step-alone":
-            self._step_alone_block()
         return self.done
 
     def training_step(self, start: float, end: float) -> bool:

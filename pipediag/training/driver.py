@@ -9,9 +9,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pipediag.bench.python_chain import closed_over
 from pipediag.report.reasons import Reason, ReasonCode
 from pipediag.training.fit_backend import fit_batches_per_call, on_jax, undriven
-from pipediag.training.jax_fit import JaxFitSteps, trainable
+from pipediag.training.jax_fit import JaxFitSteps, trainable, variable_groups
 
 # Hidden state no variable holds: extra steps would change what training draws later. Keras'
 # own layers use SeedGenerator variables (restored), not these.
@@ -51,11 +52,6 @@ class TrainDriver:
         per_call = fit_batches_per_call(model)
         return cls(model.train_function, per_call, step_variables(model), fit_distributor(model))
 
-    @classmethod
-    def jax_fit(cls, model: Any) -> TrainDriver:
-        """fit's JAX train step on a copy of fit's state: none of fit's arrays is written."""
-        return cls(JaxFitSteps(model).call, fit_batches_per_call(model))
-
     def restoring(self) -> contextlib.AbstractContextManager[None]:
         """Within, the calls train; after, every variable holds what it held before."""
         return variables_put_back(self.variables)
@@ -66,7 +62,9 @@ def fit_driver(model: Any, undriven_code: ReasonCode) -> TrainDriver | Reason:
     blocker = fit_step_blocker(model, undriven_code)
     if blocker is not None:
         return blocker
-    return TrainDriver.jax_fit(model) if on_jax(model) else TrainDriver.keras_fit(model)
+    if on_jax(model):  # the JAX step on a copy of fit's state: none of fit's arrays is written
+        return TrainDriver(JaxFitSteps(model).call, fit_batches_per_call(model))
+    return TrainDriver.keras_fit(model)
 
 
 def fit_step_blocker(model: Any, undriven_code: ReasonCode) -> Reason | None:
@@ -104,13 +102,7 @@ def fit_distributor(model: Any) -> Callable[[Any], Any]:
 
 def step_variables(model: Any) -> list[Any]:
     """Every variable a train step writes (seed-generator states among them), each once."""
-    groups = [
-        getattr(model, "trainable_variables", []),
-        getattr(model, "non_trainable_variables", []),
-        getattr(getattr(model, "optimizer", None), "variables", []) or [],
-        getattr(model, "metrics_variables", []),
-    ]
-    return each_once(variable for group in groups for variable in group)
+    return each_once(variable for group in variable_groups(model) for variable in group)
 
 
 def captured_variables(function: Any) -> list[Any]:
@@ -154,11 +146,3 @@ def stateful_random_op(train_function: Any) -> str | None:
                 with contextlib.suppress(Exception):
                     graphs.extend(graph_defs(inner))
     return stateful_random_op_in(graphs)
-
-
-def closed_over(function: Any) -> list[Any]:
-    values = []
-    for cell in getattr(function, "__closure__", None) or ():
-        with contextlib.suppress(ValueError):  # an empty cell raises
-            values.append(cell.cell_contents)
-    return values

@@ -31,17 +31,20 @@ def fit_state(model: Any) -> tuple[list[Any], ...] | Reason:
     if isinstance(live, dict) and all(live.get(key) is not None for key in STATE_KEYS):
         state = tuple(list(live[key]) for key in STATE_KEYS)
     else:
-        optimizer = getattr(model, "optimizer", None)
-        groups = (
-            model.trainable_variables,
-            model.non_trainable_variables,
-            [] if optimizer is None else optimizer.variables,
-            model.metrics_variables,
-        )
-        state = tuple([v.value for v in group] for group in groups)
+        state = tuple([v.value for v in group] for group in variable_groups(model))
     if any(value is None for group in state for value in group):
         return Reason("jax-state-purged")
     return state
+
+
+def variable_groups(model: Any) -> list[Any]:
+    """A model's variables a train step writes, in the order of fit's state (`STATE_KEYS`)."""
+    return [
+        getattr(model, "trainable_variables", []),
+        getattr(model, "non_trainable_variables", []),
+        getattr(getattr(model, "optimizer", None), "variables", []) or [],
+        getattr(model, "metrics_variables", []),
+    ]
 
 
 class JaxFitSteps:
@@ -115,11 +118,7 @@ def device_sync() -> Callable[[], None] | None:
     jax = sys.modules.get("jax")
     if jax is None or not hasattr(jax, "live_arrays"):
         return None
-
-    def sync() -> None:
-        jax.block_until_ready(jax.live_arrays())
-
-    return sync
+    return lambda: jax.block_until_ready(jax.live_arrays())
 
 
 def synced_step_s(timeline: StepTimeline, sync: Callable[[], None], clock: Clock) -> float | None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pipediag.analysis.op_time import ProfiledWindow, top_ops
+from pipediag.bench.python_chain import closed_over
 from pipediag.clock import Clock
 from pipediag.report.model_side import TopOp
 from pipediag.report.reasons import Reason
-from pipediag.training.driver import closed_over
 
 
 class Profiler(Protocol):

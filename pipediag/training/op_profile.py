@@ -68,14 +68,19 @@ class ProfilerSession:
             tf.profiler.experimental.stop()
 
     def read(self, steps: int, wall_ns: int) -> ProfiledWindow | Reason:
-        """The stopped window's op events; its folder is removed."""
+        """The stopped window's op events and the caller's time in TF; its folder is removed."""
         logdir, self.logdir = self.logdir, None
         if logdir is None:
             return Reason("profiler-not-started")
         try:
-            return read_window(logdir, steps, wall_ns, self._caller_lines)
+            planes = [_host_events(plane, self._caller_lines) for _, plane in host_planes(logdir)]
         finally:
             shutil.rmtree(logdir, ignore_errors=True)
+        if not planes:
+            return Reason("no-host-trace")
+        ops = [op for events, _ in planes for op in events]
+        in_tensorflow = sum(inside for _, inside in planes)
+        return ProfiledWindow(steps, wall_ns, min(in_tensorflow, wall_ns), ops)
 
     def discard(self) -> None:
         """Stops tracing; the folder is removed unread."""
@@ -92,18 +97,6 @@ def caller_line_names() -> frozenset[str]:
         comm = Path(f"/proc/self/task/{threading.get_native_id()}/comm")
         names.add(comm.read_text().strip())
     return frozenset(n for n in names if n)
-
-
-def read_window(
-    logdir: Path, steps: int, wall_ns: int, caller_lines: frozenset[str]
-) -> ProfiledWindow | Reason:
-    """The op events and the calling thread's time in TensorFlow, from the window's trace."""
-    planes = [_host_events(plane, caller_lines) for _space, plane in host_planes(logdir)]
-    if not planes:
-        return Reason("no-host-trace")
-    ops = [op for events, _ in planes for op in events]
-    in_tensorflow = sum(inside for _, inside in planes)
-    return ProfiledWindow(steps, wall_ns, min(in_tensorflow, wall_ns), ops)
 
 
 def host_planes(logdir: Path) -> Iterator[tuple[Any, Any]]:

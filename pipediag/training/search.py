@@ -11,10 +11,7 @@ from pipediag.bench.teardown import TearDown
 from pipediag.bench.whatif import FixPipelines
 from pipediag.clock import Clock
 from pipediag.report.reasons import Reason
-from pipediag.training.training_trial import try_at_once
-
-# Runs one trial within the seconds given: its rounds, or why none.
-TryOne = Callable[[FixPipelines, float], tuple[Rounds | None, Reason | None]]
+from pipediag.training.training_trial import Trial, try_at_once
 
 
 class Search(Protocol):
@@ -24,7 +21,7 @@ class Search(Protocol):
     def record(self, rounds: Rounds | None, reason: Reason | None = None) -> None: ...
 
 
-def run(search: Search, try_one: TryOne) -> None:
+def run(search: Search, try_one: Callable[[FixPipelines, float], Trial]) -> None:
     """Run the search's trials at once, until it ends or its time does."""
     while (due := search.next_trial()) is not None:
         search.record(*try_one(*due))
@@ -35,7 +32,7 @@ def run_at_once(
 ) -> None:
     """Run the search on fit's model or a loop's tf.function, each trial by `try_at_once`."""
 
-    def try_one(pipelines: FixPipelines, seconds: float) -> tuple[Rounds | None, Reason | None]:
+    def try_one(pipelines: FixPipelines, seconds: float) -> Trial:
         return try_at_once(
             trainer, pipelines, clock=clock, step_s=step_s, budget_s=seconds, teardown=teardown
         )
