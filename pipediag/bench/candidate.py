@@ -63,8 +63,7 @@ class Candidate:
 def check_python_repeats(
     candidate: Candidate, dataset: Any | None, stages: list[StageStats], indices: set[int]
 ) -> None:
-    """No cache over the Python stages among `indices` whose output differs when `dataset` is
-    read twice."""
+    """No cache over the Python stages among `indices` where `dataset` differs when read twice."""
     python = [stage_name(stages[i]) for i in sorted(indices) if stages[i].uses_py_function]
     if not python or dataset is None:
         return

@@ -60,8 +60,7 @@ def _edit_rank(fix: str) -> int:
 
 
 def _graph_of(dataset: Any, fixes: Sequence[FixPipelines]) -> tuple[Any, Any]:
-    """The user's GraphDef the fixes were built on: the walk's, kept by every fix the what-if
-    kept."""
+    """The user's GraphDef the fixes were built on: the walk's, which every kept fix holds."""
     for fix in fixes:
         if fix.graph is not None:
             return fix.graph, fix.element_spec or dataset.element_spec

@@ -23,8 +23,6 @@ MAX_HELD_BYTES = 256 * 2**20
 UNSIZED_ELEMENTS = 32
 # The first pass (computing the held elements, at the pipeline's own rate) may take this long.
 MAX_FILL_S = 0.5
-# A filter may reject every held element and never yield: stages before one are not held.
-_FILTER_KINDS = frozenset({"filter"})
 
 
 @dataclass(frozen=True)
@@ -36,8 +34,7 @@ class Holdable:
 
 
 def holdable_chain(walked: Sequence[Stage], nodes: dict[int, str]) -> list[Holdable]:
-    """The stages to hold, source-most first, while elements per batch are known and no filter
-    lies after the stage."""
+    """The stages to hold, source-most first: elements per batch known, no filter after them."""
     if not walked:
         return []
     factors = elements_per_output_batch(walked)
@@ -51,7 +48,8 @@ def holdable_chain(walked: Sequence[Stage], nodes: dict[int, str]) -> list[Holda
         if stats.kind not in PASS_THROUGH_KINDS and stats.index in nodes:
             spec = getattr(current.dataset, "element_spec", None)
             chain.append(Holdable(stats.index, nodes[stats.index], factor, element_bytes(spec)))
-        if stats.kind in _FILTER_KINDS or len(stats.inputs) != 1:
+        # A filter may reject every held element and never yield: stages before one are not held.
+        if stats.kind == "filter" or len(stats.inputs) != 1:
             break  # a multi-input stage is held whole; its inputs are not on one line
         current = walked[stats.inputs[0]]
     return list(reversed(chain))

@@ -224,12 +224,9 @@ class _Builder:
         graph_inputs = self._graph_inputs(node)
         if node is not None and (graph_inputs is None or len(graph_inputs) != len(inputs)):
             node, graph_inputs = None, None  # the walks disagree: trust no node below here
-        input_indices: list[int] = []
-        for position, child in enumerate(inputs):
-            index = self.visit(child, graph_inputs[position] if graph_inputs else None)
-            if index is not None:
-                input_indices.append(index)
-        added = self._add(ds, node, input_indices)
+        below = graph_inputs or [None] * len(inputs)
+        visited = [self.visit(child, graph) for child, graph in zip(inputs, below, strict=True)]
+        added = self._add(ds, node, [index for index in visited if index is not None])
         return self._matched(added, given, self.stages[added].stats.name)
 
     def root(self) -> Any | None:
@@ -329,8 +326,7 @@ def _collect_ops(roots: Iterable[str], functions: dict[str, Any]) -> tuple[set[s
                     pending.append(attr.func.name)
                 pending.extend(f.name for f in attr.list.func)
     # Dataset ops (in an interleave's function) are registered stateful: not the state meant.
-    stateful = {op for op in stateful if "Dataset" not in op}
-    return ops, stateful
+    return ops, {op for op in stateful if "Dataset" not in op}
 
 
 def _op_is_stateful(op: str) -> bool:

@@ -35,20 +35,15 @@ def on_whole_batches(func: Callable[..., Any], unpacked: bool) -> Callable[..., 
     return on_batch
 
 
-class _ThisThreadOnly(logging.Filter):
-    def __init__(self) -> None:
-        super().__init__()
-        self._thread = threading.get_ident()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.thread != self._thread
-
-
 @contextlib.contextmanager
 def quiet_tensorflow_logger() -> Iterator[None]:
     """TensorFlow's Python logger silenced on this thread only (pfor's trace); others still log."""
     logger = logging.getLogger(TF_LOGGER)
-    quiet = _ThisThreadOnly()
+    thread = threading.get_ident()
+
+    def quiet(record: logging.LogRecord) -> bool:
+        return record.thread != thread
+
     logger.addFilter(quiet)
     try:
         yield

@@ -245,8 +245,7 @@ class _Trials:
             refusal, unsafe = candidate.check(self.graph, self.teardown)
         except Exception as exc:
             refusal, unsafe = error_reason("check-failed", exc, describe_error), False
-        if unsafe:
-            candidate.unsafe = True
+        candidate.unsafe |= unsafe
         return refusal
 
     def _rounds(self, candidate: Candidate, variant: Any, share_s: float) -> Rounds:

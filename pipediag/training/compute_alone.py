@@ -31,9 +31,7 @@ WARMUP_STEPS = 3
 
 def steps_lasting(seconds: float, step_s: float, *, fewest: int, most: int) -> int:
     """The steps of `step_s` in about `seconds`, within `fewest` and `most` (no step: `most`)."""
-    if step_s <= 0:
-        return most
-    return max(fewest, min(most, math.ceil(seconds / step_s)))
+    return most if step_s <= 0 else max(fewest, min(most, math.ceil(seconds / step_s)))
 
 
 class FitStepAlone:
@@ -129,14 +127,8 @@ def _per_batch(result: ComputeAlone, per_call: int) -> ComputeAlone:
     cpu = None if result.cpu_s_per_step is None else result.cpu_s_per_step / per_call
     stats = result.step_time
     assert stats is not None
-    scaled = replace(
-        stats,
-        mean_s=stats.mean_s / per_call,
-        median_s=stats.median_s / per_call,
-        p90_s=stats.p90_s / per_call,
-        min_s=stats.min_s / per_call,
-        max_s=stats.max_s / per_call,
-    )
+    durations = ("mean_s", "median_s", "p90_s", "min_s", "max_s")
+    scaled = replace(stats, **{name: getattr(stats, name) / per_call for name in durations})
     steps = result.steps * per_call
     return replace(result, steps=steps, steps_per_s=rate, cpu_s_per_step=cpu, step_time=scaled)
 

@@ -45,9 +45,7 @@ def device_copy_trial(
 def copy_share(trial: ModelTrial) -> float | None:
     """The share of the host-fed step the copy takes (a slower device-fed step is noise)."""
     base, variant = trial.baseline_steps_per_s, trial.variant_steps_per_s
-    if not base or not variant:
-        return None
-    return max(0.0, 1.0 - base / variant)
+    return max(0.0, 1.0 - base / variant) if base and variant else None
 
 
 def no_gpu_trial() -> ModelTrial:

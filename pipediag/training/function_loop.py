@@ -65,9 +65,7 @@ def iterator_dataset(fed: Any) -> Any | None:
     if is_dataset(fed):
         return fed
     workers = getattr(fed, "_iterators", None)
-    if workers:
-        return getattr(workers[0], "_dataset", None)
-    return getattr(fed, "_dataset", None)
+    return getattr(workers[0] if workers else fed, "_dataset", None)
 
 
 def is_dataset(value: Any) -> bool:
@@ -135,9 +133,7 @@ class TrainCalls:
 
     def count(self) -> int:
         """The steps so far (reading the counter waits for the call's work to end)."""
-        if self.counter is None:
-            return self.calls_made
-        return int(self.counter.numpy())
+        return self.calls_made if self.counter is None else int(self.counter.numpy())
 
     @property
     def batches_per_call(self) -> int:

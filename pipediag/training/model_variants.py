@@ -127,11 +127,9 @@ def mixed_precision_clone(model: Any, policy: str) -> Any:
 
 def output_layers(model: Any) -> set[int]:
     """The ids of the output layers (kept float32, as the Keras mixed-precision guide advises)."""
-    found: set[int] = set()
-    for tensor in getattr(model, "outputs", None) or []:
-        history = getattr(tensor, "_keras_history", None)
-        if history is not None:
-            found.add(id(history[0]))
+    outputs = getattr(model, "outputs", None) or []
+    histories = [getattr(tensor, "_keras_history", None) for tensor in outputs]
+    found = {id(history[0]) for history in histories if history is not None}
     if not found and getattr(model, "layers", None):
         found.add(id(model.layers[-1]))
     return found

@@ -21,7 +21,7 @@ from pipediag.report.names import fix_words_at, stage_name
 from pipediag.report.prescription import PrescribedChange, Prescription, StageChange
 from pipediag.report.reasons import Reason, ReasonCode, error_reason
 from pipediag.report.stages import StageStats
-from pipediag.report.trials import FixTrial
+from pipediag.report.trials import FixTrial, TrialFacts
 from pipediag.training import stage_cost
 from pipediag.training.training_trial import TrialResults, gain_on_training, with_training
 
@@ -191,16 +191,16 @@ class PipelineSearch:
         changes = []
         for fix in self._kept:
             candidate = fix.candidate
-            facts = candidate.facts if candidate is not None else None
+            facts = candidate.facts if candidate is not None else TrialFacts()
             changes.append(
                 StageChange(
                     fix=fix.fix,  # type: ignore[arg-type]
                     stage_index=fix.stage_index,
                     semantics=candidate.semantics if candidate is not None else (),
-                    value=facts.cycle_length or facts.threads if facts is not None else None,
-                    vectorized_map=facts is not None and facts.vectorized_map,
-                    element_unpacked=facts is not None and facts.element_unpacked,
-                    cached_in_batches=facts is not None and facts.cached_in_batches,
+                    value=facts.cycle_length or facts.threads,
+                    vectorized_map=facts.vectorized_map,
+                    element_unpacked=facts.element_unpacked,
+                    cached_in_batches=facts.cached_in_batches,
                 )
             )
         return changes
