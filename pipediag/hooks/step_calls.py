@@ -9,20 +9,15 @@ import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pipediag.hooks.patching import Patches
 from pipediag.report.reasons import Reason
 from pipediag.training.function_loop import code_of, definition_site, function_name
 from pipediag.training.loop_xla import LoopStep
 
-
-class CallWatcher(Protocol):
-    """`hooks/function_loop.py`'s tracker: `call` runs the function, and may time it."""
-
-    watching: bool
-
-    def call(self, function: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any: ...
+if TYPE_CHECKING:
+    from pipediag.hooks.function_loop import FunctionLoopTracker
 
 
 # The train step is called once in at least this share of the counted steps (a first step
@@ -134,7 +129,7 @@ class FunctionCallPatch(Patches):
 
     calls: StepCalls
     bypassed: Callable[[], bool]
-    function_loop: CallWatcher | None = None
+    function_loop: FunctionLoopTracker | None = None
 
     def install(self, _module: object = None) -> None:
         if self.installed:

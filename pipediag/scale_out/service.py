@@ -152,8 +152,6 @@ class LocalService:
     def __init__(
         self, workers: int, *, clock: Clock = MONOTONIC, start_timeout_s: float = START_TIMEOUT_S
     ) -> None:
-        if workers < 1:
-            raise ValueError("a local service needs at least one worker")
         self.workers = workers
         self.address = ""
         self.startup_s: float | None = None
