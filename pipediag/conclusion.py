@@ -139,12 +139,9 @@ class Conclusion:
         first = (
             newest_steps(self._timeline, block_steps, one_epoch=self._extended) if lead else None
         )
-        # None: up to the alternation's own bound, unless the script ends first
-        # (docs/design.md, "Rates in alternation")
-        max_rounds = None
-        if steps_left is not None:
-            # the most the steps left allow; the alternation stops before it
-            max_rounds = steps_left // block_steps - 1 - (first is None)
+        # The most the steps left allow (the alternation stops before it); None: up to its own
+        # bound, unless the script ends first (docs/design.md, "Rates in alternation").
+        max_rounds = None if steps_left is None else steps_left // block_steps - 1 - (first is None)
         alternation = Alternation(
             clock=self._clock,
             origin=self.origin,
@@ -362,9 +359,7 @@ def newest_steps(
     if one_epoch and records[0].epoch != records[-1].epoch:
         return None
     durations = [r.duration_s / r.count for r in records for _ in range(r.count)][-count:]
-    if len(durations) < count:
-        return None
-    return records[0].start, durations
+    return (records[0].start, durations) if len(durations) >= count else None
 
 
 def no_compute_alone_reason(

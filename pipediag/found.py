@@ -110,8 +110,7 @@ class FoundTraining:
 
     def waits_deferred(self) -> bool:
         """Under fit with batch stamps, the steps' waits are filled in every few seconds."""
-        fit = self._fit()
-        return fit is not None and fit.stamps is not None
+        return (fit := self._fit()) is not None and fit.stamps is not None
 
     def wait_source(self, phases: dict[PhaseName, float]) -> InputWaitSource:
         """Where the steps' waits come from; under fit without stamps, filled from the trace."""

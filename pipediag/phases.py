@@ -110,8 +110,7 @@ class OnTraining:
 
     step_s: float
     trainer: Any = None
-    # The fastest rate a fix can show on training: the step alone's (None: not measured).
-    ceiling: float | None = None
+    ceiling: float | None = None  # `Diagnosis.ceiling_on_training()`
 
 
 @dataclass(frozen=True)
@@ -134,8 +133,7 @@ def measure_on(
     steps = timeline.steps[config.warmup_steps :]
     if not steps:
         return "stop"
-    first_epoch = steps[0].epoch
-    later = sum(s.count for s in steps if s.epoch > first_epoch)
+    later = sum(s.count for s in steps if s.epoch > steps[0].epoch)
     if later == 0 and _hardly_waits(steps):
         return "stop"  # epoch 1 already keeps up: a filled cache cannot change the verdict
     if later >= PHASE_EXTENSION_STEPS:

@@ -53,10 +53,7 @@ def run_script(script: Path, args: list[str], *, as_typed: str | None = None) ->
     argv0 = as_typed or str(script)
     sys.argv = [argv0, *args]
     if not (sys.flags.isolated or getattr(sys.flags, "safe_path", False)):
-        if sys.path:
-            sys.path[0] = str(script.parent)
-        else:
-            sys.path.insert(0, str(script.parent))
+        sys.path[:1] = [str(script.parent)]  # replaces sys.path[0], or adds it
     try:
         with interrupts_unwind_the_script():
             runpy.run_path(argv0, run_name="__main__")

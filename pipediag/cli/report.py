@@ -31,8 +31,7 @@ def report_command(options: argparse.Namespace, parser: argparse.ArgumentParser)
     written, failures = write_outputs(report, out)
     text = render_text(report) if options.full else answer_text(report, out, written)
     print(in_colour(report, text), end="")
-    written = [p for p in written if p.name != REPORT_JSON or options.out]
-    return said_written(written, failures)
+    return said_written([p for p in written if p.name != REPORT_JSON or options.out], failures)
 
 
 COMMAND = Command(

@@ -68,8 +68,7 @@ def _cells(row: WorkerRow) -> list[str]:
 
 def _line(cells: list[str]) -> str:
     columns = zip(cells, COLUMNS, strict=True)
-    parts = [f"{cell:{align}{width}}" for cell, (_, width, align) in columns]
-    return "  ".join(parts).rstrip()
+    return "  ".join(f"{cell:{align}{width}}" for cell, (_, width, align) in columns).rstrip()
 
 
 def _shown(value: float | None, form: str) -> str:

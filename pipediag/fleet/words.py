@@ -72,8 +72,7 @@ def straggler_text(fleet: FleetReport, straggler: Straggler) -> str:
             f"per step, its input wait is {straggler.extra_wait_s * 1e3:+.1f} ms and the rest "
             f"of its step {straggler.extra_compute_s * 1e3:+.1f} ms against the others'"
         )
-    dominant = DOMINANT.get(straggler.cause, straggler.cause)
-    sentence = "; ".join(parts) + f": {dominant}."
+    sentence = "; ".join(parts) + f": {DOMINANT.get(straggler.cause, straggler.cause)}."
     busy = _vs(row.gpu_util_pct, straggler.others_gpu_util_pct, "{:.0f}%")
     gpu = f"GPU: {busy} busy." if busy else "GPU: none sampled."
     return " ".join([sentence, _host(row, straggler), gpu])

@@ -35,13 +35,8 @@ class GradientWatch:
         self.gradients_seen += 1
         if not self.watching:
             return
-        sized = []
-        for source in _flatten(sources)[:MAX_SOURCES_SIZED]:
-            if id(source) in self._known or not _is_variable(source):
-                continue
-            size = _size(source)
-            if size is not None:
-                sized.append((size, source))
+        new = [s for s in _flatten(sources)[:MAX_SOURCES_SIZED] if id(s) not in self._known]
+        sized = [(size, s) for s in new if _is_variable(s) and (size := _size(s)) is not None]
         if not sized:
             return
         alive = [(s, v) for ref in self._variables if (v := ref()) is not None and (s := _size(v))]

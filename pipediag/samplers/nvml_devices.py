@@ -242,8 +242,7 @@ class NvmlDevices:
     def _open_gpm(self, device: NvmlDevice) -> bool:
         """Start GPM on Hopper+ (read-only sampling); False when the GPU or driver lacks it."""
         try:
-            support = self.call("nvmlGpmQueryDeviceSupport", device.handle)
-            if not support.isSupportedDevice:
+            if not self.call("nvmlGpmQueryDeviceSupport", device.handle).isSupportedDevice:
                 self.setup_notes.append(Reason("gpu-not-gpm-device", value=device.index))
                 return False
             device.gpm_samples = [self.call("nvmlGpmSampleAlloc") for _ in range(2)]
