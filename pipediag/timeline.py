@@ -52,8 +52,7 @@ _Record = tuple[float, float, float | None, int, int, float | None]
 def merge_pair(first: _Record, second: _Record) -> _Record:
     first_wait, second_wait = first[2], second[2]
     wait = None if first_wait is None or second_wait is None else first_wait + second_wait
-    busy = _busy(first) + _busy(second)
-    return (first[0], second[1], wait, first[3], first[4] + second[4], busy)
+    return (first[0], second[1], wait, first[3], first[4] + second[4], _busy(first) + _busy(second))
 
 
 def _busy(record: _Record) -> float:
