@@ -153,28 +153,20 @@ def share_fix(rule_id: RuleId, code: str, share: float | None) -> Suggestion:
     return Suggestion(id=rule_id, code=code, estimate=estimate, kind="fix")
 
 
-@dataclass(frozen=True)
-class FixProposal:
-    """A stage rule's fix before any trial judges it; `stats` None: the whole pipeline,
-    `estimated`: the pipeline speedup guessed without running anything."""
-
-    stats: StageStats | None
-    code: str
-    estimated: float | None
-
-
 def fix_suggestion(
     ctx: Context,
     rule_id: RuleId,
-    proposal: FixProposal,
+    stats: StageStats | None,
+    code: str,
+    estimated: float | None = None,
     *,
     trial: FixTrial | None,
     adds_threads: bool,
     measured_gate: bool = True,
 ) -> Suggestion:
-    """Measured on training beats on the pipeline alone (where a prefetch shows nothing and a
-    parallel map may gain yet take the step's cores), which beats estimated."""
-    stats, estimated = proposal.stats, proposal.estimated
+    """A stage rule's fix at `stats` (None: the whole pipeline). Measured on training beats on the
+    pipeline alone (where a prefetch shows nothing and a parallel map may gain yet take the step's
+    cores), which beats `estimated`: the pipeline speedup guessed without running anything."""
     verified = verified_gain(trial)
     basis = verified if verified is not None else estimated
     predicted = predict_end_to_end(ctx, basis, adds_threads=adds_threads)
@@ -218,7 +210,7 @@ def fix_suggestion(
         id=rule_id,
         stage=stage_name(stats) if stats is not None else None,
         stage_index=stats.index if stats is not None else None,
-        code=proposal.code,
+        code=code,
         gain=measured,
         estimate=next((e for e in (predicted, verified_alone, estimated) if e is not None), None),
         kind=kind,

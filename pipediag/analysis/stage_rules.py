@@ -12,7 +12,6 @@ from pipediag.analysis.advice_context import (
     SHUFFLE_MIN_BATCHES,
     SHUFFLE_MIN_ELEMENTS,
     Context,
-    FixProposal,
     fix_suggestion,
     fn_name,
     parallel_estimate,
@@ -52,13 +51,12 @@ def check_sequential_map(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     for stats in _sequential(ctx, stage_facts.runs_sequential_map):
         gain = min(ctx.cores, PY_FUNCTION_PARALLEL_GAIN) if stats.uses_py_function else ctx.cores
-        proposal = FixProposal(
-            stats=stats,
-            code=f"ds = ds.map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)",
-            estimated=parallel_estimate(ctx, stats.own_s_per_batch, gain),
-        )
+        code = f"ds = ds.map({fn_name(stats)}, num_parallel_calls=tf.data.AUTOTUNE)"
+        estimated = parallel_estimate(ctx, stats.own_s_per_batch, gain)
         trial = ctx.trial(fixes.FIX_PARALLEL_MAP, stats.index)
-        found.append(fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=True))
+        found.append(
+            fix_suggestion(ctx, rule_id, stats, code, estimated, trial=trial, adds_threads=True)
+        )
     return found
 
 
@@ -67,15 +65,14 @@ def check_sequential_interleave(ctx: Context, rule_id: RuleId) -> list[Suggestio
     for stats in _sequential(ctx, stage_facts.runs_sequential_interleave):
         trial = ctx.trial(fixes.FIX_PARALLEL_INTERLEAVE, stats.index)
         cycle = interleave_cycle(ctx, trial)
-        proposal = FixProposal(
-            stats=stats,
-            code=(
-                f"ds = ds.interleave({fn_name(stats)}, cycle_length={cycle}, "
-                "num_parallel_calls=tf.data.AUTOTUNE)"
-            ),
-            estimated=parallel_estimate(ctx, stats.own_s_per_batch, ctx.cores),
+        code = (
+            f"ds = ds.interleave({fn_name(stats)}, cycle_length={cycle}, "
+            "num_parallel_calls=tf.data.AUTOTUNE)"
         )
-        found.append(fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=True))
+        estimated = parallel_estimate(ctx, stats.own_s_per_batch, ctx.cores)
+        found.append(
+            fix_suggestion(ctx, rule_id, stats, code, estimated, trial=trial, adds_threads=True)
+        )
     return found
 
 
@@ -93,17 +90,15 @@ def check_prefetch_at_end(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     if last.kind == "prefetch":
         if not verified_to_gain(trial):
             return []
-        proposal = FixProposal(stats=last, code=_PREFETCH_LINE, estimated=None)
-        return [fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False)]
+        return [fix_suggestion(ctx, rule_id, last, _PREFETCH_LINE, trial=trial, adds_threads=False)]
     if ctx.options.inject_prefetch and ctx.options.autotune:
         return []  # tf.data appends the prefetch itself; a pipeline-alone "gain" here is noise
     # Overlap: the pipeline-alone rate stays, the step stops paying for it serially.
-    proposal = FixProposal(
-        stats=last, code=f"{_PREFETCH_LINE}  # the last transformation", estimated=1.0
+    code = f"{_PREFETCH_LINE}  # the last transformation"
+    suggestion = fix_suggestion(
+        ctx, rule_id, last, code, 1.0, trial=trial, adds_threads=False, measured_gate=False
     )
-    return [
-        fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False, measured_gate=False)
-    ]
+    return [suggestion]
 
 
 def check_vectorize(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
@@ -130,12 +125,10 @@ def check_vectorize(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
         else:
             must = f"  # {function} must accept a batch"
         code = f"ds = ds.batch({batch}).map({function}, num_parallel_calls=tf.data.AUTOTUNE)"
-        proposal = FixProposal(
-            stats=stats,
-            code=code + must,
-            estimated=parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE)),
+        estimated = parallel_estimate(ctx, own, 1 / (1 - VECTORIZE_SAVED_SHARE))
+        suggestion = fix_suggestion(
+            ctx, rule_id, stats, code + must, estimated, trial=trial, adds_threads=False
         )
-        suggestion = fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False)
         found.append(replace(suggestion, refused_as_written=refusal))
     return found
 
@@ -157,12 +150,9 @@ def check_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     where = f"right after {stage_name(stats)}, before shuffle/augment"
     if trial.facts.cached_in_batches:
         where = f"right after the batch that follows {stage_name(stats)}"
-    proposal = FixProposal(
-        stats=stats,
-        code=f"ds = ds.cache()  # {where}",
-        estimated=total / max(total - prefix_s, total * CACHE_READ_FLOOR),
-    )
-    return [fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=False)]
+    code = f"ds = ds.cache()  # {where}"
+    estimated = total / max(total - prefix_s, total * CACHE_READ_FLOOR)
+    return [fix_suggestion(ctx, rule_id, stats, code, estimated, trial=trial, adds_threads=False)]
 
 
 def _cacheable(trial: FixTrial | None) -> TypeGuard[FixTrial]:
@@ -199,12 +189,10 @@ def check_hoist_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
             or bound.speedup < stage_facts.VERIFIED_MIN_GAIN
         ):
             continue
-        proposal = FixProposal(
-            stats=stats, code="\n".join(_hoisted_lines(ctx, stats)), estimated=None
-        )
+        code = "\n".join(_hoisted_lines(ctx, stats))
         # The hold ranks the change, where a port's bound does not (it is what the stage
         # costs, not what a port gains).
-        suggestion = fix_suggestion(ctx, rule_id, proposal, trial=None, adds_threads=False)
+        suggestion = fix_suggestion(ctx, rule_id, stats, code, trial=None, adds_threads=False)
         found.append(
             replace(suggestion, gain=bound.gain, estimate=bound.speedup, fix=fixes.FIX_HOIST_CACHE)
         )
@@ -255,15 +243,11 @@ def check_py_function(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     )
     for stats in python:
         bound = stage_bound(ctx, stats)
-        proposal = FixProposal(
-            stats=stats,
-            code=(
-                f"# rewrite {fn_name(stats)} with TensorFlow ops (tf.io.decode_*, tf.image.*, "
-                "tf.strings.*) instead of tf.py_function / tf.numpy_function"
-            ),
-            estimated=None,
+        code = (
+            f"# rewrite {fn_name(stats)} with TensorFlow ops (tf.io.decode_*, tf.image.*, "
+            "tf.strings.*) instead of tf.py_function / tf.numpy_function"
         )
-        suggestion = fix_suggestion(ctx, rule_id, proposal, trial=None, adds_threads=False)
+        suggestion = fix_suggestion(ctx, rule_id, stats, code, trial=None, adds_threads=False)
         found.append(replace(suggestion, gain=bound.gain) if bound is not None else suggestion)
     return found
 
@@ -303,10 +287,6 @@ def _stage_warning(rule_id: RuleId, stats: StageStats, code: str) -> Suggestion:
 def check_autotune_off(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     if ctx.options.autotune:
         return []
-    proposal = FixProposal(
-        stats=None,
-        code="options.autotune.enabled = True  # or drop the line that turns it off",
-        estimated=None,
-    )
+    code = "options.autotune.enabled = True  # or drop the line that turns it off"
     trial = ctx.trial(fixes.FIX_AUTOTUNE, None)
-    return [fix_suggestion(ctx, rule_id, proposal, trial=trial, adds_threads=True)]
+    return [fix_suggestion(ctx, rule_id, None, code, trial=trial, adds_threads=True)]
