@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pipediag.analysis.alternation import observer_effect
 from pipediag.analysis.host_contention import other_processes_cores
 from pipediag.analysis.input_cost import (
+    DEFAULT_THRESHOLDS,
     InputCost,
     contention_evidence,
     input_cost,
-    interval_labels,
     label_of,
     not_measurable,
     phases_of,
@@ -30,20 +29,6 @@ from pipediag.report.vocabulary import (
     UncertainReason,
 )
 from pipediag.timeline import RawStep
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """XProf's bands (openxla/xprof's kHighlyInfeedBoundThresholdInPercent = 20,
-    kModeratelyInfeedBoundThresholdInPercent = 5): at 20% or more input is the first thing to
-    fix; from 5% to 20% both input and compute need work; under 5% the model limits the rate
-    (docs/design.md, "Methods it builds on")."""
-
-    highly_input_bound: float = 0.20
-    moderately_input_bound: float = 0.05
-
-
-DEFAULT_THRESHOLDS = Thresholds()
 
 # Without measured waits, training at 80% or more of P suggests the pipeline limits it.
 PIPELINE_LIMITED_SHARE = 0.8
@@ -150,9 +135,7 @@ def judge(
         stages=pipeline.stages,
         cpu=contention_evidence(host, timed, compute_alone),
     )
-    bands = DEFAULT_THRESHOLDS
-    high, moderate = bands.highly_input_bound, bands.moderately_input_bound
-    label = label_of(found.cost, high=high, moderate=moderate)
+    label = label_of(found.cost)
     others = _other_processes_cores(host, timed, compute_alone)
     cores = host.cpu_count if host is not None else None
     busy = others / cores if others is not None and cores else None
@@ -164,7 +147,7 @@ def judge(
         # and a label the cost less their share no longer holds is not given.
         low, top = interval if interval is not None else (found.cost, found.cost)
         interval = [low if low <= 0.0 else max(BUSY_LOW_FLOOR, low - busy), top]
-        if label_of(max(0.0, found.cost - busy), high=high, moderate=moderate) != label:
+        if label_of(max(0.0, found.cost - busy)) != label:
             label = "uncertain"
     because: UncertainReason = "busy-host" if label == "uncertain" else ""
     steps_to_tell = None
@@ -173,15 +156,15 @@ def judge(
         label != "uncertain"
         and measured is not None
         and not (rates.paired is not None and not_measurable(rates.paired))
-        and _too_noisy(measured, high=high, moderate=moderate)
+        and _too_noisy(measured)
     ):
         label, because = "uncertain", "too-noisy"
         steps_to_tell = _steps_to_tell(measured, train.measured_steps)
-    elif label != "uncertain" and _too_short(found, compute_alone, high=high, moderate=moderate):
+    elif label != "uncertain" and _too_short(found, compute_alone):
         label, because = "uncertain", "too-short"
     elif label in ("balanced", "input-bound") and measured is not None:
         # An interval across a band's lower edge claims only its low end's band.
-        label = label_of(measured[0], high=high, moderate=moderate)
+        label = label_of(measured[0])
     severities: dict[str, Severity] = {
         "input-bound": "highly input-bound",
         "balanced": "moderately input-bound",
@@ -203,7 +186,7 @@ def judge(
         compute_alone_source=rates.source,
         compute_alone_reason=rates.reason if rates.source == "estimated" else None,
         cost_split=found.split,
-        phases=phases_of(timed, rates.compute, high=high, moderate=moderate),
+        phases=phases_of(timed, rates.compute),
         input_cost_interval=interval,
         busy_host_cores=others if busy is not None else None,
         uncertain_because=because,
@@ -213,32 +196,27 @@ def judge(
     )
 
 
-def _too_noisy(interval: list[float] | None, *, high: float, moderate: float) -> bool:
+def _too_noisy(interval: list[float]) -> bool:
     """Wider than `LABEL_MAX_HALF_WIDTH` either side and across a band's edge. The caller
     leaves out pairs that reached zero (then the parts measured step by step label it)."""
-    if interval is None or interval[0] <= 0.0:
+    if interval[0] <= 0.0 or (interval[1] - interval[0]) / 2 <= LABEL_MAX_HALF_WIDTH:
         return False
-    if (interval[1] - interval[0]) / 2 <= LABEL_MAX_HALF_WIDTH:
-        return False
-    low_label, top_label = interval_labels(interval, high=high, moderate=moderate)
-    return low_label != top_label
+    return label_of(interval[0]) != label_of(interval[1])
 
 
-def _too_short(
-    found: InputCost, compute_alone: model.ComputeAlone | None, *, high: float, moderate: float
-) -> bool:
+def _too_short(found: InputCost, compute_alone: model.ComputeAlone | None) -> bool:
     """A cost on T timed in one piece whose band neither the parts measured step by step carry
     alone nor holds `ONE_PIECE_NOISE` lower (docs/design.md, "Too short to tell")."""
     if found.interval is not None or compute_alone is None or not compute_alone.measured:
         return False
-    label = label_of(found.cost, high=high, moderate=moderate)
+    label = label_of(found.cost)
     if label == "compute-bound":
         return False
     split = found.split
     stepwise = split.epoch_start + (split.wait + split.fetch if split.waits_timed else 0.0)
-    if label_of(stepwise, high=high, moderate=moderate) == label:
+    if label_of(stepwise) == label:
         return False
-    return label_of(max(0.0, found.cost - ONE_PIECE_NOISE), high=high, moderate=moderate) != label
+    return label_of(max(0.0, found.cost - ONE_PIECE_NOISE)) != label
 
 
 def _steps_to_tell(interval: list[float], measured_steps: int) -> int:

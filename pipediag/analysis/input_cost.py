@@ -26,6 +26,20 @@ from pipediag.report.stage_facts import SHUFFLE_KINDS
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import ComputeAloneSource, ContentionKind, CostPart, VerdictLabel
 
+
+@dataclass(frozen=True)
+class Thresholds:
+    """XProf's bands (openxla/xprof's kHighlyInfeedBoundThresholdInPercent = 20,
+    kModeratelyInfeedBoundThresholdInPercent = 5): at 20% or more input is the first thing to
+    fix; from 5% to 20% both input and compute need work; under 5% the model limits the rate
+    (docs/design.md, "Methods it builds on")."""
+
+    highly_input_bound: float = 0.20
+    moderately_input_bound: float = 0.05
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
 # P this many times A: time in next() is the pull itself, not a wait (docs/design.md, "Input cost").
 FETCH_PIPELINE_MARGIN = 5.0
 # The most a ready pull costs, where estimated from P (docs/design.md, "Rates in alternation").
@@ -279,9 +293,9 @@ def input_cost(
     wait_fraction: float,
     *,
     wait_source: str,
-    epoch_starts: Sequence[EpochStart] = (),
-    stages: Sequence[StageStats] = (),
-    cpu: ContentionEvidence | None = None,
+    epoch_starts: Sequence[EpochStart],
+    stages: Sequence[StageStats],
+    cpu: ContentionEvidence,
 ) -> InputCost:
     """The split, each epoch's start-up added, and its interval (docs/design.md, "Input cost")."""
     steps = split_cost(rates, wait_fraction, wait_source=wait_source)
@@ -289,7 +303,6 @@ def input_cost(
     share = start.share if start is not None else 0.0
     rest = 1.0 - share
     cost = with_epoch_start(steps.cost, share)
-    free = cpu.free_cores if cpu is not None else None
     waits_timed = wait_source != "unavailable"
     wait, contention, fetch = (part * rest for part in (steps.wait, steps.contention, steps.fetch))
     split = CostSplit(
@@ -298,10 +311,10 @@ def input_cost(
         fetch=fetch,
         # Waits not timed: the wait part holds waiting and contention, so neither leads.
         dominant=dominant_part(wait, contention, fetch, share) if waits_timed else None,
-        pipeline_cores_busy=cpu.pipeline_cores if cpu is not None else None,
-        free_cores=free,
+        pipeline_cores_busy=cpu.pipeline_cores,
+        free_cores=cpu.free_cores,
         pull_s=steps.pull_s,
-        contention_kind=contention_kind(steps.contention, free, stages),
+        contention_kind=contention_kind(steps.contention, cpu.free_cores, stages),
         epoch_start=share,
         epoch_start_s=start.start_s if start is not None else None,
         epoch_steps=start.steps if start is not None else None,
@@ -330,7 +343,12 @@ def cost_interval(
     return [max(min(low, cost), floor), max(high, cost)]
 
 
-def label_of(cost: float, *, high: float, moderate: float) -> VerdictLabel:
+def label_of(
+    cost: float,
+    *,
+    high: float = DEFAULT_THRESHOLDS.highly_input_bound,
+    moderate: float = DEFAULT_THRESHOLDS.moderately_input_bound,
+) -> VerdictLabel:
     if cost >= high:
         return "input-bound"
     if cost >= moderate:
@@ -338,11 +356,8 @@ def label_of(cost: float, *, high: float, moderate: float) -> VerdictLabel:
     return "compute-bound"
 
 
-def interval_labels(
-    interval: Sequence[float], *, high: float, moderate: float
-) -> tuple[VerdictLabel, VerdictLabel]:
-    low, top = interval[0], interval[-1]
-    return label_of(low, high=high, moderate=moderate), label_of(top, high=high, moderate=moderate)
+def interval_labels(interval: Sequence[float]) -> tuple[VerdictLabel, VerdictLabel]:
+    return label_of(interval[0]), label_of(interval[-1])
 
 
 class _EpochFigures(NamedTuple):
@@ -353,9 +368,7 @@ class _EpochFigures(NamedTuple):
     wait: float | None
 
 
-def phases_of(
-    steps: Sequence[StepRecord], compute_rate: float | None, *, high: float, moderate: float
-) -> list[PhaseVerdict]:
+def phases_of(steps: Sequence[StepRecord], compute_rate: float | None) -> list[PhaseVerdict]:
     """One verdict per run of epochs whose input cost is alike; empty when there is one."""
     by_epoch: dict[int, list[StepRecord]] = {}
     for step in steps:
@@ -376,7 +389,7 @@ def phases_of(
             runs[-1].append(figures)
     if len(runs) < 2:
         return []
-    return [_phase(run, high=high, moderate=moderate) for run in runs]
+    return [_phase(run) for run in runs]
 
 
 def _epoch_figures(epoch: int, group: Sequence[StepRecord], compute_rate: float) -> _EpochFigures:
@@ -389,7 +402,7 @@ def _epoch_figures(epoch: int, group: Sequence[StepRecord], compute_rate: float)
     return _EpochFigures(epoch, count, seconds, max(cost, wait or 0.0), wait)
 
 
-def _phase(run: Sequence[_EpochFigures], *, high: float, moderate: float) -> PhaseVerdict:
+def _phase(run: Sequence[_EpochFigures]) -> PhaseVerdict:
     count = sum(e.steps for e in run)
     seconds = sum(e.seconds for e in run)
     cost = sum(e.cost * e.seconds for e in run) / seconds if seconds > 0 else None
@@ -403,5 +416,5 @@ def _phase(run: Sequence[_EpochFigures], *, high: float, moderate: float) -> Pha
         steps_per_s=count / seconds if seconds > 0 else None,
         input_wait_fraction=wait,
         input_cost_fraction=cost,
-        label="unknown" if cost is None else label_of(cost, high=high, moderate=moderate),
+        label="unknown" if cost is None else label_of(cost),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, pipeline_reading_disturbed
+from pipediag.analysis.classifier import pipeline_reading_disturbed
 from pipediag.analysis.input_cost import SATURATED_FREE_CORES, interval_labels, unspread_epoch_start
 from pipediag.renderers.cost_words import (
     NOT_MEASURABLE,
@@ -192,11 +192,9 @@ def _uncertain_headline(
 
 def cost_title(verdict: Verdict) -> str:
     """ "INPUT-BOUND", or "BALANCED TO INPUT-BOUND" for an interval across a band's edge."""
-    interval, bands = verdict.input_cost_interval, DEFAULT_THRESHOLDS
+    interval = verdict.input_cost_interval
     if interval is not None:
-        low, high = interval_labels(
-            interval, high=bands.highly_input_bound, moderate=bands.moderately_input_bound
-        )
+        low, high = interval_labels(interval)
         if low != high:
             return f"{verdict_title(low)} TO {verdict_title(high)}"
     return verdict_title(verdict.label)

@@ -12,7 +12,8 @@ from typing import Literal
 
 from pipediag.analysis import paired
 from pipediag.analysis.alternation import PairedCost, block_of, paired_cost
-from pipediag.analysis.classifier import DEFAULT_THRESHOLDS, LABEL_MAX_HALF_WIDTH
+from pipediag.analysis.classifier import LABEL_MAX_HALF_WIDTH
+from pipediag.analysis.input_cost import DEFAULT_THRESHOLDS
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, Quiet
 from pipediag.report.model import ComputeAlone, RateBlock

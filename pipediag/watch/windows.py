@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipediag.analysis.classifier import DEFAULT_THRESHOLDS
 from pipediag.analysis.input_cost import label_of
 from pipediag.report.vocabulary import VerdictLabel
 from pipediag.report.watch import WatchWindow
@@ -20,8 +19,7 @@ def label_by_wait_share(share: float | None) -> VerdictLabel:
     """XProf's wording for a share of step time spent waiting for input."""
     if share is None:
         return "unknown"
-    bands = DEFAULT_THRESHOLDS
-    return label_of(share, high=bands.highly_input_bound, moderate=bands.moderately_input_bound)
+    return label_of(share)
 
 
 @dataclass
