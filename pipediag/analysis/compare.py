@@ -314,13 +314,12 @@ def _stages(base: Report, new: Report, rules: NoiseRules) -> list[StageChange]:
             judgement = MISSING
         else:
             judgement = _stage_judgement(base_s, new_s, batch_s, rules)
-        change = new_s / base_s if base_s and new_s is not None else None
         figure = FigureChange(
             name=STAGE,
             unit="s/batch",
             base=base_s,
             new=new_s,
-            change=change,
+            change=new_s / base_s if base_s and new_s is not None else None,
             ratio=True,
             judgement=judgement,
             how=noise.NO_SPREAD_HOW,

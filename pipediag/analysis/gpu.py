@@ -76,17 +76,11 @@ def _about_utilization(note: Reason) -> bool:
     return first is not None and first.code in _UTILIZATION_NOTES
 
 
-def _unavailable(reason: Reason) -> GpuAnalysis:
-    return GpuAnalysis(available=False, reason=reason)
-
-
 def _choose_source(samples: Sequence[GpuSample], busy_metric: str, th: GpuThresholds) -> BusySource:
-    if busy_metric == "sm-active":
-        return "sm-active"
-    if busy_metric == "utilization":
-        return "utilization"
     gpm = sum(s.sm_active_pct is not None for s in samples)
-    return "sm-active" if gpm >= th.min_windows else "utilization"
+    if busy_metric == "sm-active" or (busy_metric != "utilization" and gpm >= th.min_windows):
+        return "sm-active"
+    return "utilization"
 
 
 def _device_busy_mean(samples: Sequence[GpuSample]) -> float:
@@ -102,10 +96,10 @@ def analyze_gpu(
     as docs/design.md, "GPU idle causes" describes."""
     th = DEFAULT_GPU_THRESHOLDS
     if not gpu.available:
-        return _unavailable(Reason("no-gpu-sampled", because=gpu.reason))
+        return GpuAnalysis(available=False, reason=Reason("no-gpu-sampled", because=gpu.reason))
     steps = measured_steps(train)
     if not steps:
-        return _unavailable(Reason("no-timed-wait-step"))
+        return GpuAnalysis(available=False, reason=Reason("no-timed-wait-step"))
     by_device: dict[int, list[GpuSample]] = {}
     for sample in gpu.samples:
         by_device.setdefault(sample.device_index, []).append(sample)
@@ -116,7 +110,8 @@ def analyze_gpu(
     }
     if not with_readings:
         about_util = [n for n in gpu.notes if _about_utilization(n)] or gpu.notes
-        return _unavailable(Reason("no-gpu-reading", because=about_util[0] if about_util else None))
+        reason = Reason("no-gpu-reading", because=about_util[0] if about_util else None)
+        return GpuAnalysis(available=False, reason=reason)
     notes: list[Reason] = []
     device = max(with_readings, key=lambda i: (_device_busy_mean(with_readings[i]), -i))
     if len(by_device) > 1:
@@ -125,7 +120,8 @@ def analyze_gpu(
     source = _choose_source(samples, busy_metric, th)
     points = busy_points(samples, source)
     if not points:
-        return _unavailable(Reason("no-busy-reading", detail=source, value=device))
+        reason = Reason("no-busy-reading", detail=source, value=device)
+        return GpuAnalysis(available=False, reason=reason)
     fallback = gpu.interval_s if gpu.interval_s > 0 else th.untimed_window_s
     intervals = reading_intervals(points, fallback, th.max_window_s)
     intervals = merge_untimed(intervals, th.untimed_window_s)
@@ -351,10 +347,9 @@ def with_pcie(
 
 class StepIndex:
     def __init__(self, steps: Sequence[StepRecord]) -> None:
-        ordered = sorted(steps, key=lambda s: s.start_s)
-        self._starts = [s.start_s for s in ordered]
-        self._steps = ordered
-        self._max_duration = max((s.duration_s for s in ordered), default=0.0)
+        self._steps = sorted(steps, key=lambda s: s.start_s)
+        self._starts = [s.start_s for s in self._steps]
+        self._max_duration = max((s.duration_s for s in self._steps), default=0.0)
 
     def overlap(self, a: float, b: float) -> tuple[float, float]:
         """(step seconds, wait seconds) inside [a, b); a wait opens its step, as the pull of

@@ -123,11 +123,9 @@ def deterministic(stats: StageStats) -> bool:
 
 
 def cache_point(stages: Sequence[StageStats]) -> int | None:
-    """The stage after which a cache keeps the most work: the end of the deterministic prefix.
-    Of the stages that do work (maps, interleaves, filters: after batch/prefetch/take a cache
-    stores the same data, only moved) with a deterministic upstream, the one with the largest
-    upstream cost; a later one wins only by `STAGE_MIN_SHARE` more, so the cache goes right
-    after the costly work."""
+    """The stage after which a cache keeps the most work: the end of the deterministic prefix, at
+    a stage that does work (after batch/prefetch/take a cache stores the same data, only moved);
+    a later one wins only by `STAGE_MIN_SHARE` more, so the cache goes right after costly work."""
     clean: dict[int, bool] = {}
     for stats in stages:
         clean[stats.index] = deterministic(stats) and all(clean.get(i, False) for i in stats.inputs)
@@ -175,10 +173,8 @@ def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats
     """The held stage whose training speedup bounds any change at stage `index` (None: the
     options or the end), or None (docs/design.md, "The pipeline pipediag would write").
     Downstream means reading it: in a zip a later index on the other branch holds nothing of it."""
-    if index is None:
-        reach = {max((s.index for s in stages), default=0)}
-    else:
-        reach = {index} | downstream_of(stages, index)
+    last = max((s.index for s in stages), default=0)
+    reach = {last} if index is None else {index} | downstream_of(stages, index)
     held = [
         s
         for s in stages

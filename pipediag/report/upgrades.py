@@ -33,8 +33,9 @@ def upgraded(data: dict[str, Any], version: int) -> dict[str, Any]:
             data = dict(data, schema_version=target)
             upgrade(data)
     data = dict(data)  # for every version: some reports predate their schema's last change
-    for tidy in (_without_contention_finding, _without_worded_lower_bound, _blockers_as_written):
-        tidy(data)
+    _without_contention_finding(data)
+    _without_worded_lower_bound(data)
+    _upgrade_lists_in(data, "scale_out", {"blockers": _blocker_as_written})
     return data
 
 
@@ -51,13 +52,9 @@ def _without_worded_lower_bound(data: dict[str, Any]) -> None:
         ]
 
 
-def _blockers_as_written(data: dict[str, Any]) -> None:
+def _blocker_as_written(blocker: dict[str, Any]) -> dict[str, Any]:
     """A blocker's `detail` as `detail_as_written` (docs/design.md, "Rules of the house"), for
     every version: schema-9 reports written before that typing skip the upgrades."""
-    _upgrade_lists_in(data, "scale_out", {"blockers": _blocker_as_written})
-
-
-def _blocker_as_written(blocker: dict[str, Any]) -> dict[str, Any]:
     words = blocker.get("detail")
     if not isinstance(words, str):
         return blocker
