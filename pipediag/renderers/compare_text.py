@@ -99,7 +99,7 @@ def training_claim(training: FigureChange | None) -> tuple[str, str]:
         return f"{NO_COMPARISON}: no training rate in {side} (no measured steps)", ""
     rates = f"{training.base:.1f} -> {training.new:.1f} steps/s"
     span = _interval(training)
-    within = f"95% interval {span}" if span else "no spread recorded"
+    within = span if span == noise.NO_SPREAD_HOW else f"95% interval {span}"
     if training.judgement == NOISE:
         claim = f"{HEADLINES[NOISE]}: training {gain(training.change)}"
         return claim, f"{rates}, within the runs' noise ({within})"

@@ -16,7 +16,7 @@ from pipediag.analysis.compare import compare_reports
 from pipediag.analysis.noise import ALTERNATION_HOW, NoiseRules
 from pipediag.cli import main
 from pipediag.renderers.compare_png import render_comparison_png
-from pipediag.renderers.compare_text import render_comparison
+from pipediag.renderers.compare_text import render_comparison, training_claim
 from pipediag.report.io import load_report, save_report
 from pipediag.report.model import CostSplit, Gain, Report
 from pipediag.report.stages import StageStats
@@ -296,3 +296,15 @@ def test_the_epoch_start_part_is_compared_only_where_a_run_counted_one() -> None
     )
     names = [f.name for f in compare_reports(base, started).shares]
     assert names[-1] == "cost-epoch-start"
+
+
+def test_a_training_change_without_a_spread_says_so_without_an_interval() -> None:
+    # GIVEN a training rate moved between two runs, with no spread recorded for either
+    training = compare.FigureChange(
+        "training", "steps/s", 98.8, 175.5, 1.78, ratio=True, judgement=compare.FASTER
+    )
+    # WHEN it is worded
+    claim, rates = training_claim(training)
+    # THEN the figures say no spread was recorded, and no interval is claimed
+    assert claim == "FASTER: training 1.78x faster"
+    assert rates == "98.8 -> 175.5 steps/s (no spread recorded)"
