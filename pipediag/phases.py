@@ -223,8 +223,7 @@ def deep_analysis(
     cost = verdict.input_cost_fraction if verdict is not None else None
     if not config.deep and cost is not None and cost < DEEP_MIN_COST:
         skipped = dataclasses.replace(
-            pipeline,
-            deep_skipped_reason=Reason("deep-skipped", value=cost, limit=DEEP_MIN_COST),
+            pipeline, deep_skipped_reason=Reason("deep-skipped", value=cost, limit=DEEP_MIN_COST)
         )
         return DeepAnalysis(skipped)
     began = clock.now()

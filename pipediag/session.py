@@ -93,10 +93,7 @@ class DiagnosticSession:
         # A FitTracker the caller feeds (`pipediag.keras.Watch`), not the hooks.
         self.fit_tracker: FitTracker | None = None
         self.found = FoundTraining(
-            self.timeline,
-            say=self,
-            fit=self._fit_tracker,
-            forget_loop=self._forget_loop,
+            self.timeline, say=self, fit=self._fit_tracker, forget_loop=self._forget_loop
         )
         self._progress = Progress(log)
         self._notes: list[Reason] = []

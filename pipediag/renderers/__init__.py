@@ -14,18 +14,6 @@ from pipediag.renderers.text import render_text
 from pipediag.report.io import save_report, write_atomically
 from pipediag.report.model import Report
 
-__all__ = [
-    "PREVIOUS",
-    "REPORT_JSON",
-    "REPORT_PNG",
-    "REPORT_TEXT",
-    "TRACE_JSON",
-    "WRITERS",
-    "keep_previous",
-    "write_files",
-    "write_outputs",
-]
-
 PREVIOUS = "previous"  # where a run keeps the report it finds in its output folder
 REPORT_JSON = "report.json"
 REPORT_TEXT = "summary.txt"

@@ -18,11 +18,7 @@ LISTED_OPS = 5
 LISTED_SCOPES = 4
 # The bars' groups (`TimeBar.group`): op types, layers and scopes, and the host gaps together.
 HOST = "host"
-TIME_GROUP_WORDS = {
-    "op_type": "op type",
-    "scope": "layer or scope",
-    HOST: "host, outside any op",
-}
+TIME_GROUP_WORDS = {"op_type": "op type", "scope": "layer or scope", HOST: "host, outside any op"}
 TIME_LINE_LABELS = {"op_type": "  ops     ", "scope": "  layers  ", HOST: "  host    "}
 # A host gap's bar: the profile names the ops and scopes, pipediag the gaps.
 HOST_GAP_NAMES: dict[TopOpKind, str] = {
