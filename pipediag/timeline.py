@@ -70,7 +70,7 @@ class StepTimeline:
         warmup_steps: int,
         measured_steps: int | None,
         measured_seconds: float | None = None,
-        max_records: int = DEFAULT_MAX_RECORDS,
+        max_records: int | None = None,
         fixed_end: bool = False,
     ) -> None:
         self.warmup_steps = warmup_steps
@@ -81,7 +81,8 @@ class StepTimeline:
         self._time_bound = None if measured_steps is None else measured_seconds
         self._min_end = warmup_steps + min(MIN_MEASURED_STEPS, measured_steps or 0)
         self._measured_from: float | None = None
-        self.max_records = max(max_records, warmup_steps + 2)
+        cap = DEFAULT_MAX_RECORDS if max_records is None else max_records  # read at each run
+        self.max_records = max(cap, warmup_steps + 2)
         self.merges = 0
         self._steps: list[_Record] = []
         self._count = 0

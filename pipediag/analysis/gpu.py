@@ -77,10 +77,12 @@ def _about_utilization(note: Reason) -> bool:
 
 
 def _choose_source(samples: Sequence[GpuSample], busy_metric: str, th: GpuThresholds) -> BusySource:
-    gpm = sum(s.sm_active_pct is not None for s in samples)
-    if busy_metric == "sm-active" or (busy_metric != "utilization" and gpm >= th.min_windows):
+    if busy_metric == "sm-active":
         return "sm-active"
-    return "utilization"
+    if busy_metric == "utilization":
+        return "utilization"
+    gpm = sum(s.sm_active_pct is not None for s in samples)
+    return "sm-active" if gpm >= th.min_windows else "utilization"
 
 
 def _device_busy_mean(samples: Sequence[GpuSample]) -> float:

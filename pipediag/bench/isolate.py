@@ -147,11 +147,7 @@ def kept_random_states() -> Iterator[None]:
 
 @contextlib.contextmanager
 def preserved_variables(
-    dataset: Any,
-    teardown: TearDown | None = None,
-    *,
-    copies: bool = True,
-    graph_def: Any = None,
+    dataset: Any, teardown: TearDown | None = None, *, copies: bool = True, graph_def: Any = None
 ) -> Iterator[None]:
     """Put back the captured variables (a `tf.random.Generator`) a read shares, after `teardown`'s
     iterators; `copies`: only those a copy still shares, as `graph_def` (None: `dataset`

@@ -67,7 +67,7 @@ def time_iterator(
         return BatchTiming(None, [], 0.0, exhausted=True)
     first_s = clock.now() - start
     cpu_from = time.process_time()
-    ends = [clock.now()]
+    ends = [clock.now()]  # one more than the batches timed
     deadline = start + max_seconds
     exhausted = False
     while len(ends) <= max_batches and ends[-1] < deadline:

@@ -28,14 +28,14 @@ CONTENTION_KIND_WORDS = {
 }
 
 
-def not_measurable(interval: list[float] | None) -> TypeGuard[list[float]]:
+def interval_not_measurable(interval: list[float] | None) -> TypeGuard[list[float]]:
     """The interval reaches zero: all that can be said is how large the cost could be."""
     return interval is not None and interval[0] <= 0.0
 
 
 def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
     """ "44% of training time (90% interval 40-48%)", or "not measurable above noise (...)"."""
-    if not_measurable(interval):
+    if interval_not_measurable(interval):
         return f"{NOT_MEASURABLE} ({cost_figure(cost, interval)} of training time)"
     shown = shown_interval(interval)
     text = f"{percent(cost)} of training time"
@@ -44,7 +44,7 @@ def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
 
 def bar_title(cost: float, interval: list[float] | None) -> str:
     """Short enough for a narrow panel: "Input cost: 44% (40-48%)"."""
-    if not_measurable(interval):
+    if interval_not_measurable(interval):
         return f"Input cost: not measurable ({cost_figure(cost, interval)})"
     if shown_interval(interval) is None:
         return f"Input cost: {percent(cost)} of training time"
@@ -65,7 +65,7 @@ def free_input_text(report: Report) -> str:
     """ "1.8x faster if input were free", "at least 1.8x ..." where the cost is a lower bound
     (`lower_bound_evidence`); "" when unknown or not measurable."""
     free = speedup_if_input_free(report)
-    if not free or not_measurable(report.verdict.input_cost_interval):
+    if not free or interval_not_measurable(report.verdict.input_cost_interval):
         return ""
     at_least = "at least " if _held_beyond(report) is not None else ""
     return f"{at_least}{speedup(free)} faster if input were free"
@@ -184,7 +184,7 @@ def input_cost_figure(verdict: Verdict) -> str:
 
 def cost_figure(cost: float, interval: list[float] | None) -> str:
     """ "44%", "44% (40-48%)", or "at most 3%" where not measurable."""
-    if not_measurable(interval):
+    if interval_not_measurable(interval):
         return f"at most {percent(interval[1])}"
     shown = shown_interval(interval)
     return percent(cost) if shown is None else f"{percent(cost)} ({percent_range(*shown)})"

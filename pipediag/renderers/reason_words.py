@@ -22,8 +22,8 @@ _PULLS_INSIDE = (
     "each call is timed and its time spread over its steps; input waits inside it are not measured"
 )
 _MIXED = "(mixing them would count steps twice)"
-_ON_GPU = " unavailable on GPU {value:.0f}: {detail}"
-_NO_GPM = "GPU {value:.0f}: SM activity/occupancy (GPM) unavailable: "
+_UNAVAILABLE_ON_GPU = " unavailable on GPU {value:.0f}: {detail}"
+_GPM_UNAVAILABLE = "GPU {value:.0f}: SM activity/occupancy (GPM) unavailable: "
 _UNDRIVEN = (
     "is not run on Keras's {detail} backend: pipediag drives the train step of the TensorFlow "
     "and JAX backends only"
@@ -483,14 +483,14 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "sampler-thread-died": "sampler thread died: {detail}",
     "gpm-free-failed": "GPM sample free failed: {detail}",
     "nvml-shutdown-failed": "nvmlShutdown failed: {detail}",
-    "gpu-memory-unavailable": "memory readings" + _ON_GPU,
-    "gpu-power-unavailable": "power readings" + _ON_GPU,
-    "gpu-clock-unavailable": "SM clock readings" + _ON_GPU,
-    "gpu-pcie-rx-unavailable": "PCIe RX readings" + _ON_GPU,
-    "gpu-pcie-tx-unavailable": "PCIe TX readings" + _ON_GPU,
-    "gpu-util-samples-unavailable": "driver utilization samples" + _ON_GPU,
-    "gpu-util-unavailable": "GPU utilization" + _ON_GPU,
-    "gpu-gpm-unavailable": "SM activity/occupancy (GPM) readings" + _ON_GPU,
+    "gpu-memory-unavailable": "memory readings" + _UNAVAILABLE_ON_GPU,
+    "gpu-power-unavailable": "power readings" + _UNAVAILABLE_ON_GPU,
+    "gpu-clock-unavailable": "SM clock readings" + _UNAVAILABLE_ON_GPU,
+    "gpu-pcie-rx-unavailable": "PCIe RX readings" + _UNAVAILABLE_ON_GPU,
+    "gpu-pcie-tx-unavailable": "PCIe TX readings" + _UNAVAILABLE_ON_GPU,
+    "gpu-util-samples-unavailable": "driver utilization samples" + _UNAVAILABLE_ON_GPU,
+    "gpu-util-unavailable": "GPU utilization" + _UNAVAILABLE_ON_GPU,
+    "gpu-gpm-unavailable": "SM activity/occupancy (GPM) readings" + _UNAVAILABLE_ON_GPU,
     "driver-version-unavailable": "driver version unavailable: {detail}",
     "gpu-skipped": "GPU {value:.0f} skipped: {detail}",
     "cuda-entry-unmatched": (
@@ -511,8 +511,8 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
         "GPU {value:.0f}: driver utilization samples unavailable ({detail}); using "
         "nvmlDeviceGetUtilizationRates"
     ),
-    "gpu-gpm-setup-failed": _NO_GPM + "{detail}",
-    "gpu-not-gpm-device": _NO_GPM + "not a GPM device (needs Hopper or newer)",
+    "gpu-gpm-setup-failed": _GPM_UNAVAILABLE + "{detail}",
+    "gpu-not-gpm-device": _GPM_UNAVAILABLE + "not a GPM device (needs Hopper or newer)",
     "no-util-reading-on-gpu": "no GPU utilization reading succeeded on GPU {value:.0f}",
     "busiest-gpu-analysed": (
         "GPU {value:.0f} analysed, the busiest of the {limit:.0f} GPUs sampled; data-parallel "

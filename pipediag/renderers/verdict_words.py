@@ -12,7 +12,7 @@ from pipediag.renderers.cost_words import (
     WAITS_NOT_TIMED,
     epoch_start_evidence,
     input_cost_figure,
-    not_measurable,
+    interval_not_measurable,
 )
 from pipediag.renderers.no_verdict_words import no_verdict_text
 from pipediag.renderers.numbers import percent, percent_range, rate_text, shown_interval, speedup
@@ -103,7 +103,7 @@ def cost_headline(verdict: Verdict, pipeline_batches_per_s: float | None) -> Hea
 
 def _cost_details(verdict: Verdict, pipeline_batches_per_s: float | None) -> list[str]:
     """What the headline does not say itself (the cost's parts and the rates have rows)."""
-    if not_measurable(verdict.input_cost_interval):
+    if interval_not_measurable(verdict.input_cost_interval):
         details = [
             "Training ran as fast as the train step alone within the 90% interval of "
             f"{_pairs_text(verdict.alternation_pairs)}."
@@ -201,7 +201,7 @@ def cost_title(verdict: Verdict) -> str:
 
 
 def cost_claim(verdict: Verdict) -> str:
-    if not_measurable(verdict.input_cost_interval):
+    if interval_not_measurable(verdict.input_cost_interval):
         return f"input cost {NOT_MEASURABLE} ({input_cost_figure(verdict)})"
     shown = shown_interval(verdict.input_cost_interval)
     text = _costs(verdict.input_cost_fraction or 0.0)

@@ -282,9 +282,7 @@ class PipelineSearch:
         freed = at_ceiling(stage_cost.freed_from(rounds), ceiling)
         gain = gain_on_training(freed, rounds, at_step_alone=ceiling is not None)
         return Prescription(
-            tried=list(self.outcome.tried),
-            reason=reason if freed is None else None,
-            **asdict(gain),
+            tried=list(self.outcome.tried), reason=reason if freed is None else None, **asdict(gain)
         )
 
 

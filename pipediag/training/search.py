@@ -22,7 +22,7 @@ class Search(Protocol):
 
 
 def run(search: Search, try_one: Callable[[FixPipelines, float], Trial]) -> None:
-    """Run the search's trials at once, until it ends or its time does."""
+    """Each trial by `try_one(pipelines, seconds)`, at once, until the search or its time ends."""
     while (due := search.next_trial()) is not None:
         search.record(*try_one(*due))
 

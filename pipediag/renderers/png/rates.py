@@ -99,7 +99,7 @@ def _draw_stages(axes: Axes, report: Report, stages: list[StageStats]) -> None:
         axes.legend(loc="upper left", bbox_to_anchor=(0.0, -0.08), **LEGEND, borderaxespad=0.0)
     axes.set_xlim(0, max([*values, *step_ms, 1e-3]) * 1.6)
     # Beside a column of gains if free there is no room for the word: the column names it.
-    column = max(len(if_free_text(s)) for s in stages)
+    column = max(len(if_free_text(s)) for s in stages)  # characters; 0: no gains if free
     labels = [f" {_ms_text(ms)}{'' if column else m}" for ms, m in zip(values, marks, strict=True)]
     _room_for_if_free(axes, column, values, labels)
     for y, ms, label, m in zip(positions, values, labels, marks, strict=True):
