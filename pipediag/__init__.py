@@ -1,7 +1,6 @@
 """pipediag: find out why TensorFlow training is slow, input pipeline or model.
 
-`import pipediag` never imports TensorFlow; only the parts that hook into it do, lazily.
-"""
+`import pipediag` never imports TensorFlow; only the parts that hook into it do, lazily."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Which task of a multi-worker job this process is, from `TF_CONFIG`
 (`{"cluster": {...}, "task": {"type": "worker", "index": 0}}`): its report goes to
-`<out>/<type>-<index>/` (docs/design.md, "Multi-worker jobs").
-"""
+`<out>/<type>-<index>/` (docs/design.md, "Multi-worker jobs")."""
 
 from __future__ import annotations
 

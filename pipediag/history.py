@@ -1,6 +1,5 @@
 """`pipediag run --history FILE`: a run's key figures (those the comparison uses), appended as
-one line, with the script folder's git commit where there is one.
-"""
+one line, with the script folder's git commit where there is one."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 A KeyboardInterrupt raised inside a finalizer (`__del__`, a weakref callback, often
 TensorFlow's executor or iterator clean-up) is printed as "Exception ignored" and lost, and a
-job scheduler sends it only once: so one a finalizer dropped is raised again, outside it.
-"""
+job scheduler sends it only once: so one a finalizer dropped is raised again, outside it."""
 
 from __future__ import annotations
 

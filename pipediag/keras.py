@@ -4,8 +4,7 @@
     model.fit(watch.dataset(train_ds), epochs=50, callbacks=[tensorboard, watch])
 
 `watch.dataset` adds the batch stamps, without which no callback sees the input wait. Imports
-Keras: loaded only when used (docs/design.md, "Watching a long run").
-"""
+Keras: loaded only when used (docs/design.md, "Watching a long run")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The framework-neutral API: diagnose any training loop (PyTorch, JAX, plain Python), its
 steps marked by the caller. The step budget stops recording without ending the program.
-Imports no TensorFlow, pynvml or framework (docs/design.md, "Loops pipediag cannot hook").
-"""
+Imports no TensorFlow, pynvml or framework (docs/design.md, "Loops pipediag cannot hook")."""
 
 from __future__ import annotations
 

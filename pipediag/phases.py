@@ -1,7 +1,6 @@
 """The phases of one diagnosis around the measured steps, as functions: data in, data out
 (docs/design.md, "The flow of one diagnosis"). The session decides when each runs; a phase
-reads only its arguments and reports through `Narration`.
-"""
+reads only its arguments and reports through `Narration`."""
 
 from __future__ import annotations
 

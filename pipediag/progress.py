@@ -1,7 +1,6 @@
 """pipediag's progress lines: on a terminal, each phase is one line a daemon thread redraws
 with its remaining budget; elsewhere (CI logs, files), every phase and message is one plain
-line, with its budget.
-"""
+line, with its budget."""
 
 from __future__ import annotations
 

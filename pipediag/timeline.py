@@ -1,8 +1,7 @@
 """The step timeline as it is recorded: raw step marks, the warm-up, and the step budget.
 
 Framework-neutral. Past `max_records` the older half of the measured steps is merged in pairs:
-memory stays bounded, a long run keeps a whole-run picture, and totals stay exact.
-"""
+memory stays bounded, a long run keeps a whole-run picture, and totals stay exact."""
 
 from __future__ import annotations
 

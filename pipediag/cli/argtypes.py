@@ -2,8 +2,7 @@
 the checks of `pipediag.keras.Watch`'s keyword arguments (same rules, a `ValueError` naming
 the argument). It imports no other part of the command line, so `keras.py` can share it.
 
-May import: `errors`, `scale_out` (the tf.data service address, inside a function).
-"""
+May import: `errors`, `scale_out` (the tf.data service address, inside a function)."""
 
 from __future__ import annotations
 

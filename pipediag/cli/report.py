@@ -21,7 +21,8 @@ def add_arguments(report: argparse.ArgumentParser) -> None:
 
 
 def report_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from pipediag.renderers import REPORT_JSON, write_outputs
+    from pipediag.renderers import write_outputs
+    from pipediag.renderers.files import REPORT_JSON
     from pipediag.renderers.text import render_text
     from pipediag.report.io import load_report
 

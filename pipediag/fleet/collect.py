@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipediag.errors import ReportError
-from pipediag.renderers import REPORT_JSON
+from pipediag.renderers.files import REPORT_JSON
 from pipediag.report.io import load_report
 from pipediag.report.model import Report
 

@@ -1,7 +1,6 @@
 """Hooks into TensorFlow and Keras, installed when the user's script imports them; `uninstall()`
 restores every patched attribute exactly. May import: `training`, `bench`, `analysis`, `report`,
-`timeline`, `config`, `clock`; the session only through `HookHost` (`host.py`).
-"""
+`timeline`, `config`, `clock`; the session only through `HookHost` (`host.py`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Input waits under Keras `fit` without the profiler: `enumerate()` and a stamping map
 appended to the dataset record when batch k left the user's pipeline; step k waited
-`max(0, stamp_k - step_start_k)` (docs/design.md, "Batch stamps").
-"""
+`max(0, stamp_k - step_start_k)` (docs/design.md, "Batch stamps")."""
 
 from __future__ import annotations
 

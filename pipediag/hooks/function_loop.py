@@ -1,7 +1,6 @@
 """Loops that pull inside a `tf.function`: the script's own functions' eager calls come here
 (from `hooks/step_calls.py`) until one given (or closing over) its data moves its optimizer's
-step counter; its calls are then timed (docs/design.md, "Loops that pull inside a tf.function").
-"""
+step counter; its calls are then timed (docs/design.md, "Loops that pull inside a tf.function")."""
 
 from __future__ import annotations
 

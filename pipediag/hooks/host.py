@@ -1,6 +1,5 @@
 """What the hooks need of the diagnosis they feed: a Protocol (`session.DiagnosticSession`
-implements it), so a hook can be read, and tested with a stand-in, without the session.
-"""
+implements it), so a hook can be read, and tested with a stand-in, without the session."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Who started a pass over a dataset (a Keras call, or the script's own loop) and at which
-line: read once per iterator from the call stack (docs/design.md, "Finding the training").
-"""
+line: read once per iterator from the call stack (docs/design.md, "Finding the training")."""
 
 from __future__ import annotations
 

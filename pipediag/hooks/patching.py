@@ -1,6 +1,5 @@
 """The attributes a hook replaced on TensorFlow's and Keras's classes, undone exactly: the
-class gets back what its own namespace held, or loses the wrapper where it inherited it.
-"""
+class gets back what its own namespace held, or loses the wrapper where it inherited it."""
 
 from __future__ import annotations
 

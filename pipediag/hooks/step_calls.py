@@ -1,7 +1,6 @@
 """A custom loop's own train step: one wrapper around `Function.__call__` counts, during the
 measured steps, the functions called eagerly between two pulls, and redirects an instance's
-calls to its XLA twin during a trial (docs/design.md, "When the model sets the rate").
-"""
+calls to its XLA twin during a trial (docs/design.md, "When the model sets the rate")."""
 
 from __future__ import annotations
 
@@ -9,15 +8,20 @@ import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pipediag.hooks.patching import Patches
 from pipediag.report.reasons import Reason
 from pipediag.training.function_loop import code_of, definition_site, function_name
 from pipediag.training.loop_xla import LoopStep
 
-if TYPE_CHECKING:
-    from pipediag.hooks.function_loop import FunctionLoopTracker
+
+class CallWatcher(Protocol):
+    """`hooks/function_loop.py`'s tracker: `call` runs the function, and may time it."""
+
+    watching: bool
+
+    def call(self, function: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any: ...
 
 
 # The train step is called once in at least this share of the counted steps (a first step
@@ -129,7 +133,7 @@ class FunctionCallPatch(Patches):
 
     calls: StepCalls
     bypassed: Callable[[], bool]
-    function_loop: FunctionLoopTracker | None = None
+    function_loop: CallWatcher | None = None
 
     def install(self, _module: object = None) -> None:
         if self.installed:

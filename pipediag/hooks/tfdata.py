@@ -1,7 +1,6 @@
 """Custom training loops: every pull ends in `OwnedIterator._next_internal`, whose time is the
 step's input wait; each iterator's pass is judged once, at its first pull (docs/design.md,
-"Finding the training").
-"""
+"Finding the training")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Whether a train step ran between two pulls: `tf.GradientTape.gradient` is wrapped to learn
 which variables the script takes gradients for, and a few of the smallest are compared from
-one pull to the next (docs/design.md, "Finding the training").
-"""
+one pull to the next (docs/design.md, "Finding the training")."""
 
 from __future__ import annotations
 

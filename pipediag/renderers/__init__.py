@@ -10,15 +10,10 @@ from functools import partial
 from pathlib import Path
 
 from pipediag.renderers.chrome_trace import render_trace
+from pipediag.renderers.files import PREVIOUS, REPORT_JSON, REPORT_PNG, REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.text import render_text
 from pipediag.report.io import save_report, write_atomically
 from pipediag.report.model import Report
-
-PREVIOUS = "previous"  # where a run keeps the report it finds in its output folder
-REPORT_JSON = "report.json"
-REPORT_TEXT = "summary.txt"
-REPORT_PNG = "report.png"
-TRACE_JSON = "trace.json"
 
 
 def _write_text(report: Report, path: Path) -> Path:

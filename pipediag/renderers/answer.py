@@ -7,9 +7,9 @@ import textwrap
 from dataclasses import dataclass, field
 
 from pipediag.analysis.cost_rules import SATURATED_RULE
-from pipediag.renderers import REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.advice_words import title_of
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
+from pipediag.renderers.files import REPORT_TEXT, TRACE_JSON
 from pipediag.renderers.hardware_words import process_cpu_text
 from pipediag.renderers.model_words import change_name, gain_text, model_side_of, ranked
 from pipediag.renderers.numbers import gain

@@ -1,7 +1,6 @@
 """Background samplers: host CPU/memory (psutil) and GPU activity (NVML). Imports neither
 TensorFlow nor pynvml (pynvml only inside `start()`), so the core runs, and is tested, without
-either. May import: `report`, `clock`, `config`, `errors`.
-"""
+either. May import: `report`, `clock`, `config`, `errors`."""
 
 from __future__ import annotations
 

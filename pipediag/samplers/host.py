@@ -1,7 +1,6 @@
 """Host CPU and memory over the run, from psutil on a background thread. Percentages come from
 `psutil.cpu_times()` deltas, not `psutil.cpu_percent()`, whose module-global state our thread
-would corrupt for a script that calls it too.
-"""
+would corrupt for a script that calls it too."""
 
 from __future__ import annotations
 

@@ -3,5 +3,4 @@
 `analysis.py` is pure; `check.py` measures. Model: `report/scale_out.py`; words:
 `renderers/scale_out.py`. Method: (docs/design.md, "tf.data service").
 
-May import: `bench`, `training`, `analysis`, `report`, `clock`, `config`, `errors`.
-"""
+May import: `bench`, `training`, `analysis`, `report`, `clock`, `config`, `errors`."""

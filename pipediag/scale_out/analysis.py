@@ -1,6 +1,5 @@
 """Scale-out, the pure part: what keeps a pipeline from tf.data service, where `distribute`
-goes, what moving it buys, and when the summary shows it (docs/design.md, "tf.data service").
-"""
+goes, what moving it buys, and when the summary shows it (docs/design.md, "tf.data service")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Scale-out, the measured part, after the verdict: the static check and, only when asked,
-reads of a copy of the movable part through a real service (docs/design.md, "tf.data service").
-"""
+reads of a copy of the movable part through a real service (docs/design.md, "tf.data service")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Local files a tf.data pipeline names, found in its graph's string constants: what workers
-on other machines could not read (docs/design.md, "tf.data service").
-"""
+on other machines could not read (docs/design.md, "tf.data service")."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@
     python -m pipediag.scale_out.server worker DISPATCHER_HOST:PORT
 
 It says `READY <role>` once it listens, and serves until its standard input closes
-(docs/design.md, "tf.data service").
-"""
+(docs/design.md, "tf.data service")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """tf.data service for the what-if copy: local servers, a dispatcher probe and reads with a
-deadline; TensorFlow imported inside the functions only (docs/design.md, "tf.data service").
-"""
+deadline; TensorFlow imported inside the functions only (docs/design.md, "tf.data service")."""
 
 from __future__ import annotations
 
