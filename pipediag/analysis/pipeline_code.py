@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from pipediag.report.fixes import CodeEdit, fix_facts
 from pipediag.report.prescription import CodeLine, StageChange
-from pipediag.report.stage_facts import MAP_KINDS
+from pipediag.report.stage_facts import BATCHING_KINDS, MAP_KINDS, SHUFFLE_KINDS, downstream_of
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings, StageStats
 
 AUTOTUNE_TEXT = "tf.data.AUTOTUNE"
@@ -21,6 +21,16 @@ _SOURCE_CALLS = {
     "TFRecordDatasetV2": "tf.data.TFRecordDataset(...)",
     "TextLineDataset": "tf.data.TextLineDataset(...)",
 }
+# Keras's dataset utilities: each takes `shuffle=` and `batch_size=`, and asked for neither
+# yields its elements in order, unbatched, for the script to cache, shuffle and batch.
+KERAS_DATASET_UTILITIES = frozenset(
+    {
+        "timeseries_dataset_from_array",
+        "image_dataset_from_directory",
+        "text_dataset_from_directory",
+        "audio_dataset_from_directory",
+    }
+)
 
 
 def rewritten_chain(stages: Sequence[StageStats], changes: Sequence[StageChange]) -> list[CodeLine]:
@@ -32,9 +42,86 @@ def rewritten_chain(stages: Sequence[StageStats], changes: Sequence[StageChange]
     for change in changes:
         if change.stage_index is not None:
             by_stage.setdefault(change.stage_index, []).append(change)
-    lines = _branch(stages, stages[-1], "ds", by_stage, seen=set())
+    stages, written = _library_calls(stages, by_stage)
+    lines = _branch(stages, stages[-1], "ds", by_stage, written, seen=set())
     lines.extend(_end_lines(_main_chain(stages), changes))
     return lines
+
+
+def library_cache_lines(
+    stages: Sequence[StageStats], index: int, elements: int | None
+) -> list[str] | None:
+    """How the script caches after stage `index`, inside the Keras utility that made it and
+    before that utility's shuffle or batch: the call asked for its elements in order, then a
+    cache, a shuffle of them all anew each epoch, the batch (docs/design.md, "Every applicable
+    rewrite"). None where the stage is no such utility's."""
+    stats = stages[index]
+    inside = _inside_call(stages, index)
+    shuffled = any(s.kind in SHUFFLE_KINDS for s in inside)
+    batch = next((s for s in inside if s.kind in BATCHING_KINDS), None)
+    if stats.made_by not in KERAS_DATASET_UTILITIES or not (shuffled or batch):
+        return None
+    asked = [arg for arg, on in (("shuffle=False", shuffled), ("batch_size=None", batch)) if on]
+    then = "ds = ds.cache()"
+    if shuffled:
+        then += f".shuffle({elements})" if elements else ".shuffle(buffer_size)  # every element"
+    if batch is not None and batch.settings.batch_size:
+        then += f".batch({batch.settings.batch_size})"
+    return [f"ds = tf.keras.utils.{stats.made_by}(..., {', '.join(asked)})", then]
+
+
+def _inside_call(stages: Sequence[StageStats], index: int) -> list[StageStats]:
+    """The stages the library call that made stage `index` adds after it."""
+    made = stages[index]
+    if made.made_by is None:
+        return []
+    return [
+        stages[i]
+        for i in sorted(downstream_of(stages, index))
+        if (stages[i].made_by, stages[i].created_at) == (made.made_by, made.created_at)
+    ]
+
+
+def _library_calls(
+    stages: Sequence[StageStats], by_stage: dict[int, list[StageChange]]
+) -> tuple[list[StageStats], dict[int, list[CodeLine]]]:
+    """Each Keras call's stages written as the script's one call: its output stage becomes a
+    source with the call's lines; kept as tf.data where a change other than a cache it can
+    take lies inside (docs/design.md, "The pipeline pipediag would write")."""
+    collapsed = list(stages)
+    written: dict[int, list[CodeLine]] = {}
+    calls: dict[tuple[str, str | None], list[StageStats]] = {}
+    for stats in stages:
+        if stats.made_by is not None:
+            calls.setdefault((stats.made_by, stats.created_at), []).append(stats)
+    for (made_by, site), members in calls.items():
+        indices = {s.index for s in members}
+        outputs = [s for s in members if not any(s.index in m.inputs for m in members)]
+        changed = [c for i in sorted(indices) for c in by_stage.get(i, [])]
+        if len(outputs) != 1:
+            continue
+        call = f"tf.keras.utils.{made_by}" if made_by in KERAS_DATASET_UTILITIES else made_by
+        lines = [CodeLine(f"ds = {call}(...)", site)]
+        if changed:
+            caches = [c for c in changed if fix_facts(c.fix).code == "cache"]
+            recipe = (
+                library_cache_lines(stages, caches[0].stage_index, caches[0].value)
+                if len(caches) == len(changed) == 1 and caches[0].stage_index is not None
+                else None
+            )
+            if recipe is None:
+                continue
+            cache = caches[0]
+            lines = [
+                CodeLine(recipe[0], site),
+                CodeLine(recipe[1], site, cache.fix, list(cache.semantics)),
+            ]
+        output = outputs[0]
+        collapsed[output.index] = dataclasses.replace(output, kind="source", inputs=[])
+        written[output.index] = lines
+        for index in indices:
+            by_stage.pop(index, None)
+    return collapsed, written
 
 
 def _branch(
@@ -42,6 +129,7 @@ def _branch(
     output: StageStats,
     name: str,
     by_stage: dict[int, list[StageChange]],
+    written: dict[int, list[CodeLine]],
     *,
     seen: set[int],
 ) -> list[CodeLine]:
@@ -56,9 +144,9 @@ def _branch(
     inputs = [i for i in head.inputs if i not in seen and 0 <= i < len(stages)]
     branches = [f"{name}{position}" for position in range(len(inputs))]
     for branch, index in zip(branches, inputs, strict=True):
-        lines += _branch(stages, stages[index], branch, by_stage, seen=seen)
-    written = _linear(chain, by_stage, _joined(head, branches) if len(branches) > 1 else None)
-    return lines + [_named(line, name) for line in written]
+        lines += _branch(stages, stages[index], branch, by_stage, written, seen=seen)
+    joined = _joined(head, branches) if len(branches) > 1 else None
+    return lines + [_named(line, name) for line in _linear(chain, by_stage, written, joined)]
 
 
 def _joined(stats: StageStats, branches: list[str]) -> str:
@@ -79,12 +167,19 @@ def _named(line: CodeLine, name: str) -> CodeLine:
 
 
 def _linear(
-    chain: Sequence[StageStats], by_stage: dict[int, list[StageChange]], head: str | None
+    chain: Sequence[StageStats],
+    by_stage: dict[int, list[StageChange]],
+    written: dict[int, list[CodeLine]],
+    head: str | None,
 ) -> list[CodeLine]:
-    """`head`: the first stage's line, where it reads several datasets."""
+    """`head`: the first stage's line, where it reads several datasets; `written`: a library
+    call's lines, in its output stage's place."""
     lines: list[CodeLine] = []
     deferred: list[CodeLine] = []  # a vectorised map waits for its batch
     for position, stats in enumerate(chain):
+        if stats.index in written:
+            lines.extend(written[stats.index])
+            continue
         own = _by_code(by_stage.get(stats.index, []))
         if position == 0 and head is not None:
             lines.append(CodeLine(head, stats.created_at))

@@ -18,7 +18,11 @@ from pipediag.analysis.advice_context import (
     verified_to_gain,
     worth_fixing,
 )
-from pipediag.analysis.pipeline_code import rewritten_chain, vectorized_map_lambda
+from pipediag.analysis.pipeline_code import (
+    library_cache_lines,
+    rewritten_chain,
+    vectorized_map_lambda,
+)
 from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.report import fixes, stage_facts
 from pipediag.report.model import Suggestion
@@ -147,12 +151,30 @@ def check_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     total = ctx.time_per_batch_s
     if share is None or total is None or share < CACHE_MIN_SHARE:
         return []
+    code = _cache_code(ctx.stages, stats, trial)
+    estimated = total / max(total - prefix_s, total * CACHE_READ_FLOOR)
+    return [fix_suggestion(ctx, rule_id, stats, code, estimated, trial=trial, adds_threads=False)]
+
+
+def _cache_code(stages: list[StageStats], stats: StageStats, trial: FixTrial) -> str:
+    """The cache's line, or, where the point lies inside a Keras call the script made, how the
+    script gets that call's elements before its shuffle and batch."""
+    site = f"your call at {stats.created_at}" if stats.created_at else "your call"
+    recipe = library_cache_lines(stages, stats.index, trial.facts.elements)
+    if recipe is not None:
+        call, then = recipe
+        return f"{call}  # {site}, its elements in order\n{then}  # shuffled anew each epoch"
+    if stats.made_by is not None and any(
+        stages[i].made_by == stats.made_by for i in stage_facts.downstream_of(stages, stats.index)
+    ):
+        return (
+            f"ds = ds.cache()  # inside {stats.made_by} ({site}), right after "
+            f"{stage_name(stats)}, before its shuffle and batch: write that part of it yourself"
+        )
     where = f"right after {stage_name(stats)}, before shuffle/augment"
     if trial.facts.cached_in_batches:
         where = f"right after the batch that follows {stage_name(stats)}"
-    code = f"ds = ds.cache()  # {where}"
-    estimated = total / max(total - prefix_s, total * CACHE_READ_FLOOR)
-    return [fix_suggestion(ctx, rule_id, stats, code, estimated, trial=trial, adds_threads=False)]
+    return f"ds = ds.cache()  # {where}"
 
 
 def _cacheable(trial: FixTrial | None) -> TypeGuard[FixTrial]:

@@ -28,7 +28,8 @@ class StageChange:
     fix: FixName
     stage_index: int | None = None
     semantics: tuple[SemanticsChange, ...] = ()
-    value: int | None = None  # cycle_length for an interleave, threads for a cap
+    # cycle_length for an interleave, threads for a cap, one epoch's elements for a cache
+    value: int | None = None
     # These three: as `TrialFacts`'s fields of the same names.
     vectorized_map: bool = False
     element_unpacked: bool = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from pipediag.report.stages import AUTOTUNE, StageStats
+from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageStats
 from pipediag.report.vocabulary import StageKind
 
 # A stage must add at least this share of the pipeline's time per batch to be worth a fix:
@@ -127,17 +127,41 @@ def cache_point(stages: Sequence[StageStats]) -> int | None:
     a stage that does work (after batch/prefetch/take a cache stores the same data, only moved);
     a later one wins only by `STAGE_MIN_SHARE` more, so the cache goes right after costly work."""
     clean: dict[int, bool] = {}
+    endless: dict[int, bool] = {}
     for stats in stages:
-        clean[stats.index] = deterministic(stats) and all(clean.get(i, False) for i in stats.inputs)
+        # A repeat replays its input: the same elements each epoch, only endless, and a zip
+        # with a finite input ends with it (Keras's timeseries_dataset_from_array zips a
+        # range with its data repeated; docs/design.md, "Every applicable rewrite").
+        same = deterministic(stats) or stats.kind == "repeat"
+        clean[stats.index] = same and all(clean.get(i, False) for i in stats.inputs)
+        endless[stats.index] = _endless(stats, endless)
     best: int | None = None
     best_s = 0.0
     for stats in stages:
-        if not clean[stats.index] or stats.kind not in CACHE_POINT_KINDS or not stats.inputs:
+        if (
+            not clean[stats.index]
+            or endless[stats.index]
+            or stats.kind not in CACHE_POINT_KINDS
+            or not stats.inputs
+        ):
             continue
         cost = prefix_cost_s(stages, stats.index)
         if best is None or cost > best_s * (1 + STAGE_MIN_SHARE):
             best, best_s = stats.index, cost
     return best
+
+
+def _endless(stats: StageStats, endless: dict[int, bool]) -> bool:
+    """Whether one pass of the stage's output never ends, from its inputs' (sources end)."""
+    ends = [endless.get(i, False) for i in stats.inputs]
+    count = stats.settings.count
+    if stats.kind == "repeat":
+        return count in (UNBOUNDED, None) or any(ends)
+    if stats.kind == "take" and count is not None and count != UNBOUNDED:
+        return False
+    if stats.kind == "zip":
+        return bool(ends) and all(ends)
+    return any(ends)
 
 
 def batch_caching(stages: Sequence[StageStats], point: int) -> int | None:

@@ -197,7 +197,7 @@ class PipelineSearch:
                     fix=fix.fix,  # type: ignore[arg-type]
                     stage_index=fix.stage_index,
                     semantics=candidate.semantics if candidate is not None else (),
-                    value=facts.cycle_length or facts.threads,
+                    value=facts.cycle_length or facts.threads or facts.elements,
                     vectorized_map=facts.vectorized_map,
                     element_unpacked=facts.element_unpacked,
                     cached_in_batches=facts.cached_in_batches,

@@ -397,6 +397,72 @@ def test_cache_needs_a_fitting_size_and_a_costly_deterministic_prefix() -> None:
     assert "PD005-cache-prefix" not in _ids(_report(stages))  # no size known: no advice
 
 
+def _keras_windows(made_by: str = "timeseries_dataset_from_array") -> list[StageStats]:
+    """timeseries_dataset_from_array's graph: the data repeated endlessly, zipped with the
+    window indices (a finite range), gathered, shuffled and batched; then the script's map."""
+    unbounded = StageSettings(count=-1)
+    return [
+        StageStats(0, "source", name="TensorDataset", made_by=made_by),
+        StageStats(1, "repeat", settings=unbounded, inputs=[0], made_by=made_by),
+        StageStats(2, "source", name="RangeDataset", made_by=made_by),
+        StageStats(3, "zip", inputs=[1, 2], own_s_per_batch=0.0001, made_by=made_by),
+        StageStats(4, "parallel-map", inputs=[3], own_s_per_batch=0.02, made_by=made_by),
+        StageStats(5, "prefetch", inputs=[4], made_by=made_by),
+        StageStats(6, "shuffle", settings=StageSettings(buffer_size=256), inputs=[5],
+                   made_by=made_by),
+        StageStats(7, "batch", settings=StageSettings(batch_size=32), inputs=[6],
+                   made_by=made_by),
+        StageStats(8, "map", function="split_window", inputs=[7], own_s_per_batch=0.0003,
+                   created_at="train.py:40"),
+    ]  # fmt: skip
+
+
+def test_a_repeat_zipped_with_a_finite_input_ends_with_it_and_may_be_cached() -> None:
+    stages = _keras_windows()
+    # The gather reads the data repeated forever, but the zip ends with the range: cacheable.
+    assert cache_point(stages) == 4
+    # The same map after a repeat with nothing to end it is not.
+    endless = _chain(
+        StageStats(0, "source"),
+        StageStats(0, "repeat", settings=StageSettings(count=-1)),
+        StageStats(0, "parallel-map", function="decode", own_s_per_batch=0.02),
+    )
+    assert cache_point(endless) is None
+    ended = [*endless, StageStats(3, "take", settings=StageSettings(count=100), inputs=[2])]
+    ended.append(StageStats(4, "map", function="f", inputs=[3], own_s_per_batch=0.03))
+    assert cache_point(ended) == 4
+
+
+def _cache_advice(stages: list[StageStats]) -> str:
+    fits = dataclasses.replace(
+        _trial("cache", 4, 2.5, elements=6131, cache_bytes=900_000, available_bytes=8_000_000_000),
+        fits_in_memory=True,
+    )
+    report = _report(stages, trials=[fits])
+    (cache,) = [s for s in worded_advice(report) if s.id == "PD005-cache-prefix"]
+    return cache.code
+
+
+def test_a_cache_inside_a_keras_utility_is_written_as_the_call_asked_for_its_elements() -> None:
+    # GIVEN a cache point inside timeseries_dataset_from_array, before its shuffle and batch
+    code = _cache_advice(_keras_windows())
+
+    # THEN the script asks the utility for its elements in order, caches, shuffles all of
+    # them anew each epoch and batches as before: no cache after the utility's shuffle
+    assert code.splitlines() == [
+        "ds = tf.keras.utils.timeseries_dataset_from_array(..., shuffle=False, "
+        "batch_size=None)  # your call, its elements in order",
+        "ds = ds.cache().shuffle(6131).batch(32)  # shuffled anew each epoch",
+    ]
+
+
+def test_a_cache_inside_another_library_call_says_where_it_goes() -> None:
+    code = _cache_advice(_keras_windows(made_by="make_windows"))
+
+    assert code.startswith("ds = ds.cache()  # inside make_windows (your call), right after")
+    assert "before its shuffle and batch" in code
+
+
 def _vectorizable_pipeline() -> list[StageStats]:
     return _chain(
         StageStats(0, "source", own_s_per_batch=0.0005),

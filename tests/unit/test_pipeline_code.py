@@ -273,3 +273,51 @@ def test_a_seeded_shuffle_keeps_its_seed_and_a_single_shuffle_says_so() -> None:
         "ds = ds.shuffle(1000, seed=3, reshuffle_each_iteration=False)",
         "ds = ds.shuffle(1000, seed=0)",
     ]
+
+
+def _image_loader_then_map() -> list[StageStats]:
+    """image_dataset_from_directory's stages (the files decoded in a parallel map, shuffled
+    eight batches deep, batched), then the script's own map."""
+    keras = {"made_by": "image_dataset_from_directory", "created_at": "train.py:10"}
+    return [
+        StageStats(0, "source", "TensorSliceDataset", **keras),
+        StageStats(1, "parallel-map", function="load_image", inputs=[0], **keras),
+        StageStats(2, "shuffle", settings=StageSettings(buffer_size=256), inputs=[1], **keras),
+        StageStats(3, "batch", settings=StageSettings(batch_size=32), inputs=[2], **keras),
+        StageStats(4, "map", function="rescale", inputs=[3], created_at="train.py:11"),
+    ]
+
+
+def test_a_keras_utility_is_written_as_the_one_call_the_script_made() -> None:
+    lines = rewritten_chain(_image_loader_then_map(), [StageChange("prefetch-end", 4)])
+
+    assert _texts(lines) == [
+        "ds = tf.keras.utils.image_dataset_from_directory(...)",
+        "ds = ds.map(rescale)",
+        "ds = ds.prefetch(tf.data.AUTOTUNE)",
+    ]
+    assert lines[0].site == "train.py:10"
+
+
+def test_a_cache_inside_a_keras_utility_asks_it_for_its_elements_in_order() -> None:
+    lines = rewritten_chain(_image_loader_then_map(), [StageChange("cache", 1, value=900)])
+
+    # The call's shuffle would follow the cache: asked for none, the script shuffles every
+    # element anew each epoch after its cache.
+    assert _texts(lines) == [
+        "ds = tf.keras.utils.image_dataset_from_directory(..., shuffle=False, batch_size=None)",
+        "ds = ds.cache().shuffle(900).batch(32)",
+        "ds = ds.map(rescale)",
+    ]
+    assert [line.change for line in lines] == [None, "cache", None]
+
+
+def test_another_change_inside_a_keras_utility_keeps_its_stages_as_tf_data() -> None:
+    lines = rewritten_chain(_image_loader_then_map(), [StageChange("vectorize", 1)])
+
+    assert _texts(lines)[:3] == [
+        "ds = tf.data.Dataset.from_tensor_slices(...)",
+        "ds = ds.shuffle(256)",
+        "ds = ds.batch(32)",
+    ]
+    assert "ds = ds.map(load_image, num_parallel_calls=tf.data.AUTOTUNE)" in _texts(lines)
