@@ -51,76 +51,57 @@ def rewritten_chain(stages: Sequence[StageStats], changes: Sequence[StageChange]
 def library_cache_lines(
     stages: Sequence[StageStats], index: int, elements: int | None
 ) -> list[str] | None:
-    """How the script caches after stage `index`, inside the Keras utility that made it and
-    before that utility's shuffle or batch: the call asked for its elements in order, then a
-    cache, a shuffle of them all anew each epoch, the batch (docs/design.md, "Every applicable
-    rewrite"). None where the stage is no such utility's."""
-    stats = stages[index]
-    inside = _inside_call(stages, index)
+    """A cache after stage `index`, made by a Keras utility before its own shuffle or batch:
+    the call asked for its elements in order, then cache, shuffle them all anew each epoch,
+    batch (docs/design.md, "Every applicable rewrite"). None where it is no such stage."""
+    made = stages[index]
+    inside = [
+        stages[i]
+        for i in sorted(downstream_of(stages, index))
+        if (stages[i].made_by, stages[i].created_at) == (made.made_by, made.created_at)
+    ]
     shuffled = any(s.kind in SHUFFLE_KINDS for s in inside)
-    batch = next((s for s in inside if s.kind in BATCHING_KINDS), None)
-    if stats.made_by not in KERAS_DATASET_UTILITIES or not (shuffled or batch):
+    batch = next((s.settings.batch_size for s in inside if s.kind in BATCHING_KINDS), None)
+    if made.made_by not in KERAS_DATASET_UTILITIES or not (shuffled or batch):
         return None
     asked = [arg for arg, on in (("shuffle=False", shuffled), ("batch_size=None", batch)) if on]
     then = "ds = ds.cache()"
     if shuffled:
         then += f".shuffle({elements})" if elements else ".shuffle(buffer_size)  # every element"
-    if batch is not None and batch.settings.batch_size:
-        then += f".batch({batch.settings.batch_size})"
-    return [f"ds = tf.keras.utils.{stats.made_by}(..., {', '.join(asked)})", then]
-
-
-def _inside_call(stages: Sequence[StageStats], index: int) -> list[StageStats]:
-    """The stages the library call that made stage `index` adds after it."""
-    made = stages[index]
-    if made.made_by is None:
-        return []
-    return [
-        stages[i]
-        for i in sorted(downstream_of(stages, index))
-        if (stages[i].made_by, stages[i].created_at) == (made.made_by, made.created_at)
-    ]
+    then += f".batch({batch})" if batch else ""
+    return [f"ds = tf.keras.utils.{made.made_by}(..., {', '.join(asked)})", then]
 
 
 def _library_calls(
     stages: Sequence[StageStats], by_stage: dict[int, list[StageChange]]
 ) -> tuple[list[StageStats], dict[int, list[CodeLine]]]:
-    """Each Keras call's stages written as the script's one call: its output stage becomes a
-    source with the call's lines; kept as tf.data where a change other than a cache it can
-    take lies inside (docs/design.md, "The pipeline pipediag would write")."""
-    collapsed = list(stages)
-    written: dict[int, list[CodeLine]] = {}
+    """Each Keras call's stages as the script's one call: its output stage becomes a source
+    written as the call, or as a cache's recipe inside it; its tf.data stages are kept where
+    another change lies inside (docs/design.md, "The pipeline pipediag would write")."""
+    collapsed, written = list(stages), {}
     calls: dict[tuple[str, str | None], list[StageStats]] = {}
     for stats in stages:
         if stats.made_by is not None:
             calls.setdefault((stats.made_by, stats.created_at), []).append(stats)
     for (made_by, site), members in calls.items():
-        indices = {s.index for s in members}
         outputs = [s for s in members if not any(s.index in m.inputs for m in members)]
-        changed = [c for i in sorted(indices) for c in by_stage.get(i, [])]
-        if len(outputs) != 1:
-            continue
+        changed = [c for s in members for c in by_stage.get(s.index, [])]
         call = f"tf.keras.utils.{made_by}" if made_by in KERAS_DATASET_UTILITIES else made_by
         lines = [CodeLine(f"ds = {call}(...)", site)]
         if changed:
-            caches = [c for c in changed if fix_facts(c.fix).code == "cache"]
-            recipe = (
-                library_cache_lines(stages, caches[0].stage_index, caches[0].value)
-                if len(caches) == len(changed) == 1 and caches[0].stage_index is not None
-                else None
-            )
+            cache = changed[0]
+            recipe = None
+            if len(changed) == 1 and fix_facts(cache.fix).code == "cache":
+                recipe = library_cache_lines(stages, cache.stage_index or 0, cache.value)
             if recipe is None:
                 continue
-            cache = caches[0]
-            lines = [
-                CodeLine(recipe[0], site),
-                CodeLine(recipe[1], site, cache.fix, list(cache.semantics)),
-            ]
-        output = outputs[0]
-        collapsed[output.index] = dataclasses.replace(output, kind="source", inputs=[])
-        written[output.index] = lines
-        for index in indices:
-            by_stage.pop(index, None)
+            semantics = list(cache.semantics)
+            lines = [CodeLine(recipe[0], site), CodeLine(recipe[1], site, cache.fix, semantics)]
+        if len(outputs) == 1:
+            collapsed[outputs[0].index] = dataclasses.replace(outputs[0], kind="source", inputs=[])
+            written[outputs[0].index] = lines
+            for stats in members:
+                by_stage.pop(stats.index, None)
     return collapsed, written
 
 
