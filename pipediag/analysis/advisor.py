@@ -3,9 +3,12 @@ carry their numbers and code, in a deterministic order (docs/design.md, "The adv
 
 from __future__ import annotations
 
+import math
+
 from pipediag.analysis import cost_rules, prescription_rules, stage_rules
 from pipediag.analysis.advice_context import Rule, build_context
 from pipediag.analysis.cost_rules import CONTENTION_RULE, FETCH_RULE, SATURATED_RULE
+from pipediag.analysis.stage_rules import HOIST_RULE, PORT_RULE
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
@@ -14,8 +17,8 @@ CHEAPER_RULES = frozenset(
     {
         "PD004-vectorize-map",
         "PD005-cache-prefix",
-        "PD007-py-function",
-        "PD018-hoist-cache",
+        PORT_RULE,
+        HOIST_RULE,
         prescription_rules.MEASURED_RULE,
     }
 )
@@ -70,11 +73,11 @@ RULES: tuple[Rule, ...] = (
     Rule("PD001-sequential-map", "input", stage_rules.check_sequential_map),
     Rule("PD002-sequential-interleave", "input", stage_rules.check_sequential_interleave),
     Rule("PD005-cache-prefix", "input", stage_rules.check_cache),
-    Rule("PD018-hoist-cache", "input", stage_rules.check_hoist_cache),
+    Rule(HOIST_RULE, "input", stage_rules.check_hoist_cache),
     Rule("PD004-vectorize-map", "input", stage_rules.check_vectorize),
     Rule("PD003-no-prefetch", "input", stage_rules.check_prefetch_at_end),
     Rule("PD009-autotune-off", "input", stage_rules.check_autotune_off),
-    Rule("PD007-py-function", "input", stage_rules.check_py_function),
+    Rule(PORT_RULE, "input", stage_rules.check_py_function),
     Rule("PD006-cache-after-random", "always", stage_rules.check_cache_after_random),
     Rule("PD008-small-shuffle-buffer", "always", stage_rules.check_shuffle_buffer),
     Rule("PD011-gpu-idle-cause", "always", cost_rules.check_gpu_idle_cause),
@@ -87,6 +90,12 @@ def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, i
     gain = suggestion.gain
     if gain.basis == "training" and gain.speedup is not None:
         tier, figure = (0 if gain.speedup >= VERIFIED_MIN_GAIN else 2), gain.speedup
+    elif suggestion.id in (PORT_RULE, HOIST_RULE) and gain.basis == "held" and gain.speedup:
+        # A hoisted cache's hold is its gain from epoch 2; a port gains from nothing to all its
+        # stage costs, so it ranks at the middle of that range on a log scale, among the gains
+        # measured (docs/design.md, "The advisor").
+        figure = gain.speedup if suggestion.id == HOIST_RULE else math.sqrt(gain.speedup)
+        tier = 0 if figure >= VERIFIED_MIN_GAIN else 1
     else:
         elsewhere = gain.speedup if gain.basis in ("held", "input-free", "step-alone") else None
         tier, figure = 1, suggestion.estimate or elsewhere or 1.0

@@ -33,6 +33,8 @@ from pipediag.report.trials import FixTrial
 from pipediag.report.vocabulary import FixName, RuleId
 
 _PREFETCH_LINE = "ds = ds.prefetch(tf.data.AUTOTUNE)"
+PORT_RULE: RuleId = "PD007-py-function"
+HOIST_RULE: RuleId = "PD018-hoist-cache"
 # Share of a cheap map's cost vectorising is assumed to remove (conservative).
 VECTORIZE_SAVED_SHARE = 0.5
 # Below this share of the time per batch, a cached prefix gains under 1.25x from epoch 2.

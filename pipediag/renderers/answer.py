@@ -7,6 +7,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from pipediag.analysis.cost_rules import SATURATED_RULE
+from pipediag.analysis.stage_rules import PORT_RULE
 from pipediag.renderers.advice_words import title_of
 from pipediag.renderers.cost_words import free_input_text, speedup_if_input_free
 from pipediag.renderers.files import REPORT_TEXT, TRACE_JSON
@@ -124,8 +125,12 @@ class Change:
 
 
 def the_change(report: Report) -> Change:
-    """The kept rewrites, else the best fix on training, else the model change, else a fix
-    that may help, else none, with the note saying where the cost lies or that none can help."""
+    """A port ranked first, else the kept rewrites, else the best fix on training, else the
+    model change, else a fix that may help, else none, with the note saying where the cost
+    lies or that none can help."""
+    fixes = suggestions_of(report, FIX)
+    if fixes and fixes[0].id == PORT_RULE and bound_of(fixes[0]):
+        return Change(_at_most(report, fixes[0]), suggestion=fixes[0])
     prescription = report.pipeline.prescription
     words = measured_change_text(report)
     if prescription is not None and words is not None and (prescription.shown[0] or 0.0) > 1.0:

@@ -719,3 +719,22 @@ def test_a_fix_without_a_prediction_ranks_by_the_bound_it_carries() -> None:
     # THEN the port's bound (at most 1.57x) orders it among the predictions, and a fix
     # with neither comes after both
     assert ranked == [port.id, predicted.id, idle.id]
+
+
+def test_a_port_ranks_at_the_middle_of_its_bound_among_gains_measured_on_training() -> None:
+    from pipediag.analysis.advisor import _sort_key
+
+    def order(*found: Suggestion) -> list[str]:
+        keyed = sorted(enumerate(found), key=lambda item: _sort_key(*item))
+        return [f"{s.id} {s.gain.speedup}" for _, s in keyed]
+
+    port = Suggestion("PD007-py-function", gain=Gain("held", 1.55))
+    small_cap = Suggestion("PD012-input-contention", gain=Gain("training", 1.07))
+    parallel = Suggestion("PD001-sequential-map", gain=Gain("training", 1.58))
+    hoist = Suggestion("PD018-hoist-cache", gain=Gain("held", 1.3))
+
+    # The port may gain 1.0-1.55x: ranked at 1.245x, above a thread cap measured at 1.07x,
+    # below a parallel map measured at 1.58x; a hoisted cache's hold is its own gain.
+    assert order(small_cap, port) == ["PD007-py-function 1.55", "PD012-input-contention 1.07"]
+    assert order(port, parallel) == ["PD001-sequential-map 1.58", "PD007-py-function 1.55"]
+    assert order(port, hoist, small_cap)[0] == "PD018-hoist-cache 1.3"

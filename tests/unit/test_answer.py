@@ -228,3 +228,26 @@ def test_a_kept_vectorise_through_vectorized_map_says_so() -> None:
     assert f"Change: {named}: 1.20x measured on your training" in text
     assert "all that input cost it" not in text
     assert "MB, fits" not in text
+
+
+def test_a_port_ranked_first_is_the_change_with_its_bound_and_no_code() -> None:
+    report = _with(
+        synthetic_cost_report(cost_interval=(0.3, 0.45)),
+        written(
+            "PD007-py-function",
+            "rewrite make_image with TensorFlow ops",
+            code="# rewrite make_image with TensorFlow ops",
+            gain=Gain("held", 1.6),
+        ),
+        written(
+            "PD012-input-contention",
+            "cap the pipeline's threads",
+            code="options.threading.private_threadpool_size = 1",
+            gain=Gain("training", 1.07),
+        ),
+    )
+    lines = _lines(render_answer(report, "Report: out/"))
+
+    change = next(i for i, line in enumerate(lines) if line.startswith("Change:"))
+    assert "make_image" in lines[change] and "at most 1.60x" in lines[change], lines
+    assert not any("private_threadpool_size" in line for line in lines)
