@@ -95,8 +95,8 @@ def _library_calls(
                 recipe = library_cache_lines(stages, cache.stage_index or 0, cache.value)
             if recipe is None:
                 continue
-            semantics = list(cache.semantics)
-            lines = [CodeLine(recipe[0], site), CodeLine(recipe[1], site, cache.fix, semantics)]
+            # Both lines are the change: the call's arguments too.
+            lines = [CodeLine(text, site, cache.fix, list(cache.semantics)) for text in recipe]
         if len(outputs) == 1:
             collapsed[outputs[0].index] = dataclasses.replace(outputs[0], kind="source", inputs=[])
             written[outputs[0].index] = lines
