@@ -49,8 +49,7 @@ class Quiet:
 def wall_minus_clock(
     clock: Clock, wall_clock: Callable[[], float] = time.time, *, reads: int = 1
 ) -> float:
-    """Wall-clock seconds minus `clock` seconds, from the tightest of `reads` wall-clock reads
-    each between two reads of `clock`."""
+    """Wall-clock minus `clock` seconds: the tightest of `reads` reads between two of `clock`."""
     brackets = [(clock.now(), wall_clock(), clock.now()) for _ in range(reads)]
     before, wall, after = min(brackets, key=lambda read: read[2] - read[0])
     return wall - (before + after) / 2

@@ -20,8 +20,7 @@ TASK_TYPE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def task_from_env(environ: Mapping[str, str] | None = None) -> TaskInfo | None:
-    """This process's task, or None when `TF_CONFIG` is unset, empty, or names no task;
-    `UsageError` for a `TF_CONFIG` TensorFlow itself could not use."""
+    """This process's task (None: none in `TF_CONFIG`); `UsageError`: one TensorFlow cannot use."""
     text = (os.environ if environ is None else environ).get(TF_CONFIG, "").strip()
     if not text:
         return None

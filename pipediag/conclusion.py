@@ -57,8 +57,7 @@ def alternation_scale(measured_steps: int | None) -> float:
 
 
 class Conclusion:
-    """The measured steps' conclusion, each part once (`lockstep`: nothing bounded by time);
-    what each part finds goes into `diagnosis`."""
+    """The measured steps' conclusion, each part once in `diagnosis`; `lockstep`: no time bound."""
 
     def __init__(
         self,
@@ -230,8 +229,7 @@ class Conclusion:
         return LoopWork(examined.loop_holds, examined.loop_search, self.loop_model_s)
 
     def fold(self, result: LoopResult) -> None:
-        """A plan served to a custom loop is over: its finding joins the diagnosis (compute
-        alone's only its span here; it joins at the verdict)."""
+        """A custom loop's plan is over: its finding joins the diagnosis (compute alone: a span)."""
         diagnosis = self.diagnosis
         if isinstance(result, ComputeAlone):
             self._alternation_span(result)
@@ -378,8 +376,7 @@ def no_compute_alone_reason(
 def _why_no_fit_step_alone(
     seen: Seen, pipeline: PipelineBenchmark, lockstep: bool, step_s: float | None
 ) -> Reason | None:
-    """Why fit's train step cannot run alone now (None: it can); a loop that trains in no
-    tf.function pipediag can call has no step to run."""
+    """Why fit's step cannot run alone (None: it can); a loop with no tf.function to call: none."""
     if seen.style != "keras-fit":
         return Reason("no-train-step-to-run")
     if lockstep:

@@ -44,10 +44,9 @@ DEFAULT_WATCH_LOGDIR = "tensorboard"
 
 @dataclass(frozen=True)
 class WatchConfig:
-    """Watch mode: per-window verdicts over a whole run, TensorBoard scalars, alerts (the
-    fields as `pipediag.keras.Watch` takes them). `every_steps` None: a window per epoch;
-    `logdir` None: a Keras TensorBoard callback's `log_dir`, else `tensorboard/` beside the
-    report."""
+    """Watch mode: per-window verdicts over a whole run, TensorBoard scalars, alerts (the fields as
+    `pipediag.keras.Watch` takes them). `every_steps` None: a window per epoch; `logdir` None: a
+    Keras TensorBoard callback's `log_dir`, else `tensorboard/` beside the report."""
 
     every_steps: int | None = None
     alert_input_share: float | None = None

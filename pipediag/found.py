@@ -59,8 +59,7 @@ class FoundTraining:
         self._forget_loop = forget_loop
 
     def mark_style(self, style: TrainStyle) -> bool:
-        """How the script trains; False when another style is diagnosed instead (`fit` wins
-        over a loop that trained before it, whose steps are dropped)."""
+        """How the script trains; False when another style is diagnosed (fit over a loop)."""
         if self.style in ("none", style):
             self.style = style
             return True

@@ -212,10 +212,9 @@ def deep_analysis(
     say: Narration,
     on_training: OnTraining | None,
 ) -> DeepAnalysis:
-    """Phases 5 and 6 within one budget (`deep_seconds`, split by the shares above), only
-    where they can change the advice: per-stage rates, the rewrites timed alone, each stage's
-    cost to training, then the rewrites tried on training (`on_training`; None where they
-    cannot be). A failure keeps the benchmark itself."""
+    """Phases 5 and 6 in one budget (`deep_seconds`, split by the shares above), only where they can
+    change the advice: stage rates, the rewrites timed alone, each stage's cost to training, the
+    rewrites on training (`on_training`; None: not possible). A failure keeps the benchmark."""
     pipeline, verdict = diagnosis.pipeline, diagnosis.verdict
     if seen.dataset is None or not pipeline.measured or not config.stages:
         return DeepAnalysis(pipeline)
@@ -317,9 +316,8 @@ def _examine_stages(
 def _for_training(
     on_training: OnTraining | None, kept: list[FixPipelines], thread_cap: int | None
 ) -> ForTraining | None:
-    """What the rewrites timed alone build for the trials on training (None: no such trials),
-    with the device prefetch only where a train function is called at once (a JAX loop feeds
-    its own devices; a tf.distribute iterator prefetches already)."""
+    """What the rewrites alone build for the trials on training (None: none); a device prefetch only
+    for a function called at once (a JAX loop feeds its devices; tf.distribute prefetches)."""
     if on_training is None:
         return None
     from pipediag.bench.device import prefetch_device
@@ -395,8 +393,7 @@ def _search_on_fit(
     clock: Clock,
     say: Narration,
 ) -> PipelineBenchmark:
-    """The rewrites tried one on top of another on the train function called at once, now; a
-    failure keeps the pipeline as it was."""
+    """The rewrites tried one on another on the train function, now; a failure keeps `pipeline`."""
     trials = plan.start(clock)
     say.phase(ProgressStep("rewrites-on-training"), max(0.0, plan.until_s - clock.now()))
     began = clock.now()
@@ -422,8 +419,7 @@ def _search_on_fit(
 def scale_out_check(
     seen: Seen, examined: DeepAnalysis, *, config: RunConfig, clock: Clock, say: Narration
 ) -> ScaleOut | None:
-    """Can the examined pipeline move to tf.data service (and, asked, measured through one)?
-    None when not wanted; a failure costs only this section."""
+    """Can the pipeline move to tf.data service (measured through one, asked)? None: not wanted."""
     from pipediag.scale_out.check import check_scale_out, wanted
     from pipediag.scale_out.train import train_through
 
@@ -448,8 +444,7 @@ def scale_out_check(
         say.add_phase("scale_out", began, clock.now())
 
 
-# Model-side trials run under XProf's "highly input-bound" line, in this share of the deep
-# budget (docs/design.md, "When the model sets the rate").
+# Model-side trials run under XProf's "highly input-bound" line, in this share of the deep budget.
 MODEL_SIDE_MAX_COST = 0.20
 MODEL_SIDE_SHARE = 0.4
 
@@ -474,9 +469,8 @@ def model_side(
     say: Narration,
     quiet_logs: Callable[[], Any] | None = None,
 ) -> ComputeAlone | None:
-    """`alone` with where fit's step time goes and the model-side changes timed on its train
-    step alone, or the reason they did not run; `seen.fit_overhead_s` is kept on both sides
-    of each gain. A failure costs only this part."""
+    """`alone` with where fit's step time goes and the model-side changes timed on its step alone,
+    or why not; `seen.fit_overhead_s` on both sides of each gain. A failure costs this part only."""
     if alone is None or not alone.measured:
         return alone
     gate = model_side_gate(verdict, config)

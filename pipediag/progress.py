@@ -44,8 +44,7 @@ class ProgressStep:
 
 
 class Progress:
-    """Where pipediag says what it is doing (`stream` None: `--quiet`; `live`: redraw a phase
-    line in place, by default on a terminal)."""
+    """Where pipediag says what it does (`stream` None: `--quiet`; `live`: redraw phase lines)."""
 
     def __init__(self, stream: TextIO | Any | None, *, live: bool | None = None) -> None:
         self._stream = stream

@@ -45,9 +45,8 @@ def check_script(path: str) -> Path:
 
 
 def run_script(script: Path, args: list[str], *, as_typed: str | None = None) -> RunOutcome:
-    """Run `script` as `__main__` with `sys.argv` (`as_typed`: its path as the user wrote it)
-    and `sys.path[0]` as Python sets them; every end becomes a `RunOutcome`, a traceback
-    printed as Python would."""
+    """Run `script` as `__main__` with `sys.argv` (`as_typed`: its path as typed) and `sys.path[0]`
+    as Python sets them; every end a `RunOutcome`, tracebacks as Python prints them."""
     saved_argv = sys.argv[:]
     saved_path0 = sys.path[0] if sys.path else None
     argv0 = as_typed or str(script)

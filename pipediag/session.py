@@ -58,10 +58,9 @@ if TYPE_CHECKING:
 
 
 class DiagnosticSession:
-    """Records one run of a training script and freezes it into a `Report`; the methods the
-    hooks call are described in `hooks.host.HookHost`. `install_hooks=False` leaves TensorFlow
-    and Keras unpatched (`pipediag.monitor`: the caller marks steps); `task`: a multi-worker
-    job's, where every extra train step is counted."""
+    """Records one run of a training script and freezes it into a `Report`; the hooks' methods:
+    `hooks.host.HookHost`. `install_hooks=False`: TensorFlow and Keras unpatched (`pipediag.monitor`
+    marks steps); `task`: a multi-worker job's (every extra step counted)."""
 
     def __init__(
         self,
@@ -316,8 +315,7 @@ class DiagnosticSession:
     def _conclude(
         self, compute_alone: ComputeAlone | None, *, deep: bool = True, loop_serving: bool = False
     ) -> LoopWork | None:
-        """`conclude`, with a custom loop's compute-alone run; what the loop tries next, if the
-        deep analysis ran now."""
+        """`conclude` with a loop's compute alone; what the loop tries next, if deep ran now."""
         seen = self._seen()
         conclusion = self.conclusion
         with self.suspended():
@@ -344,8 +342,7 @@ class DiagnosticSession:
         return server
 
     def _loop_measured(self, result: LoopResult) -> LoopWork | None:
-        """A plan served to a custom loop is over: folded in; compute alone's concludes (what
-        the loop is served next)."""
+        """A plan served to a custom loop is over; compute alone's concludes (what comes next)."""
         self.conclusion.fold(result)
         if not isinstance(result, ComputeAlone):
             return None

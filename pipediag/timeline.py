@@ -17,8 +17,7 @@ class StepBudgetReached(BaseException):  # noqa: N818 - a signal, not an error
 
 # The fewest measured steps a time bound stops at: a median and p90 need a few dozen.
 MIN_MEASURED_STEPS = 20
-# The time bound of a loop whose waits are not timed: twenty host readings at 20 Hz still
-# fall within its measured steps, for the CPU's figures.
+# A loop whose waits are not timed: twenty 20-Hz host readings still fall in its measured steps.
 BRIEF_MEASURED_S = 1.0
 # ~20,000 records keep the report a few MB and its PNG quick; a typical diagnosis never merges.
 DEFAULT_MAX_RECORDS = 20_000
@@ -28,8 +27,7 @@ MAX_EPOCH_STARTS = 10_000
 
 @dataclass(slots=True)  # one per step, made on the user's critical path: keep it cheap
 class RawStep:
-    """One step (or `count` consecutive steps, once merged), in clock seconds. `busy_s`: the
-    merged steps' summed durations, without the gaps between them."""
+    """One step (or `count` merged), in clock seconds; `busy_s`: their durations, without gaps."""
 
     start: float
     end: float
@@ -144,9 +142,8 @@ class StepTimeline:
         return [RawStep(*record) for record in records]
 
     def records_since(self, step: int) -> tuple[int, list[RawStep]]:
-        """The newest records, from the one holding step number `step` on, and the number of
-        the first step they hold; found from the end, so a reader that keeps up (watch mode)
-        reads only what is new."""
+        """The newest records from the one holding step `step`, and the first step they hold; found
+        from the end, so a reader that keeps up (watch mode) reads only the new."""
         with self._lock:
             records = self._steps
             first, i = self._count, len(records)

@@ -29,8 +29,7 @@ FEW_CORES = 4
 FEW_CORES_GAIN_SHARE = 0.3
 # Not measured: assumed half-way to the ideal gain.
 MANY_CORES_GAIN_SHARE = 0.6
-# Mean per-core busy % over the measured steps at which the CPU is saturated (the usual
-# ">90% busy" line of capacity planning).
+# Mean per-core busy % over the measured steps that saturates the CPU (the usual ">90% busy").
 CPU_SATURATED_PCT = 90.0
 # A shuffle buffer under 10 batches' worth, or 1000 elements, is flagged.
 SHUFFLE_MIN_BATCHES = 10
@@ -123,8 +122,7 @@ def parallel_estimate(ctx: Context, own_s: float | None, parallelism: float) -> 
     total = ctx.time_per_batch_s
     if own_s is None or not total or parallelism <= 1:
         return None
-    # Prefix rates of element-yielding stages keep some per-element Python overhead, so an
-    # own cost can exceed the whole pipeline's time.
+    # Prefix rates keep some per-element Python cost: an own cost can exceed the pipeline's.
     own_s = min(own_s, total)
     fixed = total - own_s + own_s / parallelism
     return total / fixed if fixed > 0 else None
@@ -186,8 +184,7 @@ def fix_suggestion(
         elif on_training < VERIFIED_MIN_GAIN:
             kind, outcome = "note", "under-worth-it-on-training"
     elif trial is not None and trial.facts.covered_by_cache:
-        # The search kept a cache over this stage: the fix would change the first epoch
-        # only, so no gain is forecast or ranked.
+        # A cache the search kept covers the stage: the fix changes epoch 1 only; nothing forecast.
         kind, predicted, estimated, verified_alone = "note", None, None, None
         outcome = "covered-by-cache"
         not_on_training = trial.training_reason

@@ -231,8 +231,7 @@ def _with_spread(
 def _cost_parts(
     base: Report, new: Report, before: RunFigures, after: RunFigures, rules: NoiseRules
 ) -> list[FigureChange]:
-    """Each part takes the larger error of the whole cost and the wait share it is cut from;
-    the epoch start only where a run counted one."""
+    """Each part with the larger error of cost and wait share; the epoch start where counted."""
     splits = (base.verdict.cost_split, new.verdict.cost_split)
     if splits == (None, None):
         return []
@@ -314,15 +313,9 @@ def _stages(base: Report, new: Report, rules: NoiseRules) -> list[StageChange]:
             judgement = MISSING
         else:
             judgement = _stage_judgement(base_s, new_s, batch_s, rules)
+        change = new_s / base_s if base_s and new_s is not None else None
         figure = FigureChange(
-            name=STAGE,
-            unit="s/batch",
-            base=base_s,
-            new=new_s,
-            change=new_s / base_s if base_s and new_s is not None else None,
-            ratio=True,
-            judgement=judgement,
-            how=noise.NO_SPREAD_HOW,
+            STAGE, "s/batch", base_s, new_s, change, True, judgement, how=noise.NO_SPREAD_HOW
         )
         changes.append(StageChange(old, now, figure))
     return changes

@@ -137,8 +137,7 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     verdict = ctx.report.verdict
     if verdict.label == "compute-bound" or verdict.input_cost_fraction is None:
         return []
-    # A cost rule's note already says that its one change did not help, or that no tf.data
-    # setting can.
+    # A cost rule's note already says its one change did not help, or that no tf.data setting can.
     if any(s.kind == "fix" or s.id in (CONTENTION_RULE, FETCH_RULE, SATURATED_RULE) for s in found):
         return []
     pipeline = ctx.report.pipeline

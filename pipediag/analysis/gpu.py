@@ -94,8 +94,7 @@ def _device_busy_mean(samples: Sequence[GpuSample]) -> float:
 def analyze_gpu(
     gpu: GpuSection, train: TrainSection, *, busy_metric: str = BUSY_AUTO
 ) -> GpuAnalysis:
-    """Per-window busy and input-wait shares, idle causes and their correlation; `busy_metric`
-    as docs/design.md, "GPU idle causes" describes."""
+    """Per-window busy and wait shares, idle causes, correlation; `busy_metric`: docs/design.md."""
     th = DEFAULT_GPU_THRESHOLDS
     if not gpu.available:
         return GpuAnalysis(available=False, reason=Reason("no-gpu-sampled", because=gpu.reason))
@@ -283,8 +282,7 @@ def busy_points(
 def reading_intervals(
     points: list[tuple[float, float, bool]], fallback_s: float, max_window_s: float
 ) -> list[Interval]:
-    """Each reading covers the time since the previous one; the first, and one after a gap,
-    the median window length."""
+    """Each reading spans from the last one; the first, or one after a gap, a median window."""
     gaps = [b[0] - a[0] for a, b in zip(points, points[1:], strict=False)]
     usable = [g for g in gaps if 0 < g <= max_window_s]
     typical = statistics.median(usable) if usable else fallback_s
@@ -354,8 +352,7 @@ class StepIndex:
         self._max_duration = max((s.duration_s for s in self._steps), default=0.0)
 
     def overlap(self, a: float, b: float) -> tuple[float, float]:
-        """(step seconds, wait seconds) inside [a, b); a wait opens its step, as the pull of
-        the next batch does."""
+        """(step seconds, wait seconds) inside [a, b); a wait opens its step, as its pull does."""
         covered = waited = 0.0
         i = bisect.bisect_left(self._starts, a - self._max_duration)
         while i < len(self._steps) and self._starts[i] < b:

@@ -12,8 +12,7 @@ CAUSE_HOST: Final = "host-overhead"
 CAUSE_TRANSFER: Final = "transfer"
 # In the order idle time is attributed to them.
 CAUSES: tuple[GpuIdleCause, ...] = (CAUSE_INPUT, CAUSE_TRANSFER, CAUSE_HOST)
-# The code of the advisor's fix for a cause other than input (its words:
-# renderers/advice_words.py); `{steps}`: the steps per call to write.
+# The code of the advisor's fix for a cause other than input; `{steps}`: the steps per call.
 CAUSE_FIX_CODE: dict[GpuIdleCause, str] = {
     CAUSE_HOST: (
         "model.compile(..., steps_per_execution={steps}, jit_compile=True)  # Keras\n"

@@ -81,6 +81,4 @@ def stage_bound(ctx: Context, stats: StageStats) -> Bound | None:
             return Bound(most)
         return Bound(held, bound)
     cost = ctx.report.verdict.input_cost_fraction
-    if cost is None or not 0.0 < cost < 1.0:
-        return None
-    return Bound(1.0 / (1.0 - cost))
+    return None if cost is None or not 0.0 < cost < 1.0 else Bound(1.0 / (1.0 - cost))

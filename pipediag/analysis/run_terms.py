@@ -50,8 +50,7 @@ def fit_adds_s(report: Report, base: float | None) -> float | None:
 def gain_in_run_terms(
     report: Report, gain: GainOnTraining | None
 ) -> tuple[float | None, list[float] | None]:
-    """A gain on training and each end of its 90% interval as the run would see them; (None,
-    None) where not tried."""
+    """A gain on training and its 90% interval, as the run would see them; (None, None): untried."""
     if gain is None:
         return None, None
     base = gain.baseline_steps_per_s

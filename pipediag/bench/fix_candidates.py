@@ -83,8 +83,7 @@ def fix_candidates(
             found.append(interleave)
         if vectorizable(stats, stages):
             found.append(_vectorize_candidate(stats, walked, stages, nodes))
-        # A generator candidate is for a source stage only, where none of the others apply:
-        # the order within a stage is unchanged.
+        # A generator candidate is for a source stage only, where no other applies: order unchanged.
         optional = (
             generator_candidate(stats, walked, node),
             hoist_candidate(stats, walked, stages, nodes),
@@ -177,8 +176,7 @@ def _vectorize_candidate(
 def hoist_candidate(
     stats: StageStats, walked: list[Stage], stages: list[StageStats], nodes: dict[int, str]
 ) -> Candidate | None:
-    """source -> shuffle -> map becomes source -> map -> cache -> shuffle: the deterministic
-    map runs once per element instead of once per epoch."""
+    """source -> shuffle -> map becomes source -> map -> cache -> shuffle: the map runs once."""
     if stats.kind not in MAP_KINDS or len(stats.inputs) != 1 or not deterministic(stats):
         return None
     shuffle = stages[stats.inputs[0]]

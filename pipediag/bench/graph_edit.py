@@ -194,9 +194,8 @@ class PipelineGraph:
     def vectorize(
         self, map_name: str, batch_name: str, batched: BatchedFunction | None = None
     ) -> None:
-        """`X -> map(f) -> batch(n)` becomes `X -> batch(n) -> map(f, AUTOTUNE)`, running
-        `batched` (None: the graph's per-element trace, right only for functions with no
-        rank-dependent shape logic). Both node names survive."""
+        """`X -> map(f) -> batch(n)` becomes `X -> batch(n) -> map(f, AUTOTUNE)` running `batched`
+        (None: the per-element trace, right without rank-dependent shapes); names kept."""
         mapped, batch = self.node(map_name), self.node(batch_name)
         if mapped.op not in _MAP_OPS:
             raise RewriteError("not-a-known-map", detail=mapped.op)

@@ -55,8 +55,7 @@ def stop_reason(interval: tuple[float, float] | None, best_low: float | None) ->
 
 
 class RoundPlan:
-    """The schedule of one trial's rounds, apart from who runs the slices (a custom loop's
-    training trial may: `training/loop_search.py`)."""
+    """One trial's rounds, apart from who runs the slices (a loop's trial may: `loop_search`)."""
 
     def __init__(
         self,

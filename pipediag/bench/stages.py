@@ -27,8 +27,7 @@ from pipediag.report.stage_facts import (
 )
 from pipediag.report.stages import StageStats
 
-# Half a second per prefix gives hundreds of elements for any stage fast enough to matter,
-# and keeps a 6-stage pipeline under ~5 s (2-core CI machine).
+# Half a second per prefix: hundreds of elements a stage, a 6-stage pipeline under ~5 s (2 cores).
 DEFAULT_SECONDS_PER_STAGE = 0.5
 # Enough reads for a stable rate; cheap prefixes (microseconds per element) stop here early.
 MAX_ELEMENTS_PER_STAGE = 2000
@@ -61,8 +60,7 @@ ONE_TO_ONE_KINDS: frozenset[str] = frozenset(
 SUMMED_INPUT_KINDS = frozenset({"zip"})
 # Stages that only carry options: measuring them would re-measure their input.
 PASS_THROUGH_KINDS = frozenset({"options"})
-# Of the stages' summed own time, for a cost clear of noise to name the bottleneck: a
-# judgement call (docs/design.md, "Stage timing").
+# Of the stages' summed own time, for a clear cost to name the bottleneck: a judgement call.
 BOTTLENECK_MIN_SHARE = 0.1
 
 
@@ -147,8 +145,7 @@ def _measure(stages: list[Stage], reader: _Reader, max_seconds: float) -> list[S
 
 
 def elements_per_output_batch(stages: Sequence[Stage]) -> list[float | None]:
-    """How many of each stage's elements make one output batch, from the output back; None
-    where unknown (the inputs of an interleave, flat_map or window)."""
+    """Each stage's elements per output batch, from the output back (None: unknown)."""
     factors: list[float | None] = [None] * len(stages)
     if not stages:
         return factors
@@ -168,11 +165,8 @@ def own_costs(
     stages: Sequence[StageStats], per_batch_s: Sequence[float | None]
 ) -> list[float | None]:
     """Time per output batch each stage adds over its inputs (never negative)."""
-    result: list[float | None] = []
-    for stats in stages:
-        total = per_batch_s[stats.index]
-        result.append(None if total is None else max(0.0, total - _inputs_s(stats, per_batch_s)))
-    return result
+    totals = [(s, per_batch_s[s.index]) for s in stages]
+    return [None if t is None else max(0.0, t - _inputs_s(s, per_batch_s)) for s, t in totals]
 
 
 def _inputs_s(stats: StageStats, per_batch_s: Sequence[float | None]) -> float:
@@ -218,9 +212,8 @@ def pick_bottleneck(
     clear: Sequence[bool] | None = None,
     kinds: Sequence[str] | None = None,
 ) -> int | None:
-    """The stage with the largest own cost, among those clear of noise that own at least
-    `BOTTLENECK_MIN_SHARE` of the time where any do; never one that does no work of its own
-    (a prefetch: reading through it adds only its input's time)."""
+    """The largest own cost, among those clear of noise owning `BOTTLENECK_MIN_SHARE` of the time
+    where any do; never a stage with no work of its own (a prefetch adds its input's time)."""
     costs = {
         i: cost
         for i, cost in enumerate(own_s_per_batch)

@@ -39,8 +39,7 @@ HARMLESS_STATEFUL_OPS = frozenset({"Assert"})
 # Stateful random ops that do not contain "Random" in their name.
 EXTRA_RANDOM_OPS = frozenset({"Multinomial", "TruncatedNormal", "ParameterizedTruncatedNormal"})
 
-# Dataset ops whose stage kind is not their name, less any V2, V3... suffix, in kebab case
-# (`FlatMapDataset` -> `flat-map`).
+# Dataset ops whose stage kind is not their name less any V2, V3... suffix, in kebab case.
 _OP_KINDS: dict[str, StageKind] = {
     "LegacyParallelInterleaveDataset": "parallel-interleave",
     "ParallelBatchDataset": "batch",

@@ -117,8 +117,7 @@ class VectorizeForms:
     def check(
         self, sample: CheckSample | Reason, batch_node: str, batch_spec: Any
     ) -> tuple[Reason | None, bool]:
-        """`CheckSample.check` of the plain form, then of the vectorized_map form where the
-        plain one is unsafe; a refusal is always the plain form's."""
+        """`CheckSample.check`: plain form, then vectorized_map if unsafe; refusals are plain's."""
         if isinstance(sample, Reason):
             return sample, False
         refusal, unsafe = sample.check(batch_node, batch_spec, self.plain)
@@ -141,8 +140,7 @@ class VectorizeForms:
 def trace_on_batches(
     map_dataset: Any, batch_size: int, drop_remainder: bool, *, vectorized_map: bool = False
 ) -> BatchedFunction | None:
-    """The map's Python function traced on its input batched as the pipeline batches it;
-    None when the map's Python objects are unknown."""
+    """The map's Python function traced on its input batched as the pipeline does; None: unknown."""
     func = python_chain.user_function(map_dataset)
     inputs = python_chain.python_inputs(python_chain.unwrap(map_dataset))
     if func is None or len(inputs) != 1:

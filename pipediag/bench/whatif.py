@@ -45,8 +45,7 @@ BUDGET_OVERRUN = 1.5
 
 @dataclass(frozen=True)
 class FixPipelines:
-    """A fix's two copies of the pipeline, kept for its trial on training, and what
-    `bench/compose.py` needs to apply it again on top of others."""
+    """A fix's two pipeline copies, kept for its trial on training, and what `compose.py` needs."""
 
     fix: str
     stage_index: int | None

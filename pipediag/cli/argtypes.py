@@ -101,8 +101,7 @@ def service_address(text: str) -> str:
 
 
 def whole_number(name: str, value: int, lowest: int) -> int:
-    """`value`, a whole number of at least `lowest`. A bool is refused: `True` is an int to
-    Python, never a count to a user."""
+    """`value`, a whole number of at least `lowest`; not a bool (an int to Python, not a count)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
         raise ValueError(f"{name}: a whole number, {lowest} or more, got {value!r}")
     return value

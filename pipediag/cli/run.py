@@ -225,9 +225,8 @@ def watch_config(options: argparse.Namespace, *, steps_given: bool) -> WatchConf
 
 
 def split_script_args(argv: list[str], run: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
-    """Split `run [options] SCRIPT ARGS...` at SCRIPT: argparse alone would still match the
-    script's own flags against pipediag's (`--b` for `--bench-seconds`, a script's `--steps`).
-    A command line of another command is returned whole."""
+    """Split `run [options] SCRIPT ARGS...` at SCRIPT: argparse alone would match the script's flags
+    against pipediag's (`--b`, `--steps`). Another command's line is returned whole."""
     if not argv or argv[0] != COMMAND.name:
         return argv, []
     takes_value = {

@@ -13,11 +13,9 @@ from pipediag.report.reasons import Reason
 
 # Lockstep: rates within one step in the fewest measured steps, never under this (relative).
 RATE_TOLERANCE = 0.02
-# Under lockstep, how far over the others' median a worker's wait share must be to name it:
-# XProf's line between "not" and "moderately" input-bound.
+# Under lockstep, a wait share this far over the others' median names a worker (XProf's line).
 WAIT_GAP = 0.05
-# ...else its host's other processes or its GPU, in percentage points: below it, 20-Hz host
-# samples and NVML's averaging windows blur.
+# ...else its host's other processes or its GPU, in points: below it, samples and NVML windows blur.
 HOST_GAP_PCT = 10.0
 GPU_GAP_PCT = 10.0
 
@@ -88,9 +86,8 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
 
 
 def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason | None]:
-    """The worker that held the others back, or None and why none is named. Synchronous
-    workers' rates agree: then it is the one whose input wait, then host or GPU, stands out
-    (docs/design.md, "Multi-worker jobs")."""
+    """The worker that held the others back, or None and why. Synchronous rates agree: then it is
+    the one whose input wait, then host or GPU, stands out (docs/design.md, "Multi-worker jobs")."""
     if len(rows) < 2:
         return None, Reason("one-worker")
     timed = [r for r in rows if r.training_steps_per_s]
@@ -125,7 +122,6 @@ def rate_tolerance(rows: Sequence[WorkerRow]) -> float:
 
 
 def _straggler(row: WorkerRow, others: list[WorkerRow]) -> Straggler:
-    others_rate = _median(_rate(r) for r in others)
     extra_wait = _excess(row.wait_s_per_step, [r.wait_s_per_step for r in others])
     extra_compute = _excess(_rest_s(row), [_rest_s(r) for r in others])
     cause: StragglerCause
@@ -141,7 +137,7 @@ def _straggler(row: WorkerRow, others: list[WorkerRow]) -> Straggler:
         task=row.task,
         cause=cause,
         steps_per_s=row.training_steps_per_s,
-        others_steps_per_s=others_rate,
+        others_steps_per_s=_median(_rate(r) for r in others),
         extra_wait_s=extra_wait,
         extra_compute_s=extra_compute,
         others_input_wait_fraction=_median(r.input_wait_fraction for r in others),

@@ -68,9 +68,7 @@ def load_worker_reports(paths: Sequence[str | os.PathLike[str]]) -> list[WorkerR
 
 def _label(path: Path, report: Report) -> str:
     """The task's name (`worker-0`), or the report directory's for a run outside a job."""
-    if report.task is not None:
-        return report.task.name
-    return path.resolve().parent.name or str(path)
+    return report.task.name if report.task is not None else path.resolve().parent.name or str(path)
 
 
 def _written_schema(path: Path) -> int | None:

@@ -48,9 +48,8 @@ def fleet_from_dict(data: Any) -> FleetReport:
 
 
 def _anchored(rows: list[WorkerRow], clock: str) -> list[WorkerRow]:
-    """An older fleet's rows, each anchor read back from its `clock` words: a row with a
-    wall-clock anchor has one; the words list those placed by their creation time, in row
-    order (a label may hold ", ", and two runs outside a job may share one)."""
+    """An older fleet's rows, anchors read back from the `clock` words: a wall-clock one where a row
+    has one, else those listed by creation time, in row order (labels may hold ", " or repeat)."""
     prefix, suffix = CLOCK_CREATED.split("{tasks}")
     start = clock.find(prefix)
     end = clock.find(suffix, start + len(prefix)) if start >= 0 else -1

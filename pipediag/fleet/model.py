@@ -49,8 +49,7 @@ class WorkerRow:
     compute_alone_steps_per_s: float | None = None
     compute_alone_source: ComputeAloneSource = ""
     training_steps_per_s: float | None = None
-    # The measured window's rate, not the pooled one: lockstep is judged on it
-    # (docs/design.md, "Multi-worker jobs").
+    # The measured window's rate, not the pooled one: lockstep is judged on it.
     window_steps_per_s: float | None = None
     process_cpu_pct: float | None = None
     system_cpu_pct: float | None = None
@@ -68,8 +67,7 @@ class WorkerRow:
 
 @dataclass(frozen=True)
 class Straggler:
-    """The worker that held the others back; its own figures are its row's, `others_*` the
-    other timed workers' medians (None where none has the figure)."""
+    """The worker that held the others back: its row's figures, `others_*` the others' medians."""
 
     task: str
     cause: StragglerCause

@@ -95,8 +95,7 @@ class BatchStamps:
 
 
 def split_final_prefetch(dataset: Any) -> tuple[Any, Callable[[Any], Any]]:
-    """(what the final prefetch reads, a function that puts that prefetch back on a dataset);
-    (dataset, identity) where it ends in none."""
+    """(what the final prefetch reads, a function putting it back); (dataset, identity): none."""
     from tensorflow.python.data.ops import prefetch_op
 
     if not isinstance(dataset, prefetch_op._PrefetchDataset):

@@ -47,8 +47,7 @@ class _Candidate:
 
 
 class FunctionLoopTracker:
-    """Finds the tf.function that trains on the data it is given, and times its calls;
-    `watching` is cleared once training is diagnosed some other way."""
+    """Finds and times the tf.function that trains on its data; `watching` till found elsewhere."""
 
     def __init__(
         self, session: HookHost, on_found: Callable[[], None], pulls: Callable[[], int]
@@ -84,8 +83,7 @@ class FunctionLoopTracker:
         return self._probe(function, call, slot, args, kwargs)
 
     def data_made(self, fed: Any) -> None:
-        """An iterator or dataset made eagerly, known by its handle for a function that closes
-        over it (`captured_data`). Never raises into the script."""
+        """A dataset or iterator made eagerly, known by handle (`captured_data`). Never raises."""
         if self.train is not None or not self.watching:
             return
         try:
@@ -117,8 +115,7 @@ class FunctionLoopTracker:
         return None
 
     def _probe(self, function: Any, call: _Call, slot: _Slot, args: Any, kwargs: Any) -> Any:
-        """A candidate's call: its counter is found after its first (tracing) call; a later
-        call that moves it trains."""
+        """A candidate's call: a later call that moves its counter (found at the first) trains."""
         known = self._counts.get(id(function))
         if known is not None and (
             known.function() is not function or (slot is not None and not known.given_data)
@@ -140,8 +137,7 @@ class FunctionLoopTracker:
         known.count = after
         captured = known.captured() if known.captured is not None else None
         if slot is None and pulls != known.pulls:
-            # The script pulled eagerly between the calls: its eager loop trains, and this
-            # step only reads a second iterator it closes over.
+            # Eager pulls between the calls: the eager loop trains; this step reads a captured one.
             known.captured = None
             return result
         known.pulls = pulls
@@ -156,8 +152,7 @@ class FunctionLoopTracker:
     def _first_call(
         self, function: Any, call: _Call, slot: _Slot, args: Any, kwargs: Any, pulls: int
     ) -> None:
-        """After the first (tracing) call: the data it closes over, and its counter; one named
-        by --train-function without a counter is taken at once."""
+        """After the first call: its data, counter; one named by --train-function: taken at once."""
         captured = None
         if slot is None:
             # TensorFlow's private attributes moved: no closure found

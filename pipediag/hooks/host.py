@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 
 
 class HookGate:
-    """Whether the hooks let calls pass untimed: while pipediag reads the data itself, and
-    while `fit` runs (its callback times the steps)."""
+    """Whether hooks let calls pass untimed: while pipediag reads the data, and while `fit` runs."""
 
     __slots__ = ("_fit", "_pipediag")
 
@@ -78,8 +77,7 @@ class HookHost(Protocol):
     # At the budget under fit: what runs training and the step alone in turn, or None
     # (conclude); `steps_left`: fit's steps after this one, where known, bound the blocks.
     def alternate_fit(self, *, lead: bool, steps_left: int | None) -> FitAlternation | None: ...
-    # At a custom loop's budget: what serves its pulls, or None (concluded); `step`: its train
-    # step, or why none was found.
+    # At a loop's budget: what serves its pulls, or None (concluded); `step`: its step, or why none.
     def loop_at_budget(
         self, cached: CachedBatch, step: LoopStep | Reason | None
     ) -> BudgetServer | None: ...

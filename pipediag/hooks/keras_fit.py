@@ -345,8 +345,7 @@ class FitPatch(Patches):
 
 
 def result_sync(model: Any) -> Callable[[Any], Any] | None:
-    """`jax.block_until_ready` on Keras's JAX backend, where a call only dispatches its work
-    (JAX from `sys.modules`: Keras imported it); else None."""
+    """`jax.block_until_ready` on Keras's JAX backend (calls only dispatch); else None."""
     from pipediag.training.fit_backend import on_jax
 
     jax = sys.modules.get("jax")

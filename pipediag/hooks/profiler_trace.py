@@ -111,8 +111,7 @@ class InputWaitTracer:
             self.overhead_s += self.clock.now() - began
 
     def waits_for(self, start: float, end: float) -> float | None:
-        """Input wait within [start, end]; None if not traced. Overlaps merge: under
-        `tf.distribute` the replicas pull at once, and the step waits once."""
+        """Input wait within [start, end]; None: not traced. Overlaps merge (tf.distribute)."""
         if not any(lo <= start and end <= hi for lo, hi in self.windows):
             return None
         spans = sorted(

@@ -132,8 +132,7 @@ class CustomLoopTracker:
         self._diagnosed_elsewhere = True
 
     def finish(self) -> None:
-        """Record the open passes that were not training, end what the budget serves (the
-        script ended during the trials); safe to call more than once."""
+        """Record the open passes not training, end what the budget serves; safe to call again."""
         if self._budget is not None:
             self._budget.finish()
             self._budget = None
@@ -250,8 +249,7 @@ class CustomLoopTracker:
         return self._serve_budget(iterator, fetch)
 
     def _cached_pull(self, batch: Any, fetch: Callable[[Any], Any]) -> Callable[[], object] | None:
-        """A pull from an iterator over `batch` alone, which a step on the cached batch pays;
-        None where the batch makes no dataset."""
+        """A pull from an iterator over `batch` alone (a step on it pays one); None: no dataset."""
         if batch is None:
             return None
         import tensorflow as tf

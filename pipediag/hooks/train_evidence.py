@@ -16,8 +16,7 @@ from pipediag.hooks.patching import Patches
 # read is cheap whatever the model's size; several, so one that a step leaves unchanged (a
 # frozen or gradient-free variable) does not hide the step.
 WATCHED_VARIABLES = 4
-# Sources beyond this many in one `gradient` call are not sized (a model of thousands of
-# variables is still watched through its first ones).
+# Sources past this many in one `gradient` call go unsized (still watched through the first).
 MAX_SOURCES_SIZED = 4096
 
 

@@ -38,8 +38,7 @@ def suggestion_words(suggestion: Suggestion, report: Report) -> SuggestionWords:
         return SuggestionWords(suggestion.id)
 
 
-# The last report's context: a page words each suggestion several times (text, answer, PNG),
-# and a context reads every host sample.
+# The last report's context: a page words each suggestion often, and a context reads every sample.
 _last_context: tuple[Report, Context] | None = None
 
 

@@ -178,9 +178,8 @@ def the_change(report: Report) -> Change:
 
 
 def _may_help(fix: Suggestion) -> bool:
-    """Not a fix whose end-to-end prediction is no gain (more parallel calls on saturated
-    cores, a pipeline already faster than the step), unless a bound or a gain on the step
-    alone says more."""
+    """Not a fix whose end-to-end prediction is no gain (more parallel calls on saturated cores, a
+    pipeline already faster than the step), unless a bound or a gain on the step alone says more."""
     nothing = fix.estimate is not None and fix.estimate <= 1.0
     return not nothing or bool(bound_of(fix)) or fix.gain.basis == "step-alone"
 

@@ -48,9 +48,8 @@ def model_side_of(report: Report) -> ComputeAlone | None:
 
 
 def shown_model_side(report: Report) -> ComputeAlone | None:
-    """The model side where shown: where the model sets the rate, or its trials ran; less a
-    change a fix already gives with its gain (`steps_per_execution` against the per-pull
-    overhead)."""
+    """The model side where shown: where the model sets the rate, or its trials ran; less a change a
+    fix already gives with its gain (`steps_per_execution` against the per-pull overhead)."""
     alone = model_side_of(report)
     if alone is None:
         return None

@@ -10,8 +10,7 @@ from pipediag.report.reasons import Reason, ReasonCode
 
 # What the tf.data service refused with where its error said nothing.
 NO_BATCH_CAME_BACK = "no batch came back"
-# Said in place of `detail` where a reason of these codes stores none (other codes word an
-# empty or missing detail as stored).
+# Said in place of `detail` where a reason of these codes stores none (others word what is stored).
 _MISSING_DETAIL: dict[ReasonCode, str] = {
     "grpc-status": "no answer",
     "generator-unread": "the generator could not be read",

@@ -101,8 +101,7 @@ def training_text(ctx: Context, trial: FixTrial) -> str:
 def _fix_words(
     ctx: Context, s: Suggestion, title: str, evidence: str, trial: FixTrial | None
 ) -> SuggestionWords:
-    """A stage rule's words with what its trial showed (`analysis/advice_context.fix_suggestion`
-    reads the trial; `outcome` says how)."""
+    """A stage rule's words with its trial, as `fix_suggestion` read it (`outcome`: how)."""
     if trial is not None and trial.verified and trial.speedup is not None:
         evidence += (
             f" Verified on a rewritten copy of your pipeline: {trial.baseline_batches_per_s:.1f}"

@@ -192,8 +192,7 @@ def _suggestions(report: Report) -> list[str]:
 
 
 def _evidence(report: Report, suggestion: Suggestion) -> str:
-    """The evidence (with what the rewritten pipeline changes besides the speed), then why
-    the fix was refused, not verified, not tried, or not found."""
+    """The evidence and what the rewrite changes, then why refused, not verified, tried or found."""
     evidence = suggestion_words(suggestion, report).evidence
     parts = [evidence, changes_besides_speed(report, suggestion)]
     for before, reason in (
@@ -253,10 +252,9 @@ def _host(report: Report) -> str:
         parts.append(f"iowait {h.iowait_pct_mean:.1f}%")
     if h.process_rss_bytes_max is not None:
         parts.append(f"peak RSS {h.process_rss_bytes_max / 2**20:.0f} MiB")
-    samplers = _samplers_cpu(report)
-    if samplers:
-        parts.append(samplers)
-    return _rows([", ".join(parts) or "sampled", contention_text(report.host_contention)])
+    parts.append(_samplers_cpu(report))
+    sampled = ", ".join(p for p in parts if p) or "sampled"
+    return _rows([sampled, contention_text(report.host_contention)])
 
 
 def _samplers_cpu(report: Report) -> str:

@@ -37,10 +37,9 @@ DEVICE_PREFETCH_TEXT: Final = 'ds = ds.apply(tf.data.experimental.prefetch_to_de
 
 @dataclass(frozen=True)
 class FixFacts:
-    """One fix as data (docs/design.md, "Composing rewrites"). `edit_rank`: its edit's place
-    in the order kept edits are re-applied (None: after those, in the order kept);
-    `option_line`'s `{value}`: its number. `stage_work`: it makes a stage's own work cheaper,
-    so under a kept cache it changes only the first epoch."""
+    """One fix as data (docs/design.md, "Composing rewrites"). `edit_rank`: its place in the order
+    kept edits are re-applied (None: after those, as kept); `option_line`'s `{value}`: its number.
+    `stage_work`: it makes a stage's own work cheaper: under a kept cache, only epoch 1 changes."""
 
     name: str
     words: str
@@ -134,8 +133,7 @@ FIXES: Final[dict[str, FixFacts]] = {
 
 
 def fix_facts(fix: str) -> FixFacts:
-    """The fix's record; for one this version does not know, its id as its words and no
-    other fact."""
+    """The fix's record; for one this version does not know, its id as its words, no other fact."""
     return FIXES.get(fix) or FixFacts(fix, fix)
 
 

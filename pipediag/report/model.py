@@ -86,8 +86,7 @@ class PipelineBenchmark:
     options: PipelineOptions | None = None  # None where they were not read
     # What-if pipelines measured beside the original (`bench.whatif.verify_fixes`).
     trials: list[FixTrial] = field(default_factory=list)
-    # Why stage timing and fix trials did not run (input costs too little to matter); None
-    # when they ran, or were turned off (`--no-stages`).
+    # Why stage timing and fix trials did not run (input cost too small); None: ran, or off.
     deep_skipped_reason: Reason | None = None
     # A `cache()` whose stream ends each epoch (no `repeat()` after it): a later epoch reads
     # the filled cache, so measuring goes on into it (`phases.measure_on`).
@@ -107,23 +106,19 @@ class StepRecord:
     input_wait_s: float | None
     label: StepLabel
     epoch: int = 0
-    # Long runs merge old steps to bound memory: then duration_s and input_wait_s are totals
-    # over the `count` steps this record stands for.
+    # Long runs merge old steps: duration_s and input_wait_s are then totals over `count` steps.
     count: int = 1
 
     @property
     def compute_s(self) -> float | None:
         """The rest of the step: model work plus framework overhead."""
-        if self.input_wait_s is None:
-            return None
-        return max(0.0, self.duration_s - self.input_wait_s)
+        return None if self.input_wait_s is None else max(0.0, self.duration_s - self.input_wait_s)
 
 
 @dataclass(frozen=True)
 class DataPass:
-    """A pass over a dataset that was not training, and so was neither timed nor counted:
-    `by` names the Keras call that made it ("TextVectorization.adapt"), None for the script's
-    own loop; `where` is the script's line that started it ("train.py:58")."""
+    """A pass over a dataset that was not training, neither timed nor counted: `by` the Keras call
+    that made it ("TextVectorization.adapt"; None: a loop), `where` its line ("train.py:58")."""
 
     batches: int
     reason: DataPassReason
@@ -168,9 +163,8 @@ class TrainSection:
 
 
 def no_verdict_reason(train: TrainSection) -> NoVerdictReason:
-    """Why a train section whose steps give no verdict gives none. Here, below the analysis,
-    because reading a report written before the code was typed gives it too
-    (`report/upgrades.py`)."""
+    """Why a train section whose steps give no verdict gives none. Here, below the analysis, because
+    reading a report written before the code was typed gives it too (`report/upgrades.py`)."""
     if not train.steps:
         return "no-training" if train.skipped_passes else "no-steps"
     if train.measured_steps == 0:
@@ -215,8 +209,7 @@ class ComputeAlone:
     restored_variables: int = 0
     # Process CPU seconds per step, all threads: the step's own appetite for cores.
     cpu_s_per_step: float | None = None
-    # Training's and the step alone's blocks, in the order they ran; empty where the step
-    # alone ran in one piece (docs/design.md, "Input cost").
+    # Training's and the step alone's blocks as they ran; empty: the step alone ran in one piece.
     blocks: list[RateBlock] = field(default_factory=list)
     block_steps: int = 0  # steps per block, before the transition is dropped
     # Where the step's time goes, and model-side changes measured on the step alone
@@ -230,9 +223,8 @@ class ComputeAlone:
 
 @dataclass(frozen=True)
 class CostSplit:
-    """What input costs, as shares of training time, in parts that add up to
-    `Verdict.input_cost_fraction`, and the evidence for contention (docs/design.md, "Input
-    cost"); None where not measured."""
+    """What input costs, in parts that add up to `Verdict.input_cost_fraction`, and the evidence for
+    contention (docs/design.md, "Input cost"); None where not measured."""
 
     wait: float = 0.0
     contention: float = 0.0
@@ -247,8 +239,7 @@ class CostSplit:
     epoch_start_s: float | None = None  # the median start-up, seconds
     epoch_steps: int | None = None  # the steps it is spread over
     epoch_start_stage: str = ""  # the stage that likely makes it, e.g. "shuffle(10000)"
-    # False where the pulls run inside a tf.function: `wait` then holds waiting and
-    # contention together, read from the rates, not told apart.
+    # False where pulls run inside a tf.function: `wait` then holds contention too, read from rates.
     waits_timed: bool = True
 
 
@@ -268,8 +259,7 @@ class PhaseVerdict:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The answer: what limits the training rate, how badly, and the figures behind it, in
-    numbers and typed codes only (the renderers word them)."""
+    """What limits the training rate, how badly, the figures behind it: numbers and codes only."""
 
     label: VerdictLabel = "unknown"
     input_wait_fraction: float | None = None
@@ -286,8 +276,7 @@ class Verdict:
     compute_alone_reason: Reason | None = None  # why estimated
     cost_split: CostSplit | None = None
     phases: list[PhaseVerdict] = field(default_factory=list)
-    # The cost's 90% interval [low, high], None without the alternation (docs/design.md,
-    # "Input cost", "A busy host").
+    # The cost's 90% interval; None without the alternation (docs/design.md, "Input cost").
     input_cost_interval: list[float] | None = None
     # Other processes' cores while A and T ran, where material (docs/design.md, "A busy host").
     busy_host_cores: float | None = None
@@ -429,8 +418,7 @@ class Report:
     gpu_analysis: GpuAnalysis | None = None
     host_contention: HostContention | None = None
     compute_alone: ComputeAlone | None = None
-    # Seconds to the first verdict line (printed once the measured steps and the
-    # compute-alone phase are done); None if none was printed.
+    # Seconds to the first verdict line (after the measured steps and compute alone); None if none.
     first_verdict_s: float | None = None
     task: TaskInfo | None = None  # None for a single process
     # Unix time of time zero: a job's workers on one clock (docs/design.md, "Multi-worker jobs").

@@ -21,9 +21,8 @@ HOST_GAP_KINDS: tuple[TopOpKind, ...] = ("host-python", "host-launch", "host-as-
 
 @dataclass(frozen=True)
 class TopOp:
-    """One group of the profiled step's time: `share` of the step, `self_s` seconds per step
-    (an op's own time, its children's excluded). `name`: the op type or scope as the profile
-    names it; "" for a host gap (its kind says which)."""
+    """A group of the step's profiled time: `share` of it, `self_s` seconds per step (children
+    excluded). `name`: the op type or scope as profiled; "" for a host gap (see its kind)."""
 
     name: str
     kind: TopOpKind = ""
@@ -33,11 +32,10 @@ class TopOp:
 
 @dataclass(frozen=True)
 class ModelTrial:
-    """One model-side change, measured on the train step alone against the unchanged step, its
-    rates read through the pairs (docs/design.md, "The paired engine"). `speedup` is the gain
-    a whole run would see (for `steps_per_execution`, with fit's own per-step time added to
-    both sides). A mixed-precision trial's `float32_layers`: the layers its clone kept in
-    float32 (None: no clone was built)."""
+    """A model-side change, measured on the train step alone against the unchanged step through the
+    pairs (docs/design.md, "The paired engine"). `speedup`: the gain a whole run would see (for
+    `steps_per_execution`, fit's own per-step time added to both sides). A mixed-precision trial's
+    `float32_layers`: the layers its clone kept in float32 (None: no clone)."""
 
     change: ModelChange
     baseline_steps_per_s: float | None = None
@@ -49,8 +47,7 @@ class ModelTrial:
     reason: Reason | None = None
     code: str = ""
     seconds: float = 0.0  # the trial's, its build and compilation included
-    # The value tried: steps per execution, or the dtype policy's name (for the copy: the
-    # device the batch was placed on).
+    # The value tried: steps per execution, the dtype policy's name, or the copy's batch device.
     setting: str = ""
     float32_layers: list[str] | None = None
     # The host-to-device copy's share of the step fed from the host, from the step alone's

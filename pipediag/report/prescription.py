@@ -22,8 +22,7 @@ class CodeLine:
 
 @dataclass(frozen=True)
 class StageChange:
-    """One rewrite kept for the pipeline pipediag would write; `stage_index` None: the whole
-    pipeline's options."""
+    """A rewrite kept in pipediag's pipeline; `stage_index` None: the whole pipeline's options."""
 
     fix: FixName
     stage_index: int | None = None
@@ -51,23 +50,19 @@ class GainOnTraining:
     on_training: float | None = None
     on_training_low: float | None = None
     on_training_high: float | None = None
-    # What an epoch's start cost each side beyond a steady step, seconds (a fresh iterator,
-    # its first step; a cache's read after its filling epoch).
+    # What an epoch's start cost each side beyond a steady step, s (a fresh iterator, a cache read).
     baseline_start_s: float | None = None
     variant_start_s: float | None = None
-    # The fixed pipeline fed training faster than the step alone ran (its fastest block, with
-    # its noise): the rate and gain are taken at that ceiling.
+    # The fixed pipeline fed training faster than the step alone (with noise): read at that ceiling.
     at_step_alone: bool = False
     rounds: int = 0
     stopped: TrialStop = ""
-    # The rewrites kept before it, in order: its figures are over the pipeline with them
-    # applied; empty: over the user's pipeline.
+    # The rewrites kept before it, in order, applied under its figures (empty: the user's pipeline).
     after: list[FixName] = field(default_factory=list)
 
     @property
     def shown(self) -> tuple[float | None, float | None, float | None]:
-        """The gain the report shows, with its interval: in the run's terms where the
-        analysis filled them in, else the raw ratio."""
+        """The gain shown, with its interval: in the run's terms where filled in, else the ratio."""
         if self.on_training is not None:
             return self.on_training, self.on_training_low, self.on_training_high
         return self.training_speedup, self.training_speedup_low, self.training_speedup_high
@@ -75,9 +70,8 @@ class GainOnTraining:
 
 @dataclass(frozen=True)
 class PrescribedChange(GainOnTraining):
-    """One rewrite tried on training on top of the ones kept before it (its gain over
-    theirs); `kept` says whether the interval said it helps, `reason` why it was not kept,
-    or not tried."""
+    """One rewrite tried on training on top of the ones kept before it (its gain over theirs);
+    `kept` says whether the interval said it helps, `reason` why it was not kept, or not tried."""
 
     fix: FixName
     stage_index: int | None = None

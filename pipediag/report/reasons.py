@@ -356,8 +356,7 @@ def error_reason(
     exc: BaseException,
     describe: Callable[[BaseException], str] = _type_and_message,
 ) -> Reason:
-    """`code` for an error caught whatever it is: a `ReasonedError` as its reason, any other
-    in the words `describe` gives it."""
+    """`code` for any error: a `ReasonedError` as its reason, any other as `describe` words it."""
     if isinstance(exc, ReasonedError):
         return Reason(code, because=exc.one_line_reason())
     return Reason(code, detail=describe(exc))

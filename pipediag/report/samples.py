@@ -72,8 +72,7 @@ class GpuSample:
     sm_clock_mhz: float | None = None
     pcie_rx_bytes_per_s: float | None = None
     pcie_tx_bytes_per_s: float | None = None
-    # Session time of the newest driver sample behind gpu_util_pct; None when read with
-    # GetUtilizationRates.
+    # Session time of the newest driver sample behind gpu_util_pct; None via GetUtilizationRates.
     gpu_util_t_s: float | None = None
     sm_active_pct: float | None = None  # GPM SM activity since the previous GPM reading
     sm_occupancy_pct: float | None = None  # GPM SM occupancy since the previous GPM reading
@@ -109,8 +108,7 @@ class GpuWindow:
 
 @dataclass(frozen=True)
 class IdleAttribution:
-    """GPU idle time split by cause over the windows the measured steps cover; the three add
-    up to `idle_s` (docs/design.md, "GPU idle causes")."""
+    """GPU idle time by cause over the measured steps' windows, adding up to `idle_s`."""
 
     window_s: float
     idle_s: float

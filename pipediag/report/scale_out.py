@@ -17,14 +17,13 @@ from pipediag.report.vocabulary import (
 
 @dataclass(frozen=True)
 class ServiceBlocker:
-    """One reason the training dataset cannot run on tf.data service workers as it is
-    (docs/design.md, "tf.data service"). Its facts, by kind (`renderers/scale_out.py` words
-    them): "python-function": the stage, whether it is a `generator` source, and the
-    `python_ops` it calls (none when its ops do not say which); "local-path": the stage that
-    reads the files (no `stage_index`: the pipeline), a sample in `paths` (`paths_total` in
-    all) and `shared_fs`, their filesystem where other machines mount it too; "refused": the
-    service's `error` ("" when no batch came back) on the pipeline up to the stage labelled
-    `up_to` ("" for the whole). `detail_as_written`: an older report's sentence, as is."""
+    """Why the training dataset cannot run on tf.data service workers as it is (docs/design.md,
+    "tf.data service"). Its facts, by kind (`renderers/scale_out.py` words them): "python-function":
+    the stage, whether a `generator` source, and the `python_ops` it calls (none when its ops do not
+    say); "local-path": the stage reading the files (no `stage_index`: the pipeline), a sample in
+    `paths` (`paths_total` in all) and `shared_fs`, their filesystem where other machines mount it;
+    "refused": the service's `error` ("": no batch came back) on the pipeline up to `up_to` ("": the
+    whole). `detail_as_written`: older words."""
 
     kind: BlockerKind
     stage_index: int | None = None

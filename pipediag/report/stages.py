@@ -53,8 +53,7 @@ class StageSettings:
     count: int | None = None
     num_shards: int | None = None
     index: int | None = None
-    # A parallel stage's own order: None also where it follows the pipeline's
-    # `deterministic` option (the op's "default").
+    # A parallel stage's own order; None also where it follows the `deterministic` option.
     deterministic: bool | None = None
 
 
@@ -84,8 +83,7 @@ class StageStats:
     stateful_ops: list[str] = field(default_factory=list)
     elements_per_s: float | None = None
     own_s_per_batch: float | None = None
-    # A sequential map: whether `map_parallelization` runs it in parallel anyway, and if not,
-    # why; None for other stages or options unreadable.
+    # A sequential map: does `map_parallelization` parallelize it anyway, else why (None: unknown).
     auto_parallel: bool | None = None
     auto_parallel_blocker: AutoParallelBlocker | None = None
     # Why stage timing gave this stage no rate (the time ran out, a file cache); None if timed.
@@ -100,8 +98,7 @@ class StageStats:
     # Why the measured speedup is not used: the held pipeline fed training faster than the
     # train step alone ran (the trial was disturbed); None where it is used or not measured.
     training_speedup_if_free_unused: Reason | None = None
-    # The training rate with this stage held, steps/s: for the output stage, the train step
-    # alone on held batches, at a time the live pipeline sat idle.
+    # The training rate with this stage held (the output stage: the step alone on held batches).
     training_held_steps_per_s: float | None = None
     # Where that speedup jumps past half the whole pipeline's: the cost training pays.
     training_cost_jump: bool = False

@@ -12,9 +12,8 @@ from pipediag.report.vocabulary import FixName, SemanticsChange, TrialStop
 
 @dataclass(frozen=True)
 class TrialFacts:
-    """What a trial found beside its rates: the facts a rule needs to explain a fix.
-    `speedup_low`/`speedup_high`: the rounds' 90% interval. The rest belong to one fix each;
-    None where they do not apply or were not found."""
+    """The facts beside a trial's rates a rule needs to explain a fix. `speedup_low`/`speedup_high`:
+    the rounds' 90% interval; the rest one fix's each, None where not found or not applying."""
 
     stopped: TrialStop = ""
     speedup_low: float | None = None
@@ -35,8 +34,7 @@ class TrialFacts:
     threads: int | None = None
     # prefetch-end: the buffer size of the final prefetch raised to AUTOTUNE, None if added.
     existing_buffer: str | None = None
-    # cache: the work it would keep, the elements of one epoch (None: infinite or unknown),
-    # their size, the memory available and the time to fill it.
+    # cache: the work it keeps, one epoch's elements (None: unknown), their size, memory, fill time.
     prefix_s_per_batch: float | None = None
     elements: int | None = None
     cache_bytes: int | None = None
@@ -44,12 +42,10 @@ class TrialFacts:
     fill_s: float | None = None
     # cache: after the batch that reads the stage (docs/design.md, "Every applicable rewrite").
     cached_in_batches: bool = False
-    # cache, hoist-cache: the Python stages it keeps gave the same values for the same
-    # elements read twice (`bench/candidate.py::same_elements_twice`); None: no Python
-    # there, or not checked.
+    # cache, hoist-cache: the Python stages it keeps gave the same values for the same elements read
+    # twice (`bench/candidate.py::same_elements_twice`); None: no Python there, or not checked.
     python_repeatable: bool | None = None
-    # Not tried on training, under a kept cache (docs/design.md, "The pipeline pipediag would
-    # write"); `training_reason` says so.
+    # Not tried on training, under a kept cache (`training_reason` says so).
     covered_by_cache: bool = False
     # What the rewrite changes in what the pipeline yields; empty: nothing.
     semantics: list[SemanticsChange] = field(default_factory=list)

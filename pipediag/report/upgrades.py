@@ -102,8 +102,7 @@ def _upgrade_suggestions(data: dict[str, Any], upgrade: _ItemUpgrade) -> None:
 
 
 def _each_object(items: Any, upgrade: _ItemUpgrade) -> list[Any]:
-    """`upgrade` applied to each object of a list read from JSON; anything else stays as
-    read, for `build_dataclass` to refuse with its reason."""
+    """`upgrade` on each object of a JSON list; anything else for `build_dataclass` to refuse."""
     return [upgrade(item) if isinstance(item, dict) else item for item in items or []]
 
 
@@ -142,9 +141,8 @@ _DETAIL_TEXTS = ("stopped", "training_stopped", "isolation", "existing_buffer")
 
 
 def _from_version_2(data: dict[str, Any]) -> None:
-    """Stage findings were `settings` strings (`auto_parallel` "yes" / "no: <why>",
-    `not_measured`, `graph` "unavailable: <why>"); the headline was prose (now worded from
-    the verdict's figures, renderers/verdict_words.py): it is left unread."""
+    """Stage findings were `settings` strings (`auto_parallel` "yes" / "no: <why>", `not_measured`,
+    `graph` "unavailable: <why>"); the prose headline is left unread."""
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v3, "trials": _trial_v3})
     _upgrade_lists_in(data, "scale_out", {"stages": _stage_v3})
 
@@ -250,8 +248,7 @@ _IN_MEMORY = "memory"
 
 
 def _from_version_7(data: dict[str, Any]) -> None:
-    """Options and settings typed (docs/design.md, "Rules of the house"); options never read
-    (`{}`) are None."""
+    """Options and settings typed (docs/design.md, "Rules of the house"); options `{}` are None."""
     _upgrade_lists_in(data, "pipeline", {"stages": _stage_v8})
     _upgrade_lists_in(data, "scale_out", {"stages": _stage_v8})
     pipeline = data.get("pipeline")
@@ -268,9 +265,8 @@ def _stage_v8(stage: dict[str, Any]) -> dict[str, Any]:
 
 
 def _typed_strings(cls: type, strings: dict[str, Any]) -> dict[str, Any]:
-    """The strings of `strings` that name a field of `cls`, each as its field's type; those
-    that do not read as it are left out, for the field's default. A value that is not a
-    string is kept as it is, for `build_dataclass` to take or refuse."""
+    """The strings of `strings` naming a field of `cls`, each as that field's type, those that do
+    not read as it left out (the default); a non-string as it is, for `build_dataclass`."""
     typed: dict[str, Any] = {}
     for name, hint in _hints(cls).items():
         text = strings.get(name)
@@ -307,8 +303,7 @@ _PIPELINE_UP_TO = "pipeline up to "
 
 
 def _measurement_v9(measurement: dict[str, Any]) -> dict[str, Any]:
-    """A measurement's `part`, words around a stage's label, as `up_to`: the label alone, ""
-    for the whole pipeline."""
+    """A measurement's `part`, words around a stage's label, as `up_to` ("": the whole pipeline)."""
     upgraded = dict(measurement)
     part = upgraded.pop("part", None)
     if isinstance(part, str):
@@ -330,12 +325,10 @@ _SEMANTICS_AS_WORDED: dict[str, tuple[SemanticsChange, ...]] = {
     "the generator is read once and its elements kept in memory: every epoch yields the "
     "first epoch's elements, and randomness in the generator is frozen": ("materialised",),
 }
-# Where version 8 added those sentences to the rewritten pipeline's evidence (its rule's
-# id below); the renderer says them now.
+# Where version 8 added them to the rewritten pipeline's evidence; the renderer says them now.
 _CHANGES_SAID = " What changes besides the speed: "
 _REWRITTEN_PIPELINE_RULE = "PD016-rewritten-pipeline"
-# Version 8's numerics note for each policy, before the layers kept float32 (", "-joined, or
-# "none").
+# Version 8's numerics note per policy, before the layers kept float32 (", "-joined, or "none").
 _NUMERICS_AS_WORDED: Final[dict[str, str]] = {
     "mixed_float16": "float16 compute with float32 variables; the loss is scaled (Keras wraps "
     "the optimizer in a LossScaleOptimizer); layers kept float32: ",
@@ -438,18 +431,9 @@ def _host_gap_kind(top_op: dict[str, Any]) -> dict[str, Any]:
     return dict(top_op, kind=kind, name="")
 
 
-# The step that brings a report of the version before to each version. What versions 6 to 10
-# changed: CHANGELOG.md ("Report schema N"); before:
-# 2: pipediag's own findings about stages and fix trials are typed fields, not "true" strings.
-# 3: a stage's `auto_parallel`, `not_measured` and `graph_error` left `settings`; a fix
-#    trial's `details` strings became `facts`, numbers as numbers; no headline text.
-# 4: T measured in alternation (`ComputeAlone.blocks`), the cost's 90% interval
-#    (`Verdict.input_cost_interval`), no core-count cap (`CostSplit.unexplained` gone: a
-#    version-3 cost stands as measured then, without an interval), and each epoch's start-up
-#    a fourth part of the cost (`CostSplit.epoch_start`).
-# 5: no verdict prose: `summary` is gone, `Verdict.no_verdict_because` says why there is none.
-# Versions 4 and 7 need no step: what 4 dropped no field reads, and `_convert` keeps a
-# version-6 report's worded reasons as written ("as-written").
+# The step that brings a report of the version before to each version (what each changed:
+# CHANGELOG.md). Versions 4 and 7 need no step: what 4 dropped no field reads, and `_convert`
+# keeps a version-6 report's worded reasons as written ("as-written").
 _UPGRADES: tuple[tuple[int, _Step], ...] = (
     (2, _from_version_1),
     (3, _from_version_2),
@@ -471,8 +455,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def build_dataclass(cls: type[T], data: Any) -> T:
-    """`cls` from a JSON object: keys no field reads are ignored, each value converted to its
-    field's type."""
+    """`cls` from a JSON object: keys no field reads ignored, each value as its field's type."""
     if not isinstance(data, dict):
         raise TypeError(f"{cls.__name__} must be an object, got {type(data).__name__}")
     hints = _hints(cls)

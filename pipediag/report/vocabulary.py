@@ -10,15 +10,13 @@ VerdictLabel = Literal[
     "input-bound",
     "compute-bound",
     "balanced",
-    # The run's verdict only: the input cost may be other processes' (docs/design.md, "A busy
-    # host").
+    # The run's verdict only: input cost may be other processes' (docs/design.md, "A busy host").
     "uncertain",
     "unknown",
 ]
 # Why a verdict is uncertain: other processes' load, or a cost too noisy to place in a band.
 UncertainReason = Literal["", "busy-host", "too-noisy", "too-short"]
-# Why a run has no verdict (`Verdict.no_verdict_because`); "" where it has one, or none was
-# judged (a report's default verdict).
+# Why a run has no verdict (`Verdict.no_verdict_because`); "" where it has one, or none was judged.
 NoVerdictReason = Literal[
     "",
     "no-training",  # passes over the data, none of them training
@@ -177,8 +175,7 @@ SemanticsChange = Literal[
 # Why interleaved A/B rounds stopped (`TrialFacts.stopped`); "" when they did not run.
 TrialStop = Literal["clear gain", "clear no gain", "outranked", "budget", ""]
 
-# The parts of a diagnosis on the report's time axis (`PhaseSpan.name`, the keys of
-# `Report.phase_times_s`).
+# The parts of a diagnosis on the report's time axis (`PhaseSpan.name`, `Report.phase_times_s`).
 PhaseName = Literal[
     "train",
     "pipeline_benchmark",
@@ -191,8 +188,7 @@ PhaseName = Literal[
     "analysis",
     "profiler_overhead",  # the profiler trace's own cost (no span: a duration only)
 ]
-# The advisor's rules (`Suggestion.id`; analysis/advisor.py's table, renderers/advice_words.py
-# words each).
+# The advisor's rules (`Suggestion.id`: analysis/advisor.py's table; renderers/advice_words.py).
 RuleId = Literal[
     "PD000-pipeline-fine",
     "PD001-sequential-map",

@@ -31,8 +31,7 @@ def make_samplers(
 def stop_samplers(
     samplers: list[HostSampler | GpuSampler], origin: float
 ) -> tuple[HostSection, GpuSection]:
-    """Stop each sampler and give its section (times from `origin`); a sampler's trouble is
-    in its section's notes, never swallowed."""
+    """Stop each sampler and give its section (times from `origin`), its trouble in its notes."""
     host = HostSection(available=False, reason=Reason("host-sampling-off"))
     gpu = GpuSection(available=False, reason=Reason("gpu-sampling-off"))
     for sampler in samplers:

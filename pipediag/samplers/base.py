@@ -29,9 +29,7 @@ def describe_error(exc: BaseException) -> str:
     name = type(exc).__name__
     message = " ".join(str(exc).split())
     text = f"{name}: {message}" if message else name
-    if len(text) > MAX_ERROR_TEXT_CHARS:
-        text = text[: MAX_ERROR_TEXT_CHARS - 3] + "..."
-    return text
+    return text if len(text) <= MAX_ERROR_TEXT_CHARS else text[: MAX_ERROR_TEXT_CHARS - 3] + "..."
 
 
 def mean_or_none(a: float | None, b: float | None) -> float | None:
@@ -83,8 +81,7 @@ class _Failure:
 
 
 class ThreadedSampler(ABC, Generic[ItemT]):
-    """`_setup()` once, `_read()` every interval, `_teardown()` once; runs once. Tests call
-    `start(background=False)` and drive `sample_once()` themselves."""
+    """`_setup()` once, `_read()` each interval, `_teardown()` once; tests drive `sample_once()`."""
 
     thread_name: ClassVar[str] = "pipediag-sampler"
 
@@ -104,8 +101,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self._sampler_cpu_s = 0.0
         self._readings = 0
         self._last_reading_t: float | None = None
-        # While it holds, readings are skipped (the observer check's quiet blocks): the
-        # reading after it covers the gap, as the CPU readings are deltas.
+        # While it holds, readings are skipped (quiet blocks); the next covers the gap (CPU deltas).
         self.quiet: Quiet | None = None
 
     @abstractmethod

@@ -54,8 +54,7 @@ def merge_gpu_samples(earlier: GpuSample, later: GpuSample) -> GpuSample:
 
 
 class GpuSampler(ThreadedSampler[list[GpuSample]]):
-    """One `GpuSample` per usable GPU a tick. `nvml`: pynvml's API (tests pass
-    `tests/fake_nvml.FakeNvml`), None to import `pynvml` in `start()`."""
+    """A `GpuSample` per usable GPU a tick; `nvml`: pynvml's API (a fake in tests; None: import)."""
 
     thread_name = "pipediag-gpu-sampler"
 

@@ -22,17 +22,15 @@ if TYPE_CHECKING:
 # Linux counts guest time inside user/nice too; psutil's own busy-time formula drops them.
 _GUEST_FIELDS = ("guest", "guest_nice")
 _IDLE_FIELDS = ("idle", "iowait")  # waiting for I/O is idle as far as the CPU is concerned
-# The machine's memory, which moves over seconds, is read at most this often (docs/design.md,
-# "What pipediag costs a step").
+# Memory moves over seconds: read at most this often (docs/design.md, "What pipediag costs a step").
 SYSTEM_MEMORY_INTERVAL_S = 1.0
 
 
 def cpu_percentages(
     before: list[Any], after: list[Any]
 ) -> tuple[list[float], float, float | None, float | None]:
-    """Per-core busy %, system busy %, iowait % and steal % (of the machine's whole time,
-    stolen by its hypervisor; each None where not reported) between two
-    `cpu_times(percpu=True)` reads. Runs every tick for every core: fields looked up once."""
+    """Per-core busy %, system busy %, iowait % and steal % (of the whole time, to other guests;
+    None where not reported) between two `cpu_times(percpu=True)` reads; fields looked up once."""
     if not after:
         return [], 0.0, None, None
     fields = after[0]._fields

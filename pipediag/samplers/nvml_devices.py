@@ -32,10 +32,9 @@ def _text(value: Any) -> str:
 def select_visible_devices(
     cuda_visible_devices: str | None, gpus: Sequence[tuple[str, Sequence[str]]]
 ) -> tuple[list[int], list[Reason]]:
-    """NVML indices of the GPUs this process can use, and notes on entries CUDA ignores;
-    `gpus`: per NVML index, (GPU UUID, its MIG devices' UUIDs). CUDA stops at the first entry
-    that matches nothing (`""` and `-1` hide every GPU). A MIG UUID selects its parent GPU:
-    NVML has no per-MIG utilization."""
+    """NVML indices of the GPUs this process can use, and notes on entries CUDA ignores; `gpus`: per
+    NVML index, (GPU UUID, its MIG UUIDs). CUDA stops at the first entry matching nothing (`""`,
+    `-1` hide every GPU). A MIG UUID selects its parent GPU: NVML has no per-MIG utilization."""
     if cuda_visible_devices is None:
         return list(range(len(gpus))), []
     selected: list[int] = []
@@ -175,8 +174,7 @@ class NvmlDevices:
     def _optional(
         self, name: str, *args: Any, failed: ReasonCode | None = None, gpu: int | None = None
     ) -> Any:
-        """An NVML answer the diagnosis can do without: None where the call failed, a setup
-        note `failed` (on GPU `gpu`) where given."""
+        """An NVML answer the diagnosis can do without: None on failure, noting `failed` if any."""
         try:
             return self.call(name, *args)
         except Exception as exc:

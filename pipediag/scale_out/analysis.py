@@ -72,17 +72,15 @@ def stage_label(stage: StageStats) -> str:
 
 
 def refused_blocker(error: str, up_to: str) -> ServiceBlocker:
-    """The service failed on the pipeline up to stage `up_to` ("" for the whole), for a reason
-    no static check found; `error` is "" when no batch came back."""
+    """The service failed on the pipeline up to `up_to` ("": the whole), past the static checks."""
     return ServiceBlocker(kind="refused", error=error, up_to=up_to)
 
 
 def distribute_point(
     stages: Sequence[StageStats], blockers: Sequence[ServiceBlocker]
 ) -> int | None:
-    """The last stage, on the chain from the output, that can move with all its inputs; None
-    when none can. Python blockers pin their stage and everything after it to this host;
-    local paths do not (shared storage fixes them without moving any stage)."""
+    """The last stage, on the chain from the output, that can move with all its inputs (None: none).
+    Python blockers pin their stage and all after it here; local paths do not (shared storage)."""
     if not stages:
         return None
     pinned = {b.stage_index for b in blockers if b.kind == "python-function"}
@@ -97,8 +95,7 @@ def distribute_point(
 
 
 def _chain_from_output(stages: Sequence[StageStats]) -> Iterator[int]:
-    """Stage indices from the output back along single inputs, up to and including the first
-    stage that has not exactly one input."""
+    """Stage indices from the output back, through the first without exactly one input."""
     current = len(stages) - 1  # the walk lists the output stage last
     for _ in range(len(stages)):
         yield current

@@ -68,9 +68,8 @@ def check_scale_out(
     phase: Callable[[ProgressStep, float | None], None] | None = None,
     train: TrainThrough | None = None,
 ) -> ScaleOut:
-    """Compatibility, the distribute point and, when asked, measurements through a service
-    of a copy of `walked`. `note` takes a failure of the service itself (an unreachable
-    dispatcher); `train` is for `--data-service-train`."""
+    """Compatibility, the distribute point and, asked, a copy of `walked` measured through a
+    service. `note` takes the service's own failures; `train`: `--data-service-train`."""
     began = clock.now()
     walked_stats = [s.stats for s in walked.stages]
     same = [s.kind for s in pipeline.stages] == [s.kind for s in walked_stats]
@@ -248,9 +247,8 @@ def _measured_through(
     clock: Clock,
     worker_cpu: Callable[[], float | None] | None,
 ) -> ServiceMeasurement:
-    """`base` measured: the part read through the service, then its first batch sent again
-    and again; ServiceError for a service that stalls. Spent iterators are released before
-    the caller stops any server."""
+    """`base` measured: the part read through the service, then its first batch resent; ServiceError
+    for a stalled service. Spent iterators go before any server stops."""
     with owned(None) as releaser:
         try:
             read = bounded(

@@ -391,14 +391,8 @@ def batch_bytes(batch: Any) -> int | None:
     try:
         import tensorflow as tf
 
-        total = 0
-        for tensor in tf.nest.flatten(batch, expand_composites=True):
-            value = tensor.numpy()
-            if value.dtype == object:
-                total += sum(len(v) for v in value.ravel())
-            else:
-                total += value.nbytes
-        return total
+        values = [t.numpy() for t in tf.nest.flatten(batch, expand_composites=True)]
+        return sum(sum(map(len, x.ravel())) if x.dtype == object else x.nbytes for x in values)
     except Exception:
         return None
 

@@ -25,9 +25,8 @@ TRAIN_BATCH_TIMEOUT_S = 20.0  # the longest the train step waits for one batch
 def train_through(
     model: Any, style: str, dataset: Any, target: str, *, clock: Clock = MONOTONIC
 ) -> tuple[float | None, Reason | None]:
-    """(steps/s, None), or (None, why not): Keras fit's compiled train function called on
-    `dataset` read through `target`, every variable it writes put back after, as compute
-    alone does (`training/compute_alone.py`)."""
+    """(steps/s, None) or (None, why not): fit's compiled train function on `dataset` read through
+    `target`, its variables put back after (as `training/compute_alone.py`)."""
     if style != "keras-fit" or model is None:
         return None, Reason("service-fit-only")
     from pipediag.training.fit_backend import BACKEND_NAMES, keras_backend

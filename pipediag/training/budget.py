@@ -105,8 +105,7 @@ class Serving:
 
 
 class AlternatedBlocks:
-    """The alternation served to a loop. `sync` waits for a JAX loop's device work;
-    `lockstep` (multi-worker) counts even the step across an epoch's end."""
+    """The alternation served to a loop; `sync` for JAX's device work; `lockstep`: every step."""
 
     def __init__(
         self,

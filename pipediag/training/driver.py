@@ -38,8 +38,7 @@ def as_is(dataset: Any) -> Any:
 
 @dataclass(frozen=True)
 class TrainDriver:
-    """`train`: one call of the user's train function (given an iterator under fit and in the
-    fix trials; on its held batch for a loop's step alone)."""
+    """`train`: one call of the user's train function (on an iterator, or a loop's held batch)."""
 
     train: Callable[..., Any]
     batches_per_call: int

@@ -76,9 +76,8 @@ def is_dataset(value: Any) -> bool:
 
 @dataclass
 class TrainCalls:
-    """The tf.function that trains, and what it was last called with. `call`: TensorFlow's
-    `Function.__call__`. `slot`: where its data is among the arguments (None: `captured`).
-    `counter`: the optimizer's step counter (None: each call counts as one step)."""
+    """The tf.function that trains and its last arguments. `call`: `Function.__call__`; `slot`: its
+    data's place (None: `captured`); `counter`: the step counter (None: a call a step)."""
 
     function: Any
     call: Callable[..., Any]
@@ -328,8 +327,7 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False)
 
 
 def reads_to_end(function: Any) -> bool:
-    """Whether `function` loops over an iterator to its end, which a held batch never has
-    (docs/design.md, "Loops that pull inside a tf.function")."""
+    """Whether `function` loops over an iterator to its end, which a held batch never has."""
     ops = {op for graph_def in graph_defs(function) for op in ops_in(graph_def)}
     through_optionals = "IteratorGetNextAsOptional" in ops and "IteratorGetNext" not in ops
     return through_optionals or "OptionalNone" in ops

@@ -1,8 +1,7 @@
-"""Keras 3 `fit` on the JAX backend: its jitted train step, whose state argument is donated,
-run on a copy of fit's current state, so fit's own arrays are never written; and the device
-sync that ends a JAX loop's timed blocks, a jitted step returning once dispatched
-(docs/design.md, "JAX"). JAX is imported only for a model whose backend is JAX; the loop's
-sync takes it from `sys.modules`, never importing it."""
+"""Keras 3 `fit` on the JAX backend: its jitted train step, whose state argument is donated, run on
+a copy of fit's state, so fit's own arrays are never written; and the sync that ends a JAX loop's
+timed blocks, a jitted step returning once dispatched (docs/design.md, "JAX"). JAX is imported only
+for a JAX model; the loop's sync takes it from `sys.modules`."""
 
 from __future__ import annotations
 

@@ -376,8 +376,5 @@ def with_training_results(
     trials: list[FixTrial], results: TrialResults, *, ceiling: float | None
 ) -> list[FixTrial]:
     """The fix trials with what each measured on training, at most `ceiling` (`with_training`)."""
-    updated = []
-    for trial in trials:
-        found = results.get((trial.fix, trial.stage_index))
-        updated.append(trial if found is None else with_training(trial, *found, ceiling=ceiling))
-    return updated
+    found = [(trial, results.get((trial.fix, trial.stage_index))) for trial in trials]
+    return [t if f is None else with_training(t, *f, ceiling=ceiling) for t, f in found]

@@ -194,8 +194,7 @@ def bottleneck_at_jump(stages: Sequence[StageStats], jump: int, held: set[int]) 
     marked = [i for i in freed if stages[i].bottleneck]
     if marked:
         return marked[0]
-    # Holding a prefetch frees the map before it: computing stages go before passing ones,
-    # whatever reading through a prefetch added.
+    # Holding a prefetch frees the map before it: computing stages first, whatever it added.
     costs = [
         (
             stages[i].kind not in stage_facts.NO_OWN_WORK_KINDS,

@@ -1,7 +1,6 @@
-"""A fix tried on training itself: the user's train step fed by the original pipeline and by
-the fixed one in alternating slices, every variable it writes put back; a loop's slices are
-timed by its pulls (`PullSlice`). (docs/design.md, "Fixes tried on training", "Epoch starts
-in the gains")."""
+"""A fix tried on training itself: the user's train step fed by the original pipeline and by the
+fixed one in alternating slices, every variable it writes put back; a loop's slices are timed by its
+pulls (`PullSlice`). (docs/design.md, "Fixes tried on training", "Epoch starts in the gains")."""
 
 from __future__ import annotations
 

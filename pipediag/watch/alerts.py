@@ -25,8 +25,7 @@ COMMAND_WAIT_S = 5.0
 
 
 class AlertRule:
-    """K (`windows`) windows in a row at or over `threshold` (a wait share, 0-1) fire one
-    alert; a window under it, or with an unknown wait, re-arms."""
+    """K (`windows`) windows at or over `threshold` in a row alert; one under or unknown re-arms."""
 
     def __init__(self, threshold: float, windows: int) -> None:
         if not 0.0 <= threshold <= 1.0:
@@ -49,8 +48,7 @@ class AlertRule:
 
     def _alert(self, streak: Sequence[WatchWindow]) -> WatchAlert:
         first, last = streak[0], streak[-1]
-        # Its share over the steps whose wait is known, as each window's own share is, so an
-        # alert never reads under the threshold it crossed.
+        # Its share over the steps whose wait is known, as windows' are: never under the threshold.
         whole = functools.reduce(merge_windows, streak)
         share = whole.input_wait_fraction
         share = share if share is not None else last.input_wait_fraction or 0.0
@@ -93,8 +91,7 @@ def alert_json(alert: WatchAlert, script: str) -> str:
 
 @dataclass(frozen=True)
 class WordedAlert(WatchAlert):
-    """An alert as a hook is given it: the report's figures, and `message`, their words (the
-    report keeps only the figures)."""
+    """An alert as a hook is given it: the report's figures, and `message`, their words."""
 
     message: str = ""
 

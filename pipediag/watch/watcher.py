@@ -79,8 +79,7 @@ class Watcher:
         self._finished: WatchSection | None = None
 
     def start(self, origin: float, *, background: bool = True) -> None:
-        """Start reading the timeline, windows on the axis that starts at `origin`;
-        `background=False` starts no thread (the caller drives `poll()`)."""
+        """Read the timeline, windows on the axis from `origin` (`background=False`: no thread)."""
         if self._accumulator is not None:
             return
         self._accumulator = WindowAccumulator(
@@ -100,8 +99,7 @@ class Watcher:
         return self.config.logdir or self._seen_logdir or self.default_logdir
 
     def finish(self) -> WatchSection:
-        """Read what is left, close the last window, stop the thread; the report's section.
-        Safe to call more than once; never raises."""
+        """Read what is left, close the last window, stop: the section. Idempotent; never raises."""
         if self._finished is not None:
             return self._finished
         self._stop.set()
@@ -134,8 +132,7 @@ class Watcher:
         )
 
     def poll(self, *, final: bool = False) -> list[WatchWindow]:
-        """Read the new records, close and deliver the windows they complete; `final` reads
-        every record and closes the open window."""
+        """Read new records, deliver the windows they close; `final`: all, and the open window."""
         with self._lock:
             accumulator = self._accumulator
             if accumulator is None:
@@ -167,8 +164,7 @@ class Watcher:
             return closed
 
     def _settled(self, records: list[RawStep]) -> list[RawStep]:
-        """All but the newest records without a wait, while `fit`'s batch stamps are still to
-        fill them in (up to `PENDING_MAX_S`)."""
+        """All but the newest records without a wait, while stamps may come (to `PENDING_MAX_S`)."""
         if not records or records[-1].input_wait_s is not None or not self.waits_deferred():
             return records
         last_known = len(records) - 1

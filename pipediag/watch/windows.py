@@ -17,9 +17,7 @@ DEFAULT_MAX_WINDOWS = 10_000
 
 def label_by_wait_share(share: float | None) -> VerdictLabel:
     """XProf's wording for a share of step time spent waiting for input."""
-    if share is None:
-        return "unknown"
-    return label_of(share)
+    return "unknown" if share is None else label_of(share)
 
 
 @dataclass
@@ -96,8 +94,7 @@ class WindowAccumulator:
         self._closed = 0
 
     def add(self, step: int, record: RawStep) -> WatchWindow | None:
-        """Take the record whose first step is `step`; the window it closed, if any (a merged
-        record of several steps stays in one window)."""
+        """Take the record whose first step is `step`; the window it closed (records stay whole)."""
         if step < self.warmup_steps:
             return None
         closed = None

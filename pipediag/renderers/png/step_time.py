@@ -87,8 +87,7 @@ def draw_step_time(axes: Axes, report: Report) -> None:
 
 
 def bar_positions(bars: list[TimeBar]) -> list[float]:
-    """A row per bar, `GROUP_GAP` rows more before each grouping after the first (`time_bars`
-    keeps each grouping's bars together)."""
+    """A row per bar, `GROUP_GAP` rows more before each grouping after the first (`time_bars`)."""
     groups = list(dict.fromkeys(bar.group for bar in bars))
     return [i + GROUP_GAP * groups.index(bar.group) for i, bar in enumerate(bars)]
 

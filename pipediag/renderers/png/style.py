@@ -48,8 +48,7 @@ COST_COLOURS = {
     "fetch": "#ffc078",
     "epoch-start": "#ffe8cc",
 }
-# The step's time by group: op types in the compute colour, layers lighter, and the host
-# time outside any op apart, in violet.
+# The step's time by group: op types in compute colour, layers lighter, host time apart (violet).
 SCOPE_COLOUR = "#74c0fc"
 HOST_GAP_COLOUR = "#9c36b5"
 TRAINING_RATE_COLOUR = "#495057"  # A, the training rate, as a line over other rates

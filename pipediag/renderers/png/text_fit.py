@@ -87,8 +87,7 @@ def _shorten(artist: Text, fits: Callable[[Bbox], bool]) -> None:
 
 
 def _most_that_fit(most: int, fits: Callable[[int], bool]) -> int:
-    """The largest count up to `most` that `fits`, else 0 (never tried), where every count
-    below one that fits fits too."""
+    """The largest count up to `most` that `fits`, else 0; each count under one that fits fits."""
     low, high = 0, most + 1  # the largest that fits lies in [low, high)
     while low < high - 1:
         middle = (low + high) // 2
@@ -201,8 +200,7 @@ class ClearLabels:
 
 
 def _shift(label: Text, right_px: float, up_px: float) -> None:
-    """Moved by display pixels, in the label's own coordinates (data, axes or other), so its
-    alignment and transform hold."""
+    """Moved by display pixels, in the label's own coordinates: its alignment and transform hold."""
     transform = label.get_transform()
     x_px, y_px = transform.transform(label.get_position())
     x, y = transform.inverted().transform((x_px + right_px, y_px + up_px))

@@ -131,8 +131,7 @@ class ShareBar:
 def _draw_share_bars(
     axes: Axes, bars: list[ShareBar], gid: str, *, edgecolor: str, linewidth: float | None = None
 ) -> None:
-    """The wait and compute bars with `edgecolor`, and the label strip without an edge; each
-    gid is `gid` and its part ("step-wait", "bin-label")."""
+    """The wait and compute bars with `edgecolor`, the label strip without; gids: `gid` and part."""
     starts = [bar.start_s for bar in bars]
     widths = [bar.width_s for bar in bars]
     wait_pct = [(bar.wait_share or 0.0) * SHARE_MAX_PCT for bar in bars]
@@ -305,8 +304,7 @@ def _fitting_from(text: Text, wordings: list[str], width_px: float) -> list[str]
 
 
 def phase_spans(report: Report) -> list[tuple[PhaseVerdict, float, float]]:
-    """Each phase verdict with the time its steps span (epochs counted from 0 in both); a phase
-    with no steps here is left out."""
+    """Each phase verdict with the time its steps span; a phase with no steps here is left out."""
     steps = report.train.steps
     chosen = [
         (phase, [s for s in steps if phase.first_epoch <= s.epoch <= phase.last_epoch])
