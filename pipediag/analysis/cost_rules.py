@@ -137,7 +137,7 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     verdict = ctx.report.verdict
     if verdict.label == "compute-bound" or verdict.input_cost_fraction is None:
         return []
-    # A cost rule's note already says its one change did not help, or that no tf.data setting can.
+    # A cost rule's note already says its one change did not help, or that no more threads can.
     if any(s.kind == "fix" or s.id in (CONTENTION_RULE, FETCH_RULE, SATURATED_RULE) for s in found):
         return []
     pipeline = ctx.report.pipeline
@@ -150,7 +150,7 @@ def why_no_input_fix(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
 
 
 def check_cpu_saturated(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
-    # A note: no tf.data setting helps, and moving the work is not a line of code to paste.
+    # A note: more threads cannot help, and moving the work is not a line of code to paste.
     if not ctx.saturated or ctx.cpu_busy_pct is None:
         return []
     return [Suggestion(id=rule_id, kind="note")]

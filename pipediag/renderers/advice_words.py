@@ -223,7 +223,7 @@ def _cpu_saturated(ctx: Context, s: Suggestion) -> SuggestionWords:
         "files), into the model (Keras preprocessing layers, on the accelerator), or onto "
         "other machines (tf.data service)."
     )
-    return SuggestionWords("the host CPU is saturated: no tf.data setting can help", evidence)
+    return SuggestionWords("the host CPU is saturated: more parallel calls cannot help", evidence)
 
 
 def _other_processes_text(ctx: Context) -> str:

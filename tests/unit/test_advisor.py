@@ -195,7 +195,7 @@ def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() 
     change = the_change(dataclasses.replace(report, suggestions=advise(report)))
     assert change.words == (
         "none measured to help on your training; the host CPU is saturated: "
-        "no tf.data setting can help"
+        "more parallel calls cannot help"
     )
     assert change.code == []
 
@@ -213,7 +213,7 @@ def test_a_saturated_cpu_with_no_fix_is_said_once_and_the_answer_says_why() -> N
     # THEN one note says so, and none repeats that no rule found a change
     assert [(s.id, s.kind) for s in advise(saturated)] == [("PD010-cpu-saturated", "note")]
     change = the_change(dataclasses.replace(saturated, suggestions=advise(saturated)))
-    assert change.words.endswith("the host CPU is saturated: no tf.data setting can help")
+    assert change.words.endswith("the host CPU is saturated: more parallel calls cannot help")
     # and with cores to spare, the note that no rule found a change
     assert [s.id for s in advise(costing(CPU_SATURATED_PCT - 30))] == ["PD014-no-input-fix"]
 

@@ -407,7 +407,9 @@ def test_a_long_change_is_drawn_whole_in_a_smaller_font() -> None:
 def test_the_note_the_answer_gives_where_no_change_helped_leads_the_foot() -> None:
     # GIVEN input costing training, no fix, and the cores full
     saturated = written(
-        "PD010-cpu-saturated", "the host CPU is saturated: no tf.data setting can help", kind="note"
+        "PD010-cpu-saturated",
+        "the host CPU is saturated: more parallel calls cannot help",
+        kind="note",
     )
     report = dataclasses.replace(
         synthetic_cost_report(cost_interval=(0.35, 0.5)), suggestions=[saturated]
@@ -416,6 +418,6 @@ def test_the_note_the_answer_gives_where_no_change_helped_leads_the_foot() -> No
     # THEN the PNG says what the terminal's answer says, in bold, with no code
     assert head.text == (
         "Change: none measured to help on your training; the host CPU is saturated: "
-        "no tf.data setting can help"
+        "more parallel calls cannot help"
     )
     assert head.bold and not any(line.gid == "change-code" for line in foot_lines(report))
