@@ -46,6 +46,10 @@ def advise(report: Report) -> list[Suggestion]:
     return _said_once([s for _, s in found])
 
 
+# A stage's hold, or T/A where that capped it: what a port or a hoisted cache is ranked by.
+BOUNDS = ("held", "input-free")
+
+
 def _said_once(found: list[Suggestion]) -> list[Suggestion]:
     """Without the contention fix for a stage another fix already says how to make cheaper
     (more threads, unmeasured on training, is no such fix)."""
@@ -90,7 +94,7 @@ def _sort_key(position: int, suggestion: Suggestion) -> tuple[int, int, float, i
     gain = suggestion.gain
     if gain.basis == "training" and gain.speedup is not None:
         tier, figure = (0 if gain.speedup >= VERIFIED_MIN_GAIN else 2), gain.speedup
-    elif suggestion.id in (PORT_RULE, HOIST_RULE) and gain.basis == "held" and gain.speedup:
+    elif suggestion.id in (PORT_RULE, HOIST_RULE) and gain.basis in BOUNDS and gain.speedup:
         # A hoisted cache's hold is its gain from epoch 2; a port gains from nothing to all its
         # stage costs, so it ranks at the middle of that range on a log scale, among the gains
         # measured (docs/design.md, "The advisor").

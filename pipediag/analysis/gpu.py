@@ -94,7 +94,8 @@ def _device_busy_mean(samples: Sequence[GpuSample]) -> float:
 def analyze_gpu(
     gpu: GpuSection, train: TrainSection, *, busy_metric: str = BUSY_AUTO
 ) -> GpuAnalysis:
-    """Per-window busy and wait shares, idle causes, correlation; `busy_metric`: docs/design.md."""
+    """Per-window busy and wait shares, idle causes, correlation; `busy_metric`: docs/design.md,
+    "GPU idle causes"."""
     th = DEFAULT_GPU_THRESHOLDS
     if not gpu.available:
         return GpuAnalysis(available=False, reason=Reason("no-gpu-sampled", because=gpu.reason))

@@ -51,57 +51,70 @@ def rewritten_chain(stages: Sequence[StageStats], changes: Sequence[StageChange]
 def library_cache_lines(
     stages: Sequence[StageStats], index: int, elements: int | None
 ) -> list[str] | None:
-    """A cache after stage `index`, made by a Keras utility before its own shuffle or batch:
-    the call asked for its elements in order, then cache, shuffle them all anew each epoch,
-    batch (docs/design.md, "Every applicable rewrite"). None where it is no such stage."""
+    """A cache after stage `index`, made by a Keras utility whose own stages follow it: after
+    the call where none of them shuffles; a time series' windows asked for in order, unbatched,
+    then cached, shuffled all anew each epoch and batched. None elsewhere: a directory loader
+    splits off validation from its shuffled file list, which `shuffle=False` would change
+    (docs/design.md, "Every applicable rewrite")."""
     made = stages[index]
     inside = [
         stages[i]
         for i in sorted(downstream_of(stages, index))
         if (stages[i].made_by, stages[i].created_at) == (made.made_by, made.created_at)
     ]
-    shuffled = any(s.kind in SHUFFLE_KINDS for s in inside)
-    batch = next((s.settings.batch_size for s in inside if s.kind in BATCHING_KINDS), None)
-    if made.made_by not in KERAS_DATASET_UTILITIES or not (shuffled or batch):
+    if made.made_by not in KERAS_DATASET_UTILITIES or not inside:
         return None
-    asked = [arg for arg, on in (("shuffle=False", shuffled), ("batch_size=None", batch)) if on]
-    then = "ds = ds.cache()"
-    if shuffled:
-        then += f".shuffle({elements})" if elements else ".shuffle(buffer_size)  # every element"
-    then += f".batch({batch})" if batch else ""
-    return [f"ds = tf.keras.utils.{made.made_by}(..., {', '.join(asked)})", then]
+    call = f"ds = tf.keras.utils.{made.made_by}(..."
+    if not any(s.kind in SHUFFLE_KINDS for s in inside):
+        return [f"{call})", "ds = ds.cache()"]
+    batches = [s for s in inside if s.kind in BATCHING_KINDS]
+    if made.made_by != "timeseries_dataset_from_array" or any(s.kind != "batch" for s in batches):
+        return None
+    then = f"ds = ds.cache().shuffle({elements or 'buffer_size'})"
+    then += "".join(f".batch({_or(s.settings.batch_size, '...')})" for s in batches[:1])
+    asked = ", shuffle=False" + (", batch_size=None" if batches else "")
+    return [f"{call}{asked})", then + ("" if elements else "  # buffer_size: every element")]
 
 
 def _library_calls(
     stages: Sequence[StageStats], by_stage: dict[int, list[StageChange]]
 ) -> tuple[list[StageStats], dict[int, list[CodeLine]]]:
-    """Each Keras call's stages as the script's one call: its output stage becomes a source
-    written as the call, or as a cache's recipe inside it; its tf.data stages are kept where
-    another change lies inside (docs/design.md, "The pipeline pipediag would write")."""
+    """Each Keras dataset utility's stages as the script's one call: its output stage becomes a
+    source written as the call, or as a cache's recipe inside it; its tf.data stages are kept
+    where another change lies inside (docs/design.md, "Every applicable rewrite")."""
     collapsed, written = list(stages), {}
     calls: dict[tuple[str, str | None], list[StageStats]] = {}
     for stats in stages:
-        if stats.made_by is not None:
+        if stats.made_by in KERAS_DATASET_UTILITIES:
             calls.setdefault((stats.made_by, stats.created_at), []).append(stats)
     for (made_by, site), members in calls.items():
+        indices = {s.index for s in members}
         outputs = [s for s in members if not any(s.index in m.inputs for m in members)]
-        changed = [c for s in members for c in by_stage.get(s.index, [])]
-        call = f"tf.keras.utils.{made_by}" if made_by in KERAS_DATASET_UTILITIES else made_by
-        lines = [CodeLine(f"ds = {call}(...)", site)]
+        if len(outputs) != 1 or any(i not in indices for m in members for i in m.inputs):
+            continue  # not one self-contained call: written as tf.data
+        # A prefetch at the end is written after the call (`_end_lines`).
+        changed = [
+            (m, c)
+            for m in members
+            for c in by_stage.get(m.index, [])
+            if fix_facts(c.fix).code != "prefetch"
+        ]
+        lines = [CodeLine(f"ds = tf.keras.utils.{made_by}(...)", site)]
         if changed:
-            cache = changed[0]
+            (member, cache), *others = changed
             recipe = None
-            if len(changed) == 1 and fix_facts(cache.fix).code == "cache":
-                recipe = library_cache_lines(stages, cache.stage_index or 0, cache.value)
+            if not others and fix_facts(cache.fix).code == "cache":
+                recipe = library_cache_lines(stages, member.index, cache.value)
             if recipe is None:
                 continue
-            # Both lines are the change: the call's arguments too.
-            lines = [CodeLine(text, site, cache.fix, list(cache.semantics)) for text in recipe]
-        if len(outputs) == 1:
-            collapsed[outputs[0].index] = dataclasses.replace(outputs[0], kind="source", inputs=[])
-            written[outputs[0].index] = lines
-            for stats in members:
-                by_stage.pop(stats.index, None)
+            call, then = recipe
+            asked = None if call.endswith("(...)") else cache.fix  # its arguments changed too
+            semantics = list(cache.semantics)
+            lines = [CodeLine(call, site, asked), CodeLine(then, site, cache.fix, semantics)]
+        collapsed[outputs[0].index] = dataclasses.replace(outputs[0], kind="source", inputs=[])
+        written[outputs[0].index] = lines
+        for index in indices:
+            by_stage.pop(index, None)
     return collapsed, written
 
 

@@ -159,19 +159,21 @@ def check_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
 
 
 def _cache_code(stages: list[StageStats], stats: StageStats, trial: FixTrial) -> str:
-    """The cache's line, or, where the point lies inside a Keras call the script made, how the
-    script gets that call's elements before its shuffle and batch."""
+    """The cache's line; where the point lies inside a Keras call the script made, as that
+    call's recipe, or where the script cannot reach it, where it goes."""
     site = f"your call at {stats.created_at}" if stats.created_at else "your call"
     recipe = library_cache_lines(stages, stats.index, trial.facts.elements)
     if recipe is not None:
         call, then = recipe
-        return f"{call}  # {site}, its elements in order\n{then}  # shuffled anew each epoch"
+        if call.endswith("(...)"):
+            return f"ds = ds.cache()  # right after {site}"
+        return f"{call}  # {site}, its windows in order\n{then}  # shuffled anew each epoch"
     if stats.made_by is not None and any(
         stages[i].made_by == stats.made_by for i in stage_facts.downstream_of(stages, stats.index)
     ):
         return (
             f"ds = ds.cache()  # inside {stats.made_by} ({site}), right after "
-            f"{stage_name(stats)}, before its shuffle and batch: write that part of it yourself"
+            f"{stage_name(stats)}, before its own shuffle: write that part of it yourself"
         )
     where = f"right after {stage_name(stats)}, before shuffle/augment"
     if trial.facts.cached_in_batches:
@@ -214,8 +216,7 @@ def check_hoist_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
         ):
             continue
         code = "\n".join(_hoisted_lines(ctx, stats))
-        # The hold ranks the change, where a port's bound does not (it is what the stage
-        # costs, not what a port gains).
+        # The hold is the cache's gain from epoch 2, and ranks it (`advisor._sort_key`).
         suggestion = fix_suggestion(ctx, rule_id, stats, code, trial=None, adds_threads=False)
         found.append(
             replace(suggestion, gain=bound.gain, estimate=bound.speedup, fix=fixes.FIX_HOIST_CACHE)

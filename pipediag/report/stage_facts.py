@@ -153,9 +153,9 @@ def cache_point(stages: Sequence[StageStats]) -> int | None:
 
 def _endless(stats: StageStats, endless: dict[int, bool]) -> bool:
     """Whether one pass of the stage's output never ends, from its inputs' (sources end)."""
-    ends = [endless.get(i, False) for i in stats.inputs]
+    ends = [endless.get(i, True) for i in stats.inputs]
     count = stats.settings.count
-    if stats.kind == "repeat":
+    if stats.kind in ("repeat", "shuffle-and-repeat"):
         return count in (UNBOUNDED, None) or any(ends)
     if stats.kind == "take" and count is not None and count != UNBOUNDED:
         return False

@@ -176,7 +176,7 @@ def test_a_stage_cost_a_hair_over_the_whole_reads_as_all_of_it() -> None:
     assert "more than the whole pipeline's 25.0 ms" in over
 
 
-def test_saturated_cpu_says_no_setting_helps_and_parallelism_predicts_nothing() -> None:
+def test_saturated_cpu_says_more_threads_cannot_help_and_parallelism_predicts_nothing() -> None:
     report = _report(
         _seq_map_pipeline(),
         trials=[_trial("parallel-map", 1, 2.0)],
@@ -431,6 +431,16 @@ def test_a_repeat_zipped_with_a_finite_input_ends_with_it_and_may_be_cached() ->
     ended = [*endless, StageStats(3, "take", settings=StageSettings(count=100), inputs=[2])]
     ended.append(StageStats(4, "map", function="f", inputs=[3], own_s_per_batch=0.03))
     assert cache_point(ended) == 4
+    # take(-1) takes everything; a concatenation with an endless part never ends
+    taken_all = dataclasses.replace(ended[3], settings=StageSettings(count=-1))
+    assert cache_point([*ended[:3], taken_all, ended[4]]) is None
+    joined = [
+        *endless,
+        StageStats(3, "source"),
+        StageStats(4, "concatenate", inputs=[3, 2]),
+        StageStats(5, "map", function="f", inputs=[4], own_s_per_batch=0.03),
+    ]
+    assert cache_point(joined) is None
 
 
 def _cache_advice(stages: list[StageStats]) -> str:
@@ -451,16 +461,24 @@ def test_a_cache_inside_a_keras_utility_is_written_as_the_call_asked_for_its_ele
     # them anew each epoch and batches as before: no cache after the utility's shuffle
     assert code.splitlines() == [
         "ds = tf.keras.utils.timeseries_dataset_from_array(..., shuffle=False, "
-        "batch_size=None)  # your call, its elements in order",
+        "batch_size=None)  # your call, its windows in order",
         "ds = ds.cache().shuffle(6131).batch(32)  # shuffled anew each epoch",
     ]
+
+
+def test_a_cache_inside_an_unshuffled_keras_call_goes_right_after_it() -> None:
+    stages = _keras_windows()
+    stages[6] = dataclasses.replace(stages[6], kind="prefetch", settings=StageSettings())
+
+    # What follows the point in the call is deterministic: its batches are cached whole.
+    assert _cache_advice(stages) == "ds = ds.cache()  # right after your call"
 
 
 def test_a_cache_inside_another_library_call_says_where_it_goes() -> None:
     code = _cache_advice(_keras_windows(made_by="make_windows"))
 
     assert code.startswith("ds = ds.cache()  # inside make_windows (your call), right after")
-    assert "before its shuffle and batch" in code
+    assert "before its own shuffle: write that part of it yourself" in code
 
 
 def _vectorizable_pipeline() -> list[StageStats]:
@@ -716,8 +734,8 @@ def test_a_fix_without_a_prediction_ranks_by_the_bound_it_carries() -> None:
 
     ranked = [s.id for _, s in sorted(found, key=lambda item: _sort_key(*item))]
 
-    # THEN the port's bound (at most 1.57x) orders it among the predictions, and a fix
-    # with neither comes after both
+    # THEN the port (at most 1.57x, ranked at its square root, 1.25x) leads the prediction,
+    # and a fix with neither comes after both
     assert ranked == [port.id, predicted.id, idle.id]
 
 

@@ -299,17 +299,61 @@ def test_a_keras_utility_is_written_as_the_one_call_the_script_made() -> None:
     assert lines[0].site == "train.py:10"
 
 
-def test_a_cache_inside_a_keras_utility_asks_it_for_its_elements_in_order() -> None:
-    lines = rewritten_chain(_image_loader_then_map(), [StageChange("cache", 1, value=900)])
+def _windows() -> list[StageStats]:
+    """timeseries_dataset_from_array's stages: the data repeated, zipped with the window
+    starts, gathered, shuffled eight batches deep and batched."""
+    keras = {"made_by": "timeseries_dataset_from_array", "created_at": "train.py:10"}
+    unbounded = StageSettings(count=-1)
+    return [
+        StageStats(0, "source", "TensorDataset", **keras),
+        StageStats(1, "repeat", settings=unbounded, inputs=[0], **keras),
+        StageStats(2, "source", "RangeDataset", **keras),
+        StageStats(3, "zip", inputs=[1, 2], **keras),
+        StageStats(4, "parallel-map", function="gather", inputs=[3], **keras),
+        StageStats(5, "shuffle", settings=StageSettings(buffer_size=256), inputs=[4], **keras),
+        StageStats(6, "batch", settings=StageSettings(batch_size=32), inputs=[5], **keras),
+    ]
+
+
+def test_a_cache_inside_the_time_series_utility_asks_it_for_its_windows_in_order() -> None:
+    changes = [StageChange("cache", 4, value=6131), StageChange("prefetch-end", 6)]
+
+    lines = rewritten_chain(_windows(), changes)
 
     # The call's shuffle would follow the cache: asked for none, the script shuffles every
-    # element anew each epoch after its cache.
+    # window anew each epoch after its cache; the prefetch at the end goes after it all.
     assert _texts(lines) == [
-        "ds = tf.keras.utils.image_dataset_from_directory(..., shuffle=False, batch_size=None)",
-        "ds = ds.cache().shuffle(900).batch(32)",
-        "ds = ds.map(rescale)",
+        "ds = tf.keras.utils.timeseries_dataset_from_array(..., shuffle=False, batch_size=None)",
+        "ds = ds.cache().shuffle(6131).batch(32)",
+        "ds = ds.prefetch(tf.data.AUTOTUNE)",
     ]
-    assert [line.change for line in lines] == ["cache", "cache", None]
+    assert [line.change for line in lines] == ["cache", "cache", "prefetch-end"]
+
+
+def test_a_cache_inside_a_directory_loader_keeps_its_stages_as_tf_data() -> None:
+    # Asked for no shuffle, the loader would split off validation from files in order: the
+    # script would train on other files. So no recipe: the loader's stages are written out.
+    lines = rewritten_chain(_image_loader_then_map(), [StageChange("cache", 1, value=900)])
+
+    assert _texts(lines)[:4] == [
+        "ds = tf.data.Dataset.from_tensor_slices(...)",
+        "ds = ds.map(load_image)",
+        "ds = ds.cache()",
+        "ds = ds.shuffle(256)",
+    ]
+
+
+def test_a_keras_call_that_reads_the_script_s_dataset_is_not_one_call() -> None:
+    # fit's own map over the script's dataset (class weights) is no dataset utility.
+    stages = [
+        StageStats(0, "source", "TensorSliceDataset", created_at="train.py:5"),
+        StageStats(1, "map", function="weigh", inputs=[0], made_by="Sequential.fit"),
+    ]
+
+    assert _texts(rewritten_chain(stages, [])) == [
+        "ds = tf.data.Dataset.from_tensor_slices(...)",
+        "ds = ds.map(weigh)",
+    ]
 
 
 def test_another_change_inside_a_keras_utility_keeps_its_stages_as_tf_data() -> None:
