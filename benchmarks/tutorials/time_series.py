@@ -273,29 +273,22 @@ WindowGenerator.split_window = split_window
 
 def make_dataset(self, data):
     data = np.array(data, dtype=np.float32)
-    if _truth.TUNED:
-        # The windows are the same every epoch: made once in order, cached, then shuffled
-        # anew each epoch over all of them, batched, split in a parallel map, prefetched.
-        ds = tf.keras.utils.timeseries_dataset_from_array(
-            data=data,
-            targets=None,
-            sequence_length=self.total_window_size,
-            sequence_stride=1,
-            shuffle=False,
-            batch_size=None,
-        )
-        ds = ds.cache().shuffle(len(data)).batch(32)
-        ds = ds.map(self.split_window, num_parallel_calls=tf.data.AUTOTUNE)
-        return ds.prefetch(tf.data.AUTOTUNE)
+    tuned = _truth.TUNED
     ds = tf.keras.utils.timeseries_dataset_from_array(
         data=data,
         targets=None,
         sequence_length=self.total_window_size,
         sequence_stride=1,
-        shuffle=True,
-        batch_size=32,
+        shuffle=not tuned,
+        batch_size=None if tuned else 32,
     )
 
+    if tuned:
+        # The windows are the same every epoch: made once in order, cached, then shuffled
+        # anew each epoch over all of them, batched, split in a parallel map, prefetched.
+        ds = ds.cache().shuffle(len(data)).batch(32)
+        ds = ds.map(self.split_window, num_parallel_calls=tf.data.AUTOTUNE)
+        return ds.prefetch(tf.data.AUTOTUNE)
     ds = ds.map(self.split_window)
 
     return ds

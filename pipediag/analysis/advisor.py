@@ -12,6 +12,8 @@ from pipediag.analysis.stage_rules import HOIST_RULE, PORT_RULE
 from pipediag.report.model import Report, Suggestion
 from pipediag.report.stage_facts import VERIFIED_MIN_GAIN
 
+# A stage's hold, or T/A where that capped it: what a port or a hoisted cache is ranked by.
+BOUNDS = ("held", "input-free")
 # The fixes that make a stage cheaper, not faster with more threads (`_said_once`).
 CHEAPER_RULES = frozenset(
     {
@@ -44,10 +46,6 @@ def advise(report: Report) -> list[Suggestion]:
     found.extend((len(RULES), s) for s in why_none)
     found.sort(key=lambda item: _sort_key(item[0], item[1]))
     return _said_once([s for _, s in found])
-
-
-# A stage's hold, or T/A where that capped it: what a port or a hoisted cache is ranked by.
-BOUNDS = ("held", "input-free")
 
 
 def _said_once(found: list[Suggestion]) -> list[Suggestion]:

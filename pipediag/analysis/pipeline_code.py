@@ -8,7 +8,12 @@ from collections.abc import Sequence
 
 from pipediag.report.fixes import CodeEdit, fix_facts
 from pipediag.report.prescription import CodeLine, StageChange
-from pipediag.report.stage_facts import BATCHING_KINDS, MAP_KINDS, SHUFFLE_KINDS, downstream_of
+from pipediag.report.stage_facts import (
+    BATCHING_KINDS,
+    MAP_KINDS,
+    SHUFFLE_KINDS,
+    call_stages_after,
+)
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings, StageStats
 
 AUTOTUNE_TEXT = "tf.data.AUTOTUNE"
@@ -21,11 +26,12 @@ _SOURCE_CALLS = {
     "TFRecordDatasetV2": "tf.data.TFRecordDataset(...)",
     "TextLineDataset": "tf.data.TextLineDataset(...)",
 }
-# Keras's dataset utilities: each takes `shuffle=` and `batch_size=`, and asked for neither
-# yields its elements in order, unbatched, for the script to cache, shuffle and batch.
+# Keras's dataset utilities: written as the one call the script made; the time series one,
+# asked for no shuffle and no batch, yields its windows in order for the script to cache.
+TIME_SERIES = "timeseries_dataset_from_array"
 KERAS_DATASET_UTILITIES = frozenset(
     {
-        "timeseries_dataset_from_array",
+        TIME_SERIES,
         "image_dataset_from_directory",
         "text_dataset_from_directory",
         "audio_dataset_from_directory",
@@ -48,32 +54,27 @@ def rewritten_chain(stages: Sequence[StageStats], changes: Sequence[StageChange]
     return lines
 
 
-def library_cache_lines(
+def library_cache(
     stages: Sequence[StageStats], index: int, elements: int | None
-) -> list[str] | None:
-    """A cache after stage `index`, made by a Keras utility whose own stages follow it: after
-    the call where none of them shuffles; a time series' windows asked for in order, unbatched,
+) -> tuple[str, str] | None:
+    """A cache after stage `index`, made by a Keras utility whose own stages follow it: the
+    arguments the call is given anew ("" where none) and the cache's line. Right after the
+    call where none of them shuffles; a time series' windows asked for in order, unbatched,
     then cached, shuffled all anew each epoch and batched. None elsewhere: a directory loader
     splits off validation from its shuffled file list, which `shuffle=False` would change
     (docs/design.md, "Every applicable rewrite")."""
-    made = stages[index]
-    inside = [
-        stages[i]
-        for i in sorted(downstream_of(stages, index))
-        if (stages[i].made_by, stages[i].created_at) == (made.made_by, made.created_at)
-    ]
-    if made.made_by not in KERAS_DATASET_UTILITIES or not inside:
+    inside = call_stages_after(stages, index)
+    if stages[index].made_by not in KERAS_DATASET_UTILITIES or not inside:
         return None
-    call = f"ds = tf.keras.utils.{made.made_by}(..."
     if not any(s.kind in SHUFFLE_KINDS for s in inside):
-        return [f"{call})", "ds = ds.cache()"]
+        return "", "ds = ds.cache()"
     batches = [s for s in inside if s.kind in BATCHING_KINDS]
-    if made.made_by != "timeseries_dataset_from_array" or any(s.kind != "batch" for s in batches):
+    if stages[index].made_by != TIME_SERIES or any(s.kind != "batch" for s in batches):
         return None
     then = f"ds = ds.cache().shuffle({elements or 'buffer_size'})"
     then += "".join(f".batch({_or(s.settings.batch_size, '...')})" for s in batches[:1])
     asked = ", shuffle=False" + (", batch_size=None" if batches else "")
-    return [f"{call}{asked})", then + ("" if elements else "  # buffer_size: every element")]
+    return asked, then + ("" if elements else "  # buffer_size: every element")
 
 
 def _library_calls(
@@ -104,13 +105,14 @@ def _library_calls(
             (member, cache), *others = changed
             recipe = None
             if not others and fix_facts(cache.fix).code == "cache":
-                recipe = library_cache_lines(stages, member.index, cache.value)
+                recipe = library_cache(stages, member.index, cache.value)
             if recipe is None:
                 continue
-            call, then = recipe
-            asked = None if call.endswith("(...)") else cache.fix  # its arguments changed too
-            semantics = list(cache.semantics)
-            lines = [CodeLine(call, site, asked), CodeLine(then, site, cache.fix, semantics)]
+            asked, then = recipe
+            call = CodeLine(f"ds = tf.keras.utils.{made_by}(...{asked})", site)
+            if asked:  # its arguments are the change too
+                call = dataclasses.replace(call, change=cache.fix)
+            lines = [call, CodeLine(then, site, cache.fix, list(cache.semantics))]
         collapsed[outputs[0].index] = dataclasses.replace(outputs[0], kind="source", inputs=[])
         written[outputs[0].index] = lines
         for index in indices:

@@ -19,7 +19,7 @@ from pipediag.analysis.advice_context import (
     worth_fixing,
 )
 from pipediag.analysis.pipeline_code import (
-    library_cache_lines,
+    library_cache,
     rewritten_chain,
     vectorized_map_lambda,
 )
@@ -159,18 +159,17 @@ def check_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
 
 
 def _cache_code(stages: list[StageStats], stats: StageStats, trial: FixTrial) -> str:
-    """The cache's line; where the point lies inside a Keras call the script made, as that
-    call's recipe, or where the script cannot reach it, where it goes."""
+    """The cache's line; where the point lies inside a Keras call the script made, after the
+    call, as the call's recipe, or, where the script cannot reach it, where it goes."""
     site = f"your call at {stats.created_at}" if stats.created_at else "your call"
-    recipe = library_cache_lines(stages, stats.index, trial.facts.elements)
+    recipe = library_cache(stages, stats.index, trial.facts.elements)
     if recipe is not None:
-        call, then = recipe
-        if call.endswith("(...)"):
-            return f"ds = ds.cache()  # right after {site}"
+        asked, then = recipe
+        if not asked:
+            return f"{then}  # right after {site}"
+        call = f"ds = tf.keras.utils.{stats.made_by}(...{asked})"
         return f"{call}  # {site}, its windows in order\n{then}  # shuffled anew each epoch"
-    if stats.made_by is not None and any(
-        stages[i].made_by == stats.made_by for i in stage_facts.downstream_of(stages, stats.index)
-    ):
+    if stage_facts.call_stages_after(stages, stats.index):
         return (
             f"ds = ds.cache()  # inside {stats.made_by} ({site}), right after "
             f"{stage_name(stats)}, before its own shuffle: write that part of it yourself"

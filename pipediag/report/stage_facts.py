@@ -207,6 +207,19 @@ def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats
     return min(held, key=lambda s: s.index, default=None)
 
 
+def call_stages_after(stages: Sequence[StageStats], index: int) -> list[StageStats]:
+    """The stages the library call that made stage `index` adds after it (none for the
+    script's own stage, or a call's output)."""
+    made = stages[index]
+    if made.made_by is None:
+        return []
+    return [
+        stages[i]
+        for i in sorted(downstream_of(stages, index))
+        if (stages[i].made_by, stages[i].created_at) == (made.made_by, made.created_at)
+    ]
+
+
 def downstream_of(stages: Sequence[StageStats], index: int) -> set[int]:
     """Every stage that reads stage `index`, however far on (not `index` itself)."""
     return set(_walk(index, lambda i: [s.index for s in stages if i in s.inputs])) - {index}
