@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pipediag.analysis.alternation import step_alone_ceiling
 from pipediag.analysis.cost_rules import capped_threads
-from pipediag.analysis.input_cost import step_cores_of
+from pipediag.analysis.input_cost import interval_labels, step_cores_of
+from pipediag.analysis.paired import SLICES_PER_SHARE, TRAINING_SLICES
 from pipediag.bench import teardown
 from pipediag.bench.hold import HeldCopies
 from pipediag.bench.isolate import preserved_variables
@@ -32,6 +33,7 @@ from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import PhaseName, TrainStyle
 from pipediag.timeline import RawStep, StepTimeline
 from pipediag.training import stage_cost
+from pipediag.training.fit_backend import fit_batches_per_call
 from pipediag.training.function_loop import TrainCalls
 from pipediag.training.loop_search import HoldPlan
 from pipediag.training.search import run_at_once
@@ -235,9 +237,41 @@ def deep_analysis(
             on_training=on_training,
             thread_cap=thread_cap(verdict, diagnosis.compute_alone) if on_training else None,
             hold_stages=cost is not None and cost >= DEEP_MIN_COST,
+            output_s=output_check_s(verdict, _call_s(on_training)) if on_training else 0.0,
         )
     finally:
         say.add_phase("deep_analysis", began, clock.now())
+
+
+def output_check_s(verdict: Verdict | None, call_s: float) -> float:
+    """The least time for the output's hold where the verdict's interval holds a band's edge
+    (or is too noisy to tell): the trial's fewest rounds of slices two calls long (`call_s`
+    each), with their untimed first calls; else 0 (docs/design.md, "The held output")."""
+    interval = verdict.input_cost_interval if verdict is not None else None
+    if verdict is None or interval is None:
+        return 0.0
+    low, high = interval_labels(interval)
+    if verdict.label != "uncertain" and low == high:
+        return 0.0
+    slice_s = max(TRAINING_SLICES.shortest_s, 2 * call_s + SLICE_START_S)
+    return min(OUTPUT_CHECK_MAX_S, SLICES_PER_SHARE * slice_s)
+
+
+def _call_s(on_training: OnTraining) -> float:
+    """One call of what the trials drive: fit's `steps_per_execution` steps, a loop's steps
+    a call of its tf.function, else one step."""
+    trainer = on_training.trainer
+    if isinstance(trainer, TrainCalls):
+        return on_training.step_s * max(1, trainer.steps_per_call)
+    if trainer is not None:
+        return on_training.step_s * fit_batches_per_call(trainer)
+    return on_training.step_s
+
+
+# What a held trial's slice spends on its iterator's start, beside its untimed first step.
+SLICE_START_S = 0.1
+# The most the output's hold takes to settle a verdict (steps of about 300 ms).
+OUTPUT_CHECK_MAX_S = 8.0
 
 
 def _examine_stages(
@@ -250,6 +284,7 @@ def _examine_stages(
     on_training: OnTraining | None,
     thread_cap: int | None,
     hold_stages: bool = False,
+    output_s: float = 0.0,
 ) -> DeepAnalysis:
     from pipediag.training.prescription import SearchPlan
 
@@ -290,9 +325,17 @@ def _examine_stages(
     if holding:
         reserve = budget * SEARCH_SHARE if kept else 0.0
         holds_until = min(deadline, max(deadline - reserve, clock.now() + budget * HOLD_SHARE))
+        holds_until = max(holds_until, clock.now() + output_s)
     if on_training.trainer is None:
         loop_holds = (
-            _hold_plan(walked, pipeline, on_training, say=say, seconds=holds_until - clock.now())
+            _hold_plan(
+                walked,
+                pipeline,
+                on_training,
+                say=say,
+                seconds=holds_until - clock.now(),
+                output_s=output_s,
+            )
             if holding
             else None
         )
@@ -302,7 +345,14 @@ def _examine_stages(
         examined = dataclasses.replace(
             examined,
             stages=_stage_costs_on_fit(
-                walked, stages, pipeline, on_training, clock=clock, say=say, until_s=holds_until
+                walked,
+                stages,
+                pipeline,
+                on_training,
+                clock=clock,
+                say=say,
+                until_s=holds_until,
+                output_s=output_s,
             ),
         )
     if kept:
@@ -345,8 +395,10 @@ def _stage_costs_on_fit(
     clock: Clock,
     say: Narration,
     until_s: float,
+    output_s: float = 0.0,
 ) -> list[StageStats]:
-    """fit: each stage's cost to training, by holding its output in memory, until `until_s`."""
+    """fit: each stage's cost to training, by holding its output in memory, until `until_s`
+    (the output's hold given at least `output_s`)."""
     say.phase(ProgressStep("stage-holds"), max(0.0, until_s - clock.now()))
     try:
         with preserved_variables(walked.dataset, teardown.SHARED, graph_def=walked.graph):
@@ -359,6 +411,7 @@ def _stage_costs_on_fit(
                 until_s=until_s,
                 teardown=teardown.SHARED,
                 ceiling=on_training.ceiling,
+                output_s=output_s,
             )
     except Exception as exc:
         say.note(error_reason("stage-holds-failed", exc))
@@ -372,6 +425,7 @@ def _hold_plan(
     *,
     say: Narration,
     seconds: float,
+    output_s: float = 0.0,
 ) -> HoldPlan | None:
     """A custom loop: the held copies served before the rewrites (None: cannot be held)."""
     try:
@@ -381,7 +435,9 @@ def _hold_plan(
         return None
     if not copies.chain:
         return None
-    return HoldPlan(copies, seconds=max(0.0, seconds), ceiling=on_training.ceiling)
+    return HoldPlan(
+        copies, seconds=max(0.0, seconds), ceiling=on_training.ceiling, output_s=output_s
+    )
 
 
 def _search_on_fit(

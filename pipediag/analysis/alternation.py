@@ -72,6 +72,9 @@ class PairedCost:
     low: float | None
     high: float | None
     pairs: int
+    # The in-epoch cost the pipeline's output held in memory read on training, where pooled
+    # into `cost` (docs/design.md, "The held output").
+    held: float | None = None
 
     @property
     def half_width(self) -> float | None:
@@ -149,11 +152,11 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
     found = log_interval(ratios)
     if found is None:
         return None
-    low, high = found.ends(_cost)
+    low, high = found.ends(log_cost)
     return PairedCost(
         training=_pooled(kept, *TRAINING_KINDS),
         compute=_pooled(kept, "step-alone", around_s=around_s),
-        cost=_cost(found.mean),
+        cost=log_cost(found.mean),
         low=low,
         high=high,
         pairs=found.pairs,
@@ -215,7 +218,8 @@ def _beside(blocks: Sequence[RateBlock], i: int, step: int, past_step_alone: boo
     return j if 0 <= j < len(blocks) else None
 
 
-def _cost(log_ratio: float) -> float:
+def log_cost(log_ratio: float) -> float:
+    """The cost 1 - A/T of log(T/A)."""
     return 1.0 - math.exp(-log_ratio)
 
 

@@ -3,6 +3,8 @@ wait, fetch, contention, epoch start (docs/design.md, "Input cost")."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,7 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pipediag.analysis.alternation import PairedCost, paired_cost, pipeline_cores
+from pipediag.analysis.alternation import PairedCost, log_cost, paired_cost, pipeline_cores
+from pipediag.analysis.paired import pooled
 from pipediag.report.model import (
     ComputeAlone,
     CostSplit,
@@ -22,7 +25,7 @@ from pipediag.report.model import (
 from pipediag.report.names import stage_name
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostSample, HostSection
-from pipediag.report.stage_facts import SHUFFLE_KINDS
+from pipediag.report.stage_facts import SHUFFLE_KINDS, output_stage
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import ComputeAloneSource, ContentionKind, CostPart, VerdictLabel
 
@@ -93,6 +96,8 @@ def rates_of(
     if compute_alone is not None and compute_alone.measured:
         blocks = compute_alone.blocks
         paired = paired_cost(blocks, around_s=around_s) if blocks else None
+        if paired is not None:
+            paired = with_held_output(paired, pipeline.stages, around_s=around_s)
         if paired is not None and paired.training > 0 and paired.compute > 0:
             # T as the pairs read it, so that 1 - A/T is the cost the report states (the
             # pooled step-alone rate can differ by the blocks' drift).
@@ -108,6 +113,57 @@ def rates_of(
     reason = compute_alone.reason if compute_alone is not None else None
     source: ComputeAloneSource = "estimated" if estimate is not None else ""
     return Rates(rate, estimate, training_rate, source, reason or Reason("step-not-run-alone"))
+
+
+def with_held_output(
+    paired: PairedCost, stages: Sequence[StageStats], *, around_s: float = 0.0
+) -> PairedCost:
+    """The pairs' cost pooled with what training read with the pipeline's whole output held in
+    memory, FastFlow's T in this process, where both have an interval (docs/design.md, "The
+    held output")."""
+    held = held_output_log(stages, around_s=around_s)
+    if held is None or paired.low is None or paired.high is None:
+        return paired
+    ends = [-math.log(1.0 - min(end, MAX_POOLED_COST)) for end in (paired.low, paired.high)]
+    mean, half = pooled([((ends[0] + ends[1]) / 2, (ends[1] - ends[0]) / 2), held])
+    return dataclasses.replace(
+        paired,
+        cost=log_cost(mean),
+        low=log_cost(mean - half),
+        high=log_cost(mean + half),
+        held=log_cost(held[0]),
+    )
+
+
+# A cost this close to 1 is read as it for pooling: its log ratio is unbounded.
+MAX_POOLED_COST = 0.99
+
+
+def held_output_log(
+    stages: Sequence[StageStats], *, around_s: float = 0.0
+) -> tuple[float, float] | None:
+    """log(held / unchanged) on training for the pipeline's output held in memory, and its
+    90% half-width, with `around_s` (fit's own work a step, outside the trial's train function)
+    added to both sides' steps; None where that hold gave no interval or was disturbed."""
+    output = output_stage(stages)
+    if (
+        output is None
+        or output.training_speedup_if_free_unused is not None
+        or output.training_speedup_if_free is None
+        or output.training_speedup_if_free_low is None
+        or output.training_speedup_if_free_high is None
+    ):
+        return None
+    held_rate = output.training_held_steps_per_s
+
+    def log_with_fit(speedup: float) -> float:
+        if not around_s or not held_rate:
+            return math.log(speedup)
+        return math.log((speedup / held_rate + around_s) / (1.0 / held_rate + around_s))
+
+    low = log_with_fit(output.training_speedup_if_free_low)
+    high = log_with_fit(output.training_speedup_if_free_high)
+    return log_with_fit(output.training_speedup_if_free), (high - low) / 2
 
 
 def not_measurable(paired: PairedCost) -> bool:

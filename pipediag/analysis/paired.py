@@ -154,6 +154,24 @@ def log_interval(logs: Sequence[float]) -> LogInterval | None:
     return LogInterval(mean, mean - spread, mean + spread, len(logs))
 
 
+def pooled(estimates: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """One log ratio from independent estimates of it, each a mean and its 90% half-width:
+    the precision-weighted mean, and a half-width that reaches at least half-way to the
+    farthest estimate where they disagree (docs/design.md, "The held output")."""
+    if not estimates:
+        raise ValueError("nothing to pool")
+    weights = [1.0 / max(half, MIN_POOLED_HALF_WIDTH) ** 2 for _, half in estimates]
+    total = sum(weights)
+    mean = sum(w * m for w, (m, _) in zip(weights, estimates, strict=True)) / total
+    half = math.sqrt(1.0 / total)
+    return mean, max(half, *(abs(m - mean) / 2 for m, _ in estimates))
+
+
+# A 90% half-width is never read narrower than this in pooling: a trial's few rounds can agree
+# by chance, and one estimate must not outweigh the other without bound.
+MIN_POOLED_HALF_WIDTH = 0.005
+
+
 @dataclass(frozen=True)
 class RatioFigure:
     """The kept rounds' geometric mean ratio and its 90% interval."""

@@ -72,7 +72,10 @@ def free_input_text(report: Report) -> str:
 
 
 def _held_beyond(report: Report) -> tuple[float, float] | None:
+    """None where the cost pooled the held output's reading: it is no lower bound then."""
     alone = report.compute_alone
+    if report.verdict.held_output_cost is not None:
+        return None
     return held_beyond_step_alone(alone.blocks if alone else [], report.pipeline.stages)
 
 

@@ -11,6 +11,8 @@ from pipediag.renderers.reason_words import reason_words
 from pipediag.report.model import Report
 
 MEASURED_WORDS = "measured on a cached batch"
+# Where the cost pooled the trial of training on the pipeline's output held in memory.
+HELD_OUTPUT_WORDS = "training on the output held in memory"
 # What reports written before ComputeAlone existed did (`Verdict.compute_alone_source` "").
 OLD_ESTIMATE_REASON = "median step time minus input wait"
 ESTIMATED_WORD = "estimated"
@@ -64,10 +66,11 @@ def compute_alone_origin(report: Report) -> str:
         alone = report.compute_alone
         if alone is not None and alone.blocks:
             rounds = sum(b.kind == "step-alone" for b in alone.blocks)
+            held = verdict.held_output_cost
             return (
                 f"{MEASURED_WORDS}, in turn with training: {rounds} rounds of "
                 f"{alone.block_steps} steps"
-            )
+            ) + ("" if held is None else f"; pooled with {HELD_OUTPUT_WORDS}, {held:.0%}")
         steps = f", {alone.steps} steps" if alone is not None and alone.steps else ""
         return MEASURED_WORDS + steps
     reason = OLD_ESTIMATE_REASON

@@ -16,6 +16,7 @@ from pipediag.renderers.cost_words import (
 )
 from pipediag.renderers.no_verdict_words import no_verdict_text
 from pipediag.renderers.numbers import percent, percent_range, rate_text, shown_interval, speedup
+from pipediag.renderers.rate_words import HELD_OUTPUT_WORDS
 from pipediag.report.model import CostSplit, PhaseVerdict, Report, TrainSection, Verdict
 
 NO_VERDICT = "NO VERDICT"
@@ -106,7 +107,7 @@ def _cost_details(verdict: Verdict, pipeline_batches_per_s: float | None) -> lis
     if interval_not_measurable(verdict.input_cost_interval):
         details = [
             "Training ran as fast as the train step alone within the 90% interval of "
-            f"{_pairs_text(verdict.alternation_pairs)}."
+            f"{_pairs_text(verdict)}."
         ]
     else:
         details = [_rates_detail(verdict, pipeline_batches_per_s), _unspread_detail(verdict)]
@@ -146,8 +147,10 @@ def _unspread_detail(verdict: Verdict) -> str:
     )
 
 
-def _pairs_text(pairs: int | None) -> str:
-    return f"{pairs} alternating pairs" if pairs is not None else "the alternating pairs"
+def _pairs_text(verdict: Verdict) -> str:
+    pairs = verdict.alternation_pairs
+    text = f"{pairs} alternating pairs" if pairs is not None else "the alternating pairs"
+    return text + (f" and {HELD_OUTPUT_WORDS}" if verdict.held_output_cost is not None else "")
 
 
 def _busy_words(cores: float) -> str:
@@ -179,7 +182,7 @@ def _uncertain_headline(
         steps = f" --steps {verdict.steps_to_tell}" if verdict.steps_to_tell else ""
         explanation = f"{claim_cost}{part}; measure more:{steps}" if steps else claim_cost + part
         noisy = (
-            f"Its 90% interval, over {_pairs_text(verdict.alternation_pairs)}, reaches across "
+            f"Its 90% interval, over {_pairs_text(verdict)}, reaches across "
             "a band's edge; the alternation runs longer with more steps."
         )
     else:

@@ -284,6 +284,9 @@ class Verdict:
     uncertain_because: UncertainReason = ""
     steps_to_tell: int | None = None
     alternation_pairs: int | None = None  # None where T was not measured in alternation
+    # The in-epoch cost training read with the pipeline's output held in memory, pooled into
+    # the cost and its interval; None where not (docs/design.md, "The held output").
+    held_output_cost: float | None = None
     no_verdict_because: NoVerdictReason = ""  # "" where there is a verdict
     observer_effect: ObserverEffect | None = None  # None unless `--observer-check` ran
 

@@ -207,6 +207,12 @@ def if_free_bound(stages: Sequence[StageStats], index: int | None) -> StageStats
     return min(held, key=lambda s: s.index, default=None)
 
 
+def output_stage(stages: Sequence[StageStats]) -> StageStats | None:
+    """The stage whose elements the pipeline yields, its options aside: holding it in memory
+    frees training of all its input's work."""
+    return next((s for s in reversed(stages) if s.kind != "options"), None)
+
+
 def call_stages_after(stages: Sequence[StageStats], index: int) -> list[StageStats]:
     """The stages the library call that made stage `index` adds after it (none for the
     script's own stage, or a call's output)."""

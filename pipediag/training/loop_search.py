@@ -21,10 +21,17 @@ class HoldPlan:
     copies: HeldCopies
     seconds: float
     ceiling: float | None = None
+    output_s: float = 0.0  # the least the output's hold is given (`StageSearch`)
 
     def start(self, clock: Clock) -> StageSearch:
         until_s = clock.now() + self.seconds
-        return StageSearch(self.copies, clock=clock, until_s=until_s, ceiling=self.ceiling)
+        return StageSearch(
+            self.copies,
+            clock=clock,
+            until_s=until_s,
+            ceiling=self.ceiling,
+            output_s=self.output_s,
+        )
 
 
 class LoopSearch:

@@ -71,12 +71,21 @@ class StageSearch:
     """The bisection's trials one at a time; a held rate above `ceiling` counts as unmeasured."""
 
     def __init__(
-        self, copies: HeldCopies, *, clock: Clock, until_s: float, ceiling: float | None = None
+        self,
+        copies: HeldCopies,
+        *,
+        clock: Clock,
+        until_s: float,
+        ceiling: float | None = None,
+        output_s: float = 0.0,
     ) -> None:
         self._copies = copies
         self._clock = clock
         self._until_s = until_s
         self._ceiling = ceiling
+        # The output's hold (the first trial) is given at least this where the verdict rests
+        # on it (docs/design.md, "The held output").
+        self._output_s = output_s
         self._chain = [stage.index for stage in copies.chain]
         self._by_index = {stage.index: stage for stage in copies.chain}
         self._pending: int | None = None
@@ -89,6 +98,8 @@ class StageSearch:
             return None
         left_s = self._until_s - self._clock.now()
         share_s = trial_share_s(left_s, planned_trials(self._chain, measured))
+        if index == self._chain[-1] and self._output_s > (share_s or 0.0):
+            share_s = self._output_s
         if share_s is None:
             return None
         self._pending = index
@@ -121,9 +132,10 @@ def on_fit(
     until_s: float,
     teardown: TearDown,
     ceiling: float | None = None,
+    output_s: float = 0.0,
 ) -> list[StageStats]:
     """`stages` with what holding each measured on a train function pipediag calls."""
-    search = StageSearch(copies, clock=clock, until_s=until_s, ceiling=ceiling)
+    search = StageSearch(copies, clock=clock, until_s=until_s, ceiling=ceiling, output_s=output_s)
     run_at_once(search, trainer, clock=clock, step_s=step_s, teardown=teardown)
     return with_freed(stages, search.searched)
 

@@ -538,6 +538,11 @@ def test_a_whole_pipeline_held_faster_than_every_step_alone_block_bounds_the_cos
         report, pipeline=dataclasses.replace(report.pipeline, stages=within)
     )
     assert "lower bound" not in render_text(plain) and "at least" not in render_text(plain)
+    # nor where the cost pooled the held output's reading: the blocks' alone bound nothing
+    pooled = dataclasses.replace(
+        report, verdict=dataclasses.replace(report.verdict, held_output_cost=0.6)
+    )
+    assert "lower bound" not in render_text(pooled) and "at least" not in render_text(pooled)
 
 
 def test_a_host_running_at_two_speeds_is_read_within_each_speed() -> None:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from pipediag.analysis.alternation import paired_cost
 from pipediag.analysis.classifier import build_train_section, judge
 from pipediag.analysis.input_cost import epoch_start_stage
+from pipediag.renderers.rate_words import compute_alone_origin
 from pipediag.renderers.verdict_words import cost_headline, phase_name, verdict_line
 from pipediag.report.model import (
     ComputeAlone,
     EpochStart,
     PipelineBenchmark,
     RateBlock,
+    Report,
     TrainSection,
 )
 from pipediag.report.samples import HostSample, HostSection
@@ -529,3 +533,96 @@ def test_under_fit_t_carries_fit_s_own_time_around_each_step() -> None:
     # THEN T is the rate fit would reach on a cached batch, and nothing is input cost
     assert fitted.label == "compute-bound"
     assert fitted.compute_alone_steps_per_s == pytest.approx(1 / 0.0033, rel=1e-6)
+
+
+def _held(
+    speedup: float, low: float, high: float, *, held_rate: float = 10.0, **extra: object
+) -> list[StageStats]:
+    """A source, a map and its batch, the output held in memory on training."""
+    return [
+        StageStats(0, "source", name="TensorSliceDataset"),
+        StageStats(1, "map", inputs=[0]),
+        StageStats(
+            2,
+            "batch",
+            inputs=[1],
+            training_speedup_if_free=speedup,
+            training_speedup_if_free_low=low,
+            training_speedup_if_free_high=high,
+            training_held_steps_per_s=held_rate,
+            **extra,  # type: ignore[arg-type]
+        ),
+        StageStats(3, "options", inputs=[2]),
+    ]
+
+
+def test_pairs_that_read_a_cost_the_held_output_does_not_see_are_pooled_with_it() -> None:
+    # GIVEN three pairs that read 7% (6-8%) beside a held trial in which training on the
+    # pipeline's output held in memory ran only 1% faster than on the live pipeline
+    train = _train([(0.01, 0.0, 0)] * 60, source="batch-stamps")
+    alone = _blocks([100.0] * 4, [100 / 0.93, 100 / 0.925, 100 / 0.935])
+    plain = PipelineBenchmark(measured=True, batches_per_s=900.0)
+    assert judge(train, plain, compute_alone=alone).label == "balanced"
+    held = PipelineBenchmark(
+        measured=True, batches_per_s=900.0, stages=_held(1.01, 1.005, 1.015, held_rate=101.0)
+    )
+    verdict = judge(train, held, compute_alone=alone)
+    # THEN the two readings pool: the cost lies between them, its interval reaches toward
+    # each, and a cost that may be nothing claims no input-bound band
+    assert verdict.held_output_cost == pytest.approx(0.0099, abs=1e-3)
+    cost, interval = verdict.input_cost_fraction, verdict.input_cost_interval
+    assert cost is not None and interval is not None
+    assert 0.01 < cost < 0.04 and interval[0] <= 0.01 and interval[1] < 0.07
+    assert verdict.label == "compute-bound"
+    # and the T row says what T was read from
+    report = Report(script="train.py", verdict=verdict, pipeline=held, compute_alone=alone)
+    assert compute_alone_origin(report) == (
+        "measured on a cached batch, in turn with training: 3 rounds of 20 steps; pooled with "
+        "training on the output held in memory, 1%"
+    )
+
+
+def test_a_held_output_that_agrees_settles_an_interval_too_noisy_to_tell() -> None:
+    # GIVEN pairs too noisy to place across 20%, and a held trial that read 1.64x (1.55-1.74x)
+    train = _train([(0.1, 0.0, 0)] * 40, source="batch-stamps")
+    alone = _blocks([8.0, 6.0, 8.5, 6.5], [10.0, 11.5, 9.0])
+    plain = PipelineBenchmark(measured=True, batches_per_s=12.0)
+    noisy = judge(train, plain, compute_alone=alone)
+    assert (noisy.label, noisy.uncertain_because) == ("uncertain", "too-noisy")
+    held = PipelineBenchmark(
+        measured=True, batches_per_s=12.0, stages=_held(1.64, 1.55, 1.74, held_rate=12.0)
+    )
+    verdict = judge(train, held, compute_alone=alone)
+    interval = verdict.input_cost_interval
+    assert verdict.label == "input-bound" and interval is not None and interval[0] >= 0.2
+    assert verdict.compute_alone_steps_per_s == pytest.approx(
+        (verdict.training_steps_per_s or 0.0) / (1 - (verdict.input_cost_fraction or 0.0))
+    )
+
+
+def test_a_disturbed_held_output_or_one_without_an_interval_is_not_pooled() -> None:
+    from pipediag.report.reasons import Reason
+
+    train = _train([(0.01, 0.0, 0)] * 60, source="batch-stamps")
+    alone = _blocks([100.0] * 4, [100 / 0.93, 100 / 0.925, 100 / 0.935])
+    plain = judge(train, PipelineBenchmark(measured=True, batches_per_s=900.0), compute_alone=alone)
+    for stages in (
+        _held(1.01, 1.005, 1.015, training_speedup_if_free_unused=Reason("held-above-step-alone")),
+        _held(1.01, 1.005, 1.015)[:2] + [StageStats(2, "batch", inputs=[1])],
+    ):
+        pipeline = PipelineBenchmark(measured=True, batches_per_s=900.0, stages=stages)
+        verdict = judge(train, pipeline, compute_alone=alone)
+        assert verdict.held_output_cost is None
+        assert verdict.input_cost_fraction == plain.input_cost_fraction
+
+
+def test_under_fit_the_held_output_carries_fit_s_own_time_on_both_sides() -> None:
+    # GIVEN 1 ms steps held at 2x, with 0.1 ms of fit's own work around each train function
+    from pipediag.analysis.input_cost import held_output_log
+
+    stages = _held(2.0, 1.9, 2.1, held_rate=1000.0)
+    bare, _ = held_output_log(stages) or (0.0, 0.0)
+    fitted, _ = held_output_log(stages, around_s=0.0001) or (0.0, 0.0)
+    # THEN fit's own time dilutes the held gain: (2 + 0.1) / (1 + 0.1) ms
+    assert bare == pytest.approx(math.log(2.0))
+    assert fitted == pytest.approx(math.log(2.1 / 1.1))

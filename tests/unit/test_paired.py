@@ -7,7 +7,14 @@ import math
 
 import pytest
 
-from pipediag.analysis.paired import TRIAL_MIN_ROUNDS, disturbed, log_interval, ratio_figure, t90
+from pipediag.analysis.paired import (
+    TRIAL_MIN_ROUNDS,
+    disturbed,
+    log_interval,
+    pooled,
+    ratio_figure,
+    t90,
+)
 from pipediag.bench.interleaved import stop_reason
 
 
@@ -100,3 +107,24 @@ def test_two_modes_of_noise_are_not_a_stall() -> None:
     figure = ratio_figure(ratios)
     assert figure is not None and figure.low is not None and figure.high is not None
     assert figure.low < 1.0 < figure.high
+
+
+def test_readings_that_agree_pool_to_a_narrower_interval_between_them() -> None:
+    mean, half = pooled([(0.30, 0.04), (0.34, 0.03)])
+    # the more precise reading weighs more; together they know more than either
+    assert 0.32 < mean < 0.34
+    assert half < 0.03
+
+
+def test_readings_that_disagree_widen_the_interval_to_reach_toward_each() -> None:
+    # three pairs at 7% (6-8%) against a held trial at 1% (0.5-1.5%)
+    mean, half = pooled([(0.07, 0.01), (0.01, 0.005)])
+    assert 0.01 < mean < 0.07
+    assert half >= (0.07 - mean) / 2 and mean - half < 0.02
+
+
+def test_a_chance_narrow_reading_does_not_outweigh_the_other_without_bound() -> None:
+    mean, _ = pooled([(0.20, 1e-9), (0.30, 0.005)])
+    assert mean == pytest.approx(0.25)
+    with pytest.raises(ValueError):
+        pooled([])

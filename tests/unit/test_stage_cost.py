@@ -169,6 +169,48 @@ def test_search_shares_the_time_left_and_stops_when_it_runs_out() -> None:
     assert copies.held == [] and found.measured == {} and found.jump is None
 
 
+def test_the_output_s_hold_gets_the_time_a_verdict_rests_on_and_the_rest_none_more() -> None:
+    # GIVEN each trial takes the whole share it is given, and no time left at all
+    clock = FakeClock()
+    copies = _FakeCopies()
+    shares: list[float] = []
+
+    def try_one(index: Any, seconds: float) -> tuple[Rounds | None, str | None]:
+        shares.append(seconds)
+        clock.advance(seconds)
+        return _rounds(10.0, 30.0, (2.7, 3.3)), None
+
+    # WHEN the verdict rests on the output's hold
+    bisection = StageSearch(
+        copies,  # type: ignore[arg-type]
+        clock=clock,
+        until_s=clock.now() + 0.5,
+        output_s=4.0,
+    )
+    run(bisection, try_one)  # type: ignore[arg-type]
+    # THEN the output is held for its 4 s, and the bisection after it gets no time
+    assert copies.held == [3] and shares == [pytest.approx(4.0)]
+
+
+def test_the_output_check_s_time_only_where_the_verdict_s_interval_holds_an_edge() -> None:
+    from pipediag.phases import OUTPUT_CHECK_MAX_S, output_check_s
+    from pipediag.report.model import Verdict
+
+    def check(label: str, interval: list[float] | None, call_s: float = 0.11) -> float:
+        verdict = Verdict(label=label, input_cost_interval=interval)  # type: ignore[arg-type]
+        return output_check_s(verdict, call_s)
+
+    assert check("input-bound", [0.25, 0.35]) == 0.0
+    assert check("balanced", [0.07, 0.18]) == 0.0
+    assert check("input-bound", None) == 0.0
+    across = check("balanced", [0.12, 0.26])
+    assert across == pytest.approx(12 * (2 * 0.11 + 0.1))
+    assert check("uncertain", [0.15, 0.19]) == across  # a busy host's, within one band
+    # twelve of the shortest slices for a short step; a slow one is capped
+    assert check("compute-bound", [0.0, 0.07], call_s=0.001) == pytest.approx(12 * 0.102)
+    assert check("balanced", [0.04, 0.3], call_s=2.0) == OUTPUT_CHECK_MAX_S
+
+
 def test_results_reach_the_stages_the_json_and_the_summary() -> None:
     # GIVEN a report whose map stage measured the jump on training
     stages = [
