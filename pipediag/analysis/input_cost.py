@@ -121,7 +121,7 @@ def with_held_output(
     """The pairs' cost pooled with what training read with the pipeline's whole output held in
     memory, FastFlow's T in this process, where both have an interval (docs/design.md, "The
     held output")."""
-    held = held_output_log(stages, around_s=around_s)
+    held = held_output_log(stages, around_s=around_s, training=paired.training)
     if held is None or paired.low is None or paired.high is None:
         return paired
     ends = [-math.log(1.0 - min(end, MAX_POOLED_COST)) for end in (paired.low, paired.high)]
@@ -137,28 +137,37 @@ def with_held_output(
 
 # A cost this close to 1 is read as it for pooling: its log ratio is unbounded.
 MAX_POOLED_COST = 0.99
+# The held output's unchanged side within this factor of A, or it timed another training: a
+# base 10% off shifts the held reading by about as much, twice the balanced band's floor.
+HELD_BASE_OFF = 1.10
 
 
 def held_output_log(
-    stages: Sequence[StageStats], *, around_s: float = 0.0
+    stages: Sequence[StageStats], *, around_s: float = 0.0, training: float | None = None
 ) -> tuple[float, float] | None:
     """log(held / unchanged) on training for the pipeline's output held in memory, and its
     90% half-width, with `around_s` (fit's own work a step, outside the trial's train function)
-    added to both sides' steps; None where that hold gave no interval or was disturbed."""
+    added to both sides' steps. None where that hold gave no interval or was disturbed, or
+    where its unchanged side ran off `training` (A, steps/s) by more than `HELD_BASE_OFF`: it
+    then timed another training (a cache its copy starts empty, its slices' iterator starts,
+    a host that changed speed)."""
     output = output_stage(stages)
+    held_rate = output.training_held_steps_per_s if output is not None else None
     if (
         output is None
+        or not held_rate
         or output.training_speedup_if_free_unused is not None
         or output.training_speedup_if_free is None
         or output.training_speedup_if_free_low is None
         or output.training_speedup_if_free_high is None
     ):
         return None
-    held_rate = output.training_held_steps_per_s
+    if training:
+        base_s = 1.0 / held_rate * output.training_speedup_if_free + around_s
+        if abs(math.log(base_s * training)) > math.log(HELD_BASE_OFF):
+            return None
 
     def log_with_fit(speedup: float) -> float:
-        if not around_s or not held_rate:
-            return math.log(speedup)
         return math.log((speedup / held_rate + around_s) / (1.0 / held_rate + around_s))
 
     low = log_with_fit(output.training_speedup_if_free_low)

@@ -600,7 +600,7 @@ def test_a_held_output_that_agrees_settles_an_interval_too_noisy_to_tell() -> No
     )
 
 
-def test_a_disturbed_held_output_or_one_without_an_interval_is_not_pooled() -> None:
+def test_a_held_output_disturbed_without_an_interval_or_off_training_is_not_pooled() -> None:
     from pipediag.report.reasons import Reason
 
     train = _train([(0.01, 0.0, 0)] * 60, source="batch-stamps")
@@ -609,6 +609,9 @@ def test_a_disturbed_held_output_or_one_without_an_interval_is_not_pooled() -> N
     for stages in (
         _held(1.01, 1.005, 1.015, training_speedup_if_free_unused=Reason("held-above-step-alone")),
         _held(1.01, 1.005, 1.015)[:2] + [StageStats(2, "batch", inputs=[1])],
+        # its unchanged side ran at 79 steps/s against training's 100: a cache its copy
+        # started empty, or a host that changed speed, so it timed another training
+        _held(1.01, 1.005, 1.015, held_rate=80.0),
     ):
         pipeline = PipelineBenchmark(measured=True, batches_per_s=900.0, stages=stages)
         verdict = judge(train, pipeline, compute_alone=alone)
@@ -626,3 +629,31 @@ def test_under_fit_the_held_output_carries_fit_s_own_time_on_both_sides() -> Non
     # THEN fit's own time dilutes the held gain: (2 + 0.1) / (1 + 0.1) ms
     assert bare == pytest.approx(math.log(2.0))
     assert fitted == pytest.approx(math.log(2.1 / 1.1))
+
+
+def test_the_pooling_benchmark_judges_one_report_with_and_without_the_held_output() -> None:
+    # GIVEN a report whose pairs read 7% and whose held output read 1%, its unchanged side
+    # at training's rate
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from benchmarks.held_output_pooling import base_over_training, both_ways
+
+    train = _train([(0.01, 0.0, 0)] * 60, source="batch-stamps")
+    alone = _blocks([100.0] * 4, [100 / 0.93, 100 / 0.925, 100 / 0.935])
+    pipeline = PipelineBenchmark(
+        measured=True, batches_per_s=900.0, stages=_held(1.01, 1.005, 1.015, held_rate=101.0)
+    )
+    verdict = judge(train, pipeline, compute_alone=alone)
+    report = Report(
+        script="t.py", verdict=verdict, pipeline=pipeline, compute_alone=alone, train=train
+    )
+    # THEN the two ways differ as pipediag's pooling does, and the held trial's unchanged
+    # side is read against A
+    without, pooled = both_ways(report)
+    assert (without.label, pooled.label) == ("balanced", "compute-bound")
+    assert without.held_output_cost is None and pooled.held_output_cost is not None
+    assert base_over_training(report) == pytest.approx(1.0, rel=0.01)
