@@ -49,12 +49,7 @@ def diagnose(
 
 
 def run_and_report(
-    script: str,
-    args: list[str],
-    config: RunConfig,
-    *,
-    out: str | os.PathLike[str] | None,
-    log: Any,
+    script: str, args: list[str], config: RunConfig, *, out: str | os.PathLike[str] | None, log: Any
 ) -> tuple[Report, list[Path]]:
     """The whole `pipediag run`: check, run, stop, write; the report and the files written."""
     path = check_script(script)

@@ -30,8 +30,7 @@ def task_from_env(environ: Mapping[str, str] | None = None) -> TaskInfo | None:
         raise _bad(f"is not valid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(config, dict):
         raise _bad("is not a JSON object")
-    task = config.get("task")
-    if not task:
+    if not (task := config.get("task")):
         return None  # a cluster without a task of its own: a single process as far as we know
     if not isinstance(task, dict):
         raise _bad("has a 'task' that is not an object")

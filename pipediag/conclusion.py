@@ -113,13 +113,9 @@ class Conclusion:
         the measured steps' last block leads (not where the profiler traced them: it slows)."""
         step_s = self._timeline.median_measured_step_s()
         driven = seen.style == "keras-fit" and seen.model is not None
-        if (
-            not (driven or seen.calls is not None)
-            or self._lockstep
-            or self.diagnosis.verdict is not None
-            or seen.batch is None
-            or step_s is None
-        ):
+        if not (driven or seen.calls is not None) or self._lockstep or seen.batch is None:
+            return None
+        if self.diagnosis.verdict is not None or step_s is None:
             return None
         if steps_left is None:
             per_call = 1 if seen.calls is None else seen.calls.batches_per_call
@@ -164,8 +160,7 @@ class Conclusion:
             return None
         from pipediag.training.jax_fit import device_sync, synced_step_s
 
-        sync = device_sync()
-        if sync is not None:
+        if (sync := device_sync()) is not None:
             # Asynchronous steps' durations are dispatch times (docs/design.md, "JAX").
             step_s = synced_step_s(self._timeline, sync, self._clock) or step_s
         block_steps = self.lockstep_steps() or unbounded_block_steps(step_s)
@@ -309,8 +304,7 @@ class Conclusion:
     def _loop_model_side(self) -> None:
         """A custom loop at its budget: the seconds XLA gets on its own train step, or why none."""
         diagnosis = self.diagnosis
-        alone = diagnosis.compute_alone
-        if alone is None or not alone.measured:
+        if (alone := diagnosis.compute_alone) is None or not alone.measured:
             return
         gate = phases.model_side_gate(diagnosis.verdict, self._config)
         if gate is None and (alone.step_time is None or alone.step_time.median_s <= 0):
@@ -325,8 +319,7 @@ class Conclusion:
         now = self._clock.now()
         self._say.add_phase("model_side", result.began, now)
         diagnosis = self.diagnosis
-        alone = diagnosis.compute_alone
-        if alone is None:
+        if (alone := diagnosis.compute_alone) is None:
             return
         spent = alone.model_side_s + now - result.began
         if isinstance(result.found, ModelTrial):
@@ -382,11 +375,9 @@ def _why_no_fit_step_alone(
     if lockstep:
         return Reason("lockstep-fit")
     if seen.model is None or seen.batch is None:
-        because = (
-            pipeline.reason
-            if not pipeline.measured and pipeline.reason
-            else Reason("no-batch-kept")
-        )
+        because = Reason("no-batch-kept")
+        if not pipeline.measured and pipeline.reason:
+            because = pipeline.reason
         return Reason("no-cached-batch", because=because)
     if step_s is None:  # before the step alone is built
         return Reason("no-measured-step")

@@ -20,8 +20,7 @@ def history_entry(
     report: Report, *, commit: str | None = None, report_path: str | None = None
 ) -> HistoryEntry:
     """The line `pipediag history` reads, from a report."""
-    figures = run_figures(report)
-    verdict = report.verdict
+    figures, verdict = run_figures(report), report.verdict
     split = verdict.cost_split
     return HistoryEntry(
         time_utc=report.created_utc or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -63,13 +62,9 @@ def record_run(
 def git_commit(folder: Path) -> str | None:
     """HEAD of the git checkout holding `folder`; None outside one or without git."""
     try:
+        head = ["git", "rev-parse", "HEAD"]
         result = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=folder,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
+            head, cwd=folder, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -37,8 +37,7 @@ class _Redeliverer:
         raise TerminationRequested if signum == signal.SIGTERM else KeyboardInterrupt
 
     def on_unraisable(self, unraisable: Any) -> None:
-        dropped = isinstance(unraisable.exc_value, KeyboardInterrupt)
-        if dropped and self.pending is not None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and self.pending is not None:
             signum, self.pending = self.pending, None
             self.messenger = threading.Thread(
                 target=self._raise_again, args=(signum,), name="pipediag-interrupt", daemon=True

@@ -144,8 +144,7 @@ class Monitor:
             yield from iterable
             return
         self._epoch += 1
-        epoch = self._epoch
-        clock = self.clock
+        epoch, clock = self._epoch, self.clock
         iterator = iter(iterable)
         open_start: float | None = None
         open_wait = 0.0

@@ -29,7 +29,6 @@ from pipediag.progress import ProgressStep
 from pipediag.report.model import ComputeAlone, PipelineBenchmark, Verdict
 from pipediag.report.reasons import Reason, error_reason
 from pipediag.report.scale_out import ScaleOut
-from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import PhaseName, TrainStyle
 from pipediag.timeline import RawStep, StepTimeline
 from pipediag.training import stage_cost
@@ -150,8 +149,7 @@ def _hardly_waits(steps: list[RawStep]) -> bool:
     """Whether steps whose waits are all known waited under 5% of their time."""
     if any(s.input_wait_s is None for s in steps):
         return False  # under fit, waits are settled later: unknown
-    total = sum(s.duration_s for s in steps)
-    waited = sum(s.input_wait_s or 0.0 for s in steps)
+    total, waited = sum(s.duration_s for s in steps), sum(s.input_wait_s or 0.0 for s in steps)
     return bool(total > 0 and waited / total < DEEP_MIN_COST)
 
 
@@ -177,11 +175,8 @@ def pipeline_alone(
             teardown=teardown.SHARED,
         )
     except Exception as exc:
-        return PipelineBenchmark(
-            measured=False,
-            reason=Reason("pipeline-failed", detail=f"{type(exc).__name__}: {exc}"),
-            dataset=describe_chain(dataset),
-        )
+        failed = Reason("pipeline-failed", detail=f"{type(exc).__name__}: {exc}")
+        return PipelineBenchmark(measured=False, reason=failed, dataset=describe_chain(dataset))
     finally:
         say.add_phase("pipeline_benchmark", began, clock.now())
 
@@ -197,10 +192,8 @@ def fit_compute_alone(
     try:
         result = measure_step_alone(runner, clock=clock, origin=origin, step_s_hint=step_s)
     except Exception as exc:
-        result = ComputeAlone(
-            measured=False,
-            reason=Reason("step-alone-failed", detail=f"{type(exc).__name__}: {exc}"),
-        )
+        failed = Reason("step-alone-failed", detail=f"{type(exc).__name__}: {exc}")
+        result = ComputeAlone(measured=False, reason=failed)
     say.add_phase("compute_alone", began, clock.now())
     return result
 
@@ -327,33 +320,23 @@ def _examine_stages(
         holds_until = min(deadline, max(deadline - reserve, clock.now() + budget * HOLD_SHARE))
         holds_until = max(holds_until, clock.now() + output_s)
     if on_training.trainer is None:
-        loop_holds = (
-            _hold_plan(
-                walked,
-                pipeline,
-                on_training,
-                say=say,
-                seconds=holds_until - clock.now(),
-                output_s=output_s,
+        loop_holds = None
+        if holding:
+            seconds = holds_until - clock.now()
+            loop_holds = _hold_plan(
+                walked, pipeline, on_training, say=say, seconds=seconds, output_s=output_s
             )
-            if holding
-            else None
-        )
         search = SearchPlan(dataset, kept, stages, until_s=deadline, ceiling=on_training.ceiling)
         return DeepAnalysis(examined, loop_holds=loop_holds, loop_search=search, walked=walked)
     if holding:
-        examined = dataclasses.replace(
+        examined = _stage_costs_on_fit(
+            walked,
             examined,
-            stages=_stage_costs_on_fit(
-                walked,
-                stages,
-                pipeline,
-                on_training,
-                clock=clock,
-                say=say,
-                until_s=holds_until,
-                output_s=output_s,
-            ),
+            on_training,
+            clock=clock,
+            say=say,
+            until_s=holds_until,
+            output_s=output_s,
         )
     if kept:
         plan = SearchPlan(
@@ -388,7 +371,6 @@ def thread_cap(verdict: Verdict | None, alone: ComputeAlone | None) -> int | Non
 
 def _stage_costs_on_fit(
     walked: WalkedPipeline,
-    stages: list[StageStats],
     pipeline: PipelineBenchmark,
     on_training: OnTraining,
     *,
@@ -396,16 +378,16 @@ def _stage_costs_on_fit(
     say: Narration,
     until_s: float,
     output_s: float = 0.0,
-) -> list[StageStats]:
+) -> PipelineBenchmark:
     """fit: each stage's cost to training, by holding its output in memory, until `until_s`
-    (the output's hold given at least `output_s`)."""
+    (the output's hold given at least `output_s`); a failure keeps `pipeline`."""
     say.phase(ProgressStep("stage-holds"), max(0.0, until_s - clock.now()))
     try:
         with preserved_variables(walked.dataset, teardown.SHARED, graph_def=walked.graph):
-            return stage_cost.on_fit(
+            stages = stage_cost.on_fit(
                 on_training.trainer,
                 HeldCopies(walked, pipeline.batches_per_s),
-                stages,
+                pipeline.stages,
                 step_s=on_training.step_s,
                 clock=clock,
                 until_s=until_s,
@@ -415,7 +397,8 @@ def _stage_costs_on_fit(
             )
     except Exception as exc:
         say.note(error_reason("stage-holds-failed", exc))
-        return stages
+        return pipeline
+    return dataclasses.replace(pipeline, stages=stages)
 
 
 def _hold_plan(
@@ -529,8 +512,7 @@ def model_side(
     or why not; `seen.fit_overhead_s` on both sides of each gain. A failure costs this part only."""
     if alone is None or not alone.measured:
         return alone
-    gate = model_side_gate(verdict, config)
-    if gate is not None:
+    if (gate := model_side_gate(verdict, config)) is not None:
         return dataclasses.replace(alone, model_side_reason=gate)
     model, batch = seen.model, seen.batch
     if seen.style != "keras-fit" or model is None or batch is None:
@@ -544,26 +526,16 @@ def model_side(
         return dataclasses.replace(alone, model_side_reason=Reason("no-step-time"))
     gpu = gpu_placement() is not None
     policy, policy_reason = policy_for(gpu, cpu_flags())
+    fit_rate = verdict.training_steps_per_s if verdict else None
     facts = FitFacts(
-        step_s,
-        verdict.training_steps_per_s if verdict else None,
-        gpu,
-        policy,
-        policy_reason,
-        fit_overhead_s=seen.fit_overhead_s,
+        step_s, fit_rate, gpu, policy, policy_reason, fit_overhead_s=seen.fit_overhead_s
     )
     budget_s = config.deep_seconds * MODEL_SIDE_SHARE
     say.phase(ProgressStep("model-side"), budget_s)
+    quiet = quiet_logs or contextlib.nullcontext
     began = clock.now()
     try:
-        found = on_fit(
-            model,
-            batch,
-            facts,
-            clock=clock,
-            budget_s=budget_s,
-            quiet_logs=quiet_logs or contextlib.nullcontext,
-        )
+        found = on_fit(model, batch, facts, clock=clock, budget_s=budget_s, quiet_logs=quiet)
     except Exception as exc:
         say.note(error_reason("model-side-failed", exc))
         failed = Reason("failed", detail=type(exc).__name__)

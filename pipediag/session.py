@@ -265,9 +265,7 @@ class DiagnosticSession:
                 )
         except BaseException:
             diagnosis.pipeline = PipelineBenchmark(
-                measured=False,
-                reason=Reason("bench-interrupted"),
-                dataset=describe_chain(dataset),
+                measured=False, reason=Reason("bench-interrupted"), dataset=describe_chain(dataset)
             )
             raise
         self.phase(ProgressStep("train-steps"), redraw=False)
@@ -316,8 +314,7 @@ class DiagnosticSession:
         self, compute_alone: ComputeAlone | None, *, deep: bool = True, loop_serving: bool = False
     ) -> LoopWork | None:
         """`conclude` with a loop's compute alone; what the loop tries next, if deep ran now."""
-        seen = self._seen()
-        conclusion = self.conclusion
+        seen, conclusion = self._seen(), self.conclusion
         with self.suspended():
             if conclusion.diagnosis.verdict is None:
                 conclusion.settle_compute_alone(seen, compute_alone)

@@ -189,8 +189,7 @@ class StepTimeline:
 
     def _merge_oldest(self) -> None:
         """Merge the older half in pairs; the newest, whose waits a trace may fill, keeps detail."""
-        head = self._steps[: self.warmup_steps]
-        body = self._steps[self.warmup_steps :]
+        head, body = self._steps[: self.warmup_steps], self._steps[self.warmup_steps :]
         half = len(body) // 2 // 2 * 2
         merged = [merge_pair(body[i], body[i + 1]) for i in range(0, half, 2)]
         self._steps = head + merged + body[half:]

@@ -87,8 +87,7 @@ def build_train_section(
         )
         index += raw.count
     measured = model.timed_steps(steps)
-    count = sum(s.count for s in measured)
-    durations = [s.duration_s / s.count for s in measured]
+    count, durations = sum(s.count for s in measured), [s.duration_s / s.count for s in measured]
     waits = [s.input_wait_s / s.count for s in measured if s.input_wait_s is not None]
     total = sum(s.duration_s for s in measured)
     return model.TrainSection(
@@ -215,9 +214,7 @@ def _too_short(found: InputCost, compute_alone: model.ComputeAlone | None) -> bo
         return False
     split = found.split
     stepwise = split.epoch_start + (split.wait + split.fetch if split.waits_timed else 0.0)
-    if label_of(stepwise) == label:
-        return False
-    return label_of(max(0.0, found.cost - ONE_PIECE_NOISE)) != label
+    return label_of(stepwise) != label and label_of(max(0.0, found.cost - ONE_PIECE_NOISE)) != label
 
 
 def _steps_to_tell(interval: list[float], measured_steps: int) -> int:
@@ -235,8 +232,7 @@ def _other_processes_cores(
 ) -> float | None:
     if host is None or not timed:
         return None
-    begin = timed[0].start_s
-    end = timed[-1].start_s + timed[-1].duration_s
+    begin, end = timed[0].start_s, timed[-1].start_s + timed[-1].duration_s
     if compute_alone is not None and compute_alone.start_s is not None:
         begin = min(begin, compute_alone.start_s)
         end = max(end, compute_alone.start_s + compute_alone.duration_s)

@@ -136,8 +136,7 @@ class RunFigures:
 
 
 def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures:
-    verdict = report.verdict
-    spread = noise.step_spread(report.train.steps, rules)
+    verdict, spread = report.verdict, noise.step_spread(report.train.steps, rules)
     training = _with_spread(training_rate(report), spread.rate)
     alone = report.compute_alone
     if verdict.compute_alone_source == "measured" and alone is not None:

@@ -37,8 +37,7 @@ def thread_cap_trial(ctx: Context) -> FixTrial | None:
 
 
 def check_contention(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
-    split = _led_by(ctx, "contention")
-    if split is None:
+    if (split := _led_by(ctx, "contention")) is None:
         return []
     if split.contention_kind == "gil":
         # A cap on tf.data's threads does not release the interpreter lock.
@@ -81,8 +80,7 @@ _GIL_CODE = (
 
 def check_epoch_start(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """Keras 3 keeps its iterator across epochs when `steps_per_epoch` is set."""
-    split = _led_by(ctx, "epoch-start")
-    if split is None or split.epoch_steps is None:
+    if (split := _led_by(ctx, "epoch-start")) is None or split.epoch_steps is None:
         return []
     steps = split.epoch_steps
     code = (
@@ -106,8 +104,7 @@ def multi_step_trial(ctx: Context) -> ModelTrial | None:
 
 
 def check_fetch(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
-    split = _led_by(ctx, "fetch")
-    if split is None:
+    if (split := _led_by(ctx, "fetch")) is None:
         return []
     fit = ctx.report.train.style == "keras-fit"
     tried = multi_step_trial(ctx) if fit else None

@@ -68,8 +68,7 @@ def check_report(
     )
     results = [_at_most(name, value, limit) for name, value, limit in most if limit is not None]
     if thresholds.min_steps_per_s is not None:
-        limit = thresholds.min_steps_per_s
-        rate = training_rate(report)
+        limit, rate = thresholds.min_steps_per_s, training_rate(report)
         passed = rate is not None and rate >= limit
         results.append(CheckResult(MIN_STEPS_PER_S, passed, limit=limit, value=rate))
     if thresholds.max_slowdown is not None:

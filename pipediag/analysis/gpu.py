@@ -63,8 +63,7 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
     if n < 2 or n != len(y):
         return None
     mx, my = sum(x) / n, sum(y) / n
-    sxx = sum((v - mx) ** 2 for v in x)
-    syy = sum((v - my) ** 2 for v in y)
+    sxx, syy = sum((v - mx) ** 2 for v in x), sum((v - my) ** 2 for v in y)
     if math.sqrt(sxx / n) < _CONSTANT_EPSILON or math.sqrt(syy / n) < _CONSTANT_EPSILON:
         return None
     sxy = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
@@ -99,8 +98,7 @@ def analyze_gpu(
     th = DEFAULT_GPU_THRESHOLDS
     if not gpu.available:
         return GpuAnalysis(available=False, reason=Reason("no-gpu-sampled", because=gpu.reason))
-    steps = measured_steps(train)
-    if not steps:
+    if not (steps := measured_steps(train)):
         return GpuAnalysis(available=False, reason=Reason("no-timed-wait-step"))
     by_device: dict[int, list[GpuSample]] = {}
     for sample in gpu.samples:
@@ -120,8 +118,7 @@ def analyze_gpu(
         notes.append(Reason("busiest-gpu-analysed", value=device, limit=len(by_device)))
     samples = sorted(with_readings[device], key=lambda s: s.t_s)
     source = _choose_source(samples, busy_metric, th)
-    points = busy_points(samples, source)
-    if not points:
+    if not (points := busy_points(samples, source)):
         reason = Reason("no-busy-reading", detail=source, value=device)
         return GpuAnalysis(available=False, reason=reason)
     fallback = gpu.interval_s if gpu.interval_s > 0 else th.untimed_window_s
@@ -166,8 +163,7 @@ def analyze_gpu(
             time_source=time_source,
             notes=notes,
         )
-    step_time = sum(s.duration_s for s in steps)
-    lengths = [w.end_s - w.start_s for w in windows]
+    step_time, lengths = sum(s.duration_s for s in steps), [w.end_s - w.start_s for w in windows]
     pairs = list(zip(windows, lengths, strict=True))
     in_windows = sum(w.step_coverage * length for w, length in pairs)
     coverage_fraction = clip01(in_windows / step_time) if step_time > 0 else None

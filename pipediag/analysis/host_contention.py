@@ -15,8 +15,7 @@ def other_processes_cores(host: HostSection | None, begin_s: float, end_s: float
     averaged before clipped at zero (docs/design.md, "A busy host")."""
     if host is None or not host.available or not host.samples:
         return None
-    cores = _cores(host)
-    inside = _samples_within(host, begin_s, end_s)
+    cores, inside = _cores(host), _samples_within(host, begin_s, end_s)
     if cores <= 0 or not inside:
         return None
     others = sum(
@@ -39,8 +38,7 @@ def host_contention(
     samples = list(host.samples)
     scope: ContentionScope = "whole-run"
     if steps:
-        begin = min(s.start_s for s in steps)
-        end = max(s.start_s + s.duration_s for s in steps)
+        begin, end = min(s.start_s for s in steps), max(s.start_s + s.duration_s for s in steps)
         inside = _samples_within(host, begin, end)
         if inside:
             samples, scope = inside, "measured-steps"

@@ -126,12 +126,9 @@ def with_held_output(
         return paired
     ends = [-math.log(1.0 - min(end, MAX_POOLED_COST)) for end in (paired.low, paired.high)]
     mean, half = pooled([((ends[0] + ends[1]) / 2, (ends[1] - ends[0]) / 2), held])
+    low, high = log_cost(mean - half), log_cost(mean + half)
     return dataclasses.replace(
-        paired,
-        cost=log_cost(mean),
-        low=log_cost(mean - half),
-        high=log_cost(mean + half),
-        held=log_cost(held[0]),
+        paired, cost=log_cost(mean), low=low, high=high, held=log_cost(held[0])
     )
 
 
@@ -152,27 +149,20 @@ def held_output_log(
     then timed another training (a cache its copy starts empty, its slices' iterator starts,
     a host that changed speed)."""
     output = output_stage(stages)
-    held_rate = output.training_held_steps_per_s if output is not None else None
-    if (
-        output is None
-        or not held_rate
-        or output.training_speedup_if_free_unused is not None
-        or output.training_speedup_if_free is None
-        or output.training_speedup_if_free_low is None
-        or output.training_speedup_if_free_high is None
-    ):
+    if output is None or output.training_speedup_if_free_unused is not None:
         return None
-    if training:
-        base_s = 1.0 / held_rate * output.training_speedup_if_free + around_s
-        if abs(math.log(base_s * training)) > math.log(HELD_BASE_OFF):
-            return None
+    speedup, held_rate = output.training_speedup_if_free, output.training_held_steps_per_s
+    low, high = output.training_speedup_if_free_low, output.training_speedup_if_free_high
+    if speedup is None or low is None or high is None or not held_rate:
+        return None
+    base_s = speedup / held_rate + around_s
+    if training and abs(math.log(base_s * training)) > math.log(HELD_BASE_OFF):
+        return None
 
-    def log_with_fit(speedup: float) -> float:
-        return math.log((speedup / held_rate + around_s) / (1.0 / held_rate + around_s))
+    def log_with_fit(ratio: float) -> float:
+        return math.log((ratio / held_rate + around_s) / (1.0 / held_rate + around_s))
 
-    low = log_with_fit(output.training_speedup_if_free_low)
-    high = log_with_fit(output.training_speedup_if_free_high)
-    return log_with_fit(output.training_speedup_if_free), (high - low) / 2
+    return log_with_fit(speedup), (log_with_fit(high) - log_with_fit(low)) / 2
 
 
 def not_measurable(paired: PairedCost) -> bool:
@@ -248,8 +238,7 @@ def epoch_start_part(
     starts: Sequence[EpochStart], training_rate: float | None
 ) -> EpochStartPart | None:
     """None where no later epoch started."""
-    counted = counted_epoch_starts(starts)
-    if not counted:
+    if not (counted := counted_epoch_starts(starts)):
         return None
     start_s = float(statistics.median(e.duration_s for e in counted))
     lengths = [e.steps_per_epoch for e in counted if e.steps_per_epoch]
@@ -323,8 +312,7 @@ def contention_evidence(
     alone = step_cores_of(compute_alone)
     if busy is None and alone is not None:
         busy = max(0.0, float(np.mean([s.process_cpu_pct for s in during])) / 100.0 - alone)
-    cores = host.cpu_count
-    if not cores:
+    if not (cores := host.cpu_count):
         return ContentionEvidence(busy, None)
     busy_cores = float(np.mean([s.system_cpu_pct for s in during])) / 100.0 * cores
     return ContentionEvidence(busy, max(0.0, cores - busy_cores))
@@ -366,8 +354,7 @@ def input_cost(
     steps = split_cost(rates, wait_fraction, wait_source=wait_source)
     start = epoch_start_part(epoch_starts, rates.training)
     share = start.share if start is not None else 0.0
-    rest = 1.0 - share
-    cost = with_epoch_start(steps.cost, share)
+    rest, cost = 1.0 - share, with_epoch_start(steps.cost, share)
     waits_timed = wait_source != "unavailable"
     wait, contention, fetch = (part * rest for part in (steps.wait, steps.contention, steps.fetch))
     split = CostSplit(
@@ -458,8 +445,7 @@ def phases_of(steps: Sequence[StepRecord], compute_rate: float | None) -> list[P
 
 
 def _epoch_figures(epoch: int, group: Sequence[StepRecord], compute_rate: float) -> _EpochFigures:
-    count = sum(s.count for s in group)
-    seconds = sum(s.duration_s for s in group)
+    count, seconds = sum(s.count for s in group), sum(s.duration_s for s in group)
     rate = count / seconds if seconds > 0 else 0.0
     waits = [s for s in group if s.input_wait_s is not None]
     wait = sum(s.input_wait_s or 0.0 for s in waits) / seconds if waits and seconds > 0 else None
@@ -468,8 +454,7 @@ def _epoch_figures(epoch: int, group: Sequence[StepRecord], compute_rate: float)
 
 
 def _phase(run: Sequence[_EpochFigures]) -> PhaseVerdict:
-    count = sum(e.steps for e in run)
-    seconds = sum(e.seconds for e in run)
+    count, seconds = sum(e.steps for e in run), sum(e.seconds for e in run)
     cost = sum(e.cost * e.seconds for e in run) / seconds if seconds > 0 else None
     known = [e for e in run if e.wait is not None]
     known_s = sum(e.seconds for e in known)

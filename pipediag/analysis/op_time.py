@@ -77,8 +77,7 @@ def busy_ns(events: Iterable[OpEvent]) -> int:
 def scope_of(op_name: str, layer_names: Sequence[str]) -> str:
     """`sequential/conv_a_1/Relu` is in layer `conv_a`; update ops are `optimizer`'s."""
     name = op_name.removeprefix("gradient_tape/")  # a gradient's ops are its layer's
-    parts = name.split("/")
-    known = set(layer_names)
+    parts, known = name.split("/"), set(layer_names)
     for part in parts[:-1]:
         for candidate in (part, _UNIQUIFIED.sub("", part)):
             if candidate in known:

@@ -57,9 +57,8 @@ TRIAL_MIN_SHARE_SLICES = 4
 # A stage hold's trial (training/stage_cost.py): with less time than this it cannot run its
 # five rounds, and is not started.
 HOLD_MIN_SHARE_S = 6 * TRAINING_SLICES.shortest_s
-# A stage hold's trial is given at least this (five rounds of two shortest slices, with
-# untimed first steps) where left: a short budget still measures the output stage, worth
-# searching or not.
+# A stage hold's trial is given at least this (five rounds of two shortest slices, with untimed
+# first steps) where left: a short budget still measures the output stage, worth searching or not.
 HOLD_MIN_TRIAL_S = SLICES_PER_SHARE * TRAINING_SLICES.shortest_s
 
 # --- stage timing (bench/stages.py): rounds per prefix (docs/design.md, "Stage timing").

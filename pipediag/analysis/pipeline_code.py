@@ -251,8 +251,7 @@ def _line(text: str, stats: StageStats, change: StageChange) -> CodeLine:
 
 
 def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool = False) -> str:
-    settings = stats.settings
-    function = stats.function or "fn"
+    settings, function = stats.settings, stats.function or "fn"
     calls = AUTOTUNE_TEXT if parallel else _parallel_calls(settings.num_parallel_calls)
     kind = stats.kind
     if kind == "source":

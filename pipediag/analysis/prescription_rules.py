@@ -73,8 +73,7 @@ class Bound(NamedTuple):
 def stage_bound(ctx: Context, stats: StageStats) -> Bound | None:
     """The most a change at `stats` can gain training: its (or the nearest held stage
     after it) hold, capped by T/A, which stands alone where no hold was usable."""
-    bound = if_free_bound(ctx.stages, stats.index)
-    most = most_input_gives(ctx.report)
+    bound, most = if_free_bound(ctx.stages, stats.index), most_input_gives(ctx.report)
     if bound is not None and bound.training_speedup_if_free is not None:
         held = bound.training_speedup_if_free
         if most is not None and held > most:  # the host's noise: no hold gives back more

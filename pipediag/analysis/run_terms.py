@@ -107,8 +107,7 @@ def _spread_starts(report: Report, gain: GainOnTraining) -> tuple[float, float] 
 
 def with_prescription_in_run_terms(report: Report) -> Report:
     """Filled in once, so that every renderer shows the number the advice does."""
-    prescription = report.pipeline.prescription
-    if prescription is None:
+    if (prescription := report.pipeline.prescription) is None:
         return report
     tried = [_filled(report, change) for change in prescription.tried]
     updated = _filled(report, dataclasses.replace(prescription, tried=tried))

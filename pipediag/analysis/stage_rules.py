@@ -111,8 +111,7 @@ def check_vectorize(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     found = []
     for stats in _stages_to_fix(ctx, lambda s: stage_facts.vectorizable(s, ctx.stages)):
         batch = stage_facts.downstream_batch_size(ctx.stages, stats.index)
-        own = stats.own_s_per_batch
-        trial = ctx.trial(fixes.FIX_VECTORIZE, stats.index)
+        own, trial = stats.own_s_per_batch, ctx.trial(fixes.FIX_VECTORIZE, stats.index)
         # A costly function gains little from running once per batch, unless the rewrite
         # was measured to gain (on a loaded host a cheap map timed 229 us an element, over
         # the 200 us guess).
@@ -147,10 +146,8 @@ def check_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     trial = ctx.trial(fixes.FIX_CACHE, point)
     if not _cacheable(trial):
         return []
-    stats = ctx.stages[point]
-    prefix_s = stage_facts.prefix_cost_s(ctx.stages, point)
-    share = ctx.share(prefix_s)
-    total = ctx.time_per_batch_s
+    stats, prefix_s = ctx.stages[point], stage_facts.prefix_cost_s(ctx.stages, point)
+    share, total = ctx.share(prefix_s), ctx.time_per_batch_s
     if share is None or total is None or share < CACHE_MIN_SHARE:
         return []
     code = _cache_code(ctx.stages, stats, trial)
@@ -194,25 +191,18 @@ def check_hoist_cache(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     hold measured what the cache gives from epoch 2 (docs/design.md, "Every applicable rewrite")."""
     found = []
     for trial in ctx.report.pipeline.trials:
-        if (
-            trial.fix != fixes.FIX_HOIST_CACHE
-            or trial.stage_index is None
-            or not 0 <= trial.stage_index < len(ctx.stages)
-            or trial.training is not None
-            or not _cacheable(trial)
-        ):
+        if trial.fix != fixes.FIX_HOIST_CACHE or trial.stage_index is None or not _cacheable(trial):
+            continue
+        if trial.training is not None or not 0 <= trial.stage_index < len(ctx.stages):
             continue
         stats = ctx.stages[trial.stage_index]
         share = ctx.share(stats.own_s_per_batch)
         if stage_facts.if_free_bound(ctx.stages, stats.index) is None:
             continue  # no stage's hold measured what the cache would give
         bound = stage_bound(ctx, stats)
-        if (
-            share is None
-            or share < CACHE_MIN_SHARE
-            or bound is None
-            or bound.speedup < stage_facts.VERIFIED_MIN_GAIN
-        ):
+        if share is None or share < CACHE_MIN_SHARE:
+            continue
+        if bound is None or bound.speedup < stage_facts.VERIFIED_MIN_GAIN:
             continue
         code = "\n".join(_hoisted_lines(ctx, stats))
         # The hold is the cache's gain from epoch 2, and ranks it (`advisor._sort_key`).

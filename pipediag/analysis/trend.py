@@ -73,8 +73,7 @@ def _row(
 
 
 def _rate(entry: HistoryEntry) -> Estimate | None:
-    rate = entry.rates.training
-    if rate is None or rate <= 0:
+    if (rate := entry.rates.training) is None or rate <= 0:
         return None
     how = noise.BOOTSTRAP_HOW if entry.training_log_se is not None else noise.NO_SPREAD_HOW
     return Estimate(rate, entry.training_log_se, log_scale=True, how=how)

@@ -43,8 +43,7 @@ def cardinality(dataset: Any) -> int | None:
 
 def dataset_bytes(dataset: Any, elements: int, spec: Any) -> int | None:
     """Memory of one epoch: from `spec`'s static shapes, else from a few elements sampled."""
-    static = static_element_bytes(spec)
-    if static is not None:
+    if (static := static_element_bytes(spec)) is not None:
         return static * elements
     sampled = _sampled_element_bytes(dataset)
     return None if sampled is None else int(sampled * elements)
@@ -55,8 +54,7 @@ def static_element_bytes(spec: Any) -> int | None:
 
     total = 0
     for component in tf.nest.flatten(spec):
-        shape = getattr(component, "shape", None)
-        dtype = getattr(component, "dtype", None)
+        shape, dtype = getattr(component, "shape", None), getattr(component, "dtype", None)
         if shape is None or dtype is None or not shape.is_fully_defined() or dtype == tf.string:
             return None
         total += shape.num_elements() * dtype.size

@@ -152,8 +152,7 @@ def element_counter(walked: list[Stage], nodes: dict[int, str], point: int) -> C
     index = point
     while walked[index].stats.kind in MAP_KINDS and len(walked[index].stats.inputs) == 1:
         index = walked[index].stats.inputs[0]
-    node = nodes.get(index)
-    if node is None:
+    if (node := nodes.get(index)) is None:
         return None
     spec = walked[index].dataset.element_spec
 

@@ -140,8 +140,7 @@ def _vectorize_candidate(
     if len(map_inputs) != 1:
         candidate.reason = Reason("map-input-unknown")
         return candidate
-    input_spec = map_inputs[0].element_spec
-    batch_spec = walked[consumer.index].dataset.element_spec
+    input_spec, batch_spec = map_inputs[0].element_spec, walked[consumer.index].dataset.element_spec
     sample_size = min(2 * batch, VECTORIZE_SAMPLE_MAX_ELEMENTS)
     candidate.facts = replace(candidate.facts, sample_elements=sample_size)
     # A static batch size: the pipeline drops the remainder.
@@ -301,8 +300,7 @@ def _cache_candidate(
     point = cache_point(stages)
     if point is None or not rewrite_site(stages[point]):
         return None
-    stats = stages[point]
-    prefix_s = prefix_cost_s(stages, point)
+    stats, prefix_s = stages[point], prefix_cost_s(stages, point)
     candidate = _at_stage(FIX_CACHE, stats, cost_s=prefix_s)
     candidate.facts = TrialFacts(prefix_s_per_batch=prefix_s)
     node = nodes.get(point)
@@ -371,10 +369,7 @@ def _unshuffled_map(walked: list[Stage], map_index: int, input_index: int) -> An
 
 
 def _at_stage(fix: FixName, stats: StageStats, cost_s: float | None = None) -> Candidate:
+    cost = (stats.own_s_per_batch or 0.0) if cost_s is None else cost_s
     return Candidate(
-        fix,
-        stats.index,
-        stage_name(stats),
-        cost_s=(stats.own_s_per_batch or 0.0) if cost_s is None else cost_s,
-        semantics=FIXES[fix].semantics,
+        fix, stats.index, stage_name(stats), cost_s=cost, semantics=FIXES[fix].semantics
     )

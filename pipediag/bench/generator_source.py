@@ -24,13 +24,11 @@ def read_generator(generator: Any, spec: Any) -> tuple[list[Any] | None, Reason 
     components = tf.nest.flatten(spec)
     if not all(isinstance(c, tf.TensorSpec) for c in components):
         return None, Reason("generator-ragged")
-    available = cache_sizing.available_memory_bytes()
-    limit = GENERATOR_MAX_BYTES
+    available, limit = cache_sizing.available_memory_bytes(), GENERATOR_MAX_BYTES
     if available is not None:
         limit = min(limit, int(cache_sizing.CACHE_MAX_MEMORY_SHARE * available))
     columns: list[list[Any]] = [[] for _ in components]
-    used = 0
-    began = time.perf_counter()
+    used, began = 0, time.perf_counter()
     try:
         with kept_random_states():
             for element in generator():

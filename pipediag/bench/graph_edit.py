@@ -109,8 +109,7 @@ class PipelineGraph:
 
         components = []
         for column in columns:
-            const = self._add("Const")
-            proto = tf.make_tensor_proto(column)
+            const, proto = self._add("Const"), tf.make_tensor_proto(column)
             const.attr["dtype"].type = proto.dtype
             const.attr["value"].tensor.CopyFrom(proto)
             components.append(str(const.name))

@@ -85,8 +85,7 @@ class RoundPlan:
         if self.stopped is not None:
             return None
         if not self._pending:
-            now = self._clock.now()
-            done = len(self._runs[0])
+            now, done = self._clock.now(), len(self._runs[0])
             soft_limit = self._until_s if done >= TRIAL_MIN_ROUNDS else self._hard_until_s
             if now + self._round_s > min(soft_limit, self._hard_until_s):
                 self.stopped = "budget"

@@ -136,8 +136,7 @@ def kept_random_states() -> Iterator[None]:
 
     import numpy as np
 
-    python_state = random.getstate()
-    numpy_state = np.random.get_state()
+    python_state, numpy_state = random.getstate(), np.random.get_state()
     try:
         yield
     finally:

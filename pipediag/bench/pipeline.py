@@ -68,8 +68,7 @@ def time_iterator(
     first_s = clock.now() - start
     cpu_from = time.process_time()
     ends = [clock.now()]  # one more than the batches timed
-    deadline = start + max_seconds
-    exhausted = False
+    deadline, exhausted = start + max_seconds, False
     while len(ends) <= max_batches and ends[-1] < deadline:
         try:
             next(iterator)
@@ -109,16 +108,14 @@ def benchmark_dataset(
     """Benchmark a `tf.data.Dataset` alone, on a fresh iterator over a private copy.
     `keep_first_batch` receives the untimed warm-up batch, for the compute-alone phase."""
     stages = stage_names(dataset)
-    description = " <- ".join(stages)
-    ends = cache_ends_each_epoch(stages)
+    description, ends = " <- ".join(stages), cache_ends_each_epoch(stages)
 
     def unmeasured(reason: Reason, **found: Any) -> PipelineBenchmark:
         return PipelineBenchmark(
             measured=False, reason=reason, dataset=description, cache_ends_each_epoch=ends, **found
         )
 
-    shared = shared_stream_stage(dataset)
-    if shared is not None:
+    if (shared := shared_stream_stage(dataset)) is not None:
         return unmeasured(Reason("distributed-feed", detail=shared))
     notes: list[Reason] = []
     try:
@@ -141,12 +138,8 @@ def benchmark_dataset(
             releaser.discard(raw)
             del iterator, raw
     if not timing.latencies_s:
-        return unmeasured(
-            Reason("empty-dataset" if timing.first_batch_s is None else "one-batch"),
-            first_batch_s=timing.first_batch_s,
-            exhausted=True,
-            notes=notes,
-        )
+        why = Reason("empty-dataset" if timing.first_batch_s is None else "one-batch")
+        return unmeasured(why, first_batch_s=timing.first_batch_s, exhausted=True, notes=notes)
     pass_batches = cardinality(dataset)  # batches per pass, where finite and known
     return PipelineBenchmark(
         measured=True,

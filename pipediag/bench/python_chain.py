@@ -69,8 +69,7 @@ def skip_passthrough(ds: Any) -> Any:
     """Skip Python-only datasets that add no op (e.g. `_RestructuredDataset`)."""
     for _ in range(MAX_STAGES):
         ds = unwrap(ds)
-        inputs = python_inputs(ds)
-        variant = variant_tensor(ds)
+        inputs, variant = python_inputs(ds), variant_tensor(ds)
         if len(inputs) == 1 and variant is not None and variant_tensor(inputs[0]) is variant:
             ds = inputs[0]
         else:
@@ -148,8 +147,7 @@ def describe_callable(func: Any) -> tuple[str | None, str | None]:
     code = getattr(target, "__code__", None)
     if code is None and not inspect.isroutine(target) and callable(target):
         # A callable object: its class names it, its __call__ locates it.
-        name = type(target).__qualname__
-        code = getattr(type(target).__call__, "__code__", None)
+        name, code = type(target).__qualname__, getattr(type(target).__call__, "__code__", None)
     if name is not None and ".<locals>." in name:
         name = name.rsplit(".<locals>.", 1)[-1]
     source = None

@@ -101,8 +101,7 @@ class _Reader:
 
 
 def _measure(stages: list[Stage], reader: _Reader, max_seconds: float) -> list[StageStats]:
-    factors = elements_per_output_batch(stages)
-    every = [s.stats for s in stages]
+    factors, every = elements_per_output_batch(stages), [s.stats for s in stages]
     reasons: dict[int, Reason | None] = {stats.index: None for stats in every}
     for stats in every:
         # Reading through a file cache not complete on disk would write the user's file.
@@ -198,8 +197,7 @@ def clear_of_noise(
             for k, time_s in enumerate(mine)
             if all(k < len(rounds_s[i]) for i in read)
         ]
-        figure = ratio_figure(ratios)
-        if figure is None:
+        if (figure := ratio_figure(ratios)) is None:
             clear.append(False)
             continue
         # One pair has no interval: it is read as it stands (docs/design.md, "Stage timing").
@@ -368,11 +366,9 @@ def _iteration_overhead_s(reader: _Reader) -> float:
     try:
         import tensorflow as tf
 
+        numbers = iter(tf.data.Dataset.range(10**9))
         timing = _time_and_release(
-            iter(tf.data.Dataset.range(10**9)),
-            OVERHEAD_CALIBRATION_ELEMENTS,
-            OVERHEAD_CALIBRATION_S,
-            reader,
+            numbers, OVERHEAD_CALIBRATION_ELEMENTS, OVERHEAD_CALIBRATION_S, reader
         )
     except Exception:  # calibration is a refinement; without it rates are slightly low
         return 0.0

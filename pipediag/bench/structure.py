@@ -214,8 +214,7 @@ class _Builder:
             return self._seen[id(ds)]
         if len(self.stages) >= MAX_STAGES:
             return None
-        generator = generator_function(ds)
-        if generator is not None:
+        if (generator := generator_function(ds)) is not None:
             added = self._add(ds, node, [], generator=generator)
             return self._matched(added, node, "FlatMapDataset")
         inputs = [skip_passthrough(unwrap(i)) for i in python_inputs(ds)]
@@ -256,8 +255,7 @@ class _Builder:
         *,
         generator: Callable[..., Any] | None = None,
     ) -> int:
-        index = len(self.stages)
-        settings = StageSettings()
+        index, settings = len(self.stages), StageSettings()
         if generator is not None:
             kind, name = "source", "from_generator"
             func: Any = generator

@@ -38,8 +38,7 @@ def on_whole_batches(func: Callable[..., Any], unpacked: bool) -> Callable[..., 
 @contextlib.contextmanager
 def quiet_tensorflow_logger() -> Iterator[None]:
     """TensorFlow's Python logger silenced on this thread only (pfor's trace); others still log."""
-    logger = logging.getLogger(TF_LOGGER)
-    thread = threading.get_ident()
+    logger, thread = logging.getLogger(TF_LOGGER), threading.get_ident()
 
     def quiet(record: logging.LogRecord) -> bool:
         return record.thread != thread

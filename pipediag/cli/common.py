@@ -103,11 +103,8 @@ def add_run_noise(parser: argparse.ArgumentParser) -> None:
 def noise_rules(options: argparse.Namespace) -> NoiseRules:
     """The noise rules with `--run-noise`'s run-to-run share."""
     scale = options.run_noise / DEFAULT_RULES.run_to_run if DEFAULT_RULES.run_to_run else 0.0
-    return replace(
-        DEFAULT_RULES,
-        run_to_run=options.run_noise,
-        run_to_run_points=DEFAULT_RULES.run_to_run_points * scale,
-    )
+    points = DEFAULT_RULES.run_to_run_points * scale
+    return replace(DEFAULT_RULES, run_to_run=options.run_noise, run_to_run_points=points)
 
 
 def write_png(draw: Callable[[Path], Path], path: str) -> int:

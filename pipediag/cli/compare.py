@@ -27,11 +27,9 @@ def compare_command(options: argparse.Namespace, parser: argparse.ArgumentParser
         return 0
     from pipediag.renderers.compare_png import render_comparison_png
 
+    names = (options.base, options.new)
     return write_png(
-        lambda path: render_comparison_png(
-            comparison, base, new, path, (options.base, options.new)
-        ),
-        options.png,
+        lambda path: render_comparison_png(comparison, base, new, path, names), options.png
     )
 
 

@@ -19,8 +19,7 @@ def history_command(options: argparse.Namespace, parser: argparse.ArgumentParser
     from pipediag.renderers.history_text import render_history
     from pipediag.report.history import read_history
 
-    entries = read_history(options.file)
-    if not entries:
+    if not (entries := read_history(options.file)):
         raise ReportError(
             f"{options.file} holds no runs: record some with "
             f"`pipediag run --history {options.file} ...`"

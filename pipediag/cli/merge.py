@@ -28,8 +28,7 @@ def merge_command(options: argparse.Namespace, parser: argparse.ArgumentParser) 
     from pipediag.fleet.merge import merge_reports
     from pipediag.fleet.text import render_fleet_text
 
-    out = options.out
-    if out is None:
+    if (out := options.out) is None:
         if len(options.paths) > 1:
             raise UsageError("several DIRs given: say where the fleet report goes with --out DIR")
         given = Path(options.paths[0])

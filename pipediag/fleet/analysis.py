@@ -47,8 +47,7 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
     wait = verdict.input_wait_fraction
     host = report.host
     # During the measured steps when known (host contention), else over the whole run.
-    contention = report.host_contention
-    if contention is not None and contention.available:
+    if (contention := report.host_contention) is not None and contention.available:
         process, system = contention.process_cpu_pct_mean, contention.system_cpu_pct_mean
         other = contention.other_cpu_pct_mean
     else:
@@ -154,8 +153,7 @@ def _by(rows: list[WorkerRow], field: str) -> WorkerRow | None:
 
 
 def _stands_out(row: WorkerRow, others: list[WorkerRow], field: str, gap: float) -> bool:
-    value = getattr(row, field)
-    rest = _median(getattr(r, field) for r in others)
+    value, rest = getattr(row, field), _median(getattr(r, field) for r in others)
     return value is not None and rest is not None and value - rest >= gap
 
 

@@ -103,8 +103,7 @@ def _check_distinct_tasks(workers: list[WorkerReport]) -> None:
 
 
 def _order(worker: WorkerReport) -> tuple[int, str, int, str]:
-    task = worker.report.task
-    if task is None:
+    if (task := worker.report.task) is None:
         return (len(TASK_TYPE_ORDER) + 1, "", 0, worker.label)
     rank = (
         TASK_TYPE_ORDER.index(task.type) if task.type in TASK_TYPE_ORDER else len(TASK_TYPE_ORDER)

@@ -36,8 +36,7 @@ def render_fleet_text(fleet: FleetReport) -> str:
     lines += [_line([name for name, _, _ in COLUMNS])]
     lines += [_line(_cells(row)) for row in fleet.workers]
     lines += ["", KEY, ""]
-    straggler = fleet.straggler
-    if straggler is not None:
+    if (straggler := fleet.straggler) is not None:
         why = straggler_text(fleet, straggler)
         lines += _wrapped(f"Straggler: {straggler.task} ({straggler.cause}): {why}")
     else:

@@ -63,8 +63,7 @@ class BatchStamps:
     def collect(self) -> None:
         """The in-graph queue's stamps to the pending ones. On fit's thread, between steps;
         pipediag is the queue's only reader, so the size read first is there to take."""
-        queue = self._queue
-        if queue is None:
+        if (queue := self._queue) is None:
             return
         size = int(queue.size())
         if size == 0:
@@ -100,8 +99,7 @@ def split_final_prefetch(dataset: Any) -> tuple[Any, Callable[[Any], Any]]:
 
     if not isinstance(dataset, prefetch_op._PrefetchDataset):
         return dataset, lambda ds: ds
-    buffer_size = int(dataset._buffer_size.numpy())
-    name = dataset._name
+    buffer_size, name = int(dataset._buffer_size.numpy()), dataset._name
     return dataset._input_dataset, lambda ds: ds.prefetch(buffer_size, name=name)
 
 

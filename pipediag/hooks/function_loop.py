@@ -69,8 +69,7 @@ class FunctionLoopTracker:
 
     def call(self, function: Any, call: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """One eager call of a `tf.function`: run, and timed when it trains."""
-        train = self.train
-        if train is not None:
+        if (train := self.train) is not None:
             if function is train.function:
                 return self._timed(train, args, kwargs)
             return call(function, *args, **kwargs)
@@ -99,8 +98,7 @@ class FunctionLoopTracker:
         return known() if known is not None else None
 
     def _data_slot(self, args: Any, kwargs: Any) -> _Slot:
-        types = self._data_types
-        if types is None:
+        if (types := self._data_types) is None:
             import tensorflow as tf
             from tensorflow.python.data.ops.iterator_ops import OwnedIterator
             from tensorflow.python.distribute.input_lib import DistributedIteratorBase
@@ -176,12 +174,9 @@ class FunctionLoopTracker:
             self._saw(function, "named-function-uncountable")
             return
         before = int(counter.numpy()) if counter is not None else _NO_COUNTER
+        captured_ref = weakref.ref(captured) if captured is not None else None
         self._counts[id(function)] = _Candidate(
-            weakref.ref(function),
-            counter,
-            before,
-            weakref.ref(captured) if captured is not None else None,
-            pulls=pulls,
+            weakref.ref(function), counter, before, captured_ref, pulls=pulls
         )
         if counter is None:
             self._saw(function, "function-without-step-counter")
@@ -218,8 +213,7 @@ class FunctionLoopTracker:
     def _timed(self, train: TrainCalls, args: Any, kwargs: Any) -> Any:
         session = self._session
         train.args, train.kwargs = tuple(args), dict(kwargs)
-        fed = train.fed()
-        each_call = train.passes_per_call()
+        fed, each_call = train.fed(), train.passes_per_call()
         if each_call or self._fed is None or self._fed() is not fed:
             self._fed = weakref.ref(fed)
             self._epoch += 1

@@ -58,8 +58,7 @@ class PostImportHook(importlib.abc.MetaPathFinder):
         if self not in sys.meta_path:
             sys.meta_path.insert(0, self)
         for name, callback in self._callbacks.items():
-            module = sys.modules.get(name)
-            if module is not None:
+            if (module := sys.modules.get(name)) is not None:
                 callback(module)
 
     def uninstall(self) -> None:

@@ -103,8 +103,7 @@ class FitTracker:
     def _alternation_wants_the_rest(self, batch: int) -> bool:
         """Whether fit's steps left are now what the alternation's full rounds want: the
         budget ends early rather than leave too few (docs/design.md, "Rates in alternation")."""
-        steps_left = self._steps_left(batch)
-        timeline = self._session.timeline
+        steps_left, timeline = self._steps_left(batch), self._session.timeline
         if (
             steps_left is None
             or steps_left > ALTERNATION_BLOCKS * MAX_BLOCK_STEPS
@@ -141,8 +140,7 @@ class FitTracker:
     def _block_ended(self) -> None:
         """A training block ended (or none could start): the step alone's block, if due; once
         all are done, the verdict, and at the budget the end of fit."""
-        alternation = self._alternation
-        if alternation is not None:
+        if (alternation := self._alternation) is not None:
             if not alternation.after_training_block():
                 return
             self._settle_waits()
@@ -208,8 +206,7 @@ class FitTracker:
 
     def on_batch_end(self, batch: int = 0, logs: Any = None) -> None:
         session = self._session
-        start = self._step_start
-        if start is None:
+        if (start := self._step_start) is None:
             return
         self._step_start = None
         end = session.clock.now()

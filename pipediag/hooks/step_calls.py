@@ -69,8 +69,7 @@ class StepCalls:
             return
         self.steps += 1
         for key, (function, calls) in since.items():
-            framework = self._framework.get(key)
-            if framework is None:
+            if (framework := self._framework.get(key)) is None:
                 framework = self._framework[key] = is_framework_function(function)
             if framework:
                 self._framework_steps[key] = self._framework_steps.get(key, 0) + 1
@@ -114,8 +113,7 @@ class StepCalls:
 
 def is_framework_function(function: Any) -> bool:
     """Defined inside pipediag, or in an installed TensorFlow or Keras (by its code's file)."""
-    code = code_of(function)
-    if code is None:
+    if (code := code_of(function)) is None:
         return True
     path = os.path.normpath(code.co_filename)
     if path.startswith(_PIPEDIAG_DIR + os.sep):

@@ -115,8 +115,7 @@ class CustomLoopTracker:
 
     def _mark_epoch_start(self, iterator: Any) -> None:
         """The pass's start-up, `iter()` (docs/design.md, "Epoch starts"), and its length."""
-        made_s = getattr(iterator, MADE_S, None)
-        if made_s is None:
+        if (made_s := getattr(iterator, MADE_S, None)) is None:
             return
         length = cardinality(getattr(iterator, "_dataset", None))
         steps = length if length is not None and length > 0 else None
@@ -322,20 +321,16 @@ class IteratorPatch(Patches):
         from tensorflow.python.eager import context
 
         owner = iterator_ops.OwnedIterator
-        original = owner.__dict__["_next_internal"]
-        bypassed = self.session.gate.bypassed
-        on_next = self.tracker.on_next
-        executing_eagerly = context.executing_eagerly
+        original, bypassed = owner.__dict__["_next_internal"], self.session.gate.bypassed
+        on_next, executing_eagerly = self.tracker.on_next, context.executing_eagerly
 
         def _next_internal(iterator: Any) -> Any:
             if bypassed() or not executing_eagerly():
                 return original(iterator)
             return on_next(iterator, original)
 
-        original_create = owner.__dict__["_create_iterator"]
-        now = self.session.clock.now
-        reading = self.session.gate.pipediag_is_reading
-        timeline = self.session.timeline
+        original_create, now = owner.__dict__["_create_iterator"], self.session.clock.now
+        reading, timeline = self.session.gate.pipediag_is_reading, self.session.timeline
         on_made = self.on_made
 
         def _create_iterator(iterator: Any, dataset: Any) -> Any:

@@ -46,8 +46,7 @@ class GradientWatch:
         """The watched variables' values now; None while no gradient named any."""
         values = []
         for ref in self._variables:
-            variable = ref()
-            if variable is None:
+            if (variable := ref()) is None:
                 continue
             try:
                 values.append(variable.numpy().copy())

@@ -199,11 +199,8 @@ def _no_input_fix(ctx: Context, s: Suggestion) -> SuggestionWords:
             f"every rewrite that applies was tried on your training, none clearly helped ({tried})"
         )
     else:
-        worst = max(
-            (st for st in pipeline.stages if st.own_s_per_batch is not None),
-            key=lambda st: st.own_s_per_batch or 0.0,
-            default=None,
-        )
+        timed = [st for st in pipeline.stages if st.own_s_per_batch is not None]
+        worst = max(timed, key=lambda st: st.own_s_per_batch or 0.0, default=None)
         why = "no stage adds enough of the time per batch for a stage fix to gain over noise"
         if worst is not None and worst.own_s_per_batch is not None:
             why += (
@@ -248,8 +245,7 @@ def _gpu_idle_cause(ctx: Context, s: Suggestion) -> SuggestionWords:
     attribution = analysis.attribution
     cause = attribution.dominant
     assert cause in _IDLE_CAUSE_TITLES
-    seconds = attribution.seconds_of(cause)
-    share = attribution.share_of(cause)
+    seconds, share = attribution.seconds_of(cause), attribution.share_of(cause)
     busy = analysis.gpu_busy_fraction
     evidence = (
         f"The GPU was busy {busy:.0%} of the measured time; {share:.0%} of its idle time "

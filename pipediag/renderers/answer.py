@@ -55,8 +55,7 @@ def render_answer(
     elif quiet:
         lines = [*_wrap(verdict_text(report), width), *last]
     else:
-        head = _wrap(verdict_text(report), width)
-        figures = _wrap(_figures(report), width)
+        head, figures = _wrap(verdict_text(report), width), _wrap(_figures(report), width)
         change = the_change(report)  # its words, then its code, indented
         code = [f"    {line}" for line in change.code]
         said = [line[:width] for line in [*_wrap(change.head, width), *code]]
@@ -131,8 +130,7 @@ def the_change(report: Report) -> Change:
     fixes = suggestions_of(report, FIX)
     if fixes and fixes[0].id == PORT_RULE and bound_of(fixes[0]):
         return Change(_at_most(report, fixes[0]), suggestion=fixes[0])
-    prescription = report.pipeline.prescription
-    words = measured_change_text(report)
+    prescription, words = report.pipeline.prescription, measured_change_text(report)
     if prescription is not None and words is not None and (prescription.shown[0] or 0.0) > 1.0:
         code = [c.text for c in prescription.code if c.change is not None]
         return Change(words, _code(code or [c.text for c in prescription.code]))
@@ -164,8 +162,7 @@ def the_change(report: Report) -> Change:
             return Change(f"{NO_CHANGE}; {title_of(saturated, report)}", suggestion=saturated)
         return Change(NO_CHANGE)
     fix = fixes[0]
-    title = title_of(fix, report)
-    cached = from_epoch_two(report, fix)
+    title, cached = title_of(fix, report), from_epoch_two(report, fix)
     if cached is not None:
         words = f"{title}: {gain(cached)} on your training from epoch 2 ({MEASURED_HELD})"
         return Change(words, _code(fix.code.splitlines()), fix)

@@ -23,8 +23,7 @@ LACKING = {
 
 
 def check_line(result: CheckResult) -> str:
-    name = result.name
-    value = result.value
+    name, value = result.name, result.value
     if value is None:
         lacking = LACKING[name].format(run=result.lacking_in or "report")
         return f"FAIL {lacking}; --{name} cannot be checked"

@@ -75,8 +75,7 @@ def _draw_rates(axes: Axes, comparison: Comparison) -> None:
         (f"{letter} {name}\n{unit}", figures.get(key))
         for key, (letter, name, unit) in RATE_WORDS.items()
     ]
-    positions = np.arange(len(order), dtype=float)
-    width = 0.38
+    positions, width = np.arange(len(order), dtype=float), 0.38
     base = [(f.base or 0.0) if f else 0.0 for _, f in order]
     new = [(f.new or 0.0) if f else 0.0 for _, f in order]
     axes.bar(positions - width / 2, base, width, color=BASE_COLOUR, label="base", gid="base-rates")
@@ -110,8 +109,7 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
     axes.set_title("Share of training time", loc="left", fontsize=PANEL_TITLE_FONT)
     parts = [COMPUTE_PART_NAME, *(COST_PART_NAMES[p] for p in COST_PARTS)]
     rows = [_cost_shares(report) for report in (base, new)]
-    positions = [0, 1]
-    bottoms = [0.0, 0.0]
+    positions, bottoms = [0, 1], [0.0, 0.0]
     for index, part in enumerate(parts):
         colour = PART_COLOURS[part]
         heights = [0.0 if shares is None else shares[index] for shares in rows]
@@ -133,11 +131,9 @@ def _draw_cost(axes: Axes, base: Report, new: Report) -> None:
 def _cost_shares(report: Report) -> list[float] | None:
     """Compute and the cost's parts as shares of training time; None without a cost."""
     verdict = report.verdict
-    cost = verdict.input_cost_fraction
-    if cost is None:
+    if (cost := verdict.input_cost_fraction) is None:
         return None
-    split = verdict.cost_split
-    if split is None:
+    if (split := verdict.cost_split) is None:
         parts = [cost] + [0.0] * (len(COST_PARTS) - 1)  # unsplit: as the wait every report has
     else:
         parts = [share for _, share in cost_parts(split)]
@@ -146,8 +142,7 @@ def _cost_shares(report: Report) -> list[float] | None:
 
 def step_times_s(report: Report) -> np.ndarray:
     """Every measured step's time; a merged record counts as `count` steps of its mean."""
-    records = measured_steps(report.train.steps)
-    if not records:
+    if not (records := measured_steps(report.train.steps)):
         return np.zeros(0)
     means = np.array([s.duration_s / s.count for s in records])
     return np.repeat(means, [s.count for s in records])
@@ -164,8 +159,7 @@ def _draw_steps(axes: Axes, base: Report, new: Report) -> None:
         axes.text(0.5, 0.5, "no measured steps", ha="center", transform=axes.transAxes)
         return
     joined = np.concatenate(present)
-    high = float(np.quantile(joined, STEP_AXIS_QUANTILE))
-    low = float(joined.min())
+    high, low = float(np.quantile(joined, STEP_AXIS_QUANTILE)), float(joined.min())
     bins = np.linspace(low, max(high, low * 1.01 + 1e-9), HISTOGRAM_BINS)
     for name, values, colour in runs:
         if not values.size:

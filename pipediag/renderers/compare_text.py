@@ -97,8 +97,7 @@ def training_claim(training: FigureChange | None) -> tuple[str, str]:
     if training is None or training.judgement == MISSING or training.change is None:
         side = "the base report" if training is None or training.base is None else "the new one"
         return f"{NO_COMPARISON}: no training rate in {side} (no measured steps)", ""
-    rates = f"{training.base:.1f} -> {training.new:.1f} steps/s"
-    span = _interval(training)
+    rates, span = f"{training.base:.1f} -> {training.new:.1f} steps/s", _interval(training)
     within = span if span == noise.NO_SPREAD_HOW else f"95% interval {span}"
     if training.judgement == NOISE:
         claim = f"{HEADLINES[NOISE]}: training {gain(training.change)}"

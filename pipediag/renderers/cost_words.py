@@ -37,8 +37,7 @@ def input_cost_text(cost: float, interval: list[float] | None = None) -> str:
     """ "44% of training time (90% interval 40-48%)", or "not measurable above noise (...)"."""
     if interval_not_measurable(interval):
         return f"{NOT_MEASURABLE} ({cost_figure(cost, interval)} of training time)"
-    shown = shown_interval(interval)
-    text = f"{percent(cost)} of training time"
+    shown, text = shown_interval(interval), f"{percent(cost)} of training time"
     return text if shown is None else f"{text} (90% interval {percent_range(*shown)})"
 
 
@@ -54,8 +53,7 @@ def bar_title(cost: float, interval: list[float] | None) -> str:
 def speedup_if_input_free(report: Report) -> float | None:
     """1 / (1 - input cost); reports without a cost fall back on T/A."""
     verdict = report.verdict
-    cost = verdict.input_cost_fraction
-    if cost is not None and cost < 1.0:
+    if (cost := verdict.input_cost_fraction) is not None and cost < 1.0:
         return 1.0 / (1.0 - cost)
     compute, training = verdict.compute_alone_steps_per_s, training_rate(report)
     return compute / training if compute and training else None
@@ -81,8 +79,7 @@ def _held_beyond(report: Report) -> tuple[float, float] | None:
 
 def lower_bound_evidence(report: Report) -> str:
     """Why the cost is at least what it reads, where a hold trained faster than T."""
-    held = _held_beyond(report)
-    if held is None:
+    if (held := _held_beyond(report)) is None:
         return ""
     rate, fastest = held
     return (
@@ -155,11 +152,9 @@ class CostBar:
 def cost_bar(report: Report) -> CostBar:
     """Compute, then the cost's parts; before input cost, the mean step's wait and the rest."""
     verdict = report.verdict
-    cost = verdict.input_cost_fraction
-    if cost is not None:
+    if (cost := verdict.input_cost_fraction) is not None:
         parts = [CostPart(COMPUTE_PART_NAME, max(0.0, 1.0 - cost))]
-        split = verdict.cost_split
-        if split is None:
+        if (split := verdict.cost_split) is None:
             parts.append(CostPart(UNSPLIT_PART_NAME, cost))
         else:
             parts += [CostPart(COST_PART_NAMES[p], share) for p, share in shown_cost_parts(split)]
@@ -168,8 +163,7 @@ def cost_bar(report: Report) -> CostBar:
     total_s = sum(s.duration_s for s in measured)
     if total_s <= 0:
         return CostBar([], "Input cost", "")
-    wait_s = min(total_s, sum(s.input_wait_s or 0.0 for s in measured))
-    count = len(measured)
+    wait_s, count = min(total_s, sum(s.input_wait_s or 0.0 for s in measured)), len(measured)
     caption = (
         f"wait {1e3 * wait_s / count:.1f} + compute {1e3 * (total_s - wait_s) / count:.1f}"
         f" = {1e3 * total_s / count:.1f} ms"

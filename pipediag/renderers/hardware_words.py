@@ -58,8 +58,7 @@ def gpu_idle_text(analysis: GpuAnalysis | None) -> str:
     else:
         share = a.share_of(a.dominant)
         text += f"; {percent(share)} of its idle time was {CAUSE_PHRASE[a.dominant]}"
-    r = analysis.idle_input_wait_correlation
-    if r is not None:
+    if (r := analysis.idle_input_wait_correlation) is not None:
         tracked = "loosely tracked"
         if r >= STRONG_CORRELATION:
             tracked = "tracked"

@@ -26,8 +26,7 @@ MAX_SUBTITLE_REGRESSIONS = 3
 
 
 def render_history_png(trend: Trend, path: Path, source: str = "") -> Path:
-    figure = new_figure(FIGURE_SIZE_IN)
-    regressions = len(trend.regressions)
+    figure, regressions = new_figure(FIGURE_SIZE_IN), len(trend.regressions)
     title = f"{len(trend.rows)} runs" + (f" in {source}" if source else "")
     title += f": {counted(regressions, 'regression')}" if regressions else ""
     colour = REGRESSION_COLOUR if regressions else "black"
@@ -70,8 +69,7 @@ def _draw_rates(axes: Axes, trend: Trend) -> None:
             gid=f"rates-{index}",
         )
     for row in trend.regressions:
-        rate = row.entry.rates.training
-        if rate is None:
+        if (rate := row.entry.rates.training) is None:
             continue
         axes.scatter(
             [row.number],

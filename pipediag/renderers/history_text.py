@@ -31,8 +31,7 @@ def render_history(trend: Trend, source: str) -> str:
 
 
 def regression_lines(trend: Trend) -> list[str]:
-    regressions = trend.regressions
-    if not regressions:
+    if not (regressions := trend.regressions):
         return [
             "No regressions: no run slower than the fastest run of its script recorded "
             "before it, beyond noise, no verdict worse than the previous recorded run's."

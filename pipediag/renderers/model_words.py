@@ -50,8 +50,7 @@ def model_side_of(report: Report) -> ComputeAlone | None:
 def shown_model_side(report: Report) -> ComputeAlone | None:
     """The model side where shown: where the model sets the rate, or its trials ran; less a change a
     fix already gives with its gain (`steps_per_execution` against the per-pull overhead)."""
-    alone = model_side_of(report)
-    if alone is None:
+    if (alone := model_side_of(report)) is None:
         return None
     if any(s.gain.basis == "step-alone" for s in report.suggestions):
         trials = [t for t in alone.trials if t.change != "steps_per_execution"]
@@ -133,8 +132,7 @@ def time_lines(alone: ComputeAlone) -> list[str]:
     if not alone.top_ops:
         reason = alone.top_ops_reason
         return [f"{TIME_HEADING}: {reason_words(reason)}"] if reason else []
-    lines = [time_heading(alone)]
-    bars = time_bars(alone)
+    lines, bars = [time_heading(alone)], time_bars(alone)
     for group, label in TIME_LINE_LABELS.items():
         listed = [f"{bar.name} {percent(bar.share)}" for bar in bars if bar.group == group]
         if listed or group == "op_type":
@@ -183,11 +181,9 @@ def change_lines(alone: ComputeAlone) -> list[str]:
 
 
 def model_lines(report: Report) -> list[str]:
-    alone = shown_model_side(report)
-    if alone is None:
+    if (alone := shown_model_side(report)) is None:
         return []
-    lines = time_lines(alone)
-    changes = change_lines(alone)
+    lines, changes = time_lines(alone), change_lines(alone)
     if lines and changes:
         lines.append("")
     return lines + changes

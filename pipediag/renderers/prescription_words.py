@@ -48,8 +48,7 @@ def changes_besides_speed(report: Report, suggestion: Suggestion) -> str:
 
 def rewrites_lines(report: Report) -> list[str]:
     """One line per rewrite tried (or not), then the pipeline they make."""
-    prescription = report.pipeline.prescription
-    if prescription is None:
+    if (prescription := report.pipeline.prescription) is None:
         return []
     # What a trial's own ratio times: the figure shown adds fit's time and epoch starts to it.
     timed = "the train function" if report.train.style == "keras-fit" else "the steps"
@@ -96,16 +95,14 @@ def measured_change_text(report: Report) -> str | None:
         return None
     if len(kept) == 1:
         only = kept[0]
-        trial = _trial_of(report, only)
-        what = _named(report, only)
+        trial, what = _trial_of(report, only), _named(report, only)
         size = trial.facts.cache_bytes if trial is not None else None
         if fix_facts(only.fix).caches and size is not None:
             what += f" ({bytes_text(size)}, fits)"
     else:
         what = f"the {len(kept)} rewrites kept, together"
     text = f"{what}: {gain_within(value, low, high)} measured on your training"
-    most = most_input_gives(report)
-    raw = prescription.training_speedup
+    most, raw = most_input_gives(report), prescription.training_speedup
     if prescription.at_step_alone:
         text += AT_STEP_ALONE
     elif most is not None and value >= most * (1 - 1e-9) and raw is not None and raw > value:

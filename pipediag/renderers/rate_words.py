@@ -63,8 +63,7 @@ def rates(report: Report) -> list[Rate]:
 def compute_alone_origin(report: Report) -> str:
     verdict = report.verdict
     if verdict.compute_alone_source == "measured":
-        alone = report.compute_alone
-        if alone is not None and alone.blocks:
+        if (alone := report.compute_alone) is not None and alone.blocks:
             rounds = sum(b.kind == "step-alone" for b in alone.blocks)
             held = verdict.held_output_cost
             return (

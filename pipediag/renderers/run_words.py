@@ -51,8 +51,7 @@ def run_status(report: Report) -> str:
 
 def epoch_start_text(train: TrainSection, split: CostSplit | None = None) -> str:
     """'' when short or unseen; says whether the start is in the input cost."""
-    later = counted_epoch_starts(train.epoch_starts)
-    if not later:
+    if not (later := counted_epoch_starts(train.epoch_starts)):
         return ""
     duration = float(statistics.median(e.duration_s for e in later))
     if duration < EPOCH_START_SHOWN_S:

@@ -35,8 +35,7 @@ PATHS_SHOWN = 3
 
 def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
     """`width` wraps the prose (not the code)."""
-    section = report.scale_out
-    if section is None or not section.shown:
+    if (section := report.scale_out) is None or not section.shown:
         return []
     lines = [_status(section)]
     lines += [f"blocker: {blocker_words(b)}" for b in section.blockers]
@@ -55,8 +54,7 @@ def scale_out_lines(report: Report, width: int | None = None) -> list[str]:
 
 def scale_out_headlines(report: Report) -> list[str]:
     """At most two lines for the PNG's foot: the status, then the prediction or a blocker."""
-    section = report.scale_out
-    if section is None or not section.shown:
+    if (section := report.scale_out) is None or not section.shown:
         return []
     lines = [_status(section)]
     if section.prediction is not None and section.prediction.workers_needed is not None:
@@ -111,8 +109,7 @@ def _local_path_words(blocker: ServiceBlocker) -> str:
 
 def _files(paths: list[str], total: int) -> str:
     """ "16 local files in /data/ (shard-000.tfrecord, shard-001.tfrecord, ...)"."""
-    count = counted(total, "local file")
-    shown = paths[:PATHS_SHOWN]
+    count, shown = counted(total, "local file"), paths[:PATHS_SHOWN]
     more = ", ..." if total > len(shown) else ""
     folder = os.path.commonpath(shown) if shown else ""
     if folder and all(os.path.dirname(p) == folder for p in shown):

@@ -176,8 +176,7 @@ def _sequential_interleave(ctx: Context, s: Suggestion) -> SuggestionWords:
 
 
 def _prefetch_at_end(ctx: Context, s: Suggestion) -> SuggestionWords:
-    last = stage_of(ctx, s)
-    trial = trial_of(ctx, s)
+    last, trial = stage_of(ctx, s), trial_of(ctx, s)
     if last.kind == "prefetch":
         evidence = f"The final prefetch has buffer_size={tuned_text(last.settings.buffer_size)}."
         return _fix_words(ctx, s, "raise the final prefetch to tf.data.AUTOTUNE", evidence, trial)
@@ -196,8 +195,7 @@ def _prefetch_at_end(ctx: Context, s: Suggestion) -> SuggestionWords:
 
 def _vectorize(ctx: Context, s: Suggestion) -> SuggestionWords:
     stats = stage_of(ctx, s)
-    batch = downstream_batch_size(ctx.stages, stats.index)
-    own = stats.own_s_per_batch
+    batch, own = downstream_batch_size(ctx.stages, stats.index), stats.own_s_per_batch
     assert own is not None and batch
     trial = trial_of(ctx, s)
     cost = f"{stage_cost_text(ctx, stats)} That is {own / batch * 1e6:.0f} us per element"
@@ -226,8 +224,7 @@ def _batch_check(trial: FixTrial | None) -> str:
 def _vectorized_map_check(trial: FixTrial) -> str:
     """Where the function takes no batch as written but passed the check through
     `tf.vectorized_map` (docs/design.md, "Every applicable rewrite")."""
-    checked = trial.facts.sample_elements
-    refusal = trial.facts.batch_refusal
+    checked, refusal = trial.facts.sample_elements, trial.facts.batch_refusal
     run = "Run through tf.vectorized_map, on"
     if refusal is None:
         run = "As written, the function does not take a batch; run through tf.vectorized_map, on"
@@ -239,8 +236,7 @@ def _vectorized_map_check(trial: FixTrial) -> str:
 
 
 def _cache(ctx: Context, s: Suggestion) -> SuggestionWords:
-    stats = stage_of(ctx, s)
-    trial = trial_of(ctx, s)
+    stats, trial = stage_of(ctx, s), trial_of(ctx, s)
     assert trial is not None
     prefix_s = prefix_cost_s(ctx.stages, stats.index)
     share, total = ctx.share(prefix_s), ctx.time_per_batch_s
@@ -274,12 +270,10 @@ def _python_repeat_text(ctx: Context, trial: FixTrial, cached: int) -> str:
 
 
 def _hoist_cache(ctx: Context, s: Suggestion) -> SuggestionWords:
-    stats = stage_of(ctx, s)
-    trial = trial_of(ctx, s)
+    stats, trial = stage_of(ctx, s), trial_of(ctx, s)
     bound = stage_bound(ctx, stats)
     assert trial is not None and bound is not None
-    shuffle = ctx.stages[stats.inputs[0]]
-    size = bytes_text(trial.facts.cache_bytes)
+    shuffle, size = ctx.stages[stats.inputs[0]], bytes_text(trial.facts.cache_bytes)
     fill = ""
     if trial.facts.fill_s is not None:
         fill = f" The first epoch fills it (about {trial.facts.fill_s:.0f} s)."
@@ -327,8 +321,7 @@ def _py_function(ctx: Context, s: Suggestion) -> SuggestionWords:
 
 def _shuffle_buffer(ctx: Context, s: Suggestion) -> SuggestionWords:
     stats = stage_of(ctx, s)
-    buffer = stats.settings.buffer_size
-    batch = downstream_batch_size(ctx.stages, stats.index)
+    buffer, batch = stats.settings.buffer_size, downstream_batch_size(ctx.stages, stats.index)
     few_elements, few_batches = shuffle_shortfall(stats, ctx.stages)
     reasons = [f"under {SHUFFLE_MIN_ELEMENTS} elements"] if few_elements else []
     if few_batches:

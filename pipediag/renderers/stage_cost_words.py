@@ -30,8 +30,7 @@ def costliest_stage(stages: Sequence[StageStats]) -> StageStats | None:
 
 
 def if_free_text(stats: StageStats) -> str:
-    value = stats.training_speedup_if_free
-    if value is None:
+    if (value := stats.training_speedup_if_free) is None:
         return "if free: not used" if stats.training_speedup_if_free_unused else ""
     text = f"{speedup(value)} if free"
     return f"{text} (jump)" if stats.training_cost_jump else text
@@ -43,8 +42,7 @@ def holding_text(stats: StageStats) -> str:
 
 def held_text(stats: StageStats) -> str:
     """ "holding map(parse) in memory: training 2.4x (2.1-2.7x)", or why it is not used."""
-    value = stats.training_speedup_if_free
-    if value is None:
+    if (value := stats.training_speedup_if_free) is None:
         unused = stats.training_speedup_if_free_unused
         return f"{holding_text(stats)}: {reason_words(unused)}" if unused else ""
     text = f"{holding_text(stats)}: training {speedup(value)}"

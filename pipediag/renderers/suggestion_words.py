@@ -95,8 +95,7 @@ def from_epoch_two(report: Report, fix: Suggestion) -> float | None:
 
 def best_fix_figure(report: Report) -> tuple[str, str]:
     """(label, value), the label saying where the gain was measured."""
-    found = best_fix(report)
-    fixes = suggestions_of(report, FIX)
+    found, fixes = best_fix(report), suggestions_of(report, FIX)
     if found is None:
         bounds = [held for s in fixes if (held := bound_of(s))]
         if bounds:

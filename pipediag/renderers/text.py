@@ -101,15 +101,12 @@ def _wrapped(text: str, indent: str) -> list[str]:
 
 def _input_cost(report: Report) -> str:
     verdict = report.verdict
-    cost = verdict.input_cost_fraction
-    if cost is None:
+    if (cost := verdict.input_cost_fraction) is None:
         return ""
-    text = input_cost_text(cost, verdict.input_cost_interval)
-    free = free_input_text(report)
+    text, free = input_cost_text(cost, verdict.input_cost_interval), free_input_text(report)
     if free:
         text += f" ({free})"
-    split = verdict.cost_split
-    lower_bound = lower_bound_evidence(report)
+    split, lower_bound = verdict.cost_split, lower_bound_evidence(report)
     if split is None:
         return _rows([text, lower_bound])
     evidence = [contention_evidence(split), fetch_evidence(split), epoch_start_evidence(split)]
@@ -133,8 +130,7 @@ def _rates(report: Report) -> str:
 
 
 def _observer(report: Report) -> str:
-    effect = report.verdict.observer_effect
-    if effect is None:
+    if (effect := report.verdict.observer_effect) is None:
         return ""
     interval = ""
     if effect.low is not None and effect.high is not None:
@@ -156,16 +152,14 @@ def _phases(report: Report) -> str:
 def _slowest_stage(report: Report) -> str:
     if report.verdict.label == "compute-bound":
         return ""  # when the model sets the rate, the pipeline's slowest stage is no news
-    stage = costliest_stage(report.pipeline.stages)
-    held = held_stage(report.pipeline.stages)
+    stage, held = costliest_stage(report.pipeline.stages), held_stage(report.pipeline.stages)
     alone = _stage_alone(stage) if stage is not None else ""
     on_training = held_text(held) if held is not None else ""
     return "; ".join(t for t in (alone, on_training) if t)
 
 
 def _stage_alone(stage: StageStats) -> str:
-    text = stage_at(stage)
-    facts = []
+    text, facts = stage_at(stage), []
     if stage.batches_per_s is not None:
         facts.append(f"{rate_text(stage.batches_per_s)} batches/s up to here")
     if stage.own_s_per_batch is not None:
@@ -180,8 +174,7 @@ def _stage_alone(stage: StageStats) -> str:
 def _suggestions(report: Report) -> list[str]:
     lines: list[str] = []
     for kind, heading in SUGGESTION_HEADINGS.items():
-        chosen = suggestions_of(report, kind)
-        if not chosen:
+        if not (chosen := suggestions_of(report, kind)):
             continue
         lines += ["", heading]
         for n, s in enumerate(chosen, 1):
@@ -269,8 +262,7 @@ def _gpu(report: Report) -> str:
     g = report.gpu
     if not g.available:
         return f"{no_gpu_text(g.reason)}. {HOST_TIMING_ONLY}"
-    names = ", ".join(d.name for d in g.devices)
-    util = g.gpu_util_pct_mean
+    names, util = ", ".join(d.name for d in g.devices), g.gpu_util_pct_mean
     utilization = "utilization not available" if util is None else f"mean utilization {util:.0f}%"
     analysis = report.gpu_analysis
     idle = gpu_idle_text(analysis)

@@ -123,8 +123,7 @@ def _rates_detail(verdict: Verdict, pipeline_batches_per_s: float | None) -> str
     """The pipeline's headroom where compute-bound, else a pipeline-alone reading too slow."""
     pipeline, training = pipeline_batches_per_s, verdict.training_steps_per_s
     if verdict.label == "compute-bound":
-        headroom = verdict.pipeline_headroom
-        if headroom is None or pipeline is None:
+        if (headroom := verdict.pipeline_headroom) is None or pipeline is None:
             return ""
         return f"The pipeline alone delivers {speedup(headroom)} what the train step needs."
     if training is None or pipeline is None or not pipeline_reading_disturbed(training, pipeline):
@@ -195,8 +194,7 @@ def _uncertain_headline(
 
 def cost_title(verdict: Verdict) -> str:
     """ "INPUT-BOUND", or "BALANCED TO INPUT-BOUND" for an interval across a band's edge."""
-    interval = verdict.input_cost_interval
-    if interval is not None:
+    if (interval := verdict.input_cost_interval) is not None:
         low, high = interval_labels(interval)
         if low != high:
             return f"{verdict_title(low)} TO {verdict_title(high)}"

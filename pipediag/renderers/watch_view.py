@@ -22,11 +22,9 @@ LABEL_BASIS = (
 
 
 def over_time_text(report: Report, indent: str = "") -> str:
-    watch = report.watch
-    if watch is None:
+    if (watch := report.watch) is None:
         return ""
-    windows = watch.windows
-    lines = [_heading(watch)]
+    windows, lines = watch.windows, [_heading(watch)]
     if len(windows) <= MAX_TABLE_ROWS:
         alerted = {alert.window_index for alert in watch.alerts}
         lines += [_row(w, watch.every_steps, alerted) for w in windows]
@@ -44,8 +42,7 @@ def over_time_text(report: Report, indent: str = "") -> str:
 
 
 def _heading(watch: WatchSection) -> str:
-    windows = watch.windows
-    if not windows:
+    if not (windows := watch.windows):
         return "watch mode: no window closed (no step past the warm-up)"
     size = "one per epoch" if watch.every_steps is None else f"{watch.every_steps} steps each"
     counts = Counter(w.label for w in windows)

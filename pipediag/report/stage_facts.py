@@ -80,8 +80,7 @@ def runs_sequential_interleave(stats: StageStats, cores: int) -> bool:
         return True
     if stats.kind != "parallel-interleave":
         return False
-    cycle = stats.settings.cycle_length
-    calls = stats.settings.num_parallel_calls
+    cycle, calls = stats.settings.cycle_length, stats.settings.num_parallel_calls
     return (
         cycle == AUTOTUNE
         or (cycle is not None and cycle < cores)
@@ -138,12 +137,9 @@ def cache_point(stages: Sequence[StageStats]) -> int | None:
     best: int | None = None
     best_s = 0.0
     for stats in stages:
-        if (
-            not clean[stats.index]
-            or endless[stats.index]
-            or stats.kind not in CACHE_POINT_KINDS
-            or not stats.inputs
-        ):
+        if not clean[stats.index] or endless[stats.index]:
+            continue
+        if stats.kind not in CACHE_POINT_KINDS or not stats.inputs:
             continue
         cost = prefix_cost_s(stages, stats.index)
         if best is None or cost > best_s * (1 + STAGE_MIN_SHARE):
@@ -153,8 +149,7 @@ def cache_point(stages: Sequence[StageStats]) -> int | None:
 
 def _endless(stats: StageStats, endless: dict[int, bool]) -> bool:
     """Whether one pass of the stage's output never ends, from its inputs' (sources end)."""
-    ends = [endless.get(i, True) for i in stats.inputs]
-    count = stats.settings.count
+    ends, count = [endless.get(i, True) for i in stats.inputs], stats.settings.count
     if stats.kind in ("repeat", "shuffle-and-repeat"):
         return count in (UNBOUNDED, None) or any(ends)
     if stats.kind == "take" and count is not None and count != UNBOUNDED:

@@ -26,8 +26,7 @@ MAX_ERROR_TEXT_CHARS = 200  # error messages go into one-line report notes
 
 def describe_error(exc: BaseException) -> str:
     """`TypeName: message` on one line, short enough for a report note."""
-    name = type(exc).__name__
-    message = " ".join(str(exc).split())
+    name, message = type(exc).__name__, " ".join(str(exc).split())
     text = f"{name}: {message}" if message else name
     return text if len(text) <= MAX_ERROR_TEXT_CHARS else text[: MAX_ERROR_TEXT_CHARS - 3] + "..."
 
@@ -145,8 +144,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         if not running:
             return
         self._stop.set()
-        thread = self._thread
-        if thread is not None:
+        if (thread := self._thread) is not None:
             thread.join(timeout=STOP_JOIN_TIMEOUT_S)
             if thread.is_alive():
                 self._record_failure("stop", Reason("sampler-stuck", limit=STOP_JOIN_TIMEOUT_S))

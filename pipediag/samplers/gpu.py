@@ -280,11 +280,9 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
 
     def _gpm(self, d: NvmlDevice, now: float) -> tuple[float | None, float | None]:
         """SM activity and occupancy since the last GPM sample, once it is old enough."""
-        if (
-            not d.gpm_samples
-            or "gpu-gpm-unavailable" in d.disabled
-            or now - d.gpm_t < GPM_MIN_INTERVAL_S - GPM_INTERVAL_SLACK_S
-        ):
+        if not d.gpm_samples or "gpu-gpm-unavailable" in d.disabled:
+            return None, None
+        if now - d.gpm_t < GPM_MIN_INTERVAL_S - GPM_INTERVAL_SLACK_S:
             return None, None
         nv = self._gpus.nvml
         try:

@@ -117,8 +117,7 @@ class HostSampler(ThreadedSampler[HostSample]):
         return None
 
     def _read(self) -> HostSample:
-        psutil = self._psutil
-        if psutil is None:
+        if (psutil := self._psutil) is None:
             raise RuntimeError("HostSampler.start() was not called or failed")
         t = self._clock.now()
         process_pct = self._process_cpu_pct(time.perf_counter(), time.process_time())

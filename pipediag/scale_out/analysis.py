@@ -130,8 +130,7 @@ def stays_local(stages: Sequence[StageStats], cut: int) -> list[StageStats]:
 
 def checked_stages(report: Report) -> list[StageStats]:
     """The stages the check's indices point into: its own walk where it kept one."""
-    section = report.scale_out
-    if section is not None and section.stages:
+    if (section := report.scale_out) is not None and section.stages:
         return list(section.stages)
     return list(report.pipeline.stages)
 
@@ -152,8 +151,7 @@ def host_cpu_is_limit(report: Report) -> bool:
 
 def shows_scale_out(report: Report) -> bool:
     """The summary shows the section when asked for, or input-bound with the host CPU the limit."""
-    section = report.scale_out
-    if section is None or not section.checked:
+    if (section := report.scale_out) is None or not section.checked:
         return False
     return section.requested or (
         report.verdict.label == "input-bound" and host_cpu_is_limit(report)
@@ -167,19 +165,15 @@ def _measured(section: ScaleOut, where: str) -> ServiceMeasurement | None:
 def predict(report: Report) -> ScaleOutPrediction:
     """Workers needed to feed the train step alone, and the training rate to expect
     (docs/design.md, "tf.data service"); the per-worker rate falls back to stage timing."""
-    section = report.scale_out
-    if section is None:
+    if (section := report.scale_out) is None:
         return ScaleOutPrediction(reason=Reason("not-checked"))
-    stages = checked_stages(report)
-    verdict = report.verdict
+    stages, verdict = checked_stages(report), report.verdict
     target = verdict.compute_alone_steps_per_s
     training = verdict.training_steps_per_s or report.train.steps_per_s
     base = ScaleOutPrediction(target_steps_per_s=target, training_steps_per_s=training)
-    cut = section.distribute_after_index
-    if cut is None:
+    if (cut := section.distribute_after_index) is None:
         return dataclasses.replace(base, reason=Reason("nothing-to-move"))
-    cluster = _measured(section, "cluster")
-    local = _measured(section, "local")
+    cluster, local = _measured(section, "cluster"), _measured(section, "local")
     per_worker, per_worker_source = _per_worker(report, cluster, cut)
     transfer, transfer_source = _transfer(cluster, local)
     local_cost = None if section.moves_whole_pipeline else local_s_per_batch(stages, cut)
@@ -240,8 +234,7 @@ def _transfer(
     if local.transfer_batches_per_s:
         candidates.append((local.transfer_batches_per_s, "local-service"))
     if local.bytes_per_batch:
-        network = ASSUMED_NETWORK_BYTES_PER_S / local.bytes_per_batch
-        candidates.append((network, "assumed-network"))
+        candidates.append((ASSUMED_NETWORK_BYTES_PER_S / local.bytes_per_batch, "assumed-network"))
     return min(candidates) if candidates else (None, "")
 
 
@@ -250,10 +243,8 @@ def paste_code(report: Report, prediction: ScaleOutPrediction, address: str | No
     section = report.scale_out
     if section is None or section.distribute_after_index is None:
         return ""
-    stages = checked_stages(report)
-    host = address or DISPATCHER_PLACEHOLDER
-    port = host.rsplit(":", 1)[-1]
-    workers = prediction.workers_needed
+    stages, host = checked_stages(report), address or DISPATCHER_PLACEHOLDER
+    port, workers = host.rsplit(":", 1)[-1], prediction.workers_needed
     count = "the workers" if not workers else f"{workers} worker{'s' if workers > 1 else ''}"
     cut = section.distribute_after_index
     after = f" after {stage_label(stages[cut])}" if 0 <= cut < len(stages) else ""
@@ -287,15 +278,12 @@ def paste_code(report: Report, prediction: ScaleOutPrediction, address: str | No
 
 def enrich_report(report: Report) -> Report:
     """The report with its scale-out prediction and code filled in (analysis, after judge)."""
-    section = report.scale_out
-    if section is None or not section.checked:
+    if (section := report.scale_out) is None or not section.checked:
         return report
     prediction = predict(report)
     cluster = next((m for m in section.measurements if m.where == "cluster"), None)
     address = cluster.address if cluster is not None and cluster.address else None
     code = paste_code(report, prediction, address)
     shown = shows_scale_out(report)
-    return dataclasses.replace(
-        report,
-        scale_out=dataclasses.replace(section, prediction=prediction, code=code, shown=shown),
-    )
+    scale_out = dataclasses.replace(section, prediction=prediction, code=code, shown=shown)
+    return dataclasses.replace(report, scale_out=scale_out)

@@ -142,12 +142,8 @@ def _too_little_moves(
     if share is None or share >= MIN_MOVED_SHARE:
         return None
     pinned = ", ".join(b.stage for b in blockers if b.kind == "python-function")
-    return Reason(
-        "too-little-moves",
-        detail=stage_label(stages[cut]),
-        value=share,
-        because=Reason("port-to-tf", detail=pinned),
-    )
+    port = Reason("port-to-tf", detail=pinned)
+    return Reason("too-little-moves", detail=stage_label(stages[cut]), value=share, because=port)
 
 
 @dataclass
@@ -198,11 +194,8 @@ def _measure_local(plan: _Plan, workers: int, clock: Clock) -> ServiceMeasuremen
             measured = _measured_through(base, plan, service.target, clock, service.worker_cpu_s)
     except (ServiceError, OSError) as exc:
         return replace(base, reason=_service_failed(exc), wall_time_s=clock.now() - began)
-    return replace(
-        measured,
-        wall_time_s=clock.now() - began,
-        notes=[*base.notes, Reason("one-host", value=workers, limit=os.cpu_count())],
-    )
+    one_host = Reason("one-host", value=workers, limit=os.cpu_count())
+    return replace(measured, wall_time_s=clock.now() - began, notes=[*base.notes, one_host])
 
 
 def _measure_cluster(
@@ -269,10 +262,8 @@ def _measured_through(
                     lambda: transfer_ceiling(sample, target, clock=clock, teardown=releaser),
                     TRANSFER_MAX_SECONDS + READ_GRACE_S,
                 )
-    timing = read.timing
-    factor = plan.elements_per_batch or 1.0
-    rate = timing.batches_per_s
-    if rate is None:
+    timing, factor = read.timing, plan.elements_per_batch or 1.0
+    if (rate := timing.batches_per_s) is None:
         return replace(base, reason=Reason("too-few-elements"))
     made = len(timing.latencies_s) + 1  # the warm-up element too
     ceiling = None if transfer is None else transfer.batches_per_s

@@ -83,8 +83,7 @@ def string_values(tensor: Any, limit: int) -> list[str]:
         raw = list(itertools.islice(tensor.string_val, limit))
     elif tensor.tensor_content:
         # Serialised eager tensors pack all the lengths (varints), then the bytes.
-        count = math.prod(dim.size for dim in tensor.tensor_shape.dim)
-        data = tensor.tensor_content
+        count, data = math.prod(dim.size for dim in tensor.tensor_shape.dim), tensor.tensor_content
         lengths, position = [], 0
         for index in range(count):
             length, position = read_varint(data, position)
@@ -121,8 +120,7 @@ def _function_stages(graph: Any, stage_nodes: dict[int, str]) -> dict[str, int]:
     nodes = {node.name: node for node in graph.node}
     owner: dict[str, int] = {}
     for index, name in sorted(stage_nodes.items()):
-        node = nodes.get(name)
-        if node is None:
+        if (node := nodes.get(name)) is None:
             continue
         pending = _called(node)
         while pending:

@@ -172,8 +172,7 @@ class LocalService:
 
     def start(self) -> None:
         """Start every server at once (their TF imports overlap); ServiceError, all stopped."""
-        began = self._clock.now()
-        deadline = time.monotonic() + self._start_timeout_s
+        began, deadline = self._clock.now(), time.monotonic() + self._start_timeout_s
         port = _free_port()
         self.address = f"localhost:{port}"
         try:
@@ -268,11 +267,9 @@ class LocalService:
             server.process.wait(timeout=1.0)
         server.errors.seek(0)
         lines = server.errors.read().decode(errors="replace").strip().splitlines()
-        said = (
-            Reason("exception", detail=lines[-1][-ERROR_TAIL_CHARS:])
-            if lines
-            else Reason("no-error-output")
-        )
+        said = Reason("no-error-output")
+        if lines:
+            said = Reason("exception", detail=lines[-1][-ERROR_TAIL_CHARS:])
         return ServiceError("server-failed-to-start", detail=server.role, because=said)
 
     def worker_cpu_s(self) -> float | None:
@@ -341,11 +338,9 @@ def read_through(
         raw = iter(distributed(dataset, target))
         cpu_before = worker_cpu() if worker_cpu else None
         try:
+            sampled = _keeping(raw, kept, SIZE_SAMPLE_BATCHES)
             timing = time_iterator(
-                _keeping(raw, kept, SIZE_SAMPLE_BATCHES),
-                max_batches=max_batches,
-                max_seconds=max_seconds,
-                clock=clock,
+                sampled, max_batches=max_batches, max_seconds=max_seconds, clock=clock
             )
         finally:
             cpu_after = worker_cpu() if worker_cpu else None

@@ -53,8 +53,7 @@ def train_through(
         with driver.restoring():
             for _ in range(TRAIN_WARMUP_STEPS):
                 sync_logs(driver.train(reader.take(per_call)))
-            start = clock.now()
-            steps = 0
+            start, steps = clock.now(), 0
             while clock.now() - start < TRAIN_MAX_SECONDS:
                 sync_logs(driver.train(reader.take(per_call)))
                 steps += per_call

@@ -114,8 +114,7 @@ class Alternation:
     @property
     def closes_with_next_step(self) -> bool:
         """Whether the next step that ends (`step_ended`) completes the open block."""
-        opened = self._open
-        if opened is None or opened.last_end is None:
+        if (opened := self._open) is None or opened.last_end is None:
             return False
         return len(opened.durations) + 1 >= self.block_steps
 
@@ -159,12 +158,10 @@ class Alternation:
         self.release_samplers()
         if opened is None:
             return
-        durations = opened.durations
-        if not durations:
+        if not (durations := opened.durations):
             self._next = "done"
             return
-        cpu = time.process_time() - opened.cpu_from
-        start_s = opened.start - self._origin
+        cpu, start_s = time.process_time() - opened.cpu_from, opened.start - self._origin
         block = block_of(opened.kind, start_s, durations, cpu_s=cpu, whole=self._whole_blocks)
         self.blocks.append(block)
         if opened.kind == "step-alone":
@@ -202,8 +199,7 @@ class Alternation:
             return rounds < self._fixed_rounds
         if rounds < paired.ALTERNATION_MIN_ROUNDS:
             return True
-        elapsed = self._clock.now() - self.began
-        cost = paired_cost(self.blocks)
+        elapsed, cost = self._clock.now() - self.began, paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None
         if rounds < self._max_rounds and elapsed < self._max_seconds:
             # A narrow interval across an edge still reads on: its label would be its low
@@ -219,8 +215,7 @@ class Alternation:
         self.end_block()
         self.release_samplers()  # closing a step-alone block may have paused them
         alone = [b for b in self.blocks if b.kind == "step-alone"]
-        steps = sum(b.steps for b in alone)
-        seconds = sum(b.seconds for b in alone)
+        steps, seconds = sum(b.steps for b in alone), sum(b.seconds for b in alone)
         if not steps or seconds <= 0:
             return ComputeAlone(measured=False, reason=Reason("no-step-in-blocks"))
         return ComputeAlone(

@@ -87,8 +87,7 @@ def measure_step_alone(
         return len(ends) > wanted or at >= ends[0] + MAX_SECONDS
 
     runner.block(step_ended, clock=clock, warmup=WARMUP_STEPS)
-    cpu_s = time.process_time() - cpu_from
-    now = clock.now()
+    cpu_s, now = time.process_time() - cpu_from, clock.now()
     durations = [b - a for a, b in zip(ends, ends[1:], strict=False)]
     if not durations:
         return ComputeAlone(measured=False, reason=Reason("no-step-alone"))

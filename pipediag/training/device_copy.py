@@ -27,8 +27,7 @@ def device_copy_trial(
     share_s: float,
 ) -> ModelTrial:
     """The step on the host batch (baseline) against the device batch (variant)."""
-    host = placement.on_host(batch)
-    on_device = placement.on_device(batch)
+    host, on_device = placement.on_host(batch), placement.on_device(batch)
     baseline, variant = Side(lambda: step(host)), Side(lambda: step(on_device))
     trial = measure("device_copy", baseline, variant, facts, clock=clock, share_s=share_s)
     share = copy_share(trial)

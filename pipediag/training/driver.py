@@ -68,8 +68,7 @@ def fit_driver(model: Any, undriven_code: ReasonCode) -> TrainDriver | Reason:
 
 def fit_step_blocker(model: Any, undriven_code: ReasonCode) -> Reason | None:
     """Why fit's train step cannot run apart from fit (`undriven_code`: a backend not driven)."""
-    backend = undriven(model)
-    if backend is not None:
+    if (backend := undriven(model)) is not None:
         return Reason(undriven_code, detail=backend)
     if on_jax(model):
         return trainable(model)

@@ -237,8 +237,7 @@ class CallStepAlone:
         self.restored_variables = len(self.driver.variables)
 
     def block(self, step_ended: Callable[[float], bool], *, clock: Clock, warmup: int) -> None:
-        calls = self.calls
-        call = self.driver.train
+        calls, call = self.calls, self.driver.train
         counted = calls.calls_made  # put back too, as the counter is with the variables
         try:
             with self.driver.restoring(), captured_swapped(calls.function, self.swap):
@@ -320,8 +319,7 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False)
     held = tf.data.Dataset.from_tensors(batch).map(relaxed).cache().repeat()
     if is_dataset(fed):
         return held.take(steps_per_call)
-    strategy = getattr(fed, "_strategy", None)
-    if strategy is None or plain:
+    if (strategy := getattr(fed, "_strategy", None)) is None or plain:
         return iter(held)
     return iter(strategy.distribute_datasets_from_function(lambda _context: held))
 

@@ -114,8 +114,7 @@ class JaxStepAlone:
 
 def device_sync() -> Callable[[], None] | None:
     """What waits for the JAX work in flight, or None where the script has not imported JAX."""
-    jax = sys.modules.get("jax")
-    if jax is None or not hasattr(jax, "live_arrays"):
+    if (jax := sys.modules.get("jax")) is None or not hasattr(jax, "live_arrays"):
         return None
     return lambda: jax.block_until_ready(jax.live_arrays())
 

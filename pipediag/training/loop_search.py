@@ -26,11 +26,7 @@ class HoldPlan:
     def start(self, clock: Clock) -> StageSearch:
         until_s = clock.now() + self.seconds
         return StageSearch(
-            self.copies,
-            clock=clock,
-            until_s=until_s,
-            ceiling=self.ceiling,
-            output_s=self.output_s,
+            self.copies, clock=clock, until_s=until_s, ceiling=self.ceiling, output_s=self.output_s
         )
 
 
@@ -76,8 +72,7 @@ class LoopSearch:
         """A batch from the side that is due; None once the trial is over."""
         now = self._clock.now()
         while True:
-            current = self._slice
-            if current is not None:
+            if (current := self._slice) is not None:
                 current.pull(now)
                 if not current.over(now):
                     try:

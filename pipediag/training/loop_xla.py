@@ -119,8 +119,7 @@ class LoopXlaTrial:
             return self._result
         self._redirect(None)
         self._put_back.close()
-        code = self._step.code
-        seconds = self._clock.now() - self.began
+        code, seconds = self._step.code, self._clock.now() - self.began
         if self._failure is not None or self._plan is None:
             reason = self._failure if self._failure is not None else Reason("loop-stopped")
             trial = ModelTrial("jit_compile", reason=reason, code=code, seconds=seconds)

@@ -173,8 +173,7 @@ def _multi_step(
 ) -> ModelTrial:
     import tensorflow as tf
 
-    current = fit_batches_per_call(model)
-    steps = spe_steps(facts.step_s)
+    current, steps = fit_batches_per_call(model), spe_steps(facts.step_s)
     code = f"model.compile(..., steps_per_execution={steps})"
     if current > 1:
         reason = Reason("spe-already", value=current)

@@ -94,8 +94,7 @@ def caller_line_names() -> frozenset[str]:
     """The names TF may give the calling thread's line: `python`, or its OS name."""
     names = {PYTHON_LINE}
     with contextlib.suppress(OSError, AttributeError):
-        comm = Path(f"/proc/self/task/{threading.get_native_id()}/comm")
-        names.add(comm.read_text().strip())
+        names.add(Path(f"/proc/self/task/{threading.get_native_id()}/comm").read_text().strip())
     return frozenset(n for n in names if n)
 
 

@@ -144,8 +144,7 @@ def with_freed(stages: Sequence[StageStats], searched: Searched) -> list[StageSt
     """Each stage with its speedup if free, or why it is not used; the jump marked."""
     updated = []
     for stats in stages:
-        freed = searched.measured.get(stats.index)
-        unused = searched.unused.get(stats.index)
+        freed, unused = searched.measured.get(stats.index), searched.unused.get(stats.index)
         if freed is not None:
             stats = replace(
                 stats,

@@ -32,8 +32,7 @@ def timed(side: Side, clock: Clock) -> Callable[[float], BatchTiming]:
     """A side's read: calls until `seconds` have passed, all timed (both sides are warm)."""
 
     def run(seconds: float) -> BatchTiming:
-        start = clock.now()
-        cpu_from = time.process_time()
+        start, cpu_from = clock.now(), time.process_time()
         ends = [start]
         while len(ends) == 1 or ends[-1] < start + seconds:
             side.call()
@@ -69,8 +68,7 @@ def trial_result(
     base, variant = rounds.rates()
     if base is None or variant is None or base <= 0 or variant <= 0:
         return ModelTrial(change, reason=Reason("too-few-steps"), seconds=seconds)
-    added_s = fit_added_s(around_s, fit_per_s, base)
-    interval = None
+    added_s, interval = fit_added_s(around_s, fit_per_s, base), None
     if rounds.interval is not None:
         interval = [
             in_run_terms(base, base * r, added_s, shared_by=shared_by) for r in rounds.interval

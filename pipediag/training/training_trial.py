@@ -271,8 +271,7 @@ class PullSlice:
 
     def timing(self) -> BatchTiming:
         """What the slice's timed steps took, and their process CPU."""
-        start = int(self.first_untimed)
-        pulls = self.pulls
+        start, pulls = int(self.first_untimed), self.pulls
         if len(pulls) <= start:
             return BatchTiming(None, [], 0.0, exhausted=True)
         return from_ends(

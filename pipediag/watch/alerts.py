@@ -37,8 +37,7 @@ class AlertRule:
         self._streak: list[WatchWindow] = []
 
     def observe(self, window: WatchWindow) -> WatchAlert | None:
-        share = window.input_wait_fraction
-        if share is None or share < self.threshold:
+        if (share := window.input_wait_fraction) is None or share < self.threshold:
             self._streak = []
             return None
         self._streak.append(window)

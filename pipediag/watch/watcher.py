@@ -134,8 +134,7 @@ class Watcher:
     def poll(self, *, final: bool = False) -> list[WatchWindow]:
         """Read new records, deliver the windows they close; `final`: all, and the open window."""
         with self._lock:
-            accumulator = self._accumulator
-            if accumulator is None:
+            if (accumulator := self._accumulator) is None:
                 return []
             first, records = self.timeline.records_since(self._read_to)
             if first + sum(r.count for r in records) < self._read_to:
@@ -144,8 +143,7 @@ class Watcher:
                 self._read_to = 0
                 first, records = self.timeline.records_since(0)
             ready = records if final else self._settled(records)
-            closed = []
-            step = first
+            closed, step = [], first
             for record in ready:
                 # A record merged across the last read (a reader lagging by thousands of
                 # records) was read with its older half: skipped.
@@ -170,8 +168,7 @@ class Watcher:
         last_known = len(records) - 1
         while last_known >= 0 and records[last_known].input_wait_s is None:
             last_known -= 1
-        cutoff = self.clock.now() - PENDING_MAX_S
-        ready = last_known + 1
+        cutoff, ready = self.clock.now() - PENDING_MAX_S, last_known + 1
         while ready < len(records) and records[ready].end <= cutoff:
             ready += 1
         return records[:ready]
@@ -191,8 +188,7 @@ class Watcher:
         if self._writer_failed:
             return
         if self._scalars is None:
-            logdir = self.logdir
-            if logdir is None:
+            if (logdir := self.logdir) is None:
                 return
             self._scalars = os.path.join(os.fspath(logdir), RUN_NAME)
             self._log(f"TensorBoard scalars: {self._scalars} (see: tensorboard --logdir {logdir})")

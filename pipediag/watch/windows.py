@@ -100,8 +100,7 @@ class WindowAccumulator:
         closed = None
         if self.every_steps is None and self._open is not None and record.epoch != self._open.epoch:
             closed = self.close()
-        sums = self._open
-        if sums is None:
+        if (sums := self._open) is None:
             sums = self._open = _Open(record.epoch, step, record.start, record.end)
         duration = record.duration_s
         sums.steps += record.count

@@ -35,8 +35,7 @@ def change_lists(report: Report) -> list[list[FootLine]]:
 def model_changes(report: Report) -> list[FootLine]:
     """The text's "What to change in the model"; without the "Where the step's time goes"
     panel, the text's profile lines (or why there are none) come first."""
-    alone = shown_model_side(report)
-    if alone is None:
+    if (alone := shown_model_side(report)) is None:
         return []
     lines = [] if step_time_shown(report) else time_lines(alone)
     lines += change_lines(alone)
@@ -52,8 +51,7 @@ def _model_line(line: str) -> FootLine:
 
 
 def rewrites(report: Report) -> list[FootLine]:
-    prescription = report.pipeline.prescription
-    rows = rewrites_lines(report)
+    prescription, rows = report.pipeline.prescription, rewrites_lines(report)
     if prescription is None or not rows:
         return []
     *changes, together = rows

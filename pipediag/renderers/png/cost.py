@@ -52,8 +52,7 @@ def draw_cost(axes: Axes, report: Report) -> None:
         return
     from matplotlib.patches import Patch
 
-    px_per_share = axes.get_window_extent().width
-    left = 0.0
+    px_per_share, left = axes.get_window_extent().width, 0.0
     for part in bar.parts:
         colour = PART_COLOURS[part.part]
         axes.barh([0], [part.share], left=[left], color=colour, height=1.0, gid=f"cost-{part.part}")

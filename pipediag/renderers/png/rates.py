@@ -128,8 +128,7 @@ def _room_for_if_free(axes: Axes, column: int, values: list[float], labels: list
 
 def _label_if_free(axes: Axes, stages: list[StageStats]) -> None:
     for y, stats in enumerate(stages):
-        text = if_free_text(stats)
-        if not text:
+        if not (text := if_free_text(stats)):
             continue
         weight = "bold" if stats.training_cost_jump else "normal"
         colour = TRAINING_RATE_COLOUR if stats.training_speedup_if_free else NOTE_TEXT_COLOUR
@@ -146,8 +145,7 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
         note(axes, "No rates measured")
         axes.set(xticks=[], yticks=[])
         return
-    positions = list(range(len(rows)))
-    colours = [RATE_COLOURS[rate.letter] for rate in rows]
+    positions, colours = list(range(len(rows))), [RATE_COLOURS[rate.letter] for rate in rows]
     axes.barh(positions, [v or 0.0 for v in values], height=0.6, color=colours, gid="rate-bars")
     labels = [
         f"{rate.title}\n({rate.unit}{', ' + ESTIMATED_WORD if rate.estimated else ''})"

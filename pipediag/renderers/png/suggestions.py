@@ -141,8 +141,7 @@ def _cut_to_fit(lines: list[FootLine], room: int) -> list[FootLine]:
     dropped = droppable[max(0, len(droppable) - need) :] if need > 0 else []
     if not dropped:
         return lines[:room]
-    at = min(dropped)
-    words = MORE_IN_TEXT.format(count=len(dropped))
+    at, words = min(dropped), MORE_IN_TEXT.format(count=len(dropped))
     more = FootLine(words, "more-in-text", MUTED_TEXT_COLOUR, indent=lines[at].indent)
     kept = [line for i, line in enumerate(lines) if i not in dropped]
     return (kept[:at] + [more] + kept[at:])[:room]

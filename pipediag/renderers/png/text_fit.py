@@ -100,8 +100,7 @@ def _most_that_fit(most: int, fits: Callable[[int], bool]) -> int:
 
 def fit_font(figure: Figure, artist: Text, right: float, min_size: float) -> None:
     """Shrink a one-line text's font, down to `min_size`, to end left of `right`, then cut it."""
-    limit_px = right * figure.bbox.width
-    size = float(artist.get_fontsize())
+    limit_px, size = right * figure.bbox.width, float(artist.get_fontsize())
     while artist.get_window_extent().x1 > limit_px and size > min_size:
         size = max(min_size, size - 1.0)
         artist.set_fontsize(size)
@@ -149,8 +148,7 @@ class ClearLabels:
     ) -> None:
         """The first of `wordings` (fullest first) that fits where `label` is or, when `movable`,
         nearest above or below; else none, named by `name` (by default the first wording)."""
-        panel = self.axes.get_window_extent()
-        preferred = label.get_position()
+        panel, preferred = self.axes.get_window_extent(), label.get_position()
         for wording in wordings:
             label.set_text(wording)
             label.set_position(preferred)  # where drawn: the last wording tried may have moved it
@@ -251,8 +249,7 @@ def _listed(names: Sequence[str], shown: int) -> str:
     """The first `shown` names, then how many more (docs/design.md, "The PNG page")."""
     if shown == 0:
         return f"{len(names)} label" + ("" if len(names) == 1 else "s")
-    listed = "; ".join(names[:shown])
-    more = len(names) - shown
+    listed, more = "; ".join(names[:shown]), len(names) - shown
     return f"{listed}; and {more} more" if more else listed
 
 

@@ -132,8 +132,7 @@ def _draw_share_bars(
     axes: Axes, bars: list[ShareBar], gid: str, *, edgecolor: str, linewidth: float | None = None
 ) -> None:
     """The wait and compute bars with `edgecolor`, the label strip without; gids: `gid` and part."""
-    starts = [bar.start_s for bar in bars]
-    widths = [bar.width_s for bar in bars]
+    starts, widths = [bar.start_s for bar in bars], [bar.width_s for bar in bars]
     wait_pct = [(bar.wait_share or 0.0) * SHARE_MAX_PCT for bar in bars]
     compute_pct = [SHARE_MAX_PCT - wait for wait in wait_pct]
     labels = [LABEL_COLOURS.get(bar.label, UNKNOWN_COLOUR) for bar in bars]
@@ -229,8 +228,7 @@ def shade_phases(axes: Axes, report: Report, *, label: bool, whole_run: bool = F
 
 def compute_alone_spans(report: Report) -> list[Span]:
     """One shaded span, or each step-alone block shaded and the alternation named once."""
-    alone = report.compute_alone
-    if alone is None or alone.start_s is None:
+    if (alone := report.compute_alone) is None or alone.start_s is None:
         return []
     end = alone.start_s + alone.duration_s
     if not alone.blocks:
@@ -249,8 +247,7 @@ def steps_time_range(report: Report) -> tuple[float, float]:
     """The steps and the compute-alone run with a margin; else the whole run."""
     starts = [s.start_s for s in report.train.steps]
     ends = [s.start_s + s.duration_s for s in report.train.steps]
-    alone = report.compute_alone
-    if alone is not None and alone.start_s is not None:
+    if (alone := report.compute_alone) is not None and alone.start_s is not None:
         starts.append(alone.start_s)
         ends.append(alone.start_s + alone.duration_s)
     if not starts or max(ends) <= min(starts):
@@ -265,8 +262,7 @@ def run_time_range(report: Report) -> tuple[float, float]:
     ends += [s.t_s for s in report.gpu.samples]
     ends += [s.t_s for s in report.host.samples]
     ends += [p.start_s + p.duration_s for p in report.phases]
-    alone = report.compute_alone
-    if alone is not None and alone.start_s is not None:
+    if (alone := report.compute_alone) is not None and alone.start_s is not None:
         ends.append(alone.start_s + alone.duration_s)
     return 0.0, max(ends) if ends and max(ends) > 0 else 1.0
 
@@ -280,8 +276,7 @@ def draw_phase_verdicts(axes: Axes, report: Report) -> None:
             axes.axvline(
                 start, color=MUTED_TEXT_COLOUR, linestyle="--", linewidth=1.0, gid="phase-boundary"
             )
-        left = axes.transData.transform((start, 0))[0]
-        right = axes.transData.transform((end, 0))[0]
+        left, right = axes.transData.transform((start, 0))[0], axes.transData.transform((end, 0))[0]
         candidates = [phase_text(phase), phase_text(phase, first=False)]
         if phase.input_cost_fraction is not None:
             candidates.append(percent(phase.input_cost_fraction))
