@@ -229,8 +229,11 @@ def deep_analysis(
             say=say,
             on_training=on_training,
             thread_cap=thread_cap(verdict, diagnosis.compute_alone) if on_training else None,
-            hold_stages=cost is not None and cost >= DEEP_MIN_COST,
-            output_s=output_check_s(verdict, _call_s(on_training)) if on_training else 0.0,
+            hold_output_s=(
+                output_check_s(verdict, _call_s(on_training))
+                if on_training is not None and cost is not None and cost >= DEEP_MIN_COST
+                else None
+            ),
         )
     finally:
         say.add_phase("deep_analysis", began, clock.now())
@@ -276,16 +279,18 @@ def _examine_stages(
     say: Narration,
     on_training: OnTraining | None,
     thread_cap: int | None,
-    hold_stages: bool = False,
-    output_s: float = 0.0,
+    hold_output_s: float | None = None,
 ) -> DeepAnalysis:
+    """`hold_output_s`: None where no stage is held on training, else the least time the
+    output's hold is given (`output_check_s`)."""
     from pipediag.training.prescription import SearchPlan
 
     budget = config.deep_seconds
     start = clock.now()
     deadline = start + budget
     alone_until = start + budget * ALONE_UNTIL if on_training is not None else deadline
-    holding = hold_stages and on_training is not None
+    holding = hold_output_s is not None and on_training is not None
+    output_s = hold_output_s or 0.0
     say.phase(ProgressStep("stage-timing"), budget * STAGES_SHARE)
     walked: WalkedPipeline | None = None
     try:
@@ -384,16 +389,20 @@ def _stage_costs_on_fit(
     say.phase(ProgressStep("stage-holds"), max(0.0, until_s - clock.now()))
     try:
         with preserved_variables(walked.dataset, teardown.SHARED, graph_def=walked.graph):
+            search = stage_cost.StageSearch(
+                HeldCopies(walked, pipeline.batches_per_s),
+                clock=clock,
+                until_s=until_s,
+                ceiling=on_training.ceiling,
+                output_s=output_s,
+            )
             stages = stage_cost.on_fit(
                 on_training.trainer,
-                HeldCopies(walked, pipeline.batches_per_s),
+                search,
                 pipeline.stages,
                 step_s=on_training.step_s,
                 clock=clock,
-                until_s=until_s,
                 teardown=teardown.SHARED,
-                ceiling=on_training.ceiling,
-                output_s=output_s,
             )
     except Exception as exc:
         say.note(error_reason("stage-holds-failed", exc))

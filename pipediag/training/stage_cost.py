@@ -124,18 +124,14 @@ class StageSearch:
 
 def on_fit(
     trainer: Any,
-    copies: HeldCopies,
+    search: StageSearch,
     stages: Sequence[StageStats],
     *,
     step_s: float,
     clock: Clock,
-    until_s: float,
     teardown: TearDown,
-    ceiling: float | None = None,
-    output_s: float = 0.0,
 ) -> list[StageStats]:
     """`stages` with what holding each measured on a train function pipediag calls."""
-    search = StageSearch(copies, clock=clock, until_s=until_s, ceiling=ceiling, output_s=output_s)
     run_at_once(search, trainer, clock=clock, step_s=step_s, teardown=teardown)
     return with_freed(stages, search.searched)
 
