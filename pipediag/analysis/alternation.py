@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pipediag.analysis.paired import disturbed, log_interval, robust_sd
 from pipediag.report.model import ObserverEffect, RateBlock
+from pipediag.report.stage_facts import output_stage
 from pipediag.report.stages import StageStats
 from pipediag.report.vocabulary import RateBlockKind
 
@@ -254,9 +255,7 @@ def held_beyond_step_alone(
 ) -> tuple[float, float] | None:
     """The whole pipeline held fed training faster than any step-alone block: (its rate, the
     fastest block's); the live pipeline's refills slowed those, so their cost is a lower bound."""
-    ceiling = step_alone_ceiling(blocks)
-    held = [s for s in stages if s.training_held_steps_per_s is not None]
-    if ceiling is None or not held:
+    ceiling, output = step_alone_ceiling(blocks), output_stage(stages)
+    if ceiling is None or output is None or (rate := output.training_held_steps_per_s) is None:
         return None
-    rate = max(held, key=lambda s: s.index).training_held_steps_per_s or 0.0
     return (rate, ceiling / ABOVE_STEP_ALONE) if rate > ceiling else None

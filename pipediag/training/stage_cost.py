@@ -42,12 +42,11 @@ def freed_from(rounds: Rounds | None) -> Freed | None:
 def held_ceiling(stages: Sequence[StageStats], ceiling: float | None) -> float | None:
     """The step-alone ceiling, raised to the output stage's held rate where that ran faster
     (docs/design.md, "Rates in alternation")."""
-    held = [s for s in stages if s.training_held_steps_per_s is not None]
-    if ceiling is None or not held:
+    # The search holds the output stage first: without its rate no other stage is held.
+    output = stage_facts.output_stage(stages)
+    if ceiling is None or output is None or output.training_held_steps_per_s is None:
         return ceiling
-    # The search holds the output-most stage first, and every stage before it with it.
-    output = max(held, key=lambda s: s.index)
-    return max(ceiling, (output.training_held_steps_per_s or 0.0) * ABOVE_STEP_ALONE)
+    return max(ceiling, output.training_held_steps_per_s * ABOVE_STEP_ALONE)
 
 
 def above_ceiling(rounds: Rounds | None, ceiling: float | None) -> Reason | None:
