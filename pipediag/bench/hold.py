@@ -23,6 +23,8 @@ MAX_HELD_BYTES = 256 * 2**20
 UNSIZED_ELEMENTS = 32
 # The first pass (computing the held elements, at the pipeline's own rate) may take this long.
 MAX_FILL_S = 0.5
+# The unchanged copy's in-memory caches are filled first where a pass is at most this long.
+MAX_BASE_FILL_BATCHES = 2000
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class HeldCopies:
         self.chain = holdable_chain(walked.stages, walked.nodes)
         isolated, _ = walked.isolated
         self.baseline = isolated.rebuild(self._spec)
+        self._baseline_fill = base_fill_batches(walked, self.baseline)
 
     def pipelines(self, stage: Holdable) -> FixPipelines:
         """Both copies for holding `stage`, as a fix trial on training takes them."""
@@ -110,4 +113,18 @@ class HeldCopies:
             baseline=self.baseline,
             variant=edited.rebuild(self._spec),
             fill_batches=fill_batches(stage, count),
+            baseline_fill_batches=self._baseline_fill,
         )
+
+
+def base_fill_batches(walked: WalkedPipeline, baseline: Any) -> int:
+    """Batches to read through the unchanged copy before its in-memory caches are complete, as
+    the script's were after its first epoch (docs/design.md, "The held output"): a pass and
+    the read past its end; 0 where it has none, or its pass is unknown or too long."""
+    stats = [stage.stats for stage in walked.stages]
+    if not any(s.kind == "cache" and not s.settings.filename for s in stats):
+        return 0
+    count = cache_sizing.cardinality(baseline)
+    if count is None or count <= 0 or count > MAX_BASE_FILL_BATCHES:
+        return 0
+    return count + 1

@@ -3,6 +3,7 @@ with the unedited copy (docs/design.md, "Fixes timed on the pipeline alone")."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -303,8 +304,9 @@ class TrialSide:
         self._read = read or self._alone
         if fill_batches > 0:
             filling = iter(dataset)
-            for _ in range(fill_batches):
-                next(filling)
+            # A pass read to its end stops early: a cache in it is then complete.
+            for _ in itertools.islice(filling, fill_batches):
+                pass
             teardown.discard(filling)
 
     def run(self, max_seconds: float) -> BatchTiming:

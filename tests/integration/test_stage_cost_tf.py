@@ -59,6 +59,40 @@ def test_the_chain_stops_at_a_filter_and_skips_options() -> None:
     assert batch.elements_per_batch == 1.0 and batch.element_bytes == 8 * 4
 
 
+def test_the_unchanged_copy_s_cache_is_filled_before_a_held_trial_as_training_s_was() -> None:
+    import tensorflow as tf
+
+    from pipediag.bench import teardown
+    from pipediag.bench.hold import HeldCopies
+    from pipediag.bench.whatif import TrialSide
+    from pipediag.clock import MONOTONIC
+
+    # GIVEN a random map before an in-memory cache: each uncached pass draws new values
+    ds = tf.data.Dataset.range(12).map(lambda x: x + tf.random.uniform([], 1, 10**9, tf.int64))
+    ds = ds.cache().batch(4)
+    copies = HeldCopies(walk(ds), pipeline_batches_per_s=100.0)
+    fix = copies.pipelines(copies.chain[-1])
+    # THEN the unchanged copy is read a pass and past its end first
+    assert fix.baseline_fill_batches == 3 + 1
+
+    def first_batch() -> list[int]:
+        iterator = iter(fix.baseline)
+        return next(iterator).numpy().tolist()  # type: ignore[no-any-return]
+
+    # WHEN a trial's side fills it: later slices' fresh iterators read the same cached values
+    TrialSide(fix.baseline, teardown.SHARED, MONOTONIC, fix.baseline_fill_batches)
+    assert first_batch() == first_batch()
+    # AND without a cache nothing is read first
+    plain = tf.data.Dataset.range(12).batch(4)
+    assert HeldCopies(walk(plain), 100.0).pipelines(_output(plain)).baseline_fill_batches == 0
+
+
+def _output(ds: object) -> object:
+    from pipediag.bench.hold import HeldCopies
+
+    return HeldCopies(walk(ds), 100.0).chain[-1]
+
+
 def _stats(ds: object) -> list:  # type: ignore[type-arg]
     from pipediag.bench.structure import walk
 
