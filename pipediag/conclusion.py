@@ -17,7 +17,7 @@ from pipediag.phases import Diagnosis, Narration, OnTraining, Seen
 from pipediag.progress import ProgressStep
 from pipediag.renderers.progress_words import progress_words
 from pipediag.renderers.verdict_words import verdict_line
-from pipediag.report.model import ComputeAlone, PipelineBenchmark, TrainSection, Verdict
+from pipediag.report.model import ComputeAlone, PipelineBenchmark, TrainSection
 from pipediag.report.model_side import ModelTrial
 from pipediag.report.reasons import Reason
 from pipediag.report.samples import HostSection
@@ -78,7 +78,6 @@ class Conclusion:
         self.concluded = False  # the deep analysis ran (or had its chance)
         self._extended = False  # the step budget was extended into a cached epoch
         self._fit_alternation: FitAlternation | None = None
-        self._judged: tuple[TrainSection, HostSection | None] | None = None  # the first verdict's
         # Seconds for XLA on a custom loop's own train step, at its budget (None: not tried).
         self.loop_model_s: float | None = None
         # The samplers pause on it in the observer check's quiet blocks (None: no check).
@@ -197,7 +196,6 @@ class Conclusion:
         """The verdict on the steps so far and compute alone, said once."""
         diagnosis = self.diagnosis
         verdict = judge(train, diagnosis.pipeline, compute_alone=diagnosis.compute_alone, host=host)
-        self._judged = train, host
         diagnosis.first_verdict_s = self._clock.now() - self.origin
         self._say.log(f"verdict: {verdict_line(verdict, diagnosis.pipeline.batches_per_s, train)}")
         diagnosis.verdict = verdict
@@ -216,7 +214,6 @@ class Conclusion:
             clock=self._clock,
             say=self._say,
             on_training=self._on_training(seen, loop_serving),
-            rejudge=self._rejudge,
         )
         self._model_side(seen, loop_serving)
         # Before the service check: an interrupt there still leaves the stages in the report.
@@ -225,12 +222,6 @@ class Conclusion:
             seen, examined, config=self._config, clock=self._clock, say=self._say
         )
         return LoopWork(examined.loop_holds, examined.loop_search, self.loop_model_s)
-
-    def _rejudge(self, pipeline: PipelineBenchmark) -> Verdict:
-        """The first verdict read again on `pipeline` (its output held in memory, pooled)."""
-        train, host = self._judged or (TrainSection(), None)
-        alone = self.diagnosis.compute_alone
-        return judge(train, pipeline, compute_alone=alone, host=host)
 
     def fold(self, result: LoopResult) -> None:
         """A custom loop's plan is over: its finding joins the diagnosis (compute alone: a span)."""

@@ -27,7 +27,7 @@ from pipediag.clock import Clock
 from pipediag.config import RunConfig
 from pipediag.progress import ProgressStep
 from pipediag.report.model import ComputeAlone, PipelineBenchmark, Verdict
-from pipediag.report.reasons import Reason, ReasonCode, error_reason
+from pipediag.report.reasons import Reason, error_reason
 from pipediag.report.scale_out import ScaleOut
 from pipediag.report.vocabulary import PhaseName, TrainStyle
 from pipediag.timeline import RawStep, StepTimeline
@@ -206,41 +206,21 @@ def deep_analysis(
     clock: Clock,
     say: Narration,
     on_training: OnTraining | None,
-    rejudge: Callable[[PipelineBenchmark], Verdict] | None = None,
 ) -> DeepAnalysis:
     """Phases 5 and 6 in one budget (`deep_seconds`, split by the shares above), only where they can
     change the advice: stage rates, the rewrites timed alone, each stage's cost to training, the
-    rewrites on training (`on_training`; None: not possible). A cost under 5% whose interval
-    reaches the edge is first checked by the output's hold, and the verdict read again
-    (`rejudge`) decides. A failure keeps the benchmark."""
+    rewrites on training (`on_training`; None: not possible). A failure keeps the benchmark."""
     pipeline, verdict = diagnosis.pipeline, diagnosis.verdict
     if seen.dataset is None or not pipeline.measured or not config.stages:
         return DeepAnalysis(pipeline)
     cost = verdict.input_cost_fraction if verdict is not None else None
+    if not config.deep and cost is not None and cost < DEEP_MIN_COST:
+        skipped = dataclasses.replace(
+            pipeline, deep_skipped_reason=Reason("deep-skipped", value=cost, limit=DEEP_MIN_COST)
+        )
+        return DeepAnalysis(skipped)
     began = clock.now()
     try:
-        checked = False
-        if not config.deep and cost is not None and cost < DEEP_MIN_COST:
-            held = None
-            if rejudge is not None:
-                held = _output_check(
-                    seen.dataset,
-                    pipeline,
-                    verdict,
-                    clock=clock,
-                    say=say,
-                    on_training=on_training,
-                    budget_s=config.deep_seconds,
-                )
-            if held is None or rejudge is None:
-                return DeepAnalysis(_skipped(pipeline, "deep-skipped", cost))
-            verdict = rejudge(held)
-            cost = verdict.input_cost_fraction
-            if cost is None or cost < DEEP_MIN_COST:
-                pooled = verdict.held_output_cost is not None
-                code: ReasonCode = "fixes-skipped" if pooled else "deep-skipped"
-                return DeepAnalysis(_skipped(held, code, cost or 0.0))
-            pipeline, checked = held, True
         return _examine_stages(
             seen.dataset,
             pipeline,
@@ -250,20 +230,13 @@ def deep_analysis(
             on_training=on_training,
             thread_cap=thread_cap(verdict, diagnosis.compute_alone) if on_training else None,
             hold_output_s=(
-                0.0
-                if checked
-                else _hold_output_s(verdict, pipeline, on_training)
+                _hold_output_s(verdict, pipeline, on_training)
                 if cost is not None and cost >= DEEP_MIN_COST
                 else None
             ),
         )
     finally:
         say.add_phase("deep_analysis", began, clock.now())
-
-
-def _skipped(pipeline: PipelineBenchmark, code: ReasonCode, cost: float) -> PipelineBenchmark:
-    reason = Reason(code, value=cost, limit=DEEP_MIN_COST)
-    return dataclasses.replace(pipeline, deep_skipped_reason=reason)
 
 
 def _hold_output_s(
@@ -274,50 +247,6 @@ def _hold_output_s(
         return None
     call_s = _call_s(on_training)
     return output_check_s(verdict, call_s, start_s=call_s + (pipeline.first_batch_s or 0.0))
-
-
-def _output_check(
-    dataset: Any,
-    pipeline: PipelineBenchmark,
-    verdict: Verdict | None,
-    *,
-    clock: Clock,
-    say: Narration,
-    on_training: OnTraining | None,
-    budget_s: float,
-) -> PipelineBenchmark | None:
-    """A cost under 5% whose interval reaches the edge: the stages timed and the whole
-    pipeline held in memory on training, nothing else (docs/design.md, "The held output");
-    None where there is no such check (a settled verdict, a loop served at its budget)."""
-    if on_training is None or on_training.trainer is None:
-        return None
-    output_s = _hold_output_s(verdict, pipeline, on_training) or 0.0
-    if output_s <= 0.0:
-        return None
-    say.phase(ProgressStep("stage-timing"), budget_s * STAGES_SHARE)
-    try:
-        walked = walk(dataset, effective_options(dataset))
-        stages = measure_stages(
-            walked,
-            clock=clock,
-            deadline=clock.now() + budget_s * STAGES_SHARE,
-            teardown=teardown.SHARED,
-        )
-    except Exception as exc:
-        say.note(error_reason("stage-analysis-failed", exc))
-        return None
-    if not stages:
-        return None
-    timed = dataclasses.replace(pipeline, stages=stages, options=walked.options)
-    return _stage_costs_on_fit(
-        walked,
-        timed,
-        on_training,
-        clock=clock,
-        say=say,
-        until_s=clock.now() + output_s,
-        output_s=output_s,
-    )
 
 
 def output_check_s(verdict: Verdict | None, call_s: float, *, start_s: float = 0.0) -> float:
@@ -379,8 +308,7 @@ def _examine_stages(
     try:
         # Walked once, here; every later read of the pipeline takes this walk.
         walked = walk(dataset, effective_options(dataset))
-        # The output's check has timed them already.
-        stages = pipeline.stages or measure_stages(
+        stages = measure_stages(
             walked, clock=clock, deadline=start + budget * STAGES_SHARE, teardown=teardown.SHARED
         )
         trials = []
@@ -479,7 +407,6 @@ def _stage_costs_on_fit(
                 until_s=until_s,
                 ceiling=on_training.ceiling,
                 output_s=output_s,
-                held=pipeline.stages,
             )
             stages = stage_cost.on_fit(
                 on_training.trainer,

@@ -216,10 +216,6 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
         "input costs {value:.0%} of training (under {limit:.0%}): no pipeline fix can gain "
         "more; --deep measures stages and fixes anyway"
     ),
-    "fixes-skipped": (
-        "input costs {value:.0%} of training (under {limit:.0%}) with the whole pipeline held "
-        "in memory counted: no pipeline fix can gain more; --deep tries the fixes anyway"
-    ),
     "no-batch-kept": "no batch of the training dataset was kept",
     "no-cached-batch": "no cached batch: {because}",
     "no-compiled-train-function": "the model has no compiled train function yet",

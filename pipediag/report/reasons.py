@@ -104,7 +104,6 @@ ReasonCode = Literal[
     "empty-dataset",
     "one-batch",
     "deep-skipped",  # value: the input cost; limit: the floor
-    "fixes-skipped",  # value: the input cost with the output held in memory; limit: the floor
     # the train step alone
     "no-batch-kept",
     "no-cached-batch",  # because: why

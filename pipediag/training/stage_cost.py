@@ -39,18 +39,6 @@ def freed_from(rounds: Rounds | None) -> Freed | None:
     return Freed(held / base, low, high, held)
 
 
-def freed_of(stats: StageStats) -> Freed | None:
-    """What holding `stats` measured, as `with_freed` wrote it on the stage."""
-    if stats.training_speedup_if_free is None:
-        return None
-    return Freed(
-        stats.training_speedup_if_free,
-        stats.training_speedup_if_free_low,
-        stats.training_speedup_if_free_high,
-        stats.training_held_steps_per_s,
-    )
-
-
 def held_ceiling(stages: Sequence[StageStats], ceiling: float | None) -> float | None:
     """The step-alone ceiling, raised to the output stage's held rate where that ran faster
     (docs/design.md, "Rates in alternation")."""
@@ -89,9 +77,7 @@ class StageSearch:
         until_s: float,
         ceiling: float | None = None,
         output_s: float = 0.0,
-        held: Sequence[StageStats] = (),
     ) -> None:
-        """`held`: stages whose hold already ran (the output's check), not held again."""
         self._copies = copies
         self._clock = clock
         self._until_s = until_s
@@ -103,20 +89,6 @@ class StageSearch:
         self._by_index = {stage.index: stage for stage in copies.chain}
         self._pending: int | None = None
         self.searched = Searched()
-        for stats in held:
-            self._seed(stats)
-        self.searched.jump = jump_stage(self._chain, self.searched.measured)
-
-    def _seed(self, stats: StageStats) -> None:
-        """A hold measured before this search, read as `record` would have read it."""
-        freed, unused = freed_of(stats), stats.training_speedup_if_free_unused
-        if stats.index not in self._by_index or (freed is None and unused is None):
-            return
-        self.searched.measured[stats.index] = freed
-        if unused is not None:
-            self.searched.unused[stats.index] = unused
-        if stats.index == self._chain[-1] and self._ceiling is not None and freed is not None:
-            self._ceiling = max(self._ceiling, (freed.held_steps_per_s or 0.0) * ABOVE_STEP_ALONE)
 
     def next_trial(self) -> tuple[FixPipelines, float] | None:
         measured = self.searched.measured

@@ -192,41 +192,6 @@ def test_the_output_s_hold_gets_the_time_a_verdict_rests_on_and_the_rest_none_mo
     assert copies.held == [3] and shares == [pytest.approx(4.0)]
 
 
-def test_a_stage_held_by_the_output_s_check_is_not_held_again_and_counts_in_the_search() -> None:
-    # GIVEN the output's check held stage 3 at 3x (2.7-3.3x), the rest at 3x but the source
-    clock = FakeClock()
-    copies = _FakeCopies()
-    gains = {0: 1.0, 1: 3.0, 2: 3.0}
-
-    def try_one(index: Any, seconds: float) -> tuple[Rounds | None, str | None]:
-        clock.advance(seconds)
-        return _rounds(10.0, 10.0 * gains[index], (gains[index] * 0.9, gains[index] * 1.1)), None
-
-    checked = StageStats(
-        index=3,
-        kind="prefetch",
-        training_speedup_if_free=3.0,
-        training_speedup_if_free_low=2.7,
-        training_speedup_if_free_high=3.3,
-        training_held_steps_per_s=30.0,
-    )
-    unheld = StageStats(index=2, kind="batch")
-    # WHEN the search goes on from it
-    bisection = StageSearch(
-        copies,  # type: ignore[arg-type]
-        clock=clock,
-        until_s=clock.now() + 6.0,
-        ceiling=20.0,
-        held=[unheld, checked],
-    )
-    run(bisection, try_one)  # type: ignore[arg-type]
-    # THEN the output is not held again and the bisection reads it; its 30 steps/s raised the
-    # ceiling of 20, so the map's 30 is not flagged as above the step alone
-    assert copies.held == [1, 0] and bisection.searched.jump == 1
-    assert bisection.searched.measured[3] == Freed(3.0, 2.7, 3.3, 30.0)
-    assert bisection.searched.unused == {}
-
-
 def test_the_output_check_s_time_only_where_the_verdict_s_interval_holds_an_edge() -> None:
     from pipediag.phases import OUTPUT_CHECK_MAX_S, output_check_s
     from pipediag.report.model import Verdict
