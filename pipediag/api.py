@@ -52,8 +52,7 @@ def run_and_report(
     script: str, args: list[str], config: RunConfig, *, out: str | os.PathLike[str] | None, log: Any
 ) -> tuple[Report, list[Path]]:
     """The whole `pipediag run`: check, run, stop, write; the report and the files written."""
-    path = check_script(script)
-    task = task_from_env()
+    path, task = check_script(script), task_from_env()
     folder = None if out is None else task_out_dir(out, task)
     if folder is not None:
         check_writable(

@@ -21,8 +21,7 @@ TASK_TYPE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 def task_from_env(environ: Mapping[str, str] | None = None) -> TaskInfo | None:
     """This process's task (None: none in `TF_CONFIG`); `UsageError`: one TensorFlow cannot use."""
-    text = (os.environ if environ is None else environ).get(TF_CONFIG, "").strip()
-    if not text:
+    if not (text := (os.environ if environ is None else environ).get(TF_CONFIG, "").strip()):
         return None
     try:
         config = json.loads(text)
@@ -34,8 +33,7 @@ def task_from_env(environ: Mapping[str, str] | None = None) -> TaskInfo | None:
         return None  # a cluster without a task of its own: a single process as far as we know
     if not isinstance(task, dict):
         raise _bad("has a 'task' that is not an object")
-    task_type = task.get("type")
-    if not isinstance(task_type, str) or not TASK_TYPE.fullmatch(task_type):
+    if not isinstance(task_type := task.get("type"), str) or not TASK_TYPE.fullmatch(task_type):
         raise _bad(f"has task type {task_type!r}; expected a name such as 'worker'")
     index = _index(task.get("index", 0))
     return TaskInfo(type=task_type, index=index, cluster_size=_cluster_size(config))
@@ -56,8 +54,7 @@ def _index(value: Any) -> int:
 
 def _cluster_size(config: dict[str, Any]) -> int:
     """Tasks in the cluster, every type counted (a job lists addresses, or index: address)."""
-    cluster = config.get("cluster")
-    if not isinstance(cluster, dict):
+    if not isinstance(cluster := config.get("cluster"), dict):
         return 1
     return max(1, sum(len(tasks) for tasks in cluster.values() if isinstance(tasks, (list, dict))))
 

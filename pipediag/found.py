@@ -53,10 +53,8 @@ class FoundTraining:
         # A loop that pulls inside a tf.function: the function that trains.
         self.calls: TrainCalls | None = None
         self.keras_backend: KerasBackend | None = None
-        self._timeline = timeline
-        self._say = say
-        self._fit = fit
-        self._forget_loop = forget_loop
+        self._timeline, self._say = timeline, say
+        self._fit, self._forget_loop = fit, forget_loop
 
     def mark_style(self, style: TrainStyle) -> bool:
         """How the script trains; False when another style is diagnosed (fit over a loop)."""

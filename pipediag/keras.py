@@ -87,8 +87,7 @@ class Watch(keras.callbacks.Callback):  # type: ignore[misc]
             warmup_steps=whole_number("warmup_steps", warmup_steps, 0), sample_gpu=sample_gpu
         )
         self.config = watching(base, watch)
-        self._log = log
-        self._clock = clock
+        self._log, self._clock = log, clock
         self._stamps: Any = None
         self._steps_done = 0  # over earlier fit calls: TensorBoard's x axis goes on
         self._running = False

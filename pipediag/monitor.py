@@ -63,8 +63,7 @@ class Monitor:
         )
         self.written: list[Path] = []
         self._report: Report | None = None
-        self._started = False
-        self._recording = False
+        self._started = self._recording = False
         self._mode: str | None = None
         self._epoch = -1
         self._open_start: float | None = None  # an explicit step() in progress
@@ -76,8 +75,7 @@ class Monitor:
         """Start the samplers and open the timeline; a second call does nothing."""
         if self._started:
             return self
-        self._started = True
-        self._recording = True
+        self._started = self._recording = True
         self.session.conclusion.diagnosis.pipeline = PipelineBenchmark(
             measured=False, reason=Reason("no-pipeline-benchmark")
         )

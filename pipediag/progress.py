@@ -83,7 +83,10 @@ class Progress:
             self._phase = text
             self._deadline = time.monotonic() + budget_s if budget_s else None
             self._draw()
-        self._ensure_thread()
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._redraw_loop, name=THREAD_NAME, daemon=True)
+            self._thread.start()
 
     def close(self) -> None:
         """End the phase line and stop redrawing; safe to call more than once."""
@@ -117,13 +120,6 @@ class Progress:
             self._stream.flush()  # type: ignore[union-attr]
         except (OSError, ValueError):  # a closed or broken stream never stops a diagnosis
             self._stream = None
-
-    def _ensure_thread(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._redraw_loop, name=THREAD_NAME, daemon=True)
-        self._thread.start()
 
     def _redraw_loop(self) -> None:
         while not self._stop.wait(REDRAW_INTERVAL_S):

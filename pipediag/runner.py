@@ -58,8 +58,11 @@ def run_script(script: Path, args: list[str], *, as_typed: str | None = None) ->
             runpy.run_path(argv0, run_name="__main__")
     except BaseException as exc:
         exit_info = exit_info_of(exc)
-        if exit_info.status == "exception":
-            _print_user_traceback(exc, argv0)
+        if exit_info.status == "exception":  # from the script's own first frame on
+            tb: TracebackType | None = exc.__traceback__
+            while tb is not None and tb.tb_frame.f_code.co_filename != argv0:
+                tb = tb.tb_next
+            traceback.print_exception(type(exc), exc, tb or exc.__traceback__, file=sys.stderr)
         elif isinstance(exc, SystemExit) and not (exc.code is None or isinstance(exc.code, int)):
             print(exc.code, file=sys.stderr)  # as Python prints `sys.exit("message")`
         return RunOutcome(exit_info, stop_reason_of(exit_info))
@@ -68,11 +71,3 @@ def run_script(script: Path, args: list[str], *, as_typed: str | None = None) ->
         if saved_path0 is not None and sys.path:
             sys.path[0] = saved_path0
     return RunOutcome(exit_info_of(None), "script-finished")
-
-
-def _print_user_traceback(exc: BaseException, target: str) -> None:
-    """The traceback from the script's first frame on, without pipediag's and runpy's."""
-    tb: TracebackType | None = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename != target:
-        tb = tb.tb_next
-    traceback.print_exception(type(exc), exc, tb or exc.__traceback__, file=sys.stderr)

@@ -75,9 +75,8 @@ class DiagnosticSession:
     ) -> None:
         self.script = script
         self.args = list(args)
-        self.config = config or RunConfig()
-        self.clock = clock
-        self.task = task
+        self.config = config = config or RunConfig()
+        self.clock, self.task = clock, task
         # Workers must run the same train steps: a time bound could end one a step before the
         # others, and their next collective fails (docs/design.md, "Multi-worker jobs").
         self.lockstep = task is not None and task.cluster_size > 1
@@ -105,11 +104,7 @@ class DiagnosticSession:
         self._started_wall = ""
         self._origin_unix_s: float | None = None
         self.conclusion = Conclusion(
-            config=self.config,
-            clock=clock,
-            timeline=self.timeline,
-            say=self,
-            lockstep=self.lockstep,
+            config=config, clock=clock, timeline=self.timeline, say=self, lockstep=self.lockstep
         )
         # Watch mode: windows, TensorBoard scalars and alerts, read off the timeline.
         self.watcher: Watcher | None = None
@@ -333,8 +328,7 @@ class DiagnosticSession:
     def loop_at_budget(
         self, cached: CachedBatch, step: LoopStep | Reason | None
     ) -> BudgetServer | None:
-        server = self.conclusion.serve_loop(cached, step, fold=self._loop_measured)
-        if server is None:
+        if (server := self.conclusion.serve_loop(cached, step, fold=self._loop_measured)) is None:
             self.conclude()
         return server
 

@@ -70,8 +70,7 @@ class StepTimeline:
         max_records: int | None = None,
         fixed_end: bool = False,
     ) -> None:
-        self.warmup_steps = warmup_steps
-        self.fixed_end = fixed_end
+        self.warmup_steps, self.fixed_end = warmup_steps, fixed_end
         self.measured_steps = measured_steps
         # The step count that reaches the budget; None measures until the script ends.
         self._budget_end = None if measured_steps is None else warmup_steps + measured_steps
@@ -95,7 +94,12 @@ class StepTimeline:
             self._steps.append((start, end, input_wait_s, epoch, 1, None))
             self._count += 1
             if len(self._steps) > self.max_records:
-                self._merge_oldest()
+                # The older half merged in pairs; the newest, whose waits a trace may fill, stay.
+                head, body = self._steps[: self.warmup_steps], self._steps[self.warmup_steps :]
+                half = len(body) // 2 // 2 * 2
+                merged = [merge_pair(body[i], body[i + 1]) for i in range(0, half, 2)]
+                self._steps = head + merged + body[half:]
+                self.merges += 1
             if self._budget_end is None:
                 return False
             if self._count >= self._budget_end:
@@ -131,8 +135,7 @@ class StepTimeline:
     def clear(self) -> None:
         with self._lock:
             self._steps.clear()
-            self._count = 0
-            self.merges = 0
+            self._count = self.merges = 0
             self.epoch_starts.clear()
 
     @property
@@ -186,11 +189,3 @@ class StepTimeline:
     @property
     def budget_reached(self) -> bool:
         return self._budget_end is not None and self._count >= self._budget_end
-
-    def _merge_oldest(self) -> None:
-        """Merge the older half in pairs; the newest, whose waits a trace may fill, keeps detail."""
-        head, body = self._steps[: self.warmup_steps], self._steps[self.warmup_steps :]
-        half = len(body) // 2 // 2 * 2
-        merged = [merge_pair(body[i], body[i + 1]) for i in range(0, half, 2)]
-        self._steps = head + merged + body[half:]
-        self.merges += 1

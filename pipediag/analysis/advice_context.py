@@ -92,11 +92,9 @@ def build_context(report: Report) -> Context:
 
 def cpu_busy_pct(report: Report) -> float | None:
     """Mean per-core busy % over the measured train steps (all samples if none are timed)."""
-    samples = [s for s in report.host.samples if s.per_core_pct]
-    if not samples:
+    if not (samples := [s for s in report.host.samples if s.per_core_pct]):
         return None
-    timed = timed_steps(report.train.steps)
-    if timed:
+    if timed := timed_steps(report.train.steps):
         samples = samples_during(samples, timed) or samples
     means = [sum(s.per_core_pct) / len(s.per_core_pct) for s in samples]
     return sum(means) / len(means)
@@ -131,9 +129,7 @@ def parallel_estimate(ctx: Context, own_s: float | None, parallelism: float) -> 
 def not_verified(trial: FixTrial | None) -> Reason | None:
     if trial is None:
         return Reason("no-whatif-run")
-    if trial.verified and trial.speedup is not None:
-        return None
-    return trial.reason
+    return None if trial.verified and trial.speedup is not None else trial.reason
 
 
 def verified_gain(trial: FixTrial | None) -> float | None:
@@ -176,8 +172,7 @@ def fix_suggestion(
     not_on_training: Reason | None = None
     if on_training is not None:
         assert training is not None
-        outcome = "on-training"
-        high = training.training_speedup_high
+        outcome, high = "on-training", training.training_speedup_high
         if high is not None and high >= VERIFIED_MIN_GAIN and on_training < VERIFIED_MIN_GAIN:
             # The rounds could not tell (a busy host): neither a gain nor a loss is shown.
             outcome, on_training = "unclear-on-training", None
@@ -186,8 +181,7 @@ def fix_suggestion(
     elif trial is not None and trial.facts.covered_by_cache:
         # A cache the search kept covers the stage: the fix changes epoch 1 only; nothing forecast.
         kind, predicted, estimated, verified_alone = "note", None, None, None
-        outcome = "covered-by-cache"
-        not_on_training = trial.training_reason
+        outcome, not_on_training = "covered-by-cache", trial.training_reason
     elif measured_gate and verified is not None and verified < VERIFIED_MIN_GAIN:
         # Measured not to help: no end-to-end forecast, which could read as a gain.
         kind, predicted, outcome = "note", 1.0, "under-worth-it-alone"

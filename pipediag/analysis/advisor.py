@@ -28,8 +28,7 @@ CHEAPER_RULES = frozenset(
 
 def advise(report: Report) -> list[Suggestion]:
     """Every suggestion the rules make for this report, best first (`_sort_key`)."""
-    context = build_context(report)
-    compute_bound = report.verdict.label == "compute-bound"
+    context, compute_bound = build_context(report), report.verdict.label == "compute-bound"
     # Passes over the data but no training: nothing input could cost.
     untrained = bool(report.train.skipped_passes) and not report.train.steps
     found: list[tuple[int, Suggestion]] = []

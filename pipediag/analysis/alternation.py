@@ -38,8 +38,7 @@ def steady_part(durations: Sequence[float]) -> tuple[list[float], int]:
     if len(durations) < 2:
         return list(durations), 0
     steady = statistics.median(durations[len(durations) // 2 :])
-    limit = int(len(durations) * MAX_DROPPED_SHARE)
-    dropped = 0
+    limit, dropped = int(len(durations) * MAX_DROPPED_SHARE), 0
     for duration in durations[:limit]:
         share = duration / steady if steady > 0 else 1.0
         if FAST_LEADING <= share <= SLOW_LEADING:
@@ -79,17 +78,14 @@ class PairedCost:
 
     @property
     def half_width(self) -> float | None:
-        if self.low is None or self.high is None:
-            return None
-        return (self.high - self.low) / 2
+        return None if self.low is None or self.high is None else (self.high - self.low) / 2
 
 
 def host_modes(blocks: Sequence[RateBlock]) -> dict[int, int] | None:
     """Each block's mode, 0 slow and 1 fast; None where the host had no two modes, and none
     for a block that straddled a switch (docs/design.md, "Rates in alternation")."""
     logs = _log_rates(blocks, (*TRAINING_KINDS, "step-alone"))
-    order = sorted(logs, key=logs.__getitem__)
-    if len(order) < 4:
+    if len(order := sorted(logs, key=logs.__getitem__)) < 4:
         return None
     gap, split = max((logs[order[k + 1]] - logs[order[k]], k + 1) for k in range(len(order) - 1))
     sides = (order[:split], order[split:])
@@ -150,8 +146,7 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
     left_out, modes = _left_out(blocks)
     kept = [b for i, b in enumerate(blocks) if i not in left_out]
     ratios = _logs_against_training(blocks, "step-alone", left_out, modes, around_s)  # log(T/A)
-    found = log_interval(ratios)
-    if found is None:
+    if (found := log_interval(ratios)) is None:
         return None
     low, high = found.ends(log_cost)
     return PairedCost(
@@ -166,8 +161,7 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
 
 def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
     """Training's rate with pipediag's samplers running over that with them paused."""
-    found = log_interval(observer_logs(blocks))
-    if found is None:
+    if (found := log_interval(observer_logs(blocks))) is None:
         return None
     low, high = found.ends(math.exp)
     return ObserverEffect(ratio=math.exp(found.mean), low=low, high=high, pairs=found.pairs)

@@ -134,8 +134,7 @@ def judge(
         stages=pipeline.stages,
         cpu=contention_evidence(host, timed, compute_alone),
     )
-    label = label_of(found.cost)
-    others = _other_processes_cores(host, timed, compute_alone)
+    label, others = label_of(found.cost), _other_processes_cores(host, timed, compute_alone)
     cores = host.cpu_count if host is not None else None
     busy = others / cores if others is not None and cores else None
     if busy is not None and busy < BUSY_HOST_SHARE:
@@ -209,8 +208,7 @@ def _too_short(found: InputCost, compute_alone: model.ComputeAlone | None) -> bo
     alone nor holds `ONE_PIECE_NOISE` lower (docs/design.md, "Too short to tell")."""
     if found.interval is not None or compute_alone is None or not compute_alone.measured:
         return False
-    label = label_of(found.cost)
-    if label == "compute-bound":
+    if (label := label_of(found.cost)) == "compute-bound":
         return False
     split = found.split
     stepwise = split.epoch_start + (split.wait + split.fetch if split.waits_timed else 0.0)
@@ -220,8 +218,7 @@ def _too_short(found: InputCost, compute_alone: model.ComputeAlone | None) -> bo
 def _steps_to_tell(interval: list[float], measured_steps: int) -> int:
     """The `--steps` likely to narrow the interval (docs/design.md, "Too noisy to tell")."""
     half_width = (interval[1] - interval[0]) / 2
-    wanted = STEPS_UNIT * (half_width / SUGGESTED_HALF_WIDTH) ** 2
-    steps = max(wanted, 2 * measured_steps)
+    steps = max(STEPS_UNIT * (half_width / SUGGESTED_HALF_WIDTH) ** 2, 2 * measured_steps)
     return int(min(MOST_STEPS_SUGGESTED, math.ceil(steps / STEPS_UNIT) * STEPS_UNIT))
 
 

@@ -137,8 +137,7 @@ class RunFigures:
 
 def run_figures(report: Report, rules: NoiseRules = DEFAULT_RULES) -> RunFigures:
     verdict, spread = report.verdict, noise.step_spread(report.train.steps, rules)
-    training = _with_spread(training_rate(report), spread.rate)
-    alone = report.compute_alone
+    training, alone = _with_spread(training_rate(report), spread.rate), report.compute_alone
     if verdict.compute_alone_source == "measured" and alone is not None:
         compute = noise.summary_rate(verdict.compute_alone_steps_per_s, alone.step_time, rules)
     else:  # estimated from the steps themselves: no spread of its own
@@ -300,8 +299,7 @@ def _stages(base: Report, new: Report, rules: NoiseRules) -> list[StageChange]:
     before, after = _keyed(base.pipeline.stages), _keyed(new.pipeline.stages)
     rates = [r for r in (base.pipeline.batches_per_s, new.pipeline.batches_per_s) if r]
     batch_s = 1.0 / max(rates) if rates else None
-    order = list(after) + [key for key in before if key not in after]
-    changes = []
+    order, changes = list(after) + [key for key in before if key not in after], []
     for key in order:
         old, now = before.get(key), after.get(key)
         base_s = None if old is None else old.own_s_per_batch
@@ -322,8 +320,7 @@ def _stages(base: Report, new: Report, rules: NoiseRules) -> list[StageChange]:
 
 def _stage_judgement(base: float, new: float, batch_s: float | None, rules: NoiseRules) -> str:
     """Stage timings carry no spread: a change counts over both floors (`NoiseRules`)."""
-    step = abs(new - base)
-    if step <= rules.stage_floor * max(base, new) or (
+    if (step := abs(new - base)) <= rules.stage_floor * max(base, new) or (
         batch_s is not None and step <= rules.stage_floor_of_batch * batch_s
     ):
         return NOISE

@@ -60,14 +60,12 @@ def check_contention(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
         # goes is a note, with no code to paste (docs/design.md, "The advisor").
         fix = replace(fix, kind="note", code="")
     # The cap is not the way: the costliest stage is, with what its hold gave training.
-    costly = next((st for st in ctx.stages if st.bottleneck), None)
-    if costly is None:
+    if (costly := next((st for st in ctx.stages if st.bottleneck), None)) is None:
         return [fix]
     # `stage_index`, not `stage`: one contention fix to compare across runs.
     fix = replace(fix, stage_index=costly.index)
     # The most it gives: its hold, or T/A where the hold read above it (the host's noise)
-    bound = stage_bound(ctx, costly)
-    if bound is None or bound.speedup < VERIFIED_MIN_GAIN:
+    if (bound := stage_bound(ctx, costly)) is None or bound.speedup < VERIFIED_MIN_GAIN:
         return [fix]
     return [replace(fix, gain=bound.gain)]
 
@@ -159,8 +157,7 @@ def check_gpu_idle_cause(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     if analysis is None or not analysis.available or analysis.attribution is None:
         return []
     attribution = analysis.attribution
-    cause = attribution.dominant
-    if cause not in CAUSE_FIX_CODE or attribution.idle_s <= 0:
+    if (cause := attribution.dominant) not in CAUSE_FIX_CODE or attribution.idle_s <= 0:
         return []
     # Removing that idle time at best: busy share / (busy share + the rest of the idle time).
     removed = None

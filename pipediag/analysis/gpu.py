@@ -59,8 +59,7 @@ def measured_steps(train: TrainSection) -> list[StepRecord]:
 
 def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
     """None when a series is constant or too short."""
-    n = len(x)
-    if n < 2 or n != len(y):
+    if (n := len(x)) < 2 or n != len(y):
         return None
     mx, my = sum(x) / n, sum(y) / n
     sxx, syy = sum((v - mx) ** 2 for v in x), sum((v - my) ** 2 for v in y)
@@ -138,8 +137,7 @@ def analyze_gpu(
     windows: list[GpuWindow] = []
     for interval in intervals:
         covered, waited = index.overlap(interval.start, interval.end)
-        coverage = covered / interval.length
-        if coverage < th.min_step_coverage:
+        if (coverage := covered / interval.length) < th.min_step_coverage:
             continue
         windows.append(
             GpuWindow(
@@ -151,25 +149,21 @@ def analyze_gpu(
                 pcie_busy_fraction=interval.pcie,
             )
         )
+    # `notes` shared: those added below are its too (the sampler's own stay in the GPU section).
+    found = GpuAnalysis(
+        False, device_index=device, busy_source=source, time_source=time_source, notes=notes
+    )
     if len(windows) < th.min_windows:
         span_s = steps[-1].start_s + steps[-1].duration_s - steps[0].start_s
         span = Reason("steps-span", value=span_s)
         few = Reason("few-gpu-windows", value=len(windows), limit=th.min_windows, because=span)
-        return GpuAnalysis(
-            available=False,
-            reason=few,
-            device_index=device,
-            busy_source=source,
-            time_source=time_source,
-            notes=notes,
-        )
+        return replace(found, reason=few)
     step_time, lengths = sum(s.duration_s for s in steps), [w.end_s - w.start_s for w in windows]
     pairs = list(zip(windows, lengths, strict=True))
     in_windows = sum(w.step_coverage * length for w, length in pairs)
     coverage_fraction = clip01(in_windows / step_time) if step_time > 0 else None
     if coverage_fraction is not None and coverage_fraction < LOW_COVERAGE_NOTE:
         notes.append(Reason("low-window-coverage", value=coverage_fraction))
-    attribution = attribute_idle(windows)
     busy = sum(w.gpu_busy_fraction * length for w, length in pairs) / sum(lengths)
     wait = sum(w.input_wait_fraction * w.step_coverage * length for w, length in pairs) / in_windows
     r: float | None = None
@@ -182,20 +176,17 @@ def analyze_gpu(
     else:
         limit = th.min_correlation_windows
         notes.append(Reason("few-correlation-windows", value=len(windows), limit=limit))
-    return GpuAnalysis(
+    return replace(
+        found,
         available=True,
-        device_index=device,
-        busy_source=source,
-        time_source=time_source,
         window_s_median=statistics.median(lengths),
         windows=windows,
         gpu_busy_fraction=busy,
         input_wait_fraction=wait,
         idle_input_wait_correlation=r,
         correlation_windows=len(windows) if r is not None else 0,
-        attribution=attribution,
+        attribution=attribute_idle(windows),
         coverage_fraction=coverage_fraction,
-        notes=notes,  # the sampler's own notes stay in the GPU section
     )
 
 
@@ -231,9 +222,6 @@ def with_gpu_idle_cause(verdict: Verdict, analysis: GpuAnalysis | None) -> Verdi
     if analysis is None or not analysis.available or analysis.attribution is None:
         return verdict
     return replace(verdict, gpu_idle_cause=analysis.attribution.dominant)
-
-
-# --- the windows: readings as intervals, and the measured steps inside one
 
 
 @dataclass(frozen=True)

@@ -31,16 +31,13 @@ def host_contention(
     core). It bears on the verdict only where input may limit training."""
     if not host.available:
         return HostContention(available=False, reason=host.reason or Reason("host-not-sampled"))
-    cores = _cores(host)
-    if cores <= 0 or not host.samples:
+    if (cores := _cores(host)) <= 0 or not host.samples:
         return HostContention(available=False, reason=Reason("no-host-samples"))
-    steps = measured_steps(train) or timed_steps(train.steps)
-    samples = list(host.samples)
+    steps, samples = measured_steps(train) or timed_steps(train.steps), list(host.samples)
     scope: ContentionScope = "whole-run"
     if steps:
         begin, end = min(s.start_s for s in steps), max(s.start_s + s.duration_s for s in steps)
-        inside = _samples_within(host, begin, end)
-        if inside:
+        if inside := _samples_within(host, begin, end):
             samples, scope = inside, "measured-steps"
     others = [max(0.0, s.system_cpu_pct - s.process_cpu_pct / cores) for s in samples]
     other_mean = sum(others) / len(others)

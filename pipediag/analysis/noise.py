@@ -79,7 +79,9 @@ def step_spread(steps: Sequence[StepRecord], rules: NoiseRules = DEFAULT_RULES) 
         return StepSpread(count, None, None)
     durations = np.array([s.duration_s for s in records])
     counts = np.array([s.count for s in records], dtype=float)
-    picks = _block_picks(len(records), rules.resamples, np.random.default_rng(rules.seed))
+    blocks = math.ceil(len(records) / _block_length(len(records)))  # circular, per resample
+    rng = np.random.default_rng(rules.seed)
+    picks = rng.integers(0, len(records), size=(rules.resamples, blocks))
     time_sums = _resampled_sums(durations, picks)
     rates = _resampled_sums(counts, picks) / time_sums
     mean_rate = float(counts.sum() / durations.sum())
@@ -97,19 +99,12 @@ def _block_length(records: int) -> int:
     return max(1, round(math.sqrt(records)))
 
 
-def _block_picks(records: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Start indices of each resample's circular blocks: (resamples, blocks)."""
-    blocks = math.ceil(records / _block_length(records))
-    return rng.integers(0, records, size=(resamples, blocks))
-
-
 def _resampled_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """From prefix sums: no copy of the steps per resample, so long runs stay cheap."""
     records = values.size
     block = _block_length(records)
     wrapped = np.concatenate((values, values[:block]))
-    prefix = np.concatenate(([0.0], np.cumsum(wrapped)))
-    firsts = np.arange(records)
+    prefix, firsts = np.concatenate(([0.0], np.cumsum(wrapped))), np.arange(records)
     block_sums = prefix[firsts + block] - prefix[firsts]
     sums: np.ndarray = block_sums[starts].sum(axis=1)
     return sums

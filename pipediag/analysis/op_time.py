@@ -101,8 +101,7 @@ def top_ops(window: ProfiledWindow, layer_names: Sequence[str] = ()) -> list[Top
         by_scope[scope_of(found.group("name"), layer_names)] += own
     python_ns = max(0, window.wall_ns - window.in_tensorflow_ns)
     launch_ns = max(0, window.in_tensorflow_ns - busy_ns(window.ops))
-    total = sum(by_type.values()) + python_ns + launch_ns
-    if total <= 0:
+    if (total := sum(by_type.values()) + python_ns + launch_ns) <= 0:
         return []
 
     def op(name: str, kind: TopOpKind, ns: int) -> TopOp:

@@ -184,7 +184,6 @@ def ratio_figure(ratios: Sequence[float]) -> RatioFigure | None:
     """From rounds' ratios (variant over baseline), disturbed rounds left out."""
     logs = {i: math.log(r) for i, r in enumerate(ratios) if r > 0}
     left_out = disturbed(logs)
-    found = log_interval([value for i, value in logs.items() if i not in left_out])
-    if found is None:
+    if (found := log_interval([value for i, value in logs.items() if i not in left_out])) is None:
         return None
     return RatioFigure(math.exp(found.mean), *found.ends(math.exp))

@@ -8,12 +8,7 @@ from collections.abc import Sequence
 
 from pipediag.report.fixes import CodeEdit, fix_facts
 from pipediag.report.prescription import CodeLine, StageChange
-from pipediag.report.stage_facts import (
-    BATCHING_KINDS,
-    MAP_KINDS,
-    SHUFFLE_KINDS,
-    call_stages_after,
-)
+from pipediag.report.stage_facts import BATCHING_KINDS, MAP_KINDS, SHUFFLE_KINDS, call_stages_after
 from pipediag.report.stages import AUTOTUNE, UNBOUNDED, StageSettings, StageStats
 
 AUTOTUNE_TEXT = "tf.data.AUTOTUNE"
@@ -257,8 +252,7 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
     if kind == "source":
         if stats.name == "from_generator":
             return f"ds = tf.data.Dataset.from_generator({function}, output_signature=...)"
-        template = _SOURCE_CALLS.get(stats.name)
-        if template is None:
+        if (template := _SOURCE_CALLS.get(stats.name)) is None:
             return f"ds = ...  # {stats.name}"
         return "ds = " + template.format(
             start=_or(settings.start, "0"), stop=_or(settings.stop, "...")
@@ -270,8 +264,7 @@ def _call(stats: StageStats, own: dict[CodeEdit, StageChange], *, parallel: bool
     if kind in ("interleave", "parallel-interleave"):
         cycle = settings.cycle_length
         cycle_text = None if cycle in (None, AUTOTUNE) else str(cycle)
-        interleave = own.get("parallel")
-        if interleave is not None and interleave.value is not None:
+        if (interleave := own.get("parallel")) is not None and interleave.value is not None:
             cycle_text = str(interleave.value)
         return (
             f"ds = ds.interleave({function}{_kw('cycle_length', cycle_text)}"

@@ -19,8 +19,7 @@ MEASURED_RULE: RuleId = "PD017-measured-rewrite"
 
 def check_prescription(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """Two or more rewrites kept on training, as one fix with their gain measured together."""
-    prescription = ctx.report.pipeline.prescription
-    if prescription is None or len(prescription.kept) < 2:
+    if (prescription := ctx.report.pipeline.prescription) is None or len(prescription.kept) < 2:
         return []
     gain, gain_interval = gain_in_run_terms(ctx.report, prescription)
     if gain is None or gain < VERIFIED_MIN_GAIN:
@@ -35,8 +34,7 @@ def check_prescription(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
 
 def measured_rewrites(ctx: Context, found: list[Suggestion]) -> list[Suggestion]:
     """Rewrites clearly measured to help training (interval above 1) no rule spoke for."""
-    said = {(s.fix, s.stage_index) for s in found if s.fix is not None}
-    extra = []
+    said, extra = {(s.fix, s.stage_index) for s in found if s.fix is not None}, []
     for trial in ctx.report.pipeline.trials:
         training = trial.training
         if (trial.fix, trial.stage_index) in said or training is None:

@@ -73,8 +73,7 @@ def _ratio_in_run_terms(
     if raw is None or not base or not fixed:
         return raw
     added_s = _added_on_top_s(report) if gain.after else fit_adds_s(report, base)
-    spread = _spread_starts(report, gain)
-    ratio = raw
+    spread, ratio = _spread_starts(report, gain), raw
     if added_s is not None or spread is not None:
         base_start_s, fixed_start_s = spread or (0.0, 0.0)
         ratio = in_run_terms(

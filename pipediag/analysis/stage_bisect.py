@@ -60,8 +60,7 @@ def _bounds(chain: Sequence[int], measured: Measured) -> tuple[int, int]:
     low, high = -1, len(chain) - 1
     while high - low > 1:
         middle = (low + high) // 2
-        found = measured.get(chain[middle])
-        if found is None:
+        if (found := measured.get(chain[middle])) is None:
             break
         if found.speedup >= target:
             high = middle
@@ -74,8 +73,7 @@ def _walk(chain: Sequence[int], measured: Measured) -> tuple[int | None, int | N
     """(the stage to measure next, the jump stage once found)."""
     if not chain:
         return None, None
-    last = chain[-1]
-    if last not in measured:
+    if (last := chain[-1]) not in measured:
         return last, None
     if not material(measured[last]):
         return None, None

@@ -18,11 +18,7 @@ from pipediag.analysis.advice_context import (
     verified_to_gain,
     worth_fixing,
 )
-from pipediag.analysis.pipeline_code import (
-    library_cache,
-    rewritten_chain,
-    vectorized_map_lambda,
-)
+from pipediag.analysis.pipeline_code import library_cache, rewritten_chain, vectorized_map_lambda
 from pipediag.analysis.prescription_rules import stage_bound
 from pipediag.report import fixes, stage_facts
 from pipediag.report.model import Suggestion
@@ -89,8 +85,7 @@ def interleave_cycle(ctx: Context, trial: FixTrial | None) -> int:
 def check_prefetch_at_end(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
     """Only where the options leave no prefetch (one added beside inject_prefetch measured 0.99x:
     docs/design.md, "tf.data behaviours"), or a measured run shows a gain."""
-    last = next((s for s in reversed(ctx.stages) if s.kind != "options"), None)
-    if last is None:
+    if (last := next((s for s in reversed(ctx.stages) if s.kind != "options"), None)) is None:
         return []
     trial = ctx.trial(fixes.FIX_PREFETCH, last.index)
     if last.kind == "prefetch":
@@ -121,8 +116,7 @@ def check_vectorize(ctx: Context, rule_id: RuleId) -> list[Suggestion]:
             continue
         if trial is not None and trial.unsafe:
             continue  # run on a batch, the function failed or gave other results
-        function = fn_name(stats)
-        refusal = None
+        function, refusal = fn_name(stats), None
         if trial is not None and trial.facts.vectorized_map:
             refusal = trial.facts.batch_refusal
             function = vectorized_map_lambda(function, trial.facts.element_unpacked)
@@ -159,8 +153,7 @@ def _cache_code(stages: list[StageStats], stats: StageStats, trial: FixTrial) ->
     """The cache's line; where the point lies inside a Keras call the script made, after the
     call, as the call's recipe, or, where the script cannot reach it, where it goes."""
     site = f"your call at {stats.created_at}" if stats.created_at else "your call"
-    recipe = library_cache(stages, stats.index, trial.facts.elements)
-    if recipe is not None:
+    if (recipe := library_cache(stages, stats.index, trial.facts.elements)) is not None:
         asked, then = recipe
         if not asked:
             return f"{then}  # right after {site}"
@@ -217,8 +210,7 @@ def _hoisted_lines(ctx: Context, stats: StageStats) -> list[str]:
     hoist: FixName = fixes.FIX_HOIST_CACHE
     change = StageChange(hoist, stats.index, fixes.FIXES[hoist].semantics)
     lines = rewritten_chain(ctx.stages, [change])
-    changed = [i for i, line in enumerate(lines) if line.change == hoist]
-    if not changed:
+    if not (changed := [i for i, line in enumerate(lines) if line.change == hoist]):
         return ["ds = ds.cache()  # after the map, with the map moved above the shuffle"]
     return [line.text for line in lines[changed[0] : changed[-1] + 1]]
 

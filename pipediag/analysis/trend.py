@@ -60,8 +60,7 @@ def _row(
         return TrendRow(number, entry)
     previous = before[-1][1].verdict
     worse = verdict_worse(previous, entry.verdict)
-    rated = [(n, e) for n, e in before if e.rates.training]
-    rate = _rate(entry)
+    rated, rate = [(n, e) for n, e in before if e.rates.training], _rate(entry)
     if not rated or rate is None:
         return TrendRow(number, entry, previous_verdict=previous, verdict_worse=worse)
     best_number, best = max(rated, key=lambda item: item[1].rates.training or 0.0)

@@ -24,8 +24,7 @@ def counted_elements(dataset: Any, teardown: Any = None) -> int | None:
 
     counted = dataset.map(lambda *_: tf.zeros([], tf.int8)).batch(COUNT_BATCH)
     batches = released_after(iter(counted), teardown)
-    deadline = time.monotonic() + COUNT_MAX_S
-    count = 0
+    deadline, count = time.monotonic() + COUNT_MAX_S, 0
     for batch in batches:
         count += int(batch.shape[0])
         if time.monotonic() > deadline:

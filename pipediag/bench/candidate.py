@@ -128,8 +128,7 @@ def size_cache(
     if elements == cache_sizing.UNKNOWN and counter is not None:
 
         def check(graph_def: Any, teardown: TearDown) -> tuple[Reason | None, bool]:
-            counted = counter(graph_def, teardown)
-            if counted is None:
+            if (counted := counter(graph_def, teardown)) is None:
                 return Reason("count-too-long", limit=cache_sizing.COUNT_MAX_S), False
             _sized(candidate, walked, stats, sample, counted)
             return candidate.reason, False

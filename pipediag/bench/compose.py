@@ -34,8 +34,7 @@ def compose_fixes(dataset: Any, kept: Sequence[FixPipelines], extra: FixPipeline
 
 def apply_fixes(graph: Any, spec: Any, fixes: Sequence[FixPipelines]) -> Any:
     """The user's graph, isolated, with every fix's edit and options applied, rebuilt."""
-    candidates = [_candidate(f) for f in fixes]
-    edited = PipelineGraph.copy_of(graph)
+    candidates, edited = [_candidate(f) for f in fixes], PipelineGraph.copy_of(graph)
     edited.isolate()
     for candidate in sorted(candidates, key=lambda c: _edit_rank(c.fix)):
         if candidate.edit is not None:

@@ -90,8 +90,7 @@ def fix_candidates(
             fusion_candidate(stats, stages, options),
         )
         found.extend(candidate for candidate in optional if candidate is not None)
-    cache = _cache_candidate(walked, stages, nodes)
-    if cache is not None:
+    if (cache := _cache_candidate(walked, stages, nodes)) is not None:
         found.append(cache)
     last = next((s for s in reversed(stages) if s.kind != "options"), None)
     if last is not None and not rewrite_site(last):
@@ -136,8 +135,7 @@ def _vectorize_candidate(
         candidate.reason = Reason("map-or-batch-not-in-graph")
         return candidate
     mapped = walked[stats.index].dataset
-    map_inputs = python_chain.python_inputs(python_chain.unwrap(mapped))
-    if len(map_inputs) != 1:
+    if len(map_inputs := python_chain.python_inputs(python_chain.unwrap(mapped))) != 1:
         candidate.reason = Reason("map-input-unknown")
         return candidate
     input_spec, batch_spec = map_inputs[0].element_spec, walked[consumer.index].dataset.element_spec
@@ -229,8 +227,7 @@ def generator_candidate(
     """A `from_generator` source read once into arrays that become a `from_tensor_slices` one."""
     if stats.kind != "source" or stats.name != "from_generator":
         return None
-    candidate = _at_stage(FIX_MATERIALISE, stats)
-    dataset = walked[stats.index].dataset
+    candidate, dataset = _at_stage(FIX_MATERIALISE, stats), walked[stats.index].dataset
     generator = python_chain.generator_function(dataset)
     if node is None or generator is None:
         candidate.reason = Reason("generator-not-in-graph")
@@ -297,8 +294,7 @@ def _cache_candidate(
     """Cache after the costliest deterministic prefix, when the pipeline has no cache yet."""
     if any(s.kind == "cache" for s in stages):
         return None
-    point = cache_point(stages)
-    if point is None or not rewrite_site(stages[point]):
+    if (point := cache_point(stages)) is None or not rewrite_site(stages[point]):
         return None
     stats, prefix_s = stages[point], prefix_cost_s(stages, point)
     candidate = _at_stage(FIX_CACHE, stats, cost_s=prefix_s)
@@ -359,8 +355,7 @@ def _set_option(group: str, name: str, value: Any) -> Callable[[Any], Any]:
 
 
 def _unshuffled_map(walked: list[Stage], map_index: int, input_index: int) -> Any | None:
-    func = python_chain.user_function(walked[map_index].dataset)
-    if func is None:
+    if (func := python_chain.user_function(walked[map_index].dataset)) is None:
         return None
     try:
         return walked[input_index].dataset.map(func)

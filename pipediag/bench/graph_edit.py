@@ -174,8 +174,7 @@ class PipelineGraph:
             self.set_input(node, cycle, cycle_length)
             self.set_input(node, -1, AUTOTUNE)
             return
-        data = self.data_inputs(node)
-        controls = [n for n in node.input if n.startswith("^")]
+        data, controls = self.data_inputs(node), [n for n in node.input if n.startswith("^")]
         if node.op == "InterleaveDataset":
             head, block = data[:-2], data[-1]  # (input, other_arguments...), block_length
         elif node.op == "FlatMapDataset":
@@ -204,8 +203,7 @@ class PipelineGraph:
             raise RewriteError("map-read-elsewhere")
         if self.data_inputs(batch)[0].split(":")[0] != map_name:
             raise RewriteError("batch-not-after-map")
-        source = self.node(self.data_inputs(mapped)[0].split(":")[0])
-        lead = _leading_dim(batch)
+        source, lead = self.node(self.data_inputs(mapped)[0].split(":")[0]), _leading_dim(batch)
         self.redirect(batch_name, map_name)  # the batch's readers now read the map
         batch.input[0] = source.name
         mapped.input[0] = batch.name

@@ -32,8 +32,7 @@ class Rounds:
 
     def rates(self) -> tuple[float | None, float | None]:
         """The baseline's median rate, and the variant's as baseline times `speedup`."""
-        base = median_rate(self.baseline)
-        if base is None or base <= 0:
+        if (base := median_rate(self.baseline)) is None or base <= 0:
             return None, None
         if self.speedup is None:
             return base, median_rate(self.variant)
@@ -49,9 +48,7 @@ def stop_reason(interval: tuple[float, float] | None, best_low: float | None) ->
         return "clear gain"
     if high < VERIFIED_MIN_GAIN:
         return "clear no gain"
-    if best_low is not None and high < best_low:
-        return "outranked"
-    return None
+    return "outranked" if best_low is not None and high < best_low else None
 
 
 class RoundPlan:
@@ -66,10 +63,8 @@ class RoundPlan:
         clock: Clock,
         best_low: float | None = None,
     ) -> None:
-        self._slice_s = slice_s
-        self._until_s = until_s
-        self._hard_until_s = hard_until_s
-        self._clock = clock
+        self._slice_s, self._until_s = slice_s, until_s
+        self._hard_until_s, self._clock = hard_until_s, clock
         self._best_low = best_low
         self._runs: tuple[list[BatchTiming], list[BatchTiming]] = ([], [])
         self._first_s = [0.0, 0.0]
@@ -164,8 +159,7 @@ def run_slices(plan: SlicePlan, run: Callable[[int, float], BatchTiming | None])
     a run that returns None failed, and has told the plan why: no slice runs after it."""
     while (due := plan.next_slice()) is not None:
         side, seconds = due
-        timing = run(side, seconds)
-        if timing is None:
+        if (timing := run(side, seconds)) is None:
             return
         plan.record(side, timing)
 

@@ -94,8 +94,7 @@ def isolate_graph_def(graph_def: Any) -> list[Reason]:
             if "reshuffle_each_iteration" in node.attr:
                 node.attr["reshuffle_each_iteration"].b = False
         elif node.op == CACHE_OP:
-            filename = _string_const(nodes.get(_source(node.input[1])))
-            if not filename:
+            if not (filename := _string_const(nodes.get(_source(node.input[1])))):
                 _replace_resource_inputs(graph_def, nodes, node, "DummyMemoryCache")
             elif not Path(f"{filename}.index").exists():
                 for other in graph_def.node:  # every consumer reads the cache's input instead

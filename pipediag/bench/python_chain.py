@@ -87,8 +87,7 @@ def wrappers(ds: Any) -> list[Any]:
 def user_function(ds: Any) -> Any | None:
     """The Python callable the user gave the stage (`StructuredFunctionWrapper._func`)."""
     for wrapper in wrappers(ds):
-        func = getattr(wrapper, "_func", None)
-        if func is not None:
+        if (func := getattr(wrapper, "_func", None)) is not None:
             return func
     return None
 

@@ -133,8 +133,7 @@ def _measure(stages: list[Stage], reader: _Reader, max_seconds: float) -> list[S
                 batches_per_s=batches_per_s,
             )
         )
-    per_batch_s = [1.0 / s.batches_per_s if s.batches_per_s else None for s in updated]
-    own = own_costs(updated, per_batch_s)
+    own = own_costs(updated, [1.0 / s.batches_per_s if s.batches_per_s else None for s in updated])
     clear = clear_of_noise(updated, _per_batch_rounds(updated, rates, factors), own)
     bottleneck = pick_bottleneck(own, clear, kinds=[s.kind for s in updated])
     return [
@@ -150,8 +149,7 @@ def elements_per_output_batch(stages: Sequence[Stage]) -> list[float | None]:
         return factors
     factors[-1] = 1.0
     for stage in reversed(stages):
-        own = factors[stage.stats.index]
-        if own is None:
+        if (own := factors[stage.stats.index]) is None:
             continue
         ratio = _input_elements_per_element(stage, stages)
         for input_index in stage.stats.inputs:
@@ -171,8 +169,7 @@ def own_costs(
 def _inputs_s(stats: StageStats, per_batch_s: Sequence[float | None]) -> float:
     """Summed for zip, else the mean (concatenate and choose read one input per element); an
     input with no known time counts as free, so an interleave owns its whole time."""
-    inputs_s = [v for v in (per_batch_s[i] for i in stats.inputs) if v is not None]
-    if not inputs_s:
+    if not (inputs_s := [v for v in (per_batch_s[i] for i in stats.inputs) if v is not None]):
         return 0.0
     total = sum(inputs_s)
     return total if stats.kind in SUMMED_INPUT_KINDS else total / len(inputs_s)

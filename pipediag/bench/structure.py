@@ -308,8 +308,7 @@ def _collect_ops(roots: Iterable[str], functions: dict[str, Any]) -> tuple[set[s
     pending = list(roots)
     visited: set[str] = set()
     while pending:
-        name = pending.pop()
-        if name in visited or name not in functions:
+        if (name := pending.pop()) in visited or name not in functions:
             continue
         visited.add(name)
         for node_def in functions[name].node_def:

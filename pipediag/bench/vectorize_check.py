@@ -74,8 +74,7 @@ class CheckSample:
         except Exception as exc:
             failed = Reason("fails-on-batch", detail=tf_error_text(exc))
             return Reason("unsafe-keep-map", because=failed), True
-        difference = _first_difference(self.expected, actual)
-        if difference is not None:
+        if (difference := _first_difference(self.expected, actual)) is not None:
             differs = Reason("not-elementwise", detail=difference, value=len(self.sample[0]))
             return Reason("unsafe-keep-map", because=differs), True
         return None, False

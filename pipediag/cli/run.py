@@ -234,8 +234,7 @@ def split_script_args(argv: list[str], run: argparse.ArgumentParser) -> tuple[li
     }
     i = 1
     while i < len(argv):
-        token = argv[i]
-        if token == "--":
+        if (token := argv[i]) == "--":
             return argv[: i + 2], argv[i + 2 :]
         if not token.startswith("-") or token == "-":
             return argv[: i + 1], argv[i + 1 :]

@@ -44,8 +44,7 @@ def worker_row(worker: WorkerReport, *, clock_offset_s: float = 0.0) -> WorkerRo
     verdict = report.verdict
     training = verdict.training_steps_per_s or report.train.steps_per_s
     step_s = 1.0 / training if training else None
-    wait = verdict.input_wait_fraction
-    host = report.host
+    wait, host = verdict.input_wait_fraction, report.host
     # During the measured steps when known (host contention), else over the whole run.
     if (contention := report.host_contention) is not None and contention.available:
         process, system = contention.process_cpu_pct_mean, contention.system_cpu_pct_mean
@@ -89,8 +88,7 @@ def find_straggler(rows: Sequence[WorkerRow]) -> tuple[Straggler | None, Reason 
     the one whose input wait, then host or GPU, stands out (docs/design.md, "Multi-worker jobs")."""
     if len(rows) < 2:
         return None, Reason("one-worker")
-    timed = [r for r in rows if r.training_steps_per_s]
-    if len(timed) < 2:
+    if len(timed := [r for r in rows if r.training_steps_per_s]) < 2:
         return None, Reason("too-few-timed-workers")
     slowest = min(timed, key=_rate)
     if not in_lockstep(timed):
@@ -190,14 +188,12 @@ def _anchor(report: Report) -> tuple[float | None, ClockAnchor]:
 
 
 def _notes(workers: Sequence[WorkerReport]) -> list[Reason]:
-    notes = []
-    scripts = sorted({w.report.script for w in workers})
+    notes, scripts = [], sorted({w.report.script for w in workers})
     if len(scripts) > 1:
         notes.append(Reason("different-scripts", detail=", ".join(scripts)))
     sizes = sorted({w.report.task.cluster_size for w in workers if w.report.task is not None})
     if sizes and sizes[-1] > len(workers):
         notes.append(Reason("cluster-partly-merged", value=sizes[-1], limit=len(workers)))
-    incomplete = [w.label for w in workers if not w.report.complete]
-    if incomplete:
+    if incomplete := [w.label for w in workers if not w.report.complete]:
         notes.append(Reason("incomplete-runs", detail=", ".join(incomplete)))
     return notes

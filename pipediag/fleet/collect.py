@@ -80,8 +80,7 @@ def _written_schema(path: Path) -> int | None:
 
 
 def _check_same_schema(workers: list[WorkerReport]) -> None:
-    versions = {w.written_schema for w in workers}
-    if len(versions) > 1:
+    if len({w.written_schema for w in workers}) > 1:
         listed = ", ".join(f"{w.path}: {w.written_schema}" for w in workers)
         raise ReportError(
             f"the reports have different schema versions ({listed}): run every worker with "
@@ -94,8 +93,7 @@ def _check_distinct_tasks(workers: list[WorkerReport]) -> None:
     for worker in workers:
         if worker.report.task is None:
             continue
-        other = seen.setdefault(worker.label, worker.path)
-        if other != worker.path:
+        if (other := seen.setdefault(worker.label, worker.path)) != worker.path:
             raise ReportError(
                 f"two reports for {worker.label} ({other} and {worker.path}): merge the "
                 "reports of one job at a time"

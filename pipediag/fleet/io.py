@@ -23,8 +23,7 @@ def fleet_from_dict(data: Any) -> FleetReport:
     """Rebuild a fleet report; unknown fields are ignored, missing optional ones defaulted."""
     if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
         raise ReportError("not a pipediag fleet report: no integer 'schema_version'")
-    version = data["schema_version"]
-    if version > FLEET_SCHEMA_VERSION:
+    if (version := data["schema_version"]) > FLEET_SCHEMA_VERSION:
         raise ReportError(
             f"fleet report schema version {version} is newer than this pipediag reads "
             f"({FLEET_SCHEMA_VERSION}); upgrade pipediag"
@@ -36,8 +35,7 @@ def fleet_from_dict(data: Any) -> FleetReport:
         )
         if isinstance(data.get("clock"), str):
             fleet = dataclasses.replace(fleet, workers=_anchored(fleet.workers, data["clock"]))
-        straggler = data.get("straggler")
-        if isinstance(straggler, dict) and "explanation" in straggler:
+        if isinstance(straggler := data.get("straggler"), dict) and "explanation" in straggler:
             # An older file's straggler, worded without medians: found again from the rows.
             found, _ = find_straggler(fleet.workers)
             if found is not None and found.task == straggler.get("task"):

@@ -61,8 +61,7 @@ def straggler_text(fleet: FleetReport, straggler: Straggler) -> str:
     else:
         first = rate
     parts = [first]
-    wait = _vs(row.input_wait_fraction, straggler.others_input_wait_fraction, "{:.0%}")
-    if wait:
+    if wait := _vs(row.input_wait_fraction, straggler.others_input_wait_fraction, "{:.0%}"):
         parts.append(f"its steps waited {wait} of their time for input")
     cost = _vs(row.input_cost_fraction, straggler.others_input_cost_fraction, "{:.0%}")
     if cost and not fleet.lockstep:
@@ -85,8 +84,7 @@ def _host(row: WorkerRow, straggler: Straggler) -> str:
     process = f"this process {row.process_cpu_pct:.0f}%{cores}, " if row.process_cpu_pct else ""
     whole = _vs(row.system_cpu_pct, straggler.others_system_cpu_pct, "{:.0f}%")
     text = f"Host CPU: {process}the whole host {whole} busy"
-    other = _vs(row.other_cpu_pct, straggler.others_other_cpu_pct, "{:.0f}%")
-    if other:
+    if other := _vs(row.other_cpu_pct, straggler.others_other_cpu_pct, "{:.0f}%"):
         text += f", other processes {other}"
     return text + "."
 

@@ -35,17 +35,14 @@ class InstalledHooks:
 
 def install(session: HookHost) -> InstalledHooks:
     """Patch tf.data and Keras now if imported, else as soon as the script imports them."""
-    watch = GradientWatch()
-    fit = FitTracker(session)
+    watch, fit = GradientWatch(), FitTracker(session)
     step_calls = StepCalls()
-    loop = CustomLoopTracker(session, watch, step_calls)
-    fit_patch = FitPatch(fit, session)
+    loop, fit_patch = CustomLoopTracker(session, watch, step_calls), FitPatch(fit, session)
     function_loop = FunctionLoopTracker(
         session, on_found=loop.forget_training, pulls=lambda: loop.pulls
     )
     iterator_patch = IteratorPatch(loop, session, on_made=function_loop.data_made)
-    tape_patch = GradientTapePatch(watch)
-    call_site_patch = CallSitePatch()
+    tape_patch, call_site_patch = GradientTapePatch(watch), CallSitePatch()
     function_call_patch = FunctionCallPatch(step_calls, session.gate.bypassed, function_loop)
 
     def on_tensorflow(module: object) -> None:

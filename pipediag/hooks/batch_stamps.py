@@ -21,8 +21,7 @@ class BatchStamps:
     places the in-graph `tf.timestamp()` stamps, wall time, on it)."""
 
     def __init__(self, clock: Clock, wall_clock: Callable[[], float] = time.time) -> None:
-        self._clock = clock
-        self._wall_clock = wall_clock
+        self._clock, self._wall_clock = clock, wall_clock
         self._pending: deque[tuple[int, float]] = deque()
         self._lock = threading.Lock()
         self._queue: Any = None
@@ -109,8 +108,7 @@ def _with_stamp(dataset: Any, stamp_op: Callable[[Any], Any]) -> Any:
     inner, restore_prefetch = split_final_prefetch(dataset)
 
     def stamp(index: Any, element: Any) -> Any:
-        mark = stamp_op(index)
-        flat = tf.nest.flatten(element, expand_composites=True)
+        mark, flat = stamp_op(index), tf.nest.flatten(element, expand_composites=True)
         with tf.control_dependencies([mark]):
             flat = [tf.identity(t) for t in flat]
         return tf.nest.pack_sequence_as(element, flat, expand_composites=True)

@@ -52,8 +52,7 @@ class FunctionLoopTracker:
     def __init__(
         self, session: HookHost, on_found: Callable[[], None], pulls: Callable[[], int]
     ) -> None:
-        self._session = session
-        self._on_found = on_found
+        self._session, self._on_found = session, on_found
         self._pulls = pulls  # the script's eager pulls so far
         self.watching = True
         self._data_types: tuple[type, ...] | None = None
@@ -76,8 +75,7 @@ class FunctionLoopTracker:
         if self._session.style != "none":
             self.watching = False
             return call(function, *args, **kwargs)
-        slot = self._data_slot(args, kwargs)
-        if slot is None and not self._made:
+        if (slot := self._data_slot(args, kwargs)) is None and not self._made:
             return call(function, *args, **kwargs)  # no data it could close over
         return self._probe(function, call, slot, args, kwargs)
 
@@ -114,8 +112,7 @@ class FunctionLoopTracker:
 
     def _probe(self, function: Any, call: _Call, slot: _Slot, args: Any, kwargs: Any) -> Any:
         """A candidate's call: a later call that moves its counter (found at the first) trains."""
-        known = self._counts.get(id(function))
-        if known is not None and (
+        if (known := self._counts.get(id(function))) is not None and (
             known.function() is not function or (slot is not None and not known.given_data)
         ):
             known = None  # a new function, or one now given the data it was not before
@@ -166,8 +163,7 @@ class FunctionLoopTracker:
             train = TrainCalls.found(
                 function, call, slot, args, kwargs, counter=None, steps=1, captured=captured
             )
-            steps = _steps_a_pass(train.fed())
-            if steps is not None:
+            if (steps := _steps_a_pass(train.fed())) is not None:
                 train.steps_per_call = steps
                 self._found(train, 0)
                 return
@@ -193,8 +189,7 @@ class FunctionLoopTracker:
             return
         self._counts.clear()
         self._made.clear()
-        self.train = train
-        self._count = count
+        self.train, self._count = train, count
         self._on_found()
         # The calls' input waits are not timed: the pairs are the only measure of the cost.
         session.timeline.measure_briefly()
@@ -206,8 +201,7 @@ class FunctionLoopTracker:
             Reason(pulls_inside, detail=train.name, value=train.steps_per_call, because=site)
         )
         session.train_calls(train)
-        dataset = iterator_dataset(train.fed())
-        if dataset is not None:
+        if (dataset := iterator_dataset(train.fed())) is not None:
             session.benchmark_pipeline(dataset)
 
     def _timed(self, train: TrainCalls, args: Any, kwargs: Any) -> Any:
@@ -235,8 +229,7 @@ class FunctionLoopTracker:
         if self._alternation is not None:
             self._alternated(start, ends)
             return result
-        timeline = session.timeline
-        reached = False
+        timeline, reached = session.timeline, False
         for step_start, step_end in zip([start, *ends], ends, strict=False):
             reached = timeline.add(step_start, step_end, None, self._epoch) or reached
         if reached and not session.keep_measuring():

@@ -16,8 +16,7 @@ ImportCallback = Callable[[ModuleType], None]
 
 class _CallbackLoader(importlib.abc.Loader):
     def __init__(self, loader: Any, callback: ImportCallback) -> None:
-        self._loader = loader
-        self._callback = callback
+        self._loader, self._callback = loader, callback
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return self._loader.create_module(spec)  # type: ignore[no-any-return]
@@ -40,8 +39,7 @@ class PostImportHook(importlib.abc.MetaPathFinder):
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        callback = self._callbacks.get(fullname)
-        if callback is None or fullname in self._resolving:
+        if (callback := self._callbacks.get(fullname)) is None or fullname in self._resolving:
             return None
         self._resolving.add(fullname)
         try:

@@ -146,8 +146,7 @@ def quiet_profiler_logs() -> Iterator[None]:
             os.dup2(saved, 2)
             os.close(saved)
             capture.seek(0)
-            kept = [line for line in capture if not PROFILER_LOG_LINE.match(line)]
-            if kept:
+            if kept := [line for line in capture if not PROFILER_LOG_LINE.match(line)]:
                 os.write(2, b"".join(kept))
 
 

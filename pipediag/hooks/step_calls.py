@@ -57,8 +57,7 @@ class StepCalls:
         self.redirects: dict[int, Callable[..., Any]] = {}
 
     def called(self, function: Any) -> None:
-        entry = self._since.get(id(function))
-        if entry is None:
+        if (entry := self._since.get(id(function))) is None:
             self._since[id(function)] = [function, 1]
         else:
             entry[1] += 1
@@ -75,8 +74,7 @@ class StepCalls:
                 self._framework_steps[key] = self._framework_steps.get(key, 0) + 1
                 self._framework_names.setdefault(key, function_name(function))
                 continue
-            tally = self._tallies.get(key)
-            if tally is None or tally.function() is not function:
+            if (tally := self._tallies.get(key)) is None or tally.function() is not function:
                 tally = self._tallies[key] = _Tally(weakref.ref(function), function_name(function))
             if calls == 1:
                 tally.steps_once += 1
@@ -85,8 +83,7 @@ class StepCalls:
 
     def stop(self) -> None:
         """The measured steps are over; what was counted stays."""
-        self.recording = False
-        self._since = {}
+        self.recording, self._since = False, {}
 
     def train_step(self) -> LoopStep | Reason:
         """The function called exactly once in nearly every counted step, or why none is."""
@@ -95,12 +92,10 @@ class StepCalls:
         live = [t for t in self._tallies.values() if t.function() is not None]
         needed = ONCE_SHARE * self.steps
         if not live:
-            keras_own = [k for k, n in self._framework_steps.items() if n >= needed]
-            if keras_own:
+            if keras_own := [k for k, n in self._framework_steps.items() if n >= needed]:
                 return Reason("framework-step", detail=self._framework_names[keras_own[0]])
             return Reason("no-function")
-        once = [t for t in live if t.steps_once >= needed]
-        if len(once) == 1:
+        if len(once := [t for t in live if t.steps_once >= needed]) == 1:
             function = once[0].function()
             return LoopStep(function, once[0].name, definition_site(function), self.redirects)
         if len(once) > 1:
@@ -144,14 +139,11 @@ class FunctionCallPatch(Patches):
         owner = polymorphic_function.Function
         original = owner.__dict__["__call__"]
         calls, redirects, bypassed = self.calls, self.calls.redirects, self.bypassed
-        loop = self.function_loop
-        executing_eagerly = context.executing_eagerly
+        loop, executing_eagerly = self.function_loop, context.executing_eagerly
 
         def __call__(function: Any, *args: Any, **kwargs: Any) -> Any:
-            if redirects:
-                twin = redirects.get(id(function))
-                if twin is not None:
-                    return twin(*args, **kwargs)
+            if redirects and (twin := redirects.get(id(function))) is not None:
+                return twin(*args, **kwargs)
             if (calls.recording or (loop is not None and loop.watching)) and (
                 executing_eagerly() and not bypassed()
             ):

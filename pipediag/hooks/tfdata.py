@@ -79,20 +79,22 @@ class CustomLoopTracker:
         if self._budget is not None:
             return self._serve_budget(iterator, fetch)
         self.pulls += 1
-        current = self._pass
-        if current is None or current.iterator() is not iterator:
+        if (current := self._pass) is None or current.iterator() is not iterator:
             current = self._pass = self._pass_of(iterator)
         if current.kind != TRAINING:
             return self._pull_outside_training(current, iterator, fetch)
         now = self._now()
         if current.fresh:
             # A step left open by a loop that broke out early would span the passes' gap.
-            current.fresh = False
-            self._open_step = None
+            current.fresh, self._open_step = False, None
             self.step_calls.pull(counted=False)
             self.step_calls.recording = True
             self._epoch += 1
-            self._mark_epoch_start(iterator)
+            # The pass's start-up, `iter()` (docs/design.md, "Epoch starts"), and its length.
+            if (made_s := getattr(iterator, MADE_S, None)) is not None:
+                length = cardinality(getattr(iterator, "_dataset", None))
+                steps = length if length is not None and length > 0 else None
+                self._timeline.mark_epoch_start(self._epoch, float(made_s), steps)
         elif self._open_step is not None:
             start, wait = self._open_step
             self._open_step = None
@@ -113,18 +115,9 @@ class CustomLoopTracker:
         self._last_batch = batch
         return batch
 
-    def _mark_epoch_start(self, iterator: Any) -> None:
-        """The pass's start-up, `iter()` (docs/design.md, "Epoch starts"), and its length."""
-        if (made_s := getattr(iterator, MADE_S, None)) is None:
-            return
-        length = cardinality(getattr(iterator, "_dataset", None))
-        steps = length if length is not None and length > 0 else None
-        self._timeline.mark_epoch_start(self._epoch, float(made_s), steps)
-
     def forget_training(self) -> None:
         """Fit, or a loop that pulls inside a tf.function, is diagnosed instead."""
-        self._train_dataset = None
-        self._open_step = None
+        self._train_dataset = self._open_step = None
         for judged in self._passes.values():
             if judged.kind == TRAINING:
                 judged.kind = UNTRACKED
@@ -142,15 +135,13 @@ class CustomLoopTracker:
 
     def _pass_of(self, iterator: Any) -> _Pass:
         """The pass this iterator makes: judged at its first pull, looked up after."""
-        known = self._passes.get(id(iterator))
-        if known is not None and known.iterator() is iterator:
+        if (known := self._passes.get(id(iterator))) is not None and known.iterator() is iterator:
             return known
         for key, other in list(self._passes.items()):
             if other.iterator() is None:  # its iterator is gone: recorded and forgotten
                 del self._passes[key]
                 self._record(other)
-        dataset = getattr(iterator, "_dataset", None)
-        now = self._now()
+        dataset, now = getattr(iterator, "_dataset", None), self._now()
         dataset_ref = weakref.ref(dataset) if dataset is not None else None
         judged = _Pass(weakref.ref(iterator), dataset_ref, UNTRACKED, began=now, last=now)
         if dataset is not None and not self._diagnosed_elsewhere:
@@ -266,8 +257,7 @@ class CustomLoopTracker:
         if getattr(iterator, "_dataset", None) is not self._current_dataset():
             # Another dataset pulled meanwhile (validation), or the fix copies' own iterators.
             return fetch(iterator)
-        batch = budget.next_batch()
-        if batch is None:
+        if (batch := budget.next_batch()) is None:
             self._budget = None
             raise StepBudgetReached
         if batch is not PULL:

@@ -66,9 +66,7 @@ def changed(before: tuple[Any, ...] | None, after: tuple[Any, ...] | None) -> bo
 def _flatten(sources: Any) -> list[Any]:
     if isinstance(sources, (list, tuple)):
         return [leaf for item in sources for leaf in _flatten(item)]
-    if isinstance(sources, dict):
-        return _flatten(list(sources.values()))
-    return [sources]
+    return _flatten(list(sources.values())) if isinstance(sources, dict) else [sources]
 
 
 def _is_variable(value: Any) -> bool:
@@ -98,8 +96,7 @@ class GradientTapePatch(Patches):
         from tensorflow.python.eager import backprop
 
         owner = backprop.GradientTape
-        original = owner.__dict__["gradient"]
-        saw_gradient = self.watch.saw_gradient
+        original, saw_gradient = owner.__dict__["gradient"], self.watch.saw_gradient
 
         def gradient(tape: Any, target: Any, sources: Any, *args: Any, **kwargs: Any) -> Any:
             # Watching must never break the user's step.

@@ -29,8 +29,7 @@ from pipediag.report.vocabulary import GpuIdleCause, RuleId
 def suggestion_words(suggestion: Suggestion, report: Report) -> SuggestionWords:
     if suggestion.as_written is not None:
         return suggestion.as_written
-    wording = _WORDINGS.get(suggestion.id)
-    if wording is None:
+    if (wording := _WORDINGS.get(suggestion.id)) is None:
         return SuggestionWords(suggestion.id)
     try:
         return wording(_context_of(report), suggestion)
@@ -51,9 +50,6 @@ def _context_of(report: Report) -> Context:
 
 def title_of(suggestion: Suggestion, report: Report) -> str:
     return suggestion_words(suggestion, report).title
-
-
-# The cost rules (analysis/cost_rules.py)
 
 
 def _rates_text(ctx: Context) -> str:
@@ -91,11 +87,9 @@ def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
         if split.free_cores is not None:
             busy += f", leaving {split.free_cores:.1f} of {ctx.cores} free"
         evidence.append(busy)
-    cost = ctx.report.pipeline.cpu_s_per_batch
-    if cost is not None and ctx.pipeline_rate:
+    if (cost := ctx.report.pipeline.cpu_s_per_batch) is not None and ctx.pipeline_rate:
         evidence.append(f"read alone it keeps {cost * ctx.pipeline_rate:.1f} cores busy")
-    needs = step_cores_of(ctx.report.compute_alone)
-    if needs is not None:
+    if (needs := step_cores_of(ctx.report.compute_alone)) is not None:
         evidence.append(f"the train step alone uses {needs:.1f} of {ctx.cores} cores")
     text = "; ".join(e for e in evidence if e)
     text += (
@@ -120,8 +114,7 @@ def _contention(ctx: Context, s: Suggestion) -> SuggestionWords:
     text += f" Make it cheaper where it costs: {stage_cost_text(ctx, costly)}"
     if costly.random:
         text += " It draws random numbers, so a cache would repeat them every epoch."
-    bound = stage_bound(ctx, costly)
-    if bound is not None and bound.speedup >= VERIFIED_MIN_GAIN:
+    if (bound := stage_bound(ctx, costly)) is not None and bound.speedup >= VERIFIED_MIN_GAIN:
         ran = "With input free, training would run"
         if bound.held is not None:
             ran = f"{bound_words(bound).capitalize()} ran training"
@@ -257,8 +250,7 @@ def _gpu_idle_cause(ctx: Context, s: Suggestion) -> SuggestionWords:
 
 
 def _pipeline_fine(ctx: Context, s: Suggestion) -> SuggestionWords:
-    verdict = ctx.report.verdict
-    parts = []
+    verdict, parts = ctx.report.verdict, []
     if ctx.pipeline_rate:
         parts.append(f"the pipeline alone delivers {ctx.pipeline_rate:.1f} batches/s")
     if ctx.compute_rate:
@@ -274,9 +266,6 @@ def _pipeline_fine(ctx: Context, s: Suggestion) -> SuggestionWords:
     return SuggestionWords(
         title, (evidence + ". Input fixes would not speed up training.").lstrip(". ")
     )
-
-
-# The rewrites tried on training (analysis/prescription_rules.py)
 
 
 def _prescription(ctx: Context, s: Suggestion) -> SuggestionWords:

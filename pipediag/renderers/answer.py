@@ -43,8 +43,7 @@ def render_answer(
     report: Report, report_line: str, width: int = WIDTH, *, quiet: bool = False
 ) -> str:
     """At most `MAX_LINES` under the divider; `quiet`: the verdict and the report line."""
-    width = max(MIN_WIDTH, min(width, WIDTH))
-    verdict = report.verdict
+    width, verdict = max(MIN_WIDTH, min(width, WIDTH)), report.verdict
     last = _wrap(report_line, width)
     if verdict.label not in VERDICT_TITLES or verdict.input_cost_fraction is None:
         # No verdict: what was seen and how to get one is the answer.
@@ -154,11 +153,9 @@ def the_change(report: Report) -> Change:
     if not fixes:
         # Where the cost lies still guides, with the most it can give: no code to paste.
         notes = suggestions_of(report, NOTE)
-        where = next((s for s in notes if bound_of(s)), None)
-        if where is not None:
+        if (where := next((s for s in notes if bound_of(s)), None)) is not None:
             return Change(f"{NO_CHANGE}; {_at_most(report, where)}", suggestion=where)
-        saturated = next((s for s in notes if s.id == SATURATED_RULE), None)
-        if saturated is not None:
+        if (saturated := next((s for s in notes if s.id == SATURATED_RULE), None)) is not None:
             return Change(f"{NO_CHANGE}; {title_of(saturated, report)}", suggestion=saturated)
         return Change(NO_CHANGE)
     fix = fixes[0]

@@ -20,8 +20,7 @@ def use_colour(stream: TextIO) -> bool:
 
 def mark_verdict(text: str, label: str) -> str:
     """`text` with its first non-blank line (the verdict) in its label's colour."""
-    attributes = _SGR.get(label)
-    if attributes is None:
+    if (attributes := _SGR.get(label)) is None:
         return text
     lines = text.split("\n")
     for index, line in enumerate(lines):

@@ -154,8 +154,7 @@ def _draw_steps(axes: Axes, base: Report, new: Report) -> None:
         ("base", step_times_s(base) * 1e3, BASE_COLOUR),
         ("new", step_times_s(new) * 1e3, NEW_COLOUR),
     ]
-    present = [values for _, values, _ in runs if values.size]
-    if not present:
+    if not (present := [values for _, values, _ in runs if values.size]):
         axes.text(0.5, 0.5, "no measured steps", ha="center", transform=axes.transAxes)
         return
     joined = np.concatenate(present)

@@ -160,8 +160,7 @@ def cost_bar(report: Report) -> CostBar:
             parts += [CostPart(COST_PART_NAMES[p], share) for p, share in shown_cost_parts(split)]
         return CostBar(parts, bar_title(cost, verdict.input_cost_interval), free_input_text(report))
     measured = [s for s in report.train.steps if s.label != "warmup" and s.input_wait_s is not None]
-    total_s = sum(s.duration_s for s in measured)
-    if total_s <= 0:
+    if (total_s := sum(s.duration_s for s in measured)) <= 0:
         return CostBar([], "Input cost", "")
     wait_s, count = min(total_s, sum(s.input_wait_s or 0.0 for s in measured)), len(measured)
     caption = (

@@ -43,8 +43,7 @@ def render_history_png(trend: Trend, path: Path, source: str = "") -> Path:
     costs = figure.add_axes(COST_RECT, sharex=rates)
     _draw_rates(rates, trend)
     _draw_costs(costs, trend)
-    numbers = [row.number for row in trend.rows]
-    if numbers and len(numbers) <= MAX_TICK_LABELS:
+    if (numbers := [row.number for row in trend.rows]) and len(numbers) <= MAX_TICK_LABELS:
         costs.set_xticks(numbers)
     costs.set_xlabel("run (line of the history file)")
     return write_png(figure, path)
@@ -102,8 +101,7 @@ def _draw_rates(axes: Axes, trend: Trend) -> None:
 
 def _noise_bar(row: TrendRow, trend: Trend) -> tuple[float, float]:
     """Below and above the rate: its own error and the run-to-run term (95%)."""
-    rate = row.entry.rates.training or 0.0
-    rules = trend.rules
+    rate, rules = row.entry.rates.training or 0.0, trend.rules
     half = rules.z * math.hypot(row.entry.training_log_se or 0.0, rules.run_to_run)
     return rate - rate * math.exp(-half), rate * math.exp(half) - rate
 
@@ -121,8 +119,7 @@ def _draw_costs(axes: Axes, trend: Trend) -> None:
     axes.set_title("Input cost (share of training time), by verdict", loc="left", fontsize=12)
     rows = [r for r in trend.rows if r.entry.shares.input_cost is not None]
     for index, script in enumerate(trend.scripts):
-        mine = [r for r in rows if r.entry.script == script]
-        if len(mine) > 1:
+        if len(mine := [r for r in rows if r.entry.script == script]) > 1:
             axes.plot(
                 [r.number for r in mine],
                 [100 * (r.entry.shares.input_cost or 0.0) for r in mine],

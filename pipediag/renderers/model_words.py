@@ -157,8 +157,7 @@ def change_lines(alone: ComputeAlone) -> list[str]:
     if not alone.trials:
         reason = alone.model_side_reason
         return [f"{CHANGE_HEADING}: not tried: {reason_words(reason)}"] if reason else []
-    found = ranked(alone.trials)
-    lines = [f"{CHANGE_HEADING} (measured on the train step alone)"]
+    found, lines = ranked(alone.trials), [f"{CHANGE_HEADING} (measured on the train step alone)"]
     if not found.worth:
         lines.append(f"  no change measured a gain of {gain(VERIFIED_MIN_GAIN)} or more")
     for n, trial in enumerate(found.worth, 1):

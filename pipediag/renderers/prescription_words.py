@@ -86,8 +86,7 @@ def together_text(prescription: Prescription, timed: str = "the train function")
 
 def measured_change_text(report: Report) -> str | None:
     """The kept rewrites as the answer's one change, with the gain training measured."""
-    prescription = report.pipeline.prescription
-    if prescription is None or not prescription.kept:
+    if (prescription := report.pipeline.prescription) is None or not prescription.kept:
         return None
     kept = prescription.kept
     value, low, high = prescription.shown

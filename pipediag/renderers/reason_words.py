@@ -42,21 +42,10 @@ def _input_cost(reason: Reason) -> str:
     )
 
 
-def _spe_step_long(reason: Reason) -> str:
-    return (
-        f"not measured: a step of {(reason.value or 0) * 1e3:.0f} ms leaves fit's own time "
-        "per step too small a share to matter"
-    )
-
-
 def _check_failed(reason: Reason) -> str:
     cause = reason_words(reason.because) or reason.detail
     # cut where `errors.describe_error` cuts a detail, so older reports read the same
     return f"could not be checked: {cause[:DESCRIBED_CHARS]}"
-
-
-def _no_gpu_sampled(reason: Reason) -> str:
-    return f"no GPU was sampled: {reason_words(reason.because) or 'unknown reason'}"
 
 
 def _one_host(reason: Reason) -> str:
@@ -272,7 +261,10 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "xla-op": "XLA cannot compile the op {detail}",
     "xla-failed": "XLA failed to compile the train step: {detail}",
     "spe-already": "not measured: the model already runs steps_per_execution={value:.0f}",
-    "spe-step-long": _spe_step_long,
+    "spe-step-long": lambda reason: (
+        f"not measured: a step of {(reason.value or 0) * 1e3:.0f} ms leaves fit's own time "
+        "per step too small a share to matter"
+    ),
     "spe-multi-replica": "not measured: a multi-replica strategy (its iterator is the strategy's)",
     "spe-fit-share": "fit's own time is {value:.0%} of its step: the gain is the call's",
     "no-bfloat16": "not measured: this CPU has no bfloat16 instructions (no GPU)",
@@ -359,7 +351,9 @@ WORDS: dict[ReasonCode, str | Callable[[Reason], str]] = {
     "nvml-no-gpu": "NVML found no GPU",
     "cuda-hides-gpus": "CUDA_VISIBLE_DEVICES={detail!r} hides every GPU from this process",
     "no-gpu-opened": "no visible GPU could be opened through NVML",
-    "no-gpu-sampled": _no_gpu_sampled,
+    "no-gpu-sampled": lambda reason: (
+        f"no GPU was sampled: {reason_words(reason.because) or 'unknown reason'}"
+    ),
     "no-timed-wait-step": (
         "no measured step with a timed input wait to compare the GPU's activity with"
     ),
@@ -559,8 +553,7 @@ def reason_words(reason: Reason | None) -> str:
     """'' for none; a code this pipediag does not know shows as stored."""
     if reason is None:
         return ""
-    words = WORDS.get(reason.code)
-    if words is None:
+    if (words := WORDS.get(reason.code)) is None:
         return reason.detail or reason.code
     if callable(words):
         return words(reason)

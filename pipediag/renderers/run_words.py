@@ -39,8 +39,7 @@ def command_line(report: Report) -> str:
 
 
 def stop_reason_text(report: Report) -> str:
-    words = STOP_REASONS.get(report.stop_reason)
-    if words is None:
+    if (words := STOP_REASONS.get(report.stop_reason)) is None:
         return report.stop_reason or NO_REASON
     return words.format(code=report.exit.code, error=report.exit.error)
 
@@ -53,8 +52,7 @@ def epoch_start_text(train: TrainSection, split: CostSplit | None = None) -> str
     """'' when short or unseen; says whether the start is in the input cost."""
     if not (later := counted_epoch_starts(train.epoch_starts)):
         return ""
-    duration = float(statistics.median(e.duration_s for e in later))
-    if duration < EPOCH_START_SHOWN_S:
+    if (duration := float(statistics.median(e.duration_s for e in later))) < EPOCH_START_SHOWN_S:
         return ""
     text = (
         f"epoch starts: {duration:.2f} s before each epoch's first step (median of "

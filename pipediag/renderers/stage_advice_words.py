@@ -44,8 +44,7 @@ def stage_at(stats: StageStats) -> str:
 
 def stage_cost_text(ctx: Context, stats: StageStats) -> str:
     own = stats.own_s_per_batch
-    share = ctx.share(own)
-    text = stage_at(stats)
+    share, text = ctx.share(own), stage_at(stats)
     if own is not None:
         text += f" adds {ms(own)} per batch"
         # Up to 5% over the whole is a difference of noisy rates, not a real excess: "all of
@@ -135,9 +134,6 @@ def stage_of(ctx: Context, s: Suggestion) -> StageStats:
 
 def trial_of(ctx: Context, s: Suggestion) -> FixTrial | None:
     return ctx.trial(s.fix, s.stage_index) if s.fix is not None else None
-
-
-# The stage rules (analysis/stage_rules.py)
 
 
 def _sequential_map(ctx: Context, s: Suggestion) -> SuggestionWords:

@@ -81,8 +81,7 @@ def render_text(report: Report) -> str:
         if text:
             lines.append(f"  {label:<{LABEL_WIDTH}}{text}")
     lines.extend(_suggestions(report))
-    model = model_lines(report)
-    if model:
+    if model := model_lines(report):
         lines += ["", *model]
     lines += [f"note: {reason_words(note)}" for note in report.notes]
     return "\n".join(lines) + "\n"
@@ -117,8 +116,7 @@ def _rates(report: Report) -> str:
     shown = rates(report)
     if all(rate.value is None for rate in shown):
         return ""
-    width = max(len(rate.number) for rate in shown if rate.value is not None)
-    lines = []
+    width, lines = max(len(rate.number) for rate in shown if rate.value is not None), []
     for rate in shown:
         start = f"{rate.letter}  {rate.name:<{RATE_NAME_WIDTH}}"
         if rate.value is None:

@@ -48,8 +48,7 @@ class Headline:
 
 def headline(report: Report) -> Headline:
     verdict = report.verdict
-    worded = cost_headline(verdict, report.pipeline.batches_per_s)
-    if worded is not None:
+    if (worded := cost_headline(verdict, report.pipeline.batches_per_s)) is not None:
         return worded
     claim = verdict_title(verdict.label)
     explanation = _without_cost_words(verdict, report.train, report.pipeline.batches_per_s)
@@ -186,8 +185,7 @@ def _uncertain_headline(
         )
     else:
         claim = f"{verdict_title('uncertain')}: {_busy_words(verdict.busy_host_cores or 0.0)}"
-        explanation = f"{claim_cost}{part}, perhaps theirs; run again on a quiet host"
-        noisy = ""
+        explanation, noisy = f"{claim_cost}{part}, perhaps theirs; run again on a quiet host", ""
     details = [d for d in (_untimed_detail(verdict), noisy) if d]
     return Headline(f"{claim}: {explanation}", claim, explanation, details)
 
@@ -259,8 +257,7 @@ def _dominant_phase_text(phases: list[PhaseVerdict]) -> str:
     if not phases:
         return ""
     heavy = max(phases, key=lambda p: (p.input_cost_fraction or 0.0) * p.steps)
-    last = phases[-1]
-    text = f"{phase_name(heavy)} dominates the measured steps"
+    last, text = phases[-1], f"{phase_name(heavy)} dominates the measured steps"
     if last is not heavy and last.input_cost_fraction is not None:
         text += (
             f"; after it ({phase_name(last)}) {verdict_title(last.label).lower()}, "

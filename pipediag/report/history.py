@@ -96,8 +96,7 @@ def _entry(line: str, where: str) -> HistoryEntry:
         raise ReportError(f"{where} is not JSON: not a pipediag history file") from None
     if not isinstance(data, dict) or not isinstance(data.get("history_version"), int):
         raise ReportError(f"{where} has no integer 'history_version': not a pipediag history")
-    version = data["history_version"]
-    if version > HISTORY_VERSION:
+    if (version := data["history_version"]) > HISTORY_VERSION:
         raise ReportError(
             f"{where} was written by a newer pipediag (history version {version}; this one "
             f"reads {HISTORY_VERSION}): upgrade pipediag"

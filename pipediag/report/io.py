@@ -23,8 +23,7 @@ def from_dict(data: dict[str, Any]) -> Report:
     """Rebuild a report; unknown fields are ignored and missing optional ones defaulted."""
     if not isinstance(data, dict) or "script" not in data:
         raise ReportError("not a pipediag report: no 'script' field")
-    version = data.get("schema_version")
-    if not isinstance(version, int):
+    if not isinstance(version := data.get("schema_version"), int):
         raise ReportError("not a pipediag report: no integer 'schema_version'")
     if version > SCHEMA_VERSION:
         raise ReportError(
@@ -75,7 +74,9 @@ def write_atomically(target: Path, payload: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
-        os.chmod(tmp, _FILE_MODE & ~_umask())
+        mask = os.umask(0)  # the umask is read by setting it: put back at once
+        os.umask(mask)
+        os.chmod(tmp, _FILE_MODE & ~mask)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -84,12 +85,6 @@ def write_atomically(target: Path, payload: bytes) -> None:
 
 # mkstemp creates files readable by the owner alone; reports are ordinary files.
 _FILE_MODE = 0o666
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _reject(value: object) -> Any:

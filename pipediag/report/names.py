@@ -18,9 +18,7 @@ def stage_name(stage: StageStats) -> str:
     kind = stage.kind.replace("-", "").lower()
     if not name or name.lower() == kind:
         return stage.kind
-    if name.lower().startswith(kind):
-        return name
-    return f"{stage.kind}: {name}"
+    return name if name.lower().startswith(kind) else f"{stage.kind}: {name}"
 
 
 def fix_words_at(fix: str, stage: str | None = None, *, vectorized_map: bool = False) -> str:

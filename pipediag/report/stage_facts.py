@@ -98,8 +98,7 @@ def if_free_clearly_under(stats: StageStats) -> bool:
     """Whether holding this stage in memory gained training under `VERIFIED_MIN_GAIN`, its
     interval too where it has one (one hold is one noisy trial): then no change up to it can
     gain more (docs/design.md, "Every applicable rewrite")."""
-    gain = stats.training_speedup_if_free
-    if gain is None or gain >= VERIFIED_MIN_GAIN:
+    if (gain := stats.training_speedup_if_free) is None or gain >= VERIFIED_MIN_GAIN:
         return False
     high = stats.training_speedup_if_free_high
     return high is None or high < VERIFIED_MIN_GAIN
@@ -162,8 +161,7 @@ def _endless(stats: StageStats, endless: dict[int, bool]) -> bool:
 def batch_caching(stages: Sequence[StageStats], point: int) -> int | None:
     """The batch to put a cache after instead of stage `point`: `point`'s only reader, a
     deterministic plain or padded batch (docs/design.md, "Every applicable rewrite")."""
-    readers = [s for s in stages if point in s.inputs]
-    if len(readers) != 1:
+    if len(readers := [s for s in stages if point in s.inputs]) != 1:
         return None
     batch = readers[0]
     if batch.kind not in ("batch", "padded-batch") or len(batch.inputs) != 1:
@@ -179,8 +177,7 @@ def prefix_cost_s(stages: Sequence[StageStats], index: int) -> float:
 def downstream_batch_size(stages: Sequence[StageStats], index: int) -> int | None:
     current = index
     for _ in range(len(stages)):
-        consumers = [s for s in stages if current in s.inputs]
-        if not consumers:
+        if not (consumers := [s for s in stages if current in s.inputs]):
             return None
         current = consumers[0].index
         if consumers[0].kind in BATCHING_KINDS:
@@ -240,8 +237,7 @@ def _walk(start: int, neighbours: Callable[[int], Iterable[int]]) -> Iterator[in
     seen: set[int] = set()
     pending = [start]
     while pending:
-        i = pending.pop()
-        if i not in seen:
+        if (i := pending.pop()) not in seen:
             seen.add(i)
             yield i
             pending.extend(neighbours(i))

@@ -34,7 +34,10 @@ def upgraded(data: dict[str, Any], version: int) -> dict[str, Any]:
             upgrade(data)
     data = dict(data)  # for every version: some reports predate their schema's last change
     _without_contention_finding(data)
-    _without_worded_lower_bound(data)
+    if isinstance(notes := data.get("notes"), list):
+        data["notes"] = [
+            n for n in notes if not (isinstance(n, str) and n.startswith(_WORDED_LOWER_BOUND))
+        ]
     _upgrade_lists_in(data, "scale_out", {"blockers": _blocker_as_written})
     return data
 
@@ -44,19 +47,10 @@ def upgraded(data: dict[str, Any], version: int) -> dict[str, Any]:
 _WORDED_LOWER_BOUND = "the train step on the whole pipeline held in memory ran "
 
 
-def _without_worded_lower_bound(data: dict[str, Any]) -> None:
-    notes = data.get("notes")
-    if isinstance(notes, list):
-        data["notes"] = [
-            n for n in notes if not (isinstance(n, str) and n.startswith(_WORDED_LOWER_BOUND))
-        ]
-
-
 def _blocker_as_written(blocker: dict[str, Any]) -> dict[str, Any]:
     """A blocker's `detail` as `detail_as_written` (docs/design.md, "Rules of the house"), for
     every version: schema-9 reports written before that typing skip the upgrades."""
-    words = blocker.get("detail")
-    if not isinstance(words, str):
+    if not isinstance(words := blocker.get("detail"), str):
         return blocker
     return dict(blocker, detail_as_written=blocker.get("detail_as_written", words))
 
@@ -76,8 +70,7 @@ def _without_contention_finding(data: dict[str, Any]) -> None:
     if not isinstance(contention, dict) or "finding" not in contention:
         return
     contention = dict(contention)
-    finding = contention.pop("finding")
-    if isinstance(finding, str) and finding:
+    if isinstance(finding := contention.pop("finding"), str) and finding:
         contention.setdefault("bears_on_verdict", True)
         scope = next((code for words, code in _FINDING_SCOPES if words in finding), None)
         if scope is not None:
@@ -90,8 +83,7 @@ def _from_version_1(data: dict[str, Any]) -> None:
 
 
 def _upgrade_lists_in(data: dict[str, Any], key: str, upgrades: dict[str, _ItemUpgrade]) -> None:
-    section = data.get(key)
-    if isinstance(section, dict):
+    if isinstance(section := data.get(key), dict):
         lists = {name: _each_object(section.get(name), up) for name, up in upgrades.items()}
         data[key] = dict(section, **lists)
 
@@ -155,12 +147,10 @@ _PAIRS_IN_WORDS = re.compile(r"(\d+) (?:alternating )?pairs\b")
 def _from_version_4(data: dict[str, Any]) -> None:
     """The prose `summary` goes, its facts kept (docs/design.md, "Rules of the house"); a
     verdict with no summary (a report's default, judged never) says no reason."""
-    verdict = data.get("verdict")
-    if not isinstance(verdict, dict):
+    if not isinstance(verdict := data.get("verdict"), dict):
         return
     verdict = dict(verdict)
-    summary = verdict.pop("summary", None)
-    if not isinstance(summary, str):
+    if not isinstance(summary := verdict.pop("summary", None), str):
         summary = ""
     pairs = _PAIRS_IN_WORDS.search(summary)
     if pairs is not None and verdict.get("alternation_pairs") is None:
@@ -176,10 +166,8 @@ def _from_version_5(data: dict[str, Any]) -> None:
 
 
 def _suggestion_v5(suggestion: dict[str, Any]) -> dict[str, Any]:
-    training = suggestion.get("training_speedup")
-    bound = suggestion.get("bound_speedup")
-    verified = suggestion.get("verified_speedup")
-    predicted = suggestion.get("predicted_speedup")
+    training, bound = suggestion.get("training_speedup"), suggestion.get("bound_speedup")
+    verified, predicted = suggestion.get("verified_speedup"), suggestion.get("predicted_speedup")
     estimated = suggestion.get("estimated_speedup")
     gain: dict[str, Any] = {"basis": "not-measured"}
     if training is not None:
@@ -204,8 +192,7 @@ def _no_verdict_reason(train: Any) -> NoVerdictReason:
 def _stage_v3(stage: dict[str, Any]) -> dict[str, Any]:
     stage = dict(stage)
     settings = stage.get("settings") or {}
-    auto = settings.get("auto_parallel")
-    if auto is not None:
+    if (auto := settings.get("auto_parallel")) is not None:
         blocker = str(auto).removeprefix("no: ")
         stage["auto_parallel"] = auto == "yes"
         if blocker in _AUTO_PARALLEL_BLOCKERS:
@@ -258,8 +245,7 @@ def _from_version_7(data: dict[str, Any]) -> None:
 
 
 def _stage_v8(stage: dict[str, Any]) -> dict[str, Any]:
-    settings = stage.get("settings")
-    if not isinstance(settings, dict):
+    if not isinstance(settings := stage.get("settings"), dict):
         return stage
     return dict(stage, settings=_typed_strings(StageSettings, settings))
 
@@ -305,8 +291,7 @@ _PIPELINE_UP_TO = "pipeline up to "
 def _measurement_v9(measurement: dict[str, Any]) -> dict[str, Any]:
     """A measurement's `part`, words around a stage's label, as `up_to` ("": the whole pipeline)."""
     upgraded = dict(measurement)
-    part = upgraded.pop("part", None)
-    if isinstance(part, str):
+    if isinstance(part := upgraded.pop("part", None), str):
         upgraded["up_to"] = "" if part == _WHOLE_PIPELINE else part.removeprefix(_PIPELINE_UP_TO)
     return upgraded
 
@@ -357,8 +342,7 @@ def _suggestion_v9(suggestion: dict[str, Any]) -> dict[str, Any]:
 
 def _model_trial_v9(trial: dict[str, Any]) -> dict[str, Any]:
     upgraded = dict(trial)
-    words = upgraded.pop("numerics", None)
-    if not isinstance(words, str):
+    if not isinstance(words := upgraded.pop("numerics", None), str):
         return upgraded
     for policy, opening in _NUMERICS_AS_WORDED.items():
         if words.startswith(opening):
@@ -398,8 +382,7 @@ def _fix_trial_training_v10(trial: dict[str, Any]) -> dict[str, Any]:
     """A fix trial's figures on training as one record; none where it measured no speedup
     there (the figures came together; `training_reason` says why not)."""
     training = {new: trial[old] for old, new in _TRAINING_ON_TRIAL_V9.items() if old in trial}
-    facts = trial.get("facts")
-    if isinstance(facts, dict):
+    if isinstance(facts := trial.get("facts"), dict):
         training.update(
             {new: facts[old] for old, new in _TRAINING_IN_FACTS_V9.items() if old in facts}
         )
@@ -468,12 +451,10 @@ def build_dataclass(cls: type[T], data: Any) -> T:
 
 
 def _convert(hint: Any, value: Any) -> Any:
-    origin = typing.get_origin(hint)
-    if origin in (Union, types.UnionType):
+    if (origin := typing.get_origin(hint)) in (Union, types.UnionType):
         if value is None:
             return None
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _convert(options[0], value)
+        return _convert([a for a in typing.get_args(hint) if a is not type(None)][0], value)
     if origin is list:
         (item,) = typing.get_args(hint)
         if isinstance(value, str):  # an older report's words where reasons are now listed
@@ -486,6 +467,4 @@ def _convert(hint: Any, value: Any) -> Any:
         return Reason("as-written", detail=value)  # older words (reports 6, 8; fleets 1, 2)
     if dataclasses.is_dataclass(hint):
         return build_dataclass(hint, value)  # type: ignore[arg-type]
-    if hint is float and isinstance(value, int):
-        return float(value)
-    return value
+    return float(value) if hint is float and isinstance(value, int) else value

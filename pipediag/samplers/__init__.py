@@ -36,8 +36,7 @@ def stop_samplers(
     gpu = GpuSection(available=False, reason=Reason("gpu-sampling-off"))
     for sampler in samplers:
         sampler.stop()
-        section = sampler.section(origin)
-        if isinstance(section, HostSection):
+        if isinstance(section := sampler.section(origin), HostSection):
             host = section
         else:
             gpu = section

@@ -97,8 +97,7 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self._started = self._stopped = False
         self._unavailable_reason: Reason | None = None
         self._failures: dict[str, _Failure] = {}
-        self._sampler_cpu_s = 0.0
-        self._readings = 0
+        self._sampler_cpu_s, self._readings = 0.0, 0
         self._last_reading_t: float | None = None
         # While it holds, readings are skipped (quiet blocks); the next covers the gap (CPU deltas).
         self.quiet: Quiet | None = None

@@ -71,8 +71,7 @@ class GpuSampler(ThreadedSampler[list[GpuSample]]):
             nvml, clock=clock, wall_clock=wall_clock, record_failure=self._record_failure
         )
         # Whole-run utilization totals, under the lock (consistent with the reading count).
-        self._util_sum = 0.0
-        self._util_count = 0
+        self._util_sum, self._util_count = 0.0, 0
         self._calls_at_sampling_start = self._calls_through_last_read = 0
         self._sampling_start_t: float | None = None
 

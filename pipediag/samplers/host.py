@@ -121,11 +121,11 @@ class HostSampler(ThreadedSampler[HostSample]):
             raise RuntimeError("HostSampler.start() was not called or failed")
         t = self._clock.now()
         process_pct = self._process_cpu_pct(time.perf_counter(), time.process_time())
-        rss = int(self._process.memory_info().rss)
-        times = list(psutil.cpu_times(percpu=True))
+        rss, times = int(self._process.memory_info().rss), list(psutil.cpu_times(percpu=True))
         per_core, system, iowait, steal = cpu_percentages(self._last_cpu_times, times)
         self._last_cpu_times = times
-        mem_pct = self._system_memory_pct(t)
+        if (memory := self._system_memory) is None or t - memory[0] >= SYSTEM_MEMORY_INTERVAL_S:
+            memory = self._system_memory = (t, float(psutil.virtual_memory().percent))
         return HostSample(
             t_s=t,
             process_cpu_pct=process_pct,
@@ -133,16 +133,9 @@ class HostSampler(ThreadedSampler[HostSample]):
             iowait_pct=iowait,
             per_core_pct=per_core,
             process_rss_bytes=rss,
-            system_mem_used_pct=mem_pct,
+            system_mem_used_pct=memory[1],
             steal_pct=steal,
         )
-
-    def _system_memory_pct(self, t: float) -> float:
-        last = self._system_memory
-        if last is None or t - last[0] >= SYSTEM_MEMORY_INTERVAL_S:
-            assert self._psutil is not None
-            last = self._system_memory = (t, float(self._psutil.virtual_memory().percent))
-        return last[1]
 
     def _process_cpu_pct(self, t: float, cpu_s: float) -> float:
         """This process's CPU since the last reading, % of one core; `t` is real time, never
@@ -177,12 +170,11 @@ class HostSampler(ThreadedSampler[HostSample]):
             process_sum, system_sum = self._process_cpu_sum, self._system_cpu_sum
             iowait_sum, iowait_n = self._iowait_sum, self._iowait_count
             rss_max = self._rss_max
-        samples = [replace(s, t_s=s.t_s - t0, per_core_pct=list(s.per_core_pct)) for s in items]
         return HostSection(
             available=True,
             cpu_count=self._cpu_count,
             interval_s=interval_s,
-            samples=samples,
+            samples=[replace(s, t_s=s.t_s - t0, per_core_pct=list(s.per_core_pct)) for s in items],
             process_cpu_pct_mean=process_sum / n if n else None,
             system_cpu_pct_mean=system_sum / n if n else None,
             iowait_pct_mean=iowait_sum / iowait_n if iowait_n else None,

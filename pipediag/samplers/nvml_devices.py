@@ -41,8 +41,7 @@ def select_visible_devices(
     notes: list[Reason] = []
     for raw in cuda_visible_devices.split(","):
         token = raw.strip()
-        index = _match_device(token, gpus)
-        if index is None:
+        if (index := _match_device(token, gpus)) is None:
             if token and not token.startswith("-"):
                 notes.append(Reason("cuda-entry-unmatched", detail=token))
             break
@@ -95,8 +94,7 @@ class NvmlDevices:
         record_failure: Callable[[str, Reason], None],
     ) -> None:
         self.nvml: Any = nvml
-        self._clock = clock
-        self._wall_clock = wall_clock
+        self._clock, self._wall_clock = clock, wall_clock
         self._record_failure = record_failure
         self._wall_minus_clock_s = 0.0
         self.driver_version: str | None = None
@@ -137,8 +135,7 @@ class NvmlDevices:
         """Find the visible GPUs and probe what each supports; a reason if there are none."""
         version = self._optional("nvmlSystemGetDriverVersion", failed="driver-version-unavailable")
         self.driver_version = None if version is None else _text(version)
-        count = int(self.call("nvmlDeviceGetCount"))
-        if count == 0:
+        if (count := int(self.call("nvmlDeviceGetCount"))) == 0:
             return Reason("nvml-no-gpu")
         handles = [
             self._optional("nvmlDeviceGetHandleByIndex", index, failed="gpu-skipped", gpu=index)
@@ -225,7 +222,6 @@ class NvmlDevices:
                 device.last_sample_us = self._wall_us()
             else:
                 self._note("gpu-driver-samples-setup-failed", index, exc)
-        gpm = self._open_gpm(device)
         device.info = GpuDevice(
             index=index,
             name=name,
@@ -233,7 +229,7 @@ class NvmlDevices:
             memory_total_bytes=memory_total,
             mig_enabled=mig,
             util_source="driver-samples" if device.use_samples else "utilization-rates",
-            gpm_supported=gpm,
+            gpm_supported=self._open_gpm(device),
         )
         return device
 

@@ -137,13 +137,11 @@ def checked_stages(report: Report) -> list[StageStats]:
 
 def host_cpu_is_limit(report: Report) -> bool:
     """Whether this host's CPU, not a setting, limits how fast batches are made."""
-    cores = report.environment.cpu_count or report.host.cpu_count
-    pipeline = report.pipeline
+    cores, pipeline = report.environment.cpu_count or report.host.cpu_count, report.pipeline
     pipeline_cores = (pipeline.cpu_s_per_batch or 0.0) * (pipeline.batches_per_s or 0.0)
     if cores and pipeline_cores >= PIPELINE_CORES_SHARE * cores:
         return True
-    busy = cpu_busy_pct(report)
-    if busy is not None and busy >= CPU_SATURATED_PCT:
+    if (busy := cpu_busy_pct(report)) is not None and busy >= CPU_SATURATED_PCT:
         return True
     split = report.verdict.cost_split
     return split is not None and split.dominant == "contention"
@@ -240,8 +238,7 @@ def _transfer(
 
 def paste_code(report: Report, prediction: ScaleOutPrediction, address: str | None) -> str:
     """A dispatcher, the workers and the `distribute` line, for this pipeline."""
-    section = report.scale_out
-    if section is None or section.distribute_after_index is None:
+    if (section := report.scale_out) is None or section.distribute_after_index is None:
         return ""
     stages, host = checked_stages(report), address or DISPATCHER_PLACEHOLDER
     port, workers = host.rsplit(":", 1)[-1], prediction.workers_needed
@@ -283,7 +280,6 @@ def enrich_report(report: Report) -> Report:
     prediction = predict(report)
     cluster = next((m for m in section.measurements if m.where == "cluster"), None)
     address = cluster.address if cluster is not None and cluster.address else None
-    code = paste_code(report, prediction, address)
-    shown = shows_scale_out(report)
+    code, shown = paste_code(report, prediction, address), shows_scale_out(report)
     scale_out = dataclasses.replace(section, prediction=prediction, code=code, shown=shown)
     return dataclasses.replace(report, scale_out=scale_out)

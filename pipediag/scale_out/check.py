@@ -70,8 +70,7 @@ def check_scale_out(
 ) -> ScaleOut:
     """Compatibility, the distribute point and, asked, a copy of `walked` measured through a
     service. `note` takes the service's own failures; `train`: `--data-service-train`."""
-    began = clock.now()
-    walked_stats = [s.stats for s in walked.stages]
+    began, walked_stats = clock.now(), [s.stats for s in walked.stages]
     same = [s.kind for s in pipeline.stages] == [s.kind for s in walked_stats]
     stages = list(pipeline.stages) if pipeline.stages and same else walked_stats
     blockers = python_blockers(stages)
@@ -82,8 +81,7 @@ def check_scale_out(
         )
     cut = distribute_point(stages, blockers)
     notes: list[Reason] = []
-    too_little = _too_little_moves(stages, cut, blockers)
-    if too_little is not None:
+    if (too_little := _too_little_moves(stages, cut, blockers)) is not None:
         notes.append(too_little)
         cut = None
     measurements: list[ServiceMeasurement] = []
@@ -138,8 +136,7 @@ def _too_little_moves(
     """Why the part that can move is too little of the pipeline's cost to move, or None."""
     if cut is None or cut == len(stages) - 1:
         return None
-    share = moved_share(stages, cut)
-    if share is None or share >= MIN_MOVED_SHARE:
+    if (share := moved_share(stages, cut)) is None or share >= MIN_MOVED_SHARE:
         return None
     pinned = ", ".join(b.stage for b in blockers if b.kind == "python-function")
     port = Reason("port-to-tf", detail=pinned)

@@ -49,15 +49,13 @@ def find_local_files(walked: WalkedPipeline) -> list[LocalFiles]:
     found: dict[int | None, list[str]] = {}
     budget = [MAX_PATH_STRINGS]
     for node in graph.node:
-        values = _string_constant(node, budget)
-        if values:
+        if values := _string_constant(node, budget):
             stage = _consumer_stage(node.name, consumers, node_stage)
             found.setdefault(stage, []).extend(values)
     function_stage = _function_stages(graph, stage_nodes)
     for function in graph.library.function:
         for node_def in function.node_def:
-            values = _string_constant(node_def, budget)
-            if values:
+            if values := _string_constant(node_def, budget):
                 found.setdefault(function_stage.get(function.signature.name), []).extend(values)
     result = []
     for stage, values in found.items():
@@ -104,8 +102,7 @@ def _consumer_stage(
     """The first stage reached following `name`'s consumers (Const -> TensorSliceDataset)."""
     pending, seen = [name], set()
     while pending:
-        current = pending.pop(0)
-        if current in seen:
+        if (current := pending.pop(0)) in seen:
             continue
         seen.add(current)
         if current in node_stage:
@@ -124,8 +121,7 @@ def _function_stages(graph: Any, stage_nodes: dict[int, str]) -> dict[str, int]:
             continue
         pending = _called(node)
         while pending:
-            function = pending.pop()
-            if function in owner or function not in functions:
+            if (function := pending.pop()) in owner or function not in functions:
                 continue
             owner[function] = index
             for inner in functions[function].node_def:
@@ -164,8 +160,7 @@ def _network_filesystem(path: str) -> str | None:
     try:
         import psutil
 
-        real = os.path.realpath(path)
-        best = None
+        real, best = os.path.realpath(path), None
         for partition in psutil.disk_partitions(all=True):
             mount = partition.mountpoint
             prefix = mount if mount.endswith(os.sep) else mount + os.sep

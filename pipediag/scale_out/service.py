@@ -106,8 +106,7 @@ def length_delimited(data: bytes, number: int) -> list[bytes]:
     position = 0
     while position < len(data):
         key, position = read_varint(data, position)
-        wire = key & 7
-        if wire == 0:
+        if (wire := key & 7) == 0:
             _, position = read_varint(data, position)
         elif wire == 1:
             position += 8
@@ -154,8 +153,7 @@ class LocalService:
         self.workers = workers
         self.address = ""
         self.startup_s: float | None = None
-        self._clock = clock
-        self._start_timeout_s = start_timeout_s
+        self._clock, self._start_timeout_s = clock, start_timeout_s
         self._servers: list[_Server] = []
 
     def __enter__(self) -> LocalService:
@@ -173,7 +171,9 @@ class LocalService:
     def start(self) -> None:
         """Start every server at once (their TF imports overlap); ServiceError, all stopped."""
         began, deadline = self._clock.now(), time.monotonic() + self._start_timeout_s
-        port = _free_port()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("localhost", 0))  # free now: the dispatcher binds it a moment later
+            port = int(probe.getsockname()[1])
         self.address = f"localhost:{port}"
         try:
             self._spawn(DISPATCHER, str(port))
@@ -234,13 +234,11 @@ class LocalService:
                 assert server.process.stdout is not None
                 selector.register(server.process.stdout, selectors.EVENT_READ, server)
             while not all(s.ready for s in self._servers):
-                left = deadline - time.monotonic()
-                if left <= 0:
+                if (left := deadline - time.monotonic()) <= 0:
                     raise ServiceError("servers-not-started", limit=self._start_timeout_s)
                 for key, _ in selector.select(timeout=min(left, 0.5)):
                     server = key.data
-                    chunk = os.read(key.fd, 4096)
-                    if not chunk:
+                    if not (chunk := os.read(key.fd, 4096)):
                         selector.unregister(key.fileobj)
                         raise self._failure(server)
                     server.output += chunk
@@ -250,8 +248,7 @@ class LocalService:
 
     def _wait_registered(self, deadline: float) -> None:
         while True:
-            registered = probe_dispatcher(self.address)
-            if len(registered) >= self.workers:
+            if len(registered := probe_dispatcher(self.address)) >= self.workers:
                 return
             if time.monotonic() >= deadline:
                 raise ServiceError(
@@ -282,13 +279,6 @@ class LocalService:
             return sum((t.user + t.system for t in times), 0.0)
         except Exception:
             return None
-
-
-def _free_port() -> int:
-    """A localhost port free now: the dispatcher binds it a moment later."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("localhost", 0))
-        return int(probe.getsockname()[1])
 
 
 def _end(process: subprocess.Popen[bytes], timeout_s: float) -> None:
@@ -363,9 +353,8 @@ def transfer_ceiling(
     """One batch already made, sent again and again: the most this consumer can receive."""
     import tensorflow as tf
 
-    repeated = tf.data.Dataset.from_tensors(batch).repeat()
     return read_through(
-        repeated,
+        tf.data.Dataset.from_tensors(batch).repeat(),
         target,
         max_batches=TRANSFER_MAX_BATCHES,
         max_seconds=TRANSFER_MAX_SECONDS,

@@ -31,8 +31,7 @@ def train_through(
         return None, Reason("service-fit-only")
     from pipediag.training.fit_backend import BACKEND_NAMES, keras_backend
 
-    backend = keras_backend(model)
-    if backend not in (None, "tensorflow"):
+    if (backend := keras_backend(model)) not in (None, "tensorflow"):
         return None, Reason("service-tf-only", detail=BACKEND_NAMES.get(backend, backend))
     from pipediag.training.compute_alone import sync_logs
     from pipediag.training.driver import TrainDriver, stateful_random_op
@@ -43,8 +42,7 @@ def train_through(
         return None, Reason("no-compiled-train-function")
     if strategy is not None and getattr(strategy, "num_replicas_in_sync", 1) > 1:
         return None, Reason("service-multi-replica")
-    blocker = stateful_random_op(train_function)
-    if blocker is not None:
+    if (blocker := stateful_random_op(train_function)) is not None:
         return None, Reason("stateful-random-op", detail=blocker)
     reader = _ServiceReader(dataset, target)
     try:

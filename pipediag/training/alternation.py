@@ -78,8 +78,7 @@ class Alternation:
         scale: float = 1.0,
         quiet: Quiet | None = None,
     ) -> None:
-        self._clock = clock
-        self._quiet = quiet
+        self._clock, self._quiet = clock, quiet
         self._whole_blocks = whole_blocks
         soft = max(paired.MAX_ROUNDS, round(paired.MAX_ROUNDS * scale))
         self._max_rounds = soft if max_rounds is None else min(soft, max_rounds)
@@ -88,13 +87,11 @@ class Alternation:
         # alternation").
         self._most_rounds = extended if max_rounds is None else min(extended, max_rounds)
         self._max_seconds = paired.MAX_SECONDS * scale
-        self._origin = origin
-        self.block_steps = block_steps
+        self._origin, self.block_steps = origin, block_steps
         self._fixed_rounds = fixed_rounds
         self.blocks: list[RateBlock] = []
         self._alone_durations: list[float] = []
-        self._alone_cpu_s = 0.0
-        self._alone_steps = 0
+        self._alone_cpu_s, self._alone_steps = 0.0, 0
         self.began = clock.now()
         self._next: Next = "training"
         if lead is not None and lead[1]:
@@ -238,11 +235,9 @@ class FitAlternation:
     """The alternation under fit: step-alone blocks run between fit's own, timed steps."""
 
     def __init__(self, runner: StepAlone, alternation: Alternation, *, clock: Clock) -> None:
-        self._runner = runner
-        self.alternation = alternation
+        self._runner, self.alternation = runner, alternation
         self._clock = clock
-        self._warmed = False
-        self._skip_next = False
+        self._warmed = self._skip_next = False
         self.failure: Reason | None = None
 
     @property

@@ -116,18 +116,15 @@ class AlternatedBlocks:
         sync: Callable[[], None] | None = None,
         lockstep: bool = False,
     ) -> None:
-        self._alternation = alternation
-        self._clock = clock
-        self._sync = sync
-        self._lockstep = lockstep
+        self._alternation, self._clock = alternation, clock
+        self._sync, self._lockstep = sync, lockstep
         self.batch: Any = cached.batch
         self._pull = cached.pull
         self._warmup_left = WARMUP_STEPS
 
     def next_batch(self) -> Any | None:
         """Ends the step that ran on the last answer, starts the next; None once done."""
-        alternation = self._alternation
-        now = self._synced_now()
+        alternation, now = self._alternation, self._synced_now()
         if alternation.open_kind is not None and not alternation.step_ended(now):
             return self._answer(alternation.open_kind)
         if alternation.next == "done":
@@ -176,8 +173,7 @@ def loop_plans(
     """The plans served to a loop at its budget, each made once the last is folded in."""
     serving.phase(ProgressStep("alternation"), redraw=False)
     running = yield blocks
-    batch = blocks.batch
-    work = fold(blocks.result()) or LoopWork()
+    batch, work = blocks.batch, fold(blocks.result()) or LoopWork()
     # The cached batch stays only for the model side, last.
     kept, batch = (batch if work.model_s is not None else None), None
     if not running:
@@ -255,8 +251,7 @@ class BudgetServer:
     def next_batch(self) -> Any | None:
         """A batch, `PULL`, or None once the budget should end the script."""
         while self._plan is not None:
-            batch = self._plan.next_batch()
-            if batch is not None:
+            if (batch := self._plan.next_batch()) is not None:
                 return batch
             self._advance(running=True)
         return None

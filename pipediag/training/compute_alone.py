@@ -63,8 +63,7 @@ class StepAlone(Protocol):
 
 
 def fit_step_alone(model: Any, batch: Any) -> StepAlone | Reason:
-    blocker = fit_step_blocker(model, "backend-no-step-alone")
-    if blocker is not None:
+    if (blocker := fit_step_blocker(model, "backend-no-step-alone")) is not None:
         return blocker
     return JaxStepAlone(model, batch) if on_jax(model) else FitStepAlone(model, batch)
 
@@ -88,8 +87,7 @@ def measure_step_alone(
 
     runner.block(step_ended, clock=clock, warmup=WARMUP_STEPS)
     cpu_s, now = time.process_time() - cpu_from, clock.now()
-    durations = [b - a for a, b in zip(ends, ends[1:], strict=False)]
-    if not durations:
+    if not (durations := [b - a for a, b in zip(ends, ends[1:], strict=False)]):
         return ComputeAlone(measured=False, reason=Reason("no-step-alone"))
     span = ends[-1] - ends[0]
     result = ComputeAlone(

@@ -58,8 +58,7 @@ class TrainDriver:
 
 def fit_driver(model: Any, undriven_code: ReasonCode) -> TrainDriver | Reason:
     """fit's train function as a trial drives it (TF or JAX), or why it cannot run apart."""
-    blocker = fit_step_blocker(model, undriven_code)
-    if blocker is not None:
+    if (blocker := fit_step_blocker(model, undriven_code)) is not None:
         return blocker
     if on_jax(model):  # the JAX step on a copy of fit's state: none of fit's arrays is written
         return TrainDriver(JaxFitSteps(model).call, fit_batches_per_call(model))
@@ -116,8 +115,7 @@ def each_once(variables: Iterable[Any]) -> list[Any]:
 
 def stateful_random_op_in(graphs: Iterable[Any]) -> str | None:
     for graph_def in graphs:
-        hit = sorted(ops_in(graph_def) & STATEFUL_RANDOM_OPS)
-        if hit:
+        if hit := sorted(ops_in(graph_def) & STATEFUL_RANDOM_OPS):
             return str(hit[0])
     return None
 

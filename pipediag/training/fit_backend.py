@@ -18,16 +18,14 @@ BACKEND_NAMES: dict[str, str] = {"tensorflow": "TensorFlow", "jax": "JAX", "torc
 def keras_backend(model: Any) -> KerasBackend | None:
     """The backend whose trainer `model` inherits; None for no Keras 3 model."""
     for cls in type(model).__mro__:
-        backend = _TRAINER_MODULES.get(getattr(cls, "__module__", ""))
-        if backend is not None:
+        if (backend := _TRAINER_MODULES.get(getattr(cls, "__module__", ""))) is not None:
             return backend
     return None
 
 
 def undriven(model: Any) -> str | None:
     """The name of `model`'s backend where pipediag does not drive its train step."""
-    backend = keras_backend(model)
-    if backend in (None, "tensorflow", "jax"):
+    if (backend := keras_backend(model)) in (None, "tensorflow", "jax"):
         return None
     return BACKEND_NAMES.get(backend or "", backend or "")
 

@@ -45,8 +45,7 @@ def function_name(function: Any) -> str:
 
 
 def code_of(function: Any) -> Any:
-    python = getattr(function, "_python_function", None)
-    if python is None:
+    if (python := getattr(function, "_python_function", None)) is None:
         return None
     python = getattr(python, "__func__", python)
     with contextlib.suppress(Exception):  # a chain that cannot be followed: the outer one
@@ -162,8 +161,7 @@ class TrainCalls:
             return Reason("calls-no-fix-trial")
         if reads_to_end(self.function):
             return Reason("reads-iterator-to-end")
-        blocker = stateful_random_op_in(graph_defs(self.function))
-        if blocker is not None:
+        if (blocker := stateful_random_op_in(graph_defs(self.function))) is not None:
             return Reason("stateful-random-op", detail=blocker)
         slot, args, kwargs = self.slot, self.args, self.kwargs
 
@@ -199,13 +197,11 @@ class TrainCalls:
     def step_alone(self, batch: Any) -> CallStepAlone | Reason:
         if batch is None:
             return Reason("no-batch-kept")
-        blocker = stateful_random_op_in(graph_defs(self.function))
-        if blocker is not None:
+        if (blocker := stateful_random_op_in(graph_defs(self.function))) is not None:
             return Reason("stateful-random-op", detail=blocker)
         if not self.passes_per_call() and reads_to_end(self.function):
             return Reason("reads-iterator-to-end")
-        held = held_feed(self.fed(), batch, self.steps_per_call)
-        if isinstance(held, Reason):
+        if isinstance(held := held_feed(self.fed(), batch, self.steps_per_call), Reason):
             return held
         self.held_batch = batch
         args, kwargs = list(self.args), dict(self.kwargs)
@@ -288,8 +284,7 @@ def captured_data(function: Any, made: Callable[[int], Any | None]) -> Any | Non
     """The iterator or dataset `made` knows by handle id that `function` captures, if any."""
     for concrete in function._list_all_concrete_functions():
         for value in concrete._captured_inputs:
-            fed = made(id(value))
-            if fed is not None and data_handle(fed) is value:
+            if (fed := made(id(value))) is not None and data_handle(fed) is value:
                 return fed
     return None
 
@@ -299,8 +294,7 @@ def held_feed(fed: Any, batch: Any, steps_per_call: int, *, plain: bool = False)
     element spec, a dataset `steps_per_call` batches long; or why none can be made."""
     import tensorflow as tf
 
-    spec = getattr(iterator_dataset(fed), "element_spec", None)
-    if spec is None:
+    if (spec := getattr(iterator_dataset(fed), "element_spec", None)) is None:
         return Reason("iterator-unreadable")
     flat_specs = tf.nest.flatten(spec)
     if not all(isinstance(s, tf.TensorSpec) for s in flat_specs):

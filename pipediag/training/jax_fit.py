@@ -53,8 +53,7 @@ class JaxFitSteps:
         import jax
         import jax.numpy as jnp
 
-        state = fit_state(model)
-        if isinstance(state, Reason):
+        if isinstance(state := fit_state(model), Reason):
             raise RuntimeError("fit's training state could not be read (its variables were purged)")
         self._jax: Any = jax  # typed loosely: jax is optional, and partly untyped
         self._train: Callable[[Any, Iterator[Any]], tuple[Any, Any]] = model.train_function
@@ -121,8 +120,7 @@ def device_sync() -> Callable[[], None] | None:
 
 def synced_step_s(timeline: StepTimeline, sync: Callable[[], None], clock: Clock) -> float | None:
     """The measured steps' mean up to the end of their device work (durations are dispatch)."""
-    measured = timeline.steps[timeline.warmup_steps :]
-    if not measured:
+    if not (measured := timeline.steps[timeline.warmup_steps :]):
         return None
     sync()
     return max(0.0, clock.now() - measured[0].start) / sum(s.count for s in measured)

@@ -33,8 +33,7 @@ class LoopProfile:
     ) -> None:
         self._batch = batch
         self._steps = max(1, steps)
-        self._clock = clock
-        self._profiler = profiler
+        self._clock, self._profiler = clock, profiler
         self._layer_names = layer_names
         self.began = clock.now()
         self._started_at: float | None = None
@@ -45,8 +44,7 @@ class LoopProfile:
         if self._result is not None:
             return None
         if self._started_at is None:
-            failed = self._start()
-            if failed is not None:
+            if (failed := self._start()) is not None:
                 self._result = ([], failed)
                 return None
         elif self._served >= self._steps:
@@ -92,7 +90,6 @@ def keras_layer_names(function: Any) -> list[str]:
     """The layer names of the Keras model `function` is bound to or closes over, if any."""
     python_function = getattr(function, "_python_function", function)
     for candidate in [getattr(python_function, "__self__", None), *closed_over(python_function)]:
-        layers = getattr(candidate, "layers", None)
-        if isinstance(layers, list) and layers:
+        if isinstance(layers := getattr(candidate, "layers", None), list) and layers:
             return [str(getattr(layer, "name", "")) for layer in layers]
     return []

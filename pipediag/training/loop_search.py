@@ -34,10 +34,8 @@ class LoopSearch:
     """Serves a custom loop a search's trials, each from its two copies in turn."""
 
     def __init__(self, search: Search, *, clock: Clock, step_s: float, teardown: TearDown):
-        self._search = search
-        self._clock = clock
-        self._step_s = step_s
-        self._teardown = teardown
+        self._search, self._clock = search, clock
+        self._step_s, self._teardown = step_s, teardown
         self._trial: FixRounds | None = None
         self._slice: PullSlice | None = None
         self.began = clock.now()
@@ -45,8 +43,7 @@ class LoopSearch:
     def next_batch(self) -> Any | None:
         while True:
             if self._trial is None:
-                due = self._search.next_trial()
-                if due is None:
+                if (due := self._search.next_trial()) is None:
                     return None
                 pipelines, share_s = due
                 self._trial = FixRounds(
@@ -56,8 +53,7 @@ class LoopSearch:
                     budget_s=share_s,
                     teardown=self._teardown,
                 )
-            batch = self._serve(self._trial)
-            if batch is not None:
+            if (batch := self._serve(self._trial)) is not None:
                 return batch
             self.close()
 
@@ -84,8 +80,7 @@ class LoopSearch:
                         continue
                 self._drop_slice(trial)
                 trial.record(current.side, current.timing())
-            due = trial.next_slice()
-            if due is None:
+            if (due := trial.next_slice()) is None:
                 return None
             side, seconds = due
             opening = self._clock.now()

@@ -39,8 +39,7 @@ def xla_twin(function: Any) -> Any | Reason:
         return Reason("already-xla")
     if getattr(function, "_run_functions_eagerly", False):
         return Reason("functions-eager")
-    python_function = getattr(function, "_python_function", None)
-    if python_function is None:
+    if (python_function := getattr(function, "_python_function", None)) is None:
         return Reason("no-python-function")
     from tensorflow.python.eager.polymorphic_function import polymorphic_function
 
@@ -70,10 +69,8 @@ class LoopXlaTrial:
         make_twin: Callable[[Any], Any] = xla_twin,
         variables_of: Callable[[Any], list[Any]] = captured_variables,
     ) -> None:
-        self._step = step
-        self._batch = batch
-        self._clock = clock
-        self._step_s = step_s
+        self._step, self._batch = step, batch
+        self._clock, self._step_s = clock, step_s
         self.began = clock.now()
         self._end_s = self.began + budget_s
         self._plan: RoundPlan | None = None
@@ -104,8 +101,7 @@ class LoopXlaTrial:
                 return self._batch
             self._slice = None
             self._plan.record(current.side, current.timing())
-        due = self._plan.next_slice()
-        if due is None:
+        if (due := self._plan.next_slice()) is None:
             return None
         side, seconds = due
         self._redirect(self._twin if side == 1 else None)

@@ -151,8 +151,7 @@ def _caller(function: Callable[[Any], Any], feed: Callable[[], Any]) -> Call:
 
 def _xla(model: Any, batch: Any, facts: FitFacts, share_s: float, *, clock: Clock) -> ModelTrial:
     code = "model.compile(..., jit_compile=True)"
-    built = model_variants.xla_train_function(model)
-    if isinstance(built, Reason):
+    if isinstance(built := model_variants.xla_train_function(model), Reason):
         return ModelTrial("jit_compile", reason=built, code=code)
     feed = cached_batch_feed(model, batch)
     variant = Side(_caller(built, feed))
@@ -218,11 +217,9 @@ def _mixed_precision(
 ) -> ModelTrial:
     policy = facts.policy
     code = f'keras.mixed_precision.set_global_policy("{policy}")  # before the model is built'
-    blocker = facts.policy_reason or model_variants.clone_blocker(model)
-    if blocker is not None:
+    if (blocker := facts.policy_reason or model_variants.clone_blocker(model)) is not None:
         return ModelTrial("mixed_precision", reason=blocker, code=code, setting=policy)
-    began = clock.now()
-    clone = model_variants.mixed_precision_clone(model, policy)
+    began, clone = clock.now(), model_variants.mixed_precision_clone(model, policy)
     clone.make_train_function()
     feed = cached_batch_feed(model, batch)
     variant = Side(_caller(clone.train_function, feed))

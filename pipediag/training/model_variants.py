@@ -65,8 +65,7 @@ def traced_with_steps(model: Any, steps: int) -> Iterator[None]:
 def xla_failure(exc: BaseException) -> Reason:
     """An XLA compilation that failed: the op it could not compile, if named."""
     text = str(exc)
-    found = _XLA_UNSUPPORTED.search(text) or _NO_KERNEL.search(text)
-    if found:
+    if found := _XLA_UNSUPPORTED.search(text) or _NO_KERNEL.search(text):
         return Reason("xla-op", detail=found.group(1))
     return Reason("xla-failed", detail=first_line(exc, 200))
 

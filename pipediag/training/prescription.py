@@ -104,10 +104,8 @@ class PipelineSearch:
     ) -> None:
         self._queue = list(fixes)
         self._stages = list(stages)
-        self._compose = compose
-        self._clock = clock
-        self._until_s = until_s
-        self._ceiling = ceiling
+        self._compose, self._clock = compose, clock
+        self._until_s, self._ceiling = until_s, ceiling
         self._kept: list[FixPipelines] = []
         self._pending: FixPipelines | None = None  # the trial's pipelines, composed
         self._pending_fix: FixPipelines | None = None  # the rewrite they try
@@ -132,8 +130,7 @@ class PipelineSearch:
             return pipelines, share_s
         if len(self._kept) >= 2 and self._combined_due:
             self._combined_due = False
-            share_s = self._share_s(planned=1)
-            if share_s is None:
+            if (share_s := self._share_s(planned=1)) is None:
                 self.outcome.combined_reason = Reason("training-out-of-time")
                 return None
             try:
@@ -168,8 +165,7 @@ class PipelineSearch:
         self.outcome.results[key] = (rounds, reason)
         if capped is not None:
             self.outcome.capped[key] = capped
-        tried = fix or pending
-        at_step_alone = capped is not None
+        tried, at_step_alone = fix or pending, capped is not None
         self._add(
             tried, freed=freed, rounds=rounds, kept=keep, reason=why, at_step_alone=at_step_alone
         )
@@ -206,8 +202,7 @@ class PipelineSearch:
         return changes
 
     def _measured(self) -> Prescription:
-        kept = [c for c in self.outcome.tried if c.kept]
-        combined = self.outcome.combined
+        kept, combined = [c for c in self.outcome.tried if c.kept], self.outcome.combined
         if len(kept) == 1:
             key = (kept[0].fix, kept[0].stage_index)
             rates = self.outcome.results.get(key, (None, None))[0]
@@ -242,8 +237,7 @@ class PipelineSearch:
 
     def _drop_covered(self, kept: FixPipelines) -> None:
         """The queued rewrites a kept cache makes moot, reported with why."""
-        reason = covered_by_cache(kept, self._stages)
-        if reason is None or kept.stage_index is None:
+        if (reason := covered_by_cache(kept, self._stages)) is None or kept.stage_index is None:
             return
         covered = stage_facts.upstream_of(self._stages, kept.stage_index)
         # A cheaper stage under the cache changes only the first epoch (`FixFacts.stage_work`).
@@ -303,8 +297,7 @@ def covered_by_cache(kept: FixPipelines, stages: Sequence[StageStats]) -> Reason
     index = kept.stage_index
     if not fix_facts(kept.fix).caches or index is None or not 0 <= index < len(stages):
         return None
-    name = kept.stage or stages[index].name or stages[index].kind
-    return Reason("covered-by-cache", detail=name)
+    return Reason("covered-by-cache", detail=kept.stage or stages[index].name or stages[index].kind)
 
 
 def _not_kept(freed: Freed | None) -> Reason:
@@ -327,8 +320,7 @@ def order_for_search(
     tried: list[FixPipelines] = []
     skipped: list[PrescribedChange] = []
     for fix in fixes:
-        why = bounded_out(fix, stages)
-        if why is None:
+        if (why := bounded_out(fix, stages)) is None:
             tried.append(fix)
         else:
             skipped.append(_prescribed_change(fix, why))
@@ -358,8 +350,7 @@ def with_prescription(
         for c in prescription.tried
         if c.training_speedup is None and c.reason
     }
-    updated = []
-    ceiling = stage_cost.held_ceiling(pipeline.stages, ceiling)
+    updated, ceiling = [], stage_cost.held_ceiling(pipeline.stages, ceiling)
     for trial in with_training_results(pipeline.trials, trials.outcome.results, ceiling=ceiling):
         key = (trial.fix, trial.stage_index)
         if trial.training is not None and key in after:

@@ -141,12 +141,9 @@ class FixRounds:
         read: Callable[[Iterator[Any], float], BatchTiming] | None = None,
         distribute: Callable[[Any], Any] = as_is,
     ) -> None:
-        self._fix = fix
-        self._clock = clock
-        self._step_s = step_s
-        self._teardown = teardown
-        self._read = read
-        self._distribute = distribute
+        self._fix, self._clock = fix, clock
+        self._step_s, self._teardown = step_s, teardown
+        self._read, self._distribute = read, distribute
         self._end_s = clock.now() + budget_s
         self._plan: RoundPlan | None = None
         self._sides: list[TrialSide] = []
@@ -158,8 +155,7 @@ class FixRounds:
             self._start()
         if self._plan is None:
             return None
-        due = self._plan.next_slice()
-        if due is None:
+        if (due := self._plan.next_slice()) is None:
             self._finish((self._plan.rounds(), None))
         return due
 
@@ -225,8 +221,7 @@ class _FitSteps:
         timing = time_iterator(
             calls, max_batches=MAX_STEPS_PER_SLICE, max_seconds=max_seconds, clock=self.clock
         )
-        per_call = self.driver.batches_per_call
-        if per_call == 1 or not timing.latencies_s:
+        if (per_call := self.driver.batches_per_call) == 1 or not timing.latencies_s:
             return timing
         latencies = [s / per_call for s in timing.latencies_s for _ in range(per_call)]
         # The first batch alone, as a loop's: the call's others at the steady step.

@@ -32,8 +32,7 @@ class AlertRule:
             raise ValueError(f"the alert threshold is a share from 0 to 1, got {threshold}")
         if windows < 1:
             raise ValueError(f"an alert needs at least one window, got {windows}")
-        self.threshold = threshold
-        self.windows = windows
+        self.threshold, self.windows = threshold, windows
         self._streak: list[WatchWindow] = []
 
     def observe(self, window: WatchWindow) -> WatchAlert | None:
@@ -106,10 +105,8 @@ class AlertSinks:
         script: str,
         report_failure: Callable[[Reason], None],
     ) -> None:
-        self.hook = hook
-        self.command = command
-        self.script = script
-        self._report_failure = report_failure
+        self.hook, self.command = hook, command
+        self.script, self._report_failure = script, report_failure
         self._reported: set[str] = set()
         self._running: list[subprocess.Popen[bytes]] = []
 
@@ -144,8 +141,7 @@ class AlertSinks:
         """Collect the commands that ended (no zombies), and say the first that failed."""
         still = []
         for process in self._running:
-            code = process.poll()
-            if code is None:
+            if (code := process.poll()) is None:
                 still.append(process)
             elif code != 0:
                 failed = Reason("alert-command-exit", detail=self.command or "", value=code)

@@ -48,13 +48,10 @@ class Watcher:
         log: Callable[[str], None],
         note: Callable[[Reason], None],
     ) -> None:
-        self.config = config
-        self.timeline = timeline
-        self.clock = clock
-        self.warmup_steps = warmup_steps
+        self.config, self.timeline = config, timeline
+        self.clock, self.warmup_steps = clock, warmup_steps
         self.step_offset = 0
-        self._log = log
-        self._note = note
+        self._log, self._note = log, note
         self.default_logdir: str | None = None
         self._seen_logdir: str | None = None
         # Whether the newest steps' waits are still to come; set by the hook that fills them.
@@ -147,10 +144,8 @@ class Watcher:
             for record in ready:
                 # A record merged across the last read (a reader lagging by thousands of
                 # records) was read with its older half: skipped.
-                if step >= self._read_to:
-                    window = accumulator.add(step, record)
-                    if window is not None:
-                        closed.append(window)
+                if step >= self._read_to and (window := accumulator.add(step, record)) is not None:
+                    closed.append(window)
                 step += record.count
             self._read_to = max(self._read_to, step)
             if final and (last := accumulator.close()) is not None:
@@ -177,8 +172,7 @@ class Watcher:
         self._windows.append(window)
         self._guarded(lambda: self._write_scalars(window))
         self._log(window_line(window, self.config.every_steps))
-        alert = None if self.rule is None else self.rule.observe(window)
-        if alert is None:
+        if self.rule is None or (alert := self.rule.observe(window)) is None:
             return
         self._alerts.append(alert)
         self._log(f"ALERT: {alert_text(alert)}")

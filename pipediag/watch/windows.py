@@ -87,8 +87,7 @@ class WindowAccumulator:
     def __init__(self, every_steps: int | None, *, origin: float, warmup_steps: int) -> None:
         if every_steps is not None and every_steps < 1:
             raise ValueError(f"a window needs at least one step, got {every_steps}")
-        self.every_steps = every_steps
-        self.origin = origin
+        self.every_steps, self.origin = every_steps, origin
         self.warmup_steps = warmup_steps
         self._open: _Open | None = None
         self._closed = 0

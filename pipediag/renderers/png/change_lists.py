@@ -55,8 +55,7 @@ def rewrites(report: Report) -> list[FootLine]:
     if prescription is None or not rows:
         return []
     *changes, together = rows
-    kept = [change.kept for change in prescription.tried]
-    unmeasured = prescription.shown[0] is None
+    kept, unmeasured = [change.kept for change in prescription.tried], prescription.shown[0] is None
     return [
         FootLine(REWRITES_HEADING, LIST_HEADING, bold=True),
         *(

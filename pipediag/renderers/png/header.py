@@ -83,8 +83,7 @@ def header_lines(report: Report) -> tuple[str, str]:
 
 
 def incomplete_line(report: Report) -> str:
-    reason = clip(stop_reason_text(report), INCOMPLETE_REASON_MAX_CHARS)
-    exit_info = report.exit
+    reason, exit_info = clip(stop_reason_text(report), INCOMPLETE_REASON_MAX_CHARS), report.exit
     status = "" if exit_info.status == "ok" else f", exit: {exit_info.status} ({exit_info.code})"
     return f"\N{WARNING SIGN} INCOMPLETE RUN: {reason}{status}"
 

@@ -43,8 +43,7 @@ MIN_BAR_SHARE = 0.25
 
 
 def draw_pipeline(axes: Axes, report: Report) -> None:
-    stages = [s for s in report.pipeline.stages if s.batches_per_s is not None]
-    if stages:
+    if stages := [s for s in report.pipeline.stages if s.batches_per_s is not None]:
         _draw_stages(axes, report, stages)
     else:
         _draw_rate_comparison(axes, report)
@@ -153,8 +152,7 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
     ]
     axes.set_yticks(positions, labels, fontsize=9)
     axes.invert_yaxis()
-    verdict = report.verdict
-    marks = ["" for _ in rows]
+    verdict, marks = report.verdict, ["" for _ in rows]
     # Without an input cost, training runs at best at the slower rate alone: the limit.
     alone = [rate for rate in rows if rate.letter in ("P", "T") and rate.value is not None]
     if verdict.input_cost_fraction is None and alone:
@@ -178,8 +176,7 @@ def _draw_rate_comparison(axes: Axes, report: Report) -> None:
 
 
 def _scale_rate_axis(axes: Axes, rates: list[float]) -> None:
-    positive = [r for r in rates if r > 0]
-    if not positive:
+    if not (positive := [r for r in rates if r > 0]):
         axes.set_xlim(0, 1)
         return
     low, high = min(positive), max(positive)

@@ -73,7 +73,8 @@ def draw_step_time(axes: Axes, report: Report) -> None:
         gid="step-time-title",
     )
     fit_font(figure, title, RIGHT_EDGE, TITLE_MIN_FONT)
-    positions = bar_positions(bars)
+    groups = list(dict.fromkeys(bar.group for bar in bars))  # `GROUP_GAP` rows before each next
+    positions = [i + GROUP_GAP * groups.index(bar.group) for i, bar in enumerate(bars)]
     colours = [GROUP_COLOURS.get(bar.group, COMPUTE_COLOUR) for bar in bars]
     axes.barh(
         positions, [bar.share for bar in bars], height=0.7, color=colours, gid="step-time-bars"
@@ -84,12 +85,6 @@ def draw_step_time(axes: Axes, report: Report) -> None:
     axes.spines[["top", "right", "bottom"]].set_visible(False)
     _name_bars(figure, axes, bars, positions)
     _legend(figure, axes, bars)
-
-
-def bar_positions(bars: list[TimeBar]) -> list[float]:
-    """A row per bar, `GROUP_GAP` rows more before each grouping after the first (`time_bars`)."""
-    groups = list(dict.fromkeys(bar.group for bar in bars))
-    return [i + GROUP_GAP * groups.index(bar.group) for i, bar in enumerate(bars)]
 
 
 def _name_bars(figure: Figure, axes: Axes, bars: list[TimeBar], positions: list[float]) -> None:

@@ -125,8 +125,7 @@ def foot_lines(report: Report, lists: list[list[FootLine]] | None = None) -> lis
         FootLine(text, "suggestion", WARNING_COLOUR if warning else "black")
         for text, warning in suggestion_lines(report, said_already=said_already)[: max(0, room)]
     ]
-    lines = [*said, *fixes, *scale_out]
-    if not lines and not lists:
+    if not (lines := [*said, *fixes, *scale_out]) and not lists:
         return [FootLine("No suggestions", "no-suggestions", MUTED_TEXT_COLOUR)]
     lines += listed
     if not lists or len(lines) <= LINES_THAT_FIT:

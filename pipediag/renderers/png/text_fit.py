@@ -214,8 +214,7 @@ def _name_unlabelled(axes: Axes, names: Sequence[str]) -> None:
     "The PNG page"); a second call writes a line below the first."""
     panel = axes.get_window_extent()
     ticks_and_label = axes.xaxis.get_tightbbox()  # places the x label, measured next
-    axis_label = axes.xaxis.label
-    earlier = [t for t in axes.texts if t.get_gid() == UNLABELLED_GID]
+    axis_label, earlier = axes.xaxis.label, [t for t in axes.texts if t.get_gid() == UNLABELLED_GID]
     listed = UNLABELLED_PREFIX + _listed(names, len(names))
     line = caption(axes, 1.0, 0.0, listed, ha="right", fontsize=UNLABELLED_FONT, gid=UNLABELLED_GID)
     if earlier:

@@ -54,8 +54,7 @@ def draw_gpu(axes: Axes, report: Report) -> None:
     gpu = report.gpu
     percent_panel(axes, "GPU utilization", "util %")
     names = {d.index: d.name for d in gpu.devices}
-    indices = sorted({s.device_index for s in gpu.samples})
-    if not indices:
+    if not (indices := sorted({s.device_index for s in gpu.samples})):
         note(axes, "GPU found, but no utilization samples were recorded")
         return
     for k, index in enumerate(indices):
