@@ -23,8 +23,10 @@ MAX_HELD_BYTES = 256 * 2**20
 UNSIZED_ELEMENTS = 32
 # The first pass (computing the held elements, at the pipeline's own rate) may take this long.
 MAX_FILL_S = 0.5
-# The unchanged copy's in-memory caches are filled first where a pass is at most this long.
+# The unchanged copy's in-memory caches are filled first where a pass is at most this long,
+# in batches and in seconds at the pipeline's rate alone (its first pass, uncached).
 MAX_BASE_FILL_BATCHES = 2000
+MAX_BASE_FILL_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class HeldCopies:
         self.chain = holdable_chain(walked.stages, walked.nodes)
         isolated, _ = walked.isolated
         self.baseline = isolated.rebuild(self._spec)
-        self._baseline_fill = base_fill_batches(walked, self.baseline)
+        self._baseline_fill = base_fill_batches(walked, self.baseline, pipeline_batches_per_s)
 
     def pipelines(self, stage: Holdable) -> FixPipelines:
         """Both copies for holding `stage`, as a fix trial on training takes them."""
@@ -117,7 +119,7 @@ class HeldCopies:
         )
 
 
-def base_fill_batches(walked: WalkedPipeline, baseline: Any) -> int:
+def base_fill_batches(walked: WalkedPipeline, baseline: Any, batches_per_s: float | None) -> int:
     """Batches to read through the unchanged copy before its in-memory caches are complete, as
     the script's were after its first epoch (docs/design.md, "The held output"): a pass and
     the read past its end; 0 where it has none, or its pass is unknown or too long."""
@@ -126,5 +128,7 @@ def base_fill_batches(walked: WalkedPipeline, baseline: Any) -> int:
         return 0
     count = cache_sizing.cardinality(baseline)
     if count is None or count <= 0 or count > MAX_BASE_FILL_BATCHES:
+        return 0
+    if batches_per_s is not None and batches_per_s > 0 and count / batches_per_s > MAX_BASE_FILL_S:
         return 0
     return count + 1

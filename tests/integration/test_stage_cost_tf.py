@@ -82,9 +82,11 @@ def test_the_unchanged_copy_s_cache_is_filled_before_a_held_trial_as_training_s_
     # WHEN a trial's side fills it: later slices' fresh iterators read the same cached values
     TrialSide(fix.baseline, teardown.SHARED, MONOTONIC, fix.baseline_fill_batches)
     assert first_batch() == first_batch()
-    # AND without a cache nothing is read first
+    # AND without a cache nothing is read first, nor where a pass would take over 3 s
     plain = tf.data.Dataset.range(12).batch(4)
     assert HeldCopies(walk(plain), 100.0).pipelines(_output(plain)).baseline_fill_batches == 0
+    slow = HeldCopies(walk(ds), pipeline_batches_per_s=0.5)
+    assert slow.pipelines(slow.chain[-1]).baseline_fill_batches == 0
 
 
 def _output(ds: object) -> object:
