@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -237,9 +238,14 @@ class CallStepAlone:
         counted = calls.calls_made  # put back too, as the counter is with the variables
         try:
             with self.driver.restoring(), captured_swapped(calls.function, self.swap):
-                for _ in range(warmup):
+                # `warmup` is in steps, a call runs several; the block starts where its first
+                # call does, so no call's steps fall outside it (docs/design.md, "Loops that
+                # pull inside a tf.function").
+                for _ in range(math.ceil(warmup / calls.batches_per_call)):
                     call()
                 count = calls.count()
+                if step_ended(clock.now()):
+                    return
                 while True:
                     began = clock.now()
                     call()
