@@ -13,7 +13,7 @@ from typing import Literal
 from pipediag.analysis import paired
 from pipediag.analysis.alternation import PairedCost, block_of, paired_cost
 from pipediag.analysis.classifier import LABEL_MAX_HALF_WIDTH
-from pipediag.analysis.input_cost import DEFAULT_THRESHOLDS, label_of
+from pipediag.analysis.input_cost import DEFAULT_THRESHOLDS
 from pipediag.analysis.stats import latency_stats
 from pipediag.clock import Clock, Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
@@ -44,11 +44,6 @@ def _straddles(cost: PairedCost | None) -> bool:
         return False
     edges = (DEFAULT_THRESHOLDS.moderately_input_bound, DEFAULT_THRESHOLDS.highly_input_bound)
     return any(cost.low < edge <= cost.high for edge in edges)
-
-
-def _below_the_cost(cost: PairedCost) -> bool:
-    """Whether the label the interval's low end sets is under the cost's own band."""
-    return cost.low is not None and label_of(cost.low) != label_of(cost.cost)
 
 
 def block_steps_for(step_s: float, most: int = paired.MAX_BLOCK_STEPS) -> int:
@@ -209,12 +204,8 @@ class Alternation:
             return width is None or width > paired.TARGET_HALF_WIDTH or _straddles(cost)
         if rounds >= self._most_rounds or elapsed >= paired.EDGE_EXTENSION * self._max_seconds:
             return False
-        # Past the bounds, only an interval across an edge that leaves the label open: too wide
-        # for a label where it lies (too noisy to tell), or one whose low end alone sets a
-        # label under the cost's own band.
-        if width is None or cost is None or not _straddles(cost):
-            return False
-        return width > LABEL_MAX_HALF_WIDTH or _below_the_cost(cost)
+        # Past the bounds, only an interval too wide for a label where it lies (too noisy to tell).
+        return width is not None and width > LABEL_MAX_HALF_WIDTH and _straddles(cost)
 
     def result(self, method: ComputeAloneMethod, *, restored: int = 0) -> ComputeAlone:
         """T from the step-alone blocks (an open one closed), and every block for the pairs."""

@@ -245,20 +245,6 @@ def test_a_narrow_interval_across_a_band_s_edge_goes_on_to_the_bound() -> None:
     assert alternation.rounds == 5
 
 
-def test_past_the_bound_a_narrow_interval_goes_on_where_its_low_end_lowers_the_label() -> None:
-    # GIVEN costs of 4% and 12% in turn: 8% (balanced), and at the bound an interval
-    # (4.4-11.6%) under ±5 points that reaches under the 5% edge, so the label would be its
-    # low end's, compute-bound
-    extended = _in_turn(92.0, (95.8, 104.5), max_rounds=20)
-    # THEN the rounds go on past the bound, up to twice it, until the label is the cost's
-    assert MAX_ROUNDS < extended.rounds <= 2 * MAX_ROUNDS
-    cost = paired_cost(extended.blocks)
-    assert cost is not None and cost.low is not None and cost.low >= 0.05
-    # WHEN the cost itself is under the edge (2% and 6% in turn: 4%), THEN its label is the
-    # cost's band already, and the rounds stop at the bound
-    assert _in_turn(94.0, (95.9, 100.0), max_rounds=20).rounds == MAX_ROUNDS
-
-
 def _disagreeing(max_rounds: int | None) -> Alternation:
     """Training at 85 steps/s and the step alone at 100 and 125 in turn: costs of 15% and
     32%, an interval across the 20% edge."""
