@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipediag.analysis.paired import disturbed, log_interval, robust_sd
+from pipediag.analysis.paired import MAX_ROUNDS, disturbed, log_interval, robust_sd, t90
 from pipediag.report.model import ObserverEffect, RateBlock
 from pipediag.report.stage_facts import output_stage
 from pipediag.report.stages import StageStats
@@ -157,6 +157,22 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
         high=high,
         pairs=found.pairs,
     )
+
+
+def low_for_looks(blocks: Sequence[RateBlock], *, around_s: float = 0.0) -> float | None:
+    """The pairs' low end where the rounds read on past `MAX_ROUNDS`, with the 90% split over
+    the looks made from there (Bonferroni): each was a chance to stop where the interval left an
+    edge (docs/design.md, "Rates in alternation"). None within the bound."""
+    if (rounds := sum(b.kind == "step-alone" for b in blocks)) <= MAX_ROUNDS:
+        return None
+    left_out, modes = _left_out(blocks)
+    logs = _logs_against_training(blocks, "step-alone", left_out, modes, around_s)
+    if len(logs) < 2:
+        return None
+    normal = statistics.NormalDist()
+    widened = normal.inv_cdf(1 - 0.05 / (rounds - MAX_ROUNDS + 1)) / normal.inv_cdf(0.95)
+    spread = widened * t90(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return log_cost(statistics.fmean(logs) - spread)
 
 
 def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:

@@ -657,3 +657,25 @@ def test_the_pooling_benchmark_judges_one_report_with_and_without_the_held_outpu
     assert (without.label, pooled.label) == ("balanced", "compute-bound")
     assert without.held_output_cost is None and pooled.held_output_cost is not None
     assert base_over_training(report) == pytest.approx(1.0, rel=0.01)
+
+
+def test_pairs_read_on_past_the_bound_lower_their_low_end_for_the_looks() -> None:
+    # GIVEN 8 rounds (2 past the bound of 6) whose pairs read 4% and 14% in turn: 9.6%, its
+    # 90% interval (5.5-12.8%) clear of the 5% edge
+    train = _train([(0.1, 0.0, 0)] * 40, source="batch-stamps")
+    pipeline = PipelineBenchmark(measured=True, batches_per_s=40.0)
+    alone = _blocks([10.0] * 9, [10 / 0.96, 10 / 0.86] * 4)
+    pairs = paired_cost(alone.blocks)
+    assert pairs is not None and pairs.low is not None and pairs.low > 0.05
+    verdict = judge(train, pipeline, compute_alone=alone)
+    # THEN the low end widened for the three looks from the bound on reaches under it: each
+    # round past the bound was a chance to stop where the interval left the edge, so the
+    # label is that low end's band, and the interval says so
+    low, high = verdict.input_cost_interval or [1.0, 0.0]
+    assert low < 0.05 < verdict.input_cost_fraction < high
+    assert verdict.label == "compute-bound"
+    # WHEN the same pairs stop within the bound (6 rounds), THEN their own interval stands
+    within = judge(train, pipeline, compute_alone=_blocks([10.0] * 7, [10 / 0.96, 10 / 0.86] * 3))
+    within_pairs = paired_cost(_blocks([10.0] * 7, [10 / 0.96, 10 / 0.86] * 3).blocks)
+    assert within_pairs is not None and within.input_cost_interval is not None
+    assert within.input_cost_interval[0] == pytest.approx(within_pairs.low, abs=1e-9)
