@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipediag.analysis.paired import MAX_ROUNDS, disturbed, log_interval, robust_sd, t90
+from pipediag.analysis.paired import MAX_ROUNDS, disturbed, log_interval, robust_sd
 from pipediag.report.model import ObserverEffect, RateBlock
 from pipediag.report.stage_facts import output_stage
 from pipediag.report.stages import StageStats
@@ -159,20 +159,16 @@ def paired_cost(blocks: list[RateBlock], *, around_s: float = 0.0) -> PairedCost
     )
 
 
-def low_for_looks(blocks: Sequence[RateBlock], *, around_s: float = 0.0) -> float | None:
-    """The pairs' low end where the rounds read on past `MAX_ROUNDS`, with the 90% split over
-    the looks made from there (Bonferroni): each was a chance to stop where the interval left an
-    edge (docs/design.md, "Rates in alternation"). None within the bound."""
-    if (rounds := sum(b.kind == "step-alone" for b in blocks)) <= MAX_ROUNDS:
-        return None
-    left_out, modes = _left_out(blocks)
-    logs = _logs_against_training(blocks, "step-alone", left_out, modes, around_s)
-    if len(logs) < 2:
-        return None
+def widened_for_looks(cost: PairedCost, rounds: int) -> float:
+    """How far the pairs' low end moves down where the rounds read on past `MAX_ROUNDS`: the
+    90% split over the looks made from there (Bonferroni), each a chance to stop where the
+    interval left an edge (docs/design.md, "Rates in alternation"). 0 within the bound."""
+    if rounds <= MAX_ROUNDS or cost.low is None:
+        return 0.0
     normal = statistics.NormalDist()
-    widened = normal.inv_cdf(1 - 0.05 / (rounds - MAX_ROUNDS + 1)) / normal.inv_cdf(0.95)
-    spread = widened * t90(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return log_cost(statistics.fmean(logs) - spread)
+    factor = normal.inv_cdf(1 - 0.05 / (rounds - MAX_ROUNDS + 1)) / normal.inv_cdf(0.95)
+    mean, low = -math.log(1.0 - cost.cost), -math.log(1.0 - cost.low)
+    return max(0.0, cost.low - log_cost(mean - factor * (mean - low)))
 
 
 def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pipediag.analysis.alternation import low_for_looks, observer_effect
+from pipediag.analysis.alternation import observer_effect, widened_for_looks
 from pipediag.analysis.host_contention import other_processes_cores
 from pipediag.analysis.input_cost import (
     DEFAULT_THRESHOLDS,
@@ -164,7 +164,7 @@ def judge(
     elif label in ("balanced", "input-bound") and measured is not None:
         # An interval across a band's lower edge claims only its low end's band; from pairs
         # alone read on past the bound, its low end lowered for those looks.
-        widened = _widened_for_looks(rates, compute_alone, train)
+        widened = _widened_for_looks(rates, compute_alone)
         if widened and interval:
             interval = [max(0.0, interval[0] - widened), interval[1]]
         label = label_of(measured[0] - widened)
@@ -200,16 +200,12 @@ def judge(
     )
 
 
-def _widened_for_looks(
-    rates: Rates, compute_alone: model.ComputeAlone | None, train: model.TrainSection
-) -> float:
-    """How far the pairs' low end moves down for the rounds read on past the bound, where the
-    cost is the pairs' alone (a held output pooled in was read once, not at each round)."""
-    paired = rates.paired
-    if compute_alone is None or paired is None or paired.held is not None or paired.low is None:
+def _widened_for_looks(rates: Rates, compute_alone: model.ComputeAlone | None) -> float:
+    """The pairs' low end lowered for the rounds read on past the bound, where the cost is the
+    pairs' alone (a held output pooled in was read once, not at each round)."""
+    if compute_alone is None or (paired := rates.paired) is None or paired.held is not None:
         return 0.0
-    looked = low_for_looks(compute_alone.blocks, around_s=train.fit_overhead_s or 0.0)
-    return 0.0 if looked is None else max(0.0, paired.low - looked)
+    return widened_for_looks(paired, sum(b.kind == "step-alone" for b in compute_alone.blocks))
 
 
 def _too_noisy(interval: list[float]) -> bool:

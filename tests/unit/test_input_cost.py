@@ -675,7 +675,7 @@ def test_pairs_read_on_past_the_bound_lower_their_low_end_for_the_looks() -> Non
     assert low < 0.05 < verdict.input_cost_fraction < high
     assert verdict.label == "compute-bound"
     # WHEN the same pairs stop within the bound (6 rounds), THEN their own interval stands
-    within = judge(train, pipeline, compute_alone=_blocks([10.0] * 7, [10 / 0.96, 10 / 0.86] * 3))
-    within_pairs = paired_cost(_blocks([10.0] * 7, [10 / 0.96, 10 / 0.86] * 3).blocks)
+    six = _blocks([10.0] * 7, [10 / 0.96, 10 / 0.86] * 3)
+    within, within_pairs = judge(train, pipeline, compute_alone=six), paired_cost(six.blocks)
     assert within_pairs is not None and within.input_cost_interval is not None
     assert within.input_cost_interval[0] == pytest.approx(within_pairs.low, abs=1e-9)
