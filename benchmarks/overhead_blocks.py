@@ -87,10 +87,10 @@ class LoopTrainer:
     inside a block is noise that only blurs the pairs.
     """
 
-    def __init__(self, case: Any, model: Any, fixes: frozenset[str]) -> None:
+    def __init__(self, case: Any, model: Any, fixes: frozenset[str], eager: bool) -> None:
         from _case import make_loop_step  # on sys.path once a case is loaded
 
-        self._step = make_loop_step(model)
+        self._step = make_loop_step(model, eager=eager)
         self._batches: Any = iter(case.make_dataset(fixes).repeat())
 
     def _run(self, steps: int) -> None:
@@ -243,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_HOST_INTERVAL_S,
         help=f"seconds between host readings (default {DEFAULT_HOST_INTERVAL_S:g})",
     )
+    parser.add_argument(
+        "--eager",
+        action="store_true",
+        help="loop style: the train step eager, not a tf.function (the interpreter lock held)",
+    )
     parser.add_argument("--steps-per-block", type=int, default=STEPS_PER_BLOCK)
     add_raw_option(parser, "every block's wall and CPU times")
     args = parser.parse_args(argv)
@@ -259,7 +264,10 @@ def main(argv: list[str] | None = None) -> int:
     keras.utils.set_random_seed(0)
     model = case.make_model()
     fixes = frozenset() if args.plain else CASE_FIXES
-    trainer = (FitTrainer if args.style == "fit" else LoopTrainer)(case, model, fixes)
+    if args.style == "fit":
+        trainer: FitTrainer | LoopTrainer = FitTrainer(case, model, fixes)
+    else:
+        trainer = LoopTrainer(case, model, fixes, args.eager)
     trainer.warm_up()
     # As `pipediag run --steps all` in its monitoring phase: no pipeline benchmark here.
     samplers = args.monitor in ("all", "samplers")
@@ -288,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         "variant": "plain" if args.plain else "tuned",
         "host_interval_s": args.host_interval,
         "style": args.style,
+        "eager": args.eager,
         "steps_per_block": args.steps_per_block,
         "monitor": args.monitor,
         "pairs": pairs,

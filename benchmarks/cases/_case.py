@@ -115,15 +115,15 @@ def rate_after(ends_s: list[float], warmup: int) -> float | None:
     return (len(ends_s) - 1 - warmup) / span if span > 0 else None
 
 
-def make_loop_step(model: Any) -> Callable[[Any, Any], Any]:
-    """A compiled custom train step with the model's own optimizer and loss."""
+def make_loop_step(model: Any, *, eager: bool = False) -> Callable[[Any, Any], Any]:
+    """A custom train step with the model's own optimizer and loss: compiled, or `eager` as
+    the custom training walkthrough writes it (the interpreter lock held most of the step)."""
     import keras
     import tensorflow as tf
 
     loss_fn = keras.losses.get(model.loss)
     optimizer = model.optimizer
 
-    @tf.function
     def train_step(x: Any, y: Any) -> Any:
         with tf.GradientTape() as tape:
             loss = loss_fn(y, model(x, training=True))
@@ -131,7 +131,7 @@ def make_loop_step(model: Any) -> Callable[[Any, Any], Any]:
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
-    return train_step
+    return train_step if eager else tf.function(train_step)
 
 
 def train(

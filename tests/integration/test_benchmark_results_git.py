@@ -36,6 +36,7 @@ from benchmarks import (  # noqa: E402
     overhead_blocks,
     time_to_verdict,
 )
+from pipediag.config import DEFAULT_HOST_INTERVAL_S  # noqa: E402
 
 
 def _written(path: Path, name: str) -> dict[str, Any]:
@@ -251,9 +252,10 @@ def test_overhead_blocks_writes_arm_spreads_and_raw_blocks(
     class Trainer:
         """Blocks of made-up costs: an "on" block is 2% slower."""
 
-        def __init__(self, case: Any, model: Any, fixes: frozenset[str]) -> None:
+        def __init__(self, case: Any, model: Any, fixes: frozenset[str], eager: bool) -> None:
             self.blocks = 0
             built.append(fixes)
+            assert not eager  # a compiled step unless --eager
 
         def warm_up(self) -> None:
             pass
@@ -294,7 +296,7 @@ def test_overhead_blocks_writes_arm_spreads_and_raw_blocks(
     assert document["settings"]["pairs"] == 8 and document["settings"]["style"] == "loop"
     # the case as written, not its tuned variant, and the host sampled at its default rate
     assert built == [frozenset()] and document["settings"]["variant"] == "plain"
-    assert document["settings"]["host_interval_s"] == pytest.approx(0.05)
+    assert document["settings"]["host_interval_s"] == pytest.approx(DEFAULT_HOST_INTERVAL_S)
     assert document["summary"]["throughput_ratio"]["median"] == pytest.approx(1 / 1.02)
     arms = {arm["arm"]: arm for arm in document["cases"]}
     assert arms["on"]["wall_ms"]["median"] == pytest.approx(2.04)
