@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -29,21 +30,39 @@ MONOTONIC = MonotonicClock()
 
 
 class Quiet:
-    """When the samplers skip their readings (the observer check's quiet blocks): until
-    `release()` or the hold's end, so a block cut short never leaves them paused."""
+    """When the samplers neither read nor wake (the observer check's quiet blocks): until
+    `release()` or the hold's end, so a block cut short never leaves them paused. A wake
+    alone takes the interpreter lock from the training thread (docs/design.md, "What
+    pipediag costs a step"), so a sampler sleeps out the hold in `wait_out`."""
 
     def __init__(self, now: Callable[[], float] = time.perf_counter) -> None:
         self._now = now
         self._until = 0.0
+        self._changed = threading.Condition()
 
     def hold(self, seconds: float) -> None:
-        self._until = self._now() + seconds
+        with self._changed:
+            self._until = self._now() + seconds
+            self._changed.notify_all()
 
     def release(self) -> None:
-        self._until = 0.0
+        with self._changed:
+            self._until = 0.0
+            self._changed.notify_all()
 
     def holding(self) -> bool:
         return self._now() < self._until
+
+    def wait_out(self, stop: threading.Event) -> None:
+        """Sleep until the hold ends, is released, or `stop` is set and `interrupt()` called."""
+        with self._changed:
+            while not stop.is_set() and (left := self._until - self._now()) > 0:
+                self._changed.wait(left)
+
+    def interrupt(self) -> None:
+        """Wake the sleepers in `wait_out` to look at their stop events again."""
+        with self._changed:
+            self._changed.notify_all()
 
 
 def wall_minus_clock(

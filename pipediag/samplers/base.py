@@ -99,7 +99,8 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         self._failures: dict[str, _Failure] = {}
         self._sampler_cpu_s, self._readings = 0.0, 0
         self._last_reading_t: float | None = None
-        # While it holds, readings are skipped (quiet blocks); the next covers the gap (CPU deltas).
+        # While it holds, the thread sleeps (quiet blocks); the next reading covers the gap (CPU
+        # deltas).
         self.quiet: Quiet | None = None
 
     @abstractmethod
@@ -143,6 +144,8 @@ class ThreadedSampler(ABC, Generic[ItemT]):
         if not running:
             return
         self._stop.set()
+        if self.quiet is not None:
+            self.quiet.interrupt()
         if (thread := self._thread) is not None:
             thread.join(timeout=STOP_JOIN_TIMEOUT_S)
             if thread.is_alive():
@@ -176,7 +179,9 @@ class ThreadedSampler(ABC, Generic[ItemT]):
     def _loop(self) -> None:
         try:
             while not self._stop.wait(self._buffer.interval_s):
-                if self.quiet is None or not self.quiet.holding():
+                if self.quiet is not None and self.quiet.holding():
+                    self.quiet.wait_out(self._stop)
+                else:
                     self.sample_once()
         except BaseException as exc:  # sample_once never raises; keep the thread's death visible
             died = Reason("sampler-thread-died", detail=describe_error(exc))

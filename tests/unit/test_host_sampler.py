@@ -225,3 +225,29 @@ def test_a_sampler_takes_no_reading_while_the_observer_check_holds_it_quiet() ->
         while not sampler.section(t0).samples and time.monotonic() < deadline:
             time.sleep(0.01)
     assert sampler.section(t0).samples
+
+
+def test_a_quiet_sampler_sleeps_out_the_hold_and_stops_promptly_within_it() -> None:
+    # GIVEN a sampler reading every 10 ms, held quiet for a minute by a Quiet whose clock
+    # counts how often it is read
+    reads = 0
+
+    def counted_now() -> float:
+        nonlocal reads
+        reads += 1
+        return time.perf_counter()
+
+    quiet = Quiet(counted_now)
+    quiet.hold(60.0)
+    sampler = HostSampler(interval_s=0.01, clock=MONOTONIC)
+    sampler.quiet = quiet
+    sampler.start()
+    time.sleep(0.3)  # about 30 intervals
+    # THEN its thread did not wake at each interval to look (a wake takes the interpreter
+    # lock from the training thread): a few reads of the clock, not one per interval
+    assert reads < 10
+    # AND stopping it does not wait out the hold
+    began = time.monotonic()
+    sampler.stop()
+    assert time.monotonic() - began < THREAD_WAIT_S / 2
+    assert not sampler.running
