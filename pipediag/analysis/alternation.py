@@ -182,7 +182,9 @@ def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
 def observer_logs(blocks: Sequence[RateBlock]) -> list[float]:
     """`observer_effect`'s pairs as log ratios, for pooling over runs."""
     left_out, modes = _left_out(blocks)
-    logs = _logs_against_training(blocks, "quiet-training", left_out, modes, against=("training",))
+    logs = _logs_against_training(
+        blocks, "quiet-training", left_out, modes, against=("training",), both_sides=True
+    )
     return [-value for value in logs]
 
 
@@ -194,9 +196,11 @@ def _logs_against_training(
     around_s: float = 0.0,
     *,
     against: tuple[RateBlockKind, ...] = TRAINING_KINDS,
+    both_sides: bool = False,
 ) -> list[float]:
     """log(rate / training's) per block of `kind`, against the `against` blocks either side in
-    its own host mode (docs/design.md, "Rates in alternation")."""
+    its own host mode (docs/design.md, "Rates in alternation"); `both_sides`: only a block
+    with one on each side, whose mean cancels a steady drift."""
     logs: list[float] = []
     skip = kind != "step-alone"
     for i, block in enumerate(blocks):
@@ -211,7 +215,7 @@ def _logs_against_training(
             and blocks[j].kind in against
             and (rate := blocks[j].steps_per_s) is not None
         ]
-        if beside:
+        if len(beside) == 2 or (beside and not both_sides):
             training_log = sum(math.log(rate) for rate in beside) / len(beside)
             rate = block.steps / (block.seconds + block.steps * around_s)
             logs.append(math.log(rate) - training_log)

@@ -196,7 +196,15 @@ class Alternation:
             return rounds < self._fixed_rounds
         if rounds < paired.ALTERNATION_MIN_ROUNDS:
             return True
-        elapsed, cost = self._clock.now() - self.began, paired_cost(self.blocks)
+        elapsed = self._clock.now() - self.began
+        last = self._last_training_block()
+        if last is not None and last.kind == "quiet-training":
+            # A quiet block reads against watched blocks on both sides, so that drift cancels
+            # (docs/design.md, "What pipediag costs a step"): one more round, within the limits.
+            return (
+                rounds < self._most_rounds and elapsed < paired.EDGE_EXTENSION * self._max_seconds
+            )
+        cost = paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None
         if rounds < self._max_rounds and elapsed < self._max_seconds:
             # A narrow interval across an edge still reads on: its label would be its low

@@ -306,8 +306,9 @@ def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> No
             held_quiet.append((kind, quiet.holding()))
             clock.advance(1.0 / rates[kind])
             done = alternation.step_ended(clock.now())
-    # THEN the rounds are as many as without it, every other training block quiet, and the
-    # samplers held only through the quiet blocks
+    # THEN every other training block is quiet, the samplers held only through the quiet
+    # blocks, and where the rounds that decide the cost (3) would end on a quiet block, one
+    # more round ends them on a watched one
     kinds = [b.kind for b in alternation.blocks]
     assert kinds == [
         "training",
@@ -317,17 +318,35 @@ def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> No
         "training",
         "step-alone",
         "quiet-training",
+        "step-alone",
+        "training",
     ]
     assert all(held == (kind == "quiet-training") for kind, held in held_quiet)
     assert not quiet.holding()
-    # AND each quiet block reads against the watched blocks past the step-alone ones beside
-    # it, while the cost reads each step-alone block against both kinds of training beside it
+    # AND each quiet block reads against the watched blocks past the step-alone ones on both
+    # sides, while the cost reads each step-alone block against both kinds of training
     effect = observer_effect(alternation.blocks)
     assert effect is not None and effect.pairs == 2
     assert effect.ratio == pytest.approx(50 / 55)
     cost = paired_cost(alternation.blocks)
-    assert cost is not None and cost.pairs == 3
+    assert cost is not None and cost.pairs == 4
     assert cost.cost == pytest.approx(1 - math.sqrt(50 * 55) / 100)
+
+
+def test_a_quiet_block_with_a_watched_block_on_one_side_only_is_no_pair() -> None:
+    # GIVEN training whose rate climbs steadily, 50 steps/s and 10% more each training block,
+    # the samplers costing nothing, and an alternation cut short after a quiet block
+    rates = [50.0 * 1.1**k for k in range(4)]
+    blocks = _blocks(rates, [100.0] * 3)
+    blocks = [
+        dataclasses.replace(b, kind="quiet-training") if b.kind == "training" and i in (2, 6) else b
+        for i, b in enumerate(blocks)
+    ]
+    # THEN only the quiet block between two watched ones is read, and reads no cost: the
+    # one at the end would read the climb as one (1.1)
+    effect = observer_effect(blocks)
+    assert effect is not None and effect.pairs == 1
+    assert effect.ratio == pytest.approx(1.0)
 
 
 def test_training_cut_short_never_leaves_the_samplers_paused_for_long() -> None:
@@ -369,7 +388,8 @@ def test_a_loop_is_served_its_own_pulls_in_the_quiet_blocks_too() -> None:
         answers.append("quiet" if quiet.holding() else "pull" if answer is PULL else answer)
         clock.advance(0.02 if answer is PULL else 0.01)
     blocks = [["cached"] * 4, ["quiet"] * 4, ["cached"] * 4, ["pull"] * 4] * 2
-    assert answers == ["cached"] * WARMUP_STEPS + [a for block in blocks[:6] for a in block]
+    # (a fourth round, so that the last quiet block has a watched one after it)
+    assert answers == ["cached"] * WARMUP_STEPS + [a for block in blocks for a in block]
     (result,) = concluded
     effect = observer_effect(result.blocks)
     assert effect is not None and effect.ratio == pytest.approx(1.0) and effect.pairs == 2
