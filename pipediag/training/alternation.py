@@ -197,23 +197,27 @@ class Alternation:
         if rounds < paired.ALTERNATION_MIN_ROUNDS:
             return True
         elapsed = self._clock.now() - self.began
+        within_limits = (
+            rounds < self._most_rounds and elapsed < paired.EDGE_EXTENSION * self._max_seconds
+        )
         last = self._last_training_block()
         if last is not None and last.kind == "quiet-training":
             # A quiet block reads against watched blocks on both sides, so that drift cancels
             # (docs/design.md, "What pipediag costs a step"): one more round, within the limits.
-            return (
-                rounds < self._most_rounds and elapsed < paired.EDGE_EXTENSION * self._max_seconds
-            )
+            return within_limits
         cost = paired_cost(self.blocks)
         width = cost.half_width if cost is not None else None
         if rounds < self._max_rounds and elapsed < self._max_seconds:
             # A narrow interval across an edge still reads on: its label would be its low
             # end's (docs/design.md, "Rates in alternation").
             return width is None or width > paired.TARGET_HALF_WIDTH or _straddles(cost)
-        if rounds >= self._most_rounds or elapsed >= paired.EDGE_EXTENSION * self._max_seconds:
-            return False
         # Past the bounds, only an interval too wide for a label where it lies (too noisy to tell).
-        return width is not None and width > LABEL_MAX_HALF_WIDTH and _straddles(cost)
+        return (
+            within_limits
+            and width is not None
+            and width > LABEL_MAX_HALF_WIDTH
+            and _straddles(cost)
+        )
 
     def result(self, method: ComputeAloneMethod, *, restored: int = 0) -> ComputeAlone:
         """T from the step-alone blocks (an open one closed), and every block for the pairs."""
