@@ -13,6 +13,7 @@ import pytest
 from cli_runner import ENV, ROOT, run_pipediag
 from pipelines import bands_reached, host_was_busy
 
+from pipediag.renderers.progress_words import STEP_WORDS
 from pipediag.report.model import SCHEMA_VERSION
 
 HEADLINE = re.compile(
@@ -104,8 +105,13 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     assert data["pipeline"]["batches_per_s"] > 0 and data["pipeline"]["latency"]["p90_s"] > 0
     train = data["train"]
     assert train["style"] == style and train["warmup_steps"] == 5 and train["steps_per_s"] > 0
-    # (the compute-bound example caches, but its first epoch hardly waits: not measured on)
-    assert len(train["steps"]) == 45
+    # 5 warm-up and 40 measured steps. The compute-bound example caches: where its first epoch
+    # (it fills the cache) waited 5% or more, on a busy host, the steps go on into the epoch
+    # that reads the cache, and the run says so (a fresh-clone CI run: 85 steps).
+    if STEP_WORDS["cached-epoch"] in result.stderr:
+        assert len(train["steps"]) > 45
+    else:
+        assert len(train["steps"]) == 45
     step = train["steps"][-1]
     assert set(step) >= {"index", "start_s", "duration_s", "input_wait_s", "label"}
     assert data["host"]["available"] and data["host"]["samples"]
