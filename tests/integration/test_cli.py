@@ -107,11 +107,9 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     assert train["style"] == style and train["warmup_steps"] == 5 and train["steps_per_s"] > 0
     # 5 warm-up and 40 measured steps. The compute-bound example caches: where its first epoch
     # (it fills the cache) waited 5% or more, on a busy host, the steps go on into the epoch
-    # that reads the cache, and the run says so (a fresh-clone CI run: 85 steps).
-    if STEP_WORDS["cached-epoch"] in result.stderr:
-        assert len(train["steps"]) > 45
-    else:
-        assert len(train["steps"]) == 45
+    # that reads the cache, and the run says so (two fresh-clone CI runs: 85 steps).
+    measured_on = STEP_WORDS["cached-epoch"] in result.stderr
+    assert len(train["steps"]) > 45 if measured_on else len(train["steps"]) == 45
     step = train["steps"][-1]
     assert set(step) >= {"index", "start_s", "duration_s", "input_wait_s", "label"}
     assert data["host"]["available"] and data["host"]["samples"]
@@ -161,7 +159,9 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
         for s in suggestions:
             measured = s["gain"]["speedup"] if s["gain"]["basis"] == "training" else None
             assert measured is None or measured <= most + 1e-6, s
-    assert data["complete"] is True and data["stop_reason"] == "step-budget"
+    # Measured on, the steps may reach the script's end before pipediag ends them.
+    ends = ("step-budget", "script-finished") if measured_on else ("step-budget",)
+    assert data["complete"] is True and data["stop_reason"] in ends
     phases = {p["name"]: p for p in data["phases"]}
     assert {"pipeline_benchmark", "train", "analysis"} <= set(phases)
     bench, trained = phases["pipeline_benchmark"], phases["train"]
