@@ -107,7 +107,7 @@ def test_run_on_each_example(tmp_path: Path, example: str, verdict: str, style: 
     assert train["style"] == style and train["warmup_steps"] == 5 and train["steps_per_s"] > 0
     # 5 warm-up and 40 measured steps. The compute-bound example caches: where its first epoch
     # (it fills the cache) waited 5% or more, on a busy host, the steps go on into the epoch
-    # that reads the cache, and the run says so (two fresh-clone CI runs: 85 steps).
+    # that reads the cache, and the run says so (85 steps in a fresh-clone CI run).
     measured_on = STEP_WORDS["cached-epoch"] in result.stderr
     assert len(train["steps"]) > 45 if measured_on else len(train["steps"]) == 45
     step = train["steps"][-1]
