@@ -25,6 +25,9 @@ from pipediag.training.budget import PULL, BudgetServer, CachedBatch
 # A JAX loop takes no TensorFlow gradient to watch: a pass past this many batches trains.
 JAX_PEEK_BATCHES = 1
 MADE_S = "_pipediag_made_s"  # set on each iterator the script makes: how long making it took
+JUDGED_AT_BUDGET = (
+    "_pipediag_judged_at_budget"  # set on an iterator once `_rebuilt_at_budget` read it
+)
 
 UNDECIDED = "undecided"  # no train step seen between its pulls yet
 TRAINING = "training"
@@ -64,6 +67,8 @@ class CustomLoopTracker:
         self._watch = watch
         self._train_dataset: weakref.ref[Any] | None = None
         self._train_signature: tuple[str, str] | None = None
+        self._train_where: str | None = None  # the script's line that pulls the training pass
+        self._training_pass_ended = False  # at the budget: its pass ended, none begun since
         self._train_ancestors: list[weakref.ref[Any]] = []
         self._pass: _Pass | None = None
         self._passes: dict[int, _Pass] = {}
@@ -197,6 +202,7 @@ class CustomLoopTracker:
             judged.kind = UNTRACKED
             return False
         judged.kind = TRAINING
+        self._train_where = judged.where
         self._watch.watching = False
         if self._current_dataset() is dataset:
             return True
@@ -254,7 +260,8 @@ class CustomLoopTracker:
     def _serve_budget(self, iterator: Any, fetch: Callable[[Any], Any]) -> Any:
         budget = self._budget
         assert budget is not None
-        if getattr(iterator, "_dataset", None) is not self._current_dataset():
+        dataset = getattr(iterator, "_dataset", None)
+        if dataset is not self._current_dataset() and not self._rebuilt_at_budget(iterator):
             # Another dataset pulled meanwhile (validation), or the fix copies' own iterators.
             return fetch(iterator)
         if (batch := budget.next_batch()) is None:
@@ -267,7 +274,27 @@ class CustomLoopTracker:
         except Exception:
             if _is_end_of_sequence(sys.exc_info()[1]):
                 budget.pull_ended_an_epoch()
+                self._training_pass_ended = True
             raise
+
+    def _rebuilt_at_budget(self, iterator: Any) -> bool:
+        """Whether the loop's new pass, after its training pass ended, is over the same
+        pipeline rebuilt (a fresh one each epoch), pulled at the same line: it trains from
+        then on, so the budget's blocks go on past the epoch's end. Read at its first pull."""
+        if not self._training_pass_ended or getattr(iterator, JUDGED_AT_BUDGET, False):
+            return False
+        setattr(iterator, JUDGED_AT_BUDGET, True)
+        dataset = getattr(iterator, "_dataset", None)
+        # Made by the script (`MADE_S`), never one of pipediag's own copies.
+        if dataset is None or getattr(iterator, MADE_S, None) is None:
+            return False
+        if _signature(describe_chain(dataset), dataset) != self._train_signature:
+            return False
+        if pass_origin(sys._getframe(2)).where != self._train_where:
+            return False  # another loop over data of the same shape: validation
+        self._train_dataset = weakref.ref(dataset)
+        self._training_pass_ended = False
+        return True
 
     def _current_dataset(self) -> Any:
         return self._train_dataset() if self._train_dataset is not None else None

@@ -158,6 +158,49 @@ def test_a_custom_loop_alternates_its_last_batch_and_its_own_pulls_at_the_budget
     assert fresh == sorted(set(fresh)) and not set(fresh) & set(pulls[:real])
 
 
+REBUILT_EACH_EPOCH = """
+opt = keras.optimizers.SGD(0.01)
+xv = -np.abs(x[:512])  # validation: every value negative, training's as drawn
+
+def batches(data):  # a fresh pipeline each epoch, as JAX's tf.data notebook builds it
+    return tf.data.Dataset.from_tensor_slices((data, data.sum(axis=1, keepdims=True))).batch(32)
+
+@tf.function
+def step(a, b):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean((model(a, training=True) - b) ** 2)
+    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                            model.trainable_variables))
+
+for epoch in range(100):
+    for a, b in batches(x[:1536]):  # 48 batches
+        step(a, b)
+    for a, b in batches(xv):  # the same pipeline over other data, pulled at another line
+        if float(tf.reduce_max(a)) > 0:
+            print("VALIDATION SERVED A TRAINING BATCH", flush=True)
+"""
+
+
+def test_a_loop_that_rebuilds_its_pipeline_each_epoch_alternates_on_past_the_epoch_s_end(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a loop that builds its pipeline anew each epoch, 48 batches, ending its first
+    # epoch in the alternation's first block; and a validation pass over the same pipeline
+    # after each
+    report = pipediag.diagnose(
+        _script(tmp_path, REBUILT_EACH_EPOCH), config=CONFIG, out=None, log=None
+    )
+    # THEN the alternation goes on in the next epochs' pipelines to its rounds
+    alone = report.compute_alone
+    assert alone is not None and alone.measured and alone.method == "cached-batch-loop"
+    kinds = [block.kind for block in alone.blocks]
+    assert kinds.count("step-alone") >= 3 and kinds.count("training") >= 3, kinds
+    assert sum(b.steps + b.dropped_steps for b in alone.blocks if b.kind == "training") > 48
+    assert report.verdict.compute_alone_source == "measured"
+    # AND the validation passes are never served as training: they read their own batches
+    assert "VALIDATION SERVED" not in capfd.readouterr().out
+
+
 def test_a_stateful_random_op_in_the_train_step_keeps_compute_alone_estimated(
     tmp_path: Path,
 ) -> None:
