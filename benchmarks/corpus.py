@@ -339,7 +339,7 @@ def run_pipediag(
     report = json.loads(checked(report_path).read_text())
     verdict = report.get("verdict", {})
     blocks = load_report(report_path).compute_alone
-    watched = observer_logs(blocks.blocks) if blocks is not None else []
+    watched = observer_logs(blocks.blocks, blocks.observer_blocks) if blocks is not None else []
     return {
         "label": verdict.get("label", "unknown"),
         "cost": verdict.get("input_cost_fraction"),

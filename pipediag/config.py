@@ -84,7 +84,8 @@ class RunConfig:
         train_function: the name of the `tf.function` that trains, for a loop whose function
             steps no optimizer with a step counter: each of its calls counts as one step.
         observer_check: also time training with pipediag's samplers paused, in quiet blocks
-            of the alternation, for what watching costs it (`Verdict.observer_effect`).
+            of the alternation and of the check's own blocks after it, for what watching
+            costs it (`Verdict.observer_effect`).
     """
 
     measured_steps: int | None = DEFAULT_MEASURED_STEPS

@@ -171,19 +171,25 @@ def widened_for_looks(cost: PairedCost, rounds: int) -> float:
     return max(0.0, cost.low - log_cost(mean - factor * (mean - low)))
 
 
-def observer_effect(blocks: Sequence[RateBlock]) -> ObserverEffect | None:
+def observer_effect(
+    blocks: Sequence[RateBlock], observer_blocks: Sequence[RateBlock] = ()
+) -> ObserverEffect | None:
     """Training's rate with pipediag's samplers running over that with them paused."""
-    if (found := log_interval(observer_logs(blocks))) is None:
+    if (found := log_interval(observer_logs(blocks, observer_blocks))) is None:
         return None
     low, high = found.ends(math.exp)
     return ObserverEffect(ratio=math.exp(found.mean), low=low, high=high, pairs=found.pairs)
 
 
-def observer_logs(blocks: Sequence[RateBlock]) -> list[float]:
-    """`observer_effect`'s pairs as log ratios, for pooling over runs."""
-    left_out, modes = _left_out(blocks)
+def observer_logs(
+    blocks: Sequence[RateBlock], observer_blocks: Sequence[RateBlock] = ()
+) -> list[float]:
+    """`observer_effect`'s pairs as log ratios, for pooling over runs: each quiet block, in
+    the rounds or in the check's own blocks after them, against the watched blocks beside it."""
+    every = [*blocks, *observer_blocks]
+    left_out, modes = _left_out(every)
     logs = _logs_against_training(
-        blocks, "quiet-training", left_out, modes, against=("training",), both_sides=True
+        every, "quiet-training", left_out, modes, against=("training",), both_sides=True
     )
     return [-value for value in logs]
 

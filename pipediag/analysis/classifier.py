@@ -196,7 +196,11 @@ def judge(
         steps_to_tell=steps_to_tell,
         alternation_pairs=rates.paired.pairs if rates.paired is not None else None,
         held_output_cost=rates.paired.held if rates.paired is not None else None,
-        observer_effect=observer_effect(compute_alone.blocks) if compute_alone else None,
+        observer_effect=(
+            observer_effect(compute_alone.blocks, compute_alone.observer_blocks)
+            if compute_alone
+            else None
+        ),
     )
 
 

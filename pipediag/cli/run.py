@@ -102,8 +102,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--observer-check",
         action="store_true",
-        help="time every other training block of the alternation with pipediag's samplers "
-        "paused, and report what watching cost training (no extra steps)",
+        help="time every other training block of the alternation, and up to 6 pairs of blocks "
+        "after it, with pipediag's samplers paused, and report what watching cost training",
     )
     run.add_argument(
         "--out",

@@ -18,7 +18,7 @@ from pipediag.hooks.patching import Patches
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.report.reasons import Reason, error_reason
 from pipediag.timeline import MIN_MEASURED_STEPS, StepBudgetReached
-from pipediag.training.alternation import FitAlternation, block_steps_for
+from pipediag.training.alternation import OBSERVER_PAIRS, FitAlternation, block_steps_for
 
 # With `--steps all`, the step runs alone at the first epoch end with this many measured
 # steps, or at this many (the default step budget), so the verdict comes early.
@@ -29,8 +29,10 @@ PROBE_MAX_STEPS = 100
 SETTLE_EVERY_S = 2.0
 SETTLE_MAX_STEPS = 4096
 # Training blocks of a full alternation on fit's steps: one a round, one where the measured
-# steps cannot lead, one to spare (`conclusion.py::alternate_fit`).
+# steps cannot lead, one to spare (`conclusion.py::alternate_fit`); the observer check's own
+# blocks after the rounds besides, where it runs.
 ALTERNATION_BLOCKS = MAX_ROUNDS + 2
+OBSERVER_CHECK_BLOCKS = 2 * OBSERVER_PAIRS
 
 
 class FitTracker:
@@ -57,6 +59,9 @@ class FitTracker:
         self._planned: tuple[int, int] | None = None  # fit's epochs and steps per epoch
         self.timer: TrainFunctionTimer | None = None
         self._alternation_ends_fit = True  # False at the probe: training goes on after it
+        self._alternation_blocks = ALTERNATION_BLOCKS + (
+            OBSERVER_CHECK_BLOCKS if session.config.observer_check else 0
+        )
 
     def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
         if (
@@ -106,14 +111,15 @@ class FitTracker:
         steps_left, timeline = self._steps_left(batch), self._session.timeline
         if (
             steps_left is None
-            or steps_left > ALTERNATION_BLOCKS * MAX_BLOCK_STEPS
+            or steps_left > self._alternation_blocks * MAX_BLOCK_STEPS
             or timeline.measured_steps is None  # `--steps all`, its probe, and watch mode
             or timeline.fixed_end
             or not self._measured_at_least(MIN_MEASURED_STEPS)
         ):
             return False
         step_s = timeline.median_measured_step_s()
-        return step_s is not None and steps_left <= ALTERNATION_BLOCKS * block_steps_for(step_s)
+        wanted = self._alternation_blocks * block_steps_for(step_s) if step_s is not None else 0
+        return step_s is not None and steps_left <= wanted
 
     def _alternate(self, *, ends_fit: bool, batch: int) -> None:
         """Training and the step alone in turn (docs/design.md, "Rates in alternation"), where

@@ -211,6 +211,9 @@ class ComputeAlone:
     cpu_s_per_step: float | None = None
     # Training's and the step alone's blocks as they ran; empty: the step alone ran in one piece.
     blocks: list[RateBlock] = field(default_factory=list)
+    # The observer check's quiet and watched training blocks after the rounds, in turn: read
+    # for `Verdict.observer_effect` only, never for the cost.
+    observer_blocks: list[RateBlock] = field(default_factory=list)
     block_steps: int = 0  # steps per block, before the transition is dropped
     # Where the step's time goes, and model-side changes measured on the step alone
     # (`report/model_side.py`); `model_side_s` is the time they added.

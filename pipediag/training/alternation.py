@@ -23,6 +23,11 @@ from pipediag.training.compute_alone import WARMUP_STEPS, StepAlone, steps_lasti
 
 # The longest the samplers pause for a quiet block with no training block's rate to size it.
 QUIET_MAX_S = 10.0
+# The observer check's own pairs after the cost's rounds: up to this many quiet blocks, each
+# between two watched ones, adjacent, started within this long (docs/design.md, "What
+# pipediag costs a step"). Two pairs a run in the rounds bound no script's 3% on this host.
+OBSERVER_PAIRS = 6
+OBSERVER_S = 6.0
 
 Next = Literal["step-alone", "training", "quiet-training", "done"]
 
@@ -63,7 +68,8 @@ def unbounded_block_steps(step_s: float, per_call: int = 1) -> int:
 class Alternation:
     """The blocks' schedule and what each measured. `lead`: A0's start and durations (None:
     none). `whole_blocks`: no step dropped as a transition (a JAX loop). `max_rounds`: what
-    fit's steps left allow. `quiet`: the samplers paused for every other training block."""
+    fit's steps left allow. `quiet`: the samplers paused for every other training block, and
+    after the rounds the observer check's own blocks (`observer_blocks`)."""
 
     def __init__(
         self,
@@ -82,6 +88,7 @@ class Alternation:
         self._whole_blocks = whole_blocks
         soft = max(paired.MAX_ROUNDS, round(paired.MAX_ROUNDS * scale))
         self._max_rounds = soft if max_rounds is None else min(soft, max_rounds)
+        self._steps_bound = max_rounds
         extended = paired.EDGE_EXTENSION * soft
         # A loop's steps left are unknown: its end ends the rounds (docs/design.md, "Rates in
         # alternation").
@@ -90,6 +97,9 @@ class Alternation:
         self._origin, self.block_steps = origin, block_steps
         self._fixed_rounds = fixed_rounds
         self.blocks: list[RateBlock] = []
+        # Quiet and watched training in turn after the rounds (`--observer-check`): not the cost's.
+        self.observer_blocks: list[RateBlock] = []
+        self._observer_began: float | None = None
         self._alone_durations: list[float] = []
         self._alone_cpu_s, self._alone_steps = 0.0, 0
         self.began = clock.now()
@@ -160,6 +170,10 @@ class Alternation:
             return
         cpu, start_s = time.process_time() - opened.cpu_from, opened.start - self._origin
         block = block_of(opened.kind, start_s, durations, cpu_s=cpu, whole=self._whole_blocks)
+        if self._observer_began is not None:
+            self.observer_blocks.append(block)
+            self._next = self._next_observer_block(block.kind)
+            return
         self.blocks.append(block)
         if opened.kind == "step-alone":
             self._alone_durations.extend(durations[block.dropped_steps :])
@@ -171,8 +185,34 @@ class Alternation:
             self._next = "quiet-training" if quiet else "training"
             if quiet:
                 self._hold_quiet()
+        elif self._wants_another_round():
+            self._next = "step-alone"
+        elif self._quiet is not None and self._room_for_observer_pair():
+            self._observer_began = self._clock.now()
+            self._next = self._next_observer_block(block.kind)
         else:
-            self._next = "step-alone" if self._wants_another_round() else "done"
+            self._next = "done"
+
+    def _next_observer_block(self, last: RateBlockKind) -> Next:
+        """The observer check's blocks: a quiet one, then a watched one, while there is room."""
+        if last == "quiet-training":
+            return "training"  # its pair closes with a watched block
+        quiet = sum(b.kind == "quiet-training" for b in self.observer_blocks)
+        if quiet >= OBSERVER_PAIRS or not self._room_for_observer_pair():
+            return "done"
+        self._hold_quiet()
+        return "quiet-training"
+
+    def _room_for_observer_pair(self) -> bool:
+        """Within the check's time, and a quiet and a watched block within fit's steps left."""
+        began = self._observer_began
+        if began is not None and self._clock.now() - began >= OBSERVER_S:
+            return False
+        if self._steps_bound is None:
+            return True
+        # The rounds' training blocks are at most `max_rounds` + 1 (a lead, or A0 on the steps).
+        training = sum(b.kind != "step-alone" for b in self.blocks) + len(self.observer_blocks)
+        return training + 2 <= self._steps_bound + 1
 
     def release_samplers(self) -> None:
         """The samplers read again (the alternation is over, or failed)."""
@@ -239,6 +279,7 @@ class Alternation:
             restored_variables=restored,
             cpu_s_per_step=self._alone_cpu_s / self._alone_steps if self._alone_steps else None,
             blocks=list(self.blocks),
+            observer_blocks=list(self.observer_blocks),
             block_steps=self.block_steps,
         )
 

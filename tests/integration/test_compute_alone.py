@@ -254,10 +254,12 @@ def test_the_observer_check_times_fit_s_own_steps_with_the_samplers_paused(
     report = pipediag.diagnose(_script(tmp_path, short_fit), config=config, out=None, log=None)
     alone = report.compute_alone
     assert alone is not None and alone.measured, alone
-    # THEN every other training block is a quiet one, the blocks' kinds alternating
+    # THEN every other training block is a quiet one, the blocks' kinds alternating, in the
+    # rounds and in the check's own blocks after them, where fit's steps leave room
     kinds = [block.kind for block in alone.blocks]
     assert kinds[:4] == ["training", "step-alone", "quiet-training", "step-alone"]
-    training = [k for k in kinds if k != "step-alone"]
+    assert "step-alone" not in [block.kind for block in alone.observer_blocks]
+    training = [k for k in kinds if k != "step-alone"] + [b.kind for b in alone.observer_blocks]
     assert training == ["training", "quiet-training"] * (len(training) // 2) + (
         ["training"] if len(training) % 2 else []
     )

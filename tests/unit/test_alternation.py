@@ -30,6 +30,8 @@ from pipediag.clock import Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
 from pipediag.report.trials import FixTrial
 from pipediag.training.alternation import (
+    OBSERVER_PAIRS,
+    OBSERVER_S,
     WARMUP_STEPS,
     Alternation,
     block_steps_for,
@@ -323,14 +325,97 @@ def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> No
     ]
     assert all(held == (kind == "quiet-training") for kind, held in held_quiet)
     assert not quiet.holding()
-    # AND each quiet block reads against the watched blocks past the step-alone ones on both
-    # sides, while the cost reads each step-alone block against both kinds of training
+    # AND after the rounds, the check's own blocks: quiet and watched training in turn,
+    # adjacent, up to its pairs, ending on a watched block
+    assert [b.kind for b in alternation.observer_blocks] == [
+        "quiet-training",
+        "training",
+    ] * OBSERVER_PAIRS
+    # AND each quiet block reads against the watched blocks on both sides (past the
+    # step-alone ones in the rounds), while the cost reads each step-alone block against both
+    # kinds of training in the rounds alone
     effect = observer_effect(alternation.blocks)
     assert effect is not None and effect.pairs == 2
+    assert effect.ratio == pytest.approx(50 / 55)
+    effect = observer_effect(alternation.blocks, alternation.observer_blocks)
+    assert effect is not None and effect.pairs == 2 + OBSERVER_PAIRS
     assert effect.ratio == pytest.approx(50 / 55)
     cost = paired_cost(alternation.blocks)
     assert cost is not None and cost.pairs == 4
     assert cost.cost == pytest.approx(1 - math.sqrt(50 * 55) / 100)
+
+
+def _run_alternation(alternation: Alternation, clock: FakeClock, rates: dict[str, float]) -> None:
+    while (kind := alternation.next) != "done":
+        alternation.start_block(kind, clock.now())
+        done = False
+        while not done:
+            clock.advance(1.0 / rates[kind])
+            done = alternation.step_ended(clock.now())
+
+
+def test_the_observer_checks_own_blocks_stay_within_fits_steps_and_its_time() -> None:
+    rates = {"training": 50.0, "quiet-training": 50.0, "step-alone": 100.0}
+    # GIVEN fit's steps left allow 6 training blocks besides the lead (`max_rounds` 6, the
+    # rounds taking 4 of them)
+    clock = FakeClock()
+    alternation = Alternation(
+        clock=clock,
+        origin=0.0,
+        block_steps=5,
+        lead=(0.0, [0.02] * 5),
+        max_rounds=6,
+        quiet=Quiet(clock.now),
+    )
+    _run_alternation(alternation, clock, rates)
+    # THEN the check's blocks take the 3 left, and a quiet block starts only with room for
+    # the watched one after it: one pair
+    assert sum(b.kind != "step-alone" for b in alternation.blocks) == 5
+    assert [b.kind for b in alternation.observer_blocks] == ["quiet-training", "training"]
+    # GIVEN training slow enough (2.5 steps/s, 2-s blocks) that the check's time ends first
+    clock = FakeClock()
+    slow = {"training": 2.5, "quiet-training": 2.5, "step-alone": 5.0}
+    alternation = Alternation(
+        clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.4] * 5), quiet=Quiet(clock.now)
+    )
+    _run_alternation(alternation, clock, slow)
+    # THEN a quiet block starts only within `OBSERVER_S` of the check's start (at 0 s and
+    # 4 s, not 8 s), and its watched one follows it past that
+    kinds = [b.kind for b in alternation.observer_blocks]
+    assert kinds == ["quiet-training", "training", "quiet-training", "training"]
+    assert 4.0 < OBSERVER_S <= 8.0
+    # AND without the check, the rounds end the alternation
+    clock = FakeClock()
+    alternation = Alternation(clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5))
+    _run_alternation(alternation, clock, rates)
+    assert alternation.observer_blocks == []
+    assert alternation.result("cached-batch-loop").observer_blocks == []
+
+
+def test_the_observer_checks_own_blocks_never_enter_the_cost() -> None:
+    # GIVEN the observer check on training at 50 steps/s in the rounds, the step alone at 100,
+    # and the host slowing training to 10 steps/s in the check's own blocks
+    clock = FakeClock()
+    quiet = Quiet(clock.now)
+    alternation = Alternation(
+        clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5), quiet=quiet
+    )
+    started = 0  # training blocks: the rounds start 4 after the lead (the last quiet, then A)
+    while (kind := alternation.next) != "done":
+        alternation.start_block(kind, clock.now())
+        started += kind != "step-alone"
+        done = False
+        while not done:
+            rate = 100.0 if kind == "step-alone" else 10.0 if started > 4 else 50.0
+            clock.advance(1.0 / rate)
+            done = alternation.step_ended(clock.now())
+    result = alternation.result("cached-batch-loop")
+    assert result.observer_blocks
+    assert all(b.steps_per_s == pytest.approx(10.0) for b in result.observer_blocks)
+    # THEN the cost and A read the rounds alone: half the step alone's rate
+    cost = paired_cost(result.blocks)
+    assert cost is not None and cost.cost == pytest.approx(0.5)
+    assert cost.training == pytest.approx(50.0)
 
 
 def test_a_quiet_block_with_a_watched_block_on_one_side_only_is_no_pair() -> None:
@@ -388,11 +473,14 @@ def test_a_loop_is_served_its_own_pulls_in_the_quiet_blocks_too() -> None:
         answers.append("quiet" if quiet.holding() else "pull" if answer is PULL else answer)
         clock.advance(0.02 if answer is PULL else 0.01)
     blocks = [["cached"] * 4, ["quiet"] * 4, ["cached"] * 4, ["pull"] * 4] * 2
-    # (a fourth round, so that the last quiet block has a watched one after it)
+    # (a fourth round, so that the last quiet block has a watched one after it), then the
+    # check's own blocks
+    blocks += [["quiet"] * 4, ["pull"] * 4] * OBSERVER_PAIRS
     assert answers == ["cached"] * WARMUP_STEPS + [a for block in blocks for a in block]
     (result,) = concluded
-    effect = observer_effect(result.blocks)
-    assert effect is not None and effect.ratio == pytest.approx(1.0) and effect.pairs == 2
+    effect = observer_effect(result.blocks, result.observer_blocks)
+    assert effect is not None and effect.ratio == pytest.approx(1.0)
+    assert effect.pairs == 2 + OBSERVER_PAIRS
 
 
 def test_an_untimed_step_is_left_out_of_its_block() -> None:

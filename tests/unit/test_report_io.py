@@ -731,3 +731,18 @@ def test_a_suggestion_stores_its_facts_and_no_words() -> None:
     for stored in data["suggestions"]:
         assert "title" not in stored and "evidence" not in stored
         assert stored["as_written"] is None
+
+
+def test_the_observer_checks_own_blocks_round_trip_apart_from_the_rounds(tmp_path: Path) -> None:
+    import dataclasses
+
+    from pipediag.report.model import ComputeAlone, RateBlock
+
+    rounds = [RateBlock("training", 1.0, 10, 0.2), RateBlock("step-alone", 1.2, 10, 0.1)]
+    check = [RateBlock("quiet-training", 2.0, 10, 0.19), RateBlock("training", 2.2, 10, 0.2)]
+    alone = ComputeAlone(measured=True, steps=10, blocks=rounds, observer_blocks=check)
+    report = dataclasses.replace(synthetic_report(steps=5), compute_alone=alone)
+    loaded = load_report(save_report(report, tmp_path / "report.json"))
+    assert loaded.compute_alone is not None
+    assert loaded.compute_alone.blocks == rounds
+    assert loaded.compute_alone.observer_blocks == check
