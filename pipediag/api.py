@@ -13,7 +13,7 @@ from pipediag.config import DEFAULT_OUT_DIR, DEFAULT_WATCH_LOGDIR, RunConfig
 from pipediag.finish import check_writable, finish
 from pipediag.interrupts import EXIT_INTERRUPTED, second_interrupt_aborts
 from pipediag.report.model import ExitInfo, Report
-from pipediag.runner import RunOutcome, check_script, run_script
+from pipediag.runner import RunOutcome, check_script, release_stopped_script, run_script
 from pipediag.session import DiagnosticSession
 
 # How the run is recorded if it stops before the script ends (Ctrl-C while starting).
@@ -45,6 +45,7 @@ def diagnose(
     however the script ends; its `exit` field says how.
     """
     report, _ = run_and_report(str(script), list(args), config or RunConfig(), out=out, log=log)
+    release_stopped_script()
     return report
 
 

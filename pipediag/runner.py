@@ -15,6 +15,16 @@ from pipediag.interrupts import interrupts_unwind_the_script
 from pipediag.report.model import ExitInfo
 from pipediag.report.vocabulary import StopReason
 
+# The exception that stopped the script at the step budget, and with it the script's frames,
+# held until its answer is out: their idle iterators may wait out autotune's sleep as they
+# are deleted (docs/design.md, "Iterator tear-down").
+_STOPPED: list[BaseException] = []
+
+
+def release_stopped_script() -> None:
+    """Let go of the frames of a script pipediag stopped, once its report is out."""
+    _STOPPED.clear()
+
 
 @dataclass(frozen=True)
 class RunOutcome:
@@ -65,6 +75,8 @@ def run_script(script: Path, args: list[str], *, as_typed: str | None = None) ->
             traceback.print_exception(type(exc), exc, tb or exc.__traceback__, file=sys.stderr)
         elif isinstance(exc, SystemExit) and not (exc.code is None or isinstance(exc.code, int)):
             print(exc.code, file=sys.stderr)  # as Python prints `sys.exit("message")`
+        elif exit_info.status == "step-budget":
+            _STOPPED.append(exc)
         return RunOutcome(exit_info, stop_reason_of(exit_info))
     finally:
         sys.argv = saved_argv

@@ -188,6 +188,10 @@ def observer_logs(
     the rounds or in the check's own blocks after them, against the watched blocks beside it."""
     every = [*blocks, *observer_blocks]
     left_out, modes = _left_out(every)
+    if every and every[0].kind == "training":
+        # No quiet block reads against the first: under fit it is the measured steps' last
+        # block, timed under their own work (docs/design.md, "What pipediag costs a step").
+        left_out = left_out | {0}
     logs = _logs_against_training(
         every, "quiet-training", left_out, modes, against=("training",), both_sides=True
     )

@@ -245,6 +245,7 @@ def split_script_args(argv: list[str], run: argparse.ArgumentParser) -> tuple[li
 def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from pipediag.api import run_and_report
     from pipediag.renderers.text import render_text
+    from pipediag.runner import release_stopped_script
 
     if options.data_service_train and options.data_service is None:
         parser.error("--data-service-train needs --data-service grpc://HOST:PORT")
@@ -293,6 +294,8 @@ def run_command(options: argparse.Namespace, parser: argparse.ArgumentParser) ->
     print("\n" + in_colour(report, text), end="")
     if written and report.task is not None:
         print(f"Once every worker is done: pipediag merge {options.out}")
+    sys.stdout.flush()
+    release_stopped_script()  # the answer is out: a stopped script's iterators go now
     if not options.history:
         return report.exit.code
     from pipediag.history import record_run

@@ -332,13 +332,13 @@ def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> No
         "training",
     ] * OBSERVER_PAIRS
     # AND each quiet block reads against the watched blocks on both sides (past the
-    # step-alone ones in the rounds), while the cost reads each step-alone block against both
-    # kinds of training in the rounds alone
+    # step-alone ones in the rounds; never the first, the lead), while the cost reads each
+    # step-alone block against both kinds of training in the rounds alone
     effect = observer_effect(alternation.blocks)
-    assert effect is not None and effect.pairs == 2
+    assert effect is not None and effect.pairs == 1
     assert effect.ratio == pytest.approx(50 / 55)
     effect = observer_effect(alternation.blocks, alternation.observer_blocks)
-    assert effect is not None and effect.pairs == 2 + OBSERVER_PAIRS
+    assert effect is not None and effect.pairs == 1 + OBSERVER_PAIRS
     assert effect.ratio == pytest.approx(50 / 55)
     cost = paired_cost(alternation.blocks)
     assert cost is not None and cost.pairs == 4
@@ -421,14 +421,30 @@ def test_the_observer_checks_own_blocks_never_enter_the_cost() -> None:
 def test_a_quiet_block_with_a_watched_block_on_one_side_only_is_no_pair() -> None:
     # GIVEN training whose rate climbs steadily, 50 steps/s and 10% more each training block,
     # the samplers costing nothing, and an alternation cut short after a quiet block
-    rates = [50.0 * 1.1**k for k in range(4)]
-    blocks = _blocks(rates, [100.0] * 3)
+    rates = [50.0 * 1.1**k for k in range(6)]
+    blocks = _blocks(rates, [100.0] * 5)
+    blocks = [
+        dataclasses.replace(b, kind="quiet-training")
+        if b.kind == "training" and i in (2, 6, 10)
+        else b
+        for i, b in enumerate(blocks)
+    ]
+    # THEN only the quiet block between two watched ones past the first is read, and reads
+    # no cost: the one at the end would read the climb as one (1.1)
+    effect = observer_effect(blocks)
+    assert effect is not None and effect.pairs == 1
+    assert effect.ratio == pytest.approx(1.0)
+
+
+def test_no_quiet_block_reads_against_the_first_training_block() -> None:
+    # GIVEN the measured steps' last block leading the alternation at 40 steps/s (timed under
+    # the measured phase's own work), the alternation's training at 50 and 50 quiet
+    blocks = _blocks([40.0, 50.0, 50.0, 50.0, 50.0], [100.0] * 4)
     blocks = [
         dataclasses.replace(b, kind="quiet-training") if b.kind == "training" and i in (2, 6) else b
         for i, b in enumerate(blocks)
     ]
-    # THEN only the quiet block between two watched ones is read, and reads no cost: the
-    # one at the end would read the climb as one (1.1)
+    # THEN the quiet block beside it is no pair, and the samplers read as costing nothing
     effect = observer_effect(blocks)
     assert effect is not None and effect.pairs == 1
     assert effect.ratio == pytest.approx(1.0)
@@ -480,7 +496,7 @@ def test_a_loop_is_served_its_own_pulls_in_the_quiet_blocks_too() -> None:
     (result,) = concluded
     effect = observer_effect(result.blocks, result.observer_blocks)
     assert effect is not None and effect.ratio == pytest.approx(1.0)
-    assert effect.pairs == 2 + OBSERVER_PAIRS
+    assert effect.pairs == 1 + OBSERVER_PAIRS
 
 
 def test_an_untimed_step_is_left_out_of_its_block() -> None:

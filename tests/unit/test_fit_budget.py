@@ -15,11 +15,23 @@ from pipediag.timeline import StepBudgetReached, StepTimeline
 
 
 def _fit(
-    epochs: int, steps: int, step_s: float, *, fixed_end: bool = False, extends: bool = False
+    epochs: int,
+    steps: int,
+    step_s: float,
+    *,
+    fixed_end: bool = False,
+    extends: bool = False,
+    observer_check: bool = False,
 ) -> int:
     """The step count at which the budget was reached (the alternation started)."""
     clock = FakeClock()
-    config = RunConfig(measured_steps=40, warmup_steps=5, sample_host=False, sample_gpu=False)
+    config = RunConfig(
+        measured_steps=40,
+        warmup_steps=5,
+        sample_host=False,
+        sample_gpu=False,
+        observer_check=observer_check,
+    )
     session = DiagnosticSession("x", [], config, clock=clock, log=None, install_hooks=False)
     if fixed_end:
         session.timeline = StepTimeline(warmup_steps=5, measured_steps=40, fixed_end=True)
@@ -70,3 +82,12 @@ def test_an_extension_into_a_cached_epoch_still_leaves_the_alternation_its_steps
     # GIVEN a budget that is extended each time it is reached (a cache filling in epoch 1)
     # THEN the measured steps still end where fit's steps left are what the alternation wants
     assert _fit(3, 20, 0.12, extends=True) == 28
+
+
+def test_the_observer_check_leaves_room_for_its_own_blocks_too() -> None:
+    # GIVEN 5 epochs of 44 steps of 45 ms (blocks of 9 steps): the rounds want 8 blocks (72
+    # steps), the observer check's own 12 more (180 in all)
+    # THEN without the check the default budget holds (175 steps left at step 45); with it,
+    # the measured steps end at step 40, leaving the 180
+    assert _fit(5, 44, 0.045) == 45
+    assert _fit(5, 44, 0.045, observer_check=True) == 40

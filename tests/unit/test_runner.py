@@ -94,3 +94,38 @@ def test_bad_scripts_get_one_clear_line(tmp_path: Path, make, message: str) -> N
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_a_script_stopped_at_the_budget_keeps_its_frames_until_its_answer_is_out(
+    tmp_path: Path,
+) -> None:
+    import weakref
+
+    from pipediag.runner import release_stopped_script
+
+    # GIVEN a script whose loop holds an object (its iterator) when pipediag stops it
+    held: list[weakref.ref[object]] = []
+    script = _script(
+        tmp_path,
+        "from pipediag.timeline import StepBudgetReached\n"
+        "class Iterator: pass\n"
+        "def train(record):\n"
+        "    iterator = Iterator()\n"
+        "    record(iterator)\n"
+        "    raise StepBudgetReached\n"
+        f"train(__import__({__name__!r}).HELD.append)\n",
+    )
+    global HELD
+    HELD = []
+    outcome = run_script(check_script(str(script)), [], as_typed=str(script))
+    held.append(weakref.ref(HELD.pop()))
+    # THEN the stop is the budget's, and the loop's object outlives the run, so its deletion
+    # (an idle iterator's may wait tens of seconds) comes after the report
+    assert outcome.stop_reason == "step-budget"
+    assert held[0]() is not None
+    # AND it goes once the answer is out
+    release_stopped_script()
+    assert held[0]() is None
+
+
+HELD: list[object] = []
