@@ -25,9 +25,8 @@ from pipediag.training.budget import PULL, BudgetServer, CachedBatch
 # A JAX loop takes no TensorFlow gradient to watch: a pass past this many batches trains.
 JAX_PEEK_BATCHES = 1
 MADE_S = "_pipediag_made_s"  # set on each iterator the script makes: how long making it took
-JUDGED_AT_BUDGET = (
-    "_pipediag_judged_at_budget"  # set on an iterator once `_rebuilt_at_budget` read it
-)
+# Set on an iterator once `CustomLoopTracker._rebuilt_at_budget` has read it.
+JUDGED_AT_BUDGET = "_pipediag_judged_at_budget"
 
 UNDECIDED = "undecided"  # no train step seen between its pulls yet
 TRAINING = "training"
