@@ -96,7 +96,8 @@ def _run_cell(run: Mapping[str, Any] | None) -> str:
         if run["low"] is not None and run["high"] is not None
         else ""
     )
-    return f"{run['ratio']:.2f}{interval}, {run['pairs']} pairs"
+    plural = "" if run["pairs"] == 1 else "s"
+    return f"{run['ratio']:.2f}{interval}, {run['pairs']} pair{plural}"
 
 
 def table(cases: Sequence[Mapping[str, Any]]) -> str:
