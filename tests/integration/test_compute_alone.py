@@ -48,12 +48,8 @@ model.compile("adam", "mse", metrics=["mae"])
 model.fit(ds.repeat(), epochs=100, steps_per_epoch=50, verbose=0)
 """
 
-LOOP = """
-opt = keras.optimizers.Adam()
-seen = []
-# each batch numbered once for the whole run: one iterator over the repeated data
-numbered = tf.data.Dataset.zip((ds.repeat(), tf.data.Dataset.counter())).prefetch(2)
-
+# A custom loop's train step, on `opt` (the loop's optimizer).
+TRAIN_STEP = """
 @tf.function
 def step(a, b):
     with tf.GradientTape() as tape:
@@ -61,7 +57,17 @@ def step(a, b):
     opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
                             model.trainable_variables))
     return loss
+"""
 
+LOOP = (
+    """
+opt = keras.optimizers.Adam()
+seen = []
+# each batch numbered once for the whole run: one iterator over the repeated data
+numbered = tf.data.Dataset.zip((ds.repeat(), tf.data.Dataset.counter())).prefetch(2)
+"""
+    + TRAIN_STEP
+    + """
 try:
     for (a, b), i in numbered:
         seen.append(int(i))
@@ -69,6 +75,7 @@ try:
 finally:
     json.dump(seen, open(sys.argv[1], "w"))
 """
+)
 
 STATEFUL_RANDOM_FIT = """
 class Noisy(keras.Model):
@@ -158,20 +165,16 @@ def test_a_custom_loop_alternates_its_last_batch_and_its_own_pulls_at_the_budget
     assert fresh == sorted(set(fresh)) and not set(fresh) & set(pulls[:real])
 
 
-REBUILT_EACH_EPOCH = """
+REBUILT_EACH_EPOCH = (
+    """
 opt = keras.optimizers.SGD(0.01)
 xv = -np.abs(x[:512])  # validation: every value negative, training's as drawn
 
 def batches(data):  # a fresh pipeline each epoch, as JAX's tf.data notebook builds it
     return tf.data.Dataset.from_tensor_slices((data, data.sum(axis=1, keepdims=True))).batch(32)
-
-@tf.function
-def step(a, b):
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean((model(a, training=True) - b) ** 2)
-    opt.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
-                            model.trainable_variables))
-
+"""
+    + TRAIN_STEP
+    + """
 for epoch in range(100):
     for a, b in batches(x[:1536]):  # 48 batches
         step(a, b)
@@ -179,6 +182,7 @@ for epoch in range(100):
         if float(tf.reduce_max(a)) > 0:
             print("VALIDATION SERVED A TRAINING BATCH", flush=True)
 """
+)
 
 
 def test_a_loop_that_rebuilds_its_pipeline_each_epoch_alternates_on_past_the_epoch_s_end(

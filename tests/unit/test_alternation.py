@@ -163,13 +163,14 @@ def test_a_block_with_nothing_to_bound_it_lasts_long_enough_and_in_whole_calls()
 
 
 def _run(alternation: Alternation, clock: FakeClock, rates: dict[str, float]) -> None:
-    """Run the schedule to its end, each kind's steps at its rate."""
-    while alternation.next != "done":
-        kind = "step-alone" if alternation.next == "step-alone" else "training"
+    """Run the schedule to its end, each kind's steps at its rate (quiet: training's, unless
+    given)."""
+    while (kind := alternation.next) != "done":
         alternation.start_block(kind, clock.now())
+        rate = rates.get(kind, rates["training"])
         done = False
         while not done:
-            clock.advance(1.0 / rates[kind])
+            clock.advance(1.0 / rate)
             done = alternation.step_ended(clock.now())
 
 
@@ -345,15 +346,6 @@ def test_the_observer_check_makes_every_other_training_block_a_quiet_one() -> No
     assert cost.cost == pytest.approx(1 - math.sqrt(50 * 55) / 100)
 
 
-def _run_alternation(alternation: Alternation, clock: FakeClock, rates: dict[str, float]) -> None:
-    while (kind := alternation.next) != "done":
-        alternation.start_block(kind, clock.now())
-        done = False
-        while not done:
-            clock.advance(1.0 / rates[kind])
-            done = alternation.step_ended(clock.now())
-
-
 def test_the_observer_checks_own_blocks_stay_within_fits_steps_and_its_time() -> None:
     rates = {"training": 50.0, "quiet-training": 50.0, "step-alone": 100.0}
     # GIVEN fit's steps left allow 6 training blocks besides the lead (`max_rounds` 6, the
@@ -367,7 +359,7 @@ def test_the_observer_checks_own_blocks_stay_within_fits_steps_and_its_time() ->
         max_rounds=6,
         quiet=Quiet(clock.now),
     )
-    _run_alternation(alternation, clock, rates)
+    _run(alternation, clock, rates)
     # THEN the check's blocks take the 3 left, and a quiet block starts only with room for
     # the watched one after it: one pair
     assert sum(b.kind != "step-alone" for b in alternation.blocks) == 5
@@ -378,7 +370,7 @@ def test_the_observer_checks_own_blocks_stay_within_fits_steps_and_its_time() ->
     alternation = Alternation(
         clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.4] * 5), quiet=Quiet(clock.now)
     )
-    _run_alternation(alternation, clock, slow)
+    _run(alternation, clock, slow)
     # THEN a quiet block starts only within `OBSERVER_S` of the check's start (at 0 s and
     # 4 s, not 8 s), and its watched one follows it past that
     kinds = [b.kind for b in alternation.observer_blocks]
@@ -387,7 +379,7 @@ def test_the_observer_checks_own_blocks_stay_within_fits_steps_and_its_time() ->
     # AND without the check, the rounds end the alternation
     clock = FakeClock()
     alternation = Alternation(clock=clock, origin=0.0, block_steps=5, lead=(0.0, [0.02] * 5))
-    _run_alternation(alternation, clock, rates)
+    _run(alternation, clock, rates)
     assert alternation.observer_blocks == []
     assert alternation.result("cached-batch-loop").observer_blocks == []
 
