@@ -189,8 +189,9 @@ def observer_logs(
     every = [*blocks, *observer_blocks]
     left_out, modes = _left_out(every)
     if every and every[0].kind == "training":
-        # No quiet block reads against the first: under fit it is the measured steps' last
-        # block, timed under their own work (docs/design.md, "What pipediag costs a step").
+        # No quiet block reads against the first: the measured steps' last block (the lead),
+        # or the first after them, it reads off the rest (docs/design.md, "What pipediag
+        # costs a step").
         left_out = left_out | {0}
     logs = _logs_against_training(
         every, "quiet-training", left_out, modes, against=("training",), both_sides=True
