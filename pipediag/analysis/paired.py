@@ -87,6 +87,11 @@ TARGET_HALF_WIDTH = 0.03
 EDGE_EXTENSION = 2
 # The verdict is due within 10 s of the first step (docs/design.md, "The paired engine").
 MAX_SECONDS = 6.0
+# The observer check's own pairs after the cost's rounds: up to this many quiet blocks, each
+# between two watched ones, adjacent, started within this long (docs/design.md, "What
+# pipediag costs a step"). Two pairs a run in the rounds bound no script's 3% on this host.
+OBSERVER_PAIRS = 6
+OBSERVER_S = 6.0
 
 
 def planned_slice_s(

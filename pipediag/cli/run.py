@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pipediag.analysis.paired import OBSERVER_PAIRS
 from pipediag.cli import argtypes
 from pipediag.cli.common import Command, answer_text, in_colour
 from pipediag.cluster import task_out_dir
@@ -102,8 +103,9 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--observer-check",
         action="store_true",
-        help="time every other training block of the alternation, and up to 6 pairs of blocks "
-        "after it, with pipediag's samplers paused, and report what watching cost training",
+        help=f"time every other training block of the alternation, and up to {OBSERVER_PAIRS} "
+        "pairs of blocks after it, with pipediag's samplers paused, and report what watching "
+        "cost training",
     )
     run.add_argument(
         "--out",

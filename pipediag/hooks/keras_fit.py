@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pipediag.analysis.paired import MAX_BLOCK_STEPS, MAX_ROUNDS
+from pipediag.analysis.paired import MAX_BLOCK_STEPS, MAX_ROUNDS, OBSERVER_PAIRS
 from pipediag.hooks.batch_stamps import BatchStamps, wait_of
 from pipediag.hooks.fit_overhead import TrainFunctionTimer
 from pipediag.hooks.host import HookHost
@@ -18,7 +18,7 @@ from pipediag.hooks.patching import Patches
 from pipediag.hooks.profiler_trace import InputWaitTracer
 from pipediag.report.reasons import Reason, error_reason
 from pipediag.timeline import MIN_MEASURED_STEPS, StepBudgetReached
-from pipediag.training.alternation import OBSERVER_PAIRS, FitAlternation, block_steps_for
+from pipediag.training.alternation import FitAlternation, block_steps_for
 
 # With `--steps all`, the step runs alone at the first epoch end with this many measured
 # steps, or at this many (the default step budget), so the verdict comes early.
@@ -117,9 +117,9 @@ class FitTracker:
             or not self._measured_at_least(MIN_MEASURED_STEPS)
         ):
             return False
-        step_s = timeline.median_measured_step_s()
-        wanted = self._alternation_blocks * block_steps_for(step_s) if step_s is not None else 0
-        return step_s is not None and steps_left <= wanted
+        if (step_s := timeline.median_measured_step_s()) is None:
+            return False
+        return steps_left <= self._alternation_blocks * block_steps_for(step_s)
 
     def _alternate(self, *, ends_fit: bool, batch: int) -> None:
         """Training and the step alone in turn (docs/design.md, "Rates in alternation"), where

@@ -289,7 +289,7 @@ class CustomLoopTracker:
             return False
         if _signature(describe_chain(dataset), dataset) != self._train_signature:
             return False
-        if pass_origin(sys._getframe(2)).where != self._train_where:
+        if pass_origin(sys._getframe()).where != self._train_where:
             return False  # another loop over data of the same shape: validation
         self._train_dataset = weakref.ref(dataset)
         self._training_pass_ended = False

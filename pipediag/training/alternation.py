@@ -23,11 +23,6 @@ from pipediag.training.compute_alone import WARMUP_STEPS, StepAlone, steps_lasti
 
 # The longest the samplers pause for a quiet block with no training block's rate to size it.
 QUIET_MAX_S = 10.0
-# The observer check's own pairs after the cost's rounds: up to this many quiet blocks, each
-# between two watched ones, adjacent, started within this long (docs/design.md, "What
-# pipediag costs a step"). Two pairs a run in the rounds bound no script's 3% on this host.
-OBSERVER_PAIRS = 6
-OBSERVER_S = 6.0
 
 Next = Literal["step-alone", "training", "quiet-training", "done"]
 
@@ -198,7 +193,7 @@ class Alternation:
         if last == "quiet-training":
             return "training"  # its pair closes with a watched block
         quiet = sum(b.kind == "quiet-training" for b in self.observer_blocks)
-        if quiet >= OBSERVER_PAIRS or not self._room_for_observer_pair():
+        if quiet >= paired.OBSERVER_PAIRS or not self._room_for_observer_pair():
             return "done"
         self._hold_quiet()
         return "quiet-training"
@@ -206,7 +201,7 @@ class Alternation:
     def _room_for_observer_pair(self) -> bool:
         """Within the check's time, and a quiet and a watched block within fit's steps left."""
         began = self._observer_began
-        if began is not None and self._clock.now() - began >= OBSERVER_S:
+        if began is not None and self._clock.now() - began >= paired.OBSERVER_S:
             return False
         if self._steps_bound is None:
             return True

@@ -22,6 +22,8 @@ from pipediag.analysis.paired import (
     MAX_BLOCK_STEPS_UNBOUNDED,
     MAX_ROUNDS,
     MIN_BLOCK_STEPS,
+    OBSERVER_PAIRS,
+    OBSERVER_S,
     UNBOUNDED_BLOCK_S,
 )
 from pipediag.bench.interleaved import Rounds
@@ -30,8 +32,6 @@ from pipediag.clock import Quiet
 from pipediag.report.model import ComputeAlone, RateBlock
 from pipediag.report.trials import FixTrial
 from pipediag.training.alternation import (
-    OBSERVER_PAIRS,
-    OBSERVER_S,
     WARMUP_STEPS,
     Alternation,
     block_steps_for,
